@@ -1,0 +1,143 @@
+"""The paged KV cache: a fixed pool of blocks with refcounts, and the tensor that holds them.
+
+Capacity is counted in cells (token slots): ``num_blocks * block_size``. The
+pool never grows; an allocation that does not fit raises ``PoolExhausted``
+before anything is taken, so a failed request leaves the pool untouched.
+Blocks shared between sessions (a common prefix, a fork) are refcounted and
+always full: nobody writes into a shared block.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import torch
+
+from engine.models.config import ModelConfig
+
+
+class PoolExhausted(RuntimeError):
+    """Not enough free KV blocks for a request; nothing was allocated."""
+
+
+class BlockPool:
+    def __init__(self, num_blocks: int, block_size: int) -> None:
+        if num_blocks <= 0:
+            raise ValueError(f"num_blocks must be > 0, got {num_blocks}")
+        if block_size <= 0:
+            raise ValueError(f"block_size must be > 0, got {block_size}")
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.refcount = [0] * num_blocks
+        self._free_heap = list(range(num_blocks))  # lowest id first; may hold stale ids (lazy deletion)
+        self.num_free = num_blocks
+
+    @property
+    def capacity_cells(self) -> int:
+        return self.num_blocks * self.block_size
+
+    @property
+    def used_cells(self) -> int:
+        return (self.num_blocks - self.num_free) * self.block_size
+
+    def blocks_for(self, cells: int) -> int:
+        return -(-cells // self.block_size)
+
+    def allocate(self, n: int, after: int | None = None) -> list[int]:
+        """Take ``n`` free blocks. Prefers ``after+1, after+2, ...`` so a growing session stays
+        physically contiguous (the CPU attention then reads it through views, without a gather)."""
+        if n > self.num_free:
+            raise PoolExhausted(
+                f"KV pool exhausted: need {n} blocks ({n * self.block_size} cells), "
+                f"{self.num_free} of {self.num_blocks} free"
+            )
+        taken: list[int] = []
+        nxt = after + 1 if after is not None else None
+        while len(taken) < n and nxt is not None and nxt < self.num_blocks and self.refcount[nxt] == 0:
+            taken.append(nxt)
+            self.refcount[nxt] = 1
+            nxt += 1
+        while len(taken) < n:
+            block = heapq.heappop(self._free_heap)
+            if self.refcount[block] == 0:  # skip ids taken out of order above
+                taken.append(block)
+                self.refcount[block] = 1
+        self.num_free -= n
+        return taken
+
+    def share(self, blocks: list[int]) -> None:
+        """Add a reference to blocks already held by someone else."""
+        for block in blocks:
+            if self.refcount[block] <= 0:
+                raise ValueError(f"cannot share free block {block}")
+        for block in blocks:
+            self.refcount[block] += 1
+
+    def free(self, blocks: list[int]) -> None:
+        """Drop one reference per block; a block returns to the pool when nobody holds it."""
+        for block in blocks:
+            if self.refcount[block] <= 0:
+                raise ValueError(f"double free of block {block}")
+        for block in blocks:
+            self.refcount[block] -= 1
+            if self.refcount[block] == 0:
+                heapq.heappush(self._free_heap, block)
+                self.num_free += 1
+        if len(self._free_heap) > 2 * self.num_blocks:  # drop stale ids left by contiguous allocation
+            self._free_heap = [b for b, r in enumerate(self.refcount) if r == 0]
+
+    def check(self) -> None:
+        """Invariants, for tests and debugging: counts agree and no block is lost."""
+        free = sum(1 for r in self.refcount if r == 0)
+        if free != self.num_free or any(r < 0 for r in self.refcount):
+            raise AssertionError(f"pool corrupt: {free} blocks at refcount 0, num_free={self.num_free}")
+        if {b for b in self._free_heap if self.refcount[b] == 0} != {b for b, r in enumerate(self.refcount) if r == 0}:
+            raise AssertionError("pool corrupt: a free block is missing from the free list")
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    """How big the pool is: exactly one of ``cells`` or ``bytes``."""
+
+    block_size: int = 32
+    cells: int | None = None
+    bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.cells is None) == (self.bytes is None):
+            raise ValueError("give the KV capacity as exactly one of cells or bytes")
+        if self.block_size <= 0:
+            raise ValueError(f"block_size must be > 0, got {self.block_size}")
+        if (self.cells or 1) <= 0 or (self.bytes or 1) <= 0:
+            raise ValueError("KV capacity must be > 0")
+
+    def num_blocks(self, config: ModelConfig, dtype: torch.dtype) -> int:
+        block_bytes = config.kv_bytes_per_token * torch.finfo(dtype).bits // 8 * self.block_size
+        blocks = self.cells // self.block_size if self.cells is not None else self.bytes // block_bytes
+        if blocks <= 0:
+            raise ValueError(f"KV capacity below one block of {self.block_size} cells ({block_bytes} bytes)")
+        return blocks
+
+
+class KVCache:
+    """The pool plus its storage: one tensor (layers, 2, Hkv, cells, D)."""
+
+    def __init__(self, config: ModelConfig, spec: CacheSpec, dtype: torch.dtype, device: torch.device | str) -> None:
+        self.pool = BlockPool(spec.num_blocks(config, dtype), spec.block_size)
+        shape = (config.num_layers, 2, config.num_kv_heads, self.pool.capacity_cells, config.head_dim)
+        self.tensor = torch.zeros(shape, dtype=dtype, device=device)
+
+    @property
+    def block_size(self) -> int:
+        return self.pool.block_size
+
+    @property
+    def nbytes(self) -> int:
+        return self.tensor.numel() * self.tensor.element_size()
+
+    def copy_cells(self, src: list[int], dst: list[int]) -> None:
+        """Copy K/V of cells ``src`` into ``dst`` in every layer (copy-on-write of a partial block)."""
+        index_src = torch.tensor(src, device=self.tensor.device)
+        index_dst = torch.tensor(dst, device=self.tensor.device)
+        self.tensor.index_copy_(3, index_dst, self.tensor.index_select(3, index_src))

@@ -1,0 +1,118 @@
+"""ModelConfig: the Llama-family decoder's shape, read from a Hugging Face config.json.
+
+Supported families: Llama 2/3 (incl. ``llama3`` and ``linear`` RoPE scaling),
+Mistral (full attention; a sliding window caps the usable context instead),
+Qwen2/2.5 (q/k/v bias). GQA, tied or untied embeddings, SiLU MLP.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
+SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    model_type: str
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    max_positions: int
+    rms_norm_eps: float = 1e-6
+    rope: dict[str, Any] = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 10000.0})
+    qkv_bias: bool = False
+    mlp_bias: bool = False
+    tie_embeddings: bool = False
+
+    def __post_init__(self) -> None:
+        if self.model_type not in SUPPORTED_MODEL_TYPES:
+            raise ValueError(f"model_type must be one of {SUPPORTED_MODEL_TYPES}, got {self.model_type!r}")
+        for name in ("vocab_size", "hidden_size", "intermediate_size", "num_layers", "num_heads", "num_kv_heads",
+                     "head_dim", "max_positions"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})")
+        rope_type = self.rope.get("rope_type", "default")
+        if rope_type not in SUPPORTED_ROPE_TYPES:
+            raise ValueError(f"RoPE type {rope_type!r} is not supported; supported: {SUPPORTED_ROPE_TYPES}")
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """Bytes of K and V one token occupies across all layers, per byte of element size."""
+        return 2 * self.num_layers * self.num_kv_heads * self.head_dim
+
+    @classmethod
+    def from_hf(cls, hf: dict[str, Any]) -> "ModelConfig":
+        """Build from a Hugging Face config dict (config.json or PretrainedConfig.to_dict())."""
+        model_type = hf.get("model_type", "")
+        if hf.get("hidden_act", "silu") != "silu":
+            raise ValueError(f"only SiLU MLPs are supported, config has hidden_act={hf.get('hidden_act')!r}")
+        heads = hf["num_attention_heads"]
+        max_positions = hf["max_position_embeddings"]
+        window = hf.get("sliding_window")
+        if model_type == "mistral" and window and window < max_positions:
+            # Full attention within the window equals sliding-window attention, so
+            # the session's context is capped at the window (DESIGN: context limit).
+            max_positions = window
+        if model_type == "qwen2" and hf.get("use_sliding_window"):
+            raise ValueError("Qwen2 sliding-window attention is not supported (use_sliding_window=true)")
+        return cls(
+            model_type=model_type,
+            vocab_size=hf["vocab_size"],
+            hidden_size=hf["hidden_size"],
+            intermediate_size=hf["intermediate_size"],
+            num_layers=hf["num_hidden_layers"],
+            num_heads=heads,
+            num_kv_heads=hf.get("num_key_value_heads") or heads,
+            head_dim=hf.get("head_dim") or hf["hidden_size"] // heads,
+            max_positions=max_positions,
+            rms_norm_eps=hf.get("rms_norm_eps", 1e-6),
+            rope=_rope_parameters(hf),
+            qkv_bias=True if model_type == "qwen2" else bool(hf.get("attention_bias", False)),
+            mlp_bias=bool(hf.get("mlp_bias", False)),
+            tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
+        )
+
+
+def _rope_parameters(hf: dict[str, Any]) -> dict[str, Any]:
+    """transformers 5 writes ``rope_parameters``; older checkpoints ``rope_theta`` + ``rope_scaling``."""
+    params = dict(hf.get("rope_parameters") or {})
+    if not params:
+        params = dict(hf.get("rope_scaling") or {})
+        params["rope_theta"] = hf.get("rope_theta", 10000.0)
+    rope_type = params.pop("type", None) or params.get("rope_type") or "default"
+    params["rope_type"] = rope_type
+    params.setdefault("rope_theta", hf.get("rope_theta", 10000.0))
+    return params
+
+
+def rope_inv_freq(config: ModelConfig) -> torch.Tensor:  # (head_dim // 2,) fp32
+    """Inverse frequencies, computed exactly as transformers does for each supported RoPE type."""
+    dim = config.head_dim
+    base = float(config.rope["rope_theta"])
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+    rope_type = config.rope["rope_type"]
+    if rope_type == "linear":
+        return inv_freq / float(config.rope["factor"])
+    if rope_type == "llama3":
+        factor = float(config.rope["factor"])
+        low, high = float(config.rope["low_freq_factor"]), float(config.rope["high_freq_factor"])
+        old_len = float(config.rope["original_max_position_embeddings"])
+        wavelen = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelen > old_len / low, inv_freq / factor, inv_freq)
+        smooth = (old_len / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < old_len / high) * ~(wavelen > old_len / low)
+        return torch.where(medium, smoothed, scaled)
+    return inv_freq

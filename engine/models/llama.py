@@ -1,0 +1,133 @@
+"""The Llama-family decoder (Llama, Mistral, Qwen2) running on flashtick's paged KV cache.
+
+One forward takes a ragged batch: the new tokens of many sequences laid end to
+end, (T,). Each layer computes q/k/v for them, writes the advance tokens' K/V
+into their cells *before* attention (so a probe in the same batch can read a
+prefix that this very forward extends), then runs ragged paged attention.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.models.config import ModelConfig, rope_inv_freq
+from kernels import RaggedBatch, paged_attention, write_kv
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Same op order as transformers: normalise in fp32, scale in the input dtype.
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * xf.to(x.dtype)
+
+
+class Rotary(nn.Module):
+    """cos/sin tables for every position, built once; a forward indexes them by position."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        positions = torch.arange(config.max_positions, dtype=torch.float32)
+        freqs = positions[:, None] * rope_inv_freq(config)[None, :]  # (P, D/2)
+        emb = torch.cat([freqs, freqs], dim=-1)  # (P, D)
+        self.register_buffer("cos", emb.cos(), persistent=False)
+        self.register_buffer("sin", emb.sin(), persistent=False)
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:  # x (T, H, D)
+        cos = self.cos[positions].to(x.dtype)[:, None, :]  # (T, 1, D)
+        sin = self.sin[positions].to(x.dtype)[:, None, :]
+        half = x.shape[-1] // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return x * cos + rotated * sin
+
+
+class Attention(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.n_heads, self.n_kv, self.head_dim = config.num_heads, config.num_kv_heads, config.head_dim
+        self.q_size = self.n_heads * self.head_dim
+        self.kv_size = self.n_kv * self.head_dim
+        # q, k, v fused into one matmul
+        self.qkv_proj = nn.Linear(config.hidden_size, self.q_size + 2 * self.kv_size, bias=config.qkv_bias)
+        self.o_proj = nn.Linear(self.q_size, config.hidden_size, bias=False)
+        self.scale = self.head_dim**-0.5
+
+    def forward(
+        self,
+        x: torch.Tensor,  # (T, hidden)
+        positions: torch.Tensor,  # (T,)
+        rotary: Rotary,
+        k_cache: torch.Tensor,  # (Hkv, cells, D)
+        v_cache: torch.Tensor,
+        meta: RaggedBatch,
+    ) -> torch.Tensor:
+        T = x.shape[0]
+        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        q = rotary(q.view(T, self.n_heads, self.head_dim), positions)  # (T, Hq, D)
+        k = rotary(k.view(T, self.n_kv, self.head_dim), positions)  # (T, Hkv, D)
+        v = v.view(T, self.n_kv, self.head_dim)
+        write_kv(k, v, k_cache, v_cache, meta)
+        out = paged_attention(q, k, v, k_cache, v_cache, meta, self.scale)  # (T, Hq, D)
+        return self.o_proj(out.reshape(T, self.q_size))
+
+
+class MLP(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.inter = config.intermediate_size
+        self.gate_up_proj = nn.Linear(config.hidden_size, 2 * self.inter, bias=config.mlp_bias)  # gate, up fused
+        self.down_proj = nn.Linear(self.inter, config.hidden_size, bias=config.mlp_bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.gate_up_proj(x).split(self.inter, dim=-1)
+        return self.down_proj(F.silu(gate) * up)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.self_attn = Attention(config)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.mlp = MLP(config)
+
+    def forward(self, x, positions, rotary, k_cache, v_cache, meta) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), positions, rotary, k_cache, v_cache, meta)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaModel(nn.Module):
+    """Decoder + LM head. ``forward`` returns logits only for ``logit_rows``."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.num_layers))
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        if config.tie_embeddings:
+            self.lm_head.weight = self.embed_tokens.weight
+        self.rotary = Rotary(config)
+
+    @torch.inference_mode()
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # (T,) int64
+        positions: torch.Tensor,  # (T,) int64
+        kv: torch.Tensor,  # (L, 2, Hkv, cells, D) the paged cache
+        meta: RaggedBatch,
+        logit_rows: torch.Tensor,  # (R,) rows of T whose logits are wanted
+    ) -> torch.Tensor:  # (R, vocab) fp32
+        x = self.embed_tokens(input_ids)  # (T, hidden)
+        for layer, layer_kv in zip(self.layers, kv):
+            x = layer(x, positions, self.rotary, layer_kv[0], layer_kv[1], meta)
+        x = self.norm(x.index_select(0, logit_rows))  # (R, hidden)
+        return self.lm_head(x).float()

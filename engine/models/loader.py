@@ -1,0 +1,96 @@
+"""Load a Llama-family model from a Hugging Face checkpoint directory or an in-memory transformers model.
+
+A checkpoint directory holds ``config.json`` plus one or several ``*.safetensors``
+files in transformers' naming. q/k/v and gate/up are fused on load. No network:
+only local paths are read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file
+
+from engine.models.config import ModelConfig
+from engine.models.llama import LlamaModel, Rotary
+
+BUILTIN_MODEL_DIR = Path(__file__).parent / "builtin"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint directory that cannot be loaded, with what is wrong."""
+
+
+def load_model(
+    path: str | Path | None = None, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
+) -> LlamaModel:
+    """Load from a local checkpoint directory; ``None`` loads the built-in tick model."""
+    directory = Path(path) if path is not None else BUILTIN_MODEL_DIR
+    config_file = directory / "config.json"
+    if not config_file.is_file():
+        raise CheckpointError(f"{directory}: no config.json (expected a Hugging Face checkpoint directory)")
+    shards = sorted(directory.glob("*.safetensors"))
+    if not shards:
+        raise CheckpointError(f"{directory}: no *.safetensors weight files")
+    config = ModelConfig.from_hf(json.loads(config_file.read_text()))
+    state: dict[str, torch.Tensor] = {}
+    for shard in shards:
+        state.update(load_file(str(shard)))
+    return build_model(config, state, dtype, device)
+
+
+def from_hf_model(hf_model: Any, dtype: torch.dtype | None = None, device: str | torch.device = "cpu") -> LlamaModel:
+    """Build from an in-memory transformers ``*ForCausalLM`` (tests and exporters use this)."""
+    config = ModelConfig.from_hf(hf_model.config.to_dict())
+    state = {k: v.detach() for k, v in hf_model.state_dict().items()}
+    return build_model(config, state, dtype or next(hf_model.parameters()).dtype, device)
+
+
+def build_model(
+    config: ModelConfig, hf_state: dict[str, torch.Tensor], dtype: torch.dtype, device: str | torch.device
+) -> LlamaModel:
+    with torch.device("meta"):  # no random init of weights that are about to be overwritten
+        model = LlamaModel(config)
+    model.to_empty(device=device)
+    model.rotary = Rotary(config).to(device)
+    missing = model.load_state_dict(_fuse(config, hf_state), strict=False, assign=False)
+    if config.tie_embeddings:
+        model.lm_head.weight = model.embed_tokens.weight
+    expected_missing = {"lm_head.weight"} if config.tie_embeddings else set()
+    if set(missing.missing_keys) - expected_missing:
+        raise CheckpointError(f"checkpoint lacks weights: {sorted(set(missing.missing_keys) - expected_missing)[:5]}")
+    return model.to(dtype=dtype).eval()
+
+
+def _fuse(config: ModelConfig, hf: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """transformers names -> ours, concatenating q/k/v and gate/up."""
+    hf = {k.removeprefix("model."): v for k, v in hf.items()}
+    if "lm_head.weight" not in hf and not config.tie_embeddings:
+        raise CheckpointError("checkpoint has no lm_head.weight and tie_word_embeddings is false")
+    out: dict[str, torch.Tensor] = {
+        "embed_tokens.weight": hf["embed_tokens.weight"],
+        "norm.weight": hf["norm.weight"],
+    }
+    if not config.tie_embeddings:
+        out["lm_head.weight"] = hf["lm_head.weight"]
+    for i in range(config.num_layers):
+        p, q = f"layers.{i}.", f"layers.{i}.self_attn."
+        try:
+            out[q + "qkv_proj.weight"] = torch.cat([hf[q + f"{n}_proj.weight"] for n in "qkv"])
+            if config.qkv_bias:
+                out[q + "qkv_proj.bias"] = torch.cat([hf[q + f"{n}_proj.bias"] for n in "qkv"])
+            out[q + "o_proj.weight"] = hf[q + "o_proj.weight"]
+            m = p + "mlp."
+            out[m + "gate_up_proj.weight"] = torch.cat([hf[m + "gate_proj.weight"], hf[m + "up_proj.weight"]])
+            out[m + "down_proj.weight"] = hf[m + "down_proj.weight"]
+            if config.mlp_bias:
+                out[m + "gate_up_proj.bias"] = torch.cat([hf[m + "gate_proj.bias"], hf[m + "up_proj.bias"]])
+                out[m + "down_proj.bias"] = hf[m + "down_proj.bias"]
+            for norm in ("input_layernorm", "post_attention_layernorm"):
+                out[p + norm + ".weight"] = hf[p + norm + ".weight"]
+        except KeyError as missing:
+            raise CheckpointError(f"checkpoint lacks weight {missing.args[0]!r} for layer {i}") from None
+    return out
