@@ -1,0 +1,321 @@
+"""The codec seam: tick -> tokens, with per-stream state. Two implementations.
+
+* `BinnedCodec` (tick-native, used by the built-in model): a fixed vocabulary,
+  exactly `TOKENS_PER_TICK` tokens per tick, each describing the tick relative
+  to the stream's previous one, plus question and answer tokens.
+* `TextCodec` (any Hugging Face LM): one text line per tick, tokenized line by
+  line, so a stream's tokens are the concatenation of per-tick encodings.
+
+Both are deterministic: the same ticks through `new_state()` give the same tokens.
+
+BinnedCodec slots, in order (bin i of edges e is (e[i-1], e[i]]):
+  0. event  - trade: `buy` / `sell` / `trade` (side unknown);
+              quote: spread vs the stream's previous quote `q_narrow` / `q_same` / `q_wide`
+  1. gap    - ns since the stream's previous tick: `start` (first tick), `zero`, then `gap_edges_ns` bins
+  2. move   - reference price vs the previous tick's, in bps (reference = trade price or quote mid):
+              `zero` (|move| < 1e-6 bps), then sign x `move_edges_bps` bins of |move|
+  3. size   - trade: `zero` or log2(size / stream's EWMA trade size) binned by `size_log2_edges`;
+              quote: bid_size / (bid_size + ask_size) binned by `imbalance_edges`, `na` without sizes
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from abc import ABC, abstractmethod
+from bisect import bisect_left
+from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple
+
+from connectors.questions import DEFAULT_QUESTIONS, Question, QuestionSpec
+from connectors.ticks import QUOTE, Tick
+
+TOKENS_PER_TICK = 4
+SPEC_FORMAT = "flashtick.binned_codec/1"
+_ZERO_BPS = 1e-6
+
+
+class Codec(ABC):
+    """Turns one stream's ticks into tokens; state is per stream and owned by the caller."""
+
+    vocab_size: int
+
+    @abstractmethod
+    def new_state(self) -> Any:
+        """Fresh state for a stream that has seen no tick yet."""
+
+    @abstractmethod
+    def encode(self, tick: Tick, state: Any) -> list[int]:
+        """Tokens for `tick`, given (and advancing) its stream's state."""
+
+    def encode_stream(self, ticks: list[Tick]) -> list[int]:
+        state = self.new_state()
+        return [tok for t in ticks for tok in self.encode(t, state)]
+
+
+def _check_increasing(name: str, edges: tuple[float, ...], positive: bool) -> None:
+    if not edges:
+        raise ValueError(f"{name} must not be empty")
+    if any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ValueError(f"{name} must increase strictly, got {edges}")
+    if positive and edges[0] <= 0:
+        raise ValueError(f"{name} must be > 0, got {edges}")
+
+
+@dataclass(frozen=True)
+class BinnedSpec:
+    """Everything that defines a BinnedCodec; ships as codec.json beside the model."""
+
+    gap_edges_ns: tuple[int, ...] = (
+        100_000, 1_000_000, 10_000_000, 50_000_000, 200_000_000, 1_000_000_000, 5_000_000_000, 30_000_000_000,
+    )
+    move_edges_bps: tuple[float, ...] = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+    size_log2_edges: tuple[float, ...] = (-3.0, -1.5, -0.5, 0.5, 1.5, 3.0)
+    imbalance_edges: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
+    size_ewma_alpha: float = 0.05
+    questions: tuple[QuestionSpec, ...] = DEFAULT_QUESTIONS
+    vocab_size: int = 128
+
+    def __post_init__(self) -> None:
+        _check_increasing("gap_edges_ns", self.gap_edges_ns, positive=True)
+        _check_increasing("move_edges_bps", self.move_edges_bps, positive=True)
+        _check_increasing("size_log2_edges", self.size_log2_edges, positive=False)
+        _check_increasing("imbalance_edges", self.imbalance_edges, positive=True)
+        if self.imbalance_edges[-1] >= 1:
+            raise ValueError(f"imbalance_edges must lie in (0, 1), got {self.imbalance_edges}")
+        if not 0 < self.size_ewma_alpha <= 1:
+            raise ValueError(f"size_ewma_alpha must be in (0, 1], got {self.size_ewma_alpha}")
+        names = [q.name for q in self.questions]
+        if len(set(names)) != len(names):
+            raise ValueError(f"question names must be unique, got {names}")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["questions"] = [q.to_dict() for q in self.questions]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> BinnedSpec:
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown codec spec keys {sorted(unknown)}")
+        kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k != "questions"}
+        kw["questions"] = tuple(QuestionSpec.from_dict(q) for q in d.get("questions", []))
+        return cls(**kw)
+
+
+@dataclass
+class BinnedState:
+    """What BinnedCodec remembers about one stream."""
+
+    last_ts: int | None = None
+    last_ref: float | None = None
+    last_spread: float | None = None
+    size_ewma: float | None = None
+    ticks: int = 0
+
+
+class TokenBin(NamedTuple):
+    """What one tick token means: its slot and the half-open value range (lo, hi]."""
+
+    slot: str
+    name: str
+    lo: float
+    hi: float
+
+
+def _signed_bins(edges: tuple[float, ...]) -> list[tuple[str, float, float]]:
+    bounds = (0.0, *edges, math.inf)
+    pos = [(f"+{i}", bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+    neg = [(f"-{i}", -bounds[i + 1], -bounds[i]) for i in range(len(bounds) - 1)]
+    return [("zero", -_ZERO_BPS, _ZERO_BPS)] + pos + neg
+
+
+def _bins(edges: tuple[float, ...], lo: float) -> list[tuple[str, float, float]]:
+    bounds = (lo, *edges, math.inf)
+    return [(str(i), bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+
+
+class BinnedCodec(Codec):
+    """Tick-native codec: 4 tokens per tick from a fixed vocabulary, plus Q/A tokens."""
+
+    def __init__(self, spec: BinnedSpec | None = None) -> None:
+        self.spec = spec or BinnedSpec()
+        s = self.spec
+        table: list[TokenBin] = [TokenBin("special", "<pad>", math.nan, math.nan)]
+        table += [TokenBin("event", n, math.nan, math.nan) for n in ("buy", "sell", "trade", "q_narrow", "q_same", "q_wide")]
+        table += [TokenBin("gap", "start", math.nan, math.nan), TokenBin("gap", "zero", -math.inf, 0.0)]
+        table += [TokenBin("gap", n, lo, hi) for n, lo, hi in _bins(s.gap_edges_ns, 0.0)]
+        table += [TokenBin("move", n, lo, hi) for n, lo, hi in _signed_bins(s.move_edges_bps)]
+        table += [TokenBin("size", "zero", -math.inf, 0.0)]
+        table += [TokenBin("size", n, lo, hi) for n, lo, hi in _bins(s.size_log2_edges, -math.inf)]
+        table += [TokenBin("imbalance", "na", math.nan, math.nan)]
+        table += [TokenBin("imbalance", n, lo, hi) for n, lo, hi in _bins(s.imbalance_edges, -math.inf)]
+        self.n_tick_tokens = len(table)
+        self.questions: dict[str, Question] = {}
+        for q in s.questions:
+            table.append(TokenBin("question", q.name, math.nan, math.nan))
+        for q in s.questions:
+            first = len(table)
+            table += [TokenBin("answer", f"{q.name}:{label}", math.nan, math.nan) for label in q.labels]
+            self.questions[q.name] = Question(
+                name=q.name,
+                tokens=[self.n_tick_tokens + s.questions.index(q)],
+                answers={label: first + i for i, label in enumerate(q.labels)},
+                values=dict(zip(q.labels, q.values)) if q.values else None,
+                horizon=q.horizon,
+                description=q.description,
+                spec=q,
+            )
+        if len(table) > s.vocab_size:
+            raise ValueError(f"vocab_size {s.vocab_size} too small: codec needs {len(table)} tokens")
+        table += [TokenBin("special", f"<reserved_{i}>", math.nan, math.nan) for i in range(s.vocab_size - len(table))]
+        self.table = table
+        self.vocab_size = s.vocab_size
+        self.names = [f"{b.slot}:{b.name}" for b in table]
+        self._id = {n: i for i, n in enumerate(self.names)}
+        if len(self._id) != len(self.names):
+            raise ValueError("token names collide; question names must be unique")
+        self.pad_id = 0
+
+    # --- encoding -------------------------------------------------------------------
+    def new_state(self) -> BinnedState:
+        return BinnedState()
+
+    def token(self, slot: str, name: str) -> int:
+        return self._id[f"{slot}:{name}"]
+
+    def encode(self, tick: Tick, state: BinnedState) -> list[int]:
+        s = self.spec
+        if tick.kind == QUOTE:
+            spread = tick.ask - tick.bid
+            ref = 0.5 * (tick.bid + tick.ask)
+            tol = 1e-9 * ref  # spreads are differences of floats; ignore ulp noise
+            if state.last_spread is None or abs(spread - state.last_spread) <= tol:
+                event = "q_same"
+            else:
+                event = "q_narrow" if spread < state.last_spread else "q_wide"
+            state.last_spread = spread
+            if tick.bid_size is None or tick.ask_size is None or tick.bid_size + tick.ask_size <= 0:
+                size_tok = self.token("imbalance", "na")
+            else:
+                imb = tick.bid_size / (tick.bid_size + tick.ask_size)
+                size_tok = self.token("imbalance", str(bisect_left(s.imbalance_edges, imb)))
+        else:
+            ref = tick.price
+            event = tick.side or "trade"
+            if tick.size <= 0:
+                size_tok = self.token("size", "zero")
+            else:
+                ratio = 0.0 if state.size_ewma is None else math.log2(tick.size / state.size_ewma)
+                size_tok = self.token("size", str(bisect_left(s.size_log2_edges, ratio)))
+                a = s.size_ewma_alpha
+                state.size_ewma = tick.size if state.size_ewma is None else state.size_ewma + a * (tick.size - state.size_ewma)
+        if state.last_ts is None:
+            gap_name = "start"
+        else:
+            gap = tick.ts - state.last_ts
+            gap_name = "zero" if gap <= 0 else str(bisect_left(s.gap_edges_ns, gap))
+        move = 0.0 if state.last_ref is None else (ref - state.last_ref) / state.last_ref * 1e4
+        if abs(move) < _ZERO_BPS:
+            move_name = "zero"
+        else:
+            move_name = ("+" if move > 0 else "-") + str(bisect_left(s.move_edges_bps, abs(move)))
+        state.last_ts, state.last_ref = tick.ts, ref
+        state.ticks += 1
+        return [self.token("event", event), self.token("gap", gap_name), self.token("move", move_name), size_tok]
+
+    # --- decoding / introspection ---------------------------------------------------
+    def describe(self, token_id: int) -> TokenBin:
+        """What a token means; tick tokens carry their bin's (lo, hi] range."""
+        return self.table[token_id]
+
+    def is_tick_token(self, token_id: int) -> bool:
+        return 0 < token_id < self.n_tick_tokens
+
+    # --- spec -----------------------------------------------------------------------
+    def to_json(self) -> str:
+        return json.dumps({"format": SPEC_FORMAT, "spec": self.spec.to_dict(), "vocab": self.names}, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> BinnedCodec:
+        d = json.loads(text)
+        if d.get("format") != SPEC_FORMAT:
+            raise ValueError(f"not a BinnedCodec spec: format {d.get('format')!r}, expected {SPEC_FORMAT!r}")
+        codec = cls(BinnedSpec.from_dict(d["spec"]))
+        if d.get("vocab") is not None and d["vocab"] != codec.names:
+            raise ValueError("codec spec vocab does not match the vocabulary this version builds from it")
+        return codec
+
+
+_TEMPLATE_FIELDS = ("stream", "ts", "kind", "price", "size", "side", "bid", "ask", "bid_size", "ask_size", "mid", "gap_ms")
+
+
+@dataclass(frozen=True)
+class TextCodecConfig:
+    """Line templates (str.format fields: see _TEMPLATE_FIELDS); each must end with a newline."""
+
+    trade_template: str = "T {side} {price} x {size} +{gap_ms}ms\n"
+    quote_template: str = "Q {bid}/{ask} {bid_size}x{ask_size} +{gap_ms}ms\n"
+    gap_decimals: int = 1
+
+    def __post_init__(self) -> None:
+        import string
+
+        for name in ("trade_template", "quote_template"):
+            tpl = getattr(self, name)
+            if not tpl.endswith("\n"):
+                raise ValueError(f"{name} must end with a newline so lines stay separate, got {tpl!r}")
+            fields = [f for _, f, _, _ in string.Formatter().parse(tpl) if f is not None]
+            bad = [f for f in fields if f not in _TEMPLATE_FIELDS]
+            if bad:
+                raise ValueError(f"{name} uses unknown fields {bad}; allowed: {_TEMPLATE_FIELDS}")
+        if self.gap_decimals < 0:
+            raise ValueError(f"gap_decimals must be >= 0, got {self.gap_decimals}")
+
+
+@dataclass
+class TextState:
+    last_ts: int | None = None
+    ticks: int = field(default=0)
+
+
+class TextCodec(Codec):
+    """One line of text per tick, tokenized on its own with a Hugging Face tokenizer.
+
+    `tokenizer` is a `transformers` tokenizer or a `tokenizers.Tokenizer`; special
+    tokens are never added, so stream tokens = concatenation of per-line tokens
+    and a session's prefix never changes when more ticks arrive.
+    """
+
+    def __init__(self, tokenizer: Any, config: TextCodecConfig | None = None) -> None:
+        self.tokenizer = tokenizer
+        self.config = config or TextCodecConfig()
+        size = getattr(tokenizer, "vocab_size", None)
+        self.vocab_size = size if isinstance(size, int) else tokenizer.get_vocab_size()
+
+    def new_state(self) -> TextState:
+        return TextState()
+
+    def render(self, tick: Tick, state: TextState) -> str:
+        gap_ms = 0.0 if state.last_ts is None else (tick.ts - state.last_ts) / 1e6
+        values = {k: getattr(tick, k) for k in _TEMPLATE_FIELDS if k not in ("mid", "gap_ms")}
+        values["side"] = tick.side or "?"
+        values["mid"] = tick.mid
+        values["gap_ms"] = f"{gap_ms:.{self.config.gap_decimals}f}"
+        tpl = self.config.quote_template if tick.kind == QUOTE else self.config.trade_template
+        return tpl.format(**values)
+
+    def tokenize(self, text: str) -> list[int]:
+        out = self.tokenizer.encode(text, add_special_tokens=False)
+        return list(out.ids) if hasattr(out, "ids") else list(out)
+
+    def encode(self, tick: Tick, state: TextState) -> list[int]:
+        line = self.render(tick, state)
+        state.last_ts = tick.ts
+        state.ticks += 1
+        return self.tokenize(line)
+
+    def question_tokens(self, text: str) -> list[int]:
+        """Tokens of a question's text, to be appended as a probe after a stream's ticks."""
+        return self.tokenize(text)

@@ -1,0 +1,93 @@
+"""The real market data in ../shared/data as Ticks, split in time for training and evaluation.
+
+Not shipped with the package (vendor terms unchecked): everything here returns
+nothing useful when the folder is absent, and callers skip. Each data set is
+one stream; the held-out slice is the *later* part in time.
+
+* `BTCUSDT` - Binance spot trades + best bid/offer, merged on the collector
+  clock (`local_ts_ns`; the exchange clock runs ~1.27 s apart, never mixed).
+* `EURUSD` - Dukascopy top-of-book quotes (sizes in millions of EUR).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from connectors.ticks import InvalidTick, Tick, validate
+
+DATA_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+HELDOUT_FRACTION = 0.2
+
+
+@dataclass
+class RealDataset:
+    """One real stream, its train part and its later held-out part."""
+
+    name: str
+    ticks: list[Tick]
+    rejected: int
+
+    def split(self, heldout_fraction: float = HELDOUT_FRACTION) -> tuple[list[Tick], list[Tick]]:
+        if not 0 < heldout_fraction < 1:
+            raise ValueError(f"heldout_fraction must be in (0, 1), got {heldout_fraction}")
+        cut = int(len(self.ticks) * (1 - heldout_fraction))
+        return self.ticks[:cut], self.ticks[cut:]
+
+
+def data_available(data_dir: Path = DATA_DIR) -> bool:
+    return (data_dir / "binance-btcusdt-spot").is_dir() and (data_dir / "dukascopy-eurusd").is_dir()
+
+
+def _validated(name: str, rows: list[dict]) -> RealDataset:
+    ticks, rejected = [], 0
+    for row in rows:
+        try:
+            ticks.append(validate(row))
+        except InvalidTick:
+            rejected += 1
+    return RealDataset(name, ticks, rejected)
+
+
+def load_btcusdt(data_dir: Path = DATA_DIR) -> RealDataset:
+    d = data_dir / "binance-btcusdt-spot"
+    trades = pl.read_csv(d / "trades.csv").select(
+        pl.col("local_ts_ns").alias("ts"),
+        pl.lit("trade").alias("kind"),
+        pl.col("price"),
+        pl.col("qty").alias("size"),
+        pl.col("aggressor_side").alias("side"),
+    )
+    bbo = pl.read_parquet(d / "bbo.parquet").select(
+        pl.col("local_ts_ns").alias("ts"),
+        pl.lit("quote").alias("kind"),
+        pl.col("bid_px").alias("bid"),
+        pl.col("ask_px").alias("ask"),
+        pl.col("bid_qty").alias("bid_size"),
+        pl.col("ask_qty").alias("ask_size"),
+    )
+    # Stable sort: same-ns events keep file order, trades before quotes (concat order).
+    merged = pl.concat([trades, bbo], how="diagonal").sort("ts", maintain_order=True)
+    rows = [{k: v for k, v in r.items() if v is not None} | {"stream": "BTCUSDT"} for r in merged.iter_rows(named=True)]
+    return _validated("BTCUSDT", rows)
+
+
+def load_eurusd(data_dir: Path = DATA_DIR) -> RealDataset:
+    df = pl.read_parquet(data_dir / "dukascopy-eurusd" / "eurusd_ticks_2019-02-04_05.parquet").select(
+        pl.col("timestamp_utc").cast(pl.Int64).alias("ts"),
+        pl.col("bid"),
+        pl.col("ask"),
+        pl.col("bid_volume").alias("bid_size"),
+        pl.col("ask_volume").alias("ask_size"),
+    )
+    rows = [r | {"stream": "EURUSD", "kind": "quote"} for r in df.iter_rows(named=True)]
+    return _validated("EURUSD", rows)
+
+
+def load_real(data_dir: Path = DATA_DIR) -> list[RealDataset]:
+    """Both real data sets, or [] when ../shared/data is absent."""
+    if not data_available(data_dir):
+        return []
+    return [load_btcusdt(data_dir), load_eurusd(data_dir)]

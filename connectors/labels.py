@@ -1,0 +1,120 @@
+"""Realised answers: what the market did next, for every question. The one place it is computed.
+
+Training (targets), the quality report (scoring) and backtests (scoring) all
+call this module, so a question means the same thing everywhere.
+
+An *answer point* is "just after tick i of a stream": the context holds ticks
+0..i, the future is ticks i+1..i+horizon of the same stream. Moves are measured
+on the stream's mark price (see connectors/questions.py).
+
+Two entry points over one implementation:
+* `label_series(spec, marks, regimes)` labels every answer point of a stream at
+  once (vectorised; training and reports);
+* `realised_label(question, ticks_after, mark, regime)` labels one answer point
+  from the ticks that followed it (live scoring).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from connectors.questions import Question, QuestionSpec
+from connectors.ticks import QUOTE, Tick
+
+NO_LABEL = -1
+REGIMES = ("calm", "volatile")
+
+
+@dataclass
+class MarkTracker:
+    """A stream's mark price: its last mid, or its last trade price until it first quotes."""
+
+    mark: float | None = None
+    quoted: bool = False
+
+    def update(self, tick: Tick) -> float:
+        if tick.kind == QUOTE:
+            self.mark, self.quoted = 0.5 * (tick.bid + tick.ask), True
+        elif not self.quoted:
+            self.mark = tick.price
+        return self.mark
+
+    def copy(self) -> MarkTracker:
+        return MarkTracker(self.mark, self.quoted)
+
+
+def marks_of(ticks: Sequence[Tick], tracker: MarkTracker | None = None) -> np.ndarray:
+    """Mark after each tick of one stream, float64, shape (len(ticks),)."""
+    tracker = tracker or MarkTracker()
+    return np.array([tracker.update(t) for t in ticks], dtype=np.float64)
+
+
+def move_bps(marks: np.ndarray, horizon: int) -> np.ndarray:
+    """(m[i+h] - m[i]) / m[i] in bps for i < n - h; shape (n - h,)."""
+    return (marks[horizon:] - marks[:-horizon]) / marks[:-horizon] * 1e4
+
+
+def realised_vol_bps(marks: np.ndarray, horizon: int) -> np.ndarray:
+    """sqrt(sum of squared mark log-returns over ticks i+1..i+h) in bps; shape (n - h,)."""
+    r2 = np.square(np.diff(np.log(marks)) * 1e4)
+    cs = np.concatenate([[0.0], np.cumsum(r2)])
+    return np.sqrt(np.maximum(cs[horizon:] - cs[:-horizon], 0.0))
+
+
+def label_series(spec: QuestionSpec, marks: np.ndarray, regimes: np.ndarray | None = None) -> np.ndarray:
+    """Label index (into spec.labels) per answer point; NO_LABEL without enough future or ground truth.
+
+    `regimes` holds the hidden regime index (0 calm, 1 volatile) per tick, synthetic data only.
+    """
+    n = len(marks)
+    out = np.full(n, NO_LABEL, dtype=np.int64)
+    if spec.kind == "regime":
+        if regimes is not None:
+            out[:] = regimes
+        return out
+    h = spec.horizon
+    if n <= h:
+        return out
+    if spec.kind == "direction":
+        mv = move_bps(marks, h)
+        out[: n - h] = np.where(mv > spec.flat_bps, 2, np.where(mv < -spec.flat_bps, 0, 1))
+    elif spec.kind == "move":
+        out[: n - h] = np.searchsorted(np.asarray(spec.edges), move_bps(marks, h), side="left")
+    elif spec.kind == "volatility":
+        out[: n - h] = np.searchsorted(np.asarray(spec.edges), realised_vol_bps(marks, h), side="left")
+    return out
+
+
+def persistence_series(spec: QuestionSpec, marks: np.ndarray) -> np.ndarray:
+    """The naive "same as the last interval" answer per answer point: the label the past
+    `horizon` ticks would have had. NO_LABEL where the past is too short or for hidden-state questions."""
+    out = np.full(len(marks), NO_LABEL, dtype=np.int64)
+    if spec.kind == "regime":
+        return out
+    realised = label_series(spec, marks)
+    h = spec.horizon
+    out[h:] = realised[: len(marks) - h]
+    return out
+
+
+def realised_label(
+    question: Question | QuestionSpec, ticks_after: Sequence[Tick], mark: MarkTracker, regime: str | None = None
+) -> str | None:
+    """The realised answer at one answer point, or None when the future is too short
+    (or, for the regime question, when no ground truth is given).
+
+    `mark` is the stream's tracker at the answer point (not modified); `ticks_after`
+    are the stream's ticks after it, in order; `regime` is the hidden regime label
+    in force at the answer point (synthetic data only).
+    """
+    spec = question.spec if isinstance(question, Question) else question
+    if spec.kind == "regime":
+        return regime if regime in REGIMES else None
+    if mark.mark is None or len(ticks_after) < spec.horizon:
+        return None
+    future = marks_of(ticks_after[: spec.horizon], mark.copy())
+    idx = label_series(spec, np.concatenate([[mark.mark], future]))[0]
+    return spec.labels[idx] if idx != NO_LABEL else None

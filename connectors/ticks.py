@@ -1,0 +1,255 @@
+"""Tick schema, validation, msgpack wire format and the per-stream ordering guard.
+
+Wire map (one msgpack map per tick; a message carries one map or a list of maps)
+-------------------------------------------------------------------------------
+
+| field      | type              | trade    | quote    | meaning                                  |
+|------------|-------------------|----------|----------|------------------------------------------|
+| `stream`   | str, non-empty    | required | required | instrument / feed id, one session each   |
+| `ts`       | int (int64 ns)    | required | required | event time, nanoseconds since the epoch  |
+| `kind`     | str               | optional | optional | `"trade"` or `"quote"` (see below)       |
+| `price`    | float or int > 0  | required | -        | trade price                              |
+| `size`     | float or int >= 0 | required | -        | trade quantity                           |
+| `side`     | str or nil        | optional | -        | aggressor: `"buy"`, `"sell"`; nil = unknown |
+| `bid`      | float or int > 0  | -        | required | best bid price                           |
+| `ask`      | float or int > 0  | -        | required | best ask price, `ask >= bid`             |
+| `bid_size` | float or int >= 0 | -        | optional | quantity at the best bid                 |
+| `ask_size` | float or int >= 0 | -        | optional | quantity at the best ask                 |
+
+When `kind` is absent it is inferred: a map with `price` is a trade, a map with
+`bid` or `ask` (and no `price`) is a quote. A field marked `-` for the tick's
+kind, or any other key, is rejected as `unknown_field`. `ts` must be a msgpack
+integer (a bool or a float is rejected), in [0, 2**63). Prices must be finite
+and > 0; sizes finite and >= 0; a locked quote (bid == ask) is accepted, a
+crossed one (bid > ask) is not. Encoding omits optional fields that are None.
+
+Every rejection raises `InvalidTick` with a short machine-readable `reason`
+(one of `REASONS`, used as a counter label) and a human message.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Sequence
+
+import msgpack
+
+TRADE = "trade"
+QUOTE = "quote"
+KINDS = (TRADE, QUOTE)
+SIDES = ("buy", "sell")
+TS_MAX = 2**63
+
+REASONS = (
+    "not_a_map",
+    "missing_stream",
+    "missing_field",
+    "ts_not_int",
+    "ts_out_of_range",
+    "unknown_kind",
+    "ambiguous_kind",
+    "unknown_field",
+    "wrong_type",
+    "nonfinite_price",
+    "nonpositive_price",
+    "nonfinite_size",
+    "negative_size",
+    "unknown_side",
+    "crossed_quote",
+    "ts_backwards",
+    "bad_msgpack",
+)
+
+_COMMON = ("stream", "ts", "kind")
+_FIELDS = {
+    TRADE: frozenset(_COMMON + ("price", "size", "side")),
+    QUOTE: frozenset(_COMMON + ("bid", "ask", "bid_size", "ask_size")),
+}
+
+
+class InvalidTick(ValueError):
+    """A tick that was rejected; `reason` is one of REASONS (stable, for counters)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        if reason not in REASONS:  # a typo here would silently split a counter
+            raise KeyError(f"unknown reason code {reason!r}")
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """One market event. Trades fill price/size/side, quotes fill bid/ask/sizes."""
+
+    stream: str
+    ts: int
+    kind: str
+    price: float | None = None
+    size: float | None = None
+    side: str | None = None
+    bid: float | None = None
+    ask: float | None = None
+    bid_size: float | None = None
+    ask_size: float | None = None
+
+    @property
+    def is_trade(self) -> bool:
+        return self.kind == TRADE
+
+    @property
+    def mid(self) -> float | None:
+        if self.bid is None or self.ask is None:
+            return None
+        return 0.5 * (self.bid + self.ask)
+
+    def to_wire(self) -> dict[str, Any]:
+        keys = _FIELDS[self.kind]
+        return {k: getattr(self, k) for k in _WIRE_ORDER if k in keys and getattr(self, k) is not None}
+
+
+_WIRE_ORDER = ("stream", "ts", "kind", "price", "size", "side", "bid", "ask", "bid_size", "ask_size")
+
+
+def trade(stream: str, ts: int, price: float, size: float, side: str | None = None) -> Tick:
+    """Build a validated trade tick."""
+    return validate({"stream": stream, "ts": ts, "kind": TRADE, "price": price, "size": size, "side": side})
+
+
+def quote(
+    stream: str, ts: int, bid: float, ask: float, bid_size: float | None = None, ask_size: float | None = None
+) -> Tick:
+    """Build a validated quote tick."""
+    return validate(
+        {"stream": stream, "ts": ts, "kind": QUOTE, "bid": bid, "ask": ask, "bid_size": bid_size, "ask_size": ask_size}
+    )
+
+
+def _number(obj: dict, key: str, *, required: bool, is_price: bool) -> float | None:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise InvalidTick("missing_field", f"field {key!r} is required")
+        return None
+    # bool is an int subclass; a True price is a bug upstream, not a price of 1.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidTick("wrong_type", f"{key} must be a number, got {type(value).__name__}")
+    value = float(value)
+    if is_price:
+        if not math.isfinite(value):
+            raise InvalidTick("nonfinite_price", f"{key} must be finite, got {value}")
+        if value <= 0:
+            raise InvalidTick("nonpositive_price", f"{key} must be > 0, got {value}")
+    else:
+        if not math.isfinite(value):
+            raise InvalidTick("nonfinite_size", f"{key} must be finite, got {value}")
+        if value < 0:
+            raise InvalidTick("negative_size", f"{key} must be >= 0, got {value}")
+    return value
+
+
+def _kind(obj: dict) -> str:
+    kind = obj.get("kind")
+    if kind is None:
+        has_trade, has_quote = "price" in obj, ("bid" in obj or "ask" in obj)
+        if has_trade and has_quote:
+            raise InvalidTick("ambiguous_kind", "no 'kind' and both trade (price) and quote (bid/ask) fields")
+        if not (has_trade or has_quote):
+            raise InvalidTick("unknown_kind", "no 'kind' and neither 'price' nor 'bid'/'ask' present")
+        return TRADE if has_trade else QUOTE
+    if kind not in KINDS:
+        raise InvalidTick("unknown_kind", f"kind must be one of {KINDS}, got {kind!r}")
+    return kind
+
+
+def validate(obj: Any) -> Tick:
+    """Check one decoded wire map and build a Tick; raises InvalidTick with a reason."""
+    if not isinstance(obj, dict):
+        raise InvalidTick("not_a_map", f"a tick is a map, got {type(obj).__name__}")
+    stream = obj.get("stream")
+    if stream is None or stream == "":
+        raise InvalidTick("missing_stream", "field 'stream' is required and must be non-empty")
+    if not isinstance(stream, str):
+        raise InvalidTick("wrong_type", f"stream must be a str, got {type(stream).__name__}")
+    if "ts" not in obj:
+        raise InvalidTick("missing_field", "field 'ts' is required")
+    ts = obj["ts"]
+    if isinstance(ts, bool) or not isinstance(ts, int):
+        raise InvalidTick("ts_not_int", f"ts must be an int of nanoseconds, got {type(ts).__name__}")
+    if not 0 <= ts < TS_MAX:
+        raise InvalidTick("ts_out_of_range", f"ts must be in [0, 2**63), got {ts}")
+    kind = _kind(obj)
+    extra = [k for k in obj if k not in _FIELDS[kind]]
+    if extra:
+        raise InvalidTick("unknown_field", f"fields {sorted(map(str, extra))} not allowed in a {kind}")
+    if kind == TRADE:
+        side = obj.get("side")
+        if side is not None and side not in SIDES:
+            raise InvalidTick("unknown_side", f"side must be 'buy', 'sell' or nil, got {side!r}")
+        price = _number(obj, "price", required=True, is_price=True)
+        size = _number(obj, "size", required=True, is_price=False)
+        return Tick(stream, ts, TRADE, price=price, size=size, side=side)
+    bid = _number(obj, "bid", required=True, is_price=True)
+    ask = _number(obj, "ask", required=True, is_price=True)
+    if bid > ask:
+        raise InvalidTick("crossed_quote", f"bid {bid} > ask {ask}")
+    bid_size = _number(obj, "bid_size", required=False, is_price=False)
+    ask_size = _number(obj, "ask_size", required=False, is_price=False)
+    return Tick(stream, ts, QUOTE, bid=bid, ask=ask, bid_size=bid_size, ask_size=ask_size)
+
+
+class Decoded(NamedTuple):
+    """Result of decoding one message: the good ticks and (index, reason) per bad one.
+
+    A payload that is not msgpack at all, or neither a map nor a list, yields one
+    error with index -1.
+    """
+
+    ticks: list[Tick]
+    errors: list[tuple[int, str]]
+
+
+def encode(ticks: Tick | Sequence[Tick]) -> bytes:
+    """msgpack of one tick (a map) or a batch (a list of maps); ints stay exact."""
+    if isinstance(ticks, Tick):
+        return msgpack.packb(ticks.to_wire(), use_bin_type=True)
+    return msgpack.packb([t.to_wire() for t in ticks], use_bin_type=True)
+
+
+def decode(data: bytes, *, max_bytes: int = 64 << 20) -> Decoded:
+    """Decode one message; never raises, so one bad tick cannot drop a batch."""
+    try:
+        # strict_map_key keeps non-str keys out; max_buffer_size bounds a hostile length prefix.
+        obj = msgpack.unpackb(data, raw=False, strict_map_key=True, max_buffer_size=max_bytes)
+    except Exception:  # msgpack raises several unrelated types (ValueError, ExtraData, ...) on garbage
+        return Decoded([], [(-1, "bad_msgpack")])
+    items = [obj] if isinstance(obj, dict) else obj if isinstance(obj, list) else None
+    if items is None:
+        return Decoded([], [(-1, "not_a_map")])
+    good: list[Tick] = []
+    bad: list[tuple[int, str]] = []
+    for i, item in enumerate(items):
+        try:
+            good.append(validate(item))
+        except InvalidTick as err:
+            bad.append((i, err.reason))
+    return Decoded(good, bad)
+
+
+class OrderingGuard:
+    """Rejects a tick whose ts is earlier than the previous accepted tick of its stream.
+
+    Equal timestamps are accepted: exchanges stamp many trades with one millisecond.
+    """
+
+    def __init__(self) -> None:
+        self.last_ts: dict[str, int] = {}
+        self.rejected = 0
+
+    def check(self, tick: Tick) -> None:
+        last = self.last_ts.get(tick.stream)
+        if last is not None and tick.ts < last:
+            self.rejected += 1
+            raise InvalidTick("ts_backwards", f"stream {tick.stream!r}: ts {tick.ts} < previous {last}")
+        self.last_ts[tick.stream] = tick.ts
