@@ -1,0 +1,59 @@
+"""Shared builders: tiny seeded Hugging Face models and runners over them (no downloads)."""
+
+from __future__ import annotations
+
+import torch
+from transformers import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    PreTrainedModel,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+from engine.kv_cache import CacheSpec
+from engine.models import from_hf_model
+from engine.runner import ModelRunner
+
+# Tiny models are latency-bound: one thread avoids OpenMP spin-waits when CI's two cores are busy.
+torch.set_num_threads(1)
+
+TINY = dict(vocab_size=160, hidden_size=64, intermediate_size=112, num_hidden_layers=2, max_position_embeddings=1024)
+
+FAMILIES = {
+    # llama3 RoPE scaling with a small original window so the scaling actually bites
+    "llama3": (LlamaConfig, LlamaForCausalLM, dict(
+        num_attention_heads=8, num_key_value_heads=2,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 128})),
+    "llama2-linear-rope": (LlamaConfig, LlamaForCausalLM, dict(
+        num_attention_heads=4, num_key_value_heads=4, rope_parameters={"rope_type": "linear", "rope_theta": 10000.0,
+                                                                      "factor": 2.0})),
+    "mistral": (MistralConfig, MistralForCausalLM, dict(num_attention_heads=8, num_key_value_heads=1,
+                                                       sliding_window=None)),
+    "qwen2-tied": (Qwen2Config, Qwen2ForCausalLM, dict(num_attention_heads=4, num_key_value_heads=2,
+                                                      tie_word_embeddings=True)),
+}
+
+
+def tiny_hf_model(family: str = "llama3", seed: int = 0, **overrides) -> PreTrainedModel:
+    config_cls, model_cls, extra = FAMILIES[family]
+    torch.manual_seed(seed)
+    model = model_cls(config_cls(**{**TINY, **extra, **overrides})).eval()
+    if getattr(model.config, "attention_bias", False) or family.startswith("qwen2"):
+        # transformers initialises biases to zero; random ones make the bias path count
+        for name, param in model.named_parameters():
+            if name.endswith("bias"):
+                param.data.normal_(0, 0.5)
+    return model
+
+
+def tiny_runner(hf_model: PreTrainedModel, cells: int = 4096, block_size: int = 16) -> ModelRunner:
+    return ModelRunner(from_hf_model(hf_model), CacheSpec(block_size=block_size, cells=cells))
+
+
+def hf_logits(hf_model: PreTrainedModel, tokens: list[int]) -> torch.Tensor:  # (T, vocab)
+    with torch.no_grad():
+        return hf_model(torch.tensor([tokens])).logits[0].float()
