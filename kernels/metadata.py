@@ -30,6 +30,10 @@ class RaggedBatch:
     def __post_init__(self) -> None:
         if len(self.cu_seqlens) != len(self.prefix_lens) + 1 or self.cu_seqlens[0] != 0:
             raise ValueError("cu_seqlens must have B+1 entries starting at 0")
+        if any(b < a for a, b in zip(self.cu_seqlens, self.cu_seqlens[1:])):
+            raise ValueError(f"cu_seqlens must not decrease, got {self.cu_seqlens}")
+        if any(n < 0 for n in self.prefix_lens):
+            raise ValueError(f"prefix_lens must be >= 0, got {self.prefix_lens}")
         if len(self.block_tables) != len(self.prefix_lens):
             raise ValueError("one block table per sequence is required")
         if len(self.slot_mapping) != self.cu_seqlens[-1]:

@@ -37,33 +37,56 @@ def paged_attention_ref(
     meta: RaggedBatch,
     scale: float,
 ) -> torch.Tensor:  # (T, Hq, D)
-    _, n_q_heads, head_dim = q.shape
-    n_kv_heads = k_new.shape[1]
-    group = n_q_heads // n_kv_heads
     out = torch.empty_like(q)
     runs = meta.prefix_runs()
     for i in range(meta.num_seqs):
         a, b = meta.cu_seqlens[i], meta.cu_seqlens[i + 1]
-        n = b - a
-        if n == 0:
+        if a == b:
             continue
-        # rows ordered (group, token): row r is token r % n
-        qi = q[a:b].view(n, n_kv_heads, group, head_dim).permute(1, 2, 0, 3).reshape(n_kv_heads, group * n, head_dim)
-        keys = _prefix_kv(k_cache, runs[i]) + [k_new[a:b].transpose(0, 1)]  # each (Hkv, L, D)
-        values = _prefix_kv(v_cache, runs[i]) + [v_new[a:b].transpose(0, 1)]
-        scores = torch.cat([torch.matmul(qi, k.transpose(1, 2)) for k in keys], dim=-1)  # (Hkv, g*n, P+n)
-        scores = scores.float().mul_(scale)
-        future = torch.ones(n, n, dtype=torch.bool, device=q.device).triu_(1)  # (n, n) new token j > i
-        scores[..., scores.shape[-1] - n :].masked_fill_(future.repeat(group, 1), float("-inf"))
-        probs = torch.softmax(scores, dim=-1).to(q.dtype)  # (Hkv, g*n, P+n)
-        o = None
-        offset = 0
-        for v in values:
-            part = torch.matmul(probs[..., offset : offset + v.shape[1]], v)  # (Hkv, g*n, D)
-            o = part if o is None else o.add_(part)
-            offset += v.shape[1]
-        out[a:b] = o.view(n_kv_heads, group, n, head_dim).permute(2, 0, 1, 3).reshape(n, n_q_heads, head_dim)
+        prefix_k, prefix_v = _prefix_kv(k_cache, runs[i]), _prefix_kv(v_cache, runs[i])
+        # Query tiles bound the score matrix, (Hkv, g*tile, P+n), during long prefills.
+        for t0 in range(a, b, Q_TILE):
+            t1 = min(t0 + Q_TILE, b)
+            out[t0:t1] = _attend(q[t0:t1], k_new[a:t1], v_new[a:t1], prefix_k, prefix_v, scale)
     return out
+
+
+# Rows of queries attended at once in one sequence.
+Q_TILE = 256
+
+
+def _attend(
+    q: torch.Tensor,  # (n, Hq, D) the last n of the m new tokens seen so far
+    k_new: torch.Tensor,  # (m, Hkv, D) new tokens up to and including q's
+    v_new: torch.Tensor,  # (m, Hkv, D)
+    prefix_k: list[torch.Tensor],  # views (Hkv, L, D) of the cached prefix
+    prefix_v: list[torch.Tensor],
+    scale: float,
+) -> torch.Tensor:  # (n, Hq, D)
+    n, n_q_heads, head_dim = q.shape
+    m, n_kv_heads = k_new.shape[0], k_new.shape[1]
+    group = n_q_heads // n_kv_heads
+    # rows ordered (group, token): row r is query token r % n
+    qg = q.view(n, n_kv_heads, group, head_dim).permute(1, 2, 0, 3).reshape(n_kv_heads, group * n, head_dim)
+    # fp32 math for half-precision inputs: scores and the P.V sum are never rounded to bf16
+    upcast = (lambda t: t.float()) if q.dtype != torch.float32 else (lambda t: t)
+    qg = upcast(qg)
+    keys = [upcast(k) for k in prefix_k] + [upcast(k_new.transpose(0, 1))]  # each (Hkv, L, D)
+    values = [upcast(v) for v in prefix_v] + [upcast(v_new.transpose(0, 1))]
+    scores = torch.cat([torch.matmul(qg, k.transpose(1, 2)) for k in keys], dim=-1)  # (Hkv, g*n, P+m)
+    scores.mul_(scale)
+    # query token t (global index m-n+t) must not see new token j > m-n+t
+    future = torch.ones(n, m, dtype=torch.bool, device=q.device).triu_(m - n + 1)  # (n, m)
+    scores[..., scores.shape[-1] - m :].masked_fill_(future.repeat(group, 1), float("-inf"))
+    probs = torch.softmax(scores, dim=-1)  # (Hkv, g*n, P+m)
+    out = None
+    offset = 0
+    for v in values:
+        part = torch.matmul(probs[..., offset : offset + v.shape[1]], v)  # (Hkv, g*n, D)
+        out = part if out is None else out.add_(part)
+        offset += v.shape[1]
+    out = out.to(q.dtype)
+    return out.view(n_kv_heads, group, n, head_dim).permute(2, 0, 1, 3).reshape(n, n_q_heads, head_dim)
 
 
 def write_kv_ref(
