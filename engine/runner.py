@@ -20,7 +20,8 @@ from engine.models.llama import LlamaModel
 from engine.session import Session
 from kernels import RaggedBatch
 
-LogitsWanted = Literal["last", "all", "none"]
+# "last": the last row; "all": one row per token of the item; "none"; an int n: the last n rows.
+LogitsWanted = Literal["last", "all", "none"] | int
 
 
 @dataclass
@@ -160,6 +161,8 @@ class ModelRunner:
             return []
         if wanted == "all":
             return list(own)
+        if isinstance(wanted, int):
+            return list(own)[-wanted:] if wanted > 0 else []
         return [offset + len(p.token_ids) - 1]
 
     def _commit(self, plan: list[_Planned]) -> None:

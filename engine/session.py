@@ -83,16 +83,25 @@ class Session:
 
     def fork(self, name: str, cache: KVCache) -> "Session":
         """A new session with this one's committed prefix: full blocks shared, the partial one copied."""
+        child = Session(name, tokens=self.tokens[: self.num_cached], runner=self.runner)
+        child.adopt_prefix(self, self.num_cached, cache)
+        return child
+
+    def adopt_prefix(self, source: "Session", length: int, cache: KVCache) -> None:
+        """Take the K/V of ``source``'s first ``length`` tokens (which must equal ours) instead of
+        computing them: full blocks are shared by refcount, a partial last block is copied."""
+        if self.blocks or self.num_cached:
+            raise ValueError(f"session {self.name!r} already holds KV; evict it before adopting a prefix")
+        if length > source.num_cached or self.tokens[:length] != source.tokens[:length]:
+            raise ValueError(f"session {self.name!r} does not start with {source.name!r}'s first {length} tokens")
         pool = cache.pool
         bs = pool.block_size
-        full = self.num_cached // bs
-        child = Session(name, tokens=self.tokens[: self.num_cached], runner=self.runner)
-        pool.share(self.blocks[:full])
-        child.blocks = self.blocks[:full]
-        child.num_cached = full * bs
-        tail = self.num_cached - full * bs
+        full = length // bs
+        pool.share(source.blocks[:full])
+        self.blocks = source.blocks[:full]
+        self.num_cached = full * bs
+        tail = length - full * bs
         if tail:
-            dst = child.reserve(pool, child.num_cached, tail)
-            cache.copy_cells([self.blocks[full] * bs + i for i in range(tail)], dst)
-            child.num_cached += tail
-        return child
+            dst = self.reserve(pool, self.num_cached, tail)
+            cache.copy_cells([source.blocks[full] * bs + i for i in range(tail)], dst)
+            self.num_cached += tail
