@@ -1,0 +1,401 @@
+"""A standing query as written in YAML: which streams, what is asked, when, and where answers go.
+
+`QuerySpec` validates itself when built, so a spec built from Python, from a
+control-socket dict (`from_dict`) or from YAML (`load_queries`) obeys the same
+rules. The loader (queries/yaml_loader.py) adds where an error is:
+every `QuerySpecError` it raises names the source, the line YAML gives for the
+offending key, the query and the reason, e.g.
+`queries.yaml:12: query 'dir': unknown key 'trigerr' (allowed: name, ...)`.
+
+A document is a mapping with the single key `queries` holding a list of query
+mappings. A bare list is refused (with that hint): one form to document, and
+room for top-level keys later without guessing what a list meant.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Protocol
+
+import yaml
+
+from queries.trigger import Trigger
+
+__all__ = ["FIELDS", "KINDS", "NamedQuestion", "QuerySpec", "QuerySpecError", "Trigger", "check_questions",
+           "dump_queries", "load_queries", "load_queries_file"]
+
+KINDS = ("choice", "expectation", "generate", "surprise")
+MAX_NAME = 64
+MAX_QUESTION_CHARS = 1000
+MAX_QUESTION_TOKENS = 64
+MAX_CHOICES = 256
+MAX_GEN_TOKENS = 256
+DEFAULT_TOPIC = "{query}/{stream}/"
+
+_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
+# A question that reads like an identifier names a codec question (`direction_20`).
+_QUESTION_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_GLOB_CHARS = frozenset("*?[")
+_KIND_OPTIONS = {
+    "choice": ("choices",),
+    "expectation": ("values",),
+    "generate": ("max_tokens", "stop", "temperature", "seed"),
+    "surprise": (),
+}
+
+
+class QuerySpecError(ValueError):
+    """A rejected query; `problems` holds one error per offending query when a document has several."""
+
+    def __init__(
+        self, reason: str, *, source: str | None = None, line: int | None = None, query: str | None = None,
+        key: str | None = None, item: int | str | None = None, problems: list[QuerySpecError] | None = None,
+    ) -> None:
+        self.reason, self.source, self.line, self.query = reason, source, line, query
+        self.key, self.item = key, item  # which key (and list index / mapping key inside it) is wrong
+        self.problems = problems or [self]
+        super().__init__(self._message() if problems is None else "\n".join(p._message() for p in problems))
+
+    def located(self, source: str, line: int | None, query: str | None) -> QuerySpecError:
+        return QuerySpecError(self.reason, source=source, line=line, query=self.query or query, key=self.key,
+                              item=self.item)
+
+    def _message(self) -> str:
+        where = f"{self.source}:{self.line}" if self.source and self.line else self.source
+        who = None
+        if self.query:
+            who = self.query if self.query.startswith("query #") else f"query {self.query!r}"
+        return ": ".join(p for p in (where, who, self.reason) if p)
+
+
+class NamedQuestion(Protocol):
+    """What the loader needs of a codec question (connectors' `Question` and `QuestionSpec` both fit)."""
+
+    @property
+    def labels(self) -> Sequence[str]: ...
+
+    @property
+    def values(self) -> Any: ...  # truthy when the question carries a value per label
+
+
+def _fail(key: str | None, reason: str, item: int | str | None = None) -> QuerySpecError:
+    return QuerySpecError(reason, key=key, item=item)
+
+
+def _check_glob(pattern: str) -> str | None:
+    """Why `pattern` is not a usable fnmatch glob, or None (fnmatch itself treats a lone `[` as a literal)."""
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "[":
+            j = i + 1
+            if j < len(pattern) and pattern[j] == "!":
+                j += 1
+            if j < len(pattern) and pattern[j] == "]":
+                j += 1  # a leading ']' is a member of the set, as in fnmatch
+            close = pattern.find("]", j)
+            if close < 0:
+                return f"unclosed '[' at position {i}"
+            i = close
+        i += 1
+    return None
+
+
+def _str_list(key: str, raw: Any, *, allow_scalar: bool = False) -> tuple[str, ...]:
+    if allow_scalar and isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list | tuple):
+        raise _fail(key, f"{key} must be a list of strings, got {type(raw).__name__}")
+    for i, s in enumerate(raw):
+        if not isinstance(s, str) or not s:
+            raise _fail(key, f"{key}[{i}] must be a non-empty string, got {s!r}", i)
+    return tuple(raw)
+
+
+def _int(key: str, raw: Any, lo: int, hi: int | None = None, item: int | None = None) -> int:
+    # bool is an int subclass; `max_tokens: true` is a typo, not 1
+    if not isinstance(raw, int) or isinstance(raw, bool):
+        raise _fail(key, f"{key} must be an integer, got {raw!r}", item)
+    if raw < lo or (hi is not None and raw > hi):
+        bound = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+        raise _fail(key, f"{key} must be {bound}, got {raw}", item)
+    return raw
+
+
+def _float(key: str, raw: Any, item: int | str | None = None) -> float:
+    if not isinstance(raw, int | float) or isinstance(raw, bool) or not math.isfinite(raw):
+        raise _fail(key, f"{key} must be a finite number, got {raw!r}", item)
+    return float(raw)
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """One standing query. Lists may be passed as lists; they are stored as tuples.
+
+    Generate options left as None get their defaults (max_tokens 16,
+    temperature 0 = greedy, no stop strings) on generate queries and are
+    rejected by name on other kinds.
+    """
+
+    name: str
+    streams: tuple[str, ...]
+    kind: str
+    question: str | None = None
+    question_tokens: tuple[int, ...] | None = None
+    choices: tuple[str, ...] | None = None
+    values: Mapping[str, float] | None = None
+    trigger: Trigger = field(default_factory=Trigger)
+    topic: str = DEFAULT_TOPIC
+    max_tokens: int | None = None
+    stop: tuple[str, ...] | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    _exact: frozenset[str] = field(init=False, repr=False, compare=False)
+    _globs: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME_RE.fullmatch(self.name) or len(self.name) > MAX_NAME:
+            raise _fail("name", f"name must match [A-Za-z0-9_.-]+ and be at most {MAX_NAME} chars, got {self.name!r}")
+        try:
+            self._validate()
+        except QuerySpecError as e:
+            raise QuerySpecError(e.reason, query=self.name, key=e.key, item=e.item) from None
+
+    def _set(self, attr: str, value: Any) -> None:
+        object.__setattr__(self, attr, value)  # normalising a frozen instance, once, while it is being built
+
+    def _validate(self) -> None:
+        if self.kind not in KINDS:
+            raise _fail("kind", f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        self._validate_streams()
+        self._validate_question()
+        self._validate_options()
+        if not isinstance(self.trigger, Trigger):
+            try:
+                self._set("trigger", Trigger.parse(self.trigger))
+            except ValueError as e:
+                raise _fail("trigger", str(e)) from None
+        self._validate_topic()
+
+    def _validate_streams(self) -> None:
+        streams = _str_list("streams", self.streams, allow_scalar=True)
+        if not streams:
+            raise _fail("streams", "streams must name at least one stream or glob")
+        for i, s in enumerate(streams):
+            if why := _check_glob(s):
+                raise _fail("streams", f"streams[{i}] {s!r} is not a valid glob: {why}", i)
+        self._set("streams", streams)
+        self._set("_exact", frozenset(s for s in streams if not _GLOB_CHARS & set(s)))
+        self._set("_globs", tuple(re.compile(fnmatch.translate(s)) for s in streams if _GLOB_CHARS & set(s)))
+
+    def _validate_question(self) -> None:
+        q, toks = self.question, self.question_tokens
+        if self.kind == "surprise":
+            if q is not None or toks is not None:
+                key = "question" if q is not None else "question_tokens"
+                raise _fail(key, f"{key} does not apply to surprise queries: they score the latest tick itself")
+            return
+        if (q is None) == (toks is None):
+            raise _fail("question", f"{self.kind} query needs exactly one of 'question' or 'question_tokens'")
+        if q is not None:
+            if not isinstance(q, str) or not q.strip():
+                raise _fail("question", f"question must be a non-empty string, got {q!r}")
+            if len(q) > MAX_QUESTION_CHARS:
+                raise _fail("question", f"question is {len(q)} characters, over the limit of {MAX_QUESTION_CHARS}")
+        else:
+            if not isinstance(toks, list | tuple) or not toks:
+                raise _fail("question_tokens", f"question_tokens must be a non-empty list of token ids, got {toks!r}")
+            if len(toks) > MAX_QUESTION_TOKENS:
+                raise _fail("question_tokens", f"question_tokens has {len(toks)} tokens, over the limit of "
+                                               f"{MAX_QUESTION_TOKENS}")
+            self._set("question_tokens", tuple(_int(f"question_tokens[{i}]", t, 0, item=i) for i, t in enumerate(toks)))
+
+    def _validate_options(self) -> None:
+        for kind, options in _KIND_OPTIONS.items():
+            for opt in options:
+                if kind != self.kind and getattr(self, opt) is not None:
+                    raise _fail(opt, f"{opt} applies only to {kind} queries, not {self.kind}")
+        if self.kind == "choice":
+            self._validate_choices()
+        elif self.kind == "expectation":
+            self._validate_values()
+        elif self.kind == "generate":
+            self._set("max_tokens", _int("max_tokens", 16 if self.max_tokens is None else self.max_tokens, 1,
+                                         MAX_GEN_TOKENS))
+            self._set("stop", _str_list("stop", () if self.stop is None else self.stop))
+            temp = _float("temperature", 0.0 if self.temperature is None else self.temperature)
+            if temp < 0:
+                raise _fail("temperature", f"temperature must be >= 0 (0 = greedy), got {temp}")
+            self._set("temperature", temp)
+            if self.seed is not None:
+                _int("seed", self.seed, -(2**63), 2**64 - 1)
+
+    def _validate_choices(self) -> None:
+        if self.choices is None:
+            if not self.names_question:
+                raise _fail("choices", "choice query with a free-text question or question_tokens needs 'choices'")
+            return
+        choices = _str_list("choices", self.choices)
+        if not choices:
+            raise _fail("choices", "choices must not be empty (omit it to use a codec question's labels)")
+        if len(choices) > MAX_CHOICES:
+            raise _fail("choices", f"{len(choices)} choices, over the limit of {MAX_CHOICES}")
+        dup = next((c for i, c in enumerate(choices) if c in choices[:i]), None)
+        if dup is not None:
+            raise _fail("choices", f"choice {dup!r} appears twice", choices.index(dup, choices.index(dup) + 1))
+        self._set("choices", choices)
+
+    def _validate_values(self) -> None:
+        if self.values is None:
+            if not self.names_question:
+                raise _fail("values", "expectation query with a free-text question or question_tokens needs 'values'")
+            return
+        if not isinstance(self.values, Mapping):
+            raise _fail("values", f"values must be a mapping of label -> number, got {type(self.values).__name__}")
+        if not self.values:
+            raise _fail("values", "values must not be empty (omit it to use a codec question's values)")
+        if len(self.values) > MAX_CHOICES:
+            raise _fail("values", f"{len(self.values)} values, over the limit of {MAX_CHOICES}")
+        for label in self.values:
+            if not isinstance(label, str) or not label:
+                raise _fail("values", f"value labels must be non-empty strings, got {label!r}", label)
+        checked = {label: _float(f"values[{label!r}]", v, label) for label, v in self.values.items()}
+        self._set("values", MappingProxyType(checked))
+
+    def _validate_topic(self) -> None:
+        if not isinstance(self.topic, str) or not self.topic.endswith("/"):
+            raise _fail("topic", f"topic must end with '/' so prefix subscriptions are exact, got {self.topic!r}")
+        try:
+            fields = list(string.Formatter().parse(self.topic))
+        except ValueError as e:
+            raise _fail("topic", f"topic {self.topic!r} is not a valid template: {e}") from None
+        used = set()
+        for _, fname, spec, conv in fields:
+            if fname is None:
+                continue
+            if fname not in ("query", "stream") or spec or conv:
+                raise _fail("topic", f"topic may only use the placeholders {{query}} and {{stream}}, got "
+                                     f"{{{fname}{'!' + conv if conv else ''}{':' + spec if spec else ''}}}")
+            used.add(fname)
+        if "stream" not in used and (len(self.streams) > 1 or self._globs):
+            raise _fail("topic", "topic must contain {stream} when the query matches more than one stream")
+
+    @property
+    def names_question(self) -> bool:
+        """True when `question` is an identifier naming a codec question, which supplies labels and values."""
+        return self.question is not None and bool(_QUESTION_NAME_RE.fullmatch(self.question))
+
+    @property
+    def labels(self) -> tuple[str, ...] | None:
+        """The answer labels the spec itself gives (choices or value labels); None when the codec supplies them."""
+        if self.choices is not None:
+            return self.choices
+        return tuple(self.values) if self.values is not None else None
+
+    def matches(self, stream: str) -> bool:
+        return stream in self._exact or any(g.fullmatch(stream) for g in self._globs)
+
+    def topic_for(self, stream: str) -> str:
+        return self.topic.format(query=self.name, stream=stream)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain msgpack-able primitives; `from_dict(to_dict())` gives an equal spec. Unset options are left out."""
+        d: dict[str, Any] = {"name": self.name, "streams": list(self.streams), "kind": self.kind}
+        if self.question is not None:
+            d["question"] = self.question
+        if self.question_tokens is not None:
+            d["question_tokens"] = list(self.question_tokens)
+        if self.choices is not None:
+            d["choices"] = list(self.choices)
+        if self.values is not None:
+            d["values"] = dict(self.values)
+        d["trigger"] = self.trigger.to_obj()
+        d["topic"] = self.topic
+        if self.kind == "generate":
+            d.update(max_tokens=self.max_tokens, stop=list(self.stop or ()), temperature=self.temperature)
+            if self.seed is not None:
+                d["seed"] = self.seed
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> QuerySpec:
+        """Builds a spec from a plain mapping (a control-socket request), rejecting unknown keys by name."""
+        if not isinstance(d, Mapping):
+            raise QuerySpecError(f"a query must be a mapping, got {type(d).__name__}")
+        name = d.get("name") if isinstance(d.get("name"), str) else None
+        unknown = [k for k in d if k not in FIELDS]
+        if unknown:
+            raise QuerySpecError(f"unknown key {unknown[0]!r} (allowed: {', '.join(FIELDS)})", query=name,
+                                 key=str(unknown[0]))
+        missing = [k for k in ("name", "streams", "kind") if k not in d]
+        if missing:
+            raise QuerySpecError(f"missing required key {missing[0]!r}", query=name)
+        return cls(**d)
+
+    def to_yaml(self) -> str:
+        """A complete document (`queries:` holding this one query) that `load_queries` reads back equal."""
+        return dump_queries([self])
+
+
+FIELDS = tuple(f for f in QuerySpec.__dataclass_fields__ if not f.startswith("_"))
+
+
+def dump_queries(specs: Sequence[QuerySpec]) -> str:
+    docs = []
+    for spec in specs:
+        d = spec.to_dict()
+        if spec.trigger.kind == "interval":
+            d["trigger"] = {"interval": spec.trigger.interval_text()}  # "500ms" reads better than 500000000
+        docs.append(d)
+    return yaml.safe_dump({"queries": docs}, sort_keys=False, allow_unicode=True)
+
+
+def check_questions(spec: QuerySpec, questions: Mapping[str, NamedQuestion]) -> None:
+    """Checks a spec against the model's codec questions: names exist, choices and value labels are theirs."""
+    if not spec.names_question or spec.kind not in ("choice", "expectation"):
+        return
+    known = questions.get(spec.question)
+    if known is None:
+        if spec.labels is None:  # with its own labels a one-word question is free text, not a codec name
+            names = ", ".join(questions) or "none: this model asks free-text questions"
+            raise QuerySpecError(f"question {spec.question!r} is not one of the codec's questions ({names}); "
+                                 f"give '{'choices' if spec.kind == 'choice' else 'values'}' to ask it as text",
+                                 query=spec.name, key="question")
+        return
+    if spec.kind == "expectation" and spec.values is None and not known.values:
+        raise QuerySpecError(f"codec question {spec.question!r} has no values per label; an expectation query on "
+                             f"it needs 'values'", query=spec.name, key="question")
+    for label in spec.labels or ():
+        if label not in known.labels:
+            key = "choices" if spec.kind == "choice" else "values"
+            item = spec.choices.index(label) if spec.choices is not None else label
+            raise QuerySpecError(f"{label!r} is not an answer of codec question {spec.question!r} "
+                                 f"(labels: {', '.join(known.labels)})", query=spec.name, key=key, item=item)
+
+
+def load_queries(
+    text: str, source: str = "<string>", questions: Mapping[str, NamedQuestion] | None = None,
+) -> list[QuerySpec]:
+    """Parses a query document; see queries/yaml_loader.py. Every problem raises one QuerySpecError.
+
+    `questions` (the model codec's questions by name) makes the loader check
+    question names, choices and value labels against the codec; None defers
+    that check to whoever binds the query to a model.
+    """
+    from queries.yaml_loader import parse_document  # imported here: the loader builds QuerySpecs, so imports us
+
+    return parse_document(text, source, questions)
+
+
+def load_queries_file(path: str | Path, questions: Mapping[str, NamedQuestion] | None = None) -> list[QuerySpec]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise QuerySpecError(f"cannot read query file: {e}", source=str(path)) from None
+    return load_queries(text, source=str(path), questions=questions)

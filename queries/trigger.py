@@ -1,0 +1,89 @@
+"""When a standing query fires: after every batch, every N ticks, every T of event time, or only when asked.
+
+Tick and interval triggers are anchored to a grid (multiples of N ticks, of T
+ns of event time) rather than to the last firing, so a stream whose batches
+do not line up with N still gets one answer per N ticks on average instead of
+drifting to one per 2N. A batch that crosses several grid lines fires once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+TRIGGER_KINDS = ("batch", "ticks", "interval", "on_demand")
+_UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000}
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ns|us|ms|s|m|h)")
+_FORMS = "'batch', 'on_demand', {ticks: N} or {interval: '500ms' | '2s' | '1m' | <int ns>}"
+
+
+def parse_duration_ns(raw: Any) -> int:
+    """'500ms', '2s', '1.5m', '250us' or a positive int of nanoseconds -> int ns."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        ns = raw
+    elif isinstance(raw, str) and (m := _DURATION_RE.fullmatch(raw.strip())):
+        exact = Fraction(m.group(1)) * _UNIT_NS[m.group(2)]
+        if exact.denominator != 1:
+            raise ValueError(f"interval {raw!r} is not a whole number of nanoseconds")
+        ns = int(exact)
+    else:
+        raise ValueError(f"interval must be a duration like '500ms', '2s', '1m' (units ns, us, ms, s, m, h) "
+                         f"or an int of nanoseconds, got {raw!r}")
+    if ns <= 0:
+        raise ValueError(f"interval must be > 0, got {raw!r}")
+    return ns
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """`every` is N ticks for 'ticks', T nanoseconds of event time for 'interval', 0 otherwise."""
+
+    kind: str = "batch"
+    every: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in TRIGGER_KINDS:
+            raise ValueError(f"trigger kind must be one of {', '.join(TRIGGER_KINDS)}, got {self.kind!r}")
+        periodic = self.kind in ("ticks", "interval")
+        if periodic and (not isinstance(self.every, int) or isinstance(self.every, bool) or self.every < 1):
+            raise ValueError(f"{self.kind} trigger needs a period >= 1, got {self.every!r}")
+        if not periodic and self.every != 0:
+            raise ValueError(f"{self.kind} trigger takes no period, got {self.every!r}")
+
+    @classmethod
+    def parse(cls, raw: Any) -> Trigger:
+        """From YAML/wire form: 'batch' | 'on_demand' | {ticks: N} | {interval: '2s' or int ns}."""
+        if isinstance(raw, str):
+            if raw in ("batch", "on_demand"):
+                return cls(raw)
+            raise ValueError(f"unknown trigger {raw!r}; expected {_FORMS}")
+        if not isinstance(raw, dict) or len(raw) != 1:
+            raise ValueError(f"trigger must be {_FORMS}, got {raw!r}")
+        (key, value), = raw.items()
+        if key == "ticks":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"ticks trigger needs an integer N >= 1, got {value!r}")
+            return cls("ticks", value)
+        if key == "interval":
+            return cls("interval", parse_duration_ns(value))
+        raise ValueError(f"unknown trigger {key!r} (allowed: batch, on_demand, ticks, interval)")
+
+    def to_obj(self) -> str | dict[str, int]:
+        return self.kind if self.every == 0 else {self.kind: self.every}
+
+    def interval_text(self) -> str:
+        """The period as the largest unit that divides it exactly: 500000000 -> '500ms'."""
+        for unit in ("h", "m", "s", "ms", "us", "ns"):
+            if self.every % _UNIT_NS[unit] == 0:
+                return f"{self.every // _UNIT_NS[unit]}{unit}"
+        raise AssertionError("unreachable: every unit divides by 1 ns")
+
+    def cell(self, ticks: int, event_ts: int) -> int | None:
+        """The grid cell a stream is in (a new cell means fire), or None for triggers without a grid."""
+        if self.kind == "ticks":
+            return ticks // self.every
+        if self.kind == "interval":
+            return event_ts // self.every
+        return None

@@ -1,0 +1,160 @@
+"""Reads a query document: YAML text -> QuerySpecs, with the line of every problem.
+
+The text is composed (not loaded) with PyYAML's SafeLoader so each key keeps
+its node and start mark; scalars are then built with SafeLoader's constructor,
+so unknown tags such as `!!python/object` are errors, never objects. Duplicate
+keys, which PyYAML would silently resolve to the last one, are rejected.
+
+In positions that hold strings (name, kind, streams, question, topic, choices,
+stop, and every mapping key) a plain scalar is taken as written, so
+`choices: [yes, no]` gives "yes"/"no" rather than booleans and the value label
+`+5` stays "+5" rather than the int 5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from queries.spec import NamedQuestion, QuerySpec, QuerySpecError, check_questions
+
+_STRING_KEYS = frozenset({"name", "streams", "question", "topic", "choices", "stop", "kind"})
+# Tags the SafeLoader resolver gives plain scalars that are not strings; in a string position we keep the text.
+_IMPLICIT_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float", "timestamp"))
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _line(node: yaml.Node) -> int:
+    return node.start_mark.line + 1
+
+
+class _Doc:
+    """One document being read: the SafeLoader constructor for scalars, and where errors are reported."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.constructor = yaml.SafeLoader("")
+
+    def error(self, reason: str, node: yaml.Node | None, query: str | None = None) -> QuerySpecError:
+        return QuerySpecError(reason, source=self.source, line=_line(node) if node is not None else None, query=query)
+
+    def pairs(self, node: yaml.MappingNode, query: str | None = None) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+        """key -> (key node, value node); duplicate keys are errors (PyYAML would keep the last silently)."""
+        seen: dict[Any, yaml.Node] = {}
+        for k, _ in node.value:
+            if k.tag != _MERGE_TAG:
+                if k.value in seen and isinstance(k, yaml.ScalarNode):
+                    raise self.error(f"duplicate key {k.value!r} (first at line {_line(seen[k.value])})", k, query)
+                seen[k.value] = k
+        self.constructor.flatten_mapping(node)  # `<<: *defaults` merges; explicit keys override merged ones
+        out = {}
+        for k, v in node.value:
+            if not isinstance(k, yaml.ScalarNode):
+                raise self.error("mapping keys must be plain strings", k, query)
+            out[k.value] = (k, v)
+        return out
+
+    def value(self, node: yaml.Node, strings: bool) -> Any:
+        if isinstance(node, yaml.ScalarNode):
+            if strings and node.style is None and node.tag in _IMPLICIT_TAGS:
+                return node.value  # as written: `yes` stays "yes", `+5` stays "+5"
+            return self.constructor.construct_object(node, deep=True)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.value(n, strings) for n in node.value]
+        # keys are always strings in a query document: `+5: 5.0` labels "+5"
+        return {key: self.value(v, strings) for key, (_, v) in self.pairs(node).items()}
+
+    def query(self, node: yaml.Node, index: int, questions: Mapping[str, NamedQuestion] | None) -> QuerySpec:
+        label = f"query #{index + 1}"
+        if not isinstance(node, yaml.MappingNode):
+            raise self.error(f"each query must be a mapping of keys, got a {node.id}", node, label)
+        pairs = self.pairs(node, label)
+        name_node = pairs.get("name", (None, None))[1]
+        if isinstance(name_node, yaml.ScalarNode) and name_node.value:
+            label = name_node.value
+        try:
+            raw = {key: self.value(v, key in _STRING_KEYS) for key, (_, v) in pairs.items()}
+            spec = QuerySpec.from_dict(raw)
+            if questions is not None:
+                check_questions(spec, questions)
+            return spec
+        except QuerySpecError as e:
+            raise e.located(self.source, self.key_line(node, pairs, e.key, e.item), label) from None
+        except yaml.MarkedYAMLError as e:  # an unknown tag, e.g. `!!python/object`, or a malformed `!!int`
+            raise QuerySpecError(f"YAML error: {e.problem}", source=self.source, line=e.problem_mark.line + 1,
+                                 query=label) from None
+
+    @staticmethod
+    def key_line(node: yaml.Node, pairs: dict, key: str | None, item: int | str | None) -> int:
+        """The line of `key` (of its `item`-th element or `item` label when known), else of the query itself."""
+        key = key.split("[")[0] if key else key
+        if key not in pairs:
+            return _line(node)
+        key_node, value_node = pairs[key]
+        if isinstance(item, int) and isinstance(value_node, yaml.SequenceNode) and item < len(value_node.value):
+            return _line(value_node.value[item])
+        if isinstance(item, str) and isinstance(value_node, yaml.MappingNode):
+            return next((_line(k) for k, _ in value_node.value if k.value == item), _line(key_node))
+        return _line(key_node)
+
+
+def _compose(text: str, doc: _Doc) -> yaml.Node | None:
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        context = f" ({e.context})" if e.context else ""
+        raise QuerySpecError(f"YAML syntax error: {e.problem}{context}", source=doc.source,
+                             line=mark.line + 1 if mark else None) from None
+    except yaml.YAMLError as e:  # e.g. a ReaderError on a control character
+        raise QuerySpecError(f"YAML error: {e}", source=doc.source) from None
+
+
+def _query_nodes(root: yaml.Node | None, doc: _Doc) -> list[yaml.Node]:
+    form = "a mapping with a single key 'queries' holding a list of queries"
+    if root is None:
+        raise doc.error(f"empty document; expected {form}", None)
+    if not isinstance(root, yaml.MappingNode):
+        hint = " (put the list under 'queries:')" if isinstance(root, yaml.SequenceNode) else ""
+        raise doc.error(f"expected {form}, got a {root.id}{hint}", root)
+    top = doc.pairs(root)
+    for key, (key_node, _) in top.items():
+        if key != "queries":
+            raise doc.error(f"unknown top-level key {key!r} (allowed: queries)", key_node)
+    if "queries" not in top:
+        raise doc.error(f"missing key 'queries'; expected {form}", root)
+    seq = top["queries"][1]
+    if not isinstance(seq, yaml.SequenceNode):
+        raise doc.error(f"'queries' must be a list of query mappings, got {seq.id}", seq)
+    return seq.value
+
+
+def parse_document(
+    text: str, source: str, questions: Mapping[str, NamedQuestion] | None = None,
+) -> list[QuerySpec]:
+    """All problems are reported together, the first of each query, in one QuerySpecError."""
+    doc = _Doc(source)
+    nodes = _query_nodes(_compose(text, doc), doc)
+    specs: list[QuerySpec] = []
+    problems: list[QuerySpecError] = []
+    first_line: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        try:
+            spec = doc.query(node, i, questions)
+        except QuerySpecError as e:
+            problems.append(e)
+            continue
+        name_line = doc.key_line(node, doc.pairs(node), "name", None)
+        if spec.name in first_line:
+            problems.append(QuerySpecError(f"duplicate query name (first defined at line {first_line[spec.name]})",
+                                           source=source, line=name_line, query=spec.name))
+            continue
+        first_line[spec.name] = name_line
+        specs.append(spec)
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise QuerySpecError(f"{len(problems)} invalid queries", problems=problems)
+    return specs
