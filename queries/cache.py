@@ -1,0 +1,104 @@
+"""The latest answer per (query, stream), stamped with the tick count and event time it was computed at.
+
+Reading is a dictionary lookup with no lock: `put` replaces entries whole
+(an `Answer` is immutable) under a lock, and a dict read concurrent with a
+single-key write is safe. Sequence numbers are per topic and outlive dropped
+answers, so a subscriber never sees a topic's seq go backwards, even when a
+query is replaced and its answers dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One computed answer. `version` is the stream's committed tick count when computed, `data_ts` the
+    event time (int ns) of the latest tick included, `answer_ts` the wall clock (int ns) when computed."""
+
+    query: str
+    stream: str
+    topic: str
+    seq: int
+    version: int
+    data_ts: int
+    answer_ts: int
+    value: dict[str, Any]
+    model: str
+
+    def __post_init__(self) -> None:
+        if self.seq < 1:
+            raise ValueError(f"answer seq starts at 1, got {self.seq}")
+        if self.version < 0:
+            raise ValueError(f"answer version is a tick count, >= 0, got {self.version}")
+
+    def stale_ticks(self, current_version: int) -> int:
+        """How many ticks the stream has committed since this answer was computed."""
+        return current_version - self.version
+
+    def to_wire(self) -> dict[str, Any]:
+        """The published payload: msgpack-able primitives (the value is as the evaluator built it)."""
+        return asdict(self)
+
+
+class AnswerCache:
+    """Latest answer per (query, stream). `clock` stamps answer_ts; pass a fixed one for byte-identical replays."""
+
+    def __init__(self, clock: Callable[[], int] = time.time_ns) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._answers: dict[str, dict[str, Answer]] = {}  # query -> stream -> latest answer
+        self._seq: dict[str, int] = {}  # topic -> last seq handed out
+        self._count = 0
+
+    def put(
+        self, query: str, stream: str, topic: str, value: dict[str, Any], version: int, data_ts: int, model: str,
+    ) -> Answer:
+        """Caches (and returns, for publishing) the answer with the topic's next seq; last put wins."""
+        with self._lock:
+            seq = self._seq.get(topic, 0) + 1
+            answer = Answer(query, stream, topic, seq, version, data_ts, self._clock(), value, model)
+            self._seq[topic] = seq
+            per_query = self._answers.setdefault(query, {})
+            self._count += stream not in per_query
+            per_query[stream] = answer
+        return answer
+
+    def get(self, query: str, stream: str) -> Answer | None:
+        per_query = self._answers.get(query)
+        return None if per_query is None else per_query.get(stream)
+
+    def get_fresh(self, query: str, stream: str, current_version: int, max_stale_ticks: int = 0) -> Answer | None:
+        """The cached answer if at most `max_stale_ticks` ticks behind `current_version`, else None (compute anew)."""
+        if max_stale_ticks < 0:
+            raise ValueError(f"max_stale_ticks must be >= 0, got {max_stale_ticks}")
+        answer = self.get(query, stream)
+        if answer is None or answer.stale_ticks(current_version) > max_stale_ticks:
+            return None
+        return answer
+
+    def drop_query(self, name: str) -> int:
+        """Forgets a query's answers (on unregister or replace); returns how many. Topic seqs are kept."""
+        with self._lock:
+            dropped = self._answers.pop(name, {})
+            self._count -= len(dropped)
+        return len(dropped)
+
+    def drop_stream(self, stream: str) -> int:
+        """Forgets every answer for a closed stream; returns how many."""
+        with self._lock:
+            n = sum(per_query.pop(stream, None) is not None for per_query in self._answers.values())
+            self._count -= n
+        return n
+
+    def last_seq(self, topic: str) -> int:
+        """The last seq handed out on `topic`, 0 if none."""
+        return self._seq.get(topic, 0)
+
+    def __len__(self) -> int:
+        return self._count

@@ -1,0 +1,182 @@
+"""The registered standing queries, versioned, and which of them are due after a batch.
+
+Reads (`list`, `get`, `matching`) go through one immutable snapshot that a
+mutation swaps whole, so the engine thread never sees half a registration
+while the control-socket thread registers. Mutations and `due()` (which
+records firings) hold one lock; it is uncontended in the engine loop's steady
+state.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from queries.spec import NamedQuestion, QuerySpec, QuerySpecError, check_questions, load_queries, load_queries_file
+
+
+class UnknownQueryError(LookupError):
+    """Raised for a name that is not registered; the message lists what is."""
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    specs: Mapping[str, QuerySpec]  # name -> spec, in registration order (a replaced query keeps its place)
+    versions: Mapping[str, int]  # name -> registry version at which it was last (re)registered
+    version: int
+    # stream -> matching specs; filled lazily by readers, never shared across snapshots, so a swap invalidates it
+    by_stream: dict[str, tuple[QuerySpec, ...]] = field(default_factory=dict)
+
+
+@dataclass
+class _Fired:
+    """Per (query, stream): the grid cell of the last firing (tick or event-time bucket) and the tick count."""
+
+    cell: int | None
+    ticks: int
+
+
+class Registry:
+    """Standing queries by name. `questions` (the model codec's, by name) checks names and labels when given."""
+
+    def __init__(self, questions: Mapping[str, NamedQuestion] | None = None) -> None:
+        self.questions = questions
+        self._lock = threading.Lock()
+        self._snap = _Snapshot(MappingProxyType({}), MappingProxyType({}), 0)
+        self._fired: dict[str, dict[str, _Fired]] = {}  # query name -> stream -> last firing; under _lock
+
+    # ---- mutations: all or nothing, one version bump each ----
+
+    def register(self, specs: Iterable[QuerySpec] | str, source: str = "<string>") -> list[QuerySpec]:
+        """Adds or replaces queries from specs or YAML text; if any is invalid nothing changes.
+
+        A replaced query takes effect atomically, keeps its place in `list()`,
+        gets a new per-query version, and starts its trigger state afresh.
+        """
+        if isinstance(specs, str):
+            new = load_queries(specs, source, self.questions)
+        else:
+            new = list(specs)
+            self._check(new)
+        if not new:
+            return []
+        with self._lock:
+            old = self._snap
+            version = old.version + 1
+            merged, versions = dict(old.specs), dict(old.versions)
+            for spec in new:
+                merged[spec.name] = spec
+                versions[spec.name] = version
+                self._fired.pop(spec.name, None)
+            self._snap = _Snapshot(MappingProxyType(merged), MappingProxyType(versions), version)
+        return new
+
+    def register_file(self, path: str | Path) -> list[QuerySpec]:
+        return self.register(load_queries_file(path, self.questions))
+
+    def unregister(self, name: str) -> QuerySpec:
+        """Removes a query and its trigger state; returns it. Unknown names raise UnknownQueryError."""
+        with self._lock:
+            old = self._snap
+            if name not in old.specs:
+                raise self._unknown(name, old)
+            specs = {k: v for k, v in old.specs.items() if k != name}
+            versions = {k: v for k, v in old.versions.items() if k != name}
+            self._snap = _Snapshot(MappingProxyType(specs), MappingProxyType(versions), old.version + 1)
+            self._fired.pop(name, None)
+            return old.specs[name]
+
+    def _check(self, specs: list[QuerySpec]) -> None:
+        seen: set[str] = set()
+        for spec in specs:
+            if not isinstance(spec, QuerySpec):
+                raise QuerySpecError(f"register() takes QuerySpecs or YAML text, got {type(spec).__name__}")
+            if spec.name in seen:
+                raise QuerySpecError("duplicate query name in one registration", query=spec.name)
+            seen.add(spec.name)
+            if self.questions is not None:
+                check_questions(spec, self.questions)
+
+    # ---- reads: one snapshot, no lock ----
+
+    @property
+    def version(self) -> int:
+        """Bumped on every change; 0 before the first registration."""
+        return self._snap.version
+
+    def query_version(self, name: str) -> int:
+        """The registry version at which `name` was last (re)registered."""
+        snap = self._snap
+        if name not in snap.versions:
+            raise self._unknown(name, snap)
+        return snap.versions[name]
+
+    def list(self) -> list[QuerySpec]:
+        return list(self._snap.specs.values())
+
+    def get(self, name: str) -> QuerySpec:
+        snap = self._snap
+        if name not in snap.specs:
+            raise self._unknown(name, snap)
+        return snap.specs[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._snap.specs
+
+    def __len__(self) -> int:
+        return len(self._snap.specs)
+
+    def matching(self, stream: str) -> list[QuerySpec]:
+        """Queries whose stream selector matches `stream`, in registration order (cached per stream)."""
+        return list(self._matching(self._snap, stream))
+
+    @staticmethod
+    def _matching(snap: _Snapshot, stream: str) -> tuple[QuerySpec, ...]:
+        found = snap.by_stream.get(stream)
+        if found is None:
+            found = tuple(s for s in snap.specs.values() if s.matches(stream))
+            snap.by_stream[stream] = found
+        return found
+
+    @staticmethod
+    def _unknown(name: str, snap: _Snapshot) -> UnknownQueryError:
+        known = ", ".join(snap.specs) or "none"
+        return UnknownQueryError(f"no query named {name!r} (registered: {known})")
+
+    # ---- triggers ----
+
+    def due(self, stream: str, ticks: int, event_ts: int) -> list[QuerySpec]:
+        """The queries matching `stream` that are due now, recorded as fired.
+
+        Call once after each batch that advanced `stream`, with its total
+        committed tick count and the event time (int ns) of its latest tick.
+        A query fires on its first call for a stream; then `batch` fires every
+        call, `{ticks: N}` when the count enters a new multiple of N, and
+        `{interval: T}` when the event time enters a new multiple of T (a jump
+        across several fires once). A tick count that goes backwards (the
+        stream was reset) fires and starts over. `on_demand` never fires here.
+        """
+        snap = self._snap
+        out = []
+        with self._lock:
+            for spec in self._matching(snap, stream):
+                if spec.trigger.kind == "on_demand":
+                    continue
+                if self._snap.specs.get(spec.name) is not spec:
+                    continue  # replaced or removed since we took the snapshot
+                cell = spec.trigger.cell(ticks, event_ts)
+                per_stream = self._fired.setdefault(spec.name, {})
+                last = per_stream.get(stream)
+                if cell is None or last is None or ticks < last.ticks or cell > last.cell:
+                    per_stream[stream] = _Fired(cell, ticks)
+                    out.append(spec)
+        return out
+
+    def drop_stream(self, stream: str) -> None:
+        """Forgets trigger state for a closed stream; it fires afresh if it comes back."""
+        with self._lock:
+            for per_stream in self._fired.values():
+                per_stream.pop(stream, None)
