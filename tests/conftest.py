@@ -57,3 +57,17 @@ def tiny_runner(hf_model: PreTrainedModel, cells: int = 4096, block_size: int = 
 def hf_logits(hf_model: PreTrainedModel, tokens: list[int]) -> torch.Tensor:  # (T, vocab)
     with torch.no_grad():
         return hf_model(torch.tensor([tokens])).logits[0].float()
+
+
+def tiny_tick_checkpoint(directory, seed: int = 0, **overrides):
+    """A seeded random Llama sized for the BinnedCodec, saved with its codec.json: a stand-in
+    for the built-in model that tests can build in a second."""
+    from connectors.codec import BinnedCodec
+
+    codec = BinnedCodec()
+    torch.manual_seed(seed)
+    config = LlamaConfig(**{**TINY, "vocab_size": codec.vocab_size, "num_attention_heads": 4,
+                            "num_key_value_heads": 2, **overrides})
+    LlamaForCausalLM(config).save_pretrained(directory)
+    (directory / "codec.json").write_text(codec.to_json())
+    return directory

@@ -1,0 +1,172 @@
+"""ServiceConfig: the engine service's YAML (model, codec, KV budget, batching, endpoints, limits).
+
+Loaded with ``yaml.safe_load``; every section is a dataclass validated when
+built; unknown keys are rejected by name with their section. Every socket binds
+to 127.0.0.1 unless an endpoint says otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.kv_cache import CacheSpec
+from engine.scheduler import SchedulerConfig
+
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+class ConfigError(ValueError):
+    """A service config that cannot be used, naming the key and the reason."""
+
+
+@dataclass(frozen=True)
+class ModelSection:
+    path: str | None = None  # Hugging Face checkpoint directory; None: the built-in tick model
+    dtype: str = "float32"
+    device: str = "cpu"
+    id: str | None = None  # model id stamped on answers
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"model.dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if not (self.device == "cpu" or self.device.startswith("cuda")):
+            raise ConfigError(f"model.device must be 'cpu' or 'cuda[:N]', got {self.device!r}")
+
+    @property
+    def model_id(self) -> str:
+        return self.id or (Path(self.path).name if self.path else "flashtick-tick")
+
+
+@dataclass(frozen=True)
+class CodecSection:
+    kind: str = "auto"  # auto: binned for the built-in model, text for a Hugging Face model
+    trade_template: str | None = None
+    quote_template: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("auto", "binned", "text"):
+            raise ConfigError(f"codec.kind must be auto, binned or text, got {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class KVSection:
+    cells: int | None = 65536
+    bytes: int | None = None
+    block_size: int = 32
+
+    def spec(self) -> CacheSpec:
+        cells = None if self.bytes is not None else self.cells
+        try:
+            return CacheSpec(block_size=self.block_size, cells=cells, bytes=self.bytes)
+        except ValueError as e:
+            raise ConfigError(f"kv: {e}") from None
+
+
+@dataclass(frozen=True)
+class EndpointsSection:
+    ingest: str = "tcp://127.0.0.1:5555"
+    answers: str = "tcp://127.0.0.1:5556"
+    control: str = "tcp://127.0.0.1:5557"
+    feeds: tuple[str, ...] = ()  # external PUB feeds to subscribe to (SUB connects)
+    metrics_port: int | None = None  # Prometheus text format on 127.0.0.1:PORT/metrics
+    metrics_host: str = "127.0.0.1"
+
+    def __post_init__(self) -> None:
+        for name in ("ingest", "answers", "control"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or "://" not in value:
+                raise ConfigError(f"endpoints.{name} must be a ZeroMQ endpoint like tcp://127.0.0.1:5555, got {value!r}")
+        if self.metrics_port is not None and not 0 <= self.metrics_port < 65536:
+            raise ConfigError(f"endpoints.metrics_port must be a TCP port, got {self.metrics_port}")
+
+
+@dataclass(frozen=True)
+class LimitsSection:
+    max_message_bytes: int = 1 << 20  # an ingest message larger than this is rejected (counted)
+    ingest_hwm: int = 100_000  # messages queued per socket before ZeroMQ pushes back on feeds
+    answers_hwm: int = 100_000  # per subscriber; past it ZeroMQ drops for that slow subscriber only
+    heartbeat_s: float = 1.0
+    max_ingest_per_step: int = 10_000  # messages drained between two forwards
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            if getattr(self, f.name) <= 0:
+                raise ConfigError(f"limits.{f.name} must be > 0, got {getattr(self, f.name)}")
+
+
+@dataclass(frozen=True)
+class CurveSection:
+    """CURVE encryption/authentication for the control and answer sockets (keys as z85 text files)."""
+
+    enabled: bool = False
+    server_secret_key_file: str | None = None
+    server_public_key_file: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.enabled and not (self.server_secret_key_file and self.server_public_key_file):
+            raise ConfigError("curve.enabled needs server_secret_key_file and server_public_key_file")
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    model: ModelSection = field(default_factory=ModelSection)
+    codec: CodecSection = field(default_factory=CodecSection)
+    kv: KVSection = field(default_factory=KVSection)
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    endpoints: EndpointsSection = field(default_factory=EndpointsSection)
+    limits: LimitsSection = field(default_factory=LimitsSection)
+    curve: CurveSection = field(default_factory=CurveSection)
+    queries: str | None = None  # a queries YAML file registered at start
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any] | None, source: str = "<config>") -> "ServiceConfig":
+        raw = raw or {}
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{source}: the config must be a mapping, got {type(raw).__name__}")
+        sections = {f.name: f for f in dataclasses.fields(cls)}
+        _reject_unknown(raw, sections, source, "top level")
+        built: dict[str, Any] = {}
+        for name, value in raw.items():
+            section_type = _SECTION_TYPES.get(name)
+            if section_type is None:
+                built[name] = value
+                continue
+            if not isinstance(value, dict):
+                raise ConfigError(f"{source}: section {name!r} must be a mapping")
+            _reject_unknown(value, {f.name for f in dataclasses.fields(section_type)}, source, f"section {name!r}")
+            value = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+            try:
+                built[name] = section_type(**value)
+            except (TypeError, ValueError) as e:
+                raise ConfigError(f"{source}: {name}: {e}") from None
+        return cls(**built)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ServiceConfig":
+        try:
+            raw = yaml.safe_load(Path(path).read_text())
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: not valid YAML: {e}") from None
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+        config = cls.from_dict(raw, str(path))
+        if config.queries and not Path(config.queries).is_absolute():  # relative to the config file
+            config = dataclasses.replace(config, queries=str(Path(path).parent / config.queries))
+        return config
+
+
+_SECTION_TYPES: dict[str, type] = {
+    "model": ModelSection, "codec": CodecSection, "kv": KVSection, "scheduler": SchedulerConfig,
+    "endpoints": EndpointsSection, "limits": LimitsSection, "curve": CurveSection,
+}
+
+
+def _reject_unknown(raw: dict, allowed: Any, source: str, where: str) -> None:
+    unknown = [k for k in raw if k not in allowed]
+    if unknown:
+        raise ConfigError(f"{source}: unknown key {unknown[0]!r} in {where} (allowed: {', '.join(sorted(allowed))})")

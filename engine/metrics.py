@@ -1,0 +1,75 @@
+"""Prometheus text exposition of the service's counters, served from a snapshot.
+
+The engine thread refreshes the snapshot (each heartbeat); the HTTP thread only
+reads that dict, so a scrape never touches live engine state.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+COUNTERS = {
+    "ticks_in": "Ticks accepted",
+    "answers_published": "Answers published on the PUB socket",
+    "ingest_messages": "Ingest messages received",
+    "control_requests": "Control requests received",
+    "control_errors": "Control requests answered with an error",
+}
+GAUGES = {
+    "kv_cells_used": "KV cells held by sessions",
+    "kv_cells_capacity": "KV pool size in cells",
+    "sessions_resident": "Sessions whose KV is resident",
+    "streams": "Streams known",
+    "pending_tokens": "Tokens waiting for a forward",
+    "queries": "Registered queries",
+}
+SCHEDULER_COUNTERS = ("evictions", "evicted_cells", "rolls", "refused_streams", "deferred", "batches")
+RUNNER_COUNTERS = ("forwards", "tokens_advanced", "tokens_rebuilt", "tokens_probed")
+
+
+def render(snapshot: dict[str, Any]) -> str:
+    lines: list[str] = []
+
+    def metric(name: str, kind: str, help_text: str, samples: list[tuple[str, float]]) -> None:
+        lines.append(f"# HELP flashtick_{name} {help_text}")
+        lines.append(f"# TYPE flashtick_{name} {kind}")
+        lines.extend(f"flashtick_{name}{labels} {value}" for labels, value in samples)
+
+    for key, help_text in COUNTERS.items():
+        metric(f"{key}_total", "counter", help_text, [("", snapshot.get(key, 0))])
+    for key, help_text in GAUGES.items():
+        metric(key, "gauge", help_text, [("", snapshot.get(key, 0))])
+    rejected = snapshot.get("rejected", {})
+    metric("rejected_total", "counter", "Ticks or messages rejected, by reason",
+           [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())] or [('{reason="none"}', 0)])
+    for group, keys in (("scheduler", SCHEDULER_COUNTERS), ("runner", RUNNER_COUNTERS)):
+        for key in keys:
+            metric(f"{key}_total", "counter", f"{group} {key.replace('_', ' ')}", [("", snapshot.get(group, {}).get(key, 0))])
+    freshness = snapshot.get("freshness_ms", {})
+    metric("answer_freshness_ms", "gauge", "Tick arrival to answer cached, recent window",
+           [(f'{{quantile="{q}"}}', freshness.get(k, 0.0)) for q, k in (("0.5", "p50"), ("0.99", "p99"))])
+    return "\n".join(lines) + "\n"
+
+
+def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, Any]]) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            if self.path.rstrip("/") != "/metrics":
+                self.send_error(404, "only /metrics is served")
+                return
+            body = render(snapshot()).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:  # quiet: scrapes are not news
+            pass
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    threading.Thread(target=server.serve_forever, name="flashtick-metrics", daemon=True).start()
+    return server

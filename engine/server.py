@@ -1,0 +1,267 @@
+"""The flashtick service: ZeroMQ ingest, answer topics and a control socket around one engine.
+
+One thread owns every socket and the engine (ZeroMQ sockets and the model are
+not shared across threads), in a loop that never blocks while work is pending:
+
+    poll sockets (0 ms if the engine is busy) -> drain ingest and control
+    -> engine.step() -> answers go out on PUB as they are computed -> heartbeat
+
+Sockets (all bound to 127.0.0.1 unless configured):
+  ingest   PULL  feed handlers PUSH msgpack ticks; a two-frame [b"tokens", msgpack]
+                 message carries already-tokenized ticks
+  feeds    SUB   optional connections to external PUB feeds (same payloads)
+  answers  PUB   [topic, msgpack answer]; "_heartbeat/" and "_rejects/" topics too
+  control  ROUTER  msgpack {op, ...} -> {ok: true, ...} | {ok: false, error}
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import zmq
+
+from engine.config import ServiceConfig
+from engine.engine import UnknownStream
+from engine.pipeline import TickPipeline
+from queries.cache import Answer
+from queries.spec import QuerySpec, QuerySpecError
+
+HEARTBEAT_TOPIC = "_heartbeat/"
+REJECTS_TOPIC = "_rejects/"
+TOKENIZED_MARKER = b"tokens"
+
+
+def pack(obj: Any) -> bytes:
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+class Server:
+    def __init__(self, config: ServiceConfig) -> None:
+        self.config = config
+        self.pipeline = TickPipeline(config, publish=self._publish)
+        self.context = zmq.Context.instance()
+        self.endpoints: dict[str, str] = {}
+        self.ready = threading.Event()
+        self._stop = threading.Event()
+        self._sockets: dict[str, zmq.Socket] = {}
+        self.started_at = time.time()
+        self.counters = {"answers_published": 0, "control_requests": 0, "control_errors": 0, "heartbeats": 0,
+                         "ingest_messages": 0}
+        self._snapshot: dict[str, Any] = {}
+        self._metrics_server: Any = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def bind(self) -> dict[str, str]:
+        """Create and bind every socket; returns the actual endpoints (ports resolved)."""
+        ep, limits = self.config.endpoints, self.config.limits
+        ingest = self._socket("ingest", zmq.PULL, ep.ingest, rcvhwm=limits.ingest_hwm)
+        answers = self._socket("answers", zmq.PUB, ep.answers, sndhwm=limits.answers_hwm, curve=True)
+        control = self._socket("control", zmq.ROUTER, ep.control, curve=True)
+        for i, feed in enumerate(ep.feeds):
+            sub = self.context.socket(zmq.SUB)
+            sub.setsockopt(zmq.SUBSCRIBE, b"")
+            sub.rcvhwm = limits.ingest_hwm
+            sub.connect(feed)
+            self._sockets[f"feed{i}"] = sub
+        self.poller = zmq.Poller()
+        for sock in (ingest, control, *(s for k, s in self._sockets.items() if k.startswith("feed"))):
+            self.poller.register(sock, zmq.POLLIN)
+        del answers
+        if ep.metrics_port is not None:
+            self._start_metrics(ep.metrics_host, ep.metrics_port)
+        self._refresh_snapshot()
+        return self.endpoints
+
+    def _socket(self, name: str, kind: int, endpoint: str, curve: bool = False, **options: int) -> zmq.Socket:
+        sock = self.context.socket(kind)
+        sock.linger = 0
+        for option, value in options.items():
+            setattr(sock, option, value)
+        if curve and self.config.curve.enabled:
+            sock.curve_secretkey = Path(self.config.curve.server_secret_key_file).read_bytes().strip()
+            sock.curve_publickey = Path(self.config.curve.server_public_key_file).read_bytes().strip()
+            sock.curve_server = True
+        if endpoint.endswith(":0"):  # an ephemeral port
+            endpoint = endpoint[:-2] + ":*"
+        sock.bind(endpoint)
+        self.endpoints[name] = sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        self._sockets[name] = sock
+        return sock
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def serve_forever(self) -> None:
+        if not self._sockets:
+            self.bind()
+        self.ready.set()
+        next_heartbeat = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                busy = self.pipeline.engine.busy
+                wait_ms = 0 if busy else max(0, min(50, int((next_heartbeat - time.monotonic()) * 1000)))
+                events = dict(self.poller.poll(wait_ms))
+                for name, sock in self._sockets.items():
+                    if sock in events and (name == "ingest" or name.startswith("feed")):
+                        self._drain_ingest(sock)
+                if self._sockets["control"] in events:
+                    self._drain_control()
+                self.pipeline.engine.step()
+                if time.monotonic() >= next_heartbeat:
+                    self._heartbeat()
+                    next_heartbeat = time.monotonic() + self.config.limits.heartbeat_s
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for sock in self._sockets.values():
+            sock.close(linger=0)
+        self._sockets.clear()
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+            self._metrics_server = None
+
+    # -- ingest ---------------------------------------------------------------------------------
+
+    def _drain_ingest(self, sock: zmq.Socket) -> None:
+        for _ in range(self.config.limits.max_ingest_per_step):
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK, copy=True)
+            except zmq.Again:
+                return
+            self.counters["ingest_messages"] += 1
+            if len(frames) == 2 and frames[0] == TOKENIZED_MARKER:
+                rejections = self.pipeline.ingest_tokenized(frames[1])
+            elif len(frames) == 1:
+                rejections = self.pipeline.ingest_message(frames[0])
+            else:
+                self.pipeline.rejected["bad_framing"] += 1
+                rejections = [{"index": -1, "reason": "bad_framing", "error": f"{len(frames)} frames"}]
+            for rejection in rejections:  # PUSH has no way back: reasons go out on their own topic
+                self._send(REJECTS_TOPIC, rejection)
+
+    # -- answers ------------------------------------------------------------------------------
+
+    def _publish(self, answer: Answer) -> None:
+        self._send(answer.topic, answer.to_wire())
+        self.counters["answers_published"] += 1
+
+    def _send(self, topic: str, payload: dict[str, Any]) -> None:
+        sock = self._sockets.get("answers")
+        if sock is not None:  # PUB never blocks: a subscriber past its HWM loses messages (seq shows the gap)
+            sock.send_multipart([topic.encode(), pack(payload)], zmq.NOBLOCK)
+
+    def _heartbeat(self) -> None:
+        self.counters["heartbeats"] += 1
+        self._refresh_snapshot()
+        self._send(HEARTBEAT_TOPIC, {"seq": self.counters["heartbeats"], "ts": time.time_ns(),
+                                     "ticks_in": self.pipeline.ticks_in,
+                                     "answers_out": self.counters["answers_published"]})
+
+    def _refresh_snapshot(self) -> None:
+        self._snapshot = {**self.pipeline.stats(), **self.counters, "uptime_s": time.time() - self.started_at}
+
+    # -- control --------------------------------------------------------------------------------
+
+    def _drain_control(self) -> None:
+        sock = self._sockets["control"]
+        while True:
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self.counters["control_requests"] += 1
+            envelope, payload = frames[:-1], frames[-1]
+            reply = lambda obj, envelope=envelope: sock.send_multipart([*envelope, pack(obj)])  # noqa: E731
+            try:
+                request = msgpack.unpackb(payload, raw=False, strict_map_key=True)
+                if not isinstance(request, dict) or not isinstance(request.get("op"), str):
+                    raise ControlError("request must be a msgpack map with a string 'op'")
+                handler = getattr(self, f"_op_{request['op']}", None)
+                if handler is None:
+                    raise ControlError(f"unknown op {request['op']!r} (ops: {', '.join(CONTROL_OPS)})")
+                result = handler(request, reply)
+                if result is not None:
+                    reply({"ok": True, **result})
+            except (ControlError, QuerySpecError, ValueError, LookupError) as e:
+                self.counters["control_errors"] += 1
+                reply({"ok": False, "error": str(e).strip('"')})
+            except Exception as e:  # msgpack's own errors and anything unforeseen: the service keeps serving
+                self.counters["control_errors"] += 1
+                reply({"ok": False, "error": f"{type(e).__name__}: {e}"})
+
+    def _op_register(self, request: dict, _reply: Any) -> dict:
+        text = _field(request, "yaml", str)
+        specs = self.pipeline.registry.register(text)
+        for spec in specs:  # fail now, not at the first due tick, when the model cannot answer it
+            self.pipeline.flash.compiled(spec)
+        return {"registered": [s.name for s in specs], "version": self.pipeline.registry.version}
+
+    def _op_unregister(self, request: dict, _reply: Any) -> dict:
+        name = _field(request, "name", str)
+        self.pipeline.registry.unregister(name)
+        self.pipeline.cache.drop_query(name)
+        return {"version": self.pipeline.registry.version}
+
+    def _op_list(self, _request: dict, _reply: Any) -> dict:
+        return {"queries": [s.to_dict() for s in self.pipeline.registry.list()],
+                "version": self.pipeline.registry.version}
+
+    def _op_get(self, request: dict, _reply: Any) -> dict:
+        answer = self.pipeline.cache.get(_field(request, "query", str), _field(request, "stream", str))
+        return {"answer": answer.to_wire() if answer else None}
+
+    def _op_ask(self, request: dict, reply: Any) -> dict | None:
+        stream = _field(request, "stream", str)
+        if "query" in request:
+            spec = self.pipeline.registry.get(_field(request, "query", str))
+        else:
+            spec = QuerySpec.from_dict(_field(request, "spec", dict))
+        max_stale = request.get("max_stale_ticks")
+        if max_stale is not None and stream in self.pipeline.engine.scheduler.streams:
+            progress = self.pipeline.engine.progress(stream)
+            cached = self.pipeline.cache.get_fresh(spec.name, stream, progress.ticks, int(max_stale))
+            if cached is not None:
+                return {"answer": cached.to_wire(), "cached": True}
+        job = self.pipeline.flash.job_for(spec, stream, on_answer=lambda a: reply(
+            {"ok": True, "answer": a.to_wire(), "cached": False}))
+        try:
+            self.pipeline.engine.ask(job)
+        except UnknownStream:
+            raise ControlError(f"stream {stream!r} has sent no data") from None
+        return None  # replied when the engine has computed it
+
+    def _op_stats(self, _request: dict, _reply: Any) -> dict:
+        self._refresh_snapshot()
+        return {"stats": self._snapshot}
+
+    def _op_health(self, _request: dict, _reply: Any) -> dict:
+        return {"status": "serving", "uptime_s": time.time() - self.started_at,
+                "streams": len(self.pipeline.engine.scheduler.streams), "model": self.config.model.model_id}
+
+    # -- metrics --------------------------------------------------------------------------------
+
+    def _start_metrics(self, host: str, port: int) -> None:
+        from engine.metrics import start_metrics_server
+
+        self._metrics_server = start_metrics_server(host, port, lambda: self._snapshot)
+        self.endpoints["metrics"] = f"http://{host}:{self._metrics_server.server_port}/metrics"
+
+
+CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "stats", "health")
+
+
+class ControlError(ValueError):
+    """A control request that cannot be served; the message goes back to the sender."""
+
+
+def _field(request: dict, name: str, kind: type) -> Any:
+    value = request.get(name)
+    if not isinstance(value, kind):
+        raise ControlError(f"op {request.get('op')!r} needs {name!r} as {kind.__name__}")
+    return value

@@ -1,0 +1,147 @@
+"""Answer evaluation: a QuerySpec + the codec -> probe tokens, and probe logits -> an answer value.
+
+Two ways a question reaches the model:
+- a *named codec question* (the built-in tick model: ``question: direction_20``):
+  one probe of the question's tokens; the answer is the next-token
+  distribution restricted to that question's answer tokens;
+- *text* (any Hugging Face model with a TextCodec): the question text is
+  tokenized; each choice is tokenized on its own and scored as a whole
+  sequence (sum of its tokens' log-probabilities after the question), one probe
+  per choice, all in the same forward. When every choice is one token a single
+  probe serves them all.
+
+Answer values are plain dicts (msgpack-able):
+    choice       {"answer": label, "probs": {label: p}}
+    expectation  {"expected": x, "probs": {label: p}}
+    generate     {"text": str, "tokens": [ids]}
+    surprise     {"nll": nats}  (of the latest chunk's tokens, from the ingest forward)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from queries.spec import QuerySpec
+
+
+class QueryCompileError(ValueError):
+    """A query that cannot be asked of this model/codec, with the reason."""
+
+
+@dataclass(frozen=True)
+class CompiledQuery:
+    spec: QuerySpec
+    question: tuple[int, ...]  # tokens appended after the session's committed prefix
+    labels: tuple[str, ...] = ()
+    answer_ids: tuple[int, ...] = ()  # one token per label: read from the question's last row
+    candidates: tuple[tuple[int, ...], ...] = ()  # multi-token labels: one probe each
+    values: tuple[float, ...] = ()  # per label, for expectation
+
+    @property
+    def probes(self) -> list[list[int]]:
+        if self.candidates:
+            return [list(self.question) + list(c) for c in self.candidates]
+        return [list(self.question)] if self.spec.kind != "surprise" else []
+
+    @property
+    def logits(self) -> str | int:
+        """Rows needed per probe: the last row, or the rows that predict a candidate's tokens."""
+        if self.candidates:
+            return max(len(c) for c in self.candidates) + 1
+        return "last"
+
+
+def compile_query(spec: QuerySpec, codec: Any) -> CompiledQuery:
+    """Resolve a spec against the serving codec; raises QueryCompileError when it cannot be asked."""
+    if spec.kind == "surprise":
+        return CompiledQuery(spec, ())
+    named = getattr(codec, "questions", {}).get(spec.question) if spec.names_question else None
+    if named is not None:
+        return _compile_named(spec, named)
+    if spec.question_tokens is not None:
+        question = tuple(spec.question_tokens)
+    else:
+        question = tuple(_tokenize(codec, spec.question, spec.name))
+    if spec.kind == "generate":
+        return CompiledQuery(spec, question)
+    labels = spec.labels
+    if not labels:
+        raise QueryCompileError(f"query {spec.name!r}: a free-text {spec.kind} query needs choices or values")
+    candidates = tuple(tuple(_tokenize(codec, label, spec.name)) for label in labels)
+    values = tuple(spec.values[label] for label in labels) if spec.kind == "expectation" else ()
+    if all(len(c) == 1 for c in candidates) and len({c[0] for c in candidates}) == len(candidates):
+        return CompiledQuery(spec, question, labels, answer_ids=tuple(c[0] for c in candidates), values=values)
+    return CompiledQuery(spec, question, labels, candidates=candidates, values=values)
+
+
+def _compile_named(spec: QuerySpec, named: Any) -> CompiledQuery:
+    labels = tuple(spec.labels or named.labels)
+    unknown = [label for label in labels if label not in named.answers]
+    if unknown:
+        raise QueryCompileError(f"query {spec.name!r}: {unknown} are not answers of {spec.question!r} "
+                                f"(answers: {list(named.answers)})")
+    values: tuple[float, ...] = ()
+    if spec.kind == "expectation":
+        source = spec.values or named.values
+        if not source:
+            raise QueryCompileError(f"query {spec.name!r}: question {spec.question!r} has no values; give `values`")
+        values = tuple(float(source[label]) for label in labels)
+    if spec.kind == "generate":
+        return CompiledQuery(spec, tuple(named.tokens))
+    return CompiledQuery(spec, tuple(named.tokens), labels, tuple(named.answers[lbl] for lbl in labels), values=values)
+
+
+def _tokenize(codec: Any, text: str | None, query: str) -> list[int]:
+    tokenize = getattr(codec, "question_tokens", None)
+    if text is None or tokenize is None:
+        raise QueryCompileError(
+            f"query {query!r}: question {text!r} is not a question of this model's codec and the codec "
+            f"cannot tokenize text (known questions: {sorted(getattr(codec, 'questions', {}))})"
+        )
+    tokens = tokenize(text)
+    if not tokens:
+        raise QueryCompileError(f"query {query!r}: {text!r} tokenizes to nothing")
+    return tokens
+
+
+def answer_value(query: CompiledQuery, logits: list[torch.Tensor]) -> dict[str, Any]:
+    """Turn the probes' logits into the answer of a choice or expectation query."""
+    if query.candidates:
+        scores = torch.stack([_sequence_logprob(rows, cand) for rows, cand in zip(logits, query.candidates)])
+        probs = torch.softmax(scores, dim=0)  # (labels,)
+    else:
+        last = logits[0][-1].float()  # (vocab,)
+        probs = torch.softmax(last[list(query.answer_ids)], dim=0)  # (labels,) renormalised over the answers
+    as_dict = {label: float(p) for label, p in zip(query.labels, probs)}
+    if query.spec.kind == "expectation":
+        return {"expected": float(sum(p * v for p, v in zip(probs.tolist(), query.values))), "probs": as_dict}
+    return {"answer": query.labels[int(probs.argmax())], "probs": as_dict}
+
+
+def _sequence_logprob(rows: torch.Tensor, candidate: tuple[int, ...]) -> torch.Tensor:
+    """log p(candidate | prefix, question): ``rows`` are the last len+1 rows (or more) of the probe."""
+    k = len(candidate)
+    predicting = rows[-k - 1 : -1].float()  # (k, vocab): row j predicts candidate token j
+    logp = torch.log_softmax(predicting, dim=-1)
+    return logp[torch.arange(k), torch.tensor(candidate)].sum()
+
+
+def next_token(logits: torch.Tensor, temperature: float, generator: torch.Generator | None) -> int:
+    """Greedy at temperature 0, else a sample from the tempered distribution."""
+    last = logits[-1].float()
+    if temperature <= 0:
+        return int(last.argmax())
+    probs = torch.softmax(last / temperature, dim=-1)
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+def decode(codec: Any, tokens: list[int]) -> str:
+    """Text of generated tokens: the tokenizer's for text codecs, token names for the tick codec."""
+    tokenizer = getattr(codec, "tokenizer", None)
+    if tokenizer is not None:
+        return tokenizer.decode(tokens)
+    names = getattr(codec, "names", None)
+    return " ".join(names[t] if names and t < len(names) else str(t) for t in tokens)
