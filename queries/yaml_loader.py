@@ -24,6 +24,7 @@ _STRING_KEYS = frozenset({"name", "streams", "question", "topic", "choices", "st
 # Tags the SafeLoader resolver gives plain scalars that are not strings; in a string position we keep the text.
 _IMPLICIT_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float", "timestamp"))
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_PLAIN_COLLECTIONS = frozenset({"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"})
 
 
 def _line(node: yaml.Node) -> int:
@@ -36,12 +37,15 @@ class _Doc:
     def __init__(self, source: str) -> None:
         self.source = source
         self.constructor = yaml.SafeLoader("")
+        self._pairs: dict[int, dict[str, tuple[yaml.Node, yaml.Node]]] = {}  # id(node) -> pairs; flatten once
 
     def error(self, reason: str, node: yaml.Node | None, query: str | None = None) -> QuerySpecError:
         return QuerySpecError(reason, source=self.source, line=_line(node) if node is not None else None, query=query)
 
     def pairs(self, node: yaml.MappingNode, query: str | None = None) -> dict[str, tuple[yaml.Node, yaml.Node]]:
         """key -> (key node, value node); duplicate keys are errors (PyYAML would keep the last silently)."""
+        if id(node) in self._pairs:
+            return self._pairs[id(node)]
         seen: dict[Any, yaml.Node] = {}
         for k, _ in node.value:
             if k.tag != _MERGE_TAG:
@@ -54,12 +58,15 @@ class _Doc:
             if not isinstance(k, yaml.ScalarNode):
                 raise self.error("mapping keys must be plain strings", k, query)
             out[k.value] = (k, v)
+        self._pairs[id(node)] = out
         return out
 
     def value(self, node: yaml.Node, strings: bool) -> Any:
         if isinstance(node, yaml.ScalarNode):
             if strings and node.style is None and node.tag in _IMPLICIT_TAGS:
                 return node.value  # as written: `yes` stays "yes", `+5` stays "+5"
+            return self.constructor.construct_object(node, deep=True)
+        if node.tag not in _PLAIN_COLLECTIONS:  # `!!python/object/apply` and friends: let SafeLoader refuse them
             return self.constructor.construct_object(node, deep=True)
         if isinstance(node, yaml.SequenceNode):
             return [self.value(n, strings) for n in node.value]

@@ -1,0 +1,178 @@
+"""Registry: all-or-nothing registration, atomic replace, versions, stream matching and due() per trigger."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from connectors.questions import DEFAULT_QUESTIONS
+from queries.registry import Registry, UnknownQueryError
+from queries.spec import QuerySpec, QuerySpecError
+
+S = 1_000_000_000  # ns per second
+T0 = 1_700_000_000 * S
+
+
+def q(name: str, trigger="batch", streams=("SYN.*",), **kw) -> QuerySpec:
+    return QuerySpec(name=name, streams=streams, kind="surprise", trigger=trigger, **kw)
+
+
+def fired(reg: Registry, stream: str, calls: list[tuple[int, int]]) -> list[list[str]]:
+    """Names due after each (ticks, event_ts) call, in order."""
+    return [[s.name for s in reg.due(stream, ticks, ts)] for ticks, ts in calls]
+
+
+def test_register_yaml_list_get_and_versions():
+    reg = Registry()
+    assert reg.version == 0 and len(reg) == 0
+    reg.register("queries:\n  - {name: a, streams: [x], kind: surprise}\n  - {name: b, streams: [y], kind: surprise}\n")
+    assert reg.version == 1 and [s.name for s in reg.list()] == ["a", "b"]
+    assert reg.get("a").streams == ("x",) and "b" in reg and "c" not in reg
+    assert reg.query_version("a") == reg.query_version("b") == 1
+    reg.register([q("c")])
+    assert reg.version == 2 and reg.query_version("c") == 2 and reg.query_version("a") == 1
+
+
+def test_invalid_document_changes_nothing():
+    reg = Registry()
+    reg.register([q("a")])
+    before = (reg.version, reg.list())
+    bad = "queries:\n  - {name: a, streams: [z], kind: surprise}\n  - {name: b, streams: [x], kind: oops}\n"
+    with pytest.raises(QuerySpecError, match="<string>:3: query 'b': kind must be"):
+        reg.register(bad)
+    with pytest.raises(QuerySpecError, match="query 'd': duplicate query name"):
+        reg.register([q("d"), q("d")])
+    assert (reg.version, reg.list()) == before and reg.get("a").streams == ("SYN.*",)
+
+
+def test_register_checks_codec_questions_when_given():
+    reg = Registry(questions={s.name: s for s in DEFAULT_QUESTIONS})
+    with pytest.raises(QuerySpecError, match=r"my.yaml:2: query 'a': question 'direction_7' is not one of"):
+        reg.register("queries:\n  - {name: a, streams: [x], kind: choice, question: direction_7}\n", "my.yaml")
+    with pytest.raises(QuerySpecError, match="'sideways' is not an answer"):
+        reg.register([QuerySpec(name="a", streams=("x",), kind="choice", question="direction_5",
+                                choices=("up", "sideways"))])
+    assert len(reg) == 0 and reg.version == 0
+
+
+def test_replace_is_atomic_keeps_place_and_resets_trigger_state():
+    reg = Registry()
+    reg.register([q("a", {"ticks": 10}), q("b")])
+    assert fired(reg, "SYN.A", [(1, T0), (5, T0)]) == [["a", "b"], ["b"]]
+    reg.register([q("a", {"ticks": 10}, streams=("SYN.A", "SYN.B"))])
+    assert [s.name for s in reg.list()] == ["a", "b"] and reg.get("a").streams == ("SYN.A", "SYN.B")
+    assert reg.query_version("a") == 2 and reg.query_version("b") == 1
+    assert fired(reg, "SYN.A", [(6, T0)]) == [["a", "b"]]  # fresh state: fires on its first batch again
+
+
+def test_unregister():
+    reg = Registry()
+    reg.register([q("a"), q("b")])
+    assert reg.unregister("a").name == "a"
+    assert reg.version == 2 and [s.name for s in reg.list()] == ["b"]
+    with pytest.raises(UnknownQueryError, match=r"no query named 'a' \(registered: b\)"):
+        reg.unregister("a")
+    with pytest.raises(UnknownQueryError, match="no query named 'zz'"):
+        reg.get("zz")
+    assert reg.version == 2
+
+
+def test_matching_cached_and_invalidated():
+    reg = Registry()
+    reg.register([q("all"), q("a_only", streams=("SYN.A",)), q("other", streams=("BTC-*",))])
+    assert [s.name for s in reg.matching("SYN.A")] == ["all", "a_only"]
+    assert [s.name for s in reg.matching("SYN.B")] == ["all"]
+    assert reg.matching("ETH") == []
+    reg.register([q("eth", streams=("ETH",))])
+    assert [s.name for s in reg.matching("ETH")] == ["eth"]
+    reg.unregister("all")
+    assert [s.name for s in reg.matching("SYN.A")] == ["a_only"]
+
+
+def test_due_batch_fires_every_call_and_on_demand_never():
+    reg = Registry()
+    reg.register([q("every"), q("ask", "on_demand")])
+    assert fired(reg, "SYN.A", [(1, T0), (1, T0), (9, T0 + 1)]) == [["every"]] * 3
+    assert "ask" in reg and reg.matching("SYN.A")[1].name == "ask"
+
+
+def test_due_ticks_grid_with_jumps():
+    reg = Registry()
+    reg.register([q("n10", {"ticks": 10})])
+    calls = [(3, T0), (7, T0), (10, T0), (12, T0), (19, T0), (45, T0), (49, T0), (50, T0), (50, T0), (61, T0)]
+    assert fired(reg, "SYN.A", calls) == [["n10"], [], ["n10"], [], [], ["n10"], [], ["n10"], [], ["n10"]]
+    # per stream: SYN.B has its own state and fires on its first batch
+    assert fired(reg, "SYN.B", [(55, T0), (59, T0), (60, T0)]) == [["n10"], [], ["n10"]]
+    # a tick count going backwards means the stream was reset: fire and start over
+    assert fired(reg, "SYN.A", [(2, T0), (5, T0), (10, T0)]) == [["n10"], [], ["n10"]]
+
+
+def test_due_ticks_grid_does_not_drift_with_batch_size():
+    reg = Registry()
+    reg.register([q("n10", {"ticks": 10})])
+    fires = sum(bool(reg.due("SYN.A", ticks, T0)) for ticks in range(7, 7 * 100 + 1, 7))  # batches of 7 ticks
+    assert fires == 1 + 70  # the first batch, then one per 10 ticks over 700 ticks: not one per 14
+
+
+def test_due_interval_in_event_time():
+    reg = Registry()
+    reg.register([q("sec", {"interval": "1s"}), q("half", {"interval": 500_000_000})])
+    calls = [(1, T0 + 100_000_000), (2, T0 + 400_000_000), (3, T0 + 600_000_000), (4, T0 + 999_999_999),
+             (5, T0 + S), (6, T0 + 7 * S + 1), (7, T0 + 7 * S + 2)]
+    assert fired(reg, "SYN.A", calls) == [["sec", "half"], [], ["half"], [], ["sec", "half"], ["sec", "half"], []]
+
+
+def test_due_interval_ignores_wall_clock_and_late_timestamps():
+    reg = Registry()
+    reg.register([q("sec", {"interval": "1s"})])
+    calls = [(1, T0 + 2 * S), (2, T0 + S), (3, T0 + 2 * S + 5), (4, T0 + 3 * S)]  # ts goes back once
+    assert fired(reg, "SYN.A", calls) == [["sec"], [], [], ["sec"]]
+
+
+def test_due_only_matching_queries_and_unregister_drops_state():
+    reg = Registry()
+    reg.register([q("a", {"ticks": 100}, streams=("SYN.A",)), q("b", {"ticks": 100}, streams=("SYN.B",))])
+    assert fired(reg, "SYN.A", [(1, T0)]) == [["a"]]
+    assert fired(reg, "SYN.C", [(1, T0)]) == [[]]
+    reg.unregister("a")
+    reg.register([q("a", {"ticks": 100}, streams=("SYN.A",))])
+    assert fired(reg, "SYN.A", [(2, T0)]) == [["a"]]
+    reg.drop_stream("SYN.A")
+    assert fired(reg, "SYN.A", [(3, T0)]) == [["a"]]
+
+
+def test_register_from_another_thread_while_due_runs():
+    reg = Registry()
+    reg.register([q("base")])
+    errors: list[BaseException] = []
+
+    def churn() -> None:
+        try:
+            for i in range(300):
+                reg.register([q(f"t{i % 5}", {"ticks": 3})])
+                if i % 3 == 0:
+                    reg.unregister(f"t{i % 5}")
+        except BaseException as e:  # surfaced below: a thread's exception is otherwise lost
+            errors.append(e)
+
+    thread = threading.Thread(target=churn)
+    thread.start()
+    ticks = 0
+    while thread.is_alive() or ticks < 300:
+        ticks += 1
+        names = [s.name for s in reg.due("SYN.A", ticks, T0 + ticks)]
+        assert names[0] == "base" and len(set(names)) == len(names)
+    thread.join()
+    assert not errors
+
+
+def test_register_file(tmp_path):
+    path = tmp_path / "q.yaml"
+    path.write_text("queries:\n  - {name: a, streams: [x], kind: surprise, trigger: {ticks: 5}}\n")
+    reg = Registry()
+    assert [s.name for s in reg.register_file(path)] == ["a"]
+    path.write_text("queries:\n  - {name: a, streams: [x], kind: surprise, trigger: {ticks: 0}}\n")
+    with pytest.raises(QuerySpecError, match=rf"{path}:2: query 'a': ticks trigger"):
+        reg.register_file(path)
+    assert reg.get("a").trigger.every == 5
