@@ -219,9 +219,11 @@ def encode(ticks: Tick | Sequence[Tick]) -> bytes:
 
 def decode(data: bytes, *, max_bytes: int = 64 << 20) -> Decoded:
     """Decode one message; never raises, so one bad tick cannot drop a batch."""
+    if len(data) > max_bytes:
+        return Decoded([], [(-1, "bad_msgpack")])
     try:
-        # strict_map_key keeps non-str keys out; max_buffer_size bounds a hostile length prefix.
-        obj = msgpack.unpackb(data, raw=False, strict_map_key=True, max_buffer_size=max_bytes)
+        # strict_map_key keeps non-str keys out; unpackb bounds container sizes by len(data).
+        obj = msgpack.unpackb(data, raw=False, strict_map_key=True)
     except Exception:  # msgpack raises several unrelated types (ValueError, ExtraData, ...) on garbage
         return Decoded([], [(-1, "bad_msgpack")])
     items = [obj] if isinstance(obj, dict) else obj if isinstance(obj, list) else None

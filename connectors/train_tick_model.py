@@ -1,0 +1,289 @@
+"""Train the built-in tick model: a small Llama on BinnedCodec tokens. Seeded and deterministic
+for a given seed, step count and thread count (`--max-minutes` only cuts a run short).
+
+    nice -n 10 python -m connectors.train_tick_model --steps 480 --log /tmp/train_tick_model.log
+
+What the model sees matches serving exactly. A serving session holds only tick
+tokens at positions 0..n-1; a question is a probe of its token(s) at positions
+n.. whose next-token distribution, restricted to the answer tokens, is the answer.
+Training packs one window of tick tokens (next-token loss) plus K question
+tokens placed after it in the array: each question token gets the position it
+would have at serving time and a 4D mask letting it see only the ticks before its
+answer point (and itself); tick tokens never see question tokens. Its target is
+the realised answer token (connectors/labels.py).
+
+Data: the synthetic market (seed 1; the report holds out seed 2) and the earlier
+80% in time of each real data set in ../shared/data (skipped when absent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from connectors.builtin import builtin_model_dir
+from connectors.codec import TOKENS_PER_TICK, BinnedCodec
+from connectors.datasets import load_real
+from connectors.labels import label_series, marks_of
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import Tick
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    seed: int = 0
+    steps: int = 480
+    batch: int = 8
+    window_ticks: int = 127  # 508 tick tokens: a probe at position <= 508 stays inside max_positions
+    questions_per_window: int = 64
+    max_positions: int = 512
+    hidden: int = 256
+    intermediate: int = 512
+    layers: int = 4
+    heads: int = 8
+    kv_heads: int = 4
+    lr: float = 2e-3
+    warmup: int = 40
+    weight_decay: float = 0.01
+    qa_weight: float = 1.0
+    synthetic_ticks: int = 400_000
+    synthetic_seed: int = 1
+    mix: tuple[float, float, float] = (0.5, 0.2, 0.3)  # synthetic, BTCUSDT, EURUSD (renormalised if absent)
+    threads: int = 2
+    max_minutes: float = 24.0
+
+    def __post_init__(self) -> None:
+        if (self.window_ticks + 1) * TOKENS_PER_TICK > self.max_positions:
+            raise ValueError(
+                f"window_ticks={self.window_ticks} needs max_positions >= {(self.window_ticks + 1) * TOKENS_PER_TICK}"
+            )
+        for name in ("steps", "batch", "window_ticks", "questions_per_window", "threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.hidden % self.heads or self.heads % self.kv_heads:
+            raise ValueError(f"hidden ({self.hidden}) % heads ({self.heads}) and heads % kv_heads must be 0")
+
+
+class Source(NamedTuple):
+    """One stream's training material: tokens per tick and the answer token per (tick, question)."""
+
+    name: str
+    tokens: np.ndarray  # (n_ticks, TOKENS_PER_TICK) int64
+    answers: np.ndarray  # (n_ticks, n_questions) int64 answer token id, -1 = no label
+
+
+def make_source(name: str, codec: BinnedCodec, ticks: list[Tick], regimes: np.ndarray | None) -> Source:
+    tokens = np.array(codec.encode_stream(ticks), dtype=np.int64).reshape(-1, TOKENS_PER_TICK)
+    marks = marks_of(ticks)
+    cols = []
+    for q in codec.questions.values():
+        idx = label_series(q.spec, marks, regimes)
+        ids = np.array(list(q.answers.values()), dtype=np.int64)
+        cols.append(np.where(idx >= 0, ids[np.clip(idx, 0, None)], -1))
+    return Source(name, tokens, np.stack(cols, axis=1))
+
+
+def build_sources(codec: BinnedCodec, cfg: TrainConfig) -> tuple[list[list[Source]], list[str]]:
+    """Sources grouped by data set (synthetic, then each real set); and a description of the data."""
+    market = SyntheticMarket(SyntheticConfig(seed=cfg.synthetic_seed)).generate(cfg.synthetic_ticks)
+    synth = [
+        make_source(name, codec, ticks, np.array([t.regime for t in truths]))
+        for name, (ticks, truths) in market.by_stream().items()
+    ]
+    groups, notes = [synth], [f"synthetic market seed {cfg.synthetic_seed}: {cfg.synthetic_ticks} ticks, 4 streams"]
+    for ds in load_real():
+        train, heldout = ds.split()
+        groups.append([make_source(ds.name, codec, train, None)])
+        notes.append(f"{ds.name}: first {len(train)} of {len(ds.ticks)} ticks (later {len(heldout)} held out)")
+    return groups, notes
+
+
+class Batch(NamedTuple):
+    ids: torch.Tensor  # (B, L + K)
+    pos: torch.Tensor  # (B, L + K)
+    mask: torch.Tensor  # (B, 1, L + K, L + K) bool, True = may attend
+    qa_targets: torch.Tensor  # (B, K), -100 = padding
+
+
+def sample_batch(
+    groups: list[list[Source]], weights: np.ndarray, q_tokens: np.ndarray, cfg: TrainConfig, rng: np.random.Generator
+) -> Batch:
+    W, K = cfg.window_ticks, cfg.questions_per_window
+    L, T = W * TOKENS_PER_TICK, W * TOKENS_PER_TICK + K
+    ids = np.zeros((cfg.batch, T), dtype=np.int64)
+    pos = np.zeros((cfg.batch, T), dtype=np.int64)
+    q_end = np.zeros((cfg.batch, K), dtype=np.int64)
+    qa = np.full((cfg.batch, K), -100, dtype=np.int64)
+    for b in range(cfg.batch):
+        group = groups[rng.choice(len(groups), p=weights)]
+        src = group[rng.integers(len(group))]
+        start = int(rng.integers(0, len(src.tokens) - W))
+        ids[b, :L] = src.tokens[start : start + W].reshape(-1)
+        pos[b, :L] = np.arange(L)
+        # Answer points j = 0..W-2 (context = ticks start..start+j); any question with a label there.
+        jj, qq = np.nonzero(src.answers[start : start + W - 1] >= 0)
+        pick = rng.choice(len(jj), size=min(K, len(jj)), replace=False)
+        n = len(pick)
+        ans = src.answers[start + jj[pick], qq[pick]]
+        ids[b, L : L + n] = q_tokens[qq[pick]]
+        q_end[b, :n] = (jj[pick] + 1) * TOKENS_PER_TICK
+        pos[b, L:] = q_end[b]
+        qa[b, :n] = ans
+    ids_t, q_end_t = torch.from_numpy(ids), torch.from_numpy(q_end)
+    mask = torch.zeros(cfg.batch, T, T, dtype=torch.bool)
+    mask[:, :L, :L] = torch.ones(L, L, dtype=torch.bool).tril()
+    mask[:, L:, :L] = torch.arange(L)[None, None, :] < q_end_t[:, :, None]
+    mask[:, torch.arange(L, T), torch.arange(L, T)] = True
+    return Batch(ids_t, torch.from_numpy(pos), mask[:, None], torch.from_numpy(qa))
+
+
+def model_config(cfg: TrainConfig, vocab_size: int) -> LlamaConfig:
+    return LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=cfg.hidden,
+        intermediate_size=cfg.intermediate,
+        num_hidden_layers=cfg.layers,
+        num_attention_heads=cfg.heads,
+        num_key_value_heads=cfg.kv_heads,
+        max_position_embeddings=cfg.max_positions,
+        rope_theta=10000.0,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        pad_token_id=0,
+        bos_token_id=None,
+        eos_token_id=None,
+        attn_implementation="sdpa",
+    )
+
+
+def save_model(model: LlamaForCausalLM, codec: BinnedCodec, out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().to(torch.float32).contiguous() for k, v in model.state_dict().items()}
+    tmp = out_dir / "model.safetensors.tmp"
+    save_file(state, str(tmp), metadata={"format": "pt"})
+    tmp.replace(out_dir / "model.safetensors")
+    model.config.to_json_file(str(out_dir / "config.json"))
+    (out_dir / "codec.json").write_text(codec.to_json() + "\n")
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def train(cfg: TrainConfig, out_dir: Path, log) -> dict:
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(cfg.threads)
+    rng = np.random.default_rng(cfg.seed)
+    codec = BinnedCodec()
+    q_tokens = np.array([q.tokens[0] for q in codec.questions.values()], dtype=np.int64)  # one token each
+    t0 = time.time()
+    groups, notes = build_sources(codec, cfg)
+    weights = np.array(cfg.mix[: len(groups)], dtype=np.float64)
+    weights /= weights.sum()
+    log(f"data ready in {time.time() - t0:.1f}s: " + "; ".join(notes))
+    model = LlamaForCausalLM(model_config(cfg, codec.vocab_size))
+    n_params = sum(p.numel() for p in model.parameters())
+    log(f"model: {n_params / 1e6:.2f}M parameters")
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr, betas=(0.9, 0.95),
+    )
+    L = cfg.window_ticks * TOKENS_PER_TICK
+    t_train, hist, step = time.time(), [], 0
+    for step in range(cfg.steps):
+        if time.time() - t_train > cfg.max_minutes * 60:
+            log(f"stopping at step {step}: --max-minutes {cfg.max_minutes} reached")
+            break
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, cfg)
+        batch = sample_batch(groups, weights, q_tokens, cfg, rng)
+        logits = model(input_ids=batch.ids, attention_mask=batch.mask, position_ids=batch.pos).logits
+        lm = F.cross_entropy(logits[:, : L - 1].reshape(-1, logits.shape[-1]), batch.ids[:, 1:L].reshape(-1))
+        qa = F.cross_entropy(logits[:, L:].reshape(-1, logits.shape[-1]), batch.qa_targets.reshape(-1), ignore_index=-100)
+        loss = lm + cfg.qa_weight * qa
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        hist.append((lm.item(), qa.item()))
+        if step % 10 == 9 or step == cfg.steps - 1:
+            lm_avg, qa_avg = np.mean(hist[-10:], axis=0)
+            log(f"step {step + 1}/{cfg.steps} lm {lm_avg:.4f} qa {qa_avg:.4f} lr {lr_at(step, cfg):.2e} "
+                f"{time.time() - t_train:.0f}s")
+        if step + 1 == cfg.steps // 3:
+            save_model(model, codec, out_dir)  # an early usable model, overwritten at the end
+            log(f"checkpoint saved at step {step + 1}")
+    save_model(model, codec, out_dir)
+    lm_end, qa_end = np.mean(hist[-20:], axis=0)
+    return {
+        "steps_done": len(hist), "params": n_params, "train_seconds": round(time.time() - t_train, 1),
+        "total_seconds": round(time.time() - t0, 1), "final_lm_loss": round(float(lm_end), 4),
+        "final_qa_loss": round(float(qa_end), 4), "data": notes,
+    }
+
+
+def write_training_md(cfg: TrainConfig, stats: dict, out_dir: Path, command: str) -> None:
+    text = f"""# Built-in tick model: how it was trained
+
+- Command: `{command}` (from the repository root)
+- Seed: {cfg.seed}; deterministic for a given seed, step count and thread count ({cfg.threads} torch threads)
+- Hardware: {platform.processor() or platform.machine()}, {cfg.threads} CPU threads (a 2-core shared machine, niced), no GPU
+- torch {torch.__version__}; wall time {stats['total_seconds']} s total, {stats['train_seconds']} s of optimisation
+- Model: Llama ({cfg.layers} layers, hidden {cfg.hidden}, {cfg.heads} heads, {cfg.kv_heads} KV heads, MLP {cfg.intermediate},
+  max positions {cfg.max_positions}), {stats['params'] / 1e6:.2f}M parameters, fp32 safetensors
+- Steps: {stats['steps_done']} x batch {cfg.batch} windows of {cfg.window_ticks} ticks ({cfg.window_ticks * TOKENS_PER_TICK} tokens)
+  + {cfg.questions_per_window} question probes per window; AdamW lr {cfg.lr}, warmup {cfg.warmup}, cosine to 10%
+- Data (mix {cfg.mix} synthetic / BTCUSDT / EURUSD):
+{chr(10).join('  - ' + n for n in stats['data'])}
+- Final losses (mean of the last 20 steps): next-token {stats['final_lm_loss']} nats, answer {stats['final_qa_loss']} nats
+- Serving contract: a session holds tick tokens only; a question is probed at position n (number of tick
+  tokens) and must stay below max positions, so keep at most {cfg.window_ticks} ticks in a session window.
+
+Full config: `{json.dumps(asdict(cfg))}`
+"""
+    (out_dir / "TRAINING.md").write_text(text)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=TrainConfig.steps)
+    parser.add_argument("--seed", type=int, default=TrainConfig.seed)
+    parser.add_argument("--max-minutes", type=float, default=TrainConfig.max_minutes)
+    parser.add_argument("--out", type=Path, default=builtin_model_dir())
+    parser.add_argument("--log", type=Path, default=None)
+    args = parser.parse_args(argv)
+    cfg = TrainConfig(seed=args.seed, steps=args.steps, max_minutes=args.max_minutes)
+    log_file = args.log.open("a") if args.log else None
+
+    def log(msg: str) -> None:
+        line = f"[{time.strftime('%H:%M:%S')}] {msg}"
+        print(line, flush=True)
+        if log_file:
+            log_file.write(line + "\n")
+            log_file.flush()
+
+    stats = train(cfg, args.out, log)
+    command = f"nice -n 10 python -m connectors.train_tick_model --steps {cfg.steps} --seed {cfg.seed}"
+    write_training_md(cfg, stats, args.out, command)
+    log(f"done: {json.dumps(stats)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Codecs: BinnedCodec determinism, bins decode back, Q/A tokens apart, spec round-trip;
+TextCodec prefix stability with a locally trained BPE tokenizer."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+from connectors.codec import TOKENS_PER_TICK, BinnedCodec, BinnedSpec, TextCodec, TextCodecConfig
+from connectors.labels import MarkTracker
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import Tick
+
+
+@pytest.fixture(scope="module")
+def ticks() -> list[Tick]:
+    data = SyntheticMarket(SyntheticConfig(seed=7)).generate(4000)
+    return data.by_stream()["SYN.A"][0]
+
+
+def test_binned_is_deterministic_with_fixed_tokens_per_tick(ticks: list[Tick]) -> None:
+    codec = BinnedCodec()
+    a, b = codec.encode_stream(ticks), BinnedCodec().encode_stream(ticks)
+    assert a == b and len(a) == TOKENS_PER_TICK * len(ticks)
+    state = codec.new_state()
+    assert all(len(codec.encode(t, state)) == TOKENS_PER_TICK for t in ticks)
+    assert all(codec.is_tick_token(t) for t in a)
+
+
+def test_binned_tokens_decode_to_bins_containing_the_values(ticks: list[Tick]) -> None:
+    codec = BinnedCodec()
+    state, prev = codec.new_state(), None
+    for tick in ticks:
+        event, gap, move, size = (codec.describe(t) for t in codec.encode(tick, state))
+        assert (event.slot, gap.slot, move.slot) == ("event", "gap", "move")
+        if tick.kind == "trade":
+            assert event.name == tick.side and size.slot == "size"
+        else:
+            assert event.name.startswith("q_") and size.slot == "imbalance"
+            imb = tick.bid_size / (tick.bid_size + tick.ask_size)
+            assert size.lo < imb <= size.hi
+        if prev is None:
+            assert gap.name == "start"
+        else:
+            assert gap.lo < tick.ts - prev[0] <= gap.hi
+            mv = ((tick.price or tick.mid) - prev[1]) / prev[1] * 1e4
+            assert move.lo < mv <= move.hi or (move.name == "zero" and abs(mv) < 1e-6)
+        prev = (tick.ts, tick.price or tick.mid)
+
+
+def test_question_and_answer_tokens_are_disjoint_from_tick_tokens() -> None:
+    codec = BinnedCodec()
+    tick_ids = {i for i in range(codec.vocab_size) if codec.is_tick_token(i)}
+    qa_ids: list[int] = []
+    for q in codec.questions.values():
+        qa_ids += q.tokens + list(q.answers.values())
+        assert set(q.answers) == set(q.labels) and q.horizon >= 0 and q.description
+    assert len(qa_ids) == len(set(qa_ids)) and not tick_ids & set(qa_ids)
+    assert max(qa_ids) < codec.vocab_size and 0 not in qa_ids
+    assert {"direction_20", "regime", "volatility_50", "move_bps_50"} <= set(codec.questions)
+    move = codec.questions["move_bps_50"]
+    assert move.values is not None and set(move.values) == set(move.answers)
+    assert sorted(move.values.values()) == list(move.values.values())  # labelled with increasing midpoints
+
+
+def test_spec_json_round_trip() -> None:
+    codec = BinnedCodec()
+    again = BinnedCodec.from_json(codec.to_json())
+    assert again.names == codec.names and again.spec == codec.spec
+    assert {k: (q.tokens, q.answers, q.values) for k, q in again.questions.items()} == {
+        k: (q.tokens, q.answers, q.values) for k, q in codec.questions.items()
+    }
+
+
+def test_spec_validation_is_actionable() -> None:
+    with pytest.raises(ValueError, match="move_edges_bps must increase"):
+        BinnedSpec(move_edges_bps=(1.0, 0.5))
+    with pytest.raises(ValueError, match="vocab_size 40 too small"):
+        BinnedCodec(BinnedSpec(vocab_size=40))
+    with pytest.raises(ValueError, match="unknown codec spec keys"):
+        BinnedSpec.from_dict({"bogus": 1})
+
+
+def test_mark_tracker_matches_codec_reference_on_quotes(ticks: list[Tick]) -> None:
+    tracker = MarkTracker()
+    for t in ticks:
+        mark = tracker.update(t)
+        if t.kind == "quote":
+            assert mark == t.mid
+    assert not math.isnan(tracker.mark)
+
+
+def _bpe(lines: list[str]) -> Tokenizer:
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=300, special_tokens=["[UNK]"], show_progress=False))
+    return tok
+
+
+def test_text_codec_prefix_is_stable(ticks: list[Tick]) -> None:
+    # Rendering does not need a trained tokenizer; train the BPE on rendered lines, as a user would.
+    renderer = TextCodec(_bpe(["0123456789"]))
+    render_state = renderer.new_state()
+    codec = TextCodec(_bpe([renderer.render(t, render_state) for t in ticks[:500]]))
+    state = codec.new_state()
+    per_tick = [codec.encode(t, state) for t in ticks[:200]]
+    stream = [tok for toks in per_tick for tok in toks]
+    # Encoding more data never changes what was already emitted.
+    for n in (1, 17, 100, 200):
+        prefix = codec.encode_stream(ticks[:n])
+        assert prefix == stream[: len(prefix)] and prefix == [t for toks in per_tick[:n] for t in toks]
+    line = codec.render(ticks[0], codec.new_state())
+    assert line.endswith("\n") and line[:2] in ("Q ", "T ")
+    assert codec.question_tokens("direction over the next 20 ticks?")
+    assert codec.vocab_size == codec.tokenizer.get_vocab_size()
+
+
+def test_text_codec_template_validation() -> None:
+    with pytest.raises(ValueError, match="must end with a newline"):
+        TextCodecConfig(trade_template="T {price}")
+    with pytest.raises(ValueError, match="unknown fields"):
+        TextCodecConfig(quote_template="Q {spread}\n")

@@ -1,0 +1,102 @@
+"""Tick schema: every validation case rejected with its reason, exact msgpack round-trip, ordering."""
+
+from __future__ import annotations
+
+import math
+
+import msgpack
+import pytest
+
+from connectors.ticks import REASONS, InvalidTick, OrderingGuard, Tick, decode, encode, quote, trade, validate
+
+TS = 1_723_161_254_087_896_568  # a real Binance collector timestamp: needs all 64 bits
+
+
+def good_trade(**kw) -> dict:
+    return {"stream": "BTCUSDT", "ts": TS, "kind": "trade", "price": 61837.63, "size": 0.02, "side": "sell"} | kw
+
+
+def good_quote(**kw) -> dict:
+    return {"stream": "EURUSD", "ts": TS, "kind": "quote", "bid": 1.14543, "ask": 1.14545, "bid_size": 2.06,
+            "ask_size": 1.0} | kw
+
+
+BAD = [
+    ("not_a_map", [1, 2]),
+    ("missing_stream", {k: v for k, v in good_trade().items() if k != "stream"}),
+    ("missing_stream", good_trade(stream="")),
+    ("wrong_type", good_trade(stream=7)),
+    ("missing_field", {k: v for k, v in good_trade().items() if k != "ts"}),
+    ("ts_not_int", good_trade(ts=1.7e18)),
+    ("ts_not_int", good_trade(ts=True)),
+    ("ts_not_int", good_trade(ts="1723161254087896568")),
+    ("ts_out_of_range", good_trade(ts=-1)),
+    ("unknown_kind", good_trade(kind="cancel")),
+    ("unknown_kind", {"stream": "x", "ts": 1, "size": 1.0}),
+    ("ambiguous_kind", {k: v for k, v in good_trade(bid=1.0).items() if k != "kind"}),
+    ("unknown_field", good_trade(venue="binance")),
+    ("unknown_field", good_trade(bid=1.0)),
+    ("missing_field", {k: v for k, v in good_trade().items() if k != "price"}),
+    ("missing_field", {k: v for k, v in good_quote().items() if k != "ask"}),
+    ("wrong_type", good_trade(price="61837.63")),
+    ("wrong_type", good_trade(size=False)),
+    ("nonfinite_price", good_trade(price=math.nan)),
+    ("nonfinite_price", good_quote(bid=math.inf)),
+    ("nonpositive_price", good_trade(price=0.0)),
+    ("nonpositive_price", good_quote(ask=-1.0)),
+    ("negative_size", good_trade(size=-0.5)),
+    ("negative_size", good_quote(bid_size=-1.0)),
+    ("nonfinite_size", good_trade(size=math.inf)),
+    ("unknown_side", good_trade(side="short")),
+    ("crossed_quote", good_quote(bid=1.2, ask=1.1)),
+]
+
+
+@pytest.mark.parametrize("reason,obj", BAD, ids=[f"{r}-{i}" for i, (r, _) in enumerate(BAD)])
+def test_each_bad_case_rejected_with_its_reason(reason: str, obj: object) -> None:
+    with pytest.raises(InvalidTick) as err:
+        validate(obj)
+    assert err.value.reason == reason
+    assert err.value.reason in REASONS and err.value.message
+
+
+def test_good_ticks_accepted_and_kind_inferred() -> None:
+    t = validate({k: v for k, v in good_trade().items() if k != "kind"})
+    assert t.kind == "trade" and t.price == 61837.63 and t.side == "sell"
+    q = validate({k: v for k, v in good_quote().items() if k != "kind"})
+    assert q.kind == "quote" and q.mid == pytest.approx(1.14544)
+    assert validate(good_quote(bid=1.1, ask=1.1)).bid == 1.1  # locked quote is legal
+    assert validate(good_trade(side=None, price=5, size=0)).price == 5.0  # ints are numbers; nil side ok
+
+
+def test_msgpack_round_trip_keeps_ns_exact() -> None:
+    ticks = [trade("BTCUSDT", TS, 61837.63, 0.048, "buy"), quote("BTCUSDT", TS + 1, 61837.63, 61837.64, 3.8, 1.5),
+             trade("X", 2**63 - 1, 1.0, 0.0), quote("EURUSD", 0, 1.1, 1.2)]
+    assert decode(encode(ticks)) == (ticks, [])
+    one = decode(encode(ticks[0]))
+    assert one.ticks == ticks[:1] and one.ticks[0].ts == TS
+    assert isinstance(msgpack.unpackb(encode(ticks[0]))["ts"], int)
+
+
+def test_batch_with_bad_ticks_keeps_the_good_ones() -> None:
+    payload = msgpack.packb([good_trade(), good_trade(price=-1.0), "junk", good_quote(), good_quote(bid=2.0, ask=1.0)])
+    out = decode(payload)
+    assert [t.stream for t in out.ticks] == ["BTCUSDT", "EURUSD"]
+    assert out.errors == [(1, "nonpositive_price"), (2, "not_a_map"), (4, "crossed_quote")]
+
+
+def test_garbage_payload_never_raises() -> None:
+    assert decode(b"\xc1\xc1garbage") == ([], [(-1, "bad_msgpack")])
+    assert decode(msgpack.packb(42)) == ([], [(-1, "not_a_map")])
+    assert decode(msgpack.packb({1: 2})) == ([], [(-1, "bad_msgpack")])  # non-str map keys refused
+
+
+def test_ordering_guard_rejects_backwards_ts_per_stream() -> None:
+    guard = OrderingGuard()
+    guard.check(Tick("a", 10, "trade", price=1.0, size=1.0))
+    guard.check(Tick("a", 10, "trade", price=1.0, size=1.0))  # equal ts: same-ms trades are normal
+    guard.check(Tick("b", 5, "trade", price=1.0, size=1.0))  # other streams are independent
+    with pytest.raises(InvalidTick) as err:
+        guard.check(Tick("a", 9, "trade", price=1.0, size=1.0))
+    assert err.value.reason == "ts_backwards" and guard.rejected == 1
+    assert guard.last_ts == {"a": 10, "b": 5}
