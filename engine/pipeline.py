@@ -60,7 +60,7 @@ class TickPipeline:
         if self.codec.vocab_size > model.config.vocab_size:
             raise ConfigError(f"codec vocabulary ({self.codec.vocab_size}) exceeds the model's ({model.config.vocab_size})")
         self.runner = ModelRunner(model, config.kv.spec())
-        self.registry = Registry()
+        self.registry = Registry(questions=getattr(self.codec, "questions", {}))
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id, publish)
         self.engine = Engine(self.runner, config.scheduler, self.flash)
@@ -69,7 +69,7 @@ class TickPipeline:
         self.ticks_in = 0
         self.rejected: Counter[str] = Counter()
         if config.queries:
-            self.registry.register(Path(config.queries).read_text())
+            self.registry.register_file(config.queries)
 
     def ingest(self, tick: Tick) -> None:
         """Accept one validated tick: ordering check, codec, queue for its session. Raises InvalidTick."""

@@ -28,7 +28,7 @@ from engine.config import ServiceConfig
 from engine.engine import UnknownStream
 from engine.pipeline import TickPipeline
 from queries.cache import Answer
-from queries.spec import QuerySpec, QuerySpecError
+from queries.spec import QuerySpec, QuerySpecError, load_queries
 
 HEARTBEAT_TOPIC = "_heartbeat/"
 REJECTS_TOPIC = "_rejects/"
@@ -196,10 +196,13 @@ class Server:
                 reply({"ok": False, "error": f"{type(e).__name__}: {e}"})
 
     def _op_register(self, request: dict, _reply: Any) -> dict:
-        text = _field(request, "yaml", str)
-        specs = self.pipeline.registry.register(text)
+        specs = load_queries(_field(request, "yaml", str), "control:register",
+                             questions=getattr(self.pipeline.codec, "questions", {}))
         for spec in specs:  # fail now, not at the first due tick, when the model cannot answer it
             self.pipeline.flash.compiled(spec)
+        self.pipeline.registry.register(specs)
+        for spec in specs:
+            self.pipeline.cache.drop_query(spec.name)  # a replaced query's old answers must not be served
         return {"registered": [s.name for s in specs], "version": self.pipeline.registry.version}
 
     def _op_unregister(self, request: dict, _reply: Any) -> dict:

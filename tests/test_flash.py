@@ -1,0 +1,253 @@
+"""Flash queries end to end on the engine loop: answers equal a stateless evaluation of the same
+tokens, for every answer kind, under a KV budget that forces evictions, across context rolls."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from transformers import LlamaForCausalLM
+
+from conftest import tiny_tick_checkpoint
+from connectors.codec import TOKENS_PER_TICK
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import encode
+from engine.config import ServiceConfig
+from engine.engine import Engine, ProbeJob
+from engine.pipeline import TickPipeline
+from engine.scheduler import AdmissionRefused, SchedulerConfig
+from queries.evaluate import compile_query
+
+QUERIES = """
+queries:
+  - {name: dir, streams: ["*"], question: direction_20, kind: choice, trigger: batch}
+  - {name: move, streams: ["SYN.*"], question: move_bps_50, kind: expectation, trigger: {ticks: 3}}
+  - {name: nll, streams: ["*"], kind: surprise, trigger: batch}
+  - {name: gen, streams: ["SYN.A"], question: direction_5, kind: generate, max_tokens: 3, trigger: {ticks: 10}}
+"""
+PROB_TOL = 2e-5  # fp32, probabilities; stated in the README
+NLL_TOL = 1e-3  # nats, a sum over the tick's tokens
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"), max_position_embeddings=512)
+
+
+def run_pipeline(checkpoint, cells: int, ticks: int = 240, window: int | None = None, seed: int = 1):
+    """Feed a synthetic market tick by tick; record each answer with the session tokens it saw."""
+    config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": cells, "block_size": 16},
+                                      "scheduler": {"max_batch_tokens": 64, "window": window}})
+    seen = []
+    pipeline = TickPipeline(config, publish=lambda a: seen.append(
+        (a, list(pipeline.engine.scheduler.streams[a.stream].session.tokens))))
+    pipeline.registry.register(QUERIES)
+    market = SyntheticMarket(SyntheticConfig(seed=seed))
+    for _ in range(ticks // 4):
+        assert pipeline.ingest_message(encode(market.next_batch(4))) == []
+        pipeline.engine.step()
+    pipeline.engine.run_until_idle()
+    return pipeline, seen
+
+
+def stateless_answer(hf, pipeline: TickPipeline, answer, tokens: list[int]) -> dict:
+    """What a stateless engine computes: transformers' forward over the full sequence + question."""
+    spec = pipeline.registry.get(answer.query)
+    query = compile_query(spec, pipeline.codec)
+    with torch.no_grad():
+        if spec.kind == "surprise":
+            k = TOKENS_PER_TICK  # the surprise is of the latest tick
+            logits = hf(torch.tensor([tokens])).logits[0]
+            logp = torch.log_softmax(logits[-k - 1 : -1], -1)
+            return {"nll": float(-logp[torch.arange(k), torch.tensor(tokens[-k:])].sum())}
+        if spec.kind == "generate":
+            generated: list[int] = []
+            for _ in range(spec.max_tokens):
+                logits = hf(torch.tensor([tokens + list(query.question) + generated])).logits[0, -1]
+                generated.append(int(logits.argmax()))
+            return {"tokens": generated}
+        last = hf(torch.tensor([tokens + list(query.question)])).logits[0, -1]
+        probs = torch.softmax(last[list(query.answer_ids)], 0)
+        value = {"probs": dict(zip(query.labels, probs.tolist()))}
+        if spec.kind == "expectation":
+            value["expected"] = sum(p * v for p, v in zip(probs.tolist(), query.values))
+        return value
+
+
+def assert_same_answer(flash: dict, stateless: dict) -> None:
+    if "nll" in stateless:
+        assert flash["nll"] == pytest.approx(stateless["nll"], abs=NLL_TOL)
+    elif "tokens" in stateless:
+        assert flash["tokens"] == stateless["tokens"]
+    else:
+        for label, p in stateless["probs"].items():
+            assert flash["probs"][label] == pytest.approx(p, abs=PROB_TOL)
+        if "expected" in stateless:
+            assert flash["expected"] == pytest.approx(stateless["expected"], abs=1e-4)
+
+
+def test_every_answer_kind_equals_stateless_evaluation(checkpoint) -> None:
+    pipeline, seen = run_pipeline(checkpoint, cells=8192)
+    hf = LlamaForCausalLM.from_pretrained(checkpoint).eval()
+    kinds = {pipeline.registry.get(a.query).kind for a, _ in seen}
+    assert kinds == {"choice", "expectation", "surprise", "generate"}
+    rng = random.Random(0)
+    for answer, tokens in rng.sample(seen, 40) + [s for s in seen if s[0].query == "gen"][:3]:
+        assert_same_answer(answer.value, stateless_answer(hf, pipeline, answer, tokens))
+
+
+def test_per_topic_sequence_numbers_increase(checkpoint) -> None:
+    _, seen = run_pipeline(checkpoint, cells=8192, ticks=80)
+    last: dict[str, int] = {}
+    for answer, _ in seen:
+        assert answer.seq == last.get(answer.topic, 0) + 1
+        last[answer.topic] = answer.seq
+
+
+def test_small_pool_evicts_rebuilds_and_answers_like_an_unconstrained_run(checkpoint) -> None:
+    # 4 streams of ~300 tokens each against a pool of 40 blocks of 16 cells
+    small, small_seen = run_pipeline(checkpoint, cells=640, ticks=300)
+    big, big_seen = run_pipeline(checkpoint, cells=8192, ticks=300)
+    stats = small.engine.scheduler.stats
+    assert stats.evictions > 0 and small.runner.stats.tokens_rebuilt > 0
+    assert small.runner.kv.pool.used_cells <= 640
+    assert small.ticks_in == big.ticks_in == 300  # nothing accepted was dropped
+    for state in small.engine.scheduler.streams.values():
+        assert state.ticks == big.engine.scheduler.streams[state.name].ticks
+    by_key = {(a.query, a.stream, a.version): a.value for a, _ in big_seen}
+    common = [(a, by_key[(a.query, a.stream, a.version)]) for a, _ in small_seen
+              if (a.query, a.stream, a.version) in by_key]
+    assert len(common) >= 0.5 * len(small_seen)
+    for answer, unconstrained in common:
+        assert_same_answer(answer.value, unconstrained)
+
+
+def test_answers_after_a_context_roll_equal_stateless_on_the_kept_tokens(checkpoint) -> None:
+    pipeline, seen = run_pipeline(checkpoint, cells=8192, ticks=400, window=160)
+    assert pipeline.engine.scheduler.stats.rolls > 0
+    hf = LlamaForCausalLM.from_pretrained(checkpoint).eval()
+    late = [s for s in seen if s[0].query == "dir"][-5:]
+    for answer, tokens in late:
+        assert len(tokens) <= 160
+        assert len(tokens) % TOKENS_PER_TICK == 0  # rolled on tick boundaries
+        assert_same_answer(answer.value, stateless_answer(hf, pipeline, answer, tokens))
+
+
+def test_no_stream_starves_with_64_streams_at_uneven_rates(checkpoint) -> None:
+    config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 16384, "block_size": 16}})
+    pipeline = TickPipeline(config)
+    engine = Engine(pipeline.runner, SchedulerConfig(max_batch_tokens=160))
+    rng = random.Random(3)
+    rates = [1.0 / (1 + i % 16) for i in range(64)]  # 1 .. 1/16 ticks per round
+    waiting_since: dict[str, int] = {}
+    worst_wait = 0
+    for round_no in range(60):
+        for i, rate in enumerate(rates):
+            if rng.random() < rate:
+                stream = f"S{i:02d}"
+                engine.submit(stream, [rng.randrange(40) for _ in range(4)], event_ts=round_no)
+                waiting_since.setdefault(stream, round_no)
+        report = engine.step()
+        for progress in report.advanced:
+            worst_wait = max(worst_wait, round_no - waiting_since.pop(progress.stream))
+            if engine.scheduler.streams[progress.stream].pending:
+                waiting_since[progress.stream] = round_no
+    engine.run_until_idle()
+    assert worst_wait <= 3, f"a stream waited {worst_wait} rounds"
+    assert all(not s.pending for s in engine.scheduler.streams.values())
+
+
+def test_refuse_policy_rejects_new_streams_with_a_clear_error(checkpoint) -> None:
+    config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 1280, "block_size": 16},
+                                      "scheduler": {"when_full": "refuse", "window": 256}})
+    pipeline = TickPipeline(config)
+    admitted = pipeline.engine.scheduler.max_streams_admitted
+    assert admitted == 80 // 17  # blocks in the pool // (window blocks + 1)
+    for i in range(admitted):
+        pipeline.engine.submit(f"S{i}", [1, 2, 3, 4], event_ts=i)
+    with pytest.raises(AdmissionRefused, match="refused: the KV pool holds 4 streams"):
+        pipeline.engine.submit("one-too-many", [1, 2, 3, 4], event_ts=0)
+    assert pipeline.engine.scheduler.stats.refused_streams == 1
+    pipeline.engine.run_until_idle()
+    assert pipeline.engine.scheduler.stats.evictions == 0
+
+
+def test_sessions_share_the_header_prefix(checkpoint) -> None:
+    config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16}})
+    header = tuple(range(1, 41))  # 2 full blocks + 8 cells
+    pipeline = TickPipeline(config)
+    engine = Engine(pipeline.runner, SchedulerConfig(header=header))
+    for name in ("A", "B", "C"):
+        engine.submit(name, [50, 51, 52, 53], event_ts=0)
+    engine.run_until_idle()
+    pool = pipeline.runner.kv.pool
+    header_blocks = engine.scheduler._header.blocks[:2]
+    assert all(pool.refcount[b] == 4 for b in header_blocks)  # the header session + 3 streams
+    assert pipeline.runner.stats.tokens_advanced == 12  # the header was computed once
+    hf = LlamaForCausalLM.from_pretrained(checkpoint).eval()
+    got = {}
+    engine.ask(ProbeJob("B", [[60, 61]], lambda logits, p: got.update(B=logits[0])))
+    engine.step()
+    with torch.no_grad():
+        reference = hf(torch.tensor([list(header) + [50, 51, 52, 53, 60, 61]])).logits[0, -1]
+    assert (got["B"][-1] - reference).abs().max() <= 1e-4
+
+
+def test_text_model_multi_token_choices_equal_stateless(tmp_path) -> None:
+    """A Hugging Face text model with its own tokenizer: ticks become lines of text, multi-token
+    choices are scored as whole sequences, and the answers match transformers run statelessly."""
+    from transformers import LlamaConfig, PreTrainedTokenizerFast
+
+    from connectors.codec import TextCodec
+
+    market = SyntheticMarket(SyntheticConfig(seed=5))
+    renderer = TextCodec(_bpe(["0123456789"]))
+    state = renderer.new_state()
+    lines = [renderer.render(t, state) for t in market.next_batch(400)] + ["Will it go up sharply, down or flat?"]
+    PreTrainedTokenizerFast(tokenizer_object=_bpe(lines)).save_pretrained(tmp_path)
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=112, num_hidden_layers=2,
+                                 num_attention_heads=4, num_key_value_heads=2,
+                                 max_position_embeddings=4096)).save_pretrained(tmp_path)
+    config = ServiceConfig.from_dict({"model": {"path": str(tmp_path)}, "kv": {"cells": 8192, "block_size": 16}})
+    seen = []
+    pipeline = TickPipeline(config, publish=lambda a: seen.append(
+        (a, list(pipeline.engine.scheduler.streams[a.stream].session.tokens))))
+    pipeline.registry.register("""
+queries:
+  - name: next
+    streams: [SYN.A]
+    question: "Will it go up sharply, down or flat?"
+    kind: choice
+    choices: [" up sharply", " down", " flat"]
+    trigger: {ticks: 5}
+""")
+    for _ in range(30):
+        assert pipeline.ingest_message(encode(market.next_batch(5))) == []
+        pipeline.engine.run_until_idle()
+    assert len(seen) >= 3
+    query = pipeline.flash.compiled(pipeline.registry.get("next"))
+    assert max(len(c) for c in query.candidates) > 1  # the multi-token path is exercised
+    hf = LlamaForCausalLM.from_pretrained(tmp_path).eval()
+    for answer, tokens in seen:
+        scores = []
+        for candidate in query.candidates:
+            full = tokens + list(query.question) + list(candidate)
+            with torch.no_grad():
+                logp = torch.log_softmax(hf(torch.tensor([full])).logits[0], -1)
+            k = len(candidate)
+            scores.append(float(logp[len(full) - k - 1 : len(full) - 1].gather(1, torch.tensor(candidate)[:, None]).sum()))
+        expected = torch.softmax(torch.tensor(scores), 0).tolist()
+        for label, p in zip(query.labels, expected):
+            assert answer.value["probs"][label] == pytest.approx(p, abs=PROB_TOL)
+
+
+def _bpe(lines: list[str]):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=300, special_tokens=["[UNK]"],
+                                                             show_progress=False))
+    return tokenizer
