@@ -291,8 +291,11 @@ class TextCodec(Codec):
     def __init__(self, tokenizer: Any, config: TextCodecConfig | None = None) -> None:
         self.tokenizer = tokenizer
         self.config = config or TextCodecConfig()
-        size = getattr(tokenizer, "vocab_size", None)
-        self.vocab_size = size if isinstance(size, int) else tokenizer.get_vocab_size()
+        # Count added tokens too: they are valid ids the model must embed.
+        if hasattr(tokenizer, "get_vocab_size"):  # tokenizers.Tokenizer
+            self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+        else:  # transformers tokenizer
+            self.vocab_size = len(tokenizer)
 
     def new_state(self) -> TextState:
         return TextState()
