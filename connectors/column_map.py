@@ -1,0 +1,159 @@
+"""Column maps: which column of a tick file feeds which tick field; presets and layout detection.
+
+A map is a `ColumnMap`, a preset name, or a dict in the YAML/CLI form that
+`ColumnMap.from_dict` accepts (unknown keys are rejected by name). The presets
+describe the layouts in ../shared/data; a file with none of them and no map is
+read in the wire layout (`ts`, `stream`, `price`, `bid`, ...) if it has it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+import polars as pl
+
+from connectors.ticks import QUOTE, TRADE
+
+UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+TS_UNITS = (*UNITS, "datetime")
+VALUE_FIELDS = ("price", "size", "side", "bid", "ask", "bid_size", "ask_size")
+NUMERIC_FIELDS = ("price", "size", "bid", "ask", "bid_size", "ask_size")
+TRADE_FIELDS = ("price", "size", "side")
+QUOTE_FIELDS = ("bid", "ask", "bid_size", "ask_size")
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which column of a file feeds which tick field.
+
+    `ts` is the event-time column: integers (or floats) in `ts_unit` ("ns",
+    "us", "ms", "s") since the epoch, or `ts_unit="datetime"` for a datetime,
+    date or ISO-text column (naive values are taken as UTC). The stream is a
+    fixed name (`stream`) or a column (`stream_col`); with neither, the file's
+    stem. `kind` fixes "trade" or "quote"; None takes the kind whose columns
+    are mapped, or, when both are, infers it per row (a row with a price is a
+    trade, one with both a price and a bid is rejected as `ambiguous_kind`). `side_map` translates raw side values, e.g. Binance's
+    `is_buyer_maker` {1: "sell", 0: "buy"}; unmapped values go through as they
+    are and a value that is not "buy"/"sell" is rejected as `unknown_side`.
+    """
+
+    ts: str
+    ts_unit: str = "ns"
+    stream: str | None = None
+    stream_col: str | None = None
+    kind: str | None = None
+    price: str | None = None
+    size: str | None = None
+    side: str | None = None
+    side_map: dict | None = None
+    bid: str | None = None
+    ask: str | None = None
+    bid_size: str | None = None
+    ask_size: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.ts, str) or not self.ts:
+            raise ValueError(f"ts must name the event-time column, got {self.ts!r}")
+        if self.ts_unit not in TS_UNITS:
+            raise ValueError(f"ts_unit must be one of {TS_UNITS}, got {self.ts_unit!r}")
+        for name in ("stream", "stream_col", *VALUE_FIELDS):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(f"{name} must be a non-empty column name or omitted, got {value!r}")
+        if self.stream is not None and self.stream_col is not None:
+            raise ValueError(f"give a fixed stream or a stream_col, not both ({self.stream!r}, {self.stream_col!r})")
+        if self.kind not in (None, TRADE, QUOTE):
+            raise ValueError(f"kind must be 'trade', 'quote' or omitted (inferred per row), got {self.kind!r}")
+        if (self.price is None) != (self.size is None):
+            raise ValueError("price and size must be mapped together (a trade needs both)")
+        if (self.bid is None) != (self.ask is None):
+            raise ValueError("bid and ask must be mapped together (a quote needs both)")
+        if self.price is None and self.bid is None:
+            raise ValueError("map price+size (trades) and/or bid+ask (quotes); neither is mapped")
+        wrong = {TRADE: QUOTE_FIELDS, QUOTE: TRADE_FIELDS}.get(self.kind, ())
+        if mapped := [f for f in wrong if getattr(self, f) is not None]:
+            raise ValueError(f"kind={self.kind!r} but {mapped} (fields of the other kind) are mapped; drop them")
+        if self.kind == QUOTE and self.bid is None or self.kind == TRADE and self.price is None:
+            raise ValueError(f"kind={self.kind!r} needs its price columns mapped")
+        if self.side_map is not None:
+            if self.side is None:
+                raise ValueError("side_map given but no side column is mapped")
+            bad = {k: v for k, v in dict(self.side_map).items() if v not in ("buy", "sell", None)}
+            if bad:
+                raise ValueError(f"side_map values must be 'buy', 'sell' or null, got {bad}")
+            object.__setattr__(self, "side_map", dict(self.side_map))
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> ColumnMap:
+        """Build from a YAML/JSON-style dict; `preset` names a base that the other keys override."""
+        if not isinstance(spec, Mapping):
+            raise ValueError(f"a column map is a mapping of field -> column, got {type(spec).__name__}")
+        allowed = ("preset", *(f.name for f in fields(cls)))
+        if unknown := sorted(str(k) for k in spec if k not in allowed):
+            raise ValueError(f"unknown column-map key(s) {unknown}; allowed keys: {list(allowed)}")
+        spec = dict(spec)
+        base = preset(spec.pop("preset")).to_dict() if "preset" in spec else {}
+        if "stream_col" in spec:  # overriding how the stream is named replaces the preset's way
+            base.pop("stream", None)
+        if "stream" in spec:
+            base.pop("stream_col", None)
+        return cls(**(base | spec))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+    def source_columns(self) -> list[str]:
+        """The file columns this map reads, without repeats."""
+        names = [self.ts, self.stream_col, *(getattr(self, f) for f in VALUE_FIELDS)]
+        return list(dict.fromkeys(n for n in names if n is not None))
+
+
+PRESETS: dict[str, ColumnMap] = {
+    # Binance spot capture (../shared/data): local_ts_ns is the collector clock, the only one both files share.
+    "binance-trades": ColumnMap(ts="local_ts_ns", stream="BTCUSDT", kind=TRADE, price="price", size="qty",
+                                side="aggressor_side"),
+    "binance-bbo": ColumnMap(ts="local_ts_ns", stream="BTCUSDT", kind=QUOTE, bid="bid_px", ask="ask_px",
+                             bid_size="bid_qty", ask_size="ask_qty"),
+    "dukascopy": ColumnMap(ts="timestamp_utc", ts_unit="datetime", stream="EURUSD", kind=QUOTE, bid="bid",
+                           ask="ask", bid_size="bid_volume", ask_size="ask_volume"),
+}
+
+
+def preset(name: str) -> ColumnMap:
+    if name not in PRESETS:
+        raise ValueError(f"unknown replay preset {name!r}; known presets: {sorted(PRESETS)}")
+    return PRESETS[name]
+
+
+def as_column_map(spec: ColumnMap | str | Mapping[str, Any] | None) -> ColumnMap | None:
+    """A ColumnMap from a ColumnMap, a preset name or a dict; None means detect from the columns."""
+    if spec is None or isinstance(spec, ColumnMap):
+        return spec
+    if isinstance(spec, str):
+        return preset(spec)
+    return ColumnMap.from_dict(spec)
+
+
+def detect_columns(path: Path, schema: Mapping[str, pl.DataType]) -> ColumnMap:
+    """A preset whose columns the file has, else the wire layout (ts, price, bid, ...)."""
+    names = list(schema)
+    for cmap in PRESETS.values():
+        if set(cmap.source_columns()) <= set(names):
+            return cmap
+    datetimes = [n for n, t in schema.items() if isinstance(t, pl.Datetime)]
+    ts = "ts" if "ts" in schema else datetimes[0] if len(datetimes) == 1 else None
+    unit = "datetime" if ts is not None and isinstance(schema[ts], pl.Datetime) else "ns"
+    found = {f: f for f in VALUE_FIELDS if f in schema}
+    if ts is None or not ({"price", "size"} <= set(found) or {"bid", "ask"} <= set(found)):
+        raise ValueError(
+            f"cannot detect the column layout of {path}: columns found {names}. Pass a preset "
+            f"({', '.join(PRESETS)}) or a column map, e.g. {{'ts': 'time', 'ts_unit': 'ms', 'price': 'px', "
+            f"'size': 'qty'}} (see connectors/README_REPLAY.md)"
+        )
+    if "price" not in found or "size" not in found:
+        found = {k: v for k, v in found.items() if k not in TRADE_FIELDS}
+    if "bid" not in found or "ask" not in found:
+        found = {k: v for k, v in found.items() if k not in QUOTE_FIELDS}
+    return ColumnMap(ts=ts, ts_unit=unit, stream_col="stream" if "stream" in schema else None, **found)

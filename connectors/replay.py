@@ -1,0 +1,318 @@
+"""File replay: Parquet/CSV tick files -> one time-ordered, paced, resumable Source.
+
+Each file is a polars lazy scan mapped to tick fields by a `ColumnMap`
+(connectors/column_map.py: a preset by name, a dict from YAML, or detected
+from the columns). Files are read in chunks of `chunk_rows` rows and merged by
+event time with a heap; ties keep file order, then row order, so a replay is
+deterministic. A file whose rows are
+not in time order is sorted once (stably) by polars before it is read. Rows
+that fail `connectors.ticks.validate` are counted by reason in `rejected` and
+skipped, never raised: one bad row must not stop a backtest.
+
+Speed: `speed=None` replays as fast as the caller polls; `speed=N` releases
+each tick when N x the event time elapsed since the first tick has passed on
+the monotonic clock. Either way `next_batch` never waits; a caller that polls
+late gets the overdue ticks at once (nothing is dropped).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import polars as pl
+
+from connectors.column_map import (  # re-exported: replay users import the mapping from here
+    NUMERIC_FIELDS,
+    PRESETS,
+    UNITS,
+    VALUE_FIELDS,
+    ColumnMap,
+    as_column_map,
+    detect_columns,
+    preset,
+)
+from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
+from connectors.ticks import QUOTE, TRADE, InvalidTick, Tick, validate
+
+__all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+CSV_SUFFIXES = (".csv",)
+
+
+def _scan(path: Path, overrides: dict[str, pl.DataType] | None = None) -> pl.LazyFrame:
+    suffix = path.suffix.lower()
+    if suffix in PARQUET_SUFFIXES:
+        return pl.scan_parquet(path)
+    if suffix in CSV_SUFFIXES:
+        # Typed on purpose: polars infers CSV types from the first rows, and a later "61837.5" in an inferred
+        # int column would abort the whole replay. Unparsable cells become nulls, rejected as missing_field.
+        return pl.scan_csv(path, schema_overrides=overrides, ignore_errors=overrides is not None)
+    raise ValueError(f"{path}: unsupported file type {suffix!r}; replay reads {PARQUET_SUFFIXES + CSV_SUFFIXES}")
+
+
+def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
+    ts_type = pl.String if cmap.ts_unit == "datetime" else pl.Float64 if cmap.ts_unit == "s" else pl.Int64
+    out: dict[str, pl.DataType] = {getattr(cmap, f): pl.Float64 for f in NUMERIC_FIELDS if getattr(cmap, f)}
+    if cmap.stream_col:
+        out[cmap.stream_col] = pl.String
+    return out | {cmap.ts: ts_type}
+
+
+def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType) -> pl.Expr:
+    """The event-time column as int ns (datetimes) or raw numbers in ts_unit (scaled exactly in Python)."""
+    col = pl.col(cmap.ts)
+    if cmap.ts_unit == "datetime":
+        if isinstance(dtype, pl.Datetime):
+            return col.dt.epoch("ns")
+        if dtype == pl.Date:
+            return col.cast(pl.Datetime("ns")).dt.epoch("ns")
+        if dtype == pl.String:
+            return col.str.to_datetime(time_unit="ns", strict=False).dt.epoch("ns")
+        raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a datetime; set ts_unit to ns/us/ms/s")
+    if dtype.is_integer() or dtype.is_float():
+        return col
+    hint = "; set ts_unit='datetime'" if isinstance(dtype, pl.Datetime) or dtype in (pl.Date, pl.String) else ""
+    raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a number of {cmap.ts_unit}{hint}")
+
+
+def _side_lookup(side_map: dict) -> Callable[[Any], Any]:
+    # YAML may give `1: sell`, `"1": sell` or `true: sell`; accept any of them for a 1/True/"1" cell.
+    table = dict(side_map) | {str(k).lower(): v for k, v in side_map.items()}
+    return lambda raw: table.get(raw, table.get(str(raw).lower(), raw))
+
+
+def _scale(raw: Any, factor: int) -> Any:
+    if isinstance(raw, float):  # a non-finite float stays a float and is rejected as ts_not_int
+        return round(raw * factor) if math.isfinite(raw) else raw
+    return raw * factor  # exact for ints of any size: an overflow is rejected as ts_out_of_range
+
+
+@dataclass(frozen=True)
+class _FilePlan:
+    """One file's normalised lazy query (`_ts` then wire fields) and how its rows become wire maps."""
+
+    path: Path
+    columns: ColumnMap
+    frame: pl.LazyFrame
+    keys: tuple[str, ...]
+    sorted_on_read: bool
+
+    def converter(self) -> Callable[[tuple], dict[str, Any]]:
+        cmap, factor = self.columns, UNITS.get(self.columns.ts_unit, 1)
+        # A map with only one kind's columns fixes the kind, so a row missing its price reads as missing_field.
+        kind = cmap.kind or (QUOTE if cmap.price is None else TRADE if cmap.bid is None else None)
+        fixed = {k: v for k, v in (("stream", cmap.stream), ("kind", kind)) if v is not None}
+        side_of = _side_lookup(cmap.side_map) if cmap.side_map else None
+        pairs = tuple(enumerate(self.keys, start=1))
+
+        def convert(row: tuple) -> dict[str, Any]:
+            out = dict(fixed)
+            if row[0] is not None:
+                out["ts"] = _scale(row[0], factor)
+            for i, key in pairs:
+                value = row[i]
+                if value is not None and key == "side" and side_of is not None:
+                    value = side_of(value)
+                if value is not None:
+                    out[key] = value
+            return out
+
+        return convert
+
+
+def _plan(path: Path, cmap: ColumnMap | None) -> _FilePlan:
+    if not path.is_file():
+        raise FileNotFoundError(f"replay file not found: {path}")
+    schema = _scan(path).collect_schema()
+    cmap = cmap or detect_columns(path, schema)
+    if cmap.stream is None and cmap.stream_col is None:
+        cmap = replace(cmap, stream=path.stem)
+    if missing := [c for c in cmap.source_columns() if c not in schema]:
+        raise ValueError(f"{path}: the column map needs {missing}, which the file lacks; columns found: {list(schema)}")
+    exprs = [_ts_expr(path, cmap, schema[cmap.ts]).alias("_ts")]
+    keys: list[str] = []
+    if cmap.stream_col:
+        exprs.append(pl.col(cmap.stream_col).cast(pl.String).alias("stream"))
+        keys.append("stream")
+    for key in VALUE_FIELDS:
+        if (name := getattr(cmap, key)) is not None:
+            col = pl.col(name).cast(pl.Float64) if schema[name].is_decimal() else pl.col(name)
+            exprs.append(col.alias(key))
+            keys.append(key)
+    csv = path.suffix.lower() in CSV_SUFFIXES
+    frame = _scan(path, _csv_overrides(cmap) if csv else None).select(exprs)
+    unsorted = frame.select((pl.col("_ts").drop_nulls().diff() < 0).any()).collect().item()
+    if unsorted:  # stable: rows with equal timestamps keep their file order
+        frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
+    return _FilePlan(path, cmap, frame, tuple(keys), bool(unsorted))
+
+
+class _Cursor:
+    """One file's valid ticks in order, one chunk of `chunk_rows` rows in memory at a time."""
+
+    def __init__(self, plan: _FilePlan, chunk_rows: int, rejected: Counter[str]) -> None:
+        self._batches = iter(plan.frame.collect_batches(chunk_size=chunk_rows, lazy=True))
+        self._convert = plan.converter()
+        self._rejected = rejected
+        self.ticks: list[Tick] = []
+        self.pos = 0
+        self.fill()
+
+    def fill(self) -> bool:
+        """Load the next chunk holding at least one valid tick; False once the file is exhausted."""
+        convert, rejected = self._convert, self._rejected
+        for chunk in self._batches:
+            ticks = []
+            for row in chunk.rows():
+                try:
+                    ticks.append(validate(convert(row)))
+                except InvalidTick as err:
+                    rejected[err.reason] += 1
+            if ticks:
+                self.ticks, self.pos = ticks, 0
+                return True
+        self.ticks, self.pos = [], 0
+        return False
+
+
+MapSpec = ColumnMap | str | Mapping[str, Any]
+FileSpec = str | Path | tuple[str | Path, MapSpec] | Mapping[str, Any]
+
+
+def _file_spec(item: FileSpec, default: ColumnMap | None) -> tuple[Path, ColumnMap | None]:
+    """A path, a (path, map) pair, or the YAML form {path: ..., columns: ...}."""
+    if isinstance(item, tuple):
+        return Path(item[0]), as_column_map(item[1])
+    if isinstance(item, Mapping):
+        if "path" not in item or set(item) - {"path", "columns"}:
+            raise ValueError(f"a replay file entry needs 'path' and may have 'columns'; got keys {list(item)}")
+        return Path(item["path"]), as_column_map(item["columns"]) if "columns" in item else default
+    return Path(item), default
+
+
+class FileReplay(Source):
+    """Ticks from Parquet/CSV files, merged in event-time order (see the module docstring).
+
+    `files`: a path, or a list of paths, (path, column map) pairs and
+    {"path": ..., "columns": ...} dicts, where a map is a ColumnMap, a preset
+    name or a dict; `columns` is the map for entries without one (None: detect
+    each file's layout from its columns).
+    """
+
+    def __init__(
+        self,
+        files: FileSpec | Sequence[FileSpec],
+        *,
+        columns: MapSpec | None = None,
+        speed: float | None = None,
+        chunk_rows: int = 4096,
+    ) -> None:
+        if speed is not None and not (isinstance(speed, (int, float)) and 0 < speed < float("inf")):
+            raise ValueError(f"speed must be None (as fast as possible) or a finite x real time > 0, got {speed!r}")
+        if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
+            raise ValueError(f"chunk_rows must be an int >= 1, got {chunk_rows!r}")
+        items = [files] if isinstance(files, (str, Path)) else list(files)
+        if not items:
+            raise ValueError("FileReplay needs at least one file")
+        default = as_column_map(columns)
+        self.plans = [_plan(*_file_spec(item, default)) for item in items]
+        self.speed = speed
+        self.chunk_rows = chunk_rows
+        self._fingerprint = fingerprint([(str(p.path.resolve()), p.columns.to_dict()) for p in self.plans])
+        self.rejected: Counter[str] = Counter()
+        self._open()
+
+    def _open(self) -> None:
+        self.rejected.clear()
+        self.emitted = 0
+        self._anchor: tuple[int, int] | None = None  # (monotonic ns, event ts) of the first paced tick
+        cursors = [_Cursor(p, self.chunk_rows, self.rejected) for p in self.plans]
+        # (ts, file index, cursor): the index is unique, so ties go to the earlier file and cursors never compare.
+        self._heap = [(c.ticks[0].ts, i, c) for i, c in enumerate(cursors) if c.ticks]
+        heapq.heapify(self._heap)
+
+    def _due(self, ts: int, now: int) -> bool:
+        if self._anchor is None:
+            self._anchor = (now, ts)
+        wall0, ts0 = self._anchor
+        return (now - wall0) * self.speed >= ts - ts0
+
+    def next_batch(self, max_ticks: int) -> list[Tick]:
+        check_max_ticks(max_ticks)
+        out: list[Tick] = []
+        now = time.monotonic_ns() if self.speed is not None else 0
+        heap = self._heap
+        while heap and len(out) < max_ticks:
+            # Take a run from the earliest file up to the next file's head: one heap update per run, not per tick.
+            _, i, cur = heap[0]
+            bound = min(h[:2] for h in heap[1:3]) if len(heap) > 1 else None
+            ticks, start = cur.ticks, cur.pos
+            stop, j = min(len(ticks), start + max_ticks - len(out)), start
+            while j < stop and (bound is None or (ticks[j].ts, i) < bound):
+                if self.speed is not None and not self._due(ticks[j].ts, now):
+                    break
+                j += 1
+            if j == start:  # the earliest tick is not due yet
+                break
+            out.extend(ticks[start:j])
+            cur.pos = j
+            if j == len(ticks) and not cur.fill():
+                heapq.heappop(heap)
+            else:
+                heapq.heapreplace(heap, (cur.ticks[cur.pos].ts, i, cur))
+        self.emitted += len(out)
+        return out
+
+    @property
+    def done(self) -> bool:
+        return not self._heap
+
+    @property
+    def sorted_files(self) -> list[Path]:
+        """Files that were not in time order and were sorted before replay."""
+        return [p.path for p in self.plans if p.sorted_on_read]
+
+    def stats(self) -> dict[str, Any]:
+        return {"emitted": self.emitted, "rejected": dict(self.rejected), "done": self.done}
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"source": "replay", "fingerprint": self._fingerprint, "emitted": self.emitted}
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Reopen the files and skip the ticks already emitted (rejections are recounted on the way)."""
+        emitted = check_snapshot(snapshot, "replay", self._fingerprint)
+        speed, self.speed = self.speed, None
+        self._open()
+        while self.emitted < emitted and not self.done:
+            self.next_batch(min(self.chunk_rows, emitted - self.emitted))
+        self.speed = speed
+        if self.emitted < emitted:
+            raise ValueError(f"snapshot is at tick {emitted} but the files hold {self.emitted}: did they change?")
+
+    def close(self) -> None:
+        self._heap = []
+
+
+def replay_ticks(
+    files: FileSpec | Sequence[FileSpec],
+    *,
+    columns: MapSpec | None = None,
+    chunk_rows: int = 4096,
+) -> Iterator[Tick]:
+    """All valid ticks of `files` in merge order, as fast as possible (for backtests).
+
+    Rejected rows are skipped; build a FileReplay directly to read its `rejected` counts.
+    """
+    replay = FileReplay(files, columns=columns, chunk_rows=chunk_rows)
+    try:
+        while not replay.done:
+            yield from replay.next_batch(chunk_rows)
+    finally:
+        replay.close()

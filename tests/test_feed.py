@@ -1,0 +1,112 @@
+"""Feed client over a real PULL socket on 127.0.0.1 (ephemeral port): exact msgpack delivery, run_feed."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import msgpack
+import pytest
+import zmq
+
+from connectors.feed import FeedClient, FeedTimeout, run_feed
+from connectors.source import SyntheticSource
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import Tick, decode, quote, trade
+
+TS = 1_723_161_254_087_896_567  # > 2**53: must arrive exact
+
+
+@pytest.fixture
+def pull() -> Iterator[tuple[zmq.Socket, str]]:
+    sock = zmq.Context.instance().socket(zmq.PULL)
+    sock.setsockopt(zmq.RCVTIMEO, 5000)  # a lost message fails the test instead of hanging it
+    sock.setsockopt(zmq.LINGER, 0)
+    port = sock.bind_to_random_port("tcp://127.0.0.1")
+    yield sock, f"tcp://127.0.0.1:{port}"
+    sock.close()
+
+
+def test_send_one_tick_a_list_and_dicts_arrive_exactly(pull) -> None:
+    sock, endpoint = pull
+    t1 = trade("BTCUSDT", TS, 61837.63, 0.02, "sell")
+    q1 = quote("EURUSD", TS + 1, 1.14543, 1.14545, 2.06, 1.0)
+    with FeedClient(endpoint) as client:
+        assert client.send(t1) == 1
+        assert client.send([t1, q1]) == 2
+        assert client.send({"stream": "X", "ts": TS + 2, "price": 5.0, "size": 1}) == 1
+        assert client.send([q1.to_wire(), t1]) == 2
+        assert client.send([]) == 0  # nothing to say: no message
+        assert (client.messages, client.ticks) == (4, 6)
+    messages = [sock.recv() for _ in range(4)]
+    assert isinstance(msgpack.unpackb(messages[0]), dict) and isinstance(msgpack.unpackb(messages[1]), list)
+    decoded = [decode(m) for m in messages]
+    assert all(d.errors == [] for d in decoded)
+    assert decoded[0].ticks == [t1]
+    assert decoded[1].ticks == [t1, q1]
+    assert decoded[2].ticks == [Tick("X", TS + 2, "trade", price=5.0, size=1.0)]
+    assert decoded[3].ticks == [q1, t1]
+    assert decoded[1].ticks[0].ts == TS  # int64 ns survived exactly
+    with pytest.raises(zmq.Again):
+        sock.recv(zmq.NOBLOCK)
+
+
+def test_dicts_are_sent_as_given_so_the_engine_can_count_bad_ones(pull) -> None:
+    sock, endpoint = pull
+    with FeedClient(endpoint) as client:
+        client.send([{"stream": "X", "ts": TS, "price": float("nan"), "size": 1.0},
+                     {"stream": "X", "ts": TS, "price": 1.0, "size": 1.0}])
+    assert decode(sock.recv()).errors == [(0, "nonfinite_price")]
+
+
+def test_bad_arguments_fail_fast() -> None:
+    with pytest.raises(ValueError, match="endpoint must look like"):
+        FeedClient("127.0.0.1:5555")
+    with pytest.raises(ValueError, match="hwm"):
+        FeedClient(hwm=-1)
+    with FeedClient("tcp://127.0.0.1:9") as client:
+        with pytest.raises(TypeError, match="got int"):
+            client.send(42)
+        with pytest.raises(TypeError, match="a tick is a Tick or a dict"):
+            client.send([trade("X", 1, 1.0, 1.0), "tick"])
+    with pytest.raises(RuntimeError, match="closed"):
+        client.send(trade("X", 1, 1.0, 1.0))
+
+
+def test_send_times_out_when_nobody_takes_messages() -> None:
+    probe = zmq.Context.instance().socket(zmq.PULL)
+    port = probe.bind_to_random_port("tcp://127.0.0.1")
+    probe.close(linger=0)  # the port is now (almost surely) closed: nothing will drain our queue
+    with FeedClient(f"tcp://127.0.0.1:{port}", hwm=2, send_timeout_ms=50, linger_ms=0) as client:
+        with pytest.raises(FeedTimeout, match="took no message for 50 ms"):
+            for _ in range(100):
+                client.send(trade("X", TS, 1.0, 1.0))
+
+
+def test_run_feed_delivers_every_tick_of_a_finite_source(pull) -> None:
+    sock, endpoint = pull
+    cfg = SyntheticConfig(seed=3)
+    want = SyntheticMarket(cfg).next_batch(1000)
+    with FeedClient(endpoint) as client:
+        stats = run_feed(SyntheticSource(cfg, limit=1000), client, batch=64)
+    assert (stats.ticks, stats.messages) == (1000, 16)
+    got: list[Tick] = []
+    for _ in range(stats.messages):
+        decoded = decode(sock.recv())
+        assert decoded.errors == []
+        got += decoded.ticks
+    assert got == want
+
+
+def test_run_feed_rate_max_ticks_and_stop(pull) -> None:
+    sock, endpoint = pull
+    with FeedClient(endpoint) as client:
+        start = time.monotonic()
+        stats = run_feed(SyntheticSource(), client, rate=500.0, max_ticks=60, batch=8)
+        elapsed = time.monotonic() - start
+        assert stats.ticks == 60 and 0.1 <= elapsed < 3.0  # 60 ticks at 500/s: ~0.12 s, never all at once
+        stop = threading.Event()
+        stop.set()
+        assert run_feed(SyntheticSource(), client, stop=stop).ticks == 0
+    assert sum(len(decode(sock.recv()).ticks) for _ in range(stats.messages)) == 60

@@ -1,0 +1,325 @@
+"""File replay and the Source contract: real Parquet/CSV files, merge order, mappings, pacing, resume."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import tempfile
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from connectors.replay import PRESETS, ColumnMap, FileReplay, detect_columns, replay_ticks
+from connectors.source import Source, SyntheticSource
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import Tick
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+T0 = 1_723_161_254_087_896_567  # > 2**53 and odd: any float round trip would change it
+
+
+def drain(source: Source, batch: int = 7) -> list[Tick]:
+    out: list[Tick] = []
+    while not source.done:
+        out += source.next_batch(batch)
+    return out
+
+
+@pytest.fixture
+def two_files(tmp_path: Path) -> tuple[list[Path], list[tuple]]:
+    """A Parquet file with two streams (stream column) and a CSV of trades, sharing some timestamps.
+
+    Returns the paths and, per tick, its expected merge key (ts, file index, row) and identity.
+    """
+    quotes = pl.DataFrame({
+        "ts": [T0, T0 + 5, T0 + 5, T0 + 9, T0 + 20],
+        "stream": ["A", "B", "A", "B", "A"],
+        "bid": [1.0, 2.0, 1.1, 2.1, 1.2],
+        "ask": [1.5, 2.5, 1.6, 2.6, 1.7],
+    })
+    trades = pl.DataFrame({
+        "ts": [T0, T0 + 5, T0 + 7, T0 + 20, T0 + 21],
+        "stream": ["A", "A", "B", "B", "A"],
+        "price": [10.0, 11.0, 12.0, 13.0, 14.0],
+        "size": [1.0, 2.0, 3.0, 4.0, 5.0],
+        "side": ["buy", "sell", None, "buy", "sell"],
+    })
+    paths = [tmp_path / "quotes.parquet", tmp_path / "trades.csv"]
+    quotes.write_parquet(paths[0])
+    trades.write_csv(paths[1])
+    expected = [(r["ts"], 0, i, r["stream"], r["bid"]) for i, r in enumerate(quotes.iter_rows(named=True))]
+    expected += [(r["ts"], 1, i, r["stream"], r["price"]) for i, r in enumerate(trades.iter_rows(named=True))]
+    return paths, sorted(expected)
+
+
+def ident(t: Tick) -> tuple:
+    return t.ts, t.stream, t.bid if t.kind == "quote" else t.price
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 2, 4096])
+def test_merge_is_time_ordered_and_ties_keep_file_then_row_order(two_files, chunk_rows: int) -> None:
+    paths, expected = two_files
+    replay = FileReplay(paths, chunk_rows=chunk_rows)
+    got = drain(replay, batch=3)
+    assert [ident(t) for t in got] == [(ts, s, v) for ts, _, _, s, v in expected]
+    assert got[0].ts == T0 and got[0].kind == "quote" and got[1].kind == "trade"  # tie: file 0 before file 1
+    assert replay.done and replay.emitted == 10 and not replay.rejected
+    assert got == list(replay_ticks(paths, chunk_rows=chunk_rows))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    files=st.lists(st.lists(st.integers(0, 6), max_size=12), min_size=1, max_size=4),
+    chunk_rows=st.integers(1, 5),
+    batch=st.integers(1, 6),
+    cut=st.integers(0, 50),
+)
+def test_merge_and_resume_match_a_stable_sort(files: list[list[int]], chunk_rows: int, batch: int, cut: int) -> None:
+    # Each file holds sorted small timestamps, so ties across and within files are frequent.
+    with tempfile.TemporaryDirectory() as tmp:
+        paths, expected = [], []
+        for f, gaps in enumerate(files):
+            ts = [T0 + sum(gaps[: i + 1]) for i in range(len(gaps))]
+            paths.append(Path(tmp) / f"f{f}.parquet")
+            pl.DataFrame({"ts": ts, "price": [float(f * 100 + i + 1) for i in range(len(ts))], "size": [1.0] * len(ts)},
+                         schema={"ts": pl.Int64, "price": pl.Float64, "size": pl.Float64}).write_parquet(paths[-1])
+            expected += [(t, f, i) for i, t in enumerate(ts)]
+        want = [(t, float(f * 100 + i + 1)) for t, f, i in sorted(expected)]
+        first = FileReplay(paths, chunk_rows=chunk_rows)
+        head = first.next_batch(min(cut, len(want)))
+        resumed = FileReplay(paths, chunk_rows=chunk_rows)
+        resumed.restore(first.snapshot())
+        assert [(t.ts, t.price) for t in head + drain(resumed, batch)] == want
+        assert [(t.ts, t.price) for t in head + drain(first, batch)] == want
+
+
+def test_ns_timestamps_exact_beyond_2_53(tmp_path: Path) -> None:
+    ts = [T0, T0 + 1, T0 + 2, 2**62 + 1]
+    df = pl.DataFrame({"ts": ts, "price": [1.0] * 4, "size": [1.0] * 4})
+    df.write_parquet(tmp_path / "x.parquet")
+    df.write_csv(tmp_path / "y.csv")
+    for name in ("x.parquet", "y.csv"):
+        assert [t.ts for t in replay_ticks(tmp_path / name)] == ts
+        assert {t.stream for t in replay_ticks(tmp_path / name)} == {name.split(".")[0]}  # default: file stem
+
+
+def test_timestamp_units_and_datetimes(tmp_path: Path) -> None:
+    base = datetime(2024, 8, 8, 23, 54, 13, 123456, tzinfo=timezone.utc)
+    ns = 1_723_161_253_123_456_000
+    df = pl.DataFrame({
+        "t_ms": [ns // 1_000_000], "t_us": [ns // 1000], "t_s": [ns / 1e9],
+        "t_dt": [base], "t_text": [base.strftime("%Y-%m-%dT%H:%M:%S.%f")],
+        "px": [5.0], "qty": [1.0],
+    })
+    df.write_parquet(tmp_path / "u.parquet")
+    df.drop("t_dt").write_csv(tmp_path / "u.csv")
+    cases = [("t_ms", "ms", ns // 1_000_000 * 1_000_000), ("t_us", "us", ns), ("t_s", "s", ns),
+             ("t_dt", "datetime", ns), ("t_text", "datetime", ns)]
+    for col, unit, want in cases:
+        for path in (tmp_path / "u.parquet", tmp_path / "u.csv"):
+            if col == "t_dt" and path.suffix == ".csv":
+                continue
+            cmap = ColumnMap(ts=col, ts_unit=unit, stream="X", price="px", size="qty")
+            (tick,) = replay_ticks(path, columns=cmap)
+            assert abs(tick.ts - want) <= (1000 if unit == "s" else 0), (col, path.suffix)  # float seconds: ~us
+
+
+def test_column_map_dict_form_presets_and_errors() -> None:
+    cmap = ColumnMap.from_dict({"preset": "binance-trades", "stream": "ETHUSDT"})
+    assert cmap.stream == "ETHUSDT" and cmap.price == "price" and cmap.kind == "trade"
+    assert ColumnMap.from_dict({"preset": "binance-bbo", "stream_col": "sym"}).stream is None
+    assert ColumnMap.from_dict(cmap.to_dict()) == cmap
+    with pytest.raises(ValueError, match=r"unknown column-map key\(s\) \['pricee'\]"):
+        ColumnMap.from_dict({"ts": "t", "pricee": "p", "size": "q"})
+    with pytest.raises(ValueError, match="unknown replay preset 'binance'"):
+        ColumnMap.from_dict({"preset": "binance"})
+    bad = [
+        (dict(ts="t", ts_unit="sec", price="p", size="q"), "ts_unit must be one of"),
+        (dict(ts="t", price="p"), "price and size"),
+        (dict(ts="t", bid="b"), "bid and ask"),
+        (dict(ts="t"), "neither is mapped"),
+        (dict(ts="t", kind="trade", price="p", size="q", bid="b", ask="a"), r"\['bid', 'ask'\]"),
+        (dict(ts="t", kind="quote", price="p", size="q"), "kind='quote'"),
+        (dict(ts="t", kind="order", price="p", size="q"), "kind must be"),
+        (dict(ts="t", stream="X", stream_col="s", price="p", size="q"), "not both"),
+        (dict(ts="t", price="p", size="q", side_map={1: "sell"}), "no side column"),
+        (dict(ts="t", price="p", size="q", side="m", side_map={1: "ask"}), "side_map values"),
+    ]
+    for kwargs, message in bad:
+        with pytest.raises(ValueError, match=message):
+            ColumnMap.from_dict(kwargs)
+
+
+def test_side_map_translates_buyer_maker_flags(tmp_path: Path) -> None:
+    pl.DataFrame({"t": [1, 2, 3], "p": [1.0, 1.0, 1.0], "q": [1.0, 1.0, 1.0], "m": [1, 0, 1]}).write_csv(
+        tmp_path / "ints.csv")
+    pl.DataFrame({"t": [1, 2, 3], "p": [1.0] * 3, "q": [1.0] * 3, "m": [True, False, True]}).write_parquet(
+        tmp_path / "bools.parquet")
+    for side_map in ({1: "sell", 0: "buy"}, {"true": "sell", "false": "buy", "1": "sell", "0": "buy"}):
+        for name in ("ints.csv", "bools.parquet"):
+            cmap = ColumnMap(ts="t", stream="S", price="p", size="q", side="m", side_map=side_map)
+            assert [t.side for t in replay_ticks(tmp_path / name, columns=cmap)] == ["sell", "buy", "sell"]
+
+
+def test_presets_detected_from_columns_and_clear_error_otherwise(tmp_path: Path) -> None:
+    pl.DataFrame({"local_ts_ns": [T0], "event_ts_ms": [1], "trade_ts_ms": [1], "trade_id": [7], "price": [61837.63],
+                  "qty": [0.02], "aggressor_side": ["sell"], "is_buyer_maker": [1]}).write_csv(tmp_path / "t.csv")
+    pl.DataFrame({"local_ts_ns": [T0 + 1], "event_ts_ms": [None], "update_id": [1], "bid_px": [61837.63],
+                  "bid_qty": [3.7], "ask_px": [61837.64], "ask_qty": [1.5]}).write_parquet(tmp_path / "b.parquet")
+    pl.DataFrame({"timestamp_utc": [datetime(2019, 2, 4, 0, 0, 0, 994000, tzinfo=timezone.utc)], "bid": [1.14543],
+                  "ask": [1.14545], "bid_volume": [2.06], "ask_volume": [1.0]}).write_parquet(tmp_path / "e.parquet")
+    replay = FileReplay([tmp_path / "t.csv", tmp_path / "b.parquet", tmp_path / "e.parquet"])
+    assert [p.columns for p in replay.plans] == [PRESETS["binance-trades"], PRESETS["binance-bbo"],
+                                                 PRESETS["dukascopy"]]
+    ticks = drain(replay)
+    assert [(t.stream, t.kind, t.ts) for t in ticks] == [
+        ("EURUSD", "quote", 1_549_238_400_994_000_000), ("BTCUSDT", "trade", T0), ("BTCUSDT", "quote", T0 + 1)]
+    assert ticks[1] == Tick("BTCUSDT", T0, "trade", price=61837.63, size=0.02, side="sell")
+    explicit = FileReplay([(tmp_path / "t.csv", "binance-trades"), (tmp_path / "b.parquet", {"preset": "binance-bbo",
+                                                                                              "stream": "X"})])
+    assert [t.stream for t in drain(explicit)] == ["BTCUSDT", "X"]
+    as_yaml = FileReplay([{"path": str(tmp_path / "t.csv"), "columns": {"preset": "binance-trades", "stream": "E"}},
+                          {"path": str(tmp_path / "b.parquet")}])
+    assert [t.stream for t in drain(as_yaml)] == ["E", "BTCUSDT"]
+    with pytest.raises(ValueError, match=r"needs 'path'.*\['file'\]"):
+        FileReplay([{"file": "t.csv"}])
+
+    pl.DataFrame({"when": [1], "px": [1.0]}).write_csv(tmp_path / "odd.csv")
+    with pytest.raises(ValueError, match=r"columns found \['when', 'px'\]"):
+        FileReplay(tmp_path / "odd.csv")
+    with pytest.raises(ValueError, match=r"needs \[.qty.\].*columns found: \['when', 'px'\]"):
+        FileReplay(tmp_path / "odd.csv", columns={"ts": "when", "price": "px", "size": "qty"})
+    dt_schema = {"time": pl.Datetime("ns", "UTC"), "bid": pl.Float64, "ask": pl.Float64}
+    assert detect_columns(tmp_path, dt_schema) == ColumnMap(ts="time", ts_unit="datetime", bid="bid", ask="ask")
+
+
+def test_bad_rows_are_counted_by_reason_and_good_rows_pass(tmp_path: Path) -> None:
+    nan = float("nan")
+    pl.DataFrame({
+        "ts": [1, 2, None, 4, 5, 6, 7, 8, 9],
+        "stream": ["S", "S", "S", None, "S", "S", "S", "S", "S"],
+        "price": [1.0, nan, 1.0, 1.0, 1.0, -3.0, 1.0, 1.0, 2.0],
+        "size": [1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0, 2.0],
+        "side": ["buy", "buy", "buy", "buy", "buy", "buy", "hold", None, "sell"],
+    }).write_parquet(tmp_path / "t.parquet")
+    pl.DataFrame({"ts": [3, 3], "stream": ["Q", "Q"], "bid": [2.0, 1.0], "ask": [1.0, 1.0]}).write_parquet(
+        tmp_path / "q.parquet")
+    (tmp_path / "c.csv").write_text("ts,price,size\n10,1.5,1\n11,N/A,1\n12,1.5,oops\n13,2.5,1\n")
+    replay = FileReplay([tmp_path / "t.parquet", tmp_path / "q.parquet", tmp_path / "c.csv"], chunk_rows=2)
+    good = drain(replay)
+    assert [(t.stream, t.ts) for t in good] == [("S", 1), ("Q", 3), ("S", 8), ("S", 9), ("c", 10), ("c", 13)]
+    assert replay.rejected == {"nonfinite_price": 1, "missing_field": 3, "missing_stream": 1, "negative_size": 1,
+                               "nonpositive_price": 1, "unknown_side": 1, "crossed_quote": 1}
+
+
+def test_unsorted_file_is_sorted_stably(tmp_path: Path) -> None:
+    pl.DataFrame({"ts": [5, 1, 5, 3, 1], "price": [1.0, 2.0, 3.0, 4.0, 5.0], "size": [1.0] * 5}).write_csv(
+        tmp_path / "u.csv")
+    replay = FileReplay(tmp_path / "u.csv", chunk_rows=2)
+    assert [(t.ts, t.price) for t in drain(replay)] == [(1, 2.0), (1, 5.0), (3, 4.0), (5, 1.0), (5, 3.0)]
+    assert replay.sorted_files == [tmp_path / "u.csv"]
+
+
+def test_real_time_pacing_never_blocks(tmp_path: Path) -> None:
+    # Event times 0, 1 s, 2 s at x20: released at 0, 50 ms and 100 ms of wall time.
+    pl.DataFrame({"ts": [T0, T0 + 10**9, T0 + 2 * 10**9], "price": [1.0, 2.0, 3.0], "size": [1.0] * 3}).write_parquet(
+        tmp_path / "p.parquet")
+    replay = FileReplay(tmp_path / "p.parquet", speed=20.0)
+    start = time.monotonic()
+    assert [t.price for t in replay.next_batch(10)] == [1.0]
+    t = time.monotonic()
+    assert replay.next_batch(10) == [] and not replay.done
+    assert time.monotonic() - t < 0.02  # an empty poll returns at once
+    got, polls = [], 0
+    while not replay.done:
+        got += replay.next_batch(10)
+        polls += 1
+        time.sleep(0.002)
+    elapsed = time.monotonic() - start
+    assert [t.price for t in got] == [2.0, 3.0]
+    assert 0.1 <= elapsed < 2.0 and polls > 5
+
+
+@pytest.mark.parametrize("cut", [0, 1, 4, 5, 6, 9, 10])
+def test_file_snapshot_resumes_with_no_gap_and_no_duplicate(two_files, cut: int) -> None:
+    paths, _ = two_files
+    full = drain(FileReplay(paths, chunk_rows=2))
+    first = FileReplay(paths, chunk_rows=2)
+    head: list[Tick] = []
+    while len(head) < cut:
+        head += first.next_batch(min(3, cut - len(head)))
+    snap = json.loads(json.dumps(first.snapshot()))  # must survive a JSON round trip
+    resumed = FileReplay(paths, chunk_rows=2)
+    resumed.restore(snap)
+    assert head + drain(resumed) == full
+    assert resumed.done == (cut == len(full) or resumed.emitted == len(full))
+
+
+def test_restore_rejects_foreign_or_impossible_snapshots(two_files) -> None:
+    paths, _ = two_files
+    replay = FileReplay(paths)
+    with pytest.raises(ValueError, match="different arguments"):
+        replay.restore(FileReplay(paths[:1]).snapshot())
+    with pytest.raises(ValueError, match="not a replay snapshot"):
+        replay.restore(SyntheticSource(limit=3).snapshot())
+    with pytest.raises(ValueError, match="files hold 10"):
+        replay.restore(replay.snapshot() | {"emitted": 11})
+
+
+def test_synthetic_source_limit_snapshot_and_resume() -> None:
+    cfg = SyntheticConfig(seed=7)
+    want = SyntheticMarket(cfg).next_batch(300)
+    src = SyntheticSource(cfg, limit=300)
+    head = src.next_batch(0) + src.next_batch(123)
+    snap = src.snapshot()
+    resumed = SyntheticSource(cfg, limit=300)
+    resumed.restore(json.loads(json.dumps(snap)))
+    tail = drain(resumed, batch=50)
+    assert head + tail == want and resumed.done and resumed.next_batch(5) == []
+    assert drain(src, batch=1000) == tail  # the original continues identically
+    with pytest.raises(ValueError, match="different arguments"):
+        SyntheticSource(SyntheticConfig(seed=8)).restore(snap)
+    with pytest.raises(ValueError, match="max_ticks"):
+        src.next_batch(-1)
+
+
+def test_construction_errors_are_actionable(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="replay file not found"):
+        FileReplay(tmp_path / "nope.parquet")
+    (tmp_path / "x.json").write_text("{}")
+    with pytest.raises(ValueError, match="unsupported file type '.json'"):
+        FileReplay(tmp_path / "x.json")
+    pl.DataFrame({"t": [datetime(2024, 1, 1)], "p": [1.0], "q": [1.0]}).write_parquet(tmp_path / "d.parquet")
+    with pytest.raises(ValueError, match="set ts_unit='datetime'"):
+        FileReplay(tmp_path / "d.parquet", columns={"ts": "t", "price": "p", "size": "q"})
+    for speed in (0, -1.0, math.inf):
+        with pytest.raises(ValueError, match="speed must be"):
+            FileReplay(tmp_path / "d.parquet", columns={"ts": "t", "ts_unit": "datetime", "price": "p", "size": "q"},
+                       speed=speed)
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason=f"real market data not found at {DATA} (../shared/data)")
+def test_real_data_counts_and_monotonic_time() -> None:
+    btc = DATA / "binance-btcusdt-spot"
+    eur = DATA / "dukascopy-eurusd" / "eurusd_ticks_2019-02-04_05.parquet"
+    replay = FileReplay([btc / "trades.csv", btc / "bbo.parquet", eur], chunk_rows=8192)
+    counts: dict[tuple[str, str], int] = {}
+    last = -1
+    while not replay.done:
+        batch = replay.next_batch(20_000)
+        assert all(a.ts <= b.ts for a, b in zip(batch, batch[1:])) and (not batch or batch[0].ts >= last)
+        last = batch[-1].ts if batch else last
+        for t in batch:
+            counts[t.stream, t.kind] = counts.get((t.stream, t.kind), 0) + 1
+    rejected = sum(replay.rejected.values())
+    assert set(replay.rejected) <= {"crossed_quote", "nonpositive_price", "nonfinite_price"}, replay.rejected
+    assert counts[("BTCUSDT", "trade")] == 19_904
+    assert counts[("BTCUSDT", "quote")] == 73_174
+    assert counts[("EURUSD", "quote")] + rejected == 266_219
+    assert replay.sorted_files == []
