@@ -179,7 +179,7 @@ class Server:
             envelope, payload = frames[:-1], frames[-1]
             reply = lambda obj, envelope=envelope: sock.send_multipart([*envelope, pack(obj)])  # noqa: E731
             try:
-                request = msgpack.unpackb(payload, raw=False, strict_map_key=True)
+                request = _unpack_request(payload)
                 if not isinstance(request, dict) or not isinstance(request.get("op"), str):
                     raise ControlError("request must be a msgpack map with a string 'op'")
                 handler = getattr(self, f"_op_{request['op']}", None)
@@ -190,7 +190,7 @@ class Server:
                     reply({"ok": True, **result})
             except (ControlError, QuerySpecError, ValueError, LookupError) as e:
                 self.counters["control_errors"] += 1
-                reply({"ok": False, "error": str(e).strip('"')})
+                reply({"ok": False, "error": str(e).strip('"') or type(e).__name__})
             except Exception as e:  # msgpack's own errors and anything unforeseen: the service keeps serving
                 self.counters["control_errors"] += 1
                 reply({"ok": False, "error": f"{type(e).__name__}: {e}"})
@@ -261,6 +261,13 @@ CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "stats", "health"
 
 class ControlError(ValueError):
     """A control request that cannot be served; the message goes back to the sender."""
+
+
+def _unpack_request(payload: bytes) -> Any:
+    try:
+        return msgpack.unpackb(payload, raw=False, strict_map_key=True)
+    except Exception:  # msgpack raises several unrelated types on garbage
+        raise ControlError("request is not valid msgpack") from None
 
 
 def _field(request: dict, name: str, kind: type) -> Any:

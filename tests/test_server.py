@@ -1,0 +1,255 @@
+"""The service over real ZeroMQ sockets on 127.0.0.1 with ephemeral ports."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import urllib.request
+
+import msgpack
+import pytest
+import zmq
+
+from conftest import tiny_tick_checkpoint
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import encode
+from engine.client import AnswerSubscriber, ControlClient, ControlError
+from engine.config import ServiceConfig
+from engine.server import REJECTS_TOPIC, TOKENIZED_MARKER, Server
+
+DIR_QUERY = """
+queries:
+  - {name: dir, streams: ["*"], question: direction_20, kind: choice, trigger: batch}
+"""
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"))
+
+
+@pytest.fixture
+def server(checkpoint, tmp_path):
+    queries = tmp_path / "q.yaml"
+    queries.write_text(DIR_QUERY)
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)},
+        "kv": {"cells": 8192, "block_size": 16},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
+                      "control": "tcp://127.0.0.1:0", "metrics_port": 0},
+        "limits": {"heartbeat_s": 0.2, "max_message_bytes": 4096},
+        "queries": str(queries),
+    })
+    srv = Server(config)
+    srv.bind()
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    srv.ready.wait(5)
+    yield srv
+    srv.stop()
+    thread.join(5)
+    assert not thread.is_alive()
+
+
+@pytest.fixture
+def feed(server):
+    sock = zmq.Context.instance().socket(zmq.PUSH)
+    sock.linger = 1000
+    sock.connect(server.endpoints["ingest"])
+    yield sock
+    sock.close()
+
+
+def wait_for(predicate, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+def collect(sub: AnswerSubscriber, until, timeout_s: float = 10.0) -> list[tuple[str, dict]]:
+    got = []
+    deadline = time.monotonic() + timeout_s
+    while not until(got) and time.monotonic() < deadline:
+        message = sub.recv(timeout_s=0.2)
+        if message:
+            got.append(message)
+    return got
+
+
+def test_feed_to_subscriber_with_increasing_sequence_numbers(server, feed) -> None:
+    market = SyntheticMarket(SyntheticConfig(seed=2))
+    with AnswerSubscriber(server.endpoints["answers"], ["dir/"]) as sub:
+        time.sleep(0.2)  # slow joiner: let the subscription reach the PUB socket
+        for _ in range(20):
+            feed.send(encode(market.next_batch(5)))
+            time.sleep(0.03)  # paced, so answers come from many batches
+        got = collect(sub, lambda g: len(g) >= 12)
+    assert len(got) >= 12
+    last: dict[str, int] = {}
+    for topic, payload in got:
+        assert topic == f"dir/{payload['stream']}/" and payload["query"] == "dir"
+        assert payload["seq"] > last.get(topic, 0)
+        assert set(payload["value"]["probs"]) == {"down", "flat", "up"}
+        assert payload["answer_ts"] >= payload["data_ts"] > 0 and payload["model"]
+        last[topic] = payload["seq"]
+
+
+def test_register_and_unregister_change_what_is_published(server, feed) -> None:
+    market = SyntheticMarket(SyntheticConfig(seed=3))
+    with ControlClient(server.endpoints["control"]) as control, \
+            AnswerSubscriber(server.endpoints["answers"], ["vol/"]) as sub:
+        time.sleep(0.2)
+        feed.send(encode(market.next_batch(20)))
+        assert collect(sub, lambda g: False, timeout_s=0.5) == []  # not registered yet
+        reply = control.call("register", yaml="queries:\n  - {name: vol, streams: ['*'], question: volatility_50,"
+                                              " kind: choice, trigger: batch}\n")
+        assert reply["registered"] == ["vol"]
+        assert {q["name"] for q in control.call("list")["queries"]} == {"dir", "vol"}
+        feed.send(encode(market.next_batch(20)))
+        assert collect(sub, lambda g: len(g) >= 1)
+        control.call("unregister", name="vol")
+        time.sleep(0.3)
+        while sub.recv(timeout_s=0.1):  # drain what was in flight
+            pass
+        feed.send(encode(market.next_batch(20)))
+        assert collect(sub, lambda g: False, timeout_s=0.7) == []
+        with pytest.raises(ControlError, match="no query named .vol."):
+            control.call("unregister", name="vol")
+
+
+def test_late_subscriber_gets_no_gap_and_no_duplicate(server, feed) -> None:
+    market = SyntheticMarket(SyntheticConfig(seed=4))
+    stop = threading.Event()
+
+    def pump() -> None:
+        while not stop.is_set():
+            feed_local.send(encode(market.next_batch(2)))
+            time.sleep(0.01)
+
+    feed_local = zmq.Context.instance().socket(zmq.PUSH)
+    feed_local.connect(server.endpoints["ingest"])
+    pumper = threading.Thread(target=pump, daemon=True)
+    pumper.start()
+    try:
+        with ControlClient(server.endpoints["control"]) as control:
+            wait_for(lambda: control.call("get", query="dir", stream="SYN.A")["answer"] is not None)
+            with AnswerSubscriber(server.endpoints["answers"], ["dir/SYN.A/"]) as sub:
+                time.sleep(0.3)  # subscribe first ...
+                snapshot = control.call("get", query="dir", stream="SYN.A")["answer"]  # ... then snapshot
+                got = collect(sub, lambda g: sum(p["seq"] > snapshot["seq"] for _, p in g) >= 10)
+    finally:
+        stop.set()
+        pumper.join(2)
+        feed_local.close(linger=0)
+    sequence = [snapshot["seq"]] + [p["seq"] for _, p in got if p["seq"] > snapshot["seq"]]
+    assert len(sequence) >= 10
+    assert sequence == list(range(sequence[0], sequence[0] + len(sequence)))  # contiguous: no gap, no duplicate
+
+
+def test_bad_input_is_counted_and_good_ticks_around_it_are_ingested(server, feed) -> None:
+    good = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(30)
+    bad_messages = [
+        b"\xc1\xff not msgpack",
+        msgpack.packb({"stream": "X", "ts": "yesterday", "price": 1.0, "size": 1.0}),
+        msgpack.packb({"stream": "X", "ts": 5, "price": math.nan, "size": 1.0}),
+        msgpack.packb({"stream": "X", "ts": 5, "price": 1.0, "size": 1.0, "venue": "?"}),
+        msgpack.packb({"stream": "X", "ts": 5, "bid": 2.0, "ask": 1.0}),
+        msgpack.packb([{"stream": "X", "ts": 1, "price": 1.0, "size": 1.0}] * 400),  # oversize (> 4096 bytes)
+    ]
+    with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as sub, \
+            ControlClient(server.endpoints["control"]) as control:
+        time.sleep(0.2)
+        before = control.call("stats")["stats"]["ticks_in"]
+        for i, tick in enumerate(good):
+            feed.send(encode(tick))
+            if i < len(bad_messages):
+                feed.send(bad_messages[i])
+        # a list with good and bad ticks mixed, and a timestamp going backwards within a stream
+        mixed = [good[-1].to_wire() | {"ts": good[-1].ts + 10}, {"stream": "X", "ts": 1, "price": -3.0, "size": 1.0},
+                 good[-1].to_wire() | {"ts": good[-1].ts + 5}]
+        feed.send(msgpack.packb(mixed))
+        rejects = collect(sub, lambda g: len(g) >= 8)
+        wait_for(lambda: control.call("stats")["stats"]["ticks_in"] - before == len(good) + 1)
+        rejected = control.call("stats")["stats"]["rejected"]
+    reasons = {p["reason"] for _, p in rejects}
+    assert {"bad_msgpack", "ts_not_int", "nonfinite_price", "unknown_field", "crossed_quote", "oversize",
+            "nonpositive_price", "ts_backwards"} <= reasons
+    assert sum(rejected.values()) >= 8
+    with ControlClient(server.endpoints["control"]) as control:
+        assert control.call("health")["status"] == "serving"
+
+
+def test_tokenized_ticks_are_accepted_and_validated(server, feed) -> None:
+    items = [{"stream": "TOK", "ts": 10 + i, "tokens": [7, 8, 9, 10], "ticks": 1} for i in range(5)]
+    items.append({"stream": "TOK", "ts": 99, "tokens": [100000]})  # outside the vocabulary
+    with ControlClient(server.endpoints["control"]) as control:
+        before = control.call("stats")["stats"]
+        feed.send_multipart([TOKENIZED_MARKER, msgpack.packb(items)])
+        wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == before["ticks_in"] + 5)
+        assert control.call("stats")["stats"]["rejected"].get("bad_tokens", 0) == \
+            before["rejected"].get("bad_tokens", 0) + 1
+        answer = control.call("ask", stream="TOK", query="dir")["answer"]
+        assert answer["stream"] == "TOK" and answer["version"] == 5
+
+
+def test_control_errors_reach_the_sender(server) -> None:
+    with ControlClient(server.endpoints["control"]) as control:
+        assert control.request({"op": "fly"})["error"].startswith("unknown op 'fly'")
+        assert "needs 'yaml'" in control.request({"op": "register"})["error"]
+        bad_yaml = control.request({"op": "register", "yaml": "queries:\n  - {name: x, streams: [a], kind: choice,"
+                                                             " question: direction_20, trigerr: batch}\n"})
+        assert not bad_yaml["ok"] and "control:register:2" in bad_yaml["error"] and "trigerr" in bad_yaml["error"]
+        assert "no data" in control.request({"op": "ask", "stream": "nobody", "query": "dir"})["error"]
+        control.send_raw(b"\xc1 garbage")
+        assert control.receive() == {"ok": False, "error": "request is not valid msgpack"}
+        assert control.request({"op": "list"})["queries"]  # still serving
+        assert control.call("stats")["stats"]["control_errors"] >= 4
+
+
+def test_ask_with_staleness_uses_the_cache(server, feed) -> None:
+    feed.send(encode(SyntheticMarket(SyntheticConfig(seed=6)).next_batch(40)))
+    with ControlClient(server.endpoints["control"]) as control:
+        wait_for(lambda: control.call("get", query="dir", stream="SYN.B")["answer"] is not None)
+        cached = control.call("ask", stream="SYN.B", query="dir", max_stale_ticks=1000)
+        assert cached["cached"] is True
+        fresh = control.call("ask", stream="SYN.B", query="dir")
+        assert fresh["cached"] is False and fresh["answer"]["seq"] > cached["answer"]["seq"]
+        adhoc = control.call("ask", stream="SYN.B", spec={"name": "adhoc", "streams": ["SYN.B"],
+                                                          "question": "move_bps_50", "kind": "expectation"})
+        assert "expected" in adhoc["answer"]["value"]
+
+
+def test_heartbeats_and_metrics(server, feed) -> None:
+    with AnswerSubscriber(server.endpoints["answers"], ["_heartbeat/"]) as sub:
+        beats = collect(sub, lambda g: len(g) >= 2, timeout_s=5)
+    assert len(beats) >= 2 and beats[1][1]["seq"] > beats[0][1]["seq"]
+    body = urllib.request.urlopen(server.endpoints["metrics"], timeout=5).read().decode()
+    assert "flashtick_ticks_in_total" in body and "flashtick_kv_cells_capacity 8192" in body
+
+
+@pytest.mark.skipif(not zmq.has("curve"), reason="libzmq built without CURVE")
+def test_curve_protects_control_and_answers(checkpoint, tmp_path) -> None:
+    public, secret = zmq.curve_keypair()
+    (tmp_path / "server.key").write_bytes(secret)
+    (tmp_path / "server.pub").write_bytes(public)
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
+        "curve": {"enabled": True, "server_secret_key_file": str(tmp_path / "server.key"),
+                  "server_public_key_file": str(tmp_path / "server.pub")},
+    })
+    srv = Server(config)
+    srv.bind()
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with ControlClient(srv.endpoints["control"], timeout_s=5, server_public_key=public) as control:
+            assert control.call("health")["ok"]
+        with ControlClient(srv.endpoints["control"], timeout_s=1) as plain, pytest.raises(ControlError, match="no reply"):
+            plain.call("health")
+    finally:
+        srv.stop()
+        thread.join(5)
