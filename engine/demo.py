@@ -1,0 +1,80 @@
+"""`make demo`: the engine on the built-in model, a live feed, and the answers updating in the terminal.
+
+Everything runs in this process on 127.0.0.1 with ephemeral ports: the server
+thread (the same Server that `flashtick serve` runs), a feed thread pushing the
+synthetic market (or replayed files) through a real PUSH socket, and this
+thread subscribed to the answer topics. Stops after ``seconds`` or on Ctrl-C
+and prints a summary.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+from connectors.feed import FeedClient, run_feed
+from connectors.replay import FileReplay
+from connectors.source import SyntheticSource
+from connectors.synthetic import SyntheticConfig
+from engine.cli import render_table
+from engine.client import AnswerSubscriber
+from engine.config import EndpointsSection, ServiceConfig
+from engine.server import Server
+
+REDRAW_S = 0.5
+
+
+def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, rate: float = 400.0) -> dict:
+    local = "tcp://127.0.0.1:0"
+    config = ServiceConfig(endpoints=EndpointsSection(ingest=local, answers=local, control=local),
+                           queries=str(queries))
+    print("loading the built-in model ...", file=sys.stderr, flush=True)
+    server = Server(config)
+    endpoints = server.bind()
+    server_thread = threading.Thread(target=server.serve_forever, name="flashtick-server", daemon=True)
+    server_thread.start()
+    source = FileReplay([str(f) for f in replay]) if replay else SyntheticSource(SyntheticConfig(seed=0))
+    stop = threading.Event()
+    client = FeedClient(endpoints["ingest"])
+    feeder = threading.Thread(target=run_feed, args=(source, client), kwargs={"rate": rate, "stop": stop},
+                              name="flashtick-feed", daemon=True)
+    table: dict[str, dict] = {}
+    started = time.monotonic()
+    try:
+        with AnswerSubscriber(endpoints["answers"], [""]) as sub:
+            time.sleep(0.2)  # let the subscription reach the PUB socket before data flows
+            feeder.start()
+            next_draw = time.monotonic()
+            while time.monotonic() - started < seconds:
+                message = sub.recv(timeout_s=0.05)
+                if message and not message[0].startswith("_"):
+                    table[message[0]] = message[1]
+                if time.monotonic() >= next_draw:
+                    title = (f"flashtick demo: built-in tick model, {'replay' if replay else 'synthetic market'} "
+                             f"at {rate:.0f} ticks/s, {time.monotonic() - started:4.1f}/{seconds:.0f} s  (Ctrl-C stops)")
+                    render_table(table, sys.stdout, title)
+                    next_draw = time.monotonic() + REDRAW_S * (1 if sys.stdout.isatty() else 8)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+        feeder.join(5) if feeder.is_alive() else None
+        client.close()
+        stats = server.pipeline.stats()
+        server.stop()
+        server_thread.join(10)
+    print_summary(stats, time.monotonic() - started)
+    return stats
+
+
+def print_summary(stats: dict, elapsed: float) -> None:
+    fresh = stats.get("freshness_ms", {})
+    runner = stats["runner"]
+    print(f"\nsummary after {elapsed:.1f} s: {stats['ticks_in']} ticks in ({stats['ticks_in'] / elapsed:.0f}/s), "
+          f"{stats['answers_out']} answers, {sum(stats['rejected'].values())} rejected, "
+          f"{runner['forwards']} forwards, {stats['streams']} streams, "
+          f"KV {stats['kv_cells_used']}/{stats['kv_cells_capacity']} cells")
+    if fresh:
+        print(f"answer freshness (tick arrival -> answer cached): p50 {fresh['p50']:.2f} ms, p99 {fresh['p99']:.2f} ms")
