@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -37,6 +37,7 @@ class ProbeJob:
     done: Callable[[list[torch.Tensor], StreamProgress], "ProbeJob | None"]
     logits: LogitsWanted = "last"
     idle: bool = False  # low priority: run when no ingest is pending (generate queries)
+    fail: Callable[[str], None] | None = None  # told why, when the job cannot run
 
 
 class QueryPlanner(Protocol):
@@ -52,6 +53,12 @@ class StepReport:
     tokens: int = 0
 
 
+@dataclass
+class EngineStats:
+    jobs_done: int = 0
+    jobs_failed: int = 0
+
+
 class UnknownStream(KeyError):
     """A question was asked of a stream that has never sent data."""
 
@@ -64,6 +71,7 @@ class Engine:
         self.planner = planner
         self._asks: deque[ProbeJob] = deque()
         self._idle: deque[ProbeJob] = deque()
+        self.stats = EngineStats()
 
     def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1) -> None:
         self.scheduler.submit(stream, tokens, event_ts, ticks)
@@ -98,6 +106,8 @@ class Engine:
         jobs: list[ProbeJob] = []
         for job in asks:  # on-demand first; one that cannot fit waits for the next forward
             probes = [Probe(streams[job.stream].session, tokens, job.logits) for tokens in job.probes]
+            if not self._fits_window(job, batch):
+                continue
             if self.scheduler.make_room(items + probes):
                 items += probes
                 jobs.append(job)
@@ -107,6 +117,8 @@ class Engine:
         for job in self.planner.due(self.scheduler.preview(batch)) if self.planner and batch else []:
             if job.idle:
                 self._idle.append(job)
+                continue
+            if not self._fits_window(job, batch):
                 continue
             items += [Probe(streams[job.stream].session, tokens, job.logits) for tokens in job.probes]
             jobs.append(job)
@@ -118,9 +130,24 @@ class Engine:
             logits = outputs[cursor : cursor + len(job.probes)]
             cursor += len(job.probes)
             follow_up = job.done(logits, by_stream.get(job.stream) or self.progress(job.stream))
+            self.stats.jobs_done += 1
             if follow_up is not None:
                 (self._idle if follow_up.idle else self._asks).append(follow_up)
         return StepReport(committed, len(jobs), sum(len(i.tokens) for i in items))
+
+    def _fits_window(self, job: ProbeJob, batch: Any) -> bool:
+        """A probe may not run past the model's positions; the job is failed with the reason instead."""
+        state = self.scheduler.streams[job.stream]
+        incoming = sum(len(item.tokens) for item in batch.items if item.session is state.session)
+        longest = max((len(p) for p in job.probes), default=0)
+        limit = self.runner.config.max_positions
+        if len(state.session.tokens) + incoming + longest <= limit:
+            return True
+        self.stats.jobs_failed += 1
+        if job.fail is not None:
+            job.fail(f"probe of {longest} tokens on stream {job.stream!r} would pass the model's {limit} positions "
+                     f"(raise scheduler.probe_reserve or shorten the question)")
+        return False
 
     def run_until_idle(self, max_steps: int | None = None) -> int:
         """Step until nothing is pending; returns the number of forwards."""

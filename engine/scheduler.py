@@ -42,6 +42,7 @@ class SchedulerConfig:
     sink_tokens: int = 0  # leading tokens kept on a roll (at least the header)
     keep_fraction: float = 0.5  # share of the window kept (most recent tokens) after a roll
     header: tuple[int, ...] = ()  # tokens every session starts with; their KV is computed once and shared
+    probe_reserve: int = 64  # positions kept free past a session's tokens for question (+ answer) probes
 
     def __post_init__(self) -> None:
         if self.max_batch_tokens <= 0:
@@ -54,6 +55,8 @@ class SchedulerConfig:
             raise ValueError(f"keep_fraction must be in (0, 1), got {self.keep_fraction}")
         if self.sink_tokens < 0:
             raise ValueError(f"sink_tokens must be >= 0, got {self.sink_tokens}")
+        if self.probe_reserve < 0:
+            raise ValueError(f"probe_reserve must be >= 0, got {self.probe_reserve}")
 
 
 @dataclass
@@ -120,9 +123,12 @@ class Scheduler:
         self.window = min(self.config.window or runner.config.max_positions, runner.config.max_positions)
         self.sink = max(self.config.sink_tokens, len(self.config.header))
         self.keep = int(self.window * self.config.keep_fraction)
+        # a session rolls before its tokens plus the longest probe could pass the window
+        self.roll_at = self.window - self.config.probe_reserve
         pool = runner.kv.pool
-        if self.sink + self.keep >= self.window:
-            raise ValueError(f"sink ({self.sink}) + kept tokens ({self.keep}) must be below the window ({self.window})")
+        if self.sink + self.keep >= self.roll_at:
+            raise ValueError(f"sink ({self.sink}) + kept tokens ({self.keep}) + probe_reserve "
+                             f"({self.config.probe_reserve}) must be below the window ({self.window})")
         window_blocks = pool.blocks_for(self.window) + 1
         if window_blocks > pool.num_blocks:
             raise ValueError(
@@ -197,7 +203,7 @@ class Scheduler:
         """Whole chunks up to the budget; an oversized chunk goes alone into an empty batch."""
         chunks: list[Chunk] = []
         used = state.session.num_uncached
-        room = self.window - len(state.session.tokens)
+        room = self.roll_at - len(state.session.tokens)
         while state.pending:
             size = len(state.pending[0].tokens)
             fits_budget = used + size <= budget or (first and not chunks)
@@ -232,7 +238,7 @@ class Scheduler:
     def _roll_if_needed(self, state: Stream, incoming: int) -> None:
         """Keep sink + recent tokens (from a chunk boundary) when the window would overflow."""
         session = state.session
-        if len(session.tokens) + incoming <= self.window:
+        if len(session.tokens) + incoming <= self.roll_at:
             return
         target = len(session.tokens) + incoming - self.keep  # first token index we would like to keep
         cut = next((b for b in state.boundaries if b >= target and b > self.sink), len(session.tokens))

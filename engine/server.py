@@ -16,6 +16,7 @@ Sockets (all bound to 127.0.0.1 unless configured):
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from pathlib import Path
@@ -50,7 +51,7 @@ class Server:
         self._sockets: dict[str, zmq.Socket] = {}
         self.started_at = time.time()
         self.counters = {"answers_published": 0, "control_requests": 0, "control_errors": 0, "heartbeats": 0,
-                         "ingest_messages": 0}
+                         "ingest_messages": 0, "engine_errors": 0}
         self._snapshot: dict[str, Any] = {}
         self._metrics_server: Any = None
 
@@ -111,12 +112,19 @@ class Server:
                         self._drain_ingest(sock)
                 if self._sockets["control"] in events:
                     self._drain_control()
-                self.pipeline.engine.step()
+                self._step()
                 if time.monotonic() >= next_heartbeat:
                     self._heartbeat()
                     next_heartbeat = time.monotonic() + self.config.limits.heartbeat_s
         finally:
             self.close()
+
+    def _step(self) -> None:
+        try:
+            self.pipeline.engine.step()
+        except Exception as e:  # a bug must not take the service down: count it, say it, keep serving
+            self.counters["engine_errors"] += 1
+            print(f"flashtick: engine step failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         for sock in self._sockets.values():
@@ -231,8 +239,9 @@ class Server:
             cached = self.pipeline.cache.get_fresh(spec.name, stream, progress.ticks, int(max_stale))
             if cached is not None:
                 return {"answer": cached.to_wire(), "cached": True}
-        job = self.pipeline.flash.job_for(spec, stream, on_answer=lambda a: reply(
-            {"ok": True, "answer": a.to_wire(), "cached": False}))
+        job = self.pipeline.flash.job_for(
+            spec, stream, on_answer=lambda a: reply({"ok": True, "answer": a.to_wire(), "cached": False}),
+            on_error=lambda reason: reply({"ok": False, "error": reason}))
         try:
             self.pipeline.engine.ask(job)
         except UnknownStream:

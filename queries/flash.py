@@ -63,9 +63,15 @@ class FlashQueries:
                 jobs.append(self.job_for(spec, p.stream))
         return jobs
 
-    def job_for(self, spec: QuerySpec, stream: str, on_answer: AnswerCallback | None = None) -> ProbeJob:
+    def job_for(self, spec: QuerySpec, stream: str, on_answer: AnswerCallback | None = None,
+                on_error: Callable[[str], None] | None = None) -> ProbeJob:
         """The probe work that answers ``spec`` on ``stream``; the answer is cached, published, passed on."""
         query = self.compiled(spec)
+
+        def fail(reason: str) -> None:
+            self.stats.errors += 1
+            if on_error:
+                on_error(reason)
 
         def finish(value: dict[str, Any], progress: StreamProgress) -> None:
             answer = self.cache.put(spec.name, stream, spec.topic_for(stream), value, progress.ticks,
@@ -79,16 +85,16 @@ class FlashQueries:
         if spec.kind == "surprise":  # computed by the ingest forward itself: no probe
             def done_surprise(_: list[torch.Tensor], progress: StreamProgress) -> None:
                 finish({"nll": progress.surprise}, progress)
-            return ProbeJob(stream, [], done_surprise)
+            return ProbeJob(stream, [], done_surprise, fail=fail)
         if spec.kind == "generate":
-            return self._generate_job(query, stream, finish, [], on_answer is None)
+            return self._generate_job(query, stream, finish, fail, [], on_answer is None)
 
         def done(logits: list[torch.Tensor], progress: StreamProgress) -> None:
             finish(answer_value(query, logits), progress)
-        return ProbeJob(stream, query.probes, done, logits=query.logits)
+        return ProbeJob(stream, query.probes, done, logits=query.logits, fail=fail)
 
-    def _generate_job(self, query: CompiledQuery, stream: str, finish: Callable, generated: list[int],
-                      idle: bool, generator: torch.Generator | None = None) -> ProbeJob:
+    def _generate_job(self, query: CompiledQuery, stream: str, finish: Callable, fail: Callable,
+                      generated: list[int], idle: bool, generator: torch.Generator | None = None) -> ProbeJob:
         """One decode step per forward: question + tokens so far, re-evaluated on the committed prefix
         (generations are short, and the session is never touched)."""
         spec = query.spec
@@ -102,9 +108,9 @@ class FlashQueries:
             if stop is not None or len(tokens) >= (spec.max_tokens or 16):
                 finish({"text": text[: text.index(stop)] if stop else text, "tokens": tokens}, progress)
                 return None
-            return self._generate_job(query, stream, finish, tokens, idle, generator)
+            return self._generate_job(query, stream, finish, fail, tokens, idle, generator)
 
-        return ProbeJob(stream, [list(query.question) + generated], done, logits="last", idle=idle)
+        return ProbeJob(stream, [list(query.question) + generated], done, logits="last", idle=idle, fail=fail)
 
     def freshness_ms(self) -> dict[str, float]:
         samples = sorted(self.stats.freshness_ns)

@@ -251,3 +251,19 @@ def _bpe(lines: list[str]):
     tokenizer.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=300, special_tokens=["[UNK]"],
                                                              show_progress=False))
     return tokenizer
+
+
+def test_a_probe_past_the_model_window_fails_the_job_not_the_engine(checkpoint) -> None:
+    config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16},
+                                      "scheduler": {"probe_reserve": 8}})
+    pipeline = TickPipeline(config)
+    engine = pipeline.engine
+    for i in range(120):  # 480 tokens: the 512-position model has 32 left
+        engine.submit("S", [1, 2, 3, 4], event_ts=i)
+    engine.run_until_idle()
+    errors: list[str] = []
+    engine.ask(ProbeJob("S", [[5] * 40], lambda logits, p: None, fail=errors.append))
+    engine.ask(ProbeJob("S", [[5] * 4], lambda logits, p: errors.append("ok")))
+    engine.step()
+    assert errors[0].startswith("probe of 40 tokens on stream 'S' would pass the model's 512 positions")
+    assert errors[1] == "ok" and engine.stats.jobs_failed == 1

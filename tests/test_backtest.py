@@ -1,0 +1,100 @@
+"""Backtests and the CLI: deterministic replays scored against the market, readable errors, clean shutdown."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import tiny_tick_checkpoint
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from engine.backtest import run_backtest
+from engine.cli import main
+from engine.config import ServiceConfig
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+QUERIES = """
+queries:
+  - {name: dir20, streams: ["*"], question: direction_20, kind: choice, trigger: {ticks: 5}}
+  - {name: move50, streams: ["*"], question: move_bps_50, kind: expectation, trigger: {interval: 2s}}
+  - {name: nll, streams: ["*"], kind: surprise, trigger: batch}
+"""
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bt")
+    checkpoint = tiny_tick_checkpoint(root / "model")
+    (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 16384, block_size: 16}}\n")
+    (root / "q.yaml").write_text(QUERIES)
+    ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(1500)
+    rows = [t.to_wire() for t in ticks]
+    pl.DataFrame(rows).write_parquet(root / "ticks.parquet")
+    return root
+
+
+def test_backtest_is_deterministic_and_scored(setup) -> None:
+    config = ServiceConfig.load(setup / "engine.yaml")
+    first = run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "a.parquet", progress=False)
+    second = run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "b.parquet", progress=False)
+    assert (setup / "a.parquet").read_bytes() == (setup / "b.parquet").read_bytes()
+    assert first.ticks == second.ticks == 1500 and first.answers > 100
+    table = pl.read_parquet(setup / "a.parquet")
+    assert set(table["query"]) == {"dir20", "move50", "nll"}
+    scored = table.filter(pl.col("query") == "dir20", pl.col("realised").is_not_null())
+    assert scored.height > 50
+    assert scored["brier"].min() >= 0 and scored["log_loss"].min() >= 0
+    dir_score = next(s for s in first.scores if s.query == "dir20")
+    assert dir_score.accuracy is not None and dir_score.baseline_accuracy is not None and dir_score.calibration
+    assert (setup / "a.calibration.png").stat().st_size > 1000
+    assert "dir20" in first.summary()
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data (real market data) is not in this checkout")
+def test_cli_backtest_of_the_real_binance_files(setup, capsys) -> None:
+    out = setup / "btc.parquet"
+    code = main(["backtest", str(DATA / "binance-btcusdt-spot" / "trades.csv"),
+                 str(DATA / "binance-btcusdt-spot" / "bbo.parquet"), "--queries", str(setup / "q.yaml"),
+                 "--out", str(out), "--config", str(setup / "engine.yaml"), "--max-ticks", "4000"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "replayed 4000 ticks" in printed and "dir20" in printed
+    table = pl.read_parquet(out)
+    assert set(table["stream"]) == {"BTCUSDT"} and table.filter(pl.col("correct").is_not_null()).height > 100
+
+
+def test_cli_errors_are_one_readable_line(setup, capsys) -> None:
+    assert main(["backtest", "missing.parquet", "--queries", str(setup / "q.yaml"), "--out", "x.parquet",
+                 "--config", str(setup / "engine.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("flashtick backtest: error:") and "missing.parquet" in err and "\n" not in err
+    bad = setup / "bad.yaml"
+    bad.write_text("modle: {}\n")
+    assert main(["serve", "--config", str(bad)]) == 2
+    assert "unknown key 'modle'" in capsys.readouterr().err
+
+
+def test_serve_shuts_down_cleanly_on_sigterm(setup) -> None:
+    config = setup / "serve.yaml"
+    config.write_text((setup / "engine.yaml").read_text() + "endpoints: {ingest: 'tcp://127.0.0.1:0', "
+                      "answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}\n")
+    process = subprocess.Popen([sys.executable, "-m", "engine.cli", "serve", "--config", str(config),
+                                "--queries", str(setup / "q.yaml")], stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        deadline = time.monotonic() + 60
+        line = ""
+        while "flashtick serving" not in line and time.monotonic() < deadline:
+            line = process.stderr.readline()
+        assert "control=tcp://127.0.0.1:" in line
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+        assert "flashtick stopped" in process.stderr.read()
+    finally:
+        process.kill()
