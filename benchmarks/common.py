@@ -1,0 +1,56 @@
+"""Shared benchmark plumbing: timing, percentiles, machine facts, JSON output."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+RESULTS_DIR = Path(__file__).parent / "results"
+
+
+def time_ms(fn: Callable[[], object], reps: int, warmup: int = 3) -> list[float]:
+    """Wall time of each call in ms, after ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(reps):
+        start = time.perf_counter_ns()
+        fn()
+        samples.append((time.perf_counter_ns() - start) / 1e6)
+    return samples
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    return {"p50": float(np.percentile(samples, 50)), "p99": float(np.percentile(samples, 99)), "n": len(samples)}
+
+
+def copy_bandwidth_gbs(mbytes: int = 512, reps: int = 10) -> float:
+    """Memory bandwidth from a large tensor copy, counting bytes read plus bytes written."""
+    src = torch.ones(mbytes * 2**20 // 4, dtype=torch.float32)
+    dst = torch.empty_like(src)
+    best = min(time_ms(lambda: dst.copy_(src), reps, warmup=2))
+    return 2 * src.numel() * 4 / (best / 1e3) / 1e9
+
+
+def machine() -> dict[str, object]:
+    return {
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def write_json(name: str, payload: dict) -> Path:
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+    return path

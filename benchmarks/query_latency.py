@@ -1,0 +1,104 @@
+"""Question latency on a stateful session vs a stateless request, as context grows.
+
+One tiny Llama (stated below, seeded random weights), the same tokens on both
+sides, both measured in this run:
+  probe      a 16-token question evaluated on a session that already holds the context
+  stateless  transformers' forward over context + question (what a request-driven engine pays)
+It also measures memory bandwidth (a large copy) and prints the KV-read floor per
+context: the bytes of K/V a probe must read divided by that bandwidth.
+
+    python -m benchmarks.query_latency            # full: 512, 2k, 8k, 16k
+    python -m benchmarks.query_latency --quick    # 512 and 2k, fewer repetitions
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from benchmarks.common import copy_bandwidth_gbs, machine, percentiles, time_ms, write_json
+from engine.kv_cache import CacheSpec
+from engine.models import from_hf_model
+from engine.runner import ModelRunner
+
+QUESTION_TOKENS = 16
+PREFILL_CHUNK = 2048
+BENCH_CONFIG = dict(
+    vocab_size=512, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
+    num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=16384 + 128,
+)
+
+
+def build_models(seed: int = 0) -> tuple[LlamaForCausalLM, ModelRunner]:
+    torch.manual_seed(seed)
+    hf = LlamaForCausalLM(LlamaConfig(**BENCH_CONFIG)).eval()
+    runner = ModelRunner(from_hf_model(hf), CacheSpec(block_size=32, cells=BENCH_CONFIG["max_position_embeddings"]))
+    return hf, runner
+
+
+def measure_context(hf, runner: ModelRunner, context: int, probe_reps: int, stateless_reps: int,
+                    bandwidth_gbs: float, rng: random.Random) -> dict[str, float]:
+    tokens = [rng.randrange(BENCH_CONFIG["vocab_size"]) for _ in range(context + QUESTION_TOKENS)]
+    prefix, question = tokens[:context], tokens[context:]
+    session = runner.open_session(f"ctx{context}")
+    for start in range(0, context, PREFILL_CHUNK):
+        session.advance(prefix[start : start + PREFILL_CHUNK], logits="none")
+    probe = percentiles(time_ms(lambda: session.probe(question), probe_reps, warmup=10))
+    ids = torch.tensor([tokens])
+    with torch.inference_mode():
+        stateless_fn = lambda: hf(ids, logits_to_keep=QUESTION_TOKENS)  # noqa: E731
+        stateless = percentiles(time_ms(stateless_fn, stateless_reps, warmup=1))
+        reference = stateless_fn().logits[0].float()
+    max_diff = (session.probe(question) - reference).abs().max().item()
+    session.evict(runner.kv.pool)
+    kv_bytes = context * runner.config.kv_bytes_per_token * runner.kv.tensor.element_size()
+    return {
+        "context": context,
+        "probe_p50_ms": probe["p50"], "probe_p99_ms": probe["p99"], "probe_n": probe["n"],
+        "stateless_p50_ms": stateless["p50"], "stateless_p99_ms": stateless["p99"], "stateless_n": stateless["n"],
+        "ratio_stateless_over_probe_p50": stateless["p50"] / probe["p50"],
+        "kv_bytes": kv_bytes,
+        "kv_floor_ms": kv_bytes / (bandwidth_gbs * 1e9) * 1e3,
+        "max_abs_logit_diff": max_diff,
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="contexts 512 and 2k only, fewer repetitions")
+    parser.add_argument("--contexts", type=int, nargs="*", default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    contexts = args.contexts or ([512, 2048] if args.quick else [512, 2048, 8192, 16384])
+    hf, runner = build_models(args.seed)
+    bandwidth = copy_bandwidth_gbs()
+    rng = random.Random(args.seed)
+    rows = []
+    print(f"model: Llama {BENCH_CONFIG}, fp32, torch threads {torch.get_num_threads()}; "
+          f"copy bandwidth {bandwidth:.1f} GB/s (read+write)")
+    print(f"{'context':>8} {'probe p50':>10} {'probe p99':>10} {'stateless p50':>14} {'ratio':>8} "
+          f"{'KV floor':>9} {'probe/floor':>11} {'max|diff|':>10}")
+    for context in contexts:
+        stateless_reps = 20 if context <= 2048 else (5 if context <= 8192 else 3)
+        probe_reps = 50 if args.quick else 200
+        row = measure_context(hf, runner, context, probe_reps, 3 if args.quick else stateless_reps, bandwidth, rng)
+        rows.append(row)
+        print(f"{context:>8} {row['probe_p50_ms']:>8.2f}ms {row['probe_p99_ms']:>8.2f}ms "
+              f"{row['stateless_p50_ms']:>12.1f}ms {row['ratio_stateless_over_probe_p50']:>7.1f}x "
+              f"{row['kv_floor_ms']:>7.2f}ms {row['probe_p50_ms'] / row['kv_floor_ms']:>10.1f}x "
+              f"{row['max_abs_logit_diff']:>10.1e}")
+    result = {"benchmark": "query_latency", "config": BENCH_CONFIG, "question_tokens": QUESTION_TOKENS,
+              "copy_bandwidth_gbs": bandwidth, "machine": machine(), "contexts": rows}
+    path = write_json("query_latency_quick" if args.quick else "query_latency", result)
+    first, last = rows[0], rows[-1]
+    print(f"query_latency: probe p50 {first['probe_p50_ms']:.2f} ms @{first['context']} -> "
+          f"{last['probe_p50_ms']:.2f} ms @{last['context']} ({last['probe_p50_ms'] / first['probe_p50_ms']:.2f}x); "
+          f"stateless/probe {last['ratio_stateless_over_probe_p50']:.0f}x @{last['context']}  [{path}]")
+    return result
+
+
+if __name__ == "__main__":
+    main()
