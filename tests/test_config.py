@@ -1,0 +1,44 @@
+"""The engine config YAML: the shipped example loads; mistakes are named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.config import ConfigError, ServiceConfig
+from queries.spec import load_queries_file
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "queries" / "examples"
+
+
+def test_shipped_examples_load() -> None:
+    config = ServiceConfig.load(EXAMPLES / "engine.yaml")
+    assert config == ServiceConfig(queries=str(EXAMPLES / "tick_model.yaml"))  # the example lists the defaults
+    assert config.endpoints.ingest.startswith("tcp://127.0.0.1:")
+    assert {q.name for q in load_queries_file(EXAMPLES / "tick_model.yaml")} == {"dir20", "vol50", "move50",
+                                                                                 "surprise"}
+    assert load_queries_file(EXAMPLES / "text_model.yaml")
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"modle": {}}, "unknown key 'modle' in top level"),
+    ({"kv": {"cels": 10}}, "unknown key 'cels' in section 'kv'"),
+    ({"scheduler": {"when_full": "panic"}}, "when_full must be 'evict' or 'refuse'"),
+    ({"scheduler": {"max_batch_tokens": 0}}, "max_batch_tokens must be > 0"),
+    ({"model": {"dtype": "float64"}}, "model.dtype must be one of"),
+    ({"endpoints": {"ingest": "127.0.0.1:5555"}}, "endpoints.ingest must be a ZeroMQ endpoint"),
+    ({"limits": {"heartbeat_s": 0}}, "limits.heartbeat_s must be > 0"),
+    ({"curve": {"enabled": True}}, "curve.enabled needs"),
+    ({"kv": "big"}, "section 'kv' must be a mapping"),
+])
+def test_config_mistakes_are_named(raw: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ServiceConfig.from_dict(raw, "engine.yaml")
+
+
+def test_yaml_is_safe_loaded(tmp_path) -> None:
+    path = tmp_path / "engine.yaml"
+    path.write_text("model: !!python/object/apply:os.system ['echo pwned']\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        ServiceConfig.load(path)
