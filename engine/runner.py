@@ -148,6 +148,7 @@ class ModelRunner:
             slot_mapping=slots,
             block_size=self.kv.block_size,
             device=self.device,
+            groups=[id(p.item.session) for p in plan],
         )
         to_device = lambda xs: torch.tensor(xs, dtype=torch.int64).to(self.device, non_blocking=True)  # noqa: E731
         self.stats.forwards += 1

@@ -13,7 +13,9 @@ the torch reference its host-side lists (so it never syncs per layer).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -26,6 +28,9 @@ class RaggedBatch:
     slot_mapping: list[int]  # (T,) flat cell index to write each new token to, -1: don't
     block_size: int
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    # Optional: sequences with the same group id read the same session's blocks (an advance and the
+    # probes after it). The torch backend uses it to gather that prefix once; kernels may ignore it.
+    groups: list[int] | None = None
 
     def __post_init__(self) -> None:
         if len(self.cu_seqlens) != len(self.prefix_lens) + 1 or self.cu_seqlens[0] != 0:
@@ -44,6 +49,9 @@ class RaggedBatch:
         self._tensors: dict[str, torch.Tensor] | None = None
         self._runs: list[list[tuple[int, int]]] | None = None
         self._write_rows: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._memo: dict[str, Any] = {}
+        if self.groups is not None and len(self.groups) != self.num_seqs:
+            raise ValueError(f"groups has {len(self.groups)} entries for {self.num_seqs} sequences")
 
     @property
     def num_seqs(self) -> int:
@@ -94,6 +102,12 @@ class RaggedBatch:
             else:
                 runs.append((start, end))
         return runs
+
+    def memo(self, key: str, build: Callable[[], Any]) -> Any:
+        """A per-forward value (a backend's plan) built once and shared by every layer."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        return self._memo[key]
 
     def write_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(rows of new tokens to write, their cells): the advance tokens only."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from kernels.grouped import grouped_attention, plan_groups
 from kernels.metadata import RaggedBatch
 
 # Past this many runs a prefix is gathered into one copy: a Python loop over
@@ -37,6 +38,23 @@ def paged_attention_ref(
     meta: RaggedBatch,
     scale: float,
 ) -> torch.Tensor:  # (T, Hq, D)
+    if meta.groups is not None:
+        plan = meta.memo("grouped", lambda: plan_groups(meta, meta.groups))
+        if plan is not None:  # many short sequences: a few padded ops instead of a loop per sequence
+            return grouped_attention(q, k_new, v_new, k_cache, v_cache, plan, scale)
+    return paged_attention_loop(q, k_new, v_new, k_cache, v_cache, meta, scale)
+
+
+def paged_attention_loop(
+    q: torch.Tensor,  # (T, Hq, D)
+    k_new: torch.Tensor,  # (T, Hkv, D)
+    v_new: torch.Tensor,  # (T, Hkv, D)
+    k_cache: torch.Tensor,  # (Hkv, num_cells, D)
+    v_cache: torch.Tensor,  # (Hkv, num_cells, D)
+    meta: RaggedBatch,
+    scale: float,
+) -> torch.Tensor:  # (T, Hq, D)
+    """One sequence at a time: prefixes read through views, long appends in query tiles."""
     out = torch.empty_like(q)
     runs = meta.prefix_runs()
     for i in range(meta.num_seqs):

@@ -1,0 +1,111 @@
+"""Grouped attention: the torch backend's path for batches of many short sequences.
+
+The per-sequence loop in reference.py costs ~20 torch ops per sequence per
+layer; with 32 streams x (1 advance + 3 question probes) that Python overhead
+dominates a CPU forward. Here the whole batch is a handful of padded tensor ops.
+
+Sequences that share a session (an advance and the probes after it, whose
+block tables agree) form one *group*: the group's prefix K/V is gathered once,
+up to the longest prefix any of its sequences attends to, and each query row
+masks the columns past its own ``prefix_len``. The group's new tokens are laid
+end to end as extra key columns, visible to a row only within its own sequence
+and causally. The plan (indices, mask) is built once per forward on the host
+and shared by every layer. Semantics are exactly those of ``paged_attention_ref``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from kernels.metadata import RaggedBatch
+
+MAX_ROWS_PER_GROUP = 128  # longer appends (prefill chunks) go through the tiled loop instead
+MAX_SCORE_ELEMENTS = 1 << 25  # (groups x rows x keys) beyond this the padding would cost more than the loop
+
+
+@dataclass(frozen=True)
+class GroupedPlan:
+    num_groups: int
+    max_prefix: int  # Lmax: prefix key columns per group (>= 1)
+    max_rows: int  # Rmax: query rows per group
+    prefix_cells: torch.Tensor  # (U*Lmax,) int64 cache cells, padded with cell 0 (masked)
+    row_slots: torch.Tensor  # (T,) int64: token t sits at padded row u*Rmax + r
+    masked: torch.Tensor  # (U, Rmax, Lmax+Rmax) bool, True = may not attend
+
+
+def plan_groups(meta: RaggedBatch, groups: list[int]) -> GroupedPlan | None:
+    """The padded layout for this batch, or None when the tiled loop is the better path."""
+    members: dict[int, list[int]] = {}
+    for seq, group in enumerate(groups):
+        if meta.cu_seqlens[seq + 1] > meta.cu_seqlens[seq]:
+            members.setdefault(group, []).append(seq)
+    if len(members) < 2:
+        return None  # one session: the loop reads its prefix through zero-copy views
+    rows = {g: sum(meta.cu_seqlens[s + 1] - meta.cu_seqlens[s] for s in seqs) for g, seqs in members.items()}
+    prefix = {g: max(meta.prefix_lens[s] for s in seqs) for g, seqs in members.items()}
+    n_groups, max_rows, max_prefix = len(members), max(rows.values()), max(1, max(prefix.values()))
+    if max_rows > MAX_ROWS_PER_GROUP or n_groups * max_rows * (max_prefix + max_rows) > MAX_SCORE_ELEMENTS:
+        return None
+    bs = meta.block_size
+    # host-side layout in numpy (no per-sequence torch calls), shipped to the device once
+    cells = np.zeros((n_groups, max_prefix), dtype=np.int64)
+    slots = np.empty(meta.num_tokens, dtype=np.int64)
+    masked = np.ones((n_groups, max_rows, max_prefix + max_rows), dtype=bool)
+    causal = {}
+    for u, (group, seqs) in enumerate(members.items()):
+        n_prefix = prefix[group]
+        table = np.asarray(meta.block_tables[seqs[0]][: -(-n_prefix // bs)], dtype=np.int64)
+        positions = np.arange(n_prefix)
+        cells[u, :n_prefix] = table[positions // bs] * bs + positions % bs
+        r = 0
+        for s in seqs:
+            a, b = meta.cu_seqlens[s], meta.cu_seqlens[s + 1]
+            n = b - a
+            slots[a:b] = np.arange(u * max_rows + r, u * max_rows + r + n)
+            masked[u, r : r + n, : meta.prefix_lens[s]] = False
+            if n not in causal:
+                causal[n] = np.triu(np.ones((n, n), dtype=bool), 1)
+            masked[u, r : r + n, max_prefix + r : max_prefix + r + n] = causal[n]
+            r += n
+        masked[u, r:, 0] = False  # padded rows see one column, so their (discarded) softmax stays finite
+    device = meta.device
+    return GroupedPlan(n_groups, max_prefix, max_rows, torch.from_numpy(cells.reshape(-1)).to(device),
+                       torch.from_numpy(slots).to(device), torch.from_numpy(masked).to(device))
+
+
+def grouped_attention(
+    q: torch.Tensor,  # (T, Hq, D)
+    k_new: torch.Tensor,  # (T, Hkv, D)
+    v_new: torch.Tensor,  # (T, Hkv, D)
+    k_cache: torch.Tensor,  # (Hkv, cells, D)
+    v_cache: torch.Tensor,  # (Hkv, cells, D)
+    plan: GroupedPlan,
+    scale: float,
+) -> torch.Tensor:  # (T, Hq, D)
+    _, n_q_heads, head_dim = q.shape
+    n_kv = k_new.shape[1]
+    group = n_q_heads // n_kv
+    U, L, R = plan.num_groups, plan.max_prefix, plan.max_rows
+    compute = torch.float32 if q.dtype != torch.float32 else q.dtype  # fp32 math for half inputs
+
+    def gather_prefix(cache: torch.Tensor) -> torch.Tensor:  # (Hkv, U, L, D), contiguous: no transpose
+        return cache.index_select(1, plan.prefix_cells).view(n_kv, U, L, head_dim).to(compute)
+
+    def pad_rows(x: torch.Tensor) -> torch.Tensor:  # (T, H, D) -> (U*R, H, D), zeros in the padding
+        return x.new_zeros(U * R, x.shape[1], head_dim).index_copy_(0, plan.row_slots, x).to(compute)
+
+    # batch dims ordered (Hkv, U) so the gathered prefix is used as laid out in the cache
+    qg = pad_rows(q).view(U, R, n_kv, group, head_dim).permute(2, 0, 3, 1, 4).reshape(n_kv, U, group * R, head_dim)
+    k_rows = pad_rows(k_new).view(U, R, n_kv, head_dim).permute(2, 0, 1, 3)  # (Hkv, U, R, D)
+    v_rows = pad_rows(v_new).view(U, R, n_kv, head_dim).permute(2, 0, 1, 3)
+    scores = torch.cat([torch.matmul(qg, gather_prefix(k_cache).transpose(-1, -2)),
+                        torch.matmul(qg, k_rows.transpose(-1, -2))], dim=-1)  # (Hkv, U, g*R, L+R)
+    scores.mul_(scale)
+    scores.masked_fill_(plan.masked.repeat(1, group, 1), float("-inf"))  # rows ordered (g, r); broadcast Hkv
+    probs = torch.softmax(scores, dim=-1)
+    out = torch.matmul(probs[..., :L], gather_prefix(v_cache)).add_(torch.matmul(probs[..., L:], v_rows))
+    out = out.view(n_kv, U, group, R, head_dim).permute(1, 3, 0, 2, 4).reshape(U * R, n_q_heads, head_dim)
+    return out.index_select(0, plan.row_slots).to(q.dtype)
