@@ -1,0 +1,196 @@
+"""Workload 1 (issue 6): 16-token question latency on one stream, flashtick vs llama.cpp vs transformers.
+
+Same weights on every side (a seeded tiny Llama, BENCH_CONFIG, saved as a Hugging Face checkpoint
+and exported to GGUF by benchmarks.gguf_export), the same token ids, all measured in this run:
+  flashtick probe     session.probe(question) on a session holding the context (nothing committed)
+  llama.cpp kept KV   Llama.eval(question) after the context, then ``n_tokens = context`` (rollback)
+  llama.cpp API       create_completion(context + question, max_tokens=1) with a LlamaRAMCache
+                      prompt cache set: how llama-cpp-python is usually served (prefix reuse, then
+                      the cache saves the state after each completion)
+  stateless           transformers forward over context + question (no KV kept)
+Questions cycle through distinct token sequences (each with a different first token) so no side
+can reuse a previous question's KV. llama.cpp keeps its default f16 KV cache, flash attention off
+(PEERS.md: 6-10x slower on CPU when on), 2 threads; torch uses its default threads.
+
+    python -m benchmarks.peers_latency            # contexts 256, 1k, 2k, 4k, 7k
+    python -m benchmarks.peers_latency --quick    # 256 and 2k, fewer repetitions
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+from pathlib import Path
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from benchmarks.common import RESULTS_DIR, machine, percentiles, time_ms, write_json
+from benchmarks.gguf_export import export_gguf, open_llama
+from benchmarks.streaming import last_logits
+from engine.kv_cache import CacheSpec
+from engine.models import load_model
+from engine.runner import ModelRunner
+
+QUESTION_TOKENS = 16
+DISTINCT_QUESTIONS = 32
+CONTEXTS = (256, 1024, 2048, 4096, 7168)
+BENCH_CONFIG = dict(  # PEERS.md's tiny Llama: 3.43M parameters
+    vocab_size=512, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
+    num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=8192,
+)
+SIDES = ("flashtick probe", "llama.cpp kept KV", "llama.cpp completion API", "transformers stateless")
+
+
+class Sides:
+    """The four engines over one checkpoint, each holding (at most) one context at a time."""
+
+    def __init__(self, checkpoint: Path, gguf: Path, n_ctx: int) -> None:
+        import llama_cpp
+
+        self.hf = LlamaForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).eval()
+        self.runner = ModelRunner(load_model(checkpoint), CacheSpec(block_size=32, cells=n_ctx + 256))
+        self.kept = open_llama(gguf, n_ctx=n_ctx)
+        self.api = open_llama(gguf, n_ctx=n_ctx)
+        self.api.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=2 << 30))
+        self.session = None
+
+    def load_context(self, prefix: list[int]) -> None:
+        """Untimed: every side takes the context in (the API side by one completion)."""
+        if self.session is not None:
+            self.session.evict(self.runner.kv.pool)
+        self.session = self.runner.open_session(f"ctx{len(prefix)}")
+        for start in range(0, len(prefix), 2048):
+            self.session.advance(prefix[start : start + 2048], logits="none")
+        self.kept.n_tokens = 0
+        self.kept.eval(prefix)
+        self.api.create_completion(prefix + [0] * QUESTION_TOKENS, max_tokens=1, temperature=0.0)
+
+    def probe(self, question: list[int]) -> torch.Tensor:
+        return self.session.probe(question, logits="last")
+
+    def kept_kv(self, question: list[int]) -> torch.Tensor:
+        base = self.kept.n_tokens
+        self.kept.eval(question)
+        row = last_logits(self.kept)
+        self.kept.n_tokens = base
+        return row
+
+    def completion(self, prompt: list[int]) -> dict:
+        return self.api.create_completion(prompt, max_tokens=1, temperature=0.0)
+
+    def stateless(self, ids: torch.Tensor) -> torch.Tensor:
+        with torch.inference_mode():
+            return self.hf(ids, logits_to_keep=1).logits[0].float()
+
+
+def cycling(fn, items: list) -> callable:
+    """A zero-argument callable applying ``fn`` to the next item each call."""
+    state = {"i": 0}
+
+    def call():
+        state["i"] += 1
+        return fn(items[state["i"] % len(items)])
+    return call
+
+
+def measure_context(sides: Sides, prefix: list[int], questions: list[list[int]], reps: dict[str, int]) -> dict:
+    sides.load_context(prefix)
+    n = len(prefix)
+    samples = {
+        "flashtick probe": time_ms(cycling(sides.probe, questions), reps["probe"], warmup=10),
+        "llama.cpp kept KV": time_ms(cycling(sides.kept_kv, questions), reps["probe"], warmup=10),
+        "llama.cpp completion API": time_ms(cycling(sides.completion, [prefix + q for q in questions]),
+                                            reps["api"], warmup=3),
+        "transformers stateless": time_ms(cycling(sides.stateless, [torch.tensor([prefix + q]) for q in questions]),
+                                          reps["stateless"], warmup=1),
+    }
+    ours = sides.probe(questions[0])[-1]
+    row = {"context": n, "max_abs_logit_diff_vs_llama_cpp_f16kv": float((sides.kept_kv(questions[0])[-1] - ours).abs().max()),
+           "max_abs_logit_diff_vs_transformers": float((sides.stateless(torch.tensor([prefix + questions[0]]))[-1]
+                                                        - ours).abs().max())}
+    for side, s in samples.items():
+        row[side] = percentiles(s)
+    probe = row["flashtick probe"]["p50"]
+    row["ratio_p50_over_probe"] = {side: row[side]["p50"] / probe for side in SIDES[1:]}
+    return row
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    contexts = [r["context"] for r in rows]
+    for side in SIDES:
+        ax.plot(contexts, [r[side]["p50"] for r in rows], marker="o", label=f"{side} p50")
+    ax.set_xlabel("context (tokens)")
+    ax.set_ylabel(f"{QUESTION_TOKENS}-token question latency (ms)")
+    ax.set_yscale("log")
+    ax.set_title("Workload 1: question latency vs context (same weights, same tokens)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="contexts 256 and 2k, fewer repetitions")
+    parser.add_argument("--contexts", type=int, nargs="*", default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    import llama_cpp
+
+    contexts = args.contexts or ([256, 2048] if args.quick else list(CONTEXTS))
+    work = Path(tempfile.mkdtemp(prefix="flashtick-peers-"))
+    torch.manual_seed(args.seed)
+    LlamaForCausalLM(LlamaConfig(**BENCH_CONFIG)).save_pretrained(work / "hf")
+    gguf = export_gguf(work / "hf", work / "model.gguf")
+    sides = Sides(work / "hf", gguf, BENCH_CONFIG["max_position_embeddings"])
+    rng = random.Random(args.seed)
+    stream = [rng.randrange(BENCH_CONFIG["vocab_size"]) for _ in range(max(contexts))]
+    firsts = rng.sample(range(BENCH_CONFIG["vocab_size"]), DISTINCT_QUESTIONS)
+    questions = [[f] + [rng.randrange(BENCH_CONFIG["vocab_size"]) for _ in range(QUESTION_TOKENS - 1)] for f in firsts]
+    print(f"model: Llama {BENCH_CONFIG}, fp32 weights; llama-cpp-python {llama_cpp.__version__}; "
+          f"torch threads {torch.get_num_threads()}")
+    print(f"{'context':>8} " + " ".join(f"{s[:24]:>26}" for s in SIDES) + "   (p50 / p99 ms)")
+    rows = []
+    for n in contexts:
+        reps = {"probe": 50 if args.quick else 200, "api": 10 if args.quick else 30,
+                "stateless": 3 if args.quick or n > 2048 else 10}
+        row = measure_context(sides, stream[:n], questions, reps)
+        rows.append(row)
+        print(f"{n:>8} " + " ".join(f"{row[s]['p50']:>12.2f} / {row[s]['p99']:>9.2f}" for s in SIDES))
+    result = {"benchmark": "peers_latency", "config": BENCH_CONFIG, "question_tokens": QUESTION_TOKENS,
+              "llama_cpp_python": llama_cpp.__version__, "machine": machine(), "contexts": rows,
+              "targets": targets(rows)}
+    name = "peers_latency_quick" if args.quick else "peers_latency"
+    path = write_json(name, result)
+    plot(rows, RESULTS_DIR / f"{name}.png")
+    last = rows[-1]
+    r = last["ratio_p50_over_probe"]
+    print(f"peers_latency: probe p50 {rows[0]['flashtick probe']['p50']:.2f} ms @{rows[0]['context']} -> "
+          f"{last['flashtick probe']['p50']:.2f} ms @{last['context']}; llama.cpp kept-KV/probe "
+          f"min {min(x['ratio_p50_over_probe']['llama.cpp kept KV'] for x in rows):.2f}x, completion API/probe "
+          f"{r['llama.cpp completion API']:.1f}x, stateless/probe {r['transformers stateless']:.0f}x "
+          f"@{last['context']}  [{path}]")
+    return result
+
+
+def targets(rows: list[dict]) -> dict:
+    """Issue 6: probe no slower than llama.cpp kept KV at every context; >= 3x faster than the API at 7k."""
+    last = rows[-1]
+    return {
+        "probe_not_slower_than_kept_kv_everywhere": all(r["ratio_p50_over_probe"]["llama.cpp kept KV"] >= 1.0
+                                                        for r in rows),
+        "api_over_probe_at_largest_context": last["ratio_p50_over_probe"]["llama.cpp completion API"],
+        "api_target_met": last["context"] >= 7168 and last["ratio_p50_over_probe"]["llama.cpp completion API"] >= 3.0,
+    }
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,266 @@
+"""The sides of the streaming workload (benchmarks/streaming.py): flashtick's engine loop, llama.cpp
+as a careful user runs it, and transformers stateless, behind one small Driver interface."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+import numpy as np
+import torch
+
+from connectors.codec import BinnedCodec
+from connectors.ticks import Tick
+from engine.config import ServiceConfig
+from engine.pipeline import TickPipeline
+from queries.evaluate import CompiledQuery, answer_value, compile_query
+from queries.registry import Registry
+
+QUESTIONS = ("direction_20", "volatility_50", "move_bps_50")
+QUERIES_YAML = """
+queries:
+  - {name: dir20, streams: ["*"], question: direction_20, kind: choice, trigger: batch}
+  - {name: vol50, streams: ["*"], question: volatility_50, kind: choice, trigger: batch}
+  - {name: move50, streams: ["*"], question: move_bps_50, kind: expectation, trigger: batch}
+"""
+
+KEEP_FRACTION = 0.5  # the scheduler's default: keep the most recent half of the window on a roll
+QUESTION_ROOM = 4  # positions kept free for the (1-token) questions: the scheduler's probe_reserve
+
+
+class Window(NamedTuple):
+    """The context policy every side applies: roll when the next ticks would pass ``roll_at`` tokens,
+    keeping the most recent ``keep`` (from a tick boundary); ``positions`` is the model's limit."""
+
+    positions: int
+    roll_at: int
+    keep: int
+
+
+# -- the sides ------------------------------------------------------------------------------------
+
+class Driver(Protocol):
+    name: str
+
+    def reset(self, history: dict[str, list[Tick]]) -> None:
+        """Fresh state holding ``history`` for every stream (untimed)."""
+
+    def step(self, ticks: list[Tick]) -> dict[str, float]:
+        """Ingest ``ticks`` and answer every due question; returns, per stream answered, the seconds
+        since the call began at which its answers were ready."""
+
+    def answers(self) -> dict[tuple[str, str], dict]:
+        """The latest answer per (query, stream)."""
+
+
+class TokenLog:
+    """One stream's committed tokens with the engine scheduler's window rule, for the peers
+    (llama.cpp, stateless) that keep their own context: a roll keeps the tokens from the first tick
+    boundary at or after ``len + incoming - keep`` and re-evaluates them."""
+
+    def __init__(self, window: Window) -> None:
+        self.window, self.keep = window.roll_at, window.keep
+        self.tokens: list[int] = []
+        self.boundaries: list[int] = []
+
+    def take(self, chunks: list[list[int]]) -> tuple[list[list[int]], bool]:
+        """Split off the chunks the next advance takes (those that fit the window; the first always),
+        rolling first when they overflow it. Returns (chunks taken, rolled)."""
+        taken, room = [], self.window - len(self.tokens)
+        while chunks and (not taken or len(chunks[0]) <= room):
+            room -= len(chunks[0])
+            taken.append(chunks.pop(0))
+        incoming = sum(len(c) for c in taken)
+        rolled = len(self.tokens) + incoming > self.window
+        if rolled:
+            target = len(self.tokens) + incoming - self.keep
+            cut = next((b for b in self.boundaries if b >= target and b > 0), len(self.tokens))
+            self.tokens = self.tokens[cut:]
+            self.boundaries = [b - cut for b in self.boundaries if b >= cut]
+        for chunk in taken:
+            self.boundaries.append(len(self.tokens))
+            self.tokens += chunk
+        return taken, rolled
+
+
+def compiled_queries(codec: BinnedCodec) -> list[CompiledQuery]:
+    registry = Registry(questions=codec.questions)
+    registry.register(QUERIES_YAML)
+    return [compile_query(spec, codec) for spec in registry.list()]
+
+
+class FlashtickDriver:
+    """flashtick's engine loop: TickPipeline.ingest per tick, engine.step() until idle (one batched
+    forward advances every stream and evaluates all due questions as probes)."""
+
+    name = "flashtick"
+
+    def __init__(self, checkpoint: Path, streams: int, window: Window, max_batch_tokens: int = 16384,
+                 dtype: str = "float32", device: str = "cpu") -> None:
+        cells = streams * (window.positions + 64) + 256
+        self.config = ServiceConfig.from_dict({
+            "model": {"path": str(checkpoint), "dtype": dtype, "device": device},
+            "kv": {"cells": cells, "block_size": 32},
+            "scheduler": {"max_batch_tokens": max_batch_tokens, "max_batch_streams": 1024,
+                          "window": window.positions, "probe_reserve": window.positions - window.roll_at,
+                          "keep_fraction": window.keep / window.positions}})
+        self.pipeline: TickPipeline | None = None
+
+    def reset(self, history: dict[str, list[Tick]]) -> None:
+        self.pipeline = TickPipeline(self.config)
+        self.pipeline.registry.register(QUERIES_YAML)
+        for ticks in history.values():
+            for tick in ticks:
+                self.pipeline.ingest(tick)
+        self.pipeline.engine.run_until_idle()
+
+    def step(self, ticks: list[Tick]) -> dict[str, float]:
+        start = time.perf_counter()
+        for tick in ticks:
+            self.pipeline.ingest(tick)
+        done: dict[str, float] = {}
+        while (report := self.pipeline.engine.step()) is not None:
+            elapsed = time.perf_counter() - start
+            done.update((p.stream, elapsed) for p in report.advanced)
+        return done
+
+    def answers(self) -> dict[tuple[str, str], dict]:
+        cache = self.pipeline.cache
+        keys = [(spec.name, s) for spec in self.pipeline.registry.list() for s in self.pipeline.engine.scheduler.streams]
+        return {k: a.value for k in keys if (a := cache.get(*k)) is not None}
+
+    def read_latency_ns(self, reps: int = 200_000) -> dict[str, float]:
+        """Cached-answer read: AnswerCache.get over every (query, stream), as a subscriber would."""
+        cache = self.pipeline.cache
+        keys = list(self.answers())
+        get = cache.get
+        for q, s in keys[:1000]:
+            get(q, s)
+        samples = []
+        for _ in range(5):
+            start = time.perf_counter_ns()
+            for i in range(reps):
+                q, s = keys[i % len(keys)]
+                get(q, s)
+            samples.append((time.perf_counter_ns() - start) / reps)
+        return {"mean_ns": float(min(samples)), "reps": reps}
+
+
+class _PerStreamDriver:
+    """Shared by the peers that handle one stream at a time: encode, take chunks by the window rule,
+    advance the stream's context, ask the 3 questions, in arrival order of the streams."""
+
+    name = "peer"
+
+    def __init__(self, codec: BinnedCodec, window: Window) -> None:
+        self.codec, self.window = codec, window
+        self.queries = compiled_queries(codec)
+        self.latest: dict[tuple[str, str], dict] = {}
+        self.logs: dict[str, TokenLog] = {}
+        self.states: dict[str, object] = {}
+
+    def reset(self, history: dict[str, list[Tick]]) -> None:
+        self.latest.clear()
+        self.logs = {s: TokenLog(self.window) for s in history}
+        self.states = {s: self.codec.new_state() for s in history}
+        for stream, ticks in history.items():
+            chunks = [self.codec.encode(t, self.states[stream]) for t in ticks]
+            while chunks:
+                self.logs[stream].take(chunks)
+            self.rebuild(stream)
+
+    def step(self, ticks: list[Tick]) -> dict[str, float]:
+        start = time.perf_counter()
+        pending: dict[str, list[list[int]]] = {}
+        for tick in ticks:  # dict keeps arrival order of the streams
+            pending.setdefault(tick.stream, []).append(self.codec.encode(tick, self.states[tick.stream]))
+        done = {}
+        for stream, chunks in pending.items():
+            while chunks:
+                before = len(self.logs[stream].tokens)
+                taken, rolled = self.logs[stream].take(chunks)
+                if rolled:
+                    self.rebuild(stream)
+                else:
+                    self.append(stream, before, [t for c in taken for t in c])
+                for query in self.queries:
+                    self.latest[(query.spec.name, stream)] = answer_value(query, [self.ask(stream, query.question)])
+            done[stream] = time.perf_counter() - start
+        return done
+
+    def answers(self) -> dict[tuple[str, str], dict]:
+        return dict(self.latest)
+
+    # the peer-specific part
+    def rebuild(self, stream: str) -> None: ...
+    def append(self, stream: str, before: int, tokens: list[int]) -> None: ...
+    def ask(self, stream: str, question: tuple[int, ...]) -> torch.Tensor: ...  # (1, vocab) last row
+
+
+class LlamaCppDriver(_PerStreamDriver):
+    """llama.cpp as a careful user runs it: one Llama per stream on the same mmap'd GGUF (weights
+    shared), KV kept; new ticks are eval'd at the end of the context, each question is eval'd and
+    rolled back (``n_tokens = k``); a roll re-evaluates the kept tokens."""
+
+    name = "llama.cpp"
+
+    def __init__(self, codec: BinnedCodec, window: Window, gguf_path: Path, n_ctx: int, n_threads: int = 2) -> None:
+        super().__init__(codec, window)
+        from benchmarks.gguf_export import open_llama
+
+        self.open = lambda: open_llama(gguf_path, n_ctx=n_ctx, n_threads=n_threads)
+        self.llms: dict[str, object] = {}
+
+    def reset(self, history: dict[str, list[Tick]]) -> None:
+        for stream in history:
+            if stream not in self.llms:
+                self.llms[stream] = self.open()
+        super().reset(history)
+
+    def rebuild(self, stream: str) -> None:
+        llm = self.llms[stream]
+        llm.n_tokens = 0
+        llm.eval(self.logs[stream].tokens)
+
+    def append(self, stream: str, before: int, tokens: list[int]) -> None:
+        llm = self.llms[stream]
+        llm.n_tokens = before
+        llm.eval(tokens)
+
+    def ask(self, stream: str, question: tuple[int, ...]) -> torch.Tensor:
+        llm = self.llms[stream]
+        base = llm.n_tokens
+        llm.eval(list(question))
+        row = last_logits(llm)
+        llm.n_tokens = base  # roll the question back; the next eval overwrites its KV
+        return row
+
+
+def last_logits(llm) -> torch.Tensor:  # (1, vocab) fp32, a copy
+    import llama_cpp
+
+    pointer = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+    return torch.from_numpy(np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),)).copy())[None]
+
+
+class StatelessDriver(_PerStreamDriver):
+    """transformers, stateless: every answer re-prefills the stream's whole retained context plus the
+    question (what a request-per-answer engine without a prefix cache computes)."""
+
+    name = "transformers stateless"
+
+    def __init__(self, codec: BinnedCodec, window: Window, checkpoint: Path, dtype: torch.dtype = torch.float32,
+                 device: str = "cpu") -> None:
+        super().__init__(codec, window)
+        from transformers import LlamaForCausalLM
+
+        self.hf = LlamaForCausalLM.from_pretrained(checkpoint, dtype=dtype).to(device).eval()
+        self.device = device
+
+    def ask(self, stream: str, question: tuple[int, ...]) -> torch.Tensor:
+        ids = torch.tensor([self.logs[stream].tokens + list(question)], device=self.device)
+        with torch.inference_mode():
+            return self.hf(ids, logits_to_keep=1).logits[0].float().cpu()
+
+
