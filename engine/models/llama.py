@@ -23,6 +23,8 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype == torch.float32:  # one fused op; same math as below
+            return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
         # Same op order as transformers: normalise in fp32, scale in the input dtype.
         xf = x.float()
         xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
@@ -30,22 +32,24 @@ class RMSNorm(nn.Module):
 
 
 class Rotary(nn.Module):
-    """cos/sin tables for every position, built once; a forward indexes them by position."""
+    """cos/sin tables for every position, built once; a forward looks its positions up once."""
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         positions = torch.arange(config.max_positions, dtype=torch.float32)
         freqs = positions[:, None] * rope_inv_freq(config)[None, :]  # (P, D/2)
-        emb = torch.cat([freqs, freqs], dim=-1)  # (P, D)
-        self.register_buffer("cos", emb.cos(), persistent=False)
-        self.register_buffer("sin", emb.sin(), persistent=False)
+        self.register_buffer("cos", freqs.cos(), persistent=False)
+        self.register_buffer("sin", freqs.sin(), persistent=False)
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:  # x (T, H, D)
-        cos = self.cos[positions].to(x.dtype)[:, None, :]  # (T, 1, D)
-        sin = self.sin[positions].to(x.dtype)[:, None, :]
-        half = x.shape[-1] // 2
-        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-        return x * cos + rotated * sin
+    def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """(cos, sin) for these positions, (T, 1, D/2) each, shared by every layer."""
+        return self.cos[positions].to(dtype)[:, None, :], self.sin[positions].to(dtype)[:, None, :]
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:  # x (T, H, D)
+    """transformers' x*cos + rotate_half(x)*sin, written on the two halves (the same products)."""
+    x1, x2 = x.chunk(2, dim=-1)  # (T, H, D/2) each
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
 class Attention(nn.Module):
@@ -62,16 +66,15 @@ class Attention(nn.Module):
     def forward(
         self,
         x: torch.Tensor,  # (T, hidden)
-        positions: torch.Tensor,  # (T,)
-        rotary: Rotary,
+        rope: tuple[torch.Tensor, torch.Tensor],  # cos, sin: (T, 1, D/2)
         k_cache: torch.Tensor,  # (Hkv, cells, D)
         v_cache: torch.Tensor,
         meta: RaggedBatch,
     ) -> torch.Tensor:
         T = x.shape[0]
-        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
-        q = rotary(q.view(T, self.n_heads, self.head_dim), positions)  # (T, Hq, D)
-        k = rotary(k.view(T, self.n_kv, self.head_dim), positions)  # (T, Hkv, D)
+        qk, v = self.qkv_proj(x).split([self.q_size + self.kv_size, self.kv_size], dim=-1)
+        qk = apply_rotary(qk.view(T, self.n_heads + self.n_kv, self.head_dim), *rope)  # (T, Hq+Hkv, D), one pass
+        q, k = qk.split([self.n_heads, self.n_kv], dim=1)  # (T, Hq, D), (T, Hkv, D)
         v = v.view(T, self.n_kv, self.head_dim)
         write_kv(k, v, k_cache, v_cache, meta)
         out = paged_attention(q, k, v, k_cache, v_cache, meta, self.scale)  # (T, Hq, D)
@@ -98,8 +101,8 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.mlp = MLP(config)
 
-    def forward(self, x, positions, rotary, k_cache, v_cache, meta) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), positions, rotary, k_cache, v_cache, meta)
+    def forward(self, x, rope, k_cache, v_cache, meta) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), rope, k_cache, v_cache, meta)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -127,7 +130,8 @@ class LlamaModel(nn.Module):
         logit_rows: torch.Tensor,  # (R,) rows of T whose logits are wanted
     ) -> torch.Tensor:  # (R, vocab) fp32
         x = self.embed_tokens(input_ids)  # (T, hidden)
+        rope = self.rotary(positions, x.dtype)
         for layer, layer_kv in zip(self.layers, kv):
-            x = layer(x, positions, self.rotary, layer_kv[0], layer_kv[1], meta)
+            x = layer(x, rope, layer_kv[0], layer_kv[1], meta)
         x = self.norm(x.index_select(0, logit_rows))  # (R, hidden)
         return self.lm_head(x).float()
