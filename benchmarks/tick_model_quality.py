@@ -201,13 +201,13 @@ def markdown(results: dict) -> str:
     lines = ["| data set | measure | model | unigram / best naive | bigram | wins |", "|---|---|---|---|---|---|"]
     for name, r in results["datasets"].items():
         lm = r["lm_nats_per_token"]
-        lines.append(f"| {name} | next-token log-loss (nats) | {lm['model']:.3f} | {lm['unigram']:.3f} | {lm['bigram']:.3f} "
+        lines.append(f"| {name} | next-token log-loss (nats) | {lm['model']:.4f} | {lm['unigram']:.4f} | {lm['bigram']:.4f} "
                      f"| {'yes' if lm['model'] < min(lm['unigram'], lm['bigram']) else 'no'} |")
         for qn, s in r["questions"].items():
             b = s["best_baseline"]
-            lines.append(f"| {name} | {qn} accuracy (n={s['n']}) | {s['model']['acc']:.3f} | {b['acc']:.3f} ({b['acc_by']}) | "
+            lines.append(f"| {name} | {qn} accuracy (n={s['n']}) | {s['model']['acc']:.4f} | {b['acc']:.4f} ({b['acc_by']}) | "
                          f"| {'yes' if s['beats_acc'] else 'no'} |")
-            lines.append(f"| {name} | {qn} Brier | {s['model']['brier']:.3f} | {b['brier']:.3f} ({b['brier_by']}) | "
+            lines.append(f"| {name} | {qn} Brier | {s['model']['brier']:.4f} | {b['brier']:.4f} ({b['brier_by']}) | "
                          f"| {'yes' if s['beats_brier'] else 'no'} |")
     return "\n".join(lines)
 

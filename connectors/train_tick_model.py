@@ -63,6 +63,7 @@ class TrainConfig:
     mix: tuple[float, float, float] = (0.5, 0.2, 0.3)  # synthetic, BTCUSDT, EURUSD (renormalised if absent)
     threads: int = 1  # on a shared 2-core box one thread beat two by ~2.5x (no OpenMP barrier stalls)
     max_minutes: float = 23.0
+    stop_after: int | None = None  # stop after this many steps, schedule unchanged (reproduces a cut run)
 
     def __post_init__(self) -> None:
         if (self.window_ticks + 1) * TOKENS_PER_TICK > self.max_positions:
@@ -220,6 +221,9 @@ def train(cfg: TrainConfig, out_dir: Path, log) -> dict:
     L = cfg.window_ticks * TOKENS_PER_TICK
     t_train, hist, step = time.time(), [], 0
     for step in range(cfg.steps):
+        if cfg.stop_after is not None and step >= cfg.stop_after:
+            log(f"stopping at step {step}: --stop-after {cfg.stop_after}")
+            break
         if time.time() - t_train > cfg.max_minutes * 60:
             log(f"stopping at step {step}: --max-minutes {cfg.max_minutes} reached")
             break
@@ -279,9 +283,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=TrainConfig.seed)
     parser.add_argument("--max-minutes", type=float, default=TrainConfig.max_minutes)
     parser.add_argument("--out", type=Path, default=builtin_model_dir())
+    parser.add_argument("--stop-after", type=int, default=None, help="steps to run; the LR schedule still spans --steps")
     parser.add_argument("--log", type=Path, default=None)
     args = parser.parse_args(argv)
-    cfg = TrainConfig(seed=args.seed, steps=args.steps, max_minutes=args.max_minutes)
+    cfg = TrainConfig(seed=args.seed, steps=args.steps, max_minutes=args.max_minutes, stop_after=args.stop_after)
     log_file = args.log.open("a") if args.log else None
 
     def log(msg: str) -> None:
@@ -292,7 +297,9 @@ def main(argv: list[str] | None = None) -> None:
             log_file.flush()
 
     stats = train(cfg, args.out, log)
-    command = f"nice -n 10 python -m connectors.train_tick_model --steps {cfg.steps} --seed {cfg.seed}"
+    # The command that reproduces this run step for step, even when the wall-clock guard cut it.
+    stop = f" --stop-after {stats['steps_done']}" if stats["steps_done"] < cfg.steps else ""
+    command = f"nice -n 10 python -m connectors.train_tick_model --steps {cfg.steps} --seed {cfg.seed}{stop}"
     write_training_md(cfg, stats, args.out, command)
     log(f"done: {json.dumps(stats)}")
 
