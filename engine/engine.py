@@ -40,6 +40,9 @@ class ProbeJob:
     fail: Callable[[str], None] | None = None  # told why, when the job cannot run
 
 
+IDLE_EVERY = 8
+
+
 class QueryPlanner(Protocol):
     def due(self, progress: list[StreamProgress]) -> list[ProbeJob]:
         """Jobs for the standing queries due once these streams have advanced."""
@@ -72,6 +75,7 @@ class Engine:
         self._asks: deque[ProbeJob] = deque()
         self._idle: deque[ProbeJob] = deque()
         self.stats = EngineStats()
+        self._steps = 0
 
     def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1) -> None:
         self.scheduler.submit(stream, tokens, event_ts, ticks)
@@ -97,10 +101,13 @@ class Engine:
         batch = self.scheduler.next_batch()
         asks = list(self._asks)
         self._asks.clear()
-        if not batch and not asks:
-            if not self._idle:
-                return None
-            asks = [self._idle.popleft()]
+        self._steps += 1
+        if not batch and not asks and not self._idle:
+            return None
+        # idle work (generate steps) runs when nothing else does, and every IDLE_EVERY forwards regardless,
+        # so a stream under constant load still gets its generated answers
+        if self._idle and ((not batch and not asks) or self._steps % IDLE_EVERY == 0):
+            asks.append(self._idle.popleft())
         streams = self.scheduler.streams
         items: list = list(batch.items)
         jobs: list[ProbeJob] = []
