@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 
 from benchmarks.common import RESULTS_DIR, machine, write_json
-from benchmarks.streaming import FlashtickDriver, StatelessDriver, add_arguments, plot_throughput, run_workload, settings_from
+from benchmarks.streaming import (
+    FlashtickDriver, Settings, StatelessDriver, add_arguments, plot_throughput, run_workload, settings_from,
+)
 
 STREAMS = (8, 32, 64)
 
@@ -40,6 +42,8 @@ def main(argv: list[str] | None = None) -> dict:
         row["ratio_ms_per_answer_round_stateless_over_flashtick"] = (
             theirs["common_rate"]["ms_per_answer_round"] / ours["common_rate"]["ms_per_answer_round"])
     name = "flash" + ("_replay" if args.replay else "")
+    if settings.slo_ms != Settings().slo_ms:
+        name += f"_slo{settings.slo_ms:.0f}"
     path = write_json(name, result)
     plot_throughput(result, RESULTS_DIR / f"{name}.png", "Flash queries: sustained tick rate vs streams")
     parts = []

@@ -28,7 +28,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from benchmarks.common import RESULTS_DIR, machine, percentiles, time_ms, write_json
 from benchmarks.gguf_export import export_gguf, open_llama
-from benchmarks.streaming import last_logits
+from benchmarks.streaming import ForeignLoad, last_logits
 from engine.kv_cache import CacheSpec
 from engine.models import load_model
 from engine.runner import ModelRunner
@@ -162,9 +162,12 @@ def main(argv: list[str] | None = None) -> dict:
     for n in contexts:
         reps = {"probe": 50 if args.quick else 200, "api": 10 if args.quick else 30,
                 "stateless": 3 if args.quick or n > 2048 else 10}
-        row = measure_context(sides, stream[:n], questions, reps)
+        with ForeignLoad() as foreign:
+            row = measure_context(sides, stream[:n], questions, reps)
+        row["foreign_cpu_share"] = foreign.share
         rows.append(row)
-        print(f"{n:>8} " + " ".join(f"{row[s]['p50']:>12.2f} / {row[s]['p99']:>9.2f}" for s in SIDES))
+        print(f"{n:>8} " + " ".join(f"{row[s]['p50']:>12.2f} / {row[s]['p99']:>9.2f}" for s in SIDES)
+              + f"   (other processes {100 * foreign.share:.0f}% CPU)", flush=True)
     result = {"benchmark": "peers_latency", "config": BENCH_CONFIG, "question_tokens": QUESTION_TOKENS,
               "llama_cpp_python": llama_cpp.__version__, "machine": machine(), "contexts": rows,
               "targets": targets(rows)}

@@ -19,8 +19,10 @@ from pathlib import Path
 
 from benchmarks.common import RESULTS_DIR, machine, write_json
 from benchmarks.gguf_export import export_gguf
-from benchmarks.streaming import (FlashtickDriver, LlamaCppDriver, StatelessDriver, add_arguments, plot_throughput,
-                                  run_workload, settings_from)
+from benchmarks.streaming import (
+    FlashtickDriver, LlamaCppDriver, Settings, StatelessDriver, add_arguments, plot_throughput, run_workload,
+    settings_from,
+)
 
 STREAMS = (1, 8, 32)
 TARGET_RATIO_32 = 5.9  # issue 6: flashtick sustains >= 5.9x llama.cpp's tick rate at 32 streams
@@ -54,6 +56,8 @@ def main(argv: list[str] | None = None) -> dict:
                                                / sides["flashtick"]["common_rate"]["ms_per_answer_round"]
                                                for n, s in sides.items() if n != "flashtick"}
     name = "peers_streaming" + ("_replay" if args.replay else "")
+    if settings.slo_ms != Settings().slo_ms:
+        name += f"_slo{settings.slo_ms:.0f}"
     path = write_json(name, result)
     plot_throughput(result, RESULTS_DIR / f"{name}.png", "Workload 2: sustained tick rate vs streams")
     last = result["rows"][-1]

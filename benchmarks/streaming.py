@@ -28,6 +28,7 @@ same questions; answers are cross-checked between sides at the end of a run.
 from __future__ import annotations
 
 import math
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -199,7 +200,7 @@ class Settings:
     history_ticks: int = 64  # per stream, ingested before each trial (256 tokens of context)
     slo_ms: float = 1000.0  # freshness p99 bound that defines "sustained"
     common_rate: float = 20.0  # ticks/s per stream for the freshness comparison
-    start_rate: float = 5.0  # rate search: doubles from here...
+    start_rate: float = 1.25  # rate search: doubles from here (5 x 2^k grid)...
     ceiling: float = 2560.0  # ...up to here, then bisects `refine` times
     refine: int = 2
     seed: int = 0
@@ -234,6 +235,33 @@ def replay_ticks(streams: int, per_stream: int) -> dict[str, list[Tick]] | None:
     per_stream = min(per_stream, len(ticks) // streams)
     return {f"BTC.S{i:02d}": [dataclasses.replace(t, stream=f"BTC.S{i:02d}")
                               for t in ticks[i * per_stream : (i + 1) * per_stream]] for i in range(streams)}
+
+
+class ForeignLoad:
+    """Share of the machine's CPU time used by *other* processes while a side was measured (from
+    /proc/stat and our own CPU time): the benchmark shares its cores, so the JSON says how much."""
+
+    def __enter__(self) -> "ForeignLoad":
+        self.start = (_machine_busy_s(), _own_cpu_s(), time.perf_counter())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        busy, own, wall = (b - a for a, b in zip(self.start, (_machine_busy_s(), _own_cpu_s(), time.perf_counter())))
+        self.share = max(0.0, busy - own) / (wall * (os.cpu_count() or 1)) if wall > 0 else 0.0
+
+
+def _machine_busy_s() -> float:
+    try:
+        fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    except OSError:  # not Linux: unknown, report 0
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
 
 
 def measure_side(driver: Driver, history, future, s: Settings) -> dict:
@@ -272,7 +300,9 @@ def run_workload(make_drivers: Callable[[int, Path, BinnedCodec, Window], list[D
         answers = {}
         for driver in make_drivers(streams, checkpoint, codec, window):
             started = time.perf_counter()
-            row["sides"][driver.name] = measure_side(driver, history, future, s)
+            with ForeignLoad() as foreign:
+                row["sides"][driver.name] = measure_side(driver, history, future, s)
+            row["sides"][driver.name]["foreign_cpu_share"] = foreign.share
             row["sides"][driver.name]["bench_wall_s"] = time.perf_counter() - started
             if isinstance(driver, FlashtickDriver):  # the cache holds the common-rate run's answers
                 row["sides"][driver.name]["cached_read"] = driver.read_latency_ns()
@@ -300,7 +330,8 @@ def print_side(streams: int, name: str, side: dict) -> None:
     print(f"{streams:>4} streams  {name:<24} sustained {side['max_sustained_ticks_per_s']:>9.0f} ticks/s "
           f"({side['max_sustained_rate_per_stream']:.0f}/stream)  @{c['rate_per_stream']:.0f}/stream: freshness "
           f"p50 {c['freshness_p50_ms']:.1f} ms p99 {c['freshness_p99_ms']:.1f} ms, "
-          f"{c['ms_per_answer_round']:.2f} ms per answer round  [{side['bench_wall_s']:.0f} s]", flush=True)
+          f"{c['ms_per_answer_round']:.2f} ms per answer round  [{side['bench_wall_s']:.0f} s, "
+          f"other processes {100 * side['foreign_cpu_share']:.0f}% CPU]", flush=True)
 
 
 def plot_throughput(result: dict, path: Path, title: str) -> None:
