@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import random
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -85,7 +86,7 @@ class Sides:
             return self.hf(ids, logits_to_keep=1).logits[0].float()
 
 
-def cycling(fn, items: list) -> callable:
+def cycling(fn: Callable[[object], object], items: list) -> Callable[[], object]:
     """A zero-argument callable applying ``fn`` to the next item each call."""
     state = {"i": 0}
 
