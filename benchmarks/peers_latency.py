@@ -108,9 +108,10 @@ def measure_context(sides: Sides, prefix: list[int], questions: list[list[int]],
                                           reps["stateless"], warmup=1),
     }
     ours = sides.probe(questions[0])[-1]
-    row = {"context": n, "max_abs_logit_diff_vs_llama_cpp_f16kv": float((sides.kept_kv(questions[0])[-1] - ours).abs().max()),
-           "max_abs_logit_diff_vs_transformers": float((sides.stateless(torch.tensor([prefix + questions[0]]))[-1]
-                                                        - ours).abs().max())}
+    theirs = sides.kept_kv(questions[0])[-1]
+    reference = sides.stateless(torch.tensor([prefix + questions[0]]))[-1]
+    row = {"context": n, "max_abs_logit_diff_vs_llama_cpp_f16kv": float((theirs - ours).abs().max()),
+           "max_abs_logit_diff_vs_transformers": float((reference - ours).abs().max())}
     for side, s in samples.items():
         row[side] = percentiles(s)
     probe = row["flashtick probe"]["p50"]

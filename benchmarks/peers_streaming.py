@@ -50,8 +50,9 @@ def main(argv: list[str] | None = None) -> dict:
     for row in result["rows"]:
         sides = row["sides"]
         ours = sides["flashtick"]["max_sustained_ticks_per_s"]
-        row["ratio_sustained_vs"] = {n: (ours / s["max_sustained_ticks_per_s"] if s["max_sustained_ticks_per_s"] else None)
-                                     for n, s in sides.items() if n != "flashtick"}
+        row["ratio_sustained_vs"] = {  # None where the peer sustains no rate at all
+            n: ours / s["max_sustained_ticks_per_s"] if s["max_sustained_ticks_per_s"] else None
+            for n, s in sides.items() if n != "flashtick"}
         row["ratio_ms_per_answer_round_vs"] = {n: s["common_rate"]["ms_per_answer_round"]
                                                / sides["flashtick"]["common_rate"]["ms_per_answer_round"]
                                                for n, s in sides.items() if n != "flashtick"}

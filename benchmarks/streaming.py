@@ -213,7 +213,8 @@ def add_arguments(parser, streams: tuple[int, ...]) -> None:
     parser.add_argument("--duration", type=float, default=d.duration_s, help="virtual seconds per trial")
     parser.add_argument("--slo-ms", type=float, default=d.slo_ms, help="freshness p99 that counts as sustained")
     parser.add_argument("--common-rate", type=float, default=d.common_rate, help="ticks/s per stream for freshness")
-    parser.add_argument("--replay", action="store_true", help="ticks from ../shared/data (BTCUSDT) instead of synthetic")
+    parser.add_argument("--replay", action="store_true",
+                        help="ticks from ../shared/data (BTCUSDT) instead of synthetic")
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the built-in tick model)")
     parser.add_argument("--seed", type=int, default=d.seed)
 

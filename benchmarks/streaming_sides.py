@@ -127,7 +127,8 @@ class FlashtickDriver:
 
     def answers(self) -> dict[tuple[str, str], dict]:
         cache = self.pipeline.cache
-        keys = [(spec.name, s) for spec in self.pipeline.registry.list() for s in self.pipeline.engine.scheduler.streams]
+        streams = self.pipeline.engine.scheduler.streams
+        keys = [(spec.name, s) for spec in self.pipeline.registry.list() for s in streams]
         return {k: a.value for k in keys if (a := cache.get(*k)) is not None}
 
     def read_latency_ns(self, reps: int = 200_000) -> dict[str, float]:
