@@ -86,25 +86,62 @@ def _attend(
     group = n_q_heads // n_kv_heads
     # rows ordered (group, token): row r is query token r % n
     qg = q.view(n, n_kv_heads, group, head_dim).permute(1, 2, 0, 3).reshape(n_kv_heads, group * n, head_dim)
+    parts: list[tuple[torch.Tensor, torch.Tensor]] = []  # (out (Hkv, g*n, D), logsumexp (Hkv, g*n)), fp32
+    if prefix_k and _flash_prefix_ok(q, prefix_k[0]):
+        # The cached prefix is fully visible: torch's CPU flash kernel reads each run in place and
+        # returns its log-sum-exp, so the parts merge exactly (fewer passes than matmul+softmax+matmul).
+        for k, v in zip(prefix_k, prefix_v):
+            o, lse = _FLASH_CPU(qg[None], k[None], v[None], 0.0, False, attn_mask=None, scale=scale)
+            parts.append((o[0].float(), lse[0].float()))
+        prefix_k, prefix_v = [], []
+    parts.append(_attend_matmul(qg, k_new, v_new, prefix_k, prefix_v, scale, n))
+    if len(parts) == 1:
+        out = parts[0][0]
+    else:
+        lses = torch.stack([lse for _, lse in parts])  # (parts, Hkv, g*n)
+        weights = torch.softmax(lses, dim=0)  # each part's share of the total probability mass
+        out = sum(o * w[..., None] for (o, _), w in zip(parts, weights))
+    out = out.to(q.dtype)
+    return out.view(n_kv_heads, group, n, head_dim).permute(2, 0, 1, 3).reshape(n, n_q_heads, head_dim)
+
+
+_FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
+
+def _flash_prefix_ok(q: torch.Tensor, k: torch.Tensor) -> bool:
+    return _FLASH_CPU is not None and q.device.type == "cpu" and q.dtype == k.dtype == torch.float32
+
+
+def _attend_matmul(
+    qg: torch.Tensor,  # (Hkv, g*n, D) rows ordered (group, token)
+    k_new: torch.Tensor,  # (m, Hkv, D)
+    v_new: torch.Tensor,  # (m, Hkv, D)
+    prefix_k: list[torch.Tensor],  # views (Hkv, L, D) of the prefix still to attend here
+    prefix_v: list[torch.Tensor],
+    scale: float,
+    n: int,
+) -> tuple[torch.Tensor, torch.Tensor]:  # out (Hkv, g*n, D) and logsumexp (Hkv, g*n), fp32
+    m = k_new.shape[0]
+    group = qg.shape[1] // n
     # fp32 math for half-precision inputs: scores and the P.V sum are never rounded to bf16
-    upcast = (lambda t: t.float()) if q.dtype != torch.float32 else (lambda t: t)
+    upcast = (lambda t: t.float()) if qg.dtype != torch.float32 else (lambda t: t)
     qg = upcast(qg)
     keys = [upcast(k) for k in prefix_k] + [upcast(k_new.transpose(0, 1))]  # each (Hkv, L, D)
     values = [upcast(v) for v in prefix_v] + [upcast(v_new.transpose(0, 1))]
     scores = torch.cat([torch.matmul(qg, k.transpose(1, 2)) for k in keys], dim=-1)  # (Hkv, g*n, P+m)
     scores.mul_(scale)
     # query token t (global index m-n+t) must not see new token j > m-n+t
-    future = torch.ones(n, m, dtype=torch.bool, device=q.device).triu_(m - n + 1)  # (n, m)
+    future = torch.ones(n, m, dtype=torch.bool, device=qg.device).triu_(m - n + 1)  # (n, m)
     scores[..., scores.shape[-1] - m :].masked_fill_(future.repeat(group, 1), float("-inf"))
-    probs = torch.softmax(scores, dim=-1)  # (Hkv, g*n, P+m)
+    lse = torch.logsumexp(scores, dim=-1)  # (Hkv, g*n)
+    probs = torch.exp(scores.sub_(lse[..., None]))  # (Hkv, g*n, P+m)
     out = None
     offset = 0
     for v in values:
         part = torch.matmul(probs[..., offset : offset + v.shape[1]], v)  # (Hkv, g*n, D)
         out = part if out is None else out.add_(part)
         offset += v.shape[1]
-    out = out.to(q.dtype)
-    return out.view(n_kv_heads, group, n, head_dim).permute(2, 0, 1, 3).reshape(n, n_q_heads, head_dim)
+    return out, lse
 
 
 def write_kv_ref(
