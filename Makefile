@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.flashtick-installed
 TORCH  ?= torch==2.13.0
 
-.PHONY: setup test demo bench gpu-check clean
+.PHONY: setup test demo bench bench-peers gpu-check clean
 
 setup: $(STAMP)
 
@@ -26,6 +26,17 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.query_latency
+	$(PY) -m benchmarks.flash
+
+# The peer comparison (issue 6): builds llama-cpp-python from source (10-30 minutes on 2 cores).
+bench-peers: $(STAMP)
+	CMAKE_BUILD_PARALLEL_LEVEL=2 $(PY) -m pip install -q -e '.[peers]'
+	$(PY) -m benchmarks.peers_latency
+	$(PY) -m benchmarks.peers_streaming
+
+# On a machine with CUDA: kernel tests on the GPU + workloads 1 and 2 on a ~1B Llama in bf16 (< 8 min).
+gpu-check: $(STAMP)
+	timeout 480 $(PY) -m benchmarks.gpu_check
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -18,6 +18,7 @@ from a chunk boundary, and re-prefills them.
 from __future__ import annotations
 
 import time
+import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
@@ -240,7 +241,10 @@ class Scheduler:
         session = state.session
         if len(session.tokens) + incoming <= self.roll_at:
             return
-        target = len(session.tokens) + incoming - self.keep  # first token index we would like to keep
+        # a per-stream share of the keep (stable across runs) staggers the rolls of streams that fill up
+        # together, so one forward does not re-prefill all of them at once
+        keep = self.keep - zlib.crc32(session.name.encode()) % max(1, self.keep // 4)
+        target = len(session.tokens) + incoming - keep  # first token index we would like to keep
         cut = next((b for b in state.boundaries if b >= target and b > self.sink), len(session.tokens))
         kept = session.tokens[: self.sink] + session.tokens[cut:]
         session.evict(self.runner.kv.pool)
