@@ -15,7 +15,7 @@ and shared by every layer. Semantics are exactly those of ``paged_attention_ref`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -34,6 +34,15 @@ class GroupedPlan:
     prefix_cells: torch.Tensor  # (U*Lmax,) int64 cache cells, padded with cell 0 (masked)
     row_slots: torch.Tensor  # (T,) int64: token t sits at padded row u*Rmax + r
     masked: torch.Tensor  # (U, Rmax, Lmax+Rmax) bool, True = may not attend
+    _bias: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def bias(self, group: int, dtype: torch.dtype) -> torch.Tensor:  # (U, g*Rmax, Lmax+Rmax): 0 or -inf
+        """The mask as an additive bias with rows ordered (g, r), built once per forward, not per layer."""
+        key = (group, dtype)
+        if key not in self._bias:
+            zeros = torch.zeros(self.masked.shape, dtype=dtype, device=self.masked.device)
+            self._bias[key] = zeros.masked_fill_(self.masked, float("-inf")).repeat(1, group, 1)
+        return self._bias[key]
 
 
 def plan_groups(meta: RaggedBatch, groups: list[int]) -> GroupedPlan | None:
@@ -99,12 +108,12 @@ def grouped_attention(
 
     # batch dims ordered (Hkv, U) so the gathered prefix is used as laid out in the cache
     qg = pad_rows(q).view(U, R, n_kv, group, head_dim).permute(2, 0, 3, 1, 4).reshape(n_kv, U, group * R, head_dim)
+    qg = qg * scale  # scaling the queries is cheaper than scaling the scores
     k_rows = pad_rows(k_new).view(U, R, n_kv, head_dim).permute(2, 0, 1, 3)  # (Hkv, U, R, D)
     v_rows = pad_rows(v_new).view(U, R, n_kv, head_dim).permute(2, 0, 1, 3)
     scores = torch.cat([torch.matmul(qg, gather_prefix(k_cache).transpose(-1, -2)),
                         torch.matmul(qg, k_rows.transpose(-1, -2))], dim=-1)  # (Hkv, U, g*R, L+R)
-    scores.mul_(scale)
-    scores.masked_fill_(plan.masked.repeat(1, group, 1), float("-inf"))  # rows ordered (g, r); broadcast Hkv
+    scores.add_(plan.bias(group, scores.dtype))  # broadcast over Hkv
     probs = torch.softmax(scores, dim=-1)
     out = torch.matmul(probs[..., :L], gather_prefix(v_cache)).add_(torch.matmul(probs[..., L:], v_rows))
     out = out.view(n_kv, U, group, R, head_dim).permute(1, 3, 0, 2, 4).reshape(U * R, n_q_heads, head_dim)
