@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file
 
 from engine.models.config import ModelConfig, rope_inv_freq
+from engine.models.loader import CheckpointError
+from engine.models.loader import read_checkpoint as read_engine_checkpoint
 
 ARCH = "llama"
 EXPORTABLE = ("llama", "mistral")  # no q/k/v bias; Qwen2 would need arch "qwen2" and biases
@@ -48,17 +48,12 @@ def permute_rotary(weight: np.ndarray, n_heads: int) -> np.ndarray:
 
 
 def read_checkpoint(checkpoint_dir: str | Path) -> tuple[dict, dict[str, torch.Tensor]]:
-    directory = Path(checkpoint_dir)
-    config_file = directory / "config.json"
-    if not config_file.is_file():
-        raise ExportError(f"{directory}: no config.json (expected a Hugging Face checkpoint directory)")
-    shards = sorted(directory.glob("*.safetensors"))
-    if not shards:
-        raise ExportError(f"{directory}: no *.safetensors weight files")
-    state: dict[str, torch.Tensor] = {}
-    for shard in shards:
-        state.update(load_file(str(shard)))
-    return json.loads(config_file.read_text()), {k.removeprefix("model."): v for k, v in state.items()}
+    """The checkpoint as the engine's loader reads it, with transformers' "model." prefix dropped."""
+    try:
+        config, state = read_engine_checkpoint(checkpoint_dir)
+    except CheckpointError as e:
+        raise ExportError(str(e)) from None
+    return config, {k.removeprefix("model."): v for k, v in state.items()}
 
 
 def export_gguf(checkpoint_dir: str | Path, out_path: str | Path, dtype: str = "f32") -> Path:

@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
 import yaml
 
 from engine.kv_cache import CacheSpec
 from engine.scheduler import SchedulerConfig
 
-DTYPES = ("float32", "bfloat16", "float16")
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DTYPES = tuple(TORCH_DTYPES)
 
 
 class ConfigError(ValueError):

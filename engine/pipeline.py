@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
-import torch
 
 from connectors.builtin import load_builtin_codec
 from connectors.codec import BinnedCodec, Codec, TextCodec, TextCodecConfig
 from connectors.ticks import InvalidTick, OrderingGuard, Tick, decode
-from engine.config import ConfigError, ServiceConfig
+from engine.config import TORCH_DTYPES, ConfigError, ServiceConfig
 from engine.engine import Engine
 from engine.models import load_model
 from engine.runner import ModelRunner
@@ -29,7 +28,6 @@ from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def build_codec(config: ServiceConfig) -> Codec:
@@ -55,7 +53,7 @@ def build_codec(config: ServiceConfig) -> Codec:
 class TickPipeline:
     def __init__(self, config: ServiceConfig, publish: Callable[[Answer], None] | None = None) -> None:
         self.config = config
-        model = load_model(config.model.path, DTYPES[config.model.dtype], config.model.device)
+        model = load_model(config.model.path, TORCH_DTYPES[config.model.dtype], config.model.device)
         self.codec = build_codec(config)
         if self.codec.vocab_size > model.config.vocab_size:
             raise ConfigError(f"codec vocabulary ({self.codec.vocab_size}) exceeds the model's ({model.config.vocab_size})")

@@ -28,18 +28,23 @@ def load_model(
     path: str | Path | None = None, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
 ) -> LlamaModel:
     """Load from a local checkpoint directory; ``None`` loads the built-in tick model."""
-    directory = Path(path) if path is not None else BUILTIN_MODEL_DIR
+    hf_config, state = read_checkpoint(path if path is not None else BUILTIN_MODEL_DIR)
+    return build_model(ModelConfig.from_hf(hf_config), state, dtype, device)
+
+
+def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """(config.json as a dict, every tensor of every *.safetensors shard) of a local checkpoint."""
+    directory = Path(path)
     config_file = directory / "config.json"
     if not config_file.is_file():
         raise CheckpointError(f"{directory}: no config.json (expected a Hugging Face checkpoint directory)")
     shards = sorted(directory.glob("*.safetensors"))
     if not shards:
         raise CheckpointError(f"{directory}: no *.safetensors weight files")
-    config = ModelConfig.from_hf(json.loads(config_file.read_text()))
     state: dict[str, torch.Tensor] = {}
     for shard in shards:
         state.update(load_file(str(shard)))
-    return build_model(config, state, dtype, device)
+    return json.loads(config_file.read_text()), state
 
 
 def from_hf_model(hf_model: Any, dtype: torch.dtype | None = None, device: str | torch.device = "cpu") -> LlamaModel:
