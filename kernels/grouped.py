@@ -32,8 +32,10 @@ class GroupedPlan:
     max_prefix: int  # Lmax: prefix key columns per group (>= 1)
     max_rows: int  # Rmax: query rows per group
     prefix_cells: torch.Tensor  # (U*Lmax,) int64 cache cells, padded with cell 0 (masked)
-    row_slots: torch.Tensor  # (T,) int64: token t sits at padded row u*Rmax + r
+    tokens: torch.Tensor  # (T_g,) int64: the batch rows this plan covers
+    row_slots: torch.Tensor  # (T_g,) int64: covered token j sits at padded row u*Rmax + r
     masked: torch.Tensor  # (U, Rmax, Lmax+Rmax) bool, True = may not attend
+    loop_seqs: tuple[int, ...]  # sequences left to the per-sequence loop (long appends)
     _bias: dict = field(default_factory=dict, repr=False, compare=False)
 
     def bias(self, group: int, dtype: torch.dtype) -> torch.Tensor:  # (U, g*Rmax, Lmax+Rmax): 0 or -inf
@@ -46,22 +48,30 @@ class GroupedPlan:
 
 
 def plan_groups(meta: RaggedBatch, groups: list[int]) -> GroupedPlan | None:
-    """The padded layout for this batch, or None when the tiled loop is the better path."""
+    """The padded layout for this batch's short groups, or None when the loop is better for all of it.
+
+    A group with a long append (a prefill chunk, a rebuild after a roll) is left to the loop, so
+    one long sequence does not pad every other group to its length.
+    """
     members: dict[int, list[int]] = {}
     for seq, group in enumerate(groups):
         if meta.cu_seqlens[seq + 1] > meta.cu_seqlens[seq]:
             members.setdefault(group, []).append(seq)
+    rows = {g: sum(meta.cu_seqlens[s + 1] - meta.cu_seqlens[s] for s in seqs) for g, seqs in members.items()}
+    loop_seqs = tuple(s for g, seqs in members.items() if rows[g] > MAX_ROWS_PER_GROUP for s in seqs)
+    members = {g: seqs for g, seqs in members.items() if rows[g] <= MAX_ROWS_PER_GROUP}
     if len(members) < 2:
         return None  # one session: the loop reads its prefix through zero-copy views
-    rows = {g: sum(meta.cu_seqlens[s + 1] - meta.cu_seqlens[s] for s in seqs) for g, seqs in members.items()}
     prefix = {g: max(meta.prefix_lens[s] for s in seqs) for g, seqs in members.items()}
-    n_groups, max_rows, max_prefix = len(members), max(rows.values()), max(1, max(prefix.values()))
-    if max_rows > MAX_ROWS_PER_GROUP or n_groups * max_rows * (max_prefix + max_rows) > MAX_SCORE_ELEMENTS:
+    n_groups, max_rows = len(members), max(rows[g] for g in members)
+    max_prefix = max(1, max(prefix.values()))
+    if n_groups * max_rows * (max_prefix + max_rows) > MAX_SCORE_ELEMENTS:
         return None
     bs = meta.block_size
     # host-side layout in numpy (no per-sequence torch calls), shipped to the device once
     cells = np.zeros((n_groups, max_prefix), dtype=np.int64)
-    slots = np.empty(meta.num_tokens, dtype=np.int64)
+    tokens: list[np.ndarray] = []
+    slots: list[np.ndarray] = []
     masked = np.ones((n_groups, max_rows, max_prefix + max_rows), dtype=bool)
     causal = {}
     for u, (group, seqs) in enumerate(members.items()):
@@ -73,7 +83,8 @@ def plan_groups(meta: RaggedBatch, groups: list[int]) -> GroupedPlan | None:
         for s in seqs:
             a, b = meta.cu_seqlens[s], meta.cu_seqlens[s + 1]
             n = b - a
-            slots[a:b] = np.arange(u * max_rows + r, u * max_rows + r + n)
+            tokens.append(np.arange(a, b))
+            slots.append(np.arange(u * max_rows + r, u * max_rows + r + n))
             masked[u, r : r + n, : meta.prefix_lens[s]] = False
             if n not in causal:
                 causal[n] = np.triu(np.ones((n, n), dtype=bool), 1)
@@ -81,8 +92,9 @@ def plan_groups(meta: RaggedBatch, groups: list[int]) -> GroupedPlan | None:
             r += n
         masked[u, r:, 0] = False  # padded rows see one column, so their (discarded) softmax stays finite
     device = meta.device
+    as_tensor = lambda parts: torch.from_numpy(np.concatenate(parts)).to(device)  # noqa: E731
     return GroupedPlan(n_groups, max_prefix, max_rows, torch.from_numpy(cells.reshape(-1)).to(device),
-                       torch.from_numpy(slots).to(device), torch.from_numpy(masked).to(device))
+                       as_tensor(tokens), as_tensor(slots), torch.from_numpy(masked).to(device), loop_seqs)
 
 
 def grouped_attention(
@@ -93,7 +105,7 @@ def grouped_attention(
     v_cache: torch.Tensor,  # (Hkv, cells, D)
     plan: GroupedPlan,
     scale: float,
-) -> torch.Tensor:  # (T, Hq, D)
+) -> torch.Tensor:  # (T_g, Hq, D): the rows plan.tokens names, in that order
     _, n_q_heads, head_dim = q.shape
     n_kv = k_new.shape[1]
     group = n_q_heads // n_kv
@@ -104,7 +116,8 @@ def grouped_attention(
         return cache.index_select(1, plan.prefix_cells).view(n_kv, U, L, head_dim).to(compute)
 
     def pad_rows(x: torch.Tensor) -> torch.Tensor:  # (T, H, D) -> (U*R, H, D), zeros in the padding
-        return x.new_zeros(U * R, x.shape[1], head_dim).index_copy_(0, plan.row_slots, x).to(compute)
+        covered = x.index_select(0, plan.tokens)  # (T_g, H, D)
+        return x.new_zeros(U * R, x.shape[1], head_dim).index_copy_(0, plan.row_slots, covered).to(compute)
 
     # batch dims ordered (Hkv, U) so the gathered prefix is used as laid out in the cache
     qg = pad_rows(q).view(U, R, n_kv, group, head_dim).permute(2, 0, 3, 1, 4).reshape(n_kv, U, group * R, head_dim)

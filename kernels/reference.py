@@ -38,11 +38,13 @@ def paged_attention_ref(
     meta: RaggedBatch,
     scale: float,
 ) -> torch.Tensor:  # (T, Hq, D)
-    if meta.groups is not None:
-        plan = meta.memo("grouped", lambda: plan_groups(meta, meta.groups))
-        if plan is not None:  # many short sequences: a few padded ops instead of a loop per sequence
-            return grouped_attention(q, k_new, v_new, k_cache, v_cache, plan, scale)
-    return paged_attention_loop(q, k_new, v_new, k_cache, v_cache, meta, scale)
+    plan = meta.memo("grouped", lambda: plan_groups(meta, meta.groups)) if meta.groups is not None else None
+    if plan is None:
+        return paged_attention_loop(q, k_new, v_new, k_cache, v_cache, meta, scale)
+    # many short sequences: a few padded ops instead of a loop per sequence; long appends loop
+    out = torch.empty_like(q)
+    out.index_copy_(0, plan.tokens, grouped_attention(q, k_new, v_new, k_cache, v_cache, plan, scale))
+    return paged_attention_loop(q, k_new, v_new, k_cache, v_cache, meta, scale, plan.loop_seqs, out)
 
 
 def paged_attention_loop(
@@ -53,11 +55,14 @@ def paged_attention_loop(
     v_cache: torch.Tensor,  # (Hkv, num_cells, D)
     meta: RaggedBatch,
     scale: float,
+    seqs: tuple[int, ...] | None = None,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:  # (T, Hq, D)
-    """One sequence at a time: prefixes read through views, long appends in query tiles."""
-    out = torch.empty_like(q)
+    """One sequence at a time (all, or ``seqs`` into ``out``): prefixes read through views,
+    long appends in query tiles."""
+    out = torch.empty_like(q) if out is None else out
     runs = meta.prefix_runs()
-    for i in range(meta.num_seqs):
+    for i in range(meta.num_seqs) if seqs is None else seqs:
         a, b = meta.cu_seqlens[i], meta.cu_seqlens[i + 1]
         if a == b:
             continue
@@ -133,8 +138,12 @@ def _attend_matmul(
     # query token t (global index m-n+t) must not see new token j > m-n+t
     future = torch.ones(n, m, dtype=torch.bool, device=qg.device).triu_(m - n + 1)  # (n, m)
     scores[..., scores.shape[-1] - m :].masked_fill_(future.repeat(group, 1), float("-inf"))
-    lse = torch.logsumexp(scores, dim=-1)  # (Hkv, g*n)
-    probs = torch.exp(scores.sub_(lse[..., None]))  # (Hkv, g*n, P+m)
+    # softmax in place, keeping its log-normaliser for merging with the flash parts
+    row_max = scores.amax(dim=-1, keepdim=True)  # (Hkv, g*n, 1); finite: a row always sees itself
+    probs = scores.sub_(row_max).exp_()  # (Hkv, g*n, P+m), unnormalised
+    total = probs.sum(dim=-1, keepdim=True)
+    probs.div_(total)
+    lse = (row_max + total.log()).squeeze(-1)  # (Hkv, g*n)
     out = None
     offset = 0
     for v in values:

@@ -12,7 +12,8 @@ from kernels.metadata import RaggedBatch
 from kernels.reference import paged_attention_loop, paged_attention_ref
 
 
-def random_grouped_batch(seed: int, n_sessions: int, gqa: int, block_size: int = 8, dtype=torch.float32):
+def random_grouped_batch(seed: int, n_sessions: int, gqa: int, block_size: int = 8, dtype=torch.float32,
+                         long_first: bool = False):
     """Sessions with random prefixes; each has an advance and 0-3 probes that see the advance."""
     rng = random.Random(seed)
     torch.manual_seed(seed)
@@ -25,7 +26,7 @@ def random_grouped_batch(seed: int, n_sessions: int, gqa: int, block_size: int =
     cu, prefix_lens, tables, slots, groups = [0], [], [], [], []
     for session in range(n_sessions):
         cached = rng.choice([0, 1, 7, 8, 9, 40, 100])
-        advance = rng.choice([0, 1, 4, 13])
+        advance = 200 if long_first and session == 0 else rng.choice([0, 1, 4, 13])
         table = [free.pop() for _ in range(-(-(cached + advance + 1) // block_size))]
         seqs = [(cached, advance, True)] + [(cached + advance, rng.randint(1, 5), False)
                                             for _ in range(rng.randint(0, 3))]
@@ -56,6 +57,17 @@ def test_grouped_equals_loop(seed: int, gqa: int) -> None:
     grouped = paged_attention_ref(q, k, v, kc, vc, meta, 0.25)
     loop = paged_attention_loop(q, k, v, kc, vc, meta, 0.25)
     torch.testing.assert_close(grouped, loop, atol=1e-5, rtol=1e-5)
+
+
+def test_a_long_append_goes_to_the_loop_and_the_rest_stays_grouped() -> None:
+    q, k, v, kc, vc, meta = random_grouped_batch(3, n_sessions=4, gqa=2, long_first=True)
+    rows = [t for t, s in enumerate(meta.slot_mapping) if s >= 0]
+    kc[:, [meta.slot_mapping[t] for t in rows]] = k[rows].transpose(0, 1)
+    vc[:, [meta.slot_mapping[t] for t in rows]] = v[rows].transpose(0, 1)
+    plan = plan_groups(meta, meta.groups)
+    assert plan is not None and 0 in plan.loop_seqs and plan.tokens.numel() < meta.num_tokens
+    torch.testing.assert_close(paged_attention_ref(q, k, v, kc, vc, meta, 0.25),
+                               paged_attention_loop(q, k, v, kc, vc, meta, 0.25), atol=1e-5, rtol=1e-5)
 
 
 def test_plan_falls_back_to_the_loop_for_one_session_or_long_appends() -> None:
