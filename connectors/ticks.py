@@ -44,6 +44,7 @@ TS_MAX = 2**63
 REASONS = (
     "not_a_map",
     "missing_stream",
+    "bad_stream",
     "missing_field",
     "ts_not_int",
     "ts_out_of_range",
@@ -172,6 +173,8 @@ def validate(obj: Any) -> Tick:
         raise InvalidTick("missing_stream", "field 'stream' is required and must be non-empty")
     if not isinstance(stream, str):
         raise InvalidTick("wrong_type", f"stream must be a str, got {type(stream).__name__}")
+    if "/" in stream:  # answer topics are "<query>/<stream>/": a '/' would make prefix subscriptions ambiguous
+        raise InvalidTick("bad_stream", f"stream {stream!r} contains '/', which answer topics use as a delimiter")
     if "ts" not in obj:
         raise InvalidTick("missing_field", "field 'ts' is required")
     ts = obj["ts"]

@@ -146,6 +146,8 @@ def _tokenized_problem(item: Any, vocab: int) -> str | None:
         return "unknown_field" if isinstance(item, dict) else "not_a_map"
     if not isinstance(item.get("stream"), str) or not item["stream"]:
         return "missing_stream"
+    if "/" in item["stream"]:
+        return "bad_stream"
     if type(item.get("ts")) is not int:
         return "ts_not_int"
     tokens = item.get("tokens")

@@ -26,6 +26,7 @@ BAD = [
     ("missing_stream", {k: v for k, v in good_trade().items() if k != "stream"}),
     ("missing_stream", good_trade(stream="")),
     ("wrong_type", good_trade(stream=7)),
+    ("bad_stream", good_trade(stream="BTC/USDT")),
     ("missing_field", {k: v for k, v in good_trade().items() if k != "ts"}),
     ("ts_not_int", good_trade(ts=1.7e18)),
     ("ts_not_int", good_trade(ts=True)),
