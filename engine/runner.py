@@ -56,6 +56,7 @@ class _Planned:
     prefix_len: int
     own_start: int  # index in token_ids where the item's own tokens begin
     slots: list[int] = field(default_factory=list)
+    logit_rows: int = 0  # rows of the forward's logits that belong to this item (set by _forward)
 
 
 class ModelRunner:
@@ -139,7 +140,9 @@ class ModelRunner:
             ids += p.token_ids
             positions += range(p.first_position, p.first_position + n)
             slots += p.slots if isinstance(p.item, Advance) else [-1] * n
-            rows += self._rows_wanted(p, cu[-1])
+            wanted = self._rows_wanted(p, cu[-1])
+            p.logit_rows = len(wanted)
+            rows += wanted
             cu.append(cu[-1] + n)
         meta = RaggedBatch(
             cu_seqlens=cu,
@@ -183,7 +186,6 @@ class ModelRunner:
         by_item: dict[int, torch.Tensor] = {}
         offset = 0
         for p in plan:
-            n = len(self._rows_wanted(p, 0))
-            by_item[id(p.item)] = logits[offset : offset + n]
-            offset += n
+            by_item[id(p.item)] = logits[offset : offset + p.logit_rows]
+            offset += p.logit_rows
         return [by_item.get(id(item), logits[:0]) for item in items]

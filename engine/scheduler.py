@@ -25,7 +25,6 @@ from typing import Literal
 
 import torch
 
-from engine.kv_cache import PoolExhausted
 from engine.runner import Advance, ModelRunner, Probe
 from engine.session import Session
 
@@ -321,4 +320,4 @@ class Scheduler:
         }
 
 
-__all__ = ["Scheduler", "SchedulerConfig", "StreamProgress", "Batch", "AdmissionRefused", "PoolExhausted"]
+__all__ = ["Scheduler", "SchedulerConfig", "StreamProgress", "Batch", "AdmissionRefused"]

@@ -61,7 +61,7 @@ class Server:
         """Create and bind every socket; returns the actual endpoints (ports resolved)."""
         ep, limits = self.config.endpoints, self.config.limits
         ingest = self._socket("ingest", zmq.PULL, ep.ingest, rcvhwm=limits.ingest_hwm)
-        answers = self._socket("answers", zmq.PUB, ep.answers, sndhwm=limits.answers_hwm, curve=True)
+        self._socket("answers", zmq.PUB, ep.answers, sndhwm=limits.answers_hwm, curve=True)
         control = self._socket("control", zmq.ROUTER, ep.control, curve=True)
         for i, feed in enumerate(ep.feeds):
             sub = self.context.socket(zmq.SUB)
@@ -72,7 +72,6 @@ class Server:
         self.poller = zmq.Poller()
         for sock in (ingest, control, *(s for k, s in self._sockets.items() if k.startswith("feed"))):
             self.poller.register(sock, zmq.POLLIN)
-        del answers
         if ep.metrics_port is not None:
             self._start_metrics(ep.metrics_host, ep.metrics_port)
         self._refresh_snapshot()

@@ -19,18 +19,17 @@ tests/test_kernels.py (marked ``gpu``, fp32 and bf16) have not been run on a GPU
 
 from __future__ import annotations
 
-import os
 
 import torch
 import triton
 import triton.language as tl
 
+from kernels.launch import DTYPES as _DTYPES
+from kernels.launch import check_launchable
 from kernels.metadata import RaggedBatch
 
 # jit() picks the interpreter at decoration time, so this module's kernels are interpreted
 # exactly when this was set at import; CPU tensors are only valid then.
-_INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 @triton.jit
@@ -74,13 +73,7 @@ def _check_inputs(
             raise ValueError(f"{name} must be fp32, fp16 or bf16, got {t.dtype}")
         if t.device != k_new.device:
             raise ValueError(f"{name} is on {t.device} but k_new is on {k_new.device}: move them to one device")
-    if k_new.device.type != "cuda" and not _INTERPRETED:
-        raise ValueError(f"the Triton kernel needs CUDA tensors, got {k_new.device}; "
-                         "set TRITON_INTERPRET=1 before import, or use the torch backend")
-    meta_device = torch.device(meta.device)  # "cuda" (no index) means the current device, as in .to()
-    if meta_device.type != k_new.device.type or meta_device.index not in (None, k_new.device.index):
-        raise ValueError(f"meta was built for {meta.device} but k_new is on {k_new.device}: "
-                         "build RaggedBatch(device=k_new.device)")
+    check_launchable(k_new, "k_new", meta)
     if k_new.shape != v_new.shape:
         raise ValueError(f"k_new and v_new must have one shape, got {tuple(k_new.shape)} and {tuple(v_new.shape)}")
     n_tokens, n_kv_heads, head_dim = k_new.shape

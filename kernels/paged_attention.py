@@ -29,18 +29,17 @@ tests/test_kernels.py (marked ``gpu``, fp32 and bf16) have not been run on a GPU
 
 from __future__ import annotations
 
-import os
 
 import torch
 import triton
 import triton.language as tl
 
+from kernels.launch import DTYPES as _DTYPES
+from kernels.launch import check_launchable
 from kernels.metadata import RaggedBatch
 
 # jit() picks the interpreter at decoration time, so this module's kernels are interpreted
 # exactly when this was set at import; CPU tensors are only valid then.
-_INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _LOG2E = 1.4426950408889634
 
 
@@ -160,12 +159,7 @@ def _check_inputs(
             raise ValueError(f"{name} is {t.dtype} but q is {q.dtype}: cast them to one dtype")
         if t.device != q.device:
             raise ValueError(f"{name} is on {t.device} but q is on {q.device}: move them to one device")
-    if q.device.type != "cuda" and not _INTERPRETED:
-        raise ValueError(f"the Triton kernel needs CUDA tensors, got {q.device}; "
-                         "set TRITON_INTERPRET=1 before import, or use the torch backend")
-    meta_device = torch.device(meta.device)  # "cuda" (no index) means the current device, as in .to()
-    if meta_device.type != q.device.type or meta_device.index not in (None, q.device.index):
-        raise ValueError(f"meta was built for {meta.device} but q is on {q.device}: build RaggedBatch(device=q.device)")
+    check_launchable(q, "q", meta)
     n_tokens, n_q_heads, head_dim = q.shape
     if k_new.shape != v_new.shape or k_new.shape[0] != n_tokens or k_new.shape[2] != head_dim:
         raise ValueError(f"k_new/v_new must be (T={n_tokens}, Hkv, D={head_dim}), got {tuple(k_new.shape)} "
