@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 demo: $(STAMP)
-	$(PY) -m engine.cli demo --seconds 20
+	$(PY) -m engine.service.cli demo --seconds 20
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.query_latency

@@ -12,8 +12,8 @@ import torch
 
 from connectors.codec import BinnedCodec
 from connectors.ticks import Tick
-from engine.config import ServiceConfig
-from engine.pipeline import TickPipeline
+from engine.service.config import ServiceConfig
+from engine.service.pipeline import TickPipeline
 from queries.evaluate import CompiledQuery, answer_value, compile_query
 from queries.registry import Registry
 

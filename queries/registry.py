@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from queries.spec import NamedQuestion, QuerySpec, QuerySpecError, check_questions, load_queries, load_queries_file
+from queries.spec import NamedQuestion, QuerySpec, QuerySpecError, check_questions
+from queries.yaml_loader import load_queries, load_queries_file
 
 
 class UnknownQueryError(LookupError):

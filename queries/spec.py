@@ -20,7 +20,6 @@ import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -377,25 +376,3 @@ def check_questions(spec: QuerySpec, questions: Mapping[str, NamedQuestion]) -> 
             item = spec.choices.index(label) if spec.choices is not None else label
             raise QuerySpecError(f"{label!r} is not an answer of codec question {spec.question!r} "
                                  f"(labels: {', '.join(known.labels)})", query=spec.name, key=key, item=item)
-
-
-def load_queries(
-    text: str, source: str = "<string>", questions: Mapping[str, NamedQuestion] | None = None,
-) -> list[QuerySpec]:
-    """Parses a query document; see queries/yaml_loader.py. Every problem raises one QuerySpecError.
-
-    `questions` (the model codec's questions by name) makes the loader check
-    question names, choices and value labels against the codec; None defers
-    that check to whoever binds the query to a model.
-    """
-    from queries.yaml_loader import parse_document  # imported here: the loader builds QuerySpecs, so imports us
-
-    return parse_document(text, source, questions)
-
-
-def load_queries_file(path: str | Path, questions: Mapping[str, NamedQuestion] | None = None) -> list[QuerySpec]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise QuerySpecError(f"cannot read query file: {e}", source=str(path)) from None
-    return load_queries(text, source=str(path), questions=questions)

@@ -14,6 +14,7 @@ stop, and every mapping key) a plain scalar is taken as written, so
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -165,3 +166,23 @@ def parse_document(
     if problems:
         raise QuerySpecError(f"{len(problems)} invalid queries", problems=problems)
     return specs
+
+
+def load_queries(
+    text: str, source: str = "<string>", questions: Mapping[str, NamedQuestion] | None = None,
+) -> list[QuerySpec]:
+    """Parses a query document (see the module docstring). Every problem raises one QuerySpecError.
+
+    `questions` (the model codec's questions by name) makes the loader check
+    question names, choices and value labels against the codec; None defers
+    that check to whoever binds the query to a model.
+    """
+    return parse_document(text, source, questions)
+
+
+def load_queries_file(path: str | Path, questions: Mapping[str, NamedQuestion] | None = None) -> list[QuerySpec]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise QuerySpecError(f"cannot read query file: {e}", source=str(path)) from None
+    return load_queries(text, source=str(path), questions=questions)

@@ -14,9 +14,9 @@ import pytest
 
 from conftest import tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
-from engine.backtest import run_backtest
-from engine.cli import main
-from engine.config import ServiceConfig
+from engine.service.backtest import run_backtest
+from engine.service.cli import main
+from engine.service.config import ServiceConfig
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 QUERIES = """
@@ -84,7 +84,7 @@ def test_serve_shuts_down_cleanly_on_sigterm(setup) -> None:
     config = setup / "serve.yaml"
     config.write_text((setup / "engine.yaml").read_text() + "endpoints: {ingest: 'tcp://127.0.0.1:0', "
                       "answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}\n")
-    process = subprocess.Popen([sys.executable, "-m", "engine.cli", "serve", "--config", str(config),
+    process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config),
                                 "--queries", str(setup / "q.yaml")], stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:

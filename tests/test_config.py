@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import ConfigError, ServiceConfig
-from queries.spec import load_queries_file
+from engine.service.config import ConfigError, ServiceConfig
+from queries.yaml_loader import load_queries_file
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "queries" / "examples"
 

@@ -13,9 +13,9 @@ from conftest import tiny_tick_checkpoint
 from connectors.codec import TOKENS_PER_TICK
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
-from engine.config import ServiceConfig
+from engine.service.config import ServiceConfig
 from engine.engine import Engine, ProbeJob
-from engine.pipeline import TickPipeline
+from engine.service.pipeline import TickPipeline
 from engine.scheduler import AdmissionRefused, SchedulerConfig
 from queries.evaluate import compile_query
 

@@ -9,7 +9,8 @@ import msgpack
 import pytest
 
 from connectors.questions import DEFAULT_QUESTIONS
-from queries.spec import QuerySpec, QuerySpecError, Trigger, dump_queries, load_queries, load_queries_file
+from queries.spec import QuerySpec, QuerySpecError, Trigger, dump_queries
+from queries.yaml_loader import load_queries, load_queries_file
 from queries.trigger import parse_duration_ns
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "queries" / "examples"

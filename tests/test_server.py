@@ -14,9 +14,9 @@ import zmq
 from conftest import tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
-from engine.client import AnswerSubscriber, ControlClient, ControlError
-from engine.config import ServiceConfig
-from engine.server import REJECTS_TOPIC, TOKENIZED_MARKER, Server
+from engine.service.client import AnswerSubscriber, ControlClient, ControlError
+from engine.service.config import ServiceConfig
+from engine.service.server import REJECTS_TOPIC, TOKENIZED_MARKER, Server
 
 DIR_QUERY = """
 queries:

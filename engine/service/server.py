@@ -25,11 +25,12 @@ from typing import Any
 import msgpack
 import zmq
 
-from engine.config import ServiceConfig
+from engine.service.config import ServiceConfig
 from engine.engine import UnknownStream
-from engine.pipeline import TickPipeline
+from engine.service.pipeline import TickPipeline
 from queries.cache import Answer
-from queries.spec import QuerySpec, QuerySpecError, load_queries
+from queries.spec import QuerySpec, QuerySpecError
+from queries.yaml_loader import load_queries
 
 HEARTBEAT_TOPIC = "_heartbeat/"
 REJECTS_TOPIC = "_rejects/"
@@ -258,7 +259,7 @@ class Server:
     # -- metrics --------------------------------------------------------------------------------
 
     def _start_metrics(self, host: str, port: int) -> None:
-        from engine.metrics import start_metrics_server
+        from engine.service.metrics import start_metrics_server
 
         self._metrics_server = start_metrics_server(host, port, lambda: self._snapshot)
         self.endpoints["metrics"] = f"http://{host}:{self._metrics_server.server_port}/metrics"

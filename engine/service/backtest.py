@@ -31,8 +31,8 @@ import polars as pl
 from connectors.labels import NO_LABEL, label_series, marks_of, persistence_series
 from connectors.replay import FileReplay
 from connectors.ticks import InvalidTick, Tick
-from engine.config import ServiceConfig
-from engine.pipeline import TickPipeline
+from engine.service.config import ServiceConfig
+from engine.service.pipeline import TickPipeline
 from queries.cache import Answer
 
 CALIBRATION_BINS = 10

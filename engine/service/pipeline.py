@@ -19,7 +19,7 @@ import msgpack
 from connectors.builtin import load_builtin_codec
 from connectors.codec import BinnedCodec, Codec, TextCodec, TextCodecConfig
 from connectors.ticks import InvalidTick, OrderingGuard, Tick, decode
-from engine.config import TORCH_DTYPES, ConfigError, ServiceConfig
+from engine.service.config import TORCH_DTYPES, ConfigError, ServiceConfig
 from engine.engine import Engine
 from engine.models import load_model
 from engine.runner import ModelRunner

@@ -19,7 +19,7 @@ from typing import Any
 DEFAULT_INGEST = "tcp://127.0.0.1:5555"
 DEFAULT_ANSWERS = "tcp://127.0.0.1:5556"
 DEFAULT_CONTROL = "tcp://127.0.0.1:5557"
-EXAMPLE_QUERIES = Path(__file__).resolve().parent.parent / "queries" / "examples" / "tick_model.yaml"
+EXAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "queries" / "examples" / "tick_model.yaml"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _service_config(path: Path | None, queries: Path | None = None) -> Any:
-    from engine.config import ServiceConfig
+    from engine.service.config import ServiceConfig
 
     config = ServiceConfig.load(path) if path else ServiceConfig()
     if queries is not None:
@@ -116,7 +116,7 @@ def _service_config(path: Path | None, queries: Path | None = None) -> Any:
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
-    from engine.server import Server
+    from engine.service.server import Server
 
     server = Server(_service_config(args.config, args.queries))
     endpoints = server.bind()
@@ -149,7 +149,7 @@ def cmd_feed(args: argparse.Namespace) -> None:
 
 
 def cmd_subscribe(args: argparse.Namespace) -> None:
-    from engine.client import AnswerSubscriber
+    from engine.service.client import AnswerSubscriber, render_table
 
     table: dict[str, dict] = {}
     seen = 0
@@ -168,7 +168,7 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
 
 
 def cmd_register(args: argparse.Namespace) -> None:
-    from engine.client import ControlClient
+    from engine.service.client import ControlClient
 
     with ControlClient(args.control) as control:
         reply = control.call("register", yaml=args.file.read_text())
@@ -176,7 +176,7 @@ def cmd_register(args: argparse.Namespace) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
-    from engine.client import ControlClient
+    from engine.service.client import ControlClient
 
     with ControlClient(args.control) as control:
         reply = control.call("ask", stream=args.stream, query=args.query, max_stale_ticks=args.max_stale)
@@ -184,14 +184,14 @@ def cmd_ask(args: argparse.Namespace) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
-    from engine.client import ControlClient
+    from engine.service.client import ControlClient
 
     with ControlClient(args.control) as control:
         print(json.dumps(control.call("stats")["stats"], sort_keys=True, indent=2))
 
 
 def cmd_backtest(args: argparse.Namespace) -> None:
-    from engine.backtest import run_backtest
+    from engine.service.backtest import run_backtest
 
     report = run_backtest(_service_config(args.config), [str(f) for f in args.files], args.queries, args.out,
                           columns=args.preset, batch_ms=args.batch_ms, max_ticks=args.max_ticks)
@@ -199,34 +199,9 @@ def cmd_backtest(args: argparse.Namespace) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
-    from engine.demo import run_demo
+    from engine.service.demo import run_demo
 
     run_demo(seconds=args.seconds, queries=args.queries, replay=args.replay, rate=args.rate)
-
-
-def format_answer(payload: dict) -> str:
-    value = payload.get("value", {})
-    if "expected" in value:
-        return f"E={value['expected']:+.3f}"
-    if "answer" in value:
-        return f"{value['answer']} ({value['probs'][value['answer']]:.2f})"
-    if "nll" in value and value["nll"] is not None:
-        return f"nll={value['nll']:.2f}"
-    return str(value.get("text", value))[:40]
-
-
-def render_table(table: dict[str, dict], out: Any, title: str = "") -> None:
-    """A live table of the latest answer per topic (redrawn in place on a terminal)."""
-    lines = [title] if title else []
-    lines.append(f"{'query':<12}{'stream':<12}{'seq':>6}{'ticks':>8}  answer")
-    for topic in sorted(table):
-        p = table[topic]
-        lines.append(f"{p['query']:<12}{p['stream']:<12}{p['seq']:>6}{p['version']:>8}  {format_answer(p)}")
-    if out.isatty():
-        out.write("\x1b[H\x1b[2J" + "\n".join(lines) + "\n")
-    else:
-        out.write("\n".join(lines) + "\n\n")
-    out.flush()
 
 
 if __name__ == "__main__":

@@ -18,10 +18,9 @@ from connectors.feed import FeedClient, run_feed
 from connectors.replay import FileReplay
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig
-from engine.cli import render_table
-from engine.client import AnswerSubscriber
-from engine.config import EndpointsSection, ServiceConfig
-from engine.server import Server
+from engine.service.client import AnswerSubscriber, render_table
+from engine.service.config import EndpointsSection, ServiceConfig
+from engine.service.server import Server
 
 REDRAW_S = 0.5
 

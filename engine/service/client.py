@@ -92,3 +92,28 @@ class AnswerSubscriber:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def format_answer(payload: dict) -> str:
+    value = payload.get("value", {})
+    if "expected" in value:
+        return f"E={value['expected']:+.3f}"
+    if "answer" in value:
+        return f"{value['answer']} ({value['probs'][value['answer']]:.2f})"
+    if "nll" in value and value["nll"] is not None:
+        return f"nll={value['nll']:.2f}"
+    return str(value.get("text", value))[:40]
+
+
+def render_table(table: dict[str, dict], out: Any, title: str = "") -> None:
+    """A live table of the latest answer per topic (redrawn in place on a terminal)."""
+    lines = [title] if title else []
+    lines.append(f"{'query':<12}{'stream':<12}{'seq':>6}{'ticks':>8}  answer")
+    for topic in sorted(table):
+        p = table[topic]
+        lines.append(f"{p['query']:<12}{p['stream']:<12}{p['seq']:>6}{p['version']:>8}  {format_answer(p)}")
+    if out.isatty():
+        out.write("\x1b[H\x1b[2J" + "\n".join(lines) + "\n")
+    else:
+        out.write("\n".join(lines) + "\n\n")
+    out.flush()
