@@ -75,29 +75,31 @@ def workload1(quick: bool) -> dict:
 
     from engine.kv_cache import CacheSpec
     from engine.models import from_hf_model
+    from engine.engine import Engine
     from engine.runner import ModelRunner
+    from engine.session import Session
 
     torch.manual_seed(0)
     with torch.device("cuda"):
         hf = LlamaForCausalLM(LlamaConfig(**GPU_CONFIG)).to(torch.bfloat16).eval()
     params = sum(p.numel() for p in hf.parameters())
-    runner = ModelRunner(from_hf_model(hf, torch.bfloat16, "cuda"), CacheSpec(block_size=32, cells=8192 + 256))
+    engine = Engine(ModelRunner(from_hf_model(hf, torch.bfloat16, "cuda"), CacheSpec(block_size=32, cells=8192 + 256)))
     rng = random.Random(0)
     stream = [rng.randrange(GPU_CONFIG["vocab_size"]) for _ in range(max(CONTEXTS))]
     questions = [[rng.randrange(GPU_CONFIG["vocab_size"]) for _ in range(QUESTION_TOKENS)] for _ in range(8)]
     rows = []
     for n in (CONTEXTS[:2] if quick else CONTEXTS):
-        session = runner.open_session(f"ctx{n}")
+        session = Session(f"ctx{n}")
         for start in range(0, n, 2048):
-            session.advance(stream[start : start + 2048], logits="none")
+            engine.advance(session, stream[start : start + 2048], logits="none")
         i = iter(range(10**9))
-        probe = cuda_ms(lambda: session.probe(questions[next(i) % 8], logits="last"), 50, warmup=5)
+        probe = cuda_ms(lambda: engine.probe(session, questions[next(i) % 8], logits="last"), 50, warmup=5)
         ids = [torch.tensor([stream[:n] + q], device="cuda") for q in questions]
         with torch.inference_mode():
             stateless = cuda_ms(lambda: hf(ids[next(i) % 8], logits_to_keep=1), 5, warmup=1)
             reference = hf(ids[0], logits_to_keep=1).logits[0, -1].float()
-        diff = float((session.probe(questions[0], logits="last")[-1] - reference).abs().max())
-        session.evict(runner.kv.pool)
+        diff = float((engine.probe(session, questions[0], logits="last")[-1] - reference).abs().max())
+        engine.evict(session)
         row = {"context": n, "probe": percentiles(probe), "stateless": percentiles(stateless),
                "ratio_stateless_over_probe_p50": percentiles(stateless)["p50"] / percentiles(probe)["p50"],
                "max_abs_logit_diff_bf16": diff}
@@ -105,7 +107,7 @@ def workload1(quick: bool) -> dict:
         print(f"workload1 {n:>5}: probe p50 {row['probe']['p50']:.2f} ms, stateless p50 "
               f"{row['stateless']['p50']:.1f} ms ({row['ratio_stateless_over_probe_p50']:.0f}x), "
               f"max|diff| {diff:.2e}", flush=True)
-    del hf, runner
+    del hf, engine
     torch.cuda.empty_cache()
     return {"config": GPU_CONFIG, "parameters": params, "dtype": "bfloat16", "rows": rows}
 

@@ -2,7 +2,7 @@
 
 Same weights on every side (a seeded tiny Llama, BENCH_CONFIG, saved as a Hugging Face checkpoint
 and exported to GGUF by benchmarks.gguf_export), the same token ids, all measured in this run:
-  flashtick probe     session.probe(question) on a session holding the context (nothing committed)
+  flashtick probe     engine.probe(session, question) on a session holding the context (nothing committed)
   llama.cpp kept KV   Llama.eval(question) after the context, then ``n_tokens = context`` (rollback)
   llama.cpp API       create_completion(context + question, max_tokens=1) with a LlamaRAMCache
                       prompt cache set: how llama-cpp-python is usually served (prefix reuse, then
@@ -30,9 +30,11 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from benchmarks.common import RESULTS_DIR, machine, percentiles, time_ms, write_json
 from benchmarks.gguf_export import export_gguf, open_llama
 from benchmarks.streaming import ForeignLoad, last_logits
+from engine.engine import Engine
 from engine.kv_cache import CacheSpec
 from engine.models import load_model
 from engine.runner import ModelRunner
+from engine.session import Session
 
 QUESTION_TOKENS = 16
 DISTINCT_QUESTIONS = 32
@@ -51,7 +53,7 @@ class Sides:
         import llama_cpp
 
         self.hf = LlamaForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).eval()
-        self.runner = ModelRunner(load_model(checkpoint), CacheSpec(block_size=32, cells=n_ctx + 256))
+        self.engine = Engine(ModelRunner(load_model(checkpoint), CacheSpec(block_size=32, cells=n_ctx + 256)))
         self.kept = open_llama(gguf, n_ctx=n_ctx)
         self.api = open_llama(gguf, n_ctx=n_ctx)
         self.api.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=2 << 30))
@@ -60,16 +62,16 @@ class Sides:
     def load_context(self, prefix: list[int]) -> None:
         """Untimed: every side takes the context in (the API side by one completion)."""
         if self.session is not None:
-            self.session.evict(self.runner.kv.pool)
-        self.session = self.runner.open_session(f"ctx{len(prefix)}")
+            self.engine.evict(self.session)
+        self.session = Session(f"ctx{len(prefix)}")
         for start in range(0, len(prefix), 2048):
-            self.session.advance(prefix[start : start + 2048], logits="none")
+            self.engine.advance(self.session, prefix[start : start + 2048], logits="none")
         self.kept.n_tokens = 0
         self.kept.eval(prefix)
         self.api.create_completion(prefix + [0] * QUESTION_TOKENS, max_tokens=1, temperature=0.0)
 
     def probe(self, question: list[int]) -> torch.Tensor:
-        return self.session.probe(question, logits="last")
+        return self.engine.probe(self.session, question, logits="last")
 
     def kept_kv(self, question: list[int]) -> torch.Tensor:
         base = self.kept.n_tokens

@@ -20,9 +20,11 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from benchmarks.common import copy_bandwidth_gbs, machine, percentiles, time_ms, write_json
+from engine.engine import Engine
 from engine.kv_cache import CacheSpec
 from engine.models import from_hf_model
 from engine.runner import ModelRunner
+from engine.session import Session
 
 QUESTION_TOKENS = 16
 PREFILL_CHUNK = 2048
@@ -32,29 +34,29 @@ BENCH_CONFIG = dict(
 )
 
 
-def build_models(seed: int = 0) -> tuple[LlamaForCausalLM, ModelRunner]:
+def build_models(seed: int = 0) -> tuple[LlamaForCausalLM, Engine]:
     torch.manual_seed(seed)
     hf = LlamaForCausalLM(LlamaConfig(**BENCH_CONFIG)).eval()
     runner = ModelRunner(from_hf_model(hf), CacheSpec(block_size=32, cells=BENCH_CONFIG["max_position_embeddings"]))
-    return hf, runner
+    return hf, Engine(runner)
 
 
-def measure_context(hf, runner: ModelRunner, context: int, probe_reps: int, stateless_reps: int,
+def measure_context(hf, engine: Engine, context: int, probe_reps: int, stateless_reps: int,
                     bandwidth_gbs: float, rng: random.Random) -> dict[str, float]:
     tokens = [rng.randrange(BENCH_CONFIG["vocab_size"]) for _ in range(context + QUESTION_TOKENS)]
     prefix, question = tokens[:context], tokens[context:]
-    session = runner.open_session(f"ctx{context}")
+    session = Session(f"ctx{context}")
     for start in range(0, context, PREFILL_CHUNK):
-        session.advance(prefix[start : start + PREFILL_CHUNK], logits="none")
-    probe = percentiles(time_ms(lambda: session.probe(question), probe_reps, warmup=10))
+        engine.advance(session, prefix[start : start + PREFILL_CHUNK], logits="none")
+    probe = percentiles(time_ms(lambda: engine.probe(session, question), probe_reps, warmup=10))
     ids = torch.tensor([tokens])
     with torch.inference_mode():
         stateless_fn = lambda: hf(ids, logits_to_keep=QUESTION_TOKENS)  # noqa: E731
         stateless = percentiles(time_ms(stateless_fn, stateless_reps, warmup=1))
         reference = stateless_fn().logits[0].float()
-    max_diff = (session.probe(question) - reference).abs().max().item()
-    session.evict(runner.kv.pool)
-    kv_bytes = context * runner.config.kv_bytes_per_token * runner.kv.tensor.element_size()
+    max_diff = (engine.probe(session, question) - reference).abs().max().item()
+    engine.evict(session)
+    kv_bytes = context * engine.runner.config.kv_bytes_per_token * engine.runner.kv.tensor.element_size()
     return {
         "context": context,
         "probe_p50_ms": probe["p50"], "probe_p99_ms": probe["p99"], "probe_n": probe["n"],
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     contexts = args.contexts or ([512, 2048] if args.quick else [512, 2048, 8192, 16384])
-    hf, runner = build_models(args.seed)
+    hf, engine = build_models(args.seed)
     bandwidth = copy_bandwidth_gbs()
     rng = random.Random(args.seed)
     rows = []
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> dict:
     for context in contexts:
         stateless_reps = 20 if context <= 2048 else (5 if context <= 8192 else 3)
         probe_reps = 50 if args.quick else 200
-        row = measure_context(hf, runner, context, probe_reps, 3 if args.quick else stateless_reps, bandwidth, rng)
+        row = measure_context(hf, engine, context, probe_reps, 3 if args.quick else stateless_reps, bandwidth, rng)
         rows.append(row)
         print(f"{context:>8} {row['probe_p50_ms']:>8.2f}ms {row['probe_p99_ms']:>8.2f}ms "
               f"{row['stateless_p50_ms']:>12.1f}ms {row['ratio_stateless_over_probe_p50']:>7.1f}x "

@@ -1,4 +1,4 @@
-"""The paged KV cache: a fixed pool of blocks with refcounts, and the tensor that holds them.
+"""The paged KV cache: a fixed pool of blocks with refcounts, and the tensor whose cells they index.
 
 Capacity is counted in cells (token slots): ``num_blocks * block_size``. The
 pool never grows; an allocation that does not fit raises ``PoolExhausted``
@@ -121,16 +121,18 @@ class CacheSpec:
 
 
 class KVCache:
-    """The pool plus its storage: one tensor (layers, 2, Hkv, cells, D)."""
+    """The storage the pool's cells index: one tensor (layers, 2, Hkv, cells, D). The runner holds it;
+    the block pool that hands out its cells belongs to the scheduler (``new_pool``)."""
 
     def __init__(self, config: ModelConfig, spec: CacheSpec, dtype: torch.dtype, device: torch.device | str) -> None:
-        self.pool = BlockPool(spec.num_blocks(config, dtype), spec.block_size)
-        shape = (config.num_layers, 2, config.num_kv_heads, self.pool.capacity_cells, config.head_dim)
+        self.num_blocks = spec.num_blocks(config, dtype)
+        self.block_size = spec.block_size
+        shape = (config.num_layers, 2, config.num_kv_heads, self.num_blocks * self.block_size, config.head_dim)
         self.tensor = torch.zeros(shape, dtype=dtype, device=device)
 
-    @property
-    def block_size(self) -> int:
-        return self.pool.block_size
+    def new_pool(self) -> BlockPool:
+        """An empty pool over exactly these cells."""
+        return BlockPool(self.num_blocks, self.block_size)
 
     @property
     def nbytes(self) -> int:

@@ -1,14 +1,21 @@
-"""Scheduler: which streams advance in the next forward, within the token and KV-cell budgets.
+"""Scheduler: the one owner of every budget. It plans each forward and books what it produced.
 
-Streams submit chunks of tokens (one tick's, or a tokenized batch's) with their
-event time. ``next_batch`` takes the streams that have waited longest first
-(FIFO by arrival of their oldest pending chunk, so no stream starves whatever
-the others' rates), up to ``max_batch_tokens``. The KV pool is the cell
-budget: when a batch needs blocks that are not free, the policy decides —
-``evict`` drops the least recently active sessions' KV (their token logs stay,
-so they rebuild exactly on next use), ``refuse`` admits a new stream only while
-the pool can hold a full window for every admitted stream. Accepted data is
-never dropped: a stream that cannot fit now waits in its queue.
+Budgets, all explicit numbers: the KV block pool (cells), ingest tokens per
+forward (``max_batch_tokens``), streams per forward, question tokens per forward
+(``max_probe_tokens``) and the model's positions (``window``, ``probe_reserve``).
+
+``plan()`` takes the streams that have waited longest first (FIFO by arrival of
+their oldest pending chunk, so no stream starves whatever the others' rates),
+then on-demand jobs, then the standing queries made due by this batch's
+advances; it allocates the KV for all of it (rebuilds included) through the
+block manager. ``commit()`` books the forward's results and returns the
+answers the jobs produced.
+
+When the pool is full the policy decides: ``evict`` drops the least recently
+active sessions' KV (their token logs stay, so they rebuild exactly on next
+use), ``refuse`` admits a new stream only while the pool can hold a full window
+for every admitted stream. Accepted data is never dropped: a stream that cannot
+fit now waits in its queue.
 
 Context limit: a session that would pass ``window`` tokens keeps its first
 ``sink_tokens`` (the configured header, if any) plus the most recent tokens
@@ -25,12 +32,20 @@ from typing import Literal
 
 import torch
 
-from engine.runner import Advance, ModelRunner, Probe
+from engine.batch import Advance, ForwardBatch, Probe
+from engine.block_manager import BlockManager
+from engine.jobs import JobOutcome, ProbeJob, QueryPlanner, StreamProgress
 from engine.session import Session
+
+IDLE_EVERY = 8  # idle work (generate steps) also runs every Nth forward, so constant ingest cannot starve it
 
 
 class AdmissionRefused(RuntimeError):
     """A new stream was refused because the KV pool cannot hold another full window."""
+
+
+class UnknownStream(KeyError):
+    """A question was asked of a stream that has never sent data."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +58,7 @@ class SchedulerConfig:
     keep_fraction: float = 0.5  # share of the window kept (most recent tokens) after a roll
     header: tuple[int, ...] = ()  # tokens every session starts with; their KV is computed once and shared
     probe_reserve: int = 64  # positions kept free past a session's tokens for question (+ answer) probes
+    max_probe_tokens: int = 8192  # question tokens per forward (asks + standing queries); the rest wait a forward
 
     def __post_init__(self) -> None:
         if self.max_batch_tokens <= 0:
@@ -55,6 +71,8 @@ class SchedulerConfig:
             raise ValueError(f"keep_fraction must be in (0, 1), got {self.keep_fraction}")
         if self.sink_tokens < 0:
             raise ValueError(f"sink_tokens must be >= 0, got {self.sink_tokens}")
+        if self.max_probe_tokens <= 0:
+            raise ValueError(f"max_probe_tokens must be > 0, got {self.max_probe_tokens}")
         if self.probe_reserve < 0:
             raise ValueError(f"probe_reserve must be >= 0, got {self.probe_reserve}")
 
@@ -65,18 +83,6 @@ class Chunk:
     event_ts: int  # event time (ns) of the latest tick in the chunk
     ticks: int  # ticks the chunk carries
     arrival_ns: int  # wall clock when submitted, for freshness
-
-
-@dataclass(frozen=True)
-class StreamProgress:
-    """Where a stream stands after a batch; the query layer decides what is due from it."""
-
-    stream: str
-    ticks: int  # ticks committed
-    event_ts: int  # event time of the latest committed tick
-    version: int  # session version
-    arrival_ns: int  # wall clock arrival of the latest committed chunk
-    surprise: float | None  # NLL (nats) of the latest chunk's tokens, from the ingest forward
 
 
 @dataclass(eq=False)
@@ -97,13 +103,28 @@ class Stream:
 
 
 @dataclass
-class Batch:
-    items: list[Advance] = field(default_factory=list)
+class Plan:
+    """One planned forward: stream advances first, then the jobs' probes, in ``forward`` order."""
+
+    advances: list[Advance] = field(default_factory=list)
     streams: list[Stream] = field(default_factory=list)
     chunks: list[list[Chunk]] = field(default_factory=list)
+    jobs: list[ProbeJob] = field(default_factory=list)
+    failed: list[JobOutcome] = field(default_factory=list)  # jobs that cannot run, with the reason
+    copies: list[tuple[list[int], list[int]]] = field(default_factory=list)
+    forward: ForwardBatch = field(default_factory=ForwardBatch)
 
-    def __len__(self) -> int:
-        return len(self.items)
+    def probes(self, streams: dict[str, Stream]) -> list[Probe]:
+        return [Probe(streams[job.stream].session, tokens, job.logits) for job in self.jobs for tokens in job.probes]
+
+
+@dataclass
+class StepReport:
+    """What one forward produced: the streams it advanced and the finished jobs (answers or errors)."""
+
+    advanced: list[StreamProgress] = field(default_factory=list)
+    outcomes: list[JobOutcome] = field(default_factory=list)
+    tokens: int = 0
 
 
 @dataclass
@@ -114,38 +135,47 @@ class SchedulerStats:
     rolls: int = 0
     refused_streams: int = 0
     deferred: int = 0  # times a stream with pending data could not fit in a batch
+    probes_deferred: int = 0  # jobs moved to a later forward by the probe budget
+    jobs_done: int = 0
+    jobs_failed: int = 0
 
 
 class Scheduler:
-    def __init__(self, runner: ModelRunner, config: SchedulerConfig | None = None) -> None:
-        self.runner = runner
+    def __init__(self, blocks: BlockManager, config: SchedulerConfig | None = None,
+                 planner: QueryPlanner | None = None) -> None:
+        self.blocks = blocks
+        self.pool = blocks.pool
         self.config = config or SchedulerConfig()
-        self.window = min(self.config.window or runner.config.max_positions, runner.config.max_positions)
+        self.planner = planner
+        # a session's window, plus the block its roll may straddle, must fit in the pool; the default
+        # (the model's positions) is capped to what the pool holds, an explicit window is checked
+        pool_window = (self.pool.num_blocks - 1) * self.pool.block_size
+        self.window = min(self.config.window or min(blocks.max_positions, pool_window), blocks.max_positions)
         self.sink = max(self.config.sink_tokens, len(self.config.header))
         self.keep = int(self.window * self.config.keep_fraction)
         # a session rolls before its tokens plus the longest probe could pass the window
         self.roll_at = self.window - self.config.probe_reserve
-        pool = runner.kv.pool
         if self.sink + self.keep >= self.roll_at:
             raise ValueError(f"sink ({self.sink}) + kept tokens ({self.keep}) + probe_reserve "
                              f"({self.config.probe_reserve}) must be below the window ({self.window})")
-        window_blocks = pool.blocks_for(self.window) + 1
-        if window_blocks > pool.num_blocks:
+        window_blocks = self.pool.blocks_for(self.window) + 1
+        if window_blocks > self.pool.num_blocks:
             raise ValueError(
-                f"KV pool of {pool.capacity_cells} cells cannot hold one session's window of {self.window} tokens; "
-                f"raise kv cells or lower the window"
+                f"KV pool of {self.pool.capacity_cells} cells cannot hold one session's window of {self.window} "
+                f"tokens; raise kv cells or lower the window"
             )
-        self.max_streams_admitted = pool.num_blocks // window_blocks  # for the 'refuse' policy
+        self.max_streams_admitted = self.pool.num_blocks // window_blocks  # for the 'refuse' policy
         self.streams: dict[str, Stream] = {}
         self.stats = SchedulerStats()
+        # tokens every session starts with; the engine prefills them once, sessions share the blocks
+        self.header = Session("__header__", list(self.config.header)) if self.config.header else None
+        self._asks: deque[ProbeJob] = deque()
+        self._idle: deque[ProbeJob] = deque()
         self._arrivals = 0
         self._batch_no = 0
-        self._header: Session | None = None
-        if self.config.header:
-            self._header = runner.open_session("__header__", list(self.config.header))
-            runner.run([Advance(self._header, [], "none")])
+        self._plans = 0
 
-    # -- ingest ----------------------------------------------------------------------------
+    # -- ingest and asks ------------------------------------------------------------------------
 
     def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1) -> None:
         """Queue a chunk for ``stream``; raises AdmissionRefused for a new stream the pool cannot take."""
@@ -162,42 +192,107 @@ class Scheduler:
                 f"stream {name!r} refused: the KV pool holds {self.max_streams_admitted} streams of "
                 f"{self.window} tokens and all are admitted"
             )
-        session = self.runner.open_session(name, list(self.config.header))
-        state = Stream(session)
+        state = Stream(Session(name, list(self.config.header)))
         self.streams[name] = state
         return state
+
+    def ask(self, job: ProbeJob) -> None:
+        """Queue an on-demand job; it runs in the next forward that has room, ahead of standing queries."""
+        if job.stream not in self.streams:
+            raise UnknownStream(job.stream)
+        (self._idle if job.idle else self._asks).append(job)
+
+    def progress(self, stream: str) -> StreamProgress:
+        state = self.streams.get(stream)
+        if state is None:
+            raise UnknownStream(stream)
+        return self.progress_of(state, [], None)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._asks or self._idle or any(s.pending for s in self.streams.values()))
 
     def pending_tokens(self) -> int:
         return sum(len(c.tokens) for s in self.streams.values() for c in s.pending)
 
-    # -- batching ----------------------------------------------------------------------------
+    # -- planning --------------------------------------------------------------------------------
 
-    def next_batch(self) -> Batch:
+    def plan(self) -> Plan | None:
+        """The next forward within every budget, its KV allocated; None when there is nothing to do."""
+        self._plans += 1
+        plan = self._plan_advances()
+        asks = list(self._asks)
+        self._asks.clear()
+        # idle work runs when nothing else does, and every IDLE_EVERY plans regardless
+        if self._idle and ((not plan.advances and not asks) or self._plans % IDLE_EVERY == 0):
+            asks.append(self._idle.popleft())
+        if not plan.advances and not asks and not plan.copies:
+            return None
+        budget = self.config.max_probe_tokens
+        for job in asks:  # on-demand first; one that cannot fit waits for the next forward
+            budget = self._add_job(plan, job, budget, make_room=True)
+        due = self.planner.due(self.preview(plan)) if self.planner and plan.advances else []
+        for job in due:  # standing queries are due only on streams advanced here: their KV is resident
+            if job.idle:
+                self._idle.append(job)
+            else:
+                budget = self._add_job(plan, job, budget, make_room=False)
+        plan.forward = self.blocks.allocate(plan.advances + plan.probes(self.streams), plan.copies)
+        return plan
+
+    def _add_job(self, plan: Plan, job: ProbeJob, budget: int, make_room: bool) -> int:
+        """Add ``job`` to the plan if it fits the window, the probe budget and the pool; returns the budget left."""
+        reason = self._window_problem(job, plan)
+        if reason is not None:
+            self.stats.jobs_failed += 1
+            plan.failed.append(JobOutcome(job, error=reason))
+            return budget
+        over_budget = job.num_tokens > budget and bool(plan.jobs)  # an oversized job goes alone
+        probes = [Probe(self.streams[job.stream].session, tokens, job.logits) for tokens in job.probes]
+        if over_budget or (make_room and not self.make_room(plan.advances + plan.probes(self.streams) + probes)):
+            self.stats.probes_deferred += 1
+            self._asks.append(job)
+            return budget
+        plan.jobs.append(job)
+        return budget - job.num_tokens
+
+    def _window_problem(self, job: ProbeJob, plan: Plan) -> str | None:
+        """A probe may not run past the model's positions; the job fails with the reason instead."""
+        state = self.streams[job.stream]
+        incoming = sum(len(a.tokens) for a in plan.advances if a.session is state.session)
+        longest = max((len(p) for p in job.probes), default=0)
+        limit = self.blocks.max_positions
+        if len(state.session.tokens) + incoming + longest <= limit:
+            return None
+        return (f"probe of {longest} tokens on stream {job.stream!r} would pass the model's {limit} positions "
+                f"(raise scheduler.probe_reserve or shorten the question)")
+
+    def _plan_advances(self) -> Plan:
         """Advances for the streams that waited longest, within the token budget and the KV pool."""
-        batch = Batch()
+        plan = Plan()
         budget = self.config.max_batch_tokens
         waiting = sorted((s for s in self.streams.values() if s.pending), key=lambda s: s.waiting_since)
         for state in waiting:
-            if len(batch) >= self.config.max_batch_streams:
+            if len(plan.advances) >= self.config.max_batch_streams:
                 break
-            chunks = self._take_chunks(state, budget, first=not batch.items)
+            chunks = self._take_chunks(state, budget, first=not plan.advances)
             if not chunks:
                 break
             tokens = [t for c in chunks for t in c.tokens]
             self._roll_if_needed(state, len(tokens))
-            if state.session.num_cached == 0 and self.runner.kv.pool.num_free:
-                self._share_header(state.session)
+            if state.session.num_cached == 0 and self.pool.num_free:
+                self._share_header(state.session, plan)
             cost = len(tokens) + state.session.num_uncached
             item = Advance(state.session, tokens, logits=len(chunks[-1].tokens) + 1)
-            if not self.make_room(batch.items + [item]):
+            if not self.make_room(plan.advances + [item]):
                 state.pending.extendleft(reversed(chunks))
                 self.stats.deferred += 1
                 continue
-            batch.items.append(item)
-            batch.streams.append(state)
-            batch.chunks.append(chunks)
+            plan.advances.append(item)
+            plan.streams.append(state)
+            plan.chunks.append(chunks)
             budget -= cost
-        return batch
+        return plan
 
     def _take_chunks(self, state: Stream, budget: int, first: bool) -> list[Chunk]:
         """Whole chunks up to the budget; an oversized chunk goes alone into an empty batch."""
@@ -217,9 +312,8 @@ class Scheduler:
 
     def make_room(self, items: list[Advance | Probe]) -> bool:
         """Evict least recently active sessions outside ``items`` until they fit; False if impossible."""
-        pool = self.runner.kv.pool
-        needed = self.runner.blocks_needed(items)
-        if needed <= pool.num_free:
+        needed = self.blocks.blocks_needed(items)
+        if needed <= self.pool.num_free:
             return True
         if self.config.when_full == "refuse":
             return False
@@ -229,11 +323,11 @@ class Scheduler:
             key=lambda s: s.last_active,
         )
         for victim in victims:
-            self.stats.evicted_cells += victim.session.evict(pool)
+            self.stats.evicted_cells += self.blocks.evict(victim.session)
             self.stats.evictions += 1
-            if needed <= pool.num_free:
+            if needed <= self.pool.num_free:
                 return True
-        return needed <= pool.num_free
+        return needed <= self.pool.num_free
 
     def _roll_if_needed(self, state: Stream, incoming: int) -> None:
         """Keep sink + recent tokens (from a chunk boundary) when the window would overflow."""
@@ -246,31 +340,49 @@ class Scheduler:
         target = len(session.tokens) + incoming - keep  # first token index we would like to keep
         cut = next((b for b in state.boundaries if b >= target and b > self.sink), len(session.tokens))
         kept = session.tokens[: self.sink] + session.tokens[cut:]
-        session.evict(self.runner.kv.pool)
+        self.blocks.evict(session)
         session.tokens = kept
         state.boundaries = [self.sink + b - cut for b in state.boundaries if b >= cut]
         self.stats.rolls += 1
 
-    def _share_header(self, session: Session) -> None:
+    def _share_header(self, session: Session, plan: Plan) -> None:
         """A session whose KV is gone starts again from the shared header's blocks."""
-        header = self._header
-        if header is not None and session.num_cached == 0 and session.tokens[: len(header.tokens)] == header.tokens:
-            session.adopt_prefix(header, len(header.tokens), self.runner.kv)
+        header = self.header
+        if header is not None and header.num_cached and session.tokens[: len(header.tokens)] == header.tokens:
+            copy = self.blocks.adopt_prefix(session, header, len(header.tokens))
+            if copy is not None:
+                plan.copies.append(copy)
 
-    # -- after the forward ------------------------------------------------------------------------
+    def preview(self, plan: Plan) -> list[StreamProgress]:
+        """The progress each advanced stream will have once committed (surprise unknown yet)."""
+        return [self.progress_of(state, chunks, None) for state, chunks in zip(plan.streams, plan.chunks)]
 
-    def preview(self, batch: Batch) -> list[StreamProgress]:
-        """The progress each stream in ``batch`` will have once it is committed (surprise unknown yet)."""
-        return [self.progress_of(state, chunks, None) for state, chunks in zip(batch.streams, batch.chunks)]
+    # -- after the forward -----------------------------------------------------------------------
 
-    def commit(self, batch: Batch, logits: list[torch.Tensor]) -> list[StreamProgress]:
-        """Book the advances of a batch that ran; ``logits`` are the runner's outputs for its items."""
+    def commit(self, plan: Plan, logits: list[torch.Tensor]) -> StepReport:
+        """Book a forward that ran (``logits``: the runner's outputs per item) and finish its jobs."""
+        self.blocks.commit(plan.forward)
+        advanced = self._commit_advances(plan, logits[: len(plan.advances)])
+        by_stream = {p.stream: p for p in advanced}
+        report = StepReport(advanced, list(plan.failed), plan.forward.num_tokens)
+        cursor = len(plan.advances)
+        for job in plan.jobs:
+            outputs = logits[cursor : cursor + len(job.probes)]
+            cursor += len(job.probes)
+            result = job.done(outputs, by_stream.get(job.stream) or self.progress(job.stream))
+            if result.follow_up is not None:
+                (self._idle if result.follow_up.idle else self._asks).append(result.follow_up)
+            else:
+                self.stats.jobs_done += 1
+                report.outcomes.append(JobOutcome(job, result.answer))
+        return report
+
+    def _commit_advances(self, plan: Plan, logits: list[torch.Tensor]) -> list[StreamProgress]:
         self._batch_no += 1
         self.stats.batches += 1
         progress = []
-        for state, chunks, rows in zip(batch.streams, batch.chunks, logits):
-            length_before = len(state.session.tokens) - sum(len(c.tokens) for c in chunks)
-            offset = length_before
+        for state, chunks, rows in zip(plan.streams, plan.chunks, logits):
+            offset = len(state.session.tokens) - sum(len(c.tokens) for c in chunks)
             for chunk in chunks:
                 state.boundaries.append(offset)
                 offset += len(chunk.tokens)
@@ -311,7 +423,7 @@ class Scheduler:
         )
 
     def kv_summary(self) -> dict[str, int]:
-        pool = self.runner.kv.pool
+        pool = self.pool
         return {
             "kv_cells_capacity": pool.capacity_cells,
             "kv_cells_used": pool.used_cells,
@@ -320,4 +432,4 @@ class Scheduler:
         }
 
 
-__all__ = ["Scheduler", "SchedulerConfig", "StreamProgress", "Batch", "AdmissionRefused"]
+__all__ = ["Scheduler", "SchedulerConfig", "Plan", "StepReport", "AdmissionRefused", "UnknownStream"]

@@ -1,9 +1,10 @@
-"""FlashQueries: the query layer's side of the engine loop (it implements engine.engine.QueryPlanner).
+"""FlashQueries: the query layer's side of the engine loop (it implements engine.jobs.QueryPlanner).
 
-After each batch the engine asks which standing queries are due on the streams
-it advanced; FlashQueries turns each into a ProbeJob whose logits become an
-Answer, cached and handed to ``publish`` (the server's PUB socket, a backtest's
-writer). On-demand asks go through ``job_for`` with a callback.
+While planning a batch the scheduler asks which standing queries are due on the
+streams it advances; FlashQueries turns each into a ProbeJob whose logits become
+an Answer, cached here and returned by the job, so it comes out of
+``Engine.step()`` for the service to publish. On-demand asks go through
+``job_for`` with the requester's ticket.
 """
 
 from __future__ import annotations
@@ -15,15 +16,11 @@ from typing import Any
 
 import torch
 
-from engine.engine import ProbeJob
-from engine.scheduler import StreamProgress
+from engine.jobs import JobResult, ProbeJob, StreamProgress
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import CompiledQuery, answer_value, compile_query, decode, next_token
 from queries.registry import Registry
 from queries.spec import QuerySpec
-
-AnswerCallback = Callable[[Answer], None]
-
 
 @dataclass
 class FlashStats:
@@ -39,13 +36,11 @@ class FlashStats:
 
 
 class FlashQueries:
-    def __init__(self, registry: Registry, cache: AnswerCache, codec: Any, model_id: str,
-                 publish: AnswerCallback | None = None) -> None:
+    def __init__(self, registry: Registry, cache: AnswerCache, codec: Any, model_id: str) -> None:
         self.registry = registry
         self.cache = cache
         self.codec = codec
         self.model_id = model_id
-        self.publish = publish
         self.stats = FlashStats()
         self._compiled: dict[QuerySpec, CompiledQuery] = {}
 
@@ -63,54 +58,42 @@ class FlashQueries:
                 jobs.append(self.job_for(spec, p.stream))
         return jobs
 
-    def job_for(self, spec: QuerySpec, stream: str, on_answer: AnswerCallback | None = None,
-                on_error: Callable[[str], None] | None = None) -> ProbeJob:
-        """The probe work that answers ``spec`` on ``stream``; the answer is cached, published, passed on."""
+    def job_for(self, spec: QuerySpec, stream: str, ticket: Any = None) -> ProbeJob:
+        """The probe work that answers ``spec`` on ``stream``; its result is the cached Answer."""
         query = self.compiled(spec)
 
-        def fail(reason: str) -> None:
-            self.stats.errors += 1
-            if on_error:
-                on_error(reason)
-
-        def finish(value: dict[str, Any], progress: StreamProgress) -> None:
+        def finish(value: dict[str, Any], progress: StreamProgress) -> JobResult:
             answer = self.cache.put(spec.name, stream, spec.topic_for(stream), value, progress.ticks,
                                     progress.event_ts, self.model_id)
             self.stats.record(answer, progress.arrival_ns)
-            if self.publish:
-                self.publish(answer)
-            if on_answer:
-                on_answer(answer)
+            return JobResult(answer)
 
         if spec.kind == "surprise":  # computed by the ingest forward itself: no probe
-            def done_surprise(_: list[torch.Tensor], progress: StreamProgress) -> None:
-                finish({"nll": progress.surprise}, progress)
-            return ProbeJob(stream, [], done_surprise, fail=fail)
+            return ProbeJob(stream, [], lambda _, progress: finish({"nll": progress.surprise}, progress),
+                            ticket=ticket)
         if spec.kind == "generate":
-            return self._generate_job(query, stream, finish, fail, [], on_answer is None)
+            return self._generate_job(query, stream, finish, [], idle=ticket is None, ticket=ticket)
+        return ProbeJob(stream, query.probes, lambda logits, progress: finish(answer_value(query, logits), progress),
+                        logits=query.logits, ticket=ticket)
 
-        def done(logits: list[torch.Tensor], progress: StreamProgress) -> None:
-            finish(answer_value(query, logits), progress)
-        return ProbeJob(stream, query.probes, done, logits=query.logits, fail=fail)
-
-    def _generate_job(self, query: CompiledQuery, stream: str, finish: Callable, fail: Callable,
-                      generated: list[int], idle: bool, generator: torch.Generator | None = None) -> ProbeJob:
+    def _generate_job(self, query: CompiledQuery, stream: str, finish: Callable[..., JobResult],
+                      generated: list[int], idle: bool, ticket: Any, generator: torch.Generator | None = None
+                      ) -> ProbeJob:
         """One decode step per forward: question + tokens so far, re-evaluated on the committed prefix
         (generations are short, and the session is never touched)."""
         spec = query.spec
         if generator is None and spec.temperature:
             generator = torch.Generator().manual_seed(spec.seed or 0)
 
-        def done(logits: list[torch.Tensor], progress: StreamProgress) -> ProbeJob | None:
+        def done(logits: list[torch.Tensor], progress: StreamProgress) -> JobResult:
             tokens = generated + [next_token(logits[0], spec.temperature or 0.0, generator)]
             text = decode(self.codec, tokens)
             stop = next((s for s in spec.stop or () if s in text), None)
             if stop is not None or len(tokens) >= (spec.max_tokens or 16):
-                finish({"text": text[: text.index(stop)] if stop else text, "tokens": tokens}, progress)
-                return None
-            return self._generate_job(query, stream, finish, fail, tokens, idle, generator)
+                return finish({"text": text[: text.index(stop)] if stop else text, "tokens": tokens}, progress)
+            return JobResult(follow_up=self._generate_job(query, stream, finish, tokens, idle, ticket, generator))
 
-        return ProbeJob(stream, [list(query.question) + generated], done, logits="last", idle=idle, fail=fail)
+        return ProbeJob(stream, [list(query.question) + generated], done, logits="last", idle=idle, ticket=ticket)
 
     def freshness_ms(self) -> dict[str, float]:
         samples = sorted(self.stats.freshness_ns)

@@ -1,4 +1,4 @@
-"""Shared builders: tiny seeded Hugging Face models and runners over them (no downloads)."""
+"""Shared builders: tiny seeded Hugging Face models and engines over them (no downloads)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
+from engine.engine import Engine
 from engine.kv_cache import CacheSpec
 from engine.models import from_hf_model
 from engine.runner import ModelRunner
+from engine.scheduler import SchedulerConfig
 
 # Tiny models are latency-bound: one thread avoids OpenMP spin-waits when CI's two cores are busy.
 torch.set_num_threads(1)
@@ -52,6 +54,12 @@ def tiny_hf_model(family: str = "llama3", seed: int = 0, **overrides) -> PreTrai
 
 def tiny_runner(hf_model: PreTrainedModel, cells: int = 4096, block_size: int = 16) -> ModelRunner:
     return ModelRunner(from_hf_model(hf_model), CacheSpec(block_size=block_size, cells=cells))
+
+
+def tiny_engine(hf_model: PreTrainedModel, cells: int = 4096, block_size: int = 16,
+                scheduler: SchedulerConfig | None = None) -> Engine:
+    """An engine over the model, for driving sessions directly (advance/probe/run)."""
+    return Engine(tiny_runner(hf_model, cells, block_size), scheduler)
 
 
 def hf_logits(hf_model: PreTrainedModel, tokens: list[int]) -> torch.Tensor:  # (T, vocab)

@@ -13,10 +13,11 @@ from conftest import tiny_tick_checkpoint
 from connectors.codec import TOKENS_PER_TICK
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
-from engine.service.config import ServiceConfig
-from engine.engine import Engine, ProbeJob
-from engine.service.pipeline import TickPipeline
+from engine.engine import Engine
+from engine.jobs import JobResult, ProbeJob
 from engine.scheduler import AdmissionRefused, SchedulerConfig
+from engine.service.config import ServiceConfig
+from engine.service.pipeline import TickPipeline
 from queries.evaluate import compile_query
 
 QUERIES = """
@@ -40,15 +41,23 @@ def run_pipeline(checkpoint, cells: int, ticks: int = 240, window: int | None = 
     config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": cells, "block_size": 16},
                                       "scheduler": {"max_batch_tokens": 64, "window": window}})
     seen = []
-    pipeline = TickPipeline(config, publish=lambda a: seen.append(
-        (a, list(pipeline.engine.scheduler.streams[a.stream].session.tokens))))
+    pipeline = TickPipeline(config)
     pipeline.registry.register(QUERIES)
     market = SyntheticMarket(SyntheticConfig(seed=seed))
     for _ in range(ticks // 4):
         assert pipeline.ingest_message(encode(market.next_batch(4))) == []
-        pipeline.engine.step()
-    pipeline.engine.run_until_idle()
+        step_and_record(pipeline, seen, max_steps=1)
+    step_and_record(pipeline, seen)
     return pipeline, seen
+
+
+def step_and_record(pipeline: TickPipeline, seen: list, max_steps: int | None = None) -> None:
+    """Step (until idle, or ``max_steps``); record each answer with the session tokens it was computed on."""
+    steps = 0
+    while (max_steps is None or steps < max_steps) and (report := pipeline.step()) is not None:
+        steps += 1
+        seen += [(o.answer, list(pipeline.engine.scheduler.streams[o.answer.stream].session.tokens))
+                 for o in report.outcomes if o.answer is not None]
 
 
 def stateless_answer(hf, pipeline: TickPipeline, answer, tokens: list[int]) -> dict:
@@ -111,7 +120,7 @@ def test_small_pool_evicts_rebuilds_and_answers_like_an_unconstrained_run(checkp
     big, big_seen = run_pipeline(checkpoint, cells=8192, ticks=300)
     stats = small.engine.scheduler.stats
     assert stats.evictions > 0 and small.runner.stats.tokens_rebuilt > 0
-    assert small.runner.kv.pool.used_cells <= 640
+    assert small.engine.blocks.pool.used_cells <= 640
     assert small.ticks_in == big.ticks_in == 300  # nothing accepted was dropped
     for state in small.engine.scheduler.streams.values():
         assert state.ticks == big.engine.scheduler.streams[state.name].ticks
@@ -181,17 +190,16 @@ def test_sessions_share_the_header_prefix(checkpoint) -> None:
     for name in ("A", "B", "C"):
         engine.submit(name, [50, 51, 52, 53], event_ts=0)
     engine.run_until_idle()
-    pool = pipeline.runner.kv.pool
-    header_blocks = engine.scheduler._header.blocks[:2]
+    pool = engine.blocks.pool
+    header_blocks = engine.scheduler.header.blocks[:2]
     assert all(pool.refcount[b] == 4 for b in header_blocks)  # the header session + 3 streams
     assert pipeline.runner.stats.tokens_advanced == 12  # the header was computed once
     hf = LlamaForCausalLM.from_pretrained(checkpoint).eval()
-    got = {}
-    engine.ask(ProbeJob("B", [[60, 61]], lambda logits, p: got.update(B=logits[0])))
-    engine.step()
+    engine.ask(ProbeJob("B", [[60, 61]], lambda logits, p: JobResult(logits[0])))
+    (outcome,) = engine.step().outcomes
     with torch.no_grad():
         reference = hf(torch.tensor([list(header) + [50, 51, 52, 53, 60, 61]])).logits[0, -1]
-    assert (got["B"][-1] - reference).abs().max() <= 1e-4
+    assert (outcome.answer[-1] - reference).abs().max() <= 1e-4
 
 
 def test_text_model_multi_token_choices_equal_stateless(tmp_path) -> None:
@@ -212,8 +220,7 @@ def test_text_model_multi_token_choices_equal_stateless(tmp_path) -> None:
                                  max_position_embeddings=4096)).save_pretrained(tmp_path)
     config = ServiceConfig.from_dict({"model": {"path": str(tmp_path)}, "kv": {"cells": 8192, "block_size": 16}})
     seen = []
-    pipeline = TickPipeline(config, publish=lambda a: seen.append(
-        (a, list(pipeline.engine.scheduler.streams[a.stream].session.tokens))))
+    pipeline = TickPipeline(config)
     pipeline.registry.register("""
 queries:
   - name: next
@@ -225,7 +232,7 @@ queries:
 """)
     for _ in range(30):
         assert pipeline.ingest_message(encode(market.next_batch(5))) == []
-        pipeline.engine.run_until_idle()
+        step_and_record(pipeline, seen)
     assert len(seen) >= 3
     query = pipeline.flash.compiled(pipeline.registry.get("next"))
     assert max(len(c) for c in query.candidates) > 1  # the multi-token path is exercised
@@ -261,9 +268,9 @@ def test_a_probe_past_the_model_window_fails_the_job_not_the_engine(checkpoint) 
     for i in range(120):  # 480 tokens: the 512-position model has 32 left
         engine.submit("S", [1, 2, 3, 4], event_ts=i)
     engine.run_until_idle()
-    errors: list[str] = []
-    engine.ask(ProbeJob("S", [[5] * 40], lambda logits, p: None, fail=errors.append))
-    engine.ask(ProbeJob("S", [[5] * 4], lambda logits, p: errors.append("ok")))
-    engine.step()
-    assert errors[0].startswith("probe of 40 tokens on stream 'S' would pass the model's 512 positions")
-    assert errors[1] == "ok" and engine.stats.jobs_failed == 1
+    engine.ask(ProbeJob("S", [[5] * 40], lambda logits, p: JobResult("too long")))
+    engine.ask(ProbeJob("S", [[5] * 4], lambda logits, p: JobResult("ok")))
+    failed, done = engine.step().outcomes
+    assert failed.answer is None
+    assert failed.error.startswith("probe of 40 tokens on stream 'S' would pass the model's 512 positions")
+    assert done.answer == "ok" and done.error is None and engine.scheduler.stats.jobs_failed == 1

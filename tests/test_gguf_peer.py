@@ -27,10 +27,12 @@ pytest.importorskip("llama_cpp", reason="optional peers extra not installed: pip
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is a script folder, not installed
 from benchmarks.gguf_export import export_gguf, open_llama  # noqa: E402
+from engine.engine import Engine  # noqa: E402
 from engine.kv_cache import CacheSpec  # noqa: E402
 from engine.models import load_model  # noqa: E402
 from engine.models.loader import BUILTIN_MODEL_DIR  # noqa: E402
 from engine.runner import ModelRunner  # noqa: E402
+from engine.session import Session  # noqa: E402
 
 LOGIT_ATOL = 1e-4
 LOGIT_RTOL = 1e-4
@@ -51,8 +53,8 @@ TINY_LLAMAS = {
 
 
 def flashtick_logits(checkpoint, tokens: list[int]) -> np.ndarray:  # (T, vocab)
-    runner = ModelRunner(load_model(checkpoint), CacheSpec(block_size=16, cells=1024))
-    return runner.open_session("parity").advance(tokens, logits="all").numpy()
+    engine = Engine(ModelRunner(load_model(checkpoint), CacheSpec(block_size=16, cells=1024)))
+    return engine.advance(Session("parity"), tokens, logits="all").numpy()
 
 
 def llama_cpp_logits(gguf_path, tokens: list[int], n_ctx: int) -> np.ndarray:  # (T, vocab)

@@ -9,9 +9,11 @@ import pytest
 import torch
 
 from conftest import hf_logits, tiny_hf_model
+from engine.engine import Engine
 from engine.kv_cache import CacheSpec
 from engine.models import CheckpointError, load_model
 from engine.runner import ModelRunner
+from engine.session import Session
 
 
 @pytest.mark.parametrize("family", ["llama3", "qwen2-tied", "mistral"])
@@ -23,9 +25,9 @@ def test_save_pretrained_checkpoint_loads_and_matches(tmp_path, family: str) -> 
     model = load_model(tmp_path)
     rng = random.Random(0)
     tokens = [rng.randrange(hf.config.vocab_size) for _ in range(90)]
-    session = ModelRunner(model, CacheSpec(block_size=16, cells=256)).open_session("s")
-    session.advance(tokens[:70])
-    assert (session.probe(tokens[70:]) - hf_logits(hf, tokens)[70:]).abs().max() <= 1e-4
+    engine, session = Engine(ModelRunner(model, CacheSpec(block_size=16, cells=2048))), Session("s")
+    engine.advance(session, tokens[:70])
+    assert (engine.probe(session, tokens[70:]) - hf_logits(hf, tokens)[70:]).abs().max() <= 1e-4
 
 
 def test_loader_errors_name_the_problem(tmp_path) -> None:

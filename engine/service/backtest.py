@@ -75,7 +75,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
                  columns: Any = None, batch_ms: float = 100.0, max_ticks: int | None = None,
                  progress: bool = True) -> BacktestReport:
     answers: list[Answer] = []
-    pipeline = TickPipeline(config, publish=answers.append)
+    pipeline = TickPipeline(config)
     pipeline.registry.register_file(queries)
     ticks_by_stream: dict[str, list[Tick]] = defaultdict(list)
     replay = FileReplay(list(files), columns=columns)
@@ -86,7 +86,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
         want = 4096 if max_ticks is None else min(4096, max_ticks - pipeline.ticks_in)
         for tick in replay.next_batch(want):
             if batch_end is None or tick.ts >= batch_end:  # event-time batch boundary
-                pipeline.engine.run_until_idle()
+                answers += pipeline.run_until_idle()
                 batch_end = tick.ts - tick.ts % batch_ns + batch_ns
             try:
                 pipeline.ingest(tick)
@@ -95,13 +95,14 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
                 continue
             ticks_by_stream[tick.stream].append(tick)
             bar.update(1)
-    pipeline.engine.run_until_idle()
+    answers += pipeline.run_until_idle()
     bar.close()
     table = _answer_table(pipeline, answers, ticks_by_stream)
     out = Path(out)
     table.write_parquet(out)
     scores = [_score(name, table.filter(pl.col("query") == name)) for name in sorted(set(table["query"]))]
-    _write_calibration(out, scores)
+    out.with_suffix(".scores.json").write_text(json.dumps([vars(s) for s in scores], indent=2) + "\n")
+    _plot_calibration(out, scores)  # last: the answers and scores are on disk whatever happens here
     rejected = dict(Counter(replay.rejected) + pipeline.rejected)
     return BacktestReport(pipeline.ticks_in, rejected, len(answers), out, scores)
 
@@ -194,17 +195,20 @@ def _calibration(scored: pl.DataFrame) -> list[dict[str, float]]:
     return table
 
 
-def _write_calibration(out: Path, scores: list[QueryScore]) -> None:
-    """calibration JSON and a reliability-diagram PNG beside the answers file."""
+def _plot_calibration(out: Path, scores: list[QueryScore]) -> None:
+    """A reliability-diagram PNG beside the answers file, when matplotlib is installed (the `bench` extra)."""
     scored = [s for s in scores if s.calibration]
-    out.with_suffix(".scores.json").write_text(json.dumps([vars(s) for s in scores], indent=2) + "\n")
     if not scored:
         return
-    import matplotlib
+    try:
+        import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("flashtick backtest: matplotlib is not installed; skipping the calibration plot "
+              "(pip install 'flashtick[bench]')", file=sys.stderr)
+        return
     fig, ax = plt.subplots(figsize=(5, 5))
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfectly calibrated")
     for s in scored:

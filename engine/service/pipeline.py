@@ -1,4 +1,4 @@
-"""TickPipeline: ticks in -> validated, tokenized per stream -> the engine; answers out through a callback.
+"""TickPipeline: ticks in -> validated, tokenized per stream -> the engine; each step's answers returned.
 
 The service glue shared by the ZeroMQ server and the in-process backtest, so
 both run the very same path. Like server.py and cli.py it may import
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +18,11 @@ import msgpack
 from connectors.builtin import load_builtin_codec
 from connectors.codec import BinnedCodec, Codec, TextCodec, TextCodecConfig
 from connectors.ticks import InvalidTick, OrderingGuard, Tick, decode
-from engine.service.config import TORCH_DTYPES, ConfigError, ServiceConfig
 from engine.engine import Engine
 from engine.models import load_model
 from engine.runner import ModelRunner
-from engine.scheduler import AdmissionRefused
+from engine.scheduler import AdmissionRefused, StepReport
+from engine.service.config import TORCH_DTYPES, ConfigError, ServiceConfig
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
@@ -51,7 +50,7 @@ def build_codec(config: ServiceConfig) -> Codec:
 
 
 class TickPipeline:
-    def __init__(self, config: ServiceConfig, publish: Callable[[Answer], None] | None = None) -> None:
+    def __init__(self, config: ServiceConfig) -> None:
         self.config = config
         model = load_model(config.model.path, TORCH_DTYPES[config.model.dtype], config.model.device)
         self.codec = build_codec(config)
@@ -60,7 +59,7 @@ class TickPipeline:
         self.runner = ModelRunner(model, config.kv.spec())
         self.registry = Registry(questions=getattr(self.codec, "questions", {}))
         self.cache = AnswerCache()
-        self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id, publish)
+        self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)
         self.engine = Engine(self.runner, config.scheduler, self.flash)
         self.guard = OrderingGuard()
         self.codec_states: dict[str, Any] = {}
@@ -125,12 +124,27 @@ class TickPipeline:
             self.ticks_in += item.get("ticks", 1)
         return rejections
 
+    def step(self) -> StepReport | None:
+        """One engine forward; its answers (and failed jobs, counted here) are the caller's to publish."""
+        report = self.engine.step()
+        if report is not None:
+            self.flash.stats.errors += sum(1 for o in report.outcomes if o.error is not None)
+        return report
+
+    def run_until_idle(self) -> list[Answer]:
+        """Step until nothing is pending; the answers produced, in order."""
+        answers: list[Answer] = []
+        while (report := self.step()) is not None:
+            answers += [o.answer for o in report.outcomes if o.answer is not None]
+        return answers
+
     def stats(self) -> dict[str, Any]:
         scheduler = self.engine.scheduler
         return {
             "ticks_in": self.ticks_in,
             "rejected": dict(self.rejected),
             "answers_out": self.flash.stats.answers,
+            "query_errors": self.flash.stats.errors,
             "freshness_ms": self.flash.freshness_ms(),
             "pending_tokens": scheduler.pending_tokens(),
             **scheduler.kv_summary(),

@@ -4,7 +4,7 @@ One thread owns every socket and the engine (ZeroMQ sockets and the model are
 not shared across threads), in a loop that never blocks while work is pending:
 
     poll sockets (0 ms if the engine is busy) -> drain ingest and control
-    -> engine.step() -> answers go out on PUB as they are computed -> heartbeat
+    -> engine step -> its answers go out on PUB, waiting asks get their reply -> heartbeat
 
 Sockets (all bound to 127.0.0.1 unless configured):
   ingest   PULL  feed handlers PUSH msgpack ticks; a two-frame [b"tokens", msgpack]
@@ -26,7 +26,7 @@ import msgpack
 import zmq
 
 from engine.service.config import ServiceConfig
-from engine.engine import UnknownStream
+from engine.scheduler import UnknownStream
 from engine.service.pipeline import TickPipeline
 from queries.cache import Answer
 from queries.spec import QuerySpec, QuerySpecError
@@ -44,7 +44,9 @@ def pack(obj: Any) -> bytes:
 class Server:
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
-        self.pipeline = TickPipeline(config, publish=self._publish)
+        self.pipeline = TickPipeline(config)
+        self._waiting: dict[int, Any] = {}  # ask ticket -> the control reply still owed
+        self._tickets = 0
         self.context = zmq.Context.instance()
         self.endpoints: dict[str, str] = {}
         self.ready = threading.Event()
@@ -121,10 +123,19 @@ class Server:
 
     def _step(self) -> None:
         try:
-            self.pipeline.engine.step()
+            report = self.pipeline.step()
         except Exception as e:  # a bug must not take the service down: count it, say it, keep serving
             self.counters["engine_errors"] += 1
             print(f"flashtick: engine step failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            return
+        for outcome in report.outcomes if report is not None else []:
+            reply = self._waiting.pop(outcome.job.ticket, None) if outcome.job.ticket is not None else None
+            if outcome.answer is not None:
+                self._publish(outcome.answer)
+                if reply is not None:
+                    reply({"ok": True, "answer": outcome.answer.to_wire(), "cached": False})
+            elif reply is not None:
+                reply({"ok": False, "error": outcome.error})
 
     def close(self) -> None:
         for sock in self._sockets.values():
@@ -239,14 +250,13 @@ class Server:
             cached = self.pipeline.cache.get_fresh(spec.name, stream, progress.ticks, int(max_stale))
             if cached is not None:
                 return {"answer": cached.to_wire(), "cached": True}
-        job = self.pipeline.flash.job_for(
-            spec, stream, on_answer=lambda a: reply({"ok": True, "answer": a.to_wire(), "cached": False}),
-            on_error=lambda reason: reply({"ok": False, "error": reason}))
+        self._tickets += 1
         try:
-            self.pipeline.engine.ask(job)
+            self.pipeline.engine.ask(self.pipeline.flash.job_for(spec, stream, ticket=self._tickets))
         except UnknownStream:
             raise ControlError(f"stream {stream!r} has sent no data") from None
-        return None  # replied when the engine has computed it
+        self._waiting[self._tickets] = reply
+        return None  # replied when a step has computed it
 
     def _op_stats(self, _request: dict, _reply: Any) -> dict:
         self._refresh_snapshot()

@@ -1,0 +1,70 @@
+"""Probe jobs: how the layer above (standing queries, on-demand asks) gets questions into the loop.
+
+The scheduler plans a job's probes into a forward and, once it ran, calls
+``job.done(logits, progress)``; what that returns (an answer of any type, and
+maybe a follow-up job such as the next decode step) comes back out of
+``Engine.step()`` as a ``JobOutcome``. The core never publishes anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
+
+import torch
+
+from engine.batch import LogitsWanted
+
+
+@dataclass(frozen=True)
+class StreamProgress:
+    """Where a stream stands after a batch; the query layer decides what is due from it."""
+
+    stream: str
+    ticks: int  # ticks committed
+    event_ts: int  # event time of the latest committed tick
+    version: int  # session version
+    arrival_ns: int  # wall clock arrival of the latest committed chunk
+    surprise: float | None  # NLL (nats) of the latest chunk's tokens, from the ingest forward
+
+
+class JobResult(NamedTuple):
+    answer: Any = None  # what the job produced (the query layer's Answer); None while a follow-up runs
+    follow_up: "ProbeJob | None" = None  # more work for the same request, queued for a later forward
+
+
+@dataclass(eq=False)
+class ProbeJob:
+    """Token sequences to evaluate after one stream's committed prefix, and what to make of the logits.
+
+    ``done(logits, progress)`` gets one tensor per probe (rows per ``logits``) and the
+    stream's progress after the batch. ``ticket`` is the requester's (e.g. a control
+    request waiting for its reply); follow-up jobs carry it on.
+    """
+
+    stream: str
+    probes: list[list[int]]
+    done: Callable[[list[torch.Tensor], StreamProgress], JobResult]
+    logits: LogitsWanted = "last"
+    idle: bool = False  # low priority: run when no ingest is pending (generate queries)
+    ticket: Any = None
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(len(p) for p in self.probes)
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """A finished job: its answer, or why it could not run."""
+
+    job: ProbeJob
+    answer: Any = None
+    error: str | None = None
+
+
+class QueryPlanner(Protocol):
+    def due(self, progress: list[StreamProgress]) -> list[ProbeJob]:
+        """Jobs for the standing queries due once these streams have advanced."""
+        ...
