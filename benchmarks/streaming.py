@@ -47,7 +47,7 @@ from connectors.synthetic import StreamParams, SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
 from engine.models.loader import BUILTIN_MODEL_DIR
 
-# Shape of the built-in tick model (connectors/train_tick_model.py), for a random-weight stand-in
+# Shape of the built-in tick model (engine/service/train.py), for a random-weight stand-in
 # while it is not trained yet: same cost, meaningless answers.
 BUILTIN_SHAPE = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=8,
                      num_key_value_heads=4, max_position_embeddings=512)
@@ -228,7 +228,7 @@ def replay_ticks(streams: int, per_stream: int) -> dict[str, list[Tick]] | None:
     """BTCUSDT cut into ``streams`` consecutive segments (one per stream), or None without the data."""
     import dataclasses
 
-    from connectors.datasets import DATA_DIR, load_btcusdt
+    from engine.service.datasets import DATA_DIR, load_btcusdt
 
     if not (DATA_DIR / "binance-btcusdt-spot").is_dir():
         return None

@@ -9,7 +9,7 @@ and Brier score of the model vs naive baselines fitted on the training part:
 the last `horizon` ticks had, calibrated: P(label | last label)) and `same`
 (literally repeat the last label, one-hot). The model's answer is its next-token
 distribution at the question token restricted to the answer tokens, evaluated
-with the exact serving layout (train_tick_model.pack_batch). Answer points have
+with the exact serving layout (engine.service.train.pack_batch). Answer points have
 64..126 ticks of context.
 """
 
@@ -26,10 +26,10 @@ import torch
 
 from connectors.builtin import builtin_model_dir
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
-from connectors.datasets import load_real
 from connectors.labels import label_series, marks_of, persistence_series
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
-from connectors.train_tick_model import pack_batch
+from engine.service.datasets import load_real
+from engine.service.train import pack_batch
 
 SEED = 0
 WINDOW = 127

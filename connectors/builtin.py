@@ -18,5 +18,5 @@ def load_builtin_codec() -> BinnedCodec:
     """The BinnedCodec the built-in model was trained with (from its codec.json)."""
     path = _BUILTIN / "codec.json"
     if not path.is_file():
-        raise FileNotFoundError(f"built-in codec spec missing at {path}; run python -m connectors.train_tick_model")
+        raise FileNotFoundError(f"built-in codec spec missing at {path}; run python -m engine.service.train")
     return BinnedCodec.from_json(path.read_text())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
-from connectors.datasets import data_available, load_btcusdt, load_eurusd
+from engine.service.datasets import data_available, load_btcusdt, load_eurusd
 from connectors.ticks import OrderingGuard
 
 pytestmark = pytest.mark.skipif(not data_available(), reason="../shared/data is absent (real market data not checked out)")

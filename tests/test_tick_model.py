@@ -16,7 +16,7 @@ from transformers import LlamaForCausalLM  # noqa: E402
 
 from connectors.builtin import builtin_model_dir, load_builtin_codec  # noqa: E402
 from connectors.synthetic import SyntheticConfig, SyntheticMarket  # noqa: E402
-from connectors.train_tick_model import pack_batch  # noqa: E402
+from engine.service.train import pack_batch  # noqa: E402
 
 
 @pytest.fixture(scope="module")

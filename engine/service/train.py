@@ -1,7 +1,7 @@
 """Train the built-in tick model: a small Llama on BinnedCodec tokens. Seeded and deterministic
 for a given seed, step count and thread count (`--max-minutes` only cuts a run short).
 
-    nice -n 10 python -m connectors.train_tick_model --steps 480 --log /tmp/train_tick_model.log
+    nice -n 10 python -m engine.service.train --steps 480 --log /tmp/train_tick_model.log
 
 What the model sees matches serving exactly. A serving session holds only tick
 tokens at positions 0..n-1; a question is a probe of its token(s) at positions
@@ -35,10 +35,10 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from connectors.builtin import builtin_model_dir
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
-from connectors.datasets import load_real
 from connectors.labels import label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
+from engine.service.datasets import load_real
 
 
 @dataclass(frozen=True)
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
     stats = train(cfg, args.out, log)
     # The command that reproduces this run step for step, even when the wall-clock guard cut it.
     stop = f" --stop-after {stats['steps_done']}" if stats["steps_done"] < cfg.steps else ""
-    command = f"nice -n 10 python -m connectors.train_tick_model --steps {cfg.steps} --seed {cfg.seed}{stop}"
+    command = f"nice -n 10 python -m engine.service.train --steps {cfg.steps} --seed {cfg.seed}{stop}"
     write_training_md(cfg, stats, args.out, command)
     log(f"done: {json.dumps(stats)}")
 

@@ -18,7 +18,7 @@ import polars as pl
 
 from connectors.ticks import InvalidTick, Tick, validate
 
-DATA_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data"
 HELDOUT_FRACTION = 0.2
 
 
