@@ -46,7 +46,7 @@ from benchmarks.streaming_sides import (  # noqa: F401  (re-exported: the script
 from connectors.codec import BinnedCodec
 from connectors.synthetic import StreamParams, SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
-from engine.models.loader import BUILTIN_MODEL_DIR
+from engine.models import BUILTIN_MODEL_DIR
 
 # Shape of the built-in tick model (engine/service/train.py), for a random-weight stand-in
 # while it is not trained yet: same cost, meaningless answers.

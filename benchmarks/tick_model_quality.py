@@ -25,10 +25,10 @@ import numpy as np
 import torch
 
 from benchmarks.common import add_data_dir_argument
-from connectors.builtin import builtin_model_dir
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.labels import label_series, marks_of, persistence_series
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from engine.models import BUILTIN_MODEL_DIR
 from engine.service.datasets import data_available, load_real
 from engine.service.train import pack_batch
 
@@ -215,7 +215,7 @@ def markdown(results: dict) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Quality report of the built-in tick model")
-    parser.add_argument("--model-dir", type=Path, default=builtin_model_dir())
+    parser.add_argument("--model-dir", type=Path, default=BUILTIN_MODEL_DIR)
     parser.add_argument("--max-windows", type=int, default=MAX_WINDOWS, help="per data set")
     parser.add_argument("--out", type=Path, default=RESULTS)
     add_data_dir_argument(parser)

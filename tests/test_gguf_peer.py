@@ -28,8 +28,7 @@ pytest.importorskip("llama_cpp", reason="optional peers extra not installed: pip
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is a script folder, not installed
 from benchmarks.gguf_export import export_gguf, open_llama  # noqa: E402
 from engine.kv_cache import CacheSpec  # noqa: E402
-from engine.models import load_model  # noqa: E402
-from engine.models.loader import BUILTIN_MODEL_DIR  # noqa: E402
+from engine.models import BUILTIN_MODEL_DIR, load_model  # noqa: E402
 from engine.runner import ModelRunner  # noqa: E402
 
 LOGIT_ATOL = 1e-4

@@ -34,11 +34,11 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from connectors.builtin import builtin_model_dir
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.labels import label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
+from engine.models import BUILTIN_MODEL_DIR
 from engine.service.datasets import data_available, load_real
 
 
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=TrainConfig.steps)
     parser.add_argument("--seed", type=int, default=TrainConfig.seed)
     parser.add_argument("--max-minutes", type=float, default=TrainConfig.max_minutes)
-    parser.add_argument("--out", type=Path, default=builtin_model_dir())
+    parser.add_argument("--out", type=Path, default=BUILTIN_MODEL_DIR)
     parser.add_argument("--stop-after", type=int, default=None, help="steps to run; the LR schedule still spans --steps")
     parser.add_argument("--log", type=Path, default=None)
     parser.add_argument("--data-dir", type=Path, default=None,
