@@ -1,7 +1,8 @@
-"""Shared benchmark plumbing: timing, percentiles, machine facts, JSON output."""
+"""Shared benchmark plumbing: timing, percentiles, machine facts, JSON output, where the real data is."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -13,6 +14,13 @@ import numpy as np
 import torch
 
 RESULTS_DIR = Path(__file__).parent / "results"
+
+
+def add_data_dir_argument(parser: argparse.ArgumentParser) -> None:
+    """``--data-dir``: the real market data, by default ../shared/data beside the repository (not shipped)."""
+    default = Path(__file__).resolve().parents[2] / "shared" / "data"
+    parser.add_argument("--data-dir", type=Path, default=default,
+                        help=f"real market data (binance-btcusdt-spot/, dukascopy-eurusd/); default {default}")
 
 
 def time_ms(fn: Callable[[], object], reps: int, warmup: int = 3) -> list[float]:

@@ -8,7 +8,7 @@ answer freshness (tick arrival -> answer cached) p50/p99 at a common per-stream 
 cached-answer read latency (AnswerCache.get), and the stateless ratio.
 
     python -m benchmarks.flash                # 8, 32, 64 streams, synthetic ticks
-    python -m benchmarks.flash --replay       # ticks from ../shared/data (BTCUSDT)
+    python -m benchmarks.flash --replay       # ticks from ../shared/data or --data-dir DIR (BTCUSDT)
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ transformers stateless, on the built-in tick model (benchmarks/streaming.py desc
   stateless            transformers re-prefills context + question for every answer
 
     python -m benchmarks.peers_streaming                 # 1, 8, 32 streams, synthetic ticks
-    python -m benchmarks.peers_streaming --replay        # ticks from ../shared/data (BTCUSDT)
+    python -m benchmarks.peers_streaming --replay        # ticks from ../shared/data or --data-dir DIR (BTCUSDT)
 """
 
 from __future__ import annotations

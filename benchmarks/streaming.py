@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks.common import add_data_dir_argument
 from benchmarks.streaming_sides import (  # noqa: F401  (re-exported: the scripts import the sides from here)
     KEEP_FRACTION, QUESTION_ROOM, QUESTIONS, Driver, FlashtickDriver, LlamaCppDriver, StatelessDriver, Window,
     last_logits,
@@ -45,9 +46,9 @@ from benchmarks.streaming_sides import (  # noqa: F401  (re-exported: the script
 from connectors.codec import BinnedCodec
 from connectors.synthetic import StreamParams, SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
-from engine.models.loader import BUILTIN_MODEL_DIR
+from engine.models import BUILTIN_MODEL_DIR
 
-# Shape of the built-in tick model (connectors/train_tick_model.py), for a random-weight stand-in
+# Shape of the built-in tick model (engine/service/train.py), for a random-weight stand-in
 # while it is not trained yet: same cost, meaningless answers.
 BUILTIN_SHAPE = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=8,
                      num_key_value_heads=4, max_position_embeddings=512)
@@ -204,7 +205,14 @@ class Settings:
     ceiling: float = 2560.0  # ...up to here, then bisects `refine` times
     refine: int = 2
     seed: int = 0
-    source: str = "synthetic"  # or "replay": ../shared/data's BTCUSDT cut into per-stream segments
+    source: str = "synthetic"  # or "replay": BTCUSDT from data_dir cut into per-stream segments
+    data_dir: str | None = None  # real market data for source="replay" (a str: settings go to JSON)
+
+    def __post_init__(self) -> None:
+        if self.source not in ("synthetic", "replay"):
+            raise ValueError(f"source must be 'synthetic' or 'replay', got {self.source!r}")
+        if self.source == "replay" and self.data_dir is None:
+            raise ValueError("source='replay' needs data_dir (the folder holding binance-btcusdt-spot/)")
 
 
 def add_arguments(parser, streams: tuple[int, ...]) -> None:
@@ -214,25 +222,27 @@ def add_arguments(parser, streams: tuple[int, ...]) -> None:
     parser.add_argument("--slo-ms", type=float, default=d.slo_ms, help="freshness p99 that counts as sustained")
     parser.add_argument("--common-rate", type=float, default=d.common_rate, help="ticks/s per stream for freshness")
     parser.add_argument("--replay", action="store_true",
-                        help="ticks from ../shared/data (BTCUSDT) instead of synthetic")
+                        help="ticks from --data-dir (BTCUSDT) instead of synthetic")
+    add_data_dir_argument(parser)
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the built-in tick model)")
     parser.add_argument("--seed", type=int, default=d.seed)
 
 
 def settings_from(args) -> Settings:
     return Settings(duration_s=args.duration, slo_ms=args.slo_ms, common_rate=args.common_rate, seed=args.seed,
-                    source="replay" if args.replay else "synthetic")
+                    source="replay" if args.replay else "synthetic",
+                    data_dir=str(args.data_dir) if args.replay else None)
 
 
-def replay_ticks(streams: int, per_stream: int) -> dict[str, list[Tick]] | None:
+def replay_ticks(streams: int, per_stream: int, data_dir: Path) -> dict[str, list[Tick]] | None:
     """BTCUSDT cut into ``streams`` consecutive segments (one per stream), or None without the data."""
     import dataclasses
 
-    from connectors.datasets import DATA_DIR, load_btcusdt
+    from engine.service.datasets import load_btcusdt
 
-    if not (DATA_DIR / "binance-btcusdt-spot").is_dir():
+    if not (data_dir / "binance-btcusdt-spot").is_dir():
         return None
-    ticks = load_btcusdt().ticks
+    ticks = load_btcusdt(data_dir).ticks
     per_stream = min(per_stream, len(ticks) // streams)
     return {f"BTC.S{i:02d}": [dataclasses.replace(t, stream=f"BTC.S{i:02d}")
                               for t in ticks[i * per_stream : (i + 1) * per_stream]] for i in range(streams)}
@@ -292,9 +302,12 @@ def run_workload(make_drivers: Callable[[int, Path, BinnedCodec, Window], list[D
     per_stream = s.history_ticks + math.ceil(s.ceiling * s.duration_s) + 1
     rows = []
     for streams in stream_counts:
-        ticks = replay_ticks(streams, per_stream) if s.source == "replay" else make_ticks(streams, per_stream, s.seed)
+        if s.source == "replay":
+            ticks = replay_ticks(streams, per_stream, Path(s.data_dir))
+        else:
+            ticks = make_ticks(streams, per_stream, s.seed)
         if ticks is None:
-            raise SystemExit("--replay needs ../shared/data/binance-btcusdt-spot (absent)")
+            raise SystemExit(f"--replay: no binance-btcusdt-spot/ in {s.data_dir} (pass --data-dir)")
         history = {k: v[: s.history_ticks] for k, v in ticks.items()}
         future = {k: v[s.history_ticks :] for k, v in ticks.items()}
         row = {"streams": streams, "sides": {}, "answer_max_prob_diff_vs_flashtick": {}}

@@ -9,7 +9,7 @@ and Brier score of the model vs naive baselines fitted on the training part:
 the last `horizon` ticks had, calibrated: P(label | last label)) and `same`
 (literally repeat the last label, one-hot). The model's answer is its next-token
 distribution at the question token restricted to the answer tokens, evaluated
-with the exact serving layout (train_tick_model.pack_batch). Answer points have
+with the exact serving layout (engine.service.train.pack_batch). Answer points have
 64..126 ticks of context.
 """
 
@@ -24,12 +24,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from connectors.builtin import builtin_model_dir
+from benchmarks.common import add_data_dir_argument
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
-from connectors.datasets import load_real
 from connectors.labels import label_series, marks_of, persistence_series
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
-from connectors.train_tick_model import pack_batch
+from engine.models import BUILTIN_MODEL_DIR
+from engine.service.datasets import data_available, load_real
+from engine.service.train import pack_batch
 
 SEED = 0
 WINDOW = 127
@@ -56,7 +57,7 @@ def _labels(codec: BinnedCodec, marks: np.ndarray, regimes: np.ndarray | None) -
     return lab, per
 
 
-def build_sets(codec: BinnedCodec) -> list[EvalSet]:
+def build_sets(codec: BinnedCodec, data_dir: Path) -> list[EvalSet]:
     sets = []
     syn = EvalSet("synthetic")
     for seed, train in ((1, True), (2, False)):  # seed 1 = training market, seed 2 = held out
@@ -70,7 +71,7 @@ def build_sets(codec: BinnedCodec) -> list[EvalSet]:
             else:
                 syn.heldout.append((toks, lab, per, marks))
     sets.append(syn)
-    for ds in load_real():
+    for ds in load_real(data_dir):
         es = EvalSet(ds.name)
         cut = len(ds.split()[0])
         # Encode the whole series so the held-out slice starts with warm codec state, then split in time.
@@ -214,10 +215,13 @@ def markdown(results: dict) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Quality report of the built-in tick model")
-    parser.add_argument("--model-dir", type=Path, default=builtin_model_dir())
+    parser.add_argument("--model-dir", type=Path, default=BUILTIN_MODEL_DIR)
     parser.add_argument("--max-windows", type=int, default=MAX_WINDOWS, help="per data set")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    add_data_dir_argument(parser)
     args = parser.parse_args(argv)
+    if not data_available(args.data_dir):
+        print(f"tick_model_quality: no real data in {args.data_dir} (pass --data-dir); scoring synthetic data only")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import LlamaForCausalLM
 
@@ -230,7 +234,7 @@ def main(argv: list[str] | None = None) -> None:
     model(input_ids=torch.zeros(1, 8, dtype=torch.long))  # warm-up
     results = {"seed": SEED, "model_dir": str(args.model_dir), "window_ticks": WINDOW,
                "max_windows": args.max_windows, "datasets": {}}
-    for es in build_sets(codec):
+    for es in build_sets(codec, args.data_dir):
         results["datasets"][es.name] = evaluate(model, codec, es, rng, args.max_windows)
     results["wall_seconds"] = round(time.time() - t0, 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,11 @@
-"""Shared builders: tiny seeded Hugging Face models and engines over them (no downloads)."""
+"""Shared builders: tiny seeded Hugging Face models and engines over them (no downloads), and the
+location of the real market data beside the repository."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 import torch
 from transformers import (
     LlamaConfig,
@@ -18,6 +22,18 @@ from engine.kv_cache import CacheSpec
 from engine.models import from_hf_model
 from engine.runner import ModelRunner
 from engine.scheduler import SchedulerConfig
+
+# Real market data is not part of the repository or the package: it sits beside the checkout.
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """../shared/data (real market data); the test is skipped when the folder is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real market data not found at {SHARED_DATA} (../shared/data)")
+    return SHARED_DATA
+
 
 # Tiny models are latency-bound: one thread avoids OpenMP spin-waits when CI's two cores are busy.
 torch.set_num_threads(1)

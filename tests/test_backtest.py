@@ -18,7 +18,6 @@ from engine.service.backtest import run_backtest
 from engine.service.cli import main
 from engine.service.config import ServiceConfig
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 QUERIES = """
 queries:
   - {name: dir20, streams: ["*"], question: direction_20, kind: choice, trigger: {ticks: 5}}
@@ -56,11 +55,10 @@ def test_backtest_is_deterministic_and_scored(setup) -> None:
     assert "dir20" in first.summary()
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data (real market data) is not in this checkout")
-def test_cli_backtest_of_the_real_binance_files(setup, capsys) -> None:
+def test_cli_backtest_of_the_real_binance_files(shared_data: Path, setup, capsys) -> None:
     out = setup / "btc.parquet"
-    code = main(["backtest", str(DATA / "binance-btcusdt-spot" / "trades.csv"),
-                 str(DATA / "binance-btcusdt-spot" / "bbo.parquet"), "--queries", str(setup / "q.yaml"),
+    code = main(["backtest", str(shared_data / "binance-btcusdt-spot" / "trades.csv"),
+                 str(shared_data / "binance-btcusdt-spot" / "bbo.parquet"), "--queries", str(setup / "q.yaml"),
                  "--out", str(out), "--config", str(setup / "engine.yaml"), "--max-ticks", "4000"])
     assert code == 0
     printed = capsys.readouterr().out

@@ -1,18 +1,16 @@
-"""The real data sets in ../shared/data load as valid, ordered ticks (skipped when absent)."""
+"""The real data sets in ../shared/data load as valid, ordered ticks (skipped when absent: conftest.shared_data)."""
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
-from connectors.datasets import data_available, load_btcusdt, load_eurusd
 from connectors.ticks import OrderingGuard
+from engine.service.datasets import data_available, load_btcusdt, load_eurusd, load_real
 
-pytestmark = pytest.mark.skipif(not data_available(), reason="../shared/data is absent (real market data not checked out)")
 
-
-def test_btcusdt_merges_trades_and_quotes_in_collector_time() -> None:
-    ds = load_btcusdt()
+def test_btcusdt_merges_trades_and_quotes_in_collector_time(shared_data: Path) -> None:
+    ds = load_btcusdt(shared_data)
     assert ds.rejected == 0 and len(ds.ticks) == 19_904 + 73_174
     guard = OrderingGuard()
     for t in ds.ticks:
@@ -23,9 +21,14 @@ def test_btcusdt_merges_trades_and_quotes_in_collector_time() -> None:
     assert train[-1].ts <= heldout[0].ts and len(heldout) == len(ds.ticks) - int(len(ds.ticks) * 0.8)
 
 
-def test_eurusd_quotes_encode_with_fixed_tokens_per_tick() -> None:
-    ds = load_eurusd()
+def test_eurusd_quotes_encode_with_fixed_tokens_per_tick(shared_data: Path) -> None:
+    ds = load_eurusd(shared_data)
     assert ds.rejected == 0 and len(ds.ticks) == 266_219 and ds.ticks[0].ts == 1_549_238_400_994_000_000
     codec = BinnedCodec()
     tokens = codec.encode_stream(ds.ticks[:5000])
     assert len(tokens) == TOKENS_PER_TICK * 5000
+
+
+def test_the_data_directory_is_the_callers(shared_data: Path, tmp_path: Path) -> None:
+    assert data_available(shared_data)
+    assert not data_available(tmp_path) and load_real(tmp_path) == []

@@ -29,8 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is a
 from benchmarks.gguf_export import export_gguf, open_llama  # noqa: E402
 from engine.engine import Engine  # noqa: E402
 from engine.kv_cache import CacheSpec  # noqa: E402
-from engine.models import load_model  # noqa: E402
-from engine.models.loader import BUILTIN_MODEL_DIR  # noqa: E402
+from engine.models import BUILTIN_MODEL_DIR, load_model  # noqa: E402
 from engine.runner import ModelRunner  # noqa: E402
 from engine.session import Session  # noqa: E402
 

@@ -20,7 +20,6 @@ from connectors.source import Source, SyntheticSource
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 T0 = 1_723_161_254_087_896_567  # > 2**53 and odd: any float round trip would change it
 
 
@@ -304,10 +303,9 @@ def test_construction_errors_are_actionable(tmp_path: Path) -> None:
                        speed=speed)
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason=f"real market data not found at {DATA} (../shared/data)")
-def test_real_data_counts_and_monotonic_time() -> None:
-    btc = DATA / "binance-btcusdt-spot"
-    eur = DATA / "dukascopy-eurusd" / "eurusd_ticks_2019-02-04_05.parquet"
+def test_real_data_counts_and_monotonic_time(shared_data: Path) -> None:
+    btc = shared_data / "binance-btcusdt-spot"
+    eur = shared_data / "dukascopy-eurusd" / "eurusd_ticks_2019-02-04_05.parquet"
     replay = FileReplay([btc / "trades.csv", btc / "bbo.parquet", eur], chunk_rows=8192)
     counts: dict[tuple[str, str], int] = {}
     last = -1

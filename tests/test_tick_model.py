@@ -14,23 +14,24 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from transformers import LlamaForCausalLM  # noqa: E402
 
-from connectors.builtin import builtin_model_dir, load_builtin_codec  # noqa: E402
+from connectors.builtin import load_builtin_codec  # noqa: E402
 from connectors.synthetic import SyntheticConfig, SyntheticMarket  # noqa: E402
-from connectors.train_tick_model import pack_batch  # noqa: E402
+from engine.models import BUILTIN_MODEL_DIR  # noqa: E402
+from engine.service.train import pack_batch  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def loaded() -> tuple[LlamaForCausalLM, float]:
     t0 = time.perf_counter()
-    model = LlamaForCausalLM.from_pretrained(builtin_model_dir(), attn_implementation="sdpa").eval()
+    model = LlamaForCausalLM.from_pretrained(BUILTIN_MODEL_DIR, attn_implementation="sdpa").eval()
     return model, time.perf_counter() - t0
 
 
 def test_only_the_shipped_files_are_there() -> None:
-    names = {p.name for p in builtin_model_dir().iterdir()}
+    names = {p.name for p in BUILTIN_MODEL_DIR.iterdir()}
     assert {"config.json", "model.safetensors", "codec.json", "TRAINING.md"} <= names
     assert not {"generation_config.json", "model.safetensors.tmp"} & names
-    assert (builtin_model_dir() / "model.safetensors").stat().st_size < 15 * 2**20
+    assert (BUILTIN_MODEL_DIR / "model.safetensors").stat().st_size < 15 * 2**20
 
 
 def test_loads_offline_under_2s_with_finite_logits(loaded) -> None:
@@ -45,7 +46,7 @@ def test_loads_offline_under_2s_with_finite_logits(loaded) -> None:
 
 
 def test_codec_json_matches_model_vocab() -> None:
-    config = json.loads((builtin_model_dir() / "config.json").read_text())
+    config = json.loads((BUILTIN_MODEL_DIR / "config.json").read_text())
     codec = load_builtin_codec()
     assert config["vocab_size"] == codec.vocab_size
     assert all(t < codec.vocab_size for q in codec.questions.values() for t in q.tokens + list(q.answers.values()))

@@ -1,8 +1,9 @@
-"""The real market data in ../shared/data as Ticks, split in time for training and evaluation.
+"""Real market data files as Ticks, split in time for training and evaluation.
 
-Not shipped with the package (vendor terms unchecked): everything here returns
-nothing useful when the folder is absent, and callers skip. Each data set is
-one stream; the held-out slice is the *later* part in time.
+The data is not shipped with the package (vendor terms unchecked): every loader
+takes the data directory from its caller, `load_real` returns [] when the
+directory does not hold the data sets, and callers skip. Each data set is one
+stream; the held-out slice is the *later* part in time.
 
 * `BTCUSDT` - Binance spot trades + best bid/offer, merged on the collector
   clock (`local_ts_ns`; the exchange clock runs ~1.27 s apart, never mixed).
@@ -18,7 +19,6 @@ import polars as pl
 
 from connectors.ticks import InvalidTick, Tick, validate
 
-DATA_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 HELDOUT_FRACTION = 0.2
 
 
@@ -37,7 +37,7 @@ class RealDataset:
         return self.ticks[:cut], self.ticks[cut:]
 
 
-def data_available(data_dir: Path = DATA_DIR) -> bool:
+def data_available(data_dir: Path) -> bool:
     return (data_dir / "binance-btcusdt-spot").is_dir() and (data_dir / "dukascopy-eurusd").is_dir()
 
 
@@ -51,7 +51,7 @@ def _validated(name: str, rows: list[dict]) -> RealDataset:
     return RealDataset(name, ticks, rejected)
 
 
-def load_btcusdt(data_dir: Path = DATA_DIR) -> RealDataset:
+def load_btcusdt(data_dir: Path) -> RealDataset:
     d = data_dir / "binance-btcusdt-spot"
     trades = pl.read_csv(d / "trades.csv").select(
         pl.col("local_ts_ns").alias("ts"),
@@ -74,7 +74,7 @@ def load_btcusdt(data_dir: Path = DATA_DIR) -> RealDataset:
     return _validated("BTCUSDT", rows)
 
 
-def load_eurusd(data_dir: Path = DATA_DIR) -> RealDataset:
+def load_eurusd(data_dir: Path) -> RealDataset:
     df = pl.read_parquet(data_dir / "dukascopy-eurusd" / "eurusd_ticks_2019-02-04_05.parquet").select(
         pl.col("timestamp_utc").cast(pl.Int64).alias("ts"),
         pl.col("bid"),
@@ -86,8 +86,8 @@ def load_eurusd(data_dir: Path = DATA_DIR) -> RealDataset:
     return _validated("EURUSD", rows)
 
 
-def load_real(data_dir: Path = DATA_DIR) -> list[RealDataset]:
-    """Both real data sets, or [] when ../shared/data is absent."""
+def load_real(data_dir: Path) -> list[RealDataset]:
+    """Both real data sets, or [] when ``data_dir`` does not hold them."""
     if not data_available(data_dir):
         return []
     return [load_btcusdt(data_dir), load_eurusd(data_dir)]

@@ -1,7 +1,7 @@
 """Train the built-in tick model: a small Llama on BinnedCodec tokens. Seeded and deterministic
 for a given seed, step count and thread count (`--max-minutes` only cuts a run short).
 
-    nice -n 10 python -m connectors.train_tick_model --steps 480 --log /tmp/train_tick_model.log
+    nice -n 10 python -m engine.service.train --steps 480 --data-dir ../shared/data --log /tmp/train_tick_model.log
 
 What the model sees matches serving exactly. A serving session holds only tick
 tokens at positions 0..n-1; a question is a probe of its token(s) at positions
@@ -13,7 +13,8 @@ answer point (and itself); tick tokens never see question tokens. Its target is
 the realised answer token (connectors/labels.py).
 
 Data: the synthetic market (seed 1; the report holds out seed 2) and the earlier
-80% in time of each real data set in ../shared/data (skipped when absent).
+80% in time of each real data set in --data-dir (engine/service/datasets.py; the
+repository keeps them in ../shared/data). Without --data-dir: synthetic only.
 """
 
 from __future__ import annotations
@@ -33,12 +34,12 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from connectors.builtin import builtin_model_dir
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
-from connectors.datasets import load_real
 from connectors.labels import label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
+from engine.models import BUILTIN_MODEL_DIR
+from engine.service.datasets import data_available, load_real
 
 
 @dataclass(frozen=True)
@@ -96,15 +97,19 @@ def make_source(name: str, codec: BinnedCodec, ticks: list[Tick], regimes: np.nd
     return Source(name, tokens, np.stack(cols, axis=1))
 
 
-def build_sources(codec: BinnedCodec, cfg: TrainConfig) -> tuple[list[list[Source]], list[str]]:
-    """Sources grouped by data set (synthetic, then each real set); and a description of the data."""
+def build_sources(
+    codec: BinnedCodec, cfg: TrainConfig, data_dir: Path | None
+) -> tuple[list[list[Source]], list[str]]:
+    """Sources grouped by data set (synthetic, then each real set in ``data_dir``); and a description of the data."""
     market = SyntheticMarket(SyntheticConfig(seed=cfg.synthetic_seed)).generate(cfg.synthetic_ticks)
     synth = [
         make_source(name, codec, ticks, np.array([t.regime for t in truths]))
         for name, (ticks, truths) in market.by_stream().items()
     ]
     groups, notes = [synth], [f"synthetic market seed {cfg.synthetic_seed}: {cfg.synthetic_ticks} ticks, 4 streams"]
-    for ds in load_real():
+    if data_dir is None:
+        notes.append("no real data (--data-dir not given)")
+    for ds in [] if data_dir is None else load_real(data_dir):
         train, heldout = ds.split()
         groups.append([make_source(ds.name, codec, train, None)])
         notes.append(f"{ds.name}: first {len(train)} of {len(ds.ticks)} ticks (later {len(heldout)} held out)")
@@ -198,14 +203,14 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
-def train(cfg: TrainConfig, out_dir: Path, log) -> dict:
+def train(cfg: TrainConfig, out_dir: Path, log, data_dir: Path | None = None) -> dict:
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)
     rng = np.random.default_rng(cfg.seed)
     codec = BinnedCodec()
     q_tokens = np.array([q.tokens[0] for q in codec.questions.values()], dtype=np.int64)  # one token each
     t0 = time.time()
-    groups, notes = build_sources(codec, cfg)
+    groups, notes = build_sources(codec, cfg, data_dir)
     weights = np.array(cfg.mix[: len(groups)], dtype=np.float64)
     weights /= weights.sum()
     log(f"data ready in {time.time() - t0:.1f}s: " + "; ".join(notes))
@@ -282,10 +287,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=TrainConfig.steps)
     parser.add_argument("--seed", type=int, default=TrainConfig.seed)
     parser.add_argument("--max-minutes", type=float, default=TrainConfig.max_minutes)
-    parser.add_argument("--out", type=Path, default=builtin_model_dir())
+    parser.add_argument("--out", type=Path, default=BUILTIN_MODEL_DIR)
     parser.add_argument("--stop-after", type=int, default=None, help="steps to run; the LR schedule still spans --steps")
     parser.add_argument("--log", type=Path, default=None)
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="real market data (binance-btcusdt-spot/, dukascopy-eurusd/); omitted: synthetic only")
     args = parser.parse_args(argv)
+    if args.data_dir is not None and not data_available(args.data_dir):
+        parser.error(f"--data-dir {args.data_dir}: binance-btcusdt-spot/ and dukascopy-eurusd/ not found there")
     cfg = TrainConfig(seed=args.seed, steps=args.steps, max_minutes=args.max_minutes, stop_after=args.stop_after)
     log_file = args.log.open("a") if args.log else None
 
@@ -296,10 +305,11 @@ def main(argv: list[str] | None = None) -> None:
             log_file.write(line + "\n")
             log_file.flush()
 
-    stats = train(cfg, args.out, log)
+    stats = train(cfg, args.out, log, args.data_dir)
     # The command that reproduces this run step for step, even when the wall-clock guard cut it.
     stop = f" --stop-after {stats['steps_done']}" if stats["steps_done"] < cfg.steps else ""
-    command = f"nice -n 10 python -m connectors.train_tick_model --steps {cfg.steps} --seed {cfg.seed}{stop}"
+    data = f" --data-dir {args.data_dir}" if args.data_dir is not None else ""
+    command = f"nice -n 10 python -m engine.service.train --steps {cfg.steps} --seed {cfg.seed}{stop}{data}"
     write_training_md(cfg, stats, args.out, command)
     log(f"done: {json.dumps(stats)}")
 
