@@ -150,7 +150,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType]) -> ColumnMap:
         raise ValueError(
             f"cannot detect the column layout of {path}: columns found {names}. Pass a preset "
             f"({', '.join(PRESETS)}) or a column map, e.g. {{'ts': 'time', 'ts_unit': 'ms', 'price': 'px', "
-            f"'size': 'qty'}} (see connectors/README_REPLAY.md)"
+            f"'size': 'qty'}} (see docs/replay.md)"
         )
     if "price" not in found or "size" not in found:
         found = {k: v for k, v in found.items() if k not in TRADE_FIELDS}
