@@ -58,7 +58,7 @@ class TickPipeline:
         if self.codec.vocab_size > model.config.vocab_size:
             raise ConfigError(f"codec vocabulary ({self.codec.vocab_size}) exceeds the model's ({model.config.vocab_size})")
         self.runner = ModelRunner(model, config.kv.spec())
-        self.registry = Registry(questions=getattr(self.codec, "questions", {}))
+        self.registry = Registry(questions=self.codec.questions)
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id, publish)
         self.engine = Engine(self.runner, config.scheduler, self.flash)
