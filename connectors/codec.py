@@ -7,6 +7,9 @@
   line, so a stream's tokens are the concatenation of per-tick encodings.
 
 Both are deterministic: the same ticks through `new_state()` give the same tokens.
+Both answer the query side's view of a codec (`queries.codec.QueryCodec`:
+`vocab_size`, `questions`, `question_tokens`, `decode`) structurally, since
+connectors/ and queries/ do not import each other; tests/test_query_codec.py checks it.
 
 BinnedCodec slots, in order (bin i of edges e is (e[i-1], e[i]]):
   0. event  - trade: `buy` / `sell` / `trade` (side unknown);
@@ -24,7 +27,9 @@ import json
 import math
 from abc import ABC, abstractmethod
 from bisect import bisect_left
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from connectors.questions import DEFAULT_QUESTIONS, Question, QuestionSpec
@@ -36,9 +41,18 @@ _ZERO_BPS = 1e-6
 
 
 class Codec(ABC):
-    """Turns one stream's ticks into tokens; state is per stream and owned by the caller."""
+    """Turns one stream's ticks into tokens (tick side) and questions into probe tokens (query side).
+
+    Tick side: state is per stream and owned by the caller (connectors.encoder.StreamEncoder);
+    it is a small value object whose shallow copy is independent of it, so an encoder can
+    encode on a copy and keep the original when the tick is refused downstream.
+    Query side: every codec answers every member; what a codec cannot do it says so
+    through the member's result (no attribute probing).
+    """
 
     vocab_size: int
+    questions: Mapping[str, Question]
+    """Named questions the model was trained to answer (empty when questions are free text)."""
 
     @abstractmethod
     def new_state(self) -> Any:
@@ -47,6 +61,15 @@ class Codec(ABC):
     @abstractmethod
     def encode(self, tick: Tick, state: Any) -> list[int]:
         """Tokens for `tick`, given (and advancing) its stream's state."""
+
+    @abstractmethod
+    def question_tokens(self, text: str) -> list[int] | None:
+        """Probe tokens of a free-text question or answer choice; None when this codec cannot
+        tokenize free text (its questions are asked by name, see `questions`)."""
+
+    @abstractmethod
+    def decode(self, tokens: Sequence[int]) -> str:
+        """Readable text of generated tokens."""
 
     def encode_stream(self, ticks: list[Tick]) -> list[int]:
         state = self.new_state()
@@ -233,6 +256,14 @@ class BinnedCodec(Codec):
     def is_tick_token(self, token_id: int) -> bool:
         return 0 < token_id < self.n_tick_tokens
 
+    def decode(self, tokens: Sequence[int]) -> str:
+        """Token names ("event:buy gap:3 ..."); an id outside the vocabulary shows as its number."""
+        return " ".join(self.names[t] if 0 <= t < len(self.names) else str(t) for t in tokens)
+
+    def question_tokens(self, text: str) -> None:
+        """None: a tick vocabulary has no words, so questions are asked by name (`questions`)."""
+        return None
+
     # --- spec -----------------------------------------------------------------------
     def to_json(self) -> str:
         return json.dumps({"format": SPEC_FORMAT, "spec": self.spec.to_dict(), "vocab": self.names}, indent=1)
@@ -291,6 +322,7 @@ class TextCodec(Codec):
     def __init__(self, tokenizer: Any, config: TextCodecConfig | None = None) -> None:
         self.tokenizer = tokenizer
         self.config = config or TextCodecConfig()
+        self.questions: Mapping[str, Question] = MappingProxyType({})  # questions are free text
         # Count added tokens too: they are valid ids the model must embed.
         if hasattr(tokenizer, "get_vocab_size"):  # tokenizers.Tokenizer
             self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
@@ -322,3 +354,6 @@ class TextCodec(Codec):
     def question_tokens(self, text: str) -> list[int]:
         """Tokens of a question's text, to be appended as a probe after a stream's ticks."""
         return self.tokenize(text)
+
+    def decode(self, tokens: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(tokens))

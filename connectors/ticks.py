@@ -60,6 +60,9 @@ REASONS = (
     "crossed_quote",
     "ts_backwards",
     "bad_msgpack",
+    "oversize",
+    "bad_tokens",
+    "stream_refused",
 )
 
 _COMMON = ("stream", "ts", "kind")
@@ -70,14 +73,18 @@ _FIELDS = {
 
 
 class InvalidTick(ValueError):
-    """A tick that was rejected; `reason` is one of REASONS (stable, for counters)."""
+    """A tick that was rejected; `reason` is one of REASONS (stable, for counters).
 
-    def __init__(self, reason: str, message: str) -> None:
+    `stream` is the tick's stream once it got far enough to have a valid one, else None.
+    """
+
+    def __init__(self, reason: str, message: str, stream: str | None = None) -> None:
         if reason not in REASONS:  # a typo here would silently split a counter
             raise KeyError(f"unknown reason code {reason!r}")
         super().__init__(f"{reason}: {message}")
         self.reason = reason
         self.message = message
+        self.stream = stream
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,17 +171,19 @@ def _kind(obj: dict) -> str:
     return kind
 
 
-def validate(obj: Any) -> Tick:
-    """Check one decoded wire map and build a Tick; raises InvalidTick with a reason."""
-    if not isinstance(obj, dict):
-        raise InvalidTick("not_a_map", f"a tick is a map, got {type(obj).__name__}")
-    stream = obj.get("stream")
+def check_stream(stream: Any) -> str:
+    """The one stream-name rule (raw and pre-tokenized ticks alike): a non-empty str without '/'."""
     if stream is None or stream == "":
         raise InvalidTick("missing_stream", "field 'stream' is required and must be non-empty")
     if not isinstance(stream, str):
         raise InvalidTick("wrong_type", f"stream must be a str, got {type(stream).__name__}")
     if "/" in stream:  # answer topics are "<query>/<stream>/": a '/' would make prefix subscriptions ambiguous
         raise InvalidTick("bad_stream", f"stream {stream!r} contains '/', which answer topics use as a delimiter")
+    return stream
+
+
+def check_ts(obj: dict) -> int:
+    """The one timestamp-field rule: `ts` present, an int (not a bool), in [0, 2**63)."""
     if "ts" not in obj:
         raise InvalidTick("missing_field", "field 'ts' is required")
     ts = obj["ts"]
@@ -182,6 +191,30 @@ def validate(obj: Any) -> Tick:
         raise InvalidTick("ts_not_int", f"ts must be an int of nanoseconds, got {type(ts).__name__}")
     if not 0 <= ts < TS_MAX:
         raise InvalidTick("ts_out_of_range", f"ts must be in [0, 2**63), got {ts}")
+    return ts
+
+
+def check_order(stream: str, ts: int, last_ts: int | None) -> None:
+    """The one ordering rule: ts may not go below the stream's last accepted ts (equal is fine:
+    exchanges stamp many trades with one millisecond)."""
+    if last_ts is not None and ts < last_ts:
+        raise InvalidTick("ts_backwards", f"stream {stream!r}: ts {ts} < previous {last_ts}", stream)
+
+
+def validate(obj: Any) -> Tick:
+    """Check one decoded wire map and build a Tick; raises InvalidTick with a reason."""
+    if not isinstance(obj, dict):
+        raise InvalidTick("not_a_map", f"a tick is a map, got {type(obj).__name__}")
+    stream = check_stream(obj.get("stream"))
+    try:
+        return _validate_fields(obj, stream)
+    except InvalidTick as err:
+        err.stream = stream
+        raise
+
+
+def _validate_fields(obj: dict, stream: str) -> Tick:
+    ts = check_ts(obj)
     kind = _kind(obj)
     extra = [k for k in obj if k not in _FIELDS[kind]]
     if extra:
@@ -220,18 +253,32 @@ def encode(ticks: Tick | Sequence[Tick]) -> bytes:
     return msgpack.packb([t.to_wire() for t in ticks], use_bin_type=True)
 
 
-def decode(data: bytes, *, max_bytes: int = 64 << 20) -> Decoded:
-    """Decode one message; never raises, so one bad tick cannot drop a batch."""
+def unpack(data: bytes, *, max_bytes: int = 64 << 20) -> Any:
+    """msgpack -> Python object; raises InvalidTick("bad_msgpack") on garbage or over `max_bytes`."""
     if len(data) > max_bytes:
-        return Decoded([], [(-1, "bad_msgpack")])
+        raise InvalidTick("bad_msgpack", f"message of {len(data)} bytes > {max_bytes}")
     try:
         # strict_map_key keeps non-str keys out; unpackb bounds container sizes by len(data).
-        obj = msgpack.unpackb(data, raw=False, strict_map_key=True)
-    except Exception:  # msgpack raises several unrelated types (ValueError, ExtraData, ...) on garbage
-        return Decoded([], [(-1, "bad_msgpack")])
-    items = [obj] if isinstance(obj, dict) else obj if isinstance(obj, list) else None
-    if items is None:
-        return Decoded([], [(-1, "not_a_map")])
+        return msgpack.unpackb(data, raw=False, strict_map_key=True)
+    except Exception as err:  # msgpack raises several unrelated types (ValueError, ExtraData, ...) on garbage
+        raise InvalidTick("bad_msgpack", f"not valid msgpack ({type(err).__name__})") from None
+
+
+def tick_items(obj: Any) -> list[Any]:
+    """The items of an unpacked raw-tick message: one map or a list; raises InvalidTick("not_a_map")."""
+    if isinstance(obj, dict):
+        return [obj]
+    if isinstance(obj, list):
+        return obj
+    raise InvalidTick("not_a_map", f"a message is a tick map or a list of them, got {type(obj).__name__}")
+
+
+def decode(data: bytes, *, max_bytes: int = 64 << 20) -> Decoded:
+    """Decode one message; never raises, so one bad tick cannot drop a batch."""
+    try:
+        items = tick_items(unpack(data, max_bytes=max_bytes))
+    except InvalidTick as err:
+        return Decoded([], [(-1, err.reason)])
     good: list[Tick] = []
     bad: list[tuple[int, str]] = []
     for i, item in enumerate(items):
@@ -253,8 +300,9 @@ class OrderingGuard:
         self.rejected = 0
 
     def check(self, tick: Tick) -> None:
-        last = self.last_ts.get(tick.stream)
-        if last is not None and tick.ts < last:
+        try:
+            check_order(tick.stream, tick.ts, self.last_ts.get(tick.stream))
+        except InvalidTick:
             self.rejected += 1
-            raise InvalidTick("ts_backwards", f"stream {tick.stream!r}: ts {tick.ts} < previous {last}")
+            raise
         self.last_ts[tick.stream] = tick.ts

@@ -19,11 +19,13 @@ Answer values are plain dicts (msgpack-able):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from queries.codec import CodecQuestion, QueryCodec
 from queries.spec import QuerySpec
 
 
@@ -54,11 +56,11 @@ class CompiledQuery:
         return "last"
 
 
-def compile_query(spec: QuerySpec, codec: Any) -> CompiledQuery:
+def compile_query(spec: QuerySpec, codec: QueryCodec) -> CompiledQuery:
     """Resolve a spec against the serving codec; raises QueryCompileError when it cannot be asked."""
     if spec.kind == "surprise":
         return CompiledQuery(spec, ())
-    named = getattr(codec, "questions", {}).get(spec.question) if spec.names_question else None
+    named = codec.questions.get(spec.question) if spec.names_question else None
     if named is not None:
         return _compile_named(spec, named)
     if spec.question_tokens is not None:
@@ -77,7 +79,7 @@ def compile_query(spec: QuerySpec, codec: Any) -> CompiledQuery:
     return CompiledQuery(spec, question, labels, candidates=candidates, values=values)
 
 
-def _compile_named(spec: QuerySpec, named: Any) -> CompiledQuery:
+def _compile_named(spec: QuerySpec, named: CodecQuestion) -> CompiledQuery:
     labels = tuple(spec.labels or named.labels)
     unknown = [label for label in labels if label not in named.answers]
     if unknown:
@@ -94,14 +96,13 @@ def _compile_named(spec: QuerySpec, named: Any) -> CompiledQuery:
     return CompiledQuery(spec, tuple(named.tokens), labels, tuple(named.answers[lbl] for lbl in labels), values=values)
 
 
-def _tokenize(codec: Any, text: str | None, query: str) -> list[int]:
-    tokenize = getattr(codec, "question_tokens", None)
-    if text is None or tokenize is None:
+def _tokenize(codec: QueryCodec, text: str | None, query: str) -> list[int]:
+    tokens = None if text is None else codec.question_tokens(text)
+    if tokens is None:
         raise QueryCompileError(
             f"query {query!r}: question {text!r} is not a question of this model's codec and the codec "
-            f"cannot tokenize text (known questions: {sorted(getattr(codec, 'questions', {}))})"
+            f"cannot tokenize text (known questions: {sorted(codec.questions)})"
         )
-    tokens = tokenize(text)
     if not tokens:
         raise QueryCompileError(f"query {query!r}: {text!r} tokenizes to nothing")
     return tokens
@@ -138,10 +139,6 @@ def next_token(logits: torch.Tensor, temperature: float, generator: torch.Genera
     return int(torch.multinomial(probs, 1, generator=generator))
 
 
-def decode(codec: Any, tokens: list[int]) -> str:
+def decode(codec: QueryCodec, tokens: Sequence[int]) -> str:
     """Text of generated tokens: the tokenizer's for text codecs, token names for the tick codec."""
-    tokenizer = getattr(codec, "tokenizer", None)
-    if tokenizer is not None:
-        return tokenizer.decode(tokens)
-    names = getattr(codec, "names", None)
-    return " ".join(names[t] if names and t < len(names) else str(t) for t in tokens)
+    return codec.decode(tokens)

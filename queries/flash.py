@@ -18,6 +18,7 @@ import torch
 
 from engine.jobs import JobResult, ProbeJob, StreamProgress
 from queries.cache import Answer, AnswerCache
+from queries.codec import QueryCodec
 from queries.evaluate import CompiledQuery, answer_value, compile_query, decode, next_token
 from queries.registry import Registry
 from queries.spec import QuerySpec
@@ -36,7 +37,7 @@ class FlashStats:
 
 
 class FlashQueries:
-    def __init__(self, registry: Registry, cache: AnswerCache, codec: Any, model_id: str) -> None:
+    def __init__(self, registry: Registry, cache: AnswerCache, codec: QueryCodec, model_id: str) -> None:
         self.registry = registry
         self.cache = cache
         self.codec = codec

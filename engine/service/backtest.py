@@ -115,7 +115,7 @@ def _progress_bar(enabled: bool) -> Any:
 
 def _answer_table(pipeline: TickPipeline, answers: list[Answer], ticks: dict[str, list[Tick]]) -> pl.DataFrame:
     """One row per answer, with the realised label and the naive baselines where the question has them."""
-    questions = getattr(pipeline.codec, "questions", {})
+    questions = pipeline.codec.questions
     marks = {stream: marks_of(ts) for stream, ts in ticks.items()}
     realised_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
     rows = []

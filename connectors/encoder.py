@@ -1,0 +1,240 @@
+"""The ingest side behind one object per stream: ordering guard + codec state -> tokens.
+
+`StreamEncoder` holds one stream's state: its last accepted timestamp (the
+ordering guard) and its codec state. Encoding is two-phase so that a tick
+refused anywhere (ordering, token range, or downstream by the engine) leaves
+that state exactly as it was:
+
+    item = encoder.encode(tick)      # checks, encodes on a copy of the codec state; mutates nothing
+    submit(item)                     # hand the tokens on; may refuse with InvalidTick
+    encoder.commit(item)             # only now: last ts and codec state advance
+
+`StreamEncoders` maps stream name -> StreamEncoder and decodes both wire forms
+of the ingest socket (see connectors/ticks.py for the raw tick map):
+
+    raw           one msgpack tick map, or a list of them
+    pre-tokenized a msgpack list of ``{stream: str, ts: int ns, tokens: [int], ticks: int >= 1}``
+                  from an out-of-process connector (``ticks`` defaults to 1)
+
+Both forms share one ordering guard per stream and the same stream-name and ts
+rules (connectors.ticks.check_stream / check_ts / check_order); token ids are
+range-checked in one place (`check_tokens`). A pre-tokenized item does not
+advance the codec state: the next raw tick on that stream is encoded relative
+to the previous raw one.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+from connectors.codec import Codec
+from connectors.ticks import InvalidTick, Tick, check_order, check_stream, check_ts, tick_items, unpack, validate
+
+TOKENIZED_FIELDS = frozenset(("stream", "ts", "tokens", "ticks"))
+
+
+class EncodedTick(NamedTuple):
+    """Tokens ready for the engine, not yet committed to the stream's state."""
+
+    stream: str
+    ts: int
+    tokens: list[int]
+    ticks: int  # ticks these tokens stand for (1 for a raw tick)
+    state: Any  # codec state after this tick; None when pre-tokenized (the codec state does not move)
+
+
+class Rejection(NamedTuple):
+    """One refused tick (or message, index -1) with its REASONS code and a human message."""
+
+    index: int
+    reason: str
+    error: str
+    stream: str | None = None  # set once the tick got far enough to have a valid stream name
+
+    @classmethod
+    def of(cls, index: int, err: InvalidTick) -> Rejection:
+        return cls(index, err.reason, str(err), err.stream)
+
+    def to_wire(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"index": self.index, "reason": self.reason, "error": self.error}
+        if self.stream is not None:
+            d["stream"] = self.stream
+        return d
+
+
+class Ingested(NamedTuple):
+    """What one message gave: the accepted items (in order) and the rejections."""
+
+    accepted: list[EncodedTick]
+    rejections: list[Rejection]
+
+    @property
+    def ticks(self) -> int:
+        return sum(item.ticks for item in self.accepted)
+
+
+Submit = Callable[[EncodedTick], None]
+"""Hands an encoded item on (to the engine); raises InvalidTick (e.g. "stream_refused") to refuse it."""
+
+
+def check_tokens(tokens: Any, vocab_size: int) -> list[int]:
+    """The one token rule: a non-empty list of ints in [0, vocab_size)."""
+    if not isinstance(tokens, list) or not tokens:
+        raise InvalidTick("bad_tokens", f"tokens must be a non-empty list of ints, got {type(tokens).__name__}")
+    for t in tokens:
+        if type(t) is not int or not 0 <= t < vocab_size:  # type(): a bool is not a token id
+            raise InvalidTick("bad_tokens", f"token {t!r} is not an id in [0, {vocab_size})")
+    return tokens
+
+
+class StreamEncoder:
+    """One stream's ingest state: the last accepted ts and the codec state, with counters."""
+
+    def __init__(self, stream: str, codec: Codec, vocab_size: int) -> None:
+        self.stream = check_stream(stream)
+        self.codec = codec
+        self.vocab_size = vocab_size
+        self.state: Any = codec.new_state()
+        self.last_ts: int | None = None
+        self.ticks = 0  # committed ticks, raw and pre-tokenized
+
+    def encode(self, tick: Tick) -> EncodedTick:
+        """Tokens for a validated tick of this stream; raises InvalidTick("ts_backwards"). Mutates nothing."""
+        if tick.stream != self.stream:
+            raise ValueError(f"tick of stream {tick.stream!r} given to the encoder of {self.stream!r}")
+        check_order(self.stream, tick.ts, self.last_ts)
+        state = copy.copy(self.state)
+        return EncodedTick(self.stream, tick.ts, self.codec.encode(tick, state), 1, state)
+
+    def accept(self, ts: int, tokens: Any, ticks: int = 1) -> EncodedTick:
+        """A pre-tokenized item of this stream; raises InvalidTick ("bad_tokens", "ts_backwards"). Mutates nothing."""
+        try:
+            tokens = check_tokens(tokens, self.vocab_size)
+        except InvalidTick as err:
+            err.stream = self.stream
+            raise
+        check_order(self.stream, ts, self.last_ts)
+        return EncodedTick(self.stream, ts, tokens, ticks, None)
+
+    def commit(self, item: EncodedTick) -> None:
+        """Advance the stream past `item` (which this encoder made and the engine took)."""
+        self.last_ts = item.ts
+        if item.state is not None:
+            self.state = item.state
+        self.ticks += item.ticks
+
+
+class StreamEncoders:
+    """Stream name -> StreamEncoder, and the decoding of both ingest wire forms.
+
+    `vocab_size` bounds pre-tokenized ids (the model's vocabulary; defaults to the
+    codec's). A stream gets its encoder when its first tick is committed, so a
+    refused first tick leaves no trace.
+    """
+
+    def __init__(self, codec: Codec, vocab_size: int | None = None, max_message_bytes: int = 64 << 20) -> None:
+        if max_message_bytes <= 0:
+            raise ValueError(f"max_message_bytes must be > 0, got {max_message_bytes}")
+        self.codec = codec
+        self.vocab_size = codec.vocab_size if vocab_size is None else vocab_size
+        self.max_message_bytes = max_message_bytes
+        self._encoders: dict[str, StreamEncoder] = {}
+
+    def __len__(self) -> int:
+        return len(self._encoders)
+
+    def __contains__(self, stream: object) -> bool:
+        return stream in self._encoders
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._encoders)
+
+    def __getitem__(self, stream: str) -> StreamEncoder:
+        return self._encoders[stream]
+
+    def _encoder(self, stream: str) -> StreamEncoder:
+        encoder = self._encoders.get(stream)
+        return encoder if encoder is not None else StreamEncoder(stream, self.codec, self.vocab_size)
+
+    # -- one item, two phases --------------------------------------------------------------
+
+    def encode(self, tick: Tick) -> EncodedTick:
+        """Phase one for a raw tick (its stream name is checked when its encoder is made); raises
+        InvalidTick. Mutates nothing."""
+        return self._encoder(tick.stream).encode(tick)
+
+    def accept(self, item: Any) -> EncodedTick:
+        """Phase one for one pre-tokenized map; raises InvalidTick. Mutates nothing."""
+        if not isinstance(item, dict):
+            raise InvalidTick("not_a_map", f"a tokenized tick is a map, got {type(item).__name__}")
+        stream = check_stream(item.get("stream"))
+        try:
+            extra = set(item) - TOKENIZED_FIELDS
+            if extra:
+                raise InvalidTick("unknown_field", f"fields {sorted(map(str, extra))} not allowed in a tokenized tick")
+            ts = check_ts(item)
+            ticks = item.get("ticks", 1)
+            if type(ticks) is not int or ticks < 1:
+                raise InvalidTick("wrong_type", f"ticks must be an int >= 1, got {ticks!r}")
+            return self._encoder(stream).accept(ts, item.get("tokens"), ticks)
+        except InvalidTick as err:
+            err.stream = stream
+            raise
+
+    def commit(self, item: EncodedTick) -> None:
+        encoder = self._encoders.get(item.stream)
+        if encoder is None:
+            encoder = self._encoders[item.stream] = StreamEncoder(item.stream, self.codec, self.vocab_size)
+        encoder.commit(item)
+
+    # -- whole paths: check, submit, commit -------------------------------------------------
+
+    def ingest(self, tick: Tick, submit: Submit) -> EncodedTick:
+        """Encode one validated tick, submit it and commit; raises InvalidTick and then changes nothing."""
+        item = self.encode(tick)
+        self._submit(item, submit)
+        return item
+
+    def ingest_message(self, data: bytes, submit: Submit) -> Ingested:
+        """A raw wire message (one tick map or a list); never raises, one bad tick never drops the rest."""
+        return self._ingest(data, submit, tick_items, lambda obj: self.encode(validate(obj)))
+
+    def ingest_tokenized(self, data: bytes, submit: Submit) -> Ingested:
+        """A pre-tokenized wire message (a msgpack list of maps); never raises."""
+        return self._ingest(data, submit, _tokenized_items, self.accept)
+
+    def _ingest(self, data: bytes, submit: Submit, items_of: Callable[[Any], list[Any]],
+                first_phase: Callable[[Any], EncodedTick]) -> Ingested:
+        if len(data) > self.max_message_bytes:
+            error = f"message of {len(data)} bytes > {self.max_message_bytes}"
+            return Ingested([], [Rejection(-1, "oversize", error)])
+        try:
+            items = items_of(unpack(data, max_bytes=self.max_message_bytes))
+        except InvalidTick as err:
+            return Ingested([], [Rejection.of(-1, err)])
+        result = Ingested([], [])
+        for index, obj in enumerate(items):
+            try:
+                item = first_phase(obj)
+                self._submit(item, submit)
+            except InvalidTick as err:
+                result.rejections.append(Rejection.of(index, err))
+                continue
+            result.accepted.append(item)
+        return result
+
+    def _submit(self, item: EncodedTick, submit: Submit) -> None:
+        try:
+            submit(item)
+        except InvalidTick as err:
+            err.stream = err.stream or item.stream
+            raise
+        self.commit(item)
+
+
+def _tokenized_items(obj: Any) -> list[Any]:
+    if not isinstance(obj, list):
+        raise InvalidTick("bad_msgpack", f"tokenized message must be a msgpack list, got {type(obj).__name__}")
+    return obj

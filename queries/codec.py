@@ -1,0 +1,47 @@
+"""What the query layer needs of the serving codec, as Protocols.
+
+queries/ must not import connectors/, so the codec's query-side surface is
+declared here and connectors' codecs (BinnedCodec, TextCodec) satisfy it
+structurally. Every codec answers every member; a codec that cannot do
+something says so through the member's result, never by lacking the member.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+from queries.spec import NamedQuestion
+
+
+@runtime_checkable
+class CodecQuestion(NamedQuestion, Protocol):
+    """A named question as the codec tokenized it: probe `tokens`, one answer token per label."""
+
+    @property
+    def tokens(self) -> Sequence[int]: ...
+
+    @property
+    def answers(self) -> Mapping[str, int]: ...  # label -> answer token id
+
+
+@runtime_checkable
+class QueryCodec(Protocol):
+    """The serving codec, seen from queries: named questions, free-text tokenizing, decoding."""
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    @property
+    def questions(self) -> Mapping[str, CodecQuestion]:
+        """Named questions by name; empty for a codec whose questions are free text."""
+        ...
+
+    def question_tokens(self, text: str) -> list[int] | None:
+        """Probe tokens of a free-text question or answer choice; None when the codec
+        cannot tokenize free text (ask one of `questions` by name instead)."""
+        ...
+
+    def decode(self, tokens: Sequence[int]) -> str:
+        """Readable text of generated tokens."""
+        ...

@@ -1,0 +1,183 @@
+"""Per-stream encoders: ordering per stream, refused ticks leave no trace, raw and pre-tokenized
+ticks share one guard, stream-name and token-range rules in both wire forms."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+
+from conftest import tiny_tick_checkpoint
+from connectors.codec import BinnedCodec
+from connectors.encoder import EncodedTick, StreamEncoder, StreamEncoders
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import InvalidTick, Tick, encode, trade
+from engine.service.config import ServiceConfig
+from engine.service.pipeline import TickPipeline
+
+CODEC = BinnedCodec()
+
+
+@pytest.fixture(scope="module")
+def ticks() -> list[Tick]:
+    return SyntheticMarket(SyntheticConfig(seed=3)).generate(400).by_stream()["SYN.A"][0][:60]
+
+
+class Sink:
+    """Where submitted items go; refuses the ts values it is told to, as a full engine would."""
+
+    def __init__(self, refuse: set[int] = frozenset()) -> None:
+        self.items: list[EncodedTick] = []
+        self.refuse = refuse
+
+    def __call__(self, item: EncodedTick) -> None:
+        if item.ts in self.refuse:
+            raise InvalidTick("stream_refused", f"ts {item.ts} refused")
+        self.items.append(item)
+
+
+def tokenized(*items: dict) -> bytes:
+    return msgpack.packb(list(items))
+
+
+def test_ordering_is_per_stream() -> None:
+    encoders, sink = StreamEncoders(CODEC), Sink()
+    wire = [trade("A", 100, 10.0, 1.0).to_wire(), trade("B", 50, 20.0, 1.0).to_wire(),
+            trade("A", 90, 10.0, 1.0).to_wire(), trade("B", 60, 20.0, 1.0).to_wire(),
+            trade("A", 100, 10.5, 1.0).to_wire()]  # equal ts is fine
+    result = encoders.ingest_message(msgpack.packb(wire), sink)
+    assert [(r.index, r.reason, r.stream) for r in result.rejections] == [(2, "ts_backwards", "A")]
+    assert [(i.stream, i.ts) for i in sink.items] == [("A", 100), ("B", 50), ("B", 60), ("A", 100)]
+    assert (encoders["A"].last_ts, encoders["B"].last_ts) == (100, 60)
+    assert (encoders["A"].ticks, encoders["B"].ticks, result.ticks) == (2, 2, 4)
+
+
+def test_rejected_tick_leaves_stream_state_untouched(ticks: list[Tick]) -> None:
+    """The good ticks' tokens equal a clean encode of the good ticks alone, whatever was refused between them."""
+    backwards = Tick(ticks[10].stream, ticks[10].ts - 1, "trade", price=ticks[10].price or 1.0, size=5.0)
+    refused = ticks[20]  # refused downstream (engine admission) after it was encoded
+    feed = ticks[:11] + [backwards] + ticks[11:]
+    encoders, sink = StreamEncoders(CODEC), Sink(refuse={refused.ts})
+    reasons = []
+    for tick in feed:
+        try:
+            encoders.ingest(tick, sink)
+        except InvalidTick as err:
+            reasons.append((err.reason, err.stream))
+    good = [t for t in ticks if t.ts != refused.ts]
+    assert reasons[0] == ("ts_backwards", "SYN.A") and ("stream_refused", "SYN.A") in reasons
+    assert [tok for item in sink.items for tok in item.tokens] == CODEC.encode_stream(good)
+    assert encoders["SYN.A"].ticks == len(good)
+
+
+def test_first_phase_mutates_nothing(ticks: list[Tick]) -> None:
+    encoder = StreamEncoder("SYN.A", CODEC, CODEC.vocab_size)
+    encoder.commit(encoder.encode(ticks[0]))
+    before = (encoder.last_ts, encoder.ticks, vars(encoder.state).copy())
+    first = encoder.encode(ticks[1])
+    assert encoder.encode(ticks[1]) == first  # encoding twice gives the same tokens: nothing advanced
+    assert (encoder.last_ts, encoder.ticks, vars(encoder.state)) == before
+    encoder.commit(first)
+    assert encoder.last_ts == ticks[1].ts and encoder.state is first.state
+
+
+def test_refused_first_tick_creates_no_encoder() -> None:
+    encoders = StreamEncoders(CODEC)
+    with pytest.raises(InvalidTick, match="stream_refused"):
+        encoders.ingest(trade("NEW", 5, 1.0, 1.0), Sink(refuse={5}))
+    assert "NEW" not in encoders and len(encoders) == 0
+
+
+def test_raw_and_tokenized_ticks_share_one_ordering_guard() -> None:
+    encoders, sink = StreamEncoders(CODEC), Sink()
+    assert encoders.ingest_message(encode(trade("A", 100, 10.0, 1.0)), sink).rejections == []
+    late = encoders.ingest_tokenized(tokenized({"stream": "A", "ts": 50, "tokens": [1, 2]}), sink)
+    assert [(r.reason, r.stream) for r in late.rejections] == [("ts_backwards", "A")]
+    ok = encoders.ingest_tokenized(tokenized({"stream": "A", "ts": 200, "tokens": [1, 2], "ticks": 3}), sink)
+    assert ok.rejections == [] and ok.ticks == 3
+    raw_late = encoders.ingest_message(encode(trade("A", 150, 10.0, 1.0)), sink)
+    assert [(r.reason, r.stream) for r in raw_late.rejections] == [("ts_backwards", "A")]
+    assert encoders["A"].last_ts == 200 and encoders["A"].ticks == 4
+
+
+def test_tokenized_item_keeps_the_codec_state() -> None:
+    encoders, sink = StreamEncoders(CODEC), Sink()
+    a, b = trade("A", 100, 10.0, 1.0), trade("A", 300, 10.1, 2.0)
+    encoders.ingest(a, sink)
+    encoders.ingest_tokenized(tokenized({"stream": "A", "ts": 200, "tokens": [1, 2, 3, 4]}), sink)
+    encoders.ingest(b, sink)
+    assert sink.items[-1].tokens == CODEC.encode_stream([a, b])[4:]  # b is encoded relative to a
+
+
+@pytest.mark.parametrize("stream,reason", [("BTC/USDT", "bad_stream"), ("", "missing_stream"), (7, "wrong_type")])
+def test_bad_stream_names_rejected_in_both_forms(stream, reason) -> None:
+    encoders, sink = StreamEncoders(CODEC), Sink()
+    raw = encoders.ingest_message(msgpack.packb({"stream": stream, "ts": 1, "price": 1.0, "size": 1.0}), sink)
+    tok = encoders.ingest_tokenized(tokenized({"stream": stream, "ts": 1, "tokens": [1]}), sink)
+    assert [(r.index, r.reason, r.stream) for r in raw.rejections + tok.rejections] == [(0, reason, None)] * 2
+    assert sink.items == [] and len(encoders) == 0
+    if isinstance(stream, str) and stream:  # a Tick built without validation meets the same rule
+        with pytest.raises(InvalidTick, match=reason):
+            encoders.ingest(Tick(stream, 1, "trade", price=1.0, size=1.0), sink)
+
+
+@pytest.mark.parametrize("tokens", [[CODEC.vocab_size], [-1], [1, True], [], "1 2", [1.0]])
+def test_token_ids_out_of_range_rejected(tokens) -> None:
+    encoders, sink = StreamEncoders(CODEC), Sink()
+    result = encoders.ingest_tokenized(tokenized({"stream": "A", "ts": 1, "tokens": tokens},
+                                                 {"stream": "A", "ts": 2, "tokens": [CODEC.vocab_size - 1]}), sink)
+    assert [(r.index, r.reason, r.stream) for r in result.rejections] == [(0, "bad_tokens", "A")]
+    assert [i.ts for i in result.accepted] == [2]
+
+
+def test_token_range_is_the_given_vocabulary() -> None:
+    encoders = StreamEncoders(CODEC, vocab_size=CODEC.vocab_size + 32)  # a model with spare embeddings
+    result = encoders.ingest_tokenized(tokenized({"stream": "A", "ts": 1, "tokens": [CODEC.vocab_size + 31]}), Sink())
+    assert result.rejections == [] and result.ticks == 1
+
+
+def test_tokenized_schema_rejections() -> None:
+    encoders, sink = StreamEncoders(CODEC), Sink()
+    result = encoders.ingest_tokenized(tokenized(
+        [1], {"stream": "A", "ts": 1, "tokens": [1], "venue": "x"}, {"stream": "A", "ts": 1.5, "tokens": [1]},
+        {"stream": "A", "tokens": [1]}, {"stream": "A", "ts": -1, "tokens": [1]},
+        {"stream": "A", "ts": 1, "tokens": [1], "ticks": 0}), sink)
+    assert [(r.reason, r.stream) for r in result.rejections] == [
+        ("not_a_map", None), ("unknown_field", "A"), ("ts_not_int", "A"), ("missing_field", "A"),
+        ("ts_out_of_range", "A"), ("wrong_type", "A")]
+    assert sink.items == []
+    for garbage in (b"\xc1 not msgpack", msgpack.packb({"stream": "A", "ts": 1, "tokens": [1]})):
+        assert [r.reason for r in encoders.ingest_tokenized(garbage, sink).rejections] == ["bad_msgpack"]
+
+
+def test_decode_rejects_carry_the_stream_once_known() -> None:
+    encoders = StreamEncoders(CODEC, max_message_bytes=256)
+    wire = [{"stream": "X", "ts": 1, "price": -3.0, "size": 1.0}, {"ts": 1, "price": 1.0, "size": 1.0}, 42,
+            {"stream": "Y", "ts": 1, "bid": 2.0, "ask": 1.0}]
+    result = encoders.ingest_message(msgpack.packb(wire), Sink())
+    assert [(r.index, r.reason, r.stream) for r in result.rejections] == [
+        (0, "nonpositive_price", "X"), (1, "missing_stream", None), (2, "not_a_map", None), (3, "crossed_quote", "Y")]
+    assert result.rejections[0].to_wire() == {"index": 0, "reason": "nonpositive_price", "stream": "X",
+                                              "error": "nonpositive_price: price must be > 0, got -3.0"}
+    assert "stream" not in result.rejections[1].to_wire()
+    oversize = encoders.ingest_message(b"\x90" * 300, Sink())
+    assert [(r.index, r.reason) for r in oversize.rejections] == [(-1, "oversize")]
+
+
+def test_pipeline_reports_refused_streams_and_keeps_their_state(tmp_path) -> None:
+    """The engine's admission refusal becomes a `stream_refused` rejection; the stream can come back later."""
+    checkpoint = tiny_tick_checkpoint(tmp_path, max_position_embeddings=512)
+    config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 1280, "block_size": 16},
+                                      "scheduler": {"when_full": "refuse", "window": 256}})
+    pipeline = TickPipeline(config)
+    admitted = pipeline.engine.scheduler.max_streams_admitted
+    full = [trade(f"S{i}", 10, 1.0, 1.0) for i in range(admitted)] + [trade("late", 10, 1.0, 1.0)]
+    rejections = pipeline.ingest_message(encode(full))
+    assert [(r["index"], r["reason"], r["stream"]) for r in rejections] == [(admitted, "stream_refused", "late")]
+    assert pipeline.ticks_in == admitted and pipeline.rejected["stream_refused"] == 1
+    assert "late" not in pipeline.encoders
+    with pytest.raises(InvalidTick, match="stream_refused"):
+        pipeline.ingest(trade("late", 5, 1.0, 1.0))
+    tok = pipeline.ingest_tokenized(msgpack.packb([{"stream": "S0", "ts": 9, "tokens": [1]},
+                                                   {"stream": "S0", "ts": 11, "tokens": [1, 2, 3, 4]}]))
+    assert [(r["reason"], r["stream"]) for r in tok] == [("ts_backwards", "S0")]
+    assert pipeline.ticks_in == admitted + 1 and pipeline.encoders["S0"].last_ts == 11
