@@ -9,7 +9,6 @@ an Answer, cached here and returned by the job, so it comes out of
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any

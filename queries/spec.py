@@ -28,7 +28,7 @@ import yaml
 from queries.trigger import Trigger
 
 __all__ = ["FIELDS", "KINDS", "NamedQuestion", "QuerySpec", "QuerySpecError", "Trigger", "check_questions",
-           "dump_queries", "load_queries", "load_queries_file"]
+           "dump_queries"]
 
 KINDS = ("choice", "expectation", "generate", "surprise")
 MAX_NAME = 64
