@@ -1,0 +1,130 @@
+"""Two commits side by side in one run: query latency and the flash-query loop, old vs new.
+
+Each commit is checked out into its own temporary git worktree and measured by
+its own code (so an API change between them does not matter), in child
+processes with the same interpreter, threads and seeds. Rounds alternate the
+order (old, new / new, old) so drift in the machine's load falls on both sides;
+each metric is the median over rounds, and the line printed is new / old.
+
+    python -m benchmarks.ab_commits --base 32c591f                 # HEAD vs 32c591f
+    python -m benchmarks.ab_commits --base 32c591f --rounds 3 --streams 8 32 64
+
+Metrics: probe p50 at each context (benchmarks.query_latency's workload), and
+for the flash loop (benchmarks.flash's workload, flashtick's side only) the busy
+milliseconds per answer round and freshness p50/p99 at the common rate, and the
+highest sustained tick rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.common import machine, write_json
+
+ROOT = Path(__file__).resolve().parents[1]
+
+QUERY_LATENCY = """
+import json, random, sys
+from benchmarks.query_latency import build_models, measure_context
+hf, engine = build_models(0)
+rng = random.Random(0)
+rows = [measure_context(hf, engine, n, {reps}, 1, 20.0, rng) for n in {contexts}]
+print("RESULT " + json.dumps({{str(r["context"]): r["probe_p50_ms"] for r in rows}}))
+"""
+
+FLASH = """
+import json
+from benchmarks.streaming import FlashtickDriver, Settings, run_workload
+result = run_workload(lambda streams, ckpt, codec, window: [FlashtickDriver(ckpt, streams, window)],
+                      Settings(), {streams}, None)
+out = {{}}
+for row in result["rows"]:
+    side = row["sides"]["flashtick"]
+    out[str(row["streams"])] = {{"ms_per_answer_round": side["common_rate"]["ms_per_answer_round"],
+                                 "freshness_p50_ms": side["common_rate"]["freshness_p50_ms"],
+                                 "freshness_p99_ms": side["common_rate"]["freshness_p99_ms"],
+                                 "max_sustained_ticks_per_s": side["max_sustained_ticks_per_s"]}}
+print("RESULT " + json.dumps(out))
+"""
+
+
+def checkout(rev: str, into: Path) -> str:
+    """A detached worktree of ``rev``; returns its full commit id."""
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(into), rev], check=True,
+                   capture_output=True)
+    return subprocess.run(["git", "-C", str(into), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def measure(tree: Path, code: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode or not lines:
+        raise SystemExit(f"measuring {tree} failed:\n{done.stderr[-3000:]}")
+    return json.loads(lines[-1].removeprefix("RESULT "))
+
+
+def medians(runs: list[dict]) -> dict:
+    """Median over rounds, key by key (nested one level for the flash metrics)."""
+    first = runs[0]
+    if all(isinstance(v, dict) for v in first.values()):
+        return {k: medians([r[k] for r in runs]) for k in first}
+    return {k: statistics.median(r[k] for r in runs) for k in first}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", required=True, help="the old commit")
+    parser.add_argument("--head", default="HEAD", help="the new commit (default HEAD)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--contexts", type=int, nargs="*", default=[512, 2048, 8192])
+    parser.add_argument("--probe-reps", type=int, default=200)
+    parser.add_argument("--streams", type=int, nargs="*", default=[8, 32, 64])
+    args = parser.parse_args(argv)
+    workloads = {
+        "query_latency": QUERY_LATENCY.format(reps=args.probe_reps, contexts=args.contexts),
+        "flash": FLASH.format(streams=args.streams),
+    }
+    with tempfile.TemporaryDirectory(prefix="flashtick-ab-") as tmp:
+        trees = {"old": Path(tmp) / "old", "new": Path(tmp) / "new"}
+        commits = {"old": checkout(args.base, trees["old"]), "new": checkout(args.head, trees["new"])}
+        try:
+            runs: dict[str, dict[str, list[dict]]] = {w: {"old": [], "new": []} for w in workloads}
+            for round_no in range(args.rounds):
+                order = ("old", "new") if round_no % 2 == 0 else ("new", "old")
+                for workload, code in workloads.items():
+                    for side in order:
+                        runs[workload][side].append(measure(trees[side], code))
+                        print(f"round {round_no + 1} {workload} {side}: {runs[workload][side][-1]}", flush=True)
+        finally:
+            for tree in trees.values():
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                               capture_output=True)
+    result = {"benchmark": "ab_commits", "commits": commits, "rounds": args.rounds, "machine": machine(),
+              "threads": os.environ.get("OMP_NUM_THREADS", "torch default"), "workloads": {}}
+    parts = []
+    for workload, sides in runs.items():
+        old, new = medians(sides["old"]), medians(sides["new"])
+        ratios = {k: ({m: new[k][m] / old[k][m] if old[k][m] else None for m in new[k]}
+                      if isinstance(new[k], dict) else new[k] / old[k]) for k in new}
+        result["workloads"][workload] = {"old": old, "new": new, "new_over_old": ratios, "runs": sides}
+    for context, ratio in result["workloads"]["query_latency"]["new_over_old"].items():
+        parts.append(f"probe p50 @{context} {ratio:.3f}")
+    for streams, ratio in result["workloads"]["flash"]["new_over_old"].items():
+        parts.append(f"flash {streams} streams ms/round {ratio['ms_per_answer_round']:.3f}, "
+                     f"sustained {ratio['max_sustained_ticks_per_s']:.2f}")
+    path = write_json("ab_commits", result)
+    print(f"ab_commits new/old ({commits['new'][:7]} vs {commits['old'][:7]}): {'; '.join(parts)}  [{path}]")
+    return result
+
+
+if __name__ == "__main__":
+    main()
