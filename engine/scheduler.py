@@ -36,6 +36,7 @@ from engine.batch import Advance, ForwardBatch, Probe
 from engine.block_manager import BlockManager
 from engine.jobs import JobOutcome, ProbeJob, QueryPlanner, StreamProgress
 from engine.session import Session
+from engine.stream import Chunk, Stream
 
 IDLE_EVERY = 8  # idle work (generate steps) also runs every Nth forward, so constant ingest cannot starve it
 
@@ -75,31 +76,6 @@ class SchedulerConfig:
             raise ValueError(f"max_probe_tokens must be > 0, got {self.max_probe_tokens}")
         if self.probe_reserve < 0:
             raise ValueError(f"probe_reserve must be >= 0, got {self.probe_reserve}")
-
-
-@dataclass
-class Chunk:
-    tokens: list[int]
-    event_ts: int  # event time (ns) of the latest tick in the chunk
-    ticks: int  # ticks the chunk carries
-    arrival_ns: int  # wall clock when submitted, for freshness
-
-
-@dataclass(eq=False)
-class Stream:
-    session: Session
-    pending: deque[Chunk] = field(default_factory=deque)
-    waiting_since: int = 0  # order of arrival of the oldest pending chunk
-    ticks: int = 0
-    event_ts: int = 0
-    arrival_ns: int = 0
-    last_active: int = 0  # batch number of the last advance (LRU order)
-    boundaries: list[int] = field(default_factory=list)  # token offsets where chunks begin
-    next_token_logits: torch.Tensor | None = None  # (vocab,) prediction for the next token
-
-    @property
-    def name(self) -> str:
-        return self.session.name
 
 
 @dataclass

@@ -274,3 +274,22 @@ def test_a_probe_past_the_model_window_fails_the_job_not_the_engine(checkpoint) 
     assert failed.answer is None
     assert failed.error.startswith("probe of 40 tokens on stream 'S' would pass the model's 512 positions")
     assert done.answer == "ok" and done.error is None and engine.scheduler.stats.jobs_failed == 1
+
+
+def test_probe_budget_spreads_questions_over_forwards_and_loses_none(checkpoint) -> None:
+    config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16}})
+    pipeline = TickPipeline(config)
+    engine = Engine(pipeline.runner, SchedulerConfig(max_probe_tokens=6))  # two 3-token jobs per forward
+    for name in ("A", "B", "C", "D", "E"):
+        engine.submit(name, [1, 2, 3, 4, ord(name) % 40], event_ts=0)
+    engine.run_until_idle()
+    for name in ("A", "B", "C", "D", "E"):
+        engine.ask(ProbeJob(name, [[5, 6, 7]], lambda logits, p: JobResult((p.stream, logits[0][-1]))))
+    per_forward = []
+    while (report := engine.step()) is not None:
+        per_forward.append([o.answer for o in report.outcomes])
+    assert [[stream for stream, _ in answers] for answers in per_forward] == [["A", "B"], ["C", "D"], ["E"]]
+    assert engine.scheduler.stats.probes_deferred == 3 + 1  # C, D, E wait once; E waits twice
+    for stream, logits in (a for answers in per_forward for a in answers):  # deferred answers are still exact
+        direct = engine.probe(engine.scheduler.streams[stream].session, [5, 6, 7], logits="last")[-1]
+        torch.testing.assert_close(logits, direct, atol=1e-5, rtol=0)  # batched vs alone, as in test_session

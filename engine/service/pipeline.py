@@ -17,6 +17,7 @@ from connectors.codec import BinnedCodec, Codec, TextCodec, TextCodecConfig
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders
 from connectors.ticks import InvalidTick, Tick
 from engine.engine import Engine
+from engine.jobs import JobOutcome
 from engine.models import load_model
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, StepReport
@@ -96,15 +97,17 @@ class TickPipeline:
         """One engine forward; its answers (and failed jobs, counted here) are the caller's to publish."""
         report = self.engine.step()
         if report is not None:
-            self.flash.stats.errors += sum(1 for o in report.outcomes if o.error is not None)
+            self._count_failures(report.outcomes)
         return report
 
     def run_until_idle(self) -> list[Answer]:
         """Step until nothing is pending; the answers produced, in order."""
-        answers: list[Answer] = []
-        while (report := self.step()) is not None:
-            answers += [o.answer for o in report.outcomes if o.answer is not None]
-        return answers
+        outcomes = self.engine.run_until_idle()
+        self._count_failures(outcomes)
+        return [o.answer for o in outcomes if o.answer is not None]
+
+    def _count_failures(self, outcomes: list[JobOutcome]) -> None:
+        self.flash.stats.errors += sum(1 for o in outcomes if o.error is not None)
 
     def stats(self) -> dict[str, Any]:
         scheduler = self.engine.scheduler
