@@ -28,7 +28,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.query_latency
 	$(PY) -m benchmarks.flash
 
-# The peer comparison (issue 6): builds llama-cpp-python from source (10-30 minutes on 2 cores).
+# The peer comparison (llama.cpp): builds llama-cpp-python from source (10-30 minutes on 2 cores).
 bench-peers: $(STAMP)
 	CMAKE_BUILD_PARALLEL_LEVEL=2 $(PY) -m pip install -q -e '.[peers]'
 	$(PY) -m benchmarks.peers_latency

@@ -1,4 +1,4 @@
-"""Flash queries on the built-in tick model (issue 4): 8, 32 and 64 streams, 3 standing questions each,
+"""Flash queries on the built-in tick model: 8, 32 and 64 streams, 3 standing questions each,
 flashtick's engine loop vs the same workload answered statelessly (transformers re-prefills the
 context + question for every answer). The workload and the virtual-time rate search are in
 benchmarks/streaming.py.
@@ -8,7 +8,7 @@ answer freshness (tick arrival -> answer cached) p50/p99 at a common per-stream 
 cached-answer read latency (AnswerCache.get), and the stateless ratio.
 
     python -m benchmarks.flash                # 8, 32, 64 streams, synthetic ticks
-    python -m benchmarks.flash --replay       # ticks from ../shared/data or --data-dir DIR (BTCUSDT)
+    python -m benchmarks.flash --replay       # ticks from --data-dir DIR (BTCUSDT; default ../shared/data)
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ def export_gguf(checkpoint_dir: str | Path, out_path: str | Path, dtype: str = "
 
 def open_llama(gguf_path: str | Path, n_ctx: int, logits_all: bool = False, f32_kv: bool = False,
                n_threads: int = 2, n_batch: int = 512):
-    """llama.cpp on ``gguf_path`` as PEERS.md measured it: flash attention off on CPU, weights mmap'd
+    """llama.cpp on ``gguf_path`` as it was measured on this machine: flash attention off on CPU, weights mmap'd
     (several instances share them). ``f32_kv`` keeps K/V in fp32 (parity tests); the default is
     llama.cpp's own f16 KV cache."""
     import llama_cpp  # optional peer dependency

@@ -1,4 +1,4 @@
-"""Workload 1 (issue 6): 16-token question latency on one stream, flashtick vs llama.cpp vs transformers.
+"""Workload 1: 16-token question latency on one stream, flashtick vs llama.cpp vs transformers.
 
 Same weights on every side (a seeded tiny Llama, BENCH_CONFIG, saved as a Hugging Face checkpoint
 and exported to GGUF by benchmarks.gguf_export), the same token ids, all measured in this run:
@@ -10,7 +10,7 @@ and exported to GGUF by benchmarks.gguf_export), the same token ids, all measure
   stateless           transformers forward over context + question (no KV kept)
 Questions cycle through distinct token sequences (each with a different first token) so no side
 can reuse a previous question's KV. llama.cpp keeps its default f16 KV cache, flash attention off
-(PEERS.md: 6-10x slower on CPU when on), 2 threads; torch uses its default threads.
+(measured 6-10x slower on this CPU when on), 2 threads; torch uses its default threads.
 
     python -m benchmarks.peers_latency            # contexts 256, 1k, 2k, 4k, 7k
     python -m benchmarks.peers_latency --quick    # 256 and 2k, fewer repetitions
@@ -39,7 +39,7 @@ from engine.session import Session
 QUESTION_TOKENS = 16
 DISTINCT_QUESTIONS = 32
 CONTEXTS = (256, 1024, 2048, 4096, 7168)
-BENCH_CONFIG = dict(  # PEERS.md's tiny Llama: 3.43M parameters
+BENCH_CONFIG = dict(  # the peers' tiny Llama: 3.43M parameters
     vocab_size=512, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
     num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=8192,
 )

@@ -1,4 +1,4 @@
-"""Workload 2 (issue 6): streaming ticks with 3 standing questions per stream, flashtick vs llama.cpp vs
+"""Workload 2: streaming ticks with 3 standing questions per stream, flashtick vs llama.cpp vs
 transformers stateless, on the built-in tick model (benchmarks/streaming.py describes the workload).
 
   flashtick            the engine loop: ticks -> codec -> one batched forward per step that advances
@@ -8,7 +8,7 @@ transformers stateless, on the built-in tick model (benchmarks/streaming.py desc
   stateless            transformers re-prefills context + question for every answer
 
     python -m benchmarks.peers_streaming                 # 1, 8, 32 streams, synthetic ticks
-    python -m benchmarks.peers_streaming --replay        # ticks from ../shared/data or --data-dir DIR (BTCUSDT)
+    python -m benchmarks.peers_streaming --replay        # ticks from --data-dir DIR (BTCUSDT; default ../shared/data)
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from benchmarks.streaming import (
 )
 
 STREAMS = (1, 8, 32)
-TARGET_RATIO_32 = 5.9  # issue 6: flashtick sustains >= 5.9x llama.cpp's tick rate at 32 streams
+TARGET_RATIO_32 = 5.9  # the target: flashtick sustains >= 5.9x llama.cpp's tick rate at 32 streams
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -1,4 +1,4 @@
-"""The streaming workload shared by benchmarks/flash.py (issue 4) and benchmarks/peers_streaming.py (issue 6).
+"""The streaming workload shared by benchmarks/flash.py and benchmarks/peers_streaming.py.
 
 Workload: S streams of synthetic ticks (connectors.synthetic, seeded), each offered at
 ``rate`` ticks/s, 3 standing questions per stream (direction_20, volatility_50,

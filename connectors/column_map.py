@@ -2,7 +2,7 @@
 
 A map is a `ColumnMap`, a preset name, or a dict in the YAML/CLI form that
 `ColumnMap.from_dict` accepts (unknown keys are rejected by name). The presets
-describe the layouts in ../shared/data; a file with none of them and no map is
+describe the Binance spot (trades, best bid/offer) and Dukascopy quote layouts; a file with none of them and no map is
 read in the wire layout (`ts`, `stream`, `price`, `bid`, ...) if it has it.
 """
 
@@ -111,7 +111,7 @@ class ColumnMap:
 
 
 PRESETS: dict[str, ColumnMap] = {
-    # Binance spot capture (../shared/data): local_ts_ns is the collector clock, the only one both files share.
+    # Binance spot capture: local_ts_ns is the collector clock, the only one both files share.
     "binance-trades": ColumnMap(ts="local_ts_ns", stream="BTCUSDT", kind=TRADE, price="price", size="qty",
                                 side="aggressor_side"),
     "binance-bbo": ColumnMap(ts="local_ts_ns", stream="BTCUSDT", kind=QUOTE, bid="bid_px", ask="ask_px",

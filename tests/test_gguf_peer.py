@@ -45,7 +45,7 @@ TINY_LLAMAS = {
     "tied": dict(vocab_size=300, hidden_size=96, intermediate_size=160, num_hidden_layers=3,
                  num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256,
                  tie_word_embeddings=True, rope_theta=50000.0, rms_norm_eps=1e-5),
-    # the benchmark's shape (PEERS.md), shortened
+    # the peer benchmark's shape, shortened
     "bench": dict(vocab_size=512, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
                   num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=512),
 }
