@@ -8,6 +8,7 @@ each metric is the median over rounds, and the line printed is new / old.
 
     python -m benchmarks.ab_commits --base 32c591f                 # HEAD vs 32c591f
     python -m benchmarks.ab_commits --base 32c591f --rounds 3 --streams 8 32 64
+    python -m benchmarks.ab_commits --base 32c591f --rounds 7 --workloads query_latency
 
 Metrics: probe p50 at each context (benchmarks.query_latency's workload), and
 for the flash loop (benchmarks.flash's workload, flashtick's side only) the busy
@@ -88,11 +89,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--contexts", type=int, nargs="*", default=[512, 2048, 8192])
     parser.add_argument("--probe-reps", type=int, default=200)
     parser.add_argument("--streams", type=int, nargs="*", default=[8, 32, 64])
+    parser.add_argument("--workloads", nargs="*", choices=["query_latency", "flash"], default=["query_latency", "flash"])
     args = parser.parse_args(argv)
-    workloads = {
+    codes = {
         "query_latency": QUERY_LATENCY.format(reps=args.probe_reps, contexts=args.contexts),
         "flash": FLASH.format(streams=args.streams),
     }
+    workloads = {w: codes[w] for w in args.workloads}
     with tempfile.TemporaryDirectory(prefix="flashtick-ab-") as tmp:
         trees = {"old": Path(tmp) / "old", "new": Path(tmp) / "new"}
         commits = {"old": checkout(args.base, trees["old"]), "new": checkout(args.head, trees["new"])}
@@ -116,12 +119,12 @@ def main(argv: list[str] | None = None) -> dict:
         ratios = {k: ({m: new[k][m] / old[k][m] if old[k][m] else None for m in new[k]}
                       if isinstance(new[k], dict) else new[k] / old[k]) for k in new}
         result["workloads"][workload] = {"old": old, "new": new, "new_over_old": ratios, "runs": sides}
-    for context, ratio in result["workloads"]["query_latency"]["new_over_old"].items():
+    for context, ratio in result["workloads"].get("query_latency", {}).get("new_over_old", {}).items():
         parts.append(f"probe p50 @{context} {ratio:.3f}")
-    for streams, ratio in result["workloads"]["flash"]["new_over_old"].items():
+    for streams, ratio in result["workloads"].get("flash", {}).get("new_over_old", {}).items():
         parts.append(f"flash {streams} streams ms/round {ratio['ms_per_answer_round']:.3f}, "
                      f"sustained {ratio['max_sustained_ticks_per_s']:.2f}")
-    path = write_json("ab_commits", result)
+    path = write_json("ab_commits" + ("" if len(workloads) == 2 else "_" + "_".join(workloads)), result)
     print(f"ab_commits new/old ({commits['new'][:7]} vs {commits['old'][:7]}): {'; '.join(parts)}  [{path}]")
     return result
 
