@@ -154,6 +154,10 @@ class StreamEncoders:
     def __getitem__(self, stream: str) -> StreamEncoder:
         return self._encoders[stream]
 
+    def drop(self, stream: str) -> None:
+        """Forget a stream (expired by the engine): its next tick starts it afresh."""
+        self._encoders.pop(stream, None)
+
     def _encoder(self, stream: str) -> StreamEncoder:
         encoder = self._encoders.get(stream)
         return encoder if encoder is not None else StreamEncoder(stream, self.codec, self.vocab_size)

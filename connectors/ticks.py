@@ -63,6 +63,7 @@ REASONS = (
     "oversize",
     "bad_tokens",
     "stream_refused",
+    "overloaded",
 )
 
 _COMMON = ("stream", "ts", "kind")

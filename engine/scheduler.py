@@ -60,6 +60,8 @@ class SchedulerConfig:
     header: tuple[int, ...] = ()  # tokens every session starts with; their KV is computed once and shared
     probe_reserve: int = 64  # positions kept free past a session's tokens for question (+ answer) probes
     max_probe_tokens: int = 8192  # question tokens per forward (asks + standing queries); the rest wait a forward
+    max_streams: int = 10_000  # streams held at once; a new one past it is refused (AdmissionRefused)
+    stream_idle_s: float | None = 3600.0  # a stream silent this long (wall clock) is dropped; None: never
 
     def __post_init__(self) -> None:
         if self.max_batch_tokens <= 0:
@@ -76,6 +78,10 @@ class SchedulerConfig:
             raise ValueError(f"max_probe_tokens must be > 0, got {self.max_probe_tokens}")
         if self.probe_reserve < 0:
             raise ValueError(f"probe_reserve must be >= 0, got {self.probe_reserve}")
+        if self.max_streams <= 0:
+            raise ValueError(f"max_streams must be > 0, got {self.max_streams}")
+        if self.stream_idle_s is not None and self.stream_idle_s <= 0:
+            raise ValueError(f"stream_idle_s must be > 0 (or null for never), got {self.stream_idle_s}")
 
 
 @dataclass
@@ -111,6 +117,7 @@ class SchedulerStats:
     rolls: int = 0
     refused_streams: int = 0
     deferred: int = 0  # times a stream with pending data could not fit in a batch
+    streams_expired: int = 0  # idle streams dropped (stream_idle_s)
     probes_deferred: int = 0  # jobs moved to a later forward by the probe budget
     jobs_done: int = 0
     jobs_failed: int = 0
@@ -150,6 +157,9 @@ class Scheduler:
         self._arrivals = 0
         self._batch_no = 0
         self._plans = 0
+        self._pending_chunks = 0
+        self._pending_tokens = 0
+        self._victims: list[Stream] | None = None  # LRU eviction order, built at most once per plan
 
     # -- ingest and asks ------------------------------------------------------------------------
 
@@ -159,9 +169,16 @@ class Scheduler:
         if not state.pending:
             self._arrivals += 1
             state.waiting_since = self._arrivals
-        state.pending.append(Chunk(list(tokens), event_ts, ticks, time.time_ns()))
+        chunk = Chunk(list(tokens), event_ts, ticks, time.time_ns())
+        state.pending.append(chunk)
+        state.last_seen_ns = chunk.arrival_ns
+        self._queued([chunk], +1)
 
     def _admit(self, name: str) -> Stream:
+        if len(self.streams) >= self.config.max_streams:
+            self.stats.refused_streams += 1
+            raise AdmissionRefused(f"stream {name!r} refused: {len(self.streams)} streams are held, the limit "
+                                   f"(scheduler.max_streams)")
         if self.config.when_full == "refuse" and len(self.streams) >= self.max_streams_admitted:
             self.stats.refused_streams += 1
             raise AdmissionRefused(
@@ -186,16 +203,36 @@ class Scheduler:
 
     @property
     def busy(self) -> bool:
-        return bool(self._asks or self._idle or any(s.pending for s in self.streams.values()))
+        return bool(self._asks or self._idle or self._pending_chunks)
 
     def pending_tokens(self) -> int:
-        return sum(len(c.tokens) for s in self.streams.values() for c in s.pending)
+        """Tokens accepted and not yet in a forward: the backlog."""
+        return self._pending_tokens
+
+    def _queued(self, chunks: list[Chunk], sign: int) -> None:
+        self._pending_chunks += sign * len(chunks)
+        self._pending_tokens += sign * sum(len(c.tokens) for c in chunks)
+
+    def expire_idle(self, now_ns: int | None = None) -> list[str]:
+        """Drop streams silent for ``stream_idle_s`` (no pending data, no waiting job): their KV returns to
+        the pool and their state is forgotten; a stream that comes back starts a new session. Returns them."""
+        if self.config.stream_idle_s is None:
+            return []
+        cutoff = (now_ns or time.time_ns()) - int(self.config.stream_idle_s * 1e9)
+        asked = {job.stream for job in (*self._asks, *self._idle)}
+        idle = [name for name, s in self.streams.items()
+                if s.last_seen_ns < cutoff and not s.pending and name not in asked]
+        for name in idle:
+            self.blocks.evict(self.streams.pop(name).session)
+        self.stats.streams_expired += len(idle)
+        return idle
 
     # -- planning --------------------------------------------------------------------------------
 
     def plan(self) -> Plan | None:
         """The next forward within every budget, its KV allocated; None when there is nothing to do."""
         self._plans += 1
+        self._victims = None
         plan = self._plan_advances()
         asks = list(self._asks)
         self._asks.clear()
@@ -254,6 +291,7 @@ class Scheduler:
             chunks = self._take_chunks(state, budget, first=not plan.advances)
             if not chunks:
                 break
+            self._queued(chunks, -1)
             tokens = [t for c in chunks for t in c.tokens]
             self._roll_if_needed(state, len(tokens))
             if state.session.num_cached == 0 and self.pool.num_free:
@@ -262,6 +300,7 @@ class Scheduler:
             item = Advance(state.session, tokens, logits=len(chunks[-1].tokens) + 1)
             if not self.make_room(plan.advances + [item]):
                 state.pending.extendleft(reversed(chunks))
+                self._queued(chunks, +1)
                 self.stats.deferred += 1
                 continue
             plan.advances.append(item)
@@ -294,15 +333,14 @@ class Scheduler:
         if self.config.when_full == "refuse":
             return False
         busy = {id(item.session) for item in items}
-        victims = sorted(
-            (s for s in self.streams.values() if s.session.blocks and id(s.session) not in busy),
-            key=lambda s: s.last_active,
-        )
-        for victim in victims:
-            self.stats.evicted_cells += self.blocks.evict(victim.session)
-            self.stats.evictions += 1
-            if needed <= self.pool.num_free:
-                return True
+        if self._victims is None:  # sorted once per plan, consumed from the least recently active end
+            resident = [s for s in self.streams.values() if s.session.blocks]
+            self._victims = sorted(resident, key=lambda s: s.last_active, reverse=True)
+        while needed > self.pool.num_free and self._victims:
+            victim = self._victims.pop()  # a busy one is in this plan (or deferred by it): not a victim now
+            if id(victim.session) not in busy and victim.session.blocks:
+                self.stats.evicted_cells += self.blocks.evict(victim.session)
+                self.stats.evictions += 1
         return needed <= self.pool.num_free
 
     def _roll_if_needed(self, state: Stream, incoming: int) -> None:

@@ -32,8 +32,8 @@ class Answer:
     model: str
 
     def __post_init__(self) -> None:
-        if self.seq < 1:
-            raise ValueError(f"answer seq starts at 1, got {self.seq}")
+        if self.seq < 0:
+            raise ValueError(f"answer seq is >= 0 (0: computed for an ask, never published), got {self.seq}")
         if self.version < 0:
             raise ValueError(f"answer version is a tick count, >= 0, got {self.version}")
 
@@ -68,6 +68,11 @@ class AnswerCache:
             self._count += stream not in per_query
             per_query[stream] = answer
         return answer
+
+    def unpublished(self, query: str, stream: str, topic: str, value: dict[str, Any], version: int, data_ts: int,
+                    model: str) -> Answer:
+        """An answer for one asker only (seq 0): not cached, so it never replaces what subscribers saw."""
+        return Answer(query, stream, topic, 0, version, data_ts, self._clock(), value, model)
 
     def get(self, query: str, stream: str) -> Answer | None:
         per_query = self._answers.get(query)

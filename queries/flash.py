@@ -59,12 +59,17 @@ class FlashQueries:
         return jobs
 
     def job_for(self, spec: QuerySpec, stream: str, ticket: Any = None) -> ProbeJob:
-        """The probe work that answers ``spec`` on ``stream``; its result is the cached Answer."""
+        """The probe work that answers ``spec`` on ``stream``. Its result is the Answer: cached (with the
+        topic's next seq) for a standing query; for an ask (``ticket`` set) the asker's alone, seq 0, neither
+        cached nor timed, so an ask never changes what subscribers see or the live freshness figures."""
         query = self.compiled(spec)
 
         def finish(value: dict[str, Any], progress: StreamProgress) -> JobResult:
-            answer = self.cache.put(spec.name, stream, spec.topic_for(stream), value, progress.ticks,
-                                    progress.event_ts, self.model_id)
+            fields = (spec.name, stream, spec.topic_for(stream), value, progress.ticks, progress.event_ts,
+                      self.model_id)
+            if ticket is not None:
+                return JobResult(self.cache.unpublished(*fields))
+            answer = self.cache.put(*fields)
             self.stats.record(answer, progress.arrival_ns)
             return JobResult(answer)
 

@@ -86,8 +86,8 @@ def test_wire_form_is_msgpack_primitives():
 
 
 def test_answer_checks_its_invariants():
-    with pytest.raises(ValueError, match="seq starts at 1"):
-        Answer("q", "s", "q/s/", 0, 1, 0, 0, {}, "m")
+    with pytest.raises(ValueError, match="seq is >= 0"):
+        Answer("q", "s", "q/s/", -1, 1, 0, 0, {}, "m")
     with pytest.raises(ValueError, match="tick count"):
         Answer("q", "s", "q/s/", 1, -1, 0, 0, {}, "m")
 

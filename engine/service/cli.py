@@ -25,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("serve", help="run the engine service (ZeroMQ ingest, answers, control)")
-    p.add_argument("--config", type=Path, help="engine YAML config (default: built-in model, default endpoints)")
+    p.add_argument("--config", type=Path, help="engine YAML config (default: built-in model, default endpoints, "
+                                                "and its example queries)")
     p.add_argument("--queries", type=Path, help="queries YAML registered at start (overrides the config's)")
     p.set_defaults(run=cmd_serve)
 
@@ -116,7 +117,12 @@ def _service_config(path: Path | None, queries: Path | None = None) -> Any:
 def cmd_serve(args: argparse.Namespace) -> None:
     from engine.service.server import Server
 
-    server = Server(_service_config(args.config, args.queries))
+    config = _service_config(args.config, args.queries)
+    if args.config is None and args.queries is None:  # the built-in model with nothing asked of it shows nothing
+        config = _service_config(None, EXAMPLE_QUERIES)
+        print(f"flashtick: no --config or --queries: registering {EXAMPLE_QUERIES.name} (the built-in model's "
+              f"example queries)", file=sys.stderr, flush=True)
+    server = Server(config)
     endpoints = server.bind()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: server.stop())

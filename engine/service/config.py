@@ -32,8 +32,13 @@ class ModelSection:
     dtype: str = "float32"
     device: str = "cpu"
     id: str | None = None  # model id stamped on answers
+    # torch CPU threads for the forward. 1 by measurement (docs/benchmarks.md, benchmarks/threads.py): on a
+    # shared machine a second thread spin-waits behind other processes and a small model gains little from it
+    threads: int | None = 1
 
     def __post_init__(self) -> None:
+        if self.threads is not None and (type(self.threads) is not int or self.threads < 1):
+            raise ConfigError(f"model.threads must be an integer >= 1 (or null: torch's default), got {self.threads!r}")
         if self.dtype not in DTYPES:
             raise ConfigError(f"model.dtype must be one of {DTYPES}, got {self.dtype!r}")
         if not (self.device == "cpu" or self.device.startswith("cuda")):
@@ -94,11 +99,19 @@ class LimitsSection:
     answers_hwm: int = 100_000  # per subscriber; past it ZeroMQ drops for that slow subscriber only
     heartbeat_s: float = 1.0
     max_ingest_per_step: int = 10_000  # messages drained between two forwards
+    # service
+    max_control_bytes: int = 4 << 20  # ZeroMQ drops the connection of a peer sending a larger control request
+    max_backlog_tokens: int = 1_000_000  # accepted tokens waiting for a forward before the engine is "behind"
+    when_behind: str = "lag"  # lag: keep everything, say so (heartbeat, metric, warning); shed: refuse new ticks
+    drain_s: float = 10.0  # on SIGTERM/SIGINT, seconds spent computing what was accepted before exiting
 
     def __post_init__(self) -> None:
+        if self.when_behind not in ("lag", "shed"):
+            raise ConfigError(f"limits.when_behind must be 'lag' or 'shed', got {self.when_behind!r}")
         for f in dataclasses.fields(self):
-            if getattr(self, f.name) <= 0:
-                raise ConfigError(f"limits.{f.name} must be > 0, got {getattr(self, f.name)}")
+            value = getattr(self, f.name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
+                raise ConfigError(f"limits.{f.name} must be > 0, got {value}")
 
 
 @dataclass(frozen=True)

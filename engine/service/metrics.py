@@ -17,6 +17,8 @@ COUNTERS = {
     "ingest_messages": "Ingest messages received",
     "control_requests": "Control requests received",
     "control_errors": "Control requests answered with an error",
+    "engine_errors": "Engine steps that failed (the service kept serving)",
+    "streams_expired": "Idle streams dropped (scheduler.stream_idle_s)",
 }
 GAUGES = {
     "kv_cells_used": "KV cells held by sessions",
@@ -24,9 +26,11 @@ GAUGES = {
     "sessions_resident": "Sessions whose KV is resident",
     "streams": "Streams known",
     "pending_tokens": "Tokens waiting for a forward",
+    "behind": "1 while more than limits.max_backlog_tokens wait for a forward",
     "queries": "Registered queries",
 }
-SCHEDULER_COUNTERS = ("evictions", "evicted_cells", "rolls", "refused_streams", "deferred", "batches")
+SCHEDULER_COUNTERS = ("evictions", "evicted_cells", "rolls", "refused_streams", "deferred", "batches",
+                      "probes_deferred", "jobs_done", "jobs_failed")
 RUNNER_COUNTERS = ("forwards", "tokens_advanced", "tokens_rebuilt", "tokens_probed")
 
 
@@ -41,7 +45,8 @@ def render(snapshot: dict[str, Any]) -> str:
     for key, help_text in COUNTERS.items():
         metric(f"{key}_total", "counter", help_text, [("", snapshot.get(key, 0))])
     for key, help_text in GAUGES.items():
-        metric(key, "gauge", help_text, [("", snapshot.get(key, 0))])
+        value = snapshot.get(key, 0)
+        metric(key, "gauge", help_text, [("", int(value) if isinstance(value, bool) else value)])
     rejected = snapshot.get("rejected", {})
     metric("rejected_total", "counter", "Ticks or messages rejected, by reason",
            [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())] or [('{reason="none"}', 0)])

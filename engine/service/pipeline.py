@@ -12,6 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from connectors.builtin import load_builtin_codec
 from connectors.codec import BinnedCodec, Codec, TextCodec, TextCodecConfig
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders
@@ -51,6 +53,8 @@ def build_codec(config: ServiceConfig) -> Codec:
 class TickPipeline:
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
+        if config.model.threads is not None:
+            torch.set_num_threads(config.model.threads)
         model = load_model(config.model.path, TORCH_DTYPES[config.model.dtype], config.model.device)
         self.codec = build_codec(config)
         if self.codec.vocab_size > model.config.vocab_size:
@@ -82,6 +86,9 @@ class TickPipeline:
         return self._counted(self.encoders.ingest_tokenized(data, self._submit))
 
     def _submit(self, item: EncodedTick) -> None:
+        if self.behind and self.config.limits.when_behind == "shed":
+            raise InvalidTick("overloaded", f"the engine is behind: {self.engine.scheduler.pending_tokens()} tokens "
+                                            f"pending (limits.max_backlog_tokens, when_behind: shed)", item.stream)
         try:
             self.engine.submit(item.stream, item.tokens, item.ts, item.ticks)
         except AdmissionRefused as e:
@@ -92,6 +99,20 @@ class TickPipeline:
         for r in result.rejections:
             self.rejected[r.reason] += 1
         return [r.to_wire() for r in result.rejections]
+
+    @property
+    def behind(self) -> bool:
+        """More accepted tokens wait for a forward than limits.max_backlog_tokens."""
+        return self.engine.scheduler.pending_tokens() > self.config.limits.max_backlog_tokens
+
+    def expire_idle(self) -> list[str]:
+        """Drop streams idle past scheduler.stream_idle_s from every layer; returns their names."""
+        expired = self.engine.scheduler.expire_idle()
+        for stream in expired:
+            self.encoders.drop(stream)
+            self.registry.drop_stream(stream)
+            self.cache.drop_stream(stream)
+        return expired
 
     def step(self) -> StepReport | None:
         """One engine forward; its answers (and failed jobs, counted here) are the caller's to publish."""
@@ -118,6 +139,7 @@ class TickPipeline:
             "query_errors": self.flash.stats.errors,
             "freshness_ms": self.flash.freshness_ms(),
             "pending_tokens": scheduler.pending_tokens(),
+            "behind": self.behind,
             **scheduler.kv_summary(),
             "scheduler": vars(scheduler.stats),
             "runner": vars(self.runner.stats),

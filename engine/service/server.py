@@ -33,6 +33,7 @@ from queries.spec import QuerySpec, QuerySpecError
 from queries.yaml_loader import load_queries
 
 HEARTBEAT_TOPIC = "_heartbeat/"
+BEHIND_WARNING_EVERY_S = 10.0
 REJECTS_TOPIC = "_rejects/"
 TOKENIZED_MARKER = b"tokens"
 
@@ -54,7 +55,8 @@ class Server:
         self._sockets: dict[str, zmq.Socket] = {}
         self.started_at = time.time()
         self.counters = {"answers_published": 0, "control_requests": 0, "control_errors": 0, "heartbeats": 0,
-                         "ingest_messages": 0, "engine_errors": 0}
+                         "ingest_messages": 0, "engine_errors": 0, "streams_expired": 0}
+        self._next_behind_warning = 0.0
         self._snapshot: dict[str, Any] = {}
         self._metrics_server: Any = None
 
@@ -63,13 +65,17 @@ class Server:
     def bind(self) -> dict[str, str]:
         """Create and bind every socket; returns the actual endpoints (ports resolved)."""
         ep, limits = self.config.endpoints, self.config.limits
-        ingest = self._socket("ingest", zmq.PULL, ep.ingest, rcvhwm=limits.ingest_hwm)
+        # ZeroMQ drops a peer that sends past maxmsgsize without reading the message: a hard cap well above
+        # the counted, answered limits (an oversize tick message is read and rejected with a reason)
+        wire_cap = 8 * limits.max_message_bytes
+        ingest = self._socket("ingest", zmq.PULL, ep.ingest, rcvhwm=limits.ingest_hwm, maxmsgsize=wire_cap)
         self._socket("answers", zmq.PUB, ep.answers, sndhwm=limits.answers_hwm, curve=True)
-        control = self._socket("control", zmq.ROUTER, ep.control, curve=True)
+        control = self._socket("control", zmq.ROUTER, ep.control, curve=True, maxmsgsize=limits.max_control_bytes)
         for i, feed in enumerate(ep.feeds):
             sub = self.context.socket(zmq.SUB)
             sub.setsockopt(zmq.SUBSCRIBE, b"")
             sub.rcvhwm = limits.ingest_hwm
+            sub.maxmsgsize = wire_cap
             sub.connect(feed)
             self._sockets[f"feed{i}"] = sub
         self.poller = zmq.Poller()
@@ -118,8 +124,21 @@ class Server:
                 if time.monotonic() >= next_heartbeat:
                     self._heartbeat()
                     next_heartbeat = time.monotonic() + self.config.limits.heartbeat_s
+            self._drain()
         finally:
             self.close()
+
+    def _drain(self) -> None:
+        """On stop: compute (and publish) what was accepted, for up to limits.drain_s; say what is left."""
+        deadline = time.monotonic() + self.config.limits.drain_s
+        before = self.pipeline.engine.scheduler.pending_tokens()
+        while self.pipeline.engine.busy and time.monotonic() < deadline:
+            self._step()
+        left = self.pipeline.engine.scheduler.pending_tokens()
+        if before or left:
+            print(f"flashtick: drained {before - left} pending tokens before stopping"
+                  + (f"; {left} still pending after limits.drain_s={self.config.limits.drain_s} s" if left else ""),
+                  file=sys.stderr, flush=True)
 
     def _step(self) -> None:
         try:
@@ -129,11 +148,13 @@ class Server:
             print(f"flashtick: engine step failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
             return
         for outcome in report.outcomes if report is not None else []:
-            reply = self._waiting.pop(outcome.job.ticket, None) if outcome.job.ticket is not None else None
-            if outcome.answer is not None:
-                self._publish(outcome.answer)
-                if reply is not None:
-                    reply({"ok": True, "answer": outcome.answer.to_wire(), "cached": False})
+            if outcome.job.ticket is None:  # a standing query's answer: on its topic
+                if outcome.answer is not None:
+                    self._publish(outcome.answer)
+                continue
+            reply = self._waiting.pop(outcome.job.ticket, None)  # an ask's: to the asker alone
+            if reply is not None and outcome.answer is not None:
+                reply({"ok": True, "answer": outcome.answer.to_wire(), "cached": False})
             elif reply is not None:
                 reply({"ok": False, "error": outcome.error})
 
@@ -177,10 +198,20 @@ class Server:
 
     def _heartbeat(self) -> None:
         self.counters["heartbeats"] += 1
+        self.counters["streams_expired"] += len(self.pipeline.expire_idle())
         self._refresh_snapshot()
+        pending, behind = self._snapshot["pending_tokens"], self._snapshot["behind"]
         self._send(HEARTBEAT_TOPIC, {"seq": self.counters["heartbeats"], "ts": time.time_ns(),
                                      "ticks_in": self.pipeline.ticks_in,
-                                     "answers_out": self.counters["answers_published"]})
+                                     "answers_out": self.counters["answers_published"],
+                                     "pending_tokens": pending, "behind": behind})
+        if behind and time.monotonic() >= self._next_behind_warning:
+            self._next_behind_warning = time.monotonic() + BEHIND_WARNING_EVERY_S
+            limits = self.config.limits
+            print(f"flashtick: behind: {pending} tokens wait for a forward (limits.max_backlog_tokens="
+                  f"{limits.max_backlog_tokens}); when_behind: {limits.when_behind} "
+                  f"({'new ticks are refused as overloaded' if limits.when_behind == 'shed' else 'answers lag'})",
+                  file=sys.stderr, flush=True)
 
     def _refresh_snapshot(self) -> None:
         self._snapshot = {**self.pipeline.stats(), **self.counters, "uptime_s": time.time() - self.started_at}
@@ -244,6 +275,11 @@ class Server:
             spec = self.pipeline.registry.get(_field(request, "query", str))
         else:
             spec = QuerySpec.from_dict(_field(request, "spec", dict))
+        if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
+            cached = self.pipeline.cache.get(spec.name, stream)
+            if cached is None:
+                raise ControlError(f"no surprise on stream {stream!r} yet: it is computed when ticks arrive")
+            return {"answer": cached.to_wire(), "cached": True}
         max_stale = request.get("max_stale_ticks")
         if max_stale is not None and stream in self.pipeline.engine.scheduler.streams:
             progress = self.pipeline.engine.progress(stream)

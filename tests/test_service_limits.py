@@ -1,0 +1,206 @@
+"""The service under careless and hostile load: backlog policy, idle expiry, stream limits, ask side
+effects, draining on stop and socket size caps, over real sockets and real models."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import zmq
+
+from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
+from connectors.ticks import InvalidTick, encode
+from engine.service.client import AnswerSubscriber, ControlClient
+from engine.service.config import ServiceConfig
+from engine.service.pipeline import TickPipeline
+from engine.service.server import REJECTS_TOPIC, Server
+from test_server import checkpoint, collect, wait_for  # noqa: F401  (the module's model fixture)
+
+QUERIES = """
+queries:
+  - {name: dir, streams: ["*"], question: direction_20, kind: choice, trigger: batch}
+  - {name: nll, streams: ["*"], kind: surprise, trigger: batch}
+"""
+
+
+def pipeline_config(checkpoint, **sections) -> ServiceConfig:
+    return ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+                                    **sections})
+
+
+def ticks(n: int, seed: int = 1, streams: int = 2):
+    """``n`` ticks of the seeded synthetic market over its first ``streams`` instruments."""
+    return SyntheticMarket(SyntheticConfig(seed=seed, streams=DEFAULT_STREAMS[:streams])).next_batch(n)
+
+
+def test_backlog_past_the_bound_is_reported_and_shed_only_when_asked(checkpoint) -> None:
+    for policy in ("lag", "shed"):
+        pipeline = TickPipeline(pipeline_config(checkpoint, limits={"max_backlog_tokens": 40, "when_behind": policy}))
+        accepted, refused = 0, []
+        for tick in ticks(30):  # 4 tokens a tick: the bound is passed after 10 ticks
+            try:
+                pipeline.ingest(tick)
+                accepted += 1
+            except InvalidTick as e:
+                refused.append(e.reason)
+        assert pipeline.behind and pipeline.stats()["behind"] is True
+        if policy == "lag":
+            assert accepted == 30 and not refused
+        else:
+            assert accepted == 11 and refused == ["overloaded"] * 19
+        pipeline.run_until_idle()  # nothing accepted is lost
+        assert not pipeline.behind and pipeline.engine.scheduler.pending_tokens() == 0
+        assert sum(s.ticks for s in pipeline.engine.scheduler.streams.values()) == accepted
+
+
+def test_idle_streams_expire_from_every_layer_and_come_back_afresh(checkpoint) -> None:
+    pipeline = TickPipeline(pipeline_config(checkpoint, scheduler={"stream_idle_s": 0.2}))
+    pipeline.registry.register(QUERIES)
+    batch = ticks(20)
+    for tick in batch:
+        pipeline.ingest(tick)
+    pipeline.run_until_idle()
+    streams = sorted(pipeline.engine.scheduler.streams)
+    assert streams and pipeline.cache.get("dir", streams[0]) is not None
+    assert pipeline.expire_idle() == []  # not idle yet
+    time.sleep(0.3)
+    assert sorted(pipeline.expire_idle()) == streams
+    assert not pipeline.engine.scheduler.streams and len(pipeline.encoders) == 0
+    assert pipeline.engine.blocks.pool.used_cells == 0 and pipeline.cache.get("dir", streams[0]) is None
+    assert pipeline.engine.scheduler.stats.streams_expired == len(streams)
+    later = [t for t in ticks(60) if t.stream == streams[0]][-3:]  # same stream, later ticks
+    for tick in later:
+        pipeline.ingest(tick)
+    answers = pipeline.run_until_idle()
+    assert pipeline.engine.scheduler.streams[streams[0]].ticks == 3  # a new session
+    assert any(a.query == "dir" and a.stream == streams[0] for a in answers)
+
+
+def test_streams_past_the_limit_are_refused_and_counted(checkpoint) -> None:
+    pipeline = TickPipeline(pipeline_config(checkpoint, scheduler={"max_streams": 2}))
+    market = ticks(40, streams=4)
+    reasons = []
+    for tick in market:
+        try:
+            pipeline.ingest(tick)
+        except InvalidTick as e:
+            reasons.append((e.reason, e.stream))
+    assert len(pipeline.engine.scheduler.streams) == 2
+    refused_streams = {s for _, s in reasons}
+    assert refused_streams and all(r == "stream_refused" for r, _ in reasons)
+    assert not refused_streams & set(pipeline.engine.scheduler.streams)
+    assert pipeline.engine.scheduler.stats.refused_streams == len(reasons)
+
+
+def test_a_burst_of_new_streams_does_not_starve_an_existing_one(checkpoint) -> None:
+    pipeline = TickPipeline(pipeline_config(checkpoint, kv={"cells": 4096, "block_size": 16},
+                                            scheduler={"max_batch_streams": 64}))
+    engine = pipeline.engine
+    engine.submit("OLD", [1, 2, 3, 4], event_ts=0)
+    engine.run_until_idle()
+    for i in range(1000):  # 1000 new streams, then the old one speaks: it waits its turn, no longer
+        engine.submit(f"NEW{i}", [1, 2, 3, 4], event_ts=0)
+    engine.submit("OLD", [5, 6, 7, 8], event_ts=1)
+    forwards = 0
+    while engine.scheduler.streams["OLD"].ticks < 2:
+        report = engine.step()
+        forwards += 1
+        assert len(report.advanced) <= 64  # bounded work per forward
+    assert forwards <= 1000 // 64 + 2
+    assert engine.scheduler.stats.evictions > 0  # the pool (256 blocks) could not hold them all
+    engine.scheduler.blocks.pool.check()
+
+
+def start_server(checkpoint, **sections) -> tuple[Server, zmq.Socket, threading.Thread]:
+    """A real server on ephemeral 127.0.0.1 ports in a thread, and a PUSH socket into its ingest."""
+    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
+    server = Server(pipeline_config(checkpoint, endpoints=endpoints, **sections))
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.ready.wait(5)
+    push = zmq.Context.instance().socket(zmq.PUSH)
+    push.linger = 1000
+    push.connect(server.endpoints["ingest"])
+    return server, push, thread
+
+
+@pytest.fixture
+def live(checkpoint, tmp_path):
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    server, push, thread = start_server(checkpoint, queries=str(queries), limits={
+        "heartbeat_s": 0.2, "max_message_bytes": 1 << 16, "max_control_bytes": 1 << 16})
+    yield server, push, thread
+    push.close()
+    server.stop()
+    thread.join(15)
+
+
+def test_asks_never_publish_replace_cached_answers_or_touch_freshness(live) -> None:
+    server, push, _ = live
+    push.send(encode(ticks(40, seed=6)))
+    with ControlClient(server.endpoints["control"]) as control:
+        wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 40 and not server.pipeline.engine.busy)
+        time.sleep(0.3)
+        stream = sorted(server.pipeline.engine.scheduler.streams)[0]
+        before = {q: control.call("get", query=q, stream=stream)["answer"] for q in ("dir", "nll")}
+        freshness = control.call("stats")["stats"]["freshness_ms"]
+        with AnswerSubscriber(server.endpoints["answers"], ["dir/", "nll/"]) as sub:
+            time.sleep(0.3)
+            asked = [control.call("ask", stream=stream, query="dir") for _ in range(5)]
+            surprise = control.call("ask", stream=stream, query="nll")
+            published = collect(sub, lambda got: False, timeout_s=0.6)
+        assert published == []  # an ask goes to the asker alone
+        assert all(a["cached"] is False and a["answer"]["seq"] == 0 for a in asked)
+        for label, p in before["dir"]["value"]["probs"].items():  # nothing new since: the same answer
+            assert asked[0]["answer"]["value"]["probs"][label] == pytest.approx(p, abs=1e-5)
+        assert surprise["answer"] == before["nll"] and surprise["answer"]["value"]["nll"] is not None
+        after = {q: control.call("get", query=q, stream=stream)["answer"] for q in ("dir", "nll")}
+        assert after == before
+        assert control.call("stats")["stats"]["freshness_ms"] == freshness
+
+
+def test_stop_drains_what_was_accepted(checkpoint) -> None:
+    # 16 tokens a forward: 400 ticks (1600 tokens) are still mostly pending when stop() comes
+    server, push, thread = start_server(checkpoint, scheduler={"max_batch_tokens": 16, "max_batch_streams": 1})
+    push.send(encode(ticks(400, seed=3, streams=4)))
+    wait_for(lambda: server.pipeline.ticks_in == 400, timeout_s=30)
+    server.stop()
+    thread.join(60)
+    push.close()
+    assert server.pipeline.engine.scheduler.pending_tokens() == 0
+    assert sum(s.ticks for s in server.pipeline.engine.scheduler.streams.values()) == 400
+
+
+def test_oversize_control_requests_are_cut_off_and_the_service_keeps_serving(live) -> None:
+    server, push, _ = live
+    big = zmq.Context.instance().socket(zmq.DEALER)
+    big.linger = 0
+    big.connect(server.endpoints["control"])
+    big.send(b"\x81\xa2op" + b"x" * (1 << 20))  # 1 MiB against a 64 KiB cap: dropped unread
+    big.close()
+    push.send(b"\x00" * (1 << 20))  # 1 MiB tick message past the 8x hard cap: dropped unread
+    push.send(encode(ticks(4)))
+    with ControlClient(server.endpoints["control"], timeout_s=5) as control:
+        assert control.call("health")["status"] == "serving"
+        wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 4)
+
+
+def test_shed_rejections_reach_the_rejects_topic(checkpoint) -> None:
+    server, push, thread = start_server(checkpoint, limits={"max_backlog_tokens": 40, "when_behind": "shed",
+                                                            "heartbeat_s": 0.2})
+    try:
+        with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as sub:
+            time.sleep(0.3)
+            push.send(encode(ticks(30)))  # one message: all submitted before a forward
+            rejects = collect(sub, lambda got: len(got) >= 19, timeout_s=5)
+        assert len(rejects) == 19 and {p["reason"] for _, p in rejects} == {"overloaded"}
+        assert all(p.get("stream") for _, p in rejects)
+        wait_for(lambda: not server.pipeline.engine.busy)
+        assert server.pipeline.stats()["rejected"] == {"overloaded": 19}
+    finally:
+        push.close()
+        server.stop()
+        thread.join(15)
