@@ -1,0 +1,81 @@
+"""torch threads for the engine's forward: 1 vs 2, on a quiet machine and beside a busy process.
+
+The shipped default (`model.threads`) is chosen from this. The workload is the
+service's own step on the built-in tick model: S streams each take one tick
+and answer the example queries' three questions in the same forward, through
+TickPipeline (ingest, plan, one forward, commit). "Busy" starts one process
+that spins on a core, as another job on a shared machine does.
+
+    python -m benchmarks.threads                 # 32 streams, 200 steps per cell
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+from benchmarks.common import machine, percentiles, write_json
+from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
+from engine.service.cli import EXAMPLE_QUERIES
+from engine.service.config import ServiceConfig
+from engine.service.pipeline import TickPipeline
+
+
+def step_times(streams: int, steps: int, threads: int) -> list[float]:
+    """ms per step: every stream ingests one tick, then one step (advance + due questions)."""
+    pipeline = TickPipeline(ServiceConfig(queries=str(EXAMPLE_QUERIES)))
+    torch.set_num_threads(threads)  # after the pipeline, which applies model.threads
+    names = tuple(dataclasses.replace(DEFAULT_STREAMS[i % len(DEFAULT_STREAMS)], name=f"S{i:03d}")
+                  for i in range(streams))
+    market = SyntheticMarket(SyntheticConfig(seed=0, streams=names))
+    for _ in range(64):  # history, so the questions see a context
+        for tick in market.next_batch(streams):
+            pipeline.ingest(tick)
+    pipeline.run_until_idle()
+    times = []
+    while len(times) < steps:
+        for tick in market.next_batch(streams):
+            pipeline.ingest(tick)
+        start = time.perf_counter()
+        pipeline.run_until_idle()
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=200)
+    args = parser.parse_args(argv)
+    cells = []
+    for load in ("quiet", "busy"):
+        neighbour = (subprocess.Popen([sys.executable, "-c", "while True: pass"]) if load == "busy" else None)
+        try:
+            for threads in (1, 2):
+                times = step_times(args.streams, args.steps, threads)
+                cells.append({"load": load, "threads": threads, **percentiles(times),
+                              "mean_ms": statistics.fmean(times)})
+                print(f"{load:>5} threads={threads}: step p50 {cells[-1]['p50']:.2f} ms, "
+                      f"p99 {cells[-1]['p99']:.2f} ms", flush=True)
+        finally:
+            if neighbour is not None:
+                neighbour.kill()
+    by = {(c["load"], c["threads"]): c for c in cells}
+    result = {"benchmark": "threads", "streams": args.streams, "steps": args.steps, "machine": machine(),
+              "cells": cells,
+              "two_over_one_p50": {load: by[(load, 2)]["p50"] / by[(load, 1)]["p50"] for load in ("quiet", "busy")}}
+    path = write_json("threads", result)
+    ratio = result["two_over_one_p50"]
+    print(f"threads: step p50 with 2 threads / 1 thread: quiet {ratio['quiet']:.2f}x, beside a busy process "
+          f"{ratio['busy']:.2f}x ({args.streams} streams, built-in model)  [{path}]")
+    return result
+
+
+if __name__ == "__main__":
+    main()
