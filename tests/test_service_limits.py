@@ -204,3 +204,24 @@ def test_shed_rejections_reach_the_rejects_topic(checkpoint) -> None:
         push.close()
         server.stop()
         thread.join(15)
+
+
+def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socket_answers(checkpoint) -> None:
+    from connectors.ticks import trade
+
+    server, push, thread = start_server(checkpoint, scheduler={"max_streams": 300},
+                                        limits={"heartbeat_s": 0.2, "max_message_bytes": 1 << 20})
+    try:
+        burst = [trade(f"NEW{i:05d}", 1_700_000_000_000_000_000 + i, 100.0, 1.0, "buy") for i in range(2000)]
+        for start in range(0, 2000, 500):
+            push.send(encode(burst[start : start + 500]))
+        with ControlClient(server.endpoints["control"], timeout_s=10) as control:
+            assert control.call("health")["status"] == "serving"  # answered between forwards
+            wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 300, timeout_s=30)
+            stats = control.call("stats")["stats"]
+        assert stats["streams"] == 300 and stats["rejected"] == {"stream_refused": 1700}
+        wait_for(lambda: not server.pipeline.engine.busy, timeout_s=30)
+    finally:
+        push.close()
+        server.stop()
+        thread.join(15)
