@@ -1,0 +1,262 @@
+"""TickLog: the append-only, segmented on-disk log of every accepted ingest item.
+
+The service appends an item *before* it reaches a session, so a process that
+dies loses nothing it accepted: a restart replays the log. Records are
+self-delimiting and checked:
+
+    magic (4 bytes b"FTk1") | length (u32 LE) | crc32 of payload (u32 LE) | payload (length bytes)
+
+Segments are files named ``ticks-<first record number, 20 digits>.log`` in one
+directory; a new one starts past ``segment_bytes``. Durability is the
+``fsync`` policy: ``always`` (fsync every append), ``group`` (fsync at most every
+``group_ms``: a host crash loses at most that window, a killed process loses
+nothing) or ``never`` (the OS decides). Retention drops whole old segments by
+total size or age.
+
+Reading back (``read``): a record cut short at the very end of the last
+segment (a torn tail: the process died mid-write) is truncated away with a
+warning and counted; a damaged record anywhere else stops the read with the
+file and byte offset (``CorruptLog``), or, with ``skip_corrupt``, is skipped by
+scanning to the next valid record and counted. A failed append (disk full, a
+file size limit, an I/O error) raises ``LogWriteError`` and leaves the log as it
+was before the append: the caller refuses the item.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+MAGIC = b"FTk1"
+HEADER = struct.Struct("<4sII")  # magic, payload length, crc32(payload)
+MAX_RECORD_BYTES = 64 << 20  # a length past this is damage, not data
+FsyncPolicy = Literal["always", "group", "never"]
+
+
+class LogWriteError(OSError):
+    """An append failed; nothing of it is in the log."""
+
+
+class CorruptLog(ValueError):
+    """A damaged record before the end of the log."""
+
+    def __init__(self, path: Path, offset: int, why: str) -> None:
+        super().__init__(f"{path}: damaged record at byte {offset} ({why}); "
+                         f"restart with the log's skip-corrupt option to skip it")
+        self.path = path
+        self.offset = offset
+
+
+@dataclass
+class LogStats:
+    appended: int = 0
+    append_errors: int = 0
+    fsyncs: int = 0
+    torn_tails: int = 0  # records cut short at the end, truncated on read
+    corrupt_skipped: int = 0
+    segments_dropped: int = 0  # by retention
+
+
+def _segment_name(first: int) -> str:
+    return f"ticks-{first:020d}.log"
+
+
+def segments(directory: Path) -> list[tuple[int, Path]]:
+    """(first record number, path) of every segment, oldest first."""
+    found = []
+    for path in directory.glob("ticks-*.log"):
+        try:
+            found.append((int(path.stem.removeprefix("ticks-")), path))
+        except ValueError:
+            continue
+    return sorted(found)
+
+
+@dataclass
+class TickLog:
+    directory: Path
+    fsync: FsyncPolicy = "group"
+    group_ms: float = 5.0
+    segment_bytes: int = 64 << 20
+    retention_bytes: int | None = None
+    retention_s: float | None = None
+    stats: LogStats = field(default_factory=LogStats)
+
+    def __post_init__(self) -> None:
+        if self.fsync not in ("always", "group", "never"):
+            raise ValueError(f"fsync must be 'always', 'group' or 'never', got {self.fsync!r}")
+        self.directory = Path(self.directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        existing = segments(self.directory)
+        self.next_record = self._count(existing)
+        self._fd: int | None = None
+        self._size = 0
+        self._last_sync = time.monotonic()
+        self._dirty = False
+        if existing:
+            self._open(existing[-1][1])
+        else:
+            self._open(self.directory / _segment_name(self.next_record))
+
+    def _count(self, existing: list[tuple[int, Path]]) -> int:
+        """Records in the log (reading the last segment; a torn tail there is cut first)."""
+        if not existing:
+            return 0
+        first, path = existing[-1]
+        return first + sum(1 for _ in _records(path, self.stats, last=True, skip_corrupt=False))
+
+    def _open(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._size = os.fstat(self._fd).st_size
+        self._path = path
+
+    def append(self, payload: bytes) -> int:
+        """Write one record; returns its number. Raises LogWriteError, leaving the log as it was."""
+        if len(payload) > MAX_RECORD_BYTES:
+            raise LogWriteError(f"record of {len(payload)} bytes is larger than {MAX_RECORD_BYTES}")
+        if self._size >= self.segment_bytes:
+            self._roll()
+        record = HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+        try:
+            written = os.write(self._fd, record)
+            if written != len(record):
+                raise OSError(f"short write: {written} of {len(record)} bytes")
+        except OSError as e:
+            self.stats.append_errors += 1
+            self._undo()
+            raise LogWriteError(f"tick log {self._path}: {e.strerror or e}") from None
+        self._size += len(record)
+        self._dirty = True
+        number = self.next_record
+        self.next_record += 1
+        self.stats.appended += 1
+        if self.fsync == "always" or (self.fsync == "group" and self._group_due()):
+            self.sync()
+        return number
+
+    def _undo(self) -> None:
+        """Cut whatever part of a failed record reached the file."""
+        try:
+            os.ftruncate(self._fd, self._size)
+        except OSError:
+            pass
+
+    def _group_due(self) -> bool:
+        return (time.monotonic() - self._last_sync) * 1e3 >= self.group_ms
+
+    def maybe_sync(self) -> None:
+        """For the service loop: fsync when the group window has passed with appends pending."""
+        if self._dirty and self.fsync == "group" and self._group_due():
+            self.sync()
+
+    def sync(self) -> None:
+        if self._fd is not None and self._dirty:
+            os.fsync(self._fd)
+            self.stats.fsyncs += 1
+            self._dirty = False
+        self._last_sync = time.monotonic()
+
+    def _roll(self) -> None:
+        self.sync()
+        os.close(self._fd)
+        self._open(self.directory / _segment_name(self.next_record))
+        self._apply_retention()
+
+    def _apply_retention(self) -> None:
+        existing = segments(self.directory)[:-1]  # never the segment being written
+        sizes = {path: path.stat().st_size for _, path in existing}
+        total = sum(sizes.values()) + self._size
+        now = time.time()
+        for _, path in existing:
+            too_big = self.retention_bytes is not None and total > self.retention_bytes
+            too_old = self.retention_s is not None and now - path.stat().st_mtime > self.retention_s
+            if not (too_big or too_old):
+                break
+            total -= sizes[path]
+            path.unlink()
+            self.stats.segments_dropped += 1
+
+    def close(self) -> None:
+        if self._fd is not None:
+            self.sync()
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> TickLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read(directory: str | Path, start: int = 0, skip_corrupt: bool = False,
+         stats: LogStats | None = None) -> Iterator[tuple[int, bytes]]:
+    """Every record from number ``start`` on, as (number, payload), oldest first."""
+    stats = stats if stats is not None else LogStats()
+    existing = segments(Path(directory))
+    for i, (first, path) in enumerate(existing):
+        following = existing[i + 1][0] if i + 1 < len(existing) else None
+        if following is not None and following <= start:
+            continue
+        number = first
+        for payload in _records(path, stats, last=following is None, skip_corrupt=skip_corrupt):
+            if number >= start:
+                yield number, payload
+            number += 1
+
+
+def _records(path: Path, stats: LogStats, last: bool, skip_corrupt: bool) -> Iterator[bytes]:
+    data = path.read_bytes()
+    offset = 0
+    while offset < len(data):
+        why = _damage(data, offset)
+        if why is None:
+            length = HEADER.unpack_from(data, offset)[1]
+            yield data[offset + HEADER.size : offset + HEADER.size + length]
+            offset += HEADER.size + length
+            continue
+        if last and why == "cut short" and _next_valid(data, offset + 1) == len(data):
+            # the process died mid-append (nothing valid follows): drop the partial record
+            print(f"flashtick: tick log {path}: a record cut short at byte {offset} (torn tail) is dropped",
+                  file=sys.stderr, flush=True)
+            stats.torn_tails += 1
+            with open(path, "r+b") as f:
+                f.truncate(offset)
+            return
+        if not skip_corrupt:
+            raise CorruptLog(path, offset, why)
+        stats.corrupt_skipped += 1
+        offset = _next_valid(data, offset + 1)
+
+
+def _damage(data: bytes, offset: int) -> str | None:
+    """Why the record at ``offset`` is not valid, or None."""
+    if len(data) - offset < HEADER.size:
+        return "cut short"
+    magic, length, crc = HEADER.unpack_from(data, offset)
+    if magic != MAGIC:
+        return "bad magic"
+    if length > MAX_RECORD_BYTES:
+        return "bad length"
+    end = offset + HEADER.size + length
+    if end > len(data):
+        return "cut short"
+    if zlib.crc32(data[offset + HEADER.size : end]) != crc:
+        return "checksum mismatch"
+    return None
+
+
+def _next_valid(data: bytes, offset: int) -> int:
+    """The next offset holding a valid record (or the end)."""
+    while (offset := data.find(MAGIC, offset)) != -1:
+        if _damage(data, offset) is None:
+            return offset
+        offset += 1
+    return len(data)

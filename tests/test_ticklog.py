@@ -1,0 +1,156 @@
+"""The tick log on real files: records round-trip across segments, torn tails are cut, damage is found
+where it is, a failed write leaves nothing behind, retention drops old segments."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.service.ticklog import HEADER, CorruptLog, LogStats, LogWriteError, TickLog, read, segments
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def payloads(n: int) -> list[bytes]:
+    return [f"tick {i} ".encode() * (1 + i % 7) for i in range(n)]
+
+
+def test_records_round_trip_across_segments_and_reopening_continues(tmp_path) -> None:
+    items = payloads(300)
+    with TickLog(tmp_path, segment_bytes=1024, fsync="never") as log:
+        numbers = [log.append(p) for p in items[:200]]
+    assert numbers == list(range(200)) and len(segments(tmp_path)) > 5
+    with TickLog(tmp_path, segment_bytes=1024, fsync="never") as log:
+        assert log.next_record == 200
+        numbers += [log.append(p) for p in items[200:]]
+    assert [p for _, p in read(tmp_path)] == items
+    assert [n for n, _ in read(tmp_path, start=250)] == list(range(250, 300))
+
+
+def test_a_torn_tail_is_cut_with_a_count_and_appending_goes_on(tmp_path, capsys) -> None:
+    items = payloads(20)
+    with TickLog(tmp_path) as log:
+        for p in items:
+            log.append(p)
+    (_, path), = segments(tmp_path)
+    whole = path.stat().st_size
+    with open(path, "ab") as f:  # a process killed mid-write: a header and half a payload
+        f.write(HEADER.pack(b"FTk1", 100, 0) + b"x" * 40)
+    stats = LogStats()
+    assert [p for _, p in read(tmp_path, stats=stats)] == items
+    assert stats.torn_tails == 1 and path.stat().st_size == whole
+    assert "torn tail" in capsys.readouterr().err
+    with TickLog(tmp_path) as log:
+        assert log.next_record == 20
+        log.append(b"after")
+    assert [p for _, p in read(tmp_path)] == items + [b"after"]
+
+
+def test_damage_in_the_middle_stops_with_file_and_offset_or_is_skipped_on_request(tmp_path) -> None:
+    items = payloads(30)
+    with TickLog(tmp_path) as log:
+        for p in items:
+            log.append(p)
+    (_, path), = segments(tmp_path)
+    data = bytearray(path.read_bytes())
+    offset = sum(HEADER.size + len(p) for p in items[:10])
+    data[offset + HEADER.size + 2] ^= 0xFF  # one payload byte of record 10
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptLog, match=rf"{path.name}: damaged record at byte {offset} \(checksum mismatch\)"):
+        list(read(tmp_path))
+    stats = LogStats()
+    assert [p for _, p in read(tmp_path, skip_corrupt=True, stats=stats)] == items[:10] + items[11:]
+    assert stats.corrupt_skipped == 1
+
+
+def test_a_damaged_length_is_not_mistaken_for_a_torn_tail(tmp_path) -> None:
+    items = payloads(10)
+    with TickLog(tmp_path) as log:
+        for p in items:
+            log.append(p)
+    (_, path), = segments(tmp_path)
+    data = bytearray(path.read_bytes())
+    offset = sum(HEADER.size + len(p) for p in items[:3])
+    data[offset + 4 : offset + 8] = (10_000_000).to_bytes(4, "little")  # points past the end of the file
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptLog):
+        list(read(tmp_path))
+    assert path.stat().st_size == len(data)  # nothing valid after it was cut
+
+
+def test_a_write_past_the_file_size_limit_fails_and_leaves_the_log_as_it_was(tmp_path) -> None:
+    script = f"""
+import resource, signal, sys
+sys.path.insert(0, {str(ROOT)!r})
+from engine.service.ticklog import LogWriteError, TickLog
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of being killed
+log = TickLog({str(tmp_path)!r}, fsync="always")
+for i in range(10):
+    log.append(b"x" * 100)
+resource.setrlimit(resource.RLIMIT_FSIZE, (log._size + 150, resource.RLIM_INFINITY))
+log.append(b"y" * 100)  # fits
+try:
+    log.append(b"z" * 100)  # the limit cuts it in the middle
+except LogWriteError as e:
+    print("refused:", e)
+print("next", log.next_record)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert "refused: tick log" in done.stdout and "next 11" in done.stdout, done.stdout + done.stderr
+    assert [p for _, p in read(tmp_path)] == [b"x" * 100] * 10 + [b"y" * 100]  # no half record
+
+
+def test_retention_drops_the_oldest_segments(tmp_path) -> None:
+    with TickLog(tmp_path, segment_bytes=512, retention_bytes=2048, fsync="never") as log:
+        for p in payloads(200):
+            log.append(p)
+        assert log.stats.segments_dropped > 0
+    total = sum(path.stat().st_size for _, path in segments(tmp_path))
+    assert total <= 2048 + 512 + 200
+    numbers = [n for n, _ in read(tmp_path)]
+    assert numbers == list(range(numbers[0], 200))  # a contiguous suffix
+
+
+def test_fsync_policies(tmp_path) -> None:
+    for policy, expected in (("always", 50), ("never", 0)):
+        with TickLog(tmp_path / policy, fsync=policy) as log:
+            for p in payloads(50):
+                log.append(p)
+            assert log.stats.fsyncs == expected
+    with TickLog(tmp_path / "group", fsync="group", group_ms=60_000) as log:
+        for p in payloads(50):
+            log.append(p)
+        log.maybe_sync()
+        assert log.stats.fsyncs == 0  # the window has not passed
+        log.group_ms = 0
+        log.maybe_sync()
+        assert log.stats.fsyncs == 1
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), max_size=6),
+       cut=st.integers(0, 10**6))
+def test_any_damage_is_found_never_crashes(tmp_path_factory, flips, cut) -> None:
+    directory = tmp_path_factory.mktemp("fuzz")
+    items = payloads(40)
+    with TickLog(directory, fsync="never") as log:
+        for p in items:
+            log.append(p)
+    (_, path), = segments(directory)
+    data = bytearray(path.read_bytes())
+    for position, xor in flips:
+        data[position % len(data)] ^= xor
+    path.write_bytes(bytes(data[: len(data) - cut % 64]))
+    try:
+        got = [p for _, p in read(directory)]
+        assert got == items[: len(got)]  # read without complaint: exactly a prefix of what was written
+    except CorruptLog as e:
+        assert e.path == path and 0 <= e.offset < len(data)
+    skipped = [p for _, p in read(directory, skip_corrupt=True)]
+    assert all(p in items for p in skipped)
