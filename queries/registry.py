@@ -124,6 +124,10 @@ class Registry:
             raise self._unknown(name, snap)
         return snap.specs[name]
 
+    def current(self, name: str) -> QuerySpec | None:
+        """The spec registered under `name` now, or None."""
+        return self._snap.specs.get(name)
+
     def __contains__(self, name: object) -> bool:
         return name in self._snap.specs
 

@@ -285,6 +285,11 @@ class QuerySpec:
         if "stream" not in used and (len(self.streams) > 1 or self._globs):
             raise _fail("topic", "topic must contain {stream} when the query matches more than one stream")
 
+    def __hash__(self) -> int:
+        # The generated hash would hash every field, `values` included: a read-only mapping, which is unhashable.
+        # Equal specs agree on these fields, so they still hash equal.
+        return hash((self.name, self.kind, self.streams, self.question, self.question_tokens, self.topic))
+
     @property
     def names_question(self) -> bool:
         """True when `question` is an identifier naming a codec question, which supplies labels and values."""
