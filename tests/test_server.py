@@ -304,3 +304,22 @@ def test_expectation_values_from_the_startup_config_and_over_control(values_serv
     assert -1 <= by_query["dir_ev"]["expected"] <= 1 and set(by_query["dir_ev"]["probs"]) == {"down", "flat", "up"}
     assert -12 <= by_query["move_ev"]["expected"] <= 12 and set(by_query["move_ev"]["probs"]) == {"-12", "+12"}
     assert stats["engine_errors"] == 0 and stats["query_errors"] == 0
+
+
+def test_hostile_query_documents_are_refused_over_control_and_the_service_keeps_serving(server, feed) -> None:
+    """An 8-level alias bomb once blocked the service for 27 s; 250k queries for 103 s, all registered."""
+    levels = ["&a [" + ",".join("l" * 9) + "]"] + [f"&{b} [" + ",".join([f"*{a}"] * 9) + "]"
+                                                  for a, b in zip("abcdefg", "bcdefgh")]
+    bomb = f"queries:\n- name: x\n  streams: [x]\n  kind: choice\n  question: q\n  choices: [{','.join(levels)}]\n"
+    many = "queries:\n" + "".join(f"  - {{name: q{i}, streams: [x], kind: surprise}}\n" for i in range(1001))
+    with ControlClient(server.endpoints["control"], timeout_s=10) as control:
+        start = time.monotonic()
+        error = control.request({"op": "register", "yaml": bomb})["error"]
+        assert time.monotonic() - start < 1.0 and "max_yaml_nodes" in error and len(error) < 200
+        assert "max_yaml_bytes" in control.request({"op": "register", "yaml": many * 6})["error"]
+        assert "over the limit of 1000 (max_queries)" in control.request({"op": "register", "yaml": many})["error"]
+        reserved = "queries:\n  - {name: hb, streams: [x], kind: surprise, topic: _heartbeat/}\n"
+        assert "reserved" in control.request({"op": "register", "yaml": reserved})["error"]
+        assert [q["name"] for q in control.call("list")["queries"]] == ["dir"]
+        feed.send(encode(SyntheticMarket(SyntheticConfig(seed=7)).next_batch(5)))
+        wait_for(lambda: control.call("get", query="dir", stream="SYN.A")["answer"] is not None)

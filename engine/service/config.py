@@ -94,6 +94,11 @@ class LimitsSection:
     answers_hwm: int = 100_000  # per subscriber; past it ZeroMQ drops for that slow subscriber only
     heartbeat_s: float = 1.0
     max_ingest_per_step: int = 10_000  # messages drained between two forwards
+    # queries
+    max_yaml_bytes: int = 256 << 10  # a query document (file or register request)
+    max_yaml_nodes: int = 100_000  # nodes of a query document, every alias expanded
+    max_queries: int = 1000  # standing queries registered at once
+    max_topic_bytes: int = 256  # a query's topic, without the stream name
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
