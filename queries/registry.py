@@ -10,7 +10,7 @@ state.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -43,11 +43,15 @@ class _Fired:
 
 class Registry:
     """Standing queries by name. `questions` (the model codec's, by name) checks names and labels when given;
-    `limits` bound the documents it reads and how many queries it holds."""
+    `limits` bound the documents it reads and how many queries it holds; `answerable` (raising ValueError for a
+    query the serving model cannot answer, e.g. by compiling it) refuses such a query when it is registered,
+    rather than at every batch it is due."""
 
-    def __init__(self, questions: Mapping[str, NamedQuestion] | None = None, limits: QueryLimits | None = None) -> None:
+    def __init__(self, questions: Mapping[str, NamedQuestion] | None = None, limits: QueryLimits | None = None,
+                 answerable: Callable[[QuerySpec], object] | None = None) -> None:
         self.questions = questions
         self.limits = limits or QueryLimits()
+        self.answerable = answerable
         self._lock = threading.Lock()
         self._snap = _Snapshot(MappingProxyType({}), MappingProxyType({}), 0)
         self._fired: dict[str, dict[str, _Fired]] = {}  # query name -> stream -> last firing; under _lock
@@ -70,6 +74,11 @@ class Registry:
             self._check(new)
         if not new:
             return []
+        for spec in new if self.answerable is not None else ():
+            try:
+                self.answerable(spec)
+            except ValueError as e:
+                raise e if isinstance(e, QuerySpecError) else QuerySpecError(str(e)) from None
         with self._lock:
             old = self._snap
             total = len(old.specs) + sum(1 for name in {s.name for s in new} if name not in old.specs)
