@@ -65,6 +65,10 @@ def compile_query(spec: QuerySpec, codec: QueryCodec) -> CompiledQuery:
         return _compile_named(spec, named)
     if spec.question_tokens is not None:
         question = tuple(spec.question_tokens)
+        outside = next((i for i, t in enumerate(question) if t >= codec.vocab_size), None)
+        if outside is not None:  # it would fail the whole forward it is batched into
+            raise QueryCompileError(f"query {spec.name!r}: question_tokens[{outside}] = {question[outside]} is not "
+                                    f"below the vocabulary size {codec.vocab_size}")
     else:
         question = tuple(_tokenize(codec, spec.question, spec.name))
     if spec.kind == "generate":

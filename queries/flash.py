@@ -42,13 +42,20 @@ class FlashQueries:
         self.codec = codec
         self.model_id = model_id
         self.stats = FlashStats()
-        self._compiled: dict[QuerySpec, CompiledQuery] = {}
+        self._compiled: dict[str, CompiledQuery] = {}  # query name -> its registered spec, compiled
 
     def compiled(self, spec: QuerySpec) -> CompiledQuery:
-        """Compile once per spec object (a re-registered query is a new spec)."""
-        query = self._compiled.get(spec)
-        if query is None:
-            query = self._compiled[spec] = compile_query(spec, self.codec)
+        """The spec resolved against the codec. A registered spec is compiled once (a re-registered query is a
+        new spec object and replaces its entry); any other (an ad-hoc ask, a registration being checked) each
+        time, so this cache never holds more than the registry does."""
+        query = self._compiled.get(spec.name)
+        if query is not None and query.spec is spec:
+            return query
+        query = compile_query(spec, self.codec)
+        if self.registry.current(spec.name) is spec:
+            if len(self._compiled) >= len(self.registry):  # forget removed queries and replaced specs
+                self._compiled = {n: q for n, q in self._compiled.items() if self.registry.current(n) is q.spec}
+            self._compiled[spec.name] = query
         return query
 
     def due(self, progress: list[StreamProgress]) -> list[ProbeJob]:

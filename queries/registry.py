@@ -10,12 +10,13 @@ state.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from queries.spec import NamedQuestion, QuerySpec, QuerySpecError, check_questions
+from queries.limits import QueryLimits, excerpt
+from queries.spec import NamedQuestion, QuerySpec, QuerySpecError, check_limits, check_questions
 from queries.yaml_loader import load_queries, load_queries_file
 
 
@@ -41,10 +42,16 @@ class _Fired:
 
 
 class Registry:
-    """Standing queries by name. `questions` (the model codec's, by name) checks names and labels when given."""
+    """Standing queries by name. `questions` (the model codec's, by name) checks names and labels when given;
+    `limits` bound the documents it reads and how many queries it holds; `answerable` (raising ValueError for a
+    query the serving model cannot answer, e.g. by compiling it) refuses such a query when it is registered,
+    rather than at every batch it is due."""
 
-    def __init__(self, questions: Mapping[str, NamedQuestion] | None = None) -> None:
+    def __init__(self, questions: Mapping[str, NamedQuestion] | None = None, limits: QueryLimits | None = None,
+                 answerable: Callable[[QuerySpec], object] | None = None) -> None:
         self.questions = questions
+        self.limits = limits or QueryLimits()
+        self.answerable = answerable
         self._lock = threading.Lock()
         self._snap = _Snapshot(MappingProxyType({}), MappingProxyType({}), 0)
         self._fired: dict[str, dict[str, _Fired]] = {}  # query name -> stream -> last firing; under _lock
@@ -58,14 +65,26 @@ class Registry:
         gets a new per-query version, and starts its trigger state afresh.
         """
         if isinstance(specs, str):
-            new = load_queries(specs, source, self.questions)
+            new = load_queries(specs, source, self.questions, self.limits)
         else:
             new = list(specs)
+            if len(new) > self.limits.max_queries:  # refused before checking each one
+                raise QuerySpecError(f"{len(new)} queries in one registration, over the limit of "
+                                     f"{self.limits.max_queries} (max_queries); nothing was registered")
             self._check(new)
         if not new:
             return []
+        for spec in new if self.answerable is not None else ():
+            try:
+                self.answerable(spec)
+            except ValueError as e:
+                raise e if isinstance(e, QuerySpecError) else QuerySpecError(str(e)) from None
         with self._lock:
             old = self._snap
+            total = len(old.specs) + sum(1 for name in {s.name for s in new} if name not in old.specs)
+            if total > self.limits.max_queries:
+                raise QuerySpecError(f"registering {len(new)} queries would make {total}, over the limit of "
+                                     f"{self.limits.max_queries} (max_queries); nothing was registered")
             version = old.version + 1
             merged, versions = dict(old.specs), dict(old.versions)
             for spec in new:
@@ -76,7 +95,7 @@ class Registry:
         return new
 
     def register_file(self, path: str | Path) -> list[QuerySpec]:
-        return self.register(load_queries_file(path, self.questions))
+        return self.register(load_queries_file(path, self.questions, self.limits))
 
     def unregister(self, name: str) -> QuerySpec:
         """Removes a query and its trigger state; returns it. Unknown names raise UnknownQueryError."""
@@ -98,6 +117,7 @@ class Registry:
             if spec.name in seen:
                 raise QuerySpecError("duplicate query name in one registration", query=spec.name)
             seen.add(spec.name)
+            check_limits(spec, self.limits)
             if self.questions is not None:
                 check_questions(spec, self.questions)
 
@@ -124,6 +144,10 @@ class Registry:
             raise self._unknown(name, snap)
         return snap.specs[name]
 
+    def current(self, name: str) -> QuerySpec | None:
+        """The spec registered under `name` now, or None."""
+        return self._snap.specs.get(name)
+
     def __contains__(self, name: object) -> bool:
         return name in self._snap.specs
 
@@ -144,8 +168,9 @@ class Registry:
 
     @staticmethod
     def _unknown(name: str, snap: _Snapshot) -> UnknownQueryError:
-        known = ", ".join(snap.specs) or "none"
-        return UnknownQueryError(f"no query named {name!r} (registered: {known})")
+        names = list(snap.specs)
+        known = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "") or "none"
+        return UnknownQueryError(f"no query named {excerpt(name)} (registered: {known})")
 
     # ---- triggers ----
 

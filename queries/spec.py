@@ -25,10 +25,11 @@ from typing import Any, Protocol
 
 import yaml
 
+from queries.limits import QueryLimits, clip, excerpt
 from queries.trigger import Trigger
 
-__all__ = ["FIELDS", "KINDS", "NamedQuestion", "QuerySpec", "QuerySpecError", "Trigger", "check_questions",
-           "dump_queries"]
+__all__ = ["FIELDS", "KINDS", "RESERVED_TOPICS", "NamedQuestion", "QueryLimits", "QuerySpec", "QuerySpecError",
+           "Trigger", "check_limits", "check_questions", "dump_queries"]
 
 KINDS = ("choice", "expectation", "generate", "surprise")
 MAX_NAME = 64
@@ -36,7 +37,9 @@ MAX_QUESTION_CHARS = 1000
 MAX_QUESTION_TOKENS = 64
 MAX_CHOICES = 256
 MAX_GEN_TOKENS = 256
+MAX_LISTED = 20  # problems spelled out in one error; the rest are counted
 DEFAULT_TOPIC = "{query}/{stream}/"
+RESERVED_TOPICS = ("_heartbeat/", "_rejects/")  # the service's own; every topic starting with '_' is reserved
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 # A question that reads like an identifier names a codec question (`direction_20`).
@@ -60,7 +63,7 @@ class QuerySpecError(ValueError):
         self.reason, self.source, self.line, self.query = reason, source, line, query
         self.key, self.item = key, item  # which key (and list index / mapping key inside it) is wrong
         self.problems = problems or [self]
-        super().__init__(self._message() if problems is None else "\n".join(p._message() for p in problems))
+        super().__init__(self._message() if problems is None else _listed(problems))
 
     def located(self, source: str, line: int | None, query: str | None) -> QuerySpecError:
         return QuerySpecError(self.reason, source=source, line=line, query=self.query or query, key=self.key,
@@ -70,8 +73,15 @@ class QuerySpecError(ValueError):
         where = f"{self.source}:{self.line}" if self.source and self.line else self.source
         who = None
         if self.query:
-            who = self.query if self.query.startswith("query #") else f"query {self.query!r}"
-        return ": ".join(p for p in (where, who, self.reason) if p)
+            who = self.query if self.query.startswith("query #") else f"query {excerpt(self.query)}"
+        return clip(": ".join(p for p in (where, who, self.reason) if p))
+
+
+def _listed(problems: list[QuerySpecError]) -> str:
+    lines = [p._message() for p in problems[:MAX_LISTED]]
+    if len(problems) > MAX_LISTED:
+        lines.append(f"... and {len(problems) - MAX_LISTED} more invalid queries")
+    return "\n".join(lines)
 
 
 class NamedQuestion(Protocol):
@@ -113,23 +123,37 @@ def _str_list(key: str, raw: Any, *, allow_scalar: bool = False) -> tuple[str, .
         raise _fail(key, f"{key} must be a list of strings, got {type(raw).__name__}")
     for i, s in enumerate(raw):
         if not isinstance(s, str) or not s:
-            raise _fail(key, f"{key}[{i}] must be a non-empty string, got {s!r}", i)
+            raise _fail(key, f"{key}[{i}] must be a non-empty string, got {excerpt(s)}", i)
+        _text(f"{key}[{i}]", s, i)
     return tuple(raw)
+
+
+def _text(key: str, s: str, item: int | str | None = None) -> str:
+    """`s`, refused if it cannot go on the wire: a lone surrogate (YAML's "\\ud800") has no UTF-8 form."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _fail(key, f"{key} {excerpt(s)} is not valid Unicode text (it holds a lone surrogate)", item) from None
+    return s
 
 
 def _int(key: str, raw: Any, lo: int, hi: int | None = None, item: int | None = None) -> int:
     # bool is an int subclass; `max_tokens: true` is a typo, not 1
     if not isinstance(raw, int) or isinstance(raw, bool):
-        raise _fail(key, f"{key} must be an integer, got {raw!r}", item)
+        raise _fail(key, f"{key} must be an integer, got {excerpt(raw)}", item)
     if raw < lo or (hi is not None and raw > hi):
         bound = f">= {lo}" if hi is None else f"in {lo}..{hi}"
-        raise _fail(key, f"{key} must be {bound}, got {raw}", item)
+        raise _fail(key, f"{key} must be {bound}, got {excerpt(raw)}", item)
     return raw
 
 
 def _float(key: str, raw: Any, item: int | str | None = None) -> float:
-    if not isinstance(raw, int | float) or isinstance(raw, bool) or not math.isfinite(raw):
-        raise _fail(key, f"{key} must be a finite number, got {raw!r}", item)
+    try:  # an int past the float range is refused here too
+        finite = isinstance(raw, int | float) and not isinstance(raw, bool) and math.isfinite(raw)
+    except OverflowError:
+        finite = False
+    if not finite:
+        raise _fail(key, f"{key} must be a finite number, got {excerpt(raw)}", item)
     return float(raw)
 
 
@@ -160,7 +184,8 @@ class QuerySpec:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME_RE.fullmatch(self.name) or len(self.name) > MAX_NAME:
-            raise _fail("name", f"name must match [A-Za-z0-9_.-]+ and be at most {MAX_NAME} chars, got {self.name!r}")
+            raise _fail("name", f"name must match [A-Za-z0-9_.-]+ and be at most {MAX_NAME} chars, "
+                                f"got {excerpt(self.name)}")
         try:
             self._validate()
         except QuerySpecError as e:
@@ -171,7 +196,7 @@ class QuerySpec:
 
     def _validate(self) -> None:
         if self.kind not in KINDS:
-            raise _fail("kind", f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+            raise _fail("kind", f"kind must be one of {', '.join(KINDS)}, got {excerpt(self.kind)}")
         self._validate_streams()
         self._validate_question()
         self._validate_options()
@@ -188,7 +213,7 @@ class QuerySpec:
             raise _fail("streams", "streams must name at least one stream or glob")
         for i, s in enumerate(streams):
             if why := _check_glob(s):
-                raise _fail("streams", f"streams[{i}] {s!r} is not a valid glob: {why}", i)
+                raise _fail("streams", f"streams[{i}] {excerpt(s)} is not a valid glob: {why}", i)
         self._set("streams", streams)
         self._set("_exact", frozenset(s for s in streams if not _GLOB_CHARS & set(s)))
         self._set("_globs", tuple(re.compile(fnmatch.translate(s)) for s in streams if _GLOB_CHARS & set(s)))
@@ -204,12 +229,14 @@ class QuerySpec:
             raise _fail("question", f"{self.kind} query needs exactly one of 'question' or 'question_tokens'")
         if q is not None:
             if not isinstance(q, str) or not q.strip():
-                raise _fail("question", f"question must be a non-empty string, got {q!r}")
+                raise _fail("question", f"question must be a non-empty string, got {excerpt(q)}")
             if len(q) > MAX_QUESTION_CHARS:
                 raise _fail("question", f"question is {len(q)} characters, over the limit of {MAX_QUESTION_CHARS}")
+            _text("question", q)
         else:
             if not isinstance(toks, list | tuple) or not toks:
-                raise _fail("question_tokens", f"question_tokens must be a non-empty list of token ids, got {toks!r}")
+                raise _fail("question_tokens", f"question_tokens must be a non-empty list of token ids, "
+                                               f"got {excerpt(toks)}")
             if len(toks) > MAX_QUESTION_TOKENS:
                 raise _fail("question_tokens", f"question_tokens has {len(toks)} tokens, over the limit of "
                                                f"{MAX_QUESTION_TOKENS}")
@@ -247,7 +274,7 @@ class QuerySpec:
             raise _fail("choices", f"{len(choices)} choices, over the limit of {MAX_CHOICES}")
         dup = next((c for i, c in enumerate(choices) if c in choices[:i]), None)
         if dup is not None:
-            raise _fail("choices", f"choice {dup!r} appears twice", choices.index(dup, choices.index(dup) + 1))
+            raise _fail("choices", f"choice {excerpt(dup)} appears twice", choices.index(dup, choices.index(dup) + 1))
         self._set("choices", choices)
 
     def _validate_values(self) -> None:
@@ -263,17 +290,20 @@ class QuerySpec:
             raise _fail("values", f"{len(self.values)} values, over the limit of {MAX_CHOICES}")
         for label in self.values:
             if not isinstance(label, str) or not label:
-                raise _fail("values", f"value labels must be non-empty strings, got {label!r}", label)
-        checked = {label: _float(f"values[{label!r}]", v, label) for label, v in self.values.items()}
+                raise _fail("values", f"value labels must be non-empty strings, got {excerpt(label)}", label)
+            _text("values", label, label)
+        checked = {label: _float(f"values[{excerpt(label)}]", v, label) for label, v in self.values.items()}
         self._set("values", MappingProxyType(checked))
 
     def _validate_topic(self) -> None:
         if not isinstance(self.topic, str) or not self.topic.endswith("/"):
-            raise _fail("topic", f"topic must end with '/' so prefix subscriptions are exact, got {self.topic!r}")
+            raise _fail("topic", f"topic must end with '/' so prefix subscriptions are exact, "
+                                 f"got {excerpt(self.topic)}")
+        _text("topic", self.topic)
         try:
             fields = list(string.Formatter().parse(self.topic))
         except ValueError as e:
-            raise _fail("topic", f"topic {self.topic!r} is not a valid template: {e}") from None
+            raise _fail("topic", f"topic {excerpt(self.topic)} is not a valid template: {e}") from None
         used = set()
         for _, fname, spec, conv in fields:
             if fname is None:
@@ -284,6 +314,22 @@ class QuerySpec:
             used.add(fname)
         if "stream" not in used and (len(self.streams) > 1 or self._globs):
             raise _fail("topic", "topic must contain {stream} when the query matches more than one stream")
+        self._validate_reserved(fields)
+
+    def _validate_reserved(self, fields: list[tuple]) -> None:
+        """Topics starting with '_' are the service's own (_heartbeat/, _rejects/): no answer may go there."""
+        shown = self.topic.format(query=self.name, stream="{stream}")
+        if shown.startswith("_"):
+            raise _fail("topic", f"topic {excerpt(shown)} starts with '_': topics starting with '_' are reserved "
+                                 f"for the service ({', '.join(RESERVED_TOPICS)})")
+        if fields and fields[0][0] == "" and fields[0][1] == "stream":
+            raise _fail("topic", "topic must not start with {stream}: a stream named '_...' would publish on a "
+                                 "reserved topic; put a fixed prefix first, e.g. 'by_stream/{stream}/{query}/'")
+
+    def __hash__(self) -> int:
+        # The generated hash would hash every field, `values` included: a read-only mapping, which is unhashable.
+        # Equal specs agree on these fields, so they still hash equal.
+        return hash((self.name, self.kind, self.streams, self.question, self.question_tokens, self.topic))
 
     @property
     def names_question(self) -> bool:
@@ -330,8 +376,8 @@ class QuerySpec:
         name = d.get("name") if isinstance(d.get("name"), str) else None
         unknown = [k for k in d if k not in FIELDS]
         if unknown:
-            raise QuerySpecError(f"unknown key {unknown[0]!r} (allowed: {', '.join(FIELDS)})", query=name,
-                                 key=str(unknown[0]))
+            raise QuerySpecError(f"unknown key {excerpt(unknown[0])} (allowed: {', '.join(FIELDS)})", query=name,
+                                 key=clip(str(unknown[0]), 100))
         missing = [k for k in ("name", "streams", "kind") if k not in d]
         if missing:
             raise QuerySpecError(f"missing required key {missing[0]!r}", query=name)
@@ -355,6 +401,14 @@ def dump_queries(specs: Sequence[QuerySpec]) -> str:
     return yaml.safe_dump({"queries": docs}, sort_keys=False, allow_unicode=True)
 
 
+def check_limits(spec: QuerySpec, limits: QueryLimits) -> None:
+    """The configurable rules (queries/limits.py) a spec must also pass to be registered."""
+    size = len(spec.topic_for("").encode("utf-8"))
+    if size > limits.max_topic_bytes:
+        raise QuerySpecError(f"topic is {size} bytes without the stream name, over the limit of "
+                             f"{limits.max_topic_bytes} (max_topic_bytes)", query=spec.name, key="topic")
+
+
 def check_questions(spec: QuerySpec, questions: Mapping[str, NamedQuestion]) -> None:
     """Checks a spec against the model's codec questions: names exist, choices and value labels are theirs."""
     if not spec.names_question or spec.kind not in ("choice", "expectation"):
@@ -363,16 +417,16 @@ def check_questions(spec: QuerySpec, questions: Mapping[str, NamedQuestion]) -> 
     if known is None:
         if spec.labels is None:  # with its own labels a one-word question is free text, not a codec name
             names = ", ".join(questions) or "none: this model asks free-text questions"
-            raise QuerySpecError(f"question {spec.question!r} is not one of the codec's questions ({names}); "
+            raise QuerySpecError(f"question {excerpt(spec.question)} is not one of the codec's questions ({names}); "
                                  f"give '{'choices' if spec.kind == 'choice' else 'values'}' to ask it as text",
                                  query=spec.name, key="question")
         return
     if spec.kind == "expectation" and spec.values is None and not known.values:
-        raise QuerySpecError(f"codec question {spec.question!r} has no values per label; an expectation query on "
-                             f"it needs 'values'", query=spec.name, key="question")
+        raise QuerySpecError(f"codec question {excerpt(spec.question)} has no values per label; an expectation "
+                             f"query on it needs 'values'", query=spec.name, key="question")
     for label in spec.labels or ():
         if label not in known.labels:
             key = "choices" if spec.kind == "choice" else "values"
             item = spec.choices.index(label) if spec.choices is not None else label
-            raise QuerySpecError(f"{label!r} is not an answer of codec question {spec.question!r} "
+            raise QuerySpecError(f"{excerpt(label)} is not an answer of codec question {excerpt(spec.question)} "
                                  f"(labels: {', '.join(known.labels)})", query=spec.name, key=key, item=item)

@@ -13,9 +13,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from queries.limits import excerpt
+
 TRIGGER_KINDS = ("batch", "ticks", "interval", "on_demand")
 _UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000}
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ns|us|ms|s|m|h)")
+MAX_PERIOD = 2**63 - 1  # an int64, like every count and timestamp on the wire
 _FORMS = "'batch', 'on_demand', {ticks: N} or {interval: '500ms' | '2s' | '1m' | <int ns>}"
 
 
@@ -26,13 +29,13 @@ def parse_duration_ns(raw: Any) -> int:
     elif isinstance(raw, str) and (m := _DURATION_RE.fullmatch(raw.strip())):
         exact = Fraction(m.group(1)) * _UNIT_NS[m.group(2)]
         if exact.denominator != 1:
-            raise ValueError(f"interval {raw!r} is not a whole number of nanoseconds")
+            raise ValueError(f"interval {excerpt(raw)} is not a whole number of nanoseconds")
         ns = int(exact)
     else:
         raise ValueError(f"interval must be a duration like '500ms', '2s', '1m' (units ns, us, ms, s, m, h) "
-                         f"or an int of nanoseconds, got {raw!r}")
+                         f"or an int of nanoseconds, got {excerpt(raw)}")
     if ns <= 0:
-        raise ValueError(f"interval must be > 0, got {raw!r}")
+        raise ValueError(f"interval must be > 0, got {excerpt(raw)}")
     return ns
 
 
@@ -45,12 +48,14 @@ class Trigger:
 
     def __post_init__(self) -> None:
         if self.kind not in TRIGGER_KINDS:
-            raise ValueError(f"trigger kind must be one of {', '.join(TRIGGER_KINDS)}, got {self.kind!r}")
+            raise ValueError(f"trigger kind must be one of {', '.join(TRIGGER_KINDS)}, got {excerpt(self.kind)}")
         periodic = self.kind in ("ticks", "interval")
         if periodic and (not isinstance(self.every, int) or isinstance(self.every, bool) or self.every < 1):
-            raise ValueError(f"{self.kind} trigger needs a period >= 1, got {self.every!r}")
+            raise ValueError(f"{self.kind} trigger needs a period >= 1, got {excerpt(self.every)}")
+        if periodic and self.every > MAX_PERIOD:
+            raise ValueError(f"{self.kind} trigger period must be at most 2**63 - 1, got {excerpt(self.every)}")
         if not periodic and self.every != 0:
-            raise ValueError(f"{self.kind} trigger takes no period, got {self.every!r}")
+            raise ValueError(f"{self.kind} trigger takes no period, got {excerpt(self.every)}")
 
     @classmethod
     def parse(cls, raw: Any) -> Trigger:
@@ -58,17 +63,17 @@ class Trigger:
         if isinstance(raw, str):
             if raw in ("batch", "on_demand"):
                 return cls(raw)
-            raise ValueError(f"unknown trigger {raw!r}; expected {_FORMS}")
+            raise ValueError(f"unknown trigger {excerpt(raw)}; expected {_FORMS}")
         if not isinstance(raw, dict) or len(raw) != 1:
-            raise ValueError(f"trigger must be {_FORMS}, got {raw!r}")
+            raise ValueError(f"trigger must be {_FORMS}, got {excerpt(raw)}")
         (key, value), = raw.items()
         if key == "ticks":
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"ticks trigger needs an integer N >= 1, got {value!r}")
+                raise ValueError(f"ticks trigger needs an integer N >= 1, got {excerpt(value)}")
             return cls("ticks", value)
         if key == "interval":
             return cls("interval", parse_duration_ns(value))
-        raise ValueError(f"unknown trigger {key!r} (allowed: batch, on_demand, ticks, interval)")
+        raise ValueError(f"unknown trigger {excerpt(key)} (allowed: batch, on_demand, ticks, interval)")
 
     def to_obj(self) -> str | dict[str, int]:
         return self.kind if self.every == 0 else {self.kind: self.every}

@@ -9,23 +9,77 @@ In positions that hold strings (name, kind, streams, question, topic, choices,
 stop, and every mapping key) a plain scalar is taken as written, so
 `choices: [yes, no]` gives "yes"/"no" rather than booleans and the value label
 `+5` stays "+5" rather than the int 5.
+
+Every cost a document can cause is bounded before it is paid (queries/limits.py):
+its size is checked before it is read, and while it is composed every node
+counts, an alias as many nodes as it stands for, so a "billion laughs" stops
+at the budget after a few hundred nodes; nesting deeper than MAX_DEPTH and
+recursive aliases are refused. Errors quote at most a short excerpt.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from queries.spec import NamedQuestion, QuerySpec, QuerySpecError, check_questions
+from queries.limits import QueryLimits, clip, excerpt
+from queries.spec import NamedQuestion, QuerySpec, QuerySpecError, check_limits, check_questions
 
 _STRING_KEYS = frozenset({"name", "streams", "question", "topic", "choices", "stop", "kind"})
 # Tags the SafeLoader resolver gives plain scalars that are not strings; in a string position we keep the text.
 _IMPLICIT_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float", "timestamp"))
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _PLAIN_COLLECTIONS = frozenset({"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"})
+MAX_DEPTH = 32  # nested collections; a query document needs 5
+
+
+class _Composer(yaml.SafeLoader):
+    """SafeLoader's composer, counting every node it composes and, for an alias, the nodes it stands for.
+
+    A node's expanded size is known once it is composed, and an alias can only
+    name a node composed before it, so the count is exact and costs nothing
+    extra. An alias to a node still being composed (a recursive alias) is refused.
+    """
+
+    def __init__(self, text: str, source: str, max_nodes: int) -> None:
+        super().__init__(text)
+        self.source, self.max_nodes = source, max_nodes
+        self.expanded = 0  # nodes so far, aliases expanded
+        self.depth = 0
+        self.sizes: dict[str, int] = {}  # anchor -> expanded size of its node, once composed
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor in self.anchors:  # else SafeLoader raises "found undefined alias"
+                if event.anchor not in self.sizes:
+                    raise self.refuse(f"alias *{clip(event.anchor, 40)} refers to a node that contains it "
+                                      f"(a recursive alias)", event)
+                self.count(self.sizes[event.anchor], event)
+            return super().compose_node(parent, index)
+        if self.depth >= MAX_DEPTH:
+            raise self.refuse(f"collections nested more than {MAX_DEPTH} deep", event)
+        start = self.expanded
+        self.count(1, event)
+        self.depth += 1
+        node = super().compose_node(parent, index)
+        self.depth -= 1
+        if event.anchor is not None:
+            self.sizes[event.anchor] = self.expanded - start
+        return node
+
+    def count(self, nodes: int, event: yaml.Event) -> None:
+        self.expanded += nodes
+        if self.expanded > self.max_nodes:
+            raise self.refuse(f"the document expands past the limit of {self.max_nodes} nodes, an alias counting "
+                              f"every node it repeats (max_yaml_nodes)", event)
+
+    def refuse(self, reason: str, event: yaml.Event) -> QuerySpecError:
+        return QuerySpecError(reason, source=self.source, line=event.start_mark.line + 1)
 
 
 def _line(node: yaml.Node) -> int:
@@ -35,8 +89,8 @@ def _line(node: yaml.Node) -> int:
 class _Doc:
     """One document being read: the SafeLoader constructor for scalars, and where errors are reported."""
 
-    def __init__(self, source: str) -> None:
-        self.source = source
+    def __init__(self, source: str, limits: QueryLimits) -> None:
+        self.source, self.limits = source, limits
         self.constructor = yaml.SafeLoader("")
         self._pairs: dict[int, dict[str, tuple[yaml.Node, yaml.Node]]] = {}  # id(node) -> pairs; flatten once
 
@@ -47,13 +101,19 @@ class _Doc:
         """key -> (key node, value node); duplicate keys are errors (PyYAML would keep the last silently)."""
         if id(node) in self._pairs:
             return self._pairs[id(node)]
-        seen: dict[Any, yaml.Node] = {}
+        seen: dict[str, yaml.Node] = {}
         for k, _ in node.value:
+            if not isinstance(k, yaml.ScalarNode):
+                raise self.error("mapping keys must be plain strings", k, query)
             if k.tag != _MERGE_TAG:
-                if k.value in seen and isinstance(k, yaml.ScalarNode):
-                    raise self.error(f"duplicate key {k.value!r} (first at line {_line(seen[k.value])})", k, query)
+                if k.value in seen:
+                    raise self.error(f"duplicate key {excerpt(k.value)} (first at line {_line(seen[k.value])})", k,
+                                     query)
                 seen[k.value] = k
-        self.constructor.flatten_mapping(node)  # `<<: *defaults` merges; explicit keys override merged ones
+        try:
+            self.constructor.flatten_mapping(node)  # `<<: *defaults` merges; explicit keys override merged ones
+        except yaml.MarkedYAMLError as e:  # a merge of something that is not a mapping
+            raise self.yaml_error(e, query) from None
         out = {}
         for k, v in node.value:
             if not isinstance(k, yaml.ScalarNode):
@@ -62,13 +122,29 @@ class _Doc:
         self._pairs[id(node)] = out
         return out
 
+    def yaml_error(self, e: yaml.MarkedYAMLError, query: str | None) -> QuerySpecError:
+        mark = e.problem_mark or e.context_mark
+        return QuerySpecError(f"YAML error: {clip(e.problem or '', 200)}", source=self.source,
+                              line=mark.line + 1 if mark else None, query=query)
+
+    def construct(self, node: yaml.Node) -> Any:
+        """SafeLoader's object for a tagged or plain scalar (or a collection with a tag of its own)."""
+        try:
+            return self.constructor.construct_object(node, deep=True)
+        except yaml.MarkedYAMLError:
+            raise
+        except Exception as e:  # SafeConstructor raises ValueError, KeyError, ... on e.g. `!!bool maybe`
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            reason = f"cannot read {excerpt(node.value)} as {tag} ({type(e).__name__})"
+            raise yaml.constructor.ConstructorError(None, None, reason, node.start_mark) from None
+
     def value(self, node: yaml.Node, strings: bool) -> Any:
         if isinstance(node, yaml.ScalarNode):
             if strings and node.style is None and node.tag in _IMPLICIT_TAGS:
                 return node.value  # as written: `yes` stays "yes", `+5` stays "+5"
-            return self.constructor.construct_object(node, deep=True)
+            return self.construct(node)
         if node.tag not in _PLAIN_COLLECTIONS:  # `!!python/object/apply` and friends: let SafeLoader refuse them
-            return self.constructor.construct_object(node, deep=True)
+            return self.construct(node)
         if isinstance(node, yaml.SequenceNode):
             return [self.value(n, strings) for n in node.value]
         # keys are always strings in a query document: `+5: 5.0` labels "+5"
@@ -85,14 +161,14 @@ class _Doc:
         try:
             raw = {key: self.value(v, key in _STRING_KEYS) for key, (_, v) in pairs.items()}
             spec = QuerySpec.from_dict(raw)
+            check_limits(spec, self.limits)
             if questions is not None:
                 check_questions(spec, questions)
             return spec
         except QuerySpecError as e:
             raise e.located(self.source, self.key_line(node, pairs, e.key, e.item), label) from None
         except yaml.MarkedYAMLError as e:  # an unknown tag, e.g. `!!python/object`, or a malformed `!!int`
-            raise QuerySpecError(f"YAML error: {e.problem}", source=self.source, line=e.problem_mark.line + 1,
-                                 query=label) from None
+            raise self.yaml_error(e, label) from None
 
     @staticmethod
     def key_line(node: yaml.Node, pairs: dict, key: str | None, item: int | str | None) -> int:
@@ -109,15 +185,28 @@ class _Doc:
 
 
 def _compose(text: str, doc: _Doc) -> yaml.Node | None:
+    limit = doc.limits.max_yaml_bytes
+    size = len(text.encode("utf-8", "surrogatepass")) if len(text) <= 4 * limit else None  # no copy of a huge one
+    if size is None or size > limit:
+        raise _too_big(f"{size} bytes" if size else f"more than {4 * limit} bytes", limit, doc.source)
+    loader = None
     try:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
+        loader = _Composer(text, doc.source, doc.limits.max_yaml_nodes)  # the reader checks characters here
+        return loader.get_single_node()
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
-        context = f" ({e.context})" if e.context else ""
-        raise QuerySpecError(f"YAML syntax error: {e.problem}{context}", source=doc.source,
+        context = f" ({clip(e.context, 200)})" if e.context else ""
+        raise QuerySpecError(f"YAML syntax error: {clip(e.problem or '', 200)}{context}", source=doc.source,
                              line=mark.line + 1 if mark else None) from None
     except yaml.YAMLError as e:  # e.g. a ReaderError on a control character
-        raise QuerySpecError(f"YAML error: {e}", source=doc.source) from None
+        raise QuerySpecError(f"YAML error: {clip(str(e), 200)}", source=doc.source) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def _too_big(size: str, limit: int, source: str) -> QuerySpecError:
+    return QuerySpecError(f"the document is {size}, over the limit of {limit} (max_yaml_bytes)", source=source)
 
 
 def _query_nodes(root: yaml.Node | None, doc: _Doc) -> list[yaml.Node]:
@@ -130,20 +219,23 @@ def _query_nodes(root: yaml.Node | None, doc: _Doc) -> list[yaml.Node]:
     top = doc.pairs(root)
     for key, (key_node, _) in top.items():
         if key != "queries":
-            raise doc.error(f"unknown top-level key {key!r} (allowed: queries)", key_node)
+            raise doc.error(f"unknown top-level key {excerpt(key)} (allowed: queries)", key_node)
     if "queries" not in top:
         raise doc.error(f"missing key 'queries'; expected {form}", root)
     seq = top["queries"][1]
     if not isinstance(seq, yaml.SequenceNode):
         raise doc.error(f"'queries' must be a list of query mappings, got {seq.id}", seq)
+    if len(seq.value) > doc.limits.max_queries:
+        raise doc.error(f"the document has {len(seq.value)} queries, over the limit of {doc.limits.max_queries} "
+                        f"(max_queries)", seq)
     return seq.value
 
 
 def parse_document(
-    text: str, source: str, questions: Mapping[str, NamedQuestion] | None = None,
+    text: str, source: str, questions: Mapping[str, NamedQuestion] | None = None, limits: QueryLimits | None = None,
 ) -> list[QuerySpec]:
     """All problems are reported together, the first of each query, in one QuerySpecError."""
-    doc = _Doc(source)
+    doc = _Doc(source, limits or QueryLimits())
     nodes = _query_nodes(_compose(text, doc), doc)
     specs: list[QuerySpec] = []
     problems: list[QuerySpecError] = []
@@ -170,19 +262,26 @@ def parse_document(
 
 def load_queries(
     text: str, source: str = "<string>", questions: Mapping[str, NamedQuestion] | None = None,
+    limits: QueryLimits | None = None,
 ) -> list[QuerySpec]:
     """Parses a query document (see the module docstring). Every problem raises one QuerySpecError.
 
     `questions` (the model codec's questions by name) makes the loader check
     question names, choices and value labels against the codec; None defers
-    that check to whoever binds the query to a model.
+    that check to whoever binds the query to a model. `limits` default to
+    QueryLimits(): a caller that passes none still gets the safe bounds.
     """
-    return parse_document(text, source, questions)
+    return parse_document(text, source, questions, limits)
 
 
-def load_queries_file(path: str | Path, questions: Mapping[str, NamedQuestion] | None = None) -> list[QuerySpec]:
+def load_queries_file(path: str | Path, questions: Mapping[str, NamedQuestion] | None = None,
+                      limits: QueryLimits | None = None) -> list[QuerySpec]:
+    limits = limits or QueryLimits()
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with Path(path).open(encoding="utf-8") as f:
+            if (size := os.fstat(f.fileno()).st_size) > limits.max_yaml_bytes:
+                raise _too_big(f"{size} bytes", limits.max_yaml_bytes, str(path))
+            text = f.read(limits.max_yaml_bytes + 1)  # a file that grew since is refused by load_queries
     except (OSError, UnicodeDecodeError) as e:
         raise QuerySpecError(f"cannot read query file: {e}", source=str(path)) from None
-    return load_queries(text, source=str(path), questions=questions)
+    return load_queries(text, source=str(path), questions=questions, limits=limits)

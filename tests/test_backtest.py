@@ -96,3 +96,14 @@ def test_serve_shuts_down_cleanly_on_sigterm(setup) -> None:
         assert "flashtick stopped" in process.stderr.read()
     finally:
         process.kill()
+
+
+def test_backtest_with_an_expectation_query_that_gives_values(setup) -> None:
+    """`values:` once made the spec unhashable and the backtest failed at its first due query."""
+    (setup / "values.yaml").write_text("queries:\n  - {name: dir_ev, streams: ['*'], question: direction_20, "
+                                       "kind: expectation, trigger: {ticks: 50}, values: {down: -1, flat: 0, up: 1}}\n")
+    config = ServiceConfig.load(setup / "engine.yaml")
+    report = run_backtest(config, [setup / "ticks.parquet"], setup / "values.yaml", setup / "ev.parquet",
+                          max_ticks=400, progress=False)
+    table = pl.read_parquet(setup / "ev.parquet")
+    assert report.answers == table.height > 4 and set(table["query"]) == {"dir_ev"}

@@ -19,6 +19,7 @@ from engine.scheduler import AdmissionRefused, SchedulerConfig
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from queries.evaluate import compile_query
+from queries.spec import QuerySpecError
 
 QUERIES = """
 queries:
@@ -293,3 +294,13 @@ def test_probe_budget_spreads_questions_over_forwards_and_loses_none(checkpoint)
     for stream, logits in (a for answers in per_forward for a in answers):  # deferred answers are still exact
         direct = engine.probe(engine.scheduler.streams[stream].session, [5, 6, 7], logits="last")[-1]
         torch.testing.assert_close(logits, direct, atol=1e-5, rtol=0)  # batched vs alone, as in test_session
+
+
+def test_a_startup_query_the_model_cannot_answer_stops_the_start_not_every_step(checkpoint, tmp_path) -> None:
+    queries = tmp_path / "q.yaml"
+    queries.write_text("queries:\n  - {name: dir, streams: ['*'], question: direction_20, kind: choice}\n"
+                       "  - {name: gen, streams: ['*'], kind: generate, question_tokens: [100000]}\n")
+    config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16},
+                                      "queries": str(queries)})
+    with pytest.raises(QuerySpecError, match=r"query 'gen': question_tokens\[0\] = 100000 is not below"):
+        TickPipeline(config)  # once: an IndexError in every forward, so no query ever answered

@@ -301,6 +301,17 @@ def test_round_trips_through_yaml_dict_and_msgpack():
     assert "interval: 500ms" in specs[1].to_yaml()
 
 
+def test_every_spec_is_hashable_and_equal_specs_hash_equal():
+    """`values:` was stored as a read-only mapping, which made the spec unhashable (and the flash cache raise)."""
+    text = GOOD + "  - {name: ev, streams: [a], question: up or down, kind: expectation, values: {up: 1, down: -1}}\n"
+    specs = load_queries(text) + load_queries_file(EXAMPLES / "text_model.yaml")
+    again = load_queries(dump_queries(specs))
+    assert again == specs and [hash(s) for s in again] == [hash(s) for s in specs]
+    assert len(set(specs) | set(again)) == len(specs) and {s: s.name for s in specs}[again[2]] == "ev"
+    other = QuerySpec.from_dict({**specs[2].to_dict(), "values": {"up": 2, "down": -1}})
+    assert other != specs[2] and other not in set(specs)
+
+
 def test_from_dict_rejects_unknown_keys_by_name():
     with pytest.raises(QuerySpecError, match="query 'a': unknown key 'trigger_every'"):
         QuerySpec.from_dict({"name": "a", "streams": ["x"], "kind": "surprise", "trigger_every": 3})

@@ -6,7 +6,9 @@ import threading
 
 import pytest
 
+from connectors.codec import BinnedCodec
 from connectors.questions import DEFAULT_QUESTIONS
+from queries.evaluate import compile_query
 from queries.registry import Registry, UnknownQueryError
 from queries.spec import QuerySpec, QuerySpecError
 
@@ -176,3 +178,16 @@ def test_register_file(tmp_path):
     with pytest.raises(QuerySpecError, match=rf"{path}:2: query 'a': ticks trigger"):
         reg.register_file(path)
     assert reg.get("a").trigger.every == 5
+
+
+def test_a_query_the_model_cannot_answer_is_refused_when_registered():
+    """Once registered, such a query failed every engine step it was due in (no answers for any query)."""
+    codec = BinnedCodec()
+    reg = Registry(codec.questions, answerable=lambda spec: compile_query(spec, codec))
+    reg.register("queries:\n  - {name: dir, streams: [x], question: direction_20, kind: choice}\n")
+    with pytest.raises(QuerySpecError, match="query 'text': question 'Up or down.' is not a question of this"):
+        reg.register("queries:\n  - {name: ok, streams: [x], kind: surprise}\n"
+                     "  - {name: text, streams: [x], question: 'Up or down?', kind: choice, choices: [up, down]}\n")
+    with pytest.raises(QuerySpecError, match=r"question_tokens\[1\] = 999 is not below the vocabulary size"):
+        reg.register([QuerySpec(name="toks", streams=("x",), kind="generate", question_tokens=(1, 999))])
+    assert [s.name for s in reg.list()] == ["dir"] and reg.version == 1

@@ -254,3 +254,73 @@ def test_curve_protects_control_and_answers(checkpoint, tmp_path) -> None:
     finally:
         srv.stop()
         thread.join(5)
+
+
+VALUES_QUERY = """
+queries:
+  - {name: dir_ev, streams: ["*"], question: direction_20, kind: expectation, trigger: batch,
+     values: {down: -1, flat: 0, up: 1}}
+"""
+
+
+@pytest.fixture
+def values_server(checkpoint, tmp_path):
+    """A server whose startup config holds an expectation query with its own `values:`."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(DIR_QUERY + VALUES_QUERY.replace("queries:\n", ""))
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
+        "queries": str(queries),
+    })
+    srv = Server(config)
+    srv.bind()
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    srv.ready.wait(5)
+    yield srv
+    srv.stop()
+    thread.join(5)
+
+
+def test_expectation_values_from_the_startup_config_and_over_control(values_server) -> None:
+    """`values:` once made every spec unhashable: register failed, and a startup query failed every step."""
+    feed = zmq.Context.instance().socket(zmq.PUSH)
+    feed.connect(values_server.endpoints["ingest"])
+    market = SyntheticMarket(SyntheticConfig(seed=6))
+    try:
+        with ControlClient(values_server.endpoints["control"], timeout_s=10) as control, \
+                AnswerSubscriber(values_server.endpoints["answers"], ["dir/", "dir_ev/", "move_ev/"]) as sub:
+            reply = control.call("register", yaml="queries:\n  - {name: move_ev, streams: ['*'], kind: expectation,"
+                                                  " question: move_bps_50, values: {'-12': -12, '+12': 12}}\n")
+            assert reply["registered"] == ["move_ev"]
+            time.sleep(0.2)
+            feed.send(encode(market.next_batch(20)))
+            got = collect(sub, lambda g: {t.split("/")[0] for t, _ in g} >= {"dir", "dir_ev", "move_ev"})
+            stats = control.call("stats")["stats"]
+    finally:
+        feed.close(linger=0)
+    by_query = {p["query"]: p["value"] for _, p in got}
+    assert set(by_query) == {"dir", "dir_ev", "move_ev"}
+    assert -1 <= by_query["dir_ev"]["expected"] <= 1 and set(by_query["dir_ev"]["probs"]) == {"down", "flat", "up"}
+    assert -12 <= by_query["move_ev"]["expected"] <= 12 and set(by_query["move_ev"]["probs"]) == {"-12", "+12"}
+    assert stats["engine_errors"] == 0 and stats["query_errors"] == 0
+
+
+def test_hostile_query_documents_are_refused_over_control_and_the_service_keeps_serving(server, feed) -> None:
+    """An 8-level alias bomb once blocked the service for 27 s; 250k queries for 103 s, all registered."""
+    levels = ["&a [" + ",".join("l" * 9) + "]"] + [f"&{b} [" + ",".join([f"*{a}"] * 9) + "]"
+                                                  for a, b in zip("abcdefg", "bcdefgh")]
+    bomb = f"queries:\n- name: x\n  streams: [x]\n  kind: choice\n  question: q\n  choices: [{','.join(levels)}]\n"
+    many = "queries:\n" + "".join(f"  - {{name: q{i}, streams: [x], kind: surprise}}\n" for i in range(1001))
+    with ControlClient(server.endpoints["control"], timeout_s=10) as control:
+        start = time.monotonic()
+        error = control.request({"op": "register", "yaml": bomb})["error"]
+        assert time.monotonic() - start < 1.0 and "max_yaml_nodes" in error and len(error) < 200
+        assert "max_yaml_bytes" in control.request({"op": "register", "yaml": many * 6})["error"]
+        assert "over the limit of 1000 (max_queries)" in control.request({"op": "register", "yaml": many})["error"]
+        reserved = "queries:\n  - {name: hb, streams: [x], kind: surprise, topic: _heartbeat/}\n"
+        assert "reserved" in control.request({"op": "register", "yaml": reserved})["error"]
+        assert [q["name"] for q in control.call("list")["queries"]] == ["dir"]
+        feed.send(encode(SyntheticMarket(SyntheticConfig(seed=7)).next_batch(5)))
+        wait_for(lambda: control.call("get", query="dir", stream="SYN.A")["answer"] is not None)

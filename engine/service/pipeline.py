@@ -25,7 +25,9 @@ from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.config import TORCH_DTYPES, ConfigError, ServiceConfig
 from queries.cache import Answer, AnswerCache
+from queries.evaluate import compile_query
 from queries.flash import FlashQueries
+from queries.limits import QueryLimits
 from queries.registry import Registry
 
 
@@ -60,7 +62,10 @@ class TickPipeline:
         if self.codec.vocab_size > model.config.vocab_size:
             raise ConfigError(f"codec vocabulary ({self.codec.vocab_size}) exceeds the model's ({model.config.vocab_size})")
         self.runner = ModelRunner(model, config.kv.spec())
-        self.registry = Registry(questions=self.codec.questions)
+        limits = config.limits
+        self.registry = Registry(self.codec.questions, QueryLimits(
+            limits.max_yaml_bytes, limits.max_yaml_nodes, limits.max_queries, limits.max_topic_bytes),
+            answerable=lambda spec: compile_query(spec, self.codec))
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)
         self.engine = Engine(self.runner, config.scheduler, self.flash)

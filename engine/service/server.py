@@ -247,7 +247,7 @@ class Server:
 
     def _op_register(self, request: dict, _reply: Any) -> dict:
         specs = load_queries(_field(request, "yaml", str), "control:register",
-                             questions=self.pipeline.codec.questions)
+                             questions=self.pipeline.codec.questions, limits=self.pipeline.registry.limits)
         for spec in specs:  # fail now, not at the first due tick, when the model cannot answer it
             self.pipeline.flash.compiled(spec)
         self.pipeline.registry.register(specs)
