@@ -25,8 +25,9 @@ from typing import Any
 import msgpack
 import zmq
 
-from engine.service.config import ServiceConfig
+from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
+from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from queries.cache import Answer
 from queries.spec import QuerySpec, QuerySpecError
@@ -143,20 +144,23 @@ class Server:
     def _step(self) -> None:
         try:
             report = self.pipeline.step()
+            for outcome in report.outcomes if report is not None else []:
+                self._deliver(outcome)
         except Exception as e:  # a bug must not take the service down: count it, say it, keep serving
             self.counters["engine_errors"] += 1
             print(f"flashtick: engine step failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+
+    def _deliver(self, outcome: JobOutcome) -> None:
+        """A standing query's answer goes out on its topic; an ask's to the asker alone."""
+        if outcome.job.ticket is None:
+            if outcome.answer is not None:
+                self._publish(outcome.answer)
             return
-        for outcome in report.outcomes if report is not None else []:
-            if outcome.job.ticket is None:  # a standing query's answer: on its topic
-                if outcome.answer is not None:
-                    self._publish(outcome.answer)
-                continue
-            reply = self._waiting.pop(outcome.job.ticket, None)  # an ask's: to the asker alone
-            if reply is not None and outcome.answer is not None:
-                reply({"ok": True, "answer": outcome.answer.to_wire(), "cached": False})
-            elif reply is not None:
-                reply({"ok": False, "error": outcome.error})
+        reply = self._waiting.pop(outcome.job.ticket, None)
+        if reply is not None and outcome.answer is not None:
+            reply({"ok": True, "answer": outcome.answer.to_wire(), "cached": False})
+        elif reply is not None:
+            reply({"ok": False, "error": outcome.error})
 
     def close(self) -> None:
         for sock in self._sockets.values():
