@@ -94,6 +94,8 @@ class LimitsSection:
     answers_hwm: int = 100_000  # per subscriber; past it ZeroMQ drops for that slow subscriber only
     heartbeat_s: float = 1.0
     max_ingest_per_step: int = 10_000  # messages drained between two forwards
+    # streams
+    max_stream_bytes: int = 128  # longest stream name in UTF-8 bytes (the name rule: connectors/ticks.py check_stream)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
