@@ -13,14 +13,17 @@ that state exactly as it was:
 of the ingest socket (see connectors/ticks.py for the raw tick map):
 
     raw           one msgpack tick map, or a list of them
-    pre-tokenized a msgpack list of ``{stream: str, ts: int ns, tokens: [int], ticks: int >= 1}``
+    pre-tokenized a msgpack list of ``{stream: str, ts: int ns, tokens: [int], ticks: int}``
                   from an out-of-process connector (``ticks`` defaults to 1)
 
 Both forms share one ordering guard per stream and the same stream-name and ts
-rules (connectors.ticks.check_stream / check_ts / check_order); token ids are
-range-checked in one place (`check_tokens`). A pre-tokenized item does not
-advance the codec state: the next raw tick on that stream is encoded relative
-to the previous raw one.
+rules (connectors.ticks.check_stream / check_ts / check_order); tokens are
+checked in one place (`check_tokens`: ids in the vocabulary, at most
+`max_item_tokens` of them, because an item longer than the engine's usable
+window could never be placed and would stall its stream), tick counts in
+another (`check_ticks`: 1 <= ticks <= len(tokens), every tick has a token). A
+pre-tokenized item does not advance the codec state: the next raw tick on that
+stream is encoded relative to the previous raw one.
 """
 
 from __future__ import annotations
@@ -30,7 +33,17 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from connectors.codec import Codec
-from connectors.ticks import InvalidTick, Tick, check_order, check_stream, check_ts, tick_items, unpack, validate
+from connectors.ticks import (
+    MAX_STREAM_BYTES,
+    InvalidTick,
+    Tick,
+    check_order,
+    check_stream,
+    check_ts,
+    tick_items,
+    unpack,
+    validate,
+)
 
 TOKENIZED_FIELDS = frozenset(("stream", "ts", "tokens", "ticks"))
 
@@ -79,21 +92,33 @@ Submit = Callable[[EncodedTick], None]
 """Hands an encoded item on (to the engine); raises InvalidTick (e.g. "stream_refused") to refuse it."""
 
 
-def check_tokens(tokens: Any, vocab_size: int) -> list[int]:
-    """The one token rule: a non-empty list of ints in [0, vocab_size)."""
+def check_tokens(tokens: Any, vocab_size: int, max_tokens: int | None = None) -> list[int]:
+    """The one token rule: a non-empty list of at most `max_tokens` ints in [0, vocab_size)."""
     if not isinstance(tokens, list) or not tokens:
         raise InvalidTick("bad_tokens", f"tokens must be a non-empty list of ints, got {type(tokens).__name__}")
+    if max_tokens is not None and len(tokens) > max_tokens:  # before the per-token loop: refused cheaply
+        raise InvalidTick("bad_tokens", f"{len(tokens)} tokens in one item; the engine takes at most {max_tokens} "
+                                        "(its window less the sink and probe reserve): split it into smaller items")
     for t in tokens:
         if type(t) is not int or not 0 <= t < vocab_size:  # type(): a bool is not a token id
             raise InvalidTick("bad_tokens", f"token {t!r} is not an id in [0, {vocab_size})")
     return tokens
 
 
+def check_ticks(ticks: Any, num_tokens: int) -> int:
+    """The one tick-count rule of a pre-tokenized item: an int in [1, num_tokens] (a tick has a token at least)."""
+    if type(ticks) is not int or ticks < 1:  # type(): a bool is not a count
+        raise InvalidTick("wrong_type", f"ticks must be an int >= 1, got {ticks!r}")
+    if ticks > num_tokens:
+        raise InvalidTick("bad_tokens", f"ticks {ticks} > {num_tokens} tokens: every tick has a token at least")
+    return ticks
+
+
 class StreamEncoder:
     """One stream's ingest state: the last accepted ts and the codec state, with counters."""
 
-    def __init__(self, stream: str, codec: Codec, vocab_size: int) -> None:
-        self.stream = check_stream(stream)
+    def __init__(self, stream: str, codec: Codec, vocab_size: int, max_stream_bytes: int = MAX_STREAM_BYTES) -> None:
+        self.stream = check_stream(stream, max_stream_bytes)
         self.codec = codec
         self.vocab_size = vocab_size
         self.state: Any = codec.new_state()
@@ -108,13 +133,9 @@ class StreamEncoder:
         state = copy.copy(self.state)
         return EncodedTick(self.stream, tick.ts, self.codec.encode(tick, state), 1, state)
 
-    def accept(self, ts: int, tokens: Any, ticks: int = 1) -> EncodedTick:
-        """A pre-tokenized item of this stream; raises InvalidTick ("bad_tokens", "ts_backwards"). Mutates nothing."""
-        try:
-            tokens = check_tokens(tokens, self.vocab_size)
-        except InvalidTick as err:
-            err.stream = self.stream
-            raise
+    def accept(self, ts: int, tokens: list[int], ticks: int = 1) -> EncodedTick:
+        """A pre-tokenized item of this stream (tokens and ticks already checked, see StreamEncoders.accept);
+        raises InvalidTick("ts_backwards"). Mutates nothing."""
         check_order(self.stream, ts, self.last_ts)
         return EncodedTick(self.stream, ts, tokens, ticks, None)
 
@@ -130,16 +151,23 @@ class StreamEncoders:
     """Stream name -> StreamEncoder, and the decoding of both ingest wire forms.
 
     `vocab_size` bounds pre-tokenized ids (the model's vocabulary; defaults to the
-    codec's). A stream gets its encoder when its first tick is committed, so a
-    refused first tick leaves no trace.
+    codec's). `max_item_tokens` bounds the tokens of one item, raw or
+    pre-tokenized (the service passes the longest chunk its scheduler can place;
+    None: no bound). `max_stream_bytes` bounds stream names. A stream gets its
+    encoder when its first tick is committed, so a refused first tick leaves no trace.
     """
 
-    def __init__(self, codec: Codec, vocab_size: int | None = None, max_message_bytes: int = 64 << 20) -> None:
-        if max_message_bytes <= 0:
-            raise ValueError(f"max_message_bytes must be > 0, got {max_message_bytes}")
+    def __init__(self, codec: Codec, vocab_size: int | None = None, max_message_bytes: int = 64 << 20, *,
+                 max_item_tokens: int | None = None, max_stream_bytes: int = MAX_STREAM_BYTES) -> None:
+        for name, value in (("max_message_bytes", max_message_bytes), ("max_stream_bytes", max_stream_bytes),
+                            ("max_item_tokens", 1 if max_item_tokens is None else max_item_tokens)):
+            if type(value) is not int or value <= 0:
+                raise ValueError(f"{name} must be an int > 0, got {value!r}")
         self.codec = codec
         self.vocab_size = codec.vocab_size if vocab_size is None else vocab_size
         self.max_message_bytes = max_message_bytes
+        self.max_item_tokens = max_item_tokens
+        self.max_stream_bytes = max_stream_bytes
         self._encoders: dict[str, StreamEncoder] = {}
 
     def __len__(self) -> int:
@@ -160,29 +188,35 @@ class StreamEncoders:
 
     def _encoder(self, stream: str) -> StreamEncoder:
         encoder = self._encoders.get(stream)
-        return encoder if encoder is not None else StreamEncoder(stream, self.codec, self.vocab_size)
+        return encoder if encoder is not None else self._new_encoder(stream)
+
+    def _new_encoder(self, stream: str) -> StreamEncoder:
+        return StreamEncoder(stream, self.codec, self.vocab_size, self.max_stream_bytes)
 
     # -- one item, two phases --------------------------------------------------------------
 
     def encode(self, tick: Tick) -> EncodedTick:
         """Phase one for a raw tick (its stream name is checked when its encoder is made); raises
         InvalidTick. Mutates nothing."""
-        return self._encoder(tick.stream).encode(tick)
+        item = self._encoder(tick.stream).encode(tick)
+        if self.max_item_tokens is not None and len(item.tokens) > self.max_item_tokens:  # a text codec's long line
+            raise InvalidTick("bad_tokens", f"tick of {len(item.tokens)} tokens; the engine takes at most "
+                                            f"{self.max_item_tokens} in one item", tick.stream)
+        return item
 
     def accept(self, item: Any) -> EncodedTick:
         """Phase one for one pre-tokenized map; raises InvalidTick. Mutates nothing."""
         if not isinstance(item, dict):
             raise InvalidTick("not_a_map", f"a tokenized tick is a map, got {type(item).__name__}")
-        stream = check_stream(item.get("stream"))
+        stream = check_stream(item.get("stream"), self.max_stream_bytes)
         try:
             extra = set(item) - TOKENIZED_FIELDS
             if extra:
                 raise InvalidTick("unknown_field", f"fields {sorted(map(str, extra))} not allowed in a tokenized tick")
             ts = check_ts(item)
-            ticks = item.get("ticks", 1)
-            if type(ticks) is not int or ticks < 1:
-                raise InvalidTick("wrong_type", f"ticks must be an int >= 1, got {ticks!r}")
-            return self._encoder(stream).accept(ts, item.get("tokens"), ticks)
+            tokens = check_tokens(item.get("tokens"), self.vocab_size, self.max_item_tokens)
+            ticks = check_ticks(item.get("ticks", 1), len(tokens))
+            return self._encoder(stream).accept(ts, tokens, ticks)
         except InvalidTick as err:
             err.stream = stream
             raise
@@ -190,7 +224,7 @@ class StreamEncoders:
     def commit(self, item: EncodedTick) -> None:
         encoder = self._encoders.get(item.stream)
         if encoder is None:
-            encoder = self._encoders[item.stream] = StreamEncoder(item.stream, self.codec, self.vocab_size)
+            encoder = self._encoders[item.stream] = self._new_encoder(item.stream)
         encoder.commit(item)
 
     # -- whole paths: check, submit, commit -------------------------------------------------
@@ -203,7 +237,7 @@ class StreamEncoders:
 
     def ingest_message(self, data: bytes, submit: Submit) -> Ingested:
         """A raw wire message (one tick map or a list); never raises, one bad tick never drops the rest."""
-        return self._ingest(data, submit, tick_items, lambda obj: self.encode(validate(obj)))
+        return self._ingest(data, submit, tick_items, lambda obj: self.encode(validate(obj, self.max_stream_bytes)))
 
     def ingest_tokenized(self, data: bytes, submit: Submit) -> Ingested:
         """A pre-tokenized wire message (a msgpack list of maps); never raises."""

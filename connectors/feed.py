@@ -5,12 +5,19 @@ send msgpack (never pickle: the engine must not run code a feed sends). One
 `send` call is one message: a single tick is a map, a list is a list of maps.
 The engine validates every tick and counts rejections, so a dict is sent as
 given; a `Tick` was validated when it was built.
+
+A send never waits for ever: with no engine accepting, the first message fails
+after `connect_timeout_ms`, and a later one after `send_timeout_ms` without the
+engine taking messages, both with `FeedTimeout`. PUSH has no reply path, so the
+engine publishes each rejection on its answers socket (topic `_rejects/`);
+`RejectWatch` counts the ones for a feed's own streams.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from typing import Any, Mapping, NamedTuple, Sequence
 
 import msgpack
@@ -20,11 +27,13 @@ from connectors.source import Source
 from connectors.ticks import Tick
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
+REJECTS_TOPIC = "_rejects/"  # the engine's topics (engine/service/server.py), named here: connectors sit below it
+HEARTBEAT_TOPIC = "_heartbeat/"
 SendItem = Tick | Mapping[str, Any]
 
 
 class FeedTimeout(TimeoutError):
-    """The engine did not take a message within send_timeout_ms (its queue and ours are full)."""
+    """No engine took a message in time: none is accepting connections, or it stopped reading."""
 
 
 def _wire(item: Any) -> dict[str, Any]:
@@ -44,13 +53,23 @@ def pack(ticks: SendItem | Sequence[SendItem]) -> tuple[bytes, int]:
     raise TypeError(f"send() takes a Tick, a dict or a list of them, got {type(ticks).__name__}")
 
 
+def _check_ms(name: str, value: Any, *, none_ok: bool) -> None:
+    if value is None and none_ok:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be {'None (wait) or ' if none_ok else ''}an int >= 0, got {value!r}")
+
+
 class FeedClient:
     """A PUSH socket connected to the engine's ingest PULL socket.
 
-    `hwm` bounds the messages queued here while the engine is slow or not up
-    yet; when it is reached `send` waits (back-pressure), for ever by default
-    or up to `send_timeout_ms` and then raises FeedTimeout. `close` waits up to
-    `linger_ms` for queued messages to leave.
+    Messages are queued only on a connection an engine accepted (ZeroMQ's
+    IMMEDIATE), so with no engine `send` waits instead of queueing into the
+    void: up to `connect_timeout_ms` for the first message, then FeedTimeout.
+    `hwm` bounds the messages queued here while the engine is slow; when it is
+    reached `send` waits (back-pressure) up to `send_timeout_ms` (None: for
+    ever) and then raises FeedTimeout. `close` waits up to `linger_ms` for
+    queued messages to leave.
     """
 
     def __init__(
@@ -58,7 +77,8 @@ class FeedClient:
         endpoint: str = DEFAULT_ENDPOINT,
         *,
         hwm: int = 1000,
-        send_timeout_ms: int | None = None,
+        send_timeout_ms: int | None = 10_000,
+        connect_timeout_ms: int = 3000,
         linger_ms: int = 2000,
         context: zmq.Context | None = None,
     ) -> None:
@@ -66,16 +86,18 @@ class FeedClient:
             raise ValueError(f"endpoint must look like 'tcp://host:port', got {endpoint!r}")
         if isinstance(hwm, bool) or not isinstance(hwm, int) or hwm < 0:
             raise ValueError(f"hwm must be an int >= 0 (0 = unbounded), got {hwm!r}")
-        if send_timeout_ms is not None and (not isinstance(send_timeout_ms, int) or send_timeout_ms < 0):
-            raise ValueError(f"send_timeout_ms must be None (wait) or an int >= 0, got {send_timeout_ms!r}")
+        _check_ms("send_timeout_ms", send_timeout_ms, none_ok=True)
+        _check_ms("connect_timeout_ms", connect_timeout_ms, none_ok=False)
         if not isinstance(linger_ms, int) or linger_ms < -1:
             raise ValueError(f"linger_ms must be an int >= -1 (-1 = wait for ever), got {linger_ms!r}")
         self.endpoint = endpoint
         self.send_timeout_ms = send_timeout_ms
+        self.connect_timeout_ms = connect_timeout_ms
         self._sock = (context or zmq.Context.instance()).socket(zmq.PUSH)
         self._sock.setsockopt(zmq.SNDHWM, hwm)
         self._sock.setsockopt(zmq.LINGER, linger_ms)
-        self._sock.setsockopt(zmq.SNDTIMEO, -1 if send_timeout_ms is None else send_timeout_ms)
+        self._sock.setsockopt(zmq.IMMEDIATE, 1)  # no engine, no queue: a send waits and times out, never lies
+        self._sock.setsockopt(zmq.SNDTIMEO, connect_timeout_ms)  # until a first message has gone
         self._sock.connect(endpoint)
         self.messages = 0
         self.ticks = 0
@@ -90,9 +112,13 @@ class FeedClient:
         try:
             self._sock.send(payload)
         except zmq.Again:
-            raise FeedTimeout(
-                f"engine at {self.endpoint} took no message for {self.send_timeout_ms} ms; is it running?"
-            ) from None
+            if self.messages == 0:
+                raise FeedTimeout(f"no engine accepting on {self.endpoint} after {self.connect_timeout_ms} ms: "
+                                  "is `flashtick serve` running?") from None
+            raise FeedTimeout(f"engine at {self.endpoint} took no message for {self.send_timeout_ms} ms "
+                              "(stopped, or not reading): is `flashtick serve` still running?") from None
+        if self.messages == 0:
+            self._sock.setsockopt(zmq.SNDTIMEO, -1 if self.send_timeout_ms is None else self.send_timeout_ms)
         self.messages += 1
         self.ticks += n
         return n
@@ -108,10 +134,111 @@ class FeedClient:
         self.close()
 
 
+class RejectWatch:
+    """Counts the rejections an engine publishes on `_rejects/` for the streams a feed sent.
+
+    A SUB socket on the engine's answers endpoint takes `_rejects/` and
+    `_heartbeat/`. `wait_ready` returns once a heartbeat came, so the
+    subscription is in place and no later rejection is missed. A rejection is
+    ours when its `stream` is one we sent (`streams`); one without a stream (a
+    message that was not msgpack, or too large) cannot be told from another
+    feed's and is counted in `unattributed`.
+    """
+
+    def __init__(self, endpoint: str, *, context: zmq.Context | None = None) -> None:
+        if not isinstance(endpoint, str) or "://" not in endpoint:
+            raise ValueError(f"answers endpoint must look like 'tcp://host:port', got {endpoint!r}")
+        self.endpoint = endpoint
+        self._sock = (context or zmq.Context.instance()).socket(zmq.SUB)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        for topic in (REJECTS_TOPIC, HEARTBEAT_TOPIC):
+            self._sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
+        self._sock.connect(endpoint)
+        self.streams: set[str] = set()
+        self.rejected: Counter[str] = Counter()  # reason -> count, our streams only
+        self.unattributed = 0
+        self.heartbeats = 0
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Wait for the first heartbeat; raises FeedTimeout if none comes within `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while self.heartbeats == 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise FeedTimeout(f"no heartbeat from {self.endpoint} in {timeout_s:g} s: is it the answers "
+                                  "endpoint of a running `flashtick serve`?")
+            self.poll(max(1, int(left * 1000)))
+
+    def poll(self, timeout_ms: int = 0) -> int:
+        """Take what has arrived, waiting up to `timeout_ms` for a first message; returns our rejections taken."""
+        if not self._sock.poll(timeout_ms):
+            return 0
+        ours = 0
+        while True:
+            try:
+                frames = self._sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return ours
+            if frames[0] == HEARTBEAT_TOPIC.encode():
+                self.heartbeats += 1
+            elif len(frames) == 2:
+                ours += self._count(frames[1])
+
+    def _count(self, payload: bytes) -> int:
+        try:
+            rejection = msgpack.unpackb(payload, raw=False)
+        except Exception:  # not ours to judge: a rejection we cannot read is not counted
+            return 0
+        stream = rejection.get("stream") if isinstance(rejection, dict) else None
+        if stream is None:
+            self.unattributed += 1
+            return 0
+        if stream not in self.streams:
+            return 0
+        self.rejected[str(rejection.get("reason"))] += 1
+        return 1
+
+    def settle(self, timeout_s: float, heartbeats: int = 2) -> None:
+        """After the last send: wait until `heartbeats` heartbeats pass with no rejection of ours between them
+        (the engine went round its loop since our messages came), or `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        quiet_since = self.heartbeats
+        while self.heartbeats - quiet_since < heartbeats:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if self.poll(max(1, int(min(left, 0.1) * 1000))):
+                quiet_since = self.heartbeats
+
+    def close(self) -> None:
+        if not self._sock.closed:
+            self._sock.close()
+
+    def __enter__(self) -> RejectWatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class FeedStats(NamedTuple):
     ticks: int
     messages: int
     seconds: float
+    rejected: dict[str, int] | None = None  # reason -> count for our streams; None when not watched
+    unattributed: int = 0  # rejections without a stream seen meanwhile (maybe another feed's)
+
+    def summary(self) -> str:
+        """One line: "sent N ticks in M messages over S s" and, when watched, "; K rejected (reason: n, ...)"."""
+        line = f"sent {self.ticks} ticks in {self.messages} messages over {self.seconds:.1f} s"
+        if self.rejected is None:
+            return line
+        n = sum(self.rejected.values())
+        line += f"; {n} rejected" + (f" ({', '.join(f'{r}: {c}' for r, c in sorted(self.rejected.items()))})"
+                                     if n else "")
+        if self.unattributed:
+            line += f"; {self.unattributed} rejections without a stream (maybe another feed's)"
+        return line
 
 
 def run_feed(
@@ -123,12 +250,21 @@ def run_feed(
     *,
     stop: threading.Event | None = None,
     idle_sleep_s: float = 0.001,
+    answers: str | None = None,
+    ready_timeout_s: float = 5.0,
+    settle_s: float = 5.0,
 ) -> FeedStats:
     """Pump `source` into `client` until it is done, `max_ticks` are sent or `stop` is set.
 
     `rate` caps ticks per second (None: as fast as the source and socket go);
     each message carries up to `batch` ticks. A source with nothing ready is
-    polled again after `idle_sleep_s`, since sources never block.
+    polled again after `idle_sleep_s`, since sources never block. Raises
+    FeedTimeout when the engine takes nothing (see FeedClient).
+
+    With `answers` (the engine's answers endpoint) the rejections of our streams
+    are counted into the stats: the feed waits for a first heartbeat (at most
+    `ready_timeout_s`) before it sends, and after the last send until two
+    heartbeats pass with no new rejection (at most `settle_s`).
     """
     if rate is not None and not (isinstance(rate, (int, float)) and 0 < rate < float("inf")):
         raise ValueError(f"rate must be None or ticks per second > 0, got {rate!r}")
@@ -136,6 +272,17 @@ def run_feed(
         raise ValueError(f"max_ticks must be None or an int >= 0, got {max_ticks!r}")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch must be an int >= 1, got {batch!r}")
+    if answers is None:
+        return _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None)
+    with RejectWatch(answers) as watch:
+        watch.wait_ready(ready_timeout_s)
+        stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch)
+        watch.settle(settle_s)
+        return stats._replace(rejected=dict(watch.rejected), unattributed=watch.unattributed)
+
+
+def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int | None, batch: int,
+          stop: threading.Event | None, idle_sleep_s: float, watch: RejectWatch | None) -> FeedStats:
     t0 = time.monotonic()
     sent = messages = 0
     while (max_ticks is None or sent < max_ticks) and not (stop is not None and stop.is_set()):
@@ -149,9 +296,13 @@ def run_feed(
             want = min(want, allowed)
         ticks = source.next_batch(want)
         if ticks:
+            if watch is not None:
+                watch.streams.update(t.stream for t in ticks)
             client.send(ticks)
             sent += len(ticks)
             messages += 1
+            if watch is not None:
+                watch.poll()
         elif source.done:
             break
         else:

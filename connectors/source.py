@@ -89,12 +89,14 @@ class SyntheticSource(Source):
 
     Resuming regenerates the market from its seed and skips the ticks already
     emitted: the market is deterministic, so this reproduces the exact sequence.
+    A config whose `start_ts` is None (now) is anchored once, here; the snapshot
+    carries the start it got, and a source built with that `start_ts` resumes it.
     """
 
     def __init__(self, config: SyntheticConfig | None = None, limit: int | None = None) -> None:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise ValueError(f"limit must be None (endless) or an int >= 0, got {limit!r}")
-        self.config = config or SyntheticConfig()
+        self.config = (config or SyntheticConfig()).anchored()
         self.limit = limit
         self._fingerprint = fingerprint(("synthetic", self.config))  # limit left out: resuming may run longer
         self._market = SyntheticMarket(self.config)
@@ -112,7 +114,8 @@ class SyntheticSource(Source):
         return self.limit is not None and self.emitted >= self.limit
 
     def snapshot(self) -> dict[str, Any]:
-        return {"source": "synthetic", "fingerprint": self._fingerprint, "emitted": self.emitted}
+        return {"source": "synthetic", "fingerprint": self._fingerprint, "emitted": self.emitted,
+                "start_ts": self.config.start_ts}
 
     def restore(self, snapshot: dict[str, Any]) -> None:
         emitted = check_snapshot(snapshot, "synthetic", self._fingerprint)

@@ -18,9 +18,11 @@ blocking, and `generate(n)` returns ticks plus the hidden `Truth` per tick.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
@@ -56,11 +58,19 @@ DEFAULT_STREAMS = (
 
 @dataclass(frozen=True)
 class SyntheticConfig:
-    """Market-wide knobs; probabilities are per tick of a stream."""
+    """Market-wide knobs; probabilities are per tick of a stream.
+
+    `start_ts` is where event time starts (ns since the epoch). The default is a
+    fixed instant, so a seed gives the same ticks on every run (tests, training,
+    benchmarks). None means "now": the wall clock is read once when the market is
+    built (`anchored`), for a live feed whose event time must move on from the
+    previous run's. The path relative to the start is the same either way, and so
+    are its tokens (codecs see gaps, not instants).
+    """
 
     seed: int = 0
     streams: tuple[StreamParams, ...] = DEFAULT_STREAMS
-    start_ts: int = 1_700_000_000_000_000_000
+    start_ts: int | None = 1_700_000_000_000_000_000
     p_to_volatile: float = 1 / 800
     p_to_calm: float = 1 / 400
     p_phase_switch: float = 1 / 300
@@ -85,6 +95,13 @@ class SyntheticConfig:
             raise ValueError(f"rates must be > 0, got rate_hz={self.rate_hz}, burst_mean_s={self.burst_mean_s}")
         if not 0 <= self.trend_bias < 0.5:
             raise ValueError(f"trend_bias must be in [0, 0.5), got {self.trend_bias}")
+        start = self.start_ts
+        if start is not None and (isinstance(start, bool) or not isinstance(start, int) or not 0 <= start < 2**62):
+            raise ValueError(f"start_ts must be None (now) or an int of ns in [0, 2**62), got {start!r}")
+
+    def anchored(self) -> SyntheticConfig:
+        """This config with a start_ts of None replaced by the wall clock now (a fixed start is kept)."""
+        return self if self.start_ts is not None else dataclasses.replace(self, start_ts=time.time_ns())
 
 
 class Truth(NamedTuple):
@@ -188,7 +205,7 @@ class SyntheticMarket:
     """Seeded multi-stream market; an endless, non-blocking source of ticks."""
 
     def __init__(self, config: SyntheticConfig | None = None) -> None:
-        self.config = config or SyntheticConfig()
+        self.config = (config or SyntheticConfig()).anchored()
         seeds = random.Random(self.config.seed)
         self._streams = [
             _Stream(p, self.config, random.Random(seeds.getrandbits(64)), self.config.start_ts)

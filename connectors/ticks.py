@@ -5,7 +5,7 @@ Wire map (one msgpack map per tick; a message carries one map or a list of maps)
 
 | field      | type              | trade    | quote    | meaning                                  |
 |------------|-------------------|----------|----------|------------------------------------------|
-| `stream`   | str, non-empty    | required | required | instrument / feed id, one session each   |
+| `stream`   | str (see below)   | required | required | instrument / feed id, one session each   |
 | `ts`       | int (int64 ns)    | required | required | event time, nanoseconds since the epoch  |
 | `kind`     | str               | optional | optional | `"trade"` or `"quote"` (see below)       |
 | `price`    | float or int > 0  | required | -        | trade price                              |
@@ -23,6 +23,10 @@ integer (a bool or a float is rejected), in [0, 2**63). Prices must be finite
 and > 0; sizes finite and >= 0; a locked quote (bid == ask) is accepted, a
 crossed one (bid > ask) is not. Encoding omits optional fields that are None.
 
+A stream name is printable text of at most 128 UTF-8 bytes (configurable), with
+no '/' (answer topics use it), no leading '_' (the service's own topics) and no
+space at either end; see `check_stream`.
+
 Every rejection raises `InvalidTick` with a short machine-readable `reason`
 (one of `REASONS`, used as a counter label) and a human message.
 """
@@ -30,6 +34,7 @@ Every rejection raises `InvalidTick` with a short machine-readable `reason`
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Sequence
 
@@ -40,6 +45,7 @@ QUOTE = "quote"
 KINDS = (TRADE, QUOTE)
 SIDES = ("buy", "sell")
 TS_MAX = 2**63
+MAX_STREAM_BYTES = 128  # the service's default for limits.max_stream_bytes
 
 REASONS = (
     "not_a_map",
@@ -172,19 +178,61 @@ def _kind(obj: dict) -> str:
     return kind
 
 
-def check_stream(stream: Any) -> str:
-    """The one stream-name rule (raw and pre-tokenized ticks alike): a non-empty str without '/'."""
+def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
+    """The one stream-name rule, for raw and pre-tokenized ticks alike.
+
+    A name is a non-empty str of at most `max_bytes` UTF-8 bytes whose characters
+    are all printable (`str.isprintable`: no control character or NUL, no format
+    character such as a bidi override or a zero-width one, no line or paragraph
+    separator, no surrogate, no private-use or unassigned code point, and no
+    space but the ASCII one), with no '/', no leading '_' and no space at either
+    end. Anything else is `bad_stream`, with the rule it broke.
+    """
     if stream is None or stream == "":
         raise InvalidTick("missing_stream", "field 'stream' is required and must be non-empty")
     if not isinstance(stream, str):
         raise InvalidTick("wrong_type", f"stream must be a str, got {type(stream).__name__}")
+    if len(stream) > max_bytes:  # a character is at least one byte: a 1 MB name stops here, unread
+        raise InvalidTick("bad_stream", f"stream name of {len(stream)} characters is longer than {max_bytes} bytes")
+    if not stream.isprintable():
+        bad = next(c for c in stream if not c.isprintable())
+        raise InvalidTick("bad_stream", f"stream {_excerpt(stream)} contains {_describe(bad)}; names must be printable")
+    size = len(stream.encode())  # cannot fail: surrogates are not printable
+    if size > max_bytes:
+        raise InvalidTick("bad_stream", f"stream name of {size} UTF-8 bytes is longer than {max_bytes} bytes")
     if "/" in stream:  # answer topics are "<query>/<stream>/": a '/' would make prefix subscriptions ambiguous
         raise InvalidTick("bad_stream", f"stream {stream!r} contains '/', which answer topics use as a delimiter")
+    if stream[0] == "_":
+        raise InvalidTick("bad_stream", f"stream {stream!r} starts with '_': topics starting with '_' are the "
+                                        "service's own (_heartbeat/, _rejects/)")
+    if stream[0] == " " or stream[-1] == " ":
+        raise InvalidTick("bad_stream", f"stream {stream!r} starts or ends with a space")
     return stream
 
 
+_CATEGORY_NAMES = {"Cc": "a control character", "Cf": "a format character", "Cs": "a surrogate",
+                   "Co": "a private-use character", "Cn": "an unassigned code point", "Zl": "a line separator",
+                   "Zp": "a paragraph separator", "Zs": "a space other than ' '"}
+
+
+def _describe(char: str) -> str:
+    name = unicodedata.name(char, "")
+    what = _CATEGORY_NAMES.get(unicodedata.category(char), "a non-printable character")
+    return f"U+{ord(char):04X}{' ' + name if name else ''} ({what})"
+
+
+def _excerpt(stream: str, limit: int = 32) -> str:
+    """The start of a refused name, escaped (ascii) so that it cannot reorder or hide text where it is shown."""
+    return ascii(stream[:limit]) + ("..." if len(stream) > limit else "")
+
+
 def check_ts(obj: dict) -> int:
-    """The one timestamp-field rule: `ts` present, an int (not a bool), in [0, 2**63)."""
+    """The one timestamp-field rule: `ts` present, an int (not a bool), in [0, 2**63) (int64, from 1970).
+
+    There is deliberately no wall-clock bound: files from any year replay, a
+    simulation may run ahead of the clock, and a backtest does not depend on
+    when it runs. Event time only has to be monotonic per stream (`check_order`).
+    """
     if "ts" not in obj:
         raise InvalidTick("missing_field", "field 'ts' is required")
     ts = obj["ts"]
@@ -202,11 +250,11 @@ def check_order(stream: str, ts: int, last_ts: int | None) -> None:
         raise InvalidTick("ts_backwards", f"stream {stream!r}: ts {ts} < previous {last_ts}", stream)
 
 
-def validate(obj: Any) -> Tick:
+def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES) -> Tick:
     """Check one decoded wire map and build a Tick; raises InvalidTick with a reason."""
     if not isinstance(obj, dict):
         raise InvalidTick("not_a_map", f"a tick is a map, got {type(obj).__name__}")
-    stream = check_stream(obj.get("stream"))
+    stream = check_stream(obj.get("stream"), max_stream_bytes)
     try:
         return _validate_fields(obj, stream)
     except InvalidTick as err:

@@ -92,7 +92,7 @@ def test_raw_and_tokenized_ticks_share_one_ordering_guard() -> None:
     assert encoders.ingest_message(encode(trade("A", 100, 10.0, 1.0)), sink).rejections == []
     late = encoders.ingest_tokenized(tokenized({"stream": "A", "ts": 50, "tokens": [1, 2]}), sink)
     assert [(r.reason, r.stream) for r in late.rejections] == [("ts_backwards", "A")]
-    ok = encoders.ingest_tokenized(tokenized({"stream": "A", "ts": 200, "tokens": [1, 2], "ticks": 3}), sink)
+    ok = encoders.ingest_tokenized(tokenized({"stream": "A", "ts": 200, "tokens": [1, 2, 3], "ticks": 3}), sink)
     assert ok.rejections == [] and ok.ticks == 3
     raw_late = encoders.ingest_message(encode(trade("A", 150, 10.0, 1.0)), sink)
     assert [(r.reason, r.stream) for r in raw_late.rejections] == [("ts_backwards", "A")]
@@ -181,3 +181,60 @@ def test_pipeline_reports_refused_streams_and_keeps_their_state(tmp_path) -> Non
                                                    {"stream": "S0", "ts": 11, "tokens": [1, 2, 3, 4]}]))
     assert [(r["reason"], r["stream"]) for r in tok] == [("ts_backwards", "S0")]
     assert pipeline.ticks_in == admitted + 1 and pipeline.encoders["S0"].last_ts == 11
+
+
+def test_tokenized_items_bounded_by_the_window_tick_counts_and_int64_ts() -> None:
+    """Each bad item is refused with its reason; the good items around it go in, in order."""
+    encoders, sink = StreamEncoders(CODEC, max_item_tokens=8), Sink()
+    good = [{"stream": "A", "ts": 10 + i, "tokens": [1] * (1 + i), "ticks": 1} for i in range(8)]
+    bad = [({"stream": "A", "ts": 100, "tokens": [1] * 9}, "bad_tokens"),  # one past the window's room
+           ({"stream": "A", "ts": 100, "tokens": [1] * 200_000}, "bad_tokens"),
+           ({"stream": "A", "ts": 100, "tokens": [1, 2], "ticks": 10**15}, "bad_tokens"),
+           ({"stream": "A", "ts": 100, "tokens": [1, 2], "ticks": 3}, "bad_tokens"),
+           ({"stream": "A", "ts": 100, "tokens": [1, 2], "ticks": True}, "wrong_type"),
+           ({"stream": "A", "ts": -5, "tokens": [1]}, "ts_out_of_range"),
+           ({"stream": "A", "ts": 2**64 - 1, "tokens": [1]}, "ts_out_of_range"),
+           ({"stream": "A", "ts": 2**63, "tokens": [1]}, "ts_out_of_range")]
+    items = [x for pair in zip(good, bad) for x in (pair[0], pair[1][0])]
+    result = encoders.ingest_tokenized(msgpack.packb(items), sink)
+    assert [(r.index, r.reason, r.stream) for r in result.rejections] == [
+        (2 * i + 1, reason, "A") for i, (_, reason) in enumerate(bad)]
+    assert [i.ts for i in sink.items] == [g["ts"] for g in good] and result.ticks == len(good)
+    assert "at most 8" in result.rejections[0].error
+    assert "ticks 1000000000000000 > 2 tokens" in result.rejections[2].error
+    edge = encoders.ingest_tokenized(tokenized({"stream": "A", "ts": 2**63 - 1, "tokens": [1] * 8, "ticks": 8}), sink)
+    assert edge.rejections == [] and edge.ticks == 8 and encoders["A"].ticks == len(good) + 8
+
+
+def test_raw_ticks_share_the_item_bound_and_the_name_limit() -> None:
+    encoders, sink = StreamEncoders(CODEC, max_item_tokens=3, max_stream_bytes=4), Sink()  # a tick is 4 tokens here
+    result = encoders.ingest_message(encode([trade("A", 1, 1.0, 1.0), trade("ABCDE", 1, 1.0, 1.0)]), sink)
+    assert [(r.reason, r.stream) for r in result.rejections] == [("bad_tokens", "A"), ("bad_stream", None)]
+    long_names = StreamEncoders(CODEC, max_stream_bytes=200)
+    name = "N" * 150  # past the default 128, within this service's limit: every path takes it
+    raw = msgpack.packb({"stream": name, "ts": 1, "price": 1.0, "size": 1.0})
+    assert long_names.ingest_message(raw, Sink()).rejections == []
+    assert long_names.ingest_tokenized(tokenized({"stream": name, "ts": 2, "tokens": [1]}), Sink()).rejections == []
+    long_names.ingest(Tick(name + "M", 1, "trade", price=1.0, size=1.0), Sink())
+    assert len(long_names) == 2
+    with pytest.raises(ValueError, match="max_item_tokens must be an int > 0"):
+        StreamEncoders(CODEC, max_item_tokens=0)
+
+
+def test_pipeline_bounds_items_by_the_schedulers_room_and_such_an_item_is_placed(tmp_path) -> None:
+    """The longest item the service takes is the longest the scheduler can place: it advances, one more is refused."""
+    checkpoint = tiny_tick_checkpoint(tmp_path, max_position_embeddings=512)
+    config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 1280, "block_size": 16},
+                                      "scheduler": {"window": 256, "sink_tokens": 4},
+                                      "limits": {"max_stream_bytes": 64}})
+    pipeline = TickPipeline(config)
+    scheduler = pipeline.engine.scheduler
+    room = scheduler.roll_at - scheduler.sink
+    assert pipeline.encoders.max_item_tokens == room and pipeline.encoders.max_stream_bytes == 64
+    items = [{"stream": "S", "ts": 1, "tokens": [1] * 40}, {"stream": "S", "ts": 2, "tokens": [1] * (room + 1)},
+             {"stream": "S", "ts": 3, "tokens": [2] * room}, {"stream": "S", "ts": 4, "tokens": [3] * room}]
+    rejections = pipeline.ingest_tokenized(msgpack.packb(items))
+    assert [(r["index"], r["reason"]) for r in rejections] == [(1, "bad_tokens")]
+    pipeline.run_until_idle()  # two full-room items in a row: each rolls the session and is placed
+    assert scheduler.pending_tokens() == 0
+    assert scheduler.streams["S"].session.tokens[scheduler.sink:] == [3] * room

@@ -74,14 +74,51 @@ def test_bad_arguments_fail_fast() -> None:
         client.send(trade("X", 1, 1.0, 1.0))
 
 
-def test_send_times_out_when_nobody_takes_messages() -> None:
+def dead_endpoint() -> str:
     probe = zmq.Context.instance().socket(zmq.PULL)
     port = probe.bind_to_random_port("tcp://127.0.0.1")
-    probe.close(linger=0)  # the port is now (almost surely) closed: nothing will drain our queue
-    with FeedClient(f"tcp://127.0.0.1:{port}", hwm=2, send_timeout_ms=50, linger_ms=0) as client:
-        with pytest.raises(FeedTimeout, match="took no message for 50 ms"):
-            for _ in range(100):
-                client.send(trade("X", TS, 1.0, 1.0))
+    probe.close(linger=0)  # the port is now (almost surely) closed: no engine accepts there
+    return f"tcp://127.0.0.1:{port}"
+
+
+def test_feed_with_no_engine_fails_fast_with_a_clear_message() -> None:
+    endpoint = dead_endpoint()
+    start = time.monotonic()
+    with FeedClient(endpoint, connect_timeout_ms=300) as client:
+        with pytest.raises(FeedTimeout, match=f"no engine accepting on {endpoint} after 300 ms: "
+                                              "is `flashtick serve` running"):
+            run_feed(SyntheticSource(limit=10), client)
+        assert (client.messages, client.ticks) == (0, 0)  # nothing was queued into the void
+    assert time.monotonic() - start < 2.0
+    with FeedClient(endpoint) as default:
+        assert (default.connect_timeout_ms, default.send_timeout_ms) == (3000, 10_000)  # a few seconds, never for ever
+
+
+def test_cli_feed_with_no_engine_exits_2_with_one_line(capsys) -> None:
+    from engine.service.cli import main
+
+    start = time.monotonic()
+    assert main(["feed", "synthetic", "--ticks", "10", "--endpoint", dead_endpoint()]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no engine accepting on tcp://127.0.0.1:" in err[0] and "sent" not in err[0]
+    assert time.monotonic() - start < 6.0
+
+
+def test_send_times_out_when_the_engine_stops_reading() -> None:
+    """An engine that accepted the connection and then stopped reading: sends time out instead of hanging."""
+    stalled = zmq.Context.instance().socket(zmq.PULL)  # bound, connected to, never read
+    stalled.setsockopt(zmq.RCVHWM, 1)
+    stalled.setsockopt(zmq.LINGER, 0)
+    endpoint = f"tcp://127.0.0.1:{stalled.bind_to_random_port('tcp://127.0.0.1')}"
+    try:
+        start = time.monotonic()
+        with FeedClient(endpoint, hwm=1, send_timeout_ms=300, linger_ms=0) as client:
+            with pytest.raises(FeedTimeout, match="took no message for 300 ms .stopped, or not reading."):
+                run_feed(SyntheticSource(), client, batch=2000)  # ~100 kB messages fill the socket buffers fast
+            assert client.ticks > 0
+        assert time.monotonic() - start < 5.0
+    finally:
+        stalled.close()
 
 
 def test_run_feed_delivers_every_tick_of_a_finite_source(pull) -> None:

@@ -77,3 +77,32 @@ def test_config_validation() -> None:
         SyntheticConfig(quote_share=1.5)
     with pytest.raises(ValueError, match="max_ticks must be >= 0"):
         SyntheticMarket().next_batch(-1)
+
+
+def test_start_now_anchors_event_time_once_and_keeps_the_seeded_path() -> None:
+    """start_ts=None starts at the wall clock; the path relative to its start, and so its tokens, are the seed's."""
+    import dataclasses
+    import time
+
+    from connectors.source import SyntheticSource
+
+    fixed = SyntheticMarket(SyntheticConfig(seed=3)).next_batch(500)
+    before = time.time_ns()
+    live = SyntheticSource(SyntheticConfig(seed=3, start_ts=None))
+    start = live.config.start_ts
+    assert before <= start <= time.time_ns()
+    ticks = live.next_batch(500)
+    shift = start - SyntheticConfig().start_ts
+    assert ticks == [dataclasses.replace(t, ts=t.ts + shift) for t in fixed]
+    codec = BinnedCodec()
+    assert codec.encode_stream(ticks) == codec.encode_stream(fixed)
+    later = SyntheticSource(SyntheticConfig(seed=3, start_ts=None))  # a second live run starts later
+    assert later.config.start_ts >= start
+    snap = live.snapshot()
+    with pytest.raises(ValueError, match="different arguments"):
+        later.restore(snap)  # "now" again is another start: resuming needs the start the snapshot carries
+    resumed = SyntheticSource(SyntheticConfig(seed=3, start_ts=snap["start_ts"]))
+    resumed.restore(snap)
+    assert resumed.next_batch(5) == live.next_batch(5)
+    with pytest.raises(ValueError, match="start_ts"):
+        SyntheticConfig(start_ts=-1)

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import math
+import time
 
 import msgpack
 import pytest
 
-from connectors.ticks import REASONS, InvalidTick, OrderingGuard, Tick, decode, encode, quote, trade, validate
+from connectors.ticks import (
+    REASONS,
+    InvalidTick,
+    OrderingGuard,
+    Tick,
+    check_stream,
+    decode,
+    encode,
+    quote,
+    trade,
+    validate,
+)
 
 TS = 1_723_161_254_087_896_568  # a real Binance collector timestamp: needs all 64 bits
 
@@ -59,6 +71,63 @@ def test_each_bad_case_rejected_with_its_reason(reason: str, obj: object) -> Non
         validate(obj)
     assert err.value.reason == reason
     assert err.value.reason in REASONS and err.value.message
+
+
+GOOD_NAMES = ["BTCUSDT", "ES.H25", "6E-M5", "AAPL US Equity", "SYN.A", "BTC-USD", "BRK.B:XNYS", "Société Générale",
+              "日経225", "ÜBER_X", "a" * 128, "é" * 64, "x_"]
+# (name, the words the message must contain): one per class of refused name
+BAD_NAMES = [
+    ("BTC/USDT", "'/'"),
+    ("_heartbeat", "starts with '_'"),
+    ("_rejects", "starts with '_'"),
+    (" BTCUSDT", "space"),
+    ("BTCUSDT ", "space"),
+    ("BTC\x00USDT", "U+0000"),
+    ("BTC\nUSDT", "control character"),
+    ("BTC\tUSDT", "control character"),
+    ("BTC\x7fUSDT", "control character"),
+    ("BTC\x85USDT", "control character"),  # C1 NEXT LINE
+    ("USD\u202eTSB", "RIGHT-TO-LEFT OVERRIDE"),
+    ("BTC\u2066USDT", "format character"),  # LEFT-TO-RIGHT ISOLATE
+    ("BTC\u200bUSDT", "ZERO WIDTH SPACE"),
+    ("BTC\u200dUSDT", "format character"),  # ZERO WIDTH JOINER
+    ("\ufeffBTCUSDT", "format character"),  # BOM
+    ("BTC\u2028USDT", "line separator"),
+    ("BTC\u2029USDT", "paragraph separator"),
+    ("AAPL\u00a0US", "space other than"),  # looks like "AAPL US": a spoof
+    ("BTC\ud800USDT", "surrogate"),
+    ("BTC\ue000USDT", "private-use"),
+    ("a" * 129, "longer than 128 bytes"),
+    ("é" * 65, "130 UTF-8 bytes"),
+]
+
+
+@pytest.mark.parametrize("name", GOOD_NAMES)
+def test_ordinary_stream_names_accepted(name: str) -> None:
+    assert check_stream(name) == name
+    assert validate(good_trade(stream=name)).stream == name
+    assert decode(encode(trade(name, TS, 1.0, 1.0))).ticks[0].stream == name
+
+
+@pytest.mark.parametrize("name,words", BAD_NAMES, ids=[f"bad-name-{i}" for i in range(len(BAD_NAMES))])
+def test_each_class_of_bad_stream_name_refused_with_its_rule(name: str, words: str) -> None:
+    with pytest.raises(InvalidTick) as err:
+        validate(good_trade(stream=name))
+    assert err.value.reason == "bad_stream" and words in err.value.message
+    assert err.value.stream is None  # a refused name is never echoed as a stream
+    assert len(err.value.message) < 200 and err.value.message.isascii()  # short, and shows no raw control/bidi
+
+
+def test_stream_name_limit_is_configurable_and_huge_names_are_refused_cheaply() -> None:
+    assert check_stream("a" * 200, max_bytes=256) == "a" * 200
+    with pytest.raises(InvalidTick, match="longer than 16 bytes"):
+        validate(good_trade(stream="a" * 17), max_stream_bytes=16)
+    huge = "\u202e" * 1_000_000  # 3 MB of bidi overrides: refused on its length, unread
+    start = time.perf_counter()
+    for _ in range(1000):
+        with pytest.raises(InvalidTick, match="1000000 characters"):
+            check_stream(huge)
+    assert time.perf_counter() - start < 0.5
 
 
 def test_good_ticks_accepted_and_kind_inferred() -> None:

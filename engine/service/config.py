@@ -109,6 +109,8 @@ class LimitsSection:
     max_yaml_nodes: int = 100_000  # nodes of a query document, every alias expanded
     max_queries: int = 1000  # standing queries registered at once
     max_topic_bytes: int = 256  # a query's topic, without the stream name
+    # streams
+    max_stream_bytes: int = 128  # longest stream name in UTF-8 bytes (the name rule: connectors/ticks.py check_stream)
 
     def __post_init__(self) -> None:
         if self.when_behind not in ("lag", "shed"):
