@@ -50,7 +50,10 @@ class FeedClient:
     `hwm` bounds the messages queued here while the engine is slow or not up
     yet; when it is reached `send` waits (back-pressure), for ever by default
     or up to `send_timeout_ms` and then raises FeedTimeout. `close` waits up to
-    `linger_ms` for queued messages to leave.
+    `linger_ms` for queued messages to leave. With `server_public_key` (z85)
+    the socket is a CURVE client, for an engine with curve.ingest on;
+    `client_keypair` (public, secret) is this feed's identity when the engine
+    lets listed clients only in (without it a throwaway keypair is used).
     """
 
     def __init__(
@@ -61,6 +64,8 @@ class FeedClient:
         send_timeout_ms: int | None = None,
         linger_ms: int = 2000,
         context: zmq.Context | None = None,
+        server_public_key: bytes | None = None,
+        client_keypair: tuple[bytes, bytes] | None = None,
     ) -> None:
         if not isinstance(endpoint, str) or "://" not in endpoint:
             raise ValueError(f"endpoint must look like 'tcp://host:port', got {endpoint!r}")
@@ -70,12 +75,19 @@ class FeedClient:
             raise ValueError(f"send_timeout_ms must be None (wait) or an int >= 0, got {send_timeout_ms!r}")
         if not isinstance(linger_ms, int) or linger_ms < -1:
             raise ValueError(f"linger_ms must be an int >= -1 (-1 = wait for ever), got {linger_ms!r}")
+        if client_keypair is not None and not server_public_key:
+            raise ValueError("client_keypair needs server_public_key (the engine's CURVE public key) too")
         self.endpoint = endpoint
         self.send_timeout_ms = send_timeout_ms
         self._sock = (context or zmq.Context.instance()).socket(zmq.PUSH)
         self._sock.setsockopt(zmq.SNDHWM, hwm)
         self._sock.setsockopt(zmq.LINGER, linger_ms)
         self._sock.setsockopt(zmq.SNDTIMEO, -1 if send_timeout_ms is None else send_timeout_ms)
+        if server_public_key:
+            public, secret = client_keypair or zmq.curve_keypair()
+            self._sock.curve_serverkey = server_public_key
+            self._sock.curve_publickey = public
+            self._sock.curve_secretkey = secret
         self._sock.connect(endpoint)
         self.messages = 0
         self.ticks = 0

@@ -17,6 +17,7 @@ COUNTERS = {
     "ingest_messages": "Ingest messages received",
     "control_requests": "Control requests received",
     "control_errors": "Control requests answered with an error",
+    "auth_denied": "CURVE handshakes refused: client key not in curve.clients_dir",
 }
 GAUGES = {
     "kv_cells_used": "KV cells held by sessions",
