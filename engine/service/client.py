@@ -188,6 +188,7 @@ def format_answer(payload: dict) -> str:
 
 def format_line(topic: str, payload: dict) -> str:
     """One message on one line: an answer's topic, seq, ticks seen and answer; other topics as key=value."""
+    topic = topic if topic.isprintable() else ascii(topic)  # a stream name must not drive the terminal
     if "query" in payload and "value" in payload:
         return f"{topic:<28}{payload['seq']:>7}{payload['version']:>9}  {format_answer(payload)}"
     fields = " ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in sorted(payload.items()))
