@@ -261,9 +261,19 @@ def cmd_list(args: argparse.Namespace) -> None:
         print(json.dumps({"queries": reply["queries"], "version": reply["version"]}, sort_keys=True, indent=2))
         return
     for q in reply["queries"]:
-        trigger = json.dumps(q.get("trigger"), separators=(",", ":")).strip('"')
-        print(f"{q['name']:<16}{q['kind']:<12}{q.get('question') or '-':<16}{trigger:<16}{','.join(q['streams'])}")
+        print(f"{q['name']:<16} {q['kind']:<12} {q.get('question') or '-':<16} {_trigger_text(q['trigger']):<12} "
+              f"{','.join(q['streams'])}")
     print(f"{len(reply['queries'])} queries (registry version {reply['version']})")
+
+
+def _trigger_text(raw: Any) -> str:
+    """batch, on_demand, ticks:50, interval:1s (the YAML forms, on one line)."""
+    from queries.trigger import Trigger
+
+    trigger = Trigger.parse(raw)
+    if trigger.kind == "interval":
+        return f"interval:{trigger.interval_text()}"
+    return f"{trigger.kind}:{trigger.every}" if trigger.every else trigger.kind
 
 
 def cmd_get(args: argparse.Namespace) -> int:
