@@ -67,19 +67,18 @@ def _read(path: str | Path, bare_is_secret: bool = False) -> tuple[bytes | None,
     except OSError as e:
         raise KeyFileError(f"{path}: cannot read key file: {e.strerror}") from None
     if b"public-key" in text or b"secret-key" in text:  # a zmq.auth certificate (ZPL text)
-        try:
-            public, secret = zmq.auth.load_certificate(path)
-        except ValueError:
-            public, secret = None, _cert_secret(text)
-        keys = [_checked(path, k) if k is not None else None for k in (public, secret)]
-        return keys[0], keys[1]
+        public, secret = (_cert_field(text, name) for name in (b"public-key", b"secret-key"))
+        return (_checked(path, public) if public is not None else None,
+                _checked(path, secret) if secret is not None else None)
     key = _checked(path, text.strip())
     return (None, key) if bare_is_secret else (key, None)
 
 
-def _cert_secret(text: bytes) -> bytes | None:
+def _cert_field(text: bytes, name: bytes) -> bytes | None:
+    """`name = "value"` of a zmq.auth certificate (the curve section's lines)."""
     for line in text.splitlines():
-        if line.strip().startswith(b"secret-key"):
+        line = line.strip()
+        if line.startswith(name) and b"=" in line:
             return line.split(b"=", 1)[1].strip(b" \t'\"")
     return None
 
