@@ -69,7 +69,11 @@ class FeedClient:
     `hwm` bounds the messages queued here while the engine is slow; when it is
     reached `send` waits (back-pressure) up to `send_timeout_ms` (None: for
     ever) and then raises FeedTimeout. `close` waits up to `linger_ms` for
-    queued messages to leave.
+    queued messages to leave. With `server_public_key` (z85) the socket is a
+    CURVE client, for an engine with curve.ingest on; `client_keypair` (public,
+    secret) is this feed's identity when the engine lets listed clients only in
+    (without it a throwaway keypair is used). A refused handshake looks like no
+    engine: FeedTimeout after `connect_timeout_ms`.
     """
 
     def __init__(
@@ -81,6 +85,8 @@ class FeedClient:
         connect_timeout_ms: int = 3000,
         linger_ms: int = 2000,
         context: zmq.Context | None = None,
+        server_public_key: bytes | None = None,
+        client_keypair: tuple[bytes, bytes] | None = None,
     ) -> None:
         if not isinstance(endpoint, str) or "://" not in endpoint:
             raise ValueError(f"endpoint must look like 'tcp://host:port', got {endpoint!r}")
@@ -90,6 +96,8 @@ class FeedClient:
         _check_ms("connect_timeout_ms", connect_timeout_ms, none_ok=False)
         if not isinstance(linger_ms, int) or linger_ms < -1:
             raise ValueError(f"linger_ms must be an int >= -1 (-1 = wait for ever), got {linger_ms!r}")
+        if client_keypair is not None and not server_public_key:
+            raise ValueError("client_keypair needs server_public_key (the engine's CURVE public key) too")
         self.endpoint = endpoint
         self.send_timeout_ms = send_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
@@ -98,6 +106,11 @@ class FeedClient:
         self._sock.setsockopt(zmq.LINGER, linger_ms)
         self._sock.setsockopt(zmq.IMMEDIATE, 1)  # no engine, no queue: a send waits and times out, never lies
         self._sock.setsockopt(zmq.SNDTIMEO, connect_timeout_ms)  # until a first message has gone
+        if server_public_key:
+            public, secret = client_keypair or zmq.curve_keypair()
+            self._sock.curve_serverkey = server_public_key
+            self._sock.curve_publickey = public
+            self._sock.curve_secretkey = secret
         self._sock.connect(endpoint)
         self.messages = 0
         self.ticks = 0

@@ -1,8 +1,10 @@
-"""Shared builders: tiny seeded Hugging Face models and engines over them (no downloads), and the
-location of the real market data beside the repository."""
+"""Shared builders: tiny seeded Hugging Face models and engines over them (no downloads), the
+location of the real market data beside the repository, and a server serving on a thread."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,21 @@ def tiny_tick_checkpoint(directory, seed: int = 0, **overrides):
     LlamaForCausalLM(config).save_pretrained(directory)
     (directory / "codec.json").write_text(codec.to_json())
     return directory
+
+
+@contextlib.contextmanager
+def serving(config):
+    """A Server bound and serving on its own thread; stopped (and checked stopped) on exit."""
+    from engine.service.server import Server
+
+    server = Server(config)
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.ready.wait(5)
+    try:
+        yield server
+    finally:
+        server.stop()
+        thread.join(5)
+        assert not thread.is_alive()

@@ -155,7 +155,8 @@ MODULE_EXAMPLES = [c for c in commands(USER_DOCS) if python_module(c.argv) is no
 
 def test_the_docs_have_cli_examples_to_check() -> None:
     assert len(CLI_EXAMPLES) >= 10, [str(c) for c in CLI_EXAMPLES]
-    assert {"serve", "feed", "subscribe", "register", "ask", "stats", "backtest", "demo"} <= {
+    assert {"serve", "feed", "subscribe", "register", "unregister", "list", "get", "ask", "stats", "health", "keygen",
+            "backtest", "demo"} <= {
         flashtick_argv(c.argv)[0] for c in CLI_EXAMPLES if flashtick_argv(c.argv)}
 
 

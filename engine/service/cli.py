@@ -1,14 +1,20 @@
-"""The ``flashtick`` command line: serve, feed, subscribe, register, ask, stats, backtest, demo.
+"""The ``flashtick`` command line: serve, feed, subscribe, register, unregister, list, get, ask, stats,
+health, keygen, backtest, demo.
 
 Errors are one readable line on stderr (exit status 2), never a traceback.
-The parser is long by nature (one block per subcommand); each command's work
-is a small function below it.
+Every command that connects to a running service takes `--server-key FILE`
+(the server's public key: CURVE on) and `--client-key FILE` (this client's
+``*.key_secret`` certificate, for a server with an allow-list); the
+FLASHTICK_SERVER_KEY and FLASHTICK_CLIENT_KEY environment variables give the
+defaults. The parser is long by nature (one block per subcommand); each
+command's work is a small function below it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -20,9 +26,23 @@ DEFAULT_CONTROL = "tcp://127.0.0.1:5557"
 EXAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "queries" / "examples" / "tick_model.yaml"
 
 
+def _key_options() -> argparse.ArgumentParser:
+    """--server-key and --client-key, shared by every command that connects to a service."""
+    keys = argparse.ArgumentParser(add_help=False)
+    group = keys.add_argument_group("CURVE keys (when the service has curve.enabled)")
+    group.add_argument("--server-key", type=Path, default=os.environ.get("FLASHTICK_SERVER_KEY") or None,
+                       metavar="FILE", help="the server's public key: its *.key certificate or a z85 key file "
+                       "(default: $FLASHTICK_SERVER_KEY; none: no CURVE)")
+    group.add_argument("--client-key", type=Path, default=os.environ.get("FLASHTICK_CLIENT_KEY") or None,
+                       metavar="FILE", help="this client's keypair: a *.key_secret certificate (flashtick keygen); "
+                       "needed when the server allows listed clients only (default: $FLASHTICK_CLIENT_KEY)")
+    return keys
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flashtick", description="Streaming inference engine for market data.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    keys = _key_options()
 
     p = sub.add_parser("serve", help="run the engine service (ZeroMQ ingest, answers, control)")
     p.add_argument("--config", type=Path, help="engine YAML config (default: built-in model, default endpoints, "
@@ -32,13 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("feed", help="push ticks into a running engine")
     feed_sub = p.add_subparsers(dest="feed_source", required=True, metavar="SOURCE")
-    f = feed_sub.add_parser("synthetic", help="the seeded synthetic market")
+    f = feed_sub.add_parser("synthetic", help="the seeded synthetic market", parents=[keys])
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--ticks", type=int, default=None, help="stop after N ticks (default: endless)")
     f.add_argument("--rate", type=float, default=1000.0, help="ticks per second (default 1000)")
     f.add_argument("--endpoint", default=DEFAULT_INGEST)
     f.set_defaults(run=cmd_feed)
-    f = feed_sub.add_parser("replay", help="replay Parquet/CSV tick files")
+    f = feed_sub.add_parser("replay", help="replay Parquet/CSV tick files", parents=[keys])
     f.add_argument("files", nargs="+", type=Path)
     f.add_argument("--preset", help="column mapping preset (binance-trades, binance-bbo, dukascopy; default: detect)")
     f.add_argument("--speed", type=float, default=None, help="real time x N (default: as fast as possible)")
@@ -47,28 +67,54 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--endpoint", default=DEFAULT_INGEST)
     f.set_defaults(run=cmd_feed)
 
-    p = sub.add_parser("subscribe", help="print answers as they are published")
+    p = sub.add_parser("subscribe", help="print answers as they are published", parents=[keys])
     p.add_argument("topics", nargs="*", default=[""], help="topic prefixes, e.g. dir20/ or dir20/BTCUSDT/")
     p.add_argument("--endpoint", default=DEFAULT_ANSWERS)
-    p.add_argument("--json", action="store_true", help="JSON lines instead of a live table")
+    p.add_argument("--json", action="store_true", help="JSON lines (default: a live table on a terminal, "
+                   "else one line per message)")
     p.add_argument("--count", type=int, default=None, help="exit after N messages")
     p.set_defaults(run=cmd_subscribe)
 
-    p = sub.add_parser("register", help="register (or replace) queries from a YAML file")
+    p = sub.add_parser("register", help="register (or replace) queries from a YAML file", parents=[keys])
     p.add_argument("file", type=Path)
     p.add_argument("--control", default=DEFAULT_CONTROL)
     p.set_defaults(run=cmd_register)
 
-    p = sub.add_parser("ask", help="ask a registered query on a stream now")
+    p = sub.add_parser("unregister", help="remove a registered query (its cached answers go too)", parents=[keys])
+    p.add_argument("name")
+    p.add_argument("--control", default=DEFAULT_CONTROL)
+    p.set_defaults(run=cmd_unregister)
+
+    p = sub.add_parser("list", help="the registered queries", parents=[keys])
+    p.add_argument("--json", action="store_true", help="the full specs as JSON")
+    p.add_argument("--control", default=DEFAULT_CONTROL)
+    p.set_defaults(run=cmd_list)
+
+    p = sub.add_parser("get", help="the cached answer of a query on a stream (computes nothing)", parents=[keys])
+    p.add_argument("stream")
+    p.add_argument("query")
+    p.add_argument("--control", default=DEFAULT_CONTROL)
+    p.set_defaults(run=cmd_get)
+
+    p = sub.add_parser("ask", help="ask a registered query on a stream now", parents=[keys])
     p.add_argument("stream")
     p.add_argument("query")
     p.add_argument("--max-stale", type=int, default=None, help="accept a cached answer up to N ticks old")
     p.add_argument("--control", default=DEFAULT_CONTROL)
     p.set_defaults(run=cmd_ask)
 
-    p = sub.add_parser("stats", help="the engine's counters")
+    p = sub.add_parser("stats", help="the engine's counters", parents=[keys])
     p.add_argument("--control", default=DEFAULT_CONTROL)
     p.set_defaults(run=cmd_stats)
+
+    p = sub.add_parser("health", help="is the service up: status, uptime, streams, model", parents=[keys])
+    p.add_argument("--control", default=DEFAULT_CONTROL)
+    p.set_defaults(run=cmd_health)
+
+    p = sub.add_parser("keygen", help="make a CURVE keypair: NAME.key (public) and NAME.key_secret")
+    p.add_argument("name", help="file name stem, e.g. server or alice")
+    p.add_argument("--dir", type=Path, default=Path("."), help="where to write them (default: here)")
+    p.set_defaults(run=cmd_keygen)
 
     p = sub.add_parser("backtest", help="replay files in-process and score every answer")
     p.add_argument("files", nargs="+", type=Path)
@@ -114,6 +160,22 @@ def _service_config(path: Path | None, queries: Path | None = None) -> Any:
     return config
 
 
+def _curve(args: argparse.Namespace) -> dict[str, Any]:
+    """The client keyword arguments for --server-key / --client-key."""
+    from engine.service.auth import read_keypair, read_public_key
+
+    if args.client_key is not None and args.server_key is None:
+        raise ValueError("--client-key needs --server-key (the server's public key)")
+    return {"server_public_key": read_public_key(args.server_key) if args.server_key else None,
+            "client_keypair": read_keypair(args.client_key) if args.client_key else None}
+
+
+def _control(args: argparse.Namespace) -> Any:
+    from engine.service.client import ControlClient
+
+    return ControlClient(args.control, **_curve(args))
+
+
 def cmd_serve(args: argparse.Namespace) -> None:
     from engine.service.server import Server
 
@@ -127,6 +189,11 @@ def cmd_serve(args: argparse.Namespace) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: server.stop())
     print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()), file=sys.stderr, flush=True)
+    curve = server.config.curve
+    if curve.enabled:
+        who = f"clients listed in {curve.clients_dir}" if curve.clients_dir else "any client with the server key"
+        print(f"flashtick: CURVE on control, answers{' and ingest' if curve.ingest else ''}; {who}",
+              file=sys.stderr, flush=True)
     server.serve_forever()
     stats = server.pipeline.stats()
     print(f"flashtick stopped: {stats['ticks_in']} ticks in, {stats['answers_out']} answers out", file=sys.stderr)
@@ -147,51 +214,107 @@ def cmd_feed(args: argparse.Namespace) -> None:
     from connectors.feed import FeedClient, run_feed
 
     source = _source(args)
-    with FeedClient(args.endpoint) as client:
+    with FeedClient(args.endpoint, **_curve(args)) as client:
         stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks)
     print(f"sent {stats.ticks} ticks in {stats.messages} messages over {stats.seconds:.1f} s", file=sys.stderr)
 
 
 def cmd_subscribe(args: argparse.Namespace) -> None:
-    from engine.service.client import AnswerSubscriber, render_table
+    from engine.service.client import AnswerSubscriber, format_line, render_table
 
     table: dict[str, dict] = {}
+    title = ""
+    live = not args.json and sys.stdout.isatty()  # a table redrawn in place; a pipe gets one line per message
     seen = 0
-    with AnswerSubscriber(args.endpoint, args.topics) as sub:
+    with AnswerSubscriber(args.endpoint, args.topics, **_curve(args)) as sub:
         while args.count is None or seen < args.count:
             message = sub.recv(timeout_s=1.0)
             if message is None:
+                if (refused := sub.refused()) is not None:
+                    raise ConnectionError(f"{args.endpoint} refused the subscription: {refused}")
                 continue
             seen += 1
             topic, payload = message
             if args.json:
                 print(json.dumps({"topic": topic, **payload}, sort_keys=True), flush=True)
+            elif not live:
+                print(format_line(topic, payload), flush=True)
             else:
-                table[topic] = payload
-                render_table(table, sys.stdout)
+                if "query" in payload:
+                    table[topic] = payload
+                else:  # heartbeats and rejects: the latest one heads the table
+                    title = format_line(topic, payload)
+                render_table(table, sys.stdout, title)
 
 
 def cmd_register(args: argparse.Namespace) -> None:
-    from engine.service.client import ControlClient
-
-    with ControlClient(args.control) as control:
-        reply = control.call("register", yaml=args.file.read_text())
+    text = args.file.read_text()
+    with _control(args) as control:  # the file name, so errors read `my_queries.yaml:12: ...`
+        reply = control.call("register", yaml=text, source=args.file.name)
     print(f"registered {', '.join(reply['registered'])} (registry version {reply['version']})")
 
 
-def cmd_ask(args: argparse.Namespace) -> None:
-    from engine.service.client import ControlClient
+def cmd_unregister(args: argparse.Namespace) -> None:
+    with _control(args) as control:
+        reply = control.call("unregister", name=args.name)
+    print(f"unregistered {args.name} (registry version {reply['version']})")
 
-    with ControlClient(args.control) as control:
+
+def cmd_list(args: argparse.Namespace) -> None:
+    with _control(args) as control:
+        reply = control.call("list")
+    if args.json:
+        print(json.dumps({"queries": reply["queries"], "version": reply["version"]}, sort_keys=True, indent=2))
+        return
+    for q in reply["queries"]:
+        print(f"{q['name']:<16} {q['kind']:<12} {q.get('question') or '-':<16} {_trigger_text(q['trigger']):<12} "
+              f"{','.join(q['streams'])}")
+    print(f"{len(reply['queries'])} queries (registry version {reply['version']})")
+
+
+def _trigger_text(raw: Any) -> str:
+    """batch, on_demand, ticks:50, interval:1s (the YAML forms, on one line)."""
+    from queries.trigger import Trigger
+
+    trigger = Trigger.parse(raw)
+    if trigger.kind == "interval":
+        return f"interval:{trigger.interval_text()}"
+    return f"{trigger.kind}:{trigger.every}" if trigger.every else trigger.kind
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    with _control(args) as control:
+        answer = control.call("get", stream=args.stream, query=args.query)["answer"]
+    if answer is None:
+        print(f"flashtick get: no cached answer of {args.query} on {args.stream} yet", file=sys.stderr)
+        return 1
+    print(json.dumps(answer, sort_keys=True, indent=2))
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> None:
+    with _control(args) as control:
         reply = control.call("ask", stream=args.stream, query=args.query, max_stale_ticks=args.max_stale)
     print(json.dumps(reply["answer"], sort_keys=True, indent=2))
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
-    from engine.service.client import ControlClient
-
-    with ControlClient(args.control) as control:
+    with _control(args) as control:
         print(json.dumps(control.call("stats")["stats"], sort_keys=True, indent=2))
+
+
+def cmd_health(args: argparse.Namespace) -> None:
+    with _control(args) as control:
+        reply = control.call("health")
+    print(json.dumps({k: v for k, v in reply.items() if k != "ok"}, sort_keys=True))
+
+
+def cmd_keygen(args: argparse.Namespace) -> None:
+    from engine.service.auth import keygen
+
+    public, secret = keygen(args.dir, args.name)
+    print(f"wrote {public} (public: give it out, or put it in a server's curve.clients_dir) "
+          f"and {secret} (keep it private)")
 
 
 def cmd_backtest(args: argparse.Namespace) -> None:

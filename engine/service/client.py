@@ -1,44 +1,51 @@
 """Clients of a running flashtick service: the control socket and the answer topics.
 
     with ControlClient("tcp://127.0.0.1:5557") as control:
-        control.call("register", yaml=open("queries.yaml").read())
+        control.call("register", yaml=open("queries.yaml").read(), source="queries.yaml")
         print(control.call("ask", stream="BTCUSDT", query="dir20"))
 
     with AnswerSubscriber("tcp://127.0.0.1:5556", ["dir20/"]) as answers:
-        topic, answer = answers.recv(timeout_s=5)
+        answers.wait_ready()                     # the subscription has reached the server
+        message = answers.recv(timeout_s=5)      # (topic, answer), or None on time-out
+
+Against a CURVE server both take `server_public_key=` (z85) and, when the
+server has an allow-list, `client_keypair=(public, secret)`; see engine/service/auth.py.
+A refused handshake is reported as such instead of a silent wait.
 """
 
 from __future__ import annotations
 
+import json
+import time
+from collections import deque
 from typing import Any
 
 import msgpack
 import zmq
 
+from engine.service.auth import HandshakeMonitor, curve_client
+
+HEARTBEAT_TOPIC = "_heartbeat/"
+POLL_SLICE_MS = 100  # how often a waiting client looks at its handshake
+
 
 class ControlError(RuntimeError):
-    """The service answered {ok: false, error}, or did not answer in time."""
-
-
-def _curve_client(sock: zmq.Socket, server_public_key: bytes | None) -> None:
-    if server_public_key:
-        public, secret = zmq.curve_keypair()
-        sock.curve_serverkey = server_public_key
-        sock.curve_publickey = public
-        sock.curve_secretkey = secret
+    """The service answered {ok: false, error}, did not answer in time, or refused the connection."""
 
 
 class ControlClient:
-    def __init__(self, endpoint: str, timeout_s: float = 30.0, server_public_key: bytes | None = None) -> None:
+    def __init__(self, endpoint: str, timeout_s: float = 30.0, server_public_key: bytes | None = None,
+                 client_keypair: tuple[bytes, bytes] | None = None) -> None:
         self.endpoint = endpoint
         self.timeout_ms = int(timeout_s * 1000)
         self._sock = zmq.Context.instance().socket(zmq.DEALER)
         self._sock.linger = 0
-        _curve_client(self._sock, server_public_key)
+        curve_client(self._sock, server_public_key, client_keypair)
+        self._handshake = HandshakeMonitor(self._sock, curve=bool(server_public_key))
         self._sock.connect(endpoint)
 
     def call(self, op: str, **fields: Any) -> dict[str, Any]:
-        """Send one request and wait for its reply; raises ControlError on {ok: false} or time-out."""
+        """Send one request and wait for its reply; raises ControlError on {ok: false}, time-out or refusal."""
         reply = self.request({"op": op, **fields})
         if not reply.get("ok"):
             raise ControlError(reply.get("error", "unknown error"))
@@ -51,14 +58,33 @@ class ControlClient:
 
     def receive(self) -> dict[str, Any]:
         """The next reply (requests are answered in order)."""
-        if not self._sock.poll(self.timeout_ms):
-            raise ControlError(f"no reply from {self.endpoint} within {self.timeout_ms / 1000:.0f} s")
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        while not self._sock.poll(max(0, min(POLL_SLICE_MS, int((deadline - time.monotonic()) * 1000)))):
+            self._give_up_if_refused_or_late(deadline)
         return msgpack.unpackb(self._sock.recv_multipart()[-1], raw=False)
 
+    def _give_up_if_refused_or_late(self, deadline: float) -> None:
+        refused = self._handshake.refused()
+        if refused is not None:  # ZeroMQ would retry for ever; this will not change
+            raise ControlError(f"{self.endpoint} refused the connection: {refused}")
+        if time.monotonic() >= deadline:
+            raise ControlError(f"no reply from {self.endpoint} within {self.timeout_ms / 1000:.0f} s: "
+                               f"{self._handshake.explain()}")
+
     def send_raw(self, payload: bytes) -> None:
-        self._sock.send_multipart([b"", payload])
+        """Queue one request; a DEALER with no live connection cannot take it, so that is waited out here."""
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        while True:
+            if self._sock.poll(max(0, min(POLL_SLICE_MS, int((deadline - time.monotonic()) * 1000))), zmq.POLLOUT):
+                try:
+                    self._sock.send_multipart([b"", payload], zmq.NOBLOCK)
+                    return
+                except zmq.Again:  # the connection went between poll and send
+                    pass
+            self._give_up_if_refused_or_late(deadline)
 
     def close(self) -> None:
+        self._handshake.close()
         self._sock.close(linger=0)
 
     def __enter__(self) -> "ControlClient":
@@ -69,22 +95,77 @@ class ControlClient:
 
 
 class AnswerSubscriber:
-    def __init__(self, endpoint: str, topics: list[str] | None = None, server_public_key: bytes | None = None) -> None:
+    """A SUB socket on the answers topics. `recv` returns only messages of the topics asked for."""
+
+    def __init__(self, endpoint: str, topics: list[str] | None = None, server_public_key: bytes | None = None,
+                 client_keypair: tuple[bytes, bytes] | None = None) -> None:
+        self.endpoint = endpoint
+        self.topics = list(topics) if topics is not None else [""]
         self._sock = zmq.Context.instance().socket(zmq.SUB)
         self._sock.linger = 0
-        _curve_client(self._sock, server_public_key)
+        curve_client(self._sock, server_public_key, client_keypair)
+        self._handshake = HandshakeMonitor(self._sock, curve=bool(server_public_key))
         self._sock.connect(endpoint)
-        for topic in topics if topics is not None else [""]:
+        for topic in self.topics:
             self._sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
+        self._early: deque[tuple[str, dict[str, Any]]] = deque()  # taken while waiting for readiness
+
+    def wait_ready(self, timeout_s: float = 5.0) -> None:
+        """Return once the subscription is live at the server, so nothing published from now on is missed.
+
+        PUB drops what it publishes before a subscription reaches it (the slow
+        joiner). The server publishes a heartbeat every limits.heartbeat_s;
+        subscriptions travel in order, so the first heartbeat to arrive proves
+        the topics subscribed before it are live. Raises TimeoutError (saying
+        why, e.g. a refused CURVE handshake) if none comes in `timeout_s`.
+        """
+        extra = not self._wanted(HEARTBEAT_TOPIC)
+        if extra:
+            self._sock.setsockopt(zmq.SUBSCRIBE, HEARTBEAT_TOPIC.encode())
+        try:
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                message = self._recv(POLL_SLICE_MS)
+                if message is not None and message[0].startswith(HEARTBEAT_TOPIC):
+                    if not extra:
+                        self._early.append(message)
+                    return
+                if message is not None:
+                    self._early.append(message)
+                elif (refused := self._handshake.refused()) is not None:
+                    raise TimeoutError(f"{self.endpoint} refused the subscription: {refused}")
+            raise TimeoutError(f"no heartbeat from {self.endpoint} within {timeout_s:g} s: {self._handshake.explain()}")
+        finally:
+            if extra:
+                self._sock.setsockopt(zmq.UNSUBSCRIBE, HEARTBEAT_TOPIC.encode())
 
     def recv(self, timeout_s: float = 5.0) -> tuple[str, dict[str, Any]] | None:
         """The next (topic, payload), or None after ``timeout_s``."""
-        if not self._sock.poll(int(timeout_s * 1000)):
+        if self._early:
+            return self._early.popleft()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            message = self._recv(max(0, int((deadline - time.monotonic()) * 1000)))
+            if message is not None and self._wanted(message[0]):
+                return message
+            if message is None and time.monotonic() >= deadline:
+                return None
+
+    def refused(self) -> str | None:
+        """Why the server refused this subscriber's handshake, if it did (it will not change by waiting)."""
+        return self._handshake.refused()
+
+    def _wanted(self, topic: str) -> bool:
+        return any(topic.startswith(prefix) for prefix in self.topics)
+
+    def _recv(self, timeout_ms: int) -> tuple[str, dict[str, Any]] | None:
+        if not self._sock.poll(timeout_ms):
             return None
         topic, payload = self._sock.recv_multipart()
         return topic.decode(), msgpack.unpackb(payload, raw=False)
 
     def close(self) -> None:
+        self._handshake.close()
         self._sock.close(linger=0)
 
     def __enter__(self) -> "AnswerSubscriber":
@@ -103,6 +184,15 @@ def format_answer(payload: dict) -> str:
     if "nll" in value and value["nll"] is not None:
         return f"nll={value['nll']:.2f}"
     return str(value.get("text", value))[:40]
+
+
+def format_line(topic: str, payload: dict) -> str:
+    """One message on one line: an answer's topic, seq, ticks seen and answer; other topics as key=value."""
+    topic = topic if topic.isprintable() else ascii(topic)  # a stream name must not drive the terminal
+    if "query" in payload and "value" in payload:
+        return f"{topic:<28}{payload['seq']:>7}{payload['version']:>9}  {format_answer(payload)}"
+    fields = " ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in sorted(payload.items()))
+    return f"{topic:<28}{fields}"
 
 
 def render_table(table: dict[str, dict], out: Any, title: str = "") -> None:

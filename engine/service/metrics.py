@@ -19,6 +19,7 @@ COUNTERS = {
     "control_errors": "Control requests answered with an error",
     "engine_errors": "Engine steps that failed (the service kept serving)",
     "streams_expired": "Idle streams dropped (scheduler.stream_idle_s)",
+    "auth_denied": "CURVE handshakes refused: client key not in curve.clients_dir",
 }
 GAUGES = {
     "kv_cells_used": "KV cells held by sessions",

@@ -19,7 +19,6 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -27,7 +26,7 @@ import zmq
 
 from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
-from engine.service.config import ServiceConfig
+from engine.service.auth import ClientAllowList, allowed_client_keys, server_keypair
 from engine.service.pipeline import TickPipeline
 from queries.cache import Answer
 from queries.spec import QuerySpec, QuerySpecError
@@ -60,6 +59,8 @@ class Server:
         self._next_behind_warning = 0.0
         self._snapshot: dict[str, Any] = {}
         self._metrics_server: Any = None
+        self._curve_keys: tuple[bytes, bytes] | None = None  # the server's (public, secret) z85 keys
+        self._auth: ClientAllowList | None = None  # the ZAP handler of curve.clients_dir
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -69,7 +70,9 @@ class Server:
         # ZeroMQ drops a peer that sends past maxmsgsize without reading the message: a hard cap well above
         # the counted, answered limits (an oversize tick message is read and rejected with a reason)
         wire_cap = 8 * limits.max_message_bytes
-        ingest = self._socket("ingest", zmq.PULL, ep.ingest, rcvhwm=limits.ingest_hwm, maxmsgsize=wire_cap)
+        self._start_curve()
+        ingest = self._socket("ingest", zmq.PULL, ep.ingest, rcvhwm=limits.ingest_hwm, maxmsgsize=wire_cap,
+                              curve=self.config.curve.ingest)
         self._socket("answers", zmq.PUB, ep.answers, sndhwm=limits.answers_hwm, curve=True)
         control = self._socket("control", zmq.ROUTER, ep.control, curve=True, maxmsgsize=limits.max_control_bytes)
         for i, feed in enumerate(ep.feeds):
@@ -92,16 +95,30 @@ class Server:
         sock.linger = 0
         for option, value in options.items():
             setattr(sock, option, value)
-        if curve and self.config.curve.enabled:
-            sock.curve_secretkey = Path(self.config.curve.server_secret_key_file).read_bytes().strip()
-            sock.curve_publickey = Path(self.config.curve.server_public_key_file).read_bytes().strip()
+        if curve and self._curve_keys is not None:
+            sock.curve_publickey, sock.curve_secretkey = self._curve_keys
             sock.curve_server = True
+            if self._auth is not None:  # fail closed: no ZAP handler, no handshake
+                sock.zap_domain = b"flashtick"
+                sock.setsockopt(zmq.ZAP_ENFORCE_DOMAIN, 1)
         if endpoint.endswith(":0"):  # an ephemeral port
             endpoint = endpoint[:-2] + ":*"
         sock.bind(endpoint)
         self.endpoints[name] = sock.getsockopt_string(zmq.LAST_ENDPOINT)
         self._sockets[name] = sock
         return sock
+
+    def _start_curve(self) -> None:
+        """Read the server's keys and the allowed clients, and start the ZAP handler, before any socket binds."""
+        curve = self.config.curve
+        if not curve.enabled:
+            return
+        self._curve_keys = server_keypair(curve.server_secret_key_file, curve.server_public_key_file)
+        if curve.clients_dir is not None:
+            keys = allowed_client_keys(curve.clients_dir)
+            self.context = zmq.Context()  # a ZAP handler serves one context: give this server its own
+            self._auth = ClientAllowList(self.context, keys, self.counters)
+            self._auth.start()
 
     def stop(self) -> None:
         self._stop.set()
@@ -166,6 +183,10 @@ class Server:
         for sock in self._sockets.values():
             sock.close(linger=0)
         self._sockets.clear()
+        if self._auth is not None:
+            self._auth.stop()
+            self._auth = None
+            self.context.term()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
             self._metrics_server = None
@@ -250,7 +271,7 @@ class Server:
                 reply({"ok": False, "error": f"{type(e).__name__}: {e}"})
 
     def _op_register(self, request: dict, _reply: Any) -> dict:
-        specs = load_queries(_field(request, "yaml", str), "control:register",
+        specs = load_queries(_field(request, "yaml", str), _register_source(request),
                              questions=self.pipeline.codec.questions, limits=self.pipeline.registry.limits)
         for spec in specs:  # fail now, not at the first due tick, when the model cannot answer it
             self.pipeline.flash.compiled(spec)
@@ -315,6 +336,7 @@ class Server:
         self.endpoints["metrics"] = f"http://{host}:{self._metrics_server.server_port}/metrics"
 
 
+MAX_SOURCE_CHARS = 64
 CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "stats", "health")
 
 
@@ -327,6 +349,15 @@ def _unpack_request(payload: bytes) -> Any:
         return msgpack.unpackb(payload, raw=False, strict_map_key=True)
     except Exception:  # msgpack raises several unrelated types on garbage
         raise ControlError("request is not valid msgpack") from None
+
+
+def _register_source(request: dict) -> str:
+    """The name errors of a registration quote: the client's file name, sanitised, else control:register."""
+    if request.get("source") is None:
+        return "control:register"
+    name = _field(request, "source", str).replace("\\", "/").rsplit("/", 1)[-1]  # a file name, not a path
+    name = "".join(c for c in name if c.isascii() and (c.isalnum() or c in "._-+"))[:MAX_SOURCE_CHARS]
+    return name or "control:register"
 
 
 def _field(request: dict, name: str, kind: type) -> Any:

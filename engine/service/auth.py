@@ -1,0 +1,251 @@
+"""CURVE authentication: key files, the server's client allow-list (ZAP), and why a client's handshake failed.
+
+Key files come in two formats, both accepted wherever a key file is asked for:
+  * a zmq.auth certificate (``zmq.auth.create_certificates`` or ``flashtick keygen``):
+    ``NAME.key`` holds the public key, ``NAME.key_secret`` the public and the secret key;
+  * a bare z85 key (40 characters), as ``zmq.curve_keypair()`` returns it; a secret
+    key alone is enough, its public key is derived from it.
+
+The allow-list is a directory of client ``*.key`` certificates, read once when
+the server starts. A ZAP handler on its own thread (pyzmq's ThreadAuthenticator,
+on the server's own ZeroMQ context) answers each CURVE handshake: a key in the
+directory passes, any other is refused (ZAP status 400) and counted. The
+engine thread never sees a refused client.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import MutableMapping
+from pathlib import Path
+
+import zmq
+import zmq.auth
+from zmq.auth.thread import ThreadAuthenticator
+from zmq.utils import z85
+from zmq.utils.monitor import recv_monitor_message
+
+Z85_KEY_LENGTH = 40
+MAX_DENIALS_LOGGED = 10  # a flood of refused handshakes must not flood stderr: the rest are only counted
+
+
+class KeyFileError(ValueError):
+    """A key file that cannot be used, naming the file and the reason."""
+
+
+def read_public_key(path: str | Path) -> bytes:
+    """The z85 public key in `path`: a certificate (public or secret) or a bare z85 public key."""
+    public, _secret = _read(path)
+    if public is None:
+        raise KeyFileError(f"{path}: holds a secret key only; give the public key file (or a *.key_secret certificate)")
+    return public
+
+
+def read_keypair(path: str | Path) -> tuple[bytes, bytes]:
+    """(public, secret) z85 keys from a ``*.key_secret`` certificate or a bare z85 secret key file."""
+    public, secret = _read(path, bare_is_secret=True)
+    if secret is None:
+        raise KeyFileError(f"{path}: holds no secret key (give the *.key_secret file, not the public *.key)")
+    derived = zmq.curve_public(secret)
+    if public is not None and public != derived:
+        raise KeyFileError(f"{path}: its public key does not belong to its secret key")
+    return derived, secret
+
+
+def server_keypair(secret_file: str | Path, public_file: str | Path | None = None) -> tuple[bytes, bytes]:
+    """The server's (public, secret) keys; a public key file, when given, must match the secret key."""
+    public, secret = read_keypair(secret_file)
+    if public_file is not None and read_public_key(public_file) != public:
+        raise KeyFileError(f"curve.server_public_key_file: {public_file} is not the public key of "
+                           f"curve.server_secret_key_file {secret_file}")
+    return public, secret
+
+
+def _read(path: str | Path, bare_is_secret: bool = False) -> tuple[bytes | None, bytes | None]:
+    try:
+        text = Path(path).read_bytes()
+    except OSError as e:
+        raise KeyFileError(f"{path}: cannot read key file: {e.strerror}") from None
+    if b"public-key" in text or b"secret-key" in text:  # a zmq.auth certificate (ZPL text)
+        public, secret = (_cert_field(text, name) for name in (b"public-key", b"secret-key"))
+        return (_checked(path, public) if public is not None else None,
+                _checked(path, secret) if secret is not None else None)
+    key = _checked(path, text.strip())
+    return (None, key) if bare_is_secret else (key, None)
+
+
+def _cert_field(text: bytes, name: bytes) -> bytes | None:
+    """`name = "value"` of a zmq.auth certificate (the curve section's lines)."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith(name) and b"=" in line:
+            return line.split(b"=", 1)[1].strip(b" \t'\"")
+    return None
+
+
+def _checked(path: str | Path, key: bytes) -> bytes:
+    try:
+        if len(key) != Z85_KEY_LENGTH:
+            raise ValueError
+        z85.decode(key)
+    except ValueError:
+        raise KeyFileError(f"{path}: not a CURVE key file (expected a zmq.auth certificate or a "
+                           f"{Z85_KEY_LENGTH}-character z85 key)") from None
+    return key
+
+
+def allowed_client_keys(directory: str | Path) -> dict[bytes, Path]:
+    """The public keys of the ``*.key`` certificates in `directory`, each with its file."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise KeyFileError(f"curve.clients_dir: {folder} is not a directory")
+    keys = {read_public_key(p): p for p in sorted(folder.glob("*.key"))}
+    if not keys:
+        raise KeyFileError(f"curve.clients_dir: {folder} holds no client certificate (*.key), so every client "
+                           "would be refused; add one with `flashtick keygen NAME --dir DIR`")
+    return keys
+
+
+class ClientAllowList(ThreadAuthenticator):
+    """The server's ZAP handler: CURVE clients whose public key is in `keys` pass, others are refused.
+
+    It counts into `counters` (``auth_allowed``, ``auth_denied``, ``auth_errors``)
+    and says on stderr which keys it refused (the first few). A ZAP request it
+    cannot handle is refused, never left unanswered: an unanswered request would
+    stall that handshake.
+    """
+
+    def __init__(self, context: zmq.Context, keys: dict[bytes, Path], counters: MutableMapping[str, int]) -> None:
+        super().__init__(context)
+        self.counters = counters
+        for name in ("auth_allowed", "auth_denied", "auth_errors"):
+            counters[name] = 0
+        self.certs["*"] = {key: True for key in keys}  # what configure_curve(domain="*", location=DIR) would load
+
+    async def handle_zap_message(self, msg: list[bytes]) -> None:
+        try:
+            await super().handle_zap_message(msg)
+        except Exception as e:  # keep the handler alive: refuse this one and go on
+            self.counters["auth_errors"] += 1
+            print(f"flashtick: ZAP request failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            if len(msg) > 1:
+                try:
+                    self._send_zap_reply(msg[1], b"500", b"internal error")
+                except zmq.ZMQError:
+                    pass
+
+    def _send_zap_reply(self, request_id: bytes, status_code: bytes, status_text: bytes,
+                        user_id: str = "anonymous") -> None:
+        super()._send_zap_reply(request_id, status_code, status_text, user_id)
+        if status_code == b"200":
+            self.counters["auth_allowed"] += 1
+            return
+        self.counters["auth_denied"] += 1
+        if self.counters["auth_denied"] <= MAX_DENIALS_LOGGED:
+            more = " (further refusals are only counted: stats auth_denied)" \
+                if self.counters["auth_denied"] == MAX_DENIALS_LOGGED else ""
+            print(f"flashtick: refused a client: {status_text.decode(errors='replace')}{more}",
+                  file=sys.stderr, flush=True)
+
+    async def _authenticate_curve(self, domain: str, client_key: bytes) -> tuple[bool, bytes]:
+        allowed, reason = await super()._authenticate_curve("*", client_key)
+        if not allowed:
+            reason = b"unknown client key " + z85.encode(client_key)
+        return allowed, reason
+
+
+# -- the client side: why did the handshake fail? ---------------------------------------------------
+
+class HandshakeMonitor:
+    """Watches a client socket's connection events, to say why no reply came.
+
+    ZeroMQ retries a refused handshake silently, so a client of a CURVE server
+    that refuses it just waits; the socket monitor is where the reason shows.
+    """
+
+    EVENTS = (zmq.EVENT_CONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+              | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+
+    def __init__(self, sock: zmq.Socket, curve: bool) -> None:
+        self.curve = curve
+        self._sock = sock
+        self._monitor = sock.get_monitor_socket(self.EVENTS)
+        self.connected = self.succeeded = False
+        self.failure: tuple[int, int] | None = None  # (event, value) of the last failed handshake
+        self.vague = 0  # failed handshakes without detail: a first one may be followed by a precise one
+
+    def poll(self) -> None:
+        """Take the events that arrived so far."""
+        while self._monitor.poll(0):
+            event = recv_monitor_message(self._monitor)
+            kind = event["event"]
+            if kind == zmq.EVENT_CONNECTED:
+                self.connected = True
+            elif kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self.succeeded, self.failure, self.vague = True, None, 0
+            else:
+                self.failure = (kind, event["value"])
+                self.vague += kind == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+
+    def refused(self) -> str | None:
+        """Why the server refused the handshake, when it did (a retry will not help), else None."""
+        self.poll()
+        if self.failure is None or (self.failure[0] == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL and self.vague < 2):
+            return None  # ZeroMQ retries within 100 ms; the retry often says more
+        kind, value = self.failure
+        if kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+            return (f"the server refused this client's key (CURVE authentication failed, status {value}): "
+                    "its public key must be in the server's curve.clients_dir (--client-key)")
+        if kind == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL and not self.curve:
+            return "the server uses CURVE and this client does not: give --server-key (and --client-key)"
+        if kind == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL:
+            return "the server does not use CURVE (or another security mechanism): drop --server-key"
+        if not self.curve:
+            return "the handshake failed: if the server uses CURVE, give --server-key (and --client-key)"
+        return "the CURVE handshake failed: is --server-key the server's public key?"
+
+    def explain(self) -> str:
+        """Why nothing came back: a refused handshake, nobody listening, or a connected but silent server."""
+        reason = self.refused()
+        if reason is not None:
+            return reason
+        if self.succeeded:
+            return "connected, but the service did not answer in time (busy?)"
+        if self.connected:
+            return "connected, but the handshake did not complete: it may be an authentication failure"
+        return "nothing answered the connection: is the service running there?"
+
+    def close(self) -> None:
+        if not self._sock.closed:
+            self._sock.disable_monitor()
+        self._monitor.close(linger=0)
+
+
+def curve_client(sock: zmq.Socket, server_public_key: bytes | None,
+                 client_keypair: tuple[bytes, bytes] | None = None) -> None:
+    """Make `sock` a CURVE client of the server with that public key (no-op without one).
+
+    Without `client_keypair` a throwaway keypair is made: enough for a server
+    without an allow-list, refused by one with it.
+    """
+    if client_keypair is not None and not server_public_key:
+        raise ValueError("a client keypair needs the server's public key too")
+    if server_public_key:
+        public, secret = client_keypair or zmq.curve_keypair()
+        sock.curve_serverkey = server_public_key
+        sock.curve_publickey = public
+        sock.curve_secretkey = secret
+
+
+def keygen(directory: str | Path, name: str) -> tuple[Path, Path]:
+    """Write NAME.key (public) and NAME.key_secret (public + secret) in `directory`; refuses to overwrite."""
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    public, secret = folder / f"{name}.key", folder / f"{name}.key_secret"
+    for path in (public, secret):
+        if path.exists():
+            raise FileExistsError(f"{path} exists; not overwriting a key")
+    made = zmq.auth.create_certificates(folder, name)
+    Path(made[1]).chmod(0o600)
+    return Path(made[0]), Path(made[1])
+

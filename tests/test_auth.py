@@ -1,0 +1,168 @@
+"""CURVE client authentication over real sockets on 127.0.0.1: the allow-list (ZAP), CURVE ingest,
+key files, and what a refused client is told."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+
+import pytest
+import zmq
+
+from conftest import serving, tiny_tick_checkpoint
+from connectors.feed import FeedClient, FeedTimeout
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from engine.service.auth import (KeyFileError, allowed_client_keys, keygen, read_keypair, read_public_key,
+                                 server_keypair)
+from engine.service.client import AnswerSubscriber, ControlClient, ControlError
+from engine.service.config import ConfigError, ServiceConfig
+
+pytestmark = pytest.mark.skipif(not zmq.has("curve"), reason="libzmq built without CURVE")
+
+DIR_QUERY = "queries:\n  - {name: dir, streams: ['*'], question: direction_20, kind: choice, trigger: batch}\n"
+LOCAL = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"))
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    """server, alice (listed) and mallory (not listed) keypairs, and the allow-list directory."""
+    root = tmp_path_factory.mktemp("keys")
+    for name in ("server", "alice", "mallory"):
+        keygen(root, name)
+    (root / "allowed").mkdir()
+    shutil.copy(root / "alice.key", root / "allowed")
+    return root
+
+
+def curve_config(checkpoint, keys, **curve) -> ServiceConfig:
+    return ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16},
+        "endpoints": LOCAL, "limits": {"heartbeat_s": 0.2},
+        "curve": {"enabled": True, "server_secret_key_file": str(keys / "server.key_secret"), **curve},
+    })
+
+
+def wait_for(predicate, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+def test_listed_clients_are_served_and_unknown_keys_refused(checkpoint, keys) -> None:
+    server_key = read_public_key(keys / "server.key")
+    alice = {"server_public_key": server_key, "client_keypair": read_keypair(keys / "alice.key_secret")}
+    mallory = {"server_public_key": server_key, "client_keypair": read_keypair(keys / "mallory.key_secret")}
+    market = SyntheticMarket(SyntheticConfig(seed=1))
+    with serving(curve_config(checkpoint, keys, clients_dir=str(keys / "allowed"))) as server, \
+            ControlClient(server.endpoints["control"], timeout_s=10, **alice) as control, \
+            AnswerSubscriber(server.endpoints["answers"], ["dir/"], **alice) as answers:
+        assert control.call("register", yaml=DIR_QUERY)["registered"] == ["dir"]
+        answers.wait_ready()
+        with FeedClient(server.endpoints["ingest"]) as feed:  # ingest stays plain without curve.ingest
+            feed.send(market.next_batch(20))
+        message = answers.recv(timeout_s=10)
+        assert message is not None
+        topic, payload = message
+        assert topic.startswith("dir/") and payload["seq"] >= 1
+        assert control.call("ask", stream=payload["stream"], query="dir")["answer"]["stream"] == payload["stream"]
+
+        started = time.monotonic()
+        for client_keys in (mallory, {"server_public_key": server_key}):  # unknown key; a throwaway keypair
+            with ControlClient(server.endpoints["control"], timeout_s=10, **client_keys) as intruder, \
+                    pytest.raises(ControlError, match="refused this client's key .CURVE authentication failed"):
+                intruder.call("register", yaml=DIR_QUERY.replace("dir", "evil"))
+        assert time.monotonic() - started < 5  # told at once, not after the 10 s time-out
+        with AnswerSubscriber(server.endpoints["answers"], [""], **mallory) as intruder, \
+                pytest.raises(TimeoutError, match="refused this client's key"):
+            intruder.wait_ready(timeout_s=5)
+        with ControlClient(server.endpoints["control"], timeout_s=5) as plain, \
+                pytest.raises(ControlError, match="give --server-key"):
+            plain.call("health")
+
+        assert [q["name"] for q in control.call("list")["queries"]] == ["dir"]  # nothing got in
+        stats = control.call("stats")["stats"]  # the listed client is still served
+        assert stats["auth_denied"] >= 3 and stats["auth_allowed"] >= 2 and stats["auth_errors"] == 0
+
+        server._auth.stop()  # no ZAP handler any more: handshakes fail closed, never open
+        with ControlClient(server.endpoints["control"], timeout_s=2, **alice) as late, pytest.raises(ControlError):
+            late.call("health")
+
+
+def test_curve_ingest_takes_ticks_from_listed_feeds_only(checkpoint, keys) -> None:
+    server_key = read_public_key(keys / "server.key")
+    market = SyntheticMarket(SyntheticConfig(seed=2))
+    config = curve_config(checkpoint, keys, clients_dir=str(keys / "allowed"), ingest=True)
+    with serving(config) as server, ControlClient(server.endpoints["control"], timeout_s=10, server_public_key=server_key,
+                                                  client_keypair=read_keypair(keys / "alice.key_secret")) as control:
+        for refused in ({}, {"server_public_key": server_key},
+                        {"server_public_key": server_key, "client_keypair": read_keypair(keys / "mallory.key_secret")}):
+            with FeedClient(server.endpoints["ingest"], linger_ms=0, send_timeout_ms=1000, **refused) as feed, \
+                    contextlib.suppress(FeedTimeout):
+                feed.send(market.next_batch(10))  # queued here (or timed out): the handshake never completes
+                time.sleep(0.3)
+        assert control.call("stats")["stats"]["ticks_in"] == 0
+        with FeedClient(server.endpoints["ingest"], server_public_key=server_key,
+                        client_keypair=read_keypair(keys / "alice.key_secret")) as feed:
+            feed.send(market.next_batch(10))
+        wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 10)
+        assert control.call("stats")["stats"]["auth_denied"] >= 2
+
+
+def test_curve_ingest_without_an_allow_list_needs_only_the_server_key(checkpoint, keys) -> None:
+    server_key = read_public_key(keys / "server.key_secret")  # the public half of a secret certificate
+    market = SyntheticMarket(SyntheticConfig(seed=3))
+    with serving(curve_config(checkpoint, keys, ingest=True)) as server, \
+            ControlClient(server.endpoints["control"], timeout_s=10, server_public_key=server_key) as control:
+        with FeedClient(server.endpoints["ingest"], linger_ms=0, send_timeout_ms=1000) as plain, \
+                contextlib.suppress(FeedTimeout):
+            plain.send(market.next_batch(10))
+            time.sleep(0.3)
+        with FeedClient(server.endpoints["ingest"], server_public_key=server_key) as feed:
+            feed.send(market.next_batch(10))
+        wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 10)
+        assert "auth_denied" not in control.call("stats")["stats"]  # no ZAP handler without clients_dir
+
+
+def test_key_files_in_both_formats(keys, tmp_path) -> None:
+    public, secret = zmq.curve_keypair()
+    (tmp_path / "bare.pub").write_bytes(public + b"\n")
+    (tmp_path / "bare.secret").write_bytes(secret)
+    assert read_public_key(tmp_path / "bare.pub") == public
+    assert read_keypair(tmp_path / "bare.secret") == (public, secret)
+    alice_public, alice_secret = read_keypair(keys / "alice.key_secret")
+    assert read_public_key(keys / "alice.key") == read_public_key(keys / "alice.key_secret") == alice_public
+    assert server_keypair(tmp_path / "bare.secret", tmp_path / "bare.pub") == (public, secret)
+    assert list(allowed_client_keys(keys / "allowed")) == [alice_public]
+    (tmp_path / "junk.key").write_text("not a key\n")
+    for call, message in [
+        (lambda: read_keypair(keys / "alice.key"), "alice.key: holds no secret key"),
+        (lambda: read_public_key(tmp_path / "junk.key"), "junk.key: not a CURVE key file"),
+        (lambda: read_public_key(tmp_path / "missing.key"), "missing.key: cannot read key file"),
+        (lambda: server_keypair(keys / "server.key_secret", tmp_path / "bare.pub"), "is not the public key of"),
+        (lambda: allowed_client_keys(tmp_path / "nowhere"), "curve.clients_dir: .* is not a directory"),
+        (lambda: keygen(keys, "alice"), "exists; not overwriting"),
+    ]:
+        with pytest.raises((KeyFileError, FileExistsError), match=message):
+            call()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(KeyFileError, match="holds no client certificate"):
+        allowed_client_keys(tmp_path / "empty")
+
+
+@pytest.mark.parametrize("curve, message", [
+    ({"enabled": True}, "curve.enabled needs server_secret_key_file"),
+    ({"clients_dir": "keys/"}, "curve.clients_dir needs curve.enabled: true"),
+    ({"ingest": True}, "curve.ingest needs curve.enabled: true"),
+    ({"enabled": "yes", "server_secret_key_file": "s"}, "curve.enabled must be true or false"),
+    ({"enabled": True, "server_secret_key_file": "s", "clients_dir": 3}, "curve.clients_dir must be a path"),
+])
+def test_curve_config_mistakes_are_named(curve: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ServiceConfig.from_dict({"curve": curve}, "engine.yaml")

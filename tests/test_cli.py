@@ -1,0 +1,182 @@
+"""The `flashtick` subcommands that talk to a running service, run in-process (`main([...])`) against a
+live server on 127.0.0.1 with ephemeral ports: control commands, subscribe, feed, and the CURVE key options."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+
+import pytest
+import zmq
+
+from conftest import serving, tiny_tick_checkpoint
+from connectors.feed import FeedClient
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from engine.service.auth import keygen
+from engine.service.cli import main
+from engine.service.client import AnswerSubscriber, ControlClient
+from engine.service.config import ServiceConfig
+
+DIR_QUERY = "queries:\n  - {name: dir, streams: ['*'], question: direction_20, kind: choice, trigger: batch}\n"
+VOL_QUERY = "queries:\n  - {name: vol, streams: ['SYN.*'], question: volatility_50, kind: choice, trigger: {ticks: 5}}\n"
+LOCAL = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"))
+
+
+def config(checkpoint, tmp_path, curve: dict | None = None) -> ServiceConfig:
+    (tmp_path / "q.yaml").write_text(DIR_QUERY)
+    return ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16},
+        "endpoints": LOCAL, "limits": {"heartbeat_s": 0.2}, "queries": str(tmp_path / "q.yaml"),
+        **({"curve": curve} if curve else {}),
+    })
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def wait_for(predicate, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
+    (tmp_path / "vol.yaml").write_text(VOL_QUERY)
+    (tmp_path / "my_queries.yaml").write_text("queries:\n  - {name: x, streams: [a], kind: choice,"
+                                              " question: direction_20, trigerr: batch}\n")
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ("--control", server.endpoints["control"])
+        code, out, _ = run(capsys, "health", *control)
+        assert code == 0 and json.loads(out)["status"] == "serving"
+
+        code, out, _ = run(capsys, "register", str(tmp_path / "vol.yaml"), *control)
+        assert code == 0 and out == "registered vol (registry version 2)\n"
+        code, out, err = run(capsys, "register", str(tmp_path / "my_queries.yaml"), *control)
+        assert code == 2 and err.startswith("flashtick register: error: my_queries.yaml:2:") and "trigerr" in err
+        assert "control:register" not in err
+        with ControlClient(server.endpoints["control"]) as raw:  # the name is a short, plain file name
+            bad = (tmp_path / "my_queries.yaml").read_text()
+            error = raw.request({"op": "register", "yaml": bad, "source": "/etc/../\x1b[31mq\u202e" + "x" * 99})["error"]
+            assert error.startswith("31mq" + "x" * 60 + ":2:")
+            assert raw.request({"op": "register", "yaml": bad, "source": 7})["error"] == "op 'register' needs 'source' as str"
+
+        code, out, _ = run(capsys, "list", *control)
+        lines = out.splitlines()
+        assert code == 0 and [line.split()[0] for line in lines[:-1]] == ["dir", "vol"]
+        assert lines[0].split()[1:4] == ["choice", "direction_20", "batch"]
+        assert lines[-1] == "2 queries (registry version 2)"
+        code, out, _ = run(capsys, "list", "--json", *control)
+        assert {q["name"] for q in json.loads(out)["queries"]} == {"dir", "vol"}
+
+        code, _, err = run(capsys, "get", "SYN.A", "dir", *control)
+        assert code == 1 and "no cached answer of dir on SYN.A" in err
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            feed.send(SyntheticMarket(SyntheticConfig(seed=1)).next_batch(40))
+        wait_for(lambda: main(["get", "SYN.A", "dir", *control]) == 0)
+        capsys.readouterr()
+        code, out, _ = run(capsys, "get", "SYN.A", "dir", *control)
+        answer = json.loads(out)
+        assert code == 0 and answer["topic"] == "dir/SYN.A/" and answer["seq"] >= 1
+
+        code, out, _ = run(capsys, "unregister", "vol", *control)
+        assert code == 0 and out == "unregistered vol (registry version 3)\n"
+        code, _, err = run(capsys, "unregister", "vol", *control)
+        assert code == 2 and "no query named 'vol'" in err
+        code, out, _ = run(capsys, "stats", *control)
+        assert code == 0 and json.loads(out)["ticks_in"] == 40
+
+
+def test_subscribe_prints_one_line_per_message_on_a_pipe(checkpoint, tmp_path, capsys) -> None:
+    market = SyntheticMarket(SyntheticConfig(seed=2))
+    with serving(config(checkpoint, tmp_path)) as server:
+        done = threading.Event()
+        codes: list[int] = []
+
+        def subscribe() -> None:
+            codes.append(main(["subscribe", "dir/", "--count", "6", "--endpoint", server.endpoints["answers"]]))
+            done.set()
+
+        thread = threading.Thread(target=subscribe, daemon=True)
+        thread.start()
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            deadline = time.monotonic() + 20
+            while not done.wait(0.05) and time.monotonic() < deadline:
+                feed.send(market.next_batch(2))
+        thread.join(5)
+        out = capsys.readouterr().out
+        assert codes == [0]
+        lines = out.splitlines()
+        assert len(lines) == 6 and all(line.startswith("dir/SYN.") for line in lines), out
+        assert all(line.split()[-1].startswith("(") for line in lines)  # the answer, e.g. "up (0.41)"
+
+        # the reserved topics (heartbeats): one key=value line each, not a table
+        code, out, _ = run(capsys, "subscribe", "_", "--count", "2", "--endpoint", server.endpoints["answers"])
+        assert code == 0 and len(out.splitlines()) == 2
+        assert all(line.startswith("_heartbeat/") and "ticks_in=" in line for line in out.splitlines())
+
+
+def test_wait_ready_means_nothing_published_after_it_is_missed(checkpoint, tmp_path) -> None:
+    with serving(config(checkpoint, tmp_path)) as server, \
+            AnswerSubscriber(server.endpoints["answers"], ["dir/"]) as answers:
+        answers.wait_ready(timeout_s=5)
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            feed.send(SyntheticMarket(SyntheticConfig(seed=3)).next_batch(8))
+        message = answers.recv(timeout_s=10)
+        assert message is not None and message[0].startswith("dir/") and message[1]["seq"] == 1
+        while (message := answers.recv(timeout_s=0.3)) is not None:
+            assert message[0].startswith("dir/")
+
+
+@pytest.mark.skipif(not zmq.has("curve"), reason="libzmq built without CURVE")
+def test_key_options_against_a_curve_server(checkpoint, tmp_path, capsys, monkeypatch) -> None:
+    keys = tmp_path / "keys"
+    assert run(capsys, "keygen", "server", "--dir", str(keys))[0] == 0
+    for name in ("alice", "mallory"):
+        keygen(keys, name)
+    (tmp_path / "allowed").mkdir()
+    shutil.copy(keys / "alice.key", tmp_path / "allowed")
+    curve = {"enabled": True, "server_secret_key_file": str(keys / "server.key_secret"),
+             "clients_dir": str(tmp_path / "allowed"), "ingest": True}
+    alice = ("--server-key", str(keys / "server.key"), "--client-key", str(keys / "alice.key_secret"))
+    with serving(config(checkpoint, tmp_path, curve)) as server:
+        control = ("--control", server.endpoints["control"])
+        code, out, _ = run(capsys, "health", *control, *alice)
+        assert code == 0 and json.loads(out)["status"] == "serving"
+
+        started = time.monotonic()
+        code, _, err = run(capsys, "stats", *control)
+        assert code == 2 and "give --server-key" in err
+        code, _, err = run(capsys, "register", str(tmp_path / "q.yaml"), *control, "--server-key",
+                           str(keys / "server.key"), "--client-key", str(keys / "mallory.key_secret"))
+        assert code == 2 and "refused this client's key" in err
+        code, _, err = run(capsys, "subscribe", "--count", "1", "--endpoint", server.endpoints["answers"])
+        assert code == 2 and "refused the subscription" in err
+        assert time.monotonic() - started < 10  # refusals are reported, not waited out
+
+        code, out, _ = run(capsys, "feed", "synthetic", "--ticks", "50", "--endpoint", server.endpoints["ingest"],
+                           *alice)
+        assert code == 0
+        wait_for(lambda: main(["get", "SYN.A", "dir", *control, *alice]) == 0)
+        capsys.readouterr()
+        code, out, _ = run(capsys, "subscribe", "_heartbeat/", "--count", "1", "--json",
+                           "--endpoint", server.endpoints["answers"], *alice)
+        assert code == 0 and json.loads(out)["topic"] == "_heartbeat/"
+
+        monkeypatch.setenv("FLASHTICK_SERVER_KEY", str(keys / "server.key"))
+        monkeypatch.setenv("FLASHTICK_CLIENT_KEY", str(keys / "alice.key_secret"))
+        code, out, _ = run(capsys, "list", *control)
+        assert code == 0 and out.startswith("dir ")
+        monkeypatch.delenv("FLASHTICK_SERVER_KEY")
+        code, _, err = run(capsys, "ask", "SYN.A", "dir", *control)
+        assert code == 2 and "--client-key needs --server-key" in err
