@@ -99,6 +99,7 @@ class FeedClient:
         if client_keypair is not None and not server_public_key:
             raise ValueError("client_keypair needs server_public_key (the engine's CURVE public key) too")
         self.endpoint = endpoint
+        self.curve = {"server_public_key": server_public_key, "client_keypair": client_keypair}  # for RejectWatch
         self.send_timeout_ms = send_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
         self._sock = (context or zmq.Context.instance()).socket(zmq.PUSH)
@@ -158,12 +159,18 @@ class RejectWatch:
     feed's and is counted in `unattributed`.
     """
 
-    def __init__(self, endpoint: str, *, context: zmq.Context | None = None) -> None:
+    def __init__(self, endpoint: str, *, context: zmq.Context | None = None, server_public_key: bytes | None = None,
+                 client_keypair: tuple[bytes, bytes] | None = None) -> None:
         if not isinstance(endpoint, str) or "://" not in endpoint:
             raise ValueError(f"answers endpoint must look like 'tcp://host:port', got {endpoint!r}")
         self.endpoint = endpoint
         self._sock = (context or zmq.Context.instance()).socket(zmq.SUB)
         self._sock.setsockopt(zmq.LINGER, 0)
+        if server_public_key:  # the same CURVE identity as the feed's (see FeedClient)
+            public, secret = client_keypair or zmq.curve_keypair()
+            self._sock.curve_serverkey = server_public_key
+            self._sock.curve_publickey = public
+            self._sock.curve_secretkey = secret
         for topic in (REJECTS_TOPIC, HEARTBEAT_TOPIC):
             self._sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
         self._sock.connect(endpoint)
@@ -287,7 +294,7 @@ def run_feed(
         raise ValueError(f"batch must be an int >= 1, got {batch!r}")
     if answers is None:
         return _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None)
-    with RejectWatch(answers) as watch:
+    with RejectWatch(answers, **client.curve) as watch:
         watch.wait_ready(ready_timeout_s)
         stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch)
         watch.settle(settle_s)

@@ -56,7 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--ticks", type=int, default=None, help="stop after N ticks (default: endless)")
     f.add_argument("--rate", type=float, default=1000.0, help="ticks per second (default 1000)")
+    f.add_argument("--start-ts", type=int, default=None,
+                   help="event time of the first tick, ns since the epoch (default: now)")
     f.add_argument("--endpoint", default=DEFAULT_INGEST)
+    f.add_argument("--answers", default=None,
+                   help="the engine's answers endpoint, to count this feed's rejections (default: the default "
+                        "answers endpoint when --endpoint is the default ingest one, else none; '' to skip)")
     f.set_defaults(run=cmd_feed)
     f = feed_sub.add_parser("replay", help="replay Parquet/CSV tick files", parents=[keys])
     f.add_argument("files", nargs="+", type=Path)
@@ -65,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--rate", type=float, default=None, help="cap in ticks per second")
     f.add_argument("--ticks", type=int, default=None)
     f.add_argument("--endpoint", default=DEFAULT_INGEST)
+    f.add_argument("--answers", default=None,
+                   help="the engine's answers endpoint, to count this feed's rejections (default: the default "
+                        "answers endpoint when --endpoint is the default ingest one, else none; '' to skip)")
     f.set_defaults(run=cmd_feed)
 
     p = sub.add_parser("subscribe", help="print answers as they are published", parents=[keys])
@@ -204,10 +212,17 @@ def _source(args: argparse.Namespace) -> Any:
         from connectors.source import SyntheticSource
         from connectors.synthetic import SyntheticConfig
 
-        return SyntheticSource(SyntheticConfig(seed=args.seed), limit=args.ticks)
+        return SyntheticSource(SyntheticConfig(seed=args.seed, start_ts=args.start_ts), limit=args.ticks)
     from connectors.replay import FileReplay
 
     return FileReplay([str(f) for f in args.files], columns=args.preset, speed=args.speed)
+
+
+def _answers_for(args: argparse.Namespace) -> str | None:
+    """Where to count a feed's rejections: as given, or the default engine's when feeding the default engine."""
+    if args.answers is not None:
+        return args.answers or None
+    return DEFAULT_ANSWERS if args.endpoint == DEFAULT_INGEST else None
 
 
 def cmd_feed(args: argparse.Namespace) -> None:
@@ -215,8 +230,8 @@ def cmd_feed(args: argparse.Namespace) -> None:
 
     source = _source(args)
     with FeedClient(args.endpoint, **_curve(args)) as client:
-        stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks)
-    print(f"sent {stats.ticks} ticks in {stats.messages} messages over {stats.seconds:.1f} s", file=sys.stderr)
+        stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args))
+    print(stats.summary(), file=sys.stderr)
 
 
 def cmd_subscribe(args: argparse.Namespace) -> None:
