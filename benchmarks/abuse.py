@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> dict:
             while old_answer_s is None and (message := sub.recv(timeout_s=0.0)) is not None:
                 if message[1]["version"] == 65:
                     old_answer_s = time.perf_counter() - started
-            if stats["ticks_in"] >= 64 + args.streams + 1 and not stats["pending_tokens"] and old_answer_s:
+            seen = stats["ticks_in"] + sum(stats["rejected"].values())  # past scheduler.max_streams: refused
+            if seen >= 64 + args.streams + 1 and not stats["pending_tokens"] and old_answer_s:
                 break
             time.sleep(0.05)
         absorbed_s = time.perf_counter() - started
@@ -85,10 +86,11 @@ def main(argv: list[str] | None = None) -> dict:
               "send_s": sent_s, "absorbed_s": absorbed_s, "old_stream_answer_s": old_answer_s,
               "control_latency_ms": percentiles(latencies), "rss_mb": {"before": rss_before, "peak": rss_peak,
                                                                        "after_expiry": rss_mb()},
+              "accepted": after["ticks_in"] - 64 - 2, "rejected": after["rejected"],
               "streams_after_expiry": after["streams"], "streams_expired": after["streams_expired"]}
     path = write_json("abuse", result)
     lat = result["control_latency_ms"]
-    print(f"abuse: {args.streams} new streams absorbed in {absorbed_s:.1f} s; control p50/p99 {lat['p50']:.1f}/"
+    print(f"abuse: {args.streams} new streams ({result['rejected']} refused) absorbed in {absorbed_s:.1f} s; control p50/p99 {lat['p50']:.1f}/"
           f"{lat['p99']:.1f} ms during it; the old stream's next answer after {old_answer_s:.1f} s; RSS "
           f"{rss_before:.0f} -> {rss_peak:.0f} MB, {result['rss_mb']['after_expiry']:.0f} MB after expiry "
           f"({after['streams_expired']} expired)  [{path}]")

@@ -100,7 +100,8 @@ class FlashtickDriver:
                  dtype: str = "float32", device: str = "cpu") -> None:
         cells = streams * (window.positions + 64) + 256
         self.config = ServiceConfig.from_dict({
-            "model": {"path": str(checkpoint), "dtype": dtype, "device": device},
+            # torch's default threads (2 here), as every side of this benchmark was measured with
+            "model": {"path": str(checkpoint), "dtype": dtype, "device": device, "threads": None},
             "kv": {"cells": cells, "block_size": 32},
             "scheduler": {"max_batch_tokens": max_batch_tokens, "max_batch_streams": 1024,
                           "window": window.positions, "probe_reserve": window.positions - window.roll_at,
