@@ -27,7 +27,7 @@ from connectors.source import Source
 from connectors.ticks import Tick
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
-REJECTS_TOPIC = "_rejects/"  # the engine's topics (engine/service/server.py), named here: connectors sit below it
+REJECTS_TOPIC = "_rejects/"  # the service's own topics, defined here because connectors sit below the service
 HEARTBEAT_TOPIC = "_heartbeat/"
 SendItem = Tick | Mapping[str, Any]
 

@@ -205,6 +205,11 @@ class Scheduler:
     def busy(self) -> bool:
         return bool(self._asks or self._idle or self._pending_chunks)
 
+    @property
+    def max_chunk_tokens(self) -> int:
+        """The longest chunk a stream can ever place: after a roll only the sink stays before it."""
+        return self.roll_at - self.sink
+
     def pending_tokens(self) -> int:
         """Tokens accepted and not yet in a forward: the backlog."""
         return self._pending_tokens

@@ -23,9 +23,10 @@ from typing import Any
 import msgpack
 import zmq
 
+from connectors.feed import HEARTBEAT_TOPIC
+
 from engine.service.auth import HandshakeMonitor, curve_client
 
-HEARTBEAT_TOPIC = "_heartbeat/"
 POLL_SLICE_MS = 100  # how often a waiting client looks at its handshake
 
 

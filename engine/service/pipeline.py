@@ -71,9 +71,8 @@ class TickPipeline:
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)
         self.engine = Engine(self.runner, config.scheduler, self.flash)
-        scheduler = self.engine.scheduler  # the longest chunk it can place: after a roll only the sink stays
         self.encoders = StreamEncoders(self.codec, self.runner.config.vocab_size, config.limits.max_message_bytes,
-                                       max_item_tokens=scheduler.roll_at - scheduler.sink,
+                                       max_item_tokens=self.engine.scheduler.max_chunk_tokens,
                                        max_stream_bytes=config.limits.max_stream_bytes)
         self.ticks_in = 0
         self.rejected: Counter[str] = Counter()

@@ -24,6 +24,7 @@ from typing import Any
 import msgpack
 import zmq
 
+from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
 from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, allowed_client_keys, server_keypair
@@ -32,9 +33,7 @@ from queries.cache import Answer
 from queries.spec import QuerySpec, QuerySpecError
 from queries.yaml_loader import load_queries
 
-HEARTBEAT_TOPIC = "_heartbeat/"
 BEHIND_WARNING_EVERY_S = 10.0
-REJECTS_TOPIC = "_rejects/"
 TOKENIZED_MARKER = b"tokens"
 
 
