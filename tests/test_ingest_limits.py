@@ -4,21 +4,20 @@ feed sees its own rejections, and two live synthetic feeds in a row both go in."
 
 from __future__ import annotations
 
-import threading
 import time
 
 import msgpack
 import pytest
 import zmq
 
-from conftest import tiny_tick_checkpoint
+from conftest import serving, tiny_tick_checkpoint
 from connectors.feed import FeedClient, run_feed
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import TS_MAX
 from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.config import ServiceConfig
-from engine.service.server import REJECTS_TOPIC, TOKENIZED_MARKER, Server
+from engine.service.server import REJECTS_TOPIC, TOKENIZED_MARKER
 
 TS = 1_723_161_254_087_896_568
 BAD_NAMES = ["BTC/USDT", "_heartbeat", "_rejects", " BTC", "BTC ", "BTC\x00", "BTC\n1", "BTC\x1b[2J",
@@ -34,15 +33,8 @@ def server(tmp_path_factory):
         "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
         "limits": {"heartbeat_s": 0.1, "max_message_bytes": 4 << 20},  # room for a 1 MB stream name
     })
-    srv = Server(config)
-    srv.bind()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    srv.ready.wait(5)
-    yield srv
-    srv.stop()
-    thread.join(5)
-    assert not thread.is_alive()
+    with serving(config) as srv:
+        yield srv
 
 
 @pytest.fixture

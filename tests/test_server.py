@@ -11,7 +11,7 @@ import msgpack
 import pytest
 import zmq
 
-from conftest import tiny_tick_checkpoint
+from conftest import serving, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError
@@ -41,15 +41,8 @@ def server(checkpoint, tmp_path):
         "limits": {"heartbeat_s": 0.2, "max_message_bytes": 4096},
         "queries": str(queries),
     })
-    srv = Server(config)
-    srv.bind()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    srv.ready.wait(5)
-    yield srv
-    srv.stop()
-    thread.join(5)
-    assert not thread.is_alive()
+    with serving(config) as srv:
+        yield srv
 
 
 @pytest.fixture
@@ -274,14 +267,8 @@ def values_server(checkpoint, tmp_path):
         "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
         "queries": str(queries),
     })
-    srv = Server(config)
-    srv.bind()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    srv.ready.wait(5)
-    yield srv
-    srv.stop()
-    thread.join(5)
+    with serving(config) as srv:
+        yield srv
 
 
 def test_expectation_values_from_the_startup_config_and_over_control(values_server) -> None:

@@ -3,8 +3,9 @@ effects, draining on stop and socket size caps, over real sockets and real model
 
 from __future__ import annotations
 
-import threading
+import contextlib
 import time
+from collections.abc import Iterator
 
 import pytest
 import zmq
@@ -15,7 +16,8 @@ from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from engine.service.server import REJECTS_TOPIC, Server
-from test_server import checkpoint, collect, wait_for  # noqa: F401  (the module's model fixture)
+from conftest import serving
+from test_server import checkpoint, collect, wait_for  # noqa: F401  (checkpoint: the model fixture)
 
 QUERIES = """
 queries:
@@ -112,34 +114,31 @@ def test_a_burst_of_new_streams_does_not_starve_an_existing_one(checkpoint) -> N
     engine.scheduler.blocks.pool.check()
 
 
-def start_server(checkpoint, **sections) -> tuple[Server, zmq.Socket, threading.Thread]:
-    """A real server on ephemeral 127.0.0.1 ports in a thread, and a PUSH socket into its ingest."""
+@contextlib.contextmanager
+def live_server(checkpoint, **sections) -> Iterator[tuple[Server, zmq.Socket]]:
+    """A real server on ephemeral 127.0.0.1 ports, and a PUSH socket into its ingest; stopped on exit."""
     endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
-    server = Server(pipeline_config(checkpoint, endpoints=endpoints, **sections))
-    server.bind()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    server.ready.wait(5)
-    push = zmq.Context.instance().socket(zmq.PUSH)
-    push.linger = 1000
-    push.connect(server.endpoints["ingest"])
-    return server, push, thread
+    with serving(pipeline_config(checkpoint, endpoints=endpoints, **sections)) as server:
+        push = zmq.Context.instance().socket(zmq.PUSH)
+        push.linger = 1000
+        push.connect(server.endpoints["ingest"])
+        try:
+            yield server, push
+        finally:
+            push.close()
 
 
 @pytest.fixture
 def live(checkpoint, tmp_path):
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
-    server, push, thread = start_server(checkpoint, queries=str(queries), limits={
-        "heartbeat_s": 0.2, "max_message_bytes": 1 << 16, "max_control_bytes": 1 << 16})
-    yield server, push, thread
-    push.close()
-    server.stop()
-    thread.join(15)
+    with live_server(checkpoint, queries=str(queries), limits={
+            "heartbeat_s": 0.2, "max_message_bytes": 1 << 16, "max_control_bytes": 1 << 16}) as running:
+        yield running
 
 
 def test_asks_never_publish_replace_cached_answers_or_touch_freshness(live) -> None:
-    server, push, _ = live
+    server, push = live
     push.send(encode(ticks(40, seed=6)))
     with ControlClient(server.endpoints["control"]) as control:
         wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 40 and not server.pipeline.engine.busy)
@@ -164,18 +163,16 @@ def test_asks_never_publish_replace_cached_answers_or_touch_freshness(live) -> N
 
 def test_stop_drains_what_was_accepted(checkpoint) -> None:
     # 16 tokens a forward: 400 ticks (1600 tokens) are still mostly pending when stop() comes
-    server, push, thread = start_server(checkpoint, scheduler={"max_batch_tokens": 16, "max_batch_streams": 1})
-    push.send(encode(ticks(400, seed=3, streams=4)))
-    wait_for(lambda: server.pipeline.ticks_in == 400, timeout_s=30)
-    server.stop()
-    thread.join(60)
-    push.close()
+    with live_server(checkpoint, scheduler={"max_batch_tokens": 16, "max_batch_streams": 1}) as (server, push):
+        push.send(encode(ticks(400, seed=3, streams=4)))
+        wait_for(lambda: server.pipeline.ticks_in == 400, timeout_s=30)
+    # serving() stopped it: the loop drained before returning
     assert server.pipeline.engine.scheduler.pending_tokens() == 0
     assert sum(s.ticks for s in server.pipeline.engine.scheduler.streams.values()) == 400
 
 
 def test_oversize_control_requests_are_cut_off_and_the_service_keeps_serving(live) -> None:
-    server, push, _ = live
+    server, push = live
     big = zmq.Context.instance().socket(zmq.DEALER)
     big.linger = 0
     big.connect(server.endpoints["control"])
@@ -189,9 +186,8 @@ def test_oversize_control_requests_are_cut_off_and_the_service_keeps_serving(liv
 
 
 def test_shed_rejections_reach_the_rejects_topic(checkpoint) -> None:
-    server, push, thread = start_server(checkpoint, limits={"max_backlog_tokens": 40, "when_behind": "shed",
-                                                            "heartbeat_s": 0.2})
-    try:
+    with live_server(checkpoint, limits={"max_backlog_tokens": 40, "when_behind": "shed",
+                                         "heartbeat_s": 0.2}) as (server, push):
         with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as sub:
             time.sleep(0.3)
             push.send(encode(ticks(30)))  # one message: all submitted before a forward
@@ -200,18 +196,13 @@ def test_shed_rejections_reach_the_rejects_topic(checkpoint) -> None:
         assert all(p.get("stream") for _, p in rejects)
         wait_for(lambda: not server.pipeline.engine.busy)
         assert server.pipeline.stats()["rejected"] == {"overloaded": 19}
-    finally:
-        push.close()
-        server.stop()
-        thread.join(15)
 
 
 def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socket_answers(checkpoint) -> None:
     from connectors.ticks import trade
 
-    server, push, thread = start_server(checkpoint, scheduler={"max_streams": 300},
-                                        limits={"heartbeat_s": 0.2, "max_message_bytes": 1 << 20})
-    try:
+    with live_server(checkpoint, scheduler={"max_streams": 300},
+                     limits={"heartbeat_s": 0.2, "max_message_bytes": 1 << 20}) as (server, push):
         burst = [trade(f"NEW{i:05d}", 1_700_000_000_000_000_000 + i, 100.0, 1.0, "buy") for i in range(2000)]
         for start in range(0, 2000, 500):
             push.send(encode(burst[start : start + 500]))
@@ -221,7 +212,3 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
             stats = control.call("stats")["stats"]
         assert stats["streams"] == 300 and stats["rejected"] == {"stream_refused": 1700}
         wait_for(lambda: not server.pipeline.engine.busy, timeout_s=30)
-    finally:
-        push.close()
-        server.stop()
-        thread.join(15)
