@@ -212,3 +212,15 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
             stats = control.call("stats")["stats"]
         assert stats["streams"] == 300 and stats["rejected"] == {"stream_refused": 1700}
         wait_for(lambda: not server.pipeline.engine.busy, timeout_s=30)
+
+
+def test_serve_without_a_config_registers_the_example_queries(tmp_path, capsys) -> None:
+    from engine.service.cli import EXAMPLE_QUERIES, _serve_config, build_parser
+
+    bare = _serve_config(build_parser().parse_args(["serve"]))
+    assert bare.queries == str(EXAMPLE_QUERIES) and bare.model.path is None
+    assert "registering tick_model.yaml" in capsys.readouterr().err
+    TickPipeline(bare)  # they load and compile against the built-in model
+    own = tmp_path / "q.yaml"
+    own.write_text(QUERIES)
+    assert _serve_config(build_parser().parse_args(["serve", "--queries", str(own)])).queries == str(own)

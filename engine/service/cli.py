@@ -184,15 +184,20 @@ def _control(args: argparse.Namespace) -> Any:
     return ControlClient(args.control, **_curve(args))
 
 
+def _serve_config(args: argparse.Namespace) -> Any:
+    """The service config for `serve`; with neither --config nor --queries, the built-in model's example queries
+    are registered (a model with nothing asked of it publishes nothing)."""
+    if args.config is None and args.queries is None:
+        print(f"flashtick: no --config or --queries: registering {EXAMPLE_QUERIES.name} (the built-in model's "
+              f"example queries)", file=sys.stderr, flush=True)
+        return _service_config(None, EXAMPLE_QUERIES)
+    return _service_config(args.config, args.queries)
+
+
 def cmd_serve(args: argparse.Namespace) -> None:
     from engine.service.server import Server
 
-    config = _service_config(args.config, args.queries)
-    if args.config is None and args.queries is None:  # the built-in model with nothing asked of it shows nothing
-        config = _service_config(None, EXAMPLE_QUERIES)
-        print(f"flashtick: no --config or --queries: registering {EXAMPLE_QUERIES.name} (the built-in model's "
-              f"example queries)", file=sys.stderr, flush=True)
-    server = Server(config)
+    server = Server(_serve_config(args))
     endpoints = server.bind()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: server.stop())
