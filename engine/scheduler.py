@@ -199,7 +199,7 @@ class Scheduler:
         state = self.streams.get(stream)
         if state is None:
             raise UnknownStream(stream)
-        return self.progress_of(state, [], None)
+        return state.progress([], None)
 
     @property
     def busy(self) -> bool:
@@ -374,7 +374,7 @@ class Scheduler:
 
     def preview(self, plan: Plan) -> list[StreamProgress]:
         """The progress each advanced stream will have once committed (surprise unknown yet)."""
-        return [self.progress_of(state, chunks, None) for state, chunks in zip(plan.streams, plan.chunks)]
+        return [state.progress(chunks, None) for state, chunks in zip(plan.streams, plan.chunks)]
 
     # -- after the forward -----------------------------------------------------------------------
 
@@ -405,41 +405,14 @@ class Scheduler:
             for chunk in chunks:
                 state.boundaries.append(offset)
                 offset += len(chunk.tokens)
-            surprise = self._surprise(state, chunks[-1].tokens, rows)
+            surprise = state.surprise(chunks[-1].tokens, rows)
             state.next_token_logits = rows[-1].clone() if rows.shape[0] else state.next_token_logits
             state.ticks += sum(c.ticks for c in chunks)
             state.event_ts = chunks[-1].event_ts
             state.arrival_ns = chunks[-1].arrival_ns
             state.last_active = self._batch_no
-            progress.append(self.progress_of(state, [], surprise))
+            progress.append(state.progress([], surprise))
         return progress
-
-    def _surprise(self, state: Stream, tokens: list[int], rows: torch.Tensor) -> float | None:
-        """NLL of the last chunk's tokens. ``rows`` holds the logits of the last len(tokens)+1
-        positions (fewer when the chunk was the whole advance: then the previous forward's
-        final prediction covers the first token)."""
-        predictions = rows[:-1]  # (k or k-1, vocab): row j predicts the token after it
-        if predictions.shape[0] < len(tokens):
-            if state.next_token_logits is None:
-                tokens = tokens[len(tokens) - predictions.shape[0] :]
-            else:
-                predictions = torch.cat([state.next_token_logits[None], predictions])
-        if not tokens:
-            return None
-        logp = torch.log_softmax(predictions.float(), dim=-1)
-        return float(-logp[torch.arange(len(tokens)), torch.tensor(tokens)].sum())
-
-    @staticmethod
-    def progress_of(state: Stream, chunks: list[Chunk], surprise: float | None) -> StreamProgress:
-        last = chunks[-1] if chunks else None
-        return StreamProgress(
-            stream=state.name,
-            ticks=state.ticks + sum(c.ticks for c in chunks),
-            event_ts=last.event_ts if last else state.event_ts,
-            version=state.session.version + (1 if chunks else 0),
-            arrival_ns=last.arrival_ns if last else state.arrival_ns,
-            surprise=surprise,
-        )
 
     def kv_summary(self) -> dict[str, int]:
         pool = self.pool

@@ -28,6 +28,7 @@ from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own 
 from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, allowed_client_keys, server_keypair
+from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from queries.cache import Answer
 from queries.spec import QuerySpec, QuerySpecError
