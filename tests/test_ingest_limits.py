@@ -8,9 +8,9 @@ import time
 
 import msgpack
 import pytest
-import zmq
 
 from conftest import serving, tiny_tick_checkpoint
+from test_server import feed  # noqa: F401  (a PUSH socket into this module's `server`)
 from connectors.feed import FeedClient, run_feed
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
@@ -35,15 +35,6 @@ def server(tmp_path_factory):
     })
     with serving(config) as srv:
         yield srv
-
-
-@pytest.fixture
-def feed(server):
-    sock = zmq.Context.instance().socket(zmq.PUSH)
-    sock.linger = 1000
-    sock.connect(server.endpoints["ingest"])
-    yield sock
-    sock.close()
 
 
 def stats(server) -> dict:

@@ -52,27 +52,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("feed", help="push ticks into a running engine")
     feed_sub = p.add_subparsers(dest="feed_source", required=True, metavar="SOURCE")
-    f = feed_sub.add_parser("synthetic", help="the seeded synthetic market", parents=[keys])
+    feeding = argparse.ArgumentParser(add_help=False)  # what every feed source shares
+    feeding.add_argument("--endpoint", default=DEFAULT_INGEST)
+    feeding.add_argument("--answers", default=None,
+                         help="the engine's answers endpoint, to count this feed's rejections (default: the "
+                              "default answers endpoint when --endpoint is the default ingest one; '' to skip)")
+    f = feed_sub.add_parser("synthetic", help="the seeded synthetic market", parents=[keys, feeding])
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--ticks", type=int, default=None, help="stop after N ticks (default: endless)")
     f.add_argument("--rate", type=float, default=1000.0, help="ticks per second (default 1000)")
     f.add_argument("--start-ts", type=int, default=None,
                    help="event time of the first tick, ns since the epoch (default: now)")
-    f.add_argument("--endpoint", default=DEFAULT_INGEST)
-    f.add_argument("--answers", default=None,
-                   help="the engine's answers endpoint, to count this feed's rejections (default: the default "
-                        "answers endpoint when --endpoint is the default ingest one, else none; '' to skip)")
     f.set_defaults(run=cmd_feed)
-    f = feed_sub.add_parser("replay", help="replay Parquet/CSV tick files", parents=[keys])
+    f = feed_sub.add_parser("replay", help="replay Parquet/CSV tick files", parents=[keys, feeding])
     f.add_argument("files", nargs="+", type=Path)
     f.add_argument("--preset", help="column mapping preset (binance-trades, binance-bbo, dukascopy; default: detect)")
     f.add_argument("--speed", type=float, default=None, help="real time x N (default: as fast as possible)")
     f.add_argument("--rate", type=float, default=None, help="cap in ticks per second")
     f.add_argument("--ticks", type=int, default=None)
-    f.add_argument("--endpoint", default=DEFAULT_INGEST)
-    f.add_argument("--answers", default=None,
-                   help="the engine's answers endpoint, to count this feed's rejections (default: the default "
-                        "answers endpoint when --endpoint is the default ingest one, else none; '' to skip)")
     f.set_defaults(run=cmd_feed)
 
     p = sub.add_parser("subscribe", help="print answers as they are published", parents=[keys])
