@@ -87,7 +87,7 @@ def _attend(
     scale: float,
 ) -> torch.Tensor:  # (n, Hq, D)
     n, n_q_heads, head_dim = q.shape
-    m, n_kv_heads = k_new.shape[0], k_new.shape[1]
+    n_kv_heads = k_new.shape[1]
     group = n_q_heads // n_kv_heads
     # rows ordered (group, token): row r is query token r % n
     qg = q.view(n, n_kv_heads, group, head_dim).permute(1, 2, 0, 3).reshape(n_kv_heads, group * n, head_dim)
