@@ -56,6 +56,13 @@ class EncodedTick(NamedTuple):
     tokens: list[int]
     ticks: int  # ticks these tokens stand for (1 for a raw tick)
     state: Any  # codec state after this tick; None when pre-tokenized (the codec state does not move)
+    tick: Tick | None = None  # the raw tick it came from (None when pre-tokenized): what a tick log keeps
+
+    def to_record(self) -> dict[str, Any]:
+        """What a tick log keeps to replay this item through the same encoders: the raw tick, or the tokens."""
+        if self.tick is not None:
+            return {"tick": self.tick.to_wire()}
+        return {"tokenized": {"stream": self.stream, "ts": self.ts, "tokens": self.tokens, "ticks": self.ticks}}
 
 
 class Rejection(NamedTuple):
@@ -131,7 +138,7 @@ class StreamEncoder:
             raise ValueError(f"tick of stream {tick.stream!r} given to the encoder of {self.stream!r}")
         check_order(self.stream, tick.ts, self.last_ts)
         state = copy.copy(self.state)
-        return EncodedTick(self.stream, tick.ts, self.codec.encode(tick, state), 1, state)
+        return EncodedTick(self.stream, tick.ts, self.codec.encode(tick, state), 1, state, tick)
 
     def accept(self, ts: int, tokens: list[int], ticks: int = 1) -> EncodedTick:
         """A pre-tokenized item of this stream (tokens and ticks already checked, see StreamEncoders.accept);

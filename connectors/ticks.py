@@ -70,6 +70,7 @@ REASONS = (
     "bad_tokens",
     "stream_refused",
     "overloaded",
+    "log_unavailable",
 )
 
 _COMMON = ("stream", "ts", "kind")

@@ -174,17 +174,22 @@ class Scheduler:
         state.last_seen_ns = chunk.arrival_ns
         self._queued([chunk], +1)
 
-    def _admit(self, name: str) -> Stream:
+    def admission_problem(self, name: str) -> str | None:
+        """Why data for ``name`` would be refused now (a new stream past a limit); None when it would go in."""
+        if name in self.streams:
+            return None
         if len(self.streams) >= self.config.max_streams:
-            self.stats.refused_streams += 1
-            raise AdmissionRefused(f"stream {name!r} refused: {len(self.streams)} streams are held, the limit "
-                                   f"(scheduler.max_streams)")
+            return f"stream {name!r} refused: {len(self.streams)} streams are held, the limit (scheduler.max_streams)"
         if self.config.when_full == "refuse" and len(self.streams) >= self.max_streams_admitted:
+            return (f"stream {name!r} refused: the KV pool holds {self.max_streams_admitted} streams of "
+                    f"{self.window} tokens and all are admitted")
+        return None
+
+    def _admit(self, name: str) -> Stream:
+        problem = self.admission_problem(name)
+        if problem is not None:
             self.stats.refused_streams += 1
-            raise AdmissionRefused(
-                f"stream {name!r} refused: the KV pool holds {self.max_streams_admitted} streams of "
-                f"{self.window} tokens and all are admitted"
-            )
+            raise AdmissionRefused(problem)
         state = Stream(Session(name, list(self.config.header)))
         self.streams[name] = state
         return state

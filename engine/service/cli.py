@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, help="engine YAML config (default: built-in model, default endpoints, "
                                                 "and its example queries)")
     p.add_argument("--queries", type=Path, help="queries YAML registered at start (overrides the config's)")
+    p.add_argument("--data-dir", type=Path, help="keep a tick log and the registered queries here, and recover "
+                                                 "sessions from it on start (default: the config's log.dir; none)")
     p.set_defaults(run=cmd_serve)
 
     p = sub.add_parser("feed", help="push ticks into a running engine")
@@ -184,11 +186,17 @@ def _control(args: argparse.Namespace) -> Any:
 def _serve_config(args: argparse.Namespace) -> Any:
     """The service config for `serve`; with neither --config nor --queries, the built-in model's example queries
     are registered (a model with nothing asked of it publishes nothing)."""
+    import dataclasses
+
     if args.config is None and args.queries is None:
         print(f"flashtick: no --config or --queries: registering {EXAMPLE_QUERIES.name} (the built-in model's "
               f"example queries)", file=sys.stderr, flush=True)
-        return _service_config(None, EXAMPLE_QUERIES)
-    return _service_config(args.config, args.queries)
+        config = _service_config(None, EXAMPLE_QUERIES)
+    else:
+        config = _service_config(args.config, args.queries)
+    if getattr(args, "data_dir", None) is not None:
+        config = dataclasses.replace(config, log=dataclasses.replace(config.log, dir=str(args.data_dir)))
+    return config
 
 
 def cmd_serve(args: argparse.Namespace) -> None:

@@ -122,6 +122,29 @@ class LimitsSection:
 
 
 @dataclass(frozen=True)
+class LogSection:
+    """The on-disk tick log (engine/service/ticklog.py); off unless ``dir`` is set (`serve --data-dir`)."""
+
+    dir: str | None = None  # data directory: ticks/ (the log) and queries.yaml (the registered queries)
+    fsync: str = "group"  # always | group (at most every group_ms) | never
+    group_ms: float = 5.0
+    segment_bytes: int = 64 << 20
+    retention_bytes: int | None = None  # drop the oldest segments past this total; None: keep all
+    retention_s: float | None = None  # drop segments older than this; None: keep all
+    skip_corrupt: bool = False  # on start, skip damaged records (counted) instead of refusing to start
+
+    def __post_init__(self) -> None:
+        if self.fsync not in ("always", "group", "never"):
+            raise ConfigError(f"log.fsync must be always, group or never, got {self.fsync!r}")
+        for name in ("group_ms", "segment_bytes", "retention_bytes", "retention_s"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                raise ConfigError(f"log.{name} must be > 0, got {value!r}")
+        if not isinstance(self.skip_corrupt, bool):
+            raise ConfigError(f"log.skip_corrupt must be true or false, got {self.skip_corrupt!r}")
+
+
+@dataclass(frozen=True)
 class CurveSection:
     """CURVE encryption and authentication (key files: zmq.auth certificates or bare z85 keys).
 
@@ -161,6 +184,7 @@ class ServiceConfig:
     endpoints: EndpointsSection = field(default_factory=EndpointsSection)
     limits: LimitsSection = field(default_factory=LimitsSection)
     curve: CurveSection = field(default_factory=CurveSection)
+    log: LogSection = field(default_factory=LogSection)
     queries: str | None = None  # a queries YAML file registered at start
 
     @classmethod
@@ -202,7 +226,7 @@ class ServiceConfig:
 
 _SECTION_TYPES: dict[str, type] = {
     "model": ModelSection, "codec": CodecSection, "kv": KVSection, "scheduler": SchedulerConfig,
-    "endpoints": EndpointsSection, "limits": LimitsSection, "curve": CurveSection,
+    "endpoints": EndpointsSection, "limits": LimitsSection, "curve": CurveSection, "log": LogSection,
 }
 
 

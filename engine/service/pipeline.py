@@ -26,11 +26,14 @@ from engine.models import load_model
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.config import TORCH_DTYPES, ConfigError, ServiceConfig
+from engine.service.durability import DataDir
+from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import compile_query
 from queries.flash import FlashQueries
 from queries.limits import QueryLimits
 from queries.registry import Registry
+from queries.spec import dump_queries
 
 
 
@@ -76,8 +79,14 @@ class TickPipeline:
                                        max_stream_bytes=config.limits.max_stream_bytes)
         self.ticks_in = 0
         self.rejected: Counter[str] = Counter()
-        if config.queries:
+        self.data = DataDir(config.log) if config.log.dir else None
+        if self.data is not None and self.data.queries_path.is_file():  # what was registered before a restart
+            self.registry.register_file(self.data.queries_path)
+        elif config.queries:
             self.registry.register_file(config.queries)
+        if self.data is not None:
+            self.save_queries()
+            self.ticks_in = self.data.replay(self.encoders, self.engine, self._enqueue)
 
     def ingest(self, tick: Tick) -> None:
         """Accept one validated tick: ordering check, codec, queue for its session. Raises InvalidTick,
@@ -95,9 +104,21 @@ class TickPipeline:
         return self._counted(self.encoders.ingest_tokenized(data, self._submit))
 
     def _submit(self, item: EncodedTick) -> None:
+        """Every check, then the log, then the engine: the log holds exactly the accepted items."""
         if self.behind and self.config.limits.when_behind == "shed":
             raise InvalidTick("overloaded", f"the engine is behind: {self.engine.scheduler.pending_tokens()} tokens "
                                             f"pending (limits.max_backlog_tokens, when_behind: shed)", item.stream)
+        if self.data is not None:
+            problem = self.engine.scheduler.admission_problem(item.stream)
+            if problem is not None:
+                raise InvalidTick("stream_refused", problem, item.stream)
+            try:
+                self.data.append(item)
+            except LogWriteError as e:
+                raise InvalidTick("log_unavailable", f"{e} (the tick was not accepted)", item.stream) from None
+        self._enqueue(item)
+
+    def _enqueue(self, item: EncodedTick) -> None:
         try:
             self.engine.submit(item.stream, item.tokens, item.ts, item.ticks)
         except AdmissionRefused as e:
@@ -124,6 +145,15 @@ class TickPipeline:
         if expired:
             _return_memory()
         return expired
+
+    def save_queries(self) -> None:
+        """Keep the registered queries in the data directory (after every register/unregister)."""
+        if self.data is not None:
+            self.data.save_queries(dump_queries(self.registry.list()))
+
+    def close(self) -> None:
+        if self.data is not None:
+            self.data.close()
 
     def step(self) -> StepReport | None:
         """One engine forward; its answers (and failed jobs, counted here) are the caller's to publish."""
@@ -156,6 +186,7 @@ class TickPipeline:
             "runner": vars(self.runner.stats),
             "queries": len(self.registry.list()),
             "model": self.config.model.model_id,
+            **({"log": self.data.stats()} if self.data is not None else {}),
         }
 
 

@@ -180,6 +180,7 @@ class Server:
             reply({"ok": False, "error": outcome.error})
 
     def close(self) -> None:
+        self.pipeline.close()
         for sock in self._sockets.values():
             sock.close(linger=0)
         self._sockets.clear()
@@ -278,12 +279,14 @@ class Server:
         self.pipeline.registry.register(specs)
         for spec in specs:
             self.pipeline.cache.drop_query(spec.name)  # a replaced query's old answers must not be served
+        self.pipeline.save_queries()
         return {"registered": [s.name for s in specs], "version": self.pipeline.registry.version}
 
     def _op_unregister(self, request: dict, _reply: Any) -> dict:
         name = _field(request, "name", str)
         self.pipeline.registry.unregister(name)
         self.pipeline.cache.drop_query(name)
+        self.pipeline.save_queries()
         return {"version": self.pipeline.registry.version}
 
     def _op_list(self, _request: dict, _reply: Any) -> dict:

@@ -1,0 +1,158 @@
+"""Accepted ticks survive the process: the tick log in a data directory, and sessions, codec state and
+queries rebuilt from it on start (in-process, and a real `flashtick serve` killed with SIGKILL)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from conftest import tiny_tick_checkpoint
+from connectors.feed import FeedClient
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import encode
+from engine.service.client import ControlClient
+from engine.service.config import ServiceConfig
+from engine.service.pipeline import TickPipeline
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERIES = """
+queries:
+  - {name: dir, streams: ["*"], question: direction_20, kind: choice, trigger: batch}
+  - {name: nll, streams: ["*"], kind: surprise, trigger: batch}
+"""
+PROB_TOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"), max_position_embeddings=256)
+
+
+def config(checkpoint, data_dir: Path | None, queries: Path | None = None) -> ServiceConfig:
+    return ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+        "scheduler": {"max_batch_tokens": 64},  # small forwards: the live run and the replay group ticks differently
+        "log": {"dir": str(data_dir) if data_dir else None},
+        **({"queries": str(queries)} if queries else {}),
+    })
+
+
+def feed_in_steps(pipeline: TickPipeline, ticks, tokenized=()) -> list:
+    answers = []
+    for i in range(0, len(ticks), 7):
+        assert pipeline.ingest_message(encode(ticks[i : i + 7])) == []
+        answers += [o.answer for o in (pipeline.step() or type("R", (), {"outcomes": []})).outcomes if o.answer]
+    if tokenized:
+        assert pipeline.ingest_tokenized(msgpack.packb(list(tokenized))) == []
+    return answers + pipeline.run_until_idle()
+
+
+def sessions(pipeline: TickPipeline) -> dict:
+    streams = pipeline.engine.scheduler.streams
+    return {name: (list(s.session.tokens), s.ticks, s.event_ts) for name, s in streams.items()}
+
+
+def assert_same_answers(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for stream in a:
+        for label, p in a[stream].items():
+            assert b[stream][label] == pytest.approx(p, abs=PROB_TOL)
+
+
+def test_a_restart_rebuilds_sessions_codec_state_and_queries_from_the_log(checkpoint, tmp_path) -> None:
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    ticks = SyntheticMarket(SyntheticConfig(seed=4)).next_batch(700)  # 4 streams, rolls past 256 positions
+    tokenized = [{"stream": "TOK", "ts": 5, "tokens": [1, 2, 3, 4], "ticks": 1}]
+    live = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    feed_in_steps(live, ticks[:600], tokenized)
+    assert live.engine.scheduler.stats.rolls > 0
+    # the process dies here: nothing closed, nothing flushed by us
+    recovered = TickPipeline(config(checkpoint, tmp_path / "data"))  # no queries file given: from the data dir
+    assert sessions(recovered) == sessions(live)
+    assert recovered.ticks_in == 601 and recovered.stats()["log"]["recovered_ticks"] == 601
+    assert [s.name for s in recovered.registry.list()] == ["dir", "nll"]
+    next_live = feed_in_steps(live, ticks[600:])
+    next_recovered = feed_in_steps(recovered, ticks[600:])
+    probs = lambda answers: {a.stream: a.value["probs"] for a in answers if a.query == "dir"}  # noqa: E731
+    assert_same_answers(probs(next_live), probs(next_recovered))
+    assert sessions(recovered) == sessions(live)
+
+
+def test_only_accepted_ticks_are_logged(checkpoint, tmp_path) -> None:
+    pipeline = TickPipeline(ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+        "scheduler": {"max_streams": 2}, "log": {"dir": str(tmp_path / "data")}}))
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(60)
+    rejected = pipeline.ingest_message(encode(ticks)) + pipeline.ingest_message(encode(ticks[:5]))  # replayed
+    assert {r["reason"] for r in rejected} == {"stream_refused", "ts_backwards"}
+    accepted = pipeline.ticks_in
+    pipeline.run_until_idle()
+    again = TickPipeline(ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+        "scheduler": {"max_streams": 2}, "log": {"dir": str(tmp_path / "data")}}))
+    assert again.ticks_in == accepted and again.stats()["log"]["replay_refused"] == 0
+    assert sessions(again) == sessions(pipeline)
+
+
+def serve(config_path: Path, data_dir: Path) -> tuple[subprocess.Popen, dict[str, str]]:
+    process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config_path),
+                                "--data-dir", str(data_dir)], stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + 120
+    line = ""
+    while "flashtick serving" not in line and time.monotonic() < deadline:
+        line = process.stderr.readline()
+        assert line or process.poll() is None, "serve exited"
+    endpoints = dict(part.split("=", 1) for part in line.split("flashtick serving ", 1)[1].split())
+    return process, endpoints
+
+
+def test_kill_9_loses_no_accepted_tick_and_the_next_answers_match(checkpoint, tmp_path) -> None:
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    config_path = tmp_path / "engine.yaml"
+    config_path.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n"
+                           f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
+                           f"control: 'tcp://127.0.0.1:0'}}\nqueries: {queries}\n")
+    ticks = SyntheticMarket(SyntheticConfig(seed=8)).next_batch(400)
+    process, endpoints = serve(config_path, tmp_path / "data")
+    try:
+        with FeedClient(endpoints["ingest"]) as feed:
+            for i in range(0, 400, 50):
+                feed.send(ticks[i : i + 50])
+        with ControlClient(endpoints["control"], timeout_s=10) as control:
+            deadline = time.monotonic() + 60
+            while control.call("stats")["stats"]["ticks_in"] < 400 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert control.call("stats")["stats"]["ticks_in"] == 400  # accepted, not necessarily computed
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+    finally:
+        process.kill()
+    process, endpoints = serve(config_path, tmp_path / "data")
+    try:
+        with ControlClient(endpoints["control"], timeout_s=30) as control:
+            stats = control.call("stats")["stats"]
+            assert stats["ticks_in"] == 400 and stats["log"]["recovered_ticks"] == 400
+            recovered = {s: control.call("ask", stream=s, query="dir")["answer"]["value"]["probs"]
+                         for s in ("SYN.A", "SYN.B", "SYN.C", "SYN.D")}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+    reference = TickPipeline(config(checkpoint, None, queries))  # the same ticks, never interrupted
+    assert reference.ingest_message(encode(ticks)) == []
+    reference.run_until_idle()
+    expected = {}
+    for stream in recovered:
+        reference.engine.ask(reference.flash.job_for(reference.registry.get("dir"), stream, ticket=stream))
+    for outcome in reference.engine.run_until_idle():
+        expected[outcome.job.ticket] = outcome.answer.value["probs"]
+    assert_same_answers(expected, recovered)
