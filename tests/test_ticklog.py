@@ -21,6 +21,16 @@ def payloads(n: int) -> list[bytes]:
     return [f"tick {i} ".encode() * (1 + i % 7) for i in range(n)]
 
 
+def one_segment_log(directory: Path, n: int) -> tuple[list[bytes], Path]:
+    """A closed log of ``n`` records in one segment: what was written, and the segment's path."""
+    items = payloads(n)
+    with TickLog(directory, fsync="never") as log:
+        for p in items:
+            log.append(p)
+    (_, path), = segments(directory)
+    return items, path
+
+
 def test_records_round_trip_across_segments_and_reopening_continues(tmp_path) -> None:
     items = payloads(300)
     with TickLog(tmp_path, segment_bytes=1024, fsync="never") as log:
@@ -34,11 +44,7 @@ def test_records_round_trip_across_segments_and_reopening_continues(tmp_path) ->
 
 
 def test_a_torn_tail_is_cut_with_a_count_and_appending_goes_on(tmp_path, capsys) -> None:
-    items = payloads(20)
-    with TickLog(tmp_path) as log:
-        for p in items:
-            log.append(p)
-    (_, path), = segments(tmp_path)
+    items, path = one_segment_log(tmp_path, 20)
     whole = path.stat().st_size
     with open(path, "ab") as f:  # a process killed mid-write: a header and half a payload
         f.write(HEADER.pack(b"FTk1", 100, 0) + b"x" * 40)
@@ -53,11 +59,7 @@ def test_a_torn_tail_is_cut_with_a_count_and_appending_goes_on(tmp_path, capsys)
 
 
 def test_damage_in_the_middle_stops_with_file_and_offset_or_is_skipped_on_request(tmp_path) -> None:
-    items = payloads(30)
-    with TickLog(tmp_path) as log:
-        for p in items:
-            log.append(p)
-    (_, path), = segments(tmp_path)
+    items, path = one_segment_log(tmp_path, 30)
     data = bytearray(path.read_bytes())
     offset = sum(HEADER.size + len(p) for p in items[:10])
     data[offset + HEADER.size + 2] ^= 0xFF  # one payload byte of record 10
@@ -70,11 +72,7 @@ def test_damage_in_the_middle_stops_with_file_and_offset_or_is_skipped_on_reques
 
 
 def test_a_damaged_length_is_not_mistaken_for_a_torn_tail(tmp_path) -> None:
-    items = payloads(10)
-    with TickLog(tmp_path) as log:
-        for p in items:
-            log.append(p)
-    (_, path), = segments(tmp_path)
+    items, path = one_segment_log(tmp_path, 10)
     data = bytearray(path.read_bytes())
     offset = sum(HEADER.size + len(p) for p in items[:3])
     data[offset + 4 : offset + 8] = (10_000_000).to_bytes(4, "little")  # points past the end of the file
@@ -138,11 +136,7 @@ def test_fsync_policies(tmp_path) -> None:
        cut=st.integers(0, 10**6))
 def test_any_damage_is_found_never_crashes(tmp_path_factory, flips, cut) -> None:
     directory = tmp_path_factory.mktemp("fuzz")
-    items = payloads(40)
-    with TickLog(directory, fsync="never") as log:
-        for p in items:
-            log.append(p)
-    (_, path), = segments(directory)
+    items, path = one_segment_log(directory, 40)
     data = bytearray(path.read_bytes())
     for position, xor in flips:
         data[position % len(data)] ^= xor
