@@ -4,6 +4,7 @@ queries rebuilt from it on start (in-process, and a real `flashtick serve` kille
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -59,6 +60,13 @@ def sessions(pipeline: TickPipeline) -> dict:
     return {name: (list(s.session.tokens), s.ticks, s.event_ts) for name, s in streams.items()}
 
 
+def crash_copy(data_dir: Path, to: Path) -> Path:
+    """What the disk holds if the process died now: the data directory's files as they are (its lock is held
+    by the live pipeline, which goes on running beside the recovered one)."""
+    shutil.copytree(data_dir, to)
+    return to
+
+
 def assert_same_answers(a: dict, b: dict) -> None:
     assert a.keys() == b.keys()
     for stream in a:
@@ -75,7 +83,7 @@ def test_a_restart_rebuilds_sessions_codec_state_and_queries_from_the_log(checkp
     feed_in_steps(live, ticks[:600], tokenized)
     assert live.engine.scheduler.stats.rolls > 0
     # the process dies here: nothing closed, nothing flushed by us
-    recovered = TickPipeline(config(checkpoint, tmp_path / "data"))  # no queries file given: from the data dir
+    recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after")))  # no queries file: from the data dir
     assert sessions(recovered) == sessions(live)
     assert recovered.ticks_in == 601 and recovered.stats()["log"]["recovered_ticks"] == 601
     assert [s.name for s in recovered.registry.list()] == ["dir", "nll"]
@@ -97,7 +105,7 @@ def test_only_accepted_ticks_are_logged(checkpoint, tmp_path) -> None:
     pipeline.run_until_idle()
     again = TickPipeline(ServiceConfig.from_dict({
         "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
-        "scheduler": {"max_streams": 2}, "log": {"dir": str(tmp_path / "data")}}))
+        "scheduler": {"max_streams": 2}, "log": {"dir": str(crash_copy(tmp_path / "data", tmp_path / "after"))}}))
     assert again.ticks_in == accepted and again.stats()["log"]["replay_refused"] == 0
     assert sessions(again) == sessions(pipeline)
 
