@@ -148,7 +148,7 @@ class TickLog:
                     self._roll()
                 written = os.write(self._fd, record)
                 if written != len(record):
-                    raise OSError(f"short write: {written} of {len(record)} bytes")
+                    raise OSError(f"short write: {written} of {len(record)} bytes (is the disk full?)")
             except OSError as e:
                 self.stats.append_errors += 1
                 self._undo()
