@@ -4,9 +4,11 @@ Ingest: the same synthetic ticks (8 streams, messages of 100) through TickPipeli
 no log and with the log at each fsync policy, in one run: ticks/s of the ingest path alone (decode,
 validate, encode, log, queue) and end to end with the engine computing the example queries. Recovery:
 a fresh pipeline over the data directory replays the log (sessions rebuilt, queries off) vs feeding the
-same ticks live (queries on); reported per 100k ticks.
+same ticks live (queries on); reported per 100k ticks. Slow consumer: a real server fed over ZeroMQ, with
+and without a subscriber that never reads (tiny high-water mark), to the time every tick is computed.
 
     python -m benchmarks.durability                # 20,000 ticks
+    python -m benchmarks.durability --ticks 100000 # the issue's recovery figure
 """
 
 from __future__ import annotations
@@ -14,15 +16,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+import zmq
 
 from benchmarks.common import machine, write_json
 from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.cli import EXAMPLE_QUERIES
-from engine.service.config import LogSection, ServiceConfig
+from connectors.feed import FeedClient
+from engine.service.config import EndpointsSection, LogSection, ServiceConfig
 from engine.service.pipeline import TickPipeline
+from engine.service.server import Server
 
 
 def config(data_dir: Path | None, fsync: str = "group") -> ServiceConfig:
@@ -39,7 +46,37 @@ def feed(pipeline: TickPipeline, messages: list[bytes], compute: bool) -> float:
             pipeline.step()
     if compute:
         pipeline.run_until_idle()
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    pipeline.close()
+    return seconds
+
+
+def served(ticks: list, stalled_subscriber: bool) -> float:
+    """Seconds from the first tick sent to a real server until every tick is in and computed."""
+    endpoints = EndpointsSection(ingest="tcp://127.0.0.1:0", answers="tcp://127.0.0.1:0", control="tcp://127.0.0.1:0")
+    server = Server(dataclasses.replace(config(None), endpoints=endpoints))
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.ready.wait(10)
+    stalled = zmq.Context.instance().socket(zmq.SUB)
+    if stalled_subscriber:  # subscribed to everything, reads nothing
+        stalled.rcvhwm = 1
+        stalled.rcvbuf = 4096
+        stalled.connect(server.endpoints["answers"])
+        stalled.setsockopt(zmq.SUBSCRIBE, b"")
+        time.sleep(0.3)
+    start = time.perf_counter()
+    with FeedClient(server.endpoints["ingest"]) as client:
+        for i in range(0, len(ticks), 100):
+            client.send(ticks[i : i + 100])
+        while server.pipeline.ticks_in < len(ticks) or server.pipeline.engine.busy:
+            time.sleep(0.005)
+    seconds = time.perf_counter() - start
+    stalled.close(linger=0)
+    server.stop()
+    thread.join(30)
+    return seconds
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -66,6 +103,15 @@ def main(argv: list[str] | None = None) -> dict:
         recovered = TickPipeline(config(Path(tmp) / "e2e"))
         recovery_s = time.perf_counter() - start
         assert recovered.ticks_in == args.ticks
+        recovered.close()
+    slow = min(args.ticks, 5_000)
+    result["slow_consumer"] = {"ticks": slow, "seconds_no_subscriber": served(ticks[:slow], False),
+                               "seconds_stalled_subscriber": served(ticks[:slow], True)}
+    result["slow_consumer"]["stalled_over_none_time"] = (result["slow_consumer"]["seconds_stalled_subscriber"]
+                                                         / result["slow_consumer"]["seconds_no_subscriber"])
+    print(f"slow consumer: {slow} ticks computed in {result['slow_consumer']['seconds_no_subscriber']:.2f} s with no "
+          f"subscriber, {result['slow_consumer']['seconds_stalled_subscriber']:.2f} s with one that reads nothing",
+          flush=True)
     live_s = args.ticks / result["end_to_end"]["off"]
     result.update(
         logged_over_unlogged_throughput=result["end_to_end"]["group"] / result["end_to_end"]["off"],

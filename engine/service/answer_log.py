@@ -7,7 +7,8 @@
                    history of a topic is a contiguous run of seqs and a lookup is arithmetic.
     AnswerLog      with a data directory: every published answer appended to DATA_DIR/answers/ (the
                    tick log's format, bounded retention) *before* it is published, with the events that
-                   forget answers (a query replaced or removed, a stream expired). On start it restores
+                   forget answers (a query replaced or removed, a stream expired): b"A" + the answer's
+                   msgpack wire form, or b"F" + {query: name} | {stream: name}. On start it restores
                    the history, the cache of latest answers, each topic's last seq and each standing
                    query's trigger state. Before a segment roll (after which retention may drop old
                    segments) the whole state is checkpointed to ``state.msgpack``, so no seq is ever
@@ -16,6 +17,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import deque
 from pathlib import Path
@@ -28,36 +30,49 @@ from queries.cache import Answer, AnswerCache
 from queries.registry import Registry
 
 
+ANSWER, FORGET = b"A", b"F"  # an answer log record: a published answer, or answers to forget
+
+
 class AnswerHistory:
+    """The last ``keep`` published answers, packed (msgpack, ~200 bytes each), each topic's in seq order."""
+
     def __init__(self, keep: int) -> None:
         self.keep = keep
-        self._all: deque[Answer] = deque()  # oldest first, every topic
-        self._by_topic: dict[str, deque[Answer]] = {}  # each topic's answers, seq ascending and contiguous
+        self._all: deque[tuple[str, int]] = deque()  # (topic, seq) of each kept answer, oldest first
+        self._by_topic: dict[str, tuple[int, deque[bytes]]] = {}  # topic -> (seq of its oldest, packed answers)
 
-    def add(self, answer: Answer) -> None:
-        self._all.append(answer)
-        self._by_topic.setdefault(answer.topic, deque()).append(answer)
+    def add(self, topic: str, seq: int, packed: bytes) -> None:
+        """A published answer (``packed``: its msgpack wire form, seq ``seq``)."""
+        kept = self._by_topic.get(topic)
+        if kept is None or kept[0] + len(kept[1]) != seq:  # a new topic, or seqs restarted past a lost window
+            kept = self._by_topic[topic] = (seq, deque())
+        kept[1].append(packed)
+        self._all.append((topic, seq))
         while len(self._all) > self.keep:
-            oldest = self._all.popleft()
-            topic = self._by_topic[oldest.topic]
-            topic.popleft()  # a topic's oldest is the oldest overall among its own
-            if not topic:
-                del self._by_topic[oldest.topic]
+            oldest, oldest_seq = self._all.popleft()
+            first, answers = self._by_topic.get(oldest, (None, None))
+            if first != oldest_seq:
+                continue  # it was discarded with a run of seqs that did not continue
+            answers.popleft()  # a topic's oldest is the oldest overall among its own
+            if answers:
+                self._by_topic[oldest] = (first + 1, answers)
+            else:
+                del self._by_topic[oldest]
 
-    def after(self, topic: str, seq: int, limit: int) -> tuple[list[Answer], bool]:
+    def after(self, topic: str, seq: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
         """Up to ``limit`` answers of ``topic`` with seq > ``seq``, oldest first, and whether they start right
         after ``seq`` (False: older answers are no longer kept, so the caller has a gap it cannot fill)."""
         kept = self._by_topic.get(topic)
-        if not kept:
+        if kept is None:
             return [], True
-        start = seq + 1 - kept[0].seq  # seqs are contiguous within a topic's history
-        complete = start >= 0
-        start = max(0, start)
-        return [kept[i] for i in range(start, min(len(kept), start + limit))], complete
+        first, answers = kept
+        start = seq + 1 - first  # seqs are contiguous within a topic's history
+        picked = itertools.islice(answers, max(0, start), max(0, start) + limit)
+        return [msgpack.unpackb(packed, raw=False) for packed in picked], start >= 0
 
     def oldest_seq(self, topic: str) -> int | None:
         kept = self._by_topic.get(topic)
-        return kept[0].seq if kept else None
+        return kept[0] if kept else None
 
     def __len__(self) -> int:
         return len(self._all)
@@ -76,20 +91,21 @@ class AnswerLog:
         self.log = TickLog(self.directory, fsync=fsync, group_ms=group_ms, segment_bytes=segment_bytes,
                            retention_bytes=retention_bytes, prefix="answers", before_roll=self._checkpoint)
 
-    def record(self, answer: Answer) -> None:
-        self._append({"answer": answer.to_wire()})
+    def record(self, packed: bytes) -> None:
+        """A published answer, in its msgpack wire form."""
+        self._append(ANSWER + packed)
 
     def forget_query(self, name: str) -> None:
-        self._append({"forget_query": name})
+        self._append(FORGET + msgpack.packb({"query": name}))
 
     def forget_stream(self, stream: str) -> None:
-        self._append({"forget_stream": stream})
+        self._append(FORGET + msgpack.packb({"stream": stream}))
 
-    def _append(self, record: dict[str, Any]) -> None:
+    def _append(self, record: bytes) -> None:
         """Answers are derived data: a write that fails is counted and said, and serving goes on (what is
         lost is the gap fill and, after a restart, the seqs of that window; the ticks are in the tick log)."""
         try:
-            self.log.append(msgpack.packb(record, use_bin_type=True))
+            self.log.append(record)
         except OSError as e:
             self.errors += 1
             if self.errors == 1 or self.errors % 1000 == 0:
@@ -117,17 +133,19 @@ class AnswerLog:
         count = 0
         for number, payload in read(self.directory, skip_corrupt=skip_corrupt, stats=self.read_stats,
                                     prefix="answers"):
-            record = msgpack.unpackb(payload, raw=False)
-            if "answer" in record:
-                answer = Answer(**record["answer"])
-                history.add(answer)
+            kind, body = payload[:1], payload[1:]
+            if kind == ANSWER:
+                answer = Answer(**msgpack.unpackb(body, raw=False))
+                history.add(answer.topic, answer.seq, body)
                 count += 1
                 if number >= covers:
                     self.cache.restore([answer], {})
-            elif number >= covers and "forget_query" in record:
-                self.cache.drop_query(record["forget_query"])
-            elif number >= covers and "forget_stream" in record:
-                self.cache.drop_stream(record["forget_stream"])
+            elif kind == FORGET and number >= covers:
+                forget = msgpack.unpackb(body, raw=False)
+                if "query" in forget:
+                    self.cache.drop_query(forget["query"])
+                else:
+                    self.cache.drop_stream(forget["stream"])
         for answer in self.cache.latest():
             registry.restore_fired(answer.query, answer.stream, answer.version, answer.data_ts)
         return count

@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import torch
 
 from connectors.builtin import load_builtin_codec
@@ -213,9 +214,11 @@ class TickPipeline:
             if outcome.error is not None:
                 self.flash.stats.errors += 1
             elif outcome.job.ticket is None and outcome.answer is not None:
-                self.history.add(outcome.answer)
+                answer = outcome.answer
+                packed = msgpack.packb(answer.to_wire(), use_bin_type=True)
+                self.history.add(answer.topic, answer.seq, packed)
                 if self.data is not None:
-                    self.data.answers.record(outcome.answer)
+                    self.data.answers.record(packed)
         return outcomes
 
     def forget_query(self, name: str) -> None:

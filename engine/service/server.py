@@ -335,7 +335,7 @@ class Server:
             raise ControlError(f"op 'answers' takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, got {limit!r}")
         answers, complete = self.pipeline.history.after(topic, after, limit)
         self.counters["answer_fetches"] += 1
-        return {"answers": [a.to_wire() for a in answers], "complete": complete,
+        return {"answers": answers, "complete": complete,
                 "last_seq": self.pipeline.cache.last_seq(topic), "oldest_seq": self.pipeline.history.oldest_seq(topic)}
 
     def _op_stats(self, _request: dict, _reply: Any) -> dict:
