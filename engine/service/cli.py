@@ -1,5 +1,5 @@
 """The ``flashtick`` command line: serve, feed, subscribe, register, unregister, list, get, ask, stats,
-health, keygen, backtest, demo.
+health, keygen, backtest, demo, answers.
 
 Errors are one readable line on stderr (exit status 2), never a traceback.
 Every command that connects to a running service takes `--server-key FILE`
@@ -105,6 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     p.add_argument("--control", default=DEFAULT_CONTROL)
     p.set_defaults(run=cmd_get)
+
+    p = sub.add_parser("answers", help="a topic's published answers after a seq (fill a gap)", parents=[keys])
+    p.add_argument("topic", help="an answer topic, e.g. dir20/SYN.A/")
+    p.add_argument("--after", type=int, default=0, help="the last seq you have (default 0: all that are kept)")
+    p.add_argument("--control", default=DEFAULT_CONTROL)
+    p.set_defaults(run=cmd_answers)
 
     p = sub.add_parser("ask", help="ask a registered query on a stream now", parents=[keys])
     p.add_argument("stream")
@@ -332,6 +338,22 @@ def cmd_get(args: argparse.Namespace) -> int:
         return 1
     print(json.dumps(answer, sort_keys=True, indent=2))
     return 0
+
+
+def cmd_answers(args: argparse.Namespace) -> int:
+    """JSON lines, oldest first: every kept answer of the topic after --after (paged through the op's limit)."""
+    after = args.after
+    with _control(args) as control:
+        while True:
+            reply = control.call("answers", topic=args.topic, after=after)
+            if after == args.after and not reply["complete"]:
+                print(f"flashtick answers: answers of {args.topic} before seq {reply['oldest_seq']} are no longer "
+                      f"kept (log.answers_keep)", file=sys.stderr)
+            for answer in reply["answers"]:
+                print(json.dumps(answer, sort_keys=True), flush=True)
+            if not reply["answers"] or reply["answers"][-1]["seq"] >= reply["last_seq"]:
+                return 0
+            after = reply["answers"][-1]["seq"]
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
