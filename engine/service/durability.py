@@ -13,8 +13,10 @@ back-pressure) and before it reaches a session, so the log holds exactly the
 accepted items. Replaying them through the same encoders and engine rebuilds
 the same sessions: codec state and ordering guard from the raw ticks, and the
 same token logs, because a context roll depends on token counts and tick
-boundaries only, never on how ticks were grouped into forwards. Standing
-queries do not run during the replay.
+boundaries only, never on how ticks were grouped into forwards. So the replay
+books ticks without computing them and then computes, once, only what each
+stream's window still holds: far less than the live run computed. Standing
+queries do not run during the replay; answers owed are computed after it.
 """
 
 from __future__ import annotations
@@ -29,16 +31,15 @@ from typing import Any
 
 import msgpack
 
-from connectors.encoder import EncodedTick, StreamEncoders, Submit
+from connectors.encoder import EncodedTick, StreamEncoders
 from connectors.ticks import InvalidTick, validate
 from engine.engine import Engine
+from engine.scheduler import AdmissionRefused
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
 from engine.service.ticklog import LogStats, TickLog, read
 from queries.cache import AnswerCache
 from queries.registry import Registry
-
-REPLAY_STEP = 4096  # records re-fed between engine forwards during a replay
 
 
 class DataDir:
@@ -64,6 +65,7 @@ class DataDir:
         self.recovered_answers = 0
         self.replay_refused = 0  # logged items the replay could not place (none expected)
         self.recovery_s = 0.0
+        self.rebuild_forwards = 0
 
     def restore_answers(self, registry: Registry, history: AnswerHistory) -> None:
         """Seqs, latest answers and trigger state from the answer log (after the queries are registered)."""
@@ -81,30 +83,32 @@ class DataDir:
             os.fsync(f.fileno())
         os.replace(tmp, self.queries_path)
 
-    def replay(self, encoders: StreamEncoders, engine: Engine, submit: Submit) -> int:
-        """Re-feed every logged item through ``encoders`` into ``engine`` (``submit`` must not log it again),
-        with standing queries off; returns the ticks recovered."""
+    def replay(self, encoders: StreamEncoders, engine: Engine) -> int:
+        """Re-feed every logged item through ``encoders`` (codec state and ordering guards come back) and
+        book it on its stream without computing it (Scheduler.restore: token logs and rolls end exactly as
+        the live run's did); then compute the KV of what each window holds, once. Returns the ticks recovered."""
         started = time.perf_counter()
-        planner, engine.scheduler.planner = engine.scheduler.planner, None
-        try:
-            records = read(self.log.directory, skip_corrupt=self.config.skip_corrupt, stats=self.read_stats)
-            for count, (_, payload) in enumerate(records, 1):
-                record = msgpack.unpackb(payload, raw=False)
-                if "tick" in record:
-                    try:
-                        encoders.ingest(validate(record["tick"]), submit)
-                        self.recovered_ticks += 1
-                    except InvalidTick:  # accepted once, so not expected: counted, never fatal
-                        self.replay_refused += 1
-                else:
-                    done = encoders.ingest_tokenized(msgpack.packb([record["tokenized"]]), submit)
-                    self.recovered_ticks += done.ticks
-                    self.replay_refused += len(done.rejections)
-                if count % REPLAY_STEP == 0:
-                    engine.run_until_idle()
-            engine.run_until_idle()
-        finally:
-            engine.scheduler.planner = planner
+
+        def book(item: EncodedTick) -> None:
+            try:
+                engine.scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
+            except AdmissionRefused as e:  # the limits changed since: counted, never fatal
+                raise InvalidTick("stream_refused", str(e), item.stream) from None
+
+        records = read(self.log.directory, skip_corrupt=self.config.skip_corrupt, stats=self.read_stats)
+        for _, payload in records:
+            record = msgpack.unpackb(payload, raw=False)
+            if "tick" in record:
+                try:
+                    encoders.ingest(validate(record["tick"]), book)
+                    self.recovered_ticks += 1
+                except InvalidTick:  # accepted once, so not expected: counted, never fatal
+                    self.replay_refused += 1
+            else:
+                done = encoders.ingest_tokenized(msgpack.packb([record["tokenized"]]), book)
+                self.recovered_ticks += done.ticks
+                self.replay_refused += len(done.rejections)
+        self.rebuild_forwards = engine.rebuild()
         self.recovery_s = time.perf_counter() - started
         if self.recovered_ticks:
             print(f"flashtick: recovered {self.recovered_ticks} ticks of {len(engine.scheduler.streams)} streams "
@@ -113,7 +117,8 @@ class DataDir:
 
     def stats(self) -> dict[str, object]:
         return {"dir": str(self.root), "recovered_ticks": self.recovered_ticks, "replay_refused": self.replay_refused,
-                "recovered_answers": self.recovered_answers, "recovery_s": self.recovery_s, **vars(self.log.stats),
+                "recovered_answers": self.recovered_answers, "recovery_s": self.recovery_s,
+                "rebuild_forwards": self.rebuild_forwards, **vars(self.log.stats),
                 "torn_tails": self.log.stats.torn_tails + self.read_stats.torn_tails,
                 "corrupt_skipped": self.read_stats.corrupt_skipped, "answers": self.answers.stats()}
 

@@ -95,7 +95,7 @@ class TickPipeline:
             self._register_changed(config.queries)
         if self.data is not None:
             self.save_queries()
-            self.ticks_in = self.data.replay(self.encoders, self.engine, self._enqueue)
+            self.ticks_in = self.data.replay(self.encoders, self.engine)
             self.recovered = self._answers_owed()
 
     def _register_changed(self, path: str) -> None:
