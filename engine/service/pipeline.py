@@ -79,6 +79,7 @@ class TickPipeline:
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)
         self.engine = Engine(self.runner, config.scheduler, self.flash)
+        self.flash.context = lambda stream: self.engine.scheduler.streams[stream].session.tokens  # lookup drafts
         self.encoders = StreamEncoders(self.codec, self.runner.config.vocab_size, config.limits.max_message_bytes,
                                        max_item_tokens=self.engine.scheduler.max_chunk_tokens,
                                        max_stream_bytes=config.limits.max_stream_bytes)
@@ -181,6 +182,7 @@ class TickPipeline:
             self.encoders.drop(stream)
             self.registry.drop_stream(stream)
             self.cache.drop_stream(stream)
+            self.flash.drop_stream(stream)
             if self.data is not None:
                 self.data.answers.forget_stream(stream)
         if expired:
@@ -224,6 +226,7 @@ class TickPipeline:
     def forget_query(self, name: str) -> None:
         """A query replaced or removed: its cached answers must not be served (nor restored after a restart)."""
         self.cache.drop_query(name)
+        self.flash.forget_query(name)
         if self.data is not None:
             self.data.answers.forget_query(name)
 
@@ -234,6 +237,7 @@ class TickPipeline:
             "rejected": dict(self.rejected),
             "answers_out": self.flash.stats.answers,
             "query_errors": self.flash.stats.errors,
+            "speculation": self.flash.stats.summary(),
             "freshness_ms": self.flash.freshness_ms(),
             "pending_tokens": scheduler.pending_tokens(),
             "behind": self.behind,

@@ -313,14 +313,22 @@ class Server:
                 raise ControlError(f"no surprise on stream {stream!r} yet: it is computed when ticks arrive")
             return {"answer": cached.to_wire(), "cached": True}
         max_stale = request.get("max_stale_ticks")
-        if max_stale is not None and stream in self.pipeline.engine.scheduler.streams:
-            progress = self.pipeline.engine.progress(stream)
-            cached = self.pipeline.cache.get_fresh(spec.name, stream, progress.ticks, int(max_stale))
-            if cached is not None:
-                return {"answer": cached.to_wire(), "cached": True}
+        flash = self.pipeline.flash
+        if stream in self.pipeline.engine.scheduler.streams:
+            ticks = self.pipeline.engine.progress(stream).ticks
+            if max_stale is not None:
+                cached = self.pipeline.cache.get_fresh(spec.name, stream, ticks, int(max_stale))
+                if cached is not None:
+                    return {"answer": cached.to_wire(), "cached": True}
+            early, how, audits = flash.answer_early(spec, stream, ticks)
+            for job in audits:
+                self.pipeline.engine.ask(job)
+            if early is not None:
+                return {"answer": early.to_wire(), "cached": True, how: True}
         self._tickets += 1
         try:
-            self.pipeline.engine.ask(self.pipeline.flash.job_for(spec, stream, ticket=self._tickets))
+            self.pipeline.engine.ask(flash.job_for(spec, stream, ticket=self._tickets,
+                                                   draft_from=flash.draft_for(spec, stream)))
         except UnknownStream:
             raise ControlError(f"stream {stream!r} has sent no data") from None
         self._waiting[self._tickets] = reply
