@@ -184,40 +184,49 @@ def _calibration(scored: pl.DataFrame) -> list[dict[str, float]]:
         for label, p in json.loads(probs).items():
             predicted.append(p)
             observed.append(1.0 if label == realised else 0.0)
-    predicted_arr, observed_arr = np.array(predicted), np.array(observed)
-    bins = np.minimum((predicted_arr * CALIBRATION_BINS).astype(int), CALIBRATION_BINS - 1)
+    return calibration_table(np.array(predicted), np.array(observed))
+
+
+def calibration_table(predicted: np.ndarray, observed: np.ndarray) -> list[dict[str, float]]:
+    """Bin (probability, 0/1 outcome) pairs into CALIBRATION_BINS equal-width bins: mean predicted vs observed."""
+    bins = np.minimum((predicted * CALIBRATION_BINS).astype(int), CALIBRATION_BINS - 1)
     table = []
     for b in range(CALIBRATION_BINS):
         mask = bins == b
         if mask.any():
             table.append({"bin_lo": b / CALIBRATION_BINS, "bin_hi": (b + 1) / CALIBRATION_BINS, "n": int(mask.sum()),
-                          "predicted": float(predicted_arr[mask].mean()), "observed": float(observed_arr[mask].mean())})
+                          "predicted": float(predicted[mask].mean()), "observed": float(observed[mask].mean())})
     return table
 
 
 def _plot_calibration(out: Path, scores: list[QueryScore]) -> None:
-    """A reliability-diagram PNG beside the answers file, when matplotlib is installed (the `bench` extra)."""
-    scored = [s for s in scores if s.calibration]
-    if not scored:
-        return
+    curves = {f"{s.query} (n={s.scored})": s.calibration for s in scores if s.calibration}
+    plot_calibration(out.with_suffix(".calibration.png"), curves, "flashtick backtest calibration",
+                     "flashtick backtest")
+
+
+def plot_calibration(path: Path, curves: dict[str, list[dict[str, float]]], title: str, who: str) -> bool:
+    """A reliability-diagram PNG, when matplotlib is installed (the `bench` extra); False (and a note) without it."""
+    if not curves:
+        return False
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("flashtick backtest: matplotlib is not installed; skipping the calibration plot "
+        print(f"{who}: matplotlib is not installed; skipping the calibration plot "
               "(pip install 'flashtick[bench]')", file=sys.stderr)
-        return
+        return False
     fig, ax = plt.subplots(figsize=(5, 5))
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfectly calibrated")
-    for s in scored:
-        ax.plot([c["predicted"] for c in s.calibration], [c["observed"] for c in s.calibration], marker="o",
-                label=f"{s.query} (n={s.scored})")
+    for label, table in curves.items():
+        ax.plot([c["predicted"] for c in table], [c["observed"] for c in table], marker="o", label=label)
     ax.set_xlabel("predicted probability")
     ax.set_ylabel("observed frequency")
-    ax.set_title("flashtick backtest calibration")
+    ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out.with_suffix(".calibration.png"), dpi=100)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
+    return True

@@ -1,5 +1,5 @@
 """The ``flashtick`` command line: serve, feed, subscribe, register, unregister, list, get, ask, stats,
-health, keygen, backtest, demo, answers.
+health, keygen, backtest, train, evaluate, demo, answers.
 
 Errors are one readable line on stderr (exit status 2), never a traceback.
 Every command that connects to a running service takes `--server-key FILE`
@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, help="engine YAML config (default: built-in model, default endpoints, "
                                                 "and its example queries)")
     p.add_argument("--queries", type=Path, help="queries YAML registered at start (overrides the config's)")
+    p.add_argument("--model", type=Path, metavar="DIR", help="checkpoint directory (overrides the config's "
+                   "model.path), e.g. one written by flashtick train")
     log = p.add_mutually_exclusive_group()
     log.add_argument("--data-dir", type=Path, help="keep the tick log, the answer log and the registered queries "
                      "here, and recover from them on start (default: the config's log.dir, else "
@@ -137,10 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True, help="answers Parquet file")
     p.add_argument("--config", type=Path)
+    p.add_argument("--model", type=Path, metavar="DIR", help="checkpoint directory (overrides the config's model.path)")
     p.add_argument("--preset", help="column mapping preset for every file (default: detect per file)")
     p.add_argument("--batch-ms", type=float, default=100.0, help="event-time width of a batch (default 100)")
     p.add_argument("--max-ticks", type=int, default=None, help="stop after N ticks")
     p.set_defaults(run=cmd_backtest)
+    _add_train_parsers(sub)
 
     p = sub.add_parser("demo", help="the engine on the built-in model, a live feed and live answers")
     p.add_argument("--seconds", type=float, default=20.0)
@@ -149,6 +153,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", type=Path, default=EXAMPLE_QUERIES)
     p.set_defaults(run=cmd_demo)
     return parser
+
+
+def _add_train_parsers(sub: Any) -> None:
+    """`train` and `evaluate`: the files, how to read and split them, and the scoring knobs they share."""
+    data = argparse.ArgumentParser(add_help=False)
+    data.add_argument("--preset", help="column mapping preset for every file (default: detect per file)")
+    data.add_argument("--split", default="70/15/15", help="train/validation/test percent of each stream, in time "
+                      "order (default 70/15/15; 70/30: no validation, no early stopping)")
+    data.add_argument("--gap", type=int, default=0, help="ticks left out between parts (default and minimum: the "
+                      "longest question horizon)")
+    data.add_argument("--max-points", type=int, default=20_000, help="test answer ticks scored per stream "
+                      "(default 20000; evenly spread runs)")
+    data.add_argument("--block", type=int, default=100, help="bootstrap block, consecutive answer points (default 100)")
+    data.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    data.add_argument("--seed", type=int, default=0)
+    data.add_argument("--device", default="auto", help="auto (CUDA when present, else CPU), cpu or cuda[:N]")
+    data.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    data.add_argument("--json", action="store_true", help="print the record as JSON instead of the table")
+
+    p = sub.add_parser("train", parents=[data], help="fit a tick model to your own tick files and score it")
+    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
+    start = p.add_mutually_exclusive_group()
+    start.add_argument("--from-scratch", action="store_true", help="a new model instead of fine-tuning")
+    start.add_argument("--base", type=Path, metavar="DIR", help="checkpoint to fine-tune (default: the built-in model)")
+    p.add_argument("--steps", type=int, default=300, help="optimiser steps (default 300)")
+    p.add_argument("--batch", type=int, default=8, help="windows per step (default 8)")
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate (default 5e-4 fine-tuning, 2e-3 new)")
+    p.add_argument("--max-minutes", type=float, default=10.0, help="stop training after N minutes (default 10)")
+    p.add_argument("--eval-every", type=int, default=20, help="steps between validation checks (default 20)")
+    p.add_argument("--patience", type=int, default=5, help="checks without a better validation loss before "
+                   "stopping (default 5)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or log lines, only the final table")
+    size = p.add_argument_group("model size (with --from-scratch)")
+    for flag, default in (("hidden", 256), ("layers", 4), ("heads", 8), ("kv-heads", 4), ("intermediate", 512),
+                          ("window-ticks", 127)):
+        size.add_argument(f"--{flag}", type=int, default=default, help=f"(default {default})")
+    p.set_defaults(run=cmd_train)
+
+    p = sub.add_parser("evaluate", parents=[data], help="score a tick model on the test slice of tick files "
+                       "against naive and logistic-regression baselines")
+    p.add_argument("model", help="checkpoint directory (with codec.json), or 'builtin'")
+    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("--plot", type=Path, metavar="PNG", help="write the calibration diagram here (needs matplotlib)")
+    p.set_defaults(run=cmd_evaluate)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,14 +212,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _service_config(path: Path | None, queries: Path | None = None, serving: bool = False) -> Any:
-    """The config file's settings; only `serve` (``serving``) keeps logs: an in-process run (backtest) never
-    replays or appends to a service's data directory."""
+def _service_config(path: Path | None, queries: Path | None = None, serving: bool = False,
+                    model: Path | None = None) -> Any:
+    """The config file's settings (``model``: --model DIR over model.path); only `serve` (``serving``) keeps
+    logs: an in-process run (backtest) never replays or appends to a service's data directory."""
     import dataclasses
 
     from engine.service.config import ServiceConfig
 
     config = ServiceConfig.load(path) if path else ServiceConfig()
+    if model is not None:
+        if not (model / "config.json").is_file():
+            raise FileNotFoundError(f"--model {model}: not a checkpoint directory (no config.json)")
+        config = dataclasses.replace(config, model=dataclasses.replace(config.model, path=str(model)))
     if queries is not None:
         if not queries.is_file():
             raise FileNotFoundError(f"queries file {queries} does not exist")
@@ -208,9 +262,9 @@ def _serve_config(args: argparse.Namespace) -> Any:
     if args.config is None and args.queries is None:
         print(f"flashtick: no --config or --queries: registering {EXAMPLE_QUERIES.name} (the built-in model's "
               f"example queries)", file=sys.stderr, flush=True)
-        config = _service_config(None, EXAMPLE_QUERIES, serving=True)
+        config = _service_config(None, EXAMPLE_QUERIES, serving=True, model=args.model)
     else:
-        config = _service_config(args.config, args.queries, serving=True)
+        config = _service_config(args.config, args.queries, serving=True, model=args.model)
     if args.no_log or (not config.log.enabled and args.data_dir is None):
         data_dir = None
     else:
@@ -384,9 +438,96 @@ def cmd_keygen(args: argparse.Namespace) -> None:
 def cmd_backtest(args: argparse.Namespace) -> None:
     from engine.service.backtest import run_backtest
 
-    report = run_backtest(_service_config(args.config), [str(f) for f in args.files], args.queries, args.out,
+    report = run_backtest(_service_config(args.config, model=args.model), [str(f) for f in args.files], args.queries, args.out,
                           columns=args.preset, batch_ms=args.batch_ms, max_ticks=args.max_ticks)
     print(report.summary())
+
+
+def _train_common(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(SplitSpec, EvalOptions) from the options `train` and `evaluate` share; files must exist."""
+    import torch
+
+    from engine.service.evaluate import EvalOptions
+    from engine.service.splits import SplitSpec
+
+    for f in args.files:
+        if not f.is_file():
+            raise FileNotFoundError(f"{f}: no such file")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be >= 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
+    return SplitSpec.parse(args.split, gap=args.gap), EvalOptions(
+        max_points=args.max_points, block=args.block, resamples=args.resamples, seed=args.seed)
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    import torch
+
+    from engine.models import BUILTIN_MODEL_DIR
+    from engine.service.evaluate import format_table
+    from engine.service.finetune import FitOptions, fit
+    from engine.service.train import TrainConfig
+
+    split, evaluation = _train_common(args)
+    if args.window_ticks < 63:  # the scheduler keeps room for rolls and probes: 256 positions at least
+        raise ValueError(f"--window-ticks must be >= 63 for a model that serves, got {args.window_ticks}")
+    base = None if args.from_scratch else (args.base or BUILTIN_MODEL_DIR)
+    lr = args.lr if args.lr is not None else (2e-3 if base is None else 5e-4)
+    cfg = TrainConfig(seed=args.seed, steps=args.steps, batch=args.batch, lr=lr, warmup=min(40, args.steps // 10),
+                      max_minutes=args.max_minutes, hidden=args.hidden, layers=args.layers, heads=args.heads,
+                      kv_heads=args.kv_heads, intermediate=args.intermediate, window_ticks=args.window_ticks,
+                      max_positions=(args.window_ticks + 1) * 4, threads=torch.get_num_threads())
+    options = FitOptions(split=split, base=base, eval_every=args.eval_every, patience=args.patience,
+                         device=args.device, evaluation=evaluation)
+    interactive = not args.quiet and not args.json and sys.stderr.isatty()
+
+    def log(message: str) -> None:
+        if interactive:
+            from tqdm import tqdm
+
+            tqdm.write(f"flashtick train: {message}", file=sys.stderr)
+
+    def bar(total: int) -> Any:
+        from tqdm import tqdm
+
+        return tqdm(total=total, unit=" steps", file=sys.stderr, disable=not interactive)
+
+    record = fit([str(f) for f in args.files], args.preset, args.out, cfg, options, log, bar)
+    if args.json:
+        print(json.dumps(record, indent=1, default=str))
+        return
+    t = record["training"]
+    print(f"trained {t['steps_done']} steps ({t['stopped']}) in {t['train_seconds']} s on {record['device']}; "
+          f"best validation loss {t['best_validation_loss']} at step {t['best_step']} -> {args.out}")
+    print(format_table(record["evaluation"]))
+
+
+def cmd_evaluate(args: argparse.Namespace) -> None:
+    import dataclasses
+
+    from engine.models import BUILTIN_MODEL_DIR
+    from engine.service.evaluate import evaluate_streams, format_table, load_tick_model, plot, window_ticks
+    from engine.service.finetune import resolve_device
+    from engine.service.splits import prepare, read_streams
+
+    split, options = _train_common(args)
+    device = resolve_device(args.device)
+    model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)
+    model, codec = load_tick_model(model_dir, device)
+    streams, _ = read_streams([str(f) for f in args.files], args.preset)
+    prepared, skipped = prepare(codec, streams, split, min_ticks=1)
+    result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device))
+    result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
+               "skipped": skipped}
+    if args.plot is not None:
+        plot(result, args.plot, "flashtick evaluate")
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return
+    print(f"{model_dir} on the test slice ({args.split}) of {len(prepared)} streams, window {window_ticks(model)} "
+          f"ticks; baselines fitted on the train slice")
+    print(format_table(result))
 
 
 def cmd_demo(args: argparse.Namespace) -> None:

@@ -188,7 +188,7 @@ def model_config(cfg: TrainConfig, vocab_size: int) -> LlamaConfig:
 
 def save_model(model: LlamaForCausalLM, codec: BinnedCodec, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().to(torch.float32).contiguous() for k, v in model.state_dict().items()}
+    state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in model.state_dict().items()}
     tmp = out_dir / "model.safetensors.tmp"
     save_file(state, str(tmp), metadata={"format": "pt"})
     tmp.replace(out_dir / "model.safetensors")
@@ -203,61 +203,126 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
-def train(cfg: TrainConfig, out_dir: Path, log, data_dir: Path | None = None) -> dict:
+def batch_losses(model: LlamaForCausalLM, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """(next-token loss over the tick tokens, answer loss over the question tokens) of one packed batch."""
+    L = batch.ids.shape[1] - batch.qa_targets.shape[1]
+    logits = model(input_ids=batch.ids, attention_mask=batch.mask, position_ids=batch.pos).logits  # (B, L + K, V)
+    lm = F.cross_entropy(logits[:, : L - 1].reshape(-1, logits.shape[-1]), batch.ids[:, 1:L].reshape(-1))
+    qa = F.cross_entropy(logits[:, L:].reshape(-1, logits.shape[-1]), batch.qa_targets.reshape(-1), ignore_index=-100)
+    return lm, qa
+
+
+def to_device(batch: Batch, device: str) -> Batch:
+    return Batch(*(t.to(device) for t in batch))
+
+
+def new_model(cfg: TrainConfig, vocab_size: int) -> LlamaForCausalLM:
     torch.manual_seed(cfg.seed)
-    torch.set_num_threads(cfg.threads)
-    rng = np.random.default_rng(cfg.seed)
-    codec = BinnedCodec()
-    q_tokens = np.array([q.tokens[0] for q in codec.questions.values()], dtype=np.int64)  # one token each
-    t0 = time.time()
-    groups, notes = build_sources(codec, cfg, data_dir)
-    weights = np.array(cfg.mix[: len(groups)], dtype=np.float64)
-    weights /= weights.sum()
-    log(f"data ready in {time.time() - t0:.1f}s: " + "; ".join(notes))
-    model = LlamaForCausalLM(model_config(cfg, codec.vocab_size))
-    n_params = sum(p.numel() for p in model.parameters())
-    log(f"model: {n_params / 1e6:.2f}M parameters")
+    return LlamaForCausalLM(model_config(cfg, vocab_size))
+
+
+class Validation(NamedTuple):
+    """Early stopping: fixed batches scored every `every` steps; stop after `patience` scores without a new best."""
+
+    batches: list[Batch]
+    every: int
+    patience: int
+
+
+@torch.no_grad()
+def validation_loss(model: LlamaForCausalLM, val: Validation, cfg: TrainConfig, device: str) -> float:
+    model.eval()
+    losses = [sum(x.item() * w for x, w in zip(batch_losses(model, to_device(b, device)), (1.0, cfg.qa_weight)))
+              for b in val.batches]
+    model.train()
+    return float(np.mean(losses))
+
+
+def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.ndarray, q_tokens: np.ndarray,
+             cfg: TrainConfig, log, rng: np.random.Generator, device: str = "cpu", val: Validation | None = None,
+             on_step=None, bar=None) -> dict:
+    """The one training loop (the built-in model and `flashtick train`): AdamW, warmup + cosine, packed
+    serving-exact batches, next-token + answer loss. With `val`, keeps the weights of the best validation loss."""
+    model.to(device).train()
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
     opt = torch.optim.AdamW(
         [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=cfg.lr, betas=(0.9, 0.95),
     )
-    L = cfg.window_ticks * TOKENS_PER_TICK
-    t_train, hist, step = time.time(), [], 0
+    t_train, hist, stopped = time.time(), [], "steps done"
+    best, best_state, best_step, since_best, val_hist = math.inf, None, 0, 0, []
     for step in range(cfg.steps):
         if cfg.stop_after is not None and step >= cfg.stop_after:
-            log(f"stopping at step {step}: --stop-after {cfg.stop_after}")
+            stopped = f"--stop-after {cfg.stop_after}"
             break
         if time.time() - t_train > cfg.max_minutes * 60:
-            log(f"stopping at step {step}: --max-minutes {cfg.max_minutes} reached")
+            stopped = f"--max-minutes {cfg.max_minutes} reached"
             break
         for g in opt.param_groups:
             g["lr"] = lr_at(step, cfg)
-        batch = sample_batch(groups, weights, q_tokens, cfg, rng)
-        logits = model(input_ids=batch.ids, attention_mask=batch.mask, position_ids=batch.pos).logits
-        lm = F.cross_entropy(logits[:, : L - 1].reshape(-1, logits.shape[-1]), batch.ids[:, 1:L].reshape(-1))
-        qa = F.cross_entropy(logits[:, L:].reshape(-1, logits.shape[-1]), batch.qa_targets.reshape(-1), ignore_index=-100)
+        lm, qa = batch_losses(model, to_device(sample_batch(groups, weights, q_tokens, cfg, rng), device))
         loss = lm + cfg.qa_weight * qa
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         hist.append((lm.item(), qa.item()))
+        if val is not None and ((step + 1) % val.every == 0 or step + 1 == cfg.steps):
+            v = validation_loss(model, val, cfg, device)
+            val_hist.append((step + 1, round(v, 4)))
+            if v < best:
+                best, best_step, since_best = v, step + 1, 0
+                best_state = {k: t.detach().clone() for k, t in model.state_dict().items()}
+            else:
+                since_best += 1
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix_str(f"lm {lm.item():.3f} qa {qa.item():.3f}" + (f" val {best:.3f}" if val_hist else ""))
         if step % 10 == 9 or step == cfg.steps - 1:
             lm_avg, qa_avg = np.mean(hist[-10:], axis=0)
             log(f"step {step + 1}/{cfg.steps} lm {lm_avg:.4f} qa {qa_avg:.4f} lr {lr_at(step, cfg):.2e} "
-                f"{time.time() - t_train:.0f}s")
-        if step + 1 == cfg.steps // 3:
+                f"{time.time() - t_train:.0f}s" + (f" val {val_hist[-1][1]:.4f}" if val_hist else ""))
+        if on_step is not None:
+            on_step(step + 1)
+        if val is not None and since_best >= val.patience:
+            stopped = f"early stop: no better validation loss in {val.patience} checks"
+            break
+    log(f"stopping at step {len(hist)}: {stopped}")
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    lm_end, qa_end = np.mean(hist[-20:], axis=0) if hist else (math.nan, math.nan)
+    return {"steps_done": len(hist), "stopped": stopped, "train_seconds": round(time.time() - t_train, 1),
+            "final_lm_loss": round(float(lm_end), 4), "final_qa_loss": round(float(qa_end), 4),
+            "best_validation_loss": round(best, 4) if val_hist else None, "best_step": best_step or None,
+            "validation": val_hist}
+
+
+def question_tokens(codec: BinnedCodec) -> np.ndarray:
+    return np.array([q.tokens[0] for q in codec.questions.values()], dtype=np.int64)  # one token each
+
+
+def train(cfg: TrainConfig, out_dir: Path, log, data_dir: Path | None = None) -> dict:
+    torch.set_num_threads(cfg.threads)
+    rng = np.random.default_rng(cfg.seed)
+    codec = BinnedCodec()
+    t0 = time.time()
+    groups, notes = build_sources(codec, cfg, data_dir)
+    weights = np.array(cfg.mix[: len(groups)], dtype=np.float64)
+    weights /= weights.sum()
+    log(f"data ready in {time.time() - t0:.1f}s: " + "; ".join(notes))
+    model = new_model(cfg, codec.vocab_size)
+    n_params = sum(p.numel() for p in model.parameters())
+    log(f"model: {n_params / 1e6:.2f}M parameters")
+
+    def checkpoint(step: int) -> None:
+        if step == cfg.steps // 3:
             save_model(model, codec, out_dir)  # an early usable model, overwritten at the end
-            log(f"checkpoint saved at step {step + 1}")
+            log(f"checkpoint saved at step {step}")
+
+    stats = optimise(model, groups, weights, question_tokens(codec), cfg, log, rng, on_step=checkpoint)
     save_model(model, codec, out_dir)
-    lm_end, qa_end = np.mean(hist[-20:], axis=0)
-    return {
-        "steps_done": len(hist), "params": n_params, "train_seconds": round(time.time() - t_train, 1),
-        "total_seconds": round(time.time() - t0, 1), "final_lm_loss": round(float(lm_end), 4),
-        "final_qa_loss": round(float(qa_end), 4), "data": notes,
-    }
+    return stats | {"params": n_params, "total_seconds": round(time.time() - t0, 1), "data": notes}
 
 
 def write_training_md(cfg: TrainConfig, stats: dict, out_dir: Path, command: str) -> None:

@@ -1,0 +1,220 @@
+"""`flashtick evaluate`: a tick model against a quant's first baselines, on the test slice of your own files.
+
+Per codec question, on every labelled answer point of each stream's test part
+(engine/service/splits.py; capped by `max_points`, taken as evenly spread runs
+of consecutive points): accuracy and Brier of
+
+* `model` - the checkpoint's answer distribution, probed exactly as serving does
+  (engine.service.train.pack_batch), with at least half a window of context;
+* `prior` - the class frequencies of the train part;
+* `majority` - always the train part's most frequent class (one-hot);
+* `logistic` - multinomial logistic regression on microstructure features
+  (engine/service/features.py) fitted on the train part's answer points;
+
+and, for model minus each baseline, a 95% block-bootstrap interval: the answer
+points (per question, streams one after another, in time order) are cut into
+blocks of `block` consecutive points, which are resampled with replacement, so
+neighbouring answers whose futures overlap stay together. A calibration table
+(and a PNG with matplotlib) for the model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from connectors.codec import TOKENS_PER_TICK, BinnedCodec
+from engine.service.backtest import calibration_table
+from engine.service.features import fit_logistic, microstructure_features
+from engine.service.splits import StreamData
+from engine.service.train import pack_batch
+
+BASELINES = ("prior", "majority", "logistic")
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    max_points: int = 20_000  # answer ticks per stream scored by the model (a CPU budget)
+    max_fit_points: int = 200_000  # train-part answer points for the logistic fit
+    block: int = 100  # bootstrap block, in consecutive answer points (>= the longest horizon, 50)
+    resamples: int = 1000
+    seed: int = 0
+    batch: int = 4
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        for name in ("max_points", "max_fit_points", "block", "resamples", "batch"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+
+def load_tick_model(model_dir: Path, device: str = "cpu") -> tuple[Any, BinnedCodec]:
+    """A checkpoint directory with config.json, model.safetensors and codec.json (a BinnedCodec tick model)."""
+    from transformers import LlamaForCausalLM
+
+    if not (model_dir / "config.json").is_file():
+        raise FileNotFoundError(f"{model_dir} is not a checkpoint directory (no config.json)")
+    if not (model_dir / "codec.json").is_file():
+        raise ValueError(f"{model_dir} has no codec.json: train and evaluate work on binned tick models only")
+    codec = BinnedCodec.from_json((model_dir / "codec.json").read_text())
+    model = LlamaForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa").to(device).eval()
+    return model, codec
+
+
+def window_ticks(model: Any) -> int:
+    """Ticks per window so that a probe after the last tick stays inside max_position_embeddings."""
+    return model.config.max_position_embeddings // TOKENS_PER_TICK - 1
+
+
+def chosen_ticks(ticks: np.ndarray, run: int, max_points: int) -> np.ndarray:
+    """At most about `max_points` of the sorted answer ticks: evenly spread runs of `run` consecutive ones."""
+    if len(ticks) <= max_points:
+        return ticks
+    runs = np.array_split(ticks, int(np.ceil(len(ticks) / run)))
+    keep = np.unique(np.linspace(0, len(runs) - 1, max(1, max_points // run)).round().astype(int))
+    return np.concatenate([runs[k] for k in keep])
+
+
+@torch.no_grad()
+def model_probs(model: Any, codec: BinnedCodec, sd: StreamData, ii: np.ndarray, qq: np.ndarray,
+                options: EvalOptions) -> list[np.ndarray]:
+    """The model's answer distribution at each (tick ii[k], question qq[k]); each window has W ticks and
+    answers its last W - W//2 ticks, so every answer sees at least W//2 ticks of context (or all there is)."""
+    qs = list(codec.questions.values())
+    q_tok = np.array([q.tokens[0] for q in qs])
+    W = window_ticks(model)
+    run = W - W // 2
+    out: list[np.ndarray | None] = [None] * len(ii)
+    order = np.argsort(ii, kind="stable")
+    sorted_ii = ii[order]
+    starts: list[int] = []  # runs of at most `run` consecutive answer ticks, one window each
+    for t in np.unique(ii):
+        if not starts or t >= starts[-1] + run:
+            starts.append(int(t))
+    jobs = [(max(0, t0 - W // 2), order[np.searchsorted(sorted_ii, t0) : np.searchsorted(sorted_ii, t0 + run)])
+            for t0 in starts]
+    for b0 in range(0, len(jobs), options.batch):
+        group = jobs[b0 : b0 + options.batch]
+        K = max(len(sel) for _, sel in group)
+        tick_ids = np.zeros((len(group), W * TOKENS_PER_TICK), dtype=np.int64)
+        q_ids, q_end = np.zeros((len(group), K), dtype=np.int64), np.zeros((len(group), K), dtype=np.int64)
+        for b, (s, sel) in enumerate(group):
+            toks = sd.tokens[s : s + W].reshape(-1)
+            tick_ids[b, : len(toks)] = toks  # a short tail is padding no question token can see
+            q_ids[b, : len(sel)] = q_tok[qq[sel]]
+            q_end[b, : len(sel)] = (ii[sel] - s + 1) * TOKENS_PER_TICK
+        batch = pack_batch(tick_ids, q_ids, q_end, np.full_like(q_ids, -100))
+        logits = model(input_ids=batch.ids.to(options.device), attention_mask=batch.mask.to(options.device),
+                       position_ids=batch.pos.to(options.device)).logits.float().cpu()
+        L = tick_ids.shape[1]
+        for b, (_, sel) in enumerate(group):
+            for k, idx in enumerate(sel):
+                ans = list(qs[qq[idx]].answers.values())
+                out[idx] = torch.softmax(logits[b, L + k, ans], dim=-1).numpy().astype(np.float64)
+    return out  # type: ignore[return-value]
+
+
+def accuracy_brier(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per point: 1.0 if the most likely class (first on ties) is the realised one; Brier = sum_c (p_c - [c = y])^2."""
+    onehot = np.eye(p.shape[1])[y]
+    return (p.argmax(axis=1) == y).astype(np.float64), np.square(p - onehot).sum(axis=1)
+
+
+def block_bootstrap(d: np.ndarray, block: int, resamples: int, rng: np.random.Generator) -> dict[str, float]:
+    """Mean of d and a 95% percentile interval from resampling blocks of `block` consecutive values."""
+    starts = np.arange(0, len(d), block)
+    sums = np.add.reduceat(d, starts)
+    counts = np.diff(np.append(starts, len(d)))
+    pick = rng.integers(0, len(starts), size=(resamples, len(starts)))
+    means = sums[pick].sum(axis=1) / counts[pick].sum(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return {"diff": float(d.mean()), "lo": float(lo), "hi": float(hi)}
+
+
+def score_question(probs: dict[str, np.ndarray], y: np.ndarray, options: EvalOptions,
+                   rng: np.random.Generator) -> dict[str, Any]:
+    """Accuracy and Brier per predictor (probs: name -> (n, C)), model-minus-baseline intervals, calibration."""
+    per = {name: accuracy_brier(p, y) for name, p in probs.items()}
+    scores = {name: {"accuracy": float(a.mean()), "brier": float(b.mean())} for name, (a, b) in per.items()}
+    diffs = {}
+    for base in BASELINES:
+        if base in per:
+            diffs[base] = {"accuracy": block_bootstrap(per["model"][0] - per[base][0], options.block,
+                                                       options.resamples, rng),
+                           "brier": block_bootstrap(per["model"][1] - per[base][1], options.block,
+                                                    options.resamples, rng)}
+    p = probs["model"]
+    calibration = calibration_table(p.reshape(-1), np.eye(p.shape[1])[y].reshape(-1))
+    return {"n": int(len(y)), "scores": scores, "model_minus": diffs, "calibration": calibration}
+
+
+def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
+                     options: EvalOptions | None = None) -> dict[str, Any]:
+    """Score `model` on the test part of `streams` against baselines fitted on their train parts."""
+    options = options or EvalOptions()
+    rng = np.random.default_rng(options.seed)
+    t0 = time.time()
+    qs = list(codec.questions.values())
+    W = window_ticks(model)
+    feats = [microstructure_features(sd.ticks, sd.marks) for sd in streams]
+    train_x, train_y, test = [[] for _ in qs], [[] for _ in qs], [[] for _ in qs]
+    for sd, x in zip(streams, feats):
+        ii, qq = sd.points("train")
+        for qi in range(len(qs)):
+            train_x[qi].append(x[ii[qq == qi]])
+            train_y[qi].append(sd.labels[ii[qq == qi], qi])
+        ii, qq = sd.points("test")
+        keep = np.isin(ii, chosen_ticks(np.unique(ii), W - W // 2, options.max_points))
+        ii, qq = ii[keep], qq[keep]
+        probs = model_probs(model, codec, sd, ii, qq, options)
+        for qi in range(len(qs)):
+            sel = np.nonzero(qq == qi)[0]
+            test[qi].append((x[ii[sel]], sd.labels[ii[sel], qi], [probs[k] for k in sel]))
+    results = {}
+    for qi, q in enumerate(qs):
+        y = np.concatenate([t[1] for t in test[qi]])
+        ty = np.concatenate(train_y[qi])
+        if len(y) == 0 or len(ty) == 0:
+            continue  # e.g. `regime`: no ground truth in files
+        n_cls = len(q.labels)
+        prior = np.bincount(ty, minlength=n_cls) / len(ty)
+        tx = np.concatenate(train_x[qi])
+        fit_rows = chosen_ticks(np.arange(len(ty)), 1000, options.max_fit_points)
+        logistic = fit_logistic(tx[fit_rows], ty[fit_rows], n_cls)
+        probs = {"model": np.stack([p for t in test[qi] for p in t[2]]),
+                 "prior": np.tile(prior, (len(y), 1)),
+                 "majority": np.tile(np.eye(n_cls)[prior.argmax()], (len(y), 1)),
+                 "logistic": logistic.predict_proba(np.concatenate([t[0] for t in test[qi]]))}
+        results[q.name] = score_question(probs, y, options, rng) | {
+            "labels": list(q.labels), "train_points": int(len(ty)), "train_frequencies": prior.round(4).tolist()}
+    return {"questions": results, "window_ticks": W, "options": vars(options),
+            "streams": {sd.name: {"ticks": len(sd.ticks), **{p: [r.start, r.stop] for p, r in
+                                                          zip(("train", "validation", "test"), sd.parts)}}
+                        for sd in streams},
+            "seconds": round(time.time() - t0, 1)}
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """The per-question table `evaluate` and `train` print."""
+    lines = [f"{'question':<15}{'n':>7}  {'accuracy: model':>15}{'prior':>7}{'major':>7}{'logit':>7}"
+             f"  {'Brier: model':>12}{'prior':>7}{'logit':>7}  model-logit acc [95% CI]   Brier [95% CI]"]
+    for name, r in result["questions"].items():
+        s, d = r["scores"], r["model_minus"]["logistic"]
+        ci = lambda x: f"{x['diff']:+.3f} [{x['lo']:+.3f},{x['hi']:+.3f}]"  # noqa: E731
+        lines.append(f"{name:<15}{r['n']:>7}  {s['model']['accuracy']:>15.3f}{s['prior']['accuracy']:>7.3f}"
+                     f"{s['majority']['accuracy']:>7.3f}{s['logistic']['accuracy']:>7.3f}  {s['model']['brier']:>12.3f}"
+                     f"{s['prior']['brier']:>7.3f}{s['logistic']['brier']:>7.3f}  {ci(d['accuracy']):<26} "
+                     f"{ci(d['brier'])}")
+    return "\n".join(lines)
+
+
+def plot(result: dict[str, Any], path: Path, who: str) -> bool:
+    from engine.service.backtest import plot_calibration
+
+    curves = {f"{name} (n={r['n']})": r["calibration"] for name, r in result["questions"].items()}
+    return plot_calibration(path, curves, "model calibration on the test slice", who)

@@ -1,0 +1,138 @@
+"""A user's tick files as per-stream token/label arrays, split in time into train / validation / test.
+
+Each stream is cut on its own tick count: train = the first `train` fraction,
+then a gap, validation, a gap, test = the rest. A gap holds at least the
+longest question horizon, and every part's labels are computed from that
+part's own marks only (connectors/labels.py), so no realised answer uses a tick
+from the other side of a cut. Tokens are encoded over the whole stream (the
+codec's state runs on, as a live session's would); a model's *context* may
+reach back into earlier parts, which serving allows (the past is known), but
+its training windows and answer targets come from the train part alone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from connectors.codec import TOKENS_PER_TICK, BinnedCodec
+from connectors.labels import NO_LABEL, label_series, marks_of
+from connectors.replay import FileReplay
+from connectors.ticks import Tick
+
+PARTS = ("train", "validation", "test")
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    """Fractions of each stream's ticks (summing to 1) and the gap in ticks between parts."""
+
+    train: float = 0.70
+    validation: float = 0.15
+    test: float = 0.15
+    gap: int = 0  # 0: the codec's longest question horizon
+
+    def __post_init__(self) -> None:
+        if self.train <= 0 or self.test <= 0 or self.validation < 0:
+            raise ValueError(f"split: train and test must be > 0 and validation >= 0, got {self._text()}")
+        if abs(self.train + self.validation + self.test - 1.0) > 1e-6:
+            raise ValueError(f"split: the parts must add up to 100, got {self._text()}")
+        if self.gap < 0:
+            raise ValueError(f"split gap must be >= 0 ticks, got {self.gap}")
+
+    def _text(self) -> str:
+        return "/".join(f"{100 * x:g}" for x in (self.train, self.validation, self.test))
+
+    @classmethod
+    def parse(cls, text: str, gap: int = 0) -> SplitSpec:
+        """'70/15/15' (percent of each stream, in time order); '70/30' has no validation part."""
+        try:
+            parts = [float(x) / 100 for x in text.split("/")]
+        except ValueError:
+            raise ValueError(f"--split must look like 70/15/15 (train/validation/test percent), got {text!r}") from None
+        if len(parts) == 2:
+            parts.insert(1, 0.0)
+        if len(parts) != 3:
+            raise ValueError(f"--split must look like 70/15/15 (train/validation/test percent), got {text!r}")
+        return cls(*parts, gap=gap)
+
+
+class StreamSplit(NamedTuple):
+    """Tick index ranges of one stream's parts (half-open, in the stream's own tick numbering)."""
+
+    train: range
+    validation: range
+    test: range
+
+
+def split_ticks(n: int, spec: SplitSpec, gap: int) -> StreamSplit:
+    a = int(n * spec.train)
+    b = int(n * (spec.train + spec.validation))
+    train = range(0, a)
+    validation = range(a + gap, b) if spec.validation > 0 else range(a, a)
+    test = range((b if spec.validation > 0 else a) + gap, n)
+    return StreamSplit(train, validation, test)
+
+
+@dataclass
+class StreamData:
+    """One stream: its tokens (n, TOKENS_PER_TICK), marks, ticks, parts and per-part labels (n, Q)."""
+
+    name: str
+    ticks: list[Tick]
+    tokens: np.ndarray
+    marks: np.ndarray
+    parts: StreamSplit
+    labels: np.ndarray  # label index per (tick, question) computed within the tick's part; NO_LABEL elsewhere
+
+    def points(self, part: str) -> tuple[np.ndarray, np.ndarray]:
+        """(tick index, question index) of every labelled answer point in `part`, in time order."""
+        r = getattr(self.parts, part)
+        ii, qq = np.nonzero(self.labels[r.start : r.stop] >= 0)
+        return ii + r.start, qq
+
+
+def part_labels(codec: BinnedCodec, marks: np.ndarray, parts: StreamSplit) -> np.ndarray:
+    """Labels per (tick, question), each part labelled from its own marks only; gap ticks stay unlabelled."""
+    out = np.full((len(marks), len(codec.questions)), NO_LABEL, dtype=np.int64)
+    for r in parts:
+        for qi, q in enumerate(codec.questions.values()):
+            out[r.start : r.stop, qi] = label_series(q.spec, marks[r.start : r.stop])
+    return out
+
+
+def longest_horizon(codec: BinnedCodec) -> int:
+    return max(q.spec.horizon for q in codec.questions.values())
+
+
+def read_streams(files: list[str], columns: Any = None) -> tuple[dict[str, list[Tick]], dict[str, int]]:
+    """Every valid tick of `files` (FileReplay: presets, column maps, detection), grouped by stream;
+    and the rejected rows by reason."""
+    replay = FileReplay(files, columns=columns)
+    by_stream: dict[str, list[Tick]] = defaultdict(list)
+    while not replay.done:
+        for tick in replay.next_batch(65536):
+            by_stream[tick.stream].append(tick)
+    return dict(by_stream), dict(Counter(replay.rejected))
+
+
+def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
+            min_ticks: int) -> tuple[list[StreamData], list[str]]:
+    """Streams long enough to split (each part >= `min_ticks`), and a note per stream left out."""
+    gap = max(spec.gap, longest_horizon(codec))
+    out, skipped = [], []
+    for name, ticks in sorted(streams.items()):
+        parts = split_ticks(len(ticks), spec, gap)
+        short = [p for p, r in zip(PARTS, parts) if len(r) < min_ticks and (p != "validation" or spec.validation)]
+        if short:
+            skipped.append(f"{name}: {len(ticks)} ticks leave {', '.join(short)} under {min_ticks} ticks")
+            continue
+        tokens = np.array(codec.encode_stream(ticks), dtype=np.int64).reshape(-1, TOKENS_PER_TICK)
+        marks = marks_of(ticks)
+        out.append(StreamData(name, ticks, tokens, marks, parts, part_labels(codec, marks, parts)))
+    if not out:
+        raise ValueError("no stream is long enough to split: " + "; ".join(skipped))
+    return out, skipped
