@@ -56,7 +56,9 @@ class EvalOptions:
 def load_tick_model(model_dir: Path, device: str = "cpu") -> tuple[Any, BinnedCodec]:
     """A checkpoint directory with config.json, model.safetensors and codec.json (a BinnedCodec tick model)."""
     from transformers import LlamaForCausalLM
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # one checkpoint from a local folder: no bar on the user's terminal
     if not (model_dir / "config.json").is_file():
         raise FileNotFoundError(f"{model_dir} is not a checkpoint directory (no config.json)")
     if not (model_dir / "codec.json").is_file():

@@ -1,0 +1,204 @@
+"""`flashtick train` and `flashtick evaluate`: a time split without leakage, a trained checkpoint that
+`backtest` serves, and scores that equal a hand computation. Real files written here, real tiny models."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+
+from connectors.codec import TOKENS_PER_TICK, BinnedCodec
+from connectors.labels import label_series, marks_of
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from engine.service.cli import main
+from engine.service.evaluate import EvalOptions, accuracy_brier, block_bootstrap, evaluate_streams, score_question
+from engine.service.features import fit_logistic, microstructure_features
+from engine.service.finetune import to_source
+from engine.service.splits import PARTS, SplitSpec, longest_horizon, prepare, read_streams
+from engine.service.train import TrainConfig, new_model
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--from-scratch", "--hidden", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1",
+        "--intermediate", "64", "--window-ticks", "63", "--threads", "1"]
+
+
+def write_ticks(path: Path, n: int, seed: int = 3) -> Path:
+    ticks = SyntheticMarket(SyntheticConfig(seed=seed)).generate(n).ticks
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def ticks_file(tmp_path_factory) -> Path:
+    return write_ticks(tmp_path_factory.mktemp("train") / "ticks.parquet", 6000)
+
+
+def test_split_labels_never_use_a_tick_across_a_cut(ticks_file: Path) -> None:
+    codec = BinnedCodec()
+    streams, _ = read_streams([str(ticks_file)])
+    prepared, _ = prepare(codec, streams, SplitSpec(0.6, 0.2, 0.2), min_ticks=10)
+    horizons = np.array([q.spec.horizon for q in codec.questions.values()])
+    gap = longest_horizon(codec)
+    for sd in prepared:
+        train, val, test = sd.parts
+        assert train.start == 0 and test.stop == len(sd.ticks)
+        assert val.start - train.stop >= gap and test.start - val.stop >= gap
+        for part in PARTS:
+            r = getattr(sd.parts, part)
+            ii, qq = sd.points(part)
+            assert len(ii) > 0
+            # A label at tick i uses the marks of ticks i .. i + horizon: all inside the part.
+            assert ii.min() >= r.start and (ii + horizons[qq]).max() < r.stop, (sd.name, part)
+        ii, _ = np.nonzero(sd.labels >= 0)
+        assert not np.isin(ii, np.r_[train.stop : val.start, val.stop : test.start]).any()  # gaps: no answer points
+        # Whatever happens after a part's end cannot change that part's labels.
+        for part, cut in (("train", train.stop), ("validation", val.stop)):
+            moved = [dataclasses.replace(t, bid=t.bid * 1.5, ask=t.ask * 1.5) if k >= cut and t.bid else t
+                     for k, t in enumerate(sd.ticks)]
+            again, _ = prepare(codec, {sd.name: moved}, SplitSpec(0.6, 0.2, 0.2), min_ticks=10)
+            r = getattr(sd.parts, part)
+            assert (again[0].labels[: r.stop] == sd.labels[: r.stop]).all(), part
+        # Training material is the train part's ticks and targets only.
+        src = to_source(codec, sd, "train")
+        assert len(src.tokens) == len(train) and (src.tokens == sd.tokens[: train.stop]).all()
+        assert src.answers.shape == (len(train), len(codec.questions))
+
+
+def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "model"
+    rc = main(["train", str(ticks_file), "--out", str(out), *TINY, "--steps", "4", "--batch", "2",
+               "--eval-every", "2", "--max-points", "200", "--resamples", "50", "--quiet"])
+    assert rc == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "trained 4 steps" in printed and "direction_20" in printed
+    for name in ("config.json", "model.safetensors", "codec.json", "TRAINING.md", "evaluation.json"):
+        assert (out / name).is_file(), name
+    card = (out / "TRAINING.md").read_text()
+    assert "4 steps" in card and "direction_5" in card and "from scratch" in card
+    evaluation = json.loads((out / "evaluation.json").read_text())
+    assert {"direction_5", "direction_20"} <= set(evaluation["questions"])
+    answers = tmp_path / "answers.parquet"
+    rc = main(["backtest", str(ticks_file), "--model", str(out), "--queries",
+               str(ROOT / "queries" / "examples" / "tick_model.yaml"), "--out", str(answers), "--max-ticks", "800"])
+    assert rc == 0, capsys.readouterr().err
+    table = pl.read_parquet(answers).filter(pl.col("query") == "dir20")
+    assert table.height > 0 and table["correct"].is_not_null().sum() > 0
+    probs = json.loads(table["probs"][0])
+    assert set(probs) == {"down", "flat", "up"} and abs(sum(probs.values()) - 1) < 1e-4
+
+
+def test_finetuning_the_builtin_model_runs(ticks_file: Path, tmp_path: Path, capsys) -> None:
+    rc = main(["train", str(ticks_file), "--out", str(tmp_path / "ft"), "--steps", "1", "--batch", "1",
+               "--threads", "1", "--max-points", "64", "--resamples", "20", "--json"])
+    assert rc == 0, capsys.readouterr().err
+    record = json.loads(capsys.readouterr().out)
+    assert record["training"]["steps_done"] == 1 and record["config"]["window_ticks"] == 127
+    assert "builtin" in record["base"]
+
+
+def test_bad_input_is_one_line(tmp_path: Path, capsys) -> None:
+    assert main(["train", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "m")]) == 2
+    assert "nope.csv: no such file" in capsys.readouterr().err
+    f = write_ticks(tmp_path / "t.parquet", 300)
+    assert main(["evaluate", "builtin", str(f), "--split", "70/20"]) == 2
+    assert "add up to 100" in capsys.readouterr().err
+    assert main(["train", str(f), "--out", str(tmp_path / "m"), *TINY, "--steps", "1"]) == 2
+    assert "no stream is long enough" in capsys.readouterr().err
+
+
+def test_scores_equal_a_hand_computation() -> None:
+    p = np.array([[0.2, 0.5, 0.3], [0.6, 0.3, 0.1], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4]])
+    y = np.array([1, 2, 2, 0])
+    acc, brier = accuracy_brier(p, y)
+    assert acc.tolist() == [1.0, 0.0, 1.0, 0.0]
+    # (0.04 + 0.25 + 0.09), (0.36 + 0.09 + 0.81), (0.01 + 0.01 + 0.04), (0.49 + 0.09 + 0.16)
+    np.testing.assert_allclose(brier, [0.38, 1.26, 0.06, 0.74])
+    prior = np.tile([0.25, 0.25, 0.5], (4, 1))
+    r = score_question({"model": p, "prior": prior}, y, EvalOptions(block=2, resamples=200), np.random.default_rng(0))
+    assert r["scores"]["model"] == pytest.approx({"accuracy": 0.5, "brier": 0.61})
+    assert r["scores"]["prior"] == pytest.approx({"accuracy": 0.5, "brier": (0.875 + 0.375 + 0.375 + 0.875) / 4})
+    d = r["model_minus"]["prior"]["brier"]
+    assert d["diff"] == pytest.approx(0.61 - 0.625) and d["lo"] <= d["diff"] <= d["hi"]
+    const = block_bootstrap(np.full(10, 0.25), 3, 100, np.random.default_rng(1))
+    assert const == pytest.approx({"diff": 0.25, "lo": 0.25, "hi": 0.25})
+
+
+def newton_logistic(x: np.ndarray, y: np.ndarray, n_cls: int, l2: float) -> np.ndarray:
+    """A direct fit: Newton's method on mean cross-entropy + l2/2 |W|^2; returns the fitted probabilities."""
+    n, f = x.shape
+    xb = np.hstack([x, np.ones((n, 1))])
+    theta = np.zeros((f + 1, n_cls))
+    onehot = np.eye(n_cls)[y]
+    penalty = np.diag(np.r_[np.full(f, l2), 0.0])
+    for _ in range(50):
+        z = xb @ theta
+        prob = np.exp(z - z.max(1, keepdims=True))
+        prob /= prob.sum(1, keepdims=True)
+        grad = (xb.T @ (prob - onehot) / n + penalty @ theta).reshape(-1, order="F")
+        hess = np.zeros(((f + 1) * n_cls, (f + 1) * n_cls))
+        for a in range(n_cls):
+            for b in range(n_cls):
+                w = prob[:, a] * ((a == b) - prob[:, b])
+                hess[a * (f + 1):(a + 1) * (f + 1), b * (f + 1):(b + 1) * (f + 1)] = (xb.T * w) @ xb / n \
+                    + (penalty if a == b else 0)
+        theta -= np.linalg.lstsq(hess, grad, rcond=None)[0].reshape(f + 1, n_cls, order="F")
+    z = xb @ theta
+    prob = np.exp(z - z.max(1, keepdims=True))
+    return prob / prob.sum(1, keepdims=True)
+
+
+def test_evaluate_equals_hand_computation_on_a_fixture(tmp_path: Path) -> None:
+    codec = BinnedCodec()
+    cfg = TrainConfig(hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1, window_ticks=15, max_positions=64)
+    model = new_model(cfg, codec.vocab_size).eval()
+    f = write_ticks(tmp_path / "one.parquet", 4000, seed=5)
+    streams, _ = read_streams([str(f)])
+    one = {"SYN.A": streams["SYN.A"]}
+    prepared, _ = prepare(codec, one, SplitSpec(0.6, 0.2, 0.2), min_ticks=10)
+    result = evaluate_streams(model, codec, prepared, EvalOptions(resamples=50))["questions"]
+    sd, qs = prepared[0], list(codec.questions.values())
+    W, run = 15, 15 - 15 // 2
+    train, _, test = sd.parts
+    feats = microstructure_features(sd.ticks, sd.marks)
+    for qi, q in enumerate(qs[:2]):  # direction_5, direction_20
+        # Realised answers straight from the part's marks; the prior from the train part's labels.
+        y_test = label_series(q.spec, marks_of(sd.ticks[test.start:]))
+        pts = np.nonzero(y_test >= 0)[0] + test.start
+        y = y_test[pts - test.start]
+        y_train = label_series(q.spec, marks_of(sd.ticks[: train.stop]))
+        train_pts = np.nonzero(y_train >= 0)[0]
+        prior = np.bincount(y_train[train_pts], minlength=3) / len(train_pts)
+        # The model: a plain forward of the window's ticks up to the point, then the question token.
+        first_ticks = [t for t in sorted(set(sd.points("test")[0]))]
+        run_start, starts = None, {}
+        for t in first_ticks:  # evaluate's windows: runs of `run` answer ticks, W // 2 ticks of context before
+            if run_start is None or t >= run_start + run:
+                run_start = t
+            starts[t] = max(0, run_start - W // 2)
+        probs = []
+        with torch.no_grad():
+            for i in pts:
+                ids = np.r_[sd.tokens[starts[i] : i + 1].reshape(-1), q.tokens[0]]
+                logits = model(input_ids=torch.from_numpy(ids)[None]).logits[0, -1]
+                probs.append(torch.softmax(logits[list(q.answers.values())], -1).numpy())
+        probs = np.array(probs, dtype=np.float64)
+        hand = {"accuracy": float(np.mean(probs.argmax(1) == y)),
+                "brier": float(np.mean([sum((probs[k, c] - (c == y[k])) ** 2 for c in range(3)) for k in range(len(y))]))}
+        r = result[q.name]
+        assert r["n"] == len(y)
+        assert r["scores"]["model"] == pytest.approx(hand, abs=1e-5)
+        assert r["scores"]["prior"]["accuracy"] == pytest.approx(float(np.mean(y == prior.argmax())))
+        assert r["scores"]["prior"]["brier"] == pytest.approx(float(np.mean(np.square(prior - np.eye(3)[y]).sum(1))))
+        # The logistic baseline against a direct Newton fit on the same standardised features.
+        fit = fit_logistic(feats[train_pts], y_train[train_pts], 3)
+        direct = newton_logistic(fit.standardise(feats[train_pts]), y_train[train_pts], 3, l2=1e-3)
+        np.testing.assert_allclose(fit.predict_proba(feats[train_pts]), direct, atol=1e-5)
+        assert r["scores"]["logistic"]["brier"] == pytest.approx(
+            float(np.mean(np.square(fit.predict_proba(feats[pts]) - np.eye(3)[y]).sum(1))), abs=1e-9)
+        assert r["scores"]["logistic"]["accuracy"] == pytest.approx(
+            float(np.mean(fit.predict_proba(feats[pts]).argmax(1) == y)))
