@@ -17,10 +17,15 @@ of its own because the CLI and tests drive it directly.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
+import shutil
 import sys
+import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +41,15 @@ from engine.service.pipeline import TickPipeline
 from queries.cache import Answer
 
 CALIBRATION_BINS = 10
+READ_TICKS = 4096  # ticks taken from the files at a time (also per forward when rebuilding for a resume)
+CHECKPOINT_S = 10.0  # wall seconds between answer checkpoints (a part file each)
+PARTS_SUFFIX = ".parts"  # answers.parquet -> answers.parquet.parts/
+MANIFEST = "progress.json"
+RAW_SCHEMA = {"query": pl.String, "stream": pl.String, "topic": pl.String, "seq": pl.Int64, "ticks": pl.Int64,
+              "data_ts": pl.Int64, "answer": pl.String, "expected": pl.Float64, "nll": pl.Float64,
+              "text": pl.String, "probs": pl.String}
+SCORE_SCHEMA = {"realised": pl.String, "persistence": pl.String, "correct": pl.Boolean, "brier": pl.Float64,
+                "log_loss": pl.Float64}
 
 
 @dataclass
@@ -58,10 +72,13 @@ class BacktestReport:
     answers: int
     out: Path
     scores: list[QueryScore]
+    rejected_examples: dict[str, str] = field(default_factory=dict)  # reason -> first rejected row, located
+    resumed_at: int = 0  # replay ticks taken over from an interrupted run (0: a fresh run)
 
     def summary(self) -> str:
-        lines = [f"replayed {self.ticks} ticks ({sum(self.rejected.values())} rejected), "
-                 f"{self.answers} answers -> {self.out}",
+        resumed = f", resumed after {self.resumed_at}" if self.resumed_at else ""
+        lines = [f"replayed {self.ticks} ticks ({sum(self.rejected.values())} rejected{resumed}), "
+                 f"{self.answers} answers -> {self.out}", *rejected_lines(self.rejected, self.rejected_examples),
                  f"{'query':<16}{'answers':>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'logloss':>9}  baseline"]
         fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
         for s in self.scores:
@@ -71,82 +88,273 @@ class BacktestReport:
         return "\n".join(lines)
 
 
+def rejected_lines(rejected: dict[str, int], examples: dict[str, str]) -> list[str]:
+    """One line per rejection reason, most frequent first, with the first such row where one is known."""
+    return [f"  rejected {reason}: {count}" + (f" (first: {examples[reason]})" if reason in examples else "")
+            for reason, count in sorted(rejected.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+class NothingReplayed(ValueError):
+    """Every row of the files was rejected: there is nothing to backtest."""
+
+
+class BacktestInterrupted(Exception):
+    """Stopped by a signal at an event-time batch boundary, after a checkpoint: `--resume` continues."""
+
+
 def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | Path, out: str | Path,
                  columns: Any = None, batch_ms: float = 100.0, max_ticks: int | None = None,
-                 progress: bool = True) -> BacktestReport:
-    answers: list[Answer] = []
+                 progress: bool = True, resume: bool = False, checkpoint_s: float = CHECKPOINT_S,
+                 stop: Callable[[], bool] = lambda: False) -> BacktestReport:
+    """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
+
+    Answers are checkpointed as part files every `checkpoint_s` seconds (at an event-time batch boundary)
+    in ``OUT.parts/``; `resume` continues an interrupted run from its last checkpoint, and `stop` (polled
+    at each boundary) ends a run there with BacktestInterrupted. The final table is built from the parts.
+    """
+    if checkpoint_s <= 0:
+        raise ValueError(f"checkpoint_s must be > 0, got {checkpoint_s}")
+    out = Path(out)
     pipeline = TickPipeline(config)
     pipeline.registry.register_file(queries)
-    ticks_by_stream: dict[str, list[Tick]] = defaultdict(list)
     replay = FileReplay(list(files), columns=columns)
-    batch_ns = int(batch_ms * 1e6)
-    batch_end: int | None = None
-    bar = _progress_bar(progress)
-    while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):
-        want = 4096 if max_ticks is None else min(4096, max_ticks - pipeline.ticks_in)
-        for tick in replay.next_batch(want):
-            if batch_end is None or tick.ts >= batch_end:  # event-time batch boundary
-                answers += pipeline.run_until_idle()
-                batch_end = tick.ts - tick.ts % batch_ns + batch_ns
-            try:
-                pipeline.ingest(tick)
-            except InvalidTick as e:
-                pipeline.rejected[e.reason] += 1
-                continue
-            ticks_by_stream[tick.stream].append(tick)
-            bar.update(1)
-    answers += pipeline.run_until_idle()
-    bar.close()
-    table = _answer_table(pipeline, answers, ticks_by_stream)
-    out = Path(out)
-    table.write_parquet(out)
+    key = _run_key(config, replay, queries, batch_ms, max_ticks)
+    parts = AnswerParts.open(out, key, resume)
+    ticks_by_stream: dict[str, list[Tick]] = defaultdict(list)
+    bar = _progress_bar(progress, replay, max_ticks)
+    try:
+        consumed = 0
+        if parts.consumed:
+            bar.set_description("rebuilding sessions")
+            consumed = _rebuild(pipeline, replay, parts.consumed, ticks_by_stream, bar)
+            _prime_triggers(pipeline, parts.table())
+            bar.set_description("replaying")
+        consumed = _replay(pipeline, replay, parts, consumed, ticks_by_stream, batch_ns=int(batch_ms * 1e6),
+                           max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar)
+    finally:
+        bar.close()
+    rejected = dict(Counter(replay.rejected) + pipeline.rejected)
+    if pipeline.ticks_in == 0 and rejected:
+        parts.remove()
+        raise NothingReplayed("every row was rejected, so there is nothing to backtest:\n"
+                              + "\n".join(rejected_lines(rejected, replay.rejected.examples)))
+    table = _scored_table(pipeline, parts.table(), ticks_by_stream)
+    _write_atomically(out, table.write_parquet)
+    parts.remove()  # the answers are whole in `out` now
     scores = [_score(name, table.filter(pl.col("query") == name)) for name in sorted(set(table["query"]))]
     out.with_suffix(".scores.json").write_text(json.dumps([vars(s) for s in scores], indent=2) + "\n")
-    _plot_calibration(out, scores)  # last: the answers and scores are on disk whatever happens here
-    rejected = dict(Counter(replay.rejected) + pipeline.rejected)
-    return BacktestReport(pipeline.ticks_in, rejected, len(answers), out, scores)
+    try:  # last: the answers and scores are on disk whatever happens here
+        _plot_calibration(out, scores)
+    except Exception as e:  # a plotting problem must not turn a finished backtest into a failure
+        print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
+    return BacktestReport(pipeline.ticks_in, rejected, table.height, out, scores, dict(replay.rejected.examples),
+                          parts.resumed_at)
 
 
-def _progress_bar(enabled: bool) -> Any:
+def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, consumed: int,
+            ticks_by_stream: dict[str, list[Tick]], *, batch_ns: int, max_ticks: int | None, checkpoint_s: float,
+            stop: Callable[[], bool], bar: Any) -> int:
+    """The backtest loop from tick `consumed` on; returns the replay ticks consumed in all."""
+    answers: list[Answer] = []
+    batch_end: int | None = None
+    saved_at = time.monotonic()
+    while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):
+        want = READ_TICKS if max_ticks is None else min(READ_TICKS, max_ticks - pipeline.ticks_in)
+        for tick in replay.next_batch(want):
+            if batch_end is None or tick.ts >= batch_end:  # event-time batch boundary: the engine is idle here
+                answers += pipeline.run_until_idle()
+                stopping = stop()
+                if stopping or time.monotonic() - saved_at >= checkpoint_s:
+                    parts.save(answers, consumed)
+                    answers, saved_at = [], time.monotonic()
+                if stopping:
+                    raise BacktestInterrupted(f"interrupted after {consumed} ticks; {parts.answers} answers kept in "
+                                              f"{parts.dir}; run the same command with --resume to continue")
+                batch_end = tick.ts - tick.ts % batch_ns + batch_ns
+            consumed += 1
+            _ingest(pipeline, tick, ticks_by_stream)
+        bar.update(consumed + sum(replay.rejected.values()) - bar.n)
+    answers += pipeline.run_until_idle()
+    parts.save(answers, consumed)
+    return consumed
+
+
+def _ingest(pipeline: TickPipeline, tick: Tick, ticks_by_stream: dict[str, list[Tick]]) -> None:
+    try:
+        pipeline.ingest(tick)
+    except InvalidTick as e:
+        pipeline.rejected[e.reason] += 1
+        return
+    ticks_by_stream[tick.stream].append(tick)
+
+
+def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, ticks_by_stream: dict[str, list[Tick]],
+             bar: Any) -> int:
+    """Bring sessions, codec state and ordering guards to where the interrupted run checkpointed: the same
+    first `upto` ticks through the same encoders, with standing queries off and many ticks per forward (the
+    restart replay of durability.py does the same: a context roll depends on token counts and tick
+    boundaries, not on how ticks were grouped into forwards). Answers before `upto` are in the parts."""
+    scheduler = pipeline.engine.scheduler
+    planner, scheduler.planner = scheduler.planner, None
+    done = 0
+    try:
+        while done < upto and not replay.done:
+            ticks = replay.next_batch(min(READ_TICKS, upto - done))
+            for tick in ticks:
+                _ingest(pipeline, tick, ticks_by_stream)
+            done += len(ticks)
+            pipeline.engine.run_until_idle()
+            bar.update(done + sum(replay.rejected.values()) - bar.n)
+    finally:
+        scheduler.planner = planner
+    if done < upto:
+        raise ValueError(f"the checkpoint is at tick {upto} but the files hold {done}: did they change?")
+    return done
+
+
+def _prime_triggers(pipeline: TickPipeline, written: pl.DataFrame) -> None:
+    """Give every (query, stream) trigger the state it had at the checkpoint: replaying the points where
+    answers were made, in order, through `due` records the same last firings (a query due at such a point
+    fired there, so no firing is invented)."""
+    points = written.select("stream", "ticks", "data_ts").unique().sort("stream", "ticks", "data_ts")
+    for stream, ticks, data_ts in points.iter_rows():
+        pipeline.registry.due(stream, ticks, data_ts)
+
+
+def _run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batch_ms: float,
+             max_ticks: int | None) -> dict[str, Any]:
+    """What a run's answers depend on; a resume must match it exactly."""
+    stats = [(str(p.path.resolve()), p.path.stat().st_size, p.path.stat().st_mtime_ns) for p in replay.plans]
+    return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": stats,
+            "queries": hashlib.sha256(Path(queries).read_bytes()).hexdigest(),
+            "config": hashlib.sha256(repr(config).encode()).hexdigest(), "batch_ms": batch_ms,
+            "max_ticks": max_ticks}
+
+
+def _write_atomically(path: Path, write: Callable[[Path], Any]) -> None:
+    """Write to a temporary name, flush to disk, rename: a reader sees the old file or the whole new one."""
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class AnswerParts:
+    """A backtest's answers so far: ``OUT.parts/part-NNNNNN.parquet`` and ``progress.json``.
+
+    A part is written whole (temporary name, fsync, rename) before the manifest that lists it, so a run
+    killed at any moment leaves a manifest naming only whole parts, and the replay position
+    (`consumed`: ticks taken from the files) those parts cover. Seqs are written continuing each topic's
+    last one, so a resumed run numbers answers as an uninterrupted one would.
+    """
+
+    def __init__(self, out: Path, key: dict[str, Any], manifest: dict[str, Any] | None) -> None:
+        self.dir = out.with_name(out.name + PARTS_SUFFIX)
+        self.key = key
+        manifest = manifest or {"key": key, "consumed": 0, "parts": [], "answers": 0, "last_seq": {}}
+        self.consumed: int = manifest["consumed"]
+        self.resumed_at = self.consumed
+        self.parts: list[str] = manifest["parts"]
+        self.answers: int = manifest["answers"]
+        self.last_seq: dict[str, int] = manifest["last_seq"]
+        self._seq_offset = dict(self.last_seq)  # the resumed run's cache counts each topic from 1 again
+
+    @classmethod
+    def open(cls, out: Path, key: dict[str, Any], resume: bool) -> AnswerParts:
+        directory = out.with_name(out.name + PARTS_SUFFIX)
+        manifest_path = directory / MANIFEST
+        if not resume:
+            if directory.exists():
+                raise FileExistsError(f"{directory} holds an unfinished backtest; add --resume to continue it, "
+                                      f"or delete it to start over")
+            directory.mkdir(parents=True)
+            return cls(out, key, None)
+        if not manifest_path.is_file():  # nothing to resume: start afresh (so a script may always pass --resume)
+            print(f"flashtick backtest: no checkpoint in {directory}; starting from the beginning", file=sys.stderr)
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir(parents=True)
+            return cls(out, key, None)
+        try:
+            manifest = json.loads(manifest_path.read_text())
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{manifest_path}: unreadable checkpoint ({e}); delete {directory} to start over") from None
+        changed = [k for k in key if manifest.get("key", {}).get(k) != json.loads(json.dumps(key[k]))]
+        if changed:
+            raise ValueError(f"{directory} was written by a backtest with different {', '.join(changed)}; "
+                             f"resume with the same files, queries, config and options, or delete it to start over")
+        for stray in set(p.name for p in directory.iterdir()) - set(manifest["parts"]) - {MANIFEST}:
+            (directory / stray).unlink()  # written after the last checkpoint: those answers come again
+        return cls(out, key, manifest)
+
+    def save(self, answers: list[Answer], consumed: int) -> None:
+        """Checkpoint: the answers since the last one as a part, then the manifest at `consumed`."""
+        if answers:
+            rows = [_raw_row(a, self._seq_offset.get(a.topic, 0)) for a in answers]
+            name = f"part-{len(self.parts) + 1:06d}.parquet"
+            _write_atomically(self.dir / name, pl.DataFrame(rows, schema=RAW_SCHEMA, orient="row").write_parquet)
+            self.parts.append(name)
+            self.answers += len(rows)
+            for row in rows:
+                self.last_seq[row[2]] = row[3]
+        self.consumed = consumed
+        manifest = {"key": self.key, "consumed": consumed, "parts": self.parts, "answers": self.answers,
+                    "last_seq": self.last_seq}
+        _write_atomically(self.dir / MANIFEST, lambda p: p.write_text(json.dumps(manifest, indent=1) + "\n"))
+
+    def table(self) -> pl.DataFrame:
+        """Every answer checkpointed so far, unscored."""
+        frames = [pl.read_parquet(self.dir / name) for name in self.parts]
+        return pl.concat(frames) if frames else pl.DataFrame(schema=RAW_SCHEMA)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _raw_row(a: Answer, seq_offset: int) -> tuple:
+    probs = a.value.get("probs")
+    return (a.query, a.stream, a.topic, a.seq + seq_offset, a.version, a.data_ts,
+            a.value.get("answer") or (max(probs, key=probs.get) if probs else None),
+            a.value.get("expected"), a.value.get("nll"), a.value.get("text"),
+            json.dumps(probs, sort_keys=True) if probs else None)
+
+
+def _progress_bar(enabled: bool, replay: FileReplay, max_ticks: int | None) -> Any:
+    """Rows read (valid or rejected) of the files' total, ticks/s and ETA, on stderr when it is a terminal."""
     from tqdm import tqdm
 
-    return tqdm(unit=" ticks", disable=not enabled or not sys.stderr.isatty(), file=sys.stderr)
+    show = enabled and sys.stderr.isatty()
+    total = replay.rows() if show else None
+    if total is not None and max_ticks is not None:
+        total = min(total, max_ticks)
+    return tqdm(total=total, unit=" ticks", desc="replaying", disable=not show, file=sys.stderr,
+                dynamic_ncols=True, smoothing=0.1)
 
 
-def _answer_table(pipeline: TickPipeline, answers: list[Answer], ticks: dict[str, list[Tick]]) -> pl.DataFrame:
-    """One row per answer, with the realised label and the naive baselines where the question has them."""
+def _scored_table(pipeline: TickPipeline, raw: pl.DataFrame, ticks: dict[str, list[Tick]]) -> pl.DataFrame:
+    """The answers with the realised label and the naive baselines where the question has them; one row per
+    answer, in a total order (data_ts, query, stream, seq), so the file does not depend on the parts."""
     questions = pipeline.codec.questions
     marks = {stream: marks_of(ts) for stream, ts in ticks.items()}
     realised_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
-    rows = []
-    for a in answers:
-        spec = pipeline.registry.get(a.query) if a.query in pipeline.registry else None
+    extra = []
+    for query, stream, version, probs in raw.select("query", "stream", "ticks", "probs").iter_rows():
+        spec = pipeline.registry.get(query) if query in pipeline.registry else None
         question = questions.get(spec.question) if spec is not None and spec.question else None
         realised = persistence = None
-        if question is not None and a.stream in marks:
-            key = (question.name, a.stream)
+        if question is not None and stream in marks:
+            key = (question.name, stream)
             if key not in realised_cache:
-                realised_cache[key] = (label_series(question.spec, marks[a.stream]),
-                                       persistence_series(question.spec, marks[a.stream]))
+                realised_cache[key] = (label_series(question.spec, marks[stream]),
+                                       persistence_series(question.spec, marks[stream]))
             labels, persisted = realised_cache[key]
-            i = a.version - 1  # the answer point: just after the stream's tick number `version`
+            i = version - 1  # the answer point: just after the stream's tick number `version`
             realised = question.spec.labels[labels[i]] if labels[i] != NO_LABEL else None
             persistence = question.spec.labels[persisted[i]] if persisted[i] != NO_LABEL else None
-        probs = a.value.get("probs")
-        rows.append({
-            "query": a.query, "stream": a.stream, "topic": a.topic, "seq": a.seq, "ticks": a.version,
-            "data_ts": a.data_ts,
-            "answer": a.value.get("answer") or (max(probs, key=probs.get) if probs else None),
-            "expected": a.value.get("expected"), "nll": a.value.get("nll"), "text": a.value.get("text"),
-            "probs": json.dumps(probs, sort_keys=True) if probs else None,
-            "realised": realised, "persistence": persistence,
-            **_metrics(probs, realised),
-        })
-    schema = {"query": pl.String, "stream": pl.String, "topic": pl.String, "seq": pl.Int64, "ticks": pl.Int64,
-              "data_ts": pl.Int64, "answer": pl.String, "expected": pl.Float64, "nll": pl.Float64,
-              "text": pl.String, "probs": pl.String, "realised": pl.String, "persistence": pl.String,
-              "correct": pl.Boolean, "brier": pl.Float64, "log_loss": pl.Float64}
-    return pl.DataFrame(rows, schema=schema).sort(["data_ts", "query", "stream", "seq"])
+        extra.append({"realised": realised, "persistence": persistence,
+                      **_metrics(json.loads(probs) if probs else None, realised)})
+    scored = pl.DataFrame(extra, schema=SCORE_SCHEMA)
+    return pl.concat([raw, scored], how="horizontal").sort(["data_ts", "query", "stream", "seq"])
 
 
 def _metrics(probs: dict[str, float] | None, realised: str | None) -> dict[str, Any]:
