@@ -70,7 +70,8 @@ def _scan(path: Path, cmap: ColumnMap | None, overrides: dict[str, pl.DataType] 
 
 
 def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
-    ts_type = {"datetime": pl.String, "s": pl.Float64, TIME_OF_DAY: pl.Float64}.get(cmap.ts_unit, pl.Int64)
+    # Decimal epoch seconds stay text until _scale: as a float, 1717236000.25 s is off by ~100 ns.
+    ts_type = {"datetime": pl.String, "s": pl.String, TIME_OF_DAY: pl.Float64}.get(cmap.ts_unit, pl.Int64)
     out: dict[str, pl.DataType] = {getattr(cmap, f): pl.Float64 for f in NUMERIC_FIELDS if getattr(cmap, f)}
     if cmap.stream_col:
         out[cmap.stream_col] = pl.String
@@ -100,6 +101,8 @@ def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType) -> pl.Expr:
         if dtype == pl.String:
             return _local(col.str.to_datetime(time_unit="ns", strict=False), cmap.tz).dt.epoch("ns")
         raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a datetime; set ts_unit to ns/us/ms/s")
+    if dtype == pl.String and cmap.ts_unit == "s":
+        return _decimal_seconds_ns(col)
     if not (dtype.is_integer() or dtype.is_float()):
         hint = "; set ts_unit='datetime'" if isinstance(dtype, pl.Datetime) or dtype in (pl.Date, pl.String) else ""
         raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a number of {cmap.ts_unit}{hint}")
@@ -109,6 +112,24 @@ def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType) -> pl.Expr:
         offset = (col.cast(pl.Float64) * 1e9).round().cast(pl.Int64, strict=False)
         return _local(midnight + pl.duration(nanoseconds=offset), cmap.tz).dt.epoch("ns")
     return col
+
+
+def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:
+    """Decimal seconds written as text ("1717236000.25") -> int ns, exactly: as a float the same value is off by
+    up to ~100 ns. Text that is not plain decimal (exponents, words) becomes null (missing_field)."""
+    text = text.str.strip_chars()
+    negative = text.str.starts_with("-")
+    parts = text.str.strip_chars_start("+-").str.split_exact(".", 1)
+    whole = parts.struct.field("field_0").cast(pl.Int64, strict=False)
+    fraction = parts.struct.field("field_1").fill_null("0").str.pad_end(9, "0").str.slice(0, 9)
+    fraction = pl.when(fraction.str.contains(r"^\d{9}$")).then(fraction.cast(pl.Int64, strict=False))
+    magnitude = whole * 1_000_000_000 + fraction
+    return pl.when(negative).then(-magnitude).otherwise(magnitude)
+
+
+def _ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
+    """Whether _ts_expr already gives int ns (else raw numbers in ts_unit, scaled in Python)."""
+    return cmap.ts_unit in ("datetime", TIME_OF_DAY) or (cmap.ts_unit == "s" and dtype == pl.String)
 
 
 def _side_lookup(side_map: dict) -> Callable[[Any], Any]:
@@ -132,6 +153,7 @@ class _FilePlan:
     frame: pl.LazyFrame
     keys: tuple[str, ...]
     sorted_on_read: bool
+    ts_factor: int  # ns per unit of the `_ts` column: 1 when the query computed ns already
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -156,7 +178,7 @@ class _FilePlan:
             yield [(row[-1], convert(row)) for row in chunk.rows()]
 
     def _converter(self) -> Callable[[tuple], dict[str, Any]]:
-        cmap, factor = self.columns, UNITS.get(self.columns.ts_unit, 1)
+        cmap, factor = self.columns, self.ts_factor
         # A map with only one kind's columns fixes the kind, so a row missing its price reads as missing_field.
         kind = cmap.kind or (QUOTE if cmap.price is None else TRADE if cmap.bid is None else None)
         fixed = {k: v for k, v in (("stream", cmap.stream), ("kind", kind)) if v is not None}
@@ -187,16 +209,21 @@ def _plan(path: Path, cmap: ColumnMap | None, explicit: bool) -> Any:
         from connectors.dbn import DbnPlan
 
         return DbnPlan(path)
-    schema = _scan(path, cmap).collect_schema()
-    if cmap is not None and cmap.names is not None and len(schema) != len(cmap.names):
-        raise ValueError(f"{path}: names gives {len(cmap.names)} columns {list(cmap.names)} but the first row "
-                         f"has {len(schema)} fields")
+    try:
+        schema = _scan(path, cmap).collect_schema()
+    except pl.exceptions.PolarsError as e:
+        if cmap is not None and cmap.names is not None:
+            raise ValueError(f"{path}: names gives {len(cmap.names)} columns {list(cmap.names)}, which does not fit "
+                             f"the file's rows ({str(e).splitlines()[0]})") from None
+        raise ValueError(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
     cmap = cmap or detect_columns(path, schema)
     if cmap.stream is None and cmap.stream_col is None:
         cmap = replace(cmap, stream=path.stem)
     if missing := [c for c in cmap.source_columns() if c not in schema]:
         raise ValueError(f"{path}: the column map needs {missing}, which the file lacks; columns found: {list(schema)}")
-    exprs = [_ts_expr(path, cmap, schema[cmap.ts]).alias("_ts")]
+    overrides = _csv_overrides(cmap) if path.suffix.lower() in CSV_SUFFIXES else None
+    ts_type = overrides[cmap.ts] if overrides else schema[cmap.ts]  # what the scan below will read
+    exprs = [_ts_expr(path, cmap, ts_type).alias("_ts")]
     keys: list[str] = []
     if cmap.stream_col:
         exprs.append(pl.col(cmap.stream_col).cast(pl.String).alias("stream"))
@@ -206,12 +233,12 @@ def _plan(path: Path, cmap: ColumnMap | None, explicit: bool) -> Any:
             col = pl.col(name).cast(pl.Float64) if schema[name].is_decimal() else pl.col(name)
             exprs.append(col.alias(key))
             keys.append(key)
-    csv = path.suffix.lower() in CSV_SUFFIXES
-    frame = _scan(path, cmap, _csv_overrides(cmap) if csv else None).with_row_index(ROW).select(*exprs, ROW)
+    frame = _scan(path, cmap, overrides).with_row_index(ROW).select(*exprs, ROW)
     unsorted = frame.select((pl.col("_ts").drop_nulls().diff() < 0).any()).collect().item()
     if unsorted:  # stable: rows with equal timestamps keep their file order
         frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
-    return _FilePlan(path, cmap, frame, tuple(keys), bool(unsorted))
+    factor = 1 if _ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
+    return _FilePlan(path, cmap, frame, tuple(keys), bool(unsorted), factor)
 
 
 class _Cursor:
