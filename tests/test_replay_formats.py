@@ -239,3 +239,12 @@ def test_dbn_file_backtests_from_the_command_line(engine_files: Path, tmp_path: 
     assert "not.dbn: not a" in err and "DBN" in err and err.count("\n") == 1
     with pytest.raises(ValueError, match="fixed layout"):
         FileReplay([(tmp_path / "es.dbn", {"ts": "x", "price": "p", "size": "s"})])
+
+
+def test_feed_replay_that_rejects_every_row_exits_non_zero(tmp_path: Path, capsys) -> None:
+    (tmp_path / "bad.csv").write_text("time,px,qty\n1,-1,1\n2,0,1\n")
+    code = main(["feed", "replay", str(tmp_path / "bad.csv"), "--columns", "ts=time,price=px,size=qty",
+                 "--endpoint", "tcp://127.0.0.1:5"])  # nothing listens there: nothing is ever sent
+    err = capsys.readouterr().err
+    assert code == 2 and "sent 0 ticks" in err and "rejected nonpositive_price: 2 (first: " in err
+    assert "every row of the files was rejected" in err
