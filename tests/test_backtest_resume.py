@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -121,6 +122,23 @@ def test_stop_request_checkpoints_and_resume_refuses_other_inputs(setup: Path, c
     report = run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, resume=True)
     assert report.resumed_at == kept["consumed"] and report.ticks == TICKS
     assert_same_answers(pl.read_parquet(out), pl.read_parquet(setup / "whole.parquet"))
+
+
+def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path) -> None:
+    manifest = setup / "term.parquet.parts" / "progress.json"
+    child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "term.parquet",
+                              "--checkpoint-s", "0.05")], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and child.poll() is None and not (
+            manifest.is_file() and json.loads(manifest.read_text())["consumed"] > 0):
+        time.sleep(0.02)
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err[-2000:]
+    assert "interrupted after" in err and "--resume" in err
+    kept = json.loads(manifest.read_text())
+    assert 0 < kept["consumed"] < TICKS and not (setup / "term.parquet").exists()
 
 
 def test_progress_bar_on_a_terminal_and_quiet_elsewhere(setup: Path) -> None:

@@ -120,7 +120,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
         consumed = 0
         if parts.consumed:
             bar.set_description("rebuilding sessions")
-            consumed = _rebuild(pipeline, replay, parts.consumed, ticks_by_stream, bar)
+            consumed = _rebuild(pipeline, replay, parts.consumed, ticks_by_stream, bar, stop)
             _prime_triggers(pipeline, parts.table())
             bar.set_description("replaying")
         consumed = _replay(pipeline, replay, parts, consumed, ticks_by_stream, batch_ns=int(batch_ms * 1e6),
@@ -183,7 +183,7 @@ def _ingest(pipeline: TickPipeline, tick: Tick, ticks_by_stream: dict[str, list[
 
 
 def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, ticks_by_stream: dict[str, list[Tick]],
-             bar: Any) -> int:
+             bar: Any, stop: Callable[[], bool]) -> int:
     """Bring sessions, codec state and ordering guards to where the interrupted run checkpointed: the same
     first `upto` ticks through the same encoders, with standing queries off and many ticks per forward (the
     restart replay of durability.py does the same: a context roll depends on token counts and tick
@@ -193,6 +193,8 @@ def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, ticks_by_str
     done = 0
     try:
         while done < upto and not replay.done:
+            if stop():  # the checkpoint on disk is still the one to resume from
+                raise BacktestInterrupted(f"interrupted while rebuilding sessions; {parts_note(upto)}")
             ticks = replay.next_batch(min(READ_TICKS, upto - done))
             for tick in ticks:
                 _ingest(pipeline, tick, ticks_by_stream)
@@ -204,6 +206,10 @@ def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, ticks_by_str
     if done < upto:
         raise ValueError(f"the checkpoint is at tick {upto} but the files hold {done}: did they change?")
     return done
+
+
+def parts_note(consumed: int) -> str:
+    return f"the checkpoint after {consumed} ticks is kept; run the same command with --resume to continue"
 
 
 def _prime_triggers(pipeline: TickPipeline, written: pl.DataFrame) -> None:
