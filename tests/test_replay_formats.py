@@ -251,3 +251,20 @@ def test_feed_replay_that_rejects_every_row_exits_non_zero(tmp_path: Path, capsy
     err = capsys.readouterr().err
     assert code == 2 and "sent 0 ticks" in err and "rejected nonpositive_price: 2 (first: " in err
     assert "every row of the files was rejected" in err
+
+
+def test_real_ethusdt_trades_on_the_exchange_clock_through_a_yaml_map(shared_data: Path, tmp_path: Path) -> None:
+    """A map a user would write for the capture's exchange clock and buyer-maker flag: every row replays, and
+    the flag gives the same aggressor as the file's own column."""
+    trades = shared_data / "binance-ethusdt-spot" / "trades.csv"
+    (tmp_path / "eth.yaml").write_text("ts: trade_ts_ms\nts_unit: ms\nstream: ETHUSDT\nprice: price\nsize: qty\n"
+                                       "side: is_buyer_maker\nside_map: {1: sell, 0: buy}\n")
+    replay = FileReplay(trades, columns=map_from_options(columns=str(tmp_path / "eth.yaml")))
+    ticks = drain(replay)
+    assert len(ticks) == 14_515 and not replay.rejected
+    own = pl.read_csv(trades, columns=["trade_ts_ms", "aggressor_side"]).sort("trade_ts_ms", maintain_order=True)
+    assert [t.side for t in ticks] == own["aggressor_side"].to_list()
+    assert all(t.ts % 1_000_000 == 0 for t in ticks)
+    with pytest.raises(ValueError, match="already carries time zone 'UTC'"):
+        FileReplay(shared_data / "dukascopy-eurusd" / "eurusd_ticks_2019-02-04_05.parquet",
+                   columns=map_from_options("dukascopy", tz="Europe/London"))
