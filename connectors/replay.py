@@ -1,13 +1,16 @@
-"""File replay: Parquet/CSV tick files -> one time-ordered, paced, resumable Source.
+"""File replay: Parquet/CSV/DBN tick files -> one time-ordered, paced, resumable Source.
 
-Each file is a polars lazy scan mapped to tick fields by a `ColumnMap`
-(connectors/column_map.py: a preset by name, a dict from YAML, or detected
-from the columns). Files are read in chunks of `chunk_rows` rows and merged by
+Each Parquet or CSV file is a polars lazy scan mapped to tick fields by a
+`ColumnMap` (connectors/column_map.py: a preset by name, a dict from YAML, or
+detected from the columns); a Databento DBN file is decoded and reduced to
+trades and top of book by connectors/dbn.py. Both kinds of plan hand out
+(row number, wire map) chunks. Files are read in chunks of `chunk_rows` rows and merged by
 event time with a heap; ties keep file order, then row order, so a replay is
 deterministic. A file whose rows are
 not in time order is sorted once (stably) by polars before it is read. Rows
 that fail `connectors.ticks.validate` are counted by reason in `rejected` and
-skipped, never raised: one bad row must not stop a backtest.
+skipped, never raised: one bad row must not stop a backtest; the first row of
+each reason is kept, located (file, line or row, column), in `rejected.examples`.
 
 Speed: `speed=None` replays as fast as the caller polls; `speed=N` releases
 each tick when N x the event time elapsed since the first tick has passed on
