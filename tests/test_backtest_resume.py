@@ -7,12 +7,12 @@ import fcntl
 import json
 import os
 import pty
-import select
 import signal
 import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
 from pathlib import Path
 
@@ -20,6 +20,7 @@ import polars as pl
 import pytest
 
 from conftest import tiny_tick_checkpoint
+from connectors.codec import TOKENS_PER_TICK
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.backtest import run_backtest
 from engine.service.cli import main
@@ -33,6 +34,7 @@ queries:
   - {name: nll, streams: ["*"], kind: surprise, trigger: batch}
 """
 TICKS = 2500
+WINDOW = 1024  # the tiny checkpoint's max_position_embeddings (tests/conftest.py TINY)
 FLOAT_COLUMNS = ("expected", "nll", "brier", "log_loss")
 
 
@@ -93,6 +95,9 @@ def test_killed_backtest_resumes_to_the_uninterrupted_answers(setup: Path) -> No
     kept = json.loads(manifest.read_text())
     assert 0 < kept["consumed"] < TICKS and kept["parts"]
     assert not (setup / "cut.parquet").exists()
+    # the rebuild must cross a context roll: some stream's tokens (4 a tick) before the cut pass the window
+    streams = pl.read_parquet(setup / "ticks.parquet")["stream"][: kept["consumed"]].value_counts()
+    assert streams["count"].max() * TOKENS_PER_TICK > WINDOW
     so_far = pl.read_parquet(setup / "cut.parquet.parts" / "*.parquet")  # readable while unfinished
     assert so_far.height == kept["answers"] > 0
 
@@ -112,7 +117,7 @@ def test_stop_request_checkpoints_and_resume_refuses_other_inputs(setup: Path, c
 
     with pytest.raises(BacktestInterrupted, match="--resume"):
         run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False,
-                     stop=lambda: next(polls) >= 40)  # as SIGTERM would, at the 40th batch boundary
+                     stop=lambda: next(polls) >= 300)  # as SIGTERM would, at the 300th batch boundary (of ~620)
     kept = json.loads((setup / "stopped.parquet.parts" / "progress.json").read_text())
     assert kept["consumed"] > 0 and kept["answers"] > 0
     (setup / "q2.yaml").write_text(QUERIES.replace("ticks: 5", "ticks: 7"))
@@ -141,31 +146,36 @@ def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path) -> No
     assert 0 < kept["consumed"] < TICKS and not (setup / "term.parquet").exists()
 
 
-def test_progress_bar_on_a_terminal_and_quiet_elsewhere(setup: Path) -> None:
-    """A real pseudo-terminal as stderr: the bar shows ticks done of the total, a rate and an ETA."""
+def test_progress_bar_on_a_terminal_and_quiet_elsewhere(setup: Path, monkeypatch) -> None:
+    """stderr on a real pseudo-terminal: the bar shows ticks done of the total, a rate and an ETA, live."""
     def run(*extra: str) -> tuple[int, str]:
         leader, follower = pty.openpty()
         fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # as a terminal window
-        child = subprocess.Popen([sys.executable, "-m", "engine.service.cli",
-                                  *cli(setup, "bar.parquet", "--max-ticks", "600", *extra)],
-                                 env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
-                                 stderr=follower)
-        os.close(follower)
-        seen = b""
-        while True:
-            ready, _, _ = select.select([leader], [], [], 60)
-            try:
-                chunk = os.read(leader, 65536) if ready else b""
-            except OSError:  # the child closed the terminal
-                chunk = b""
-            if not chunk:
-                break
-            seen += chunk
+        seen: list[bytes] = []
+
+        def drain() -> None:  # read as it comes: a full terminal buffer would block the writer
+            while True:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:  # the terminal was closed
+                    return
+                if not chunk:
+                    return
+                seen.append(chunk)
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        with open(follower, "w", closefd=True) as terminal:
+            monkeypatch.setattr(sys, "stderr", terminal)
+            code = main(cli(setup, "bar.parquet", "--max-ticks", "300", *extra))
+            monkeypatch.undo()
+        reader.join(10)
         os.close(leader)
-        return child.wait(60), seen.decode(errors="replace")
+        return code, b"".join(seen).decode(errors="replace")
 
     code, shown = run()
-    assert code == 0 and "600/600" in shown and "ticks/s" in shown and "<" in shown, shown[-500:]
+    assert code == 0 and "300/300" in shown and "ticks/s" in shown and "<" in shown, shown[-500:]
+    assert len({line.split("|")[-1][:8] for line in shown.split("\r") if "ticks/s" in line}) > 2  # live, not 0 then done
     code, shown = run("--quiet")
     assert code == 0 and "ticks/s" not in shown
 
@@ -186,7 +196,8 @@ def test_summary_lists_rejected_rows_by_reason(setup: Path, tmp_path: Path, caps
     rows[10]["price"] = rows[10]["bid"] = None
     pl.DataFrame(rows).with_columns(pl.col("ts").cast(pl.Int64)).write_parquet(tmp_path / "t.parquet")
     code = main(["backtest", str(tmp_path / "t.parquet"), "--queries", str(setup / "q.yaml"), "--out",
-                 str(tmp_path / "a.parquet"), "--config", str(setup / "engine.yaml"), "--quiet"])
+                 str(tmp_path / "a.parquet"), "--config", str(setup / "engine.yaml")])
     out, err = capsys.readouterr()
     assert code == 0 and "replayed 199 ticks (1 rejected)" in out, err
+    assert "ticks/s" not in err  # stderr is not a terminal here: no bar without --quiet either
     assert f"rejected unknown_kind: 1 (first: {tmp_path / 't.parquet'} row 11: " in out

@@ -165,9 +165,10 @@ def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, cons
                     raise BacktestInterrupted(f"interrupted after {consumed} ticks; {parts.answers} answers kept in "
                                               f"{parts.dir}; run the same command with --resume to continue")
                 batch_end = tick.ts - tick.ts % batch_ns + batch_ns
+                bar.update(consumed + sum(replay.rejected.values()) - bar.n)  # tqdm redraws at most 10 times a second
             consumed += 1
             _ingest(pipeline, tick, ticks_by_stream)
-        bar.update(consumed + sum(replay.rejected.values()) - bar.n)
+    bar.update(consumed + sum(replay.rejected.values()) - bar.n)
     answers += pipeline.run_until_idle()
     parts.save(answers, consumed)
     return consumed
