@@ -22,7 +22,7 @@ import pytest
 from conftest import tiny_tick_checkpoint
 from connectors.codec import TOKENS_PER_TICK
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
-from engine.service.backtest import run_backtest
+from engine.service.backtest import BacktestReport, run_backtest
 from engine.service.cli import main
 from engine.service.config import ServiceConfig
 
@@ -49,6 +49,13 @@ def setup(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(setup: Path) -> BacktestReport:
+    """The reference: the same backtest run start to end (whole.parquet)."""
+    config = ServiceConfig.load(setup / "engine.yaml")
+    return run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "whole.parquet", progress=False)
+
+
 def cli(root: Path, out: str, *extra: str) -> list[str]:
     return ["backtest", str(root / "ticks.parquet"), "--queries", str(root / "q.yaml"), "--out", str(root / out),
             "--config", str(root / "engine.yaml"), *extra]
@@ -70,10 +77,8 @@ def assert_same_answers(got: pl.DataFrame, want: pl.DataFrame) -> None:
             assert gp.keys() == wp.keys() and all(abs(gp[k] - wp[k]) <= 1e-4 for k in gp)
 
 
-def test_killed_backtest_resumes_to_the_uninterrupted_answers(setup: Path) -> None:
-    config = ServiceConfig.load(setup / "engine.yaml")
-    whole = run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "whole.parquet",
-                         progress=False)
+def test_killed_backtest_resumes_to_the_uninterrupted_answers(setup: Path, uninterrupted: BacktestReport) -> None:
+    whole = uninterrupted
     assert whole.ticks == TICKS and not (setup / "whole.parquet.parts").exists()  # parts go once out is whole
 
     manifest = setup / "cut.parquet.parts" / "progress.json"
@@ -109,7 +114,8 @@ def test_killed_backtest_resumes_to_the_uninterrupted_answers(setup: Path) -> No
     assert json.loads((setup / "cut.scores.json").read_text())[0]["answers"] == whole.scores[0].answers
 
 
-def test_stop_request_checkpoints_and_resume_refuses_other_inputs(setup: Path, capsys) -> None:
+def test_stop_request_checkpoints_and_resume_refuses_other_inputs(setup: Path, uninterrupted: BacktestReport,
+                                                                  capsys) -> None:
     config = ServiceConfig.load(setup / "engine.yaml")
     polls = iter(range(10**9))
     out = setup / "stopped.parquet"

@@ -17,6 +17,7 @@ of its own because the CLI and tests drive it directly.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -35,7 +36,7 @@ from connectors.labels import NO_LABEL, label_series, marks_of, persistence_seri
 from connectors.replay import FileReplay
 from connectors.ticks import InvalidTick, Tick
 from engine.service.answer_parts import AnswerParts, write_atomically
-from engine.service.config import ServiceConfig
+from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline
 from queries.cache import Answer
 
@@ -228,7 +229,9 @@ def _run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, bat
     stats = [(str(p.path.resolve()), p.path.stat().st_size, p.path.stat().st_mtime_ns) for p in replay.plans]
     return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": stats,
             "queries": hashlib.sha256(Path(queries).read_bytes()).hexdigest(),
-            "config": hashlib.sha256(repr(config).encode()).hexdigest(), "batch_ms": batch_ms,
+            # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one
+            "config": hashlib.sha256(repr(dataclasses.replace(config, replay=ReplaySection())).encode()).hexdigest(),
+            "batch_ms": batch_ms,
             "max_ticks": max_ticks}
 
 
