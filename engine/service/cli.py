@@ -251,16 +251,19 @@ def _source(args: argparse.Namespace) -> Any:
 
 
 def _column_map(args: argparse.Namespace, config: Any = None) -> dict[str, Any] | None:
-    """The column map of the reading options; each given option replaces the config's replay value."""
+    """The column map of the reading options over the config's replay section: an option given replaces the
+    key of the same name, and --columns replaces the section's columns and preset both (a new map)."""
     from connectors.column_map import map_from_options
 
-    section = config.replay if config is not None else None
-    pick = lambda option, key: option if option is not None else getattr(section, key, None)  # noqa: E731
+    section = config.replay if config is not None else None  # `feed replay` has no config (nor torch to load)
+    given = lambda option, key: option if option is not None else getattr(section, key, None)  # noqa: E731
     names = tuple(n.strip() for n in args.csv_names.split(",")) if args.csv_names else None
-    columns = args.columns if args.columns is not None else getattr(section, "columns", None)
-    preset = args.preset if args.preset is not None or args.columns is not None else pick(None, "preset")
-    return map_from_options(preset, columns, names=pick(names, "names"), ts_unit=pick(args.ts_unit, "ts_unit"),
-                            tz=pick(args.tz, "tz"), date=pick(args.date, "date"))
+    if args.columns is not None:
+        preset, columns = args.preset, args.columns
+    else:
+        preset, columns = given(args.preset, "preset"), given(None, "columns")
+    return map_from_options(preset, columns, names=given(names, "names"), ts_unit=given(args.ts_unit, "ts_unit"),
+                            tz=given(args.tz, "tz"), date=given(args.date, "date"))
 
 
 def _replay_rejections(source: Any) -> list[str]:
