@@ -141,6 +141,11 @@ def test_config_replay_section(engine_files: Path, tmp_path: Path, capsys) -> No
     code = main(["backtest", str(tmp_path / "t.parquet"), "--queries", str(engine_files / "q.yaml"), "--out",
                  str(tmp_path / "a.parquet"), "--config", str(tmp_path / "engine.yaml"), "--quiet"])
     assert code == 0 and "replayed 60 ticks" in capsys.readouterr().out
+    code = main(["backtest", str(tmp_path / "t.parquet"), "--queries", str(engine_files / "q.yaml"), "--out",
+                 str(tmp_path / "b.parquet"), "--config", str(tmp_path / "engine.yaml"), "--quiet",
+                 "--columns", "ts=time,price=px,size=qty,stream_name=ONE"])  # replaces the section's map; ts_unit stays
+    assert code == 0 and set(pl.read_parquet(tmp_path / "b.parquet")["stream"]) == {"ONE"}
+    assert "replayed 60 ticks (0 rejected)" in capsys.readouterr().out
     with pytest.raises(ConfigError, match=r"unknown key 'timezone' in section 'replay'"):
         ServiceConfig.from_dict({"replay": {"timezone": "UTC"}})
     with pytest.raises(ConfigError, match=r"replay: unknown time zone"):
