@@ -4,25 +4,34 @@ Ingest: the same synthetic ticks (8 streams, messages of 100) through TickPipeli
 no log and with the log at each fsync policy, in one run: ticks/s of the ingest path alone (decode,
 validate, encode, log, queue) and end to end with the engine computing the example queries. Recovery:
 a fresh pipeline over the data directory replays the log (sessions rebuilt, queries off) vs feeding the
-same ticks live (queries on); reported per 100k ticks.
+same ticks live (queries on); reported per 100k ticks. Slow consumer: a real server fed over ZeroMQ, with
+and without a subscriber that never reads (tiny high-water mark), to the time every tick is computed.
 
     python -m benchmarks.durability                # 20,000 ticks
+    python -m benchmarks.durability --ticks 100000 # the issue's recovery figure
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+import zmq
 
 from benchmarks.common import machine, write_json
 from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.cli import EXAMPLE_QUERIES
-from engine.service.config import LogSection, ServiceConfig
+from connectors.feed import FeedClient
+from engine.service.config import EndpointsSection, LogSection, ServiceConfig
 from engine.service.pipeline import TickPipeline
+from engine.service.server import Server
 
 
 def config(data_dir: Path | None, fsync: str = "group") -> ServiceConfig:
@@ -39,33 +48,89 @@ def feed(pipeline: TickPipeline, messages: list[bytes], compute: bool) -> float:
             pipeline.step()
     if compute:
         pipeline.run_until_idle()
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    pipeline.close()
+    return seconds
+
+
+def served(ticks: list, stalled_subscriber: bool) -> float:
+    """Seconds from the first tick sent to a real server until every tick is in and computed."""
+    endpoints = EndpointsSection(ingest="tcp://127.0.0.1:0", answers="tcp://127.0.0.1:0", control="tcp://127.0.0.1:0")
+    server = Server(dataclasses.replace(config(None), endpoints=endpoints))
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.ready.wait(10)
+    stalled = zmq.Context.instance().socket(zmq.SUB)
+    if stalled_subscriber:  # subscribed to everything, reads nothing
+        stalled.rcvhwm = 1
+        stalled.rcvbuf = 4096
+        stalled.connect(server.endpoints["answers"])
+        stalled.setsockopt(zmq.SUBSCRIBE, b"")
+        time.sleep(0.3)
+    start = time.perf_counter()
+    with FeedClient(server.endpoints["ingest"]) as client:
+        for i in range(0, len(ticks), 100):
+            client.send(ticks[i : i + 100])
+        while server.pipeline.ticks_in < len(ticks) or server.pipeline.engine.busy:
+            time.sleep(0.005)
+    seconds = time.perf_counter() - start
+    stalled.close(linger=0)
+    server.stop()
+    thread.join(30)
+    return seconds
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ticks", type=int, default=20_000)
+    parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions of every side (medians)")
     args = parser.parse_args(argv)
     streams = tuple(dataclasses.replace(DEFAULT_STREAMS[i % 4], name=f"S{i}") for i in range(8))
     ticks = SyntheticMarket(SyntheticConfig(seed=0, streams=streams)).next_batch(args.ticks)
     messages = [encode(ticks[i : i + 100]) for i in range(0, len(ticks), 100)]
-    result: dict = {"benchmark": "durability", "ticks": args.ticks, "machine": machine(), "ingest_only": {},
+    result: dict = {"benchmark": "durability", "ticks": args.ticks, "reps": args.reps, "machine": machine(),
+                    "load_avg_before": os.getloadavg(), "ingest_only": {},
                     "end_to_end": {}}
     with tempfile.TemporaryDirectory(prefix="flashtick-durability-") as tmp:
-        for policy in ("off", "never", "group", "always"):
-            data = None if policy == "off" else Path(tmp) / f"ingest-{policy}"
-            seconds = feed(TickPipeline(config(data, "group" if policy == "off" else policy)), messages, False)
-            result["ingest_only"][policy] = args.ticks / seconds
-            print(f"ingest only, log {policy:>6}: {args.ticks / seconds:,.0f} ticks/s", flush=True)
-        for policy in ("off", "group"):
-            data = None if policy == "off" else Path(tmp) / "e2e"
-            seconds = feed(TickPipeline(config(data)), messages, True)
-            result["end_to_end"][policy] = args.ticks / seconds
-            print(f"end to end, log {policy:>6}: {args.ticks / seconds:,.0f} ticks/s", flush=True)
+        # sides interleaved, repeated, medians: a shared machine's load hits every side alike
+        runs: dict[str, list[float]] = {}
+        for rep in range(args.reps):
+            for policy in ("off", "never", "group", "always"):
+                data = None if policy == "off" else Path(tmp) / f"ingest-{policy}-{rep}"
+                subset = messages if policy != "always" else messages[: max(1, len(messages) // 20)]
+                seconds = feed(TickPipeline(config(data, "group" if policy == "off" else policy)), subset, False)
+                runs.setdefault(policy, []).append(len(subset) * 100 / seconds)  # messages of 100 ticks
+        for policy, rates in runs.items():
+            result["ingest_only"][policy] = statistics.median(rates)
+            print(f"ingest only, log {policy:>6}: {statistics.median(rates):,.0f} ticks/s (median of {len(rates)})",
+                  flush=True)
+        runs = {}
+        for rep in range(args.reps):
+            for policy in ("off", "group"):
+                data = None if policy == "off" else Path(tmp) / f"e2e-{rep}"
+                runs.setdefault(policy, []).append(args.ticks / feed(TickPipeline(config(data)), messages, True))
+        for policy, rates in runs.items():
+            result["end_to_end"][policy] = statistics.median(rates)
+            print(f"end to end, log {policy:>6}: {statistics.median(rates):,.0f} ticks/s (median of {len(rates)})",
+                  flush=True)
         start = time.perf_counter()
-        recovered = TickPipeline(config(Path(tmp) / "e2e"))
+        recovered = TickPipeline(config(Path(tmp) / "e2e-0"))
         recovery_s = time.perf_counter() - start
         assert recovered.ticks_in == args.ticks
+        recovered.close()
+    slow = min(args.ticks, 5_000)
+    none, stalled = [], []
+    for _ in range(args.reps):
+        none.append(served(ticks[:slow], False))
+        stalled.append(served(ticks[:slow], True))
+    result["slow_consumer"] = {"ticks": slow, "seconds_no_subscriber": statistics.median(none),
+                               "seconds_stalled_subscriber": statistics.median(stalled)}
+    result["slow_consumer"]["stalled_over_none_time"] = (result["slow_consumer"]["seconds_stalled_subscriber"]
+                                                         / result["slow_consumer"]["seconds_no_subscriber"])
+    print(f"slow consumer: {slow} ticks computed in {result['slow_consumer']['seconds_no_subscriber']:.2f} s with no "
+          f"subscriber, {result['slow_consumer']['seconds_stalled_subscriber']:.2f} s with one that reads nothing",
+          flush=True)
     live_s = args.ticks / result["end_to_end"]["off"]
     result.update(
         logged_over_unlogged_throughput=result["end_to_end"]["group"] / result["end_to_end"]["off"],

@@ -49,6 +49,15 @@ class Engine:
             steps += 1
         return outcomes
 
+    def rebuild(self) -> int:
+        """Compute the KV of every restored session that fits the free pool (see Scheduler.restore);
+        returns the forwards it took."""
+        forwards = 0
+        while (plan := self.scheduler.plan_rebuild()) is not None:
+            self.scheduler.commit_rebuild(plan, self.runner.run(plan.forward))
+            forwards += 1
+        return forwards
+
     # -- the stream loop's inputs ------------------------------------------------------------------
 
     def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1) -> None:

@@ -115,6 +115,7 @@ class SchedulerStats:
     evictions: int = 0
     evicted_cells: int = 0
     rolls: int = 0
+    rebuilt_streams: int = 0  # restored sessions whose KV was computed by plan_rebuild
     refused_streams: int = 0
     deferred: int = 0  # times a stream with pending data could not fit in a batch
     streams_expired: int = 0  # idle streams dropped (stream_idle_s)
@@ -418,6 +419,54 @@ class Scheduler:
             state.last_active = self._batch_no
             progress.append(state.progress([], surprise))
         return progress
+
+    # -- restoring booked streams (a restart replaying its tick log) ----------------------------------
+
+    def restore(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1) -> None:
+        """Book an already-accepted chunk without computing it: the token log, rolls, chunk boundaries,
+        tick count and event time end exactly where forwards over the same chunks would leave them (a roll
+        depends on token counts and chunk boundaries only). The KV of what is left in the window is computed
+        once, by ``plan_rebuild`` or the stream's next forward. Raises AdmissionRefused like ``submit``."""
+        state = self.streams.get(stream) or self._admit(stream)
+        if state.pending:
+            raise ValueError(f"stream {stream!r} has chunks waiting for a forward: restore before live data")
+        self._roll_if_needed(state, len(tokens))
+        state.boundaries.append(len(state.session.tokens))
+        state.session.tokens.extend(tokens)
+        state.ticks += ticks
+        state.event_ts = event_ts
+        state.last_seen_ns = time.time_ns()
+
+    def plan_rebuild(self) -> Plan | None:
+        """A forward that computes the KV of restored sessions (tokens booked, not cached), within the token
+        budget and the free pool; it evicts nothing, so streams beyond the pool are rebuilt by their next
+        forward instead. None when there is nothing (more) to rebuild."""
+        plan = Plan()
+        budget = self.config.max_batch_tokens
+        for state in self.streams.values():
+            session = state.session
+            if not session.num_uncached or state.pending:
+                continue
+            if session.num_cached == 0 and self.pool.num_free:
+                self._share_header(session, plan)
+            item = Advance(session, [], "last")  # the last row: the prediction a next chunk's surprise starts from
+            if plan.advances and session.num_uncached > budget:
+                break
+            if self.blocks.blocks_needed(plan.advances + [item]) > self.pool.num_free:
+                break
+            plan.advances.append(item)
+            plan.streams.append(state)
+            budget -= session.num_uncached
+        if not plan.advances:
+            return None
+        plan.forward = self.blocks.allocate(plan.advances, plan.copies)
+        return plan
+
+    def commit_rebuild(self, plan: Plan, logits: list[torch.Tensor]) -> None:
+        self.blocks.commit(plan.forward)
+        for state, rows in zip(plan.streams, logits):
+            state.next_token_logits = rows[-1].clone()
+        self.stats.rebuilt_streams += len(plan.streams)
 
     def kv_summary(self) -> dict[str, int]:
         pool = self.pool

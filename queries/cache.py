@@ -101,6 +101,28 @@ class AnswerCache:
             self._count -= n
         return n
 
+    def seqs(self) -> dict[str, int]:
+        """Every topic's last seq (for a checkpoint)."""
+        with self._lock:
+            return dict(self._seq)
+
+    def latest(self) -> list[Answer]:
+        """Every cached answer (the latest per query and stream)."""
+        with self._lock:
+            return [a for per_query in self._answers.values() for a in per_query.values()]
+
+    def restore(self, answers: list[Answer], seqs: dict[str, int]) -> None:
+        """After a restart: ``answers`` become the latest (in order), and no topic's seq goes below what
+        ``seqs`` or the answers say was handed out, so seqs continue and are never reused."""
+        with self._lock:
+            for topic, seq in seqs.items():
+                self._seq[topic] = max(self._seq.get(topic, 0), seq)
+            for answer in answers:
+                self._seq[answer.topic] = max(self._seq.get(answer.topic, 0), answer.seq)
+                per_query = self._answers.setdefault(answer.query, {})
+                self._count += answer.stream not in per_query
+                per_query[answer.stream] = answer
+
     def last_seq(self, topic: str) -> int:
         """The last seq handed out on `topic`, 0 if none."""
         return self._seq.get(topic, 0)

@@ -201,6 +201,15 @@ class Registry:
                     out.append(spec)
         return out
 
+    def restore_fired(self, query: str, stream: str, ticks: int, event_ts: int) -> None:
+        """Trigger state after a restart: as if ``query`` last fired on ``stream`` at (ticks, event_ts), the
+        version and event time of its last published answer, so it fires next where it would have."""
+        spec = self.current(query)
+        if spec is None or spec.trigger.kind == "on_demand":
+            return
+        with self._lock:
+            self._fired.setdefault(query, {})[stream] = _Fired(spec.trigger.cell(ticks, event_ts), ticks)
+
     def drop_stream(self, stream: str) -> None:
         """Forgets trigger state for a closed stream; it fires afresh if it comes back."""
         with self._lock:

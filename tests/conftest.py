@@ -4,6 +4,7 @@ location of the real market data beside the repository, and a server serving on 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from pathlib import Path
 
@@ -24,6 +25,13 @@ from engine.kv_cache import CacheSpec
 from engine.models import from_hf_model
 from engine.runner import ModelRunner
 from engine.scheduler import SchedulerConfig
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _state_home(tmp_path_factory):
+    """`serve` keeps its logs under $XDG_STATE_HOME by default: the tests' go to a temporary one, never the
+    user's (subprocesses inherit it)."""
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
 
 # Real market data is not part of the repository or the package: it sits beside the checkout.
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

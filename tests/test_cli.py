@@ -120,6 +120,15 @@ def test_subscribe_prints_one_line_per_message_on_a_pipe(checkpoint, tmp_path, c
         assert len(lines) == 6 and all(line.startswith("dir/SYN.") for line in lines), out
         assert all(line.split()[-1].startswith("(") for line in lines)  # the answer, e.g. "up (0.41)"
 
+        # a topic's published answers after a seq, as JSON lines
+        topic = lines[0].split()[0]
+        code, out, _ = run(capsys, "answers", topic, "--after", "0", "--control", server.endpoints["control"])
+        seqs = [json.loads(line)["seq"] for line in out.splitlines()]
+        assert code == 0 and seqs == list(range(1, len(seqs) + 1)) and seqs
+        code, out, _ = run(capsys, "answers", topic, "--after", str(seqs[-1]), "--control",
+                           server.endpoints["control"])
+        assert code == 0 and all(json.loads(line)["seq"] > seqs[-1] for line in out.splitlines())
+
         # the reserved topics (heartbeats): one key=value line each, not a table
         code, out, _ = run(capsys, "subscribe", "_", "--count", "2", "--endpoint", server.endpoints["answers"])
         assert code == 0 and len(out.splitlines()) == 2

@@ -4,6 +4,8 @@ queries rebuilt from it on start (in-process, and a real `flashtick serve` kille
 from __future__ import annotations
 
 import os
+import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,12 +14,15 @@ from pathlib import Path
 
 import msgpack
 import pytest
+import zmq
 
-from conftest import tiny_tick_checkpoint
+from conftest import serving, tiny_tick_checkpoint
+from test_server import wait_for
 from connectors.feed import FeedClient
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
-from engine.service.client import ControlClient
+from connectors.feed import REJECTS_TOPIC
+from engine.service.client import AnswerSubscriber, ControlClient, GaplessSubscriber
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 
@@ -59,6 +64,13 @@ def sessions(pipeline: TickPipeline) -> dict:
     return {name: (list(s.session.tokens), s.ticks, s.event_ts) for name, s in streams.items()}
 
 
+def crash_copy(data_dir: Path, to: Path) -> Path:
+    """What the disk holds if the process died now: the data directory's files as they are (its lock is held
+    by the live pipeline, which goes on running beside the recovered one)."""
+    shutil.copytree(data_dir, to)
+    return to
+
+
 def assert_same_answers(a: dict, b: dict) -> None:
     assert a.keys() == b.keys()
     for stream in a:
@@ -75,7 +87,7 @@ def test_a_restart_rebuilds_sessions_codec_state_and_queries_from_the_log(checkp
     feed_in_steps(live, ticks[:600], tokenized)
     assert live.engine.scheduler.stats.rolls > 0
     # the process dies here: nothing closed, nothing flushed by us
-    recovered = TickPipeline(config(checkpoint, tmp_path / "data"))  # no queries file given: from the data dir
+    recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after")))  # no queries file: from the data dir
     assert sessions(recovered) == sessions(live)
     assert recovered.ticks_in == 601 and recovered.stats()["log"]["recovered_ticks"] == 601
     assert [s.name for s in recovered.registry.list()] == ["dir", "nll"]
@@ -97,15 +109,20 @@ def test_only_accepted_ticks_are_logged(checkpoint, tmp_path) -> None:
     pipeline.run_until_idle()
     again = TickPipeline(ServiceConfig.from_dict({
         "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
-        "scheduler": {"max_streams": 2}, "log": {"dir": str(tmp_path / "data")}}))
+        "scheduler": {"max_streams": 2}, "log": {"dir": str(crash_copy(tmp_path / "data", tmp_path / "after"))}}))
     assert again.ticks_in == accepted and again.stats()["log"]["replay_refused"] == 0
     assert sessions(again) == sessions(pipeline)
 
 
-def serve(config_path: Path, data_dir: Path) -> tuple[subprocess.Popen, dict[str, str]]:
+def serve(config_path: Path, data_dir: Path, max_file_bytes: int | None = None
+          ) -> tuple[subprocess.Popen, dict[str, str]]:
+    """A real `flashtick serve` on its own process; ``max_file_bytes``: no file it writes may grow past that
+    (RLIMIT_FSIZE: a write past it fails with EFBIG, as on a full disk; Python ignores SIGXFSZ)."""
+    limit = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
+             ) if max_file_bytes else None
     process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config_path),
                                 "--data-dir", str(data_dir)], stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=limit)
     deadline = time.monotonic() + 120
     line = ""
     while "flashtick serving" not in line and time.monotonic() < deadline:
@@ -115,38 +132,115 @@ def serve(config_path: Path, data_dir: Path) -> tuple[subprocess.Popen, dict[str
     return process, endpoints
 
 
-def test_kill_9_loses_no_accepted_tick_and_the_next_answers_match(checkpoint, tmp_path) -> None:
+def feed_and_wait(endpoints: dict[str, str], ticks, total: int) -> None:
+    with FeedClient(endpoints["ingest"]) as feed:
+        for i in range(0, len(ticks), 50):
+            feed.send(ticks[i : i + 50])
+    with ControlClient(endpoints["control"], timeout_s=10) as control:
+        deadline = time.monotonic() + 60
+        while control.call("stats")["stats"]["ticks_in"] < total and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert control.call("stats")["stats"]["ticks_in"] == total  # accepted, not necessarily computed
+
+
+def wait_computed(control: ControlClient) -> None:
+    deadline = time.monotonic() + 60
+    while control.call("stats")["stats"]["pending_tokens"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def receive_until_quiet(answers: GaplessSubscriber, got: dict[str, list[int]], quiet_s: float = 1.5) -> None:
+    while (message := answers.recv(timeout_s=quiet_s)) is not None:
+        got.setdefault(message[0], []).append(message[1]["seq"])
+
+
+def serve_config(tmp_path: Path, checkpoint: Path) -> Path:
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     config_path = tmp_path / "engine.yaml"
     config_path.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n"
                            f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
                            f"control: 'tcp://127.0.0.1:0'}}\nqueries: {queries}\n")
-    ticks = SyntheticMarket(SyntheticConfig(seed=8)).next_batch(400)
+    return config_path
+
+
+def test_a_disk_that_refuses_writes_refuses_ingest_and_loses_nothing_accepted(checkpoint, tmp_path) -> None:
+    """The tick log cannot grow (a full disk, a file size limit): ticks are refused as log_unavailable, told
+    to the sender and counted; the service keeps serving; every tick it did accept is recovered on restart."""
+    config_path = serve_config(tmp_path, checkpoint)
+    ticks = SyntheticMarket(SyntheticConfig(seed=10)).next_batch(1000)
+    process, endpoints = serve(config_path, tmp_path / "data", max_file_bytes=32 << 10)
+    try:
+        with ControlClient(endpoints["control"], timeout_s=10) as control, \
+                AnswerSubscriber(endpoints["answers"], [REJECTS_TOPIC]) as rejects:
+            rejects.wait_ready()
+            with FeedClient(endpoints["ingest"]) as feed:
+                for i in range(0, 1000, 50):
+                    feed.send(ticks[i : i + 50])
+            deadline = time.monotonic() + 60
+            while sum(control.call("stats")["stats"]["rejected"].values()) + control.call("stats")["stats"][
+                    "ticks_in"] < 1000 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            stats = control.call("stats")["stats"]
+            refused = stats["rejected"].get("log_unavailable", 0)
+            assert 0 < refused < 1000 and stats["ticks_in"] + refused == 1000
+            assert stats["log"]["append_errors"] >= refused
+            reason = rejects.recv(timeout_s=5)[1]
+            assert reason["reason"] == "log_unavailable" and "tick log" in reason["error"] and "not accepted" in reason["error"]
+            assert control.call("health")["status"] == "serving"
+            accepted = stats["ticks_in"]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        process.kill()
+    process, endpoints = serve(config_path, tmp_path / "data")  # the disk has room again
+    try:
+        with ControlClient(endpoints["control"], timeout_s=30) as control:
+            assert control.call("stats")["stats"]["log"]["recovered_ticks"] == accepted
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+
+
+def test_kill_9_loses_no_accepted_tick_and_the_next_answers_match(checkpoint, tmp_path) -> None:
+    """A real `flashtick serve` killed with SIGKILL mid-feed and started again on its data directory: every
+    accepted tick is in the recovered sessions, the answers after the restart equal an uninterrupted run's,
+    and a subscriber that lived through it sees every topic's seqs 1, 2, 3, ... once each, no gap, no reuse."""
+    config_path = serve_config(tmp_path, checkpoint)
+    queries = tmp_path / "q.yaml"
+    ticks = SyntheticMarket(SyntheticConfig(seed=8)).next_batch(500)
+    seqs: dict[str, list[int]] = {}
     process, endpoints = serve(config_path, tmp_path / "data")
     try:
-        with FeedClient(endpoints["ingest"]) as feed:
-            for i in range(0, 400, 50):
-                feed.send(ticks[i : i + 50])
-        with ControlClient(endpoints["control"], timeout_s=10) as control:
-            deadline = time.monotonic() + 60
-            while control.call("stats")["stats"]["ticks_in"] < 400 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert control.call("stats")["stats"]["ticks_in"] == 400  # accepted, not necessarily computed
+        with ControlClient(endpoints["control"], timeout_s=10) as control, \
+                GaplessSubscriber(endpoints["answers"], control) as answers:
+            answers.wait_ready()
+            feed_and_wait(endpoints, ticks[:400], 400)
+            receive_until_quiet(answers, seqs, quiet_s=0.3)  # some of the answers, maybe not all
+            last_seqs = dict(answers.last_seq)
         process.send_signal(signal.SIGKILL)
         process.wait(10)
     finally:
         process.kill()
     process, endpoints = serve(config_path, tmp_path / "data")
     try:
-        with ControlClient(endpoints["control"], timeout_s=30) as control:
+        with ControlClient(endpoints["control"], timeout_s=30) as control, \
+                GaplessSubscriber(endpoints["answers"], control, last_seqs=last_seqs) as answers:
             stats = control.call("stats")["stats"]
             assert stats["ticks_in"] == 400 and stats["log"]["recovered_ticks"] == 400
+            answers.wait_ready(30)  # and caught up on what it missed, the restart's owed answers included
+            feed_and_wait(endpoints, ticks[400:], 500)
+            wait_computed(control)
             recovered = {s: control.call("ask", stream=s, query="dir")["answer"]["value"]["probs"]
                          for s in ("SYN.A", "SYN.B", "SYN.C", "SYN.D")}
+            receive_until_quiet(answers, seqs)
+            assert answers.unrecoverable == 0
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
+    assert len(seqs) == 8  # 2 queries x 4 streams
+    for topic, got in seqs.items():
+        assert got == list(range(1, len(got) + 1)), topic  # continuous across the kill: no gap, no reuse
     reference = TickPipeline(config(checkpoint, None, queries))  # the same ticks, never interrupted
     assert reference.ingest_message(encode(ticks)) == []
     reference.run_until_idle()
@@ -156,3 +250,36 @@ def test_kill_9_loses_no_accepted_tick_and_the_next_answers_match(checkpoint, tm
     for outcome in reference.engine.run_until_idle():
         expected[outcome.job.ticket] = outcome.answer.value["probs"]
     assert_same_answers(expected, recovered)
+
+
+def test_a_subscriber_that_missed_answers_fills_its_gap_from_the_answers_op(checkpoint, tmp_path) -> None:
+    """Answers a subscriber never got (PUB drops past a high-water mark, a reconnect): the next answer's seq
+    shows the gap and the control op `answers` fills it, so the gapless client gets every answer once, in order."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    cfg = ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "queries": str(queries),
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}})
+    ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(600)
+    got: dict[str, list[int]] = {}
+    with serving(cfg) as server, ControlClient(server.endpoints["control"]) as control, \
+            GaplessSubscriber(server.endpoints["answers"], control) as answers, \
+            FeedClient(server.endpoints["ingest"]) as feed:
+        computed = lambda n: server.pipeline.ticks_in == n and not server.pipeline.engine.busy  # noqa: E731
+        answers.wait_ready()
+        feed.send(ticks[:200])
+        wait_for(lambda: computed(200), timeout_s=60)
+        receive_until_quiet(answers, got, quiet_s=0.5)
+        sock = answers.subscriber._sock  # the client's SUB socket: away for a while, as a dropped subscriber is
+        sock.setsockopt(zmq.UNSUBSCRIBE, b"")
+        time.sleep(0.2)
+        feed.send(ticks[200:400])
+        wait_for(lambda: computed(400), timeout_s=60)
+        sock.setsockopt(zmq.SUBSCRIBE, b"")
+        time.sleep(0.2)
+        feed.send(ticks[400:])
+        wait_for(lambda: computed(600), timeout_s=60)
+        receive_until_quiet(answers, got, quiet_s=1.0)
+        published = {t: server.pipeline.cache.last_seq(t) for t in got}
+    assert answers.filled > 0 and answers.unrecoverable == 0 and sum(answers.missed.values()) == answers.filled
+    assert len(got) == 8 and got == {t: list(range(1, n + 1)) for t, n in published.items()}

@@ -4,8 +4,10 @@ effects, draining on stop and socket size caps, over real sockets and real model
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import zmq
@@ -220,7 +222,9 @@ def test_serve_without_a_config_registers_the_example_queries(tmp_path, capsys) 
     bare = _serve_config(build_parser().parse_args(["serve"]))
     assert bare.queries == str(EXAMPLE_QUERIES) and bare.model.path is None
     assert "registering tick_model.yaml" in capsys.readouterr().err
-    TickPipeline(bare)  # they load and compile against the built-in model
+    assert bare.log.dir == str(Path(os.environ["XDG_STATE_HOME"]) / "flashtick" / "flashtick-tick")  # logged by default
+    assert _serve_config(build_parser().parse_args(["serve", "--no-log"])).log.dir is None
+    TickPipeline(_serve_config(build_parser().parse_args(["serve", "--data-dir", str(tmp_path / "d")]))).close()
     own = tmp_path / "q.yaml"
     own.write_text(QUERIES)
     assert _serve_config(build_parser().parse_args(["serve", "--queries", str(own)])).queries == str(own)

@@ -1,5 +1,5 @@
 """The ``flashtick`` command line: serve, feed, subscribe, register, unregister, list, get, ask, stats,
-health, keygen, backtest, demo.
+health, keygen, backtest, demo, answers.
 
 Errors are one readable line on stderr (exit status 2), never a traceback.
 Every command that connects to a running service takes `--server-key FILE`
@@ -66,8 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, help="engine YAML config (default: built-in model, default endpoints, "
                                                 "and its example queries)")
     p.add_argument("--queries", type=Path, help="queries YAML registered at start (overrides the config's)")
-    p.add_argument("--data-dir", type=Path, help="keep a tick log and the registered queries here, and recover "
-                                                 "sessions from it on start (default: the config's log.dir; none)")
+    log = p.add_mutually_exclusive_group()
+    log.add_argument("--data-dir", type=Path, help="keep the tick log, the answer log and the registered queries "
+                     "here, and recover from them on start (default: the config's log.dir, else "
+                     "$XDG_STATE_HOME/flashtick/<model id>, i.e. ~/.local/state/flashtick/<model id>)")
+    log.add_argument("--no-log", action="store_true", help="keep nothing on disk: a restart starts empty")
     p.set_defaults(run=cmd_serve)
 
     p = sub.add_parser("feed", help="push ticks into a running engine")
@@ -119,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     p.add_argument("--control", default=DEFAULT_CONTROL)
     p.set_defaults(run=cmd_get)
+
+    p = sub.add_parser("answers", help="a topic's published answers after a seq (fill a gap)", parents=[keys])
+    p.add_argument("topic", help="an answer topic, e.g. dir20/SYN.A/")
+    p.add_argument("--after", type=int, default=0, help="the last seq you have (default 0: all that are kept)")
+    p.add_argument("--control", default=DEFAULT_CONTROL)
+    p.set_defaults(run=cmd_answers)
 
     p = sub.add_parser("ask", help="ask a registered query on a stream now", parents=[keys])
     p.add_argument("stream")
@@ -176,17 +185,25 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _service_config(path: Path | None, queries: Path | None = None) -> Any:
+def _service_config(path: Path | None, queries: Path | None = None, serving: bool = False) -> Any:
+    """The config file's settings; only `serve` (``serving``) keeps logs: an in-process run (backtest) never
+    replays or appends to a service's data directory."""
+    import dataclasses
+
     from engine.service.config import ServiceConfig
 
     config = ServiceConfig.load(path) if path else ServiceConfig()
     if queries is not None:
-        import dataclasses
-
         if not queries.is_file():
             raise FileNotFoundError(f"queries file {queries} does not exist")
         config = dataclasses.replace(config, queries=str(queries))
-    return config
+    return config if serving else dataclasses.replace(config, log=dataclasses.replace(config.log, dir=None))
+
+
+def default_data_dir(model_id: str) -> Path:
+    """Where `serve` keeps its logs when not told: the user's state directory, one folder per model."""
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return state / "flashtick" / "".join(c if c.isalnum() or c in "._-" else "_" for c in model_id)
 
 
 def _curve(args: argparse.Namespace) -> dict[str, Any]:
@@ -207,18 +224,20 @@ def _control(args: argparse.Namespace) -> Any:
 
 def _serve_config(args: argparse.Namespace) -> Any:
     """The service config for `serve`; with neither --config nor --queries, the built-in model's example queries
-    are registered (a model with nothing asked of it publishes nothing)."""
+    are registered (a model with nothing asked of it publishes nothing). The logs are on unless --no-log."""
     import dataclasses
 
     if args.config is None and args.queries is None:
         print(f"flashtick: no --config or --queries: registering {EXAMPLE_QUERIES.name} (the built-in model's "
               f"example queries)", file=sys.stderr, flush=True)
-        config = _service_config(None, EXAMPLE_QUERIES)
+        config = _service_config(None, EXAMPLE_QUERIES, serving=True)
     else:
-        config = _service_config(args.config, args.queries)
-    if getattr(args, "data_dir", None) is not None:
-        config = dataclasses.replace(config, log=dataclasses.replace(config.log, dir=str(args.data_dir)))
-    return config
+        config = _service_config(args.config, args.queries, serving=True)
+    if args.no_log or (not config.log.enabled and args.data_dir is None):
+        data_dir = None
+    else:
+        data_dir = str(args.data_dir or config.log.dir or default_data_dir(config.model.model_id))
+    return dataclasses.replace(config, log=dataclasses.replace(config.log, dir=data_dir))
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
@@ -226,6 +245,10 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
     server = Server(_serve_config(args))
     endpoints = server.bind()
+    data = server.pipeline.data
+    print(f"flashtick: logging accepted ticks and published answers in {data.root} (--no-log to keep nothing)"
+          if data is not None else "flashtick: --no-log: nothing is kept on disk; a restart starts empty",
+          file=sys.stderr, flush=True)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: server.stop())
     print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()), file=sys.stderr, flush=True)
@@ -364,6 +387,22 @@ def cmd_get(args: argparse.Namespace) -> int:
         return 1
     print(json.dumps(answer, sort_keys=True, indent=2))
     return 0
+
+
+def cmd_answers(args: argparse.Namespace) -> int:
+    """JSON lines, oldest first: every kept answer of the topic after --after (paged through the op's limit)."""
+    after = args.after
+    with _control(args) as control:
+        while True:
+            reply = control.call("answers", topic=args.topic, after=after)
+            if after == args.after and not reply["complete"]:
+                print(f"flashtick answers: answers of {args.topic} before seq {reply['oldest_seq']} are no longer "
+                      f"kept (log.answers_keep)", file=sys.stderr)
+            for answer in reply["answers"]:
+                print(json.dumps(answer, sort_keys=True), flush=True)
+            if not reply["answers"] or reply["answers"][-1]["seq"] >= reply["last_seq"]:
+                return 0
+            after = reply["answers"][-1]["seq"]
 
 
 def cmd_ask(args: argparse.Namespace) -> None:

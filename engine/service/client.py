@@ -8,6 +8,11 @@
         answers.wait_ready()                     # the subscription has reached the server
         message = answers.recv(timeout_s=5)      # (topic, answer), or None on time-out
 
+    with GaplessSubscriber(answers_ep, control, ["dir20/"], last_seqs=saved) as answers:
+        answers.wait_ready()                     # subscribed, and caught up after the saved seqs
+        topic, answer = answers.recv()           # every answer once, in seq order per topic
+        saved = answers.last_seq                 # keep it to resume after a restart (yours or the service's)
+
 Against a CURVE server both take `server_public_key=` (z85) and, when the
 server has an allow-list, `client_keypair=(public, secret)`; see engine/service/auth.py.
 A refused handshake is reported as such instead of a silent wait.
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections import deque
+from collections import Counter, deque
 from typing import Any
 
 import msgpack
@@ -28,6 +33,7 @@ from connectors.feed import HEARTBEAT_TOPIC
 from engine.service.auth import HandshakeMonitor, curve_client
 
 POLL_SLICE_MS = 100  # how often a waiting client looks at its handshake
+FETCH_LIMIT = 1000  # answers per `answers` request (the service's most)
 
 
 class ControlError(RuntimeError):
@@ -170,6 +176,80 @@ class AnswerSubscriber:
         self._sock.close(linger=0)
 
     def __enter__(self) -> "AnswerSubscriber":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class GaplessSubscriber:
+    """Every answer of the subscribed topics exactly once, in seq order per topic, across PUB drops, reconnects
+    and restarts of the service or of this client: the recipe of docs/wire-protocol.md, done for you.
+
+    Subscribe; on each answer, one whose seq is at most the topic's last seen is a duplicate and is dropped,
+    one past last + 1 means answers were missed: they are fetched with the control op ``answers`` (after the
+    last seen seq) and delivered first. ``wait_ready`` also fetches whatever came after ``last_seqs`` while this
+    client was away. Answers the service no longer keeps (``log.answers_keep``) are counted in
+    ``unrecoverable``, never invented. The service's own topics (``_heartbeat/``, ``_rejects/``) are skipped.
+    """
+
+    def __init__(self, endpoint: str, control: ControlClient, topics: list[str] | None = None,
+                 last_seqs: dict[str, int] | None = None, **curve: Any) -> None:
+        self.subscriber = AnswerSubscriber(endpoint, topics, **curve)
+        self.control = control
+        self.last_seq: dict[str, int] = dict(last_seqs or {})
+        self.filled = 0  # answers fetched to fill gaps
+        self.unrecoverable = 0  # answers missed that the service no longer keeps
+        self.missed: Counter[str] = Counter()  # per topic: answers PUB did not deliver (drops, time away)
+        self._ready: deque[tuple[str, dict[str, Any]]] = deque()
+
+    def wait_ready(self, timeout_s: float = 5.0) -> None:
+        self.subscriber.wait_ready(timeout_s)
+        for topic, seq in list(self.last_seq.items()):
+            self._fill(topic, seq, None)
+
+    def recv(self, timeout_s: float = 5.0) -> tuple[str, dict[str, Any]] | None:
+        deadline = time.monotonic() + timeout_s
+        while not self._ready:
+            message = self.subscriber.recv(max(0.0, deadline - time.monotonic()))
+            if message is None:
+                return None
+            topic, answer = message
+            if topic.startswith("_"):
+                continue
+            last = self.last_seq.get(topic)
+            if last is not None and answer["seq"] <= last:
+                continue  # already delivered (a fill got it first)
+            if last is not None and answer["seq"] > last + 1:
+                self._fill(topic, last, answer["seq"] - 1)
+            self._deliver(topic, answer)
+        return self._ready.popleft()
+
+    def _fill(self, topic: str, after: int, upto: int | None) -> None:
+        """Fetch and queue ``topic``'s answers after seq ``after`` (up to ``upto``, or all the service has)."""
+        while upto is None or after < upto:
+            reply = self.control.call("answers", topic=topic, after=after, limit=FETCH_LIMIT)
+            answers = [a for a in reply["answers"] if upto is None or a["seq"] <= upto]
+            if (answers and answers[0]["seq"] > after + 1) or (not answers and upto is not None):
+                self.unrecoverable += (answers[0]["seq"] - 1 if answers else upto) - after  # no longer kept
+            if not answers:
+                return
+            for answer in answers:
+                self.filled += 1
+                self.missed[topic] += 1
+                self._deliver(topic, answer)
+            after = answers[-1]["seq"]
+            if upto is None and len(reply["answers"]) < FETCH_LIMIT:
+                return
+
+    def _deliver(self, topic: str, answer: dict[str, Any]) -> None:
+        self.last_seq[topic] = answer["seq"]
+        self._ready.append((topic, answer))
+
+    def close(self) -> None:
+        self.subscriber.close()
+
+    def __enter__(self) -> "GaplessSubscriber":
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -125,25 +125,32 @@ class LimitsSection:
 
 @dataclass(frozen=True)
 class LogSection:
-    """The on-disk tick log (engine/service/ticklog.py); off unless ``dir`` is set (`serve --data-dir`)."""
+    """The on-disk tick and answer logs (engine/service/durability.py). `serve` keeps them unless --no-log or
+    ``enabled: false``, in ``dir`` (default: the user's state directory); in-process runs never do."""
 
-    dir: str | None = None  # data directory: ticks/ (the log) and queries.yaml (the registered queries)
+    enabled: bool = True
+    dir: str | None = None  # data directory: ticks/, answers/, queries.yaml
     fsync: str = "group"  # always | group (at most every group_ms) | never
     group_ms: float = 5.0
     segment_bytes: int = 64 << 20
     retention_bytes: int | None = None  # drop the oldest segments past this total; None: keep all
     retention_s: float | None = None  # drop segments older than this; None: keep all
     skip_corrupt: bool = False  # on start, skip damaged records (counted) instead of refusing to start
+    answers_keep: int = 100_000  # published answers kept in memory for the `answers` op (gap fills)
+    answers_segment_bytes: int = 16 << 20
+    answers_retention_bytes: int | None = 256 << 20  # the answer log on disk (seqs survive it: checkpointed)
 
     def __post_init__(self) -> None:
         if self.fsync not in ("always", "group", "never"):
             raise ConfigError(f"log.fsync must be always, group or never, got {self.fsync!r}")
-        for name in ("group_ms", "segment_bytes", "retention_bytes", "retention_s"):
+        for name in ("group_ms", "segment_bytes", "retention_bytes", "retention_s", "answers_keep",
+                     "answers_segment_bytes", "answers_retention_bytes"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
                 raise ConfigError(f"log.{name} must be > 0, got {value!r}")
-        if not isinstance(self.skip_corrupt, bool):
-            raise ConfigError(f"log.skip_corrupt must be true or false, got {self.skip_corrupt!r}")
+        for name in ("enabled", "skip_corrupt"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"log.{name} must be true or false, got {getattr(self, name)!r}")
 
 
 @dataclass(frozen=True)

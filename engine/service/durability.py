@@ -1,51 +1,75 @@
-"""The data directory: accepted ingest items in a tick log, the registered queries beside it, and
-the replay that rebuilds every stream's session from the log when the service starts again.
+"""The data directory: accepted ingest items in a tick log, the registered queries and the published
+answers beside it, and the replay that rebuilds every stream's session from the log when the service
+starts again.
 
-    DATA_DIR/ticks/      TickLog segments (engine/service/ticklog.py): every accepted item, in order
+    DATA_DIR/ticks/         TickLog segments (engine/service/ticklog.py): every accepted item, in order
+    DATA_DIR/answers/       the answer log (engine/service/answer_log.py): seqs, latest answers, gap fills
     DATA_DIR/queries.yaml   the registered queries, rewritten (atomically) on every register/unregister
+    DATA_DIR/meta.json      the model and codec the logs were written with (a restart must use the same)
+    DATA_DIR/lock           held (flock) by the one service using the directory
 
 An item is logged after it passed every check (validation, ordering, admission,
 back-pressure) and before it reaches a session, so the log holds exactly the
 accepted items. Replaying them through the same encoders and engine rebuilds
 the same sessions: codec state and ordering guard from the raw ticks, and the
 same token logs, because a context roll depends on token counts and tick
-boundaries only, never on how ticks were grouped into forwards. Standing
-queries do not run during the replay.
+boundaries only, never on how ticks were grouped into forwards. So the replay
+books ticks without computing them and then computes, once, only what each
+stream's window still holds: far less than the live run computed. Standing
+queries do not run during the replay; answers owed are computed after it.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import msgpack
 
-from connectors.encoder import EncodedTick, StreamEncoders, Submit
+from connectors.encoder import EncodedTick, StreamEncoders
 from connectors.ticks import InvalidTick, validate
 from engine.engine import Engine
-from engine.service.config import LogSection
+from engine.scheduler import AdmissionRefused
+from engine.service.answer_log import AnswerHistory, AnswerLog
+from engine.service.config import ConfigError, LogSection
 from engine.service.ticklog import LogStats, TickLog, read
-
-REPLAY_STEP = 4096  # records re-fed between engine forwards during a replay
+from queries.cache import AnswerCache
+from queries.registry import Registry
 
 
 class DataDir:
-    def __init__(self, config: LogSection) -> None:
+    def __init__(self, config: LogSection, cache: AnswerCache, written_by: dict[str, Any]) -> None:
+        """``written_by`` names what the logs depend on (model, codec): a directory written by another is
+        refused, since replaying its ticks through a different codec would build different sessions."""
         if config.dir is None:
             raise ValueError("DataDir needs log.dir")
         self.config = config
-        self.root = Path(config.dir)
+        self.root = Path(config.dir).expanduser()
         self.root.mkdir(parents=True, exist_ok=True)
+        self._lock_file = _lock(self.root / "lock")
+        _check_meta(self.root / "meta.json", written_by)
         self.queries_path = self.root / "queries.yaml"
         self.read_stats = LogStats()
         self.log = TickLog(self.root / "ticks", fsync=config.fsync, group_ms=config.group_ms,
                            segment_bytes=config.segment_bytes, retention_bytes=config.retention_bytes,
                            retention_s=config.retention_s)
+        self.answers = AnswerLog(self.root / "answers", cache, fsync=config.fsync, group_ms=config.group_ms,
+                                 segment_bytes=config.answers_segment_bytes,
+                                 retention_bytes=config.answers_retention_bytes)
         self.recovered_ticks = 0
+        self.recovered_answers = 0
         self.replay_refused = 0  # logged items the replay could not place (none expected)
         self.recovery_s = 0.0
+        self.rebuild_forwards = 0
+
+    def restore_answers(self, registry: Registry, history: AnswerHistory) -> None:
+        """Seqs, latest answers and trigger state from the answer log (after the queries are registered)."""
+        self.recovered_answers = self.answers.restore(registry, history, self.config.skip_corrupt)
 
     def append(self, item: EncodedTick) -> None:
         """Log one accepted item; raises ticklog.LogWriteError (nothing logged) when the disk refuses."""
@@ -59,30 +83,32 @@ class DataDir:
             os.fsync(f.fileno())
         os.replace(tmp, self.queries_path)
 
-    def replay(self, encoders: StreamEncoders, engine: Engine, submit: Submit) -> int:
-        """Re-feed every logged item through ``encoders`` into ``engine`` (``submit`` must not log it again),
-        with standing queries off; returns the ticks recovered."""
+    def replay(self, encoders: StreamEncoders, engine: Engine) -> int:
+        """Re-feed every logged item through ``encoders`` (codec state and ordering guards come back) and
+        book it on its stream without computing it (Scheduler.restore: token logs and rolls end exactly as
+        the live run's did); then compute the KV of what each window holds, once. Returns the ticks recovered."""
         started = time.perf_counter()
-        planner, engine.scheduler.planner = engine.scheduler.planner, None
-        try:
-            records = read(self.log.directory, skip_corrupt=self.config.skip_corrupt, stats=self.read_stats)
-            for count, (_, payload) in enumerate(records, 1):
-                record = msgpack.unpackb(payload, raw=False)
-                if "tick" in record:
-                    try:
-                        encoders.ingest(validate(record["tick"]), submit)
-                        self.recovered_ticks += 1
-                    except InvalidTick:  # accepted once, so not expected: counted, never fatal
-                        self.replay_refused += 1
-                else:
-                    done = encoders.ingest_tokenized(msgpack.packb([record["tokenized"]]), submit)
-                    self.recovered_ticks += done.ticks
-                    self.replay_refused += len(done.rejections)
-                if count % REPLAY_STEP == 0:
-                    engine.run_until_idle()
-            engine.run_until_idle()
-        finally:
-            engine.scheduler.planner = planner
+
+        def book(item: EncodedTick) -> None:
+            try:
+                engine.scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
+            except AdmissionRefused as e:  # the limits changed since: counted, never fatal
+                raise InvalidTick("stream_refused", str(e), item.stream) from None
+
+        records = read(self.log.directory, skip_corrupt=self.config.skip_corrupt, stats=self.read_stats)
+        for _, payload in records:
+            record = msgpack.unpackb(payload, raw=False)
+            if "tick" in record:
+                try:
+                    encoders.ingest(validate(record["tick"]), book)
+                    self.recovered_ticks += 1
+                except InvalidTick:  # accepted once, so not expected: counted, never fatal
+                    self.replay_refused += 1
+            else:
+                done = encoders.ingest_tokenized(msgpack.packb([record["tokenized"]]), book)
+                self.recovered_ticks += done.ticks
+                self.replay_refused += len(done.rejections)
+        self.rebuild_forwards = engine.rebuild()
         self.recovery_s = time.perf_counter() - started
         if self.recovered_ticks:
             print(f"flashtick: recovered {self.recovered_ticks} ticks of {len(engine.scheduler.streams)} streams "
@@ -91,10 +117,42 @@ class DataDir:
 
     def stats(self) -> dict[str, object]:
         return {"dir": str(self.root), "recovered_ticks": self.recovered_ticks, "replay_refused": self.replay_refused,
-                "recovery_s": self.recovery_s, **vars(self.log.stats),
+                "recovered_answers": self.recovered_answers, "recovery_s": self.recovery_s,
+                "rebuild_forwards": self.rebuild_forwards, **vars(self.log.stats),
                 "torn_tails": self.log.stats.torn_tails + self.read_stats.torn_tails,
-                "corrupt_skipped": self.read_stats.corrupt_skipped}
+                "corrupt_skipped": self.read_stats.corrupt_skipped, "answers": self.answers.stats()}
 
     def close(self) -> None:
         self.log.close()
+        self.answers.close()
+        self._lock_file.close()
+
+
+def _lock(path: Path) -> Any:
+    """One service per data directory: two appending to one log would interleave and corrupt it."""
+    handle = open(path, "a+")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise ConfigError(f"data directory {path.parent} is in use by {holder}; stop it, or give this service "
+                          f"its own --data-dir (or --no-log)") from None
+    handle.truncate(0)
+    handle.write(f"pid {os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def _check_meta(path: Path, written_by: dict[str, Any]) -> None:
+    if not path.is_file():
+        path.write_text(json.dumps(written_by, indent=2) + "\n")
+        return
+    before = json.loads(path.read_text())
+    if before != written_by:
+        changed = ", ".join(f"{k}: {before.get(k)!r} -> {written_by.get(k)!r}"
+                            for k in sorted(set(before) | set(written_by)) if before.get(k) != written_by.get(k))
+        raise ConfigError(f"data directory {path.parent} was written by another model or codec ({changed}); its "
+                          f"ticks would rebuild different sessions. Use another --data-dir, or move this one away")
 

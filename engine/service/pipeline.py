@@ -9,11 +9,14 @@ of its own because two front ends use it.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import gc
+import hashlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import torch
 
 from connectors.builtin import load_builtin_codec
@@ -25,6 +28,7 @@ from engine.jobs import JobOutcome
 from engine.models import load_model
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, StepReport
+from engine.service.answer_log import AnswerHistory
 from engine.service.config import TORCH_DTYPES, ConfigError, ServiceConfig
 from engine.service.durability import DataDir
 from engine.service.ticklog import LogWriteError
@@ -34,6 +38,7 @@ from queries.flash import FlashQueries
 from queries.limits import QueryLimits
 from queries.registry import Registry
 from queries.spec import dump_queries
+from queries.yaml_loader import load_queries_file
 
 
 
@@ -74,19 +79,54 @@ class TickPipeline:
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)
         self.engine = Engine(self.runner, config.scheduler, self.flash)
+        self.flash.context = lambda stream: self.engine.scheduler.streams[stream].session.tokens  # lookup drafts
         self.encoders = StreamEncoders(self.codec, self.runner.config.vocab_size, config.limits.max_message_bytes,
                                        max_item_tokens=self.engine.scheduler.max_chunk_tokens,
                                        max_stream_bytes=config.limits.max_stream_bytes)
         self.ticks_in = 0
         self.rejected: Counter[str] = Counter()
-        self.data = DataDir(config.log) if config.log.dir else None
-        if self.data is not None and self.data.queries_path.is_file():  # what was registered before a restart
-            self.registry.register_file(self.data.queries_path)
-        elif config.queries:
-            self.registry.register_file(config.queries)
+        self.history = AnswerHistory(config.log.answers_keep)  # published answers, for gap fills
+        self.data = DataDir(config.log, self.cache, self._written_by()) if config.log.dir else None
+        self.recovered: list[JobOutcome] = []  # answers owed at a restart: published first (Server)
+        if self.data is not None:
+            if self.data.queries_path.is_file():  # what was registered before a restart, answers and all
+                self.registry.register_file(self.data.queries_path)
+            self.data.restore_answers(self.registry, self.history)
+        if config.queries:
+            self._register_changed(config.queries)
         if self.data is not None:
             self.save_queries()
-            self.ticks_in = self.data.replay(self.encoders, self.engine, self._enqueue)
+            self.ticks_in = self.data.replay(self.encoders, self.engine)
+            self.recovered = self._answers_owed()
+
+    def _register_changed(self, path: str) -> None:
+        """The configured queries file on top of what a restart restored: a query that is new or differs is
+        (re)registered and starts afresh; one that is unchanged keeps its answers, seqs and trigger state."""
+        specs = load_queries_file(path, self.registry.questions, self.registry.limits)
+        changed = [spec for spec in specs if self.registry.current(spec.name) != spec]
+        if changed:
+            self.registry.register(changed)
+            for spec in changed:
+                self.forget_query(spec.name)
+
+    def _written_by(self) -> dict[str, Any]:
+        """What a data directory's logs depend on: the model and the codec that turned ticks into tokens."""
+        codec = self.codec
+        spec = codec.to_json() if isinstance(codec, BinnedCodec) else repr((dataclasses.asdict(codec.config),
+                                                                              codec.vocab_size))
+        return {"model": self.config.model.model_id, "codec": f"{type(codec).__name__}:"
+                f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}"}
+
+    def _answers_owed(self) -> list[JobOutcome]:
+        """After a replay: standing queries due on ticks that were accepted but never answered before the
+        process stopped (the answer log says how far each query got), computed now, once."""
+        for stream in self.engine.scheduler.streams:
+            progress = self.engine.progress(stream)
+            for spec in self.registry.due(stream, progress.ticks, progress.event_ts):
+                last = self.cache.get(spec.name, stream)
+                if last is None or last.version < progress.ticks:
+                    self.engine.ask(self.flash.job_for(spec, stream))
+        return self._kept(self.engine.run_until_idle())
 
     def ingest(self, tick: Tick) -> None:
         """Accept one validated tick: ordering check, codec, queue for its session. Raises InvalidTick,
@@ -142,6 +182,9 @@ class TickPipeline:
             self.encoders.drop(stream)
             self.registry.drop_stream(stream)
             self.cache.drop_stream(stream)
+            self.flash.drop_stream(stream)
+            if self.data is not None:
+                self.data.answers.forget_stream(stream)
         if expired:
             _return_memory()
         return expired
@@ -156,20 +199,36 @@ class TickPipeline:
             self.data.close()
 
     def step(self) -> StepReport | None:
-        """One engine forward; its answers (and failed jobs, counted here) are the caller's to publish."""
+        """One engine forward; its answers are the caller's to publish (already kept: see ``_kept``)."""
         report = self.engine.step()
         if report is not None:
-            self._count_failures(report.outcomes)
+            self._kept(report.outcomes)
         return report
 
     def run_until_idle(self) -> list[Answer]:
         """Step until nothing is pending; the answers produced, in order."""
-        outcomes = self.engine.run_until_idle()
-        self._count_failures(outcomes)
-        return [o.answer for o in outcomes if o.answer is not None]
+        return [o.answer for o in self._kept(self.engine.run_until_idle()) if o.answer is not None]
 
-    def _count_failures(self, outcomes: list[JobOutcome]) -> None:
-        self.flash.stats.errors += sum(1 for o in outcomes if o.error is not None)
+    def _kept(self, outcomes: list[JobOutcome]) -> list[JobOutcome]:
+        """Failed jobs counted; every standing answer into the history and the answer log, *before* the
+        caller publishes it, so a seq a subscriber saw is never handed out again after a restart."""
+        for outcome in outcomes:
+            if outcome.error is not None:
+                self.flash.stats.errors += 1
+            elif outcome.job.ticket is None and outcome.answer is not None:
+                answer = outcome.answer
+                packed = msgpack.packb(answer.to_wire(), use_bin_type=True)
+                self.history.add(answer.topic, answer.seq, packed)
+                if self.data is not None:
+                    self.data.answers.record(packed)
+        return outcomes
+
+    def forget_query(self, name: str) -> None:
+        """A query replaced or removed: its cached answers must not be served (nor restored after a restart)."""
+        self.cache.drop_query(name)
+        self.flash.forget_query(name)
+        if self.data is not None:
+            self.data.answers.forget_query(name)
 
     def stats(self) -> dict[str, Any]:
         scheduler = self.engine.scheduler
@@ -178,6 +237,7 @@ class TickPipeline:
             "rejected": dict(self.rejected),
             "answers_out": self.flash.stats.answers,
             "query_errors": self.flash.stats.errors,
+            "speculation": self.flash.stats.summary(),
             "freshness_ms": self.flash.freshness_ms(),
             "pending_tokens": scheduler.pending_tokens(),
             "behind": self.behind,

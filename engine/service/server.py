@@ -55,7 +55,8 @@ class Server:
         self._sockets: dict[str, zmq.Socket] = {}
         self.started_at = time.time()
         self.counters = {"answers_published": 0, "control_requests": 0, "control_errors": 0, "heartbeats": 0,
-                         "ingest_messages": 0, "engine_errors": 0, "streams_expired": 0}
+                         "ingest_messages": 0, "engine_errors": 0, "streams_expired": 0,
+                         "answer_fetches": 0}
         self._next_behind_warning = 0.0
         self._snapshot: dict[str, Any] = {}
         self._metrics_server: Any = None
@@ -126,6 +127,9 @@ class Server:
     def serve_forever(self) -> None:
         if not self._sockets:
             self.bind()
+        for outcome in self.pipeline.recovered:  # answers owed from before a restart go out first
+            self._deliver(outcome)
+        self.pipeline.recovered = []
         self.ready.set()
         next_heartbeat = time.monotonic()
         try:
@@ -278,14 +282,14 @@ class Server:
             self.pipeline.flash.compiled(spec)
         self.pipeline.registry.register(specs)
         for spec in specs:
-            self.pipeline.cache.drop_query(spec.name)  # a replaced query's old answers must not be served
+            self.pipeline.forget_query(spec.name)  # a replaced query's old answers must not be served
         self.pipeline.save_queries()
         return {"registered": [s.name for s in specs], "version": self.pipeline.registry.version}
 
     def _op_unregister(self, request: dict, _reply: Any) -> dict:
         name = _field(request, "name", str)
         self.pipeline.registry.unregister(name)
-        self.pipeline.cache.drop_query(name)
+        self.pipeline.forget_query(name)
         self.pipeline.save_queries()
         return {"version": self.pipeline.registry.version}
 
@@ -309,18 +313,38 @@ class Server:
                 raise ControlError(f"no surprise on stream {stream!r} yet: it is computed when ticks arrive")
             return {"answer": cached.to_wire(), "cached": True}
         max_stale = request.get("max_stale_ticks")
-        if max_stale is not None and stream in self.pipeline.engine.scheduler.streams:
-            progress = self.pipeline.engine.progress(stream)
-            cached = self.pipeline.cache.get_fresh(spec.name, stream, progress.ticks, int(max_stale))
-            if cached is not None:
-                return {"answer": cached.to_wire(), "cached": True}
+        flash = self.pipeline.flash
+        if stream in self.pipeline.engine.scheduler.streams:
+            ticks = self.pipeline.engine.progress(stream).ticks
+            if max_stale is not None:
+                cached = self.pipeline.cache.get_fresh(spec.name, stream, ticks, int(max_stale))
+                if cached is not None:
+                    return {"answer": cached.to_wire(), "cached": True}
+            early, how, audits = flash.answer_early(spec, stream, ticks)
+            for job in audits:
+                self.pipeline.engine.ask(job)
+            if early is not None:
+                return {"answer": early.to_wire(), "cached": True, how: True}
         self._tickets += 1
         try:
-            self.pipeline.engine.ask(self.pipeline.flash.job_for(spec, stream, ticket=self._tickets))
+            self.pipeline.engine.ask(flash.job_for(spec, stream, ticket=self._tickets,
+                                                   draft_from=flash.draft_for(spec, stream)))
         except UnknownStream:
             raise ControlError(f"stream {stream!r} has sent no data") from None
         self._waiting[self._tickets] = reply
         return None  # replied when a step has computed it
+
+    def _op_answers(self, request: dict, _reply: Any) -> dict:
+        """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""
+        topic = _field(request, "topic", str)
+        after = _field(request, "after", int)
+        limit = request.get("limit", MAX_ANSWERS_PER_FETCH)
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
+            raise ControlError(f"op 'answers' takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, got {limit!r}")
+        answers, complete = self.pipeline.history.after(topic, after, limit)
+        self.counters["answer_fetches"] += 1
+        return {"answers": answers, "complete": complete,
+                "last_seq": self.pipeline.cache.last_seq(topic), "oldest_seq": self.pipeline.history.oldest_seq(topic)}
 
     def _op_stats(self, _request: dict, _reply: Any) -> dict:
         self._refresh_snapshot()
@@ -340,7 +364,8 @@ class Server:
 
 
 MAX_SOURCE_CHARS = 64
-CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "stats", "health")
+MAX_ANSWERS_PER_FETCH = 1000
+CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "answers", "stats", "health")
 
 
 class ControlError(ValueError):

@@ -6,12 +6,14 @@ self-delimiting and checked:
 
     magic (4 bytes b"FTk1") | length (u32 LE) | crc32 of payload (u32 LE) | payload (length bytes)
 
-Segments are files named ``ticks-<first record number, 20 digits>.log`` in one
-directory; a new one starts past ``segment_bytes``. Durability is the
-``fsync`` policy: ``always`` (fsync every append), ``group`` (fsync at most every
-``group_ms``: a host crash loses at most that window, a killed process loses
-nothing) or ``never`` (the OS decides). Retention drops whole old segments by
-total size or age.
+Segments are files named ``<prefix>-<first record number, 20 digits>.log`` in
+one directory (prefix ``ticks``; the answer log uses the same format with
+``answers``); a new one starts past ``segment_bytes``. Durability is the
+``fsync`` policy: ``always`` (fsync every append), ``group`` (a background
+thread fsyncs every ``group_ms`` while appends are pending, so the caller never
+waits on the disk: a host crash loses at most that window, a killed process
+loses nothing, since every append is a completed write(2)) or ``never`` (the OS
+decides). Retention drops whole old segments by total size or age.
 
 Reading back (``read``): a record cut short at the very end of the last
 segment (a torn tail: the process died mid-write) is truncated away with a
@@ -27,9 +29,10 @@ from __future__ import annotations
 import os
 import struct
 import sys
+import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -64,16 +67,16 @@ class LogStats:
     segments_dropped: int = 0  # by retention
 
 
-def _segment_name(first: int) -> str:
-    return f"ticks-{first:020d}.log"
+def _segment_name(first: int, prefix: str = "ticks") -> str:
+    return f"{prefix}-{first:020d}.log"
 
 
-def segments(directory: Path) -> list[tuple[int, Path]]:
+def segments(directory: Path, prefix: str = "ticks") -> list[tuple[int, Path]]:
     """(first record number, path) of every segment, oldest first."""
     found = []
-    for path in directory.glob("ticks-*.log"):
+    for path in directory.glob(f"{prefix}-*.log"):
         try:
-            found.append((int(path.stem.removeprefix("ticks-")), path))
+            found.append((int(path.stem.removeprefix(f"{prefix}-")), path))
         except ValueError:
             continue
     return sorted(found)
@@ -87,6 +90,8 @@ class TickLog:
     segment_bytes: int = 64 << 20
     retention_bytes: int | None = None
     retention_s: float | None = None
+    prefix: str = "ticks"
+    before_roll: Callable[[int], None] | None = None  # called with the next record's number before a new segment
     stats: LogStats = field(default_factory=LogStats)
 
     def __post_init__(self) -> None:
@@ -94,16 +99,27 @@ class TickLog:
             raise ValueError(f"fsync must be 'always', 'group' or 'never', got {self.fsync!r}")
         self.directory = Path(self.directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        existing = segments(self.directory)
+        existing = segments(self.directory, self.prefix)
         self.next_record = self._count(existing)
         self._fd: int | None = None
         self._size = 0
-        self._last_sync = time.monotonic()
         self._dirty = False
+        self._lock = threading.Lock()  # the fd and _dirty, shared with the group-commit thread
+        self._sync_error: str | None = None  # a failed background fsync: appends are refused from then on
         if existing:
             self._open(existing[-1][1])
         else:
-            self._open(self.directory / _segment_name(self.next_record))
+            self._open(self.directory / _segment_name(self.next_record, self.prefix))
+        self._closing = threading.Event()
+        self._syncer: threading.Thread | None = None
+        if self.fsync == "group":
+            self._syncer = threading.Thread(target=self._group_commit, name=f"{self.prefix}-log-fsync", daemon=True)
+            self._syncer.start()
+
+    @property
+    def name(self) -> str:
+        """What errors call this log: "tick log", "answer log"."""
+        return f"{self.prefix.removesuffix('s')} log"
 
     def _count(self, existing: list[tuple[int, Path]]) -> int:
         """Records in the log (reading the last segment; a torn tail there is cut first)."""
@@ -121,24 +137,29 @@ class TickLog:
         """Write one record; returns its number. Raises LogWriteError, leaving the log as it was."""
         if len(payload) > MAX_RECORD_BYTES:
             raise LogWriteError(f"record of {len(payload)} bytes is larger than {MAX_RECORD_BYTES}")
-        if self._size >= self.segment_bytes:
-            self._roll()
         record = HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
-        try:
-            written = os.write(self._fd, record)
-            if written != len(record):
-                raise OSError(f"short write: {written} of {len(record)} bytes")
-        except OSError as e:
-            self.stats.append_errors += 1
-            self._undo()
-            raise LogWriteError(f"tick log {self._path}: {e.strerror or e}") from None
-        self._size += len(record)
-        self._dirty = True
-        number = self.next_record
-        self.next_record += 1
-        self.stats.appended += 1
-        if self.fsync == "always" or (self.fsync == "group" and self._group_due()):
-            self.sync()
+        with self._lock:
+            if self._sync_error is not None:
+                self.stats.append_errors += 1
+                raise LogWriteError(f"{self.name} {self._path}: an earlier fsync failed ({self._sync_error}); "
+                                    f"nothing more is accepted until the service restarts")
+            try:
+                if self._size >= self.segment_bytes:
+                    self._roll()
+                written = os.write(self._fd, record)
+                if written != len(record):
+                    raise OSError(f"short write: {written} of {len(record)} bytes (is the disk full?)")
+            except OSError as e:
+                self.stats.append_errors += 1
+                self._undo()
+                raise LogWriteError(f"{self.name} {self._path}: {e.strerror or e}") from None
+            self._size += len(record)
+            self._dirty = True
+            number = self.next_record
+            self.next_record += 1
+            self.stats.appended += 1
+            if self.fsync == "always":
+                self._sync_locked()
         return number
 
     def _undo(self) -> None:
@@ -148,29 +169,46 @@ class TickLog:
         except OSError:
             pass
 
-    def _group_due(self) -> bool:
-        return (time.monotonic() - self._last_sync) * 1e3 >= self.group_ms
-
-    def maybe_sync(self) -> None:
-        """For the service loop: fsync when the group window has passed with appends pending."""
-        if self._dirty and self.fsync == "group" and self._group_due():
-            self.sync()
+    def _group_commit(self) -> None:
+        """The group-commit thread: every group_ms, fsync what was appended since the last one. It fsyncs a
+        duplicate of the fd outside the lock, so appends (and a segment roll) never wait for the disk."""
+        while not self._closing.wait(self.group_ms / 1e3):
+            with self._lock:
+                if not self._dirty or self._fd is None:
+                    continue
+                fd = os.dup(self._fd)
+                self._dirty = False
+            try:
+                os.fsync(fd)
+                self.stats.fsyncs += 1
+            except OSError as e:
+                self._sync_error = e.strerror or str(e)
+                print(f"flashtick: {self.name} {self._path}: fsync failed: {self._sync_error}; "
+                      f"further appends are refused", file=sys.stderr, flush=True)
+            finally:
+                os.close(fd)
 
     def sync(self) -> None:
+        """fsync now (what every policy does on close and on a segment roll)."""
+        with self._lock:
+            self._sync_locked()
+
+    def _sync_locked(self) -> None:
         if self._fd is not None and self._dirty:
             os.fsync(self._fd)
             self.stats.fsyncs += 1
             self._dirty = False
-        self._last_sync = time.monotonic()
 
     def _roll(self) -> None:
-        self.sync()
+        self._sync_locked()
+        if self.before_roll is not None:
+            self.before_roll(self.next_record)
         os.close(self._fd)
-        self._open(self.directory / _segment_name(self.next_record))
+        self._open(self.directory / _segment_name(self.next_record, self.prefix))
         self._apply_retention()
 
     def _apply_retention(self) -> None:
-        existing = segments(self.directory)[:-1]  # never the segment being written
+        existing = segments(self.directory, self.prefix)[:-1]  # never the segment being written
         sizes = {path: path.stat().st_size for _, path in existing}
         total = sum(sizes.values()) + self._size
         now = time.time()
@@ -184,10 +222,15 @@ class TickLog:
             self.stats.segments_dropped += 1
 
     def close(self) -> None:
-        if self._fd is not None:
-            self.sync()
-            os.close(self._fd)
-            self._fd = None
+        self._closing.set()
+        if self._syncer is not None:
+            self._syncer.join()
+            self._syncer = None
+        with self._lock:
+            if self._fd is not None:
+                self._sync_locked()
+                os.close(self._fd)
+                self._fd = None
 
     def __enter__(self) -> TickLog:
         return self
@@ -197,10 +240,10 @@ class TickLog:
 
 
 def read(directory: str | Path, start: int = 0, skip_corrupt: bool = False,
-         stats: LogStats | None = None) -> Iterator[tuple[int, bytes]]:
+         stats: LogStats | None = None, prefix: str = "ticks") -> Iterator[tuple[int, bytes]]:
     """Every record from number ``start`` on, as (number, payload), oldest first."""
     stats = stats if stats is not None else LogStats()
-    existing = segments(Path(directory))
+    existing = segments(Path(directory), prefix)
     for i, (first, path) in enumerate(existing):
         following = existing[i + 1][0] if i + 1 < len(existing) else None
         if following is not None and following <= start:
@@ -224,7 +267,7 @@ def _records(path: Path, stats: LogStats, last: bool, skip_corrupt: bool) -> Ite
             continue
         if last and why == "cut short" and _next_valid(data, offset + 1) == len(data):
             # the process died mid-append (nothing valid follows): drop the partial record
-            print(f"flashtick: tick log {path}: a record cut short at byte {offset} (torn tail) is dropped",
+            print(f"flashtick: log {path}: a record cut short at byte {offset} (torn tail) is dropped",
                   file=sys.stderr, flush=True)
             stats.torn_tails += 1
             with open(path, "r+b") as f:

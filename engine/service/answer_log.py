@@ -1,0 +1,160 @@
+"""Published answers, kept: in memory for gap fills, and on disk so a restart continues every topic's seq.
+
+    AnswerHistory  the last ``keep`` published answers (all topics together); the control op
+                   ``answers`` serves "topic T after seq S" from it, so a subscriber that missed
+                   messages (PUB drops past a high-water mark, a reconnect, a restart) fills the gap
+                   exactly. A topic's seqs are contiguous (every standing answer is published), so the
+                   history of a topic is a contiguous run of seqs and a lookup is arithmetic.
+    AnswerLog      with a data directory: every published answer appended to DATA_DIR/answers/ (the
+                   tick log's format, bounded retention) *before* it is published, with the events that
+                   forget answers (a query replaced or removed, a stream expired): b"A" + the answer's
+                   msgpack wire form, or b"F" + {query: name} | {stream: name}. On start it restores
+                   the history, the cache of latest answers, each topic's last seq and each standing
+                   query's trigger state. Before a segment roll (after which retention may drop old
+                   segments) the whole state is checkpointed to ``state.msgpack``, so no seq is ever
+                   handed out twice, however much of the log retention has dropped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from engine.service.ticklog import LogStats, TickLog, read
+from queries.cache import Answer, AnswerCache
+from queries.registry import Registry
+
+
+ANSWER, FORGET = b"A", b"F"  # an answer log record: a published answer, or answers to forget
+
+
+class AnswerHistory:
+    """The last ``keep`` published answers, packed (msgpack, ~200 bytes each), each topic's in seq order."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self._all: deque[tuple[str, int]] = deque()  # (topic, seq) of each kept answer, oldest first
+        self._by_topic: dict[str, tuple[int, deque[bytes]]] = {}  # topic -> (seq of its oldest, packed answers)
+
+    def add(self, topic: str, seq: int, packed: bytes) -> None:
+        """A published answer (``packed``: its msgpack wire form, seq ``seq``)."""
+        kept = self._by_topic.get(topic)
+        if kept is None or kept[0] + len(kept[1]) != seq:  # a new topic, or seqs restarted past a lost window
+            kept = self._by_topic[topic] = (seq, deque())
+        kept[1].append(packed)
+        self._all.append((topic, seq))
+        while len(self._all) > self.keep:
+            oldest, oldest_seq = self._all.popleft()
+            first, answers = self._by_topic.get(oldest, (None, None))
+            if first != oldest_seq:
+                continue  # it was discarded with a run of seqs that did not continue
+            answers.popleft()  # a topic's oldest is the oldest overall among its own
+            if answers:
+                self._by_topic[oldest] = (first + 1, answers)
+            else:
+                del self._by_topic[oldest]
+
+    def after(self, topic: str, seq: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
+        """Up to ``limit`` answers of ``topic`` with seq > ``seq``, oldest first, and whether they start right
+        after ``seq`` (False: older answers are no longer kept, so the caller has a gap it cannot fill)."""
+        kept = self._by_topic.get(topic)
+        if kept is None:
+            return [], True
+        first, answers = kept
+        start = seq + 1 - first  # seqs are contiguous within a topic's history
+        picked = itertools.islice(answers, max(0, start), max(0, start) + limit)
+        return [msgpack.unpackb(packed, raw=False) for packed in picked], start >= 0
+
+    def oldest_seq(self, topic: str) -> int | None:
+        kept = self._by_topic.get(topic)
+        return kept[0] if kept else None
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+
+class AnswerLog:
+    """The answer log of a data directory. ``record`` every published answer before publishing it."""
+
+    def __init__(self, directory: Path, cache: AnswerCache, *, fsync: str, group_ms: float, segment_bytes: int,
+                 retention_bytes: int | None) -> None:
+        self.directory = Path(directory)
+        self.state_path = self.directory / "state.msgpack"
+        self.cache = cache
+        self.errors = 0
+        self.read_stats = LogStats()
+        self.log = TickLog(self.directory, fsync=fsync, group_ms=group_ms, segment_bytes=segment_bytes,
+                           retention_bytes=retention_bytes, prefix="answers", before_roll=self._checkpoint)
+
+    def record(self, packed: bytes) -> None:
+        """A published answer, in its msgpack wire form."""
+        self._append(ANSWER + packed)
+
+    def forget_query(self, name: str) -> None:
+        self._append(FORGET + msgpack.packb({"query": name}))
+
+    def forget_stream(self, stream: str) -> None:
+        self._append(FORGET + msgpack.packb({"stream": stream}))
+
+    def _append(self, record: bytes) -> None:
+        """Answers are derived data: a write that fails is counted and said, and serving goes on (what is
+        lost is the gap fill and, after a restart, the seqs of that window; the ticks are in the tick log)."""
+        try:
+            self.log.append(record)
+        except OSError as e:
+            self.errors += 1
+            if self.errors == 1 or self.errors % 1000 == 0:
+                print(f"flashtick: answer log: {e} ({self.errors} answers not logged so far)", flush=True)
+
+    def _checkpoint(self, next_record: int) -> None:
+        """Everything the records before ``next_record`` say, in one file replaced atomically."""
+        state = {"covers": next_record, "seqs": self.cache.seqs(),
+                 "latest": [a.to_wire() for a in self.cache.latest()]}
+        tmp = self.state_path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            f.write(msgpack.packb(state, use_bin_type=True))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.state_path)
+
+    def restore(self, registry: Registry, history: AnswerHistory, skip_corrupt: bool) -> int:
+        """Seqs, latest answers and trigger state back into the cache and registry; the retained answers into
+        ``history``. Returns how many answers were read."""
+        covers = 0
+        if self.state_path.is_file():
+            state = msgpack.unpackb(self.state_path.read_bytes(), raw=False)
+            covers = state["covers"]
+            self.cache.restore([Answer(**a) for a in state["latest"]], state["seqs"])
+        count = 0
+        for number, payload in read(self.directory, skip_corrupt=skip_corrupt, stats=self.read_stats,
+                                    prefix="answers"):
+            kind, body = payload[:1], payload[1:]
+            if kind == ANSWER:
+                answer = Answer(**msgpack.unpackb(body, raw=False))
+                history.add(answer.topic, answer.seq, body)
+                count += 1
+                if number >= covers:
+                    self.cache.restore([answer], {})
+            elif kind == FORGET and number >= covers:
+                forget = msgpack.unpackb(body, raw=False)
+                if "query" in forget:
+                    self.cache.drop_query(forget["query"])
+                else:
+                    self.cache.drop_stream(forget["stream"])
+        for answer in self.cache.latest():
+            registry.restore_fired(answer.query, answer.stream, answer.version, answer.data_ts)
+        return count
+
+    def stats(self) -> dict[str, Any]:
+        return {"appended": self.log.stats.appended, "errors": self.errors, "fsyncs": self.log.stats.fsyncs,
+                "segments_dropped": self.log.stats.segments_dropped,
+                "torn_tails": self.log.stats.torn_tails + self.read_stats.torn_tails,
+                "corrupt_skipped": self.read_stats.corrupt_skipped}
+
+    def close(self) -> None:
+        self.log.close()

@@ -1,0 +1,78 @@
+"""The answer history (gap fills) and the answer log (seqs, latest answers and trigger state across restarts),
+on real files."""
+
+from __future__ import annotations
+
+import msgpack
+
+from engine.service.answer_log import AnswerHistory, AnswerLog
+from queries.cache import AnswerCache
+from queries.registry import Registry
+
+QUERIES = """
+queries:
+  - {name: every3, streams: ["*"], question: "q", kind: generate, trigger: {ticks: 3}}
+  - {name: each, streams: ["*"], question: "q", kind: generate, trigger: batch}
+"""
+
+
+def packed(answer) -> bytes:
+    return msgpack.packb(answer.to_wire(), use_bin_type=True)
+
+
+def publish(cache: AnswerCache, history: AnswerHistory, log: AnswerLog | None, query: str, stream: str,
+            version: int):
+    """What the pipeline does with a standing answer: cache (seq), history, log."""
+    answer = cache.put(query, stream, f"{query}/{stream}/", {"v": version}, version, 1000 + version, "m")
+    history.add(answer.topic, answer.seq, packed(answer))
+    if log is not None:
+        log.record(packed(answer))
+    return answer
+
+
+def test_history_serves_a_topic_after_a_seq_and_says_when_older_ones_are_gone() -> None:
+    cache, history = AnswerCache(), AnswerHistory(keep=8)
+    for version in range(1, 7):
+        publish(cache, history, None, "q", "A", version)
+        publish(cache, history, None, "q", "B", version)
+    # 12 published, 8 kept: A 3..6 and B 3..6
+    answers, complete = history.after("q/A/", 4, limit=100)
+    assert [a["seq"] for a in answers] == [5, 6] and complete
+    answers, complete = history.after("q/A/", 0, limit=100)
+    assert [a["seq"] for a in answers] == [3, 4, 5, 6] and not complete  # 1 and 2 are gone
+    assert [a["seq"] for a in history.after("q/B/", 2, limit=2)[0]] == [3, 4]
+    assert history.after("q/B/", 6, limit=5) == ([], True) and history.after("nope/", 0, 5) == ([], True)
+    assert history.oldest_seq("q/A/") == 3 and len(history) == 8
+
+
+def test_a_restart_continues_every_seq_even_after_retention_dropped_the_old_segments(tmp_path) -> None:
+    registry = Registry()
+    registry.register(QUERIES)
+    cache, history = AnswerCache(), AnswerHistory(keep=10_000)
+    log = AnswerLog(tmp_path, cache, fsync="never", group_ms=5, segment_bytes=2048, retention_bytes=4096)
+    for version in range(1, 301):
+        publish(cache, history, log, "each", f"S{version % 3}", version)
+        if version % 3 == 0:
+            publish(cache, history, log, "every3", "S0", version)
+    publish(cache, history, log, "each", "LONE", 7)  # its only answer, long since dropped by retention
+    for version in range(301, 400):
+        publish(cache, history, log, "each", "S1", version)
+    log.forget_stream("S2")  # expired: its answers must not come back (its seqs stay)
+    cache.drop_stream("S2")
+    log.close()
+    assert log.log.stats.segments_dropped > 0
+
+    restored_cache, restored_history = AnswerCache(), AnswerHistory(keep=10_000)
+    again = AnswerLog(tmp_path, restored_cache, fsync="never", group_ms=5, segment_bytes=2048, retention_bytes=4096)
+    again.restore(registry, restored_history, skip_corrupt=False)
+    assert restored_cache.seqs() == cache.seqs()  # every topic's, the dropped ones' included
+    assert {(a.query, a.stream, a.seq) for a in restored_cache.latest()} == \
+        {(a.query, a.stream, a.seq) for a in cache.latest()}
+    assert restored_cache.get("each", "S2") is None and restored_cache.last_seq("each/S2/") == 100
+    kept = restored_history.after("each/S1/", 0, limit=1000)[0]
+    assert kept and [a["seq"] for a in kept] == list(range(kept[0]["seq"], kept[-1]["seq"] + 1))
+    # the next answer on a topic continues its seq, never reuses one
+    assert restored_cache.put("each", "S1", "each/S1/", {}, 400, 0, "m").seq == cache.last_seq("each/S1/") + 1
+    # and trigger state: every3 last fired on S0 at tick 300, so not again before 303
+    assert registry.due("S0", 301, 0) == [registry.get("each")]
+    assert registry.due("S0", 303, 0) == [registry.get("every3"), registry.get("each")]
