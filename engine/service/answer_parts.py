@@ -43,8 +43,8 @@ class AnswerParts:
 
     A part is written whole (temporary name, fsync, rename) before the manifest that lists it, so a run
     killed at any moment leaves a manifest naming only whole parts, and the replay position
-    (`consumed`: ticks taken from the files) those parts cover. Seqs are written continuing each topic's
-    last one, so a resumed run numbers answers as an uninterrupted one would.
+    (`consumed`: ticks taken from the files) those parts cover, and each topic's last seq (`last_seq`), from
+    which a resumed run's answer cache continues.
     """
 
     def __init__(self, out: Path, key: dict[str, Any], manifest: dict[str, Any] | None) -> None:
@@ -56,7 +56,6 @@ class AnswerParts:
         self.parts: list[str] = manifest["parts"]
         self.answers: int = manifest["answers"]
         self.last_seq: dict[str, int] = manifest["last_seq"]
-        self._seq_offset = dict(self.last_seq)  # the resumed run's cache counts each topic from 1 again
 
     @classmethod
     def open(cls, out: Path, key: dict[str, Any], resume: bool) -> AnswerParts:
@@ -88,7 +87,7 @@ class AnswerParts:
     def save(self, answers: list[Answer], consumed: int) -> None:
         """Checkpoint: the answers since the last one as a part, then the manifest at `consumed`."""
         if answers:
-            rows = [_raw_row(a, self._seq_offset.get(a.topic, 0)) for a in answers]
+            rows = [_raw_row(a) for a in answers]
             name = f"part-{len(self.parts) + 1:06d}.parquet"
             write_atomically(self.dir / name, pl.DataFrame(rows, schema=RAW_SCHEMA, orient="row").write_parquet)
             self.parts.append(name)
@@ -109,9 +108,9 @@ class AnswerParts:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _raw_row(a: Answer, seq_offset: int) -> tuple:
+def _raw_row(a: Answer) -> tuple:
     probs = a.value.get("probs")
-    return (a.query, a.stream, a.topic, a.seq + seq_offset, a.version, a.data_ts,
+    return (a.query, a.stream, a.topic, a.seq, a.version, a.data_ts,
             a.value.get("answer") or (max(probs, key=probs.get) if probs else None),
             a.value.get("expected"), a.value.get("nll"), a.value.get("text"),
             json.dumps(probs, sort_keys=True) if probs else None)

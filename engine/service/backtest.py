@@ -34,7 +34,9 @@ import polars as pl
 
 from connectors.labels import NO_LABEL, label_series, marks_of, persistence_series
 from connectors.replay import FileReplay
+from connectors.encoder import EncodedTick
 from connectors.ticks import InvalidTick, Tick
+from engine.scheduler import AdmissionRefused
 from engine.service.answer_parts import AnswerParts, write_atomically
 from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline
@@ -122,7 +124,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
         if parts.consumed:
             bar.set_description("rebuilding sessions")
             consumed = _rebuild(pipeline, replay, parts.consumed, ticks_by_stream, bar, stop)
-            _prime_triggers(pipeline, parts.table())
+            _restore_answer_state(pipeline, parts)
             bar.set_description("replaying")
         consumed = _replay(pipeline, replay, parts, consumed, ticks_by_stream, batch_ns=int(batch_ms * 1e6),
                            max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar)
@@ -175,9 +177,15 @@ def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, cons
     return consumed
 
 
-def _ingest(pipeline: TickPipeline, tick: Tick, ticks_by_stream: dict[str, list[Tick]]) -> None:
+def _ingest(pipeline: TickPipeline, tick: Tick, ticks_by_stream: dict[str, list[Tick]],
+            book: Callable[[EncodedTick], None] | None = None) -> None:
+    """One tick into the pipeline (or, with `book`, through its encoders into `book`), counted either way."""
     try:
-        pipeline.ingest(tick)
+        if book is None:
+            pipeline.ingest(tick)
+        else:
+            pipeline.encoders.ingest(tick, book)
+            pipeline.ticks_in += 1
     except InvalidTick as e:
         pipeline.rejected[e.reason] += 1
         return
@@ -186,27 +194,31 @@ def _ingest(pipeline: TickPipeline, tick: Tick, ticks_by_stream: dict[str, list[
 
 def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, ticks_by_stream: dict[str, list[Tick]],
              bar: Any, stop: Callable[[], bool]) -> int:
-    """Bring sessions, codec state and ordering guards to where the interrupted run checkpointed: the same
-    first `upto` ticks through the same encoders, with standing queries off and many ticks per forward (the
-    restart replay of durability.py does the same: a context roll depends on token counts and tick
-    boundaries, not on how ticks were grouped into forwards). Answers before `upto` are in the parts."""
+    """Bring sessions, codec state and ordering guards to where the interrupted run checkpointed, as `serve`
+    recovers from its tick log (engine/service/durability.py): the first `upto` ticks go through the same
+    encoders and are booked on their streams without computing them (Scheduler.restore: token logs and rolls
+    end exactly where the run's forwards left them), then each window's KV is computed once. Answers before
+    `upto` are in the parts already."""
     scheduler = pipeline.engine.scheduler
-    planner, scheduler.planner = scheduler.planner, None
+
+    def book(item: EncodedTick) -> None:
+        try:
+            scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
+        except AdmissionRefused as e:  # refused by the run too, the same way: counted alike
+            raise InvalidTick("stream_refused", str(e), item.stream) from None
+
     done = 0
-    try:
-        while done < upto and not replay.done:
-            if stop():  # the checkpoint on disk is still the one to resume from
-                raise BacktestInterrupted(f"interrupted while rebuilding sessions; {parts_note(upto)}")
-            ticks = replay.next_batch(min(READ_TICKS, upto - done))
-            for tick in ticks:
-                _ingest(pipeline, tick, ticks_by_stream)
-            done += len(ticks)
-            pipeline.engine.run_until_idle()
-            bar.update(done + sum(replay.rejected.values()) - bar.n)
-    finally:
-        scheduler.planner = planner
+    while done < upto and not replay.done:
+        if stop():  # the checkpoint on disk is still the one to resume from
+            raise BacktestInterrupted(f"interrupted while rebuilding sessions; {parts_note(upto)}")
+        ticks = replay.next_batch(min(READ_TICKS, upto - done))
+        for tick in ticks:
+            _ingest(pipeline, tick, ticks_by_stream, book)
+        done += len(ticks)
+        bar.update(done + sum(replay.rejected.values()) - bar.n)
     if done < upto:
         raise ValueError(f"the checkpoint is at tick {upto} but the files hold {done}: did they change?")
+    pipeline.engine.rebuild()
     return done
 
 
@@ -214,13 +226,14 @@ def parts_note(consumed: int) -> str:
     return f"the checkpoint after {consumed} ticks is kept; run the same command with --resume to continue"
 
 
-def _prime_triggers(pipeline: TickPipeline, written: pl.DataFrame) -> None:
-    """Give every (query, stream) trigger the state it had at the checkpoint: replaying the points where
-    answers were made, in order, through `due` records the same last firings (a query due at such a point
-    fired there, so no firing is invented)."""
-    points = written.select("stream", "ticks", "data_ts").unique().sort("stream", "ticks", "data_ts")
-    for stream, ticks, data_ts in points.iter_rows():
-        pipeline.registry.due(stream, ticks, data_ts)
+def _restore_answer_state(pipeline: TickPipeline, parts: AnswerParts) -> None:
+    """Triggers and seqs as the run left them: each (query, stream) last fired at its last answer's tick count
+    and event time, and each topic's seqs continue from the last one written."""
+    written = parts.table()
+    last = written.sort("ticks", "data_ts").unique(["query", "stream"], keep="last", maintain_order=True)
+    for query, stream, ticks, data_ts in last.select("query", "stream", "ticks", "data_ts").iter_rows():
+        pipeline.registry.restore_fired(query, stream, ticks, data_ts)
+    pipeline.cache.restore([], parts.last_seq)
 
 
 def _run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batch_ms: float,
