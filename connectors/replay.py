@@ -291,11 +291,6 @@ class RejectCounter(Counter):
         super().clear()
         self.examples.clear()
 
-    def summary(self) -> str:
-        """One line per reason, most frequent first, each with its first example."""
-        return "\n".join(f"  {reason}: {count} (first: {self.examples.get(reason, '-')})"
-                         for reason, count in self.most_common())
-
 
 MapSpec = ColumnMap | str | Mapping[str, Any]
 FileSpec = str | Path | tuple[str | Path, MapSpec] | Mapping[str, Any]
