@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 import torch
 
-from connectors.codec import TOKENS_PER_TICK, BinnedCodec
+from connectors.codec import BinnedCodec
 from connectors.labels import label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.cli import main
