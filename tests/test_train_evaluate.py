@@ -84,10 +84,18 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     assert {"direction_5", "direction_20"} <= set(evaluation["questions"])
     answers = tmp_path / "answers.parquet"
     rc = main(["backtest", str(ticks_file), "--model", str(out), "--queries",
-               str(ROOT / "queries" / "examples" / "tick_model.yaml"), "--out", str(answers), "--max-ticks", "800"])
+               str(ROOT / "queries" / "examples" / "tick_model.yaml"), "--out", str(answers), "--max-ticks", "800",
+               "--test-from", "0.5"])
     assert rc == 0, capsys.readouterr().err
     table = pl.read_parquet(answers).filter(pl.col("query") == "dir20")
     assert table.height > 0 and table["correct"].is_not_null().sum() > 0
+    # --test-from 0.5: every answer written, only those after the first half of each stream's ticks scored.
+    per_stream = pl.read_parquet(ticks_file).head(800)["stream"].value_counts()
+    cut = {s: n // 2 for s, n in per_stream.iter_rows()}
+    later = table.filter(pl.col("correct").is_not_null() & (pl.col("ticks") > pl.col("stream").replace_strict(cut)))
+    score = next(s for s in json.loads(answers.with_suffix(".scores.json").read_text()) if s["query"] == "dir20")
+    assert 0 < score["scored"] == later.height < table["correct"].is_not_null().sum()
+    assert score["accuracy"] == pytest.approx(later["correct"].mean())
     probs = json.loads(table["probs"][0])
     assert set(probs) == {"down", "flat", "up"} and abs(sum(probs.values()) - 1) < 1e-4
 

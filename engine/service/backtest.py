@@ -102,15 +102,19 @@ class BacktestInterrupted(Exception):
 def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | Path, out: str | Path,
                  columns: Any = None, batch_ms: float = 100.0, max_ticks: int | None = None,
                  progress: bool = True, resume: bool = False, checkpoint_s: float = CHECKPOINT_S,
-                 stop: Callable[[], bool] = lambda: False) -> BacktestReport:
+                 stop: Callable[[], bool] = lambda: False, test_from: float | None = None) -> BacktestReport:
     """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
 
     Answers are checkpointed as part files every `checkpoint_s` seconds (at an event-time batch boundary)
     in ``OUT.parts/``; `resume` continues an interrupted run from its last checkpoint, and `stop` (polled
     at each boundary) ends a run there with BacktestInterrupted. The final table is built from the parts.
+    `test_from` (a fraction in (0, 1)) scores only answers after that fraction of each stream's ticks: every
+    answer is still computed and written, and the realised answers of the scored ones lie wholly after the cut.
     """
     if checkpoint_s <= 0:
         raise ValueError(f"checkpoint_s must be > 0, got {checkpoint_s}")
+    if test_from is not None and not 0 < test_from < 1:
+        raise ValueError(f"test_from must be a fraction in (0, 1), got {test_from}")
     out = Path(out)
     pipeline = TickPipeline(config)
     pipeline.registry.register_file(queries)
@@ -138,7 +142,8 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
     table = _scored_table(pipeline, parts.table(), ticks_by_stream)
     write_atomically(out, table.write_parquet)
     parts.remove()  # the answers are whole in `out` now
-    scores = [_score(name, table.filter(pl.col("query") == name)) for name in sorted(set(table["query"]))]
+    graded = table if test_from is None else later_slice(table, ticks_by_stream, test_from)
+    scores = [_score(name, graded.filter(pl.col("query") == name)) for name in sorted(set(table["query"]))]
     out.with_suffix(".scores.json").write_text(json.dumps([vars(s) for s in scores], indent=2) + "\n")
     try:  # last: the answers and scores are on disk whatever happens here
         _plot_calibration(out, scores)
@@ -284,6 +289,12 @@ def _scored_table(pipeline: TickPipeline, raw: pl.DataFrame, ticks: dict[str, li
                       **_metrics(json.loads(probs) if probs else None, realised)})
     scored = pl.DataFrame(extra, schema=SCORE_SCHEMA)
     return pl.concat([raw, scored], how="horizontal").sort(["data_ts", "query", "stream", "seq"])
+
+
+def later_slice(table: pl.DataFrame, ticks: dict[str, list[Tick]], test_from: float) -> pl.DataFrame:
+    """The answers given after the first `test_from` of their stream's ticks (answer point = tick `ticks`)."""
+    cut = {stream: int(len(ts) * test_from) for stream, ts in ticks.items()}
+    return table.filter(pl.col("ticks") > pl.col("stream").replace_strict(cut, default=0, return_dtype=pl.Int64))
 
 
 def _metrics(probs: dict[str, float] | None, realised: str | None) -> dict[str, Any]:

@@ -159,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-ms", type=float, default=None, help="event-time width of a batch (default: the "
                                                                  "config's replay.batch_ms, 100)")
     p.add_argument("--model", type=Path, metavar="DIR", help="checkpoint directory (overrides the config's model.path)")
+    p.add_argument("--test-from", type=float, default=None, metavar="FRACTION", help="score only the answers after "
+                   "this fraction of each stream's ticks, e.g. 0.7 (every answer is still written)")
     p.add_argument("--max-ticks", type=int, default=None, help="stop after N ticks")
     p.add_argument("--resume", action="store_true", help="continue an interrupted backtest of the same files, "
                    "queries and options from its last checkpoint (OUT.parts/)")
@@ -507,7 +509,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
                               batch_ms=args.batch_ms if args.batch_ms is not None else config.replay.batch_ms,
                               max_ticks=args.max_ticks, progress=not args.quiet, resume=args.resume,
                               checkpoint_s=args.checkpoint_s if args.checkpoint_s is not None
-                              else config.replay.checkpoint_s, stop=stop.is_set)
+                              else config.replay.checkpoint_s, stop=stop.is_set, test_from=args.test_from)
     except BacktestInterrupted as e:
         print(f"flashtick backtest: {e}", file=sys.stderr)
         return 130
