@@ -19,7 +19,7 @@ import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -87,7 +87,7 @@ def _groups(codec: BinnedCodec, streams: list[StreamData], part: str) -> tuple[l
     return [[s] for s in sources], weights / weights.sum()
 
 
-def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: FitOptions, log,
+def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: FitOptions, log: Callable[[str], None],
         bar_factory=None) -> dict[str, Any]:
     """Train, keep the best validation weights, save the checkpoint, score the test part; the run's record."""
     t0 = time.time()

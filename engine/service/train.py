@@ -12,6 +12,9 @@ would have at serving time and a 4D mask letting it see only the ticks before it
 answer point (and itself); tick tokens never see question tokens. Its target is
 the realised answer token (connectors/labels.py).
 
+The loop (`optimise`) is shared with `flashtick train` (engine/service/finetune.py), which
+fine-tunes on a user's files with early stopping on a validation slice.
+
 Data: the synthetic market (seed 1; the report holds out seed 2) and the earlier
 80% in time of each real data set in --data-dir (engine/service/datasets.py; the
 repository keeps them in ../shared/data). Without --data-dir: synthetic only.
@@ -26,7 +29,7 @@ import platform
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import torch
@@ -239,8 +242,8 @@ def validation_loss(model: LlamaForCausalLM, val: Validation, cfg: TrainConfig, 
 
 
 def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.ndarray, q_tokens: np.ndarray,
-             cfg: TrainConfig, log, rng: np.random.Generator, device: str = "cpu", val: Validation | None = None,
-             on_step=None, bar=None) -> dict:
+             cfg: TrainConfig, log: Callable[[str], None], rng: np.random.Generator, device: str = "cpu",
+             val: Validation | None = None, on_step: Callable[[int], None] | None = None, bar: Any = None) -> dict:
     """The one training loop (the built-in model and `flashtick train`): AdamW, warmup + cosine, packed
     serving-exact batches, next-token + answer loss. With `val`, keeps the weights of the best validation loss."""
     model.to(device).train()
