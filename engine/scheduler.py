@@ -166,16 +166,25 @@ class Scheduler:
 
     # -- ingest and asks ------------------------------------------------------------------------
 
-    def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1) -> None:
-        """Queue a chunk for ``stream``; raises AdmissionRefused for a new stream the pool cannot take."""
+    def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1, cut: bool = False) -> None:
+        """Queue a chunk for ``stream``; ``cut`` closes its tick group (see ``close_group``). Raises
+        AdmissionRefused for a new stream the pool cannot take."""
         state = self.streams.get(stream) or self._admit(stream)
         if not state.pending:
             self._arrivals += 1
             state.waiting_since = self._arrivals
-        chunk = Chunk(list(tokens), event_ts, ticks, time.time_ns())
+        chunk = Chunk(list(tokens), event_ts, ticks, time.time_ns(), cut)
         state.pending.append(chunk)
         state.last_seen_ns = chunk.arrival_ns
         self._queued([chunk], +1)
+
+    def close_group(self, stream: str) -> None:
+        """End ``stream``'s tick group at its latest pending chunk: standing queries are checked right after
+        it, with the prefix up to it, however many groups one forward then advances. A group also ends where
+        a forward takes a stream's last pending chunk, so callers that never close groups group by forward."""
+        state = self.streams.get(stream)
+        if state is not None and state.pending:
+            state.pending[-1].cut = True
 
     def admission_problem(self, name: str) -> str | None:
         """Why data for ``name`` would be refused now (a new stream past a limit); None when it would go in."""
