@@ -5,12 +5,15 @@ ticks and the same event-time batches (``batch_ms``): ``chunked=False`` runs the
 batch (one forward per batch), ``chunked=True`` advances many batches per forward and answers each batch's
 due queries at its own cut. Reported: ticks/s of each (whole backtest: replay, engine, answer table, scores),
 the speedup, and the largest difference between their answers (probabilities, expectations, NLLs), after
-checking that both give the same rows (query, stream, seq, ticks, data_ts, text).
+checking that both give the same rows (query, stream, seq, ticks, data_ts, text). The machine is shared, so
+the CPU time of the process is reported beside the wall time (``speedup_cpu``: steadier under others' load).
 
-The batch-by-batch side takes minutes per few thousand ticks on a 2-core machine, so both sides run on the
-first ``--ticks`` trades (a slice, recorded in the JSON); the chunked side also runs the whole file.
+Both sides run the whole file by default (about a minute on 2 cores); ``--ticks N`` takes a slice.
+``--also-batch-ms 10 1`` adds finer batches (closer to tick by tick) on the first ``--also-ticks`` trades,
+where one forward per batch costs more and the chunked side about the same.
 
-    python -m benchmarks.backtest_speed                 # first 4,000 trades both ways + the whole file chunked
+    python -m benchmarks.backtest_speed                          # the whole file, batch_ms 100
+    python -m benchmarks.backtest_speed --also-batch-ms 10 1     # + finer batches on the first 4,000 trades
 """
 
 from __future__ import annotations
@@ -33,12 +36,13 @@ QUERIES = Path(__file__).resolve().parents[1] / "queries" / "examples" / "tick_m
 EXACT = ["query", "stream", "topic", "seq", "ticks", "data_ts", "text"]
 
 
-def timed_backtest(trades: Path, out: Path, ticks: int | None, chunked: bool, batch_ms: float) -> tuple[float, int]:
-    """(seconds, ticks replayed) for one whole backtest."""
-    start = time.perf_counter()
+def timed_backtest(trades: Path, out: Path, ticks: int | None, chunked: bool, batch_ms: float
+                   ) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of this process, ticks replayed) for one whole backtest."""
+    start, cpu = time.perf_counter(), time.process_time()
     report = run_backtest(ServiceConfig(), [trades], QUERIES, out, batch_ms=batch_ms, max_ticks=ticks,
                           progress=False, chunked=chunked)
-    return time.perf_counter() - start, report.ticks
+    return time.perf_counter() - start, time.process_time() - cpu, report.ticks
 
 
 def answer_diff(a: Path, b: Path) -> tuple[float, int, int]:
@@ -57,12 +61,33 @@ def answer_diff(a: Path, b: Path) -> tuple[float, int, int]:
     return diff, x.height, mismatched
 
 
+def compare(trades: Path, out: Path, ticks: int | None, batch_ms: float) -> dict:
+    """Both sides on the same ticks and batches; their speed and how far their answers are apart."""
+    batch_s, batch_cpu, n = timed_backtest(trades, out / "batches.parquet", ticks, False, batch_ms)
+    chunk_s, chunk_cpu, n_chunked = timed_backtest(trades, out / "chunked.parquet", ticks, True, batch_ms)
+    assert n == n_chunked
+    diff, rows, mismatched = answer_diff(out / "batches.parquet", out / "chunked.parquet")
+    side = lambda s, cpu: {"seconds": s, "ticks_per_s": n / s, "cpu_seconds": cpu}  # noqa: E731
+    return {"batch_ms": batch_ms, "ticks": n, "batch_by_batch": side(batch_s, batch_cpu),
+            "chunked": side(chunk_s, chunk_cpu), "speedup": batch_s / chunk_s, "speedup_cpu": batch_cpu / chunk_cpu,
+            "max_abs_diff": diff, "answers": rows, "rows_with_different_fields": mismatched}
+
+
+def line(run: dict) -> str:
+    return (f"{run['ticks']} trades, batch_ms {run['batch_ms']:g}: batch-by-batch "
+            f"{run['batch_by_batch']['ticks_per_s']:,.1f} ticks/s, chunked {run['chunked']['ticks_per_s']:,.1f} "
+            f"ticks/s, speedup {run['speedup']:.1f}x (CPU time {run['speedup_cpu']:.1f}x), max abs diff {run['max_abs_diff']:.2e} over "
+            f"{run['answers']} answers ({run['rows_with_different_fields']} rows differ)")
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_dir_argument(parser)
-    parser.add_argument("--ticks", type=int, default=4000, help="trades replayed by both sides (a slice)")
-    parser.add_argument("--batch-ms", type=float, default=100.0)
-    parser.add_argument("--skip-full", action="store_true", help="do not also run the whole file chunked")
+    parser.add_argument("--ticks", type=int, default=None, help="replay only the first N trades (a slice)")
+    parser.add_argument("--batch-ms", type=float, default=100.0, help="event-time batch (the headline figures)")
+    parser.add_argument("--also-batch-ms", type=float, nargs="*", default=[],
+                        help="finer batches, compared on the first --also-ticks trades")
+    parser.add_argument("--also-ticks", type=int, default=4000)
     args = parser.parse_args(argv)
     trades = args.data_dir / "binance-btcusdt-spot" / "trades.csv"
     if not trades.is_file():
@@ -70,38 +95,26 @@ def main(argv: list[str] | None = None) -> dict:
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="flashtick-backtest-speed-") as tmp:
         out = Path(tmp)
-        timed_backtest(trades, out / "warm.parquet", 200, True, args.batch_ms)  # warm-up: model load, allocator
-        batch_s, n = timed_backtest(trades, out / "batches.parquet", args.ticks, False, args.batch_ms)
-        chunk_s, n_chunked = timed_backtest(trades, out / "chunked.parquet", args.ticks, True, args.batch_ms)
-        assert n == n_chunked
-        diff, rows, mismatched = answer_diff(out / "batches.parquet", out / "chunked.parquet")
-        full = None
-        if not args.skip_full:
-            full_s, full_n = timed_backtest(trades, out / "full.parquet", None, True, args.batch_ms)
-            full = {"ticks": full_n, "seconds": full_s, "ticks_per_s": full_n / full_s}
+        timed_backtest(trades, out / "warm.parquet", 200, True, args.batch_ms)  # warm-up: imports, allocator
+        head = compare(trades, out, args.ticks, args.batch_ms)
+        print(line(head), flush=True)
+        also = []
+        for batch_ms in args.also_batch_ms:
+            also.append(compare(trades, out, args.also_ticks, batch_ms))
+            print(line(also[-1]), flush=True)
     result = {
         "benchmark": "backtest_speed",
         "data": str(trades.relative_to(args.data_dir)),
         "queries": "queries/examples/tick_model.yaml",
         "model": "built-in",
-        "batch_ms": args.batch_ms,
-        "slice": f"first {n} trades of the file, both sides (the batch-by-batch side is too slow for the whole file)",
-        "ticks": n,
-        "batch_by_batch": {"seconds": batch_s, "ticks_per_s": n / batch_s},
-        "chunked": {"seconds": chunk_s, "ticks_per_s": n / chunk_s},
-        "chunked_whole_file": full,
-        "speedup": batch_s / chunk_s,
-        "max_abs_diff": diff,
-        "answers": rows,
-        "rows_with_different_fields": mismatched,
+        "slice": "the whole file" if args.ticks is None else f"the first {head['ticks']} trades of the file",
+        **head,
+        "finer_batches": also,
         "machine": machine(),
         "load_avg_1m_before_after": [load_before[0], os.getloadavg()[0]],
     }
     path = write_json("backtest_speed", result)
-    whole = f"; whole file chunked {full['ticks_per_s']:,.0f} ticks/s" if full else ""
-    print(f"backtest_speed: {n} trades, batch-by-batch {n / batch_s:,.1f} ticks/s, chunked {n / chunk_s:,.1f} "
-          f"ticks/s, speedup {result['speedup']:.1f}x, max abs diff {diff:.2e} over {rows} answers "
-          f"({mismatched} rows differ){whole}  [{path}]")
+    print(f"backtest_speed: {line(head)}  [{path}]")
     return result
 
 
