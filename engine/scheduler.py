@@ -357,7 +357,7 @@ class Scheduler:
             if len(state.session.tokens) + need > self.roll_at:
                 if any(job.stream == state.name and job.cut is not None for job in (*self._asks, *self._idle)):
                     continue  # a roll would move the tokens that jobs still waiting at a cut read
-                self._roll(state, need)
+                self._roll_if_needed(state, need)
             chunks, closes = self._take_chunks(state, budget, first=not plan.advances)
             if not chunks:
                 break
@@ -417,9 +417,12 @@ class Scheduler:
                 self.stats.evictions += 1
         return needed <= self.pool.num_free
 
-    def _roll(self, state: Stream, incoming: int) -> None:
-        """Keep sink + recent tokens (from a chunk boundary) so that ``incoming`` more fit the window."""
+    def _roll_if_needed(self, state: Stream, incoming: int) -> None:
+        """Keep sink + recent tokens (from a chunk boundary) when ``incoming`` more tokens (the next chunk:
+        rolls go chunk by chunk) would pass the window."""
         session = state.session
+        if len(session.tokens) + incoming <= self.roll_at:
+            return
         # a per-stream share of the keep (stable across runs) staggers the rolls of streams that fill up
         # together, so one forward does not re-prefill all of them at once
         keep = self.keep - zlib.crc32(session.name.encode()) % max(1, self.keep // 4)
