@@ -276,7 +276,8 @@ class Scheduler:
     def _add_due(self, plan: Plan, budget: int) -> None:
         """Ask the planner what is due at every cut of the planned advances, in order, and place each job at
         its cut. Once the probe budget is spent the rest of the advances waits for a later forward (from its
-        first unchecked cut on), so a due point is never skipped; the first cut always gets its queries."""
+        first unchecked cut on), so a due point is never skipped; the first cut gets its queries even past the
+        budget (like an oversized job), unless on-demand asks took all of it."""
         keep: list[int] = []
         for i, state in enumerate(plan.streams):
             kept = len(plan.chunks[i])
