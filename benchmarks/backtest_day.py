@@ -5,7 +5,7 @@ takes long on a shared 2-core machine, so by default the first ``--ticks`` of th
 built-in model, ``queries/examples/tick_model.yaml``, batch_ms 100, chunked) and the whole day is
 extrapolated linearly (the cost per tick is flat: sessions roll at a fixed window). The floor is the ingest
 alone: 2 x parameters x tokens FLOPs (4 tokens per tick) at this CPU's matmul rate, measured in the same run
-(a 1024^3 fp32 matmul at the torch thread count, before and after the backtest; the best is used).
+(a 1024^3 fp32 matmul at the thread count the backtest runs with, before and after it; the best is used).
 
     python -m benchmarks.backtest_day                  # the first 100,000 ticks of the day, extrapolated
     python -m benchmarks.backtest_day --ticks 1000000  # the whole day
@@ -43,14 +43,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--ticks", type=int, default=100_000, help="ticks of the day backtested (the rest extrapolated)")
     args = parser.parse_args(argv)
     n = min(args.ticks, DAY_TICKS)
-    rate_before = matmul_gflops()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="flashtick-backtest-day-") as tmp:
         ticks = SyntheticMarket(SyntheticConfig(seed=0)).next_batch(n)
         data = Path(tmp) / "day.parquet"
         pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(data)
         del ticks
+        # the warm-up also sets torch's threads to the config's (model.threads), which the rate is measured at
         run_backtest(ServiceConfig(), [data], QUERIES, Path(tmp) / "warm.parquet", max_ticks=500, progress=False)
+        rate_before = matmul_gflops()
         start = time.perf_counter()
         report = run_backtest(ServiceConfig(), [data], QUERIES, Path(tmp) / "day_answers.parquet", progress=False)
         seconds = time.perf_counter() - start

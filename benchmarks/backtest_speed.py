@@ -5,10 +5,11 @@ ticks and the same event-time batches (``batch_ms``): ``chunked=False`` runs the
 batch (one forward per batch), ``chunked=True`` advances many batches per forward and answers each batch's
 due queries at its own cut. Reported: ticks/s of each (whole backtest: replay, engine, answer table, scores),
 the speedup, and the largest difference between their answers (probabilities, expectations, NLLs), after
-checking that both give the same rows (query, stream, seq, ticks, data_ts, text). The machine is shared, so
-the CPU time of the process is reported beside the wall time (``speedup_cpu``: steadier under others' load).
+checking that both give the same rows (query, stream, seq, ticks, data_ts, text). The machine is shared: the
+sides run interleaved, ``--rounds`` times in alternating order, and medians are reported, with the CPU time
+of the process beside the wall time (``speedup_cpu``).
 
-Both sides run the whole file by default (about a minute on 2 cores); ``--ticks N`` takes a slice.
+Both sides run the whole file by default (about a minute per round on 2 cores); ``--ticks N`` takes a slice.
 ``--also-batch-ms 10 1`` adds finer batches (closer to tick by tick) on the first ``--also-ticks`` trades,
 where one forward per batch costs more and the chunked side about the same.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -61,16 +63,24 @@ def answer_diff(a: Path, b: Path) -> tuple[float, int, int]:
     return diff, x.height, mismatched
 
 
-def compare(trades: Path, out: Path, ticks: int | None, batch_ms: float) -> dict:
-    """Both sides on the same ticks and batches; their speed and how far their answers are apart."""
-    batch_s, batch_cpu, n = timed_backtest(trades, out / "batches.parquet", ticks, False, batch_ms)
-    chunk_s, chunk_cpu, n_chunked = timed_backtest(trades, out / "chunked.parquet", ticks, True, batch_ms)
-    assert n == n_chunked
+def compare(trades: Path, out: Path, ticks: int | None, batch_ms: float, rounds: int) -> dict:
+    """Both sides on the same ticks and batches, interleaved and repeated in alternating order (a shared
+    machine's load hits each alike), medians reported; and how far their answers are apart."""
+    times: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+    for r in range(rounds):
+        for chunked in (False, True) if r % 2 == 0 else (True, False):
+            name = "chunked" if chunked else "batches"
+            wall, cpu, n = timed_backtest(trades, out / f"{name}.parquet", ticks, chunked, batch_ms)
+            times[chunked].append((wall, cpu))
     diff, rows, mismatched = answer_diff(out / "batches.parquet", out / "chunked.parquet")
-    side = lambda s, cpu: {"seconds": s, "ticks_per_s": n / s, "cpu_seconds": cpu}  # noqa: E731
-    return {"batch_ms": batch_ms, "ticks": n, "batch_by_batch": side(batch_s, batch_cpu),
-            "chunked": side(chunk_s, chunk_cpu), "speedup": batch_s / chunk_s, "speedup_cpu": batch_cpu / chunk_cpu,
-            "max_abs_diff": diff, "answers": rows, "rows_with_different_fields": mismatched}
+    batch_s, batch_cpu = (statistics.median(x) for x in zip(*times[False]))
+    chunk_s, chunk_cpu = (statistics.median(x) for x in zip(*times[True]))
+    side = lambda s, cpu, runs: {"seconds": s, "ticks_per_s": n / s, "cpu_seconds": cpu,  # noqa: E731
+                                 "runs_seconds": [w for w, _ in runs]}
+    return {"batch_ms": batch_ms, "ticks": n, "rounds": rounds, "batch_by_batch": side(batch_s, batch_cpu, times[False]),
+            "chunked": side(chunk_s, chunk_cpu, times[True]), "speedup": batch_s / chunk_s,
+            "speedup_cpu": batch_cpu / chunk_cpu, "max_abs_diff": diff, "answers": rows,
+            "rows_with_different_fields": mismatched}
 
 
 def line(run: dict) -> str:
@@ -88,6 +98,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--also-batch-ms", type=float, nargs="*", default=[],
                         help="finer batches, compared on the first --also-ticks trades")
     parser.add_argument("--also-ticks", type=int, default=4000)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved repetitions of each side (medians)")
     args = parser.parse_args(argv)
     trades = args.data_dir / "binance-btcusdt-spot" / "trades.csv"
     if not trades.is_file():
@@ -96,11 +107,11 @@ def main(argv: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="flashtick-backtest-speed-") as tmp:
         out = Path(tmp)
         timed_backtest(trades, out / "warm.parquet", 200, True, args.batch_ms)  # warm-up: imports, allocator
-        head = compare(trades, out, args.ticks, args.batch_ms)
+        head = compare(trades, out, args.ticks, args.batch_ms, args.rounds)
         print(line(head), flush=True)
         also = []
         for batch_ms in args.also_batch_ms:
-            also.append(compare(trades, out, args.also_ticks, batch_ms))
+            also.append(compare(trades, out, args.also_ticks, batch_ms, args.rounds))
             print(line(also[-1]), flush=True)
     result = {
         "benchmark": "backtest_speed",
