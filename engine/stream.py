@@ -8,7 +8,7 @@ from itertools import accumulate
 
 import torch
 
-from engine.jobs import StreamProgress
+from engine.jobs import ProbeJob, StreamProgress
 from engine.session import Session
 
 
@@ -74,7 +74,7 @@ class Cut:
     chunk: int
     position: int
     progress: StreamProgress  # the stream at that point; surprise filled in at commit
-    jobs: list = field(default_factory=list)  # the ProbeJobs due there
+    jobs: list[ProbeJob] = field(default_factory=list)  # the jobs due there
 
 
 def cuts_of(state: Stream, chunks: list[Chunk], closes: list[bool]) -> list[Cut]:

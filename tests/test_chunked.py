@@ -41,8 +41,8 @@ def setup(tmp_path_factory):
     return root, checkpoint, ticks
 
 
-def config(checkpoint, **scheduler) -> ServiceConfig:
-    return ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+def config(checkpoint, cells: int = 8192, **scheduler) -> ServiceConfig:
+    return ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": cells, "block_size": 16},
                                     "scheduler": scheduler})
 
 
@@ -77,9 +77,9 @@ def test_chunked_backtest_equals_batch_by_batch(setup) -> None:
             assert_same_values(json.loads(a), json.loads(b))
 
 
-def feed(checkpoint, ticks, burst: int, **scheduler) -> tuple[TickPipeline, dict]:
+def feed(checkpoint, ticks, burst: int, cells: int = 8192, **scheduler) -> tuple[TickPipeline, dict]:
     """Messages of 1-5 ticks (one tick group each); the engine runs after every ``burst`` messages."""
-    pipeline = TickPipeline(config(checkpoint, **scheduler))
+    pipeline = TickPipeline(config(checkpoint, cells, **scheduler))
     pipeline.registry.register(QUERIES)
     rng = random.Random(7)
     answers, i, messages = [], 0, 0
@@ -93,14 +93,18 @@ def feed(checkpoint, ticks, burst: int, **scheduler) -> tuple[TickPipeline, dict
     return pipeline, {(a.query, a.stream, a.seq): a for a in answers}
 
 
-def test_live_bursts_answer_like_a_slow_feed(setup) -> None:
+@pytest.mark.parametrize("cells", [8192, 640], ids=["big-pool", "pool-of-two-windows"])
+def test_live_bursts_answer_like_a_slow_feed(setup, cells: int) -> None:
     _, checkpoint, ticks = setup
     slow, slow_answers = feed(checkpoint, ticks[:700], burst=1)
-    # 40 messages per burst, and budgets that bind: forwards of 96 tokens, 24 question tokens
-    burst, burst_answers = feed(checkpoint, ticks[:700], burst=40, max_batch_tokens=96, max_probe_tokens=24)
-    assert burst.runner.stats.forwards < slow.runner.stats.forwards / 2
+    # 40 messages per burst, and budgets that bind: forwards of 96 tokens, 24 question tokens, and a KV pool
+    # that holds two of the four streams' windows (sessions evicted and rebuilt between forwards)
+    burst, burst_answers = feed(checkpoint, ticks[:700], burst=40, cells=cells, max_batch_tokens=96,
+                                max_probe_tokens=24)
+    assert burst.runner.stats.forwards < slow.runner.stats.forwards / (2 if cells == 8192 else 1)
     assert burst.engine.scheduler.stats.rolls > 0 and slow.engine.scheduler.stats.rolls > 0
     assert burst.engine.scheduler.stats.probes_deferred > 0  # the probe budget cut some chunks short
+    assert (burst.engine.scheduler.stats.evictions > 0) == (cells < 8192)
     assert {a.query for a in slow_answers.values()} == {"dir", "vol", "move", "nll", "gen"}
     assert slow_answers.keys() == burst_answers.keys()
     for key, a in slow_answers.items():
