@@ -227,6 +227,12 @@ class Scheduler:
         """The longest chunk a stream can ever place: after a roll only the sink stays before it."""
         return self.roll_at - self.sink
 
+    def forward_full(self) -> bool:
+        """Whether what waits fills a forward: the token budget, or a window's room for every waiting stream
+        (a stream never places more than ``max_chunk_tokens`` in one forward). Batch drivers step only then."""
+        waiting = sum(1 for s in self.streams.values() if s.pending)
+        return self._pending_tokens >= min(self.config.max_batch_tokens, self.max_chunk_tokens * max(1, waiting))
+
     def pending_tokens(self) -> int:
         """Tokens accepted and not yet in a forward: the backlog."""
         return self._pending_tokens

@@ -222,13 +222,13 @@ class TickPipeline:
 
     def end_group(self) -> list[Answer]:
         """End every stream's tick group here (a backtest's event-time batch): its standing queries are
-        answered exactly as if the engine ran until idle now. The engine steps only while a full forward
-        (``scheduler.max_batch_tokens``) is pending, so one forward advances many groups; ``run_until_idle``
-        finishes the rest."""
+        answered exactly as if the engine ran until idle now. The engine steps only while a full forward is
+        pending (``Scheduler.forward_full``), so one forward advances many groups; ``run_until_idle`` finishes
+        the rest."""
         self.engine.close_groups()
         self._grouping.clear()
         answers: list[Answer] = []
-        while self.engine.scheduler.pending_tokens() >= self.engine.scheduler.config.max_batch_tokens:
+        while self.engine.scheduler.forward_full():
             report = self.step()
             if report is None:
                 break
