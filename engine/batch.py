@@ -15,8 +15,9 @@ from typing import Literal
 
 from engine.session import Session
 
-# "last": the last row; "all": one row per token of the item; "none"; an int n: the last n rows.
-LogitsWanted = Literal["last", "all", "none"] | int
+# "last": the last row; "all": one row per token of the item; "none"; an int n: the last n rows;
+# a tuple: those rows (indices into the item's own tokens, ascending).
+LogitsWanted = Literal["last", "all", "none"] | int | tuple[int, ...]
 
 
 @dataclass
@@ -28,9 +29,13 @@ class Advance:
 
 @dataclass
 class Probe:
+    """``cut``: evaluate after the session's first ``cut`` tokens (a due point inside a chunk advanced in the
+    same or an earlier forward) instead of after all of them; positions then start at ``cut``."""
+
     session: Session
     tokens: list[int]
     logits: LogitsWanted = "all"
+    cut: int | None = None
 
 
 @dataclass
@@ -39,7 +44,7 @@ class Sequence:
 
     session: Session
     token_ids: list[int]  # rebuilt tail + the item's own tokens
-    first_position: int  # == the cached prefix the sequence attends to before its own rows
+    first_position: int  # == the cached prefix the sequence attends to before its own rows (a probe's cut)
     own_start: int  # index in token_ids where the item's own tokens begin (= tokens rebuilt)
     logits: LogitsWanted
     writes: bool  # an advance or a rebuild: its K/V is written to ``slots`` and committed
@@ -57,6 +62,8 @@ class Sequence:
             return []
         if self.logits == "all":
             return list(range(self.own_start, n))
+        if isinstance(self.logits, tuple):
+            return [self.own_start + i for i in self.logits]
         if isinstance(self.logits, int):
             return list(range(max(self.own_start, n - self.logits), n)) if self.logits > 0 else []
         return [n - 1]

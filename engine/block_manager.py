@@ -58,7 +58,10 @@ class BlockManager:
                 batch.sequences.append(self._writing(s, rebuild + list(item.tokens), len(rebuild), cached, item.logits))
                 cached += len(rebuild) + len(item.tokens)
             else:
-                batch.sequences.append(Sequence(s, list(item.tokens), cached, 0, item.logits, writes=False))
+                at = cached if item.cut is None else item.cut
+                if not 0 <= at <= cached:  # a cut reads cells this batch has written or holds already
+                    raise ValueError(f"probe cut {item.cut} on session {s.name!r} outside [0, {cached}]")
+                batch.sequences.append(Sequence(s, list(item.tokens), at, 0, item.logits, writes=False))
             cached_after[id(s)] = cached
             batch.item_sequence.append(len(batch.sequences) - 1)
         for seq in batch.sequences:  # every sequence sees the blocks reserved by the whole batch
@@ -70,7 +73,8 @@ class BlockManager:
         for item in items:
             s = item.session
             committed = length.get(id(s), len(s.tokens))
-            after = committed + len(item.tokens)
+            cut = item.cut if isinstance(item, Probe) and item.cut is not None else committed
+            after = cut + len(item.tokens)
             if after > self.max_positions:
                 raise ValueError(f"session {s.name!r} would reach {after} tokens, "
                                  f"past the model's {self.max_positions} positions")

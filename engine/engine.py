@@ -14,6 +14,8 @@ stream loop (tests, benchmarks, tools): the same allocation, forward and booking
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import torch
 
 from engine.batch import Advance, LogitsWanted, Probe
@@ -60,8 +62,14 @@ class Engine:
 
     # -- the stream loop's inputs ------------------------------------------------------------------
 
-    def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1) -> None:
-        self.scheduler.submit(stream, tokens, event_ts, ticks)
+    def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1, cut: bool = False) -> None:
+        self.scheduler.submit(stream, tokens, event_ts, ticks, cut)
+
+    def close_groups(self, streams: Iterable[str] | None = None) -> None:
+        """End the current tick group of ``streams`` (default: every stream with pending data): standing
+        queries are due right there, whenever the forward that reaches it runs."""
+        for stream in self.scheduler.streams if streams is None else streams:
+            self.scheduler.close_group(stream)
 
     def ask(self, job: ProbeJob) -> None:
         """Queue an on-demand job; it runs in the next forward with room, ahead of standing queries."""

@@ -41,6 +41,10 @@ class ProbeJob:
     ``done(logits, progress)`` gets one tensor per probe (rows per ``logits``) and the
     stream's progress after the batch. ``ticket`` is the requester's (e.g. a control
     request waiting for its reply); follow-up jobs carry it on.
+
+    A standing query made due inside a chunk is evaluated at its cut: after the session's
+    first ``cut`` tokens, with ``at`` (the stream's progress at that point) as its progress.
+    The scheduler sets both; a follow-up job continues at its parent's cut.
     """
 
     stream: str
@@ -49,6 +53,8 @@ class ProbeJob:
     logits: LogitsWanted = "last"
     idle: bool = False  # low priority: run when no ingest is pending (generate queries)
     ticket: Any = None
+    cut: int | None = None  # evaluate after this many session tokens; None: after everything committed
+    at: StreamProgress | None = None  # the progress at ``cut``, handed to ``done``
 
     @property
     def num_tokens(self) -> int:

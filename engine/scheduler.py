@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 import zlib
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import torch
@@ -36,7 +36,7 @@ from engine.batch import Advance, ForwardBatch, Probe
 from engine.block_manager import BlockManager
 from engine.jobs import JobOutcome, ProbeJob, QueryPlanner, StreamProgress
 from engine.session import Session
-from engine.stream import Chunk, Stream
+from engine.stream import Chunk, Cut, Stream, chunk_surprises, cuts_of, logit_rows
 
 IDLE_EVERY = 8  # idle work (generate steps) also runs every Nth forward, so constant ingest cannot starve it
 
@@ -91,13 +91,15 @@ class Plan:
     advances: list[Advance] = field(default_factory=list)
     streams: list[Stream] = field(default_factory=list)
     chunks: list[list[Chunk]] = field(default_factory=list)
+    cuts: list[list[Cut]] = field(default_factory=list)  # per advance, the due points it passes, in order
     jobs: list[ProbeJob] = field(default_factory=list)
     failed: list[JobOutcome] = field(default_factory=list)  # jobs that cannot run, with the reason
     copies: list[tuple[list[int], list[int]]] = field(default_factory=list)
     forward: ForwardBatch = field(default_factory=ForwardBatch)
 
     def probes(self, streams: dict[str, Stream]) -> list[Probe]:
-        return [Probe(streams[job.stream].session, tokens, job.logits) for job in self.jobs for tokens in job.probes]
+        return [Probe(streams[job.stream].session, tokens, job.logits, job.cut)
+                for job in self.jobs for tokens in job.probes]
 
 
 @dataclass
@@ -164,16 +166,25 @@ class Scheduler:
 
     # -- ingest and asks ------------------------------------------------------------------------
 
-    def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1) -> None:
-        """Queue a chunk for ``stream``; raises AdmissionRefused for a new stream the pool cannot take."""
+    def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1, cut: bool = False) -> None:
+        """Queue a chunk for ``stream``; ``cut`` closes its tick group (see ``close_group``). Raises
+        AdmissionRefused for a new stream the pool cannot take."""
         state = self.streams.get(stream) or self._admit(stream)
         if not state.pending:
             self._arrivals += 1
             state.waiting_since = self._arrivals
-        chunk = Chunk(list(tokens), event_ts, ticks, time.time_ns())
+        chunk = Chunk(list(tokens), event_ts, ticks, time.time_ns(), cut)
         state.pending.append(chunk)
         state.last_seen_ns = chunk.arrival_ns
         self._queued([chunk], +1)
+
+    def close_group(self, stream: str) -> None:
+        """End ``stream``'s tick group at its latest pending chunk: standing queries are checked right after
+        it, with the prefix up to it, however many groups one forward then advances. A group also ends where
+        a forward takes a stream's last pending chunk, so callers that never close groups group by forward."""
+        state = self.streams.get(stream)
+        if state is not None and state.pending:
+            state.pending[-1].cut = True
 
     def admission_problem(self, name: str) -> str | None:
         """Why data for ``name`` would be refused now (a new stream past a limit); None when it would go in."""
@@ -216,6 +227,12 @@ class Scheduler:
         """The longest chunk a stream can ever place: after a roll only the sink stays before it."""
         return self.roll_at - self.sink
 
+    def forward_full(self) -> bool:
+        """Whether what waits fills a forward: the token budget, or a window's room for every waiting stream
+        (a stream never places more than ``max_chunk_tokens`` in one forward). Batch drivers step only then."""
+        waiting = sum(1 for s in self.streams.values() if s.pending)
+        return self._pending_tokens >= min(self.config.max_batch_tokens, self.max_chunk_tokens * max(1, waiting))
+
     def pending_tokens(self) -> int:
         """Tokens accepted and not yet in a forward: the backlog."""
         return self._pending_tokens
@@ -255,24 +272,66 @@ class Scheduler:
         budget = self.config.max_probe_tokens
         for job in asks:  # on-demand first; one that cannot fit waits for the next forward
             budget = self._add_job(plan, job, budget, make_room=True)
-        due = self.planner.due(self.preview(plan)) if self.planner and plan.advances else []
-        for job in due:  # standing queries are due only on streams advanced here: their KV is resident
-            if job.idle:
-                self._idle.append(job)
-            else:
-                budget = self._add_job(plan, job, budget, make_room=False)
+        if self.planner is not None:
+            self._add_due(plan, budget)
+        for item, chunks, cuts in zip(plan.advances, plan.chunks, plan.cuts):
+            item.logits = logit_rows(chunks, cuts)
         plan.forward = self.blocks.allocate(plan.advances + plan.probes(self.streams), plan.copies)
         return plan
+
+    def _add_due(self, plan: Plan, budget: int) -> None:
+        """Ask the planner what is due at every cut of the planned advances, in order, and place each job at
+        its cut. Once the probe budget is spent the rest of the advances waits for a later forward (from its
+        first unchecked cut on), so a due point is never skipped; the first cut gets its queries even past the
+        budget (like an oversized job), unless on-demand asks took all of it."""
+        keep: list[int] = []
+        for i, state in enumerate(plan.streams):
+            kept = len(plan.chunks[i])
+            for cut in plan.cuts[i]:
+                if budget <= 0:
+                    kept = cut.chunk
+                    break
+                for job in self.planner.due([cut.progress]):  # standing queries: their stream's KV is resident
+                    job.cut, job.at = cut.position, cut.progress
+                    cut.jobs.append(job)
+                    if job.idle:
+                        self._idle.append(job)
+                    elif (reason := self._window_problem(job, plan)) is not None:
+                        self.stats.jobs_failed += 1
+                        plan.failed.append(JobOutcome(job, error=reason))
+                    else:
+                        plan.jobs.append(job)
+                        budget -= job.num_tokens
+            keep.append(kept)
+        for i in reversed(range(len(keep))):
+            if keep[i] < len(plan.chunks[i]):
+                self._truncate(plan, i, keep[i])
+
+    def _truncate(self, plan: Plan, i: int, kept: int) -> None:
+        """Hand the chunks of advance ``i`` from ``kept`` on back to the stream's queue (dropping the advance
+        when none is left); they had no due check yet."""
+        state, chunks = plan.streams[i], plan.chunks[i]
+        back = chunks[kept:]
+        state.pending.extendleft(reversed(back))
+        self._queued(back, +1)
+        self.stats.probes_deferred += 1
+        if kept == 0:
+            for field_ in (plan.advances, plan.streams, plan.chunks, plan.cuts):
+                del field_[i]
+            return
+        del chunks[kept:]
+        plan.cuts[i] = [c for c in plan.cuts[i] if c.chunk < kept]
+        plan.advances[i].tokens = [t for c in chunks for t in c.tokens]
 
     def _add_job(self, plan: Plan, job: ProbeJob, budget: int, make_room: bool) -> int:
         """Add ``job`` to the plan if it fits the window, the probe budget and the pool; returns the budget left."""
         reason = self._window_problem(job, plan)
-        if reason is not None:
+        if reason is not None:  # (asks only: due jobs are placed by _add_due)
             self.stats.jobs_failed += 1
             plan.failed.append(JobOutcome(job, error=reason))
             return budget
         over_budget = job.num_tokens > budget and bool(plan.jobs)  # an oversized job goes alone
-        probes = [Probe(self.streams[job.stream].session, tokens, job.logits) for tokens in job.probes]
+        probes = [Probe(self.streams[job.stream].session, tokens, job.logits, job.cut) for tokens in job.probes]
         if over_budget or (make_room and not self.make_room(plan.advances + plan.probes(self.streams) + probes)):
             self.stats.probes_deferred += 1
             self._asks.append(job)
@@ -284,31 +343,37 @@ class Scheduler:
         """A probe may not run past the model's positions; the job fails with the reason instead."""
         state = self.streams[job.stream]
         incoming = sum(len(a.tokens) for a in plan.advances if a.session is state.session)
+        start = len(state.session.tokens) + incoming if job.cut is None else job.cut
         longest = max((len(p) for p in job.probes), default=0)
         limit = self.blocks.max_positions
-        if len(state.session.tokens) + incoming + longest <= limit:
+        if start + longest <= limit:
             return None
         return (f"probe of {longest} tokens on stream {job.stream!r} would pass the model's {limit} positions "
                 f"(raise scheduler.probe_reserve or shorten the question)")
 
     def _plan_advances(self) -> Plan:
-        """Advances for the streams that waited longest, within the token budget and the KV pool."""
+        """Advances for the streams that waited longest, within the token budget and the KV pool. A stream's
+        advance may span many tick groups; each group it closes is a cut, where standing queries are due."""
         plan = Plan()
         budget = self.config.max_batch_tokens
         waiting = sorted((s for s in self.streams.values() if s.pending), key=lambda s: s.waiting_since)
         for state in waiting:
             if len(plan.advances) >= self.config.max_batch_streams:
                 break
-            chunks = self._take_chunks(state, budget, first=not plan.advances)
+            need = len(state.pending[0].tokens)  # rolls go chunk by chunk, so they never depend on grouping
+            if len(state.session.tokens) + need > self.roll_at:
+                if any(job.stream == state.name and job.cut is not None for job in (*self._asks, *self._idle)):
+                    continue  # a roll would move the tokens that jobs still waiting at a cut read
+                self._roll_if_needed(state, need)
+            chunks, closes = self._take_chunks(state, budget, first=not plan.advances)
             if not chunks:
                 break
             self._queued(chunks, -1)
             tokens = [t for c in chunks for t in c.tokens]
-            self._roll_if_needed(state, len(tokens))
             if state.session.num_cached == 0 and self.pool.num_free:
                 self._share_header(state.session, plan)
             cost = len(tokens) + state.session.num_uncached
-            item = Advance(state.session, tokens, logits=len(chunks[-1].tokens) + 1)
+            item = Advance(state.session, tokens)  # its logit rows are set once the due points are final
             if not self.make_room(plan.advances + [item]):
                 state.pending.extendleft(reversed(chunks))
                 self._queued(chunks, +1)
@@ -317,12 +382,15 @@ class Scheduler:
             plan.advances.append(item)
             plan.streams.append(state)
             plan.chunks.append(chunks)
+            plan.cuts.append(cuts_of(state, chunks, closes))
             budget -= cost
         return plan
 
-    def _take_chunks(self, state: Stream, budget: int, first: bool) -> list[Chunk]:
-        """Whole chunks up to the budget; an oversized chunk goes alone into an empty batch."""
+    def _take_chunks(self, state: Stream, budget: int, first: bool) -> tuple[list[Chunk], list[bool]]:
+        """Whole chunks up to the budget and the window (an oversized chunk goes alone into an empty batch),
+        and whether each closes a tick group: a cut chunk, or the last one pending."""
         chunks: list[Chunk] = []
+        closes: list[bool] = []
         used = state.session.num_uncached
         room = self.roll_at - len(state.session.tokens)
         while state.pending:
@@ -331,10 +399,12 @@ class Scheduler:
             fits_window = size <= room or not chunks  # a roll happens before the first chunk only
             if not (fits_budget and fits_window):
                 break
-            chunks.append(state.pending.popleft())
+            chunk = state.pending.popleft()
+            chunks.append(chunk)
+            closes.append(chunk.cut or not state.pending)
             used += size
             room -= size
-        return chunks
+        return chunks, closes
 
     def make_room(self, items: list[Advance | Probe]) -> bool:
         """Evict least recently active sessions outside ``items`` until they fit; False if impossible."""
@@ -355,7 +425,8 @@ class Scheduler:
         return needed <= self.pool.num_free
 
     def _roll_if_needed(self, state: Stream, incoming: int) -> None:
-        """Keep sink + recent tokens (from a chunk boundary) when the window would overflow."""
+        """Keep sink + recent tokens (from a chunk boundary) when ``incoming`` more tokens (the next chunk:
+        rolls go chunk by chunk) would pass the window."""
         session = state.session
         if len(session.tokens) + incoming <= self.roll_at:
             return
@@ -378,10 +449,6 @@ class Scheduler:
             if copy is not None:
                 plan.copies.append(copy)
 
-    def preview(self, plan: Plan) -> list[StreamProgress]:
-        """The progress each advanced stream will have once committed (surprise unknown yet)."""
-        return [state.progress(chunks, None) for state, chunks in zip(plan.streams, plan.chunks)]
-
     # -- after the forward -----------------------------------------------------------------------
 
     def commit(self, plan: Plan, logits: list[torch.Tensor]) -> StepReport:
@@ -394,9 +461,13 @@ class Scheduler:
         for job in plan.jobs:
             outputs = logits[cursor : cursor + len(job.probes)]
             cursor += len(job.probes)
-            result = job.done(outputs, by_stream.get(job.stream) or self.progress(job.stream))
-            if result.follow_up is not None:
-                (self._idle if result.follow_up.idle else self._asks).append(result.follow_up)
+            result = job.done(outputs, job.at or by_stream.get(job.stream) or self.progress(job.stream))
+            follow_up = result.follow_up
+            if follow_up is not None:
+                if follow_up.cut is None and follow_up.stream == job.stream:  # it goes on where its parent was
+                    follow_up.cut, follow_up.at = job.cut, job.at
+                # a follow-up runs before other idle work, so a topic's answers keep the order of their cuts
+                self._idle.appendleft(follow_up) if follow_up.idle else self._asks.append(follow_up)
             else:
                 self.stats.jobs_done += 1
                 report.outcomes.append(JobOutcome(job, result.answer))
@@ -406,18 +477,22 @@ class Scheduler:
         self._batch_no += 1
         self.stats.batches += 1
         progress = []
-        for state, chunks, rows in zip(plan.streams, plan.chunks, logits):
-            offset = len(state.session.tokens) - sum(len(c.tokens) for c in chunks)
+        for state, chunks, cuts, item, rows in zip(plan.streams, plan.chunks, plan.cuts, plan.advances, logits):
+            offset = len(state.session.tokens) - len(item.tokens)
             for chunk in chunks:
                 state.boundaries.append(offset)
                 offset += len(chunk.tokens)
-            surprise = state.surprise(chunks[-1].tokens, rows)
+            surprises = chunk_surprises(state, chunks, item.logits, rows, [c.chunk for c in cuts] + [len(chunks) - 1])
+            for cut in cuts:  # the jobs of a cut (idle ones included, they run later) see its progress
+                cut.progress = replace(cut.progress, surprise=surprises[cut.chunk])
+                for job in cut.jobs:
+                    job.at = cut.progress
             state.next_token_logits = rows[-1].clone() if rows.shape[0] else state.next_token_logits
             state.ticks += sum(c.ticks for c in chunks)
             state.event_ts = chunks[-1].event_ts
             state.arrival_ns = chunks[-1].arrival_ns
             state.last_active = self._batch_no
-            progress.append(state.progress([], surprise))
+            progress.append(state.progress([], surprises[len(chunks) - 1]))
         return progress
 
     # -- restoring booked streams (a restart replaying its tick log) ----------------------------------

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import torch
 
-from engine.jobs import StreamProgress
+from engine.jobs import ProbeJob, StreamProgress
 from engine.session import Session
 
 
@@ -17,6 +18,7 @@ class Chunk:
     event_ts: int  # event time (ns) of the latest tick in the chunk
     ticks: int  # ticks the chunk carries
     arrival_ns: int  # wall clock when submitted, for freshness
+    cut: bool = False  # it closes a tick group: standing queries are checked right after it
 
 
 @dataclass(eq=False)
@@ -62,3 +64,59 @@ class Stream:
             arrival_ns=last.arrival_ns if last else self.arrival_ns,
             surprise=surprise,
         )
+
+
+@dataclass
+class Cut:
+    """A due point inside an advance: right after its chunk ``chunk``, ``position`` session tokens in.
+    Standing queries due there are evaluated against exactly that prefix (``ProbeJob.cut``)."""
+
+    chunk: int
+    position: int
+    progress: StreamProgress  # the stream at that point; surprise filled in at commit
+    jobs: list[ProbeJob] = field(default_factory=list)  # the jobs due there
+
+
+def cuts_of(state: Stream, chunks: list[Chunk], closes: list[bool]) -> list[Cut]:
+    """The cuts of an advance of ``chunks`` (placed after the session's current tokens): one per closed group."""
+    cuts = []
+    position, ticks = len(state.session.tokens), state.ticks
+    for k, (chunk, closed) in enumerate(zip(chunks, closes)):
+        position += len(chunk.tokens)
+        ticks += chunk.ticks
+        if closed:
+            progress = StreamProgress(state.name, ticks, chunk.event_ts, state.session.version + 1,
+                                      chunk.arrival_ns, None)
+            cuts.append(Cut(k, position, progress))
+    return cuts
+
+
+def _spans(chunks: list[Chunk]) -> list[tuple[int, int]]:
+    """Each chunk's [start, end) among the advance's own tokens."""
+    ends = list(accumulate(len(c.tokens) for c in chunks))
+    return [(end - len(c.tokens), end) for c, end in zip(chunks, ends)]
+
+
+def logit_rows(chunks: list[Chunk], cuts: list[Cut]) -> tuple[int, ...]:
+    """The advance's own rows whose logits the commit needs: for the last chunk and each cut's chunk, the row
+    before it and its own rows (their NLL, the ``surprise`` of that point); the last row always."""
+    spans = _spans(chunks)
+    rows: set[int] = set()
+    for k in {c.chunk for c in cuts} | {len(chunks) - 1}:
+        start, end = spans[k]
+        rows.update(range(max(0, start - 1), end))
+    return tuple(sorted(rows))
+
+
+def chunk_surprises(state: Stream, chunks: list[Chunk], wanted: tuple[int, ...], rows: torch.Tensor,
+                    which: list[int]) -> dict[int, float | None]:
+    """NLL of chunks ``which`` from the advance's logits ``rows`` ((len(wanted), vocab), one per own row in
+    ``wanted``); before the state's ``next_token_logits`` moves past this advance."""
+    spans = _spans(chunks)
+    row_of = {own: r for r, own in enumerate(wanted)}
+    out: dict[int, float | None] = {}
+    for k in which:
+        start, end = spans[k]
+        picked = [row_of[i] for i in range(max(0, start - 1), end)]
+        out[k] = state.surprise(chunks[k].tokens, rows[picked])  # (len(tokens) or +1, vocab)
+    return out

@@ -23,6 +23,7 @@ import torch
 from kernels.metadata import RaggedBatch
 
 MAX_ROWS_PER_GROUP = 128  # longer appends (prefill chunks) go through the tiled loop instead
+MIN_GROUPED_SEQS = 8  # one session's sequences are grouped only when there are this many (its cuts' probes)
 MAX_SCORE_ELEMENTS = 1 << 25  # (groups x rows x keys) beyond this the padding would cost more than the loop
 
 
@@ -48,20 +49,31 @@ class GroupedPlan:
 
 
 def plan_groups(meta: RaggedBatch, groups: list[int]) -> GroupedPlan | None:
-    """The padded layout for this batch's short groups, or None when the loop is better for all of it.
+    """The padded layout for this batch's short sequences, or None when the loop is better for all of it.
 
-    A group with a long append (a prefill chunk, a rebuild after a roll) is left to the loop, so
-    one long sequence does not pad every other group to its length.
+    A long append (a prefill chunk, a rebuild after a roll, a chunk of many ticks) is left to the loop,
+    so one long sequence does not pad every other group to its length; the short probes after it (its
+    queries, at their cuts) stay grouped, in units of at most MAX_ROWS_PER_GROUP rows.
     """
-    members: dict[int, list[int]] = {}
+    by_group: dict[int, list[int]] = {}
     for seq, group in enumerate(groups):
         if meta.cu_seqlens[seq + 1] > meta.cu_seqlens[seq]:
-            members.setdefault(group, []).append(seq)
-    rows = {g: sum(meta.cu_seqlens[s + 1] - meta.cu_seqlens[s] for s in seqs) for g, seqs in members.items()}
-    loop_seqs = tuple(s for g, seqs in members.items() if rows[g] > MAX_ROWS_PER_GROUP for s in seqs)
-    members = {g: seqs for g, seqs in members.items() if rows[g] <= MAX_ROWS_PER_GROUP}
-    if len(members) < 2:
-        return None  # one session: the loop reads its prefix through zero-copy views
+            by_group.setdefault(group, []).append(seq)
+    length = lambda s: meta.cu_seqlens[s + 1] - meta.cu_seqlens[s]  # noqa: E731
+    loop_seqs = tuple(s for seqs in by_group.values() for s in seqs if length(s) > MAX_ROWS_PER_GROUP)
+    members: dict[tuple[int, int], list[int]] = {}  # (group, unit) -> its sequences
+    rows: dict[tuple[int, int], int] = {}
+    for group, seqs in by_group.items():
+        unit = (group, 0)
+        for s in seqs:
+            if length(s) > MAX_ROWS_PER_GROUP:
+                continue
+            if rows.get(unit, 0) + length(s) > MAX_ROWS_PER_GROUP:
+                unit = (group, unit[1] + 1)
+            members.setdefault(unit, []).append(s)
+            rows[unit] = rows.get(unit, 0) + length(s)
+    if len(members) < 2 and sum(len(seqs) for seqs in members.values()) < MIN_GROUPED_SEQS:
+        return None  # one session, few sequences: the loop reads its prefix through zero-copy views
     prefix = {g: max(meta.prefix_lens[s] for s in seqs) for g, seqs in members.items()}
     n_groups, max_rows = len(members), max(rows[g] for g in members)
     max_prefix = max(1, max(prefix.values()))

@@ -6,6 +6,8 @@ A ragged batch is B sequences. Sequence i brings ``n_i`` new tokens (rows
 and causally to each other. Some sequences write their new K/V into the cache
 (an advance); others do not (a probe): ``slot_mapping[t] == -1`` means "do not
 write token t".
+A probe's prefix may stop short of the cells its table holds (a *cut* inside a
+chunk an advance of the same batch writes): it reads exactly ``prefix_lens[i]``.
 
 Both kernel backends read this object: the Triton kernels its device tensors,
 the torch reference its host-side lists (so it never syncs per layer).

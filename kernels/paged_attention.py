@@ -12,6 +12,9 @@ Supported:
 - any head_dim >= 1 (padded to the next power of two >= 16 and masked), any GQA ratio
   Hq/Hkv >= 1, any block_size >= 1, any strides (nothing has to be contiguous).
 - prefix_len 0, 0 new tokens, 1-token appends (decode), long appends, any mix in a batch.
+- probes at cuts: sequences of one session whose ``prefix_lens`` stop short of the cells its
+  table holds, some of them written by an advance earlier in the same batch (chunked
+  evaluation: a question asked after tick i of a chunk reads the prefix up to tick i only).
 
 Not supported: a cache dtype different from q's (fp8 KV), sliding windows, ALiBi, softcap.
 Block ids and prefix lengths are trusted, not bounds-checked on the device: the block

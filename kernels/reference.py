@@ -67,6 +67,9 @@ def paged_attention_loop(
         if a == b:
             continue
         prefix_k, prefix_v = _prefix_kv(k_cache, runs[i]), _prefix_kv(v_cache, runs[i])
+        if b - a >= FLASH_CAUSAL_MIN and _flash_prefix_ok(q, k_new):
+            out[a:b] = _attend_flash(q[a:b], k_new[a:b], v_new[a:b], prefix_k, prefix_v, scale)
+            continue
         # Query tiles bound the score matrix, (Hkv, g*tile, P+n), during long prefills.
         for t0 in range(a, b, Q_TILE):
             t1 = min(t0 + Q_TILE, b)
@@ -76,6 +79,40 @@ def paged_attention_loop(
 
 # Rows of queries attended at once in one sequence.
 Q_TILE = 256
+# From this many new tokens (a chunk of many ticks, a rebuild after a roll) the causal part goes through
+# torch's fused CPU flash kernel too: the (Hkv, g*n, P+n) score matrix is never materialised.
+FLASH_CAUSAL_MIN = 64
+
+
+def _attend_flash(
+    q: torch.Tensor,  # (n, Hq, D) all of a sequence's new tokens
+    k_new: torch.Tensor,  # (n, Hkv, D)
+    v_new: torch.Tensor,  # (n, Hkv, D)
+    prefix_k: list[torch.Tensor],  # views (Hkv, L, D) of the cached prefix
+    prefix_v: list[torch.Tensor],
+    scale: float,
+) -> torch.Tensor:  # (n, Hq, D)
+    """A whole sequence through the CPU flash kernel: the prefix runs (fully visible) and the new tokens
+    (square, so the kernel's causal mask is exactly ours), merged by their log-sum-exps."""
+    n, n_q_heads, head_dim = q.shape
+    n_kv_heads = k_new.shape[1]
+    group = n_q_heads // n_kv_heads
+    qh = q.transpose(0, 1)  # (Hq, n, D); q head h reads kv head h // group
+    kh = k_new.transpose(0, 1).repeat_interleave(group, dim=0)  # (Hq, n, D)
+    vh = v_new.transpose(0, 1).repeat_interleave(group, dim=0)
+    o, lse = _FLASH_CPU(qh[None], kh[None], vh[None], 0.0, True, attn_mask=None, scale=scale)
+    parts = [(o[0].float(), lse[0].float())]  # (Hq, n, D), (Hq, n)
+    # rows ordered (group, token) per kv head, as _attend lays them out: a view of (Hq, n) order
+    qg = qh.reshape(n_kv_heads, group * n, head_dim)
+    for k, v in zip(prefix_k, prefix_v):
+        o, lse = _FLASH_CPU(qg[None], k[None], v[None], 0.0, False, attn_mask=None, scale=scale)
+        parts.append((o[0].float().reshape(n_q_heads, n, head_dim), lse[0].float().reshape(n_q_heads, n)))
+    if len(parts) == 1:
+        out = parts[0][0]
+    else:
+        weights = torch.softmax(torch.stack([lse for _, lse in parts]), dim=0)  # (parts, Hq, n)
+        out = sum(o * w[..., None] for (o, _), w in zip(parts, weights))
+    return out.to(q.dtype).transpose(0, 1)  # (n, Hq, D)
 
 
 def _attend(

@@ -1,5 +1,8 @@
 """When a standing query fires: after every batch, every N ticks, every T of event time, or only when asked.
 
+A "batch" is a tick group (one ingest message, one backtest batch): the engine checks triggers at the end
+of each group, with the tick count and event time there, however many groups one forward advances.
+
 Tick and interval triggers are anchored to a grid (multiples of N ticks, of T
 ns of event time) rather than to the last firing, so a stream whose batches
 do not line up with N still gets one answer per N ticks on average instead of

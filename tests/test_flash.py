@@ -53,12 +53,16 @@ def run_pipeline(checkpoint, cells: int, ticks: int = 240, window: int | None = 
 
 
 def step_and_record(pipeline: TickPipeline, seen: list, max_steps: int | None = None) -> None:
-    """Step (until idle, or ``max_steps``); record each answer with the session tokens it was computed on."""
+    """Step (until idle, or ``max_steps``); record each answer with the session tokens it was computed on:
+    those up to its due point (a generate answer finishes forwards later, at the same point)."""
     steps = 0
     while (max_steps is None or steps < max_steps) and (report := pipeline.step()) is not None:
         steps += 1
-        seen += [(o.answer, list(pipeline.engine.scheduler.streams[o.answer.stream].session.tokens))
-                 for o in report.outcomes if o.answer is not None]
+        for o in report.outcomes:
+            if o.answer is not None:
+                state = pipeline.engine.scheduler.streams[o.answer.stream]
+                later = (state.ticks - o.answer.version) * TOKENS_PER_TICK  # ticks committed since its cut
+                seen.append((o.answer, state.session.tokens[: len(state.session.tokens) - later]))
 
 
 def stateless_answer(hf, pipeline: TickPipeline, answer, tokens: list[int]) -> dict:

@@ -164,6 +164,57 @@ def test_reference_write_kv_fills_advance_cells_only() -> None:
     torch.testing.assert_close(k_cache[:, untouched], case.k_cache[:, untouched], rtol=0, atol=0, equal_nan=True)
 
 
+def make_cut_case(seed: int, block_size: int = 16, with_groups: bool = True) -> Case:
+    """Chunked evaluation's batch: per session an advance of ``n`` tokens after a cached prefix ``p``, then
+    probes at cuts inside it (prefix length = the cut: the session's first ``cut`` cells, some written by
+    that advance in this very forward). The cache holds real values past every cut, so a probe that read
+    one would differ, not just turn NaN. Cells are as after the write (the model writes before attending)."""
+    gen = torch.Generator().manual_seed(seed)
+    rng = random.Random(seed)
+    hq, hkv, d, bs = 4, 2, 16, block_size
+    sessions = [(rng.randint(0, 40), rng.randint(8, 60)) for _ in range(3)]  # (cached p, advanced n)
+    n_blocks = sum(-(-(p + n) // bs) for p, n in sessions) + 1
+    order = torch.randperm(n_blocks, generator=gen).tolist()
+    caches = torch.full((2, hkv, n_blocks * bs, d), float("nan"))  # (2, Hkv, num_cells, D)
+    cu, prefix, tables, slots, groups, rows = [0], [], [], [], [], []
+    for sid, (p, n) in enumerate(sessions):
+        k = -(-(p + n) // bs)
+        table, order = order[:k], order[k:]
+        cells = [table[c // bs] * bs + c % bs for c in range(p + n)]
+        kv = torch.randn(2, hkv, p + n, d, generator=gen)  # the prefix, then the advance's own K/V
+        caches[:, :, cells] = kv
+        cuts = sorted(rng.sample(range(p, p + n + 1), 3)) + [rng.randint(0, p)]  # one cut inside the old prefix
+        for start, length, writes in [(p, n, True)] + [(c, rng.randint(1, 5), False) for c in cuts]:
+            cu.append(cu[-1] + length)
+            prefix.append(start)
+            tables.append(table)
+            slots += cells[p : p + n] if writes else [-1] * length
+            groups.append(sid)
+            rows.append((writes, kv[:, :, p : p + n] if writes else None, length))
+    meta = RaggedBatch(cu, prefix, tables, slots, bs, groups=groups if with_groups else None)
+    q = torch.randn(cu[-1], hq, d, generator=gen)  # (T, Hq, D)
+    k_new, v_new = torch.randn(2, cu[-1], hkv, d, generator=gen)  # (T, Hkv, D) each
+    for i, (writes, kv, length) in enumerate(rows):
+        if writes:  # an advance's new rows are the K/V it wrote
+            k_new[cu[i] : cu[i + 1]] = kv[0].transpose(0, 1)
+            v_new[cu[i] : cu[i + 1]] = kv[1].transpose(0, 1)
+    return Case(q, k_new, v_new, caches[0], caches[1], meta, d**-0.5)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("with_groups", [True, False], ids=["grouped", "loop"])
+def test_reference_probes_at_cuts_match_dense(seed: int, with_groups: bool) -> None:
+    case = make_cut_case(seed, block_size=[16, 4, 1][seed % 3], with_groups=with_groups)
+    torch.testing.assert_close(paged_attention_ref(*case).double(), dense_attention(case), **FP32_TOL)
+
+
+def check_attention_probe_cuts(seed: int) -> None:
+    from kernels.paged_attention import paged_attention_triton
+
+    case = make_cut_case(seed, block_size=16 if seed % 2 else 4)
+    torch.testing.assert_close(paged_attention_triton(*case), paged_attention_ref(*case), **FP32_TOL)
+
+
 # ---------------------------------------------------------------- Triton, interpreted on CPU
 #
 # The checks below run in one worker subprocess (this file run as a script) with
@@ -261,6 +312,7 @@ INTERPRETED_CHECKS: dict[str, Callable[[], None]] = {
     "attention-mixed_gqa1-strided_qkv": partial(check_attention, ATTENTION_SPECS["mixed_gqa1"], True),
     "attention-odd_sizes-strided_qkv": partial(check_attention, ATTENTION_SPECS["odd_sizes"], True),
     "attention-empty_batch": check_attention_empty_batch,
+    **{f"attention-probe_cuts-{seed}": partial(check_attention_probe_cuts, seed) for seed in range(2)},
     "write_kv-fp32": partial(check_write_kv, torch.float32),
     "write_kv-bf16": partial(check_write_kv, torch.bfloat16),
     **{f"attention-rejects-{b}": partial(check_attention_rejects, b)

@@ -102,8 +102,12 @@ class BacktestInterrupted(Exception):
 def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | Path, out: str | Path,
                  columns: Any = None, batch_ms: float = 100.0, max_ticks: int | None = None,
                  progress: bool = True, resume: bool = False, checkpoint_s: float = CHECKPOINT_S,
-                 stop: Callable[[], bool] = lambda: False, test_from: float | None = None) -> BacktestReport:
+                 stop: Callable[[], bool] = lambda: False, test_from: float | None = None,
+                 chunked: bool = True) -> BacktestReport:
     """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
+
+    `chunked`: one forward advances many event-time batches, each answered at its own cut: the same answers
+    as running the engine to idle after every batch (`chunked=False`), in fewer, fuller forwards.
 
     Answers are checkpointed as part files every `checkpoint_s` seconds (at an event-time batch boundary)
     in ``OUT.parts/``; `resume` continues an interrupted run from its last checkpoint, and `stop` (polled
@@ -131,7 +135,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
             _restore_answer_state(pipeline, parts)
             bar.set_description("replaying")
         consumed = _replay(pipeline, replay, parts, consumed, ticks_by_stream, batch_ns=int(batch_ms * 1e6),
-                           max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar)
+                           max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
     finally:
         bar.close()
     rejected = dict(Counter(replay.rejected) + pipeline.rejected)
@@ -155,7 +159,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
 
 def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, consumed: int,
             ticks_by_stream: dict[str, list[Tick]], *, batch_ns: int, max_ticks: int | None, checkpoint_s: float,
-            stop: Callable[[], bool], bar: Any) -> int:
+            stop: Callable[[], bool], bar: Any, chunked: bool) -> int:
     """The backtest loop from tick `consumed` on; returns the replay ticks consumed in all."""
     answers: list[Answer] = []
     batch_end: int | None = None
@@ -163,10 +167,11 @@ def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, cons
     while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):
         want = READ_TICKS if max_ticks is None else min(READ_TICKS, max_ticks - pipeline.ticks_in)
         for tick in replay.next_batch(want):
-            if batch_end is None or tick.ts >= batch_end:  # event-time batch boundary: the engine is idle here
-                answers += pipeline.run_until_idle()
+            if batch_end is None or tick.ts >= batch_end:  # event-time batch boundary: a tick group ends here
+                answers += pipeline.end_group() if chunked else pipeline.run_until_idle()
                 stopping = stop()
                 if stopping or time.monotonic() - saved_at >= checkpoint_s:
+                    answers += pipeline.run_until_idle()  # a checkpoint holds every answer before `consumed`
                     parts.save(answers, consumed)
                     answers, saved_at = [], time.monotonic()
                 if stopping:

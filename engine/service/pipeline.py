@@ -1,7 +1,14 @@
 """TickPipeline: ticks in -> validated, tokenized per stream -> the engine; each step's answers returned.
 
 The service glue shared by the ZeroMQ server and the in-process backtest, so
-both run the very same path. Like server.py and cli.py it may import
+both run the very same path.
+
+Tick groups (when standing queries are checked) are fixed by the input, never
+by when the engine happens to step: one ingest message (one tick or a list) is
+one group per stream it carries; a backtest groups by event-time batch
+(``end_group``). However many groups wait when a forward runs, each is answered
+at its own cut, so a burst (a replay at 100x, a reconnecting feed) gives the
+answers a slow feed would. Like server.py and cli.py it may import
 connectors/ and queries/ (DESIGN: service glue sits above both); it is a file
 of its own because two front ends use it.
 """
@@ -85,6 +92,7 @@ class TickPipeline:
                                        max_stream_bytes=config.limits.max_stream_bytes)
         self.ticks_in = 0
         self.rejected: Counter[str] = Counter()
+        self._grouping: set[str] = set()  # streams the message being ingested has fed
         self.history = AnswerHistory(config.log.answers_keep)  # published answers, for gap fills
         self.data = DataDir(config.log, self.cache, self._written_by()) if config.log.dir else None
         self.recovered: list[JobOutcome] = []  # answers owed at a restart: published first (Server)
@@ -130,12 +138,15 @@ class TickPipeline:
 
     def ingest(self, tick: Tick) -> None:
         """Accept one validated tick: ordering check, codec, queue for its session. Raises InvalidTick,
-        and then the stream's ordering and codec state are as they were."""
+        and then the stream's ordering and codec state are as they were. The tick joins its stream's open
+        group (``end_group`` closes it; so does a forward that takes it as the stream's last pending tick)."""
         self.encoders.ingest(tick, self._submit)
+        self._grouping.discard(tick.stream)  # not a message: its group stays open
         self.ticks_in += 1
 
     def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
-        """Decode a wire message (one tick or a list) and ingest the good ticks; returns the rejections."""
+        """Decode a wire message (one tick or a list) and ingest the good ticks, one tick group per stream;
+        returns the rejections."""
         return self._counted(self.encoders.ingest_message(data, self._submit))
 
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
@@ -163,8 +174,12 @@ class TickPipeline:
             self.engine.submit(item.stream, item.tokens, item.ts, item.ticks)
         except AdmissionRefused as e:
             raise InvalidTick("stream_refused", str(e), item.stream) from None
+        self._grouping.add(item.stream)
 
     def _counted(self, result: Ingested) -> list[dict[str, Any]]:
+        """After a whole message: close the groups it fed, count it."""
+        self.engine.close_groups(self._grouping)
+        self._grouping.clear()
         self.ticks_in += result.ticks
         for r in result.rejections:
             self.rejected[r.reason] += 1
@@ -204,6 +219,21 @@ class TickPipeline:
         if report is not None:
             self._kept(report.outcomes)
         return report
+
+    def end_group(self) -> list[Answer]:
+        """End every stream's tick group here (a backtest's event-time batch): its standing queries are
+        answered exactly as if the engine ran until idle now. The engine steps only while a full forward is
+        pending (``Scheduler.forward_full``), so one forward advances many groups; ``run_until_idle`` finishes
+        the rest."""
+        self.engine.close_groups()
+        self._grouping.clear()
+        answers: list[Answer] = []
+        while self.engine.scheduler.forward_full():
+            report = self.step()
+            if report is None:
+                break
+            answers += [o.answer for o in report.outcomes if o.answer is not None]
+        return answers
 
     def run_until_idle(self) -> list[Answer]:
         """Step until nothing is pending; the answers produced, in order."""

@@ -1,0 +1,130 @@
+"""Chunked evaluation: one forward advances many tick groups of a stream and answers every standing query at its
+own cut, with exactly the answers of running the engine to idle after every group (fp32, 1e-4): every trigger
+kind, every answer kind, across context rolls, in backtests and for live bursts."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import polars as pl
+import pytest
+
+from conftest import tiny_tick_checkpoint
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import encode
+from engine.service.backtest import run_backtest
+from engine.service.config import ServiceConfig
+from engine.service.pipeline import TickPipeline
+
+TOL = 1e-4
+QUERIES = """
+queries:
+  - {name: dir, streams: ["*"], question: direction_20, kind: choice, trigger: batch}
+  - {name: vol, streams: ["*"], question: volatility_50, kind: choice, trigger: {ticks: 7}}
+  - {name: move, streams: ["*"], question: move_bps_50, kind: expectation, trigger: {interval: 700ms}}
+  - {name: nll, streams: ["*"], kind: surprise, trigger: batch}
+  - {name: gen, streams: ["SYN.A", "SYN.C"], question: direction_5, kind: generate, max_tokens: 3,
+     trigger: {ticks: 10}}
+  - {name: asked, streams: ["*"], question: direction_5, kind: choice, trigger: on_demand}
+"""
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("chunked")
+    # 256 positions: sessions roll every few dozen ticks
+    checkpoint = tiny_tick_checkpoint(root / "model", seed=3, max_position_embeddings=256)
+    (root / "q.yaml").write_text(QUERIES)
+    ticks = SyntheticMarket(SyntheticConfig(seed=13)).next_batch(1200)
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "ticks.parquet")
+    return root, checkpoint, ticks
+
+
+def config(checkpoint, cells: int = 8192, **scheduler) -> ServiceConfig:
+    return ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": cells, "block_size": 16},
+                                    "scheduler": scheduler})
+
+
+def assert_same_values(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for key, x in a.items():
+        if isinstance(x, float):
+            assert b[key] == pytest.approx(x, abs=TOL), key
+        elif isinstance(x, dict):
+            assert_same_values(x, b[key])
+        else:
+            assert b[key] == x, key
+
+
+def test_chunked_backtest_equals_batch_by_batch(setup) -> None:
+    root, checkpoint, _ = setup
+    engine_config = config(checkpoint, max_batch_tokens=256)  # a forward spans ~60 ticks of 4 streams
+    for name, chunked in [("chunked", True), ("batches", False)]:
+        run_backtest(engine_config, [root / "ticks.parquet"], root / "q.yaml", root / f"{name}.parquet",
+                     batch_ms=100, progress=False, chunked=chunked)
+    chunked, batches = (pl.read_parquet(root / f"{n}.parquet").sort(["query", "stream", "seq"])
+                        for n in ("chunked", "batches"))
+    assert set(batches["query"]) == {"dir", "vol", "move", "nll", "gen"}
+    exact = ["query", "stream", "topic", "seq", "ticks", "data_ts", "text", "realised"]
+    assert chunked.select(exact).equals(batches.select(exact))
+    for column in ("expected", "nll", "brier", "log_loss"):
+        a, b = chunked[column].fill_null(0.0).to_numpy(), batches[column].fill_null(0.0).to_numpy()
+        assert abs(a - b).max() <= TOL, column
+    for a, b in zip(chunked["probs"], batches["probs"]):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert_same_values(json.loads(a), json.loads(b))
+
+
+def feed(checkpoint, ticks, burst: int, cells: int = 8192, **scheduler) -> tuple[TickPipeline, dict]:
+    """Messages of 1-5 ticks (one tick group each); the engine runs after every ``burst`` messages."""
+    pipeline = TickPipeline(config(checkpoint, cells, **scheduler))
+    pipeline.registry.register(QUERIES)
+    rng = random.Random(7)
+    answers, i, messages = [], 0, 0
+    while i < len(ticks):
+        n = rng.randint(1, 5)
+        assert pipeline.ingest_message(encode(ticks[i : i + n])) == []
+        i, messages = i + n, messages + 1
+        if messages % burst == 0:
+            answers += pipeline.run_until_idle()
+    answers += pipeline.run_until_idle()
+    return pipeline, {(a.query, a.stream, a.seq): a for a in answers}
+
+
+@pytest.mark.parametrize("cells", [8192, 640], ids=["big-pool", "pool-of-two-windows"])
+def test_live_bursts_answer_like_a_slow_feed(setup, cells: int) -> None:
+    _, checkpoint, ticks = setup
+    slow, slow_answers = feed(checkpoint, ticks[:700], burst=1)
+    # 40 messages per burst, and budgets that bind: forwards of 96 tokens, 24 question tokens, and a KV pool
+    # that holds two of the four streams' windows (sessions evicted and rebuilt between forwards)
+    burst, burst_answers = feed(checkpoint, ticks[:700], burst=40, cells=cells, max_batch_tokens=96,
+                                max_probe_tokens=24)
+    assert burst.runner.stats.forwards < slow.runner.stats.forwards / (2 if cells == 8192 else 1)
+    assert burst.engine.scheduler.stats.rolls > 0 and slow.engine.scheduler.stats.rolls > 0
+    assert burst.engine.scheduler.stats.probes_deferred > 0  # the probe budget cut some chunks short
+    assert (burst.engine.scheduler.stats.evictions > 0) == (cells < 8192)
+    assert {a.query for a in slow_answers.values()} == {"dir", "vol", "move", "nll", "gen"}
+    assert slow_answers.keys() == burst_answers.keys()
+    for key, a in slow_answers.items():
+        b = burst_answers[key]
+        assert (a.version, a.data_ts) == (b.version, b.data_ts), key
+        assert_same_values(a.value, b.value)
+    for name, state in slow.engine.scheduler.streams.items():  # the sessions end alike, rolls included
+        assert burst.engine.scheduler.streams[name].session.tokens == state.session.tokens
+
+
+def test_an_ask_during_a_burst_sees_what_its_forward_committed(setup) -> None:
+    _, checkpoint, ticks = setup
+    pipeline = TickPipeline(config(checkpoint))
+    pipeline.registry.register(QUERIES)
+    for i in range(0, 200, 4):
+        assert pipeline.ingest_message(encode(ticks[i : i + 4])) == []
+    job = pipeline.flash.job_for(pipeline.registry.get("asked"), "SYN.B", ticket="t")
+    pipeline.engine.ask(job)
+    report = pipeline.engine.step()
+    (asked,) = [o for o in report.outcomes if o.job is job]
+    (advanced,) = [p for p in report.advanced if p.stream == "SYN.B"]
+    assert asked.answer.version == advanced.ticks  # no cut: after the whole chunk, not at a due point
+    assert pipeline.engine.scheduler.pending_tokens() > 0  # the burst is longer than one forward takes
