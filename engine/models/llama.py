@@ -32,24 +32,27 @@ class RMSNorm(nn.Module):
 
 
 class Rotary(nn.Module):
-    """cos/sin tables for every position, built once; a forward looks its positions up once."""
+    """cos/sin tables for every position, built once; a forward looks its positions up once.
+
+    Stored over the full head dim so a layer rotates in three ops: with ``cos`` = [cos, cos] and
+    ``sin`` = [-sin, sin], x*cos + roll(x, D/2)*sin is transformers' x*cos + rotate_half(x)*sin.
+    """
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         positions = torch.arange(config.max_positions, dtype=torch.float32)
         freqs = positions[:, None] * rope_inv_freq(config)[None, :]  # (P, D/2)
-        self.register_buffer("cos", freqs.cos(), persistent=False)
-        self.register_buffer("sin", freqs.sin(), persistent=False)
+        self.register_buffer("cos", torch.cat([freqs.cos(), freqs.cos()], dim=-1), persistent=False)  # (P, D)
+        self.register_buffer("sin", torch.cat([-freqs.sin(), freqs.sin()], dim=-1), persistent=False)  # (P, D)
 
     def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """(cos, sin) for these positions, (T, 1, D/2) each, shared by every layer."""
+        """(cos, sin) for these positions, (T, 1, D) each, shared by every layer."""
         return self.cos[positions].to(dtype)[:, None, :], self.sin[positions].to(dtype)[:, None, :]
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:  # x (T, H, D)
-    """transformers' x*cos + rotate_half(x)*sin, written on the two halves (the same products)."""
-    x1, x2 = x.chunk(2, dim=-1)  # (T, H, D/2) each
-    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+    """transformers' x*cos + rotate_half(x)*sin: the same products, with -sin folded into the table."""
+    return torch.addcmul(x * cos, x.roll(x.shape[-1] // 2, dims=-1), sin)  # (T, H, D)
 
 
 class Attention(nn.Module):
@@ -66,7 +69,7 @@ class Attention(nn.Module):
     def forward(
         self,
         x: torch.Tensor,  # (T, hidden)
-        rope: tuple[torch.Tensor, torch.Tensor],  # cos, sin: (T, 1, D/2)
+        rope: tuple[torch.Tensor, torch.Tensor],  # cos, sin: (T, 1, D)
         k_cache: torch.Tensor,  # (Hkv, cells, D)
         v_cache: torch.Tensor,
         meta: RaggedBatch,
@@ -89,8 +92,8 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(self.inter, config.hidden_size, bias=config.mlp_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = self.gate_up_proj(x).split(self.inter, dim=-1)
-        return self.down_proj(F.silu(gate) * up)
+        gate, up = self.gate_up_proj(x).split(self.inter, dim=-1)  # (T, inter) views of one output
+        return self.down_proj(F.silu(gate, inplace=True).mul_(up))
 
 
 class DecoderLayer(nn.Module):
@@ -103,7 +106,7 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x, rope, k_cache, v_cache, meta) -> torch.Tensor:
         x = x + self.self_attn(self.input_layernorm(x), rope, k_cache, v_cache, meta)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        return x.add_(self.mlp(self.post_attention_layernorm(x)))  # x is this layer's own sum
 
 
 class LlamaModel(nn.Module):
