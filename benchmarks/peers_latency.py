@@ -49,13 +49,14 @@ SIDES = ("flashtick probe", "llama.cpp kept KV", "llama.cpp completion API", "tr
 class Sides:
     """The four engines over one checkpoint, each holding (at most) one context at a time."""
 
-    def __init__(self, checkpoint: Path, gguf: Path, n_ctx: int) -> None:
+    def __init__(self, checkpoint: Path, gguf: Path, n_ctx: int, threads: int, weights: str | None = None) -> None:
         import llama_cpp
 
         self.hf = LlamaForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).eval()
-        self.engine = Engine(ModelRunner(load_model(checkpoint), CacheSpec(block_size=32, cells=n_ctx + 256)))
-        self.kept = open_llama(gguf, n_ctx=n_ctx)
-        self.api = open_llama(gguf, n_ctx=n_ctx)
+        model = load_model(checkpoint, weights=weights)
+        self.engine = Engine(ModelRunner(model, CacheSpec(block_size=32, cells=n_ctx + 256)))
+        self.kept = open_llama(gguf, n_ctx=n_ctx, n_threads=threads)
+        self.api = open_llama(gguf, n_ctx=n_ctx, n_threads=threads)
         self.api.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=2 << 30))
         self.session = None
 
@@ -146,21 +147,28 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--quick", action="store_true", help="contexts 256 and 2k, fewer repetitions")
     parser.add_argument("--contexts", type=int, nargs="*", default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2,
+                        help="torch and llama.cpp threads (1 on a machine others are using: 2-thread barriers "
+                             "collapse behind a busy core)")
+    parser.add_argument("--weights", choices=("float32", "bfloat16", "torch"), default=None,
+                        help="flashtick's linear weights (engine/models/linear.py); default: the engine's default")
     args = parser.parse_args(argv)
     import llama_cpp
+
+    torch.set_num_threads(args.threads)
 
     contexts = args.contexts or ([256, 2048] if args.quick else list(CONTEXTS))
     work = Path(tempfile.mkdtemp(prefix="flashtick-peers-"))
     torch.manual_seed(args.seed)
     LlamaForCausalLM(LlamaConfig(**BENCH_CONFIG)).save_pretrained(work / "hf")
     gguf = export_gguf(work / "hf", work / "model.gguf")
-    sides = Sides(work / "hf", gguf, BENCH_CONFIG["max_position_embeddings"])
+    sides = Sides(work / "hf", gguf, BENCH_CONFIG["max_position_embeddings"], args.threads, args.weights)
     rng = random.Random(args.seed)
     stream = [rng.randrange(BENCH_CONFIG["vocab_size"]) for _ in range(max(contexts))]
     firsts = rng.sample(range(BENCH_CONFIG["vocab_size"]), DISTINCT_QUESTIONS)
     questions = [[f] + [rng.randrange(BENCH_CONFIG["vocab_size"]) for _ in range(QUESTION_TOKENS - 1)] for f in firsts]
-    print(f"model: Llama {BENCH_CONFIG}, fp32 weights; llama-cpp-python {llama_cpp.__version__}; "
-          f"torch threads {torch.get_num_threads()}")
+    print(f"model: Llama {BENCH_CONFIG}, fp32 checkpoint, flashtick linears {args.weights or 'default'}; "
+          f"llama-cpp-python {llama_cpp.__version__}; torch and llama.cpp threads {args.threads}")
     print(f"{'context':>8} " + " ".join(f"{s[:24]:>26}" for s in SIDES) + "   (p50 / p99 ms)")
     rows = []
     for n in contexts:
@@ -173,9 +181,10 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{n:>8} " + " ".join(f"{row[s]['p50']:>12.2f} / {row[s]['p99']:>9.2f}" for s in SIDES)
               + f"   (other processes {100 * foreign.share:.0f}% CPU)", flush=True)
     result = {"benchmark": "peers_latency", "config": BENCH_CONFIG, "question_tokens": QUESTION_TOKENS,
+              "threads": args.threads, "flashtick_weights": args.weights or "default",
               "llama_cpp_python": llama_cpp.__version__, "machine": machine(), "contexts": rows,
               "targets": targets(rows)}
-    name = "peers_latency_quick" if args.quick else "peers_latency"
+    name = ("peers_latency_quick" if args.quick else "peers_latency") + (f"_t{args.threads}" if args.threads != 2 else "")
     path = write_json(name, result)
     plot(rows, RESULTS_DIR / f"{name}.png")
     last = rows[-1]
