@@ -40,8 +40,8 @@ import torch
 
 from benchmarks.common import add_data_dir_argument
 from benchmarks.streaming_sides import (  # noqa: F401  (re-exported: the scripts import the sides from here)
-    KEEP_FRACTION, QUESTION_ROOM, QUESTIONS, Driver, FlashtickDriver, LlamaCppDriver, StatelessDriver, Window,
-    last_logits,
+    KEEP_FRACTION, QUESTION_ROOM, QUESTIONS, Driver, FlashtickDriver, LlamaCppApiDriver, LlamaCppDriver,
+    StatelessDriver, Window, last_logits,
 )
 from connectors.codec import BinnedCodec
 from connectors.synthetic import StreamParams, SyntheticConfig, SyntheticMarket
@@ -316,6 +316,7 @@ def run_workload(make_drivers: Callable[[int, Path, BinnedCodec, Window], list[D
             started = time.perf_counter()
             with ForeignLoad() as foreign:
                 row["sides"][driver.name] = measure_side(driver, history, future, s)
+            row["sides"][driver.name]["kind"] = driver.kind
             row["sides"][driver.name]["foreign_cpu_share"] = foreign.share
             row["sides"][driver.name]["bench_wall_s"] = time.perf_counter() - started
             if isinstance(driver, FlashtickDriver):  # the cache holds the common-rate run's answers

@@ -42,6 +42,9 @@ class Window(NamedTuple):
 
 class Driver(Protocol):
     name: str
+    # "flashtick"; "stateful": a peer keeping each stream's KV between ticks and questions;
+    # "conventional": a peer serving one request per question over the context, as engines are served
+    kind: str
 
     def reset(self, history: dict[str, list[Tick]]) -> None:
         """Fresh state holding ``history`` for every stream (untimed)."""
@@ -95,13 +98,14 @@ class FlashtickDriver:
     forward advances every stream and evaluates all due questions as probes)."""
 
     name = "flashtick"
+    kind = "flashtick"
 
     def __init__(self, checkpoint: Path, streams: int, window: Window, max_batch_tokens: int = 16384,
-                 dtype: str = "float32", device: str = "cpu") -> None:
+                 dtype: str = "float32", device: str = "cpu", weights: str | None = None) -> None:
         cells = streams * (window.positions + 64) + 256
         self.config = ServiceConfig.from_dict({
             # torch's default threads (2 here), as every side of this benchmark was measured with
-            "model": {"path": str(checkpoint), "dtype": dtype, "device": device, "threads": None},
+            "model": {"path": str(checkpoint), "dtype": dtype, "device": device, "threads": None, "weights": weights},
             "kv": {"cells": cells, "block_size": 32},
             "scheduler": {"max_batch_tokens": max_batch_tokens, "max_batch_streams": 1024,
                           "window": window.positions, "probe_reserve": window.positions - window.roll_at,
@@ -206,6 +210,7 @@ class LlamaCppDriver(_PerStreamDriver):
     rolled back (``n_tokens = k``); a roll re-evaluates the kept tokens."""
 
     name = "llama.cpp"
+    kind = "stateful"
 
     def __init__(self, codec: BinnedCodec, window: Window, gguf_path: Path, n_ctx: int, n_threads: int = 2) -> None:
         super().__init__(codec, window)
@@ -239,6 +244,43 @@ class LlamaCppDriver(_PerStreamDriver):
         return row
 
 
+class LlamaCppApiDriver(_PerStreamDriver):
+    """llama.cpp as it is served: one completion request per question, ``create_completion(context +
+    question, max_tokens=1)``, with llama-cpp-python's prompt cache (``LlamaRAMCache``). The request
+    reuses the longest common prefix of the KV it holds (the context, after the previous question)
+    and evaluates the rest: new ticks plus the question. One ``Llama`` per stream on the shared mmap'd
+    GGUF, so no stream evicts another's prefix (the most favourable way to serve it)."""
+
+    name = "llama.cpp completion API"
+    kind = "conventional"
+
+    def __init__(self, codec: BinnedCodec, window: Window, gguf_path: Path, n_ctx: int, n_threads: int = 2) -> None:
+        super().__init__(codec, window)
+        from benchmarks.gguf_export import open_llama
+
+        self.open = lambda: open_llama(gguf_path, n_ctx=n_ctx, n_threads=n_threads)
+        self.llms: dict[str, object] = {}
+
+    def reset(self, history: dict[str, list[Tick]]) -> None:
+        import llama_cpp
+
+        for stream in history:  # a fresh prompt cache per run
+            self.llms[stream] = self.open()
+            self.llms[stream].set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=256 << 20))
+        super().reset(history)
+
+    def rebuild(self, stream: str) -> None:  # the next request finds no common prefix and prefills
+        pass
+
+    def append(self, stream: str, before: int, tokens: list[int]) -> None:  # the next request evaluates them
+        pass
+
+    def ask(self, stream: str, question: tuple[int, ...]) -> torch.Tensor:
+        llm = self.llms[stream]
+        llm.create_completion(self.logs[stream].tokens + list(question), max_tokens=1, temperature=0.0)
+        return last_logits(llm)  # the prompt's last row: max_tokens=1 never evaluates the sampled token
+
+
 def last_logits(llm) -> torch.Tensor:  # (1, vocab) fp32, a copy
     import llama_cpp
 
@@ -251,6 +293,7 @@ class StatelessDriver(_PerStreamDriver):
     question (what a request-per-answer engine without a prefix cache computes)."""
 
     name = "transformers stateless"
+    kind = "conventional"
 
     def __init__(self, codec: BinnedCodec, window: Window, checkpoint: Path, dtype: torch.dtype = torch.float32,
                  device: str = "cpu") -> None:
