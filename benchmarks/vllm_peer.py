@@ -4,11 +4,17 @@ and transformers), never imported by flashtick's. benchmarks/peers_latency.py st
     /work/vllm-venv/bin/python benchmarks/vllm_peer.py SPEC.json OUT.json
 
 SPEC: {"checkpoint", "contexts", "stream", "questions", "reps", "modes", "threads"}. For each mode
-(``prefix``: prefix caching on, block 32, the smallest on CPU; ``stateless``: caching off) one engine
-is started; per context one untimed request holding the context (it fills the prefix cache), then
-``reps`` requests of context + question (distinct questions, cycled), ``max_tokens=1``, timed end to
-end, as a client of ``LLM.generate`` sees them. The first question's top-20 logprobs come back for the
-parity check. Writes {mode: {context: {"samples_ms": [...], "top_logprobs": {id: logprob}}}}.
+one engine is started:
+  prefix     prefix caching on (block 32, the smallest on CPU): per context one untimed request holding
+             the context (it fills the cache), then ``reps`` requests of context + question (distinct
+             questions, cycled), ``max_tokens=1``, timed end to end as a client of ``LLM.generate`` sees them
+  stateless  the same with caching off
+  session    a StreamingInput session (``AsyncLLM.generate`` fed by an async generator): the context as
+             the first chunk, then one chunk per question, timed from handing the chunk over to its
+             output. vLLM keeps the session's KV, and each question (plus its sampled token) becomes
+             context, so the context grows by 17 tokens per question (``reps // 4`` questions)
+The first question's top-20 logprobs come back for the parity check.
+Writes {mode: {context: {"samples_ms": [...], "top_logprobs": {id: logprob}}}}.
 Keeps to the standard library and vLLM: nothing from this repository is imported.
 """
 
@@ -48,12 +54,64 @@ def run_mode(spec: dict, mode: str) -> dict:
     return out
 
 
+def run_session_mode(spec: dict) -> dict:
+    import asyncio
+
+    return asyncio.run(_sessions(spec))
+
+
+async def _sessions(spec: dict) -> dict:
+    import asyncio
+
+    from vllm import SamplingParams
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.engine.protocol import StreamingInput
+    from vllm.inputs import TokensPrompt
+    from vllm.sampling_params import RequestOutputKind
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    engine = AsyncLLM.from_engine_args(AsyncEngineArgs(
+        model=spec["checkpoint"], dtype="float32", max_model_len=8192, enable_prefix_caching=True, block_size=32,
+        seed=0, skip_tokenizer_init=True))
+    params = SamplingParams(max_tokens=1, temperature=0.0, logprobs=20, detokenize=False,
+                            output_kind=RequestOutputKind.DELTA)
+    out: dict = {}
+    try:
+        for n in spec["contexts"]:
+            chunks: asyncio.Queue = asyncio.Queue()
+
+            async def inputs():
+                while (chunk := await chunks.get()) is not None:
+                    yield StreamingInput(prompt=TokensPrompt(prompt_token_ids=chunk), sampling_params=params)
+
+            outputs = engine.generate(inputs(), params, request_id=f"session{n}")
+            await chunks.put(spec["stream"][:n])
+            await outputs.__anext__()  # the context is in
+            samples, top = [], None
+            for i in range(max(4, spec["reps"] // 4) + 3):
+                start = time.perf_counter_ns()
+                await chunks.put(spec["questions"][i % len(spec["questions"])])
+                result = await outputs.__anext__()
+                if i >= 3:  # after a warm-up of 3
+                    samples.append((time.perf_counter_ns() - start) / 1e6)
+                if i == 0:
+                    top = result.outputs[0].logprobs[0]
+            await chunks.put(None)
+            async for _ in outputs:  # drain to the session's end
+                pass
+            out[str(n)] = {"samples_ms": samples, "top_logprobs": {str(k): v.logprob for k, v in top.items()}}
+            print(f"vllm session @{n}: p50 {sorted(samples)[len(samples) // 2]:.2f} ms", file=sys.stderr, flush=True)
+    finally:
+        engine.shutdown()
+    return out
+
+
 def main() -> None:
     spec = json.loads(open(sys.argv[1]).read())
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0-1" if spec.get("threads", 2) > 1 else "0")
-    result = {mode: run_mode(spec, mode) for mode in spec["modes"]}
+    result = {mode: run_session_mode(spec) if mode == "session" else run_mode(spec, mode) for mode in spec["modes"]}
     with open(sys.argv[2], "w") as f:
         json.dump(result, f)
 
