@@ -22,8 +22,8 @@ from pathlib import Path
 from benchmarks.common import RESULTS_DIR, machine, write_json
 from benchmarks.gguf_export import export_gguf
 from benchmarks.streaming import (
-    FlashtickDriver, LlamaCppDriver, Settings, StatelessDriver, add_arguments, plot_throughput, run_workload,
-    settings_from,
+    FlashtickDriver, LlamaCppApiDriver, LlamaCppDriver, Settings, StatelessDriver, add_arguments, plot_throughput,
+    run_workload, settings_from,
 )
 
 STREAMS = (1, 8, 32)

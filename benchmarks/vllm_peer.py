@@ -12,7 +12,7 @@ one engine is started:
   session    a StreamingInput session (``AsyncLLM.generate`` fed by an async generator): the context as
              the first chunk, then one chunk per question, timed from handing the chunk over to its
              output. vLLM keeps the session's KV, and each question (plus its sampled token) becomes
-             context, so the context grows by 17 tokens per question (``reps // 4`` questions)
+             context, so the context grows by up to 17 tokens per question (``reps // 4`` questions)
 The first question's top-20 logprobs come back for the parity check.
 Writes {mode: {context: {"samples_ms": [...], "top_logprobs": {id: logprob}}}}.
 Keeps to the standard library and vLLM: nothing from this repository is imported.

@@ -7,7 +7,7 @@ Weight formats, chosen by ``model.weights`` (engine/service/config.py):
             same GEMM otherwise (benchmarks/forward_speed.py measures it). The parity reference.
   bfloat16  W in bf16, reordered once into oneDNN's blocked layout; x is rounded to bf16, products
             accumulate in fp32 (AVX512-BF16 / AMX), the bf16 result is returned in x's dtype. Half
-            the weight bytes; 3-7x faster than fp32 from ~64 rows (ingest), about even at 16 rows,
+            the weight bytes; 3.5-6x faster than fp32 from ~64 rows (ingest), ~25% faster at 16 rows,
             slower below (a fixed ~20 us per call). Logits move by ~1e-2 vs fp32.
   torch     the ``nn.Linear`` modules as loaded (``F.linear``): the earlier path, kept as the
             benchmarks' baseline and as a way out.
