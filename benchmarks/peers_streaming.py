@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> dict:
     name = "peers_streaming" + ("_replay" if args.replay else "")
     if settings.slo_ms != Settings().slo_ms:
         name += f"_slo{settings.slo_ms:.0f}"
+    if args.threads:
+        name += f"_t{args.threads}"
     path = write_json(name, result)
     plot_throughput(result, RESULTS_DIR / f"{name}.png", "Workload 2: sustained tick rate vs streams")
     last = result["rows"][-1]
