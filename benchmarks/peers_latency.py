@@ -26,8 +26,10 @@ logprobs are checked against flashtick's log-softmax.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -221,9 +223,14 @@ def add_vllm_sides(rows: list[dict], args, work: Path, stream: list[int], questi
     spec_path.write_text(json.dumps({"checkpoint": str(work / "hf"), "contexts": contexts, "stream": stream,
                                      "questions": questions, "reps": 50 if args.quick else 100,
                                      "modes": list(VLLM_SIDES), "threads": args.threads}))
+    children_before, start = os.times(), time.perf_counter()
     with ForeignLoad() as foreign:
         done = subprocess.run([args.vllm, str(Path(__file__).with_name("vllm_peer.py")), str(spec_path),
                                str(out_path)], capture_output=True, text=True)
+    children_after, wall = os.times(), time.perf_counter() - start
+    vllm_cpu_s = sum(getattr(children_after, f) - getattr(children_before, f) for f in ("children_user", "children_system"))
+    # ForeignLoad counts the vLLM subprocess as "other processes": take its own CPU time back out
+    others = max(0.0, foreign.share - vllm_cpu_s / (wall * (os.cpu_count() or 1)))
     if done.returncode:
         raise SystemExit(f"vLLM side failed:\n{done.stderr[-3000:]}")
     measured = json.loads(out_path.read_text())
@@ -237,7 +244,7 @@ def add_vllm_sides(rows: list[dict], args, work: Path, stream: list[int], questi
             row["ratio_p50_over_probe"][name] = row[name]["p50"] / row["flashtick probe"]["p50"]
             row[f"max_abs_top20_logprob_diff_vs_{name.replace(' ', '_')}"] = max(
                 abs(float(ours[int(k)]) - v) for k, v in got["top_logprobs"].items())
-        row["vllm_foreign_cpu_share"] = foreign.share
+        row["vllm_foreign_cpu_share"] = others
         print(f"{n:>8} " + "  ".join(f"{name} {row[name]['p50']:.2f} / {row[name]['p99']:.2f}"
                                      for name in VLLM_SIDES.values()), flush=True)
 
