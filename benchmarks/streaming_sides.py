@@ -3,6 +3,7 @@ as a careful user runs it, and transformers stateless, behind one small Driver i
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -279,6 +280,84 @@ class LlamaCppApiDriver(_PerStreamDriver):
         llm = self.llms[stream]
         llm.create_completion(self.logs[stream].tokens + list(question), max_tokens=1, temperature=0.0)
         return last_logits(llm)  # the prompt's last row: max_tokens=1 never evaluates the sampled token
+
+
+class VllmApiDriver(_PerStreamDriver):
+    """vLLM as it is served: one request per question over the stream's retained context, prefix caching on
+    (32-token blocks), and, as a server would get them, all of a batch's requests at once (one
+    ``LLM.generate`` call: vLLM batches them). vLLM runs in its own virtualenv, as a subprocess
+    (benchmarks/vllm_peer.py --serve) fed JSON lines; our interpreter never imports it."""
+
+    name = "vLLM prefix cache"
+    kind = "conventional"
+
+    def __init__(self, codec: BinnedCodec, window: Window, checkpoint: Path, python: str, threads: int = 2) -> None:
+        import subprocess
+
+        super().__init__(codec, window)
+        script = Path(__file__).with_name("vllm_peer.py")
+        self.proc = subprocess.Popen([python, str(script), "--serve", str(checkpoint), str(threads)], text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self._read("READY")
+
+    def _read(self, prefix: str) -> str:
+        for line in self.proc.stdout:
+            if line.startswith(prefix):
+                return line[len(prefix):]
+        raise RuntimeError(f"the vLLM subprocess exited (code {self.proc.wait()}) before sending {prefix!r}")
+
+    def step(self, ticks: list[Tick]) -> dict[str, float]:
+        start = time.perf_counter()
+        pending: dict[str, list[list[int]]] = {}
+        for tick in ticks:
+            pending.setdefault(tick.stream, []).append(self.codec.encode(tick, self.states[tick.stream]))
+        for stream, chunks in pending.items():
+            while chunks:  # the window rule; a roll needs nothing here: the next requests carry the kept tokens
+                self.logs[stream].take(chunks)
+        asked = [(stream, query) for stream in pending for query in self.queries]
+        prompts = [self.logs[stream].tokens + list(query.question) for stream, query in asked]
+        self.proc.stdin.write(json.dumps({"prompts": prompts}) + "\n")
+        self.proc.stdin.flush()
+        rows = json.loads(self._read("RESULT "))["logprobs"]
+        for (stream, query), row in zip(asked, rows):
+            self.latest[(query.spec.name, stream)] = answer_value(query, [torch.tensor([row])])
+        elapsed = time.perf_counter() - start
+        return {stream: elapsed for stream in pending}
+
+    def helper_cpu_s(self) -> float:
+        """CPU seconds used so far by the vLLM subprocess and its descendants (its engine core, workers),
+        so that the benchmark does not count them as other processes' load."""
+        return sum(_proc_cpu_s(pid) for pid in _descendants(self.proc.pid))
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it, from /proc (Linux; elsewhere just ``pid``)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        out.append(todo.pop())
+        todo += children.get(out[-1], [])
+    return out
+
+
+def _proc_cpu_s(pid: int) -> float:
+    import os
+
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def last_logits(llm) -> torch.Tensor:  # (1, vocab) fp32, a copy

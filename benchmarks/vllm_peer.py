@@ -1,7 +1,8 @@
 """vLLM's side of workload 1, run by vLLM's own interpreter (its own virtualenv: it pins its own torch
 and transformers), never imported by flashtick's. benchmarks/peers_latency.py starts it as a subprocess:
 
-    /work/vllm-venv/bin/python benchmarks/vllm_peer.py SPEC.json OUT.json
+    /work/vllm-venv/bin/python benchmarks/vllm_peer.py SPEC.json OUT.json      # workload 1
+    /work/vllm-venv/bin/python benchmarks/vllm_peer.py --serve CHECKPOINT THREADS   # workload 2 (see serve)
 
 SPEC: {"checkpoint", "contexts", "stream", "questions", "reps", "modes", "threads"}. For each mode
 one engine is started:
@@ -106,10 +107,36 @@ async def _sessions(spec: dict) -> dict:
     return out
 
 
+def serve(checkpoint: str) -> None:
+    """Workload 2's conventional vLLM: JSON lines on stdin, {"prompts": [[ids], ...]}, each answered in one
+    ``LLM.generate`` call (vLLM batches them; prefix caching reuses every prompt's cached blocks); one
+    line back per batch, "RESULT " + {"logprobs": [[one per vocab id], ...]} (the prompt's last row)."""
+    from vllm import LLM, SamplingParams
+
+    config = json.loads(open(os.path.join(checkpoint, "config.json")).read())
+    vocab = config["vocab_size"]
+    llm = LLM(model=checkpoint, dtype="float32", max_model_len=config["max_position_embeddings"],
+              enable_prefix_caching=True, block_size=32, seed=0, skip_tokenizer_init=True, max_logprobs=vocab)
+    params = SamplingParams(max_tokens=1, temperature=0.0, logprobs=vocab, detokenize=False)
+    print("READY", flush=True)
+    for line in sys.stdin:
+        prompts = json.loads(line)["prompts"]
+        outputs = llm.generate([{"prompt_token_ids": ids} for ids in prompts], params, use_tqdm=False)
+        rows = []
+        for out in outputs:
+            top = out.outputs[0].logprobs[0]
+            rows.append([top[i].logprob if i in top else float("-inf") for i in range(vocab)])
+        print("RESULT " + json.dumps({"logprobs": rows}), flush=True)
+
+
 def main() -> None:
-    spec = json.loads(open(sys.argv[1]).read())
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if sys.argv[1] == "--serve":
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0-1" if int(sys.argv[3]) > 1 else "0")
+        serve(sys.argv[2])
+        return
+    spec = json.loads(open(sys.argv[1]).read())
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0-1" if spec.get("threads", 2) > 1 else "0")
     result = {mode: run_session_mode(spec) if mode == "session" else run_mode(spec, mode) for mode in spec["modes"]}
     with open(sys.argv[2], "w") as f:
