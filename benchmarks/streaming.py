@@ -40,8 +40,8 @@ import torch
 
 from benchmarks.common import add_data_dir_argument
 from benchmarks.streaming_sides import (  # noqa: F401  (re-exported: the scripts import the sides from here)
-    KEEP_FRACTION, QUESTION_ROOM, QUESTIONS, Driver, FlashtickDriver, LlamaCppDriver, StatelessDriver, Window,
-    last_logits,
+    KEEP_FRACTION, QUESTION_ROOM, QUESTIONS, Driver, FlashtickDriver, LlamaCppApiDriver, LlamaCppDriver,
+    StatelessDriver, VllmApiDriver, Window, last_logits,
 )
 from connectors.codec import BinnedCodec
 from connectors.synthetic import StreamParams, SyntheticConfig, SyntheticMarket
@@ -314,9 +314,13 @@ def run_workload(make_drivers: Callable[[int, Path, BinnedCodec, Window], list[D
         answers = {}
         for driver in make_drivers(streams, checkpoint, codec, window):
             started = time.perf_counter()
+            helper = getattr(driver, "helper_cpu_s", lambda: 0.0)  # a side's own subprocesses are not "others"
+            helper_before = helper()
             with ForeignLoad() as foreign:
                 row["sides"][driver.name] = measure_side(driver, history, future, s)
-            row["sides"][driver.name]["foreign_cpu_share"] = foreign.share
+            helper_share = (helper() - helper_before) / ((time.perf_counter() - started) * (os.cpu_count() or 1))
+            row["sides"][driver.name]["kind"] = driver.kind
+            row["sides"][driver.name]["foreign_cpu_share"] = max(0.0, foreign.share - helper_share)
             row["sides"][driver.name]["bench_wall_s"] = time.perf_counter() - started
             if isinstance(driver, FlashtickDriver):  # the cache holds the common-rate run's answers
                 row["sides"][driver.name]["cached_read"] = driver.read_latency_ns()

@@ -3,6 +3,7 @@ as a careful user runs it, and transformers stateless, behind one small Driver i
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -42,6 +43,9 @@ class Window(NamedTuple):
 
 class Driver(Protocol):
     name: str
+    # "flashtick"; "stateful": a peer keeping each stream's KV between ticks and questions;
+    # "conventional": a peer serving one request per question over the context, as engines are served
+    kind: str
 
     def reset(self, history: dict[str, list[Tick]]) -> None:
         """Fresh state holding ``history`` for every stream (untimed)."""
@@ -95,13 +99,14 @@ class FlashtickDriver:
     forward advances every stream and evaluates all due questions as probes)."""
 
     name = "flashtick"
+    kind = "flashtick"
 
     def __init__(self, checkpoint: Path, streams: int, window: Window, max_batch_tokens: int = 16384,
-                 dtype: str = "float32", device: str = "cpu") -> None:
+                 dtype: str = "float32", device: str = "cpu", weights: str | None = None) -> None:
         cells = streams * (window.positions + 64) + 256
         self.config = ServiceConfig.from_dict({
             # torch's default threads (2 here), as every side of this benchmark was measured with
-            "model": {"path": str(checkpoint), "dtype": dtype, "device": device, "threads": None},
+            "model": {"path": str(checkpoint), "dtype": dtype, "device": device, "threads": None, "weights": weights},
             "kv": {"cells": cells, "block_size": 32},
             "scheduler": {"max_batch_tokens": max_batch_tokens, "max_batch_streams": 1024,
                           "window": window.positions, "probe_reserve": window.positions - window.roll_at,
@@ -206,6 +211,7 @@ class LlamaCppDriver(_PerStreamDriver):
     rolled back (``n_tokens = k``); a roll re-evaluates the kept tokens."""
 
     name = "llama.cpp"
+    kind = "stateful"
 
     def __init__(self, codec: BinnedCodec, window: Window, gguf_path: Path, n_ctx: int, n_threads: int = 2) -> None:
         super().__init__(codec, window)
@@ -239,6 +245,130 @@ class LlamaCppDriver(_PerStreamDriver):
         return row
 
 
+class LlamaCppApiDriver(_PerStreamDriver):
+    """llama.cpp as it is served: one completion request per question, ``create_completion(context +
+    question, max_tokens=1)``, with llama-cpp-python's prompt cache (``LlamaRAMCache``). The request
+    reuses the longest common prefix of the KV it holds (the context, after the previous question)
+    and evaluates the rest: new ticks plus the question. One ``Llama`` per stream on the shared mmap'd
+    GGUF, so no stream evicts another's prefix (the most favourable way to serve it)."""
+
+    name = "llama.cpp completion API"
+    kind = "conventional"
+
+    def __init__(self, codec: BinnedCodec, window: Window, gguf_path: Path, n_ctx: int, n_threads: int = 2) -> None:
+        super().__init__(codec, window)
+        from benchmarks.gguf_export import open_llama
+
+        self.open = lambda: open_llama(gguf_path, n_ctx=n_ctx, n_threads=n_threads)
+        self.llms: dict[str, object] = {}
+
+    def reset(self, history: dict[str, list[Tick]]) -> None:
+        import llama_cpp
+
+        for stream in history:  # a fresh prompt cache per run
+            self.llms[stream] = self.open()
+            self.llms[stream].set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=256 << 20))
+        super().reset(history)
+
+    def rebuild(self, stream: str) -> None:  # the next request finds no common prefix and prefills
+        pass
+
+    def append(self, stream: str, before: int, tokens: list[int]) -> None:  # the next request evaluates them
+        pass
+
+    def ask(self, stream: str, question: tuple[int, ...]) -> torch.Tensor:
+        llm = self.llms[stream]
+        llm.create_completion(self.logs[stream].tokens + list(question), max_tokens=1, temperature=0.0)
+        return last_logits(llm)  # the prompt's last row: max_tokens=1 never evaluates the sampled token
+
+
+class VllmApiDriver(_PerStreamDriver):
+    """vLLM as it is served: one request per question over the stream's retained context, prefix caching on
+    (32-token blocks), and, as a server would get them, all of a batch's requests at once (one
+    ``LLM.generate`` call: vLLM batches them). vLLM runs in its own virtualenv, as a subprocess
+    (benchmarks/vllm_peer.py --serve) fed JSON lines; our interpreter never imports it."""
+
+    name = "vLLM prefix cache"
+    kind = "conventional"
+
+    def __init__(self, codec: BinnedCodec, window: Window, checkpoint: Path, python: str, threads: int = 2) -> None:
+        import subprocess
+
+        super().__init__(codec, window)
+        script = Path(__file__).with_name("vllm_peer.py")
+        self.proc = subprocess.Popen([python, str(script), "--serve", str(checkpoint), str(threads)], text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self._read("READY")
+
+    def reset(self, history: dict[str, list[Tick]]) -> None:
+        """The untimed rebuild the other peers get: one request per stream holding its context fills vLLM's
+        prefix cache (and warms its batch shapes) before the trial's first timed batch."""
+        super().reset(history)
+        self._ask([log.tokens + [0] for log in self.logs.values()])
+
+    def _ask(self, prompts: list[list[int]]) -> list[list[float]]:
+        self.proc.stdin.write(json.dumps({"prompts": prompts}) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self._read("RESULT "))["logprobs"]
+
+    def _read(self, prefix: str) -> str:
+        for line in self.proc.stdout:
+            if line.startswith(prefix):
+                return line[len(prefix):]
+        raise RuntimeError(f"the vLLM subprocess exited (code {self.proc.wait()}) before sending {prefix!r}")
+
+    def step(self, ticks: list[Tick]) -> dict[str, float]:
+        start = time.perf_counter()
+        pending: dict[str, list[list[int]]] = {}
+        for tick in ticks:
+            pending.setdefault(tick.stream, []).append(self.codec.encode(tick, self.states[tick.stream]))
+        for stream, chunks in pending.items():
+            while chunks:  # the window rule; a roll needs nothing here: the next requests carry the kept tokens
+                self.logs[stream].take(chunks)
+        asked = [(stream, query) for stream in pending for query in self.queries]
+        prompts = [self.logs[stream].tokens + list(query.question) for stream, query in asked]
+        rows = self._ask(prompts)
+        for (stream, query), row in zip(asked, rows):
+            self.latest[(query.spec.name, stream)] = answer_value(query, [torch.tensor([row])])
+        elapsed = time.perf_counter() - start
+        return {stream: elapsed for stream in pending}
+
+    def helper_cpu_s(self) -> float:
+        """CPU seconds used so far by the vLLM subprocess and its descendants (its engine core, workers),
+        so that the benchmark does not count them as other processes' load."""
+        return sum(_proc_cpu_s(pid) for pid in _descendants(self.proc.pid))
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it, from /proc (Linux; elsewhere just ``pid``)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        out.append(todo.pop())
+        todo += children.get(out[-1], [])
+    return out
+
+
+def _proc_cpu_s(pid: int) -> float:
+    import os
+
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
 def last_logits(llm) -> torch.Tensor:  # (1, vocab) fp32, a copy
     import llama_cpp
 
@@ -251,6 +381,7 @@ class StatelessDriver(_PerStreamDriver):
     question (what a request-per-answer engine without a prefix cache computes)."""
 
     name = "transformers stateless"
+    kind = "conventional"
 
     def __init__(self, codec: BinnedCodec, window: Window, checkpoint: Path, dtype: torch.dtype = torch.float32,
                  device: str = "cpu") -> None:

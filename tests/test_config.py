@@ -27,6 +27,7 @@ def test_shipped_examples_load() -> None:
     ({"scheduler": {"when_full": "panic"}}, "when_full must be 'evict' or 'refuse'"),
     ({"scheduler": {"max_batch_tokens": 0}}, "max_batch_tokens must be > 0"),
     ({"model": {"dtype": "float64"}}, "model.dtype must be one of"),
+    ({"model": {"weights": "int8"}}, "model.weights must be one of"),
     ({"endpoints": {"ingest": "127.0.0.1:5555"}}, "endpoints.ingest must be a ZeroMQ endpoint"),
     ({"limits": {"heartbeat_s": 0}}, "limits.heartbeat_s must be > 0"),
     ({"curve": {"enabled": True}}, "curve.enabled needs"),

@@ -32,24 +32,27 @@ class RMSNorm(nn.Module):
 
 
 class Rotary(nn.Module):
-    """cos/sin tables for every position, built once; a forward looks its positions up once."""
+    """cos/sin tables for every position, built once; a forward looks its positions up once.
+
+    Stored over the full head dim so a layer rotates in three ops: with ``cos`` = [cos, cos] and
+    ``sin`` = [-sin, sin], x*cos + roll(x, D/2)*sin is transformers' x*cos + rotate_half(x)*sin.
+    """
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         positions = torch.arange(config.max_positions, dtype=torch.float32)
         freqs = positions[:, None] * rope_inv_freq(config)[None, :]  # (P, D/2)
-        self.register_buffer("cos", freqs.cos(), persistent=False)
-        self.register_buffer("sin", freqs.sin(), persistent=False)
+        self.register_buffer("cos", torch.cat([freqs.cos(), freqs.cos()], dim=-1), persistent=False)  # (P, D)
+        self.register_buffer("sin", torch.cat([-freqs.sin(), freqs.sin()], dim=-1), persistent=False)  # (P, D)
 
     def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """(cos, sin) for these positions, (T, 1, D/2) each, shared by every layer."""
+        """(cos, sin) for these positions, (T, 1, D) each, shared by every layer."""
         return self.cos[positions].to(dtype)[:, None, :], self.sin[positions].to(dtype)[:, None, :]
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:  # x (T, H, D)
-    """transformers' x*cos + rotate_half(x)*sin, written on the two halves (the same products)."""
-    x1, x2 = x.chunk(2, dim=-1)  # (T, H, D/2) each
-    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+    """transformers' x*cos + rotate_half(x)*sin: the same products, with -sin folded into the table."""
+    return torch.addcmul(x * cos, x.roll(x.shape[-1] // 2, dims=-1), sin)  # (T, H, D)
 
 
 class Attention(nn.Module):
@@ -66,19 +69,22 @@ class Attention(nn.Module):
     def forward(
         self,
         x: torch.Tensor,  # (T, hidden)
-        rope: tuple[torch.Tensor, torch.Tensor],  # cos, sin: (T, 1, D/2)
+        rope: tuple[torch.Tensor, torch.Tensor],  # cos, sin: (T, 1, D)
         k_cache: torch.Tensor,  # (Hkv, cells, D)
         v_cache: torch.Tensor,
         meta: RaggedBatch,
-    ) -> torch.Tensor:
+        rows: torch.Tensor | None = None,  # (R,) the only rows whose output is wanted; None: all
+    ) -> torch.Tensor:  # (T or R, hidden)
         T = x.shape[0]
         qk, v = self.qkv_proj(x).split([self.q_size + self.kv_size, self.kv_size], dim=-1)
         qk = apply_rotary(qk.view(T, self.n_heads + self.n_kv, self.head_dim), *rope)  # (T, Hq+Hkv, D), one pass
         q, k = qk.split([self.n_heads, self.n_kv], dim=1)  # (T, Hq, D), (T, Hkv, D)
         v = v.view(T, self.n_kv, self.head_dim)
         write_kv(k, v, k_cache, v_cache, meta)
-        out = paged_attention(q, k, v, k_cache, v_cache, meta, self.scale)  # (T, Hq, D)
-        return self.o_proj(out.reshape(T, self.q_size))
+        if rows is not None and rows.numel() == 0:  # the K/V were all that was needed
+            return x.new_empty(0, x.shape[1])
+        out = paged_attention(q, k, v, k_cache, v_cache, meta, self.scale).reshape(T, self.q_size)  # (T, Hq*D)
+        return self.o_proj(out if rows is None else out.index_select(0, rows))
 
 
 class MLP(nn.Module):
@@ -89,8 +95,8 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(self.inter, config.hidden_size, bias=config.mlp_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = self.gate_up_proj(x).split(self.inter, dim=-1)
-        return self.down_proj(F.silu(gate) * up)
+        gate, up = self.gate_up_proj(x).split(self.inter, dim=-1)  # (T, inter) views of one output
+        return self.down_proj(F.silu(gate, inplace=True).mul_(up))
 
 
 class DecoderLayer(nn.Module):
@@ -101,13 +107,16 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.mlp = MLP(config)
 
-    def forward(self, x, rope, k_cache, v_cache, meta) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), rope, k_cache, v_cache, meta)
-        return x + self.mlp(self.post_attention_layernorm(x))
+    def forward(self, x, rope, k_cache, v_cache, meta, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """(T, hidden) -> (T, hidden), or (R, hidden) for ``rows`` only (their K/V still written for all T)."""
+        attended = self.self_attn(self.input_layernorm(x), rope, k_cache, v_cache, meta, rows)
+        x = (x if rows is None else x.index_select(0, rows)) + attended
+        return x.add_(self.mlp(self.post_attention_layernorm(x)))  # x is this layer's own sum
 
 
 class LlamaModel(nn.Module):
-    """Decoder + LM head. ``forward`` returns logits only for ``logit_rows``."""
+    """Decoder + LM head. ``forward`` returns logits only for ``logit_rows``, and past the K/V of the
+    last layer computes nothing for the other rows."""
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -131,7 +140,8 @@ class LlamaModel(nn.Module):
     ) -> torch.Tensor:  # (R, vocab) fp32
         x = self.embed_tokens(input_ids)  # (T, hidden)
         rope = self.rotary(positions, x.dtype)
-        for layer, layer_kv in zip(self.layers, kv):
-            x = layer(x, rope, layer_kv[0], layer_kv[1], meta)
-        x = self.norm(x.index_select(0, logit_rows))  # (R, hidden)
-        return self.lm_head(x).float()
+        last = len(self.layers) - 1
+        for i, (layer, layer_kv) in enumerate(zip(self.layers, kv)):
+            # The last layer's output feeds only the logits: it attends and runs its MLP for those rows
+            x = layer(x, rope, layer_kv[0], layer_kv[1], meta, logit_rows if i == last else None)
+        return self.lm_head(self.norm(x)).float()  # (R, vocab)

@@ -1,8 +1,8 @@
 """Load a Llama-family model from a Hugging Face checkpoint directory or an in-memory transformers model.
 
 A checkpoint directory holds ``config.json`` plus one or several ``*.safetensors``
-files in transformers' naming. q/k/v and gate/up are fused on load. No network:
-only local paths are read.
+files in transformers' naming. q/k/v and gate/up are fused on load, and on CPU the linears are
+laid out once for fast small-M GEMMs (engine/models/linear.py). No network: only local paths are read.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import torch
 from safetensors.torch import load_file
 
 from engine.models.config import ModelConfig
+from engine.models.linear import prepare_linears
 from engine.models.llama import LlamaModel, Rotary
 
 BUILTIN_MODEL_DIR = Path(__file__).parent / "builtin"
@@ -25,11 +26,16 @@ class CheckpointError(ValueError):
 
 
 def load_model(
-    path: str | Path | None = None, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
+    path: str | Path | None = None, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+    weights: str | None = None,
 ) -> LlamaModel:
-    """Load from a local checkpoint directory; ``None`` loads the built-in tick model."""
+    """Load from a local checkpoint directory; ``None`` loads the built-in tick model.
+
+    ``weights``: the linears' format on CPU, "float32" or "bfloat16" (bf16 GEMMs, fp32 accumulation,
+    activations and KV stay in ``dtype``); None follows ``dtype``.
+    """
     hf_config, state = read_checkpoint(path if path is not None else BUILTIN_MODEL_DIR)
-    return build_model(ModelConfig.from_hf(hf_config), state, dtype, device)
+    return build_model(ModelConfig.from_hf(hf_config), state, dtype, device, weights)
 
 
 def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
@@ -47,15 +53,22 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.T
     return json.loads(config_file.read_text()), state
 
 
-def from_hf_model(hf_model: Any, dtype: torch.dtype | None = None, device: str | torch.device = "cpu") -> LlamaModel:
+def from_hf_model(
+    hf_model: Any, dtype: torch.dtype | None = None, device: str | torch.device = "cpu", weights: str | None = None
+) -> LlamaModel:
     """Build from an in-memory transformers ``*ForCausalLM`` (tests and exporters use this)."""
     config = ModelConfig.from_hf(hf_model.config.to_dict())
     state = {k: v.detach() for k, v in hf_model.state_dict().items()}
-    return build_model(config, state, dtype or next(hf_model.parameters()).dtype, device)
+    return build_model(config, state, dtype or next(hf_model.parameters()).dtype, device, weights)
+
+
+# The linears' format when ``weights`` is not given: the model's own dtype (fp16 keeps nn.Linear)
+DEFAULT_WEIGHTS = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
 
 
 def build_model(
-    config: ModelConfig, hf_state: dict[str, torch.Tensor], dtype: torch.dtype, device: str | torch.device
+    config: ModelConfig, hf_state: dict[str, torch.Tensor], dtype: torch.dtype, device: str | torch.device,
+    weights: str | None = None,
 ) -> LlamaModel:
     with torch.device("meta"):  # no random init of weights that are about to be overwritten
         model = LlamaModel(config)
@@ -67,7 +80,9 @@ def build_model(
     expected_missing = {"lm_head.weight"} if config.tie_embeddings else set()
     if set(missing.missing_keys) - expected_missing:
         raise CheckpointError(f"checkpoint lacks weights: {sorted(set(missing.missing_keys) - expected_missing)[:5]}")
-    return model.to(dtype=dtype).eval()
+    model = model.to(dtype=dtype).eval()
+    weights = weights or DEFAULT_WEIGHTS.get(dtype)
+    return prepare_linears(model, weights) if weights is not None else model
 
 
 def _fuse(config: ModelConfig, hf: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

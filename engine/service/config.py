@@ -18,6 +18,7 @@ import yaml
 
 from connectors.column_map import map_from_options
 from engine.kv_cache import CacheSpec
+from engine.models.linear import WEIGHT_FORMATS
 from engine.scheduler import SchedulerConfig
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -37,12 +38,18 @@ class ModelSection:
     # torch CPU threads for the forward. 1 by measurement (docs/benchmarks.md, benchmarks/threads.py): on a
     # shared machine a second thread spin-waits behind other processes and a small model gains little from it
     threads: int | None = 1
+    # The linears' weights on CPU (engine/models/linear.py): float32, bfloat16 (bf16 GEMMs with fp32
+    # accumulation; activations and KV stay in dtype), torch (nn.Linear as loaded); null follows dtype
+    weights: str | None = None
 
     def __post_init__(self) -> None:
         if self.threads is not None and (type(self.threads) is not int or self.threads < 1):
             raise ConfigError(f"model.threads must be an integer >= 1 (or null: torch's default), got {self.threads!r}")
         if self.dtype not in DTYPES:
             raise ConfigError(f"model.dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.weights is not None and self.weights not in WEIGHT_FORMATS:
+            raise ConfigError(f"model.weights must be one of {WEIGHT_FORMATS} (or null: follow model.dtype), "
+                              f"got {self.weights!r}")
         if not (self.device == "cpu" or self.device.startswith("cuda")):
             raise ConfigError(f"model.device must be 'cpu' or 'cuda[:N]', got {self.device!r}")
 

@@ -74,7 +74,7 @@ class TickPipeline:
         self.config = config
         if config.model.threads is not None:
             torch.set_num_threads(config.model.threads)
-        model = load_model(config.model.path, TORCH_DTYPES[config.model.dtype], config.model.device)
+        model = load_model(config.model.path, TORCH_DTYPES[config.model.dtype], config.model.device, config.model.weights)
         self.codec = build_codec(config)
         if self.codec.vocab_size > model.config.vocab_size:
             raise ConfigError(f"codec vocabulary ({self.codec.vocab_size}) exceeds the model's ({model.config.vocab_size})")
