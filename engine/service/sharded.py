@@ -1,0 +1,454 @@
+"""ShardedPipeline: the front door of a sharded service, with the pipeline interface the server uses.
+
+The server's process keeps everything that orders or numbers things: the
+sockets (server.py), the data directory (tick log, answer log, queries.yaml),
+the per-stream encoders (codec state, ordering guard), the global query
+registry, the answer history and every topic's seq. The engines are N shards
+(engine/service/shard.py), Ray actors with a model copy, a KV pool and a
+scheduler each; a stream belongs to the shard rendezvous hashing picks
+(engine/service/rendezvous.py).
+
+    ingest   decode, validate, encode (here) -> admission -> tick log -> the stream's shard buffer
+    step     each idle shard with work gets ONE call: its buffered items, registry ops and asks;
+             replies are collected with ray.wait (never waiting on one shard), and each standing
+             answer gets its topic's next seq here, goes to the answer log and out on PUB
+    loss     a call that fails (the actor died: Ray restarts it) or a shard that says
+             needs_restore: its streams' records are read from the tick log (a thread, up to the
+             record the log had reached) and the shard is restored from them (Scheduler.restore +
+             Engine.rebuild) with trigger state from the answer log; items accepted meanwhile wait
+             in its buffer and follow the restore, so nothing accepted is lost and seqs continue
+
+Register/unregister are checked here, then queued to every shard in order, so
+each shard's registry is the front door's; a shard that is restored gets the
+whole registry. An answer computed under a registry version older than its
+query's current registration is dropped (it answers a replaced query).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from connectors.encoder import EncodedTick, Ingested, StreamEncoders
+from connectors.ticks import InvalidTick
+from engine.jobs import JobOutcome
+from engine.scheduler import StepReport, UnknownStream
+from engine.service.answer_log import AnswerHistory
+from engine.service.config import ConfigError, ServiceConfig
+from engine.service.durability import DataDir
+from engine.service.pipeline import build_codec, written_by
+from engine.service.rendezvous import shard_for
+from engine.service.shard import Item, RemoteJob, Shard
+from engine.service.ticklog import LogWriteError
+from queries.cache import Answer, AnswerCache
+from queries.evaluate import compile_query
+from queries.flash import FlashQueries
+from queries.limits import QueryLimits
+from queries.registry import Registry
+from queries.spec import QuerySpec, dump_queries
+from queries.yaml_loader import load_queries_file
+
+WAIT_S = 0.002  # the longest a step waits for a shard's reply before the server polls its sockets again
+
+
+@dataclass(eq=False)
+class ShardLink:
+    """The front door's side of one shard: its actor, its streams, what waits to go, the call in flight."""
+
+    name: str
+    handle: Any
+    streams: set[str] = field(default_factory=set)
+    buffer: list[Item] = field(default_factory=list)  # accepted (logged) items not yet sent
+    buffered_tokens: int = 0
+    ops: list[tuple] = field(default_factory=list)  # registry ops and asks, in order
+    call: Any = None  # the ObjectRef of the one call in flight
+    call_tokens: int = 0
+    call_version: int = 0  # registry version when the call went out
+    call_tickets: list[Any] = field(default_factory=list)
+    call_streams: set[str] = field(default_factory=set)
+    reading: Future | None = None  # the tick log being read for a restore
+    reported_pending: int = 0  # the shard's backlog at its last reply
+    shard_busy: bool = False
+    stats_due: bool = True
+    restarts: int = 0
+    restores: list[dict[str, Any]] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pending_tokens(self) -> int:
+        return self.buffered_tokens + self.call_tokens + self.reported_pending
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.buffer or self.ops or self.shard_busy or self.stats_due)
+
+    @property
+    def state(self) -> str:
+        return "reading log" if self.reading is not None else "serving"
+
+
+class ShardedPipeline:
+    def __init__(self, config: ServiceConfig) -> None:
+        ray = _ray()
+        if not config.log.dir:
+            raise ConfigError("--shards needs the tick log (a lost shard is rebuilt from it): drop --no-log")
+        self.config = config
+        self.codec = build_codec(config)
+        limits = config.limits
+        self.registry = Registry(self.codec.questions, QueryLimits(
+            limits.max_yaml_bytes, limits.max_yaml_nodes, limits.max_queries, limits.max_topic_bytes),
+            answerable=lambda spec: compile_query(spec, self.codec))
+        self.cache = AnswerCache()
+        self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)  # checks only
+        self.history = AnswerHistory(config.log.answers_keep)
+        self.data = DataDir(config.log, self.cache, written_by(config, self.codec))
+        self.ticks_in = 0
+        self.rejected: Counter[str] = Counter()
+        self.recovered: list[JobOutcome] = []  # owed answers come out of the first steps instead
+        self.answers_out = 0
+        self.stale_dropped = 0
+        self.progress: dict[str, int] = {}  # stream -> ticks committed, from the shards' replies
+        self.shard_of: dict[str, ShardLink] = {}
+        self._expired: list[str] = []
+        self._reader = ThreadPoolExecutor(1, thread_name_prefix="shard-restore")
+        self._owns_ray = not ray.is_initialized()
+        if self._owns_ray:
+            ray.init(address=config.shards.ray_address, include_dashboard=False, log_to_driver=True)
+        self.links = [ShardLink(f"shard-{i}", self._actor(f"shard-{i}")) for i in range(config.shards.count)]
+        self._names = [link.name for link in self.links]
+        self._by_name = {link.name: link for link in self.links}
+        facts = ray.get([link.handle.limits.remote() for link in self.links], timeout=config.shards.start_timeout_s)
+        self.max_streams_admitted = facts[0]["max_streams_admitted"]
+        self.encoders = StreamEncoders(self.codec, facts[0]["vocab_size"], limits.max_message_bytes,
+                                       max_item_tokens=facts[0]["max_chunk_tokens"],
+                                       max_stream_bytes=limits.max_stream_bytes)
+        self._restore_all()
+
+    def _actor(self, name: str) -> Any:
+        ray, shards = _ray(), self.config.shards
+        # the shards import flashtick from where this process did (a checkout), else from their own install
+        root = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+        return ray.remote(Shard).options(
+            max_restarts=shards.max_restarts, max_task_retries=0, num_cpus=shards.cpus,
+            num_gpus=1 if self.config.model.device.startswith("cuda") else 0,
+            runtime_env={"env_vars": {"PYTHONPATH": path}}).remote(self.config, name)
+
+    def _restore_all(self) -> None:
+        """On start: registry and answers from the data directory, then every logged item through the
+        encoders here (codec state, ordering guards) and to its stream's shard, which rebuilds from them."""
+        if self.data.queries_path.is_file():
+            self.registry.register_file(self.data.queries_path)
+        self.data.restore_answers(self.registry, self.history)
+        if self.config.queries:
+            specs = load_queries_file(self.config.queries, self.registry.questions, self.registry.limits)
+            changed = [spec for spec in specs if self.registry.current(spec.name) != spec]
+            if changed:
+                self.registry.register(changed)
+                for spec in changed:
+                    self.forget_query(spec.name)
+        self.save_queries()
+        items: dict[str, list[Item]] = {name: [] for name in self._names}
+
+        def book(item: EncodedTick) -> None:
+            link = self._owner(item.stream)
+            items[link.name].append((item.stream, item.tokens, item.ts, item.ticks))
+
+        self.ticks_in = self.data.replay_items(self.encoders, book)
+        for link in self.links:
+            self._send_restore(link, items[link.name])
+
+    def _owner(self, stream: str) -> ShardLink:
+        link = self.shard_of.get(stream)
+        if link is None:
+            link = self.shard_of[stream] = self._by_name[shard_for(stream, self._names)]
+            link.streams.add(stream)
+        return link
+
+    # -- ingest ----------------------------------------------------------------------------------
+
+    def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
+        return self._counted(self.encoders.ingest_message(data, self._submit))
+
+    def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
+        return self._counted(self.encoders.ingest_tokenized(data, self._submit))
+
+    def _counted(self, result: Ingested) -> list[dict[str, Any]]:
+        self.ticks_in += result.ticks
+        for r in result.rejections:
+            self.rejected[r.reason] += 1
+        return [r.to_wire() for r in result.rejections]
+
+    def _submit(self, item: EncodedTick) -> None:
+        """Every check, then the log, then the shard's buffer: the log holds exactly the accepted items."""
+        if self.behind and self.config.limits.when_behind == "shed":
+            raise InvalidTick("overloaded", f"the engine is behind: {self.pending_tokens()} tokens pending "
+                                            f"(limits.max_backlog_tokens, when_behind: shed)", item.stream)
+        if item.stream not in self.shard_of:
+            problem = self._admission_problem(item.stream)
+            if problem is not None:
+                raise InvalidTick("stream_refused", problem, item.stream)
+        try:
+            self.data.append(item)
+        except LogWriteError as e:
+            raise InvalidTick("log_unavailable", f"{e} (the tick was not accepted)", item.stream) from None
+        link = self._owner(item.stream)
+        link.buffer.append((item.stream, item.tokens, item.ts, item.ticks))
+        link.buffered_tokens += len(item.tokens)
+
+    def _admission_problem(self, stream: str) -> str | None:
+        """Scheduler.admission_problem for the shard the stream would go to (its limits are per shard)."""
+        held = len(self._by_name[shard_for(stream, self._names)].streams)
+        scheduler = self.config.scheduler
+        if held >= scheduler.max_streams:
+            return f"stream {stream!r} refused: {held} streams are held, the limit (scheduler.max_streams)"
+        if scheduler.when_full == "refuse" and held >= self.max_streams_admitted:
+            return f"stream {stream!r} refused: the KV pool holds {self.max_streams_admitted} streams and all are admitted"
+        return None
+
+    # -- the loop's step: send, collect, publish ------------------------------------------------
+
+    def step(self) -> StepReport | None:
+        """Send each idle shard its work, collect the replies that are in (waiting at most WAIT_S), and
+        return the answers and ask replies they brought (standing answers already numbered and logged)."""
+        ray = _ray()
+        outcomes: list[JobOutcome] = []
+        self._poll_reads()
+        self._send_all()
+        calls = {link.call: link for link in self.links if link.call is not None}
+        if calls:
+            ready, _ = ray.wait(list(calls), num_returns=1, timeout=WAIT_S)
+            if ready:
+                ready, _ = ray.wait(list(calls), num_returns=len(calls), timeout=0)
+            for ref in ready:
+                self._finish(calls[ref], outcomes)
+            self._send_all()
+        return StepReport(outcomes=outcomes) if outcomes or calls else None
+
+    def _send_all(self) -> None:
+        for link in self.links:
+            if link.call is None and link.reading is None and link.has_work:
+                self._send(link)
+
+    def _send(self, link: ShardLink) -> None:
+        items, ops = link.buffer, link.ops
+        link.buffer, link.ops = [], []
+        link.call_tokens, link.buffered_tokens = link.buffered_tokens, 0
+        link.call_version = self.registry.version
+        link.call_tickets = [op[1] for op in ops if op[0] == "ask"]
+        link.call_streams = {item[0] for item in items}
+        want_stats, link.stats_due = link.stats_due, False
+        link.call = link.handle.step.remote(items, ops, self.config.shards.step_ms, want_stats)
+
+    def _finish(self, link: ShardLink, outcomes: list[JobOutcome]) -> None:
+        ray = _ray()
+        ref, version, tickets = link.call, link.call_version, link.call_tickets
+        link.call, link.call_tokens, link.call_tickets = None, 0, []
+        try:
+            reply = ray.get(ref)
+        except ray.exceptions.RayTaskError as e:  # our code raised in the shard: its state is suspect
+            ray.kill(link.handle, no_restart=False)  # Ray starts it afresh; it is restored below
+            self._lost(link, f"{type(e.cause).__name__}: {e.cause}", tickets, outcomes)
+            return
+        except ray.exceptions.RayError as e:  # the actor died (killed, OOM, its host lost): Ray restarts it
+            self._lost(link, type(e).__name__, tickets, outcomes)
+            return
+        if reply.get("needs_restore"):  # restarted by Ray between two calls
+            self._lost(link, "restarted", tickets, outcomes)
+            return
+        for wire in reply["answers"]:
+            answer = self._publishable(Answer(**wire), version)
+            if answer is not None:
+                outcomes.append(JobOutcome(RemoteJob(None), answer))
+        for ticket, wire, error in reply["replies"]:
+            outcomes.append(JobOutcome(RemoteJob(ticket), Answer(**wire) if wire else None, error))
+        self.progress.update(reply["progress"])
+        link.reported_pending, link.shard_busy = reply["pending_tokens"], reply["busy"]
+        if "stats" in reply:
+            link.stats = reply["stats"]
+        if "restored" in reply:
+            link.restores.append(reply["restored"])
+            print(f"flashtick: {link.name} restored {reply['restored']['streams']} streams from "
+                  f"{reply['restored']['items']} logged items in {reply['restored']['s']:.2f} s", file=sys.stderr,
+                  flush=True)
+        for stream in reply.get("expired", ()):
+            self._expire(link, stream)
+
+    def _publishable(self, answer: Answer, version: int) -> Answer | None:
+        """The answer with its topic's next seq, logged and kept; None if its query was replaced or removed
+        after the call that computed it went out."""
+        if self.registry.current(answer.query) is None or self.registry.query_version(answer.query) > version:
+            self.stale_dropped += 1
+            return None
+        answer = self.cache.publish(answer)
+        packed = msgpack.packb(answer.to_wire(), use_bin_type=True)
+        self.history.add(answer.topic, answer.seq, packed)
+        self.data.answers.record(packed)  # before it is published: a seq seen is never handed out again
+        self.answers_out += 1
+        return answer
+
+    def _expire(self, link: ShardLink, stream: str) -> None:
+        if stream in link.call_streams or any(item[0] == stream for item in link.buffer):
+            return  # it sent data since: the shard starts it afresh, the front door keeps it
+        link.streams.discard(stream)
+        self.shard_of.pop(stream, None)
+        self.progress.pop(stream, None)
+        self.encoders.drop(stream)
+        self.registry.drop_stream(stream)
+        self.cache.drop_stream(stream)
+        self.data.answers.forget_stream(stream)
+        self._expired.append(stream)
+
+    # -- a shard lost and restored ------------------------------------------------------------------
+
+    def _lost(self, link: ShardLink, why: str, tickets: list[Any], outcomes: list[JobOutcome]) -> None:
+        link.restarts += 1
+        for ticket in tickets:
+            outcomes.append(JobOutcome(RemoteJob(ticket), error=f"{link.name} was lost before answering; ask again"))
+        link.buffer, link.buffered_tokens = [], 0  # logged: the restore reads them back
+        link.reported_pending, link.shard_busy = 0, False
+        print(f"flashtick: {link.name} lost ({why}); rebuilding its {len(link.streams)} streams from the tick log",
+              file=sys.stderr, flush=True)
+        upto = self.data.log.next_record  # everything accepted so far; later items wait in the buffer
+        encoders = StreamEncoders(self.codec, self.encoders.vocab_size, self.encoders.max_message_bytes,
+                                  max_item_tokens=self.encoders.max_item_tokens,
+                                  max_stream_bytes=self.encoders.max_stream_bytes)
+        link.reading = self._reader.submit(self.data.read_items, set(link.streams), upto, encoders)
+
+    def _poll_reads(self) -> None:
+        for link in self.links:
+            if link.reading is not None and link.reading.done():
+                future, link.reading = link.reading, None
+                items = [(i.stream, i.tokens, i.ts, i.ticks) for i in future.result()]
+                self._send_restore(link, items)
+
+    def _send_restore(self, link: ShardLink, items: list[Item]) -> None:
+        link.ops = [op for op in link.ops if op[0] == "ask"]  # the restore carries the registry as it is now
+        latest = [a.to_wire() for a in self.cache.latest() if a.stream in link.streams]
+        queries = dump_queries(self.registry.list()) if len(self.registry) else ""
+        link.call_version = self.registry.version
+        link.call_tickets, link.call_streams = [], set()
+        link.call = link.handle.restore.remote(queries, latest, items)
+
+    # -- what the server asks of a pipeline ----------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        return any(link.call is not None or link.reading is not None or link.buffer or link.ops or link.shard_busy
+                   for link in self.links)
+
+    def pending_tokens(self) -> int:
+        return sum(link.pending_tokens for link in self.links)
+
+    @property
+    def behind(self) -> bool:
+        return self.pending_tokens() > self.config.limits.max_backlog_tokens
+
+    @property
+    def stream_count(self) -> int:
+        return len(self.shard_of)
+
+    def register_queries(self, specs: list[QuerySpec]) -> None:
+        """Checked here (compiled, limits), then queued to every shard: all of them or none."""
+        for spec in specs:
+            self.flash.compiled(spec)
+        self.registry.register(specs)
+        for spec in specs:
+            self.forget_query(spec.name)
+        self.save_queries()
+        for link in self.links:
+            link.ops.append(("register", dump_queries(specs)))
+
+    def unregister_query(self, name: str) -> None:
+        self.registry.unregister(name)
+        self.forget_query(name)
+        self.save_queries()
+        for link in self.links:
+            link.ops.append(("unregister", name))
+
+    def fresh_answer(self, spec: QuerySpec, stream: str, max_stale_ticks: int) -> Answer | None:
+        ticks = self.progress.get(stream)
+        return None if ticks is None else self.cache.get_fresh(spec.name, stream, ticks, max_stale_ticks)
+
+    def ask(self, spec: QuerySpec, stream: str, ticket: Any) -> None:
+        link = self.shard_of.get(stream)
+        if link is None:
+            raise UnknownStream(stream)
+        registered = self.registry.current(spec.name) is spec
+        link.ops.append(("ask", ticket, stream, spec.name if registered else spec.to_dict()))
+
+    def forget_query(self, name: str) -> None:
+        self.cache.drop_query(name)
+        self.data.answers.forget_query(name)
+
+    def save_queries(self) -> None:
+        self.data.save_queries(dump_queries(self.registry.list()))
+
+    def expire_idle(self) -> list[str]:
+        """Streams the shards dropped as idle (scheduler.stream_idle_s) since the last call, forgotten here."""
+        expired, self._expired = self._expired, []
+        return expired
+
+    def run_until_idle(self) -> list[Answer]:
+        """Step until every shard is idle; the standing answers published, in order (tests, tools)."""
+        answers = []
+        while self.busy:
+            report = self.step()
+            answers += [o.answer for o in report.outcomes if o.job.ticket is None] if report else []
+        return answers
+
+    def stats(self) -> dict[str, Any]:
+        for link in self.links:
+            link.stats_due = True  # fresh figures with each shard's next reply
+        shards = [link.stats for link in self.links]
+        freshness = [s["freshness_ms"] for s in shards if s.get("freshness_ms")]
+        return {
+            "ticks_in": self.ticks_in, "rejected": dict(self.rejected), "answers_out": self.answers_out,
+            "query_errors": sum(s.get("query_errors", 0) for s in shards),
+            # the slowest shard's percentiles (an upper bound on the service's)
+            "freshness_ms": {q: max(f[q] for f in freshness) for q in ("p50", "p99")} if freshness else {},
+            "pending_tokens": self.pending_tokens(), "behind": self.behind,
+            **{key: sum(s.get(key, 0) for s in shards)
+               for key in ("kv_cells_capacity", "kv_cells_used", "sessions_resident")},
+            "streams": len(self.shard_of),
+            "scheduler": _summed([s.get("scheduler", {}) for s in shards]),
+            "runner": _summed([s.get("runner", {}) for s in shards]),
+            "queries": len(self.registry), "model": self.config.model.model_id, "log": self.data.stats(),
+            "stale_answers_dropped": self.stale_dropped,
+            "shards": [{"name": link.name, "state": link.state, "streams": len(link.streams),
+                        "pending_tokens": link.pending_tokens, "restarts": link.restarts,
+                        "restores": link.restores[-3:], "pid": link.stats.get("pid"),
+                        "calls": link.stats.get("calls", 0)} for link in self.links],
+        }
+
+    def close(self) -> None:
+        ray = _ray()
+        self._reader.shutdown(wait=True, cancel_futures=True)
+        for link in self.links:
+            ray.kill(link.handle, no_restart=True)
+        self.data.close()
+        if self._owns_ray:
+            ray.shutdown()
+
+
+def _summed(dicts: list[dict[str, Any]]) -> dict[str, Any]:
+    total: Counter[str] = Counter()
+    for d in dicts:
+        total.update({k: v for k, v in d.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    return dict(total)
+
+
+def _ray() -> Any:
+    """Ray, imported when a sharded service starts: it is an optional extra (pip install flashtick[ray])."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--shards needs Ray: pip install 'flashtick[ray]'") from None
+    return ray
