@@ -85,7 +85,7 @@ class Shard:
         """Rebuild streams from their logged items (all of this shard's when ``reset``; else streams added to a
         live shard: a move), with trigger state from ``latest`` (the front door's latest answers of those
         streams), then compute the answers owed: due on ticks logged but never answered."""
-        started = time.perf_counter()
+        started, started_ns = time.perf_counter(), time.time_ns()
         if reset:
             self._reset()
             if queries_yaml:
@@ -103,7 +103,8 @@ class Shard:
         self.restored = True
         progress = {stream: self.engine.progress(stream).ticks for stream in streams}
         return {**self._reply(owed, progress), "restored": {"streams": len(streams), "items": len(items),
-                                                  "forwards": forwards, "s": time.perf_counter() - started}}
+                                                  "forwards": forwards, "s": time.perf_counter() - started,
+                                                  "started_ns": started_ns}}
 
     def _answers_owed(self, streams: set[str]) -> list[JobOutcome]:
         for stream in streams:

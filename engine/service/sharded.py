@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ from queries.spec import QuerySpec, dump_queries
 from queries.yaml_loader import load_queries_file
 
 WAIT_S = 0.002  # the longest a step waits for a shard's reply before the server polls its sockets again
+RETRY_S = 0.25  # a restore that found the actor not back yet is tried again this much later
 
 
 @dataclass(eq=False)
@@ -69,10 +71,13 @@ class ShardLink:
     buffered_tokens: int = 0
     ops: list[tuple] = field(default_factory=list)  # registry ops and asks, in order
     call: Any = None  # the ObjectRef of the one call in flight
+    call_kind: str = "step"  # or "restore"
     call_tokens: int = 0
     call_version: int = 0  # registry version when the call went out
     call_tickets: list[Any] = field(default_factory=list)
     call_streams: set[str] = field(default_factory=set)
+    lost: bool = False  # its engine state is gone: nothing goes to it until a restore succeeds
+    not_before: float = 0.0  # monotonic time before which no restore is tried
     reading: Future | None = None  # the tick log being read for a restore
     reported_pending: int = 0  # the shard's backlog at its last reply
     shard_busy: bool = False
@@ -91,7 +96,7 @@ class ShardLink:
 
     @property
     def state(self) -> str:
-        return "reading log" if self.reading is not None else "serving"
+        return "restoring" if self.lost else "serving"
 
 
 class ShardedPipeline:
@@ -163,6 +168,7 @@ class ShardedPipeline:
 
         self.ticks_in = self.data.replay_items(self.encoders, book)
         for link in self.links:
+            link.lost = True  # until its restore is in
             self._send_restore(link, items[link.name])
 
     def _owner(self, stream: str) -> ShardLink:
@@ -234,7 +240,7 @@ class ShardedPipeline:
 
     def _send_all(self) -> None:
         for link in self.links:
-            if link.call is None and link.reading is None and link.has_work:
+            if link.call is None and not link.lost and link.has_work:
                 self._send(link)
 
     def _send(self, link: ShardLink) -> None:
@@ -245,24 +251,26 @@ class ShardedPipeline:
         link.call_tickets = [op[1] for op in ops if op[0] == "ask"]
         link.call_streams = {item[0] for item in items}
         want_stats, link.stats_due = link.stats_due, False
+        link.call_kind = "step"
         link.call = link.handle.step.remote(items, ops, self.config.shards.step_ms, want_stats)
 
     def _finish(self, link: ShardLink, outcomes: list[JobOutcome]) -> None:
         ray = _ray()
-        ref, version, tickets = link.call, link.call_version, link.call_tickets
+        ref, version, tickets, kind = link.call, link.call_version, link.call_tickets, link.call_kind
         link.call, link.call_tokens, link.call_tickets = None, 0, []
         try:
             reply = ray.get(ref)
         except ray.exceptions.RayTaskError as e:  # our code raised in the shard: its state is suspect
             ray.kill(link.handle, no_restart=False)  # Ray starts it afresh; it is restored below
-            self._lost(link, f"{type(e.cause).__name__}: {e.cause}", tickets, outcomes)
+            self._lost(link, f"{type(e.cause).__name__}: {e.cause}", tickets, outcomes, kind)
             return
         except ray.exceptions.RayError as e:  # the actor died (killed, OOM, its host lost): Ray restarts it
-            self._lost(link, type(e).__name__, tickets, outcomes)
+            self._lost(link, type(e).__name__, tickets, outcomes, kind)
             return
         if reply.get("needs_restore"):  # restarted by Ray between two calls
-            self._lost(link, "restarted", tickets, outcomes)
+            self._lost(link, "restarted", tickets, outcomes, kind)
             return
+        link.lost = False
         for wire in reply["answers"]:
             answer = self._publishable(Answer(**wire), version)
             if answer is not None:
@@ -308,15 +316,24 @@ class ShardedPipeline:
 
     # -- a shard lost and restored ------------------------------------------------------------------
 
-    def _lost(self, link: ShardLink, why: str, tickets: list[Any], outcomes: list[JobOutcome]) -> None:
+    def _lost(self, link: ShardLink, why: str, tickets: list[Any], outcomes: list[JobOutcome], kind: str) -> None:
+        if kind == "restore":  # the actor is not back yet (Ray is restarting it): try again shortly
+            link.not_before = time.monotonic() + RETRY_S
+            return
         link.restarts += 1
+        link.lost, link.not_before = True, 0.0
         for ticket in tickets:
             outcomes.append(JobOutcome(RemoteJob(ticket), error=f"{link.name} was lost before answering; ask again"))
         link.buffer, link.buffered_tokens = [], 0  # logged: the restore reads them back
         link.reported_pending, link.shard_busy = 0, False
         print(f"flashtick: {link.name} lost ({why}); rebuilding its {len(link.streams)} streams from the tick log",
               file=sys.stderr, flush=True)
-        upto = self.data.log.next_record  # everything accepted so far; later items wait in the buffer
+
+    def _read_log(self, link: ShardLink) -> None:
+        """Read the lost shard's streams from the tick log, on a thread, up to the last record accepted;
+        items accepted from now on wait in its buffer and follow the restore."""
+        link.buffer, link.buffered_tokens = [], 0
+        upto = self.data.log.next_record
         encoders = StreamEncoders(self.codec, self.encoders.vocab_size, self.encoders.max_message_bytes,
                                   max_item_tokens=self.encoders.max_item_tokens,
                                   max_stream_bytes=self.encoders.max_stream_bytes)
@@ -324,6 +341,8 @@ class ShardedPipeline:
 
     def _poll_reads(self) -> None:
         for link in self.links:
+            if link.lost and link.call is None and link.reading is None and time.monotonic() >= link.not_before:
+                self._read_log(link)
             if link.reading is not None and link.reading.done():
                 future, link.reading = link.reading, None
                 items = [(i.stream, i.tokens, i.ts, i.ticks) for i in future.result()]
@@ -335,13 +354,14 @@ class ShardedPipeline:
         queries = dump_queries(self.registry.list()) if len(self.registry) else ""
         link.call_version = self.registry.version
         link.call_tickets, link.call_streams = [], set()
+        link.call_kind = "restore"
         link.call = link.handle.restore.remote(queries, latest, items)
 
     # -- what the server asks of a pipeline ----------------------------------------------------------
 
     @property
     def busy(self) -> bool:
-        return any(link.call is not None or link.reading is not None or link.buffer or link.ops or link.shard_busy
+        return any(link.call is not None or link.lost or link.buffer or link.ops or link.shard_busy
                    for link in self.links)
 
     def pending_tokens(self) -> int:
