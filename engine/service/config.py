@@ -202,10 +202,10 @@ class ShardsSection:
         if type(self.max_restarts) is not int or self.max_restarts < -1:
             raise ConfigError(f"shards.max_restarts must be an integer >= -1, got {self.max_restarts!r}")
         for name in ("cpus", "step_ms", "start_timeout_s"):
-            value = getattr(self, name)
+            value, least = getattr(self, name), 0 if name == "cpus" else None
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (
-                    value == 0 and name != "cpus"):
-                raise ConfigError(f"shards.{name} must be a number > 0, got {value!r}")
+                    value == 0 and least is None):
+                raise ConfigError(f"shards.{name} must be a number {'>= 0' if least == 0 else '> 0'}, got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -198,7 +198,7 @@ class Shard:
 
     def stats(self) -> dict[str, Any]:
         scheduler = self.engine.scheduler
-        return {"shard": self.name, "pid": os.getpid(), "calls": self.calls, "answers_out": self.flash.stats.answers,
+        return {"shard": self.name, "pid": os.getpid(), "calls": self.calls, "cpu_s": time.process_time(), "answers_out": self.flash.stats.answers,
                 "query_errors": self.flash.stats.errors, "freshness_ms": self.flash.freshness_ms(),
                 "pending_tokens": scheduler.pending_tokens(), **scheduler.kv_summary(),
                 "scheduler": vars(scheduler.stats), "runner": vars(self.runner.stats)}

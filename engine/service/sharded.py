@@ -125,6 +125,8 @@ class ShardedPipeline:
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="shard-restore")
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
+            if config.shards.ray_address is None:  # a local instance: shards at the front door's priority
+                os.environ.setdefault("RAY_worker_niceness", "0")  # (Ray starts workers at nice 15 otherwise)
             ray.init(address=config.shards.ray_address, include_dashboard=False, log_to_driver=True)
         self.links = [ShardLink(f"shard-{i}", self._actor(f"shard-{i}")) for i in range(config.shards.count)]
         self._names = [link.name for link in self.links]
