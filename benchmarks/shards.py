@@ -1,7 +1,7 @@
 """Scale-out on Ray: sustained ticks/s with the example queries at 1 vs 2 engine shards, in one run, and how
 a shard move's rebuild time grows with the moved stream's logged ticks.
 
-Throughput: the built-in model and queries/examples/tick_model.yaml, the seeded synthetic market over 16
+Throughput: the built-in model and queries/examples/tick_model.yaml, the seeded synthetic market over 24
 streams, messages of 50 ticks fed through ShardedPipeline (the front door's whole ingest path: decode,
 validate, encode, tick log, route) as fast as the shards take them: a message goes in whenever the backlog
 is under 2,000 tokens per shard, so every shard always has work. Timed from the first message to every tick
@@ -83,6 +83,7 @@ def throughput(shards: int, ticks: list, warmup: list, root: Path) -> dict:
               "answers": pipeline.answers_out - answers_before, "front_door_cpu_s": cpu,
               "front_door_cpu_share": cpu / seconds, "shards_cores": shard_cpu / seconds,
               "others_cores": max(0.0, machine_cpu - cpu - shard_cpu) / seconds,
+              "ticks_per_shard_cpu_s": len(ticks) / shard_cpu,
               "streams_per_shard": sorted(len(link.streams) for link in pipeline.links)}
     pipeline.close()
     return result
@@ -125,6 +126,7 @@ def main() -> None:
     parser.add_argument("--moves", type=int, nargs="+", default=[1000, 4000, 16000, 64000])
     args = parser.parse_args()
     os.environ.setdefault("RAY_worker_niceness", "0")  # Ray starts workers at nice 15: a shared machine starves them
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     source = market(STREAMS, seed=0)
     warmup = source.next_batch(200)

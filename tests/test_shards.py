@@ -8,6 +8,7 @@ answer again with continuous seqs and no accepted tick lost.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections import defaultdict
@@ -36,6 +37,7 @@ TOL = 1e-4
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # CPU actors: Ray leaves CUDA_VISIBLE_DEVICES be
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()

@@ -30,8 +30,7 @@ import os
 import sys
 import time
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,7 @@ from engine.service.durability import DataDir
 from engine.service.pipeline import build_codec, written_by
 from engine.service.rendezvous import shard_for
 from engine.service.shard import Item, RemoteJob, Shard
+from engine.service.shard_link import ShardLink
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import compile_query
@@ -58,45 +58,6 @@ from queries.yaml_loader import load_queries_file
 
 WAIT_S = 0.002  # the longest a step waits for a shard's reply before the server polls its sockets again
 RETRY_S = 0.25  # a restore that found the actor not back yet is tried again this much later
-
-
-@dataclass(eq=False)
-class ShardLink:
-    """The front door's side of one shard: its actor, its streams, what waits to go, the call in flight."""
-
-    name: str
-    handle: Any
-    streams: set[str] = field(default_factory=set)
-    buffer: list[Item] = field(default_factory=list)  # accepted (logged) items not yet sent
-    buffered_tokens: int = 0
-    ops: list[tuple] = field(default_factory=list)  # registry ops and asks, in order
-    call: Any = None  # the ObjectRef of the one call in flight
-    call_kind: str = "step"  # or "restore"
-    call_tokens: int = 0
-    call_version: int = 0  # registry version when the call went out
-    call_tickets: list[Any] = field(default_factory=list)
-    call_streams: set[str] = field(default_factory=set)
-    lost: bool = False  # its engine state is gone: nothing goes to it until a restore succeeds
-    not_before: float = 0.0  # monotonic time before which no restore is tried
-    reading: Future | None = None  # the tick log being read for a restore
-    reported_pending: int = 0  # the shard's backlog at its last reply
-    shard_busy: bool = False
-    stats_due: bool = True
-    restarts: int = 0
-    restores: list[dict[str, Any]] = field(default_factory=list)
-    stats: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def pending_tokens(self) -> int:
-        return self.buffered_tokens + self.call_tokens + self.reported_pending
-
-    @property
-    def has_work(self) -> bool:
-        return bool(self.buffer or self.ops or self.shard_busy or self.stats_due)
-
-    @property
-    def state(self) -> str:
-        return "restoring" if self.lost else "serving"
 
 
 class ShardedPipeline:
@@ -127,6 +88,7 @@ class ShardedPipeline:
         if self._owns_ray:
             if config.shards.ray_address is None:  # a local instance: shards at the front door's priority
                 os.environ.setdefault("RAY_worker_niceness", "0")  # (Ray starts workers at nice 15 otherwise)
+            os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # CPU shards leave CUDA_VISIBLE_DEVICES be
             ray.init(address=config.shards.ray_address, include_dashboard=False, log_to_driver=True)
         self.links = [ShardLink(f"shard-{i}", self._actor(f"shard-{i}")) for i in range(config.shards.count)]
         self._names = [link.name for link in self.links]
@@ -363,8 +325,10 @@ class ShardedPipeline:
 
     @property
     def busy(self) -> bool:
-        return any(link.call is not None or link.lost or link.buffer or link.ops or link.shard_busy
-                   for link in self.links)
+        """A call in flight, a log being read, or work for a shard that can take it. A lost shard waiting
+        for Ray to restart it is not "busy": the server's loop then sleeps in its poll instead of spinning."""
+        return any(link.call is not None or link.reading is not None
+                   or (not link.lost and (link.buffer or link.ops or link.shard_busy)) for link in self.links)
 
     def pending_tokens(self) -> int:
         return sum(link.pending_tokens for link in self.links)
