@@ -22,7 +22,7 @@ from conftest import serving, tiny_tick_checkpoint  # noqa: E402
 from connectors.feed import FeedClient  # noqa: E402
 from connectors.synthetic import SyntheticConfig, SyntheticMarket  # noqa: E402
 from connectors.ticks import encode  # noqa: E402
-from engine.service.client import AnswerSubscriber, ControlClient  # noqa: E402
+from engine.service.client import AnswerSubscriber, ControlClient, ControlError  # noqa: E402
 from engine.service.config import ServiceConfig  # noqa: E402
 from engine.service.pipeline import TickPipeline  # noqa: E402
 from engine.service.sharded import ShardedPipeline  # noqa: E402
@@ -129,12 +129,71 @@ def test_one_and_two_shards_answer_alike_and_a_restart_on_more_shards_continues(
         assert answers[0][0] == expected[topic][-len(answers)][0]
 
 
+def served(checkpoint, tmp_path: Path, shards: int, queries: Path) -> ServiceConfig:
+    return config(checkpoint, tmp_path / "data", shards, queries, limits={"heartbeat_s": 0.2},
+                  endpoints={"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
+                             "control": "tcp://127.0.0.1:0", "metrics_port": 0})
+
+
+def wait_for(predicate, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(200)
+    with serving(served(checkpoint, tmp_path, 2, queries)) as server, \
+            ControlClient(server.endpoints["control"], timeout_s=30) as control, \
+            AnswerSubscriber(server.endpoints["answers"], ["vol/"]) as sub, \
+            FeedClient(server.endpoints["ingest"]) as feeder:
+        sub.wait_ready()
+        feeder.send(ticks[:100])
+        wait_for(lambda: all(control.call("get", query="dir", stream=s)["answer"] for s in ("SYN.A", "SYN.B",
+                                                                                            "SYN.C", "SYN.D")))
+        shards = {link.name: set(link.streams) for link in server.pipeline.links}
+        assert all(shards.values())  # both shards serve streams
+        bad = control.request({"op": "register", "yaml": "queries:\n  - {name: vol, streams: ['*'], kind: choice,"
+                                                         " question: volatility_50, trigerr: batch}\n"})
+        assert not bad["ok"] and "trigerr" in bad["error"]  # refused at the front door: no shard saw it
+        reply = control.call("register", yaml="queries:\n  - {name: vol, streams: ['*'], question: volatility_50,"
+                                              " kind: choice, trigger: batch}\n")
+        assert reply["registered"] == ["vol"] and reply["version"] == 2
+        assert [q["name"] for q in control.call("list")["queries"]] == ["dir", "nll", "vol"]
+        feeder.send(ticks[100:])
+        seen: set[str] = set()
+        deadline = time.monotonic() + 60
+        while seen != {"SYN.A", "SYN.B", "SYN.C", "SYN.D"} and time.monotonic() < deadline:
+            if (m := sub.recv(timeout_s=0.2)) is not None:
+                seen.add(m[1]["stream"])
+        assert seen == {"SYN.A", "SYN.B", "SYN.C", "SYN.D"}  # the new query answers on both shards' streams
+        cached = control.call("ask", stream="SYN.B", query="dir", max_stale_ticks=1000)
+        assert cached["cached"] is True and cached["answer"]["seq"] >= 1
+        fresh = control.call("ask", stream="SYN.C", query="dir")
+        assert fresh["cached"] is False and fresh["answer"]["seq"] == 0 and fresh["answer"]["stream"] == "SYN.C"
+        adhoc = control.call("ask", stream="SYN.A", spec={"name": "adhoc", "streams": ["SYN.A"],
+                                                          "question": "move_bps_50", "kind": "expectation"})
+        assert "expected" in adhoc["answer"]["value"]
+        assert "no data" in control.request({"op": "ask", "stream": "nobody", "query": "dir"})["error"]
+        control.call("unregister", name="vol")
+        with pytest.raises(ControlError, match="no query named .vol."):
+            control.call("unregister", name="vol")
+        assert control.call("health")["streams"] == 4
+        wait_for(lambda: control.call("stats")["stats"]["pending_tokens"] == 0)
+        stats = control.call("stats")["stats"]
+        assert stats["ticks_in"] == 200 and stats["queries"] == 2 and len(stats["shards"]) == 2
+        assert {s["name"]: s["streams"] for s in stats["shards"]} == {n: len(s) for n, s in shards.items()}
+    text = (tmp_path / "data" / "queries.yaml").read_text()
+    assert "dir" in text and "vol" not in text
+
+
 def test_a_killed_shard_is_restarted_and_rebuilt_with_no_tick_lost(checkpoint, tmp_path) -> None:
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
-    cfg = config(checkpoint, tmp_path / "data", 2, queries,
-                 endpoints={"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
-                            "control": "tcp://127.0.0.1:0"}, limits={"heartbeat_s": 0.2})
+    cfg = served(checkpoint, tmp_path, 2, queries)
     ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(600)
     sent: dict[str, int] = defaultdict(int)
     with serving(cfg) as server, AnswerSubscriber(server.endpoints["answers"], ["dir/"]) as sub, \
