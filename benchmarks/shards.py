@@ -33,6 +33,7 @@ from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMark
 from connectors.ticks import encode
 from engine.service.cli import EXAMPLE_QUERIES
 from engine.service.config import LogSection, ServiceConfig, ShardsSection
+from engine.service.shard import pack_items
 from engine.service.sharded import ShardedPipeline
 
 STREAMS = 24  # 11 and 13 streams on 2 shards by rendezvous hashing (16 would split 6 and 10)
@@ -105,8 +106,8 @@ def moves(lengths: list[int], root: Path) -> list[dict]:
         items = pipeline.data.read_items({stream}, pipeline.data.log.next_record, fresh)
         read_s = time.perf_counter() - start
         start = time.perf_counter()
-        reply = ray.get(link.handle.restore.remote("", [], [(i.stream, i.tokens, i.ts, i.ticks) for i in items],
-                                                   False))
+        packed = pack_items([(i.stream, i.tokens, i.ts, i.ticks) for i in items])
+        reply = ray.get(link.handle.restore.remote("", [], packed, False))
         restore_s = time.perf_counter() - start
         ray.get(link.handle.drop.remote([stream]))
         out.append({"logged_ticks": length, "log_records": pipeline.data.log.next_record,

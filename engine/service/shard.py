@@ -24,15 +24,17 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import torch
 
 from engine.jobs import JobOutcome
 from engine.engine import Engine
 from engine.models import load_model
 from engine.runner import ModelRunner
-from engine.scheduler import UnknownStream
+from engine.scheduler import AdmissionRefused, UnknownStream
 from engine.service.config import TORCH_DTYPES, ConfigError, LogSection, ServiceConfig
 from engine.service.pipeline import build_codec
 from queries.cache import Answer, AnswerCache
@@ -43,7 +45,35 @@ from queries.registry import Registry
 from queries.spec import QuerySpec
 
 Item = tuple[str, list[int], int, int]  # (stream, tokens, event ts ns, ticks): an accepted, encoded item
+
+
 EXPIRE_EVERY_S = 1.0
+
+
+def pack_items(items: list[Item]) -> dict[str, Any]:
+    """Many items (a restore's) as a few flat numpy arrays, which Ray ships whole instead of pickling every
+    small list and int: the stream names, each item's stream index and token count, the tokens, event times
+    and tick counts."""
+    index: dict[str, int] = {}
+    for item in items:
+        index.setdefault(item[0], len(index))
+    n = len(items)
+    lengths = np.fromiter((len(item[1]) for item in items), np.int64, n)
+    return {"streams": list(index), "which": np.fromiter((index[item[0]] for item in items), np.int32, n),
+            "lengths": lengths, "tokens": np.fromiter((t for item in items for t in item[1]), np.int64,
+                                                      int(lengths.sum())),
+            "ts": np.fromiter((item[2] for item in items), np.int64, n),
+            "ticks": np.fromiter((item[3] for item in items), np.int64, n)}
+
+
+def unpack_items(packed: dict[str, Any]) -> Iterator[Item]:
+    """The items ``pack_items`` packed, in order."""
+    names, tokens = packed["streams"], packed["tokens"].tolist()
+    start = 0
+    for which, end, ts, ticks in zip(packed["which"].tolist(), np.cumsum(packed["lengths"]).tolist(),
+                                     packed["ts"].tolist(), packed["ticks"].tolist()):
+        yield names[which], tokens[start:end], ts, ticks
+        start = end
 
 
 class Shard:
@@ -59,6 +89,7 @@ class Shard:
         self.runner = ModelRunner(model, config.kv.spec())
         self.restored = False  # a (re)started actor serves nothing until the front door restores it
         self.calls = 0
+        self.refused_items = 0  # items the front door accepted that this engine's limits refused
         self._reset()
 
     def _reset(self) -> None:
@@ -80,7 +111,7 @@ class Shard:
 
     # -- restore -----------------------------------------------------------------------------------
 
-    def restore(self, queries_yaml: str, latest: list[dict[str, Any]], items: list[Item],
+    def restore(self, queries_yaml: str, latest: list[dict[str, Any]], items: dict[str, Any],
                 reset: bool = True) -> dict[str, Any]:
         """Rebuild streams from their logged items (all of this shard's when ``reset``; else streams added to a
         live shard: a move), with trigger state from ``latest`` (the front door's latest answers of those
@@ -94,17 +125,20 @@ class Shard:
         self.cache.restore(answers, {})
         for answer in answers:
             self.registry.restore_fired(answer.query, answer.stream, answer.version, answer.data_ts)
-        streams = set()
-        for stream, tokens, ts, ticks in items:
-            self.engine.scheduler.restore(stream, tokens, ts, ticks)
-            streams.add(stream)
+        streams, refused = set(items["streams"]), 0
+        for stream, tokens, ts, ticks in unpack_items(items):  # ``items``: pack_items of the logged items
+            try:
+                self.engine.scheduler.restore(stream, tokens, ts, ticks)
+            except AdmissionRefused:  # the limits changed since it was logged: counted, never fatal
+                refused += 1
+        streams &= set(self.engine.scheduler.streams)
         forwards = self.engine.rebuild()
         owed = self._answers_owed(streams)
         self.restored = True
         progress = {stream: self.engine.progress(stream).ticks for stream in streams}
-        return {**self._reply(owed, progress), "restored": {"streams": len(streams), "items": len(items),
-                                                  "forwards": forwards, "s": time.perf_counter() - started,
-                                                  "started_ns": started_ns}}
+        restored = {"streams": len(streams), "items": len(items["ts"]), "refused": refused, "forwards": forwards,
+                    "s": time.perf_counter() - started, "started_ns": started_ns}
+        return {**self._reply(owed, progress), "restored": restored}
 
     def _answers_owed(self, streams: set[str]) -> list[JobOutcome]:
         for stream in streams:
@@ -135,7 +169,10 @@ class Shard:
         for op in ops:
             outcomes += self._apply(op)
         for stream, tokens, ts, ticks in items:
-            self.engine.submit(stream, tokens, ts, ticks)  # admission was checked by the front door
+            try:
+                self.engine.submit(stream, tokens, ts, ticks)  # admission was checked by the front door
+            except AdmissionRefused:  # only when the limits changed since the stream was logged: counted
+                self.refused_items += 1
         deadline = time.perf_counter() + step_ms / 1000
         progress: dict[str, int] = {}
         while (report := self.engine.step()) is not None:
@@ -198,7 +235,8 @@ class Shard:
 
     def stats(self) -> dict[str, Any]:
         scheduler = self.engine.scheduler
-        return {"shard": self.name, "pid": os.getpid(), "calls": self.calls, "cpu_s": time.process_time(), "answers_out": self.flash.stats.answers,
+        return {"shard": self.name, "pid": os.getpid(), "calls": self.calls, "cpu_s": time.process_time(),
+                "refused_items": self.refused_items, "answers_out": self.flash.stats.answers,
                 "query_errors": self.flash.stats.errors, "freshness_ms": self.flash.freshness_ms(),
                 "pending_tokens": scheduler.pending_tokens(), **scheduler.kv_summary(),
                 "scheduler": vars(scheduler.stats), "runner": vars(self.runner.stats)}

@@ -32,6 +32,8 @@ class ShardLink:
     call_tickets: list[Any] = field(default_factory=list)
     call_streams: set[str] = field(default_factory=set)
     lost: bool = False  # its engine state is gone: nothing goes to it until a restore succeeds
+    restore_errors: int = 0  # restores in a row that raised in the shard
+    failed: str | None = None  # why it was given up on (restores kept raising); nothing more is tried
     not_before: float = 0.0  # monotonic time before which no restore is tried
     reading: Future | None = None  # the tick log being read for a restore
     reported_pending: int = 0  # the shard's backlog at its last reply
@@ -51,4 +53,4 @@ class ShardLink:
 
     @property
     def state(self) -> str:
-        return "restoring" if self.lost else "serving"
+        return f"failed: {self.failed}" if self.failed else "restoring" if self.lost else "serving"

@@ -45,7 +45,7 @@ from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import DataDir
 from engine.service.pipeline import build_codec, written_by
 from engine.service.rendezvous import shard_for
-from engine.service.shard import Item, RemoteJob, Shard
+from engine.service.shard import Item, RemoteJob, Shard, pack_items
 from engine.service.shard_link import ShardLink
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
@@ -58,6 +58,7 @@ from queries.yaml_loader import load_queries_file
 
 WAIT_S = 0.002  # the longest a step waits for a shard's reply before the server polls its sockets again
 RETRY_S = 0.25  # a restore that found the actor not back yet is tried again this much later
+MAX_RESTORE_ERRORS = 3  # a restore that raised this many times in a row will not succeed by retrying
 
 
 class ShardedPipeline:
@@ -225,8 +226,13 @@ class ShardedPipeline:
         try:
             reply = ray.get(ref)
         except ray.exceptions.RayTaskError as e:  # our code raised in the shard: its state is suspect
+            why = f"{type(e.cause).__name__}: {e.cause}"
+            link.restore_errors += kind == "restore"
+            if link.restore_errors >= MAX_RESTORE_ERRORS:
+                self._give_up(link, why)
+                return
             ray.kill(link.handle, no_restart=False)  # Ray starts it afresh; it is restored below
-            self._lost(link, f"{type(e.cause).__name__}: {e.cause}", tickets, outcomes, kind)
+            self._lost(link, why, tickets, outcomes, kind)
             return
         except ray.exceptions.RayError as e:  # the actor died (killed, OOM, its host lost): Ray restarts it
             self._lost(link, type(e).__name__, tickets, outcomes, kind)
@@ -234,7 +240,7 @@ class ShardedPipeline:
         if reply.get("needs_restore"):  # restarted by Ray between two calls
             self._lost(link, "restarted", tickets, outcomes, kind)
             return
-        link.lost = False
+        link.lost, link.restore_errors = False, 0
         for wire in reply["answers"]:
             answer = self._publishable(Answer(**wire), version)
             if answer is not None:
@@ -303,8 +309,19 @@ class ShardedPipeline:
                                   max_stream_bytes=self.encoders.max_stream_bytes)
         link.reading = self._reader.submit(self.data.read_items, set(link.streams), upto, encoders)
 
+    def _give_up(self, link: ShardLink, why: str) -> None:
+        """A restore that keeps raising is a bug, not a lost process: stop retrying and say so. Ticks for the
+        shard's streams are still accepted and logged (nothing accepted is lost): a restart computes them."""
+        link.failed = why
+        print(f"flashtick: {link.name} could not be restored ({why}, {link.restore_errors} times); its "
+              f"{len(link.streams)} streams are logged but not computed until the service restarts",
+              file=sys.stderr, flush=True)
+
     def _poll_reads(self) -> None:
         for link in self.links:
+            if link.failed:
+                link.buffer, link.buffered_tokens = [], 0  # logged; a restart replays them
+                continue
             if link.lost and link.call is None and link.reading is None and time.monotonic() >= link.not_before:
                 self._read_log(link)
             if link.reading is not None and link.reading.done():
@@ -319,7 +336,7 @@ class ShardedPipeline:
         link.call_version = self.registry.version
         link.call_tickets, link.call_streams = [], set()
         link.call_kind = "restore"
-        link.call = link.handle.restore.remote(queries, latest, items)
+        link.call = link.handle.restore.remote(queries, latest, pack_items(items))
 
     # -- what the server asks of a pipeline ----------------------------------------------------------
 
