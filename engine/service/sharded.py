@@ -91,17 +91,52 @@ class ShardedPipeline:
                 os.environ.setdefault("RAY_worker_niceness", "0")  # (Ray starts workers at nice 15 otherwise)
             os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # CPU shards leave CUDA_VISIBLE_DEVICES be
             ray.init(address=config.shards.ray_address, include_dashboard=False, log_to_driver=True)
-        self.links = [ShardLink(f"shard-{i}", self._actor(f"shard-{i}")) for i in range(config.shards.count)]
-        self._names = [link.name for link in self.links]
-        self._by_name = {link.name: link for link in self.links}
-        facts = ray.get([link.handle.limits.remote() for link in self.links], timeout=config.shards.start_timeout_s)
+        self._group, self.links = None, []
+        try:
+            facts = self._start_shards()
+        except BaseException:
+            self.close()  # the actors started so far, the placement group, the data directory's lock
+            raise
         self.max_streams_admitted = facts[0]["max_streams_admitted"]
         self.encoders = StreamEncoders(self.codec, facts[0]["vocab_size"], limits.max_message_bytes,
                                        max_item_tokens=facts[0]["max_chunk_tokens"],
                                        max_stream_bytes=limits.max_stream_bytes)
         self._restore_all()
 
-    def _actor(self, name: str) -> Any:
+    def _start_shards(self) -> list[dict[str, Any]]:
+        """The shards' actors, started and answering; returns what each says of its engine's limits."""
+        ray, shards = _ray(), self.config.shards
+        self._group = self._placement_group()
+        self.links = [ShardLink(f"shard-{i}", self._actor(i)) for i in range(shards.count)]
+        self._names = [link.name for link in self.links]
+        self._by_name = {link.name: link for link in self.links}
+        try:
+            return ray.get([link.handle.limits.remote() for link in self.links], timeout=shards.start_timeout_s)
+        except ray.exceptions.GetTimeoutError:
+            raise ConfigError(f"the shards did not start within shards.start_timeout_s={shards.start_timeout_s:g}"
+                              ) from None
+        except ray.exceptions.RayError as e:  # a shard's constructor raised (the model, the KV budget, ...)
+            raise ConfigError(f"a shard did not start: {str(e).strip().splitlines()[-1]}") from None
+
+    def _placement_group(self) -> Any:
+        """Every shard's resources reserved at once (a bundle each, spread over the cluster's nodes), so the
+        service starts with all its shards or says why not, rather than with some of them waiting forever."""
+        from ray.util.placement_group import placement_group
+
+        ray, shards = _ray(), self.config.shards
+        bundle = {"CPU": shards.cpus, **({"GPU": 1} if self.config.model.device.startswith("cuda") else {})}
+        group = placement_group([{k: v for k, v in bundle.items() if v}] * shards.count, strategy="SPREAD")
+        ready, _ = ray.wait([group.ready()], timeout=shards.start_timeout_s)
+        if not ready:
+            ray.util.remove_placement_group(group)
+            raise ConfigError(f"Ray cannot place {shards.count} shards of {bundle} each within "
+                              f"shards.start_timeout_s={shards.start_timeout_s:g}: the cluster has "
+                              f"{ray.cluster_resources()} (fewer shards, shards.cpus, or more nodes)")
+        return group
+
+    def _actor(self, index: int) -> Any:
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
         ray, shards = _ray(), self.config.shards
         # the shards import flashtick from where this process did (a checkout), else from their own install
         root = str(Path(__file__).resolve().parents[2])
@@ -109,7 +144,8 @@ class ShardedPipeline:
         return ray.remote(Shard).options(
             max_restarts=shards.max_restarts, max_task_retries=0, num_cpus=shards.cpus,
             num_gpus=1 if self.config.model.device.startswith("cuda") else 0,
-            runtime_env={"env_vars": {"PYTHONPATH": path}}).remote(self.config, name)
+            scheduling_strategy=PlacementGroupSchedulingStrategy(self._group, placement_group_bundle_index=index),
+            runtime_env={"env_vars": {"PYTHONPATH": path}}).remote(self.config, f"shard-{index}")
 
     def _restore_all(self) -> None:
         """On start: registry and answers from the data directory, then every logged item through the
@@ -436,6 +472,8 @@ class ShardedPipeline:
         self._reader.shutdown(wait=True, cancel_futures=True)
         for link in self.links:
             ray.kill(link.handle, no_restart=True)
+        if self._group is not None:
+            ray.util.remove_placement_group(self._group)
         self.data.close()
         if self._owns_ray:
             ray.shutdown()
