@@ -420,6 +420,9 @@ class ShardedPipeline:
         link = self.shard_of.get(stream)
         if link is None:
             raise UnknownStream(stream)
+        if link.failed:
+            raise LookupError(f"stream {stream!r} is on {link.name}, which could not be restored ({link.failed}); "
+                              f"its ticks are logged and are computed when the service restarts")
         registered = self.registry.current(spec.name) is spec
         link.ops.append(("ask", ticket, stream, spec.name if registered else spec.to_dict()))
 
