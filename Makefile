@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e '.[test,bench,ray]'
+	$(PY) -m pip install -q -e '.[test,bench,dbn,ray]'
 	touch $(STAMP)
 
 test: $(STAMP)
@@ -35,8 +35,9 @@ bench-peers: $(STAMP)
 	$(PY) -m benchmarks.peers_streaming
 
 # On a machine with CUDA: kernel tests on the GPU + workloads 1 and 2 on a ~1B Llama in bf16 (< 8 min).
-gpu-check: $(STAMP)
-	timeout 480 $(PY) -m benchmarks.gpu_check
+# No venv and no network: the machine's own python3 with torch, Triton and transformers (see docs/benchmarks.md).
+gpu-check:
+	PYTHONPATH=. timeout 480 python3 -m benchmarks.gpu_check
 
 clean:
 	rm -rf $(VENV) build *.egg-info

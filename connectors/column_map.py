@@ -9,15 +9,20 @@ read in the wire layout (`ts`, `stream`, `price`, `bid`, ...) if it has it.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from datetime import date as Date
 from pathlib import Path
 from typing import Any, Mapping
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
+import yaml
 
 from connectors.ticks import QUOTE, TRADE
 
 UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-TS_UNITS = (*UNITS, "datetime")
+TIME_OF_DAY = "seconds_after_midnight"  # decimal seconds of a wall-clock day; needs `date`
+TS_UNITS = (*UNITS, "datetime", TIME_OF_DAY)
+LOCAL_TIME_UNITS = ("datetime", TIME_OF_DAY)  # the units a `tz` applies to: epoch numbers are UTC already
 VALUE_FIELDS = ("price", "size", "side", "bid", "ask", "bid_size", "ask_size")
 NUMERIC_FIELDS = ("price", "size", "bid", "ask", "bid_size", "ask_size")
 TRADE_FIELDS = ("price", "size", "side")
@@ -29,8 +34,12 @@ class ColumnMap:
     """Which column of a file feeds which tick field.
 
     `ts` is the event-time column: integers (or floats) in `ts_unit` ("ns",
-    "us", "ms", "s") since the epoch, or `ts_unit="datetime"` for a datetime,
-    date or ISO-text column (naive values are taken as UTC). The stream is a
+    "us", "ms", "s") since the epoch, `ts_unit="datetime"` for a datetime,
+    date or ISO-text column (naive values are taken as UTC, or as local time
+    in `tz`, an IANA zone such as "Europe/London"), or
+    `ts_unit="seconds_after_midnight"`: decimal seconds of the wall-clock day
+    `date` ("2024-03-01"), in `tz` (default UTC). `names` gives the columns of
+    a header-less CSV, in order. The stream is a
     fixed name (`stream`) or a column (`stream_col`); with neither, the file's
     stem. `kind` fixes "trade" or "quote"; None takes the kind whose columns
     are mapped, or, when both are, infers it per row (a row with a price is a
@@ -52,6 +61,9 @@ class ColumnMap:
     ask: str | None = None
     bid_size: str | None = None
     ask_size: str | None = None
+    tz: str | None = None
+    date: str | None = None
+    names: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts:
@@ -84,6 +96,37 @@ class ColumnMap:
             if bad:
                 raise ValueError(f"side_map values must be 'buy', 'sell' or null, got {bad}")
             object.__setattr__(self, "side_map", dict(self.side_map))
+        self._check_time()
+        if self.names is not None:
+            names = self.names
+            if isinstance(names, str) or not all(isinstance(n, str) and n for n in names) or not names:
+                raise ValueError(f"names must be a list of column names (a header-less CSV's), got {names!r}")
+            if len(set(names)) != len(names):
+                raise ValueError(f"names repeat a column: {list(names)}")
+            object.__setattr__(self, "names", tuple(names))
+            if missing := [c for c in self.source_columns() if c not in names]:
+                raise ValueError(f"the map reads {missing}, which are not among names {list(names)}")
+
+    def _check_time(self) -> None:
+        if self.tz is not None:
+            if self.ts_unit not in LOCAL_TIME_UNITS:
+                raise ValueError(f"tz applies to ts_unit {' or '.join(LOCAL_TIME_UNITS)} (local wall-clock times); "
+                                 f"ts_unit {self.ts_unit!r} counts from the epoch, which is UTC already")
+            try:
+                ZoneInfo(self.tz)
+            except (ZoneInfoNotFoundError, ValueError, TypeError):
+                raise ValueError(f"unknown time zone tz={self.tz!r}; use an IANA name like 'Europe/London', "
+                                 f"'America/Chicago' or 'UTC'") from None
+        if (self.ts_unit == TIME_OF_DAY) != (self.date is not None):
+            raise ValueError(f"ts_unit {TIME_OF_DAY!r} needs date (the trading day, e.g. '2024-03-01'), and date "
+                             f"goes with that unit only; got ts_unit={self.ts_unit!r}, date={self.date!r}")
+        if self.date is not None:
+            if isinstance(self.date, Date):  # YAML reads an unquoted 2024-03-01 as a date
+                object.__setattr__(self, "date", self.date.isoformat())
+            try:
+                Date.fromisoformat(self.date)
+            except (TypeError, ValueError):
+                raise ValueError(f"date must be an ISO date like '2024-03-01', got {self.date!r}") from None
 
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any]) -> ColumnMap:
@@ -103,6 +146,12 @@ class ColumnMap:
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+    def column_of(self, tick_field: str) -> str | None:
+        """The file column that feeds `tick_field` (ts, stream, price, ...), or None."""
+        if tick_field == "stream":
+            return self.stream_col
+        return getattr(self, tick_field, None) if tick_field in ("ts", *VALUE_FIELDS) else None
 
     def source_columns(self) -> list[str]:
         """The file columns this map reads, without repeats."""
@@ -125,6 +174,49 @@ def preset(name: str) -> ColumnMap:
     if name not in PRESETS:
         raise ValueError(f"unknown replay preset {name!r}; known presets: {sorted(PRESETS)}")
     return PRESETS[name]
+
+
+MAP_KEYS = ("preset", *(f.name for f in fields(ColumnMap)))
+
+
+def parse_inline(text: str) -> dict[str, Any]:
+    """The command-line form `ts=time,price=px,size=qty,stream=symbol` as a dict for ColumnMap.from_dict.
+
+    Keys are those of the YAML form; `stream=` here names the stream COLUMN (the common case on the command
+    line), `stream_name=` a fixed stream. `names` lists columns with `|`: `names=time|px|qty`. A side_map
+    needs the YAML form.
+    """
+    out: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, eq, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not key or not value:
+            raise ValueError(f"--columns: {part!r} is not key=column; e.g. ts=time,price=px,size=qty,stream=symbol")
+        if key == "side_map":
+            raise ValueError("--columns: side_map needs the YAML form (--columns FILE.yaml)")
+        key = {"stream": "stream_col", "stream_name": "stream"}.get(key, key)
+        if key in out:
+            raise ValueError(f"--columns: the {key} mapping is given twice")
+        out[key] = tuple(n.strip() for n in value.split("|")) if key == "names" else value
+    if unknown := sorted(k for k in out if k not in MAP_KEYS):
+        raise ValueError(f"--columns: unknown key(s) {unknown}; allowed: {['stream_name', *MAP_KEYS]}")
+    return out
+
+
+def load_map_file(path: Path) -> dict[str, Any]:
+    """A column map in a YAML file: the mapping of ColumnMap.from_dict (safe_load; unknown keys rejected there)."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: not valid YAML: {e}") from None
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read the column map: {e.strerror}") from None
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{path}: a column map file is a mapping of key -> column (docs/replay.md), "
+                         f"got {type(raw).__name__}")
+    if unknown := sorted(str(k) for k in raw if k not in MAP_KEYS):
+        raise ValueError(f"{path}: unknown column-map key(s) {unknown}; allowed keys: {list(MAP_KEYS)}")
+    return dict(raw)
 
 
 def as_column_map(spec: ColumnMap | str | Mapping[str, Any] | None) -> ColumnMap | None:
@@ -157,3 +249,30 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType]) -> ColumnMap:
     if "bid" not in found or "ask" not in found:
         found = {k: v for k, v in found.items() if k not in QUOTE_FIELDS}
     return ColumnMap(ts=ts, ts_unit=unit, stream_col="stream" if "stream" in schema else None, **found)
+
+
+def map_from_options(preset_name: str | None = None, columns: str | Mapping[str, Any] | None = None,
+                     **refinements: Any) -> dict[str, Any] | None:
+    """The column map the command line (or the config's replay section) describes, in ColumnMap.from_dict form.
+
+    `columns` is inline text (`ts=time,price=px`), a YAML file's path, or a dict; `preset_name` is the base it
+    overrides; `refinements` (names, ts_unit, tz, date; None = not given) override both. None: nothing given,
+    detect each file's layout. The map is checked here, so a mistake is reported before any file is read.
+    """
+    given = {k: v for k, v in refinements.items() if v is not None}
+    if unknown := sorted(k for k in given if k not in MAP_KEYS):
+        raise ValueError(f"unknown column-map option(s) {unknown}")
+    if isinstance(columns, str):
+        is_file = columns.lower().endswith((".yaml", ".yml")) or Path(columns).is_file()
+        columns = load_map_file(Path(columns)) if is_file else parse_inline(columns)
+    spec = dict(columns or {})
+    if preset_name is not None:
+        spec = {"preset": preset_name, **spec}
+    if not spec:
+        if given:
+            raise ValueError(f"{', '.join(sorted(given))} refine a column map: give the columns too "
+                             f"(--columns ts=...,price=... or --preset NAME)")
+        return None
+    spec |= given
+    ColumnMap.from_dict(spec)
+    return spec

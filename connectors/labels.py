@@ -96,7 +96,8 @@ def persistence_series(spec: QuestionSpec, marks: np.ndarray) -> np.ndarray:
         return out
     realised = label_series(spec, marks)
     h = spec.horizon
-    out[h:] = realised[: len(marks) - h]
+    if len(marks) > h:  # a stream shorter than the horizon has no past interval anywhere
+        out[h:] = realised[: len(marks) - h]
     return out
 
 

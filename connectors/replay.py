@@ -1,13 +1,16 @@
-"""File replay: Parquet/CSV tick files -> one time-ordered, paced, resumable Source.
+"""File replay: Parquet/CSV/DBN tick files -> one time-ordered, paced, resumable Source.
 
-Each file is a polars lazy scan mapped to tick fields by a `ColumnMap`
-(connectors/column_map.py: a preset by name, a dict from YAML, or detected
-from the columns). Files are read in chunks of `chunk_rows` rows and merged by
+Each Parquet or CSV file is a polars lazy scan mapped to tick fields by a
+`ColumnMap` (connectors/column_map.py: a preset by name, a dict from YAML, or
+detected from the columns); a Databento DBN file is decoded and reduced to
+trades and top of book by connectors/dbn.py. Both kinds of plan hand out
+(row number, wire map) chunks. Files are read in chunks of `chunk_rows` rows and merged by
 event time with a heap; ties keep file order, then row order, so a replay is
 deterministic. A file whose rows are
 not in time order is sorted once (stably) by polars before it is read. Rows
 that fail `connectors.ticks.validate` are counted by reason in `rejected` and
-skipped, never raised: one bad row must not stop a backtest.
+skipped, never raised: one bad row must not stop a backtest; the first row of
+each reason is kept, located (file, line or row, column), in `rejected.examples`.
 
 Speed: `speed=None` replays as fast as the caller polls; `speed=N` releases
 each tick when N x the event time elapsed since the first tick has passed on
@@ -30,6 +33,7 @@ import polars as pl
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
     NUMERIC_FIELDS,
     PRESETS,
+    TIME_OF_DAY,
     UNITS,
     VALUE_FIELDS,
     ColumnMap,
@@ -44,42 +48,91 @@ __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_column
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 CSV_SUFFIXES = (".csv",)
+DBN_SUFFIXES = (".dbn", ".dbn.zst")
+ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
 
 
-def _scan(path: Path, overrides: dict[str, pl.DataType] | None = None) -> pl.LazyFrame:
+def _is_dbn(path: Path) -> bool:
+    return path.name.lower().endswith(DBN_SUFFIXES)
+
+
+def _scan(path: Path, cmap: ColumnMap | None, overrides: dict[str, pl.DataType] | None = None) -> pl.LazyFrame:
     suffix = path.suffix.lower()
+    if cmap is not None and cmap.names is not None and suffix not in CSV_SUFFIXES:
+        raise ValueError(f"{path}: names (the columns of a header-less CSV) apply to .csv files, not {suffix!r}")
     if suffix in PARQUET_SUFFIXES:
         return pl.scan_parquet(path)
     if suffix in CSV_SUFFIXES:
+        names = list(cmap.names) if cmap is not None and cmap.names is not None else None
         # Typed on purpose: polars infers CSV types from the first rows, and a later "61837.5" in an inferred
         # int column would abort the whole replay. Unparsable cells become nulls, rejected as missing_field.
-        return pl.scan_csv(path, schema_overrides=overrides, ignore_errors=overrides is not None)
-    raise ValueError(f"{path}: unsupported file type {suffix!r}; replay reads {PARQUET_SUFFIXES + CSV_SUFFIXES}")
+        return pl.scan_csv(path, has_header=names is None, new_columns=names, schema_overrides=overrides,
+                           ignore_errors=overrides is not None)
+    known = PARQUET_SUFFIXES + CSV_SUFFIXES + DBN_SUFFIXES
+    raise ValueError(f"{path}: unsupported file type {suffix!r}; replay reads {', '.join(known)}")
 
 
 def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
-    ts_type = pl.String if cmap.ts_unit == "datetime" else pl.Float64 if cmap.ts_unit == "s" else pl.Int64
+    # Decimal epoch seconds stay text until _scale: as a float, 1717236000.25 s is off by ~100 ns.
+    ts_type = {"datetime": pl.String, "s": pl.String, TIME_OF_DAY: pl.Float64}.get(cmap.ts_unit, pl.Int64)
     out: dict[str, pl.DataType] = {getattr(cmap, f): pl.Float64 for f in NUMERIC_FIELDS if getattr(cmap, f)}
     if cmap.stream_col:
         out[cmap.stream_col] = pl.String
     return out | {cmap.ts: ts_type}
 
 
+def _local(expr: pl.Expr, tz: str | None) -> pl.Expr:
+    """Naive wall-clock datetimes -> instants in `tz` (None: UTC). In the repeated hour of a switch back from
+    summer time the earlier instant is taken; a time skipped by the switch forward becomes null (missing_field)."""
+    if tz is None:
+        return expr
+    return expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+
+
 def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType) -> pl.Expr:
-    """The event-time column as int ns (datetimes) or raw numbers in ts_unit (scaled exactly in Python)."""
+    """The event-time column as int ns (datetimes, times of day) or raw numbers in ts_unit (scaled exactly
+    in Python)."""
     col = pl.col(cmap.ts)
     if cmap.ts_unit == "datetime":
         if isinstance(dtype, pl.Datetime):
-            return col.dt.epoch("ns")
+            if dtype.time_zone is not None and cmap.tz is not None:
+                raise ValueError(f"{path}: ts column {cmap.ts!r} already carries time zone {dtype.time_zone!r}; "
+                                 f"tz={cmap.tz!r} is for naive times: drop it")
+            return _local(col, cmap.tz).dt.epoch("ns")
         if dtype == pl.Date:
-            return col.cast(pl.Datetime("ns")).dt.epoch("ns")
+            return _local(col.cast(pl.Datetime("ns")), cmap.tz).dt.epoch("ns")
         if dtype == pl.String:
-            return col.str.to_datetime(time_unit="ns", strict=False).dt.epoch("ns")
+            return _local(col.str.to_datetime(time_unit="ns", strict=False), cmap.tz).dt.epoch("ns")
         raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a datetime; set ts_unit to ns/us/ms/s")
-    if dtype.is_integer() or dtype.is_float():
-        return col
-    hint = "; set ts_unit='datetime'" if isinstance(dtype, pl.Datetime) or dtype in (pl.Date, pl.String) else ""
-    raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a number of {cmap.ts_unit}{hint}")
+    if dtype == pl.String and cmap.ts_unit == "s":
+        return _decimal_seconds_ns(col)
+    if not (dtype.is_integer() or dtype.is_float()):
+        hint = "; set ts_unit='datetime'" if isinstance(dtype, pl.Datetime) or dtype in (pl.Date, pl.String) else ""
+        raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a number of {cmap.ts_unit}{hint}")
+    if cmap.ts_unit == TIME_OF_DAY:
+        midnight = pl.lit(cmap.date).str.to_date().cast(pl.Datetime("ns"))
+        # float seconds of a day (< 86400) hold ns to well under 1 ns, so the rounding is exact enough
+        offset = (col.cast(pl.Float64) * 1e9).round().cast(pl.Int64, strict=False)
+        return _local(midnight + pl.duration(nanoseconds=offset), cmap.tz).dt.epoch("ns")
+    return col
+
+
+def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:
+    """Decimal seconds written as text ("1717236000.25") -> int ns, exactly: as a float the same value is off by
+    up to ~100 ns. Text that is not plain decimal (exponents, words) becomes null (missing_field)."""
+    text = text.str.strip_chars()
+    negative = text.str.starts_with("-")
+    parts = text.str.strip_chars_start("+-").str.split_exact(".", 1)
+    whole = parts.struct.field("field_0").cast(pl.Int64, strict=False)
+    fraction = parts.struct.field("field_1").fill_null("0").str.pad_end(9, "0").str.slice(0, 9)
+    fraction = pl.when(fraction.str.contains(r"^\d{9}$")).then(fraction.cast(pl.Int64, strict=False))
+    magnitude = whole * 1_000_000_000 + fraction
+    return pl.when(negative).then(-magnitude).otherwise(magnitude)
+
+
+def _ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
+    """Whether _ts_expr already gives int ns (else raw numbers in ts_unit, scaled in Python)."""
+    return cmap.ts_unit in ("datetime", TIME_OF_DAY) or (cmap.ts_unit == "s" and dtype == pl.String)
 
 
 def _side_lookup(side_map: dict) -> Callable[[Any], Any]:
@@ -96,16 +149,39 @@ def _scale(raw: Any, factor: int) -> Any:
 
 @dataclass(frozen=True)
 class _FilePlan:
-    """One file's normalised lazy query (`_ts` then wire fields) and how its rows become wire maps."""
+    """One file's normalised lazy query (`_ts`, wire fields, `_row`) and how its rows become wire maps."""
 
     path: Path
     columns: ColumnMap
     frame: pl.LazyFrame
     keys: tuple[str, ...]
     sorted_on_read: bool
+    ts_factor: int  # ns per unit of the `_ts` column: 1 when the query computed ns already
 
-    def converter(self) -> Callable[[tuple], dict[str, Any]]:
-        cmap, factor = self.columns, UNITS.get(self.columns.ts_unit, 1)
+    def describe(self) -> dict[str, Any]:
+        """What the replay's fingerprint holds for this file."""
+        return self.columns.to_dict()
+
+    def row_count(self) -> int | None:
+        return self.frame.select(pl.len()).collect().item()
+
+    def where(self, row: int) -> str:
+        """A row as a user finds it: the line of a CSV file (after the header), the row of a Parquet file."""
+        if self.path.suffix.lower() in CSV_SUFFIXES:
+            return f"{self.path} line {row + (1 if self.columns.names is not None else 2)}"
+        return f"{self.path} row {row + 1}"
+
+    def column_of(self, tick_field: str) -> str | None:
+        return self.columns.column_of(tick_field)
+
+    def batches(self, chunk_rows: int) -> Iterator[list[tuple[int, dict[str, Any]]]]:
+        """(row number, wire map) per row, `chunk_rows` rows at a time."""
+        convert = self._converter()
+        for chunk in self.frame.collect_batches(chunk_size=chunk_rows, lazy=True):
+            yield [(row[-1], convert(row)) for row in chunk.rows()]
+
+    def _converter(self) -> Callable[[tuple], dict[str, Any]]:
+        cmap, factor = self.columns, self.ts_factor
         # A map with only one kind's columns fixes the kind, so a row missing its price reads as missing_field.
         kind = cmap.kind or (QUOTE if cmap.price is None else TRADE if cmap.bid is None else None)
         fixed = {k: v for k, v in (("stream", cmap.stream), ("kind", kind)) if v is not None}
@@ -127,16 +203,30 @@ class _FilePlan:
         return convert
 
 
-def _plan(path: Path, cmap: ColumnMap | None) -> _FilePlan:
+def _plan(path: Path, cmap: ColumnMap | None, explicit: bool) -> Any:
     if not path.is_file():
         raise FileNotFoundError(f"replay file not found: {path}")
-    schema = _scan(path).collect_schema()
+    if _is_dbn(path):  # an order-by-order feed, reduced to trades and top of book; column maps do not apply
+        if explicit:
+            raise ValueError(f"{path}: a DBN file has a fixed layout; give it no column map")
+        from connectors.dbn import DbnPlan
+
+        return DbnPlan(path)
+    try:
+        schema = _scan(path, cmap).collect_schema()
+    except pl.exceptions.PolarsError as e:
+        if cmap is not None and cmap.names is not None:
+            raise ValueError(f"{path}: names gives {len(cmap.names)} columns {list(cmap.names)}, which does not fit "
+                             f"the file's rows ({str(e).splitlines()[0]})") from None
+        raise ValueError(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
     cmap = cmap or detect_columns(path, schema)
     if cmap.stream is None and cmap.stream_col is None:
         cmap = replace(cmap, stream=path.stem)
     if missing := [c for c in cmap.source_columns() if c not in schema]:
         raise ValueError(f"{path}: the column map needs {missing}, which the file lacks; columns found: {list(schema)}")
-    exprs = [_ts_expr(path, cmap, schema[cmap.ts]).alias("_ts")]
+    overrides = _csv_overrides(cmap) if path.suffix.lower() in CSV_SUFFIXES else None
+    ts_type = overrides[cmap.ts] if overrides else schema[cmap.ts]  # what the scan below will read
+    exprs = [_ts_expr(path, cmap, ts_type).alias("_ts")]
     keys: list[str] = []
     if cmap.stream_col:
         exprs.append(pl.col(cmap.stream_col).cast(pl.String).alias("stream"))
@@ -146,35 +236,34 @@ def _plan(path: Path, cmap: ColumnMap | None) -> _FilePlan:
             col = pl.col(name).cast(pl.Float64) if schema[name].is_decimal() else pl.col(name)
             exprs.append(col.alias(key))
             keys.append(key)
-    csv = path.suffix.lower() in CSV_SUFFIXES
-    frame = _scan(path, _csv_overrides(cmap) if csv else None).select(exprs)
+    frame = _scan(path, cmap, overrides).with_row_index(ROW).select(*exprs, ROW)
     unsorted = frame.select((pl.col("_ts").drop_nulls().diff() < 0).any()).collect().item()
     if unsorted:  # stable: rows with equal timestamps keep their file order
         frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
-    return _FilePlan(path, cmap, frame, tuple(keys), bool(unsorted))
+    factor = 1 if _ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
+    return _FilePlan(path, cmap, frame, tuple(keys), bool(unsorted), factor)
 
 
 class _Cursor:
     """One file's valid ticks in order, one chunk of `chunk_rows` rows in memory at a time."""
 
-    def __init__(self, plan: _FilePlan, chunk_rows: int, rejected: Counter[str]) -> None:
-        self._batches = iter(plan.frame.collect_batches(chunk_size=chunk_rows, lazy=True))
-        self._convert = plan.converter()
-        self._rejected = rejected
+    def __init__(self, plan: Any, chunk_rows: int, rejects: RejectCounter) -> None:
+        self._plan = plan
+        self._batches = plan.batches(chunk_rows)
+        self._rejects = rejects
         self.ticks: list[Tick] = []
         self.pos = 0
         self.fill()
 
     def fill(self) -> bool:
         """Load the next chunk holding at least one valid tick; False once the file is exhausted."""
-        convert, rejected = self._convert, self._rejected
         for chunk in self._batches:
             ticks = []
-            for row in chunk.rows():
+            for row, wire in chunk:
                 try:
-                    ticks.append(validate(convert(row)))
+                    ticks.append(validate(wire))
                 except InvalidTick as err:
-                    rejected[err.reason] += 1
+                    self._rejects.add(err, self._plan, row)
             if ticks:
                 self.ticks, self.pos = ticks, 0
                 return True
@@ -182,19 +271,43 @@ class _Cursor:
         return False
 
 
+class RejectCounter(Counter):
+    """Rejected rows by reason, with the first row of each reason as a user finds it (file, line or row,
+    column): a Counter, so `replay.rejected == {"missing_field": 3}` reads as before."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.examples: dict[str, str] = {}
+
+    def add(self, err: InvalidTick, plan: Any, row: int) -> None:
+        self[err.reason] += 1
+        if err.reason not in self.examples:
+            column = next((plan.column_of(f) for f in ("ts", "stream", *VALUE_FIELDS)
+                           if (err.message.startswith(f"{f} ") or f"'{f}'" in err.message) and plan.column_of(f)),
+                          None)
+            self.examples[err.reason] = f"{plan.where(row)}: {err}" + (f" (column {column!r})" if column else "")
+
+    def clear(self) -> None:
+        super().clear()
+        self.examples.clear()
+
+
 MapSpec = ColumnMap | str | Mapping[str, Any]
 FileSpec = str | Path | tuple[str | Path, MapSpec] | Mapping[str, Any]
 
 
-def _file_spec(item: FileSpec, default: ColumnMap | None) -> tuple[Path, ColumnMap | None]:
-    """A path, a (path, map) pair, or the YAML form {path: ..., columns: ...}."""
+def _file_spec(item: FileSpec, default: ColumnMap | None) -> tuple[Path, ColumnMap | None, bool]:
+    """A path, a (path, map) pair, or the YAML form {path: ..., columns: ...}; True when the map is the
+    entry's own (not the default for every file)."""
     if isinstance(item, tuple):
-        return Path(item[0]), as_column_map(item[1])
+        return Path(item[0]), as_column_map(item[1]), True
     if isinstance(item, Mapping):
         if "path" not in item or set(item) - {"path", "columns"}:
             raise ValueError(f"a replay file entry needs 'path' and may have 'columns'; got keys {list(item)}")
-        return Path(item["path"]), as_column_map(item["columns"]) if "columns" in item else default
-    return Path(item), default
+        if "columns" in item:
+            return Path(item["path"]), as_column_map(item["columns"]), True
+        return Path(item["path"]), default, False
+    return Path(item), default, False
 
 
 class FileReplay(Source):
@@ -225,8 +338,8 @@ class FileReplay(Source):
         self.plans = [_plan(*_file_spec(item, default)) for item in items]
         self.speed = speed
         self.chunk_rows = chunk_rows
-        self._fingerprint = fingerprint([(str(p.path.resolve()), p.columns.to_dict()) for p in self.plans])
-        self.rejected: Counter[str] = Counter()
+        self._fingerprint = fingerprint([(str(p.path.resolve()), p.describe()) for p in self.plans])
+        self.rejected = RejectCounter()
         self._open()
 
     def _open(self) -> None:
@@ -278,6 +391,11 @@ class FileReplay(Source):
     def sorted_files(self) -> list[Path]:
         """Files that were not in time order and were sorted before replay."""
         return [p.path for p in self.plans if p.sorted_on_read]
+
+    def rows(self) -> int | None:
+        """Rows in all the files (valid or not), for a progress total; None when a file cannot say cheaply."""
+        counts = [p.row_count() for p in self.plans]
+        return None if None in counts else sum(counts)
 
     def stats(self) -> dict[str, Any]:
         return {"emitted": self.emitted, "rejected": dict(self.rejected), "done": self.done}

@@ -6,6 +6,11 @@ the rebuild of an evicted prefix) has its K/V written into its reserved cells
 same session in the same batch sees the new tokens. The runner never
 allocates and never changes a session: planning and booking belong to the
 scheduler (engine/block_manager.py).
+
+On a GPU a step syncs with the host once: the logits every item wants come back
+in one device-to-host copy, so what the scheduler and the queries then read
+(surprise, answer probabilities) are host tensors and cost no sync each. Token
+ids, positions and logit rows go up through one pinned staging buffer.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ class ModelRunner:
         self.dtype = next(model.parameters()).dtype
         self.kv = KVCache(self.config, cache, self.dtype, self.device)
         self.stats = RunnerStats()
+        self._staging: torch.Tensor | None = None  # pinned int64 host buffer for uploads (CUDA only)
 
     def run(self, batch: ForwardBatch) -> list[torch.Tensor]:
         """One forward; returns each item's logits, (rows, vocab) fp32 (rows may be 0)."""
@@ -44,7 +50,7 @@ class ModelRunner:
         empty = torch.empty(0, self.config.vocab_size)
         if not batch.num_tokens:
             return [empty for _ in batch.item_sequence]
-        logits = self._forward(batch)  # (rows wanted, vocab)
+        logits = self._forward(batch).cpu()  # (rows wanted, vocab): the step's one device-to-host copy
         self._count(batch)
         per_sequence: list[torch.Tensor] = []
         offset = 0
@@ -76,8 +82,21 @@ class ModelRunner:
             device=self.device,
             groups=[id(seq.session) for seq in batch.sequences],
         )
-        to_device = lambda xs: torch.tensor(xs, dtype=torch.int64).to(self.device, non_blocking=True)  # noqa: E731
-        return self.model(to_device(ids), to_device(positions), self.kv.tensor, meta, to_device(rows))
+        ids_t, positions_t, rows_t = self._upload(ids, positions, rows)
+        return self.model(ids_t, positions_t, self.kv.tensor, meta, rows_t)
+
+    def _upload(self, *lists: list[int]) -> list[torch.Tensor]:
+        """int64 device tensors of ``lists``; on CUDA through one pinned buffer and one async copy (the
+        previous step's copy has completed: its logits came back synchronously)."""
+        host = torch.tensor([x for xs in lists for x in xs], dtype=torch.int64)  # (sum of lengths,)
+        if self.device.type == "cuda":
+            if self._staging is None or self._staging.numel() < host.numel():
+                self._staging = torch.empty(max(host.numel(), 4096) * 2, dtype=torch.int64, pin_memory=True)
+            staged = self._staging[: host.numel()]
+            staged.copy_(host)
+            host = staged
+        flat = host.to(self.device, non_blocking=True)
+        return list(flat.split([len(xs) for xs in lists]))
 
     def _count(self, batch: ForwardBatch) -> None:
         self.stats.forwards += 1

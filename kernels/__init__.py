@@ -26,10 +26,14 @@ def backend_for(device: torch.device) -> str:
 
 
 def paged_attention(q, k_new, v_new, k_cache, v_cache, meta: RaggedBatch, scale: float) -> torch.Tensor:
-    """Ragged prefix+causal attention over a paged cache; see kernels/metadata.py for the contract."""
+    """Ragged prefix+causal attention over a paged cache; see kernels/metadata.py for the contract. On Triton,
+    few new tokens over a long prefix (questions on long sessions) go to the split-KV kernel."""
     if backend_for(q.device) == "triton":
         from kernels.paged_attention import paged_attention_triton
+        from kernels.split_kv import split_kv_attention_triton, use_split_kv
 
+        if use_split_kv(meta):
+            return split_kv_attention_triton(q, k_new, v_new, k_cache, v_cache, meta, scale)
         return paged_attention_triton(q, k_new, v_new, k_cache, v_cache, meta, scale)
     return paged_attention_ref(q, k_new, v_new, k_cache, v_cache, meta, scale)
 

@@ -5,6 +5,13 @@ streams it advances; FlashQueries turns each into a ProbeJob whose logits become
 an Answer, cached here and returned by the job, so it comes out of
 ``Engine.step()`` for the service to publish. On-demand asks go through
 ``job_for`` with the requester's ticket.
+
+Answering early (queries/speculation.py): a generate query with ``preposition``
+is decoded after each batch at idle priority and kept (``ready``), so an ask on a
+stream that has not moved is answered at once, and one that has moved starts from
+the kept tokens as its draft; a query with a ``gate`` answers an ask from a
+confident, fresh cached answer (``gated``) and audits it at idle priority;
+greedy decoding drafts tokens by prompt lookup and verifies them in one forward.
 """
 
 from __future__ import annotations
@@ -21,12 +28,32 @@ from queries.codec import QueryCodec
 from queries.evaluate import CompiledQuery, answer_value, compile_query, decode, next_token
 from queries.registry import Registry
 from queries.spec import QuerySpec
+from queries.speculation import accept_greedy
+
+LOOKUP_CONTEXT = 1024  # the stream's most recent tokens a prompt-lookup draft is searched in
 
 @dataclass
 class FlashStats:
     answers: int = 0
     errors: int = 0
     freshness_ns: list[int] = field(default_factory=list)  # tick arrival -> answer cached, most recent first
+    drafted: int = 0  # prompt-lookup draft tokens proposed
+    draft_accepted: int = 0  # of them, kept by verification
+    decode_forwards: int = 0  # generate steps (forwards that decoded)
+    prepositioned: int = 0  # generate answers decoded ahead of an ask
+    preposition_hits: int = 0  # asks answered by one (the stream had not moved)
+    gate_asks: int = 0  # asks on gated queries
+    gate_fired: int = 0  # of them, answered from the cache
+    gate_audited: int = 0  # gated answers recomputed at idle priority
+    gate_agreed: int = 0  # of them, the same answer
+
+    def summary(self) -> dict[str, float | int | None]:
+        rate = lambda part, whole: part / whole if whole else None  # noqa: E731
+        return {"drafted": self.drafted, "draft_acceptance": rate(self.draft_accepted, self.drafted),
+                "decode_forwards": self.decode_forwards, "prepositioned": self.prepositioned,
+                "preposition_hits": self.preposition_hits, "gate_asks": self.gate_asks,
+                "gate_coverage": rate(self.gate_fired, self.gate_asks), "gate_audited": self.gate_audited,
+                "gate_precision": rate(self.gate_agreed, self.gate_audited)}
 
     def record(self, answer: Answer, arrival_ns: int) -> None:
         self.answers += 1
@@ -43,6 +70,10 @@ class FlashQueries:
         self.model_id = model_id
         self.stats = FlashStats()
         self._compiled: dict[str, CompiledQuery] = {}  # query name -> its registered spec, compiled
+        # the stream's committed tokens, for prompt-lookup drafts (the service wires it to the scheduler)
+        self.context: Callable[[str], list[int]] = lambda stream: []
+        self.ready: dict[tuple[str, str], Answer] = {}  # (query, stream) -> generate answer decoded ahead
+        self._working: set[tuple[str, str, str]] = set()  # (purpose, query, stream) of idle work queued
 
     def compiled(self, spec: QuerySpec) -> CompiledQuery:
         """The spec resolved against the codec. A registered spec is compiled once (a re-registered query is a
@@ -61,15 +92,20 @@ class FlashQueries:
     def due(self, progress: list[StreamProgress]) -> list[ProbeJob]:
         jobs = []
         for p in progress:
-            for spec in self.registry.due(p.stream, p.ticks, p.event_ts):
+            due = self.registry.due(p.stream, p.ticks, p.event_ts)
+            for spec in due:
                 jobs.append(self.job_for(spec, p.stream))
+            for spec in self.registry.matching(p.stream):  # decoded ahead, unless published right now anyway
+                if spec.kind == "generate" and spec.preposition and spec not in due:
+                    jobs += self._idle_job("preposition", spec, p.stream, self._keep_ready(spec, p.stream))
         return jobs
 
-    def job_for(self, spec: QuerySpec, stream: str, ticket: Any = None) -> ProbeJob:
+    def job_for(self, spec: QuerySpec, stream: str, ticket: Any = None, draft_from: list[int] | None = None
+                ) -> ProbeJob:
         """The probe work that answers ``spec`` on ``stream``. Its result is the Answer: cached (with the
         topic's next seq) for a standing query; for an ask (``ticket`` set) the asker's alone, seq 0, neither
-        cached nor timed, so an ask never changes what subscribers see or the live freshness figures."""
-        query = self.compiled(spec)
+        cached nor timed, so an ask never changes what subscribers see or the live freshness figures.
+        ``draft_from``: tokens of an earlier answer (a generate query's) to draft from first."""
 
         def finish(value: dict[str, Any], progress: StreamProgress) -> JobResult:
             fields = (spec.name, stream, spec.topic_for(stream), value, progress.ticks, progress.event_ts,
@@ -80,32 +116,133 @@ class FlashQueries:
             self.stats.record(answer, progress.arrival_ns)
             return JobResult(answer)
 
+        return self._job(spec, stream, finish, ticket=ticket, idle=ticket is None, draft_from=draft_from)
+
+    def _job(self, spec: QuerySpec, stream: str, finish: Callable[[dict[str, Any], StreamProgress], JobResult],
+             ticket: Any, idle: bool, draft_from: list[int] | None = None) -> ProbeJob:
+        query = self.compiled(spec)
         if spec.kind == "surprise":  # computed by the ingest forward itself: no probe
             return ProbeJob(stream, [], lambda _, progress: finish({"nll": progress.surprise}, progress),
                             ticket=ticket)
         if spec.kind == "generate":
-            return self._generate_job(query, stream, finish, [], idle=ticket is None, ticket=ticket)
+            return self._generate_job(query, stream, finish, [], idle=idle, ticket=ticket, draft_from=draft_from)
         return ProbeJob(stream, query.probes, lambda logits, progress: finish(answer_value(query, logits), progress),
                         logits=query.logits, ticket=ticket)
 
     def _generate_job(self, query: CompiledQuery, stream: str, finish: Callable[..., JobResult],
-                      generated: list[int], idle: bool, ticket: Any, generator: torch.Generator | None = None
-                      ) -> ProbeJob:
-        """One decode step per forward: question + tokens so far, re-evaluated on the committed prefix
-        (generations are short, and the session is never touched)."""
+                      generated: list[int], idle: bool, ticket: Any, generator: torch.Generator | None = None,
+                      draft_from: list[int] | None = None, first_prob: float | None = None) -> ProbeJob:
+        """One step per forward: question + tokens so far (+ a draft), re-evaluated on the committed prefix
+        (generations are short, and the session is never touched). Greedy steps verify a prompt-lookup draft
+        in the same forward, so a step may add several tokens; the output is plain greedy decoding's."""
         spec = query.spec
         if generator is None and spec.temperature:
             generator = torch.Generator().manual_seed(spec.seed or 0)
+        draft = self._draft(query, stream, generated, draft_from)
 
         def done(logits: list[torch.Tensor], progress: StreamProgress) -> JobResult:
-            tokens = generated + [next_token(logits[0], spec.temperature or 0.0, generator)]
-            text = decode(self.codec, tokens)
-            stop = next((s for s in spec.stop or () if s in text), None)
-            if stop is not None or len(tokens) >= (spec.max_tokens or 16):
-                return finish({"text": text[: text.index(stop)] if stop else text, "tokens": tokens}, progress)
-            return JobResult(follow_up=self._generate_job(query, stream, finish, tokens, idle, ticket, generator))
+            rows = logits[0]  # (len(draft) + 1, vocab): before each draft token, and after the last
+            self.stats.decode_forwards += 1
+            if draft:
+                new, prob = accept_greedy(rows, draft)
+                self.stats.drafted += len(draft)
+                self.stats.draft_accepted += len(new) - 1
+            else:
+                new = [next_token(rows, spec.temperature or 0.0, generator)]
+                prob = float(torch.softmax(rows[-1].float(), dim=-1)[new[0]])
+            first = first_prob if generated else prob
+            tokens = generated
+            for token in new:  # one at a time, as plain decoding would stop
+                tokens = tokens + [token]
+                text = decode(self.codec, tokens)
+                stop = next((s for s in spec.stop or () if s in text), None)
+                if stop is not None or len(tokens) >= (spec.max_tokens or 16):
+                    return finish({"text": text[: text.index(stop)] if stop else text, "tokens": tokens,
+                                   "first_prob": first}, progress)
+            return JobResult(follow_up=self._generate_job(query, stream, finish, tokens, idle, ticket, generator,
+                                                          draft_from, first))
 
-        return ProbeJob(stream, [list(query.question) + generated], done, logits="last", idle=idle, ticket=ticket)
+        return ProbeJob(stream, [list(query.question) + generated + draft], done, logits=len(draft) + 1, idle=idle,
+                        ticket=ticket)
+
+    def _draft(self, query: CompiledQuery, stream: str, generated: list[int], draft_from: list[int] | None
+               ) -> list[int]:
+        """Draft tokens for a greedy step: the rest of an earlier answer while it still agrees, else a prompt
+        lookup in the stream's recent tokens, the question and the answer so far. [] when drafting is off."""
+        spec = query.spec
+        if spec.temperature or spec.lookup is None:
+            return []
+        room = (spec.max_tokens or 16) - len(generated) - 1  # the verified step adds one token of its own
+        if room <= 0:
+            return []
+        if draft_from and draft_from[: len(generated)] == generated and len(draft_from) > len(generated):
+            return draft_from[len(generated) : len(generated) + min(room, spec.lookup.draft)]
+        text = self.context(stream)[-LOOKUP_CONTEXT:] + list(query.question) + generated
+        return spec.lookup.propose(text, room)
+
+    # -- answering before the work is done ------------------------------------------------------------
+
+    def _keep_ready(self, spec: QuerySpec, stream: str) -> Callable[[dict[str, Any], StreamProgress], JobResult]:
+        def keep(value: dict[str, Any], progress: StreamProgress) -> JobResult:
+            self._working.discard(("preposition", spec.name, stream))
+            if self.registry.current(spec.name) is spec:
+                self.ready[(spec.name, stream)] = self.cache.unpublished(
+                    spec.name, stream, spec.topic_for(stream), value, progress.ticks, progress.event_ts, self.model_id)
+                self.stats.prepositioned += 1
+            return JobResult()
+
+        return keep
+
+    def _idle_job(self, purpose: str, spec: QuerySpec, stream: str,
+                  finish: Callable[[dict[str, Any], StreamProgress], JobResult]) -> list[ProbeJob]:
+        """At most one idle job per (purpose, query, stream) in flight."""
+        key = (purpose, spec.name, stream)
+        if key in self._working:
+            return []
+        self._working.add(key)
+        job = self._job(spec, stream, finish, ticket=None, idle=True)
+        job.idle = True
+        return [job]
+
+    def answer_early(self, spec: QuerySpec, stream: str, ticks: int) -> tuple[Answer | None, str | None, list[ProbeJob]]:
+        """An ask's answer without a forward, if one may be given: (answer, how, idle jobs to queue). ``how`` is
+        "prepositioned" (decoded ahead, the stream has not moved) or "gated" (confident and fresh enough)."""
+        ready = self.ready.get((spec.name, stream))
+        if spec.kind == "generate" and ready is not None and ready.version == ticks:
+            self.stats.preposition_hits += 1
+            return ready, "prepositioned", []
+        if spec.gate is None:
+            return None, None, []
+        self.stats.gate_asks += 1
+        cached = self.cache.get(spec.name, stream) or ready
+        if cached is None or not spec.gate.fires(cached.value, cached.stale_ticks(ticks)):
+            return None, None, []
+        self.stats.gate_fired += 1
+        audits = self._idle_job("audit", spec, stream, self._audit(spec, stream, cached)) if spec.gate.audit else []
+        return cached, "gated", audits
+
+    def draft_for(self, spec: QuerySpec, stream: str) -> list[int] | None:
+        """An ask that cannot be answered early drafts from the answer decoded ahead, if any."""
+        ready = self.ready.get((spec.name, stream))
+        return list(ready.value["tokens"]) if ready is not None and spec.kind == "generate" else None
+
+    def _audit(self, spec: QuerySpec, stream: str, gated: Answer) -> Callable[[dict[str, Any], StreamProgress],
+                                                                                JobResult]:
+        def compare(value: dict[str, Any], progress: StreamProgress) -> JobResult:
+            self._working.discard(("audit", spec.name, stream))
+            self.stats.gate_audited += 1
+            self.stats.gate_agreed += same_answer(gated.value, value)
+            return JobResult()
+
+        return compare
+
+    def drop_stream(self, stream: str) -> None:
+        for key in [k for k in self.ready if k[1] == stream]:
+            del self.ready[key]
+
+    def forget_query(self, name: str) -> None:
+        for key in [k for k in self.ready if k[0] == name]:
+            del self.ready[key]
 
     def freshness_ms(self) -> dict[str, float]:
         samples = sorted(self.stats.freshness_ns)
@@ -113,3 +250,10 @@ class FlashQueries:
             return {}
         pick = lambda q: samples[min(len(samples) - 1, int(q * len(samples)))] / 1e6  # noqa: E731
         return {"p50": pick(0.50), "p99": pick(0.99)}
+
+
+def same_answer(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two answers of one query say the same: the top label, or the generated text."""
+    if "probs" in a and "probs" in b:
+        return max(a["probs"], key=a["probs"].get) == max(b["probs"], key=b["probs"].get)
+    return a.get("text") == b.get("text")

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import yaml
 
 from queries.limits import QueryLimits, clip, excerpt
+from queries.speculation import Gate, Lookup
 from queries.trigger import Trigger
 
 __all__ = ["FIELDS", "KINDS", "RESERVED_TOPICS", "NamedQuestion", "QueryLimits", "QuerySpec", "QuerySpecError",
@@ -48,7 +49,7 @@ _GLOB_CHARS = frozenset("*?[")
 _KIND_OPTIONS = {
     "choice": ("choices",),
     "expectation": ("values",),
-    "generate": ("max_tokens", "stop", "temperature", "seed"),
+    "generate": ("max_tokens", "stop", "temperature", "seed", "preposition", "lookup"),
     "surprise": (),
 }
 
@@ -147,6 +148,16 @@ def _int(key: str, raw: Any, lo: int, hi: int | None = None, item: int | None = 
     return raw
 
 
+def _parsed(key: str, kind: Any, raw: Any) -> Any:
+    """An option object (Gate, Lookup) as given, or parsed from its YAML/wire form; errors name the key."""
+    if isinstance(raw, kind):
+        return raw
+    try:
+        return kind.parse(raw)
+    except (TypeError, ValueError) as e:
+        raise _fail(key, str(e)) from None
+
+
 def _float(key: str, raw: Any, item: int | str | None = None) -> float:
     try:  # an int past the float range is refused here too
         finite = isinstance(raw, int | float) and not isinstance(raw, bool) and math.isfinite(raw)
@@ -179,6 +190,9 @@ class QuerySpec:
     stop: tuple[str, ...] | None = None
     temperature: float | None = None
     seed: int | None = None
+    preposition: bool | None = None  # generate: decode after each batch, off the critical path, for asks
+    lookup: Lookup | None = None  # generate: prompt-lookup drafts (greedy only); default on, `false`: off
+    gate: Gate | None = None  # choice, expectation, generate: answer an ask from a confident, fresh cached answer
     _exact: frozenset[str] = field(init=False, repr=False, compare=False)
     _globs: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -261,6 +275,15 @@ class QuerySpec:
             self._set("temperature", temp)
             if self.seed is not None:
                 _int("seed", self.seed, -(2**63), 2**64 - 1)
+            preposition = False if self.preposition is None else self.preposition
+            if not isinstance(preposition, bool):
+                raise _fail("preposition", f"preposition must be true or false, got {excerpt(preposition)}")
+            self._set("preposition", preposition)
+            self._set("lookup", _parsed("lookup", Lookup, True if self.lookup is None else self.lookup))
+        if self.gate is not None:
+            if self.kind == "surprise":
+                raise _fail("gate", "gate does not apply to surprise queries: their answer is always the cached one")
+            self._set("gate", _parsed("gate", Gate, self.gate))
 
     def _validate_choices(self) -> None:
         if self.choices is None:
@@ -366,6 +389,12 @@ class QuerySpec:
             d.update(max_tokens=self.max_tokens, stop=list(self.stop or ()), temperature=self.temperature)
             if self.seed is not None:
                 d["seed"] = self.seed
+            if self.preposition:
+                d["preposition"] = True
+            if self.lookup != Lookup():
+                d["lookup"] = False if self.lookup is None else self.lookup.to_obj()
+        if self.gate is not None:
+            d["gate"] = self.gate.to_obj()
         return d
 
     @classmethod

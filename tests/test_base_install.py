@@ -15,7 +15,7 @@ from conftest import tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRAS_ONLY = ["matplotlib", "gguf", "llama_cpp", "ray", "pytest", "hypothesis"]  # pyproject's optional extras
+EXTRAS_ONLY = ["matplotlib", "gguf", "llama_cpp", "ray", "pytest", "hypothesis", "databento_dbn"]  # pyproject's optional extras
 # None in sys.modules: `import X` raises ModuleNotFoundError and importlib.util.find_spec(X) says absent,
 # exactly as when the package is not installed
 BLOCK_EXTRAS = f"""
@@ -63,3 +63,14 @@ raise SystemExit(main(["backtest", "ticks.csv", "--queries", "q.yaml", "--out", 
     assert pl.read_parquet(tmp_path / "answers.parquet").height > 20
     assert json.loads((tmp_path / "answers.scores.json").read_text())[0]["query"] == "dir20"
     assert not (tmp_path / "answers.calibration.png").exists()
+
+
+def test_a_dbn_file_without_the_dbn_extra_is_one_clear_line(tmp_path) -> None:
+    (tmp_path / "es.dbn").write_bytes(b"DBN")  # never decoded: the package is missing before that
+    result = run_without_extras("""
+from engine.service.cli import main
+raise SystemExit(main(["feed", "replay", "es.dbn", "--endpoint", "tcp://127.0.0.1:5"]))
+""", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip() == ("flashtick feed: error: reading DBN files needs the databento-dbn package: "
+                                     "pip install 'flashtick[dbn]'")

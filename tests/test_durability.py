@@ -281,5 +281,5 @@ def test_a_subscriber_that_missed_answers_fills_its_gap_from_the_answers_op(chec
         wait_for(lambda: computed(600), timeout_s=60)
         receive_until_quiet(answers, got, quiet_s=1.0)
         published = {t: server.pipeline.cache.last_seq(t) for t in got}
-    assert answers.filled > 0 and answers.unrecoverable == 0
+    assert answers.filled > 0 and answers.unrecoverable == 0 and sum(answers.missed.values()) == answers.filled
     assert len(got) == 8 and got == {t: list(range(1, n + 1)) for t, n in published.items()}

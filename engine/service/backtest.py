@@ -17,10 +17,14 @@ of its own because the CLI and tests drive it directly.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import math
 import sys
+import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,12 +34,19 @@ import polars as pl
 
 from connectors.labels import NO_LABEL, label_series, marks_of, persistence_series
 from connectors.replay import FileReplay
+from connectors.encoder import EncodedTick
 from connectors.ticks import InvalidTick, Tick
-from engine.service.config import ServiceConfig
+from engine.scheduler import AdmissionRefused
+from engine.service.answer_parts import AnswerParts, write_atomically
+from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline
 from queries.cache import Answer
 
 CALIBRATION_BINS = 10
+READ_TICKS = 4096  # ticks taken from the files at a time (also per forward when rebuilding for a resume)
+CHECKPOINT_S = 10.0  # wall seconds between answer checkpoints (a part file each)
+SCORE_SCHEMA = {"realised": pl.String, "persistence": pl.String, "correct": pl.Boolean, "brier": pl.Float64,
+                "log_loss": pl.Float64}
 
 
 @dataclass
@@ -58,10 +69,13 @@ class BacktestReport:
     answers: int
     out: Path
     scores: list[QueryScore]
+    rejected_examples: dict[str, str] = field(default_factory=dict)  # reason -> first rejected row, located
+    resumed_at: int = 0  # replay ticks taken over from an interrupted run (0: a fresh run)
 
     def summary(self) -> str:
-        lines = [f"replayed {self.ticks} ticks ({sum(self.rejected.values())} rejected), "
-                 f"{self.answers} answers -> {self.out}",
+        resumed = f", resumed after {self.resumed_at}" if self.resumed_at else ""
+        lines = [f"replayed {self.ticks} ticks ({sum(self.rejected.values())} rejected{resumed}), "
+                 f"{self.answers} answers -> {self.out}", *rejected_lines(self.rejected, self.rejected_examples),
                  f"{'query':<16}{'answers':>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'logloss':>9}  baseline"]
         fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
         for s in self.scores:
@@ -71,82 +85,205 @@ class BacktestReport:
         return "\n".join(lines)
 
 
+def rejected_lines(rejected: dict[str, int], examples: dict[str, str]) -> list[str]:
+    """One line per rejection reason, most frequent first, with the first such row where one is known."""
+    return [f"  rejected {reason}: {count}" + (f" (first: {examples[reason]})" if reason in examples else "")
+            for reason, count in sorted(rejected.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+class NothingReplayed(ValueError):
+    """Every row of the files was rejected: there is nothing to backtest."""
+
+
+class BacktestInterrupted(Exception):
+    """Stopped by a signal at an event-time batch boundary, after a checkpoint: `--resume` continues."""
+
+
 def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | Path, out: str | Path,
                  columns: Any = None, batch_ms: float = 100.0, max_ticks: int | None = None,
-                 progress: bool = True) -> BacktestReport:
-    answers: list[Answer] = []
+                 progress: bool = True, resume: bool = False, checkpoint_s: float = CHECKPOINT_S,
+                 stop: Callable[[], bool] = lambda: False) -> BacktestReport:
+    """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
+
+    Answers are checkpointed as part files every `checkpoint_s` seconds (at an event-time batch boundary)
+    in ``OUT.parts/``; `resume` continues an interrupted run from its last checkpoint, and `stop` (polled
+    at each boundary) ends a run there with BacktestInterrupted. The final table is built from the parts.
+    """
+    if checkpoint_s <= 0:
+        raise ValueError(f"checkpoint_s must be > 0, got {checkpoint_s}")
+    out = Path(out)
     pipeline = TickPipeline(config)
     pipeline.registry.register_file(queries)
-    ticks_by_stream: dict[str, list[Tick]] = defaultdict(list)
     replay = FileReplay(list(files), columns=columns)
-    batch_ns = int(batch_ms * 1e6)
-    batch_end: int | None = None
-    bar = _progress_bar(progress)
-    while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):
-        want = 4096 if max_ticks is None else min(4096, max_ticks - pipeline.ticks_in)
-        for tick in replay.next_batch(want):
-            if batch_end is None or tick.ts >= batch_end:  # event-time batch boundary
-                answers += pipeline.run_until_idle()
-                batch_end = tick.ts - tick.ts % batch_ns + batch_ns
-            try:
-                pipeline.ingest(tick)
-            except InvalidTick as e:
-                pipeline.rejected[e.reason] += 1
-                continue
-            ticks_by_stream[tick.stream].append(tick)
-            bar.update(1)
-    answers += pipeline.run_until_idle()
-    bar.close()
-    table = _answer_table(pipeline, answers, ticks_by_stream)
-    out = Path(out)
-    table.write_parquet(out)
+    key = _run_key(config, replay, queries, batch_ms, max_ticks)
+    parts = AnswerParts.open(out, key, resume)
+    ticks_by_stream: dict[str, list[Tick]] = defaultdict(list)
+    bar = _progress_bar(progress, replay, max_ticks)
+    try:
+        consumed = 0
+        if parts.consumed:
+            bar.set_description("rebuilding sessions")
+            consumed = _rebuild(pipeline, replay, parts.consumed, ticks_by_stream, bar, stop)
+            _restore_answer_state(pipeline, parts)
+            bar.set_description("replaying")
+        consumed = _replay(pipeline, replay, parts, consumed, ticks_by_stream, batch_ns=int(batch_ms * 1e6),
+                           max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar)
+    finally:
+        bar.close()
+    rejected = dict(Counter(replay.rejected) + pipeline.rejected)
+    if pipeline.ticks_in == 0 and rejected:
+        parts.remove()
+        raise NothingReplayed("every row was rejected, so there is nothing to backtest:\n"
+                              + "\n".join(rejected_lines(rejected, replay.rejected.examples)))
+    table = _scored_table(pipeline, parts.table(), ticks_by_stream)
+    write_atomically(out, table.write_parquet)
+    parts.remove()  # the answers are whole in `out` now
     scores = [_score(name, table.filter(pl.col("query") == name)) for name in sorted(set(table["query"]))]
     out.with_suffix(".scores.json").write_text(json.dumps([vars(s) for s in scores], indent=2) + "\n")
-    _plot_calibration(out, scores)  # last: the answers and scores are on disk whatever happens here
-    rejected = dict(Counter(replay.rejected) + pipeline.rejected)
-    return BacktestReport(pipeline.ticks_in, rejected, len(answers), out, scores)
+    try:  # last: the answers and scores are on disk whatever happens here
+        _plot_calibration(out, scores)
+    except Exception as e:  # a plotting problem must not turn a finished backtest into a failure
+        print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
+    return BacktestReport(pipeline.ticks_in, rejected, table.height, out, scores, dict(replay.rejected.examples),
+                          parts.resumed_at)
 
 
-def _progress_bar(enabled: bool) -> Any:
+def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, consumed: int,
+            ticks_by_stream: dict[str, list[Tick]], *, batch_ns: int, max_ticks: int | None, checkpoint_s: float,
+            stop: Callable[[], bool], bar: Any) -> int:
+    """The backtest loop from tick `consumed` on; returns the replay ticks consumed in all."""
+    answers: list[Answer] = []
+    batch_end: int | None = None
+    saved_at = time.monotonic()
+    while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):
+        want = READ_TICKS if max_ticks is None else min(READ_TICKS, max_ticks - pipeline.ticks_in)
+        for tick in replay.next_batch(want):
+            if batch_end is None or tick.ts >= batch_end:  # event-time batch boundary: the engine is idle here
+                answers += pipeline.run_until_idle()
+                stopping = stop()
+                if stopping or time.monotonic() - saved_at >= checkpoint_s:
+                    parts.save(answers, consumed)
+                    answers, saved_at = [], time.monotonic()
+                if stopping:
+                    raise BacktestInterrupted(f"interrupted after {consumed} ticks; {parts.answers} answers kept in "
+                                              f"{parts.dir}; run the same command with --resume to continue")
+                batch_end = tick.ts - tick.ts % batch_ns + batch_ns
+                bar.update(consumed + sum(replay.rejected.values()) - bar.n)  # tqdm redraws at most 10 times a second
+            consumed += 1
+            _ingest(pipeline, tick, ticks_by_stream)
+    bar.update(consumed + sum(replay.rejected.values()) - bar.n)
+    answers += pipeline.run_until_idle()
+    parts.save(answers, consumed)
+    return consumed
+
+
+def _ingest(pipeline: TickPipeline, tick: Tick, ticks_by_stream: dict[str, list[Tick]],
+            book: Callable[[EncodedTick], None] | None = None) -> None:
+    """One tick into the pipeline (or, with `book`, through its encoders into `book`), counted either way."""
+    try:
+        if book is None:
+            pipeline.ingest(tick)
+        else:
+            pipeline.encoders.ingest(tick, book)
+            pipeline.ticks_in += 1
+    except InvalidTick as e:
+        pipeline.rejected[e.reason] += 1
+        return
+    ticks_by_stream[tick.stream].append(tick)
+
+
+def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, ticks_by_stream: dict[str, list[Tick]],
+             bar: Any, stop: Callable[[], bool]) -> int:
+    """Bring sessions, codec state and ordering guards to where the interrupted run checkpointed, as `serve`
+    recovers from its tick log (engine/service/durability.py): the first `upto` ticks go through the same
+    encoders and are booked on their streams without computing them (Scheduler.restore: token logs and rolls
+    end exactly where the run's forwards left them), then each window's KV is computed once. Answers before
+    `upto` are in the parts already."""
+    scheduler = pipeline.engine.scheduler
+
+    def book(item: EncodedTick) -> None:
+        try:
+            scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
+        except AdmissionRefused as e:  # refused by the run too, the same way: counted alike
+            raise InvalidTick("stream_refused", str(e), item.stream) from None
+
+    done = 0
+    while done < upto and not replay.done:
+        if stop():  # the checkpoint on disk is still the one to resume from
+            raise BacktestInterrupted(f"interrupted while rebuilding sessions; {parts_note(upto)}")
+        ticks = replay.next_batch(min(READ_TICKS, upto - done))
+        for tick in ticks:
+            _ingest(pipeline, tick, ticks_by_stream, book)
+        done += len(ticks)
+        bar.update(done + sum(replay.rejected.values()) - bar.n)
+    if done < upto:
+        raise ValueError(f"the checkpoint is at tick {upto} but the files hold {done}: did they change?")
+    pipeline.engine.rebuild()
+    return done
+
+
+def parts_note(consumed: int) -> str:
+    return f"the checkpoint after {consumed} ticks is kept; run the same command with --resume to continue"
+
+
+def _restore_answer_state(pipeline: TickPipeline, parts: AnswerParts) -> None:
+    """Triggers and seqs as the run left them: each (query, stream) last fired at its last answer's tick count
+    and event time, and each topic's seqs continue from the last one written."""
+    written = parts.table()
+    last = written.sort("ticks", "data_ts").unique(["query", "stream"], keep="last", maintain_order=True)
+    for query, stream, ticks, data_ts in last.select("query", "stream", "ticks", "data_ts").iter_rows():
+        pipeline.registry.restore_fired(query, stream, ticks, data_ts)
+    pipeline.cache.restore([], parts.last_seq)
+
+
+def _run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batch_ms: float,
+             max_ticks: int | None) -> dict[str, Any]:
+    """What a run's answers depend on; a resume must match it exactly."""
+    stats = [(str(p.path.resolve()), p.path.stat().st_size, p.path.stat().st_mtime_ns) for p in replay.plans]
+    return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": stats,
+            "queries": hashlib.sha256(Path(queries).read_bytes()).hexdigest(),
+            # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one
+            "config": hashlib.sha256(repr(dataclasses.replace(config, replay=ReplaySection())).encode()).hexdigest(),
+            "batch_ms": batch_ms,
+            "max_ticks": max_ticks}
+
+
+def _progress_bar(enabled: bool, replay: FileReplay, max_ticks: int | None) -> Any:
+    """Rows read (valid or rejected) of the files' total, ticks/s and ETA, on stderr when it is a terminal."""
     from tqdm import tqdm
 
-    return tqdm(unit=" ticks", disable=not enabled or not sys.stderr.isatty(), file=sys.stderr)
+    show = enabled and sys.stderr.isatty()
+    total = replay.rows() if show else None
+    if total is not None and max_ticks is not None:
+        total = min(total, max_ticks)
+    return tqdm(total=total, unit=" ticks", desc="replaying", disable=not show, file=sys.stderr,
+                dynamic_ncols=True, smoothing=0.1)
 
 
-def _answer_table(pipeline: TickPipeline, answers: list[Answer], ticks: dict[str, list[Tick]]) -> pl.DataFrame:
-    """One row per answer, with the realised label and the naive baselines where the question has them."""
+def _scored_table(pipeline: TickPipeline, raw: pl.DataFrame, ticks: dict[str, list[Tick]]) -> pl.DataFrame:
+    """The answers with the realised label and the naive baselines where the question has them; one row per
+    answer, in a total order (data_ts, query, stream, seq), so the file does not depend on the parts."""
     questions = pipeline.codec.questions
     marks = {stream: marks_of(ts) for stream, ts in ticks.items()}
     realised_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
-    rows = []
-    for a in answers:
-        spec = pipeline.registry.get(a.query) if a.query in pipeline.registry else None
+    extra = []
+    for query, stream, version, probs in raw.select("query", "stream", "ticks", "probs").iter_rows():
+        spec = pipeline.registry.get(query) if query in pipeline.registry else None
         question = questions.get(spec.question) if spec is not None and spec.question else None
         realised = persistence = None
-        if question is not None and a.stream in marks:
-            key = (question.name, a.stream)
+        if question is not None and stream in marks:
+            key = (question.name, stream)
             if key not in realised_cache:
-                realised_cache[key] = (label_series(question.spec, marks[a.stream]),
-                                       persistence_series(question.spec, marks[a.stream]))
+                realised_cache[key] = (label_series(question.spec, marks[stream]),
+                                       persistence_series(question.spec, marks[stream]))
             labels, persisted = realised_cache[key]
-            i = a.version - 1  # the answer point: just after the stream's tick number `version`
+            i = version - 1  # the answer point: just after the stream's tick number `version`
             realised = question.spec.labels[labels[i]] if labels[i] != NO_LABEL else None
             persistence = question.spec.labels[persisted[i]] if persisted[i] != NO_LABEL else None
-        probs = a.value.get("probs")
-        rows.append({
-            "query": a.query, "stream": a.stream, "topic": a.topic, "seq": a.seq, "ticks": a.version,
-            "data_ts": a.data_ts,
-            "answer": a.value.get("answer") or (max(probs, key=probs.get) if probs else None),
-            "expected": a.value.get("expected"), "nll": a.value.get("nll"), "text": a.value.get("text"),
-            "probs": json.dumps(probs, sort_keys=True) if probs else None,
-            "realised": realised, "persistence": persistence,
-            **_metrics(probs, realised),
-        })
-    schema = {"query": pl.String, "stream": pl.String, "topic": pl.String, "seq": pl.Int64, "ticks": pl.Int64,
-              "data_ts": pl.Int64, "answer": pl.String, "expected": pl.Float64, "nll": pl.Float64,
-              "text": pl.String, "probs": pl.String, "realised": pl.String, "persistence": pl.String,
-              "correct": pl.Boolean, "brier": pl.Float64, "log_loss": pl.Float64}
-    return pl.DataFrame(rows, schema=schema).sort(["data_ts", "query", "stream", "seq"])
+        extra.append({"realised": realised, "persistence": persistence,
+                      **_metrics(json.loads(probs) if probs else None, realised)})
+    scored = pl.DataFrame(extra, schema=SCORE_SCHEMA)
+    return pl.concat([raw, scored], how="horizontal").sort(["data_ts", "query", "stream", "seq"])
 
 
 def _metrics(probs: dict[str, float] | None, realised: str | None) -> dict[str, Any]:

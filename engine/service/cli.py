@@ -39,10 +39,28 @@ def _key_options() -> argparse.ArgumentParser:
     return keys
 
 
+def _reading_options() -> argparse.ArgumentParser:
+    """How tick files are read (docs/replay.md), shared by `feed replay` and `backtest`."""
+    reading = argparse.ArgumentParser(add_help=False)
+    group = reading.add_argument_group("reading the files (default: detect each file's layout)")
+    group.add_argument("--preset", help="column layout preset for every file: binance-trades, binance-bbo, "
+                                        "dukascopy (--columns keys override it)")
+    group.add_argument("--columns", metavar="MAP", help="column map for every file: inline, e.g. "
+                       "ts=time,price=px,size=qty,side=side,stream=symbol (stream= names the stream column, "
+                       "stream_name= a fixed stream), or a YAML file of docs/replay.md's keys")
+    group.add_argument("--csv-names", metavar="A,B,...", help="the columns of a header-less CSV, in order")
+    group.add_argument("--ts-unit", help="time column unit: ns, us, ms, s, datetime, seconds_after_midnight")
+    group.add_argument("--tz", help="time zone of naive times (datetime, seconds_after_midnight), e.g. "
+                                    "Europe/London (default UTC)")
+    group.add_argument("--date", help="the day of seconds_after_midnight times, e.g. 2024-03-01")
+    return reading
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flashtick", description="Streaming inference engine for market data.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     keys = _key_options()
+    reading = _reading_options()
 
     p = sub.add_parser("serve", help="run the engine service (ZeroMQ ingest, answers, control)")
     p.add_argument("--config", type=Path, help="engine YAML config (default: built-in model, default endpoints, "
@@ -76,9 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--start-ts", type=int, default=None,
                    help="event time of the first tick, ns since the epoch (default: now)")
     f.set_defaults(run=cmd_feed)
-    f = feed_sub.add_parser("replay", help="replay Parquet/CSV tick files", parents=[keys, feeding])
+    f = feed_sub.add_parser("replay", help="replay Parquet/CSV/DBN tick files", parents=[keys, feeding, reading])
     f.add_argument("files", nargs="+", type=Path)
-    f.add_argument("--preset", help="column mapping preset (binance-trades, binance-bbo, dukascopy; default: detect)")
     f.add_argument("--speed", type=float, default=None, help="real time x N (default: as fast as possible)")
     f.add_argument("--rate", type=float, default=None, help="cap in ticks per second")
     f.add_argument("--ticks", type=int, default=None)
@@ -139,14 +156,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", type=Path, default=Path("."), help="where to write them (default: here)")
     p.set_defaults(run=cmd_keygen)
 
-    p = sub.add_parser("backtest", help="replay files in-process and score every answer")
+    p = sub.add_parser("backtest", help="replay files in-process and score every answer", parents=[reading])
     p.add_argument("files", nargs="+", type=Path)
     p.add_argument("--queries", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True, help="answers Parquet file")
-    p.add_argument("--config", type=Path)
-    p.add_argument("--preset", help="column mapping preset for every file (default: detect per file)")
-    p.add_argument("--batch-ms", type=float, default=100.0, help="event-time width of a batch (default 100)")
+    p.add_argument("--config", type=Path, help="service YAML: model, budgets and its replay section")
+    p.add_argument("--batch-ms", type=float, default=None, help="event-time width of a batch (default: the "
+                                                                 "config's replay.batch_ms, 100)")
     p.add_argument("--max-ticks", type=int, default=None, help="stop after N ticks")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted backtest of the same files, "
+                   "queries and options from its last checkpoint (OUT.parts/)")
+    p.add_argument("--checkpoint-s", type=float, default=None, help="wall seconds between answer checkpoints "
+                   "(default: the config's replay.checkpoint_s, 10)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (it shows only on a terminal anyway)")
     p.set_defaults(run=cmd_backtest)
 
     p = sub.add_parser("demo", help="the engine on the built-in model, a live feed and live answers")
@@ -270,7 +292,30 @@ def _source(args: argparse.Namespace) -> Any:
         return SyntheticSource(SyntheticConfig(seed=args.seed, start_ts=args.start_ts), limit=args.ticks)
     from connectors.replay import FileReplay
 
-    return FileReplay([str(f) for f in args.files], columns=args.preset, speed=args.speed)
+    return FileReplay([str(f) for f in args.files], columns=_column_map(args), speed=args.speed)
+
+
+def _column_map(args: argparse.Namespace, config: Any = None) -> dict[str, Any] | None:
+    """The column map of the reading options over the config's replay section: an option given replaces the
+    key of the same name, and --columns replaces the section's columns and preset both (a new map)."""
+    from connectors.column_map import map_from_options
+
+    section = config.replay if config is not None else None  # `feed replay` has no config (nor torch to load)
+    given = lambda option, key: option if option is not None else getattr(section, key, None)  # noqa: E731
+    names = tuple(n.strip() for n in args.csv_names.split(",")) if args.csv_names else None
+    if args.columns is not None:
+        preset, columns = args.preset, args.columns
+    else:
+        preset, columns = given(args.preset, "preset"), given(None, "columns")
+    return map_from_options(preset, columns, names=given(names, "names"), ts_unit=given(args.ts_unit, "ts_unit"),
+                            tz=given(args.tz, "tz"), date=given(args.date, "date"))
+
+
+def _replay_rejections(source: Any) -> list[str]:
+    from engine.service.backtest import rejected_lines
+
+    rejected = getattr(source, "rejected", None)
+    return rejected_lines(dict(rejected), rejected.examples) if rejected else []
 
 
 def _answers_for(args: argparse.Namespace) -> str | None:
@@ -287,6 +332,10 @@ def cmd_feed(args: argparse.Namespace) -> None:
     with FeedClient(args.endpoint, **_curve(args)) as client:
         stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args))
     print(stats.summary(), file=sys.stderr)
+    if lines := _replay_rejections(source):  # rows the files' own checks refused, before anything was sent
+        print(f"{sum(source.rejected.values())} rows of the files rejected:", *lines, sep="\n", file=sys.stderr)
+        if stats.ticks == 0:
+            raise ValueError("every row of the files was rejected; nothing was sent (reasons above)")
 
 
 def cmd_subscribe(args: argparse.Namespace) -> None:
@@ -403,12 +452,39 @@ def cmd_keygen(args: argparse.Namespace) -> None:
           f"and {secret} (keep it private)")
 
 
-def cmd_backtest(args: argparse.Namespace) -> None:
-    from engine.service.backtest import run_backtest
+def cmd_backtest(args: argparse.Namespace) -> int:
+    import threading
 
-    report = run_backtest(_service_config(args.config), [str(f) for f in args.files], args.queries, args.out,
-                          columns=args.preset, batch_ms=args.batch_ms, max_ticks=args.max_ticks)
+    from engine.service.backtest import BacktestInterrupted, run_backtest
+
+    config = _service_config(args.config)
+    stop = threading.Event()
+
+    def request_stop(signum: int, _: Any) -> None:
+        # The first signal ends the run at the next batch boundary, after a checkpoint; a second one is the
+        # default action (for SIGINT: KeyboardInterrupt, exit 130) for a user who cannot wait.
+        stop.set()
+        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+        print("flashtick backtest: stopping at the next batch boundary (again to abort now)", file=sys.stderr,
+              flush=True)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, request_stop)
+    try:
+        report = run_backtest(config, [str(f) for f in args.files], args.queries, args.out,
+                              columns=_column_map(args, config),
+                              batch_ms=args.batch_ms if args.batch_ms is not None else config.replay.batch_ms,
+                              max_ticks=args.max_ticks, progress=not args.quiet, resume=args.resume,
+                              checkpoint_s=args.checkpoint_s if args.checkpoint_s is not None
+                              else config.replay.checkpoint_s, stop=stop.is_set)
+    except BacktestInterrupted as e:
+        print(f"flashtick backtest: {e}", file=sys.stderr)
+        return 130
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
     print(report.summary())
+    return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> None:

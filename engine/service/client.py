@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections import deque
+from collections import Counter, deque
 from typing import Any
 
 import msgpack
@@ -200,6 +200,7 @@ class GaplessSubscriber:
         self.last_seq: dict[str, int] = dict(last_seqs or {})
         self.filled = 0  # answers fetched to fill gaps
         self.unrecoverable = 0  # answers missed that the service no longer keeps
+        self.missed: Counter[str] = Counter()  # per topic: answers PUB did not deliver (drops, time away)
         self._ready: deque[tuple[str, dict[str, Any]]] = deque()
 
     def wait_ready(self, timeout_s: float = 5.0) -> None:
@@ -235,6 +236,7 @@ class GaplessSubscriber:
                 return
             for answer in answers:
                 self.filled += 1
+                self.missed[topic] += 1
                 self._deliver(topic, answer)
             after = answers[-1]["seq"]
             if upto is None and len(reply["answers"]) < FETCH_LIMIT:

@@ -8,6 +8,7 @@ to 127.0.0.1 unless an endpoint says otherwise.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import torch
 import yaml
 
+from connectors.column_map import map_from_options
 from engine.kv_cache import CacheSpec
 from engine.scheduler import SchedulerConfig
 
@@ -131,7 +133,7 @@ class LogSection:
     fsync: str = "group"  # always | group (at most every group_ms) | never
     group_ms: float = 5.0
     segment_bytes: int = 64 << 20
-    retention_bytes: int | None = None  # drop the oldest segments past this total; None: keep all
+    retention_bytes: int | None = 2 << 30  # drop the oldest segments past this total (~20M ticks); None: keep all
     retention_s: float | None = None  # drop segments older than this; None: keep all
     skip_corrupt: bool = False  # on start, skip damaged records (counted) instead of refusing to start
     answers_keep: int = 100_000  # published answers kept in memory for the `answers` op (gap fills)
@@ -209,6 +211,41 @@ class ShardsSection:
 
 
 @dataclass(frozen=True)
+class ReplaySection:
+    """How `flashtick backtest --config` reads tick files (docs/replay.md); each command-line option of the
+    same name replaces its value here. `columns` is a column map (the YAML form of docs/replay.md) and
+    `preset` the base it overrides; names/ts_unit/tz/date refine either. Nothing set: detect per file."""
+
+    preset: str | None = None
+    columns: dict | None = None
+    names: tuple[str, ...] | None = None  # the columns of a header-less CSV, in order
+    ts_unit: str | None = None
+    tz: str | None = None  # IANA zone of naive times, e.g. Europe/London
+    date: str | None = None  # the day of seconds_after_midnight times, e.g. 2024-03-01
+    batch_ms: float = 100.0  # event-time width of a batch
+    checkpoint_s: float = 10.0  # wall seconds between answer checkpoints (resumable with --resume)
+
+    def __post_init__(self) -> None:
+        for name in ("batch_ms", "checkpoint_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigError(f"replay.{name} must be a number > 0, got {value!r}")
+        if self.columns is not None and not isinstance(self.columns, dict):
+            raise ConfigError(f"replay.columns must be a mapping of field -> column, got {self.columns!r}")
+        if isinstance(self.date, datetime.date):  # YAML reads an unquoted 2024-03-01 as a date
+            object.__setattr__(self, "date", self.date.isoformat())
+        try:
+            self.column_map()
+        except ValueError as e:
+            raise ConfigError(f"replay: {e}") from None
+
+    def column_map(self) -> dict[str, Any] | None:
+        """The map these keys describe (ColumnMap.from_dict form), or None: detect each file's layout."""
+        return map_from_options(self.preset, self.columns, names=self.names, ts_unit=self.ts_unit, tz=self.tz,
+                                date=self.date)
+
+
+@dataclass(frozen=True)
 class ServiceConfig:
     model: ModelSection = field(default_factory=ModelSection)
     codec: CodecSection = field(default_factory=CodecSection)
@@ -219,6 +256,7 @@ class ServiceConfig:
     curve: CurveSection = field(default_factory=CurveSection)
     log: LogSection = field(default_factory=LogSection)
     shards: ShardsSection = field(default_factory=ShardsSection)
+    replay: ReplaySection = field(default_factory=ReplaySection)
     queries: str | None = None  # a queries YAML file registered at start
 
     @classmethod
@@ -262,6 +300,7 @@ _SECTION_TYPES: dict[str, type] = {
     "model": ModelSection, "codec": CodecSection, "kv": KVSection, "scheduler": SchedulerConfig,
     "endpoints": EndpointsSection, "limits": LimitsSection, "curve": CurveSection, "log": LogSection,
     "shards": ShardsSection,
+    "replay": ReplaySection,
 }
 
 

@@ -87,6 +87,7 @@ class TickPipeline:
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)
         self.engine = Engine(self.runner, config.scheduler, self.flash)
+        self.flash.context = lambda stream: self.engine.scheduler.streams[stream].session.tokens  # lookup drafts
         self.encoders = StreamEncoders(self.codec, self.runner.config.vocab_size, config.limits.max_message_bytes,
                                        max_item_tokens=self.engine.scheduler.max_chunk_tokens,
                                        max_stream_bytes=config.limits.max_stream_bytes)
@@ -196,16 +197,26 @@ class TickPipeline:
         self.forget_query(name)
         self.save_queries()
 
-    def fresh_answer(self, spec: QuerySpec, stream: str, max_stale_ticks: int) -> Answer | None:
-        """The cached answer of ``spec`` on ``stream`` if at most ``max_stale_ticks`` behind the stream."""
+    def answer_at_once(self, spec: QuerySpec, stream: str, max_stale_ticks: int | None
+                       ) -> tuple[Answer, str | None] | None:
+        """An ask's answer without a forward, and how: the cached one if at most ``max_stale_ticks`` behind the
+        stream (how None), else one answered early ("prepositioned" or "gated", FlashQueries.answer_early)."""
         if stream not in self.engine.scheduler.streams:
             return None
-        return self.cache.get_fresh(spec.name, stream, self.engine.progress(stream).ticks, max_stale_ticks)
+        ticks = self.engine.progress(stream).ticks
+        if max_stale_ticks is not None:
+            cached = self.cache.get_fresh(spec.name, stream, ticks, max_stale_ticks)
+            if cached is not None:
+                return cached, None
+        early, how, audits = self.flash.answer_early(spec, stream, ticks)
+        for job in audits:
+            self.engine.ask(job)
+        return (early, how) if early is not None else None
 
     def ask(self, spec: QuerySpec, stream: str, ticket: Any) -> None:
         """Compute ``spec`` on ``stream`` now; the outcome comes out of a later step with ``ticket``.
         Raises UnknownStream for a stream that has sent no data."""
-        self.engine.ask(self.flash.job_for(spec, stream, ticket=ticket))
+        self.engine.ask(self.flash.job_for(spec, stream, ticket=ticket, draft_from=self.flash.draft_for(spec, stream)))
 
     @property
     def behind(self) -> bool:
@@ -219,6 +230,7 @@ class TickPipeline:
             self.encoders.drop(stream)
             self.registry.drop_stream(stream)
             self.cache.drop_stream(stream)
+            self.flash.drop_stream(stream)
             if self.data is not None:
                 self.data.answers.forget_stream(stream)
         if expired:
@@ -262,6 +274,7 @@ class TickPipeline:
     def forget_query(self, name: str) -> None:
         """A query replaced or removed: its cached answers must not be served (nor restored after a restart)."""
         self.cache.drop_query(name)
+        self.flash.forget_query(name)
         if self.data is not None:
             self.data.answers.forget_query(name)
 
@@ -272,6 +285,7 @@ class TickPipeline:
             "rejected": dict(self.rejected),
             "answers_out": self.flash.stats.answers,
             "query_errors": self.flash.stats.errors,
+            "speculation": self.flash.stats.summary(),
             "freshness_ms": self.flash.freshness_ms(),
             "pending_tokens": scheduler.pending_tokens(),
             "behind": self.behind,

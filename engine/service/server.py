@@ -307,10 +307,10 @@ class Server:
                 raise ControlError(f"no surprise on stream {stream!r} yet: it is computed when ticks arrive")
             return {"answer": cached.to_wire(), "cached": True}
         max_stale = request.get("max_stale_ticks")
-        if max_stale is not None:
-            cached = self.pipeline.fresh_answer(spec, stream, int(max_stale))
-            if cached is not None:
-                return {"answer": cached.to_wire(), "cached": True}
+        found = self.pipeline.answer_at_once(spec, stream, None if max_stale is None else int(max_stale))
+        if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
+            answer, how = found
+            return {"answer": answer.to_wire(), "cached": True, **({how: True} if how else {})}
         self._tickets += 1
         try:
             self.pipeline.ask(spec, stream, self._tickets)

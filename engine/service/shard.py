@@ -101,6 +101,7 @@ class Shard:
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, self.config.model.model_id)
         self.engine = Engine(self.runner, self.config.scheduler, self.flash)
+        self.flash.context = lambda stream: self.engine.scheduler.streams[stream].session.tokens  # lookup drafts
         self._next_expire = time.monotonic() + EXPIRE_EVERY_S
 
     def limits(self) -> dict[str, Any]:
@@ -157,6 +158,7 @@ class Shard:
                 self.engine.blocks.evict(state.session)
             self.registry.drop_stream(stream)
             self.cache.drop_stream(stream)
+            self.flash.drop_stream(stream)
 
     # -- the work loop -----------------------------------------------------------------------------
 
@@ -193,21 +195,34 @@ class Shard:
         if kind == "register":  # already validated by the front door; applied in the same order
             for spec in self.registry.register(op[1], "front door"):
                 self.cache.drop_query(spec.name)
+                self.flash.forget_query(spec.name)
         elif kind == "unregister":
             if op[1] in self.registry:
                 self.registry.unregister(op[1])
             self.cache.drop_query(op[1])
+            self.flash.forget_query(op[1])
         elif kind == "ask":
             _, ticket, stream, spec = op
             try:
                 spec = self.registry.get(spec) if isinstance(spec, str) else QuerySpec.from_dict(spec)
-                self.engine.ask(self.flash.job_for(spec, stream, ticket=ticket))
+                return self._ask(spec, stream, ticket)
             except UnknownStream:
                 return [JobOutcome(RemoteJob(ticket), error=f"stream {stream!r} has sent no data")]
             except (ValueError, LookupError) as e:
                 return [JobOutcome(RemoteJob(ticket), error=str(e).strip('"') or type(e).__name__)]
         else:
             raise ValueError(f"unknown shard op {kind!r}")
+        return []
+
+    def _ask(self, spec: QuerySpec, stream: str, ticket: Any) -> list[JobOutcome]:
+        """An ask: answered at once when FlashQueries may answer early (decoded ahead, or gated), else queued."""
+        ticks = self.engine.progress(stream).ticks  # raises UnknownStream
+        early, _, audits = self.flash.answer_early(spec, stream, ticks)
+        for job in audits:
+            self.engine.ask(job)
+        if early is not None:
+            return [JobOutcome(RemoteJob(ticket), early)]
+        self.engine.ask(self.flash.job_for(spec, stream, ticket=ticket, draft_from=self.flash.draft_for(spec, stream)))
         return []
 
     def _reply(self, outcomes: list[JobOutcome], progress: dict[str, int]) -> dict[str, Any]:
@@ -219,7 +234,7 @@ class Shard:
                                 outcome.error))
             elif outcome.answer is not None:
                 answers.append(outcome.answer.to_wire())
-            else:
+            elif outcome.error is not None:  # (idle work such as decoding ahead finishes with neither)
                 errors += 1
         self.flash.stats.errors += errors
         scheduler = self.engine.scheduler
@@ -231,12 +246,14 @@ class Shard:
         for stream in expired:
             self.registry.drop_stream(stream)
             self.cache.drop_stream(stream)
+            self.flash.drop_stream(stream)
         return expired
 
     def stats(self) -> dict[str, Any]:
         scheduler = self.engine.scheduler
         return {"shard": self.name, "pid": os.getpid(), "calls": self.calls, "cpu_s": time.process_time(),
-                "refused_items": self.refused_items, "answers_out": self.flash.stats.answers,
+                "refused_items": self.refused_items,
+                "speculation": {k: v for k, v in vars(self.flash.stats).items() if k != "freshness_ns"}, "answers_out": self.flash.stats.answers,
                 "query_errors": self.flash.stats.errors, "freshness_ms": self.flash.freshness_ms(),
                 "pending_tokens": scheduler.pending_tokens(), **scheduler.kv_summary(),
                 "scheduler": vars(scheduler.stats), "runner": vars(self.runner.stats)}

@@ -50,7 +50,7 @@ from engine.service.shard_link import ShardLink
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import compile_query
-from queries.flash import FlashQueries
+from queries.flash import FlashQueries, FlashStats
 from queries.limits import QueryLimits
 from queries.registry import Registry
 from queries.spec import QuerySpec, dump_queries
@@ -412,9 +412,15 @@ class ShardedPipeline:
         for link in self.links:
             link.ops.append(("unregister", name))
 
-    def fresh_answer(self, spec: QuerySpec, stream: str, max_stale_ticks: int) -> Answer | None:
+    def answer_at_once(self, spec: QuerySpec, stream: str, max_stale_ticks: int | None
+                       ) -> tuple[Answer, str | None] | None:
+        """The cached answer within ``max_stale_ticks`` of the stream's progress (as its shard last reported
+        it). Answering early (decoded ahead, gated) is the shards' business: such asks go to the shard."""
         ticks = self.progress.get(stream)
-        return None if ticks is None else self.cache.get_fresh(spec.name, stream, ticks, max_stale_ticks)
+        if ticks is None or max_stale_ticks is None:
+            return None
+        cached = self.cache.get_fresh(spec.name, stream, ticks, max_stale_ticks)
+        return (cached, None) if cached is not None else None
 
     def ask(self, spec: QuerySpec, stream: str, ticket: Any) -> None:
         link = self.shard_of.get(stream)
@@ -428,6 +434,7 @@ class ShardedPipeline:
 
     def forget_query(self, name: str) -> None:
         self.cache.drop_query(name)
+        self.flash.forget_query(name)
         self.data.answers.forget_query(name)
 
     def save_queries(self) -> None:
@@ -454,6 +461,7 @@ class ShardedPipeline:
         return {
             "ticks_in": self.ticks_in, "rejected": dict(self.rejected), "answers_out": self.answers_out,
             "query_errors": sum(s.get("query_errors", 0) for s in shards),
+            "speculation": FlashStats(**_summed([s.get("speculation", {}) for s in shards])).summary(),
             # the slowest shard's percentiles (an upper bound on the service's)
             "freshness_ms": {q: max(f[q] for f in freshness) for q in ("p50", "p99")} if freshness else {},
             "pending_tokens": self.pending_tokens(), "behind": self.behind,

@@ -1,0 +1,235 @@
+"""Databento DBN files (MBO and MBP-1 schemas) reduced to our ticks: trades and top-of-book quotes.
+
+A CME user's order-by-order file replays like a tick file (connectors/replay.py
+reads `.dbn` and zstd-compressed `.dbn.zst` through this module), so nobody has
+to write a book builder to run a backtest:
+
+* a trade (action `T`) becomes a trade tick: price, size and the aggressor's
+  side (`B` buy, `A` sell, `N` none);
+* the best bid and offer become a quote tick whenever they change, at the end
+  of an exchange event (the `F_LAST` flag), while both sides have a price.
+  MBO rebuilds the book from adds, cancels, modifies and clears (fills and
+  trades leave the book alone: the venue sends the cancels); MBP-1 carries the
+  top level in every record.
+
+Event time is `ts_recv`, the order a DBN file is sorted in. The stream is the
+instrument's symbol, from the file's symbology (its metadata mappings or symbol
+mapping records), else the numeric instrument id. Prices are DBN's fixed-point
+integers (1e-9 units) turned into floats.
+
+The `databento-dbn` package is an optional extra (`pip install 'flashtick[dbn]'`),
+imported when a DBN file is opened, so the base install imports this module.
+"""
+
+from __future__ import annotations
+
+import heapq
+from pathlib import Path
+from typing import Any, Iterator
+
+from connectors.ticks import QUOTE, TRADE
+
+PRICE_SCALE = 1e9  # DBN prices are int64 in units of 1e-9
+SCHEMAS = ("mbo", "mbp-1")
+AGGRESSOR = {"B": "buy", "A": "sell"}  # a trade's side is the aggressor's; N (none) leaves side unset
+BOOK_SIDES = ("B", "A")
+MIN_READ_BYTES = 1 << 16
+
+
+def _dbn() -> Any:
+    try:
+        import databento_dbn
+    except ImportError:
+        raise ImportError("reading DBN files needs the databento-dbn package: pip install 'flashtick[dbn]'") from None
+    return databento_dbn
+
+
+class _Book:
+    """One instrument's resting orders and the size at each price, with the best bid/ask kept by heaps
+    (lazy deletion: an emptied level is popped when it reaches the top)."""
+
+    def __init__(self) -> None:
+        self.orders: dict[int, tuple[str, int, int]] = {}  # order id -> (side, price, size)
+        self.levels: dict[str, dict[int, int]] = {"B": {}, "A": {}}  # side -> price -> size
+        self.heaps: dict[str, list[int]] = {"B": [], "A": []}  # bids stored negated: both heaps are min-heaps
+
+    def clear(self) -> None:
+        self.__init__()
+
+    def _level(self, side: str, price: int, delta: int) -> None:
+        levels = self.levels[side]
+        size = levels.get(price, 0) + delta
+        if size > 0:
+            if price not in levels:
+                heapq.heappush(self.heaps[side], -price if side == "B" else price)
+            levels[price] = size
+        else:
+            levels.pop(price, None)
+
+    def add(self, order_id: int, side: str, price: int, size: int) -> None:
+        if side not in BOOK_SIDES:
+            return
+        if order_id in self.orders:  # a repeated id replaces the order, as a modify would
+            self.cancel(order_id, None)
+        self.orders[order_id] = (side, price, size)
+        self._level(side, price, size)
+
+    def cancel(self, order_id: int, size: int | None) -> None:
+        """Remove `size` of the order (None: all of it)."""
+        if order_id not in self.orders:
+            return
+        side, price, resting = self.orders[order_id]
+        gone = resting if size is None else min(size, resting)
+        self._level(side, price, -gone)
+        if gone == resting:
+            del self.orders[order_id]
+        else:
+            self.orders[order_id] = (side, price, resting - gone)
+
+    def modify(self, order_id: int, side: str, price: int, size: int) -> None:
+        self.cancel(order_id, None)
+        self.add(order_id, side, price, size)
+
+    def best(self, side: str) -> tuple[int, int] | None:
+        heap, levels = self.heaps[side], self.levels[side]
+        while heap:
+            price = -heap[0] if side == "B" else heap[0]
+            if price in levels:
+                return price, levels[price]
+            heapq.heappop(heap)
+        return None
+
+    def top(self) -> tuple[int, int, int, int] | None:
+        bid, ask = self.best("B"), self.best("A")
+        return None if bid is None or ask is None else (bid[0], bid[1], ask[0], ask[1])
+
+
+class DbnPlan:
+    """One DBN file as replay reads it: decoded a block at a time, (record number, wire map) per tick."""
+
+    sorted_on_read = False
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        dbn = _dbn()
+        metadata = _read_metadata(dbn, path)
+        self.schema = str(metadata.schema.value) if metadata.schema is not None else None
+        if self.schema not in SCHEMAS:
+            raise ValueError(f"{path}: DBN schema {self.schema!r} is not supported; replay reads {', '.join(SCHEMAS)} "
+                             f"(order by order or top of book)")
+        self.symbols = _symbols_of(metadata)
+
+    def describe(self) -> dict[str, Any]:
+        return {"format": "dbn", "schema": self.schema}
+
+    def row_count(self) -> None:
+        return None  # unknown without decoding the whole (often compressed) file
+
+    def where(self, row: int) -> str:
+        return f"{self.path} record {row + 1}"
+
+    def column_of(self, tick_field: str) -> str | None:
+        return {"ts": "ts_recv", "stream": "instrument_id", "price": "price", "size": "size", "side": "side",
+                "bid": "bid_px", "ask": "ask_px", "bid_size": "bid_sz", "ask_size": "ask_sz"}.get(tick_field)
+
+    def batches(self, chunk_rows: int) -> Iterator[list[tuple[int, dict[str, Any]]]]:
+        dbn = _dbn()
+        decoder = _decoder(dbn, self.path)
+        symbols = dict(self.symbols)
+        books: dict[int, _Book] = {}
+        shown: dict[int, tuple[int, int, int, int]] = {}  # instrument -> last top of book emitted
+        number = -1  # record number in the file, metadata excluded
+        with open(self.path, "rb") as f:
+            while block := f.read(max(MIN_READ_BYTES, chunk_rows * 64)):
+                decoder.write(block)
+                out: list[tuple[int, dict[str, Any]]] = []
+                for record in decoder.decode():
+                    if isinstance(record, dbn.Metadata):
+                        continue
+                    number += 1
+                    if isinstance(record, dbn.SymbolMappingMsg):
+                        symbols[record.instrument_id] = record.stype_in_symbol
+                        continue
+                    if isinstance(record, dbn.MBOMsg):
+                        top = _apply_mbo(books.setdefault(record.instrument_id, _Book()), record)
+                    elif isinstance(record, dbn.MBP1Msg):
+                        top = _top_of_mbp(record, dbn.UNDEF_PRICE)
+                    else:  # status, definition, system and error records carry no ticks
+                        continue
+                    stream = symbols.get(record.instrument_id, str(record.instrument_id))
+                    action = str(record.action)
+                    if action == "T":
+                        out.append((number, _trade(record, stream)))
+                    elif action != "F" and record.flags & dbn.F_LAST and top is not None \
+                            and shown.get(record.instrument_id) != top:
+                        shown[record.instrument_id] = top
+                        out.append((number, _quote(record.ts_recv, stream, top)))
+                if out:
+                    yield out
+
+
+def _apply_mbo(book: _Book, record: Any) -> tuple[int, int, int, int] | None:
+    """Apply one MBO record to the instrument's book; the top of book after it."""
+    action, side = str(record.action), str(record.side)
+    if action == "A":
+        book.add(record.order_id, side, record.price, record.size)
+    elif action == "C":
+        book.cancel(record.order_id, record.size)
+    elif action == "M":
+        book.modify(record.order_id, side, record.price, record.size)
+    elif action == "R":
+        book.clear()
+    return book.top()
+
+
+def _top_of_mbp(record: Any, undefined: int) -> tuple[int, int, int, int] | None:
+    level = record.levels[0]
+    if level.bid_px == undefined or level.ask_px == undefined:
+        return None
+    return level.bid_px, level.bid_sz, level.ask_px, level.ask_sz
+
+
+def _trade(record: Any, stream: str) -> dict[str, Any]:
+    wire = {"kind": TRADE, "stream": stream, "ts": record.ts_recv, "price": record.price / PRICE_SCALE,
+            "size": float(record.size)}
+    if (side := AGGRESSOR.get(str(record.side))) is not None:
+        wire["side"] = side
+    return wire
+
+
+def _quote(ts: int, stream: str, top: tuple[int, int, int, int]) -> dict[str, Any]:
+    bid, bid_size, ask, ask_size = top
+    return {"kind": QUOTE, "stream": stream, "ts": ts, "bid": bid / PRICE_SCALE, "ask": ask / PRICE_SCALE,
+            "bid_size": float(bid_size), "ask_size": float(ask_size)}
+
+
+def _decoder(dbn: Any, path: Path) -> Any:
+    compressed = path.name.lower().endswith(".zst")
+    return dbn.DBNDecoder(compression=dbn.Compression.ZSTD if compressed else dbn.Compression.NONE)
+
+
+def _read_metadata(dbn: Any, path: Path) -> Any:
+    """The file's metadata header, read from its first blocks."""
+    decoder = _decoder(dbn, path)
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(MIN_READ_BYTES):
+                decoder.write(block)
+                records = decoder.decode()
+                if records:
+                    return records[0]
+    except Exception as e:  # the decoder's own error type, e.g. a file that is not DBN at all
+        raise ValueError(f"{path}: not a readable DBN file: {e}") from None
+    raise ValueError(f"{path}: not a DBN file (no metadata header)")
+
+
+def _symbols_of(metadata: Any) -> dict[int, str]:
+    """instrument id -> symbol from the metadata's mappings (raw symbol -> instrument id intervals)."""
+    symbols: dict[int, str] = {}
+    mappings = metadata.mappings or {}
+    for symbol, intervals in mappings.items():
+        for interval in intervals:
+            target = interval.get("symbol") if isinstance(interval, dict) else getattr(interval, "symbol", None)
+            if isinstance(target, str) and target.isdigit():
+                symbols[int(target)] = symbol
+    return symbols

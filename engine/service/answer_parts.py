@@ -1,0 +1,116 @@
+"""A backtest's answers on disk while it runs: part files and a manifest, so an interrupted run keeps what
+it computed and `flashtick backtest --resume` continues from the last checkpoint (engine/service/backtest.py).
+
+    OUT.parts/part-000001.parquet ...   answers, unscored, in the order they were made
+    OUT.parts/progress.json             the run's key, the replay position the parts cover, the parts' names
+
+The parts are plain Parquet files: `pl.read_parquet("answers.parquet.parts/*.parquet")` reads an unfinished
+run's answers so far.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from queries.cache import Answer
+
+PARTS_SUFFIX = ".parts"  # answers.parquet -> answers.parquet.parts/
+MANIFEST = "progress.json"
+RAW_SCHEMA = {"query": pl.String, "stream": pl.String, "topic": pl.String, "seq": pl.Int64, "ticks": pl.Int64,
+              "data_ts": pl.Int64, "answer": pl.String, "expected": pl.Float64, "nll": pl.Float64,
+              "text": pl.String, "probs": pl.String}
+
+
+def write_atomically(path: Path, write: Callable[[Path], Any]) -> None:
+    """Write to a temporary name, flush to disk, rename: a reader sees the old file or the whole new one."""
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class AnswerParts:
+    """A backtest's answers so far: ``OUT.parts/part-NNNNNN.parquet`` and ``progress.json``.
+
+    A part is written whole (temporary name, fsync, rename) before the manifest that lists it, so a run
+    killed at any moment leaves a manifest naming only whole parts, and the replay position
+    (`consumed`: ticks taken from the files) those parts cover, and each topic's last seq (`last_seq`), from
+    which a resumed run's answer cache continues.
+    """
+
+    def __init__(self, out: Path, key: dict[str, Any], manifest: dict[str, Any] | None) -> None:
+        self.dir = out.with_name(out.name + PARTS_SUFFIX)
+        self.key = key
+        manifest = manifest or {"key": key, "consumed": 0, "parts": [], "answers": 0, "last_seq": {}}
+        self.consumed: int = manifest["consumed"]
+        self.resumed_at = self.consumed
+        self.parts: list[str] = manifest["parts"]
+        self.answers: int = manifest["answers"]
+        self.last_seq: dict[str, int] = manifest["last_seq"]
+
+    @classmethod
+    def open(cls, out: Path, key: dict[str, Any], resume: bool) -> AnswerParts:
+        directory = out.with_name(out.name + PARTS_SUFFIX)
+        manifest_path = directory / MANIFEST
+        if not resume:
+            if directory.exists():
+                raise FileExistsError(f"{directory} holds an unfinished backtest; add --resume to continue it, "
+                                      f"or delete it to start over")
+            directory.mkdir(parents=True)
+            return cls(out, key, None)
+        if not manifest_path.is_file():  # nothing to resume: start afresh (so a script may always pass --resume)
+            print(f"flashtick backtest: no checkpoint in {directory}; starting from the beginning", file=sys.stderr)
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir(parents=True)
+            return cls(out, key, None)
+        try:
+            manifest = json.loads(manifest_path.read_text())
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{manifest_path}: unreadable checkpoint ({e}); delete {directory} to start over") from None
+        changed = [k for k in key if manifest.get("key", {}).get(k) != json.loads(json.dumps(key[k]))]
+        if changed:
+            raise ValueError(f"{directory} was written by a backtest with different {', '.join(changed)}; "
+                             f"resume with the same files, queries, config and options, or delete it to start over")
+        for stray in set(p.name for p in directory.iterdir()) - set(manifest["parts"]) - {MANIFEST}:
+            (directory / stray).unlink()  # written after the last checkpoint: those answers come again
+        return cls(out, key, manifest)
+
+    def save(self, answers: list[Answer], consumed: int) -> None:
+        """Checkpoint: the answers since the last one as a part, then the manifest at `consumed`."""
+        if answers:
+            rows = [_raw_row(a) for a in answers]
+            name = f"part-{len(self.parts) + 1:06d}.parquet"
+            write_atomically(self.dir / name, pl.DataFrame(rows, schema=RAW_SCHEMA, orient="row").write_parquet)
+            self.parts.append(name)
+            self.answers += len(rows)
+            for row in rows:
+                self.last_seq[row[2]] = row[3]
+        self.consumed = consumed
+        manifest = {"key": self.key, "consumed": consumed, "parts": self.parts, "answers": self.answers,
+                    "last_seq": self.last_seq}
+        write_atomically(self.dir / MANIFEST, lambda p: p.write_text(json.dumps(manifest, indent=1) + "\n"))
+
+    def table(self) -> pl.DataFrame:
+        """Every answer checkpointed so far, unscored."""
+        frames = [pl.read_parquet(self.dir / name) for name in self.parts]
+        return pl.concat(frames) if frames else pl.DataFrame(schema=RAW_SCHEMA)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _raw_row(a: Answer) -> tuple:
+    probs = a.value.get("probs")
+    return (a.query, a.stream, a.topic, a.seq, a.version, a.data_ts,
+            a.value.get("answer") or (max(probs, key=probs.get) if probs else None),
+            a.value.get("expected"), a.value.get("nll"), a.value.get("text"),
+            json.dumps(probs, sort_keys=True) if probs else None)

@@ -1,0 +1,209 @@
+"""Backtest output that survives an interruption: part files, a real `flashtick backtest` killed with SIGKILL
+and resumed, the same answers as an uninterrupted run; progress on a terminal; rejected rows summarised."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import tiny_tick_checkpoint
+from connectors.codec import TOKENS_PER_TICK
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from engine.service.backtest import BacktestReport, run_backtest
+from engine.service.cli import main
+from engine.service.config import ServiceConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERIES = """
+queries:
+  - {name: dir20, streams: ["*"], question: direction_20, kind: choice, trigger: {ticks: 5}}
+  - {name: move50, streams: ["*"], question: move_bps_50, kind: expectation, trigger: {interval: 2s}}
+  - {name: nll, streams: ["*"], kind: surprise, trigger: batch}
+"""
+TICKS = 2500
+WINDOW = 1024  # the tiny checkpoint's max_position_embeddings (tests/conftest.py TINY)
+FLOAT_COLUMNS = ("expected", "nll", "brier", "log_loss")
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("resume")
+    checkpoint = tiny_tick_checkpoint(root / "model")
+    (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 16384, block_size: 16}}\n")
+    (root / "q.yaml").write_text(QUERIES)
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(TICKS)
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "ticks.parquet")
+    return root
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(setup: Path) -> BacktestReport:
+    """The reference: the same backtest run start to end (whole.parquet)."""
+    config = ServiceConfig.load(setup / "engine.yaml")
+    return run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "whole.parquet", progress=False)
+
+
+def cli(root: Path, out: str, *extra: str) -> list[str]:
+    return ["backtest", str(root / "ticks.parquet"), "--queries", str(root / "q.yaml"), "--out", str(root / out),
+            "--config", str(root / "engine.yaml"), *extra]
+
+
+def assert_same_answers(got: pl.DataFrame, want: pl.DataFrame) -> None:
+    """Row for row: every key, label and answer equal; probabilities and values equal to fp32 tolerance (the
+    resumed sessions were rebuilt with more ticks per forward, which may move the last bits)."""
+    assert got.columns == want.columns and got.height == want.height
+    exact = [c for c in want.columns if c not in (*FLOAT_COLUMNS, "probs")]
+    assert got.select(exact).equals(want.select(exact))
+    for column in FLOAT_COLUMNS:
+        diff = (got[column] - want[column]).abs().max()
+        assert diff is None or diff <= 1e-4, (column, diff)
+    for g, w in zip(got["probs"], want["probs"]):
+        assert (g is None) == (w is None)
+        if g is not None:
+            gp, wp = json.loads(g), json.loads(w)
+            assert gp.keys() == wp.keys() and all(abs(gp[k] - wp[k]) <= 1e-4 for k in gp)
+
+
+def test_killed_backtest_resumes_to_the_uninterrupted_answers(setup: Path, uninterrupted: BacktestReport) -> None:
+    whole = uninterrupted
+    assert whole.ticks == TICKS and not (setup / "whole.parquet.parts").exists()  # parts go once out is whole
+
+    manifest = setup / "cut.parquet.parts" / "progress.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "cut.parquet",
+                              "--checkpoint-s", "0.05")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and child.poll() is None:
+            if manifest.is_file() and 0 < json.loads(manifest.read_text())["consumed"] >= TICKS // 3:
+                break
+            time.sleep(0.02)
+        assert child.poll() is None, "the backtest finished before it could be killed mid-run"
+        child.kill()  # SIGKILL: no handler runs, only what was on disk counts
+        child.wait(10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    kept = json.loads(manifest.read_text())
+    assert 0 < kept["consumed"] < TICKS and kept["parts"]
+    assert not (setup / "cut.parquet").exists()
+    # the rebuild must cross a context roll: some stream's tokens (4 a tick) before the cut pass the window
+    streams = pl.read_parquet(setup / "ticks.parquet")["stream"][: kept["consumed"]].value_counts()
+    assert streams["count"].max() * TOKENS_PER_TICK > WINDOW
+    so_far = pl.read_parquet(setup / "cut.parquet.parts" / "*.parquet")  # readable while unfinished
+    assert so_far.height == kept["answers"] > 0
+
+    assert main(cli(setup, "cut.parquet", "--quiet")) == 2  # without --resume an unfinished run is not clobbered
+    assert main(cli(setup, "cut.parquet", "--resume", "--quiet")) == 0
+    assert not (setup / "cut.parquet.parts").exists()
+    resumed, want = pl.read_parquet(setup / "cut.parquet"), pl.read_parquet(setup / "whole.parquet")
+    assert_same_answers(resumed, want)
+    assert json.loads((setup / "cut.scores.json").read_text())[0]["answers"] == whole.scores[0].answers
+
+
+def test_stop_request_checkpoints_and_resume_refuses_other_inputs(setup: Path, uninterrupted: BacktestReport,
+                                                                  capsys) -> None:
+    config = ServiceConfig.load(setup / "engine.yaml")
+    polls = iter(range(10**9))
+    out = setup / "stopped.parquet"
+    from engine.service.backtest import BacktestInterrupted
+
+    with pytest.raises(BacktestInterrupted, match="--resume"):
+        run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False,
+                     stop=lambda: next(polls) >= 300)  # as SIGTERM would, at the 300th batch boundary (of ~620)
+    kept = json.loads((setup / "stopped.parquet.parts" / "progress.json").read_text())
+    assert kept["consumed"] > 0 and kept["answers"] > 0
+    (setup / "q2.yaml").write_text(QUERIES.replace("ticks: 5", "ticks: 7"))
+    code = main(["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q2.yaml"), "--out", str(out),
+                 "--config", str(setup / "engine.yaml"), "--resume", "--quiet"])
+    assert code == 2 and "different queries" in capsys.readouterr().err
+    report = run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, resume=True)
+    assert report.resumed_at == kept["consumed"] and report.ticks == TICKS
+    assert_same_answers(pl.read_parquet(out), pl.read_parquet(setup / "whole.parquet"))
+
+
+def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path) -> None:
+    manifest = setup / "term.parquet.parts" / "progress.json"
+    child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "term.parquet",
+                              "--checkpoint-s", "0.05")], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and child.poll() is None and not (
+            manifest.is_file() and json.loads(manifest.read_text())["consumed"] > 0):
+        time.sleep(0.02)
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err[-2000:]
+    assert "interrupted after" in err and "--resume" in err
+    kept = json.loads(manifest.read_text())
+    assert 0 < kept["consumed"] < TICKS and not (setup / "term.parquet").exists()
+
+
+def test_progress_bar_on_a_terminal_and_quiet_elsewhere(setup: Path, monkeypatch) -> None:
+    """stderr on a real pseudo-terminal: the bar shows ticks done of the total, a rate and an ETA, live."""
+    def run(*extra: str) -> tuple[int, str]:
+        leader, follower = pty.openpty()
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # as a terminal window
+        seen: list[bytes] = []
+
+        def drain() -> None:  # read as it comes: a full terminal buffer would block the writer
+            while True:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:  # the terminal was closed
+                    return
+                if not chunk:
+                    return
+                seen.append(chunk)
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        with open(follower, "w", closefd=True) as terminal:
+            monkeypatch.setattr(sys, "stderr", terminal)
+            code = main(cli(setup, "bar.parquet", "--max-ticks", "300", *extra))
+            monkeypatch.undo()
+        reader.join(10)
+        os.close(leader)
+        return code, b"".join(seen).decode(errors="replace")
+
+    code, shown = run()
+    assert code == 0 and "300/300" in shown and "ticks/s" in shown and "<" in shown, shown[-500:]
+    assert len({line.split("|")[-1][:8] for line in shown.split("\r") if "ticks/s" in line}) > 2  # live, not 0 then done
+    code, shown = run("--quiet")
+    assert code == 0 and "ticks/s" not in shown
+
+
+def test_a_run_that_rejects_every_row_exits_non_zero_with_the_reasons(setup: Path, tmp_path: Path, capsys) -> None:
+    (tmp_path / "bad.csv").write_text("ts,price,size\n1,-5,1\n2,-6,1\n3,N/A,1\n")
+    code = main(["backtest", str(tmp_path / "bad.csv"), "--queries", str(setup / "q.yaml"), "--out",
+                 str(tmp_path / "a.parquet"), "--config", str(setup / "engine.yaml"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "every row was rejected" in err
+    assert f"rejected nonpositive_price: 2 (first: {tmp_path / 'bad.csv'} line 2: " in err
+    assert "column 'price'" in err and "rejected missing_field: 1" in err
+    assert not (tmp_path / "a.parquet").exists() and not (tmp_path / "a.parquet.parts").exists()
+
+
+def test_summary_lists_rejected_rows_by_reason(setup: Path, tmp_path: Path, capsys) -> None:
+    rows = [t.to_wire() for t in SyntheticMarket(SyntheticConfig(seed=2)).next_batch(200)]
+    rows[10]["price"] = rows[10]["bid"] = None
+    pl.DataFrame(rows).with_columns(pl.col("ts").cast(pl.Int64)).write_parquet(tmp_path / "t.parquet")
+    code = main(["backtest", str(tmp_path / "t.parquet"), "--queries", str(setup / "q.yaml"), "--out",
+                 str(tmp_path / "a.parquet"), "--config", str(setup / "engine.yaml")])
+    out, err = capsys.readouterr()
+    assert code == 0 and "replayed 199 ticks (1 rejected)" in out, err
+    assert "ticks/s" not in err  # stderr is not a terminal here: no bar without --quiet either
+    assert f"rejected unknown_kind: 1 (first: {tmp_path / 't.parquet'} row 11: " in out

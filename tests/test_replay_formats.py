@@ -1,0 +1,275 @@
+"""Any tick file a user has: column maps inline or in YAML, header-less CSV, timestamp units and time zones,
+Databento DBN (MBO, MBP-1) written with databento-dbn's own encoder, and the config's replay section.
+Every fixture is a real file written here into tmp_path."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import tiny_tick_checkpoint
+from connectors.column_map import ColumnMap, map_from_options, parse_inline
+from connectors.replay import FileReplay, replay_ticks
+from engine.service.cli import main
+from engine.service.config import ConfigError, ServiceConfig
+
+QUERIES = "queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: {ticks: 5}}\n"
+NS = 1_000_000_000
+
+
+def drain(replay: FileReplay) -> list:
+    out = []
+    while not replay.done:
+        out += replay.next_batch(100)
+    return out
+
+
+@pytest.fixture(scope="module")
+def engine_files(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("formats")
+    checkpoint = tiny_tick_checkpoint(root / "model")
+    (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n")
+    (root / "q.yaml").write_text(QUERIES)
+    return root
+
+
+def vendor_trades(n: int = 120) -> pl.DataFrame:
+    """A vendor layout of our own: ms epoch time, px/qty/side in words, two symbols."""
+    t0 = 1_717_236_000_000  # 2024-06-01 10:00 UTC, in ms
+    return pl.DataFrame({
+        "time": [t0 + 250 * i for i in range(n)],
+        "symbol": ["ESM4" if i % 3 else "NQM4" for i in range(n)],
+        "px": [5300.0 + (i % 7) * 0.25 for i in range(n)],
+        "qty": [1.0 + i % 4 for i in range(n)],
+        "side": ["B" if i % 2 else "S" for i in range(n)],
+    })
+
+
+def test_inline_column_map_on_the_command_line(engine_files: Path, tmp_path: Path, capsys) -> None:
+    vendor_trades().write_csv(tmp_path / "trades.csv")
+    code = main(["backtest", str(tmp_path / "trades.csv"), "--queries", str(engine_files / "q.yaml"),
+                 "--out", str(tmp_path / "a.parquet"), "--config", str(engine_files / "engine.yaml"), "--quiet",
+                 "--columns", "ts=time,price=px,size=qty,stream=symbol", "--ts-unit", "ms"])
+    assert code == 0, capsys.readouterr().err
+    table = pl.read_parquet(tmp_path / "a.parquet")
+    assert set(table["stream"]) == {"ESM4", "NQM4"}
+    assert "replayed 120 ticks (0 rejected)" in capsys.readouterr().out
+    assert parse_inline("ts=t,stream_name=ES,price=p,size=q,names=t|p|q") == {
+        "ts": "t", "stream": "ES", "price": "p", "size": "q", "names": ("t", "p", "q")}
+    for bad, why in (("ts=t,price", "not key=column"), ("ts=t,colour=red", r"unknown key\(s\) \['colour'\]"),
+                     ("ts=a,ts=b", "given twice"), ("ts=t,side_map=x", "YAML form")):
+        with pytest.raises(ValueError, match=why):
+            parse_inline(bad)
+
+
+def test_yaml_column_map_file_with_a_side_map_and_unknown_keys_named(tmp_path: Path, capsys) -> None:
+    vendor_trades(10).write_parquet(tmp_path / "t.parquet")
+    (tmp_path / "map.yaml").write_text("ts: time\nts_unit: ms\nstream_col: symbol\nprice: px\nsize: qty\n"
+                                       "side: side\nside_map: {B: buy, S: sell}\n")
+    ticks = list(replay_ticks(tmp_path / "t.parquet", columns=map_from_options(columns=str(tmp_path / "map.yaml"))))
+    assert [t.side for t in ticks[:2]] == ["sell", "buy"] and ticks[0].ts == 1_717_236_000_000 * 1_000_000
+    (tmp_path / "typo.yaml").write_text("ts: time\nprice: px\nsize: qty\nsyde: side\n")
+    code = main(["feed", "replay", str(tmp_path / "t.parquet"), "--columns", str(tmp_path / "typo.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown column-map key(s) ['syde']" in err and "typo.yaml" in err and "\n" == err[-1:]
+
+
+def test_header_less_csv_with_given_names(tmp_path: Path) -> None:
+    (tmp_path / "raw.csv").write_text("1717236000.25,ES,5300.25,2\n1717236000.5,ES,5300.5,1\n1717236001,ES,x,1\n")
+    cmap = map_from_options(columns="ts=t,stream=sym,price=px,size=qty", names=("t", "sym", "px", "qty"),
+                            ts_unit="s")
+    replay = FileReplay(tmp_path / "raw.csv", columns=cmap)
+    ticks = drain(replay)
+    assert [(t.stream, t.ts, t.price) for t in ticks] == [("ES", 1_717_236_000_250_000_000, 5300.25),
+                                                          ("ES", 1_717_236_000_500_000_000, 5300.5)]
+    assert replay.rejected == {"missing_field": 1}
+    assert replay.rejected.examples["missing_field"].startswith(f"{tmp_path / 'raw.csv'} line 3: ")  # no header
+    with pytest.raises(ValueError, match=r"names gives 3 columns .*3 != 4"):
+        FileReplay(tmp_path / "raw.csv", columns={"ts": "t", "price": "px", "size": "qty", "names": ["t", "px", "qty"]})
+    with pytest.raises(ValueError, match="not among names"):
+        ColumnMap(ts="t", price="px", size="qty", names=("t", "px"))
+
+
+def test_seconds_after_midnight_with_a_date_and_time_zone(tmp_path: Path) -> None:
+    # 08:00:00.5 on 2024-06-03 in London is 07:00:00.5 UTC (summer time); in UTC it is 08:00:00.5
+    pl.DataFrame({"secs": [8 * 3600 + 0.5, 8 * 3600 + 1.25], "px": [1.0, 2.0], "qty": [1.0, 1.0]}).write_csv(
+        tmp_path / "day.csv")
+    base = {"ts": "secs", "ts_unit": "seconds_after_midnight", "date": "2024-06-03", "stream": "X",
+            "price": "px", "size": "qty"}
+    london = [t.ts for t in replay_ticks(tmp_path / "day.csv", columns=base | {"tz": "Europe/London"})]
+    utc = [t.ts for t in replay_ticks(tmp_path / "day.csv", columns=base)]
+    want = int(datetime(2024, 6, 3, 7, 0, 0, tzinfo=timezone.utc).timestamp()) * NS + NS // 2
+    assert london == [want, want + 750_000_000] and utc == [want + 3600 * NS, want + 3600 * NS + 750_000_000]
+    with pytest.raises(ValueError, match="needs date"):
+        ColumnMap(ts="secs", ts_unit="seconds_after_midnight", price="px", size="qty")
+
+
+def test_naive_times_in_a_time_zone_and_the_switch_to_summer_time(tmp_path: Path) -> None:
+    # Chicago: 2024-03-10 02:30 does not exist (clocks jump 02:00 -> 03:00): that row is rejected, not guessed
+    text = ["2024-03-10T01:59:59", "2024-03-10T02:30:00", "2024-03-10T03:00:00", "2024-07-01T09:30:00.000001"]
+    pl.DataFrame({"when": text, "bid": [1.0] * 4, "ask": [1.1] * 4}).write_csv(tmp_path / "q.csv")
+    pl.DataFrame({"when": [datetime.fromisoformat(x) for x in text], "bid": [1.0] * 4, "ask": [1.1] * 4}).write_parquet(
+        tmp_path / "q.parquet")
+    cmap = {"ts": "when", "ts_unit": "datetime", "tz": "America/Chicago", "stream": "CL", "bid": "bid", "ask": "ask"}
+    for name in ("q.csv", "q.parquet"):
+        replay = FileReplay(tmp_path / name, columns=cmap)
+        got = [t.ts for t in drain(replay)]
+        assert got == [int(datetime(2024, 3, 10, 7, 59, 59, tzinfo=timezone.utc).timestamp()) * NS,
+                       int(datetime(2024, 3, 10, 8, 0, 0, tzinfo=timezone.utc).timestamp()) * NS,
+                       int(datetime(2024, 7, 1, 14, 30, 0, tzinfo=timezone.utc).timestamp()) * NS + 1000], name
+        assert replay.rejected == {"missing_field": 1}
+        assert "line 3" in replay.rejected.examples["missing_field"] or "row 2" in replay.rejected.examples[
+            "missing_field"]
+    with pytest.raises(ValueError, match="epoch, which is UTC"):
+        ColumnMap(ts="t", ts_unit="ms", tz="Europe/London", price="p", size="s")
+    with pytest.raises(ValueError, match="unknown time zone"):
+        ColumnMap(ts="t", ts_unit="datetime", tz="Europe/Londn", price="p", size="s")
+
+
+def test_config_replay_section(engine_files: Path, tmp_path: Path, capsys) -> None:
+    vendor_trades(60).write_parquet(tmp_path / "t.parquet")
+    (tmp_path / "engine.yaml").write_text((engine_files / "engine.yaml").read_text() + (
+        "replay:\n  columns: {ts: time, price: px, size: qty, stream_col: symbol}\n  ts_unit: ms\n  batch_ms: 250\n"))
+    config = ServiceConfig.load(tmp_path / "engine.yaml")
+    assert config.replay.column_map() == {"ts": "time", "price": "px", "size": "qty", "stream_col": "symbol",
+                                          "ts_unit": "ms"}
+    code = main(["backtest", str(tmp_path / "t.parquet"), "--queries", str(engine_files / "q.yaml"), "--out",
+                 str(tmp_path / "a.parquet"), "--config", str(tmp_path / "engine.yaml"), "--quiet"])
+    assert code == 0 and "replayed 60 ticks" in capsys.readouterr().out
+    code = main(["backtest", str(tmp_path / "t.parquet"), "--queries", str(engine_files / "q.yaml"), "--out",
+                 str(tmp_path / "b.parquet"), "--config", str(tmp_path / "engine.yaml"), "--quiet",
+                 "--columns", "ts=time,price=px,size=qty,stream_name=ONE"])  # replaces the section's map; ts_unit stays
+    assert code == 0 and set(pl.read_parquet(tmp_path / "b.parquet")["stream"]) == {"ONE"}
+    assert "replayed 60 ticks (0 rejected)" in capsys.readouterr().out
+    with pytest.raises(ConfigError, match=r"unknown key 'timezone' in section 'replay'"):
+        ServiceConfig.from_dict({"replay": {"timezone": "UTC"}})
+    with pytest.raises(ConfigError, match=r"replay: unknown time zone"):
+        ServiceConfig.from_dict({"replay": {"preset": "dukascopy", "tz": "Nowhere/City"}})
+    with pytest.raises(ConfigError, match=r"replay.batch_ms must be a number > 0"):
+        ServiceConfig.from_dict({"replay": {"batch_ms": 0}})
+
+
+# ---- Databento DBN ----
+
+dbn = pytest.importorskip("databento_dbn", reason="the dbn extra (pip install 'flashtick[dbn]') is not installed")
+T0 = 1_717_236_000_000_000_000
+PX = 10**9 // 4  # a quarter point in DBN's 1e-9 fixed point
+
+
+def mapping(instrument: int, symbol: str) -> object:
+    return dbn.SymbolMappingMsg(publisher_id=1, instrument_id=instrument, ts_event=T0, stype_in=dbn.SType.RAW_SYMBOL,
+                                stype_in_symbol=symbol, stype_out=dbn.SType.INSTRUMENT_ID,
+                                stype_out_symbol=str(instrument), start_ts=T0, end_ts=T0 + 86_400 * NS)
+
+
+def write_dbn(path: Path, schema: object, records: list) -> Path:
+    metadata = dbn.Metadata(dataset="GLBX.MDP3", start=T0, stype_in=dbn.SType.RAW_SYMBOL,
+                            stype_out=dbn.SType.INSTRUMENT_ID, schema=schema, symbols=["ESM4"])
+    path.write_bytes(metadata.encode() + b"".join(bytes(r) for r in records))
+    return path
+
+
+def mbo(i: int, action: object, side: object, quarters: int, size: int, order: int, last: bool = True) -> object:
+    return dbn.MBOMsg(publisher_id=1, instrument_id=7, ts_event=T0 + i, order_id=order, price=quarters * PX,
+                      size=size, action=action, side=side, ts_recv=T0 + 10 * i, flags=dbn.F_LAST if last else 0)
+
+
+def mbo_file(path: Path) -> Path:
+    A, S = dbn.Action, dbn.Side
+    return write_dbn(path, dbn.Schema.MBO, [
+        mapping(7, "ESM4"),
+        mbo(1, A.CLEAR, S.NONE, 0, 0, 0),
+        mbo(2, A.ADD, S.BID, 21200, 5, 1, last=False),  # part of one event: no quote until its last record
+        mbo(3, A.ADD, S.ASK, 21201, 3, 2),              # -> quote 5300.00 x 5300.25, 5 x 3
+        mbo(4, A.ADD, S.BID, 21199, 9, 3),              # deeper bid: top unchanged, no quote
+        mbo(5, A.TRADE, S.ASK, 21200, 2, 0),            # a sell aggressor hits the bid -> trade
+        mbo(6, A.FILL, S.BID, 21200, 2, 1),             # the fill leaves the book alone ...
+        mbo(7, A.CANCEL, S.BID, 21200, 2, 1),           # ... the venue's cancel takes it: 3 at the bid
+        mbo(8, A.CANCEL, S.BID, 21200, 3, 1),           # the bid level empties: best bid 5299.75 x 9
+        mbo(9, A.MODIFY, S.ASK, 21202, 4, 2),           # the offer moves up: 5300.50 x 4
+        mbo(10, A.ADD, S.ASK, 21203, 1, 4),             # deeper offer: no quote
+    ])
+
+
+def test_dbn_mbo_is_reduced_to_trades_and_top_of_book(tmp_path: Path) -> None:
+    replay = FileReplay(mbo_file(tmp_path / "es.mbo.dbn"))
+    got = [(t.ts - T0, t.kind, t.price or t.bid, t.size or t.ask, t.side or (t.bid_size, t.ask_size))
+           for t in drain(replay)]
+    assert got == [(30, "quote", 5300.0, 5300.25, (5.0, 3.0)),
+                   (50, "trade", 5300.0, 2.0, "sell"),
+                   (70, "quote", 5300.0, 5300.25, (3.0, 3.0)),
+                   (80, "quote", 5299.75, 5300.25, (9.0, 3.0)),
+                   (90, "quote", 5299.75, 5300.5, (9.0, 4.0))]
+    assert {t.stream for t in drain(FileReplay(tmp_path / "es.mbo.dbn"))} == {"ESM4"} and not replay.rejected
+
+
+def test_dbn_mbp1_and_compressed_files(tmp_path: Path) -> None:
+    A, S = dbn.Action, dbn.Side
+
+    def mbp(i: int, action: object, side: object, quarters: int, size: int, bid: int, ask: int) -> object:
+        level = dbn.BidAskPair(bid_px=bid * PX if bid else dbn.UNDEF_PRICE, ask_px=ask * PX if ask else dbn.UNDEF_PRICE,
+                               bid_sz=4, ask_sz=6)
+        return dbn.MBP1Msg(publisher_id=1, instrument_id=9, ts_event=T0 + i, price=quarters * PX, size=size,
+                           action=action, side=side, depth=0, ts_recv=T0 + 10 * i, flags=dbn.F_LAST, levels=level)
+
+    path = write_dbn(tmp_path / "nq.dbn", dbn.Schema.MBP_1, [
+        mbp(1, A.ADD, S.BID, 80000, 4, 80000, 0),      # one-sided book: no quote yet
+        mbp(2, A.ADD, S.ASK, 80001, 6, 80000, 80001),  # -> quote
+        mbp(3, A.TRADE, S.BID, 80001, 1, 80000, 80001),  # a buy aggressor lifts the offer -> trade
+        mbp(4, A.CANCEL, S.ASK, 80001, 6, 80000, 80002),  # -> quote
+    ])
+    trades_only = write_dbn(tmp_path / "t.dbn", dbn.Schema.TRADES, [])
+    with pytest.raises(ValueError, match=r"DBN schema 'trades' is not supported; replay reads mbo, mbp-1"):
+        FileReplay(trades_only)
+    ticks = drain(FileReplay(path))
+    assert [(t.stream, t.kind, t.price or t.ask, t.side) for t in ticks] == [
+        ("9", "quote", 20000.25, None), ("9", "trade", 20000.25, "buy"), ("9", "quote", 20000.5, None)]  # no symbology
+    if shutil.which("zstd") is None:
+        pytest.skip("the zstd command is not installed to make a compressed DBN file")
+    subprocess.run(["zstd", "-q", str(path), "-o", str(tmp_path / "nq.dbn.zst")], check=True)
+    assert drain(FileReplay(tmp_path / "nq.dbn.zst")) == ticks
+
+
+def test_dbn_file_backtests_from_the_command_line(engine_files: Path, tmp_path: Path, capsys) -> None:
+    mbo_file(tmp_path / "es.dbn")
+    code = main(["backtest", str(tmp_path / "es.dbn"), "--queries", str(engine_files / "q.yaml"), "--out",
+                 str(tmp_path / "a.parquet"), "--config", str(engine_files / "engine.yaml"), "--quiet"])
+    assert code == 0 and "replayed 5 ticks (0 rejected)" in capsys.readouterr().out
+    assert set(pl.read_parquet(tmp_path / "a.parquet")["stream"]) == {"ESM4"}
+    (tmp_path / "not.dbn").write_bytes(b"definitely not DBN")
+    assert main(["feed", "replay", str(tmp_path / "not.dbn")]) == 2
+    err = capsys.readouterr().err
+    assert "not.dbn: not a" in err and "DBN" in err and err.count("\n") == 1
+    with pytest.raises(ValueError, match="fixed layout"):
+        FileReplay([(tmp_path / "es.dbn", {"ts": "x", "price": "p", "size": "s"})])
+
+
+def test_feed_replay_that_rejects_every_row_exits_non_zero(tmp_path: Path, capsys) -> None:
+    (tmp_path / "bad.csv").write_text("time,px,qty\n1,-1,1\n2,0,1\n")
+    code = main(["feed", "replay", str(tmp_path / "bad.csv"), "--columns", "ts=time,price=px,size=qty",
+                 "--endpoint", "tcp://127.0.0.1:5"])  # nothing listens there: nothing is ever sent
+    err = capsys.readouterr().err
+    assert code == 2 and "sent 0 ticks" in err and "rejected nonpositive_price: 2 (first: " in err
+    assert "every row of the files was rejected" in err
+
+
+def test_real_ethusdt_trades_on_the_exchange_clock_through_a_yaml_map(shared_data: Path, tmp_path: Path) -> None:
+    """A map a user would write for the capture's exchange clock and buyer-maker flag: every row replays, and
+    the flag gives the same aggressor as the file's own column."""
+    trades = shared_data / "binance-ethusdt-spot" / "trades.csv"
+    (tmp_path / "eth.yaml").write_text("ts: trade_ts_ms\nts_unit: ms\nstream: ETHUSDT\nprice: price\nsize: qty\n"
+                                       "side: is_buyer_maker\nside_map: {1: sell, 0: buy}\n")
+    replay = FileReplay(trades, columns=map_from_options(columns=str(tmp_path / "eth.yaml")))
+    ticks = drain(replay)
+    assert len(ticks) == 14_515 and not replay.rejected
+    own = pl.read_csv(trades, columns=["trade_ts_ms", "aggressor_side"]).sort("trade_ts_ms", maintain_order=True)
+    assert [t.side for t in ticks] == own["aggressor_side"].to_list()
+    assert all(t.ts % 1_000_000 == 0 for t in ticks)
+    with pytest.raises(ValueError, match="already carries time zone 'UTC'"):
+        FileReplay(shared_data / "dukascopy-eurusd" / "eurusd_ticks_2019-02-04_05.parquet",
+                   columns=map_from_options("dukascopy", tz="Europe/London"))

@@ -1,0 +1,188 @@
+"""Answering early: prompt-lookup drafts leave greedy output unchanged (tick model and text model), generate
+answers decoded ahead serve asks on a stream that has not moved, and the confidence gate answers from the
+cache only when its rule holds."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import serving, tiny_tick_checkpoint
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import encode
+from engine.service.client import ControlClient
+from engine.service.config import ServiceConfig
+from engine.service.pipeline import TickPipeline
+from queries.speculation import Gate, Lookup, accept_greedy
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"), max_position_embeddings=512)
+
+
+def tick_pipeline(checkpoint, queries: str) -> TickPipeline:
+    pipeline = TickPipeline(ServiceConfig.from_dict({"model": {"path": str(checkpoint)},
+                                                     "kv": {"cells": 8192, "block_size": 16}}))
+    pipeline.registry.register(queries)
+    return pipeline
+
+
+def ask(pipeline: TickPipeline, name: str, stream: str, draft_from=None):
+    spec = pipeline.registry.get(name)
+    pipeline.engine.ask(pipeline.flash.job_for(spec, stream, ticket=(name, stream), draft_from=draft_from))
+    return next(o.answer for o in pipeline.engine.run_until_idle() if o.job.ticket == (name, stream))
+
+
+def test_lookup_proposes_what_followed_the_latest_longest_match() -> None:
+    lookup = Lookup(max_ngram=3, min_ngram=1, draft=4)
+    assert lookup.propose([1, 2, 3, 9, 9, 1, 2, 3, 7, 7, 1, 2, 3], limit=10) == [7, 7, 1, 2]  # latest of 3-gram
+    assert lookup.propose([5, 6, 1, 2, 8, 2], limit=10) == [8, 2]  # only the 1-gram [2] recurs
+    assert lookup.propose([1, 2, 3, 4], limit=10) == []
+    assert lookup.propose([4, 5, 6, 4, 5], limit=1) == [6]
+
+
+def test_greedy_verification_keeps_the_agreeing_prefix_and_adds_the_models_token() -> None:
+    rows = torch.full((4, 10), -5.0)
+    for position, token in enumerate([3, 4, 9, 1]):
+        rows[position, token] = 5.0  # the model's argmax at each position
+    assert accept_greedy(rows, [3, 4, 5])[0] == [3, 4, 9]  # 5 disagrees: the model's 9 instead
+    assert accept_greedy(rows, [3, 4, 9])[0] == [3, 4, 9, 1]  # all kept, plus the bonus token
+    assert accept_greedy(rows[:1], [])[0] == [3]
+
+
+GENERATE = """
+queries:
+  - {name: plain, streams: ["*"], kind: generate, question: direction_20, max_tokens: 24, trigger: on_demand,
+     lookup: false}
+  - {name: drafted, streams: ["*"], kind: generate, question: direction_20, max_tokens: 24, trigger: on_demand}
+"""
+
+
+def test_drafted_generation_equals_plain_greedy_on_the_tick_model(checkpoint) -> None:
+    pipeline = tick_pipeline(checkpoint, GENERATE)
+    assert pipeline.ingest_message(encode(SyntheticMarket(SyntheticConfig(seed=3)).next_batch(300))) == []
+    pipeline.run_until_idle()
+    for stream in ("SYN.A", "SYN.B", "SYN.C", "SYN.D"):
+        plain, drafted = ask(pipeline, "plain", stream), ask(pipeline, "drafted", stream)
+        assert drafted.value["tokens"] == plain.value["tokens"] and drafted.value["text"] == plain.value["text"]
+        assert drafted.value["first_prob"] == pytest.approx(plain.value["first_prob"], abs=1e-5)
+    stats = pipeline.flash.stats
+    assert stats.drafted > 0 and stats.draft_accepted > 0  # the path is exercised, and saves forwards
+
+
+def test_drafted_generation_equals_plain_greedy_on_a_text_model(tmp_path) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    lines = [f"T buy {100 + i % 7}.{i % 10} x {i % 3} +{i % 5}ms\n" for i in range(200)] + ['{"side": "buy"}']
+    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=300, special_tokens=["[UNK]"],
+                                                             show_progress=False))
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer).save_pretrained(tmp_path)
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=112, num_hidden_layers=2,
+                                 num_attention_heads=4, num_key_value_heads=2,
+                                 max_position_embeddings=4096)).save_pretrained(tmp_path)
+    pipeline = TickPipeline(ServiceConfig.from_dict({"model": {"path": str(tmp_path)},
+                                                     "kv": {"cells": 8192, "block_size": 16}}))
+    pipeline.registry.register(GENERATE.replace("direction_20", "'Summarise as JSON: '").replace("24", "32"))
+    assert pipeline.ingest_message(encode(SyntheticMarket(SyntheticConfig(seed=4)).next_batch(60))) == []
+    pipeline.run_until_idle()
+    plain, drafted = ask(pipeline, "plain", "SYN.A"), ask(pipeline, "drafted", "SYN.A")
+    assert drafted.value["tokens"] == plain.value["tokens"] and len(plain.value["tokens"]) == 32
+    assert pipeline.flash.stats.drafted > 0
+
+
+def test_an_answer_decoded_ahead_serves_an_ask_until_the_stream_moves(checkpoint) -> None:
+    pipeline = tick_pipeline(checkpoint, """
+queries:
+  - {name: ahead, streams: ["*"], kind: generate, question: direction_20, max_tokens: 12, trigger: on_demand,
+     preposition: true}
+""")
+    market = SyntheticMarket(SyntheticConfig(seed=6, streams=SyntheticConfig().streams[:1]))
+    spec = pipeline.registry.get("ahead")
+    assert pipeline.ingest_message(encode(market.next_batch(100))) == []
+    pipeline.run_until_idle()  # the advance, then the decode ahead at idle priority
+    ticks = pipeline.engine.progress("SYN.A").ticks
+    early, how, _ = pipeline.flash.answer_early(spec, "SYN.A", ticks)
+    assert how == "prepositioned" and early.version == ticks
+    assert early.value["tokens"] == ask(pipeline, "ahead", "SYN.A").value["tokens"]  # what a cold ask computes
+    # the stream moves: the kept answer is stale, so an ask computes afresh, drafting from it
+    assert pipeline.ingest_message(encode(market.next_batch(3))) == []
+    pipeline.engine.step()  # the advance only: the decode ahead has not run yet
+    moved = pipeline.engine.progress("SYN.A").ticks
+    assert pipeline.flash.answer_early(spec, "SYN.A", moved)[0] is None
+    draft = pipeline.flash.draft_for(spec, "SYN.A")
+    assert draft == early.value["tokens"]
+    resumed = ask(pipeline, "ahead", "SYN.A", draft_from=draft)
+    pipeline.registry.register("queries: [{name: cold, streams: ['*'], kind: generate, question: direction_20, "
+                               "max_tokens: 12, trigger: on_demand, lookup: false}]")
+    assert resumed.value["tokens"] == ask(pipeline, "cold", "SYN.A").value["tokens"]
+    assert pipeline.flash.stats.preposition_hits == 1
+
+
+def test_the_gate_answers_from_the_cache_only_when_its_rule_holds(checkpoint) -> None:
+    pipeline = tick_pipeline(checkpoint, """
+queries:
+  - {name: dir, streams: ["*"], kind: choice, question: direction_20, trigger: {ticks: 10},
+     gate: {min_prob: 0.2, max_stale_ticks: 3}}
+  - {name: sure, streams: ["*"], kind: choice, question: direction_20, trigger: {ticks: 10},
+     gate: {min_prob: 1.0, max_stale_ticks: 100}}
+""")
+    market = SyntheticMarket(SyntheticConfig(seed=7, streams=SyntheticConfig().streams[:1]))
+    flash, dir_spec, sure = pipeline.flash, pipeline.registry.get("dir"), pipeline.registry.get("sure")
+    for tick in market.next_batch(42):  # one tick per forward: answers at 10, 20, 30, 40
+        assert pipeline.ingest_message(encode([tick])) == []
+        pipeline.run_until_idle()
+    cached = pipeline.cache.get("dir", "SYN.A")
+    assert cached.version == 40 and max(cached.value["probs"].values()) >= 0.2
+    early, how, audits = flash.answer_early(dir_spec, "SYN.A", 42)  # 2 ticks stale: within the rule
+    assert how == "gated" and early is cached and len(audits) == 1
+    assert flash.answer_early(dir_spec, "SYN.A", 44)[0] is None  # 4 ticks stale: past max_stale_ticks
+    assert flash.answer_early(sure, "SYN.A", 40)[0] is None  # no label is certain
+    for job in audits:  # the audit recomputes at idle priority and compares
+        pipeline.engine.ask(job)
+    pipeline.run_until_idle()
+    summary = flash.stats.summary()
+    assert summary["gate_asks"] == 3 and summary["gate_coverage"] == pytest.approx(1 / 3)
+    assert flash.stats.gate_audited == 1 and flash.stats.gate_agreed in (0, 1)
+
+
+def test_ask_over_the_control_socket_says_how_it_was_answered(checkpoint, tmp_path) -> None:
+    queries = tmp_path / "q.yaml"
+    queries.write_text("""
+queries:
+  - {name: dir, streams: ["*"], kind: choice, question: direction_20, trigger: batch,
+     gate: {min_prob: 0.01, max_stale_ticks: 1000}}
+  - {name: ahead, streams: ["*"], kind: generate, question: direction_20, max_tokens: 4, trigger: on_demand,
+     preposition: true}
+""")
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "queries": str(queries),
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}})
+    with serving(config) as server, ControlClient(server.endpoints["control"]) as control:
+        server.pipeline  # noqa: B018
+        from connectors.feed import FeedClient
+        from test_server import wait_for
+
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            feed.send(SyntheticMarket(SyntheticConfig(seed=8)).next_batch(40))
+        wait_for(lambda: server.pipeline.ticks_in == 40 and not server.pipeline.engine.busy, timeout_s=30)
+        gated = control.call("ask", stream="SYN.A", query="dir")
+        assert gated["cached"] and gated["gated"] and gated["answer"]["seq"] >= 1
+        ahead = control.call("ask", stream="SYN.A", query="ahead")
+        assert ahead["cached"] and ahead["prepositioned"] and len(ahead["answer"]["value"]["tokens"]) == 4
+        stats = control.call("stats")["stats"]["speculation"]
+        assert stats["gate_asks"] == 1 and stats["preposition_hits"] == 1
+
+
+def test_gate_and_lookup_options_are_checked_by_name() -> None:
+    with pytest.raises(ValueError, match="gate.min_prob must be a probability"):
+        Gate(min_prob=1.5, max_stale_ticks=1)
+    with pytest.raises(ValueError, match="unknown gate key 'stale'"):
+        Gate.parse({"min_prob": 0.9, "stale": 3})
+    with pytest.raises(ValueError, match="lookup.draft must be an integer from 1 to 64"):
+        Lookup.parse({"draft": 0})
+    assert Lookup.parse(False) is None and Lookup.parse(True) == Lookup()
