@@ -167,9 +167,12 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
                                               "  - {name: sa, streams: [SYN.A], question: direction_5, kind: choice,"
                                               " trigger: batch, topic: shared/}\n"
                                               "  - {name: sc, streams: [SYN.C], question: direction_5, kind: choice,"
-                                              " trigger: batch, topic: shared/}\n")
-        assert reply["registered"] == ["vol", "sa", "sc"] and reply["version"] == 2
-        assert [q["name"] for q in control.call("list")["queries"]] == ["dir", "nll", "vol", "sa", "sc"]
+                                              " trigger: batch, topic: shared/}\n"
+                                              "  - {name: gated, streams: ['*'], question: direction_20, kind: choice,"
+                                              " trigger: batch, gate: {min_prob: 0.01, max_stale_ticks: 10000,"
+                                              " audit: false}}\n")
+        assert reply["registered"] == ["vol", "sa", "sc", "gated"] and reply["version"] == 2
+        assert [q["name"] for q in control.call("list")["queries"]] == ["dir", "nll", "vol", "sa", "sc", "gated"]
         feeder.send(ticks[100:])
         wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 200)
         wait_for(lambda: control.call("stats")["stats"]["pending_tokens"] == 0)
@@ -180,6 +183,9 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
         shared = [a for t, a in got if t == "shared/"]
         assert {a["stream"] for a in shared} == {"SYN.A", "SYN.C"}
         assert [a["seq"] for a in shared] == list(range(1, len(shared) + 1))
+        early = control.call("ask", stream="SYN.D", query="gated")  # the shard answers from its cache at once
+        published = control.call("get", query="gated", stream="SYN.D")["answer"]
+        assert early["answer"]["seq"] == published["seq"] and early["answer"]["version"] == published["version"]
         cached = control.call("ask", stream="SYN.B", query="dir", max_stale_ticks=1000)
         assert cached["cached"] is True and cached["answer"]["seq"] >= 1
         fresh = control.call("ask", stream="SYN.C", query="dir")
@@ -194,7 +200,7 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
         assert control.call("health")["streams"] == 4
         wait_for(lambda: control.call("stats")["stats"]["pending_tokens"] == 0)
         stats = control.call("stats")["stats"]
-        assert stats["ticks_in"] == 200 and stats["queries"] == 4 and len(stats["shards"]) == 2
+        assert stats["ticks_in"] == 200 and stats["queries"] == 5 and len(stats["shards"]) == 2
         assert {s["name"]: s["streams"] for s in stats["shards"]} == {n: len(s) for n, s in shards.items()}
     text = (tmp_path / "data" / "queries.yaml").read_text()
     assert "dir" in text and "vol" not in text

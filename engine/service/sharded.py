@@ -26,6 +26,7 @@ query's current registration is dropped (it answers a replaced query).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -170,7 +171,7 @@ class ShardedPipeline:
         self.ticks_in = self.data.replay_items(self.encoders, book)
         for link in self.links:
             link.lost = True  # until its restore is in
-            self._send_restore(link, items[link.name])
+            self._send_restore(link, pack_items(items[link.name]))
 
     def _owner(self, stream: str) -> ShardLink:
         link = self.shard_of.get(stream)
@@ -282,7 +283,7 @@ class ShardedPipeline:
             if answer is not None:
                 outcomes.append(JobOutcome(RemoteJob(None), answer))
         for ticket, wire, error in reply["replies"]:
-            outcomes.append(JobOutcome(RemoteJob(ticket), Answer(**wire) if wire else None, error))
+            outcomes.append(JobOutcome(RemoteJob(ticket), self._as_published(Answer(**wire)) if wire else None, error))
         self.progress.update(reply["progress"])
         link.reported_pending, link.shard_busy = reply["pending_tokens"], reply["busy"]
         if "stats" in reply:
@@ -307,6 +308,16 @@ class ShardedPipeline:
         self.data.answers.record(packed)  # before it is published: a seq seen is never handed out again
         self.answers_out += 1
         return answer
+
+    def _as_published(self, answer: Answer) -> Answer:
+        """An ask's answer as this front door published it: one a shard answered early from its cache (seq > 0)
+        carries the shard's own seq; the same answer here has the topic's seq (seq 0: computed for the asker)."""
+        if answer.seq == 0:
+            return answer
+        published = self.cache.get(answer.query, answer.stream)
+        if published is not None and published.version == answer.version:
+            return published
+        return dataclasses.replace(answer, seq=0)
 
     def _expire(self, link: ShardLink, stream: str) -> None:
         if stream in link.call_streams or any(item[0] == stream for item in link.buffer):
@@ -343,7 +354,10 @@ class ShardedPipeline:
         encoders = StreamEncoders(self.codec, self.encoders.vocab_size, self.encoders.max_message_bytes,
                                   max_item_tokens=self.encoders.max_item_tokens,
                                   max_stream_bytes=self.encoders.max_stream_bytes)
-        link.reading = self._reader.submit(self.data.read_items, set(link.streams), upto, encoders)
+        streams = set(link.streams)
+        link.reading = self._reader.submit(
+            lambda: pack_items([(i.stream, i.tokens, i.ts, i.ticks) for i in self.data.read_items(streams, upto,
+                                                                                                   encoders)]))
 
     def _give_up(self, link: ShardLink, why: str) -> None:
         """A restore that keeps raising is a bug, not a lost process: stop retrying and say so. Ticks for the
@@ -362,17 +376,24 @@ class ShardedPipeline:
                 self._read_log(link)
             if link.reading is not None and link.reading.done():
                 future, link.reading = link.reading, None
-                items = [(i.stream, i.tokens, i.ts, i.ticks) for i in future.result()]
-                self._send_restore(link, items)
+                try:
+                    packed = future.result()
+                except Exception as e:  # e.g. retention dropped a segment while it was read: read again
+                    print(f"flashtick: {link.name}: reading the tick log failed ({type(e).__name__}: {e}); "
+                          f"trying again", file=sys.stderr, flush=True)
+                    link.not_before = time.monotonic() + RETRY_S
+                    continue
+                self._send_restore(link, packed)
 
-    def _send_restore(self, link: ShardLink, items: list[Item]) -> None:
+    def _send_restore(self, link: ShardLink, packed: dict[str, Any]) -> None:
+        """Restore ``link``'s shard from ``packed`` (pack_items of its streams' logged items)."""
         link.ops = [op for op in link.ops if op[0] == "ask"]  # the restore carries the registry as it is now
         latest = [a.to_wire() for a in self.cache.latest() if a.stream in link.streams]
         queries = dump_queries(self.registry.list()) if len(self.registry) else ""
         link.call_version = self.registry.version
         link.call_tickets, link.call_streams = [], set()
         link.call_kind = "restore"
-        link.call = link.handle.restore.remote(queries, latest, pack_items(items))
+        link.call = link.handle.restore.remote(queries, latest, packed)
 
     # -- what the server asks of a pipeline ----------------------------------------------------------
 
