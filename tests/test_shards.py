@@ -185,6 +185,7 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
         assert [a["seq"] for a in shared] == list(range(1, len(shared) + 1))
         early = control.call("ask", stream="SYN.D", query="gated")  # the shard answers from its cache at once
         published = control.call("get", query="gated", stream="SYN.D")["answer"]
+        assert early["cached"] is True and early["gated"] is True
         assert early["answer"]["seq"] == published["seq"] and early["answer"]["version"] == published["version"]
         cached = control.call("ask", stream="SYN.B", query="dir", max_stale_ticks=1000)
         assert cached["cached"] is True and cached["answer"]["seq"] >= 1

@@ -181,7 +181,9 @@ class Server:
             return
         reply = self._waiting.pop(outcome.job.ticket, None)
         if reply is not None and outcome.answer is not None:
-            reply({"ok": True, "answer": outcome.answer.to_wire(), "cached": False})
+            early = getattr(outcome.job, "early", None)  # a shard's ask answered without a forward (RemoteJob)
+            reply({"ok": True, "answer": outcome.answer.to_wire(), "cached": early is not None,
+                   **({early: True} if early else {})})
         elif reply is not None:
             reply({"ok": False, "error": outcome.error})
 

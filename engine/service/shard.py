@@ -217,11 +217,11 @@ class Shard:
     def _ask(self, spec: QuerySpec, stream: str, ticket: Any) -> list[JobOutcome]:
         """An ask: answered at once when FlashQueries may answer early (decoded ahead, or gated), else queued."""
         ticks = self.engine.progress(stream).ticks  # raises UnknownStream
-        early, _, audits = self.flash.answer_early(spec, stream, ticks)
+        early, how, audits = self.flash.answer_early(spec, stream, ticks)
         for job in audits:
             self.engine.ask(job)
         if early is not None:
-            return [JobOutcome(RemoteJob(ticket), early)]
+            return [JobOutcome(RemoteJob(ticket, how), early)]
         self.engine.ask(self.flash.job_for(spec, stream, ticket=ticket, draft_from=self.flash.draft_for(spec, stream)))
         return []
 
@@ -231,7 +231,7 @@ class Shard:
             ticket = outcome.job.ticket
             if ticket is not None:
                 replies.append((ticket, outcome.answer.to_wire() if outcome.answer is not None else None,
-                                outcome.error))
+                                outcome.error, getattr(outcome.job, "early", None)))
             elif outcome.answer is not None:
                 answers.append(outcome.answer.to_wire())
             elif outcome.error is not None:  # (idle work such as decoding ahead finishes with neither)
@@ -266,4 +266,5 @@ class RemoteJob:
     standing query's answer, to publish; else the control request waiting for it)."""
 
     ticket: Any
+    early: str | None = None  # an ask answered without a forward: "prepositioned" or "gated"
 

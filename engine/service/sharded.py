@@ -282,8 +282,9 @@ class ShardedPipeline:
             answer = self._publishable(Answer(**wire), version)
             if answer is not None:
                 outcomes.append(JobOutcome(RemoteJob(None), answer))
-        for ticket, wire, error in reply["replies"]:
-            outcomes.append(JobOutcome(RemoteJob(ticket), self._as_published(Answer(**wire)) if wire else None, error))
+        for ticket, wire, error, early in reply["replies"]:
+            outcomes.append(JobOutcome(RemoteJob(ticket, early), self._as_published(Answer(**wire)) if wire else None,
+                                       error))
         self.progress.update(reply["progress"])
         link.reported_pending, link.shard_busy = reply["pending_tokens"], reply["busy"]
         if "stats" in reply:
