@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
@@ -203,6 +204,8 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
         stats = control.call("stats")["stats"]
         assert stats["ticks_in"] == 200 and stats["queries"] == 5 and len(stats["shards"]) == 2
         assert {s["name"]: s["streams"] for s in stats["shards"]} == {n: len(s) for n, s in shards.items()}
+        metrics = urllib.request.urlopen(server.endpoints["metrics"], timeout=5).read().decode()
+        assert "flashtick_ticks_in_total 200" in metrics  # the gathered figures, scraped as from one engine
     text = (tmp_path / "data" / "queries.yaml").read_text()
     assert "dir" in text and "vol" not in text
 
