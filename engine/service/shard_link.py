@@ -8,11 +8,13 @@ and, when its engine state was lost, the restore under way.
 
 from __future__ import annotations
 
+from collections import Counter
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.service.shard import Item
+from queries.flash import FlashStats
 
 
 @dataclass(eq=False)
@@ -54,3 +56,29 @@ class ShardLink:
     @property
     def state(self) -> str:
         return f"failed: {self.failed}" if self.failed else "restoring" if self.lost else "serving"
+
+
+def gathered_stats(links: list[ShardLink]) -> dict[str, Any]:
+    """The shards' figures as of their last replies, summed as if from one engine, and one line per shard."""
+    shards = [link.stats for link in links]
+    freshness = [s["freshness_ms"] for s in shards if s.get("freshness_ms")]
+    return {
+        "query_errors": sum(s.get("query_errors", 0) for s in shards),
+        "speculation": FlashStats(**_summed([s.get("speculation", {}) for s in shards])).summary(),
+        # the slowest shard's percentiles (an upper bound on the service's)
+        "freshness_ms": {q: max(f[q] for f in freshness) for q in ("p50", "p99")} if freshness else {},
+        **{key: sum(s.get(key, 0) for s in shards) for key in ("kv_cells_capacity", "kv_cells_used",
+                                                               "sessions_resident")},
+        "scheduler": _summed([s.get("scheduler", {}) for s in shards]),
+        "runner": _summed([s.get("runner", {}) for s in shards]),
+        "shards": [{"name": link.name, "state": link.state, "streams": len(link.streams),
+                    "pending_tokens": link.pending_tokens, "restarts": link.restarts, "restores": link.restores[-3:],
+                    "pid": link.stats.get("pid"), "calls": link.stats.get("calls", 0)} for link in links],
+    }
+
+
+def _summed(dicts: list[dict[str, Any]]) -> dict[str, Any]:
+    total: Counter[str] = Counter()
+    for d in dicts:
+        total.update({k: v for k, v in d.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    return dict(total)

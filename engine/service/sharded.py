@@ -27,12 +27,10 @@ query's current registration is dropped (it answers a replaced query).
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -45,13 +43,14 @@ from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import DataDir
 from engine.service.pipeline import build_codec, written_by
+from engine.service.ray_shards import connect, placement_group_for, ray_module, start_shard
 from engine.service.rendezvous import shard_for
-from engine.service.shard import Item, RemoteJob, Shard, pack_items
-from engine.service.shard_link import ShardLink
+from engine.service.shard import Item, RemoteJob, pack_items
+from engine.service.shard_link import ShardLink, gathered_stats
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import compile_query
-from queries.flash import FlashQueries, FlashStats
+from queries.flash import FlashQueries
 from queries.limits import QueryLimits
 from queries.registry import Registry
 from queries.spec import QuerySpec, dump_queries
@@ -64,7 +63,7 @@ MAX_RESTORE_ERRORS = 3  # a restore that raised this many times in a row will no
 
 class ShardedPipeline:
     def __init__(self, config: ServiceConfig) -> None:
-        ray = _ray()
+        ray_module()  # Ray is an optional extra: say so before anything starts
         if not config.log.dir:
             raise ConfigError("--shards needs the tick log (a lost shard is rebuilt from it): drop --no-log")
         self.config = config
@@ -86,12 +85,7 @@ class ShardedPipeline:
         self.shard_of: dict[str, ShardLink] = {}
         self._expired: list[str] = []
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="shard-restore")
-        self._owns_ray = not ray.is_initialized()
-        if self._owns_ray:
-            if config.shards.ray_address is None:  # a local instance: shards at the front door's priority
-                os.environ.setdefault("RAY_worker_niceness", "0")  # (Ray starts workers at nice 15 otherwise)
-            os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # CPU shards leave CUDA_VISIBLE_DEVICES be
-            ray.init(address=config.shards.ray_address, include_dashboard=False, log_to_driver=True)
+        self._owns_ray = connect(config.shards)
         self._group, self.links = None, []
         try:
             facts = self._start_shards()
@@ -106,9 +100,9 @@ class ShardedPipeline:
 
     def _start_shards(self) -> list[dict[str, Any]]:
         """The shards' actors, started and answering; returns what each says of its engine's limits."""
-        ray, shards = _ray(), self.config.shards
-        self._group = self._placement_group()
-        self.links = [ShardLink(f"shard-{i}", self._actor(i)) for i in range(shards.count)]
+        ray, shards = ray_module(), self.config.shards
+        self._group = placement_group_for(self.config)
+        self.links = [ShardLink(f"shard-{i}", start_shard(self.config, self._group, i)) for i in range(shards.count)]
         self._names = [link.name for link in self.links]
         self._by_name = {link.name: link for link in self.links}
         try:
@@ -118,35 +112,6 @@ class ShardedPipeline:
                               ) from None
         except ray.exceptions.RayError as e:  # a shard's constructor raised (the model, the KV budget, ...)
             raise ConfigError(f"a shard did not start: {str(e).strip().splitlines()[-1]}") from None
-
-    def _placement_group(self) -> Any:
-        """Every shard's resources reserved at once (a bundle each, spread over the cluster's nodes), so the
-        service starts with all its shards or says why not, rather than with some of them waiting forever."""
-        from ray.util.placement_group import placement_group
-
-        ray, shards = _ray(), self.config.shards
-        bundle = {"CPU": shards.cpus, **({"GPU": 1} if self.config.model.device.startswith("cuda") else {})}
-        group = placement_group([{k: v for k, v in bundle.items() if v}] * shards.count, strategy="SPREAD")
-        ready, _ = ray.wait([group.ready()], timeout=shards.start_timeout_s)
-        if not ready:
-            ray.util.remove_placement_group(group)
-            raise ConfigError(f"Ray cannot place {shards.count} shards of {bundle} each within "
-                              f"shards.start_timeout_s={shards.start_timeout_s:g}: the cluster has "
-                              f"{ray.cluster_resources()} (fewer shards, shards.cpus, or more nodes)")
-        return group
-
-    def _actor(self, index: int) -> Any:
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
-        ray, shards = _ray(), self.config.shards
-        # the shards import flashtick from where this process did (a checkout), else from their own install
-        root = str(Path(__file__).resolve().parents[2])
-        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-        return ray.remote(Shard).options(
-            max_restarts=shards.max_restarts, max_task_retries=0, num_cpus=shards.cpus,
-            num_gpus=1 if self.config.model.device.startswith("cuda") else 0,
-            scheduling_strategy=PlacementGroupSchedulingStrategy(self._group, placement_group_bundle_index=index),
-            runtime_env={"env_vars": {"PYTHONPATH": path}}).remote(self.config, f"shard-{index}")
 
     def _restore_all(self) -> None:
         """On start: registry and answers from the data directory, then every logged item through the
@@ -226,7 +191,7 @@ class ShardedPipeline:
     def step(self) -> StepReport | None:
         """Send each idle shard its work, collect the replies that are in (waiting at most WAIT_S), and
         return the answers and ask replies they brought (standing answers already numbered and logged)."""
-        ray = _ray()
+        ray = ray_module()
         outcomes: list[JobOutcome] = []
         self._poll_reads()
         self._send_all()
@@ -257,7 +222,7 @@ class ShardedPipeline:
         link.call = link.handle.step.remote(items, ops, self.config.shards.step_ms, want_stats)
 
     def _finish(self, link: ShardLink, outcomes: list[JobOutcome]) -> None:
-        ray = _ray()
+        ray = ray_module()
         ref, version, tickets, kind = link.call, link.call_version, link.call_tickets, link.call_kind
         link.call, link.call_tokens, link.call_tickets = None, 0, []
         try:
@@ -478,30 +443,13 @@ class ShardedPipeline:
     def stats(self) -> dict[str, Any]:
         for link in self.links:
             link.stats_due = True  # fresh figures with each shard's next reply
-        shards = [link.stats for link in self.links]
-        freshness = [s["freshness_ms"] for s in shards if s.get("freshness_ms")]
-        return {
-            "ticks_in": self.ticks_in, "rejected": dict(self.rejected), "answers_out": self.answers_out,
-            "query_errors": sum(s.get("query_errors", 0) for s in shards),
-            "speculation": FlashStats(**_summed([s.get("speculation", {}) for s in shards])).summary(),
-            # the slowest shard's percentiles (an upper bound on the service's)
-            "freshness_ms": {q: max(f[q] for f in freshness) for q in ("p50", "p99")} if freshness else {},
-            "pending_tokens": self.pending_tokens(), "behind": self.behind,
-            **{key: sum(s.get(key, 0) for s in shards)
-               for key in ("kv_cells_capacity", "kv_cells_used", "sessions_resident")},
-            "streams": len(self.shard_of),
-            "scheduler": _summed([s.get("scheduler", {}) for s in shards]),
-            "runner": _summed([s.get("runner", {}) for s in shards]),
-            "queries": len(self.registry), "model": self.config.model.model_id, "log": self.data.stats(),
-            "stale_answers_dropped": self.stale_dropped,
-            "shards": [{"name": link.name, "state": link.state, "streams": len(link.streams),
-                        "pending_tokens": link.pending_tokens, "restarts": link.restarts,
-                        "restores": link.restores[-3:], "pid": link.stats.get("pid"),
-                        "calls": link.stats.get("calls", 0)} for link in self.links],
-        }
+        return {"ticks_in": self.ticks_in, "rejected": dict(self.rejected), "answers_out": self.answers_out,
+                **gathered_stats(self.links), "pending_tokens": self.pending_tokens(), "behind": self.behind,
+                "streams": len(self.shard_of), "queries": len(self.registry), "model": self.config.model.model_id,
+                "log": self.data.stats(), "stale_answers_dropped": self.stale_dropped}
 
     def close(self) -> None:
-        ray = _ray()
+        ray = ray_module()
         self._reader.shutdown(wait=True, cancel_futures=True)
         for link in self.links:
             ray.kill(link.handle, no_restart=True)
@@ -510,19 +458,3 @@ class ShardedPipeline:
         self.data.close()
         if self._owns_ray:
             ray.shutdown()
-
-
-def _summed(dicts: list[dict[str, Any]]) -> dict[str, Any]:
-    total: Counter[str] = Counter()
-    for d in dicts:
-        total.update({k: v for k, v in d.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
-    return dict(total)
-
-
-def _ray() -> Any:
-    """Ray, imported when a sharded service starts: it is an optional extra (pip install flashtick[ray])."""
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("--shards needs Ray: pip install 'flashtick[ray]'") from None
-    return ray
