@@ -7,6 +7,7 @@ when a sharded service starts, never at module import.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,17 @@ def placement_group_for(config: ServiceConfig) -> Any:
                           f"shards.start_timeout_s={shards.start_timeout_s:g}: the cluster has "
                           f"{ray.cluster_resources()} (fewer shards, shards.cpus, or more nodes)")
     return group
+
+
+def release(group: Any, timeout_s: float = 5.0) -> None:
+    """Remove a placement group, waiting at most ``timeout_s``: Ray's call blocks for as long as the cluster's
+    control service does not answer (a Ctrl-C reaches a local instance's processes too), and a service that
+    stops must not hang on it."""
+    from ray.util.placement_group import remove_placement_group
+
+    thread = threading.Thread(target=remove_placement_group, args=(group,), daemon=True)
+    thread.start()
+    thread.join(timeout_s)
 
 
 def start_shard(config: ServiceConfig, group: Any, index: int) -> Any:

@@ -43,7 +43,7 @@ from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import DataDir
 from engine.service.pipeline import build_codec, written_by
-from engine.service.ray_shards import connect, placement_group_for, ray_module, start_shard
+from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.rendezvous import shard_for
 from engine.service.shard import Item, RemoteJob, pack_items
 from engine.service.shard_link import ShardLink, gathered_stats
@@ -451,10 +451,10 @@ class ShardedPipeline:
     def close(self) -> None:
         ray = ray_module()
         self._reader.shutdown(wait=True, cancel_futures=True)
+        self.data.close()  # the logs flushed and the directory's lock released first, whatever Ray does next
         for link in self.links:
             ray.kill(link.handle, no_restart=True)
-        if self._group is not None:
-            ray.util.remove_placement_group(self._group)
-        self.data.close()
         if self._owns_ray:
-            ray.shutdown()
+            ray.shutdown()  # the placement group goes with the job
+        elif self._group is not None:  # this process goes on using Ray (tests, benchmarks): hand the CPUs back
+            release(self._group)
