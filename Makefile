@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e '.[test,bench,dbn]'
+	$(PY) -m pip install -q -e '.[test,bench,dbn,ray]'
 	touch $(STAMP)
 
 test: $(STAMP)

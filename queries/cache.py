@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 
@@ -67,6 +67,18 @@ class AnswerCache:
             per_query = self._answers.setdefault(query, {})
             self._count += stream not in per_query
             per_query[stream] = answer
+        return answer
+
+    def publish(self, answer: Answer) -> Answer:
+        """An answer computed elsewhere (an engine shard, whose own seqs do not count): cached as the latest and
+        returned with the topic's next seq here, so one cache numbers every topic, whichever engine computed it."""
+        with self._lock:
+            seq = self._seq.get(answer.topic, 0) + 1
+            answer = replace(answer, seq=seq)
+            self._seq[answer.topic] = seq
+            per_query = self._answers.setdefault(answer.query, {})
+            self._count += answer.stream not in per_query
+            per_query[answer.stream] = answer
         return answer
 
     def unpublished(self, query: str, stream: str, topic: str, value: dict[str, Any], version: int, data_ts: int,

@@ -73,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
                      "here, and recover from them on start (default: the config's log.dir, else "
                      "$XDG_STATE_HOME/flashtick/<model id>, i.e. ~/.local/state/flashtick/<model id>)")
     log.add_argument("--no-log", action="store_true", help="keep nothing on disk: a restart starts empty")
+    scale = p.add_argument_group("scale-out (the ray extra: pip install 'flashtick[ray]'; docs/scale-out.md)")
+    scale.add_argument("--shards", type=int, default=None, metavar="N",
+                       help="run N engine shards as Ray actors behind this process's sockets (default: the config's "
+                            "shards.count; 0: one engine in this process)")
+    scale.add_argument("--ray-address", default=None, metavar="auto|HOST:PORT",
+                       help="join a running Ray cluster (default: the config's shards.ray_address, else a local "
+                            "Ray instance)")
     p.set_defaults(run=cmd_serve)
 
     p = sub.add_parser("feed", help="push ticks into a running engine")
@@ -292,7 +299,19 @@ def _serve_config(args: argparse.Namespace) -> Any:
         data_dir = None
     else:
         data_dir = str(args.data_dir or config.log.dir or default_data_dir(config.model.model_id))
-    return dataclasses.replace(config, log=dataclasses.replace(config.log, dir=data_dir))
+    config = dataclasses.replace(config, log=dataclasses.replace(config.log, dir=data_dir))
+    if args.shards is not None or args.ray_address is not None:
+        from engine.service.config import ConfigError
+
+        shards = {"count": config.shards.count if args.shards is None else args.shards,
+                  "ray_address": args.ray_address or config.shards.ray_address}
+        try:
+            config = dataclasses.replace(config, shards=dataclasses.replace(config.shards, **shards))
+        except ConfigError as e:
+            raise ConfigError(f"--shards/--ray-address: {e}") from None
+        if args.ray_address and not config.shards.count:
+            raise ConfigError("--ray-address needs --shards N (N >= 1)")
+    return config
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
@@ -306,6 +325,9 @@ def cmd_serve(args: argparse.Namespace) -> None:
           file=sys.stderr, flush=True)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: server.stop())
+    if server.config.shards.count:
+        print(f"flashtick: {server.config.shards.count} engine shards (Ray actors) behind these sockets",
+              file=sys.stderr, flush=True)
     print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()), file=sys.stderr, flush=True)
     curve = server.config.curve
     if curve.enabled:

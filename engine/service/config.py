@@ -192,6 +192,32 @@ class CurveSection:
 
 
 @dataclass(frozen=True)
+class ShardsSection:
+    """Scale-out (engine/service/sharded.py, docs/scale-out.md): ``count`` engine shards as Ray actors behind
+    this process's sockets; 0 runs the one engine in this process. Engine budgets (kv, scheduler) are per shard."""
+
+    count: int = 0
+    ray_address: str | None = None  # None: a local Ray instance; "auto" or HOST:PORT: join a running cluster
+    cpus: float = 1.0  # CPUs Ray reserves for each shard (each also gets one GPU when model.device is cuda)
+    max_restarts: int = -1  # times Ray restarts a shard that died (-1: always); each restart rebuilds from the log
+    step_ms: float = 20.0  # a shard call steps its engine until idle or this long, then returns its answers
+    start_timeout_s: float = 300.0  # how long the shards may take to start (model load) before serve gives up
+
+    def __post_init__(self) -> None:
+        if type(self.count) is not int or self.count < 0:
+            raise ConfigError(f"shards.count must be an integer >= 0, got {self.count!r}")
+        if self.ray_address is not None and (not isinstance(self.ray_address, str) or not self.ray_address):
+            raise ConfigError(f"shards.ray_address must be 'auto' or HOST:PORT, got {self.ray_address!r}")
+        if type(self.max_restarts) is not int or self.max_restarts < -1:
+            raise ConfigError(f"shards.max_restarts must be an integer >= -1, got {self.max_restarts!r}")
+        for name in ("cpus", "step_ms", "start_timeout_s"):
+            value, least = getattr(self, name), 0 if name == "cpus" else None
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (
+                    value == 0 and least is None):
+                raise ConfigError(f"shards.{name} must be a number {'>= 0' if least == 0 else '> 0'}, got {value!r}")
+
+
+@dataclass(frozen=True)
 class ReplaySection:
     """How `flashtick backtest --config` reads tick files (docs/replay.md); each command-line option of the
     same name replaces its value here. `columns` is a column map (the YAML form of docs/replay.md) and
@@ -236,6 +262,7 @@ class ServiceConfig:
     limits: LimitsSection = field(default_factory=LimitsSection)
     curve: CurveSection = field(default_factory=CurveSection)
     log: LogSection = field(default_factory=LogSection)
+    shards: ShardsSection = field(default_factory=ShardsSection)
     replay: ReplaySection = field(default_factory=ReplaySection)
     queries: str | None = None  # a queries YAML file registered at start
 
@@ -279,6 +306,7 @@ class ServiceConfig:
 _SECTION_TYPES: dict[str, type] = {
     "model": ModelSection, "codec": CodecSection, "kv": KVSection, "scheduler": SchedulerConfig,
     "endpoints": EndpointsSection, "limits": LimitsSection, "curve": CurveSection, "log": LogSection,
+    "shards": ShardsSection,
     "replay": ReplaySection,
 }
 

@@ -26,6 +26,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,25 +96,33 @@ class DataDir:
             except AdmissionRefused as e:  # the limits changed since: counted, never fatal
                 raise InvalidTick("stream_refused", str(e), item.stream) from None
 
-        records = read(self.log.directory, skip_corrupt=self.config.skip_corrupt, stats=self.read_stats)
-        for _, payload in records:
-            record = msgpack.unpackb(payload, raw=False)
-            if "tick" in record:
-                try:
-                    encoders.ingest(validate(record["tick"]), book)
-                    self.recovered_ticks += 1
-                except InvalidTick:  # accepted once, so not expected: counted, never fatal
-                    self.replay_refused += 1
-            else:
-                done = encoders.ingest_tokenized(msgpack.packb([record["tokenized"]]), book)
-                self.recovered_ticks += done.ticks
-                self.replay_refused += len(done.rejections)
+        self.replay_items(encoders, book)
         self.rebuild_forwards = engine.rebuild()
         self.recovery_s = time.perf_counter() - started
         if self.recovered_ticks:
             print(f"flashtick: recovered {self.recovered_ticks} ticks of {len(engine.scheduler.streams)} streams "
                   f"from {self.log.directory} in {self.recovery_s:.1f} s", file=sys.stderr, flush=True)
         return self.recovered_ticks
+
+    def replay_items(self, encoders: StreamEncoders, book: Callable[[EncodedTick], None]) -> int:
+        """Every logged item through ``encoders`` and on to ``book`` (counted as recovered, or as refused when
+        ``book`` raises InvalidTick); returns the ticks recovered. A sharded front door books each item to
+        its stream's shard."""
+        ticks, refused = replay_log(self.log.directory, encoders, book, skip_corrupt=self.config.skip_corrupt,
+                                    stats=self.read_stats)
+        self.recovered_ticks += ticks
+        self.replay_refused += refused
+        return ticks
+
+    def read_items(self, streams: set[str], upto: int, encoders: StreamEncoders) -> list[EncodedTick]:
+        """The logged items of ``streams`` among records ``[0, upto)``, encoded afresh through ``encoders`` (a
+        new StreamEncoders: the live ones are not touched): what rebuilds those streams elsewhere (a shard
+        restarted or a stream moved). Safe beside live appends: it stops before record ``upto``, so it never
+        reaches a record being written (nor cuts one as a torn tail)."""
+        items: list[EncodedTick] = []
+        replay_log(self.log.directory, encoders, items.append, skip_corrupt=self.config.skip_corrupt,
+                   stats=LogStats(), streams=streams, upto=upto)
+        return items
 
     def stats(self) -> dict[str, object]:
         return {"dir": str(self.root), "recovered_ticks": self.recovered_ticks, "replay_refused": self.replay_refused,
@@ -126,6 +135,32 @@ class DataDir:
         self.log.close()
         self.answers.close()
         self._lock_file.close()
+
+
+def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[EncodedTick], None], *,
+               skip_corrupt: bool, stats: LogStats, streams: set[str] | None = None, upto: int | None = None
+               ) -> tuple[int, int]:
+    """Logged items (records before ``upto``; of ``streams`` only, when given) through ``encoders`` to ``book``;
+    returns (ticks replayed, items refused). A refusal (InvalidTick) is counted, never fatal."""
+    ticks = refused = 0
+    for number, payload in read(directory, skip_corrupt=skip_corrupt, stats=stats):
+        if upto is not None and number >= upto:
+            break
+        record = msgpack.unpackb(payload, raw=False)
+        tick = record.get("tick")
+        if streams is not None and (tick or record["tokenized"])["stream"] not in streams:
+            continue
+        if tick is not None:
+            try:
+                encoders.ingest(validate(tick), book)
+                ticks += 1
+            except InvalidTick:  # accepted once, so not expected
+                refused += 1
+        else:
+            done = encoders.ingest_tokenized(msgpack.packb([record["tokenized"]]), book)
+            ticks += done.ticks
+            refused += len(done.rejections)
+    return ticks, refused
 
 
 def _lock(path: Path) -> Any:

@@ -44,7 +44,7 @@ from queries.evaluate import compile_query
 from queries.flash import FlashQueries
 from queries.limits import QueryLimits
 from queries.registry import Registry
-from queries.spec import dump_queries
+from queries.spec import QuerySpec, dump_queries
 from queries.yaml_loader import load_queries_file
 
 
@@ -67,6 +67,14 @@ def build_codec(config: ServiceConfig) -> Codec:
         trade_template=config.codec.trade_template or defaults.trade_template,
         quote_template=config.codec.quote_template or defaults.quote_template,
     ))
+
+
+def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
+    """What a data directory's logs depend on: the model and the codec that turned ticks into tokens."""
+    spec = codec.to_json() if isinstance(codec, BinnedCodec) else repr((dataclasses.asdict(codec.config),
+                                                                        codec.vocab_size))
+    return {"model": config.model.model_id, "codec": f"{type(codec).__name__}:"
+            f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}"}
 
 
 class TickPipeline:
@@ -94,7 +102,7 @@ class TickPipeline:
         self.rejected: Counter[str] = Counter()
         self._grouping: set[str] = set()  # streams the message being ingested has fed
         self.history = AnswerHistory(config.log.answers_keep)  # published answers, for gap fills
-        self.data = DataDir(config.log, self.cache, self._written_by()) if config.log.dir else None
+        self.data = DataDir(config.log, self.cache, written_by(config, self.codec)) if config.log.dir else None
         self.recovered: list[JobOutcome] = []  # answers owed at a restart: published first (Server)
         if self.data is not None:
             if self.data.queries_path.is_file():  # what was registered before a restart, answers and all
@@ -116,14 +124,6 @@ class TickPipeline:
             self.registry.register(changed)
             for spec in changed:
                 self.forget_query(spec.name)
-
-    def _written_by(self) -> dict[str, Any]:
-        """What a data directory's logs depend on: the model and the codec that turned ticks into tokens."""
-        codec = self.codec
-        spec = codec.to_json() if isinstance(codec, BinnedCodec) else repr((dataclasses.asdict(codec.config),
-                                                                              codec.vocab_size))
-        return {"model": self.config.model.model_id, "codec": f"{type(codec).__name__}:"
-                f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}"}
 
     def _answers_owed(self) -> list[JobOutcome]:
         """After a replay: standing queries due on ticks that were accepted but never answered before the
@@ -184,6 +184,54 @@ class TickPipeline:
         for r in result.rejections:
             self.rejected[r.reason] += 1
         return [r.to_wire() for r in result.rejections]
+
+    # -- what the server asks of a pipeline (ShardedPipeline answers the same) ---------------------------
+
+    @property
+    def busy(self) -> bool:
+        return self.engine.busy
+
+    def pending_tokens(self) -> int:
+        return self.engine.scheduler.pending_tokens()
+
+    @property
+    def stream_count(self) -> int:
+        return len(self.engine.scheduler.streams)
+
+    def register_queries(self, specs: list[QuerySpec]) -> None:
+        """Add or replace standing queries (all or nothing); a replaced query's old answers are not served."""
+        for spec in specs:  # fail now, not at the first due tick, when the model cannot answer it
+            self.flash.compiled(spec)
+        self.registry.register(specs)
+        for spec in specs:
+            self.forget_query(spec.name)
+        self.save_queries()
+
+    def unregister_query(self, name: str) -> None:
+        self.registry.unregister(name)
+        self.forget_query(name)
+        self.save_queries()
+
+    def answer_at_once(self, spec: QuerySpec, stream: str, max_stale_ticks: int | None
+                       ) -> tuple[Answer, str | None] | None:
+        """An ask's answer without a forward, and how: the cached one if at most ``max_stale_ticks`` behind the
+        stream (how None), else one answered early ("prepositioned" or "gated", FlashQueries.answer_early)."""
+        if stream not in self.engine.scheduler.streams:
+            return None
+        ticks = self.engine.progress(stream).ticks
+        if max_stale_ticks is not None:
+            cached = self.cache.get_fresh(spec.name, stream, ticks, max_stale_ticks)
+            if cached is not None:
+                return cached, None
+        early, how, audits = self.flash.answer_early(spec, stream, ticks)
+        for job in audits:
+            self.engine.ask(job)
+        return (early, how) if early is not None else None
+
+    def ask(self, spec: QuerySpec, stream: str, ticket: Any) -> None:
+        """Compute ``spec`` on ``stream`` now; the outcome comes out of a later step with ``ticket``.
+        Raises UnknownStream for a stream that has sent no data."""
+        self.engine.ask(self.flash.job_for(spec, stream, ticket=ticket, draft_from=self.flash.draft_for(spec, stream)))
 
     @property
     def behind(self) -> bool:

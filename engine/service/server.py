@@ -30,6 +30,7 @@ from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, allowed_client_keys, server_keypair
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
+from engine.service.sharded import ShardedPipeline
 from queries.cache import Answer
 from queries.spec import QuerySpec, QuerySpecError
 from queries.yaml_loader import load_queries
@@ -45,7 +46,8 @@ def pack(obj: Any) -> bytes:
 class Server:
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
-        self.pipeline = TickPipeline(config)
+        # one engine in this process, or N engine shards (Ray actors) behind the same sockets
+        self.pipeline = ShardedPipeline(config) if config.shards.count else TickPipeline(config)
         self._waiting: dict[int, Any] = {}  # ask ticket -> the control reply still owed
         self._tickets = 0
         self.context = zmq.Context.instance()
@@ -134,7 +136,7 @@ class Server:
         next_heartbeat = time.monotonic()
         try:
             while not self._stop.is_set():
-                busy = self.pipeline.engine.busy
+                busy = self.pipeline.busy
                 wait_ms = 0 if busy else max(0, min(50, int((next_heartbeat - time.monotonic()) * 1000)))
                 events = dict(self.poller.poll(wait_ms))
                 for name, sock in self._sockets.items():
@@ -153,10 +155,10 @@ class Server:
     def _drain(self) -> None:
         """On stop: compute (and publish) what was accepted, for up to limits.drain_s; say what is left."""
         deadline = time.monotonic() + self.config.limits.drain_s
-        before = self.pipeline.engine.scheduler.pending_tokens()
-        while self.pipeline.engine.busy and time.monotonic() < deadline:
+        before = self.pipeline.pending_tokens()
+        while self.pipeline.busy and time.monotonic() < deadline:
             self._step()
-        left = self.pipeline.engine.scheduler.pending_tokens()
+        left = self.pipeline.pending_tokens()
         if before or left:
             print(f"flashtick: drained {before - left} pending tokens before stopping"
                   + (f"; {left} still pending after limits.drain_s={self.config.limits.drain_s} s" if left else ""),
@@ -179,7 +181,9 @@ class Server:
             return
         reply = self._waiting.pop(outcome.job.ticket, None)
         if reply is not None and outcome.answer is not None:
-            reply({"ok": True, "answer": outcome.answer.to_wire(), "cached": False})
+            early = getattr(outcome.job, "early", None)  # a shard's ask answered without a forward (RemoteJob)
+            reply({"ok": True, "answer": outcome.answer.to_wire(), "cached": early is not None,
+                   **({early: True} if early else {})})
         elif reply is not None:
             reply({"ok": False, "error": outcome.error})
 
@@ -278,19 +282,11 @@ class Server:
     def _op_register(self, request: dict, _reply: Any) -> dict:
         specs = load_queries(_field(request, "yaml", str), _register_source(request),
                              questions=self.pipeline.codec.questions, limits=self.pipeline.registry.limits)
-        for spec in specs:  # fail now, not at the first due tick, when the model cannot answer it
-            self.pipeline.flash.compiled(spec)
-        self.pipeline.registry.register(specs)
-        for spec in specs:
-            self.pipeline.forget_query(spec.name)  # a replaced query's old answers must not be served
-        self.pipeline.save_queries()
+        self.pipeline.register_queries(specs)
         return {"registered": [s.name for s in specs], "version": self.pipeline.registry.version}
 
     def _op_unregister(self, request: dict, _reply: Any) -> dict:
-        name = _field(request, "name", str)
-        self.pipeline.registry.unregister(name)
-        self.pipeline.forget_query(name)
-        self.pipeline.save_queries()
+        self.pipeline.unregister_query(_field(request, "name", str))
         return {"version": self.pipeline.registry.version}
 
     def _op_list(self, _request: dict, _reply: Any) -> dict:
@@ -313,22 +309,13 @@ class Server:
                 raise ControlError(f"no surprise on stream {stream!r} yet: it is computed when ticks arrive")
             return {"answer": cached.to_wire(), "cached": True}
         max_stale = request.get("max_stale_ticks")
-        flash = self.pipeline.flash
-        if stream in self.pipeline.engine.scheduler.streams:
-            ticks = self.pipeline.engine.progress(stream).ticks
-            if max_stale is not None:
-                cached = self.pipeline.cache.get_fresh(spec.name, stream, ticks, int(max_stale))
-                if cached is not None:
-                    return {"answer": cached.to_wire(), "cached": True}
-            early, how, audits = flash.answer_early(spec, stream, ticks)
-            for job in audits:
-                self.pipeline.engine.ask(job)
-            if early is not None:
-                return {"answer": early.to_wire(), "cached": True, how: True}
+        found = self.pipeline.answer_at_once(spec, stream, None if max_stale is None else int(max_stale))
+        if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
+            answer, how = found
+            return {"answer": answer.to_wire(), "cached": True, **({how: True} if how else {})}
         self._tickets += 1
         try:
-            self.pipeline.engine.ask(flash.job_for(spec, stream, ticket=self._tickets,
-                                                   draft_from=flash.draft_for(spec, stream)))
+            self.pipeline.ask(spec, stream, self._tickets)
         except UnknownStream:
             raise ControlError(f"stream {stream!r} has sent no data") from None
         self._waiting[self._tickets] = reply
@@ -352,7 +339,7 @@ class Server:
 
     def _op_health(self, _request: dict, _reply: Any) -> dict:
         return {"status": "serving", "uptime_s": time.time() - self.started_at,
-                "streams": len(self.pipeline.engine.scheduler.streams), "model": self.config.model.model_id}
+                "streams": self.pipeline.stream_count, "model": self.config.model.model_id}
 
     # -- metrics --------------------------------------------------------------------------------
 

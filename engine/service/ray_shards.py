@@ -1,0 +1,80 @@
+"""Starting engine shards on Ray: the connection, one placement group for all of them, each actor's options.
+
+Ray is an optional extra (``pip install 'flashtick[ray]'``): it is imported here,
+when a sharded service starts, never at module import.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from engine.service.config import ConfigError, ServiceConfig, ShardsSection
+from engine.service.shard import Shard
+
+
+def ray_module() -> Any:
+    """Ray, or a ConfigError that says how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--shards needs Ray: pip install 'flashtick[ray]'") from None
+    return ray
+
+
+def connect(shards: ShardsSection) -> bool:
+    """Join ``shards.ray_address`` (or start a local Ray instance) unless this process is connected already;
+    returns whether it connected (and so should disconnect when done)."""
+    ray = ray_module()
+    if ray.is_initialized():
+        return False
+    if shards.ray_address is None:  # a local instance: the shards at the front door's priority (Ray's
+        os.environ.setdefault("RAY_worker_niceness", "0")  # default, nice 15, starves them on a busy host)
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # CPU shards leave CUDA_VISIBLE_DEVICES be
+    ray.init(address=shards.ray_address, include_dashboard=False, log_to_driver=True)
+    return True
+
+
+def placement_group_for(config: ServiceConfig) -> Any:
+    """Every shard's resources reserved at once (a bundle each, spread over the cluster's nodes), so the
+    service starts with all its shards or says why not, rather than with some of them waiting forever."""
+    from ray.util.placement_group import placement_group, remove_placement_group
+
+    ray, shards = ray_module(), config.shards
+    bundle = {"CPU": shards.cpus, **({"GPU": 1} if config.model.device.startswith("cuda") else {})}
+    group = placement_group([{k: v for k, v in bundle.items() if v}] * shards.count, strategy="SPREAD")
+    ready, _ = ray.wait([group.ready()], timeout=shards.start_timeout_s)
+    if not ready:
+        remove_placement_group(group)
+        raise ConfigError(f"Ray cannot place {shards.count} shards of {bundle} each within "
+                          f"shards.start_timeout_s={shards.start_timeout_s:g}: the cluster has "
+                          f"{ray.cluster_resources()} (fewer shards, shards.cpus, or more nodes)")
+    return group
+
+
+def release(group: Any, timeout_s: float = 5.0) -> None:
+    """Remove a placement group, waiting at most ``timeout_s``: Ray's call blocks for as long as the cluster's
+    control service does not answer (a Ctrl-C reaches a local instance's processes too), and a service that
+    stops must not hang on it."""
+    from ray.util.placement_group import remove_placement_group
+
+    thread = threading.Thread(target=remove_placement_group, args=(group,), daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+
+
+def start_shard(config: ServiceConfig, group: Any, index: int) -> Any:
+    """The actor of shard ``index`` in bundle ``index`` of ``group``; Ray restarts it when it dies."""
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    ray, shards = ray_module(), config.shards
+    # the shards import flashtick from where this process did (a checkout), else from their own install
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    return ray.remote(Shard).options(
+        max_restarts=shards.max_restarts, max_task_retries=0, num_cpus=shards.cpus,
+        num_gpus=1 if config.model.device.startswith("cuda") else 0,
+        scheduling_strategy=PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=index),
+        runtime_env={"env_vars": {"PYTHONPATH": path}}).remote(config, f"shard-{index}")

@@ -1,0 +1,270 @@
+"""Shard: one engine of a sharded service, run as a Ray actor (ShardedPipeline starts N of them).
+
+A shard holds a model copy, an Engine (KV pool, scheduler) and the query planner
+(FlashQueries with its own Registry copy and AnswerCache) for the streams that
+rendezvous hashing gives it. It never sees the ZeroMQ wire, the logs or a raw
+tick: the front door (the server's process) decodes, validates, encodes and
+logs every item, and sends the shard already-encoded items
+``(stream, tokens, ts, ticks)``. One call does one round of work:
+
+    step(call)  registry ops and asks first, then the items, then engine steps until idle or
+                ``step_ms`` has passed; returns the standing answers (wire dicts), the asks' replies,
+                the streams' progress and the backlog
+    restore()   a fresh engine rebuilt from logged items (Scheduler.restore + Engine.rebuild), trigger
+                state and latest answers from the front door's answer log, then the answers owed
+
+The seqs a shard's cache hands out are its own: the front door stamps every
+published answer with the topic's next seq (one owner, gapless across shards
+and shard restarts). A shard that Ray restarted has an empty engine and says so
+(``needs_restore``) until the front door restores it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+from engine.jobs import JobOutcome
+from engine.engine import Engine
+from engine.models import load_model
+from engine.runner import ModelRunner
+from engine.scheduler import AdmissionRefused, UnknownStream
+from engine.service.config import TORCH_DTYPES, ConfigError, LogSection, ServiceConfig
+from engine.service.pipeline import build_codec
+from queries.cache import Answer, AnswerCache
+from queries.evaluate import compile_query
+from queries.flash import FlashQueries
+from queries.limits import QueryLimits
+from queries.registry import Registry
+from queries.spec import QuerySpec
+
+Item = tuple[str, list[int], int, int]  # (stream, tokens, event ts ns, ticks): an accepted, encoded item
+
+
+EXPIRE_EVERY_S = 1.0
+
+
+def pack_items(items: list[Item]) -> dict[str, Any]:
+    """Many items (a restore's) as a few flat numpy arrays, which Ray ships whole instead of pickling every
+    small list and int: the stream names, each item's stream index and token count, the tokens, event times
+    and tick counts."""
+    index: dict[str, int] = {}
+    for item in items:
+        index.setdefault(item[0], len(index))
+    n = len(items)
+    lengths = np.fromiter((len(item[1]) for item in items), np.int64, n)
+    return {"streams": list(index), "which": np.fromiter((index[item[0]] for item in items), np.int32, n),
+            "lengths": lengths, "tokens": np.fromiter((t for item in items for t in item[1]), np.int64,
+                                                      int(lengths.sum())),
+            "ts": np.fromiter((item[2] for item in items), np.int64, n),
+            "ticks": np.fromiter((item[3] for item in items), np.int64, n)}
+
+
+def unpack_items(packed: dict[str, Any]) -> Iterator[Item]:
+    """The items ``pack_items`` packed, in order."""
+    names, tokens = packed["streams"], packed["tokens"].tolist()
+    start = 0
+    for which, end, ts, ticks in zip(packed["which"].tolist(), np.cumsum(packed["lengths"]).tolist(),
+                                     packed["ts"].tolist(), packed["ticks"].tolist()):
+        yield names[which], tokens[start:end], ts, ticks
+        start = end
+
+
+class Shard:
+    def __init__(self, config: ServiceConfig, name: str) -> None:
+        self.name = name
+        self.config = dataclasses.replace(config, log=LogSection(enabled=False), queries=None)
+        if config.model.threads is not None:
+            torch.set_num_threads(config.model.threads)
+        model = load_model(config.model.path, TORCH_DTYPES[config.model.dtype], config.model.device)
+        self.codec = build_codec(config)
+        if self.codec.vocab_size > model.config.vocab_size:
+            raise ConfigError(f"codec vocabulary ({self.codec.vocab_size}) exceeds the model's ({model.config.vocab_size})")
+        self.runner = ModelRunner(model, config.kv.spec())
+        self.restored = False  # a (re)started actor serves nothing until the front door restores it
+        self.calls = 0
+        self.refused_items = 0  # items the front door accepted that this engine's limits refused
+        self._reset()
+
+    def _reset(self) -> None:
+        """A fresh registry, cache, planner and engine (the runner, its model and KV tensor, are kept)."""
+        limits = self.config.limits
+        self.registry = Registry(self.codec.questions, QueryLimits(
+            limits.max_yaml_bytes, limits.max_yaml_nodes, limits.max_queries, limits.max_topic_bytes),
+            answerable=lambda spec: compile_query(spec, self.codec))
+        self.cache = AnswerCache()
+        self.flash = FlashQueries(self.registry, self.cache, self.codec, self.config.model.model_id)
+        self.engine = Engine(self.runner, self.config.scheduler, self.flash)
+        self.flash.context = lambda stream: self.engine.scheduler.streams[stream].session.tokens  # lookup drafts
+        self._next_expire = time.monotonic() + EXPIRE_EVERY_S
+
+    def limits(self) -> dict[str, Any]:
+        """What the front door's encoders and admission checks need to know of this engine."""
+        scheduler = self.engine.scheduler
+        return {"vocab_size": self.runner.config.vocab_size, "max_chunk_tokens": scheduler.max_chunk_tokens,
+                "max_streams_admitted": scheduler.max_streams_admitted, "pid": os.getpid()}
+
+    # -- restore -----------------------------------------------------------------------------------
+
+    def restore(self, queries_yaml: str, latest: list[dict[str, Any]], items: dict[str, Any],
+                reset: bool = True) -> dict[str, Any]:
+        """Rebuild streams from their logged items (all of this shard's when ``reset``; else streams added to a
+        live shard: a move), with trigger state from ``latest`` (the front door's latest answers of those
+        streams), then compute the answers owed: due on ticks logged but never answered."""
+        started, started_ns = time.perf_counter(), time.time_ns()
+        if reset:
+            self._reset()
+            if queries_yaml:
+                self.registry.register(queries_yaml, "front door")
+        answers = [Answer(**a) for a in latest]
+        self.cache.restore(answers, {})
+        for answer in answers:
+            self.registry.restore_fired(answer.query, answer.stream, answer.version, answer.data_ts)
+        streams, refused = set(items["streams"]), 0
+        for stream, tokens, ts, ticks in unpack_items(items):  # ``items``: pack_items of the logged items
+            try:
+                self.engine.scheduler.restore(stream, tokens, ts, ticks)
+            except AdmissionRefused:  # the limits changed since it was logged: counted, never fatal
+                refused += 1
+        streams &= set(self.engine.scheduler.streams)
+        forwards = self.engine.rebuild()
+        owed = self._answers_owed(streams)
+        self.restored = True
+        progress = {stream: self.engine.progress(stream).ticks for stream in streams}
+        restored = {"streams": len(streams), "items": len(items["ts"]), "refused": refused, "forwards": forwards,
+                    "s": time.perf_counter() - started, "started_ns": started_ns}
+        return {**self._reply(owed, progress), "restored": restored}
+
+    def _answers_owed(self, streams: set[str]) -> list[JobOutcome]:
+        for stream in streams:
+            progress = self.engine.progress(stream)
+            for spec in self.registry.due(stream, progress.ticks, progress.event_ts):
+                last = self.cache.get(spec.name, stream)
+                if last is None or last.version < progress.ticks:
+                    self.engine.ask(self.flash.job_for(spec, stream))
+        return self.engine.run_until_idle()
+
+    def drop(self, streams: list[str]) -> None:
+        """Streams that moved to another shard: forgotten here (their KV back to the pool)."""
+        for stream in streams:
+            state = self.engine.scheduler.streams.pop(stream, None)
+            if state is not None:
+                self.engine.blocks.evict(state.session)
+            self.registry.drop_stream(stream)
+            self.cache.drop_stream(stream)
+            self.flash.drop_stream(stream)
+
+    # -- the work loop -----------------------------------------------------------------------------
+
+    def step(self, items: list[Item], ops: list[tuple], step_ms: float, want_stats: bool) -> dict[str, Any]:
+        """Apply registry ops and asks, queue ``items``, then step the engine until idle or ``step_ms``."""
+        if not self.restored:
+            return {"needs_restore": True}
+        self.calls += 1
+        outcomes: list[JobOutcome] = []
+        for op in ops:
+            outcomes += self._apply(op)
+        for stream, tokens, ts, ticks in items:
+            try:
+                self.engine.submit(stream, tokens, ts, ticks)  # admission was checked by the front door
+            except AdmissionRefused:  # only when the limits changed since the stream was logged: counted
+                self.refused_items += 1
+        deadline = time.perf_counter() + step_ms / 1000
+        progress: dict[str, int] = {}
+        while (report := self.engine.step()) is not None:
+            outcomes += report.outcomes
+            progress.update((p.stream, p.ticks) for p in report.advanced)
+            if time.perf_counter() >= deadline:
+                break
+        reply = self._reply(outcomes, progress)
+        if time.monotonic() >= self._next_expire:
+            self._next_expire = time.monotonic() + EXPIRE_EVERY_S
+            reply["expired"] = self._expire()
+        if want_stats:
+            reply["stats"] = self.stats()
+        return reply
+
+    def _apply(self, op: tuple) -> list[JobOutcome]:
+        kind = op[0]
+        if kind == "register":  # already validated by the front door; applied in the same order
+            for spec in self.registry.register(op[1], "front door"):
+                self.cache.drop_query(spec.name)
+                self.flash.forget_query(spec.name)
+        elif kind == "unregister":
+            if op[1] in self.registry:
+                self.registry.unregister(op[1])
+            self.cache.drop_query(op[1])
+            self.flash.forget_query(op[1])
+        elif kind == "ask":
+            _, ticket, stream, spec = op
+            try:
+                spec = self.registry.get(spec) if isinstance(spec, str) else QuerySpec.from_dict(spec)
+                return self._ask(spec, stream, ticket)
+            except UnknownStream:
+                return [JobOutcome(RemoteJob(ticket), error=f"stream {stream!r} has sent no data")]
+            except (ValueError, LookupError) as e:
+                return [JobOutcome(RemoteJob(ticket), error=str(e).strip('"') or type(e).__name__)]
+        else:
+            raise ValueError(f"unknown shard op {kind!r}")
+        return []
+
+    def _ask(self, spec: QuerySpec, stream: str, ticket: Any) -> list[JobOutcome]:
+        """An ask: answered at once when FlashQueries may answer early (decoded ahead, or gated), else queued."""
+        ticks = self.engine.progress(stream).ticks  # raises UnknownStream
+        early, how, audits = self.flash.answer_early(spec, stream, ticks)
+        for job in audits:
+            self.engine.ask(job)
+        if early is not None:
+            return [JobOutcome(RemoteJob(ticket, how), early)]
+        self.engine.ask(self.flash.job_for(spec, stream, ticket=ticket, draft_from=self.flash.draft_for(spec, stream)))
+        return []
+
+    def _reply(self, outcomes: list[JobOutcome], progress: dict[str, int]) -> dict[str, Any]:
+        answers, replies, errors = [], [], 0
+        for outcome in outcomes:
+            ticket = outcome.job.ticket
+            if ticket is not None:
+                replies.append((ticket, outcome.answer.to_wire() if outcome.answer is not None else None,
+                                outcome.error, getattr(outcome.job, "early", None)))
+            elif outcome.answer is not None:
+                answers.append(outcome.answer.to_wire())
+            elif outcome.error is not None:  # (idle work such as decoding ahead finishes with neither)
+                errors += 1
+        self.flash.stats.errors += errors
+        scheduler = self.engine.scheduler
+        return {"answers": answers, "replies": replies, "pending_tokens": scheduler.pending_tokens(),
+                "busy": self.engine.busy, "progress": progress}
+
+    def _expire(self) -> list[str]:
+        expired = self.engine.scheduler.expire_idle()
+        for stream in expired:
+            self.registry.drop_stream(stream)
+            self.cache.drop_stream(stream)
+            self.flash.drop_stream(stream)
+        return expired
+
+    def stats(self) -> dict[str, Any]:
+        scheduler = self.engine.scheduler
+        return {"shard": self.name, "pid": os.getpid(), "calls": self.calls, "cpu_s": time.process_time(),
+                "refused_items": self.refused_items,
+                "speculation": {k: v for k, v in vars(self.flash.stats).items() if k != "freshness_ns"}, "answers_out": self.flash.stats.answers,
+                "query_errors": self.flash.stats.errors, "freshness_ms": self.flash.freshness_ms(),
+                "pending_tokens": scheduler.pending_tokens(), **scheduler.kv_summary(),
+                "scheduler": vars(scheduler.stats), "runner": vars(self.runner.stats)}
+
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteJob:
+    """A job that ran on a shard, as the server sees its outcome: only the ticket travels back (None: a
+    standing query's answer, to publish; else the control request waiting for it)."""
+
+    ticket: Any
+    early: str | None = None  # an ask answered without a forward: "prepositioned" or "gated"
+

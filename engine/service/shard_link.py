@@ -1,0 +1,84 @@
+"""ShardLink: the front door's side of one engine shard (engine/service/sharded.py drives it).
+
+Its actor handle, the streams rendezvous hashing gave it, the items and ops
+waiting to go, the one call in flight (a shard gets one call at a time, so the
+order of items, registry changes and asks is the order they were accepted),
+and, when its engine state was lost, the restore under way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.service.shard import Item
+from queries.flash import FlashStats
+
+
+@dataclass(eq=False)
+class ShardLink:
+    """The front door's side of one shard: its actor, its streams, what waits to go, the call in flight."""
+
+    name: str
+    handle: Any
+    streams: set[str] = field(default_factory=set)
+    buffer: list[Item] = field(default_factory=list)  # accepted (logged) items not yet sent
+    buffered_tokens: int = 0
+    ops: list[tuple] = field(default_factory=list)  # registry ops and asks, in order
+    call: Any = None  # the ObjectRef of the one call in flight
+    call_kind: str = "step"  # or "restore"
+    call_tokens: int = 0
+    call_version: int = 0  # registry version when the call went out
+    call_tickets: list[Any] = field(default_factory=list)
+    call_streams: set[str] = field(default_factory=set)
+    lost: bool = False  # its engine state is gone: nothing goes to it until a restore succeeds
+    restore_errors: int = 0  # restores in a row that raised in the shard
+    failed: str | None = None  # why it was given up on (restores kept raising); nothing more is tried
+    not_before: float = 0.0  # monotonic time before which no restore is tried
+    reading: Future | None = None  # the tick log being read for a restore
+    reported_pending: int = 0  # the shard's backlog at its last reply
+    shard_busy: bool = False
+    stats_due: bool = True
+    restarts: int = 0
+    restores: list[dict[str, Any]] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pending_tokens(self) -> int:
+        return self.buffered_tokens + self.call_tokens + self.reported_pending
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.buffer or self.ops or self.shard_busy or self.stats_due)
+
+    @property
+    def state(self) -> str:
+        return f"failed: {self.failed}" if self.failed else "restoring" if self.lost else "serving"
+
+
+def gathered_stats(links: list[ShardLink]) -> dict[str, Any]:
+    """The shards' figures as of their last replies, summed as if from one engine, and one line per shard."""
+    shards = [link.stats for link in links]
+    freshness = [s["freshness_ms"] for s in shards if s.get("freshness_ms")]
+    return {
+        "query_errors": sum(s.get("query_errors", 0) for s in shards),
+        "speculation": FlashStats(**_summed([s.get("speculation", {}) for s in shards])).summary(),
+        # the slowest shard's percentiles (an upper bound on the service's)
+        "freshness_ms": {q: max(f[q] for f in freshness) for q in ("p50", "p99")} if freshness else {},
+        **{key: sum(s.get(key, 0) for s in shards) for key in ("kv_cells_capacity", "kv_cells_used",
+                                                               "sessions_resident")},
+        "scheduler": _summed([s.get("scheduler", {}) for s in shards]),
+        "runner": _summed([s.get("runner", {}) for s in shards]),
+        "shards": [{"name": link.name, "state": link.state, "streams": len(link.streams),
+                    "pending_tokens": link.pending_tokens, "restarts": link.restarts, "restores": link.restores[-3:],
+                    "pid": link.stats.get("pid"), "calls": link.stats.get("calls", 0)} for link in links],
+    }
+
+
+def _summed(dicts: list[dict[str, Any]]) -> dict[str, Any]:
+    total: Counter[str] = Counter()
+    for d in dicts:
+        total.update({k: v for k, v in d.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    return dict(total)

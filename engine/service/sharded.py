@@ -1,0 +1,460 @@
+"""ShardedPipeline: the front door of a sharded service, with the pipeline interface the server uses.
+
+The server's process keeps everything that orders or numbers things: the
+sockets (server.py), the data directory (tick log, answer log, queries.yaml),
+the per-stream encoders (codec state, ordering guard), the global query
+registry, the answer history and every topic's seq. The engines are N shards
+(engine/service/shard.py), Ray actors with a model copy, a KV pool and a
+scheduler each; a stream belongs to the shard rendezvous hashing picks
+(engine/service/rendezvous.py).
+
+    ingest   decode, validate, encode (here) -> admission -> tick log -> the stream's shard buffer
+    step     each idle shard with work gets ONE call: its buffered items, registry ops and asks;
+             replies are collected with ray.wait (never waiting on one shard), and each standing
+             answer gets its topic's next seq here, goes to the answer log and out on PUB
+    loss     a call that fails (the actor died: Ray restarts it) or a shard that says
+             needs_restore: its streams' records are read from the tick log (a thread, up to the
+             record the log had reached) and the shard is restored from them (Scheduler.restore +
+             Engine.rebuild) with trigger state from the answer log; items accepted meanwhile wait
+             in its buffer and follow the restore, so nothing accepted is lost and seqs continue
+
+Register/unregister are checked here, then queued to every shard in order, so
+each shard's registry is the front door's; a shard that is restored gets the
+whole registry. An answer computed under a registry version older than its
+query's current registration is dropped (it answers a replaced query).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import msgpack
+
+from connectors.encoder import EncodedTick, Ingested, StreamEncoders
+from connectors.ticks import InvalidTick
+from engine.jobs import JobOutcome
+from engine.scheduler import StepReport, UnknownStream
+from engine.service.answer_log import AnswerHistory
+from engine.service.config import ConfigError, ServiceConfig
+from engine.service.durability import DataDir
+from engine.service.pipeline import build_codec, written_by
+from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
+from engine.service.rendezvous import shard_for
+from engine.service.shard import Item, RemoteJob, pack_items
+from engine.service.shard_link import ShardLink, gathered_stats
+from engine.service.ticklog import LogWriteError
+from queries.cache import Answer, AnswerCache
+from queries.evaluate import compile_query
+from queries.flash import FlashQueries
+from queries.limits import QueryLimits
+from queries.registry import Registry
+from queries.spec import QuerySpec, dump_queries
+from queries.yaml_loader import load_queries_file
+
+WAIT_S = 0.002  # the longest a step waits for a shard's reply before the server polls its sockets again
+RETRY_S = 0.25  # a restore that found the actor not back yet is tried again this much later
+MAX_RESTORE_ERRORS = 3  # a restore that raised this many times in a row will not succeed by retrying
+
+
+class ShardedPipeline:
+    def __init__(self, config: ServiceConfig) -> None:
+        ray_module()  # Ray is an optional extra: say so before anything starts
+        if not config.log.dir:
+            raise ConfigError("--shards needs the tick log (a lost shard is rebuilt from it): drop --no-log")
+        self.config = config
+        self.codec = build_codec(config)
+        limits = config.limits
+        self.registry = Registry(self.codec.questions, QueryLimits(
+            limits.max_yaml_bytes, limits.max_yaml_nodes, limits.max_queries, limits.max_topic_bytes),
+            answerable=lambda spec: compile_query(spec, self.codec))
+        self.cache = AnswerCache()
+        self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)  # checks only
+        self.history = AnswerHistory(config.log.answers_keep)
+        self.data = DataDir(config.log, self.cache, written_by(config, self.codec))
+        self.ticks_in = 0
+        self.rejected: Counter[str] = Counter()
+        self.recovered: list[JobOutcome] = []  # owed answers come out of the first steps instead
+        self.answers_out = 0
+        self.stale_dropped = 0
+        self.progress: dict[str, int] = {}  # stream -> ticks committed, from the shards' replies
+        self.shard_of: dict[str, ShardLink] = {}
+        self._expired: list[str] = []
+        self._reader = ThreadPoolExecutor(1, thread_name_prefix="shard-restore")
+        self._owns_ray = connect(config.shards)
+        self._group, self.links = None, []
+        try:
+            facts = self._start_shards()
+        except BaseException:
+            self.close()  # the actors started so far, the placement group, the data directory's lock
+            raise
+        self.max_streams_admitted = facts[0]["max_streams_admitted"]
+        self.encoders = StreamEncoders(self.codec, facts[0]["vocab_size"], limits.max_message_bytes,
+                                       max_item_tokens=facts[0]["max_chunk_tokens"],
+                                       max_stream_bytes=limits.max_stream_bytes)
+        self._restore_all()
+
+    def _start_shards(self) -> list[dict[str, Any]]:
+        """The shards' actors, started and answering; returns what each says of its engine's limits."""
+        ray, shards = ray_module(), self.config.shards
+        self._group = placement_group_for(self.config)
+        self.links = [ShardLink(f"shard-{i}", start_shard(self.config, self._group, i)) for i in range(shards.count)]
+        self._names = [link.name for link in self.links]
+        self._by_name = {link.name: link for link in self.links}
+        try:
+            return ray.get([link.handle.limits.remote() for link in self.links], timeout=shards.start_timeout_s)
+        except ray.exceptions.GetTimeoutError:
+            raise ConfigError(f"the shards did not start within shards.start_timeout_s={shards.start_timeout_s:g}"
+                              ) from None
+        except ray.exceptions.RayError as e:  # a shard's constructor raised (the model, the KV budget, ...)
+            raise ConfigError(f"a shard did not start: {str(e).strip().splitlines()[-1]}") from None
+
+    def _restore_all(self) -> None:
+        """On start: registry and answers from the data directory, then every logged item through the
+        encoders here (codec state, ordering guards) and to its stream's shard, which rebuilds from them."""
+        if self.data.queries_path.is_file():
+            self.registry.register_file(self.data.queries_path)
+        self.data.restore_answers(self.registry, self.history)
+        if self.config.queries:
+            specs = load_queries_file(self.config.queries, self.registry.questions, self.registry.limits)
+            changed = [spec for spec in specs if self.registry.current(spec.name) != spec]
+            if changed:
+                self.registry.register(changed)
+                for spec in changed:
+                    self.forget_query(spec.name)
+        self.save_queries()
+        items: dict[str, list[Item]] = {name: [] for name in self._names}
+
+        def book(item: EncodedTick) -> None:
+            link = self._owner(item.stream)
+            items[link.name].append((item.stream, item.tokens, item.ts, item.ticks))
+
+        self.ticks_in = self.data.replay_items(self.encoders, book)
+        for link in self.links:
+            link.lost = True  # until its restore is in
+            self._send_restore(link, pack_items(items[link.name]))
+
+    def _owner(self, stream: str) -> ShardLink:
+        link = self.shard_of.get(stream)
+        if link is None:
+            link = self.shard_of[stream] = self._by_name[shard_for(stream, self._names)]
+            link.streams.add(stream)
+        return link
+
+    # -- ingest ----------------------------------------------------------------------------------
+
+    def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
+        return self._counted(self.encoders.ingest_message(data, self._submit))
+
+    def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
+        return self._counted(self.encoders.ingest_tokenized(data, self._submit))
+
+    def _counted(self, result: Ingested) -> list[dict[str, Any]]:
+        self.ticks_in += result.ticks
+        for r in result.rejections:
+            self.rejected[r.reason] += 1
+        return [r.to_wire() for r in result.rejections]
+
+    def _submit(self, item: EncodedTick) -> None:
+        """Every check, then the log, then the shard's buffer: the log holds exactly the accepted items."""
+        if self.behind and self.config.limits.when_behind == "shed":
+            raise InvalidTick("overloaded", f"the engine is behind: {self.pending_tokens()} tokens pending "
+                                            f"(limits.max_backlog_tokens, when_behind: shed)", item.stream)
+        if item.stream not in self.shard_of:
+            problem = self._admission_problem(item.stream)
+            if problem is not None:
+                raise InvalidTick("stream_refused", problem, item.stream)
+        try:
+            self.data.append(item)
+        except LogWriteError as e:
+            raise InvalidTick("log_unavailable", f"{e} (the tick was not accepted)", item.stream) from None
+        link = self._owner(item.stream)
+        link.buffer.append((item.stream, item.tokens, item.ts, item.ticks))
+        link.buffered_tokens += len(item.tokens)
+
+    def _admission_problem(self, stream: str) -> str | None:
+        """Scheduler.admission_problem for the shard the stream would go to (its limits are per shard)."""
+        held = len(self._by_name[shard_for(stream, self._names)].streams)
+        scheduler = self.config.scheduler
+        if held >= scheduler.max_streams:
+            return f"stream {stream!r} refused: {held} streams are held, the limit (scheduler.max_streams)"
+        if scheduler.when_full == "refuse" and held >= self.max_streams_admitted:
+            return f"stream {stream!r} refused: the KV pool holds {self.max_streams_admitted} streams and all are admitted"
+        return None
+
+    # -- the loop's step: send, collect, publish ------------------------------------------------
+
+    def step(self) -> StepReport | None:
+        """Send each idle shard its work, collect the replies that are in (waiting at most WAIT_S), and
+        return the answers and ask replies they brought (standing answers already numbered and logged)."""
+        ray = ray_module()
+        outcomes: list[JobOutcome] = []
+        self._poll_reads()
+        self._send_all()
+        calls = {link.call: link for link in self.links if link.call is not None}
+        if calls:
+            ready, _ = ray.wait(list(calls), num_returns=1, timeout=WAIT_S)
+            if ready:
+                ready, _ = ray.wait(list(calls), num_returns=len(calls), timeout=0)
+            for ref in ready:
+                self._finish(calls[ref], outcomes)
+            self._send_all()
+        return StepReport(outcomes=outcomes) if outcomes or calls else None
+
+    def _send_all(self) -> None:
+        for link in self.links:
+            if link.call is None and not link.lost and link.has_work:
+                self._send(link)
+
+    def _send(self, link: ShardLink) -> None:
+        items, ops = link.buffer, link.ops
+        link.buffer, link.ops = [], []
+        link.call_tokens, link.buffered_tokens = link.buffered_tokens, 0
+        link.call_version = self.registry.version
+        link.call_tickets = [op[1] for op in ops if op[0] == "ask"]
+        link.call_streams = {item[0] for item in items}
+        want_stats, link.stats_due = link.stats_due, False
+        link.call_kind = "step"
+        link.call = link.handle.step.remote(items, ops, self.config.shards.step_ms, want_stats)
+
+    def _finish(self, link: ShardLink, outcomes: list[JobOutcome]) -> None:
+        ray = ray_module()
+        ref, version, tickets, kind = link.call, link.call_version, link.call_tickets, link.call_kind
+        link.call, link.call_tokens, link.call_tickets = None, 0, []
+        try:
+            reply = ray.get(ref)
+        except ray.exceptions.RayTaskError as e:  # our code raised in the shard: its state is suspect
+            why = f"{type(e.cause).__name__}: {e.cause}"
+            link.restore_errors += kind == "restore"
+            if link.restore_errors >= MAX_RESTORE_ERRORS:
+                self._give_up(link, why)
+                return
+            ray.kill(link.handle, no_restart=False)  # Ray starts it afresh; it is restored below
+            self._lost(link, why, tickets, outcomes, kind)
+            return
+        except ray.exceptions.RayError as e:  # the actor died (killed, OOM, its host lost): Ray restarts it
+            self._lost(link, type(e).__name__, tickets, outcomes, kind)
+            return
+        if reply.get("needs_restore"):  # restarted by Ray between two calls
+            self._lost(link, "restarted", tickets, outcomes, kind)
+            return
+        link.lost, link.restore_errors = False, 0
+        for wire in reply["answers"]:
+            answer = self._publishable(Answer(**wire), version)
+            if answer is not None:
+                outcomes.append(JobOutcome(RemoteJob(None), answer))
+        for ticket, wire, error, early in reply["replies"]:
+            outcomes.append(JobOutcome(RemoteJob(ticket, early), self._as_published(Answer(**wire)) if wire else None,
+                                       error))
+        self.progress.update(reply["progress"])
+        link.reported_pending, link.shard_busy = reply["pending_tokens"], reply["busy"]
+        if "stats" in reply:
+            link.stats = reply["stats"]
+        if "restored" in reply:
+            link.restores.append(reply["restored"])
+            print(f"flashtick: {link.name} restored {reply['restored']['streams']} streams from "
+                  f"{reply['restored']['items']} logged items in {reply['restored']['s']:.2f} s", file=sys.stderr,
+                  flush=True)
+        for stream in reply.get("expired", ()):
+            self._expire(link, stream)
+
+    def _publishable(self, answer: Answer, version: int) -> Answer | None:
+        """The answer with its topic's next seq, logged and kept; None if its query was replaced or removed
+        after the call that computed it went out."""
+        if self.registry.current(answer.query) is None or self.registry.query_version(answer.query) > version:
+            self.stale_dropped += 1
+            return None
+        answer = self.cache.publish(answer)
+        packed = msgpack.packb(answer.to_wire(), use_bin_type=True)
+        self.history.add(answer.topic, answer.seq, packed)
+        self.data.answers.record(packed)  # before it is published: a seq seen is never handed out again
+        self.answers_out += 1
+        return answer
+
+    def _as_published(self, answer: Answer) -> Answer:
+        """An ask's answer as this front door published it: one a shard answered early from its cache (seq > 0)
+        carries the shard's own seq; the same answer here has the topic's seq (seq 0: computed for the asker)."""
+        if answer.seq == 0:
+            return answer
+        published = self.cache.get(answer.query, answer.stream)
+        if published is not None and published.version == answer.version:
+            return published
+        return dataclasses.replace(answer, seq=0)
+
+    def _expire(self, link: ShardLink, stream: str) -> None:
+        if stream in link.call_streams or any(item[0] == stream for item in link.buffer):
+            return  # it sent data since: the shard starts it afresh, the front door keeps it
+        link.streams.discard(stream)
+        self.shard_of.pop(stream, None)
+        self.progress.pop(stream, None)
+        self.encoders.drop(stream)
+        self.registry.drop_stream(stream)
+        self.cache.drop_stream(stream)
+        self.data.answers.forget_stream(stream)
+        self._expired.append(stream)
+
+    # -- a shard lost and restored ------------------------------------------------------------------
+
+    def _lost(self, link: ShardLink, why: str, tickets: list[Any], outcomes: list[JobOutcome], kind: str) -> None:
+        if kind == "restore":  # the actor is not back yet (Ray is restarting it): try again shortly
+            link.not_before = time.monotonic() + RETRY_S
+            return
+        link.restarts += 1
+        link.lost, link.not_before = True, 0.0
+        for ticket in tickets:
+            outcomes.append(JobOutcome(RemoteJob(ticket), error=f"{link.name} was lost before answering; ask again"))
+        link.buffer, link.buffered_tokens = [], 0  # logged: the restore reads them back
+        link.reported_pending, link.shard_busy = 0, False
+        print(f"flashtick: {link.name} lost ({why}); rebuilding its {len(link.streams)} streams from the tick log",
+              file=sys.stderr, flush=True)
+
+    def _read_log(self, link: ShardLink) -> None:
+        """Read the lost shard's streams from the tick log, on a thread, up to the last record accepted;
+        items accepted from now on wait in its buffer and follow the restore."""
+        link.buffer, link.buffered_tokens = [], 0
+        upto = self.data.log.next_record
+        encoders = StreamEncoders(self.codec, self.encoders.vocab_size, self.encoders.max_message_bytes,
+                                  max_item_tokens=self.encoders.max_item_tokens,
+                                  max_stream_bytes=self.encoders.max_stream_bytes)
+        streams = set(link.streams)
+        link.reading = self._reader.submit(
+            lambda: pack_items([(i.stream, i.tokens, i.ts, i.ticks) for i in self.data.read_items(streams, upto,
+                                                                                                   encoders)]))
+
+    def _give_up(self, link: ShardLink, why: str) -> None:
+        """A restore that keeps raising is a bug, not a lost process: stop retrying and say so. Ticks for the
+        shard's streams are still accepted and logged (nothing accepted is lost): a restart computes them."""
+        link.failed = why
+        print(f"flashtick: {link.name} could not be restored ({why}, {link.restore_errors} times); its "
+              f"{len(link.streams)} streams are logged but not computed until the service restarts",
+              file=sys.stderr, flush=True)
+
+    def _poll_reads(self) -> None:
+        for link in self.links:
+            if link.failed:
+                link.buffer, link.buffered_tokens = [], 0  # logged; a restart replays them
+                continue
+            if link.lost and link.call is None and link.reading is None and time.monotonic() >= link.not_before:
+                self._read_log(link)
+            if link.reading is not None and link.reading.done():
+                future, link.reading = link.reading, None
+                try:
+                    packed = future.result()
+                except Exception as e:  # e.g. retention dropped a segment while it was read: read again
+                    print(f"flashtick: {link.name}: reading the tick log failed ({type(e).__name__}: {e}); "
+                          f"trying again", file=sys.stderr, flush=True)
+                    link.not_before = time.monotonic() + RETRY_S
+                    continue
+                self._send_restore(link, packed)
+
+    def _send_restore(self, link: ShardLink, packed: dict[str, Any]) -> None:
+        """Restore ``link``'s shard from ``packed`` (pack_items of its streams' logged items)."""
+        link.ops = [op for op in link.ops if op[0] == "ask"]  # the restore carries the registry as it is now
+        latest = [a.to_wire() for a in self.cache.latest() if a.stream in link.streams]
+        queries = dump_queries(self.registry.list()) if len(self.registry) else ""
+        link.call_version = self.registry.version
+        link.call_tickets, link.call_streams = [], set()
+        link.call_kind = "restore"
+        link.call = link.handle.restore.remote(queries, latest, packed)
+
+    # -- what the server asks of a pipeline ----------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """A call in flight, a log being read, or work for a shard that can take it. A lost shard waiting
+        for Ray to restart it is not "busy": the server's loop then sleeps in its poll instead of spinning."""
+        return any(link.call is not None or link.reading is not None
+                   or (not link.lost and (link.buffer or link.ops or link.shard_busy)) for link in self.links)
+
+    def pending_tokens(self) -> int:
+        return sum(link.pending_tokens for link in self.links)
+
+    @property
+    def behind(self) -> bool:
+        return self.pending_tokens() > self.config.limits.max_backlog_tokens
+
+    @property
+    def stream_count(self) -> int:
+        return len(self.shard_of)
+
+    def register_queries(self, specs: list[QuerySpec]) -> None:
+        """Checked here (compiled, limits), then queued to every shard: all of them or none."""
+        for spec in specs:
+            self.flash.compiled(spec)
+        self.registry.register(specs)
+        for spec in specs:
+            self.forget_query(spec.name)
+        self.save_queries()
+        for link in self.links:
+            link.ops.append(("register", dump_queries(specs)))
+
+    def unregister_query(self, name: str) -> None:
+        self.registry.unregister(name)
+        self.forget_query(name)
+        self.save_queries()
+        for link in self.links:
+            link.ops.append(("unregister", name))
+
+    def answer_at_once(self, spec: QuerySpec, stream: str, max_stale_ticks: int | None
+                       ) -> tuple[Answer, str | None] | None:
+        """The cached answer within ``max_stale_ticks`` of the stream's progress (as its shard last reported
+        it). Answering early (decoded ahead, gated) is the shards' business: such asks go to the shard."""
+        ticks = self.progress.get(stream)
+        if ticks is None or max_stale_ticks is None:
+            return None
+        cached = self.cache.get_fresh(spec.name, stream, ticks, max_stale_ticks)
+        return (cached, None) if cached is not None else None
+
+    def ask(self, spec: QuerySpec, stream: str, ticket: Any) -> None:
+        link = self.shard_of.get(stream)
+        if link is None:
+            raise UnknownStream(stream)
+        if link.failed:
+            raise LookupError(f"stream {stream!r} is on {link.name}, which could not be restored ({link.failed}); "
+                              f"its ticks are logged and are computed when the service restarts")
+        registered = self.registry.current(spec.name) is spec
+        link.ops.append(("ask", ticket, stream, spec.name if registered else spec.to_dict()))
+
+    def forget_query(self, name: str) -> None:
+        self.cache.drop_query(name)
+        self.flash.forget_query(name)
+        self.data.answers.forget_query(name)
+
+    def save_queries(self) -> None:
+        self.data.save_queries(dump_queries(self.registry.list()))
+
+    def expire_idle(self) -> list[str]:
+        """Streams the shards dropped as idle (scheduler.stream_idle_s) since the last call, forgotten here."""
+        expired, self._expired = self._expired, []
+        return expired
+
+    def run_until_idle(self) -> list[Answer]:
+        """Step until every shard is idle; the standing answers published, in order (tests, tools)."""
+        answers = []
+        while self.busy:
+            report = self.step()
+            answers += [o.answer for o in report.outcomes if o.job.ticket is None] if report else []
+        return answers
+
+    def stats(self) -> dict[str, Any]:
+        for link in self.links:
+            link.stats_due = True  # fresh figures with each shard's next reply
+        return {"ticks_in": self.ticks_in, "rejected": dict(self.rejected), "answers_out": self.answers_out,
+                **gathered_stats(self.links), "pending_tokens": self.pending_tokens(), "behind": self.behind,
+                "streams": len(self.shard_of), "queries": len(self.registry), "model": self.config.model.model_id,
+                "log": self.data.stats(), "stale_answers_dropped": self.stale_dropped}
+
+    def close(self) -> None:
+        ray = ray_module()
+        self._reader.shutdown(wait=True, cancel_futures=True)
+        self.data.close()  # the logs flushed and the directory's lock released first, whatever Ray does next
+        for link in self.links:
+            ray.kill(link.handle, no_restart=True)
+        if self._owns_ray:
+            ray.shutdown()  # the placement group goes with the job
+        elif self._group is not None:  # this process goes on using Ray (tests, benchmarks): hand the CPUs back
+            release(self._group)
