@@ -4,8 +4,10 @@
     silu_mul          silu(gate) * up from the fused gate_up projection
     rope_write_kv     RoPE on q and k in place, and k, v written to their cache cells, in one launch
 
-Each has a pure-torch reference beside it (``*_ref``) with the same contract; the model calls the
-reference on CPU and the Triton kernel on CUDA (``kernels.backend_for``). Supported: fp32, fp16, bf16
+Each has a pure-torch reference beside it (``*_ref``) with the same contract. The decoder
+(engine/models/llama.py) calls these kernels on the Triton backend (CUDA, ``kernels.backend_for``) and its
+own torch ops elsewhere; tests/test_fused.py runs the whole decoder on the interpreted kernels against
+transformers' logits. Supported: fp32, fp16, bf16
 (norm statistics and RoPE products in fp32, results in the input dtype, as transformers does); any
 hidden size; contiguous last dimension. RoPE is the rotate-half form (Llama, Mistral, Qwen2); head_dim
 must be even.

@@ -39,7 +39,9 @@ def model_rope_and_write(qkv, cos, sin, n_heads, n_kv, k_cache, v_cache, meta) -
     """What engine/models/llama.py does today, op by op: the oracle for the fused reference."""
     from engine.models.llama import apply_rotary
 
-    qk = apply_rotary(qkv[:, : n_heads + n_kv], cos[:, None, :].to(qkv.dtype), sin[:, None, :].to(qkv.dtype))
+    # The model's tables span the whole head dim, [cos, cos] and [-sin, sin]; the kernel's are the halves.
+    cos_full, sin_full = torch.cat([cos, cos], dim=-1), torch.cat([-sin, sin], dim=-1)  # (T, D)
+    qk = apply_rotary(qkv[:, : n_heads + n_kv], cos_full[:, None, :].to(qkv.dtype), sin_full[:, None, :].to(qkv.dtype))
     write_kv_ref(qk[:, n_heads:], qkv[:, n_heads + n_kv :], k_cache, v_cache, meta)
     return qk
 
@@ -100,7 +102,29 @@ def check_rejects() -> None:
         rope_write_kv_triton(qkv, cos[:, :3], sin, 2, 1, caches[0], caches[1], meta)
 
 
+def check_model_fused(family: str) -> None:
+    """The whole decoder on the Triton backend (fused RoPE+K/V write, add+norm, SiLU*up, paged attention)
+    gives transformers' logits: an advance in two chunks, then a probe over the kept cache."""
+    from conftest import hf_logits, tiny_engine, tiny_hf_model
+    from engine.session import Session
+
+    hf = tiny_hf_model(family, seed=3, num_hidden_layers=2)
+    tokens = [(7 * i + 3) % hf.config.vocab_size for i in range(40)]
+    reference = hf_logits(hf, tokens)  # (40, vocab)
+    os.environ["FLASHTICK_KERNELS"] = "triton"
+    try:
+        engine, session = tiny_engine(hf), Session("s")
+        first = engine.advance(session, tokens[:20], logits="all")  # (20, vocab)
+        second = engine.advance(session, tokens[20:32], logits="all")
+        probed = engine.probe(session, tokens[32:])  # (8, vocab)
+    finally:
+        del os.environ["FLASHTICK_KERNELS"]
+    torch.testing.assert_close(torch.cat([first, second, probed]), reference, rtol=0, atol=1e-4)
+
+
 INTERPRETED_CHECKS: dict[str, Callable[[], None]] = {
+    "model-llama3": partial(check_model_fused, "llama3"),
+    "model-qwen2-tied": partial(check_model_fused, "qwen2-tied"),  # q/k/v biases
     "norm-residual-24": partial(check_norm, True, 24),
     "norm-plain-100": partial(check_norm, False, 100),
     "silu_mul-5": partial(check_silu_mul, 5),

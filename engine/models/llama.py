@@ -4,6 +4,11 @@ One forward takes a ragged batch: the new tokens of many sequences laid end to
 end, (T,). Each layer computes q/k/v for them, writes the advance tokens' K/V
 into their cells *before* attention (so a probe in the same batch can read a
 prefix that this very forward extends), then runs ragged paged attention.
+
+On the Triton backend (CUDA) the elementwise work between the GEMMs is fused
+(kernels/fused.py): RoPE + the K/V write in one launch, residual add + RMSNorm
+in one, SiLU*up in one. On CPU the torch ops below are the path (and the
+fused kernels' oracle).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.models.config import ModelConfig, rope_inv_freq
-from kernels import RaggedBatch, paged_attention, write_kv
+from kernels import RaggedBatch, backend_for, paged_attention, write_kv
 
 
 class RMSNorm(nn.Module):
@@ -22,7 +27,17 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
         self.eps = eps
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None, fused: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor]:  # (T, H) each: normed, and residual + x
+        """norm(residual + x) and the sum itself (x when there is no residual)."""
+        if fused:
+            from kernels.fused import add_rms_norm_triton
+
+            return add_rms_norm_triton(x, self.weight, self.eps, residual)
+        summed = x if residual is None else residual + x
+        return self.normed(summed), summed
+
+    def normed(self, x: torch.Tensor) -> torch.Tensor:
         if x.dtype == torch.float32:  # one fused op; same math as below
             return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
         # Same op order as transformers: normalise in fp32, scale in the input dtype.
@@ -45,8 +60,13 @@ class Rotary(nn.Module):
         self.register_buffer("cos", torch.cat([freqs.cos(), freqs.cos()], dim=-1), persistent=False)  # (P, D)
         self.register_buffer("sin", torch.cat([-freqs.sin(), freqs.sin()], dim=-1), persistent=False)  # (P, D)
 
-    def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """(cos, sin) for these positions, (T, 1, D) each, shared by every layer."""
+    def forward(self, positions: torch.Tensor, dtype: torch.dtype, fused: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(cos, sin) for these positions, shared by every layer: (T, 1, D) each in `dtype`, or for the fused
+        kernel the plain halves, (T, D/2) fp32 each (cos is [cos, cos]; sin is [-sin, sin])."""
+        if fused:
+            half = self.cos.shape[-1] // 2
+            return self.cos[positions][:, :half], self.sin[positions][:, half:]  # (T, D/2) views of (T, D)
         return self.cos[positions].to(dtype)[:, None, :], self.sin[positions].to(dtype)[:, None, :]
 
 
@@ -74,13 +94,21 @@ class Attention(nn.Module):
         v_cache: torch.Tensor,
         meta: RaggedBatch,
         rows: torch.Tensor | None = None,  # (R,) the only rows whose output is wanted; None: all
+        fused: bool = False,  # the Triton elementwise kernels (rope: their fp32 half tables)
     ) -> torch.Tensor:  # (T or R, hidden)
         T = x.shape[0]
-        qk, v = self.qkv_proj(x).split([self.q_size + self.kv_size, self.kv_size], dim=-1)
-        qk = apply_rotary(qk.view(T, self.n_heads + self.n_kv, self.head_dim), *rope)  # (T, Hq+Hkv, D), one pass
-        q, k = qk.split([self.n_heads, self.n_kv], dim=1)  # (T, Hq, D), (T, Hkv, D)
-        v = v.view(T, self.n_kv, self.head_dim)
-        write_kv(k, v, k_cache, v_cache, meta)
+        if fused:
+            from kernels.fused import rope_write_kv_triton
+
+            qkv = self.qkv_proj(x).view(T, self.n_heads + 2 * self.n_kv, self.head_dim)  # (T, Hq+2Hkv, D)
+            rope_write_kv_triton(qkv, *rope, self.n_heads, self.n_kv, k_cache, v_cache, meta)  # in place
+            q, k, v = qkv.split([self.n_heads, self.n_kv, self.n_kv], dim=1)  # views: (T, Hq|Hkv|Hkv, D)
+        else:
+            qk, v = self.qkv_proj(x).split([self.q_size + self.kv_size, self.kv_size], dim=-1)
+            qk = apply_rotary(qk.view(T, self.n_heads + self.n_kv, self.head_dim), *rope)  # (T, Hq+Hkv, D)
+            q, k = qk.split([self.n_heads, self.n_kv], dim=1)  # (T, Hq, D), (T, Hkv, D)
+            v = v.view(T, self.n_kv, self.head_dim)
+            write_kv(k, v, k_cache, v_cache, meta)
         if rows is not None and rows.numel() == 0:  # the K/V were all that was needed
             return x.new_empty(0, x.shape[1])
         out = paged_attention(q, k, v, k_cache, v_cache, meta, self.scale).reshape(T, self.q_size)  # (T, Hq*D)
@@ -94,7 +122,11 @@ class MLP(nn.Module):
         self.gate_up_proj = nn.Linear(config.hidden_size, 2 * self.inter, bias=config.mlp_bias)  # gate, up fused
         self.down_proj = nn.Linear(self.inter, config.hidden_size, bias=config.mlp_bias)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, fused: bool = False) -> torch.Tensor:
+        if fused:
+            from kernels.fused import silu_mul_triton
+
+            return self.down_proj(silu_mul_triton(self.gate_up_proj(x)))  # (T, 2 inter) -> (T, inter) -> (T, hidden)
         gate, up = self.gate_up_proj(x).split(self.inter, dim=-1)  # (T, inter) views of one output
         return self.down_proj(F.silu(gate, inplace=True).mul_(up))
 
@@ -107,11 +139,13 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.mlp = MLP(config)
 
-    def forward(self, x, rope, k_cache, v_cache, meta, rows: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x, rope, k_cache, v_cache, meta, rows: torch.Tensor | None = None, fused: bool = False
+                ) -> torch.Tensor:
         """(T, hidden) -> (T, hidden), or (R, hidden) for ``rows`` only (their K/V still written for all T)."""
-        attended = self.self_attn(self.input_layernorm(x), rope, k_cache, v_cache, meta, rows)
-        x = (x if rows is None else x.index_select(0, rows)) + attended
-        return x.add_(self.mlp(self.post_attention_layernorm(x)))  # x is this layer's own sum
+        normed, _ = self.input_layernorm(x, fused=fused)
+        attended = self.self_attn(normed, rope, k_cache, v_cache, meta, rows, fused)
+        normed, x = self.post_attention_layernorm(attended, x if rows is None else x.index_select(0, rows), fused)
+        return x.add_(self.mlp(normed, fused))  # x is this layer's own sum
 
 
 class LlamaModel(nn.Module):
@@ -139,9 +173,10 @@ class LlamaModel(nn.Module):
         logit_rows: torch.Tensor,  # (R,) rows of T whose logits are wanted
     ) -> torch.Tensor:  # (R, vocab) fp32
         x = self.embed_tokens(input_ids)  # (T, hidden)
-        rope = self.rotary(positions, x.dtype)
+        fused = backend_for(x.device) == "triton"
+        rope = self.rotary(positions, x.dtype, fused)
         last = len(self.layers) - 1
         for i, (layer, layer_kv) in enumerate(zip(self.layers, kv)):
             # The last layer's output feeds only the logits: it attends and runs its MLP for those rows
-            x = layer(x, rope, layer_kv[0], layer_kv[1], meta, logit_rows if i == last else None)
-        return self.lm_head(self.norm(x)).float()  # (R, vocab)
+            x = layer(x, rope, layer_kv[0], layer_kv[1], meta, logit_rows if i == last else None, fused)
+        return self.lm_head(self.norm(x, fused=fused)[0]).float()  # (R, vocab)
