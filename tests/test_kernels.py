@@ -18,21 +18,16 @@ Tolerances:
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import subprocess
-import sys
-import traceback
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import NamedTuple
 
 import pytest
 import torch
 
-import kernels
+from interpreted import report, run_worker, worker_main
 from kernels.metadata import RaggedBatch
 from kernels.reference import paged_attention_ref, write_kv_ref
 
@@ -217,12 +212,8 @@ def check_attention_probe_cuts(seed: int) -> None:
 
 # ---------------------------------------------------------------- Triton, interpreted on CPU
 #
-# The checks below run in one worker subprocess (this file run as a script) with
-# TRITON_INTERPRET=1 set before triton is imported: jit() picks "interpret" when a function is
-# decorated, triton's own tl.max/tl.sum included, so the variable cannot be switched on
-# in-process once anything imported triton, and setting it here would leak into every later
-# test module (and turn the GPU tier into interpreter runs). Each check is reported as its
-# own pytest test.
+# The checks below run in one worker subprocess (this file run as a script) with TRITON_INTERPRET=1;
+# tests/interpreted.py says why. Each check is reported as its own pytest test.
 
 ATTENTION_SPECS = {
     # a batch mixing: no prefix, prefix crossing a block, 0 new tokens, 1-token appends
@@ -319,40 +310,18 @@ INTERPRETED_CHECKS: dict[str, Callable[[], None]] = {
        for b in bad_attention_inputs(make_case(SMALL, 0))},
     "write_kv-rejects": check_write_kv_rejects,
 }
-_RESULT_TAG = "INTERPRETED-RESULTS "
-
-
-def _run_interpreted_checks() -> dict[str, str]:
-    """Worker side: run every check, report 'ok' or the failure's traceback."""
-    assert os.environ.get("TRITON_INTERPRET") == "1"
-    results = {}
-    for name, check in INTERPRETED_CHECKS.items():
-        try:
-            check()
-            results[name] = "ok"
-        except (Exception, pytest.fail.Exception):
-            results[name] = traceback.format_exc()
-    return results
 
 
 @pytest.fixture(scope="module")
 def interpreted() -> dict[str, str]:
     if not HAVE_TRITON:
         pytest.skip("triton is not importable on this platform")
-    root = Path(kernels.__file__).resolve().parent.parent
-    env = {**os.environ, "TRITON_INTERPRET": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([sys.executable, __file__], cwd=root, env=env, capture_output=True, text=True, timeout=300)
-    tagged = [line for line in proc.stdout.splitlines() if line.startswith(_RESULT_TAG)]
-    if proc.returncode != 0 or not tagged:
-        pytest.fail(f"interpreter worker failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}", pytrace=False)
-    return json.loads(tagged[-1][len(_RESULT_TAG):])
+    return run_worker(__file__)
 
 
 @pytest.mark.parametrize("check", list(INTERPRETED_CHECKS))
 def test_triton_interpreted(interpreted: dict[str, str], check: str) -> None:
-    if interpreted[check] != "ok":
-        pytest.fail(interpreted[check], pytrace=False)
+    report(interpreted, check)
 
 
 @needs_triton
@@ -413,4 +382,4 @@ def test_cuda_write_kv_is_exact(dtype: torch.dtype, cache_dtype: torch.dtype) ->
         torch.testing.assert_close(g, e, rtol=0, atol=0, equal_nan=True)
 
 if __name__ == "__main__":  # the interpreter worker started by the `interpreted` fixture
-    print(_RESULT_TAG + json.dumps(_run_interpreted_checks()))
+    worker_main(INTERPRETED_CHECKS)

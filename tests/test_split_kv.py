@@ -3,19 +3,13 @@ subprocess, as in test_kernels.py), compiled on CUDA when there is one. Toleranc
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import traceback
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
 import pytest
 import torch
 
-import kernels
+from interpreted import report, run_worker, worker_main
 from kernels.metadata import RaggedBatch
 from kernels.reference import paged_attention_ref
 from test_kernels import BF16_TOL, FP32_TOL, HAVE_TRITON, Case, Spec, make_case, needs_cuda
@@ -51,28 +45,18 @@ INTERPRETED_CHECKS: dict[str, Callable[[], None]] = {
     "split-many_splits_gqa2-strided_qkv": partial(check_split, "many_splits_gqa2", True),
     "split-rejects-long-appends": check_rejects_long_appends,
 }
-_RESULT_TAG = "INTERPRETED-RESULTS "
 
 
 @pytest.fixture(scope="module")
 def interpreted() -> dict[str, str]:
     if not HAVE_TRITON:
         pytest.skip("triton is not importable on this platform")
-    root = Path(kernels.__file__).resolve().parent.parent
-    tests = Path(__file__).resolve().parent
-    env = {**os.environ, "TRITON_INTERPRET": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), str(tests), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([sys.executable, __file__], cwd=root, env=env, capture_output=True, text=True, timeout=300)
-    tagged = [line for line in proc.stdout.splitlines() if line.startswith(_RESULT_TAG)]
-    if proc.returncode != 0 or not tagged:
-        pytest.fail(f"interpreter worker failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}", pytrace=False)
-    return json.loads(tagged[-1][len(_RESULT_TAG):])
+    return run_worker(__file__)
 
 
 @pytest.mark.parametrize("check", list(INTERPRETED_CHECKS))
 def test_split_kv_interpreted(interpreted: dict[str, str], check: str) -> None:
-    if interpreted[check] != "ok":
-        pytest.fail(interpreted[check], pytrace=False)
+    report(interpreted, check)
 
 
 def test_the_shape_picks_split_kv_only_for_few_rows_over_a_long_prefix() -> None:
@@ -108,13 +92,5 @@ def test_cuda_split_kv_matches_reference(name: str, dtype: torch.dtype) -> None:
     torch.testing.assert_close(got.float(), expected, **(FP32_TOL if dtype == torch.float32 else BF16_TOL))
 
 
-if __name__ == "__main__":  # the interpreter worker (see the fixture)
-    assert os.environ.get("TRITON_INTERPRET") == "1"
-    results = {}
-    for check_name, check in INTERPRETED_CHECKS.items():
-        try:
-            check()
-            results[check_name] = "ok"
-        except (Exception, pytest.fail.Exception):
-            results[check_name] = traceback.format_exc()
-    print(_RESULT_TAG + json.dumps(results))
+if __name__ == "__main__":  # the interpreter worker started by the `interpreted` fixture
+    worker_main(INTERPRETED_CHECKS)
