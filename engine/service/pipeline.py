@@ -77,6 +77,21 @@ def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
             f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}"}
 
 
+
+def overloaded(pending_tokens: int, stream: str) -> InvalidTick:
+    """The reject for a tick that arrives while the engine is behind and `when_behind` is shed."""
+    return InvalidTick("overloaded", f"the engine is behind: {pending_tokens} tokens pending "
+                                     f"(limits.max_backlog_tokens, when_behind: shed)", stream)
+
+
+def log_or_refuse(data: DataDir, item: EncodedTick) -> None:
+    """The tick log append that accepts a tick: a failed write refuses it, with nothing half-applied."""
+    try:
+        data.append(item)
+    except LogWriteError as e:
+        raise InvalidTick("log_unavailable", f"{e} (the tick was not accepted)", item.stream) from None
+
+
 class TickPipeline:
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
@@ -157,16 +172,12 @@ class TickPipeline:
     def _submit(self, item: EncodedTick) -> None:
         """Every check, then the log, then the engine: the log holds exactly the accepted items."""
         if self.behind and self.config.limits.when_behind == "shed":
-            raise InvalidTick("overloaded", f"the engine is behind: {self.engine.scheduler.pending_tokens()} tokens "
-                                            f"pending (limits.max_backlog_tokens, when_behind: shed)", item.stream)
+            raise overloaded(self.engine.scheduler.pending_tokens(), item.stream)
         if self.data is not None:
             problem = self.engine.scheduler.admission_problem(item.stream)
             if problem is not None:
                 raise InvalidTick("stream_refused", problem, item.stream)
-            try:
-                self.data.append(item)
-            except LogWriteError as e:
-                raise InvalidTick("log_unavailable", f"{e} (the tick was not accepted)", item.stream) from None
+            log_or_refuse(self.data, item)
         self._enqueue(item)
 
     def _enqueue(self, item: EncodedTick) -> None:

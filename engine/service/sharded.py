@@ -42,12 +42,11 @@ from engine.scheduler import StepReport, UnknownStream
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import DataDir
-from engine.service.pipeline import build_codec, written_by
+from engine.service.pipeline import build_codec, log_or_refuse, overloaded, written_by
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.rendezvous import shard_for
 from engine.service.shard import Item, RemoteJob, pack_items
 from engine.service.shard_link import ShardLink, gathered_stats
-from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import compile_query
 from queries.flash import FlashQueries
@@ -162,16 +161,12 @@ class ShardedPipeline:
     def _submit(self, item: EncodedTick) -> None:
         """Every check, then the log, then the shard's buffer: the log holds exactly the accepted items."""
         if self.behind and self.config.limits.when_behind == "shed":
-            raise InvalidTick("overloaded", f"the engine is behind: {self.pending_tokens()} tokens pending "
-                                            f"(limits.max_backlog_tokens, when_behind: shed)", item.stream)
+            raise overloaded(self.pending_tokens(), item.stream)
         if item.stream not in self.shard_of:
             problem = self._admission_problem(item.stream)
             if problem is not None:
                 raise InvalidTick("stream_refused", problem, item.stream)
-        try:
-            self.data.append(item)
-        except LogWriteError as e:
-            raise InvalidTick("log_unavailable", f"{e} (the tick was not accepted)", item.stream) from None
+        log_or_refuse(self.data, item)
         link = self._owner(item.stream)
         link.buffer.append((item.stream, item.tokens, item.ts, item.ticks))
         link.buffered_tokens += len(item.tokens)
