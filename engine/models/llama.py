@@ -55,8 +55,9 @@ class Rotary(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        positions = torch.arange(config.max_positions, dtype=torch.float32)
-        freqs = positions[:, None] * rope_inv_freq(config)[None, :]  # (P, D/2)
+        with torch.device("cpu"):  # real tables even while a model is laid out on "meta" (loader.build_model)
+            positions = torch.arange(config.max_positions, dtype=torch.float32)
+            freqs = positions[:, None] * rope_inv_freq(config)[None, :]  # (P, D/2)
         self.register_buffer("cos", torch.cat([freqs.cos(), freqs.cos()], dim=-1), persistent=False)  # (P, D)
         self.register_buffer("sin", torch.cat([-freqs.sin(), freqs.sin()], dim=-1), persistent=False)  # (P, D)
 

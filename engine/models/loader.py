@@ -7,7 +7,9 @@ laid out once for fast small-M GEMMs (engine/models/linear.py). No network: only
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +72,7 @@ def build_model(
     config: ModelConfig, hf_state: dict[str, torch.Tensor], dtype: torch.dtype, device: str | torch.device,
     weights: str | None = None,
 ) -> LlamaModel:
-    with torch.device("meta"):  # no random init of weights that are about to be overwritten
+    with torch.device("meta"), _no_weight_init():  # no random init of weights that are about to be overwritten
         model = LlamaModel(config)
     model.to_empty(device=device)
     model.rotary = Rotary(config).to(device)
@@ -83,6 +85,24 @@ def build_model(
     model = model.to(dtype=dtype).eval()
     weights = weights or DEFAULT_WEIGHTS.get(dtype)
     return prepare_linears(model, weights) if weights is not None else model
+
+
+@contextlib.contextmanager
+def _no_weight_init() -> Iterator[None]:
+    """The modules' reset_parameters made no-ops while the model is built on the meta device.
+
+    Even on "meta", torch runs an init like ``normal_`` through its Python reference ops, and the first
+    such call imports torch._dynamo: 1-1.3 s at every start of every command. The weights are loaded
+    right after, so nothing is lost (transformers' ``no_init_weights`` does the same)."""
+    names = ("normal_", "uniform_", "kaiming_uniform_", "zeros_", "ones_")
+    saved = {name: getattr(torch.nn.init, name) for name in names}
+    try:
+        for name in names:
+            setattr(torch.nn.init, name, lambda tensor, *args, **kwargs: tensor)
+        yield
+    finally:
+        for name, init in saved.items():
+            setattr(torch.nn.init, name, init)
 
 
 def _fuse(config: ModelConfig, hf: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
