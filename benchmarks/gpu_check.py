@@ -5,7 +5,8 @@ Budget: under 8 minutes on one H100/H200-class GPU. Writes ONE JSON file:
 $OUT/gpu_check.json when $OUT is set (the device runner's output folder), else
 benchmarks/results/gpu_check.json.
 
-  1. kernels   ``pytest -m gpu tests/test_kernels.py`` (Triton kernels vs their torch references)
+  1. kernels   ``pytest -m gpu`` on tests/test_kernels.py, test_split_kv.py, test_fused.py (Triton kernels vs
+                 their torch references; the fused decoder vs transformers in fp32)
   2. workload 1  16-token question latency at contexts 1k..32k: flashtick probe vs transformers
                  with its kept DynamicCache (forward the question, crop back) and stateless,
                  random-weight Llama GPU_CONFIG (1.1B parameters), bf16, same tokens; per row
@@ -88,7 +89,8 @@ def crop_to(cache, length: int) -> None:
 def kernel_tests() -> dict:
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu",
-                           "tests/test_kernels.py", "tests/test_split_kv.py"], capture_output=True, text=True, timeout=240)
+                           "tests/test_kernels.py", "tests/test_split_kv.py", "tests/test_fused.py"],
+                          capture_output=True, text=True, timeout=240)
     tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
     print("\n".join(tail), flush=True)
     return {"returncode": proc.returncode, "passed": proc.returncode == 0, "tail": tail,

@@ -97,24 +97,33 @@ def check_rejects() -> None:
         rope_write_kv_triton(qkv, cos[:, :3], sin, 2, 1, caches[0], caches[1], meta)
 
 
-def check_model_fused(family: str) -> None:
+def decoder_matches_transformers(family: str, device: str) -> None:
     """The whole decoder on the Triton backend (fused RoPE+K/V write, add+norm, SiLU*up, paged attention)
     gives transformers' logits: an advance in two chunks, then a probe over the kept cache."""
-    from conftest import hf_logits, tiny_engine, tiny_hf_model
+    from conftest import hf_logits, tiny_hf_model
+    from engine.engine import Engine
+    from engine.kv_cache import CacheSpec
+    from engine.models import from_hf_model
+    from engine.runner import ModelRunner
     from engine.session import Session
 
     hf = tiny_hf_model(family, seed=3, num_hidden_layers=2)
     tokens = [(7 * i + 3) % hf.config.vocab_size for i in range(40)]
-    reference = hf_logits(hf, tokens)  # (40, vocab)
-    os.environ["FLASHTICK_KERNELS"] = "triton"
+    reference = hf_logits(hf, tokens)  # (40, vocab) on CPU
+    engine = Engine(ModelRunner(from_hf_model(hf, device=device), CacheSpec(block_size=16, cells=1024)))
+    session = Session("s")
+    first = engine.advance(session, tokens[:20], logits="all")  # (20, vocab)
+    second = engine.advance(session, tokens[20:32], logits="all")
+    probed = engine.probe(session, tokens[32:])  # (8, vocab)
+    torch.testing.assert_close(torch.cat([first, second, probed]).cpu(), reference, rtol=0, atol=1e-4)
+
+
+def check_model_fused(family: str) -> None:
+    os.environ["FLASHTICK_KERNELS"] = "triton"  # the interpreter runs the Triton backend on CPU tensors
     try:
-        engine, session = tiny_engine(hf), Session("s")
-        first = engine.advance(session, tokens[:20], logits="all")  # (20, vocab)
-        second = engine.advance(session, tokens[20:32], logits="all")
-        probed = engine.probe(session, tokens[32:])  # (8, vocab)
+        decoder_matches_transformers(family, "cpu")
     finally:
         del os.environ["FLASHTICK_KERNELS"]
-    torch.testing.assert_close(torch.cat([first, second, probed]), reference, rtol=0, atol=1e-4)
 
 
 INTERPRETED_CHECKS: dict[str, Callable[[], None]] = {
@@ -162,6 +171,13 @@ def test_cuda_fused_match_references(dtype: torch.dtype) -> None:
     rope_write_kv_triton(qkv, cos, sin, 32, 8, caches[0], caches[1], meta)
     torch.testing.assert_close(qkv.float(), want_qkv.float(), **tol)
     torch.testing.assert_close(caches.float(), want_caches.float(), equal_nan=True, **tol)
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("family", ["llama3", "qwen2-tied"])
+def test_the_decoder_on_cuda_matches_transformers(family: str) -> None:
+    decoder_matches_transformers(family, "cuda")  # fp32: TF32 is off for matmuls by default
 
 
 if __name__ == "__main__":  # the interpreter worker started by the `interpreted` fixture
