@@ -10,7 +10,8 @@ scheduler (engine/block_manager.py).
 On a GPU a step syncs with the host once: the logits every item wants come back
 in one device-to-host copy, so what the scheduler and the queries then read
 (surprise, answer probabilities) are host tensors and cost no sync each. Token
-ids, positions and logit rows go up through one pinned staging buffer.
+ids, positions and logit rows go up through one pinned staging buffer. Probes and
+small steps replay a captured CUDA graph per batch-shape bucket (engine/cuda_graphs.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import torch
 from engine.batch import ForwardBatch
 from engine.kv_cache import CacheSpec, KVCache
 from engine.models.llama import LlamaModel
-from kernels import RaggedBatch
+from kernels import RaggedBatch, backend_for
 
 
 @dataclass
@@ -34,7 +35,10 @@ class RunnerStats:
 
 
 class ModelRunner:
-    def __init__(self, model: LlamaModel, cache: CacheSpec, device: str | torch.device | None = None) -> None:
+    def __init__(self, model: LlamaModel, cache: CacheSpec, device: str | torch.device | None = None,
+                 cuda_graphs: bool | str | None = None) -> None:
+        """`cuda_graphs`: None (the default) captures graphs on CUDA with the Triton kernels and never elsewhere;
+        False never; "eager" runs their padded static-buffer path without capturing (the CPU tests' way in)."""
         self.model = model
         self.config = model.config
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
@@ -42,6 +46,14 @@ class ModelRunner:
         self.kv = KVCache(self.config, cache, self.dtype, self.device)
         self.stats = RunnerStats()
         self._staging: torch.Tensor | None = None  # pinned int64 host buffer for uploads (CUDA only)
+        if cuda_graphs is None:
+            cuda_graphs = self.device.type == "cuda" and backend_for(self.device) == "triton"
+        self.graphs = None
+        if cuda_graphs:
+            from engine.cuda_graphs import CudaGraphs  # imports Triton: only where its kernels run
+
+            self.graphs = CudaGraphs(model, self.kv.tensor, self.kv.block_size, self.config.max_positions,
+                                     self.device, mode="eager" if cuda_graphs == "eager" else "capture")
 
     def run(self, batch: ForwardBatch) -> list[torch.Tensor]:
         """One forward; returns each item's logits, (rows, vocab) fp32 (rows may be 0)."""
@@ -82,6 +94,8 @@ class ModelRunner:
             device=self.device,
             groups=[id(seq.session) for seq in batch.sequences],
         )
+        if self.graphs is not None and (logits := self.graphs.run(ids, positions, rows, meta)) is not None:
+            return logits
         ids_t, positions_t, rows_t = self._upload(ids, positions, rows)
         return self.model(ids_t, positions_t, self.kv.tensor, meta, rows_t)
 

@@ -82,6 +82,12 @@ class RaggedBatch:
             }
         return self._tensors
 
+    def use_device_tensors(self, tensors: dict[str, torch.Tensor]) -> RaggedBatch:
+        """The Triton kernels read these instead of uploading the lists: static buffers a CUDA graph is captured
+        on (engine/cuda_graphs.py), whose values the caller keeps current; the lists then only shape the launch."""
+        self._tensors = tensors
+        return self
+
     def prefix_runs(self) -> list[list[tuple[int, int]]]:
         """Per sequence, its prefix as maximal runs of physically contiguous cells [start, end).
 
