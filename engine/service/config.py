@@ -221,7 +221,7 @@ class ShardsSection:
 class ReplaySection:
     """How `flashtick backtest --config` reads tick files (docs/replay.md); each command-line option of the
     same name replaces its value here. `columns` is a column map (the YAML form of docs/replay.md) and
-    `preset` the base it overrides; names/ts_unit/tz/date refine either. Nothing set: detect per file."""
+    `preset` the base it overrides; names/ts_unit/tz/date/ts_format refine either. Nothing set: detect per file."""
 
     preset: str | None = None
     columns: dict | None = None
@@ -229,6 +229,7 @@ class ReplaySection:
     ts_unit: str | None = None
     tz: str | None = None  # IANA zone of naive times, e.g. Europe/London
     date: str | None = None  # the day of seconds_after_midnight times, e.g. 2024-03-01
+    ts_format: str | None = None  # strftime codes of datetime text that is not ISO 8601
     batch_ms: float = 100.0  # event-time width of a batch
     checkpoint_s: float = 10.0  # wall seconds between answer checkpoints (resumable with --resume)
 
@@ -249,7 +250,7 @@ class ReplaySection:
     def column_map(self) -> dict[str, Any] | None:
         """The map these keys describe (ColumnMap.from_dict form), or None: detect each file's layout."""
         return map_from_options(self.preset, self.columns, names=self.names, ts_unit=self.ts_unit, tz=self.tz,
-                                date=self.date)
+                                date=self.date, ts_format=self.ts_format)
 
 
 @dataclass(frozen=True)
