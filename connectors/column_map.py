@@ -287,8 +287,10 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     by_normal: dict[str, str] = {}
     for n in names:
         by_normal.setdefault(_normal(n), n)
-    found = {f: next((by_normal[c] for c in candidates if c in by_normal), None) for f, candidates in FIELD_NAMES.items()}
-    found = {f: c for f, c in found.items() if c is not None}
+    found: dict[str, str] = {}
+    for field_name, candidates in FIELD_NAMES.items():
+        if column := next((by_normal[c] for c in candidates if c in by_normal), None):
+            found[field_name] = column
     datetimes = [n for n, t in schema.items() if isinstance(t, (pl.Datetime, pl.Date))]
     ts = found.pop("ts", None) or (datetimes[0] if len(datetimes) == 1 else None)
     stream_col = found.pop("stream", None)
@@ -338,7 +340,8 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
         spec = {"preset": preset_name, **spec}
     if not spec:
         if given:
-            raise ValueError(f"{', '.join(sorted(given))} refine a column map: give the columns too "
+            verb = "refines" if len(given) == 1 else "refine"
+            raise ValueError(f"{', '.join(sorted(given))} {verb} a column map: give the columns too "
                              f"(--columns ts=...,price=... or --preset NAME)")
         return None
     spec |= given

@@ -284,10 +284,11 @@ class ServiceConfig:
                 raise ConfigError(f"{source}: section {name!r} must be a mapping")
             _reject_unknown(value, {f.name for f in dataclasses.fields(section_type)}, source, f"section {name!r}")
             value = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+            _check_types(value, section_type, f"{source}: {name}")
             try:
                 built[name] = section_type(**value)
             except (TypeError, ValueError) as e:
-                raise ConfigError(f"{source}: {name}: {e}") from None
+                raise ConfigError(f"{source}: {name}: {str(e).removeprefix(f'{name}: ')}") from None
         return cls(**built)
 
     @classmethod
@@ -310,6 +311,47 @@ _SECTION_TYPES: dict[str, type] = {
     "shards": ShardsSection,
     "replay": ReplaySection,
 }
+
+
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false",
+               "dict": "a mapping", "None": "null", "tuple[int, ...]": "a list of integers",
+               "tuple[str, ...]": "a list of strings"}
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if kind in ("int", "float") and isinstance(value, bool):
+        return False
+    if kind.startswith("tuple["):
+        item = kind[len("tuple["):].split(",")[0]
+        return isinstance(value, tuple) and all(_fits(v, item) for v in value)
+    types = {"int": int, "float": (int, float), "str": str, "bool": bool, "dict": dict, "None": type(None)}
+    return kind not in types or isinstance(value, types[kind])
+
+
+def _check_types(values: dict, section_type: type, where: str) -> None:
+    """Each key's value against its field's annotation (`int | None`, `tuple[str, ...]`, ...), so `heartbeat_s:
+    fast` or `cells: "4096"` is refused by name here, not met as a TypeError deep in the service."""
+    annotations = {f.name: str(f.type) for f in dataclasses.fields(section_type)}
+    for key, value in values.items():
+        kinds = [k.strip() for k in annotations[key].split("|")]
+        if any(k.startswith("Literal[") for k in kinds) or any(_fits(value, k) for k in kinds):
+            continue
+        if isinstance(value, datetime.date) and "str" in kinds:  # YAML reads 2024-03-01 as a date; the section
+            continue                                             # turns it back into text
+        wanted = " or ".join(_TYPE_WORDS.get(k, k) for k in kinds)
+        hint = " (quoted in the YAML: drop the quotes)" if isinstance(value, str) and _fits(_number(value), kinds[0]) \
+            else ""
+        raise ConfigError(f"{where}.{key} must be {wanted}, got {value!r}{hint}")
+
+
+def _number(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return None
 
 
 def _reject_unknown(raw: dict, allowed: Any, source: str, where: str) -> None:
