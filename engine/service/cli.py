@@ -242,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args) or 0
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `flashtick answers ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return 0
     except Exception as e:  # one readable line for the user, not a traceback
         message = str(e).strip() or type(e).__name__
         print(f"flashtick {args.command}: error: {message}", file=sys.stderr)
