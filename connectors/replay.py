@@ -394,6 +394,12 @@ class _Cursor:
         return False
 
 
+REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons
+    "unknown_side": "; map other side values with side_map in a --columns YAML file (docs/replay.md)",
+    "bad_stream": "; name the stream with --columns ...,stream_name=NAME (docs/wire-protocol.md#stream-names)",
+}
+
+
 class RejectCounter(Counter):
     """Rejected rows by reason, with the first row of each reason as a user finds it (file, line or row,
     column): a Counter, so `replay.rejected == {"missing_field": 3}` reads as before."""
@@ -408,7 +414,11 @@ class RejectCounter(Counter):
             column = next((plan.column_of(f) for f in ("ts", "stream", *VALUE_FIELDS)
                            if (err.message.startswith(f"{f} ") or f"'{f}'" in err.message) and plan.column_of(f)),
                           None)
-            self.examples[err.reason] = f"{plan.where(row)}: {err}" + (f" (column {column!r})" if column else "")
+            why = REJECT_HINTS.get(err.reason, "")
+            if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null
+                why = ": empty, or not a time the map reads" if column == plan.column_of("ts") else \
+                    ": empty, or not a plain number (e.g. '12,345.6')" if column != plan.column_of("side") else ""
+            self.examples[err.reason] = f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)
 
     def clear(self) -> None:
         super().clear()

@@ -144,3 +144,14 @@ def test_time_column_in_the_wrong_unit_is_named_with_the_fix(tmp_path: Path) -> 
     with pytest.raises(ValueError, match=r"holds '1717236000123', a number: give its epoch unit, e.g. --ts-unit ms"):
         FileReplay(tmp_path / "t.csv", columns=columns | {"ts_unit": "datetime"})
     assert FileReplay(tmp_path / "t.csv", columns=columns | {"ts_unit": "ms", "price": "PX"}).notes == []
+
+
+def test_rejected_rows_say_what_to_do(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text('time,symbol,price,size,side\n1717236000000,X,"12,345.67",1,buy\n'
+                                    "1717236000001,X,1.5,1,hold\n1717236000002,_X,1.5,1,buy\n1717236000003,X,1.5,1,S\n")
+    replay = FileReplay(tmp_path / "t.csv")
+    assert [t.side for t in drain(replay)] == ["sell"]
+    examples = replay.rejected.examples
+    assert examples["missing_field"].endswith("(column 'price': empty, or not a plain number (e.g. '12,345.6'))")
+    assert "got 'hold' (column 'side'; map other side values with side_map" in examples["unknown_side"]
+    assert "; name the stream with --columns ...,stream_name=NAME" in examples["bad_stream"]
