@@ -71,8 +71,10 @@ class ColumnMap:
     ts_format: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.ts, str) or not self.ts:
-            raise ValueError(f"ts must name the event-time column, got {self.ts!r}")
+        if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
+            raise ValueError(f"ts must name the event-time column (or date+time columns), got {self.ts!r}")
+        if len(self.ts_columns) > 1 and self.ts_unit == "ns":  # the default: date and time columns are text
+            object.__setattr__(self, "ts_unit", "datetime")
         if self.ts_unit not in TS_UNITS:
             raise ValueError(f"ts_unit must be one of {TS_UNITS}, got {self.ts_unit!r}")
         for name in ("stream", "stream_col", *VALUE_FIELDS):
@@ -120,6 +122,9 @@ class ColumnMap:
                 object.__setattr__(self, "ts_unit", "datetime")
             if self.ts_unit != "datetime":
                 raise ValueError(f"ts_format reads datetime text; it does not go with ts_unit {self.ts_unit!r}")
+        if len(self.ts_columns) > 1 and self.ts_unit != "datetime":
+            raise ValueError(f"ts {self.ts!r} joins date and time columns: their text is a datetime, not "
+                             f"ts_unit {self.ts_unit!r}")
         if self.tz is not None:
             if self.ts_unit not in LOCAL_TIME_UNITS:
                 raise ValueError(f"tz applies to ts_unit {' or '.join(LOCAL_TIME_UNITS)} (local wall-clock times); "
@@ -165,9 +170,14 @@ class ColumnMap:
             return self.stream_col
         return getattr(self, tick_field, None) if tick_field in ("ts", *VALUE_FIELDS) else None
 
+    @property
+    def ts_columns(self) -> tuple[str, ...]:
+        """The column(s) of the time: `Date+Time` names a date column and a time column, read joined by a space."""
+        return tuple(c.strip() for c in self.ts.split("+"))
+
     def source_columns(self) -> list[str]:
         """The file columns this map reads, without repeats."""
-        names = [self.ts, self.stream_col, *(getattr(self, f) for f in VALUE_FIELDS)]
+        names = [*self.ts_columns, self.stream_col, *(getattr(self, f) for f in VALUE_FIELDS)]
         return list(dict.fromkeys(n for n in names if n is not None))
 
 

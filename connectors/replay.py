@@ -107,7 +107,7 @@ def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
     out: dict[str, pl.DataType] = {getattr(cmap, f): pl.Float64 for f in NUMERIC_FIELDS if getattr(cmap, f)}
     if cmap.stream_col:
         out[cmap.stream_col] = pl.String
-    return out | {cmap.ts: ts_type}
+    return out | {column: ts_type for column in cmap.ts_columns}
 
 
 def _local(expr: pl.Expr, tz: str | None) -> pl.Expr:
@@ -121,7 +121,7 @@ def _local(expr: pl.Expr, tz: str | None) -> pl.Expr:
 def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) -> pl.Expr:
     """The event-time column as int ns (datetimes, times of day) or raw numbers in ts_unit (scaled exactly
     in Python). `first` is the column's first value as text: whether datetime text carries a UTC offset."""
-    col = pl.col(cmap.ts)
+    col = _time_column(cmap)
     if cmap.ts_unit == "datetime":
         if isinstance(dtype, pl.Datetime):
             if dtype.time_zone is not None and cmap.tz is not None:
@@ -148,7 +148,7 @@ def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None)
 
 def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
     """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`."""
-    text, fmt = pl.col(cmap.ts).str.strip_chars(), cmap.ts_format
+    text, fmt = _time_column(cmap).str.strip_chars(), cmap.ts_format
     aware = any(code in fmt for code in ("%z", "%:z", "%#z")) if fmt else bool(first and UTC_OFFSET.search(first))
     if not aware:
         return _local(text.str.to_datetime(fmt, time_unit="ns", strict=False), cmap.tz).dt.epoch("ns")
@@ -156,6 +156,13 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
         raise ValueError(f"{path}: ts column {cmap.ts!r} carries its UTC offset ({first!r}); tz={cmap.tz!r} is "
                          f"for naive times: drop it")
     return text.str.to_datetime(fmt, time_unit="ns", time_zone="UTC", strict=False).dt.epoch("ns")
+
+
+def _time_column(cmap: ColumnMap) -> pl.Expr:
+    """The time column, or the text of date and time columns joined by a space (`ts: Date+Time`)."""
+    if len(cmap.ts_columns) == 1:
+        return pl.col(cmap.ts)
+    return pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in cmap.ts_columns], separator=" ")
 
 
 def _time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
@@ -289,8 +296,9 @@ def _plan(path: Path, cmap: ColumnMap | None, explicit: bool) -> Any:
     if missing := [c for c in cmap.source_columns() if c not in schema]:
         raise ValueError(f"{path}: the column map needs {missing}, which the file lacks; columns found: {list(schema)}")
     overrides = _csv_overrides(cmap) if is_csv(path) else None
-    ts_type = overrides[cmap.ts] if overrides else schema[cmap.ts]  # what the scan below will read
-    first = _first_text(path, cmap, cmap.ts)
+    # what the scan below will read: date+time columns are joined as text
+    ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
+    first = _first_text(path, cmap, cmap.ts_columns)
     exprs = [_ts_expr(path, cmap, ts_type, first).alias("_ts")]
     keys: list[str] = []
     if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD
@@ -324,11 +332,13 @@ def _plan(path: Path, cmap: ColumnMap | None, explicit: bool) -> Any:
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes))
 
 
-def _first_text(path: Path, cmap: ColumnMap | None, column: str) -> str | None:
-    """The first non-empty value of `column`, as text (None: the column is empty)."""
-    overrides = {column: pl.String} if is_csv(path) else None
-    first = _scan(path, cmap, overrides).select(pl.col(column).cast(pl.String).str.strip_chars()).drop_nulls()
-    found = first.filter(pl.col(column) != "").head(1).collect()
+def _first_text(path: Path, cmap: ColumnMap | None, columns: str | tuple[str, ...]) -> str | None:
+    """The first non-empty value of a column (of date and time columns: joined by a space), as text (None: empty)."""
+    columns = (columns,) if isinstance(columns, str) else columns
+    overrides = {c: pl.String for c in columns} if is_csv(path) else None
+    text = pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in columns], separator=" ")
+    found = _scan(path, cmap, overrides).select(text.alias("t")).filter(pl.col("t").str.strip_chars() != "")
+    found = found.head(1).collect()
     return found.item() if found.height else None
 
 

@@ -155,3 +155,14 @@ def test_rejected_rows_say_what_to_do(tmp_path: Path) -> None:
     assert examples["missing_field"].endswith("(column 'price': empty, or not a plain number (e.g. '12,345.6'))")
     assert "got 'hold' (column 'side'; map other side values with side_map" in examples["unknown_side"]
     assert "; name the stream with --columns ...,stream_name=NAME" in examples["bad_stream"]
+
+
+def test_date_and_time_in_two_columns(tmp_path: Path) -> None:
+    (tmp_path / "kibot.csv").write_text("Date;Time;Price;Volume\n06/03/2024;09:30:00;192.31;100\n"
+                                        "06/03/2024;09:30:01.5;192.32;200\n")
+    columns = {"ts": "Date+Time", "ts_format": "%m/%d/%Y %H:%M:%S%.f", "tz": "America/New_York",
+               "stream": "AAPL", "price": "Price", "size": "Volume"}
+    ticks = drain(FileReplay(tmp_path / "kibot.csv", columns=columns))
+    assert [t.ts for t in ticks] == [ns("2024-06-03T13:30:00+00:00"), ns("2024-06-03T13:30:01.5+00:00")]
+    with pytest.raises(ValueError, match="joins date and time columns"):
+        FileReplay(tmp_path / "kibot.csv", columns=columns | {"ts_unit": "ms", "ts_format": None, "tz": None})

@@ -50,7 +50,8 @@ def _reading_options() -> argparse.ArgumentParser:
                                         "dukascopy (--columns keys override it)")
     group.add_argument("--columns", metavar="MAP", help="column map for every file: inline, e.g. "
                        "ts=time,price=px,size=qty,side=side,stream=symbol (stream= names the stream column, "
-                       "stream_name= a fixed stream), or a YAML file of docs/replay.md's keys")
+                       "stream_name= a fixed stream; ts=Date+Time joins a date and a time column), or a YAML file "
+                       "of docs/replay.md's keys")
     group.add_argument("--csv-names", metavar="A,B,...", help="the columns of a header-less CSV, in order")
     group.add_argument("--ts-unit", help="time column unit: ns, us, ms, s (since the epoch), datetime (ISO 8601 "
                        "text, with or without a UTC offset, or a datetime column), seconds_after_midnight")
