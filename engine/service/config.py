@@ -284,11 +284,14 @@ class ServiceConfig:
                 raise ConfigError(f"{source}: section {name!r} must be a mapping")
             _reject_unknown(value, {f.name for f in dataclasses.fields(section_type)}, source, f"section {name!r}")
             value = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
-            _check_types(value, section_type, f"{source}: {name}")
-            try:
+            try:  # the section's own checks speak first; a wrong type they let through is named after them
                 built[name] = section_type(**value)
-            except (TypeError, ValueError) as e:
+            except ValueError as e:
                 raise ConfigError(f"{source}: {name}: {str(e).removeprefix(f'{name}: ')}") from None
+            except TypeError as e:  # a comparison or sum on a wrong type, most likely
+                _check_types(value, section_type, f"{source}: {name}")
+                raise ConfigError(f"{source}: {name}: {e}") from None
+            _check_types(value, section_type, f"{source}: {name}")
         return cls(**built)
 
     @classmethod
