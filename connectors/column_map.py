@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from datetime import date as Date
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
@@ -38,14 +38,18 @@ class ColumnMap:
     date or ISO-text column (naive values are taken as UTC, or as local time
     in `tz`, an IANA zone such as "Europe/London"), or
     `ts_unit="seconds_after_midnight"`: decimal seconds of the wall-clock day
-    `date` ("2024-03-01"), in `tz` (default UTC). `names` gives the columns of
+    `date` ("2024-03-01"), in `tz` (default UTC). ISO text with a UTC offset
+    ("2024-06-03T09:30:00-04:00", "...Z") is read at that offset; `ts_format`
+    (polars/chrono strftime codes, e.g. "%Y%m%d %H:%M:%S%.f") reads datetime
+    text that is not ISO and implies ts_unit="datetime". `names` gives the columns of
     a header-less CSV, in order. The stream is a
     fixed name (`stream`) or a column (`stream_col`); with neither, the file's
     stem. `kind` fixes "trade" or "quote"; None takes the kind whose columns
     are mapped, or, when both are, infers it per row (a row with a price is a
     trade, one with both a price and a bid is rejected as `ambiguous_kind`). `side_map` translates raw side values, e.g. Binance's
-    `is_buyer_maker` {1: "sell", 0: "buy"}; unmapped values go through as they
-    are and a value that is not "buy"/"sell" is rejected as `unknown_side`.
+    `is_buyer_maker` {1: "sell", 0: "buy"}; values it does not map are read
+    by SIDE_WORDS (buy/sell/b/s in any case, Databento's A (sell) and N
+    (none)), and any other value is rejected as `unknown_side`.
     """
 
     ts: str
@@ -64,10 +68,13 @@ class ColumnMap:
     tz: str | None = None
     date: str | None = None
     names: tuple[str, ...] | None = None
+    ts_format: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.ts, str) or not self.ts:
-            raise ValueError(f"ts must name the event-time column, got {self.ts!r}")
+        if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
+            raise ValueError(f"ts must name the event-time column (or date+time columns), got {self.ts!r}")
+        if len(self.ts_columns) > 1 and self.ts_unit == "ns":  # the default: date and time columns are text
+            object.__setattr__(self, "ts_unit", "datetime")
         if self.ts_unit not in TS_UNITS:
             raise ValueError(f"ts_unit must be one of {TS_UNITS}, got {self.ts_unit!r}")
         for name in ("stream", "stream_col", *VALUE_FIELDS):
@@ -108,6 +115,16 @@ class ColumnMap:
                 raise ValueError(f"the map reads {missing}, which are not among names {list(names)}")
 
     def _check_time(self) -> None:
+        if self.ts_format is not None:
+            if not isinstance(self.ts_format, str) or "%" not in self.ts_format:
+                raise ValueError(f"ts_format must be strftime codes like '%Y%m%d %H:%M:%S%.f', got {self.ts_format!r}")
+            if self.ts_unit == "ns":  # the default: a format says the column is datetime text
+                object.__setattr__(self, "ts_unit", "datetime")
+            if self.ts_unit != "datetime":
+                raise ValueError(f"ts_format reads datetime text; it does not go with ts_unit {self.ts_unit!r}")
+        if len(self.ts_columns) > 1 and self.ts_unit != "datetime":
+            raise ValueError(f"ts {self.ts!r} joins date and time columns: their text is a datetime, not "
+                             f"ts_unit {self.ts_unit!r}")
         if self.tz is not None:
             if self.ts_unit not in LOCAL_TIME_UNITS:
                 raise ValueError(f"tz applies to ts_unit {' or '.join(LOCAL_TIME_UNITS)} (local wall-clock times); "
@@ -153,9 +170,14 @@ class ColumnMap:
             return self.stream_col
         return getattr(self, tick_field, None) if tick_field in ("ts", *VALUE_FIELDS) else None
 
+    @property
+    def ts_columns(self) -> tuple[str, ...]:
+        """The column(s) of the time: `Date+Time` names a date column and a time column, read joined by a space."""
+        return tuple(c.strip() for c in self.ts.split("+"))
+
     def source_columns(self) -> list[str]:
         """The file columns this map reads, without repeats."""
-        names = [self.ts, self.stream_col, *(getattr(self, f) for f in VALUE_FIELDS)]
+        names = [*self.ts_columns, self.stream_col, *(getattr(self, f) for f in VALUE_FIELDS)]
         return list(dict.fromkeys(n for n in names if n is not None))
 
 
@@ -168,6 +190,11 @@ PRESETS: dict[str, ColumnMap] = {
     "dukascopy": ColumnMap(ts="timestamp_utc", ts_unit="datetime", stream="EURUSD", kind=QUOTE, bid="bid",
                            ask="ask", bid_size="bid_volume", ask_size="ask_volume"),
 }
+
+
+# Aggressor sides as vendors write them (matched in lower case); a side_map entry wins over these.
+SIDE_WORDS: dict[str, str | None] = {"buy": "buy", "b": "buy", "sell": "sell", "s": "sell",
+                                     "a": "sell", "n": None, "": None}  # A/N: Databento's, as in dbn.py
 
 
 def preset(name: str) -> ColumnMap:
@@ -228,27 +255,80 @@ def as_column_map(spec: ColumnMap | str | Mapping[str, Any] | None) -> ColumnMap
     return ColumnMap.from_dict(spec)
 
 
-def detect_columns(path: Path, schema: Mapping[str, pl.DataType]) -> ColumnMap:
-    """A preset whose columns the file has, else the wire layout (ts, price, bid, ...)."""
+# Column names vendors use for each field, compared in lower case with spaces and dashes as "_"; the first
+# name a file has wins. `ts` and `stream` come first: the wire layout.
+FIELD_NAMES: dict[str, tuple[str, ...]] = {
+    "ts": ("ts", "timestamp", "time", "datetime", "date_time", "ts_event", "ts_recv", "event_time",
+           "transact_time", "trade_time", "exchange_time", "sip_timestamp", "timestamp_utc", "time_utc"),
+    "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id"),
+    "price": ("price", "px", "trade_price", "last_price", "last"),
+    "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size"),
+    "side": ("side", "aggressor_side", "taker_side"),
+    "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "bid_px_00"),
+    "ask": ("ask", "ask_price", "ask_px", "best_ask", "askprice", "offer", "offer_price", "ask_px_00"),
+    "bid_size": ("bid_size", "bid_qty", "bid_sz", "bidsize", "bid_volume", "bid_sz_00"),
+    "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "offer_size", "ask_sz_00"),
+}
+
+
+def _normal(name: str) -> str:
+    return name.strip().lower().replace(" ", "_").replace("-", "_")
+
+
+def epoch_unit(value: float) -> str:
+    """The epoch unit a present-day time has at this magnitude: ~1.7e9 s, 1.7e12 ms, 1.7e15 us, 1.7e18 ns."""
+    magnitude = abs(value)
+    return "s" if magnitude < 1e11 else "ms" if magnitude < 1e14 else "us" if magnitude < 1e17 else "ns"
+
+
+def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
+                   first: Callable[[str], Any] | None = None) -> ColumnMap:
+    """A preset whose columns the file has, else the columns named as in FIELD_NAMES (the wire layout first).
+
+    The time column is the first of FIELD_NAMES["ts"] the file has, else its only datetime column. Its unit:
+    datetime for datetime and date columns and for text that is not a number; for numbers (or numeric text),
+    the epoch unit of their magnitude (`epoch_unit`) as `first(column)`, the first value, shows, except that
+    a column named `ts` is ns (the wire layout). Without `first`, numbers are ns.
+    """
     names = list(schema)
     for cmap in PRESETS.values():
         if set(cmap.source_columns()) <= set(names):
             return cmap
-    datetimes = [n for n, t in schema.items() if isinstance(t, pl.Datetime)]
-    ts = "ts" if "ts" in schema else datetimes[0] if len(datetimes) == 1 else None
-    unit = "datetime" if ts is not None and isinstance(schema[ts], pl.Datetime) else "ns"
-    found = {f: f for f in VALUE_FIELDS if f in schema}
+    by_normal: dict[str, str] = {}
+    for n in names:
+        by_normal.setdefault(_normal(n), n)
+    found: dict[str, str] = {}
+    for field_name, candidates in FIELD_NAMES.items():
+        if column := next((by_normal[c] for c in candidates if c in by_normal), None):
+            found[field_name] = column
+    datetimes = [n for n, t in schema.items() if isinstance(t, (pl.Datetime, pl.Date))]
+    ts = found.pop("ts", None) or (datetimes[0] if len(datetimes) == 1 else None)
+    stream_col = found.pop("stream", None)
     if ts is None or not ({"price", "size"} <= set(found) or {"bid", "ask"} <= set(found)):
         raise ValueError(
-            f"cannot detect the column layout of {path}: columns found {names}. Pass a preset "
-            f"({', '.join(PRESETS)}) or a column map, e.g. {{'ts': 'time', 'ts_unit': 'ms', 'price': 'px', "
-            f"'size': 'qty'}} (see docs/replay.md)"
+            f"cannot detect the column layout of {path}: columns found {names}. Name its columns with a "
+            f"column map, e.g. --columns ts=time,price=px,size=qty,stream=symbol --ts-unit ms (or a preset: "
+            f"--preset {' / '.join(PRESETS)}; docs/replay.md)"
         )
     if "price" not in found or "size" not in found:
         found = {k: v for k, v in found.items() if k not in TRADE_FIELDS}
     if "bid" not in found or "ask" not in found:
         found = {k: v for k, v in found.items() if k not in QUOTE_FIELDS}
-    return ColumnMap(ts=ts, ts_unit=unit, stream_col="stream" if "stream" in schema else None, **found)
+    return ColumnMap(ts=ts, ts_unit=_detected_unit(ts, schema[ts], first), stream_col=stream_col, **found)
+
+
+def _detected_unit(ts: str, dtype: pl.DataType, first: Callable[[str], Any] | None) -> str:
+    if isinstance(dtype, (pl.Datetime, pl.Date)):
+        return "datetime"
+    value = first(ts) if first is not None else None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return "datetime"
+    if ts == "ts" or not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "ns"
+    return epoch_unit(value)
 
 
 def map_from_options(preset_name: str | None = None, columns: str | Mapping[str, Any] | None = None,
@@ -256,7 +336,7 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
     """The column map the command line (or the config's replay section) describes, in ColumnMap.from_dict form.
 
     `columns` is inline text (`ts=time,price=px`), a YAML file's path, or a dict; `preset_name` is the base it
-    overrides; `refinements` (names, ts_unit, tz, date; None = not given) override both. None: nothing given,
+    overrides; `refinements` (names, ts_unit, tz, date, ts_format; None = not given) override both. None: nothing given,
     detect each file's layout. The map is checked here, so a mistake is reported before any file is read.
     """
     given = {k: v for k, v in refinements.items() if v is not None}
@@ -270,7 +350,8 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
         spec = {"preset": preset_name, **spec}
     if not spec:
         if given:
-            raise ValueError(f"{', '.join(sorted(given))} refine a column map: give the columns too "
+            verb = "refines" if len(given) == 1 else "refine"
+            raise ValueError(f"{', '.join(sorted(given))} {verb} a column map: give the columns too "
                              f"(--columns ts=...,price=... or --preset NAME)")
         return None
     spec |= given

@@ -20,8 +20,10 @@ late gets the overdue ticks at once (nothing is dropped).
 
 from __future__ import annotations
 
+import gzip
 import heapq
 import math
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -33,12 +35,14 @@ import polars as pl
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
     NUMERIC_FIELDS,
     PRESETS,
+    SIDE_WORDS,
     TIME_OF_DAY,
     UNITS,
     VALUE_FIELDS,
     ColumnMap,
     as_column_map,
     detect_columns,
+    epoch_unit,
     preset,
 )
 from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
@@ -47,27 +51,52 @@ from connectors.ticks import QUOTE, TRADE, InvalidTick, Tick, validate
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
-CSV_SUFFIXES = (".csv",)
+CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
 DBN_SUFFIXES = (".dbn", ".dbn.zst")
+SEPARATORS = ",;\t|"  # a CSV's delimiter is the one its first line has most of, outside quotes
 ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
+# An ISO time with a UTC offset ("...09:30:00.123-04:00", "...13:30:00Z"), read at that offset
+UTC_OFFSET = re.compile(r"\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)$", re.IGNORECASE)
 
 
 def _is_dbn(path: Path) -> bool:
     return path.name.lower().endswith(DBN_SUFFIXES)
 
 
+def is_csv(path: Path) -> bool:
+    return path.name.lower().endswith(CSV_SUFFIXES)
+
+
+def file_stem(path: Path) -> str:
+    """The file name without its tick-file suffix (`es.csv.gz` -> `es`): the stream of a map that names none."""
+    name = path.name
+    suffix = next((x for x in (*DBN_SUFFIXES, *CSV_SUFFIXES, *PARQUET_SUFFIXES) if name.lower().endswith(x)), "")
+    return name[: len(name) - len(suffix)] if suffix and len(name) > len(suffix) else path.stem
+
+
+def _separator(path: Path) -> str:
+    """The delimiter of a CSV's first line: the most frequent of SEPARATORS outside quotes (',' when none)."""
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as f:
+        line = re.sub(r'"[^"]*"', "", f.readline())
+    best = max(SEPARATORS, key=line.count)  # ties go to the earlier one: ',' first
+    return best if line.count(best) else ","
+
+
 def _scan(path: Path, cmap: ColumnMap | None, overrides: dict[str, pl.DataType] | None = None) -> pl.LazyFrame:
+    if cmap is not None and cmap.names is not None and not is_csv(path):
+        raise ValueError(f"{path}: names (the columns of a header-less CSV) apply to CSV files, not {path.name!r}")
     suffix = path.suffix.lower()
-    if cmap is not None and cmap.names is not None and suffix not in CSV_SUFFIXES:
-        raise ValueError(f"{path}: names (the columns of a header-less CSV) apply to .csv files, not {suffix!r}")
     if suffix in PARQUET_SUFFIXES:
         return pl.scan_parquet(path)
-    if suffix in CSV_SUFFIXES:
+    if is_csv(path):
         names = list(cmap.names) if cmap is not None and cmap.names is not None else None
         # Typed on purpose: polars infers CSV types from the first rows, and a later "61837.5" in an inferred
         # int column would abort the whole replay. Unparsable cells become nulls, rejected as missing_field.
+        # Header names lose the spaces around them (`time; price`); the BOM, CRLF and quotes polars handles.
         return pl.scan_csv(path, has_header=names is None, new_columns=names, schema_overrides=overrides,
-                           ignore_errors=overrides is not None)
+                           ignore_errors=overrides is not None, separator=_separator(path),
+                           with_column_names=None if names else lambda found: [n.strip() for n in found])
     known = PARQUET_SUFFIXES + CSV_SUFFIXES + DBN_SUFFIXES
     raise ValueError(f"{path}: unsupported file type {suffix!r}; replay reads {', '.join(known)}")
 
@@ -78,7 +107,7 @@ def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
     out: dict[str, pl.DataType] = {getattr(cmap, f): pl.Float64 for f in NUMERIC_FIELDS if getattr(cmap, f)}
     if cmap.stream_col:
         out[cmap.stream_col] = pl.String
-    return out | {cmap.ts: ts_type}
+    return out | {column: ts_type for column in cmap.ts_columns}
 
 
 def _local(expr: pl.Expr, tz: str | None) -> pl.Expr:
@@ -89,10 +118,10 @@ def _local(expr: pl.Expr, tz: str | None) -> pl.Expr:
     return expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
 
 
-def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType) -> pl.Expr:
+def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) -> pl.Expr:
     """The event-time column as int ns (datetimes, times of day) or raw numbers in ts_unit (scaled exactly
-    in Python)."""
-    col = pl.col(cmap.ts)
+    in Python). `first` is the column's first value as text: whether datetime text carries a UTC offset."""
+    col = _time_column(cmap)
     if cmap.ts_unit == "datetime":
         if isinstance(dtype, pl.Datetime):
             if dtype.time_zone is not None and cmap.tz is not None:
@@ -102,7 +131,7 @@ def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType) -> pl.Expr:
         if dtype == pl.Date:
             return _local(col.cast(pl.Datetime("ns")), cmap.tz).dt.epoch("ns")
         if dtype == pl.String:
-            return _local(col.str.to_datetime(time_unit="ns", strict=False), cmap.tz).dt.epoch("ns")
+            return _datetime_text(path, cmap, first)
         raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a datetime; set ts_unit to ns/us/ms/s")
     if dtype == pl.String and cmap.ts_unit == "s":
         return _decimal_seconds_ns(col)
@@ -115,6 +144,43 @@ def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType) -> pl.Expr:
         offset = (col.cast(pl.Float64) * 1e9).round().cast(pl.Int64, strict=False)
         return _local(midnight + pl.duration(nanoseconds=offset), cmap.tz).dt.epoch("ns")
     return col
+
+
+def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
+    """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`."""
+    text, fmt = _time_column(cmap).str.strip_chars(), cmap.ts_format
+    aware = any(code in fmt for code in ("%z", "%:z", "%#z")) if fmt else bool(first and UTC_OFFSET.search(first))
+    if not aware:
+        return _local(text.str.to_datetime(fmt, time_unit="ns", strict=False), cmap.tz).dt.epoch("ns")
+    if cmap.tz is not None:
+        raise ValueError(f"{path}: ts column {cmap.ts!r} carries its UTC offset ({first!r}); tz={cmap.tz!r} is "
+                         f"for naive times: drop it")
+    return text.str.to_datetime(fmt, time_unit="ns", time_zone="UTC", strict=False).dt.epoch("ns")
+
+
+def _time_column(cmap: ColumnMap) -> pl.Expr:
+    """The time column, or the text of date and time columns joined by a space (`ts: Date+Time`)."""
+    if len(cmap.ts_columns) == 1:
+        return pl.col(cmap.ts)
+    return pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in cmap.ts_columns], separator=" ")
+
+
+def _time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
+    """Why no row's time could be read, and the option that reads it."""
+    where = f"{path}: no row's time could be read: column {cmap.ts!r} holds {first[:40]!r}"
+    try:
+        number = float(first)
+    except ValueError:
+        number = None
+    if number is not None and cmap.ts_unit == "datetime":
+        return f"{where}, a number: give its epoch unit, e.g. --ts-unit {epoch_unit(number)}"
+    if number is None and cmap.ts_unit in UNITS:
+        return (f"{where}, not a number of {cmap.ts_unit} since the epoch: for date/time text give --ts-unit "
+                f"datetime (and --ts-format if it is not ISO 8601)")
+    if cmap.ts_unit == "datetime":
+        return (f"{where}, which is not ISO 8601{' nor ' + repr(cmap.ts_format) if cmap.ts_format else ''}: "
+                f"give its format with strftime codes, e.g. --ts-format '%Y%m%d %H:%M:%S%.f'")
+    return f"{where}, not a number of {cmap.ts_unit}"
 
 
 def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:
@@ -135,10 +201,12 @@ def _ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
     return cmap.ts_unit in ("datetime", TIME_OF_DAY) or (cmap.ts_unit == "s" and dtype == pl.String)
 
 
-def _side_lookup(side_map: dict) -> Callable[[Any], Any]:
-    # YAML may give `1: sell`, `"1": sell` or `true: sell`; accept any of them for a 1/True/"1" cell.
-    table = dict(side_map) | {str(k).lower(): v for k, v in side_map.items()}
-    return lambda raw: table.get(raw, table.get(str(raw).lower(), raw))
+def _side_lookup(side_map: dict | None) -> Callable[[Any], Any]:
+    # YAML may give `1: sell`, `"1": sell` or `true: sell`; accept any of them for a 1/True/"1" cell. Values the
+    # map does not name are read as SIDE_WORDS (BUY, b, A, ...); anything else goes on to be rejected.
+    side_map = side_map or {}
+    table = SIDE_WORDS | dict(side_map) | {str(k).lower(): v for k, v in side_map.items()}
+    return lambda raw: table.get(raw, table.get(str(raw).strip().lower(), raw))
 
 
 def _scale(raw: Any, factor: int) -> Any:
@@ -157,6 +225,7 @@ class _FilePlan:
     keys: tuple[str, ...]
     sorted_on_read: bool
     ts_factor: int  # ns per unit of the `_ts` column: 1 when the query computed ns already
+    notes: tuple[str, ...] = ()  # what a user should know about how the file was read (a guessed layout, ...)
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -167,7 +236,7 @@ class _FilePlan:
 
     def where(self, row: int) -> str:
         """A row as a user finds it: the line of a CSV file (after the header), the row of a Parquet file."""
-        if self.path.suffix.lower() in CSV_SUFFIXES:
+        if is_csv(self.path):
             return f"{self.path} line {row + (1 if self.columns.names is not None else 2)}"
         return f"{self.path} row {row + 1}"
 
@@ -185,7 +254,7 @@ class _FilePlan:
         # A map with only one kind's columns fixes the kind, so a row missing its price reads as missing_field.
         kind = cmap.kind or (QUOTE if cmap.price is None else TRADE if cmap.bid is None else None)
         fixed = {k: v for k, v in (("stream", cmap.stream), ("kind", kind)) if v is not None}
-        side_of = _side_lookup(cmap.side_map) if cmap.side_map else None
+        side_of = _side_lookup(cmap.side_map)
         pairs = tuple(enumerate(self.keys, start=1))
 
         def convert(row: tuple) -> dict[str, Any]:
@@ -194,7 +263,7 @@ class _FilePlan:
                 out["ts"] = _scale(row[0], factor)
             for i, key in pairs:
                 value = row[i]
-                if value is not None and key == "side" and side_of is not None:
+                if value is not None and key == "side":
                     value = side_of(value)
                 if value is not None:
                     out[key] = value
@@ -219,29 +288,93 @@ def _plan(path: Path, cmap: ColumnMap | None, explicit: bool) -> Any:
             raise ValueError(f"{path}: names gives {len(cmap.names)} columns {list(cmap.names)}, which does not fit "
                              f"the file's rows ({str(e).splitlines()[0]})") from None
         raise ValueError(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
-    cmap = cmap or detect_columns(path, schema)
+    detected = cmap is None
+    cmap = detect_columns(path, schema, lambda column: _first_text(path, None, column)) if detected \
+        else _match_case(cmap, schema)
     if cmap.stream is None and cmap.stream_col is None:
-        cmap = replace(cmap, stream=path.stem)
+        cmap = replace(cmap, stream=file_stem(path))
     if missing := [c for c in cmap.source_columns() if c not in schema]:
         raise ValueError(f"{path}: the column map needs {missing}, which the file lacks; columns found: {list(schema)}")
-    overrides = _csv_overrides(cmap) if path.suffix.lower() in CSV_SUFFIXES else None
-    ts_type = overrides[cmap.ts] if overrides else schema[cmap.ts]  # what the scan below will read
-    exprs = [_ts_expr(path, cmap, ts_type).alias("_ts")]
+    overrides = _csv_overrides(cmap) if is_csv(path) else None
+    # what the scan below will read: date+time columns are joined as text
+    ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
+    first = _first_text(path, cmap, cmap.ts_columns)
+    exprs = [_ts_expr(path, cmap, ts_type, first).alias("_ts")]
     keys: list[str] = []
-    if cmap.stream_col:
-        exprs.append(pl.col(cmap.stream_col).cast(pl.String).alias("stream"))
+    if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD
+        exprs.append(pl.col(cmap.stream_col).cast(pl.String).str.replace_all("/", "-", literal=True).alias("stream"))
         keys.append("stream")
     for key in VALUE_FIELDS:
         if (name := getattr(cmap, key)) is not None:
             col = pl.col(name).cast(pl.Float64) if schema[name].is_decimal() else pl.col(name)
             exprs.append(col.alias(key))
             keys.append(key)
-    frame = _scan(path, cmap, overrides).with_row_index(ROW).select(*exprs, ROW)
-    unsorted = frame.select((pl.col("_ts").drop_nulls().diff() < 0).any()).collect().item()
-    if unsorted:  # stable: rows with equal timestamps keep their file order
+    rows = _scan(path, cmap, overrides).with_row_index(ROW)
+    if is_csv(path):  # a blank line (often at the end) is no row at all
+        rows = rows.filter(pl.any_horizontal(pl.all().exclude(ROW).is_not_null()))
+    frame = rows.select(*exprs, ROW)
+    raw_stream = pl.col(cmap.stream_col).cast(pl.String) if cmap.stream_col else pl.lit("")
+    facts = rows.select(exprs[0], raw_stream.alias("_stream")).select(
+        unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
+        first_ts=pl.col("_ts").drop_nulls().first(), slashes=pl.col("_stream").str.contains("/", literal=True).any(),
+    ).collect().row(0, named=True)
+    if not facts["timed"] and first is not None:
+        raise ValueError(_time_hint(path, cmap, first))
+    if facts["unsorted"]:  # stable: rows with equal timestamps keep their file order
         frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
     factor = 1 if _ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
-    return _FilePlan(path, cmap, frame, tuple(keys), bool(unsorted), factor)
+    notes = [f"{path.name}: no column map given; read as {describe_map(cmap)}"] if detected else []
+    if facts["slashes"]:
+        notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "
+                     f"answer topics use '/' as their separator")
+    if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
+        notes += _epoch_note(path, cmap, _scale(facts["first_ts"], factor))
+    return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes))
+
+
+def _first_text(path: Path, cmap: ColumnMap | None, columns: str | tuple[str, ...]) -> str | None:
+    """The first non-empty value of a column (of date and time columns: joined by a space), as text (None: empty)."""
+    columns = (columns,) if isinstance(columns, str) else columns
+    overrides = {c: pl.String for c in columns} if is_csv(path) else None
+    text = pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in columns], separator=" ")
+    found = _scan(path, cmap, overrides).select(text.alias("t")).filter(pl.col("t").str.strip_chars() != "")
+    found = found.head(1).collect()
+    return found.item() if found.height else None
+
+
+def _match_case(cmap: ColumnMap, schema: Mapping[str, pl.DataType]) -> ColumnMap:
+    """The map with each column the file lacks but spells in another case (`Price` for `price`) as the file does."""
+    spellings: dict[str, list[str]] = {}
+    for name in schema:
+        spellings.setdefault(name.strip().lower(), []).append(name)
+    fixed = {}
+    for field in ("ts", "stream_col", *VALUE_FIELDS):
+        name = getattr(cmap, field)
+        if name is not None and name not in schema and len(found := spellings.get(name.strip().lower(), [])) == 1:
+            fixed[field] = found[0]
+    return replace(cmap, **fixed) if fixed else cmap
+
+
+def describe_map(cmap: ColumnMap) -> str:
+    """A map as the command line writes it: `ts=time (ms), stream=symbol, price=px, size=qty`."""
+    unit = f" ({cmap.ts_unit}{', ' + cmap.ts_format if cmap.ts_format else ''})"
+    stream = f"stream={cmap.stream_col}" if cmap.stream_col else f"stream_name={cmap.stream}"
+    return ", ".join([f"ts={cmap.ts}{unit}", stream, *(f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS
+                                                        if getattr(cmap, f) is not None)])
+
+
+def _epoch_note(path: Path, cmap: ColumnMap, first_ns: Any) -> list[str]:
+    """A note when the first time, read in the map's epoch unit, is not a date of market data (1990..2200)."""
+    if not isinstance(first_ns, int) or EPOCH_1990_NS <= first_ns < EPOCH_2200_NS:
+        return []
+    raw = first_ns // UNITS[cmap.ts_unit]
+    if epoch_unit(raw) == cmap.ts_unit:  # no unit makes it a present-day time
+        return []
+    return [f"{path.name}: the first time, {raw} {cmap.ts_unit} since the epoch, is not in 1990..2200: "
+            f"if column {cmap.ts!r} counts {epoch_unit(raw)}, give --ts-unit {epoch_unit(raw)}"]
+
+
+EPOCH_1990_NS, EPOCH_2200_NS = 631_152_000 * 10**9, 7_258_118_400 * 10**9
 
 
 class _Cursor:
@@ -271,6 +404,12 @@ class _Cursor:
         return False
 
 
+REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons
+    "unknown_side": "; map other side values with side_map in a --columns YAML file (docs/replay.md)",
+    "bad_stream": "; name the stream with --columns ...,stream_name=NAME (docs/wire-protocol.md#stream-names)",
+}
+
+
 class RejectCounter(Counter):
     """Rejected rows by reason, with the first row of each reason as a user finds it (file, line or row,
     column): a Counter, so `replay.rejected == {"missing_field": 3}` reads as before."""
@@ -285,7 +424,11 @@ class RejectCounter(Counter):
             column = next((plan.column_of(f) for f in ("ts", "stream", *VALUE_FIELDS)
                            if (err.message.startswith(f"{f} ") or f"'{f}'" in err.message) and plan.column_of(f)),
                           None)
-            self.examples[err.reason] = f"{plan.where(row)}: {err}" + (f" (column {column!r})" if column else "")
+            why = REJECT_HINTS.get(err.reason, "")
+            if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null
+                why = ": empty, or not a time the map reads" if column == plan.column_of("ts") else \
+                    ": empty, or not a plain number (e.g. '12,345.6')" if column != plan.column_of("side") else ""
+            self.examples[err.reason] = f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)
 
     def clear(self) -> None:
         super().clear()
@@ -386,6 +529,12 @@ class FileReplay(Source):
     @property
     def done(self) -> bool:
         return not self._heap
+
+    @property
+    def notes(self) -> list[str]:
+        """What a user should know about how the files were read: a detected layout, renamed streams, times
+        that do not look like the unit given."""
+        return [note for p in self.plans for note in getattr(p, "notes", ())]
 
     @property
     def sorted_files(self) -> list[Path]:

@@ -311,7 +311,14 @@ def unpack(data: bytes, *, max_bytes: int = 64 << 20) -> Any:
         # strict_map_key keeps non-str keys out; unpackb bounds container sizes by len(data).
         return msgpack.unpackb(data, raw=False, strict_map_key=True)
     except Exception as err:  # msgpack raises several unrelated types (ValueError, ExtraData, ...) on garbage
-        raise InvalidTick("bad_msgpack", f"not valid msgpack ({type(err).__name__})") from None
+        raise InvalidTick("bad_msgpack", f"not valid msgpack ({type(err).__name__}){json_hint(data)}") from None
+
+
+def json_hint(data: bytes) -> str:
+    """What to add to a msgpack error when the bytes look like JSON text (a common first try)."""
+    if data.lstrip()[:1] in (b"{", b"["):
+        return "; it looks like JSON text: the engine reads msgpack (msgpack.packb(obj)), see docs/wire-protocol.md"
+    return ""
 
 
 def tick_items(obj: Any) -> list[Any]:

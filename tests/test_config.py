@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -32,10 +33,24 @@ def test_shipped_examples_load() -> None:
     ({"limits": {"heartbeat_s": 0}}, "limits.heartbeat_s must be > 0"),
     ({"curve": {"enabled": True}}, "curve.enabled needs"),
     ({"kv": "big"}, "section 'kv' must be a mapping"),
+    # wrong types are named before the service starts (they were TypeErrors after binding)
+    ({"limits": {"heartbeat_s": "fast"}}, r"engine.yaml: limits.heartbeat_s must be a number, got 'fast'$"),
+    ({"kv": {"cells": "4096"}}, r"kv.cells must be an integer or null, got '4096' \(quoted in the YAML: drop"),
+    ({"endpoints": {"metrics_port": True}}, "endpoints.metrics_port must be an integer or null, got True"),
+    ({"scheduler": {"header": [1, "a"]}}, r"scheduler.header must be a list of integers, got \(1, 'a'\)"),
+    ({"replay": {"ts_unit": "ms"}}, r"engine.yaml: replay: ts_unit refines a column map"),
 ])
 def test_config_mistakes_are_named(raw: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         ServiceConfig.from_dict(raw, "engine.yaml")
+
+
+def test_right_types_pass() -> None:
+    config = ServiceConfig.from_dict({"limits": {"heartbeat_s": 2}, "model": {"threads": None},
+                                      "endpoints": {"feeds": ["tcp://127.0.0.1:7000"]}, "shards": {"cpus": 1},
+                                      "replay": {"columns": {"ts": "t", "price": "p", "size": "q"},
+                                                 "ts_unit": "seconds_after_midnight", "date": date(2024, 3, 1)}})
+    assert config.limits.heartbeat_s == 2 and config.replay.date == "2024-03-01"
 
 
 def test_yaml_is_safe_loaded(tmp_path) -> None:

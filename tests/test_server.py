@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import threading
 import time
@@ -197,9 +199,35 @@ def test_control_errors_reach_the_sender(server) -> None:
         assert not bad_yaml["ok"] and "control:register:2" in bad_yaml["error"] and "trigerr" in bad_yaml["error"]
         assert "no data" in control.request({"op": "ask", "stream": "nobody", "query": "dir"})["error"]
         control.send_raw(b"\xc1 garbage")
-        assert control.receive() == {"ok": False, "error": "request is not valid msgpack"}
+        assert control.receive() == {"ok": False, "error": "request is not valid msgpack"}  # no JSON hint
         assert control.request({"op": "list"})["queries"]  # still serving
         assert control.call("stats")["stats"]["control_errors"] >= 4
+
+
+def test_a_new_users_client_mistakes_are_explained(server, feed) -> None:
+    """JSON instead of msgpack on ingest and control, a topic without its '/', an ask without a query, a
+    staleness that is not a tick count, a second service on the same port: each is told what to do."""
+    with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as sub, \
+            ControlClient(server.endpoints["control"]) as control:
+        sub.wait_ready(timeout_s=5)
+        feed.send(json.dumps({"stream": "AAPL", "ts": 1_717_236_000_000_000_000, "price": 192.3, "size": 100}).encode())
+        (_, reject), = collect(sub, lambda got: len(got) >= 1)
+        assert reject["reason"] == "bad_msgpack" and "looks like JSON text" in reject["error"]
+        control.send_raw(json.dumps({"op": "health"}).encode())
+        assert "looks like JSON text: the engine reads msgpack" in control.receive()["error"]
+        assert "topics end with '/'" in control.request({"op": "answers", "topic": "dir/AAPL", "after": 0})["error"]
+        assert "needs 'query' (a registered query's name) or 'spec'" in control.request(
+            {"op": "ask", "stream": "AAPL"})["error"]
+        for stale in (-1, "5", 2.5):
+            error = control.request({"op": "ask", "stream": "AAPL", "query": "dir", "max_stale_ticks": stale})["error"]
+            assert "max_stale_ticks as an int >= 0" in error
+        assert control.call("health")["status"] == "serving"
+    second = Server(dataclasses.replace(server.config, endpoints=dataclasses.replace(
+        server.config.endpoints, ingest=server.endpoints["ingest"])))
+    with pytest.raises(OSError, match=r"cannot bind the ingest socket to tcp://127.0.0.1:\d+: Address already in "
+                                      r"use.*another flashtick serve running\? set endpoints.ingest"):
+        second.bind()
+    second.close()
 
 
 def test_ask_with_staleness_uses_the_cache(server, feed) -> None:

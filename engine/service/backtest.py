@@ -103,7 +103,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
                  columns: Any = None, batch_ms: float = 100.0, max_ticks: int | None = None,
                  progress: bool = True, resume: bool = False, checkpoint_s: float = CHECKPOINT_S,
                  stop: Callable[[], bool] = lambda: False, test_from: float | None = None,
-                 chunked: bool = True) -> BacktestReport:
+                 chunked: bool = True, note: Callable[[str], None] = lambda _: None) -> BacktestReport:
     """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
 
     `chunked`: one forward advances many event-time batches, each answered at its own cut: the same answers
@@ -114,6 +114,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
     at each boundary) ends a run there with BacktestInterrupted. The final table is built from the parts.
     `test_from` (a fraction in (0, 1)) scores only answers after that fraction of each stream's ticks: every
     answer is still computed and written, and the realised answers of the scored ones lie wholly after the cut.
+    `note` is told, before the run, what a user should know about how the files are read (FileReplay.notes).
     """
     if checkpoint_s <= 0:
         raise ValueError(f"checkpoint_s must be > 0, got {checkpoint_s}")
@@ -123,6 +124,8 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
     pipeline = TickPipeline(config)
     pipeline.registry.register_file(queries)
     replay = FileReplay(list(files), columns=columns)
+    for line in replay.notes:
+        note(line)
     key = _run_key(config, replay, queries, batch_ms, max_ticks)
     parts = AnswerParts.open(out, key, resume)
     ticks_by_stream: dict[str, list[Tick]] = defaultdict(list)

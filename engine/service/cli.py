@@ -42,14 +42,21 @@ def _key_options() -> argparse.ArgumentParser:
 def _reading_options() -> argparse.ArgumentParser:
     """How tick files are read (docs/replay.md), shared by `feed replay` and `backtest`."""
     reading = argparse.ArgumentParser(add_help=False)
-    group = reading.add_argument_group("reading the files (default: detect each file's layout)")
+    group = reading.add_argument_group("reading the files", "Without these options each file's layout is "
+                                       "detected from its column names (time/timestamp/ts_event, symbol/ticker, "
+                                       "price/px, size/qty/volume, side, bid, ask, bid_size, ask_size; "
+                                       "docs/replay.md) and printed. CSV delimiters (, ; tab |) are detected.")
     group.add_argument("--preset", help="column layout preset for every file: binance-trades, binance-bbo, "
                                         "dukascopy (--columns keys override it)")
     group.add_argument("--columns", metavar="MAP", help="column map for every file: inline, e.g. "
                        "ts=time,price=px,size=qty,side=side,stream=symbol (stream= names the stream column, "
-                       "stream_name= a fixed stream), or a YAML file of docs/replay.md's keys")
+                       "stream_name= a fixed stream; ts=Date+Time joins a date and a time column), or a YAML file "
+                       "of docs/replay.md's keys")
     group.add_argument("--csv-names", metavar="A,B,...", help="the columns of a header-less CSV, in order")
-    group.add_argument("--ts-unit", help="time column unit: ns, us, ms, s, datetime, seconds_after_midnight")
+    group.add_argument("--ts-unit", help="time column unit: ns, us, ms, s (since the epoch), datetime (ISO 8601 "
+                       "text, with or without a UTC offset, or a datetime column), seconds_after_midnight")
+    group.add_argument("--ts-format", metavar="FORMAT", help="strftime codes of datetime text that is not ISO 8601, "
+                       "e.g. '%%Y%%m%%d %%H:%%M:%%S%%.f' (implies --ts-unit datetime)")
     group.add_argument("--tz", help="time zone of naive times (datetime, seconds_after_midnight), e.g. "
                                     "Europe/London (default UTC)")
     group.add_argument("--date", help="the day of seconds_after_midnight times, e.g. 2024-03-01")
@@ -236,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args) or 0
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `flashtick answers ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return 0
     except Exception as e:  # one readable line for the user, not a traceback
         message = str(e).strip() or type(e).__name__
         print(f"flashtick {args.command}: error: {message}", file=sys.stderr)
@@ -363,7 +373,8 @@ def _column_map(args: argparse.Namespace, config: Any = None) -> dict[str, Any] 
     else:
         preset, columns = given(args.preset, "preset"), given(None, "columns")
     return map_from_options(preset, columns, names=given(names, "names"), ts_unit=given(args.ts_unit, "ts_unit"),
-                            tz=given(args.tz, "tz"), date=given(args.date, "date"))
+                            tz=given(args.tz, "tz"), date=given(args.date, "date"),
+                            ts_format=given(args.ts_format, "ts_format"))
 
 
 def _replay_rejections(source: Any) -> list[str]:
@@ -384,6 +395,8 @@ def cmd_feed(args: argparse.Namespace) -> None:
     from connectors.feed import FeedClient, run_feed
 
     source = _source(args)
+    for line in getattr(source, "notes", ()):
+        print(f"flashtick feed: note: {line}", file=sys.stderr)
     with FeedClient(args.endpoint, **_curve(args)) as client:
         stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args))
     print(stats.summary(), file=sys.stderr)
@@ -531,7 +544,8 @@ def cmd_backtest(args: argparse.Namespace) -> int:
                               batch_ms=args.batch_ms if args.batch_ms is not None else config.replay.batch_ms,
                               max_ticks=args.max_ticks, progress=not args.quiet, resume=args.resume,
                               checkpoint_s=args.checkpoint_s if args.checkpoint_s is not None
-                              else config.replay.checkpoint_s, stop=stop.is_set, test_from=args.test_from)
+                              else config.replay.checkpoint_s, stop=stop.is_set, test_from=args.test_from,
+                              note=lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr))
     except BacktestInterrupted as e:
         print(f"flashtick backtest: {e}", file=sys.stderr)
         return 130

@@ -221,7 +221,7 @@ class ShardsSection:
 class ReplaySection:
     """How `flashtick backtest --config` reads tick files (docs/replay.md); each command-line option of the
     same name replaces its value here. `columns` is a column map (the YAML form of docs/replay.md) and
-    `preset` the base it overrides; names/ts_unit/tz/date refine either. Nothing set: detect per file."""
+    `preset` the base it overrides; names/ts_unit/tz/date/ts_format refine either. Nothing set: detect per file."""
 
     preset: str | None = None
     columns: dict | None = None
@@ -229,6 +229,7 @@ class ReplaySection:
     ts_unit: str | None = None
     tz: str | None = None  # IANA zone of naive times, e.g. Europe/London
     date: str | None = None  # the day of seconds_after_midnight times, e.g. 2024-03-01
+    ts_format: str | None = None  # strftime codes of datetime text that is not ISO 8601
     batch_ms: float = 100.0  # event-time width of a batch
     checkpoint_s: float = 10.0  # wall seconds between answer checkpoints (resumable with --resume)
 
@@ -249,7 +250,7 @@ class ReplaySection:
     def column_map(self) -> dict[str, Any] | None:
         """The map these keys describe (ColumnMap.from_dict form), or None: detect each file's layout."""
         return map_from_options(self.preset, self.columns, names=self.names, ts_unit=self.ts_unit, tz=self.tz,
-                                date=self.date)
+                                date=self.date, ts_format=self.ts_format)
 
 
 @dataclass(frozen=True)
@@ -283,10 +284,14 @@ class ServiceConfig:
                 raise ConfigError(f"{source}: section {name!r} must be a mapping")
             _reject_unknown(value, {f.name for f in dataclasses.fields(section_type)}, source, f"section {name!r}")
             value = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
-            try:
+            try:  # the section's own checks speak first; a wrong type they let through is named after them
                 built[name] = section_type(**value)
-            except (TypeError, ValueError) as e:
+            except ValueError as e:
+                raise ConfigError(f"{source}: {name}: {str(e).removeprefix(f'{name}: ')}") from None
+            except TypeError as e:  # a comparison or sum on a wrong type, most likely
+                _check_types(value, section_type, f"{source}: {name}")
                 raise ConfigError(f"{source}: {name}: {e}") from None
+            _check_types(value, section_type, f"{source}: {name}")
         return cls(**built)
 
     @classmethod
@@ -309,6 +314,47 @@ _SECTION_TYPES: dict[str, type] = {
     "shards": ShardsSection,
     "replay": ReplaySection,
 }
+
+
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false",
+               "dict": "a mapping", "None": "null", "tuple[int, ...]": "a list of integers",
+               "tuple[str, ...]": "a list of strings"}
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if kind in ("int", "float") and isinstance(value, bool):
+        return False
+    if kind.startswith("tuple["):
+        item = kind[len("tuple["):].split(",")[0]
+        return isinstance(value, tuple) and all(_fits(v, item) for v in value)
+    types = {"int": int, "float": (int, float), "str": str, "bool": bool, "dict": dict, "None": type(None)}
+    return kind not in types or isinstance(value, types[kind])
+
+
+def _check_types(values: dict, section_type: type, where: str) -> None:
+    """Each key's value against its field's annotation (`int | None`, `tuple[str, ...]`, ...), so `heartbeat_s:
+    fast` or `cells: "4096"` is refused by name here, not met as a TypeError deep in the service."""
+    annotations = {f.name: str(f.type) for f in dataclasses.fields(section_type)}
+    for key, value in values.items():
+        kinds = [k.strip() for k in annotations[key].split("|")]
+        if any(k.startswith("Literal[") for k in kinds) or any(_fits(value, k) for k in kinds):
+            continue
+        if isinstance(value, datetime.date) and "str" in kinds:  # YAML reads 2024-03-01 as a date; the section
+            continue                                             # turns it back into text
+        wanted = " or ".join(_TYPE_WORDS.get(k, k) for k in kinds)
+        hint = " (quoted in the YAML: drop the quotes)" if isinstance(value, str) and _fits(_number(value), kinds[0]) \
+            else ""
+        raise ConfigError(f"{where}.{key} must be {wanted}, got {value!r}{hint}")
+
+
+def _number(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return None
 
 
 def _reject_unknown(raw: dict, allowed: Any, source: str, where: str) -> None:

@@ -25,6 +25,7 @@ import msgpack
 import zmq
 
 from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
+from connectors.ticks import json_hint
 from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, allowed_client_keys, server_keypair
@@ -106,7 +107,13 @@ class Server:
                 sock.setsockopt(zmq.ZAP_ENFORCE_DOMAIN, 1)
         if endpoint.endswith(":0"):  # an ephemeral port
             endpoint = endpoint[:-2] + ":*"
-        sock.bind(endpoint)
+        try:
+            sock.bind(endpoint)
+        except zmq.ZMQError as e:
+            sock.close()
+            hint = " (is another flashtick serve running?" if e.errno == zmq.EADDRINUSE else " ("
+            raise OSError(f"cannot bind the {name} socket to {endpoint}: {e.strerror}{hint} set endpoints.{name} "
+                          f"in the --config file)") from None
         self.endpoints[name] = sock.getsockopt_string(zmq.LAST_ENDPOINT)
         self._sockets[name] = sock
         return sock
@@ -301,15 +308,19 @@ class Server:
         stream = _field(request, "stream", str)
         if "query" in request:
             spec = self.pipeline.registry.get(_field(request, "query", str))
-        else:
+        elif "spec" in request:
             spec = QuerySpec.from_dict(_field(request, "spec", dict))
+        else:
+            raise ControlError("op 'ask' needs 'query' (a registered query's name) or 'spec' (a query mapping)")
         if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
             cached = self.pipeline.cache.get(spec.name, stream)
             if cached is None:
                 raise ControlError(f"no surprise on stream {stream!r} yet: it is computed when ticks arrive")
             return {"answer": cached.to_wire(), "cached": True}
         max_stale = request.get("max_stale_ticks")
-        found = self.pipeline.answer_at_once(spec, stream, None if max_stale is None else int(max_stale))
+        if max_stale is not None and (type(max_stale) is not int or max_stale < 0):
+            raise ControlError(f"op 'ask' takes max_stale_ticks as an int >= 0 (or nil: compute now), got {max_stale!r}")
+        found = self.pipeline.answer_at_once(spec, stream, max_stale)
         if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
             answer, how = found
             return {"answer": answer.to_wire(), "cached": True, **({how: True} if how else {})}
@@ -324,6 +335,8 @@ class Server:
     def _op_answers(self, request: dict, _reply: Any) -> dict:
         """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""
         topic = _field(request, "topic", str)
+        if not topic.endswith("/"):
+            raise ControlError(f"topic {topic!r} is not an answer topic: topics end with '/', e.g. 'dir20/BTCUSDT/'")
         after = _field(request, "after", int)
         limit = request.get("limit", MAX_ANSWERS_PER_FETCH)
         if not isinstance(limit, int) or not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
@@ -363,7 +376,7 @@ def _unpack_request(payload: bytes) -> Any:
     try:
         return msgpack.unpackb(payload, raw=False, strict_map_key=True)
     except Exception:  # msgpack raises several unrelated types on garbage
-        raise ControlError("request is not valid msgpack") from None
+        raise ControlError(f"request is not valid msgpack{json_hint(payload)}") from None
 
 
 def _register_source(request: dict) -> str:
