@@ -5,8 +5,9 @@ Budget: under 8 minutes on one H100/H200-class GPU. Writes ONE JSON file:
 $OUT/gpu_check.json when $OUT is set (the device runner's output folder), else
 benchmarks/results/gpu_check.json.
 
-  1. kernels   ``pytest -m gpu`` on tests/test_kernels.py, test_split_kv.py, test_fused.py (Triton kernels vs
-                 their torch references; the fused decoder vs transformers in fp32)
+  1. kernels   ``pytest -m gpu`` on tests/test_kernels.py, test_split_kv.py, test_fused.py and
+                 test_cuda_graphs.py (Triton kernels vs their torch references, the fused decoder vs
+                 transformers in fp32, graph replays vs eager forwards)
   2. workload 1  16-token question latency at contexts 1k..32k: flashtick probe vs transformers
                  with its kept DynamicCache (forward the question, crop back) and stateless,
                  random-weight Llama GPU_CONFIG (1.1B parameters), bf16, same tokens; per row
@@ -89,7 +90,8 @@ def crop_to(cache, length: int) -> None:
 def kernel_tests() -> dict:
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu",
-                           "tests/test_kernels.py", "tests/test_split_kv.py", "tests/test_fused.py"],
+                           "tests/test_kernels.py", "tests/test_split_kv.py", "tests/test_fused.py",
+                           "tests/test_cuda_graphs.py"],
                           capture_output=True, text=True, timeout=240)
     tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
     print("\n".join(tail), flush=True)
@@ -131,6 +133,9 @@ def workload1(quick: bool, smoke: bool = False) -> dict:
         assert len(session.tokens) == n
         i = iter(range(10**9))
         probe = cuda_ms(lambda: engine.probe(session, questions[next(i) % 8], logits="last"), reps, warmup=5)
+        graphs, engine.runner.graphs = engine.runner.graphs, None  # the same probe, every forward eager
+        probe_eager = cuda_ms(lambda: engine.probe(session, questions[next(i) % 8], logits="last"), reps, warmup=2)
+        engine.runner.graphs = graphs
         with torch.inference_mode():
             cache = DynamicCache()
             hf(torch.tensor([stream[:n]], device=device), past_key_values=cache, use_cache=True, logits_to_keep=1)
@@ -148,14 +153,16 @@ def workload1(quick: bool, smoke: bool = False) -> dict:
             theirs = hf(ids[0], logits_to_keep=1).logits[0, -1].float()
         ours = engine.probe(session, questions[0], logits="last")[-1].float()
         engine.evict(session)
-        row = {"context": n, "probe": percentiles(probe), "transformers_kept": percentiles(transformers_kept),
+        row = {"context": n, "probe": percentiles(probe), "probe_eager": percentiles(probe_eager),
+               "transformers_kept": percentiles(transformers_kept),
                "stateless": percentiles(stateless),
                "ratio_kept_over_probe_p50": percentiles(transformers_kept)["p50"] / percentiles(probe)["p50"],
                "ratio_stateless_over_probe_p50": percentiles(stateless)["p50"] / percentiles(probe)["p50"],
                "parity_vs_fp32": {"engine_bf16": float((ours - exact).abs().max()),
                                   "transformers_bf16": float((theirs - exact).abs().max())}}
         rows.append(row)
-        print(f"workload1 {n:>5}: probe p50 {row['probe']['p50']:.2f} ms, transformers kept "
+        print(f"workload1 {n:>5}: probe p50 {row['probe']['p50']:.2f} ms (eager {row['probe_eager']['p50']:.2f}), "
+              f"transformers kept "
               f"{row['transformers_kept']['p50']:.2f} ms ({row['ratio_kept_over_probe_p50']:.1f}x), stateless "
               f"{row['stateless']['p50']:.1f} ms; max|diff| vs fp32: engine {row['parity_vs_fp32']['engine_bf16']:.3f}, "
               f"transformers {row['parity_vs_fp32']['transformers_bf16']:.3f}", flush=True)
@@ -168,11 +175,12 @@ def workload1(quick: bool, smoke: bool = False) -> dict:
         ms = cuda_ms(lambda: engine.run(items), reps, warmup=3)
         batched.append({"probes": count, "context": batched_context, "p50_ms": percentiles(ms)["p50"]})
         print(f"batched probes {count:>3} at {batched_context}: p50 {batched[-1]['p50_ms']:.2f} ms", flush=True)
+    graph_stats = vars(engine.runner.graphs.stats) if engine.runner.graphs is not None else None
     del engine
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
     return {"config": config, "parameters": params, "dtype": str(dtype).removeprefix("torch."), "rows": rows,
-            "batched_probes": batched}
+            "batched_probes": batched, "cuda_graphs": graph_stats}
 
 
 def workload2(quick: bool) -> dict:

@@ -41,6 +41,8 @@ class ModelSection:
     # The linears' weights on CPU (engine/models/linear.py): float32, bfloat16 (bf16 GEMMs with fp32
     # accumulation; activations and KV stay in dtype), torch (nn.Linear as loaded); null follows dtype
     weights: str | None = None
+    # On CUDA: replay probes and small steps as captured graphs (engine/cuda_graphs.py); off: every forward eager
+    cuda_graphs: bool = True
 
     def __post_init__(self) -> None:
         if self.threads is not None and (type(self.threads) is not int or self.threads < 1):

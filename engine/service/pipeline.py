@@ -101,7 +101,7 @@ class TickPipeline:
         self.codec = build_codec(config)
         if self.codec.vocab_size > model.config.vocab_size:
             raise ConfigError(f"codec vocabulary ({self.codec.vocab_size}) exceeds the model's ({model.config.vocab_size})")
-        self.runner = ModelRunner(model, config.kv.spec())
+        self.runner = ModelRunner(model, config.kv.spec(), cuda_graphs=None if config.model.cuda_graphs else False)
         limits = config.limits
         self.registry = Registry(self.codec.questions, QueryLimits(
             limits.max_yaml_bytes, limits.max_yaml_nodes, limits.max_queries, limits.max_topic_bytes),
@@ -333,6 +333,7 @@ class TickPipeline:
             **scheduler.kv_summary(),
             "scheduler": vars(scheduler.stats),
             "runner": vars(self.runner.stats),
+            **({"cuda_graphs": vars(self.runner.graphs.stats)} if self.runner.graphs is not None else {}),
             "queries": len(self.registry.list()),
             "model": self.config.model.model_id,
             **({"log": self.data.stats()} if self.data is not None else {}),

@@ -86,7 +86,7 @@ class Shard:
         self.codec = build_codec(config)
         if self.codec.vocab_size > model.config.vocab_size:
             raise ConfigError(f"codec vocabulary ({self.codec.vocab_size}) exceeds the model's ({model.config.vocab_size})")
-        self.runner = ModelRunner(model, config.kv.spec())
+        self.runner = ModelRunner(model, config.kv.spec(), cuda_graphs=None if config.model.cuda_graphs else False)
         self.restored = False  # a (re)started actor serves nothing until the front door restores it
         self.calls = 0
         self.refused_items = 0  # items the front door accepted that this engine's limits refused
