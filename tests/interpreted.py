@@ -47,7 +47,19 @@ def worker_main(checks: dict[str, Callable[[], None]]) -> None:
     print(_RESULT_TAG + json.dumps(results))
 
 
-def report(results: dict[str, str], check: str) -> None:
-    """One check's outcome as a pytest result."""
-    if results[check] != "ok":
-        pytest.fail(results[check], pytrace=False)
+def interpreted_tests(test_file: str, checks: dict[str, Callable[[], None]], have_triton: bool):
+    """The module fixture that runs the worker once, and the test reporting each check: bind both in the test
+    module (``interpreted, test_x_interpreted = interpreted_tests(__file__, CHECKS, HAVE_TRITON)``)."""
+
+    @pytest.fixture(scope="module")
+    def interpreted() -> dict[str, str]:
+        if not have_triton:
+            pytest.skip("triton is not importable on this platform")
+        return run_worker(test_file)
+
+    @pytest.mark.parametrize("check", list(checks))
+    def test_interpreted(interpreted: dict[str, str], check: str) -> None:
+        if interpreted[check] != "ok":
+            pytest.fail(interpreted[check], pytrace=False)
+
+    return interpreted, test_interpreted

@@ -23,7 +23,7 @@ from engine.kv_cache import CacheSpec
 from engine.models import from_hf_model
 from engine.runner import ModelRunner
 from engine.session import Session
-from interpreted import report, run_worker, worker_main
+from interpreted import interpreted_tests, worker_main
 from kernels.metadata import RaggedBatch
 from test_kernels import HAVE_TRITON, needs_cuda
 
@@ -88,16 +88,7 @@ INTERPRETED_CHECKS: dict[str, Callable[[], None]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def interpreted() -> dict[str, str]:
-    if not HAVE_TRITON:
-        pytest.skip("triton is not importable on this platform")
-    return run_worker(__file__)
-
-
-@pytest.mark.parametrize("check", list(INTERPRETED_CHECKS))
-def test_cuda_graphs_interpreted(interpreted: dict[str, str], check: str) -> None:
-    report(interpreted, check)
+interpreted, test_cuda_graphs_interpreted = interpreted_tests(__file__, INTERPRETED_CHECKS, HAVE_TRITON)
 
 
 def random_batch(rng: random.Random) -> RaggedBatch:

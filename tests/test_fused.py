@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from kernels.fused import add_rms_norm_ref, rope_write_kv_ref, silu_mul_ref
-from interpreted import report, run_worker, worker_main
+from interpreted import interpreted_tests, worker_main
 from kernels.metadata import RaggedBatch
 from kernels.reference import write_kv_ref
 from test_kernels import FP32_TOL, HAVE_TRITON, needs_cuda
@@ -139,16 +139,7 @@ INTERPRETED_CHECKS: dict[str, Callable[[], None]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def interpreted() -> dict[str, str]:
-    if not HAVE_TRITON:
-        pytest.skip("triton is not importable on this platform")
-    return run_worker(__file__)
-
-
-@pytest.mark.parametrize("check", list(INTERPRETED_CHECKS))
-def test_fused_interpreted(interpreted: dict[str, str], check: str) -> None:
-    report(interpreted, check)
+interpreted, test_fused_interpreted = interpreted_tests(__file__, INTERPRETED_CHECKS, HAVE_TRITON)
 
 
 @pytest.mark.gpu

@@ -27,7 +27,7 @@ from typing import NamedTuple
 import pytest
 import torch
 
-from interpreted import report, run_worker, worker_main
+from interpreted import interpreted_tests, worker_main
 from kernels.metadata import RaggedBatch
 from kernels.reference import paged_attention_ref, write_kv_ref
 
@@ -312,16 +312,7 @@ INTERPRETED_CHECKS: dict[str, Callable[[], None]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def interpreted() -> dict[str, str]:
-    if not HAVE_TRITON:
-        pytest.skip("triton is not importable on this platform")
-    return run_worker(__file__)
-
-
-@pytest.mark.parametrize("check", list(INTERPRETED_CHECKS))
-def test_triton_interpreted(interpreted: dict[str, str], check: str) -> None:
-    report(interpreted, check)
+interpreted, test_triton_interpreted = interpreted_tests(__file__, INTERPRETED_CHECKS, HAVE_TRITON)
 
 
 @needs_triton

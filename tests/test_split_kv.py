@@ -9,7 +9,7 @@ from functools import partial
 import pytest
 import torch
 
-from interpreted import report, run_worker, worker_main
+from interpreted import interpreted_tests, worker_main
 from kernels.metadata import RaggedBatch
 from kernels.reference import paged_attention_ref
 from test_kernels import BF16_TOL, FP32_TOL, HAVE_TRITON, Case, Spec, make_case, needs_cuda
@@ -47,16 +47,7 @@ INTERPRETED_CHECKS: dict[str, Callable[[], None]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def interpreted() -> dict[str, str]:
-    if not HAVE_TRITON:
-        pytest.skip("triton is not importable on this platform")
-    return run_worker(__file__)
-
-
-@pytest.mark.parametrize("check", list(INTERPRETED_CHECKS))
-def test_split_kv_interpreted(interpreted: dict[str, str], check: str) -> None:
-    report(interpreted, check)
+interpreted, test_split_kv_interpreted = interpreted_tests(__file__, INTERPRETED_CHECKS, HAVE_TRITON)
 
 
 def test_the_shape_picks_split_kv_only_for_few_rows_over_a_long_prefix() -> None:
