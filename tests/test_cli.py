@@ -135,6 +135,25 @@ def test_subscribe_prints_one_line_per_message_on_a_pipe(checkpoint, tmp_path, c
         assert all(line.startswith("_heartbeat/") and "ticks_in=" in line for line in out.splitlines())
 
 
+def test_clients_connect_to_the_endpoints_of_the_services_config_file(checkpoint, tmp_path, capsys) -> None:
+    """`serve --config FILE` on other ports: every client command takes the same --config and finds them."""
+    with serving(config(checkpoint, tmp_path)) as server:
+        bound = {name: server.endpoints[name] for name in ("ingest", "answers", "control")}
+        bound["ingest"] = bound["ingest"].replace("127.0.0.1", "*")  # bound on every interface: reached locally
+        service_yaml = tmp_path / "engine.yaml"
+        service_yaml.write_text(f"model: {{path: {checkpoint}}}\nendpoints: {json.dumps(bound)}\n")
+        code, out, err = run(capsys, "feed", "synthetic", "--ticks", "30", "--rate", "3000", "--config", str(service_yaml))
+        assert code == 0, err
+        wait_for(lambda: main(["stats", "--config", str(service_yaml)]) == 0 and
+                 json.loads(capsys.readouterr().out)["ticks_in"] == 30)
+        code, out, _ = run(capsys, "health", "--config", str(service_yaml))
+        assert code == 0 and json.loads(out)["status"] == "serving"
+        code, out, _ = run(capsys, "subscribe", "_", "--count", "1", "--config", str(service_yaml))
+        assert code == 0 and out.startswith("_heartbeat/")
+        code, _, err = run(capsys, "stats", "--config", str(tmp_path / "missing.yaml"))
+        assert code == 2 and "missing.yaml" in err
+
+
 def test_wait_ready_means_nothing_published_after_it_is_missed(checkpoint, tmp_path) -> None:
     with serving(config(checkpoint, tmp_path)) as server, \
             AnswerSubscriber(server.endpoints["answers"], ["dir/"]) as answers:

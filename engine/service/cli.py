@@ -23,6 +23,7 @@ from typing import Any
 DEFAULT_INGEST = "tcp://127.0.0.1:5555"
 DEFAULT_ANSWERS = "tcp://127.0.0.1:5556"
 DEFAULT_CONTROL = "tcp://127.0.0.1:5557"
+CONTROL_HELP = f"the engine's control endpoint (default: the --config file's endpoints.control, else {DEFAULT_CONTROL})"
 EXAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "queries" / "examples" / "tick_model.yaml"
 
 
@@ -68,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     keys = _key_options()
     reading = _reading_options()
+    clients = argparse.ArgumentParser(add_help=False)  # what every client of a running engine shares
+    clients.add_argument("--config", type=Path, metavar="FILE",
+                         help="the service YAML the engine runs with: connect to its endpoints (an endpoint flag "
+                              "overrides it; default: the default endpoints, 127.0.0.1:5555-5557)")
 
     p = sub.add_parser("serve", help="run the engine service (ZeroMQ ingest, answers, control)")
     p.add_argument("--config", type=Path, help="engine YAML config (default: built-in model, default endpoints, "
@@ -92,72 +97,75 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("feed", help="push ticks into a running engine")
     feed_sub = p.add_subparsers(dest="feed_source", required=True, metavar="SOURCE")
     feeding = argparse.ArgumentParser(add_help=False)  # what every feed source shares
-    feeding.add_argument("--endpoint", default=DEFAULT_INGEST)
+    feeding.add_argument("--endpoint", default=None, help="the engine's ingest endpoint (default: the --config "
+                         f"file's endpoints.ingest, else {DEFAULT_INGEST})")
     feeding.add_argument("--answers", default=None,
                          help="the engine's answers endpoint, to count this feed's rejections (default: the "
-                              "default answers endpoint when --endpoint is the default ingest one; '' to skip)")
-    f = feed_sub.add_parser("synthetic", help="the seeded synthetic market", parents=[keys, feeding])
+                              "--config file's, or the default one when --endpoint is the default ingest one; "
+                              "'' to skip)")
+    f = feed_sub.add_parser("synthetic", help="the seeded synthetic market", parents=[keys, clients, feeding])
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--ticks", type=int, default=None, help="stop after N ticks (default: endless)")
     f.add_argument("--rate", type=float, default=1000.0, help="ticks per second (default 1000)")
     f.add_argument("--start-ts", type=int, default=None,
                    help="event time of the first tick, ns since the epoch (default: now)")
     f.set_defaults(run=cmd_feed)
-    f = feed_sub.add_parser("replay", help="replay Parquet/CSV/DBN tick files", parents=[keys, feeding, reading])
+    f = feed_sub.add_parser("replay", help="replay Parquet/CSV/DBN tick files", parents=[keys, clients, feeding, reading])
     f.add_argument("files", nargs="+", type=Path)
     f.add_argument("--speed", type=float, default=None, help="real time x N (default: as fast as possible)")
     f.add_argument("--rate", type=float, default=None, help="cap in ticks per second")
     f.add_argument("--ticks", type=int, default=None)
     f.set_defaults(run=cmd_feed)
 
-    p = sub.add_parser("subscribe", help="print answers as they are published", parents=[keys])
+    p = sub.add_parser("subscribe", help="print answers as they are published", parents=[keys, clients])
     p.add_argument("topics", nargs="*", default=[""], help="topic prefixes, e.g. dir20/ or dir20/BTCUSDT/")
-    p.add_argument("--endpoint", default=DEFAULT_ANSWERS)
+    p.add_argument("--endpoint", default=None,
+                   help=f"the engine's answers endpoint (default: the --config file's, else {DEFAULT_ANSWERS})")
     p.add_argument("--json", action="store_true", help="JSON lines (default: a live table on a terminal, "
                    "else one line per message)")
     p.add_argument("--count", type=int, default=None, help="exit after N messages")
     p.set_defaults(run=cmd_subscribe)
 
-    p = sub.add_parser("register", help="register (or replace) queries from a YAML file", parents=[keys])
+    p = sub.add_parser("register", help="register (or replace) queries from a YAML file", parents=[keys, clients])
     p.add_argument("file", type=Path)
-    p.add_argument("--control", default=DEFAULT_CONTROL)
+    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_register)
 
-    p = sub.add_parser("unregister", help="remove a registered query (its cached answers go too)", parents=[keys])
+    p = sub.add_parser("unregister", help="remove a registered query (its cached answers go too)", parents=[keys, clients])
     p.add_argument("name")
-    p.add_argument("--control", default=DEFAULT_CONTROL)
+    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_unregister)
 
-    p = sub.add_parser("list", help="the registered queries", parents=[keys])
+    p = sub.add_parser("list", help="the registered queries", parents=[keys, clients])
     p.add_argument("--json", action="store_true", help="the full specs as JSON")
-    p.add_argument("--control", default=DEFAULT_CONTROL)
+    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_list)
 
-    p = sub.add_parser("get", help="the cached answer of a query on a stream (computes nothing)", parents=[keys])
+    p = sub.add_parser("get", help="the cached answer of a query on a stream (computes nothing)", parents=[keys, clients])
     p.add_argument("stream")
     p.add_argument("query")
-    p.add_argument("--control", default=DEFAULT_CONTROL)
+    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_get)
 
-    p = sub.add_parser("answers", help="a topic's published answers after a seq (fill a gap)", parents=[keys])
+    p = sub.add_parser("answers", help="a topic's published answers after a seq (fill a gap)", parents=[keys, clients])
     p.add_argument("topic", help="an answer topic, e.g. dir20/SYN.A/")
     p.add_argument("--after", type=int, default=0, help="the last seq you have (default 0: all that are kept)")
-    p.add_argument("--control", default=DEFAULT_CONTROL)
+    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_answers)
 
-    p = sub.add_parser("ask", help="ask a registered query on a stream now", parents=[keys])
+    p = sub.add_parser("ask", help="ask a registered query on a stream now", parents=[keys, clients])
     p.add_argument("stream")
     p.add_argument("query")
     p.add_argument("--max-stale", type=int, default=None, help="accept a cached answer up to N ticks old")
-    p.add_argument("--control", default=DEFAULT_CONTROL)
+    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_ask)
 
-    p = sub.add_parser("stats", help="the engine's counters", parents=[keys])
-    p.add_argument("--control", default=DEFAULT_CONTROL)
+    p = sub.add_parser("stats", help="the engine's counters", parents=[keys, clients])
+    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_stats)
 
-    p = sub.add_parser("health", help="is the service up: status, uptime, streams, model", parents=[keys])
-    p.add_argument("--control", default=DEFAULT_CONTROL)
+    p = sub.add_parser("health", help="is the service up: status, uptime, streams, model", parents=[keys, clients])
+    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_health)
 
     p = sub.add_parser("keygen", help="make a CURVE keypair: NAME.key (public) and NAME.key_secret")
@@ -240,6 +248,7 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _client_endpoints(args)
         return args.run(args) or 0
     except KeyboardInterrupt:
         return 130
@@ -250,6 +259,32 @@ def main(argv: list[str] | None = None) -> int:
         message = str(e).strip() or type(e).__name__
         print(f"flashtick {args.command}: error: {message}", file=sys.stderr)
         return 2
+
+
+def _client_endpoints(args: argparse.Namespace) -> None:
+    """A client command's endpoints: its flag, else the --config file's (the engine's own), else the defaults."""
+    if args.command not in CLIENT_COMMANDS:
+        return
+    from engine.service.config import ServiceConfig
+
+    endpoints = ServiceConfig.load(args.config).endpoints if args.config is not None else None
+
+    def connectable(bound: str) -> str:  # a service bound to every interface is reached on this host
+        return bound.replace("://*:", "://127.0.0.1:").replace("://0.0.0.0:", "://127.0.0.1:")
+
+    if args.command == "feed":
+        if args.endpoint is None:
+            args.endpoint = connectable(endpoints.ingest) if endpoints else DEFAULT_INGEST
+        if args.answers is None and endpoints is not None:
+            args.answers = connectable(endpoints.answers)
+    elif args.command == "subscribe":
+        if args.endpoint is None:
+            args.endpoint = connectable(endpoints.answers) if endpoints else DEFAULT_ANSWERS
+    elif args.control is None:
+        args.control = connectable(endpoints.control) if endpoints else DEFAULT_CONTROL
+
+
+CLIENT_COMMANDS = ("feed", "subscribe", "register", "unregister", "list", "get", "answers", "ask", "stats", "health")
 
 
 def _service_config(path: Path | None, queries: Path | None = None, serving: bool = False,
