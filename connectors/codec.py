@@ -23,6 +23,7 @@ BinnedCodec slots, in order (bin i of edges e is (e[i-1], e[i]]):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from abc import ABC, abstractmethod
@@ -333,6 +334,12 @@ class TextCodec(Codec):
             self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
         else:  # transformers tokenizer
             self.vocab_size = len(tokenizer)
+
+    def fingerprint(self) -> str:
+        """A digest of the tokenizer itself (vocabulary, merges, normalisation): tokenizers of one size differ."""
+        backend = getattr(self.tokenizer, "backend_tokenizer", self.tokenizer)
+        text = backend.to_str() if hasattr(backend, "to_str") else json.dumps(sorted(self.tokenizer.get_vocab().items()))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def new_state(self) -> TextState:
         return TextState()

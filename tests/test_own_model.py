@@ -16,7 +16,7 @@ from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.cli import _serve_config, build_parser, main
 from engine.service.client import AnswerSubscriber
-from engine.service.config import ServiceConfig
+from engine.service.config import ConfigError, ServiceConfig
 from engine.service.pipeline import TickPipeline
 
 LOCAL = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
@@ -168,3 +168,27 @@ def test_what_a_new_user_is_told(tmp_path, capsys, case: str) -> None:
     *notes, error = err.strip().splitlines()
     assert code == 2 and error.startswith("flashtick serve: error: ") and re.search(expected, error), err
     assert not any("error" in note for note in notes), err
+
+
+def test_a_data_directory_remembers_the_tokenizer(tmp_path) -> None:
+    """Logged ticks are tokens: a restart with another tokenizer of the same size (another model in a folder of
+    the same name, a tokenizer.json swapped in place) is refused; a directory from before the tokenizer was
+    recorded is accepted and gets it."""
+    model = tiny_text_checkpoint(tmp_path / "model", "llama3")
+    config = ServiceConfig.from_dict({"model": {"path": str(model)}, "kv": {"cells": 8192, "block_size": 16},
+                                      "log": {"dir": str(tmp_path / "data")}})
+    pipeline = TickPipeline(config)
+    assert pipeline.ingest_message(encode(SyntheticMarket(SyntheticConfig(seed=4)).next_batch(10))) == []
+    pipeline.data.close()
+    meta_file = tmp_path / "data" / "meta.json"
+    meta = json.loads(meta_file.read_text())
+    meta_file.write_text(json.dumps({"model": meta["model"], "codec": meta["codec"]}))  # an earlier version's
+    TickPipeline(config).data.close()
+    assert json.loads(meta_file.read_text()) == meta
+    tokenizer = json.loads((model / "tokenizer.json").read_text())
+    vocab = tokenizer["model"]["vocab"]
+    first, second = list(vocab)[-2:]
+    vocab[first], vocab[second] = vocab[second], vocab[first]  # same size, other ids
+    (model / "tokenizer.json").write_text(json.dumps(tokenizer))
+    with pytest.raises(ConfigError, match="written by another model or codec \\(tokenizer: "):
+        TickPipeline(config)

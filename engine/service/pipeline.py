@@ -115,12 +115,13 @@ def load_model_and_codec(config: ServiceConfig) -> tuple[LlamaModel, Codec]:
 
 
 def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
-    """What a data directory's logs depend on: the model and the codec that turned ticks into tokens."""
+    """What a data directory's logs depend on: the model and the codec that turned ticks into tokens (for a
+    text codec also the tokenizer itself: two of one vocabulary size give other tokens for the same tick)."""
     spec = codec.to_json() if isinstance(codec, BinnedCodec) else repr((dataclasses.asdict(codec.config),
                                                                         codec.vocab_size))
-    return {"model": config.model.model_id, "codec": f"{type(codec).__name__}:"
+    meta = {"model": config.model.model_id, "codec": f"{type(codec).__name__}:"
             f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}"}
-
+    return meta | ({"tokenizer": codec.fingerprint()} if isinstance(codec, TextCodec) else {})
 
 
 def overloaded(pending_tokens: int, stream: str) -> InvalidTick:
