@@ -135,7 +135,8 @@ def test_backtest_a_sharded_bf16_checkpoint(tmp_path, capsys) -> None:
     assert answers.filter(pl.col("query") == "note")["text"].null_count() == 0
 
 
-@pytest.mark.parametrize("case", ["no tokenizer", "foreign tokenizer", "gpt2", "pickle only", "binned codec"])
+@pytest.mark.parametrize("case", ["no directory", "no tokenizer", "foreign tokenizer", "gpt2", "pickle only",
+                                  "binned codec"])
 def test_what_a_new_user_is_told(tmp_path, capsys, case: str) -> None:
     """`serve --model DIR` refuses before it binds anything, in one line that says what to do."""
     model = tmp_path / "model"
@@ -158,6 +159,11 @@ def test_what_a_new_user_is_told(tmp_path, capsys, case: str) -> None:
     elif case == "pickle only":
         (model / "model.safetensors").rename(model / "pytorch_model.bin")
         expected = "pytorch_model.bin \\(pickle\\), which flashtick does not load.*save_pretrained"
+    elif case == "no directory":  # model.path is read relative to the config file
+        (tmp_path / "engine.yaml").write_text("model: {path: modle}\n")
+        argv = ["serve", "--config", str(tmp_path / "engine.yaml"), "--queries", str(tmp_path / "engine.yaml"),
+                "--no-log"]
+        expected = f"{tmp_path / 'modle'}: no such directory"
     else:
         (tmp_path / "engine.yaml").write_text("model: {path: model}\ncodec: {kind: binned}\n")
         argv = ["serve", "--config", str(tmp_path / "engine.yaml"), "--queries", str(tmp_path / "engine.yaml"),

@@ -34,6 +34,7 @@ from connectors.ticks import InvalidTick, Tick
 from engine.engine import Engine
 from engine.jobs import JobOutcome
 from engine.models import LlamaModel, load_model
+from engine.models.loader import read_config
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.answer_log import AnswerHistory
@@ -104,6 +105,8 @@ def load_tokenizer(path: Path) -> Any:
 
 def load_model_and_codec(config: ServiceConfig) -> tuple[LlamaModel, Codec]:
     """The model and the codec that feeds it, checked against each other; the codec first (it is cheap)."""
+    if config.model.path is not None:
+        read_config(Path(config.model.path))  # a missing directory is named as such, not as a missing tokenizer
     codec = build_codec(config)
     model = load_model(config.model.path, TORCH_DTYPES[config.model.dtype], config.model.device,
                        config.model.weights)
