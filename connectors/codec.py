@@ -23,11 +23,12 @@ BinnedCodec slots, in order (bin i of edges e is (e[i-1], e[i]]):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from abc import ABC, abstractmethod
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -53,6 +54,8 @@ class Codec(ABC):
     vocab_size: int
     questions: Mapping[str, Question]
     """Named questions the model was trained to answer (empty when questions are free text)."""
+    end_tokens: frozenset[int] = frozenset()
+    """Token ids that end a generated answer (the model's end of sequence); the tick codec has none."""
 
     @abstractmethod
     def new_state(self) -> Any:
@@ -316,18 +319,27 @@ class TextCodec(Codec):
 
     `tokenizer` is a `transformers` tokenizer or a `tokenizers.Tokenizer`; special
     tokens are never added, so stream tokens = concatenation of per-line tokens
-    and a session's prefix never changes when more ticks arrive.
+    and a session's prefix never changes when more ticks arrive. `end_tokens`: ids that end a
+    generated answer besides the tokenizer's own eos (a checkpoint's config may list more).
     """
 
-    def __init__(self, tokenizer: Any, config: TextCodecConfig | None = None) -> None:
+    def __init__(self, tokenizer: Any, config: TextCodecConfig | None = None, end_tokens: Iterable[int] = ()) -> None:
         self.tokenizer = tokenizer
         self.config = config or TextCodecConfig()
+        eos = getattr(tokenizer, "eos_token_id", None)
+        self.end_tokens = frozenset(end_tokens) | (frozenset() if eos is None else {eos})
         self.questions: Mapping[str, Question] = MappingProxyType({})  # questions are free text
         # Count added tokens too: they are valid ids the model must embed.
         if hasattr(tokenizer, "get_vocab_size"):  # tokenizers.Tokenizer
             self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
         else:  # transformers tokenizer
             self.vocab_size = len(tokenizer)
+
+    def fingerprint(self) -> str:
+        """A digest of the tokenizer itself (vocabulary, merges, normalisation): tokenizers of one size differ."""
+        backend = getattr(self.tokenizer, "backend_tokenizer", self.tokenizer)
+        text = backend.to_str() if hasattr(backend, "to_str") else json.dumps(sorted(self.tokenizer.get_vocab().items()))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def new_state(self) -> TextState:
         return TextState()

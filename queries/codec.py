@@ -37,6 +37,11 @@ class QueryCodec(Protocol):
         """Named questions by name; empty for a codec whose questions are free text."""
         ...
 
+    @property
+    def end_tokens(self) -> frozenset[int]:
+        """Token ids that end a generated answer (the model's end of sequence); empty when there are none."""
+        ...
+
     def question_tokens(self, text: str) -> list[int] | None:
         """Probe tokens of a free-text question or answer choice; None when the codec
         cannot tokenize free text (ask one of `questions` by name instead)."""

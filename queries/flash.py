@@ -153,6 +153,9 @@ class FlashQueries:
             first = first_prob if generated else prob
             tokens = generated
             for token in new:  # one at a time, as plain decoding would stop
+                if token in self.codec.end_tokens:  # the model's end of sequence: the answer is complete
+                    return finish({"text": decode(self.codec, tokens), "tokens": tokens, "first_prob": first},
+                                  progress)
                 tokens = tokens + [token]
                 text = decode(self.codec, tokens)
                 stop = next((s for s in spec.stop or () if s in text), None)

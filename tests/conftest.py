@@ -107,6 +107,31 @@ def tiny_tick_checkpoint(directory, seed: int = 0, **overrides):
     return directory
 
 
+TEXT_LINES = ["T buy 101.25 x 3 +12.0ms", "T sell 99.5 x 0.02 +0.0ms", "Q 101.20/101.30 5x7 +3.5ms",
+              "Will the next trade print above the last one? Answer: yes no", "Summary of the last minute:",
+              "0123456789 ./x+-?:", "the price went up and then down"]
+
+
+def tiny_text_checkpoint(directory, family: str = "llama3", seed: int = 0, eos: bool = True, **overrides):
+    """A user's own Hugging Face text model, as save_pretrained writes it: a seeded random model of the family and
+    a small byte-level BPE tokenizer (with <s>/</s>/<pad> unless ``eos`` is false) trained on tick-like lines."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<unk>", "<s>", "</s>", "<pad>"] if eos else []
+    bpe = Tokenizer(models.BPE(unk_token="<unk>" if eos else None))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(TEXT_LINES * 10, trainers.BpeTrainer(
+        vocab_size=300, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False))
+    names = dict(bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>") if eos else {}
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, **names)
+    tokenizer.save_pretrained(directory)
+    tiny_hf_model(family, seed, **{"vocab_size": len(tokenizer), **overrides}).save_pretrained(directory)
+    return directory
+
+
 @contextlib.contextmanager
 def serving(config):
     """A Server bound and serving on its own thread; stopped (and checked stopped) on exit."""

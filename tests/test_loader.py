@@ -42,6 +42,7 @@ def test_loader_errors_name_the_problem(tmp_path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({**config, "rope_parameters": {"rope_type": "yarn"}}))
     with pytest.raises(ValueError, match="RoPE type 'yarn' is not supported"):
         load_model(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps(config))
     for f in tmp_path.glob("*.safetensors"):
         f.unlink()
     with pytest.raises(CheckpointError, match="no \\*.safetensors"):
@@ -52,3 +53,75 @@ def test_bf16_load(tmp_path) -> None:
     tiny_hf_model("llama3").save_pretrained(tmp_path)
     model = load_model(tmp_path, dtype=torch.bfloat16)
     assert next(model.parameters()).dtype == torch.bfloat16
+
+
+def test_unsupported_architecture_is_refused_by_name(tmp_path) -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    GPT2LMHeadModel(GPT2Config(vocab_size=64, n_embd=32, n_layer=1, n_head=2, n_positions=64)).save_pretrained(tmp_path)
+    with pytest.raises(CheckpointError, match="model_type 'gpt2' \\(GPT2LMHeadModel\\) is not supported: .*"
+                                              "llama, mistral, qwen2"):
+        load_model(tmp_path)
+
+
+def test_rope_scaling_is_checked_by_name(tmp_path) -> None:
+    tiny_hf_model("llama2-linear-rope").save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["rope_parameters"].pop("factor")
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="config.json: RoPE type 'linear' needs factor"):
+        load_model(tmp_path)
+    # older checkpoints: rope_scaling with "type", rope_theta beside it
+    config.pop("rope_parameters")
+    (tmp_path / "config.json").write_text(json.dumps({**config, "rope_theta": 1e4,
+                                                      "rope_scaling": {"type": "dynamic", "factor": 2.0}}))
+    with pytest.raises(CheckpointError, match="RoPE type 'dynamic' is not supported; supported: default, linear, "
+                                              "llama3"):
+        load_model(tmp_path)
+
+
+def test_pickled_weights_are_never_unpickled(tmp_path) -> None:
+    """A pytorch_model.bin only: refused with the conversion to run, and the pickle is never opened."""
+    import pathlib
+    import pickle
+
+    class Payload:
+        def __reduce__(self):
+            return pathlib.Path.touch, (tmp_path / "unpickled",)
+
+    tiny_hf_model("llama3").config.save_pretrained(tmp_path)
+    (tmp_path / "pytorch_model.bin").write_bytes(pickle.dumps(Payload()))
+    with pytest.raises(CheckpointError, match="pytorch_model.bin \\(pickle\\), which flashtick does not load.*"
+                                              "save_pretrained"):
+        load_model(tmp_path)
+    assert not (tmp_path / "unpickled").exists()
+
+
+def test_sharded_checkpoint_reads_the_files_its_index_lists(tmp_path) -> None:
+    from safetensors.torch import save_file
+
+    from engine.models.loader import read_weights
+
+    hf = tiny_hf_model("mistral")
+    hf.save_pretrained(tmp_path, max_shard_size="60KB")
+    # Mistral's releases ship consolidated.safetensors (their own naming) beside the transformers shards
+    save_file({"layers.0.attention.wq.weight": torch.zeros(64, 64)}, str(tmp_path / "consolidated.safetensors"))
+    assert set(read_weights(tmp_path)) == set(hf.state_dict())
+    load_model(tmp_path)
+    shard = sorted(tmp_path.glob("model-*.safetensors"))[1]
+    shard.unlink()
+    with pytest.raises(CheckpointError, match=f"shards, 1 missing: {shard.name}"):
+        load_model(tmp_path)
+
+
+def test_directory_and_config_errors_name_the_file(tmp_path) -> None:
+    with pytest.raises(CheckpointError, match="no such directory"):
+        load_model(tmp_path / "absent")
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="config.json: not valid JSON"):
+        load_model(tmp_path)
+    config = tiny_hf_model("llama3").config.to_dict()
+    config.pop("num_attention_heads")
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="config.json: lacks 'num_attention_heads'"):
+        load_model(tmp_path)

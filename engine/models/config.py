@@ -14,7 +14,11 @@ from typing import Any
 import torch
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
-SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
+ROPE_KEYS = {  # RoPE type -> the parameters it needs
+    "default": (), "linear": ("factor",),
+    "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
+}
+SUPPORTED_ROPE_TYPES = tuple(ROPE_KEYS)
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,11 @@ class ModelConfig:
             raise ValueError(f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})")
         rope_type = self.rope.get("rope_type", "default")
         if rope_type not in SUPPORTED_ROPE_TYPES:
-            raise ValueError(f"RoPE type {rope_type!r} is not supported; supported: {SUPPORTED_ROPE_TYPES}")
+            raise ValueError(f"RoPE type {rope_type!r} is not supported; supported: {', '.join(SUPPORTED_ROPE_TYPES)} "
+                             f"(rope_parameters, or rope_scaling, in config.json)")
+        missing = [key for key in ROPE_KEYS[rope_type] if key not in self.rope]
+        if missing:
+            raise ValueError(f"RoPE type {rope_type!r} needs {', '.join(missing)} in rope_parameters (or rope_scaling)")
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -56,6 +64,10 @@ class ModelConfig:
     def from_hf(cls, hf: dict[str, Any]) -> "ModelConfig":
         """Build from a Hugging Face config dict (config.json or PretrainedConfig.to_dict())."""
         model_type = hf.get("model_type", "")
+        if model_type not in SUPPORTED_MODEL_TYPES:  # before any key lookup: a GPT-2 config lacks Llama's keys
+            architectures = ", ".join(hf.get("architectures") or []) or "no architectures listed"
+            raise ValueError(f"model_type {model_type!r} ({architectures}) is not supported: flashtick runs "
+                             f"Llama-family decoders, model_type one of {', '.join(SUPPORTED_MODEL_TYPES)}")
         if hf.get("hidden_act", "silu") != "silu":
             raise ValueError(f"only SiLU MLPs are supported, config has hidden_act={hf.get('hidden_act')!r}")
         heads = hf["num_attention_heads"]

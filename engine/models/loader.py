@@ -1,8 +1,9 @@
 """Load a Llama-family model from a Hugging Face checkpoint directory or an in-memory transformers model.
 
-A checkpoint directory holds ``config.json`` plus one or several ``*.safetensors``
-files in transformers' naming. q/k/v and gate/up are fused on load, and on CPU the linears are
-laid out once for fast small-M GEMMs (engine/models/linear.py). No network: only local paths are read.
+A checkpoint directory holds ``config.json`` plus ``model.safetensors``, or the shards its
+``model.safetensors.index.json`` lists, in transformers' naming (pickled ``*.bin`` weights are refused).
+q/k/v and gate/up are fused on load, and on CPU the linears are laid out once for fast small-M GEMMs
+(engine/models/linear.py). No network: only local paths are read.
 """
 
 from __future__ import annotations
@@ -36,23 +37,70 @@ def load_model(
     ``weights``: the linears' format on CPU, "float32" or "bfloat16" (bf16 GEMMs, fp32 accumulation,
     activations and KV stay in ``dtype``); None follows ``dtype``.
     """
-    hf_config, state = read_checkpoint(path if path is not None else BUILTIN_MODEL_DIR)
-    return build_model(ModelConfig.from_hf(hf_config), state, dtype, device, weights)
+    directory = Path(path) if path is not None else BUILTIN_MODEL_DIR
+    hf_config = read_config(directory)  # refuses an unsupported model before its weights are read
+    return build_model(model_config(directory, hf_config), read_weights(directory), dtype, device, weights)
 
 
 def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    """(config.json as a dict, every tensor of every *.safetensors shard) of a local checkpoint."""
-    directory = Path(path)
+    """(config.json as a dict, every tensor of the checkpoint's safetensors files) of a local checkpoint."""
+    return read_config(Path(path)), read_weights(Path(path))
+
+
+def read_config(directory: Path) -> dict[str, Any]:
+    if not directory.is_dir():
+        raise CheckpointError(f"{directory}: no such directory (a model is a local Hugging Face checkpoint "
+                              f"directory: config.json and *.safetensors)")
     config_file = directory / "config.json"
     if not config_file.is_file():
         raise CheckpointError(f"{directory}: no config.json (expected a Hugging Face checkpoint directory)")
-    shards = sorted(directory.glob("*.safetensors"))
-    if not shards:
-        raise CheckpointError(f"{directory}: no *.safetensors weight files")
+    try:
+        return json.loads(config_file.read_text())
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{config_file}: not valid JSON: {e}") from None
+
+
+def model_config(directory: Path, hf_config: dict[str, Any]) -> ModelConfig:
+    """The decoder's shape, or an error that names the file and what is unsupported or missing."""
+    try:
+        return ModelConfig.from_hf(hf_config)
+    except KeyError as e:
+        raise CheckpointError(f"{directory / 'config.json'}: lacks {e.args[0]!r}") from None
+    except ValueError as e:
+        raise CheckpointError(f"{directory / 'config.json'}: {e}") from None
+
+
+def read_weights(directory: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of the files the checkpoint's index lists, else of model.safetensors, else of every
+    *.safetensors file. Pickled weights (*.bin, *.pt) are never read: unpickling can run code."""
     state: dict[str, torch.Tensor] = {}
-    for shard in shards:
-        state.update(load_file(str(shard)))
-    return json.loads(config_file.read_text()), state
+    for file in _weight_files(directory):
+        state.update(load_file(str(file)))
+    return state
+
+
+def _weight_files(directory: Path) -> list[Path]:
+    index = directory / "model.safetensors.index.json"
+    if index.is_file():  # exactly the shards it names: a folder may hold other *.safetensors (consolidated.*)
+        names = sorted(set(json.loads(index.read_text()).get("weight_map", {}).values()))
+        missing = [name for name in names if not (directory / name).is_file()]
+        if missing:
+            raise CheckpointError(f"{directory}: {index.name} lists {len(names)} shards, {len(missing)} missing: "
+                                  f"{', '.join(missing[:3])} (an interrupted copy or download?)")
+        return [directory / name for name in names]
+    if (directory / "model.safetensors").is_file():
+        return [directory / "model.safetensors"]
+    files = sorted(directory.glob("*.safetensors"))
+    if files:
+        return files
+    pickled = sorted(p.name for p in (*directory.glob("*.bin"), *directory.glob("*.pt*")))
+    if pickled:
+        raise CheckpointError(
+            f"{directory}: weights only as {', '.join(pickled[:3])} (pickle), which flashtick does not load: "
+            f"unpickling a file can run code. Convert them once to safetensors, with transformers, in a place "
+            f"you trust the file: python -c \"from transformers import AutoModelForCausalLM as M; "
+            f"M.from_pretrained('{directory}').save_pretrained('{directory}')\" (writes model.safetensors)")
+    raise CheckpointError(f"{directory}: no *.safetensors weight files")
 
 
 def from_hf_model(

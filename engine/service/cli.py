@@ -25,6 +25,7 @@ DEFAULT_ANSWERS = "tcp://127.0.0.1:5556"
 DEFAULT_CONTROL = "tcp://127.0.0.1:5557"
 CONTROL_HELP = f"the engine's control endpoint (default: the --config file's endpoints.control, else {DEFAULT_CONTROL})"
 EXAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "queries" / "examples" / "tick_model.yaml"
+TEXT_EXAMPLE_QUERIES = EXAMPLE_QUERIES.with_name("text_model.yaml")
 
 
 def _key_options() -> argparse.ArgumentParser:
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "and its example queries)")
     p.add_argument("--queries", type=Path, help="queries YAML registered at start (overrides the config's)")
     p.add_argument("--model", type=Path, metavar="DIR", help="checkpoint directory (overrides the config's "
-                   "model.path), e.g. one written by flashtick train")
+                   "model.path): a Hugging Face Llama, Mistral or Qwen2, or one written by flashtick train")
     log = p.add_mutually_exclusive_group()
     log.add_argument("--data-dir", type=Path, help="keep the tick log, the answer log and the registered queries "
                      "here, and recover from them on start (default: the config's log.dir, else "
@@ -330,14 +331,21 @@ def _control(args: argparse.Namespace) -> Any:
 
 
 def _serve_config(args: argparse.Namespace) -> Any:
-    """The service config for `serve`; with neither --config nor --queries, the built-in model's example queries
-    are registered (a model with nothing asked of it publishes nothing). The logs are on unless --no-log."""
+    """The service config for `serve`; with neither --config nor --queries, a tick model (the built-in one, or a
+    checkpoint with codec.json) registers the example queries (a model with nothing asked of it publishes
+    nothing), a text model none. The logs are on unless --no-log."""
     import dataclasses
 
     if args.config is None and args.queries is None:
-        print(f"flashtick: no --config or --queries: registering {EXAMPLE_QUERIES.name} (the built-in model's "
-              f"example queries)", file=sys.stderr, flush=True)
-        config = _service_config(None, EXAMPLE_QUERIES, serving=True, model=args.model)
+        config = _service_config(None, None, serving=True, model=args.model)
+        if config.model.path is None or (Path(config.model.path) / "codec.json").is_file():
+            print(f"flashtick: no --config or --queries: registering {EXAMPLE_QUERIES.name} (the built-in model's "
+                  f"example queries)", file=sys.stderr, flush=True)
+            config = dataclasses.replace(config, queries=str(EXAMPLE_QUERIES))
+        else:  # a text model's questions are free text: only the user can write them
+            print(f"flashtick: no --config or --queries: no standing queries; register yours while serving with "
+                  f"`flashtick register FILE` (a text model's example: {TEXT_EXAMPLE_QUERIES})",
+                  file=sys.stderr, flush=True)
     else:
         config = _service_config(args.config, args.queries, serving=True, model=args.model)
     if args.no_log or (not config.log.enabled and args.data_dir is None):
@@ -489,9 +497,20 @@ def cmd_list(args: argparse.Namespace) -> None:
         print(json.dumps({"queries": reply["queries"], "version": reply["version"]}, sort_keys=True, indent=2))
         return
     for q in reply["queries"]:
-        print(f"{q['name']:<16} {q['kind']:<12} {q.get('question') or '-':<16} {_trigger_text(q['trigger']):<12} "
+        print(f"{q['name']:<16} {q['kind']:<12} {_question_text(q):<16} {_trigger_text(q['trigger']):<12} "
               f"{','.join(q['streams'])}")
     print(f"{len(reply['queries'])} queries (registry version {reply['version']})")
+
+
+def _question_text(spec: dict[str, Any]) -> str:
+    """A codec question's name as it is; free text quoted on one line (it often starts with a newline)."""
+    question = spec.get("question")
+    if question is None:
+        return f"{len(spec['question_tokens'])} tokens" if spec.get("question_tokens") else "-"
+    if question.isidentifier():
+        return question
+    text = json.dumps(question, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:36] + '..."'
 
 
 def _trigger_text(raw: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,8 @@ class ModelSection:
 
     @property
     def model_id(self) -> str:
-        return self.id or (Path(self.path).name if self.path else "flashtick-tick")
+        # the directory's own name, also for `--model .` or `../my-model`
+        return self.id or (Path(os.path.abspath(self.path)).name if self.path else "flashtick-tick")
 
 
 @dataclass(frozen=True)
@@ -307,6 +309,9 @@ class ServiceConfig:
         config = cls.from_dict(raw, str(path))
         if config.queries and not Path(config.queries).is_absolute():  # relative to the config file
             config = dataclasses.replace(config, queries=str(Path(path).parent / config.queries))
+        if config.model.path and not Path(config.model.path).is_absolute():  # so is the model directory
+            config = dataclasses.replace(config, model=dataclasses.replace(
+                config.model, path=str(Path(path).parent / config.model.path)))
         return config
 
 

@@ -185,9 +185,12 @@ def _check_meta(path: Path, written_by: dict[str, Any]) -> None:
         path.write_text(json.dumps(written_by, indent=2) + "\n")
         return
     before = json.loads(path.read_text())
-    if before != written_by:
-        changed = ", ".join(f"{k}: {before.get(k)!r} -> {written_by.get(k)!r}"
-                            for k in sorted(set(before) | set(written_by)) if before.get(k) != written_by.get(k))
+    # a key the directory lacks was added by a later version: recorded now, not a difference
+    changed = ", ".join(f"{k}: {before.get(k)!r} -> {written_by.get(k)!r}"
+                        for k in sorted(set(before) | set(written_by)) if k in before and before[k] != written_by.get(k))
+    if changed:
         raise ConfigError(f"data directory {path.parent} was written by another model or codec ({changed}); its "
                           f"ticks would rebuild different sessions. Use another --data-dir, or move this one away")
+    if set(written_by) - set(before):
+        path.write_text(json.dumps(before | written_by, indent=2) + "\n")
 

@@ -19,6 +19,7 @@ import ctypes
 import dataclasses
 import gc
 import hashlib
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,8 @@ from connectors.encoder import EncodedTick, Ingested, StreamEncoders
 from connectors.ticks import InvalidTick, Tick
 from engine.engine import Engine
 from engine.jobs import JobOutcome
-from engine.models import load_model
+from engine.models import LlamaModel, load_model
+from engine.models.loader import read_config
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.answer_log import AnswerHistory
@@ -56,26 +58,73 @@ def build_codec(config: ServiceConfig) -> Codec:
     if kind == "auto":
         kind = "binned" if path is None or (Path(path) / "codec.json").is_file() else "text"
     if kind == "binned":
-        return load_builtin_codec() if path is None else BinnedCodec.from_json((Path(path) / "codec.json").read_text())
+        if path is None:
+            return load_builtin_codec()
+        spec = Path(path) / "codec.json"
+        if not spec.is_file():
+            raise ConfigError(f"codec.kind: binned needs {spec} (the tick codec a `flashtick train` checkpoint "
+                              f"ships); a text model takes codec.kind: text (or auto)")
+        return BinnedCodec.from_json(spec.read_text())
     if path is None:
         raise ConfigError("codec.kind: text needs model.path (a Hugging Face checkpoint with a tokenizer)")
-    from transformers import AutoTokenizer  # local files only: no hub
-
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     defaults = TextCodecConfig()
-    return TextCodec(tokenizer, TextCodecConfig(
+    return TextCodec(load_tokenizer(Path(path)), TextCodecConfig(
         trade_template=config.codec.trade_template or defaults.trade_template,
         quote_template=config.codec.quote_template or defaults.quote_template,
-    ))
+    ), end_tokens=eos_token_ids(Path(path)))
+
+
+def eos_token_ids(path: Path) -> set[int]:
+    """The end-of-sequence ids a checkpoint declares in config.json and generation_config.json (an int or a
+    list each: Llama 3 instruct models end a turn with one of several); generation stops at any of them."""
+    ids: set[int] = set()
+    for name in ("config.json", "generation_config.json"):
+        file = path / name
+        value = json.loads(file.read_text()).get("eos_token_id") if file.is_file() else None
+        ids.update(v for v in (value if isinstance(value, list) else [value]) if type(v) is int and v >= 0)
+    return ids
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "vocab.json")
+
+
+def load_tokenizer(path: Path) -> Any:
+    """The checkpoint's own tokenizer, from its files only (never the hub), or an error that says what to do."""
+    if not any((path / name).is_file() for name in TOKENIZER_FILES):
+        raise ConfigError(f"{path}: no tokenizer files ({', '.join(TOKENIZER_FILES)}): the text codec writes ticks "
+                          f"as text and needs the model's own tokenizer; copy them from where the checkpoint "
+                          f"came from (save_pretrained of its tokenizer writes them)")
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except Exception as e:  # transformers raises many types, with multi-line messages
+        reason = " ".join(str(e).split()) or type(e).__name__
+        raise ConfigError(f"{path}: cannot load its tokenizer: {reason}") from None
+
+
+def load_model_and_codec(config: ServiceConfig) -> tuple[LlamaModel, Codec]:
+    """The model and the codec that feeds it, checked against each other; the codec first (it is cheap)."""
+    if config.model.path is not None:
+        read_config(Path(config.model.path))  # a missing directory is named as such, not as a missing tokenizer
+    codec = build_codec(config)
+    model = load_model(config.model.path, TORCH_DTYPES[config.model.dtype], config.model.device,
+                       config.model.weights)
+    if codec.vocab_size > model.config.vocab_size:
+        what = "the tokenizer" if isinstance(codec, TextCodec) else "codec.json"
+        raise ConfigError(f"{config.model.path}: {what} has {codec.vocab_size} tokens but the model's vocab_size is "
+                          f"{model.config.vocab_size}: it does not belong to this model")
+    return model, codec
 
 
 def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
-    """What a data directory's logs depend on: the model and the codec that turned ticks into tokens."""
+    """What a data directory's logs depend on: the model and the codec that turned ticks into tokens (for a
+    text codec also the tokenizer itself: two of one vocabulary size give other tokens for the same tick)."""
     spec = codec.to_json() if isinstance(codec, BinnedCodec) else repr((dataclasses.asdict(codec.config),
                                                                         codec.vocab_size))
-    return {"model": config.model.model_id, "codec": f"{type(codec).__name__}:"
+    meta = {"model": config.model.model_id, "codec": f"{type(codec).__name__}:"
             f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}"}
-
+    return meta | ({"tokenizer": codec.fingerprint()} if isinstance(codec, TextCodec) else {})
 
 
 def overloaded(pending_tokens: int, stream: str) -> InvalidTick:
@@ -97,10 +146,7 @@ class TickPipeline:
         self.config = config
         if config.model.threads is not None:
             torch.set_num_threads(config.model.threads)
-        model = load_model(config.model.path, TORCH_DTYPES[config.model.dtype], config.model.device, config.model.weights)
-        self.codec = build_codec(config)
-        if self.codec.vocab_size > model.config.vocab_size:
-            raise ConfigError(f"codec vocabulary ({self.codec.vocab_size}) exceeds the model's ({model.config.vocab_size})")
+        model, self.codec = load_model_and_codec(config)
         self.runner = ModelRunner(model, config.kv.spec(), cuda_graphs=None if config.model.cuda_graphs else False)
         limits = config.limits
         self.registry = Registry(self.codec.questions, QueryLimits(
@@ -242,6 +288,7 @@ class TickPipeline:
     def ask(self, spec: QuerySpec, stream: str, ticket: Any) -> None:
         """Compute ``spec`` on ``stream`` now; the outcome comes out of a later step with ``ticket``.
         Raises UnknownStream for a stream that has sent no data."""
+        self.engine.progress(stream)  # raises UnknownStream before a generate job drafts from the stream's tokens
         self.engine.ask(self.flash.job_for(spec, stream, ticket=ticket, draft_from=self.flash.draft_for(spec, stream)))
 
     @property

@@ -32,11 +32,10 @@ import torch
 
 from engine.jobs import JobOutcome
 from engine.engine import Engine
-from engine.models import load_model
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, UnknownStream
-from engine.service.config import TORCH_DTYPES, ConfigError, LogSection, ServiceConfig
-from engine.service.pipeline import build_codec
+from engine.service.config import LogSection, ServiceConfig
+from engine.service.pipeline import load_model_and_codec
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import compile_query
 from queries.flash import FlashQueries
@@ -82,10 +81,7 @@ class Shard:
         self.config = dataclasses.replace(config, log=LogSection(enabled=False), queries=None)
         if config.model.threads is not None:
             torch.set_num_threads(config.model.threads)
-        model = load_model(config.model.path, TORCH_DTYPES[config.model.dtype], config.model.device)
-        self.codec = build_codec(config)
-        if self.codec.vocab_size > model.config.vocab_size:
-            raise ConfigError(f"codec vocabulary ({self.codec.vocab_size}) exceeds the model's ({model.config.vocab_size})")
+        model, self.codec = load_model_and_codec(config)
         self.runner = ModelRunner(model, config.kv.spec(), cuda_graphs=None if config.model.cuda_graphs else False)
         self.restored = False  # a (re)started actor serves nothing until the front door restores it
         self.calls = 0

@@ -1,0 +1,200 @@
+"""A user's own Hugging Face checkpoint, driven the way a new user drives it: a directory written by
+save_pretrained, `flashtick serve`/`backtest --model DIR` or `model.path` in a config, queries registered and
+asked over the control socket, ticks over the ingest socket, answers on PUB; and the errors such a user meets."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import polars as pl
+import pytest
+
+from conftest import serving, tiny_text_checkpoint
+from connectors.feed import FeedClient
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import encode
+from engine.service.cli import _serve_config, build_parser, main
+from engine.service.client import AnswerSubscriber
+from engine.service.config import ConfigError, ServiceConfig
+from engine.service.pipeline import TickPipeline
+
+LOCAL = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
+QUERIES = """
+queries:
+  - {name: up, streams: ["SYN.*"], kind: choice, question: "\\nWill the next trade print above the last one? Answer:",
+     choices: [" yes", " no"], trigger: {ticks: 5}}
+  - {name: move, streams: ["*"], kind: expectation, question: "\\nMove in bps:", values: {" -5": -5, " 0": 0, " +5": 5},
+     trigger: batch}
+  - {name: note, streams: ["*"], kind: generate, question: "\\nSummary of the last minute:", max_tokens: 8,
+     trigger: on_demand}
+  - {name: surprise, streams: ["*"], kind: surprise}
+"""
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_text_checkpoint_served_over_the_sockets(tmp_path, capsys) -> None:
+    """model.path relative to the config file; every text query kind registered, fed, published and asked."""
+    tiny_text_checkpoint(tmp_path / "models" / "my-llama", "llama3")
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "engine.yaml").write_text(
+        f"model: {{path: ../models/my-llama}}\nkv: {{cells: 8192, block_size: 16}}\nendpoints: {json.dumps(LOCAL)}\n"
+        f"limits: {{heartbeat_s: 0.2}}\nlog: {{enabled: false}}\n")
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    config = ServiceConfig.load(tmp_path / "conf" / "engine.yaml")
+    assert config.model.model_id == "my-llama"
+    with serving(config) as server:
+        control = ("--control", server.endpoints["control"])
+        code, out, _ = run(capsys, "register", str(tmp_path / "q.yaml"), *control)
+        assert code == 0 and out.startswith("registered up, move, note, surprise")
+        code, out, _ = run(capsys, "list", *control)
+        lines = out.splitlines()
+        assert len(lines) == 5  # one line per query, whatever its question text holds
+        assert lines[0].split()[:3] == ["up", "choice", '"\\nWill']
+        with AnswerSubscriber(server.endpoints["answers"], ["up/", "move/", "surprise/"]) as answers:
+            answers.wait_ready(timeout_s=10)
+            with FeedClient(server.endpoints["ingest"]) as feed:
+                feed.send(SyntheticMarket(SyntheticConfig(seed=1)).next_batch(40))
+            seen = {}
+            while len(seen) < 3:
+                message = answers.recv(timeout_s=20)
+                assert message is not None, f"answers so far: {seen}"
+                seen[message[1]["query"]] = message[1]
+        assert set(seen["up"]["value"]["probs"]) == {" yes", " no"} and seen["up"]["model"] == "my-llama"
+        assert set(seen["move"]["value"]) == {"expected", "probs"} and seen["surprise"]["value"]["nll"] > 0
+        code, out, _ = run(capsys, "ask", "SYN.A", "note", *control)
+        value = json.loads(out)["value"]
+        assert code == 0 and 1 <= len(value["tokens"]) <= 8 and isinstance(value["text"], str)
+        code, _, err = run(capsys, "ask", "NOPE", "note", *control)  # a generate query drafts from the stream
+        assert code == 2 and err == "flashtick ask: error: stream 'NOPE' has sent no data\n"
+        code, out, _ = run(capsys, "stats", *control)
+        assert code == 0 and json.loads(out)["ticks_in"] == 40 and json.loads(out)["rejected"] == {}
+
+
+def test_generation_ends_at_the_end_of_sequence_the_checkpoint_declares(tmp_path) -> None:
+    """A model that emits its eos token has finished: the answer stops there (the token is not in the text),
+    with eos_token_id from the tokenizer, config.json or generation_config.json (an int or a list)."""
+    tiny_text_checkpoint(tmp_path, "mistral", eos=False)
+    config_json = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config_json, "eos_token_id": None}))
+    (tmp_path / "generation_config.json").unlink()
+    config = ServiceConfig.from_dict({"model": {"path": str(tmp_path)}, "kv": {"cells": 8192, "block_size": 16}})
+
+    def generated() -> list[int]:
+        pipeline = TickPipeline(config)
+        assert pipeline.codec.end_tokens == ends
+        pipeline.registry.register("queries: [{name: note, streams: ['*'], kind: generate, question: 'Summary:',"
+                                   " max_tokens: 12, trigger: on_demand}]")
+        assert pipeline.ingest_message(encode(SyntheticMarket(SyntheticConfig(seed=2)).next_batch(30))) == []
+        pipeline.run_until_idle()
+        pipeline.ask(pipeline.registry.get("note"), "SYN.A", ticket=1)
+        (outcome,) = pipeline.engine.run_until_idle()
+        return outcome.answer.value["tokens"]
+
+    ends: frozenset[int] = frozenset()  # no eos anywhere: max_tokens ends it
+    plain = generated()
+    assert len(plain) == 12
+    cut = next(i for i in range(1, 12) if plain[i] not in plain[:i])
+    (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": [299, plain[cut]]}))
+    ends = frozenset({299, plain[cut]})
+    assert generated() == plain[:cut]
+
+
+def test_serve_without_queries_registers_none_for_a_text_model(tmp_path, capsys) -> None:
+    tiny_text_checkpoint(tmp_path, "qwen2-tied")
+    config = _serve_config(build_parser().parse_args(["serve", "--model", str(tmp_path), "--no-log"]))
+    assert config.queries is None and config.model.path == str(tmp_path)
+    assert "no standing queries; register yours while serving" in capsys.readouterr().err
+    (tmp_path / "codec.json").write_text("{}")  # a tick checkpoint gets the tick model's examples
+    config = _serve_config(build_parser().parse_args(["serve", "--model", str(tmp_path), "--no-log"]))
+    assert config.queries.endswith("tick_model.yaml")
+
+
+def test_backtest_a_sharded_bf16_checkpoint(tmp_path, capsys) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = tiny_text_checkpoint(tmp_path / "qwen", "qwen2-tied")
+    AutoModelForCausalLM.from_pretrained(model).to(torch.bfloat16).save_pretrained(model, max_shard_size="40KB")
+    assert (model / "model.safetensors.index.json").is_file()
+    market = SyntheticMarket(SyntheticConfig(seed=3))
+    rows = [{"timestamp": t.ts, "symbol": t.stream, "price": t.price or t.mid, "size": t.size or 1.0}
+            for t in market.next_batch(80)]
+    pl.DataFrame(rows).write_csv(tmp_path / "trades.csv")
+    (tmp_path / "q.yaml").write_text(QUERIES.replace("on_demand", "{ticks: 10}"))
+    code, out, err = run(capsys, "backtest", str(tmp_path / "trades.csv"), "--model", str(model), "--queries",
+                         str(tmp_path / "q.yaml"), "--out", str(tmp_path / "answers.parquet"), "--quiet")
+    assert code == 0, err
+    answers = pl.read_parquet(tmp_path / "answers.parquet")
+    assert set(answers["query"]) == {"up", "move", "note", "surprise"}
+    assert answers.filter(pl.col("query") == "note")["text"].null_count() == 0
+
+
+@pytest.mark.parametrize("case", ["no directory", "no tokenizer", "foreign tokenizer", "gpt2", "pickle only",
+                                  "binned codec"])
+def test_what_a_new_user_is_told(tmp_path, capsys, case: str) -> None:
+    """`serve --model DIR` refuses before it binds anything, in one line that says what to do."""
+    model = tmp_path / "model"
+    tiny_text_checkpoint(model, "llama3")
+    argv = ["serve", "--model", str(model), "--no-log"]
+    if case == "no tokenizer":
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            (model / name).unlink()
+        expected = "no tokenizer files \\(tokenizer.json, .*needs the model's own tokenizer; copy them"
+    elif case == "foreign tokenizer":
+        config = json.loads((model / "config.json").read_text())
+        tiny_text_checkpoint(model, "llama3", vocab_size=200)  # another model's weights beside this tokenizer
+        expected = "the tokenizer has 300 tokens but the model's vocab_size is 200: it does not belong to this model"
+        assert config["vocab_size"] == 300
+    elif case == "gpt2":
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        GPT2LMHeadModel(GPT2Config(vocab_size=300, n_embd=32, n_layer=1, n_head=2)).save_pretrained(model)
+        expected = "model_type 'gpt2' \\(GPT2LMHeadModel\\) is not supported: .* llama, mistral, qwen2"
+    elif case == "pickle only":
+        (model / "model.safetensors").rename(model / "pytorch_model.bin")
+        expected = "pytorch_model.bin \\(pickle\\), which flashtick does not load.*save_pretrained"
+    elif case == "no directory":  # model.path is read relative to the config file
+        (tmp_path / "engine.yaml").write_text("model: {path: modle}\n")
+        argv = ["serve", "--config", str(tmp_path / "engine.yaml"), "--queries", str(tmp_path / "engine.yaml"),
+                "--no-log"]
+        expected = f"{tmp_path / 'modle'}: no such directory"
+    else:
+        (tmp_path / "engine.yaml").write_text("model: {path: model}\ncodec: {kind: binned}\n")
+        argv = ["serve", "--config", str(tmp_path / "engine.yaml"), "--queries", str(tmp_path / "engine.yaml"),
+                "--no-log"]
+        expected = "codec.kind: binned needs .*codec.json .*a text model takes codec.kind: text"
+    capsys.readouterr()  # what building the checkpoint printed
+    code, _, err = run(capsys, *argv)
+    *notes, error = err.strip().splitlines()
+    assert code == 2 and error.startswith("flashtick serve: error: ") and re.search(expected, error), err
+    assert not any("error" in note for note in notes), err
+
+
+def test_a_data_directory_remembers_the_tokenizer(tmp_path) -> None:
+    """Logged ticks are tokens: a restart with another tokenizer of the same size (another model in a folder of
+    the same name, a tokenizer.json swapped in place) is refused; a directory from before the tokenizer was
+    recorded is accepted and gets it."""
+    model = tiny_text_checkpoint(tmp_path / "model", "llama3")
+    config = ServiceConfig.from_dict({"model": {"path": str(model)}, "kv": {"cells": 8192, "block_size": 16},
+                                      "log": {"dir": str(tmp_path / "data")}})
+    pipeline = TickPipeline(config)
+    assert pipeline.ingest_message(encode(SyntheticMarket(SyntheticConfig(seed=4)).next_batch(10))) == []
+    pipeline.data.close()
+    meta_file = tmp_path / "data" / "meta.json"
+    meta = json.loads(meta_file.read_text())
+    meta_file.write_text(json.dumps({"model": meta["model"], "codec": meta["codec"]}))  # an earlier version's
+    TickPipeline(config).data.close()
+    assert json.loads(meta_file.read_text()) == meta
+    tokenizer = json.loads((model / "tokenizer.json").read_text())
+    vocab = tokenizer["model"]["vocab"]
+    first, second = list(vocab)[-2:]
+    vocab[first], vocab[second] = vocab[second], vocab[first]  # same size, other ids
+    (model / "tokenizer.json").write_text(json.dumps(tokenizer))
+    with pytest.raises(ConfigError, match="written by another model or codec \\(tokenizer: "):
+        TickPipeline(config)
