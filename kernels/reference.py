@@ -61,12 +61,12 @@ def paged_attention_loop(
     """One sequence at a time (all, or ``seqs`` into ``out``): prefixes read through views,
     long appends in query tiles."""
     out = torch.empty_like(q) if out is None else out
-    runs = meta.prefix_runs()
     for i in range(meta.num_seqs) if seqs is None else seqs:
         a, b = meta.cu_seqlens[i], meta.cu_seqlens[i + 1]
         if a == b:
             continue
-        prefix_k, prefix_v = _prefix_kv(k_cache, runs[i]), _prefix_kv(v_cache, runs[i])
+        runs = meta.prefix_runs(i)
+        prefix_k, prefix_v = _prefix_kv(k_cache, runs), _prefix_kv(v_cache, runs)
         if b - a >= FLASH_CAUSAL_MIN and _flash_prefix_ok(q, k_new):
             out[a:b] = _attend_flash(q[a:b], k_new[a:b], v_new[a:b], prefix_k, prefix_v, scale)
             continue
