@@ -38,8 +38,9 @@ class RMSNorm(nn.Module):
         return self.normed(summed), summed
 
     def normed(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype == torch.float32:  # one fused op; same math as below
-            return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
+        if x.dtype == torch.float32:
+            # F.rms_norm's math in four ops: its CPU path runs ~3x slower on a many-row ingest batch
+            return torch.mul(x, torch.rsqrt(torch.mean(x * x, -1, keepdim=True).add_(self.eps))).mul_(self.weight)
         # Same op order as transformers: normalise in fp32, scale in the input dtype.
         xf = x.float()
         xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
@@ -72,7 +73,9 @@ class Rotary(nn.Module):
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:  # x (T, H, D)
     """transformers' x*cos + rotate_half(x)*sin: the same products, with -sin folded into the table."""
-    return torch.addcmul(x * cos, x.roll(x.shape[-1] // 2, dims=-1), sin)  # (T, H, D)
+    half = x.shape[-1] // 2
+    rolled = torch.cat([x[..., half:], x[..., :half]], dim=-1)  # (T, H, D): x.roll(half), ~25% cheaper on CPU
+    return torch.addcmul(rolled.mul_(sin), x, cos)  # (T, H, D)
 
 
 class Attention(nn.Module):
