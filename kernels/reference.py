@@ -98,8 +98,9 @@ def _attend_flash(
     n_kv_heads = k_new.shape[1]
     group = n_q_heads // n_kv_heads
     qh = q.transpose(0, 1)  # (Hq, n, D); q head h reads kv head h // group
-    kh = k_new.transpose(0, 1).repeat_interleave(group, dim=0)  # (Hq, n, D)
-    vh = v_new.transpose(0, 1).repeat_interleave(group, dim=0)
+    kh, vh = k_new.transpose(0, 1), v_new.transpose(0, 1)  # (Hkv, n, D)
+    if group > 1:
+        kh, vh = kh.repeat_interleave(group, dim=0), vh.repeat_interleave(group, dim=0)  # (Hq, n, D)
     o, lse = _FLASH_CPU(qh[None], kh[None], vh[None], 0.0, True, attn_mask=None, scale=scale)
     parts = [(o[0].float(), lse[0].float())]  # (Hq, n, D), (Hq, n)
     # rows ordered (group, token) per kv head, as _attend lays them out: a view of (Hq, n) order
@@ -109,6 +110,10 @@ def _attend_flash(
         parts.append((o[0].float().reshape(n_q_heads, n, head_dim), lse[0].float().reshape(n_q_heads, n)))
     if len(parts) == 1:
         out = parts[0][0]
+    elif len(parts) == 2:  # the usual case (a prefix in one run): the same merge in three ops
+        (o_new, lse_new), (o_prefix, lse_prefix) = parts
+        share = torch.sigmoid(lse_prefix - lse_new)  # (Hq, n): the prefix's share of the probability mass
+        out = torch.lerp(o_new, o_prefix, share[..., None])
     else:
         weights = torch.softmax(torch.stack([lse for _, lse in parts]), dim=0)  # (parts, Hq, n)
         out = sum(o * w[..., None] for (o, _), w in zip(parts, weights))

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.models.config import ModelConfig, rope_inv_freq
-from kernels import RaggedBatch, backend_for, paged_attention, write_kv
+from kernels import RaggedBatch, backend_for, paged_attention, paged_attention_ref, write_kv_ref
 
 
 class RMSNorm(nn.Module):
@@ -111,10 +111,12 @@ class Attention(nn.Module):
             qk = apply_rotary(qk.view(T, self.n_heads + self.n_kv, self.head_dim), *rope)  # (T, Hq+Hkv, D)
             q, k = qk.split([self.n_heads, self.n_kv], dim=1)  # (T, Hq, D), (T, Hkv, D)
             v = v.view(T, self.n_kv, self.head_dim)
-            write_kv(k, v, k_cache, v_cache, meta)
+            write_kv_ref(k, v, k_cache, v_cache, meta)
         if rows is not None and rows.numel() == 0:  # the K/V were all that was needed
             return x.new_empty(0, x.shape[1])
-        out = paged_attention(q, k, v, k_cache, v_cache, meta, self.scale).reshape(T, self.q_size)  # (T, Hq*D)
+        # not fused means the torch backend (the forward chose once): no per-layer backend lookup
+        attend = paged_attention if fused else paged_attention_ref
+        out = attend(q, k, v, k_cache, v_cache, meta, self.scale).reshape(T, self.q_size)  # (T, Hq*D)
         return self.o_proj(out if rows is None else out.index_select(0, rows))
 
 
