@@ -136,6 +136,12 @@ class MLP(nn.Module):
         return self.down_proj(F.silu(gate, inplace=True).mul_(up))
 
 
+# On CPU the residual, norm and MLP of a many-row batch (a roll's re-prefill, a backtest chunk) run in slices
+# of this many rows, so the (rows, 2*inter) MLP intermediate stays in cache: ~1/3 off that part at 8k rows
+# (measured on the built-in model's shape), and the same numbers, row by row.
+ROW_SLICE = 1024
+
+
 class DecoderLayer(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -148,9 +154,15 @@ class DecoderLayer(nn.Module):
                 ) -> torch.Tensor:
         """(T, hidden) -> (T, hidden), or (R, hidden) for ``rows`` only (their K/V still written for all T)."""
         normed, _ = self.input_layernorm(x, fused=fused)
-        attended = self.self_attn(normed, rope, k_cache, v_cache, meta, rows, fused)
-        normed, x = self.post_attention_layernorm(attended, x if rows is None else x.index_select(0, rows), fused)
-        return x.add_(self.mlp(normed, fused))  # x is this layer's own sum
+        attended = self.self_attn(normed, rope, k_cache, v_cache, meta, rows, fused)  # (T or R, hidden)
+        residual = x if rows is None else x.index_select(0, rows)
+        if fused:
+            normed, x = self.post_attention_layernorm(attended, residual, fused)
+            return x.add_(self.mlp(normed, fused))  # x is this layer's own sum
+        for a in range(0, attended.shape[0], ROW_SLICE):  # in place: attended becomes this layer's output
+            summed = attended[a : a + ROW_SLICE].add_(residual[a : a + ROW_SLICE])  # (rows, hidden)
+            summed.add_(self.mlp(self.post_attention_layernorm.normed(summed)))
+        return attended
 
 
 class LlamaModel(nn.Module):
