@@ -40,6 +40,8 @@ MAX_SCORE_ELEMENTS = 1 << 25  # (groups x rows x keys) beyond this the padding w
 
 _FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 
+Unit = tuple[int, int]  # (group id, n-th unit of that group)
+
 
 @dataclass(frozen=True)
 class Bucket:
@@ -94,10 +96,11 @@ def plan_groups(meta: RaggedBatch, groups: list[int]) -> GroupedPlan | None:
     return GroupedPlan(tuple(bucket for bucket, _ in built), torch.from_numpy(tokens).to(meta.device), loop_seqs)
 
 
-def _by_prefix_length(units: list, prefix: dict) -> list[list]:
-    """Units (sorted by prefix) cut where padding to the bucket's longest prefix would waste more
-    than BUCKET_SLACK of it; each bucket costs a few more ops per layer, so small ones are not cut."""
-    buckets: list[list] = [[]]
+def _by_prefix_length(units: list[Unit], prefix: dict[Unit, int]) -> list[list[Unit]]:
+    """Units (sorted by prefix) cut where padding to the bucket's longest prefix would waste more than
+    BUCKET_SLACK of it; the BUCKET_MIN_CELLS allowance keeps short prefixes together, where a bucket's
+    own ops per layer would cost more than the padding they save."""
+    buckets: list[list[Unit]] = [[]]
     for unit in units:
         first = buckets[-1][0] if buckets[-1] else unit
         if buckets[-1] and prefix[unit] > (1 + BUCKET_SLACK) * prefix[first] + BUCKET_MIN_CELLS:
@@ -106,8 +109,8 @@ def _by_prefix_length(units: list, prefix: dict) -> list[list]:
     return buckets
 
 
-def _bucket(meta: RaggedBatch, members: list[tuple[tuple[int, int], list[int]]], prefix: dict, rows: dict
-            ) -> tuple[Bucket, list[tuple[tuple[int, int], list[int]]]]:
+def _bucket(meta: RaggedBatch, members: list[tuple[Unit, list[int]]], prefix: dict[Unit, int], rows: dict[Unit, int]
+            ) -> tuple[Bucket, list[tuple[Unit, list[int]]]]:
     """One bucket's padded layout, built on the host in numpy (no per-sequence torch calls)."""
     n_units = len(members)
     max_rows = max(rows[unit] for unit, _ in members)
@@ -145,7 +148,7 @@ def _bucket(meta: RaggedBatch, members: list[tuple[tuple[int, int], list[int]]],
     return bucket, members
 
 
-def _units(meta: RaggedBatch, groups: list[int]) -> tuple[dict[tuple[int, int], list[int]], tuple[int, ...]]:
+def _units(meta: RaggedBatch, groups: list[int]) -> tuple[dict[Unit, list[int]], tuple[int, ...]]:
     """(group, unit) -> its non-empty short sequences, in batch order; and the long appends left to the loop."""
     length = lambda s: meta.cu_seqlens[s + 1] - meta.cu_seqlens[s]  # noqa: E731
     by_group: dict[int, list[int]] = {}
@@ -153,8 +156,8 @@ def _units(meta: RaggedBatch, groups: list[int]) -> tuple[dict[tuple[int, int], 
         if length(seq) > 0:
             by_group.setdefault(group, []).append(seq)
     loop_seqs = tuple(s for seqs in by_group.values() for s in seqs if length(s) > MAX_ROWS_PER_GROUP)
-    members: dict[tuple[int, int], list[int]] = {}
-    rows: dict[tuple[int, int], int] = {}
+    members: dict[Unit, list[int]] = {}
+    rows: dict[Unit, int] = {}
     for group, seqs in by_group.items():
         unit = (group, 0)
         for s in seqs:
