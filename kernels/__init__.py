@@ -13,7 +13,7 @@ import torch
 from kernels.metadata import RaggedBatch
 from kernels.reference import paged_attention_ref, write_kv_ref
 
-__all__ = ["RaggedBatch", "paged_attention", "write_kv", "backend_for"]
+__all__ = ["RaggedBatch", "paged_attention", "write_kv", "backend_for", "paged_attention_ref", "write_kv_ref"]
 
 
 def backend_for(device: torch.device) -> str:

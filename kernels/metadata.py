@@ -49,7 +49,7 @@ class RaggedBatch:
             if n > len(table) * self.block_size:
                 raise ValueError(f"sequence {i}: prefix of {n} cells needs more than {len(table)} blocks")
         self._tensors: dict[str, torch.Tensor] | None = None
-        self._runs: list[list[tuple[int, int]]] | None = None
+        self._runs: dict[int, list[tuple[int, int]]] = {}  # per sequence, built on first use
         self._write_rows: tuple[torch.Tensor, torch.Tensor] | None = None
         self._memo: dict[str, Any] = {}
         if self.groups is not None and len(self.groups) != self.num_seqs:
@@ -88,16 +88,17 @@ class RaggedBatch:
         self._tensors = tensors
         return self
 
-    def prefix_runs(self) -> list[list[tuple[int, int]]]:
-        """Per sequence, its prefix as maximal runs of physically contiguous cells [start, end).
+    def prefix_runs(self, seq: int) -> list[tuple[int, int]]:
+        """Sequence ``seq``'s prefix as maximal runs of physically contiguous cells [start, end).
 
         The block pool prefers handing a session the block after its last one,
         so a long session is usually one or a few runs: the torch backend then
-        reads its KV through views, without gathering a copy.
+        reads its KV through views, without gathering a copy. Built on first
+        use per sequence: a grouped batch asks only for its long appends'.
         """
-        if self._runs is None:
-            self._runs = [self._runs_of(table, n) for table, n in zip(self.block_tables, self.prefix_lens)]
-        return self._runs
+        if seq not in self._runs:
+            self._runs[seq] = self._runs_of(self.block_tables[seq], self.prefix_lens[seq])
+        return self._runs[seq]
 
     def _runs_of(self, table: list[int], n_cells: int) -> list[tuple[int, int]]:
         runs: list[tuple[int, int]] = []

@@ -82,3 +82,16 @@ def test_bf16_grouped_tracks_fp32() -> None:
     out = paged_attention_ref(q, k, v, kc, vc, meta, 0.25)
     ref = paged_attention_loop(q.float(), k.float(), v.float(), kc.float(), vc.float(), meta, 0.25)
     torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=2e-2)
+
+
+def test_sessions_far_apart_in_length_go_to_separate_buckets_and_match_the_loop() -> None:
+    # prefixes of 0-100 cells: padding every session to the longest would waste most of the gather
+    q, k, v, kc, vc, meta = random_grouped_batch(5, n_sessions=12, gqa=2)
+    rows = [t for t, s in enumerate(meta.slot_mapping) if s >= 0]
+    kc[:, [meta.slot_mapping[t] for t in rows]] = k[rows].transpose(0, 1)
+    vc[:, [meta.slot_mapping[t] for t in rows]] = v[rows].transpose(0, 1)
+    plan = plan_groups(meta, meta.groups)
+    assert plan is not None and len(plan.buckets) > 1
+    assert sorted(plan.tokens.tolist()) == list(range(meta.num_tokens))  # every row once
+    torch.testing.assert_close(paged_attention_ref(q, k, v, kc, vc, meta, 0.25),
+                               paged_attention_loop(q, k, v, kc, vc, meta, 0.25), atol=1e-5, rtol=1e-5)

@@ -159,6 +159,23 @@ def test_reference_write_kv_fills_advance_cells_only() -> None:
     torch.testing.assert_close(k_cache[:, untouched], case.k_cache[:, untouched], rtol=0, atol=0, equal_nan=True)
 
 
+@pytest.mark.parametrize("n", [1, 5, 16, 300])
+def test_matmul_path_equals_flash_path(n: int) -> None:
+    """fp32 on CPU attends through the flash kernel; the matmul path (half precision) must agree with it."""
+    from kernels.reference import Q_TILE, _attend, _attend_flash
+
+    gen = torch.Generator().manual_seed(n)
+    hkv, group, d = 2, 3, 16
+    cache = torch.randn(2, hkv, 400, d, generator=gen)  # (2, Hkv, cells, D)
+    runs = [(0, 37), (100, 164), (300, 301)]  # a fragmented prefix: three runs, one a single cell
+    prefix_k, prefix_v = [cache[0][:, s:e] for s, e in runs], [cache[1][:, s:e] for s, e in runs]
+    q = torch.randn(n, hkv * group, d, generator=gen)
+    k_new, v_new = torch.randn(2, n, hkv, d, generator=gen)
+    tiled = torch.cat([_attend(q[t0 : t0 + Q_TILE], k_new[: t0 + Q_TILE], v_new[: t0 + Q_TILE], prefix_k, prefix_v, 0.25)
+                       for t0 in range(0, n, Q_TILE)])
+    torch.testing.assert_close(tiled, _attend_flash(q, k_new, v_new, prefix_k, prefix_v, 0.25), **FP32_TOL)
+
+
 def make_cut_case(seed: int, block_size: int = 16, with_groups: bool = True) -> Case:
     """Chunked evaluation's batch: per session an advance of ``n`` tokens after a cached prefix ``p``, then
     probes at cuts inside it (prefix length = the cut: the session's first ``cut`` cells, some written by

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.models.config import ModelConfig, rope_inv_freq
-from kernels import RaggedBatch, backend_for, paged_attention, write_kv
+from kernels import RaggedBatch, backend_for, paged_attention, paged_attention_ref, write_kv_ref
 
 
 class RMSNorm(nn.Module):
@@ -38,8 +38,9 @@ class RMSNorm(nn.Module):
         return self.normed(summed), summed
 
     def normed(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype == torch.float32:  # one fused op; same math as below
-            return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
+        if x.dtype == torch.float32:
+            # F.rms_norm's math in four ops: its CPU path runs ~3x slower on a many-row ingest batch
+            return torch.mul(x, torch.rsqrt(torch.mean(x * x, -1, keepdim=True).add_(self.eps))).mul_(self.weight)
         # Same op order as transformers: normalise in fp32, scale in the input dtype.
         xf = x.float()
         xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
@@ -73,7 +74,9 @@ class Rotary(nn.Module):
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:  # x (T, H, D)
     """transformers' x*cos + rotate_half(x)*sin: the same products, with -sin folded into the table."""
-    return torch.addcmul(x * cos, x.roll(x.shape[-1] // 2, dims=-1), sin)  # (T, H, D)
+    half = x.shape[-1] // 2
+    rolled = torch.cat([x[..., half:], x[..., :half]], dim=-1)  # (T, H, D): x.roll(half), ~25% cheaper on CPU
+    return torch.addcmul(rolled.mul_(sin), x, cos)  # (T, H, D)
 
 
 class Attention(nn.Module):
@@ -109,10 +112,12 @@ class Attention(nn.Module):
             qk = apply_rotary(qk.view(T, self.n_heads + self.n_kv, self.head_dim), *rope)  # (T, Hq+Hkv, D)
             q, k = qk.split([self.n_heads, self.n_kv], dim=1)  # (T, Hq, D), (T, Hkv, D)
             v = v.view(T, self.n_kv, self.head_dim)
-            write_kv(k, v, k_cache, v_cache, meta)
+            write_kv_ref(k, v, k_cache, v_cache, meta)
         if rows is not None and rows.numel() == 0:  # the K/V were all that was needed
             return x.new_empty(0, x.shape[1])
-        out = paged_attention(q, k, v, k_cache, v_cache, meta, self.scale).reshape(T, self.q_size)  # (T, Hq*D)
+        # not fused means the torch backend (the forward chose once): no per-layer backend lookup
+        attend = paged_attention if fused else paged_attention_ref
+        out = attend(q, k, v, k_cache, v_cache, meta, self.scale).reshape(T, self.q_size)  # (T, Hq*D)
         return self.o_proj(out if rows is None else out.index_select(0, rows))
 
 
@@ -132,6 +137,12 @@ class MLP(nn.Module):
         return self.down_proj(F.silu(gate, inplace=True).mul_(up))
 
 
+# On CPU the residual, norm and MLP of a many-row batch (a roll's re-prefill, a backtest chunk) run in slices
+# of this many rows, so the (rows, 2*inter) MLP intermediate stays in cache: ~1/3 off that part at 8k rows
+# (measured on the built-in model's shape), and the same numbers, row by row.
+ROW_SLICE = 1024
+
+
 class DecoderLayer(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -144,9 +155,15 @@ class DecoderLayer(nn.Module):
                 ) -> torch.Tensor:
         """(T, hidden) -> (T, hidden), or (R, hidden) for ``rows`` only (their K/V still written for all T)."""
         normed, _ = self.input_layernorm(x, fused=fused)
-        attended = self.self_attn(normed, rope, k_cache, v_cache, meta, rows, fused)
-        normed, x = self.post_attention_layernorm(attended, x if rows is None else x.index_select(0, rows), fused)
-        return x.add_(self.mlp(normed, fused))  # x is this layer's own sum
+        attended = self.self_attn(normed, rope, k_cache, v_cache, meta, rows, fused)  # (T or R, hidden)
+        residual = x if rows is None else x.index_select(0, rows)
+        if fused:
+            normed, x = self.post_attention_layernorm(attended, residual, fused)
+            return x.add_(self.mlp(normed, fused))  # x is this layer's own sum
+        for a in range(0, attended.shape[0], ROW_SLICE):  # in place: attended becomes this layer's output
+            summed = attended[a : a + ROW_SLICE].add_(residual[a : a + ROW_SLICE])  # (rows, hidden)
+            summed.add_(self.mlp(self.post_attention_layernorm.normed(summed)))
+        return attended
 
 
 class LlamaModel(nn.Module):
