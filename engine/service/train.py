@@ -442,6 +442,8 @@ def main(argv: list[str] | None = None) -> None:
     stop = f" --stop-after {stats['steps_done']}" if stats["steps_done"] < cfg.steps else ""
     data = f" --data-dir {args.data_dir}" if args.data_dir is not None else ""
     extra = "".join(f" {flag}" for flag, used in (
+        # a rerun on a slower machine must not be cut by a shorter default wall-clock guard
+        (f"--max-minutes {cfg.max_minutes:g}", cfg.max_minutes != TrainConfig.max_minutes),
         (f"--codec-version {cfg.codec_version}", cfg.codec_version != TrainConfig.codec_version),
         (f"--window-ticks {cfg.window_ticks}", cfg.window_ticks != TrainConfig.window_ticks),
         (f"--questions-per-window {cfg.questions_per_window}",
