@@ -216,7 +216,7 @@ class BinnedCodec(Codec):
         events = ("buy", "sell", "trade", "q_narrow", "q_same", "q_wide")
         if s.version == 1:
             table += [TokenBin("event", n, math.nan, math.nan) for n in events]
-        else:  # event x scale tag; lo/hi carry the tag's range of the move scale in bps
+        else:  # event x scale tag; lo/hi carry the tag's range of the per-tick RMS move in bps
             table += [TokenBin("event", f"{n}/s{k}", lo, hi)
                       for k, (_, lo, hi) in enumerate(_bins(s.scale_tag_edges_bps, 0.0)) for n in events]
         table += [TokenBin("gap", "start", math.nan, math.nan), TokenBin("gap", "zero", -math.inf, 0.0)]
@@ -296,7 +296,7 @@ class BinnedCodec(Codec):
         move = 0.0 if state.last_ref is None else (ref - state.last_ref) / state.last_ref * 1e4
         if s.version == 1:
             gap_name = self._gap_name_v1(gap)
-            move_name = self._move_name(move, s.move_edges_bps, 1.0)
+            move_name = self._move_name_v1(move)
         else:
             event = f"{event}/s{self._scale_tag(state)}"  # the scale before this tick, like the other slots
             gap_name = self._gap_name_v2(gap, state)
@@ -322,11 +322,10 @@ class BinnedCodec(Codec):
         state.gap_log2_mean = _running(state.gap_log2_mean, log_gap, state.gaps_seen, self.spec.scale_alpha)
         return str(bisect_left(self.spec.gap_log2_edges, rel))
 
-    @staticmethod
-    def _move_name(move: float, edges: tuple[float, ...], unit: float) -> str:
+    def _move_name_v1(self, move: float) -> str:
         if abs(move) < _ZERO_BPS:
             return "zero"
-        return ("+" if move > 0 else "-") + str(bisect_left(edges, abs(move) / unit))
+        return ("+" if move > 0 else "-") + str(bisect_left(self.spec.move_edges_bps, abs(move)))
 
     def _move_name_v2(self, move: float, state: BinnedState) -> str:
         """`zero`, or sign and log2(|move| / geometric mean |non-zero move|) (0 for the first); updates the
