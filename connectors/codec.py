@@ -19,6 +19,20 @@ BinnedCodec slots, in order (bin i of edges e is (e[i-1], e[i]]):
               `zero` (|move| < 1e-6 bps), then sign x `move_edges_bps` bins of |move|
   3. size   - trade: `zero` or log2(size / stream's EWMA trade size) binned by `size_log2_edges`;
               quote: bid_size / (bid_size + ask_size) binned by `imbalance_edges`, `na` without sizes
+
+Spec version 2 (instrument-agnostic; `BinnedSpec(version=2)`) keeps the four slots but measures
+each against the stream's own running scale, so a token means the same on BTC, an FX pair or an equity:
+  event - as v1, crossed with a coarse tag of the stream's per-tick RMS move in bps (running, zeros
+          included; `scale_tag_edges_bps`), because the volatility and move questions are asked in
+          absolute bps and the model must still tell a 0.05 bp market from a 5 bp one;
+  gap   - `start`, `zero`, then log2(gap / running geometric mean gap) binned by `gap_log2_edges`;
+  move  - `zero`, then sign x log2(|move| / running geometric mean |non-zero move|) binned by
+          `move_log2_edges`. Geometric means, not arithmetic: bursts of microsecond gaps sit beside
+          minute-long pauses, and on BTC one-tick moves (0.002 bp) beside multi-bp jumps, and an
+          arithmetic mean would put all the typical ones in the lowest bin;
+  size  - as v1 (already relative to the stream's EWMA).
+Running scales are EWMAs whose weight is max(alpha, 1 / n) for the n-th observation (a plain mean
+while warming up); each token is measured against the scale *before* its own tick updates it.
 """
 
 from __future__ import annotations
@@ -38,7 +52,10 @@ from connectors.ticks import QUOTE, Tick
 
 TOKENS_PER_TICK = 4
 SPEC_FORMAT = "flashtick.binned_codec/1"
+SPEC_VERSIONS = (1, 2)
 _ZERO_BPS = 1e-6
+# Fields only version 2 reads; a version-1 spec serialises without them, exactly as before they existed.
+_V2_FIELDS = ("move_log2_edges", "gap_log2_edges", "scale_alpha", "scale_tag_edges_bps")
 
 
 class Codec(ABC):
@@ -101,8 +118,23 @@ class BinnedSpec:
     size_ewma_alpha: float = 0.05
     questions: tuple[QuestionSpec, ...] = DEFAULT_QUESTIONS
     vocab_size: int = 128
+    version: int = 1  # 1: absolute bps / ns bins (the v1 built-in model); 2: relative to the stream's own scales
+    # Version 2 only (see the module docstring):
+    move_log2_edges: tuple[float, ...] = (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.5, 5.0)
+    gap_log2_edges: tuple[float, ...] = (-7.0, -4.5, -2.5, -1.0, 0.0, 1.0, 2.5, 4.5)
+    # ~200 observations: slow enough that a volatile spell still shows as big moves and short gaps
+    scale_alpha: float = 0.005
+    # per-tick RMS move, bps: the volatility_50 edges (0.3, 1, 3, 10) over sqrt(50)
+    scale_tag_edges_bps: tuple[float, ...] = (0.042, 0.14, 0.42, 1.4)
 
     def __post_init__(self) -> None:
+        if self.version not in SPEC_VERSIONS:
+            raise ValueError(f"codec spec version must be one of {SPEC_VERSIONS}, got {self.version}")
+        _check_increasing("move_log2_edges", self.move_log2_edges, positive=False)
+        _check_increasing("gap_log2_edges", self.gap_log2_edges, positive=False)
+        _check_increasing("scale_tag_edges_bps", self.scale_tag_edges_bps, positive=True)
+        if not 0 < self.scale_alpha <= 1:
+            raise ValueError(f"scale_alpha must be in (0, 1], got {self.scale_alpha}")
         _check_increasing("gap_edges_ns", self.gap_edges_ns, positive=True)
         _check_increasing("move_edges_bps", self.move_edges_bps, positive=True)
         _check_increasing("size_log2_edges", self.size_log2_edges, positive=False)
@@ -118,6 +150,9 @@ class BinnedSpec:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["questions"] = [q.to_dict() for q in self.questions]
+        if self.version == 1:  # byte-for-byte the codec.json v1 checkpoints ship
+            for name in ("version", *_V2_FIELDS):
+                del d[name]
         return d
 
     @classmethod
@@ -139,6 +174,18 @@ class BinnedState:
     last_spread: float | None = None
     size_ewma: float | None = None
     ticks: int = 0
+    # Version 2 running scales and how many observations each has absorbed (for the warm-up weight).
+    move_log2_mean: float | None = None  # of |non-zero move| in bps
+    moves_seen: int = 0
+    move_sq_mean: float | None = None  # of move^2 in bps^2, zeros included (the scale tag)
+    gap_log2_mean: float | None = None  # of positive gaps in ns
+    gaps_seen: int = 0
+    ticks_moved: int = 0  # ticks with a previous reference price (observations in move_sq_mean)
+
+
+def _running(mean: float | None, x: float, n: int, alpha: float) -> float:
+    """EWMA with weight max(alpha, 1/n) for the n-th value: the plain mean until n reaches 1/alpha."""
+    return x if mean is None else mean + max(alpha, 1.0 / n) * (x - mean)
 
 
 class TokenBin(NamedTuple):
@@ -169,10 +216,21 @@ class BinnedCodec(Codec):
         self.spec = spec or BinnedSpec()
         s = self.spec
         table: list[TokenBin] = [TokenBin("special", "<pad>", math.nan, math.nan)]
-        table += [TokenBin("event", n, math.nan, math.nan) for n in ("buy", "sell", "trade", "q_narrow", "q_same", "q_wide")]
+        events = ("buy", "sell", "trade", "q_narrow", "q_same", "q_wide")
+        if s.version == 1:
+            table += [TokenBin("event", n, math.nan, math.nan) for n in events]
+        else:  # event x scale tag; lo/hi carry the tag's range of the per-tick RMS move in bps
+            table += [TokenBin("event", f"{n}/s{k}", lo, hi)
+                      for k, (_, lo, hi) in enumerate(_bins(s.scale_tag_edges_bps, 0.0)) for n in events]
         table += [TokenBin("gap", "start", math.nan, math.nan), TokenBin("gap", "zero", -math.inf, 0.0)]
-        table += [TokenBin("gap", n, lo, hi) for n, lo, hi in _bins(s.gap_edges_ns, 0.0)]
-        table += [TokenBin("move", n, lo, hi) for n, lo, hi in _signed_bins(s.move_edges_bps)]
+        if s.version == 1:
+            table += [TokenBin("gap", n, lo, hi) for n, lo, hi in _bins(s.gap_edges_ns, 0.0)]
+            table += [TokenBin("move", n, lo, hi) for n, lo, hi in _signed_bins(s.move_edges_bps)]
+        else:  # log2 of gap and |move| over their running geometric means
+            table += [TokenBin("gap", n, lo, hi) for n, lo, hi in _bins(s.gap_log2_edges, -math.inf)]
+            table += [TokenBin("move", "zero", math.nan, math.nan)]
+            table += [TokenBin("move", f"{sign}{n}", lo, hi) for sign in "+-"
+                      for n, lo, hi in _bins(s.move_log2_edges, -math.inf)]
         table += [TokenBin("size", "zero", -math.inf, 0.0)]
         table += [TokenBin("size", n, lo, hi) for n, lo, hi in _bins(s.size_log2_edges, -math.inf)]
         table += [TokenBin("imbalance", "na", math.nan, math.nan)]
@@ -237,19 +295,60 @@ class BinnedCodec(Codec):
                 size_tok = self.token("size", str(bisect_left(s.size_log2_edges, ratio)))
                 a = s.size_ewma_alpha
                 state.size_ewma = tick.size if state.size_ewma is None else state.size_ewma + a * (tick.size - state.size_ewma)
-        if state.last_ts is None:
-            gap_name = "start"
-        else:
-            gap = tick.ts - state.last_ts
-            gap_name = "zero" if gap <= 0 else str(bisect_left(s.gap_edges_ns, gap))
+        gap = None if state.last_ts is None else tick.ts - state.last_ts
         move = 0.0 if state.last_ref is None else (ref - state.last_ref) / state.last_ref * 1e4
-        if abs(move) < _ZERO_BPS:
-            move_name = "zero"
+        if s.version == 1:
+            gap_name = self._gap_name_v1(gap)
+            move_name = self._move_name_v1(move)
         else:
-            move_name = ("+" if move > 0 else "-") + str(bisect_left(s.move_edges_bps, abs(move)))
+            event = f"{event}/s{self._scale_tag(state)}"  # the scale before this tick, like the other slots
+            gap_name = self._gap_name_v2(gap, state)
+            move_name = self._move_name_v2(move, state)
         state.last_ts, state.last_ref = tick.ts, ref
         state.ticks += 1
         return [self.token("event", event), self.token("gap", gap_name), self.token("move", move_name), size_tok]
+
+    def _gap_name_v1(self, gap: int | None) -> str:
+        if gap is None:
+            return "start"
+        return "zero" if gap <= 0 else str(bisect_left(self.spec.gap_edges_ns, gap))
+
+    def _gap_name_v2(self, gap: int | None, state: BinnedState) -> str:
+        """log2 of the gap over the running geometric mean gap (0 for the first positive gap); updates the mean."""
+        if gap is None:
+            return "start"
+        if gap <= 0:
+            return "zero"  # simultaneous events say something of their own; they stay out of the mean
+        log_gap = math.log2(gap)
+        rel = 0.0 if state.gap_log2_mean is None else log_gap - state.gap_log2_mean
+        state.gaps_seen += 1
+        state.gap_log2_mean = _running(state.gap_log2_mean, log_gap, state.gaps_seen, self.spec.scale_alpha)
+        return str(bisect_left(self.spec.gap_log2_edges, rel))
+
+    def _move_name_v1(self, move: float) -> str:
+        if abs(move) < _ZERO_BPS:
+            return "zero"
+        return ("+" if move > 0 else "-") + str(bisect_left(self.spec.move_edges_bps, abs(move)))
+
+    def _move_name_v2(self, move: float, state: BinnedState) -> str:
+        """`zero`, or sign and log2(|move| / geometric mean |non-zero move|) (0 for the first); updates the
+        scales. The stream's first tick has no move and does not count towards the RMS."""
+        s = self.spec
+        if state.last_ref is not None:
+            state.ticks_moved = state.ticks_moved + 1
+            state.move_sq_mean = _running(state.move_sq_mean, move * move, state.ticks_moved, s.scale_alpha)
+        if abs(move) < _ZERO_BPS:
+            return "zero"
+        log_move = math.log2(abs(move))
+        rel = 0.0 if state.move_log2_mean is None else log_move - state.move_log2_mean
+        state.moves_seen += 1
+        state.move_log2_mean = _running(state.move_log2_mean, log_move, state.moves_seen, s.scale_alpha)
+        return ("+" if move > 0 else "-") + str(bisect_left(s.move_log2_edges, rel))
+
+    def _scale_tag(self, state: BinnedState) -> int:
+        # Before the stream's second tick there is no move yet; tag 0 stands in for that one tick.
+        rms = 0.0 if state.move_sq_mean is None else math.sqrt(state.move_sq_mean)
+        return bisect_left(self.spec.scale_tag_edges_bps, rms)
 
     # --- decoding / introspection ---------------------------------------------------
     def describe(self, token_id: int) -> TokenBin:

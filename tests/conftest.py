@@ -93,12 +93,12 @@ def hf_logits(hf_model: PreTrainedModel, tokens: list[int]) -> torch.Tensor:  # 
         return hf_model(torch.tensor([tokens])).logits[0].float()
 
 
-def tiny_tick_checkpoint(directory, seed: int = 0, **overrides):
-    """A seeded random Llama sized for the BinnedCodec, saved with its codec.json: a stand-in
-    for the built-in model that tests can build in a second."""
-    from connectors.codec import BinnedCodec
+def tiny_tick_checkpoint(directory, seed: int = 0, codec_version: int = 1, **overrides):
+    """A seeded random Llama sized for the BinnedCodec (spec `codec_version`), saved with its codec.json:
+    a stand-in for the built-in model that tests can build in a second."""
+    from connectors.codec import BinnedCodec, BinnedSpec
 
-    codec = BinnedCodec()
+    codec = BinnedCodec(BinnedSpec(version=codec_version))
     torch.manual_seed(seed)
     config = LlamaConfig(**{**TINY, "vocab_size": codec.vocab_size, "num_attention_heads": 4,
                             "num_key_value_heads": 2, **overrides})

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.ticks import OrderingGuard
-from engine.service.datasets import data_available, load_btcusdt, load_eurusd, load_real
+from engine.service.datasets import data_available, load_btcusdt, load_ethusdt, load_eurusd, load_real
 
 
 def test_btcusdt_merges_trades_and_quotes_in_collector_time(shared_data: Path) -> None:
@@ -32,3 +34,17 @@ def test_eurusd_quotes_encode_with_fixed_tokens_per_tick(shared_data: Path) -> N
 def test_the_data_directory_is_the_callers(shared_data: Path, tmp_path: Path) -> None:
     assert data_available(shared_data)
     assert not data_available(tmp_path) and load_real(tmp_path) == []
+
+
+def test_ethusdt_loads_like_btcusdt_under_its_own_name(shared_data: Path) -> None:
+    if not (shared_data / "binance-ethusdt-spot").is_dir():
+        pytest.skip("binance-ethusdt-spot/ not in the shared data folder")
+    ds = load_ethusdt(shared_data)
+    assert ds.rejected == 0 and len(ds.ticks) == 14_515 + 58_758
+    assert {t.stream for t in ds.ticks} == {"ETHUSDT"} and {t.kind for t in ds.ticks} == {"trade", "quote"}
+    assert [d.name for d in load_real(shared_data, ("EURUSD", "ETHUSDT"))] == ["EURUSD", "ETHUSDT"]
+
+
+def test_unknown_data_set_names_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown data sets"):
+        load_real(tmp_path, ("SPX",))

@@ -78,7 +78,16 @@ def assert_same_answers(a: dict, b: dict) -> None:
             assert b[stream][label] == pytest.approx(p, abs=PROB_TOL)
 
 
-def test_a_restart_rebuilds_sessions_codec_state_and_queries_from_the_log(checkpoint, tmp_path) -> None:
+@pytest.fixture(scope="module")
+def checkpoint_v2(tmp_path_factory):
+    return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick_v2"), max_position_embeddings=256, codec_version=2)
+
+
+@pytest.mark.parametrize("codec_version", [1, 2])
+def test_a_restart_rebuilds_sessions_codec_state_and_queries_from_the_log(checkpoint, checkpoint_v2, codec_version,
+                                                                          tmp_path) -> None:
+    # Version 2 carries running scales in its codec state: replaying the log must bring them back too.
+    checkpoint = checkpoint if codec_version == 1 else checkpoint_v2
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     ticks = SyntheticMarket(SyntheticConfig(seed=4)).next_batch(700)  # 4 streams, rolls past 256 positions

@@ -210,3 +210,14 @@ def test_evaluate_equals_hand_computation_on_a_fixture(tmp_path: Path) -> None:
             float(np.mean(np.square(fit.predict_proba(feats[pts]) - np.eye(3)[y]).sum(1))), abs=1e-9)
         assert r["scores"]["logistic"]["accuracy"] == pytest.approx(
             float(np.mean(fit.predict_proba(feats[pts]).argmax(1) == y)))
+
+
+def test_from_scratch_takes_the_codec_version_and_finetuning_keeps_its_bases(ticks_file: Path, tmp_path: Path,
+                                                                             capsys) -> None:
+    out = tmp_path / "v2"
+    rc = main(["train", str(ticks_file), "--out", str(out), *TINY, "--codec-version", "2", "--steps", "1",
+               "--batch", "1", "--max-points", "64", "--resamples", "20", "--quiet"])
+    assert rc == 0, capsys.readouterr().err
+    assert BinnedCodec.from_json((out / "codec.json").read_text()).spec.version == 2
+    assert main(["train", str(ticks_file), "--out", str(tmp_path / "ft"), "--codec-version", "2"]) == 2
+    assert "keeps its base's codec" in capsys.readouterr().err

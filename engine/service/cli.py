@@ -236,6 +236,9 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     for flag, default in (("hidden", 256), ("layers", 4), ("heads", 8), ("kv-heads", 4), ("intermediate", 512),
                           ("window-ticks", 127)):
         size.add_argument(f"--{flag}", type=int, default=default, help=f"(default {default})")
+    size.add_argument("--codec-version", type=int, choices=(1, 2), default=None,
+                      help="BinnedCodec spec: 1 absolute bins, 2 relative to each stream's scales (default: the "
+                      "built-in model's)")
     p.set_defaults(run=cmd_train)
 
     p = sub.add_parser("evaluate", parents=[reading, data], help="score a tick model on the test slice of tick files "
@@ -645,8 +648,10 @@ def cmd_train(args: argparse.Namespace) -> None:
                       max_minutes=args.max_minutes, hidden=args.hidden, layers=args.layers, heads=args.heads,
                       kv_heads=args.kv_heads, intermediate=args.intermediate, window_ticks=args.window_ticks,
                       max_positions=(args.window_ticks + 1) * 4, threads=torch.get_num_threads())
+    if args.codec_version is not None and base is not None:
+        raise ValueError("--codec-version applies to --from-scratch; a fine-tuned model keeps its base's codec")
     options = FitOptions(split=split, base=base, eval_every=args.eval_every, patience=args.patience,
-                         device=args.device, evaluation=evaluation)
+                         device=args.device, evaluation=evaluation, codec_version=args.codec_version)
     interactive = not args.quiet and not args.json and sys.stderr.isatty()
 
     def log(message: str) -> None:

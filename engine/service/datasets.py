@@ -5,8 +5,8 @@ takes the data directory from its caller, `load_real` returns [] when the
 directory does not hold the data sets, and callers skip. Each data set is one
 stream; the held-out slice is the *later* part in time.
 
-* `BTCUSDT` - Binance spot trades + best bid/offer, merged on the collector
-  clock (`local_ts_ns`; the exchange clock runs ~1.27 s apart, never mixed).
+* `BTCUSDT`, `ETHUSDT` - Binance spot trades + best bid/offer, merged on the
+  collector clock (`local_ts_ns`; the exchange clock runs ~1.27 s apart, never mixed).
 * `EURUSD` - Dukascopy top-of-book quotes (sizes in millions of EUR).
 """
 
@@ -52,7 +52,14 @@ def _validated(name: str, rows: list[dict]) -> RealDataset:
 
 
 def load_btcusdt(data_dir: Path) -> RealDataset:
-    d = data_dir / "binance-btcusdt-spot"
+    return load_binance(data_dir / "binance-btcusdt-spot", "BTCUSDT")
+
+
+def load_ethusdt(data_dir: Path) -> RealDataset:
+    return load_binance(data_dir / "binance-ethusdt-spot", "ETHUSDT")
+
+
+def load_binance(d: Path, name: str) -> RealDataset:
     trades = pl.read_csv(d / "trades.csv").select(
         pl.col("local_ts_ns").alias("ts"),
         pl.lit("trade").alias("kind"),
@@ -70,8 +77,8 @@ def load_btcusdt(data_dir: Path) -> RealDataset:
     )
     # Stable sort: same-ns events keep file order, trades before quotes (concat order).
     merged = pl.concat([trades, bbo], how="diagonal").sort("ts", maintain_order=True)
-    rows = [{k: v for k, v in r.items() if v is not None} | {"stream": "BTCUSDT"} for r in merged.iter_rows(named=True)]
-    return _validated("BTCUSDT", rows)
+    rows = [{k: v for k, v in r.items() if v is not None} | {"stream": name} for r in merged.iter_rows(named=True)]
+    return _validated(name, rows)
 
 
 def load_eurusd(data_dir: Path) -> RealDataset:
@@ -86,8 +93,20 @@ def load_eurusd(data_dir: Path) -> RealDataset:
     return _validated("EURUSD", rows)
 
 
-def load_real(data_dir: Path) -> list[RealDataset]:
-    """Both real data sets, or [] when ``data_dir`` does not hold them."""
+LOADERS = {"BTCUSDT": (load_btcusdt, "binance-btcusdt-spot"), "ETHUSDT": (load_ethusdt, "binance-ethusdt-spot"),
+           "EURUSD": (load_eurusd, "dukascopy-eurusd")}
+DEFAULT_SETS = ("BTCUSDT", "EURUSD")  # what the v1 built-in model was trained on (ETHUSDT came later)
+
+
+def load_real(data_dir: Path, names: tuple[str, ...] = DEFAULT_SETS) -> list[RealDataset]:
+    """The named real data sets, in that order (`LOADERS`), or [] when ``data_dir`` does not hold the
+    default ones; a named set whose folder is missing is an error, not a silent omission."""
+    unknown = [n for n in names if n not in LOADERS]
+    if unknown:
+        raise ValueError(f"unknown data sets {unknown}; known: {sorted(LOADERS)}")
     if not data_available(data_dir):
         return []
-    return [load_btcusdt(data_dir), load_eurusd(data_dir)]
+    missing = [LOADERS[n][1] for n in names if not (data_dir / LOADERS[n][1]).is_dir()]
+    if missing:
+        raise FileNotFoundError(f"{data_dir} lacks {missing}")
+    return [LOADERS[n][0](data_dir) for n in names]

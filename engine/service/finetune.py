@@ -24,7 +24,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from connectors.codec import TOKENS_PER_TICK, BinnedCodec
+from connectors.builtin import load_builtin_codec
+from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.evaluate import EvalOptions, evaluate_streams, format_table, load_tick_model, plot
 from engine.service.splits import SplitSpec, StreamData, longest_horizon, prepare, read_streams
@@ -44,11 +45,14 @@ class FitOptions:
     val_batches: int = 8
     device: str = "auto"
     evaluation: EvalOptions = EvalOptions()
+    codec_version: int | None = None  # from scratch: BinnedCodec spec version; None = the built-in model's
 
     def __post_init__(self) -> None:
         for name in ("eval_every", "patience", "val_batches"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.codec_version is not None and self.codec_version not in SPEC_VERSIONS:
+            raise ValueError(f"codec version must be one of {SPEC_VERSIONS}, got {self.codec_version}")
 
 
 def resolve_device(device: str) -> str:
@@ -93,7 +97,9 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     t0 = time.time()
     device = resolve_device(options.device)
     if options.base is None:
-        codec, model = BinnedCodec(), new_model(cfg, BinnedCodec().vocab_size)
+        version = options.codec_version or load_builtin_codec().spec.version
+        codec = BinnedCodec(BinnedSpec(version=version))
+        model = new_model(cfg, codec.vocab_size)
     else:
         model, codec = load_tick_model(options.base)
         cfg = base_config(cfg, model)

@@ -15,9 +15,11 @@ the realised answer token (connectors/labels.py).
 The loop (`optimise`) is shared with `flashtick train` (engine/service/finetune.py), which
 fine-tunes on a user's files with early stopping on a validation slice.
 
-Data: the synthetic market (seed 1; the report holds out seed 2) and the earlier
-80% in time of each real data set in --data-dir (engine/service/datasets.py; the
-repository keeps them in ../shared/data). Without --data-dir: synthetic only.
+Data: the synthetic market (seed 1; the report holds out seed 2; `--wide-synthetic` adds markets
+with other price scales, tick sizes, clocks and volatility) and the earlier 80% in time of each real
+data set named by `--sets` in --data-dir (engine/service/datasets.py; the repository keeps them in
+../shared/data). Without --data-dir: synthetic only. `--codec-version 2` trains on the
+instrument-agnostic BinnedCodec (connectors/codec.py); `--window-ticks` sets the model's length.
 """
 
 from __future__ import annotations
@@ -37,12 +39,12 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from connectors.codec import TOKENS_PER_TICK, BinnedCodec
+from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from connectors.labels import label_series, marks_of
-from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.synthetic import StreamParams, SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
 from engine.models import BUILTIN_MODEL_DIR
-from engine.service.datasets import data_available, load_real
+from engine.service.datasets import DEFAULT_SETS, LOADERS, data_available, load_real
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,10 @@ class TrainConfig:
     qa_weight: float = 1.0
     synthetic_ticks: int = 400_000
     synthetic_seed: int = 1
-    mix: tuple[float, float, float] = (0.5, 0.2, 0.3)  # synthetic, BTCUSDT, EURUSD (renormalised if absent)
+    wide_synthetic: bool = False  # add wide_synthetic_configs() (their ticks: synthetic_ticks / 4 each) to the synthetic group
+    real_sets: tuple[str, ...] = DEFAULT_SETS  # real data sets used when --data-dir is given, in `mix` order
+    mix: tuple[float, ...] = (0.5, 0.2, 0.3)  # synthetic, then each of real_sets (renormalised if absent)
+    codec_version: int = 1
     threads: int = 1  # on a shared 2-core box one thread beat two by ~2.5x (no OpenMP barrier stalls)
     max_minutes: float = 23.0
     stop_after: int | None = None  # stop after this many steps, schedule unchanged (reproduces a cut run)
@@ -77,6 +82,14 @@ class TrainConfig:
         for name in ("steps", "batch", "window_ticks", "questions_per_window", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if len(self.mix) != 1 + len(self.real_sets) or min(self.mix) < 0 or sum(self.mix) <= 0:
+            raise ValueError(f"mix needs one weight >= 0 for synthetic and one per real set {self.real_sets}, "
+                             f"got {self.mix}")
+        unknown = [n for n in self.real_sets if n not in LOADERS]
+        if unknown:
+            raise ValueError(f"unknown real data sets {unknown}; known: {sorted(LOADERS)}")
+        if self.codec_version not in SPEC_VERSIONS:
+            raise ValueError(f"codec_version must be one of {SPEC_VERSIONS}, got {self.codec_version}")
         if self.hidden % self.heads or self.heads % self.kv_heads:
             raise ValueError(f"hidden ({self.hidden}) % heads ({self.heads}) and heads % kv_heads must be 0")
 
@@ -100,19 +113,45 @@ def make_source(name: str, codec: BinnedCodec, ticks: list[Tick], regimes: np.nd
     return Source(name, tokens, np.stack(cols, axis=1))
 
 
+def wide_synthetic_configs(seed: int) -> list[SyntheticConfig]:
+    """Markets beside the default one, so that training meets other price scales, tick sizes (0.07 to
+    3 bp), clocks (0.5 to 160 ticks/s) and quote shares; one stream of each is not enough to learn that
+    a token means the same thing everywhere."""
+    return [
+        SyntheticConfig(seed=seed + 101, streams=(StreamParams("WIDE.EQ1", 35.0, 0.01),
+                                                   StreamParams("WIDE.EQ2", 450.0, 0.01)),
+                        rate_hz=(0.5, 2.0), move_p=(0.2, 0.5), quote_share=0.5),  # equity-like, slow
+        SyntheticConfig(seed=seed + 102, streams=(StreamParams("WIDE.BIG", 61800.0, 0.1),
+                                                   StreamParams("WIDE.ALT", 0.35, 0.0001)),
+                        rate_hz=(40.0, 160.0), burst_p=(0.4, 0.7), move_p=(0.15, 0.45)),  # crypto-like, fast
+        SyntheticConfig(seed=seed + 103, streams=(StreamParams("WIDE.FX1", 1.27, 0.00001),
+                                                   StreamParams("WIDE.FX2", 150.3, 0.001)),
+                        rate_hz=(2.0, 8.0), quote_share=0.95, move_p=(0.4, 0.7), p_to_volatile=1 / 2000),  # FX-like
+    ]
+
+
+def synthetic_sources(codec: BinnedCodec, cfg: TrainConfig) -> tuple[list[Source], list[str]]:
+    markets = [(SyntheticConfig(seed=cfg.synthetic_seed), cfg.synthetic_ticks)]
+    if cfg.wide_synthetic:
+        markets += [(c, cfg.synthetic_ticks // 4) for c in wide_synthetic_configs(cfg.synthetic_seed)]
+    sources, notes = [], []
+    for config, n_ticks in markets:
+        by_stream = SyntheticMarket(config).generate(n_ticks).by_stream()
+        sources += [make_source(name, codec, ticks, np.array([t.regime for t in truths]))
+                    for name, (ticks, truths) in by_stream.items()]
+        notes.append(f"synthetic market seed {config.seed}: {n_ticks} ticks, streams {', '.join(by_stream)}")
+    return sources, notes
+
+
 def build_sources(
     codec: BinnedCodec, cfg: TrainConfig, data_dir: Path | None
 ) -> tuple[list[list[Source]], list[str]]:
     """Sources grouped by data set (synthetic, then each real set in ``data_dir``); and a description of the data."""
-    market = SyntheticMarket(SyntheticConfig(seed=cfg.synthetic_seed)).generate(cfg.synthetic_ticks)
-    synth = [
-        make_source(name, codec, ticks, np.array([t.regime for t in truths]))
-        for name, (ticks, truths) in market.by_stream().items()
-    ]
-    groups, notes = [synth], [f"synthetic market seed {cfg.synthetic_seed}: {cfg.synthetic_ticks} ticks, 4 streams"]
+    synth, notes = synthetic_sources(codec, cfg)
+    groups = [synth]
     if data_dir is None:
         notes.append("no real data (--data-dir not given)")
-    for ds in [] if data_dir is None else load_real(data_dir):
+    for ds in [] if data_dir is None else load_real(data_dir, cfg.real_sets):
         train, heldout = ds.split()
         groups.append([make_source(ds.name, codec, train, None)])
         notes.append(f"{ds.name}: first {len(train)} of {len(ds.ticks)} ticks (later {len(heldout)} held out)")
@@ -308,7 +347,7 @@ def question_tokens(codec: BinnedCodec) -> np.ndarray:
 def train(cfg: TrainConfig, out_dir: Path, log, data_dir: Path | None = None) -> dict:
     torch.set_num_threads(cfg.threads)
     rng = np.random.default_rng(cfg.seed)
-    codec = BinnedCodec()
+    codec = BinnedCodec(BinnedSpec(version=cfg.codec_version))
     t0 = time.time()
     groups, notes = build_sources(codec, cfg, data_dir)
     weights = np.array(cfg.mix[: len(groups)], dtype=np.float64)
@@ -339,7 +378,8 @@ def write_training_md(cfg: TrainConfig, stats: dict, out_dir: Path, command: str
   max positions {cfg.max_positions}), {stats['params'] / 1e6:.2f}M parameters, fp32 safetensors
 - Steps: {stats['steps_done']} x batch {cfg.batch} windows of {cfg.window_ticks} ticks ({cfg.window_ticks * TOKENS_PER_TICK} tokens)
   + {cfg.questions_per_window} question probes per window; AdamW lr {cfg.lr}, warmup {cfg.warmup}, cosine to 10%
-- Data (mix {cfg.mix} synthetic / BTCUSDT / EURUSD):
+- Codec: BinnedCodec spec version {cfg.codec_version}
+- Data (mix {cfg.mix} synthetic / {' / '.join(cfg.real_sets)}):
 {chr(10).join('  - ' + n for n in stats['data'])}
 - Final losses (mean of the last 20 steps): next-token {stats['final_lm_loss']} nats, answer {stats['final_qa_loss']} nats
 - Serving contract: a session holds tick tokens only; a question is probed at position n (number of tick
@@ -360,10 +400,34 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--log", type=Path, default=None)
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="real market data (binance-btcusdt-spot/, dukascopy-eurusd/); omitted: synthetic only")
+    parser.add_argument("--sets", default=",".join(DEFAULT_SETS),
+                        help=f"real data sets to train on, comma-separated, of {','.join(LOADERS)} (default %(default)s)")
+    parser.add_argument("--mix", default=None, help="sampling weights: synthetic, then one per --sets entry, "
+                        "comma-separated (default 0.5,0.2,0.3 for the default sets, else equal)")
+    parser.add_argument("--wide-synthetic", action="store_true",
+                        help="add synthetic markets with other price scales, tick sizes, clocks and volatility")
+    parser.add_argument("--codec-version", type=int, default=TrainConfig.codec_version, choices=SPEC_VERSIONS,
+                        help="BinnedCodec spec: 1 absolute bps/ns bins, 2 relative to each stream's own scales")
+    parser.add_argument("--window-ticks", type=int, default=TrainConfig.window_ticks,
+                        help="ticks per training window; the model gets 4 x (this + 1) positions (default %(default)s)")
+    parser.add_argument("--questions-per-window", type=int, default=TrainConfig.questions_per_window,
+                        help="question probes trained per window (default %(default)s)")
     args = parser.parse_args(argv)
     if args.data_dir is not None and not data_available(args.data_dir):
         parser.error(f"--data-dir {args.data_dir}: binance-btcusdt-spot/ and dukascopy-eurusd/ not found there")
-    cfg = TrainConfig(seed=args.seed, steps=args.steps, max_minutes=args.max_minutes, stop_after=args.stop_after)
+    sets = tuple(n for n in args.sets.split(",") if n)
+    if args.mix is not None:
+        mix = tuple(float(x) for x in args.mix.split(","))
+    else:
+        mix = TrainConfig.mix if sets == DEFAULT_SETS else (1.0,) * (1 + len(sets))
+    try:
+        cfg = TrainConfig(seed=args.seed, steps=args.steps, max_minutes=args.max_minutes, stop_after=args.stop_after,
+                          real_sets=sets, mix=mix, wide_synthetic=args.wide_synthetic,
+                          codec_version=args.codec_version, window_ticks=args.window_ticks,
+                          questions_per_window=args.questions_per_window,
+                          max_positions=(args.window_ticks + 1) * TOKENS_PER_TICK)
+    except ValueError as e:
+        parser.error(str(e))
     log_file = args.log.open("a") if args.log else None
 
     def log(msg: str) -> None:
@@ -377,7 +441,17 @@ def main(argv: list[str] | None = None) -> None:
     # The command that reproduces this run step for step, even when the wall-clock guard cut it.
     stop = f" --stop-after {stats['steps_done']}" if stats["steps_done"] < cfg.steps else ""
     data = f" --data-dir {args.data_dir}" if args.data_dir is not None else ""
-    command = f"nice -n 10 python -m engine.service.train --steps {cfg.steps} --seed {cfg.seed}{stop}{data}"
+    extra = "".join(f" {flag}" for flag, used in (
+        # a rerun on a slower machine must not be cut by a shorter default wall-clock guard
+        (f"--max-minutes {cfg.max_minutes:g}", cfg.max_minutes != TrainConfig.max_minutes),
+        (f"--codec-version {cfg.codec_version}", cfg.codec_version != TrainConfig.codec_version),
+        (f"--window-ticks {cfg.window_ticks}", cfg.window_ticks != TrainConfig.window_ticks),
+        (f"--questions-per-window {cfg.questions_per_window}",
+         cfg.questions_per_window != TrainConfig.questions_per_window),
+        (f"--sets {','.join(cfg.real_sets)}", cfg.real_sets != DEFAULT_SETS),
+        (f"--mix {','.join(f'{w:g}' for w in cfg.mix)}", args.mix is not None),
+        ("--wide-synthetic", cfg.wide_synthetic)) if used)
+    command = f"nice -n 19 python -m engine.service.train --steps {cfg.steps} --seed {cfg.seed}{stop}{data}{extra}"
     write_training_md(cfg, stats, args.out, command)
     log(f"done: {json.dumps(stats)}")
 
