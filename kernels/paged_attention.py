@@ -47,6 +47,20 @@ _LOG2E = 1.4426950408889634
 
 
 @triton.jit
+def online_softmax_step(q, k, v, valid, m_i, l_i, acc, qk_scale):
+    """One key tile folded into the running softmax: scores of q (R, BLOCK_D) against k (BLOCK_N, BLOCK_D), keys
+    where ``valid`` (R, BLOCK_N) is false masked out, in base 2; returns the new (max, sum, accumulator)."""
+    s = tl.dot(q, tl.trans(k), input_precision="ieee") * qk_scale  # (R, BLOCK_N)
+    s = tl.where(valid, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    alpha = tl.math.exp2(m_i - m_new)
+    p = tl.math.exp2(s - m_new[:, None])  # (R, BLOCK_N)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
+    return m_new, l_i, acc
+
+
+@triton.jit
 def _paged_attention_kernel(
     q_ptr, k_new_ptr, v_new_ptr, k_cache_ptr, v_cache_ptr, out_ptr,
     cu_seqlens_ptr, prefix_lens_ptr, block_tables_ptr,
@@ -104,14 +118,7 @@ def _paged_attention_kernel(
                     mask=kv_mask, other=0.0)  # (BLOCK_N, BLOCK_D)
         v = tl.load(vc_base + slot[:, None] * stride_vcc + offs_d[None, :] * stride_vcd,
                     mask=kv_mask, other=0.0)  # (BLOCK_N, BLOCK_D)
-        s = tl.dot(q, tl.trans(k), input_precision="ieee") * qk_scale  # (R, BLOCK_N)
-        s = tl.where(n_mask[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.math.exp2(m_i - m_new)
-        p = tl.math.exp2(s - m_new[:, None])  # (R, BLOCK_N)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
-        m_i = m_new
+        m_i, l_i, acc = online_softmax_step(q, k, v, n_mask[None, :], m_i, l_i, acc, qk_scale)
 
     # 2) the new tokens, causally: keys past the tile's last token are never needed
     k_base = k_new_ptr + kv_head.to(tl.int64) * stride_kh
@@ -126,15 +133,8 @@ def _paged_attention_kernel(
                     mask=kv_mask, other=0.0)  # (BLOCK_N, BLOCK_D)
         v = tl.load(v_base + key_t[:, None] * stride_vt + offs_d[None, :] * stride_vd,
                     mask=kv_mask, other=0.0)  # (BLOCK_N, BLOCK_D)
-        s = tl.dot(q, tl.trans(k), input_precision="ieee") * qk_scale  # (R, BLOCK_N)
         causal = (key[None, :] <= tok[:, None]) & n_mask[None, :]
-        s = tl.where(causal, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.math.exp2(m_i - m_new)
-        p = tl.math.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
-        m_i = m_new
+        m_i, l_i, acc = online_softmax_step(q, k, v, causal, m_i, l_i, acc, qk_scale)
 
     # every real row saw at least its own token, so l_i > 0 there; padded rows are not stored
     acc = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]

@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 
 from kernels.metadata import RaggedBatch
-from kernels.paged_attention import _LOG2E, _check_inputs
+from kernels.paged_attention import _LOG2E, _check_inputs, online_softmax_step
 
 SPLIT_MAX_NEW = 16  # new tokens per sequence up to which split-KV is chosen
 SPLIT_MIN_PREFIX = 1024  # ... when some prefix is at least this long
@@ -96,14 +96,7 @@ def _split_kv_partial_kernel(
         kv_mask = n_mask[:, None] & d_mask[None, :]
         k = tl.load(kc_base + slot[:, None] * stride_kcc + offs_d[None, :] * stride_kcd, mask=kv_mask, other=0.0)
         v = tl.load(vc_base + slot[:, None] * stride_vcc + offs_d[None, :] * stride_vcd, mask=kv_mask, other=0.0)
-        s = tl.dot(q, tl.trans(k), input_precision="ieee") * qk_scale  # (R, BLOCK_N)
-        s = tl.where(n_mask[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.math.exp2(m_i - m_new)
-        p = tl.math.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
-        m_i = m_new
+        m_i, l_i, acc = online_softmax_step(q, k, v, n_mask[None, :], m_i, l_i, acc, qk_scale)
 
     # 2) the last split also takes the new tokens, causally
     if split == num_splits - 1:
@@ -116,14 +109,8 @@ def _split_kv_partial_kernel(
             kv_mask = n_mask[:, None] & d_mask[None, :]
             k = tl.load(k_base + key_t[:, None] * stride_kt + offs_d[None, :] * stride_kd, mask=kv_mask, other=0.0)
             v = tl.load(v_base + key_t[:, None] * stride_vt + offs_d[None, :] * stride_vd, mask=kv_mask, other=0.0)
-            s = tl.dot(q, tl.trans(k), input_precision="ieee") * qk_scale
-            s = tl.where((key[None, :] <= tok[:, None]) & n_mask[None, :], s, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-            alpha = tl.math.exp2(m_i - m_new)
-            p = tl.math.exp2(s - m_new[:, None])
-            l_i = l_i * alpha + tl.sum(p, 1)
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
-            m_i = m_new
+            causal = (key[None, :] <= tok[:, None]) & n_mask[None, :]
+            m_i, l_i, acc = online_softmax_step(q, k, v, causal, m_i, l_i, acc, qk_scale)
 
     # a split that saw no key (past a short sequence's prefix) has l_i == 0: weight 0 in pass 2
     has_keys = l_i > 0

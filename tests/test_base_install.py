@@ -74,3 +74,12 @@ raise SystemExit(main(["feed", "replay", "es.dbn", "--endpoint", "tcp://127.0.0.
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.strip() == ("flashtick feed: error: reading DBN files needs the databento-dbn package: "
                                      "pip install 'flashtick[dbn]'")
+
+
+def test_serve_with_shards_without_the_ray_extra_is_one_clear_line(tmp_path) -> None:
+    result = run_without_extras("""
+from engine.service.cli import main
+raise SystemExit(main(["serve", "--shards", "2", "--no-log"]))
+""", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1] == "flashtick serve: error: --shards needs Ray: pip install 'flashtick[ray]'"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import serving, tiny_tick_checkpoint
+from conftest import serving, tiny_text_checkpoint, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.client import ControlClient
@@ -72,19 +72,7 @@ def test_drafted_generation_equals_plain_greedy_on_the_tick_model(checkpoint) ->
 
 
 def test_drafted_generation_equals_plain_greedy_on_a_text_model(tmp_path) -> None:
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    lines = [f"T buy {100 + i % 7}.{i % 10} x {i % 3} +{i % 5}ms\n" for i in range(200)] + ['{"side": "buy"}']
-    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=300, special_tokens=["[UNK]"],
-                                                             show_progress=False))
-    PreTrainedTokenizerFast(tokenizer_object=tokenizer).save_pretrained(tmp_path)
-    torch.manual_seed(0)
-    LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=112, num_hidden_layers=2,
-                                 num_attention_heads=4, num_key_value_heads=2,
-                                 max_position_embeddings=4096)).save_pretrained(tmp_path)
+    tiny_text_checkpoint(tmp_path, eos=False, max_position_embeddings=4096)  # no eos: all 32 tokens are decoded
     pipeline = TickPipeline(ServiceConfig.from_dict({"model": {"path": str(tmp_path)},
                                                      "kv": {"cells": 8192, "block_size": 16}}))
     pipeline.registry.register(GENERATE.replace("direction_20", "'Summarise as JSON: '").replace("24", "32"))

@@ -40,9 +40,9 @@ def connect(shards: ShardsSection) -> bool:
 def placement_group_for(config: ServiceConfig) -> Any:
     """Every shard's resources reserved at once (a bundle each, spread over the cluster's nodes), so the
     service starts with all its shards or says why not, rather than with some of them waiting forever."""
+    ray, shards = ray_module(), config.shards  # first: without Ray, the line that says how to install it
     from ray.util.placement_group import placement_group, remove_placement_group
 
-    ray, shards = ray_module(), config.shards
     bundle = {"CPU": shards.cpus, **({"GPU": 1} if config.model.device.startswith("cuda") else {})}
     group = placement_group([{k: v for k, v in bundle.items() if v}] * shards.count, strategy="SPREAD")
     ready, _ = ray.wait([group.ready()], timeout=shards.start_timeout_s)
@@ -67,9 +67,9 @@ def release(group: Any, timeout_s: float = 5.0) -> None:
 
 def start_shard(config: ServiceConfig, group: Any, index: int) -> Any:
     """The actor of shard ``index`` in bundle ``index`` of ``group``; Ray restarts it when it dies."""
+    ray, shards = ray_module(), config.shards
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    ray, shards = ray_module(), config.shards
     # the shards import flashtick from where this process did (a checkout), else from their own install
     root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
