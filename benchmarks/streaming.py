@@ -226,11 +226,13 @@ def add_arguments(parser, streams: tuple[int, ...]) -> None:
     add_data_dir_argument(parser)
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the built-in tick model)")
     parser.add_argument("--seed", type=int, default=d.seed)
+    parser.add_argument("--ceiling", type=float, default=d.ceiling,
+                        help="highest total ticks/s tried (a side sustaining it is reported as capped)")
 
 
 def settings_from(args) -> Settings:
     return Settings(duration_s=args.duration, slo_ms=args.slo_ms, common_rate=args.common_rate, seed=args.seed,
-                    source="replay" if args.replay else "synthetic",
+                    ceiling=args.ceiling, source="replay" if args.replay else "synthetic",
                     data_dir=str(args.data_dir) if args.replay else None)
 
 
