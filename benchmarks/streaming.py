@@ -41,7 +41,7 @@ import torch
 from benchmarks.common import add_data_dir_argument
 from benchmarks.streaming_sides import (  # noqa: F401  (re-exported: the scripts import the sides from here)
     KEEP_FRACTION, QUESTION_ROOM, QUESTIONS, Driver, FlashtickDriver, LlamaCppApiDriver, LlamaCppDriver,
-    StatelessDriver, VllmApiDriver, Window, last_logits,
+    StatelessDriver, VllmApiDriver, VllmSessionDriver, Window, last_logits,
 )
 from connectors.codec import BinnedCodec
 from connectors.synthetic import StreamParams, SyntheticConfig, SyntheticMarket
@@ -292,6 +292,8 @@ def measure_side(driver: Driver, history, future, s: Settings) -> dict:
         "common_rate": common.summary(s.slo_ms),
         "search": [t.summary(s.slo_ms) for t in trials],
         "rate_capped_by_ceiling": rate >= ceiling,
+        # 0 above means not even the lowest rate tried kept freshness p99 within the SLO: below this, not zero
+        "lowest_rate_tried_ticks_per_s": min(s.start_rate, ceiling) * len(future),
     }
 
 
@@ -328,6 +330,10 @@ def run_workload(make_drivers: Callable[[int, Path, BinnedCodec, Window], list[D
                 row["sides"][driver.name]["cached_read"] = driver.read_latency_ns()
             if not row["sides"][driver.name]["common_rate"]["aborted"]:
                 answers[driver.name] = driver.answers()
+            if hasattr(driver, "logit_check"):  # a side whose answers are not comparable checks its logits itself
+                row["sides"][driver.name]["max_abs_logprob_diff_vs_transformers"] = driver.logit_check()
+            if hasattr(driver, "close"):  # a subprocess peer: gone before the next side is measured
+                driver.close()
             print_side(streams, driver.name, row["sides"][driver.name])
         for name, theirs in answers.items():
             if name != "flashtick" and "flashtick" in answers:

@@ -177,11 +177,16 @@ class _PerStreamDriver:
                 self.logs[stream].take(chunks)
             self.rebuild(stream)
 
+    def _encode(self, ticks: list[Tick]) -> dict[str, list[list[int]]]:
+        """Each tick's tokens, per stream in arrival order of the streams (a dict keeps it)."""
+        pending: dict[str, list[list[int]]] = {}
+        for tick in ticks:
+            pending.setdefault(tick.stream, []).append(self.codec.encode(tick, self.states[tick.stream]))
+        return pending
+
     def step(self, ticks: list[Tick]) -> dict[str, float]:
         start = time.perf_counter()
-        pending: dict[str, list[list[int]]] = {}
-        for tick in ticks:  # dict keeps arrival order of the streams
-            pending.setdefault(tick.stream, []).append(self.codec.encode(tick, self.states[tick.stream]))
+        pending = self._encode(ticks)
         done = {}
         for stream, chunks in pending.items():
             while chunks:
@@ -282,23 +287,50 @@ class LlamaCppApiDriver(_PerStreamDriver):
         return last_logits(llm)  # the prompt's last row: max_tokens=1 never evaluates the sampled token
 
 
-class VllmApiDriver(_PerStreamDriver):
+class _VllmSubprocess:
+    """vLLM in its own virtualenv, as a subprocess (benchmarks/vllm_peer.py in a serving mode) fed JSON
+    lines; our interpreter never imports it."""
+
+    def _start(self, mode: str, checkpoint: Path, python: str, threads: int) -> None:
+        import subprocess
+
+        script = Path(__file__).with_name("vllm_peer.py")
+        self.proc = subprocess.Popen([python, str(script), mode, str(checkpoint), str(threads)], text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self._read("READY")
+
+    def _call(self, message: dict) -> dict:
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self._read("RESULT "))
+
+    def _read(self, prefix: str) -> str:
+        for line in self.proc.stdout:
+            if line.startswith(prefix):
+                return line[len(prefix):]
+        raise RuntimeError(f"the vLLM subprocess exited (code {self.proc.wait()}) before sending {prefix!r}")
+
+    def helper_cpu_s(self) -> float:
+        """CPU seconds used so far by the vLLM subprocess and its descendants (its engine core, workers),
+        so that the benchmark does not count them as other processes' load."""
+        return sum(_proc_cpu_s(pid) for pid in _descendants(self.proc.pid))
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+class VllmApiDriver(_VllmSubprocess, _PerStreamDriver):
     """vLLM as it is served: one request per question over the stream's retained context, prefix caching on
     (32-token blocks), and, as a server would get them, all of a batch's requests at once (one
-    ``LLM.generate`` call: vLLM batches them). vLLM runs in its own virtualenv, as a subprocess
-    (benchmarks/vllm_peer.py --serve) fed JSON lines; our interpreter never imports it."""
+    ``LLM.generate`` call: vLLM batches them)."""
 
     name = "vLLM prefix cache"
     kind = "conventional"
 
     def __init__(self, codec: BinnedCodec, window: Window, checkpoint: Path, python: str, threads: int = 2) -> None:
-        import subprocess
-
-        super().__init__(codec, window)
-        script = Path(__file__).with_name("vllm_peer.py")
-        self.proc = subprocess.Popen([python, str(script), "--serve", str(checkpoint), str(threads)], text=True,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self._read("READY")
+        _PerStreamDriver.__init__(self, codec, window)
+        self._start("--serve", checkpoint, python, threads)
 
     def reset(self, history: dict[str, list[Tick]]) -> None:
         """The untimed rebuild the other peers get: one request per stream holding its context fills vLLM's
@@ -307,21 +339,11 @@ class VllmApiDriver(_PerStreamDriver):
         self._ask([log.tokens + [0] for log in self.logs.values()])
 
     def _ask(self, prompts: list[list[int]]) -> list[list[float]]:
-        self.proc.stdin.write(json.dumps({"prompts": prompts}) + "\n")
-        self.proc.stdin.flush()
-        return json.loads(self._read("RESULT "))["logprobs"]
-
-    def _read(self, prefix: str) -> str:
-        for line in self.proc.stdout:
-            if line.startswith(prefix):
-                return line[len(prefix):]
-        raise RuntimeError(f"the vLLM subprocess exited (code {self.proc.wait()}) before sending {prefix!r}")
+        return self._call({"prompts": prompts})["logprobs"]
 
     def step(self, ticks: list[Tick]) -> dict[str, float]:
         start = time.perf_counter()
-        pending: dict[str, list[list[int]]] = {}
-        for tick in ticks:
-            pending.setdefault(tick.stream, []).append(self.codec.encode(tick, self.states[tick.stream]))
+        pending = self._encode(ticks)
         for stream, chunks in pending.items():
             while chunks:  # the window rule; a roll needs nothing here: the next requests carry the kept tokens
                 self.logs[stream].take(chunks)
@@ -333,14 +355,85 @@ class VllmApiDriver(_PerStreamDriver):
         elapsed = time.perf_counter() - start
         return {stream: elapsed for stream in pending}
 
-    def helper_cpu_s(self) -> float:
-        """CPU seconds used so far by the vLLM subprocess and its descendants (its engine core, workers),
-        so that the benchmark does not count them as other processes' load."""
-        return sum(_proc_cpu_s(pid) for pid in _descendants(self.proc.pid))
 
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
+class VllmSessionDriver(_VllmSubprocess, _PerStreamDriver):
+    """vLLM's stateful API: one StreamingInput session per stream (``AsyncLLM.generate`` fed by an async
+    generator), vLLM keeping the session's KV between chunks. A batch's new ticks and its first question
+    go in as one chunk, each further question as its own; every stream's session runs concurrently, so
+    vLLM batches them. vLLM cannot roll a chunk back: each question and its sampled token stay in the
+    session's context (6 tokens per batch here), so a session fills its window sooner than the tick log
+    says and is reopened with the kept ticks (``rebuild``) when the next chunks would not fit; and its
+    answers after a session's first differ from the other sides' (their context holds the questions).
+    ``answers`` therefore returns none for the cross-check; ``logit_check`` compares each fresh session's
+    first answer, the one over exactly the ticks, with transformers' on the same tokens."""
+
+    name = "vLLM StreamingInput session"
+    kind = "stateful"
+
+    def __init__(self, codec: BinnedCodec, window: Window, checkpoint: Path, python: str, threads: int = 2) -> None:
+        _PerStreamDriver.__init__(self, codec, window)
+        self.checkpoint = checkpoint
+        self.session_tokens: dict[str, int] = {}  # tokens in each stream's open session, questions included
+        self.first_rows: dict[str, tuple[list[int], list[float]]] = {}  # a fresh session's exact first answer
+        self._start("--serve-sessions", checkpoint, python, threads)
+
+    def reset(self, history: dict[str, list[Tick]]) -> None:
+        super().reset(history)
+        self.session_tokens = {}
+        self._run({stream: 0 for stream in history})
+
+    def step(self, ticks: list[Tick]) -> dict[str, float]:
+        start = time.perf_counter()
+        new: dict[str, int] = {}
+        for stream, chunks in self._encode(ticks).items():
+            before = len(self.logs[stream].tokens)
+            while chunks:
+                _, rolled = self.logs[stream].take(chunks)
+                before = 0 if rolled else before
+            new[stream] = len(self.logs[stream].tokens) - before
+        self._run(new)
+        elapsed = time.perf_counter() - start
+        return {stream: elapsed for stream in new}
+
+    def _run(self, new: dict[str, int]) -> None:
+        """Per stream, its ``new`` latest tokens then the questions, in its session (reopened with the
+        whole kept context when they would not fit or the tick log rolled); one round trip for all."""
+        questions = [list(q.question) for q in self.queries]
+        extra = sum(len(q) + 1 for q in questions)  # each question and its sampled token stay in the session
+        items = []
+        for stream, count in new.items():
+            tokens = self.logs[stream].tokens
+            reopen = (stream not in self.session_tokens or count >= len(tokens)
+                      or self.session_tokens[stream] + count + extra > self.window.positions)
+            head = tokens if reopen else tokens[len(tokens) - count:]
+            self.session_tokens[stream] = (0 if reopen else self.session_tokens[stream]) + len(head) + extra
+            items.append({"stream": stream, "new": reopen, "chunks": [head + questions[0]] + questions[1:]})
+        rows = self._call({"items": items})["rows"]
+        for item, stream_rows in zip(items, rows):
+            stream = item["stream"]
+            for query, row in zip(self.queries, stream_rows):
+                self.latest[(query.spec.name, stream)] = answer_value(query, [torch.tensor([row])])
+            if item["new"]:
+                self.first_rows[stream] = (item["chunks"][0], stream_rows[0])
+
+    def answers(self) -> dict[tuple[str, str], dict]:
+        return {}  # over contexts holding earlier questions: not comparable with the other sides'
+
+    def logit_check(self, streams: int = 4) -> float:
+        """Largest |log-prob difference| between vLLM's first answer of a fresh session and transformers'
+        log-softmax over the same tokens, on ``streams`` streams' latest fresh sessions."""
+        from transformers import LlamaForCausalLM
+
+        hf = LlamaForCausalLM.from_pretrained(self.checkpoint, dtype=torch.float32).eval()
+        worst = 0.0
+        for tokens, row in list(self.first_rows.values())[:streams]:
+            with torch.inference_mode():
+                logits = hf(torch.tensor([tokens]), logits_to_keep=1).logits[0, -1].float()
+            ours = torch.log_softmax(logits, dim=-1)
+            theirs = torch.tensor(row)
+            finite = torch.isfinite(theirs)  # vLLM returns the top log-probs; the rest are -inf here
+            worst = max(worst, float((ours[finite] - theirs[finite]).abs().max()))
+        return worst
 
 
 def _descendants(pid: int) -> list[int]:

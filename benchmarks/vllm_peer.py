@@ -3,6 +3,7 @@ and transformers), never imported by flashtick's. benchmarks/peers_latency.py st
 
     /work/vllm-venv/bin/python benchmarks/vllm_peer.py SPEC.json OUT.json      # workload 1
     /work/vllm-venv/bin/python benchmarks/vllm_peer.py --serve CHECKPOINT THREADS   # workload 2 (see serve)
+    /work/vllm-venv/bin/python benchmarks/vllm_peer.py --serve-sessions CHECKPOINT THREADS   # (serve_sessions)
 
 SPEC: {"checkpoint", "contexts", "stream", "questions", "reps", "modes", "threads"}. For each mode
 one engine is started:
@@ -129,12 +130,84 @@ def serve(checkpoint: str) -> None:
         print("RESULT " + json.dumps({"logprobs": rows}), flush=True)
 
 
+def serve_sessions(checkpoint: str) -> None:
+    """Workload 2's stateful vLLM: one StreamingInput session per stream. JSON lines on stdin,
+    {"items": [{"stream", "new", "chunks": [[ids], ...]}, ...]}: per item (all items concurrently, so
+    vLLM batches the sessions), a fresh session first when "new", then each chunk in turn, waiting for
+    its output; one line back, "RESULT " + {"rows": [[[one log-prob per vocab id] per chunk] per item]}
+    (each chunk's last row; each chunk and its sampled token stay in the session)."""
+    import asyncio
+
+    asyncio.run(_serve_sessions(checkpoint))
+
+
+async def _serve_sessions(checkpoint: str) -> None:
+    import asyncio
+
+    from vllm import SamplingParams
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.engine.protocol import StreamingInput
+    from vllm.inputs import TokensPrompt
+    from vllm.sampling_params import RequestOutputKind
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    config = json.loads(open(os.path.join(checkpoint, "config.json")).read())
+    vocab = config["vocab_size"]
+    engine = AsyncLLM.from_engine_args(AsyncEngineArgs(
+        model=checkpoint, dtype="float32", max_model_len=config["max_position_embeddings"],
+        enable_prefix_caching=True, block_size=32, seed=0, skip_tokenizer_init=True, max_logprobs=vocab))
+    params = SamplingParams(max_tokens=1, temperature=0.0, logprobs=vocab, detokenize=False,
+                            output_kind=RequestOutputKind.DELTA)
+    sessions: dict[str, tuple] = {}  # stream -> (its chunk queue, its output stream)
+    opened = 0
+
+    async def close(stream: str) -> None:
+        chunks, outputs = sessions.pop(stream)
+        await chunks.put(None)
+        async for _ in outputs:  # drain to the session's end
+            pass
+
+    async def run_item(item: dict) -> list[list[float]]:
+        nonlocal opened
+        stream = item["stream"]
+        if item["new"] or stream not in sessions:
+            if stream in sessions:
+                await close(stream)
+            chunks: asyncio.Queue = asyncio.Queue()
+
+            async def inputs(queue=chunks):
+                while (chunk := await queue.get()) is not None:
+                    yield StreamingInput(prompt=TokensPrompt(prompt_token_ids=chunk), sampling_params=params)
+
+            opened += 1
+            sessions[stream] = (chunks, engine.generate(inputs(), params, request_id=f"{stream}#{opened}"))
+        chunks, outputs = sessions[stream]
+        rows = []
+        for chunk in item["chunks"]:
+            await chunks.put(chunk)
+            top = (await outputs.__anext__()).outputs[0].logprobs[0]
+            rows.append([top[i].logprob if i in top else float("-inf") for i in range(vocab)])
+        return rows
+
+    loop = asyncio.get_running_loop()
+    print("READY", flush=True)
+    try:
+        while line := await loop.run_in_executor(None, sys.stdin.readline):
+            items = json.loads(line)["items"]
+            rows = await asyncio.gather(*(run_item(item) for item in items))
+            print("RESULT " + json.dumps({"rows": rows}), flush=True)
+        for stream in list(sessions):
+            await close(stream)
+    finally:
+        engine.shutdown()
+
+
 def main() -> None:
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    if sys.argv[1] == "--serve":
+    if sys.argv[1] in ("--serve", "--serve-sessions"):
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0-1" if int(sys.argv[3]) > 1 else "0")
-        serve(sys.argv[2])
+        (serve if sys.argv[1] == "--serve" else serve_sessions)(sys.argv[2])
         return
     spec = json.loads(open(sys.argv[1]).read())
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0-1" if spec.get("threads", 2) > 1 else "0")
