@@ -362,7 +362,8 @@ class VllmSessionDriver(_VllmSubprocess, _PerStreamDriver):
     go in as one chunk, each further question as its own; every stream's session runs concurrently, so
     vLLM batches them. vLLM cannot roll a chunk back: each question and its sampled token stay in the
     session's context (6 tokens per batch here), so a session fills its window sooner than the tick log
-    says and is reopened with the kept ticks (``rebuild``) when the next chunks would not fit; and its
+    says and is reopened with the kept ticks when the next chunks would not fit (its tick log rolls 6
+    positions early, so that the kept ticks and a batch's questions always fit a fresh one); and its
     answers after a session's first differ from the other sides' (their context holds the questions).
     ``answers`` therefore returns none for the cross-check; ``logit_check`` compares each fresh session's
     first answer, the one over exactly the ticks, with transformers' on the same tokens."""
@@ -372,6 +373,10 @@ class VllmSessionDriver(_VllmSubprocess, _PerStreamDriver):
 
     def __init__(self, codec: BinnedCodec, window: Window, checkpoint: Path, python: str, threads: int = 2) -> None:
         _PerStreamDriver.__init__(self, codec, window)
+        # a session must hold its ticks plus every question and sampled token of a batch: its tick log rolls
+        # that much sooner than the other sides' (at 506 instead of 508 of 512 positions for 3 questions)
+        self.extra = sum(len(q.question) + 1 for q in self.queries)
+        self.window = window._replace(roll_at=min(window.roll_at, window.positions - self.extra))
         self.checkpoint = checkpoint
         self.session_tokens: dict[str, int] = {}  # tokens in each stream's open session, questions included
         self.first_rows: dict[str, tuple[list[int], list[float]]] = {}  # a fresh session's exact first answer
@@ -399,7 +404,7 @@ class VllmSessionDriver(_VllmSubprocess, _PerStreamDriver):
         """Per stream, its ``new`` latest tokens then the questions, in its session (reopened with the
         whole kept context when they would not fit or the tick log rolled); one round trip for all."""
         questions = [list(q.question) for q in self.queries]
-        extra = sum(len(q) + 1 for q in questions)  # each question and its sampled token stay in the session
+        extra = self.extra  # each question and its sampled token stay in the session
         items = []
         for stream, count in new.items():
             tokens = self.logs[stream].tokens
