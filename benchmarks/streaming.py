@@ -227,7 +227,7 @@ def add_arguments(parser, streams: tuple[int, ...]) -> None:
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the built-in tick model)")
     parser.add_argument("--seed", type=int, default=d.seed)
     parser.add_argument("--ceiling", type=float, default=d.ceiling,
-                        help="highest total ticks/s tried (a side sustaining it is reported as capped)")
+                        help="highest ticks/s per stream tried (a side sustaining it is reported as capped)")
 
 
 def settings_from(args) -> Settings:
