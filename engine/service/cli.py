@@ -418,7 +418,8 @@ def _column_map(args: argparse.Namespace, config: Any = None) -> dict[str, Any] 
         preset, columns = args.preset, args.columns
     else:
         preset, columns = given(args.preset, "preset"), given(None, "columns")
-    return map_from_options(preset, columns, names=given(names, "names"), ts_unit=given(args.ts_unit, "ts_unit"),
+    return map_from_options(preset, columns, detect=True, names=given(names, "names"),
+                            ts_unit=given(args.ts_unit, "ts_unit"),
                             tz=given(args.tz, "tz"), date=given(args.date, "date"),
                             ts_format=given(args.ts_format, "ts_format"))
 
