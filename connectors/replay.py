@@ -137,7 +137,7 @@ def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None)
         midnight = pl.lit(cmap.date).str.to_date().cast(pl.Datetime("ns"))
         # float seconds of a day (< 86400) hold ns to well under 1 ns, so the rounding is exact enough
         offset = (col.cast(pl.Float64) * 1e9).round().cast(pl.Int64, strict=False)
-        return _local(midnight + pl.duration(nanoseconds=offset), cmap.tz).dt.epoch("ns")
+        return _local(midnight + pl.duration(nanoseconds=offset, time_unit="ns"), cmap.tz).dt.epoch("ns")
     return col
 
 
@@ -146,6 +146,9 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
     # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123
     text = _time_column(cmap).str.strip_chars().str.replace(r"(:\d\d),(\d)", "${1}.${2}")
     fmt = cmap.ts_format
+    if fmt is None and first is not None and len(fits := time_formats(first)) > 1:  # polars would guess day-first
+        raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a date that reads more than one way "
+                         f"({' or '.join(repr(f) for f in fits)}): give the one it is, e.g. --ts-format '{fits[0]}'")
     aware = any(code in fmt for code in ("%z", "%:z", "%#z")) if fmt else bool(first and UTC_OFFSET.search(first))
     if not aware:
         return _local(text.str.to_datetime(fmt, time_unit="ns", strict=False), cmap.tz).dt.epoch("ns")
