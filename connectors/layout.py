@@ -12,14 +12,17 @@ from __future__ import annotations
 import csv
 import gzip
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import polars as pl
 
-from connectors.column_map import BUYER_MAKER, PRESETS, QUOTE_FIELDS, TRADE_FIELDS, UNITS, ColumnMap
+from connectors.column_map import BUYER_MAKER, PRESETS, QUOTE_FIELDS, TRADE_FIELDS, UNITS, VALUE_FIELDS, ColumnMap
 
+PARQUET_SUFFIXES = (".parquet", ".pq")
+CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
+DBN_SUFFIXES = (".dbn", ".dbn.zst")
 SEPARATORS = ",;\t|"  # a CSV's delimiter is the one its first line has most of, outside quotes
 SAMPLE_LINES = 20  # lines read to sniff a CSV
 
@@ -96,8 +99,7 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
     """(symbol, where) when the file's name, else its folder's, names one instrument: a pair (`ETHUSDT-trades-
     2024-01-02.csv`, `binance-ethusdt-spot/`, `DAT_ASCII_EURUSD_T_202401.csv`) or one ticker in capitals
     (`AAPL_2012-06-21_..._message_1.csv`). None when neither does, or does not clearly."""
-    stem = re.sub(r"\.(csv|tsv|txt|parquet|pq|dbn)(\.(gz|zst))?$", "", path.name, flags=re.IGNORECASE)
-    for name, where in ((stem, "file name"), (path.parent.name, "folder name")):
+    for name, where in ((file_stem(path), "file name"), (path.parent.name, "folder name")):
         tokens = [t for t in re.split(r"[-_.\s]+", name) if t]
         pairs = {t.upper() for t in tokens if PAIR.match(t)}
         tickers = {t for t in tokens if TICKER.match(t) and t not in NOT_TICKERS}
@@ -289,3 +291,55 @@ def _float(text: str) -> float:
         return float(text.replace(",", "."))
     except ValueError:
         return float("nan")
+
+
+def file_stem(path: Path) -> str:
+    """The file name without its tick-file suffix (`es.csv.gz` -> `es`): the stream of a map that names none."""
+    name = path.name
+    suffix = next((x for x in (*DBN_SUFFIXES, *CSV_SUFFIXES, *PARQUET_SUFFIXES) if name.lower().endswith(x)), "")
+    return name[: len(name) - len(suffix)] if suffix and len(name) > len(suffix) else path.stem
+
+
+def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> tuple[ColumnMap, list[str]]:
+    """A map that names no stream takes, for a preset, the file's symbol column; else the symbol the file's (or
+    its folder's) name holds; else the preset's default stream; else the file name. Notes say which."""
+    if cmap.stream is not None or cmap.stream_col is not None:
+        return cmap, []
+    if cmap.default_stream is not None:
+        normal = {n.strip().lower(): n for n in schema}
+        if column := next((normal[c] for c in FIELD_NAMES["stream"] if c in normal), None):
+            return replace(cmap, stream_col=column), [f"{path.name}: streams from column {column!r}"]
+    if (found := symbol_in_name(path)) is not None:
+        symbol, where = found
+        note = [] if symbol == file_stem(path) else [f"{path.name}: stream {symbol}, from the {where} "
+                                                      f"(--columns stream_name=NAME to name it otherwise)"]
+        return replace(cmap, stream=symbol), note
+    if cmap.default_stream is not None:
+        return cmap, [f"{path.name}: stream {cmap.default_stream}, the preset's default: neither a symbol column "
+                      f"nor the file's name names one (--columns stream_name=NAME to name it)"]
+    return replace(cmap, stream=file_stem(path)), []
+
+
+def match_case(cmap: ColumnMap, schema: Mapping[str, pl.DataType]) -> ColumnMap:
+    """The map with each column the file lacks but spells in another case (`Price` for `price`) as the file does."""
+    spellings: dict[str, list[str]] = {}
+    for name in schema:
+        spellings.setdefault(name.strip().lower(), []).append(name)
+    fixed = {}
+    for field in ("ts", "stream_col", *VALUE_FIELDS):
+        name = getattr(cmap, field)
+        if name is not None and name not in schema and len(found := spellings.get(name.strip().lower(), [])) == 1:
+            fixed[field] = found[0]
+    return replace(cmap, **fixed) if fixed else cmap
+
+
+def describe_map(cmap: ColumnMap) -> str:
+    """A map as the command line writes it: `ts=time (ms), stream=symbol, price=px, size=qty`."""
+    unit = f" ({cmap.ts_unit}{', ' + cmap.ts_format if cmap.ts_format else ''})"
+    stream = f"stream={cmap.stream_col}" if cmap.stream_col else f"stream_name={cmap.stream or cmap.default_stream}"
+    scale = [f"price_scale={cmap.price_scale:g}"] if cmap.price_scale is not None else []
+    fields = [f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None]
+    if cmap.side_map:
+        fields = [f + (" (a buyer-maker flag: true = sell)" if cmap.side_map == BUYER_MAKER else
+                       f" (side_map {cmap.side_map})") if f.startswith("side=") else f for f in fields]
+    return ", ".join([f"ts={cmap.ts}{unit}", stream, *fields, *scale])

@@ -32,7 +32,6 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import polars as pl
 
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
-    BUYER_MAKER,
     EPOCH,
     NUMERIC_FIELDS,
     PRESETS,
@@ -46,16 +45,25 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     as_column_map,
     preset,
 )
-from connectors.layout import FIELD_NAMES, Dialect, detect_columns, epoch_unit, headerless_map, sniff_csv, \
-    symbol_in_name, time_formats
+from connectors.layout import (
+    CSV_SUFFIXES,
+    DBN_SUFFIXES,
+    PARQUET_SUFFIXES,
+    Dialect,
+    describe_map,
+    detect_columns,
+    epoch_unit,
+    headerless_map,
+    match_case,
+    sniff_csv,
+    stream_of,
+    time_formats,
+)
 from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.ticks import QUOTE, TRADE, InvalidTick, Tick, validate
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
 
-PARQUET_SUFFIXES = (".parquet", ".pq")
-CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
-DBN_SUFFIXES = (".dbn", ".dbn.zst")
 ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
 # An ISO time with a UTC offset ("...09:30:00.123-04:00", "...13:30:00Z"), read at that offset
 UTC_OFFSET = re.compile(r"\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)$", re.IGNORECASE)
@@ -67,13 +75,6 @@ def _is_dbn(path: Path) -> bool:
 
 def is_csv(path: Path) -> bool:
     return path.name.lower().endswith(CSV_SUFFIXES)
-
-
-def file_stem(path: Path) -> str:
-    """The file name without its tick-file suffix (`es.csv.gz` -> `es`): the stream of a map that names none."""
-    name = path.name
-    suffix = next((x for x in (*DBN_SUFFIXES, *CSV_SUFFIXES, *PARQUET_SUFFIXES) if name.lower().endswith(x)), "")
-    return name[: len(name) - len(suffix)] if suffix and len(name) > len(suffix) else path.stem
 
 
 def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
@@ -343,13 +344,13 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         raise ValueError(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
     first = lambda column: _first_text(path, names, dialect, column)  # noqa: E731
     if isinstance(spec, ColumnMap):
-        cmap = _match_case(spec, schema)
+        cmap = match_case(spec, schema)
     else:
         cmap = guessed or detect_columns(path, schema, first)
         if names is not None and cmap.names is None:
             cmap = replace(cmap, names=tuple(names))
         cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
-    cmap, stream_notes = _stream_of(path, cmap, schema)
+    cmap, stream_notes = stream_of(path, cmap, schema)
     if missing := [c for c in cmap.source_columns() if c not in schema]:
         headerless = ("; its first line is data, not a header: give its columns in order with --csv-names"
                       if dialect is not None and not dialect.header and names is None else "")
@@ -363,32 +364,14 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         notes.append(f"{path.name}: no header row; read as {how} (--csv-names {','.join(names)}): {describe_map(cmap)}")
     elif not isinstance(spec, ColumnMap):
         notes.append(f"{path.name}: no column map given; read as {describe_map(cmap)}")
-    if notes and cmap.ts_unit == "datetime" and cmap.tz is None and schema.get(cmap.ts) in (pl.String, None):
+    utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt"))  # Dukascopy's `Gmt time`: UTC by its name
+    if notes and cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named \
+            and schema.get(cmap.ts) in (pl.String, None):
         text = first(cmap.ts_columns) or ""
         if not UTC_OFFSET.search(text):  # a guess cannot know the zone of wall-clock times
             notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and are read as UTC; if they "
                          f"are local times, give their zone, e.g. --tz America/New_York")
     return cmap, dialect, schema, notes + stream_notes
-
-
-def _stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> tuple[ColumnMap, list[str]]:
-    """A map that names no stream takes, for a preset, the file's symbol column; else the symbol the file's (or
-    its folder's) name holds; else the preset's default stream; else the file name. Notes say which."""
-    if cmap.stream is not None or cmap.stream_col is not None:
-        return cmap, []
-    if cmap.default_stream is not None:
-        normal = {n.strip().lower(): n for n in schema}
-        if column := next((normal[c] for c in FIELD_NAMES["stream"] if c in normal), None):
-            return replace(cmap, stream_col=column), [f"{path.name}: streams from column {column!r}"]
-    if (found := symbol_in_name(path)) is not None:
-        symbol, where = found
-        note = [] if symbol == file_stem(path) else [f"{path.name}: stream {symbol}, from the {where} "
-                                                      f"(--columns stream_name=NAME to name it otherwise)"]
-        return replace(cmap, stream=symbol), note
-    if cmap.default_stream is not None:
-        return cmap, [f"{path.name}: stream {cmap.default_stream}, the preset's default: neither a symbol column "
-                      f"nor the file's name names one (--columns stream_name=NAME to name it)"]
-    return replace(cmap, stream=file_stem(path)), []
 
 
 def _first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
@@ -401,31 +384,6 @@ def _first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None
     found = found.filter(pl.col("t").str.strip_chars() != "")
     found = found.head(1).collect()
     return found.item() if found.height else None
-
-
-def _match_case(cmap: ColumnMap, schema: Mapping[str, pl.DataType]) -> ColumnMap:
-    """The map with each column the file lacks but spells in another case (`Price` for `price`) as the file does."""
-    spellings: dict[str, list[str]] = {}
-    for name in schema:
-        spellings.setdefault(name.strip().lower(), []).append(name)
-    fixed = {}
-    for field in ("ts", "stream_col", *VALUE_FIELDS):
-        name = getattr(cmap, field)
-        if name is not None and name not in schema and len(found := spellings.get(name.strip().lower(), [])) == 1:
-            fixed[field] = found[0]
-    return replace(cmap, **fixed) if fixed else cmap
-
-
-def describe_map(cmap: ColumnMap) -> str:
-    """A map as the command line writes it: `ts=time (ms), stream=symbol, price=px, size=qty`."""
-    unit = f" ({cmap.ts_unit}{', ' + cmap.ts_format if cmap.ts_format else ''})"
-    stream = f"stream={cmap.stream_col}" if cmap.stream_col else f"stream_name={cmap.stream or cmap.default_stream}"
-    scale = [f"price_scale={cmap.price_scale:g}"] if cmap.price_scale is not None else []
-    fields = [f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None]
-    if cmap.side_map:
-        fields = [f + (" (a buyer-maker flag: true = sell)" if cmap.side_map == BUYER_MAKER else
-                       f" (side_map {cmap.side_map})") if f.startswith("side=") else f for f in fields]
-    return ", ".join([f"ts={cmap.ts}{unit}", stream, *fields, *scale])
 
 
 def _epoch_note(path: Path, cmap: ColumnMap, first_ns: Any) -> list[str]:

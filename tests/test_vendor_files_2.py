@@ -188,6 +188,7 @@ def test_dukascopy_export_with_ask_before_bid(tmp_path: Path) -> None:
     assert ticks[0] == Tick("EURUSD", ns("2024-01-02T00:00:00.250+00:00"), "quote", bid=1.1034, ask=1.1035,
                             bid_size=2.25, ask_size=1.5)
     assert "ts=Gmt time (datetime, %d.%m.%Y %H:%M:%S%.f)" in replay.notes[0]
+    assert not any("UTC offset" in n for n in replay.notes)  # GMT by its name
     # header-less (as some downloaders write it), ask first: the lower column is the bid
     (tmp_path / "gbpusd.csv").write_text("".join(f"2024-01-02 00:00:0{i}.5,1.2712{i},1.2710{i},0.75,0.75\n"
                                                  for i in range(5)))
