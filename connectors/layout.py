@@ -170,10 +170,13 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     found.pop("ts", None)
     stream_col = found.pop("stream", None)
     if ts is None or not ({"price", "size"} <= set(found) or {"bid", "ask"} <= set(found)):
+        lacking = "time column" if ts is None else "price and size (trades) nor bid and ask (quotes)"
+        seen = ", ".join(f"{k}={v}" for k, v in ({"ts": ts} | found).items() if v)
         raise ValueError(
-            f"cannot detect the column layout of {path}: columns found {names}. Name its columns with a "
-            f"column map, e.g. --columns ts=time,price=px,size=qty,stream=symbol --ts-unit ms (or a preset: "
-            f"--preset {' / '.join(PRESETS)}; docs/replay.md)"
+            f"cannot detect the column layout of {path}: columns found {names}; no {lacking} among them"
+            f"{' (read so far: ' + seen + ')' if seen else ''}. Name its columns with a column map, e.g. --columns "
+            f"ts=time,price=px,size=qty,stream=symbol --ts-unit ms (or a preset: --preset {' / '.join(PRESETS)}; "
+            f"docs/replay.md)"
         )
     if "price" not in found or "size" not in found:
         found = {k: v for k, v in found.items() if k not in TRADE_FIELDS}
