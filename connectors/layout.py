@@ -120,6 +120,15 @@ def time_formats(text: str) -> list[str]:
     return [f for f in TIME_FORMATS if series.str.to_datetime(f, strict=False, time_unit="ns").null_count() == 0]
 
 
+def two_way_date(text: str) -> bool:
+    """Whether datetime text starts with a date that reads as month/day and as day/month (`06/03/2024`, `03-06-2024`):
+    a guess would be wrong for half the world (a dotted `02.01.2024` is day first everywhere)."""
+    if len(time_formats(text)) > 1:
+        return True
+    found = re.match(r"^(\d\d?)[/-](\d\d?)[/-]\d{4}\b", text.strip())
+    return bool(found) and int(found[1]) <= 12 and int(found[2]) <= 12
+
+
 def _dot_fraction(text: str) -> str:
     return re.sub(r"(:\d\d),(\d)", r"\1.\2", text)  # 09:00:01,123 (a decimal comma) reads as 09:00:01.123
 

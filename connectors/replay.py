@@ -58,6 +58,7 @@ from connectors.layout import (
     sniff_csv,
     stream_of,
     time_formats,
+    two_way_date,
 )
 from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.ticks import QUOTE, TRADE, InvalidTick, Tick, validate
@@ -147,7 +148,8 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
     # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123
     text = _time_column(cmap).str.strip_chars().str.replace(r"(:\d\d),(\d)", "${1}.${2}")
     fmt = cmap.ts_format
-    if fmt is None and first is not None and len(fits := time_formats(first)) > 1:  # polars would guess day-first
+    if fmt is None and first is not None and two_way_date(first):  # polars would guess day-first
+        fits = time_formats(first) or ["%m/%d/%Y %H:%M:%S%.f", "%d/%m/%Y %H:%M:%S%.f"]
         raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a date that reads more than one way "
                          f"({' or '.join(repr(f) for f in fits)}): give the one it is, e.g. --ts-format '{fits[0]}'")
     aware = any(code in fmt for code in ("%z", "%:z", "%#z")) if fmt else bool(first and UTC_OFFSET.search(first))
@@ -357,8 +359,11 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         raise ValueError(f"{path}: the column map needs {missing}, which the file lacks; columns found: "
                          f"{list(schema)}{headerless}")
     if cmap.ts_unit == EPOCH:  # the unit of the first time's magnitude: Binance's ms, and us since 2025
-        value = first(cmap.ts)
-        cmap = replace(cmap, ts_unit=epoch_unit(float(value)) if value and value.strip().isdigit() else "ms")
+        try:
+            unit = epoch_unit(float(first(cmap.ts) or "nan"))
+        except ValueError:  # not a number: the time check below says what the column holds
+            unit = "ns"
+        cmap = replace(cmap, ts_unit=unit)
     notes = []
     if guessed is not None:
         notes.append(f"{path.name}: no header row; read as {how} (--csv-names {','.join(names)}): {describe_map(cmap)}")

@@ -284,6 +284,10 @@ def test_european_decimal_commas_and_signed_sides(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"holds '06/03/2024 09:30:00', a date that reads more than one way "
                                          r"\('%m/%d/%Y %H:%M:%S%\.f' or '%d/%m/%Y %H:%M:%S%\.f'\): give the one"):
         FileReplay(tmp_path / "us.csv")
+    (tmp_path / "us_minutes.csv").write_text("Time,Price,Size\n06/03/2024 09:30,192.31,100\n")
+    with pytest.raises(ValueError, match=r"holds '06/03/2024 09:30', a date that reads more than one way"):
+        FileReplay(tmp_path / "us_minutes.csv", columns={"ts": "Time", "ts_unit": "datetime", "stream": "AAPL",
+                                                         "price": "Price", "size": "Size"})
     (us,) = drain(FileReplay(tmp_path / "us.csv", columns={"ts_format": "%m/%d/%Y %H:%M:%S%.f"}))
     assert us.ts == ns("2024-06-03T09:30:00+00:00")
 
