@@ -2,30 +2,32 @@
 
 A map is a `ColumnMap`, a preset name, or a dict in the YAML/CLI form that
 `ColumnMap.from_dict` accepts (unknown keys are rejected by name). The presets
-describe the Binance spot (trades, best bid/offer) and Dukascopy quote layouts; a file with none of them and no map is
-read in the wire layout (`ts`, `stream`, `price`, `bid`, ...) if it has it.
+describe our Binance spot capture (trades, best bid/offer), Binance's public trade files (header-less) and
+Dukascopy quotes; a file without a map has its layout detected (connectors/layout.py).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from datetime import date as Date
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import polars as pl
 import yaml
 
 from connectors.ticks import QUOTE, TRADE
 
 UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 TIME_OF_DAY = "seconds_after_midnight"  # decimal seconds of a wall-clock day; needs `date`
-TS_UNITS = (*UNITS, "datetime", TIME_OF_DAY)
+EPOCH = "epoch"  # an epoch number in the unit (s, ms, us, ns) its first value's magnitude shows
+TS_UNITS = (*UNITS, EPOCH, "datetime", TIME_OF_DAY)
 LOCAL_TIME_UNITS = ("datetime", TIME_OF_DAY)  # the units a `tz` applies to: epoch numbers are UTC already
 VALUE_FIELDS = ("price", "size", "side", "bid", "ask", "bid_size", "ask_size")
 NUMERIC_FIELDS = ("price", "size", "bid", "ask", "bid_size", "ask_size")
 TRADE_FIELDS = ("price", "size", "side")
+PRICE_FIELDS = ("price", "bid", "ask")  # the columns `price_scale` divides
 QUOTE_FIELDS = ("bid", "ask", "bid_size", "ask_size")
 
 
@@ -49,7 +51,13 @@ class ColumnMap:
     trade, one with both a price and a bid is rejected as `ambiguous_kind`). `side_map` translates raw side values, e.g. Binance's
     `is_buyer_maker` {1: "sell", 0: "buy"}; values it does not map are read
     by SIDE_WORDS (buy/sell/b/s in any case, Databento's A (sell) and N
-    (none)), and any other value is rejected as `unknown_side`.
+    (none), 1/+1 buy, -1 sell, 0 and "unknown" none), and any other value is
+    rejected as `unknown_side`. `ts_unit="epoch"` reads epoch numbers in the
+    unit their first value's magnitude shows (Binance's public files went
+    from ms to us in 2025). `default_stream` is the stream when the map names
+    none and neither the file nor its name does (a preset's, e.g. BTCUSDT).
+    `price_scale`: the file's prices are real prices times this (LOBSTER's
+    10000, Databento's fixed-point 1e9); price, bid and ask are divided by it.
     """
 
     ts: str
@@ -69,6 +77,8 @@ class ColumnMap:
     date: str | None = None
     names: tuple[str, ...] | None = None
     ts_format: str | None = None
+    default_stream: str | None = None
+    price_scale: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
@@ -77,7 +87,7 @@ class ColumnMap:
             object.__setattr__(self, "ts_unit", "datetime")
         if self.ts_unit not in TS_UNITS:
             raise ValueError(f"ts_unit must be one of {TS_UNITS}, got {self.ts_unit!r}")
-        for name in ("stream", "stream_col", *VALUE_FIELDS):
+        for name in ("stream", "stream_col", "default_stream", *VALUE_FIELDS):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise ValueError(f"{name} must be a non-empty column name or omitted, got {value!r}")
@@ -104,6 +114,15 @@ class ColumnMap:
                 raise ValueError(f"side_map values must be 'buy', 'sell' or null, got {bad}")
             object.__setattr__(self, "side_map", dict(self.side_map))
         self._check_time()
+        if self.price_scale is not None:
+            try:
+                scale = float(self.price_scale)
+            except (TypeError, ValueError):
+                scale = math.nan
+            if not (0 < scale < math.inf):
+                raise ValueError(f"price_scale must be a number > 0 (the file's prices are real prices times it, "
+                                 f"e.g. 10000), got {self.price_scale!r}")
+            object.__setattr__(self, "price_scale", scale)
         if self.names is not None:
             names = self.names
             if isinstance(names, str) or not all(isinstance(n, str) and n for n in names) or not names:
@@ -181,20 +200,34 @@ class ColumnMap:
         return list(dict.fromkeys(n for n in names if n is not None))
 
 
+# A buyer-maker flag (Binance's is_buyer_maker, `m`): true means the buyer's order rested, so the seller aggressed.
+BUYER_MAKER: dict[str, str] = {"true": "sell", "false": "buy", "1": "sell", "0": "buy"}
+
 PRESETS: dict[str, ColumnMap] = {
     # Binance spot capture: local_ts_ns is the collector clock, the only one both files share.
-    "binance-trades": ColumnMap(ts="local_ts_ns", stream="BTCUSDT", kind=TRADE, price="price", size="qty",
+    "binance-trades": ColumnMap(ts="local_ts_ns", default_stream="BTCUSDT", kind=TRADE, price="price", size="qty",
                                 side="aggressor_side"),
-    "binance-bbo": ColumnMap(ts="local_ts_ns", stream="BTCUSDT", kind=QUOTE, bid="bid_px", ask="ask_px",
+    "binance-bbo": ColumnMap(ts="local_ts_ns", default_stream="BTCUSDT", kind=QUOTE, bid="bid_px", ask="ask_px",
                              bid_size="bid_qty", ask_size="ask_qty"),
-    "dukascopy": ColumnMap(ts="timestamp_utc", ts_unit="datetime", stream="EURUSD", kind=QUOTE, bid="bid",
+    "dukascopy": ColumnMap(ts="timestamp_utc", ts_unit="datetime", default_stream="EURUSD", kind=QUOTE, bid="bid",
                            ask="ask", bid_size="bid_volume", ask_size="ask_volume"),
+    # Binance's public files (data.binance.vision), spot: no header; the time is ms, us from 2025
+    "binance-public-trades": ColumnMap(
+        ts="time", ts_unit=EPOCH, kind=TRADE, price="price", size="qty", side="is_buyer_maker",
+        side_map=BUYER_MAKER, names=("id", "price", "qty", "quote_qty", "time", "is_buyer_maker", "is_best_match")),
+    "binance-public-aggtrades": ColumnMap(
+        ts="transact_time", ts_unit=EPOCH, kind=TRADE, price="price", size="quantity", side="is_buyer_maker",
+        side_map=BUYER_MAKER, names=("agg_trade_id", "price", "quantity", "first_trade_id", "last_trade_id",
+                                     "transact_time", "is_buyer_maker", "is_best_match")),
 }
 
 
 # Aggressor sides as vendors write them (matched in lower case); a side_map entry wins over these.
 SIDE_WORDS: dict[str, str | None] = {"buy": "buy", "b": "buy", "sell": "sell", "s": "sell",
-                                     "a": "sell", "n": None, "": None}  # A/N: Databento's, as in dbn.py
+                                     "a": "sell", "n": None, "": None,  # A/N: Databento's, as in dbn.py
+                                     "unknown": None,  # Tardis.dev's
+                                     "1": "buy", "+1": "buy", "-1": "sell", "0": None,  # signed sides
+                                     "1.0": "buy", "-1.0": "sell", "0.0": None}
 
 
 def preset(name: str) -> ColumnMap:
@@ -246,98 +279,43 @@ def load_map_file(path: Path) -> dict[str, Any]:
     return dict(raw)
 
 
-def as_column_map(spec: ColumnMap | str | Mapping[str, Any] | None) -> ColumnMap | None:
-    """A ColumnMap from a ColumnMap, a preset name or a dict; None means detect from the columns."""
-    if spec is None or isinstance(spec, ColumnMap):
+REFINE_KEYS = ("names", "ts_unit", "ts_format", "tz", "date")  # keys that refine a detected layout
+
+
+@dataclass(frozen=True)
+class Refine:
+    """Detect each file's layout (from `names` for a header-less CSV), then apply these keys to it."""
+
+    keys: dict[str, Any]
+
+    def apply(self, detected: ColumnMap) -> ColumnMap:
+        spec = detected.to_dict() | self.keys
+        if "ts_unit" in self.keys and "ts_format" not in self.keys:  # a unit given replaces a guessed format
+            spec.pop("ts_format", None)
+        return ColumnMap.from_dict(spec)
+
+
+def as_column_map(spec: ColumnMap | str | Mapping[str, Any] | None) -> ColumnMap | Refine | None:
+    """A ColumnMap from a ColumnMap, a preset name or a dict; None means detect from the columns, and a dict of
+    REFINE_KEYS only (`{"tz": "Europe/London"}`) detects them and then applies those keys."""
+    if spec is None or isinstance(spec, (ColumnMap, Refine)):
         return spec
     if isinstance(spec, str):
         return preset(spec)
+    if spec and isinstance(spec, Mapping) and set(spec) <= set(REFINE_KEYS):
+        return Refine(dict(spec))
     return ColumnMap.from_dict(spec)
 
 
-# Column names vendors use for each field, compared in lower case with spaces and dashes as "_"; the first
-# name a file has wins. `ts` and `stream` come first: the wire layout.
-FIELD_NAMES: dict[str, tuple[str, ...]] = {
-    "ts": ("ts", "timestamp", "time", "datetime", "date_time", "ts_event", "ts_recv", "event_time",
-           "transact_time", "trade_time", "exchange_time", "sip_timestamp", "timestamp_utc", "time_utc"),
-    "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id"),
-    "price": ("price", "px", "trade_price", "last_price", "last"),
-    "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size"),
-    "side": ("side", "aggressor_side", "taker_side"),
-    "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "bid_px_00"),
-    "ask": ("ask", "ask_price", "ask_px", "best_ask", "askprice", "offer", "offer_price", "ask_px_00"),
-    "bid_size": ("bid_size", "bid_qty", "bid_sz", "bidsize", "bid_volume", "bid_sz_00"),
-    "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "offer_size", "ask_sz_00"),
-}
-
-
-def _normal(name: str) -> str:
-    return name.strip().lower().replace(" ", "_").replace("-", "_")
-
-
-def epoch_unit(value: float) -> str:
-    """The epoch unit a present-day time has at this magnitude: ~1.7e9 s, 1.7e12 ms, 1.7e15 us, 1.7e18 ns."""
-    magnitude = abs(value)
-    return "s" if magnitude < 1e11 else "ms" if magnitude < 1e14 else "us" if magnitude < 1e17 else "ns"
-
-
-def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
-                   first: Callable[[str], Any] | None = None) -> ColumnMap:
-    """A preset whose columns the file has, else the columns named as in FIELD_NAMES (the wire layout first).
-
-    The time column is the first of FIELD_NAMES["ts"] the file has, else its only datetime column. Its unit:
-    datetime for datetime and date columns and for text that is not a number; for numbers (or numeric text),
-    the epoch unit of their magnitude (`epoch_unit`) as `first(column)`, the first value, shows, except that
-    a column named `ts` is ns (the wire layout). Without `first`, numbers are ns.
-    """
-    names = list(schema)
-    for cmap in PRESETS.values():
-        if set(cmap.source_columns()) <= set(names):
-            return cmap
-    by_normal: dict[str, str] = {}
-    for n in names:
-        by_normal.setdefault(_normal(n), n)
-    found: dict[str, str] = {}
-    for field_name, candidates in FIELD_NAMES.items():
-        if column := next((by_normal[c] for c in candidates if c in by_normal), None):
-            found[field_name] = column
-    datetimes = [n for n, t in schema.items() if isinstance(t, (pl.Datetime, pl.Date))]
-    ts = found.pop("ts", None) or (datetimes[0] if len(datetimes) == 1 else None)
-    stream_col = found.pop("stream", None)
-    if ts is None or not ({"price", "size"} <= set(found) or {"bid", "ask"} <= set(found)):
-        raise ValueError(
-            f"cannot detect the column layout of {path}: columns found {names}. Name its columns with a "
-            f"column map, e.g. --columns ts=time,price=px,size=qty,stream=symbol --ts-unit ms (or a preset: "
-            f"--preset {' / '.join(PRESETS)}; docs/replay.md)"
-        )
-    if "price" not in found or "size" not in found:
-        found = {k: v for k, v in found.items() if k not in TRADE_FIELDS}
-    if "bid" not in found or "ask" not in found:
-        found = {k: v for k, v in found.items() if k not in QUOTE_FIELDS}
-    return ColumnMap(ts=ts, ts_unit=_detected_unit(ts, schema[ts], first), stream_col=stream_col, **found)
-
-
-def _detected_unit(ts: str, dtype: pl.DataType, first: Callable[[str], Any] | None) -> str:
-    if isinstance(dtype, (pl.Datetime, pl.Date)):
-        return "datetime"
-    value = first(ts) if first is not None else None
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return "datetime"
-    if ts == "ts" or not isinstance(value, (int, float)) or isinstance(value, bool):
-        return "ns"
-    return epoch_unit(value)
-
-
 def map_from_options(preset_name: str | None = None, columns: str | Mapping[str, Any] | None = None,
-                     **refinements: Any) -> dict[str, Any] | None:
+                     detect: bool = False, **refinements: Any) -> dict[str, Any] | None:
     """The column map the command line (or the config's replay section) describes, in ColumnMap.from_dict form.
 
     `columns` is inline text (`ts=time,price=px`), a YAML file's path, or a dict; `preset_name` is the base it
     overrides; `refinements` (names, ts_unit, tz, date, ts_format; None = not given) override both. None: nothing given,
-    detect each file's layout. The map is checked here, so a mistake is reported before any file is read.
+    detect each file's layout. With `detect` (the command line), refinements alone refine each detected layout
+    (`--tz Etc/GMT+5`); without it they need a map. The map is checked here, so a mistake is reported before any
+    file is read.
     """
     given = {k: v for k, v in refinements.items() if v is not None}
     if unknown := sorted(k for k in given if k not in MAP_KEYS):
@@ -349,6 +327,8 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
     if preset_name is not None:
         spec = {"preset": preset_name, **spec}
     if not spec:
+        if given and detect:
+            return given
         if given:
             verb = "refines" if len(given) == 1 else "refine"
             raise ValueError(f"{', '.join(sorted(given))} {verb} a column map: give the columns too "

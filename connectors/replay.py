@@ -20,7 +20,6 @@ late gets the overdue ticks at once (nothing is dropped).
 
 from __future__ import annotations
 
-import gzip
 import heapq
 import math
 import re
@@ -33,27 +32,39 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import polars as pl
 
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
+    EPOCH,
     NUMERIC_FIELDS,
     PRESETS,
+    PRICE_FIELDS,
     SIDE_WORDS,
     TIME_OF_DAY,
     UNITS,
     VALUE_FIELDS,
     ColumnMap,
+    Refine,
     as_column_map,
+    preset,
+)
+from connectors.layout import (
+    CSV_SUFFIXES,
+    DBN_SUFFIXES,
+    PARQUET_SUFFIXES,
+    Dialect,
+    describe_map,
     detect_columns,
     epoch_unit,
-    preset,
+    headerless_map,
+    match_case,
+    sniff_csv,
+    stream_of,
+    time_formats,
+    two_way_date,
 )
 from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.ticks import QUOTE, TRADE, InvalidTick, Tick, validate
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
 
-PARQUET_SUFFIXES = (".parquet", ".pq")
-CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
-DBN_SUFFIXES = (".dbn", ".dbn.zst")
-SEPARATORS = ",;\t|"  # a CSV's delimiter is the one its first line has most of, outside quotes
 ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
 # An ISO time with a UTC offset ("...09:30:00.123-04:00", "...13:30:00Z"), read at that offset
 UTC_OFFSET = re.compile(r"\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)$", re.IGNORECASE)
@@ -67,35 +78,21 @@ def is_csv(path: Path) -> bool:
     return path.name.lower().endswith(CSV_SUFFIXES)
 
 
-def file_stem(path: Path) -> str:
-    """The file name without its tick-file suffix (`es.csv.gz` -> `es`): the stream of a map that names none."""
-    name = path.name
-    suffix = next((x for x in (*DBN_SUFFIXES, *CSV_SUFFIXES, *PARQUET_SUFFIXES) if name.lower().endswith(x)), "")
-    return name[: len(name) - len(suffix)] if suffix and len(name) > len(suffix) else path.stem
-
-
-def _separator(path: Path) -> str:
-    """The delimiter of a CSV's first line: the most frequent of SEPARATORS outside quotes (',' when none)."""
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as f:
-        line = re.sub(r'"[^"]*"', "", f.readline())
-    best = max(SEPARATORS, key=line.count)  # ties go to the earlier one: ',' first
-    return best if line.count(best) else ","
-
-
-def _scan(path: Path, cmap: ColumnMap | None, overrides: dict[str, pl.DataType] | None = None) -> pl.LazyFrame:
-    if cmap is not None and cmap.names is not None and not is_csv(path):
+def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
+          overrides: dict[str, pl.DataType] | None = None) -> pl.LazyFrame:
+    if names is not None and not is_csv(path):
         raise ValueError(f"{path}: names (the columns of a header-less CSV) apply to CSV files, not {path.name!r}")
     suffix = path.suffix.lower()
     if suffix in PARQUET_SUFFIXES:
         return pl.scan_parquet(path)
     if is_csv(path):
-        names = list(cmap.names) if cmap is not None and cmap.names is not None else None
+        names = list(names) if names is not None else None
         # Typed on purpose: polars infers CSV types from the first rows, and a later "61837.5" in an inferred
         # int column would abort the whole replay. Unparsable cells become nulls, rejected as missing_field.
         # Header names lose the spaces around them (`time; price`); the BOM, CRLF and quotes polars handles.
         return pl.scan_csv(path, has_header=names is None, new_columns=names, schema_overrides=overrides,
-                           ignore_errors=overrides is not None, separator=_separator(path),
+                           ignore_errors=overrides is not None, separator=dialect.separator,
+                           decimal_comma=dialect.decimal_comma,
                            with_column_names=None if names else lambda found: [n.strip() for n in found])
     known = PARQUET_SUFFIXES + CSV_SUFFIXES + DBN_SUFFIXES
     raise ValueError(f"{path}: unsupported file type {suffix!r}; replay reads {', '.join(known)}")
@@ -142,13 +139,19 @@ def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None)
         midnight = pl.lit(cmap.date).str.to_date().cast(pl.Datetime("ns"))
         # float seconds of a day (< 86400) hold ns to well under 1 ns, so the rounding is exact enough
         offset = (col.cast(pl.Float64) * 1e9).round().cast(pl.Int64, strict=False)
-        return _local(midnight + pl.duration(nanoseconds=offset), cmap.tz).dt.epoch("ns")
+        return _local(midnight + pl.duration(nanoseconds=offset, time_unit="ns"), cmap.tz).dt.epoch("ns")
     return col
 
 
 def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
     """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`."""
-    text, fmt = _time_column(cmap).str.strip_chars(), cmap.ts_format
+    # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123
+    text = _time_column(cmap).str.strip_chars().str.replace(r"(:\d\d),(\d)", "${1}.${2}")
+    fmt = cmap.ts_format
+    if fmt is None and first is not None and two_way_date(first):  # polars would guess day-first
+        fits = time_formats(first) or ["%m/%d/%Y %H:%M:%S%.f", "%d/%m/%Y %H:%M:%S%.f"]
+        raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a date that reads more than one way "
+                         f"({' or '.join(repr(f) for f in fits)}): give the one it is, e.g. --ts-format '{fits[0]}'")
     aware = any(code in fmt for code in ("%z", "%:z", "%#z")) if fmt else bool(first and UTC_OFFSET.search(first))
     if not aware:
         return _local(text.str.to_datetime(fmt, time_unit="ns", strict=False), cmap.tz).dt.epoch("ns")
@@ -178,8 +181,11 @@ def _time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
         return (f"{where}, not a number of {cmap.ts_unit} since the epoch: for date/time text give --ts-unit "
                 f"datetime (and --ts-format if it is not ISO 8601)")
     if cmap.ts_unit == "datetime":
+        fits = [f for f in time_formats(first) if f != cmap.ts_format]
+        example = " or ".join(repr(f) for f in fits) if fits else "'%Y%m%d %H:%M:%S%.f'"
         return (f"{where}, which is not ISO 8601{' nor ' + repr(cmap.ts_format) if cmap.ts_format else ''}: "
-                f"give its format with strftime codes, e.g. --ts-format '%Y%m%d %H:%M:%S%.f'")
+                f"give its format with strftime codes, e.g. --ts-format {example}"
+                + (" (both read it: which is the day?)" if len(fits) > 1 else ""))
     return f"{where}, not a number of {cmap.ts_unit}"
 
 
@@ -253,7 +259,8 @@ class _FilePlan:
         cmap, factor = self.columns, self.ts_factor
         # A map with only one kind's columns fixes the kind, so a row missing its price reads as missing_field.
         kind = cmap.kind or (QUOTE if cmap.price is None else TRADE if cmap.bid is None else None)
-        fixed = {k: v for k, v in (("stream", cmap.stream), ("kind", kind)) if v is not None}
+        stream = cmap.stream or (cmap.default_stream if cmap.stream_col is None else None)
+        fixed = {k: v for k, v in (("stream", stream), ("kind", kind)) if v is not None}
         side_of = _side_lookup(cmap.side_map)
         pairs = tuple(enumerate(self.keys, start=1))
 
@@ -272,7 +279,7 @@ class _FilePlan:
         return convert
 
 
-def _plan(path: Path, cmap: ColumnMap | None, explicit: bool) -> Any:
+def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     if not path.is_file():
         raise FileNotFoundError(f"replay file not found: {path}")
     if _is_dbn(path):  # an order-by-order feed, reduced to trades and top of book; column maps do not apply
@@ -281,24 +288,11 @@ def _plan(path: Path, cmap: ColumnMap | None, explicit: bool) -> Any:
         from connectors.dbn import DbnPlan
 
         return DbnPlan(path)
-    try:
-        schema = _scan(path, cmap).collect_schema()
-    except pl.exceptions.PolarsError as e:
-        if cmap is not None and cmap.names is not None:
-            raise ValueError(f"{path}: names gives {len(cmap.names)} columns {list(cmap.names)}, which does not fit "
-                             f"the file's rows ({str(e).splitlines()[0]})") from None
-        raise ValueError(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
-    detected = cmap is None
-    cmap = detect_columns(path, schema, lambda column: _first_text(path, None, column)) if detected \
-        else _match_case(cmap, schema)
-    if cmap.stream is None and cmap.stream_col is None:
-        cmap = replace(cmap, stream=file_stem(path))
-    if missing := [c for c in cmap.source_columns() if c not in schema]:
-        raise ValueError(f"{path}: the column map needs {missing}, which the file lacks; columns found: {list(schema)}")
+    cmap, dialect, schema, notes = _layout(path, cmap)
     overrides = _csv_overrides(cmap) if is_csv(path) else None
     # what the scan below will read: date+time columns are joined as text
     ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
-    first = _first_text(path, cmap, cmap.ts_columns)
+    first = _first_text(path, cmap.names, dialect, cmap.ts_columns)
     exprs = [_ts_expr(path, cmap, ts_type, first).alias("_ts")]
     keys: list[str] = []
     if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD
@@ -307,9 +301,11 @@ def _plan(path: Path, cmap: ColumnMap | None, explicit: bool) -> Any:
     for key in VALUE_FIELDS:
         if (name := getattr(cmap, key)) is not None:
             col = pl.col(name).cast(pl.Float64) if schema[name].is_decimal() else pl.col(name)
+            if key in PRICE_FIELDS and cmap.price_scale is not None:  # fixed-point prices: LOBSTER's, Databento's
+                col = col.cast(pl.Float64) / cmap.price_scale
             exprs.append(col.alias(key))
             keys.append(key)
-    rows = _scan(path, cmap, overrides).with_row_index(ROW)
+    rows = _scan(path, cmap.names, dialect, overrides).with_row_index(ROW)
     if is_csv(path):  # a blank line (often at the end) is no row at all
         rows = rows.filter(pl.any_horizontal(pl.all().exclude(ROW).is_not_null()))
     frame = rows.select(*exprs, ROW)
@@ -323,7 +319,6 @@ def _plan(path: Path, cmap: ColumnMap | None, explicit: bool) -> Any:
     if facts["unsorted"]:  # stable: rows with equal timestamps keep their file order
         frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
     factor = 1 if _ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
-    notes = [f"{path.name}: no column map given; read as {describe_map(cmap)}"] if detected else []
     if facts["slashes"]:
         notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "
                      f"answer topics use '/' as their separator")
@@ -332,35 +327,68 @@ def _plan(path: Path, cmap: ColumnMap | None, explicit: bool) -> Any:
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes))
 
 
-def _first_text(path: Path, cmap: ColumnMap | None, columns: str | tuple[str, ...]) -> str | None:
+def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dialect | None, dict, list[str]]:
+    """The map a file is read with (given; detected; or detected, then refined), its CSV dialect, its columns,
+    and the notes that say how it was read when that was a guess."""
+    dialect = sniff_csv(path) if is_csv(path) else None
+    names = spec.names if isinstance(spec, ColumnMap) else spec.keys.get("names") if spec is not None else None
+    guessed, how = None, ""
+    if names is None and not isinstance(spec, ColumnMap) and dialect is not None and not dialect.header \
+            and dialect.rows:
+        guessed, how = headerless_map(path, dialect.rows)
+        names = guessed.names
+    try:
+        schema = dict(_scan(path, names, dialect).collect_schema())
+    except pl.exceptions.PolarsError as e:
+        if names is not None:
+            raise ValueError(f"{path}: names gives {len(names)} columns {list(names)}, which does not fit "
+                             f"the file's rows ({str(e).splitlines()[0]})") from None
+        raise ValueError(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
+    first = lambda column: _first_text(path, names, dialect, column)  # noqa: E731
+    if isinstance(spec, ColumnMap):
+        cmap = match_case(spec, schema)
+    else:
+        cmap = guessed or detect_columns(path, schema, first)
+        if names is not None and cmap.names is None:
+            cmap = replace(cmap, names=tuple(names))
+        cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
+    cmap, stream_notes = stream_of(path, cmap, schema)
+    if missing := [c for c in cmap.source_columns() if c not in schema]:
+        headerless = ("; its first line is data, not a header: give its columns in order with --csv-names"
+                      if dialect is not None and not dialect.header and names is None else "")
+        raise ValueError(f"{path}: the column map needs {missing}, which the file lacks; columns found: "
+                         f"{list(schema)}{headerless}")
+    if cmap.ts_unit == EPOCH:  # the unit of the first time's magnitude: Binance's ms, and us since 2025
+        try:
+            unit = epoch_unit(float(first(cmap.ts) or "nan"))
+        except ValueError:  # not a number: the time check below says what the column holds
+            unit = "ns"
+        cmap = replace(cmap, ts_unit=unit)
+    notes = []
+    if guessed is not None:
+        notes.append(f"{path.name}: no header row; read as {how} (--csv-names {','.join(names)}): {describe_map(cmap)}")
+    elif not isinstance(spec, ColumnMap):
+        notes.append(f"{path.name}: no column map given; read as {describe_map(cmap)}")
+    utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt"))  # Dukascopy's `Gmt time`: UTC by its name
+    if notes and cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named \
+            and schema.get(cmap.ts) in (pl.String, None):
+        text = first(cmap.ts_columns) or ""
+        if not UTC_OFFSET.search(text):  # a guess cannot know the zone of wall-clock times
+            notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and are read as UTC; if they "
+                         f"are local times, give their zone, e.g. --tz America/New_York")
+    return cmap, dialect, schema, notes + stream_notes
+
+
+def _first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
+                columns: str | tuple[str, ...]) -> str | None:
     """The first non-empty value of a column (of date and time columns: joined by a space), as text (None: empty)."""
     columns = (columns,) if isinstance(columns, str) else columns
     overrides = {c: pl.String for c in columns} if is_csv(path) else None
     text = pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in columns], separator=" ")
-    found = _scan(path, cmap, overrides).select(text.alias("t")).filter(pl.col("t").str.strip_chars() != "")
+    found = _scan(path, names, dialect, overrides).select(text.alias("t"))
+    found = found.filter(pl.col("t").str.strip_chars() != "")
     found = found.head(1).collect()
     return found.item() if found.height else None
-
-
-def _match_case(cmap: ColumnMap, schema: Mapping[str, pl.DataType]) -> ColumnMap:
-    """The map with each column the file lacks but spells in another case (`Price` for `price`) as the file does."""
-    spellings: dict[str, list[str]] = {}
-    for name in schema:
-        spellings.setdefault(name.strip().lower(), []).append(name)
-    fixed = {}
-    for field in ("ts", "stream_col", *VALUE_FIELDS):
-        name = getattr(cmap, field)
-        if name is not None and name not in schema and len(found := spellings.get(name.strip().lower(), [])) == 1:
-            fixed[field] = found[0]
-    return replace(cmap, **fixed) if fixed else cmap
-
-
-def describe_map(cmap: ColumnMap) -> str:
-    """A map as the command line writes it: `ts=time (ms), stream=symbol, price=px, size=qty`."""
-    unit = f" ({cmap.ts_unit}{', ' + cmap.ts_format if cmap.ts_format else ''})"
-    stream = f"stream={cmap.stream_col}" if cmap.stream_col else f"stream_name={cmap.stream}"
-    return ", ".join([f"ts={cmap.ts}{unit}", stream, *(f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS
-                                                        if getattr(cmap, f) is not None)])
 
 
 def _epoch_note(path: Path, cmap: ColumnMap, first_ns: Any) -> list[str]:
@@ -439,7 +467,7 @@ MapSpec = ColumnMap | str | Mapping[str, Any]
 FileSpec = str | Path | tuple[str | Path, MapSpec] | Mapping[str, Any]
 
 
-def _file_spec(item: FileSpec, default: ColumnMap | None) -> tuple[Path, ColumnMap | None, bool]:
+def _file_spec(item: FileSpec, default: ColumnMap | Refine | None) -> tuple[Path, ColumnMap | Refine | None, bool]:
     """A path, a (path, map) pair, or the YAML form {path: ..., columns: ...}; True when the map is the
     entry's own (not the default for every file)."""
     if isinstance(item, tuple):

@@ -47,16 +47,21 @@ def _reading_options() -> argparse.ArgumentParser:
     group = reading.add_argument_group("reading the files", "Without these options each file's layout is "
                                        "detected from its column names (time/timestamp/ts_event, symbol/ticker, "
                                        "price/px, size/qty/volume, side, bid, ask, bid_size, ask_size; "
-                                       "docs/replay.md) and printed. CSV delimiters (, ; tab |) are detected.")
+                                       "docs/replay.md), or for a CSV without a header from its first rows, "
+                                       "and printed. CSV delimiters (, ; tab |) and decimal commas are detected. "
+                                       "--csv-names, --ts-unit, --ts-format, --tz and --date alone refine the "
+                                       "detected layout.")
     group.add_argument("--preset", help="column layout preset for every file: binance-trades, binance-bbo, "
-                                        "dukascopy (--columns keys override it)")
+                                        "dukascopy, binance-public-trades, binance-public-aggtrades (--columns "
+                                        "keys override it)")
     group.add_argument("--columns", metavar="MAP", help="column map for every file: inline, e.g. "
                        "ts=time,price=px,size=qty,side=side,stream=symbol (stream= names the stream column, "
-                       "stream_name= a fixed stream; ts=Date+Time joins a date and a time column), or a YAML file "
-                       "of docs/replay.md's keys")
+                       "stream_name= a fixed stream; ts=Date+Time joins a date and a time column; price_scale=10000 "
+                       "divides fixed-point prices), or a YAML file of docs/replay.md's keys")
     group.add_argument("--csv-names", metavar="A,B,...", help="the columns of a header-less CSV, in order")
-    group.add_argument("--ts-unit", help="time column unit: ns, us, ms, s (since the epoch), datetime (ISO 8601 "
-                       "text, with or without a UTC offset, or a datetime column), seconds_after_midnight")
+    group.add_argument("--ts-unit", help="time column unit: ns, us, ms, s (since the epoch), epoch (one of those, "
+                       "by the first time's magnitude), datetime (ISO 8601 text, with or without a UTC offset, or a "
+                       "datetime column), seconds_after_midnight")
     group.add_argument("--ts-format", metavar="FORMAT", help="strftime codes of datetime text that is not ISO 8601, "
                        "e.g. '%%Y%%m%%d %%H:%%M:%%S%%.f' (implies --ts-unit datetime)")
     group.add_argument("--tz", help="time zone of naive times (datetime, seconds_after_midnight), e.g. "
@@ -418,7 +423,8 @@ def _column_map(args: argparse.Namespace, config: Any = None) -> dict[str, Any] 
         preset, columns = args.preset, args.columns
     else:
         preset, columns = given(args.preset, "preset"), given(None, "columns")
-    return map_from_options(preset, columns, names=given(names, "names"), ts_unit=given(args.ts_unit, "ts_unit"),
+    return map_from_options(preset, columns, detect=True, names=given(names, "names"),
+                            ts_unit=given(args.ts_unit, "ts_unit"),
                             tz=given(args.tz, "tz"), date=given(args.date, "date"),
                             ts_format=given(args.ts_format, "ts_format"))
 

@@ -1,0 +1,357 @@
+"""Layout detection: which columns of a tick file are which tick fields when no column map is given.
+
+In order (docs/replay.md): a preset whose columns the file has; the columns named as vendors name them
+(FIELD_NAMES, with a date and a time column read as one); for a CSV whose first line is data, a vendor's
+header-less layout (HEADERLESS) or a time and two numbers. Beside those: a CSV's dialect (delimiter,
+decimal comma, header or not), the symbol a file or folder name holds, and the strftime codes of datetime
+text that is not ISO 8601. Every guess is printed as a note, so a wrong one shows at once.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import polars as pl
+
+from connectors.column_map import BUYER_MAKER, PRESETS, QUOTE_FIELDS, TRADE_FIELDS, UNITS, VALUE_FIELDS, ColumnMap
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
+DBN_SUFFIXES = (".dbn", ".dbn.zst")
+SEPARATORS = ",;\t|"  # a CSV's delimiter is the one its first line has most of, outside quotes
+SAMPLE_LINES = 20  # lines read to sniff a CSV
+
+# Column names vendors use for each field, compared in lower case with spaces and dashes as "_"; the first
+# name a file has wins. `ts` and `stream` come first: the wire layout.
+FIELD_NAMES: dict[str, tuple[str, ...]] = {
+    "ts": ("ts", "timestamp", "time", "datetime", "date_time", "ts_event", "ts_recv", "event_time",
+           "transact_time", "transaction_time", "trade_time", "exchange_time", "sip_timestamp", "timestamp_utc",
+           "time_utc", "gmt_time", "utc_time"),
+    "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id"),
+    "price": ("price", "px", "trade_price", "last_price", "last"),
+    "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size"),
+    "side": ("side", "aggressor_side", "taker_side"),
+    "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "best_bid_price", "bid_px_00"),
+    "ask": ("ask", "ask_price", "ask_px", "best_ask", "askprice", "best_ask_price", "offer", "offer_price",
+            "ask_px_00"),
+    "bid_size": ("bid_size", "bid_qty", "bid_sz", "bidsize", "bid_volume", "bidvolume", "bid_amount",
+                 "best_bid_qty", "bid_sz_00"),
+    "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "askvolume", "ask_amount",
+                 "best_ask_qty", "offer_size", "ask_sz_00"),
+}
+BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_maker")  # sides, via BUYER_MAKER
+DATE_NAMES = ("date", "trade_date", "day")  # a date column beside a time-of-day column: read as one datetime
+TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp")
+DATABENTO_HEADER = {"rtype", "publisher_id", "instrument_id"}  # its CSVs' record header: integer prices are 1e-9
+
+# Datetime text that is not ISO 8601, in polars/chrono codes (`%.f`: an optional fraction of any length)
+TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m%d-%H:%M:%S%.f",
+                "%d.%m.%Y %H:%M:%S%.f", "%Y.%m.%d %H:%M:%S%.f", "%Y/%m/%d %H:%M:%S%.f", "%m/%d/%Y %H:%M:%S%.f",
+                "%d/%m/%Y %H:%M:%S%.f", "%d-%m-%Y %H:%M:%S%.f")
+ISO = re.compile(r"^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)?)?$", re.IGNORECASE)
+NUMBER = re.compile(r"^[+-]?(\d+([.,]\d*)?|\.\d+)([eE][+-]?\d+)?$")
+DATE_LIKE = re.compile(r"^(\d{4}[-./]?\d\d[-./]?\d\d|\d\d?[-./]\d\d?[-./]\d{2,4})([ T-]|$)")
+
+# Symbols in file and folder names: FX pairs of two currencies, crypto pairs against a quote asset, tickers
+CURRENCIES = ("USD|EUR|JPY|GBP|CHF|AUD|CAD|NZD|SEK|NOK|DKK|PLN|HUF|CZK|TRY|ZAR|MXN|SGD|HKD|CNH|CNY|INR|RUB|XAU|XAG|"
+              "ILS|KRW|BRL|THB")
+PAIR = re.compile(rf"^(({CURRENCIES})({CURRENCIES})|[A-Z0-9]{{3,8}}(USDT|USDC|BUSD|FDUSD|TUSD|USD|BTC|ETH|BNB))$",
+                  re.IGNORECASE)
+TICKER = re.compile(r"^[A-Z][A-Z0-9]{0,5}$")  # in capitals in the name: AAPL, ESM4
+NOT_TICKERS = {"DAT", "ASCII", "CSV", "TXT", "T", "M1", "H1", "D1", "TICK", "TICKS", "BID", "ASK", "GMT", "UTC",
+               "EST", "ET", "BBO", "TAQ", "NBBO", "L1", "L2", "MBO", "MBP", "OHLC", "OHLCV", "UM", "CM", "SPOT"}
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What a CSV's first lines say: its delimiter, whether numbers use a decimal comma (`1,0853` in a `;`
+    file) and whether its first line is a header; `rows` are the first lines' cells, header excluded."""
+
+    separator: str
+    decimal_comma: bool
+    header: bool
+    rows: tuple[tuple[str, ...], ...]
+
+
+def sniff_csv(path: Path) -> Dialect:
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as f:
+        lines = [line for _, line in zip(range(SAMPLE_LINES + 1), (x for x in f if x.strip()))]
+    first = re.sub(r'"[^"]*"', "", lines[0]) if lines else ""
+    best = max(SEPARATORS, key=first.count)  # ties go to the earlier one: ',' first
+    separator = best if first.count(best) else ","
+    rows = [tuple(c.strip() for c in row) for row in csv.reader(lines, delimiter=separator)]
+    header = bool(rows) and not any(NUMBER.match(c) or DATE_LIKE.match(c) or c.lower() in ("true", "false")
+                                    for c in rows[0])
+    data = rows[1:] if header else rows
+    cells = [c for row in data for c in row]
+    decimal_comma = separator != "," and any(re.match(r"^[+-]?\d+,\d+$", c) for c in cells) and \
+        not any(re.match(r"^[+-]?\d+\.\d+$", c) for c in cells)
+    return Dialect(separator, decimal_comma, header, tuple(data))
+
+
+def symbol_in_name(path: Path) -> tuple[str, str] | None:
+    """(symbol, where) when the file's name, else its folder's, names one instrument: a pair (`ETHUSDT-trades-
+    2024-01-02.csv`, `binance-ethusdt-spot/`, `DAT_ASCII_EURUSD_T_202401.csv`) or one ticker in capitals
+    (`AAPL_2012-06-21_..._message_1.csv`). None when neither does, or does not clearly."""
+    for name, where in ((file_stem(path), "file name"), (path.parent.name, "folder name")):
+        tokens = [t for t in re.split(r"[-_.\s]+", name) if t]
+        pairs = {t.upper() for t in tokens if PAIR.match(t)}
+        tickers = {t for t in tokens if TICKER.match(t) and t not in NOT_TICKERS}
+        found = pairs or tickers
+        if len(found) == 1:
+            return found.pop(), f"{where} {name!r}"
+        if found:
+            return None
+    return None
+
+
+def time_formats(text: str) -> list[str]:
+    """The TIME_FORMATS that read `text` (empty for ISO 8601, which needs none, and for text no format reads)."""
+    text = _dot_fraction(text.strip())
+    if ISO.match(text):
+        return []
+    series = pl.Series([text])
+    return [f for f in TIME_FORMATS if series.str.to_datetime(f, strict=False, time_unit="ns").null_count() == 0]
+
+
+def two_way_date(text: str) -> bool:
+    """Whether datetime text starts with a date that reads as month/day and as day/month (`06/03/2024`, `03-06-2024`):
+    a guess would be wrong for half the world (a dotted `02.01.2024` is day first everywhere)."""
+    if len(time_formats(text)) > 1:
+        return True
+    found = re.match(r"^(\d\d?)[/-](\d\d?)[/-]\d{4}\b", text.strip())
+    return bool(found) and int(found[1]) <= 12 and int(found[2]) <= 12
+
+
+def _dot_fraction(text: str) -> str:
+    return re.sub(r"(:\d\d),(\d)", r"\1.\2", text)  # 09:00:01,123 (a decimal comma) reads as 09:00:01.123
+
+
+def is_epoch(text: str) -> str | None:
+    """The epoch unit in which an integer is a present-day time (1990..2200), else None."""
+    if not re.match(r"^\d{9,19}$", text):
+        return None
+    value = int(text)
+    unit = epoch_unit(value)
+    return unit if 631_152_000 <= value * UNITS[unit] // 10**9 < 7_258_118_400 else None
+
+
+def epoch_unit(value: float) -> str:
+    """The epoch unit a present-day time has at this magnitude: ~1.7e9 s, 1.7e12 ms, 1.7e15 us, 1.7e18 ns."""
+    magnitude = abs(value)
+    return "s" if magnitude < 1e11 else "ms" if magnitude < 1e14 else "us" if magnitude < 1e17 else "ns"
+
+
+def _normal(name: str) -> str:
+    return name.strip().lower().replace(" ", "_").replace("-", "_")
+
+
+def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
+                   first: Callable[[str | tuple[str, ...]], Any] | None = None) -> ColumnMap:
+    """A preset whose columns the file has, else the columns named as in FIELD_NAMES (the wire layout first).
+
+    The time column is a date column and a time-of-day column read as one, else the first of FIELD_NAMES["ts"]
+    the file has, else its only datetime column. Its unit: datetime for datetime and date columns and for text
+    that is not a number (with the TIME_FORMATS code that reads it when it is not ISO 8601); for numbers (or
+    numeric text), the epoch unit of their magnitude (`epoch_unit`) as `first(column)`, the first value, shows,
+    except that a column named `ts` is ns (the wire layout). Without `first`, numbers are ns. The side is a
+    side column, else a buyer-maker flag; integer prices in a Databento CSV are fixed-point 1e-9.
+    """
+    names = list(schema)
+    for cmap in PRESETS.values():
+        if cmap.names is None and set(cmap.source_columns()) <= set(names):
+            return cmap
+    by_normal: dict[str, str] = {}
+    for n in names:
+        by_normal.setdefault(_normal(n), n)
+    found: dict[str, str] = {}
+    for field_name, candidates in FIELD_NAMES.items():
+        if column := next((by_normal[c] for c in candidates if c in by_normal), None):
+            found[field_name] = column
+    datetimes = [n for n, t in schema.items() if isinstance(t, (pl.Datetime, pl.Date))]
+    ts = _date_and_time(by_normal, first) or found.pop("ts", None) or (datetimes[0] if len(datetimes) == 1 else None)
+    found.pop("ts", None)
+    stream_col = found.pop("stream", None)
+    if ts is None or not ({"price", "size"} <= set(found) or {"bid", "ask"} <= set(found)):
+        lacking = "time column" if ts is None else "price and size (trades) nor bid and ask (quotes)"
+        seen = ", ".join(f"{k}={v}" for k, v in ({"ts": ts} | found).items() if v)
+        raise ValueError(
+            f"cannot detect the column layout of {path}: columns found {names}; no {lacking} among them"
+            f"{' (read so far: ' + seen + ')' if seen else ''}. Name its columns with a column map, e.g. --columns "
+            f"ts=time,price=px,size=qty,stream=symbol --ts-unit ms (or a preset: --preset {' / '.join(PRESETS)}; "
+            f"docs/replay.md)"
+        )
+    if "price" not in found or "size" not in found:
+        found = {k: v for k, v in found.items() if k not in TRADE_FIELDS}
+    if "bid" not in found or "ask" not in found:
+        found = {k: v for k, v in found.items() if k not in QUOTE_FIELDS}
+    extra: dict[str, Any] = {}
+    maker = next((by_normal[c] for c in BUYER_MAKER_NAMES if c in by_normal), None)
+    if "price" in found and "side" not in found and maker is not None:
+        extra = {"side": maker, "side_map": BUYER_MAKER}
+    price = found.get("price") or found.get("bid")
+    if DATABENTO_HEADER <= set(by_normal) and first is not None and re.match(r"^-?\d+$", str(first(price) or "")):
+        extra["price_scale"] = 1e9
+    unit, ts_format = _detected_unit(ts, schema.get(ts), first)
+    return ColumnMap(ts=ts, ts_unit=unit, ts_format=ts_format, stream_col=stream_col, **found, **extra)
+
+
+def _date_and_time(by_normal: Mapping[str, str], first: Callable[..., Any] | None) -> str | None:
+    """`Date+Time` when the file has a date column and a column of times of day (`SYMBOL,DATE,TIME_M,...`)."""
+    date = next((by_normal[c] for c in DATE_NAMES if c in by_normal), None)
+    clock = next((by_normal[c] for c in TIME_OF_DAY_NAMES if c in by_normal), None)
+    if date is None or clock is None or first is None:
+        return None
+    return f"{date}+{clock}" if re.match(r"^\d{1,2}:\d\d", str(first(clock) or "")) else None
+
+
+def _detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any] | None) -> tuple[str, str | None]:
+    if isinstance(dtype, (pl.Datetime, pl.Date)):
+        return "datetime", None
+    columns = tuple(c.strip() for c in ts.split("+"))
+    value = first(columns if len(columns) > 1 else ts) if first is not None else None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            formats = time_formats(value)
+            return "datetime", formats[0] if len(formats) == 1 else None
+    if ts == "ts" or not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "ns", None
+    return epoch_unit(value), None
+
+
+def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...]) -> tuple[ColumnMap, str]:
+    """The map of a CSV without a header: a HEADERLESS preset whose cells the first rows have, else a time (epoch
+    number or datetime text, maybe beside a symbol) and two numbers: a quote when they are always within 1% of
+    each other, the lower the bid, else a trade's price and size. With the name of the layout, for the note.
+    Anything else is refused with the options that read it."""
+    width = len(rows[0])
+    for name, cmap in PRESETS.items():
+        if cmap.names is not None and len(cmap.names) == width and all(_fits(cmap, row) for row in rows):
+            return cmap, f"preset {name}"
+    kinds = [_kind(c) for c in rows[0]]
+    times = [i for i, k in enumerate(kinds) if k == "time"]
+    numbers = [i for i, k in enumerate(kinds) if k == "number"]
+    texts = [i for i, k in enumerate(kinds) if k == "text"]
+    if len(times) == 1 and times[0] <= 1 and len(texts) <= 1 and set(texts) <= {0, 1} and len(numbers) >= 2 \
+            and all(len(row) == width for row in rows):
+        a, b = numbers[:2]
+        names = [f"column_{i + 1}" for i in range(width)]
+        names[times[0]] = "time"
+        if texts:
+            names[texts[0]] = "symbol"
+        pairs = [(_float(row[a]), _float(row[b])) for row in rows]
+        if all(x > 0 and y > 0 and abs(x - y) <= 0.01 * min(x, y) for x, y in pairs):
+            low_first = all(x <= y for x, y in pairs)
+            names[a], names[b] = ("bid", "ask") if low_first else ("ask", "bid")
+            fields = {"bid": "bid", "ask": "ask"}
+        else:
+            names[a], names[b] = "price", "size"
+            fields = {"price": "price", "size": "size"}
+        stream = {"stream_col": "symbol"} if texts else {}
+        unit = is_epoch(rows[0][times[0]]) or "datetime"
+        formats = time_formats(rows[0][times[0]]) if unit == "datetime" else []
+        cmap = ColumnMap(ts="time", ts_unit=unit, ts_format=formats[0] if len(formats) == 1 else None,
+                         names=tuple(names), **stream, **fields)
+        return cmap, "a time and two numbers"
+    raise ValueError(_headerless_hint(path, rows[0], kinds))
+
+
+def _headerless_hint(path: Path, row: tuple[str, ...], kinds: list[str]) -> str:
+    names = ["time" if k == "time" else f"c{i + 1}" for i, k in enumerate(kinds)]
+    hint = (f"{path}: its first line is data, not a header ({','.join(row)[:80]}), and its layout cannot be "
+            f"guessed: give its {len(row)} columns in order with --csv-names and map them with --columns, e.g. "
+            f"--csv-names {','.join(names)} --columns ts=...,price=...,size=... (docs/replay.md)")
+    try:
+        seconds = float(row[0])
+    except ValueError:
+        return hint
+    if 0 <= seconds < 86_400 and "." in row[0]:
+        hint += (f". Its first column ({row[0]}) looks like seconds after midnight: --ts-unit "
+                 f"seconds_after_midnight --date YYYY-MM-DD")
+    return hint
+
+
+def _kind(cell: str) -> str:
+    if is_epoch(cell) or (not NUMBER.match(cell) and (ISO.match(_dot_fraction(cell)) or time_formats(cell))):
+        return "time"
+    if NUMBER.match(cell):
+        return "number"
+    return "bool" if cell.lower() in ("true", "false") else "text" if re.search("[A-Za-z]", cell) else "other"
+
+
+def _fits(cmap: ColumnMap, row: tuple[str, ...]) -> bool:
+    """Whether a row's cells are what a header-less preset's columns hold: its time an epoch number, its side
+    flag true/false, its price and size numbers, and its id columns integers."""
+    if len(row) != len(cmap.names):
+        return False
+    cells = dict(zip(cmap.names, row))
+    numeric = [cmap.price, cmap.size, *(n for n in cmap.names if n.endswith("id"))]
+    return bool(is_epoch(cells[cmap.ts])) and cells[cmap.side].lower() in ("true", "false") and \
+        all(NUMBER.match(cells[n]) for n in numeric if n)
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text.replace(",", "."))
+    except ValueError:
+        return float("nan")
+
+
+def file_stem(path: Path) -> str:
+    """The file name without its tick-file suffix (`es.csv.gz` -> `es`): the stream of a map that names none."""
+    name = path.name
+    suffix = next((x for x in (*DBN_SUFFIXES, *CSV_SUFFIXES, *PARQUET_SUFFIXES) if name.lower().endswith(x)), "")
+    return name[: len(name) - len(suffix)] if suffix and len(name) > len(suffix) else path.stem
+
+
+def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> tuple[ColumnMap, list[str]]:
+    """A map that names no stream takes, for a preset, the file's symbol column; else the symbol the file's (or
+    its folder's) name holds; else the preset's default stream; else the file name. Notes say which."""
+    if cmap.stream is not None or cmap.stream_col is not None:
+        return cmap, []
+    if cmap.default_stream is not None:
+        normal = {n.strip().lower(): n for n in schema}
+        if column := next((normal[c] for c in FIELD_NAMES["stream"] if c in normal), None):
+            return replace(cmap, stream_col=column), [f"{path.name}: streams from column {column!r}"]
+    if (found := symbol_in_name(path)) is not None:
+        symbol, where = found
+        note = [] if symbol == file_stem(path) else [f"{path.name}: stream {symbol}, from the {where} "
+                                                      f"(--columns stream_name=NAME to name it otherwise)"]
+        return replace(cmap, stream=symbol), note
+    if cmap.default_stream is not None:
+        return cmap, [f"{path.name}: stream {cmap.default_stream}, the preset's default: neither a symbol column "
+                      f"nor the file's name names one (--columns stream_name=NAME to name it)"]
+    return replace(cmap, stream=file_stem(path)), []
+
+
+def match_case(cmap: ColumnMap, schema: Mapping[str, pl.DataType]) -> ColumnMap:
+    """The map with each column the file lacks but spells in another case (`Price` for `price`) as the file does."""
+    spellings: dict[str, list[str]] = {}
+    for name in schema:
+        spellings.setdefault(name.strip().lower(), []).append(name)
+    fixed = {}
+    for field in ("ts", "stream_col", *VALUE_FIELDS):
+        name = getattr(cmap, field)
+        if name is not None and name not in schema and len(found := spellings.get(name.strip().lower(), [])) == 1:
+            fixed[field] = found[0]
+    return replace(cmap, **fixed) if fixed else cmap
+
+
+def describe_map(cmap: ColumnMap) -> str:
+    """A map as the command line writes it: `ts=time (ms), stream=symbol, price=px, size=qty`."""
+    unit = f" ({cmap.ts_unit}{', ' + cmap.ts_format if cmap.ts_format else ''})"
+    stream = f"stream={cmap.stream_col}" if cmap.stream_col else f"stream_name={cmap.stream or cmap.default_stream}"
+    scale = [f"price_scale={cmap.price_scale:g}"] if cmap.price_scale is not None else []
+    fields = [f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None]
+    if cmap.side_map:
+        fields = [f + (" (a buyer-maker flag: true = sell)" if cmap.side_map == BUYER_MAKER else
+                       f" (side_map {cmap.side_map})") if f.startswith("side=") else f for f in fields]
+    return ", ".join([f"ts={cmap.ts}{unit}", stream, *fields, *scale])

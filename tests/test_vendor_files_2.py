@@ -1,0 +1,310 @@
+"""Vendor files in the exact layouts vendors publish them, read as a new user would: first with no options,
+then with the options a message points to. Binance public data (spot trades and aggTrades without a header,
+ms and the 2025 us times; futures trades and bookTicker with one), Tardis.dev trades and quotes, Coinbase and
+Kraken trade exports, HistData and TrueFX FX ticks, a Dukascopy export, LOBSTER messages, a TAQ-like trades
+file, Polygon flat files, Databento CSV (pretty and fixed-point prices) and a European file with decimal commas.
+Every fixture is a few dozen rows written here, from code, into tmp_path."""
+
+from __future__ import annotations
+
+import gzip
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import tiny_tick_checkpoint
+from connectors.replay import FileReplay
+from connectors.ticks import Tick
+from engine.service.cli import main
+
+N = 24
+T0 = 1_704_153_600  # 2024-01-02 00:00:00 UTC, in s
+US_OPEN = 1_717_421_400_000_000_000  # 2024-06-03 13:30 UTC (09:30 New York), in ns
+MS, US = 1_000_000, 1_000
+QUERIES = "queries:\n  - {name: dir5, streams: ['*'], question: direction_5, kind: choice, trigger: {ticks: 4}}\n"
+
+
+def drain(replay: FileReplay) -> list[Tick]:
+    out: list[Tick] = []
+    while not replay.done:
+        out += replay.next_batch(100)
+    return out
+
+
+def ns(text: str) -> int:
+    stamp = datetime.fromisoformat(text)
+    return int(stamp.timestamp()) * 10**9 + stamp.microsecond * 1000
+
+
+def binance_trades(path: Path, t0: int, step: int, price: float) -> Path:
+    """data.binance.vision spot trades: no header; id,price,qty,quoteQty,time,isBuyerMaker,isBestMatch."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(
+        f"{3580617658 + i},{price + 0.01 * (i % 5):.8f},{0.0455 + i / 1000:.8f},"
+        f"{(price + 0.01 * (i % 5)) * (0.0455 + i / 1000):.8f},{t0 + step * i},{'True' if i % 3 == 0 else 'False'},"
+        f"True\n" for i in range(N)))
+    return path
+
+
+def test_binance_public_spot_trades_ms_and_us_without_options(tmp_path: Path) -> None:
+    eth = binance_trades(tmp_path / "ETHUSDT-trades-2024-01-02.csv", T0 * 1000, 37, 2352.61)
+    btc = binance_trades(tmp_path / "BTCUSDT-trades-2025-03-03.csv", 1_740_960_000_123_456, 37_000, 86000.0)
+    replay = FileReplay([eth, btc])
+    ticks = drain(replay)
+    assert ticks[0] == Tick("ETHUSDT", T0 * 10**9, "trade", price=2352.61, size=0.0455, side="sell")
+    assert ticks[1] == Tick("ETHUSDT", (T0 * 1000 + 37) * MS, "trade", price=2352.62, size=0.0465, side="buy")
+    assert ticks[N] == Tick("BTCUSDT", 1_740_960_000_123_456 * US, "trade", price=86000.0, size=0.0455, side="sell")
+    assert ticks[N + 1].ts == (1_740_960_000_123_456 + 37_000) * US  # us since 2025: not read as ms
+    assert dict(replay.rejected) == {} and len(ticks) == 2 * N
+    assert replay.notes[0].startswith("ETHUSDT-trades-2024-01-02.csv: no header row; read as preset "
+                                      "binance-public-trades (--csv-names id,price,qty,quote_qty,time,is_buyer_maker,"
+                                      "is_best_match): ts=time (ms), stream_name=ETHUSDT")
+    assert "side=is_buyer_maker (a buyer-maker flag: true = sell)" in replay.notes[0]
+    assert "ts=time (us)" in replay.notes[2]
+    assert "stream ETHUSDT, from the file name 'ETHUSDT-trades-2024-01-02'" in replay.notes[1]
+    # the preset by name reads the same, and a name that holds no symbol keeps the file name as the stream
+    by_name = binance_trades(tmp_path / "dump" / "trades.csv", T0 * 1000, 37, 2352.61)
+    assert [t.stream for t in drain(FileReplay(by_name, columns="binance-public-trades"))][:1] == ["trades"]
+
+
+def test_binance_aggtrades_and_futures_files_with_a_header(tmp_path: Path) -> None:
+    (tmp_path / "ETHUSDT-aggTrades-2024-01-02.csv").write_text("".join(
+        f"{812345678 + i},{2352.61 + 0.01 * (i % 5):.8f},{0.5 + i / 100:.8f},{3580617658 + 2 * i},"
+        f"{3580617659 + 2 * i},{T0 * 1000 + 41 * i},{'True' if i % 2 else 'False'},True\n" for i in range(N)))
+    folder = tmp_path / "binance-ethusdt-perp"
+    folder.mkdir()
+    (folder / "trades.csv").write_text("id,price,qty,quote_qty,time,is_buyer_maker\n" + "".join(
+        f"{4012345678 + i},{2351.9 + 0.1 * (i % 4):.2f},{0.012 * (1 + i % 3):.3f},1.0,{T0 * 1000 + 25 * i},"
+        f"{'true' if i % 2 else 'false'}\n" for i in range(N)))
+    (tmp_path / "BTCUSDT-bookTicker-2024-01-02.csv").write_text(
+        "update_id,best_bid_price,best_bid_qty,best_ask_price,best_ask_qty,transaction_time,event_time\n" + "".join(
+            f"{3912345678901 + i},{42283.5 + 0.1 * (i % 3):.1f},{1.25 + i},{42283.6 + 0.1 * (i % 3):.1f},{0.5 + i},"
+            f"{T0 * 1000 + 10 * i},{T0 * 1000 + 10 * i + 2}\n" for i in range(N)))
+    agg = drain(FileReplay(tmp_path / "ETHUSDT-aggTrades-2024-01-02.csv"))
+    assert agg[1] == Tick("ETHUSDT", (T0 * 1000 + 41) * MS, "trade", price=2352.62, size=0.51, side="sell")
+    replay = FileReplay(folder / "trades.csv")
+    futures = drain(replay)
+    assert futures[:2] == [Tick("ETHUSDT", T0 * 10**9, "trade", price=2351.9, size=0.012, side="buy"),
+                           Tick("ETHUSDT", (T0 * 1000 + 25) * MS, "trade", price=2352.0, size=0.024, side="sell")]
+    assert replay.notes[1] == ("trades.csv: stream ETHUSDT, from the folder name 'binance-ethusdt-perp' "
+                               "(--columns stream_name=NAME to name it otherwise)")
+    book = drain(FileReplay(tmp_path / "BTCUSDT-bookTicker-2024-01-02.csv"))
+    assert book[0] == Tick("BTCUSDT", (T0 * 1000 + 2) * MS, "quote", bid=42283.5, ask=42283.6, bid_size=1.25,
+                           ask_size=0.5)
+
+
+def test_binance_capture_presets_take_the_instruments_name(tmp_path: Path) -> None:
+    rows = {"local_ts_ns": [T0 * 10**9 + i for i in range(3)], "price": [2352.5] * 3, "qty": [0.1] * 3,
+            "aggressor_side": ["buy", "sell", "buy"]}
+    folder = tmp_path / "binance-ethusdt-spot"
+    folder.mkdir()
+    pl.DataFrame(rows).write_csv(folder / "trades.csv")
+    pl.DataFrame(rows | {"symbol": ["SOLUSDT"] * 3}).write_csv(tmp_path / "mixed.csv")
+    pl.DataFrame(rows).write_csv(tmp_path / "capture.csv")
+    for path, stream, note in ((folder / "trades.csv", "ETHUSDT", "from the folder name 'binance-ethusdt-spot'"),
+                               (tmp_path / "mixed.csv", "SOLUSDT", "streams from column 'symbol'"),
+                               (tmp_path / "capture.csv", "BTCUSDT", "the preset's default")):
+        for columns in (None, "binance-trades"):  # detected from its columns, or the preset by name
+            replay = FileReplay(path, columns=columns)
+            assert {t.stream for t in drain(replay)} == {stream}, (path, columns)
+            assert any(note in n for n in replay.notes), replay.notes
+    named = FileReplay(folder / "trades.csv", columns={"preset": "binance-trades", "stream": "ETH-PERP"})
+    assert {t.stream for t in drain(named)} == {"ETH-PERP"} and named.notes == []
+
+
+def test_tardis_trades_and_quotes(tmp_path: Path) -> None:
+    with gzip.open(tmp_path / "binance_trades_2024-01-02_ETHUSDT.csv.gz", "wt") as f:
+        f.write("exchange,symbol,timestamp,local_timestamp,id,side,price,amount\n" + "".join(
+            f"binance,ETHUSDT,{T0 * 10**6 + 1000 * i + 7},{T0 * 10**6 + 1000 * i + 1500},{3580617658 + i},"
+            f"{('buy', 'sell', 'unknown')[i % 3]},{2352.61 + 0.01 * (i % 4):.2f},{0.1 + i / 100:.4f}\n"
+            for i in range(N)))
+    (tmp_path / "binance_quotes_2024-01-02_ETHUSDT.csv").write_text(
+        "exchange,symbol,timestamp,local_timestamp,ask_amount,ask_price,bid_price,bid_amount\n" + "".join(
+            f"binance,ETHUSDT,{T0 * 10**6 + 800 * i},{T0 * 10**6 + 800 * i + 900},{1.5 + i},"
+            f"{2352.62 + 0.01 * (i % 3):.2f},{2352.61 + 0.01 * (i % 3):.2f},{2.5 + i}\n" for i in range(N)))
+    replay = FileReplay([tmp_path / "binance_trades_2024-01-02_ETHUSDT.csv.gz",
+                         tmp_path / "binance_quotes_2024-01-02_ETHUSDT.csv"])
+    ticks = drain(replay)
+    trades = [t for t in ticks if t.kind == "trade"]
+    assert dict(replay.rejected) == {} and len(trades) == N  # 'unknown' sides are no side, not rejected rows
+    assert [t.side for t in trades[:3]] == ["buy", "sell", None]
+    assert trades[0] == Tick("ETHUSDT", (T0 * 10**6 + 7) * US, "trade", price=2352.61, size=0.1, side="buy")
+    quote = next(t for t in ticks if t.kind == "quote")
+    assert quote == Tick("ETHUSDT", T0 * 10**9, "quote", bid=2352.61, ask=2352.62, bid_size=2.5, ask_size=1.5)
+
+
+def test_coinbase_and_kraken_trade_exports(tmp_path: Path) -> None:
+    (tmp_path / "coinbase-trades.csv").write_text("trade_id,product_id,price,size,time,side\n" + "".join(
+        f"{583219000 + i},BTC-USD,{42290.12 + 0.01 * (i % 7):.2f},{0.0012 + i / 10000:.8f},"
+        f"2024-01-02T00:00:{i:02d}.{123456 + i}Z,{'BUY' if i % 2 else 'SELL'}\n" for i in range(N)))
+    (tmp_path / "XBTUSD.csv").write_text("".join(
+        f"{T0 + i},{42290.1 + 0.1 * (i % 7):.1f},{0.0123 + i / 1000:.8f}\n" for i in range(N)))
+    coinbase = drain(FileReplay(tmp_path / "coinbase-trades.csv"))
+    assert coinbase[1] == Tick("BTC-USD", T0 * 10**9 + 1_123_457_000, "trade", price=42290.13, size=0.0013,
+                               side="buy")
+    replay = FileReplay(tmp_path / "XBTUSD.csv")
+    kraken = drain(replay)
+    assert kraken[1] == Tick("XBTUSD", (T0 + 1) * 10**9, "trade", price=42290.2, size=0.0133)
+    assert replay.notes == ["XBTUSD.csv: no header row; read as a time and two numbers (--csv-names time,price,size)"
+                            ": ts=time (s), stream_name=XBTUSD, price=price, size=size"]
+
+
+def test_histdata_and_truefx_fx_ticks(tmp_path: Path, capsys) -> None:
+    for sep in (",", ";"):  # HistData's ticks are comma-separated, its M1 bars semicolon: either reads
+        (tmp_path / f"DAT_ASCII_EURUSD_T_20240{1 if sep == ',' else 2}.csv").write_text("".join(
+            f"20240102 170000{123 + 37 * i:03d}{sep}{1.10427 + 0.00001 * (i % 4):.6f}{sep}"
+            f"{1.10433 + 0.00001 * (i % 4):.6f}{sep}0\n" for i in range(N)))
+    (tmp_path / "EURUSD-2024-01.csv").write_text("".join(
+        f"EUR/USD,20240102 00:00:{i:02d}.{100 + i:03d},{1.1034 + 0.00001 * (i % 3):.5f},"
+        f"{1.1035 + 0.00001 * (i % 3):.5f}\n" for i in range(N)))
+    replay = FileReplay([tmp_path / "DAT_ASCII_EURUSD_T_202401.csv", tmp_path / "DAT_ASCII_EURUSD_T_202402.csv"])
+    hist = drain(replay)
+    assert hist[0] == Tick("EURUSD", ns("2024-01-02T17:00:00.123+00:00"), "quote", bid=1.10427, ask=1.10433)
+    assert hist[0] == hist[1] and len(hist) == 2 * N
+    assert any("carry no UTC offset and are read as UTC" in n and "--tz" in n for n in replay.notes)
+    # HistData's times are EST without summer time: the zone is the only option to give
+    est = drain(FileReplay(tmp_path / "DAT_ASCII_EURUSD_T_202401.csv", columns={"tz": "Etc/GMT+5"}))
+    assert est[0].ts == ns("2024-01-02T22:00:00.123+00:00")
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    code = main(["feed", "replay", str(tmp_path / "DAT_ASCII_EURUSD_T_202401.csv"), "--tz", "Etc/GMT+5",
+                 "--ts-unit", "ms", "--endpoint", "tcp://127.0.0.1:1"])
+    assert code == 2 and "tz applies to ts_unit datetime" in capsys.readouterr().err
+    truefx = FileReplay(tmp_path / "EURUSD-2024-01.csv")
+    ticks = drain(truefx)
+    assert ticks[1] == Tick("EUR-USD", ns("2024-01-02T00:00:01.101+00:00"), "quote", bid=1.10341, ask=1.10351)
+    assert "(--csv-names symbol,time,bid,ask): ts=time (datetime, %Y%m%d %H:%M:%S%.f), stream=symbol" in \
+        truefx.notes[0]
+
+
+def test_dukascopy_export_with_ask_before_bid(tmp_path: Path) -> None:
+    (tmp_path / "EURUSD_Ticks_02.01.2024-02.01.2024.csv").write_text(
+        "Gmt time,Ask,Bid,AskVolume,BidVolume\n" + "".join(
+            f"02.01.2024 00:00:{i:02d}.{250 + i:03d},{1.1035 + 0.00001 * (i % 3):.5f},"
+            f"{1.1034 + 0.00001 * (i % 3):.5f},{1.5 + i / 10:.2f},2.25\n" for i in range(N)))
+    replay = FileReplay(tmp_path / "EURUSD_Ticks_02.01.2024-02.01.2024.csv")
+    ticks = drain(replay)
+    assert ticks[0] == Tick("EURUSD", ns("2024-01-02T00:00:00.250+00:00"), "quote", bid=1.1034, ask=1.1035,
+                            bid_size=2.25, ask_size=1.5)
+    assert "ts=Gmt time (datetime, %d.%m.%Y %H:%M:%S%.f)" in replay.notes[0]
+    assert not any("UTC offset" in n for n in replay.notes)  # GMT by its name
+    # header-less (as some downloaders write it), ask first: the lower column is the bid
+    (tmp_path / "gbpusd.csv").write_text("".join(f"2024-01-02 00:00:0{i}.5,1.2712{i},1.2710{i},0.75,0.75\n"
+                                                 for i in range(5)))
+    (tick, *_) = drain(FileReplay(tmp_path / "gbpusd.csv"))
+    assert (tick.stream, tick.bid, tick.ask) == ("GBPUSD", 1.27100, 1.27120)
+
+
+def test_lobster_messages_are_refused_with_the_options_that_read_them(tmp_path: Path) -> None:
+    path = tmp_path / "AAPL_2012-06-21_34200000_57600000_message_1.csv"
+    path.write_text("".join(f"{34200.004241176 + i * 0.25:.9f},{(1, 4, 3, 5)[i % 4]},{16113575 + i},{18 + i},"
+                            f"{5853300 + 100 * (i % 3)},{1 if i % 8 < 4 else -1}\n" for i in range(N)))
+    with pytest.raises(ValueError, match=r"first line is data, not a header \(34200\.004241176,1,16113575,18,5853300,1"
+                                         r"\).*--csv-names c1,c2,c3,c4,c5,c6 .*looks like seconds after midnight: "
+                                         r"--ts-unit seconds_after_midnight --date YYYY-MM-DD"):
+        FileReplay(path)
+    with pytest.raises(ValueError, match=r"needs \['time', 'price', 'size'\].*first line is data, not a header: give its columns"):
+        FileReplay(path, columns={"ts": "time", "price": "price", "size": "size"})
+    # the options it points to: prices are dollars x 10000; every message is read as a trade (no type filter)
+    replay = FileReplay(path, columns={"names": ("time", "type", "order_id", "size", "price", "direction"),
+                                       "ts": "time", "ts_unit": "seconds_after_midnight", "date": "2012-06-21",
+                                       "tz": "America/New_York", "price": "price", "size": "size",
+                                       "price_scale": 10000})
+    ticks = drain(replay)
+    assert ticks[0] == Tick("AAPL", ns("2012-06-21T13:30:00+00:00") + 4_241_176, "trade", price=585.33, size=18.0)
+    assert len(ticks) == N
+
+
+def test_taq_like_trades_with_date_and_time_columns(tmp_path: Path) -> None:
+    (tmp_path / "taq_trades_20240603.csv").write_text("SYMBOL,DATE,TIME_M,PRICE,SIZE,EX\n" + "".join(
+        f"{'AAPL' if i % 2 else 'MSFT'},20240603,09:30:{i:02d}.{123456789 + i},{192.31 + 0.01 * (i % 5):.2f},"
+        f"{100 * (1 + i % 3)},Q\n" for i in range(N)))
+    replay = FileReplay(tmp_path / "taq_trades_20240603.csv", columns={"tz": "America/New_York"})
+    ticks = drain(replay)
+    assert ticks[0] == Tick("MSFT", US_OPEN + 123_456_789, "trade", price=192.31, size=100.0)
+    assert ticks[1] == Tick("AAPL", US_OPEN + 1_123_456_790, "trade", price=192.32, size=200.0)
+    assert replay.notes == ["taq_trades_20240603.csv: no column map given; read as ts=DATE+TIME_M (datetime, "
+                            "%Y%m%d %H:%M:%S%.f), stream=SYMBOL, price=PRICE, size=SIZE"]
+    assert "--tz" in FileReplay(tmp_path / "taq_trades_20240603.csv").notes[1]  # without the zone: said
+
+
+def test_polygon_flat_file_and_databento_csv_prices(tmp_path: Path) -> None:
+    with gzip.open(tmp_path / "2024-06-03.csv.gz", "wt") as f:
+        f.write("ticker,conditions,correction,exchange,id,participant_timestamp,price,sequence_number,"
+                "sip_timestamp,size,tape,trf_id,trf_timestamp\n" + "".join(
+                    f"{'AAPL' if i % 2 else 'MSFT'},\"12,37\",0,{4 + i % 3},{52983525029340 + i},{US_OPEN + 1000 * i},"
+                    f"{192.31 + 0.01 * (i % 5):.2f},{1000 + i},{US_OPEN + 1000 * i + 300},{100 + i},3,,\n"
+                    for i in range(N)))
+    polygon = drain(FileReplay(tmp_path / "2024-06-03.csv.gz"))
+    assert polygon[1] == Tick("AAPL", US_OPEN + 1300, "trade", price=192.32, size=101.0)
+
+    def iso(t: int) -> str:
+        return datetime.fromtimestamp(t // 10**9, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{t % 10**9:09d}Z"
+
+    header = "ts_recv,ts_event,rtype,publisher_id,instrument_id,action,side,depth,price,size,flags,ts_in_delta," \
+             "sequence,symbol\n"
+    events = [(US_OPEN + MS * i, 5300.25 + 0.25 * (i % 4), "BAN"[i % 3], 1 + i % 5) for i in range(N)]
+    (tmp_path / "pretty.trades.csv").write_text(header + "".join(
+        f"{iso(t + 512)},{iso(t)},0,1,5602,T,{side},0,{px:.9f},{size},0,18000,{9000 + i},ESM4\n"
+        for i, (t, px, side, size) in enumerate(events)))
+    (tmp_path / "raw.trades.csv").write_text(header + "".join(
+        f"{t + 512},{t},0,1,5602,T,{side},0,{round(px * 10**9)},{size},130,18000,{9000 + i},ESM4\n"
+        for i, (t, px, side, size) in enumerate(events)))
+    pretty = drain(FileReplay(tmp_path / "pretty.trades.csv"))
+    replay = FileReplay(tmp_path / "raw.trades.csv")
+    raw = drain(replay)
+    assert pretty == raw  # fixed-point prices (1 unit = 1e-9) read as the prices they are
+    assert raw[:3] == [Tick("ESM4", US_OPEN, "trade", price=5300.25, size=1.0, side="buy"),
+                       Tick("ESM4", US_OPEN + MS, "trade", price=5300.5, size=2.0, side="sell"),
+                       Tick("ESM4", US_OPEN + 2 * MS, "trade", price=5300.75, size=3.0)]
+    assert "price_scale=1e+09" in replay.notes[0]
+
+
+def test_european_decimal_commas_and_signed_sides(tmp_path: Path) -> None:
+    (tmp_path / "sap_xetra.csv").write_text("Time;Symbol;Price;Size;Side\n" + "".join(
+        f"02.01.2024 09:00:{i:02d},{100 + i};SAP;{171 + i % 3},{32 + i % 5:02d};{10 * (1 + i % 3)};"
+        f"{('1', '-1', '+1', '0')[i % 4]}\n" for i in range(N)))
+    replay = FileReplay(tmp_path / "sap_xetra.csv")
+    ticks = drain(replay)
+    assert dict(replay.rejected) == {}
+    assert ticks[:4] == [Tick("SAP", ns("2024-01-02T09:00:00.100+00:00"), "trade", price=171.32, size=10.0, side="buy"),
+                         Tick("SAP", ns("2024-01-02T09:00:01.101+00:00"), "trade", price=172.33, size=20.0,
+                              side="sell"),
+                         Tick("SAP", ns("2024-01-02T09:00:02.102+00:00"), "trade", price=173.34, size=30.0,
+                              side="buy"),
+                         Tick("SAP", ns("2024-01-02T09:00:03.103+00:00"), "trade", price=171.35, size=10.0)]
+    (tmp_path / "de.csv").write_text("Zeit;Kurs;Stueck\n02.01.2024 09:00:00,1;171,32;10\n")
+    with pytest.raises(ValueError, match=r"columns found \['Zeit', 'Kurs', 'Stueck'\].*--columns ts="):
+        FileReplay(tmp_path / "de.csv")
+    named = FileReplay(tmp_path / "de.csv", columns={"ts": "Zeit", "ts_unit": "datetime", "stream": "SAP",
+                                                     "price": "Kurs", "size": "Stueck"})
+    assert drain(named) == [Tick("SAP", ns("2024-01-02T09:00:00.100+00:00"), "trade", price=171.32, size=10.0)]
+    (tmp_path / "us.csv").write_text("Time,Price,Size\n06/03/2024 09:30:00,192.31,100\n")  # June 3 or March 6?
+    with pytest.raises(ValueError, match=r"holds '06/03/2024 09:30:00', a date that reads more than one way "
+                                         r"\('%m/%d/%Y %H:%M:%S%\.f' or '%d/%m/%Y %H:%M:%S%\.f'\): give the one"):
+        FileReplay(tmp_path / "us.csv")
+    (tmp_path / "us_minutes.csv").write_text("Time,Price,Size\n06/03/2024 09:30,192.31,100\n")
+    with pytest.raises(ValueError, match=r"holds '06/03/2024 09:30', a date that reads more than one way"):
+        FileReplay(tmp_path / "us_minutes.csv", columns={"ts": "Time", "ts_unit": "datetime", "stream": "AAPL",
+                                                         "price": "Price", "size": "Size"})
+    (us,) = drain(FileReplay(tmp_path / "us.csv", columns={"ts_format": "%m/%d/%Y %H:%M:%S%.f"}))
+    assert us.ts == ns("2024-06-03T09:30:00+00:00")
+
+
+def test_cli_backtest_of_binance_public_files_as_downloaded(tmp_path: Path, capsys) -> None:
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    (tmp_path / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 4096, block_size: 16}}\n")
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    eth = binance_trades(tmp_path / "ETHUSDT-trades-2024-01-02.csv", T0 * 1000, 37, 2352.61)
+    sol = binance_trades(tmp_path / "SOLUSDT-trades-2025-03-03.csv", 1_740_960_000_123_456, 37_000, 141.2)
+    code = main(["backtest", str(eth), str(sol), "--queries", str(tmp_path / "q.yaml"), "--quiet",
+                 "--config", str(tmp_path / "engine.yaml"), "--out", str(tmp_path / "a.parquet")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"replayed {2 * N} ticks (0 rejected)" in out
+    assert "note: ETHUSDT-trades-2024-01-02.csv: no header row; read as preset binance-public-trades" in err
+    answers = pl.read_parquet(tmp_path / "a.parquet")
+    assert set(answers["stream"]) == {"ETHUSDT", "SOLUSDT"}
+    eth_ts = answers.filter(pl.col("stream") == "ETHUSDT")["data_ts"]
+    assert T0 * 10**9 < eth_ts.min() < (T0 + 1) * 10**9  # ms read as ms: 2024-01-02, not 1970 nor 55,000 AD
