@@ -130,8 +130,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     eval_options = dataclasses.replace(options.evaluation, device=device)
     if val is not None:  # the base model's calibration belongs to the base weights: refit it to these
         codec = codec.with_calibration(calibrate_streams(
-            model, codec, streams, f"the validation part of the training files ({_split_text(options.split, 0)} "
-            f"split)", eval_options))
+            model, codec, streams, f"the validation part of the training files (split "
+            f"{_split_text(options.split, max(options.split.gap, longest_horizon(codec)))})", eval_options))
     else:
         codec = codec.with_calibration(Calibration(source="none: the split has no validation part, so the answers "
                                                    "are uncalibrated (temperature 1, bias 0)"))
