@@ -47,6 +47,10 @@ class AnswerCalibration:
             raise ValueError(f"bias must be finite numbers, got {list(self.bias)!r}")
         if isinstance(self.points, bool) or not isinstance(self.points, int) or self.points < 0:
             raise ValueError(f"points must be an integer >= 0, got {self.points!r}")
+        for name in ("nll_raw", "nll_calibrated"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
+                raise ValueError(f"{name} must be a finite number or absent, got {v!r}")
 
     @property
     def identity(self) -> bool:

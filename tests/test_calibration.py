@@ -180,10 +180,12 @@ def test_train_writes_the_calibration_and_serve_loads_it(tmp_path: Path, capsys)
     config = ServiceConfig.from_dict({"model": {"path": str(out)}})
     served = TickPipeline(config).codec.questions["direction_5"].calibration
     assert served == cal.questions["direction_5"] and not served.identity
-    # No validation part: say so and ship T = 1, b = 0.
+    # No validation part: say so (final table and model card) and ship T = 1, b = 0.
     rc = main(["train", str(ticks), "--out", str(out), *TINY, "--steps", "2", "--batch", "2", "--split", "70/30",
-               "--max-points", "200", "--resamples", "20", "--json"])
+               "--max-points", "200", "--resamples", "20", "--quiet"])
     assert rc == 0, capsys.readouterr().err
     cal = Calibration.from_json((out / CALIBRATION_FILE).read_text())
     assert cal.identity and "no validation part" in cal.source
-    assert "raw" not in json.loads(capsys.readouterr().out)["evaluation"]["questions"]["direction_5"]["scores"]
+    table = capsys.readouterr().out
+    assert "answers not calibrated (none: the split has no validation part" in table and "  raw" not in table
+    assert "no validation part" in (out / "TRAINING.md").read_text()

@@ -237,8 +237,11 @@ def format_table(result: dict[str, Any]) -> str:
         lines.append(f"{name:<15}{r['n']:>7}  {s['model']['accuracy']:>15.3f}{row(acc_cols, 'accuracy')}"
                      f"  {s['model']['brier']:>12.3f}{row(brier_cols, 'brier')}  {ci(d['accuracy']):<26} "
                      f"{ci(d['brier'])}")
+    source = result.get("calibration_source")
     if raw:
-        lines.append(f"model: calibrated on {result.get('calibration_source')}; raw: the same logits uncalibrated")
+        lines.append(f"model: calibrated on {source}; raw: the same logits uncalibrated")
+    elif source is not None:
+        lines.append(f"model: answers not calibrated ({source})")
     return "\n".join(lines)
 
 
