@@ -5,7 +5,7 @@ Per codec question, on every labelled answer point of each stream's test part
 of consecutive points): accuracy and Brier of
 
 * `model` - the checkpoint's answer distribution, probed exactly as serving does
-  (engine.service.train.pack_batch), with at least half a window of context, read
+  (engine.service.packing.pack_batch), with at least half a window of context, read
   through the checkpoint's calibration (queries.evaluate.calibrated_probs, as serving);
 * `raw` - the same without calibration (softmax over the answer logits), when the
   checkpoint is calibrated;

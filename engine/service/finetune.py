@@ -141,7 +141,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     record = {"files": [str(f) for f in files], "base": str(options.base) if options.base else "from scratch",
               "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))), "rejected": rejected, "skipped": skipped,
               "params": sum(p.numel() for p in model.parameters()), "config": dataclasses.asdict(cfg),
-              "training": stats, "calibration": json.loads(codec.calibration.to_json()), "evaluation": evaluation, "total_seconds": round(time.time() - t0, 1)}
+              "training": stats, "calibration": json.loads(codec.calibration.to_json()), "evaluation": evaluation,
+              "total_seconds": round(time.time() - t0, 1)}
     (out / "evaluation.json").write_text(json.dumps(evaluation, indent=1) + "\n")
     plotted = plot(evaluation, out / "calibration.png", "flashtick train")
     write_model_card(out, record, plotted)
@@ -177,7 +178,7 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
 - Losses: last 20 training steps next-token {stats['final_lm_loss']}, answer {stats['final_qa_loss']} nats;
   best validation loss {stats['best_validation_loss']} at step {stats['best_step']} (weights kept from there)
 - Answer calibration (calibration.json; answers are softmax(z / temperature + bias) over the answer logits z):
-  fitted on {record['calibration']['source']}
+  {'fitted on ' if record['calibration']['questions'] else ''}{record['calibration']['source']}
 {_calibration_lines(record['calibration'])}
 
 ## Test slice: model vs baselines fitted on the train slice
