@@ -43,6 +43,7 @@ from benchmarks.streaming_sides import (  # noqa: F401  (re-exported: the script
     KEEP_FRACTION, QUESTION_ROOM, QUESTIONS, Driver, FlashtickDriver, LlamaCppApiDriver, LlamaCppDriver,
     StatelessDriver, VllmApiDriver, VllmSessionDriver, Window, last_logits,
 )
+from connectors.builtin import load_codec
 from connectors.codec import BinnedCodec
 from connectors.synthetic import StreamParams, SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
@@ -301,7 +302,7 @@ def run_workload(make_drivers: Callable[[int, Path, BinnedCodec, Window], list[D
                  stream_counts: list[int], model: str | None) -> dict:
     """Every side at every stream count; per stream count, answers cross-checked against flashtick's."""
     checkpoint, described = model_dir(model)
-    codec = BinnedCodec.from_json((checkpoint / "codec.json").read_text())
+    codec = load_codec(checkpoint)  # answers read as serving reads them (with its calibration)
     window = window_policy(checkpoint)
     per_stream = s.history_ticks + math.ceil(s.ceiling * s.duration_s) + 1
     rows = []

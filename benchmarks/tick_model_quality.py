@@ -25,12 +25,14 @@ import numpy as np
 import torch
 
 from benchmarks.common import add_data_dir_argument
+from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.labels import label_series, marks_of, persistence_series
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.datasets import data_available, load_real
 from engine.service.train import pack_batch
+from queries.evaluate import calibrated_probs
 
 SEED = 0
 WINDOW = 127
@@ -139,7 +141,7 @@ def run_model(model, codec: BinnedCodec, es: EvalSet, rng: np.random.Generator, 
             for k in range(len(jj)):
                 q = qs[qq[k]]
                 ans_ids = list(q.answers.values())
-                p = torch.softmax(logits[b, L + k, ans_ids], dim=-1).numpy()
+                p = calibrated_probs(logits[b, L + k, ans_ids], q.calibration.temperature, q.calibration.bias).numpy()
                 answers[q.name].append((p, int(lab[k]), int(per[k])))
     return {
         "lm": float(np.concatenate(lm_nll).mean()),
@@ -229,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)  # shared CPU: one thread avoids OpenMP barrier stalls
     rng = np.random.default_rng(SEED)
     t0 = time.time()
-    codec = BinnedCodec.from_json((args.model_dir / "codec.json").read_text())
+    codec = load_codec(args.model_dir)  # with its calibration.json: answers as serving gives them
     model = LlamaForCausalLM.from_pretrained(args.model_dir, attn_implementation="sdpa").eval()
     model(input_ids=torch.zeros(1, 8, dtype=torch.long))  # warm-up
     results = {"seed": SEED, "model_dir": str(args.model_dir), "window_ticks": WINDOW,

@@ -1,14 +1,26 @@
-"""The codec of the built-in tick model, which ships in engine/models/builtin (engine.models.BUILTIN_MODEL_DIR)."""
+"""The codec of a tick-model checkpoint directory (codec.json and, when present, calibration.json), and of
+the built-in model, which ships in engine/models/builtin (engine.models.BUILTIN_MODEL_DIR)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from connectors.calibration import read_calibration
 from connectors.codec import BinnedCodec
 from engine.models import BUILTIN_MODEL_DIR
 
 
-def load_builtin_codec() -> BinnedCodec:
-    """The BinnedCodec the built-in model was trained with (from its codec.json)."""
-    path = BUILTIN_MODEL_DIR / "codec.json"
+def load_codec(model_dir: Path) -> BinnedCodec:
+    """A checkpoint's BinnedCodec with the answer calibration fitted to its weights (none: uncalibrated)."""
+    path = Path(model_dir) / "codec.json"
     if not path.is_file():
-        raise FileNotFoundError(f"built-in codec spec missing at {path}; run python -m engine.service.train")
-    return BinnedCodec.from_json(path.read_text())
+        raise FileNotFoundError(f"no codec.json in {model_dir}")
+    return BinnedCodec.from_json(path.read_text()).with_calibration(read_calibration(Path(model_dir)))
+
+
+def load_builtin_codec() -> BinnedCodec:
+    """The BinnedCodec the built-in model was trained with (from its codec.json), with its calibration."""
+    if not (BUILTIN_MODEL_DIR / "codec.json").is_file():
+        raise FileNotFoundError(f"built-in codec spec missing at {BUILTIN_MODEL_DIR / 'codec.json'}; "
+                                f"run python -m engine.service.train")
+    return load_codec(BUILTIN_MODEL_DIR)

@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from connectors.calibration import Calibration
 from connectors.questions import DEFAULT_QUESTIONS, Question, QuestionSpec
 from connectors.ticks import QUOTE, Tick
 
@@ -212,9 +213,13 @@ def _bins(edges: tuple[float, ...], lo: float) -> list[tuple[str, float, float]]
 class BinnedCodec(Codec):
     """Tick-native codec: 4 tokens per tick from a fixed vocabulary, plus Q/A tokens."""
 
-    def __init__(self, spec: BinnedSpec | None = None) -> None:
+    def __init__(self, spec: BinnedSpec | None = None, calibration: Calibration | None = None) -> None:
         self.spec = spec or BinnedSpec()
         s = self.spec
+        # How answers are read off this checkpoint's logits; not part of the spec or codec.json (see
+        # connectors/calibration.py for why it has a file of its own).
+        self.calibration = calibration or Calibration()
+        self.calibration.check({q.name: len(q.labels) for q in s.questions})
         table: list[TokenBin] = [TokenBin("special", "<pad>", math.nan, math.nan)]
         events = ("buy", "sell", "trade", "q_narrow", "q_same", "q_wide")
         if s.version == 1:
@@ -250,6 +255,7 @@ class BinnedCodec(Codec):
                 horizon=q.horizon,
                 description=q.description,
                 spec=q,
+                calibration=self.calibration.get(q.name),
             )
         if len(table) > s.vocab_size:
             raise ValueError(f"vocab_size {s.vocab_size} too small: codec needs {len(table)} tokens")
@@ -369,6 +375,10 @@ class BinnedCodec(Codec):
     # --- spec -----------------------------------------------------------------------
     def to_json(self) -> str:
         return json.dumps({"format": SPEC_FORMAT, "spec": self.spec.to_dict(), "vocab": self.names}, indent=1)
+
+    def with_calibration(self, calibration: Calibration) -> BinnedCodec:
+        """The same codec reading answers with `calibration` (e.g. one just fitted to new weights)."""
+        return BinnedCodec(self.spec, calibration)
 
     @classmethod
     def from_json(cls, text: str) -> BinnedCodec:

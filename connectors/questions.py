@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from connectors.calibration import IDENTITY, AnswerCalibration
+
 QUESTION_KINDS = ("direction", "regime", "volatility", "move")
 
 # A mark change smaller than this (in bps) is float noise, not a move.
@@ -72,6 +74,7 @@ class Question:
     committed) and reading the next-token distribution restricted to
     `answers.values()`. `values` maps labels to bucket midpoints for
     expectation-style questions (E[move] = sum p(label) * value), else None.
+    `calibration` is how the checkpoint's answer logits are read (connectors/calibration.py).
     """
 
     name: str
@@ -81,6 +84,7 @@ class Question:
     horizon: int
     description: str
     spec: QuestionSpec = field(repr=False)
+    calibration: AnswerCalibration = IDENTITY
 
     @property
     def labels(self) -> tuple[str, ...]:

@@ -14,9 +14,24 @@ from typing import Protocol, runtime_checkable
 from queries.spec import NamedQuestion
 
 
+class AnswerCalibration(Protocol):
+    """How a checkpoint's answer logits z are read: softmax(z / temperature + bias), one bias per label
+    in the question's label order (empty: zeros). Fitted per checkpoint (connectors/calibration.py)."""
+
+    @property
+    def temperature(self) -> float: ...
+
+    @property
+    def bias(self) -> Sequence[float]: ...
+
+
 @runtime_checkable
 class CodecQuestion(NamedQuestion, Protocol):
-    """A named question as the codec tokenized it: probe `tokens`, one answer token per label."""
+    """A named question as the codec tokenized it: probe `tokens`, one answer token per label, and the
+    calibration its answers are read with."""
+
+    @property
+    def calibration(self) -> AnswerCalibration: ...
 
     @property
     def tokens(self) -> Sequence[int]: ...

@@ -3,7 +3,10 @@
 Two ways a question reaches the model:
 - a *named codec question* (the built-in tick model: ``question: direction_20``):
   one probe of the question's tokens; the answer is the next-token
-  distribution restricted to that question's answer tokens;
+  distribution restricted to that question's answer tokens, read through the
+  question's calibration: softmax(z / temperature + bias) over its answer
+  logits z (`calibrated_probs`, the one place this is computed; the defaults
+  give exactly softmax(z));
 - *text* (any Hugging Face model with a TextCodec): the question text is
   tokenized; each choice is tokenized on its own and scored as a whole
   sequence (sum of its tokens' log-probabilities after the question), one probe
@@ -41,6 +44,8 @@ class CompiledQuery:
     answer_ids: tuple[int, ...] = ()  # one token per label: read from the question's last row
     candidates: tuple[tuple[int, ...], ...] = ()  # multi-token labels: one probe each
     values: tuple[float, ...] = ()  # per label, for expectation
+    temperature: float = 1.0  # named codec questions: the checkpoint's calibration (see calibrated_probs)
+    bias: tuple[float, ...] = ()  # per label, in `labels` order; () = zeros
 
     @property
     def probes(self) -> list[list[int]]:
@@ -97,7 +102,11 @@ def _compile_named(spec: QuerySpec, named: CodecQuestion) -> CompiledQuery:
         values = tuple(float(source[label]) for label in labels)
     if spec.kind == "generate":
         return CompiledQuery(spec, tuple(named.tokens))
-    return CompiledQuery(spec, tuple(named.tokens), labels, tuple(named.answers[lbl] for lbl in labels), values=values)
+    cal = named.calibration
+    by_label = dict(zip(named.labels, cal.bias))  # a query may ask a subset of the labels, in its own order
+    bias = tuple(float(by_label[label]) for label in labels) if by_label else ()
+    return CompiledQuery(spec, tuple(named.tokens), labels, tuple(named.answers[lbl] for lbl in labels), values=values,
+                         temperature=float(cal.temperature), bias=bias)
 
 
 def _tokenize(codec: QueryCodec, text: str | None, query: str) -> list[int]:
@@ -119,11 +128,30 @@ def answer_value(query: CompiledQuery, logits: list[torch.Tensor]) -> dict[str, 
         probs = torch.softmax(scores, dim=0)  # (labels,)
     else:
         last = logits[0][-1].float()  # (vocab,)
-        probs = torch.softmax(last[list(query.answer_ids)], dim=0)  # (labels,) renormalised over the answers
+        # (labels,) renormalised over the answers, through the question's calibration
+        probs = calibrated_probs(last[list(query.answer_ids)], query.temperature, query.bias)
     as_dict = {label: float(p) for label, p in zip(query.labels, probs)}
     if query.spec.kind == "expectation":
         return {"expected": float(sum(p * v for p, v in zip(probs.tolist(), query.values))), "probs": as_dict}
     return {"answer": query.labels[int(probs.argmax())], "probs": as_dict}
+
+
+def calibrated_logits(z: torch.Tensor, temperature: float | torch.Tensor = 1.0,
+                      bias: Sequence[float] | torch.Tensor = ()) -> torch.Tensor:
+    """z / temperature + bias over the last dim of a question's answer logits z (..., labels). With the
+    defaults it returns z itself, so an uncalibrated checkpoint answers softmax(z) bit for bit. The
+    calibration fit (engine/service/calibrate.py) passes tensors and differentiates through this."""
+    if isinstance(temperature, torch.Tensor) or temperature != 1.0:
+        z = z / temperature
+    if isinstance(bias, torch.Tensor) or any(bias):
+        z = z + torch.as_tensor(bias, dtype=z.dtype, device=z.device)
+    return z
+
+
+def calibrated_probs(z: torch.Tensor, temperature: float = 1.0, bias: Sequence[float] = ()) -> torch.Tensor:
+    """Answer probabilities softmax(z / temperature + bias) over the last dim: every path that turns a named
+    codec question's answer logits into probabilities (serve, backtest, ask, evaluate, benchmarks) calls this."""
+    return torch.softmax(calibrated_logits(z, temperature, bias), dim=-1)
 
 
 def _sequence_logprob(rows: torch.Tensor, candidate: tuple[int, ...]) -> torch.Tensor:

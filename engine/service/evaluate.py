@@ -5,7 +5,10 @@ Per codec question, on every labelled answer point of each stream's test part
 of consecutive points): accuracy and Brier of
 
 * `model` - the checkpoint's answer distribution, probed exactly as serving does
-  (engine.service.train.pack_batch), with at least half a window of context;
+  (engine.service.packing.pack_batch), with at least half a window of context, read
+  through the checkpoint's calibration (queries.evaluate.calibrated_probs, as serving);
+* `raw` - the same without calibration (softmax over the answer logits), when the
+  checkpoint is calibrated;
 * `prior` - the class frequencies of the train part;
 * `majority` - always the train part's most frequent class (one-hot);
 * `logistic` - multinomial logistic regression on microstructure features
@@ -28,13 +31,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from engine.service.backtest import calibration_table
 from engine.service.features import fit_logistic, microstructure_features
 from engine.service.splits import StreamData
-from engine.service.train import pack_batch
+from engine.service.packing import pack_batch
+from queries.evaluate import calibrated_probs
 
-BASELINES = ("prior", "majority", "logistic")
+BASELINES = ("raw", "prior", "majority", "logistic")
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,7 @@ def load_tick_model(model_dir: Path, device: str = "cpu") -> tuple[Any, BinnedCo
         raise FileNotFoundError(f"{model_dir} is not a checkpoint directory (no config.json)")
     if not (model_dir / "codec.json").is_file():
         raise ValueError(f"{model_dir} has no codec.json: train and evaluate work on binned tick models only")
-    codec = BinnedCodec.from_json((model_dir / "codec.json").read_text())
+    codec = load_codec(model_dir)  # with the calibration.json fitted to these weights, if any
     model = LlamaForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa").to(device).eval()
     return model, codec
 
@@ -83,15 +88,16 @@ def chosen_ticks(ticks: np.ndarray, run: int, max_points: int) -> np.ndarray:
 
 
 @torch.no_grad()
-def model_probs(model: Any, codec: BinnedCodec, sd: StreamData, ii: np.ndarray, qq: np.ndarray,
-                options: EvalOptions) -> list[np.ndarray]:
-    """The model's answer distribution at each (tick ii[k], question qq[k]); each window has W ticks and
-    answers its last W - W//2 ticks, so every answer sees at least W//2 ticks of context (or all there is)."""
+def answer_logits(model: Any, codec: BinnedCodec, sd: StreamData, ii: np.ndarray, qq: np.ndarray,
+                  options: EvalOptions) -> list[torch.Tensor]:
+    """The model's logits over the answers of question qq[k] at tick ii[k] (float32, uncalibrated: see
+    `answer_probs`); each window has W ticks and answers its last W - W//2 ticks, so every answer sees
+    at least W//2 ticks of context (or all there is)."""
     qs = list(codec.questions.values())
     q_tok = np.array([q.tokens[0] for q in qs])
     W = window_ticks(model)
     run = W - W // 2
-    out: list[np.ndarray | None] = [None] * len(ii)
+    out: list[torch.Tensor | None] = [None] * len(ii)
     order = np.argsort(ii, kind="stable")
     sorted_ii = ii[order]
     starts: list[int] = []  # runs of at most `run` consecutive answer ticks, one window each
@@ -116,9 +122,19 @@ def model_probs(model: Any, codec: BinnedCodec, sd: StreamData, ii: np.ndarray, 
         L = tick_ids.shape[1]
         for b, (_, sel) in enumerate(group):
             for k, idx in enumerate(sel):
-                ans = list(qs[qq[idx]].answers.values())
-                out[idx] = torch.softmax(logits[b, L + k, ans], dim=-1).numpy().astype(np.float64)
+                out[idx] = logits[b, L + k, list(qs[qq[idx]].answers.values())]
     return out  # type: ignore[return-value]
+
+
+def answer_probs(codec: BinnedCodec, qi: int, logits: list[torch.Tensor], calibrated: bool = True) -> np.ndarray:
+    """(n, labels) float64 answer distributions of question `qi` from its answer logits, read as serving reads
+    them (with the codec's calibration), or raw (softmax) with calibrated=False."""
+    if not logits:
+        return np.zeros((0, len(list(codec.questions.values())[qi].labels)))
+    cal = list(codec.questions.values())[qi].calibration
+    z = torch.stack(logits)  # (n, labels) float32
+    p = calibrated_probs(z, cal.temperature, cal.bias) if calibrated else torch.softmax(z, dim=-1)
+    return p.numpy().astype(np.float64)
 
 
 def accuracy_brier(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -173,10 +189,10 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         ii, qq = sd.points("test")
         keep = np.isin(ii, chosen_ticks(np.unique(ii), W - W // 2, options.max_points))
         ii, qq = ii[keep], qq[keep]
-        probs = model_probs(model, codec, sd, ii, qq, options)
+        logits = answer_logits(model, codec, sd, ii, qq, options)
         for qi in range(len(qs)):
             sel = np.nonzero(qq == qi)[0]
-            test[qi].append((x[ii[sel]], sd.labels[ii[sel], qi], [probs[k] for k in sel]))
+            test[qi].append((x[ii[sel]], sd.labels[ii[sel], qi], [logits[k] for k in sel]))
     results = {}
     for qi, q in enumerate(qs):
         y = np.concatenate([t[1] for t in test[qi]])
@@ -188,13 +204,17 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         tx = np.concatenate(train_x[qi])
         fit_rows = chosen_ticks(np.arange(len(ty)), 1000, options.max_fit_points)
         logistic = fit_logistic(tx[fit_rows], ty[fit_rows], n_cls)
-        probs = {"model": np.stack([p for t in test[qi] for p in t[2]]),
+        z = [p for t in test[qi] for p in t[2]]
+        probs = {"model": answer_probs(codec, qi, z),
+                 **({} if q.calibration.identity else {"raw": answer_probs(codec, qi, z, calibrated=False)}),
                  "prior": np.tile(prior, (len(y), 1)),
                  "majority": np.tile(np.eye(n_cls)[prior.argmax()], (len(y), 1)),
                  "logistic": logistic.predict_proba(np.concatenate([t[0] for t in test[qi]]))}
         results[q.name] = score_question(probs, y, options, rng) | {
-            "labels": list(q.labels), "train_points": int(len(ty)), "train_frequencies": prior.round(4).tolist()}
+            "labels": list(q.labels), "train_points": int(len(ty)), "train_frequencies": prior.round(4).tolist(),
+            "answer_calibration": q.calibration.to_dict()}
     return {"questions": results, "window_ticks": W, "options": vars(options),
+            "calibration_source": codec.calibration.source,
             "streams": {sd.name: {"ticks": len(sd.ticks), **{p: [r.start, r.stop] for p, r in
                                                           zip(("train", "validation", "test"), sd.parts)}}
                         for sd in streams},
@@ -202,16 +222,26 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
 
 
 def format_table(result: dict[str, Any]) -> str:
-    """The per-question table `evaluate` and `train` print."""
-    lines = [f"{'question':<15}{'n':>7}  {'accuracy: model':>15}{'prior':>7}{'major':>7}{'logit':>7}"
-             f"  {'Brier: model':>12}{'prior':>7}{'logit':>7}  model-logit acc [95% CI]   Brier [95% CI]"]
+    """The per-question table `evaluate` and `train` print; a calibrated checkpoint also gets its `raw`
+    (uncalibrated) accuracy and Brier beside the calibrated `model` ones."""
+    raw = ["raw"] if any("raw" in r["scores"] for r in result["questions"].values()) else []
+    acc_cols, brier_cols = [*raw, "prior", "majority", "logistic"], [*raw, "prior", "logistic"]
+    short = {"majority": "major", "logistic": "logit"}
+    head = lambda cols: "".join(f"{short.get(c, c):>7}" for c in cols)  # noqa: E731
+    lines = [f"{'question':<15}{'n':>7}  {'accuracy: model':>15}{head(acc_cols)}  {'Brier: model':>12}"
+             f"{head(brier_cols)}  model-logit acc [95% CI]   Brier [95% CI]"]
     for name, r in result["questions"].items():
         s, d = r["scores"], r["model_minus"]["logistic"]
         ci = lambda x: f"{x['diff']:+.3f} [{x['lo']:+.3f},{x['hi']:+.3f}]"  # noqa: E731
-        lines.append(f"{name:<15}{r['n']:>7}  {s['model']['accuracy']:>15.3f}{s['prior']['accuracy']:>7.3f}"
-                     f"{s['majority']['accuracy']:>7.3f}{s['logistic']['accuracy']:>7.3f}  {s['model']['brier']:>12.3f}"
-                     f"{s['prior']['brier']:>7.3f}{s['logistic']['brier']:>7.3f}  {ci(d['accuracy']):<26} "
+        row = lambda cols, m: "".join(f"{s.get(c, s['model'])[m]:>7.3f}" for c in cols)  # noqa: E731
+        lines.append(f"{name:<15}{r['n']:>7}  {s['model']['accuracy']:>15.3f}{row(acc_cols, 'accuracy')}"
+                     f"  {s['model']['brier']:>12.3f}{row(brier_cols, 'brier')}  {ci(d['accuracy']):<26} "
                      f"{ci(d['brier'])}")
+    source = result.get("calibration_source")
+    if raw:
+        lines.append(f"model: calibrated on {source}; raw: the same logits uncalibrated")
+    elif source is not None:
+        lines.append(f"model: answers not calibrated ({source})")
     return "\n".join(lines)
 
 

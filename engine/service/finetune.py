@@ -5,10 +5,12 @@ builds a new one) with the very loop that trains the built-in model
 (engine.service.train.optimise: serving-exact packing, next-token + answer loss).
 Each stream is split in time (engine/service/splits.py): training windows and
 targets come from the train part, early stopping watches the loss on fixed
-batches of the validation part and keeps the best weights, and the test part is
-scored at the end against the baselines of engine/service/evaluate.py. The output
-directory is a normal checkpoint (config.json, model.safetensors, codec.json)
-with TRAINING.md (the model card) and evaluation.json beside it.
+batches of the validation part and keeps the best weights, the per-question
+answer calibration is fitted on the validation part's answer points
+(engine/service/calibrate.py), and the test part is scored at the end against
+the baselines of engine/service/evaluate.py. The output directory is a normal
+checkpoint (config.json, model.safetensors, codec.json, calibration.json) with
+TRAINING.md (the model card) and evaluation.json beside it.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ import numpy as np
 import torch
 
 from connectors.builtin import load_builtin_codec
+from connectors.calibration import Calibration
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from engine.models import BUILTIN_MODEL_DIR
+from engine.service.calibrate import calibrate_streams
 from engine.service.evaluate import EvalOptions, evaluate_streams, format_table, load_tick_model, plot
 from engine.service.splits import SplitSpec, StreamData, longest_horizon, prepare, read_streams
 from engine.service.train import (
@@ -122,17 +126,34 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
                      bar=bar)
     if bar is not None:
         bar.close()
-    save_model(model, codec, out)
     model.eval()
-    evaluation = evaluate_streams(model, codec, streams, dataclasses.replace(options.evaluation, device=device))
+    eval_options = dataclasses.replace(options.evaluation, device=device)
+    if val is not None:  # the base model's calibration belongs to the base weights: refit it to these
+        codec = codec.with_calibration(calibrate_streams(
+            model, codec, streams, f"the validation part of the training files (split "
+            f"{_split_text(options.split, max(options.split.gap, longest_horizon(codec)))})", eval_options))
+    else:
+        codec = codec.with_calibration(Calibration(source="none: the split has no validation part, so the answers "
+                                                   "are uncalibrated (temperature 1, bias 0)"))
+    log(f"answer calibration: {codec.calibration.source}")
+    save_model(model, codec, out)
+    evaluation = evaluate_streams(model, codec, streams, eval_options)
     record = {"files": [str(f) for f in files], "base": str(options.base) if options.base else "from scratch",
               "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))), "rejected": rejected, "skipped": skipped,
               "params": sum(p.numel() for p in model.parameters()), "config": dataclasses.asdict(cfg),
-              "training": stats, "evaluation": evaluation, "total_seconds": round(time.time() - t0, 1)}
+              "training": stats, "calibration": json.loads(codec.calibration.to_json()), "evaluation": evaluation,
+              "total_seconds": round(time.time() - t0, 1)}
     (out / "evaluation.json").write_text(json.dumps(evaluation, indent=1) + "\n")
     plotted = plot(evaluation, out / "calibration.png", "flashtick train")
     write_model_card(out, record, plotted)
     return record
+
+
+def _calibration_lines(calibration: dict[str, Any]) -> str:
+    lines = [f"  - `{name}`: temperature {c['temperature']:.3f}, bias [{', '.join(f'{b:+.3f}' for b in c['bias'])}]; "
+             f"{c['points']} points, NLL {c.get('nll_raw')} -> {c.get('nll_calibrated')} nats"
+             for name, c in calibration["questions"].items()]
+    return "\n".join(lines) or "  - (no question calibrated)"
 
 
 def _split_text(spec: SplitSpec, gap: int) -> str:
@@ -156,6 +177,9 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
   {record['total_seconds']} s in all
 - Losses: last 20 training steps next-token {stats['final_lm_loss']}, answer {stats['final_qa_loss']} nats;
   best validation loss {stats['best_validation_loss']} at step {stats['best_step']} (weights kept from there)
+- Answer calibration (calibration.json; answers are softmax(z / temperature + bias) over the answer logits z):
+  {'fitted on ' if record['calibration']['questions'] else ''}{record['calibration']['source']}
+{_calibration_lines(record['calibration'])}
 
 ## Test slice: model vs baselines fitted on the train slice
 

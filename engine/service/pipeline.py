@@ -27,7 +27,7 @@ from typing import Any
 import msgpack
 import torch
 
-from connectors.builtin import load_builtin_codec
+from connectors.builtin import load_builtin_codec, load_codec
 from connectors.codec import BinnedCodec, Codec, TextCodec, TextCodecConfig
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders
 from connectors.ticks import InvalidTick, Tick
@@ -64,7 +64,7 @@ def build_codec(config: ServiceConfig) -> Codec:
         if not spec.is_file():
             raise ConfigError(f"codec.kind: binned needs {spec} (the tick codec a `flashtick train` checkpoint "
                               f"ships); a text model takes codec.kind: text (or auto)")
-        return BinnedCodec.from_json(spec.read_text())
+        return load_codec(Path(path))  # with the checkpoint's calibration.json, when it ships one
     if path is None:
         raise ConfigError("codec.kind: text needs model.path (a Hugging Face checkpoint with a tokenizer)")
     defaults = TextCodecConfig()

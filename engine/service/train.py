@@ -39,12 +39,14 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from connectors.calibration import write_calibration
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from connectors.labels import label_series, marks_of
 from connectors.synthetic import StreamParams, SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.datasets import DEFAULT_SETS, LOADERS, data_available, load_real
+from engine.service.packing import Batch, pack_batch
 
 
 @dataclass(frozen=True)
@@ -158,33 +160,6 @@ def build_sources(
     return groups, notes
 
 
-class Batch(NamedTuple):
-    ids: torch.Tensor  # (B, L + K)
-    pos: torch.Tensor  # (B, L + K)
-    mask: torch.Tensor  # (B, 1, L + K, L + K) bool, True = may attend
-    qa_targets: torch.Tensor  # (B, K), -100 = padding
-
-
-def pack_batch(tick_ids: np.ndarray, q_ids: np.ndarray, q_end: np.ndarray, qa_targets: np.ndarray) -> Batch:
-    """Lay out windows exactly as serving sees them: tick tokens at positions 0..L-1 under a causal
-    mask, then question tokens, each at position q_end (the number of tick tokens before its answer
-    point) seeing only tick tokens < q_end and itself. Tick tokens never see question tokens.
-
-    tick_ids (B, L); q_ids, q_end, qa_targets (B, K); padded questions carry qa_target -100.
-    """
-    B, L = tick_ids.shape
-    K = q_ids.shape[1]
-    T = L + K
-    ids = torch.from_numpy(np.concatenate([tick_ids, q_ids], axis=1))
-    q_end_t = torch.from_numpy(q_end)
-    pos = torch.cat([torch.arange(L).expand(B, L), q_end_t], dim=1)
-    mask = torch.zeros(B, T, T, dtype=torch.bool)
-    mask[:, :L, :L] = torch.ones(L, L, dtype=torch.bool).tril()
-    mask[:, L:, :L] = torch.arange(L)[None, None, :] < q_end_t[:, :, None]
-    mask[:, torch.arange(L, T), torch.arange(L, T)] = True
-    return Batch(ids, pos, mask[:, None], torch.from_numpy(qa_targets))
-
-
 def sample_batch(
     groups: list[list[Source]], weights: np.ndarray, q_tokens: np.ndarray, cfg: TrainConfig, rng: np.random.Generator
 ) -> Batch:
@@ -236,6 +211,9 @@ def save_model(model: LlamaForCausalLM, codec: BinnedCodec, out_dir: Path) -> No
     tmp.replace(out_dir / "model.safetensors")
     model.config.to_json_file(str(out_dir / "config.json"))
     (out_dir / "codec.json").write_text(codec.to_json() + "\n")
+    # The codec's calibration belongs to these weights: a fresh model's is identity (fit it with
+    # engine/service/calibrate.py); never leave a calibration.json fitted to other weights behind.
+    write_calibration(out_dir, codec.calibration)
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -390,6 +368,45 @@ Full config: `{json.dumps(asdict(cfg))}`
     (out_dir / "TRAINING.md").write_text(text)
 
 
+def calibrate_only(out: Path, data_dir: Path | None, log_path: Path | None = None) -> None:
+    """Fit the answer calibration of the checkpoint in `out` on validation slices of the built-in model's
+    training data (engine/service/calibrate.py `calibrate_builtin`), write calibration.json and record it
+    in TRAINING.md. The weights are not touched."""
+    from connectors.calibration import write_calibration
+    from engine.service.calibrate import calibrate_builtin, calibration_table
+    from engine.service.evaluate import load_tick_model
+
+    torch.set_num_threads(1)
+    t0 = time.time()
+    log = _logger(log_path)
+    model, codec = load_tick_model(out)
+    calibration = calibrate_builtin(model, codec, data_dir, log)
+    write_calibration(out, calibration)
+    data = f" --data-dir {data_dir}" if data_dir is not None else ""
+    section = (f"## Answer calibration\n\n- Command: `nice -n 19 python -m engine.service.train --calibrate-only{data}` "
+               f"(weights untouched; {time.time() - t0:.0f} s on one CPU thread)\n- Fitted per question on "
+               f"{calibration.source}\n- Answers are softmax(z / temperature + bias) over the answer logits z; "
+               f"NLL in nats per answer point on those slices\n\n{calibration_table(calibration)}\n")
+    card = out / "TRAINING.md"
+    text = card.read_text() if card.is_file() else ""
+    text = text.split("## Answer calibration")[0].rstrip("\n")
+    card.write_text((text + "\n\n" if text else "") + section)
+    log(f"wrote {out / 'calibration.json'}:\n{calibration_table(calibration)}")
+
+
+def _logger(path: Path | None) -> Callable[[str], None]:
+    log_file = path.open("a") if path else None
+
+    def log(msg: str) -> None:
+        line = f"[{time.strftime('%H:%M:%S')}] {msg}"
+        print(line, flush=True)
+        if log_file:
+            log_file.write(line + "\n")
+            log_file.flush()
+
+    return log
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=TrainConfig.steps)
@@ -412,9 +429,15 @@ def main(argv: list[str] | None = None) -> None:
                         help="ticks per training window; the model gets 4 x (this + 1) positions (default %(default)s)")
     parser.add_argument("--questions-per-window", type=int, default=TrainConfig.questions_per_window,
                         help="question probes trained per window (default %(default)s)")
+    parser.add_argument("--calibrate-only", action="store_true",
+                        help="do not train: fit the answer calibration of the model in --out (default: the built-in "
+                        "one) on validation slices of its training data and write its calibration.json")
     args = parser.parse_args(argv)
     if args.data_dir is not None and not data_available(args.data_dir):
         parser.error(f"--data-dir {args.data_dir}: binance-btcusdt-spot/ and dukascopy-eurusd/ not found there")
+    if args.calibrate_only:
+        calibrate_only(args.out, args.data_dir, args.log)
+        return
     sets = tuple(n for n in args.sets.split(",") if n)
     if args.mix is not None:
         mix = tuple(float(x) for x in args.mix.split(","))
@@ -428,15 +451,7 @@ def main(argv: list[str] | None = None) -> None:
                           max_positions=(args.window_ticks + 1) * TOKENS_PER_TICK)
     except ValueError as e:
         parser.error(str(e))
-    log_file = args.log.open("a") if args.log else None
-
-    def log(msg: str) -> None:
-        line = f"[{time.strftime('%H:%M:%S')}] {msg}"
-        print(line, flush=True)
-        if log_file:
-            log_file.write(line + "\n")
-            log_file.flush()
-
+    log = _logger(args.log)
     stats = train(cfg, args.out, log, args.data_dir)
     # The command that reproduces this run step for step, even when the wall-clock guard cut it.
     stop = f" --stop-after {stats['steps_done']}" if stats["steps_done"] < cfg.steps else ""
