@@ -210,7 +210,12 @@ class Server:
     # -- ingest ---------------------------------------------------------------------------------
 
     def _drain_ingest(self, sock: zmq.Socket) -> None:
+        # bounded in messages and in time: a flood of costly messages (a 1 MiB list of bad ticks is a million
+        # rejections) must not keep the loop from control requests, forwards and heartbeats
+        deadline = time.monotonic() + INGEST_SLICE_S
         for _ in range(self.config.limits.max_ingest_per_step):
+            if time.monotonic() > deadline:
+                return
             try:
                 frames = sock.recv_multipart(zmq.NOBLOCK, copy=True)
             except zmq.Again:
@@ -222,8 +227,8 @@ class Server:
                 rejections = self.pipeline.ingest_message(frames[0])
             else:
                 self.pipeline.rejected["bad_framing"] += 1
-                rejections = [{"index": -1, "reason": "bad_framing", "error": f"{len(frames)} frames"}]
-            for rejection in rejections:  # PUSH has no way back: reasons go out on their own topic
+                rejections = [{"index": -1, "reason": "bad_framing", "error": _framing_error(frames)}]
+            for rejection in published_rejections(rejections):  # PUSH has no way back: reasons on their own topic
                 self._send(REJECTS_TOPIC, rejection)
 
     # -- answers ------------------------------------------------------------------------------
@@ -309,7 +314,7 @@ class Server:
         if "query" in request:
             spec = self.pipeline.registry.get(_field(request, "query", str))
         elif "spec" in request:
-            spec = QuerySpec.from_dict(_field(request, "spec", dict))
+            spec = QuerySpec.from_dict({"streams": ["*"], **_field(request, "spec", dict)})  # the ask names it
         else:
             raise ControlError("op 'ask' needs 'query' (a registered query's name) or 'spec' (a query mapping)")
         if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
@@ -361,6 +366,32 @@ class Server:
 
         self._metrics_server = start_metrics_server(host, port, lambda: self._snapshot)
         self.endpoints["metrics"] = f"http://{host}:{self._metrics_server.server_port}/metrics"
+
+
+INGEST_SLICE_S = 0.05  # longest stretch spent draining ingest before the loop serves control and steps
+MAX_REJECTS_PER_MESSAGE = 100  # rejections of one message published one by one; the rest summed up
+
+
+def published_rejections(rejections: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What `_rejects/` carries for one message: its first MAX_REJECTS_PER_MESSAGE rejections, then one entry
+    per (reason, stream) for the rest, with `count` (how many it stands for), the first one's index and error.
+    Every rejection is counted in stats either way; this bounds what one message can make the service publish."""
+    if len(rejections) <= MAX_REJECTS_PER_MESSAGE:
+        return rejections
+    rest: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for rejection in rejections[MAX_REJECTS_PER_MESSAGE:]:
+        key = (rejection["reason"], rejection.get("stream"))
+        if key in rest:
+            rest[key]["count"] += 1
+        else:
+            rest[key] = {**rejection, "count": 1}
+    return rejections[:MAX_REJECTS_PER_MESSAGE] + list(rest.values())
+
+
+def _framing_error(frames: list[bytes]) -> str:
+    first = ascii(frames[0][:16]) if frames else "nothing"
+    return (f"bad_framing: a message of {len(frames)} frames (the first {first}); ingest takes one frame (msgpack "
+            f"ticks) or two frames [b'tokens', msgpack list] (tokenized ticks)")
 
 
 MAX_SOURCE_CHARS = 64
