@@ -276,6 +276,9 @@ class Server:
             reply = lambda obj, envelope=envelope: sock.send_multipart([*envelope, pack(obj)])  # noqa: E731
             try:
                 request = _unpack_request(payload)
+                if isinstance(request, dict) and "id" in request:  # echoed: a client may pipeline requests
+                    reply = lambda obj, envelope=envelope, rid=request["id"]: sock.send_multipart(  # noqa: E731
+                        [*envelope, pack({**obj, "id": rid})])
                 if not isinstance(request, dict) or not isinstance(request.get("op"), str):
                     raise ControlError("request must be a msgpack map with a string 'op'")
                 handler = getattr(self, f"_op_{request['op']}", None)
@@ -344,7 +347,7 @@ class Server:
             raise ControlError(f"topic {topic!r} is not an answer topic: topics end with '/', e.g. 'dir20/BTCUSDT/'")
         after = _field(request, "after", int)
         limit = request.get("limit", MAX_ANSWERS_PER_FETCH)
-        if not isinstance(limit, int) or not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
+        if type(limit) is not int or not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
             raise ControlError(f"op 'answers' takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, got {limit!r}")
         answers, complete = self.pipeline.history.after(topic, after, limit)
         self.counters["answer_fetches"] += 1
@@ -421,6 +424,6 @@ def _register_source(request: dict) -> str:
 
 def _field(request: dict, name: str, kind: type) -> Any:
     value = request.get(name)
-    if not isinstance(value, kind):
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):  # True is no seq or count
         raise ControlError(f"op {request.get('op')!r} needs {name!r} as {kind.__name__}")
     return value
