@@ -686,3 +686,69 @@ def test_metrics_are_prometheus_text(server, clients) -> None:
                  "flashtick_evictions_total", "flashtick_rolls_total", "flashtick_tokens_rebuilt_total",
                  "flashtick_forwards_total"):
         assert f"\n{name}" in body or body.startswith(name), name
+
+
+def test_pipelined_requests_are_told_apart_by_their_id(clients) -> None:
+    """An ask computed in a forward replies after requests sent behind it: the echoed `id` matches them up."""
+    control, sub, push = clients
+    s, ctl, feed = fresh_stream(), control(), push()
+    feed.send(msgpack.packb(trade(s, T0)))
+    wait_stats(ctl, lambda st: st["pending_tokens"] == 0 and ctl.ok("get", query="dir", stream=s)["answer"])
+    requests = [{"op": "ask", "stream": s, "query": "dir", "id": 1}, {"op": "health", "id": "two"},
+                {"op": "fly", "id": [3]}, {"op": "list"}]
+    for request in requests:
+        ctl.sock.send_multipart([b"", msgpack.packb(request)])
+    replies = []
+    for _ in requests:
+        assert ctl.sock.poll(10_000)
+        replies.append(msgpack.unpackb(ctl.sock.recv_multipart()[-1], raw=False))
+    by_id = {str(r.get("id")): r for r in replies}
+    assert by_id["1"]["answer"]["seq"] == 0 and by_id["two"]["status"] == "serving"
+    assert by_id["[3]"]["ok"] is False and "unknown op" in by_id["[3]"]["error"]
+    assert by_id["None"]["queries"] and "id" not in by_id["None"]
+
+
+def test_a_control_request_past_max_control_bytes_gets_no_reply_and_the_socket_recovers(clients) -> None:
+    ctl = clients[0]()
+    ctl.sock.send_multipart([b"", msgpack.packb({"op": "register", "yaml": "#" * (1 << 20)})])  # > 1 MiB
+    assert not ctl.sock.poll(500)  # ZeroMQ dropped the connection unread: no reply comes, ever
+    deadline = time.monotonic() + 15
+    while True:  # the DEALER reconnects by itself; a request sent meanwhile may be lost with the old connection
+        assert time.monotonic() < deadline
+        ctl.sock.send_multipart([b"", msgpack.packb({"op": "health", "id": 7})])
+        if ctl.sock.poll(300):
+            break
+    reply = msgpack.unpackb(ctl.sock.recv_multipart()[-1], raw=False)
+    assert reply["status"] == "serving" and reply["id"] == 7
+
+
+@pytest.fixture
+def shedding(tmp_path):
+    """A server that refuses new ticks while more than one token waits for a forward."""
+    from conftest import serving, tiny_tick_checkpoint
+    from engine.service.config import ServiceConfig
+
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(tiny_tick_checkpoint(tmp_path))},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
+        "limits": {"heartbeat_s": 0.1, "max_backlog_tokens": 1, "when_behind": "shed"},
+    })
+    with serving(config) as srv:
+        yield srv.endpoints
+
+
+def test_when_behind_shed_refuses_ticks_as_overloaded(shedding) -> None:
+    rejects, feed, ctl = Sub(shedding["answers"], ["_rejects/"]), push_socket(shedding["ingest"]), \
+        Control(shedding["control"])
+    try:
+        feed.send(msgpack.packb([trade("SHED", T0 + i) for i in range(5)]))  # the first tick puts it behind
+        got = [p for _, p in rejects.until(lambda g: len(g) >= 4)]
+        assert [(p["index"], p["reason"], p["stream"]) for p in got] == [(i, "overloaded", "SHED") for i in (1, 2, 3, 4)]
+        st = wait_stats(ctl, lambda st: st["pending_tokens"] == 0)
+        assert st["ticks_in"] == 1 and st["rejected"] == {"overloaded": 4}
+        feed.send(msgpack.packb(trade("SHED", T0 + 9)))  # caught up: accepted again
+        wait_stats(ctl, lambda st: st["ticks_in"] == 2)
+    finally:
+        for c in (rejects, ctl):
+            c.close()
+        feed.close(linger=0)
