@@ -632,12 +632,13 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
 
 def test_a_req_socket_works_too(clients) -> None:
     ctl = clients[0](zmq.REQ)
-    assert ctl.ok("health")["status"] == "serving"
+    assert ctl.ok("health", unused_key=1)["status"] == "serving"  # keys an op does not use are ignored
     assert ctl.ok("list")["queries"]
 
 
 CONTROL_ERRORS = [
     ({"op": "fly"}, "unknown op 'fly'"),
+    ({"op": "answers", "topic": "dir/R.OK/", "after": True}, "needs 'after' as int"),
     ({"op": 5}, "string 'op'"),
     ({"nop": "list"}, "string 'op'"),
     (["list"], "msgpack map"),
