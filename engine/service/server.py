@@ -33,6 +33,7 @@ from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from engine.service.sharded import ShardedPipeline
 from queries.cache import Answer
+from queries.limits import clip, excerpt
 from queries.spec import QuerySpec, QuerySpecError
 from queries.yaml_loader import load_queries
 
@@ -283,16 +284,16 @@ class Server:
                     raise ControlError("request must be a msgpack map with a string 'op'")
                 handler = getattr(self, f"_op_{request['op']}", None)
                 if handler is None:
-                    raise ControlError(f"unknown op {request['op']!r} (ops: {', '.join(CONTROL_OPS)})")
+                    raise ControlError(f"unknown op {excerpt(request['op'])} (ops: {', '.join(CONTROL_OPS)})")
                 result = handler(request, reply)
                 if result is not None:
                     reply({"ok": True, **result})
             except (ControlError, QuerySpecError, ValueError, LookupError) as e:
                 self.counters["control_errors"] += 1
-                reply({"ok": False, "error": str(e).strip('"') or type(e).__name__})
+                reply({"ok": False, "error": clip(str(e).strip('"') or type(e).__name__)})
             except Exception as e:  # msgpack's own errors and anything unforeseen: the service keeps serving
                 self.counters["control_errors"] += 1
-                reply({"ok": False, "error": f"{type(e).__name__}: {e}"})
+                reply({"ok": False, "error": clip(f"{type(e).__name__}: {e}")})
 
     def _op_register(self, request: dict, _reply: Any) -> dict:
         specs = load_queries(_field(request, "yaml", str), _register_source(request),
@@ -323,11 +324,11 @@ class Server:
         if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
             cached = self.pipeline.cache.get(spec.name, stream)
             if cached is None:
-                raise ControlError(f"no surprise on stream {stream!r} yet: it is computed when ticks arrive")
+                raise ControlError(f"no surprise on stream {excerpt(stream)} yet: it is computed when ticks arrive")
             return {"answer": cached.to_wire(), "cached": True}
         max_stale = request.get("max_stale_ticks")
         if max_stale is not None and (type(max_stale) is not int or max_stale < 0):
-            raise ControlError(f"op 'ask' takes max_stale_ticks as an int >= 0 (or nil: compute now), got {max_stale!r}")
+            raise ControlError(f"op 'ask' takes max_stale_ticks as an int >= 0 (or nil: compute now), got {excerpt(max_stale)}")
         found = self.pipeline.answer_at_once(spec, stream, max_stale)
         if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
             answer, how = found
@@ -336,7 +337,7 @@ class Server:
         try:
             self.pipeline.ask(spec, stream, self._tickets)
         except UnknownStream:
-            raise ControlError(f"stream {stream!r} has sent no data") from None
+            raise ControlError(f"stream {excerpt(stream)} has sent no data") from None
         self._waiting[self._tickets] = reply
         return None  # replied when a step has computed it
 
@@ -344,11 +345,11 @@ class Server:
         """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""
         topic = _field(request, "topic", str)
         if not topic.endswith("/"):
-            raise ControlError(f"topic {topic!r} is not an answer topic: topics end with '/', e.g. 'dir20/BTCUSDT/'")
+            raise ControlError(f"topic {excerpt(topic)} is not an answer topic: topics end with '/', e.g. 'dir20/BTCUSDT/'")
         after = _field(request, "after", int)
         limit = request.get("limit", MAX_ANSWERS_PER_FETCH)
         if type(limit) is not int or not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
-            raise ControlError(f"op 'answers' takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, got {limit!r}")
+            raise ControlError(f"op 'answers' takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, got {excerpt(limit)}")
         answers, complete = self.pipeline.history.after(topic, after, limit)
         self.counters["answer_fetches"] += 1
         return {"answers": answers, "complete": complete,
@@ -425,5 +426,5 @@ def _register_source(request: dict) -> str:
 def _field(request: dict, name: str, kind: type) -> Any:
     value = request.get(name)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):  # True is no seq or count
-        raise ControlError(f"op {request.get('op')!r} needs {name!r} as {kind.__name__}")
+        raise ControlError(f"op {excerpt(request.get('op'))} needs {name!r} as {kind.__name__}")
     return value
