@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import threading
 import time
 import urllib.request
@@ -760,3 +761,66 @@ def test_when_behind_shed_refuses_ticks_as_overloaded(shedding) -> None:
         for c in (rejects, ctl):
             c.close()
         feed.close(linger=0)
+
+
+# -- a real `flashtick serve` process, restarted -----------------------------------------------------------------
+
+def start_serve(config: str, data_dir: str) -> tuple[Any, dict[str, str]]:
+    """`python -m engine.service.cli serve` (the `flashtick serve` command) on ephemeral ports, built-in model;
+    the endpoints are read from its 'flashtick serving ingest=... answers=... control=...' line on stderr."""
+    import select
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", config,
+                             "--data-dir", data_dir], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    text = b""
+    while time.monotonic() < deadline and proc.poll() is None:
+        if select.select([proc.stderr], [], [], 1.0)[0]:
+            text += os.read(proc.stderr.fileno(), 65536)  # unbuffered: select() sees what is left to read
+            for line in text.decode(errors="replace").splitlines():
+                if line.startswith("flashtick serving "):
+                    return proc, dict(word.split("=", 1) for word in line.split()[2:])
+    proc.kill()
+    raise AssertionError(f"serve did not start: {text.decode(errors='replace')}")
+
+
+def stop_serve(proc: Any) -> None:
+    import signal
+
+    proc.send_signal(signal.SIGTERM)
+    try:
+        assert proc.wait(30) == 0  # SIGTERM stops it cleanly
+    finally:
+        proc.kill()
+        proc.stderr.close()
+
+
+def test_a_serve_process_keeps_seqs_across_a_restart(tmp_path) -> None:
+    config = tmp_path / "serve.yaml"
+    config.write_text('endpoints: {ingest: "tcp://127.0.0.1:0", answers: "tcp://127.0.0.1:0",'
+                      ' control: "tcp://127.0.0.1:0"}\nlimits: {heartbeat_s: 0.1}\n'
+                      "queries: {path}\n".replace("{path}", str(tmp_path / "q.yaml")))
+    (tmp_path / "q.yaml").write_text("queries:\n  - {name: d, streams: ['*'], question: direction_5, kind: choice,"
+                                     " trigger: batch}\n")
+    seqs, beats = [], []
+    for start in range(2):
+        proc, endpoints = start_serve(str(config), str(tmp_path / "data"))
+        sub, feed, ctl = Sub(endpoints["answers"], ["d/RS/"]), push_socket(endpoints["ingest"]), \
+            Control(endpoints["control"])
+        try:
+            beats.append(sub.heartbeats[0]["seq"])
+            for i in range(3):
+                feed.send(msgpack.packb(trade("RS", T0 + 10 * start + i)))
+            seqs += [p["seq"] for _, p in sub.until(lambda g: len(g) >= 3, timeout_s=30)]
+            history = ctl.ok("answers", topic="d/RS/", after=0)
+            assert [a["seq"] for a in history["answers"]] == seqs and history["last_seq"] == len(seqs)
+            assert ctl.ok("get", query="d", stream="RS")["answer"]["version"] == 3 * (start + 1)
+        finally:
+            for c in (sub, ctl):
+                c.close()
+            feed.close(linger=0)
+            stop_serve(proc)
+    assert seqs == [1, 2, 3, 4, 5, 6]  # seq continues over the restart, never reused
+    assert beats[1] <= 2  # heartbeat seq counts from 1 at each start
