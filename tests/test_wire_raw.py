@@ -741,12 +741,13 @@ def shedding(tmp_path):
         "model": {"path": str(tiny_tick_checkpoint(tmp_path))},
         "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
         "limits": {"heartbeat_s": 0.1, "max_backlog_tokens": 1, "when_behind": "shed"},
+        "scheduler": {"max_streams": 2},
     })
     with serving(config) as srv:
         yield srv.endpoints
 
 
-def test_when_behind_shed_refuses_ticks_as_overloaded(shedding) -> None:
+def test_when_behind_shed_refuses_ticks_as_overloaded_and_max_streams_as_stream_refused(shedding) -> None:
     rejects, feed, ctl = Sub(shedding["answers"], ["_rejects/"]), push_socket(shedding["ingest"]), \
         Control(shedding["control"])
     try:
@@ -756,7 +757,13 @@ def test_when_behind_shed_refuses_ticks_as_overloaded(shedding) -> None:
         st = wait_stats(ctl, lambda st: st["pending_tokens"] == 0)
         assert st["ticks_in"] == 1 and st["rejected"] == {"overloaded": 4}
         feed.send(msgpack.packb(trade("SHED", T0 + 9)))  # caught up: accepted again
-        wait_stats(ctl, lambda st: st["ticks_in"] == 2)
+        wait_stats(ctl, lambda st: st["ticks_in"] == 2 and st["pending_tokens"] == 0)
+        feed.send(msgpack.packb(trade("SHED2", T0)))  # a second stream fits scheduler.max_streams: 2 ...
+        wait_stats(ctl, lambda st: st["ticks_in"] == 3 and st["pending_tokens"] == 0)
+        feed.send(msgpack.packb(trade("SHED3", T0)))  # ... a third is refused
+        reject = rejects.until(lambda g: len(g) >= 5)[4][1]
+        assert (reject["index"], reject["reason"], reject["stream"]) == (0, "stream_refused", "SHED3")
+        assert reject["error"].startswith("stream_refused: ")
     finally:
         for c in (rejects, ctl):
             c.close()
