@@ -733,7 +733,8 @@ def test_a_control_request_past_max_control_bytes_gets_no_reply_and_the_socket_r
 
 @pytest.fixture
 def shedding(tmp_path):
-    """A server that refuses new ticks while more than one token waits for a forward."""
+    """A server of small limits: it refuses new ticks while more than one token waits for a forward, holds two
+    streams and keeps three published answers for the answers op."""
     from conftest import serving, tiny_tick_checkpoint
     from engine.service.config import ServiceConfig
 
@@ -742,6 +743,7 @@ def shedding(tmp_path):
         "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
         "limits": {"heartbeat_s": 0.1, "max_backlog_tokens": 1, "when_behind": "shed"},
         "scheduler": {"max_streams": 2},
+        "log": {"answers_keep": 3},
     })
     with serving(config) as srv:
         yield srv.endpoints
@@ -831,3 +833,20 @@ def test_a_serve_process_keeps_seqs_across_a_restart(tmp_path) -> None:
             stop_serve(proc)
     assert seqs == [1, 2, 3, 4, 5, 6]  # seq continues over the restart, never reused
     assert beats[1] <= 2  # heartbeat seq counts from 1 at each start
+
+
+def test_the_answers_op_says_when_the_history_no_longer_holds_a_gap(shedding) -> None:
+    feed, ctl = push_socket(shedding["ingest"]), Control(shedding["control"])
+    try:
+        ctl.ok("register", yaml="queries: [{name: k, streams: ['*'], question: direction_5, kind: choice,"
+                                " trigger: batch}]")
+        for i in range(6):  # one at a time: this server sheds ticks sent while one waits
+            feed.send(msgpack.packb(trade("KEEP", T0 + i)))
+            wait_stats(ctl, lambda st, n=i + 1: st["ticks_in"] == n and st["pending_tokens"] == 0)
+        reply = ctl.ok("answers", topic="k/KEEP/", after=1)
+        assert [a["seq"] for a in reply["answers"]] == [4, 5, 6]  # log.answers_keep: 3
+        assert (reply["complete"], reply["oldest_seq"], reply["last_seq"]) == (False, 4, 6)
+        assert ctl.ok("answers", topic="k/KEEP/", after=3)["complete"] is True
+    finally:
+        ctl.close()
+        feed.close(linger=0)
