@@ -850,3 +850,33 @@ def test_the_answers_op_says_when_the_history_no_longer_holds_a_gap(shedding) ->
     finally:
         ctl.close()
         feed.close(linger=0)
+
+
+def test_an_external_pub_feed_sends_what_a_push_feed_sends(tmp_path) -> None:
+    """endpoints.feeds: the service SUB-connects to a feed's PUB socket, subscribed to everything."""
+    from conftest import serving, tiny_tick_checkpoint
+    from engine.service.config import ServiceConfig
+
+    pub = CTX.socket(zmq.XPUB)  # an XPUB sees the service's subscription arrive: no slow-joiner guess
+    pub.linger = 0
+    pub.bind("tcp://127.0.0.1:*")
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(tiny_tick_checkpoint(tmp_path))},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0",
+                      "feeds": [pub.getsockopt_string(zmq.LAST_ENDPOINT)]},
+        "limits": {"heartbeat_s": 0.1},
+    })
+    with serving(config) as srv:
+        rejects, ctl = Sub(srv.endpoints["answers"], ["_rejects/"]), Control(srv.endpoints["control"])
+        try:
+            assert pub.poll(10_000) and pub.recv() == b"\x01"  # subscribed to every topic
+            pub.send(msgpack.packb([trade("PUBFEED", T0), quote("PUBFEED", T0 + 1)]))  # one frame, no topic
+            pub.send(msgpack.packb(trade("PUBFEED", T0 + 2)))
+            pub.send_multipart([b"ticks/PUBFEED", msgpack.packb(trade("PUBFEED", T0 + 3))])  # a topic frame: refused
+            wait_stats(ctl, lambda st: st["ticks_in"] == 3)
+            (_, reject), = rejects.until(lambda g: len(g) >= 1)
+            assert (reject["index"], reject["reason"]) == (-1, "bad_framing")
+        finally:
+            rejects.close()
+            ctl.close()
+            pub.close()
