@@ -25,6 +25,7 @@ import msgpack
 import zmq
 
 from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
+from connectors.encoder import published_rejections
 from connectors.ticks import json_hint
 from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
@@ -373,23 +374,6 @@ class Server:
 
 
 INGEST_SLICE_S = 0.05  # longest stretch spent draining ingest before the loop serves control and steps
-MAX_REJECTS_PER_MESSAGE = 100  # rejections of one message published one by one; the rest summed up
-
-
-def published_rejections(rejections: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What `_rejects/` carries for one message: its first MAX_REJECTS_PER_MESSAGE rejections, then one entry
-    per (reason, stream) for the rest, with `count` (how many it stands for), the first one's index and error.
-    Every rejection is counted in stats either way; this bounds what one message can make the service publish."""
-    if len(rejections) <= MAX_REJECTS_PER_MESSAGE:
-        return rejections
-    rest: dict[tuple[str, str | None], dict[str, Any]] = {}
-    for rejection in rejections[MAX_REJECTS_PER_MESSAGE:]:
-        key = (rejection["reason"], rejection.get("stream"))
-        if key in rest:
-            rest[key]["count"] += 1
-        else:
-            rest[key] = {**rejection, "count": 1}
-    return rejections[:MAX_REJECTS_PER_MESSAGE] + list(rest.values())
 
 
 def _framing_error(frames: list[bytes]) -> str:
