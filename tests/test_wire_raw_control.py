@@ -6,6 +6,7 @@ client side (wire_client.py). Part 1, ingest: test_wire_raw.py."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 import urllib.request
 from typing import Any
@@ -248,6 +249,34 @@ def test_pipelined_requests_are_told_apart_by_their_id(clients) -> None:
     assert by_id["1"]["answer"]["seq"] == 0 and by_id["two"]["status"] == "serving"
     assert by_id["[3]"]["ok"] is False and "unknown op" in by_id["[3]"]["error"]
     assert by_id["None"]["queries"] and "id" not in by_id["None"]
+
+
+def test_a_client_flooding_control_requests_does_not_stall_ingest(clients) -> None:
+    control, sub, push = clients
+    s, feed, hostile = fresh_stream(), push(), control()
+    answers = sub(f"dir/{s}/")
+    hostile.sock.sndhwm = 0  # queue without bound on the client side: the server reads as fast as it can
+    request = msgpack.packb({"op": "register", "yaml": "queries:\n" + "  - {name: x, streams: [a], kind: choice,"
+                             " question: direction_20}\n" * 300})  # refused (x registered twice), after some work
+    stop = threading.Event()
+
+    def flood() -> None:
+        while not stop.is_set():
+            for _ in range(100):
+                hostile.sock.send_multipart([b"", request])
+
+    thread = threading.Thread(target=flood, daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.5)  # the flood is on
+        for i in range(3):
+            feed.send(msgpack.packb(trade(s, T0 + i)))
+            answers.until(lambda g, n=i: len(g) > n, timeout_s=15)  # answered while the requests pour in
+    finally:
+        stop.set()
+        thread.join(5)
+        hostile.sock.close(linger=0)  # what it queued goes with it
+    assert control().ok("health")["status"] == "serving"
 
 
 def test_a_control_request_past_max_control_bytes_gets_no_reply_and_the_socket_recovers(clients) -> None:

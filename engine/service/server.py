@@ -214,7 +214,7 @@ class Server:
     def _drain_ingest(self, sock: zmq.Socket) -> None:
         # bounded in messages and in time: a flood of costly messages (a 1 MiB list of bad ticks is a million
         # rejections) must not keep the loop from control requests, forwards and heartbeats
-        deadline = time.monotonic() + INGEST_SLICE_S
+        deadline = time.monotonic() + DRAIN_SLICE_S
         for _ in range(self.config.limits.max_ingest_per_step):
             if time.monotonic() > deadline:
                 return
@@ -268,7 +268,8 @@ class Server:
 
     def _drain_control(self) -> None:
         sock = self._sockets["control"]
-        while True:
+        deadline = time.monotonic() + DRAIN_SLICE_S  # a client flooding requests must not stall ingest and forwards
+        while time.monotonic() <= deadline:
             try:
                 frames = sock.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
@@ -373,7 +374,7 @@ class Server:
         self.endpoints["metrics"] = f"http://{host}:{self._metrics_server.server_port}/metrics"
 
 
-INGEST_SLICE_S = 0.05  # longest stretch spent draining ingest before the loop serves control and steps
+DRAIN_SLICE_S = 0.05  # longest stretch spent draining one socket before the loop moves on (the others, a step)
 
 
 def _framing_error(frames: list[bytes]) -> str:
