@@ -394,3 +394,24 @@ def test_the_answers_op_says_when_the_history_no_longer_holds_a_gap(shedding) ->
     finally:
         ctl.close()
         feed.close(linger=0)
+
+
+def test_asks_past_max_waiting_asks_are_refused_at_once(shedding) -> None:
+    feed, ctl = push_socket(shedding["ingest"]), Control(shedding["control"])
+    try:
+        feed.send(msgpack.packb(trade("ASK", T0)))
+        wait_stats(ctl, lambda st: st["ticks_in"] == 1 and st["pending_tokens"] == 0)
+        spec = {"name": "g", "kind": "generate", "question_tokens": [1], "max_tokens": 16, "lookup": False}
+        for i in range(5):  # sent together: 16 tokens each take 16 forwards, so the first two still wait
+            ctl.sock.send_multipart([b"", msgpack.packb({"op": "ask", "stream": "ASK", "spec": spec, "id": i})])
+        replies = {}
+        for _ in range(5):
+            assert ctl.sock.poll(30_000)
+            reply = msgpack.unpackb(ctl.sock.recv_multipart()[-1], raw=False)
+            replies[reply["id"]] = reply
+        assert [replies[i]["ok"] for i in range(5)] == [True, True, False, False, False]
+        assert "limits.max_waiting_asks: 2" in replies[4]["error"]
+        assert ctl.ok("ask", stream="ASK", spec=spec)["answer"]["seq"] == 0  # room again
+    finally:
+        ctl.close()
+        feed.close(linger=0)

@@ -59,13 +59,13 @@ def clients(server):
 @pytest.fixture
 def shedding(tmp_path):
     """A server of small limits: it refuses new ticks while more than one token waits for a forward, holds two
-    streams and keeps three published answers for the answers op."""
+    streams, keeps three published answers for the answers op and lets two asks wait for a forward."""
     config = ServiceConfig.from_dict({
         "model": {"path": str(tiny_tick_checkpoint(tmp_path))},
         "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
-        "limits": {"heartbeat_s": 0.1, "max_backlog_tokens": 1, "when_behind": "shed"},
         "scheduler": {"max_streams": 2},
         "log": {"answers_keep": 3},
+        "limits": {"heartbeat_s": 0.1, "max_backlog_tokens": 1, "when_behind": "shed", "max_waiting_asks": 2},
     })
     with serving(config) as srv:
         yield srv.endpoints

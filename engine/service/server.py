@@ -335,6 +335,10 @@ class Server:
         if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
             answer, how = found
             return {"answer": answer.to_wire(), "cached": True, **({how: True} if how else {})}
+        most = self.config.limits.max_waiting_asks  # each is planned in every forward: a flood would stall them
+        if len(self._waiting) >= most:
+            raise ControlError(f"{len(self._waiting)} asks already wait for a forward (limits.max_waiting_asks: "
+                               f"{most}): send more when replies come back")
         self._tickets += 1
         try:
             self.pipeline.ask(spec, stream, self._tickets)
