@@ -39,7 +39,9 @@ from connectors.ticks import (
     Tick,
     check_order,
     check_stream,
+    check_keys,
     check_ts,
+    field_list,
     tick_items,
     unpack,
     validate,
@@ -215,11 +217,12 @@ class StreamEncoders:
         """Phase one for one pre-tokenized map; raises InvalidTick. Mutates nothing."""
         if not isinstance(item, dict):
             raise InvalidTick("not_a_map", f"a tokenized tick is a map, got {type(item).__name__}")
+        check_keys(item)
         stream = check_stream(item.get("stream"), self.max_stream_bytes)
         try:
             extra = set(item) - TOKENIZED_FIELDS
             if extra:
-                raise InvalidTick("unknown_field", f"fields {sorted(map(str, extra))} not allowed in a tokenized tick")
+                raise InvalidTick("unknown_field", f"fields {field_list(extra)} not allowed in a tokenized tick")
             ts = check_ts(item)
             tokens = check_tokens(item.get("tokens"), self.vocab_size, self.max_item_tokens)
             ticks = check_ticks(item.get("ticks", 1), len(tokens))
@@ -253,7 +256,7 @@ class StreamEncoders:
     def _ingest(self, data: bytes, submit: Submit, items_of: Callable[[Any], list[Any]],
                 first_phase: Callable[[Any], EncodedTick]) -> Ingested:
         if len(data) > self.max_message_bytes:
-            error = f"message of {len(data)} bytes > {self.max_message_bytes}"
+            error = f"oversize: message of {len(data)} bytes > {self.max_message_bytes} (limits.max_message_bytes)"
             return Ingested([], [Rejection(-1, "oversize", error)])
         try:
             items = items_of(unpack(data, max_bytes=self.max_message_bytes))
@@ -283,3 +286,22 @@ def _tokenized_items(obj: Any) -> list[Any]:
     if not isinstance(obj, list):
         raise InvalidTick("bad_msgpack", f"tokenized message must be a msgpack list, got {type(obj).__name__}")
     return obj
+
+
+MAX_REJECTS_PER_MESSAGE = 100  # rejections of one message published one by one; the rest summed up
+
+
+def published_rejections(rejections: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What `_rejects/` carries for one message: its first MAX_REJECTS_PER_MESSAGE rejections, then one entry
+    per (reason, stream) for the rest, with `count` (how many it stands for), the first one's index and error.
+    Every rejection is counted in stats either way; this bounds what one message can make the service publish."""
+    if len(rejections) <= MAX_REJECTS_PER_MESSAGE:
+        return rejections
+    rest: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for rejection in rejections[MAX_REJECTS_PER_MESSAGE:]:
+        key = (rejection["reason"], rejection.get("stream"))
+        if key in rest:
+            rest[key]["count"] += 1
+        else:
+            rest[key] = {**rejection, "count": 1}
+    return rejections[:MAX_REJECTS_PER_MESSAGE] + list(rest.values())

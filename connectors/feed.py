@@ -215,8 +215,10 @@ class RejectWatch:
             return 0
         if stream not in self.streams:
             return 0
-        self.rejected[str(rejection.get("reason"))] += 1
-        return 1
+        count = rejection.get("count", 1)  # a summed-up entry stands for `count` rejections of one message
+        count = count if type(count) is int and count > 0 else 1
+        self.rejected[str(rejection.get("reason"))] += count
+        return count
 
     def settle(self, timeout_s: float, heartbeats: int = 2) -> None:
         """After the last send: wait until `heartbeats` heartbeats pass with no rejection of ours between them

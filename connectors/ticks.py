@@ -227,6 +227,22 @@ def _excerpt(stream: str, limit: int = 32) -> str:
     return ascii(stream[:limit]) + ("..." if len(stream) > limit else "")
 
 
+def check_keys(obj: dict) -> None:
+    """Map keys are msgpack str: a key sent as bin (a client packing every string as bytes) is `wrong_type`,
+    said as such, rather than every field looking missing."""
+    binary = next((k for k in obj if isinstance(k, bytes)), None)
+    if binary is not None:
+        raise InvalidTick("wrong_type", f"map keys must be msgpack str, got bin {binary[:32]!r}: pack text as "
+                                        "str (msgpack's str family), not bin")
+
+
+def field_list(keys: Any, shown: int = 8) -> str:
+    """Unknown keys for an error, bounded: a few of them (each cut to 32 characters) and how many more."""
+    names = sorted(str(k)[:32] for k in keys)
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{names[:shown]}{more}"
+
+
 def check_ts(obj: dict) -> int:
     """The one timestamp-field rule: `ts` present, an int (not a bool), in [0, 2**63) (int64, from 1970).
 
@@ -255,6 +271,7 @@ def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES) -> Tick:
     """Check one decoded wire map and build a Tick; raises InvalidTick with a reason."""
     if not isinstance(obj, dict):
         raise InvalidTick("not_a_map", f"a tick is a map, got {type(obj).__name__}")
+    check_keys(obj)
     stream = check_stream(obj.get("stream"), max_stream_bytes)
     try:
         return _validate_fields(obj, stream)
@@ -268,7 +285,7 @@ def _validate_fields(obj: dict, stream: str) -> Tick:
     kind = _kind(obj)
     extra = [k for k in obj if k not in _FIELDS[kind]]
     if extra:
-        raise InvalidTick("unknown_field", f"fields {sorted(map(str, extra))} not allowed in a {kind}")
+        raise InvalidTick("unknown_field", f"fields {field_list(extra)} not allowed in a {kind}")
     if kind == TRADE:
         side = obj.get("side")
         if side is not None and side not in SIDES:

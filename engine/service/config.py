@@ -117,6 +117,7 @@ class LimitsSection:
     max_backlog_tokens: int = 1_000_000  # accepted tokens waiting for a forward before the engine is "behind"
     when_behind: str = "lag"  # lag: keep everything, say so (heartbeat, metric, warning); shed: refuse new ticks
     drain_s: float = 10.0  # on SIGTERM/SIGINT, seconds spent computing what was accepted before exiting
+    max_waiting_asks: int = 1024  # asks waiting for a forward, all clients together; more are refused at once
     # queries
     max_yaml_bytes: int = 256 << 10  # a query document (file or register request)
     max_yaml_nodes: int = 100_000  # nodes of a query document, every alias expanded

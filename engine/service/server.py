@@ -25,6 +25,7 @@ import msgpack
 import zmq
 
 from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
+from connectors.encoder import published_rejections
 from connectors.ticks import json_hint
 from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
@@ -33,6 +34,7 @@ from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from engine.service.sharded import ShardedPipeline
 from queries.cache import Answer
+from queries.limits import clip, excerpt
 from queries.spec import QuerySpec, QuerySpecError
 from queries.yaml_loader import load_queries
 
@@ -210,7 +212,12 @@ class Server:
     # -- ingest ---------------------------------------------------------------------------------
 
     def _drain_ingest(self, sock: zmq.Socket) -> None:
+        # bounded in messages and in time: a flood of costly messages (a 1 MiB list of bad ticks is a million
+        # rejections) must not keep the loop from control requests, forwards and heartbeats
+        deadline = time.monotonic() + DRAIN_SLICE_S
         for _ in range(self.config.limits.max_ingest_per_step):
+            if time.monotonic() > deadline:
+                return
             try:
                 frames = sock.recv_multipart(zmq.NOBLOCK, copy=True)
             except zmq.Again:
@@ -222,8 +229,8 @@ class Server:
                 rejections = self.pipeline.ingest_message(frames[0])
             else:
                 self.pipeline.rejected["bad_framing"] += 1
-                rejections = [{"index": -1, "reason": "bad_framing", "error": f"{len(frames)} frames"}]
-            for rejection in rejections:  # PUSH has no way back: reasons go out on their own topic
+                rejections = [{"index": -1, "reason": "bad_framing", "error": _framing_error(frames)}]
+            for rejection in published_rejections(rejections):  # PUSH has no way back: reasons on their own topic
                 self._send(REJECTS_TOPIC, rejection)
 
     # -- answers ------------------------------------------------------------------------------
@@ -261,7 +268,8 @@ class Server:
 
     def _drain_control(self) -> None:
         sock = self._sockets["control"]
-        while True:
+        deadline = time.monotonic() + DRAIN_SLICE_S  # a client flooding requests must not stall ingest and forwards
+        while time.monotonic() <= deadline:
             try:
                 frames = sock.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
@@ -271,20 +279,23 @@ class Server:
             reply = lambda obj, envelope=envelope: sock.send_multipart([*envelope, pack(obj)])  # noqa: E731
             try:
                 request = _unpack_request(payload)
+                if isinstance(request, dict) and "id" in request:  # echoed: a client may pipeline requests
+                    reply = lambda obj, envelope=envelope, rid=request["id"]: sock.send_multipart(  # noqa: E731
+                        [*envelope, pack({**obj, "id": rid})])
                 if not isinstance(request, dict) or not isinstance(request.get("op"), str):
                     raise ControlError("request must be a msgpack map with a string 'op'")
                 handler = getattr(self, f"_op_{request['op']}", None)
                 if handler is None:
-                    raise ControlError(f"unknown op {request['op']!r} (ops: {', '.join(CONTROL_OPS)})")
+                    raise ControlError(f"unknown op {excerpt(request['op'])} (ops: {', '.join(CONTROL_OPS)})")
                 result = handler(request, reply)
                 if result is not None:
                     reply({"ok": True, **result})
             except (ControlError, QuerySpecError, ValueError, LookupError) as e:
                 self.counters["control_errors"] += 1
-                reply({"ok": False, "error": str(e).strip('"') or type(e).__name__})
+                reply({"ok": False, "error": clip(str(e).strip('"') or type(e).__name__)})
             except Exception as e:  # msgpack's own errors and anything unforeseen: the service keeps serving
                 self.counters["control_errors"] += 1
-                reply({"ok": False, "error": f"{type(e).__name__}: {e}"})
+                reply({"ok": False, "error": clip(f"{type(e).__name__}: {e}")})
 
     def _op_register(self, request: dict, _reply: Any) -> dict:
         specs = load_queries(_field(request, "yaml", str), _register_source(request),
@@ -309,26 +320,30 @@ class Server:
         if "query" in request:
             spec = self.pipeline.registry.get(_field(request, "query", str))
         elif "spec" in request:
-            spec = QuerySpec.from_dict(_field(request, "spec", dict))
+            spec = QuerySpec.from_dict({"streams": ["*"], **_field(request, "spec", dict)})  # the ask names it
         else:
             raise ControlError("op 'ask' needs 'query' (a registered query's name) or 'spec' (a query mapping)")
         if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
             cached = self.pipeline.cache.get(spec.name, stream)
             if cached is None:
-                raise ControlError(f"no surprise on stream {stream!r} yet: it is computed when ticks arrive")
+                raise ControlError(f"no surprise on stream {excerpt(stream)} yet: it is computed when ticks arrive")
             return {"answer": cached.to_wire(), "cached": True}
         max_stale = request.get("max_stale_ticks")
         if max_stale is not None and (type(max_stale) is not int or max_stale < 0):
-            raise ControlError(f"op 'ask' takes max_stale_ticks as an int >= 0 (or nil: compute now), got {max_stale!r}")
+            raise ControlError(f"op 'ask' takes max_stale_ticks as an int >= 0 (or nil: compute now), got {excerpt(max_stale)}")
         found = self.pipeline.answer_at_once(spec, stream, max_stale)
         if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
             answer, how = found
             return {"answer": answer.to_wire(), "cached": True, **({how: True} if how else {})}
+        most = self.config.limits.max_waiting_asks  # each is planned in every forward: a flood would stall them
+        if len(self._waiting) >= most:
+            raise ControlError(f"{len(self._waiting)} asks already wait for a forward (limits.max_waiting_asks: "
+                               f"{most}): send more when replies come back")
         self._tickets += 1
         try:
             self.pipeline.ask(spec, stream, self._tickets)
         except UnknownStream:
-            raise ControlError(f"stream {stream!r} has sent no data") from None
+            raise ControlError(f"stream {excerpt(stream)} has sent no data") from None
         self._waiting[self._tickets] = reply
         return None  # replied when a step has computed it
 
@@ -336,11 +351,11 @@ class Server:
         """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""
         topic = _field(request, "topic", str)
         if not topic.endswith("/"):
-            raise ControlError(f"topic {topic!r} is not an answer topic: topics end with '/', e.g. 'dir20/BTCUSDT/'")
+            raise ControlError(f"topic {excerpt(topic)} is not an answer topic: topics end with '/', e.g. 'dir20/BTCUSDT/'")
         after = _field(request, "after", int)
         limit = request.get("limit", MAX_ANSWERS_PER_FETCH)
-        if not isinstance(limit, int) or not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
-            raise ControlError(f"op 'answers' takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, got {limit!r}")
+        if type(limit) is not int or not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
+            raise ControlError(f"op 'answers' takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, got {excerpt(limit)}")
         answers, complete = self.pipeline.history.after(topic, after, limit)
         self.counters["answer_fetches"] += 1
         return {"answers": answers, "complete": complete,
@@ -361,6 +376,15 @@ class Server:
 
         self._metrics_server = start_metrics_server(host, port, lambda: self._snapshot)
         self.endpoints["metrics"] = f"http://{host}:{self._metrics_server.server_port}/metrics"
+
+
+DRAIN_SLICE_S = 0.05  # longest stretch spent draining one socket before the loop moves on (the others, a step)
+
+
+def _framing_error(frames: list[bytes]) -> str:
+    first = ascii(frames[0][:16]) if frames else "nothing"
+    return (f"bad_framing: a message of {len(frames)} frames (the first {first}); ingest takes one frame (msgpack "
+            f"ticks) or two frames [b'tokens', msgpack list] (tokenized ticks)")
 
 
 MAX_SOURCE_CHARS = 64
@@ -390,6 +414,6 @@ def _register_source(request: dict) -> str:
 
 def _field(request: dict, name: str, kind: type) -> Any:
     value = request.get(name)
-    if not isinstance(value, kind):
-        raise ControlError(f"op {request.get('op')!r} needs {name!r} as {kind.__name__}")
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):  # True is no seq or count
+        raise ControlError(f"op {excerpt(request.get('op'))} needs {name!r} as {kind.__name__}")
     return value

@@ -1,0 +1,325 @@
+"""A client that never saw our Python code, part 1: ingest. Raw and tokenized ticks with every documented field,
+every documented rejection and its payload, and hostile or heavy feeds (garbage, floods, many sockets, huge
+batches, external PUB feeds), each frame built with pyzmq and msgpack alone (wire_client.py) against a real
+server (wire_server.py). Part 2, answers and control: test_wire_raw_control.py."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any
+
+import msgpack
+import zmq
+
+from wire_client import CTX, T0, Control, Sub, check_answer, fresh_stream, quote, stats, trade, wait_stats
+from wire_server import MAX_MESSAGE_BYTES, clients, server, serving_feed  # noqa: F401 (fixtures)
+
+DOCUMENTED_REASONS = {
+    "not_a_map", "missing_stream", "bad_stream", "missing_field", "ts_not_int", "ts_out_of_range", "unknown_kind",
+    "ambiguous_kind", "unknown_field", "wrong_type", "nonfinite_price", "nonpositive_price", "nonfinite_size",
+    "negative_size", "unknown_side", "crossed_quote", "ts_backwards", "bad_msgpack", "oversize", "bad_framing",
+    "bad_tokens", "stream_refused", "overloaded"}
+
+
+def test_trades_and_quotes_with_every_field_are_ingested_and_answered(clients) -> None:
+    control, sub, push = clients
+    ctl, feed, s = control(), push(), fresh_stream()
+    answers = sub(f"dir/{s}/")
+    before = stats(ctl)["ticks_in"]
+    messages = [
+        trade(s, T0, 101.25, 3.0, side="buy", kind="trade"),                   # one map, every trade field
+        trade(s, T0, 101, 2),                                                   # ints, same ts (equal ts is fine)
+        [trade(s, T0 + 1_000, 101.5, 0.0, side=None),                           # nil side, zero size
+         quote(s, T0 + 2_000, 101.4, 101.6, bid_size=5.0, ask_size=7, kind="quote"),
+         quote(s, T0 + 3_000, 101.5, 101.5),                                    # locked quote, no sizes
+         trade(s, T0 + 4_000, 101.5, 1.0, side="sell")],
+    ]
+    for message in messages:
+        feed.send(msgpack.packb(message))
+    feed.send(msgpack.packb(trade(s, T0 + 5_000, 1.5, 2.0), use_single_float=True))  # float32 on the wire
+    got = answers.until(lambda g: len(g) >= 4)
+    assert [p["seq"] for _, p in got] == [1, 2, 3, 4]  # per-topic seq starts at 1, one answer per message
+    assert [p["version"] for _, p in got] == [1, 2, 6, 7]  # the stream's tick count at each message's end
+    assert [p["data_ts"] for _, p in got] == [T0, T0, T0 + 4_000, T0 + 5_000]  # the message's last tick
+    for topic, payload in got:
+        check_answer(topic, payload)
+        assert payload["query"] == "dir" and payload["stream"] == s
+        assert payload["answer_ts"] > 0
+        probs = payload["value"]["probs"]
+        assert set(payload["value"]) == {"answer", "probs"} and set(probs) == {"down", "flat", "up"}
+        assert payload["value"]["answer"] == max(probs, key=probs.get)
+        assert math.isclose(sum(probs.values()), 1.0, abs_tol=1e-3)
+    after = stats(ctl)
+    assert after["ticks_in"] - before == 7 and after["rejected"].get(s) is None
+
+
+GOOD = trade("R.OK", T0)
+BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
+    # (case, message (bytes or frames), index, reason, carries the stream)
+    ("garbage", b"\xc1\xff\x00", -1, "bad_msgpack", False),
+    ("json", b'{"stream": "R.OK", "ts": 1, "price": 1.0, "size": 1.0}', -1, "bad_msgpack", False),
+    ("trailing bytes", msgpack.packb(GOOD) + b"\x01", -1, "bad_msgpack", False),
+    ("int map key", msgpack.packb([{1: 2}]), -1, "bad_msgpack", False),
+    ("deep nesting", b"\x91" * 60_000 + b"\xc0", -1, "bad_msgpack", False),
+    ("a scalar", msgpack.packb(5), -1, "not_a_map", False),
+    ("a scalar item", msgpack.packb([5]), 0, "not_a_map", False),
+    ("no stream", msgpack.packb({"ts": T0, "price": 1.0, "size": 1.0}), 0, "missing_stream", False),
+    ("empty stream", msgpack.packb(trade("", T0)), 0, "missing_stream", False),
+    ("stream an int", msgpack.packb(trade(7, T0)), 0, "wrong_type", False),  # type: ignore[arg-type]
+    ("stream bin", msgpack.packb(trade(b"R.OK", T0), use_bin_type=True), 0, "wrong_type", False),  # type: ignore
+    ("keys bin", msgpack.packb({b"stream": b"R.OK", b"ts": T0}, use_bin_type=True), 0, "wrong_type", False),
+    ("stream with /", msgpack.packb(trade("dir/R.OK", T0)), 0, "bad_stream", False),
+    ("stream with _", msgpack.packb(trade("_heartbeat", T0)), 0, "bad_stream", False),
+    ("stream 10k chars", msgpack.packb(trade("A" * 10_000, T0)), 0, "bad_stream", False),
+    ("stream bidi", msgpack.packb(trade("AB\u202eC", T0)), 0, "bad_stream", False),
+    ("stream NUL", msgpack.packb(trade("AB\x00", T0)), 0, "bad_stream", False),
+    ("no ts", msgpack.packb({"stream": "R.OK", "price": 1.0, "size": 1.0}), 0, "missing_field", True),
+    ("ts float", msgpack.packb(trade("R.OK", 1.7e18)), 0, "ts_not_int", True),  # type: ignore[arg-type]
+    ("ts bool", msgpack.packb(trade("R.OK", True)), 0, "ts_not_int", True),
+    ("ts text", msgpack.packb(trade("R.OK", "2024-01-01")), 0, "ts_not_int", True),  # type: ignore[arg-type]
+    ("ts ext timestamp", msgpack.packb(trade("R.OK", msgpack.Timestamp(1, 0))), 0, "ts_not_int", True),  # type: ignore
+    ("ts negative", msgpack.packb(trade("R.OK", -1)), 0, "ts_out_of_range", True),
+    ("ts uint64", msgpack.packb(trade("R.OK", 2**64 - 1)), 0, "ts_out_of_range", True),
+    ("kind unknown", msgpack.packb(trade("R.OK", T0, kind="option")), 0, "unknown_kind", True),
+    ("kind unguessable", msgpack.packb({"stream": "R.OK", "ts": T0, "size": 1.0}), 0, "unknown_kind", True),
+    ("kind ambiguous", msgpack.packb(trade("R.OK", T0, bid=1.0)), 0, "ambiguous_kind", True),
+    ("extra key", msgpack.packb(trade("R.OK", T0, venue="X")), 0, "unknown_field", True),
+    ("quote field in a trade", msgpack.packb(trade("R.OK", T0, kind="trade", bid=1.0)), 0, "unknown_field", True),
+    ("huge map", msgpack.packb(trade("R.OK", T0) | {f"k{i}": i for i in range(5000)}), 0, "unknown_field", True),
+    ("price text", msgpack.packb(trade("R.OK", T0, "1.0")), 0, "wrong_type", True),  # type: ignore[arg-type]
+    ("price ext", msgpack.packb(trade("R.OK", T0, msgpack.ExtType(5, b"xx"))), 0, "wrong_type", True),  # type: ignore
+    ("price bool", msgpack.packb(trade("R.OK", T0, True)), 0, "wrong_type", True),
+    ("price nil", msgpack.packb(trade("R.OK", T0, None)), 0, "missing_field", True),  # type: ignore[arg-type]
+    ("no size", msgpack.packb({"stream": "R.OK", "ts": T0, "price": 1.0}), 0, "missing_field", True),
+    ("no ask", msgpack.packb({"stream": "R.OK", "ts": T0, "bid": 1.0}), 0, "missing_field", True),
+    ("price nan", msgpack.packb(trade("R.OK", T0, math.nan)), 0, "nonfinite_price", True),
+    ("price inf", msgpack.packb(trade("R.OK", T0, math.inf)), 0, "nonfinite_price", True),
+    ("ask -inf", msgpack.packb(quote("R.OK", T0, 1.0, -math.inf)), 0, "nonfinite_price", True),
+    ("price 0", msgpack.packb(trade("R.OK", T0, 0)), 0, "nonpositive_price", True),
+    ("bid negative", msgpack.packb(quote("R.OK", T0, -1.0, 1.0)), 0, "nonpositive_price", True),
+    ("size nan", msgpack.packb(trade("R.OK", T0, size=math.nan)), 0, "nonfinite_size", True),
+    ("size negative", msgpack.packb(trade("R.OK", T0, size=-1.0)), 0, "negative_size", True),
+    ("ask_size negative", msgpack.packb(quote("R.OK", T0, ask_size=-2)), 0, "negative_size", True),
+    ("side unknown", msgpack.packb(trade("R.OK", T0, side="long")), 0, "unknown_side", True),
+    ("crossed quote", msgpack.packb(quote("R.OK", T0, 2.0, 1.0)), 0, "crossed_quote", True),
+    ("oversize", msgpack.packb([trade("R.OK", T0)] * 2000), -1, "oversize", False),
+    ("three frames", [b"a", b"b", b"c"], -1, "bad_framing", False),
+    ("two frames, not tokens", [b"ticks", msgpack.packb(GOOD)], -1, "bad_framing", False),
+    ("empty frame", b"", -1, "bad_msgpack", False),
+    ("tokenized not a list", [b"tokens", msgpack.packb({"stream": "R.OK"})], -1, "bad_msgpack", False),
+    ("tokenized garbage", [b"tokens", b"\xc1"], -1, "bad_msgpack", False),
+    ("tokenized bad id", [b"tokens", msgpack.packb([{"stream": "R.OK", "ts": T0, "tokens": [10**6]}])], 0,
+     "bad_tokens", True),
+    ("tokenized empty", [b"tokens", msgpack.packb([{"stream": "R.OK", "ts": T0, "tokens": []}])], 0,
+     "bad_tokens", True),
+    ("tokenized ticks > tokens", [b"tokens", msgpack.packb([{"stream": "R.OK", "ts": T0, "tokens": [1], "ticks": 2}])],
+     0, "bad_tokens", True),
+    ("tokenized ticks 0", [b"tokens", msgpack.packb([{"stream": "R.OK", "ts": T0, "tokens": [1], "ticks": 0}])], 0,
+     "wrong_type", True),
+    ("tokenized extra key", [b"tokens", msgpack.packb([{"stream": "R.OK", "ts": T0, "tokens": [1], "x": 1}])], 0,
+     "unknown_field", True),
+    ("tokenized ts float", [b"tokens", msgpack.packb([{"stream": "R.OK", "ts": 1.5, "tokens": [1]}])], 0,
+     "ts_not_int", True),
+    ("tokenized bad stream", [b"tokens", msgpack.packb([{"stream": "a/b", "ts": T0, "tokens": [1]}])], 0,
+     "bad_stream", False),
+]
+
+
+def test_every_documented_reject_reason_is_published_counted_and_leaves_the_service_serving(clients) -> None:
+    control, sub, push = clients
+    ctl, feed = control(), push()
+    rejects = sub("_rejects/")
+    feed.send(msgpack.packb(trade("R.OK", T0)))  # the stream exists: ts_backwards below is about order alone
+    before = wait_stats(ctl, lambda s: s["ticks_in"] >= 1)["rejected"]
+    seen: dict[str, int] = {}
+    for case, message, index, reason, with_stream in BAD_MESSAGES + [
+            ("ts backwards", msgpack.packb(trade("R.OK", T0 - 1)), 0, "ts_backwards", True)]:
+        n = len(rejects.kept)
+        if isinstance(message, list):
+            feed.send_multipart(message)
+        else:
+            feed.send(message)
+        topic, payload = rejects.until(lambda g: len(g) > n)[n]
+        assert topic == "_rejects/", case
+        assert set(payload) == {"index", "reason", "error"} | ({"stream"} if with_stream else set()), (case, payload)
+        assert (payload["index"], payload["reason"]) == (index, reason), (case, payload)
+        assert isinstance(payload["error"], str) and payload["error"].startswith(f"{reason}: "), (case, payload)
+        assert len(payload["error"]) < 400, (case, "an error must not echo a huge input back")
+        if with_stream:
+            assert payload["stream"] == "R.OK"
+        seen[reason] = seen.get(reason, 0) + 1
+    assert DOCUMENTED_REASONS - seen.keys() == {"stream_refused", "overloaded"}  # those need other configs
+    after = stats(ctl)
+    for reason, n in seen.items():
+        assert after["rejected"][reason] - before.get(reason, 0) == n, reason
+    assert ctl.ok("health")["status"] == "serving"
+
+
+def test_a_json_first_try_is_told_to_use_msgpack(clients) -> None:
+    control, sub, push = clients
+    rejects, feed = sub("_rejects/"), push()
+    feed.send(b'[{"stream": "J", "ts": 1, "price": 1.0, "size": 1.0}]')
+    (_, payload), = rejects.until(lambda g: len(g) >= 1)
+    assert "looks like JSON text" in payload["error"] and "msgpack" in payload["error"]
+    reply = control().raw(b'{"op": "health"}')
+    assert reply["ok"] is False and "looks like JSON text" in reply["error"]
+
+
+def test_a_bad_tick_never_drops_the_good_ones_of_its_message(clients) -> None:
+    control, sub, push = clients
+    s, ctl, feed = fresh_stream(), control(), push()
+    rejects = sub("_rejects/")
+    before = stats(ctl)["ticks_in"]
+    feed.send(msgpack.packb([trade(s, T0), trade(s, T0 + 2, size=-1.0), 7, trade(s, T0 + 3), trade(s, T0 + 1)]))
+    got = rejects.until(lambda g: len(g) >= 3)
+    assert [(p["index"], p["reason"]) for _, p in got] == [(1, "negative_size"), (2, "not_a_map"),
+                                                            (4, "ts_backwards")]
+    wait_stats(ctl, lambda st: st["ticks_in"] - before == 2)
+
+
+def test_tokenized_ticks_count_their_ticks_and_share_the_ordering_guard(clients) -> None:
+    control, sub, push = clients
+    s, ctl, feed = fresh_stream("TOK"), control(), push()
+    answers = sub(f"dir/{s}/")
+    before = stats(ctl)["ticks_in"]
+    feed.send_multipart([b"tokens", msgpack.packb([
+        {"stream": s, "ts": T0, "tokens": [1, 7, 18, 43], "ticks": 1},
+        {"stream": s, "ts": T0 + 5, "tokens": [2, 14, 26, 44, 2, 14, 26, 44], "ticks": 2},
+        {"stream": s, "ts": T0 + 6, "tokens": [3]}])])  # ticks defaults to 1
+    (topic, payload), = answers.until(lambda g: len(g) >= 1)
+    check_answer(topic, payload)
+    assert (payload["seq"], payload["version"], payload["data_ts"]) == (1, 4, T0 + 6)
+    wait_stats(ctl, lambda st: st["ticks_in"] - before == 4)
+    rejects = sub("_rejects/")
+    feed.send(msgpack.packb(trade(s, T0 + 1)))  # a raw tick of the same stream, older: the one guard refuses it
+    (_, reject), = rejects.until(lambda g: len(g) >= 1)
+    assert (reject["reason"], reject["stream"]) == ("ts_backwards", s)
+
+
+def test_unicode_stream_names_make_their_own_topics(clients) -> None:
+    control, sub, push = clients
+    feed = push()
+    names = ["Société Générale", "日経225", "AAPL US Equity", "x{stream}{query}", "A*B[1]?", "%s%n\\"]
+    answers = sub(*[f"dir/{n}/" for n in names])
+    for i, name in enumerate(names):
+        feed.send(msgpack.packb(trade(name, T0 + i)))
+    got = answers.until(lambda g: len(g) >= len(names))
+    assert {t for t, _ in got} == {f"dir/{n}/" for n in names}
+    assert all(p["stream"] + "/" == t.split("/", 1)[1] for t, p in got)
+
+
+# -- hostile and heavy clients ---------------------------------------------------------------------------------
+
+def test_garbage_from_one_feed_never_wedges_the_service_for_others(clients) -> None:
+    control, sub, push = clients
+    s, ctl, hostile, good = fresh_stream(), control(), push(), push()
+    answers = sub(f"dir/{s}/")
+    junk = [b"", b"\x00" * 1000, bytes(range(256)) * 50, b"\xdf\xff\xff\xff\xff", b"\xdd\xff\xff\xff\xff",
+            b"\xc7\xff\x05" + b"x" * 100, b"\x91" * 60_000, msgpack.packb({"a" * 60_000: 1}),
+            msgpack.packb([[[[[[[[[[[{"stream": s}]]]]]]]]]]]), msgpack.packb([None] * 20_000)]
+    for i in range(10):
+        for data in junk:  # a burst of garbage before each good tick, from another socket
+            hostile.send(data)
+            hostile.send_multipart([data, data, data])
+        good.send(msgpack.packb(trade(s, T0 + i)))
+        answers.until(lambda g, n=i: len(g) > n)  # answered through the garbage
+        assert ctl.ok("health")["status"] == "serving"
+    assert [p["seq"] for _, p in answers.kept] == list(range(1, 11))
+    assert stats(ctl)["engine_errors"] == 0
+
+
+def test_one_message_of_many_bad_ticks_publishes_a_bounded_summary(clients) -> None:
+    control, sub, push = clients
+    s, ctl, feed = fresh_stream(), control(), push()
+    rejects = sub("_rejects/")
+    before = stats(ctl)["rejected"]
+    feed.send(msgpack.packb([None] * 5000 + [trade(s, T0, size=-1.0)] * 3 + [trade(s, T0)]))
+    got = [p for _, p in rejects.until(lambda g: len(g) >= 102)]
+    rejects.beats(2)
+    assert len(rejects.kept) == 102  # the first 100 one by one, then one entry per (reason, stream) with a count
+    assert [p["index"] for p in got[:100]] == list(range(100)) and "count" not in got[0]
+    assert got[100] | {"error": ""} == {"index": 100, "reason": "not_a_map", "error": "", "count": 4900}
+    assert got[101] | {"error": ""} == {"index": 5000, "reason": "negative_size", "error": "", "stream": s,
+                                        "count": 3}
+    after = stats(ctl)["rejected"]
+    assert after["not_a_map"] - before.get("not_a_map", 0) == 5000
+    assert after["negative_size"] - before.get("negative_size", 0) == 3
+
+
+def test_several_push_sockets_at_once_lose_nothing(clients) -> None:
+    control, sub, push = clients
+    ctl = control()
+    streams = [fresh_stream("MP") for _ in range(4)]
+    feeds = [push() for _ in streams]
+    before = stats(ctl)["ticks_in"]
+
+    def send(feed: zmq.Socket, stream: str) -> None:
+        for i in range(50):
+            feed.send(msgpack.packb([trade(stream, T0 + 2 * i), quote(stream, T0 + 2 * i + 1)]))
+
+    threads = [threading.Thread(target=send, args=pair) for pair in zip(feeds, streams)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wait_stats(ctl, lambda st: st["ticks_in"] - before == 400 and st["pending_tokens"] == 0, timeout_s=60)
+    for stream in streams:  # one answer per message, gapless: 50 per topic
+        reply = ctl.ok("answers", topic=f"dir/{stream}/", after=0)
+        assert [a["seq"] for a in reply["answers"]] == list(range(1, 51)) and reply["complete"] is True
+        assert reply["answers"][-1]["version"] == 100
+
+
+def test_a_very_large_batch_is_one_tick_group(clients) -> None:
+    control, sub, push = clients
+    s, ctl, feed = fresh_stream(), control(), push()
+    answers = sub(f"dir/{s}/")
+    batch = [trade(s, T0 + i, 100 + (i % 7) * 0.25, 1.0) for i in range(1000)]
+    data = msgpack.packb(batch)
+    assert len(data) < MAX_MESSAGE_BYTES
+    before = stats(ctl)["ticks_in"]
+    feed.send(data)
+    (_, payload), = answers.until(lambda g: len(g) >= 1, timeout_s=60)
+    assert stats(ctl)["ticks_in"] - before == 1000
+    assert (payload["seq"], payload["version"], payload["data_ts"]) == (1, 1000, T0 + 999)
+    answers.beats(2)
+    assert len(answers.kept) == 1  # one message, one group: one answer for a batch trigger
+
+
+def test_a_message_far_past_the_limit_drops_the_connection_and_the_feed_reconnects(clients) -> None:
+    """Over 8 x max_message_bytes ZeroMQ refuses the message unread (no reject, no count); the PUSH socket
+    reconnects by itself and its next messages go in."""
+    control, sub, push = clients
+    s, ctl, feed = fresh_stream(), control(), push()
+    answers = sub(f"dir/{s}/")
+    feed.send(b"\xc4" + b"\x00" * (9 * MAX_MESSAGE_BYTES))
+    deadline = time.monotonic() + 20
+    i = 0
+    while not answers.kept:  # the first sends may be lost with the dropped connection: keep sending
+        assert time.monotonic() < deadline
+        feed.send(msgpack.packb(trade(s, T0 + i)))
+        i += 1
+        answers._recv(0.2)
+    assert ctl.ok("health")["status"] == "serving"
+
+
+def test_an_external_pub_feed_sends_what_a_push_feed_sends(tmp_path) -> None:
+    """endpoints.feeds: the service SUB-connects to a feed's PUB socket, subscribed to everything."""
+    pub = CTX.socket(zmq.XPUB)  # an XPUB sees the service's subscription arrive: no slow-joiner guess
+    pub.linger = 0
+    pub.bind("tcp://127.0.0.1:*")
+    with serving_feed(tmp_path, pub.getsockopt_string(zmq.LAST_ENDPOINT)) as endpoints:
+        rejects, ctl = Sub(endpoints["answers"], ["_rejects/"]), Control(endpoints["control"])
+        try:
+            assert pub.poll(10_000) and pub.recv() == b"\x01"  # subscribed to every topic
+            pub.send(msgpack.packb([trade("PUBFEED", T0), quote("PUBFEED", T0 + 1)]))  # one frame, no topic
+            pub.send(msgpack.packb(trade("PUBFEED", T0 + 2)))
+            pub.send_multipart([b"ticks/PUBFEED", msgpack.packb(trade("PUBFEED", T0 + 3))])  # a topic frame: refused
+            wait_stats(ctl, lambda st: st["ticks_in"] == 3)
+            (_, reject), = rejects.until(lambda g: len(g) >= 1)
+            assert (reject["index"], reject["reason"]) == (-1, "bad_framing")
+        finally:
+            rejects.close()
+            ctl.close()
+            pub.close()

@@ -1,0 +1,417 @@
+"""A client that never saw our Python code, part 2: answers and control. Answer topics and payloads, seqs, gap
+fills, late and returning subscribers, heartbeats, every control op and its reply, error replies, request ids,
+metrics, back-pressure limits, and a real `flashtick serve` process restarted; pyzmq and msgpack alone on the
+client side (wire_client.py). Part 1, ingest: test_wire_raw.py."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import urllib.request
+from typing import Any
+
+import msgpack
+import pytest
+import zmq
+
+from wire_client import T0, Control, Sub, check_answer, fresh_stream, push_socket, quote, stats, trade, wait_stats
+from wire_server import clients, server, shedding  # noqa: F401 (fixtures)
+
+
+# -- answers (PUB) -------------------------------------------------------------------------------------------------
+
+def test_prefix_subscriptions_are_exact(clients) -> None:
+    control, sub, push = clients
+    feed = push()
+    a, b = fresh_stream("PX"), fresh_stream("PX")  # PX7.X is no prefix of PX70.X's topic: topics end with '/'
+    answers = sub(f"dir/{a}/")
+    for i in range(3):
+        feed.send(msgpack.packb([trade(b, T0 + i), trade(a, T0 + i)]))
+    got = answers.until(lambda g: len(g) >= 3)
+    answers.beats(2)
+    assert {t for t, _ in answers.kept} == {f"dir/{a}/"} and len(got) == 3
+
+
+def test_a_subscriber_that_leaves_and_comes_back_fills_its_gap_with_the_answers_op(clients) -> None:
+    control, sub, push = clients
+    s, ctl, feed = fresh_stream(), control(), push()
+    topic = f"dir/{s}/"
+    first = sub(topic)
+    for i in range(5):
+        feed.send(msgpack.packb(trade(s, T0 + i)))
+    last_seq = first.until(lambda g: len(g) >= 5)[-1][1]["seq"]
+    first.close()  # away: what is published now is lost to it
+    for i in range(5, 12):
+        feed.send(msgpack.packb(trade(s, T0 + i)))
+    wait_stats(ctl, lambda st: st["pending_tokens"] == 0)
+    again = sub(topic)  # 1. subscribe, live at the first heartbeat
+    for i in range(12, 15):
+        feed.send(msgpack.packb(trade(s, T0 + i)))
+    fill = ctl.ok("answers", topic=topic, after=last_seq)  # 2. what was missed
+    assert set(fill) == {"ok", "answers", "complete", "last_seq", "oldest_seq"}
+    assert fill["complete"] is True and fill["oldest_seq"] == 1 and type(fill["last_seq"]) is int
+    seqs = [a["seq"] for a in fill["answers"]]
+    assert seqs[0] == last_seq + 1 and seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    for answer in fill["answers"]:
+        check_answer(answer["topic"], answer)
+    live = again.until(lambda g: g and g[-1][1]["seq"] == 15)
+    merged = sorted({*seqs, *(p["seq"] for _, p in live)})  # 3. duplicates dropped by seq
+    assert merged == list(range(last_seq + 1, 16))
+    limited = ctl.ok("answers", topic=topic, after=0, limit=2)
+    assert [a["seq"] for a in limited["answers"]] == [1, 2] and limited["last_seq"] == 15
+
+
+def test_the_answers_op_on_a_topic_never_published(clients) -> None:
+    ctl = clients[0]()
+    reply = ctl.ok("answers", topic="dir/NOBODY.X/", after=0)
+    assert reply["answers"] == [] and reply["complete"] is True
+    assert reply["last_seq"] == 0 and reply["oldest_seq"] is None
+
+
+def test_a_late_subscriber_snapshots_with_get_then_drops_what_it_already_has(clients) -> None:
+    control, sub, push = clients
+    s, ctl, feed = fresh_stream(), control(), push()
+    for i in range(4):
+        feed.send(msgpack.packb(trade(s, T0 + i)))
+    wait_stats(ctl, lambda st: st["pending_tokens"] == 0)
+    late = sub(f"dir/{s}/")
+    snapshot = ctl.ok("get", query="dir", stream=s)["answer"]
+    check_answer(snapshot["topic"], snapshot)
+    assert snapshot["seq"] == 4
+    feed.send(msgpack.packb(trade(s, T0 + 9)))
+    got = late.until(lambda g: any(p["seq"] == 5 for _, p in g))
+    assert [p["seq"] for _, p in got if p["seq"] > snapshot["seq"]] == [5]
+
+
+def test_heartbeats_count_up_and_say_what_the_engine_holds(clients) -> None:
+    control, sub, push = clients
+    beats = sub()
+    beats.beats(3)
+    seqs = [h["seq"] for h in beats.heartbeats]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    for h in beats.heartbeats:
+        assert all(type(h[k]) is int for k in ("seq", "ts", "ticks_in", "answers_out", "pending_tokens"))
+        assert abs(h["ts"] - time.time_ns()) < 60 * 10**9  # wall clock, ns
+
+
+# -- control (ROUTER) ----------------------------------------------------------------------------------------------
+
+YAML = """queries:
+  - {name: vol, streams: ["CT*"], question: volatility_50, kind: choice, trigger: batch}
+  - {name: move, streams: ["CT*"], question: move_bps_50, kind: expectation, trigger: {ticks: 2}}
+  - {name: surp, streams: ["CT*"], kind: surprise, trigger: batch, topic: "surp/{stream}/"}
+"""
+
+
+def test_control_ops_and_their_reply_shapes(clients) -> None:
+    control, sub, push = clients
+    ctl, feed, s = control(), push(), fresh_stream("CT")
+    reg = ctl.ok("register", yaml=YAML, source="mine.yaml")
+    assert set(reg) == {"ok", "registered", "version"} and reg["registered"] == ["vol", "move", "surp"]
+    assert type(reg["version"]) is int
+    listed = ctl.ok("list")
+    assert set(listed) == {"ok", "queries", "version"} and listed["version"] == reg["version"]
+    specs = {q["name"]: q for q in listed["queries"]}
+    assert {"dir", "vol", "move", "surp"} <= set(specs) and specs["move"]["kind"] == "expectation"
+    answers = sub("vol/", "move/", "surp/")
+    feed.send(msgpack.packb([trade(s, T0), quote(s, T0 + 1)]))
+    got = answers.until(lambda g: {t for t, _ in g} == {f"vol/{s}/", f"move/{s}/", f"surp/{s}/"})
+    values = {p["query"]: p["value"] for _, p in got}
+    assert set(values["vol"]) == {"answer", "probs"}
+    assert set(values["move"]) == {"expected", "probs"} and isinstance(values["move"]["expected"], float)
+    assert set(values["surp"]) == {"nll"} and values["surp"]["nll"] >= 0
+    for topic, payload in got:
+        check_answer(topic, payload)
+        assert payload["seq"] == 1
+
+    got = ctl.ok("get", query="vol", stream=s)
+    assert set(got) == {"ok", "answer"} and got["answer"]["topic"] == f"vol/{s}/"
+    assert ctl.ok("get", query="vol", stream="NOBODY.X") == {"ok": True, "answer": None}
+    assert ctl.ok("get", query="no_such_query", stream=s) == {"ok": True, "answer": None}
+
+    fresh = ctl.ok("ask", stream=s, query="vol")  # computed now: seq 0, for this asker alone
+    assert fresh["cached"] is False and fresh["answer"]["seq"] == 0 and fresh["answer"]["version"] == 2
+    cached = ctl.ok("ask", stream=s, query="vol", max_stale_ticks=10)
+    assert cached["cached"] is True and cached["answer"]["seq"] == 1
+    expect = ctl.ok("ask", stream=s, query="move")
+    assert set(expect["answer"]["value"]) == {"expected", "probs"}
+    surprise = ctl.ok("ask", stream=s, query="surp")
+    assert surprise["cached"] is True and set(surprise["answer"]["value"]) == {"nll"}
+    adhoc = ctl.ok("ask", stream=s, spec={"name": "adhoc", "question": "regime", "kind": "choice"})
+    assert adhoc["answer"]["query"] == "adhoc" and adhoc["answer"]["seq"] == 0
+    gen = ctl.ok("ask", stream=s, spec={"name": "gen", "kind": "generate", "question_tokens": [1, 2],
+                                         "max_tokens": 3})
+    value = gen["answer"]["value"]
+    assert set(value) == {"text", "tokens", "first_prob"} and isinstance(value["text"], str)
+    assert 1 <= len(value["tokens"]) <= 3 and all(type(t) is int for t in value["tokens"])
+
+    unreg = ctl.ok("unregister", name="move")
+    assert set(unreg) == {"ok", "version"} and unreg["version"] > reg["version"]
+    for name in ("vol", "surp"):
+        ctl.ok("unregister", name=name)
+
+    st = stats(ctl)
+    for key in ("ticks_in", "answers_published", "pending_tokens", "kv_cells_used", "kv_cells_capacity",
+                "sessions_resident", "streams", "ingest_messages", "control_requests", "control_errors",
+                "engine_errors", "heartbeats", "queries"):
+        assert type(st[key]) is int, key
+    assert isinstance(st["rejected"], dict) and all(type(n) is int for n in st["rejected"].values())
+    assert set(st["freshness_ms"]) == {"p50", "p99"} and isinstance(st["behind"], bool)
+    assert {"forwards", "tokens_advanced", "tokens_rebuilt"} <= set(st["runner"])
+    assert {"evictions", "rolls", "refused_streams"} <= set(st["scheduler"])
+    assert isinstance(st["uptime_s"], float) and isinstance(st["model"], str)
+    health = ctl.ok("health")
+    assert set(health) == {"ok", "status", "uptime_s", "streams", "model"} and health["status"] == "serving"
+    assert type(health["streams"]) is int and isinstance(health["uptime_s"], float)
+
+
+def test_a_req_socket_works_too(clients) -> None:
+    ctl = clients[0](zmq.REQ)
+    assert ctl.ok("health", unused_key=1)["status"] == "serving"  # keys an op does not use are ignored
+    assert ctl.ok("list")["queries"]
+
+
+CONTROL_ERRORS = [
+    ({"op": "fly"}, "unknown op 'fly'"),
+    ({"op": "answers", "topic": "dir/R.OK/", "after": True}, "needs 'after' as int"),
+    ({"op": 5}, "string 'op'"),
+    ({"nop": "list"}, "string 'op'"),
+    (["list"], "msgpack map"),
+    ({"op": "register"}, "needs 'yaml'"),
+    ({"op": "register", "yaml": "queries: [{name: x"}, "control:register"),
+    ({"op": "register", "yaml": "queries:\n  - {name: x, streams: [a], kind: choice, question: direction_20,"
+                                " trigerr: batch}\n", "source": "/etc/my.yaml"}, "my.yaml:2"),
+    ({"op": "unregister", "name": "no_such_query"}, "no query named 'no_such_query'"),
+    ({"op": "unregister"}, "needs 'name'"),
+    ({"op": "get", "query": "dir"}, "needs 'stream'"),
+    ({"op": "ask", "stream": "NOBODY.X", "query": "dir"}, "has sent no data"),
+    ({"op": "ask", "stream": "R.OK", "query": "nope"}, "nope"),
+    ({"op": "ask", "stream": "R.OK"}, "needs 'query'"),
+    ({"op": "ask", "stream": "R.OK", "query": "dir", "max_stale_ticks": -1}, "max_stale_ticks as an int >= 0"),
+    ({"op": "ask", "stream": "R.OK", "spec": {"name": "x", "kind": "choice"}}, "question"),
+    ({"op": "ask", "stream": "R.OK", "spec": "dir"}, "needs 'spec' as dict"),
+    ({"op": "answers", "topic": "dir/R.OK", "after": 0}, "topics end with '/'"),
+    ({"op": "answers", "topic": "A" * 10_000, "after": 0}, "topics end with '/'"),
+    ({"op": "ask", "stream": "A" * 10_000, "query": "dir"}, "has sent no data"),
+    ({"op": "get", "stream": "A", "query": "B" * 10_000, "id": 5}, ""),  # not an error: answer nil (below)
+    ({"op": "answers", "topic": "dir/R.OK/"}, "needs 'after'"),
+    ({"op": "answers", "topic": "dir/R.OK/", "after": 0, "limit": 0}, "limit from 1 to 1000"),
+    ({"op": "answers", "topic": "dir/R.OK/", "after": 0, "limit": 5000}, "limit from 1 to 1000"),
+]
+
+
+@pytest.mark.parametrize("request_, expected", CONTROL_ERRORS, ids=[str(r)[:40] for r, _ in CONTROL_ERRORS])
+def test_control_errors_have_the_documented_shape(clients, request_, expected) -> None:
+    ctl = clients[0]()
+    reply = ctl.raw(msgpack.packb(request_))
+    if "id" in request_:
+        assert reply == {"ok": True, "answer": None, "id": 5}
+        return
+    assert reply["ok"] is False and expected in reply["error"], reply
+
+
+def test_control_garbage_is_answered_and_counted(clients) -> None:
+    ctl = clients[0]()
+    errors = stats(ctl)["control_errors"]
+    for payload in (b"\xc1", b"", b"\x91" * 100_000, msgpack.packb({1: "list"}),
+                    msgpack.packb({"op": msgpack.ExtType(1, b"x")})):
+        reply = ctl.raw(payload)
+        assert reply["ok"] is False
+    assert stats(ctl)["control_errors"] - errors == 5
+    assert ctl.ok("health")["status"] == "serving"
+
+
+def test_metrics_are_prometheus_text(server, clients) -> None:
+    body = urllib.request.urlopen(server["metrics"], timeout=10).read().decode()
+    for name in ("flashtick_ticks_in_total", "flashtick_rejected_total", "flashtick_answers_published_total",
+                 "flashtick_answer_freshness_ms", "flashtick_kv_cells_used", "flashtick_kv_cells_capacity",
+                 "flashtick_evictions_total", "flashtick_rolls_total", "flashtick_tokens_rebuilt_total",
+                 "flashtick_forwards_total"):
+        assert f"\n{name}" in body or body.startswith(name), name
+
+
+def test_pipelined_requests_are_told_apart_by_their_id(clients) -> None:
+    """An ask computed in a forward replies after requests sent behind it: the echoed `id` matches them up."""
+    control, sub, push = clients
+    s, ctl, feed = fresh_stream(), control(), push()
+    feed.send(msgpack.packb(trade(s, T0)))
+    wait_stats(ctl, lambda st: st["pending_tokens"] == 0 and ctl.ok("get", query="dir", stream=s)["answer"])
+    requests = [{"op": "ask", "stream": s, "query": "dir", "id": 1}, {"op": "health", "id": "two"},
+                {"op": "fly", "id": [3]}, {"op": "list"}]
+    for request in requests:
+        ctl.sock.send_multipart([b"", msgpack.packb(request)])
+    replies = []
+    for _ in requests:
+        assert ctl.sock.poll(10_000)
+        replies.append(msgpack.unpackb(ctl.sock.recv_multipart()[-1], raw=False))
+    by_id = {str(r.get("id")): r for r in replies}
+    assert by_id["1"]["answer"]["seq"] == 0 and by_id["two"]["status"] == "serving"
+    assert by_id["[3]"]["ok"] is False and "unknown op" in by_id["[3]"]["error"]
+    assert by_id["None"]["queries"] and "id" not in by_id["None"]
+
+
+def test_a_client_flooding_control_requests_does_not_stall_ingest(clients) -> None:
+    control, sub, push = clients
+    s, feed, hostile = fresh_stream(), push(), control()
+    answers = sub(f"dir/{s}/")
+    hostile.sock.sndhwm = 0  # queue without bound on the client side: the server reads as fast as it can
+    request = msgpack.packb({"op": "register", "yaml": "queries:\n" + "  - {name: x, streams: [a], kind: choice,"
+                             " question: direction_20}\n" * 300})  # refused (x registered twice), after some work
+    stop = threading.Event()
+
+    def flood() -> None:
+        while not stop.is_set():
+            for _ in range(100):
+                hostile.sock.send_multipart([b"", request])
+
+    thread = threading.Thread(target=flood, daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.5)  # the flood is on
+        for i in range(3):
+            feed.send(msgpack.packb(trade(s, T0 + i)))
+            answers.until(lambda g, n=i: len(g) > n, timeout_s=15)  # answered while the requests pour in
+    finally:
+        stop.set()
+        thread.join(5)
+        hostile.sock.close(linger=0)  # what it queued goes with it
+    assert control().ok("health")["status"] == "serving"
+
+
+def test_a_control_request_past_max_control_bytes_gets_no_reply_and_the_socket_recovers(clients) -> None:
+    ctl = clients[0]()
+    ctl.sock.send_multipart([b"", msgpack.packb({"op": "register", "yaml": "#" * (1 << 20)})])  # > 1 MiB
+    assert not ctl.sock.poll(500)  # ZeroMQ dropped the connection unread: no reply comes, ever
+    deadline = time.monotonic() + 15
+    while True:  # the DEALER reconnects by itself; a request sent meanwhile may be lost with the old connection
+        assert time.monotonic() < deadline
+        ctl.sock.send_multipart([b"", msgpack.packb({"op": "health", "id": 7})])
+        if ctl.sock.poll(300):
+            break
+    reply = msgpack.unpackb(ctl.sock.recv_multipart()[-1], raw=False)
+    assert reply["status"] == "serving" and reply["id"] == 7
+
+
+def test_when_behind_shed_refuses_ticks_as_overloaded_and_max_streams_as_stream_refused(shedding) -> None:
+    rejects, feed, ctl = Sub(shedding["answers"], ["_rejects/"]), push_socket(shedding["ingest"]), \
+        Control(shedding["control"])
+    try:
+        feed.send(msgpack.packb([trade("SHED", T0 + i) for i in range(5)]))  # the first tick puts it behind
+        got = [p for _, p in rejects.until(lambda g: len(g) >= 4)]
+        assert [(p["index"], p["reason"], p["stream"]) for p in got] == [(i, "overloaded", "SHED") for i in (1, 2, 3, 4)]
+        st = wait_stats(ctl, lambda st: st["pending_tokens"] == 0)
+        assert st["ticks_in"] == 1 and st["rejected"] == {"overloaded": 4}
+        feed.send(msgpack.packb(trade("SHED", T0 + 9)))  # caught up: accepted again
+        wait_stats(ctl, lambda st: st["ticks_in"] == 2 and st["pending_tokens"] == 0)
+        feed.send(msgpack.packb(trade("SHED2", T0)))  # a second stream fits scheduler.max_streams: 2 ...
+        wait_stats(ctl, lambda st: st["ticks_in"] == 3 and st["pending_tokens"] == 0)
+        feed.send(msgpack.packb(trade("SHED3", T0)))  # ... a third is refused
+        reject = rejects.until(lambda g: len(g) >= 5)[4][1]
+        assert (reject["index"], reject["reason"], reject["stream"]) == (0, "stream_refused", "SHED3")
+        assert reject["error"].startswith("stream_refused: ")
+    finally:
+        for c in (rejects, ctl):
+            c.close()
+        feed.close(linger=0)
+
+
+# -- a real `flashtick serve` process, restarted -----------------------------------------------------------------
+
+def start_serve(config: str, data_dir: str) -> tuple[Any, dict[str, str]]:
+    """`python -m engine.service.cli serve` (the `flashtick serve` command) on ephemeral ports, built-in model;
+    the endpoints are read from its 'flashtick serving ingest=... answers=... control=...' line on stderr."""
+    import select
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", config,
+                             "--data-dir", data_dir], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    text = b""
+    while time.monotonic() < deadline and proc.poll() is None:
+        if select.select([proc.stderr], [], [], 1.0)[0]:
+            text += os.read(proc.stderr.fileno(), 65536)  # unbuffered: select() sees what is left to read
+            for line in text.decode(errors="replace").splitlines():
+                if line.startswith("flashtick serving "):
+                    return proc, dict(word.split("=", 1) for word in line.split()[2:])
+    proc.kill()
+    raise AssertionError(f"serve did not start: {text.decode(errors='replace')}")
+
+
+def stop_serve(proc: Any) -> None:
+    import signal
+
+    proc.send_signal(signal.SIGTERM)
+    try:
+        assert proc.wait(30) == 0  # SIGTERM stops it cleanly
+    finally:
+        proc.kill()
+        proc.stderr.close()
+
+
+def test_a_serve_process_keeps_seqs_across_a_restart(tmp_path) -> None:
+    config = tmp_path / "serve.yaml"
+    config.write_text('endpoints: {ingest: "tcp://127.0.0.1:0", answers: "tcp://127.0.0.1:0",'
+                      ' control: "tcp://127.0.0.1:0"}\nlimits: {heartbeat_s: 0.1}\n'
+                      "queries: {path}\n".replace("{path}", str(tmp_path / "q.yaml")))
+    (tmp_path / "q.yaml").write_text("queries:\n  - {name: d, streams: ['*'], question: direction_5, kind: choice,"
+                                     " trigger: batch}\n")
+    seqs, beats = [], []
+    for start in range(2):
+        proc, endpoints = start_serve(str(config), str(tmp_path / "data"))
+        sub, feed, ctl = Sub(endpoints["answers"], ["d/RS/"]), push_socket(endpoints["ingest"]), \
+            Control(endpoints["control"])
+        try:
+            beats.append(sub.heartbeats[0]["seq"])
+            for i in range(3):
+                feed.send(msgpack.packb(trade("RS", T0 + 10 * start + i)))
+            seqs += [p["seq"] for _, p in sub.until(lambda g: len(g) >= 3, timeout_s=30)]
+            history = ctl.ok("answers", topic="d/RS/", after=0)
+            assert [a["seq"] for a in history["answers"]] == seqs and history["last_seq"] == len(seqs)
+            assert ctl.ok("get", query="d", stream="RS")["answer"]["version"] == 3 * (start + 1)
+        finally:
+            for c in (sub, ctl):
+                c.close()
+            feed.close(linger=0)
+            stop_serve(proc)
+    assert seqs == [1, 2, 3, 4, 5, 6]  # seq continues over the restart, never reused
+    assert beats[1] <= 2  # heartbeat seq counts from 1 at each start
+
+
+def test_the_answers_op_says_when_the_history_no_longer_holds_a_gap(shedding) -> None:
+    feed, ctl = push_socket(shedding["ingest"]), Control(shedding["control"])
+    try:
+        ctl.ok("register", yaml="queries: [{name: k, streams: ['*'], question: direction_5, kind: choice,"
+                                " trigger: batch}]")
+        for i in range(6):  # one at a time: this server sheds ticks sent while one waits
+            feed.send(msgpack.packb(trade("KEEP", T0 + i)))
+            wait_stats(ctl, lambda st, n=i + 1: st["ticks_in"] == n and st["pending_tokens"] == 0)
+        reply = ctl.ok("answers", topic="k/KEEP/", after=1)
+        assert [a["seq"] for a in reply["answers"]] == [4, 5, 6]  # log.answers_keep: 3
+        assert (reply["complete"], reply["oldest_seq"], reply["last_seq"]) == (False, 4, 6)
+        assert ctl.ok("answers", topic="k/KEEP/", after=3)["complete"] is True
+    finally:
+        ctl.close()
+        feed.close(linger=0)
+
+
+def test_asks_past_max_waiting_asks_are_refused_at_once(shedding) -> None:
+    feed, ctl = push_socket(shedding["ingest"]), Control(shedding["control"])
+    try:
+        feed.send(msgpack.packb(trade("ASK", T0)))
+        wait_stats(ctl, lambda st: st["ticks_in"] == 1 and st["pending_tokens"] == 0)
+        spec = {"name": "g", "kind": "generate", "question_tokens": [1], "max_tokens": 16, "lookup": False}
+        for i in range(5):  # sent together: 16 tokens each take 16 forwards, so the first two still wait
+            ctl.sock.send_multipart([b"", msgpack.packb({"op": "ask", "stream": "ASK", "spec": spec, "id": i})])
+        replies = {}
+        for _ in range(5):
+            assert ctl.sock.poll(30_000)
+            reply = msgpack.unpackb(ctl.sock.recv_multipart()[-1], raw=False)
+            replies[reply["id"]] = reply
+        assert [replies[i]["ok"] for i in range(5)] == [True, True, False, False, False]
+        assert "limits.max_waiting_asks: 2" in replies[4]["error"]
+        assert ctl.ok("ask", stream="ASK", spec=spec)["answer"]["seq"] == 0  # room again
+    finally:
+        ctl.close()
+        feed.close(linger=0)

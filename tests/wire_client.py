@@ -1,0 +1,144 @@
+"""A raw flashtick client for the wire tests: pyzmq and msgpack only, every frame built as docs/wire-protocol.md
+says. Nothing of engine/, queries/ or connectors/ is imported here: this is what a C++, Rust or Node trading
+system would write from the document alone."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+import msgpack
+import zmq
+
+CTX = zmq.Context.instance()
+T0 = 1_700_000_000_000_000_000  # int64 ns since the epoch
+ANSWER_KEYS = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "model", "value"}
+HEARTBEAT_KEYS = {"seq", "ts", "ticks_in", "answers_out", "pending_tokens", "behind"}
+_names = itertools.count()
+
+
+def fresh_stream(prefix: str = "W") -> str:
+    return f"{prefix}{next(_names)}.X"
+
+
+class Control:
+    """A DEALER on the ROUTER control socket: [b"", msgpack request] out, [b"", msgpack reply] back."""
+
+    def __init__(self, endpoint: str, kind: int = zmq.DEALER) -> None:
+        self.sock = CTX.socket(kind)
+        self.sock.linger = 0
+        self.sock.connect(endpoint)
+        self.kind = kind
+
+    def raw(self, payload: bytes, timeout_s: float = 10.0) -> dict:
+        self.sock.send_multipart([b"", payload] if self.kind == zmq.DEALER else [payload])
+        if not self.sock.poll(int(timeout_s * 1000)):
+            raise AssertionError("no control reply in time")
+        frames = self.sock.recv_multipart()
+        assert frames[:-1] == ([b""] if self.kind == zmq.DEALER else [])
+        reply = msgpack.unpackb(frames[-1], raw=False)
+        assert isinstance(reply, dict) and type(reply["ok"]) is bool
+        if not reply["ok"]:
+            assert set(reply) - {"id"} == {"ok", "error"} and isinstance(reply["error"], str) and reply["error"]
+            assert len(reply["error"]) <= 500, "an error must not echo a huge request back"
+        return reply
+
+    def __call__(self, op: str, **fields: Any) -> dict:
+        return self.raw(msgpack.packb({"op": op, **fields}))
+
+    def ok(self, op: str, **fields: Any) -> dict:
+        reply = self(op, **fields)
+        assert reply["ok"] is True, reply
+        return reply
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Sub:
+    """A SUB socket on the answers PUB; ready (per the doc) once the first heartbeat arrives."""
+
+    def __init__(self, endpoint: str, topics: list[str]) -> None:
+        self.sock = CTX.socket(zmq.SUB)
+        self.sock.linger = 0
+        self.sock.rcvhwm = 0
+        self.sock.connect(endpoint)
+        for topic in [*topics, "_heartbeat/"]:
+            self.sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
+        self.heartbeats: list[dict] = []
+        self.kept: list[tuple[str, dict]] = []
+        deadline = time.monotonic() + 10
+        while not self.heartbeats:
+            assert time.monotonic() < deadline, "no heartbeat: subscription not live"
+            self._recv(0.2)
+
+    def _recv(self, timeout_s: float) -> tuple[str, dict] | None:
+        if not self.sock.poll(int(timeout_s * 1000)):
+            return None
+        frames = self.sock.recv_multipart()
+        assert len(frames) == 2, f"answers are [topic, payload], got {len(frames)} frames"
+        topic = frames[0].decode()
+        payload = msgpack.unpackb(frames[1], raw=False)
+        if topic == "_heartbeat/":
+            assert set(payload) == HEARTBEAT_KEYS and isinstance(payload["behind"], bool)
+            self.heartbeats.append(payload)
+            return None
+        self.kept.append((topic, payload))
+        return topic, payload
+
+    def until(self, predicate, timeout_s: float = 15.0) -> list[tuple[str, dict]]:
+        """Everything received so far, once ``predicate`` of it holds (else AssertionError)."""
+        deadline = time.monotonic() + timeout_s
+        while not predicate(self.kept):
+            assert time.monotonic() < deadline, f"condition not met in time; got {self.kept[-5:]}"
+            self._recv(0.1)
+        return self.kept
+
+    def beats(self, n: int) -> None:
+        """Wait for n more heartbeats (everything published before them has arrived)."""
+        want = len(self.heartbeats) + n
+        deadline = time.monotonic() + 10
+        while len(self.heartbeats) < want:
+            assert time.monotonic() < deadline
+            self._recv(0.1)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def push_socket(endpoint: str) -> zmq.Socket:
+    sock = CTX.socket(zmq.PUSH)
+    sock.linger = 2000
+    sock.connect(endpoint)
+    return sock
+
+
+def trade(stream: str, ts: int, price: float = 101.25, size: float = 3.0, **extra: Any) -> dict:
+    return {"stream": stream, "ts": ts, "price": price, "size": size, **extra}
+
+
+def quote(stream: str, ts: int, bid: float = 101.2, ask: float = 101.3, **extra: Any) -> dict:
+    return {"stream": stream, "ts": ts, "bid": bid, "ask": ask, **extra}
+
+
+def stats(control: Control) -> dict:
+    return control.ok("stats")["stats"]
+
+
+def wait_stats(control: Control, predicate, timeout_s: float = 15.0) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while not predicate(s := stats(control)):
+        assert time.monotonic() < deadline, "stats did not get there in time"
+        time.sleep(0.02)
+    return s
+
+
+def check_answer(topic: str, payload: dict) -> None:
+    """The documented payload: keys, types, topic == frame."""
+    assert set(payload) == ANSWER_KEYS, payload
+    assert payload["topic"] == topic == f"{payload['query']}/{payload['stream']}/"
+    for key in ("seq", "version", "data_ts", "answer_ts"):
+        assert type(payload[key]) is int and payload[key] >= 0, key
+    assert isinstance(payload["model"], str) and payload["model"]
+    assert isinstance(payload["value"], dict)
