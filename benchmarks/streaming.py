@@ -329,8 +329,8 @@ def run_workload(make_drivers: Callable[[int, Path, BinnedCodec, Window], list[D
             row["sides"][driver.name]["bench_wall_s"] = time.perf_counter() - started
             if isinstance(driver, FlashtickDriver):  # the cache holds the common-rate run's answers
                 row["sides"][driver.name]["cached_read"] = driver.read_latency_ns()
-            if not row["sides"][driver.name]["common_rate"]["aborted"]:
-                answers[driver.name] = driver.answers()
+            if not row["sides"][driver.name]["common_rate"]["aborted"] and (theirs := driver.answers()):
+                answers[driver.name] = theirs  # none from a side whose answers are not comparable (vLLM sessions)
             if hasattr(driver, "logit_check"):  # a side whose answers are not comparable checks its logits itself
                 row["sides"][driver.name]["max_abs_logprob_diff_vs_transformers"] = driver.logit_check()
             if hasattr(driver, "close"):  # a subprocess peer: gone before the next side is measured
