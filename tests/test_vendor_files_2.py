@@ -18,24 +18,13 @@ from conftest import tiny_tick_checkpoint
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from engine.service.cli import main
+from test_vendor_files import drain, ns  # one reader of a whole replay, one ISO-time-to-ns
 
 N = 24
 T0 = 1_704_153_600  # 2024-01-02 00:00:00 UTC, in s
 US_OPEN = 1_717_421_400_000_000_000  # 2024-06-03 13:30 UTC (09:30 New York), in ns
 MS, US = 1_000_000, 1_000
 QUERIES = "queries:\n  - {name: dir5, streams: ['*'], question: direction_5, kind: choice, trigger: {ticks: 4}}\n"
-
-
-def drain(replay: FileReplay) -> list[Tick]:
-    out: list[Tick] = []
-    while not replay.done:
-        out += replay.next_batch(100)
-    return out
-
-
-def ns(text: str) -> int:
-    stamp = datetime.fromisoformat(text)
-    return int(stamp.timestamp()) * 10**9 + stamp.microsecond * 1000
 
 
 def binance_trades(path: Path, t0: int, step: int, price: float) -> Path:
