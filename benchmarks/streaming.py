@@ -326,6 +326,8 @@ def run_workload(make_drivers: Callable[[int, Path, BinnedCodec, Window], list[D
             helper_share = (helper() - helper_before) / ((time.perf_counter() - started) * (os.cpu_count() or 1))
             row["sides"][driver.name]["kind"] = driver.kind
             row["sides"][driver.name]["foreign_cpu_share"] = max(0.0, foreign.share - helper_share)
+            # the CPU a side's own subprocesses used (vLLM's engine core and frontend), as a share of the machine
+            row["sides"][driver.name]["own_subprocess_cpu_share"] = helper_share
             row["sides"][driver.name]["bench_wall_s"] = time.perf_counter() - started
             if isinstance(driver, FlashtickDriver):  # the cache holds the common-rate run's answers
                 row["sides"][driver.name]["cached_read"] = driver.read_latency_ns()
