@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> dict:
     import llama_cpp
     import torch
 
+    if args.vllm_cores_as_threads and not args.threads:
+        parser.error("--vllm-cores-as-threads pins vLLM to --threads CPUs: give --threads")
     if args.threads:
         torch.set_num_threads(args.threads)
     n_threads = args.threads or 2

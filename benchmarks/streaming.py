@@ -185,10 +185,14 @@ def max_sustained_rate(trial_at: Callable[[float], Trial], slo_ms: float, start:
     return lo, trials
 
 
-def answer_agreement(a: dict[tuple[str, str], dict], b: dict[tuple[str, str], dict]) -> float:
-    """Largest difference between two sides' answer probabilities over the answers both hold."""
+def answer_agreement(a: dict[tuple[str, str], dict], b: dict[tuple[str, str], dict]) -> float | None:
+    """Largest difference between two sides' answer probabilities over the answers both hold; None when
+    they hold none in common (nothing was compared, which must not read as agreement)."""
+    shared = a.keys() & b.keys()
+    if not shared:
+        return None
     worst = 0.0
-    for key in a.keys() & b.keys():
+    for key in shared:
         pa, pb = a[key]["probs"], b[key]["probs"]
         worst = max(worst, max(abs(pa[k] - pb[k]) for k in pa))
     return worst
@@ -331,8 +335,8 @@ def run_workload(make_drivers: Callable[[int, Path, BinnedCodec, Window], list[D
             row["sides"][driver.name]["bench_wall_s"] = time.perf_counter() - started
             if isinstance(driver, FlashtickDriver):  # the cache holds the common-rate run's answers
                 row["sides"][driver.name]["cached_read"] = driver.read_latency_ns()
-            if not row["sides"][driver.name]["common_rate"]["aborted"] and (theirs := driver.answers()):
-                answers[driver.name] = theirs  # none from a side whose answers are not comparable (vLLM sessions)
+            if not row["sides"][driver.name]["common_rate"]["aborted"]:
+                answers[driver.name] = driver.answers()
             if hasattr(driver, "logit_check"):  # a side whose answers are not comparable checks its logits itself
                 row["sides"][driver.name]["max_abs_logprob_diff_vs_transformers"] = driver.logit_check()
             if hasattr(driver, "close"):  # a subprocess peer: gone before the next side is measured
