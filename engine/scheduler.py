@@ -331,19 +331,32 @@ class Scheduler:
             plan.failed.append(JobOutcome(job, error=reason))
             return budget
         over_budget = job.num_tokens > budget and bool(plan.jobs)  # an oversized job goes alone
-        probes = [Probe(self.streams[job.stream].session, tokens, job.logits, job.cut) for tokens in job.probes]
-        if over_budget or (make_room and not self.make_room(plan.advances + plan.probes(self.streams) + probes)):
+        if over_budget or (make_room and not self._room_for(plan, job)):
             self.stats.probes_deferred += 1
             self._asks.append(job)
             return budget
         plan.jobs.append(job)
         return budget - job.num_tokens
 
+    def _room_for(self, plan: Plan, job: ProbeJob) -> bool:
+        """Whether the pool holds ``job``'s probes beside the plan, evicting idle sessions if it must. A probe
+        allocates no blocks of its own (blocks_needed): only a session whose KV is not resident and not yet
+        in the plan needs room, so the common case costs nothing and a flood of asks stays linear."""
+        session = self.streams[job.stream].session
+        resident = self.pool.blocks_for(len(session.tokens)) <= len(session.blocks)
+        planned = any(a.session is session for a in plan.advances) or any(j.stream == job.stream for j in plan.jobs)
+        if resident or planned:
+            return True
+        probes = [Probe(session, tokens, job.logits, job.cut) for tokens in job.probes]
+        return self.make_room(plan.advances + plan.probes(self.streams) + probes)
+
     def _window_problem(self, job: ProbeJob, plan: Plan) -> str | None:
         """A probe may not run past the model's positions; the job fails with the reason instead."""
         state = self.streams[job.stream]
-        incoming = sum(len(a.tokens) for a in plan.advances if a.session is state.session)
-        start = len(state.session.tokens) + incoming if job.cut is None else job.cut
+        if job.cut is None:  # an ask: after everything committed and everything this plan advances
+            start = len(state.session.tokens) + sum(len(a.tokens) for a in plan.advances if a.session is state.session)
+        else:
+            start = job.cut
         longest = max((len(p) for p in job.probes), default=0)
         limit = self.blocks.max_positions
         if start + longest <= limit:

@@ -137,6 +137,28 @@ def test_small_pool_evicts_rebuilds_and_answers_like_an_unconstrained_run(checkp
         assert_same_answer(answer.value, unconstrained)
 
 
+def test_a_flood_of_asks_on_evicted_streams_is_answered_like_an_unconstrained_run(checkpoint) -> None:
+    # 300 ticks over 4 streams against 40 blocks: most sessions are evicted when the asks arrive, so asks
+    # on them must make room (and rebuild), while asks on resident sessions need none
+    small, _ = run_pipeline(checkpoint, cells=640, ticks=300)
+    big, _ = run_pipeline(checkpoint, cells=8192, ticks=300)
+    spec = small.registry.get("dir")
+    answers = {}
+    for name, pipeline in (("small", small), ("big", big)):
+        streams = sorted(pipeline.engine.scheduler.streams)
+        if name == "small":
+            assert any(not pipeline.engine.scheduler.streams[s].session.blocks for s in streams)  # evicted
+        for round_no in range(3):
+            for stream in streams:
+                pipeline.ask(spec, stream, ticket=(stream, round_no))
+        answers[name] = {(a.stream, a.version): a.value for a in pipeline.run_until_idle()}
+    assert len(answers["small"]) == len(small.engine.scheduler.streams) >= 2
+    assert small.engine.scheduler.stats.evictions > 0
+    assert answers["small"].keys() == answers["big"].keys()
+    for key, value in answers["small"].items():
+        assert_same_answer(value, answers["big"][key])
+
+
 def test_answers_after_a_context_roll_equal_stateless_on_the_kept_tokens(checkpoint) -> None:
     pipeline, seen = run_pipeline(checkpoint, cells=8192, ticks=400, window=160)
     assert pipeline.engine.scheduler.stats.rolls > 0
