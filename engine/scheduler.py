@@ -344,8 +344,8 @@ class Scheduler:
         in the plan needs room, so the common case costs nothing and a flood of asks stays linear."""
         session = self.streams[job.stream].session
         resident = self.pool.blocks_for(len(session.tokens)) <= len(session.blocks)
-        planned = any(a.session is session for a in plan.advances) or any(j.stream == job.stream for j in plan.jobs)
-        if resident or planned:
+        if resident or any(a.session is session for a in plan.advances) or any(
+                j.stream == job.stream for j in plan.jobs):
             return True
         probes = [Probe(session, tokens, job.logits, job.cut) for tokens in job.probes]
         return self.make_room(plan.advances + plan.probes(self.streams) + probes)
