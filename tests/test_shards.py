@@ -115,8 +115,13 @@ def test_one_and_two_shards_answer_alike_and_a_restart_on_more_shards_continues(
     two = ShardedPipeline(config(checkpoint, tmp_path / "two", 2, queries))
     answers_two = by_topic(feed(two, batches))
     assert sorted(len(link.streams) for link in two.links) != [0, 4]  # both shards serve streams
+    scores_two = two.stats()["scores"]["dir"]  # the front door scores what it publishes, as one engine does
     two.close()
     assert_same(expected, answers_two)
+    scores_local = local.stats()["scores"]["dir"]
+    assert scores_two["scored"] == scores_local["scored"] > 0 and scores_two["pending"] == scores_local["pending"]
+    for key in ("accuracy", "brier", "prior_brier", "majority_accuracy"):
+        assert scores_two[key] == pytest.approx(scores_local[key], abs=TOL)
 
     # a restart on 2 shards of what 1 shard logged: every stream rebuilt on the shard it hashes to now
     moved = ShardedPipeline(config(checkpoint, crashed, 2))

@@ -357,7 +357,7 @@ def test_a_serve_process_keeps_seqs_across_a_restart(tmp_path) -> None:
                       "queries: {path}\n".replace("{path}", str(tmp_path / "q.yaml")))
     (tmp_path / "q.yaml").write_text("queries:\n  - {name: d, streams: ['*'], question: direction_5, kind: choice,"
                                      " trigger: batch}\n")
-    seqs, beats = [], []
+    seqs, beats, last_beats = [], [], []
     for start in range(2):
         proc, endpoints = start_serve(str(config), str(tmp_path / "data"))
         sub, feed, ctl = Sub(endpoints["answers"], ["d/RS/"]), push_socket(endpoints["ingest"]), \
@@ -370,13 +370,16 @@ def test_a_serve_process_keeps_seqs_across_a_restart(tmp_path) -> None:
             history = ctl.ok("answers", topic="d/RS/", after=0)
             assert [a["seq"] for a in history["answers"]] == seqs and history["last_seq"] == len(seqs)
             assert ctl.ok("get", query="d", stream="RS")["answer"]["version"] == 3 * (start + 1)
+            last_beats.append(sub.heartbeats[-1]["seq"])
         finally:
             for c in (sub, ctl):
                 c.close()
             feed.close(linger=0)
             stop_serve(proc)
     assert seqs == [1, 2, 3, 4, 5, 6]  # seq continues over the restart, never reused
-    assert beats[1] <= 2  # heartbeat seq counts from 1 at each start
+    # heartbeat seq counts from 1 at each start: the restarted one's first seen is not past the first run's last
+    # (the first seen need not be 1: a subscriber on a loaded machine joins a few heartbeats late)
+    assert beats[1] <= last_beats[0]
 
 
 def test_the_answers_op_says_when_the_history_no_longer_holds_a_gap(shedding) -> None:

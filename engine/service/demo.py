@@ -77,3 +77,8 @@ def print_summary(stats: dict, elapsed: float) -> None:
           f"KV {stats['kv_cells_used']}/{stats['kv_cells_capacity']} cells")
     if fresh:
         print(f"answer freshness (tick arrival -> answer cached): p50 {fresh['p50']:.2f} ms, p99 {fresh['p99']:.2f} ms")
+    scored = {query: s for query, s in stats.get("scores", {}).items() if s["scored"]}
+    if scored:  # each answer against what the market did next, beside the stream's own class frequencies
+        print("live scores (answers whose future has arrived): " + "; ".join(
+            f"{query} {s['scored']} scored, accuracy {s['accuracy']:.3f} (majority {s['majority_accuracy']:.3f}), "
+            f"Brier {s['brier']:.3f} (class frequencies {s['prior_brier']:.3f})" for query, s in scored.items()))

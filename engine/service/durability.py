@@ -84,10 +84,12 @@ class DataDir:
             os.fsync(f.fileno())
         os.replace(tmp, self.queries_path)
 
-    def replay(self, encoders: StreamEncoders, engine: Engine) -> int:
+    def replay(self, encoders: StreamEncoders, engine: Engine,
+               accepted: Callable[[EncodedTick], None] | None = None) -> int:
         """Re-feed every logged item through ``encoders`` (codec state and ordering guards come back) and
         book it on its stream without computing it (Scheduler.restore: token logs and rolls end exactly as
-        the live run's did); then compute the KV of what each window holds, once. Returns the ticks recovered."""
+        the live run's did); then compute the KV of what each window holds, once. ``accepted`` sees each
+        booked item, as the live path's would. Returns the ticks recovered."""
         started = time.perf_counter()
 
         def book(item: EncodedTick) -> None:
@@ -95,6 +97,8 @@ class DataDir:
                 engine.scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
             except AdmissionRefused as e:  # the limits changed since: counted, never fatal
                 raise InvalidTick("stream_refused", str(e), item.stream) from None
+            if accepted is not None:
+                accepted(item)
 
         self.replay_items(encoders, book)
         self.rebuild_forwards = engine.rebuild()

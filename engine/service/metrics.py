@@ -33,6 +33,13 @@ GAUGES = {
 SCHEDULER_COUNTERS = ("evictions", "evicted_cells", "rolls", "refused_streams", "deferred", "batches",
                       "probes_deferred", "jobs_done", "jobs_failed")
 RUNNER_COUNTERS = ("forwards", "tokens_advanced", "tokens_rebuilt", "tokens_probed")
+LIVE_SCORES = (  # (stats key, metric, type, help), one sample per query
+    ("scored", "live_scored_total", "counter", "Published answers scored against the realised answer"),
+    ("accuracy", "live_accuracy", "gauge", "Share of scored answers whose most likely label was realised"),
+    ("brier", "live_brier", "gauge", "Mean Brier score of the scored answers"),
+    ("prior_brier", "live_prior_brier", "gauge", "Mean Brier score of the stream's class frequencies so far"),
+    ("majority_accuracy", "live_majority_accuracy", "gauge", "Accuracy of the stream's most frequent label so far"),
+)
 
 
 def render(snapshot: dict[str, Any]) -> str:
@@ -54,10 +61,19 @@ def render(snapshot: dict[str, Any]) -> str:
     for group, keys in (("scheduler", SCHEDULER_COUNTERS), ("runner", RUNNER_COUNTERS)):
         for key in keys:
             metric(f"{key}_total", "counter", f"{group} {key.replace('_', ' ')}", [("", snapshot.get(group, {}).get(key, 0))])
+    scores = snapshot.get("scores", {})  # live scores per query (engine/service/live_scores.py)
+    for key, name, kind, help_text in LIVE_SCORES:
+        metric(name, kind, help_text, [(f'{{query="{_label(query)}"}}', s[key]) for query, s in sorted(scores.items())
+                                       if s.get(key) is not None])
     freshness = snapshot.get("freshness_ms", {})
     metric("answer_freshness_ms", "gauge", "Tick arrival to answer cached, recent window",
            [(f'{{quantile="{q}"}}', freshness.get(k, 0.0)) for q, k in (("0.5", "p50"), ("0.99", "p99"))])
     return "\n".join(lines) + "\n"
+
+
+def _label(value: str) -> str:
+    """A Prometheus label value: backslash, double quote and newline escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, Any]]) -> ThreadingHTTPServer:

@@ -40,6 +40,7 @@ from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import TORCH_DTYPES, ConfigError, ServiceConfig
 from engine.service.durability import DataDir
+from engine.service.live_scores import LiveScores
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import compile_query
@@ -163,6 +164,8 @@ class TickPipeline:
         self.rejected: Counter[str] = Counter()
         self._grouping: set[str] = set()  # streams the message being ingested has fed
         self.history = AnswerHistory(config.log.answers_keep)  # published answers, for gap fills
+        streams = self.engine.scheduler.streams
+        self.scores = LiveScores(self.codec.questions, lambda s: streams[s].ticks if s in streams else 0)
         self.data = DataDir(config.log, self.cache, written_by(config, self.codec)) if config.log.dir else None
         self.recovered: list[JobOutcome] = []  # answers owed at a restart: published first (Server)
         if self.data is not None:
@@ -173,7 +176,7 @@ class TickPipeline:
             self._register_changed(config.queries)
         if self.data is not None:
             self.save_queries()
-            self.ticks_in = self.data.replay(self.encoders, self.engine)
+            self.ticks_in = self.data.replay(self.encoders, self.engine, accepted=self.scores.accepted)
             self.recovered = self._answers_owed()
 
     def _register_changed(self, path: str) -> None:
@@ -225,6 +228,7 @@ class TickPipeline:
                 raise InvalidTick("stream_refused", problem, item.stream)
             log_or_refuse(self.data, item)
         self._enqueue(item)
+        self.scores.accepted(item)
 
     def _enqueue(self, item: EncodedTick) -> None:
         try:
@@ -304,6 +308,7 @@ class TickPipeline:
             self.registry.drop_stream(stream)
             self.cache.drop_stream(stream)
             self.flash.drop_stream(stream)
+            self.scores.drop_stream(stream)
             if self.data is not None:
                 self.data.answers.forget_stream(stream)
         if expired:
@@ -357,12 +362,14 @@ class TickPipeline:
                 self.history.add(answer.topic, answer.seq, packed)
                 if self.data is not None:
                     self.data.answers.record(packed)
+                self.scores.expect(answer, self.registry.current(answer.query))
         return outcomes
 
     def forget_query(self, name: str) -> None:
         """A query replaced or removed: its cached answers must not be served (nor restored after a restart)."""
         self.cache.drop_query(name)
         self.flash.forget_query(name)
+        self.scores.forget_query(name)
         if self.data is not None:
             self.data.answers.forget_query(name)
 
@@ -382,6 +389,7 @@ class TickPipeline:
             "runner": vars(self.runner.stats),
             **({"cuda_graphs": vars(self.runner.graphs.stats)} if self.runner.graphs is not None else {}),
             "queries": len(self.registry.list()),
+            "scores": self.scores.summary(),
             "model": self.config.model.model_id,
             **({"log": self.data.stats()} if self.data is not None else {}),
         }

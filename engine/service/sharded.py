@@ -42,6 +42,7 @@ from engine.scheduler import StepReport, UnknownStream
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import DataDir
+from engine.service.live_scores import LiveScores
 from engine.service.pipeline import build_codec, log_or_refuse, overloaded, written_by
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.rendezvous import shard_for
@@ -81,6 +82,7 @@ class ShardedPipeline:
         self.answers_out = 0
         self.stale_dropped = 0
         self.progress: dict[str, int] = {}  # stream -> ticks committed, from the shards' replies
+        self.scores = LiveScores(self.codec.questions, lambda stream: self.progress.get(stream, 0))
         self.shard_of: dict[str, ShardLink] = {}
         self._expired: list[str] = []
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="shard-restore")
@@ -131,6 +133,7 @@ class ShardedPipeline:
         def book(item: EncodedTick) -> None:
             link = self._owner(item.stream)
             items[link.name].append((item.stream, item.tokens, item.ts, item.ticks))
+            self.scores.accepted(item)
 
         self.ticks_in = self.data.replay_items(self.encoders, book)
         for link in self.links:
@@ -170,6 +173,7 @@ class ShardedPipeline:
         link = self._owner(item.stream)
         link.buffer.append((item.stream, item.tokens, item.ts, item.ticks))
         link.buffered_tokens += len(item.tokens)
+        self.scores.accepted(item)
 
     def _admission_problem(self, stream: str) -> str | None:
         """Scheduler.admission_problem for the shard the stream would go to (its limits are per shard)."""
@@ -268,6 +272,7 @@ class ShardedPipeline:
         self.history.add(answer.topic, answer.seq, packed)
         self.data.answers.record(packed)  # before it is published: a seq seen is never handed out again
         self.answers_out += 1
+        self.scores.expect(answer, self.registry.current(answer.query))
         return answer
 
     def _as_published(self, answer: Answer) -> Answer:
@@ -289,6 +294,7 @@ class ShardedPipeline:
         self.encoders.drop(stream)
         self.registry.drop_stream(stream)
         self.cache.drop_stream(stream)
+        self.scores.drop_stream(stream)
         self.data.answers.forget_stream(stream)
         self._expired.append(stream)
 
@@ -417,6 +423,7 @@ class ShardedPipeline:
     def forget_query(self, name: str) -> None:
         self.cache.drop_query(name)
         self.flash.forget_query(name)
+        self.scores.forget_query(name)
         self.data.answers.forget_query(name)
 
     def save_queries(self) -> None:
@@ -441,7 +448,7 @@ class ShardedPipeline:
         return {"ticks_in": self.ticks_in, "rejected": dict(self.rejected), "answers_out": self.answers_out,
                 **gathered_stats(self.links), "pending_tokens": self.pending_tokens(), "behind": self.behind,
                 "streams": len(self.shard_of), "queries": len(self.registry), "model": self.config.model.model_id,
-                "log": self.data.stats(), "stale_answers_dropped": self.stale_dropped}
+                "log": self.data.stats(), "stale_answers_dropped": self.stale_dropped, "scores": self.scores.summary()}
 
     def close(self) -> None:
         ray = ray_module()

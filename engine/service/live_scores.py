@@ -1,0 +1,183 @@
+"""Live scores: every published answer of a named tick question scored against what the market then did.
+
+`flashtick evaluate` and `backtest` score a model after the fact; a service running on an instrument nobody
+evaluated should say, while it runs, whether its answers carry skill there. For each standing query on a
+named codec question (direction, volatility, move: the questions with a realised answer in
+connectors/labels.py) every published answer waits until its stream has `horizon` more ticks, is labelled
+exactly as backtests label it, and is scored beside the naive forecast a quant compares with first: the
+stream's own class frequencies so far (`prior`, Brier; its most frequent class, `majority`, accuracy).
+Both are online: the prior at an answer uses only labels realised before that answer was scored.
+
+    stats["scores"] = {query: {"scored": n, "accuracy": .., "brier": .., "prior_brier": .., "majority_accuracy": ..,
+                               "pending": answers waiting for their future, "unscorable": ..}}
+
+Scores count from when the process started (a restart starts them afresh; the answers themselves are
+unaffected: this only reads them). A stream fed already-tokenized ticks has no prices to label with and is
+not scored (`unscorable`), nor is the `regime` question (its ground truth exists on synthetic data only).
+Memory per stream is the marks since the oldest answer still waiting, plus those the engine has not yet
+committed (``committed`` says how far it got), never the whole history.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from connectors.encoder import EncodedTick
+from connectors.labels import NO_LABEL, MarkTracker, label_series
+from connectors.questions import QuestionSpec
+from connectors.ticks import Tick
+from queries.cache import Answer
+from queries.spec import QuerySpec
+
+PRUNE_EVERY = 256  # marks dropped from a stream's front in batches (a list slice per tick would be quadratic)
+
+
+@dataclass
+class QueryScore:
+    scored: int = 0
+    correct: int = 0
+    brier: float = 0.0
+    prior_brier: float = 0.0
+    majority_correct: int = 0
+    unscorable: int = 0
+
+    def summary(self, pending: int) -> dict[str, Any]:
+        mean = lambda total: round(total / self.scored, 6) if self.scored else None  # noqa: E731
+        return {"scored": self.scored, "accuracy": mean(self.correct), "brier": mean(self.brier),
+                "prior_brier": mean(self.prior_brier), "majority_accuracy": mean(self.majority_correct),
+                "pending": pending, "unscorable": self.unscorable}
+
+
+@dataclass
+class StreamMarks:
+    """One stream's marks by tick count: ``marks[i - base]`` is the mark after its i-th tick (1-based)."""
+
+    tracker: MarkTracker = field(default_factory=MarkTracker)
+    marks: list[float] = field(default_factory=list)
+    base: int = 1
+    ticks: int = 0
+    tokenized: bool = False  # it got ticks without prices: its counts no longer match the engine's
+    waiting: dict[str, deque[tuple[Answer, QuestionSpec]]] = field(default_factory=dict)  # query -> answers
+    seen: dict[str, np.ndarray] = field(default_factory=dict)  # query -> realised label counts so far
+
+    def mark_after(self, tick_count: int) -> float | None:
+        i = tick_count - self.base
+        return self.marks[i] if 0 <= i < len(self.marks) and tick_count >= 1 else None
+
+
+class LiveScores:
+    """Fed every accepted tick (``observe``) and every published standing answer (``expect``)."""
+
+    def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int]) -> None:
+        # named questions with a realised answer: {name: QuestionSpec}
+        self.questions = {name: q.spec for name, q in questions.items()
+                          if hasattr(q, "spec") and q.spec.kind != "regime"}
+        self.committed = committed  # the engine's committed tick count of a stream (answers come at or after it)
+        self.streams: dict[str, StreamMarks] = {}
+        self.scores: dict[str, QueryScore] = {}
+
+    def accepted(self, item: EncodedTick) -> None:
+        """An accepted ingest item, live or replayed from the tick log after a restart: a raw tick's price
+        labels the answers before it; tokens alone make the stream unscorable."""
+        if item.tick is not None:
+            self.observe(item.tick)
+        else:
+            self.tokenized(item.stream, item.ticks)
+
+    def observe(self, tick: Tick) -> None:
+        """An accepted tick, in its stream's order (live and when a restart replays the tick log)."""
+        state = self.streams.get(tick.stream)
+        if state is None:
+            state = self.streams[tick.stream] = StreamMarks()
+        state.ticks += 1
+        state.marks.append(state.tracker.update(tick))
+        self._realise(tick.stream, state)
+        self._prune(tick.stream, state)
+
+    def tokenized(self, stream: str, ticks: int) -> None:
+        """Ticks that came already tokenized: no prices, so this stream's answers can no longer be labelled."""
+        state = self.streams.setdefault(stream, StreamMarks())
+        state.tokenized = True
+        state.ticks += ticks
+        for query, waiting in state.waiting.items():
+            self._score(query).unscorable += len(waiting)
+        state.waiting.clear()
+        state.marks.clear()
+
+    def expect(self, answer: Answer, query: QuerySpec | None) -> None:
+        """A published standing answer of ``query`` (its registered spec; None if it went meanwhile)."""
+        named = query is not None and query.names_question
+        spec = self.questions.get(query.question) if named else None
+        probs = answer.value.get("probs") if isinstance(answer.value, dict) else None
+        if spec is None or probs is None:
+            return
+        state = self.streams.get(answer.stream)
+        if state is None or state.tokenized or state.mark_after(answer.version) is None:
+            self._score(answer.query).unscorable += 1
+            return
+        state.waiting.setdefault(answer.query, deque()).append((answer, spec))
+        self._realise(answer.stream, state)
+
+    def _realise(self, stream: str, state: StreamMarks) -> None:
+        """Score every waiting answer of ``stream`` whose future is complete."""
+        for query, waiting in state.waiting.items():
+            while waiting and waiting[0][0].version + waiting[0][1].horizon <= state.ticks:
+                answer, spec = waiting.popleft()
+                start = answer.version - state.base  # the mark at the answer point, then `horizon` more
+                label = int(label_series(spec, np.asarray(state.marks[start : start + spec.horizon + 1]))[0])
+                self._add(query, state, answer, spec, label)
+
+    def _add(self, query: str, state: StreamMarks, answer: Answer, spec: QuestionSpec, label: int) -> None:
+        score = self._score(query)
+        probs = answer.value["probs"]
+        realised = spec.labels[label] if label != NO_LABEL else None
+        if realised is None or realised not in probs:  # a query asking a subset of the answers
+            score.unscorable += 1
+            return
+        labels = list(probs)
+        p = np.array([probs[name] for name in labels])  # (labels,) the query's own answer order
+        y = labels.index(realised)
+        counts = state.seen.setdefault(query, np.zeros(len(labels)))
+        prior = counts / counts.sum() if counts.sum() else np.full(len(labels), 1.0 / len(labels))
+        onehot = np.eye(len(labels))[y]
+        score.scored += 1
+        score.correct += int(p.argmax() == y)
+        score.brier += float(np.square(p - onehot).sum())
+        score.prior_brier += float(np.square(prior - onehot).sum())
+        score.majority_correct += int(counts.argmax() == y)
+        counts[y] += 1
+
+    def _score(self, query: str) -> QueryScore:
+        return self.scores.setdefault(query, QueryScore())
+
+    def _prune(self, stream: str, state: StreamMarks) -> None:
+        """Drop marks no answer can still need: before the oldest waiting answer's point and before the
+        engine's committed count (answers still to come are at or after it)."""
+        oldest = min((w[0][0].version for w in state.waiting.values() if w), default=state.ticks)
+        keep_from = min(oldest, self.committed(stream), state.ticks)  # tick count of the first mark kept
+        drop = keep_from - state.base
+        if drop >= PRUNE_EVERY:
+            del state.marks[:drop]
+            state.base = keep_from
+
+    def drop_stream(self, stream: str) -> None:
+        self.streams.pop(stream, None)
+
+    def forget_query(self, name: str) -> None:
+        """A query replaced or removed: its scores and waiting answers go (a new spec scores afresh)."""
+        self.scores.pop(name, None)
+        for state in self.streams.values():
+            state.waiting.pop(name, None)
+            state.seen.pop(name, None)
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        pending: dict[str, int] = {}
+        for state in self.streams.values():
+            for query, waiting in state.waiting.items():
+                pending[query] = pending.get(query, 0) + len(waiting)
+        return {query: score.summary(pending.get(query, 0)) for query, score in sorted(self.scores.items())}

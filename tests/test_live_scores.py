@@ -1,0 +1,143 @@
+"""Live scores (engine/service/live_scores.py): a running service scores each published answer of a named tick
+question once its future has arrived, beside the stream's own class frequencies so far. Checked against a
+computation from the whole tick history with connectors/labels.py (what backtests use), on the built-in model."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import msgpack
+import numpy as np
+import pytest
+
+from connectors.labels import NO_LABEL, label_series, marks_of
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import encode
+from engine.service.config import ServiceConfig
+from engine.service.live_scores import PRUNE_EVERY
+from engine.service.metrics import render
+from engine.service.pipeline import TickPipeline
+from queries.yaml_loader import load_queries
+
+QUERIES = """
+queries:
+  - {name: dir20, streams: ["*"], question: direction_20, kind: choice, trigger: batch}
+  - {name: vol50, streams: ["*"], question: volatility_50, kind: choice, trigger: {ticks: 7}}
+  - {name: move50, streams: ["*"], question: move_bps_50, kind: expectation, trigger: batch}
+  - {name: regime, streams: ["*"], question: regime, kind: choice, trigger: batch}
+  - {name: nll, streams: ["*"], kind: surprise, trigger: batch}
+"""
+
+
+def serve(config: dict | None = None, ticks: int = 600, seed: int = 3, batch: int = 5):
+    """The built-in model fed a synthetic market in messages of ``batch`` ticks, stepped after each; returns
+    the pipeline, every published answer and every tick fed, by stream."""
+    pipeline = TickPipeline(ServiceConfig.from_dict(config or {}))
+    if not pipeline.registry.list():
+        pipeline.register_queries(load_queries(QUERIES, questions=pipeline.codec.questions))
+    market = SyntheticMarket(SyntheticConfig(seed=seed))
+    answers, by_stream = [], defaultdict(list)
+    for _ in range(ticks // batch):
+        group = market.next_batch(batch)
+        assert pipeline.ingest_message(encode(group)) == []
+        for tick in group:
+            by_stream[tick.stream].append(tick)
+        answers += [a for a in pipeline.run_until_idle()]
+    return pipeline, answers, by_stream
+
+
+def expected_scores(pipeline: TickPipeline, answers, by_stream) -> dict[str, dict]:
+    """Each answer labelled from the stream's whole mark series; the prior is the (query, stream)'s realised
+    answers before it, in publication order."""
+    marks = {stream: marks_of(ticks) for stream, ticks in by_stream.items()}
+    totals: dict[str, dict] = {}
+    counts: dict[tuple[str, str], np.ndarray] = {}
+    for answer in answers:
+        spec = pipeline.registry.get(answer.query)
+        if not spec.names_question or spec.question == "regime":
+            continue
+        question = pipeline.codec.questions[spec.question].spec
+        total = totals.setdefault(answer.query, {"scored": 0, "correct": 0, "brier": 0.0, "prior_brier": 0.0,
+                                                 "majority": 0, "pending": 0})
+        series = marks[answer.stream]
+        if answer.version + question.horizon > len(series):
+            total["pending"] += 1
+            continue
+        label = label_series(question, series[answer.version - 1 : answer.version + question.horizon])[0]
+        assert label != NO_LABEL
+        labels = list(answer.value["probs"])
+        p = np.array([answer.value["probs"][name] for name in labels])
+        y = labels.index(question.labels[label])
+        seen = counts.setdefault((answer.query, answer.stream), np.zeros(len(labels)))
+        prior = seen / seen.sum() if seen.sum() else np.full(len(labels), 1 / len(labels))
+        onehot = np.eye(len(labels))[y]
+        total["scored"] += 1
+        total["correct"] += int(p.argmax() == y)
+        total["brier"] += float(np.square(p - onehot).sum())
+        total["prior_brier"] += float(np.square(prior - onehot).sum())
+        total["majority"] += int(seen.argmax() == y)
+        seen[y] += 1
+    return totals
+
+
+def test_live_scores_equal_a_labelling_of_the_whole_history() -> None:
+    pipeline, answers, by_stream = serve()
+    live = pipeline.stats()["scores"]
+    expected = expected_scores(pipeline, answers, by_stream)
+    assert set(live) == {"dir20", "vol50", "move50"}  # regime has no ground truth in ticks; surprise no label
+    for query, want in expected.items():
+        got = live[query]
+        assert want["scored"] > 50
+        assert got["scored"] == want["scored"] and got["pending"] == want["pending"] and got["unscorable"] == 0
+        n = want["scored"]
+        assert got["accuracy"] == pytest.approx(want["correct"] / n, abs=1e-6)
+        assert got["brier"] == pytest.approx(want["brier"] / n, abs=1e-6)
+        assert got["prior_brier"] == pytest.approx(want["prior_brier"] / n, abs=1e-6)
+        assert got["majority_accuracy"] == pytest.approx(want["majority"] / n, abs=1e-6)
+    msgpack.packb(pipeline.stats())  # the control op's reply carries it
+    metrics = render(pipeline.stats())  # and /metrics, one sample per query
+    assert f'flashtick_live_scored_total{{query="dir20"}} {live["dir20"]["scored"]}\n' in metrics
+    assert f'flashtick_live_brier{{query="vol50"}} {live["vol50"]["brier"]}\n' in metrics
+
+
+def test_a_query_name_is_escaped_as_a_prometheus_label() -> None:
+    scores = {'a"b\\c': {"scored": 2, "accuracy": 0.5, "brier": None}}
+    assert 'flashtick_live_scored_total{query="a\\"b\\\\c"} 2\n' in render({"scores": scores})
+    assert "flashtick_live_brier{" not in render({"scores": scores})  # nothing scored yet: no sample
+
+
+def test_memory_per_stream_is_bounded_by_what_answers_still_need() -> None:
+    pipeline, _, by_stream = serve(ticks=2000, batch=20)
+    longest = max(q.spec.horizon for q in pipeline.codec.questions.values())
+    for stream, state in pipeline.scores.streams.items():
+        assert state.ticks == len(by_stream[stream]) == pipeline.engine.scheduler.streams[stream].ticks
+        assert len(state.marks) <= PRUNE_EVERY + longest + 20
+
+
+def test_tokenized_ticks_make_a_stream_unscorable_and_are_counted() -> None:
+    pipeline, _, _ = serve(ticks=100)
+    stream = next(iter(pipeline.scores.streams))
+    waiting = sum(len(w) for w in pipeline.scores.streams[stream].waiting.values())
+    item = {"stream": stream, "ts": 2**62, "tokens": [1, 2, 3, 4], "ticks": 1}
+    assert pipeline.ingest_tokenized(msgpack.packb([item])) == []
+    later = pipeline.run_until_idle()
+    scores = pipeline.stats()["scores"]
+    on_stream = sum(1 for a in later if a.stream == stream and a.query in scores)
+    assert sum(s["unscorable"] for s in scores.values()) == waiting + on_stream > 0
+
+
+def test_a_restart_scores_answers_on_the_replayed_ticks(tmp_path) -> None:
+    config = {"log": {"dir": str(tmp_path / "data")}}
+    first, _, by_stream = serve(config, ticks=300)
+    first.close()
+    again = TickPipeline(ServiceConfig.from_dict(config))  # the tick log replays through the live scores
+    for stream, ticks in by_stream.items():
+        assert again.scores.streams[stream].ticks == len(ticks)
+    market = SyntheticMarket(SyntheticConfig(seed=3))
+    market.next_batch(300)  # continue the same market after what the first run fed
+    for _ in range(40):
+        assert again.ingest_message(encode(market.next_batch(5))) == []
+        again.run_until_idle()
+    scores = again.stats()["scores"]
+    assert scores["dir20"]["scored"] > 0 and scores["dir20"]["unscorable"] == 0
+    again.close()
