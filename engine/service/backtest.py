@@ -121,7 +121,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
     if test_from is not None and not 0 < test_from < 1:
         raise ValueError(f"test_from must be a fraction in (0, 1), got {test_from}")
     out = Path(out)
-    pipeline = TickPipeline(config)
+    pipeline = TickPipeline(config, live_scores=False)  # the answers table is scored whole at the end
     pipeline.registry.register_file(queries)
     replay = FileReplay(list(files), columns=columns)
     for line in replay.notes:

@@ -73,10 +73,10 @@ class StreamMarks:
 class LiveScores:
     """Fed every accepted tick (``observe``) and every published standing answer (``expect``)."""
 
-    def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int]) -> None:
-        # named questions with a realised answer: {name: QuestionSpec}
+    def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True) -> None:
+        # named questions with a realised answer: {name: QuestionSpec}; none when disabled (then nothing is kept)
         self.questions = {name: q.spec for name, q in questions.items()
-                          if hasattr(q, "spec") and q.spec.kind != "regime"}
+                          if enabled and hasattr(q, "spec") and q.spec.kind != "regime"}
         self.committed = committed  # the engine's committed tick count of a stream (answers come at or after it)
         self.streams: dict[str, StreamMarks] = {}
         self.scores: dict[str, QueryScore] = {}
@@ -84,6 +84,8 @@ class LiveScores:
     def accepted(self, item: EncodedTick) -> None:
         """An accepted ingest item, live or replayed from the tick log after a restart: a raw tick's price
         labels the answers before it; tokens alone make the stream unscorable."""
+        if not self.questions:  # disabled, or a model without such questions (a text codec's): nothing to label
+            return
         if item.tick is not None:
             self.observe(item.tick)
         else:

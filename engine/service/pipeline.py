@@ -143,7 +143,8 @@ def log_or_refuse(data: DataDir, item: EncodedTick) -> None:
 
 
 class TickPipeline:
-    def __init__(self, config: ServiceConfig) -> None:
+    def __init__(self, config: ServiceConfig, live_scores: bool = True) -> None:
+        """``live_scores``: score answers as their futures arrive (a backtest scores its whole table instead)."""
         self.config = config
         if config.model.threads is not None:
             torch.set_num_threads(config.model.threads)
@@ -165,7 +166,8 @@ class TickPipeline:
         self._grouping: set[str] = set()  # streams the message being ingested has fed
         self.history = AnswerHistory(config.log.answers_keep)  # published answers, for gap fills
         streams = self.engine.scheduler.streams
-        self.scores = LiveScores(self.codec.questions, lambda s: streams[s].ticks if s in streams else 0)
+        self.scores = LiveScores(self.codec.questions, lambda s: streams[s].ticks if s in streams else 0,
+                                 enabled=live_scores)
         self.data = DataDir(config.log, self.cache, written_by(config, self.codec)) if config.log.dir else None
         self.recovered: list[JobOutcome] = []  # answers owed at a restart: published first (Server)
         if self.data is not None:
