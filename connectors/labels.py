@@ -16,6 +16,7 @@ Two entry points over one implementation:
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -44,6 +45,25 @@ class MarkTracker:
 
     def copy(self) -> MarkTracker:
         return MarkTracker(self.mark, self.quoted)
+
+
+class MarkSeries:
+    """A stream's mark after each of its ticks, 8 bytes a tick: all that labelling needs of a stream's history,
+    so a backtest of a day of many instruments keeps marks rather than ticks (about 240 bytes each)."""
+
+    def __init__(self) -> None:
+        self.tracker = MarkTracker()
+        self.marks = array("d")
+
+    def append(self, tick: Tick) -> None:
+        self.marks.append(self.tracker.update(tick))
+
+    def __len__(self) -> int:
+        return len(self.marks)
+
+    def values(self) -> np.ndarray:
+        """The marks, float64, shape (ticks,) (a view: valid until the next append)."""
+        return np.frombuffer(self.marks, dtype=np.float64)
 
 
 def marks_of(ticks: Sequence[Tick], tracker: MarkTracker | None = None) -> np.ndarray:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from connectors.labels import NO_LABEL, label_series, marks_of, persistence_series
+from connectors.labels import NO_LABEL, MarkSeries, label_series, persistence_series
 from connectors.replay import FileReplay
 from connectors.encoder import EncodedTick
 from connectors.ticks import InvalidTick, Tick
@@ -128,16 +128,16 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
         note(line)
     key = _run_key(config, replay, queries, batch_ms, max_ticks)
     parts = AnswerParts.open(out, key, resume)
-    ticks_by_stream: dict[str, list[Tick]] = defaultdict(list)
+    marks: dict[str, MarkSeries] = defaultdict(MarkSeries)  # each stream's accepted ticks, as labelling needs them
     bar = _progress_bar(progress, replay, max_ticks)
     try:
         consumed = 0
         if parts.consumed:
             bar.set_description("rebuilding sessions")
-            consumed = _rebuild(pipeline, replay, parts.consumed, ticks_by_stream, bar, stop)
+            consumed = _rebuild(pipeline, replay, parts.consumed, marks, bar, stop)
             _restore_answer_state(pipeline, parts)
             bar.set_description("replaying")
-        consumed = _replay(pipeline, replay, parts, consumed, ticks_by_stream, batch_ns=int(batch_ms * 1e6),
+        consumed = _replay(pipeline, replay, parts, consumed, marks, batch_ns=int(batch_ms * 1e6),
                            max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
     finally:
         bar.close()
@@ -146,10 +146,10 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
         parts.remove()
         raise NothingReplayed("every row was rejected, so there is nothing to backtest:\n"
                               + "\n".join(rejected_lines(rejected, replay.rejected.examples)))
-    table = _scored_table(pipeline, parts.table(), ticks_by_stream)
+    table = _scored_table(pipeline, parts.table(), marks)
     write_atomically(out, table.write_parquet)
     parts.remove()  # the answers are whole in `out` now
-    graded = table if test_from is None else later_slice(table, ticks_by_stream, test_from)
+    graded = table if test_from is None else later_slice(table, marks, test_from)
     scores = [_score(name, graded.filter(pl.col("query") == name)) for name in sorted(set(table["query"]))]
     out.with_suffix(".scores.json").write_text(json.dumps([vars(s) for s in scores], indent=2) + "\n")
     try:  # last: the answers and scores are on disk whatever happens here
@@ -161,7 +161,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
 
 
 def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, consumed: int,
-            ticks_by_stream: dict[str, list[Tick]], *, batch_ns: int, max_ticks: int | None, checkpoint_s: float,
+            marks: dict[str, MarkSeries], *, batch_ns: int, max_ticks: int | None, checkpoint_s: float,
             stop: Callable[[], bool], bar: Any, chunked: bool) -> int:
     """The backtest loop from tick `consumed` on; returns the replay ticks consumed in all."""
     answers: list[Answer] = []
@@ -183,14 +183,14 @@ def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, cons
                 batch_end = tick.ts - tick.ts % batch_ns + batch_ns
                 bar.update(consumed + sum(replay.rejected.values()) - bar.n)  # tqdm redraws at most 10 times a second
             consumed += 1
-            _ingest(pipeline, tick, ticks_by_stream)
+            _ingest(pipeline, tick, marks)
     bar.update(consumed + sum(replay.rejected.values()) - bar.n)
     answers += pipeline.run_until_idle()
     parts.save(answers, consumed)
     return consumed
 
 
-def _ingest(pipeline: TickPipeline, tick: Tick, ticks_by_stream: dict[str, list[Tick]],
+def _ingest(pipeline: TickPipeline, tick: Tick, marks: dict[str, MarkSeries],
             book: Callable[[EncodedTick], None] | None = None) -> None:
     """One tick into the pipeline (or, with `book`, through its encoders into `book`), counted either way."""
     try:
@@ -202,10 +202,10 @@ def _ingest(pipeline: TickPipeline, tick: Tick, ticks_by_stream: dict[str, list[
     except InvalidTick as e:
         pipeline.rejected[e.reason] += 1
         return
-    ticks_by_stream[tick.stream].append(tick)
+    marks[tick.stream].append(tick)
 
 
-def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, ticks_by_stream: dict[str, list[Tick]],
+def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[str, MarkSeries],
              bar: Any, stop: Callable[[], bool]) -> int:
     """Bring sessions, codec state and ordering guards to where the interrupted run checkpointed, as `serve`
     recovers from its tick log (engine/service/durability.py): the first `upto` ticks go through the same
@@ -226,7 +226,7 @@ def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, ticks_by_str
             raise BacktestInterrupted(f"interrupted while rebuilding sessions; {parts_note(upto)}")
         ticks = replay.next_batch(min(READ_TICKS, upto - done))
         for tick in ticks:
-            _ingest(pipeline, tick, ticks_by_stream, book)
+            _ingest(pipeline, tick, marks, book)
         done += len(ticks)
         bar.update(done + sum(replay.rejected.values()) - bar.n)
     if done < upto:
@@ -273,11 +273,11 @@ def _progress_bar(enabled: bool, replay: FileReplay, max_ticks: int | None) -> A
                 dynamic_ncols=True, smoothing=0.1)
 
 
-def _scored_table(pipeline: TickPipeline, raw: pl.DataFrame, ticks: dict[str, list[Tick]]) -> pl.DataFrame:
+def _scored_table(pipeline: TickPipeline, raw: pl.DataFrame, series: dict[str, MarkSeries]) -> pl.DataFrame:
     """The answers with the realised label and the naive baselines where the question has them; one row per
     answer, in a total order (data_ts, query, stream, seq), so the file does not depend on the parts."""
     questions = pipeline.codec.questions
-    marks = {stream: marks_of(ts) for stream, ts in ticks.items()}
+    marks = {stream: s.values() for stream, s in series.items()}
     realised_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
     extra = []
     for query, stream, version, probs in raw.select("query", "stream", "ticks", "probs").iter_rows():
@@ -299,9 +299,9 @@ def _scored_table(pipeline: TickPipeline, raw: pl.DataFrame, ticks: dict[str, li
     return pl.concat([raw, scored], how="horizontal").sort(["data_ts", "query", "stream", "seq"])
 
 
-def later_slice(table: pl.DataFrame, ticks: dict[str, list[Tick]], test_from: float) -> pl.DataFrame:
+def later_slice(table: pl.DataFrame, marks: dict[str, MarkSeries], test_from: float) -> pl.DataFrame:
     """The answers given after the first `test_from` of their stream's ticks (answer point = tick `ticks`)."""
-    cut = {stream: int(len(ts) * test_from) for stream, ts in ticks.items()}
+    cut = {stream: int(len(m) * test_from) for stream, m in marks.items()}
     return table.filter(pl.col("ticks") > pl.col("stream").replace_strict(cut, default=0, return_dtype=pl.Int64))
 
 
