@@ -261,7 +261,7 @@ class _FilePlan:
         kind = cmap.kind or (QUOTE if cmap.price is None else TRADE if cmap.bid is None else None)
         stream = cmap.stream or (cmap.default_stream if cmap.stream_col is None else None)
         fixed = {k: v for k, v in (("stream", stream), ("kind", kind)) if v is not None}
-        side_of = _side_lookup(cmap.side_map)
+        side_of, scale = _side_lookup(cmap.side_map), cmap.price_scale
         pairs = tuple(enumerate(self.keys, start=1))
 
         def convert(row: tuple) -> dict[str, Any]:
@@ -272,6 +272,8 @@ class _FilePlan:
                 value = row[i]
                 if value is not None and key == "side":
                     value = side_of(value)
+                elif scale is not None and key in PRICE_FIELDS and isinstance(value, (int, float)):
+                    value = value / scale  # fixed point (LOBSTER, Databento); polars' x * (1/scale) is 1 ulp off
                 if value is not None:
                     out[key] = value
             return out
@@ -301,8 +303,6 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     for key in VALUE_FIELDS:
         if (name := getattr(cmap, key)) is not None:
             col = pl.col(name).cast(pl.Float64) if schema[name].is_decimal() else pl.col(name)
-            if key in PRICE_FIELDS and cmap.price_scale is not None:  # fixed-point prices: LOBSTER's, Databento's
-                col = col.cast(pl.Float64) / cmap.price_scale
             exprs.append(col.alias(key))
             keys.append(key)
     rows = _scan(path, cmap.names, dialect, overrides).with_row_index(ROW)

@@ -202,7 +202,7 @@ def test_lobster_messages_are_refused_with_the_options_that_read_them(tmp_path: 
                                        "price_scale": 10000})
     ticks = drain(replay)
     assert ticks[0] == Tick("AAPL", ns("2012-06-21T13:30:00+00:00") + 4_241_176, "trade", price=585.33, size=18.0)
-    assert len(ticks) == N
+    assert len(ticks) == N and {t.price for t in ticks} == {585.33, 585.34, 585.35}
 
 
 def test_taq_like_trades_with_date_and_time_columns(tmp_path: Path) -> None:
