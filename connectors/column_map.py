@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, fields
 from datetime import date as Date
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -228,6 +228,15 @@ SIDE_WORDS: dict[str, str | None] = {"buy": "buy", "b": "buy", "sell": "sell", "
                                      "unknown": None,  # Tardis.dev's
                                      "1": "buy", "+1": "buy", "-1": "sell", "0": None,  # signed sides
                                      "1.0": "buy", "-1.0": "sell", "0.0": None}
+
+
+def side_lookup(side_map: dict | None) -> Callable[[Any], Any]:
+    """Raw side cell -> buy/sell/None by `side_map`, else SIDE_WORDS; an unknown value comes back as it is."""
+    # YAML may give `1: sell`, `"1": sell` or `true: sell`; accept any of them for a 1/True/"1" cell. Values the
+    # map does not name are read as SIDE_WORDS (BUY, b, A, ...); anything else goes on to be rejected.
+    side_map = side_map or {}
+    table = SIDE_WORDS | dict(side_map) | {str(k).lower(): v for k, v in side_map.items()}
+    return lambda raw: table.get(raw, table.get(str(raw).strip().lower(), raw))
 
 
 def preset(name: str) -> ColumnMap:

@@ -142,6 +142,20 @@ def is_epoch(text: str) -> str | None:
     return unit if 631_152_000 <= value * UNITS[unit] // 10**9 < 7_258_118_400 else None
 
 
+def epoch_note(path: Path, cmap: ColumnMap, first_ns: Any) -> list[str]:
+    """A note when the first time, read in the map's epoch unit, is not a date of market data (1990..2200)."""
+    if not isinstance(first_ns, int) or EPOCH_1990_NS <= first_ns < EPOCH_2200_NS:
+        return []
+    raw = first_ns // UNITS[cmap.ts_unit]
+    if epoch_unit(raw) == cmap.ts_unit:  # no unit makes it a present-day time
+        return []
+    return [f"{path.name}: the first time, {raw} {cmap.ts_unit} since the epoch, is not in 1990..2200: "
+            f"if column {cmap.ts!r} counts {epoch_unit(raw)}, give --ts-unit {epoch_unit(raw)}"]
+
+
+EPOCH_1990_NS, EPOCH_2200_NS = 631_152_000 * 10**9, 7_258_118_400 * 10**9
+
+
 def epoch_unit(value: float) -> str:
     """The epoch unit a present-day time has at this magnitude: ~1.7e9 s, 1.7e12 ms, 1.7e15 us, 1.7e18 ns."""
     magnitude = abs(value)

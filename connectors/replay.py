@@ -36,7 +36,6 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     NUMERIC_FIELDS,
     PRESETS,
     PRICE_FIELDS,
-    SIDE_WORDS,
     TIME_OF_DAY,
     UNITS,
     VALUE_FIELDS,
@@ -44,6 +43,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     Refine,
     as_column_map,
     preset,
+    side_lookup,
 )
 from connectors.layout import (
     CSV_SUFFIXES,
@@ -52,6 +52,7 @@ from connectors.layout import (
     Dialect,
     describe_map,
     detect_columns,
+    epoch_note,
     epoch_unit,
     headerless_map,
     match_case,
@@ -207,14 +208,6 @@ def _ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
     return cmap.ts_unit in ("datetime", TIME_OF_DAY) or (cmap.ts_unit == "s" and dtype == pl.String)
 
 
-def _side_lookup(side_map: dict | None) -> Callable[[Any], Any]:
-    # YAML may give `1: sell`, `"1": sell` or `true: sell`; accept any of them for a 1/True/"1" cell. Values the
-    # map does not name are read as SIDE_WORDS (BUY, b, A, ...); anything else goes on to be rejected.
-    side_map = side_map or {}
-    table = SIDE_WORDS | dict(side_map) | {str(k).lower(): v for k, v in side_map.items()}
-    return lambda raw: table.get(raw, table.get(str(raw).strip().lower(), raw))
-
-
 def _scale(raw: Any, factor: int) -> Any:
     if isinstance(raw, float):  # a non-finite float stays a float and is rejected as ts_not_int
         return round(raw * factor) if math.isfinite(raw) else raw
@@ -261,7 +254,7 @@ class _FilePlan:
         kind = cmap.kind or (QUOTE if cmap.price is None else TRADE if cmap.bid is None else None)
         stream = cmap.stream or (cmap.default_stream if cmap.stream_col is None else None)
         fixed = {k: v for k, v in (("stream", stream), ("kind", kind)) if v is not None}
-        side_of, scale = _side_lookup(cmap.side_map), cmap.price_scale
+        side_of, scale = side_lookup(cmap.side_map), cmap.price_scale
         pairs = tuple(enumerate(self.keys, start=1))
 
         def convert(row: tuple) -> dict[str, Any]:
@@ -323,7 +316,7 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "
                      f"answer topics use '/' as their separator")
     if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
-        notes += _epoch_note(path, cmap, _scale(facts["first_ts"], factor))
+        notes += epoch_note(path, cmap, _scale(facts["first_ts"], factor))
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes))
 
 
@@ -389,20 +382,6 @@ def _first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None
     found = found.filter(pl.col("t").str.strip_chars() != "")
     found = found.head(1).collect()
     return found.item() if found.height else None
-
-
-def _epoch_note(path: Path, cmap: ColumnMap, first_ns: Any) -> list[str]:
-    """A note when the first time, read in the map's epoch unit, is not a date of market data (1990..2200)."""
-    if not isinstance(first_ns, int) or EPOCH_1990_NS <= first_ns < EPOCH_2200_NS:
-        return []
-    raw = first_ns // UNITS[cmap.ts_unit]
-    if epoch_unit(raw) == cmap.ts_unit:  # no unit makes it a present-day time
-        return []
-    return [f"{path.name}: the first time, {raw} {cmap.ts_unit} since the epoch, is not in 1990..2200: "
-            f"if column {cmap.ts!r} counts {epoch_unit(raw)}, give --ts-unit {epoch_unit(raw)}"]
-
-
-EPOCH_1990_NS, EPOCH_2200_NS = 631_152_000 * 10**9, 7_258_118_400 * 10**9
 
 
 class _Cursor:
