@@ -2,17 +2,17 @@
 
 A map is a `ColumnMap`, a preset name, or a dict in the YAML/CLI form that
 `ColumnMap.from_dict` accepts (unknown keys are rejected by name). The presets
-describe our Binance spot capture (trades, best bid/offer), Binance's public trade files (header-less) and
-Dukascopy quotes; a file without a map has its layout detected (connectors/layout.py).
+describe our Binance spot capture (trades, best bid/offer), Binance's public trade files (header-less),
+Dukascopy quotes and Coinbase Exchange trades (maker sides, read flipped); a file without a map has its layout detected (connectors/layout.py).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import date as Date
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -58,6 +58,11 @@ class ColumnMap:
     none and neither the file nor its name does (a preset's, e.g. BTCUSDT).
     `price_scale`: the file's prices are real prices times this (LOBSTER's
     10000, Databento's fixed-point 1e9); price, bid and ask are divided by it.
+    `keep` {column: [values]} keeps the rows whose column holds one of the
+    values (compared as text, 4.0 as 4) and rejects the others as
+    `filtered_out`, e.g. Coinbase's {type: [match, last_match]}: a count,
+    not silence. `preset` is the preset the map starts from (set by from_dict):
+    a preset's stream comes from the file's symbol column when it has one.
     """
 
     ts: str
@@ -79,6 +84,8 @@ class ColumnMap:
     ts_format: str | None = None
     default_stream: str | None = None
     price_scale: float | None = None
+    keep: dict | None = None
+    preset: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
@@ -87,7 +94,7 @@ class ColumnMap:
             object.__setattr__(self, "ts_unit", "datetime")
         if self.ts_unit not in TS_UNITS:
             raise ValueError(f"ts_unit must be one of {TS_UNITS}, got {self.ts_unit!r}")
-        for name in ("stream", "stream_col", "default_stream", *VALUE_FIELDS):
+        for name in ("stream", "stream_col", "default_stream", "preset", *VALUE_FIELDS):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise ValueError(f"{name} must be a non-empty column name or omitted, got {value!r}")
@@ -114,6 +121,7 @@ class ColumnMap:
                 raise ValueError(f"side_map values must be 'buy', 'sell' or null, got {bad}")
             object.__setattr__(self, "side_map", dict(self.side_map))
         self._check_time()
+        self._check_keep()
         if self.price_scale is not None:
             try:
                 scale = float(self.price_scale)
@@ -164,16 +172,27 @@ class ColumnMap:
             except (TypeError, ValueError):
                 raise ValueError(f"date must be an ISO date like '2024-03-01', got {self.date!r}") from None
 
+    def _check_keep(self) -> None:
+        if self.keep is None:
+            return
+        keep = self.keep
+        if not isinstance(keep, Mapping) or not keep or not all(isinstance(c, str) and c for c in keep) or not all(
+                isinstance(v, (list, tuple)) and v and all(isinstance(x, (str, int, float)) for x in v)
+                for v in keep.values()):
+            raise ValueError(f"keep must map a column to the values whose rows are kept, e.g. {{type: [4, 5]}}, "
+                             f"got {keep!r}")
+        object.__setattr__(self, "keep", {c: list(v) for c, v in keep.items()})
+
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any]) -> ColumnMap:
         """Build from a YAML/JSON-style dict; `preset` names a base that the other keys override."""
         if not isinstance(spec, Mapping):
             raise ValueError(f"a column map is a mapping of field -> column, got {type(spec).__name__}")
-        allowed = ("preset", *(f.name for f in fields(cls)))
+        allowed = tuple(f.name for f in fields(cls))
         if unknown := sorted(str(k) for k in spec if k not in allowed):
             raise ValueError(f"unknown column-map key(s) {unknown}; allowed keys: {list(allowed)}")
         spec = dict(spec)
-        base = preset(spec.pop("preset")).to_dict() if "preset" in spec else {}
+        base = preset(spec["preset"]).to_dict() if spec.get("preset") is not None else {}
         if "stream_col" in spec:  # overriding how the stream is named replaces the preset's way
             base.pop("stream", None)
         if "stream" in spec:
@@ -196,12 +215,38 @@ class ColumnMap:
 
     def source_columns(self) -> list[str]:
         """The file columns this map reads, without repeats."""
-        names = [*self.ts_columns, self.stream_col, *(getattr(self, f) for f in VALUE_FIELDS)]
+        names = [*self.ts_columns, self.stream_col, *(getattr(self, f) for f in VALUE_FIELDS), *(self.keep or ())]
         return list(dict.fromkeys(n for n in names if n is not None))
+
+
+def keep_key(value: Any) -> str:
+    """A cell or a `keep` value as `keep` compares them: text, with 4.0 as 4 and True as true."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def keep_check(keep: Mapping[str, Sequence[Any]]) -> Callable[[Sequence[Any]], str | None]:
+    """For a row's cells of the `keep` columns (in its order): None when the row is kept, else why not."""
+    wanted = [(column, {keep_key(v) for v in values}, ", ".join(keep_key(v) for v in values))
+              for column, values in keep.items()]
+
+    def check(cells: Sequence[Any]) -> str | None:
+        for (column, values, text), cell in zip(wanted, cells):
+            if cell is None or keep_key(cell) not in values:
+                held = "nothing" if cell is None else keep_key(cell)
+                return f"column {column!r} holds {held}, which the map's keep leaves out (it keeps {text})"
+        return None
+
+    return check
 
 
 # A buyer-maker flag (Binance's is_buyer_maker, `m`): true means the buyer's order rested, so the seller aggressed.
 BUYER_MAKER: dict[str, str] = {"true": "sell", "false": "buy", "1": "sell", "0": "buy"}
+# The maker's (resting order's) side, Coinbase Exchange's `side`: the aggressor took the other side.
+MAKER_SIDE: dict[str, str] = {"buy": "sell", "sell": "buy"}
 
 PRESETS: dict[str, ColumnMap] = {
     # Binance spot capture: local_ts_ns is the collector clock, the only one both files share.
@@ -219,7 +264,16 @@ PRESETS: dict[str, ColumnMap] = {
         ts="transact_time", ts_unit=EPOCH, kind=TRADE, price="price", size="quantity", side="is_buyer_maker",
         side_map=BUYER_MAKER, names=("agg_trade_id", "price", "quantity", "first_trade_id", "last_trade_id",
                                      "transact_time", "is_buyer_maker", "is_best_match")),
+    # Coinbase Exchange REST `GET /products/{id}/trades`: `side` is the maker's. Never detected (its columns are any
+    # trade file's); the stream is `product_id` when the file has one.
+    "coinbase-trades": ColumnMap(ts="time", ts_unit="datetime", kind=TRADE, price="price", size="size", side="side",
+                                 side_map=MAKER_SIDE),
+    # Coinbase Exchange websocket `match`/`last_match` messages as a table (maker_order_id, taker_order_id, ...)
+    "coinbase-matches": ColumnMap(ts="time", ts_unit="datetime", kind=TRADE, stream_col="product_id",
+                                  price="price", size="size", side="side", side_map=MAKER_SIDE,
+                                  keep={"type": ["match", "last_match"]}),
 }
+PRESETS = {name: replace(cmap, preset=name) for name, cmap in PRESETS.items()}
 
 
 # Aggressor sides as vendors write them (matched in lower case); a side_map entry wins over these.
@@ -245,7 +299,7 @@ def preset(name: str) -> ColumnMap:
     return PRESETS[name]
 
 
-MAP_KEYS = ("preset", *(f.name for f in fields(ColumnMap)))
+MAP_KEYS = tuple(f.name for f in fields(ColumnMap))
 
 
 def parse_inline(text: str) -> dict[str, Any]:
@@ -253,7 +307,7 @@ def parse_inline(text: str) -> dict[str, Any]:
 
     Keys are those of the YAML form; `stream=` here names the stream COLUMN (the common case on the command
     line), `stream_name=` a fixed stream. `names` lists columns with `|`: `names=time|px|qty`. A side_map
-    needs the YAML form.
+    or a keep filter needs the YAML form.
     """
     out: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -261,8 +315,8 @@ def parse_inline(text: str) -> dict[str, Any]:
         key, value = key.strip(), value.strip()
         if not eq or not key or not value:
             raise ValueError(f"--columns: {part!r} is not key=column; e.g. ts=time,price=px,size=qty,stream=symbol")
-        if key == "side_map":
-            raise ValueError("--columns: side_map needs the YAML form (--columns FILE.yaml)")
+        if key in ("side_map", "keep"):
+            raise ValueError(f"--columns: {key} needs the YAML form (--columns FILE.yaml)")
         key = {"stream": "stream_col", "stream_name": "stream"}.get(key, key)
         if key in out:
             raise ValueError(f"--columns: the {key} mapping is given twice")

@@ -1,10 +1,11 @@
 """Layout detection: which columns of a tick file are which tick fields when no column map is given.
 
-In order (docs/replay.md): a preset whose columns the file has; the columns named as vendors name them
-(FIELD_NAMES, with a date and a time column read as one); for a CSV whose first line is data, a vendor's
+In order (docs/replay.md): a preset whose columns (and PRESET_SIGNS) the file has; the columns named as vendors
+name them (FIELD_NAMES, with a date and a time column read as one); for a CSV whose first line is data, a vendor's
 header-less layout (HEADERLESS) or a time and two numbers. Beside those: a CSV's dialect (delimiter,
 decimal comma, header or not), the symbol a file or folder name holds, and the strftime codes of datetime
-text that is not ISO 8601. Every guess is printed as a note, so a wrong one shows at once.
+text that is not ISO 8601. Every guess is printed as a note, so a wrong one
+shows at once; so is a layout that reads but may be a vendor's whose sides mean otherwise (`vendor_notes`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ from typing import Any, Callable, Mapping
 
 import polars as pl
 
-from connectors.column_map import BUYER_MAKER, PRESETS, QUOTE_FIELDS, TRADE_FIELDS, UNITS, VALUE_FIELDS, ColumnMap
+from connectors.column_map import (
+    BUYER_MAKER,
+    MAKER_SIDE,
+    PRESETS,
+    QUOTE_FIELDS,
+    TRADE_FIELDS,
+    UNITS,
+    VALUE_FIELDS,
+    ColumnMap,
+)
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
@@ -48,6 +58,14 @@ BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_
 DATE_NAMES = ("date", "trade_date", "day")  # a date column beside a time-of-day column: read as one datetime
 TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp")
 DATABENTO_HEADER = {"rtype", "publisher_id", "instrument_id"}  # its CSVs' record header: integer prices are 1e-9
+# Columns that, beside its own, a file must have for detection to pick a preset; None: never detected.
+PRESET_SIGNS: dict[str, frozenset[str] | None] = {
+    "coinbase-matches": frozenset({"maker_order_id", "taker_order_id"}),  # only Coinbase's match messages
+    "coinbase-trades": None,  # its columns are any trade file's: flipping their sides must not be a guess
+}
+# Coinbase Exchange's REST trades (`GET /products/{id}/trades`), whose `side` is the maker's: a note names the preset
+COINBASE_TRADES = frozenset({"trade_id", "side", "size", "price", "time"})
+SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER, "the maker's side, read flipped": MAKER_SIDE}
 
 # Datetime text that is not ISO 8601, in polars/chrono codes (`%.f`: an optional fraction of any length)
 TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m%d-%H:%M:%S%.f",
@@ -178,9 +196,13 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     side column, else a buyer-maker flag; integer prices in a Databento CSV are fixed-point 1e-9.
     """
     names = list(schema)
-    for cmap in PRESETS.values():
-        if cmap.names is None and set(cmap.source_columns()) <= set(names):
-            return cmap
+    for name, cmap in PRESETS.items():
+        sign = PRESET_SIGNS.get(name, frozenset())
+        if cmap.names is None and sign is not None and set(cmap.source_columns()) - set(cmap.keep or ()) | sign \
+                <= set(names):
+            # no keep column: the preset less its filter, and no longer named it, so that a refinement (rebuilt
+            # from the preset's keys) does not bring the filter back
+            return cmap if set(cmap.keep or ()) <= set(names) else replace(cmap, keep=None, preset=None)
     by_normal: dict[str, str] = {}
     for n in names:
         by_normal.setdefault(_normal(n), n)
@@ -331,7 +353,7 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> tuple[C
     its folder's) name holds; else the preset's default stream; else the file name. Notes say which."""
     if cmap.stream is not None or cmap.stream_col is not None:
         return cmap, []
-    if cmap.default_stream is not None:
+    if cmap.preset is not None or cmap.default_stream is not None:
         normal = {n.strip().lower(): n for n in schema}
         if column := next((normal[c] for c in FIELD_NAMES["stream"] if c in normal), None):
             return replace(cmap, stream_col=column), [f"{path.name}: streams from column {column!r}"]
@@ -344,6 +366,16 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> tuple[C
         return cmap, [f"{path.name}: stream {cmap.default_stream}, the preset's default: neither a symbol column "
                       f"nor the file's name names one (--columns stream_name=NAME to name it)"]
     return replace(cmap, stream=file_stem(path)), []
+
+
+def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
+    """Notes on a detected layout that reads but is a vendor's whose fields mean otherwise."""
+    columns = {_normal(n) for n in names}
+    if cmap.side is not None and cmap.side_map is None and COINBASE_TRADES <= columns <= COINBASE_TRADES | \
+            {"product_id"}:
+        return [f"{path.name}: its columns are Coinbase Exchange's trades layout, whose side is the MAKER's; read "
+                f"here as the aggressor's. If the file is Coinbase's, give --preset coinbase-trades (sides flipped)"]
+    return []
 
 
 def match_case(cmap: ColumnMap, schema: Mapping[str, pl.DataType]) -> ColumnMap:
@@ -366,6 +398,8 @@ def describe_map(cmap: ColumnMap) -> str:
     scale = [f"price_scale={cmap.price_scale:g}"] if cmap.price_scale is not None else []
     fields = [f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None]
     if cmap.side_map:
-        fields = [f + (" (a buyer-maker flag: true = sell)" if cmap.side_map == BUYER_MAKER else
-                       f" (side_map {cmap.side_map})") if f.startswith("side=") else f for f in fields]
-    return ", ".join([f"ts={cmap.ts}{unit}", stream, *fields, *scale])
+        named = next((name for name, side_map in SIDE_MAPS.items() if side_map == cmap.side_map), None)
+        fields = [f + (f" ({named})" if named else f" (side_map {cmap.side_map})") if f.startswith("side=") else f
+                  for f in fields]
+    keep = [f"keep {c} in {'|'.join(str(v) for v in values)}" for c, values in (cmap.keep or {}).items()]
+    return ", ".join([f"ts={cmap.ts}{unit}", stream, *fields, *scale, *keep])

@@ -42,6 +42,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     ColumnMap,
     Refine,
     as_column_map,
+    keep_check,
     preset,
     side_lookup,
 )
@@ -60,6 +61,7 @@ from connectors.layout import (
     stream_of,
     time_formats,
     two_way_date,
+    vendor_notes,
 )
 from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.ticks import QUOTE, TRADE, InvalidTick, Tick, validate
@@ -102,7 +104,8 @@ def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
 def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
     # Decimal epoch seconds stay text until _scale: as a float, 1717236000.25 s is off by ~100 ns.
     ts_type = {"datetime": pl.String, "s": pl.String, TIME_OF_DAY: pl.Float64}.get(cmap.ts_unit, pl.Int64)
-    out: dict[str, pl.DataType] = {getattr(cmap, f): pl.Float64 for f in NUMERIC_FIELDS if getattr(cmap, f)}
+    out: dict[str, pl.DataType] = {c: pl.String for c in cmap.keep or ()}  # compared as text
+    out |= {getattr(cmap, f): pl.Float64 for f in NUMERIC_FIELDS if getattr(cmap, f)}
     if cmap.stream_col:
         out[cmap.stream_col] = pl.String
     return out | {column: ts_type for column in cmap.ts_columns}
@@ -248,7 +251,7 @@ class _FilePlan:
         for chunk in self.frame.collect_batches(chunk_size=chunk_rows, lazy=True):
             yield [(row[-1], convert(row)) for row in chunk.rows()]
 
-    def _converter(self) -> Callable[[tuple], dict[str, Any]]:
+    def _converter(self) -> Callable[[tuple], dict[str, Any] | InvalidTick]:
         cmap, factor = self.columns, self.ts_factor
         # A map with only one kind's columns fixes the kind, so a row missing its price reads as missing_field.
         kind = cmap.kind or (QUOTE if cmap.price is None else TRADE if cmap.bid is None else None)
@@ -256,8 +259,11 @@ class _FilePlan:
         fixed = {k: v for k, v in (("stream", stream), ("kind", kind)) if v is not None}
         side_of, scale = side_lookup(cmap.side_map), cmap.price_scale
         pairs = tuple(enumerate(self.keys, start=1))
+        left_out, kept = (keep_check(cmap.keep), len(self.keys) + 1) if cmap.keep else (None, 0)
 
-        def convert(row: tuple) -> dict[str, Any]:
+        def convert(row: tuple) -> dict[str, Any] | InvalidTick:
+            if left_out is not None and (why := left_out(row[kept:-1])):
+                return InvalidTick("filtered_out", why)
             out = dict(fixed)
             if row[0] is not None:
                 out["ts"] = _scale(row[0], factor)
@@ -295,9 +301,11 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         keys.append("stream")
     for key in VALUE_FIELDS:
         if (name := getattr(cmap, key)) is not None:
-            col = pl.col(name).cast(pl.Float64) if schema[name].is_decimal() else pl.col(name)
+            text = key in NUMERIC_FIELDS and schema[name] == pl.String  # Parquet of JSON: Coinbase's "42290.12"
+            col = pl.col(name).cast(pl.Float64, strict=False) if schema[name].is_decimal() or text else pl.col(name)
             exprs.append(col.alias(key))
             keys.append(key)
+    exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
     rows = _scan(path, cmap.names, dialect, overrides).with_row_index(ROW)
     if is_csv(path):  # a blank line (often at the end) is no row at all
         rows = rows.filter(pl.any_horizontal(pl.all().exclude(ROW).is_not_null()))
@@ -362,6 +370,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         notes.append(f"{path.name}: no header row; read as {how} (--csv-names {','.join(names)}): {describe_map(cmap)}")
     elif not isinstance(spec, ColumnMap):
         notes.append(f"{path.name}: no column map given; read as {describe_map(cmap)}")
+        notes += vendor_notes(path, list(schema), cmap)
     utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt"))  # Dukascopy's `Gmt time`: UTC by its name
     if notes and cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named \
             and schema.get(cmap.ts) in (pl.String, None):
@@ -401,6 +410,8 @@ class _Cursor:
             ticks = []
             for row, wire in chunk:
                 try:
+                    if isinstance(wire, InvalidTick):  # a row the map's keep leaves out
+                        raise wire
                     ticks.append(validate(wire))
                 except InvalidTick as err:
                     self._rejects.add(err, self._plan, row)
@@ -414,6 +425,7 @@ class _Cursor:
 REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons
     "unknown_side": "; map other side values with side_map in a --columns YAML file (docs/replay.md)",
     "bad_stream": "; name the stream with --columns ...,stream_name=NAME (docs/wire-protocol.md#stream-names)",
+    "filtered_out": "; not an error: rows that are no trades (e.g. order submissions and cancels)",
 }
 
 
