@@ -3,12 +3,14 @@
 A map is a `ColumnMap`, a preset name, or a dict in the YAML/CLI form that
 `ColumnMap.from_dict` accepts (unknown keys are rejected by name). The presets
 describe our Binance spot capture (trades, best bid/offer), Binance's public trade files (header-less),
-Dukascopy quotes and Coinbase Exchange trades (maker sides, read flipped); a file without a map has its layout detected (connectors/layout.py).
+Dukascopy quotes, Coinbase Exchange trades (maker sides, read flipped) and LOBSTER message files (executions
+only); a file without a map has its layout detected (connectors/layout.py).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, fields, replace
 from datetime import date as Date
 from pathlib import Path
@@ -23,6 +25,7 @@ UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 TIME_OF_DAY = "seconds_after_midnight"  # decimal seconds of a wall-clock day; needs `date`
 EPOCH = "epoch"  # an epoch number in the unit (s, ms, us, ns) its first value's magnitude shows
 TS_UNITS = (*UNITS, EPOCH, "datetime", TIME_OF_DAY)
+DATE_FROM_NAME = "file_name"  # `date`: the one ISO date the file's name holds (LOBSTER's AAPL_2012-06-21_...)
 LOCAL_TIME_UNITS = ("datetime", TIME_OF_DAY)  # the units a `tz` applies to: epoch numbers are UTC already
 VALUE_FIELDS = ("price", "size", "side", "bid", "ask", "bid_size", "ask_size")
 NUMERIC_FIELDS = ("price", "size", "bid", "ask", "bid_size", "ask_size")
@@ -60,8 +63,9 @@ class ColumnMap:
     10000, Databento's fixed-point 1e9); price, bid and ask are divided by it.
     `keep` {column: [values]} keeps the rows whose column holds one of the
     values (compared as text, 4.0 as 4) and rejects the others as
-    `filtered_out`, e.g. Coinbase's {type: [match, last_match]}: a count,
-    not silence. `preset` is the preset the map starts from (set by from_dict):
+    `filtered_out`, e.g. LOBSTER's executions {type: [4, 5]}: a count, not
+    silence. `date="file_name"` takes the day from the one ISO date in the
+    file's name. `preset` is the preset the map starts from (set by from_dict):
     a preset's stream comes from the file's symbol column when it has one.
     """
 
@@ -164,13 +168,14 @@ class ColumnMap:
         if (self.ts_unit == TIME_OF_DAY) != (self.date is not None):
             raise ValueError(f"ts_unit {TIME_OF_DAY!r} needs date (the trading day, e.g. '2024-03-01'), and date "
                              f"goes with that unit only; got ts_unit={self.ts_unit!r}, date={self.date!r}")
-        if self.date is not None:
+        if self.date is not None and self.date != DATE_FROM_NAME:
             if isinstance(self.date, Date):  # YAML reads an unquoted 2024-03-01 as a date
                 object.__setattr__(self, "date", self.date.isoformat())
             try:
                 Date.fromisoformat(self.date)
             except (TypeError, ValueError):
-                raise ValueError(f"date must be an ISO date like '2024-03-01', got {self.date!r}") from None
+                raise ValueError(f"date must be an ISO date like '2024-03-01' (or {DATE_FROM_NAME!r}: the one "
+                                 f"the file's name holds), got {self.date!r}") from None
 
     def _check_keep(self) -> None:
         if self.keep is None:
@@ -247,6 +252,10 @@ def keep_check(keep: Mapping[str, Sequence[Any]]) -> Callable[[Sequence[Any]], s
 BUYER_MAKER: dict[str, str] = {"true": "sell", "false": "buy", "1": "sell", "0": "buy"}
 # The maker's (resting order's) side, Coinbase Exchange's `side`: the aggressor took the other side.
 MAKER_SIDE: dict[str, str] = {"buy": "sell", "sell": "buy"}
+# LOBSTER's `direction`, the resting limit order's side: an executed buy order (1) was hit by a seller.
+LOBSTER_DIRECTION: dict[str, str] = {"1": "sell", "-1": "buy"}
+LOBSTER_NAMES = ("time", "type", "order_id", "size", "price", "direction")
+LOBSTER_EXECUTIONS = [4, 5]  # executions of a visible (4) and a hidden (5) limit order
 
 PRESETS: dict[str, ColumnMap] = {
     # Binance spot capture: local_ts_ns is the collector clock, the only one both files share.
@@ -272,6 +281,12 @@ PRESETS: dict[str, ColumnMap] = {
     "coinbase-matches": ColumnMap(ts="time", ts_unit="datetime", kind=TRADE, stream_col="product_id",
                                   price="price", size="size", side="side", side_map=MAKER_SIDE,
                                   keep={"type": ["match", "last_match"]}),
+    # LOBSTER message files (NASDAQ): no header, seconds after midnight New York time, prices x 10000; executions
+    # only, at the resting order's opposite side. The day is the file name's (AAPL_2012-06-21_...), or `date`.
+    "lobster-messages": ColumnMap(ts="time", ts_unit=TIME_OF_DAY, date=DATE_FROM_NAME, tz="America/New_York",
+                                  kind=TRADE, price="price", size="size", side="direction",
+                                  side_map=LOBSTER_DIRECTION, price_scale=10_000, names=LOBSTER_NAMES,
+                                  keep={"type": LOBSTER_EXECUTIONS}),
 }
 PRESETS = {name: replace(cmap, preset=name) for name, cmap in PRESETS.items()}
 
@@ -290,6 +305,7 @@ def side_lookup(side_map: dict | None) -> Callable[[Any], Any]:
     # map does not name are read as SIDE_WORDS (BUY, b, A, ...); anything else goes on to be rejected.
     side_map = side_map or {}
     table = SIDE_WORDS | dict(side_map) | {str(k).lower(): v for k, v in side_map.items()}
+    table |= {f"{float(k)}": v for k, v in side_map.items() if re.fullmatch(r"[+-]?\d+", str(k))}  # -1.0 as -1
     return lambda raw: table.get(raw, table.get(str(raw).strip().lower(), raw))
 
 

@@ -4,7 +4,7 @@ In order (docs/replay.md): a preset whose columns (and PRESET_SIGNS) the file ha
 name them (FIELD_NAMES, with a date and a time column read as one); for a CSV whose first line is data, a vendor's
 header-less layout (HEADERLESS) or a time and two numbers. Beside those: a CSV's dialect (delimiter,
 decimal comma, header or not), the symbol a file or folder name holds, and the strftime codes of datetime
-text that is not ISO 8601. Every guess is printed as a note, so a wrong one
+text that is not ISO 8601, and the day a file's name holds. Every guess is printed as a note, so a wrong one
 shows at once; so is a layout that reads but may be a vendor's whose sides mean otherwise (`vendor_notes`).
 """
 
@@ -14,6 +14,7 @@ import csv
 import gzip
 import re
 from dataclasses import dataclass, replace
+from datetime import date as Date
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -21,6 +22,9 @@ import polars as pl
 
 from connectors.column_map import (
     BUYER_MAKER,
+    DATE_FROM_NAME,
+    LOBSTER_DIRECTION,
+    LOBSTER_NAMES,
     MAKER_SIDE,
     PRESETS,
     QUOTE_FIELDS,
@@ -62,10 +66,12 @@ DATABENTO_HEADER = {"rtype", "publisher_id", "instrument_id"}  # its CSVs' recor
 PRESET_SIGNS: dict[str, frozenset[str] | None] = {
     "coinbase-matches": frozenset({"maker_order_id", "taker_order_id"}),  # only Coinbase's match messages
     "coinbase-trades": None,  # its columns are any trade file's: flipping their sides must not be a guess
+    "lobster-messages": None,  # the refusal of a header-less file names it when the rows look like LOBSTER's
 }
 # Coinbase Exchange's REST trades (`GET /products/{id}/trades`), whose `side` is the maker's: a note names the preset
 COINBASE_TRADES = frozenset({"trade_id", "side", "size", "price", "time"})
-SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER, "the maker's side, read flipped": MAKER_SIDE}
+SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER, "the maker's side, read flipped": MAKER_SIDE,
+             "the resting order's side: 1 = sell": LOBSTER_DIRECTION}  # named in notes
 
 # Datetime text that is not ISO 8601, in polars/chrono codes (`%.f`: an optional fraction of any length)
 TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m%d-%H:%M:%S%.f",
@@ -270,7 +276,8 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...]) -> tuple[Colum
     Anything else is refused with the options that read it."""
     width = len(rows[0])
     for name, cmap in PRESETS.items():
-        if cmap.names is not None and len(cmap.names) == width and all(_fits(cmap, row) for row in rows):
+        if cmap.names is not None and PRESET_SIGNS.get(name, ()) is not None and len(cmap.names) == width and \
+                all(_fits(cmap, row) for row in rows):
             return cmap, f"preset {name}"
     kinds = [_kind(c) for c in rows[0]]
     times = [i for i, k in enumerate(kinds) if k == "time"]
@@ -309,6 +316,11 @@ def _headerless_hint(path: Path, row: tuple[str, ...], kinds: list[str]) -> str:
         seconds = float(row[0])
     except ValueError:
         return hint
+    if 0 <= seconds < 86_400 and len(row) == len(LOBSTER_NAMES) and row[1] in tuple("1234567") and \
+            row[5] in ("1", "-1"):
+        return (f"{path}: its first line is data, not a header ({','.join(row)[:80]}): it looks like a LOBSTER "
+                f"message file ({','.join(LOBSTER_NAMES)}): --preset lobster-messages reads its executions as trades "
+                f"(add --date YYYY-MM-DD when its name holds no date; docs/replay.md)")
     if 0 <= seconds < 86_400 and "." in row[0]:
         hint += (f". Its first column ({row[0]}) looks like seconds after midnight: --ts-unit "
                  f"seconds_after_midnight --date YYYY-MM-DD")
@@ -366,6 +378,26 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> tuple[C
         return cmap, [f"{path.name}: stream {cmap.default_stream}, the preset's default: neither a symbol column "
                       f"nor the file's name names one (--columns stream_name=NAME to name it)"]
     return replace(cmap, stream=file_stem(path)), []
+
+
+def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
+    """A map whose `date` is "file_name" takes the one ISO date (YYYY-MM-DD) the file's name holds, with a note."""
+    if cmap.date != DATE_FROM_NAME:
+        return cmap, []
+    found = set()
+    for text in re.findall(r"(?<!\d)\d{4}-\d\d-\d\d(?!\d)", file_stem(path)):
+        try:
+            found.add(Date.fromisoformat(text).isoformat())
+        except ValueError:
+            pass
+    if len(found) != 1:
+        held = f"several dates ({', '.join(sorted(found))})" if found else "no date (YYYY-MM-DD)"
+        raise ValueError(f"{path}: its times are seconds after midnight and the day is not given; its name holds "
+                         f"{held}: give the day with --date YYYY-MM-DD")
+    day = found.pop()
+    zone = f", times in {cmap.tz}" if cmap.tz else ""
+    return replace(cmap, date=day), [f"{path.name}: the day is {day}, from the file name{zone} (--date and --tz "
+                                     f"give others)"]
 
 
 def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:

@@ -51,6 +51,7 @@ from connectors.layout import (
     DBN_SUFFIXES,
     PARQUET_SUFFIXES,
     Dialect,
+    date_of,
     describe_map,
     detect_columns,
     epoch_note,
@@ -354,6 +355,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
             cmap = replace(cmap, names=tuple(names))
         cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
     cmap, stream_notes = stream_of(path, cmap, schema)
+    cmap, day_notes = date_of(path, cmap)
     if missing := [c for c in cmap.source_columns() if c not in schema]:
         headerless = ("; its first line is data, not a header: give its columns in order with --csv-names"
                       if dialect is not None and not dialect.header and names is None else "")
@@ -378,7 +380,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         if not UTC_OFFSET.search(text):  # a guess cannot know the zone of wall-clock times
             notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and are read as UTC; if they "
                          f"are local times, give their zone, e.g. --tz America/New_York")
-    return cmap, dialect, schema, notes + stream_notes
+    return cmap, dialect, schema, notes + stream_notes + day_notes
 
 
 def _first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,

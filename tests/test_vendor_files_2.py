@@ -190,12 +190,11 @@ def test_lobster_messages_are_refused_with_the_options_that_read_them(tmp_path: 
     path.write_text("".join(f"{34200.004241176 + i * 0.25:.9f},{(1, 4, 3, 5)[i % 4]},{16113575 + i},{18 + i},"
                             f"{5853300 + 100 * (i % 3)},{1 if i % 8 < 4 else -1}\n" for i in range(N)))
     with pytest.raises(ValueError, match=r"first line is data, not a header \(34200\.004241176,1,16113575,18,5853300,1"
-                                         r"\).*--csv-names c1,c2,c3,c4,c5,c6 .*looks like seconds after midnight: "
-                                         r"--ts-unit seconds_after_midnight --date YYYY-MM-DD"):
-        FileReplay(path)
+                                         r"\): it looks like a LOBSTER message file .*--preset lobster-messages"):
+        FileReplay(path)  # the preset is tested in test_vendor_files_3.py
     with pytest.raises(ValueError, match=r"needs \['time', 'price', 'size'\].*first line is data, not a header: give its columns"):
         FileReplay(path, columns={"ts": "time", "price": "price", "size": "size"})
-    # the options it points to: prices are dollars x 10000; every message is read as a trade (no type filter)
+    # a map by hand without the preset's keep filter: prices are dollars x 10000; every message reads as a trade
     replay = FileReplay(path, columns={"names": ("time", "type", "order_id", "size", "price", "direction"),
                                        "ts": "time", "ts_unit": "seconds_after_midnight", "date": "2012-06-21",
                                        "tz": "America/New_York", "price": "price", "size": "size",

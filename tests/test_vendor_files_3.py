@@ -1,19 +1,26 @@
 """Vendor files whose trade side is not the aggressor's, in the layouts the vendors publish: Coinbase Exchange's
-REST trades and websocket `match` messages (the MAKER's side). Each is read without options and with the preset
-the messages point to, asserting the ticks. Every fixture is written here, from code, into tmp_path."""
+REST trades and websocket `match` messages (the MAKER's side) and LOBSTER message files (the RESTING order's
+side, among submissions and cancels that are no trades). Each is read without options and with the preset the
+messages point to, asserting the ticks; the LOBSTER preset also through `flashtick backtest`. Every fixture is
+written here, from code, into tmp_path."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import polars as pl
+import pytest
 
+from conftest import tiny_tick_checkpoint
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
+from engine.service.cli import main
 from test_vendor_files import drain, ns  # one reader of a whole replay, one ISO-time-to-ns
-from test_vendor_files_2 import N
+from test_vendor_files_2 import N, QUERIES
 
 COINBASE_T0 = ns("2024-08-08T23:54:00+00:00")
+LOBSTER_OPEN = ns("2012-06-21T13:30:00+00:00")  # 09:30 in New York, 34200 s after its midnight
+LOBSTER_NAME = "AAPL_2012-06-21_34200000_57600000_message_10.csv"
 
 
 def coinbase_trades(n: int = N) -> list[dict]:
@@ -98,4 +105,87 @@ def test_coinbase_full_channel_dump_keeps_only_the_matches(tmp_path: Path) -> No
     assert replay.rejected.examples["filtered_out"].startswith(
         f"{tmp_path / 'full.parquet'} row 1: filtered_out: column 'type' holds received, which the map's keep leaves "
         f"out (it keeps match, last_match); not an error")
+
+
+def lobster_messages(path: Path, rows: list[tuple]) -> Path:
+    """A LOBSTER message file: no header; time (s after midnight), type, order id, size, price x 10000,
+    direction (the limit order's side: 1 buy, -1 sell)."""
+    path.write_text("".join(f"{t:.9f},{kind},{order},{size},{price},{side}\n"
+                            for t, kind, order, size, price, side in rows))
+    return path
+
+
+MESSAGES = [  # (time, type, order id, size, price x 10000, direction)
+    (34200.004241176, 1, 16113575, 18, 5853300, 1),   # a buy order submitted
+    (34200.025552082, 1, 16120456, 18, 5859100, -1),  # a sell order submitted
+    (34200.201743415, 3, 16120456, 18, 5859100, -1),  # ... and deleted
+    (34201.000000001, 4, 16113575, 10, 5853300, 1),   # the resting buy order executed: a seller hit it
+    (34201.5, 2, 16113575, 3, 5853300, 1),             # part of it cancelled
+    (34202.25, 5, 0, 100, 5855000, -1),                # a hidden sell order executed: a buyer lifted it
+    (34203.0, 4, 16120480, 18, 5859200, -1),           # a visible sell order executed
+    (34204.0, 6, -1, 5000, 5856000, -1),               # a cross trade (auction)
+    (34205.0, 7, -1, 0, -1, -1),                       # a trading halt
+]
+
+
+def test_lobster_preset_reads_executions_at_the_aggressors_side(tmp_path: Path) -> None:
+    path = lobster_messages(tmp_path / LOBSTER_NAME, MESSAGES)
+    replay = FileReplay(path, columns="lobster-messages")
+    assert drain(replay) == [
+        Tick("AAPL", LOBSTER_OPEN + 1_000_000_001, "trade", price=585.33, size=10.0, side="sell"),
+        Tick("AAPL", LOBSTER_OPEN + 2_250_000_000, "trade", price=585.5, size=100.0, side="buy"),
+        Tick("AAPL", LOBSTER_OPEN + 3_000_000_000, "trade", price=585.92, size=18.0, side="buy")]
+    assert dict(replay.rejected) == {"filtered_out": 6}
+    assert replay.rejected.examples["filtered_out"] == (
+        f"{path} line 1: filtered_out: column 'type' holds 1, which the map's keep leaves out (it keeps 4, 5); not an "
+        f"error: rows that are no trades (e.g. order submissions and cancels)")
+    assert replay.notes == [f"{LOBSTER_NAME}: stream AAPL, from the file name '{LOBSTER_NAME[:-4]}' (--columns "
+                            f"stream_name=NAME to name it otherwise)",
+                            f"{LOBSTER_NAME}: the day is 2012-06-21, from the file name, times in America/New_York "
+                            f"(--date and --tz give others)"]
+    # --date and --tz replace the file name's day and New York
+    later = drain(FileReplay(path, columns={"preset": "lobster-messages", "date": "2012-06-22", "tz": "UTC"}))
+    assert later[0].ts == LOBSTER_OPEN + 1_000_000_001 + (24 - 4) * 3600 * 10**9
+
+
+def test_lobster_file_renamed_needs_its_day_and_is_pointed_to_the_preset(tmp_path: Path) -> None:
+    path = lobster_messages(tmp_path / "aapl-messages.csv", MESSAGES)
+    with pytest.raises(ValueError, match=r"looks like a LOBSTER message file \(time,type,order_id,size,price,"
+                                         r"direction\): --preset lobster-messages reads its executions as trades"):
+        FileReplay(path)
+    with pytest.raises(ValueError, match=r"aapl-messages.csv: its times are seconds after midnight and the day is "
+                                         r"not given; its name holds no date \(YYYY-MM-DD\): give the day with --date"):
+        FileReplay(path, columns="lobster-messages")
+    (first, *_) = drain(FileReplay(path, columns={"preset": "lobster-messages", "date": "2012-06-21"}))
+    assert first == Tick("aapl-messages", LOBSTER_OPEN + 1_000_000_001, "trade", price=585.33, size=10.0, side="sell")
+    # other header-less seconds after midnight (not LOBSTER's six columns) still get the generic options
+    (tmp_path / "asx.csv").write_text("36000.25,45.10,100,B\n36001.5,45.11,200,S\n")
+    with pytest.raises(ValueError, match=r"looks like seconds after midnight: --ts-unit seconds_after_midnight"):
+        FileReplay(tmp_path / "asx.csv")
+
+
+def test_cli_backtest_of_lobster_messages_counts_what_it_leaves_out(tmp_path: Path, capsys) -> None:
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    (tmp_path / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 4096, block_size: 16}}\n")
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    rows = [(34200.004241176 + i * 0.25, (1, 4, 3, 5)[i % 4], 16113575 + i, 18 + i, 5853300 + 100 * (i % 3),
+             1 if i % 8 < 4 else -1) for i in range(2 * N)]
+    path = lobster_messages(tmp_path / LOBSTER_NAME, rows)
+    argv = ["--preset", "lobster-messages", "--queries", str(tmp_path / "q.yaml"), "--quiet",
+            "--config", str(tmp_path / "engine.yaml"), "--out", str(tmp_path / "a.parquet")]
+    code = main(["backtest", str(path), *argv])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"replayed {N} ticks ({N} rejected)" in out
+    assert f"  rejected filtered_out: {N} (first: {path} line 1: filtered_out: column 'type' holds 1" in out
+    assert "note: AAPL_2012-06-21_34200000_57600000_message_10.csv: the day is 2012-06-21, from the file name" in err
+    answers = pl.read_parquet(tmp_path / "a.parquet")
+    assert set(answers["stream"]) == {"AAPL"} and answers["data_ts"].min() > LOBSTER_OPEN
+    # a file of submissions and cancels only has nothing to backtest: an error with the reason, not an empty run
+    quiet = lobster_messages(tmp_path / "MSFT_2012-06-21_34200000_57600000_message_1.csv",
+                             [r for r in rows if r[1] not in (4, 5)])
+    assert main(["backtest", str(quiet), *argv]) == 2
+    err = capsys.readouterr().err
+    assert "every row was rejected, so there is nothing to backtest" in err
+    assert f"rejected filtered_out: {N} (first: {quiet} line 1:" in err
 
