@@ -6,6 +6,7 @@ written here, from code, into tmp_path."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import polars as pl
@@ -189,3 +190,14 @@ def test_cli_backtest_of_lobster_messages_counts_what_it_leaves_out(tmp_path: Pa
     assert "every row was rejected, so there is nothing to backtest" in err
     assert f"rejected filtered_out: {N} (first: {quiet} line 1:" in err
 
+
+def test_every_preset_is_documented_and_offered_on_the_command_line() -> None:
+    from connectors.column_map import PRESETS
+    from engine.service.cli import build_parser
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    backtest = build_parser()._subparsers._group_actions[0].choices["backtest"]  # argparse keeps it private
+    offered = next(a.help for a in backtest._actions if a.dest == "preset")
+    for name in PRESETS:
+        assert re.search(rf"^\| `{name}` +\|", (docs / "replay.md").read_text(), re.MULTILINE), name
+        assert name in offered and name in (docs / "configuration.md").read_text(), name
