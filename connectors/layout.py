@@ -45,8 +45,9 @@ SAMPLE_LINES = 20  # lines read to sniff a CSV
 FIELD_NAMES: dict[str, tuple[str, ...]] = {
     "ts": ("ts", "timestamp", "time", "datetime", "date_time", "ts_event", "ts_recv", "event_time",
            "transact_time", "transaction_time", "trade_time", "exchange_time", "sip_timestamp", "timestamp_utc",
-           "time_utc", "gmt_time", "utc_time"),
-    "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id"),
+           "time_utc", "gmt_time", "utc_time", "created_time"),  # created_time: OKX's trade files
+    "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id",
+               "instrument_name"),
     "price": ("price", "px", "trade_price", "last_price", "last"),
     "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size"),
     "side": ("side", "aggressor_side", "taker_side"),

@@ -1,11 +1,13 @@
 """Vendor files whose trade side is not the aggressor's, in the layouts the vendors publish: Coinbase Exchange's
 REST trades and websocket `match` messages (the MAKER's side) and LOBSTER message files (the RESTING order's
 side, among submissions and cancels that are no trades). Each is read without options and with the preset the
-messages point to, asserting the ticks; the LOBSTER preset also through `flashtick backtest`. Every fixture is
-written here, from code, into tmp_path."""
+messages point to, asserting the ticks; the LOBSTER preset also through `flashtick backtest`. Bybit's and OKX's
+trade history, whose side is the taker's, read as they are without options. Every fixture is written here, from
+code, into tmp_path."""
 
 from __future__ import annotations
 
+import gzip
 import re
 from pathlib import Path
 
@@ -190,6 +192,47 @@ def test_cli_backtest_of_lobster_messages_counts_what_it_leaves_out(tmp_path: Pa
     assert "every row was rejected, so there is nothing to backtest" in err
     assert f"rejected filtered_out: {N} (first: {quiet} line 1:" in err
 
+
+
+def test_bybit_trading_history_reads_with_the_takers_side(tmp_path: Path) -> None:
+    """public.bybit.com/trading: decimal epoch seconds, Buy/Sell the taker's side (the newer files add `RPI`);
+    public.bybit.com/spot: ms and lower-case sides."""
+    t0 = 1_704_153_600  # 2024-01-02 00:00 UTC
+    header = "timestamp,symbol,side,size,price,tickDirection,trdMatchID,grossValue,homeNotional,foreignNotional"
+    with gzip.open(tmp_path / "BTCUSDT2024-01-02.csv.gz", "wt") as f:
+        f.write(header + ",RPI\n" + "".join(
+            f"{t0}.{873 + 1000 * i:04d},BTCUSDT,{'Sell' if i % 3 else 'Buy'},{0.003 * (1 + i % 4):.3f},"
+            f"{42283.5 - 0.5 * (i % 3):.1f},ZeroMinusTick,224061a0-e105-508c-9696-b53ab4b5{i:04d},1.268505e+10,"
+            f"{0.003 * (1 + i % 4):.3f},126.8505,false\n" for i in range(N // 3)))
+    (tmp_path / "ETHUSDT_2024-01-02.csv").write_text("id,timestamp,price,volume,side\n" + "".join(
+        f"{2290000000 + i},{t0 * 1000 + 250 * i},{2352.61 + 0.01 * (i % 3):.2f},{0.5 + i / 10:.2f},"
+        f"{'sell' if i % 2 else 'buy'}\n" for i in range(N // 3)))
+    replay = FileReplay([tmp_path / "BTCUSDT2024-01-02.csv.gz", tmp_path / "ETHUSDT_2024-01-02.csv"])
+    ticks = drain(replay)
+    assert [t for t in ticks if t.stream == "BTCUSDT"][:2] == [
+        Tick("BTCUSDT", t0 * 10**9 + 87_300_000, "trade", price=42283.5, size=0.003, side="buy"),
+        Tick("BTCUSDT", t0 * 10**9 + 187_300_000, "trade", price=42283.0, size=0.006, side="sell")]
+    assert [t for t in ticks if t.stream == "ETHUSDT"][:2] == [
+        Tick("ETHUSDT", t0 * 10**9, "trade", price=2352.61, size=0.5, side="buy"),
+        Tick("ETHUSDT", t0 * 10**9 + 250_000_000, "trade", price=2352.62, size=0.6, side="sell")]
+    assert len(ticks) == 2 * (N // 3) and dict(replay.rejected) == {}
+    assert "ts=timestamp (s), stream=symbol, price=price, size=size, side=side" in replay.notes[0]
+
+
+def test_okx_trade_history_reads_with_the_takers_side(tmp_path: Path) -> None:
+    """OKX's trade history (okx.com data download, unzipped): created_time in ms, side the taker's."""
+    t0 = 1_704_124_800_000  # 2024-01-01 16:00 UTC, midnight in OKX's UTC+8 day
+    (tmp_path / "BTC-USDT-SWAP-trades-2024-01-02.csv").write_text(
+        "instrument_name,trade_id,side,price,size,created_time,source\n" + "".join(
+            f"BTC-USDT-SWAP,{2885385355 + i},{'sell' if i % 2 else 'buy'},{42542.2 + 0.1 * (i % 4):.1f},"
+            f"{1 + i % 5},{t0 + 21 + 37 * i},0\n" for i in range(N)))
+    replay = FileReplay(tmp_path / "BTC-USDT-SWAP-trades-2024-01-02.csv")
+    ticks = drain(replay)
+    assert ticks[:2] == [Tick("BTC-USDT-SWAP", (t0 + 21) * 10**6, "trade", price=42542.2, size=1.0, side="buy"),
+                         Tick("BTC-USDT-SWAP", (t0 + 58) * 10**6, "trade", price=42542.3, size=2.0, side="sell")]
+    assert len(ticks) == N and dict(replay.rejected) == {}
+    assert replay.notes == ["BTC-USDT-SWAP-trades-2024-01-02.csv: no column map given; read as ts=created_time (ms), "
+                            "stream=instrument_name, price=price, size=size, side=side"]
 
 def test_every_preset_is_documented_and_offered_on_the_command_line() -> None:
     from connectors.column_map import PRESETS
