@@ -185,7 +185,7 @@ def test_dukascopy_export_with_ask_before_bid(tmp_path: Path) -> None:
     assert (tick.stream, tick.bid, tick.ask) == ("GBPUSD", 1.27100, 1.27120)
 
 
-def test_lobster_messages_are_refused_with_the_options_that_read_them(tmp_path: Path) -> None:
+def test_lobster_messages_without_the_preset_are_refused_with_it_named(tmp_path: Path) -> None:
     path = tmp_path / "AAPL_2012-06-21_34200000_57600000_message_1.csv"
     path.write_text("".join(f"{34200.004241176 + i * 0.25:.9f},{(1, 4, 3, 5)[i % 4]},{16113575 + i},{18 + i},"
                             f"{5853300 + 100 * (i % 3)},{1 if i % 8 < 4 else -1}\n" for i in range(N)))
