@@ -2,17 +2,19 @@
 
 A map is a `ColumnMap`, a preset name, or a dict in the YAML/CLI form that
 `ColumnMap.from_dict` accepts (unknown keys are rejected by name). The presets
-describe our Binance spot capture (trades, best bid/offer), Binance's public trade files (header-less) and
-Dukascopy quotes; a file without a map has its layout detected (connectors/layout.py).
+describe our Binance spot capture (trades, best bid/offer), Binance's public trade files (header-less),
+Dukascopy quotes, Coinbase Exchange trades (maker sides, read flipped) and LOBSTER message files (executions
+only); a file without a map has its layout detected (connectors/layout.py).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+import re
+from dataclasses import dataclass, fields, replace
 from datetime import date as Date
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -23,6 +25,7 @@ UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 TIME_OF_DAY = "seconds_after_midnight"  # decimal seconds of a wall-clock day; needs `date`
 EPOCH = "epoch"  # an epoch number in the unit (s, ms, us, ns) its first value's magnitude shows
 TS_UNITS = (*UNITS, EPOCH, "datetime", TIME_OF_DAY)
+DATE_FROM_NAME = "file_name"  # `date`: the one ISO date the file's name holds (LOBSTER's AAPL_2012-06-21_...)
 LOCAL_TIME_UNITS = ("datetime", TIME_OF_DAY)  # the units a `tz` applies to: epoch numbers are UTC already
 VALUE_FIELDS = ("price", "size", "side", "bid", "ask", "bid_size", "ask_size")
 NUMERIC_FIELDS = ("price", "size", "bid", "ask", "bid_size", "ask_size")
@@ -58,6 +61,12 @@ class ColumnMap:
     none and neither the file nor its name does (a preset's, e.g. BTCUSDT).
     `price_scale`: the file's prices are real prices times this (LOBSTER's
     10000, Databento's fixed-point 1e9); price, bid and ask are divided by it.
+    `keep` {column: [values]} keeps the rows whose column holds one of the
+    values (compared as text, 4.0 as 4) and rejects the others as
+    `filtered_out`, e.g. LOBSTER's executions {type: [4, 5]}: a count, not
+    silence. `date="file_name"` takes the day from the one ISO date in the
+    file's name. `preset` is the preset the map starts from (set by from_dict):
+    a preset's stream comes from the file's symbol column when it has one.
     """
 
     ts: str
@@ -79,6 +88,8 @@ class ColumnMap:
     ts_format: str | None = None
     default_stream: str | None = None
     price_scale: float | None = None
+    keep: dict | None = None
+    preset: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
@@ -87,7 +98,7 @@ class ColumnMap:
             object.__setattr__(self, "ts_unit", "datetime")
         if self.ts_unit not in TS_UNITS:
             raise ValueError(f"ts_unit must be one of {TS_UNITS}, got {self.ts_unit!r}")
-        for name in ("stream", "stream_col", "default_stream", *VALUE_FIELDS):
+        for name in ("stream", "stream_col", "default_stream", "preset", *VALUE_FIELDS):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise ValueError(f"{name} must be a non-empty column name or omitted, got {value!r}")
@@ -114,6 +125,7 @@ class ColumnMap:
                 raise ValueError(f"side_map values must be 'buy', 'sell' or null, got {bad}")
             object.__setattr__(self, "side_map", dict(self.side_map))
         self._check_time()
+        self._check_keep()
         if self.price_scale is not None:
             try:
                 scale = float(self.price_scale)
@@ -156,24 +168,36 @@ class ColumnMap:
         if (self.ts_unit == TIME_OF_DAY) != (self.date is not None):
             raise ValueError(f"ts_unit {TIME_OF_DAY!r} needs date (the trading day, e.g. '2024-03-01'), and date "
                              f"goes with that unit only; got ts_unit={self.ts_unit!r}, date={self.date!r}")
-        if self.date is not None:
+        if self.date is not None and self.date != DATE_FROM_NAME:
             if isinstance(self.date, Date):  # YAML reads an unquoted 2024-03-01 as a date
                 object.__setattr__(self, "date", self.date.isoformat())
             try:
                 Date.fromisoformat(self.date)
             except (TypeError, ValueError):
-                raise ValueError(f"date must be an ISO date like '2024-03-01', got {self.date!r}") from None
+                raise ValueError(f"date must be an ISO date like '2024-03-01' (or {DATE_FROM_NAME!r}: the one "
+                                 f"the file's name holds), got {self.date!r}") from None
+
+    def _check_keep(self) -> None:
+        if self.keep is None:
+            return
+        keep = self.keep
+        if not isinstance(keep, Mapping) or not keep or not all(isinstance(c, str) and c for c in keep) or not all(
+                isinstance(v, (list, tuple)) and v and all(isinstance(x, (str, int, float)) for x in v)
+                for v in keep.values()):
+            raise ValueError(f"keep must map a column to the values whose rows are kept, e.g. {{type: [4, 5]}}, "
+                             f"got {keep!r}")
+        object.__setattr__(self, "keep", {c: list(v) for c, v in keep.items()})
 
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any]) -> ColumnMap:
         """Build from a YAML/JSON-style dict; `preset` names a base that the other keys override."""
         if not isinstance(spec, Mapping):
             raise ValueError(f"a column map is a mapping of field -> column, got {type(spec).__name__}")
-        allowed = ("preset", *(f.name for f in fields(cls)))
+        allowed = tuple(f.name for f in fields(cls))
         if unknown := sorted(str(k) for k in spec if k not in allowed):
             raise ValueError(f"unknown column-map key(s) {unknown}; allowed keys: {list(allowed)}")
         spec = dict(spec)
-        base = preset(spec.pop("preset")).to_dict() if "preset" in spec else {}
+        base = preset(spec["preset"]).to_dict() if spec.get("preset") is not None else {}
         if "stream_col" in spec:  # overriding how the stream is named replaces the preset's way
             base.pop("stream", None)
         if "stream" in spec:
@@ -196,12 +220,42 @@ class ColumnMap:
 
     def source_columns(self) -> list[str]:
         """The file columns this map reads, without repeats."""
-        names = [*self.ts_columns, self.stream_col, *(getattr(self, f) for f in VALUE_FIELDS)]
+        names = [*self.ts_columns, self.stream_col, *(getattr(self, f) for f in VALUE_FIELDS), *(self.keep or ())]
         return list(dict.fromkeys(n for n in names if n is not None))
+
+
+def keep_key(value: Any) -> str:
+    """A cell or a `keep` value as `keep` compares them: text, with 4.0 as 4 and True as true."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def keep_check(keep: Mapping[str, Sequence[Any]]) -> Callable[[Sequence[Any]], str | None]:
+    """For a row's cells of the `keep` columns (in its order): None when the row is kept, else why not."""
+    wanted = [(column, {keep_key(v) for v in values}, ", ".join(keep_key(v) for v in values))
+              for column, values in keep.items()]
+
+    def check(cells: Sequence[Any]) -> str | None:
+        for (column, values, text), cell in zip(wanted, cells):
+            if cell is None or keep_key(cell) not in values:
+                held = "nothing" if cell is None else keep_key(cell)
+                return f"column {column!r} holds {held}, which the map's keep leaves out (it keeps {text})"
+        return None
+
+    return check
 
 
 # A buyer-maker flag (Binance's is_buyer_maker, `m`): true means the buyer's order rested, so the seller aggressed.
 BUYER_MAKER: dict[str, str] = {"true": "sell", "false": "buy", "1": "sell", "0": "buy"}
+# The maker's (resting order's) side, Coinbase Exchange's `side`: the aggressor took the other side.
+MAKER_SIDE: dict[str, str] = {"buy": "sell", "sell": "buy"}
+# LOBSTER's `direction`, the resting limit order's side: an executed buy order (1) was hit by a seller.
+LOBSTER_DIRECTION: dict[str, str] = {"1": "sell", "-1": "buy"}
+LOBSTER_NAMES = ("time", "type", "order_id", "size", "price", "direction")
+LOBSTER_EXECUTIONS = [4, 5]  # executions of a visible (4) and a hidden (5) limit order
 
 PRESETS: dict[str, ColumnMap] = {
     # Binance spot capture: local_ts_ns is the collector clock, the only one both files share.
@@ -219,7 +273,22 @@ PRESETS: dict[str, ColumnMap] = {
         ts="transact_time", ts_unit=EPOCH, kind=TRADE, price="price", size="quantity", side="is_buyer_maker",
         side_map=BUYER_MAKER, names=("agg_trade_id", "price", "quantity", "first_trade_id", "last_trade_id",
                                      "transact_time", "is_buyer_maker", "is_best_match")),
+    # Coinbase Exchange REST `GET /products/{id}/trades`: `side` is the maker's. Never detected (its columns are any
+    # trade file's); the stream is `product_id` when the file has one.
+    "coinbase-trades": ColumnMap(ts="time", ts_unit="datetime", kind=TRADE, price="price", size="size", side="side",
+                                 side_map=MAKER_SIDE),
+    # Coinbase Exchange websocket `match`/`last_match` messages as a table (maker_order_id, taker_order_id, ...)
+    "coinbase-matches": ColumnMap(ts="time", ts_unit="datetime", kind=TRADE, stream_col="product_id",
+                                  price="price", size="size", side="side", side_map=MAKER_SIDE,
+                                  keep={"type": ["match", "last_match"]}),
+    # LOBSTER message files (NASDAQ): no header, seconds after midnight New York time, prices x 10000; executions
+    # only, at the resting order's opposite side. The day is the file name's (AAPL_2012-06-21_...), or `date`.
+    "lobster-messages": ColumnMap(ts="time", ts_unit=TIME_OF_DAY, date=DATE_FROM_NAME, tz="America/New_York",
+                                  kind=TRADE, price="price", size="size", side="direction",
+                                  side_map=LOBSTER_DIRECTION, price_scale=10_000, names=LOBSTER_NAMES,
+                                  keep={"type": LOBSTER_EXECUTIONS}),
 }
+PRESETS = {name: replace(cmap, preset=name) for name, cmap in PRESETS.items()}
 
 
 # Aggressor sides as vendors write them (matched in lower case); a side_map entry wins over these.
@@ -230,13 +299,23 @@ SIDE_WORDS: dict[str, str | None] = {"buy": "buy", "b": "buy", "sell": "sell", "
                                      "1.0": "buy", "-1.0": "sell", "0.0": None}
 
 
+def side_lookup(side_map: dict | None) -> Callable[[Any], Any]:
+    """Raw side cell -> buy/sell/None by `side_map`, else SIDE_WORDS; an unknown value comes back as it is."""
+    # YAML may give `1: sell`, `"1": sell` or `true: sell`; accept any of them for a 1/True/"1" cell. Values the
+    # map does not name are read as SIDE_WORDS (BUY, b, A, ...); anything else goes on to be rejected.
+    side_map = side_map or {}
+    table = SIDE_WORDS | dict(side_map) | {str(k).lower(): v for k, v in side_map.items()}
+    table |= {f"{float(k)}": v for k, v in side_map.items() if re.fullmatch(r"[+-]?\d+", str(k))}  # -1.0 as -1
+    return lambda raw: table.get(raw, table.get(str(raw).strip().lower(), raw))
+
+
 def preset(name: str) -> ColumnMap:
     if name not in PRESETS:
         raise ValueError(f"unknown replay preset {name!r}; known presets: {sorted(PRESETS)}")
     return PRESETS[name]
 
 
-MAP_KEYS = ("preset", *(f.name for f in fields(ColumnMap)))
+MAP_KEYS = tuple(f.name for f in fields(ColumnMap))
 
 
 def parse_inline(text: str) -> dict[str, Any]:
@@ -244,7 +323,7 @@ def parse_inline(text: str) -> dict[str, Any]:
 
     Keys are those of the YAML form; `stream=` here names the stream COLUMN (the common case on the command
     line), `stream_name=` a fixed stream. `names` lists columns with `|`: `names=time|px|qty`. A side_map
-    needs the YAML form.
+    or a keep filter needs the YAML form.
     """
     out: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -252,8 +331,8 @@ def parse_inline(text: str) -> dict[str, Any]:
         key, value = key.strip(), value.strip()
         if not eq or not key or not value:
             raise ValueError(f"--columns: {part!r} is not key=column; e.g. ts=time,price=px,size=qty,stream=symbol")
-        if key == "side_map":
-            raise ValueError("--columns: side_map needs the YAML form (--columns FILE.yaml)")
+        if key in ("side_map", "keep"):
+            raise ValueError(f"--columns: {key} needs the YAML form (--columns FILE.yaml)")
         key = {"stream": "stream_col", "stream_name": "stream"}.get(key, key)
         if key in out:
             raise ValueError(f"--columns: the {key} mapping is given twice")

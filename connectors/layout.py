@@ -1,10 +1,11 @@
 """Layout detection: which columns of a tick file are which tick fields when no column map is given.
 
-In order (docs/replay.md): a preset whose columns the file has; the columns named as vendors name them
-(FIELD_NAMES, with a date and a time column read as one); for a CSV whose first line is data, a vendor's
+In order (docs/replay.md): a preset whose columns (and PRESET_SIGNS) the file has; the columns named as vendors
+name them (FIELD_NAMES, with a date and a time column read as one); for a CSV whose first line is data, a vendor's
 header-less layout (HEADERLESS) or a time and two numbers. Beside those: a CSV's dialect (delimiter,
 decimal comma, header or not), the symbol a file or folder name holds, and the strftime codes of datetime
-text that is not ISO 8601. Every guess is printed as a note, so a wrong one shows at once.
+text that is not ISO 8601, and the day a file's name holds. Every guess is printed as a note, so a wrong one
+shows at once; so is a layout that reads but may be a vendor's whose sides mean otherwise (`vendor_notes`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,25 @@ import csv
 import gzip
 import re
 from dataclasses import dataclass, replace
+from datetime import date as Date
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import polars as pl
 
-from connectors.column_map import BUYER_MAKER, PRESETS, QUOTE_FIELDS, TRADE_FIELDS, UNITS, VALUE_FIELDS, ColumnMap
+from connectors.column_map import (
+    BUYER_MAKER,
+    DATE_FROM_NAME,
+    LOBSTER_DIRECTION,
+    LOBSTER_NAMES,
+    MAKER_SIDE,
+    PRESETS,
+    QUOTE_FIELDS,
+    TRADE_FIELDS,
+    UNITS,
+    VALUE_FIELDS,
+    ColumnMap,
+)
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
@@ -31,8 +45,9 @@ SAMPLE_LINES = 20  # lines read to sniff a CSV
 FIELD_NAMES: dict[str, tuple[str, ...]] = {
     "ts": ("ts", "timestamp", "time", "datetime", "date_time", "ts_event", "ts_recv", "event_time",
            "transact_time", "transaction_time", "trade_time", "exchange_time", "sip_timestamp", "timestamp_utc",
-           "time_utc", "gmt_time", "utc_time"),
-    "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id"),
+           "time_utc", "gmt_time", "utc_time", "created_time"),  # created_time: OKX's trade files
+    "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id",
+               "instrument_name"),
     "price": ("price", "px", "trade_price", "last_price", "last"),
     "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size"),
     "side": ("side", "aggressor_side", "taker_side"),
@@ -48,6 +63,16 @@ BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_
 DATE_NAMES = ("date", "trade_date", "day")  # a date column beside a time-of-day column: read as one datetime
 TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp")
 DATABENTO_HEADER = {"rtype", "publisher_id", "instrument_id"}  # its CSVs' record header: integer prices are 1e-9
+# Columns that, beside its own, a file must have for detection to pick a preset; None: never detected.
+PRESET_SIGNS: dict[str, frozenset[str] | None] = {
+    "coinbase-matches": frozenset({"maker_order_id", "taker_order_id"}),  # only Coinbase's match messages
+    "coinbase-trades": None,  # its columns are any trade file's: flipping their sides must not be a guess
+    "lobster-messages": None,  # the refusal of a header-less file names it when the rows look like LOBSTER's
+}
+# Coinbase Exchange's REST trades (`GET /products/{id}/trades`), whose `side` is the maker's: a note names the preset
+COINBASE_TRADES = frozenset({"trade_id", "side", "size", "price", "time"})
+SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER, "the maker's side, read flipped": MAKER_SIDE,
+             "the resting order's side: 1 = sell": LOBSTER_DIRECTION}  # named in notes
 
 # Datetime text that is not ISO 8601, in polars/chrono codes (`%.f`: an optional fraction of any length)
 TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m%d-%H:%M:%S%.f",
@@ -142,6 +167,20 @@ def is_epoch(text: str) -> str | None:
     return unit if 631_152_000 <= value * UNITS[unit] // 10**9 < 7_258_118_400 else None
 
 
+def epoch_note(path: Path, cmap: ColumnMap, first_ns: Any) -> list[str]:
+    """A note when the first time, read in the map's epoch unit, is not a date of market data (1990..2200)."""
+    if not isinstance(first_ns, int) or EPOCH_1990_NS <= first_ns < EPOCH_2200_NS:
+        return []
+    raw = first_ns // UNITS[cmap.ts_unit]
+    if epoch_unit(raw) == cmap.ts_unit:  # no unit makes it a present-day time
+        return []
+    return [f"{path.name}: the first time, {raw} {cmap.ts_unit} since the epoch, is not in 1990..2200: "
+            f"if column {cmap.ts!r} counts {epoch_unit(raw)}, give --ts-unit {epoch_unit(raw)}"]
+
+
+EPOCH_1990_NS, EPOCH_2200_NS = 631_152_000 * 10**9, 7_258_118_400 * 10**9
+
+
 def epoch_unit(value: float) -> str:
     """The epoch unit a present-day time has at this magnitude: ~1.7e9 s, 1.7e12 ms, 1.7e15 us, 1.7e18 ns."""
     magnitude = abs(value)
@@ -164,9 +203,13 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     side column, else a buyer-maker flag; integer prices in a Databento CSV are fixed-point 1e-9.
     """
     names = list(schema)
-    for cmap in PRESETS.values():
-        if cmap.names is None and set(cmap.source_columns()) <= set(names):
-            return cmap
+    for name, cmap in PRESETS.items():
+        sign = PRESET_SIGNS.get(name, frozenset())
+        if cmap.names is None and sign is not None and set(cmap.source_columns()) - set(cmap.keep or ()) | sign \
+                <= set(names):
+            # no keep column: the preset less its filter, and no longer named it, so that a refinement (rebuilt
+            # from the preset's keys) does not bring the filter back
+            return cmap if set(cmap.keep or ()) <= set(names) else replace(cmap, keep=None, preset=None)
     by_normal: dict[str, str] = {}
     for n in names:
         by_normal.setdefault(_normal(n), n)
@@ -234,7 +277,8 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...]) -> tuple[Colum
     Anything else is refused with the options that read it."""
     width = len(rows[0])
     for name, cmap in PRESETS.items():
-        if cmap.names is not None and len(cmap.names) == width and all(_fits(cmap, row) for row in rows):
+        if cmap.names is not None and PRESET_SIGNS.get(name, ()) is not None and len(cmap.names) == width and \
+                all(_fits(cmap, row) for row in rows):
             return cmap, f"preset {name}"
     kinds = [_kind(c) for c in rows[0]]
     times = [i for i, k in enumerate(kinds) if k == "time"]
@@ -273,6 +317,11 @@ def _headerless_hint(path: Path, row: tuple[str, ...], kinds: list[str]) -> str:
         seconds = float(row[0])
     except ValueError:
         return hint
+    if 0 <= seconds < 86_400 and len(row) == len(LOBSTER_NAMES) and row[1] in tuple("1234567") and \
+            row[5] in ("1", "-1"):
+        return (f"{path}: its first line is data, not a header ({','.join(row)[:80]}): it looks like a LOBSTER "
+                f"message file ({','.join(LOBSTER_NAMES)}): --preset lobster-messages reads its executions as trades "
+                f"(add --date YYYY-MM-DD when its name holds no date; docs/replay.md)")
     if 0 <= seconds < 86_400 and "." in row[0]:
         hint += (f". Its first column ({row[0]}) looks like seconds after midnight: --ts-unit "
                  f"seconds_after_midnight --date YYYY-MM-DD")
@@ -317,7 +366,7 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> tuple[C
     its folder's) name holds; else the preset's default stream; else the file name. Notes say which."""
     if cmap.stream is not None or cmap.stream_col is not None:
         return cmap, []
-    if cmap.default_stream is not None:
+    if cmap.preset is not None or cmap.default_stream is not None:
         normal = {n.strip().lower(): n for n in schema}
         if column := next((normal[c] for c in FIELD_NAMES["stream"] if c in normal), None):
             return replace(cmap, stream_col=column), [f"{path.name}: streams from column {column!r}"]
@@ -330,6 +379,36 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> tuple[C
         return cmap, [f"{path.name}: stream {cmap.default_stream}, the preset's default: neither a symbol column "
                       f"nor the file's name names one (--columns stream_name=NAME to name it)"]
     return replace(cmap, stream=file_stem(path)), []
+
+
+def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
+    """A map whose `date` is "file_name" takes the one ISO date (YYYY-MM-DD) the file's name holds, with a note."""
+    if cmap.date != DATE_FROM_NAME:
+        return cmap, []
+    found = set()
+    for text in re.findall(r"(?<!\d)\d{4}-\d\d-\d\d(?!\d)", file_stem(path)):
+        try:
+            found.add(Date.fromisoformat(text).isoformat())
+        except ValueError:
+            pass
+    if len(found) != 1:
+        held = f"several dates ({', '.join(sorted(found))})" if found else "no date (YYYY-MM-DD)"
+        raise ValueError(f"{path}: its times are seconds after midnight and the day is not given; its name holds "
+                         f"{held}: give the day with --date YYYY-MM-DD")
+    day = found.pop()
+    zone = f", times in {cmap.tz}" if cmap.tz else ""
+    return replace(cmap, date=day), [f"{path.name}: the day is {day}, from the file name{zone} (--date and --tz "
+                                     f"give others)"]
+
+
+def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
+    """Notes on a detected layout that reads but is a vendor's whose fields mean otherwise."""
+    columns = {_normal(n) for n in names}
+    if cmap.side is not None and cmap.side_map is None and COINBASE_TRADES <= columns <= COINBASE_TRADES | \
+            {"product_id"}:
+        return [f"{path.name}: its columns are Coinbase Exchange's trades layout, whose side is the MAKER's; read "
+                f"here as the aggressor's. If the file is Coinbase's, give --preset coinbase-trades (sides flipped)"]
+    return []
 
 
 def match_case(cmap: ColumnMap, schema: Mapping[str, pl.DataType]) -> ColumnMap:
@@ -352,6 +431,8 @@ def describe_map(cmap: ColumnMap) -> str:
     scale = [f"price_scale={cmap.price_scale:g}"] if cmap.price_scale is not None else []
     fields = [f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None]
     if cmap.side_map:
-        fields = [f + (" (a buyer-maker flag: true = sell)" if cmap.side_map == BUYER_MAKER else
-                       f" (side_map {cmap.side_map})") if f.startswith("side=") else f for f in fields]
-    return ", ".join([f"ts={cmap.ts}{unit}", stream, *fields, *scale])
+        named = next((name for name, side_map in SIDE_MAPS.items() if side_map == cmap.side_map), None)
+        fields = [f + (f" ({named})" if named else f" (side_map {cmap.side_map})") if f.startswith("side=") else f
+                  for f in fields]
+    keep = [f"keep {c} in {'|'.join(str(v) for v in values)}" for c, values in (cmap.keep or {}).items()]
+    return ", ".join([f"ts={cmap.ts}{unit}", stream, *fields, *scale, *keep])

@@ -36,22 +36,25 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     NUMERIC_FIELDS,
     PRESETS,
     PRICE_FIELDS,
-    SIDE_WORDS,
     TIME_OF_DAY,
     UNITS,
     VALUE_FIELDS,
     ColumnMap,
     Refine,
     as_column_map,
+    keep_check,
     preset,
+    side_lookup,
 )
 from connectors.layout import (
     CSV_SUFFIXES,
     DBN_SUFFIXES,
     PARQUET_SUFFIXES,
     Dialect,
+    date_of,
     describe_map,
     detect_columns,
+    epoch_note,
     epoch_unit,
     headerless_map,
     match_case,
@@ -59,6 +62,7 @@ from connectors.layout import (
     stream_of,
     time_formats,
     two_way_date,
+    vendor_notes,
 )
 from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.ticks import QUOTE, TRADE, InvalidTick, Tick, validate
@@ -101,7 +105,8 @@ def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
 def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
     # Decimal epoch seconds stay text until _scale: as a float, 1717236000.25 s is off by ~100 ns.
     ts_type = {"datetime": pl.String, "s": pl.String, TIME_OF_DAY: pl.Float64}.get(cmap.ts_unit, pl.Int64)
-    out: dict[str, pl.DataType] = {getattr(cmap, f): pl.Float64 for f in NUMERIC_FIELDS if getattr(cmap, f)}
+    out: dict[str, pl.DataType] = {c: pl.String for c in cmap.keep or ()}  # compared as text
+    out |= {getattr(cmap, f): pl.Float64 for f in NUMERIC_FIELDS if getattr(cmap, f)}
     if cmap.stream_col:
         out[cmap.stream_col] = pl.String
     return out | {column: ts_type for column in cmap.ts_columns}
@@ -207,14 +212,6 @@ def _ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
     return cmap.ts_unit in ("datetime", TIME_OF_DAY) or (cmap.ts_unit == "s" and dtype == pl.String)
 
 
-def _side_lookup(side_map: dict | None) -> Callable[[Any], Any]:
-    # YAML may give `1: sell`, `"1": sell` or `true: sell`; accept any of them for a 1/True/"1" cell. Values the
-    # map does not name are read as SIDE_WORDS (BUY, b, A, ...); anything else goes on to be rejected.
-    side_map = side_map or {}
-    table = SIDE_WORDS | dict(side_map) | {str(k).lower(): v for k, v in side_map.items()}
-    return lambda raw: table.get(raw, table.get(str(raw).strip().lower(), raw))
-
-
 def _scale(raw: Any, factor: int) -> Any:
     if isinstance(raw, float):  # a non-finite float stays a float and is rejected as ts_not_int
         return round(raw * factor) if math.isfinite(raw) else raw
@@ -255,16 +252,19 @@ class _FilePlan:
         for chunk in self.frame.collect_batches(chunk_size=chunk_rows, lazy=True):
             yield [(row[-1], convert(row)) for row in chunk.rows()]
 
-    def _converter(self) -> Callable[[tuple], dict[str, Any]]:
+    def _converter(self) -> Callable[[tuple], dict[str, Any] | InvalidTick]:
         cmap, factor = self.columns, self.ts_factor
         # A map with only one kind's columns fixes the kind, so a row missing its price reads as missing_field.
         kind = cmap.kind or (QUOTE if cmap.price is None else TRADE if cmap.bid is None else None)
         stream = cmap.stream or (cmap.default_stream if cmap.stream_col is None else None)
         fixed = {k: v for k, v in (("stream", stream), ("kind", kind)) if v is not None}
-        side_of = _side_lookup(cmap.side_map)
+        side_of, scale = side_lookup(cmap.side_map), cmap.price_scale
         pairs = tuple(enumerate(self.keys, start=1))
+        left_out, kept = (keep_check(cmap.keep), len(self.keys) + 1) if cmap.keep else (None, 0)
 
-        def convert(row: tuple) -> dict[str, Any]:
+        def convert(row: tuple) -> dict[str, Any] | InvalidTick:
+            if left_out is not None and (why := left_out(row[kept:-1])):
+                return InvalidTick("filtered_out", why)
             out = dict(fixed)
             if row[0] is not None:
                 out["ts"] = _scale(row[0], factor)
@@ -272,6 +272,8 @@ class _FilePlan:
                 value = row[i]
                 if value is not None and key == "side":
                     value = side_of(value)
+                elif scale is not None and key in PRICE_FIELDS and isinstance(value, (int, float)):
+                    value = value / scale  # fixed point (LOBSTER, Databento); polars' x * (1/scale) is 1 ulp off
                 if value is not None:
                     out[key] = value
             return out
@@ -300,11 +302,11 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         keys.append("stream")
     for key in VALUE_FIELDS:
         if (name := getattr(cmap, key)) is not None:
-            col = pl.col(name).cast(pl.Float64) if schema[name].is_decimal() else pl.col(name)
-            if key in PRICE_FIELDS and cmap.price_scale is not None:  # fixed-point prices: LOBSTER's, Databento's
-                col = col.cast(pl.Float64) / cmap.price_scale
+            text = key in NUMERIC_FIELDS and schema[name] == pl.String  # Parquet of JSON: Coinbase's "42290.12"
+            col = pl.col(name).cast(pl.Float64, strict=False) if schema[name].is_decimal() or text else pl.col(name)
             exprs.append(col.alias(key))
             keys.append(key)
+    exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
     rows = _scan(path, cmap.names, dialect, overrides).with_row_index(ROW)
     if is_csv(path):  # a blank line (often at the end) is no row at all
         rows = rows.filter(pl.any_horizontal(pl.all().exclude(ROW).is_not_null()))
@@ -323,7 +325,7 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "
                      f"answer topics use '/' as their separator")
     if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
-        notes += _epoch_note(path, cmap, _scale(facts["first_ts"], factor))
+        notes += epoch_note(path, cmap, _scale(facts["first_ts"], factor))
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes))
 
 
@@ -353,6 +355,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
             cmap = replace(cmap, names=tuple(names))
         cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
     cmap, stream_notes = stream_of(path, cmap, schema)
+    cmap, day_notes = date_of(path, cmap)
     if missing := [c for c in cmap.source_columns() if c not in schema]:
         headerless = ("; its first line is data, not a header: give its columns in order with --csv-names"
                       if dialect is not None and not dialect.header and names is None else "")
@@ -369,6 +372,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         notes.append(f"{path.name}: no header row; read as {how} (--csv-names {','.join(names)}): {describe_map(cmap)}")
     elif not isinstance(spec, ColumnMap):
         notes.append(f"{path.name}: no column map given; read as {describe_map(cmap)}")
+        notes += vendor_notes(path, list(schema), cmap)
     utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt"))  # Dukascopy's `Gmt time`: UTC by its name
     if notes and cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named \
             and schema.get(cmap.ts) in (pl.String, None):
@@ -376,7 +380,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         if not UTC_OFFSET.search(text):  # a guess cannot know the zone of wall-clock times
             notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and are read as UTC; if they "
                          f"are local times, give their zone, e.g. --tz America/New_York")
-    return cmap, dialect, schema, notes + stream_notes
+    return cmap, dialect, schema, notes + stream_notes + day_notes
 
 
 def _first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
@@ -389,20 +393,6 @@ def _first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None
     found = found.filter(pl.col("t").str.strip_chars() != "")
     found = found.head(1).collect()
     return found.item() if found.height else None
-
-
-def _epoch_note(path: Path, cmap: ColumnMap, first_ns: Any) -> list[str]:
-    """A note when the first time, read in the map's epoch unit, is not a date of market data (1990..2200)."""
-    if not isinstance(first_ns, int) or EPOCH_1990_NS <= first_ns < EPOCH_2200_NS:
-        return []
-    raw = first_ns // UNITS[cmap.ts_unit]
-    if epoch_unit(raw) == cmap.ts_unit:  # no unit makes it a present-day time
-        return []
-    return [f"{path.name}: the first time, {raw} {cmap.ts_unit} since the epoch, is not in 1990..2200: "
-            f"if column {cmap.ts!r} counts {epoch_unit(raw)}, give --ts-unit {epoch_unit(raw)}"]
-
-
-EPOCH_1990_NS, EPOCH_2200_NS = 631_152_000 * 10**9, 7_258_118_400 * 10**9
 
 
 class _Cursor:
@@ -422,6 +412,8 @@ class _Cursor:
             ticks = []
             for row, wire in chunk:
                 try:
+                    if isinstance(wire, InvalidTick):  # a row the map's keep leaves out
+                        raise wire
                     ticks.append(validate(wire))
                 except InvalidTick as err:
                     self._rejects.add(err, self._plan, row)
@@ -435,6 +427,7 @@ class _Cursor:
 REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons
     "unknown_side": "; map other side values with side_map in a --columns YAML file (docs/replay.md)",
     "bad_stream": "; name the stream with --columns ...,stream_name=NAME (docs/wire-protocol.md#stream-names)",
+    "filtered_out": "; not an error: rows that are no trades (e.g. order submissions and cancels)",
 }
 
 

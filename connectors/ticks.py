@@ -71,6 +71,7 @@ REASONS = (
     "stream_refused",
     "overloaded",
     "log_unavailable",
+    "filtered_out",  # file replay only: a row a column map's `keep` leaves out (not a trade)
 )
 
 _COMMON = ("stream", "ts", "kind")

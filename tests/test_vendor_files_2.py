@@ -185,24 +185,23 @@ def test_dukascopy_export_with_ask_before_bid(tmp_path: Path) -> None:
     assert (tick.stream, tick.bid, tick.ask) == ("GBPUSD", 1.27100, 1.27120)
 
 
-def test_lobster_messages_are_refused_with_the_options_that_read_them(tmp_path: Path) -> None:
+def test_lobster_messages_without_the_preset_are_refused_with_it_named(tmp_path: Path) -> None:
     path = tmp_path / "AAPL_2012-06-21_34200000_57600000_message_1.csv"
     path.write_text("".join(f"{34200.004241176 + i * 0.25:.9f},{(1, 4, 3, 5)[i % 4]},{16113575 + i},{18 + i},"
                             f"{5853300 + 100 * (i % 3)},{1 if i % 8 < 4 else -1}\n" for i in range(N)))
     with pytest.raises(ValueError, match=r"first line is data, not a header \(34200\.004241176,1,16113575,18,5853300,1"
-                                         r"\).*--csv-names c1,c2,c3,c4,c5,c6 .*looks like seconds after midnight: "
-                                         r"--ts-unit seconds_after_midnight --date YYYY-MM-DD"):
-        FileReplay(path)
+                                         r"\): it looks like a LOBSTER message file .*--preset lobster-messages"):
+        FileReplay(path)  # the preset is tested in test_vendor_files_3.py
     with pytest.raises(ValueError, match=r"needs \['time', 'price', 'size'\].*first line is data, not a header: give its columns"):
         FileReplay(path, columns={"ts": "time", "price": "price", "size": "size"})
-    # the options it points to: prices are dollars x 10000; every message is read as a trade (no type filter)
+    # a map by hand without the preset's keep filter: prices are dollars x 10000; every message reads as a trade
     replay = FileReplay(path, columns={"names": ("time", "type", "order_id", "size", "price", "direction"),
                                        "ts": "time", "ts_unit": "seconds_after_midnight", "date": "2012-06-21",
                                        "tz": "America/New_York", "price": "price", "size": "size",
                                        "price_scale": 10000})
     ticks = drain(replay)
     assert ticks[0] == Tick("AAPL", ns("2012-06-21T13:30:00+00:00") + 4_241_176, "trade", price=585.33, size=18.0)
-    assert len(ticks) == N
+    assert len(ticks) == N and {t.price for t in ticks} == {585.33, 585.34, 585.35}
 
 
 def test_taq_like_trades_with_date_and_time_columns(tmp_path: Path) -> None:

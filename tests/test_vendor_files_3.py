@@ -1,0 +1,246 @@
+"""Vendor files whose trade side is not the aggressor's, in the layouts the vendors publish: Coinbase Exchange's
+REST trades and websocket `match` messages (the MAKER's side) and LOBSTER message files (the RESTING order's
+side, among submissions and cancels that are no trades). Each is read without options and with the preset the
+messages point to, asserting the ticks; the LOBSTER preset also through `flashtick backtest`. Bybit's and OKX's
+trade history, whose side is the taker's, read as they are without options. Every fixture is written here, from
+code, into tmp_path."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import tiny_tick_checkpoint
+from connectors.replay import FileReplay
+from connectors.ticks import Tick
+from engine.service.cli import main
+from test_vendor_files import drain, ns  # one reader of a whole replay, one ISO-time-to-ns
+from test_vendor_files_2 import N, QUERIES
+
+COINBASE_T0 = ns("2024-08-08T23:54:00+00:00")
+LOBSTER_OPEN = ns("2012-06-21T13:30:00+00:00")  # 09:30 in New York, 34200 s after its midnight
+LOBSTER_NAME = "AAPL_2012-06-21_34200000_57600000_message_10.csv"
+
+
+def coinbase_trades(n: int = N) -> list[dict]:
+    """Trades as Coinbase Exchange's REST API gives them (`GET /products/{id}/trades`): numbers as text, ISO
+    times with a `Z`, `side` the MAKER's."""
+    return [{"trade_id": 583219000 + i, "side": "buy" if i % 3 else "sell", "size": f"{0.0012 + i / 10000:.8f}",
+             "price": f"{64000.12 + 0.01 * (i % 7):.2f}", "time": f"2024-08-08T23:54:{i:02d}.{123456 + i}Z"}
+            for i in range(n)]
+
+
+def test_coinbase_rest_trades_read_flipped_with_the_preset_the_note_names(tmp_path: Path) -> None:
+    trades = coinbase_trades()
+    # the API lists the newest trade first, and a dump keeps that order
+    pl.DataFrame(trades[::-1]).select("trade_id", "side", "size", "price", "time").write_csv(tmp_path / "BTC-USD.csv")
+    as_is = FileReplay(tmp_path / "BTC-USD.csv")
+    ticks = drain(as_is)
+    assert ticks[0] == Tick("BTC-USD", COINBASE_T0 + 123_456_000, "trade", price=64000.12, size=0.0012, side="sell")
+    assert as_is.notes[1] == ("BTC-USD.csv: its columns are Coinbase Exchange's trades layout, whose side is the "
+                              "MAKER's; read here as the aggressor's. If the file is Coinbase's, give --preset "
+                              "coinbase-trades (sides flipped)")
+    replay = FileReplay(tmp_path / "BTC-USD.csv", columns="coinbase-trades")
+    flipped = drain(replay)
+    assert flipped[:2] == [Tick("BTC-USD", COINBASE_T0 + 123_456_000, "trade", price=64000.12, size=0.0012,
+                                side="buy"),
+                           Tick("BTC-USD", COINBASE_T0 + 1_123_457_000, "trade", price=64000.13, size=0.0013,
+                                side="sell")]
+    assert [t.side for t in flipped] == [{"buy": "sell", "sell": "buy"}[t.side] for t in ticks]
+    assert replay.sorted_files == [tmp_path / "BTC-USD.csv"] and dict(replay.rejected) == {} and replay.notes == []
+    # Parquet straight from the JSON (prices and sizes as text), with the product the request named
+    pl.DataFrame(trades).with_columns(product_id=pl.lit("ETH-USD")).write_parquet(tmp_path / "dump.parquet")
+    replay = FileReplay(tmp_path / "dump.parquet", columns="coinbase-trades")
+    assert drain(replay) == [Tick("ETH-USD", t.ts, "trade", price=t.price, size=t.size, side=t.side)
+                             for t in flipped]
+    assert replay.notes == ["dump.parquet: streams from column 'product_id'"]
+    assert "give --preset coinbase-trades" in FileReplay(tmp_path / "dump.parquet").notes[1]
+
+
+def coinbase_matches(n: int = N) -> list[dict]:
+    """Websocket `matches` channel messages, the first a `last_match`: `side` is the maker order's."""
+    return [{"type": "last_match" if i == 0 else "match", "trade_id": 583219000 + i,
+             "maker_order_id": f"ac928c66-ca53-498f-9c13-a110027a{i:04d}",
+             "taker_order_id": f"132fb6ae-456b-4654-b4e0-d681ac05{i:04d}", "side": "sell" if i % 4 else "buy",
+             "size": f"{0.05 + i / 100:.8f}", "price": f"{(64000.5 if i % 2 else 2650.25) + i:.2f}",
+             "product_id": "BTC-USD" if i % 2 else "ETH-USD", "sequence": 50 + i,
+             "time": f"2024-08-08T23:54:{i:02d}.{500000 + i}Z"} for i in range(n)]
+
+
+def test_coinbase_websocket_matches_detected_by_their_order_ids_and_flipped(tmp_path: Path) -> None:
+    pl.DataFrame(coinbase_matches()).write_csv(tmp_path / "matches.csv")
+    replay = FileReplay(tmp_path / "matches.csv")
+    ticks = drain(replay)
+    assert ticks[:2] == [Tick("ETH-USD", COINBASE_T0 + 500_000_000, "trade", price=2650.25, size=0.05, side="sell"),
+                         Tick("BTC-USD", COINBASE_T0 + 1_500_001_000, "trade", price=64001.5, size=0.06,
+                              side="buy")]
+    assert len(ticks) == N and dict(replay.rejected) == {}
+    assert replay.notes == ["matches.csv: no column map given; read as ts=time (datetime), stream=product_id, "
+                            "price=price, size=size, side=side (the maker's side, read flipped), "
+                            "keep type in match|last_match"]
+    # the same messages without their `type` column: the order ids still say whose side it is
+    pl.DataFrame(coinbase_matches()).drop("type").write_csv(tmp_path / "untyped.csv")
+    assert drain(FileReplay(tmp_path / "untyped.csv")) == ticks
+    assert drain(FileReplay(tmp_path / "untyped.csv", columns={"ts_unit": "datetime"})) == ticks  # refined: the same
+
+
+def test_coinbase_full_channel_dump_keeps_only_the_matches(tmp_path: Path) -> None:
+    """The `full` channel in one Parquet table: orders received, opened and done carry a side, price and size
+    too, but only the matches are trades; the others are counted as filtered out."""
+    match = coinbase_matches(2)[1]
+    rows = [{"type": "received", "order_id": "d50ec984", "order_type": "limit", "side": "sell",
+             "size": "0.5", "price": "64010.00", "time": "2024-08-08T23:54:00.100000Z"},
+            {"type": "open", "order_id": "d50ec984", "side": "sell", "price": "64010.00", "remaining_size": "0.5",
+             "time": "2024-08-08T23:54:00.200000Z"},
+            match,
+            {"type": "done", "order_id": "d50ec984", "side": "sell", "price": "64010.00", "remaining_size": "0",
+             "reason": "canceled", "time": "2024-08-08T23:54:02.000000Z"}]
+    pl.DataFrame(rows, infer_schema_length=None).with_columns(product_id=pl.lit("BTC-USD")).write_parquet(
+        tmp_path / "full.parquet")
+    replay = FileReplay(tmp_path / "full.parquet")
+    assert drain(replay) == [Tick("BTC-USD", COINBASE_T0 + 1_500_001_000, "trade", price=64001.5, size=0.06,
+                                  side="buy")]
+    assert dict(replay.rejected) == {"filtered_out": 3}
+    assert replay.rejected.examples["filtered_out"].startswith(
+        f"{tmp_path / 'full.parquet'} row 1: filtered_out: column 'type' holds received, which the map's keep leaves "
+        f"out (it keeps match, last_match); not an error")
+
+
+def lobster_messages(path: Path, rows: list[tuple]) -> Path:
+    """A LOBSTER message file: no header; time (s after midnight), type, order id, size, price x 10000,
+    direction (the limit order's side: 1 buy, -1 sell)."""
+    path.write_text("".join(f"{t:.9f},{kind},{order},{size},{price},{side}\n"
+                            for t, kind, order, size, price, side in rows))
+    return path
+
+
+MESSAGES = [  # (time, type, order id, size, price x 10000, direction)
+    (34200.004241176, 1, 16113575, 18, 5853300, 1),   # a buy order submitted
+    (34200.025552082, 1, 16120456, 18, 5859100, -1),  # a sell order submitted
+    (34200.201743415, 3, 16120456, 18, 5859100, -1),  # ... and deleted
+    (34201.000000001, 4, 16113575, 10, 5853300, 1),   # the resting buy order executed: a seller hit it
+    (34201.5, 2, 16113575, 3, 5853300, 1),             # part of it cancelled
+    (34202.25, 5, 0, 100, 5855000, -1),                # a hidden sell order executed: a buyer lifted it
+    (34203.0, 4, 16120480, 18, 5859200, -1),           # a visible sell order executed
+    (34204.0, 6, -1, 5000, 5856000, -1),               # a cross trade (auction)
+    (34205.0, 7, -1, 0, -1, -1),                       # a trading halt
+]
+
+
+def test_lobster_preset_reads_executions_at_the_aggressors_side(tmp_path: Path) -> None:
+    path = lobster_messages(tmp_path / LOBSTER_NAME, MESSAGES)
+    replay = FileReplay(path, columns="lobster-messages")
+    assert drain(replay) == [
+        Tick("AAPL", LOBSTER_OPEN + 1_000_000_001, "trade", price=585.33, size=10.0, side="sell"),
+        Tick("AAPL", LOBSTER_OPEN + 2_250_000_000, "trade", price=585.5, size=100.0, side="buy"),
+        Tick("AAPL", LOBSTER_OPEN + 3_000_000_000, "trade", price=585.92, size=18.0, side="buy")]
+    assert dict(replay.rejected) == {"filtered_out": 6}
+    assert replay.rejected.examples["filtered_out"] == (
+        f"{path} line 1: filtered_out: column 'type' holds 1, which the map's keep leaves out (it keeps 4, 5); not an "
+        f"error: rows that are no trades (e.g. order submissions and cancels)")
+    assert replay.notes == [f"{LOBSTER_NAME}: stream AAPL, from the file name '{LOBSTER_NAME[:-4]}' (--columns "
+                            f"stream_name=NAME to name it otherwise)",
+                            f"{LOBSTER_NAME}: the day is 2012-06-21, from the file name, times in America/New_York "
+                            f"(--date and --tz give others)"]
+    # --date and --tz replace the file name's day and New York
+    later = drain(FileReplay(path, columns={"preset": "lobster-messages", "date": "2012-06-22", "tz": "UTC"}))
+    assert later[0].ts == LOBSTER_OPEN + 1_000_000_001 + (24 - 4) * 3600 * 10**9
+
+
+def test_lobster_file_renamed_needs_its_day_and_is_pointed_to_the_preset(tmp_path: Path) -> None:
+    path = lobster_messages(tmp_path / "aapl-messages.csv", MESSAGES)
+    with pytest.raises(ValueError, match=r"looks like a LOBSTER message file \(time,type,order_id,size,price,"
+                                         r"direction\): --preset lobster-messages reads its executions as trades"):
+        FileReplay(path)
+    with pytest.raises(ValueError, match=r"aapl-messages.csv: its times are seconds after midnight and the day is "
+                                         r"not given; its name holds no date \(YYYY-MM-DD\): give the day with --date"):
+        FileReplay(path, columns="lobster-messages")
+    (first, *_) = drain(FileReplay(path, columns={"preset": "lobster-messages", "date": "2012-06-21"}))
+    assert first == Tick("aapl-messages", LOBSTER_OPEN + 1_000_000_001, "trade", price=585.33, size=10.0, side="sell")
+    # other header-less seconds after midnight (not LOBSTER's six columns) still get the generic options
+    (tmp_path / "asx.csv").write_text("36000.25,45.10,100,B\n36001.5,45.11,200,S\n")
+    with pytest.raises(ValueError, match=r"looks like seconds after midnight: --ts-unit seconds_after_midnight"):
+        FileReplay(tmp_path / "asx.csv")
+
+
+def test_cli_backtest_of_lobster_messages_counts_what_it_leaves_out(tmp_path: Path, capsys) -> None:
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    (tmp_path / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 4096, block_size: 16}}\n")
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    rows = [(34200.004241176 + i * 0.25, (1, 4, 3, 5)[i % 4], 16113575 + i, 18 + i, 5853300 + 100 * (i % 3),
+             1 if i % 8 < 4 else -1) for i in range(2 * N)]
+    path = lobster_messages(tmp_path / LOBSTER_NAME, rows)
+    argv = ["--preset", "lobster-messages", "--queries", str(tmp_path / "q.yaml"), "--quiet",
+            "--config", str(tmp_path / "engine.yaml"), "--out", str(tmp_path / "a.parquet")]
+    code = main(["backtest", str(path), *argv])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"replayed {N} ticks ({N} rejected)" in out
+    assert f"  rejected filtered_out: {N} (first: {path} line 1: filtered_out: column 'type' holds 1" in out
+    assert "note: AAPL_2012-06-21_34200000_57600000_message_10.csv: the day is 2012-06-21, from the file name" in err
+    answers = pl.read_parquet(tmp_path / "a.parquet")
+    assert set(answers["stream"]) == {"AAPL"} and answers["data_ts"].min() > LOBSTER_OPEN
+    # a file of submissions and cancels only has nothing to backtest: an error with the reason, not an empty run
+    quiet = lobster_messages(tmp_path / "MSFT_2012-06-21_34200000_57600000_message_1.csv",
+                             [r for r in rows if r[1] not in (4, 5)])
+    assert main(["backtest", str(quiet), *argv]) == 2
+    err = capsys.readouterr().err
+    assert "every row was rejected, so there is nothing to backtest" in err
+    assert f"rejected filtered_out: {N} (first: {quiet} line 1:" in err
+
+
+
+def test_bybit_trading_history_reads_with_the_takers_side(tmp_path: Path) -> None:
+    """public.bybit.com/trading: decimal epoch seconds, Buy/Sell the taker's side (the newer files add `RPI`);
+    public.bybit.com/spot: ms and lower-case sides."""
+    t0 = 1_704_153_600  # 2024-01-02 00:00 UTC
+    header = "timestamp,symbol,side,size,price,tickDirection,trdMatchID,grossValue,homeNotional,foreignNotional"
+    with gzip.open(tmp_path / "BTCUSDT2024-01-02.csv.gz", "wt") as f:
+        f.write(header + ",RPI\n" + "".join(
+            f"{t0}.{873 + 1000 * i:04d},BTCUSDT,{'Sell' if i % 3 else 'Buy'},{0.003 * (1 + i % 4):.3f},"
+            f"{42283.5 - 0.5 * (i % 3):.1f},ZeroMinusTick,224061a0-e105-508c-9696-b53ab4b5{i:04d},1.268505e+10,"
+            f"{0.003 * (1 + i % 4):.3f},126.8505,false\n" for i in range(N // 3)))
+    (tmp_path / "ETHUSDT_2024-01-02.csv").write_text("id,timestamp,price,volume,side\n" + "".join(
+        f"{2290000000 + i},{t0 * 1000 + 250 * i},{2352.61 + 0.01 * (i % 3):.2f},{0.5 + i / 10:.2f},"
+        f"{'sell' if i % 2 else 'buy'}\n" for i in range(N // 3)))
+    replay = FileReplay([tmp_path / "BTCUSDT2024-01-02.csv.gz", tmp_path / "ETHUSDT_2024-01-02.csv"])
+    ticks = drain(replay)
+    assert [t for t in ticks if t.stream == "BTCUSDT"][:2] == [
+        Tick("BTCUSDT", t0 * 10**9 + 87_300_000, "trade", price=42283.5, size=0.003, side="buy"),
+        Tick("BTCUSDT", t0 * 10**9 + 187_300_000, "trade", price=42283.0, size=0.006, side="sell")]
+    assert [t for t in ticks if t.stream == "ETHUSDT"][:2] == [
+        Tick("ETHUSDT", t0 * 10**9, "trade", price=2352.61, size=0.5, side="buy"),
+        Tick("ETHUSDT", t0 * 10**9 + 250_000_000, "trade", price=2352.62, size=0.6, side="sell")]
+    assert len(ticks) == 2 * (N // 3) and dict(replay.rejected) == {}
+    assert "ts=timestamp (s), stream=symbol, price=price, size=size, side=side" in replay.notes[0]
+
+
+def test_okx_trade_history_reads_with_the_takers_side(tmp_path: Path) -> None:
+    """OKX's trade history (okx.com data download, unzipped): created_time in ms, side the taker's."""
+    t0 = 1_704_124_800_000  # 2024-01-01 16:00 UTC, midnight in OKX's UTC+8 day
+    (tmp_path / "BTC-USDT-SWAP-trades-2024-01-02.csv").write_text(
+        "instrument_name,trade_id,side,price,size,created_time,source\n" + "".join(
+            f"BTC-USDT-SWAP,{2885385355 + i},{'sell' if i % 2 else 'buy'},{42542.2 + 0.1 * (i % 4):.1f},"
+            f"{1 + i % 5},{t0 + 21 + 37 * i},0\n" for i in range(N)))
+    replay = FileReplay(tmp_path / "BTC-USDT-SWAP-trades-2024-01-02.csv")
+    ticks = drain(replay)
+    assert ticks[:2] == [Tick("BTC-USDT-SWAP", (t0 + 21) * 10**6, "trade", price=42542.2, size=1.0, side="buy"),
+                         Tick("BTC-USDT-SWAP", (t0 + 58) * 10**6, "trade", price=42542.3, size=2.0, side="sell")]
+    assert len(ticks) == N and dict(replay.rejected) == {}
+    assert replay.notes == ["BTC-USDT-SWAP-trades-2024-01-02.csv: no column map given; read as ts=created_time (ms), "
+                            "stream=instrument_name, price=price, size=size, side=side"]
+
+def test_every_preset_is_documented_and_offered_on_the_command_line() -> None:
+    from connectors.column_map import PRESETS
+    from engine.service.cli import build_parser
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    backtest = build_parser()._subparsers._group_actions[0].choices["backtest"]  # argparse keeps it private
+    offered = next(a.help for a in backtest._actions if a.dest == "preset")
+    for name in PRESETS:
+        assert re.search(rf"^\| `{name}` +\|", (docs / "replay.md").read_text(), re.MULTILINE), name
+        assert name in offered and name in (docs / "configuration.md").read_text(), name
