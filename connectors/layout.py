@@ -43,7 +43,9 @@ SAMPLE_LINES = 20  # lines read to sniff a CSV
 # Column names vendors use for each field, compared in lower case with spaces and dashes as "_"; the first
 # name a file has wins. `ts` and `stream` come first: the wire layout.
 FIELD_NAMES: dict[str, tuple[str, ...]] = {
-    "ts": ("ts", "timestamp", "time", "datetime", "date_time", "ts_event", "ts_recv", "event_time",
+    # ts_recv before ts_event: Databento's files are sorted by it, and its DBN reader (connectors/dbn.py) uses it,
+    # so one feed read from CSV or DBN replays the same ticks
+    "ts": ("ts", "timestamp", "time", "datetime", "date_time", "ts_recv", "ts_event", "event_time",
            "transact_time", "transaction_time", "trade_time", "exchange_time", "sip_timestamp", "timestamp_utc",
            "time_utc", "gmt_time", "utc_time", "created_time"),  # created_time: OKX's trade files
     "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id",

@@ -243,9 +243,10 @@ def test_polygon_flat_file_and_databento_csv_prices(tmp_path: Path) -> None:
     replay = FileReplay(tmp_path / "raw.trades.csv")
     raw = drain(replay)
     assert pretty == raw  # fixed-point prices (1 unit = 1e-9) read as the prices they are
-    assert raw[:3] == [Tick("ESM4", US_OPEN, "trade", price=5300.25, size=1.0, side="buy"),
-                       Tick("ESM4", US_OPEN + MS, "trade", price=5300.5, size=2.0, side="sell"),
-                       Tick("ESM4", US_OPEN + 2 * MS, "trade", price=5300.75, size=3.0)]
+    # ts_recv (512 ns after ts_event here), as the DBN reader uses: the same feed replays alike from CSV or DBN
+    assert raw[:3] == [Tick("ESM4", US_OPEN + 512, "trade", price=5300.25, size=1.0, side="buy"),
+                       Tick("ESM4", US_OPEN + MS + 512, "trade", price=5300.5, size=2.0, side="sell"),
+                       Tick("ESM4", US_OPEN + 2 * MS + 512, "trade", price=5300.75, size=3.0)]
     assert "price_scale=1e+09" in replay.notes[0]
 
 
