@@ -14,6 +14,7 @@ alone: 2 x parameters x tokens FLOPs (4 tokens per tick) at this CPU's matmul ra
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import tempfile
 import time
@@ -26,6 +27,7 @@ from benchmarks.common import machine, time_ms, write_json
 from connectors.codec import TOKENS_PER_TICK
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.backtest import run_backtest
+from engine.models import BUILTIN_MODEL_DIR
 from engine.service.config import ServiceConfig
 
 DAY_TICKS = 1_000_000
@@ -56,7 +58,7 @@ def main(argv: list[str] | None = None) -> dict:
         report = run_backtest(ServiceConfig(), [data], QUERIES, Path(tmp) / "day_answers.parquet", progress=False)
         seconds = time.perf_counter() - start
     rate = max(rate_before, matmul_gflops())
-    params = sum(p.numel() for p in _builtin_model().parameters())
+    params = checkpoint_parameters(BUILTIN_MODEL_DIR)
     floor_s = 2 * params * n * TOKENS_PER_TICK / (rate * 1e9)
     day_s = seconds * DAY_TICKS / n
     result = {
@@ -85,10 +87,13 @@ def main(argv: list[str] | None = None) -> dict:
     return result
 
 
-def _builtin_model() -> torch.nn.Module:
-    from engine.models import load_model
+def checkpoint_parameters(model_dir: Path) -> int:
+    """Parameters as the checkpoint stores them (the engine keeps its linear weights as prepacked buffers, so
+    counting the loaded module's parameters() would miss them)."""
+    from safetensors import safe_open
 
-    return load_model(None, torch.float32, "cpu")
+    with safe_open(str(model_dir / "model.safetensors"), framework="pt") as f:
+        return sum(math.prod(f.get_slice(name).get_shape()) for name in f.keys())
 
 
 if __name__ == "__main__":
