@@ -14,7 +14,10 @@ from connectors.labels import NO_LABEL, label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.config import ServiceConfig
-from engine.service.live_scores import PRUNE_EVERY
+from connectors.builtin import load_builtin_codec
+from connectors.ticks import Tick
+from engine.service.live_scores import PRUNE_EVERY, LiveScores
+from queries.cache import Answer
 from engine.service.metrics import render
 from engine.service.pipeline import TickPipeline
 from queries.yaml_loader import load_queries
@@ -58,7 +61,7 @@ def expected_scores(pipeline: TickPipeline, answers, by_stream) -> dict[str, dic
             continue
         question = pipeline.codec.questions[spec.question].spec
         total = totals.setdefault(answer.query, {"scored": 0, "correct": 0, "brier": 0.0, "prior_brier": 0.0,
-                                                 "majority": 0, "pending": 0})
+                                                 "majority": 0, "pending": 0, "streams": defaultdict(lambda: [0, 0.0, 0.0])})
         series = marks[answer.stream]
         if answer.version + question.horizon > len(series):
             total["pending"] += 1
@@ -76,6 +79,10 @@ def expected_scores(pipeline: TickPipeline, answers, by_stream) -> dict[str, dic
         total["brier"] += float(np.square(p - onehot).sum())
         total["prior_brier"] += float(np.square(prior - onehot).sum())
         total["majority"] += int(seen.argmax() == y)
+        on_stream = total["streams"][answer.stream]  # [scored, brier, prior_brier] on this stream
+        on_stream[0] += 1
+        on_stream[1] += float(np.square(p - onehot).sum())
+        on_stream[2] += float(np.square(prior - onehot).sum())
         seen[y] += 1
     return totals
 
@@ -94,6 +101,12 @@ def test_live_scores_equal_a_labelling_of_the_whole_history() -> None:
         assert got["brier"] == pytest.approx(want["brier"] / n, abs=1e-6)
         assert got["prior_brier"] == pytest.approx(want["prior_brier"] / n, abs=1e-6)
         assert got["majority_accuracy"] == pytest.approx(want["majority"] / n, abs=1e-6)
+        worse = sorted(((b - pb) / k, stream) for stream, (k, b, pb) in want["streams"].items()
+                       if k >= 100 and b > pb)
+        assert [w["stream"] for w in got["worse_than_prior"]] == [stream for _, stream in reversed(worse)][:5]
+        for w in got["worse_than_prior"]:
+            k, b, pb = want["streams"][w["stream"]]
+            assert w["scored"] == k and w["brier"] == pytest.approx(b / k, abs=1e-6) > w["prior_brier"]
     msgpack.packb(pipeline.stats())  # the control op's reply carries it
     metrics = render(pipeline.stats())  # and /metrics, one sample per query
     assert f'flashtick_live_scored_total{{query="dir20"}} {live["dir20"]["scored"]}\n' in metrics
@@ -141,3 +154,23 @@ def test_a_restart_scores_answers_on_the_replayed_ticks(tmp_path) -> None:
     scores = again.stats()["scores"]
     assert scores["dir20"]["scored"] > 0 and scores["dir20"]["unscorable"] == 0
     again.close()
+
+
+def test_streams_where_answers_do_worse_than_their_class_frequencies_are_named() -> None:
+    # two streams trending up; the query's answers say "down" on one (wrong) and "up" on the other (right)
+    codec = load_builtin_codec()
+    spec = load_queries("queries:\n  - {name: d5, streams: ['*'], question: direction_5, kind: choice}\n",
+                        questions=codec.questions)[0]
+    scores = LiveScores(codec.questions, committed=lambda stream: 0)
+    says = {"WRONG": {"down": 0.8, "flat": 0.1, "up": 0.1}, "RIGHT": {"down": 0.0, "flat": 0.0, "up": 1.0}}
+    for i in range(1, 301):
+        for stream, probs in says.items():
+            scores.observe(Tick(stream, 10**9 + i, "trade", price=100.0 + 0.01 * i, size=1.0, side="buy"))
+            value = {"answer": max(probs, key=probs.get), "probs": probs}
+            scores.expect(Answer("d5", stream, f"d5/{stream}/", i, i, 10**9 + i, 0, value, "m"), spec)
+    summary = scores.summary()["d5"]
+    assert summary["scored"] == 2 * (300 - 5) and summary["pending"] == 2 * 5
+    assert [w["stream"] for w in summary["worse_than_prior"]] == ["WRONG"]
+    worst = summary["worse_than_prior"][0]
+    assert worst["scored"] == 295 and worst["brier"] == pytest.approx(0.8**2 + 0.1**2 + 0.9**2)
+    assert worst["prior_brier"] < 0.05  # after the first answers, "up" every time is what the stream does

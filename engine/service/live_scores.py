@@ -9,7 +9,12 @@ stream's own class frequencies so far (`prior`, Brier; its most frequent class, 
 Both are online: the prior at an answer uses only labels realised before that answer was scored.
 
     stats["scores"] = {query: {"scored": n, "accuracy": .., "brier": .., "prior_brier": .., "majority_accuracy": ..,
-                               "pending": answers waiting for their future, "unscorable": ..}}
+                               "pending": answers waiting for their future, "unscorable": ..,
+                               "worse_than_prior": [{"stream", "scored", "brier", "prior_brier"}, ...]}}
+
+`worse_than_prior` names the streams (worst first, at most 5, each with 100 answers scored or more) where
+the query's answers score worse than that stream's own class frequencies: with many instruments, where
+the model needs fine-tuning.
 
 Scores count from when the process started (a restart starts them afresh; the answers themselves are
 unaffected: this only reads them). A stream fed already-tokenized ticks has no prices to label with and is
@@ -35,6 +40,8 @@ from queries.cache import Answer
 from queries.spec import QuerySpec
 
 PRUNE_EVERY = 256  # marks dropped from a stream's front in batches (a list slice per tick would be quadratic)
+WORST_STREAMS = 5  # streams named per query where its answers score worse than the stream's class frequencies
+WORST_MIN_SCORED = 100  # ... once that many of its answers there are scored (fewer say little)
 
 
 @dataclass
@@ -46,10 +53,19 @@ class QueryScore:
     majority_correct: int = 0
     unscorable: int = 0
 
+    def add(self, correct: bool, brier: float, prior_brier: float, majority_correct: bool) -> None:
+        self.scored += 1
+        self.correct += int(correct)
+        self.brier += brier
+        self.prior_brier += prior_brier
+        self.majority_correct += int(majority_correct)
+
+    def mean(self, total: float) -> float | None:
+        return round(total / self.scored, 6) if self.scored else None
+
     def summary(self, pending: int) -> dict[str, Any]:
-        mean = lambda total: round(total / self.scored, 6) if self.scored else None  # noqa: E731
-        return {"scored": self.scored, "accuracy": mean(self.correct), "brier": mean(self.brier),
-                "prior_brier": mean(self.prior_brier), "majority_accuracy": mean(self.majority_correct),
+        return {"scored": self.scored, "accuracy": self.mean(self.correct), "brier": self.mean(self.brier),
+                "prior_brier": self.mean(self.prior_brier), "majority_accuracy": self.mean(self.majority_correct),
                 "pending": pending, "unscorable": self.unscorable}
 
 
@@ -64,6 +80,7 @@ class StreamMarks:
     tokenized: bool = False  # it got ticks without prices: its counts no longer match the engine's
     waiting: dict[str, deque[tuple[Answer, QuestionSpec]]] = field(default_factory=dict)  # query -> answers
     seen: dict[str, np.ndarray] = field(default_factory=dict)  # query -> realised label counts so far
+    scores: dict[str, QueryScore] = field(default_factory=dict)  # query -> its scores on this stream
 
     def mark_after(self, tick_count: int) -> float | None:
         i = tick_count - self.base
@@ -147,11 +164,10 @@ class LiveScores:
         counts = state.seen.setdefault(query, np.zeros(len(labels)))
         prior = counts / counts.sum() if counts.sum() else np.full(len(labels), 1.0 / len(labels))
         onehot = np.eye(len(labels))[y]
-        score.scored += 1
-        score.correct += int(p.argmax() == y)
-        score.brier += float(np.square(p - onehot).sum())
-        score.prior_brier += float(np.square(prior - onehot).sum())
-        score.majority_correct += int(counts.argmax() == y)
+        scored = (p.argmax() == y, float(np.square(p - onehot).sum()), float(np.square(prior - onehot).sum()),
+                  counts.argmax() == y)
+        score.add(*scored)
+        state.scores.setdefault(query, QueryScore()).add(*scored)
         counts[y] += 1
 
     def _score(self, query: str) -> QueryScore:
@@ -176,10 +192,22 @@ class LiveScores:
         for state in self.streams.values():
             state.waiting.pop(name, None)
             state.seen.pop(name, None)
+            state.scores.pop(name, None)
 
     def summary(self) -> dict[str, dict[str, Any]]:
+        """Per query, its scores over every stream, and the streams (at most WORST_STREAMS, with at least
+        WORST_MIN_SCORED answers scored) where its answers score worse than the stream's class frequencies."""
         pending: dict[str, int] = {}
-        for state in self.streams.values():
+        worse: dict[str, list[tuple[float, str, QueryScore]]] = {}
+        for stream, state in self.streams.items():
             for query, waiting in state.waiting.items():
                 pending[query] = pending.get(query, 0) + len(waiting)
-        return {query: score.summary(pending.get(query, 0)) for query, score in sorted(self.scores.items())}
+            for query, score in state.scores.items():
+                excess = (score.brier - score.prior_brier) / max(score.scored, 1)
+                if score.scored >= WORST_MIN_SCORED and excess > 0:
+                    worse.setdefault(query, []).append((excess, stream, score))
+        named = lambda stream, s: {"stream": stream, "scored": s.scored, "brier": s.mean(s.brier),  # noqa: E731
+                                   "prior_brier": s.mean(s.prior_brier)}
+        return {query: score.summary(pending.get(query, 0)) | {"worse_than_prior": [
+                    named(stream, s) for _, stream, s in sorted(worse.get(query, []), key=lambda w: (-w[0], w[1]))
+                    [:WORST_STREAMS]]} for query, score in sorted(self.scores.items())}
