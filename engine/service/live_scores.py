@@ -114,6 +114,8 @@ class LiveScores:
         if state is None:
             state = self.streams[tick.stream] = StreamMarks()
         state.ticks += 1
+        if state.tokenized:  # its tick counts no longer line up with marks: nothing more to keep
+            return
         state.marks.append(state.tracker.update(tick))
         self._realise(tick.stream, state)
         self._prune(tick.stream, state)
