@@ -254,6 +254,7 @@ def test_several_push_sockets_at_once_lose_nothing(clients) -> None:
     streams = [fresh_stream("MP") for _ in range(4)]
     feeds = [push() for _ in streams]
     before = stats(ctl)["ticks_in"]
+    scored_before = stats(ctl)["scores"].get("dir", {}).get("scored", 0)
 
     def send(feed: zmq.Socket, stream: str) -> None:
         for i in range(50):
@@ -269,6 +270,8 @@ def test_several_push_sockets_at_once_lose_nothing(clients) -> None:
         reply = ctl.ok("answers", topic=f"dir/{stream}/", after=0)
         assert [a["seq"] for a in reply["answers"]] == list(range(1, 51)) and reply["complete"] is True
         assert reply["answers"][-1]["version"] == 100
+    # live scores: the answers at versions 2..80 of each stream have their 20 ticks of future (direction_20)
+    assert stats(ctl)["scores"]["dir"]["scored"] - scored_before == 4 * 40
 
 
 def test_a_very_large_batch_is_one_tick_group(clients) -> None:
