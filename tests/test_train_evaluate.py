@@ -102,10 +102,12 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
 
 def test_finetuning_the_builtin_model_runs(ticks_file: Path, tmp_path: Path, capsys) -> None:
     rc = main(["train", str(ticks_file), "--out", str(tmp_path / "ft"), "--steps", "1", "--batch", "1",
-               "--threads", "1", "--max-points", "64", "--resamples", "20", "--json"])
+               "--threads", "1", "--max-points", "64", "--resamples", "20", "--json",
+               "--answer-weight", "2.5", "--questions-per-window", "32"])
     assert rc == 0, capsys.readouterr().err
     record = json.loads(capsys.readouterr().out)
     assert record["training"]["steps_done"] == 1 and record["config"]["window_ticks"] == 127
+    assert (record["config"]["qa_weight"], record["config"]["questions_per_window"]) == (2.5, 32)
     assert "builtin" in record["base"]
 
 

@@ -236,6 +236,10 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-every", type=int, default=20, help="steps between validation checks (default 20)")
     p.add_argument("--patience", type=int, default=5, help="checks without a better validation loss before "
                    "stopping (default 5)")
+    p.add_argument("--answer-weight", type=float, default=1.0, help="weight of the answer loss beside the "
+                   "next-token loss (default 1)")
+    p.add_argument("--questions-per-window", type=int, default=64, help="answer points trained per window "
+                   "(default 64)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or log lines, only the final table")
     size = p.add_argument_group("model size (with --from-scratch)")
     for flag, default in (("hidden", 256), ("layers", 4), ("heads", 8), ("kv-heads", 4), ("intermediate", 512),
@@ -653,7 +657,11 @@ def cmd_train(args: argparse.Namespace) -> None:
     cfg = TrainConfig(seed=args.seed, steps=args.steps, batch=args.batch, lr=lr, warmup=min(40, args.steps // 10),
                       max_minutes=args.max_minutes, hidden=args.hidden, layers=args.layers, heads=args.heads,
                       kv_heads=args.kv_heads, intermediate=args.intermediate, window_ticks=args.window_ticks,
-                      max_positions=(args.window_ticks + 1) * 4, threads=torch.get_num_threads())
+                      max_positions=(args.window_ticks + 1) * 4, threads=torch.get_num_threads(),
+                      qa_weight=args.answer_weight, questions_per_window=args.questions_per_window)
+    if args.answer_weight < 0 or args.questions_per_window < 1:
+        raise ValueError(f"--answer-weight must be >= 0 and --questions-per-window >= 1, got {args.answer_weight} "
+                         f"and {args.questions_per_window}")
     if args.codec_version is not None and base is not None:
         raise ValueError("--codec-version applies to --from-scratch; a fine-tuned model keeps its base's codec")
     options = FitOptions(split=split, base=base, eval_every=args.eval_every, patience=args.patience,
