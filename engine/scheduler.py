@@ -353,10 +353,10 @@ class Scheduler:
     def _window_problem(self, job: ProbeJob, plan: Plan) -> str | None:
         """A probe may not run past the model's positions; the job fails with the reason instead."""
         state = self.streams[job.stream]
-        if job.cut is None:  # an ask: after everything committed and everything this plan advances
-            start = len(state.session.tokens) + sum(len(a.tokens) for a in plan.advances if a.session is state.session)
-        else:
-            start = job.cut
+        start = job.cut
+        if start is None:  # an ask: after everything committed and everything this plan advances
+            start = len(state.session.tokens) + sum(len(a.tokens) for a in plan.advances
+                                                    if a.session is state.session)
         longest = max((len(p) for p in job.probes), default=0)
         limit = self.blocks.max_positions
         if start + longest <= limit:
