@@ -214,24 +214,23 @@ def instrument_rows(name: str, s: Settings, log: Callable[[str], None]) -> dict[
 def caveats(result: dict[str, Any]) -> list[str]:
     notes = []
     for name, rows in result["instruments"].items():
-        zs = rows["zero_shot"]["how_trained"]
-        if rows["zero_shot"]["model_dir"] != rows["builtin"]["model_dir"]:
-            notes.append(f"{name} zero_shot: {zs['steps']} of a {zs['schedule_steps']}-step schedule in "
-                         f"{zs['optimisation_minutes']} min of optimisation ({zs['stopped']}), against the built-in "
-                         f"model's {rows['builtin']['how_trained']['steps']} steps in "
-                         f"{rows['builtin']['how_trained']['optimisation_minutes']} min: a less trained model, "
-                         f"its learning rate not annealed")
-        else:
-            notes.append(f"{name} zero_shot is the built-in model ({rows['builtin']['how_trained']['steps']} steps, "
-                         f"{rows['builtin']['how_trained']['optimisation_minutes']} min), better trained than the "
-                         f"leave-one-out models of the other instruments")
+        zs, bi = rows["zero_shot"]["how_trained"], rows["builtin"]["how_trained"]
+        if rows["zero_shot"]["model_dir"] == rows["builtin"]["model_dir"]:
+            notes.append(f"{name} zero_shot is the built-in model itself ({bi['steps']} steps in "
+                         f"{bi['optimisation_minutes']} min of optimisation)")
+            continue
+        cut = " (cut before the end of its learning-rate schedule)" if zs["steps"] < zs["schedule_steps"] else ""
+        notes.append(f"{name} zero_shot: {zs['steps']} of a {zs['schedule_steps']}-step schedule{cut} in "
+                     f"{zs['optimisation_minutes']} min of optimisation under a {zs['config']['max_minutes']:g}-min "
+                     f"budget ({zs['stopped']}); the built-in model got {bi['steps']} steps in "
+                     f"{bi['optimisation_minutes']} min (a 23-min budget on a busier CPU)")
     notes += ["builtin on BTCUSDT and EURUSD is not held out: it trained on the first 80% of each, which covers the "
               "first third of the scored test slice (70% + gap to 100%); fine_tuned starts from it on every instrument",
               "BTCUSDT and ETHUSDT are the same 11 minutes of one exchange: a model trained on one has seen the "
               "other's market moves at the same times (including the time of its test slice), so their zero_shot "
               "rows are leave-one-instrument-out, not leave-one-market-out",
-              "fine_tuned: flashtick train's defaults (300 steps, early stopping every 20 steps, patience 5) cut by "
-              "--max-minutes on one niced thread of a shared 2-core CPU; see each row's steps and stopped"]
+              "fine_tuned: flashtick train's defaults (300 steps, a validation check every 20 steps, patience 5) "
+              "under --max-minutes on one niced thread of a shared 2-core CPU; see each row's steps and stopped"]
     return notes
 
 

@@ -37,7 +37,7 @@ L2 = 1e-3
 MIN_POINTS = 200
 BUILTIN_SETS = ("BTCUSDT", "EURUSD")  # what the built-in model trained on (ETHUSDT is its zero-shot hold-out)
 BUILTIN_VALIDATION = (0.7, 0.8)  # of each real set's ticks: inside its training 80%, before its test 20%
-BUILTIN_SYNTHETIC_SEED = 3  # trained on seed 1, the quality report holds out seed 2
+BUILTIN_SYNTHETIC_SEED = 3  # trained on seed 1; seed 2 was the earlier quality report's hold-out
 BUILTIN_SYNTHETIC_TICKS = 12_000  # 4 streams: about as many answer points as each real set gives
 
 

@@ -15,7 +15,7 @@ the realised answer token (connectors/labels.py).
 The loop (`optimise`) is shared with `flashtick train` (engine/service/finetune.py), which
 fine-tunes on a user's files with early stopping on a validation slice.
 
-Data: the synthetic market (seed 1; the report holds out seed 2; `--wide-synthetic` adds markets
+Data: the synthetic market (seed 1; seed 2 is never trained on; `--wide-synthetic` adds markets
 with other price scales, tick sizes, clocks and volatility) and the earlier 80% in time of each real
 data set named by `--sets` in --data-dir (engine/service/datasets.py; the repository keeps them in
 ../shared/data). Without --data-dir: synthetic only. `--codec-version 2` trains on the
