@@ -9,7 +9,8 @@ L-BFGS in float64 over (log T, b), from T = 1, b = 0; deterministic. A question 
 
 Used by `flashtick train` (after early stopping, on its validation part; engine/service/finetune.py)
 and, for the built-in model, by `python -m engine.service.train --calibrate-only --data-dir DIR`
-(`calibrate_builtin`): validation slices of the data it was trained on, never a test slice.
+(`calibrate_builtin`; `--sets` for a model trained on other real sets): validation slices of the data it
+was trained on, never a test slice.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ L2 = 1e-3
 MIN_POINTS = 200
 BUILTIN_SETS = ("BTCUSDT", "EURUSD")  # what the built-in model trained on (ETHUSDT is its zero-shot hold-out)
 BUILTIN_VALIDATION = (0.7, 0.8)  # of each real set's ticks: inside its training 80%, before its test 20%
-BUILTIN_SYNTHETIC_SEED = 3  # trained on seed 1, the quality report holds out seed 2
+BUILTIN_SYNTHETIC_SEED = 3  # trained on seed 1; seed 2 was the earlier quality report's hold-out
 BUILTIN_SYNTHETIC_TICKS = 12_000  # 4 streams: about as many answer points as each real set gives
 
 
@@ -107,12 +108,12 @@ def validation_stream(name: str, codec: BinnedCodec, ticks: list[Tick], start: i
     return StreamData(name, ticks, tokens, marks, parts, labels)
 
 
-def builtin_validation_streams(codec: BinnedCodec, data_dir: Path | None, gap: int,
-                               first_context: int) -> tuple[list[StreamData], list[str]]:
-    """The built-in model's calibration slices: ticks [70%, 80%) of BTCUSDT and EURUSD (after a `gap`; only the
-    first 80% is read past this point, so no test tick is seen), and held-out synthetic seed 3."""
+def builtin_validation_streams(codec: BinnedCodec, data_dir: Path | None, gap: int, first_context: int,
+                               sets: tuple[str, ...] = BUILTIN_SETS) -> tuple[list[StreamData], list[str]]:
+    """The built-in recipe's calibration slices: ticks [70%, 80%) of each real set it trained on (`sets`; after a
+    `gap`; only the first 80% is read past this point, so no test tick is seen), and held-out synthetic seed 3."""
     streams, notes = [], []
-    for ds in [] if data_dir is None else load_real(data_dir, BUILTIN_SETS):
+    for ds in [] if data_dir is None else load_real(data_dir, sets):
         lo, hi = (int(len(ds.ticks) * f) for f in BUILTIN_VALIDATION)
         streams.append(validation_stream(ds.name, codec, ds.ticks[:hi], lo + gap))
         notes.append(f"{ds.name} ticks [{lo + gap}, {hi}) of {len(ds.ticks)} (trained on [0, {hi}); test from {hi})")
@@ -125,11 +126,12 @@ def builtin_validation_streams(codec: BinnedCodec, data_dir: Path | None, gap: i
 
 
 def calibrate_builtin(model: Any, codec: BinnedCodec, data_dir: Path | None, log: Callable[[str], None],
-                      options: EvalOptions | None = None) -> Calibration:
-    """The built-in model's calibration (see `builtin_validation_streams`); without data: synthetic only."""
+                      options: EvalOptions | None = None, sets: tuple[str, ...] = BUILTIN_SETS) -> Calibration:
+    """The calibration of a model trained by the built-in recipe on the real `sets` (see
+    `builtin_validation_streams`); without data: synthetic only."""
     options = options or EvalOptions(max_points=10_000)
     gap = max(q.spec.horizon for q in codec.questions.values())
-    streams, notes = builtin_validation_streams(codec, data_dir, gap, window_ticks(model))
+    streams, notes = builtin_validation_streams(codec, data_dir, gap, window_ticks(model), sets)
     if data_dir is None:
         notes.append("no real data (--data-dir not given)")
     log("calibrating on " + "; ".join(notes))

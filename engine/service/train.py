@@ -15,7 +15,7 @@ the realised answer token (connectors/labels.py).
 The loop (`optimise`) is shared with `flashtick train` (engine/service/finetune.py), which
 fine-tunes on a user's files with early stopping on a validation slice.
 
-Data: the synthetic market (seed 1; the report holds out seed 2; `--wide-synthetic` adds markets
+Data: the synthetic market (seed 1; seed 2 is never trained on; `--wide-synthetic` adds markets
 with other price scales, tick sizes, clocks and volatility) and the earlier 80% in time of each real
 data set named by `--sets` in --data-dir (engine/service/datasets.py; the repository keeps them in
 ../shared/data). Without --data-dir: synthetic only. `--codec-version 2` trains on the
@@ -368,10 +368,29 @@ Full config: `{json.dumps(asdict(cfg))}`
     (out_dir / "TRAINING.md").write_text(text)
 
 
-def calibrate_only(out: Path, data_dir: Path | None, log_path: Path | None = None) -> None:
-    """Fit the answer calibration of the checkpoint in `out` on validation slices of the built-in model's
-    training data (engine/service/calibrate.py `calibrate_builtin`), write calibration.json and record it
-    in TRAINING.md. The weights are not touched."""
+def reproduce_command(cfg: TrainConfig, steps_done: int, data_dir: Path | None, mix_given: bool = True) -> str:
+    """The command that reproduces a run of `cfg` step for step, even when the wall-clock guard cut it
+    (`--stop-after`); `--out` is the caller's to add."""
+    stop = f" --stop-after {steps_done}" if steps_done < cfg.steps else ""
+    data = f" --data-dir {data_dir}" if data_dir is not None else ""
+    extra = "".join(f" {flag}" for flag, used in (
+        # a rerun on a slower machine must not be cut by a shorter default wall-clock guard
+        (f"--max-minutes {cfg.max_minutes:g}", cfg.max_minutes != TrainConfig.max_minutes),
+        (f"--codec-version {cfg.codec_version}", cfg.codec_version != TrainConfig.codec_version),
+        (f"--window-ticks {cfg.window_ticks}", cfg.window_ticks != TrainConfig.window_ticks),
+        (f"--questions-per-window {cfg.questions_per_window}",
+         cfg.questions_per_window != TrainConfig.questions_per_window),
+        (f"--sets {','.join(cfg.real_sets)}", cfg.real_sets != DEFAULT_SETS),
+        (f"--mix {','.join(f'{w:g}' for w in cfg.mix)}", mix_given),
+        ("--wide-synthetic", cfg.wide_synthetic)) if used)
+    return f"nice -n 19 python -m engine.service.train --steps {cfg.steps} --seed {cfg.seed}{stop}{data}{extra}"
+
+
+def calibrate_only(out: Path, data_dir: Path | None, log_path: Path | None = None,
+                   sets: tuple[str, ...] = DEFAULT_SETS) -> None:
+    """Fit the answer calibration of the checkpoint in `out` on validation slices of its training data (the
+    real `sets` it was trained on; engine/service/calibrate.py `calibrate_builtin`), write calibration.json
+    and record it in TRAINING.md. The weights are not touched."""
     from connectors.calibration import write_calibration
     from engine.service.calibrate import calibrate_builtin, calibration_table
     from engine.service.evaluate import load_tick_model
@@ -380,10 +399,12 @@ def calibrate_only(out: Path, data_dir: Path | None, log_path: Path | None = Non
     t0 = time.time()
     log = _logger(log_path)
     model, codec = load_tick_model(out)
-    calibration = calibrate_builtin(model, codec, data_dir, log)
+    calibration = calibrate_builtin(model, codec, data_dir, log, sets=sets)
     write_calibration(out, calibration)
-    data = f" --data-dir {data_dir}" if data_dir is not None else ""
-    section = (f"## Answer calibration\n\n- Command: `nice -n 19 python -m engine.service.train --calibrate-only{data}` "
+    options = "".join(f" {flag}" for flag, used in (
+        (f"--data-dir {data_dir}", data_dir is not None), (f"--sets {','.join(sets)}", sets != DEFAULT_SETS),
+        (f"--out {out}", out != BUILTIN_MODEL_DIR)) if used)
+    section = (f"## Answer calibration\n\n- Command: `nice -n 19 python -m engine.service.train --calibrate-only{options}` "
                f"(weights untouched; {time.time() - t0:.0f} s on one CPU thread)\n- Fitted per question on "
                f"{calibration.source}\n- Answers are softmax(z / temperature + bias) over the answer logits z; "
                f"NLL in nats per answer point on those slices\n\n{calibration_table(calibration)}\n")
@@ -431,14 +452,15 @@ def main(argv: list[str] | None = None) -> None:
                         help="question probes trained per window (default %(default)s)")
     parser.add_argument("--calibrate-only", action="store_true",
                         help="do not train: fit the answer calibration of the model in --out (default: the built-in "
-                        "one) on validation slices of its training data and write its calibration.json")
+                        "one) on validation slices of its training data (the --sets it was trained on) and write its "
+                        "calibration.json")
     args = parser.parse_args(argv)
     if args.data_dir is not None and not data_available(args.data_dir):
         parser.error(f"--data-dir {args.data_dir}: binance-btcusdt-spot/ and dukascopy-eurusd/ not found there")
-    if args.calibrate_only:
-        calibrate_only(args.out, args.data_dir, args.log)
-        return
     sets = tuple(n for n in args.sets.split(",") if n)
+    if args.calibrate_only:
+        calibrate_only(args.out, args.data_dir, args.log, sets)
+        return
     if args.mix is not None:
         mix = tuple(float(x) for x in args.mix.split(","))
     else:
@@ -453,20 +475,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(e))
     log = _logger(args.log)
     stats = train(cfg, args.out, log, args.data_dir)
-    # The command that reproduces this run step for step, even when the wall-clock guard cut it.
-    stop = f" --stop-after {stats['steps_done']}" if stats["steps_done"] < cfg.steps else ""
-    data = f" --data-dir {args.data_dir}" if args.data_dir is not None else ""
-    extra = "".join(f" {flag}" for flag, used in (
-        # a rerun on a slower machine must not be cut by a shorter default wall-clock guard
-        (f"--max-minutes {cfg.max_minutes:g}", cfg.max_minutes != TrainConfig.max_minutes),
-        (f"--codec-version {cfg.codec_version}", cfg.codec_version != TrainConfig.codec_version),
-        (f"--window-ticks {cfg.window_ticks}", cfg.window_ticks != TrainConfig.window_ticks),
-        (f"--questions-per-window {cfg.questions_per_window}",
-         cfg.questions_per_window != TrainConfig.questions_per_window),
-        (f"--sets {','.join(cfg.real_sets)}", cfg.real_sets != DEFAULT_SETS),
-        (f"--mix {','.join(f'{w:g}' for w in cfg.mix)}", args.mix is not None),
-        ("--wide-synthetic", cfg.wide_synthetic)) if used)
-    command = f"nice -n 19 python -m engine.service.train --steps {cfg.steps} --seed {cfg.seed}{stop}{data}{extra}"
+    command = reproduce_command(cfg, stats["steps_done"], args.data_dir, mix_given=args.mix is not None)
     write_training_md(cfg, stats, args.out, command)
     log(f"done: {json.dumps(stats)}")
 
