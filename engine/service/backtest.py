@@ -59,6 +59,9 @@ class QueryScore:
     log_loss: float | None = None
     baseline: str | None = None  # the best naive baseline's name
     baseline_accuracy: float | None = None
+    # Brier of the realised class frequencies as a constant forecast (1 - sum f^2): the forecast a model's
+    # Brier must beat to carry skill (in hindsight: the frequencies are those of the scored answers)
+    frequency_brier: float | None = None
     calibration: list[dict[str, float]] = field(default_factory=list)
 
 
@@ -76,12 +79,13 @@ class BacktestReport:
         resumed = f", resumed after {self.resumed_at}" if self.resumed_at else ""
         lines = [f"replayed {self.ticks} ticks ({sum(self.rejected.values())} rejected{resumed}), "
                  f"{self.answers} answers -> {self.out}", *rejected_lines(self.rejected, self.rejected_examples),
-                 f"{'query':<16}{'answers':>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'logloss':>9}  baseline"]
+                 f"{'query':<16}{'answers':>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'freq.brier':>11}"
+                 f"{'logloss':>9}  baseline accuracy"]
         fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
         for s in self.scores:
             base = f"{s.baseline} {fmt(s.baseline_accuracy)}" if s.baseline else "-"
             lines.append(f"{s.query:<16}{s.answers:>8}{s.scored:>8}{fmt(s.accuracy):>10}{fmt(s.brier):>8}"
-                         f"{fmt(s.log_loss):>9}  {base}")
+                         f"{fmt(s.frequency_brier):>11}{fmt(s.log_loss):>9}  {base}")
         return "\n".join(lines)
 
 
@@ -323,7 +327,9 @@ def _score(name: str, rows: pl.DataFrame) -> QueryScore:
     score.brier = float(scored["brier"].mean())
     score.log_loss = float(scored["log_loss"].mean())
     realised = scored["realised"].to_list()
-    majority, count = Counter(realised).most_common(1)[0]
+    counts = Counter(realised)
+    majority, count = counts.most_common(1)[0]
+    score.frequency_brier = 1.0 - sum((n / len(realised)) ** 2 for n in counts.values())
     baselines = {f"majority({majority})": count / len(realised)}
     persisted = scored.filter(pl.col("persistence").is_not_null())
     if persisted.height:
