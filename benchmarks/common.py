@@ -47,9 +47,32 @@ def copy_bandwidth_gbs(mbytes: int = 512, reps: int = 10) -> float:
     return 2 * src.numel() * 4 / (best / 1e3) / 1e9
 
 
+SIMD_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")  # what decides our GEMM and attention speed
+
+
+def cpu_model() -> tuple[str | None, list[str]]:
+    """The CPU's model name and its SIMD flags of interest, from /proc/cpuinfo (Linux; else None, []).
+    Sessions here land on different hosts (an Intel with AMX, an AMD EPYC): numbers compare within a run."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None, []
+    fields: dict[str, str] = {}
+    for line in info.splitlines():
+        if not line.strip():
+            break  # the first processor's block is enough
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    flags = set(fields.get("flags", "").split())
+    return fields.get("model name") or None, [f for f in SIMD_FLAGS if f in flags]
+
+
 def machine() -> dict[str, object]:
+    model, simd = cpu_model()
     return {
         "cpu": platform.processor() or platform.machine(),
+        "cpu_model": model,
+        "simd": simd,
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
