@@ -96,6 +96,16 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         code, out, _ = run(capsys, "stats", *control)
         assert code == 0 and json.loads(out)["ticks_in"] == 40
 
+        with FeedClient(server.endpoints["ingest"]) as feed:  # enough ticks for dir's answers to meet their future
+            feed.send(SyntheticMarket(SyntheticConfig(seed=1)).next_batch(400)[40:])
+        wait_for(lambda: main(["scores", "--json", *control]) == 0 and
+                 json.loads(capsys.readouterr().out).get("dir", {}).get("scored", 0) > 0)
+        code, out, _ = run(capsys, "scores", *control)
+        header, dir_line = out.splitlines()[:2]
+        assert code == 0 and header.split()[:7] == ["query", "scored", "pending", "accuracy", "majority", "brier",
+                                                     "freq.brier"]
+        assert dir_line.split()[0] == "dir" and int(dir_line.split()[1]) > 0
+
 
 def test_subscribe_prints_one_line_per_message_on_a_pipe(checkpoint, tmp_path, capsys) -> None:
     market = SyntheticMarket(SyntheticConfig(seed=2))

@@ -170,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_stats)
 
+    p = sub.add_parser("scores", help="live scores: each query's answers against what the market did next, beside "
+                       "the streams' own class frequencies", parents=[keys, clients])
+    p.add_argument("--control", default=None, help=CONTROL_HELP)
+    p.add_argument("--json", action="store_true", help="the stats op's `scores` as JSON")
+    p.set_defaults(run=cmd_scores)
+
     p = sub.add_parser("health", help="is the service up: status, uptime, streams, model", parents=[keys, clients])
     p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_health)
@@ -573,6 +579,24 @@ def cmd_ask(args: argparse.Namespace) -> None:
 def cmd_stats(args: argparse.Namespace) -> None:
     with _control(args) as control:
         print(json.dumps(control.call("stats")["stats"], sort_keys=True, indent=2))
+
+
+def cmd_scores(args: argparse.Namespace) -> None:
+    with _control(args) as control:
+        scores = control.call("stats")["stats"].get("scores", {})
+    if args.json:
+        print(json.dumps(scores, sort_keys=True, indent=2))
+        return
+    fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
+    print(f"{'query':<16}{'scored':>8}{'pending':>8}{'accuracy':>10}{'majority':>10}{'brier':>8}{'freq.brier':>11}"
+          f"  worse than the class frequencies on")
+    for query, s in scores.items():
+        worse = ", ".join(f"{w['stream']} ({fmt(w['brier'])} vs {fmt(w['prior_brier'])})"
+                          for w in s["worse_than_prior"])
+        print(f"{query:<16}{s['scored']:>8}{s['pending']:>8}{fmt(s['accuracy']):>10}{fmt(s['majority_accuracy']):>10}"
+              f"{fmt(s['brier']):>8}{fmt(s['prior_brier']):>11}  {worse or '-'}")
+    if not scores:
+        print("(no standing query on a named question with a realised answer has published yet)")
 
 
 def cmd_health(args: argparse.Namespace) -> None:
