@@ -160,13 +160,16 @@ def _dot_fraction(text: str) -> str:
     return re.sub(r"(:\d\d),(\d)", r"\1.\2", text)  # 09:00:01,123 (a decimal comma) reads as 09:00:01.123
 
 
+EPOCH_1990_NS, EPOCH_2200_NS = 631_152_000 * 10**9, 7_258_118_400 * 10**9
+
+
 def is_epoch(text: str) -> str | None:
     """The epoch unit in which an integer is a present-day time (1990..2200), else None."""
     if not re.match(r"^\d{9,19}$", text):
         return None
     value = int(text)
     unit = epoch_unit(value)
-    return unit if 631_152_000 <= value * UNITS[unit] // 10**9 < 7_258_118_400 else None
+    return unit if EPOCH_1990_NS <= value * UNITS[unit] < EPOCH_2200_NS else None
 
 
 def epoch_note(path: Path, cmap: ColumnMap, first_ns: Any) -> list[str]:
@@ -179,8 +182,6 @@ def epoch_note(path: Path, cmap: ColumnMap, first_ns: Any) -> list[str]:
     return [f"{path.name}: the first time, {raw} {cmap.ts_unit} since the epoch, is not in 1990..2200: "
             f"if column {cmap.ts!r} counts {epoch_unit(raw)}, give --ts-unit {epoch_unit(raw)}"]
 
-
-EPOCH_1990_NS, EPOCH_2200_NS = 631_152_000 * 10**9, 7_258_118_400 * 10**9
 
 
 def epoch_unit(value: float) -> str:

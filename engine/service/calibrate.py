@@ -28,14 +28,13 @@ from connectors.codec import BinnedCodec
 from connectors.labels import NO_LABEL, label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
-from engine.service.datasets import load_real
+from engine.service.datasets import DEFAULT_SETS, load_real
 from engine.service.evaluate import EvalOptions, answer_logits, chosen_ticks, window_ticks
 from engine.service.splits import StreamData, StreamSplit
 from queries.evaluate import calibrated_logits
 
 L2 = 1e-3
 MIN_POINTS = 200
-BUILTIN_SETS = ("BTCUSDT", "EURUSD")  # what the built-in model trained on (ETHUSDT is its zero-shot hold-out)
 BUILTIN_VALIDATION = (0.7, 0.8)  # of each real set's ticks: inside its training 80%, before its test 20%
 BUILTIN_SYNTHETIC_SEED = 3  # trained on seed 1; seed 2 was the earlier quality report's hold-out
 BUILTIN_SYNTHETIC_TICKS = 12_000  # 4 streams: about as many answer points as each real set gives
@@ -109,7 +108,7 @@ def validation_stream(name: str, codec: BinnedCodec, ticks: list[Tick], start: i
 
 
 def builtin_validation_streams(codec: BinnedCodec, data_dir: Path | None, gap: int, first_context: int,
-                               sets: tuple[str, ...] = BUILTIN_SETS) -> tuple[list[StreamData], list[str]]:
+                               sets: tuple[str, ...] = DEFAULT_SETS) -> tuple[list[StreamData], list[str]]:
     """The built-in recipe's calibration slices: ticks [70%, 80%) of each real set it trained on (`sets`; after a
     `gap`; only the first 80% is read past this point, so no test tick is seen), and held-out synthetic seed 3."""
     streams, notes = [], []
@@ -126,7 +125,7 @@ def builtin_validation_streams(codec: BinnedCodec, data_dir: Path | None, gap: i
 
 
 def calibrate_builtin(model: Any, codec: BinnedCodec, data_dir: Path | None, log: Callable[[str], None],
-                      options: EvalOptions | None = None, sets: tuple[str, ...] = BUILTIN_SETS) -> Calibration:
+                      options: EvalOptions | None = None, sets: tuple[str, ...] = DEFAULT_SETS) -> Calibration:
     """The calibration of a model trained by the built-in recipe on the real `sets` (see
     `builtin_validation_streams`); without data: synthetic only."""
     options = options or EvalOptions(max_points=10_000)
