@@ -273,6 +273,11 @@ PRESETS: dict[str, ColumnMap] = {
         ts="transact_time", ts_unit=EPOCH, kind=TRADE, price="price", size="quantity", side="is_buyer_maker",
         side_map=BUYER_MAKER, names=("agg_trade_id", "price", "quantity", "first_trade_id", "last_trade_id",
                                      "transact_time", "is_buyer_maker", "is_best_match")),
+    # Binance's public klines (bars): no header; one trade per bar at its close, stamped with its close time
+    "binance-public-klines": ColumnMap(
+        ts="close_time", ts_unit=EPOCH, kind=TRADE, price="close", size="volume",
+        names=("open_time", "open", "high", "low", "close", "volume", "close_time", "quote_volume", "count",
+               "taker_buy_volume", "taker_buy_quote_volume", "ignore")),
     # Coinbase Exchange REST `GET /products/{id}/trades`: `side` is the maker's. Never detected (its columns are any
     # trade file's); the stream is `product_id` when the file has one.
     "coinbase-trades": ColumnMap(ts="time", ts_unit="datetime", kind=TRADE, price="price", size="size", side="side",

@@ -47,10 +47,12 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
     # so one feed read from CSV or DBN replays the same ticks
     "ts": ("ts", "timestamp", "time", "datetime", "date_time", "ts_recv", "ts_event", "event_time",
            "transact_time", "transaction_time", "trade_time", "exchange_time", "sip_timestamp", "timestamp_utc",
-           "time_utc", "gmt_time", "utc_time", "created_time"),  # created_time: OKX's trade files
+           "time_utc", "gmt_time", "utc_time", "created_time",  # created_time: OKX's trade files
+           # bars (BAR_COLUMNS): stamped at their close where the file says when that is, else at their start
+           "close_time", "window_end", "end_time", "window_start", "open_time", "start_time", "date"),
     "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id",
                "instrument_name"),
-    "price": ("price", "px", "trade_price", "last_price", "last"),
+    "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price"),  # close: a bar's
     "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size"),
     "side": ("side", "aggressor_side", "taker_side"),
     "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "best_bid_price", "bid_px_00"),
@@ -61,6 +63,8 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
     "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "askvolume", "ask_amount",
                  "best_ask_qty", "offer_size", "ask_sz_00"),
 }
+# A file of bars (OHLC, OHLCV): it has these besides its close. Each bar replays as one trade at its close.
+BAR_COLUMNS = frozenset({"open", "high", "low"})
 BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_maker")  # sides, via BUYER_MAKER
 DATE_NAMES = ("date", "trade_date", "day")  # a date column beside a time-of-day column: read as one datetime
 TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp")
@@ -346,8 +350,9 @@ def _fits(cmap: ColumnMap, row: tuple[str, ...]) -> bool:
         return False
     cells = dict(zip(cmap.names, row))
     numeric = [cmap.price, cmap.size, *(n for n in cmap.names if n.endswith("id"))]
-    return bool(is_epoch(cells[cmap.ts])) and cells[cmap.side].lower() in ("true", "false") and \
-        all(NUMBER.match(cells[n]) for n in numeric if n)
+    times = [n for n in cmap.names if n.endswith("_time") or n == cmap.ts]  # a kline's open and close times
+    return all(is_epoch(cells[n]) for n in times) and (cmap.side is None or cells[cmap.side].lower() in (
+        "true", "false")) and all(NUMBER.match(cells[n]) for n in numeric if n)
 
 
 def _float(text: str) -> float:
@@ -411,6 +416,10 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
             {"product_id"}:
         return [f"{path.name}: its columns are Coinbase Exchange's trades layout, whose side is the MAKER's; read "
                 f"here as the aggressor's. If the file is Coinbase's, give --preset coinbase-trades (sides flipped)"]
+    if cmap.price is not None and _normal(cmap.price) in ("close", "close_price") and BAR_COLUMNS <= columns:
+        return [f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size {cmap.size}, "
+                f"no side), at its {cmap.ts} time; most vendors stamp a bar with its start, so a bar's close "
+                f"shows at its start unless the map says ts=<its end column>"]
     return []
 
 

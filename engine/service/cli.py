@@ -52,8 +52,9 @@ def _reading_options() -> argparse.ArgumentParser:
                                        "--csv-names, --ts-unit, --ts-format, --tz and --date alone refine the "
                                        "detected layout.")
     group.add_argument("--preset", help="column layout preset for every file: binance-trades, binance-bbo, "
-                                        "dukascopy, binance-public-trades, binance-public-aggtrades, coinbase-trades, "
-                                        "coinbase-matches, lobster-messages (--columns keys override it)")
+                                        "dukascopy, binance-public-trades, binance-public-aggtrades, "
+                                        "binance-public-klines, coinbase-trades, coinbase-matches, lobster-messages "
+                                        "(--columns keys override it)")
     group.add_argument("--columns", metavar="MAP", help="column map for every file: inline, e.g. "
                        "ts=time,price=px,size=qty,side=side,stream=symbol (stream= names the stream column, "
                        "stream_name= a fixed stream; ts=Date+Time joins a date and a time column; price_scale=10000 "

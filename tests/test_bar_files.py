@@ -1,0 +1,106 @@
+"""Bar files (OHLC/OHLCV) as vendors publish them, each replayed as one trade per bar at its close: Binance's
+public klines (no header; ms, and us from 2025), a Yahoo-style daily CSV, Polygon/Massive's aggregates flat files
+(Parquet, ns starts) and a minute-bar CSV with a UTC offset. Read without options, asserting the ticks and the
+note that says they are bars; the klines also through `flashtick backtest`. Every fixture is written here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import tiny_tick_checkpoint
+from connectors.replay import FileReplay
+from connectors.ticks import Tick
+from engine.service.cli import main
+from test_vendor_files import drain, ns
+from test_vendor_files_2 import QUERIES
+
+KLINE_T0_MS = 1704153600000  # 2024-01-02T00:00:00Z
+
+
+def klines(n: int, t0: int, step: int) -> list[list[str]]:
+    """Binance's public kline rows: open_time, open, high, low, close, volume, close_time, quote_volume, count,
+    taker_buy_volume, taker_buy_quote_volume, ignore; times in the unit of t0/step."""
+    rows = []
+    for i in range(n):
+        close = 42000.0 + 0.5 * i
+        rows.append([str(t0 + i * step), f"{close - 1:.2f}", f"{close + 3:.2f}", f"{close - 4:.2f}", f"{close:.2f}",
+                     f"{10 + i / 8:.5f}", str(t0 + (i + 1) * step - 1), "1.0", str(100 + i), "5.0", "1.0", "0"])
+    return rows
+
+
+@pytest.mark.parametrize("unit_ns", [1_000_000, 1_000])  # ms, and us as Binance writes them from 2025
+def test_binance_public_klines_replay_one_trade_per_bar_at_its_close_time(tmp_path: Path, unit_ns: int) -> None:
+    per_ms = 1_000_000 // unit_ns
+    path = tmp_path / "BTCUSDT-1m-2024-01-02.csv"
+    path.write_text("".join(",".join(row) + "\n" for row in klines(30, KLINE_T0_MS * per_ms, 60_000 * per_ms)))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    bar_ns = 60_000_000_000
+    assert ticks[0] == Tick("BTCUSDT", ns("2024-01-02T00:00:00+00:00") + bar_ns - unit_ns, "trade",
+                            price=42000.0, size=10.0)
+    assert ticks[-1].price == 42014.5 and ticks[-1].size == 10 + 29 / 8 and len(ticks) == 30
+    assert [b.ts - a.ts for a, b in zip(ticks, ticks[1:])] == [bar_ns] * 29
+    assert "read as preset binance-public-klines" in replay.notes[0] and "ts=close_time" in replay.notes[0]
+
+
+def test_yahoo_style_daily_bars_read_at_the_close_with_their_volume(tmp_path: Path) -> None:
+    days = pl.date_range(pl.date(2020, 1, 2), pl.date(2020, 1, 31), eager=True)
+    bars = pl.DataFrame({"Date": days, "Open": [75.0 + i for i in range(len(days))],
+                         "High": [76.5 + i for i in range(len(days))], "Low": [74.0 + i for i in range(len(days))],
+                         "Close": [75.25 + i for i in range(len(days))],
+                         "Adj Close": [74.9 + i for i in range(len(days))],
+                         "Volume": [10_000_000 + i for i in range(len(days))]})
+    bars.write_csv(tmp_path / "AAPL.csv")
+    replay = FileReplay(tmp_path / "AAPL.csv")
+    ticks = drain(replay)
+    assert ticks[0] == Tick("AAPL", ns("2020-01-02T00:00:00+00:00"), "trade", price=75.25, size=10_000_000)
+    assert [t.price for t in ticks] == bars["Close"].to_list()
+    assert replay.notes[0] == ("AAPL.csv: no column map given; read as ts=Date (datetime), stream_name=AAPL, "
+                               "price=Close, size=Volume")
+    assert replay.notes[1].startswith("AAPL.csv: read as bars: each row is one trade at its close (Close, size "
+                                      "Volume, no side), at its Date time")
+
+
+def test_polygon_aggregates_parquet_and_minute_bars_with_an_offset(tmp_path: Path) -> None:
+    start = ns("2024-03-04T14:30:00+00:00")
+    pl.DataFrame({"ticker": ["AAPL", "MSFT"] * 5, "volume": [1000 + i for i in range(10)],
+                  "open": [170.0 + i for i in range(10)], "close": [170.5 + i for i in range(10)],
+                  "high": [171.0 + i for i in range(10)], "low": [169.5 + i for i in range(10)],
+                  "window_start": [start + (i // 2) * 60_000_000_000 for i in range(10)],
+                  "transactions": [50 + i for i in range(10)]}).write_parquet(tmp_path / "2024-03-04.parquet")
+    replay = FileReplay(tmp_path / "2024-03-04.parquet")
+    ticks = drain(replay)
+    assert ticks[:2] == [Tick("AAPL", start, "trade", price=170.5, size=1000),
+                         Tick("MSFT", start, "trade", price=171.5, size=1001)]
+    assert "ts=window_start (ns), stream=ticker, price=close, size=volume" in replay.notes[0]
+    assert "read as bars" in replay.notes[1]
+    (tmp_path / "es_1min.csv").write_text("Datetime,Open,High,Low,Close,Volume\n"
+                                          "2024-03-04 09:31:00-05:00,5100.25,5101.0,5099.75,5100.5,1200\n"
+                                          "2024-03-04 09:32:00-05:00,5100.5,5102.0,5100.0,5101.75,900\n")
+    assert drain(FileReplay(tmp_path / "es_1min.csv")) == [
+        Tick("es_1min", ns("2024-03-04T14:31:00+00:00"), "trade", price=5100.5, size=1200),
+        Tick("es_1min", ns("2024-03-04T14:32:00+00:00"), "trade", price=5101.75, size=900)]
+
+
+def test_bars_without_volume_are_refused_naming_what_is_missing(tmp_path: Path) -> None:
+    (tmp_path / "spx.csv").write_text("Date,Close\n2024-03-04,5130.95\n2024-03-05,5078.65\n")
+    with pytest.raises(ValueError, match=r"no price and size \(trades\) nor bid and ask.*price=Close"):
+        FileReplay(tmp_path / "spx.csv")
+
+
+def test_klines_backtest_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    (tmp_path / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 4096, block_size: 16}}\n")
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    path = tmp_path / "ETHUSDT-1m-2024-01-02.csv"
+    path.write_text("".join(",".join(row) + "\n" for row in klines(120, KLINE_T0_MS, 60_000)))
+    code = main(["backtest", str(path), "--queries", str(tmp_path / "q.yaml"), "--out", str(tmp_path / "a.parquet"),
+                 "--config", str(tmp_path / "engine.yaml"), "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "replayed 120 ticks (0 rejected)" in out
+    answers = pl.read_parquet(tmp_path / "a.parquet")
+    assert answers.height == 31 and set(answers["stream"]) == {"ETHUSDT"}  # dir5 at the first tick, then every 4
