@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import tiny_tick_checkpoint
+from conftest import tiny_text_checkpoint, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.backtest import run_backtest
 from engine.service.cli import main
@@ -65,6 +65,21 @@ def test_cli_backtest_of_the_real_binance_files(shared_data: Path, setup, capsys
     assert "replayed 4000 ticks" in printed and "dir20" in printed
     table = pl.read_parquet(out)
     assert set(table["stream"]) == {"BTCUSDT"} and table.filter(pl.col("correct").is_not_null()).height > 100
+
+
+def test_cli_backtest_without_queries_asks_the_example_questions_of_a_tick_model(setup, capsys) -> None:
+    """No --queries and none in the config: a tick model gets queries/examples/tick_model.yaml, said in a note;
+    a text model (no codec.json) is told to give its own, with the example's path."""
+    code = main(["backtest", str(setup / "ticks.parquet"), "--out", str(setup / "example.parquet"),
+                 "--config", str(setup / "engine.yaml"), "--max-ticks", "300", "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "note: no --queries: asking tick_model.yaml" in err
+    assert {"dir20", "vol50", "move50"} <= set(pl.read_parquet(setup / "example.parquet")["query"])
+    text_model = tiny_text_checkpoint(setup / "text-model")
+    assert main(["backtest", str(setup / "ticks.parquet"), "--out", str(setup / "t.parquet"),
+                 "--model", str(text_model)]) == 2
+    assert "give them with --queries FILE (an example: " in capsys.readouterr().err
 
 
 def test_cli_errors_are_one_readable_line(setup, capsys) -> None:

@@ -188,7 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("backtest", help="replay files in-process and score every answer", parents=[reading])
     p.add_argument("files", nargs="+", type=Path)
-    p.add_argument("--queries", type=Path, required=True)
+    p.add_argument("--queries", type=Path, help="queries YAML (default: the config's queries, else for a tick model "
+                   "its example queries, queries/examples/tick_model.yaml)")
     p.add_argument("--out", type=Path, required=True, help="answers Parquet file")
     p.add_argument("--config", type=Path, help="service YAML: model, budgets and its replay section")
     p.add_argument("--batch-ms", type=float, default=None, help="event-time width of a batch (default: the "
@@ -359,7 +360,7 @@ def _serve_config(args: argparse.Namespace) -> Any:
 
     if args.config is None and args.queries is None:
         config = _service_config(None, None, serving=True, model=args.model)
-        if config.model.path is None or (Path(config.model.path) / "codec.json").is_file():
+        if _is_tick_model(config):
             print(f"flashtick: no --config or --queries: registering {EXAMPLE_QUERIES.name} (the built-in model's "
                   f"example queries)", file=sys.stderr, flush=True)
             config = dataclasses.replace(config, queries=str(EXAMPLE_QUERIES))
@@ -614,12 +615,25 @@ def cmd_keygen(args: argparse.Namespace) -> None:
           f"and {secret} (keep it private)")
 
 
+def _is_tick_model(config: Any) -> bool:
+    """The built-in model, or a checkpoint with a tick codec (codec.json): the example queries are its questions."""
+    return config.model.path is None or (Path(config.model.path) / "codec.json").is_file()
+
+
 def cmd_backtest(args: argparse.Namespace) -> int:
     import threading
 
     from engine.service.backtest import BacktestInterrupted, run_backtest
 
     config = _service_config(args.config, model=args.model)
+    queries = args.queries or (Path(config.queries) if config.queries else None)
+    if queries is None:
+        if not _is_tick_model(config):
+            raise ValueError(f"a text model's questions are free text: give them with --queries FILE (an example: "
+                             f"{TEXT_EXAMPLE_QUERIES})")
+        print(f"flashtick backtest: note: no --queries: asking {EXAMPLE_QUERIES.name} (the built-in model's example "
+              f"queries: direction, volatility and move over the next ticks)", file=sys.stderr, flush=True)
+        queries = EXAMPLE_QUERIES
     stop = threading.Event()
 
     def request_stop(signum: int, _: Any) -> None:
@@ -633,7 +647,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, request_stop)
     try:
-        report = run_backtest(config, [str(f) for f in args.files], args.queries, args.out,
+        report = run_backtest(config, [str(f) for f in args.files], queries, args.out,
                               columns=_column_map(args, config),
                               batch_ms=args.batch_ms if args.batch_ms is not None else config.replay.batch_ms,
                               max_ticks=args.max_ticks, progress=not args.quiet, resume=args.resume,
