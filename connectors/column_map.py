@@ -106,12 +106,15 @@ class ColumnMap:
             raise ValueError(f"give a fixed stream or a stream_col, not both ({self.stream!r}, {self.stream_col!r})")
         if self.kind not in (None, TRADE, QUOTE):
             raise ValueError(f"kind must be 'trade', 'quote' or omitted (inferred per row), got {self.kind!r}")
-        if (self.price is None) != (self.size is None):
-            raise ValueError("price and size must be mapped together (a trade needs both)")
+        if self.size is not None and self.price is None:
+            raise ValueError("size is mapped without a price (a trade needs a price)")
+        if self.price is not None and self.size is None and self.bid is not None:
+            raise ValueError("price without size beside bid and ask: map the trades' size too (a price series "
+                             "alone, without quotes, reads as trades of size 1)")
         if (self.bid is None) != (self.ask is None):
             raise ValueError("bid and ask must be mapped together (a quote needs both)")
         if self.price is None and self.bid is None:
-            raise ValueError("map price+size (trades) and/or bid+ask (quotes); neither is mapped")
+            raise ValueError("map price (+size) for trades and/or bid+ask for quotes; neither is mapped")
         wrong = {TRADE: QUOTE_FIELDS, QUOTE: TRADE_FIELDS}.get(self.kind, ())
         if mapped := [f for f in wrong if getattr(self, f) is not None]:
             raise ValueError(f"kind={self.kind!r} but {mapped} (fields of the other kind) are mapped; drop them")

@@ -228,8 +228,9 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     ts = _date_and_time(by_normal, first) or found.pop("ts", None) or (datetimes[0] if len(datetimes) == 1 else None)
     found.pop("ts", None)
     stream_col = found.pop("stream", None)
-    if ts is None or not ({"price", "size"} <= set(found) or {"bid", "ask"} <= set(found)):
-        lacking = "time column" if ts is None else "price and size (trades) nor bid and ask (quotes)"
+    quotes = {"bid", "ask"} <= set(found)
+    if ts is None or not ("price" in found or quotes):
+        lacking = "time column" if ts is None else "price (trades) nor bid and ask (quotes)"
         seen = ", ".join(f"{k}={v}" for k, v in ({"ts": ts} | found).items() if v)
         raise ValueError(
             f"cannot detect the column layout of {path}: columns found {names}; no {lacking} among them"
@@ -237,7 +238,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
             f"ts=time,price=px,size=qty,stream=symbol --ts-unit ms (or a preset: --preset {' / '.join(PRESETS)}; "
             f"docs/replay.md)"
         )
-    if "price" not in found or "size" not in found:
+    if "price" not in found or "size" not in found and quotes:  # alone, a price without size is a price series
         found = {k: v for k, v in found.items() if k not in TRADE_FIELDS}
     if "bid" not in found or "ask" not in found:
         found = {k: v for k, v in found.items() if k not in QUOTE_FIELDS}
@@ -416,11 +417,15 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
             {"product_id"}:
         return [f"{path.name}: its columns are Coinbase Exchange's trades layout, whose side is the MAKER's; read "
                 f"here as the aggressor's. If the file is Coinbase's, give --preset coinbase-trades (sides flipped)"]
+    notes = []
     if cmap.price is not None and _normal(cmap.price) in ("close", "close_price") and BAR_COLUMNS <= columns:
-        return [f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size {cmap.size}, "
-                f"no side), at its {cmap.ts} time; most vendors stamp a bar with its start, so a bar's close "
-                f"shows at its start unless the map says ts=<its end column>"]
-    return []
+        notes.append(f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size "
+                     f"{cmap.size or 1}, no side), at its {cmap.ts} time; most vendors stamp a bar with its start, so "
+                     f"a bar's close shows at its start unless the map says ts=<its end column>")
+    if cmap.price is not None and cmap.size is None:
+        notes.append(f"{path.name}: no size column: each price is a trade of size 1 (a price series); map size= "
+                     f"if the file has sizes under another name")
+    return notes
 
 
 def match_case(cmap: ColumnMap, schema: Mapping[str, pl.DataType]) -> ColumnMap:

@@ -306,6 +306,9 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
             col = pl.col(name).cast(pl.Float64, strict=False) if schema[name].is_decimal() or text else pl.col(name)
             exprs.append(col.alias(key))
             keys.append(key)
+    if cmap.price is not None and cmap.size is None:  # a price series: each price a trade of size 1
+        exprs.append(pl.lit(1.0).alias("size"))
+        keys.append("size")
     exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
     rows = _scan(path, cmap.names, dialect, overrides).with_row_index(ROW)
     if is_csv(path):  # a blank line (often at the end) is no row at all

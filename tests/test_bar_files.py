@@ -85,10 +85,19 @@ def test_polygon_aggregates_parquet_and_minute_bars_with_an_offset(tmp_path: Pat
         Tick("es_1min", ns("2024-03-04T14:32:00+00:00"), "trade", price=5101.75, size=900)]
 
 
-def test_bars_without_volume_are_refused_naming_what_is_missing(tmp_path: Path) -> None:
+def test_a_series_of_prices_without_sizes_reads_as_trades_of_size_one(tmp_path: Path) -> None:
     (tmp_path / "spx.csv").write_text("Date,Close\n2024-03-04,5130.95\n2024-03-05,5078.65\n")
-    with pytest.raises(ValueError, match=r"no price and size \(trades\) nor bid and ask.*price=Close"):
-        FileReplay(tmp_path / "spx.csv")
+    replay = FileReplay(tmp_path / "spx.csv")
+    assert drain(replay) == [Tick("spx", ns("2024-03-04T00:00:00+00:00"), "trade", price=5130.95, size=1.0),
+                             Tick("spx", ns("2024-03-05T00:00:00+00:00"), "trade", price=5078.65, size=1.0)]
+    assert "no size column: each price is a trade of size 1" in replay.notes[1]
+    (tmp_path / "mid.csv").write_text("timestamp,symbol,price\n1709560800000,EURUSD,1.0851\n")
+    assert drain(FileReplay(tmp_path / "mid.csv")) == [
+        Tick("EURUSD", 1709560800000 * 1_000_000, "trade", price=1.0851, size=1.0)]
+    # beside quotes a price without its size is ambiguous: refused, naming the fix
+    with pytest.raises(ValueError, match="price without size beside bid and ask"):
+        FileReplay(tmp_path / "mid.csv", columns={"ts": "timestamp", "price": "price", "bid": "price",
+                                                  "ask": "price"})
 
 
 def test_klines_backtest_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

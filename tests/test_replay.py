@@ -140,7 +140,8 @@ def test_column_map_dict_form_presets_and_errors() -> None:
         ColumnMap.from_dict({"preset": "binance"})
     bad = [
         (dict(ts="t", ts_unit="sec", price="p", size="q"), "ts_unit must be one of"),
-        (dict(ts="t", price="p"), "price and size"),
+        (dict(ts="t", size="q"), "size is mapped without a price"),
+        (dict(ts="t", price="p", bid="b", ask="a"), "price without size beside bid and ask"),
         (dict(ts="t", bid="b"), "bid and ask"),
         (dict(ts="t"), "neither is mapped"),
         (dict(ts="t", kind="trade", price="p", size="q", bid="b", ask="a"), r"\['bid', 'ask'\]"),
