@@ -227,6 +227,8 @@ class Server:
                 rejections = self.pipeline.ingest_tokenized(frames[1])
             elif len(frames) == 1:
                 rejections = self.pipeline.ingest_message(frames[0])
+            elif len(frames) == 2:  # [topic, ticks]: how PUB feeds frame a message for SUB filtering; topic unread
+                rejections = self.pipeline.ingest_message(frames[1])
             else:
                 self.pipeline.rejected["bad_framing"] += 1
                 rejections = [{"index": -1, "reason": "bad_framing", "error": _framing_error(frames)}]
@@ -384,7 +386,7 @@ DRAIN_SLICE_S = 0.05  # longest stretch spent draining one socket before the loo
 def _framing_error(frames: list[bytes]) -> str:
     first = ascii(frames[0][:16]) if frames else "nothing"
     return (f"bad_framing: a message of {len(frames)} frames (the first {first}); ingest takes one frame (msgpack "
-            f"ticks) or two frames [b'tokens', msgpack list] (tokenized ticks)")
+            f"ticks), two frames [topic, msgpack ticks] or [b'tokens', msgpack list] (tokenized ticks)")
 
 
 MAX_SOURCE_CHARS = 64
