@@ -122,12 +122,12 @@ def resolve_format(weights: str) -> str:
 def prepare_linears(model: nn.Module, weights: str) -> nn.Module:
     """Replace every ``nn.Linear`` of a CPU model by the ``weights`` format's layer, in place."""
     weights = resolve_format(weights)
+    if weights == "torch" or next(model.parameters()).device.type != "cpu":  # on CUDA the GEMMs are cuBLAS's
+        return model
     if weights in ("bfloat16", "float32-onednn") and not torch.backends.mkldnn.is_available():
         raise ValueError(f"weights={weights!r} needs torch built with oneDNN")
     if weights == "bfloat16" and not bf16_linear_supported():
         raise ValueError("weights='bfloat16' needs torch with oneDNN on a CPU with bf16 support")
-    if weights == "torch" or next(model.parameters()).device.type != "cpu":
-        return model
     layer = {
         "float32-mkl": TransposedLinear,
         "float32-onednn": lambda linear: OneDNNLinear(linear, torch.float32),
