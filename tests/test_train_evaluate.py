@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,9 @@ from engine.service.cli import main
 from engine.service.evaluate import EvalOptions, accuracy_brier, block_bootstrap, evaluate_streams, score_question
 from engine.service.features import fit_logistic, microstructure_features
 from engine.service.finetune import to_source
-from engine.service.splits import PARTS, SplitSpec, longest_horizon, prepare, read_streams
+from engine.service.splits import (
+    PARTS, SplitSpec, longest_horizon, prepare, read_streams, split_ticks, ticks_needed,
+)
 from engine.service.train import TrainConfig, new_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,7 +123,17 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys) -> None:
     assert main(["evaluate", "builtin", str(f), "--split", "70/20"]) == 2
     assert "add up to 100" in capsys.readouterr().err
     assert main(["train", str(f), "--out", str(tmp_path / "m"), *TINY, "--steps", "1"]) == 2
-    assert "no stream is long enough" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no stream is long enough" in err and re.search(r"this split needs [\d,]+ ticks in a stream", err)
+
+
+@pytest.mark.parametrize("split", ["70/15/15", "60/40", "50/25/25"])
+def test_ticks_needed_is_the_fewest_ticks_that_split(split: str) -> None:
+    spec = SplitSpec.parse(split)
+    needed = ticks_needed(spec, gap=50, min_ticks=128)
+    long_enough = [all(len(r) >= 128 for p, r in zip(PARTS, split_ticks(n, spec, 50)) if p != "validation"
+                       or spec.validation) for n in (needed - 1, needed)]
+    assert long_enough == [False, True]
 
 
 def test_scores_equal_a_hand_computation() -> None:

@@ -134,5 +134,23 @@ def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
         marks = marks_of(ticks)
         out.append(StreamData(name, ticks, tokens, marks, parts, part_labels(codec, marks, parts)))
     if not out:
-        raise ValueError("no stream is long enough to split: " + "; ".join(skipped))
+        raise ValueError("no stream is long enough to split: " + "; ".join(skipped) + f" (this split needs "
+                         f"{ticks_needed(spec, gap, min_ticks):,} ticks in a stream: more ticks, or a split with "
+                         f"larger later parts, e.g. --split 50/25/25)")
     return out, skipped
+
+
+def ticks_needed(spec: SplitSpec, gap: int, min_ticks: int) -> int:
+    """The fewest ticks a stream needs for every part of `spec` to hold at least `min_ticks`."""
+    def enough(n: int) -> bool:
+        parts = split_ticks(n, spec, gap)
+        return all(len(r) >= min_ticks for p, r in zip(PARTS, parts) if p != "validation" or spec.validation)
+
+    high = min_ticks
+    while not enough(high):
+        high *= 2
+    low = high // 2  # not enough (or below min_ticks): the answer is in (low, high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle, high)
+    return high
