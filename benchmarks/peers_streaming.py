@@ -30,6 +30,7 @@ from benchmarks.streaming import (
     FlashtickDriver, LlamaCppApiDriver, LlamaCppDriver, Settings, StatelessDriver, VllmApiDriver, VllmSessionDriver,
     add_arguments, plot_throughput, run_workload, settings_from,
 )
+from engine.models.linear import WEIGHT_FORMATS, resolve_format
 
 STREAMS = (1, 8, 32)
 TARGET_VS_CONVENTIONAL = 5.9  # targets at 32 streams: flashtick's sustained rate over the best conventional peer's
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-api", action="store_true", help="skip llama.cpp's completion API side")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch and llama.cpp threads (default: torch's default, llama.cpp 2)")
-    parser.add_argument("--weights", choices=("float32", "bfloat16", "torch"), default=None,
+    parser.add_argument("--weights", choices=WEIGHT_FORMATS, default=None,
                         help="flashtick's linear weights (engine/models/linear.py); default: the engine's")
     parser.add_argument("--vllm-cores-as-threads", action="store_true",
                         help="pin vLLM's processes to --threads CPUs (its frontend and engine core otherwise use more "
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     result = run_workload(drivers, settings, args.streams, args.model)
     result.update(benchmark="peers_streaming", llama_cpp_python=llama_cpp.__version__, machine=machine(),
-                  threads=args.threads, flashtick_weights=args.weights or "default",
+                  threads=args.threads, flashtick_weights=resolve_format(args.weights or "float32"),
                   vllm_cores=args.threads if args.vllm and args.vllm_cores_as_threads else None)
     for row in result["rows"]:
         sides = row["sides"]
