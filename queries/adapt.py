@@ -125,14 +125,17 @@ class OnlineMix:
         ridge = RIDGE * np.eye(len(EXPERTS))
         return simplex_weights(self.gram + ridge, self.target + RIDGE * np.asarray(START_WEIGHTS))
 
-    def answer(self, p: np.ndarray, point: int) -> np.ndarray:
-        """The published distribution (C,) for the model answer ``p`` at ``point`` (kept until realised)."""
+    def answer(self, p: np.ndarray, point: int, keep: bool = True) -> np.ndarray:
+        """The published distribution (C,) for the model answer ``p`` at ``point``, kept until realised; with
+        ``keep=False`` the mix as it stands, the state untouched (an on-demand ask)."""
+        experts = self.experts(np.asarray(p, dtype=np.float64))  # (C, K)
+        if not keep:
+            return experts @ self.weights()
         if self.next_point <= point - self.horizon:
             raise ValueError(f"an answer at point {point} needs the labels up to {point - self.horizon} first "
                              f"(next due: {self.next_point})")
         if self.pending and point < self.pending[-1][0]:
             raise ValueError(f"answers come in point order: {point} after {self.pending[-1][0]}")
-        experts = self.experts(np.asarray(p, dtype=np.float64))  # (C, K)
         self.pending.append((point, experts))
         return experts @ self.weights()
 
