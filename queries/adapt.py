@@ -42,30 +42,59 @@ START_WEIGHTS = (0.5, 0.5, 0.0, 0.0)
 HALF_LIFE = 500  # label points after which a count of `recent` weighs half
 FLOOR = 1e-6  # mbar below this is read as this (shift divides by it)
 NO_LABEL = -1  # a point without a realised label (as connectors.labels.NO_LABEL)
-FACES = [list(face) for m in range(1, len(EXPERTS) + 1) for face in combinations(range(len(EXPERTS)), m)]
+FACES = [face for m in range(1, len(EXPERTS) + 1) for face in combinations(range(len(EXPERTS)), m)]
 
 
-def simplex_weights(gram: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """argmin over the simplex of w G w - 2 w b (G (K, K) positive definite, b (K,)): the KKT system of every
-    face solved, the feasible solution with the smallest objective kept (first one on ties)."""
-    K = len(target)
-    best, best_obj = np.zeros(K), np.inf
+def simplex_weights(gram: np.ndarray, target: np.ndarray, face_first: tuple[int, ...] | None = None
+                    ) -> tuple[np.ndarray, tuple[int, ...]]:
+    """argmin over the simplex of w G w - 2 w b (G (K, K) positive definite, b (K,)), and the face it lies on.
+
+    ``face_first`` (the last solve's face: the optimum moves little between answers) is tried alone first and
+    kept when its solution meets the optimality conditions; else the KKT system of every face is solved and
+    the feasible solution with the smallest objective kept (the first one on ties). The optimum is unique, so
+    both ways give the same weights; one small solve instead of 15 is what makes an answer cheap."""
+    if face_first is not None:
+        w = _face_solution(gram, target, face_first)
+        if w is not None and _optimal(gram, target, w, face_first):
+            return _normalised(w), face_first
+    best, best_face, best_obj = np.zeros(len(target)), FACES[0], np.inf
     for face in FACES:
-        m = len(face)
-        kkt = np.zeros((m + 1, m + 1))  # (m+1, m+1): G restricted to the face, bordered by sum w = 1
-        kkt[:m, :m] = gram[np.ix_(face, face)]
-        kkt[:m, m] = 1.0
-        kkt[m, :m] = 1.0
-        solution = np.linalg.solve(kkt, np.append(target[face], 1.0))  # (m+1,): weights, multiplier
-        w = np.zeros(K)
-        w[face] = solution[:m]
-        if (w[face] < -1e-12).any():
+        w = _face_solution(gram, target, face)
+        if w is None:
             continue
         obj = w @ gram @ w - 2.0 * (w @ target)
         if obj < best_obj:
-            best, best_obj = w, obj
-    best = np.clip(best, 0.0, None)
-    return best / best.sum()
+            best, best_face, best_obj = w, face, obj
+    return _normalised(best), best_face
+
+
+def _face_solution(gram: np.ndarray, target: np.ndarray, face: tuple[int, ...]) -> np.ndarray | None:
+    """The minimiser (K,) on the affine hull of ``face`` (sum w = 1, w = 0 off it); None when it leaves the face."""
+    m = len(face)
+    kkt = np.zeros((m + 1, m + 1))  # (m+1, m+1): G restricted to the face, bordered by sum w = 1
+    kkt[:m, :m] = gram[np.ix_(face, face)]
+    kkt[:m, m] = 1.0
+    kkt[m, :m] = 1.0
+    solution = np.linalg.solve(kkt, np.append(target[list(face)], 1.0))  # (m+1,): weights, multiplier
+    if (solution[:m] < -1e-12).any():
+        return None
+    w = np.zeros(len(target))
+    w[list(face)] = solution[:m]
+    return w
+
+
+def _optimal(gram: np.ndarray, target: np.ndarray, w: np.ndarray, face: tuple[int, ...]) -> bool:
+    """KKT conditions of the simplex QP at a face's solution: no expert off the face would lower the objective
+    (its gradient component is no smaller than the face's common one)."""
+    gradient = gram @ w - target  # (K,): half the objective's gradient
+    level = gradient[list(face)].mean()  # equal on the face, by construction
+    off = [k for k in range(len(target)) if k not in face]
+    return all(gradient[k] >= level - 1e-12 * (1.0 + abs(level)) for k in off)
+
+
+def _normalised(w: np.ndarray) -> np.ndarray:
+    w = np.clip(w, 0.0, None)
+    return w / w.sum()
 
 
 class OnlineMix:
@@ -85,6 +114,8 @@ class OnlineMix:
         self.gram = np.zeros((len(EXPERTS), len(EXPERTS)))  # (K, K) sum E^T E over realised answers
         self.target = np.zeros(len(EXPERTS))  # (K,) sum E^T y
         self.pending: deque[tuple[int, np.ndarray]] = deque()  # (point, experts (C, K)) of answers not realised
+        self.face: tuple[int, ...] | None = None  # the experts the last weights solve left non-zero
+        self._weights: np.ndarray | None = None  # (K,) those weights, until an answer is realised
 
     # -- labels ------------------------------------------------------------------------------------
 
@@ -108,6 +139,7 @@ class OnlineMix:
                 self.model_sum += experts[:, 0]
                 self.gram += np.einsum("ck,cj->kj", experts, experts)
                 self.target += experts[label]
+                self._weights = None
 
     # -- answers -----------------------------------------------------------------------------------
 
@@ -121,9 +153,12 @@ class OnlineMix:
         return np.stack([p, shift, frequency, recent], axis=1)
 
     def weights(self) -> np.ndarray:
-        """(K,) the experts' weights now."""
-        ridge = RIDGE * np.eye(len(EXPERTS))
-        return simplex_weights(self.gram + ridge, self.target + RIDGE * np.asarray(START_WEIGHTS))
+        """(K,) the experts' weights now (solved again only after an answer was realised)."""
+        if self._weights is None:
+            ridge = RIDGE * np.eye(len(EXPERTS))
+            self._weights, self.face = simplex_weights(self.gram + ridge, self.target + RIDGE * np.asarray(
+                START_WEIGHTS), self.face)
+        return self._weights
 
     def answer(self, p: np.ndarray, point: int, keep: bool = True) -> np.ndarray:
         """The published distribution (C,) for the model answer ``p`` at ``point``, kept until realised; with
@@ -146,7 +181,8 @@ class OnlineMix:
         return {"n_classes": self.n_classes, "horizon": self.horizon, "next_point": self.next_point,
                 "counts": self.counts.tolist(), "recent": self.recent.tolist(), "realised": self.realised,
                 "model_sum": self.model_sum.tolist(), "gram": self.gram.tolist(), "target": self.target.tolist(),
-                "pending": [[point, experts.tolist()] for point, experts in self.pending]}
+                "pending": [[point, experts.tolist()] for point, experts in self.pending],
+                "face": None if self.face is None else list(self.face)}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> OnlineMix:
@@ -158,6 +194,7 @@ class OnlineMix:
         mix.gram = np.array(state["gram"], dtype=np.float64)
         mix.target = np.array(state["target"], dtype=np.float64)
         mix.pending = deque((int(point), np.array(e, dtype=np.float64)) for point, e in state["pending"])
+        mix.face = None if state.get("face") is None else tuple(int(k) for k in state["face"])
         return mix
 
 

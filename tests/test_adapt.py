@@ -122,8 +122,13 @@ def test_weights_stay_on_the_simplex() -> None:
         y = rng.integers(0, 3, size=50)
         gram = np.einsum("nck,ncj->kj", E, E) + 10 * np.eye(4)
         target = np.einsum("nck,nc->k", E, np.eye(3)[y]) + 10 * np.array([0.5, 0.5, 0, 0])
-        w = simplex_weights(gram, target)
+        w, face = simplex_weights(gram, target)
         assert w.shape == (len(EXPERTS),) and (w >= 0).all() and abs(w.sum() - 1) < 1e-12
+        # a guessed face is kept only where it is optimal: every guess gives the enumeration's weights
+        for guess in [(0,), (1, 2), (0, 1, 2, 3), face]:
+            warm, warm_face = simplex_weights(gram, target, guess)
+            np.testing.assert_allclose(warm, w, rtol=0, atol=1e-12)
+            assert warm_face == face or np.allclose(warm, w, atol=1e-12)
 
 
 def test_labels_come_before_answers_that_need_them() -> None:
