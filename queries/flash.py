@@ -72,6 +72,10 @@ class FlashQueries:
         self._compiled: dict[str, CompiledQuery] = {}  # query name -> its registered spec, compiled
         # the stream's committed tokens, for prompt-lookup drafts (the service wires it to the scheduler)
         self.context: Callable[[str], list[int]] = lambda stream: []
+        # a standing answer's value -> the one published (the service wires engine/service/adaptation.py):
+        # (query, stream, value, tick count, standing) -> value
+        self.adapt: Callable[[CompiledQuery, str, dict[str, Any], int, bool], dict[str, Any]] = (
+            lambda query, stream, value, version, standing: value)
         self.ready: dict[tuple[str, str], Answer] = {}  # (query, stream) -> generate answer decoded ahead
         self._working: set[tuple[str, str, str]] = set()  # (purpose, query, stream) of idle work queued
 
@@ -108,6 +112,7 @@ class FlashQueries:
         ``draft_from``: tokens of an earlier answer (a generate query's) to draft from first."""
 
         def finish(value: dict[str, Any], progress: StreamProgress) -> JobResult:
+            value = self.adapt(self.compiled(spec), stream, value, progress.ticks, ticket is None)
             fields = (spec.name, stream, spec.topic_for(stream), value, progress.ticks, progress.event_ts,
                       self.model_id)
             if ticket is not None:

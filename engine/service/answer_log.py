@@ -122,9 +122,11 @@ class AnswerLog:
             os.fsync(f.fileno())
         os.replace(tmp, self.state_path)
 
-    def restore(self, registry: Registry, history: AnswerHistory, skip_corrupt: bool) -> int:
+    def restore(self, registry: Registry, history: AnswerHistory, skip_corrupt: bool,
+                replayed: Any = None) -> int:
         """Seqs, latest answers and trigger state back into the cache and registry; the retained answers into
-        ``history``. Returns how many answers were read."""
+        ``history``; every retained answer and forget event, in order, to ``replayed`` (an AnswerAdaptation:
+        ``owed``, ``forget_owed``) when given. Returns how many answers were read."""
         covers = 0
         if self.state_path.is_file():
             state = msgpack.unpackb(self.state_path.read_bytes(), raw=False)
@@ -138,10 +140,14 @@ class AnswerLog:
                 answer = Answer(**msgpack.unpackb(body, raw=False))
                 history.add(answer.topic, answer.seq, body)
                 count += 1
+                if replayed is not None:
+                    replayed.owed(answer.query, answer.stream, answer.version, answer.value)
                 if number >= covers:
                     self.cache.restore([answer], {})
             elif kind == FORGET and number >= covers:
                 forget = msgpack.unpackb(body, raw=False)
+                if replayed is not None:
+                    replayed.forget_owed(forget.get("query"), forget.get("stream"))
                 if "query" in forget:
                     self.cache.drop_query(forget["query"])
                 else:

@@ -26,7 +26,7 @@ PARTS_SUFFIX = ".parts"  # answers.parquet -> answers.parquet.parts/
 MANIFEST = "progress.json"
 RAW_SCHEMA = {"query": pl.String, "stream": pl.String, "topic": pl.String, "seq": pl.Int64, "ticks": pl.Int64,
               "data_ts": pl.Int64, "answer": pl.String, "expected": pl.Float64, "nll": pl.Float64,
-              "text": pl.String, "probs": pl.String}
+              "text": pl.String, "probs": pl.String, "model_probs": pl.String}  # model_probs: before adaptation
 
 
 def write_atomically(path: Path, write: Callable[[Path], Any]) -> None:
@@ -113,4 +113,5 @@ def _raw_row(a: Answer) -> tuple:
     return (a.query, a.stream, a.topic, a.seq, a.version, a.data_ts,
             a.value.get("answer") or (max(probs, key=probs.get) if probs else None),
             a.value.get("expected"), a.value.get("nll"), a.value.get("text"),
-            json.dumps(probs, sort_keys=True) if probs else None)
+            json.dumps(probs, sort_keys=True) if probs else None,
+            json.dumps(a.value["model_probs"], sort_keys=True) if "model_probs" in a.value else None)

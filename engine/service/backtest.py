@@ -46,7 +46,7 @@ CALIBRATION_BINS = 10
 READ_TICKS = 4096  # ticks taken from the files at a time (also per forward when rebuilding for a resume)
 CHECKPOINT_S = 10.0  # wall seconds between answer checkpoints (a part file each)
 SCORE_SCHEMA = {"realised": pl.String, "persistence": pl.String, "correct": pl.Boolean, "brier": pl.Float64,
-                "log_loss": pl.Float64}
+                "log_loss": pl.Float64, "model_correct": pl.Boolean, "model_brier": pl.Float64}
 
 
 @dataclass
@@ -57,6 +57,9 @@ class QueryScore:
     accuracy: float | None = None
     brier: float | None = None
     log_loss: float | None = None
+    # the model's own answers before adaptation (answers.adapt: online), on the same rows; None when not adapted
+    model_accuracy: float | None = None
+    model_brier: float | None = None
     baseline: str | None = None  # the best naive baseline's name
     baseline_accuracy: float | None = None
     # Brier of the realised class frequencies as a constant forecast (1 - sum f^2): the forecast a model's
@@ -80,12 +83,16 @@ class BacktestReport:
         lines = [f"replayed {self.ticks} ticks ({sum(self.rejected.values())} rejected{resumed}), "
                  f"{self.answers} answers -> {self.out}", *rejected_lines(self.rejected, self.rejected_examples),
                  f"{'query':<16}{'answers':>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'freq.brier':>11}"
-                 f"{'logloss':>9}  baseline accuracy"]
+                 f"{'logloss':>9}{'model acc':>10}{'model brier':>12}  baseline accuracy"]
         fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
         for s in self.scores:
             base = f"{s.baseline} {fmt(s.baseline_accuracy)}" if s.baseline else "-"
             lines.append(f"{s.query:<16}{s.answers:>8}{s.scored:>8}{fmt(s.accuracy):>10}{fmt(s.brier):>8}"
-                         f"{fmt(s.frequency_brier):>11}{fmt(s.log_loss):>9}  {base}")
+                         f"{fmt(s.frequency_brier):>11}{fmt(s.log_loss):>9}{fmt(s.model_accuracy):>10}"
+                         f"{fmt(s.model_brier):>12}  {base}")
+        if any(s.model_accuracy is not None for s in self.scores):
+            lines.append("accuracy, brier: the published (adapted) answers; model acc/brier: the model's own, before "
+                         "adaptation (answers.adapt)")
         return "\n".join(lines)
 
 
@@ -138,6 +145,9 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
         consumed = 0
         if parts.consumed:
             bar.set_description("rebuilding sessions")
+            for row in parts.table().select("query", "stream", "ticks", "model_probs").iter_rows():
+                if row[3] is not None:  # the answers so far re-feed the adaptation as the rebuild reaches them
+                    pipeline.adaptation.owed(*row[:3], {"model_probs": json.loads(row[3])})
             consumed = _rebuild(pipeline, replay, parts.consumed, marks, bar, stop)
             _restore_answer_state(pipeline, parts)
             bar.set_description("replaying")
@@ -223,6 +233,7 @@ def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[
             scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
         except AdmissionRefused as e:  # refused by the run too, the same way: counted alike
             raise InvalidTick("stream_refused", str(e), item.stream) from None
+        pipeline.adaptation.accepted(item)
 
     done = 0
     while done < upto and not replay.done:
@@ -284,7 +295,8 @@ def _scored_table(pipeline: TickPipeline, raw: pl.DataFrame, series: dict[str, M
     marks = {stream: s.values() for stream, s in series.items()}
     realised_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
     extra = []
-    for query, stream, version, probs in raw.select("query", "stream", "ticks", "probs").iter_rows():
+    for query, stream, version, probs, model_probs in raw.select("query", "stream", "ticks", "probs",
+                                                                "model_probs").iter_rows():
         spec = pipeline.registry.get(query) if query in pipeline.registry else None
         question = questions.get(spec.question) if spec is not None and spec.question else None
         realised = persistence = None
@@ -297,8 +309,10 @@ def _scored_table(pipeline: TickPipeline, raw: pl.DataFrame, series: dict[str, M
             i = version - 1  # the answer point: just after the stream's tick number `version`
             realised = question.spec.labels[labels[i]] if labels[i] != NO_LABEL else None
             persistence = question.spec.labels[persisted[i]] if persisted[i] != NO_LABEL else None
+        model = _metrics(json.loads(model_probs) if model_probs else None, realised)
         extra.append({"realised": realised, "persistence": persistence,
-                      **_metrics(json.loads(probs) if probs else None, realised)})
+                      **_metrics(json.loads(probs) if probs else None, realised),
+                      "model_correct": model["correct"], "model_brier": model["brier"]})
     scored = pl.DataFrame(extra, schema=SCORE_SCHEMA)
     return pl.concat([raw, scored], how="horizontal").sort(["data_ts", "query", "stream", "seq"])
 
@@ -326,6 +340,10 @@ def _score(name: str, rows: pl.DataFrame) -> QueryScore:
     score.accuracy = float(scored["correct"].mean())
     score.brier = float(scored["brier"].mean())
     score.log_loss = float(scored["log_loss"].mean())
+    adapted = scored.filter(pl.col("model_correct").is_not_null())
+    if adapted.height == scored.height:
+        score.model_accuracy = float(adapted["model_correct"].mean())
+        score.model_brier = float(adapted["model_brier"].mean())
     realised = scored["realised"].to_list()
     counts = Counter(realised)
     majority, count = counts.most_common(1)[0]

@@ -74,6 +74,21 @@ class CodecSection:
             raise ConfigError(f"codec.kind must be auto, binned or text, got {self.kind!r}")
 
 
+ADAPT_MODES = ("online", "off")
+
+
+@dataclass(frozen=True)
+class AnswersSection:
+    # online: a named tick question's answers (direction, volatility, move) are mixed, per stream and query, with
+    # that stream's own realised class frequencies (queries/adapt.py), which is what is published, with the
+    # model's own distribution beside it (`model_probs`); off: the model's answer is published as it is
+    adapt: str = "online"
+
+    def __post_init__(self) -> None:
+        if self.adapt not in ADAPT_MODES:
+            raise ConfigError(f"answers.adapt must be one of {ADAPT_MODES}, got {self.adapt!r}")
+
+
 @dataclass(frozen=True)
 class KVSection:
     cells: int | None = 65536
@@ -271,6 +286,7 @@ class ServiceConfig:
     log: LogSection = field(default_factory=LogSection)
     shards: ShardsSection = field(default_factory=ShardsSection)
     replay: ReplaySection = field(default_factory=ReplaySection)
+    answers: AnswersSection = field(default_factory=AnswersSection)
     queries: str | None = None  # a queries YAML file registered at start
 
     @classmethod
@@ -321,7 +337,7 @@ _SECTION_TYPES: dict[str, type] = {
     "model": ModelSection, "codec": CodecSection, "kv": KVSection, "scheduler": SchedulerConfig,
     "endpoints": EndpointsSection, "limits": LimitsSection, "curve": CurveSection, "log": LogSection,
     "shards": ShardsSection,
-    "replay": ReplaySection,
+    "replay": ReplaySection, "answers": AnswersSection,
 }
 
 

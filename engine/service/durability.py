@@ -68,9 +68,10 @@ class DataDir:
         self.recovery_s = 0.0
         self.rebuild_forwards = 0
 
-    def restore_answers(self, registry: Registry, history: AnswerHistory) -> None:
-        """Seqs, latest answers and trigger state from the answer log (after the queries are registered)."""
-        self.recovered_answers = self.answers.restore(registry, history, self.config.skip_corrupt)
+    def restore_answers(self, registry: Registry, history: AnswerHistory, replayed: Any = None) -> None:
+        """Seqs, latest answers and trigger state from the answer log (after the queries are registered);
+        ``replayed`` (the answer adaptation) is handed every logged answer, to re-feed during the tick replay."""
+        self.recovered_answers = self.answers.restore(registry, history, self.config.skip_corrupt, replayed)
 
     def append(self, item: EncodedTick) -> None:
         """Log one accepted item; raises ticklog.LogWriteError (nothing logged) when the disk refuses."""

@@ -9,6 +9,9 @@ of consecutive points): accuracy and Brier of
   through the checkpoint's calibration (queries.evaluate.calibrated_probs, as serving);
 * `raw` - the same without calibration (softmax over the answer logits), when the
   checkpoint is calibrated;
+* `adapted` - what serving publishes with answers.adapt: online (queries/adapt.py): the model's answers mixed,
+  per stream, with that stream's realised labels from the start of its test part on (causal: an answer at tick
+  t uses labels of ticks up to t - horizon); `adapt=False` leaves it out;
 * `prior` - the class frequencies of the train part;
 * `majority` - always the train part's most frequent class (one-hot);
 * `logistic` - multinomial logistic regression on microstructure features
@@ -37,6 +40,7 @@ from engine.service.backtest import calibration_table
 from engine.service.features import fit_logistic, microstructure_features
 from engine.service.splits import StreamData
 from engine.service.packing import pack_batch
+from queries.adapt import adapt_series
 from queries.evaluate import calibrated_probs
 
 BASELINES = ("raw", "prior", "majority", "logistic")
@@ -51,6 +55,7 @@ class EvalOptions:
     seed: int = 0
     batch: int = 4
     device: str = "cpu"
+    adapt: bool = True  # also score the adapted answers (what answers.adapt: online publishes)
 
     def __post_init__(self) -> None:
         for name in ("max_points", "max_fit_points", "block", "resamples", "batch"):
@@ -190,9 +195,12 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         keep = np.isin(ii, chosen_ticks(np.unique(ii), W - W // 2, options.max_points))
         ii, qq = ii[keep], qq[keep]
         logits = answer_logits(model, codec, sd, ii, qq, options)
-        for qi in range(len(qs)):
+        for qi, q in enumerate(qs):
             sel = np.nonzero(qq == qi)[0]
-            test[qi].append((x[ii[sel]], sd.labels[ii[sel], qi], [logits[k] for k in sel]))
+            z = [logits[k] for k in sel]
+            adapted = (adapt_series(ii[sel], answer_probs(codec, qi, z), sd.labels[:, qi], sd.parts[2].start,
+                                    q.spec.horizon) if options.adapt and len(sel) and q.spec.kind != "regime" else None)
+            test[qi].append((x[ii[sel]], sd.labels[ii[sel], qi], z, adapted))
     results = {}
     for qi, q in enumerate(qs):
         y = np.concatenate([t[1] for t in test[qi]])
@@ -207,6 +215,8 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         z = [p for t in test[qi] for p in t[2]]
         probs = {"model": answer_probs(codec, qi, z),
                  **({} if q.calibration.identity else {"raw": answer_probs(codec, qi, z, calibrated=False)}),
+                 **({"adapted": np.concatenate([t[3] for t in test[qi] if len(t[1])])}
+                    if all(t[3] is not None for t in test[qi] if len(t[1])) else {}),
                  "prior": np.tile(prior, (len(y), 1)),
                  "majority": np.tile(np.eye(n_cls)[prior.argmax()], (len(y), 1)),
                  "logistic": logistic.predict_proba(np.concatenate([t[0] for t in test[qi]]))}
@@ -225,8 +235,9 @@ def format_table(result: dict[str, Any]) -> str:
     """The per-question table `evaluate` and `train` print; a calibrated checkpoint also gets its `raw`
     (uncalibrated) accuracy and Brier beside the calibrated `model` ones."""
     raw = ["raw"] if any("raw" in r["scores"] for r in result["questions"].values()) else []
+    raw += ["adapted"] if any("adapted" in r["scores"] for r in result["questions"].values()) else []
     acc_cols, brier_cols = [*raw, "prior", "majority", "logistic"], [*raw, "prior", "logistic"]
-    short = {"majority": "major", "logistic": "logit"}
+    short = {"majority": "major", "logistic": "logit", "adapted": "adapt"}
     head = lambda cols: "".join(f"{short.get(c, c):>7}" for c in cols)  # noqa: E731
     lines = [f"{'question':<15}{'n':>7}  {'accuracy: model':>15}{head(acc_cols)}  {'Brier: model':>12}"
              f"{head(brier_cols)}  model-logit acc [95% CI]   Brier [95% CI]"]
@@ -238,7 +249,10 @@ def format_table(result: dict[str, Any]) -> str:
                      f"  {s['model']['brier']:>12.3f}{row(brier_cols, 'brier')}  {ci(d['accuracy']):<26} "
                      f"{ci(d['brier'])}")
     source = result.get("calibration_source")
-    if raw:
+    if "adapted" in raw:
+        lines.append("adapt: the model's answers mixed online with each stream's realised labels (answers.adapt: "
+                     "online), what serving publishes")
+    if "raw" in raw:
         lines.append(f"model: calibrated on {source}; raw: the same logits uncalibrated")
     elif source is not None:
         lines.append(f"model: answers not calibrated ({source})")

@@ -86,6 +86,12 @@ class StreamMarks:
         i = tick_count - self.base
         return self.marks[i] if 0 <= i < len(self.marks) and tick_count >= 1 else None
 
+    def label(self, spec: QuestionSpec, point: int) -> int:
+        """The realised label index of the answer point just after tick ``point`` (its mark and ``horizon``
+        more must be kept: ``point + horizon <= ticks``); NO_LABEL where labels.py gives none."""
+        start = point - self.base  # the mark at the answer point, then `horizon` more
+        return int(label_series(spec, np.asarray(self.marks[start : start + spec.horizon + 1]))[0])
+
 
 class LiveScores:
     """Fed every accepted tick (``observe``) and every published standing answer (``expect``)."""
@@ -149,9 +155,7 @@ class LiveScores:
         for query, waiting in state.waiting.items():
             while waiting and waiting[0][0].version + waiting[0][1].horizon <= state.ticks:
                 answer, spec = waiting.popleft()
-                start = answer.version - state.base  # the mark at the answer point, then `horizon` more
-                label = int(label_series(spec, np.asarray(state.marks[start : start + spec.horizon + 1]))[0])
-                self._add(query, state, answer, spec, label)
+                self._add(query, state, answer, spec, state.label(spec, answer.version))
 
     def _add(self, query: str, state: StreamMarks, answer: Answer, spec: QuestionSpec, label: int) -> None:
         score = self._score(query)

@@ -37,13 +37,14 @@ from engine.models import LlamaModel, load_model
 from engine.models.loader import read_config
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, StepReport
+from engine.service.adaptation import AnswerAdaptation
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import TORCH_DTYPES, ConfigError, ServiceConfig
 from engine.service.durability import DataDir
 from engine.service.live_scores import LiveScores
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
-from queries.evaluate import compile_query
+from queries.evaluate import CompiledQuery, compile_query
 from queries.flash import FlashQueries
 from queries.limits import QueryLimits
 from queries.registry import Registry
@@ -168,18 +169,26 @@ class TickPipeline:
         streams = self.engine.scheduler.streams
         self.scores = LiveScores(self.codec.questions, lambda s: streams[s].ticks if s in streams else 0,
                                  enabled=live_scores)
+        self.adaptation = AnswerAdaptation(self.codec.questions, lambda s: streams[s].ticks if s in streams else 0,
+                                           enabled=config.answers.adapt == "online")
+        self.flash.adapt = self.adaptation.adapt
+        self.adaptation.compile = self._compiled_current
         self.data = DataDir(config.log, self.cache, written_by(config, self.codec)) if config.log.dir else None
         self.recovered: list[JobOutcome] = []  # answers owed at a restart: published first (Server)
         if self.data is not None:
             if self.data.queries_path.is_file():  # what was registered before a restart, answers and all
                 self.registry.register_file(self.data.queries_path)
-            self.data.restore_answers(self.registry, self.history)
+            self.data.restore_answers(self.registry, self.history, self.adaptation)
         if config.queries:
             self._register_changed(config.queries)
         if self.data is not None:
             self.save_queries()
-            self.ticks_in = self.data.replay(self.encoders, self.engine, accepted=self.scores.accepted)
+            self.ticks_in = self.data.replay(self.encoders, self.engine, accepted=self._accepted)
             self.recovered = self._answers_owed()
+
+    def _compiled_current(self, name: str) -> CompiledQuery | None:
+        spec = self.registry.current(name)
+        return self.flash.compiled(spec) if spec is not None else None
 
     def _register_changed(self, path: str) -> None:
         """The configured queries file on top of what a restart restored: a query that is new or differs is
@@ -230,6 +239,11 @@ class TickPipeline:
                 raise InvalidTick("stream_refused", problem, item.stream)
             log_or_refuse(self.data, item)
         self._enqueue(item)
+        self._accepted(item)
+
+    def _accepted(self, item: EncodedTick) -> None:
+        """An item the engine took (live, or replayed from the tick log): its price, for what reads marks."""
+        self.adaptation.accepted(item)
         self.scores.accepted(item)
 
     def _enqueue(self, item: EncodedTick) -> None:
@@ -311,6 +325,7 @@ class TickPipeline:
             self.cache.drop_stream(stream)
             self.flash.drop_stream(stream)
             self.scores.drop_stream(stream)
+            self.adaptation.drop_stream(stream)
             if self.data is not None:
                 self.data.answers.forget_stream(stream)
         if expired:
@@ -372,6 +387,7 @@ class TickPipeline:
         self.cache.drop_query(name)
         self.flash.forget_query(name)
         self.scores.forget_query(name)
+        self.adaptation.forget_query(name)
         if self.data is not None:
             self.data.answers.forget_query(name)
 

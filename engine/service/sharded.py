@@ -42,6 +42,7 @@ from engine.scheduler import StepReport, UnknownStream
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import DataDir
+from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
 from engine.service.pipeline import build_codec, log_or_refuse, overloaded, written_by
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
@@ -83,6 +84,11 @@ class ShardedPipeline:
         self.stale_dropped = 0
         self.progress: dict[str, int] = {}  # stream -> ticks committed, from the shards' replies
         self.scores = LiveScores(self.codec.questions, lambda stream: self.progress.get(stream, 0))
+        # answers are adapted here, where every tick's price is seen (shards get tokens only), before publishing
+        self.adaptation = AnswerAdaptation(self.codec.questions, lambda stream: self.progress.get(stream, 0),
+                                           enabled=config.answers.adapt == "online")
+        self.adaptation.compile = lambda name: (self.flash.compiled(self.registry.current(name))
+                                                if self.registry.current(name) is not None else None)
         self.shard_of: dict[str, ShardLink] = {}
         self._expired: list[str] = []
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="shard-restore")
@@ -119,7 +125,7 @@ class ShardedPipeline:
         encoders here (codec state, ordering guards) and to its stream's shard, which rebuilds from them."""
         if self.data.queries_path.is_file():
             self.registry.register_file(self.data.queries_path)
-        self.data.restore_answers(self.registry, self.history)
+        self.data.restore_answers(self.registry, self.history, self.adaptation)
         if self.config.queries:
             specs = load_queries_file(self.config.queries, self.registry.questions, self.registry.limits)
             changed = [spec for spec in specs if self.registry.current(spec.name) != spec]
@@ -133,6 +139,7 @@ class ShardedPipeline:
         def book(item: EncodedTick) -> None:
             link = self._owner(item.stream)
             items[link.name].append((item.stream, item.tokens, item.ts, item.ticks))
+            self.adaptation.accepted(item)
             self.scores.accepted(item)
 
         self.ticks_in = self.data.replay_items(self.encoders, book)
@@ -173,6 +180,7 @@ class ShardedPipeline:
         link = self._owner(item.stream)
         link.buffer.append((item.stream, item.tokens, item.ts, item.ticks))
         link.buffered_tokens += len(item.tokens)
+        self.adaptation.accepted(item)
         self.scores.accepted(item)
 
     def _admission_problem(self, stream: str) -> str | None:
@@ -267,6 +275,9 @@ class ShardedPipeline:
         if self.registry.current(answer.query) is None or self.registry.query_version(answer.query) > version:
             self.stale_dropped += 1
             return None
+        query = self.flash.compiled(self.registry.current(answer.query))
+        answer = dataclasses.replace(answer, value=self.adaptation.adapt(query, answer.stream, answer.value,
+                                                                         answer.version))
         answer = self.cache.publish(answer)
         packed = msgpack.packb(answer.to_wire(), use_bin_type=True)
         self.history.add(answer.topic, answer.seq, packed)
@@ -295,6 +306,7 @@ class ShardedPipeline:
         self.registry.drop_stream(stream)
         self.cache.drop_stream(stream)
         self.scores.drop_stream(stream)
+        self.adaptation.drop_stream(stream)
         self.data.answers.forget_stream(stream)
         self._expired.append(stream)
 
@@ -424,6 +436,7 @@ class ShardedPipeline:
         self.cache.drop_query(name)
         self.flash.forget_query(name)
         self.scores.forget_query(name)
+        self.adaptation.forget_query(name)
         self.data.answers.forget_query(name)
 
     def save_queries(self) -> None:

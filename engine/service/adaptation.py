@@ -1,0 +1,143 @@
+"""Answer adaptation in the service: a named tick question's answers mixed with the stream's own outcomes.
+
+queries/adapt.py holds the method (``OnlineMix``, one per (stream, query)); this feeds it. Every accepted
+tick's mark is kept (live_scores' ``StreamMarks``, labelled by connectors/labels.py as backtests and live
+scores label), and when a standing answer at tick count v is computed, the labels of every answer point up
+to v - horizon are realised first, from marks only. So an answer depends on the stream's ticks and its
+earlier answers alone, never on how far ingest ran ahead of the engine: chunked backtests, one engine and
+shards publish the same numbers.
+
+The published value is the mix (``probs``, ``answer`` / ``expected`` from it) with the model's own
+distribution beside it (``model_probs``). A stream starts cold at its first answer of a query (the model's
+answer, as without adaptation), counting labels from there. Only named codec questions with realised
+labels are adapted (not ``regime``, not free-text questions); a stream fed already-tokenized ticks has no
+prices and is published as the model answers it. An on-demand ask is read through the current mix without
+changing it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from connectors.encoder import EncodedTick
+from connectors.questions import QuestionSpec
+from connectors.ticks import Tick
+from engine.service.live_scores import PRUNE_EVERY, StreamMarks
+from queries.adapt import NO_LABEL, OnlineMix
+from queries.evaluate import CompiledQuery
+
+
+class AnswerAdaptation:
+    """Fed every accepted tick (``accepted``); ``adapt`` turns a model answer into the published one."""
+
+    def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True) -> None:
+        self.questions = {name: q.spec for name, q in questions.items()
+                          if enabled and hasattr(q, "spec") and q.spec.kind != "regime"}
+        self.committed = committed  # the engine's committed tick count of a stream (answers come at or after it)
+        self.streams: dict[str, StreamMarks] = {}
+        self.mixes: dict[str, dict[str, OnlineMix]] = {}  # stream -> query -> its state
+        # after a restart: answers published before it, re-fed as the replayed ticks reach them
+        self.compile: Callable[[str], CompiledQuery | None] = lambda name: None  # registered query -> compiled
+        self._owed: dict[str, deque[tuple[str, int, dict[str, float]]]] = {}  # stream -> (query, version, model)
+
+    def accepted(self, item: EncodedTick) -> None:
+        """An accepted ingest item, live or replayed from the tick log after a restart."""
+        if not self.questions:
+            return
+        if item.tick is not None:
+            self.observe(item.tick)
+        else:  # no prices from here on: its answers are published as the model gives them
+            state = self.streams.setdefault(item.stream, StreamMarks())
+            state.tokenized = True
+            state.ticks += item.ticks
+            state.marks.clear()
+            self.mixes.pop(item.stream, None)
+
+    def observe(self, tick: Tick) -> None:
+        state = self.streams.get(tick.stream)
+        if state is None:
+            state = self.streams[tick.stream] = StreamMarks()
+        state.ticks += 1
+        if state.tokenized:
+            return
+        state.marks.append(state.tracker.update(tick))
+        owed = self._owed.get(tick.stream)
+        while owed and owed[0][1] <= state.ticks:
+            query, version, model = owed.popleft()
+            compiled = self.compile(query)
+            if compiled is not None:
+                self.adapt(compiled, tick.stream, {"probs": model}, version)
+        self._prune(tick.stream, state)
+
+    # -- a restart rebuilds the state exactly: the same ticks, the same model answers, in the same order ---
+
+    def owed(self, query: str, stream: str, version: int, value: dict[str, Any]) -> None:
+        """An answer published before a restart (in publication order), with its ``model_probs``: re-fed to
+        its mix when the replayed ticks of ``stream`` reach ``version``, as it was fed live."""
+        model = value.get("model_probs") if isinstance(value, dict) else None
+        if model is not None and self.questions:
+            self._owed.setdefault(stream, deque()).append((query, version, model))
+
+    def forget_owed(self, query: str | None = None, stream: str | None = None) -> None:
+        """A query replaced or removed (its mixes restarted cold), or a stream expired, before the restart."""
+        if stream is not None:
+            self._owed.pop(stream, None)
+        for owed in self._owed.values():
+            kept = [entry for entry in owed if entry[0] != query]
+            owed.clear()
+            owed.extend(kept)
+
+    def adapt(self, query: CompiledQuery, stream: str, value: dict[str, Any], version: int,
+              keep: bool = True) -> dict[str, Any]:
+        """The published value for the model's ``value`` of ``query`` at tick count ``version``; ``keep``:
+        a standing answer (it joins the mix's statistics once realised), else an ask (read only)."""
+        spec = self.questions.get(query.spec.question) if query.spec.names_question else None
+        probs = value.get("probs")
+        state = self.streams.get(stream)
+        if spec is None or probs is None or len(query.labels) < 2 or state is None or state.tokenized:
+            return value
+        mixes = self.mixes.setdefault(stream, {})
+        mix = mixes.get(query.spec.name)
+        if mix is None:
+            if not keep or state.mark_after(version) is None:
+                return value
+            mix = mixes[query.spec.name] = OnlineMix(len(query.labels), spec.horizon, start=version)
+        if keep:
+            self._realise(mix, spec, query.labels, state, version)
+        p = np.array([probs[label] for label in query.labels])  # (labels,) in the query's order
+        mixed = mix.answer(p, version, keep=keep)  # (labels,)
+        out = {"probs": dict(zip(query.labels, mixed.tolist())), "model_probs": probs}
+        if "expected" in value:
+            return {"expected": float(mixed @ np.asarray(query.values)), **out, "model_expected": value["expected"]}
+        return {"answer": query.labels[int(mixed.argmax())], **out}
+
+    def _realise(self, mix: OnlineMix, spec: QuestionSpec, labels: tuple[str, ...], state: StreamMarks,
+                 version: int) -> None:
+        """Every label the mix is owed before an answer at ``version`` (points up to version - horizon: never
+        more, however far ingest ran ahead), in the query's label order."""
+        order = [labels.index(name) if name in labels else NO_LABEL for name in spec.labels]  # question -> query
+        for point in mix.labels_due(version):
+            label = state.label(spec, point)
+            mix.realise(point, order[label] if label != NO_LABEL else NO_LABEL)
+
+    def _prune(self, stream: str, state: StreamMarks) -> None:
+        """Drop marks no label still due can need: before every mix's next point and the committed count."""
+        due = min((m.next_point for m in self.mixes.get(stream, {}).values()), default=state.ticks)
+        keep_from = min(due, self.committed(stream), state.ticks)
+        drop = keep_from - state.base
+        if drop >= PRUNE_EVERY:
+            del state.marks[:drop]
+            state.base = keep_from
+
+    def drop_stream(self, stream: str) -> None:
+        self.streams.pop(stream, None)
+        self.mixes.pop(stream, None)
+
+    def forget_query(self, name: str) -> None:
+        """A query replaced or removed: its mixes go (a new spec starts cold)."""
+        for mixes in self.mixes.values():
+            mixes.pop(name, None)
