@@ -135,7 +135,10 @@ class FlashtickDriver:
         cache = self.pipeline.cache
         streams = self.pipeline.engine.scheduler.streams
         keys = [(spec.name, s) for spec in self.pipeline.registry.list() for s in streams]
-        return {k: a.value for k in keys if (a := cache.get(*k)) is not None}
+        # the model's own distribution (answers.adapt mixes what is published with the stream's outcomes,
+        # queries/adapt.py): the peers compute the model's, so that is what answers are compared on
+        return {k: {**a.value, "probs": a.value.get("model_probs", a.value["probs"])}
+                for k in keys if (a := cache.get(*k)) is not None}
 
     def read_latency_ns(self, reps: int = 200_000) -> dict[str, float]:
         """Cached-answer read: AnswerCache.get over every (query, stream), as a subscriber would."""

@@ -176,17 +176,22 @@ def score(model_dir: Path, name: str, s: Settings) -> dict[str, Any]:
             "seconds": result["seconds"]}
 
 
-def bar(questions: dict[str, Any]) -> dict[str, Any]:
-    """The issue's bar from evaluate_streams's per-question scores."""
+def bar(questions: dict[str, Any], predictor: str = "model") -> dict[str, Any] | None:
+    """The issue's bar from evaluate_streams's per-question scores, for the model's answers (``model``) or what
+    serving publishes with answers.adapt: online (``adapted``, mixed from the start of the test part: cold);
+    None when a question lacks that predictor."""
     sc = {q: r["scores"] for q, r in questions.items()}
-    both = [q for q, x in sc.items() if x["model"]["brier"] <= x["prior"]["brier"]
-            and x["model"]["accuracy"] >= x["majority"]["accuracy"]]
-    return {"brier_le_prior_all": all(x["model"]["brier"] <= x["prior"]["brier"] for x in sc.values()),
-            "accuracy_ge_majority_all": all(x["model"]["accuracy"] >= x["majority"]["accuracy"] for x in sc.values()),
+    if any(predictor not in x for x in sc.values()):
+        return None
+    both = [q for q, x in sc.items() if x[predictor]["brier"] <= x["prior"]["brier"]
+            and x[predictor]["accuracy"] >= x["majority"]["accuracy"]]
+    return {"brier_le_prior_all": all(x[predictor]["brier"] <= x["prior"]["brier"] for x in sc.values()),
+            "accuracy_ge_majority_all": all(x[predictor]["accuracy"] >= x["majority"]["accuracy"]
+                                            for x in sc.values()),
             "questions_meeting_both": f"{len(both)}/{len(sc)}",
-            "direction_acc_ge_logistic": {q: sc[q]["model"]["accuracy"] >= sc[q]["logistic"]["accuracy"]
+            "direction_acc_ge_logistic": {q: sc[q][predictor]["accuracy"] >= sc[q]["logistic"]["accuracy"]
                                           for q in DIRECTIONS if q in sc},
-            "brier_lt_logistic": {q: sc[q]["model"]["brier"] < sc[q]["logistic"]["brier"]
+            "brier_lt_logistic": {q: sc[q][predictor]["brier"] < sc[q]["logistic"]["brier"]
                                   for q in DIRECTIONS if q in sc}}
 
 
@@ -243,7 +248,9 @@ def summary_line(result: dict[str, Any]) -> str:
             q = rows[row]["questions"]
             dirs = " ".join(f"d{d.split('_')[1]} {q[d]['scores']['model']['accuracy']:.3f}/"
                             f"{q[d]['scores']['logistic']['accuracy']:.3f}" for d in DIRECTIONS if d in q)
-            cells.append(f"{row} {result['bar'][name][row]['questions_meeting_both']} {dirs}")
+            adapted = result.get("bar_adapted", {}).get(name, {}).get(row)
+            also = f" (adapted {adapted['questions_meeting_both']})" if adapted else ""
+            cells.append(f"{row} {result['bar'][name][row]['questions_meeting_both']}{also} {dirs}")
         parts.append(f"{name}: " + ", ".join(cells))
     return "tick_model_quality: " + " | ".join(parts) + " (Brier<=prior & acc>=majority; direction acc model/logistic)"
 
@@ -262,6 +269,8 @@ def report(s: Settings, instruments: tuple[str, ...] = tuple(FILES), log: Callab
         result["instruments"][name] = instrument_rows(name, s, log)
     result["bar"] = {name: {row: bar(r["questions"]) for row, r in rows.items()}
                      for name, rows in result["instruments"].items()}
+    result["bar_adapted"] = {name: {row: bar(r["questions"], "adapted") for row, r in rows.items()}
+                             for name, rows in result["instruments"].items()}
     result["caveats"] = caveats(result)
     result["wall_seconds"] = round(time.time() - t0, 1)
     return result

@@ -101,7 +101,9 @@ def test_calibrated_checkpoint_answers_through_a_real_backtest(tmp_path: Path) -
     for query, question in (("dir5", "direction_5"), ("move", "move_bps_50")):
         q = codec.questions[question]
         t_, b = CAL[question]["temperature"], torch.tensor(CAL[question]["bias"])
-        for stream, n, probs in table.filter(pl.col("query") == query).select("stream", "ticks", "probs").rows()[:6]:
+        # model_probs: the calibrated model answer (probs is that answer mixed online with the stream's outcomes)
+        for stream, n, probs in table.filter(pl.col("query") == query).select("stream", "ticks",
+                                                                               "model_probs").rows()[:6]:
             tokens = codec.encode_stream(by_stream[stream][:n]) + q.tokens
             with torch.no_grad():
                 z = hf(torch.tensor([tokens])).logits[0, -1, list(q.answers.values())].float()

@@ -46,9 +46,9 @@ def write_shared_layout(data_dir: Path, n: int = 1600) -> None:
                  ).write_parquet(data_dir / "dukascopy-eurusd" / "eurusd_ticks_2019-02-04_05.parquet")
 
 
-def expected_bar(questions: dict) -> dict:
+def expected_bar(questions: dict, predictor: str = "model") -> dict:
     sc = {q: r["scores"] for q, r in questions.items()}
-    m = lambda q, k: sc[q]["model"][k]  # noqa: E731
+    m = lambda q, k: sc[q][predictor][k]  # noqa: E731
     return {"brier_le_prior_all": all(m(q, "brier") <= sc[q]["prior"]["brier"] for q in sc),
             "accuracy_ge_majority_all": all(m(q, "accuracy") >= sc[q]["majority"]["accuracy"] for q in sc),
             "direction_acc_ge_logistic": {q: m(q, "accuracy") >= sc[q]["logistic"]["accuracy"]
@@ -79,6 +79,8 @@ def test_report_scores_every_row_on_the_same_ticks_and_reuses_its_models(tmp_pat
             assert {"model_dir", "how_trained", "test_ticks", "questions"} <= set(r)
             assert {"direction_5", "direction_20", "volatility_50", "move_bps_50"} <= set(r["questions"])
             assert result["bar"][name][row].items() >= expected_bar(r["questions"]).items(), (name, row)
+            # and for what serving publishes (answers.adapt: online), adapted from the test part's start
+            assert result["bar_adapted"][name][row].items() >= expected_bar(r["questions"], "adapted").items()
         tuned = rows["fine_tuned"]["how_trained"]
         (parts,) = tuned["parts"].values()
         assert parts["validation"][1] <= int(n * 0.7) and "--split 60/10/30" in tuned["command"]

@@ -48,7 +48,7 @@ def test_trades_and_quotes_with_every_field_are_ingested_and_answered(clients) -
         assert payload["query"] == "dir" and payload["stream"] == s
         assert payload["answer_ts"] > 0
         probs = payload["value"]["probs"]
-        assert set(payload["value"]) == {"answer", "probs"} and set(probs) == {"down", "flat", "up"}
+        assert set(payload["value"]) == {"answer", "probs", "model_probs"} and set(probs) == {"down", "flat", "up"}
         assert payload["value"]["answer"] == max(probs, key=probs.get)
         assert math.isclose(sum(probs.values()), 1.0, abs_tol=1e-3)
     after = stats(ctl)

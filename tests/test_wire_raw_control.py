@@ -118,8 +118,10 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     feed.send(msgpack.packb([trade(s, T0), quote(s, T0 + 1)]))
     got = answers.until(lambda g: {t for t, _ in g} == {f"vol/{s}/", f"move/{s}/", f"surp/{s}/"})
     values = {p["query"]: p["value"] for _, p in got}
-    assert set(values["vol"]) == {"answer", "probs"}
-    assert set(values["move"]) == {"expected", "probs"} and isinstance(values["move"]["expected"], float)
+    # named tick questions are adapted online (answers.adapt): the model's own distribution rides beside
+    assert set(values["vol"]) == {"answer", "probs", "model_probs"}
+    assert set(values["move"]) == {"expected", "probs", "model_probs", "model_expected"}
+    assert isinstance(values["move"]["expected"], float) and isinstance(values["move"]["model_expected"], float)
     assert set(values["surp"]) == {"nll"} and values["surp"]["nll"] >= 0
     for topic, payload in got:
         check_answer(topic, payload)
@@ -135,7 +137,7 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     cached = ctl.ok("ask", stream=s, query="vol", max_stale_ticks=10)
     assert cached["cached"] is True and cached["answer"]["seq"] == 1
     expect = ctl.ok("ask", stream=s, query="move")
-    assert set(expect["answer"]["value"]) == {"expected", "probs"}
+    assert set(expect["answer"]["value"]) == {"expected", "probs", "model_probs", "model_expected"}
     surprise = ctl.ok("ask", stream=s, query="surp")
     assert surprise["cached"] is True and set(surprise["answer"]["value"]) == {"nll"}
     adhoc = ctl.ok("ask", stream=s, spec={"name": "adhoc", "question": "regime", "kind": "choice"})
