@@ -23,7 +23,7 @@ none), and before ``answer`` at t, every label up to t - horizon (``labels_due``
 delivered label; the weights learn only from answers actually given (kept as pending until realised, so
 memory is one entry per answer in the last `horizon` points).
 
-The reference is the offline experiment of /work/exp/online_mix (``sls4_r500``); its numbers are reproduced
+The reference is an offline study (``sls4_r500``: docs/model.md, "Online answer adaptation"); its numbers are reproduced
 by tests/test_adapt.py. Pure numpy float64; the state serialises exactly to plain JSON-able data.
 """
 

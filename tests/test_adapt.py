@@ -10,7 +10,7 @@ import pytest
 
 from queries.adapt import EXPERTS, NO_LABEL, OnlineMix, adapt_series, simplex_weights
 
-# -- a slice of /work/exp/online_mix/analyze.py (sls4_r500, cold), ported as it is: the reference ------------
+# -- a slice of the offline study's analysis code (sls4_r500, cold; docs/model.md), ported as it is: the reference --
 
 
 def _cum_at(x: np.ndarray, r: np.ndarray) -> np.ndarray:
