@@ -43,20 +43,31 @@ HALF_LIFE = 500  # label points after which a count of `recent` weighs half
 FLOOR = 1e-6  # mbar below this is read as this (shift divides by it)
 NO_LABEL = -1  # a point without a realised label (as connectors.labels.NO_LABEL)
 FACES = [face for m in range(1, len(EXPERTS) + 1) for face in combinations(range(len(EXPERTS)), m)]
+ACTIVE_SET_STEPS = 8  # face moves tried from the last solve's face before enumerating all FACES
 
 
 def simplex_weights(gram: np.ndarray, target: np.ndarray, face_first: tuple[int, ...] | None = None
                     ) -> tuple[np.ndarray, tuple[int, ...]]:
     """argmin over the simplex of w G w - 2 w b (G (K, K) positive definite, b (K,)), and the face it lies on.
 
-    ``face_first`` (the last solve's face: the optimum moves little between answers) is tried alone first and
-    kept when its solution meets the optimality conditions; else the KKT system of every face is solved and
-    the feasible solution with the smallest objective kept (the first one on ties). The optimum is unique, so
-    both ways give the same weights; one small solve instead of 15 is what makes an answer cheap."""
-    if face_first is not None:
-        w = _face_solution(gram, target, face_first)
-        if w is not None and _optimal(gram, target, w, face_first):
-            return _normalised(w), face_first
+    From ``face_first`` (the last solve's face: the optimum moves little between answers) an active-set walk
+    drops an expert whose weight goes negative or adds the one whose gradient says it would lower the
+    objective, until the KKT conditions hold; if that takes more than ACTIVE_SET_STEPS, or without a face to
+    start from, the KKT system of every face is solved and the feasible solution with the smallest objective
+    kept (the first one on ties). The optimum is unique, so both ways give the same weights; a solve or two
+    instead of 15 is what makes an answer cheap."""
+    face = face_first
+    for _ in range(ACTIVE_SET_STEPS if face is not None else 0):  # active set: move to a neighbouring face
+        w, lowest = _face_solve(gram, target, face)
+        if w[lowest] < -1e-12:  # leaves the simplex: drop the expert that went most negative
+            face = tuple(k for k in face if k != lowest)
+            if not face:
+                break
+            continue
+        entering = _most_violating(gram, target, w, face)
+        if entering is None:  # the KKT conditions hold: the optimum
+            return _normalised(w), face
+        face = tuple(sorted((*face, entering)))
     best, best_face, best_obj = np.zeros(len(target)), FACES[0], np.inf
     for face in FACES:
         w = _face_solution(gram, target, face)
@@ -68,28 +79,35 @@ def simplex_weights(gram: np.ndarray, target: np.ndarray, face_first: tuple[int,
     return _normalised(best), best_face
 
 
-def _face_solution(gram: np.ndarray, target: np.ndarray, face: tuple[int, ...]) -> np.ndarray | None:
-    """The minimiser (K,) on the affine hull of ``face`` (sum w = 1, w = 0 off it); None when it leaves the face."""
+def _face_solve(gram: np.ndarray, target: np.ndarray, face: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    """The minimiser (K,) on the affine hull of ``face`` (sum w = 1, w = 0 off it), and its face's lowest
+    weight's expert."""
     m = len(face)
+    index = list(face)
     kkt = np.zeros((m + 1, m + 1))  # (m+1, m+1): G restricted to the face, bordered by sum w = 1
-    kkt[:m, :m] = gram[np.ix_(face, face)]
+    kkt[:m, :m] = gram[index][:, index]
     kkt[:m, m] = 1.0
     kkt[m, :m] = 1.0
-    solution = np.linalg.solve(kkt, np.append(target[list(face)], 1.0))  # (m+1,): weights, multiplier
-    if (solution[:m] < -1e-12).any():
-        return None
+    solution = np.linalg.solve(kkt, np.append(target[index], 1.0))  # (m+1,): weights, multiplier
     w = np.zeros(len(target))
-    w[list(face)] = solution[:m]
-    return w
+    w[index] = solution[:m]
+    return w, face[int(np.argmin(solution[:m]))]
 
 
-def _optimal(gram: np.ndarray, target: np.ndarray, w: np.ndarray, face: tuple[int, ...]) -> bool:
-    """KKT conditions of the simplex QP at a face's solution: no expert off the face would lower the objective
-    (its gradient component is no smaller than the face's common one)."""
+def _face_solution(gram: np.ndarray, target: np.ndarray, face: tuple[int, ...]) -> np.ndarray | None:
+    """``_face_solve``'s weights, or None when they leave the simplex."""
+    w, lowest = _face_solve(gram, target, face)
+    return None if w[lowest] < -1e-12 else w
+
+
+def _most_violating(gram: np.ndarray, target: np.ndarray, w: np.ndarray, face: tuple[int, ...]) -> int | None:
+    """The expert off ``face`` whose weight would lower the objective most (KKT: its gradient component below
+    the face's common one), None when there is none (``w`` is the optimum)."""
     gradient = gram @ w - target  # (K,): half the objective's gradient
     level = gradient[list(face)].mean()  # equal on the face, by construction
     off = [k for k in range(len(target)) if k not in face]
-    return all(gradient[k] >= level - 1e-12 * (1.0 + abs(level)) for k in off)
+    worst = min(off, key=lambda k: gradient[k], default=None)
+    return worst if worst is not None and gradient[worst] < level - 1e-12 * (1.0 + abs(level)) else None
 
 
 def _normalised(w: np.ndarray) -> np.ndarray:
