@@ -23,55 +23,34 @@ from typing import Any
 
 import numpy as np
 
-from connectors.encoder import EncodedTick
 from connectors.questions import QuestionSpec
-from connectors.ticks import Tick
-from engine.service.live_scores import PRUNE_EVERY, StreamMarks
+from engine.service.live_scores import PRUNE_EVERY, StreamMarks, StreamMarksBook
 from queries.adapt import NO_LABEL, OnlineMix
 from queries.evaluate import CompiledQuery
 
 
-class AnswerAdaptation:
+class AnswerAdaptation(StreamMarksBook):
     """Fed every accepted tick (``accepted``); ``adapt`` turns a model answer into the published one."""
 
     def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True) -> None:
-        self.questions = {name: q.spec for name, q in questions.items()
-                          if enabled and hasattr(q, "spec") and q.spec.kind != "regime"}
-        self.committed = committed  # the engine's committed tick count of a stream (answers come at or after it)
-        self.streams: dict[str, StreamMarks] = {}
+        super().__init__(questions, committed, enabled)
         self.mixes: dict[str, dict[str, OnlineMix]] = {}  # stream -> query -> its state
         # after a restart: answers published before it, re-fed as the replayed ticks reach them
         self.compile: Callable[[str], CompiledQuery | None] = lambda name: None  # registered query -> compiled
         self._owed: dict[str, deque[tuple[str, int, dict[str, float]]]] = {}  # stream -> (query, version, model)
 
-    def accepted(self, item: EncodedTick) -> None:
-        """An accepted ingest item, live or replayed from the tick log after a restart."""
-        if not self.questions:
-            return
-        if item.tick is not None:
-            self.observe(item.tick)
-        else:  # no prices from here on: its answers are published as the model gives them
-            state = self.streams.setdefault(item.stream, StreamMarks())
-            state.tokenized = True
-            state.ticks += item.ticks
-            state.marks.clear()
-            self.mixes.pop(item.stream, None)
-
-    def observe(self, tick: Tick) -> None:
-        state = self.streams.get(tick.stream)
-        if state is None:
-            state = self.streams[tick.stream] = StreamMarks()
-        state.ticks += 1
-        if state.tokenized:
-            return
-        state.marks.append(state.tracker.update(tick))
-        owed = self._owed.get(tick.stream)
+    def _marked(self, stream: str, state: StreamMarks) -> None:
+        owed = self._owed.get(stream)
         while owed and owed[0][1] <= state.ticks:
             query, version, model = owed.popleft()
             compiled = self.compile(query)
             if compiled is not None:
-                self.adapt(compiled, tick.stream, {"probs": model}, version)
-        self._prune(tick.stream, state)
+                self.adapt(compiled, stream, {"probs": model}, version)
+        self._prune(stream, state)
+
+    def _lost_prices(self, stream: str, state: StreamMarks) -> None:
+        """No prices from here on: its answers are published as the model gives them."""
+        self.mixes.pop(stream, None)
 
     # -- a restart rebuilds the state exactly: the same ticks, the same model answers, in the same order ---
 
@@ -134,7 +113,7 @@ class AnswerAdaptation:
             state.base = keep_from
 
     def drop_stream(self, stream: str) -> None:
-        self.streams.pop(stream, None)
+        super().drop_stream(stream)
         self.mixes.pop(stream, None)
 
     def forget_query(self, name: str) -> None:

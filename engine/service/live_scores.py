@@ -93,8 +93,9 @@ class StreamMarks:
         return int(label_series(spec, np.asarray(self.marks[start : start + spec.horizon + 1]))[0])
 
 
-class LiveScores:
-    """Fed every accepted tick (``observe``) and every published standing answer (``expect``)."""
+class StreamMarksBook:
+    """Every accepted tick's mark, per stream, for what labels answers after the fact (live scores here, the
+    answer adaptation in adaptation.py); ``_marked`` and ``_lost_prices`` are what each does with them."""
 
     def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True) -> None:
         # named questions with a realised answer: {name: QuestionSpec}; none when disabled (then nothing is kept)
@@ -102,11 +103,10 @@ class LiveScores:
                           if enabled and hasattr(q, "spec") and q.spec.kind != "regime"}
         self.committed = committed  # the engine's committed tick count of a stream (answers come at or after it)
         self.streams: dict[str, StreamMarks] = {}
-        self.scores: dict[str, QueryScore] = {}
 
     def accepted(self, item: EncodedTick) -> None:
         """An accepted ingest item, live or replayed from the tick log after a restart: a raw tick's price
-        labels the answers before it; tokens alone make the stream unscorable."""
+        labels the answers before it; tokens alone leave the stream without labels."""
         if not self.questions:  # disabled, or a model without such questions (a text codec's): nothing to label
             return
         if item.tick is not None:
@@ -123,18 +123,41 @@ class LiveScores:
         if state.tokenized:  # its tick counts no longer line up with marks: nothing more to keep
             return
         state.marks.append(state.tracker.update(tick))
-        self._realise(tick.stream, state)
-        self._prune(tick.stream, state)
+        self._marked(tick.stream, state)
 
     def tokenized(self, stream: str, ticks: int) -> None:
         """Ticks that came already tokenized: no prices, so this stream's answers can no longer be labelled."""
         state = self.streams.setdefault(stream, StreamMarks())
         state.tokenized = True
         state.ticks += ticks
+        state.marks.clear()
+        self._lost_prices(stream, state)
+
+    def _marked(self, stream: str, state: StreamMarks) -> None:
+        """A new mark was kept for ``stream``."""
+
+    def _lost_prices(self, stream: str, state: StreamMarks) -> None:
+        """``stream`` went tokenized: its marks are gone."""
+
+    def drop_stream(self, stream: str) -> None:
+        self.streams.pop(stream, None)
+
+
+class LiveScores(StreamMarksBook):
+    """Fed every accepted tick (``observe``) and every published standing answer (``expect``)."""
+
+    def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True) -> None:
+        super().__init__(questions, committed, enabled)
+        self.scores: dict[str, QueryScore] = {}
+
+    def _marked(self, stream: str, state: StreamMarks) -> None:
+        self._realise(stream, state)
+        self._prune(stream, state)
+
+    def _lost_prices(self, stream: str, state: StreamMarks) -> None:
         for query, waiting in state.waiting.items():
             self._score(query).unscorable += len(waiting)
         state.waiting.clear()
-        state.marks.clear()
 
     def expect(self, answer: Answer, query: QuerySpec | None) -> None:
         """A published standing answer of ``query`` (its registered spec; None if it went meanwhile)."""
@@ -188,9 +211,6 @@ class LiveScores:
         if drop >= PRUNE_EVERY:
             del state.marks[:drop]
             state.base = keep_from
-
-    def drop_stream(self, stream: str) -> None:
-        self.streams.pop(stream, None)
 
     def forget_query(self, name: str) -> None:
         """A query replaced or removed: its scores and waiting answers go (a new spec scores afresh)."""
