@@ -61,7 +61,8 @@ def expected_scores(pipeline: TickPipeline, answers, by_stream) -> dict[str, dic
             continue
         question = pipeline.codec.questions[spec.question].spec
         total = totals.setdefault(answer.query, {"scored": 0, "correct": 0, "brier": 0.0, "prior_brier": 0.0,
-                                                 "majority": 0, "pending": 0, "streams": defaultdict(lambda: [0, 0.0, 0.0])})
+                                                 "majority": 0, "pending": 0, "model_correct": 0, "model_brier": 0.0,
+                                                 "streams": defaultdict(lambda: [0, 0.0, 0.0])})
         series = marks[answer.stream]
         if answer.version + question.horizon > len(series):
             total["pending"] += 1
@@ -79,6 +80,9 @@ def expected_scores(pipeline: TickPipeline, answers, by_stream) -> dict[str, dic
         total["brier"] += float(np.square(p - onehot).sum())
         total["prior_brier"] += float(np.square(prior - onehot).sum())
         total["majority"] += int(seen.argmax() == y)
+        own = np.array([answer.value["model_probs"][name] for name in labels])  # before adaptation
+        total["model_correct"] += int(own.argmax() == y)
+        total["model_brier"] += float(np.square(own - onehot).sum())
         on_stream = total["streams"][answer.stream]  # [scored, brier, prior_brier] on this stream
         on_stream[0] += 1
         on_stream[1] += float(np.square(p - onehot).sum())
@@ -101,6 +105,8 @@ def test_live_scores_equal_a_labelling_of_the_whole_history() -> None:
         assert got["brier"] == pytest.approx(want["brier"] / n, abs=1e-6)
         assert got["prior_brier"] == pytest.approx(want["prior_brier"] / n, abs=1e-6)
         assert got["majority_accuracy"] == pytest.approx(want["majority"] / n, abs=1e-6)
+        assert got["model_accuracy"] == pytest.approx(want["model_correct"] / n, abs=1e-6)
+        assert got["model_brier"] == pytest.approx(want["model_brier"] / n, abs=1e-6)
         worse = sorted(((b - pb) / k, stream) for stream, (k, b, pb) in want["streams"].items()
                        if k >= 100 and b > pb)
         assert [w["stream"] for w in got["worse_than_prior"]] == [stream for _, stream in reversed(worse)][:5]

@@ -591,12 +591,12 @@ def cmd_scores(args: argparse.Namespace) -> None:
         return
     fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
     print(f"{'query':<16}{'scored':>8}{'pending':>8}{'accuracy':>10}{'majority':>10}{'brier':>8}{'freq.brier':>11}"
-          f"  worse than the class frequencies on")
+          f"{'model brier':>12}  worse than the class frequencies on")
     for query, s in scores.items():
         worse = ", ".join(f"{w['stream']} ({fmt(w['brier'])} vs {fmt(w['prior_brier'])})"
                           for w in s["worse_than_prior"])
         print(f"{query:<16}{s['scored']:>8}{s['pending']:>8}{fmt(s['accuracy']):>10}{fmt(s['majority_accuracy']):>10}"
-              f"{fmt(s['brier']):>8}{fmt(s['prior_brier']):>11}  {worse or '-'}")
+              f"{fmt(s['brier']):>8}{fmt(s['prior_brier']):>11}{fmt(s.get('model_brier')):>12}  {worse or '-'}")
     if not scores:
         print("(no standing query on a named question with a realised answer has published yet)")
 

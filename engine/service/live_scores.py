@@ -9,6 +9,8 @@ stream's own class frequencies so far (`prior`, Brier; its most frequent class, 
 Both are online: the prior at an answer uses only labels realised before that answer was scored.
 
     stats["scores"] = {query: {"scored": n, "accuracy": .., "brier": .., "prior_brier": .., "majority_accuracy": ..,
+                               "model_accuracy": .., "model_brier": .. (the model's own answers, `model_probs`,
+                               where answers.adapt published a mix; else None),
                                "pending": answers waiting for their future, "unscorable": ..,
                                "worse_than_prior": [{"stream", "scored", "brier", "prior_brier"}, ...]}}
 
@@ -52,20 +54,32 @@ class QueryScore:
     prior_brier: float = 0.0
     majority_correct: int = 0
     unscorable: int = 0
+    # the model's own answers (``model_probs``, beside what answers.adapt published), on the same answers
+    model_scored: int = 0
+    model_correct: int = 0
+    model_brier: float = 0.0
 
-    def add(self, correct: bool, brier: float, prior_brier: float, majority_correct: bool) -> None:
+    def add(self, correct: bool, brier: float, prior_brier: float, majority_correct: bool,
+            model: tuple[bool, float] | None = None) -> None:
         self.scored += 1
         self.correct += int(correct)
         self.brier += brier
         self.prior_brier += prior_brier
         self.majority_correct += int(majority_correct)
+        if model is not None:
+            self.model_scored += 1
+            self.model_correct += int(model[0])
+            self.model_brier += model[1]
 
-    def mean(self, total: float) -> float | None:
-        return round(total / self.scored, 6) if self.scored else None
+    def mean(self, total: float, count: int | None = None) -> float | None:
+        count = self.scored if count is None else count
+        return round(total / count, 6) if count else None
 
     def summary(self, pending: int) -> dict[str, Any]:
         return {"scored": self.scored, "accuracy": self.mean(self.correct), "brier": self.mean(self.brier),
                 "prior_brier": self.mean(self.prior_brier), "majority_accuracy": self.mean(self.majority_correct),
+                "model_accuracy": self.mean(self.model_correct, self.model_scored),
+                "model_brier": self.mean(self.model_brier, self.model_scored),
                 "pending": pending, "unscorable": self.unscorable}
 
 
@@ -193,8 +207,11 @@ class LiveScores(StreamMarksBook):
         counts = state.seen.setdefault(query, np.zeros(len(labels)))
         prior = counts / counts.sum() if counts.sum() else np.full(len(labels), 1.0 / len(labels))
         onehot = np.eye(len(labels))[y]
+        own = answer.value.get("model_probs")  # the model's answer, where answers.adapt published a mix
+        model = None if own is None else (lambda m: (m.argmax() == y, float(np.square(m - onehot).sum())))(
+            np.array([own[name] for name in labels]))
         scored = (p.argmax() == y, float(np.square(p - onehot).sum()), float(np.square(prior - onehot).sum()),
-                  counts.argmax() == y)
+                  counts.argmax() == y, model)
         score.add(*scored)
         state.scores.setdefault(query, QueryScore()).add(*scored)
         counts[y] += 1
