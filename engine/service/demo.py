@@ -81,4 +81,6 @@ def print_summary(stats: dict, elapsed: float) -> None:
     if scored:  # each answer against what the market did next, beside the stream's own class frequencies
         print("live scores (answers whose future has arrived): " + "; ".join(
             f"{query} {s['scored']} scored, accuracy {s['accuracy']:.3f} (majority {s['majority_accuracy']:.3f}), "
-            f"Brier {s['brier']:.3f} (class frequencies {s['prior_brier']:.3f})" for query, s in scored.items()))
+            f"Brier {s['brier']:.3f} (class frequencies {s['prior_brier']:.3f}"
+            + (f", the model's own {s['model_brier']:.3f})" if s.get("model_brier") is not None else ")")
+            for query, s in scored.items()))
