@@ -248,8 +248,8 @@ def summary_line(result: dict[str, Any]) -> str:
             q = rows[row]["questions"]
             dirs = " ".join(f"d{d.split('_')[1]} {q[d]['scores']['model']['accuracy']:.3f}/"
                             f"{q[d]['scores']['logistic']['accuracy']:.3f}" for d in DIRECTIONS if d in q)
-            adapted = result.get("bar_adapted", {}).get(name, {}).get(row)
-            also = f" (adapted {adapted['questions_meeting_both']})" if adapted else ""
+            adapted = [result.get(f"bar_{p}", {}).get(name, {}).get(row) for p in ("adapted", "adapted_history")]
+            also = f" (adapted cold/with history {'/'.join(a['questions_meeting_both'] if a else '-' for a in adapted)})"
             cells.append(f"{row} {result['bar'][name][row]['questions_meeting_both']}{also} {dirs}")
         parts.append(f"{name}: " + ", ".join(cells))
     return "tick_model_quality: " + " | ".join(parts) + " (Brier<=prior & acc>=majority; direction acc model/logistic)"
@@ -269,8 +269,9 @@ def report(s: Settings, instruments: tuple[str, ...] = tuple(FILES), log: Callab
         result["instruments"][name] = instrument_rows(name, s, log)
     result["bar"] = {name: {row: bar(r["questions"]) for row, r in rows.items()}
                      for name, rows in result["instruments"].items()}
-    result["bar_adapted"] = {name: {row: bar(r["questions"], "adapted") for row, r in rows.items()}
-                             for name, rows in result["instruments"].items()}
+    for predictor in ("adapted", "adapted_history"):  # cold at the test part; fed the train part first
+        result[f"bar_{predictor}"] = {name: {row: bar(r["questions"], predictor) for row, r in rows.items()}
+                                      for name, rows in result["instruments"].items()}
     result["caveats"] = caveats(result)
     result["wall_seconds"] = round(time.time() - t0, 1)
     return result
@@ -286,6 +287,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a shared CPU)")
     parser.add_argument("--max-points", type=int, default=EvalOptions.max_points, help="test answer ticks scored")
     parser.add_argument("--instruments", default=",".join(FILES), help="comma-separated (default %(default)s)")
+    parser.add_argument("--adapt-history", type=int, default=10_000, help="train-part answer ticks that feed the "
+                        "adaptation before the test part (adapted_history: a stream served since its start); 0: off")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if not data_available(args.data_dir) or not all(f.is_file() for n in FILES for f in instrument_files(args.data_dir, n)):
@@ -293,7 +296,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     s = Settings(args.data_dir, args.models_dir, loo_recipe=TrainConfig(max_minutes=args.loo_minutes),
                  finetune_minutes=args.finetune_minutes, threads=args.threads,
-                 evaluation=EvalOptions(max_points=args.max_points))
+                 evaluation=EvalOptions(max_points=args.max_points, adapt_history=args.adapt_history))
     command = "nice -n 19 python -m benchmarks.tick_model_quality " + shlex.join(sys.argv[1:] if argv is None else argv)
     log = lambda message: print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)  # noqa: E731
     result = report(s, tuple(n for n in args.instruments.split(",") if n), log, command.strip())

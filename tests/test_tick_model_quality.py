@@ -64,7 +64,7 @@ def test_report_scores_every_row_on_the_same_ticks_and_reuses_its_models(tmp_pat
     stats = train(cfg, builtin, lambda _: None, data)
     write_training_md(cfg, stats, builtin, "tiny built-in stand-in")
     s = Settings(data, tmp_path / "models", builtin=builtin, loo_recipe=TINY, finetune_minutes=1.0,
-                 finetune_extra=TINY_FINETUNE, evaluation=EvalOptions(max_points=300, resamples=20))
+                 finetune_extra=TINY_FINETUNE, evaluation=EvalOptions(max_points=300, resamples=20, adapt_history=200))
     result = json.loads(json.dumps(report(s, log=lambda _: None, command="test")))  # what the JSON file holds
 
     assert {"command", "machine", "threads", "instruments", "bar"} <= set(result)
@@ -81,6 +81,8 @@ def test_report_scores_every_row_on_the_same_ticks_and_reuses_its_models(tmp_pat
             assert result["bar"][name][row].items() >= expected_bar(r["questions"]).items(), (name, row)
             # and for what serving publishes (answers.adapt: online), adapted from the test part's start
             assert result["bar_adapted"][name][row].items() >= expected_bar(r["questions"], "adapted").items()
+            assert result["bar_adapted_history"][name][row].items() >= expected_bar(r["questions"],
+                                                                                   "adapted_history").items()
         tuned = rows["fine_tuned"]["how_trained"]
         (parts,) = tuned["parts"].values()
         assert parts["validation"][1] <= int(n * 0.7) and "--split 60/10/30" in tuned["command"]

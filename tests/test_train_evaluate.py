@@ -24,6 +24,7 @@ from engine.service.splits import (
     PARTS, SplitSpec, longest_horizon, prepare, read_streams, split_ticks, ticks_needed,
 )
 from engine.service.train import TrainConfig, new_model
+from queries.adapt import NO_LABEL, adapt_series
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--from-scratch", "--hidden", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1",
@@ -217,6 +218,13 @@ def test_evaluate_equals_hand_computation_on_a_fixture(tmp_path: Path) -> None:
         r = result[q.name]
         assert r["n"] == len(y)
         assert r["scores"]["model"] == pytest.approx(hand, abs=1e-5)
+        # adapted: the same answers mixed online from the test part's first tick, labels of the test part only
+        labels = np.full(len(sd.ticks), NO_LABEL)
+        labels[test.start:] = y_test
+        mixed = adapt_series(pts, probs, labels, test.start, q.spec.horizon)
+        assert r["scores"]["adapted"]["accuracy"] == pytest.approx(float(np.mean(mixed.argmax(1) == y)), abs=1e-5)
+        assert r["scores"]["adapted"]["brier"] == pytest.approx(
+            float(np.mean(np.square(mixed - np.eye(3)[y]).sum(1))), abs=1e-5)
         assert r["scores"]["prior"]["accuracy"] == pytest.approx(float(np.mean(y == prior.argmax())))
         assert r["scores"]["prior"]["brier"] == pytest.approx(float(np.mean(np.square(prior - np.eye(3)[y]).sum(1))))
         # The logistic baseline against a direct Newton fit on the same standardised features.
@@ -227,6 +235,14 @@ def test_evaluate_equals_hand_computation_on_a_fixture(tmp_path: Path) -> None:
             float(np.mean(np.square(fit.predict_proba(feats[pts]) - np.eye(3)[y]).sum(1))), abs=1e-9)
         assert r["scores"]["logistic"]["accuracy"] == pytest.approx(
             float(np.mean(fit.predict_proba(feats[pts]).argmax(1) == y)))
+    # with the train part's history the mix starts warm: other numbers, the same answers scored
+    warm = evaluate_streams(model, codec, prepared, EvalOptions(resamples=50, adapt_history=500))["questions"]
+    for q in qs[:2]:
+        scores = warm[q.name]["scores"]
+        assert scores["model"] == result[q.name]["scores"]["model"] and scores["adapted"] == result[q.name][
+            "scores"]["adapted"]
+        assert scores["adapted_history"]["brier"] != scores["adapted"]["brier"]
+    assert "adapted_history" not in result["direction_5"]["scores"]
 
 
 def test_from_scratch_takes_the_codec_version_and_finetuning_keeps_its_bases(ticks_file: Path, tmp_path: Path,

@@ -12,6 +12,8 @@ of consecutive points): accuracy and Brier of
 * `adapted` - what serving publishes with answers.adapt: online (queries/adapt.py): the model's answers mixed,
   per stream, with that stream's realised labels from the start of its test part on (causal: an answer at tick
   t uses labels of ticks up to t - horizon); `adapt=False` leaves it out;
+* `adapted_history` (with `adapt_history`) - the same, fed first with the train part's labels and the model's
+  answers on some of its ticks: a stream served since its start;
 * `prior` - the class frequencies of the train part;
 * `majority` - always the train part's most frequent class (one-hot);
 * `logistic` - multinomial logistic regression on microstructure features
@@ -56,11 +58,16 @@ class EvalOptions:
     batch: int = 4
     device: str = "cpu"
     adapt: bool = True  # also score the adapted answers (what answers.adapt: online publishes)
+    # > 0: also `adapted_history`, the adaptation fed first with the model's answers on up to this many ticks of
+    # the train part (and every train label), as a stream served since its start has it; costs their forwards
+    adapt_history: int = 0
 
     def __post_init__(self) -> None:
         for name in ("max_points", "max_fit_points", "block", "resamples", "batch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.adapt_history < 0:
+            raise ValueError(f"adapt_history must be >= 0, got {self.adapt_history}")
 
 
 def load_tick_model(model_dir: Path, device: str = "cpu") -> tuple[Any, BinnedCodec]:
@@ -191,6 +198,12 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         for qi in range(len(qs)):
             train_x[qi].append(x[ii[qq == qi]])
             train_y[qi].append(sd.labels[ii[qq == qi], qi])
+        history = ([], [])  # (train answer ticks, their logits) the warm adaptation starts from
+        if options.adapt and options.adapt_history:
+            hi, hq = sd.points("train")
+            kept = np.isin(hi, chosen_ticks(np.unique(hi), W - W // 2, options.adapt_history))
+            history = (hi[kept], hq[kept])
+            history = (*history, answer_logits(model, codec, sd, *history, options))
         ii, qq = sd.points("test")
         keep = np.isin(ii, chosen_ticks(np.unique(ii), W - W // 2, options.max_points))
         ii, qq = ii[keep], qq[keep]
@@ -198,9 +211,16 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         for qi, q in enumerate(qs):
             sel = np.nonzero(qq == qi)[0]
             z = [logits[k] for k in sel]
+            adaptable = options.adapt and len(sel) and q.spec.kind != "regime"
             adapted = (adapt_series(ii[sel], answer_probs(codec, qi, z), sd.labels[:, qi], sd.parts[2].start,
-                                    q.spec.horizon) if options.adapt and len(sel) and q.spec.kind != "regime" else None)
-            test[qi].append((x[ii[sel]], sd.labels[ii[sel], qi], z, adapted))
+                                    q.spec.horizon) if adaptable else None)
+            warm = None
+            if adaptable and options.adapt_history:
+                hsel = np.nonzero(history[1] == qi)[0]
+                points = np.concatenate([history[0][hsel], ii[sel]])  # train answers, then the test part's
+                probs = answer_probs(codec, qi, [history[2][k] for k in hsel] + z)
+                warm = adapt_series(points, probs, sd.labels[:, qi], 0, q.spec.horizon)[len(hsel):]
+            test[qi].append((x[ii[sel]], sd.labels[ii[sel], qi], z, adapted, warm))
     results = {}
     for qi, q in enumerate(qs):
         y = np.concatenate([t[1] for t in test[qi]])
@@ -217,6 +237,8 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                  **({} if q.calibration.identity else {"raw": answer_probs(codec, qi, z, calibrated=False)}),
                  **({"adapted": np.concatenate([t[3] for t in test[qi] if len(t[1])])}
                     if all(t[3] is not None for t in test[qi] if len(t[1])) else {}),
+                 **({"adapted_history": np.concatenate([t[4] for t in test[qi] if len(t[1])])}
+                    if all(t[4] is not None for t in test[qi] if len(t[1])) else {}),
                  "prior": np.tile(prior, (len(y), 1)),
                  "majority": np.tile(np.eye(n_cls)[prior.argmax()], (len(y), 1)),
                  "logistic": logistic.predict_proba(np.concatenate([t[0] for t in test[qi]]))}
