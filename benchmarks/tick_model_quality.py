@@ -249,7 +249,8 @@ def summary_line(result: dict[str, Any]) -> str:
             dirs = " ".join(f"d{d.split('_')[1]} {q[d]['scores']['model']['accuracy']:.3f}/"
                             f"{q[d]['scores']['logistic']['accuracy']:.3f}" for d in DIRECTIONS if d in q)
             adapted = [result.get(f"bar_{p}", {}).get(name, {}).get(row) for p in ("adapted", "adapted_history")]
-            also = f" (adapted cold/with history {'/'.join(a['questions_meeting_both'] if a else '-' for a in adapted)})"
+            also = (f" (adapted: cold {adapted[0]['questions_meeting_both'] if adapted[0] else '-'}, with history "
+                    f"{adapted[1]['questions_meeting_both'] if adapted[1] else '-'})")
             cells.append(f"{row} {result['bar'][name][row]['questions_meeting_both']}{also} {dirs}")
         parts.append(f"{name}: " + ", ".join(cells))
     return "tick_model_quality: " + " | ".join(parts) + " (Brier<=prior & acc>=majority; direction acc model/logistic)"
