@@ -408,8 +408,8 @@ def test_asks_past_max_waiting_asks_are_refused_at_once(shedding) -> None:
     try:
         feed.send(msgpack.packb(trade("ASK", T0)))
         wait_stats(ctl, lambda st: st["ticks_in"] == 1 and st["pending_tokens"] == 0)
-        spec = {"name": "g", "kind": "generate", "question_tokens": [1], "max_tokens": 64, "lookup": False}
-        for i in range(5):  # sent together: 64 tokens each take 64 forwards, so the first two still wait
+        spec = {"name": "g", "kind": "generate", "question_tokens": [1], "max_tokens": 16, "lookup": False}
+        for i in range(5):  # sent together: 16 tokens each take 16 forwards, so the first two still wait
             ctl.sock.send_multipart([b"", msgpack.packb({"op": "ask", "stream": "ASK", "spec": spec, "id": i})])
         replies = {}
         for _ in range(5):
