@@ -16,7 +16,7 @@ import pytest
 import zmq
 
 from wire_client import T0, Control, Sub, check_answer, fresh_stream, push_socket, quote, stats, trade, wait_stats
-from wire_server import clients, server, shedding  # noqa: F401 (fixtures)
+from wire_server import clients, private_server, server, shedding  # noqa: F401 (fixtures)
 
 
 # -- answers (PUB) -------------------------------------------------------------------------------------------------
@@ -253,10 +253,10 @@ def test_pipelined_requests_are_told_apart_by_their_id(clients) -> None:
     assert by_id["None"]["queries"] and "id" not in by_id["None"]
 
 
-def test_a_client_flooding_control_requests_does_not_stall_ingest(clients) -> None:
-    control, sub, push = clients
-    s, feed, hostile = fresh_stream(), push(), control()
-    answers = sub(f"dir/{s}/")
+def test_a_client_flooding_control_requests_does_not_stall_ingest(private_server) -> None:
+    # its own server: the flood's backlog (thousands of ~50 ms refusals) goes with it, not on into later tests
+    s, feed, hostile = fresh_stream(), push_socket(private_server["ingest"]), Control(private_server["control"])
+    answers = Sub(private_server["answers"], [f"dir/{s}/"])
     hostile.sock.sndhwm = 0  # queue without bound on the client side: the server reads as fast as it can
     request = msgpack.packb({"op": "register", "yaml": "queries:\n" + "  - {name: x, streams: [a], kind: choice,"
                              " question: direction_20}\n" * 300})  # refused (x registered twice), after some work
@@ -278,7 +278,13 @@ def test_a_client_flooding_control_requests_does_not_stall_ingest(clients) -> No
         stop.set()
         thread.join(5)
         hostile.sock.close(linger=0)  # what it queued goes with it
-    assert control().ok("health")["status"] == "serving"
+    health = Control(private_server["control"])
+    try:
+        assert health.ok("health")["status"] == "serving"
+    finally:
+        for sock in (health, answers):
+            sock.close()
+        feed.close(linger=0)
 
 
 def test_a_control_request_past_max_control_bytes_gets_no_reply_and_the_socket_recovers(clients) -> None:

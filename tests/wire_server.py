@@ -19,11 +19,24 @@ MAX_MESSAGE_BYTES = 64 << 10
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
+    with serving(tick_server_config(tmp_path_factory)) as srv:
+        yield srv.endpoints
+
+
+@pytest.fixture
+def private_server(tmp_path_factory):
+    """The same server for one test alone: a test that floods it takes the backlog away with it, instead of
+    leaving later tests to share this process (and its GIL) with a server still working through it."""
+    with serving(tick_server_config(tmp_path_factory)) as srv:
+        yield srv.endpoints
+
+
+def tick_server_config(tmp_path_factory) -> ServiceConfig:
     checkpoint = tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"))
     queries = tmp_path_factory.mktemp("q") / "q.yaml"
     queries.write_text("queries:\n  - {name: dir, streams: ['*'], question: direction_20, kind: choice,"
                        " trigger: batch}\n")
-    config = ServiceConfig.from_dict({
+    return ServiceConfig.from_dict({
         "model": {"path": str(checkpoint)},
         "kv": {"cells": 16384, "block_size": 16},
         "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
@@ -31,8 +44,6 @@ def server(tmp_path_factory):
         "limits": {"heartbeat_s": 0.1, "max_message_bytes": MAX_MESSAGE_BYTES, "max_control_bytes": 1 << 20},
         "queries": str(queries),
     })
-    with serving(config) as srv:
-        yield srv.endpoints
 
 
 @pytest.fixture
