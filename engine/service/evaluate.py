@@ -198,12 +198,12 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         for qi in range(len(qs)):
             train_x[qi].append(x[ii[qq == qi]])
             train_y[qi].append(sd.labels[ii[qq == qi], qi])
-        history = ([], [])  # (train answer ticks, their logits) the warm adaptation starts from
-        if options.adapt and options.adapt_history:
+        warm_start = options.adapt and options.adapt_history > 0  # adapted_history: train answers fed first
+        if warm_start:
             hi, hq = sd.points("train")
             kept = np.isin(hi, chosen_ticks(np.unique(hi), W - W // 2, options.adapt_history))
-            history = (hi[kept], hq[kept])
-            history = (*history, answer_logits(model, codec, sd, *history, options))
+            hi, hq = hi[kept], hq[kept]
+            history_logits = answer_logits(model, codec, sd, hi, hq, options)
         ii, qq = sd.points("test")
         keep = np.isin(ii, chosen_ticks(np.unique(ii), W - W // 2, options.max_points))
         ii, qq = ii[keep], qq[keep]
@@ -215,10 +215,10 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
             adapted = (adapt_series(ii[sel], answer_probs(codec, qi, z), sd.labels[:, qi], sd.parts[2].start,
                                     q.spec.horizon) if adaptable else None)
             warm = None
-            if adaptable and options.adapt_history:
-                hsel = np.nonzero(history[1] == qi)[0]
-                points = np.concatenate([history[0][hsel], ii[sel]])  # train answers, then the test part's
-                probs = answer_probs(codec, qi, [history[2][k] for k in hsel] + z)
+            if adaptable and warm_start:
+                hsel = np.nonzero(hq == qi)[0]
+                points = np.concatenate([hi[hsel], ii[sel]])  # train answers, then the test part's
+                probs = answer_probs(codec, qi, [history_logits[k] for k in hsel] + z)
                 warm = adapt_series(points, probs, sd.labels[:, qi], 0, q.spec.horizon)[len(hsel):]
             test[qi].append((x[ii[sel]], sd.labels[ii[sel], qi], z, adapted, warm))
     results = {}
