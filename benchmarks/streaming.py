@@ -203,7 +203,12 @@ def answer_agreement(a: dict[tuple[str, str], dict], b: dict[tuple[str, str], di
 @dataclass(frozen=True)
 class Settings:
     duration_s: float = 2.0  # virtual seconds of arrivals per trial
-    history_ticks: int = 64  # per stream, ingested before each trial (256 tokens of context)
+    history_ticks: int = 64  # per stream, ingested before each trial (256 tokens of context)...
+    # ...plus i * history_spread / S for stream i of S: streams joined at different times, so each sits at
+    # its own point of the window's roll cycle (~63 ticks) and rolls come at their steady pace inside any
+    # trial. With one history length all streams would roll in the same round, or not at all in a 2 s
+    # trial below ~30 ticks/s per stream: whether a trial passed hung on that, not on the sides' speed.
+    history_spread: int = 64
     slo_ms: float = 1000.0  # freshness p99 bound that defines "sustained"
     common_rate: float = 20.0  # ticks/s per stream for the freshness comparison
     start_rate: float = 1.25  # rate search: doubles from here (5 x 2^k grid)...
@@ -233,11 +238,15 @@ def add_arguments(parser, streams: tuple[int, ...]) -> None:
     parser.add_argument("--seed", type=int, default=d.seed)
     parser.add_argument("--ceiling", type=float, default=d.ceiling,
                         help="highest ticks/s per stream tried (a side sustaining it is reported as capped)")
+    parser.add_argument("--refine", type=int, default=d.refine, help="bisections of the rate search")
+    parser.add_argument("--history-spread", type=int, default=d.history_spread,
+                        help="extra history ticks spread over the streams (0: every stream joined together)")
 
 
 def settings_from(args) -> Settings:
     return Settings(duration_s=args.duration, slo_ms=args.slo_ms, common_rate=args.common_rate, seed=args.seed,
-                    ceiling=args.ceiling, source="replay" if args.replay else "synthetic",
+                    ceiling=args.ceiling, refine=args.refine, history_spread=args.history_spread,
+                    source="replay" if args.replay else "synthetic",
                     data_dir=str(args.data_dir) if args.replay else None)
 
 
@@ -308,7 +317,7 @@ def run_workload(make_drivers: Callable[[int, Path, BinnedCodec, Window], list[D
     checkpoint, described = model_dir(model)
     codec = load_codec(checkpoint)  # answers read as serving reads them (with its calibration)
     window = window_policy(checkpoint)
-    per_stream = s.history_ticks + math.ceil(s.ceiling * s.duration_s) + 1
+    per_stream = s.history_ticks + s.history_spread + math.ceil(s.ceiling * s.duration_s) + 1
     rows = []
     for streams in stream_counts:
         if s.source == "replay":
@@ -317,8 +326,9 @@ def run_workload(make_drivers: Callable[[int, Path, BinnedCodec, Window], list[D
             ticks = make_ticks(streams, per_stream, s.seed)
         if ticks is None:
             raise SystemExit(f"--replay: no binance-btcusdt-spot/ in {s.data_dir} (pass --data-dir)")
-        history = {k: v[: s.history_ticks] for k, v in ticks.items()}
-        future = {k: v[s.history_ticks :] for k, v in ticks.items()}
+        joined = {k: s.history_ticks + i * s.history_spread // streams for i, k in enumerate(sorted(ticks))}
+        history = {k: v[: joined[k]] for k, v in ticks.items()}
+        future = {k: v[joined[k] :] for k, v in ticks.items()}
         row = {"streams": streams, "sides": {}, "answer_max_prob_diff_vs_flashtick": {}}
         answers = {}
         for driver in make_drivers(streams, checkpoint, codec, window):

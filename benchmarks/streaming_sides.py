@@ -13,8 +13,9 @@ import torch
 
 from connectors.codec import BinnedCodec
 from connectors.ticks import Tick
+from engine.scheduler import roll_points
 from engine.service.config import ServiceConfig
-from engine.service.pipeline import TickPipeline
+from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from queries.evaluate import CompiledQuery, answer_value, compile_query
 from queries.registry import Registry
 
@@ -61,10 +62,12 @@ class Driver(Protocol):
 class TokenLog:
     """One stream's committed tokens with the engine scheduler's window rule, for the peers
     (llama.cpp, stateless) that keep their own context: a roll keeps the tokens from the first tick
-    boundary at or after ``len + incoming - keep`` and re-evaluates them."""
+    boundary at or after ``len + incoming - keep`` and re-evaluates them, with the stream's own roll
+    point and keep (engine.scheduler.roll_points), so every side cuts where flashtick does."""
 
-    def __init__(self, window: Window) -> None:
-        self.window, self.keep = window.roll_at, window.keep
+    def __init__(self, window: Window, stream: str, limit: int | None = None) -> None:
+        self.window, self.keep = roll_points(stream, window.roll_at, window.keep)
+        self.window = min(self.window, limit or self.window)  # a side that needs room of its own rolls sooner
         self.tokens: list[int] = []
         self.boundaries: list[int] = []
 
@@ -114,12 +117,15 @@ class FlashtickDriver:
         self.pipeline: TickPipeline | None = None
 
     def reset(self, history: dict[str, list[Tick]]) -> None:
+        thaw_heap()  # the last trial's pipeline is collected as usual
+        self.pipeline = None
         self.pipeline = TickPipeline(self.config)
         self.pipeline.registry.register(QUERIES_YAML)
         for ticks in history.values():
             for tick in ticks:
                 self.pipeline.ingest(tick)
         self.pipeline.engine.run_until_idle()
+        freeze_heap()  # as `flashtick serve` does once it is up
 
     def step(self, ticks: list[Tick]) -> dict[str, float]:
         start = time.perf_counter()
@@ -165,6 +171,7 @@ class _PerStreamDriver:
 
     def __init__(self, codec: BinnedCodec, window: Window) -> None:
         self.codec, self.window = codec, window
+        self.roll_limit: int | None = None  # positions a side's own needs leave for ticks, when fewer
         self.queries = compiled_queries(codec)
         self.latest: dict[tuple[str, str], dict] = {}
         self.logs: dict[str, TokenLog] = {}
@@ -172,7 +179,7 @@ class _PerStreamDriver:
 
     def reset(self, history: dict[str, list[Tick]]) -> None:
         self.latest.clear()
-        self.logs = {s: TokenLog(self.window) for s in history}
+        self.logs = {s: TokenLog(self.window, s, self.roll_limit) for s in history}
         self.states = {s: self.codec.new_state() for s in history}
         for stream, ticks in history.items():
             chunks = [self.codec.encode(t, self.states[stream]) for t in ticks]
@@ -386,7 +393,7 @@ class VllmSessionDriver(_VllmSubprocess, _PerStreamDriver):
         # a session must hold its ticks plus every question and sampled token of a batch: its tick log rolls
         # that much sooner than the other sides' (at 506 instead of 508 of 512 positions for 3 questions)
         self.extra = sum(len(q.question) + 1 for q in self.queries)
-        self.window = window._replace(roll_at=min(window.roll_at, window.positions - self.extra))
+        self.roll_limit = window.positions - self.extra
         self.checkpoint = checkpoint
         self.session_tokens: dict[str, int] = {}  # tokens in each stream's open session, questions included
         self.first_rows: dict[str, tuple[list[int], list[float]]] = {}  # a fresh session's exact first answer

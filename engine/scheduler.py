@@ -19,7 +19,10 @@ fit now waits in its queue.
 
 Context limit: a session that would pass ``window`` tokens keeps its first
 ``sink_tokens`` (the configured header, if any) plus the most recent tokens
-from a chunk boundary, and re-prefills them.
+from a chunk boundary, and re-prefills them. Each stream rolls a little early
+and keeps a little less by a share of its own (``roll_points``), so streams
+that start together (a venue's open, a restart) do not all re-prefill in the
+same forward.
 """
 
 from __future__ import annotations
@@ -126,6 +129,18 @@ class SchedulerStats:
     jobs_failed: int = 0
 
 
+def roll_points(name: str, roll_at: int, keep: int, sink: int = 0) -> tuple[int, int]:
+    """(tokens past which stream ``name`` rolls, tokens it keeps besides the sink): the window's roll point
+    less up to half the span between rolls, and the keep less up to a quarter, both by shares hashed from
+    the name (stable across runs, hosts and restarts). Streams that fill up together would otherwise all
+    re-prefill ``keep`` tokens in the same forward, first at ``roll_at`` and again at each later roll: one
+    forward many times the usual size, whose answers (and every stream's behind it) come late."""
+    span = roll_at - sink - keep  # tokens added between two rolls
+    early = zlib.crc32(b"roll:" + name.encode()) % max(1, span // 2)
+    less = zlib.crc32(name.encode()) % max(1, keep // 4)
+    return roll_at - early, keep - less
+
+
 class Scheduler:
     def __init__(self, blocks: BlockManager, config: SchedulerConfig | None = None,
                  planner: QueryPlanner | None = None) -> None:
@@ -202,7 +217,8 @@ class Scheduler:
         if problem is not None:
             self.stats.refused_streams += 1
             raise AdmissionRefused(problem)
-        state = Stream(Session(name, list(self.config.header)))
+        roll_at, keep = roll_points(name, self.roll_at, self.keep, self.sink)
+        state = Stream(Session(name, list(self.config.header)), roll_at=roll_at, keep=keep)
         self.streams[name] = state
         return state
 
@@ -224,7 +240,9 @@ class Scheduler:
 
     @property
     def max_chunk_tokens(self) -> int:
-        """The longest chunk a stream can ever place: after a roll only the sink stays before it."""
+        """The longest chunk a stream can ever place: after a roll only the sink stays before it (a stream
+        whose own roll point is earlier, ``roll_points``, still places it: the window's roll point bounds
+        what the model sees)."""
         return self.roll_at - self.sink
 
     def forward_full(self) -> bool:
@@ -374,7 +392,7 @@ class Scheduler:
             if len(plan.advances) >= self.config.max_batch_streams:
                 break
             need = len(state.pending[0].tokens)  # rolls go chunk by chunk, so they never depend on grouping
-            if len(state.session.tokens) + need > self.roll_at:
+            if len(state.session.tokens) + need > state.roll_at:
                 if any(job.stream == state.name and job.cut is not None for job in (*self._asks, *self._idle)):
                     continue  # a roll would move the tokens that jobs still waiting at a cut read
                 self._roll_if_needed(state, need)
@@ -405,7 +423,7 @@ class Scheduler:
         chunks: list[Chunk] = []
         closes: list[bool] = []
         used = state.session.num_uncached
-        room = self.roll_at - len(state.session.tokens)
+        room = state.roll_at - len(state.session.tokens)
         while state.pending:
             size = len(state.pending[0].tokens)
             fits_budget = used + size <= budget or (first and not chunks)
@@ -441,12 +459,9 @@ class Scheduler:
         """Keep sink + recent tokens (from a chunk boundary) when ``incoming`` more tokens (the next chunk:
         rolls go chunk by chunk) would pass the window."""
         session = state.session
-        if len(session.tokens) + incoming <= self.roll_at:
+        if len(session.tokens) + incoming <= state.roll_at:
             return
-        # a per-stream share of the keep (stable across runs) staggers the rolls of streams that fill up
-        # together, so one forward does not re-prefill all of them at once
-        keep = self.keep - zlib.crc32(session.name.encode()) % max(1, self.keep // 4)
-        target = len(session.tokens) + incoming - keep  # first token index we would like to keep
+        target = len(session.tokens) + incoming - state.keep  # first token index we would like to keep
         cut = next((b for b in state.boundaries if b >= target and b > self.sink), len(session.tokens))
         kept = session.tokens[: self.sink] + session.tokens[cut:]
         self.blocks.evict(session)

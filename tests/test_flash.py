@@ -301,14 +301,15 @@ def test_a_probe_past_the_model_window_fails_the_job_not_the_engine(checkpoint) 
                                       "scheduler": {"probe_reserve": 8}})
     pipeline = TickPipeline(config)
     engine = pipeline.engine
-    for i in range(120):  # 480 tokens: the 512-position model has 32 left
+    for i in range(120):  # 480 tokens, less what the stream's roll dropped: the 512-position model has the rest
         engine.submit("S", [1, 2, 3, 4], event_ts=i)
     engine.run_until_idle()
-    engine.ask(ProbeJob("S", [[5] * 40], lambda logits, p: JobResult("too long")))
+    too_long = 512 - len(engine.scheduler.streams["S"].session.tokens) + 1
+    engine.ask(ProbeJob("S", [[5] * too_long], lambda logits, p: JobResult("too long")))
     engine.ask(ProbeJob("S", [[5] * 4], lambda logits, p: JobResult("ok")))
     failed, done = engine.step().outcomes
     assert failed.answer is None
-    assert failed.error.startswith("probe of 40 tokens on stream 'S' would pass the model's 512 positions")
+    assert failed.error.startswith(f"probe of {too_long} tokens on stream 'S' would pass the model's 512 positions")
     assert done.answer == "ok" and done.error is None and engine.scheduler.stats.jobs_failed == 1
 
 

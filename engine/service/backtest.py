@@ -39,7 +39,7 @@ from connectors.ticks import InvalidTick, Tick
 from engine.scheduler import AdmissionRefused
 from engine.service.answer_parts import AnswerParts, write_atomically
 from engine.service.config import ReplaySection, ServiceConfig
-from engine.service.pipeline import TickPipeline
+from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from queries.cache import Answer
 
 CALIBRATION_BINS = 10
@@ -141,6 +141,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
     parts = AnswerParts.open(out, key, resume)
     marks: dict[str, MarkSeries] = defaultdict(MarkSeries)  # each stream's accepted ticks, as labelling needs them
     bar = _progress_bar(progress, replay, max_ticks)
+    freeze_heap()  # the libraries and the model: the run's full collections walk only what it made
     try:
         consumed = 0
         if parts.consumed:
@@ -155,6 +156,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
                            max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
     finally:
         bar.close()
+        thaw_heap()
     rejected = dict(Counter(replay.rejected) + pipeline.rejected)
     if pipeline.ticks_in == 0 and rejected:
         parts.remove()

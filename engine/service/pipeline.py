@@ -413,6 +413,22 @@ class TickPipeline:
         }
 
 
+def freeze_heap() -> None:
+    """Collect, then exempt every object alive now from Python's cyclic collector (``gc.freeze``): call once
+    a service, shard or backtest is up. What is alive then is the imported libraries' state (torch,
+    transformers, polars: ~200k objects), the model and the restored streams, and a full collection walks all
+    of it: ~145 ms measured on a 2-core AMD EPYC, and Python runs one every so many allocations, so in the
+    serving loop it is a stall of every answer behind it (the p99 freshness spikes of benchmarks/streaming).
+    Frozen objects are still freed by reference counting; only cycles among them wait for ``thaw_heap``."""
+    gc.collect()
+    gc.freeze()
+
+
+def thaw_heap() -> None:
+    """Undo ``freeze_heap`` when a service stops: what it leaves behind is collected as usual."""
+    gc.unfreeze()
+
+
 def _return_memory() -> None:
     """Hand freed heap back to the OS after streams expire (glibc keeps it otherwise; elsewhere a no-op)."""
     gc.collect()

@@ -31,7 +31,7 @@ from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, allowed_client_keys, server_keypair
 from engine.service.config import ServiceConfig
-from engine.service.pipeline import TickPipeline
+from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.sharded import ShardedPipeline
 from queries.cache import Answer
 from queries.limits import clip, excerpt
@@ -141,6 +141,7 @@ class Server:
         for outcome in self.pipeline.recovered:  # answers owed from before a restart go out first
             self._deliver(outcome)
         self.pipeline.recovered = []
+        freeze_heap()  # after the model, the restored streams and the sockets: no collection walks them again
         self.ready.set()
         next_heartbeat = time.monotonic()
         try:
@@ -160,6 +161,7 @@ class Server:
             self._drain()
         finally:
             self.close()
+            thaw_heap()
 
     def _drain(self) -> None:
         """On stop: compute (and publish) what was accepted, for up to limits.drain_s; say what is left."""

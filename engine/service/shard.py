@@ -35,7 +35,7 @@ from engine.engine import Engine
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, UnknownStream
 from engine.service.config import LogSection, ServiceConfig
-from engine.service.pipeline import load_model_and_codec
+from engine.service.pipeline import freeze_heap, load_model_and_codec, thaw_heap
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import compile_query
 from queries.flash import FlashQueries
@@ -115,6 +115,7 @@ class Shard:
         streams), then compute the answers owed: due on ticks logged but never answered."""
         started, started_ns = time.perf_counter(), time.time_ns()
         if reset:
+            thaw_heap()  # the engine being replaced is collected as usual
             self._reset()
             if queries_yaml:
                 self.registry.register(queries_yaml, "front door")
@@ -132,6 +133,7 @@ class Shard:
         forwards = self.engine.rebuild()
         owed = self._answers_owed(streams)
         self.restored = True
+        freeze_heap()  # the shard is up: no collection walks its libraries, model and streams again
         progress = {stream: self.engine.progress(stream).ticks for stream in streams}
         restored = {"streams": len(streams), "items": len(items["ts"]), "refused": refused, "forwards": forwards,
                     "s": time.perf_counter() - started, "started_ns": started_ns}
