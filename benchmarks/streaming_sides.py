@@ -15,7 +15,7 @@ from connectors.codec import BinnedCodec
 from connectors.ticks import Tick
 from engine.scheduler import roll_points
 from engine.service.config import ServiceConfig
-from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
+from engine.service.pipeline import TickPipeline
 from queries.evaluate import CompiledQuery, answer_value, compile_query
 from queries.registry import Registry
 
@@ -117,15 +117,13 @@ class FlashtickDriver:
         self.pipeline: TickPipeline | None = None
 
     def reset(self, history: dict[str, list[Tick]]) -> None:
-        thaw_heap()  # the last trial's pipeline is collected as usual
-        self.pipeline = None
+        self.pipeline = None  # the last trial's, gone before the next one is built
         self.pipeline = TickPipeline(self.config)
         self.pipeline.registry.register(QUERIES_YAML)
         for ticks in history.values():
             for tick in ticks:
                 self.pipeline.ingest(tick)
         self.pipeline.engine.run_until_idle()
-        freeze_heap()  # as `flashtick serve` does once it is up
 
     def step(self, ticks: list[Tick]) -> dict[str, float]:
         start = time.perf_counter()
