@@ -66,8 +66,9 @@ class TokenLog:
     point and keep (engine.scheduler.roll_points), so every side cuts where flashtick does."""
 
     def __init__(self, window: Window, stream: str, limit: int | None = None) -> None:
-        self.window, self.keep = roll_points(stream, window.roll_at, window.keep)
-        self.window = min(self.window, limit or self.window)  # a side that needs room of its own rolls sooner
+        first, self.keep = roll_points(stream, window.roll_at, window.keep)
+        self.limit = min(window.roll_at, limit or window.roll_at)  # a side that needs room of its own rolls sooner
+        self.window = min(first, self.limit)  # the first roll comes early, the later ones at the window's
         self.tokens: list[int] = []
         self.boundaries: list[int] = []
 
@@ -85,6 +86,7 @@ class TokenLog:
             cut = next((b for b in self.boundaries if b >= target and b > 0), len(self.tokens))
             self.tokens = self.tokens[cut:]
             self.boundaries = [b - cut for b in self.boundaries if b >= cut]
+            self.window = self.limit
         for chunk in taken:
             self.boundaries.append(len(self.tokens))
             self.tokens += chunk

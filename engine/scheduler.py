@@ -130,11 +130,13 @@ class SchedulerStats:
 
 
 def roll_points(name: str, roll_at: int, keep: int, sink: int = 0) -> tuple[int, int]:
-    """(tokens past which stream ``name`` rolls, tokens it keeps besides the sink): the window's roll point
-    less up to half the span between rolls, and the keep less up to a quarter, both by shares hashed from
-    the name (stable across runs, hosts and restarts). Streams that fill up together would otherwise all
-    re-prefill ``keep`` tokens in the same forward, first at ``roll_at`` and again at each later roll: one
-    forward many times the usual size, whose answers (and every stream's behind it) come late."""
+    """(tokens past which stream ``name`` rolls the first time, tokens it keeps besides the sink at every
+    roll): the window's roll point less up to half the span between rolls, and the keep less up to a
+    quarter, both by shares hashed from the name (stable across runs, hosts and restarts). Streams that
+    fill up together would otherwise all re-prefill ``keep`` tokens in the same forward, first at
+    ``roll_at`` and again at each later roll: one forward many times the usual size, whose answers (and
+    every stream's behind it) come late. Only the first roll comes early (later ones come at ``roll_at``,
+    the phase it set staying), so the cost is one early roll per stream, not shorter windows for good."""
     span = roll_at - sink - keep  # tokens added between two rolls
     early = zlib.crc32(b"roll:" + name.encode()) % max(1, span // 2)
     less = zlib.crc32(name.encode()) % max(1, keep // 4)
@@ -467,6 +469,7 @@ class Scheduler:
         self.blocks.evict(session)
         session.tokens = kept
         state.boundaries = [self.sink + b - cut for b in state.boundaries if b >= cut]
+        state.roll_at = self.roll_at  # the first roll came early (roll_points); the later ones at the window's
         self.stats.rolls += 1
 
     def _share_header(self, session: Session, plan: Plan) -> None:

@@ -24,8 +24,8 @@ class Chunk:
 @dataclass(eq=False)
 class Stream:
     session: Session
-    roll_at: int  # tokens past which the session rolls, and how many it keeps then (scheduler.roll_points)
-    keep: int
+    roll_at: int  # tokens past which the session rolls next (its first roll comes early: scheduler.roll_points)
+    keep: int  # tokens a roll keeps besides the sink
     pending: deque[Chunk] = field(default_factory=deque)
     waiting_since: int = 0  # order of arrival of the oldest pending chunk
     ticks: int = 0

@@ -1,5 +1,6 @@
 """Context rolls staggered per stream: streams that fill up together (a venue's open, a restart) roll in
-different forwards, each by its own stable rule, and the benchmarks' peers cut where the scheduler does."""
+different forwards (the first roll of each comes early by its own stable share; later ones at the window's
+roll point, the phase kept), and the benchmarks' peers cut where the scheduler does."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ def test_streams_filling_up_together_roll_in_different_forwards() -> None:
             if step and len(state.session.tokens) < before[s] and s not in first_roll:
                 first_roll[s] = step
                 assert len(state.session.tokens) <= state.keep  # kept at most its own share
+                assert state.roll_at == engine.scheduler.roll_at  # only the first roll comes early
     assert set(first_roll) == set(streams)
     per_forward = [list(first_roll.values()).count(step) for step in set(first_roll.values())]
     assert len(per_forward) >= 8 and max(per_forward) <= 4  # one roll point for all would be 16 in one forward
@@ -58,4 +60,4 @@ def test_the_benchmark_peers_cut_where_the_scheduler_does() -> None:
         scheduler.restore(name, chunk, ts)
         logs[name].take([chunk])
         assert logs[name].tokens == scheduler.streams[name].session.tokens
-    assert scheduler.stats.rolls > 40
+    assert scheduler.stats.rolls > 30
