@@ -19,10 +19,10 @@ fit now waits in its queue.
 
 Context limit: a session that would pass ``window`` tokens keeps its first
 ``sink_tokens`` (the configured header, if any) plus the most recent tokens
-from a chunk boundary, and re-prefills them. Each stream rolls a little early
-and keeps a little less by a share of its own (``roll_points``), so streams
-that start together (a venue's open, a restart) do not all re-prefill in the
-same forward.
+from a chunk boundary, and re-prefills them. Each stream's first roll comes a
+little early and every roll keeps a little less, by shares of its own
+(``roll_points``), so streams that start together (a venue's open, a restart)
+do not all re-prefill in the same forward.
 """
 
 from __future__ import annotations
