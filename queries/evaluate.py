@@ -130,10 +130,11 @@ def answer_value(query: CompiledQuery, logits: list[torch.Tensor]) -> dict[str, 
         last = logits[0][-1].float()  # (vocab,)
         # (labels,) renormalised over the answers, through the question's calibration
         probs = calibrated_probs(last[list(query.answer_ids)], query.temperature, query.bias)
-    as_dict = {label: float(p) for label, p in zip(query.labels, probs)}
+    values = probs.tolist()  # one conversion, not one float() per label (~1 us each, per answer)
+    as_dict = dict(zip(query.labels, values))
     if query.spec.kind == "expectation":
-        return {"expected": float(sum(p * v for p, v in zip(probs.tolist(), query.values))), "probs": as_dict}
-    return {"answer": query.labels[int(probs.argmax())], "probs": as_dict}
+        return {"expected": float(sum(p * v for p, v in zip(values, query.values))), "probs": as_dict}
+    return {"answer": query.labels[values.index(max(values))], "probs": as_dict}  # the first maximum, as argmax
 
 
 def calibrated_logits(z: torch.Tensor, temperature: float | torch.Tensor = 1.0,
