@@ -129,6 +129,11 @@ class SchedulerStats:
     jobs_failed: int = 0
 
 
+# Bumped whenever where sessions roll changes (answers after a roll change with it): a backtest resumes only
+# parts written under the same rule (engine/service/backtest.py's run key). 2: roll_points' early first roll.
+ROLL_RULE = 2
+
+
 def roll_points(name: str, roll_at: int, keep: int, sink: int = 0) -> tuple[int, int]:
     """(tokens past which stream ``name`` rolls the first time, tokens it keeps besides the sink at every
     roll): the window's roll point less up to half the span between rolls, and the keep less up to a

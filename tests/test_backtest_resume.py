@@ -135,6 +135,27 @@ def test_stop_request_checkpoints_and_resume_refuses_other_inputs(setup: Path, u
     assert_same_answers(pl.read_parquet(out), pl.read_parquet(setup / "whole.parquet"))
 
 
+def test_resume_refuses_parts_written_under_another_roll_rule(setup: Path, capsys) -> None:
+    """Parts from a flashtick that rolled sessions elsewhere (before scheduler.ROLL_RULE, or another one) would
+    splice answers of two context rules into one table: refused by name, nothing written."""
+    config = ServiceConfig.load(setup / "engine.yaml")
+    polls = iter(range(10**9))
+    out = setup / "older.parquet"
+    from engine.service.backtest import BacktestInterrupted
+
+    with pytest.raises(BacktestInterrupted):
+        run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False,
+                     stop=lambda: next(polls) >= 100)
+    manifest_path = setup / "older.parquet.parts" / "progress.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["key"]["context_roll_rule"]  # as a checkpoint written before the rule was recorded
+    manifest_path.write_text(json.dumps(manifest))
+    code = main(["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
+                 "--config", str(setup / "engine.yaml"), "--resume", "--quiet"])
+    assert code == 2 and "rolled sessions elsewhere" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path) -> None:
     manifest = setup / "term.parquet.parts" / "progress.json"
     child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "term.parquet",

@@ -78,7 +78,8 @@ class AnswerParts:
             raise ValueError(f"{manifest_path}: unreadable checkpoint ({e}); delete {directory} to start over") from None
         changed = [k for k in key if manifest.get("key", {}).get(k) != json.loads(json.dumps(key[k]))]
         if changed:
-            raise ValueError(f"{directory} was written by a backtest with different {', '.join(changed)}; "
+            upgrade = " (written by a flashtick that rolled sessions elsewhere)" if "context_roll_rule" in changed else ""
+            raise ValueError(f"{directory} was written by a backtest with different {', '.join(changed)}{upgrade}; "
                              f"resume with the same files, queries, config and options, or delete it to start over")
         for stray in set(p.name for p in directory.iterdir()) - set(manifest["parts"]) - {MANIFEST}:
             (directory / stray).unlink()  # written after the last checkpoint: those answers come again

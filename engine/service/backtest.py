@@ -36,7 +36,7 @@ from connectors.labels import NO_LABEL, MarkSeries, label_series, persistence_se
 from connectors.replay import FileReplay
 from connectors.encoder import EncodedTick
 from connectors.ticks import InvalidTick, Tick
-from engine.scheduler import AdmissionRefused
+from engine.scheduler import ROLL_RULE, AdmissionRefused
 from engine.service.answer_parts import AnswerParts, write_atomically
 from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
@@ -275,7 +275,8 @@ def _run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, bat
             # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one
             "config": hashlib.sha256(repr(dataclasses.replace(config, replay=ReplaySection())).encode()).hexdigest(),
             "batch_ms": batch_ms,
-            "max_ticks": max_ticks}
+            "max_ticks": max_ticks,
+            "context_roll_rule": ROLL_RULE}  # an upgrade that moves rolls moves every answer after one
 
 
 def _progress_bar(enabled: bool, replay: FileReplay, max_ticks: int | None) -> Any:
