@@ -53,6 +53,13 @@ def test_backtest_is_deterministic_and_scored(setup) -> None:
     assert dir_score.accuracy is not None and dir_score.baseline_accuracy is not None and dir_score.calibration
     assert (setup / "a.calibration.png").stat().st_size > 1000
     assert "dir20" in first.summary()
+    # the tiny model's weights are random: its own answers should score worse than the class frequencies, and
+    # the summary says so, and what to do, from the very scores it printed
+    worse = [q for q in first.scores if q.model_brier is not None and q.model_brier > q.frequency_brier]
+    assert worse, [(q.query, q.model_brier, q.frequency_brier) for q in first.scores]
+    note = first.summary().splitlines()[-1]
+    assert note.startswith(f"note: {', '.join(q.query for q in worse)}: the model's own answers score worse")
+    assert "flashtick train" in note
 
 
 def test_cli_backtest_of_the_real_binance_files(shared_data: Path, setup, capsys) -> None:

@@ -93,6 +93,14 @@ class BacktestReport:
         if any(s.model_accuracy is not None for s in self.scores):
             lines.append("accuracy, brier: the published (adapted) answers; model acc/brier: the model's own, before "
                          "adaptation (answers.adapt)")
+        unskilled = [s for s in self.scores if s.model_brier is not None and s.frequency_brier is not None
+                     and s.model_brier > s.frequency_brier]
+        if unskilled:
+            worst = max(unskilled, key=lambda s: s.model_brier - s.frequency_brier)
+            lines.append(f"note: {', '.join(s.query for s in unskilled)}: the model's own answers score worse than "
+                         f"the class frequencies as a constant forecast ({worst.query}: Brier {worst.model_brier:.3f} "
+                         f"vs {worst.frequency_brier:.3f}); what was published is the adapted mix. A model fitted to "
+                         f"this feed: flashtick train FILES --out DIR, then --model DIR (docs/model.md)")
         return "\n".join(lines)
 
 
