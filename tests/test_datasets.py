@@ -48,3 +48,10 @@ def test_ethusdt_loads_like_btcusdt_under_its_own_name(shared_data: Path) -> Non
 def test_unknown_data_set_names_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown data sets"):
         load_real(tmp_path, ("SPX",))
+
+
+def test_trades_only_sets_are_the_same_trades_without_the_quotes(shared_data: Path) -> None:
+    """`BTCUSDT-trades` is what a feed without quotes looks like: the merged set's trades, in the same order."""
+    merged, trades_only = load_real(shared_data, ("BTCUSDT", "BTCUSDT-trades"))
+    assert {t.kind for t in trades_only.ticks} == {"trade"} and len(trades_only.ticks) == 19_904
+    assert trades_only.ticks == [t for t in merged.ticks if t.kind == "trade"]

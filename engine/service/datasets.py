@@ -8,6 +8,8 @@ stream; the held-out slice is the *later* part in time.
 * `BTCUSDT`, `ETHUSDT` - Binance spot trades + best bid/offer, merged on the
   collector clock (`local_ts_ns`; the exchange clock runs ~1.27 s apart, never mixed).
 * `EURUSD` - Dukascopy top-of-book quotes (sizes in millions of EUR).
+* `BTCUSDT-trades`, `ETHUSDT-trades` - the Binance trades alone, as a feed without quotes looks (20 ticks
+  of it span far more time than 20 ticks of trades and quotes: its labels differ).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def load_ethusdt(data_dir: Path) -> RealDataset:
     return load_binance(data_dir / "binance-ethusdt-spot", "ETHUSDT")
 
 
-def load_binance(d: Path, name: str) -> RealDataset:
+def load_binance(d: Path, name: str, quotes: bool = True) -> RealDataset:
     trades = pl.read_csv(d / "trades.csv").select(
         pl.col("local_ts_ns").alias("ts"),
         pl.lit("trade").alias("kind"),
@@ -76,7 +78,7 @@ def load_binance(d: Path, name: str) -> RealDataset:
         pl.col("ask_qty").alias("ask_size"),
     )
     # Stable sort: same-ns events keep file order, trades before quotes (concat order).
-    merged = pl.concat([trades, bbo], how="diagonal").sort("ts", maintain_order=True)
+    merged = pl.concat([trades, bbo] if quotes else [trades], how="diagonal").sort("ts", maintain_order=True)
     rows = [{k: v for k, v in r.items() if v is not None} | {"stream": name} for r in merged.iter_rows(named=True)]
     return _validated(name, rows)
 
@@ -94,7 +96,11 @@ def load_eurusd(data_dir: Path) -> RealDataset:
 
 
 LOADERS = {"BTCUSDT": (load_btcusdt, "binance-btcusdt-spot"), "ETHUSDT": (load_ethusdt, "binance-ethusdt-spot"),
-           "EURUSD": (load_eurusd, "dukascopy-eurusd")}
+           "EURUSD": (load_eurusd, "dukascopy-eurusd"),
+           "BTCUSDT-trades": (lambda d: load_binance(d / "binance-btcusdt-spot", "BTCUSDT", quotes=False),
+                              "binance-btcusdt-spot"),
+           "ETHUSDT-trades": (lambda d: load_binance(d / "binance-ethusdt-spot", "ETHUSDT", quotes=False),
+                              "binance-ethusdt-spot")}
 DEFAULT_SETS = ("BTCUSDT", "EURUSD")  # what the v1 built-in model was trained on (ETHUSDT came later)
 
 
