@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import polars as pl
 
+from connectors.archives import ZIP_SUFFIX, Unpacked, is_zip
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
     EPOCH,
     NUMERIC_FIELDS,
@@ -98,7 +99,7 @@ def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
                            ignore_errors=overrides is not None, separator=dialect.separator,
                            decimal_comma=dialect.decimal_comma,
                            with_column_names=None if names else lambda found: [n.strip() for n in found])
-    known = PARQUET_SUFFIXES + CSV_SUFFIXES + DBN_SUFFIXES
+    known = PARQUET_SUFFIXES + CSV_SUFFIXES + DBN_SUFFIXES + (f"{ZIP_SUFFIX} (holding one of these)",)
     raise ValueError(f"{path}: unsupported file type {suffix!r}; replay reads {', '.join(known)}")
 
 
@@ -229,6 +230,7 @@ class _FilePlan:
     sorted_on_read: bool
     ts_factor: int  # ns per unit of the `_ts` column: 1 when the query computed ns already
     notes: tuple[str, ...] = ()  # what a user should know about how the file was read (a guessed layout, ...)
+    origin: Path | None = None  # the zip archive `path` was unpacked from (connectors/archives.py), if any
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -239,9 +241,10 @@ class _FilePlan:
 
     def where(self, row: int) -> str:
         """A row as a user finds it: the line of a CSV file (after the header), the row of a Parquet file."""
+        name = self.path if self.origin is None else f"{self.origin} ({self.path.name} inside)"
         if is_csv(self.path):
-            return f"{self.path} line {row + (1 if self.columns.names is not None else 2)}"
-        return f"{self.path} row {row + 1}"
+            return f"{name} line {row + (1 if self.columns.names is not None else 2)}"
+        return f"{name} row {row + 1}"
 
     def column_of(self, tick_field: str) -> str | None:
         return self.columns.column_of(tick_field)
@@ -463,6 +466,11 @@ MapSpec = ColumnMap | str | Mapping[str, Any]
 FileSpec = str | Path | tuple[str | Path, MapSpec] | Mapping[str, Any]
 
 
+def source_path(plan: Any) -> Path:
+    """The file a user gave for a plan: the zip archive its file came out of, else the file itself."""
+    return getattr(plan, "origin", None) or plan.path
+
+
 def _file_spec(item: FileSpec, default: ColumnMap | Refine | None) -> tuple[Path, ColumnMap | Refine | None, bool]:
     """A path, a (path, map) pair, or the YAML form {path: ..., columns: ...}; True when the map is the
     entry's own (not the default for every file)."""
@@ -502,12 +510,26 @@ class FileReplay(Source):
         if not items:
             raise ValueError("FileReplay needs at least one file")
         default = as_column_map(columns)
-        self.plans = [_plan(*_file_spec(item, default)) for item in items]
+        self._unpacked: list[Unpacked] = []  # zip archives' files, unpacked while this replay lives
+        self.plans = [self._plan(*_file_spec(item, default)) for item in items]
         self.speed = speed
         self.chunk_rows = chunk_rows
-        self._fingerprint = fingerprint([(str(p.path.resolve()), p.describe()) for p in self.plans])
+        self._fingerprint = fingerprint([(str(source_path(p).resolve()), p.describe()) for p in self.plans])
         self.rejected = RejectCounter()
         self._open()
+
+    def _plan(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
+        if not is_zip(path):
+            return _plan(path, cmap, explicit)
+        if not path.is_file():
+            raise FileNotFoundError(f"replay file not found: {path}")
+        unpacked = Unpacked(path)
+        self._unpacked.append(unpacked)
+        plan = _plan(unpacked.path, cmap, explicit)
+        if isinstance(plan, _FilePlan):
+            return replace(plan, origin=path, notes=(unpacked.note, *plan.notes))
+        plan.origin = path  # a DBN file inside
+        return plan
 
     def _open(self) -> None:
         self.rejected.clear()
@@ -563,7 +585,7 @@ class FileReplay(Source):
     @property
     def sorted_files(self) -> list[Path]:
         """Files that were not in time order and were sorted before replay."""
-        return [p.path for p in self.plans if p.sorted_on_read]
+        return [source_path(p) for p in self.plans if p.sorted_on_read]
 
     def rows(self) -> int | None:
         """Rows in all the files (valid or not), for a progress total; None when a file cannot say cheaply."""

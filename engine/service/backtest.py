@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 
 from connectors.labels import NO_LABEL, MarkSeries, label_series, persistence_series
-from connectors.replay import FileReplay
+from connectors.replay import FileReplay, source_path
 from connectors.encoder import EncodedTick
 from connectors.ticks import InvalidTick, Tick
 from engine.scheduler import ROLL_RULE, AdmissionRefused
@@ -277,7 +277,8 @@ def _restore_answer_state(pipeline: TickPipeline, parts: AnswerParts) -> None:
 def _run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batch_ms: float,
              max_ticks: int | None) -> dict[str, Any]:
     """What a run's answers depend on; a resume must match it exactly."""
-    stats = [(str(p.path.resolve()), p.path.stat().st_size, p.path.stat().st_mtime_ns) for p in replay.plans]
+    sources = [source_path(p) for p in replay.plans]  # a zip archive, not the copy unpacked from it
+    stats = [(str(path.resolve()), path.stat().st_size, path.stat().st_mtime_ns) for path in sources]
     return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": stats,
             "queries": hashlib.sha256(Path(queries).read_bytes()).hexdigest(),
             # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one

@@ -1,0 +1,82 @@
+"""Zipped tick files, as vendors ship them (Binance's public data, OKX's history): read like the one file inside."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from connectors.replay import FileReplay
+from engine.service.backtest import BacktestInterrupted, run_backtest
+from engine.service.cli import main
+from engine.service.config import ServiceConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def binance_public_trades(path: Path, rows: int = 400, bad_row: int | None = None) -> None:
+    """Header-less like data.binance.vision's files: id,price,qty,quote_qty,time(ms),is_buyer_maker,is_best_match."""
+    lines, price, ts = [], 42_000.0, 1_704_067_200_000
+    for i in range(rows):
+        price += (-0.5, 0.0, 0.5)[i * 7 % 3]
+        ts += 1 + i * 13 % 90
+        shown = "not-a-price" if i == bad_row else f"{price:.2f}"
+        lines.append(f"{i},{shown},0.01,{price * 0.01:.4f},{ts},{('True', 'False')[i % 2]},True")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def zipped(archive: Path, *members: Path) -> Path:
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        for member in members:
+            z.write(member, member.name)
+    return archive
+
+
+def test_a_zip_of_one_binance_file_reads_as_that_file(tmp_path: Path) -> None:
+    csv = tmp_path / "BTCUSDT-trades-2024-01-01.csv"
+    binance_public_trades(csv, bad_row=150)
+    (tmp_path / "dl").mkdir()
+    archive = zipped(tmp_path / "dl" / "BTCUSDT-trades-2024-01-01.zip", csv)
+    plain, packed = FileReplay(csv), FileReplay(archive)
+    plain_ticks, packed_ticks = plain.next_batch(10_000), packed.next_batch(10_000)
+    assert packed_ticks == plain_ticks and len(packed_ticks) == 399 and packed_ticks[0].stream == "BTCUSDT"
+    assert packed.notes[0] == "BTCUSDT-trades-2024-01-01.zip: read its one file, BTCUSDT-trades-2024-01-01.csv"
+    assert packed.notes[1:] == plain.notes
+    # a bad row is located in the archive the user gave, and the replay is fingerprinted by it, not by the copy
+    assert packed.rejected.examples["missing_field"].startswith(f"{archive} (BTCUSDT-trades-2024-01-01.csv inside) line 151")
+    assert FileReplay(archive).snapshot()["fingerprint"] == packed.snapshot()["fingerprint"]
+
+
+def test_cli_backtest_and_resume_of_a_zip(tmp_path: Path, capsys) -> None:
+    csv = tmp_path / "ETHUSDT-trades-2024-01-01.csv"
+    binance_public_trades(csv, rows=600)
+    archive = zipped(tmp_path / "ETHUSDT-trades-2024-01-01.zip", csv)
+    out = tmp_path / "answers.parquet"
+    assert main(["backtest", str(archive), "--out", str(out), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "read its one file, ETHUSDT-trades-2024-01-01.csv" in err and "stream ETHUSDT" in err
+    assert out.stat().st_size > 0
+    # a resume is keyed on the archive, not on its copy (unpacked again elsewhere): an interrupted run continues
+    config, queries = ServiceConfig.from_dict({}), ROOT / "queries" / "examples" / "tick_model.yaml"
+    polls = iter(range(10**9))
+    with pytest.raises(BacktestInterrupted):
+        run_backtest(config, [archive], queries, tmp_path / "cut.parquet", progress=False,
+                     stop=lambda: next(polls) >= 100)
+    report = run_backtest(config, [archive], queries, tmp_path / "cut.parquet", progress=False, resume=True)
+    assert report.resumed_at > 0 and report.ticks == 600
+
+
+def test_a_zip_of_many_files_or_none_or_not_a_zip_is_refused_by_name(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    binance_public_trades(a)
+    binance_public_trades(b)
+    with pytest.raises(ValueError, match=r"holds 2: a.csv, b.csv \(unpack it and give the files\)"):
+        FileReplay(zipped(tmp_path / "two.zip", a, b))
+    with pytest.raises(ValueError, match="holds 0"):
+        FileReplay(zipped(tmp_path / "empty.zip"))
+    (tmp_path / "fake.zip").write_text("id,price\n1,2\n")
+    with pytest.raises(ValueError, match="not a readable zip archive"):
+        FileReplay(tmp_path / "fake.zip")
+    with pytest.raises(FileNotFoundError):
+        FileReplay(tmp_path / "missing.zip")
