@@ -50,7 +50,7 @@ import torch
 from benchmarks.common import RESULTS_DIR, add_data_dir_argument, machine
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service import cli
-from engine.service.datasets import LOADERS, data_available
+from engine.service.datasets import INSTRUMENTS, LOADERS, data_available
 from engine.service.evaluate import EvalOptions, evaluate_streams, load_tick_model
 from engine.service.splits import SplitSpec, prepare, read_streams
 from engine.service.train import TrainConfig, calibrate_only, reproduce_command, train, write_training_md
@@ -60,7 +60,7 @@ FILES = {"BTCUSDT": ("trades.csv", "bbo.parquet"), "ETHUSDT": ("trades.csv", "bb
 SCORED_SPLIT = "70/30"  # every row's test slice and baselines
 FINETUNE_SPLIT = "60/10/30"  # train + validation inside the scored split's 70%; the same test slice
 # The built-in mix (synthetic 0.5, BTCUSDT 0.2, EURUSD 0.3), with ETHUSDT in the left-out set's slot: the other
-# two sets in LOADERS order get 0.2 and 0.3 whichever is left out.
+# two instruments in INSTRUMENTS order get 0.2 and 0.3 whichever is left out.
 LOO_MIX = (0.5, 0.2, 0.3)
 ROWS = ("zero_shot", "fine_tuned", "builtin")
 DIRECTIONS = ("direction_5", "direction_20")
@@ -113,7 +113,7 @@ def leave_one_out_model(name: str, s: Settings, log: Callable[[str], None]) -> t
     if (how := reused(out)) is not None:
         log(f"{name}: reusing the leave-one-out model in {out}")
         return out, how
-    sets = tuple(n for n in LOADERS if n != name)
+    sets = tuple(n for n in INSTRUMENTS if n != name)  # instruments, not another view of the one held out
     cfg = dataclasses.replace(s.loo_recipe, real_sets=sets, mix=LOO_MIX, threads=s.threads)
     log(f"{name}: training the built-in recipe without it on synthetic + {', '.join(sets)} "
         f"(at most {cfg.max_minutes:g} min)")

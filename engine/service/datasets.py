@@ -101,6 +101,7 @@ LOADERS = {"BTCUSDT": (load_btcusdt, "binance-btcusdt-spot"), "ETHUSDT": (load_e
                               "binance-btcusdt-spot"),
            "ETHUSDT-trades": (lambda d: load_binance(d / "binance-ethusdt-spot", "ETHUSDT", quotes=False),
                               "binance-ethusdt-spot")}
+INSTRUMENTS = ("BTCUSDT", "ETHUSDT", "EURUSD")  # one set each; the "-trades" sets are views of the first two
 DEFAULT_SETS = ("BTCUSDT", "EURUSD")  # what the v1 built-in model was trained on (ETHUSDT came later)
 
 
