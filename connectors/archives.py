@@ -1,7 +1,8 @@
-"""Tick files that come zipped: a `.zip` holding one tick file (Binance's public data, OKX's history, many
-vendors' downloads) is unpacked into a private temporary folder and read like that file.
+"""Tick files that come zipped: a `.zip` of tick files (Binance's public data, a file a day; OKX's history;
+many vendors' downloads) is unpacked into a private temporary folder and read like those files, given in
+the archive's order.
 
-The unpacked copy keeps the member's own name under a folder named as the archive's folder, so a symbol in
+Each unpacked copy keeps its member's own name under a folder named as the archive's folder, so a symbol in
 either name still names the stream (connectors/layout.py `symbol_in_name`). The archive, not the copy, is
 what a replay's fingerprint, a backtest's run key and rejected rows' locations name.
 """
@@ -27,7 +28,7 @@ def tick_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
 
 
 class Unpacked:
-    """One archive's single file, unpacked; ``path`` is readable until ``close`` (or garbage collection)."""
+    """One archive's files, unpacked; ``paths`` are readable until ``close`` (or garbage collection)."""
 
     def __init__(self, archive_path: Path) -> None:
         self.archive = archive_path
@@ -38,18 +39,27 @@ class Unpacked:
             raise ValueError(f"{archive_path}: not a readable zip archive ({e})") from None
         with archive:
             members = tick_members(archive)
-            if len(members) != 1:
-                listed = ", ".join(m.filename for m in members[:5]) + (" ..." if len(members) > 5 else "")
-                raise ValueError(f"{archive_path}: a zip archive is read when it holds one tick file; it holds "
-                                 f"{len(members)}{': ' + listed if members else ''} (unpack it and give the files)")
-            member = members[0]
+            if not members:
+                raise ValueError(f"{archive_path}: the zip archive holds no files")
+            names = [Path(m.filename).name for m in members]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise ValueError(f"{archive_path}: the zip archive holds {twice[0]!r} in more than one folder; "
+                                 f"unpack it and give the files")
             self._dir = tempfile.mkdtemp(prefix="flashtick-unzip-")
             folder = Path(self._dir) / (archive_path.resolve().parent.name or "archive")
             folder.mkdir()
-            self.path = folder / Path(member.filename).name
-            with archive.open(member) as src, open(self.path, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-        self.note = f"{archive_path.name}: read its one file, {member.filename}"
+            self.paths: list[Path] = []
+            for member, name in zip(members, names):
+                self.paths.append(folder / name)
+                with archive.open(member) as src, open(self.paths[-1], "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+        self.members = [m.filename for m in members]
+
+    def note(self, index: int) -> str:
+        """What the replay says about the archive's ``index``-th file."""
+        which = "its one file" if len(self.members) == 1 else f"file {index + 1} of {len(self.members)}"
+        return f"{self.archive.name}: read {self.members[index]}, {which}"
 
     def close(self) -> None:
         if self._dir is not None:

@@ -99,7 +99,7 @@ def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
                            ignore_errors=overrides is not None, separator=dialect.separator,
                            decimal_comma=dialect.decimal_comma,
                            with_column_names=None if names else lambda found: [n.strip() for n in found])
-    known = PARQUET_SUFFIXES + CSV_SUFFIXES + DBN_SUFFIXES + (f"{ZIP_SUFFIX} (holding one of these)",)
+    known = PARQUET_SUFFIXES + CSV_SUFFIXES + DBN_SUFFIXES + (f"{ZIP_SUFFIX} (of these)",)
     raise ValueError(f"{path}: unsupported file type {suffix!r}; replay reads {', '.join(known)}")
 
 
@@ -471,6 +471,12 @@ def source_path(plan: Any) -> Path:
     return getattr(plan, "origin", None) or plan.path
 
 
+def _source_name(plan: Any) -> str:
+    """A plan's file as the fingerprint names it: the archive's path and the file's name inside, if zipped."""
+    origin = getattr(plan, "origin", None)
+    return str(plan.path.resolve()) if origin is None else f"{origin.resolve()}!{plan.path.name}"
+
+
 def _file_spec(item: FileSpec, default: ColumnMap | Refine | None) -> tuple[Path, ColumnMap | Refine | None, bool]:
     """A path, a (path, map) pair, or the YAML form {path: ..., columns: ...}; True when the map is the
     entry's own (not the default for every file)."""
@@ -511,25 +517,30 @@ class FileReplay(Source):
             raise ValueError("FileReplay needs at least one file")
         default = as_column_map(columns)
         self._unpacked: list[Unpacked] = []  # zip archives' files, unpacked while this replay lives
-        self.plans = [self._plan(*_file_spec(item, default)) for item in items]
+        self.plans = [plan for item in items for plan in self._plans(*_file_spec(item, default))]
         self.speed = speed
         self.chunk_rows = chunk_rows
-        self._fingerprint = fingerprint([(str(source_path(p).resolve()), p.describe()) for p in self.plans])
+        self._fingerprint = fingerprint([(_source_name(p), p.describe()) for p in self.plans])
         self.rejected = RejectCounter()
         self._open()
 
-    def _plan(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
+    def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
+        """The file's plan; for a zip archive, one per file inside, each with the map the archive was given."""
         if not is_zip(path):
-            return _plan(path, cmap, explicit)
+            return [_plan(path, cmap, explicit)]
         if not path.is_file():
             raise FileNotFoundError(f"replay file not found: {path}")
         unpacked = Unpacked(path)
         self._unpacked.append(unpacked)
-        plan = _plan(unpacked.path, cmap, explicit)
-        if isinstance(plan, _FilePlan):
-            return replace(plan, origin=path, notes=(unpacked.note, *plan.notes))
-        plan.origin = path  # a DBN file inside
-        return plan
+        plans = []
+        for i, inside in enumerate(unpacked.paths):
+            plan = _plan(inside, cmap, explicit)
+            if isinstance(plan, _FilePlan):
+                plan = replace(plan, origin=path, notes=(unpacked.note(i), *plan.notes))
+            else:
+                plan.origin = path  # a DBN file inside
+            plans.append(plan)
+        return plans
 
     def _open(self) -> None:
         self.rejected.clear()

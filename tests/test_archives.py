@@ -15,9 +15,10 @@ from engine.service.config import ServiceConfig
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def binance_public_trades(path: Path, rows: int = 400, bad_row: int | None = None) -> None:
+def binance_public_trades(path: Path, rows: int = 400, bad_row: int | None = None,
+                          start_ms: int = 1_704_067_200_000) -> None:
     """Header-less like data.binance.vision's files: id,price,qty,quote_qty,time(ms),is_buyer_maker,is_best_match."""
-    lines, price, ts = [], 42_000.0, 1_704_067_200_000
+    lines, price, ts = [], 42_000.0, start_ms
     for i in range(rows):
         price += (-0.5, 0.0, 0.5)[i * 7 % 3]
         ts += 1 + i * 13 % 90
@@ -41,7 +42,7 @@ def test_a_zip_of_one_binance_file_reads_as_that_file(tmp_path: Path) -> None:
     plain, packed = FileReplay(csv), FileReplay(archive)
     plain_ticks, packed_ticks = plain.next_batch(10_000), packed.next_batch(10_000)
     assert packed_ticks == plain_ticks and len(packed_ticks) == 399 and packed_ticks[0].stream == "BTCUSDT"
-    assert packed.notes[0] == "BTCUSDT-trades-2024-01-01.zip: read its one file, BTCUSDT-trades-2024-01-01.csv"
+    assert packed.notes[0] == "BTCUSDT-trades-2024-01-01.zip: read BTCUSDT-trades-2024-01-01.csv, its one file"
     assert packed.notes[1:] == plain.notes
     # a bad row is located in the archive the user gave, and the replay is fingerprinted by it, not by the copy
     assert packed.rejected.examples["missing_field"].startswith(f"{archive} (BTCUSDT-trades-2024-01-01.csv inside) line 151")
@@ -55,7 +56,7 @@ def test_cli_backtest_and_resume_of_a_zip(tmp_path: Path, capsys) -> None:
     out = tmp_path / "answers.parquet"
     assert main(["backtest", str(archive), "--out", str(out), "--quiet"]) == 0
     err = capsys.readouterr().err
-    assert "read its one file, ETHUSDT-trades-2024-01-01.csv" in err and "stream ETHUSDT" in err
+    assert "read ETHUSDT-trades-2024-01-01.csv, its one file" in err and "stream ETHUSDT" in err
     assert out.stat().st_size > 0
     # a resume is keyed on the archive, not on its copy (unpacked again elsewhere): an interrupted run continues
     config, queries = ServiceConfig.from_dict({}), ROOT / "queries" / "examples" / "tick_model.yaml"
@@ -67,14 +68,29 @@ def test_cli_backtest_and_resume_of_a_zip(tmp_path: Path, capsys) -> None:
     assert report.resumed_at > 0 and report.ticks == 600
 
 
-def test_a_zip_of_many_files_or_none_or_not_a_zip_is_refused_by_name(tmp_path: Path) -> None:
-    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+def test_a_zip_of_several_days_replays_them_merged_in_time(tmp_path: Path) -> None:
+    """A month's archive of daily files (as some vendors ship) reads as those files given in its order."""
+    day1, day2 = tmp_path / "SOLUSDT-trades-2024-01-01.csv", tmp_path / "SOLUSDT-trades-2024-01-02.csv"
+    binance_public_trades(day1)
+    binance_public_trades(day2, start_ms=1_704_153_600_000)
+    archive = zipped(tmp_path / "SOLUSDT-trades-2024-01.zip", day1, day2)
+    packed = FileReplay(archive)
+    assert packed.next_batch(10_000) == FileReplay([day1, day2]).next_batch(10_000)
+    assert [n for n in packed.notes if n.startswith("SOLUSDT-trades-2024-01.zip")] == [
+        "SOLUSDT-trades-2024-01.zip: read SOLUSDT-trades-2024-01-01.csv, file 1 of 2",
+        "SOLUSDT-trades-2024-01.zip: read SOLUSDT-trades-2024-01-02.csv, file 2 of 2"]
+
+
+def test_an_empty_zip_a_name_twice_or_not_a_zip_is_refused_by_name(tmp_path: Path) -> None:
+    a = tmp_path / "a.csv"
     binance_public_trades(a)
-    binance_public_trades(b)
-    with pytest.raises(ValueError, match=r"holds 2: a.csv, b.csv \(unpack it and give the files\)"):
-        FileReplay(zipped(tmp_path / "two.zip", a, b))
-    with pytest.raises(ValueError, match="holds 0"):
+    with pytest.raises(ValueError, match="holds no files"):
         FileReplay(zipped(tmp_path / "empty.zip"))
+    with zipfile.ZipFile(tmp_path / "twice.zip", "w") as z:
+        z.write(a, "x/a.csv")
+        z.write(a, "y/a.csv")
+    with pytest.raises(ValueError, match="holds 'a.csv' in more than one folder"):
+        FileReplay(tmp_path / "twice.zip")
     (tmp_path / "fake.zip").write_text("id,price\n1,2\n")
     with pytest.raises(ValueError, match="not a readable zip archive"):
         FileReplay(tmp_path / "fake.zip")
