@@ -69,16 +69,18 @@ def load_binance(d: Path, name: str, quotes: bool = True) -> RealDataset:
         pl.col("qty").alias("size"),
         pl.col("aggressor_side").alias("side"),
     )
-    bbo = pl.read_parquet(d / "bbo.parquet").select(
-        pl.col("local_ts_ns").alias("ts"),
-        pl.lit("quote").alias("kind"),
-        pl.col("bid_px").alias("bid"),
-        pl.col("ask_px").alias("ask"),
-        pl.col("bid_qty").alias("bid_size"),
-        pl.col("ask_qty").alias("ask_size"),
-    )
+    parts = [trades]
+    if quotes:  # the trades-only sets never read the quotes file
+        parts.append(pl.read_parquet(d / "bbo.parquet").select(
+            pl.col("local_ts_ns").alias("ts"),
+            pl.lit("quote").alias("kind"),
+            pl.col("bid_px").alias("bid"),
+            pl.col("ask_px").alias("ask"),
+            pl.col("bid_qty").alias("bid_size"),
+            pl.col("ask_qty").alias("ask_size"),
+        ))
     # Stable sort: same-ns events keep file order, trades before quotes (concat order).
-    merged = pl.concat([trades, bbo] if quotes else [trades], how="diagonal").sort("ts", maintain_order=True)
+    merged = pl.concat(parts, how="diagonal").sort("ts", maintain_order=True)
     rows = [{k: v for k, v in r.items() if v is not None} | {"stream": name} for r in merged.iter_rows(named=True)]
     return _validated(name, rows)
 
