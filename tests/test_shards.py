@@ -83,6 +83,19 @@ def by_topic(answers) -> dict[str, list]:
     return dict(topics)
 
 
+def ask(pipeline, stream: str, query: str):
+    """A registered query asked on ``stream`` now (computed for the asker, not from the cache): its answer."""
+    pipeline.ask(pipeline.registry.current(query), stream, ticket=7)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        report = pipeline.step()
+        for outcome in report.outcomes if report else ():
+            if outcome.job.ticket == 7:
+                assert outcome.error is None, outcome.error
+                return outcome.answer
+    raise AssertionError("the ask was not answered")
+
+
 def assert_same(a: dict, b: dict) -> None:
     assert a.keys() == b.keys()
     for topic in a:
@@ -116,8 +129,16 @@ def test_one_and_two_shards_answer_alike_and_a_restart_on_more_shards_continues(
     answers_two = by_topic(feed(two, batches))
     assert sorted(len(link.streams) for link in two.links) != [0, 4]  # both shards serve streams
     scores_two = two.stats()["scores"]["dir"]  # the front door scores what it publishes, as one engine does
+    asked_two, asked_local = ask(two, "SYN.C", "dir"), ask(local, "SYN.C", "dir")
     two.close()
     assert_same(expected, answers_two)
+    # an ask reads the stream's answer mix as one engine does: the shard computes the model's answer, the front
+    # door (which keeps the mixes) publishes the same mix of it
+    assert asked_two.seq == asked_local.seq == 0 and asked_two.version == asked_local.version
+    assert "model_probs" in asked_local.value and asked_local.value["probs"] != asked_local.value["model_probs"]
+    assert asked_two.value["answer"] == asked_local.value["answer"]
+    for key in ("probs", "model_probs"):
+        assert asked_two.value[key] == pytest.approx(asked_local.value[key], abs=TOL)
     scores_local = local.stats()["scores"]["dir"]
     assert scores_two["scored"] == scores_local["scored"] > 0 and scores_two["pending"] == scores_local["pending"]
     for key in ("accuracy", "brier", "prior_brier", "majority_accuracy"):

@@ -90,6 +90,7 @@ class ShardedPipeline:
         self.adaptation.compile = lambda name: (self.flash.compiled(self.registry.current(name))
                                                 if self.registry.current(name) is not None else None)
         self.shard_of: dict[str, ShardLink] = {}
+        self._asked: dict[Any, QuerySpec] = {}  # ask ticket in flight -> its spec (the reply is adapted here)
         self._expired: list[str] = []
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="shard-restore")
         self._owns_ray = connect(config.shards)
@@ -255,8 +256,9 @@ class ShardedPipeline:
             if answer is not None:
                 outcomes.append(JobOutcome(RemoteJob(None), answer))
         for ticket, wire, error, early in reply["replies"]:
-            outcomes.append(JobOutcome(RemoteJob(ticket, early), self._as_published(Answer(**wire)) if wire else None,
-                                       error))
+            spec = self._asked.pop(ticket, None)
+            answer = self._as_published(Answer(**wire), spec) if wire else None
+            outcomes.append(JobOutcome(RemoteJob(ticket, early), answer, error))
         self.progress.update(reply["progress"])
         link.reported_pending, link.shard_busy = reply["pending_tokens"], reply["busy"]
         if "stats" in reply:
@@ -286,11 +288,18 @@ class ShardedPipeline:
         self.scores.expect(answer, self.registry.current(answer.query))
         return answer
 
-    def _as_published(self, answer: Answer) -> Answer:
+    def _as_published(self, answer: Answer, spec: QuerySpec | None) -> Answer:
         """An ask's answer as this front door published it: one a shard answered early from its cache (seq > 0)
-        carries the shard's own seq; the same answer here has the topic's seq (seq 0: computed for the asker)."""
+        carries the shard's own seq; the same answer here has the topic's seq. One computed for the asker
+        (seq 0) is read through the stream's current answer mix, as one engine reads it (``keep=False``: an
+        ask never changes what is published): the shards answer with the model's own value, the mixes live
+        here."""
         if answer.seq == 0:
-            return answer
+            if spec is None:
+                return answer
+            value = self.adaptation.adapt(self.flash.compiled(spec), answer.stream, answer.value, answer.version,
+                                          keep=False)
+            return dataclasses.replace(answer, value=value)
         published = self.cache.get(answer.query, answer.stream)
         if published is not None and published.version == answer.version:
             return published
@@ -319,6 +328,7 @@ class ShardedPipeline:
         link.restarts += 1
         link.lost, link.not_before = True, 0.0
         for ticket in tickets:
+            self._asked.pop(ticket, None)
             outcomes.append(JobOutcome(RemoteJob(ticket), error=f"{link.name} was lost before answering; ask again"))
         link.buffer, link.buffered_tokens = [], 0  # logged: the restore reads them back
         link.reported_pending, link.shard_busy = 0, False
@@ -430,6 +440,7 @@ class ShardedPipeline:
             raise LookupError(f"stream {stream!r} is on {link.name}, which could not be restored ({link.failed}); "
                               f"its ticks are logged and are computed when the service restarts")
         registered = self.registry.current(spec.name) is spec
+        self._asked[ticket] = spec  # its answer is adapted here (``_as_published``)
         link.ops.append(("ask", ticket, stream, spec.name if registered else spec.to_dict()))
 
     def forget_query(self, name: str) -> None:
