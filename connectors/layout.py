@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import math
 import re
 from dataclasses import dataclass, replace
 from datetime import date as Date
@@ -24,6 +25,7 @@ from connectors.column_map import (
     BUYER_MAKER,
     DATE_FROM_NAME,
     LOBSTER_DIRECTION,
+    LOBSTER_EXECUTIONS,
     LOBSTER_NAMES,
     MAKER_SIDE,
     PRESETS,
@@ -220,6 +222,8 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     by_normal: dict[str, str] = {}
     for n in names:
         by_normal.setdefault(_normal(n), n)
+    if set(LOBSTER_NAMES) <= set(by_normal):
+        return _lobster_named(by_normal, schema, first)
     found: dict[str, str] = {}
     for field_name, candidates in FIELD_NAMES.items():
         if column := next((by_normal[c] for c in candidates if c in by_normal), None):
@@ -251,6 +255,33 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
         extra["price_scale"] = 1e9
     unit, ts_format = _detected_unit(ts, schema.get(ts), first)
     return ColumnMap(ts=ts, ts_unit=unit, ts_format=ts_format, stream_col=stream_col, **found, **extra)
+
+
+def _lobster_named(by_normal: Mapping[str, str], schema: Mapping[str, pl.DataType],
+                   first: Callable[..., Any] | None) -> ColumnMap:
+    """A LOBSTER message file with its columns named (a converted copy: Parquet, a CSV with a header), read as the
+    lobster-messages preset reads the original: executions only, at the resting order's opposite side. A converted
+    copy may already hold datetimes or prices in dollars: seconds after midnight only when the time is a number
+    of seconds in a day, and prices / 10000 only when the first one is a whole number."""
+    base = PRESETS["lobster-messages"]
+    columns = {field: by_normal[getattr(base, field)] for field in ("ts", "price", "size", "side")}
+    keep = {by_normal["type"]: LOBSTER_EXECUTIONS}
+    time, price = (first(columns[f]) if first is not None else None for f in ("ts", "price"))
+    try:
+        seconds = float(time)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    time_of_day = not isinstance(schema.get(columns["ts"]), (pl.Datetime, pl.Date)) and 0 <= seconds < 86_400
+    try:
+        whole = float(price).is_integer()
+    except (TypeError, ValueError):
+        whole = False
+    when = {} if time_of_day else dict(zip(("ts_unit", "ts_format"), _detected_unit(columns["ts"],
+                                                                                   schema.get(columns["ts"]), first)))
+    # preset=None: a refinement (--columns on top) rebuilds from the preset's keys, which name no header
+    return replace(base, names=None, keep=keep, preset=None, **columns, **when,
+                   date=base.date if time_of_day else None, tz=base.tz if time_of_day else None,
+                   price_scale=base.price_scale if whole else None)
 
 
 def _date_and_time(by_normal: Mapping[str, str], first: Callable[..., Any] | None) -> str | None:

@@ -151,6 +151,28 @@ def test_lobster_preset_reads_executions_at_the_aggressors_side(tmp_path: Path) 
     assert later[0].ts == LOBSTER_OPEN + 1_000_000_001 + (24 - 4) * 3600 * 10**9
 
 
+def test_lobster_messages_with_named_columns_read_as_the_preset_reads_them(tmp_path: Path) -> None:
+    """A LOBSTER file converted by its user (Parquet, or a CSV given a header) keeps LOBSTER's column names: read
+    without options as the preset reads the original. A copy already in dollars and datetimes is not rescaled."""
+    names = ("time", "type", "order_id", "size", "price", "direction")
+    table = pl.DataFrame(MESSAGES, schema=names, orient="row")
+    table.write_parquet(tmp_path / LOBSTER_NAME.replace(".csv", ".parquet"))
+    replay = FileReplay(tmp_path / LOBSTER_NAME.replace(".csv", ".parquet"))
+    expected = [Tick("AAPL", LOBSTER_OPEN + 1_000_000_001, "trade", price=585.33, size=10.0, side="sell"),
+                Tick("AAPL", LOBSTER_OPEN + 2_250_000_000, "trade", price=585.5, size=100.0, side="buy"),
+                Tick("AAPL", LOBSTER_OPEN + 3_000_000_000, "trade", price=585.92, size=18.0, side="buy")]
+    assert drain(replay) == expected
+    assert dict(replay.rejected) == {"filtered_out": 6}
+    assert "keep type in 4|5" in replay.notes[0] and "price_scale=10000" in replay.notes[0]
+    # in dollars, stamped in UTC, capitalised names, as a CSV with a header
+    converted = table.with_columns((pl.col("price") / 10_000).round(4),
+                                   (pl.lit(LOBSTER_OPEN - 34200 * 10**9) + (pl.col("time") * 1e9).round().cast(pl.Int64))
+                                   .cast(pl.Datetime("ns")).alias("time")).rename(str.capitalize)
+    converted.write_csv(tmp_path / "aapl.csv")
+    assert drain(FileReplay(tmp_path / "aapl.csv")) == [
+        Tick("aapl", t.ts, "trade", price=t.price, size=t.size, side=t.side) for t in expected]
+
+
 def test_lobster_file_renamed_needs_its_day_and_is_pointed_to_the_preset(tmp_path: Path) -> None:
     path = lobster_messages(tmp_path / "aapl-messages.csv", MESSAGES)
     with pytest.raises(ValueError, match=r"looks like a LOBSTER message file \(time,type,order_id,size,price,"
