@@ -51,7 +51,8 @@ class ColumnMap:
     fixed name (`stream`) or a column (`stream_col`); with neither, the file's
     stem. `kind` fixes "trade" or "quote"; None takes the kind whose columns
     are mapped, or, when both are, infers it per row (a row with a price is a
-    trade, one with both a price and a bid is rejected as `ambiguous_kind`). `side_map` translates raw side values, e.g. Binance's
+    trade; one with both, a trade printed with the quote it met, replays as two ticks at its time: the
+    quote, then the trade). `side_map` translates raw side values, e.g. Binance's
     `is_buyer_maker` {1: "sell", 0: "buy"}; values it does not map are read
     by SIDE_WORDS (buy/sell/b/s in any case, Databento's A (sell) and N
     (none), 1/+1 buy, -1 sell, 0 and "unknown" none), and any other value is

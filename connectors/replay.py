@@ -37,7 +37,9 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     NUMERIC_FIELDS,
     PRESETS,
     PRICE_FIELDS,
+    QUOTE_FIELDS,
     TIME_OF_DAY,
+    TRADE_FIELDS,
     UNITS,
     VALUE_FIELDS,
     ColumnMap,
@@ -253,9 +255,16 @@ class _FilePlan:
         """(row number, wire map) per row, `chunk_rows` rows at a time."""
         convert = self._converter()
         for chunk in self.frame.collect_batches(chunk_size=chunk_rows, lazy=True):
-            yield [(row[-1], convert(row)) for row in chunk.rows()]
+            out = []
+            for row in chunk.rows():
+                wire = convert(row)
+                if type(wire) is tuple:  # a trade with the quote it met: the quote, then the trade
+                    out += [(row[-1], part) for part in wire]
+                else:
+                    out.append((row[-1], wire))
+            yield out
 
-    def _converter(self) -> Callable[[tuple], dict[str, Any] | InvalidTick]:
+    def _converter(self) -> Callable[[tuple], dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick]:
         cmap, factor = self.columns, self.ts_factor
         # A map with only one kind's columns fixes the kind, so a row missing its price reads as missing_field.
         kind = cmap.kind or (QUOTE if cmap.price is None else TRADE if cmap.bid is None else None)
@@ -265,7 +274,7 @@ class _FilePlan:
         pairs = tuple(enumerate(self.keys, start=1))
         left_out, kept = (keep_check(cmap.keep), len(self.keys) + 1) if cmap.keep else (None, 0)
 
-        def convert(row: tuple) -> dict[str, Any] | InvalidTick:
+        def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
             if left_out is not None and (why := left_out(row[kept:-1])):
                 return InvalidTick("filtered_out", why)
             out = dict(fixed)
@@ -279,9 +288,20 @@ class _FilePlan:
                     value = value / scale  # fixed point (LOBSTER, Databento); polars' x * (1/scale) is 1 ulp off
                 if value is not None:
                     out[key] = value
+            if kind is None and "price" in out and ("bid" in out or "ask" in out):
+                return _trade_and_quote(out)
             return out
 
         return convert
+
+
+def _trade_and_quote(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A row holding a trade and a quote (a trade printed with the book's best bid and offer, Coinbase Advanced
+    Trade's, TAQ joined with the NBBO): two ticks at its time, the quote first (the book the trade met)."""
+    common = {k: row[k] for k in ("ts", "stream") if k in row}
+    quote = {**common, "kind": QUOTE, **{k: row[k] for k in QUOTE_FIELDS if k in row}}
+    trade = {**common, "kind": TRADE, **{k: row[k] for k in TRADE_FIELDS if k in row}}
+    return quote, trade
 
 
 def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:

@@ -110,6 +110,27 @@ def test_coinbase_full_channel_dump_keeps_only_the_matches(tmp_path: Path) -> No
         f"out (it keeps match, last_match); not an error")
 
 
+def test_trades_printed_with_their_quote_replay_as_the_quote_then_the_trade(tmp_path: Path) -> None:
+    """Coinbase Advanced Trade's trades carry the book's bid and ask (empty when it gives none): a row with both
+    is two ticks at its time, the quote the trade met first; a row of one kind stays one tick."""
+    rows = ["trade_id,product_id,price,size,time,side,bid,ask,exchange",
+            "601,BTC-USD,64000.12,0.5,2024-08-08T23:54:00.5Z,BUY,64000.11,64000.12,",
+            "602,BTC-USD,64000.11,0.25,2024-08-08T23:54:01Z,SELL,,,",
+            "603,BTC-USD,,,2024-08-08T23:54:02Z,,64000.10,64000.13,",
+            "604,BTC-USD,64000.13,0.1,2024-08-08T23:54:03Z,BUY,64000.10,,"]
+    (tmp_path / "advanced.csv").write_text("\n".join(rows) + "\n")
+    replay = FileReplay(tmp_path / "advanced.csv")
+    t0 = COINBASE_T0
+    assert drain(replay) == [
+        Tick("BTC-USD", t0 + 500_000_000, "quote", bid=64000.11, ask=64000.12),
+        Tick("BTC-USD", t0 + 500_000_000, "trade", price=64000.12, size=0.5, side="buy"),
+        Tick("BTC-USD", t0 + 1_000_000_000, "trade", price=64000.11, size=0.25, side="sell"),
+        Tick("BTC-USD", t0 + 2_000_000_000, "quote", bid=64000.10, ask=64000.13),
+        Tick("BTC-USD", t0 + 3_000_000_000, "trade", price=64000.13, size=0.1, side="buy")]
+    assert dict(replay.rejected) == {"missing_field": 1}  # 604's quote has no ask; its trade is read
+    assert any("a row with both replays as two ticks at its time, its quote then its trade" in n for n in replay.notes)
+
+
 def lobster_messages(path: Path, rows: list[tuple]) -> Path:
     """A LOBSTER message file: no header; time (s after midnight), type, order id, size, price x 10000,
     direction (the limit order's side: 1 buy, -1 sell)."""
