@@ -158,6 +158,8 @@ def test_clients_connect_to_the_endpoints_of_the_services_config_file(checkpoint
                  json.loads(capsys.readouterr().out)["ticks_in"] == 30)
         code, out, _ = run(capsys, "health", "--config", str(service_yaml))
         assert code == 0 and json.loads(out)["status"] == "serving"
+        code, out, err = run(capsys, "scores", "--json", "--config", str(service_yaml))
+        assert code == 0 and isinstance(json.loads(out), dict), err
         code, out, _ = run(capsys, "subscribe", "_", "--count", "1", "--config", str(service_yaml))
         assert code == 0 and out.startswith("_heartbeat/")
         code, _, err = run(capsys, "stats", "--config", str(tmp_path / "missing.yaml"))

@@ -285,8 +285,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _client_endpoints(args: argparse.Namespace) -> None:
-    """A client command's endpoints: its flag, else the --config file's (the engine's own), else the defaults."""
-    if args.command not in CLIENT_COMMANDS:
+    """A client command's endpoints: its flag, else the --config file's (the engine's own), else the defaults.
+    A client command is feed, subscribe, or any command with a --control flag."""
+    if args.command not in ("feed", "subscribe") and not hasattr(args, "control"):
         return
     from engine.service.config import ServiceConfig
 
@@ -306,8 +307,6 @@ def _client_endpoints(args: argparse.Namespace) -> None:
     elif args.control is None:
         args.control = connectable(endpoints.control) if endpoints else DEFAULT_CONTROL
 
-
-CLIENT_COMMANDS = ("feed", "subscribe", "register", "unregister", "list", "get", "answers", "ask", "stats", "health")
 
 
 def _service_config(path: Path | None, queries: Path | None = None, serving: bool = False,
@@ -404,6 +403,11 @@ def cmd_serve(args: argparse.Namespace) -> None:
         print(f"flashtick: {server.config.shards.count} engine shards (Ray actors) behind these sockets",
               file=sys.stderr, flush=True)
     print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()), file=sys.stderr, flush=True)
+    if not len(server.pipeline.registry):  # e.g. a config written for its ports only: say why nothing comes out
+        example = f" (the built-in model's examples: {EXAMPLE_QUERIES})" if _is_tick_model(server.config) else ""
+        print(f"flashtick: no standing queries are registered (no `queries:` file in the config, none saved in the "
+              f"data directory): nothing is published until you register some with `flashtick register FILE`"
+              f"{example}", file=sys.stderr, flush=True)
     curve = server.config.curve
     if curve.enabled:
         who = f"clients listed in {curve.clients_dir}" if curve.clients_dir else "any client with the server key"
