@@ -30,9 +30,12 @@ from typing import Any, Iterator
 from connectors.ticks import QUOTE, TRADE
 
 PRICE_SCALE = 1e9  # DBN prices are int64 in units of 1e-9
+F_LAST = 1 << 7  # DBN's flag on the last record of an exchange event (databento_dbn.F_LAST)
+UNDEF_PRICE = (1 << 63) - 1  # DBN's "no price" (an empty book side), as its fixed-point exports write it
 SCHEMAS = ("mbo", "mbp-1")
 AGGRESSOR = {"B": "buy", "A": "sell"}  # a trade's side is the aggressor's; N (none) leaves side unset
 BOOK_SIDES = ("B", "A")
+BOOK_SIDE = {"buy": "B", "sell": "A"}  # a resting order's side, as the reducer is given it -> the book's
 MIN_READ_BYTES = 1 << 16
 
 
@@ -104,6 +107,38 @@ class _Book:
         return None if bid is None or ask is None else (bid[0], bid[1], ask[0], ask[1])
 
 
+class BookReducer:
+    """The reduction above, one order-book record at a time: a trade for action `T`, a quote when the top of
+    book changed at the end of an event. DBN files and Databento's CSV/Parquet exports of the same schemas
+    (connectors/replay.py) go through it, so one feed replays alike from either. ``rebuild``: MBO (the book
+    rebuilt from its orders), else MBP-1 (each record carries its top level). Prices are in units of
+    ``scale`` (DBN's 1e-9 fixed point: 1e9; an export already read as prices: 1); sides are "buy" (the bid,
+    or a buying aggressor), "sell" or None."""
+
+    def __init__(self, rebuild: bool, scale: float) -> None:
+        self.rebuild, self.scale = rebuild, scale
+        self.books: dict[Any, _Book] = {}
+        self.shown: dict[Any, tuple[Any, Any, Any, Any]] = {}  # instrument -> last top of book emitted
+
+    def record(self, key: Any, stream: str, ts: int, action: str, side: str | None, price: Any, size: Any,
+               last: bool, order_id: Any = None, top: tuple[Any, Any, Any, Any] | None = None) -> dict[str, Any] | None:
+        """The tick one record makes (None: it makes none). ``top``: MBP-1's (bid, bid size, ask, ask size), None
+        while a side is empty."""
+        if self.rebuild:
+            top = _apply_mbo(self.books.setdefault(key, _Book()), action, BOOK_SIDE.get(side), order_id, price, size)
+        if action == "T":
+            wire = {"kind": TRADE, "stream": stream, "ts": ts, "price": price / self.scale, "size": float(size)}
+            if side is not None:
+                wire["side"] = side
+            return wire
+        if action != "F" and last and top is not None and self.shown.get(key) != top:
+            self.shown[key] = top
+            bid, bid_size, ask, ask_size = top
+            return {"kind": QUOTE, "stream": stream, "ts": ts, "bid": bid / self.scale, "ask": ask / self.scale,
+                    "bid_size": float(bid_size), "ask_size": float(ask_size)}
+        return None
+
+
 class DbnPlan:
     """One DBN file as replay reads it: decoded a block at a time, (record number, wire map) per tick."""
 
@@ -136,8 +171,7 @@ class DbnPlan:
         dbn = _dbn()
         decoder = _decoder(dbn, self.path)
         symbols = dict(self.symbols)
-        books: dict[int, _Book] = {}
-        shown: dict[int, tuple[int, int, int, int]] = {}  # instrument -> last top of book emitted
+        reducer = BookReducer(rebuild=self.schema == "mbo", scale=PRICE_SCALE)
         number = -1  # record number in the file, metadata excluded
         with open(self.path, "rb") as f:
             while block := f.read(max(MIN_READ_BYTES, chunk_rows * 64)):
@@ -151,32 +185,30 @@ class DbnPlan:
                         symbols[record.instrument_id] = record.stype_in_symbol
                         continue
                     if isinstance(record, dbn.MBOMsg):
-                        top = _apply_mbo(books.setdefault(record.instrument_id, _Book()), record)
+                        top = None
                     elif isinstance(record, dbn.MBP1Msg):
                         top = _top_of_mbp(record, dbn.UNDEF_PRICE)
                     else:  # status, definition, system and error records carry no ticks
                         continue
                     stream = symbols.get(record.instrument_id, str(record.instrument_id))
-                    action = str(record.action)
-                    if action == "T":
-                        out.append((number, _trade(record, stream)))
-                    elif action != "F" and record.flags & dbn.F_LAST and top is not None \
-                            and shown.get(record.instrument_id) != top:
-                        shown[record.instrument_id] = top
-                        out.append((number, _quote(record.ts_recv, stream, top)))
+                    tick = reducer.record(record.instrument_id, stream, record.ts_recv, str(record.action),
+                                          AGGRESSOR.get(str(record.side)), record.price, record.size,
+                                          bool(record.flags & F_LAST), getattr(record, "order_id", None), top)
+                    if tick is not None:
+                        out.append((number, tick))
                 if out:
                     yield out
 
 
-def _apply_mbo(book: _Book, record: Any) -> tuple[int, int, int, int] | None:
-    """Apply one MBO record to the instrument's book; the top of book after it."""
-    action, side = str(record.action), str(record.side)
+def _apply_mbo(book: _Book, action: str, side: str | None, order_id: Any, price: Any, size: Any
+               ) -> tuple[Any, Any, Any, Any] | None:
+    """Apply one MBO record (``side`` "B", "A" or None) to the instrument's book; the top of book after it."""
     if action == "A":
-        book.add(record.order_id, side, record.price, record.size)
+        book.add(order_id, side, price, size)
     elif action == "C":
-        book.cancel(record.order_id, record.size)
+        book.cancel(order_id, size)
     elif action == "M":
-        book.modify(record.order_id, side, record.price, record.size)
+        book.modify(order_id, side, price, size)
     elif action == "R":
         book.clear()
     return book.top()
@@ -187,20 +219,6 @@ def _top_of_mbp(record: Any, undefined: int) -> tuple[int, int, int, int] | None
     if level.bid_px == undefined or level.ask_px == undefined:
         return None
     return level.bid_px, level.bid_sz, level.ask_px, level.ask_sz
-
-
-def _trade(record: Any, stream: str) -> dict[str, Any]:
-    wire = {"kind": TRADE, "stream": stream, "ts": record.ts_recv, "price": record.price / PRICE_SCALE,
-            "size": float(record.size)}
-    if (side := AGGRESSOR.get(str(record.side))) is not None:
-        wire["side"] = side
-    return wire
-
-
-def _quote(ts: int, stream: str, top: tuple[int, int, int, int]) -> dict[str, Any]:
-    bid, bid_size, ask, ask_size = top
-    return {"kind": QUOTE, "stream": stream, "ts": ts, "bid": bid / PRICE_SCALE, "ask": ask / PRICE_SCALE,
-            "bid_size": float(bid_size), "ask_size": float(ask_size)}
 
 
 def _decoder(dbn: Any, path: Path) -> Any:

@@ -284,6 +284,16 @@ def _lobster_named(by_normal: Mapping[str, str], schema: Mapping[str, pl.DataTyp
                    price_scale=base.price_scale if whole else None)
 
 
+def databento_book(cmap: ColumnMap, schema: Mapping[str, Any]) -> str | None:
+    """"mbo" or "mbp-1" for a Databento export (CSV, Parquet) of order-book records: its record header, an
+    `action` column, and order ids (MBO) or a top level mapped as the quote (MBP-1). None for anything else,
+    its trades schema included (every row a trade, read as it is)."""
+    names = {_normal(n) for n in schema}
+    if not DATABENTO_HEADER <= names or "action" not in names:
+        return None
+    return "mbo" if "order_id" in names else "mbp-1" if cmap.bid is not None else None
+
+
 def _date_and_time(by_normal: Mapping[str, str], first: Callable[..., Any] | None) -> str | None:
     """`Date+Time` when the file has a date column and a column of times of day (`SYMBOL,DATE,TIME_M,...`)."""
     date = next((by_normal[c] for c in DATE_NAMES if c in by_normal), None)
@@ -456,7 +466,7 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
     if cmap.price is not None and cmap.size is None:
         notes.append(f"{path.name}: no size column: each price is a trade of size 1 (a price series); map size= "
                      f"if the file has sizes under another name")
-    if cmap.kind is None and cmap.price is not None and cmap.bid is not None:
+    if cmap.kind is None and cmap.price is not None and cmap.bid is not None and databento_book(cmap, names) is None:
         notes.append(f"{path.name}: it has trade ({cmap.price}) and quote ({cmap.bid}, {cmap.ask}) columns: a row "
                      f"with both replays as two ticks at its time, its quote then its trade; a map of one kind's "
                      f"columns (--columns ts=...,price=...,size=...) reads that kind only")

@@ -54,6 +54,7 @@ from connectors.layout import (
     DBN_SUFFIXES,
     PARQUET_SUFFIXES,
     Dialect,
+    databento_book,
     date_of,
     describe_map,
     detect_columns,
@@ -233,6 +234,7 @@ class _FilePlan:
     ts_factor: int  # ns per unit of the `_ts` column: 1 when the query computed ns already
     notes: tuple[str, ...] = ()  # what a user should know about how the file was read (a guessed layout, ...)
     origin: Path | None = None  # the zip archive `path` was unpacked from (connectors/archives.py), if any
+    book: str | None = None  # "mbo" / "mbp-1": Databento order-book records, reduced as DBN files are (`_book`)
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -260,7 +262,7 @@ class _FilePlan:
                 wire = convert(row)
                 if type(wire) is tuple:  # a trade with the quote it met: the quote, then the trade
                     out += [(row[-1], part) for part in wire]
-                else:
+                elif wire is not None:  # None: an order-book record that makes no tick
                     out.append((row[-1], wire))
             yield out
 
@@ -272,10 +274,12 @@ class _FilePlan:
         fixed = {k: v for k, v in (("stream", stream), ("kind", kind)) if v is not None}
         side_of, scale = side_lookup(cmap.side_map), cmap.price_scale
         pairs = tuple(enumerate(self.keys, start=1))
-        left_out, kept = (keep_check(cmap.keep), len(self.keys) + 1) if cmap.keep else (None, 0)
+        kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (`_book_columns`)
+        split = kind is None and self.book is None  # a row with a trade and a quote: both (an order book's: `_book`)
+        left_out, kept_end = (keep_check(cmap.keep), kept + len(cmap.keep)) if cmap.keep else (None, kept)
 
         def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
-            if left_out is not None and (why := left_out(row[kept:-1])):
+            if left_out is not None and (why := left_out(row[kept:kept_end])):
                 return InvalidTick("filtered_out", why)
             out = dict(fixed)
             if row[0] is not None:
@@ -288,11 +292,33 @@ class _FilePlan:
                     value = value / scale  # fixed point (LOBSTER, Databento); polars' x * (1/scale) is 1 ulp off
                 if value is not None:
                     out[key] = value
-            if kind is None and "price" in out and ("bid" in out or "ask" in out):
+            if split and "price" in out and ("bid" in out or "ask" in out):
                 return _trade_and_quote(out)
             return out
 
-        return convert
+        return convert if self.book is None else self._book(convert, kept_end)
+
+    def _book(self, convert: Callable[[tuple], Any], first: int) -> Callable[[tuple], Any]:
+        """Rows of a Databento order-book export (the columns `_book_columns` adds from ``first`` on) through
+        the DBN reader's reduction (connectors/dbn.py BookReducer): a trade for action T, a quote when the top of
+        book changed at the end of an event, nothing for the other records."""
+        from connectors.dbn import F_LAST, UNDEF_PRICE, BookReducer
+
+        reducer = BookReducer(rebuild=self.book == "mbo", scale=1.0)
+        undefined = UNDEF_PRICE / (self.columns.price_scale or 1)  # a fixed-point export's empty side, as read
+
+        def reduce(row: tuple) -> dict[str, Any] | InvalidTick | None:
+            wire = convert(row)
+            if isinstance(wire, InvalidTick) or "ts" not in wire or "stream" not in wire:
+                return wire  # rejected as it is
+            action, flags, order = row[first : first + 3]
+            quote = wire.get("bid"), wire.get("bid_size"), wire.get("ask"), wire.get("ask_size")
+            empty = None in quote or undefined in (quote[0], quote[2])
+            return reducer.record(wire["stream"], wire["stream"], wire["ts"], str(action), wire.get("side"),
+                                  wire.get("price"), wire.get("size", 0.0), flags is None or bool(flags & F_LAST),
+                                  order, None if empty else quote)
+
+        return reduce
 
 
 def _trade_and_quote(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -313,6 +339,7 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         from connectors.dbn import DbnPlan
 
         return DbnPlan(path)
+    given = cmap
     cmap, dialect, schema, notes = _layout(path, cmap)
     overrides = _csv_overrides(cmap) if is_csv(path) else None
     # what the scan below will read: date+time columns are joined as text
@@ -333,6 +360,11 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         exprs.append(pl.lit(1.0).alias("size"))
         keys.append("size")
     exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
+    book = None if isinstance(given, ColumnMap) else databento_book(cmap, schema)  # a whole map given is followed
+    if book is not None:
+        exprs += _book_columns(schema)
+        notes.append(f"{path.name}: Databento {book} records: trades (action T) and the top of book when it changes "
+                     f"at the end of an event, as a DBN file of the schema is read")
     rows = _scan(path, cmap.names, dialect, overrides).with_row_index(ROW)
     if is_csv(path):  # a blank line (often at the end) is no row at all
         rows = rows.filter(pl.any_horizontal(pl.all().exclude(ROW).is_not_null()))
@@ -352,7 +384,15 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
                      f"answer topics use '/' as their separator")
     if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
         notes += epoch_note(path, cmap, _scale(facts["first_ts"], factor))
-    return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes))
+    return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book)
+
+
+def _book_columns(schema: Mapping[str, Any]) -> list[pl.Expr]:
+    """A Databento export's action, flags and order id (null where the file has none), for `_FilePlan._book`."""
+    normal = {n.strip().lower(): n for n in schema}
+    return [pl.col(normal["action"]).cast(pl.String).alias("_action"),
+            (pl.col(normal["flags"]).cast(pl.Int64, strict=False) if "flags" in normal else pl.lit(None)).alias("_flags"),
+            (pl.col(normal["order_id"]) if "order_id" in normal else pl.lit(None)).alias("_order")]
 
 
 def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dialect | None, dict, list[str]]:

@@ -250,6 +250,53 @@ def test_polygon_flat_file_and_databento_csv_prices(tmp_path: Path) -> None:
     assert "price_scale=1e+09" in replay.notes[0]
 
 
+UNDEF = (1 << 63) - 1  # Databento's empty book side in its fixed-point exports
+QUARTER = 10**9 // 4
+
+
+def test_databento_order_book_exports_reduce_as_their_dbn_files_do(tmp_path: Path) -> None:
+    """Databento's CSV (and Parquet) exports of MBO and MBP-1 records: trades for action T, the top of book when it
+    changes at the end of an event, nothing for the other records; the same records as tests/test_replay_formats'
+    DBN files give the same ticks (here without the dbn extra)."""
+    t0 = US_OPEN
+    mbo = "ts_recv,ts_event,rtype,publisher_id,instrument_id,action,side,price,size,channel_id,order_id,flags," \
+          "ts_in_delta,sequence,symbol\n"
+    events = [  # (i, action, side, quarters, size, order id, last record of its event)
+        (1, "R", "N", None, 0, 0, True), (2, "A", "B", 21200, 5, 1, False), (3, "A", "A", 21201, 3, 2, True),
+        (4, "A", "B", 21199, 9, 3, True), (5, "T", "A", 21200, 2, 0, True), (6, "F", "B", 21200, 2, 1, True),
+        (7, "C", "B", 21200, 2, 1, True), (8, "C", "B", 21200, 3, 1, True), (9, "M", "A", 21202, 4, 2, True),
+        (10, "A", "A", 21203, 1, 4, True)]
+    (tmp_path / "es.mbo.csv").write_text(mbo + "".join(
+        f"{t0 + 10 * i},{t0 + i},160,1,7,{a},{side},{UNDEF if q is None else q * QUARTER},{size},0,{order},"
+        f"{128 if last else 0},0,{i},ESM4\n" for i, a, side, q, size, order, last in events))
+    replay = FileReplay(tmp_path / "es.mbo.csv")
+    got = [(t.ts - t0, t.kind, t.price or t.bid, t.size or t.ask, t.side or (t.bid_size, t.ask_size))
+           for t in drain(replay)]
+    assert got == [(30, "quote", 5300.0, 5300.25, (5.0, 3.0)),
+                   (50, "trade", 5300.0, 2.0, "sell"),
+                   (70, "quote", 5300.0, 5300.25, (3.0, 3.0)),
+                   (80, "quote", 5299.75, 5300.25, (9.0, 3.0)),
+                   (90, "quote", 5299.75, 5300.5, (9.0, 4.0))]
+    assert not replay.rejected and any("Databento mbo records" in n for n in replay.notes)
+
+    header = "ts_recv,ts_event,rtype,publisher_id,instrument_id,action,side,depth,price,size,flags,ts_in_delta," \
+             "sequence,bid_px_00,ask_px_00,bid_sz_00,ask_sz_00,bid_ct_00,ask_ct_00,symbol\n"
+    records = [(1, "A", "B", 80000, 4, 80000, None), (2, "A", "A", 80001, 6, 80000, 80001),
+               (3, "T", "B", 80001, 1, 80000, 80001), (4, "C", "A", 80001, 6, 80000, 80002)]
+    (tmp_path / "nq.mbp-1.csv").write_text(header + "".join(
+        f"{t0 + 10 * i},{t0 + i},1,1,9,{a},{side},0,{q * QUARTER},{size},128,0,{i},{bid * QUARTER},"
+        f"{UNDEF if ask is None else ask * QUARTER},4,6,1,1,NQM4\n" for i, a, side, q, size, bid, ask in records))
+    expected = [("NQM4", "quote", 20000.25, None), ("NQM4", "trade", 20000.25, "buy"),
+                ("NQM4", "quote", 20000.5, None)]
+    ticks = drain(FileReplay(tmp_path / "nq.mbp-1.csv"))
+    assert [(t.stream, t.kind, t.price or t.ask, t.side) for t in ticks] == expected
+    # the pretty export (prices as decimals, an empty side left empty), as Parquet
+    pl.read_csv(tmp_path / "nq.mbp-1.csv").with_columns(
+        *(pl.when(pl.col(c) == UNDEF).then(None).otherwise(pl.col(c) / 10**9).alias(c)
+          for c in ("price", "bid_px_00", "ask_px_00"))).write_parquet(tmp_path / "nq.mbp-1.parquet")
+    assert drain(FileReplay(tmp_path / "nq.mbp-1.parquet")) == ticks
+
+
 def test_european_decimal_commas_and_signed_sides(tmp_path: Path) -> None:
     (tmp_path / "sap_xetra.csv").write_text("Time;Symbol;Price;Size;Side\n" + "".join(
         f"02.01.2024 09:00:{i:02d},{100 + i};SAP;{171 + i % 3},{32 + i % 5:02d};{10 * (1 + i % 3)};"
