@@ -53,10 +53,11 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
            # bars (BAR_COLUMNS): stamped at their close where the file says when that is, else at their start
            "close_time", "window_end", "end_time", "window_start", "open_time", "start_time", "date"),
     "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id",
-               "instrument_name"),
+               "instrument_name", "instid", "inst_id",  # OKX's API (instId)
+               "sym_root"),  # TAQ's (SYM_ROOT, with SYM_SUFFIX for share classes)
     "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price"),  # close: a bar's
-    "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size"),
-    "side": ("side", "aggressor_side", "taker_side"),
+    "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size", "sz"),  # sz: OKX's API
+    "side": ("side", "aggressor_side", "taker_side", "buy/sell", "buy_sell"),  # buy/sell: Kraken's trade exports
     "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "best_bid_price", "bid_px_00"),
     "ask": ("ask", "ask_price", "ask_px", "best_ask", "askprice", "best_ask_price", "offer", "offer_price",
             "ask_px_00"),
@@ -314,9 +315,11 @@ def _detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any]
         except ValueError:
             formats = time_formats(value)
             return "datetime", formats[0] if len(formats) == 1 else None
-    if ts == "ts" or not isinstance(value, (int, float)) or isinstance(value, bool):
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "ns", None
-    return epoch_unit(value), None
+    unit = epoch_unit(value)
+    # `ts` is the wire layout's ns, unless its numbers are plainly ms or us of a present-day time (OKX's API `ts`)
+    return ("ns" if ts == "ts" and unit not in ("ms", "us") else unit), None
 
 
 def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...]) -> tuple[ColumnMap, str]:

@@ -138,6 +138,12 @@ def test_coinbase_and_kraken_trade_exports(tmp_path: Path) -> None:
     assert kraken[1] == Tick("XBTUSD", (T0 + 1) * 10**9, "trade", price=42290.2, size=0.0133)
     assert replay.notes == ["XBTUSD.csv: no header row; read as a time and two numbers (--csv-names time,price,size)"
                             ": ts=time (s), stream_name=XBTUSD, price=price, size=size"]
+    # Kraken's trade history with a header: `buy/sell` is the taker's side, b or s
+    (tmp_path / "kraken_XBTUSD.csv").write_text("price,volume,time,buy/sell,market/limit,miscellaneous\n" + "".join(
+        f"{42290.1 + 0.1 * (i % 7):.1f},{0.0123 + i / 1000:.8f},{T0 + i}.{1000 + i},{'bs'[i % 2]},l,\n"
+        for i in range(N)))
+    headed = drain(FileReplay(tmp_path / "kraken_XBTUSD.csv"))
+    assert [t.side for t in headed[:2]] == ["buy", "sell"] and headed[1].price == 42290.2 and headed[1].stream == "XBTUSD"
 
 
 def test_histdata_and_truefx_fx_ticks(tmp_path: Path, capsys) -> None:
@@ -215,6 +221,11 @@ def test_taq_like_trades_with_date_and_time_columns(tmp_path: Path) -> None:
     assert replay.notes == ["taq_trades_20240603.csv: no column map given; read as ts=DATE+TIME_M (datetime, "
                             "%Y%m%d %H:%M:%S%.f), stream=SYMBOL, price=PRICE, size=SIZE"]
     assert "--tz" in FileReplay(tmp_path / "taq_trades_20240603.csv").notes[1]  # without the zone: said
+    # WRDS TAQ's own names: the symbol is SYM_ROOT
+    (tmp_path / "wrds.csv").write_text("DATE,TIME_M,EX,SYM_ROOT,SYM_SUFFIX,TR_SCOND,SIZE,PRICE\n" + "".join(
+        f"2024-06-03,09:30:{i:02d}.{123456789 + i},Q,{'AAPL' if i % 2 else 'MSFT'},,@,{100 * (1 + i % 3)},"
+        f"{192.31 + 0.01 * (i % 5):.2f}\n" for i in range(N)))
+    assert drain(FileReplay(tmp_path / "wrds.csv", columns={"tz": "America/New_York"})) == ticks
 
 
 def test_polygon_flat_file_and_databento_csv_prices(tmp_path: Path) -> None:
