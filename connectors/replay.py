@@ -420,6 +420,12 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         if names is not None and cmap.names is None:
             cmap = replace(cmap, names=tuple(names))
         cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
+    if cmap.stream is not None and cmap.stream_col is None and \
+            (column := next((n for n in schema if n.strip().lower() == cmap.stream.strip().lower()), None)):
+        raise ValueError(f"{path}: the column map names one fixed stream, {cmap.stream!r}, which is also a column of "
+                         f"the file: every row would go to that one stream. For a stream per value of the column give "
+                         f"stream_col: {column} (inline: --columns ...,stream={column}); a fixed name that is no "
+                         f"column is stream: NAME (inline: stream_name=NAME)")
     cmap, stream_notes = stream_of(path, cmap, schema)
     cmap, day_notes = date_of(path, cmap)
     if missing := [c for c in cmap.source_columns() if c not in schema]:

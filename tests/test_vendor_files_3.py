@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 
 from conftest import tiny_tick_checkpoint
+from connectors.column_map import map_from_options
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from engine.service.cli import main
@@ -129,6 +130,22 @@ def test_trades_printed_with_their_quote_replay_as_the_quote_then_the_trade(tmp_
         Tick("BTC-USD", t0 + 3_000_000_000, "trade", price=64000.13, size=0.1, side="buy")]
     assert dict(replay.rejected) == {"missing_field": 1}  # 604's quote has no ask; its trade is read
     assert any("a row with both replays as two ticks at its time, its quote then its trade" in n for n in replay.notes)
+
+
+def test_a_fixed_stream_named_as_a_column_is_refused_with_the_key_that_reads_the_column(tmp_path: Path) -> None:
+    """In YAML `stream:` is one fixed name and `stream_col:` a column (inline: stream_name= and stream=): a YAML map
+    written `stream: symbol` for a file of many symbols would put them all in one stream called "symbol"."""
+    (tmp_path / "multi.csv").write_text("time,symbol,price,size\n" + "".join(
+        f"2024-01-02T00:00:{i:02d}Z,{'AB'[i % 2]},{100 + 100 * (i % 2)},1\n" for i in range(N)))
+    (tmp_path / "map.yaml").write_text("ts: time\nts_unit: datetime\nstream: symbol\nprice: price\nsize: size\n")
+    with pytest.raises(ValueError, match=r"names one fixed stream, 'symbol', which is also a column of the file.*"
+                                         r"stream_col: symbol \(inline: --columns ...,stream=symbol\)"):
+        FileReplay(tmp_path / "multi.csv", columns=map_from_options(columns=str(tmp_path / "map.yaml")))
+    assert main(["backtest", str(tmp_path / "multi.csv"), "--columns", str(tmp_path / "map.yaml"), "--out",
+                 str(tmp_path / "a.parquet")]) == 2
+    (tmp_path / "map.yaml").write_text("ts: time\nts_unit: datetime\nstream_col: symbol\nprice: price\nsize: size\n")
+    columns = map_from_options(columns=str(tmp_path / "map.yaml"))
+    assert {t.stream for t in drain(FileReplay(tmp_path / "multi.csv", columns=columns))} == {"A", "B"}
 
 
 def lobster_messages(path: Path, rows: list[tuple]) -> Path:
