@@ -53,6 +53,19 @@ def pack(ticks: SendItem | Sequence[SendItem]) -> tuple[bytes, int]:
     raise TypeError(f"send() takes a Tick, a dict or a list of them, got {type(ticks).__name__}")
 
 
+def check_endpoint(endpoint: Any, what: str = "endpoint") -> str:
+    """An endpoint a client connects to: `transport://address`, and for tcp a port in 1..65535 (ZeroMQ takes
+    tcp://host:99999 and then waits for ever)."""
+    if not isinstance(endpoint, str) or "://" not in endpoint:
+        raise ValueError(f"{what} must look like 'tcp://host:port', got {endpoint!r}")
+    if endpoint.startswith("tcp://"):
+        port = endpoint.rsplit(":", 1)[-1] if endpoint.count(":") >= 2 else ""
+        if not (port.isdigit() and 1 <= int(port) <= 65535):
+            raise ValueError(f"{what} {endpoint!r}: a tcp endpoint needs a port from 1 to 65535 after the host "
+                             f"('tcp://127.0.0.1:5555')")
+    return endpoint
+
+
 def _check_ms(name: str, value: Any, *, none_ok: bool) -> None:
     if value is None and none_ok:
         return
@@ -88,8 +101,7 @@ class FeedClient:
         server_public_key: bytes | None = None,
         client_keypair: tuple[bytes, bytes] | None = None,
     ) -> None:
-        if not isinstance(endpoint, str) or "://" not in endpoint:
-            raise ValueError(f"endpoint must look like 'tcp://host:port', got {endpoint!r}")
+        check_endpoint(endpoint)
         if isinstance(hwm, bool) or not isinstance(hwm, int) or hwm < 0:
             raise ValueError(f"hwm must be an int >= 0 (0 = unbounded), got {hwm!r}")
         _check_ms("send_timeout_ms", send_timeout_ms, none_ok=True)
@@ -161,9 +173,7 @@ class RejectWatch:
 
     def __init__(self, endpoint: str, *, context: zmq.Context | None = None, server_public_key: bytes | None = None,
                  client_keypair: tuple[bytes, bytes] | None = None) -> None:
-        if not isinstance(endpoint, str) or "://" not in endpoint:
-            raise ValueError(f"answers endpoint must look like 'tcp://host:port', got {endpoint!r}")
-        self.endpoint = endpoint
+        self.endpoint = check_endpoint(endpoint, "answers endpoint")
         self._sock = (context or zmq.Context.instance()).socket(zmq.SUB)
         self._sock.setsockopt(zmq.LINGER, 0)
         if server_public_key:  # the same CURVE identity as the feed's (see FeedClient)

@@ -152,6 +152,7 @@ class _Doc:
 
     def query(self, node: yaml.Node, index: int, questions: Mapping[str, NamedQuestion] | None) -> QuerySpec:
         label = f"query #{index + 1}"
+        _untagged(node, self, label)
         if not isinstance(node, yaml.MappingNode):
             raise self.error(f"each query must be a mapping of keys, got a {node.id}", node, label)
         pairs = self.pairs(node, label)
@@ -209,10 +210,21 @@ def _too_big(size: str, limit: int, source: str) -> QuerySpecError:
     return QuerySpecError(f"the document is {size}, over the limit of {limit} (max_yaml_bytes)", source=source)
 
 
+def _untagged(node: yaml.Node, doc: _Doc, query: str | None = None) -> yaml.Node:
+    """A document's mapping or list as written, or an error naming the tag it carries: a tag such as
+    `!!python/object` on a collection is never ignored, and never constructed."""
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_COLLECTIONS:
+        tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+        raise doc.error(f"the tag {excerpt(tag)} is not allowed: a query document holds plain mappings, lists and "
+                        f"scalars", node, query)
+    return node
+
+
 def _query_nodes(root: yaml.Node | None, doc: _Doc) -> list[yaml.Node]:
     form = "a mapping with a single key 'queries' holding a list of queries"
     if root is None:
         raise doc.error(f"empty document; expected {form}", None)
+    _untagged(root, doc)
     if not isinstance(root, yaml.MappingNode):
         hint = " (put the list under 'queries:')" if isinstance(root, yaml.SequenceNode) else ""
         raise doc.error(f"expected {form}, got a {root.id}{hint}", root)
@@ -222,7 +234,7 @@ def _query_nodes(root: yaml.Node | None, doc: _Doc) -> list[yaml.Node]:
             raise doc.error(f"unknown top-level key {excerpt(key)} (allowed: queries)", key_node)
     if "queries" not in top:
         raise doc.error(f"missing key 'queries'; expected {form}", root)
-    seq = top["queries"][1]
+    seq = _untagged(top["queries"][1], doc)
     if not isinstance(seq, yaml.SequenceNode):
         raise doc.error(f"'queries' must be a list of query mappings, got {seq.id}", seq)
     if len(seq.value) > doc.limits.max_queries:

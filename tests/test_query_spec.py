@@ -194,6 +194,18 @@ def test_rejections_name_file_line_and_reason(body, line, reason):
     assert err.line == line and err.source == "queries.yaml"
 
 
+@pytest.mark.parametrize("text, line", [
+    ("queries:\n  - !!python/object:argparse.Namespace {name: d, streams: [a], kind: surprise}\n", 2),
+    ("queries: !!python/object/apply:os.system ['true']\n", 1),
+    ("!!python/object:x\nqueries: []\n", 1),
+])
+def test_a_tag_on_a_collection_is_refused_not_ignored(text, line):
+    """A tagged mapping or list is refused by its tag: neither ignored (the query registered as if plain) nor built."""
+    err = rejected(text)
+    assert err.line == line and "is not allowed: a query document holds plain mappings, lists and scalars" in str(err)
+    assert "!!python/object" in str(err)
+
+
 def test_query_name_is_in_the_message():
     err = rejected(doc("name: dir\n    streams: [a]\n    kind: surprise\n    trigerr: batch"))
     assert str(err).startswith("queries.yaml:5: query 'dir': unknown key 'trigerr'")

@@ -135,6 +135,8 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
     answer is still computed and written, and the realised answers of the scored ones lie wholly after the cut.
     `note` is told, before the run, what a user should know about how the files are read (FileReplay.notes).
     """
+    if isinstance(batch_ms, bool) or not isinstance(batch_ms, (int, float)) or not 0 < batch_ms < math.inf:
+        raise ValueError(f"batch_ms (--batch-ms) must be a number of milliseconds > 0, got {batch_ms!r}")
     if checkpoint_s <= 0:
         raise ValueError(f"checkpoint_s must be > 0, got {checkpoint_s}")
     if test_from is not None and not 0 < test_from < 1:

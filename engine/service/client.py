@@ -28,7 +28,7 @@ from typing import Any
 import msgpack
 import zmq
 
-from connectors.feed import HEARTBEAT_TOPIC
+from connectors.feed import HEARTBEAT_TOPIC, check_endpoint
 
 from engine.service.auth import HandshakeMonitor, curve_client
 
@@ -42,9 +42,13 @@ class ControlError(RuntimeError):
 
 class ControlClient:
     def __init__(self, endpoint: str, timeout_s: float = 30.0, server_public_key: bytes | None = None,
-                 client_keypair: tuple[bytes, bytes] | None = None) -> None:
-        self.endpoint = endpoint
+                 client_keypair: tuple[bytes, bytes] | None = None, connect_timeout_s: float = 10.0) -> None:
+        """``timeout_s``: for each reply; ``connect_timeout_s``: for a connection to be made at all (nothing
+        listening: an error after it, not after ``timeout_s``)."""
+        self.endpoint = check_endpoint(endpoint, "control endpoint")
         self.timeout_ms = int(timeout_s * 1000)
+        self._started = time.monotonic()
+        self._connect_by = self._started + min(connect_timeout_s, timeout_s)
         self._sock = zmq.Context.instance().socket(zmq.DEALER)
         self._sock.linger = 0
         curve_client(self._sock, server_public_key, client_keypair)
@@ -74,6 +78,9 @@ class ControlClient:
         refused = self._handshake.refused()
         if refused is not None:  # ZeroMQ would retry for ever; this will not change
             raise ControlError(f"{self.endpoint} refused the connection: {refused}")
+        if not self._handshake.connected and time.monotonic() >= self._connect_by:
+            raise ControlError(f"no connection to {self.endpoint}: nothing accepted it within "
+                               f"{self._connect_by - self._started:.0f} s; is the service running there?")
         if time.monotonic() >= deadline:
             raise ControlError(f"no reply from {self.endpoint} within {self.timeout_ms / 1000:.0f} s: "
                                f"{self._handshake.explain()}")
