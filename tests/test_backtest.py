@@ -100,6 +100,23 @@ def test_cli_errors_are_one_readable_line(setup, capsys) -> None:
     assert "unknown key 'modle'" in capsys.readouterr().err
 
 
+def test_a_backtest_that_cannot_answer_says_why(setup, tmp_path, capsys) -> None:
+    """A file of no rows is an error, not an empty success; a query whose streams match none of the file's is
+    named in a note."""
+    (tmp_path / "empty.csv").write_text("time,price,size\n")
+    argv = ["--queries", str(setup / "q.yaml"), "--config", str(setup / "engine.yaml"), "--quiet"]
+    assert main(["backtest", str(tmp_path / "empty.csv"), "--out", str(tmp_path / "e.parquet"), *argv]) == 2
+    assert "the files hold no ticks (no data rows" in capsys.readouterr().err
+    (tmp_path / "q.yaml").write_text(QUERIES + "  - {name: eth, streams: [ETH*], kind: surprise, trigger: batch}\n")
+    argv[1] = str(tmp_path / "q.yaml")
+    assert main(["backtest", str(setup / "ticks.parquet"), "--out", str(tmp_path / "a.parquet"), "--max-ticks", "300",
+                 *argv]) == 0
+    err = capsys.readouterr().err
+    assert "note: query 'eth' published no answer: its streams ['ETH*'] match none of the streams replayed (SYN.A, " \
+           "SYN.B, SYN.C, SYN.D)" in err
+    assert "'dir20' published no answer" not in err
+
+
 def test_serve_shuts_down_cleanly_on_sigterm(setup) -> None:
     config = setup / "serve.yaml"
     config.write_text((setup / "engine.yaml").read_text() + "endpoints: {ingest: 'tcp://127.0.0.1:0', "

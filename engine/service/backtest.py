@@ -172,11 +172,16 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
         parts.remove()
         raise NothingReplayed("every row was rejected, so there is nothing to backtest:\n"
                               + "\n".join(rejected_lines(rejected, replay.rejected.examples)))
+    if pipeline.ticks_in == 0 and not resume:
+        parts.remove()
+        raise NothingReplayed("the files hold no ticks (no data rows, or none before --max-ticks): nothing to "
+                              "backtest")
     table = _scored_table(pipeline, parts.table(), marks)
     write_atomically(out, table.write_parquet)
     parts.remove()  # the answers are whole in `out` now
     graded = table if test_from is None else later_slice(table, marks, test_from)
     scores = [_score(name, graded.filter(pl.col("query") == name)) for name in sorted(set(table["query"]))]
+    _say_silent_queries(pipeline, set(table["query"]), sorted(marks), note)
     out.with_suffix(".scores.json").write_text(json.dumps([vars(s) for s in scores], indent=2) + "\n")
     try:  # last: the answers and scores are on disk whatever happens here
         _plot_calibration(out, scores)
@@ -184,6 +189,21 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
     return BacktestReport(pipeline.ticks_in, rejected, table.height, out, scores, dict(replay.rejected.examples),
                           parts.resumed_at)
+
+
+def _say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: list[str],
+                        note: Callable[[str], None]) -> None:
+    """A note for each query that published nothing: its stream selector matched none of the streams replayed
+    (say which there were), or its trigger never fired."""
+    shown = ", ".join(streams[:8]) + (f", ... ({len(streams)} in all)" if len(streams) > 8 else "")
+    for spec in pipeline.registry.list():
+        if spec.name in answered:
+            continue
+        if not any(spec.matches(stream) for stream in streams):
+            note(f"query {spec.name!r} published no answer: its streams {list(spec.streams)} match none of the "
+                 f"streams replayed ({shown})")
+        else:
+            note(f"query {spec.name!r} published no answer: its trigger never fired on these ticks")
 
 
 def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, consumed: int,

@@ -474,6 +474,10 @@ def cmd_feed(args: argparse.Namespace) -> None:
         print(f"{sum(source.rejected.values())} rows of the files rejected:", *lines, sep="\n", file=sys.stderr)
         if stats.ticks == 0:
             raise ValueError("every row of the files was rejected; nothing was sent (reasons above)")
+    if stats.ticks == 0 and args.feed_source == "replay":
+        raise ValueError("the files hold no ticks (no data rows): nothing was sent")
+    if stats.rejected is not None and stats.ticks and sum(stats.rejected.values()) >= stats.ticks:
+        raise ValueError(f"the engine rejected every tick sent ({stats.ticks}; reasons above): none was accepted")
 
 
 def cmd_subscribe(args: argparse.Namespace) -> None:
