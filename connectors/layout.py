@@ -469,7 +469,8 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
     if cmap.price is not None and cmap.size is None:
         notes.append(f"{path.name}: no size column: each price is a trade of size 1 (a price series); map size= "
                      f"if the file has sizes under another name")
-    if cmap.kind is None and cmap.price is not None and cmap.bid is not None and databento_book(cmap, names) is None:
+    if cmap.kind is None and cmap.price is not None and cmap.bid is not None and "kind" not in columns \
+            and databento_book(cmap, names) is None:  # a `kind` column (the wire layout): one kind per row
         notes.append(f"{path.name}: it has trade ({cmap.price}) and quote ({cmap.bid}, {cmap.ask}) columns: a row "
                      f"with both replays as two ticks at its time, its quote then its trade; a map of one kind's "
                      f"columns (--columns ts=...,price=...,size=...) reads that kind only")

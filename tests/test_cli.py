@@ -166,6 +166,24 @@ def test_clients_connect_to_the_endpoints_of_the_services_config_file(checkpoint
         assert code == 2 and "missing.yaml" in err
 
 
+def test_feed_replay_that_the_engine_rejects_whole_exits_non_zero(checkpoint, tmp_path, capsys) -> None:
+    """A file older than what the engine has: every tick is ts_backwards, none is accepted, and the command says
+    so with exit code 2 instead of reporting a send."""
+    import polars as pl
+
+    ticks = SyntheticMarket(SyntheticConfig(seed=3)).next_batch(80)
+    pl.DataFrame([t.to_wire() for t in ticks[40:]]).write_parquet(tmp_path / "later.parquet")
+    pl.DataFrame([t.to_wire() for t in ticks[:20]]).write_parquet(tmp_path / "earlier.parquet")
+    assert {t.stream for t in ticks[:20]} <= {t.stream for t in ticks[40:]}
+    with serving(config(checkpoint, tmp_path)) as server:
+        argv = ["--endpoint", server.endpoints["ingest"], "--answers", server.endpoints["answers"]]
+        code, _, err = run(capsys, "feed", "replay", str(tmp_path / "later.parquet"), *argv)
+        assert code == 0, err
+        code, _, err = run(capsys, "feed", "replay", str(tmp_path / "earlier.parquet"), *argv)
+        assert code == 2 and "20 rejected (ts_backwards: 20)" in err, err
+        assert "the engine rejected every tick sent (20; reasons above): none was accepted" in err
+
+
 def test_wait_ready_means_nothing_published_after_it_is_missed(checkpoint, tmp_path) -> None:
     with serving(config(checkpoint, tmp_path)) as server, \
             AnswerSubscriber(server.endpoints["answers"], ["dir/"]) as answers:
