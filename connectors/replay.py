@@ -378,6 +378,8 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         raise ValueError(_time_hint(path, cmap, first))
     if facts["unsorted"]:  # stable: rows with equal timestamps keep their file order
         frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
+        notes.append(f"{path.name}: its rows are not in time order (newest first, or merged from several sources): "
+                     f"replayed sorted by time, rows of equal times in file order")
     factor = 1 if _ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
     if facts["slashes"]:
         notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "

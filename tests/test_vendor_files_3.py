@@ -52,7 +52,9 @@ def test_coinbase_rest_trades_read_flipped_with_the_preset_the_note_names(tmp_pa
                            Tick("BTC-USD", COINBASE_T0 + 1_123_457_000, "trade", price=64000.13, size=0.0013,
                                 side="sell")]
     assert [t.side for t in flipped] == [{"buy": "sell", "sell": "buy"}[t.side] for t in ticks]
-    assert replay.sorted_files == [tmp_path / "BTC-USD.csv"] and dict(replay.rejected) == {} and replay.notes == []
+    assert replay.sorted_files == [tmp_path / "BTC-USD.csv"] and dict(replay.rejected) == {}
+    assert replay.notes == ["BTC-USD.csv: its rows are not in time order (newest first, or merged from several "
+                            "sources): replayed sorted by time, rows of equal times in file order"]
     # Parquet straight from the JSON (prices and sizes as text), with the product the request named
     pl.DataFrame(trades).with_columns(product_id=pl.lit("ETH-USD")).write_parquet(tmp_path / "dump.parquet")
     replay = FileReplay(tmp_path / "dump.parquet", columns="coinbase-trades")
