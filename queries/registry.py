@@ -94,6 +94,16 @@ class Registry:
             self._snap = _Snapshot(MappingProxyType(merged), MappingProxyType(versions), version)
         return new
 
+    def restore_versions(self, version: int, versions: Mapping[str, int]) -> None:
+        """After a restart re-registered the saved queries: the registry version and each query's version as they
+        were before it (clients compare them; they never go backwards). Names not registered now are ignored."""
+        with self._lock:
+            old = self._snap
+            if version < old.version:
+                return
+            kept = {name: versions.get(name, v) for name, v in old.versions.items()}
+            self._snap = _Snapshot(old.specs, MappingProxyType(kept), version)
+
     def register_file(self, path: str | Path) -> list[QuerySpec]:
         return self.register(load_queries_file(path, self.questions, self.limits))
 
@@ -209,6 +219,12 @@ class Registry:
             return
         with self._lock:
             self._fired.setdefault(query, {})[stream] = _Fired(spec.trigger.cell(ticks, event_ts), ticks)
+
+    def unfire(self, query: str, stream: str) -> None:
+        """Take back a firing that ``due`` recorded but nothing answered: ``query`` fires on ``stream``'s next call
+        as on its first (a restart's answers owed: a query registered after the stream's last tick)."""
+        with self._lock:
+            self._fired.get(query, {}).pop(stream, None)
 
     def drop_stream(self, stream: str) -> None:
         """Forgets trigger state for a closed stream; it fires afresh if it comes back."""

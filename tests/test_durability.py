@@ -107,6 +107,36 @@ def test_a_restart_rebuilds_sessions_codec_state_and_queries_from_the_log(checkp
     assert sessions(recovered) == sessions(live)
 
 
+def test_a_restart_owes_a_query_only_the_ticks_after_it_was_registered(checkpoint, tmp_path) -> None:
+    """A query registered after a stream's ticks first answers on the stream's next batch; a restart in between
+    must not publish answers for it that a run without the restart never would (and the registry versions do
+    not go backwards). Ticks accepted after the registration but never answered before the stop are owed."""
+    from queries.yaml_loader import load_queries
+
+    ticks = SyntheticMarket(SyntheticConfig(seed=12)).next_batch(120)
+    first = TickPipeline(config(checkpoint, tmp_path / "data"))
+    feed_in_steps(first, ticks[:60])
+    first.register_queries(load_queries(QUERIES, "q.yaml", first.registry.questions))
+    first.register_queries(load_queries(QUERIES.replace("nll", "nll2"), "q.yaml", first.registry.questions))
+    first.unregister_query("nll2")
+    versions = first.registry.version, first.registry.query_version("dir")
+    first.close()
+
+    second = TickPipeline(config(checkpoint, tmp_path / "data"))
+    assert second.recovered == []  # registered after every tick: nothing owed
+    assert (second.registry.version, second.registry.query_version("dir")) == versions
+    streams = {t.stream for t in ticks[60:67]}
+    answers = feed_in_steps(second, ticks[60:67])  # the next batch: now they answer
+    assert {a.stream for a in answers if a.query == "dir"} == streams
+    # accepted after the registration, then stopped before a forward: owed at the next start
+    assert second.ingest_message(encode(ticks[67:80])) == []
+    second.close()
+    third = TickPipeline(config(checkpoint, tmp_path / "data"))
+    owed = [o.answer for o in third.recovered]
+    assert {a.stream for a in owed if a.query == "dir"} == {t.stream for t in ticks[67:80]}
+    third.close()
+
+
 def test_only_accepted_ticks_are_logged(checkpoint, tmp_path) -> None:
     pipeline = TickPipeline(ServiceConfig.from_dict({
         "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},

@@ -261,7 +261,18 @@ def test_a_killed_shard_is_restarted_and_rebuilt_with_no_tick_lost(checkpoint, t
         victim_streams = set(victim.streams)
         assert victim_streams and len(victim_streams) < 4
         killed_ns = time.time_ns()
+        pid = ray.get(victim.handle.__ray_call__.remote(lambda _: os.getpid()))
         ray.kill(victim.handle, no_restart=False)  # mid-feed: Ray restarts it, the front door rebuilds it
+        # ray.kill is asynchronous: on a loaded machine the old process could still take every call below, so
+        # the rest is sent once it is gone (a call fails, or the restarted process answers)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if ray.get(victim.handle.__ray_call__.remote(lambda _: os.getpid()), timeout=5) != pid:
+                    break
+            except ray.exceptions.RayError:
+                break
+            time.sleep(0.05)
         send(ticks[300:])
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

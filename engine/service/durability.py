@@ -5,6 +5,8 @@ starts again.
     DATA_DIR/ticks/         TickLog segments (engine/service/ticklog.py): every accepted item, in order
     DATA_DIR/answers/       the answer log (engine/service/answer_log.py): seqs, latest answers, gap fills
     DATA_DIR/queries.yaml   the registered queries, rewritten (atomically) on every register/unregister
+    DATA_DIR/queries.state.json  beside it: the registry's versions, and where each query started
+                            (RegistrationMarks), so a restart owes a query no answer on ticks from before it
     DATA_DIR/meta.json      the model and codec the logs were written with (a restart must use the same)
     DATA_DIR/lock           held (flock) by the one service using the directory
 
@@ -39,8 +41,83 @@ from engine.scheduler import AdmissionRefused
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
 from engine.service.ticklog import LogStats, TickLog, read
+from engine.jobs import ProbeJob, StreamProgress
 from queries.cache import AnswerCache
+from queries.flash import FlashQueries
 from queries.registry import Registry
+from queries.yaml_loader import load_queries_file
+
+
+class RegistrationMarks:
+    """Where each registered query starts: every stream's committed tick count when it was registered. A query
+    registered after a stream's ticks has no answer for them in a run that never stops (it first fires on the
+    stream's next batch), so after a restart it owes none either: ``owes`` says whether a stream has ticks past
+    the query's registration. Queries registered in one call share one snapshot (kept once on disk)."""
+
+    def __init__(self) -> None:
+        self.marks: dict[str, dict[str, int]] = {}  # query -> stream -> committed ticks when it was registered
+
+    def registered(self, names: list[str], progress: dict[str, int]) -> None:
+        snapshot = dict(progress)
+        for name in names:
+            self.marks[name] = snapshot
+
+    def removed(self, name: str) -> None:
+        self.marks.pop(name, None)
+
+    def owes(self, query: str, stream: str, ticks: int) -> bool:
+        """A query never answered on ``stream`` owes an answer at ``ticks`` only for ticks after it was registered
+        (a query the marks do not know, e.g. from a directory written before them: as before, owed)."""
+        return ticks > self.marks.get(query, {}).get(stream, 0)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        groups: dict[int, dict[str, Any]] = {}
+        for name, snapshot in self.marks.items():
+            groups.setdefault(id(snapshot), {"queries": [], "ticks": snapshot})["queries"].append(name)
+        return list(groups.values())
+
+    @classmethod
+    def from_marks(cls, marks: dict[str, dict[str, int]]) -> RegistrationMarks:
+        """From ``marks`` as a front door sends a shard its streams' (query -> stream -> ticks)."""
+        out = cls()
+        out.marks = {query: dict(snapshot) for query, snapshot in marks.items()}
+        return out
+
+    @classmethod
+    def from_json(cls, groups: list[dict[str, Any]]) -> RegistrationMarks:
+        marks = cls()
+        for group in groups:
+            marks.registered(list(group["queries"]), {str(k): int(v) for k, v in group["ticks"].items()})
+        return marks
+
+
+def register_changed(path: str, registry: Registry, forget_query: Callable[[str], None]) -> list[str]:
+    """The configured queries file on top of what a restart restored: a query that is new or differs is
+    (re)registered and starts afresh (``forget_query`` drops its old answers); one that is unchanged keeps its
+    answers, seqs and trigger state. Returns the names (re)registered."""
+    specs = load_queries_file(path, registry.questions, registry.limits)
+    changed = [spec for spec in specs if registry.current(spec.name) != spec]
+    if changed:
+        registry.register(changed)
+        for spec in changed:
+            forget_query(spec.name)
+    return [spec.name for spec in changed]
+
+
+def owed_jobs(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, flash: FlashQueries, stream: str,
+              progress: StreamProgress) -> list[ProbeJob]:
+    """After a restore, the probe work of the standing queries due on ``stream`` that the stopped process never
+    answered: due on ticks past its last answer, or, never answered on the stream, past its registration (one
+    registered after the stream's last tick is owed nothing: it fires on the stream's next batch, as it would
+    have without the restart)."""
+    jobs = []
+    for spec in registry.due(stream, progress.ticks, progress.event_ts):
+        last = cache.get(spec.name, stream)
+        if last is None and not marks.owes(spec.name, stream, progress.ticks):
+            registry.unfire(spec.name, stream)
+        elif last is None or last.version < progress.ticks:
+            jobs.append(flash.job_for(spec, stream))
+    return jobs
 
 
 class DataDir:
@@ -55,6 +132,7 @@ class DataDir:
         self._lock_file = _lock(self.root / "lock")
         _check_meta(self.root / "meta.json", written_by)
         self.queries_path = self.root / "queries.yaml"
+        self.state_path = self.root / "queries.state.json"
         self.read_stats = LogStats()
         self.log = TickLog(self.root / "ticks", fsync=config.fsync, group_ms=config.group_ms,
                            segment_bytes=config.segment_bytes, retention_bytes=config.retention_bytes,
@@ -77,13 +155,31 @@ class DataDir:
         """Log one accepted item; raises ticklog.LogWriteError (nothing logged) when the disk refuses."""
         self.log.append(msgpack.packb(item.to_record(), use_bin_type=True))
 
-    def save_queries(self, yaml_text: str) -> None:
-        """The registered queries, replaced atomically (a crash leaves the old or the new file, whole)."""
-        tmp = self.queries_path.with_suffix(".yaml.tmp")
-        tmp.write_text(yaml_text, encoding="utf-8")
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, self.queries_path)
+    def save_queries(self, yaml_text: str, registry: Registry, marks: RegistrationMarks) -> None:
+        """The registered queries, then their versions and registration marks, each replaced atomically (a crash
+        leaves the old or the new file, whole; state the queries file lacks is ignored when read)."""
+        snap = {"version": registry.version, "versions": {s.name: registry.query_version(s.name)
+                                                           for s in registry.list()}, "marks": marks.to_json()}
+        for path, text in ((self.queries_path, yaml_text), (self.state_path, json.dumps(snap))):
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(text, encoding="utf-8")
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+
+    def restore_queries(self, registry: Registry) -> RegistrationMarks:
+        """The saved queries registered again, with the versions and marks they had (none saved: fresh ones)."""
+        registry.register_file(self.queries_path)
+        try:
+            state = json.loads(self.state_path.read_text(encoding="utf-8"))
+            registry.restore_versions(int(state["version"]), {str(k): int(v) for k, v in state["versions"].items()})
+            return RegistrationMarks.from_json(state["marks"])
+        except FileNotFoundError:
+            return RegistrationMarks()
+        except (ValueError, KeyError, TypeError, AttributeError) as e:  # damaged: every query owes as before
+            print(f"flashtick: {self.state_path} is unreadable ({type(e).__name__}: {e}); query versions restart "
+                  f"and answers owed are computed for every stream", file=sys.stderr, flush=True)
+            return RegistrationMarks()
 
     def replay(self, encoders: StreamEncoders, engine: Engine,
                accepted: Callable[[EncodedTick], None] | None = None) -> int:

@@ -40,7 +40,7 @@ from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import TORCH_DTYPES, ConfigError, ServiceConfig
-from engine.service.durability import DataDir
+from engine.service.durability import DataDir, RegistrationMarks, owed_jobs, register_changed
 from engine.service.live_scores import LiveScores
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
@@ -49,7 +49,6 @@ from queries.flash import FlashQueries
 from queries.limits import QueryLimits
 from queries.registry import Registry
 from queries.spec import QuerySpec, dump_queries
-from queries.yaml_loader import load_queries_file
 
 
 
@@ -175,40 +174,34 @@ class TickPipeline:
         self.adaptation.compile = self._compiled_current
         self.data = DataDir(config.log, self.cache, written_by(config, self.codec)) if config.log.dir else None
         self.recovered: list[JobOutcome] = []  # answers owed at a restart: published first (Server)
+        self.marks = RegistrationMarks()  # where each query started: what a restart owes it
         if self.data is not None:
             if self.data.queries_path.is_file():  # what was registered before a restart, answers and all
-                self.registry.register_file(self.data.queries_path)
+                self.marks = self.data.restore_queries(self.registry)
             self.data.restore_answers(self.registry, self.history, self.adaptation)
-        if config.queries:
-            self._register_changed(config.queries)
+        changed = register_changed(config.queries, self.registry, self.forget_query) if config.queries else []
         if self.data is not None:
-            self.save_queries()
             self.ticks_in = self.data.replay(self.encoders, self.engine, accepted=self._accepted)
+            # a query the config changed is registered now, after every logged tick: it owes none of them
+            self.marks.registered(changed, self._committed())
+            self.save_queries()
             self.recovered = self._answers_owed()
 
     def _compiled_current(self, name: str) -> CompiledQuery | None:
         spec = self.registry.current(name)
         return self.flash.compiled(spec) if spec is not None else None
 
-    def _register_changed(self, path: str) -> None:
-        """The configured queries file on top of what a restart restored: a query that is new or differs is
-        (re)registered and starts afresh; one that is unchanged keeps its answers, seqs and trigger state."""
-        specs = load_queries_file(path, self.registry.questions, self.registry.limits)
-        changed = [spec for spec in specs if self.registry.current(spec.name) != spec]
-        if changed:
-            self.registry.register(changed)
-            for spec in changed:
-                self.forget_query(spec.name)
+    def _committed(self) -> dict[str, int]:
+        """Every stream's committed tick count (what a query registered now starts after)."""
+        return {stream: self.engine.progress(stream).ticks for stream in self.engine.scheduler.streams}
 
     def _answers_owed(self) -> list[JobOutcome]:
         """After a replay: standing queries due on ticks that were accepted but never answered before the
         process stopped (the answer log says how far each query got), computed now, once."""
         for stream in self.engine.scheduler.streams:
             progress = self.engine.progress(stream)
-            for spec in self.registry.due(stream, progress.ticks, progress.event_ts):
-                last = self.cache.get(spec.name, stream)
-                if last is None or last.version < progress.ticks:
-                    self.engine.ask(self.flash.job_for(spec, stream))
+            for job in owed_jobs(self.registry, self.cache, self.marks, self.flash, stream, progress):
+                self.engine.ask(job)
         return self._kept(self.engine.run_until_idle())
 
     def ingest(self, tick: Tick) -> None:
@@ -282,11 +275,13 @@ class TickPipeline:
         self.registry.register(specs)
         for spec in specs:
             self.forget_query(spec.name)
+        self.marks.registered([spec.name for spec in specs], self._committed())
         self.save_queries()
 
     def unregister_query(self, name: str) -> None:
         self.registry.unregister(name)
         self.forget_query(name)
+        self.marks.removed(name)
         self.save_queries()
 
     def answer_at_once(self, spec: QuerySpec, stream: str, max_stale_ticks: int | None
@@ -335,7 +330,7 @@ class TickPipeline:
     def save_queries(self) -> None:
         """Keep the registered queries in the data directory (after every register/unregister)."""
         if self.data is not None:
-            self.data.save_queries(dump_queries(self.registry.list()))
+            self.data.save_queries(dump_queries(self.registry.list()), self.registry, self.marks)
 
     def close(self) -> None:
         if self.data is not None:

@@ -35,6 +35,7 @@ from engine.engine import Engine
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, UnknownStream
 from engine.service.config import LogSection, ServiceConfig
+from engine.service.durability import RegistrationMarks, owed_jobs
 from engine.service.pipeline import freeze_heap, load_model_and_codec, thaw_heap
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import compile_query
@@ -109,7 +110,7 @@ class Shard:
     # -- restore -----------------------------------------------------------------------------------
 
     def restore(self, queries_yaml: str, latest: list[dict[str, Any]], items: dict[str, Any],
-                reset: bool = True) -> dict[str, Any]:
+                marks: dict[str, dict[str, int]] | None = None, reset: bool = True) -> dict[str, Any]:
         """Rebuild streams from their logged items (all of this shard's when ``reset``; else streams added to a
         live shard: a move), with trigger state from ``latest`` (the front door's latest answers of those
         streams), then compute the answers owed: due on ticks logged but never answered."""
@@ -131,7 +132,7 @@ class Shard:
                 refused += 1
         streams &= set(self.engine.scheduler.streams)
         forwards = self.engine.rebuild()
-        owed = self._answers_owed(streams)
+        owed = self._answers_owed(streams, RegistrationMarks.from_marks(marks or {}))
         self.restored = True
         freeze_heap()  # the shard is up: no collection walks its libraries, model and streams again
         progress = {stream: self.engine.progress(stream).ticks for stream in streams}
@@ -139,13 +140,10 @@ class Shard:
                     "s": time.perf_counter() - started, "started_ns": started_ns}
         return {**self._reply(owed, progress), "restored": restored}
 
-    def _answers_owed(self, streams: set[str]) -> list[JobOutcome]:
+    def _answers_owed(self, streams: set[str], marks: RegistrationMarks) -> list[JobOutcome]:
         for stream in streams:
-            progress = self.engine.progress(stream)
-            for spec in self.registry.due(stream, progress.ticks, progress.event_ts):
-                last = self.cache.get(spec.name, stream)
-                if last is None or last.version < progress.ticks:
-                    self.engine.ask(self.flash.job_for(spec, stream))
+            for job in owed_jobs(self.registry, self.cache, marks, self.flash, stream, self.engine.progress(stream)):
+                self.engine.ask(job)
         return self.engine.run_until_idle()
 
     def drop(self, streams: list[str]) -> None:

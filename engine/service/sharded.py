@@ -41,7 +41,7 @@ from engine.jobs import JobOutcome
 from engine.scheduler import StepReport, UnknownStream
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
-from engine.service.durability import DataDir
+from engine.service.durability import DataDir, RegistrationMarks, register_changed
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
 from engine.service.pipeline import build_codec, log_or_refuse, overloaded, written_by
@@ -55,7 +55,6 @@ from queries.flash import FlashQueries
 from queries.limits import QueryLimits
 from queries.registry import Registry
 from queries.spec import QuerySpec, dump_queries
-from queries.yaml_loader import load_queries_file
 
 WAIT_S = 0.002  # the longest a step waits for a shard's reply before the server polls its sockets again
 RETRY_S = 0.25  # a restore that found the actor not back yet is tried again this much later
@@ -91,6 +90,7 @@ class ShardedPipeline:
                                                 if self.registry.current(name) is not None else None)
         self.shard_of: dict[str, ShardLink] = {}
         self._asked: dict[Any, QuerySpec] = {}  # ask ticket in flight -> its spec (the reply is adapted here)
+        self.marks = RegistrationMarks()  # where each query started: what a restored shard owes it
         self._expired: list[str] = []
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="shard-restore")
         self._owns_ray = connect(config.shards)
@@ -125,25 +125,22 @@ class ShardedPipeline:
         """On start: registry and answers from the data directory, then every logged item through the
         encoders here (codec state, ordering guards) and to its stream's shard, which rebuilds from them."""
         if self.data.queries_path.is_file():
-            self.registry.register_file(self.data.queries_path)
+            self.marks = self.data.restore_queries(self.registry)
         self.data.restore_answers(self.registry, self.history, self.adaptation)
-        if self.config.queries:
-            specs = load_queries_file(self.config.queries, self.registry.questions, self.registry.limits)
-            changed = [spec for spec in specs if self.registry.current(spec.name) != spec]
-            if changed:
-                self.registry.register(changed)
-                for spec in changed:
-                    self.forget_query(spec.name)
-        self.save_queries()
+        changed = register_changed(self.config.queries, self.registry, self.forget_query) if self.config.queries else []
         items: dict[str, list[Item]] = {name: [] for name in self._names}
+        logged: Counter[str] = Counter()  # stream -> ticks in the log
 
         def book(item: EncodedTick) -> None:
             link = self._owner(item.stream)
             items[link.name].append((item.stream, item.tokens, item.ts, item.ticks))
+            logged[item.stream] += item.ticks
             self.adaptation.accepted(item)
             self.scores.accepted(item)
 
         self.ticks_in = self.data.replay_items(self.encoders, book)
+        self.marks.registered(changed, dict(logged))  # registered now, after every logged tick: owed none of them
+        self.save_queries()
         for link in self.links:
             link.lost = True  # until its restore is in
             self._send_restore(link, pack_items(items[link.name]))
@@ -382,7 +379,9 @@ class ShardedPipeline:
         link.call_version = self.registry.version
         link.call_tickets, link.call_streams = [], set()
         link.call_kind = "restore"
-        link.call = link.handle.restore.remote(queries, latest, packed)
+        marks = {query: {stream: ticks for stream, ticks in snapshot.items() if stream in link.streams}
+                 for query, snapshot in self.marks.marks.items()}
+        link.call = link.handle.restore.remote(queries, latest, packed, marks)
 
     # -- what the server asks of a pipeline ----------------------------------------------------------
 
@@ -411,6 +410,7 @@ class ShardedPipeline:
         self.registry.register(specs)
         for spec in specs:
             self.forget_query(spec.name)
+        self.marks.registered([spec.name for spec in specs], dict(self.progress))
         self.save_queries()
         for link in self.links:
             link.ops.append(("register", dump_queries(specs)))
@@ -418,6 +418,7 @@ class ShardedPipeline:
     def unregister_query(self, name: str) -> None:
         self.registry.unregister(name)
         self.forget_query(name)
+        self.marks.removed(name)
         self.save_queries()
         for link in self.links:
             link.ops.append(("unregister", name))
@@ -451,7 +452,7 @@ class ShardedPipeline:
         self.data.answers.forget_query(name)
 
     def save_queries(self) -> None:
-        self.data.save_queries(dump_queries(self.registry.list()))
+        self.data.save_queries(dump_queries(self.registry.list()), self.registry, self.marks)
 
     def expire_idle(self) -> list[str]:
         """Streams the shards dropped as idle (scheduler.stream_idle_s) since the last call, forgotten here."""
