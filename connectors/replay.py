@@ -521,7 +521,9 @@ class RejectCounter(Counter):
                           None)
             why = REJECT_HINTS.get(err.reason, "")
             if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null
-                why = ": empty, or not a time the map reads" if column == plan.column_of("ts") else \
+                skipped = getattr(getattr(plan, "columns", None), "tz", None)
+                clock = f", or a local time the clocks skipped in {skipped} (a DST change)" if skipped else ""
+                why = f": empty, or not a time the map reads{clock}" if column == plan.column_of("ts") else \
                     ": empty, or not a plain number (e.g. '12,345.6')" if column != plan.column_of("side") else ""
             self.examples[err.reason] = f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)
 
