@@ -77,8 +77,12 @@ class Registry:
         for spec in new if self.answerable is not None else ():
             try:
                 self.answerable(spec)
-            except ValueError as e:
-                raise e if isinstance(e, QuerySpecError) else QuerySpecError(str(e)) from None
+            except ValueError as e:  # named by its document and query (its lines are behind us here)
+                reason = e.reason if isinstance(e, QuerySpecError) else str(e)
+                named = f"query {excerpt(spec.name)}: "
+                reason = reason[len(named):] if reason.startswith(named) else reason
+                raise QuerySpecError(reason, source=source if isinstance(specs, str) else None,
+                                     query=spec.name) from None
         with self._lock:
             old = self._snap
             total = len(old.specs) + sum(1 for name in {s.name for s in new} if name not in old.specs)
