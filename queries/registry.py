@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from queries.limits import QueryLimits, excerpt
-from queries.spec import NamedQuestion, QuerySpec, QuerySpecError, check_limits, check_questions
+from queries.spec import DEFAULT_TOPIC, NamedQuestion, QuerySpec, QuerySpecError, check_limits, check_questions
 from queries.yaml_loader import load_queries, load_queries_file
 
 
@@ -39,6 +39,25 @@ class _Fired:
 
     cell: int | None
     ticks: int
+
+
+def _check_topic_namespaces(specs: Iterable[QuerySpec], new: set[str]) -> None:
+    """Topics beginning `NAME/` belong to the query NAME when it publishes on its default topic
+    (`{query}/{stream}/`): another query whose topic starts there would interleave its answers with NAME's on
+    NAME's own topics. Topics shared on purpose (`topic: alerts/` on several queries) stay allowed. The error
+    names the query of ``new`` (this registration's) that makes the clash."""
+    owners = {spec.name for spec in specs if spec.topic == DEFAULT_TOPIC}
+    for spec in specs:
+        if spec.topic == DEFAULT_TOPIC:
+            continue
+        prefix = spec.topic.replace("{query}", spec.name).split("{")[0]  # the literal start of its topics
+        owner = prefix.split("/")[0] if "/" in prefix else None
+        if owner is None or owner == spec.name or owner not in owners or not {spec.name, owner} & new:
+            continue
+        why = (f"query {excerpt(spec.name)} publishes on {excerpt(spec.topic)} and query {excerpt(owner)} on its "
+               f"default topics, {owner}/{{stream}}/: their answers would interleave there")
+        fix = "give it a topic of its own" if spec.name in new else "give it another name, or a topic of its own"
+        raise QuerySpecError(f"{why}; {fix}", query=spec.name if spec.name in new else owner, key="topic")
 
 
 class Registry:
@@ -93,6 +112,8 @@ class Registry:
             merged, versions = dict(old.specs), dict(old.versions)
             for spec in new:
                 merged[spec.name] = spec
+            _check_topic_namespaces(merged.values(), {spec.name for spec in new})
+            for spec in new:
                 versions[spec.name] = version
                 self._fired.pop(spec.name, None)
             self._snap = _Snapshot(MappingProxyType(merged), MappingProxyType(versions), version)

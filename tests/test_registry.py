@@ -191,3 +191,19 @@ def test_a_query_the_model_cannot_answer_is_refused_when_registered():
     with pytest.raises(QuerySpecError, match=r"question_tokens\[1\] = 999 is not below the vocabulary size"):
         reg.register([QuerySpec(name="toks", streams=("x",), kind="generate", question_tokens=(1, 999))])
     assert [s.name for s in reg.list()] == ["dir"] and reg.version == 1
+
+
+def test_a_query_may_not_publish_on_another_querys_default_topics():
+    """`dir20/{stream}/` are query dir20's topics: another query publishing there would interleave its answers
+    with dir20's (the reverse too: a new query named after a shared topic); a topic shared on purpose is fine."""
+    registry = Registry()
+    registry.register("queries:\n  - {name: dir20, streams: ['*'], kind: surprise}\n"
+                      "  - {name: a, streams: [A], kind: surprise, topic: shared/}\n"
+                      "  - {name: b, streams: [B], kind: surprise, topic: shared/}\n")
+    with pytest.raises(QuerySpecError, match=r"query 'dirx' publishes on 'dir20/\{stream\}/' and query 'dir20' on its "
+                                             r"default topics.*give it a topic of its own"):
+        registry.register("queries:\n  - {name: dirx, streams: ['*'], kind: surprise, topic: 'dir20/{stream}/'}\n")
+    with pytest.raises(QuerySpecError, match=r"query 'shared': query 'a' publishes on 'shared/'.*another name"):
+        registry.register("queries:\n  - {name: shared, streams: ['*'], kind: surprise}\n")
+    assert [s.name for s in registry.list()] == ["dir20", "a", "b"] and registry.version == 1
+    registry.register("queries:\n  - {name: c, streams: ['*'], kind: surprise, topic: 'shared/{stream}/'}\n")
