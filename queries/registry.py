@@ -77,8 +77,11 @@ class Registry:
 
     # ---- mutations: all or nothing, one version bump each ----
 
-    def register(self, specs: Iterable[QuerySpec] | str, source: str = "<string>") -> list[QuerySpec]:
-        """Adds or replaces queries from specs or YAML text; if any is invalid nothing changes.
+    def register(self, specs: Iterable[QuerySpec] | str, source: str = "<string>", restoring: bool = False
+                 ) -> list[QuerySpec]:
+        """Adds or replaces queries from specs or YAML text; if any is invalid nothing changes. ``restoring``:
+        queries a service registered before (a restart), taken as they were even where a later flashtick's
+        checks across queries (topic namespaces) would refuse them.
 
         A replaced query takes effect atomically, keeps its place in `list()`,
         gets a new per-query version, and starts its trigger state afresh.
@@ -112,7 +115,8 @@ class Registry:
             merged, versions = dict(old.specs), dict(old.versions)
             for spec in new:
                 merged[spec.name] = spec
-            _check_topic_namespaces(merged.values(), {spec.name for spec in new})
+            if not restoring:
+                _check_topic_namespaces(merged.values(), {spec.name for spec in new})
             for spec in new:
                 versions[spec.name] = version
                 self._fired.pop(spec.name, None)
@@ -129,8 +133,8 @@ class Registry:
             kept = {name: versions.get(name, v) for name, v in old.versions.items()}
             self._snap = _Snapshot(old.specs, MappingProxyType(kept), version)
 
-    def register_file(self, path: str | Path) -> list[QuerySpec]:
-        return self.register(load_queries_file(path, self.questions, self.limits))
+    def register_file(self, path: str | Path, restoring: bool = False) -> list[QuerySpec]:
+        return self.register(load_queries_file(path, self.questions, self.limits), restoring=restoring)
 
     def unregister(self, name: str) -> QuerySpec:
         """Removes a query and its trigger state; returns it. Unknown names raise UnknownQueryError."""

@@ -169,7 +169,7 @@ class DataDir:
 
     def restore_queries(self, registry: Registry) -> RegistrationMarks:
         """The saved queries registered again, with the versions and marks they had (none saved: fresh ones)."""
-        registry.register_file(self.queries_path)
+        registry.register_file(self.queries_path, restoring=True)
         try:
             state = json.loads(self.state_path.read_text(encoding="utf-8"))
             registry.restore_versions(int(state["version"]), {str(k): int(v) for k, v in state["versions"].items()})
