@@ -80,7 +80,7 @@ class Registry:
     def register(self, specs: Iterable[QuerySpec] | str, source: str = "<string>", restoring: bool = False
                  ) -> list[QuerySpec]:
         """Adds or replaces queries from specs or YAML text; if any is invalid nothing changes. ``restoring``:
-        queries a service registered before (a restart), taken as they were even where a later flashtick's
+        queries already accepted (a restart, a shard given its front door's), taken as they are even where a later flashtick's
         checks across queries (topic namespaces) would refuse them.
 
         A replaced query takes effect atomically, keeps its place in `list()`,

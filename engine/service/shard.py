@@ -119,7 +119,7 @@ class Shard:
             thaw_heap()  # the engine being replaced is collected as usual
             self._reset()
             if queries_yaml:
-                self.registry.register(queries_yaml, "front door")
+                self.registry.register(queries_yaml, "front door", restoring=True)
         answers = [Answer(**a) for a in latest]
         self.cache.restore(answers, {})
         for answer in answers:
@@ -189,7 +189,7 @@ class Shard:
     def _apply(self, op: tuple) -> list[JobOutcome]:
         kind = op[0]
         if kind == "register":  # already validated by the front door; applied in the same order
-            for spec in self.registry.register(op[1], "front door"):
+            for spec in self.registry.register(op[1], "front door", restoring=True):
                 self.cache.drop_query(spec.name)
                 self.flash.forget_query(spec.name)
         elif kind == "unregister":
