@@ -80,8 +80,8 @@ class Registry:
     def register(self, specs: Iterable[QuerySpec] | str, source: str = "<string>", restoring: bool = False
                  ) -> list[QuerySpec]:
         """Adds or replaces queries from specs or YAML text; if any is invalid nothing changes. ``restoring``:
-        queries already accepted (a restart, a shard given its front door's), taken as they are even where a later flashtick's
-        checks across queries (topic namespaces) would refuse them.
+        queries already accepted (a restart, a shard given its front door's), taken as they are even where a
+        later flashtick's checks across queries (topic namespaces) would refuse them.
 
         A replaced query takes effect atomically, keeps its place in `list()`,
         gets a new per-query version, and starts its trigger state afresh.
