@@ -259,6 +259,7 @@ MAKER_SIDE: dict[str, str] = {"buy": "sell", "sell": "buy"}
 # LOBSTER's `direction`, the resting limit order's side: an executed buy order (1) was hit by a seller.
 LOBSTER_DIRECTION: dict[str, str] = {"1": "sell", "-1": "buy"}
 LOBSTER_NAMES = ("time", "type", "order_id", "size", "price", "direction")
+BITSTAMP_TYPE: dict[str, str] = {"0": "buy", "1": "sell"}  # Bitstamp's transaction `type`: the taker bought (0) or sold
 LOBSTER_EXECUTIONS = [4, 5]  # executions of a visible (4) and a hidden (5) limit order
 
 PRESETS: dict[str, ColumnMap] = {
@@ -282,6 +283,10 @@ PRESETS: dict[str, ColumnMap] = {
         ts="close_time", ts_unit=EPOCH, kind=TRADE, price="close", size="volume",
         names=("open_time", "open", "high", "low", "close", "volume", "close_time", "quote_volume", "count",
                "taker_buy_volume", "taker_buy_quote_volume", "ignore")),
+    # Bitstamp's public transactions (`GET /api/v2/transactions/{pair}/`): epoch seconds, `type` 0 a buy and 1 a sell
+    # (the taker's side); the pair is in the request, so the stream comes from the file's name
+    "bitstamp-transactions": ColumnMap(ts="date", ts_unit="s", kind=TRADE, price="price", size="amount", side="type",
+                                       side_map=BITSTAMP_TYPE),
     # Coinbase Exchange REST `GET /products/{id}/trades`: `side` is the maker's. Never detected (its columns are any
     # trade file's); the stream is `product_id` when the file has one.
     "coinbase-trades": ColumnMap(ts="time", ts_unit="datetime", kind=TRADE, price="price", size="size", side="side",

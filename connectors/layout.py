@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 import polars as pl
 
 from connectors.column_map import (
+    BITSTAMP_TYPE,
     BUYER_MAKER,
     DATE_FROM_NAME,
     LOBSTER_DIRECTION,
@@ -75,12 +76,14 @@ DATABENTO_HEADER = {"rtype", "publisher_id", "instrument_id"}  # its CSVs' recor
 # Columns that, beside its own, a file must have for detection to pick a preset; None: never detected.
 PRESET_SIGNS: dict[str, frozenset[str] | None] = {
     "coinbase-matches": frozenset({"maker_order_id", "taker_order_id"}),  # only Coinbase's match messages
+    "bitstamp-transactions": frozenset({"tid"}),  # date, tid, price, type, amount: Bitstamp's own names
     "coinbase-trades": None,  # its columns are any trade file's: flipping their sides must not be a guess
     "lobster-messages": None,  # the refusal of a header-less file names it when the rows look like LOBSTER's
 }
 # Coinbase Exchange's REST trades (`GET /products/{id}/trades`), whose `side` is the maker's: a note names the preset
 COINBASE_TRADES = frozenset({"trade_id", "side", "size", "price", "time"})
 SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER, "the maker's side, read flipped": MAKER_SIDE,
+             "Bitstamp's type: 0 = buy, 1 = sell": BITSTAMP_TYPE,
              "the resting order's side: 1 = sell": LOBSTER_DIRECTION}  # named in notes
 
 # Datetime text that is not ISO 8601, in polars/chrono codes (`%.f`: an optional fraction of any length)

@@ -142,6 +142,12 @@ def test_coinbase_and_kraken_trade_exports(tmp_path: Path) -> None:
     (tmp_path / "kraken_XBTUSD.csv").write_text("price,volume,time,buy/sell,market/limit,miscellaneous\n" + "".join(
         f"{42290.1 + 0.1 * (i % 7):.1f},{0.0123 + i / 1000:.8f},{T0 + i}.{1000 + i},{'bs'[i % 2]},l,\n"
         for i in range(N)))
+    # Bitstamp's transactions: `type` 0 is a buy, 1 a sell (the taker's)
+    (tmp_path / "bitstamp_btcusd.csv").write_text("date,tid,price,type,amount\n" + "".join(
+        f"{T0 + i},{300000 + i},{42290 + i % 7},{i % 2},{0.0123 + i / 1000:.8f}\n" for i in range(N)))
+    bitstamp = drain(FileReplay(tmp_path / "bitstamp_btcusd.csv"))
+    assert bitstamp[:2] == [Tick("BTCUSD", T0 * 10**9, "trade", price=42290.0, size=0.0123, side="buy"),
+                            Tick("BTCUSD", (T0 + 1) * 10**9, "trade", price=42291.0, size=0.0133, side="sell")]
     headed = drain(FileReplay(tmp_path / "kraken_XBTUSD.csv"))
     assert [t.side for t in headed[:2]] == ["buy", "sell"] and headed[1].price == 42290.2 and headed[1].stream == "XBTUSD"
 

@@ -51,9 +51,9 @@ def _reading_options() -> argparse.ArgumentParser:
                                        "and printed. CSV delimiters (, ; tab |) and decimal commas are detected. "
                                        "--csv-names, --ts-unit, --ts-format, --tz and --date alone refine the "
                                        "detected layout.")
-    group.add_argument("--preset", help="column layout preset for every file: binance-trades, binance-bbo, "
-                                        "dukascopy, binance-public-trades, binance-public-aggtrades, "
-                                        "binance-public-klines, coinbase-trades, coinbase-matches, lobster-messages "
+    from connectors.column_map import PRESETS  # light (no torch): the presets offered are the ones there are
+
+    group.add_argument("--preset", help=f"column layout preset for every file: {', '.join(PRESETS)} "
                                         "(--columns keys override it)")
     group.add_argument("--columns", metavar="MAP", help="column map for every file: inline, e.g. "
                        "ts=time,price=px,size=qty,side=side,stream=symbol (stream= names the stream column, "
