@@ -17,6 +17,7 @@ from connectors.column_map import ColumnMap, map_from_options, parse_inline
 from connectors.replay import FileReplay, replay_ticks
 from engine.service.cli import main
 from engine.service.config import ConfigError, ServiceConfig
+from test_vendor_files_2 import MBO_TICKS, book_ticks  # the same records exported as CSV reduce alike
 
 QUERIES = "queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: {ticks: 5}}\n"
 NS = 1_000_000_000
@@ -198,13 +199,7 @@ def mbo_file(path: Path) -> Path:
 
 def test_dbn_mbo_is_reduced_to_trades_and_top_of_book(tmp_path: Path) -> None:
     replay = FileReplay(mbo_file(tmp_path / "es.mbo.dbn"))
-    got = [(t.ts - T0, t.kind, t.price or t.bid, t.size or t.ask, t.side or (t.bid_size, t.ask_size))
-           for t in drain(replay)]
-    assert got == [(30, "quote", 5300.0, 5300.25, (5.0, 3.0)),
-                   (50, "trade", 5300.0, 2.0, "sell"),
-                   (70, "quote", 5300.0, 5300.25, (3.0, 3.0)),
-                   (80, "quote", 5299.75, 5300.25, (9.0, 3.0)),
-                   (90, "quote", 5299.75, 5300.5, (9.0, 4.0))]
+    assert book_ticks(drain(replay), T0) == MBO_TICKS  # as the same records exported as CSV read
     assert {t.stream for t in drain(FileReplay(tmp_path / "es.mbo.dbn"))} == {"ESM4"} and not replay.rejected
 
 

@@ -268,6 +268,15 @@ def test_polygon_flat_file_and_databento_csv_prices(tmp_path: Path) -> None:
 
 
 UNDEF = (1 << 63) - 1  # Databento's empty book side in its fixed-point exports
+# What test_replay_formats' MBO records (and the same records exported as CSV below) reduce to:
+# (ns after the first, kind, price or bid, size or ask, side or (bid size, ask size))
+MBO_TICKS = [(30, "quote", 5300.0, 5300.25, (5.0, 3.0)), (50, "trade", 5300.0, 2.0, "sell"),
+             (70, "quote", 5300.0, 5300.25, (3.0, 3.0)), (80, "quote", 5299.75, 5300.25, (9.0, 3.0)),
+             (90, "quote", 5299.75, 5300.5, (9.0, 4.0))]
+
+
+def book_ticks(ticks: list[Tick], t0: int) -> list[tuple]:
+    return [(t.ts - t0, t.kind, t.price or t.bid, t.size or t.ask, t.side or (t.bid_size, t.ask_size)) for t in ticks]
 QUARTER = 10**9 // 4
 
 
@@ -287,13 +296,7 @@ def test_databento_order_book_exports_reduce_as_their_dbn_files_do(tmp_path: Pat
         f"{t0 + 10 * i},{t0 + i},160,1,7,{a},{side},{UNDEF if q is None else q * QUARTER},{size},0,{order},"
         f"{128 if last else 0},0,{i},ESM4\n" for i, a, side, q, size, order, last in events))
     replay = FileReplay(tmp_path / "es.mbo.csv")
-    got = [(t.ts - t0, t.kind, t.price or t.bid, t.size or t.ask, t.side or (t.bid_size, t.ask_size))
-           for t in drain(replay)]
-    assert got == [(30, "quote", 5300.0, 5300.25, (5.0, 3.0)),
-                   (50, "trade", 5300.0, 2.0, "sell"),
-                   (70, "quote", 5300.0, 5300.25, (3.0, 3.0)),
-                   (80, "quote", 5299.75, 5300.25, (9.0, 3.0)),
-                   (90, "quote", 5299.75, 5300.5, (9.0, 4.0))]
+    assert book_ticks(drain(replay), t0) == MBO_TICKS
     assert not replay.rejected and any("Databento mbo records" in n for n in replay.notes)
 
     header = "ts_recv,ts_event,rtype,publisher_id,instrument_id,action,side,depth,price,size,flags,ts_in_delta," \
