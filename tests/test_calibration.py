@@ -166,9 +166,12 @@ def test_train_writes_the_calibration_and_serve_loads_it(tmp_path: Path, capsys)
 
     ticks = write_ticks(tmp_path / "ticks.parquet", 6000)
     out = tmp_path / "model"
+    # an earlier checkpoint there, with a calibration the new weights must not inherit
     write_calibration(out.mkdir() or out, Calibration({"regime": AnswerCalibration(3.0)}, "stale"))
-    rc = main(["train", str(ticks), "--out", str(out), *TINY, "--steps", "2", "--batch", "2", "--eval-every", "2",
-               "--max-points", "400", "--resamples", "20", "--json"])
+    (out / "config.json").write_text("{}")
+    argv = ["train", str(ticks), "--out", str(out), *TINY, "--steps", "2", "--batch", "2"]
+    assert main(argv + ["--quiet"]) == 2 and "--overwrite to replace the checkpoint" in capsys.readouterr().err
+    rc = main([*argv, "--overwrite", "--eval-every", "2", "--max-points", "400", "--resamples", "20", "--json"])
     assert rc == 0, capsys.readouterr().err
     record = json.loads(capsys.readouterr().out)
     cal = Calibration.from_json((out / CALIBRATION_FILE).read_text())
@@ -183,8 +186,7 @@ def test_train_writes_the_calibration_and_serve_loads_it(tmp_path: Path, capsys)
     served = TickPipeline(config).codec.questions["direction_5"].calibration
     assert served == cal.questions["direction_5"] and not served.identity
     # No validation part: say so (final table and model card) and ship T = 1, b = 0.
-    rc = main(["train", str(ticks), "--out", str(out), *TINY, "--steps", "2", "--batch", "2", "--split", "70/30",
-               "--max-points", "200", "--resamples", "20", "--quiet"])
+    rc = main([*argv, "--overwrite", "--split", "70/30", "--max-points", "200", "--resamples", "20", "--quiet"])
     assert rc == 0, capsys.readouterr().err
     cal = Calibration.from_json((out / CALIBRATION_FILE).read_text())
     assert cal.identity and "no validation part" in cal.source

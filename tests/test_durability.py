@@ -137,6 +137,19 @@ def test_a_restart_owes_a_query_only_the_ticks_after_it_was_registered(checkpoin
     third.close()
 
 
+def test_a_data_directory_refuses_other_weights_under_the_same_model_id(tmp_path) -> None:
+    """A checkpoint retrained into the same directory keeps its name (the model id) but not its weights: the
+    logged sessions and answers are the old weights', so the directory refuses it, naming the weights."""
+    from engine.service.config import ConfigError
+
+    old = tiny_tick_checkpoint(tmp_path / "a" / "acme-model", seed=1, max_position_embeddings=256)
+    new = tiny_tick_checkpoint(tmp_path / "b" / "acme-model", seed=2, max_position_embeddings=256)
+    TickPipeline(config(old, tmp_path / "data")).close()
+    TickPipeline(config(old, tmp_path / "data")).close()  # the same weights again: fine
+    with pytest.raises(ConfigError, match=r"written by another model, weights or codec \(weights: "):
+        TickPipeline(config(new, tmp_path / "data"))
+
+
 def test_only_accepted_ticks_are_logged(checkpoint, tmp_path) -> None:
     pipeline = TickPipeline(ServiceConfig.from_dict({
         "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},

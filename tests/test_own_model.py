@@ -196,5 +196,5 @@ def test_a_data_directory_remembers_the_tokenizer(tmp_path) -> None:
     first, second = list(vocab)[-2:]
     vocab[first], vocab[second] = vocab[second], vocab[first]  # same size, other ids
     (model / "tokenizer.json").write_text(json.dumps(tokenizer))
-    with pytest.raises(ConfigError, match="written by another model or codec \\(tokenizer: "):
+    with pytest.raises(ConfigError, match="written by another model, weights or codec \\(tokenizer: "):
         TickPipeline(config)

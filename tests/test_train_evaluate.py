@@ -126,6 +126,17 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys) -> None:
     assert main(["train", str(f), "--out", str(tmp_path / "m"), *TINY, "--steps", "1"]) == 2
     err = capsys.readouterr().err
     assert "no stream is long enough" in err and re.search(r"this split needs [\d,]+ ticks in a stream", err)
+    # refused before any data is read: an --out that would be refused after a long run, sizes a fine-tune ignores
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "notes.txt").write_text("mine")
+    for argv, why in (([*TINY, "--out", str(f)], "is a file: give a directory"),
+                      ([*TINY, "--out", str(tmp_path / "taken")], "already holds notes.txt: give a new or empty"),
+                      ([*TINY, "--out", str(tmp_path / "taken"), "--overwrite"], "holds files but no checkpoint"),
+                      (["--out", str(tmp_path / "m"), "--hidden", "64"], "--hidden set the size of a new model"),
+                      ([*TINY, "--out", str(tmp_path / "m"), "--max-minutes", "0"], "--max-minutes must be > 0")):
+        assert main(["train", str(tmp_path / "never-read.csv"), *argv]) == 2
+        assert why in capsys.readouterr().err
+    assert (tmp_path / "taken" / "notes.txt").read_text() == "mine"
 
 
 @pytest.mark.parametrize("split", ["70/15/15", "60/40", "50/25/25"])

@@ -233,7 +233,8 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
 
     p = sub.add_parser("train", parents=[reading, data], help="fit a tick model to your own tick files and score it")
     p.add_argument("files", nargs="+", type=Path)
-    p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
+    p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write (new or empty)")
+    p.add_argument("--overwrite", action="store_true", help="replace the checkpoint already in --out")
     start = p.add_mutually_exclusive_group()
     start.add_argument("--from-scratch", action="store_true", help="a new model instead of fine-tuning")
     start.add_argument("--base", type=Path, metavar="DIR", help="checkpoint to fine-tune (default: the built-in model)")
@@ -252,9 +253,9 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
                    "(default 128)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or log lines, only the final table")
     size = p.add_argument_group("model size (with --from-scratch)")
-    for flag, default in (("hidden", 256), ("layers", 4), ("heads", 8), ("kv-heads", 4), ("intermediate", 512),
-                          ("window-ticks", 127)):
-        size.add_argument(f"--{flag}", type=int, default=default, help=f"(default {default})")
+    for flag, default in SIZE_FLAGS.items():
+        size.add_argument(f"--{flag.replace('_', '-')}", type=int, default=None, help=f"(default {default})")
+    p.add_argument("--window-ticks", type=int, default=127, help="ticks per training window (default 127)")
     size.add_argument("--codec-version", type=int, choices=(1, 2), default=None,
                       help="BinnedCodec spec: 1 absolute bins, 2 relative to each stream's scales (default: the "
                       "built-in model's)")
@@ -690,6 +691,25 @@ def _train_common(args: argparse.Namespace) -> tuple[Any, Any]:
         max_points=args.max_points, block=args.block, resamples=args.resamples, seed=args.seed)
 
 
+SIZE_FLAGS = {"hidden": 256, "layers": 4, "heads": 8, "kv_heads": 4, "intermediate": 512}  # a new model's
+
+
+def _check_train_out(out: Path, overwrite: bool) -> None:
+    """--out is a new or empty directory, or with --overwrite one that holds a checkpoint (nothing else)."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file: give a directory to write the checkpoint in")
+    held = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    if not held:
+        return
+    if not overwrite:
+        raise ValueError(f"--out {out} already holds {', '.join(held[:5])}{', ...' if len(held) > 5 else ''}: give a "
+                         f"new or empty directory, or --overwrite to replace the checkpoint there (a service whose "
+                         f"data directory was written with it will refuse the new weights)")
+    if not (out / "config.json").is_file():
+        raise ValueError(f"--out {out} holds files but no checkpoint (no config.json): --overwrite only replaces a "
+                         f"checkpoint; give a new or empty directory")
+
+
 def cmd_train(args: argparse.Namespace) -> None:
     import torch
 
@@ -698,10 +718,18 @@ def cmd_train(args: argparse.Namespace) -> None:
     from engine.service.finetune import FitOptions, fit
     from engine.service.train import TrainConfig
 
+    _check_train_out(args.out, args.overwrite)  # before any data is read: a long run must not end in a refusal
+    if args.max_minutes <= 0 or args.steps < 1:
+        raise ValueError(f"--max-minutes must be > 0 and --steps >= 1, got {args.max_minutes:g} and {args.steps}")
+    base = None if args.from_scratch else (args.base or BUILTIN_MODEL_DIR)
+    if base is not None and (given := [f"--{k.replace('_', '-')}" for k in SIZE_FLAGS if getattr(args, k) is not None]):
+        raise ValueError(f"{', '.join(given)} set the size of a new model: give --from-scratch, or leave them out "
+                         f"(a fine-tuned model keeps its base's size)")
+    for k, default in SIZE_FLAGS.items():
+        setattr(args, k, default if getattr(args, k) is None else getattr(args, k))
     split, evaluation = _train_common(args)
     if args.window_ticks < 63:  # the scheduler keeps room for rolls and probes: 256 positions at least
         raise ValueError(f"--window-ticks must be >= 63 for a model that serves, got {args.window_ticks}")
-    base = None if args.from_scratch else (args.base or BUILTIN_MODEL_DIR)
     lr = args.lr if args.lr is not None else (2e-3 if base is None else 5e-4)
     cfg = TrainConfig(seed=args.seed, steps=args.steps, batch=args.batch, lr=lr, warmup=min(40, args.steps // 10),
                       max_minutes=args.max_minutes, hidden=args.hidden, layers=args.layers, heads=args.heads,

@@ -290,8 +290,9 @@ def _check_meta(path: Path, written_by: dict[str, Any]) -> None:
     changed = ", ".join(f"{k}: {before.get(k)!r} -> {written_by.get(k)!r}"
                         for k in sorted(set(before) | set(written_by)) if k in before and before[k] != written_by.get(k))
     if changed:
-        raise ConfigError(f"data directory {path.parent} was written by another model or codec ({changed}); its "
-                          f"ticks would rebuild different sessions. Use another --data-dir, or move this one away")
+        raise ConfigError(f"data directory {path.parent} was written by another model, weights or codec ({changed}); "
+                          f"its sessions and answers belong to that one. Use another --data-dir, or move this one "
+                          f"away")
     if set(written_by) - set(before):
         path.write_text(json.dumps(before | written_by, indent=2) + "\n")
 

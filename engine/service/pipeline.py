@@ -33,7 +33,7 @@ from connectors.encoder import EncodedTick, Ingested, StreamEncoders
 from connectors.ticks import InvalidTick, Tick
 from engine.engine import Engine
 from engine.jobs import JobOutcome
-from engine.models import LlamaModel, load_model
+from engine.models import BUILTIN_MODEL_DIR, LlamaModel, load_model
 from engine.models.loader import read_config
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, StepReport
@@ -124,8 +124,23 @@ def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
     spec = codec.to_json() if isinstance(codec, BinnedCodec) else repr((dataclasses.asdict(codec.config),
                                                                         codec.vocab_size))
     meta = {"model": config.model.model_id, "codec": f"{type(codec).__name__}:"
-            f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}"}
+            f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}",
+            "weights": weights_fingerprint(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR)}
     return meta | ({"tokenizer": codec.fingerprint()} if isinstance(codec, TextCodec) else {})
+
+
+def weights_fingerprint(model_dir: Path, edge: int = 1 << 20) -> str:
+    """Which weights a checkpoint directory holds: each weights file's name, size and its first and last MiB
+    (retraining changes every tensor, so both ends; reading whole multi-GB files would slow every start)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in model_dir.iterdir() if p.suffix in (".safetensors", ".bin", ".pt", ".pth")):
+        size = path.stat().st_size
+        digest.update(f"{path.name}:{size}:".encode())
+        with open(path, "rb") as f:
+            digest.update(f.read(edge))
+            f.seek(max(size - edge, 0))
+            digest.update(f.read(edge))
+    return digest.hexdigest()[:16]
 
 
 def overloaded(pending_tokens: int, stream: str) -> InvalidTick:
