@@ -420,7 +420,9 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
     if preset_name is not None:
         spec = {"preset": preset_name, **spec}
     if not spec:
-        if given and detect:
+        if given and detect:  # checked on a stand-in map: a bad zone or unit is named now, not per file
+            unit = TIME_OF_DAY if "date" in given else "datetime"  # the units a zone or a day refines
+            ColumnMap.from_dict({"ts": "ts", "ts_unit": unit, "price": "price", "size": "size", **given})
             return given
         if given:
             verb = "refines" if len(given) == 1 else "refine"

@@ -38,7 +38,8 @@ def test_shipped_examples_load() -> None:
     ({"kv": {"cells": "4096"}}, r"kv.cells must be an integer or null, got '4096' \(quoted in the YAML: drop"),
     ({"endpoints": {"metrics_port": True}}, "endpoints.metrics_port must be an integer or null, got True"),
     ({"scheduler": {"header": [1, "a"]}}, r"scheduler.header must be a list of integers, got \(1, 'a'\)"),
-    ({"replay": {"ts_unit": "ms"}}, r"engine.yaml: replay: ts_unit refines a column map"),
+    ({"replay": {"ts_unit": "fortnights"}}, r"engine.yaml: replay: ts_unit must be one of"),
+    ({"replay": {"tz": "Nowhere/City"}}, r"engine.yaml: replay: unknown time zone"),
 ])
 def test_config_mistakes_are_named(raw: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

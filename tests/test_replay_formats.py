@@ -147,6 +147,9 @@ def test_config_replay_section(engine_files: Path, tmp_path: Path, capsys) -> No
                  "--columns", "ts=time,price=px,size=qty,stream_name=ONE"])  # replaces the section's map; ts_unit stays
     assert code == 0 and set(pl.read_parquet(tmp_path / "b.parquet")["stream"]) == {"ONE"}
     assert "replayed 60 ticks (0 rejected)" in capsys.readouterr().out
+    # as on the command line, a zone (or unit, day, ...) alone refines each file's detected layout
+    assert ServiceConfig.from_dict({"replay": {"tz": "America/New_York"}}).replay.column_map() == {
+        "tz": "America/New_York"}
     with pytest.raises(ConfigError, match=r"unknown key 'timezone' in section 'replay'"):
         ServiceConfig.from_dict({"replay": {"timezone": "UTC"}})
     with pytest.raises(ConfigError, match=r"replay: unknown time zone"):

@@ -269,9 +269,10 @@ class ReplaySection:
             raise ConfigError(f"replay: {e}") from None
 
     def column_map(self) -> dict[str, Any] | None:
-        """The map these keys describe (ColumnMap.from_dict form), or None: detect each file's layout."""
-        return map_from_options(self.preset, self.columns, names=self.names, ts_unit=self.ts_unit, tz=self.tz,
-                                date=self.date, ts_format=self.ts_format)
+        """The map these keys describe (ColumnMap.from_dict form), or None: detect each file's layout. As on the
+        command line, `tz`, `date`, ... alone refine each file's detected layout."""
+        return map_from_options(self.preset, self.columns, detect=True, names=self.names, ts_unit=self.ts_unit,
+                                tz=self.tz, date=self.date, ts_format=self.ts_format)
 
 
 @dataclass(frozen=True)
