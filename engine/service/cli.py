@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
@@ -207,12 +208,24 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_parsers(sub, reading)
 
     p = sub.add_parser("demo", help="the engine on the built-in model, a live feed and live answers")
-    p.add_argument("--seconds", type=float, default=20.0)
-    p.add_argument("--replay", type=Path, nargs="*", help="replay these files instead of the synthetic market")
-    p.add_argument("--rate", type=float, default=400.0, help="ticks per second fed (default 400)")
-    p.add_argument("--queries", type=Path, default=EXAMPLE_QUERIES)
+    p.add_argument("--seconds", type=_positive, default=20.0, help="how long it feeds (default 20)")
+    p.add_argument("--replay", type=Path, nargs="+", help="replay these files instead of the synthetic market")
+    p.add_argument("--rate", type=_positive, default=400.0, help="ticks per second fed (default 400)")
+    p.add_argument("--queries", type=Path, default=EXAMPLE_QUERIES, help="the standing queries (default: the "
+                   "built-in model's examples)")
     p.set_defaults(run=cmd_demo)
     return parser
+
+
+def _positive(text: str) -> float:
+    """An argparse type: a finite number > 0 (a usage error, exit 2, otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return value
 
 
 def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
