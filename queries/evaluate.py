@@ -113,8 +113,8 @@ def _tokenize(codec: QueryCodec, text: str | None, query: str) -> list[int]:
     tokens = None if text is None else codec.question_tokens(text)
     if tokens is None:
         raise QueryCompileError(
-            f"query {query!r}: question {text!r} is not a question of this model's codec and the codec "
-            f"cannot tokenize text (known questions: {sorted(codec.questions)})"
+            f"query {query!r}: question {text!r} is not a question of this model's codec, and a tick model cannot "
+            f"read free text: it answers {', '.join(sorted(codec.questions))}"
         )
     if not tokens:
         raise QueryCompileError(f"query {query!r}: {text!r} tokenizes to nothing")

@@ -445,10 +445,12 @@ def check_questions(spec: QuerySpec, questions: Mapping[str, NamedQuestion]) -> 
     known = questions.get(spec.question)
     if known is None:
         if spec.labels is None:  # with its own labels a one-word question is free text, not a codec name
+            # a codec with named questions is a tick model's, which reads no free text; a text model's has none
+            hint = ("a tick model answers only those" if questions else
+                    f"give '{'choices' if spec.kind == 'choice' else 'values'}' to ask it as text")
             names = ", ".join(questions) or "none: this model asks free-text questions"
             raise QuerySpecError(f"question {excerpt(spec.question)} is not one of the codec's questions ({names}); "
-                                 f"give '{'choices' if spec.kind == 'choice' else 'values'}' to ask it as text",
-                                 query=spec.name, key="question")
+                                 f"{hint}", query=spec.name, key="question")
         return
     if spec.kind == "expectation" and spec.values is None and not known.values:
         raise QuerySpecError(f"codec question {excerpt(spec.question)} has no values per label; an expectation "

@@ -39,7 +39,7 @@ def test_binned_codec_compiles_named_questions_and_refuses_free_text() -> None:
     assert codec.question_tokens("will it go up?") is None
     text = QuerySpec.from_dict({"name": "free", "streams": ["*"], "question": "will it go up?", "kind": "choice",
                                 "choices": ["up", "down"]})
-    with pytest.raises(QueryCompileError, match=r"cannot tokenize text \(known questions: \['direction_20'"):
+    with pytest.raises(QueryCompileError, match=r"a tick model cannot read free text: it answers direction_20, "):
         compile_query(text, codec)
     assert decode(codec, [*named.tokens, 10_000]) == "question:direction_20 10000"
 
