@@ -90,7 +90,9 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     rc = main(["backtest", str(ticks_file), "--model", str(out), "--queries",
                str(ROOT / "queries" / "examples" / "tick_model.yaml"), "--out", str(answers), "--max-ticks", "800",
                "--test-from", "0.5"])
-    assert rc == 0, capsys.readouterr().err
+    out_text, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "scored: the answers after the first 50% of each stream's ticks (--test-from 0.5)" in out_text
     table = pl.read_parquet(answers).filter(pl.col("query") == "dir20")
     assert table.height > 0 and table["correct"].is_not_null().sum() > 0
     # --test-from 0.5: every answer written, only those after the first half of each stream's ticks scored.

@@ -77,11 +77,16 @@ class BacktestReport:
     scores: list[QueryScore]
     rejected_examples: dict[str, str] = field(default_factory=dict)  # reason -> first rejected row, located
     resumed_at: int = 0  # replay ticks taken over from an interrupted run (0: a fresh run)
+    test_from: float | None = None  # only answers after this fraction of each stream's ticks were scored
+    model_path: str | None = None  # the checkpoint that answered (None: the built-in model)
 
     def summary(self) -> str:
         resumed = f", resumed after {self.resumed_at}" if self.resumed_at else ""
+        scored = ([f"scored: the answers after the first {self.test_from:.0%} of each stream's ticks (--test-from "
+                   f"{self.test_from:g}); every answer is in the file"] if self.test_from is not None else [])
         lines = [f"replayed {self.ticks} ticks ({sum(self.rejected.values())} rejected{resumed}), "
                  f"{self.answers} answers -> {self.out}", *rejected_lines(self.rejected, self.rejected_examples),
+                 *scored,
                  f"{'query':<16}{'answers':>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'freq.brier':>11}"
                  f"{'logloss':>9}{'model acc':>10}{'model brier':>12}  baseline accuracy"]
         fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
@@ -93,14 +98,17 @@ class BacktestReport:
         if any(s.model_accuracy is not None for s in self.scores):
             lines.append("accuracy, brier: the published (adapted) answers; model acc/brier: the model's own, before "
                          "adaptation (answers.adapt)")
+        # worse by more than the printed precision: "0.000 vs 0.000" is no finding
         unskilled = [s for s in self.scores if s.model_brier is not None and s.frequency_brier is not None
-                     and s.model_brier > s.frequency_brier]
+                     and s.model_brier > s.frequency_brier + 0.0005]
         if unskilled:
             worst = max(unskilled, key=lambda s: s.model_brier - s.frequency_brier)
+            fit = (" A model fitted to this feed: flashtick train FILES --out DIR, then --model DIR (docs/model.md)"
+                   if self.model_path is None else f" To fit this checkpoint further to this feed: flashtick train "
+                   f"FILES --base {self.model_path} --out NEW_DIR (docs/model.md)")
             lines.append(f"note: {', '.join(s.query for s in unskilled)}: the model's own answers score worse than "
                          f"the class frequencies as a constant forecast ({worst.query}: Brier {worst.model_brier:.3f} "
-                         f"vs {worst.frequency_brier:.3f}); what was published is the adapted mix. A model fitted to "
-                         f"this feed: flashtick train FILES --out DIR, then --model DIR (docs/model.md)")
+                         f"vs {worst.frequency_brier:.3f}); what was published is the adapted mix.{fit}")
         return "\n".join(lines)
 
 
@@ -188,7 +196,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
     except Exception as e:  # a plotting problem must not turn a finished backtest into a failure
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
     return BacktestReport(pipeline.ticks_in, rejected, table.height, out, scores, dict(replay.rejected.examples),
-                          parts.resumed_at)
+                          parts.resumed_at, test_from, config.model.path)
 
 
 def _say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: list[str],
