@@ -165,7 +165,9 @@ class Scheduler:
         self.roll_at = self.window - self.config.probe_reserve
         if self.sink + self.keep >= self.roll_at:
             raise ValueError(f"sink ({self.sink}) + kept tokens ({self.keep}) + probe_reserve "
-                             f"({self.config.probe_reserve}) must be below the window ({self.window})")
+                             f"({self.config.probe_reserve}) must be below the window ({self.window} positions: the "
+                             f"model's, or what the KV pool of {self.pool.num_blocks} blocks of "
+                             f"{self.pool.block_size} holds; raise kv.cells / kv.bytes)")
         window_blocks = self.pool.blocks_for(self.window) + 1
         if window_blocks > self.pool.num_blocks:
             raise ValueError(

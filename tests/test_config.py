@@ -33,6 +33,7 @@ def test_shipped_examples_load() -> None:
     ({"limits": {"heartbeat_s": 0}}, "limits.heartbeat_s must be > 0"),
     ({"curve": {"enabled": True}}, "curve.enabled needs"),
     ({"kv": "big"}, "section 'kv' must be a mapping"),
+    ({"kv": {"cells": 1000, "bytes": 10**8}}, "kv: give cells or bytes, not both"),
     # wrong types are named before the service starts (they were TypeErrors after binding)
     ({"limits": {"heartbeat_s": "fast"}}, r"engine.yaml: limits.heartbeat_s must be a number, got 'fast'$"),
     ({"kv": {"cells": "4096"}}, r"kv.cells must be an integer or null, got '4096' \(quoted in the YAML: drop"),

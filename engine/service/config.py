@@ -307,6 +307,9 @@ class ServiceConfig:
                 raise ConfigError(f"{source}: section {name!r} must be a mapping")
             _reject_unknown(value, {f.name for f in dataclasses.fields(section_type)}, source, f"section {name!r}")
             value = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+            if name == "kv" and value.get("cells") is not None and value.get("bytes") is not None:
+                raise ConfigError(f"{source}: kv: give cells or bytes, not both (got cells: {value['cells']!r}, "
+                                  f"bytes: {value['bytes']!r})")
             try:  # the section's own checks speak first; a wrong type they let through is named after them
                 built[name] = section_type(**value)
             except ValueError as e:
