@@ -81,6 +81,8 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
 
         code, _, err = run(capsys, "get", "SYN.A", "dir", *control)
         assert code == 1 and "no cached answer of dir on SYN.A" in err
+        code, _, err = run(capsys, "get", "SYN.A", "nope", *control)
+        assert code == 2 and "no query named 'nope' (registered: dir, vol)" in err
         with FeedClient(server.endpoints["ingest"]) as feed:
             feed.send(SyntheticMarket(SyntheticConfig(seed=1)).next_batch(40))
         wait_for(lambda: main(["get", "SYN.A", "dir", *control]) == 0)
@@ -89,6 +91,8 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         answer = json.loads(out)
         assert code == 0 and answer["topic"] == "dir/SYN.A/" and answer["seq"] >= 1
 
+        code, _, err = run(capsys, "ask", "SYN.A", "dir", "--max-stale", "1000000", *control)
+        assert code == 0 and "answered from the service's cached answer (seq " in err
         code, out, _ = run(capsys, "unregister", "vol", *control)
         assert code == 0 and out == "unregistered vol (registry version 3)\n"
         code, _, err = run(capsys, "unregister", "vol", *control)

@@ -571,6 +571,11 @@ def _trigger_text(raw: Any) -> str:
 def cmd_get(args: argparse.Namespace) -> int:
     with _control(args) as control:
         answer = control.call("get", stream=args.stream, query=args.query)["answer"]
+        names = [q["name"] for q in control.call("list")["queries"]] if answer is None else []
+    if answer is None and args.query not in names:  # the op answers nil for any name: say which it is
+        print(f"flashtick get: no query named {args.query!r} (registered: {', '.join(names) or 'none'})",
+              file=sys.stderr)
+        return 2
     if answer is None:
         print(f"flashtick get: no cached answer of {args.query} on {args.stream} yet", file=sys.stderr)
         return 1
@@ -598,6 +603,10 @@ def cmd_ask(args: argparse.Namespace) -> None:
     with _control(args) as control:
         reply = control.call("ask", stream=args.stream, query=args.query, max_stale_ticks=args.max_stale)
     print(json.dumps(reply["answer"], sort_keys=True, indent=2))
+    how = [flag for flag in ("cached", "prepositioned", "gated") if reply.get(flag)]  # not computed for this ask
+    if how:
+        print(f"flashtick ask: answered from the service's {' and '.join(how)} answer (seq "
+              f"{reply['answer'].get('seq')}), not computed now", file=sys.stderr)
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
