@@ -86,6 +86,13 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     assert "4 steps" in card and "direction_5" in card and "from scratch" in card
     evaluation = json.loads((out / "evaluation.json").read_text())
     assert {"direction_5", "direction_20"} <= set(evaluation["questions"])
+    # evaluated on the same file with a test slice inside what it was trained on: said
+    assert main(["evaluate", str(out), str(ticks_file), "--split", "50/50", "--max-points", "64", "--resamples",
+                 "10", "--threads", "1"]) == 0
+    assert "note: this model was trained and validated on the first 85% of" in capsys.readouterr().err
+    assert main(["evaluate", str(out), str(ticks_file), "--split", "85/15", "--max-points", "64", "--resamples",
+                 "10", "--threads", "1"]) == 0
+    assert "not out of sample" not in capsys.readouterr().err
     answers = tmp_path / "answers.parquet"
     rc = main(["backtest", str(ticks_file), "--model", str(out), "--queries",
                str(ROOT / "queries" / "examples" / "tick_model.yaml"), "--out", str(answers), "--max-ticks", "800",

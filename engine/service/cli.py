@@ -813,6 +813,24 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     print(f"{model_dir} on the test slice ({args.split}) of {len(prepared)} streams, window {window_ticks(model)} "
           f"ticks; baselines fitted on the train slice")
     print(format_table(result))
+    if (overlap := _trained_on_overlap(model_dir, args.files, split)) is not None:
+        print(f"note: {overlap}", file=sys.stderr)
+
+
+def _trained_on_overlap(model_dir: Path, files: list[Path], split: Any) -> str | None:
+    """Why the test slice is not out of sample for a checkpoint `flashtick train` wrote, if it is not: the same
+    files, and the test slice starts inside the part the model was trained on."""
+    try:
+        trained = json.loads((model_dir / "evaluation.json").read_text())["trained_on"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # not one of ours, or written before this was recorded
+    same = sorted({str(f) for f in files if str(Path(f).resolve()) in trained["files"]})
+    test_start = split.train + split.validation
+    if not same or test_start >= trained["seen_end"] - 1e-9:
+        return None
+    return (f"this model was trained and validated on the first {trained['seen_end']:.0%} of {', '.join(same)}; the "
+            f"test slice starts at {test_start:.0%}, inside it: those scores are not out of sample (give a --split "
+            f"whose test part starts at {trained['seen_end']:.0%} or later)")
 
 
 def cmd_demo(args: argparse.Namespace) -> None:

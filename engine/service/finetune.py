@@ -143,7 +143,10 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
               "params": sum(p.numel() for p in model.parameters()), "config": dataclasses.asdict(cfg),
               "training": stats, "calibration": json.loads(codec.calibration.to_json()), "evaluation": evaluation,
               "total_seconds": round(time.time() - t0, 1)}
-    (out / "evaluation.json").write_text(json.dumps(evaluation, indent=1) + "\n")
+    # what it was trained on, so `flashtick evaluate` can say when a test slice is not out of sample
+    trained_on = {"files": [str(Path(f).resolve()) for f in files],
+                  "seen_end": options.split.train + options.split.validation}  # fitted, stopped and calibrated on
+    (out / "evaluation.json").write_text(json.dumps(evaluation | {"trained_on": trained_on}, indent=1) + "\n")
     plotted = plot(evaluation, out / "calibration.png", "flashtick train")
     write_model_card(out, record, plotted)
     return record
