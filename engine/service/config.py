@@ -329,12 +329,18 @@ class ServiceConfig:
         except OSError as e:
             raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
         config = cls.from_dict(raw, str(path))
-        if config.queries and not Path(config.queries).is_absolute():  # relative to the config file
-            config = dataclasses.replace(config, queries=str(Path(path).parent / config.queries))
-        if config.model.path and not Path(config.model.path).is_absolute():  # so is the model directory
-            config = dataclasses.replace(config, model=dataclasses.replace(
-                config.model, path=str(Path(path).parent / config.model.path)))
-        return config
+        here = Path(path).parent
+
+        def beside(value: str | None) -> str | None:  # every path in a config file is relative to the file
+            return value if value is None or Path(value).expanduser().is_absolute() else str(here / value)
+
+        return dataclasses.replace(
+            config, queries=beside(config.queries),
+            model=dataclasses.replace(config.model, path=beside(config.model.path)),
+            log=dataclasses.replace(config.log, dir=beside(config.log.dir)),
+            curve=dataclasses.replace(config.curve, server_secret_key_file=beside(config.curve.server_secret_key_file),
+                                      server_public_key_file=beside(config.curve.server_public_key_file),
+                                      clients_dir=beside(config.curve.clients_dir)))
 
 
 _SECTION_TYPES: dict[str, type] = {
