@@ -511,7 +511,7 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
             seen += 1
             topic, payload = message
             if args.json:
-                print(json.dumps({"topic": topic, **payload}, sort_keys=True), flush=True)
+                print(json.dumps({"topic": topic, **payload}), flush=True)
             elif not live:
                 print(format_line(topic, payload), flush=True)
             else:
@@ -579,7 +579,7 @@ def cmd_get(args: argparse.Namespace) -> int:
     if answer is None:
         print(f"flashtick get: no cached answer of {args.query} on {args.stream} yet", file=sys.stderr)
         return 1
-    print(json.dumps(answer, sort_keys=True, indent=2))
+    print(json.dumps(answer, indent=2))
     return 0
 
 
@@ -593,7 +593,7 @@ def cmd_answers(args: argparse.Namespace) -> int:
                 print(f"flashtick answers: answers of {args.topic} before seq {reply['oldest_seq']} are no longer "
                       f"kept (log.answers_keep)", file=sys.stderr)
             for answer in reply["answers"]:
-                print(json.dumps(answer, sort_keys=True), flush=True)
+                print(json.dumps(answer), flush=True)
             if not reply["answers"] or reply["answers"][-1]["seq"] >= reply["last_seq"]:
                 return 0
             after = reply["answers"][-1]["seq"]
@@ -602,7 +602,7 @@ def cmd_answers(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> None:
     with _control(args) as control:
         reply = control.call("ask", stream=args.stream, query=args.query, max_stale_ticks=args.max_stale)
-    print(json.dumps(reply["answer"], sort_keys=True, indent=2))
+    print(json.dumps(reply["answer"], indent=2))
     how = [flag for flag in ("cached", "prepositioned", "gated") if reply.get(flag)]  # not computed for this ask
     if how:
         print(f"flashtick ask: answered from the service's {' and '.join(how)} answer (seq "
