@@ -262,7 +262,8 @@ class FeedStats(NamedTuple):
 
     def summary(self) -> str:
         """One line: "sent N ticks in M messages over S s" and, when watched, "; K rejected (reason: n, ...)"."""
-        line = f"sent {self.ticks} ticks in {self.messages} messages over {self.seconds:.1f} s"
+        line = (f"sent {self.ticks} tick{'s' if self.ticks != 1 else ''} in {self.messages} "
+                f"message{'s' if self.messages != 1 else ''} over {self.seconds:.1f} s")
         if self.rejected is None:
             return line
         n = sum(self.rejected.values())

@@ -783,8 +783,10 @@ def cmd_train(args: argparse.Namespace) -> None:
         print(json.dumps(record, indent=1, default=str))
         return
     t = record["training"]
+    best = (f"best validation loss {t['best_validation_loss']} at step {t['best_step']}"
+            if t["best_validation_loss"] is not None else "no validation part: the last step's weights")
     print(f"trained {t['steps_done']} steps ({t['stopped']}) in {t['train_seconds']} s on {record['device']}; "
-          f"best validation loss {t['best_validation_loss']} at step {t['best_step']} -> {args.out}")
+          f"{best} -> {args.out}")
     print(format_table(record["evaluation"]))
 
 
@@ -810,7 +812,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(result, indent=1))
         return
-    print(f"{model_dir} on the test slice ({args.split}) of {len(prepared)} streams, window {window_ticks(model)} "
+    streams = f"{len(prepared)} stream{'s' if len(prepared) != 1 else ''}"
+    print(f"{model_dir} on the test slice ({args.split}) of {streams}, window {window_ticks(model)} "
           f"ticks; baselines fitted on the train slice")
     print(format_table(result))
     if (overlap := _trained_on_overlap(model_dir, args.files, split)) is not None:

@@ -179,7 +179,8 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
   ({platform.machine()}, torch {torch.__version__}); {stats['train_seconds']} s of optimisation,
   {record['total_seconds']} s in all
 - Losses: last 20 training steps next-token {stats['final_lm_loss']}, answer {stats['final_qa_loss']} nats;
-  best validation loss {stats['best_validation_loss']} at step {stats['best_step']} (weights kept from there)
+  {f"best validation loss {stats['best_validation_loss']} at step {stats['best_step']} (weights kept from there)"
+   if stats['best_validation_loss'] is not None else "no validation part: the weights of the last step"}
 - Answer calibration (calibration.json; answers are softmax(z / temperature + bias) over the answer logits z):
   {'fitted on ' if record['calibration']['questions'] else ''}{record['calibration']['source']}
 {_calibration_lines(record['calibration'])}
