@@ -13,6 +13,21 @@ from queries.yaml_loader import load_queries_file
 EXAMPLES = Path(__file__).resolve().parents[1] / "queries" / "examples"
 
 
+def test_the_annotated_example_names_every_key() -> None:
+    """queries/examples/engine.yaml is the config reference a user copies: every key of every section is in it
+    (set to its default, or shown in a comment where setting it would change the default)."""
+    import dataclasses
+    import re
+
+    text = (EXAMPLES / "engine.yaml").read_text()
+    for section in dataclasses.fields(ServiceConfig):
+        if dataclasses.is_dataclass(section.default_factory if callable(section.default_factory) else None):
+            for key in dataclasses.fields(section.default_factory):
+                assert re.search(rf"^\s*#?\s*{key.name}:", text, re.MULTILINE), f"{section.name}.{key.name}"
+        else:
+            assert re.search(rf"^#?\s*{section.name}:", text, re.MULTILINE), section.name
+
+
 def test_shipped_examples_load() -> None:
     config = ServiceConfig.load(EXAMPLES / "engine.yaml")
     assert config == ServiceConfig(queries=str(EXAMPLES / "tick_model.yaml"))  # the example lists the defaults
