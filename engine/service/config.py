@@ -324,8 +324,11 @@ class ServiceConfig:
     def load(cls, path: str | Path) -> "ServiceConfig":
         try:
             raw = yaml.safe_load(Path(path).read_text())
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: not valid YAML: {e}") from None
+        except yaml.YAMLError as e:  # one line: the problem and where
+            mark = getattr(e, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+            problem = getattr(e, "problem", None) or " ".join(str(e).split())
+            raise ConfigError(f"{path}: not valid YAML: {problem}{where}") from None
         except OSError as e:
             raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
         config = cls.from_dict(raw, str(path))
