@@ -55,6 +55,9 @@ class ProbeJob:
     ticket: Any = None
     cut: int | None = None  # evaluate after this many session tokens; None: after everything committed
     at: StreamProgress | None = None  # the progress at ``cut``, handed to ``done``
+    # work for a later ask (an answer decoded ahead): evaluated after everything committed when it runs, never at
+    # the cut it fell due at (a burst would otherwise decode ahead for a tick count the stream has left)
+    latest: bool = False
 
     @property
     def num_tokens(self) -> int:

@@ -319,8 +319,9 @@ class Scheduler:
                     kept = cut.chunk
                     break
                 for job in self.planner.due([cut.progress]):  # standing queries: their stream's KV is resident
-                    job.cut, job.at = cut.position, cut.progress
-                    cut.jobs.append(job)
+                    if not job.latest:
+                        job.cut, job.at = cut.position, cut.progress
+                        cut.jobs.append(job)
                     if job.idle:
                         self._idle.append(job)
                     elif (reason := self._window_problem(job, plan)) is not None:

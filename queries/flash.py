@@ -101,7 +101,9 @@ class FlashQueries:
                 jobs.append(self.job_for(spec, p.stream))
             for spec in self.registry.matching(p.stream):  # decoded ahead, unless published right now anyway
                 if spec.kind == "generate" and spec.preposition and spec not in due:
-                    jobs += self._idle_job("preposition", spec, p.stream, self._keep_ready(spec, p.stream))
+                    for job in self._idle_job("preposition", spec, p.stream, self._keep_ready(spec, p.stream)):
+                        job.latest = True  # for the next ask: at the stream's newest tick when it runs
+                        jobs.append(job)
         return jobs
 
     def job_for(self, spec: QuerySpec, stream: str, ticket: Any = None, draft_from: list[int] | None = None

@@ -111,6 +111,26 @@ queries:
     assert pipeline.flash.stats.preposition_hits == 1
 
 
+def test_a_burst_of_messages_is_decoded_ahead_at_its_last_tick(checkpoint) -> None:
+    """Thirty one-tick messages taken in one chunked forward fall due at thirty cuts: the answer decoded ahead is
+    for the stream's last tick (what the next ask is at), not for the cut it first fell due at."""
+    pipeline = tick_pipeline(checkpoint, """
+queries:
+  - {name: ahead, streams: ["*"], kind: generate, question: direction_20, max_tokens: 4, trigger: on_demand,
+     preposition: true}
+""")
+    market = SyntheticMarket(SyntheticConfig(seed=8, streams=SyntheticConfig().streams[:1]))
+    assert pipeline.ingest_message(encode(market.next_batch(40))) == []
+    pipeline.run_until_idle()
+    for tick in market.next_batch(30):  # a burst: accepted faster than forwards run
+        assert pipeline.ingest_message(encode([tick])) == []
+    pipeline.run_until_idle()
+    ticks = pipeline.engine.progress("SYN.A").ticks
+    assert ticks == 70 and pipeline.engine.scheduler.stats.batches < 31  # chunked: fewer forwards than messages
+    early, how, _ = pipeline.flash.answer_early(pipeline.registry.get("ahead"), "SYN.A", ticks)
+    assert how == "prepositioned" and early.version == ticks
+
+
 def test_the_gate_answers_from_the_cache_only_when_its_rule_holds(checkpoint) -> None:
     pipeline = tick_pipeline(checkpoint, """
 queries:
