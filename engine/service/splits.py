@@ -57,7 +57,11 @@ class SplitSpec:
             parts.insert(1, 0.0)
         if len(parts) != 3:
             raise ValueError(f"--split must look like 70/15/15 (train/validation/test percent), got {text!r}")
-        return cls(*parts, gap=gap)
+        try:
+            return cls(*parts, gap=gap)
+        except ValueError as e:  # in the user's words: "--split 70/20", not the 70/0/20 it was read as
+            reason = str(e).split(", got ")[0].removeprefix("split: ")
+            raise ValueError(f"--split {text}: {reason}") from None
 
 
 class StreamSplit(NamedTuple):
