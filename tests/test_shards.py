@@ -156,6 +156,32 @@ def test_one_and_two_shards_answer_alike_and_a_restart_on_more_shards_continues(
         assert answers[0][0] == expected[topic][-len(answers)][0]
 
 
+def test_a_burst_of_messages_fires_batch_triggers_per_message_on_shards_as_on_one_engine(checkpoint, tmp_path) -> None:
+    """Messages of several ticks per stream, taken faster than forwards run: each message is one tick group per
+    stream, and a `batch` query answers at the end of each, on shards as on one engine (the front door passes
+    the message boundaries on), so both publish the same answers at the same tick counts."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(240)
+    messages = [ticks[i : i + 12] for i in range(0, len(ticks), 12)]  # several ticks of a stream in most
+
+    def burst(pipeline) -> list:
+        for message in messages:
+            assert pipeline.ingest_message(encode(message)) == []
+        return pipeline.run_until_idle()
+
+    local = TickPipeline(ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+        "scheduler": {"max_batch_tokens": 64}, "queries": str(queries)}))
+    expected = by_topic(burst(local))
+    two = ShardedPipeline(config(checkpoint, tmp_path / "two", 2, queries))
+    got = by_topic(burst(two))
+    two.close()
+    # one answer per message that fed the stream: at its group's end
+    assert len(expected["dir/SYN.A/"]) == sum(any(t.stream == "SYN.A" for t in m) for m in messages)
+    assert_same(expected, got)
+
+
 def served(checkpoint, tmp_path: Path, shards: int, queries: Path) -> ServiceConfig:
     return config(checkpoint, tmp_path / "data", shards, queries, limits={"heartbeat_s": 0.2},
                   endpoints={"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",

@@ -25,7 +25,7 @@ import dataclasses
 import os
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -45,6 +45,13 @@ from queries.registry import Registry
 from queries.spec import QuerySpec
 
 Item = tuple[str, list[int], int, int]  # (stream, tokens, event ts ns, ticks): an accepted, encoded item
+
+
+class GroupEnd(NamedTuple):
+    """In a shard's items: the end of one ingest message's tick group on these streams, where a single engine
+    closes it (TickPipeline._counted), so triggers fire on the same groups whatever the shard count."""
+
+    streams: tuple[str, ...]
 
 
 EXPIRE_EVERY_S = 1.0
@@ -166,7 +173,11 @@ class Shard:
         outcomes: list[JobOutcome] = []
         for op in ops:
             outcomes += self._apply(op)
-        for stream, tokens, ts, ticks in items:
+        for item in items:
+            if isinstance(item, GroupEnd):
+                self.engine.close_groups(item.streams)
+                continue
+            stream, tokens, ts, ticks = item
             try:
                 self.engine.submit(stream, tokens, ts, ticks)  # admission was checked by the front door
             except AdmissionRefused:  # only when the limits changed since the stream was logged: counted

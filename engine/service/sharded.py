@@ -47,7 +47,7 @@ from engine.service.live_scores import LiveScores
 from engine.service.pipeline import build_codec, log_or_refuse, overloaded, written_by
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.rendezvous import shard_for
-from engine.service.shard import Item, RemoteJob, pack_items
+from engine.service.shard import GroupEnd, Item, RemoteJob, pack_items
 from engine.service.shard_link import ShardLink, gathered_stats
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import compile_query
@@ -90,6 +90,7 @@ class ShardedPipeline:
                                                 if self.registry.current(name) is not None else None)
         self.shard_of: dict[str, ShardLink] = {}
         self._asked: dict[Any, QuerySpec] = {}  # ask ticket in flight -> its spec (the reply is adapted here)
+        self._grouping: dict[ShardLink, set[str]] = {}  # the message being ingested: streams it fed, by shard
         self.marks = RegistrationMarks()  # where each query started: what a restored shard owes it
         self._expired: list[str] = []
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="shard-restore")
@@ -161,6 +162,11 @@ class ShardedPipeline:
         return self._counted(self.encoders.ingest_tokenized(data, self._submit))
 
     def _counted(self, result: Ingested) -> list[dict[str, Any]]:
+        """After a whole message: its tick group ends on each stream it fed (GroupEnd, in the shard's items, as one
+        engine closes it), then it is counted."""
+        for link, streams in self._grouping.items():
+            link.buffer.append(GroupEnd(tuple(sorted(streams))))
+        self._grouping.clear()
         self.ticks_in += result.ticks
         for r in result.rejections:
             self.rejected[r.reason] += 1
@@ -178,6 +184,7 @@ class ShardedPipeline:
         link = self._owner(item.stream)
         link.buffer.append((item.stream, item.tokens, item.ts, item.ticks))
         link.buffered_tokens += len(item.tokens)
+        self._grouping.setdefault(link, set()).add(item.stream)
         self.adaptation.accepted(item)
         self.scores.accepted(item)
 
@@ -221,7 +228,7 @@ class ShardedPipeline:
         link.call_tokens, link.buffered_tokens = link.buffered_tokens, 0
         link.call_version = self.registry.version
         link.call_tickets = [op[1] for op in ops if op[0] == "ask"]
-        link.call_streams = {item[0] for item in items}
+        link.call_streams = {item[0] for item in items if not isinstance(item, GroupEnd)}
         want_stats, link.stats_due = link.stats_due, False
         link.call_kind = "step"
         link.call = link.handle.step.remote(items, ops, self.config.shards.step_ms, want_stats)
