@@ -404,6 +404,12 @@ def test_the_answers_op_says_when_the_history_no_longer_holds_a_gap(shedding) ->
         assert [a["seq"] for a in reply["answers"]] == [4, 5, 6]  # log.answers_keep: 3
         assert (reply["complete"], reply["oldest_seq"], reply["last_seq"]) == (False, 4, 6)
         assert ctl.ok("answers", topic="k/KEEP/", after=3)["complete"] is True
+        for i in range(3):  # another stream's answers push every one of KEEP's out of the history
+            feed.send(msgpack.packb(trade("OTHER", T0 + i)))
+            wait_stats(ctl, lambda st, n=i + 7: st["ticks_in"] == n and st["pending_tokens"] == 0)
+        gone = ctl.ok("answers", topic="k/KEEP/", after=1)
+        assert (gone["answers"], gone["complete"], gone["oldest_seq"], gone["last_seq"]) == ([], False, None, 6)
+        assert ctl.ok("answers", topic="k/KEEP/", after=6)["complete"] is True  # nothing published since
     finally:
         ctl.close()
         feed.close(linger=0)

@@ -361,9 +361,12 @@ class Server:
         if type(limit) is not int or not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
             raise ControlError(f"op 'answers' takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, got {excerpt(limit)}")
         answers, complete = self.pipeline.history.after(topic, after, limit)
+        last_seq = self.pipeline.cache.last_seq(topic)
+        if not answers and last_seq is not None and last_seq > after:  # published, and none of them kept now
+            complete = False
         self.counters["answer_fetches"] += 1
         return {"answers": answers, "complete": complete,
-                "last_seq": self.pipeline.cache.last_seq(topic), "oldest_seq": self.pipeline.history.oldest_seq(topic)}
+                "last_seq": last_seq, "oldest_seq": self.pipeline.history.oldest_seq(topic)}
 
     def _op_stats(self, _request: dict, _reply: Any) -> dict:
         self._refresh_snapshot()
