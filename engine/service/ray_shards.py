@@ -30,10 +30,14 @@ def connect(shards: ShardsSection) -> bool:
     ray = ray_module()
     if ray.is_initialized():
         return False
+    local: dict[str, Any] = {}
     if shards.ray_address is None:  # a local instance: the shards at the front door's priority (Ray's
         os.environ.setdefault("RAY_worker_niceness", "0")  # default, nice 15, starves them on a busy host)
+        # no metrics agent (no dashboard): without this every Ray process logs that it cannot reach one
+        os.environ.setdefault("RAY_enable_metrics_collection", "0")
+        local["_node_ip_address"] = "127.0.0.1"  # Ray's own sockets on loopback too, as every socket of ours
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # CPU shards leave CUDA_VISIBLE_DEVICES be
-    ray.init(address=shards.ray_address, include_dashboard=False, log_to_driver=True)
+    ray.init(address=shards.ray_address, include_dashboard=False, log_to_driver=True, **local)
     return True
 
 
@@ -44,6 +48,12 @@ def placement_group_for(config: ServiceConfig) -> Any:
     from ray.util.placement_group import placement_group, remove_placement_group
 
     bundle = {"CPU": shards.cpus, **({"GPU": 1} if config.model.device.startswith("cuda") else {})}
+    have = ray.cluster_resources()
+    if shards.ray_address is None and any(shards.count * v > have.get(k, 0) for k, v in bundle.items() if v):
+        # a local instance does not grow: say so now rather than after start_timeout_s
+        raise ConfigError(f"{shards.count} shards of {bundle} each do not fit this machine's local Ray instance "
+                          f"({ {k: have.get(k, 0) for k in bundle} }): fewer shards, a smaller shards.cpus, or "
+                          f"shards.ray_address of a cluster")
     group = placement_group([{k: v for k, v in bundle.items() if v}] * shards.count, strategy="SPREAD")
     ready, _ = ray.wait([group.ready()], timeout=shards.start_timeout_s)
     if not ready:
