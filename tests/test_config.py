@@ -45,6 +45,7 @@ def test_shipped_examples_load() -> None:
     ({"model": {"dtype": "float64"}}, "model.dtype must be one of"),
     ({"model": {"weights": "int8"}}, "model.weights must be one of"),
     ({"endpoints": {"ingest": "127.0.0.1:5555"}}, "endpoints.ingest must be a ZeroMQ endpoint"),
+    ({"endpoints": {"feeds": ["not-an-endpoint"]}}, "an endpoints.feeds entry must look like .tcp://host:port., got"),
     ({"limits": {"heartbeat_s": 0}}, "limits.heartbeat_s must be > 0"),
     ({"curve": {"enabled": True}}, "curve.enabled needs"),
     ({"kv": "big"}, "section 'kv' must be a mapping"),

@@ -18,6 +18,7 @@ import torch
 import yaml
 
 from connectors.column_map import map_from_options
+from connectors.feed import check_endpoint
 from engine.kv_cache import CacheSpec
 from engine.models.linear import WEIGHT_FORMATS
 from engine.scheduler import SchedulerConfig
@@ -119,6 +120,11 @@ class EndpointsSection:
                 raise ConfigError(f"endpoints.{name} must be a ZeroMQ endpoint like tcp://127.0.0.1:5555, got {value!r}")
         if self.metrics_port is not None and not 0 <= self.metrics_port < 65536:
             raise ConfigError(f"endpoints.metrics_port must be a TCP port, got {self.metrics_port}")
+        for feed in self.feeds if isinstance(self.feeds, tuple) else ():
+            try:
+                check_endpoint(feed, "an endpoints.feeds entry")
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
 
 
 @dataclass(frozen=True)
