@@ -286,6 +286,8 @@ def test_a_killed_shard_is_restarted_and_rebuilt_with_no_tick_lost(checkpoint, t
         send(ticks[:300])
         victim_streams = set(victim.streams)
         assert victim_streams and len(victim_streams) < 4
+        wait_for(lambda: control.call("stats")["stats"]["scheduler"].get("jobs_done", 0) > 0)
+        done_before = control.call("stats")["stats"]["scheduler"]["jobs_done"]
         killed_ns = time.time_ns()
         pid = ray.get(victim.handle.__ray_call__.remote(lambda _: os.getpid()))
         ray.kill(victim.handle, no_restart=False)  # mid-feed: Ray restarts it, the front door rebuilds it
@@ -311,6 +313,7 @@ def test_a_killed_shard_is_restarted_and_rebuilt_with_no_tick_lost(checkpoint, t
                 got.append((time.monotonic(), m[1]))
         stats = control.call("stats")["stats"]
     assert stats["ticks_in"] == 600 and stats["rejected"] == {}
+    assert stats["scheduler"]["jobs_done"] >= done_before  # the dead actor's counts are kept: totals never fall
     assert victim.restarts == 1 and all(link.restarts == 0 for link in server.pipeline.links[1:])
     last = {a["stream"]: a["version"] for _, a in got}
     assert last == dict(sent)  # every accepted tick computed, on both shards: none lost with the shard

@@ -44,6 +44,15 @@ class ShardLink:
     restarts: int = 0
     restores: list[dict[str, Any]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    # the counters of its actor's earlier lives (a restarted actor counts from 0): summed in, so no total falls
+    retired: dict[str, Any] = field(default_factory=dict)
+
+    def retire_stats(self) -> None:
+        """Its actor died: keep what its counters had reached (as of its last stats) under ``retired``."""
+        old, now = self.retired, self.stats
+        self.retired = {key: _summed([old.get(key, {}), now.get(key, {})]) for key in COUNTED}
+        self.retired["query_errors"] = old.get("query_errors", 0) + now.get("query_errors", 0)
+        self.stats = {}
 
     @property
     def pending_tokens(self) -> int:
@@ -61,20 +70,24 @@ class ShardLink:
 def gathered_stats(links: list[ShardLink]) -> dict[str, Any]:
     """The shards' figures as of their last replies, summed as if from one engine, and one line per shard."""
     shards = [link.stats for link in links]
+    lives = shards + [link.retired for link in links]  # counters: every actor life of every shard
     freshness = [s["freshness_ms"] for s in shards if s.get("freshness_ms")]
     return {
-        "query_errors": sum(s.get("query_errors", 0) for s in shards),
-        "speculation": FlashStats(**_summed([s.get("speculation", {}) for s in shards])).summary(),
+        "query_errors": sum(s.get("query_errors", 0) for s in lives),
+        "speculation": FlashStats(**_summed([s.get("speculation", {}) for s in lives])).summary(),
         # the slowest shard's percentiles (an upper bound on the service's)
         "freshness_ms": {q: max(f[q] for f in freshness) for q in ("p50", "p99")} if freshness else {},
         **{key: sum(s.get(key, 0) for s in shards) for key in ("kv_cells_capacity", "kv_cells_used",
                                                                "sessions_resident")},
-        "scheduler": _summed([s.get("scheduler", {}) for s in shards]),
-        "runner": _summed([s.get("runner", {}) for s in shards]),
+        "scheduler": _summed([s.get("scheduler", {}) for s in lives]),
+        "runner": _summed([s.get("runner", {}) for s in lives]),
         "shards": [{"name": link.name, "state": link.state, "streams": len(link.streams),
                     "pending_tokens": link.pending_tokens, "restarts": link.restarts, "restores": link.restores[-3:],
                     "pid": link.stats.get("pid"), "calls": link.stats.get("calls", 0)} for link in links],
     }
+
+
+COUNTED = ("speculation", "scheduler", "runner")  # counters (dicts of them) that only grow within one actor life
 
 
 def _summed(dicts: list[dict[str, Any]]) -> dict[str, Any]:

@@ -330,6 +330,7 @@ class ShardedPipeline:
             link.not_before = time.monotonic() + RETRY_S
             return
         link.restarts += 1
+        link.retire_stats()  # the restarted actor counts from 0: the service's totals must not fall
         link.lost, link.not_before = True, 0.0
         for ticket in tickets:
             self._asked.pop(ticket, None)
