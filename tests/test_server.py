@@ -262,6 +262,8 @@ def test_heartbeats_and_metrics(server, feed) -> None:
     assert len(beats) >= 2 and beats[1][1]["seq"] > beats[0][1]["seq"]
     body = urllib.request.urlopen(server.endpoints["metrics"], timeout=5).read().decode()
     assert "flashtick_ticks_in_total" in body and "flashtick_kv_cells_capacity 8192" in body
+    head = urllib.request.urlopen(urllib.request.Request(server.endpoints["metrics"], method="HEAD"), timeout=5)
+    assert head.status == 200 and head.read() == b"" and int(head.headers["Content-Length"]) > 0
 
 
 @pytest.mark.skipif(not zmq.has("curve"), reason="libzmq built without CURVE")

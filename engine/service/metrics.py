@@ -80,7 +80,7 @@ def _label(value: str) -> str:
 
 def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, Any]]) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_GET(self, head: bool = False) -> None:  # noqa: N802 (http.server's naming)
             if self.path.rstrip("/") != "/metrics":
                 self.send_error(404, "only /metrics is served")
                 return
@@ -89,7 +89,11 @@ def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, 
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            if not head:
+                self.wfile.write(body)
+
+        def do_HEAD(self) -> None:  # noqa: N802 (health checkers probe with HEAD)
+            self.do_GET(head=True)
 
         def log_message(self, *args: Any) -> None:  # quiet: scrapes are not news
             pass
