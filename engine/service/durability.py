@@ -37,11 +37,11 @@ import msgpack
 from connectors.encoder import EncodedTick, StreamEncoders
 from connectors.ticks import InvalidTick, validate
 from engine.engine import Engine
+from engine.jobs import ProbeJob, StreamProgress
 from engine.scheduler import AdmissionRefused
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
 from engine.service.ticklog import LogStats, TickLog, read
-from engine.jobs import ProbeJob, StreamProgress
 from queries.cache import AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
