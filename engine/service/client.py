@@ -47,8 +47,8 @@ class ControlClient:
         listening: an error after it, not after ``timeout_s``)."""
         self.endpoint = check_endpoint(endpoint, "control endpoint")
         self.timeout_ms = int(timeout_s * 1000)
-        self._started = time.monotonic()
-        self._connect_by = self._started + min(connect_timeout_s, timeout_s)
+        self._connect_s = min(connect_timeout_s, timeout_s)
+        self._connect_by = time.monotonic() + self._connect_s
         self._sock = zmq.Context.instance().socket(zmq.DEALER)
         self._sock.linger = 0
         curve_client(self._sock, server_public_key, client_keypair)
@@ -80,7 +80,7 @@ class ControlClient:
             raise ControlError(f"{self.endpoint} refused the connection: {refused}")
         if not self._handshake.connected and time.monotonic() >= self._connect_by:
             raise ControlError(f"no connection to {self.endpoint}: nothing accepted it within "
-                               f"{self._connect_by - self._started:.0f} s; is the service running there?")
+                               f"{self._connect_s:.0f} s; is the service running there?")
         if time.monotonic() >= deadline:
             raise ControlError(f"no reply from {self.endpoint} within {self.timeout_ms / 1000:.0f} s: "
                                f"{self._handshake.explain()}")
