@@ -14,10 +14,16 @@ import pytest
 
 from conftest import tiny_text_checkpoint, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
-from engine.service.backtest import run_backtest
+from connectors.labels import MarkSeries
+from connectors.ticks import TRADE, Tick
+from engine.service.answer_parts import AnswerParts
+from engine.service.backtest import ANSWER_ORDER, _write_answers, run_backtest
 from engine.service.cli import main
 from engine.service.config import ServiceConfig
+from engine.service.pipeline import TickPipeline
+from queries.cache import Answer
 
+ROOT = Path(__file__).resolve().parents[1]
 QUERIES = """
 queries:
   - {name: dir20, streams: ["*"], question: direction_20, kind: choice, trigger: {ticks: 5}}
@@ -60,6 +66,51 @@ def test_backtest_is_deterministic_and_scored(setup) -> None:
     note = first.summary().splitlines()[-1]
     assert note.startswith(f"note: {', '.join(q.query for q in worse)}: the model's own answers score worse")
     assert "flashtick train" in note
+
+
+
+def test_answers_do_not_depend_on_when_checkpoints_fell(setup) -> None:
+    """A checkpoint runs the engine until idle; were that whenever the wall clock said so, which ticks share a
+    forward, and so the answers' last bits, would change from run to run. Checkpoints every few microseconds and
+    none at all give the same bytes (the built-in model, its example queries and enough ticks for long chunks:
+    the tiny model's forwards, and short runs, happen to agree bit for bit either way)."""
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(3000)
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(setup / "long.parquet")
+    for name, every_s in (("often", 1e-6), ("never", 1e9)):
+        run_backtest(ServiceConfig(), [setup / "long.parquet"], ROOT / "queries" / "examples" / "tick_model.yaml",
+                     setup / f"{name}.parquet", progress=False, checkpoint_s=every_s)
+    assert (setup / "often.parquet").read_bytes() == (setup / "never.parquet").read_bytes()
+
+
+def test_answer_parts_are_scored_one_at_a_time_into_one_ordered_file(setup, tmp_path: Path) -> None:
+    """Parts written in time order are joined as they are; parts out of it are merged by a sort: either way the
+    file is in (data_ts, query, stream, seq) order and its bytes do not depend on how the answers were cut."""
+    config = ServiceConfig.load(setup / "engine.yaml")
+    pipeline = TickPipeline(config, live_scores=False)
+    pipeline.registry.register_file(setup / "q.yaml")
+    marks: dict[str, MarkSeries] = {"A": MarkSeries(), "B": MarkSeries()}
+    for i in range(60):
+        for stream in marks:
+            marks[stream].append(Tick(stream, ts=i * 1_000_000, kind=TRADE, price=100.0 + (i % 7), size=1.0))
+
+    def answer(stream: str, ticks: int, seq: int) -> Answer:
+        probs = {"down": 0.2, "flat": 0.5, "up": 0.3}
+        return Answer("dir20", stream, f"dir20/{stream}", seq, ticks, ticks * 1_000_000, 0,
+                      {"answer": "flat", "probs": probs}, "m")
+
+    answers = [answer(stream, ticks, seq) for seq, ticks in enumerate(range(1, 40, 3), 1) for stream in marks]
+    files = {}
+    for name, cuts in (("whole", [answers]), ("in-order", [answers[:9], answers[9:]]),
+                       ("out-of-order", [answers[14:], answers[:5], answers[5:14]])):
+        parts = AnswerParts.open(tmp_path / f"{name}.parquet", {}, resume=False)
+        for consumed, cut in enumerate(cuts):
+            parts.save(cut, consumed)
+        assert _write_answers(pipeline, parts, marks, tmp_path / f"{name}.parquet") == len(answers)
+        files[name] = (tmp_path / f"{name}.parquet").read_bytes()
+    assert files["whole"] == files["in-order"] == files["out-of-order"]
+    table = pl.read_parquet(tmp_path / "whole.parquet")
+    assert table.equals(table.sort(ANSWER_ORDER)) and table.height == len(answers)
+    assert table["realised"].null_count() < table.height  # scored against the marks given
 
 
 def test_cli_backtest_of_the_real_binance_files(shared_data: Path, setup, capsys) -> None:

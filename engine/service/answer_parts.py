@@ -100,10 +100,14 @@ class AnswerParts:
                     "last_seq": self.last_seq}
         write_atomically(self.dir / MANIFEST, lambda p: p.write_text(json.dumps(manifest, indent=1) + "\n"))
 
-    def table(self) -> pl.DataFrame:
-        """Every answer checkpointed so far, unscored."""
-        frames = [pl.read_parquet(self.dir / name) for name in self.parts]
-        return pl.concat(frames) if frames else pl.DataFrame(schema=RAW_SCHEMA)
+    def paths(self) -> list[Path]:
+        """The part files checkpointed so far, in the order they were written."""
+        return [self.dir / name for name in self.parts]
+
+    def scan(self) -> pl.LazyFrame:
+        """Every answer checkpointed so far, unscored, read lazily (a day's answers need not fit in memory)."""
+        paths = self.paths()
+        return pl.scan_parquet(paths) if paths else pl.LazyFrame(schema=RAW_SCHEMA)
 
     def remove(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -37,7 +37,7 @@ from connectors.replay import FileReplay, source_path
 from connectors.encoder import EncodedTick
 from connectors.ticks import InvalidTick, Tick
 from engine.scheduler import ROLL_RULE, AdmissionRefused
-from engine.service.answer_parts import AnswerParts, write_atomically
+from engine.service.answer_parts import RAW_SCHEMA, AnswerParts, write_atomically
 from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from queries.cache import Answer
@@ -45,6 +45,9 @@ from queries.cache import Answer
 CALIBRATION_BINS = 10
 READ_TICKS = 4096  # ticks taken from the files at a time (also per forward when rebuilding for a resume)
 CHECKPOINT_S = 10.0  # wall seconds between answer checkpoints (a part file each)
+FLUSH_TICKS = 512  # the engine runs until idle at the first batch boundary after each multiple (checkpoints go there)
+ANSWER_ORDER = ["data_ts", "query", "stream", "seq"]  # the answers file's total order: it does not depend on the parts
+ROW_GROUP_ROWS = 65_536
 SCORE_SCHEMA = {"realised": pl.String, "persistence": pl.String, "correct": pl.Boolean, "brier": pl.Float64,
                 "log_loss": pl.Float64, "model_correct": pl.Boolean, "model_brier": pl.Float64}
 
@@ -136,9 +139,11 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
     `chunked`: one forward advances many event-time batches, each answered at its own cut: the same answers
     as running the engine to idle after every batch (`chunked=False`), in fewer, fuller forwards.
 
-    Answers are checkpointed as part files every `checkpoint_s` seconds (at an event-time batch boundary)
-    in ``OUT.parts/``; `resume` continues an interrupted run from its last checkpoint, and `stop` (polled
-    at each boundary) ends a run there with BacktestInterrupted. The final table is built from the parts.
+    Answers are checkpointed as part files every `checkpoint_s` seconds in ``OUT.parts/``, at the first
+    event-time batch boundary after a multiple of FLUSH_TICKS ticks (a fixed grid: the answers' bits never
+    depend on the wall clock); `resume` continues an interrupted run from its last checkpoint, and `stop` (polled
+    at each boundary) ends a run there with BacktestInterrupted. The parts are scored one at a time into the
+    final file, so memory does not grow with the answers.
     `test_from` (a fraction in (0, 1)) scores only answers after that fraction of each stream's ticks: every
     answer is still computed and written, and the realised answers of the scored ones lie wholly after the cut.
     `note` is told, before the run, what a user should know about how the files are read (FileReplay.notes).
@@ -164,9 +169,10 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
         consumed = 0
         if parts.consumed:
             bar.set_description("rebuilding sessions")
-            for row in parts.table().select("query", "stream", "ticks", "model_probs").iter_rows():
-                if row[3] is not None:  # the answers so far re-feed the adaptation as the rebuild reaches them
-                    pipeline.adaptation.owed(*row[:3], {"model_probs": json.loads(row[3])})
+            for path in parts.paths():  # a part at a time: a day's answers need not fit in memory
+                for row in pl.read_parquet(path, columns=["query", "stream", "ticks", "model_probs"]).iter_rows():
+                    if row[3] is not None:  # the answers so far re-feed the adaptation as the rebuild reaches them
+                        pipeline.adaptation.owed(*row[:3], {"model_probs": json.loads(row[3])})
             consumed = _rebuild(pipeline, replay, parts.consumed, marks, bar, stop)
             _restore_answer_state(pipeline, parts)
             bar.set_description("replaying")
@@ -184,18 +190,19 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
         parts.remove()
         raise NothingReplayed("the files hold no ticks (no data rows, or none before --max-ticks): nothing to "
                               "backtest")
-    table = _scored_table(pipeline, parts.table(), marks)
-    write_atomically(out, table.write_parquet)
+    rows = _write_answers(pipeline, parts, marks, out)
     parts.remove()  # the answers are whole in `out` now
+    table = pl.scan_parquet(out)  # scored a query at a time, from the file: memory holds one query's scores
+    answered = set(table.select(pl.col("query").unique()).collect()["query"])
     graded = table if test_from is None else later_slice(table, marks, test_from)
-    scores = [_score(name, graded.filter(pl.col("query") == name)) for name in sorted(set(table["query"]))]
-    _say_silent_queries(pipeline, set(table["query"]), sorted(marks), note)
+    scores = [_score(name, graded.filter(pl.col("query") == name)) for name in sorted(answered)]
+    _say_silent_queries(pipeline, answered, sorted(marks), note)
     out.with_suffix(".scores.json").write_text(json.dumps([vars(s) for s in scores], indent=2) + "\n")
     try:  # last: the answers and scores are on disk whatever happens here
         _plot_calibration(out, scores)
     except Exception as e:  # a plotting problem must not turn a finished backtest into a failure
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
-    return BacktestReport(pipeline.ticks_in, rejected, table.height, out, scores, dict(replay.rejected.examples),
+    return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, dict(replay.rejected.examples),
                           parts.resumed_at, test_from, config.model.path)
 
 
@@ -221,16 +228,22 @@ def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, cons
     answers: list[Answer] = []
     batch_end: int | None = None
     saved_at = time.monotonic()
+    next_flush = (consumed // FLUSH_TICKS + 1) * FLUSH_TICKS
     while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):
         want = READ_TICKS if max_ticks is None else min(READ_TICKS, max_ticks - pipeline.ticks_in)
         for tick in replay.next_batch(want):
             if batch_end is None or tick.ts >= batch_end:  # event-time batch boundary: a tick group ends here
                 answers += pipeline.end_group() if chunked else pipeline.run_until_idle()
                 stopping = stop()
-                if stopping or time.monotonic() - saved_at >= checkpoint_s:
-                    answers += pipeline.run_until_idle()  # a checkpoint holds every answer before `consumed`
-                    parts.save(answers, consumed)
-                    answers, saved_at = [], time.monotonic()
+                if stopping or consumed >= next_flush:
+                    # a checkpoint holds every answer before `consumed`, so the engine runs until idle for it; at
+                    # a fixed tick grid, whether or not the wall clock makes a checkpoint there, so which ticks
+                    # share a forward (and the answers' last bits with it) never depends on when checkpoints fell
+                    answers += pipeline.run_until_idle()
+                    next_flush = (consumed // FLUSH_TICKS + 1) * FLUSH_TICKS
+                    if stopping or time.monotonic() - saved_at >= checkpoint_s:
+                        parts.save(answers, consumed)
+                        answers, saved_at = [], time.monotonic()
                 if stopping:
                     raise BacktestInterrupted(f"interrupted after {consumed} ticks; {parts.answers} answers kept in "
                                               f"{parts.dir}; run the same command with --resume to continue")
@@ -297,9 +310,9 @@ def parts_note(consumed: int) -> str:
 def _restore_answer_state(pipeline: TickPipeline, parts: AnswerParts) -> None:
     """Triggers and seqs as the run left them: each (query, stream) last fired at its last answer's tick count
     and event time, and each topic's seqs continue from the last one written."""
-    written = parts.table()
-    last = written.sort("ticks", "data_ts").unique(["query", "stream"], keep="last", maintain_order=True)
-    for query, stream, ticks, data_ts in last.select("query", "stream", "ticks", "data_ts").iter_rows():
+    written = parts.scan().select("query", "stream", "ticks", "data_ts")
+    last = written.sort("ticks", "data_ts").unique(["query", "stream"], keep="last", maintain_order=True).collect()
+    for query, stream, ticks, data_ts in last.iter_rows():
         pipeline.registry.restore_fired(query, stream, ticks, data_ts)
     pipeline.cache.restore([], parts.last_seq)
 
@@ -330,12 +343,37 @@ def _progress_bar(enabled: bool, replay: FileReplay, max_ticks: int | None) -> A
                 dynamic_ncols=True, smoothing=0.1)
 
 
-def _scored_table(pipeline: TickPipeline, raw: pl.DataFrame, series: dict[str, MarkSeries]) -> pl.DataFrame:
-    """The answers with the realised label and the naive baselines where the question has them; one row per
-    answer, in a total order (data_ts, query, stream, seq), so the file does not depend on the parts."""
-    questions = pipeline.codec.questions
+def _write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str, MarkSeries], out: Path) -> int:
+    """Score the answer parts one at a time and write them to `out` in the total order ANSWER_ORDER; returns the
+    rows written. Memory holds one part (a checkpoint's answers), not the run's: a day of answers is written
+    in fixed-size row groups, so the file's bytes do not depend on how the run was cut into parts either."""
     marks = {stream: s.values() for stream, s in series.items()}
     realised_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+    scored: list[Path] = []
+    ends: list[tuple[tuple, tuple]] = []  # each scored part's first and last sort key
+    rows = 0
+    for path in parts.paths():
+        part = _scored_part(pipeline, pl.read_parquet(path), marks, realised_cache).sort(ANSWER_ORDER)
+        scored.append(path.with_name("scored-" + path.name))  # in the parts' dir: removed with it, or on --resume
+        part.write_parquet(scored[-1])
+        rows += part.height
+        ends.append((part.select(ANSWER_ORDER).row(0), part.select(ANSWER_ORDER).row(-1)))
+    if not scored:
+        write_atomically(out, pl.DataFrame(schema=RAW_SCHEMA | SCORE_SCHEMA).write_parquet)
+        return 0
+    # parts follow the replay, so each usually ends before the next begins and they are joined as they are; a
+    # file out of time order interleaves them, and they are merged by one (out-of-core) sort instead
+    in_order = all(None not in a + b and a <= b for (_, a), (b, _) in zip(ends, ends[1:]))
+    answers = (pl.concat([pl.scan_parquet(p) for p in scored]) if in_order
+               else pl.scan_parquet(scored).sort(ANSWER_ORDER, maintain_order=True))
+    write_atomically(out, lambda tmp: answers.sink_parquet(tmp, row_group_size=ROW_GROUP_ROWS))
+    return rows
+
+
+def _scored_part(pipeline: TickPipeline, raw: pl.DataFrame, marks: dict[str, np.ndarray],
+                 realised_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]) -> pl.DataFrame:
+    """One part's answers with the realised label and the naive baselines where the question has them."""
+    questions = pipeline.codec.questions
     extra = []
     for query, stream, version, probs, model_probs in raw.select("query", "stream", "ticks", "probs",
                                                                 "model_probs").iter_rows():
@@ -355,11 +393,10 @@ def _scored_table(pipeline: TickPipeline, raw: pl.DataFrame, series: dict[str, M
         extra.append({"realised": realised, "persistence": persistence,
                       **_metrics(json.loads(probs) if probs else None, realised),
                       "model_correct": model["correct"], "model_brier": model["brier"]})
-    scored = pl.DataFrame(extra, schema=SCORE_SCHEMA)
-    return pl.concat([raw, scored], how="horizontal").sort(["data_ts", "query", "stream", "seq"])
+    return pl.concat([raw, pl.DataFrame(extra, schema=SCORE_SCHEMA)], how="horizontal")
 
 
-def later_slice(table: pl.DataFrame, marks: dict[str, MarkSeries], test_from: float) -> pl.DataFrame:
+def later_slice(table: pl.LazyFrame, marks: dict[str, MarkSeries], test_from: float) -> pl.LazyFrame:
     """The answers given after the first `test_from` of their stream's ticks (answer point = tick `ticks`)."""
     cut = {stream: int(len(m) * test_from) for stream, m in marks.items()}
     return table.filter(pl.col("ticks") > pl.col("stream").replace_strict(cut, default=0, return_dtype=pl.Int64))
@@ -373,11 +410,17 @@ def _metrics(probs: dict[str, float] | None, realised: str | None) -> dict[str, 
     return {"correct": best == realised, "brier": brier, "log_loss": -math.log(max(probs[realised], 1e-12))}
 
 
-def _score(name: str, rows: pl.DataFrame) -> QueryScore:
-    score = QueryScore(name, rows.height)
+def _score(name: str, rows: pl.LazyFrame) -> QueryScore:
+    """A query's scores from its rows of the answers file; what is read is its scored rows' metrics, with the
+    probabilities decoded to floats as they are read (not its answers' JSON text)."""
+    score = QueryScore(name, rows.select(pl.len()).collect().item())
     scored = rows.filter(pl.col("correct").is_not_null())
-    if scored.height == 0:
+    first = scored.select("probs").head(1).collect()
+    if first.height == 0:
         return score
+    labels = list(json.loads(first.item()))  # one question's labels, on every row (written with sorted keys)
+    scored = scored.select("correct", "brier", "log_loss", "model_correct", "model_brier", "realised", "persistence",
+                           pl.col("probs").str.json_decode(pl.Struct({label: pl.Float64 for label in labels}))).collect()
     score.scored = scored.height
     score.accuracy = float(scored["correct"].mean())
     score.brier = float(scored["brier"].mean())
@@ -395,18 +438,17 @@ def _score(name: str, rows: pl.DataFrame) -> QueryScore:
     if persisted.height:
         baselines["same-as-last"] = float((persisted["persistence"] == persisted["realised"]).mean())
     score.baseline, score.baseline_accuracy = max(baselines.items(), key=lambda kv: kv[1])
-    score.calibration = _calibration(scored)
+    score.calibration = _calibration(scored, labels)
     return score
 
 
-def _calibration(scored: pl.DataFrame) -> list[dict[str, float]]:
+def _calibration(scored: pl.DataFrame, labels: list[str]) -> list[dict[str, float]]:
     """Reliability table over every (answer row, label): predicted probability vs observed frequency."""
-    predicted, observed = [], []
-    for probs, realised in zip(scored["probs"], scored["realised"]):
-        for label, p in json.loads(probs).items():
-            predicted.append(p)
-            observed.append(1.0 if label == realised else 0.0)
-    return calibration_table(np.array(predicted), np.array(observed))
+    probs = scored["probs"].struct.unnest()
+    predicted = probs.select(labels).to_numpy().astype(np.float64)  # (rows, labels); NaN: a label not answered
+    observed = np.stack([(scored["realised"] == label).to_numpy() for label in labels], axis=1).astype(np.float64)
+    answered = ~np.isnan(predicted)
+    return calibration_table(predicted[answered], observed[answered])  # row by row, labels in order, as answered
 
 
 def calibration_table(predicted: np.ndarray, observed: np.ndarray) -> list[dict[str, float]]:
