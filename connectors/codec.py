@@ -55,6 +55,7 @@ TOKENS_PER_TICK = 4
 SPEC_FORMAT = "flashtick.binned_codec/1"
 SPEC_VERSIONS = (1, 2)
 _ZERO_BPS = 1e-6
+MAX_MOVE_BPS = 1e12  # a move is clipped here (a 10^8-fold price change), far past any real one
 # Fields only version 2 reads; a version-1 spec serialises without them, exactly as before they existed.
 _V2_FIELDS = ("move_log2_edges", "gap_log2_edges", "scale_alpha", "scale_tag_edges_bps")
 
@@ -184,6 +185,15 @@ class BinnedState:
     ticks_moved: int = 0  # ticks with a previous reference price (observations in move_sq_mean)
 
 
+def _log2_ratio(num: float, den: float) -> float:
+    """log2(num / den) for num > 0 and den >= 0, also where the quotient under- or overflows a float (a size of
+    1e-305 after ones of 1e20): the same bits as math.log2(num / den) wherever that is defined."""
+    if den <= 0:
+        return math.inf
+    q = num / den
+    return math.log2(q) if 0 < q < math.inf else math.log2(num) - math.log2(den)
+
+
 def _running(mean: float | None, x: float, n: int, alpha: float) -> float:
     """EWMA with weight max(alpha, 1/n) for the n-th value: the plain mean until n reaches 1/alpha."""
     return x if mean is None else mean + max(alpha, 1.0 / n) * (x - mean)
@@ -297,12 +307,13 @@ class BinnedCodec(Codec):
             if tick.size <= 0:
                 size_tok = self.token("size", "zero")
             else:
-                ratio = 0.0 if state.size_ewma is None else math.log2(tick.size / state.size_ewma)
+                ratio = 0.0 if state.size_ewma is None else _log2_ratio(tick.size, state.size_ewma)
                 size_tok = self.token("size", str(bisect_left(s.size_log2_edges, ratio)))
                 a = s.size_ewma_alpha
                 state.size_ewma = tick.size if state.size_ewma is None else state.size_ewma + a * (tick.size - state.size_ewma)
         gap = None if state.last_ts is None else tick.ts - state.last_ts
         move = 0.0 if state.last_ref is None else (ref - state.last_ref) / state.last_ref * 1e4
+        move = min(max(move, -MAX_MOVE_BPS), MAX_MOVE_BPS)  # finite: an inf would make the running scales NaN
         if s.version == 1:
             gap_name = self._gap_name_v1(gap)
             move_name = self._move_name_v1(move)

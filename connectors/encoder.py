@@ -140,7 +140,12 @@ class StreamEncoder:
             raise ValueError(f"tick of stream {tick.stream!r} given to the encoder of {self.stream!r}")
         check_order(self.stream, tick.ts, self.last_ts)
         state = copy.copy(self.state)
-        return EncodedTick(self.stream, tick.ts, self.codec.encode(tick, state), 1, state, tick)
+        try:
+            tokens = self.codec.encode(tick, state)
+        except Exception as e:  # a codec must never take the service down over one tick; the copy is dropped
+            raise InvalidTick("unencodable", f"stream {self.stream!r}: the codec could not encode this tick "
+                                             f"({type(e).__name__}: {e})", self.stream) from None
+        return EncodedTick(self.stream, tick.ts, tokens, 1, state, tick)
 
     def accept(self, ts: int, tokens: list[int], ticks: int = 1) -> EncodedTick:
         """A pre-tokenized item of this stream (tokens and ticks already checked, see StreamEncoders.accept);

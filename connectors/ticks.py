@@ -65,6 +65,7 @@ REASONS = (
     "unknown_side",
     "crossed_quote",
     "ts_backwards",
+    "unencodable",  # valid, but the codec failed on it (a codec bug: the tick is refused, the service goes on)
     "bad_msgpack",
     "oversize",
     "bad_tokens",

@@ -20,7 +20,7 @@ DOCUMENTED_REASONS = {
     "not_a_map", "missing_stream", "bad_stream", "missing_field", "ts_not_int", "ts_out_of_range", "unknown_kind",
     "ambiguous_kind", "unknown_field", "wrong_type", "nonfinite_price", "nonpositive_price", "nonfinite_size",
     "negative_size", "unknown_side", "crossed_quote", "ts_backwards", "bad_msgpack", "oversize", "bad_framing",
-    "bad_tokens", "stream_refused", "overloaded"}
+    "bad_tokens", "stream_refused", "overloaded", "unencodable"}
 
 
 def test_trades_and_quotes_with_every_field_are_ingested_and_answered(clients) -> None:
@@ -150,7 +150,8 @@ def test_every_documented_reject_reason_is_published_counted_and_leaves_the_serv
         if with_stream:
             assert payload["stream"] == "R.OK"
         seen[reason] = seen.get(reason, 0) + 1
-    assert DOCUMENTED_REASONS - seen.keys() == {"stream_refused", "overloaded"}  # those need other configs
+    # those need other configs, or (unencodable) a codec bug: no valid tick is known to make one
+    assert DOCUMENTED_REASONS - seen.keys() == {"stream_refused", "overloaded", "unencodable"}
     after = stats(ctl)
     for reason, n in seen.items():
         assert after["rejected"][reason] - before.get(reason, 0) == n, reason
@@ -178,6 +179,23 @@ def test_a_bad_tick_never_drops_the_good_ones_of_its_message(clients) -> None:
                                                             (4, "ts_backwards")]
     wait_stats(ctl, lambda st: st["ticks_in"] - before == 2)
 
+
+def test_valid_sizes_and_prices_at_the_ends_of_the_float_range_are_answered(clients) -> None:
+    """Finite positive values a buggy unit conversion makes: a size of 1e-305 after 1e20 (their ratio underflows a
+    float), 5e-324 after 1e300, a price 1e300 times the last. Each is a valid tick: accepted and answered, and the
+    service goes on serving."""
+    control, sub, push = clients
+    s, ctl, feed = fresh_stream("EDGE"), control(), push()
+    answers = sub(f"dir/{s}/")
+    before = stats(ctl)["ticks_in"]
+    feed.send(msgpack.packb([trade(s, T0, size=1e20), trade(s, T0 + 1, size=1e-305), trade(s, T0 + 2, size=1e300),
+                             trade(s, T0 + 3, size=5e-324), trade(s, T0 + 4, price=1e-300),
+                             trade(s, T0 + 5, price=1e300), trade(s, T0 + 6, price=1.0)]))
+    (topic, payload), = answers.until(lambda g: len(g) >= 1)
+    check_answer(topic, payload)
+    assert payload["version"] == 7
+    wait_stats(ctl, lambda st: st["ticks_in"] - before == 7)
+    assert ctl.ok("health")["status"] == "serving"
 
 def test_tokenized_ticks_count_their_ticks_and_share_the_ordering_guard(clients) -> None:
     control, sub, push = clients
