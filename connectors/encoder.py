@@ -183,6 +183,7 @@ class StreamEncoders:
         self.max_item_tokens = max_item_tokens
         self.max_stream_bytes = max_stream_bytes
         self._encoders: dict[str, StreamEncoder] = {}
+        self._expired_last_ts: dict[str, int] = {}  # expired streams' last accepted ts (see drop)
 
     def __len__(self) -> int:
         return len(self._encoders)
@@ -197,15 +198,21 @@ class StreamEncoders:
         return self._encoders[stream]
 
     def drop(self, stream: str) -> None:
-        """Forget a stream (expired by the engine): its next tick starts it afresh."""
-        self._encoders.pop(stream, None)
+        """Forget a stream (expired by the engine): its next tick starts it afresh, except that its ordering
+        guard stays (one int a name): a tick older than one accepted before the expiry is still refused, as
+        the tick log's replay would refuse it after a restart."""
+        encoder = self._encoders.pop(stream, None)
+        if encoder is not None and encoder.last_ts is not None:
+            self._expired_last_ts[stream] = encoder.last_ts
 
     def _encoder(self, stream: str) -> StreamEncoder:
         encoder = self._encoders.get(stream)
         return encoder if encoder is not None else self._new_encoder(stream)
 
     def _new_encoder(self, stream: str) -> StreamEncoder:
-        return StreamEncoder(stream, self.codec, self.vocab_size, self.max_stream_bytes)
+        encoder = StreamEncoder(stream, self.codec, self.vocab_size, self.max_stream_bytes)
+        encoder.last_ts = self._expired_last_ts.get(stream)
+        return encoder
 
     # -- one item, two phases --------------------------------------------------------------
 

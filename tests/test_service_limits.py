@@ -4,6 +4,7 @@ effects, draining on stop and socket size caps, over real sockets and real model
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 from collections.abc import Iterator
@@ -73,6 +74,9 @@ def test_idle_streams_expire_from_every_layer_and_come_back_afresh(checkpoint) -
     assert not pipeline.engine.scheduler.streams and len(pipeline.encoders) == 0
     assert pipeline.engine.blocks.pool.used_cells == 0 and pipeline.cache.get("dir", streams[0]) is None
     assert pipeline.engine.scheduler.stats.streams_expired == len(streams)
+    older = next(t for t in batch if t.stream == streams[0])  # accepted before the expiry: its guard stays
+    with pytest.raises(InvalidTick, match="ts_backwards|< previous"):
+        pipeline.ingest(dataclasses.replace(older, ts=max(t.ts for t in batch if t.stream == streams[0]) - 1))
     later = [t for t in ticks(60) if t.stream == streams[0]][-3:]  # same stream, later ticks
     for tick in later:
         pipeline.ingest(tick)
