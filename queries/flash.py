@@ -78,6 +78,7 @@ class FlashQueries:
             lambda query, stream, value, version, standing: value)
         self.ready: dict[tuple[str, str], Answer] = {}  # (query, stream) -> generate answer decoded ahead
         self._working: set[tuple[str, str, str]] = set()  # (purpose, query, stream) of idle work queued
+        self.owes: Callable[[QuerySpec, StreamProgress], bool] | None = None  # set while a restart answers owed ticks
 
     def compiled(self, spec: QuerySpec) -> CompiledQuery:
         """The spec resolved against the codec. A registered spec is compiled once (a re-registered query is a
@@ -97,6 +98,8 @@ class FlashQueries:
         jobs = []
         for p in progress:
             due = self.registry.due(p.stream, p.ticks, p.event_ts)
+            if self.owes is not None:  # a restart answering what the stopped process owed: only that
+                due = [spec for spec in due if self.owes(spec, p)]
             for spec in due:
                 jobs.append(self.job_for(spec, p.stream))
             for spec in self.registry.matching(p.stream):  # decoded ahead, unless published right now anyway

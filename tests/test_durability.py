@@ -137,6 +137,35 @@ def test_a_restart_owes_a_query_only_the_ticks_after_it_was_registered(checkpoin
     third.close()
 
 
+
+def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(checkpoint, tmp_path) -> None:
+    """Messages accepted but not yet computed when the process died (a burst ahead of the engine): the restart
+    answers each of them as a run that never stopped does (a `batch` answer per message and stream, a
+    `{ticks: 10}` answer per multiple of 10), with the same seqs, not one answer per query at the last tick."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES + "  - {name: d10, streams: ['*'], question: direction_20, kind: choice, "
+                                 "trigger: {ticks: 10}}\n")
+    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(500)  # 4 streams, rolls past 256 positions
+    messages = [ticks[i : i + 3] for i in range(0, len(ticks), 3)]
+    live = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    for message in messages[:30]:
+        assert live.ingest_message(encode(message)) == []
+        live.run_until_idle()
+    for message in messages[30:]:  # the burst: accepted and logged, not yet computed
+        assert live.ingest_message(encode(message)) == []
+    recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after")))
+    owed = [o.answer for o in recovered.recovered if o.answer is not None]
+    uninterrupted = live.run_until_idle()
+    key = lambda a: (a.query, a.stream, a.version, a.seq, a.data_ts)  # noqa: E731
+    assert sorted(map(key, owed)) == sorted(map(key, uninterrupted))
+    assert len({a.version for a in owed if a.query == "dir"}) > 100  # every message's group, not just the last
+    by_key = {key(a): a for a in uninterrupted}
+    for answer in owed:
+        if answer.query != "nll":
+            assert answer.value["probs"] == pytest.approx(by_key[key(answer)].value["probs"], abs=PROB_TOL)
+    assert sessions(recovered) == sessions(live)
+
+
 def test_a_data_directory_refuses_other_weights_under_the_same_model_id(tmp_path) -> None:
     """A checkpoint retrained into the same directory keeps its name (the model id) but not its weights: the
     logged sessions and answers are the old weights', so the directory refuses it, naming the weights."""

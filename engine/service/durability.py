@@ -68,7 +68,11 @@ class RegistrationMarks:
     def owes(self, query: str, stream: str, ticks: int) -> bool:
         """A query never answered on ``stream`` owes an answer at ``ticks`` only for ticks after it was registered
         (a query the marks do not know, e.g. from a directory written before them: as before, owed)."""
-        return ticks > self.marks.get(query, {}).get(stream, 0)
+        return ticks > self.start(query, stream)
+
+    def start(self, query: str, stream: str) -> int:
+        """``stream``'s committed tick count when ``query`` was registered (0: before its first tick, or unknown)."""
+        return self.marks.get(query, {}).get(stream, 0)
 
     def to_json(self) -> list[dict[str, Any]]:
         groups: dict[int, dict[str, Any]] = {}
@@ -102,6 +106,9 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
         for spec in changed:
             forget_query(spec.name)
     return [spec.name for spec in changed]
+
+
+MESSAGE_START = "m"  # a tick log record's key: this item began a wire message (its tick groups end before it)
 
 
 def owed_jobs(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, flash: FlashQueries, stream: str,
@@ -145,15 +152,25 @@ class DataDir:
         self.replay_refused = 0  # logged items the replay could not place (none expected)
         self.recovery_s = 0.0
         self.rebuild_forwards = 0
+        self._message_start = False
 
     def restore_answers(self, registry: Registry, history: AnswerHistory, replayed: Any = None) -> None:
         """Seqs, latest answers and trigger state from the answer log (after the queries are registered);
         ``replayed`` (the answer adaptation) is handed every logged answer, to re-feed during the tick replay."""
         self.recovered_answers = self.answers.restore(registry, history, self.config.skip_corrupt, replayed)
 
+    def message_started(self) -> None:
+        """A wire message begins: its first logged item says so (``MESSAGE_START``), so a restart knows where
+        the live run's tick groups ended (one per message and stream) and answers owed ticks group by group."""
+        self._message_start = True
+
     def append(self, item: EncodedTick) -> None:
         """Log one accepted item; raises ticklog.LogWriteError (nothing logged) when the disk refuses."""
-        self.log.append(msgpack.packb(item.to_record(), use_bin_type=True))
+        record = item.to_record()
+        if self._message_start:
+            record[MESSAGE_START] = True
+        self.log.append(msgpack.packb(record, use_bin_type=True))
+        self._message_start = False
 
     def save_queries(self, yaml_text: str, registry: Registry, marks: RegistrationMarks) -> None:
         """The registered queries, then their versions and registration marks, each replaced atomically (a crash
@@ -181,36 +198,57 @@ class DataDir:
                   f"and answers owed are computed for every stream", file=sys.stderr, flush=True)
             return RegistrationMarks()
 
-    def replay(self, encoders: StreamEncoders, engine: Engine,
-               accepted: Callable[[EncodedTick], None] | None = None) -> int:
+    def replay(self, encoders: StreamEncoders, engine: Engine, accepted: Callable[[EncodedTick], None] | None = None,
+               answered: dict[str, tuple[int, int]] | None = None) -> list[EncodedTick | None]:
         """Re-feed every logged item through ``encoders`` (codec state and ordering guards come back) and
         book it on its stream without computing it (Scheduler.restore: token logs and rolls end exactly as
         the live run's did); then compute the KV of what each window holds, once. ``accepted`` sees each
-        booked item, as the live path's would. Returns the ticks recovered."""
+        booked item, as the live path's would.
+
+        ``answered``: each stream's last answered point (tick count, event time of that tick). The live run had
+        computed every tick up to it; the items after it are not booked but returned, in log order, with None
+        where a wire message began: the caller computes them as the live run would have, a tick group at a
+        time, and so answers every group the stopped process owed. A stream whose point is not a logged item
+        of that time (the log's retention dropped its start, or an expiry renumbered it) is booked whole."""
         started = time.perf_counter()
+        answered = dict(answered or {})
+        counted: dict[str, int] = {}
+        owed: set[str] = set()  # streams past their answered point: their items go to the tail
+        tail: list[EncodedTick | None] = []
 
         def book(item: EncodedTick) -> None:
+            if item.stream in owed:
+                tail.append(item)
+                return
             try:
                 engine.scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
             except AdmissionRefused as e:  # the limits changed since: counted, never fatal
                 raise InvalidTick("stream_refused", str(e), item.stream) from None
             if accepted is not None:
                 accepted(item)
+            point = answered.get(item.stream)
+            if point is not None:
+                counted[item.stream] = counted.get(item.stream, 0) + item.ticks
+                if counted[item.stream] >= point[0]:
+                    if (counted[item.stream], item.ts) == point:
+                        owed.add(item.stream)
+                    del answered[item.stream]
 
-        self.replay_items(encoders, book)
+        self.replay_items(encoders, book, message_start=lambda: tail.append(None))
         self.rebuild_forwards = engine.rebuild()
         self.recovery_s = time.perf_counter() - started
         if self.recovered_ticks:
             print(f"flashtick: recovered {self.recovered_ticks} ticks of {len(engine.scheduler.streams)} streams "
                   f"from {self.log.directory} in {self.recovery_s:.1f} s", file=sys.stderr, flush=True)
-        return self.recovered_ticks
+        return tail
 
-    def replay_items(self, encoders: StreamEncoders, book: Callable[[EncodedTick], None]) -> int:
+    def replay_items(self, encoders: StreamEncoders, book: Callable[[EncodedTick], None],
+                     message_start: Callable[[], None] | None = None) -> int:
         """Every logged item through ``encoders`` and on to ``book`` (counted as recovered, or as refused when
         ``book`` raises InvalidTick); returns the ticks recovered. A sharded front door books each item to
-        its stream's shard."""
+        its stream's shard. ``message_start`` is called where a logged wire message began."""
         ticks, refused = replay_log(self.log.directory, encoders, book, skip_corrupt=self.config.skip_corrupt,
-                                    stats=self.read_stats)
+                                    stats=self.read_stats, message_start=message_start)
         self.recovered_ticks += ticks
         self.replay_refused += refused
         return ticks
@@ -239,15 +277,18 @@ class DataDir:
 
 
 def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[EncodedTick], None], *,
-               skip_corrupt: bool, stats: LogStats, streams: set[str] | None = None, upto: int | None = None
-               ) -> tuple[int, int]:
+               skip_corrupt: bool, stats: LogStats, streams: set[str] | None = None, upto: int | None = None,
+               message_start: Callable[[], None] | None = None) -> tuple[int, int]:
     """Logged items (records before ``upto``; of ``streams`` only, when given) through ``encoders`` to ``book``;
-    returns (ticks replayed, items refused). A refusal (InvalidTick) is counted, never fatal."""
+    returns (ticks replayed, items refused). A refusal (InvalidTick) is counted, never fatal. ``message_start``
+    is called before each record that began a wire message (a log written before they were marked has none)."""
     ticks = refused = 0
     for number, payload in read(directory, skip_corrupt=skip_corrupt, stats=stats):
         if upto is not None and number >= upto:
             break
         record = msgpack.unpackb(payload, raw=False)
+        if message_start is not None and record.get(MESSAGE_START):
+            message_start()
         tick = record.get("tick")
         if streams is not None and (tick or record["tokenized"])["stream"] not in streams:
             continue

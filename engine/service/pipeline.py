@@ -32,7 +32,7 @@ from connectors.codec import BinnedCodec, Codec, TextCodec, TextCodecConfig
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders
 from connectors.ticks import InvalidTick, Tick
 from engine.engine import Engine
-from engine.jobs import JobOutcome
+from engine.jobs import JobOutcome, StreamProgress
 from engine.models import BUILTIN_MODEL_DIR, LlamaModel, load_model
 from engine.models.loader import read_config
 from engine.runner import ModelRunner
@@ -196,11 +196,14 @@ class TickPipeline:
             self.data.restore_answers(self.registry, self.history, self.adaptation)
         changed = register_changed(config.queries, self.registry, self.forget_query) if config.queries else []
         if self.data is not None:
-            self.ticks_in = self.data.replay(self.encoders, self.engine, accepted=self._accepted)
+            tail = self.data.replay(self.encoders, self.engine, accepted=self._accepted,
+                                    answered=self._answered_points())
+            self.ticks_in = self.data.recovered_ticks
+            self.recovered = self._answer_tail(tail, set(changed))
             # a query the config changed is registered now, after every logged tick: it owes none of them
             self.marks.registered(changed, self._committed())
             self.save_queries()
-            self.recovered = self._answers_owed()
+            self.recovered += self._answers_owed()
 
     def _compiled_current(self, name: str) -> CompiledQuery | None:
         spec = self.registry.current(name)
@@ -210,9 +213,59 @@ class TickPipeline:
         """Every stream's committed tick count (what a query registered now starts after)."""
         return {stream: self.engine.progress(stream).ticks for stream in self.engine.scheduler.streams}
 
+    def _answered_points(self) -> dict[str, tuple[int, int]]:
+        """Each stream's latest answered (tick count, event time), over every standing query: how far the
+        stopped process had computed it."""
+        points: dict[str, tuple[int, int]] = {}
+        for answer in self.cache.latest():
+            if answer.version > points.get(answer.stream, (0, 0))[0]:
+                points[answer.stream] = (answer.version, answer.data_ts)
+        return points
+
+    def _answer_tail(self, tail: list[EncodedTick | None], changed: set[str]) -> list[JobOutcome]:
+        """The logged items past each stream's answered point, computed as the live run would have: a tick group
+        per wire message and stream, each group's due standing queries answered at its cut (the chunked path
+        of a burst). A query answers only ticks past its last answer, or past its registration when it has none
+        on the stream, and a query the config changed at this start (registered after every logged tick) none."""
+        if not tail:
+            return []
+        floors = {(a.query, a.stream): a.version for a in self.cache.latest()}
+
+        def owes(spec: QuerySpec, progress: StreamProgress) -> bool:
+            if spec.name in changed:
+                return False
+            floor = floors.get((spec.name, progress.stream))
+            return progress.ticks > (floor if floor is not None else self.marks.start(spec.name, progress.stream))
+
+        outcomes: list[JobOutcome] = []
+        streams: set[str] = set()
+        self.flash.owes = owes
+        try:
+            for item in tail:
+                if item is None:  # a message began: the live run closed its groups here
+                    self.engine.close_groups()
+                    while self.engine.scheduler.forward_full():
+                        report = self.step()
+                        if report is None:
+                            break
+                        outcomes += report.outcomes
+                    continue
+                self.engine.submit(item.stream, item.tokens, item.ts, item.ticks)
+                self._accepted(item)
+                streams.add(item.stream)
+            self.engine.close_groups()
+            outcomes += self._kept(self.engine.run_until_idle())
+        finally:
+            self.flash.owes = None
+        for name in changed:  # it fires first on each stream's next batch, as if registered now
+            for stream in streams:
+                self.registry.unfire(name, stream)
+        return outcomes
+
     def _answers_owed(self) -> list[JobOutcome]:
-        """After a replay: standing queries due on ticks that were accepted but never answered before the
-        process stopped (the answer log says how far each query got), computed now, once."""
+        """After a replay and its tail: standing queries due on ticks that were accepted but never answered
+        before the process stopped and that no tick group answered (a stream the replay booked whole),
+        computed now, once, at the stream's latest tick."""
         for stream in self.engine.scheduler.streams:
             progress = self.engine.progress(stream)
             for job in owed_jobs(self.registry, self.cache, self.marks, self.flash, stream, progress):
@@ -230,11 +283,15 @@ class TickPipeline:
     def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
         """Decode a wire message (one tick or a list) and ingest the good ticks, one tick group per stream;
         returns the rejections."""
+        if self.data is not None:
+            self.data.message_started()
         return self._counted(self.encoders.ingest_message(data, self._submit))
 
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
         """Already-tokenized ticks from an out-of-process connector: a msgpack list of
         ``{stream: str, ts: int ns, tokens: [int], ticks: int}``; returns the rejections."""
+        if self.data is not None:
+            self.data.message_started()
         return self._counted(self.encoders.ingest_tokenized(data, self._submit))
 
     def _submit(self, item: EncodedTick) -> None:

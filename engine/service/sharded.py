@@ -156,9 +156,11 @@ class ShardedPipeline:
     # -- ingest ----------------------------------------------------------------------------------
 
     def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
+        self.data.message_started()
         return self._counted(self.encoders.ingest_message(data, self._submit))
 
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
+        self.data.message_started()
         return self._counted(self.encoders.ingest_tokenized(data, self._submit))
 
     def _counted(self, result: Ingested) -> list[dict[str, Any]]:
