@@ -205,6 +205,21 @@ class StreamEncoders:
         if encoder is not None and encoder.last_ts is not None:
             self._expired_last_ts[stream] = encoder.last_ts
 
+    def accepted(self, streams: list[str] | None = None, limit: int | None = None) -> dict[str, dict[str, Any] | None]:
+        """Each stream's last accepted tick: ``{ticks, last_ts}`` (``ticks``: its session's tick count, 0 after an
+        expiry, whose ordering guard stays), None for a name never seen; ``streams`` None: every stream known,
+        in name order, the first ``limit``."""
+        names = sorted(self._encoders.keys() | self._expired_last_ts.keys()) if streams is None else streams
+        out: dict[str, dict[str, Any] | None] = {}
+        for name in names[:limit] if limit is not None else names:
+            encoder = self._encoders.get(name)
+            if encoder is not None:
+                out[name] = {"ticks": encoder.ticks, "last_ts": encoder.last_ts}
+            else:
+                last_ts = self._expired_last_ts.get(name)
+                out[name] = None if last_ts is None else {"ticks": 0, "last_ts": last_ts}
+        return out
+
     def _encoder(self, stream: str) -> StreamEncoder:
         encoder = self._encoders.get(stream)
         return encoder if encoder is not None else self._new_encoder(stream)

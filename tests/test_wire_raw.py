@@ -197,6 +197,22 @@ def test_valid_sizes_and_prices_at_the_ends_of_the_float_range_are_answered(clie
     wait_stats(ctl, lambda st: st["ticks_in"] - before == 7)
     assert ctl.ok("health")["status"] == "serving"
 
+def test_ticks_in_the_topic_frame_are_refused_not_dropped_unread(clients) -> None:
+    """[tickA, tickB] or [ticks, topic]: the first of two frames is a topic and never read, so ticks there
+    would vanish without a word; they are refused as bad_framing. A plain topic still passes."""
+    control, sub, push = clients
+    s, ctl, feed = fresh_stream("FRM"), control(), push()
+    rejects = sub("_rejects/")
+    before = stats(ctl)["ticks_in"]
+    feed.send_multipart([msgpack.packb(trade(s, T0)), msgpack.packb(trade(s, T0 + 1))])
+    feed.send_multipart([msgpack.packb([trade(s, T0)]), s.encode()])
+    got = rejects.until(lambda g: len(g) >= 2)
+    assert [p["reason"] for _, p in got] == ["bad_framing"] * 2
+    assert all("first frame is itself ticks" in p["error"] for _, p in got)
+    feed.send_multipart([s.encode(), msgpack.packb(trade(s, T0))])
+    wait_stats(ctl, lambda st: st["ticks_in"] - before == 1)
+
+
 def test_tokenized_ticks_count_their_ticks_and_share_the_ordering_guard(clients) -> None:
     control, sub, push = clients
     s, ctl, feed = fresh_stream("TOK"), control(), push()

@@ -163,6 +163,10 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert {"forwards", "tokens_advanced", "tokens_rebuilt"} <= set(st["runner"])
     assert {"evictions", "rolls", "refused_streams"} <= set(st["scheduler"])
     assert isinstance(st["uptime_s"], float) and isinstance(st["model"], str)
+    accepted = ctl.ok("streams", streams=[s, "NOBODY.X"])  # where a feed resumes after a restart
+    assert accepted == {"ok": True, "streams": {s: {"ticks": 2, "last_ts": T0 + 1}, "NOBODY.X": None},
+                        "truncated": False}
+    assert ctl.ok("streams")["streams"][s] == {"ticks": 2, "last_ts": T0 + 1}
     health = ctl.ok("health")
     assert set(health) == {"ok", "status", "uptime_s", "streams", "model"} and health["status"] == "serving"
     assert type(health["streams"]) is int and isinstance(health["uptime_s"], float)
@@ -193,6 +197,9 @@ CONTROL_ERRORS = [
     ({"op": "ask", "stream": "R.OK", "query": "dir", "max_stale_ticks": -1}, "max_stale_ticks as an int >= 0"),
     ({"op": "ask", "stream": "R.OK", "spec": {"name": "x", "kind": "choice"}}, "question"),
     ({"op": "ask", "stream": "R.OK", "spec": "dir"}, "needs 'spec' as dict"),
+    ({"op": "ask", "stream": "R.OK", "query": "dir", "spec": {"name": "x"}}, "not both"),
+    ({"op": "streams", "streams": "R.OK"}, "list of at most 10000 stream names"),
+    ({"op": "streams", "streams": [1]}, "list of at most 10000 stream names"),
     ({"op": "answers", "topic": "dir/R.OK", "after": 0}, "topics end with '/'"),
     ({"op": "answers", "topic": "A" * 10_000, "after": 0}, "topics end with '/'"),
     ({"op": "ask", "stream": "A" * 10_000, "query": "dir"}, "has sent no data"),
@@ -225,12 +232,19 @@ def test_control_garbage_is_answered_and_counted(clients) -> None:
 
 
 def test_metrics_are_prometheus_text(server, clients) -> None:
-    body = urllib.request.urlopen(server["metrics"], timeout=10).read().decode()
+    control, sub, push = clients
+    s, answers = fresh_stream("MET"), sub("dir/")
+    push().send(msgpack.packb(trade(s, T0)))
+    answers.until(lambda g: any(t == f"dir/{s}/" for t, _ in g))  # freshness has a sample once answers exist
+    stats(control())  # the snapshot the metrics endpoint renders is refreshed
+    body = urllib.request.urlopen(server["metrics"] + "?scrape=1", timeout=10).read().decode()  # parameters ignored
+    assert 'reason="none"' not in body
     for name in ("flashtick_ticks_in_total", "flashtick_rejected_total", "flashtick_answers_published_total",
                  "flashtick_answer_freshness_ms", "flashtick_kv_cells_used", "flashtick_kv_cells_capacity",
                  "flashtick_evictions_total", "flashtick_rolls_total", "flashtick_tokens_rebuilt_total",
                  "flashtick_forwards_total"):
-        assert f"\n{name}" in body or body.startswith(name), name
+        assert f"\n# TYPE {name} " in body, name  # every family is declared, samples or not
+    assert "\nflashtick_ticks_in_total " in body and '\nflashtick_answer_freshness_ms{quantile="0.99"} ' in body
 
 
 def test_pipelined_requests_are_told_apart_by_their_id(clients) -> None:

@@ -1,5 +1,5 @@
-"""The ``flashtick`` command line: serve, feed, subscribe, register, unregister, list, get, ask, stats,
-health, keygen, backtest, train, evaluate, demo, answers.
+"""The ``flashtick`` command line: serve, feed, subscribe, register, unregister, list, get, ask, streams, stats,
+scores, health, keygen, backtest, train, evaluate, demo, answers.
 
 Errors are one readable line on stderr (exit status 2), never a traceback.
 Every command that connects to a running service takes `--server-key FILE`
@@ -177,6 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.add_argument("--json", action="store_true", help="the stats op's `scores` as JSON")
     p.set_defaults(run=cmd_scores)
+
+    p = sub.add_parser("streams", help="each stream's last accepted tick (ts, count): where a feed resumes after "
+                       "a restart", parents=[keys, clients])
+    p.add_argument("names", nargs="*", help="stream names (default: every stream)")
+    p.add_argument("--control", default=None, help=CONTROL_HELP)
+    p.set_defaults(run=cmd_streams)
 
     p = sub.add_parser("health", help="is the service up: status, uptime, streams, model", parents=[keys, clients])
     p.add_argument("--control", default=None, help=CONTROL_HELP)
@@ -630,6 +636,17 @@ def cmd_scores(args: argparse.Namespace) -> None:
               f"{fmt(s['brier']):>8}{fmt(s['prior_brier']):>11}{fmt(s.get('model_brier')):>12}  {worse or '-'}")
     if not scores:
         print("(no standing query on a named question with a realised answer has published yet)")
+
+
+def cmd_streams(args: argparse.Namespace) -> None:
+    with _control(args) as control:
+        reply = control.call("streams", streams=args.names or None)
+    for name, accepted in reply["streams"].items():
+        print(f"{name}\t" + ("never seen" if accepted is None else f"last_ts {accepted['last_ts']}\tticks "
+                                                                    f"{accepted['ticks']}"))
+    if reply["truncated"]:
+        print(f"flashtick streams: the first {len(reply['streams'])} streams by name; name the ones you want",
+              file=sys.stderr)
 
 
 def cmd_health(args: argparse.Namespace) -> None:

@@ -59,7 +59,7 @@ def render(snapshot: dict[str, Any]) -> str:
         metric(key, "gauge", help_text, [("", int(value) if isinstance(value, bool) else value)])
     rejected = snapshot.get("rejected", {})
     metric("rejected_total", "counter", "Ticks or messages rejected, by reason",
-           [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())] or [('{reason="none"}', 0)])
+           [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())])  # none yet: no sample (no fake reason)
     for group, keys in (("scheduler", SCHEDULER_COUNTERS), ("runner", RUNNER_COUNTERS)):
         for key in keys:
             metric(f"{key}_total", "counter", f"{group} {key.replace('_', ' ')}", [("", snapshot.get(group, {}).get(key, 0))])
@@ -69,7 +69,7 @@ def render(snapshot: dict[str, Any]) -> str:
                                        if s.get(key) is not None])
     freshness = snapshot.get("freshness_ms", {})
     metric("answer_freshness_ms", "gauge", "Tick arrival to answer cached, recent window",
-           [(f'{{quantile="{q}"}}', freshness.get(k, 0.0)) for q, k in (("0.5", "p50"), ("0.99", "p99"))])
+           [(f'{{quantile="{q}"}}', freshness[k]) for q, k in (("0.5", "p50"), ("0.99", "p99")) if k in freshness])
     return "\n".join(lines) + "\n"
 
 
@@ -81,7 +81,7 @@ def _label(value: str) -> str:
 def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, Any]]) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self, head: bool = False) -> None:  # noqa: N802 (http.server's naming)
-            if self.path.rstrip("/") != "/metrics":
+            if self.path.split("?", 1)[0].rstrip("/") != "/metrics":  # a scraper's ?query parameters are ignored
                 self.send_error(404, "only /metrics is served")
                 return
             body = render(snapshot()).encode()

@@ -229,6 +229,9 @@ class Server:
                 rejections = self.pipeline.ingest_tokenized(frames[1])
             elif len(frames) == 1:
                 rejections = self.pipeline.ingest_message(frames[0])
+            elif len(frames) == 2 and _looks_like_ticks(frames[0]):  # [ticks, ticks] or [ticks, topic]: a mistake
+                self.pipeline.rejected["bad_framing"] += 1
+                rejections = [{"index": -1, "reason": "bad_framing", "error": _framing_error(frames, tick_first=True)}]
             elif len(frames) == 2:  # [topic, ticks]: how PUB feeds frame a message for SUB filtering; topic unread
                 rejections = self.pipeline.ingest_message(frames[1])
             else:
@@ -321,6 +324,8 @@ class Server:
 
     def _op_ask(self, request: dict, reply: Any) -> dict | None:
         stream = _field(request, "stream", str)
+        if "query" in request and "spec" in request:
+            raise ControlError("op 'ask' takes 'query' (a registered query's name) or 'spec' (a query mapping), not both")
         if "query" in request:
             spec = self.pipeline.registry.get(_field(request, "query", str))
         elif "spec" in request:
@@ -372,6 +377,19 @@ class Server:
         self._refresh_snapshot()
         return {"stats": self._snapshot}
 
+    def _op_streams(self, request: dict, _reply: Any) -> dict:
+        """Each stream's last accepted tick (ts and count): where a feed resumes after the service restarted."""
+        names = request.get("streams")
+        if names is not None and (type(names) is not list or not all(type(n) is str for n in names)
+                                  or len(names) > MAX_STREAMS_PER_REPLY):
+            raise ControlError(f"op 'streams' takes 'streams' as a list of at most {MAX_STREAMS_PER_REPLY} stream "
+                               f"names (or nil: every stream), got {excerpt(names)}")
+        known = self.pipeline.encoders.accepted(names, limit=MAX_STREAMS_PER_REPLY + 1)
+        truncated = names is None and len(known) > MAX_STREAMS_PER_REPLY
+        if truncated:
+            known.pop(max(known))
+        return {"streams": known, "truncated": truncated}
+
     def _op_health(self, _request: dict, _reply: Any) -> dict:
         return {"status": "serving", "uptime_s": time.time() - self.started_at,
                 "streams": self.pipeline.stream_count, "model": self.config.model.model_id}
@@ -388,15 +406,31 @@ class Server:
 DRAIN_SLICE_S = 0.05  # longest stretch spent draining one socket before the loop moves on (the others, a step)
 
 
-def _framing_error(frames: list[bytes]) -> str:
+def _framing_error(frames: list[bytes], tick_first: bool = False) -> str:
     first = ascii(frames[0][:16]) if frames else "nothing"
-    return (f"bad_framing: a message of {len(frames)} frames (the first {first}); ingest takes one frame (msgpack "
-            f"ticks), two frames [topic, msgpack ticks] or [b'tokens', msgpack list] (tokenized ticks)")
+    what = "whose first frame is itself ticks (it would be read as a topic and dropped) " if tick_first else ""
+    return (f"bad_framing: a message of {len(frames)} frames {what}(the first {first}); ingest takes one frame "
+            f"(msgpack ticks), two frames [topic, msgpack ticks] or [b'tokens', msgpack list] (tokenized ticks)")
+
+
+def _looks_like_ticks(frame: bytes) -> bool:
+    """Whether a two-frame message's first frame (its topic, never read) is a msgpack tick map or list of them:
+    [ticks, topic] or [tickA, tickB] would otherwise lose ticks without a word. Only a frame that starts like a
+    msgpack map or array is decoded, so plain topics (stream names) cost a byte's look."""
+    if not frame or not (0x80 <= frame[0] <= 0x9F or 0xDC <= frame[0] <= 0xDF):
+        return False
+    try:
+        obj = msgpack.unpackb(frame, raw=False, strict_map_key=False)
+    except Exception:  # not msgpack after all: a topic like any other
+        return False
+    first = obj[0] if isinstance(obj, list) and obj else obj
+    return isinstance(first, dict) and "stream" in first
 
 
 MAX_SOURCE_CHARS = 64
 MAX_ANSWERS_PER_FETCH = 1000
-CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "answers", "stats", "health")
+MAX_STREAMS_PER_REPLY = 10_000
+CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "answers", "streams", "stats", "health")
 
 
 class ControlError(ValueError):
