@@ -278,9 +278,16 @@ class Scheduler:
         idle = [name for name, s in self.streams.items()
                 if s.last_seen_ns < cutoff and not s.pending and name not in asked]
         for name in idle:
-            self.blocks.evict(self.streams.pop(name).session)
+            self.drop(name)
         self.stats.streams_expired += len(idle)
         return idle
+
+    def drop(self, stream: str) -> None:
+        """Forget ``stream`` (expired, here or in the run a tick log replays): its KV returns to the pool, and its
+        next data starts a new session."""
+        state = self.streams.pop(stream, None)
+        if state is not None:
+            self.blocks.evict(state.session)
 
     # -- planning --------------------------------------------------------------------------------
 

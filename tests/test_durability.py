@@ -3,6 +3,7 @@ queries rebuilt from it on start (in-process, and a real `flashtick serve` kille
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
 import shutil
@@ -164,6 +165,31 @@ def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(checkp
         if answer.query != "nll":
             assert answer.value["probs"] == pytest.approx(by_key[key(answer)].value["probs"], abs=PROB_TOL)
     assert sessions(recovered) == sessions(live)
+
+
+
+def test_a_restart_does_not_bring_back_streams_the_live_run_expired(checkpoint, tmp_path) -> None:
+    """An idle stream the live run expired is forgotten at that point of the tick log too: a restart neither
+    rebuilds it from its old ticks (holding KV for an hour more) nor publishes an owed answer for it, and a
+    stream that came back after its expiry is rebuilt as the new session it is."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    ticks = SyntheticMarket(SyntheticConfig(seed=3)).next_batch(120)
+    live = TickPipeline(dataclasses.replace(config(checkpoint, tmp_path / "data", queries),
+                                            scheduler=dataclasses.replace(config(checkpoint, None).scheduler,
+                                                                          stream_idle_s=0.2)))
+    feed_in_steps(live, ticks[:80])
+    time.sleep(0.3)
+    expired = live.expire_idle()
+    assert len(expired) == 4
+    back = [t for t in ticks[80:] if t.stream == expired[0]][:5]  # one stream comes back: a new session
+    feed_in_steps(live, back)
+    assert sorted(live.engine.scheduler.streams) == [expired[0]] and sessions(live)[expired[0]][1] == 5
+    recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after")))
+    assert sessions(recovered) == sessions(live)
+    assert recovered.recovered == []  # nothing owed: every tick of the new session was answered
+    assert recovered.encoders.accepted(expired)[expired[1]]["last_ts"] == max(t.ts for t in ticks[:80]
+                                                                            if t.stream == expired[1])
 
 
 def test_a_data_directory_refuses_other_weights_under_the_same_model_id(tmp_path) -> None:

@@ -41,7 +41,7 @@ from engine.jobs import ProbeJob, StreamProgress
 from engine.scheduler import AdmissionRefused
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
-from engine.service.ticklog import LogStats, TickLog, read
+from engine.service.ticklog import LogStats, LogWriteError, TickLog, read
 from queries.cache import AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
@@ -109,6 +109,7 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
 
 
 MESSAGE_START = "m"  # a tick log record's key: this item began a wire message (its tick groups end before it)
+EXPIRED = "expired"  # a tick log record of its own, {expired: stream}: the live run expired the stream here
 
 
 def owed_jobs(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, flash: FlashQueries, stream: str,
@@ -164,6 +165,15 @@ class DataDir:
         the live run's tick groups ended (one per message and stream) and answers owed ticks group by group."""
         self._message_start = True
 
+    def log_expired(self, stream: str) -> None:
+        """``stream`` expired for idleness here (``EXPIRED``): a restart drops its session at this point of the log
+        too, rather than rebuild a stream the live run had forgotten and answer it again. A disk that refuses
+        the record costs only that (a restart then rebuilds the stream, as from a log written before this)."""
+        try:
+            self.log.append(msgpack.packb({EXPIRED: stream}, use_bin_type=True))
+        except LogWriteError as e:
+            print(f"flashtick: could not log the expiry of stream {stream!r}: {e}", file=sys.stderr, flush=True)
+
     def append(self, item: EncodedTick) -> None:
         """Log one accepted item; raises ticklog.LogWriteError (nothing logged) when the disk refuses."""
         record = item.to_record()
@@ -199,7 +209,8 @@ class DataDir:
             return RegistrationMarks()
 
     def replay(self, encoders: StreamEncoders, engine: Engine, accepted: Callable[[EncodedTick], None] | None = None,
-               answered: dict[str, tuple[int, int]] | None = None) -> list[EncodedTick | None]:
+               answered: dict[str, tuple[int, int]] | None = None,
+               expired: Callable[[str], None] | None = None) -> list[EncodedTick | None]:
         """Re-feed every logged item through ``encoders`` (codec state and ordering guards come back) and
         book it on its stream without computing it (Scheduler.restore: token logs and rolls end exactly as
         the live run's did); then compute the KV of what each window holds, once. ``accepted`` sees each
@@ -209,7 +220,10 @@ class DataDir:
         computed every tick up to it; the items after it are not booked but returned, in log order, with None
         where a wire message began: the caller computes them as the live run would have, a tick group at a
         time, and so answers every group the stopped process owed. A stream whose point is not a logged item
-        of that time (the log's retention dropped its start, or an expiry renumbered it) is booked whole."""
+        of that time (the log's retention dropped its start) is booked whole.
+
+        Where the live run expired a stream for idleness, its session and codec state are dropped here too
+        (its ordering guard stays, as live), and ``expired`` is told, for the caller's own state of it."""
         started = time.perf_counter()
         answered = dict(answered or {})
         counted: dict[str, int] = {}
@@ -234,7 +248,14 @@ class DataDir:
                         owed.add(item.stream)
                     del answered[item.stream]
 
-        self.replay_items(encoders, book, message_start=lambda: tail.append(None))
+        def expire(stream: str) -> None:
+            engine.scheduler.drop(stream)
+            encoders.drop(stream)
+            counted.pop(stream, None)  # the answered point counts the session after the last expiry
+            if expired is not None:
+                expired(stream)
+
+        self.replay_items(encoders, book, message_start=lambda: tail.append(None), expire=expire)
         self.rebuild_forwards = engine.rebuild()
         self.recovery_s = time.perf_counter() - started
         if self.recovered_ticks:
@@ -243,12 +264,14 @@ class DataDir:
         return tail
 
     def replay_items(self, encoders: StreamEncoders, book: Callable[[EncodedTick], None],
-                     message_start: Callable[[], None] | None = None) -> int:
+                     message_start: Callable[[], None] | None = None, expire: Callable[[str], None] | None = None
+                     ) -> int:
         """Every logged item through ``encoders`` and on to ``book`` (counted as recovered, or as refused when
         ``book`` raises InvalidTick); returns the ticks recovered. A sharded front door books each item to
-        its stream's shard. ``message_start`` is called where a logged wire message began."""
+        its stream's shard. ``message_start`` is called where a logged wire message began, ``expire`` where
+        the live run expired a stream."""
         ticks, refused = replay_log(self.log.directory, encoders, book, skip_corrupt=self.config.skip_corrupt,
-                                    stats=self.read_stats, message_start=message_start)
+                                    stats=self.read_stats, message_start=message_start, expire=expire)
         self.recovered_ticks += ticks
         self.replay_refused += refused
         return ticks
@@ -259,8 +282,13 @@ class DataDir:
         restarted or a stream moved). Safe beside live appends: it stops before record ``upto``, so it never
         reaches a record being written (nor cuts one as a torn tail)."""
         items: list[EncodedTick] = []
+
+        def expire(stream: str) -> None:  # the live run started it afresh here: its items before are not its
+            items[:] = [item for item in items if item.stream != stream]
+            encoders.drop(stream)
+
         replay_log(self.log.directory, encoders, items.append, skip_corrupt=self.config.skip_corrupt,
-                   stats=LogStats(), streams=streams, upto=upto)
+                   stats=LogStats(), streams=streams, upto=upto, expire=expire)
         return items
 
     def stats(self) -> dict[str, object]:
@@ -278,15 +306,21 @@ class DataDir:
 
 def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[EncodedTick], None], *,
                skip_corrupt: bool, stats: LogStats, streams: set[str] | None = None, upto: int | None = None,
-               message_start: Callable[[], None] | None = None) -> tuple[int, int]:
+               message_start: Callable[[], None] | None = None, expire: Callable[[str], None] | None = None
+               ) -> tuple[int, int]:
     """Logged items (records before ``upto``; of ``streams`` only, when given) through ``encoders`` to ``book``;
     returns (ticks replayed, items refused). A refusal (InvalidTick) is counted, never fatal. ``message_start``
-    is called before each record that began a wire message (a log written before they were marked has none)."""
+    is called before each record that began a wire message, ``expire`` at each stream's expiry (a log written
+    before those were recorded has neither)."""
     ticks = refused = 0
     for number, payload in read(directory, skip_corrupt=skip_corrupt, stats=stats):
         if upto is not None and number >= upto:
             break
         record = msgpack.unpackb(payload, raw=False)
+        if EXPIRED in record:
+            if expire is not None and (streams is None or record[EXPIRED] in streams):
+                expire(record[EXPIRED])
+            continue
         if message_start is not None and record.get(MESSAGE_START):
             message_start()
         tick = record.get("tick")

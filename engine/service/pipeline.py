@@ -197,7 +197,7 @@ class TickPipeline:
         changed = register_changed(config.queries, self.registry, self.forget_query) if config.queries else []
         if self.data is not None:
             tail = self.data.replay(self.encoders, self.engine, accepted=self._accepted,
-                                    answered=self._answered_points())
+                                    answered=self._answered_points(), expired=self._replayed_expiry)
             self.ticks_in = self.data.recovered_ticks
             self.recovered = self._answer_tail(tail, set(changed))
             # a query the config changed is registered now, after every logged tick: it owes none of them
@@ -212,6 +212,11 @@ class TickPipeline:
     def _committed(self) -> dict[str, int]:
         """Every stream's committed tick count (what a query registered now starts after)."""
         return {stream: self.engine.progress(stream).ticks for stream in self.engine.scheduler.streams}
+
+    def _replayed_expiry(self, stream: str) -> None:
+        """A stream the replayed run expired: what was kept of it beside its session (marks for labels) goes too."""
+        self.scores.drop_stream(stream)
+        self.adaptation.drop_stream(stream)
 
     def _answered_points(self) -> dict[str, tuple[int, int]]:
         """Each stream's latest answered (tick count, event time), over every standing query: how far the
@@ -387,6 +392,8 @@ class TickPipeline:
         """Drop streams idle past scheduler.stream_idle_s from every layer; returns their names."""
         expired = self.engine.scheduler.expire_idle()
         for stream in expired:
+            if self.data is not None:
+                self.data.log_expired(stream)
             self.encoders.drop(stream)
             self.registry.drop_stream(stream)
             self.cache.drop_stream(stream)

@@ -323,6 +323,7 @@ class ShardedPipeline:
         self.scores.drop_stream(stream)
         self.adaptation.drop_stream(stream)
         self.data.answers.forget_stream(stream)
+        self.data.log_expired(stream)
         self._expired.append(stream)
 
     # -- a shard lost and restored ------------------------------------------------------------------
