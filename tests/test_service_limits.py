@@ -220,6 +220,22 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
         wait_for(lambda: not server.pipeline.engine.busy, timeout_s=30)
 
 
+
+def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint) -> None:
+    """After scheduler.stream_idle_s an ask names the expiry (not "has sent no data"), and `streams` still knows
+    the stream's last accepted ts: where its feed resumes."""
+    with live_server(checkpoint, scheduler={"stream_idle_s": 0.2}, limits={"heartbeat_s": 0.1}) as (server, push):
+        market = ticks(8)
+        push.send(encode(market))
+        stream = market[0].stream
+        with ControlClient(server.endpoints["control"], timeout_s=10) as control:
+            wait_for(lambda: control.call("stats")["stats"]["streams_expired"] >= 1, timeout_s=10)
+            with pytest.raises(RuntimeError, match="expired after scheduler.stream_idle_s"):
+                control.call("ask", stream=stream, spec={"name": "x", "question": "direction_20", "kind": "choice"})
+            last = max(t.ts for t in market if t.stream == stream)
+            assert control.call("streams", streams=[stream])["streams"] == {stream: {"ticks": 0, "last_ts": last}}
+
+
 def test_serve_without_a_config_registers_the_example_queries(tmp_path, capsys) -> None:
     from engine.service.cli import EXAMPLE_QUERIES, _serve_config, build_parser
 

@@ -352,6 +352,9 @@ class Server:
         try:
             self.pipeline.ask(spec, stream, self._tickets)
         except UnknownStream:
+            if self.pipeline.encoders.accepted([stream])[stream] is not None:
+                raise ControlError(f"stream {excerpt(stream)} expired after scheduler.stream_idle_s without data: "
+                                   f"its session is gone, and its next tick starts a new one") from None
             raise ControlError(f"stream {excerpt(stream)} has sent no data") from None
         self._waiting[self._tickets] = reply
         return None  # replied when a step has computed it
