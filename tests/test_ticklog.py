@@ -105,6 +105,45 @@ print("next", log.next_record)
     assert [p for _, p in read(tmp_path)] == [b"x" * 100] * 10 + [b"y" * 100]  # no half record
 
 
+
+def test_a_segment_that_cannot_be_made_leaves_no_stale_descriptor(tmp_path) -> None:
+    """The data directory removed under a running log: the roll to a new segment fails, every append is refused,
+    and no closed descriptor number is kept, to be written to or closed once the process reuses it for
+    something else (a socket, another file)."""
+    import shutil
+
+    log = TickLog(tmp_path / "d", fsync="never", segment_bytes=64)
+    for _ in range(4):  # the fourth fills its segment: the next append rolls to a new one
+        log.append(b"x" * 40)
+    shutil.rmtree(tmp_path / "d")
+    with pytest.raises(LogWriteError, match="No such file"):
+        log.append(b"y" * 40)
+    bystander = os.open(tmp_path / "bystander", os.O_WRONLY | os.O_CREAT)  # takes the lowest free number
+    for _ in range(3):
+        with pytest.raises(LogWriteError):
+            log.append(b"y" * 40)
+    assert os.write(bystander, b"still mine") == 10  # not closed, not written to by the log
+    os.close(bystander)
+    assert (tmp_path / "bystander").read_bytes() == b"still mine"
+    log.close()
+
+
+def test_a_deleted_segment_refuses_appends_rather_than_write_into_nothing(tmp_path, monkeypatch, capsys) -> None:
+    import shutil
+
+    import engine.service.ticklog as ticklog
+
+    log = TickLog(tmp_path / "d", fsync="never")
+    log.append(b"first")
+    shutil.rmtree(tmp_path / "d")  # the segment stays open, unlinked: writes would vanish at the next start
+    monkeypatch.setattr(ticklog, "DELETED_CHECK_S", 0.0)
+    for _ in range(2):
+        with pytest.raises(LogWriteError, match="was deleted"):
+            log.append(b"second")
+    assert "data directory removed" in capsys.readouterr().err
+    log.close()
+
+
 def test_retention_drops_the_oldest_segments(tmp_path) -> None:
     with TickLog(tmp_path, segment_bytes=512, retention_bytes=2048, fsync="never") as log:
         for p in payloads(200):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import sys
 import time
@@ -109,6 +110,7 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
 
 
 MESSAGE_START = "m"  # a tick log record's key: this item began a wire message (its tick groups end before it)
+REFUSAL_NOTE_S = 10.0  # at most one stderr line this often while the tick log refuses ticks
 EXPIRED = "expired"  # a tick log record of its own, {expired: stream}: the live run expired the stream here
 
 
@@ -154,6 +156,7 @@ class DataDir:
         self.recovery_s = 0.0
         self.rebuild_forwards = 0
         self._message_start = False
+        self._refusal_said_at = -math.inf  # when stderr last heard that the tick log refuses ticks
 
     def restore_answers(self, registry: Registry, history: AnswerHistory, replayed: Any = None) -> None:
         """Seqs, latest answers and trigger state from the answer log (after the queries are registered);
@@ -179,7 +182,14 @@ class DataDir:
         record = item.to_record()
         if self._message_start:
             record[MESSAGE_START] = True
-        self.log.append(msgpack.packb(record, use_bin_type=True))
+        try:
+            self.log.append(msgpack.packb(record, use_bin_type=True))
+        except LogWriteError as e:  # the sender is told on _rejects/; the operator here, at most every few seconds
+            now = time.monotonic()
+            if now - self._refusal_said_at >= REFUSAL_NOTE_S:
+                self._refusal_said_at = now
+                print(f"flashtick: ticks refused (log_unavailable): {e}", file=sys.stderr, flush=True)
+            raise
         self._message_start = False
 
     def save_queries(self, yaml_text: str, registry: Registry, marks: RegistrationMarks) -> None:

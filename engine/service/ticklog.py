@@ -82,6 +82,9 @@ def segments(directory: Path, prefix: str = "ticks") -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+DELETED_CHECK_S = 1.0  # how often an append checks that the segment file still exists
+
+
 @dataclass
 class TickLog:
     directory: Path
@@ -129,9 +132,9 @@ class TickLog:
         return first + sum(1 for _ in _records(path, self.stats, last=True, skip_corrupt=False))
 
     def _open(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._size = os.fstat(self._fd).st_size
-        self._path = path
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd, self._size, self._path = fd, os.fstat(fd).st_size, path
+        self._checked_at = time.monotonic()
 
     def append(self, payload: bytes) -> int:
         """Write one record; returns its number. Raises LogWriteError, leaving the log as it was."""
@@ -141,11 +144,12 @@ class TickLog:
         with self._lock:
             if self._sync_error is not None:
                 self.stats.append_errors += 1
-                raise LogWriteError(f"{self.name} {self._path}: an earlier fsync failed ({self._sync_error}); "
-                                    f"nothing more is accepted until the service restarts")
+                raise LogWriteError(f"{self.name} {self._path}: {self._sync_error}; nothing more is accepted "
+                                    f"until the service restarts")
             try:
                 if self._size >= self.segment_bytes:
                     self._roll()
+                self._check_not_deleted()
                 written = os.write(self._fd, record)
                 if written != len(record):
                     raise OSError(f"short write: {written} of {len(record)} bytes (is the disk full?)")
@@ -161,6 +165,19 @@ class TickLog:
             if self.fsync == "always":
                 self._sync_locked()
         return number
+
+    def _check_not_deleted(self) -> None:
+        """At most once a second: a segment file that was deleted (its data directory removed) still takes
+        writes, into nothing a restart could read; from then on appends are refused, and the service says so."""
+        now = time.monotonic()
+        if now - self._checked_at < DELETED_CHECK_S:
+            return
+        self._checked_at = now
+        if os.fstat(self._fd).st_nlink == 0:
+            self._sync_error = "its file was deleted (was the data directory removed?)"
+            print(f"flashtick: {self.name} {self._path}: {self._sync_error}; further appends are refused until "
+                  f"the service restarts", file=sys.stderr, flush=True)
+            raise OSError(self._sync_error)
 
     def _undo(self) -> None:
         """Cut whatever part of a failed record reached the file."""
@@ -182,9 +199,9 @@ class TickLog:
                 os.fsync(fd)
                 self.stats.fsyncs += 1
             except OSError as e:
-                self._sync_error = e.strerror or str(e)
-                print(f"flashtick: {self.name} {self._path}: fsync failed: {self._sync_error}; "
-                      f"further appends are refused", file=sys.stderr, flush=True)
+                self._sync_error = f"an fsync failed ({e.strerror or e})"
+                print(f"flashtick: {self.name} {self._path}: {self._sync_error}; further appends are refused",
+                      file=sys.stderr, flush=True)
             finally:
                 os.close(fd)
 
@@ -203,9 +220,15 @@ class TickLog:
         self._sync_locked()
         if self.before_roll is not None:
             self.before_roll(self.next_record)
-        os.close(self._fd)
+        old = self._fd
+        # the new segment first: if it cannot be made (the directory gone, a read-only remount, no fds left) the
+        # old one stays open and in use, and no closed descriptor number is kept to be written or closed later
         self._open(self.directory / _segment_name(self.next_record, self.prefix))
-        self._apply_retention()
+        os.close(old)
+        try:
+            self._apply_retention()
+        except OSError as e:  # the record goes in anyway; the next roll tries again
+            print(f"flashtick: {self.name}: dropping old segments failed: {e}", file=sys.stderr, flush=True)
 
     def _apply_retention(self) -> None:
         existing = segments(self.directory, self.prefix)[:-1]  # never the segment being written
