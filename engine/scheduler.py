@@ -158,7 +158,15 @@ class Scheduler:
         # a session's window, plus the block its roll may straddle, must fit in the pool; the default
         # (the model's positions) is capped to what the pool holds, an explicit window is checked
         pool_window = (self.pool.num_blocks - 1) * self.pool.block_size
-        self.window = min(self.config.window or min(blocks.max_positions, pool_window), blocks.max_positions)
+        explicit = self.config.window
+        if explicit is not None and explicit > blocks.max_positions:
+            raise ValueError(f"scheduler.window {explicit} is past the model's {blocks.max_positions} positions "
+                             f"(leave it out for the model's)")
+        if explicit is not None and explicit > pool_window:
+            raise ValueError(f"scheduler.window {explicit} does not fit the KV pool, which holds a window of "
+                             f"{pool_window} ({self.pool.num_blocks} blocks of {self.pool.block_size}): raise kv.cells "
+                             f"/ kv.bytes, or leave scheduler.window out")
+        self.window = explicit or min(blocks.max_positions, pool_window)
         self.sink = max(self.config.sink_tokens, len(self.config.header))
         self.keep = int(self.window * self.config.keep_fraction)
         # a session rolls before its tokens plus the longest probe could pass the window

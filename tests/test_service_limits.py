@@ -248,3 +248,33 @@ def test_serve_without_a_config_registers_the_example_queries(tmp_path, capsys) 
     own = tmp_path / "q.yaml"
     own.write_text(QUERIES)
     assert _serve_config(build_parser().parse_args(["serve", "--queries", str(own)])).queries == str(own)
+
+
+def test_an_explicit_window_that_does_not_fit_is_an_error_naming_the_key(checkpoint) -> None:
+    """scheduler.window past the model's positions, or past what kv.cells holds, is refused, not clamped."""
+    with pytest.raises(ValueError, match="scheduler.window 100000 is past the model's"):
+        TickPipeline(pipeline_config(checkpoint, scheduler={"window": 100000}))
+    with pytest.raises(ValueError, match="does not fit the KV pool.*raise kv.cells"):
+        TickPipeline(pipeline_config(checkpoint, kv={"cells": 256, "block_size": 16}, scheduler={"window": 512}))
+
+
+def test_kv_too_small_for_the_streams_is_said_as_thrash(checkpoint, monkeypatch, capsys) -> None:
+    """More streams than the KV pool holds windows of: sessions are evicted and recomputed over and over, answers
+    come late, and nothing is "behind". The service says so: `kv_thrash` in stats and a line with a kv.cells size."""
+    import engine.service.server as server_module
+    from connectors.ticks import trade
+
+    monkeypatch.setattr(server_module, "THRASH_WINDOW_S", 0.5)
+    monkeypatch.setattr(server_module, "THRASH_MIN_TOKENS", 100)
+    with live_server(checkpoint, kv={"cells": 1024, "block_size": 16}, limits={"heartbeat_s": 0.1}) as (server, push):
+        server.pipeline.registry.register(QUERIES)
+        with ControlClient(server.endpoints["control"], timeout_s=10) as control:
+            deadline = time.monotonic() + 30
+            t = 1_700_000_000_000_000_000
+            while time.monotonic() < deadline and not control.call("stats")["stats"]["kv_thrash"]:
+                for round_ in range(5):  # 24 streams whose windows fill, round robin: each evicts another
+                    t += 1000
+                    push.send(encode([trade(f"S{s:02d}", t + s, 100.0 + round_, 1.0, "buy") for s in range(24)]))
+                time.sleep(0.05)
+            assert control.call("stats")["stats"]["kv_thrash"] is True
+    assert "KV thrash" in capsys.readouterr().err

@@ -28,6 +28,7 @@ GAUGES = {
     "streams": "Streams known",
     "pending_tokens": "Tokens waiting for a forward",
     "behind": "1 while more than limits.max_backlog_tokens wait for a forward",
+    "kv_thrash": "1 while evicted sessions are recomputed more than new tokens are (kv.cells too small)",
     "queries": "Registered queries",
 }
 SCHEDULER_COUNTERS = ("evictions", "evicted_cells", "rolls", "refused_streams", "deferred", "batches",

@@ -39,6 +39,9 @@ from queries.spec import QuerySpec, QuerySpecError
 from queries.yaml_loader import load_queries
 
 BEHIND_WARNING_EVERY_S = 10.0
+THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see Server._watch_kv_thrash)
+THRASH_MIN_TOKENS = 10_000  # fewer tokens recomputed than this in a window is never thrash
+THRASH_WARNING_EVERY_S = 60.0
 TOKENIZED_MARKER = b"tokens"
 
 
@@ -63,6 +66,9 @@ class Server:
                          "ingest_messages": 0, "engine_errors": 0, "streams_expired": 0,
                          "answer_fetches": 0}
         self._next_behind_warning = 0.0
+        self._kv_thrash = False
+        self._thrash_mark: tuple[float, tuple[int, int]] | None = None
+        self._next_thrash_warning = 0.0
         self._snapshot: dict[str, Any] = {}
         self._metrics_server: Any = None
         self._curve_keys: tuple[bytes, bytes] | None = None  # the server's (public, secret) z85 keys
@@ -260,6 +266,7 @@ class Server:
                                      "ticks_in": self.pipeline.ticks_in,
                                      "answers_out": self.counters["answers_published"],
                                      "pending_tokens": pending, "behind": behind})
+        self._watch_kv_thrash()
         if behind and time.monotonic() >= self._next_behind_warning:
             self._next_behind_warning = time.monotonic() + BEHIND_WARNING_EVERY_S
             limits = self.config.limits
@@ -269,7 +276,32 @@ class Server:
                   file=sys.stderr, flush=True)
 
     def _refresh_snapshot(self) -> None:
-        self._snapshot = {**self.pipeline.stats(), **self.counters, "uptime_s": time.time() - self.started_at}
+        self._snapshot = {**self.pipeline.stats(), **self.counters, "uptime_s": time.time() - self.started_at,
+                          "kv_thrash": self._kv_thrash}
+
+    def _watch_kv_thrash(self) -> None:
+        """KV too small for the streams: evicted sessions are recomputed (rebuilt) more than new tokens are
+        computed, and answers come late while nothing else looks wrong. Judged over THRASH_WINDOW_S; said on
+        stderr with a size for kv.cells at most every THRASH_WARNING_EVERY_S, and as `kv_thrash` in stats."""
+        now = time.monotonic()
+        runner = self._snapshot.get("runner", {})
+        tokens = (runner.get("tokens_advanced", 0), runner.get("tokens_rebuilt", 0))
+        if self._thrash_mark is None or now - self._thrash_mark[0] < THRASH_WINDOW_S:
+            self._thrash_mark = self._thrash_mark or (now, tokens)
+            return
+        advanced, rebuilt = (b - a for a, b in zip(self._thrash_mark[1], tokens))
+        self._thrash_mark = (now, tokens)
+        self._kv_thrash = rebuilt > max(advanced, THRASH_MIN_TOKENS)
+        self._snapshot["kv_thrash"] = self._kv_thrash
+        if self._kv_thrash and now >= self._next_thrash_warning:
+            self._next_thrash_warning = now + THRASH_WARNING_EVERY_S
+            streams, capacity = self._snapshot.get("streams", 0), self._snapshot.get("kv_cells_capacity", 0)
+            engine = getattr(self.pipeline, "engine", None)  # a sharded front door has none: its shards do
+            window = engine.scheduler.window if engine is not None else self.config.scheduler.window
+            want = f"want about {streams * window} KV cells" if window else "want more KV cells"
+            print(f"flashtick: KV thrash: the last {THRASH_WINDOW_S:.0f} s recomputed {rebuilt} evicted tokens for "
+                  f"{advanced} new ones; {streams} streams of up to {window or 'the model'} positions {want}, "
+                  f"kv.cells is {capacity}: raise it (answers come late meanwhile)", file=sys.stderr, flush=True)
 
     # -- control --------------------------------------------------------------------------------
 
