@@ -220,6 +220,16 @@ class StreamEncoders:
                 out[name] = None if last_ts is None else {"ticks": 0, "last_ts": last_ts}
         return out
 
+    def start_at(self, stream: str, ticks: int, last_ts: int | None) -> None:
+        """A stream whose earlier ticks are gone (a tick log's retention): it counts on from ``ticks`` and guards
+        order from ``last_ts`` (ticks 0: an expired stream, only its guard), with fresh codec state."""
+        if ticks == 0:
+            if last_ts is not None:
+                self._expired_last_ts[stream] = last_ts
+            return
+        encoder = self._encoders[stream] = self._new_encoder(stream)
+        encoder.ticks, encoder.last_ts = ticks, last_ts
+
     def _encoder(self, stream: str) -> StreamEncoder:
         encoder = self._encoders.get(stream)
         return encoder if encoder is not None else self._new_encoder(stream)

@@ -290,6 +290,16 @@ class Scheduler:
         self.stats.streams_expired += len(idle)
         return idle
 
+    def start_at(self, stream: str, ticks: int, event_ts: int) -> None:
+        """A stream restored from a tick log whose first segments were dropped: its tick count and event time go
+        on from where the live run had them (its tokens are what the log still holds)."""
+        try:
+            state = self.streams.get(stream) or self._admit(stream)
+        except AdmissionRefused:
+            return  # the limits changed since: the stream's items are refused and counted as they come
+        if state.ticks == 0 and not state.session.tokens:
+            state.ticks, state.event_ts = ticks, event_ts
+
     def drop(self, stream: str) -> None:
         """Forget ``stream`` (expired, here or in the run a tick log replays): its KV returns to the pool, and its
         next data starts a new session."""

@@ -192,6 +192,31 @@ def test_a_restart_does_not_bring_back_streams_the_live_run_expired(checkpoint, 
                                                                             if t.stream == expired[1])
 
 
+
+def test_tick_counts_survive_retention_dropping_the_first_segments(checkpoint, tmp_path) -> None:
+    """A restart after retention dropped the oldest tick log segments: each stream's tick count (an answer's
+    `version`) and ordering guard go on from where the live run had them (each segment starts with them), so
+    versions never go backwards; only the codec state is rebuilt from the ticks still kept."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    small = dict(segment_bytes=4096, retention_bytes=3 * 4096)
+    live_config = config(checkpoint, tmp_path / "data", queries)
+    live = TickPipeline(dataclasses.replace(live_config, log=dataclasses.replace(live_config.log, **small)))
+    ticks = SyntheticMarket(SyntheticConfig(seed=6)).next_batch(600)
+    feed_in_steps(live, ticks[:500])
+    assert live.data.log.stats.segments_dropped > 0
+    counts = {name: s.ticks for name, s in live.engine.scheduler.streams.items()}
+    after = crash_copy(tmp_path / "data", tmp_path / "after")
+    recovered = TickPipeline(dataclasses.replace(config(checkpoint, after), log=dataclasses.replace(
+        config(checkpoint, after).log, **small)))
+    assert recovered.ticks_in < 500  # the dropped segments' ticks are gone...
+    assert {name: s.ticks for name, s in recovered.engine.scheduler.streams.items()} == counts  # ...not counted
+    last = {a.stream: a.version for a in feed_in_steps(recovered, ticks[500:]) if a.query == "dir"}
+    assert last == {a.stream: a.version for a in feed_in_steps(live, ticks[500:]) if a.query == "dir"}
+    old = next(t for t in ticks[:500] if t.stream == ticks[0].stream)  # before every kept tick of its stream
+    assert recovered.ingest_message(encode([old]))[0]["reason"] == "ts_backwards"
+
+
 def test_a_data_directory_refuses_other_weights_under_the_same_model_id(tmp_path) -> None:
     """A checkpoint retrained into the same directory keeps its name (the model id) but not its weights: the
     logged sessions and answers are the old weights', so the directory refuses it, naming the weights."""

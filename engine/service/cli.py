@@ -597,7 +597,8 @@ def cmd_answers(args: argparse.Namespace) -> int:
             reply = control.call("answers", topic=args.topic, after=after)
             if after == args.after and not reply["complete"]:
                 print(f"flashtick answers: answers of {args.topic} before seq {reply['oldest_seq']} are no longer "
-                      f"kept (log.answers_keep)", file=sys.stderr)
+                      f"kept (the service keeps log.answers_keep in memory, and after a restart what the answer log's "
+                      f"log.answers_retention_bytes kept)", file=sys.stderr)
             for answer in reply["answers"]:
                 print(json.dumps(answer), flush=True)
             if not reply["answers"] or reply["answers"][-1]["seq"] >= reply["last_seq"]:

@@ -111,6 +111,7 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
 
 MESSAGE_START = "m"  # a tick log record's key: this item began a wire message (its tick groups end before it)
 REFUSAL_NOTE_S = 10.0  # at most one stderr line this often while the tick log refuses ticks
+SEGMENT_START = "start"  # each tick log segment's first record: {start: {stream: [ticks, last_ts]}}
 EXPIRED = "expired"  # a tick log record of its own, {expired: stream}: the live run expired the stream here
 
 
@@ -131,9 +132,12 @@ def owed_jobs(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, 
 
 
 class DataDir:
-    def __init__(self, config: LogSection, cache: AnswerCache, written_by: dict[str, Any]) -> None:
+    def __init__(self, config: LogSection, cache: AnswerCache, written_by: dict[str, Any],
+                 encoders: StreamEncoders | None = None) -> None:
         """``written_by`` names what the logs depend on (model, codec): a directory written by another is
-        refused, since replaying its ticks through a different codec would build different sessions."""
+        refused, since replaying its ticks through a different codec would build different sessions.
+        ``encoders``: the live ones, whose tick counts and ordering guards start each new tick log segment
+        (``SEGMENT_START``), so a stream whose first segments retention dropped keeps counting where it was."""
         if config.dir is None:
             raise ValueError("DataDir needs log.dir")
         self.config = config
@@ -144,9 +148,10 @@ class DataDir:
         self.queries_path = self.root / "queries.yaml"
         self.state_path = self.root / "queries.state.json"
         self.read_stats = LogStats()
+        self.encoders = encoders  # set later by a front door that makes them after its data directory
         self.log = TickLog(self.root / "ticks", fsync=config.fsync, group_ms=config.group_ms,
                            segment_bytes=config.segment_bytes, retention_bytes=config.retention_bytes,
-                           retention_s=config.retention_s)
+                           retention_s=config.retention_s, segment_start=self._segment_start)
         self.answers = AnswerLog(self.root / "answers", cache, fsync=config.fsync, group_ms=config.group_ms,
                                  segment_bytes=config.answers_segment_bytes,
                                  retention_bytes=config.answers_retention_bytes)
@@ -162,6 +167,12 @@ class DataDir:
         """Seqs, latest answers and trigger state from the answer log (after the queries are registered);
         ``replayed`` (the answer adaptation) is handed every logged answer, to re-feed during the tick replay."""
         self.recovered_answers = self.answers.restore(registry, history, self.config.skip_corrupt, replayed)
+
+    def _segment_start(self) -> bytes:
+        """A new segment's first record: every stream's tick count and last accepted ts so far."""
+        accepted = self.encoders.accepted() if self.encoders is not None else {}
+        counts = {name: [a["ticks"], a["last_ts"]] for name, a in accepted.items() if a is not None}
+        return msgpack.packb({SEGMENT_START: counts}, use_bin_type=True)
 
     def message_started(self) -> None:
         """A wire message begins: its first logged item says so (``MESSAGE_START``), so a restart knows where
@@ -219,8 +230,8 @@ class DataDir:
             return RegistrationMarks()
 
     def replay(self, encoders: StreamEncoders, engine: Engine, accepted: Callable[[EncodedTick], None] | None = None,
-               answered: dict[str, tuple[int, int]] | None = None,
-               expired: Callable[[str], None] | None = None) -> list[EncodedTick | None]:
+               answered: dict[str, tuple[int, int]] | None = None, expired: Callable[[str], None] | None = None,
+               resumed: Callable[[str, int], None] | None = None) -> list[EncodedTick | None]:
         """Re-feed every logged item through ``encoders`` (codec state and ordering guards come back) and
         book it on its stream without computing it (Scheduler.restore: token logs and rolls end exactly as
         the live run's did); then compute the KV of what each window holds, once. ``accepted`` sees each
@@ -233,14 +244,32 @@ class DataDir:
         of that time (the log's retention dropped its start) is booked whole.
 
         Where the live run expired a stream for idleness, its session and codec state are dropped here too
-        (its ordering guard stays, as live), and ``expired`` is told, for the caller's own state of it."""
+        (its ordering guard stays, as live), and ``expired`` is told, for the caller's own state of it. A stream
+        whose first ticks retention dropped counts on from where the live run was, and ``resumed`` is told
+        (stream, ticks gone)."""
         started = time.perf_counter()
         answered = dict(answered or {})
         counted: dict[str, int] = {}
         owed: set[str] = set()  # streams past their answered point: their items go to the tail
         tail: list[EncodedTick | None] = []
+        seen: set[str] = set()  # streams this replay has items (or a start) of
+
+        def start(counts: dict[str, list[int]]) -> None:
+            """A segment's start: the streams first met here had records in segments retention dropped; they
+            go on counting ticks (and guarding order) from where the live run was, not from 0."""
+            for stream, (ticks, last_ts) in counts.items():
+                if stream in seen:
+                    continue
+                seen.add(stream)
+                encoders.start_at(stream, ticks, last_ts)
+                if ticks:
+                    engine.scheduler.start_at(stream, ticks, last_ts)
+                    counted[stream] = ticks
+                    if resumed is not None:
+                        resumed(stream, ticks)
 
         def book(item: EncodedTick) -> None:
+            seen.add(item.stream)
             if item.stream in owed:
                 tail.append(item)
                 return
@@ -265,7 +294,8 @@ class DataDir:
             if expired is not None:
                 expired(stream)
 
-        self.replay_items(encoders, book, message_start=lambda: tail.append(None), expire=expire)
+        self.replay_items(encoders, book, message_start=lambda: tail.append(None), expire=expire,
+                          segment_start=start)
         self.rebuild_forwards = engine.rebuild()
         self.recovery_s = time.perf_counter() - started
         if self.recovered_ticks:
@@ -274,14 +304,15 @@ class DataDir:
         return tail
 
     def replay_items(self, encoders: StreamEncoders, book: Callable[[EncodedTick], None],
-                     message_start: Callable[[], None] | None = None, expire: Callable[[str], None] | None = None
-                     ) -> int:
+                     message_start: Callable[[], None] | None = None, expire: Callable[[str], None] | None = None,
+                     segment_start: Callable[[dict[str, list[int]]], None] | None = None) -> int:
         """Every logged item through ``encoders`` and on to ``book`` (counted as recovered, or as refused when
         ``book`` raises InvalidTick); returns the ticks recovered. A sharded front door books each item to
         its stream's shard. ``message_start`` is called where a logged wire message began, ``expire`` where
         the live run expired a stream."""
         ticks, refused = replay_log(self.log.directory, encoders, book, skip_corrupt=self.config.skip_corrupt,
-                                    stats=self.read_stats, message_start=message_start, expire=expire)
+                                    stats=self.read_stats, message_start=message_start, expire=expire,
+                                    segment_start=segment_start)
         self.recovered_ticks += ticks
         self.replay_refused += refused
         return ticks
@@ -316,8 +347,8 @@ class DataDir:
 
 def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[EncodedTick], None], *,
                skip_corrupt: bool, stats: LogStats, streams: set[str] | None = None, upto: int | None = None,
-               message_start: Callable[[], None] | None = None, expire: Callable[[str], None] | None = None
-               ) -> tuple[int, int]:
+               message_start: Callable[[], None] | None = None, expire: Callable[[str], None] | None = None,
+               segment_start: Callable[[dict[str, list[int]]], None] | None = None) -> tuple[int, int]:
     """Logged items (records before ``upto``; of ``streams`` only, when given) through ``encoders`` to ``book``;
     returns (ticks replayed, items refused). A refusal (InvalidTick) is counted, never fatal. ``message_start``
     is called before each record that began a wire message, ``expire`` at each stream's expiry (a log written
@@ -330,6 +361,10 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
         if EXPIRED in record:
             if expire is not None and (streams is None or record[EXPIRED] in streams):
                 expire(record[EXPIRED])
+            continue
+        if SEGMENT_START in record:
+            if segment_start is not None:
+                segment_start(record[SEGMENT_START])
             continue
         if message_start is not None and record.get(MESSAGE_START):
             message_start()

@@ -156,6 +156,11 @@ class StreamMarksBook:
     def drop_stream(self, stream: str) -> None:
         self.streams.pop(stream, None)
 
+    def start_at(self, stream: str, ticks: int) -> None:
+        """``stream``'s first ``ticks`` ticks are gone (a tick log's retention): its marks count on from there."""
+        if self.questions:
+            self.streams[stream] = StreamMarks(base=ticks + 1, ticks=ticks)
+
 
 class LiveScores(StreamMarksBook):
     """Fed every accepted tick (``observe``) and every published standing answer (``expect``)."""

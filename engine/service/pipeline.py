@@ -187,7 +187,8 @@ class TickPipeline:
                                            enabled=config.answers.adapt == "online")
         self.flash.adapt = self.adaptation.adapt
         self.adaptation.compile = self._compiled_current
-        self.data = DataDir(config.log, self.cache, written_by(config, self.codec)) if config.log.dir else None
+        self.data = (DataDir(config.log, self.cache, written_by(config, self.codec), self.encoders)
+                     if config.log.dir else None)
         self.recovered: list[JobOutcome] = []  # answers owed at a restart: published first (Server)
         self.marks = RegistrationMarks()  # where each query started: what a restart owes it
         if self.data is not None:
@@ -197,7 +198,8 @@ class TickPipeline:
         changed = register_changed(config.queries, self.registry, self.forget_query) if config.queries else []
         if self.data is not None:
             tail = self.data.replay(self.encoders, self.engine, accepted=self._accepted,
-                                    answered=self._answered_points(), expired=self._replayed_expiry)
+                                    answered=self._answered_points(), expired=self._replayed_expiry,
+                                    resumed=self._replayed_start)
             self.ticks_in = self.data.recovered_ticks
             self.recovered = self._answer_tail(tail, set(changed))
             # a query the config changed is registered now, after every logged tick: it owes none of them
@@ -217,6 +219,11 @@ class TickPipeline:
         """A stream the replayed run expired: what was kept of it beside its session (marks for labels) goes too."""
         self.scores.drop_stream(stream)
         self.adaptation.drop_stream(stream)
+
+    def _replayed_start(self, stream: str, ticks: int) -> None:
+        """A stream whose first ``ticks`` ticks retention dropped: what marks its ticks counts on from there."""
+        self.scores.start_at(stream, ticks)
+        self.adaptation.start_at(stream, ticks)
 
     def _answered_points(self) -> dict[str, tuple[int, int]]:
         """Each stream's latest answered (tick count, event time), over every standing query: how far the

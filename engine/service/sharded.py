@@ -105,6 +105,7 @@ class ShardedPipeline:
         self.encoders = StreamEncoders(self.codec, facts[0]["vocab_size"], limits.max_message_bytes,
                                        max_item_tokens=facts[0]["max_chunk_tokens"],
                                        max_stream_bytes=limits.max_stream_bytes)
+        self.data.encoders = self.encoders  # each new tick log segment starts with their counts
         self._restore_all()
 
     def _start_shards(self) -> list[dict[str, Any]]:

@@ -95,6 +95,8 @@ class TickLog:
     retention_s: float | None = None
     prefix: str = "ticks"
     before_roll: Callable[[int], None] | None = None  # called with the next record's number before a new segment
+    # the payload of each new segment's first record (what a reader needs of the segments retention may drop)
+    segment_start: Callable[[], bytes] | None = None
     stats: LogStats = field(default_factory=LogStats)
 
     def __post_init__(self) -> None:
@@ -150,20 +152,26 @@ class TickLog:
                 if self._size >= self.segment_bytes:
                     self._roll()
                 self._check_not_deleted()
-                written = os.write(self._fd, record)
-                if written != len(record):
-                    raise OSError(f"short write: {written} of {len(record)} bytes (is the disk full?)")
+                number = self._write_record(payload, record)
             except OSError as e:
                 self.stats.append_errors += 1
                 self._undo()
                 raise LogWriteError(f"{self.name} {self._path}: {e.strerror or e}") from None
-            self._size += len(record)
-            self._dirty = True
-            number = self.next_record
-            self.next_record += 1
-            self.stats.appended += 1
             if self.fsync == "always":
                 self._sync_locked()
+        return number
+
+    def _write_record(self, payload: bytes, record: bytes | None = None) -> int:
+        """One record at the end of the open segment (the lock held); returns its number. Raises OSError."""
+        record = record or HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+        written = os.write(self._fd, record)
+        if written != len(record):
+            raise OSError(f"short write: {written} of {len(record)} bytes (is the disk full?)")
+        self._size += len(record)
+        self._dirty = True
+        number = self.next_record
+        self.next_record += 1
+        self.stats.appended += 1
         return number
 
     def _check_not_deleted(self) -> None:
@@ -225,6 +233,8 @@ class TickLog:
         # old one stays open and in use, and no closed descriptor number is kept to be written or closed later
         self._open(self.directory / _segment_name(self.next_record, self.prefix))
         os.close(old)
+        if self.segment_start is not None:
+            self._write_record(self.segment_start())
         try:
             self._apply_retention()
         except OSError as e:  # the record goes in anyway; the next roll tries again
