@@ -116,7 +116,8 @@ class CacheSpec:
         block_bytes = config.kv_bytes_per_token * torch.finfo(dtype).bits // 8 * self.block_size
         blocks = self.cells // self.block_size if self.cells is not None else self.bytes // block_bytes
         if blocks <= 0:
-            raise ValueError(f"KV capacity below one block of {self.block_size} cells ({block_bytes} bytes)")
+            raise ValueError(f"kv.cells / kv.bytes: KV capacity below one block of {self.block_size} cells "
+                             f"({block_bytes} bytes)")
         return blocks
 
 

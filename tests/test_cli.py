@@ -83,6 +83,8 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         assert code == 1 and "no cached answer of dir on SYN.A" in err
         code, _, err = run(capsys, "get", "SYN.A", "nope", *control)
         assert code == 2 and "no query named 'nope' (registered: dir, vol)" in err
+        code, _, err = run(capsys, "get", "EUR/USD", "dir", *control)  # feeds replay it as EUR-USD
+        assert code == 2 and "'EUR/USD' cannot be a stream" in err and "/" in err
         with FeedClient(server.endpoints["ingest"]) as feed:
             feed.send(SyntheticMarket(SyntheticConfig(seed=1)).next_batch(40))
         wait_for(lambda: main(["get", "SYN.A", "dir", *control]) == 0)

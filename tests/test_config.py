@@ -57,6 +57,8 @@ def test_shipped_examples_load() -> None:
     ({"scheduler": {"header": [1, "a"]}}, r"scheduler.header must be a list of integers, got \(1, 'a'\)"),
     ({"replay": {"ts_unit": "fortnights"}}, r"engine.yaml: replay: ts_unit must be one of"),
     ({"replay": {"tz": "Nowhere/City"}}, r"engine.yaml: replay: unknown time zone"),
+    ({"log": {"retention_bytes": "1GB"}}, r"log.retention_bytes must be a number of bytes \(e.g. 1073741824, not"),
+    ({"log": {"retention_s": 0}}, r"log.retention_s must be > 0, got 0"),
 ])
 def test_config_mistakes_are_named(raw: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -76,3 +78,13 @@ def test_yaml_is_safe_loaded(tmp_path) -> None:
     path.write_text("model: !!python/object/apply:os.system ['echo pwned']\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         ServiceConfig.load(path)
+
+
+def test_a_data_directory_that_cannot_be_one_is_named(tmp_path) -> None:
+    from engine.service.durability import DataDir
+    from queries.cache import AnswerCache
+
+    (tmp_path / "afile").write_text("not a directory")
+    config = ServiceConfig.from_dict({"log": {"dir": str(tmp_path / "afile" / "sub")}})
+    with pytest.raises(ConfigError, match=r"log.dir .*afile/sub: Not a directory \(a data directory must be"):
+        DataDir(config.log, AnswerCache(), {})

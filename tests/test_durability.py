@@ -317,6 +317,9 @@ def test_a_disk_that_refuses_writes_refuses_ingest_and_loses_nothing_accepted(ch
             refused = stats["rejected"].get("log_unavailable", 0)
             assert 0 < refused < 1000 and stats["ticks_in"] + refused == 1000
             assert stats["log"]["append_errors"] >= refused
+            from engine.service.metrics import render  # what a scraper alerts on
+
+            assert f"\nflashtick_log_append_errors_total {stats['log']['append_errors']}\n" in render(stats)
             reason = rejects.recv(timeout_s=5)[1]
             assert reason["reason"] == "log_unavailable" and "tick log" in reason["error"] and "not accepted" in reason["error"]
             assert control.call("health")["status"] == "serving"

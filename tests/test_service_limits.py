@@ -278,3 +278,23 @@ def test_kv_too_small_for_the_streams_is_said_as_thrash(checkpoint, monkeypatch,
                 time.sleep(0.05)
             assert control.call("stats")["stats"]["kv_thrash"] is True
     assert "KV thrash" in capsys.readouterr().err
+
+
+def test_a_metrics_port_in_use_is_named(checkpoint) -> None:
+    import socket
+
+    from engine.service.server import Server
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0",
+                 "metrics_port": port}
+    server = Server(pipeline_config(checkpoint, endpoints=endpoints))
+    try:
+        with pytest.raises(OSError, match=f"cannot serve metrics on 127.0.0.1:{port}: .*set endpoints.metrics_port"):
+            server.bind()
+    finally:
+        server.stop()
+        taken.close()

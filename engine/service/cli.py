@@ -583,6 +583,13 @@ def cmd_get(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     if answer is None:
+        from connectors.ticks import InvalidTick, check_stream
+
+        try:
+            check_stream(args.stream, 1 << 16)  # the service's own limit may be lower; the rule is what matters here
+        except InvalidTick as e:  # never a stream's name, so never an answer: not "yet"
+            print(f"flashtick get: {args.stream!r} cannot be a stream: {e}", file=sys.stderr)
+            return 2
         print(f"flashtick get: no cached answer of {args.query} on {args.stream} yet", file=sys.stderr)
         return 1
     print(json.dumps(answer, indent=2))

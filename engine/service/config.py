@@ -180,7 +180,11 @@ class LogSection:
         for name in ("group_ms", "segment_bytes", "retention_bytes", "retention_s", "answers_keep",
                      "answers_segment_bytes", "answers_retention_bytes"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                unit = "seconds" if name == "retention_s" else "milliseconds" if name == "group_ms" else (
+                    "answers" if name == "answers_keep" else "bytes")
+                raise ConfigError(f"log.{name} must be a number of {unit} (e.g. 1073741824, not '1GB'), got {value!r}")
+            if value is not None and value <= 0:
                 raise ConfigError(f"log.{name} must be > 0, got {value!r}")
         for name in ("enabled", "skip_corrupt"):
             if not isinstance(getattr(self, name), bool):

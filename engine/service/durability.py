@@ -142,8 +142,12 @@ class DataDir:
             raise ValueError("DataDir needs log.dir")
         self.config = config
         self.root = Path(config.dir).expanduser()
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._lock_file = _lock(self.root / "lock")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._lock_file = _lock(self.root / "lock")
+        except OSError as e:  # under a file, on a read-only filesystem, no permission: name the key
+            raise ConfigError(f"log.dir {self.root}: {e.strerror or e} (a data directory must be a writable "
+                              f"directory)") from None
         _check_meta(self.root / "meta.json", written_by)
         self.queries_path = self.root / "queries.yaml"
         self.state_path = self.root / "queries.state.json"

@@ -34,6 +34,17 @@ GAUGES = {
 SCHEDULER_COUNTERS = ("evictions", "evicted_cells", "rolls", "refused_streams", "deferred", "batches",
                       "probes_deferred", "jobs_done", "jobs_failed")
 RUNNER_COUNTERS = ("forwards", "tokens_advanced", "tokens_rebuilt", "tokens_probed")
+COUNTER_HELP = {  # where "<group> <name>" would mislead
+    "refused_streams": "Ticks refused because their stream could not be admitted (scheduler.max_streams, "
+                       "when_full: refuse): one per tick, not per stream",
+    "tokens_rebuilt": "Tokens recomputed for sessions whose KV was evicted or restored (more than tokens_advanced: "
+                      "kv.cells is too small, see kv_thrash)",
+}
+LOG_COUNTERS = (  # (stats path under `log`, metric, help): with a data directory
+    (("append_errors",), "log_append_errors_total", "Tick log writes the disk refused (those ticks were refused)"),
+    (("answers", "errors"), "answer_log_errors_total", "Answer log writes that failed (the answers were published)"),
+    (("segments_dropped",), "log_segments_dropped_total", "Tick log segments dropped by retention"),
+)
 LIVE_SCORES = (  # (stats key, metric, type, help), one sample per query
     ("scored", "live_scored_total", "counter", "Published answers scored against the realised answer"),
     ("accuracy", "live_accuracy", "gauge", "Share of scored answers whose most likely label was realised"),
@@ -63,7 +74,15 @@ def render(snapshot: dict[str, Any]) -> str:
            [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())])  # none yet: no sample (no fake reason)
     for group, keys in (("scheduler", SCHEDULER_COUNTERS), ("runner", RUNNER_COUNTERS)):
         for key in keys:
-            metric(f"{key}_total", "counter", f"{group} {key.replace('_', ' ')}", [("", snapshot.get(group, {}).get(key, 0))])
+            metric(f"{key}_total", "counter", COUNTER_HELP.get(key, f"{group} {key.replace('_', ' ')}"),
+                   [("", snapshot.get(group, {}).get(key, 0))])
+    log = snapshot.get("log")
+    if isinstance(log, dict):
+        for path, name, help_text in LOG_COUNTERS:
+            value: Any = log
+            for key in path:
+                value = value.get(key, 0) if isinstance(value, dict) else 0
+            metric(name, "counter", help_text, [("", value)])
     scores = snapshot.get("scores", {})  # live scores per query (engine/service/live_scores.py)
     for key, name, kind, help_text in LIVE_SCORES:
         metric(name, kind, help_text, [(f'{{query="{_label(query)}"}}', s[key]) for query, s in sorted(scores.items())

@@ -98,7 +98,11 @@ class Server:
         for sock in (ingest, control, *(s for k, s in self._sockets.items() if k.startswith("feed"))):
             self.poller.register(sock, zmq.POLLIN)
         if ep.metrics_port is not None:
-            self._start_metrics(ep.metrics_host, ep.metrics_port)
+            try:
+                self._start_metrics(ep.metrics_host, ep.metrics_port)
+            except OSError as e:  # like the sockets' bind errors: the key and the endpoint
+                raise OSError(f"cannot serve metrics on {ep.metrics_host}:{ep.metrics_port}: {e.strerror or e}; "
+                              f"set endpoints.metrics_port to a free port") from None
         self._refresh_snapshot()
         return self.endpoints
 
