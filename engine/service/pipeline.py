@@ -256,13 +256,13 @@ class TickPipeline:
             for item in tail:
                 if item is None:  # a message began: the live run closed its groups here
                     self.engine.close_groups()
-                    while self.engine.scheduler.forward_full():
-                        report = self.step()
-                        if report is None:
-                            break
-                        outcomes += report.outcomes
+                    outcomes += self._steps_while_full()
                     continue
-                self.engine.submit(item.stream, item.tokens, item.ts, item.ticks)
+                try:
+                    self.engine.submit(item.stream, item.tokens, item.ts, item.ticks)
+                except AdmissionRefused:  # the limits changed since: counted, never fatal (as the replay does)
+                    self.data.replay_refused += 1
+                    continue
                 self._accepted(item)
                 streams.add(item.stream)
             self.engine.close_groups()
@@ -436,13 +436,17 @@ class TickPipeline:
         the rest."""
         self.engine.close_groups()
         self._grouping.clear()
-        answers: list[Answer] = []
+        return [o.answer for o in self._steps_while_full() if o.answer is not None]
+
+    def _steps_while_full(self) -> list[JobOutcome]:
+        """Forwards while a full one is pending (``Scheduler.forward_full``); their outcomes, kept."""
+        outcomes: list[JobOutcome] = []
         while self.engine.scheduler.forward_full():
             report = self.step()
             if report is None:
                 break
-            answers += [o.answer for o in report.outcomes if o.answer is not None]
-        return answers
+            outcomes += report.outcomes
+        return outcomes
 
     def run_until_idle(self) -> list[Answer]:
         """Step until nothing is pending; the answers produced, in order."""
