@@ -284,11 +284,10 @@ class DataDir:
             if accepted is not None:
                 accepted(item)
             point = answered.get(item.stream)
-            if point is not None:
+            if point is not None:  # (an earlier session of the stream, before an expiry, may pass the count first)
                 counted[item.stream] = counted.get(item.stream, 0) + item.ticks
-                if counted[item.stream] >= point[0]:
-                    if (counted[item.stream], item.ts) == point:
-                        owed.add(item.stream)
+                if (counted[item.stream], item.ts) == point:
+                    owed.add(item.stream)
                     del answered[item.stream]
 
         def expire(stream: str) -> None:
