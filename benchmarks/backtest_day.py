@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -84,12 +85,15 @@ def main(argv: list[str] | None = None) -> dict:
         "over_floor": seconds / floor_s,
         "machine": machine(),
         "load_avg_1m_before_after": [load_before[0], os.getloadavg()[0]],
+        # the process's peak resident memory: the engine, the model, the run (scored a part at a time)
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
     path = write_json("backtest_day", result)
     how = f"extrapolated from {n:,} ticks" if n < DAY_TICKS else "measured"
     print(f"backtest_day: {report.ticks / seconds:,.0f} ticks/s chunked, a 1M-tick day in {day_s / 60:.1f} min "
           f"({how}); floor {floor_s * DAY_TICKS / n / 60:.1f} min (2 x {params / 1e6:.2f}M params x "
-          f"{TOKENS_PER_TICK} tokens/tick at {rate:.0f} GFLOP/s) = {seconds / floor_s:.1f}x the floor  [{path}]")
+          f"{TOKENS_PER_TICK} tokens/tick at {rate:.0f} GFLOP/s) = {seconds / floor_s:.1f}x the floor; peak RSS "
+          f"{result['peak_rss_mb']:.0f} MB  [{path}]")
     return result
 
 
