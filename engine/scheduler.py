@@ -300,6 +300,7 @@ class Scheduler:
             return  # the limits changed since: the stream's items are refused and counted as they come
         if state.ticks == 0 and not state.session.tokens:
             state.ticks, state.event_ts = ticks, event_ts
+            state.last_seen_ns = time.time_ns()  # restored now, like restore(): not idle since 1970
 
     def drop(self, stream: str) -> None:
         """Forget ``stream`` (expired, here or in the run a tick log replays): its KV returns to the pool, and its

@@ -226,6 +226,34 @@ def test_tick_counts_survive_retention_dropping_the_first_segments(checkpoint, t
     assert recovered.ingest_message(encode([old]))[0]["reason"] == "ts_backwards"
 
 
+def test_a_stream_whose_every_tick_retention_dropped_counts_on_after_a_restart(checkpoint, tmp_path) -> None:
+    """A quiet stream whose ticks all lie in dropped segments: after a restart it is neither expired at once nor
+    renumbered, and its next answers (and those of the streams in the same forward) come at the next versions."""
+    from connectors.ticks import trade
+
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    small = dict(segment_bytes=4096, retention_bytes=3 * 4096)
+    base = config(checkpoint, tmp_path / "data", queries)
+    live = TickPipeline(dataclasses.replace(base, log=dataclasses.replace(base.log, **small)))
+    t0 = 1_700_000_000_000_000_000
+    feed_in_steps(live, [trade("QUIET", t0 + i, 100.0 + i % 3, 1.0, "buy") for i in range(30)])
+    feed_in_steps(live, [trade(f"R{i % 2}", t0 + 100 + i, 50.0 + i % 5, 1.0, "sell") for i in range(600)])
+    after = crash_copy(tmp_path / "data", tmp_path / "after")
+    recovered = TickPipeline(dataclasses.replace(config(checkpoint, after), log=dataclasses.replace(
+        config(checkpoint, after).log, **small)))
+    quiet = recovered.engine.scheduler.streams["QUIET"]
+    assert (quiet.ticks, quiet.session.tokens) == (30, [])  # every tick of it dropped, its count kept
+    assert recovered.expire_idle() == []  # restored now, not idle since 1970
+    message = [trade("R0", t0 + 10_000, 51.0, 1.0, "buy"), trade("QUIET", t0 + 10_001, 101.0, 1.0, "buy"),
+               trade("R1", t0 + 10_002, 52.0, 1.0, "buy")]
+    for pipeline in (live, recovered):
+        assert pipeline.ingest_message(encode(message)) == []
+    want = {(a.query, a.stream): (a.version, a.seq) for a in live.run_until_idle()}
+    got = {(a.query, a.stream): (a.version, a.seq) for a in recovered.run_until_idle()}
+    assert got == want and want[("dir", "QUIET")][0] == 31
+
+
 def test_a_data_directory_refuses_other_weights_under_the_same_model_id(tmp_path) -> None:
     """A checkpoint retrained into the same directory keeps its name (the model id) but not its weights: the
     logged sessions and answers are the old weights', so the directory refuses it, naming the weights."""

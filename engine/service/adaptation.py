@@ -115,6 +115,15 @@ class AnswerAdaptation(StreamMarksBook):
     def drop_stream(self, stream: str) -> None:
         super().drop_stream(stream)
         self.mixes.pop(stream, None)
+        self._owed.pop(stream, None)  # answers of the session that went: never re-fed to a later one
+
+    def start_at(self, stream: str, ticks: int) -> None:
+        """``stream``'s first ``ticks`` ticks are gone (a tick log's retention): the answers published on them
+        cannot be re-fed (no marks label them), so its mixes start cold from there."""
+        super().start_at(stream, ticks)
+        owed = self._owed.get(stream)
+        while owed and owed[0][1] <= ticks:
+            owed.popleft()
 
     def forget_query(self, name: str) -> None:
         """A query replaced or removed: its mixes go (a new spec starts cold)."""
