@@ -116,12 +116,14 @@ def test_a_segment_that_cannot_be_made_leaves_no_stale_descriptor(tmp_path) -> N
     for _ in range(4):  # the fourth fills its segment: the next append rolls to a new one
         log.append(b"x" * 40)
     shutil.rmtree(tmp_path / "d")
-    with pytest.raises(LogWriteError, match="No such file"):
+    with pytest.raises(LogWriteError, match="its directory was removed"):
         log.append(b"y" * 40)
     bystander = os.open(tmp_path / "bystander", os.O_WRONLY | os.O_CREAT)  # takes the lowest free number
+    (tmp_path / "d").mkdir()  # made again, empty: a log started there would pass for the whole one at a restart
     for _ in range(3):
-        with pytest.raises(LogWriteError):
+        with pytest.raises(LogWriteError, match="until the service restarts"):
             log.append(b"y" * 40)
+    assert list((tmp_path / "d").iterdir()) == []
     assert os.write(bystander, b"still mine") == 10  # not closed, not written to by the log
     os.close(bystander)
     assert (tmp_path / "bystander").read_bytes() == b"still mine"
@@ -141,6 +143,20 @@ def test_a_deleted_segment_refuses_appends_rather_than_write_into_nothing(tmp_pa
         with pytest.raises(LogWriteError, match="was deleted"):
             log.append(b"second")
     assert "data directory removed" in capsys.readouterr().err
+    log.close()
+
+
+def test_an_idle_log_notices_its_deleted_file_at_a_check(tmp_path, capsys) -> None:
+    """No appends arrive (a quiet feed): the heartbeat's check says it at once, and the next append is refused."""
+    import shutil
+
+    log = TickLog(tmp_path / "d", fsync="never")
+    log.append(b"first")
+    shutil.rmtree(tmp_path / "d")
+    log.check()
+    assert "its file was deleted" in capsys.readouterr().err
+    with pytest.raises(LogWriteError, match="nothing more is accepted until the service restarts"):
+        log.append(b"second")
     log.close()
 
 

@@ -335,6 +335,11 @@ class DataDir:
                    stats=LogStats(), streams=streams, upto=upto, expire=expire)
         return items
 
+    def check(self) -> None:
+        """Whether the logs' files still exist (a heartbeat's check: said at once, even while nothing arrives)."""
+        self.log.check()
+        self.answers.log.check()
+
     def stats(self) -> dict[str, object]:
         return {"dir": str(self.root), "recovered_ticks": self.recovered_ticks, "replay_refused": self.replay_refused,
                 "recovered_answers": self.recovered_answers, "recovery_s": self.recovery_s,

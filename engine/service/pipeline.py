@@ -20,6 +20,7 @@ import dataclasses
 import gc
 import hashlib
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -241,6 +242,10 @@ class TickPipeline:
         on the stream, and a query the config changed at this start (registered after every logged tick) none."""
         if not tail:
             return []
+        items = [item for item in tail if item is not None]
+        print(f"flashtick: computing what was owed: {sum(item.ticks for item in items)} ticks of "
+              f"{len({item.stream for item in items})} streams accepted but not yet answered when the service "
+              f"stopped (the service binds its sockets after)", file=sys.stderr, flush=True)
         floors = {(a.query, a.stream): a.version for a in self.cache.latest()}
 
         def owes(spec: QuerySpec, progress: StreamProgress) -> bool:

@@ -264,6 +264,9 @@ class Server:
     def _heartbeat(self) -> None:
         self.counters["heartbeats"] += 1
         self.counters["streams_expired"] += len(self.pipeline.expire_idle())
+        data = getattr(self.pipeline, "data", None)
+        if data is not None:
+            data.check()
         self._refresh_snapshot()
         pending, behind = self._snapshot["pending_tokens"], self._snapshot["behind"]
         self._send(HEARTBEAT_TOPIC, {"seq": self.counters["heartbeats"], "ts": time.time_ns(),
@@ -302,7 +305,9 @@ class Server:
             streams, capacity = self._snapshot.get("streams", 0), self._snapshot.get("kv_cells_capacity", 0)
             engine = getattr(self.pipeline, "engine", None)  # a sharded front door has none: its shards do
             window = engine.scheduler.window if engine is not None else self.config.scheduler.window
-            want = f"want about {streams * window} KV cells" if window else "want more KV cells"
+            block = self.config.kv.block_size  # a window, and the block a roll may straddle (configuration.md)
+            want = f"want about {streams} x {window + block} = {streams * (window + block)} KV cells" if window \
+                else "want more KV cells"
             print(f"flashtick: KV thrash: the last {THRASH_WINDOW_S:.0f} s recomputed {rebuilt} evicted tokens for "
                   f"{advanced} new ones; {streams} streams of up to {window or 'the model'} positions {want}, "
                   f"kv.cells is {capacity}: raise it (answers come late meanwhile)", file=sys.stderr, flush=True)

@@ -85,6 +85,15 @@ def segments(directory: Path, prefix: str = "ticks") -> list[tuple[int, Path]]:
 DELETED_CHECK_S = 1.0  # how often an append checks that the segment file still exists
 
 
+def _identity(directory: Path) -> tuple[int, int] | None:
+    """(device, inode) of a directory; None when it is gone."""
+    try:
+        st = os.stat(directory)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 @dataclass
 class TickLog:
     directory: Path
@@ -104,6 +113,7 @@ class TickLog:
             raise ValueError(f"fsync must be 'always', 'group' or 'never', got {self.fsync!r}")
         self.directory = Path(self.directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._directory_id = _identity(self.directory)  # a directory removed and made again is not this one
         existing = segments(self.directory, self.prefix)
         self.next_record = self._count(existing)
         self._fd: int | None = None
@@ -146,13 +156,14 @@ class TickLog:
         with self._lock:
             if self._sync_error is not None:
                 self.stats.append_errors += 1
-                raise LogWriteError(f"{self.name} {self._path}: {self._sync_error}; nothing more is accepted "
-                                    f"until the service restarts")
+                raise LogWriteError(f"{self.name} {self._path}: {self._sync_error}; {self._refused} until the "
+                                    f"service restarts")
             try:
                 if self._size >= self.segment_bytes:
                     self._roll()
                 self._check_not_deleted()
                 number = self._write_record(payload, record)
+                self.stats.appended += 1
             except OSError as e:
                 self.stats.append_errors += 1
                 self._undo()
@@ -171,21 +182,41 @@ class TickLog:
         self._dirty = True
         number = self.next_record
         self.next_record += 1
-        self.stats.appended += 1
         return number
 
-    def _check_not_deleted(self) -> None:
+    @property
+    def _refused(self) -> str:
+        """What a latched failure means for this log's writers."""
+        if self.prefix == "answers":
+            return "answers are still published, but not logged"
+        return "nothing more is accepted"
+
+    def check(self) -> None:
+        """The deleted-file check of every append, for an idle service (its heartbeat): a removed data
+        directory is said within a heartbeat even while no tick arrives."""
+        with self._lock:
+            if self._sync_error is None and self._fd is not None:
+                try:
+                    self._check_not_deleted(force=True)
+                except OSError:
+                    pass  # latched and said; the next append is refused
+
+    def _check_not_deleted(self, force: bool = False) -> None:
         """At most once a second: a segment file that was deleted (its data directory removed) still takes
         writes, into nothing a restart could read; from then on appends are refused, and the service says so."""
         now = time.monotonic()
-        if now - self._checked_at < DELETED_CHECK_S:
+        if not force and now - self._checked_at < DELETED_CHECK_S:
             return
         self._checked_at = now
         if os.fstat(self._fd).st_nlink == 0:
-            self._sync_error = "its file was deleted (was the data directory removed?)"
-            print(f"flashtick: {self.name} {self._path}: {self._sync_error}; further appends are refused until "
-                  f"the service restarts", file=sys.stderr, flush=True)
-            raise OSError(self._sync_error)
+            self._latch("its file was deleted (was the data directory removed?)")
+
+    def _latch(self, why: str) -> None:
+        """From now on every append is refused (until a restart), and stderr says why, once."""
+        self._sync_error = why
+        print(f"flashtick: {self.name} {self._path}: {why}; {self._refused} until the service restarts",
+              file=sys.stderr, flush=True)
+        raise OSError(why)
 
     def _undo(self) -> None:
         """Cut whatever part of a failed record reached the file."""
@@ -208,8 +239,8 @@ class TickLog:
                 self.stats.fsyncs += 1
             except OSError as e:
                 self._sync_error = f"an fsync failed ({e.strerror or e})"
-                print(f"flashtick: {self.name} {self._path}: {self._sync_error}; further appends are refused",
-                      file=sys.stderr, flush=True)
+                print(f"flashtick: {self.name} {self._path}: {self._sync_error}; {self._refused} until the "
+                      f"service restarts", file=sys.stderr, flush=True)
             finally:
                 os.close(fd)
 
@@ -229,8 +260,10 @@ class TickLog:
         if self.before_roll is not None:
             self.before_roll(self.next_record)
         old = self._fd
-        # the new segment first: if it cannot be made (the directory gone, a read-only remount, no fds left) the
-        # old one stays open and in use, and no closed descriptor number is kept to be written or closed later
+        if _identity(self.directory) != self._directory_id:  # removed (and perhaps made again, empty): never
+            self._latch("its directory was removed")        # start a log there that a restart would take as whole
+        # the new segment first: if it cannot be made (a read-only remount, no fds left) the old one stays
+        # open and in use, and no closed descriptor number is kept to be written or closed later
         self._open(self.directory / _segment_name(self.next_record, self.prefix))
         os.close(old)
         if self.segment_start is not None:
