@@ -298,3 +298,26 @@ def test_a_metrics_port_in_use_is_named(checkpoint) -> None:
     finally:
         server.stop()
         taken.close()
+
+
+def test_context_rolls_are_not_kv_thrash(checkpoint, monkeypatch) -> None:
+    """One stream rolling its window recomputes what it keeps (a re-prefill), with no eviction: not thrash."""
+    import engine.service.server as server_module
+    from connectors.ticks import trade
+
+    monkeypatch.setattr(server_module, "THRASH_WINDOW_S", 0.3)
+    monkeypatch.setattr(server_module, "THRASH_MIN_TOKENS", 10)
+    # keeping 80% of the window at each roll re-prefills about 4 tokens for each new one
+    with live_server(checkpoint, limits={"heartbeat_s": 0.1}, scheduler={"keep_fraction": 0.8}) as (server, push):
+        server.pipeline.registry.register(QUERIES)
+        with ControlClient(server.endpoints["control"], timeout_s=10) as control:
+            t = 1_700_000_000_000_000_000
+            for round_ in range(40):
+                push.send(encode([trade("ONE", t + round_ * 100 + i, 100.0 + i % 7, 1.0, "buy") for i in range(50)]))
+                time.sleep(0.03)
+            wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 2000, timeout_s=30)
+            time.sleep(0.5)  # a window or two of heartbeats after the rolls
+            stats = control.call("stats")["stats"]
+    assert stats["scheduler"]["rolls"] > 0 and stats["scheduler"]["evictions"] == 0
+    assert stats["runner"]["tokens_rebuilt"] > stats["runner"]["tokens_advanced"]  # what the first version took for thrash
+    assert stats["kv_thrash"] is False

@@ -287,12 +287,13 @@ class Server:
                           "kv_thrash": self._kv_thrash}
 
     def _watch_kv_thrash(self) -> None:
-        """KV too small for the streams: evicted sessions are recomputed (rebuilt) more than new tokens are
-        computed, and answers come late while nothing else looks wrong. Judged over THRASH_WINDOW_S; said on
+        """KV too small for the streams: more KV is evicted (to be recomputed when its stream next ticks) than new
+        tokens are computed, and answers come late while nothing else looks wrong. Judged over THRASH_WINDOW_S; said on
         stderr with a size for kv.cells at most every THRASH_WARNING_EVERY_S, and as `kv_thrash` in stats."""
         now = time.monotonic()
-        runner = self._snapshot.get("runner", {})
-        tokens = (runner.get("tokens_advanced", 0), runner.get("tokens_rebuilt", 0))
+        # evicted cells, not tokens_rebuilt: a context roll's re-prefill is rebuilt too, and is no sign of a small pool
+        tokens = (self._snapshot.get("runner", {}).get("tokens_advanced", 0),
+                  self._snapshot.get("scheduler", {}).get("evicted_cells", 0))
         if self._thrash_mark is None or now - self._thrash_mark[0] < THRASH_WINDOW_S:
             self._thrash_mark = self._thrash_mark or (now, tokens)
             return
@@ -308,7 +309,7 @@ class Server:
             block = self.config.kv.block_size  # a window, and the block a roll may straddle (configuration.md)
             want = f"want about {streams} x {window + block} = {streams * (window + block)} KV cells" if window \
                 else "want more KV cells"
-            print(f"flashtick: KV thrash: the last {THRASH_WINDOW_S:.0f} s recomputed {rebuilt} evicted tokens for "
+            print(f"flashtick: KV thrash: the last {THRASH_WINDOW_S:.0f} s evicted {rebuilt} cells of KV for "
                   f"{advanced} new ones; {streams} streams of up to {window or 'the model'} positions {want}, "
                   f"kv.cells is {capacity}: raise it (answers come late meanwhile)", file=sys.stderr, flush=True)
 
