@@ -198,3 +198,24 @@ def test_a_data_directory_remembers_the_tokenizer(tmp_path) -> None:
     (model / "tokenizer.json").write_text(json.dumps(tokenizer))
     with pytest.raises(ConfigError, match="written by another model, weights or codec \\(tokenizer: "):
         TickPipeline(config)
+
+
+def test_a_question_longer_than_probe_reserve_is_refused_at_registration(tmp_path) -> None:
+    """A probe past the positions a session keeps free (scheduler.probe_reserve) fails whenever the stream's window
+    is nearly full, so such a query would miss answers with nothing said: it is refused, naming the key and the
+    size it needs; raised to that size, the same query registers."""
+    from queries.spec import QuerySpecError
+
+    tiny_text_checkpoint(tmp_path, "llama3")
+    long = "queries: [{name: long, streams: ['*'], kind: choice, choices: [' yes', ' no'], question: '" + \
+        " Is the next trade higher than this one?" * 12 + "'}]"
+    base = {"model": {"path": str(tmp_path)}, "kv": {"cells": 8192, "block_size": 16}}
+    pipeline = TickPipeline(ServiceConfig.from_dict(base))
+    with pytest.raises(QuerySpecError, match=r"take (\d+) tokens, more than scheduler.probe_reserve \(64\)") as e:
+        pipeline.registry.register(long)
+    need = int(re.search(r"at least (\d+)", str(e.value)).group(1))
+    roomy = TickPipeline(ServiceConfig.from_dict({**base, "scheduler": {"probe_reserve": need}}))
+    assert roomy.registry.register(long)
+    note = "queries: [{name: note, streams: ['*'], kind: generate, question: 'Summary:', max_tokens: 70}]"
+    with pytest.raises(QuerySpecError, match="its question and answer take"):
+        pipeline.registry.register(note)

@@ -45,7 +45,7 @@ from engine.service.durability import DataDir, RegistrationMarks, owed_jobs, reg
 from engine.service.live_scores import LiveScores
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
-from queries.evaluate import CompiledQuery, compile_query
+from queries.evaluate import CompiledQuery, QueryCompileError, compile_query
 from queries.flash import FlashQueries
 from queries.limits import QueryLimits
 from queries.registry import Registry
@@ -150,6 +150,21 @@ def overloaded(pending_tokens: int, stream: str) -> InvalidTick:
                                      f"(limits.max_backlog_tokens, when_behind: shed)", stream)
 
 
+def compile_fitting(spec: QuerySpec, codec: Codec, probe_reserve: int) -> CompiledQuery:
+    """``compile_query``, refused when the query's probe (with a generated answer) is longer than the positions a
+    session keeps free past its tokens (``scheduler.probe_reserve``): whenever a stream's window is nearly full its
+    answers would fail, and so be missing, with nothing said to its subscribers."""
+    query = compile_query(spec, codec)
+    generated = spec.max_tokens or 0 if spec.kind == "generate" else 0
+    need = max((len(probe) for probe in query.probes), default=0) + generated
+    if need > probe_reserve:
+        what = "question and answer" if generated else "question"
+        raise QueryCompileError(f"its {what} take {need} tokens, more than scheduler.probe_reserve ({probe_reserve}) "
+                                f"keeps free past a stream's tokens: raise scheduler.probe_reserve to at least {need} "
+                                f"(it must stay below the window), or shorten the question")
+    return query
+
+
 def log_or_refuse(data: DataDir, item: EncodedTick) -> None:
     """The tick log append that accepts a tick: a failed write refuses it, with nothing half-applied."""
     try:
@@ -169,7 +184,7 @@ class TickPipeline:
         limits = config.limits
         self.registry = Registry(self.codec.questions, QueryLimits(
             limits.max_yaml_bytes, limits.max_yaml_nodes, limits.max_queries, limits.max_topic_bytes),
-            answerable=lambda spec: compile_query(spec, self.codec))
+            answerable=lambda spec: compile_fitting(spec, self.codec, config.scheduler.probe_reserve))
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)
         self.engine = Engine(self.runner, config.scheduler, self.flash)

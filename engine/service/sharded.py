@@ -44,13 +44,12 @@ from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import DataDir, RegistrationMarks, register_changed
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
-from engine.service.pipeline import build_codec, log_or_refuse, overloaded, written_by
+from engine.service.pipeline import build_codec, compile_fitting, log_or_refuse, overloaded, written_by
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.rendezvous import shard_for
 from engine.service.shard import GroupEnd, Item, RemoteJob, pack_items
 from engine.service.shard_link import ShardLink, gathered_stats
 from queries.cache import Answer, AnswerCache
-from queries.evaluate import compile_query
 from queries.flash import FlashQueries
 from queries.limits import QueryLimits
 from queries.registry import Registry
@@ -71,7 +70,7 @@ class ShardedPipeline:
         limits = config.limits
         self.registry = Registry(self.codec.questions, QueryLimits(
             limits.max_yaml_bytes, limits.max_yaml_nodes, limits.max_queries, limits.max_topic_bytes),
-            answerable=lambda spec: compile_query(spec, self.codec))
+            answerable=lambda spec: compile_fitting(spec, self.codec, config.scheduler.probe_reserve))
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)  # checks only
         self.history = AnswerHistory(config.log.answers_keep)
