@@ -63,9 +63,16 @@ def test_backtest_is_deterministic_and_scored(setup) -> None:
     # the summary says so, and what to do, from the very scores it printed
     worse = [q for q in first.scores if q.model_brier is not None and q.model_brier > q.frequency_brier]
     assert worse, [(q.query, q.model_brier, q.frequency_brier) for q in first.scores]
-    note = first.summary().splitlines()[-1]
+    note = next(line for line in first.summary().splitlines() if line.startswith("note: dir") or
+                line.startswith("note: move"))
     assert note.startswith(f"note: {', '.join(q.query for q in worse)}: the model's own answers score worse")
     assert "flashtick train" in note
+    # and what was published, when it loses to a naive forecast, is said to, with the numbers (random weights)
+    losers = [q for q in first.scores if q.brier is not None and q.brier > q.frequency_brier + 0.0005]
+    verdict = first.summary().splitlines()[-1]
+    assert losers and verdict.startswith("note: the published answers do worse than a naive forecast on ")
+    assert all(f"{q.query} (Brier {q.brier:.3f} vs the class frequencies' {q.frequency_brier:.3f}" in verdict
+               for q in losers)
 
 
 

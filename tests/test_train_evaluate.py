@@ -92,7 +92,11 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     assert "note: this model was trained and validated on the first 85% of" in capsys.readouterr().err
     assert main(["evaluate", str(out), str(ticks_file), "--split", "85/15", "--max-points", "64", "--resamples",
                  "10", "--threads", "1"]) == 0
-    assert "not out of sample" not in capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert "not out of sample" not in printed.err
+    # the table in words: each question beats, is level with or loses to the logistic regression; naive losses named
+    verdict = [line for line in printed.out.splitlines() if line.startswith("verdict: ")]
+    assert verdict and all(q in " ".join(verdict) for q in ("direction_5", "direction_20"))
     answers = tmp_path / "answers.parquet"
     rc = main(["backtest", str(ticks_file), "--model", str(out), "--queries",
                str(ROOT / "queries" / "examples" / "tick_model.yaml"), "--out", str(answers), "--max-ticks", "800",
@@ -100,6 +104,7 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     out_text, err = capsys.readouterr()
     assert rc == 0, err
     assert "scored: the answers after the first 50% of each stream's ticks (--test-from 0.5)" in out_text
+    assert "note: this model was trained and validated on the first 85% of" in err and "--test-from 0.85" in err
     table = pl.read_parquet(answers).filter(pl.col("query") == "dir20")
     assert table.height > 0 and table["correct"].is_not_null().sum() > 0
     # --test-from 0.5: every answer written, only those after the first half of each stream's ticks scored.

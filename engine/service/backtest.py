@@ -112,7 +112,26 @@ class BacktestReport:
             lines.append(f"note: {', '.join(s.query for s in unskilled)}: the model's own answers score worse than "
                          f"the class frequencies as a constant forecast ({worst.query}: Brier {worst.model_brier:.3f} "
                          f"vs {worst.frequency_brier:.3f}); what was published is the adapted mix.{fit}")
+        lines += self._published_verdict()
         return "\n".join(lines)
+
+    def _published_verdict(self) -> list[str]:
+        """What was published, against the naive forecasts a quant compares with first: the class frequencies
+        (Brier) and the best of majority class and same-as-last (accuracy); said for each query that loses."""
+        worse = []
+        for s in self.scores:
+            losses = []
+            if s.brier is not None and s.frequency_brier is not None and s.brier > s.frequency_brier + 0.0005:
+                losses.append(f"Brier {s.brier:.3f} vs the class frequencies' {s.frequency_brier:.3f}")
+            if (s.accuracy is not None and s.baseline_accuracy is not None
+                    and s.accuracy < s.baseline_accuracy - 0.0005):
+                losses.append(f"accuracy {s.accuracy:.3f} vs {s.baseline}'s {s.baseline_accuracy:.3f}")
+            if losses:
+                worse.append(f"{s.query} ({'; '.join(losses)})")
+        if not worse:
+            return []
+        return [f"note: the published answers do worse than a naive forecast on {', '.join(worse)}: on these ticks "
+                f"they carry no edge over it"]
 
 
 def rejected_lines(rejected: dict[str, int], examples: dict[str, str]) -> list[str]:

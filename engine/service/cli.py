@@ -717,6 +717,13 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
     print(report.summary())
+    if config.model.path is not None:
+        seen = _trained_on(Path(config.model.path), args.files)
+        if seen is not None and (args.test_from is None or args.test_from < seen[1] - 1e-9):
+            scored = "every answer was scored" if args.test_from is None else f"--test-from {args.test_from:g}"
+            print(f"flashtick backtest: note: this model was trained and validated on the first {seen[1]:.0%} of "
+                  f"{', '.join(seen[0])}, and {scored}: those scores are not out of sample (give --test-from "
+                  f"{seen[1]:g} or later)", file=sys.stderr)
     return 0
 
 
@@ -845,20 +852,27 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         print(f"note: {overlap}", file=sys.stderr)
 
 
+def _trained_on(model_dir: Path, files: list[Path]) -> tuple[list[str], float] | None:
+    """Which of ``files`` a checkpoint `flashtick train` wrote was trained and validated on, and the fraction of
+    each stream's ticks that covered; None when none of them (or not one of ours, or from before this was kept)."""
+    try:
+        trained = json.loads((model_dir / "evaluation.json").read_text())["trained_on"]
+        same = sorted({str(f) for f in files if str(Path(f).resolve()) in trained["files"]})
+        return (same, float(trained["seen_end"])) if same else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def _trained_on_overlap(model_dir: Path, files: list[Path], split: Any) -> str | None:
     """Why the test slice is not out of sample for a checkpoint `flashtick train` wrote, if it is not: the same
     files, and the test slice starts inside the part the model was trained on."""
-    try:
-        trained = json.loads((model_dir / "evaluation.json").read_text())["trained_on"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # not one of ours, or written before this was recorded
-    same = sorted({str(f) for f in files if str(Path(f).resolve()) in trained["files"]})
+    seen = _trained_on(model_dir, files)
     test_start = split.train + split.validation
-    if not same or test_start >= trained["seen_end"] - 1e-9:
+    if seen is None or test_start >= seen[1] - 1e-9:
         return None
-    return (f"this model was trained and validated on the first {trained['seen_end']:.0%} of {', '.join(same)}; the "
+    return (f"this model was trained and validated on the first {seen[1]:.0%} of {', '.join(seen[0])}; the "
             f"test slice starts at {test_start:.0%}, inside it: those scores are not out of sample (give a --split "
-            f"whose test part starts at {trained['seen_end']:.0%} or later)")
+            f"whose test part starts at {seen[1]:.0%} or later)")
 
 
 def cmd_demo(args: argparse.Namespace) -> None:

@@ -278,7 +278,32 @@ def format_table(result: dict[str, Any]) -> str:
         lines.append(f"model: calibrated on {source}; raw: the same logits uncalibrated")
     elif source is not None:
         lines.append(f"model: answers not calibrated ({source})")
-    return "\n".join(lines)
+    return "\n".join([*lines, *verdict_lines(result)])
+
+
+def verdict_lines(result: dict[str, Any]) -> list[str]:
+    """The table in words: per question, whether the model beats what a quant fits first (the logistic
+    regression, by its 95% interval) and the naive forecasts (majority class, the class frequencies' Brier)."""
+    beats, ties, loses, naive = [], [], [], []
+    for name, r in result["questions"].items():
+        s, d = r["scores"], r["model_minus"]["logistic"]
+        acc, brier = d["accuracy"], d["brier"]
+        if acc["lo"] > 0 and brier["hi"] < 0:
+            beats.append(name)
+        elif acc["hi"] < 0 or brier["lo"] > 0:
+            loses.append(name)
+        else:
+            ties.append(name)
+        if s["model"]["accuracy"] < s["majority"]["accuracy"] or s["model"]["brier"] > s["prior"]["brier"]:
+            naive.append(name)
+    said = [f"{what}: {', '.join(names)}" for what, names in (
+        ("beats the logistic regression (accuracy and Brier, 95% intervals clear of 0)", beats),
+        ("level with it (an interval straddles 0)", ties), ("worse than it", loses)) if names]
+    lines = [f"verdict: {'; '.join(said)}"]
+    if naive:
+        lines.append(f"verdict: below a naive forecast (the majority class's accuracy or the class frequencies' "
+                     f"Brier) on {', '.join(naive)}: no edge there")
+    return lines
 
 
 def plot(result: dict[str, Any], path: Path, who: str) -> bool:
