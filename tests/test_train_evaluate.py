@@ -279,3 +279,15 @@ def test_from_scratch_takes_the_codec_version_and_finetuning_keeps_its_bases(tic
     assert BinnedCodec.from_json((out / "codec.json").read_text()).spec.version == 2
     assert main(["train", str(ticks_file), "--out", str(tmp_path / "ft"), "--codec-version", "2"]) == 2
     assert "keeps its base's codec" in capsys.readouterr().err
+
+
+def test_train_and_evaluate_say_how_the_files_were_read(ticks_file: Path, tmp_path: Path, capsys) -> None:
+    """Files are read as `backtest` reads them, and its notes come with them: naive local times read as UTC
+    (with the option that gives their zone), as for a backtest of the same file."""
+    frame = pl.read_parquet(ticks_file).head(1500)
+    naive = frame.with_columns(pl.from_epoch("ts", time_unit="ns").dt.strftime("%Y-%m-%d %H:%M:%S%.9f").alias("ts"))
+    local = tmp_path / "local.csv"
+    naive.write_csv(local)
+    assert main(["evaluate", "builtin", str(local), "--max-points", "32", "--resamples", "10", "--threads", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "flashtick evaluate: note: " in err and "read as UTC" in err and "--tz" in err

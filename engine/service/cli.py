@@ -834,7 +834,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     device = resolve_device(args.device)
     model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)
     model, codec = load_tick_model(model_dir, device)
-    streams, _ = read_streams([str(f) for f in args.files], _column_map(args))
+    streams, _ = read_streams([str(f) for f in args.files], _column_map(args),
+                              note=lambda line: print(f"flashtick evaluate: note: {line}", file=sys.stderr))
     prepared, skipped = prepare(codec, streams, split, min_ticks=1)
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device))
     result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,

@@ -108,7 +108,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         model, codec = load_tick_model(options.base)
         cfg = base_config(cfg, model)
         torch.manual_seed(cfg.seed)
-    streams_raw, rejected = read_streams(files, columns)
+    streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"))
     streams, skipped = prepare(codec, streams_raw, options.split, min_ticks=cfg.window_ticks + 1)
     for note in skipped:
         log(f"left out {note}")

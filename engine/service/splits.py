@@ -13,6 +13,7 @@ its training windows and answer targets come from the train part alone.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -112,10 +113,14 @@ def longest_horizon(codec: BinnedCodec) -> int:
     return max(q.spec.horizon for q in codec.questions.values())
 
 
-def read_streams(files: list[str], columns: Any = None) -> tuple[dict[str, list[Tick]], dict[str, int]]:
+def read_streams(files: list[str], columns: Any = None, note: Callable[[str], None] = lambda _: None
+                 ) -> tuple[dict[str, list[Tick]], dict[str, int]]:
     """Every valid tick of `files` (FileReplay: presets, column maps, detection), grouped by stream;
-    and the rejected rows by reason."""
+    and the rejected rows by reason. ``note`` is told how the files are read (the map detected, a time zone
+    assumed, ...), as `backtest` tells it."""
     replay = FileReplay(files, columns=columns)
+    for line in replay.notes:
+        note(line)
     by_stream: dict[str, list[Tick]] = defaultdict(list)
     while not replay.done:
         for tick in replay.next_batch(65536):
