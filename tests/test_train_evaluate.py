@@ -291,3 +291,28 @@ def test_train_and_evaluate_say_how_the_files_were_read(ticks_file: Path, tmp_pa
     assert main(["evaluate", "builtin", str(local), "--max-points", "32", "--resamples", "10", "--threads", "1"]) == 0
     err = capsys.readouterr().err
     assert "flashtick evaluate: note: " in err and "read as UTC" in err and "--tz" in err
+
+
+
+def test_ctrl_c_during_train_keeps_the_best_weights_so_far(ticks_file: Path, tmp_path: Path) -> None:
+    """Ctrl-C stops training as --max-minutes would: the checkpoint of the best weights so far is calibrated,
+    written and scored, and the model card says why it stopped (before, nothing at all was written). The
+    KeyboardInterrupt a Ctrl-C raises is raised here from inside the training loop, at step 20."""
+    from engine.service.evaluate import EvalOptions
+    from engine.service.finetune import FitOptions, fit
+    from engine.service.train import TrainConfig
+
+    def ctrl_c(step: int) -> None:
+        if step == 20:
+            raise KeyboardInterrupt
+
+    said: list[str] = []
+    cfg = TrainConfig(steps=1000, batch=2, threads=1, hidden=32, layers=1, heads=2, kv_heads=1, intermediate=64,
+                      window_ticks=63)
+    options = FitOptions(split=SplitSpec(0.7, 0.15, 0.15), base=None, eval_every=5, patience=1000, device="cpu",
+                         evaluation=EvalOptions(max_points=64, resamples=10))
+    record = fit([str(ticks_file)], None, tmp_path / "model", cfg, options, said.append, on_step=ctrl_c)
+    assert record["training"]["steps_done"] == 20 and record["training"]["stopped"].startswith("interrupted (Ctrl-C)")
+    assert any(line.startswith("interrupted (Ctrl-C) after 20 steps") for line in said)
+    assert (tmp_path / "model" / "model.safetensors").is_file()
+    assert "interrupted (Ctrl-C)" in (tmp_path / "model" / "TRAINING.md").read_text()

@@ -800,7 +800,8 @@ def cmd_train(args: argparse.Namespace) -> None:
     interactive = not args.quiet and not args.json and sys.stderr.isatty()
 
     def log(message: str) -> None:
-        if interactive:
+        said = message.startswith(("note: ", "interrupted"))  # how files were read, why it stopped: always said
+        if interactive or (said and not args.quiet and not args.json):
             from tqdm import tqdm
 
             tqdm.write(f"flashtick train: {message}", file=sys.stderr)

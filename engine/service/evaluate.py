@@ -284,21 +284,20 @@ def format_table(result: dict[str, Any]) -> str:
 def verdict_lines(result: dict[str, Any]) -> list[str]:
     """The table in words: per question, whether the model beats what a quant fits first (the logistic
     regression, by its 95% interval) and the naive forecasts (majority class, the class frequencies' Brier)."""
-    beats, ties, loses, naive = [], [], [], []
+    kinds: dict[str, list[str]] = {"better": [], "mixed": [], "level": [], "worse": []}
+    naive = []
     for name, r in result["questions"].items():
         s, d = r["scores"], r["model_minus"]["logistic"]
         acc, brier = d["accuracy"], d["brier"]
-        if acc["lo"] > 0 and brier["hi"] < 0:
-            beats.append(name)
-        elif acc["hi"] < 0 or brier["lo"] > 0:
-            loses.append(name)
-        else:
-            ties.append(name)
+        better = acc["lo"] > 0 or brier["hi"] < 0  # an interval clear of 0 in the model's favour
+        worse = acc["hi"] < 0 or brier["lo"] > 0
+        kinds["mixed" if better and worse else "better" if better else "worse" if worse else "level"].append(name)
         if s["model"]["accuracy"] < s["majority"]["accuracy"] or s["model"]["brier"] > s["prior"]["brier"]:
             naive.append(name)
-    said = [f"{what}: {', '.join(names)}" for what, names in (
-        ("beats the logistic regression (accuracy and Brier, 95% intervals clear of 0)", beats),
-        ("level with it (an interval straddles 0)", ties), ("worse than it", loses)) if names]
+    said = [f"{what}: {', '.join(kinds[kind])}" for kind, what in (
+        ("better", "beats the logistic regression (a 95% interval clear of 0 in its favour, none against)"),
+        ("mixed", "better than it on one of accuracy and Brier, worse on the other"),
+        ("level", "level with it (both intervals straddle 0)"), ("worse", "worse than it")) if kinds[kind]]
     lines = [f"verdict: {'; '.join(said)}"]
     if naive:
         lines.append(f"verdict: below a naive forecast (the majority class's accuracy or the class frequencies' "

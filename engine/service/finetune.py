@@ -96,7 +96,7 @@ def _groups(codec: BinnedCodec, streams: list[StreamData], part: str) -> tuple[l
 
 
 def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: FitOptions, log: Callable[[str], None],
-        bar_factory=None) -> dict[str, Any]:
+        bar_factory=None, on_step: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Train, keep the best validation weights, save the checkpoint, score the test part; the run's record."""
     t0 = time.time()
     device = resolve_device(options.device)
@@ -123,7 +123,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     log(f"{sum(len(s.ticks) for s in streams)} ticks in {len(streams)} streams; training on {device}")
     bar = bar_factory(cfg.steps) if bar_factory else None
     stats = optimise(model, groups, weights, q_tokens, cfg, log, np.random.default_rng(cfg.seed), device, val,
-                     bar=bar)
+                     on_step=on_step, bar=bar)
     if bar is not None:
         bar.close()
     model.eval()

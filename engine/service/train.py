@@ -272,42 +272,47 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
     )
     t_train, hist, stopped = time.time(), [], "steps done"
     best, best_state, best_step, since_best, val_hist = math.inf, None, 0, 0, []
-    for step in range(cfg.steps):
-        if cfg.stop_after is not None and step >= cfg.stop_after:
-            stopped = f"--stop-after {cfg.stop_after}"
-            break
-        if time.time() - t_train > cfg.max_minutes * 60:
-            stopped = f"--max-minutes {cfg.max_minutes} reached"
-            break
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step, cfg)
-        lm, qa = batch_losses(model, to_device(sample_batch(groups, weights, q_tokens, cfg, rng), device))
-        loss = lm + cfg.qa_weight * qa
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        hist.append((lm.item(), qa.item()))
-        if val is not None and ((step + 1) % val.every == 0 or step + 1 == cfg.steps):
-            v = validation_loss(model, val, cfg, device)
-            val_hist.append((step + 1, round(v, 4)))
-            if v < best:
-                best, best_step, since_best = v, step + 1, 0
-                best_state = {k: t.detach().clone() for k, t in model.state_dict().items()}
-            else:
-                since_best += 1
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix_str(f"lm {lm.item():.3f} qa {qa.item():.3f}" + (f" val {best:.3f}" if val_hist else ""))
-        if step % 10 == 9 or step == cfg.steps - 1:
-            lm_avg, qa_avg = np.mean(hist[-10:], axis=0)
-            log(f"step {step + 1}/{cfg.steps} lm {lm_avg:.4f} qa {qa_avg:.4f} lr {lr_at(step, cfg):.2e} "
-                f"{time.time() - t_train:.0f}s" + (f" val {val_hist[-1][1]:.4f}" if val_hist else ""))
-        if on_step is not None:
-            on_step(step + 1)
-        if val is not None and since_best >= val.patience:
-            stopped = f"early stop: no better validation loss in {val.patience} checks"
-            break
+    try:  # Ctrl-C stops training like --max-minutes: the best weights so far are kept and written
+        for step in range(cfg.steps):
+            if cfg.stop_after is not None and step >= cfg.stop_after:
+                stopped = f"--stop-after {cfg.stop_after}"
+                break
+            if time.time() - t_train > cfg.max_minutes * 60:
+                stopped = f"--max-minutes {cfg.max_minutes} reached"
+                break
+            for g in opt.param_groups:
+                g["lr"] = lr_at(step, cfg)
+            lm, qa = batch_losses(model, to_device(sample_batch(groups, weights, q_tokens, cfg, rng), device))
+            loss = lm + cfg.qa_weight * qa
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            hist.append((lm.item(), qa.item()))
+            if val is not None and ((step + 1) % val.every == 0 or step + 1 == cfg.steps):
+                v = validation_loss(model, val, cfg, device)
+                val_hist.append((step + 1, round(v, 4)))
+                if v < best:
+                    best, best_step, since_best = v, step + 1, 0
+                    best_state = {k: t.detach().clone() for k, t in model.state_dict().items()}
+                else:
+                    since_best += 1
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix_str(f"lm {lm.item():.3f} qa {qa.item():.3f}" + (f" val {best:.3f}" if val_hist else ""))
+            if step % 10 == 9 or step == cfg.steps - 1:
+                lm_avg, qa_avg = np.mean(hist[-10:], axis=0)
+                log(f"step {step + 1}/{cfg.steps} lm {lm_avg:.4f} qa {qa_avg:.4f} lr {lr_at(step, cfg):.2e} "
+                    f"{time.time() - t_train:.0f}s" + (f" val {val_hist[-1][1]:.4f}" if val_hist else ""))
+            if on_step is not None:
+                on_step(step + 1)
+            if val is not None and since_best >= val.patience:
+                stopped = f"early stop: no better validation loss in {val.patience} checks"
+                break
+    except KeyboardInterrupt:
+        stopped = f"interrupted (Ctrl-C) after {len(hist)} steps"
+        log(f"{stopped}: keeping the best weights so far, then calibrating, saving and scoring them (Ctrl-C "
+            f"again aborts without writing)")
     log(f"stopping at step {len(hist)}: {stopped}")
     if best_state is not None:
         model.load_state_dict(best_state)
