@@ -173,10 +173,13 @@ class Scheduler:
         # a session rolls before its tokens plus the longest probe could pass the window
         self.roll_at = self.window - self.config.probe_reserve
         if self.sink + self.keep >= self.roll_at:
+            small_pool = self.window == pool_window and pool_window < blocks.max_positions
+            whose = (f"what the KV pool of {self.pool.num_blocks} blocks of {self.pool.block_size} holds; raise "
+                     f"kv.cells / kv.bytes" if small_pool else "the model's positions (a sliding window, for "
+                     "Mistral), or scheduler.window; lower scheduler.keep_fraction, probe_reserve or sink_tokens")
             raise ValueError(f"sink ({self.sink}) + kept tokens ({self.keep}) + probe_reserve "
-                             f"({self.config.probe_reserve}) must be below the window ({self.window} positions: the "
-                             f"model's, or what the KV pool of {self.pool.num_blocks} blocks of "
-                             f"{self.pool.block_size} holds; raise kv.cells / kv.bytes)")
+                             f"({self.config.probe_reserve}) must be below the window ({self.window} positions: "
+                             f"{whose})")
         window_blocks = self.pool.blocks_for(self.window) + 1
         if window_blocks > self.pool.num_blocks:
             raise ValueError(
