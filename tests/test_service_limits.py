@@ -265,7 +265,7 @@ def test_kv_too_small_for_the_streams_is_said_as_thrash(checkpoint, monkeypatch,
     from connectors.ticks import trade
 
     monkeypatch.setattr(server_module, "THRASH_WINDOW_S", 0.5)
-    monkeypatch.setattr(server_module, "THRASH_MIN_TOKENS", 100)
+    monkeypatch.setattr(server_module, "THRASH_MIN_CELLS", 100)
     with live_server(checkpoint, kv={"cells": 1024, "block_size": 16}, limits={"heartbeat_s": 0.1}) as (server, push):
         server.pipeline.registry.register(QUERIES)
         with ControlClient(server.endpoints["control"], timeout_s=10) as control:
@@ -306,7 +306,7 @@ def test_context_rolls_are_not_kv_thrash(checkpoint, monkeypatch) -> None:
     from connectors.ticks import trade
 
     monkeypatch.setattr(server_module, "THRASH_WINDOW_S", 0.3)
-    monkeypatch.setattr(server_module, "THRASH_MIN_TOKENS", 10)
+    monkeypatch.setattr(server_module, "THRASH_MIN_CELLS", 10)
     # keeping 80% of the window at each roll re-prefills about 4 tokens for each new one
     with live_server(checkpoint, limits={"heartbeat_s": 0.1}, scheduler={"keep_fraction": 0.8}) as (server, push):
         server.pipeline.registry.register(QUERIES)

@@ -40,7 +40,7 @@ from queries.yaml_loader import load_queries
 
 BEHIND_WARNING_EVERY_S = 10.0
 THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see Server._watch_kv_thrash)
-THRASH_MIN_TOKENS = 10_000  # fewer tokens recomputed than this in a window is never thrash
+THRASH_MIN_CELLS = 10_000  # fewer KV cells evicted than this in a window is never thrash
 THRASH_WARNING_EVERY_S = 60.0
 TOKENIZED_MARKER = b"tokens"
 
@@ -292,14 +292,14 @@ class Server:
         stderr with a size for kv.cells at most every THRASH_WARNING_EVERY_S, and as `kv_thrash` in stats."""
         now = time.monotonic()
         # evicted cells, not tokens_rebuilt: a context roll's re-prefill is rebuilt too, and is no sign of a small pool
-        tokens = (self._snapshot.get("runner", {}).get("tokens_advanced", 0),
+        counts = (self._snapshot.get("runner", {}).get("tokens_advanced", 0),
                   self._snapshot.get("scheduler", {}).get("evicted_cells", 0))
         if self._thrash_mark is None or now - self._thrash_mark[0] < THRASH_WINDOW_S:
-            self._thrash_mark = self._thrash_mark or (now, tokens)
+            self._thrash_mark = self._thrash_mark or (now, counts)
             return
-        advanced, rebuilt = (b - a for a, b in zip(self._thrash_mark[1], tokens))
-        self._thrash_mark = (now, tokens)
-        self._kv_thrash = rebuilt > max(advanced, THRASH_MIN_TOKENS)
+        advanced, evicted = (b - a for a, b in zip(self._thrash_mark[1], counts))
+        self._thrash_mark = (now, counts)
+        self._kv_thrash = evicted > max(advanced, THRASH_MIN_CELLS)
         self._snapshot["kv_thrash"] = self._kv_thrash
         if self._kv_thrash and now >= self._next_thrash_warning:
             self._next_thrash_warning = now + THRASH_WARNING_EVERY_S
@@ -309,7 +309,7 @@ class Server:
             block = self.config.kv.block_size  # a window, and the block a roll may straddle (configuration.md)
             want = f"want about {streams} x {window + block} = {streams * (window + block)} KV cells" if window \
                 else "want more KV cells"
-            print(f"flashtick: KV thrash: the last {THRASH_WINDOW_S:.0f} s evicted {rebuilt} cells of KV for "
+            print(f"flashtick: KV thrash: the last {THRASH_WINDOW_S:.0f} s evicted {evicted} cells of KV for "
                   f"{advanced} new ones; {streams} streams of up to {window or 'the model'} positions {want}, "
                   f"kv.cells is {capacity}: raise it (answers come late meanwhile)", file=sys.stderr, flush=True)
 
