@@ -129,7 +129,10 @@ def test_stop_request_checkpoints_and_resume_refuses_other_inputs(setup: Path, u
     (setup / "q2.yaml").write_text(QUERIES.replace("ticks: 5", "ticks: 7"))
     code = main(["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q2.yaml"), "--out", str(out),
                  "--config", str(setup / "engine.yaml"), "--resume", "--quiet"])
-    assert code == 2 and "different queries" in capsys.readouterr().err
+    assert code == 2 and "different queries (--queries)" in capsys.readouterr().err
+    code = main(["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
+                 "--config", str(setup / "engine.yaml"), "--resume", "--quiet", "--batch-ms", "50"])
+    assert code == 2 and "with different --batch-ms;" in capsys.readouterr().err  # named as the option it is
     report = run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, resume=True)
     assert report.resumed_at == kept["consumed"] and report.ticks == TICKS
     assert_same_answers(pl.read_parquet(out), pl.read_parquet(setup / "whole.parquet"))

@@ -23,6 +23,11 @@ import polars as pl
 from queries.cache import Answer
 
 PARTS_SUFFIX = ".parts"  # answers.parquet -> answers.parquet.parts/
+KEY_WORDS = {  # what each part of a run's key stands for, in the words of the command line
+    "files": "files, or ways of reading them (a column map, --preset, --tz, --date, --ts-unit)",
+    "file_sizes_and_times": "file contents (sizes or modification times)",
+    "queries": "queries (--queries)", "config": "config (--model, --config: the model or engine settings)",
+    "batch_ms": "--batch-ms", "max_ticks": "--max-ticks", "context_roll_rule": "context roll rule"}
 MANIFEST = "progress.json"
 RAW_SCHEMA = {"query": pl.String, "stream": pl.String, "topic": pl.String, "seq": pl.Int64, "ticks": pl.Int64,
               "data_ts": pl.Int64, "answer": pl.String, "expected": pl.Float64, "nll": pl.Float64,
@@ -79,7 +84,8 @@ class AnswerParts:
         changed = [k for k in key if manifest.get("key", {}).get(k) != json.loads(json.dumps(key[k]))]
         if changed:
             upgrade = " (written by a flashtick that rolled sessions elsewhere)" if "context_roll_rule" in changed else ""
-            raise ValueError(f"{directory} was written by a backtest with different {', '.join(changed)}{upgrade}; "
+            named = ", ".join(KEY_WORDS.get(k, k) for k in changed)
+            raise ValueError(f"{directory} was written by a backtest with different {named}{upgrade}; "
                              f"resume with the same files, queries, config and options, or delete it to start over")
         for stray in set(p.name for p in directory.iterdir()) - set(manifest["parts"]) - {MANIFEST}:
             (directory / stray).unlink()  # written after the last checkpoint: those answers come again

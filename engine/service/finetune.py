@@ -165,8 +165,10 @@ def _split_text(spec: SplitSpec, gap: int) -> str:
 
 def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
     stats, cfg, ev = record["training"], record["config"], record["evaluation"]
-    streams = "\n".join(f"  - `{name}`: {s['ticks']} ticks; train {s['train']}, validation {s['validation']}, "
-                        f"test {s['test']} (tick index ranges [start, stop))" for name, s in ev["streams"].items())
+    span = lambda r: f"[{r[0]}, {r[1]})"  # noqa: E731  (JSON keeps a range as [start, stop])
+    streams = "\n".join(f"  - `{name}`: {s['ticks']} ticks; train {span(s['train'])}, validation "
+                        f"{span(s['validation'])}, test {span(s['test'])} (tick index ranges [start, stop))"
+                        for name, s in ev["streams"].items())
     text = f"""# Tick model trained with `flashtick train`
 
 - Base: {record['base']}; {record['params'] / 1e6:.2f}M parameters; window {cfg['window_ticks']} ticks
