@@ -316,3 +316,18 @@ def test_ctrl_c_during_train_keeps_the_best_weights_so_far(ticks_file: Path, tmp
     assert any(line.startswith("interrupted (Ctrl-C) after 20 steps") for line in said)
     assert (tmp_path / "model" / "model.safetensors").is_file()
     assert "interrupted (Ctrl-C)" in (tmp_path / "model" / "TRAINING.md").read_text()
+
+
+def test_a_gap_below_the_longest_horizon_is_widened_and_said(ticks_file: Path, tmp_path: Path) -> None:
+    from engine.service.evaluate import EvalOptions
+    from engine.service.finetune import FitOptions, fit
+    from engine.service.train import TrainConfig
+
+    said: list[str] = []
+    cfg = TrainConfig(steps=1, batch=1, threads=1, hidden=32, layers=1, heads=2, kv_heads=1, intermediate=64,
+                      window_ticks=63)
+    options = FitOptions(split=SplitSpec(0.7, 0.15, 0.15, gap=10), base=None, device="cpu",
+                         evaluation=EvalOptions(max_points=32, resamples=10))
+    record = fit([str(ticks_file)], None, tmp_path / "model", cfg, options, said.append)
+    assert any(line.startswith("note: --gap 10 is below the longest question horizon; 50 ticks") for line in said)
+    assert "gap 50 ticks" in record["split"]

@@ -110,6 +110,9 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         torch.manual_seed(cfg.seed)
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"))
     streams, skipped = prepare(codec, streams_raw, options.split, min_ticks=cfg.window_ticks + 1)
+    if 0 < options.split.gap < longest_horizon(codec):  # prepare() widens it: a label must not cross a cut
+        log(f"note: --gap {options.split.gap} is below the longest question horizon; {longest_horizon(codec)} ticks "
+            f"are left out between the parts instead, so no label uses a tick across a cut")
     for note in skipped:
         log(f"left out {note}")
     groups, weights = _groups(codec, streams, "train")
