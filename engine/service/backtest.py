@@ -376,7 +376,8 @@ def _write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str,
         scored.append(path.with_name("scored-" + path.name))  # in the parts' dir: removed with it, or on --resume
         part.write_parquet(scored[-1])
         rows += part.height
-        ends.append((part.select(ANSWER_ORDER).row(0), part.select(ANSWER_ORDER).row(-1)))
+        keys = part.select(ANSWER_ORDER)
+        ends.append((keys.row(0), keys.row(-1)))
     if not scored:
         write_atomically(out, pl.DataFrame(schema=RAW_SCHEMA | SCORE_SCHEMA).write_parquet)
         return 0
