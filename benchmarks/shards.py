@@ -33,7 +33,7 @@ from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMark
 from connectors.ticks import encode
 from engine.service.cli import EXAMPLE_QUERIES
 from engine.service.config import LogSection, ServiceConfig, ShardsSection
-from engine.service.shard import pack_items
+from engine.service.shard import pack_logged
 from engine.service.sharded import ShardedPipeline
 
 STREAMS = 24  # 11 and 13 streams on 2 shards by rendezvous hashing (16 would split 6 and 10)
@@ -93,6 +93,22 @@ def throughput(shards: int, ticks: list, warmup: list, root: Path) -> dict:
     return result
 
 
+class _Booked:
+    """A replay target (durability.ReplayTarget) that keeps the booked items: what a move reads from the log."""
+
+    def __init__(self, items: list) -> None:
+        self.items = items
+
+    def restore(self, item) -> None:
+        self.items.append(item)
+
+    def start_at(self, stream: str, ticks: int, last_ts: int) -> None:
+        pass
+
+    def drop(self, stream: str) -> None:
+        self.items[:] = [item for item in self.items if item.stream != stream]
+
+
 def moves(lengths: list[int], root: Path) -> list[dict]:
     """For each length: log that many ticks of a new stream (as the front door does), then time its move."""
     pipeline = ShardedPipeline(config(1, root / "moves"))
@@ -106,11 +122,12 @@ def moves(lengths: list[int], root: Path) -> list[dict]:
             encoders.ingest(tick, pipeline.data.append)
         fresh = StreamEncoders(pipeline.codec, encoders.vocab_size, max_item_tokens=encoders.max_item_tokens)
         start = time.perf_counter()
-        items = pipeline.data.read_items({stream}, pipeline.data.log.next_record, fresh)
+        items: list = []
+        pipeline.data.read_items({stream}, pipeline.data.log.next_record, fresh, _Booked(items))
         read_s = time.perf_counter() - start
         start = time.perf_counter()
-        packed = pack_items([(i.stream, i.tokens, i.ts, i.ticks) for i in items])
-        reply = ray.get(link.handle.restore.remote("", [], packed, False))
+        logged = pack_logged([(i.stream, i.tokens, i.ts, i.ticks) for i in items], {}, [])
+        reply = ray.get(link.handle.restore.remote("", [], logged))
         restore_s = time.perf_counter() - start
         ray.get(link.handle.drop.remote([stream]))
         out.append({"logged_ticks": length, "log_records": pipeline.data.log.next_record,

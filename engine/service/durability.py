@@ -29,23 +29,24 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgpack
 
 from connectors.encoder import EncodedTick, StreamEncoders
 from connectors.ticks import InvalidTick, validate
 from engine.engine import Engine
-from engine.jobs import ProbeJob, StreamProgress
-from engine.scheduler import AdmissionRefused
+from engine.jobs import JobOutcome, ProbeJob, StreamProgress
+from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
 from engine.service.ticklog import LogStats, LogWriteError, TickLog, read
 from queries.cache import AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
+from queries.spec import QuerySpec
 from queries.yaml_loader import load_queries_file
 
 
@@ -129,6 +130,22 @@ def owed_jobs(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, 
         elif last is None or last.version < progress.ticks:
             jobs.append(flash.job_for(spec, stream))
     return jobs
+
+
+
+class ReplayTarget(Protocol):
+    """Where a tick log replay (split_log) puts what the log holds: one engine's scheduler (TickPipeline), or a
+    sharded front door's restores (one per shard)."""
+
+    def restore(self, item: EncodedTick) -> None:
+        """Book ``item`` on its stream without computing it (Scheduler.restore); AdmissionRefused if the limits
+        changed since it was logged."""
+
+    def start_at(self, stream: str, ticks: int, last_ts: int) -> None:
+        """``stream`` had ``ticks`` ticks (the last at ``last_ts``) in segments retention dropped."""
+
+    def drop(self, stream: str) -> None:
+        """The live run expired ``stream`` for idleness here: its session and what is kept beside it go."""
 
 
 class DataDir:
@@ -233,107 +250,35 @@ class DataDir:
                   f"and answers owed are computed for every stream", file=sys.stderr, flush=True)
             return RegistrationMarks()
 
-    def replay(self, encoders: StreamEncoders, engine: Engine, accepted: Callable[[EncodedTick], None] | None = None,
-               answered: dict[str, tuple[int, int]] | None = None, expired: Callable[[str], None] | None = None,
-               resumed: Callable[[str, int], None] | None = None) -> list[EncodedTick | None]:
+    def replay(self, encoders: StreamEncoders, target: ReplayTarget,
+               answered: dict[str, tuple[int, int]] | None = None) -> list[EncodedTick | None]:
         """Re-feed every logged item through ``encoders`` (codec state and ordering guards come back) and
-        book it on its stream without computing it (Scheduler.restore: token logs and rolls end exactly as
-        the live run's did); then compute the KV of what each window holds, once. ``accepted`` sees each
-        booked item, as the live path's would.
-
-        ``answered``: each stream's last answered point (tick count, event time of that tick). The live run had
-        computed every tick up to it; the items after it are not booked but returned, in log order, with None
-        where a wire message began: the caller computes them as the live run would have, a tick group at a
-        time, and so answers every group the stopped process owed. A stream whose point is not a logged item
-        of that time (the log's retention dropped its start) is booked whole.
-
-        Where the live run expired a stream for idleness, its session and codec state are dropped here too
-        (its ordering guard stays, as live), and ``expired`` is told, for the caller's own state of it. A stream
-        whose first ticks retention dropped counts on from where the live run was, and ``resumed`` is told
-        (stream, ticks gone)."""
-        started = time.perf_counter()
-        answered = dict(answered or {})
-        counted: dict[str, int] = {}
-        owed: set[str] = set()  # streams past their answered point: their items go to the tail
-        tail: list[EncodedTick | None] = []
-        seen: set[str] = set()  # streams this replay has items (or a start) of
-
-        def start(counts: dict[str, list[int]]) -> None:
-            """A segment's start: the streams first met here had records in segments retention dropped; they
-            go on counting ticks (and guarding order) from where the live run was, not from 0."""
-            for stream, (ticks, last_ts) in counts.items():
-                if stream in seen:
-                    continue
-                seen.add(stream)
-                encoders.start_at(stream, ticks, last_ts)
-                if ticks:
-                    engine.scheduler.start_at(stream, ticks, last_ts)
-                    counted[stream] = ticks
-                    if resumed is not None:
-                        resumed(stream, ticks)
-
-        def book(item: EncodedTick) -> None:
-            seen.add(item.stream)
-            if item.stream in owed:
-                tail.append(item)
-                return
-            try:
-                engine.scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
-            except AdmissionRefused as e:  # the limits changed since: counted, never fatal
-                raise InvalidTick("stream_refused", str(e), item.stream) from None
-            if accepted is not None:
-                accepted(item)
-            point = answered.get(item.stream)
-            if point is not None:  # (an earlier session of the stream, before an expiry, may pass the count first)
-                counted[item.stream] = counted.get(item.stream, 0) + item.ticks
-                if (counted[item.stream], item.ts) == point:
-                    owed.add(item.stream)
-                    del answered[item.stream]
-
-        def expire(stream: str) -> None:
-            engine.scheduler.drop(stream)
-            encoders.drop(stream)
-            counted.pop(stream, None)  # the answered point counts the session after the last expiry
-            if expired is not None:
-                expired(stream)
-
-        self.replay_items(encoders, book, message_start=lambda: tail.append(None), expire=expire,
-                          segment_start=start)
-        self.rebuild_forwards = engine.rebuild()
-        self.recovery_s = time.perf_counter() - started
-        if self.recovered_ticks:
-            print(f"flashtick: recovered {self.recovered_ticks} ticks of {len(engine.scheduler.streams)} streams "
-                  f"from {self.log.directory} in {self.recovery_s:.1f} s", file=sys.stderr, flush=True)
-        return tail
-
-    def replay_items(self, encoders: StreamEncoders, book: Callable[[EncodedTick], None],
-                     message_start: Callable[[], None] | None = None, expire: Callable[[str], None] | None = None,
-                     segment_start: Callable[[dict[str, list[int]]], None] | None = None) -> int:
-        """Every logged item through ``encoders`` and on to ``book`` (counted as recovered, or as refused when
-        ``book`` raises InvalidTick); returns the ticks recovered. A sharded front door books each item to
-        its stream's shard. ``message_start`` is called where a logged wire message began, ``expire`` where
-        the live run expired a stream."""
-        ticks, refused = replay_log(self.log.directory, encoders, book, skip_corrupt=self.config.skip_corrupt,
-                                    stats=self.read_stats, message_start=message_start, expire=expire,
-                                    segment_start=segment_start)
+        book it on ``target`` (split_log); returns the tail past each stream's answered point. The caller
+        computes what the booked windows hold (Engine.rebuild) and then calls ``replayed``."""
+        self._replay_started = time.perf_counter()
+        ticks, refused, tail = split_log(self.log.directory, encoders, target, answered,
+                                         skip_corrupt=self.config.skip_corrupt, stats=self.read_stats)
         self.recovered_ticks += ticks
         self.replay_refused += refused
-        return ticks
+        return tail
 
-    def read_items(self, streams: set[str], upto: int, encoders: StreamEncoders) -> list[EncodedTick]:
+    def replayed(self, streams: int, rebuild_forwards: int = 0) -> None:
+        """After ``replay`` and the rebuild: timed and said."""
+        self.rebuild_forwards = rebuild_forwards
+        self.recovery_s = time.perf_counter() - self._replay_started
+        if self.recovered_ticks:
+            print(f"flashtick: recovered {self.recovered_ticks} ticks of {streams} streams "
+                  f"from {self.log.directory} in {self.recovery_s:.1f} s", file=sys.stderr, flush=True)
+
+    def read_items(self, streams: set[str], upto: int, encoders: StreamEncoders, target: ReplayTarget,
+                   answered: dict[str, tuple[int, int]] | None = None) -> list[EncodedTick | None]:
         """The logged items of ``streams`` among records ``[0, upto)``, encoded afresh through ``encoders`` (a
-        new StreamEncoders: the live ones are not touched): what rebuilds those streams elsewhere (a shard
-        restarted or a stream moved). Safe beside live appends: it stops before record ``upto``, so it never
-        reaches a record being written (nor cuts one as a torn tail)."""
-        items: list[EncodedTick] = []
-
-        def expire(stream: str) -> None:  # the live run started it afresh here: its items before are not its
-            items[:] = [item for item in items if item.stream != stream]
-            encoders.drop(stream)
-
-        replay_log(self.log.directory, encoders, items.append, skip_corrupt=self.config.skip_corrupt,
-                   stats=LogStats(), streams=streams, upto=upto, expire=expire)
-        return items
+        new StreamEncoders: the live ones are not touched) and booked on ``target``; returns their tail past
+        ``answered`` (split_log): what rebuilds those streams elsewhere (a shard restarted or a stream moved).
+        Safe beside live appends: it stops before record ``upto``, so it never reaches a record being written
+        (nor cuts one as a torn tail)."""
+        return split_log(self.log.directory, encoders, target, answered, skip_corrupt=self.config.skip_corrupt,
+                         stats=LogStats(), streams=streams, upto=upto)[2]
 
     def check(self) -> None:
         """Whether the logs' files still exist (a heartbeat's check: said at once, even while nothing arrives)."""
@@ -390,6 +335,127 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
             ticks += done.ticks
             refused += len(done.rejections)
     return ticks, refused
+
+
+def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
+              answered: dict[str, tuple[int, int]] | None, *, skip_corrupt: bool, stats: LogStats,
+              streams: set[str] | None = None, upto: int | None = None) -> tuple[int, int, list[EncodedTick | None]]:
+    """Replay the tick log (records before ``upto``; of ``streams`` only, when given) through ``encoders`` onto
+    ``target``: each item booked without being computed (token logs and rolls end exactly as the live run's
+    did), each expiry and retention start applied where the live run had it. Returns (ticks replayed, items
+    refused, tail).
+
+    ``answered``: each stream's last answered point (tick count, event time of that tick). The live run had
+    computed every tick up to it; the items after it are not booked but returned as the tail, in log order,
+    with None where a wire message began: the caller computes them as the live run would have, a tick group at
+    a time (answer_tail), and so answers every group the stopped process owed. A stream whose point is not a
+    logged item of that time (the log's retention dropped its start) is booked whole.
+
+    Where the live run expired a stream for idleness, the stream is dropped here too (its ordering guard stays,
+    as live). A stream whose first ticks retention dropped counts on from where the live run was."""
+    answered = dict(answered or {})
+    counted: dict[str, int] = {}
+    owed: set[str] = set()  # streams past their answered point: their items go to the tail
+    tail: list[EncodedTick | None] = []
+    seen: set[str] = set()  # streams this replay has items (or a start) of
+
+    def start(counts: dict[str, list[int]]) -> None:
+        """A segment's start: the streams first met here had records in segments retention dropped; they
+        go on counting ticks (and guarding order) from where the live run was, not from 0."""
+        for stream, (ticks, last_ts) in counts.items():
+            if stream in seen or (streams is not None and stream not in streams):
+                continue
+            seen.add(stream)
+            encoders.start_at(stream, ticks, last_ts)
+            if ticks:
+                target.start_at(stream, ticks, last_ts)
+                counted[stream] = ticks
+
+    def book(item: EncodedTick) -> None:
+        seen.add(item.stream)
+        if item.stream in owed:
+            tail.append(item)
+            return
+        try:
+            target.restore(item)
+        except AdmissionRefused as e:  # the limits changed since: counted, never fatal
+            raise InvalidTick("stream_refused", str(e), item.stream) from None
+        point = answered.get(item.stream)
+        if point is not None:  # (an earlier session of the stream, before an expiry, may pass the count first)
+            counted[item.stream] = counted.get(item.stream, 0) + item.ticks
+            if (counted[item.stream], item.ts) == point:
+                owed.add(item.stream)
+                del answered[item.stream]
+
+    def expire(stream: str) -> None:
+        target.drop(stream)
+        encoders.drop(stream)
+        counted.pop(stream, None)  # the answered point counts the session after the last expiry
+
+    def message_start() -> None:
+        if tail and tail[-1] is not None:  # (runs of message starts of no tail item are one boundary)
+            tail.append(None)
+
+    ticks, refused = replay_log(directory, encoders, book, skip_corrupt=skip_corrupt, stats=stats, streams=streams,
+                                upto=upto, message_start=message_start, expire=expire, segment_start=start)
+    return ticks, refused, tail
+
+
+def steps_while_full(engine: Engine, step: Callable[[], StepReport | None]) -> list[JobOutcome]:
+    """Forwards (``step``) while a full one is pending (``Scheduler.forward_full``); their outcomes."""
+    outcomes: list[JobOutcome] = []
+    while engine.scheduler.forward_full():
+        report = step()
+        if report is None:
+            break
+        outcomes += report.outcomes
+    return outcomes
+
+
+def answer_tail(engine: Engine, flash: FlashQueries, registry: Registry, cache: AnswerCache,
+                marks: RegistrationMarks, tail: Iterable[EncodedTick | None], changed: set[str], *,
+                step: Callable[[], StepReport | None], accepted: Callable[[EncodedTick], None]
+                ) -> tuple[list[JobOutcome], set[str], int]:
+    """A replay's tail (split_log) computed as the live run would have: a tick group per wire message and
+    stream, each group's due standing queries answered at its cut (the chunked path of a burst). A query
+    answers only ticks past its last answer (``cache``), or past its registration (``marks``) when it has none
+    on the stream, and a query the config changed at this start (``changed``: registered after every logged
+    tick) none. ``step`` runs one forward (the caller's, which keeps its answers); ``accepted`` sees each item
+    submitted. Returns (outcomes, streams fed, items refused)."""
+    floors = {(a.query, a.stream): a.version for a in cache.latest()}
+
+    def owes(spec: QuerySpec, progress: StreamProgress) -> bool:
+        if spec.name in changed:
+            return False
+        floor = floors.get((spec.name, progress.stream))
+        return progress.ticks > (floor if floor is not None else marks.start(spec.name, progress.stream))
+
+    outcomes: list[JobOutcome] = []
+    streams: set[str] = set()
+    refused = 0
+    flash.owes = owes
+    try:
+        for item in tail:
+            if item is None:  # a message began: the live run closed its groups here
+                engine.close_groups()
+                outcomes += steps_while_full(engine, step)
+                continue
+            try:
+                engine.submit(item.stream, item.tokens, item.ts, item.ticks)
+            except AdmissionRefused:  # the limits changed since: counted, never fatal (as the replay does)
+                refused += 1
+                continue
+            accepted(item)
+            streams.add(item.stream)
+        engine.close_groups()
+        while (report := step()) is not None:
+            outcomes += report.outcomes
+    finally:
+        flash.owes = None
+    for name in changed:  # it fires first on each stream's next batch, as if registered now
+        for stream in streams:
+            registry.unfire(name, stream)
+    return outcomes, streams, refused
 
 
 def _lock(path: Path) -> Any:

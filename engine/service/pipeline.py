@@ -33,7 +33,7 @@ from connectors.codec import BinnedCodec, Codec, TextCodec, TextCodecConfig
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders
 from connectors.ticks import InvalidTick, Tick
 from engine.engine import Engine
-from engine.jobs import JobOutcome, StreamProgress
+from engine.jobs import JobOutcome
 from engine.models import BUILTIN_MODEL_DIR, LlamaModel, load_model
 from engine.models.loader import read_config
 from engine.runner import ModelRunner
@@ -41,7 +41,8 @@ from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import TORCH_DTYPES, ConfigError, ServiceConfig
-from engine.service.durability import DataDir, RegistrationMarks, owed_jobs, register_changed
+from engine.service.durability import (DataDir, RegistrationMarks, answer_tail, owed_jobs, register_changed,
+                                       steps_while_full)
 from engine.service.live_scores import LiveScores
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
@@ -213,9 +214,8 @@ class TickPipeline:
             self.data.restore_answers(self.registry, self.history, self.adaptation)
         changed = register_changed(config.queries, self.registry, self.forget_query) if config.queries else []
         if self.data is not None:
-            tail = self.data.replay(self.encoders, self.engine, accepted=self._accepted,
-                                    answered=self._answered_points(), expired=self._replayed_expiry,
-                                    resumed=self._replayed_start)
+            tail = self.data.replay(self.encoders, _EngineReplay(self), answered=self._answered_points())
+            self.data.replayed(len(self.engine.scheduler.streams), self.engine.rebuild())
             self.ticks_in = self.data.recovered_ticks
             self.recovered = self._answer_tail(tail, set(changed))
             # a query the config changed is registered now, after every logged tick: it owes none of them
@@ -231,16 +231,6 @@ class TickPipeline:
         """Every stream's committed tick count (what a query registered now starts after)."""
         return {stream: self.engine.progress(stream).ticks for stream in self.engine.scheduler.streams}
 
-    def _replayed_expiry(self, stream: str) -> None:
-        """A stream the replayed run expired: what was kept of it beside its session (marks for labels) goes too."""
-        self.scores.drop_stream(stream)
-        self.adaptation.drop_stream(stream)
-
-    def _replayed_start(self, stream: str, ticks: int) -> None:
-        """A stream whose first ``ticks`` ticks retention dropped: what marks its ticks counts on from there."""
-        self.scores.start_at(stream, ticks)
-        self.adaptation.start_at(stream, ticks)
-
     def _answered_points(self) -> dict[str, tuple[int, int]]:
         """Each stream's latest answered (tick count, event time), over every standing query: how far the
         stopped process had computed it."""
@@ -251,47 +241,17 @@ class TickPipeline:
         return points
 
     def _answer_tail(self, tail: list[EncodedTick | None], changed: set[str]) -> list[JobOutcome]:
-        """The logged items past each stream's answered point, computed as the live run would have: a tick group
-        per wire message and stream, each group's due standing queries answered at its cut (the chunked path
-        of a burst). A query answers only ticks past its last answer, or past its registration when it has none
-        on the stream, and a query the config changed at this start (registered after every logged tick) none."""
+        """The logged items past each stream's answered point, computed as the live run would have
+        (durability.answer_tail); the answers kept as live ones are."""
         if not tail:
             return []
         items = [item for item in tail if item is not None]
         print(f"flashtick: computing what was owed: {sum(item.ticks for item in items)} ticks of "
               f"{len({item.stream for item in items})} streams accepted but not yet answered when the service "
               f"stopped (the service binds its sockets after)", file=sys.stderr, flush=True)
-        floors = {(a.query, a.stream): a.version for a in self.cache.latest()}
-
-        def owes(spec: QuerySpec, progress: StreamProgress) -> bool:
-            if spec.name in changed:
-                return False
-            floor = floors.get((spec.name, progress.stream))
-            return progress.ticks > (floor if floor is not None else self.marks.start(spec.name, progress.stream))
-
-        outcomes: list[JobOutcome] = []
-        streams: set[str] = set()
-        self.flash.owes = owes
-        try:
-            for item in tail:
-                if item is None:  # a message began: the live run closed its groups here
-                    self.engine.close_groups()
-                    outcomes += self._steps_while_full()
-                    continue
-                try:
-                    self.engine.submit(item.stream, item.tokens, item.ts, item.ticks)
-                except AdmissionRefused:  # the limits changed since: counted, never fatal (as the replay does)
-                    self.data.replay_refused += 1
-                    continue
-                self._accepted(item)
-                streams.add(item.stream)
-            self.engine.close_groups()
-            outcomes += self._kept(self.engine.run_until_idle())
-        finally:
-            self.flash.owes = None
-        for name in changed:  # it fires first on each stream's next batch, as if registered now
-            for stream in streams:
-                self.registry.unfire(name, stream)
+        outcomes, _, refused = answer_tail(self.engine, self.flash, self.registry, self.cache, self.marks, tail,
+                                           changed, step=self.step, accepted=self._accepted)
+        self.data.replay_refused += refused
         return outcomes
 
     def _answers_owed(self) -> list[JobOutcome]:
@@ -460,13 +420,7 @@ class TickPipeline:
 
     def _steps_while_full(self) -> list[JobOutcome]:
         """Forwards while a full one is pending (``Scheduler.forward_full``); their outcomes, kept."""
-        outcomes: list[JobOutcome] = []
-        while self.engine.scheduler.forward_full():
-            report = self.step()
-            if report is None:
-                break
-            outcomes += report.outcomes
-        return outcomes
+        return steps_while_full(self.engine, self.step)
 
     def run_until_idle(self) -> list[Answer]:
         """Step until nothing is pending; the answers produced, in order."""
@@ -541,3 +495,26 @@ def _return_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
+
+
+class _EngineReplay:
+    """A tick log replay's target (durability.ReplayTarget) in one engine: items booked on the scheduler and
+    seen by what marks ticks beside it (live scores, the answer adaptation), as the live path's would be."""
+
+    def __init__(self, pipeline: TickPipeline) -> None:
+        self.pipeline = pipeline
+        self.scheduler = pipeline.engine.scheduler
+
+    def restore(self, item: EncodedTick) -> None:
+        self.scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
+        self.pipeline._accepted(item)
+
+    def start_at(self, stream: str, ticks: int, last_ts: int) -> None:
+        self.scheduler.start_at(stream, ticks, last_ts)
+        self.pipeline.scores.start_at(stream, ticks)
+        self.pipeline.adaptation.start_at(stream, ticks)
+
+    def drop(self, stream: str) -> None:
+        self.scheduler.drop(stream)
+        self.pipeline.scores.drop_stream(stream)
+        self.pipeline.adaptation.drop_stream(stream)

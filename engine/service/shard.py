@@ -30,12 +30,13 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from connectors.encoder import EncodedTick
 from engine.jobs import JobOutcome
 from engine.engine import Engine
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, UnknownStream
 from engine.service.config import LogSection, ServiceConfig
-from engine.service.durability import RegistrationMarks, owed_jobs
+from engine.service.durability import RegistrationMarks, answer_tail, owed_jobs
 from engine.service.pipeline import freeze_heap, load_model_and_codec, thaw_heap
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import compile_query
@@ -83,6 +84,34 @@ def unpack_items(packed: dict[str, Any]) -> Iterator[Item]:
         start = end
 
 
+def pack_tail(tail: list[EncodedTick | None]) -> dict[str, Any]:
+    """A replay's tail (durability.split_log: items, None where a wire message began) as pack_items arrays, with
+    the positions of the items that began a message."""
+    items: list[Item] = []
+    message_starts: list[int] = []
+    for entry in tail:
+        if entry is None:
+            message_starts.append(len(items))
+        else:
+            items.append((entry.stream, entry.tokens, entry.ts, entry.ticks))
+    return {**pack_items(items), "message_starts": np.asarray(message_starts, np.int64)}
+
+
+def unpack_tail(packed: dict[str, Any]) -> Iterator[EncodedTick | None]:
+    """The tail ``pack_tail`` packed, in order."""
+    message_starts = set(packed["message_starts"].tolist())
+    for i, (stream, tokens, ts, ticks) in enumerate(unpack_items(packed)):
+        if i in message_starts:
+            yield None
+        yield EncodedTick(stream, ts, tokens, ticks, None)
+
+
+def pack_logged(items: list[Item], starts: dict[str, tuple[int, int]], tail: list[EncodedTick | None]
+                ) -> dict[str, Any]:
+    """What restores a shard's streams (Shard.restore): items to book, retention starts, the tail to compute."""
+    return {"items": pack_items(items), "starts": dict(starts), "tail": pack_tail(tail)}
+
+
 class Shard:
     def __init__(self, config: ServiceConfig, name: str) -> None:
         self.name = name
@@ -116,11 +145,15 @@ class Shard:
 
     # -- restore -----------------------------------------------------------------------------------
 
-    def restore(self, queries_yaml: str, latest: list[dict[str, Any]], items: dict[str, Any],
-                marks: dict[str, dict[str, int]] | None = None, reset: bool = True) -> dict[str, Any]:
+    def restore(self, queries_yaml: str, latest: list[dict[str, Any]], logged: dict[str, Any],
+                marks: dict[str, dict[str, int]] | None = None, reset: bool = True,
+                changed: tuple[str, ...] = ()) -> dict[str, Any]:
         """Rebuild streams from their logged items (all of this shard's when ``reset``; else streams added to a
         live shard: a move), with trigger state from ``latest`` (the front door's latest answers of those
-        streams), then compute the answers owed: due on ticks logged but never answered."""
+        streams), then compute the answers owed. ``logged`` (pack_logged): the items up to each stream's
+        answered point, booked; where retention dropped a stream's first ticks, its count then; and the tail
+        past the answered points, computed a tick group at a time as the live run would have
+        (durability.answer_tail: ``changed`` are the queries the config changed at this start)."""
         started, started_ns = time.perf_counter(), time.time_ns()
         if reset:
             thaw_heap()  # the engine being replaced is collected as usual
@@ -131,21 +164,29 @@ class Shard:
         self.cache.restore(answers, {})
         for answer in answers:
             self.registry.restore_fired(answer.query, answer.stream, answer.version, answer.data_ts)
-        streams, refused = set(items["streams"]), 0
-        for stream, tokens, ts, ticks in unpack_items(items):  # ``items``: pack_items of the logged items
+        scheduler = self.engine.scheduler
+        for stream, (ticks, last_ts) in logged["starts"].items():
+            scheduler.start_at(stream, ticks, last_ts)
+        items, refused = logged["items"], 0
+        for stream, tokens, ts, ticks in unpack_items(items):
             try:
-                self.engine.scheduler.restore(stream, tokens, ts, ticks)
+                scheduler.restore(stream, tokens, ts, ticks)
             except AdmissionRefused:  # the limits changed since it was logged: counted, never fatal
                 refused += 1
-        streams &= set(self.engine.scheduler.streams)
         forwards = self.engine.rebuild()
-        owed = self._answers_owed(streams, RegistrationMarks.from_marks(marks or {}))
+        restored_marks = RegistrationMarks.from_marks(marks or {})
+        outcomes, fed, tail_refused = answer_tail(self.engine, self.flash, self.registry, self.cache, restored_marks,
+                                                  unpack_tail(logged["tail"]), set(changed), step=self.engine.step,
+                                                  accepted=lambda item: None)
+        streams = (set(items["streams"]) | set(logged["starts"]) | fed) & set(scheduler.streams)
+        outcomes += self._answers_owed(streams, restored_marks)
         self.restored = True
         freeze_heap()  # the shard is up: no collection walks its libraries, model and streams again
         progress = {stream: self.engine.progress(stream).ticks for stream in streams}
-        restored = {"streams": len(streams), "items": len(items["ts"]), "refused": refused, "forwards": forwards,
-                    "s": time.perf_counter() - started, "started_ns": started_ns}
-        return {**self._reply(owed, progress), "restored": restored}
+        restored = {"streams": len(streams), "items": len(items["ts"]) + len(logged["tail"]["ts"]),
+                    "refused": refused + tail_refused, "forwards": forwards, "s": time.perf_counter() - started,
+                    "started_ns": started_ns}
+        return {**self._reply(outcomes, progress), "restored": restored}
 
     def _answers_owed(self, streams: set[str], marks: RegistrationMarks) -> list[JobOutcome]:
         for stream in streams:

@@ -47,7 +47,7 @@ from engine.service.live_scores import LiveScores
 from engine.service.pipeline import build_codec, compile_fitting, log_or_refuse, overloaded, written_by
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.rendezvous import shard_for
-from engine.service.shard import GroupEnd, Item, RemoteJob, pack_items
+from engine.service.shard import GroupEnd, Item, RemoteJob, pack_logged
 from engine.service.shard_link import ShardLink, gathered_stats
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
@@ -124,27 +124,39 @@ class ShardedPipeline:
 
     def _restore_all(self) -> None:
         """On start: registry and answers from the data directory, then every logged item through the
-        encoders here (codec state, ordering guards) and to its stream's shard, which rebuilds from them."""
+        encoders here (codec state, ordering guards) and to its stream's shard, which rebuilds from them and
+        computes what was owed as one engine does (durability.split_log, answer_tail)."""
         if self.data.queries_path.is_file():
             self.marks = self.data.restore_queries(self.registry)
         self.data.restore_answers(self.registry, self.history, self.adaptation)
         changed = register_changed(self.config.queries, self.registry, self.forget_query) if self.config.queries else []
-        items: dict[str, list[Item]] = {name: [] for name in self._names}
-        logged: Counter[str] = Counter()  # stream -> ticks in the log
-
-        def book(item: EncodedTick) -> None:
-            link = self._owner(item.stream)
-            items[link.name].append((item.stream, item.tokens, item.ts, item.ticks))
-            logged[item.stream] += item.ticks
+        restores = _ShardRestores(self, accepted=True)
+        tail = self.data.replay(self.encoders, restores, answered=self._answered_points())
+        self.ticks_in = self.data.recovered_ticks
+        owed = [item for item in tail if item is not None]
+        for item in owed:  # accepted before the stop: seen here as the live run saw them
             self.adaptation.accepted(item)
             self.scores.accepted(item)
-
-        self.ticks_in = self.data.replay_items(self.encoders, book)
-        self.marks.registered(changed, dict(logged))  # registered now, after every logged tick: owed none of them
+        if owed:
+            print(f"flashtick: computing what was owed: {sum(item.ticks for item in owed)} ticks of "
+                  f"{len({item.stream for item in owed})} streams accepted but not yet answered when the service "
+                  f"stopped (on the shards; answers follow as they are restored)", file=sys.stderr, flush=True)
+        self.data.replayed(len(self.shard_of))
+        # registered now, after every logged tick: owed none of them (nor any tick of the tail, below)
+        self.marks.registered(changed, restores.committed(tail))
         self.save_queries()
         for link in self.links:
             link.lost = True  # until its restore is in
-            self._send_restore(link, pack_items(items[link.name]))
+            self._send_restore(link, restores.logged(link.streams, tail), changed=tuple(changed))
+
+    def _answered_points(self, streams: set[str] | None = None) -> dict[str, tuple[int, int]]:
+        """Each stream's latest answered (tick count, event time), over every standing query: how far the
+        engine that computed it had got (TickPipeline._answered_points)."""
+        points: dict[str, tuple[int, int]] = {}
+        for answer in self.cache.latest():
+            if (streams is None or answer.stream in streams) and answer.version > points.get(answer.stream, (0, 0))[0]:
+                points[answer.stream] = (answer.version, answer.data_ts)
+        return points
 
     def _owner(self, stream: str) -> ShardLink:
         link = self.shard_of.get(stream)
@@ -344,17 +356,23 @@ class ShardedPipeline:
               file=sys.stderr, flush=True)
 
     def _read_log(self, link: ShardLink) -> None:
-        """Read the lost shard's streams from the tick log, on a thread, up to the last record accepted;
-        items accepted from now on wait in its buffer and follow the restore."""
+        """Read the lost shard's streams from the tick log, on a thread, up to the last record accepted: booked
+        up to each stream's last published answer, the rest computed group by group (split_log); items
+        accepted from now on wait in its buffer and follow the restore."""
         link.buffer, link.buffered_tokens = [], 0
         upto = self.data.log.next_record
         encoders = StreamEncoders(self.codec, self.encoders.vocab_size, self.encoders.max_message_bytes,
                                   max_item_tokens=self.encoders.max_item_tokens,
                                   max_stream_bytes=self.encoders.max_stream_bytes)
         streams = set(link.streams)
-        link.reading = self._reader.submit(
-            lambda: pack_items([(i.stream, i.tokens, i.ts, i.ticks) for i in self.data.read_items(streams, upto,
-                                                                                                   encoders)]))
+        answered = self._answered_points(streams)  # here: the cache is this thread's
+
+        def read() -> dict[str, Any]:
+            restores = _ShardRestores(self, accepted=False)
+            tail = self.data.read_items(streams, upto, encoders, restores, answered)
+            return restores.logged(streams, tail)
+
+        link.reading = self._reader.submit(read)
 
     def _give_up(self, link: ShardLink, why: str) -> None:
         """A restore that keeps raising is a bug, not a lost process: stop retrying and say so. Ticks for the
@@ -382,8 +400,8 @@ class ShardedPipeline:
                     continue
                 self._send_restore(link, packed)
 
-    def _send_restore(self, link: ShardLink, packed: dict[str, Any]) -> None:
-        """Restore ``link``'s shard from ``packed`` (pack_items of its streams' logged items)."""
+    def _send_restore(self, link: ShardLink, logged: dict[str, Any], changed: tuple[str, ...] = ()) -> None:
+        """Restore ``link``'s shard from ``logged`` (pack_logged of its streams' logged items)."""
         link.ops = [op for op in link.ops if op[0] == "ask"]  # the restore carries the registry as it is now
         latest = [a.to_wire() for a in self.cache.latest() if a.stream in link.streams]
         queries = dump_queries(self.registry.list()) if len(self.registry) else ""
@@ -392,7 +410,7 @@ class ShardedPipeline:
         link.call_kind = "restore"
         marks = {query: {stream: ticks for stream, ticks in snapshot.items() if stream in link.streams}
                  for query, snapshot in self.marks.marks.items()}
-        link.call = link.handle.restore.remote(queries, latest, packed, marks)
+        link.call = link.handle.restore.remote(queries, latest, logged, marks, True, changed)
 
     # -- what the server asks of a pipeline ----------------------------------------------------------
 
@@ -496,3 +514,59 @@ class ShardedPipeline:
             ray.shutdown()  # the placement group goes with the job
         elif self._group is not None:  # this process goes on using Ray (tests, benchmarks): hand the CPUs back
             release(self._group)
+
+
+class _ShardRestores:
+    """A tick log replay's target (durability.ReplayTarget) at a sharded front door: each booked item, retention
+    start and expiry goes to the restore of its stream's shard. At the start (``accepted``) the front door's
+    own per-stream state (live scores, the answer adaptation) sees them as the live path did; a shard restored
+    mid-run (read on a thread) leaves that state, which never stopped, alone."""
+
+    def __init__(self, front: ShardedPipeline, accepted: bool) -> None:
+        self.front = front
+        self.accepted = accepted
+        self.items: dict[str, list[Item]] = {}  # stream -> its booked items, in order
+        self.starts: dict[str, tuple[int, int]] = {}  # stream -> (ticks, last ts) retention dropped
+
+    def restore(self, item: EncodedTick) -> None:
+        self.items.setdefault(item.stream, []).append((item.stream, item.tokens, item.ts, item.ticks))
+        if self.accepted:
+            self.front._owner(item.stream)
+            self.front.adaptation.accepted(item)
+            self.front.scores.accepted(item)
+
+    def start_at(self, stream: str, ticks: int, last_ts: int) -> None:
+        self.starts[stream] = (ticks, last_ts)
+        if self.accepted:
+            self.front._owner(stream)
+            self.front.progress[stream] = ticks
+            self.front.scores.start_at(stream, ticks)
+            self.front.adaptation.start_at(stream, ticks)
+
+    def drop(self, stream: str) -> None:
+        self.items.pop(stream, None)
+        self.starts.pop(stream, None)
+        if self.accepted:
+            link = self.front.shard_of.pop(stream, None)
+            if link is not None:
+                link.streams.discard(stream)
+            self.front.progress.pop(stream, None)
+            self.front.scores.drop_stream(stream)
+            self.front.adaptation.drop_stream(stream)
+
+    def committed(self, tail: list[EncodedTick | None]) -> dict[str, int]:
+        """Every stream's tick count once the tail is in (where a query registered now starts)."""
+        counts = {stream: self.starts.get(stream, (0, 0))[0] + sum(item[3] for item in items)
+                  for stream, items in self.items.items()}
+        for stream in self.starts.keys() - counts.keys():
+            counts[stream] = self.starts[stream][0]
+        for item in tail:
+            if item is not None:
+                counts[item.stream] = counts.get(item.stream, 0) + item.ticks
+        return counts
+
+    def logged(self, mine: set[str], tail: list[EncodedTick | None]) -> dict[str, Any]:
+        """What restores the shard of the streams ``mine``: their items, starts and tail (pack_logged)."""
+        items = [item for stream in self.items if stream in mine for item in self.items[stream]]
+        starts = {stream: start for stream, start in self.starts.items() if stream in mine}
+        return pack_logged(items, starts, [item for item in tail if item is None or item.stream in mine])
