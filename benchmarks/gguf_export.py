@@ -64,7 +64,7 @@ def export_gguf(checkpoint_dir: str | Path, out_path: str | Path, dtype: str = "
         raise ExportError(f"dtype must be f32 or f16, got {dtype!r}")
     hf_config, state = read_checkpoint(checkpoint_dir)
     config = ModelConfig.from_hf(hf_config)
-    if config.model_type not in EXPORTABLE or config.qkv_bias or config.mlp_bias:
+    if config.model_type not in EXPORTABLE or config.qkv_bias or config.o_bias or config.mlp_bias:
         raise ExportError(f"only bias-free {EXPORTABLE} checkpoints are exported, got {config.model_type!r}")
     out_path = Path(out_path)
     writer = gguf.GGUFWriter(str(out_path), ARCH)

@@ -59,6 +59,9 @@ FAMILIES = {
     "llama2-linear-rope": (LlamaConfig, LlamaForCausalLM, dict(
         num_attention_heads=4, num_key_value_heads=4, rope_parameters={"rope_type": "linear", "rope_theta": 10000.0,
                                                                       "factor": 2.0})),
+    # Llama's attention_bias biases q, k, v and o; mlp_bias gate, up and down; head_dim apart from hidden/heads
+    "llama-biases": (LlamaConfig, LlamaForCausalLM, dict(
+        num_attention_heads=4, num_key_value_heads=2, head_dim=24, attention_bias=True, mlp_bias=True)),
     "mistral": (MistralConfig, MistralForCausalLM, dict(num_attention_heads=8, num_key_value_heads=1,
                                                        sliding_window=None)),
     "qwen2-tied": (Qwen2Config, Qwen2ForCausalLM, dict(num_attention_heads=4, num_key_value_heads=2,
@@ -70,7 +73,8 @@ def tiny_hf_model(family: str = "llama3", seed: int = 0, **overrides) -> PreTrai
     config_cls, model_cls, extra = FAMILIES[family]
     torch.manual_seed(seed)
     model = model_cls(config_cls(**{**TINY, **extra, **overrides})).eval()
-    if getattr(model.config, "attention_bias", False) or family.startswith("qwen2"):
+    if (getattr(model.config, "attention_bias", False) or getattr(model.config, "mlp_bias", False)
+            or family.startswith("qwen2")):
         # transformers initialises biases to zero; random ones make the bias path count
         for name, param in model.named_parameters():
             if name.endswith("bias"):

@@ -125,3 +125,17 @@ def test_directory_and_config_errors_name_the_file(tmp_path) -> None:
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="config.json: lacks 'num_attention_heads'"):
         load_model(tmp_path)
+
+
+def test_a_weight_the_config_does_not_describe_is_refused_by_name(tmp_path) -> None:
+    """A checkpoint tensor the model would not apply (here an attention output bias under a config without
+    attention_bias) is refused, naming it, rather than silently dropped: dropping it gives wrong logits."""
+    from safetensors.torch import load_file, save_file
+
+    tiny_hf_model("llama3").save_pretrained(tmp_path)
+    (path,) = tmp_path.glob("*.safetensors")
+    state = load_file(path)
+    state["model.layers.0.self_attn.o_proj.bias"] = torch.ones(state["model.layers.0.self_attn.o_proj.weight"].shape[0])
+    save_file(state, path, metadata={"format": "pt"})
+    with pytest.raises(CheckpointError, match="does not use, e.g. layers.0.self_attn.o_proj.bias"):
+        load_model(tmp_path)

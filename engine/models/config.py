@@ -35,6 +35,7 @@ class ModelConfig:
     rms_norm_eps: float = 1e-6
     rope: dict[str, Any] = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 10000.0})
     qkv_bias: bool = False
+    o_bias: bool = False  # the attention output's bias (Llama's attention_bias biases q, k, v and o)
     mlp_bias: bool = False
     tie_embeddings: bool = False
 
@@ -91,7 +92,9 @@ class ModelConfig:
             max_positions=max_positions,
             rms_norm_eps=hf.get("rms_norm_eps", 1e-6),
             rope=_rope_parameters(hf),
-            qkv_bias=True if model_type == "qwen2" else bool(hf.get("attention_bias", False)),
+            # as transformers builds them: Qwen2 biases q/k/v only, Llama q/k/v/o with attention_bias, Mistral none
+            qkv_bias=model_type == "qwen2" or (model_type == "llama" and bool(hf.get("attention_bias", False))),
+            o_bias=model_type == "llama" and bool(hf.get("attention_bias", False)),
             mlp_bias=bool(hf.get("mlp_bias", False)),
             tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
         )

@@ -87,7 +87,7 @@ class Attention(nn.Module):
         self.kv_size = self.n_kv * self.head_dim
         # q, k, v fused into one matmul
         self.qkv_proj = nn.Linear(config.hidden_size, self.q_size + 2 * self.kv_size, bias=config.qkv_bias)
-        self.o_proj = nn.Linear(self.q_size, config.hidden_size, bias=False)
+        self.o_proj = nn.Linear(self.q_size, config.hidden_size, bias=config.o_bias)
         self.scale = self.head_dim**-0.5
 
     def forward(

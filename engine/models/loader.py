@@ -153,9 +153,22 @@ def _no_weight_init() -> Iterator[None]:
             setattr(torch.nn.init, name, init)
 
 
+class _Taken(dict):
+    """A dict that remembers which keys were read: the checkpoint's weights the model took."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.taken: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        value = super().__getitem__(key)
+        self.taken.add(key)
+        return value
+
+
 def _fuse(config: ModelConfig, hf: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """transformers names -> ours, concatenating q/k/v and gate/up."""
-    hf = {k.removeprefix("model."): v for k, v in hf.items()}
+    hf = _Taken((k.removeprefix("model."), v) for k, v in hf.items())
     if "lm_head.weight" not in hf and not config.tie_embeddings:
         raise CheckpointError("checkpoint has no lm_head.weight and tie_word_embeddings is false")
     out: dict[str, torch.Tensor] = {
@@ -171,6 +184,8 @@ def _fuse(config: ModelConfig, hf: dict[str, torch.Tensor]) -> dict[str, torch.T
             if config.qkv_bias:
                 out[q + "qkv_proj.bias"] = torch.cat([hf[q + f"{n}_proj.bias"] for n in "qkv"])
             out[q + "o_proj.weight"] = hf[q + "o_proj.weight"]
+            if config.o_bias:
+                out[q + "o_proj.bias"] = hf[q + "o_proj.bias"]
             m = p + "mlp."
             out[m + "gate_up_proj.weight"] = torch.cat([hf[m + "gate_proj.weight"], hf[m + "up_proj.weight"]])
             out[m + "down_proj.weight"] = hf[m + "down_proj.weight"]
@@ -181,4 +196,9 @@ def _fuse(config: ModelConfig, hf: dict[str, torch.Tensor]) -> dict[str, torch.T
                 out[p + norm + ".weight"] = hf[p + norm + ".weight"]
         except KeyError as missing:
             raise CheckpointError(f"checkpoint lacks weight {missing.args[0]!r} for layer {i}") from None
+    unused = sorted(name for name in hf.keys() - hf.taken
+                    if not name.endswith("rotary_emb.inv_freq") and name != "lm_head.weight")  # (tied: a copy)
+    if unused:  # a weight the model would not apply: a bias its config does not declare, another architecture's
+        raise CheckpointError(f"checkpoint has {len(unused)} weights a {config.model_type} model of this config.json "
+                              f"does not use, e.g. {', '.join(unused[:3])}: its config does not describe them")
     return out
