@@ -58,6 +58,9 @@ class ProbeJob:
     # work for a later ask (an answer decoded ahead): evaluated after everything committed when it runs, never at
     # the cut it fell due at (a burst would otherwise decode ahead for a tick count the stream has left)
     latest: bool = False
+    # an ask waits until its stream has computed this many ticks: those accepted before it (read your writes),
+    # so it is never answered from part of a burst the engine is still working through (Scheduler.ask)
+    after_ticks: int = 0
 
     @property
     def num_tokens(self) -> int:

@@ -245,8 +245,11 @@ class Scheduler:
 
     def ask(self, job: ProbeJob) -> None:
         """Queue an on-demand job; it runs in the next forward that has room, ahead of standing queries."""
-        if job.stream not in self.streams:
+        state = self.streams.get(job.stream)
+        if state is None:
             raise UnknownStream(job.stream)
+        if job.cut is None and not job.latest and not job.idle:  # answered once the ticks accepted before it are
+            job.after_ticks = state.ticks + sum(chunk.ticks for chunk in state.pending)
         (self._idle if job.idle else self._asks).append(job)
 
     def progress(self, stream: str) -> StreamProgress:
@@ -328,9 +331,17 @@ class Scheduler:
             return None
         budget = self.config.max_probe_tokens
         for job in asks:  # on-demand first; one that cannot fit waits for the next forward
+            if self._ticks_after(plan, job.stream) < job.after_ticks:
+                self._asks.append(job)  # ticks accepted before it are still queued
+                continue
             budget = self._add_job(plan, job, budget, make_room=True)
         if self.planner is not None:
             self._add_due(plan, budget)
+            for job in [job for job in plan.jobs if self._ticks_after(plan, job.stream) < job.after_ticks]:
+                plan.jobs.remove(job)  # the probe budget handed part of its stream's advance back
+                self._asks.append(job)
+        if not plan.advances and not plan.jobs and not plan.copies and not plan.failed:
+            return None
         for item, chunks, cuts in zip(plan.advances, plan.chunks, plan.cuts):
             item.logits = logit_rows(chunks, cuts)
         items = plan.advances + plan.probes(self.streams)
@@ -342,6 +353,14 @@ class Scheduler:
             self.make_room(items)
         plan.forward = self.blocks.allocate(items, plan.copies)
         return plan
+
+    def _ticks_after(self, plan: Plan, stream: str) -> int:
+        """``stream``'s tick count once ``plan`` ran."""
+        state = self.streams[stream]
+        for planned, chunks in zip(plan.streams, plan.chunks):
+            if planned is state:
+                return state.ticks + sum(chunk.ticks for chunk in chunks)
+        return state.ticks
 
     def _add_due(self, plan: Plan, budget: int) -> None:
         """Ask the planner what is due at every cut of the planned advances, in order, and place each job at
