@@ -16,6 +16,7 @@ greedy decoding drafts tokens by prompt lookup and verifies them in one forward.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,12 +147,13 @@ class FlashQueries:
         (generations are short, and the session is never touched). Greedy steps verify a prompt-lookup draft
         in the same forward, so a step may add several tokens; the output is plain greedy decoding's."""
         spec = query.spec
-        if generator is None and spec.temperature:
-            generator = torch.Generator().manual_seed(spec.seed or 0)
         draft = self._draft(query, stream, generated, draft_from)
 
         def done(logits: list[torch.Tensor], progress: StreamProgress) -> JobResult:
+            nonlocal generator
             rows = logits[0]  # (len(draft) + 1, vocab): before each draft token, and after the last
+            if generator is None and spec.temperature:  # the first step: seeded by where the answer stands
+                generator = torch.Generator().manual_seed(sampling_seed(spec.seed, stream, progress.ticks))
             self.stats.decode_forwards += 1
             if draft:
                 new, prob = accept_greedy(rows, draft)
@@ -270,3 +272,11 @@ def same_answer(a: dict[str, Any], b: dict[str, Any]) -> bool:
     if "probs" in a and "probs" in b:
         return max(a["probs"], key=a["probs"].get) == max(b["probs"], key=b["probs"].get)
     return a.get("text") == b.get("text")
+
+
+def sampling_seed(seed: int | None, stream: str, ticks: int) -> int:
+    """The seed of one sampled answer (``temperature > 0``): the query's ``seed`` (0 when none) with the stream and
+    the tick count it answers, so answers vary from tick to tick and stream to stream while a backtest, a replay or
+    the same ask at the same tick gives the same sample."""
+    digest = hashlib.blake2b(f"{seed or 0}:{stream}:{ticks}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & (2**63 - 1)

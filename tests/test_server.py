@@ -209,6 +209,11 @@ def test_control_errors_reach_the_sender(server) -> None:
         bad_yaml = control.request({"op": "register", "yaml": "queries:\n  - {name: x, streams: [a], kind: choice,"
                                                              " question: direction_20, trigerr: batch}\n"})
         assert not bad_yaml["ok"] and "control:register:2" in bad_yaml["error"] and "trigerr" in bad_yaml["error"]
+        # every invalid query of a registration is named in the reply, not the first few hundred characters
+        many = "queries:\n" + "".join(f"  - {{name: bad{i}, streams: [a], kind: choice, question: direction_20, "
+                                       f"trigger: batch, colour{i}: red}}\n" for i in range(9))
+        error = control.request({"op": "register", "yaml": many})["error"]
+        assert [f"query 'bad{i}'" in error for i in range(9)] == [True] * 9 and "characters)" not in error
         assert "no data" in control.request({"op": "ask", "stream": "nobody", "query": "dir"})["error"]
         control.send_raw(b"\xc1 garbage")
         assert control.receive() == {"ok": False, "error": "request is not valid msgpack"}  # no JSON hint

@@ -83,6 +83,28 @@ def test_drafted_generation_equals_plain_greedy_on_a_text_model(tmp_path) -> Non
     assert pipeline.flash.stats.drafted > 0
 
 
+def test_sampled_answers_vary_with_the_tick_and_repeat_at_the_same_tick(checkpoint) -> None:
+    """temperature > 0: without a seed the sample is still drawn afresh per stream and tick (not the same draw
+    every time), and the same ask at the same tick (a backtest, a replay) gives the same sample; a seed changes it."""
+    pipeline = tick_pipeline(checkpoint, """
+queries:
+  - {name: hot, streams: ["*"], kind: generate, question: direction_20, max_tokens: 12, trigger: on_demand,
+     temperature: 1.5}
+  - {name: seeded, streams: ["*"], kind: generate, question: direction_20, max_tokens: 12, trigger: on_demand,
+     temperature: 1.5, seed: 7}
+""")
+    market = SyntheticMarket(SyntheticConfig(seed=3))
+    assert pipeline.ingest_message(encode(market.next_batch(200))) == []
+    pipeline.run_until_idle()
+    first = {stream: ask(pipeline, "hot", stream).value["tokens"] for stream in ("SYN.A", "SYN.B", "SYN.C")}
+    assert ask(pipeline, "hot", "SYN.A").value["tokens"] == first["SYN.A"]  # the same tick: the same sample
+    assert ask(pipeline, "seeded", "SYN.A").value["tokens"] != first["SYN.A"]
+    assert pipeline.ingest_message(encode(market.next_batch(8))) == []
+    pipeline.run_until_idle()
+    later = {stream: ask(pipeline, "hot", stream).value["tokens"] for stream in ("SYN.A", "SYN.B", "SYN.C")}
+    assert len({tuple(t) for t in [*first.values(), *later.values()]}) == 6  # a fresh draw per stream and tick
+
+
 def test_an_answer_decoded_ahead_serves_an_ask_until_the_stream_moves(checkpoint) -> None:
     pipeline = tick_pipeline(checkpoint, """
 queries:

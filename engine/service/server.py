@@ -35,7 +35,7 @@ from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.sharded import ShardedPipeline
 from queries.cache import Answer
 from queries.limits import clip, excerpt
-from queries.spec import QuerySpec, QuerySpecError
+from queries.spec import MAX_LISTED, QuerySpec, QuerySpecError
 from queries.yaml_loader import load_queries
 
 BEHIND_WARNING_EVERY_S = 10.0
@@ -43,6 +43,7 @@ THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see Server._watch_
 THRASH_MIN_CELLS = 10_000  # fewer KV cells evicted than this in a window is never thrash
 THRASH_WARNING_EVERY_S = 60.0
 TOKENIZED_MARKER = b"tokens"
+ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every listed query's own (clipped) message
 
 
 def pack(obj: Any) -> bytes:
@@ -341,10 +342,11 @@ class Server:
                     reply({"ok": True, **result})
             except (ControlError, QuerySpecError, ValueError, LookupError) as e:
                 self.counters["control_errors"] += 1
-                reply({"ok": False, "error": clip(str(e).strip('"') or type(e).__name__)})
+                # (a registration's error lists up to MAX_LISTED invalid queries, each clipped on its own)
+                reply({"ok": False, "error": clip(str(e).strip('"') or type(e).__name__, ERROR_REPLY_CHARS)})
             except Exception as e:  # msgpack's own errors and anything unforeseen: the service keeps serving
                 self.counters["control_errors"] += 1
-                reply({"ok": False, "error": clip(f"{type(e).__name__}: {e}")})
+                reply({"ok": False, "error": clip(f"{type(e).__name__}: {e}", ERROR_REPLY_CHARS)})
 
     def _op_register(self, request: dict, _reply: Any) -> dict:
         specs = load_queries(_field(request, "yaml", str), _register_source(request),
