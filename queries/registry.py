@@ -16,7 +16,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from queries.limits import QueryLimits, excerpt
-from queries.spec import DEFAULT_TOPIC, NamedQuestion, QuerySpec, QuerySpecError, check_limits, check_questions
+from queries.spec import (DEFAULT_TOPIC, NamedQuestion, QuerySpec, QuerySpecError, check_limits, check_questions,
+                          unanswerable_reason)
 from queries.yaml_loader import load_queries, load_queries_file
 
 
@@ -100,10 +101,7 @@ class Registry:
             try:
                 self.answerable(spec)
             except ValueError as e:  # named by its document and query (its lines are behind us here)
-                reason = e.reason if isinstance(e, QuerySpecError) else str(e)
-                named = f"query {excerpt(spec.name)}: "
-                reason = reason[len(named):] if reason.startswith(named) else reason
-                raise QuerySpecError(reason, source=source if isinstance(specs, str) else None,
+                raise QuerySpecError(unanswerable_reason(e, spec), source=source if isinstance(specs, str) else None,
                                      query=spec.name) from None
         with self._lock:
             old = self._snap

@@ -78,6 +78,14 @@ class QuerySpecError(ValueError):
         return clip(": ".join(p for p in (where, who, self.reason) if p))
 
 
+def unanswerable_reason(error: ValueError, spec: QuerySpec) -> str:
+    """Why the serving model cannot answer ``spec`` (a Registry's ``answerable`` raised ``error``), without the
+    query's own name in front: the QuerySpecError it goes into names the query."""
+    reason = error.reason if isinstance(error, QuerySpecError) else str(error)
+    named = f"query {excerpt(spec.name)}: "
+    return reason[len(named):] if reason.startswith(named) else reason
+
+
 def _listed(problems: list[QuerySpecError]) -> str:
     lines = [p._message() for p in problems[:MAX_LISTED]]
     if len(problems) > MAX_LISTED:
@@ -242,7 +250,7 @@ class QuerySpec:
         if (q is None) == (toks is None):
             raise _fail("question", f"{self.kind} query needs exactly one of 'question' or 'question_tokens'")
         if q is not None:
-            if not isinstance(q, str) or not q.strip():
+            if not isinstance(q, str) or not q:  # (whitespace is a prompt: a text model reads "\n" as one)
                 raise _fail("question", f"question must be a non-empty string, got {excerpt(q)}")
             if len(q) > MAX_QUESTION_CHARS:
                 raise _fail("question", f"question is {len(q)} characters, over the limit of {MAX_QUESTION_CHARS}")

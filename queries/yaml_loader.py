@@ -20,14 +20,15 @@ recursive aliases are refused. Errors quote at most a short excerpt.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from queries.limits import QueryLimits, clip, excerpt
-from queries.spec import NamedQuestion, QuerySpec, QuerySpecError, check_limits, check_questions
+from queries.spec import (NamedQuestion, QuerySpec, QuerySpecError, check_limits, check_questions,
+                          unanswerable_reason)
 
 _STRING_KEYS = frozenset({"name", "streams", "question", "topic", "choices", "stop", "kind"})
 # Tags the SafeLoader resolver gives plain scalars that are not strings; in a string position we keep the text.
@@ -245,8 +246,10 @@ def _query_nodes(root: yaml.Node | None, doc: _Doc) -> list[yaml.Node]:
 
 def parse_document(
     text: str, source: str, questions: Mapping[str, NamedQuestion] | None = None, limits: QueryLimits | None = None,
+    answerable: Callable[[QuerySpec], object] | None = None,
 ) -> list[QuerySpec]:
-    """All problems are reported together, the first of each query, in one QuerySpecError."""
+    """All problems are reported together, the first of each query, in one QuerySpecError. ``answerable`` (see
+    Registry) checks each valid query against the serving model here, so its refusal has the query's line too."""
     doc = _Doc(source, limits or QueryLimits())
     nodes = _query_nodes(_compose(text, doc), doc)
     specs: list[QuerySpec] = []
@@ -264,6 +267,13 @@ def parse_document(
                                            source=source, line=name_line, query=spec.name))
             continue
         first_line[spec.name] = name_line
+        if answerable is not None:
+            try:
+                answerable(spec)
+            except ValueError as e:
+                problems.append(QuerySpecError(unanswerable_reason(e, spec), source=source, line=_line(node),
+                                               query=spec.name))
+                continue
         specs.append(spec)
     if len(problems) == 1:
         raise problems[0]
@@ -274,7 +284,7 @@ def parse_document(
 
 def load_queries(
     text: str, source: str = "<string>", questions: Mapping[str, NamedQuestion] | None = None,
-    limits: QueryLimits | None = None,
+    limits: QueryLimits | None = None, answerable: Callable[[QuerySpec], object] | None = None,
 ) -> list[QuerySpec]:
     """Parses a query document (see the module docstring). Every problem raises one QuerySpecError.
 
@@ -283,11 +293,12 @@ def load_queries(
     that check to whoever binds the query to a model. `limits` default to
     QueryLimits(): a caller that passes none still gets the safe bounds.
     """
-    return parse_document(text, source, questions, limits)
+    return parse_document(text, source, questions, limits, answerable)
 
 
 def load_queries_file(path: str | Path, questions: Mapping[str, NamedQuestion] | None = None,
-                      limits: QueryLimits | None = None) -> list[QuerySpec]:
+                      limits: QueryLimits | None = None, answerable: Callable[[QuerySpec], object] | None = None
+                      ) -> list[QuerySpec]:
     limits = limits or QueryLimits()
     try:
         with Path(path).open(encoding="utf-8") as f:
@@ -296,4 +307,4 @@ def load_queries_file(path: str | Path, questions: Mapping[str, NamedQuestion] |
             text = f.read(limits.max_yaml_bytes + 1)  # a file that grew since is refused by load_queries
     except (OSError, UnicodeDecodeError) as e:
         raise QuerySpecError(f"cannot read query file: {e}", source=str(path)) from None
-    return load_queries(text, source=str(path), questions=questions, limits=limits)
+    return load_queries(text, source=str(path), questions=questions, limits=limits, answerable=answerable)

@@ -205,14 +205,18 @@ def test_a_question_longer_than_probe_reserve_is_refused_at_registration(tmp_pat
     is nearly full, so such a query would miss answers with nothing said: it is refused, naming the key and the
     size it needs; raised to that size, the same query registers."""
     from queries.spec import QuerySpecError
+    from queries.yaml_loader import load_queries
 
     tiny_text_checkpoint(tmp_path, "llama3")
     long = "queries: [{name: long, streams: ['*'], kind: choice, choices: [' yes', ' no'], question: '" + \
         " Is the next trade higher than this one?" * 12 + "'}]"
     base = {"model": {"path": str(tmp_path)}, "kv": {"cells": 8192, "block_size": 16}}
     pipeline = TickPipeline(ServiceConfig.from_dict(base))
-    with pytest.raises(QuerySpecError, match=r"take (\d+) tokens, more than scheduler.probe_reserve \(64\)") as e:
+    with pytest.raises(QuerySpecError, match=r"its question takes (\d+) tokens, more than scheduler.probe_reserve "
+                                             r"\(64\)") as e:
         pipeline.registry.register(long)
+    with pytest.raises(QuerySpecError, match=r"^q.yaml:1: query 'long': its question takes"):  # as `register` reads it
+        load_queries(long, "q.yaml", pipeline.registry.questions, answerable=pipeline.registry.answerable)
     need = int(re.search(r"at least (\d+)", str(e.value)).group(1))
     roomy = TickPipeline(ServiceConfig.from_dict({**base, "scheduler": {"probe_reserve": need}}))
     assert roomy.registry.register(long)

@@ -357,3 +357,11 @@ def test_missing_file_is_a_query_spec_error(tmp_path):
 def test_durations(text, ns):
     assert parse_duration_ns(text) == ns
     assert parse_duration_ns(Trigger("interval", ns).interval_text()) == ns
+
+
+def test_a_whitespace_question_is_a_prompt_and_an_empty_one_is_refused() -> None:
+    """A text model's question may be a bare separator ("\\n"); only an empty string has nothing to ask."""
+    (spec,) = load_queries('queries: [{name: nl, streams: [x], kind: choice, question: "\\n", choices: [" a", " b"]}]')
+    assert spec.question == "\n"
+    with pytest.raises(QuerySpecError, match="question must be a non-empty string, got ''"):
+        load_queries('queries: [{name: e, streams: [x], kind: choice, question: "", choices: [" a", " b"]}]')

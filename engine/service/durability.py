@@ -101,7 +101,7 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
     """The configured queries file on top of what a restart restored: a query that is new or differs is
     (re)registered and starts afresh (``forget_query`` drops its old answers); one that is unchanged keeps its
     answers, seqs and trigger state. Returns the names (re)registered."""
-    specs = load_queries_file(path, registry.questions, registry.limits)
+    specs = load_queries_file(path, registry.questions, registry.limits, registry.answerable)
     changed = [spec for spec in specs if registry.current(spec.name) != spec]
     if changed:
         registry.register(changed)

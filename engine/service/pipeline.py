@@ -159,8 +159,8 @@ def compile_fitting(spec: QuerySpec, codec: Codec, probe_reserve: int) -> Compil
     generated = spec.max_tokens or 0 if spec.kind == "generate" else 0
     need = max((len(probe) for probe in query.probes), default=0) + generated
     if need > probe_reserve:
-        what = "question and answer" if generated else "question"
-        raise QueryCompileError(f"its {what} take {need} tokens, more than scheduler.probe_reserve ({probe_reserve}) "
+        what = "question and answer take" if generated else "question takes"
+        raise QueryCompileError(f"its {what} {need} tokens, more than scheduler.probe_reserve ({probe_reserve}) "
                                 f"keeps free past a stream's tokens: raise scheduler.probe_reserve to at least {need} "
                                 f"(it must stay below the window), or shorten the question")
     return query

@@ -349,8 +349,9 @@ class Server:
                 reply({"ok": False, "error": clip(f"{type(e).__name__}: {e}", ERROR_REPLY_CHARS)})
 
     def _op_register(self, request: dict, _reply: Any) -> dict:
-        specs = load_queries(_field(request, "yaml", str), _register_source(request),
-                             questions=self.pipeline.codec.questions, limits=self.pipeline.registry.limits)
+        registry = self.pipeline.registry
+        specs = load_queries(_field(request, "yaml", str), _register_source(request), questions=registry.questions,
+                             limits=registry.limits, answerable=registry.answerable)
         self.pipeline.register_queries(specs)
         return {"registered": [s.name for s in specs], "version": self.pipeline.registry.version}
 
