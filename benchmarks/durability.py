@@ -9,6 +9,12 @@ and without a subscriber that never reads (tiny high-water mark), to the time ev
 
     python -m benchmarks.durability                # 20,000 ticks
     python -m benchmarks.durability --ticks 100000 # the issue's recovery figure
+    python -m benchmarks.durability --recovery-only --ticks 1000000 --streams 8     # a restart's time vs log size
+    python -m benchmarks.durability --recovery-only --ticks 300000 --streams 300    # ... and vs stream count
+
+``--recovery-only``: ticks logged through ingest alone (nothing computed, as a service whose every answer is
+owed), then a fresh pipeline's start on that directory timed: replay, each window's rebuild and the owed answers
+(JSON: ``durability_recovery.json``).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 
+import torch
 import zmq
 
 from benchmarks.common import machine, write_json
@@ -81,12 +88,50 @@ def served(ticks: list, stalled_subscriber: bool) -> float:
     return seconds
 
 
+def recovery_only(ticks: int, streams: int) -> dict:
+    """A data directory of ``ticks`` ticks over ``streams`` streams, logged with nothing computed; then the seconds
+    a fresh pipeline takes to start on it (what a restart costs before the sockets are bound)."""
+    market = SyntheticMarket(SyntheticConfig(seed=0, streams=tuple(
+        dataclasses.replace(DEFAULT_STREAMS[i % 4], name=f"S{i}") for i in range(streams))))
+    result: dict = {"benchmark": "durability_recovery", "ticks": ticks, "streams": streams, "machine": machine(),
+                    "load_avg_before": os.getloadavg(), "threads": torch.get_num_threads()}
+    with tempfile.TemporaryDirectory(prefix="flashtick-recovery-") as tmp:
+        pipeline, done = TickPipeline(config(Path(tmp) / "data")), 0
+        while done < ticks:
+            part = market.next_batch(min(10_000, ticks - done))
+            for i in range(0, len(part), 100):
+                pipeline.ingest_message(encode(part[i : i + 100]))
+            done += len(part)
+        pipeline.close()
+        result["log_bytes"] = sum(f.stat().st_size for f in (Path(tmp) / "data" / "ticks").iterdir())
+        start = time.perf_counter()
+        recovered = TickPipeline(config(Path(tmp) / "data"))
+        result["recovery_s"] = time.perf_counter() - start
+        stats = recovered.data.stats()
+        result.update(replay_and_rebuild_s=stats["recovery_s"], rebuild_forwards=stats["rebuild_forwards"],
+                      owed_answers=len(recovered.recovered))
+        assert recovered.ticks_in == ticks
+        recovered.close()
+    result["us_per_tick"] = result["recovery_s"] * 1e6 / ticks
+    result["bytes_per_tick"] = result["log_bytes"] / ticks
+    result["load_avg_after"] = os.getloadavg()
+    path = write_json("durability_recovery", result)
+    print(f"recovery: {ticks:,} ticks of {streams} streams ({result['bytes_per_tick']:.0f} B a tick) in "
+          f"{result['recovery_s']:.1f} s = {result['us_per_tick']:.1f} us a tick, {result['owed_answers']} owed answers, "
+          f"{torch.get_num_threads()} threads, load {result['load_avg_before'][0]:.2f}  [{path}]")
+    return result
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ticks", type=int, default=20_000)
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions of every side (medians)")
+    parser.add_argument("--recovery-only", action="store_true", help="only a restart's time on a logged directory")
+    parser.add_argument("--streams", type=int, default=8)
     args = parser.parse_args(argv)
-    streams = tuple(dataclasses.replace(DEFAULT_STREAMS[i % 4], name=f"S{i}") for i in range(8))
+    if args.recovery_only:
+        return recovery_only(args.ticks, args.streams)
+    streams = tuple(dataclasses.replace(DEFAULT_STREAMS[i % 4], name=f"S{i}") for i in range(args.streams))
     ticks = SyntheticMarket(SyntheticConfig(seed=0, streams=streams)).next_batch(args.ticks)
     messages = [encode(ticks[i : i + 100]) for i in range(0, len(ticks), 100)]
     result: dict = {"benchmark": "durability", "ticks": args.ticks, "reps": args.reps, "machine": machine(),

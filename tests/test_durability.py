@@ -8,6 +8,7 @@ import os
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -457,3 +458,51 @@ def test_a_subscriber_that_missed_answers_fills_its_gap_from_the_answers_op(chec
         published = {t: server.pipeline.cache.last_seq(t) for t in got}
     assert answers.filled > 0 and answers.unrecoverable == 0 and sum(answers.missed.values()) == answers.filled
     assert len(got) == 8 and got == {t: list(range(1, n + 1)) for t, n in published.items()}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_subscribers_that_stayed_connected_get_the_answers_owed_at_a_restart(checkpoint, tmp_path) -> None:
+    """Ticks accepted but not answered when the service stopped are answered at its restart, right after it binds:
+    a plain SUB that stayed connected gets them (they wait for subscribers to reconnect), and a GaplessSubscriber
+    fetches whatever it missed as soon as a heartbeat shows the restart, without waiting for a topic's next answer
+    (the streams here stay quiet after the restart)."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    endpoints = {name: f"tcp://127.0.0.1:{free_port()}" for name in ("ingest", "answers", "control")}
+    cfg = ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "queries": str(queries),
+        "log": {"dir": str(tmp_path / "data")}, "endpoints": endpoints, "limits": {"heartbeat_s": 0.2}})
+    ticks = SyntheticMarket(SyntheticConfig(seed=11)).next_batch(300)
+    got: dict[str, list[int]] = {}
+    plain: list[tuple[str, int]] = []
+    with ControlClient(endpoints["control"], timeout_s=30) as control, \
+            GaplessSubscriber(endpoints["answers"], control) as gapless, \
+            AnswerSubscriber(endpoints["answers"], ["dir/"]) as sub:
+        with serving(cfg) as server, FeedClient(endpoints["ingest"]) as feed:
+            gapless.wait_ready()
+            sub.wait_ready()
+            feed.send(ticks[:100])
+            wait_for(lambda: server.pipeline.ticks_in == 100 and not server.pipeline.engine.busy, timeout_s=60)
+            receive_until_quiet(gapless, got, quiet_s=0.5)
+            before = {t: server.pipeline.cache.last_seq(t) for t in got}
+        while (message := sub.recv(timeout_s=0.2)) is not None:
+            plain.append((message[0], message[1]["seq"]))
+        backlog = TickPipeline(cfg)  # the stopped service had accepted these, and computed none of them
+        for i in range(100, 300, 5):
+            assert backlog.ingest_message(encode(ticks[i : i + 5])) == []
+        backlog.close()
+        with serving(cfg) as server:
+            receive_until_quiet(gapless, got, quiet_s=2.0)
+            while (message := sub.recv(timeout_s=0.5)) is not None:
+                plain.append((message[0], message[1]["seq"]))
+            published = {t: server.pipeline.cache.last_seq(t) for t in got}
+    assert gapless.restarts_seen == 1 and gapless.unrecoverable == 0
+    assert all(published[t] > before[t] for t in before)  # answers were owed on every topic
+    assert got == {t: list(range(1, n + 1)) for t, n in published.items()}
+    dir_topics = {t: n for t, n in published.items() if t.startswith("dir/")}
+    assert sorted(plain) == sorted((t, seq) for t, n in dir_topics.items() for seq in range(1, n + 1))

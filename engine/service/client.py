@@ -196,13 +196,21 @@ class GaplessSubscriber:
     Subscribe; on each answer, one whose seq is at most the topic's last seen is a duplicate and is dropped,
     one past last + 1 means answers were missed: they are fetched with the control op ``answers`` (after the
     last seen seq) and delivered first. ``wait_ready`` also fetches whatever came after ``last_seqs`` while this
-    client was away. Answers the service no longer keeps (``log.answers_keep``) are counted in
-    ``unrecoverable``, never invented. The service's own topics (``_heartbeat/``, ``_rejects/``) are skipped.
+    client was away. Heartbeats are watched too: one whose seq went back (the service restarted, and may have
+    published the answers it owed before this client reconnected) or skipped some (this client was away) makes
+    it fetch every topic it has seen, so an answer is not left undelivered until its topic's next one. Answers
+    the service no longer keeps (``log.answers_keep``) are counted in ``unrecoverable``, never invented. The
+    service's own topics (``_heartbeat/``, ``_rejects/``) are not delivered.
     """
 
     def __init__(self, endpoint: str, control: ControlClient, topics: list[str] | None = None,
                  last_seqs: dict[str, int] | None = None, **curve: Any) -> None:
-        self.subscriber = AnswerSubscriber(endpoint, topics, **curve)
+        wanted = list(topics) if topics is not None else [""]
+        if not any(HEARTBEAT_TOPIC.startswith(prefix) for prefix in wanted):
+            wanted.append(HEARTBEAT_TOPIC)  # watched, never delivered
+        self.subscriber = AnswerSubscriber(endpoint, wanted, **curve)
+        self.heartbeat_seq: int | None = None  # the latest heartbeat's seq
+        self.restarts_seen = 0  # heartbeats whose seq went back: the service restarted
         self.control = control
         self.last_seq: dict[str, int] = dict(last_seqs or {})
         self.filled = 0  # answers fetched to fill gaps
@@ -222,6 +230,9 @@ class GaplessSubscriber:
             if message is None:
                 return None
             topic, answer = message
+            if topic.startswith(HEARTBEAT_TOPIC):
+                self._heartbeat(answer.get("seq"))
+                continue
             if topic.startswith("_"):
                 continue
             last = self.last_seq.get(topic)
@@ -231,6 +242,18 @@ class GaplessSubscriber:
                 self._fill(topic, last, answer["seq"] - 1)
             self._deliver(topic, answer)
         return self._ready.popleft()
+
+    def _heartbeat(self, seq: Any) -> None:
+        """A heartbeat whose seq went back (a restart) or skipped (heartbeats missed: so may answers have been):
+        every topic seen so far is fetched past its last seq."""
+        if type(seq) is not int:
+            return
+        last, self.heartbeat_seq = self.heartbeat_seq, seq
+        if last is None or seq == last + 1:
+            return
+        self.restarts_seen += seq <= last
+        for topic, after in list(self.last_seq.items()):
+            self._fill(topic, after, None)
 
     def _fill(self, topic: str, after: int, upto: int | None) -> None:
         """Fetch and queue ``topic``'s answers after seq ``after`` (up to ``upto``, or all the service has)."""

@@ -43,6 +43,10 @@ THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see Server._watch_
 THRASH_MIN_CELLS = 10_000  # fewer KV cells evicted than this in a window is never thrash
 THRASH_WARNING_EVERY_S = 60.0
 TOKENIZED_MARKER = b"tokens"
+# Subscribers of the stopped service reconnect by themselves (ZeroMQ retries every 100 ms by default): the answers
+# owed at a restart wait this long after the sockets are bound, so a plain SUB that was connected gets them too (a
+# GaplessSubscriber fetches whatever it still missed when a heartbeat shows the restart)
+RECONNECT_GRACE_S = 1.0
 ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every listed query's own (clipped) message
 
 
@@ -149,7 +153,9 @@ class Server:
     def serve_forever(self) -> None:
         if not self._sockets:
             self.bind()
-        for outcome in self.pipeline.recovered:  # answers owed from before a restart go out first
+        if self.pipeline.recovered:  # answers owed from before a restart go out first, once subscribers are back
+            time.sleep(RECONNECT_GRACE_S)
+        for outcome in self.pipeline.recovered:
             self._deliver(outcome)
         self.pipeline.recovered = []
         freeze_heap()  # after the model, the restored streams and the sockets: no collection walks them again
