@@ -18,15 +18,17 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Protocol, Sequence
 
 import msgpack
 import zmq
+from zmq.utils.monitor import parse_monitor_message
 
 from connectors.source import Source
 from connectors.ticks import Tick
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
+WATCH_SLICE_MS = 50  # a watched send checks the connection at least this often while it waits
 REJECTS_TOPIC = "_rejects/"  # the service's own topics, defined here because connectors sit below the service
 HEARTBEAT_TOPIC = "_heartbeat/"
 SendItem = Tick | Mapping[str, Any]
@@ -34,6 +36,25 @@ SendItem = Tick | Mapping[str, Any]
 
 class FeedTimeout(TimeoutError):
     """No engine took a message in time: none is accepting connections, or it stopped reading."""
+
+
+class EngineLost(ConnectionError):
+    """The connection to the engine dropped since the last send (it restarted, or the network did): what was
+    in flight may never have reached it, and the message being sent was not sent. PUSH has no receipts, so only
+    the engine can say what it holds (control op `streams`): see ``FeedResume``."""
+
+
+class FeedResume(Protocol):
+    """What lets a feed go on across a restart of the engine with no hole and no duplicate: it keeps what was
+    sent until the engine confirms it, and after the connection dropped says what to send again
+    (engine/service/feed_resume.py holds the one that asks the engine's control socket)."""
+
+    def sent(self, ticks: list[Tick], rejected: Mapping[str, int]) -> None:
+        """``ticks`` left in one message; ``rejected``: per stream, this feed's ticks the engine refused so far."""
+
+    def lost(self, unsent: list[Tick], rejected: Mapping[str, int]) -> list[Tick]:
+        """The connection dropped before ``unsent`` could leave: once the engine is back, what to send now, in
+        order (whatever it does not hold of what was sent, then ``unsent``)."""
 
 
 def _wire(item: Any) -> dict[str, Any]:
@@ -100,7 +121,10 @@ class FeedClient:
         context: zmq.Context | None = None,
         server_public_key: bytes | None = None,
         client_keypair: tuple[bytes, bytes] | None = None,
+        watch_connection: bool = False,
     ) -> None:
+        """``watch_connection``: a send raises EngineLost once the connection to the engine dropped (rather than
+        waiting for it to come back and sending past what was lost in flight)."""
         check_endpoint(endpoint)
         if isinstance(hwm, bool) or not isinstance(hwm, int) or hwm < 0:
             raise ValueError(f"hwm must be an int >= 0 (0 = unbounded), got {hwm!r}")
@@ -124,9 +148,11 @@ class FeedClient:
             self._sock.curve_serverkey = server_public_key
             self._sock.curve_publickey = public
             self._sock.curve_secretkey = secret
+        self._monitor = self._sock.get_monitor_socket(zmq.EVENT_DISCONNECTED) if watch_connection else None
         self._sock.connect(endpoint)
         self.messages = 0
         self.ticks = 0
+        self.connections_lost = 0
 
     def send(self, ticks: SendItem | Sequence[SendItem]) -> int:
         """Send one message; returns the number of ticks in it (an empty list sends nothing)."""
@@ -136,7 +162,10 @@ class FeedClient:
         if self._sock.closed:
             raise RuntimeError(f"FeedClient to {self.endpoint} is closed")
         try:
-            self._sock.send(payload)
+            if self._monitor is None:
+                self._sock.send(payload)
+            else:
+                self._send_watched(payload)
         except zmq.Again:
             if self.messages == 0:
                 raise FeedTimeout(f"no engine accepting on {self.endpoint} after {self.connect_timeout_ms} ms: "
@@ -149,7 +178,38 @@ class FeedClient:
         self.ticks += n
         return n
 
+    def _send_watched(self, payload: bytes) -> None:
+        """Send in slices of WATCH_SLICE_MS, checking between them that the connection never dropped: with no
+        engine connected a send waits (IMMEDIATE), and the first one to go after a reconnect would land past
+        whatever was lost in flight. Raises zmq.Again as a plain send does once its timeout has passed."""
+        timeout_ms = self._sock.getsockopt(zmq.SNDTIMEO)
+        deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
+        self._sock.setsockopt(zmq.SNDTIMEO, WATCH_SLICE_MS)
+        try:
+            while True:
+                self._check_connection()
+                try:
+                    self._sock.send(payload)
+                    return
+                except zmq.Again:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise
+        finally:
+            self._sock.setsockopt(zmq.SNDTIMEO, timeout_ms)
+
+    def _check_connection(self) -> None:
+        dropped = False
+        while self._monitor.poll(0):
+            dropped |= parse_monitor_message(self._monitor.recv_multipart())["event"] == zmq.EVENT_DISCONNECTED
+        if dropped:
+            self.connections_lost += 1
+            raise EngineLost(f"the connection to the engine at {self.endpoint} dropped (a restart?): messages in "
+                             f"flight may not have reached it")
+
     def close(self) -> None:
+        if self._monitor is not None and not self._monitor.closed:
+            self._sock.disable_monitor()
+            self._monitor.close(linger=0)
         if not self._sock.closed:
             self._sock.close()
 
@@ -186,6 +246,7 @@ class RejectWatch:
         self._sock.connect(endpoint)
         self.streams: set[str] = set()
         self.rejected: Counter[str] = Counter()  # reason -> count, our streams only
+        self.rejected_by_stream: Counter[str] = Counter()  # stream -> count (what the engine never counted of ours)
         self.unattributed = 0
         self.heartbeats = 0
 
@@ -228,6 +289,7 @@ class RejectWatch:
         count = rejection.get("count", 1)  # a summed-up entry stands for `count` rejections of one message
         count = count if type(count) is int and count > 0 else 1
         self.rejected[str(rejection.get("reason"))] += count
+        self.rejected_by_stream[stream] += count
         return count
 
     def settle(self, timeout_s: float, heartbeats: int = 2) -> None:
@@ -286,6 +348,7 @@ def run_feed(
     answers: str | None = None,
     ready_timeout_s: float = 5.0,
     settle_s: float = 5.0,
+    resume: FeedResume | None = None,
 ) -> FeedStats:
     """Pump `source` into `client` until it is done, `max_ticks` are sent or `stop` is set.
 
@@ -298,6 +361,10 @@ def run_feed(
     are counted into the stats: the feed waits for a first heartbeat (at most
     `ready_timeout_s`) before it sends, and after the last send until two
     heartbeats pass with no new rejection (at most `settle_s`).
+
+    With `resume` (and a `client` made with ``watch_connection``), a connection to the engine that drops mid-feed
+    (a restart) is resumed: what the engine does not hold of what was sent goes again, then the feed goes on.
+    Without it, EngineLost ends the feed.
     """
     if rate is not None and not (isinstance(rate, (int, float)) and 0 < rate < float("inf")):
         raise ValueError(f"rate must be None or ticks per second > 0, got {rate!r}")
@@ -306,16 +373,17 @@ def run_feed(
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch must be an int >= 1, got {batch!r}")
     if answers is None:
-        return _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None)
+        return _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None, resume)
     with RejectWatch(answers, **client.curve) as watch:
         watch.wait_ready(ready_timeout_s)
-        stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch)
+        stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch, resume)
         watch.settle(settle_s)
         return stats._replace(rejected=dict(watch.rejected), unattributed=watch.unattributed)
 
 
 def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int | None, batch: int,
-          stop: threading.Event | None, idle_sleep_s: float, watch: RejectWatch | None) -> FeedStats:
+          stop: threading.Event | None, idle_sleep_s: float, watch: RejectWatch | None,
+          resume: FeedResume | None = None) -> FeedStats:
     t0 = time.monotonic()
     sent = messages = 0
     while (max_ticks is None or sent < max_ticks) and not (stop is not None and stop.is_set()):
@@ -331,9 +399,8 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
         if ticks:
             if watch is not None:
                 watch.streams.update(t.stream for t in ticks)
-            client.send(ticks)
+            messages += _send(client, ticks, batch, resume, watch)
             sent += len(ticks)
-            messages += 1
             if watch is not None:
                 watch.poll()
         elif source.done:
@@ -341,3 +408,30 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
         else:
             time.sleep(idle_sleep_s)
     return FeedStats(sent, messages, time.monotonic() - t0)
+
+
+def _send(client: FeedClient, ticks: list[Tick], batch: int, resume: FeedResume | None,
+          watch: RejectWatch | None) -> int:
+    """Send ``ticks`` as one message; where the connection dropped first (and ``resume`` is given), send what the
+    engine lacks of what went before, then these, in messages of at most ``batch``. Returns the messages sent."""
+    pending, messages = [ticks], 0
+    while pending:
+        message = pending.pop(0)
+        try:
+            client.send(message)
+        except EngineLost:
+            if resume is None:
+                raise
+            if watch is not None:
+                watch.poll()
+            again = resume.lost(message + [t for part in pending for t in part], rejected(watch))
+            pending = [again[i : i + batch] for i in range(0, len(again), batch)]
+            continue
+        if resume is not None:
+            resume.sent(message, rejected(watch))
+        messages += 1
+    return messages
+
+
+def rejected(watch: RejectWatch | None) -> Mapping[str, int]:
+    return watch.rejected_by_stream if watch is not None else {}

@@ -111,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the engine's answers endpoint, to count this feed's rejections (default: the "
                               "--config file's, or the default one when --endpoint is the default ingest one; "
                               "'' to skip)")
+    feeding.add_argument("--control", default=None,
+                         help="the engine's control endpoint, to resume with no tick lost when the engine restarts "
+                              "mid-feed (default: the --config file's, or the default one when --endpoint is the "
+                              "default ingest one; '' to skip: a restart then ends the feed with an error)")
     f = feed_sub.add_parser("synthetic", help="the seeded synthetic market", parents=[keys, clients, feeding])
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--ticks", type=int, default=None, help="stop after N ticks (default: endless)")
@@ -321,6 +325,8 @@ def _client_endpoints(args: argparse.Namespace) -> None:
             args.endpoint = connectable(endpoints.ingest) if endpoints else DEFAULT_INGEST
         if args.answers is None and endpoints is not None:
             args.answers = connectable(endpoints.answers)
+        if args.control is None and endpoints is not None:
+            args.control = connectable(endpoints.control)
     elif args.command == "subscribe":
         if args.endpoint is None:
             args.endpoint = connectable(endpoints.answers) if endpoints else DEFAULT_ANSWERS
@@ -481,15 +487,49 @@ def _answers_for(args: argparse.Namespace) -> str | None:
     return DEFAULT_ANSWERS if args.endpoint == DEFAULT_INGEST else None
 
 
+def _control_for(args: argparse.Namespace) -> str | None:
+    """Where a feed asks what the engine holds after a restart: the same rule as ``_answers_for``."""
+    if args.control is not None:
+        return args.control or None
+    return DEFAULT_CONTROL if args.endpoint == DEFAULT_INGEST else None
+
+
+def _feed_resume(args: argparse.Namespace) -> Any:
+    """A ControlFeedResume on the engine's control socket, or None (said) when there is none to ask."""
+    from engine.service.client import ControlClient, ControlError
+    from engine.service.feed_resume import ControlFeedResume
+
+    control = _control_for(args)
+    if control is None:
+        return None
+    try:
+        return ControlFeedResume(lambda: ControlClient(control, timeout_s=5, connect_timeout_s=5, **_curve(args)))
+    except ControlError as e:
+        print(f"flashtick feed: note: cannot ask the engine's control socket ({e}): a restart of the engine "
+              f"mid-feed will end the feed with an error instead of resuming (--control to name it)",
+              file=sys.stderr)
+        return None
+
+
 def cmd_feed(args: argparse.Namespace) -> None:
-    from connectors.feed import FeedClient, run_feed
+    from connectors.feed import EngineLost, FeedClient, run_feed
 
     source = _source(args)
     for line in getattr(source, "notes", ()):
         print(f"flashtick feed: note: {line}", file=sys.stderr)
-    with FeedClient(args.endpoint, **_curve(args)) as client:
-        stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args))
-    print(stats.summary(), file=sys.stderr)
+    resume = _feed_resume(args)
+    try:
+        with FeedClient(args.endpoint, watch_connection=True, **_curve(args)) as client:
+            stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
+                             resume=resume)
+    except EngineLost as e:
+        raise ConnectionError(f"{e}; stopped here, with {client.ticks} ticks sent: `flashtick streams` says what "
+                              f"the engine holds of each stream") from None
+    finally:
+        if resume is not None:
+            resume.close()
+    print(stats.summary() + (f"; the engine restarted {resume.restarts} times, {resume.resent} ticks sent again"
+                             if resume is not None and resume.restarts else ""), file=sys.stderr)
     if lines := _replay_rejections(source):  # rows the files' own checks refused, before anything was sent
         print(f"{sum(source.rejected.values())} rows of the files rejected:", *lines, sep="\n", file=sys.stderr)
         if stats.ticks == 0:

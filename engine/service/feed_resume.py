@@ -1,0 +1,140 @@
+"""A feed that survives a restart of the engine with no hole and no duplicate (connectors.feed.FeedResume).
+
+PUSH has no receipts: when the engine restarts mid-feed, what was in flight (its socket's queue, TCP buffers) is
+gone, while its tick log holds exactly what it accepted. So this keeps every tick the feed sent until the engine
+confirms it (control op `streams`: each stream's tick count, asked about once a second), and when the
+connection drops (FeedClient's ``watch_connection``) the feed stops, asks the engine that came back what it holds,
+and sends each stream's ticks past that count again, in their first order, before it goes on.
+
+A stream's count is read as this feed's: the ticks the engine held of it when the feed began (its base) and the
+ticks of it the engine refused (``_rejects/``, counted by RejectWatch) are allowed for, and ticks older than the
+engine's last accepted one are never sent again (it would refuse them). A stream that another process feeds at the
+same time cannot be resumed this way (its count is not this feed's alone).
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from connectors.feed import FeedTimeout
+from connectors.ticks import Tick
+from engine.service.client import ControlClient, ControlError
+
+CONFIRM_EVERY_S = 1.0  # how often the engine is asked what it holds (so what is kept here stays small)
+MAX_NAMES_PER_CALL = 10_000  # the control op `streams` answers for at most this many names (MAX_STREAMS_PER_REPLY)
+
+
+class ControlFeedResume:
+    def __init__(self, connect: Callable[[], ControlClient], wait_s: float = 600.0,
+                 confirm_every_s: float = CONFIRM_EVERY_S) -> None:
+        """``connect`` makes a client of the engine's control socket (made again after a failed call: a request
+        lost with a dropped connection must not leave its late reply to be read as another's); ``wait_s``: how
+        long to wait for the engine to come back after the connection dropped."""
+        self.connect = connect
+        self.control: ControlClient | None = None
+        self.wait_s = wait_s
+        self.confirm_every_s = confirm_every_s
+        reply = self._call(streams=None)
+        self.base: dict[str, int] = {name: held["ticks"] for name, held in reply["streams"].items() if held}
+        self._base_complete = not reply.get("truncated")
+        self.kept: dict[str, deque[tuple[int, Tick]]] = {}  # stream -> (order sent, tick) not yet confirmed
+        self.first: dict[str, int] = {}  # stream -> this feed's index (among its ticks of the stream) of kept[0]
+        self.count: Counter[str] = Counter()  # stream -> ticks of it this feed sent
+        self.restarts = 0
+        self.resent = 0
+        self._order = itertools.count()
+        self._confirm_at = time.monotonic() + confirm_every_s
+
+    def sent(self, ticks: list[Tick], rejected: Mapping[str, int]) -> None:
+        for tick in ticks:
+            stream = tick.stream
+            if stream not in self.kept:
+                self.kept[stream], self.first[stream] = deque(), self.count[stream]
+                if not self._base_complete and stream not in self.base:  # (past the first reply's 10,000 names)
+                    self.base[stream] = self._held([stream]).get(stream, 0) - 1  # less this tick, just sent
+            self.kept[stream].append((next(self._order), tick))
+            self.count[stream] += 1
+        if time.monotonic() >= self._confirm_at:
+            self._confirm_at = time.monotonic() + self.confirm_every_s
+            self._confirm(rejected)
+
+    def _confirm(self, rejected: Mapping[str, int]) -> None:
+        """Forget what the engine holds (logged: a restart brings it back)."""
+        try:
+            held = self._held([stream for stream, kept in self.kept.items() if kept])
+        except ControlError:  # (going down, say): kept a while longer, asked again at the next confirmation
+            return
+        for stream, ticks in held.items():
+            done = ticks - self.base.get(stream, 0) + rejected.get(stream, 0)  # this feed's ticks it has seen
+            kept = self.kept[stream]
+            while kept and self.first[stream] < done:
+                kept.popleft()
+                self.first[stream] += 1
+
+    def lost(self, unsent: list[Tick], rejected: Mapping[str, int]) -> list[Tick]:
+        self.restarts += 1
+        held = self._wait_for_engine()
+        again: list[tuple[int, Tick]] = []
+        for stream, kept in self.kept.items():
+            ticks, last_ts = held.get(stream, (0, None))
+            start = ticks - self.base.get(stream, 0) + rejected.get(stream, 0)  # this feed's ticks it has seen
+            if start < self.first[stream]:
+                print(f"flashtick feed: the engine holds {self.first[stream] - start} fewer ticks of {stream!r} than "
+                      f"it had confirmed (its data directory was not kept?); they cannot be sent again",
+                      file=sys.stderr, flush=True)
+                start = self.first[stream]
+            todo = list(kept)[start - self.first[stream]:]
+            skip = 0
+            while skip < len(todo) and last_ts is not None and todo[skip][1].ts < last_ts:
+                skip += 1  # (it has a later tick of the stream: these it would refuse as older)
+            again += todo[skip:]
+            # what goes again is sent (and kept) anew
+            self.count[stream] = start + skip
+            while len(kept) > start + skip - self.first[stream]:
+                kept.pop()
+        again.sort(key=lambda entry: entry[0])
+        self.resent += len(again)
+        print(f"flashtick feed: the engine's connection dropped (restart {self.restarts}); it is back: sending "
+              f"{len(again)} ticks again that it does not hold, then going on", file=sys.stderr, flush=True)
+        return [tick for _, tick in again] + unsent
+
+    def _wait_for_engine(self) -> dict[str, tuple[int, int | None]]:
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            try:
+                return self._held(list(self.kept), with_ts=True)
+            except ControlError as e:
+                if time.monotonic() >= deadline:
+                    raise FeedTimeout(f"the engine did not come back within {self.wait_s:g} s after its "
+                                      f"connection dropped ({e})") from None
+                time.sleep(0.2)
+
+    def _held(self, streams: list[str], with_ts: bool = False) -> dict[str, Any]:
+        """Per stream: the engine's tick count (with ``with_ts``: (count, last accepted ts)); absent if it holds none."""
+        out: dict[str, Any] = {}
+        for i in range(0, len(streams), MAX_NAMES_PER_CALL):
+            reply = self._call(streams=streams[i : i + MAX_NAMES_PER_CALL])
+            for name, held in reply["streams"].items():
+                if held:
+                    out[name] = (held["ticks"], held["last_ts"]) if with_ts else held["ticks"]
+        return out
+
+    def _call(self, **fields: Any) -> dict[str, Any]:
+        """The control op ``streams``; ControlError (the client made afresh next time) when it fails."""
+        if self.control is None:
+            self.control = self.connect()
+        try:
+            return self.control.call("streams", **fields)
+        except ControlError:
+            self.control.close()
+            self.control = None
+            raise
+
+    def close(self) -> None:
+        if self.control is not None:
+            self.control.close()
