@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import msgpack
 
 from connectors.encoder import EncodedTick, StreamEncoders
-from connectors.ticks import InvalidTick, validate
+from connectors.ticks import InvalidTick, Tick, validate
 from engine.engine import Engine
 from engine.jobs import JobOutcome, ProbeJob, StreamProgress
 from engine.scheduler import AdmissionRefused, StepReport
@@ -326,7 +326,7 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
             continue
         if tick is not None:
             try:
-                encoders.ingest(validate(tick), book)
+                encoders.ingest(logged_tick(tick), book)
                 ticks += 1
             except InvalidTick:  # accepted once, so not expected
                 refused += 1
@@ -456,6 +456,17 @@ def answer_tail(engine: Engine, flash: FlashQueries, registry: Registry, cache: 
         for stream in streams:
             registry.unfire(name, stream)
     return outcomes, streams, refused
+
+
+def logged_tick(record: dict[str, Any]) -> Tick:
+    """A logged tick back as the Tick it was: the log holds ``Tick.to_wire()`` of a tick validated when it was
+    accepted (and each record's checksum), so it is rebuilt as it is: reading a 200,000-tick log through the
+    encoders took 1.40 s instead of 1.88 s validating every tick again (session 11); a record that is not one
+    (written otherwise) is validated as a wire tick is."""
+    try:
+        return Tick(**record)
+    except TypeError:
+        return validate(record)
 
 
 def _lock(path: Path) -> Any:
