@@ -7,9 +7,9 @@ tick: the front door (the server's process) decodes, validates, encodes and
 logs every item, and sends the shard already-encoded items
 ``(stream, tokens, ts, ticks)``. One call does one round of work:
 
-    step(call)  registry ops and asks first, then the items, then engine steps until idle or
-                ``step_ms`` has passed; returns the standing answers (wire dicts), the asks' replies,
-                the streams' progress and the backlog
+    step(call)  registry ops first, then the items, then the asks (each answered once the ticks accepted
+                before it are computed), then engine steps until idle or ``step_ms`` has passed; returns
+                the standing answers (wire dicts), the asks' replies, the streams' progress and the backlog
     restore()   a fresh engine rebuilt from logged items (Scheduler.restore + Engine.rebuild), trigger
                 state and latest answers from the front door's answer log, then the answers owed
 
@@ -207,13 +207,14 @@ class Shard:
     # -- the work loop -----------------------------------------------------------------------------
 
     def step(self, items: list[Item], ops: list[tuple], step_ms: float, want_stats: bool) -> dict[str, Any]:
-        """Apply registry ops and asks, queue ``items``, then step the engine until idle or ``step_ms``."""
+        """Apply registry ops, queue ``items``, take the asks, then step the engine until idle or ``step_ms``."""
         if not self.restored:
             return {"needs_restore": True}
         self.calls += 1
         outcomes: list[JobOutcome] = []
         for op in ops:
-            outcomes += self._apply(op)
+            if op[0] != "ask":
+                outcomes += self._apply(op)
         for item in items:
             if isinstance(item, GroupEnd):
                 self.engine.close_groups(item.streams)
@@ -223,6 +224,9 @@ class Shard:
                 self.engine.submit(stream, tokens, ts, ticks)  # admission was checked by the front door
             except AdmissionRefused:  # only when the limits changed since the stream was logged: counted
                 self.refused_items += 1
+        for op in ops:  # after the items: an ask waits for the ticks accepted before it (Scheduler.ask)
+            if op[0] == "ask":
+                outcomes += self._apply(op)
         deadline = time.perf_counter() + step_ms / 1000
         progress: dict[str, int] = {}
         while (report := self.engine.step()) is not None:
