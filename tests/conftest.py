@@ -152,3 +152,15 @@ def serving(config):
         server.stop()
         thread.join(5)
         assert not thread.is_alive()
+
+
+def assert_owed_as_uninterrupted(owed: list, uninterrupted: list, tol: float) -> None:
+    """The answers a restart owed are those a run that never stopped published (query, stream, version, seq, data
+    time), a `batch` query's at every message's group, with the same probabilities (named queries, within ``tol``)."""
+    key = lambda a: (a.query, a.stream, a.version, a.seq, a.data_ts)  # noqa: E731
+    assert sorted(map(key, owed)) == sorted(map(key, uninterrupted))
+    assert len({a.version for a in owed if a.query == "dir"}) > 100  # every message's group, not just the last
+    by_key = {key(a): a for a in uninterrupted}
+    for answer in owed:
+        if answer.query != "nll":
+            assert answer.value["probs"] == pytest.approx(by_key[key(answer)].value["probs"], abs=tol)

@@ -19,7 +19,7 @@ import msgpack
 import pytest
 import zmq
 
-from conftest import serving, tiny_tick_checkpoint
+from conftest import assert_owed_as_uninterrupted, serving, tiny_tick_checkpoint
 from test_server import wait_for
 from connectors.feed import FeedClient, run_feed
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
@@ -159,13 +159,8 @@ def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(checkp
     recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after")))
     owed = [o.answer for o in recovered.recovered if o.answer is not None]
     uninterrupted = live.run_until_idle()
+    assert_owed_as_uninterrupted(owed, uninterrupted, PROB_TOL)
     key = lambda a: (a.query, a.stream, a.version, a.seq, a.data_ts)  # noqa: E731
-    assert sorted(map(key, owed)) == sorted(map(key, uninterrupted))
-    assert len({a.version for a in owed if a.query == "dir"}) > 100  # every message's group, not just the last
-    by_key = {key(a): a for a in uninterrupted}
-    for answer in owed:
-        if answer.query != "nll":
-            assert answer.value["probs"] == pytest.approx(by_key[key(answer)].value["probs"], abs=PROB_TOL)
     assert sessions(recovered) == sessions(live)
     # and after: the answer adaptation learnt from the same answers, so the published (adapted) answers agree too
     # (one answer per query at the last tick had moved them by up to 0.015)
@@ -467,17 +462,23 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def restartable(checkpoint, tmp_path: Path) -> tuple[dict[str, str], ServiceConfig]:
+    """A service config on fixed free ports (a restart binds the same ones, so clients reconnect by themselves),
+    with a data directory, the two test queries and 0.2 s heartbeats; and its endpoints."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    endpoints = {name: f"tcp://127.0.0.1:{free_port()}" for name in ("ingest", "answers", "control")}
+    return endpoints, ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "queries": str(queries),
+        "log": {"dir": str(tmp_path / "data")}, "endpoints": endpoints, "limits": {"heartbeat_s": 0.2}})
+
+
 def test_subscribers_that_stayed_connected_get_the_answers_owed_at_a_restart(checkpoint, tmp_path) -> None:
     """Ticks accepted but not answered when the service stopped are answered at its restart, right after it binds:
     a plain SUB that stayed connected gets them (they wait for subscribers to reconnect), and a GaplessSubscriber
     fetches whatever it missed as soon as a heartbeat shows the restart, without waiting for a topic's next answer
     (the streams here stay quiet after the restart)."""
-    queries = tmp_path / "q.yaml"
-    queries.write_text(QUERIES)
-    endpoints = {name: f"tcp://127.0.0.1:{free_port()}" for name in ("ingest", "answers", "control")}
-    cfg = ServiceConfig.from_dict({
-        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "queries": str(queries),
-        "log": {"dir": str(tmp_path / "data")}, "endpoints": endpoints, "limits": {"heartbeat_s": 0.2}})
+    endpoints, cfg = restartable(checkpoint, tmp_path)
     ticks = SyntheticMarket(SyntheticConfig(seed=11)).next_batch(300)
     got: dict[str, list[int]] = {}
     plain: list[tuple[str, int]] = []
@@ -545,12 +546,7 @@ def test_a_feed_resumes_with_no_tick_lost_or_repeated_when_the_engine_restarts_m
     from engine.service.feed_resume import ControlFeedResume
     from engine.service.server import Server
 
-    queries = tmp_path / "q.yaml"
-    queries.write_text(QUERIES)
-    endpoints = {name: f"tcp://127.0.0.1:{free_port()}" for name in ("ingest", "answers", "control")}
-    cfg = ServiceConfig.from_dict({
-        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "queries": str(queries),
-        "log": {"dir": str(tmp_path / "data")}, "endpoints": endpoints, "limits": {"heartbeat_s": 0.2}})
+    endpoints, cfg = restartable(checkpoint, tmp_path)
     ticks = SyntheticMarket(SyntheticConfig(seed=12)).next_batch(3000)
 
     def start() -> tuple[Server, threading.Thread]:

@@ -20,7 +20,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'flashtick[ray]')")
 
-from conftest import serving, tiny_tick_checkpoint  # noqa: E402
+from conftest import assert_owed_as_uninterrupted, serving, tiny_tick_checkpoint  # noqa: E402
 from connectors.feed import FeedClient  # noqa: E402
 from connectors.synthetic import SyntheticConfig, SyntheticMarket  # noqa: E402
 from connectors.ticks import encode  # noqa: E402
@@ -359,13 +359,7 @@ def test_a_restart_of_shards_answers_a_backlog_group_by_group_as_the_live_run_wo
     restarted = ShardedPipeline(config(checkpoint, after, 2))
     owed = restarted.run_until_idle()
     restarted.close()
-    key = lambda a: (a.query, a.stream, a.version, a.seq, a.data_ts)  # noqa: E731
-    assert sorted(map(key, owed)) == sorted(map(key, uninterrupted))
-    assert len({a.version for a in owed if a.query == "dir"}) > 100  # every message's group, not just the last
-    by_key = {key(a): a for a in uninterrupted}
-    for answer in owed:
-        if answer.query != "nll":
-            assert answer.value["probs"] == pytest.approx(by_key[key(answer)].value["probs"], abs=TOL)
+    assert_owed_as_uninterrupted(owed, uninterrupted, TOL)
 
 
 def shard_sessions(pipeline: ShardedPipeline) -> dict[str, tuple[int, int]]:
