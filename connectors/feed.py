@@ -49,12 +49,18 @@ class FeedResume(Protocol):
     sent until the engine confirms it, and after the connection dropped says what to send again
     (engine/service/feed_resume.py holds the one that asks the engine's control socket)."""
 
+    restarts: int  # connections that dropped and were resumed
+    resent: int  # ticks sent again after them
+
     def sent(self, ticks: list[Tick], rejected: Mapping[str, int]) -> None:
         """``ticks`` left in one message; ``rejected``: per stream, this feed's ticks the engine refused so far."""
 
     def lost(self, unsent: list[Tick], rejected: Mapping[str, int]) -> list[Tick]:
         """The connection dropped before ``unsent`` could leave: once the engine is back, what to send now, in
         order (whatever it does not hold of what was sent, then ``unsent``)."""
+
+    def unconfirmed(self, rejected: Mapping[str, int]) -> int:
+        """Asks the engine now: how many of the ticks sent it has neither accepted nor refused yet."""
 
 
 def _wire(item: Any) -> dict[str, Any]:
@@ -197,12 +203,16 @@ class FeedClient:
         finally:
             self._sock.setsockopt(zmq.SNDTIMEO, timeout_ms)
 
-    def _check_connection(self) -> None:
+    def dropped(self) -> bool:
+        """Whether the connection to the engine dropped since the last check (``watch_connection`` only)."""
         dropped = False
-        while self._monitor.poll(0):
+        while self._monitor is not None and self._monitor.poll(0):
             dropped |= parse_monitor_message(self._monitor.recv_multipart())["event"] == zmq.EVENT_DISCONNECTED
-        if dropped:
-            self.connections_lost += 1
+        self.connections_lost += dropped
+        return dropped
+
+    def _check_connection(self) -> None:
+        if self.dropped():
             raise EngineLost(f"the connection to the engine at {self.endpoint} dropped (a restart?): messages in "
                              f"flight may not have reached it")
 
@@ -321,18 +331,30 @@ class FeedStats(NamedTuple):
     seconds: float
     rejected: dict[str, int] | None = None  # reason -> count for our streams; None when not watched
     unattributed: int = 0  # rejections without a stream seen meanwhile (maybe another feed's)
+    unconfirmed: int = 0  # with a FeedResume: ticks sent that the engine had neither accepted nor refused at the end
+    restarts: int = 0  # with a FeedResume: connections to the engine that dropped and were resumed
+    resent: int = 0  # ticks sent again after those
 
     def summary(self) -> str:
         """One line: "sent N ticks in M messages over S s" and, when watched, "; K rejected (reason: n, ...)"."""
         line = (f"sent {self.ticks} tick{'s' if self.ticks != 1 else ''} in {self.messages} "
                 f"message{'s' if self.messages != 1 else ''} over {self.seconds:.1f} s")
         if self.rejected is None:
-            return line
+            return line + self._resumed()
         n = sum(self.rejected.values())
         line += f"; {n} rejected" + (f" ({', '.join(f'{r}: {c}' for r, c in sorted(self.rejected.items()))})"
                                      if n else "")
         if self.unattributed:
             line += f"; {self.unattributed} rejections without a stream (maybe another feed's)"
+        return line + self._resumed()
+
+    def _resumed(self) -> str:
+        line = ""
+        if self.restarts:
+            line += f"; the engine's connection dropped {self.restarts} times, {self.resent} ticks sent again"
+        if self.unconfirmed:
+            line += (f"; {self.unconfirmed} not accounted for by the engine (neither accepted nor refused) when the "
+                     f"feed stopped waiting: `flashtick streams` says what it holds")
         return line
 
 
@@ -373,26 +395,59 @@ def run_feed(
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch must be an int >= 1, got {batch!r}")
     if answers is None:
-        return _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None, resume)
+        stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None, resume)
+        return _finish(stats, client, batch, None, resume)
     with RejectWatch(answers, **client.curve) as watch:
         watch.wait_ready(ready_timeout_s)
         stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch, resume)
+        stats = _finish(stats, client, batch, watch, resume)
         watch.settle(settle_s)
         return stats._replace(rejected=dict(watch.rejected), unattributed=watch.unattributed)
+
+
+FINISH_STALL_S = 30.0  # after the last send, how long the engine may account for no more of what was sent
+
+
+def _finish(stats: FeedStats, client: FeedClient, batch: int, watch: RejectWatch | None,
+            resume: FeedResume | None) -> FeedStats:
+    """With ``resume``: after the last send, wait until the engine has taken (accepted or refused) every tick sent,
+    resuming as mid-feed if the connection drops meanwhile (what sat unread in its queue goes with a stopping
+    engine), so the feed ends only once nothing it sent is still in flight; or until it takes no more for
+    FINISH_STALL_S, the rest counted as ``unconfirmed``."""
+    if resume is None:
+        if client.dropped():  # after the last send: what was in flight may be lost, and nothing can tell
+            raise EngineLost(f"the connection to the engine at {client.endpoint} dropped after the last send (a "
+                             f"restart?): what was in flight may not have reached it")
+        return stats
+    left, stalled_at = None, time.monotonic() + FINISH_STALL_S
+    while True:
+        if watch is not None:
+            watch.poll(100)
+        else:
+            time.sleep(0.1)
+        if client.dropped():
+            _send(client, [], batch, resume, watch, lost=True)
+            continue
+        now = resume.unconfirmed(rejected(watch))
+        if now == 0 or (now == left and time.monotonic() >= stalled_at):
+            return stats._replace(unconfirmed=now, restarts=resume.restarts, resent=resume.resent)
+        if now != left:
+            left, stalled_at = now, time.monotonic() + FINISH_STALL_S
 
 
 def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int | None, batch: int,
           stop: threading.Event | None, idle_sleep_s: float, watch: RejectWatch | None,
           resume: FeedResume | None = None) -> FeedStats:
-    t0 = time.monotonic()
-    sent = messages = 0
+    t0 = paced_from = time.monotonic()
+    sent = messages = paced = 0
+    restarts = resume.restarts if resume is not None else 0
     while (max_ticks is None or sent < max_ticks) and not (stop is not None and stop.is_set()):
         want = batch if max_ticks is None else min(batch, max_ticks - sent)
         if rate is not None:
-            # Tick number k may leave at t0 + k / rate; the +1 lets the first one go at once.
-            allowed = int((time.monotonic() - t0) * rate) + 1 - sent
+            # Tick number k may leave at paced_from + k / rate; the +1 lets the first one go at once.
+            allowed = int((time.monotonic() - paced_from) * rate) + 1 - (sent - paced)
             if allowed <= 0:
-                time.sleep(max(0.0, t0 + sent / rate - time.monotonic()))
+                time.sleep(max(0.0, paced_from + (sent - paced) / rate - time.monotonic()))
                 continue
             want = min(want, allowed)
         ticks = source.next_batch(want)
@@ -401,6 +456,8 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
                 watch.streams.update(t.stream for t in ticks)
             messages += _send(client, ticks, batch, resume, watch)
             sent += len(ticks)
+            if resume is not None and resume.restarts != restarts:  # time lost to a restart is not made up in a burst
+                restarts, paced_from, paced = resume.restarts, time.monotonic(), sent
             if watch is not None:
                 watch.poll()
         elif source.done:
@@ -411,13 +468,19 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
 
 
 def _send(client: FeedClient, ticks: list[Tick], batch: int, resume: FeedResume | None,
-          watch: RejectWatch | None) -> int:
-    """Send ``ticks`` as one message; where the connection dropped first (and ``resume`` is given), send what the
-    engine lacks of what went before, then these, in messages of at most ``batch``. Returns the messages sent."""
+          watch: RejectWatch | None, lost: bool = False) -> int:
+    """Send ``ticks`` as one message; where the connection dropped first (``lost``: it is known to have, and
+    ``resume`` is given), send what the engine lacks of what went before, then these, in messages of at most
+    ``batch``. Returns the messages sent."""
     pending, messages = [ticks], 0
     while pending:
         message = pending.pop(0)
         try:
+            if lost:
+                lost = False
+                raise EngineLost("the connection dropped")
+            if not message:
+                continue
             client.send(message)
         except EngineLost:
             if resume is None:

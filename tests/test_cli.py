@@ -244,3 +244,36 @@ def test_key_options_against_a_curve_server(checkpoint, tmp_path, capsys, monkey
         monkeypatch.delenv("FLASHTICK_SERVER_KEY")
         code, _, err = run(capsys, "ask", "SYN.A", "dir", *control)
         assert code == 2 and "--client-key needs --server-key" in err
+
+
+def test_subscribe_says_where_a_topic_skipped_answers(capsys) -> None:
+    """A plain SUB loses what PUB dropped or published while it was away, silently: `subscribe` says where a topic's
+    seq jumped and how to fetch the rest; a heartbeat or a later seq going on is not a gap."""
+    from engine.service.cli import _note_gap
+
+    last: dict[str, int] = {}
+    for topic, seq in [("dir20/A/", 1), ("dir20/A/", 2), ("_heartbeat/", 9), ("dir20/B/", 7), ("dir20/A/", 5)]:
+        _note_gap(last, topic, {"seq": seq})
+    err = capsys.readouterr().err
+    assert err.count("note:") == 1
+    assert "dir20/A/ went from seq 2 to 5: 2 answers not received here (`flashtick answers dir20/A/ --after 2`" in err
+
+
+def test_a_control_request_lost_with_its_connection_fails_at_once() -> None:
+    """A request on a connection that drops before the reply (the service stopped) is gone with it: the client says
+    so as soon as the connection drops, not after its whole timeout."""
+    import msgpack
+
+    from engine.service.client import ControlError
+
+    router = zmq.Context.instance().socket(zmq.ROUTER)
+    router.linger = 0
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    with ControlClient(f"tcp://127.0.0.1:{port}", timeout_s=30) as control:
+        control.send_raw(msgpack.packb({"op": "health"}))
+        assert router.poll(5000) and router.recv_multipart()  # taken, never answered: the service goes down
+        router.close(linger=0)
+        started = time.monotonic()
+        with pytest.raises(ControlError, match="dropped before the reply came"):
+            control.receive()
+        assert time.monotonic() - started < 5

@@ -538,11 +538,14 @@ def logged_ticks(data_dir: Path) -> dict[str, list[int]]:
     return out
 
 
-def test_a_feed_resumes_with_no_tick_lost_or_repeated_when_the_engine_restarts_mid_feed(checkpoint, tmp_path) -> None:
-    """The engine stops (as on SIGTERM) and starts again while a feed sends at 1,500 ticks/s: what was in flight when
-    it stopped never reached it, so the feed, told by its connection dropping, asks the engine that came back what it
-    holds and sends each stream's missing ticks again before going on: the tick log then holds every tick once, in
-    order. (Before, the feed sent on past a hole of what was in flight, and said it had sent everything.)"""
+@pytest.mark.parametrize("when", ["mid-feed", "after-the-last-send"])
+def test_a_feed_resumes_with_no_tick_lost_or_repeated_when_the_engine_restarts(checkpoint, tmp_path, when) -> None:
+    """The engine stops (as on SIGTERM) and starts again while a feed sends at 1,500 ticks/s, or once the feed has
+    sent its last tick (unlimited rate: much of it still unread in the engine's queue): what was in flight never
+    reached it, so the feed, told by its connection dropping, asks the engine that came back what it holds and sends
+    each stream's missing ticks again; it ends only once the engine has taken every tick. The tick log then holds
+    every tick once, in order. (Before, the feed sent on past a hole of what was in flight, or ended with it, and
+    said it had sent everything.)"""
     from engine.service.feed_resume import ControlFeedResume
     from engine.service.server import Server
 
@@ -562,9 +565,13 @@ def test_a_feed_resumes_with_no_tick_lost_or_repeated_when_the_engine_restarts_m
     stats: list = []
     with FeedClient(endpoints["ingest"], watch_connection=True) as client:
         feeder = threading.Thread(target=lambda: stats.append(run_feed(
-            ListSource(ticks), client, rate=1500, batch=5, answers=endpoints["answers"], resume=resume)))
+            ListSource(ticks), client, rate=1500 if when == "mid-feed" else None, batch=5,
+            answers=endpoints["answers"], resume=resume)))
         feeder.start()
-        wait_for(lambda: server.pipeline.ticks_in >= 800, timeout_s=60)
+        if when == "mid-feed":
+            wait_for(lambda: server.pipeline.ticks_in >= 800, timeout_s=60)
+        else:
+            wait_for(lambda: client.ticks == len(ticks), timeout_s=60)
         server.stop()
         thread.join(30)
         server, thread = start()
@@ -576,7 +583,7 @@ def test_a_feed_resumes_with_no_tick_lost_or_repeated_when_the_engine_restarts_m
     finally:
         server.stop()
         thread.join(30)
-    assert resume.restarts == 1 and resume.resent > 0
+    assert resume.restarts == 1 and stats[0].unconfirmed == 0 and (resume.resent > 0 or when != "mid-feed")
     want: dict[str, list[int]] = {}
     for tick in ticks:
         want.setdefault(tick.stream, []).append(tick.ts)

@@ -164,7 +164,7 @@ class HandshakeMonitor:
     """
 
     EVENTS = (zmq.EVENT_CONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH
-              | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+              | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_DISCONNECTED)
 
     def __init__(self, sock: zmq.Socket, curve: bool) -> None:
         self.curve = curve
@@ -173,6 +173,8 @@ class HandshakeMonitor:
         self.connected = self.succeeded = False
         self.failure: tuple[int, int] | None = None  # (event, value) of the last failed handshake
         self.vague = 0  # failed handshakes without detail: a first one may be followed by a precise one
+        self.disconnects = 0  # live connections (handshake done) that dropped: what was queued on one is gone
+        self._live = False
 
     def poll(self) -> None:
         """Take the events that arrived so far."""
@@ -181,8 +183,11 @@ class HandshakeMonitor:
             kind = event["event"]
             if kind == zmq.EVENT_CONNECTED:
                 self.connected = True
+            elif kind == zmq.EVENT_DISCONNECTED:  # (a refused handshake's drop is said by refused() instead)
+                self.disconnects += self._live
+                self._live = False
             elif kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
-                self.succeeded, self.failure, self.vague = True, None, 0
+                self.succeeded, self.failure, self.vague, self._live = True, None, 0, True
             else:
                 self.failure = (kind, event["value"])
                 self.vague += kind == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL

@@ -169,6 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("stream")
     p.add_argument("query")
     p.add_argument("--max-stale", type=int, default=None, help="accept a cached answer up to N ticks old")
+    p.add_argument("--timeout", type=float, default=30.0,
+                   help="seconds to wait for the answer (default 30): one computed now waits for the stream's ticks "
+                        "accepted before it, so an engine behind on a burst answers late")
     p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_ask)
 
@@ -512,7 +515,7 @@ def _feed_resume(args: argparse.Namespace) -> Any:
 
 
 def cmd_feed(args: argparse.Namespace) -> None:
-    from connectors.feed import EngineLost, FeedClient, run_feed
+    from connectors.feed import FINISH_STALL_S, EngineLost, FeedClient, run_feed
 
     source = _source(args)
     for line in getattr(source, "notes", ()):
@@ -528,8 +531,11 @@ def cmd_feed(args: argparse.Namespace) -> None:
     finally:
         if resume is not None:
             resume.close()
-    print(stats.summary() + (f"; the engine restarted {resume.restarts} times, {resume.resent} ticks sent again"
-                             if resume is not None and resume.restarts else ""), file=sys.stderr)
+    print(stats.summary(), file=sys.stderr)
+    if stats.unconfirmed:
+        raise ConnectionError(f"the engine has neither accepted nor refused {stats.unconfirmed} of the ticks sent "
+                              f"(none more for {FINISH_STALL_S:g} s): they may be lost; `flashtick streams` says what "
+                              f"it holds")
     if lines := _replay_rejections(source):  # rows the files' own checks refused, before anything was sent
         print(f"{sum(source.rejected.values())} rows of the files rejected:", *lines, sep="\n", file=sys.stderr)
         if stats.ticks == 0:
@@ -547,6 +553,7 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
     title = ""
     live = not args.json and sys.stdout.isatty()  # a table redrawn in place; a pipe gets one line per message
     seen = 0
+    last_seqs: dict[str, int] = {}
     with AnswerSubscriber(args.endpoint, args.topics, **_curve(args)) as sub:
         while args.count is None or seen < args.count:
             message = sub.recv(timeout_s=1.0)
@@ -556,6 +563,7 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
                 continue
             seen += 1
             topic, payload = message
+            _note_gap(last_seqs, topic, payload)
             if args.json:
                 print(json.dumps({"topic": topic, **payload}), flush=True)
             elif not live:
@@ -566,6 +574,19 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
                 else:  # heartbeats and rejects: the latest one heads the table
                     title = format_line(topic, payload)
                 render_table(table, sys.stdout, title)
+
+
+def _note_gap(last_seqs: dict[str, int], topic: str, payload: dict) -> None:
+    """stderr says where a topic's seq jumped (answers PUB did not deliver: a slow reader, a reconnect, a restart),
+    and how to fetch them; a plain SUB cannot get them back by itself (GaplessSubscriber does)."""
+    seq = payload.get("seq") if isinstance(payload, dict) else None
+    if topic.startswith("_") or type(seq) is not int:
+        return
+    last = last_seqs.get(topic)
+    if last is not None and seq > last + 1:
+        print(f"flashtick subscribe: note: {topic} went from seq {last} to {seq}: {seq - last - 1} answers not "
+              f"received here (`flashtick answers {topic} --after {last}` fetches them)", file=sys.stderr, flush=True)
+    last_seqs[topic] = max(seq, last or 0)
 
 
 def cmd_register(args: argparse.Namespace) -> None:
@@ -654,7 +675,11 @@ def cmd_answers(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
-    with _control(args) as control:
+    from engine.service.client import ControlClient
+
+    if not args.timeout > 0:
+        raise ValueError(f"--timeout must be a number of seconds > 0, got {args.timeout:g}")
+    with ControlClient(args.control, timeout_s=args.timeout, **_curve(args)) as control:
         reply = control.call("ask", stream=args.stream, query=args.query, max_stale_ticks=args.max_stale)
     print(json.dumps(reply["answer"], indent=2))
     how = [flag for flag in ("cached", "prepositioned", "gated") if reply.get(flag)]  # not computed for this ask

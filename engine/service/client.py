@@ -53,6 +53,7 @@ class ControlClient:
         self._sock.linger = 0
         curve_client(self._sock, server_public_key, client_keypair)
         self._handshake = HandshakeMonitor(self._sock, curve=bool(server_public_key))
+        self._disconnects_at_send = 0
         self._sock.connect(endpoint)
 
     def call(self, op: str, **fields: Any) -> dict[str, Any]:
@@ -72,6 +73,10 @@ class ControlClient:
         deadline = time.monotonic() + self.timeout_ms / 1000
         while not self._sock.poll(max(0, min(POLL_SLICE_MS, int((deadline - time.monotonic()) * 1000)))):
             self._give_up_if_refused_or_late(deadline)
+            self._handshake.poll()
+            if self._handshake.disconnects > self._disconnects_at_send:  # the request went with the connection
+                raise ControlError(f"the connection to {self.endpoint} dropped before the reply came (the service "
+                                   f"restarted?): ask again")
         return msgpack.unpackb(self._sock.recv_multipart()[-1], raw=False)
 
     def _give_up_if_refused_or_late(self, deadline: float) -> None:
@@ -91,6 +96,8 @@ class ControlClient:
         while True:
             if self._sock.poll(max(0, min(POLL_SLICE_MS, int((deadline - time.monotonic()) * 1000))), zmq.POLLOUT):
                 try:
+                    self._handshake.poll()
+                    self._disconnects_at_send = self._handshake.disconnects
                     self._sock.send_multipart([b"", payload], zmq.NOBLOCK)
                     return
                 except zmq.Again:  # the connection went between poll and send
@@ -198,7 +205,9 @@ class GaplessSubscriber:
     last seen seq) and delivered first. ``wait_ready`` also fetches whatever came after ``last_seqs`` while this
     client was away. Heartbeats are watched too: one whose seq went back (the service restarted, and may have
     published the answers it owed before this client reconnected) or skipped some (this client was away) makes
-    it fetch every topic it has seen, so an answer is not left undelivered until its topic's next one. Answers
+    it fetch every topic it has seen, so an answer is not left undelivered until its topic's next one. A fetch
+    the service does not answer (it went down meanwhile) is tried again at the next heartbeat, the topic's newer
+    answers held back until then. Answers
     the service no longer keeps (``log.answers_keep``) are counted in ``unrecoverable``, never invented. The
     service's own topics (``_heartbeat/``, ``_rejects/``) are not delivered.
     """
@@ -210,6 +219,8 @@ class GaplessSubscriber:
             wanted.append(HEARTBEAT_TOPIC)  # watched, never delivered
         self.subscriber = AnswerSubscriber(endpoint, wanted, **curve)
         self.heartbeat_seq: int | None = None  # the latest heartbeat's seq
+        self._unfilled: set[str] = set()  # topics whose gap fetch the service did not answer: again at a heartbeat
+        self._held: dict[str, list[dict[str, Any]]] = {}  # their answers that arrived meanwhile, in order
         self.restarts_seen = 0  # heartbeats whose seq went back: the service restarted
         self.control = control
         self.last_seq: dict[str, int] = dict(last_seqs or {})
@@ -235,11 +246,17 @@ class GaplessSubscriber:
                 continue
             if topic.startswith("_"):
                 continue
+            if topic in self._unfilled:  # behind a gap not fetched yet: it waits, so the order holds
+                self._held.setdefault(topic, []).append(answer)
+                continue
             last = self.last_seq.get(topic)
             if last is not None and answer["seq"] <= last:
                 continue  # already delivered (a fill got it first)
             if last is not None and answer["seq"] > last + 1:
                 self._fill(topic, last, answer["seq"] - 1)
+                if topic in self._unfilled:
+                    self._held.setdefault(topic, []).append(answer)
+                    continue
             self._deliver(topic, answer)
         return self._ready.popleft()
 
@@ -248,6 +265,7 @@ class GaplessSubscriber:
         every topic seen so far is fetched past its last seq."""
         if type(seq) is not int:
             return
+        self._retry_fills()
         last, self.heartbeat_seq = self.heartbeat_seq, seq
         if last is None or seq == last + 1:
             return
@@ -256,7 +274,29 @@ class GaplessSubscriber:
             self._fill(topic, after, None)
 
     def _fill(self, topic: str, after: int, upto: int | None) -> None:
-        """Fetch and queue ``topic``'s answers after seq ``after`` (up to ``upto``, or all the service has)."""
+        """Fetch and queue ``topic``'s answers after seq ``after`` (up to ``upto``, or all the service has). A fetch
+        the service does not answer (it is restarting) is not an error: the topic is fetched again at the next
+        heartbeat, and what arrives on it meanwhile waits, so its order holds."""
+        if topic in self._unfilled:
+            return
+        try:
+            self._fetch(topic, after, upto)
+        except ControlError:
+            self._unfilled.add(topic)
+
+    def _retry_fills(self) -> None:
+        """Topics whose fetch failed: everything after their last delivered seq, then what waited behind."""
+        for topic in list(self._unfilled):
+            try:
+                self._fetch(topic, self.last_seq[topic], None)
+            except ControlError:
+                continue
+            self._unfilled.discard(topic)
+            for answer in self._held.pop(topic, ()):
+                if answer["seq"] > self.last_seq[topic]:
+                    self._deliver(topic, answer)
+
+    def _fetch(self, topic: str, after: int, upto: int | None) -> None:
         while upto is None or after < upto:
             reply = self.control.call("answers", topic=topic, after=after, limit=FETCH_LIMIT)
             answers = [a for a in reply["answers"] if upto is None or a["seq"] <= upto]

@@ -61,15 +61,22 @@ class ControlFeedResume:
             self.count[stream] += 1
         if time.monotonic() >= self._confirm_at:
             self._confirm_at = time.monotonic() + self.confirm_every_s
+            self.unconfirmed(rejected)
+
+    def unconfirmed(self, rejected: Mapping[str, int]) -> int:
+        """Forget what the engine has taken (accepted and logged, so a restart brings it back; or refused); returns
+        how many ticks sent it has not (all still kept, when it does not answer now)."""
+        try:
             self._confirm(rejected)
+        except ControlError:  # (going down, say): kept a while longer, asked again later
+            pass
+        return sum(len(kept) for kept in self.kept.values())
 
     def _confirm(self, rejected: Mapping[str, int]) -> None:
-        """Forget what the engine holds (logged: a restart brings it back)."""
-        try:
-            held = self._held([stream for stream, kept in self.kept.items() if kept])
-        except ControlError:  # (going down, say): kept a while longer, asked again at the next confirmation
-            return
-        for stream, ticks in held.items():
+        streams = [stream for stream, kept in self.kept.items() if kept]
+        held = self._held(streams)
+        for stream in streams:
+            ticks = held.get(stream, 0)  # (none: every tick of a new stream refused so far)
             done = ticks - self.base.get(stream, 0) + rejected.get(stream, 0)  # this feed's ticks it has seen
             kept = self.kept[stream]
             while kept and self.first[stream] < done:
