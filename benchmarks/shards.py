@@ -102,7 +102,7 @@ class _Booked:
     def restore(self, item) -> None:
         self.items.append(item)
 
-    def start_at(self, stream: str, ticks: int, last_ts: int) -> None:
+    def start_at(self, stream: str, ticks: int, last_ts: int, booked=None) -> None:
         pass
 
     def drop(self, stream: str) -> None:

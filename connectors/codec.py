@@ -84,6 +84,18 @@ class Codec(ABC):
     def encode(self, tick: Tick, state: Any) -> list[int]:
         """Tokens for `tick`, given (and advancing) its stream's state."""
 
+    def state_record(self, state: Any) -> dict[str, Any]:
+        """``state`` as plain values (a tick log keeps it where retention may drop the ticks that made it)."""
+        return asdict(state)
+
+    def state_from_record(self, record: dict[str, Any]) -> Any:
+        """The state ``state_record`` wrote; a record of other fields (another codec) gives fresh state."""
+        fresh = self.new_state()
+        try:
+            return type(fresh)(**record)
+        except TypeError:
+            return fresh
+
     @abstractmethod
     def question_tokens(self, text: str) -> list[int] | None:
         """Probe tokens of a free-text question or answer choice; None when this codec cannot

@@ -220,15 +220,22 @@ class StreamEncoders:
                 out[name] = None if last_ts is None else {"ticks": 0, "last_ts": last_ts}
         return out
 
-    def start_at(self, stream: str, ticks: int, last_ts: int | None) -> None:
+    def start_at(self, stream: str, ticks: int, last_ts: int | None, state: dict[str, Any] | None = None) -> None:
         """A stream whose earlier ticks are gone (a tick log's retention): it counts on from ``ticks`` and guards
-        order from ``last_ts`` (ticks 0: an expired stream, only its guard), with fresh codec state."""
+        order from ``last_ts`` (ticks 0: an expired stream, only its guard), with the codec state ``state``
+        (``codec_states``' record of it) or, without one, fresh codec state."""
         if ticks == 0:
             if last_ts is not None:
                 self._expired_last_ts[stream] = last_ts
             return
         encoder = self._encoders[stream] = self._new_encoder(stream)
         encoder.ticks, encoder.last_ts = ticks, last_ts
+        if state is not None:
+            encoder.state = self.codec.state_from_record(state)
+
+    def codec_states(self) -> dict[str, dict[str, Any]]:
+        """Every stream's codec state as plain values (``start_at`` takes them back)."""
+        return {name: self.codec.state_record(encoder.state) for name, encoder in self._encoders.items()}
 
     def _encoder(self, stream: str) -> StreamEncoder:
         encoder = self._encoders.get(stream)

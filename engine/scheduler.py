@@ -297,9 +297,11 @@ class Scheduler:
         self.stats.streams_expired += len(idle)
         return idle
 
-    def start_at(self, stream: str, ticks: int, event_ts: int) -> None:
+    def start_at(self, stream: str, ticks: int, event_ts: int,
+                 booked: tuple[list[int], list[int], int] | None = None) -> None:
         """A stream restored from a tick log whose first segments were dropped: its tick count and event time go
-        on from where the live run had them (its tokens are what the log still holds)."""
+        on from where the live run had them, and its session from ``booked`` (``Scheduler.booked`` when the
+        segment began; without it, from the tokens the log still holds)."""
         try:
             state = self.streams.get(stream) or self._admit(stream)
         except AdmissionRefused:
@@ -307,6 +309,9 @@ class Scheduler:
         if state.ticks == 0 and not state.session.tokens:
             state.ticks, state.event_ts = ticks, event_ts
             state.last_seen_ns = time.time_ns()  # restored now, like restore(): not idle since 1970
+            if booked is not None:
+                tokens, boundaries, roll_at = booked
+                state.session.tokens, state.boundaries, state.roll_at = list(tokens), list(boundaries), roll_at
 
     def drop(self, stream: str) -> None:
         """Forget ``stream`` (expired, here or in the run a tick log replays): its KV returns to the pool, and its
@@ -525,16 +530,39 @@ class Scheduler:
         """Keep sink + recent tokens (from a chunk boundary) when ``incoming`` more tokens (the next chunk:
         rolls go chunk by chunk) would pass the window."""
         session = state.session
-        if len(session.tokens) + incoming <= state.roll_at:
+        rolled = self._rolled(session.tokens, state.boundaries, state.roll_at, state.keep, incoming)
+        if rolled is None:
             return
-        target = len(session.tokens) + incoming - state.keep  # first token index we would like to keep
-        cut = next((b for b in state.boundaries if b >= target and b > self.sink), len(session.tokens))
-        kept = session.tokens[: self.sink] + session.tokens[cut:]
         self.blocks.evict(session)
-        session.tokens = kept
-        state.boundaries = [self.sink + b - cut for b in state.boundaries if b >= cut]
-        state.roll_at = self.roll_at  # the first roll came early (roll_points); the later ones at the window's
+        session.tokens, state.boundaries, state.roll_at = rolled
         self.stats.rolls += 1
+
+    def _rolled(self, tokens: list[int], boundaries: list[int], roll_at: int, keep: int, incoming: int
+                ) -> tuple[list[int], list[int], int] | None:
+        """(tokens, chunk boundaries, next roll point) after the roll ``incoming`` more tokens make; None if none."""
+        if len(tokens) + incoming <= roll_at:
+            return None
+        target = len(tokens) + incoming - keep  # first token index we would like to keep
+        cut = next((b for b in boundaries if b >= target and b > self.sink), len(tokens))
+        # the first roll came early (roll_points); the later ones at the window's
+        return tokens[: self.sink] + tokens[cut:], [self.sink + b - cut for b in boundaries if b >= cut], self.roll_at
+
+    def booked(self, stream: str) -> tuple[list[int], list[int], int] | None:
+        """``stream``'s session as a replay of every item accepted so far would book it (Scheduler.restore): its
+        tokens, chunk boundaries and next roll point, its pending chunks included; None for a stream not held.
+        What a tick log segment keeps of each stream, so a replay that starts there (retention dropped the
+        segments before) goes on with the session the live run had, rolls and all."""
+        state = self.streams.get(stream)
+        if state is None:
+            return None
+        tokens, boundaries, roll_at = list(state.session.tokens), list(state.boundaries), state.roll_at
+        for chunk in state.pending:
+            rolled = self._rolled(tokens, boundaries, roll_at, state.keep, len(chunk.tokens))
+            if rolled is not None:
+                tokens, boundaries, roll_at = rolled
+            boundaries.append(len(tokens))
+            tokens.extend(chunk.tokens)
+        return tokens, boundaries, roll_at
 
     def _share_header(self, session: Session, plan: Plan) -> None:
         """A session whose KV is gone starts again from the shared header's blocks."""

@@ -112,7 +112,9 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
 
 MESSAGE_START = "m"  # a tick log record's key: this item began a wire message (its tick groups end before it)
 REFUSAL_NOTE_S = 10.0  # at most one stderr line this often while the tick log refuses ticks
-SEGMENT_START = "start"  # each tick log segment's first record: {start: {stream: [ticks, last_ts]}}
+SEGMENT_START = "start"  # each tick log segment's first record: {start: {stream: [ticks, last_ts, codec state,
+#                          session (tokens, chunk boundaries, next roll point) or nil]}}
+SEGMENT_START_SHARE = 4  # a segment's start record may take at most 1/4 of log.segment_bytes with the sessions
 EXPIRED = "expired"  # a tick log record of its own, {expired: stream}: the live run expired the stream here
 
 
@@ -141,8 +143,9 @@ class ReplayTarget(Protocol):
         """Book ``item`` on its stream without computing it (Scheduler.restore); AdmissionRefused if the limits
         changed since it was logged."""
 
-    def start_at(self, stream: str, ticks: int, last_ts: int) -> None:
-        """``stream`` had ``ticks`` ticks (the last at ``last_ts``) in segments retention dropped."""
+    def start_at(self, stream: str, ticks: int, last_ts: int, booked: Any = None) -> None:
+        """``stream`` had ``ticks`` ticks (the last at ``last_ts``) in segments retention dropped; ``booked``: its
+        session then (Scheduler.booked), when the log kept it."""
 
     def drop(self, stream: str) -> None:
         """The live run expired ``stream`` for idleness here: its session and what is kept beside it go."""
@@ -170,6 +173,9 @@ class DataDir:
         self.state_path = self.root / "queries.state.json"
         self.read_stats = LogStats()
         self.encoders = encoders  # set later by a front door that makes them after its data directory
+        # one engine's Scheduler.booked: each stream's session as a replay books it (a front door has none)
+        self.booked: Callable[[str], Any] | None = None
+        self._sessions_said = False
         self.log = TickLog(self.root / "ticks", fsync=config.fsync, group_ms=config.group_ms,
                            segment_bytes=config.segment_bytes, retention_bytes=config.retention_bytes,
                            retention_s=config.retention_s, segment_start=self._segment_start)
@@ -190,10 +196,26 @@ class DataDir:
         self.recovered_answers = self.answers.restore(registry, history, self.config.skip_corrupt, replayed)
 
     def _segment_start(self) -> bytes:
-        """A new segment's first record: every stream's tick count and last accepted ts so far."""
-        accepted = self.encoders.accepted() if self.encoders is not None else {}
-        counts = {name: [a["ticks"], a["last_ts"]] for name, a in accepted.items() if a is not None}
-        return msgpack.packb({SEGMENT_START: counts}, use_bin_type=True)
+        """A new segment's first record: every stream's tick count, last accepted ts and codec state so far, and
+        (with ``booked``: one engine) its session as a replay would have booked it, so that a replay starting here,
+        once retention dropped the segments before, goes on exactly where the live run was."""
+        if self.encoders is None:
+            return msgpack.packb({SEGMENT_START: {}}, use_bin_type=True)
+        states = self.encoders.codec_states()
+        accepted = {name: a for name, a in self.encoders.accepted().items() if a is not None}
+        sessions = self.booked is not None
+        while True:
+            starts = {name: [a["ticks"], a["last_ts"], states.get(name),
+                             self.booked(name) if sessions and a["ticks"] else None] for name, a in accepted.items()}
+            record = msgpack.packb({SEGMENT_START: starts}, use_bin_type=True)
+            if not sessions or len(record) <= self.config.segment_bytes // SEGMENT_START_SHARE:
+                return record
+            sessions = False  # a start that filled its segment would roll the log at every tick: counts alone
+            if not self._sessions_said:
+                self._sessions_said = True
+                print(f"flashtick: the tick log's segments ({self.config.segment_bytes} bytes, log.segment_bytes) are "
+                      f"too small to start with every stream's session ({len(record)} bytes): a restart after "
+                      f"retention drops segments rebuilds sessions from the ticks kept", file=sys.stderr, flush=True)
 
     def message_started(self) -> None:
         """A wire message begins: its first logged item says so (``MESSAGE_START``), so a restart knows where
@@ -359,16 +381,18 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
     tail: list[EncodedTick | None] = []
     seen: set[str] = set()  # streams this replay has items (or a start) of
 
-    def start(counts: dict[str, list[int]]) -> None:
+    def start(counts: dict[str, list[Any]]) -> None:
         """A segment's start: the streams first met here had records in segments retention dropped; they
-        go on counting ticks (and guarding order) from where the live run was, not from 0."""
-        for stream, (ticks, last_ts) in counts.items():
+        go on counting ticks (and guarding order) from where the live run was, not from 0, with its codec state
+        and session (where the record has them: logs of earlier versions hold counts only)."""
+        for stream, (ticks, last_ts, *kept) in counts.items():
             if stream in seen or (streams is not None and stream not in streams):
                 continue
             seen.add(stream)
-            encoders.start_at(stream, ticks, last_ts)
+            state, booked = (kept + [None, None])[:2]
+            encoders.start_at(stream, ticks, last_ts, state)
             if ticks:
-                target.start_at(stream, ticks, last_ts)
+                target.start_at(stream, ticks, last_ts, booked)
                 counted[stream] = ticks
 
     def book(item: EncodedTick) -> None:

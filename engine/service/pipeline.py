@@ -206,6 +206,8 @@ class TickPipeline:
         self.adaptation.compile = self._compiled_current
         self.data = (DataDir(config.log, self.cache, written_by(config, self.codec), self.encoders)
                      if config.log.dir else None)
+        if self.data is not None:
+            self.data.booked = self.engine.scheduler.booked  # each tick log segment starts with every session
         self.recovered: list[JobOutcome] = []  # answers owed at a restart: published first (Server)
         self.marks = RegistrationMarks()  # where each query started: what a restart owes it
         if self.data is not None:
@@ -509,8 +511,8 @@ class _EngineReplay:
         self.scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
         self.pipeline._accepted(item)
 
-    def start_at(self, stream: str, ticks: int, last_ts: int) -> None:
-        self.scheduler.start_at(stream, ticks, last_ts)
+    def start_at(self, stream: str, ticks: int, last_ts: int, booked: Any = None) -> None:
+        self.scheduler.start_at(stream, ticks, last_ts, booked)
         self.pipeline.scores.start_at(stream, ticks)
         self.pipeline.adaptation.start_at(stream, ticks)
 

@@ -535,8 +535,8 @@ class _ShardRestores:
             self.front.adaptation.accepted(item)
             self.front.scores.accepted(item)
 
-    def start_at(self, stream: str, ticks: int, last_ts: int) -> None:
-        self.starts[stream] = (ticks, last_ts)
+    def start_at(self, stream: str, ticks: int, last_ts: int, booked: Any = None) -> None:
+        self.starts[stream] = (ticks, last_ts)  # (a front door's log keeps no sessions: the shards hold them)
         if self.accepted:
             self.front._owner(stream)
             self.front.progress[stream] = ticks
