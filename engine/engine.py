@@ -62,8 +62,9 @@ class Engine:
 
     # -- the stream loop's inputs ------------------------------------------------------------------
 
-    def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1, cut: bool = False) -> None:
-        self.scheduler.submit(stream, tokens, event_ts, ticks, cut)
+    def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1, cut: bool = False,
+               arrival_ns: int | None = None) -> None:
+        self.scheduler.submit(stream, tokens, event_ts, ticks, cut, arrival_ns)
 
     def close_groups(self, streams: Iterable[str] | None = None) -> None:
         """End the current tick group of ``streams`` (default: every stream with pending data): standing

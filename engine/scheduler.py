@@ -202,14 +202,16 @@ class Scheduler:
 
     # -- ingest and asks ------------------------------------------------------------------------
 
-    def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1, cut: bool = False) -> None:
-        """Queue a chunk for ``stream``; ``cut`` closes its tick group (see ``close_group``). Raises
+    def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1, cut: bool = False,
+               arrival_ns: int | None = None) -> None:
+        """Queue a chunk for ``stream``; ``cut`` closes its tick group (see ``close_group``); ``arrival_ns``: when
+        it was accepted (freshness counts from there; default now: a front door's shard gets it later). Raises
         AdmissionRefused for a new stream the pool cannot take."""
         state = self.streams.get(stream) or self._admit(stream)
         if not state.pending:
             self._arrivals += 1
             state.waiting_since = self._arrivals
-        chunk = Chunk(list(tokens), event_ts, ticks, time.time_ns(), cut)
+        chunk = Chunk(list(tokens), event_ts, ticks, arrival_ns or time.time_ns(), cut)
         state.pending.append(chunk)
         state.last_seen_ns = chunk.arrival_ns
         self._queued([chunk], +1)

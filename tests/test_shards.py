@@ -308,6 +308,7 @@ def test_a_killed_shard_is_restarted_and_rebuilt_with_no_tick_lost(checkpoint, t
             except ray.exceptions.RayError:
                 break
             time.sleep(0.05)
+        wait_for(lambda: control.call("health")["status"] == "degraded")  # an operator's probe sees the outage
         send(ticks[300:])
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -319,6 +320,12 @@ def test_a_killed_shard_is_restarted_and_rebuilt_with_no_tick_lost(checkpoint, t
             if (m := sub.recv(timeout_s=0.2)) is not None:
                 got.append((time.monotonic(), m[1]))
         stats = control.call("stats")["stats"]
+        health = control.call("health")
+        wait_for(lambda: f'flashtick_shard_restarts_total{{shard="{victim.name}"}} 1' in urllib.request.urlopen(
+            server.endpoints["metrics"], timeout=5).read().decode())  # (the scraped figures: each heartbeat's)
+        metrics = urllib.request.urlopen(server.endpoints["metrics"], timeout=5).read().decode()
+    assert health["status"] == "serving" and "shards_down" not in health
+    assert all(f'flashtick_shard_serving{{shard="{link.name}"}} 1' in metrics for link in server.pipeline.links)
     assert stats["ticks_in"] == 600 and stats["rejected"] == {}
     assert stats["scheduler"]["jobs_done"] >= done_before  # the dead actor's counts are kept: totals never fall
     assert victim.restarts == 1 and all(link.restarts == 0 for link in server.pipeline.links[1:])

@@ -87,6 +87,12 @@ def render(snapshot: dict[str, Any]) -> str:
     for key, name, kind, help_text in LIVE_SCORES:
         metric(name, kind, help_text, [(f'{{query="{_label(query)}"}}', s[key]) for query, s in sorted(scores.items())
                                        if s.get(key) is not None])
+    shards = snapshot.get("shards")  # with --shards: each shard's state and restarts, so an outage can alert
+    if shards:
+        metric("shard_serving", "gauge", "1 while the shard serves; 0 while it is restored after a loss, or failed",
+               [(f'{{shard="{_label(s["name"])}"}}', int(s["state"] == "serving")) for s in shards])
+        metric("shard_restarts_total", "counter", "Times the shard was lost and restored from the tick log",
+               [(f'{{shard="{_label(s["name"])}"}}', s["restarts"]) for s in shards])
     freshness = snapshot.get("freshness_ms", {})
     metric("answer_freshness_ms", "gauge", "Tick arrival to answer cached, recent window",
            [(f'{{quantile="{q}"}}', freshness[k]) for q, k in (("0.5", "p50"), ("0.99", "p99")) if k in freshness])

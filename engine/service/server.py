@@ -445,8 +445,11 @@ class Server:
         return {"streams": known, "truncated": truncated}
 
     def _op_health(self, _request: dict, _reply: Any) -> dict:
-        return {"status": "serving", "uptime_s": time.time() - self.started_at,
-                "streams": self.pipeline.stream_count, "model": self.config.model.model_id}
+        """``serving``; ``degraded`` (with ``shards_down``) while a shard is restored after a loss, or failed."""
+        down = self.pipeline.shards_down()
+        return {"status": "degraded" if down else "serving", "uptime_s": time.time() - self.started_at,
+                "streams": self.pipeline.stream_count, "model": self.config.model.model_id,
+                **({"shards_down": down} if down else {})}
 
     # -- metrics --------------------------------------------------------------------------------
 

@@ -46,6 +46,7 @@ from queries.registry import Registry
 from queries.spec import QuerySpec
 
 Item = tuple[str, list[int], int, int]  # (stream, tokens, event ts ns, ticks): an accepted, encoded item
+LiveItem = tuple[str, list[int], int, int, int]  # the same and when the front door accepted it (ns): a step's
 
 
 class GroupEnd(NamedTuple):
@@ -206,7 +207,8 @@ class Shard:
 
     # -- the work loop -----------------------------------------------------------------------------
 
-    def step(self, items: list[Item], ops: list[tuple], step_ms: float, want_stats: bool) -> dict[str, Any]:
+    def step(self, items: list[LiveItem | GroupEnd], ops: list[tuple], step_ms: float, want_stats: bool
+             ) -> dict[str, Any]:
         """Apply registry ops, queue ``items``, take the asks, then step the engine until idle or ``step_ms``."""
         if not self.restored:
             return {"needs_restore": True}
@@ -219,9 +221,9 @@ class Shard:
             if isinstance(item, GroupEnd):
                 self.engine.close_groups(item.streams)
                 continue
-            stream, tokens, ts, ticks = item
-            try:
-                self.engine.submit(stream, tokens, ts, ticks)  # admission was checked by the front door
+            stream, tokens, ts, ticks, accepted_ns = item
+            try:  # admission was checked by the front door; freshness counts from when it accepted the item
+                self.engine.submit(stream, tokens, ts, ticks, arrival_ns=accepted_ns)
             except AdmissionRefused:  # only when the limits changed since the stream was logged: counted
                 self.refused_items += 1
         for op in ops:  # after the items: an ask waits for the ticks accepted before it (Scheduler.ask)

@@ -196,7 +196,7 @@ class ShardedPipeline:
                 raise InvalidTick("stream_refused", problem, item.stream)
         log_or_refuse(self.data, item)
         link = self._owner(item.stream)
-        link.buffer.append((item.stream, item.tokens, item.ts, item.ticks))
+        link.buffer.append((item.stream, item.tokens, item.ts, item.ticks, time.time_ns()))  # (accepted now)
         link.buffered_tokens += len(item.tokens)
         self._grouping.setdefault(link, set()).add(item.stream)
         self.adaptation.accepted(item)
@@ -423,6 +423,10 @@ class ShardedPipeline:
 
     def pending_tokens(self) -> int:
         return sum(link.pending_tokens for link in self.links)
+
+    def shards_down(self) -> list[str]:
+        """The shards not serving now: being restored after a loss, or given up on."""
+        return [link.name for link in self.links if link.state != "serving"]
 
     @property
     def behind(self) -> bool:
