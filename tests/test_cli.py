@@ -277,3 +277,18 @@ def test_a_control_request_lost_with_its_connection_fails_at_once() -> None:
         with pytest.raises(ControlError, match="dropped before the reply came"):
             control.receive()
         assert time.monotonic() - started < 5
+
+
+def test_serve_with_a_ray_address_where_nothing_listens_fails_at_once(tmp_path, capsys) -> None:
+    """Ray itself would retry for minutes, saying only that it cannot reach its GCS."""
+    import socket
+
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    code, _, err = run(capsys, "serve", "--shards", "2", "--ray-address", f"127.0.0.1:{port}",
+                       "--data-dir", str(tmp_path / "data"))
+    assert code == 2 and f"shards.ray_address 127.0.0.1:{port}: nothing accepts connections there" in err
+    assert time.monotonic() - started < 30

@@ -7,6 +7,7 @@ when a sharded service starts, never at module import.
 from __future__ import annotations
 
 import os
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,26 @@ def connect(shards: ShardsSection) -> bool:
         os.environ.setdefault("RAY_enable_metrics_collection", "0")
         local["_node_ip_address"] = "127.0.0.1"  # Ray's own sockets on loopback too, as every socket of ours
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # CPU shards leave CUDA_VISIBLE_DEVICES be
+    _check_reachable(shards)
     ray.init(address=shards.ray_address, include_dashboard=False, log_to_driver=True, **local)
     return True
+
+
+def _check_reachable(shards: ShardsSection) -> None:
+    """A HOST:PORT with nothing listening: said at once (Ray itself retries for minutes, saying only that it
+    cannot reach its GCS)."""
+    address = shards.ray_address
+    if address is None or address == "auto" or "://" in address or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=min(5.0, shards.start_timeout_s)).close()
+    except OSError as e:
+        raise ConfigError(f"shards.ray_address {address}: nothing accepts connections there ({e.strerror or e}): "
+                          f"start the cluster's head (`ray start --head`), or leave the address out for a local "
+                          f"Ray instance") from None
 
 
 def placement_group_for(config: ServiceConfig) -> Any:
