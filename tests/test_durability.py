@@ -611,3 +611,35 @@ def test_segments_too_small_for_every_session_start_with_counts_alone(checkpoint
     logged = sum(f.stat().st_size for f in (tmp_path / "data" / "ticks").iterdir())
     assert len(list((tmp_path / "data" / "ticks").iterdir())) <= logged // 2048 + 2  # not a segment per tick
     assert stats.appended == 600
+
+
+def test_health_says_starting_while_the_tick_log_replays(checkpoint, tmp_path) -> None:
+    """The control socket is bound before the model loads and the log replays (minutes for a long log): `health`
+    answers "starting" meanwhile, other ops an error saying to try again, then "serving"."""
+    from engine.service.server import Server
+
+    endpoints, cfg = restartable(checkpoint, tmp_path)
+    pipeline = TickPipeline(cfg)
+    ticks = SyntheticMarket(SyntheticConfig(seed=13)).next_batch(40_000)
+    for i in range(0, len(ticks), 500):
+        assert pipeline.ingest_message(encode(ticks[i : i + 500])) == []
+    pipeline.close()
+    built: list[Server] = []
+
+    def serve() -> None:
+        built.append(Server(cfg))
+        built[0].bind()
+        built[0].serve_forever()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    statuses, errors = [], []
+    with ControlClient(endpoints["control"], timeout_s=30) as control:
+        while not statuses or statuses[-1] == "starting":
+            statuses.append(control.call("health")["status"])
+            errors.append(control.request({"op": "stats"}).get("error"))
+            time.sleep(0.05)
+    built[0].stop()
+    thread.join(30)
+    assert statuses.count("starting") == len(statuses) - 1 and statuses[-1] == "serving"
+    assert "the service is starting" in errors[0] and "try again" in errors[0]

@@ -250,7 +250,7 @@ class TickPipeline:
         items = [item for item in tail if item is not None]
         print(f"flashtick: computing what was owed: {sum(item.ticks for item in items)} ticks of "
               f"{len({item.stream for item in items})} streams accepted but not yet answered when the service "
-              f"stopped (the service binds its sockets after)", file=sys.stderr, flush=True)
+              f"stopped (ingest and answers are bound after; `health` says starting meanwhile)", file=sys.stderr, flush=True)
         outcomes, _, refused = answer_tail(self.engine, self.flash, self.registry, self.cache, self.marks, tail,
                                            changed, step=self.step, accepted=self._accepted)
         self.data.replay_refused += refused

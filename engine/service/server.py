@@ -57,8 +57,6 @@ def pack(obj: Any) -> bytes:
 class Server:
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
-        # one engine in this process, or N engine shards (Ray actors) behind the same sockets
-        self.pipeline = ShardedPipeline(config) if config.shards.count else TickPipeline(config)
         self._waiting: dict[int, Any] = {}  # ask ticket -> the control reply still owed
         self._tickets = 0
         self.context = zmq.Context.instance()
@@ -67,17 +65,31 @@ class Server:
         self._stop = threading.Event()
         self._sockets: dict[str, zmq.Socket] = {}
         self.started_at = time.time()
+        self._curve_keys: tuple[bytes, bytes] | None = None  # the server's (public, secret) z85 keys
+        self._auth: ClientAllowList | None = None  # the ZAP handler of curve.clients_dir
         self.counters = {"answers_published": 0, "control_requests": 0, "control_errors": 0, "heartbeats": 0,
                          "ingest_messages": 0, "engine_errors": 0, "streams_expired": 0,
                          "answer_fetches": 0}
+        self._start_curve()
+        # the control socket first: while the model loads and the tick log replays (minutes for a long log)
+        # `health` answers "starting" rather than nothing, so a supervisor's probe does not take it for a hang
+        control = self._socket("control", zmq.ROUTER, config.endpoints.control, curve=True,
+                               maxmsgsize=config.limits.max_control_bytes)
+        try:
+            with _StartingReplies(control, config.model.model_id, self.started_at):
+                # one engine in this process, or N engine shards (Ray actors) behind the same sockets
+                self.pipeline = ShardedPipeline(config) if config.shards.count else TickPipeline(config)
+        except BaseException:  # (a config the engine refuses): nothing stays bound
+            control.close(linger=0)
+            if self._auth is not None:
+                self._auth.stop()
+            raise
         self._next_behind_warning = 0.0
         self._kv_thrash = False
         self._thrash_mark: tuple[float, tuple[int, int]] | None = None
         self._next_thrash_warning = 0.0
         self._snapshot: dict[str, Any] = {}
         self._metrics_server: Any = None
-        self._curve_keys: tuple[bytes, bytes] | None = None  # the server's (public, secret) z85 keys
-        self._auth: ClientAllowList | None = None  # the ZAP handler of curve.clients_dir
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -87,11 +99,10 @@ class Server:
         # ZeroMQ drops a peer that sends past maxmsgsize without reading the message: a hard cap well above
         # the counted, answered limits (an oversize tick message is read and rejected with a reason)
         wire_cap = 8 * limits.max_message_bytes
-        self._start_curve()
         ingest = self._socket("ingest", zmq.PULL, ep.ingest, rcvhwm=limits.ingest_hwm, maxmsgsize=wire_cap,
                               curve=self.config.curve.ingest)
         self._socket("answers", zmq.PUB, ep.answers, sndhwm=limits.answers_hwm, curve=True)
-        control = self._socket("control", zmq.ROUTER, ep.control, curve=True, maxmsgsize=limits.max_control_bytes)
+        control = self._sockets["control"]  # bound before the recovery (__init__)
         for i, feed in enumerate(ep.feeds):
             sub = self.context.socket(zmq.SUB)
             sub.setsockopt(zmq.SUBSCRIBE, b"")
@@ -125,7 +136,7 @@ class Server:
         if endpoint.endswith(":0"):  # an ephemeral port
             endpoint = endpoint[:-2] + ":*"
         try:
-            sock.bind(endpoint)
+            _bind(sock, endpoint)
         except zmq.ZMQError as e:
             sock.close()
             hint = " (is another flashtick serve running?" if e.errno == zmq.EADDRINUSE else " ("
@@ -515,3 +526,59 @@ def _field(request: dict, name: str, kind: type) -> Any:
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):  # True is no seq or count
         raise ControlError(f"op {excerpt(request.get('op'))} needs {name!r} as {kind.__name__}")
     return value
+
+
+BIND_RETRY_S = 1.0  # a port in use is tried again this long: the service that had it may still be letting it go
+
+
+def _bind(sock: zmq.Socket, endpoint: str) -> None:
+    """``sock.bind``, tried again for BIND_RETRY_S while the address is in use (a socket of a service stopped a
+    moment ago, in this process or another, is closed by ZeroMQ's I/O thread a little after)."""
+    deadline = time.monotonic() + BIND_RETRY_S
+    while True:
+        try:
+            sock.bind(endpoint)
+            return
+        except zmq.ZMQError as e:
+            if e.errno != zmq.EADDRINUSE or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
+class _StartingReplies:
+    """While the service starts (the model loads, the tick log replays): a thread that answers its control socket,
+    `health` with ``status: starting`` and every other op with an error that says to try again. The socket is the
+    main loop's once the block ends (the thread joined first: a socket is used by one thread at a time)."""
+
+    def __init__(self, sock: zmq.Socket, model: str, started_at: float) -> None:
+        self.sock, self.model, self.started_at = sock, model, started_at
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="control-while-starting", daemon=True)
+
+    def __enter__(self) -> "_StartingReplies":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _serve(self) -> None:
+        while not self._done.is_set():
+            if not self.sock.poll(100):
+                continue
+            frames = self.sock.recv_multipart()
+            try:
+                request = _unpack_request(frames[-1])
+            except Exception:  # (told properly once the service serves)
+                request = None
+            op = request.get("op") if isinstance(request, dict) else None
+            if op == "health":
+                reply = {"ok": True, "status": "starting", "uptime_s": time.time() - self.started_at,
+                         "model": self.model}
+            else:
+                reply = {"ok": False, "error": "the service is starting (loading its model, recovering its streams "
+                                               "from the tick log): try again once `flashtick health` says serving"}
+            if isinstance(request, dict) and "id" in request:
+                reply["id"] = request["id"]
+            self.sock.send_multipart([*frames[:-1], pack(reply)])
