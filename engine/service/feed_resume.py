@@ -7,9 +7,10 @@ connection drops (FeedClient's ``watch_connection``) the feed stops, asks the en
 and sends each stream's ticks past that count again, in their first order, before it goes on.
 
 A stream's count is read as this feed's: the ticks the engine held of it when the feed began (its base) and the
-ticks of it the engine refused (``_rejects/``, counted by RejectWatch) are allowed for, and ticks older than the
-engine's last accepted one are never sent again (it would refuse them). A stream that another process feeds at the
-same time cannot be resumed this way (its count is not this feed's alone).
+ticks of it the engine refused (``_rejects/``, counted by RejectWatch) are allowed for; a tick the engine never
+saw is sent again even where it will refuse it (older than its last), so the feed's rejection counts stay whole.
+A stream that another process feeds at the same time cannot be resumed this way (its count is not this feed's
+alone).
 """
 
 from __future__ import annotations
@@ -88,21 +89,17 @@ class ControlFeedResume:
         held = self._wait_for_engine()
         again: list[tuple[int, Tick]] = []
         for stream, kept in self.kept.items():
-            ticks, last_ts = held.get(stream, (0, None))
-            start = ticks - self.base.get(stream, 0) + rejected.get(stream, 0)  # this feed's ticks it has seen
+            # this feed's ticks of the stream the engine has seen (accepted, or refused: those are sent again too, so
+            # they are refused again and counted, rather than left unaccounted for)
+            start = min(held.get(stream, 0) - self.base.get(stream, 0) + rejected.get(stream, 0), self.count[stream])
             if start < self.first[stream]:
                 print(f"flashtick feed: the engine holds {self.first[stream] - start} fewer ticks of {stream!r} than "
                       f"it had confirmed (its data directory was not kept?); they cannot be sent again",
                       file=sys.stderr, flush=True)
                 start = self.first[stream]
-            todo = list(kept)[start - self.first[stream]:]
-            skip = 0
-            while skip < len(todo) and last_ts is not None and todo[skip][1].ts < last_ts:
-                skip += 1  # (it has a later tick of the stream: these it would refuse as older)
-            again += todo[skip:]
-            # what goes again is sent (and kept) anew
-            self.count[stream] = start + skip
-            while len(kept) > start + skip - self.first[stream]:
+            again += list(kept)[start - self.first[stream]:]
+            self.count[stream] = start  # what goes again is sent (and kept) anew
+            while len(kept) > start - self.first[stream]:
                 kept.pop()
         again.sort(key=lambda entry: entry[0])
         self.resent += len(again)
@@ -110,25 +107,25 @@ class ControlFeedResume:
               f"{len(again)} ticks again that it does not hold, then going on", file=sys.stderr, flush=True)
         return [tick for _, tick in again] + unsent
 
-    def _wait_for_engine(self) -> dict[str, tuple[int, int | None]]:
+    def _wait_for_engine(self) -> dict[str, int]:
         deadline = time.monotonic() + self.wait_s
         while True:
             try:
-                return self._held(list(self.kept), with_ts=True)
+                return self._held(list(self.kept))
             except ControlError as e:
                 if time.monotonic() >= deadline:
                     raise FeedTimeout(f"the engine did not come back within {self.wait_s:g} s after its "
                                       f"connection dropped ({e})") from None
                 time.sleep(0.2)
 
-    def _held(self, streams: list[str], with_ts: bool = False) -> dict[str, Any]:
-        """Per stream: the engine's tick count (with ``with_ts``: (count, last accepted ts)); absent if it holds none."""
-        out: dict[str, Any] = {}
+    def _held(self, streams: list[str]) -> dict[str, int]:
+        """Per stream: the engine's tick count; absent if it holds none."""
+        out: dict[str, int] = {}
         for i in range(0, len(streams), MAX_NAMES_PER_CALL):
             reply = self._call(streams=streams[i : i + MAX_NAMES_PER_CALL])
             for name, held in reply["streams"].items():
                 if held:
-                    out[name] = (held["ticks"], held["last_ts"]) if with_ts else held["ticks"]
+                    out[name] = held["ticks"]
         return out
 
     def _call(self, **fields: Any) -> dict[str, Any]:
