@@ -639,8 +639,7 @@ def test_health_says_starting_while_the_tick_log_replays(checkpoint, tmp_path) -
 
     def serve() -> None:
         built.append(Server(cfg))
-        built[0].bind()
-        built[0].serve_forever()
+        built[0].serve_forever()  # (binds ingest and answers itself: control was bound at the start)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()

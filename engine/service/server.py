@@ -162,7 +162,7 @@ class Server:
         self._stop.set()
 
     def serve_forever(self) -> None:
-        if not self._sockets:
+        if "ingest" not in self._sockets:  # (control was bound at the start)
             self.bind()
         if self.pipeline.recovered:  # answers owed from before a restart go out first, once subscribers are back
             time.sleep(RECONNECT_GRACE_S)
