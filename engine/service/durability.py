@@ -425,6 +425,16 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
     return ticks, refused, tail
 
 
+def answered_points(cache: AnswerCache, streams: set[str] | None = None) -> dict[str, tuple[int, int]]:
+    """Each stream's latest answered (tick count, event time), over every standing query (of ``streams`` only, when
+    given): how far the engine that computed it had got, where split_log's tail begins."""
+    points: dict[str, tuple[int, int]] = {}
+    for answer in cache.latest():
+        if (streams is None or answer.stream in streams) and answer.version > points.get(answer.stream, (0, 0))[0]:
+            points[answer.stream] = (answer.version, answer.data_ts)
+    return points
+
+
 def steps_while_full(engine: Engine, step: Callable[[], StepReport | None]) -> list[JobOutcome]:
     """Forwards (``step``) while a full one is pending (``Scheduler.forward_full``); their outcomes."""
     outcomes: list[JobOutcome] = []

@@ -41,8 +41,8 @@ from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import TORCH_DTYPES, ConfigError, ServiceConfig
-from engine.service.durability import (DataDir, RegistrationMarks, answer_tail, owed_jobs, register_changed,
-                                       steps_while_full)
+from engine.service.durability import (DataDir, RegistrationMarks, answer_tail, answered_points, owed_jobs,
+                                       register_changed, steps_while_full)
 from engine.service.live_scores import LiveScores
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
@@ -216,7 +216,7 @@ class TickPipeline:
             self.data.restore_answers(self.registry, self.history, self.adaptation)
         changed = register_changed(config.queries, self.registry, self.forget_query) if config.queries else []
         if self.data is not None:
-            tail = self.data.replay(self.encoders, _EngineReplay(self), answered=self._answered_points())
+            tail = self.data.replay(self.encoders, _EngineReplay(self), answered=answered_points(self.cache))
             self.data.replayed(len(self.engine.scheduler.streams), self.engine.rebuild())
             self.ticks_in = self.data.recovered_ticks
             self.recovered = self._answer_tail(tail, set(changed))
@@ -232,15 +232,6 @@ class TickPipeline:
     def _committed(self) -> dict[str, int]:
         """Every stream's committed tick count (what a query registered now starts after)."""
         return {stream: self.engine.progress(stream).ticks for stream in self.engine.scheduler.streams}
-
-    def _answered_points(self) -> dict[str, tuple[int, int]]:
-        """Each stream's latest answered (tick count, event time), over every standing query: how far the
-        stopped process had computed it."""
-        points: dict[str, tuple[int, int]] = {}
-        for answer in self.cache.latest():
-            if answer.version > points.get(answer.stream, (0, 0))[0]:
-                points[answer.stream] = (answer.version, answer.data_ts)
-        return points
 
     def _answer_tail(self, tail: list[EncodedTick | None], changed: set[str]) -> list[JobOutcome]:
         """The logged items past each stream's answered point, computed as the live run would have

@@ -41,7 +41,7 @@ from engine.jobs import JobOutcome
 from engine.scheduler import StepReport, UnknownStream
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
-from engine.service.durability import DataDir, RegistrationMarks, register_changed
+from engine.service.durability import DataDir, RegistrationMarks, answered_points, register_changed
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
 from engine.service.pipeline import build_codec, compile_fitting, log_or_refuse, overloaded, written_by
@@ -131,7 +131,7 @@ class ShardedPipeline:
         self.data.restore_answers(self.registry, self.history, self.adaptation)
         changed = register_changed(self.config.queries, self.registry, self.forget_query) if self.config.queries else []
         restores = _ShardRestores(self, accepted=True)
-        tail = self.data.replay(self.encoders, restores, answered=self._answered_points())
+        tail = self.data.replay(self.encoders, restores, answered=answered_points(self.cache))
         self.ticks_in = self.data.recovered_ticks
         owed = [item for item in tail if item is not None]
         for item in owed:  # accepted before the stop: seen here as the live run saw them
@@ -148,15 +148,6 @@ class ShardedPipeline:
         for link in self.links:
             link.lost = True  # until its restore is in
             self._send_restore(link, restores.logged(link.streams, tail), changed=tuple(changed))
-
-    def _answered_points(self, streams: set[str] | None = None) -> dict[str, tuple[int, int]]:
-        """Each stream's latest answered (tick count, event time), over every standing query: how far the
-        engine that computed it had got (TickPipeline._answered_points)."""
-        points: dict[str, tuple[int, int]] = {}
-        for answer in self.cache.latest():
-            if (streams is None or answer.stream in streams) and answer.version > points.get(answer.stream, (0, 0))[0]:
-                points[answer.stream] = (answer.version, answer.data_ts)
-        return points
 
     def _owner(self, stream: str) -> ShardLink:
         link = self.shard_of.get(stream)
@@ -365,7 +356,7 @@ class ShardedPipeline:
                                   max_item_tokens=self.encoders.max_item_tokens,
                                   max_stream_bytes=self.encoders.max_stream_bytes)
         streams = set(link.streams)
-        answered = self._answered_points(streams)  # here: the cache is this thread's
+        answered = answered_points(self.cache, streams)  # here: the cache is this thread's
 
         def read() -> dict[str, Any]:
             restores = _ShardRestores(self, accepted=False)
