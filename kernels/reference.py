@@ -37,14 +37,37 @@ def paged_attention_ref(
     v_cache: torch.Tensor,  # (Hkv, num_cells, D)
     meta: RaggedBatch,
     scale: float,
-) -> torch.Tensor:  # (T, Hq, D)
+    rows: torch.Tensor | None = None,  # (R,) int64: only these rows' outputs are wanted (the last layer's)
+) -> torch.Tensor:  # (T, Hq, D), or (R, Hq, D) for ``rows``
     plan = meta.memo("grouped", lambda: plan_groups(meta, meta.groups)) if meta.groups is not None else None
     if plan is None:
-        return paged_attention_loop(q, k_new, v_new, k_cache, v_cache, meta, scale)
-    # many short sequences: a few padded ops instead of a loop per sequence; long appends loop
-    out = torch.empty_like(q)
-    out.index_copy_(0, plan.tokens, grouped_attention(q, k_new, v_new, k_cache, v_cache, plan, scale))
-    return paged_attention_loop(q, k_new, v_new, k_cache, v_cache, meta, scale, plan.loop_seqs, out)
+        wanted = None if rows is None else meta.memo("wanted_rows", lambda: _wanted_rows(meta, rows))
+        out = paged_attention_loop(q, k_new, v_new, k_cache, v_cache, meta, scale, wanted=wanted)
+    else:
+        # many short sequences: a few padded ops instead of a loop per sequence; long appends loop
+        out = torch.empty_like(q)
+        out.index_copy_(0, plan.tokens, grouped_attention(q, k_new, v_new, k_cache, v_cache, plan, scale))
+        out = paged_attention_loop(q, k_new, v_new, k_cache, v_cache, meta, scale, plan.loop_seqs, out)
+    return out if rows is None else out.index_select(0, rows)
+
+
+# What the loop computes of a sequence when only some rows' outputs are wanted
+SKIP, LAST_ROW, ALL_ROWS = 0, 1, 2
+
+
+def _wanted_rows(meta: RaggedBatch, rows: torch.Tensor) -> list[int]:
+    """Per sequence: SKIP (no row wanted), LAST_ROW (only its last: a question's answer, a chunk's next-tick
+    logits), else ALL_ROWS. Built once per forward, on the host (one read of ``rows``)."""
+    per_seq = [0] * meta.num_seqs
+    last_wanted = [False] * meta.num_seqs
+    ends = meta.cu_seqlens
+    seq = 0
+    for row in sorted(rows.tolist()):
+        while row >= ends[seq + 1]:
+            seq += 1
+        per_seq[seq] += 1
+        last_wanted[seq] |= row == ends[seq + 1] - 1
+    return [SKIP if n == 0 else LAST_ROW if n == 1 and last else ALL_ROWS for n, last in zip(per_seq, last_wanted)]
 
 
 def paged_attention_loop(
@@ -57,16 +80,24 @@ def paged_attention_loop(
     scale: float,
     seqs: tuple[int, ...] | None = None,
     out: torch.Tensor | None = None,
-) -> torch.Tensor:  # (T, Hq, D)
+    wanted: list[int] | None = None,  # per sequence SKIP / LAST_ROW / ALL_ROWS (None: all rows of all)
+) -> torch.Tensor:  # (T, Hq, D); rows a sequence's ``wanted`` leaves out are left unset
     """One sequence at a time (all, or ``seqs`` into ``out``): prefixes read through views,
     long appends in query tiles."""
     out = torch.empty_like(q) if out is None else out
     for i in range(meta.num_seqs) if seqs is None else seqs:
         a, b = meta.cu_seqlens[i], meta.cu_seqlens[i + 1]
-        if a == b:
+        need = ALL_ROWS if wanted is None else wanted[i]
+        if a == b or need == SKIP:
             continue
         runs = meta.prefix_runs(i)
         prefix_k, prefix_v = _prefix_kv(k_cache, runs), _prefix_kv(v_cache, runs)
+        if need == LAST_ROW and b - a > 1:
+            # One query row that sees every new key: 1/n of the work over the prefix (a 16-token question
+            # over a 4k prefix: ~4x less attention in the last layer)
+            last = _attend_last_flash if _flash_prefix_ok(q, k_new) else _attend
+            out[b - 1 : b] = last(q[b - 1 : b], k_new[a:b], v_new[a:b], prefix_k, prefix_v, scale)
+            continue
         if _flash_prefix_ok(q, k_new):
             out[a:b] = _attend_flash(q[a:b], k_new[a:b], v_new[a:b], prefix_k, prefix_v, scale)
             continue
@@ -118,6 +149,33 @@ def _attend_flash(
         weights = torch.softmax(torch.stack([lse for _, lse in parts]), dim=0)  # (parts, Hq, n)
         out = sum(o * w[..., None] for (o, _), w in zip(parts, weights))
     return out.to(q.dtype).transpose(0, 1)  # (n, Hq, D)
+
+
+def _attend_last_flash(
+    q: torch.Tensor,  # (1, Hq, D) the last of a sequence's new tokens
+    k_new: torch.Tensor,  # (m, Hkv, D) all of its new tokens: the last one sees every one
+    v_new: torch.Tensor,  # (m, Hkv, D)
+    prefix_k: list[torch.Tensor],  # views (Hkv, L, D) of the cached prefix
+    prefix_v: list[torch.Tensor],
+    scale: float,
+) -> torch.Tensor:  # (1, Hq, D)
+    """The last row only, through the CPU flash kernel: nothing to mask, so the new tokens are one more fully
+    visible part, and the q heads of a kv head are rows of one call (no repeated K/V)."""
+    _, n_q_heads, head_dim = q.shape
+    n_kv_heads = k_new.shape[1]
+    qg = q.view(n_kv_heads, n_q_heads // n_kv_heads, head_dim)[None]  # (1, Hkv, g, D): q head h reads kv h // g
+    keys = [k[None] for k in prefix_k] + [k_new.transpose(0, 1)[None]]  # each (1, Hkv, L, D)
+    values = [v[None] for v in prefix_v] + [v_new.transpose(0, 1)[None]]
+    parts = [_FLASH_CPU(qg, k, v, 0.0, False, attn_mask=None, scale=scale) for k, v in zip(keys, values)]
+    if len(parts) == 1:
+        out = parts[0][0]
+    elif len(parts) == 2:  # a prefix in one run, and the new tokens: the merge of _attend_flash
+        (o_prefix, lse_prefix), (o_new, lse_new) = parts
+        out = torch.lerp(o_new, o_prefix, torch.sigmoid(lse_prefix - lse_new)[..., None])
+    else:
+        weights = torch.softmax(torch.stack([lse for _, lse in parts]), dim=0)  # (parts, 1, Hkv, g)
+        out = sum(o * w[..., None] for (o, _), w in zip(parts, weights))
+    return out.reshape(1, n_q_heads, head_dim)  # (1, Hkv, g, D) -> (1, Hq, D)
 
 
 def _attend(

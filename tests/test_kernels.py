@@ -147,6 +147,29 @@ def test_reference_matches_dense_on_long_appends() -> None:
     torch.testing.assert_close(paged_attention_ref(*case).double(), dense_attention(case), **FP32_TOL)
 
 
+@pytest.mark.parametrize("seed", range(16))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_reference_attends_for_the_wanted_rows_only(seed: int, dtype: torch.dtype) -> None:
+    # The last layer asks for its logit rows only: each sequence's last row (a question's answer), a few
+    # rows, or none of a sequence; what comes back equals those rows of the whole computation
+    rng = random.Random(1000 + seed)
+    spec = random_spec(rng)
+    case = make_case(spec, seed, dtype=dtype, fused_qkv=seed % 2 == 0)
+    cu = case.meta.cu_seqlens
+    pick = [rng.choice(["last", "none", "some"]) for _ in range(case.meta.num_seqs)]
+    if seed < 4:
+        pick = ["last"] * case.meta.num_seqs
+    rows = []
+    for (a, b), how in zip(zip(cu, cu[1:]), pick):
+        if a < b:
+            rows += [b - 1] if how == "last" else [] if how == "none" else sorted(rng.sample(range(a, b), rng.randint(1, b - a)))
+    rows_t = torch.tensor(rows, dtype=torch.int64)
+    got = paged_attention_ref(*case, rows=rows_t)  # (R, Hq, D)
+    assert got.shape == (len(rows), *case.q.shape[1:])
+    tol = FP32_TOL if dtype == torch.float32 else BF16_TOL
+    torch.testing.assert_close(got.double(), dense_attention(case)[rows_t], **tol)
+
+
 def test_reference_write_kv_fills_advance_cells_only() -> None:
     case = make_case(Spec([5, 3, 0], [4, 2, 3], 4, 2, 2, 8), seed=0)
     k_cache, v_cache = case.k_cache.clone(), case.v_cache.clone()

@@ -115,10 +115,12 @@ class Attention(nn.Module):
             write_kv_ref(k, v, k_cache, v_cache, meta)
         if rows is not None and rows.numel() == 0:  # the K/V were all that was needed
             return x.new_empty(0, x.shape[1])
-        # not fused means the torch backend (the forward chose once): no per-layer backend lookup
-        attend = paged_attention if fused else paged_attention_ref
-        out = attend(q, k, v, k_cache, v_cache, meta, self.scale).reshape(T, self.q_size)  # (T, Hq*D)
-        return self.o_proj(out if rows is None else out.index_select(0, rows))
+        if fused:
+            out = paged_attention(q, k, v, k_cache, v_cache, meta, self.scale)  # (T, Hq, D)
+            out = out if rows is None else out.index_select(0, rows)  # (T or R, Hq, D)
+        else:  # not fused means the torch backend (the forward chose once): it attends for `rows` only
+            out = paged_attention_ref(q, k, v, k_cache, v_cache, meta, self.scale, rows)  # (T or R, Hq, D)
+        return self.o_proj(out.reshape(out.shape[0], self.q_size))  # (T or R, hidden)
 
 
 class MLP(nn.Module):
