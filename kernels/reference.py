@@ -132,13 +132,14 @@ def _attend_flash(
     kh, vh = k_new.transpose(0, 1), v_new.transpose(0, 1)  # (Hkv, n, D)
     if group > 1:
         kh, vh = kh.repeat_interleave(group, dim=0), vh.repeat_interleave(group, dim=0)  # (Hq, n, D)
+    # fp32 only (_flash_prefix_ok): outputs and log-sum-exps need no casts
     o, lse = _FLASH_CPU(qh[None], kh[None], vh[None], 0.0, True, attn_mask=None, scale=scale)
-    parts = [(o[0].float(), lse[0].float())]  # (Hq, n, D), (Hq, n)
+    parts = [(o[0], lse[0])]  # (Hq, n, D), (Hq, n)
     # rows ordered (group, token) per kv head, as _attend lays them out: a view of (Hq, n) order
     qg = qh.reshape(n_kv_heads, group * n, head_dim)
     for k, v in zip(prefix_k, prefix_v):
         o, lse = _FLASH_CPU(qg[None], k[None], v[None], 0.0, False, attn_mask=None, scale=scale)
-        parts.append((o[0].float().reshape(n_q_heads, n, head_dim), lse[0].float().reshape(n_q_heads, n)))
+        parts.append((o[0].reshape(n_q_heads, n, head_dim), lse[0].reshape(n_q_heads, n)))
     if len(parts) == 1:
         out = parts[0][0]
     elif len(parts) == 2:  # the usual case (a prefix in one run): the same merge in three ops
@@ -148,7 +149,7 @@ def _attend_flash(
     else:
         weights = torch.softmax(torch.stack([lse for _, lse in parts]), dim=0)  # (parts, Hq, n)
         out = sum(o * w[..., None] for (o, _), w in zip(parts, weights))
-    return out.to(q.dtype).transpose(0, 1)  # (n, Hq, D)
+    return out.transpose(0, 1)  # (n, Hq, D)
 
 
 def _attend_last_flash(

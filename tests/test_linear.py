@@ -52,6 +52,19 @@ def test_onednn_fp32_linear_equals_f_linear(rows: int, bias: bool) -> None:
     torch.testing.assert_close(OneDNNLinear(linear, torch.float32)(x[-1:]), got[-1:], atol=1e-5, rtol=1e-5)
 
 
+@needs_onednn
+def test_only_small_fp32_weights_keep_a_copy_for_few_rows() -> None:
+    """The MKL copy for one- and two-row GEMMs costs memory: small fp32 weights only, never bf16 or big ones."""
+    from engine.models.linear import FEW_ROWS_COPY_MAX_BYTES
+
+    small = OneDNNLinear(nn.Linear(256, 688, bias=False), torch.float32)
+    assert small.weight_t is not None and small.weight_t.shape == (256, 688)
+    side = int((FEW_ROWS_COPY_MAX_BYTES / 4) ** 0.5) + 1
+    assert OneDNNLinear(nn.Linear(side, side, bias=False), torch.float32).weight_t is None
+    if bf16_linear_supported():
+        assert OneDNNLinear(nn.Linear(256, 688, bias=False), torch.bfloat16).weight_t is None
+
+
 def test_padded_rows_buckets_are_few_and_tight() -> None:
     buckets = {padded_rows(rows) for rows in range(1, 4097)}
     assert len(buckets) <= 130
