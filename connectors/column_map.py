@@ -23,10 +23,12 @@ from connectors.ticks import QUOTE, TRADE
 
 UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 TIME_OF_DAY = "seconds_after_midnight"  # decimal seconds of a wall-clock day; needs `date`
+# Units that count from midnight of `date` (ns per unit): QuantConnect/LEAN's tick files count milliseconds
+DAY_CLOCK_UNITS = {TIME_OF_DAY: 10**9, "ms_after_midnight": 10**6}
 EPOCH = "epoch"  # an epoch number in the unit (s, ms, us, ns) its first value's magnitude shows
-TS_UNITS = (*UNITS, EPOCH, "datetime", TIME_OF_DAY)
+TS_UNITS = (*UNITS, EPOCH, "datetime", *DAY_CLOCK_UNITS)
 DATE_FROM_NAME = "file_name"  # `date`: the one ISO date the file's name holds (LOBSTER's AAPL_2012-06-21_...)
-LOCAL_TIME_UNITS = ("datetime", TIME_OF_DAY)  # the units a `tz` applies to: epoch numbers are UTC already
+LOCAL_TIME_UNITS = ("datetime", *DAY_CLOCK_UNITS)  # the units a `tz` applies to: epoch numbers are UTC already
 VALUE_FIELDS = ("price", "size", "side", "bid", "ask", "bid_size", "ask_size")
 NUMERIC_FIELDS = ("price", "size", "bid", "ask", "bid_size", "ask_size")
 TRADE_FIELDS = ("price", "size", "side")
@@ -68,6 +70,9 @@ class ColumnMap:
     silence. `date="file_name"` takes the day from the one ISO date in the
     file's name. `preset` is the preset the map starts from (set by from_dict):
     a preset's stream comes from the file's symbol column when it has one.
+    `fill_quotes`: a quote row that leaves bid or ask (or a size) empty takes it from the stream's previous
+    quote row (MetaTrader's tick exports write only what changed); without it such a row is rejected as
+    missing_field.
     """
 
     ts: str
@@ -91,6 +96,7 @@ class ColumnMap:
     price_scale: float | None = None
     keep: dict | None = None
     preset: str | None = None
+    fill_quotes: bool | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
@@ -128,6 +134,13 @@ class ColumnMap:
             if bad:
                 raise ValueError(f"side_map values must be 'buy', 'sell' or null, got {bad}")
             object.__setattr__(self, "side_map", dict(self.side_map))
+        if self.fill_quotes is not None:
+            flag = {"true": True, "false": False}.get(str(self.fill_quotes).strip().lower())
+            if flag is None:
+                raise ValueError(f"fill_quotes must be true or false, got {self.fill_quotes!r}")
+            if flag and self.bid is None:
+                raise ValueError("fill_quotes carries a quote's missing side forward: map bid and ask too")
+            object.__setattr__(self, "fill_quotes", flag or None)  # false is the default: not kept in to_dict
         self._check_time()
         self._check_keep()
         if self.price_scale is not None:
@@ -169,8 +182,8 @@ class ColumnMap:
             except (ZoneInfoNotFoundError, ValueError, TypeError):
                 raise ValueError(f"unknown time zone tz={self.tz!r}; use an IANA name like 'Europe/London', "
                                  f"'America/Chicago' or 'UTC'") from None
-        if (self.ts_unit == TIME_OF_DAY) != (self.date is not None):
-            raise ValueError(f"ts_unit {TIME_OF_DAY!r} needs date (the trading day, e.g. '2024-03-01'), and date "
+        if (self.ts_unit in DAY_CLOCK_UNITS) != (self.date is not None):
+            raise ValueError(f"ts_unit {' or '.join(map(repr, DAY_CLOCK_UNITS))} needs date (the trading day, e.g. '2024-03-01'), and date "
                              f"goes with that unit only; got ts_unit={self.ts_unit!r}, date={self.date!r}")
         if self.date is not None and self.date != DATE_FROM_NAME:
             if isinstance(self.date, Date):  # YAML reads an unquoted 2024-03-01 as a date
@@ -206,6 +219,9 @@ class ColumnMap:
             base.pop("stream", None)
         if "stream" in spec:
             base.pop("stream_col", None)
+        if "ts" not in base | spec:
+            raise ValueError(f"a column map needs ts (the time column) unless it refines a detected layout; got "
+                             f"{sorted(spec)}")
         return cls(**(base | spec))
 
     def to_dict(self) -> dict[str, Any]:
@@ -385,7 +401,17 @@ class Refine:
         spec = detected.to_dict() | self.keys
         if "ts_unit" in self.keys and "ts_format" not in self.keys:  # a unit given replaces a guessed format
             spec.pop("ts_format", None)
+        if "stream_col" in self.keys:  # a stream column given replaces a name the detection took
+            spec.pop("stream", None)
+        if "stream" in self.keys:
+            spec.pop("stream_col", None)
         return ColumnMap.from_dict(spec)
+
+
+def is_refinement(spec: Mapping[str, Any]) -> bool:
+    """Keys that refine each file's detected layout: a map without its time column and without a preset
+    (`--tz Europe/London`, `--columns stream=#RIC`)."""
+    return bool(spec) and "ts" not in spec and "preset" not in spec
 
 
 def as_column_map(spec: ColumnMap | str | Mapping[str, Any] | None) -> ColumnMap | Refine | None:
@@ -395,7 +421,7 @@ def as_column_map(spec: ColumnMap | str | Mapping[str, Any] | None) -> ColumnMap
         return spec
     if isinstance(spec, str):
         return preset(spec)
-    if spec and isinstance(spec, Mapping) and set(spec) <= set(REFINE_KEYS):
+    if isinstance(spec, Mapping) and is_refinement(spec):
         return Refine(dict(spec))
     return ColumnMap.from_dict(spec)
 
@@ -419,11 +445,14 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
     spec = dict(columns or {})
     if preset_name is not None:
         spec = {"preset": preset_name, **spec}
+    if detect and is_refinement(spec | given):  # checked on a stand-in map: a bad zone or unit is named now
+        checked = spec | given
+        unit = TIME_OF_DAY if "date" in checked else "datetime"  # the units a zone or a day refines
+        # the time keys only (names are the file's own; columns are checked against each file's map)
+        timing = {k: v for k, v in checked.items() if k in REFINE_KEYS and k != "names"}
+        ColumnMap.from_dict({"ts": "ts", "ts_unit": unit, "price": "price", "size": "size"} | timing)
+        return checked
     if not spec:
-        if given and detect:  # checked on a stand-in map: a bad zone or unit is named now, not per file
-            unit = TIME_OF_DAY if "date" in given else "datetime"  # the units a zone or a day refines
-            ColumnMap.from_dict({"ts": "ts", "ts_unit": unit, "price": "price", "size": "size", **given})
-            return given
         if given:
             verb = "refines" if len(given) == 1 else "refine"
             raise ValueError(f"{', '.join(sorted(given))} {verb} a column map: give the columns too "

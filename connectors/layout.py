@@ -87,7 +87,7 @@ SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER, "the maker's side, 
              "the resting order's side: 1 = sell": LOBSTER_DIRECTION}  # named in notes
 
 # Datetime text that is not ISO 8601, in polars/chrono codes (`%.f`: an optional fraction of any length)
-TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m%d-%H:%M:%S%.f",
+TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m%d %H%M%S%.f", "%Y%m%d-%H:%M:%S%.f",
                 "%d.%m.%Y %H:%M:%S%.f", "%Y.%m.%d %H:%M:%S%.f", "%Y/%m/%d %H:%M:%S%.f", "%m/%d/%Y %H:%M:%S%.f",
                 "%d/%m/%Y %H:%M:%S%.f", "%d-%m-%Y %H:%M:%S%.f")
 ISO = re.compile(r"^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)?)?$", re.IGNORECASE)
@@ -101,7 +101,10 @@ PAIR = re.compile(rf"^(({CURRENCIES})({CURRENCIES})|[A-Z0-9]{{3,8}}(USDT|USDC|BU
                   re.IGNORECASE)
 TICKER = re.compile(r"^[A-Z][A-Z0-9]{0,5}$")  # in capitals in the name: AAPL, ESM4
 NOT_TICKERS = {"DAT", "ASCII", "CSV", "TXT", "T", "M1", "H1", "D1", "TICK", "TICKS", "BID", "ASK", "GMT", "UTC",
-               "EST", "ET", "BBO", "TAQ", "NBBO", "L1", "L2", "MBO", "MBP", "OHLC", "OHLCV", "UM", "CM", "SPOT"}
+               "EST", "ET", "BBO", "TAQ", "NBBO", "L1", "L2", "MBO", "MBP", "OHLC", "OHLCV", "UM", "CM", "SPOT",
+               # what a file holds, in capitals (Interactive Brokers' AAPL_TRADES_20240102.csv, AAPL_BID_ASK_...)
+               "TRADE", "TRADES", "QUOTE", "QUOTES", "LAST", "MIDPOINT", "BIDASK", "DATA", "TICKDATA", "HIST", "RAW",
+               "ALL", "RTH", "EOD", "FULL"}
 
 
 @dataclass(frozen=True)
@@ -166,8 +169,14 @@ def two_way_date(text: str) -> bool:
     return bool(found) and int(found[1]) <= 12 and int(found[2]) <= 12
 
 
+# NinjaTrader's tick exports: `20240102 143000 2537700`, the fraction of the second in 100 ns after a space
+SPACED_FRACTION = r"^(\d{8} \d{6}) (\d{1,9})$"
+
+
 def _dot_fraction(text: str) -> str:
-    return re.sub(r"(:\d\d),(\d)", r"\1.\2", text)  # 09:00:01,123 (a decimal comma) reads as 09:00:01.123
+    """A fraction of a second as chrono reads it: 09:00:01,123 (a decimal comma) and NinjaTrader's
+    `20240102 143000 2537700` (a fraction after a space) with a dot."""
+    return re.sub(SPACED_FRACTION, r"\1.\2", re.sub(r"(:\d\d),(\d)", r"\1.\2", text))
 
 
 EPOCH_1990_NS, EPOCH_2200_NS = 631_152_000 * 10**9, 7_258_118_400 * 10**9
@@ -201,7 +210,10 @@ def epoch_unit(value: float) -> str:
 
 
 def _normal(name: str) -> str:
-    return name.strip().lower().replace(" ", "_").replace("-", "_")
+    """A column name as FIELD_NAMES spells it: lower case, each run of other characters than letters, digits and
+    `/` as one "_", none at the ends (`Bid Price` and `bid-price` -> bid_price; LSEG's `#RIC` -> ric; MetaTrader's
+    `<BID>` -> bid)."""
+    return re.sub(r"[^0-9a-z/]+", "_", name.strip().lower()).strip("_")
 
 
 def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
@@ -325,7 +337,7 @@ def _detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any]
     return ("ns" if ts == "ts" and unit not in ("ms", "us") else unit), None
 
 
-def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...]) -> tuple[ColumnMap, str]:
+def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str = ",") -> tuple[ColumnMap, str]:
     """The map of a CSV without a header: a HEADERLESS preset whose cells the first rows have, else a time (epoch
     number or datetime text, maybe beside a symbol) and two numbers: a quote when they are always within 1% of
     each other, the lower the bid, else a trade's price and size. With the name of the layout, for the note.
@@ -347,6 +359,15 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...]) -> tuple[Colum
         if texts:
             names[texts[0]] = "symbol"
         pairs = [(_float(row[a]), _float(row[b])) for row in rows]
+        if len(numbers) >= 4 and _last_bid_ask(rows, numbers[:3]):  # NinjaTrader's `time;last;bid;ask;volume`
+            last, bid, ask, size = numbers[:4]
+            names[last], names[bid], names[ask], names[size] = "price", "bid", "ask", "size"
+            stream = {"stream_col": "symbol"} if texts else {}
+            unit = is_epoch(rows[0][times[0]]) or "datetime"
+            formats = time_formats(rows[0][times[0]]) if unit == "datetime" else []
+            cmap = ColumnMap(ts="time", ts_unit=unit, ts_format=formats[0] if len(formats) == 1 else None,
+                             names=tuple(names), **stream, price="price", size="size", bid="bid", ask="ask")
+            return cmap, "a time, a last price, the bid and ask it met, and a size"
         if all(x > 0 and y > 0 and abs(x - y) <= 0.01 * min(x, y) for x, y in pairs):
             low_first = all(x <= y for x, y in pairs)
             names[a], names[b] = ("bid", "ask") if low_first else ("ask", "bid")
@@ -360,12 +381,21 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...]) -> tuple[Colum
         cmap = ColumnMap(ts="time", ts_unit=unit, ts_format=formats[0] if len(formats) == 1 else None,
                          names=tuple(names), **stream, **fields)
         return cmap, "a time and two numbers"
-    raise ValueError(_headerless_hint(path, rows[0], kinds))
+    raise ValueError(_headerless_hint(path, rows[0], kinds, separator))
 
 
-def _headerless_hint(path: Path, row: tuple[str, ...], kinds: list[str]) -> str:
+def _last_bid_ask(rows: tuple[tuple[str, ...], ...], columns: list[int]) -> bool:
+    """Whether three numeric columns are a last price and the bid and ask: all within 1%, bid <= ask."""
+    for row in rows:
+        last, bid, ask = (_float(row[i]) for i in columns)
+        if not (0 < bid <= ask <= 1.01 * bid and 0.99 * bid <= last <= 1.01 * ask):
+            return False
+    return True
+
+
+def _headerless_hint(path: Path, row: tuple[str, ...], kinds: list[str], separator: str = ",") -> str:
     names = ["time" if k == "time" else f"c{i + 1}" for i, k in enumerate(kinds)]
-    hint = (f"{path}: its first line is data, not a header ({','.join(row)[:80]}), and its layout cannot be "
+    hint = (f"{path}: its first line is data, not a header ({separator.join(row)[:80]}), and its layout cannot be "
             f"guessed: give its {len(row)} columns in order with --csv-names and map them with --columns, e.g. "
             f"--csv-names {','.join(names)} --columns ts=...,price=...,size=... (docs/replay.md)")
     try:
@@ -423,7 +453,7 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> tuple[C
     if cmap.stream is not None or cmap.stream_col is not None:
         return cmap, []
     if cmap.preset is not None or cmap.default_stream is not None:
-        normal = {n.strip().lower(): n for n in schema}
+        normal = {_normal(n): n for n in schema}
         if column := next((normal[c] for c in FIELD_NAMES["stream"] if c in normal), None):
             return replace(cmap, stream_col=column), [f"{path.name}: streams from column {column!r}"]
     if (found := symbol_in_name(path)) is not None:

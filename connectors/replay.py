@@ -38,7 +38,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     PRESETS,
     PRICE_FIELDS,
     QUOTE_FIELDS,
-    TIME_OF_DAY,
+    DAY_CLOCK_UNITS,
     TRADE_FIELDS,
     UNITS,
     VALUE_FIELDS,
@@ -53,6 +53,7 @@ from connectors.layout import (
     CSV_SUFFIXES,
     DBN_SUFFIXES,
     PARQUET_SUFFIXES,
+    SPACED_FRACTION,
     Dialect,
     databento_book,
     date_of,
@@ -108,7 +109,8 @@ def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
 
 def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
     # Decimal epoch seconds stay text until _scale: as a float, 1717236000.25 s is off by ~100 ns.
-    ts_type = {"datetime": pl.String, "s": pl.String, TIME_OF_DAY: pl.Float64}.get(cmap.ts_unit, pl.Int64)
+    ts_type = {"datetime": pl.String, "s": pl.String, **dict.fromkeys(DAY_CLOCK_UNITS, pl.Float64)}.get(
+        cmap.ts_unit, pl.Int64)
     out: dict[str, pl.DataType] = {c: pl.String for c in cmap.keep or ()}  # compared as text
     out |= {getattr(cmap, f): pl.Float64 for f in NUMERIC_FIELDS if getattr(cmap, f)}
     if cmap.stream_col:
@@ -144,10 +146,13 @@ def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None)
     if not (dtype.is_integer() or dtype.is_float()):
         hint = "; set ts_unit='datetime'" if isinstance(dtype, pl.Datetime) or dtype in (pl.Date, pl.String) else ""
         raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a number of {cmap.ts_unit}{hint}")
-    if cmap.ts_unit == TIME_OF_DAY:
+    if cmap.ts_unit in DAY_CLOCK_UNITS:
         midnight = pl.lit(cmap.date).str.to_date().cast(pl.Datetime("ns"))
         # float seconds of a day (< 86400) hold ns to well under 1 ns, so the rounding is exact enough
-        offset = (col.cast(pl.Float64) * 1e9).round().cast(pl.Int64, strict=False)
+        offset = (col.cast(pl.Float64) * DAY_CLOCK_UNITS[cmap.ts_unit]).round().cast(pl.Int64, strict=False)
+        # a time past the day (and a half: a session may run past midnight) is no time of this day: null, so
+        # a file of another unit reads as no time at all (_time_hint), not as weeks after the date
+        offset = pl.when((offset >= 0) & (offset < DAY_CLOCK_LIMIT_NS)).then(offset)
         return _local(midnight + pl.duration(nanoseconds=offset, time_unit="ns"), cmap.tz).dt.epoch("ns")
     return col
 
@@ -156,6 +161,7 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
     """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`."""
     # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123
     text = _time_column(cmap).str.strip_chars().str.replace(r"(:\d\d),(\d)", "${1}.${2}")
+    text = text.str.replace(SPACED_FRACTION, "${1}.${2}")  # NinjaTrader's `20240102 143000 2537700`
     fmt = cmap.ts_format
     if fmt is None and first is not None and two_way_date(first):  # polars would guess day-first
         fits = time_formats(first) or ["%m/%d/%Y %H:%M:%S%.f", "%d/%m/%Y %H:%M:%S%.f"]
@@ -177,6 +183,9 @@ def _time_column(cmap: ColumnMap) -> pl.Expr:
     return pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in cmap.ts_columns], separator=" ")
 
 
+DAY_CLOCK_LIMIT_NS = 36 * 3600 * 10**9
+
+
 def _time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
     """Why no row's time could be read, and the option that reads it."""
     where = f"{path}: no row's time could be read: column {cmap.ts!r} holds {first[:40]!r}"
@@ -184,6 +193,10 @@ def _time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
         number = float(first)
     except ValueError:
         number = None
+    if number is not None and cmap.ts_unit in DAY_CLOCK_UNITS:
+        others = [u for u, ns in DAY_CLOCK_UNITS.items() if 0 <= number * ns < DAY_CLOCK_LIMIT_NS]
+        return (f"{where}, which is not a time of one day in {cmap.ts_unit}"
+                + (f": give --ts-unit {others[0]}" if others else ""))
     if number is not None and cmap.ts_unit == "datetime":
         return f"{where}, a number: give its epoch unit, e.g. --ts-unit {epoch_unit(number)}"
     if number is None and cmap.ts_unit in UNITS:
@@ -213,7 +226,7 @@ def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:
 
 def _ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
     """Whether _ts_expr already gives int ns (else raw numbers in ts_unit, scaled in Python)."""
-    return cmap.ts_unit in ("datetime", TIME_OF_DAY) or (cmap.ts_unit == "s" and dtype == pl.String)
+    return cmap.ts_unit in ("datetime", *DAY_CLOCK_UNITS) or (cmap.ts_unit == "s" and dtype == pl.String)
 
 
 def _scale(raw: Any, factor: int) -> Any:
@@ -380,6 +393,8 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
         notes.append(f"{path.name}: its rows are not in time order (newest first, or merged from several sources): "
                      f"replayed sorted by time, rows of equal times in file order")
+    if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
+        frame = frame.with_columns(_filled_quotes(keys))
     factor = 1 if _ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
     if facts["slashes"]:
         notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "
@@ -387,6 +402,20 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
         notes += epoch_note(path, cmap, _scale(facts["first_ts"], factor))
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book)
+
+
+def _filled_quotes(keys: Sequence[str]) -> list[pl.Expr]:
+    """On quote rows (a bid or an ask, no trade price), the quote fields they leave empty, from the stream's last
+    row that had them; trade rows stay as they are (a trade printed with a one-sided quote keeps it one-sided)."""
+    quote_row = pl.col("bid").is_not_null() | pl.col("ask").is_not_null()
+    if "price" in keys:
+        quote_row &= pl.col("price").is_null()
+    filled = []
+    for key in (k for k in QUOTE_FIELDS if k in keys):
+        last = pl.col(key).forward_fill()
+        filled.append(pl.when(quote_row).then(last.over("stream") if "stream" in keys else last)
+                      .otherwise(pl.col(key)).alias(key))
+    return filled
 
 
 def _book_columns(schema: Mapping[str, Any]) -> list[pl.Expr]:
@@ -405,7 +434,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
     guessed, how = None, ""
     if names is None and not isinstance(spec, ColumnMap) and dialect is not None and not dialect.header \
             and dialect.rows:
-        guessed, how = headerless_map(path, dialect.rows)
+        guessed, how = headerless_map(path, dialect.rows, dialect.separator)
         names = guessed.names
     try:
         schema = dict(_scan(path, names, dialect).collect_schema())
@@ -421,6 +450,8 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         cmap = guessed or detect_columns(path, schema, first)
         if names is not None and cmap.names is None:
             cmap = replace(cmap, names=tuple(names))
+        if _one_sided_quotes(cmap, list(schema), dialect):
+            cmap = replace(cmap, fill_quotes=True)
         cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
     if cmap.stream is not None and cmap.stream_col is None and \
             (column := next((n for n in schema if n.strip().lower() == cmap.stream.strip().lower()), None)):
@@ -447,6 +478,10 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
     elif not isinstance(spec, ColumnMap):
         notes.append(f"{path.name}: no column map given; read as {describe_map(cmap)}")
         notes += vendor_notes(path, list(schema), cmap)
+    if cmap.fill_quotes and not isinstance(spec, ColumnMap):
+        notes.append(f"{path.name}: its quote rows leave bid or ask empty where it did not change (as MetaTrader's "
+                     f"exports do): each takes it from the stream's previous quote (--columns ...,fill_quotes=false "
+                     f"rejects such rows instead)")
     utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt"))  # Dukascopy's `Gmt time`: UTC by its name
     if notes and cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named \
             and schema.get(cmap.ts) in (pl.String, None):
@@ -455,6 +490,17 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
             notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and are read as UTC; if they "
                          f"are local times, give their zone, e.g. --tz America/New_York")
     return cmap, dialect, schema, notes + stream_notes + day_notes
+
+
+def _one_sided_quotes(cmap: ColumnMap, columns: list[str], dialect: Dialect | None) -> bool:
+    """Whether a CSV's first rows hold a quote with one side empty: a feed that writes only what changed."""
+    if cmap.bid is None or cmap.fill_quotes is not None or dialect is None or cmap.bid not in columns \
+            or cmap.ask not in columns:
+        return False
+    bid, ask = columns.index(cmap.bid), columns.index(cmap.ask)
+    price = columns.index(cmap.price) if cmap.price in columns else None
+    return any(len(row) > max(bid, ask) and (row[bid] == "") != (row[ask] == "") and (price is None or row[price] == "")
+               for row in dialect.rows)
 
 
 def _first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
@@ -604,7 +650,10 @@ class FileReplay(Source):
         self._unpacked.append(unpacked)
         plans = []
         for i, inside in enumerate(unpacked.paths):
-            plan = _plan(inside, cmap, explicit)
+            try:
+                plan = _plan(inside, cmap, explicit)
+            except ValueError as e:  # named as the user knows it: the archive, not where it was unpacked
+                raise ValueError(str(e).replace(str(inside), f"{path} ({inside.name} inside)")) from None
             if isinstance(plan, _FilePlan):
                 plan = replace(plan, origin=path, notes=(unpacked.note(i), *plan.notes))
             else:

@@ -59,16 +59,18 @@ def _reading_options() -> argparse.ArgumentParser:
     group.add_argument("--columns", metavar="MAP", help="column map for every file: inline, e.g. "
                        "ts=time,price=px,size=qty,side=side,stream=symbol (stream= names the stream column, "
                        "stream_name= a fixed stream; ts=Date+Time joins a date and a time column; price_scale=10000 "
-                       "divides fixed-point prices), or a YAML file of docs/replay.md's keys")
+                       "divides fixed-point prices); without ts= it refines the detected map (stream=#RIC); or a "
+                       "YAML file of docs/replay.md's keys")
     group.add_argument("--csv-names", metavar="A,B,...", help="the columns of a header-less CSV, in order")
     group.add_argument("--ts-unit", help="time column unit: ns, us, ms, s (since the epoch), epoch (one of those, "
                        "by the first time's magnitude), datetime (ISO 8601 text, with or without a UTC offset, or a "
-                       "datetime column), seconds_after_midnight")
+                       "datetime column), seconds_after_midnight, ms_after_midnight (with --date)")
     group.add_argument("--ts-format", metavar="FORMAT", help="strftime codes of datetime text that is not ISO 8601, "
                        "e.g. '%%Y%%m%%d %%H:%%M:%%S%%.f' (implies --ts-unit datetime)")
-    group.add_argument("--tz", help="time zone of naive times (datetime, seconds_after_midnight), e.g. "
+    group.add_argument("--tz", help="time zone of naive times (datetime, seconds/ms_after_midnight), e.g. "
                                     "Europe/London (default UTC)")
-    group.add_argument("--date", help="the day of seconds_after_midnight times, e.g. 2024-03-01")
+    group.add_argument("--date", help="the day of seconds_after_midnight or ms_after_midnight times, e.g. "
+                                      "2024-03-01")
     return reading
 
 

@@ -1,0 +1,131 @@
+"""Vendor files of other platforms, in their own layouts, read without options or with the one option a message
+names: LSEG Tick History (`#RIC`), MetaTrader 5 tick exports (`<BID>`, cells left empty when unchanged),
+Interactive Brokers' per-kind files (`AAPL_TRADES_...`), QuantConnect/LEAN ticks (milliseconds after midnight in
+a zip), NinjaTrader tick exports (a 100 ns fraction after a space) and a column map that names one column only.
+Every fixture is written here, from code, into tmp_path."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from connectors.column_map import map_from_options
+from connectors.replay import FileReplay
+from connectors.ticks import Tick
+from test_vendor_files import drain, ns
+
+
+def write_lseg(path: Path) -> None:
+    # LSEG (Refinitiv) Tick History: many RICs in one file, trades and quotes in the same columns set
+    path.write_text(
+        "#RIC,Domain,Date-Time,GMT Offset,Type,Price,Volume,Bid Price,Bid Size,Ask Price,Ask Size\n"
+        "BARC.L,Market Price,2024-01-02T08:00:00.048722264Z,+0,Quote,,,150.3,8100,150.32,8100\n"
+        "VOD.L,Market Price,2024-01-02T08:00:00.051000000Z,+0,Trade,71.02,5000,,,,\n"
+        "AZN.L,Market Price,2024-01-02T08:00:00.060000001Z,+0,Quote,,,10612,120,10614,80\n"
+        "BARC.L,Market Price,2024-01-02T08:00:00.070000000Z,+0,Trade,150.32,1200,,,,\n")
+
+
+def test_lseg_tick_history_gives_a_stream_per_ric(tmp_path: Path) -> None:
+    write_lseg(tmp_path / "lseg_2024-01-02.csv")
+    replay = FileReplay(tmp_path / "lseg_2024-01-02.csv")
+    ticks = drain(replay)
+    assert dict(replay.rejected) == {}
+    assert ticks == [
+        Tick("BARC.L", ns("2024-01-02T08:00:00.048722+00:00") + 264, "quote", bid=150.3, ask=150.32, bid_size=8100,
+             ask_size=8100),
+        Tick("VOD.L", ns("2024-01-02T08:00:00.051+00:00"), "trade", price=71.02, size=5000),
+        Tick("AZN.L", ns("2024-01-02T08:00:00.060+00:00") + 1, "quote", bid=10612, ask=10614, bid_size=120,
+             ask_size=80),
+        Tick("BARC.L", ns("2024-01-02T08:00:00.070+00:00"), "trade", price=150.32, size=1200),
+    ]
+    assert "stream=#RIC" in replay.notes[0]
+
+
+def test_a_map_naming_one_column_refines_the_detected_layout(tmp_path: Path) -> None:
+    # `--columns stream=Domain` alone: the rest as detected (it was "missing argument 'ts'")
+    write_lseg(tmp_path / "lseg.csv")
+    spec = map_from_options(columns="stream=Domain", detect=True)
+    ticks = drain(FileReplay(tmp_path / "lseg.csv", columns=spec))
+    assert {t.stream for t in ticks} == {"Market Price"} and len(ticks) == 4
+    with pytest.raises(ValueError, match="needs ts"):
+        map_from_options(columns="stream=Domain")  # the config's form: no detection to refine
+
+
+def test_metatrader_ticks_carry_the_unchanged_side_forward(tmp_path: Path) -> None:
+    path = tmp_path / "EURUSD_202401020930_202401021030.csv"
+    path.write_text(
+        "<DATE>\t<TIME>\t<BID>\t<ASK>\t<LAST>\t<VOLUME>\t<FLAGS>\n"
+        "2024.01.02\t09:30:00.351\t1.09403\t1.09415\t\t\t6\n"
+        "2024.01.02\t09:30:00.420\t1.09401\t\t\t\t2\n"
+        "2024.01.02\t09:30:01.144\t\t1.09414\t\t\t4\n"
+        "2024.01.02\t09:30:01.500\t\t\t1.09408\t2\t24\n")
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    t0 = ns("2024-01-02T09:30:00+00:00")
+    assert ticks == [
+        Tick("EURUSD", t0 + 351_000_000, "quote", bid=1.09403, ask=1.09415),
+        Tick("EURUSD", t0 + 420_000_000, "quote", bid=1.09401, ask=1.09415),
+        Tick("EURUSD", t0 + 1_144_000_000, "quote", bid=1.09401, ask=1.09414),
+        Tick("EURUSD", t0 + 1_500_000_000, "trade", price=1.09408, size=2),
+    ]
+    assert dict(replay.rejected) == {}
+    assert any("leave bid or ask empty" in note for note in replay.notes)
+    # refused instead, when asked: each one-sided row counted
+    strict = FileReplay(path, columns=map_from_options(columns="fill_quotes=false", detect=True))
+    assert len(drain(strict)) == 2 and dict(strict.rejected) == {"missing_field": 2}
+
+
+def test_interactive_brokers_trades_and_quotes_of_one_stock_are_one_stream(tmp_path: Path) -> None:
+    (tmp_path / "AAPL_TRADES_20240102.csv").write_text(
+        "time,price,size,exchange,specialConditions\n1704205800,185.64,100,NASDAQ,\n1704205801,185.65,20,ARCA,\n")
+    (tmp_path / "AAPL_BID_ASK_20240102.csv").write_text(
+        "time,bidPrice,askPrice,bidSize,askSize\n1704205800,185.63,185.65,300,200\n")
+    replay = FileReplay([tmp_path / "AAPL_TRADES_20240102.csv", tmp_path / "AAPL_BID_ASK_20240102.csv"])
+    assert {t.stream for t in drain(replay)} == {"AAPL"}
+
+
+def test_lean_ticks_count_milliseconds_after_midnight_inside_their_zip(tmp_path: Path) -> None:
+    archive = tmp_path / "20240102_trade.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("20240102_spy_Trade_Tick.csv", "34200848,4726500,200,Q,00000000,0\n"
+                                                  "34203568,4726400,100,D,00000001,0\n")
+    common = {"names": "t,price,size,exchange,condition,suspicious".split(","), "date": "2024-01-02",
+              "tz": "America/New_York"}
+    columns = "ts=t,price=price,size=size,price_scale=10000,stream_name=SPY"
+    ticks = drain(FileReplay(archive, columns=map_from_options(columns=columns, ts_unit="ms_after_midnight",
+                                                               **common)))
+    open_ny = ns("2024-01-02T09:30:00-05:00")
+    assert ticks == [Tick("SPY", open_ny + 848_000_000, "trade", price=472.65, size=200),
+                     Tick("SPY", open_ny + 3_568_000_000, "trade", price=472.64, size=100)]
+    # read as seconds they are weeks past the day: refused, naming the archive and the unit that reads them
+    as_seconds = map_from_options(columns=columns, ts_unit="seconds_after_midnight", **common)
+    with pytest.raises(ValueError, match=r"20240102_trade\.zip \(20240102_spy_Trade_Tick\.csv inside\).*"
+                                         r"--ts-unit ms_after_midnight"):
+        drain(FileReplay(archive, columns=as_seconds))
+
+
+def test_ninjatrader_ticks_read_their_100ns_fraction_and_the_quote_each_trade_met(tmp_path: Path) -> None:
+    path = tmp_path / "ES 03-24.Last.txt"
+    path.write_text("20240102 143000 2537700;4770.00;4769.75;4770.00;1\n"
+                    "20240102 143000 9007580;4769.50;4769.50;4769.75;3\n")
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    t0 = ns("2024-01-02T14:30:00+00:00")
+    assert ticks == [
+        Tick("ES", t0 + 253_770_000, "quote", bid=4769.75, ask=4770.0),
+        Tick("ES", t0 + 253_770_000, "trade", price=4770.0, size=1),
+        Tick("ES", t0 + 900_758_000, "quote", bid=4769.5, ask=4769.75),
+        Tick("ES", t0 + 900_758_000, "trade", price=4769.5, size=3),
+    ]
+    assert dict(replay.rejected) == {}
+
+
+def test_csv_names_alone_refine_the_detected_date_and_time_columns(tmp_path: Path) -> None:
+    # Kibot-style: no header; the names say which columns are the date and the time (it was refused)
+    path = tmp_path / "IBM.txt"
+    path.write_text("01/13/2024,09:30:02,38.12,500\n01/13/2024,09:30:03,38.13,100\n")
+    spec = map_from_options(names=["date", "time", "price", "size"], detect=True)
+    ticks = drain(FileReplay(path, columns=spec))
+    assert [t.ts for t in ticks] == [ns("2024-01-13T09:30:02+00:00"), ns("2024-01-13T09:30:03+00:00")]
