@@ -50,7 +50,8 @@ class ColumnMap:
     (polars/chrono strftime codes, e.g. "%Y%m%d %H:%M:%S%.f") reads datetime
     text that is not ISO and implies ts_unit="datetime". `names` gives the columns of
     a header-less CSV, in order. The stream is a
-    fixed name (`stream`) or a column (`stream_col`); with neither, the file's
+    fixed name (`stream`) or a column (`stream_col`; `a+b+c`: several columns' values joined by a space, one
+    stream per option contract); with neither, the file's
     stem. `kind` fixes "trade" or "quote"; None takes the kind whose columns
     are mapped, or, when both are, infers it per row (a row with a price is a
     trade; one with both, a trade printed with the quote it met, replays as two ticks at its time: the
@@ -109,6 +110,8 @@ class ColumnMap:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise ValueError(f"{name} must be a non-empty column name or omitted, got {value!r}")
+        if self.stream_col is not None and not all(self.stream_columns):
+            raise ValueError(f"stream_col names a column, or columns joined by '+', got {self.stream_col!r}")
         if self.stream is not None and self.stream_col is not None:
             raise ValueError(f"give a fixed stream or a stream_col, not both ({self.stream!r}, {self.stream_col!r})")
         if self.kind not in (None, TRADE, QUOTE):
@@ -234,13 +237,19 @@ class ColumnMap:
         return getattr(self, tick_field, None) if tick_field in ("ts", *VALUE_FIELDS) else None
 
     @property
+    def stream_columns(self) -> tuple[str, ...]:
+        """The stream's column(s): `underlying+expiry+strike+right` names one stream per option contract, its
+        values joined by a space (`SPY 2024-01-19 470 C`)."""
+        return tuple(c.strip() for c in self.stream_col.split("+")) if self.stream_col else ()
+
+    @property
     def ts_columns(self) -> tuple[str, ...]:
         """The column(s) of the time: `Date+Time` names a date column and a time column, read joined by a space."""
         return tuple(c.strip() for c in self.ts.split("+"))
 
     def source_columns(self) -> list[str]:
         """The file columns this map reads, without repeats."""
-        names = [*self.ts_columns, self.stream_col, *(getattr(self, f) for f in VALUE_FIELDS), *(self.keep or ())]
+        names = [*self.ts_columns, *self.stream_columns, *(getattr(self, f) for f in VALUE_FIELDS), *(self.keep or ())]
         return list(dict.fromkeys(n for n in names if n is not None))
 
 

@@ -51,6 +51,7 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
     "ts": ("ts", "timestamp", "time", "datetime", "date_time", "ts_recv", "ts_event", "event_time",
            "transact_time", "transaction_time", "trade_time", "exchange_time", "sip_timestamp", "timestamp_utc",
            "time_utc", "gmt_time", "utc_time", "created_time",  # created_time: OKX's trade files
+           "ts_ns", "timestamp_ns", "time_ns", "ts_us", "timestamp_us", "ts_ms", "timestamp_ms", "time_ms",
            # bars (BAR_COLUMNS): stamped at their close where the file says when that is, else at their start
            "close_time", "window_end", "end_time", "window_start", "open_time", "start_time", "date"),
     "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id",
@@ -69,7 +70,9 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
 }
 # A file of bars (OHLC, OHLCV): it has these besides its close. Each bar replays as one trade at its close.
 BAR_COLUMNS = frozenset({"open", "high", "low"})
-BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_maker")  # sides, via BUYER_MAKER
+# Sides, via BUYER_MAKER (true = the taker sold): a buyer-maker flag, or a flag that the taker sold (Kaiko's `sell`)
+BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_maker", "sell", "taker_side_sell",
+                     "is_sell")
 DATE_NAMES = ("date", "trade_date", "day")  # a date column beside a time-of-day column: read as one datetime
 TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp")
 DATABENTO_HEADER = {"rtype", "publisher_id", "instrument_id"}  # its CSVs' record header: integer prices are 1e-9
@@ -110,12 +113,14 @@ NOT_TICKERS = {"DAT", "ASCII", "CSV", "TXT", "T", "M1", "H1", "D1", "TICK", "TIC
 @dataclass(frozen=True)
 class Dialect:
     """What a CSV's first lines say: its delimiter, whether numbers use a decimal comma (`1,0853` in a `;`
-    file) and whether its first line is a header; `rows` are the first lines' cells, header excluded."""
+    file) or grouping commas (`"1,234.5"`), and whether its first line is a header; `rows` are the first lines'
+    cells, header excluded."""
 
     separator: str
     decimal_comma: bool
     header: bool
     rows: tuple[tuple[str, ...], ...]
+    thousands: bool = False  # numbers with grouping commas, quoted in a `,` file: "1,234.5"
 
 
 def sniff_csv(path: Path) -> Dialect:
@@ -132,17 +137,26 @@ def sniff_csv(path: Path) -> Dialect:
     cells = [c for row in data for c in row]
     decimal_comma = separator != "," and any(re.match(r"^[+-]?\d+,\d+$", c) for c in cells) and \
         not any(re.match(r"^[+-]?\d+\.\d+$", c) for c in cells)
-    return Dialect(separator, decimal_comma, header, tuple(data))
+    thousands = not decimal_comma and any(re.match(r"^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$", c) for c in cells)
+    return Dialect(separator, decimal_comma, header, tuple(data), thousands)
 
 
 def symbol_in_name(path: Path) -> tuple[str, str] | None:
     """(symbol, where) when the file's name, else its folder's, names one instrument: a pair (`ETHUSDT-trades-
     2024-01-02.csv`, `binance-ethusdt-spot/`, `DAT_ASCII_EURUSD_T_202401.csv`) or one ticker in capitals
     (`AAPL_2012-06-21_..._message_1.csv`). None when neither does, or does not clearly."""
+    if ninja := re.match(r"^([A-Z0-9]{1,6} \d\d-\d\d)\.(Last|Bid|Ask)$", file_stem(path)):
+        return ninja[1], f"file name {file_stem(path)!r}"  # NinjaTrader's `ES 03-24.Last.txt`: the contract
     for name, where in ((file_stem(path), "file name"), (path.parent.name, "folder name")):
         tokens = [t for t in re.split(r"[-_.\s]+", name) if t]
         pairs = {t.upper() for t in tokens if PAIR.match(t)}
-        tickers = {t for t in tokens if TICKER.match(t) and t not in NOT_TICKERS}
+        # a pair written as two names (CoinAPI's COINBASE_SPOT_BTC_USD_..., EUR_USD): BTC-USD, as Coinbase names it
+        split = [(a, b) for a, b in zip(tokens, tokens[1:])
+                 if a.isalpha() and b.isalpha() and len(a) <= 5 and len(b) <= 5 and PAIR.match(a + b)
+                 and a.upper() not in NOT_TICKERS]
+        pairs |= {f"{a.upper()}-{b.upper()}" for a, b in split}
+        halves = {t for pair in split for t in pair}
+        tickers = {t for t in tokens if TICKER.match(t) and t not in NOT_TICKERS and t not in halves}
         found = pairs or tickers
         if len(found) == 1:
             return found.pop(), f"{where} {name!r}"

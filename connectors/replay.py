@@ -107,14 +107,14 @@ def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
     raise ValueError(f"{path}: unsupported file type {suffix!r}; replay reads {', '.join(known)}")
 
 
-def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
+def _csv_overrides(cmap: ColumnMap, thousands: bool = False) -> dict[str, pl.DataType]:
     # Decimal epoch seconds stay text until _scale: as a float, 1717236000.25 s is off by ~100 ns.
     ts_type = {"datetime": pl.String, "s": pl.String, **dict.fromkeys(DAY_CLOCK_UNITS, pl.Float64)}.get(
         cmap.ts_unit, pl.Int64)
     out: dict[str, pl.DataType] = {c: pl.String for c in cmap.keep or ()}  # compared as text
-    out |= {getattr(cmap, f): pl.Float64 for f in NUMERIC_FIELDS if getattr(cmap, f)}
-    if cmap.stream_col:
-        out[cmap.stream_col] = pl.String
+    # numbers with grouping commas are read as text and parsed without them (_plan)
+    out |= {getattr(cmap, f): pl.String if thousands else pl.Float64 for f in NUMERIC_FIELDS if getattr(cmap, f)}
+    out |= {column: pl.String for column in cmap.stream_columns}
     return out | {column: ts_type for column in cmap.ts_columns}
 
 
@@ -174,6 +174,13 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
         raise ValueError(f"{path}: ts column {cmap.ts!r} carries its UTC offset ({first!r}); tz={cmap.tz!r} is "
                          f"for naive times: drop it")
     return text.str.to_datetime(fmt, time_unit="ns", time_zone="UTC", strict=False).dt.epoch("ns")
+
+
+def _stream_column(cmap: ColumnMap) -> pl.Expr:
+    """The stream column as text, or the values of several joined by a space (`stream_col: a+b+c`)."""
+    if len(cmap.stream_columns) == 1:
+        return pl.col(cmap.stream_col).cast(pl.String)
+    return pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in cmap.stream_columns], separator=" ")
 
 
 def _time_column(cmap: ColumnMap) -> pl.Expr:
@@ -354,19 +361,25 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         return DbnPlan(path)
     given = cmap
     cmap, dialect, schema, notes = _layout(path, cmap)
-    overrides = _csv_overrides(cmap) if is_csv(path) else None
+    thousands = dialect is not None and dialect.thousands
+    overrides = _csv_overrides(cmap, thousands) if is_csv(path) else None
     # what the scan below will read: date+time columns are joined as text
     ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
     first = _first_text(path, cmap.names, dialect, cmap.ts_columns)
     exprs = [_ts_expr(path, cmap, ts_type, first).alias("_ts")]
     keys: list[str] = []
     if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD
-        exprs.append(pl.col(cmap.stream_col).cast(pl.String).str.replace_all("/", "-", literal=True).alias("stream"))
+        exprs.append(_stream_column(cmap).str.replace_all("/", "-", literal=True).alias("stream"))
         keys.append("stream")
     for key in VALUE_FIELDS:
         if (name := getattr(cmap, key)) is not None:
             text = key in NUMERIC_FIELDS and schema[name] == pl.String  # Parquet of JSON: Coinbase's "42290.12"
-            col = pl.col(name).cast(pl.Float64, strict=False) if schema[name].is_decimal() or text else pl.col(name)
+            if key in NUMERIC_FIELDS and thousands:  # "1,234.5" -> 1234.5
+                col = pl.col(name).cast(pl.String).str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False)
+            elif schema[name].is_decimal() or text:
+                col = pl.col(name).cast(pl.Float64, strict=False)
+            else:
+                col = pl.col(name)
             exprs.append(col.alias(key))
             keys.append(key)
     if cmap.price is not None and cmap.size is None:  # a price series: each price a trade of size 1
@@ -382,7 +395,7 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     if is_csv(path):  # a blank line (often at the end) is no row at all
         rows = rows.filter(pl.any_horizontal(pl.all().exclude(ROW).is_not_null()))
     frame = rows.select(*exprs, ROW)
-    raw_stream = pl.col(cmap.stream_col).cast(pl.String) if cmap.stream_col else pl.lit("")
+    raw_stream = _stream_column(cmap) if cmap.stream_col else pl.lit("")
     facts = rows.select(exprs[0], raw_stream.alias("_stream")).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
         first_ts=pl.col("_ts").drop_nulls().first(), slashes=pl.col("_stream").str.contains("/", literal=True).any(),

@@ -291,6 +291,10 @@ def test_train_and_evaluate_say_how_the_files_were_read(ticks_file: Path, tmp_pa
     assert main(["evaluate", "builtin", str(local), "--max-points", "32", "--resamples", "10", "--threads", "1"]) == 0
     err = capsys.readouterr().err
     assert "flashtick evaluate: note: " in err and "read as UTC" in err and "--tz" in err
+    assert main(["evaluate", "builtin", str(local), "--max-points", "32", "--resamples", "10", "--threads", "1",
+                 "--quiet"]) == 0
+    quiet = capsys.readouterr()
+    assert "note:" not in quiet.err and "direction_20" in quiet.out  # the table, as without --quiet
 
 
 

@@ -147,10 +147,12 @@ def test_time_column_in_the_wrong_unit_is_named_with_the_fix(tmp_path: Path) -> 
 
 
 def test_rejected_rows_say_what_to_do(tmp_path: Path) -> None:
+    # a price with grouping commas ("12,345.67", quoted) reads as 12345.67; one that is no number is refused
     (tmp_path / "t.csv").write_text('time,symbol,price,size,side\n1717236000000,X,"12,345.67",1,buy\n'
-                                    "1717236000001,X,1.5,1,hold\n1717236000002,_X,1.5,1,buy\n1717236000003,X,1.5,1,S\n")
+                                    "1717236000001,X,1.5,1,hold\n1717236000002,_X,1.5,1,buy\n1717236000003,X,1.5,1,S\n"
+                                    "1717236000004,X,n/a,1,buy\n")
     replay = FileReplay(tmp_path / "t.csv")
-    assert [t.side for t in drain(replay)] == ["sell"]
+    assert [(t.price, t.side) for t in drain(replay)] == [(12345.67, "buy"), (1.5, "sell")]
     examples = replay.rejected.examples
     assert examples["missing_field"].endswith("(column 'price': empty, or not a plain number (e.g. '12,345.6'))")
     assert "got 'hold' (column 'side'; map other side values with side_map" in examples["unknown_side"]

@@ -114,10 +114,10 @@ def test_ninjatrader_ticks_read_their_100ns_fraction_and_the_quote_each_trade_me
     ticks = drain(replay)
     t0 = ns("2024-01-02T14:30:00+00:00")
     assert ticks == [
-        Tick("ES", t0 + 253_770_000, "quote", bid=4769.75, ask=4770.0),
-        Tick("ES", t0 + 253_770_000, "trade", price=4770.0, size=1),
-        Tick("ES", t0 + 900_758_000, "quote", bid=4769.5, ask=4769.75),
-        Tick("ES", t0 + 900_758_000, "trade", price=4769.5, size=3),
+        Tick("ES 03-24", t0 + 253_770_000, "quote", bid=4769.75, ask=4770.0),
+        Tick("ES 03-24", t0 + 253_770_000, "trade", price=4770.0, size=1),
+        Tick("ES 03-24", t0 + 900_758_000, "quote", bid=4769.5, ask=4769.75),
+        Tick("ES 03-24", t0 + 900_758_000, "trade", price=4769.5, size=3),
     ]
     assert dict(replay.rejected) == {}
 
@@ -129,3 +129,50 @@ def test_csv_names_alone_refine_the_detected_date_and_time_columns(tmp_path: Pat
     spec = map_from_options(names=["date", "time", "price", "size"], detect=True)
     ticks = drain(FileReplay(path, columns=spec))
     assert [t.ts for t in ticks] == [ns("2024-01-13T09:30:02+00:00"), ns("2024-01-13T09:30:03+00:00")]
+
+
+def test_numbers_with_grouping_commas_read_as_numbers(tmp_path: Path) -> None:
+    # quoted "1,234.3" (spreadsheet exports), with a BOM and CRLF: it was every row refused
+    path = tmp_path / "bkng.csv"
+    path.write_bytes("\ufeffDate Time,Symbol,Trade Price,Trade Size\r\n"
+                     '2024-01-02 14:30:00.178,BKNG,"1,234.3","5"\r\n'
+                     '2024-01-02 14:30:01.135,BKNG,"1,234.9","1,200"\r\n'.encode())
+    replay = FileReplay(path)
+    assert [(t.price, t.size) for t in drain(replay)] == [(1234.3, 5), (1234.9, 1200)]
+    assert dict(replay.rejected) == {}
+
+
+def test_kaiko_sell_flag_gives_the_takers_side(tmp_path: Path) -> None:
+    path = tmp_path / "krkn_ethusd_trades_2024_01_02.csv"
+    path.write_text("id,exchange,symbol,date,price,amount,sell\n"
+                    "100000,krkn,ethusd,1704153601524,2352.3,0.04566,true\n"
+                    "100001,krkn,ethusd,1704153602380,2352.8,0.10323,false\n")
+    ticks = drain(FileReplay(path))
+    assert [(t.stream, t.ts, t.side) for t in ticks] == [("ethusd", 1704153601524 * 10**6, "sell"),
+                                                         ("ethusd", 1704153602380 * 10**6, "buy")]
+
+
+def test_option_trades_give_a_stream_per_contract_from_several_columns(tmp_path: Path) -> None:
+    path = tmp_path / "opra_trades_20240102.csv"
+    path.write_text("ts_ns,underlying,expiry,strike,right,price,size,exchange\n"
+                    "1704205800177628355,QQQ,2024-01-19,405.0,C,3.19,5,Q\n"
+                    "1704205800929986149,SPY,2024-01-19,470.0,C,4.11,2,I\n"
+                    "1704205801000000000,SPY,2024-01-19,470.0,P,2.02,1,I\n")
+    spec = map_from_options(columns="stream=underlying+expiry+strike+right", detect=True)
+    ticks = drain(FileReplay(path, columns=spec))
+    assert [(t.stream, t.ts) for t in ticks] == [("QQQ 2024-01-19 405.0 C", 1704205800177628355),
+                                                 ("SPY 2024-01-19 470.0 C", 1704205800929986149),
+                                                 ("SPY 2024-01-19 470.0 P", 1704205801000000000)]
+    with pytest.raises(ValueError, match="joined by"):
+        map_from_options(columns="ts=ts_ns,price=price,size=size,stream=underlying++right")
+
+
+def test_coinapi_trades_name_their_pair_from_the_file_name(tmp_path: Path) -> None:
+    path = tmp_path / "COINBASE_SPOT_BTC_USD_20240102.csv"
+    path.write_text("time_exchange;time_coinapi;guid;price;base_amount;taker_side\n"
+                    "2024-01-02T00:00:00.1002210Z;2024-01-02T00:00:00.1196420Z;a7;45122.3;0.081933;BUY\n")
+    spec = map_from_options(columns="ts=time_exchange,price=price,size=base_amount,side=taker_side",
+                            ts_unit="datetime", detect=True)
+    ticks = drain(FileReplay(path, columns=spec))
+    assert ticks == [Tick("BTC-USD", ns("2024-01-02T00:00:00.100221+00:00"), "trade", price=45122.3, size=0.081933,
+                          side="buy")]

@@ -294,6 +294,7 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="checkpoint directory (with codec.json), or 'builtin'")
     p.add_argument("files", nargs="+", type=Path)
     p.add_argument("--plot", type=Path, metavar="PNG", help="write the calibration diagram here (needs matplotlib)")
+    p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table")
     p.set_defaults(run=cmd_evaluate)
 
 
@@ -902,8 +903,9 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     device = resolve_device(args.device)
     model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)
     model, codec = load_tick_model(model_dir, device)
-    streams, _ = read_streams([str(f) for f in args.files], _column_map(args),
-                              note=lambda line: print(f"flashtick evaluate: note: {line}", file=sys.stderr))
+    said = (lambda line: None) if args.quiet else \
+        (lambda line: print(f"flashtick evaluate: note: {line}", file=sys.stderr))
+    streams, _ = read_streams([str(f) for f in args.files], _column_map(args), note=said)
     prepared, skipped = prepare(codec, streams, split, min_ticks=1)
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device))
     result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
