@@ -21,6 +21,15 @@ def is_zip(path: Path) -> bool:
     return path.name.lower().endswith(ZIP_SUFFIX)
 
 
+def is_utf16(path: Path) -> bool:
+    """A text file that starts with a UTF-16 byte-order mark (MetaTrader's and some Windows tools' exports)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) in (b"\xff\xfe", b"\xfe\xff")
+    except OSError:
+        return False
+
+
 def tick_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     """The files of an archive, less folders and the metadata some archivers add (`__MACOSX/`, `._*`)."""
     return [m for m in archive.infolist() if not m.is_dir() and not m.filename.startswith("__MACOSX/")
@@ -33,6 +42,7 @@ class Unpacked:
     def __init__(self, archive_path: Path) -> None:
         self.archive = archive_path
         self._dir: str | None = None
+        self.transcoded = False  # a UTF-16 file's UTF-8 copy (`utf16`), not an archive's members
         try:
             archive = zipfile.ZipFile(archive_path)
         except zipfile.BadZipFile as e:
@@ -58,8 +68,24 @@ class Unpacked:
 
     def note(self, index: int) -> str:
         """What the replay says about the archive's ``index``-th file."""
+        if self.transcoded:
+            return f"{self.archive.name}: UTF-16 text, read as UTF-8"
         which = "its one file" if len(self.members) == 1 else f"file {index + 1} of {len(self.members)}"
         return f"{self.archive.name}: read {self.members[index]}, {which}"
+
+    @classmethod
+    def utf16(cls, path: Path) -> Unpacked:
+        """A UTF-16 text file as a UTF-8 copy (polars reads UTF-8 only), read, named and closed as an archive's
+        one member is."""
+        copy = cls.__new__(cls)
+        copy.archive, copy.members, copy.transcoded = path, [path.name], True
+        copy._dir = tempfile.mkdtemp(prefix="flashtick-utf16-")
+        copy.paths = [Path(copy._dir) / (path.resolve().parent.name or "files") / path.name]
+        copy.paths[0].parent.mkdir()
+        with open(path, encoding="utf-16", newline="") as src, open(copy.paths[0], "w", encoding="utf-8",
+                                                                    newline="") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        return copy
 
     def close(self) -> None:
         if self._dir is not None:

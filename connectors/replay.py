@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import polars as pl
 
-from connectors.archives import ZIP_SUFFIX, Unpacked, is_zip
+from connectors.archives import ZIP_SUFFIX, Unpacked, is_utf16, is_zip
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
     EPOCH,
     NUMERIC_FIELDS,
@@ -112,8 +112,10 @@ def _csv_overrides(cmap: ColumnMap, thousands: bool = False) -> dict[str, pl.Dat
     ts_type = {"datetime": pl.String, "s": pl.String, **dict.fromkeys(DAY_CLOCK_UNITS, pl.Float64)}.get(
         cmap.ts_unit, pl.Int64)
     out: dict[str, pl.DataType] = {c: pl.String for c in cmap.keep or ()}  # compared as text
-    # numbers with grouping commas are read as text and parsed without them (_plan)
-    out |= {getattr(cmap, f): pl.String if thousands else pl.Float64 for f in NUMERIC_FIELDS if getattr(cmap, f)}
+    # numbers with grouping commas are read as text and parsed without them, and so are the quote fields a map
+    # fills, whose empty cells differ from unreadable ones (_plan)
+    out |= {getattr(cmap, f): pl.String if thousands or cmap.fill_quotes and f in QUOTE_FIELDS else pl.Float64
+            for f in NUMERIC_FIELDS if getattr(cmap, f)}
     out |= {column: pl.String for column in cmap.stream_columns}
     return out | {column: ts_type for column in cmap.ts_columns}
 
@@ -265,7 +267,8 @@ class _FilePlan:
 
     def where(self, row: int) -> str:
         """A row as a user finds it: the line of a CSV file (after the header), the row of a Parquet file."""
-        name = self.path if self.origin is None else f"{self.origin} ({self.path.name} inside)"
+        name = self.path if self.origin is None else self.origin if self.origin.name == self.path.name else \
+            f"{self.origin} ({self.path.name} inside)"  # an archive's member; a UTF-16 file's copy is the file
         if is_csv(self.path):
             return f"{name} line {row + (1 if self.columns.names is not None else 2)}"
         return f"{name} row {row + 1}"
@@ -374,8 +377,12 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     for key in VALUE_FIELDS:
         if (name := getattr(cmap, key)) is not None:
             text = key in NUMERIC_FIELDS and schema[name] == pl.String  # Parquet of JSON: Coinbase's "42290.12"
-            if key in NUMERIC_FIELDS and thousands:  # "1,234.5" -> 1234.5
-                col = pl.col(name).cast(pl.String).str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False)
+            filled = bool(cmap.fill_quotes) and key in QUOTE_FIELDS and is_csv(path)
+            if key in NUMERIC_FIELDS and (thousands or filled):
+                raw = pl.col(name).cast(pl.String).str.strip_chars()
+                col = (raw.str.replace_all(",", "", literal=True) if thousands else raw).cast(pl.Float64, strict=False)
+                if filled:  # empty: null, filled by _filled_quotes; unreadable: NaN, rejected as it is
+                    col = pl.when(raw.is_null() | (raw == "")).then(None).otherwise(col.fill_null(float("nan")))
             elif schema[name].is_decimal() or text:
                 col = pl.col(name).cast(pl.Float64, strict=False)
             else:
@@ -425,9 +432,10 @@ def _filled_quotes(keys: Sequence[str]) -> list[pl.Expr]:
         quote_row &= pl.col("price").is_null()
     filled = []
     for key in (k for k in QUOTE_FIELDS if k in keys):
-        last = pl.col(key).forward_fill()
-        filled.append(pl.when(quote_row).then(last.over("stream") if "stream" in keys else last)
-                      .otherwise(pl.col(key)).alias(key))
+        last = pl.when(pl.col(key).is_nan()).then(None).otherwise(pl.col(key)).forward_fill()  # readable values
+        value = pl.when(quote_row & pl.col(key).is_null()).then(last.over("stream") if "stream" in keys else last)
+        # an unreadable cell: null again, so it is rejected as missing_field ("not a plain number"), as unfilled
+        filled.append(value.otherwise(pl.col(key)).fill_nan(None).alias(key))
     return filled
 
 
@@ -655,18 +663,20 @@ class FileReplay(Source):
 
     def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
         """The file's plan; for a zip archive, one per file inside, each with the map the archive was given."""
-        if not is_zip(path):
+        utf16 = is_csv(path) and is_utf16(path)
+        if not is_zip(path) and not utf16:
             return [_plan(path, cmap, explicit)]
         if not path.is_file():
             raise FileNotFoundError(f"replay file not found: {path}")
-        unpacked = Unpacked(path)
+        unpacked = Unpacked(path) if not utf16 else Unpacked.utf16(path)
         self._unpacked.append(unpacked)
         plans = []
         for i, inside in enumerate(unpacked.paths):
             try:
                 plan = _plan(inside, cmap, explicit)
             except ValueError as e:  # named as the user knows it: the archive, not where it was unpacked
-                raise ValueError(str(e).replace(str(inside), f"{path} ({inside.name} inside)")) from None
+                raise ValueError(str(e).replace(str(inside), str(path) if utf16 else f"{path} ({inside.name} inside)")
+                                 ) from None
             if isinstance(plan, _FilePlan):
                 plan = replace(plan, origin=path, notes=(unpacked.note(i), *plan.notes))
             else:

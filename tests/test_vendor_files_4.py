@@ -77,6 +77,20 @@ def test_metatrader_ticks_carry_the_unchanged_side_forward(tmp_path: Path) -> No
     assert len(drain(strict)) == 2 and dict(strict.rejected) == {"missing_field": 2}
 
 
+def test_metatrader_exports_in_utf16_read_as_their_utf8_copy(tmp_path: Path) -> None:
+    text = ("<DATE>\t<TIME>\t<BID>\t<ASK>\t<LAST>\t<VOLUME>\t<FLAGS>\r\n"
+            "2024.01.02\t09:30:00.351\t2062.11\t2062.41\t\t\t6\r\n"
+            "2024.01.02\t09:30:00.420\t\t2062.40\t\t\t4\r\n"
+            "2024.01.02\t09:30:00.500\tbad\t2062.40\t\t\t2\r\n")
+    path = tmp_path / "XAUUSD.csv"
+    path.write_bytes(text.encode("utf-16"))  # with its byte-order mark, as MetaTrader writes
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.stream, t.bid, t.ask) for t in ticks] == [("XAUUSD", 2062.11, 2062.41), ("XAUUSD", 2062.11, 2062.40)]
+    assert replay.notes[0] == "XAUUSD.csv: UTF-16 text, read as UTF-8"
+    assert f"{path} line 4" in replay.rejected.examples["missing_field"]  # named as the user's file
+
+
 def test_interactive_brokers_trades_and_quotes_of_one_stock_are_one_stream(tmp_path: Path) -> None:
     (tmp_path / "AAPL_TRADES_20240102.csv").write_text(
         "time,price,size,exchange,specialConditions\n1704205800,185.64,100,NASDAQ,\n1704205801,185.65,20,ARCA,\n")
