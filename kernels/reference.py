@@ -40,14 +40,15 @@ def paged_attention_ref(
     rows: torch.Tensor | None = None,  # (R,) int64: only these rows' outputs are wanted (the last layer's)
 ) -> torch.Tensor:  # (T, Hq, D), or (R, Hq, D) for ``rows``
     plan = meta.memo("grouped", lambda: plan_groups(meta, meta.groups)) if meta.groups is not None else None
+    wanted = None if rows is None else meta.memo("wanted_rows", lambda: _wanted_rows(meta, rows))
     if plan is None:
-        wanted = None if rows is None else meta.memo("wanted_rows", lambda: _wanted_rows(meta, rows))
         out = paged_attention_loop(q, k_new, v_new, k_cache, v_cache, meta, scale, wanted=wanted)
     else:
-        # many short sequences: a few padded ops instead of a loop per sequence; long appends loop
+        # many short sequences: a few padded ops instead of a loop per sequence; long appends loop (in the last
+        # layer only if a row of theirs is wanted: a chunk of ticks ingested without logits is skipped there)
         out = torch.empty_like(q)
         out.index_copy_(0, plan.tokens, grouped_attention(q, k_new, v_new, k_cache, v_cache, plan, scale))
-        out = paged_attention_loop(q, k_new, v_new, k_cache, v_cache, meta, scale, plan.loop_seqs, out)
+        out = paged_attention_loop(q, k_new, v_new, k_cache, v_cache, meta, scale, plan.loop_seqs, out, wanted)
     return out if rows is None else out.index_select(0, rows)
 
 

@@ -68,6 +68,12 @@ def test_a_long_append_goes_to_the_loop_and_the_rest_stays_grouped() -> None:
     assert plan is not None and 0 in plan.loop_seqs and plan.tokens.numel() < meta.num_tokens
     torch.testing.assert_close(paged_attention_ref(q, k, v, kc, vc, meta, 0.25),
                                paged_attention_loop(q, k, v, kc, vc, meta, 0.25), atol=1e-5, rtol=1e-5)
+    # the last layer's rows only: the long append's last row and every probe's last; the rest of the long
+    # append is never attended there
+    ends = [b - 1 for a, b in zip(meta.cu_seqlens, meta.cu_seqlens[1:]) if b > a]
+    wanted = torch.tensor(ends)
+    got = paged_attention_ref(q, k, v, kc, vc, meta, 0.25, rows=wanted)
+    torch.testing.assert_close(got, paged_attention_loop(q, k, v, kc, vc, meta, 0.25)[wanted], atol=1e-5, rtol=1e-5)
 
 
 def test_plan_falls_back_to_the_loop_for_one_session_or_long_appends() -> None:
