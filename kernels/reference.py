@@ -52,23 +52,22 @@ def paged_attention_ref(
     return out if rows is None else out.index_select(0, rows)
 
 
-# What the loop computes of a sequence when only some rows' outputs are wanted
-SKIP, LAST_ROW, ALL_ROWS = 0, 1, 2
-
-
-def _wanted_rows(meta: RaggedBatch, rows: torch.Tensor) -> list[int]:
-    """Per sequence: SKIP (no row wanted), LAST_ROW (only its last: a question's answer, a chunk's next-tick
-    logits), else ALL_ROWS. Built once per forward, on the host (one read of ``rows``)."""
-    per_seq = [0] * meta.num_seqs
-    last_wanted = [False] * meta.num_seqs
+def _wanted_rows(meta: RaggedBatch, rows: torch.Tensor) -> list[int | None]:
+    """Per sequence, the first row the loop attends for: None when no row of it is wanted, r when the wanted rows
+    are its tail r..end (a question's last row; a choice's candidate rows), else its first row (all of them).
+    Built once per forward, on the host (one read of ``rows``)."""
+    wanted: list[list[int]] = [[] for _ in range(meta.num_seqs)]
     ends = meta.cu_seqlens
     seq = 0
     for row in sorted(rows.tolist()):
         while row >= ends[seq + 1]:
             seq += 1
-        per_seq[seq] += 1
-        last_wanted[seq] |= row == ends[seq + 1] - 1
-    return [SKIP if n == 0 else LAST_ROW if n == 1 and last else ALL_ROWS for n, last in zip(per_seq, last_wanted)]
+        wanted[seq].append(row)
+    first: list[int | None] = []
+    for i, mine in enumerate(wanted):
+        tail = bool(mine) and mine == list(range(ends[i + 1] - len(mine), ends[i + 1]))
+        first.append(None if not mine else mine[0] if tail else ends[i])
+    return first
 
 
 def paged_attention_loop(
@@ -81,23 +80,23 @@ def paged_attention_loop(
     scale: float,
     seqs: tuple[int, ...] | None = None,
     out: torch.Tensor | None = None,
-    wanted: list[int] | None = None,  # per sequence SKIP / LAST_ROW / ALL_ROWS (None: all rows of all)
+    wanted: list[int | None] | None = None,  # per sequence its first row attended, None: none (_wanted_rows)
 ) -> torch.Tensor:  # (T, Hq, D); rows a sequence's ``wanted`` leaves out are left unset
     """One sequence at a time (all, or ``seqs`` into ``out``): prefixes read through views,
     long appends in query tiles."""
     out = torch.empty_like(q) if out is None else out
     for i in range(meta.num_seqs) if seqs is None else seqs:
         a, b = meta.cu_seqlens[i], meta.cu_seqlens[i + 1]
-        need = ALL_ROWS if wanted is None else wanted[i]
-        if a == b or need == SKIP:
+        start = a if wanted is None else wanted[i]
+        if a == b or start is None:
             continue
         runs = meta.prefix_runs(i)
         prefix_k, prefix_v = _prefix_kv(k_cache, runs), _prefix_kv(v_cache, runs)
-        if need == LAST_ROW and b - a > 1:
-            # One query row that sees every new key: 1/n of the work over the prefix (a 16-token question
+        if start > a and b - start <= Q_TILE:  # (a longer tail takes the tiled path below, all rows)
+            # The wanted tail only: (b - start)/n of the work over the prefix (a 16-token question's last row
             # over a 4k prefix: ~4x less attention in the last layer)
-            last = _attend_last_flash if _flash_prefix_ok(q, k_new) else _attend
-            out[b - 1 : b] = last(q[b - 1 : b], k_new[a:b], v_new[a:b], prefix_k, prefix_v, scale)
+            tail = _attend_last_flash if b - start == 1 and _flash_prefix_ok(q, k_new) else _attend
+            out[start:b] = tail(q[start:b], k_new[a:b], v_new[a:b], prefix_k, prefix_v, scale)
             continue
         if _flash_prefix_ok(q, k_new):
             out[a:b] = _attend_flash(q[a:b], k_new[a:b], v_new[a:b], prefix_k, prefix_v, scale)

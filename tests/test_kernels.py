@@ -156,13 +156,17 @@ def test_reference_attends_for_the_wanted_rows_only(seed: int, dtype: torch.dtyp
     spec = random_spec(rng)
     case = make_case(spec, seed, dtype=dtype, fused_qkv=seed % 2 == 0)
     cu = case.meta.cu_seqlens
-    pick = [rng.choice(["last", "none", "some"]) for _ in range(case.meta.num_seqs)]
+    pick = [rng.choice(["last", "none", "some", "tail"]) for _ in range(case.meta.num_seqs)]
     if seed < 4:
         pick = ["last"] * case.meta.num_seqs
     rows = []
     for (a, b), how in zip(zip(cu, cu[1:]), pick):
         if a < b:
-            rows += [b - 1] if how == "last" else [] if how == "none" else sorted(rng.sample(range(a, b), rng.randint(1, b - a)))
+            if how == "tail":  # a choice's candidate rows: the last k
+                rows += list(range(b - rng.randint(1, b - a), b))
+            else:
+                rows += [b - 1] if how == "last" else [] if how == "none" else \
+                    sorted(rng.sample(range(a, b), rng.randint(1, b - a)))
     rows_t = torch.tensor(rows, dtype=torch.int64)
     got = paged_attention_ref(*case, rows=rows_t)  # (R, Hq, D)
     assert got.shape == (len(rows), *case.q.shape[1:])
