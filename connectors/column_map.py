@@ -26,9 +26,10 @@ TIME_OF_DAY = "seconds_after_midnight"  # decimal seconds of a wall-clock day; n
 # Units that count from midnight of `date` (ns per unit): QuantConnect/LEAN's tick files count milliseconds
 DAY_CLOCK_UNITS = {TIME_OF_DAY: 10**9, "ms_after_midnight": 10**6}
 EPOCH = "epoch"  # an epoch number in the unit (s, ms, us, ns) its first value's magnitude shows
-TS_UNITS = (*UNITS, EPOCH, "datetime", *DAY_CLOCK_UNITS)
+DETECT = "auto"  # what the column's first value shows: datetime text (with its format), or an epoch number's unit
+TS_UNITS = (*UNITS, EPOCH, "datetime", *DAY_CLOCK_UNITS, DETECT)
 DATE_FROM_NAME = "file_name"  # `date`: the one ISO date the file's name holds (LOBSTER's AAPL_2012-06-21_...)
-LOCAL_TIME_UNITS = ("datetime", *DAY_CLOCK_UNITS)  # the units a `tz` applies to: epoch numbers are UTC already
+LOCAL_TIME_UNITS = ("datetime", *DAY_CLOCK_UNITS, DETECT)  # DETECT: checked again once resolved  # the units a `tz` applies to: epoch numbers are UTC already
 VALUE_FIELDS = ("price", "size", "side", "bid", "ask", "bid_size", "ask_size")
 NUMERIC_FIELDS = ("price", "size", "bid", "ask", "bid_size", "ask_size")
 TRADE_FIELDS = ("price", "size", "side")
@@ -102,7 +103,7 @@ class ColumnMap:
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
             raise ValueError(f"ts must name the event-time column (or date+time columns), got {self.ts!r}")
-        if len(self.ts_columns) > 1 and self.ts_unit == "ns":  # the default: date and time columns are text
+        if len(self.ts_columns) > 1 and self.ts_unit in ("ns", DETECT):  # date and time columns are text
             object.__setattr__(self, "ts_unit", "datetime")
         if self.ts_unit not in TS_UNITS:
             raise ValueError(f"ts_unit must be one of {TS_UNITS}, got {self.ts_unit!r}")
@@ -169,7 +170,7 @@ class ColumnMap:
         if self.ts_format is not None:
             if not isinstance(self.ts_format, str) or "%" not in self.ts_format:
                 raise ValueError(f"ts_format must be strftime codes like '%Y%m%d %H:%M:%S%.f', got {self.ts_format!r}")
-            if self.ts_unit == "ns":  # the default: a format says the column is datetime text
+            if self.ts_unit in ("ns", DETECT):  # the default: a format says the column is datetime text
                 object.__setattr__(self, "ts_unit", "datetime")
             if self.ts_unit != "datetime":
                 raise ValueError(f"ts_format reads datetime text; it does not go with ts_unit {self.ts_unit!r}")
@@ -468,5 +469,7 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
                              f"(--columns ts=...,price=... or --preset NAME)")
         return None
     spec |= given
+    if "ts" in spec and "preset" not in spec and "ts_unit" not in spec and "ts_format" not in spec:
+        spec["ts_unit"] = DETECT  # a map that names its time column and not its unit: read it as detection would
     ColumnMap.from_dict(spec)
     return spec

@@ -283,7 +283,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     price = found.get("price") or found.get("bid")
     if DATABENTO_HEADER <= set(by_normal) and first is not None and re.match(r"^-?\d+$", str(first(price) or "")):
         extra["price_scale"] = 1e9
-    unit, ts_format = _detected_unit(ts, schema.get(ts), first)
+    unit, ts_format = detected_unit(ts, schema.get(ts), first)
     return ColumnMap(ts=ts, ts_unit=unit, ts_format=ts_format, stream_col=stream_col, **found, **extra)
 
 
@@ -306,7 +306,7 @@ def _lobster_named(by_normal: Mapping[str, str], schema: Mapping[str, pl.DataTyp
         whole = float(price).is_integer()
     except (TypeError, ValueError):
         whole = False
-    when = {} if time_of_day else dict(zip(("ts_unit", "ts_format"), _detected_unit(columns["ts"],
+    when = {} if time_of_day else dict(zip(("ts_unit", "ts_format"), detected_unit(columns["ts"],
                                                                                    schema.get(columns["ts"]), first)))
     # preset=None: a refinement (--columns on top) rebuilds from the preset's keys, which name no header
     return replace(base, names=None, keep=keep, preset=None, **columns, **when,
@@ -333,7 +333,9 @@ def _date_and_time(by_normal: Mapping[str, str], first: Callable[..., Any] | Non
     return f"{date}+{clock}" if re.match(r"^\d{1,2}:\d\d", str(first(clock) or "")) else None
 
 
-def _detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any] | None) -> tuple[str, str | None]:
+def detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any] | None) -> tuple[str, str | None]:
+    """The unit (and datetime format) a time column's type and first value show: datetime for dates and text,
+    else the epoch unit of the number's magnitude (a column named `ts` is the wire layout's ns)."""
     if isinstance(dtype, (pl.Datetime, pl.Date)):
         return "datetime", None
     columns = tuple(c.strip() for c in ts.split("+"))

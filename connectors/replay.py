@@ -33,6 +33,7 @@ import polars as pl
 
 from connectors.archives import ZIP_SUFFIX, Unpacked, is_utf16, is_zip
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
+    DETECT,
     EPOCH,
     NUMERIC_FIELDS,
     PRESETS,
@@ -59,6 +60,7 @@ from connectors.layout import (
     date_of,
     describe_map,
     detect_columns,
+    detected_unit,
     epoch_note,
     epoch_unit,
     headerless_map,
@@ -487,6 +489,15 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
                       if dialect is not None and not dialect.header and names is None else "")
         raise ValueError(f"{path}: the column map needs {missing}, which the file lacks; columns found: "
                          f"{list(schema)}{headerless}")
+    if cmap.ts_unit == DETECT:  # a map that named its time column, not its unit
+        unit, ts_format = detected_unit(cmap.ts, schema.get(cmap.ts) if len(cmap.ts_columns) == 1 else pl.String,
+                                        first)
+        cmap = replace(cmap, ts_unit=unit, ts_format=ts_format)
+        said = f"{unit}{', ' + ts_format if ts_format else ''}" if unit == "datetime" else f"{unit} since the epoch"
+        unit_notes = [f"{path.name}: column {cmap.ts!r} read as {said}, as its first value shows (--ts-unit or "
+                      f"--ts-format to say otherwise)"]
+    else:
+        unit_notes = []
     if cmap.ts_unit == EPOCH:  # the unit of the first time's magnitude: Binance's ms, and us since 2025
         try:
             unit = epoch_unit(float(first(cmap.ts) or "nan"))
@@ -510,7 +521,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         if not UTC_OFFSET.search(text):  # a guess cannot know the zone of wall-clock times
             notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and are read as UTC; if they "
                          f"are local times, give their zone, e.g. --tz America/New_York")
-    return cmap, dialect, schema, notes + stream_notes + day_notes
+    return cmap, dialect, schema, notes + unit_notes + stream_notes + day_notes
 
 
 def _one_sided_quotes(cmap: ColumnMap, columns: list[str], dialect: Dialect | None) -> bool:

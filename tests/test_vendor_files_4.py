@@ -185,8 +185,10 @@ def test_coinapi_trades_name_their_pair_from_the_file_name(tmp_path: Path) -> No
     path = tmp_path / "COINBASE_SPOT_BTC_USD_20240102.csv"
     path.write_text("time_exchange;time_coinapi;guid;price;base_amount;taker_side\n"
                     "2024-01-02T00:00:00.1002210Z;2024-01-02T00:00:00.1196420Z;a7;45122.3;0.081933;BUY\n")
-    spec = map_from_options(columns="ts=time_exchange,price=price,size=base_amount,side=taker_side",
-                            ts_unit="datetime", detect=True)
-    ticks = drain(FileReplay(path, columns=spec))
+    # the map names its time column and not its unit: read as the first value shows (it was "not a number of ns")
+    spec = map_from_options(columns="ts=time_exchange,price=price,size=base_amount,side=taker_side", detect=True)
+    replay = FileReplay(path, columns=spec)
+    ticks = drain(replay)
+    assert "column 'time_exchange' read as datetime, as its first value shows" in replay.notes[0]
     assert ticks == [Tick("BTC-USD", ns("2024-01-02T00:00:00.100221+00:00"), "trade", price=45122.3, size=0.081933,
                           side="buy")]
