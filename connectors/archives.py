@@ -21,13 +21,26 @@ def is_zip(path: Path) -> bool:
     return path.name.lower().endswith(ZIP_SUFFIX)
 
 
-def is_utf16(path: Path) -> bool:
-    """A text file that starts with a UTF-16 byte-order mark (MetaTrader's and some Windows tools' exports)."""
+def utf16_encoding(path: Path) -> str | None:
+    """The encoding of a UTF-16 text file (MetaTrader's and some Windows tools' exports): "utf-16" when it starts
+    with a byte-order mark, "utf-16-le"/"-be" when its first characters are ASCII with a zero byte after/before
+    each; None for anything else."""
     try:
         with open(path, "rb") as f:
-            return f.read(2) in (b"\xff\xfe", b"\xfe\xff")
+            head = f.read(256)
     except OSError:
-        return False
+        return None
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "utf-16"
+    head = head[: len(head) // 2 * 2]
+    if len(head) < 8:
+        return None
+    evens, odds = head[0::2], head[1::2]
+    if not any(odds) and all(evens):
+        return "utf-16-le"
+    if not any(evens) and all(odds):
+        return "utf-16-be"
+    return None
 
 
 def tick_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
@@ -74,7 +87,7 @@ class Unpacked:
         return f"{self.archive.name}: read {self.members[index]}, {which}"
 
     @classmethod
-    def utf16(cls, path: Path) -> Unpacked:
+    def utf16(cls, path: Path, encoding: str = "utf-16") -> Unpacked:
         """A UTF-16 text file as a UTF-8 copy (polars reads UTF-8 only), read, named and closed as an archive's
         one member is."""
         copy = cls.__new__(cls)
@@ -82,8 +95,8 @@ class Unpacked:
         copy._dir = tempfile.mkdtemp(prefix="flashtick-utf16-")
         copy.paths = [Path(copy._dir) / (path.resolve().parent.name or "files") / path.name]
         copy.paths[0].parent.mkdir()
-        with open(path, encoding="utf-16", newline="") as src, open(copy.paths[0], "w", encoding="utf-8",
-                                                                    newline="") as dst:
+        with open(path, encoding=encoding, newline="") as src, open(copy.paths[0], "w", encoding="utf-8",
+                                                                  newline="") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
         return copy
 

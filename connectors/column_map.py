@@ -29,7 +29,8 @@ EPOCH = "epoch"  # an epoch number in the unit (s, ms, us, ns) its first value's
 DETECT = "auto"  # what the column's first value shows: datetime text (with its format), or an epoch number's unit
 TS_UNITS = (*UNITS, EPOCH, "datetime", *DAY_CLOCK_UNITS, DETECT)
 DATE_FROM_NAME = "file_name"  # `date`: the one ISO date the file's name holds (LOBSTER's AAPL_2012-06-21_...)
-LOCAL_TIME_UNITS = ("datetime", *DAY_CLOCK_UNITS, DETECT)  # DETECT: checked again once resolved  # the units a `tz` applies to: epoch numbers are UTC already
+# the units a `tz` applies to: epoch numbers are UTC already (DETECT: checked again once resolved)
+LOCAL_TIME_UNITS = ("datetime", *DAY_CLOCK_UNITS, DETECT)
 VALUE_FIELDS = ("price", "size", "side", "bid", "ask", "bid_size", "ask_size")
 NUMERIC_FIELDS = ("price", "size", "bid", "ask", "bid_size", "ask_size")
 TRADE_FIELDS = ("price", "size", "side")
@@ -72,6 +73,8 @@ class ColumnMap:
     silence. `date="file_name"` takes the day from the one ISO date in the
     file's name. `preset` is the preset the map starts from (set by from_dict):
     a preset's stream comes from the file's symbol column when it has one.
+    `signed_size`: a trade's size is signed, negative for a sell (Bitfinex's AMOUNT): the side is its sign, the
+    size its magnitude.
     `fill_quotes`: a quote row that leaves bid or ask (or a size) empty takes it from the stream's previous
     quote row (MetaTrader's tick exports write only what changed); without it such a row is rejected as
     missing_field.
@@ -99,6 +102,7 @@ class ColumnMap:
     keep: dict | None = None
     preset: str | None = None
     fill_quotes: bool | None = None
+    signed_size: bool | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
@@ -145,6 +149,13 @@ class ColumnMap:
             if flag and self.bid is None:
                 raise ValueError("fill_quotes carries a quote's missing side forward: map bid and ask too")
             object.__setattr__(self, "fill_quotes", flag or None)  # false is the default: not kept in to_dict
+        if self.signed_size is not None:
+            flag = {"true": True, "false": False}.get(str(self.signed_size).strip().lower())
+            if flag is None:
+                raise ValueError(f"signed_size must be true or false, got {self.signed_size!r}")
+            if flag and (self.size is None or self.side is not None):
+                raise ValueError("signed_size reads a trade's side from its size's sign: map size, and no side column")
+            object.__setattr__(self, "signed_size", flag or None)
         self._check_time()
         self._check_keep()
         if self.price_scale is not None:
@@ -187,7 +198,8 @@ class ColumnMap:
                 raise ValueError(f"unknown time zone tz={self.tz!r}; use an IANA name like 'Europe/London', "
                                  f"'America/Chicago' or 'UTC'") from None
         if (self.ts_unit in DAY_CLOCK_UNITS) != (self.date is not None):
-            raise ValueError(f"ts_unit {' or '.join(map(repr, DAY_CLOCK_UNITS))} needs date (the trading day, e.g. '2024-03-01'), and date "
+            raise ValueError(f"ts_unit {' or '.join(map(repr, DAY_CLOCK_UNITS))} needs date (the trading day, "
+                             f"e.g. '2024-03-01'), and date "
                              f"goes with that unit only; got ts_unit={self.ts_unit!r}, date={self.date!r}")
         if self.date is not None and self.date != DATE_FROM_NAME:
             if isinstance(self.date, Date):  # YAML reads an unquoted 2024-03-01 as a date
@@ -334,7 +346,8 @@ PRESETS = {name: replace(cmap, preset=name) for name, cmap in PRESETS.items()}
 # Aggressor sides as vendors write them (matched in lower case); a side_map entry wins over these.
 SIDE_WORDS: dict[str, str | None] = {"buy": "buy", "b": "buy", "sell": "sell", "s": "sell",
                                      "a": "sell", "n": None, "": None,  # A/N: Databento's, as in dbn.py
-                                     "unknown": None,  # Tardis.dev's
+                                     "unknown": None,  # Tardis.dev's (and CoinAPI's)
+                                     "buy_estimated": "buy", "sell_estimated": "sell",  # CoinAPI's inferred sides
                                      "1": "buy", "+1": "buy", "-1": "sell", "0": None,  # signed sides
                                      "1.0": "buy", "-1.0": "sell", "0.0": None}
 

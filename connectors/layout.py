@@ -52,6 +52,7 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
            "transact_time", "transaction_time", "trade_time", "exchange_time", "sip_timestamp", "timestamp_utc",
            "time_utc", "gmt_time", "utc_time", "created_time",  # created_time: OKX's trade files
            "ts_ns", "timestamp_ns", "time_ns", "ts_us", "timestamp_us", "ts_ms", "timestamp_ms", "time_ms",
+           "mts",  # Bitfinex's milliseconds
            # bars (BAR_COLUMNS): stamped at their close where the file says when that is, else at their start
            "close_time", "window_end", "end_time", "window_start", "open_time", "start_time", "date"),
     "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id",
@@ -59,14 +60,16 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
                "sym_root"),  # TAQ's (SYM_ROOT, with SYM_SUFFIX for share classes)
     "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price"),  # close: a bar's
     "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size", "sz"),  # sz: OKX's API
-    "side": ("side", "aggressor_side", "taker_side", "buy/sell", "buy_sell"),  # buy/sell: Kraken's trade exports
-    "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "best_bid_price", "bid_px_00"),
+    "side": ("side", "aggressor_side", "taker_side", "buy/sell", "buy_sell",  # buy/sell: Kraken's trade exports
+             "direction"),  # Deribit's (the taker's buy/sell; LOBSTER's `direction` is read by its own layout)
+    # pricebid...: Interactive Brokers' API (HistoricalTickBidAsk: priceBid, priceAsk, sizeBid, sizeAsk)
+    "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "best_bid_price", "bid_px_00", "pricebid"),
     "ask": ("ask", "ask_price", "ask_px", "best_ask", "askprice", "best_ask_price", "offer", "offer_price",
-            "ask_px_00"),
+            "ask_px_00", "priceask"),
     "bid_size": ("bid_size", "bid_qty", "bid_sz", "bidsize", "bid_volume", "bidvolume", "bid_amount",
-                 "best_bid_qty", "bid_sz_00"),
+                 "best_bid_qty", "bid_sz_00", "sizebid"),
     "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "askvolume", "ask_amount",
-                 "best_ask_qty", "offer_size", "ask_sz_00"),
+                 "best_ask_qty", "offer_size", "ask_sz_00", "sizeask"),
 }
 # A file of bars (OHLC, OHLCV): it has these besides its close. Each bar replays as one trade at its close.
 BAR_COLUMNS = frozenset({"open", "high", "low"})
@@ -83,6 +86,8 @@ PRESET_SIGNS: dict[str, frozenset[str] | None] = {
     "coinbase-trades": None,  # its columns are any trade file's: flipping their sides must not be a guess
     "lobster-messages": None,  # the refusal of a header-less file names it when the rows look like LOBSTER's
 }
+# Bitfinex's trades (`ID,MTS,AMOUNT,PRICE`): AMOUNT is signed, negative for a sell (`signed_size`)
+BITFINEX_TRADES = frozenset({"mts", "amount", "price"})
 # Coinbase Exchange's REST trades (`GET /products/{id}/trades`), whose `side` is the maker's: a note names the preset
 COINBASE_TRADES = frozenset({"trade_id", "side", "size", "price", "time"})
 SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER, "the maker's side, read flipped": MAKER_SIDE,
@@ -110,17 +115,21 @@ NOT_TICKERS = {"DAT", "ASCII", "CSV", "TXT", "T", "M1", "H1", "D1", "TICK", "TIC
                "ALL", "RTH", "EOD", "FULL"}
 
 
+# Numbers as spreadsheets write them: grouping commas (`1,234.5`), or dots grouping and a decimal comma
+COMMA_GROUPED = r"^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$"
+DOT_GROUPED = re.compile(r"^[+-]?\d{1,3}(\.\d{3})+(,\d+)?$")
+DECIMAL_COMMA = re.compile(r"^[+-]?(\d+|\d{1,3}(\.\d{3})+),\d+$")
+
+
 @dataclass(frozen=True)
 class Dialect:
-    """What a CSV's first lines say: its delimiter, whether numbers use a decimal comma (`1,0853` in a `;`
-    file) or grouping commas (`"1,234.5"`), and whether its first line is a header; `rows` are the first lines'
-    cells, header excluded."""
+    """What a CSV's first lines say: its delimiter, whether numbers use a decimal comma (`1,0853` or `42.002,00`
+    in a `;` file), and whether its first line is a header; `rows` are the first lines' cells, header excluded."""
 
     separator: str
     decimal_comma: bool
     header: bool
     rows: tuple[tuple[str, ...], ...]
-    thousands: bool = False  # numbers with grouping commas, quoted in a `,` file: "1,234.5"
 
 
 def sniff_csv(path: Path) -> Dialect:
@@ -135,10 +144,11 @@ def sniff_csv(path: Path) -> Dialect:
                                     for c in rows[0])
     data = rows[1:] if header else rows
     cells = [c for row in data for c in row]
-    decimal_comma = separator != "," and any(re.match(r"^[+-]?\d+,\d+$", c) for c in cells) and \
-        not any(re.match(r"^[+-]?\d+\.\d+$", c) for c in cells)
-    thousands = not decimal_comma and any(re.match(r"^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$", c) for c in cells)
-    return Dialect(separator, decimal_comma, header, tuple(data), thousands)
+    # `1,0853`, and `42.002,00` (a dot grouping thousands: German Excel's); a dotted decimal that is no grouping
+    # (`1.0853`) says the file is not written so
+    decimal_comma = separator != "," and any(DECIMAL_COMMA.match(c) for c in cells) and \
+        not any(re.match(r"^[+-]?\d+\.\d+$", c) and not DOT_GROUPED.match(c) for c in cells)
+    return Dialect(separator, decimal_comma, header, tuple(data))
 
 
 def symbol_in_name(path: Path) -> tuple[str, str] | None:
@@ -148,7 +158,11 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
     if ninja := re.match(r"^([A-Z0-9]{1,6} \d\d-\d\d)\.(Last|Bid|Ask)$", file_stem(path)):
         return ninja[1], f"file name {file_stem(path)!r}"  # NinjaTrader's `ES 03-24.Last.txt`: the contract
     for name, where in ((file_stem(path), "file name"), (path.parent.name, "folder name")):
-        tokens = [t for t in re.split(r"[-_.\s]+", name) if t]
+        # Bitfinex's tBTCUSD names the pair BTCUSD
+        tokens = [t[1:] if re.match(r"^t[A-Z0-9]{6,}$", t) and PAIR.match(t[1:]) else t
+                  for t in re.split(r"[-_.\s]+", name) if t]
+        if contract := _crypto_contract(tokens):
+            return contract, f"{where} {name!r}"
         pairs = {t.upper() for t in tokens if PAIR.match(t)}
         # a pair written as two names (CoinAPI's COINBASE_SPOT_BTC_USD_..., EUR_USD): BTC-USD, as Coinbase names it
         split = [(a, b) for a, b in zip(tokens, tokens[1:])
@@ -162,6 +176,18 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
             return found.pop(), f"{where} {name!r}"
         if found:
             return None
+    return None
+
+
+def _crypto_contract(tokens: list[str]) -> str | None:
+    """A crypto future as its exchange names it, from a pair and the token after it: Binance's BTCUSD_PERP and
+    BTCUSDT_240329 (a delivery date, YYMMDD), so a perpetual and a quarterly are not one stream."""
+    for pair, after in zip(tokens, tokens[1:]):
+        if not PAIR.match(pair) or re.match(rf"^({CURRENCIES})({CURRENCIES})$", pair, re.IGNORECASE):
+            continue  # FX pairs (EURUSD_202401...) take no contract suffix
+        dated = re.match(r"^\d\d(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])$", after)
+        if after.upper() == "PERP" or dated:
+            return f"{pair.upper()}_{after.upper()}"
     return None
 
 
@@ -231,9 +257,11 @@ def _normal(name: str) -> str:
 
 
 def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
-                   first: Callable[[str | tuple[str, ...]], Any] | None = None) -> ColumnMap:
+                   first: Callable[[str | tuple[str, ...]], Any] | None = None,
+                   hints: Mapping[str, Any] | None = None) -> ColumnMap:
     """A preset whose columns the file has, else the columns named as in FIELD_NAMES (the wire layout first).
 
+    `hints` are a refinement's columns (`Refine.keys`), taken as found.
     The time column is a date column and a time-of-day column read as one, else the first of FIELD_NAMES["ts"]
     the file has, else its only datetime column. Its unit: datetime for datetime and date columns and for text
     that is not a number (with the TIME_FORMATS code that reads it when it is not ISO 8601); for numbers (or
@@ -262,15 +290,20 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     ts = _date_and_time(by_normal, first) or found.pop("ts", None) or (datetimes[0] if len(datetimes) == 1 else None)
     found.pop("ts", None)
     stream_col = found.pop("stream", None)
+    # columns a refinement names (`--columns bid=priceBid,...` without ts) count as found: the rest is detected
+    found |= {field: column for field, column in (hints or {}).items() if field in VALUE_FIELDS}
+    stream_col = (hints or {}).get("stream_col", stream_col)
     quotes = {"bid", "ask"} <= set(found)
     if ts is None or not ("price" in found or quotes):
         lacking = "time column" if ts is None else "price (trades) nor bid and ask (quotes)"
         seen = ", ".join(f"{k}={v}" for k, v in ({"ts": ts} | found).items() if v)
+        missing = "" if ts is None else ", or only what is missing: --columns price=...,size=..."
         raise ValueError(
             f"cannot detect the column layout of {path}: columns found {names}; no {lacking} among them"
             f"{' (read so far: ' + seen + ')' if seen else ''}. Name its columns with a column map, e.g. --columns "
-            f"ts=time,price=px,size=qty,stream=symbol --ts-unit ms (or a preset: --preset {' / '.join(PRESETS)}; "
-            f"docs/replay.md)"
+            f"ts=time,price=px,size=qty,stream=symbol for trades, ts=time,bid=bp,ask=ap for quotes (the time's unit "
+            f"is read from its first value; --ts-unit says otherwise){missing} "
+            f"(or a preset: --preset {' / '.join(PRESETS)}; docs/replay.md)"
         )
     if "price" not in found or "size" not in found and quotes:  # alone, a price without size is a price series
         found = {k: v for k, v in found.items() if k not in TRADE_FIELDS}
@@ -280,6 +313,8 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     maker = next((by_normal[c] for c in BUYER_MAKER_NAMES if c in by_normal), None)
     if "price" in found and "side" not in found and maker is not None:
         extra = {"side": maker, "side_map": BUYER_MAKER}
+    if BITFINEX_TRADES <= set(by_normal) and "side" not in found and not extra:
+        extra = {"signed_size": True}  # Bitfinex's AMOUNT: negative for a sell
     price = found.get("price") or found.get("bid")
     if DATABENTO_HEADER <= set(by_normal) and first is not None and re.match(r"^-?\d+$", str(first(price) or "")):
         extra["price_scale"] = 1e9
@@ -550,4 +585,5 @@ def describe_map(cmap: ColumnMap) -> str:
         fields = [f + (f" ({named})" if named else f" (side_map {cmap.side_map})") if f.startswith("side=") else f
                   for f in fields]
     keep = [f"keep {c} in {'|'.join(str(v) for v in values)}" for c, values in (cmap.keep or {}).items()]
-    return ", ".join([f"ts={cmap.ts}{unit}", stream, *fields, *scale, *keep])
+    signed = ["signed_size (negative: a sell)"] if cmap.signed_size else []
+    return ", ".join([f"ts={cmap.ts}{unit}", stream, *fields, *signed, *scale, *keep])

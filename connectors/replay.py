@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import polars as pl
 
-from connectors.archives import ZIP_SUFFIX, Unpacked, is_utf16, is_zip
+from connectors.archives import ZIP_SUFFIX, Unpacked, is_zip, utf16_encoding
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
     DETECT,
     EPOCH,
@@ -54,6 +54,8 @@ from connectors.layout import (
     CSV_SUFFIXES,
     DBN_SUFFIXES,
     PARQUET_SUFFIXES,
+    COMMA_GROUPED,
+    DOT_GROUPED,
     SPACED_FRACTION,
     Dialect,
     databento_book,
@@ -109,15 +111,13 @@ def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
     raise ValueError(f"{path}: unsupported file type {suffix!r}; replay reads {', '.join(known)}")
 
 
-def _csv_overrides(cmap: ColumnMap, thousands: bool = False) -> dict[str, pl.DataType]:
+def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
     # Decimal epoch seconds stay text until _scale: as a float, 1717236000.25 s is off by ~100 ns.
     ts_type = {"datetime": pl.String, "s": pl.String, **dict.fromkeys(DAY_CLOCK_UNITS, pl.Float64)}.get(
         cmap.ts_unit, pl.Int64)
     out: dict[str, pl.DataType] = {c: pl.String for c in cmap.keep or ()}  # compared as text
-    # numbers with grouping commas are read as text and parsed without them, and so are the quote fields a map
-    # fills, whose empty cells differ from unreadable ones (_plan)
-    out |= {getattr(cmap, f): pl.String if thousands or cmap.fill_quotes and f in QUOTE_FIELDS else pl.Float64
-            for f in NUMERIC_FIELDS if getattr(cmap, f)}
+    # numbers are read as text and parsed by _csv_number (grouping commas, German Excel's `42.002,00`)
+    out |= {getattr(cmap, f): pl.String for f in NUMERIC_FIELDS if getattr(cmap, f)}
     out |= {column: pl.String for column in cmap.stream_columns}
     return out | {column: ts_type for column in cmap.ts_columns}
 
@@ -297,7 +297,7 @@ class _FilePlan:
         kind = cmap.kind or (QUOTE if cmap.price is None else TRADE if cmap.bid is None else None)
         stream = cmap.stream or (cmap.default_stream if cmap.stream_col is None else None)
         fixed = {k: v for k, v in (("stream", stream), ("kind", kind)) if v is not None}
-        side_of, scale = side_lookup(cmap.side_map), cmap.price_scale
+        side_of, scale, signed = side_lookup(cmap.side_map), cmap.price_scale, bool(cmap.signed_size)
         pairs = tuple(enumerate(self.keys, start=1))
         kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (`_book_columns`)
         split = kind is None and self.book is None  # a row with a trade and a quote: both (an order book's: `_book`)
@@ -317,6 +317,8 @@ class _FilePlan:
                     value = value / scale  # fixed point (LOBSTER, Databento); polars' x * (1/scale) is 1 ulp off
                 if value is not None:
                     out[key] = value
+            if signed and isinstance(size := out.get("size"), (int, float)) and "price" in out:
+                out["size"], out["side"] = abs(size), "sell" if size < 0 else "buy" if size > 0 else None
             if split and "price" in out and ("bid" in out or "ask" in out):
                 return _trade_and_quote(out)
             return out
@@ -366,8 +368,7 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         return DbnPlan(path)
     given = cmap
     cmap, dialect, schema, notes = _layout(path, cmap)
-    thousands = dialect is not None and dialect.thousands
-    overrides = _csv_overrides(cmap, thousands) if is_csv(path) else None
+    overrides = _csv_overrides(cmap) if is_csv(path) else None
     # what the scan below will read: date+time columns are joined as text
     ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
     first = _first_text(path, cmap.names, dialect, cmap.ts_columns)
@@ -379,12 +380,11 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     for key in VALUE_FIELDS:
         if (name := getattr(cmap, key)) is not None:
             text = key in NUMERIC_FIELDS and schema[name] == pl.String  # Parquet of JSON: Coinbase's "42290.12"
-            filled = bool(cmap.fill_quotes) and key in QUOTE_FIELDS and is_csv(path)
-            if key in NUMERIC_FIELDS and (thousands or filled):
+            if key in NUMERIC_FIELDS and dialect is not None:  # a CSV's numbers, read as text
                 raw = pl.col(name).cast(pl.String).str.strip_chars()
-                col = (raw.str.replace_all(",", "", literal=True) if thousands else raw).cast(pl.Float64, strict=False)
-                if filled:  # empty: null, filled by _filled_quotes; unreadable: NaN, rejected as it is
-                    col = pl.when(raw.is_null() | (raw == "")).then(None).otherwise(col.fill_null(float("nan")))
+                col = _csv_number(raw, dialect.decimal_comma)
+                if cmap.fill_quotes and key in QUOTE_FIELDS:  # empty: null, filled by _filled_quotes; unreadable:
+                    col = pl.when(raw.is_null() | (raw == "")).then(None).otherwise(col.fill_null(float("nan")))  # NaN
             elif schema[name].is_decimal() or text:
                 col = pl.col(name).cast(pl.Float64, strict=False)
             else:
@@ -424,6 +424,20 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
         notes += epoch_note(path, cmap, _scale(facts["first_ts"], factor))
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book)
+
+
+def _csv_number(text: pl.Expr, decimal_comma: bool) -> pl.Expr:
+    """A CSV cell's number: plain (`1234.5`, `1e-3`), with grouping commas (`1,234.5`), or in a decimal-comma file
+    with dots grouping (`42.002,00`, `0,5183`). A cell of another shape (`0,5` in a file not written with decimal
+    commas) is null: rejected as missing_field, never read as some other number."""
+    if decimal_comma:
+        grouped = text.str.contains(DOT_GROUPED.pattern)
+        text = pl.when(grouped).then(text.str.replace_all(".", "", literal=True)).otherwise(text)
+        text = text.str.replace(",", ".", literal=True)
+    else:
+        text = pl.when(text.str.contains(COMMA_GROUPED)).then(text.str.replace_all(",", "", literal=True)) \
+            .otherwise(text)
+    return text.cast(pl.Float64, strict=False)
 
 
 def _filled_quotes(keys: Sequence[str]) -> list[pl.Expr]:
@@ -470,7 +484,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
     if isinstance(spec, ColumnMap):
         cmap = match_case(spec, schema)
     else:
-        cmap = guessed or detect_columns(path, schema, first)
+        cmap = guessed or detect_columns(path, schema, first, spec.keys if isinstance(spec, Refine) else None)
         if names is not None and cmap.names is None:
             cmap = replace(cmap, names=tuple(names))
         if _one_sided_quotes(cmap, list(schema), dialect):
@@ -529,6 +543,8 @@ def _one_sided_quotes(cmap: ColumnMap, columns: list[str], dialect: Dialect | No
     if cmap.bid is None or cmap.fill_quotes is not None or dialect is None or cmap.bid not in columns \
             or cmap.ask not in columns:
         return False
+    if any(c.strip().upper() == "<FLAGS>" for c in columns):  # MetaTrader's tick export: it writes what changed
+        return True
     bid, ask = columns.index(cmap.bid), columns.index(cmap.ask)
     price = columns.index(cmap.price) if cmap.price in columns else None
     return any(len(row) > max(bid, ask) and (row[bid] == "") != (row[ask] == "") and (price is None or row[price] == "")
@@ -598,11 +614,18 @@ class RejectCounter(Counter):
                            if (err.message.startswith(f"{f} ") or f"'{f}'" in err.message) and plan.column_of(f)),
                           None)
             why = REJECT_HINTS.get(err.reason, "")
+            if err.reason == "negative_size" and err.message.startswith("size "):
+                why = "; if its sign is the side (negative: a sell), give --columns ...,signed_size=true"
             if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null
                 skipped = getattr(getattr(plan, "columns", None), "tz", None)
                 clock = f", or a local time the clocks skipped in {skipped} (a DST change)" if skipped else ""
                 why = f": empty, or not a time the map reads{clock}" if column == plan.column_of("ts") else \
-                    ": empty, or not a plain number (e.g. '12,345.6')" if column != plan.column_of("side") else ""
+                    ": empty, or not a number" if column != plan.column_of("side") else ""
+                columns = getattr(plan, "columns", None)
+                if column in (plan.column_of("bid"), plan.column_of("ask")) and columns is not None \
+                        and not columns.fill_quotes:
+                    why += ("; a feed that leaves a quote's unchanged side empty reads with --columns ...,"
+                            "fill_quotes=true (the side carried from the stream's previous quote)")
             self.examples[err.reason] = f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)
 
     def clear(self) -> None:
@@ -674,15 +697,19 @@ class FileReplay(Source):
 
     def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
         """The file's plan; for a zip archive, one per file inside, each with the map the archive was given."""
-        utf16 = is_csv(path) and is_utf16(path)
-        if not is_zip(path) and not utf16:
+        utf16 = utf16_encoding(path) if is_csv(path) else None
+        if not is_zip(path) and utf16 is None:
             return [_plan(path, cmap, explicit)]
         if not path.is_file():
             raise FileNotFoundError(f"replay file not found: {path}")
-        unpacked = Unpacked(path) if not utf16 else Unpacked.utf16(path)
+        unpacked = Unpacked(path) if utf16 is None else Unpacked.utf16(path, utf16)
         self._unpacked.append(unpacked)
         plans = []
         for i, inside in enumerate(unpacked.paths):
+            if utf16 is None and is_csv(inside) and (member := utf16_encoding(inside)):  # UTF-16 in a zip
+                copy = Unpacked.utf16(inside, member)
+                self._unpacked.append(copy)
+                inside = copy.paths[0]
             try:
                 plan = _plan(inside, cmap, explicit)
             except ValueError as e:  # named as the user knows it: the archive, not where it was unpacked

@@ -154,7 +154,7 @@ def test_rejected_rows_say_what_to_do(tmp_path: Path) -> None:
     replay = FileReplay(tmp_path / "t.csv")
     assert [(t.price, t.side) for t in drain(replay)] == [(12345.67, "buy"), (1.5, "sell")]
     examples = replay.rejected.examples
-    assert examples["missing_field"].endswith("(column 'price': empty, or not a plain number (e.g. '12,345.6'))")
+    assert examples["missing_field"].endswith("(column 'price': empty, or not a number)")
     assert "got 'hold' (column 'side'; map other side values with side_map" in examples["unknown_side"]
     assert "; name the stream with --columns ...,stream_name=NAME" in examples["bad_stream"]
 

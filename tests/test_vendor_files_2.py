@@ -75,9 +75,11 @@ def test_binance_aggtrades_and_futures_files_with_a_header(tmp_path: Path) -> No
     assert agg[1] == Tick("ETHUSDT", (T0 * 1000 + 41) * MS, "trade", price=2352.62, size=0.51, side="sell")
     replay = FileReplay(folder / "trades.csv")
     futures = drain(replay)
-    assert futures[:2] == [Tick("ETHUSDT", T0 * 10**9, "trade", price=2351.9, size=0.012, side="buy"),
-                           Tick("ETHUSDT", (T0 * 1000 + 25) * MS, "trade", price=2352.0, size=0.024, side="sell")]
-    assert replay.notes[1] == ("trades.csv: stream ETHUSDT, from the folder name 'binance-ethusdt-perp' "
+    # the perpetual, named apart from the spot pair (a folder of spot trades gives ETHUSDT)
+    assert futures[:2] == [Tick("ETHUSDT_PERP", T0 * 10**9, "trade", price=2351.9, size=0.012, side="buy"),
+                           Tick("ETHUSDT_PERP", (T0 * 1000 + 25) * MS, "trade", price=2352.0, size=0.024,
+                                side="sell")]
+    assert replay.notes[1] == ("trades.csv: stream ETHUSDT_PERP, from the folder name 'binance-ethusdt-perp' "
                                "(--columns stream_name=NAME to name it otherwise)")
     book = drain(FileReplay(tmp_path / "BTCUSDT-bookTicker-2024-01-02.csv"))
     assert book[0] == Tick("BTCUSDT", (T0 * 1000 + 2) * MS, "quote", bid=42283.5, ask=42283.6, bid_size=1.25,

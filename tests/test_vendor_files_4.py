@@ -192,3 +192,77 @@ def test_coinapi_trades_name_their_pair_from_the_file_name(tmp_path: Path) -> No
     assert "column 'time_exchange' read as datetime, as its first value shows" in replay.notes[0]
     assert ticks == [Tick("BTC-USD", ns("2024-01-02T00:00:00.100221+00:00"), "trade", price=45122.3, size=0.081933,
                           side="buy")]
+
+
+def test_a_perpetual_and_a_quarterly_future_are_two_streams(tmp_path: Path) -> None:
+    # Binance COIN-M files: both name BTCUSD; the contract tells them apart (they were one stream)
+    header = "id,price,qty,base_qty,time,is_buyer_maker\n"
+    (tmp_path / "BTCUSD_PERP-trades-2024-01-02.csv").write_text(header + "1,42001.9,10,0.0238,1704153600000,true\n")
+    (tmp_path / "BTCUSD_240329-trades-2024-01-02.csv").write_text(header + "1,42501.9,5,0.0118,1704153600500,false\n")
+    ticks = drain(FileReplay(sorted(tmp_path.iterdir())))
+    assert {(t.stream, t.price) for t in ticks} == {("BTCUSD_PERP", 42001.9), ("BTCUSD_240329", 42501.9)}
+
+
+def test_deribit_direction_coinapi_estimated_and_bitfinex_signed_sides(tmp_path: Path) -> None:
+    (tmp_path / "deribit.csv").write_text(
+        "trade_seq,trade_id,timestamp,tick_direction,price,mark_price,iv,instrument_name,index_price,direction,amount\n"
+        "1,ETH-1,1704153600000,0,0.0455,0.0452,55.1,BTC-29MAR24-60000-C,42000.5,sell,1.0\n")
+    assert [(t.stream, t.side) for t in drain(FileReplay(tmp_path / "deribit.csv"))] == [("BTC-29MAR24-60000-C", "sell")]
+    (tmp_path / "COINBASE_SPOT_ETH_USD_20240102.csv").write_text(
+        "time_exchange;time_coinapi;guid;price;base_amount;taker_side\n"
+        "2024-01-02T00:00:00.1Z;2024-01-02T00:00:00.2Z;a;2352.1;0.5;SELL_ESTIMATED\n"
+        "2024-01-02T00:00:01.1Z;2024-01-02T00:00:01.2Z;b;2352.2;0.5;BUY_ESTIMATED\n")
+    spec = map_from_options(columns="ts=time_exchange,price=price,size=base_amount,side=taker_side", detect=True)
+    assert [t.side for t in drain(FileReplay(tmp_path / "COINBASE_SPOT_ETH_USD_20240102.csv", columns=spec))] == \
+        ["sell", "buy"]
+    (tmp_path / "bitfinex_tBTCUSD_trades.csv").write_text(
+        "ID,MTS,AMOUNT,PRICE\n1,1704153600000,0.5,42000\n2,1704153600100,-0.192659,41999\n")
+    replay = FileReplay(tmp_path / "bitfinex_tBTCUSD_trades.csv")
+    assert [(t.stream, t.size, t.side) for t in drain(replay)] == [("BTCUSD", 0.5, "buy"), ("BTCUSD", 0.192659, "sell")]
+    assert "signed_size (negative: a sell)" in replay.notes[0]
+
+
+def test_german_excel_numbers_and_grouping_commas_past_the_first_rows(tmp_path: Path) -> None:
+    (tmp_path / "german.csv").write_text("Date;Time;Symbol;Price;Volume\n"
+                                         "02.01.2024;09:00:01;BTCEUR;42.002,00;0,5183\n"
+                                         "02.01.2024;09:00:02;BTCEUR;41.998,5;1.250,25\n")
+    assert [(t.price, t.size) for t in drain(FileReplay(tmp_path / "german.csv"))] == [(42002.0, 0.5183),
+                                                                                      (41998.5, 1250.25)]
+    rows = [f"2024-01-02,14:30:{i:02d},XYZ,{990 + i}.25,10" for i in range(30)]
+    rows.append('2024-01-02,14:30:30,XYZ,"1,020.25","1,500"')  # past the sniffed rows
+    (tmp_path / "late.csv").write_text("Date,Time,Symbol,Price,Volume\n" + "\n".join(rows) + "\n")
+    replay = FileReplay(tmp_path / "late.csv")
+    ticks = drain(replay)
+    assert (ticks[-1].price, ticks[-1].size) == (1020.25, 1500) and dict(replay.rejected) == {}
+    (tmp_path / "semi.csv").write_text("time;price;size\n1704153600000;1.5;1\n1704153600001;0,5;1\n")
+    replay = FileReplay(tmp_path / "semi.csv")  # not a decimal-comma file: 0,5 is refused, never read as 5
+    assert [t.price for t in drain(replay)] == [1.5] and dict(replay.rejected) == {"missing_field": 1}
+
+
+def test_metatrader_one_sided_quotes_past_the_first_rows_and_utf16_without_its_mark(tmp_path: Path) -> None:
+    rows = [f"2024.01.02\t09:30:{i:02d}.000\t1.27{i:02d}\t1.28{i:02d}\t\t\t6" for i in range(30)]
+    rows.append("2024.01.02\t09:30:30.000\t1.2750\t\t\t\t2")  # the first one-sided row, past the sniffed rows
+    text = "<DATE>\t<TIME>\t<BID>\t<ASK>\t<LAST>\t<VOLUME>\t<FLAGS>\n" + "\n".join(rows) + "\n"
+    (tmp_path / "GBPUSD.csv").write_bytes(text.encode("utf-16-le"))  # no byte-order mark
+    replay = FileReplay(tmp_path / "GBPUSD.csv")
+    ticks = drain(replay)
+    assert len(ticks) == 31 and (ticks[-1].bid, ticks[-1].ask) == (1.275, 1.2829) and dict(replay.rejected) == {}
+    archive = tmp_path / "GBPUSD.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("GBPUSD.csv", text.encode("utf-16"))
+    assert drain(FileReplay(archive)) == ticks
+
+
+def test_interactive_brokers_api_names_and_a_refinement_that_completes_detection(tmp_path: Path) -> None:
+    path = tmp_path / "AAPL_BID_ASK_20240102.csv"
+    path.write_text("time,tickAttribBidAsk,priceBid,priceAsk,sizeBid,sizeAsk\n"
+                    '2024-01-02 14:30:00+00:00,"TickAttribBidAsk(bidPastLow=False, askPastHigh=False)",185.49,185.51,'
+                    "300,700\n")
+    assert drain(FileReplay(path)) == [Tick("AAPL", ns("2024-01-02T14:30:00+00:00"), "quote", bid=185.49, ask=185.51,
+                                            bid_size=300, ask_size=700)]
+    # a layout detection cannot finish alone: the refinement names what it lacks
+    (tmp_path / "odd.csv").write_text("time,pb,pa\n2024-01-02T14:30:00Z,185.49,185.51\n")
+    with pytest.raises(ValueError, match="bid=bp,ask=ap"):
+        FileReplay(tmp_path / "odd.csv")
+    spec = map_from_options(columns="bid=pb,ask=pa,stream_name=AAPL", detect=True)
+    assert [(t.bid, t.ask) for t in drain(FileReplay(tmp_path / "odd.csv", columns=spec))] == [(185.49, 185.51)]
