@@ -25,7 +25,7 @@ import zmq
 from zmq.utils.monitor import parse_monitor_message
 
 from connectors.source import Source
-from connectors.ticks import Tick
+from connectors.ticks import Tick, plain
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 WATCH_SLICE_MS = 50  # a watched send checks the connection at least this often while it waits
@@ -71,12 +71,20 @@ def _wire(item: Any) -> dict[str, Any]:
     raise TypeError(f"a tick is a Tick or a dict, got {type(item).__name__}")
 
 
+def _packable(value: Any) -> Any:
+    """msgpack's hook for values it cannot pack: numpy scalars as the Python values they hold."""
+    if (converted := plain(value)) is not value:
+        return converted
+    raise TypeError(f"a tick's field value {value!r} ({type(value).__name__}) cannot be sent: fields are str, int, "
+                    f"float or None")
+
+
 def pack(ticks: SendItem | Sequence[SendItem]) -> tuple[bytes, int]:
     """msgpack payload of one tick (a map) or a batch (a list of maps), and how many ticks it holds."""
     if isinstance(ticks, (Tick, Mapping)):
-        return msgpack.packb(_wire(ticks), use_bin_type=True), 1
+        return msgpack.packb(_wire(ticks), use_bin_type=True, default=_packable), 1
     if isinstance(ticks, (list, tuple)):
-        return msgpack.packb([_wire(t) for t in ticks], use_bin_type=True), len(ticks)
+        return msgpack.packb([_wire(t) for t in ticks], use_bin_type=True, default=_packable), len(ticks)
     raise TypeError(f"send() takes a Tick, a dict or a list of them, got {type(ticks).__name__}")
 
 

@@ -130,18 +130,25 @@ class Tick:
 _WIRE_ORDER = ("stream", "ts", "kind", "price", "size", "side", "bid", "ask", "bid_size", "ask_size")
 
 
+def plain(value: Any) -> Any:
+    """A numpy scalar (numpy.int64 from a DataFrame, numpy.float32) as the Python int/float/str it holds; anything
+    else as it is. Ticks built in Python take what pandas and numpy hand out; the wire never carries numpy."""
+    return value.item() if type(value).__module__ == "numpy" and hasattr(value, "item") else value
+
+
 def trade(stream: str, ts: int, price: float, size: float, side: str | None = None) -> Tick:
-    """Build a validated trade tick."""
-    return validate({"stream": stream, "ts": ts, "kind": TRADE, "price": price, "size": size, "side": side})
+    """Build a validated trade tick (numpy scalars welcome)."""
+    fields = {"stream": stream, "ts": ts, "kind": TRADE, "price": price, "size": size, "side": side}
+    return validate({k: plain(v) for k, v in fields.items()})
 
 
 def quote(
     stream: str, ts: int, bid: float, ask: float, bid_size: float | None = None, ask_size: float | None = None
 ) -> Tick:
-    """Build a validated quote tick."""
-    return validate(
-        {"stream": stream, "ts": ts, "kind": QUOTE, "bid": bid, "ask": ask, "bid_size": bid_size, "ask_size": ask_size}
-    )
+    """Build a validated quote tick (numpy scalars welcome)."""
+    fields = {"stream": stream, "ts": ts, "kind": QUOTE, "bid": bid, "ask": ask, "bid_size": bid_size,
+              "ask_size": ask_size}
+    return validate({k: plain(v) for k, v in fields.items()})
 
 
 def _number(obj: dict, key: str, *, required: bool, is_price: bool) -> float | None:

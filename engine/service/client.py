@@ -20,7 +20,11 @@ A refused handshake is reported as such instead of a silent wait.
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
+import os
+import threading
 import time
 from collections import Counter, deque
 from typing import Any
@@ -41,10 +45,14 @@ class ControlError(RuntimeError):
 
 
 class ControlClient:
+    """Requests to the control socket. Each `call` (and `request`) carries an `id` and takes only the reply with
+    that id: a reply that comes after its call timed out is dropped when the next call reads it (counted in
+    `stale_replies`), never returned as another call's answer. Calls from several threads take turns."""
+
     def __init__(self, endpoint: str, timeout_s: float = 30.0, server_public_key: bytes | None = None,
                  client_keypair: tuple[bytes, bytes] | None = None, connect_timeout_s: float = 10.0) -> None:
-        """``timeout_s``: for each reply; ``connect_timeout_s``: for a connection to be made at all (nothing
-        listening: an error after it, not after ``timeout_s``)."""
+        """``timeout_s``: for each reply (a call may give its own); ``connect_timeout_s``: for a connection to be
+        made at all (nothing listening: an error after it, not after ``timeout_s``)."""
         self.endpoint = check_endpoint(endpoint, "control endpoint")
         self.timeout_ms = int(timeout_s * 1000)
         self._connect_s = min(connect_timeout_s, timeout_s)
@@ -55,22 +63,47 @@ class ControlClient:
         self._handshake = HandshakeMonitor(self._sock, curve=bool(server_public_key))
         self._disconnects_at_send = 0
         self._sock.connect(endpoint)
+        self._lock = threading.Lock()  # one request and its reply at a time: the socket is not thread-safe
+        self._ids = itertools.count(1)
+        self._tag = f"{os.getpid():x}.{id(self):x}"  # ids of this client's requests: `<tag>.<n>`
+        self.stale_replies = 0  # replies dropped because their call had already timed out
+        self._closed = False
+        self._waited_s = timeout_s  # the time-out of the request in flight, for its error
 
-    def call(self, op: str, **fields: Any) -> dict[str, Any]:
-        """Send one request and wait for its reply; raises ControlError on {ok: false}, time-out or refusal."""
-        reply = self.request({"op": op, **fields})
+    def call(self, op: str, timeout_s: float | None = None, **fields: Any) -> dict[str, Any]:
+        """Send one request and wait for its reply (``timeout_s``: this call's own wait; default the client's);
+        raises ControlError on {ok: false}, time-out or refusal."""
+        reply = self.request({"op": op, **fields}, timeout_s)
         if not reply.get("ok"):
             raise ControlError(reply.get("error", "unknown error"))
         return reply
 
-    def request(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The raw reply, {ok: false, ...} included."""
-        self.send_raw(msgpack.packb(request, use_bin_type=True))
-        return self.receive()
+    def request(self, request: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        """The raw reply, {ok: false, ...} included: the one whose `id` is the request's (the caller's, or one
+        given here and taken off the reply)."""
+        if self._closed:
+            raise ControlError(f"ControlClient to {self.endpoint} is closed")
+        request = dict(request)
+        mine = "id" not in request
+        rid = request.setdefault("id", f"{self._tag}.{next(self._ids)}")
+        timeout_ms = self.timeout_ms if timeout_s is None else int(timeout_s * 1000)
+        with self._lock:
+            self.send_raw(msgpack.packb(request, use_bin_type=True), timeout_ms)
+            deadline = time.monotonic() + timeout_ms / 1000
+            while True:
+                reply = self.receive(deadline)
+                if not isinstance(reply, dict) or "id" not in reply or reply["id"] == rid:  # (a server that does
+                    break  # not echo ids answers in order)
+                self.stale_replies += 1
+        if mine and isinstance(reply, dict):
+            reply.pop("id", None)
+        return reply
 
-    def receive(self) -> dict[str, Any]:
-        """The next reply (requests are answered in order)."""
-        deadline = time.monotonic() + self.timeout_ms / 1000
+    def receive(self, deadline: float | None = None) -> dict[str, Any]:
+        """The next reply, whichever request it answers (``deadline``: time.monotonic(); default the client's
+        time-out from now)."""
+        if deadline is None:
+            deadline = time.monotonic() + self.timeout_ms / 1000
         while not self._sock.poll(max(0, min(POLL_SLICE_MS, int((deadline - time.monotonic()) * 1000)))):
             self._give_up_if_refused_or_late(deadline)
             self._handshake.poll()
@@ -87,12 +120,14 @@ class ControlClient:
             raise ControlError(f"no connection to {self.endpoint}: nothing accepted it within "
                                f"{self._connect_s:.0f} s; is the service running there?")
         if time.monotonic() >= deadline:
-            raise ControlError(f"no reply from {self.endpoint} within {self.timeout_ms / 1000:.0f} s: "
+            raise ControlError(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): "
                                f"{self._handshake.explain()}")
 
-    def send_raw(self, payload: bytes) -> None:
+    def send_raw(self, payload: bytes, timeout_ms: int | None = None) -> None:
         """Queue one request; a DEALER with no live connection cannot take it, so that is waited out here."""
-        deadline = time.monotonic() + self.timeout_ms / 1000
+        timeout_ms = self.timeout_ms if timeout_ms is None else timeout_ms
+        self._waited_s = timeout_ms / 1000
+        deadline = time.monotonic() + timeout_ms / 1000
         while True:
             if self._sock.poll(max(0, min(POLL_SLICE_MS, int((deadline - time.monotonic()) * 1000))), zmq.POLLOUT):
                 try:
@@ -105,6 +140,7 @@ class ControlClient:
             self._give_up_if_refused_or_late(deadline)
 
     def close(self) -> None:
+        self._closed = True
         self._handshake.close()
         self._sock.close(linger=0)
 
@@ -160,13 +196,16 @@ class AnswerSubscriber:
             if extra:
                 self._sock.setsockopt(zmq.UNSUBSCRIBE, HEARTBEAT_TOPIC.encode())
 
-    def recv(self, timeout_s: float = 5.0) -> tuple[str, dict[str, Any]] | None:
-        """The next (topic, payload), or None after ``timeout_s``."""
+    def recv(self, timeout_s: float | None = 5.0) -> tuple[str, dict[str, Any]] | None:
+        """The next (topic, payload), or None after ``timeout_s`` (None: wait for ever). It blocks: from asyncio,
+        run it in an executor (``loop.run_in_executor(None, sub.recv, 1.0)``)."""
+        if self._sock.closed:
+            raise RuntimeError(f"AnswerSubscriber to {self.endpoint} is closed")
         if self._early:
             return self._early.popleft()
-        deadline = time.monotonic() + timeout_s
+        deadline = math.inf if timeout_s is None else time.monotonic() + timeout_s
         while True:
-            message = self._recv(max(0, int((deadline - time.monotonic()) * 1000)))
+            message = self._recv(None if deadline == math.inf else max(0, int((deadline - time.monotonic()) * 1000)))
             if message is not None and self._wanted(message[0]):
                 return message
             if message is None and time.monotonic() >= deadline:
@@ -179,7 +218,7 @@ class AnswerSubscriber:
     def _wanted(self, topic: str) -> bool:
         return any(topic.startswith(prefix) for prefix in self.topics)
 
-    def _recv(self, timeout_ms: int) -> tuple[str, dict[str, Any]] | None:
+    def _recv(self, timeout_ms: int | None) -> tuple[str, dict[str, Any]] | None:  # None: wait for ever
         if not self._sock.poll(timeout_ms):
             return None
         topic, payload = self._sock.recv_multipart()
@@ -234,10 +273,11 @@ class GaplessSubscriber:
         for topic, seq in list(self.last_seq.items()):
             self._fill(topic, seq, None)
 
-    def recv(self, timeout_s: float = 5.0) -> tuple[str, dict[str, Any]] | None:
-        deadline = time.monotonic() + timeout_s
+    def recv(self, timeout_s: float | None = 5.0) -> tuple[str, dict[str, Any]] | None:
+        """The next answer in seq order per topic, or None after ``timeout_s`` (None: wait for ever)."""
+        deadline = math.inf if timeout_s is None else time.monotonic() + timeout_s
         while not self._ready:
-            message = self.subscriber.recv(max(0.0, deadline - time.monotonic()))
+            message = self.subscriber.recv(None if deadline == math.inf else max(0.0, deadline - time.monotonic()))
             if message is None:
                 return None
             topic, answer = message
@@ -299,7 +339,8 @@ class GaplessSubscriber:
     def _fetch(self, topic: str, after: int, upto: int | None) -> None:
         while upto is None or after < upto:
             reply = self.control.call("answers", topic=topic, after=after, limit=FETCH_LIMIT)
-            answers = [a for a in reply["answers"] if upto is None or a["seq"] <= upto]
+            answers = [a for a in reply["answers"] if (upto is None or a["seq"] <= upto)
+                       and a.get("topic", topic) == topic]  # (the reply is this request's: ControlClient's ids)
             if (answers and answers[0]["seq"] > after + 1) or (not answers and upto is not None):
                 self.unrecoverable += (answers[0]["seq"] - 1 if answers else upto) - after  # no longer kept
             if not answers:

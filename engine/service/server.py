@@ -381,6 +381,7 @@ class Server:
                 "version": self.pipeline.registry.version}
 
     def _op_get(self, request: dict, _reply: Any) -> dict:
+        self.pipeline.registry.get(_field(request, "query", str))  # an unknown name is an error, not "no answer yet"
         answer = self.pipeline.cache.get(_field(request, "query", str), _field(request, "stream", str))
         return {"answer": answer.to_wire() if answer else None}
 

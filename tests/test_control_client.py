@@ -1,0 +1,116 @@
+"""The Python clients an application embeds, against real ZeroMQ peers on 127.0.0.1: ControlClient takes only
+its own reply (a reply that comes after its call timed out is dropped, never handed to the next call) and
+takes turns between threads; AnswerSubscriber waits for ever when asked to; ticks built from numpy values send."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import msgpack
+import numpy as np
+import pytest
+import zmq
+
+from connectors.feed import pack
+from connectors.ticks import trade
+from engine.service.client import AnswerSubscriber, ControlClient, ControlError
+
+
+class SlowControl:
+    """A ROUTER that answers each request with its own fields, after `delay_s` for requests whose `slow` is set."""
+
+    def __init__(self) -> None:
+        self.sock = zmq.Context.instance().socket(zmq.ROUTER)
+        self.sock.linger = 0
+        port = self.sock.bind_to_random_port("tcp://127.0.0.1")
+        self.endpoint = f"tcp://127.0.0.1:{port}"
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        held: list[tuple[float, list[bytes]]] = []
+        while not self.stop.is_set():
+            if self.sock.poll(10):
+                *envelope, payload = self.sock.recv_multipart()
+                request = msgpack.unpackb(payload, raw=False)
+                reply = {"ok": True, **{k: v for k, v in request.items() if k != "op"}}
+                due = time.monotonic() + (0.6 if request.get("slow") else 0.0)
+                held.append((due, [*envelope, msgpack.packb(reply)]))
+            for item in [h for h in held if h[0] <= time.monotonic()]:
+                held.remove(item)
+                self.sock.send_multipart(item[1])
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+
+
+@pytest.fixture
+def slow_control():
+    server = SlowControl()
+    yield server
+    server.close()
+
+
+def test_a_reply_after_its_call_timed_out_is_never_the_next_calls(slow_control) -> None:
+    control = ControlClient(slow_control.endpoint, timeout_s=5)
+    with pytest.raises(ControlError, match=r"within the time-out \(0.2 s\)"):
+        control.call("ask", stream="BURST.B", slow=True, timeout_s=0.2)
+    time.sleep(0.8)  # the late reply is waiting on the socket now
+    assert control.call("ask", stream="EQ.MSFT") == {"ok": True, "stream": "EQ.MSFT"}  # was BURST.B's reply
+    assert control.call("health", n=2) == {"ok": True, "n": 2}
+    assert control.stale_replies == 1
+    control.close()
+    with pytest.raises(ControlError, match="is closed"):
+        control.call("health")
+
+
+def test_threads_sharing_a_control_client_each_get_their_own_replies(slow_control) -> None:
+    control = ControlClient(slow_control.endpoint, timeout_s=5)
+    wrong: list[tuple[str, int]] = []
+
+    def asks(stream: str) -> None:
+        for i in range(25):
+            reply = control.call("ask", stream=stream, i=i)
+            if (reply["stream"], reply["i"]) != (stream, i):
+                wrong.append((stream, i))
+
+    threads = [threading.Thread(target=asks, args=(f"S{n}",)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    control.close()
+    assert wrong == [] and control.stale_replies == 0
+
+
+def test_an_answer_subscriber_waits_for_ever_when_told_to() -> None:
+    pub = zmq.Context.instance().socket(zmq.PUB)
+    pub.linger = 0
+    port = pub.bind_to_random_port("tcp://127.0.0.1")
+    subscriber = AnswerSubscriber(f"tcp://127.0.0.1:{port}", ["dir/"])
+    time.sleep(0.3)  # the subscription reaches the publisher
+
+    def publish_later() -> None:
+        time.sleep(0.5)
+        pub.send_multipart([b"dir/X/", msgpack.packb({"seq": 1})])
+
+    threading.Thread(target=publish_later, daemon=True).start()
+    assert subscriber.recv(timeout_s=None) == ("dir/X/", {"seq": 1})  # was a TypeError
+    subscriber.close()
+    with pytest.raises(RuntimeError, match="is closed"):
+        subscriber.recv(1.0)
+    pub.close()
+
+
+def test_ticks_from_numpy_values_build_and_send() -> None:
+    tick = trade("NP.X", np.int64(1_704_153_600_000_000_000), np.float64(101.25), np.float32(2.0), "buy")
+    assert type(tick.ts) is int and tick.price == 101.25 and tick.size == 2.0
+    payload, n = pack({"stream": "NP.X", "ts": np.int64(5), "kind": "trade", "price": np.float32(1.5), "size": 1.0})
+    assert n == 1 and msgpack.unpackb(payload) == {"stream": "NP.X", "ts": 5, "kind": "trade", "price": 1.5,
+                                                   "size": 1.0}
+    with pytest.raises(TypeError, match="cannot be sent: fields are str, int, float or None"):
+        pack({"stream": "NP.X", "ts": object()})
