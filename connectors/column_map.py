@@ -107,7 +107,7 @@ class ColumnMap:
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
             raise ValueError(f"ts must name the event-time column (or date+time columns), got {self.ts!r}")
-        if len(self.ts_columns) > 1 and self.ts_unit in ("ns", DETECT):  # date and time columns are text
+        if len(self.ts_columns) > 1 and self.ts_unit == "ns":  # the default: date and time columns are text
             object.__setattr__(self, "ts_unit", "datetime")
         if self.ts_unit not in TS_UNITS:
             raise ValueError(f"ts_unit must be one of {TS_UNITS}, got {self.ts_unit!r}")
@@ -185,7 +185,7 @@ class ColumnMap:
                 object.__setattr__(self, "ts_unit", "datetime")
             if self.ts_unit != "datetime":
                 raise ValueError(f"ts_format reads datetime text; it does not go with ts_unit {self.ts_unit!r}")
-        if len(self.ts_columns) > 1 and self.ts_unit != "datetime":
+        if len(self.ts_columns) > 1 and self.ts_unit not in ("datetime", DETECT):
             raise ValueError(f"ts {self.ts!r} joins date and time columns: their text is a datetime, not "
                              f"ts_unit {self.ts_unit!r}")
         if self.tz is not None:
@@ -432,9 +432,11 @@ class Refine:
 
 
 def is_refinement(spec: Mapping[str, Any]) -> bool:
-    """Keys that refine each file's detected layout: a map without its time column and without a preset
-    (`--tz Europe/London`, `--columns stream=#RIC`)."""
-    return bool(spec) and "ts" not in spec and "preset" not in spec
+    """Keys that refine each file's detected layout: a map without a preset that names neither its time column
+    nor any price column, or only its time column (`--tz Europe/London`, `--columns stream=#RIC`,
+    `--columns "ts=Execution Date+Execution Time"`): the rest is detected."""
+    prices = any(k in spec for k in ("price", "bid", "ask"))
+    return bool(spec) and "preset" not in spec and not ("ts" in spec and prices)
 
 
 def as_column_map(spec: ColumnMap | str | Mapping[str, Any] | None) -> ColumnMap | Refine | None:

@@ -57,20 +57,30 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
            "close_time", "window_end", "end_time", "window_start", "open_time", "start_time", "date"),
     "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id",
                "instrument_name", "instid", "inst_id",  # OKX's API (instId)
-               "sym_root"),  # TAQ's (SYM_ROOT, with SYM_SUFFIX for share classes)
+               "sym_root",  # TAQ's (SYM_ROOT, with SYM_SUFFIX for share classes)
+               "currencypair", "currency_pair", "ccypair", "ccy_pair", "cusip", "isin"),  # FX ECNs', bonds'
     "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price"),  # close: a bar's
-    "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size", "sz"),  # sz: OKX's API
+    "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size", "sz",  # sz: OKX's API
+             "trade_volume", "trade_qty", "trade_quantity"),  # Eurex T7's Trade Volume, Upbit's trade_volume
     "side": ("side", "aggressor_side", "taker_side", "buy/sell", "buy_sell",  # buy/sell: Kraken's trade exports
-             "direction"),  # Deribit's (the taker's buy/sell; LOBSTER's `direction` is read by its own layout)
+             "direction",  # Deribit's (the taker's buy/sell; LOBSTER's `direction` is read by its own layout)
+             "aggressor"),  # CME's B/S
     # pricebid...: Interactive Brokers' API (HistoricalTickBidAsk: priceBid, priceAsk, sizeBid, sizeAsk)
     "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "best_bid_price", "bid_px_00", "pricebid"),
     "ask": ("ask", "ask_price", "ask_px", "best_ask", "askprice", "best_ask_price", "offer", "offer_price",
-            "ask_px_00", "priceask"),
+            "ask_px_00", "priceask", "offerprice"),
     "bid_size": ("bid_size", "bid_qty", "bid_sz", "bidsize", "bid_volume", "bidvolume", "bid_amount",
                  "best_bid_qty", "bid_sz_00", "sizebid"),
     "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "askvolume", "ask_amount",
-                 "best_ask_qty", "offer_size", "ask_sz_00", "sizeask"),
+                 "best_ask_qty", "offer_size", "ask_sz_00", "sizeask", "offersize"),
 }
+# A contract's month beside its symbol (`Symbol=CL, Contract Month=202406`): the stream is both
+CONTRACT_MONTH_NAMES = ("contract_month", "delivery_month", "expiry", "expiration", "expiration_date", "maturity",
+                        "maturity_date", "month_code")
+# A column that says which kind of row each is (`event` X / B / A): only its trade rows are trades
+EVENT_NAMES = ("type", "event", "event_type", "msg_type", "message_type", "record_type", "tick_type", "update_type")
+TRADE_MARKS = frozenset({"t", "x", "trade", "trades", "e", "exec", "execution", "fill", "last"})
+QUOTE_MARKS = frozenset({"q", "b", "a", "bid", "ask", "offer", "quote", "quotes", "bbo", "nbbo"})
 # A file of bars (OHLC, OHLCV): it has these besides its close. Each bar replays as one trade at its close.
 BAR_COLUMNS = frozenset({"open", "high", "low"})
 # Sides, via BUYER_MAKER (true = the taker sold): a buyer-maker flag, or a flag that the taker sold (Kaiko's `sell`)
@@ -97,7 +107,8 @@ SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER, "the maker's side, 
 # Datetime text that is not ISO 8601, in polars/chrono codes (`%.f`: an optional fraction of any length)
 TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m%d %H%M%S%.f", "%Y%m%d-%H:%M:%S%.f",
                 "%d.%m.%Y %H:%M:%S%.f", "%Y.%m.%d %H:%M:%S%.f", "%Y/%m/%d %H:%M:%S%.f", "%m/%d/%Y %H:%M:%S%.f",
-                "%d/%m/%Y %H:%M:%S%.f", "%d-%m-%Y %H:%M:%S%.f")
+                "%d/%m/%Y %H:%M:%S%.f", "%d-%m-%Y %H:%M:%S%.f",
+                "%d/%m/%y %H:%M:%S%.f", "%m/%d/%y %H:%M:%S%.f")  # two-digit years (IG's 08/03/24)
 ISO = re.compile(r"^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)?)?$", re.IGNORECASE)
 NUMBER = re.compile(r"^[+-]?(\d+([.,]\d*)?|\.\d+)([eE][+-]?\d+)?$")
 DATE_LIKE = re.compile(r"^(\d{4}[-./]?\d\d[-./]?\d\d|\d\d?[-./]\d\d?[-./]\d{2,4})([ T-]|$)")
@@ -197,7 +208,12 @@ def time_formats(text: str) -> list[str]:
     if ISO.match(text):
         return []
     series = pl.Series([text])
-    return [f for f in TIME_FORMATS if series.str.to_datetime(f, strict=False, time_unit="ns").null_count() == 0]
+    fits = []
+    for f in TIME_FORMATS:  # a reading must be a date of market data: `%Y` reads `08/03/24` as the year 8
+        year = series.str.to_datetime(f, strict=False, time_unit="ns").dt.year().item()
+        if year is not None and 1970 <= year <= 2200:
+            fits.append(f)
+    return fits
 
 
 def two_way_date(text: str) -> bool:
@@ -249,7 +265,7 @@ def epoch_unit(value: float) -> str:
     return "s" if magnitude < 1e11 else "ms" if magnitude < 1e14 else "us" if magnitude < 1e17 else "ns"
 
 
-def _normal(name: str) -> str:
+def normal_name(name: str) -> str:
     """A column name as FIELD_NAMES spells it: lower case, each run of other characters than letters, digits and
     `/` as one "_", none at the ends (`Bid Price` and `bid-price` -> bid_price; LSEG's `#RIC` -> ric; MetaTrader's
     `<BID>` -> bid)."""
@@ -279,7 +295,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
             return cmap if set(cmap.keep or ()) <= set(names) else replace(cmap, keep=None, preset=None)
     by_normal: dict[str, str] = {}
     for n in names:
-        by_normal.setdefault(_normal(n), n)
+        by_normal.setdefault(normal_name(n), n)
     if set(LOBSTER_NAMES) <= set(by_normal):
         return _lobster_named(by_normal, schema, first)
     found: dict[str, str] = {}
@@ -290,9 +306,14 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     ts = _date_and_time(by_normal, first) or found.pop("ts", None) or (datetimes[0] if len(datetimes) == 1 else None)
     found.pop("ts", None)
     stream_col = found.pop("stream", None)
-    # columns a refinement names (`--columns bid=priceBid,...` without ts) count as found: the rest is detected
+    # columns a refinement names (`--columns bid=priceBid,...`, or a time column alone) count as found: the rest
+    # is detected
     found |= {field: column for field, column in (hints or {}).items() if field in VALUE_FIELDS}
     stream_col = (hints or {}).get("stream_col", stream_col)
+    ts = (hints or {}).get("ts", ts)
+    month = next((by_normal[c] for c in CONTRACT_MONTH_NAMES if c in by_normal), None)
+    if stream_col is not None and month is not None and "+" not in stream_col and "stream_col" not in (hints or {}):
+        stream_col = f"{stream_col}+{month}"  # CL of May and CL of June are two instruments
     quotes = {"bid", "ask"} <= set(found)
     if ts is None or not ("price" in found or quotes):
         lacking = "time column" if ts is None else "price (trades) nor bid and ask (quotes)"
@@ -353,7 +374,7 @@ def databento_book(cmap: ColumnMap, schema: Mapping[str, Any]) -> str | None:
     """"mbo" or "mbp-1" for a Databento export (CSV, Parquet) of order-book records: its record header, an
     `action` column, and order ids (MBO) or a top level mapped as the quote (MBP-1). None for anything else,
     its trades schema included (every row a trade, read as it is)."""
-    names = {_normal(n) for n in schema}
+    names = {normal_name(n) for n in schema}
     if not DATABENTO_HEADER <= names or "action" not in names:
         return None
     return "mbo" if "order_id" in names else "mbp-1" if cmap.bid is not None else None
@@ -504,7 +525,7 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> tuple[C
     if cmap.stream is not None or cmap.stream_col is not None:
         return cmap, []
     if cmap.preset is not None or cmap.default_stream is not None:
-        normal = {_normal(n): n for n in schema}
+        normal = {normal_name(n): n for n in schema}
         if column := next((normal[c] for c in FIELD_NAMES["stream"] if c in normal), None):
             return replace(cmap, stream_col=column), [f"{path.name}: streams from column {column!r}"]
     if (found := symbol_in_name(path)) is not None:
@@ -540,13 +561,13 @@ def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
 
 def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
     """Notes on a detected layout that reads but is a vendor's whose fields mean otherwise."""
-    columns = {_normal(n) for n in names}
+    columns = {normal_name(n) for n in names}
     if cmap.side is not None and cmap.side_map is None and COINBASE_TRADES <= columns <= COINBASE_TRADES | \
             {"product_id"}:
         return [f"{path.name}: its columns are Coinbase Exchange's trades layout, whose side is the MAKER's; read "
                 f"here as the aggressor's. If the file is Coinbase's, give --preset coinbase-trades (sides flipped)"]
     notes = []
-    if cmap.price is not None and _normal(cmap.price) in ("close", "close_price") and BAR_COLUMNS <= columns:
+    if cmap.price is not None and normal_name(cmap.price) in ("close", "close_price") and BAR_COLUMNS <= columns:
         notes.append(f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size "
                      f"{cmap.size or 1}, no side), at its {cmap.ts} time; most vendors stamp a bar with its start, so "
                      f"a bar's close shows at its start unless the map says ts=<its end column>")

@@ -56,6 +56,9 @@ from connectors.layout import (
     PARQUET_SUFFIXES,
     COMMA_GROUPED,
     DOT_GROUPED,
+    EVENT_NAMES,
+    QUOTE_MARKS,
+    TRADE_MARKS,
     SPACED_FRACTION,
     Dialect,
     databento_book,
@@ -67,6 +70,7 @@ from connectors.layout import (
     epoch_unit,
     headerless_map,
     match_case,
+    normal_name,
     sniff_csv,
     stream_of,
     time_formats,
@@ -413,8 +417,10 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         raise ValueError(_time_hint(path, cmap, first))
     if facts["unsorted"]:  # stable: rows with equal timestamps keep their file order
         frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
-        notes.append(f"{path.name}: its rows are not in time order (newest first, or merged from several sources): "
-                     f"replayed sorted by time, rows of equal times in file order")
+        repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: that "
+                    f"hour's second pass is read at the first one's instants" if cmap.tz else "")
+        notes.append(f"{path.name}: its rows are not in time order (newest first, or merged from several sources"
+                     f"{repeated}): replayed sorted by time, rows of equal times in file order")
     if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
         frame = frame.with_columns(_filled_quotes(keys))
     factor = 1 if _ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
@@ -481,6 +487,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
                              f"the file's rows ({str(e).splitlines()[0]})") from None
         raise ValueError(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
     first = lambda column: _first_text(path, names, dialect, column)  # noqa: E731
+    kind_notes: list[str] = []
     if isinstance(spec, ColumnMap):
         cmap = match_case(spec, schema)
     else:
@@ -490,6 +497,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         if _one_sided_quotes(cmap, list(schema), dialect):
             cmap = replace(cmap, fill_quotes=True)
         cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
+        cmap, kind_notes = _kind_column(path, cmap, schema, names, dialect)
     if cmap.stream is not None and cmap.stream_col is None and \
             (column := next((n for n in schema if n.strip().lower() == cmap.stream.strip().lower()), None)):
         raise ValueError(f"{path}: the column map names one fixed stream, {cmap.stream!r}, which is also a column of "
@@ -535,7 +543,32 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         if not UTC_OFFSET.search(text):  # a guess cannot know the zone of wall-clock times
             notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and are read as UTC; if they "
                          f"are local times, give their zone, e.g. --tz America/New_York")
-    return cmap, dialect, schema, notes + unit_notes + stream_notes + day_notes
+    return cmap, dialect, schema, notes + kind_notes + unit_notes + stream_notes + day_notes
+
+
+def _kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                 dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
+    """A detected trade layout with a column saying which kind each row is (`event`: X trade, B bid, A ask):
+    only its trade rows are read, the others counted as filtered_out, with a note; a column of such a name
+    whose values are not known marks gets a note only."""
+    column = next((c for c in schema if normal_name(c) in EVENT_NAMES), None)
+    if column is None or cmap.price is None or cmap.bid is not None or cmap.keep is not None:
+        return cmap, []
+    values = _scan(path, names, dialect, {column: pl.String} if is_csv(path) else None).select(
+        pl.col(column).cast(pl.String).str.strip_chars().drop_nulls().unique().head(51)).collect().to_series()
+    values = sorted(v for v in values.to_list() if v)
+    if len(values) < 2 or len(values) > 50:
+        return cmap, []
+    trades = [v for v in values if v.lower() in TRADE_MARKS]
+    others = [v for v in values if v.lower() in QUOTE_MARKS]
+    if trades and others and len(trades) + len(others) == len(values):
+        note = (f"{path.name}: column {column!r} marks each row's kind ({', '.join(values)}): its trade rows "
+                f"({', '.join(trades)}) are read, the others left out and counted as filtered_out (a map given in "
+                f"full reads them otherwise)")
+        return replace(cmap, keep={column: trades}), [note]
+    return cmap, [f"{path.name}: column {column!r} holds {', '.join(values[:10])}: if it marks kinds of rows (trades "
+                  f"and quotes), read only the trades with a keep filter (--columns FILE.yaml with keep: "
+                  f"{{{column}: [...]}}, docs/replay.md); every row is read as a trade now"]
 
 
 def _one_sided_quotes(cmap: ColumnMap, columns: list[str], dialect: Dialect | None) -> bool:

@@ -266,3 +266,32 @@ def test_interactive_brokers_api_names_and_a_refinement_that_completes_detection
         FileReplay(tmp_path / "odd.csv")
     spec = map_from_options(columns="bid=pb,ask=pa,stream_name=AAPL", detect=True)
     assert [(t.bid, t.ask) for t in drain(FileReplay(tmp_path / "odd.csv", columns=spec))] == [(185.49, 185.51)]
+
+
+def test_an_event_column_keeps_the_trades_and_a_contract_month_splits_the_streams(tmp_path: Path) -> None:
+    (tmp_path / "mixed_event.csv").write_text("ts_event,symbol,event,price,size\n"
+                                              "1709908200009225852,MSFT,B,175.01,800\n"
+                                              "1709908200009225900,MSFT,X,175.02,100\n"
+                                              "1709908200009226000,MSFT,A,175.03,500\n")
+    replay = FileReplay(tmp_path / "mixed_event.csv")
+    assert [(t.kind, t.price) for t in drain(replay)] == [("trade", 175.02)]  # bid and ask rows were trades
+    assert dict(replay.rejected) == {"filtered_out": 2}
+    assert any("column 'event' marks each row's kind (A, B, X)" in note for note in replay.notes)
+    (tmp_path / "cl.csv").write_text("Trade Date,Trade Time,Symbol,Contract Month,Price,Volume,Aggressor\n"
+                                     "2024-03-08,08:00:02.778,CL,202405,78.65,16,B\n"
+                                     "2024-03-08,08:00:02.900,CL,202406,78.50,3,S\n")
+    ticks = drain(FileReplay(tmp_path / "cl.csv"))
+    assert [(t.stream, t.side) for t in ticks] == [("CL 202405", "buy"), ("CL 202406", "sell")]
+
+
+def test_a_map_of_the_time_column_alone_and_two_digit_years(tmp_path: Path) -> None:
+    (tmp_path / "trace.csv").write_text("CUSIP,Bond Sym ID,Execution Date,Execution Time,Price,Quantity,Yield,Side\n"
+                                        "912828YK0,UST,20240308,09:30:20,99.538460,5000000,4.1882,B\n")
+    spec = map_from_options(columns="ts=Execution Date+Execution Time", detect=True)
+    assert drain(FileReplay(tmp_path / "trace.csv", columns=spec)) == [
+        Tick("912828YK0", ns("2024-03-08T09:30:20+00:00"), "trade", price=99.53846, size=5000000, side="buy")]
+    (tmp_path / "ig.csv").write_text("Date,Time,Bid,Offer\n08/03/24,08:00:03,7699.4,7700.4\n")
+    with pytest.raises(ValueError, match=r"'%d/%m/%y %H:%M:%S%.f' or '%m/%d/%y %H:%M:%S%.f'"):
+        FileReplay(tmp_path / "ig.csv")  # not '%Y/%m/%d', which read the year 8
+    spec = map_from_options(ts_format="%d/%m/%y %H:%M:%S", tz="Europe/London", detect=True)
+    assert [t.ts for t in drain(FileReplay(tmp_path / "ig.csv", columns=spec))] == [ns("2024-03-08T08:00:03+00:00")]
