@@ -59,12 +59,14 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
                "instrument_name", "instid", "inst_id",  # OKX's API (instId)
                "sym_root",  # TAQ's (SYM_ROOT, with SYM_SUFFIX for share classes)
                "currencypair", "currency_pair", "ccypair", "ccy_pair", "cusip", "isin"),  # FX ECNs', bonds'
-    "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price"),  # close: a bar's
+    "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price",  # close: a bar's
+              "deal", "deal_price"),  # FX ECNs' deals (EBS: Deal, DealSize, DealSide beside the quote)
     "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size", "sz",  # sz: OKX's API
-             "trade_volume", "trade_qty", "trade_quantity"),  # Eurex T7's Trade Volume, Upbit's trade_volume
+             "trade_volume", "trade_qty", "trade_quantity",  # Eurex T7's Trade Volume, Upbit's trade_volume
+             "dealsize", "deal_size"),
     "side": ("side", "aggressor_side", "taker_side", "buy/sell", "buy_sell",  # buy/sell: Kraken's trade exports
              "direction",  # Deribit's (the taker's buy/sell; LOBSTER's `direction` is read by its own layout)
-             "aggressor"),  # CME's B/S
+             "aggressor", "dealside", "deal_side"),  # CME's B/S; EBS's
     # pricebid...: Interactive Brokers' API (HistoricalTickBidAsk: priceBid, priceAsk, sizeBid, sizeAsk)
     "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "best_bid_price", "bid_px_00", "pricebid"),
     "ask": ("ask", "ask_price", "ask_px", "best_ask", "askprice", "best_ask_price", "offer", "offer_price",

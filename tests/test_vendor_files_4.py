@@ -295,3 +295,14 @@ def test_a_map_of_the_time_column_alone_and_two_digit_years(tmp_path: Path) -> N
         FileReplay(tmp_path / "ig.csv")  # not '%Y/%m/%d', which read the year 8
     spec = map_from_options(ts_format="%d/%m/%y %H:%M:%S", tz="Europe/London", detect=True)
     assert [t.ts for t in drain(FileReplay(tmp_path / "ig.csv", columns=spec))] == [ns("2024-03-08T08:00:03+00:00")]
+
+
+def test_fx_ecn_quotes_with_their_deals_read_as_quotes_and_trades(tmp_path: Path) -> None:
+    (tmp_path / "ebs.csv").write_text("DateTime,CurrencyPair,BidPrice,BidSize,OfferPrice,OfferSize,Deal,DealSize,DealSide\n"
+                                      "2024-03-08T07:00:01.441000Z,EUR/USD,1.09443,2,1.09448,5,1.09448,1,B\n"
+                                      "2024-03-08T07:00:02.000000Z,EUR/USD,1.09444,3,1.09449,4,,,\n")
+    t0 = ns("2024-03-08T07:00:01.441+00:00")
+    assert drain(FileReplay(tmp_path / "ebs.csv")) == [
+        Tick("EUR-USD", t0, "quote", bid=1.09443, ask=1.09448, bid_size=2, ask_size=5),
+        Tick("EUR-USD", t0, "trade", price=1.09448, size=1, side="buy"),
+        Tick("EUR-USD", t0 + 559_000_000, "quote", bid=1.09444, ask=1.09449, bid_size=3, ask_size=4)]
