@@ -71,7 +71,7 @@ def _wire(item: Any) -> dict[str, Any]:
     raise TypeError(f"a tick is a Tick or a dict, got {type(item).__name__}")
 
 
-def _packable(value: Any) -> Any:
+def packable(value: Any) -> Any:
     """msgpack's hook for values it cannot pack: numpy scalars as the Python values they hold."""
     if (converted := plain(value)) is not value:
         return converted
@@ -82,9 +82,9 @@ def _packable(value: Any) -> Any:
 def pack(ticks: SendItem | Sequence[SendItem]) -> tuple[bytes, int]:
     """msgpack payload of one tick (a map) or a batch (a list of maps), and how many ticks it holds."""
     if isinstance(ticks, (Tick, Mapping)):
-        return msgpack.packb(_wire(ticks), use_bin_type=True, default=_packable), 1
+        return msgpack.packb(_wire(ticks), use_bin_type=True, default=packable), 1
     if isinstance(ticks, (list, tuple)):
-        return msgpack.packb([_wire(t) for t in ticks], use_bin_type=True, default=_packable), len(ticks)
+        return msgpack.packb([_wire(t) for t in ticks], use_bin_type=True, default=packable), len(ticks)
     raise TypeError(f"send() takes a Tick, a dict or a list of them, got {type(ticks).__name__}")
 
 

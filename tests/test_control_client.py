@@ -14,7 +14,7 @@ import zmq
 
 from connectors.feed import pack
 from connectors.ticks import trade
-from engine.service.client import AnswerSubscriber, ControlClient, ControlError
+from engine.service.client import AnswerSubscriber, ControlClient, ControlError, ControlTimeout
 
 
 class SlowControl:
@@ -63,6 +63,12 @@ def test_a_reply_after_its_call_timed_out_is_never_the_next_calls(slow_control) 
     assert control.call("ask", stream="EQ.MSFT") == {"ok": True, "stream": "EQ.MSFT"}  # was BURST.B's reply
     assert control.call("health", n=2) == {"ok": True, "n": 2}
     assert control.stale_replies == 1
+    # an id of the caller's own, used twice: each call still gets its own reply, with the caller's id on it
+    with pytest.raises(ControlTimeout):  # a TimeoutError too: `except TimeoutError` catches it
+        control.call("ask", stream="LATE", slow=True, id="req", timeout_s=0.2)
+    time.sleep(0.8)
+    assert control.call("health", id="req", n=3) == {"ok": True, "n": 3, "id": "req"}
+    assert control.call("answers", after=np.int64(7)) == {"ok": True, "after": 7}  # numpy values send
     control.close()
     with pytest.raises(ControlError, match="is closed"):
         control.call("health")
@@ -83,8 +89,17 @@ def test_threads_sharing_a_control_client_each_get_their_own_replies(slow_contro
         t.start()
     for t in threads:
         t.join()
-    control.close()
     assert wrong == [] and control.stale_replies == 0
+    # a call's time-out counts its wait for another thread's call: 0.2 s, not the slow call's 0.6
+    slow = threading.Thread(target=control.call, args=("ask",), kwargs={"slow": True, "stream": "S"})
+    slow.start()
+    time.sleep(0.05)
+    started = time.monotonic()
+    with pytest.raises(ControlTimeout, match="another thread's call"):
+        control.call("health", timeout_s=0.2)
+    assert time.monotonic() - started < 0.45
+    slow.join()
+    control.close()
 
 
 def test_an_answer_subscriber_waits_for_ever_when_told_to() -> None:
@@ -100,7 +115,21 @@ def test_an_answer_subscriber_waits_for_ever_when_told_to() -> None:
 
     threading.Thread(target=publish_later, daemon=True).start()
     assert subscriber.recv(timeout_s=None) == ("dir/X/", {"seq": 1})  # was a TypeError
+    # a wait for ever ends when another thread closes the subscriber (an application shutting down)
+    ended: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            subscriber.recv(timeout_s=None)
+        except RuntimeError as e:
+            ended.append(e)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.2)
     subscriber.close()
+    waiter.join(5)
+    assert not waiter.is_alive() and "is closed" in str(ended[0])
     with pytest.raises(RuntimeError, match="is closed"):
         subscriber.recv(1.0)
     pub.close()

@@ -214,6 +214,9 @@ class HandshakeMonitor:
         reason = self.refused()
         if reason is not None:
             return reason
+        if self.succeeded and not self._live:  # it was there: the connection dropped and no new one took
+            return ("the connection dropped and nothing answers there now: has the service stopped or moved? "
+                    "(a restart there is reconnected to by itself)")
         if self.succeeded:
             return "connected, but the service did not answer in time (busy?)"
         if self.connected:

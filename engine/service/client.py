@@ -32,16 +32,22 @@ from typing import Any
 import msgpack
 import zmq
 
-from connectors.feed import HEARTBEAT_TOPIC, check_endpoint
+from connectors.feed import HEARTBEAT_TOPIC, check_endpoint, packable
 
 from engine.service.auth import HandshakeMonitor, curve_client
 
 POLL_SLICE_MS = 100  # how often a waiting client looks at its handshake
+_NO_ID = object()  # a request the caller gave no id
 FETCH_LIMIT = 1000  # answers per `answers` request (the service's most)
 
 
 class ControlError(RuntimeError):
     """The service answered {ok: false, error}, did not answer in time, or refused the connection."""
+
+
+class ControlTimeout(ControlError, TimeoutError):
+    """No reply in time: the request may still run (retry an `ask`; a `register` may have taken). Refusals and
+    {ok: false} are plain ControlErrors."""
 
 
 class ControlClient:
@@ -84,19 +90,29 @@ class ControlClient:
         if self._closed:
             raise ControlError(f"ControlClient to {self.endpoint} is closed")
         request = dict(request)
-        mine = "id" not in request
-        rid = request.setdefault("id", f"{self._tag}.{next(self._ids)}")
+        theirs = request.pop("id", _NO_ID)  # the caller's id goes back on the reply; the wire carries ours, which
+        rid = request["id"] = f"{self._tag}.{next(self._ids)}"  # no two requests share
         timeout_ms = self.timeout_ms if timeout_s is None else int(timeout_s * 1000)
-        with self._lock:
-            self.send_raw(msgpack.packb(request, use_bin_type=True), timeout_ms)
-            deadline = time.monotonic() + timeout_ms / 1000
+        deadline = time.monotonic() + timeout_ms / 1000  # waiting for another thread's call counts too
+        if not self._lock.acquire(timeout=max(0.0, timeout_ms / 1000)):
+            raise ControlTimeout(f"no reply from {self.endpoint} within the time-out ({timeout_ms / 1000:g} s): "
+                                 f"another thread's call on this client held it all that time")
+        try:
+            self._waited_s = timeout_ms / 1000
+            self.send_raw(msgpack.packb(request, use_bin_type=True, default=packable),
+                          max(0, int((deadline - time.monotonic()) * 1000)))
             while True:
                 reply = self.receive(deadline)
                 if not isinstance(reply, dict) or "id" not in reply or reply["id"] == rid:  # (a server that does
                     break  # not echo ids answers in order)
                 self.stale_replies += 1
-        if mine and isinstance(reply, dict):
-            reply.pop("id", None)
+        finally:
+            self._lock.release()
+        if isinstance(reply, dict) and "id" in reply:
+            if theirs is _NO_ID:
+                del reply["id"]
+            else:
+                reply["id"] = theirs
         return reply
 
     def receive(self, deadline: float | None = None) -> dict[str, Any]:
@@ -104,13 +120,18 @@ class ControlClient:
         time-out from now)."""
         if deadline is None:
             deadline = time.monotonic() + self.timeout_ms / 1000
-        while not self._sock.poll(max(0, min(POLL_SLICE_MS, int((deadline - time.monotonic()) * 1000)))):
-            self._give_up_if_refused_or_late(deadline)
-            self._handshake.poll()
-            if self._handshake.disconnects > self._disconnects_at_send:  # the request went with the connection
-                raise ControlError(f"the connection to {self.endpoint} dropped before the reply came (the service "
-                                   f"restarted?): ask again")
-        return msgpack.unpackb(self._sock.recv_multipart()[-1], raw=False)
+        try:
+            while not self._sock.poll(max(0, min(POLL_SLICE_MS, int((deadline - time.monotonic()) * 1000)))):
+                self._give_up_if_refused_or_late(deadline)
+                self._handshake.poll()
+                if self._handshake.disconnects > self._disconnects_at_send:  # the request went with the connection
+                    raise ControlError(f"the connection to {self.endpoint} dropped before the reply came (the "
+                                       f"service restarted?): ask again")
+            return msgpack.unpackb(self._sock.recv_multipart()[-1], raw=False)
+        except zmq.ZMQError:
+            if self._closed:  # closed by another thread while this one waited
+                raise ControlError(f"ControlClient to {self.endpoint} was closed while waiting for a reply") from None
+            raise
 
     def _give_up_if_refused_or_late(self, deadline: float) -> None:
         refused = self._handshake.refused()
@@ -120,13 +141,14 @@ class ControlClient:
             raise ControlError(f"no connection to {self.endpoint}: nothing accepted it within "
                                f"{self._connect_s:.0f} s; is the service running there?")
         if time.monotonic() >= deadline:
-            raise ControlError(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): "
+            raise ControlTimeout(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): "
                                f"{self._handshake.explain()}")
 
     def send_raw(self, payload: bytes, timeout_ms: int | None = None) -> None:
         """Queue one request; a DEALER with no live connection cannot take it, so that is waited out here."""
-        timeout_ms = self.timeout_ms if timeout_ms is None else timeout_ms
-        self._waited_s = timeout_ms / 1000
+        if timeout_ms is None:  # raw use; `request` says its own time-out
+            timeout_ms = self.timeout_ms
+            self._waited_s = timeout_ms / 1000
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             if self._sock.poll(max(0, min(POLL_SLICE_MS, int((deadline - time.monotonic()) * 1000))), zmq.POLLOUT):
@@ -176,6 +198,8 @@ class AnswerSubscriber:
         the topics subscribed before it are live. Raises TimeoutError (saying
         why, e.g. a refused CURVE handshake) if none comes in `timeout_s`.
         """
+        if self._sock.closed:
+            raise RuntimeError(f"AnswerSubscriber to {self.endpoint} is closed")
         extra = not self._wanted(HEARTBEAT_TOPIC)
         if extra:
             self._sock.setsockopt(zmq.SUBSCRIBE, HEARTBEAT_TOPIC.encode())
@@ -193,7 +217,7 @@ class AnswerSubscriber:
                     raise TimeoutError(f"{self.endpoint} refused the subscription: {refused}")
             raise TimeoutError(f"no heartbeat from {self.endpoint} within {timeout_s:g} s: {self._handshake.explain()}")
         finally:
-            if extra:
+            if extra and not self._sock.closed:
                 self._sock.setsockopt(zmq.UNSUBSCRIBE, HEARTBEAT_TOPIC.encode())
 
     def recv(self, timeout_s: float | None = 5.0) -> tuple[str, dict[str, Any]] | None:
@@ -205,7 +229,9 @@ class AnswerSubscriber:
             return self._early.popleft()
         deadline = math.inf if timeout_s is None else time.monotonic() + timeout_s
         while True:
-            message = self._recv(None if deadline == math.inf else max(0, int((deadline - time.monotonic()) * 1000)))
+            # in slices, so a close from another thread (an application shutting down) ends a wait for ever
+            message = self._recv(POLL_SLICE_MS if deadline == math.inf else
+                                 max(0, min(POLL_SLICE_MS, int((deadline - time.monotonic()) * 1000))))
             if message is not None and self._wanted(message[0]):
                 return message
             if message is None and time.monotonic() >= deadline:
@@ -218,10 +244,17 @@ class AnswerSubscriber:
     def _wanted(self, topic: str) -> bool:
         return any(topic.startswith(prefix) for prefix in self.topics)
 
-    def _recv(self, timeout_ms: int | None) -> tuple[str, dict[str, Any]] | None:  # None: wait for ever
-        if not self._sock.poll(timeout_ms):
-            return None
-        topic, payload = self._sock.recv_multipart()
+    def _recv(self, timeout_ms: int) -> tuple[str, dict[str, Any]] | None:
+        if self._sock.closed:
+            raise RuntimeError(f"AnswerSubscriber to {self.endpoint} is closed")
+        try:
+            if not self._sock.poll(timeout_ms):
+                return None
+            topic, payload = self._sock.recv_multipart()
+        except zmq.ZMQError:
+            if self._sock.closed:  # closed (by another thread) while waiting: the way to end a wait for ever
+                raise RuntimeError(f"AnswerSubscriber to {self.endpoint} is closed") from None
+            raise
         return topic.decode(), msgpack.unpackb(payload, raw=False)
 
     def close(self) -> None:
