@@ -88,19 +88,20 @@ def served(ticks: list, stalled_subscriber: bool) -> float:
     return seconds
 
 
-def recovery_only(ticks: int, streams: int) -> dict:
+def recovery_only(ticks: int, streams: int, message_ticks: int = 100) -> dict:
     """A data directory of ``ticks`` ticks over ``streams`` streams, logged with nothing computed; then the seconds
     a fresh pipeline takes to start on it (what a restart costs before the sockets are bound)."""
     market = SyntheticMarket(SyntheticConfig(seed=0, streams=tuple(
         dataclasses.replace(DEFAULT_STREAMS[i % 4], name=f"S{i}") for i in range(streams))))
-    result: dict = {"benchmark": "durability_recovery", "ticks": ticks, "streams": streams, "machine": machine(),
+    result: dict = {"benchmark": "durability_recovery", "ticks": ticks, "streams": streams,
+                    "message_ticks": message_ticks, "machine": machine(),
                     "load_avg_before": os.getloadavg(), "threads": torch.get_num_threads()}
     with tempfile.TemporaryDirectory(prefix="flashtick-recovery-") as tmp:
         pipeline, done = TickPipeline(config(Path(tmp) / "data")), 0
         while done < ticks:
             part = market.next_batch(min(10_000, ticks - done))
-            for i in range(0, len(part), 100):
-                pipeline.ingest_message(encode(part[i : i + 100]))
+            for i in range(0, len(part), message_ticks):
+                pipeline.ingest_message(encode(part[i : i + message_ticks]))
             done += len(part)
         pipeline.close()
         result["log_bytes"] = sum(f.stat().st_size for f in (Path(tmp) / "data" / "ticks").iterdir())
@@ -116,7 +117,8 @@ def recovery_only(ticks: int, streams: int) -> dict:
     result["bytes_per_tick"] = result["log_bytes"] / ticks
     result["load_avg_after"] = os.getloadavg()
     path = write_json("durability_recovery", result)
-    print(f"recovery: {ticks:,} ticks of {streams} streams ({result['bytes_per_tick']:.0f} B a tick) in "
+    print(f"recovery: {ticks:,} ticks of {streams} streams in messages of {message_ticks} "
+          f"({result['bytes_per_tick']:.0f} B a tick) in "
           f"{result['recovery_s']:.1f} s = {result['us_per_tick']:.1f} us a tick, {result['owed_answers']} owed answers, "
           f"{torch.get_num_threads()} threads, load {result['load_avg_before'][0]:.2f}  [{path}]")
     return result
@@ -128,9 +130,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions of every side (medians)")
     parser.add_argument("--recovery-only", action="store_true", help="only a restart's time on a logged directory")
     parser.add_argument("--streams", type=int, default=8)
+    parser.add_argument("--message-ticks", type=int, default=100, help="ticks per logged message (--recovery-only)")
     args = parser.parse_args(argv)
     if args.recovery_only:
-        return recovery_only(args.ticks, args.streams)
+        return recovery_only(args.ticks, args.streams, args.message_ticks)
     streams = tuple(dataclasses.replace(DEFAULT_STREAMS[i % 4], name=f"S{i}") for i in range(args.streams))
     ticks = SyntheticMarket(SyntheticConfig(seed=0, streams=streams)).next_batch(args.ticks)
     messages = [encode(ticks[i : i + 100]) for i in range(0, len(ticks), 100)]
