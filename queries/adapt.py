@@ -178,9 +178,11 @@ class OnlineMix:
                 START_WEIGHTS), self.face)
         return self._weights
 
-    def answer(self, p: np.ndarray, point: int, keep: bool = True) -> np.ndarray:
+    def answer(self, p: np.ndarray, point: int, keep: bool = True, publish: bool = True) -> np.ndarray | None:
         """The published distribution (C,) for the model answer ``p`` at ``point``, kept until realised; with
-        ``keep=False`` the mix as it stands, the state untouched (an on-demand ask)."""
+        ``keep=False`` the mix as it stands, the state untouched (an on-demand ask); with ``publish=False`` kept
+        and nothing returned: an answer published before a restart, re-fed (the experts' weights are solved
+        when an answer is next published, from the same statistics)."""
         experts = self.experts(np.asarray(p, dtype=np.float64))  # (C, K)
         if not keep:
             return experts @ self.weights()
@@ -190,7 +192,7 @@ class OnlineMix:
         if self.pending and point < self.pending[-1][0]:
             raise ValueError(f"answers come in point order: {point} after {self.pending[-1][0]}")
         self.pending.append((point, experts))
-        return experts @ self.weights()
+        return experts @ self.weights() if publish else None
 
     # -- durability --------------------------------------------------------------------------------
 

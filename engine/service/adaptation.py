@@ -44,8 +44,8 @@ class AnswerAdaptation(StreamMarksBook):
         while owed and owed[0][1] <= state.ticks:
             query, version, model = owed.popleft()
             compiled = self.compile(query)
-            if compiled is not None:
-                self.adapt(compiled, stream, {"probs": model}, version)
+            if compiled is not None:  # published already: only the mix's statistics matter
+                self.adapt(compiled, stream, {"probs": model}, version, publish=False)
         self._prune(stream, state)
 
     def _lost_prices(self, stream: str, state: StreamMarks) -> None:
@@ -71,9 +71,10 @@ class AnswerAdaptation(StreamMarksBook):
             owed.extend(kept)
 
     def adapt(self, query: CompiledQuery, stream: str, value: dict[str, Any], version: int,
-              keep: bool = True) -> dict[str, Any]:
+              keep: bool = True, publish: bool = True) -> dict[str, Any]:
         """The published value for the model's ``value`` of ``query`` at tick count ``version``; ``keep``:
-        a standing answer (it joins the mix's statistics once realised), else an ask (read only)."""
+        a standing answer (it joins the mix's statistics once realised), else an ask (read only); ``publish``
+        False: an answer re-fed after a restart, whose published value is not wanted (``value`` comes back)."""
         spec = self.questions.get(query.spec.question) if query.spec.names_question else None
         probs = value.get("probs")
         state = self.streams.get(stream)
@@ -88,7 +89,9 @@ class AnswerAdaptation(StreamMarksBook):
         if keep:
             self._realise(mix, spec, query.labels, state, version)
         p = np.array([probs[label] for label in query.labels])  # (labels,) in the query's order
-        mixed = mix.answer(p, version, keep=keep)  # (labels,)
+        mixed = mix.answer(p, version, keep=keep, publish=publish)  # (labels,)
+        if mixed is None:
+            return value
         out = {"probs": dict(zip(query.labels, mixed.tolist())), "model_probs": probs}
         if "expected" in value:
             return {"expected": float(mixed @ np.asarray(query.values)), **out, "model_expected": value["expected"]}
