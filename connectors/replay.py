@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import polars as pl
+import yaml
 
 from connectors.archives import ZIP_SUFFIX, Unpacked, is_zip, utf16_encoding
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
@@ -681,6 +682,36 @@ def _source_name(plan: Any) -> str:
     return str(plan.path.resolve()) if origin is None else f"{origin.resolve()}!{plan.path.name}"
 
 
+def _is_list(item: Any) -> bool:
+    return isinstance(item, (str, Path)) and str(item).lower().endswith((".yaml", ".yml"))
+
+
+def replay_list(path: Path) -> list[dict[str, Any]]:
+    """The entries of a replay list (`replay: [{path: ..., columns: ...}, ...]`, YAML read with safe_load; unknown
+    keys refused by name), paths relative to the list's own folder: one map per file from the command line."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise FileNotFoundError(f"replay list {path}: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        raise ValueError(f"replay list {path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    if not isinstance(data, dict) or set(data) != {"replay"} or not isinstance(data["replay"], list) \
+            or not data["replay"]:
+        keys = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"replay list {path}: a mapping with one key, replay: [{{path: ..., columns: ...}}, ...]; "
+                         f"got {keys}")
+    entries = []
+    for i, entry in enumerate(data["replay"], start=1):
+        if not isinstance(entry, dict) or "path" not in entry or set(entry) - {"path", "columns"}:
+            got = sorted(map(str, entry)) if isinstance(entry, dict) else type(entry).__name__
+            raise ValueError(f"replay list {path}: entry {i} needs path and may have columns; got {got}")
+        columns = entry.get("columns")
+        if isinstance(columns, dict) and "ts" in columns and not {"ts_unit", "ts_format", "preset"} & set(columns):
+            entry = {**entry, "columns": {**columns, "ts_unit": DETECT}}  # as a map on the command line: detected
+        entries.append({**entry, "path": str(path.parent / Path(str(entry["path"])).expanduser())})
+    return entries
+
+
 def _file_spec(item: FileSpec, default: ColumnMap | Refine | None) -> tuple[Path, ColumnMap | Refine | None, bool]:
     """A path, a (path, map) pair, or the YAML form {path: ..., columns: ...}; True when the map is the
     entry's own (not the default for every file)."""
@@ -717,6 +748,7 @@ class FileReplay(Source):
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise ValueError(f"chunk_rows must be an int >= 1, got {chunk_rows!r}")
         items = [files] if isinstance(files, (str, Path)) else list(files)
+        items = [entry for item in items for entry in (replay_list(Path(item)) if _is_list(item) else [item])]
         if not items:
             raise ValueError("FileReplay needs at least one file")
         default = as_column_map(columns)

@@ -306,3 +306,26 @@ def test_fx_ecn_quotes_with_their_deals_read_as_quotes_and_trades(tmp_path: Path
         Tick("EUR-USD", t0, "quote", bid=1.09443, ask=1.09448, bid_size=2, ask_size=5),
         Tick("EUR-USD", t0, "trade", price=1.09448, size=1, side="buy"),
         Tick("EUR-USD", t0 + 559_000_000, "quote", bid=1.09444, ask=1.09449, bid_size=3, ask_size=4)]
+
+
+def test_a_replay_list_gives_each_file_its_own_map_from_the_command_line(tmp_path: Path) -> None:
+    # Interactive Brokers' API names for trades and quotes of one stock: one map cannot read both files
+    folder = tmp_path / "ib"
+    folder.mkdir()
+    (folder / "AAPL_BID_ASK_20240102.csv").write_text("time,priceBid,priceAsk,sizeBid,sizeAsk\n"
+                                                      "2024-01-02 14:30:00+00:00,185.49,185.51,300,700\n")
+    (folder / "trades.csv").write_text("time,tickAttribLast,price,size\n"
+                                       '2024-01-02 14:30:01+00:00,"TickAttribLast(pastLimit=False)",185.5,100\n')
+    (tmp_path / "list.yaml").write_text("replay:\n  - path: ib/AAPL_BID_ASK_20240102.csv\n"
+                                        "  - path: ib/trades.csv\n    columns: {ts: time, price: price, size: size, "
+                                        "stream: AAPL}\n")
+    t0 = ns("2024-01-02T14:30:00+00:00")
+    assert drain(FileReplay(tmp_path / "list.yaml")) == [  # paths from the list's folder; the time's unit detected
+        Tick("AAPL", t0, "quote", bid=185.49, ask=185.51, bid_size=300, ask_size=700),
+        Tick("AAPL", t0 + 10**9, "trade", price=185.5, size=100)]
+    (tmp_path / "bad.yaml").write_text("replay:\n  - {path: ib/trades.csv, colums: {ts: time}}\n")
+    with pytest.raises(ValueError, match=r"entry 1 needs path and may have columns; got \['colums', 'path'\]"):
+        FileReplay(tmp_path / "bad.yaml")
+    (tmp_path / "other.yaml").write_text("files: [a.csv]\n")
+    with pytest.raises(ValueError, match="one key, replay"):
+        FileReplay(tmp_path / "other.yaml")

@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="event time of the first tick, ns since the epoch (default: now)")
     f.set_defaults(run=cmd_feed)
     f = feed_sub.add_parser("replay", help="replay Parquet/CSV/DBN tick files", parents=[keys, clients, feeding, reading])
-    f.add_argument("files", nargs="+", type=Path)
+    f.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
     f.add_argument("--speed", type=float, default=None, help="real time x N (default: as fast as possible)")
     f.add_argument("--rate", type=float, default=None, help="cap in ticks per second")
     f.add_argument("--ticks", type=int, default=None)
@@ -204,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_keygen)
 
     p = sub.add_parser("backtest", help="replay files in-process and score every answer", parents=[reading])
-    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
     p.add_argument("--queries", type=Path, help="queries YAML (default: the config's queries, else for a tick model "
                    "its example queries, queries/examples/tick_model.yaml)")
     p.add_argument("--out", type=Path, required=True, help="answers Parquet file")
@@ -261,7 +261,7 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     data.add_argument("--json", action="store_true", help="print the record as JSON instead of the table")
 
     p = sub.add_parser("train", parents=[reading, data], help="fit a tick model to your own tick files and score it")
-    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
     p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write (new or empty)")
     p.add_argument("--overwrite", action="store_true", help="replace the checkpoint already in --out")
     start = p.add_mutually_exclusive_group()
@@ -293,7 +293,7 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     p = sub.add_parser("evaluate", parents=[reading, data], help="score a tick model on the test slice of tick files "
                        "against naive and logistic-regression baselines")
     p.add_argument("model", help="checkpoint directory (with codec.json), or 'builtin'")
-    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
     p.add_argument("--plot", type=Path, metavar="PNG", help="write the calibration diagram here (needs matplotlib)")
     p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table")
     p.set_defaults(run=cmd_evaluate)
