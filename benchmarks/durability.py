@@ -11,6 +11,7 @@ and without a subscriber that never reads (tiny high-water mark), to the time ev
     python -m benchmarks.durability --ticks 100000 # the issue's recovery figure
     python -m benchmarks.durability --recovery-only --ticks 1000000 --streams 8     # a restart's time vs log size
     python -m benchmarks.durability --recovery-only --ticks 300000 --streams 300    # ... and vs stream count
+    python -m benchmarks.durability --recovery-only --ticks 10000 --message-ticks 1 --answered  # answered live
 
 ``--recovery-only``: ticks logged through ingest alone (nothing computed, as a service whose every answer is
 owed), then a fresh pipeline's start on that directory timed: replay, each window's rebuild and the owed answers
@@ -88,22 +89,19 @@ def served(ticks: list, stalled_subscriber: bool) -> float:
     return seconds
 
 
-def recovery_only(ticks: int, streams: int, message_ticks: int = 100) -> dict:
-    """A data directory of ``ticks`` ticks over ``streams`` streams, logged with nothing computed; then the seconds
-    a fresh pipeline takes to start on it (what a restart costs before the sockets are bound)."""
+def recovery_only(ticks: int, streams: int, message_ticks: int = 100, answered: bool = False) -> dict:
+    """A data directory of ``ticks`` ticks over ``streams`` streams, logged with nothing computed (``answered``:
+    every message answered as it came, as a live service does); then the seconds a fresh pipeline takes to start
+    on it (what a restart costs before the sockets are bound)."""
     market = SyntheticMarket(SyntheticConfig(seed=0, streams=tuple(
         dataclasses.replace(DEFAULT_STREAMS[i % 4], name=f"S{i}") for i in range(streams))))
     result: dict = {"benchmark": "durability_recovery", "ticks": ticks, "streams": streams,
-                    "message_ticks": message_ticks, "machine": machine(),
+                    "message_ticks": message_ticks, "answered": answered, "machine": machine(),
                     "load_avg_before": os.getloadavg(), "threads": torch.get_num_threads()}
     with tempfile.TemporaryDirectory(prefix="flashtick-recovery-") as tmp:
-        pipeline, done = TickPipeline(config(Path(tmp) / "data")), 0
-        while done < ticks:
-            part = market.next_batch(min(10_000, ticks - done))
-            for i in range(0, len(part), message_ticks):
-                pipeline.ingest_message(encode(part[i : i + message_ticks]))
-            done += len(part)
-        pipeline.close()
+        part = market.next_batch(ticks)
+        messages = [encode(part[i : i + message_ticks]) for i in range(0, ticks, message_ticks)]
+        result["live_s"] = feed(TickPipeline(config(Path(tmp) / "data")), messages, answered)
         result["log_bytes"] = sum(f.stat().st_size for f in (Path(tmp) / "data" / "ticks").iterdir())
         start = time.perf_counter()
         recovered = TickPipeline(config(Path(tmp) / "data"))
@@ -117,7 +115,8 @@ def recovery_only(ticks: int, streams: int, message_ticks: int = 100) -> dict:
     result["bytes_per_tick"] = result["log_bytes"] / ticks
     result["load_avg_after"] = os.getloadavg()
     path = write_json("durability_recovery", result)
-    print(f"recovery: {ticks:,} ticks of {streams} streams in messages of {message_ticks} "
+    print(f"recovery: {ticks:,} ticks of {streams} streams in messages of {message_ticks}"
+          f"{', each answered' if answered else ''} "
           f"({result['bytes_per_tick']:.0f} B a tick) in "
           f"{result['recovery_s']:.1f} s = {result['us_per_tick']:.1f} us a tick, {result['owed_answers']} owed answers, "
           f"{torch.get_num_threads()} threads, load {result['load_avg_before'][0]:.2f}  [{path}]")
@@ -131,9 +130,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--recovery-only", action="store_true", help="only a restart's time on a logged directory")
     parser.add_argument("--streams", type=int, default=8)
     parser.add_argument("--message-ticks", type=int, default=100, help="ticks per logged message (--recovery-only)")
+    parser.add_argument("--answered", action="store_true",
+                        help="--recovery-only: every message answered as it came (the answer adaptation relearns)")
     args = parser.parse_args(argv)
     if args.recovery_only:
-        return recovery_only(args.ticks, args.streams, args.message_ticks)
+        return recovery_only(args.ticks, args.streams, args.message_ticks, args.answered)
     streams = tuple(dataclasses.replace(DEFAULT_STREAMS[i % 4], name=f"S{i}") for i in range(args.streams))
     ticks = SyntheticMarket(SyntheticConfig(seed=0, streams=streams)).next_batch(args.ticks)
     messages = [encode(ticks[i : i + 100]) for i in range(0, len(ticks), 100)]

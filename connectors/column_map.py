@@ -483,8 +483,15 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
             raise ValueError(f"{', '.join(sorted(given))} {verb} a column map: give the columns too "
                              f"(--columns ts=...,price=... or --preset NAME)")
         return None
-    spec |= given
-    if "ts" in spec and "preset" not in spec and "ts_unit" not in spec and "ts_format" not in spec:
-        spec["ts_unit"] = DETECT  # a map that names its time column and not its unit: read it as detection would
+    spec = with_detected_unit(spec | given)
     ColumnMap.from_dict(spec)
+    return spec
+
+
+def with_detected_unit(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A map written by a user (command line, config, replay list) that names its time column and not its unit:
+    ts_unit DETECT, read as the column's first value shows (a ColumnMap built in Python keeps ns)."""
+    spec = dict(spec)
+    if "ts" in spec and not {"preset", "ts_unit", "ts_format"} & set(spec):
+        spec["ts_unit"] = DETECT
     return spec

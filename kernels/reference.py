@@ -140,16 +140,21 @@ def _attend_flash(
     for k, v in zip(prefix_k, prefix_v):
         o, lse = _FLASH_CPU(qg[None], k[None], v[None], 0.0, False, attn_mask=None, scale=scale)
         parts.append((o[0].reshape(n_q_heads, n, head_dim), lse[0].reshape(n_q_heads, n)))
+    return _merge(parts).transpose(0, 1)  # (Hq, n, D) -> (n, Hq, D)
+
+
+def _merge(parts: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:  # (..., D)
+    """Attention over several key parts, each (out (..., D), logsumexp (...)), as one: each part weighted by its
+    share of the probability mass. Two parts (the usual case: the new tokens, then a prefix in one run) in
+    three ops."""
     if len(parts) == 1:
-        out = parts[0][0]
-    elif len(parts) == 2:  # the usual case (a prefix in one run): the same merge in three ops
-        (o_new, lse_new), (o_prefix, lse_prefix) = parts
-        share = torch.sigmoid(lse_prefix - lse_new)  # (Hq, n): the prefix's share of the probability mass
-        out = torch.lerp(o_new, o_prefix, share[..., None])
-    else:
-        weights = torch.softmax(torch.stack([lse for _, lse in parts]), dim=0)  # (parts, Hq, n)
-        out = sum(o * w[..., None] for (o, _), w in zip(parts, weights))
-    return out.transpose(0, 1)  # (n, Hq, D)
+        return parts[0][0]
+    if len(parts) == 2:
+        (o_first, lse_first), (o_second, lse_second) = parts
+        share = torch.sigmoid(lse_second - lse_first)  # (...): the second part's share
+        return torch.lerp(o_first, o_second, share[..., None])
+    weights = torch.softmax(torch.stack([lse for _, lse in parts]), dim=0)  # (parts, ...)
+    return sum(o * w[..., None] for (o, _), w in zip(parts, weights))
 
 
 def _attend_last_flash(
@@ -165,18 +170,10 @@ def _attend_last_flash(
     _, n_q_heads, head_dim = q.shape
     n_kv_heads = k_new.shape[1]
     qg = q.view(n_kv_heads, n_q_heads // n_kv_heads, head_dim)[None]  # (1, Hkv, g, D): q head h reads kv h // g
-    keys = [k[None] for k in prefix_k] + [k_new.transpose(0, 1)[None]]  # each (1, Hkv, L, D)
-    values = [v[None] for v in prefix_v] + [v_new.transpose(0, 1)[None]]
+    keys = [k_new.transpose(0, 1)[None]] + [k[None] for k in prefix_k]  # each (1, Hkv, L, D): new tokens first
+    values = [v_new.transpose(0, 1)[None]] + [v[None] for v in prefix_v]
     parts = [_FLASH_CPU(qg, k, v, 0.0, False, attn_mask=None, scale=scale) for k, v in zip(keys, values)]
-    if len(parts) == 1:
-        out = parts[0][0]
-    elif len(parts) == 2:  # a prefix in one run, and the new tokens: the merge of _attend_flash
-        (o_prefix, lse_prefix), (o_new, lse_new) = parts
-        out = torch.lerp(o_new, o_prefix, torch.sigmoid(lse_prefix - lse_new)[..., None])
-    else:
-        weights = torch.softmax(torch.stack([lse for _, lse in parts]), dim=0)  # (parts, 1, Hkv, g)
-        out = sum(o * w[..., None] for (o, _), w in zip(parts, weights))
-    return out.reshape(1, n_q_heads, head_dim)  # (1, Hkv, g, D) -> (1, Hq, D)
+    return _merge(parts).reshape(1, n_q_heads, head_dim)  # (1, Hkv, g, D) -> (1, Hq, D)
 
 
 def _attend(
@@ -201,13 +198,7 @@ def _attend(
             parts.append((o[0].float(), lse[0].float()))
         prefix_k, prefix_v = [], []
     parts.append(_attend_matmul(qg, k_new, v_new, prefix_k, prefix_v, scale, n))
-    if len(parts) == 1:
-        out = parts[0][0]
-    else:
-        lses = torch.stack([lse for _, lse in parts])  # (parts, Hkv, g*n)
-        weights = torch.softmax(lses, dim=0)  # each part's share of the total probability mass
-        out = sum(o * w[..., None] for (o, _), w in zip(parts, weights))
-    out = out.to(q.dtype)
+    out = _merge(parts).to(q.dtype)  # (Hkv, g*n, D)
     return out.view(n_kv_heads, group, n, head_dim).permute(2, 0, 1, 3).reshape(n, n_q_heads, head_dim)
 
 

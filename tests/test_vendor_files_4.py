@@ -16,6 +16,8 @@ from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from test_vendor_files import drain, ns
 
+MT5_HEADER = "<DATE>\t<TIME>\t<BID>\t<ASK>\t<LAST>\t<VOLUME>\t<FLAGS>"  # MetaTrader 5's tick export
+
 
 def write_lseg(path: Path) -> None:
     # LSEG (Refinitiv) Tick History: many RICs in one file, trades and quotes in the same columns set
@@ -56,7 +58,7 @@ def test_a_map_naming_one_column_refines_the_detected_layout(tmp_path: Path) -> 
 def test_metatrader_ticks_carry_the_unchanged_side_forward(tmp_path: Path) -> None:
     path = tmp_path / "EURUSD_202401020930_202401021030.csv"
     path.write_text(
-        "<DATE>\t<TIME>\t<BID>\t<ASK>\t<LAST>\t<VOLUME>\t<FLAGS>\n"
+        MT5_HEADER + "\n"
         "2024.01.02\t09:30:00.351\t1.09403\t1.09415\t\t\t6\n"
         "2024.01.02\t09:30:00.420\t1.09401\t\t\t\t2\n"
         "2024.01.02\t09:30:01.144\t\t1.09414\t\t\t4\n"
@@ -78,7 +80,7 @@ def test_metatrader_ticks_carry_the_unchanged_side_forward(tmp_path: Path) -> No
 
 
 def test_metatrader_exports_in_utf16_read_as_their_utf8_copy(tmp_path: Path) -> None:
-    text = ("<DATE>\t<TIME>\t<BID>\t<ASK>\t<LAST>\t<VOLUME>\t<FLAGS>\r\n"
+    text = (MT5_HEADER + "\r\n"
             "2024.01.02\t09:30:00.351\t2062.11\t2062.41\t\t\t6\r\n"
             "2024.01.02\t09:30:00.420\t\t2062.40\t\t\t4\r\n"
             "2024.01.02\t09:30:00.500\tbad\t2062.40\t\t\t2\r\n")
@@ -242,7 +244,7 @@ def test_german_excel_numbers_and_grouping_commas_past_the_first_rows(tmp_path: 
 def test_metatrader_one_sided_quotes_past_the_first_rows_and_utf16_without_its_mark(tmp_path: Path) -> None:
     rows = [f"2024.01.02\t09:30:{i:02d}.000\t1.27{i:02d}\t1.28{i:02d}\t\t\t6" for i in range(30)]
     rows.append("2024.01.02\t09:30:30.000\t1.2750\t\t\t\t2")  # the first one-sided row, past the sniffed rows
-    text = "<DATE>\t<TIME>\t<BID>\t<ASK>\t<LAST>\t<VOLUME>\t<FLAGS>\n" + "\n".join(rows) + "\n"
+    text = MT5_HEADER + "\n" + "\n".join(rows) + "\n"
     (tmp_path / "GBPUSD.csv").write_bytes(text.encode("utf-16-le"))  # no byte-order mark
     replay = FileReplay(tmp_path / "GBPUSD.csv")
     ticks = drain(replay)
