@@ -32,6 +32,7 @@ class Engine:
         self.runner = runner
         self.blocks = BlockManager(runner.kv.new_pool(), runner.config.max_positions)
         self.scheduler = Scheduler(self.blocks, config, planner)
+        self._in_flight = False
         if self.scheduler.header is not None:  # computed once; sessions share its blocks
             self.run([Advance(self.scheduler.header, [], "none")])
 
@@ -40,7 +41,11 @@ class Engine:
         plan = self.scheduler.plan()
         if plan is None:
             return None
-        return self.scheduler.commit(plan, self.runner.run(plan.forward))
+        self._in_flight = True  # the plan took its chunks off the queues: busy until they are committed
+        try:
+            return self.scheduler.commit(plan, self.runner.run(plan.forward))
+        finally:
+            self._in_flight = False
 
     def run_until_idle(self, max_steps: int | None = None) -> list[JobOutcome]:
         """Step until nothing is pending; returns every finished job's outcome, in order."""
@@ -81,7 +86,8 @@ class Engine:
 
     @property
     def busy(self) -> bool:
-        return self.scheduler.busy
+        """Work accepted and not yet committed (another thread may ask while a forward runs)."""
+        return self._in_flight or self.scheduler.busy
 
     # -- direct use of sessions, outside the stream loop --------------------------------------------
 

@@ -128,6 +128,7 @@ class SchedulerStats:
     jobs_done: int = 0
     jobs_failed: int = 0
     late_evictions: int = 0  # plans that needed room past what planning fitted (see plan(); expected 0)
+    skipped_tokens: int = 0  # queued tokens booked without a forward: a later roll dropped them before any query read them
 
 
 # Bumped whenever where sessions roll changes (answers after a roll change with it): a backtest resumes only
@@ -464,9 +465,12 @@ class Scheduler:
         for state in waiting:
             if len(plan.advances) >= self.config.max_batch_streams:
                 break
+            waiting_at_cut = any(job.stream == state.name and job.cut is not None for job in (*self._asks, *self._idle))
+            if not waiting_at_cut:
+                self._skip_discarded(state)
             need = len(state.pending[0].tokens)  # rolls go chunk by chunk, so they never depend on grouping
             if len(state.session.tokens) + need > state.roll_at:
-                if any(job.stream == state.name and job.cut is not None for job in (*self._asks, *self._idle)):
+                if waiting_at_cut:
                     continue  # a roll would move the tokens that jobs still waiting at a cut read
                 self._roll_if_needed(state, need)
             chunks, closes = self._take_chunks(state, budget, first=not plan.advances)
@@ -527,6 +531,59 @@ class Scheduler:
                 self.stats.evicted_cells += self.blocks.evict(victim.session)
                 self.stats.evictions += 1
         return needed <= self.pool.num_free
+
+    def _skip_discarded(self, state: Stream) -> None:
+        """Book without computing the queued chunks that a later roll in the same queue drops before anything
+        reads them: a burst of many ticks in one group (a reconnecting feed, a replay's batch, a step that
+        found a stream far behind) costs the window it ends with, not every window it passes through.
+
+        A chunk is skipped only when it closes no group and neither does any chunk before it (no standing
+        query is due there), and a roll happens at a later chunk that itself closes no group: the roll
+        re-encodes what it keeps, so every answer equals the one computed chunk by chunk; only the surprise of
+        the first chunk after the skip loses its first token's term (the prediction before it was never
+        computed: ``next_token_logits`` is cleared)."""
+        pending = state.pending
+        if len(pending) < 3 or not self._rolls_ahead(state):
+            return  # the common case, checked without copying the token log
+        tokens, boundaries, roll_at = list(state.session.tokens), list(state.boundaries), state.roll_at
+        skip = 0
+        for k, chunk in enumerate(pending):
+            if k == len(pending) - 1 or (k and pending[k - 1].cut):
+                break  # the last chunk (and every one after a group's end) is read by the queries due there
+            rolled = self._rolled(tokens, boundaries, roll_at, state.keep, len(chunk.tokens))
+            if rolled is not None:
+                tokens, boundaries, roll_at = rolled
+                if not chunk.cut:
+                    skip = k  # everything before chunk k is gone once it rolls, and nothing reads chunk k alone
+            boundaries.append(len(tokens))
+            tokens += chunk.tokens
+        if not skip:
+            return
+        booked = [pending.popleft() for _ in range(skip)]
+        self._queued(booked, -1)
+        for chunk in booked:
+            self._book(state, chunk.tokens, chunk.event_ts, chunk.ticks)
+            state.arrival_ns = chunk.arrival_ns
+            self.stats.skipped_tokens += len(chunk.tokens)
+        state.next_token_logits = None
+
+    @staticmethod
+    def _rolls_ahead(state: Stream) -> bool:
+        """Whether the queued chunks pass the stream's roll point (reads no more of the queue than the room left)."""
+        room = state.roll_at - len(state.session.tokens)
+        for chunk in state.pending:
+            room -= len(chunk.tokens)
+            if room < 0:
+                return True
+        return False
+
+    def _book(self, state: Stream, tokens: list[int], event_ts: int, ticks: int) -> None:
+        """Place a chunk in ``state``'s token log as a forward over it would (rolls included), uncomputed."""
+        self._roll_if_needed(state, len(tokens))
+        state.boundaries.append(len(state.session.tokens))
+        state.session.tokens.extend(tokens)
+        state.ticks += ticks
+        state.event_ts = event_ts
 
     def _roll_if_needed(self, state: Stream, incoming: int) -> None:
         """Keep sink + recent tokens (from a chunk boundary) when ``incoming`` more tokens (the next chunk:
@@ -630,11 +687,7 @@ class Scheduler:
         state = self.streams.get(stream) or self._admit(stream)
         if state.pending:
             raise ValueError(f"stream {stream!r} has chunks waiting for a forward: restore before live data")
-        self._roll_if_needed(state, len(tokens))
-        state.boundaries.append(len(state.session.tokens))
-        state.session.tokens.extend(tokens)
-        state.ticks += ticks
-        state.event_ts = event_ts
+        self._book(state, tokens, event_ts, ticks)
         state.last_seen_ns = time.time_ns()
 
     def plan_rebuild(self) -> Plan | None:

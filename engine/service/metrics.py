@@ -32,11 +32,13 @@ GAUGES = {
     "queries": "Registered queries",
 }
 SCHEDULER_COUNTERS = ("evictions", "evicted_cells", "rolls", "refused_streams", "deferred", "batches",
-                      "probes_deferred", "jobs_done", "jobs_failed")
+                      "probes_deferred", "jobs_done", "jobs_failed", "skipped_tokens")
 RUNNER_COUNTERS = ("forwards", "tokens_advanced", "tokens_rebuilt", "tokens_probed")
 COUNTER_HELP = {  # where "<group> <name>" would mislead
     "refused_streams": "Ticks refused because their stream could not be admitted (scheduler.max_streams, "
                        "when_full: refuse): one per tick, not per stream",
+    "skipped_tokens": "Queued tokens never computed: a later roll of their stream, before the end of their tick "
+                      "group, dropped them from the window",
     "tokens_rebuilt": "Tokens recomputed for sessions whose KV was evicted or restored (more than tokens_advanced: "
                       "kv.cells is too small, see kv_thrash)",
 }
