@@ -13,7 +13,10 @@ each metric is the median over rounds, and the line printed is new / old.
 Metrics: probe p50 at each context (benchmarks.query_latency's workload), and
 for the flash loop (benchmarks.flash's workload, flashtick's side only) the busy
 milliseconds per answer round and freshness p50/p99 at the common rate, and the
-highest sustained tick rate.
+highest sustained tick rate; ``bursts``: ticks/s of the flash loop fed 7 steps of
+``--burst-ticks`` ticks of every stream (the most streams of ``--streams``), each
+stream's step one open tick group (``python -m benchmarks.ab_commits --base B
+--workloads bursts --streams 32``).
 """
 
 from __future__ import annotations
@@ -55,6 +58,27 @@ for row in result["rows"]:
 print("RESULT " + json.dumps(out))
 """
 
+BURSTS = """
+import gc, json, time
+from benchmarks.streaming import FlashtickDriver, make_ticks, model_dir, window_policy
+checkpoint, _ = model_dir(None)
+window = window_policy(checkpoint)
+out = {{}}
+for per_step in {burst_ticks}:
+    ticks = make_ticks({streams}, 64 + 7 * per_step, 0)
+    names = sorted(ticks)
+    driver = FlashtickDriver(checkpoint, {streams}, window)
+    driver.reset({{name: t[:64] for name, t in ticks.items()}})
+    gc.collect()
+    gc.freeze()
+    start = time.perf_counter()
+    for step in range(7):  # each step: per_step ticks of every stream, one open group per stream
+        driver.step([ticks[n][64 + step * per_step + k] for k in range(per_step) for n in names])
+    out[str(per_step)] = {{"ticks_per_s": {streams} * 7 * per_step / (time.perf_counter() - start)}}
+    gc.unfreeze()
+print("RESULT " + json.dumps(out))
+"""
+
 
 def checkout(rev: str, into: Path) -> str:
     """A detached worktree of ``rev``; returns its full commit id."""
@@ -89,11 +113,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--contexts", type=int, nargs="*", default=[512, 2048, 8192])
     parser.add_argument("--probe-reps", type=int, default=200)
     parser.add_argument("--streams", type=int, nargs="*", default=[8, 32, 64])
-    parser.add_argument("--workloads", nargs="*", choices=["query_latency", "flash"], default=["query_latency", "flash"])
+    parser.add_argument("--burst-ticks", type=int, nargs="*", default=[32, 128],
+                        help="bursts workload: ticks of every stream per step (in one open group)")
+    parser.add_argument("--workloads", nargs="*", choices=["query_latency", "flash", "bursts"],
+                        default=["query_latency", "flash"])
     args = parser.parse_args(argv)
     codes = {
         "query_latency": QUERY_LATENCY.format(reps=args.probe_reps, contexts=args.contexts),
         "flash": FLASH.format(streams=args.streams),
+        "bursts": BURSTS.format(streams=max(args.streams), burst_ticks=args.burst_ticks),
     }
     workloads = {w: codes[w] for w in args.workloads}
     with tempfile.TemporaryDirectory(prefix="flashtick-ab-") as tmp:
@@ -124,7 +152,10 @@ def main(argv: list[str] | None = None) -> dict:
     for streams, ratio in result["workloads"].get("flash", {}).get("new_over_old", {}).items():
         parts.append(f"flash {streams} streams ms/round {ratio['ms_per_answer_round']:.3f}, "
                      f"sustained {ratio['max_sustained_ticks_per_s']:.2f}")
-    path = write_json("ab_commits" + ("" if len(workloads) == 2 else "_" + "_".join(workloads)), result)
+    for per_step, ratio in result["workloads"].get("bursts", {}).get("new_over_old", {}).items():
+        parts.append(f"bursts of {per_step} ticks a stream ticks/s {ratio['ticks_per_s']:.2f}")
+    path = write_json("ab_commits" + ("" if workloads.keys() == {"query_latency", "flash"} else "_" + "_".join(workloads)),
+                      result)
     print(f"ab_commits new/old ({commits['new'][:7]} vs {commits['old'][:7]}): {'; '.join(parts)}  [{path}]")
     return result
 
