@@ -26,6 +26,7 @@ logprobs are checked against flashtick's log-softmax.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import tempfile
@@ -110,12 +111,41 @@ def cycling(fn: Callable[[object], object], items: list) -> Callable[[], object]
     return call
 
 
+def interleaved(fns: list[Callable[[], object]], reps: int, warmup: int = 10, block: int = 20) -> list[list[float]]:
+    """Wall ms of each call of each of ``fns``, in turns of ``block`` calls (a x20, b x20, a x20, ...). This host's
+    speed swings by up to 1.5x between minutes and between processes (every op of a probe alike, measured), so
+    two sides timed in one block each compare the host's moods as much as the engines; in turns, each swing
+    falls on both, and within a turn a side keeps its weights in cache as it would serving alone (call by call
+    alternation measured each side with the other's weights in the caches: both slower, unequally)."""
+    samples: list[list[float]] = [[] for _ in fns]
+    for start in range(0, reps, block):
+        for fn, out in zip(fns, samples):
+            out += time_ms(fn, min(block, reps - start), warmup if not start else 2)
+    return samples
+
+
+def warm_up(sides: Sides, prefix: list[int], questions: list[list[int]], calls: int = 200) -> None:
+    """Untimed: every fast side answers ``calls`` questions on a first context, and the heap built so far (the
+    models, transformers' modules) is frozen out of the garbage collector's walks. Measured without it: the
+    first context of a run came out 1.5x slower for the side timed first (flashtick's probe 3.8-4.1 ms at 256
+    when 256 came first, 2.5 ms when it came after 1k; llama.cpp's kept KV 2.6-3.3 against 2.6), whatever
+    the commit: a cold start, not the engine."""
+    gc.collect()
+    gc.freeze()
+    sides.load_context(prefix)
+    for fn in (sides.probe, sides.kept_kv):
+        call = cycling(fn, questions)
+        for _ in range(calls):
+            call()
+
+
 def measure_context(sides: Sides, prefix: list[int], questions: list[list[int]], reps: dict[str, int]) -> dict:
     sides.load_context(prefix)
     n = len(prefix)
+    probe, kept = interleaved([cycling(sides.probe, questions), cycling(sides.kept_kv, questions)], reps["probe"])
     samples = {
-        "flashtick probe": time_ms(cycling(sides.probe, questions), reps["probe"], warmup=10),
-        "llama.cpp kept KV": time_ms(cycling(sides.kept_kv, questions), reps["probe"], warmup=10),
+        "flashtick probe": probe,
+        "llama.cpp kept KV": kept,
         "llama.cpp completion API": time_ms(cycling(sides.completion, [prefix + q for q in questions]),
                                             reps["api"], warmup=3),
         "transformers stateless": time_ms(cycling(sides.stateless, [torch.tensor([prefix + q]) for q in questions]),
@@ -184,6 +214,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"model: Llama {BENCH_CONFIG}, fp32 checkpoint, flashtick linears {args.weights or 'default'}; "
           f"llama-cpp-python {llama_cpp.__version__}; torch and llama.cpp threads {args.threads}")
     print(f"{'context':>8} " + " ".join(f"{s[:24]:>26}" for s in SIDES) + "   (p50 / p99 ms)")
+    warm_up(sides, stream[: contexts[0]], questions)
     rows = []
     for n in contexts:
         reps = {"probe": 50 if args.quick else 200, "api": 10 if args.quick else 30,
