@@ -599,7 +599,8 @@ def match_case(cmap: ColumnMap, schema: Mapping[str, pl.DataType]) -> ColumnMap:
 
 def describe_map(cmap: ColumnMap) -> str:
     """A map as the command line writes it: `ts=time (ms), stream=symbol, price=px, size=qty`."""
-    unit = f" ({cmap.ts_unit}{', ' + cmap.ts_format if cmap.ts_format else ''})"
+    zone = f", {cmap.tz}" if cmap.tz else ""
+    unit = f" ({cmap.ts_unit}{', ' + cmap.ts_format if cmap.ts_format else ''}{zone})"
     stream = f"stream={cmap.stream_col}" if cmap.stream_col else f"stream_name={cmap.stream or cmap.default_stream}"
     scale = [f"price_scale={cmap.price_scale:g}"] if cmap.price_scale is not None else []
     fields = [f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None]

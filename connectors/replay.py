@@ -532,7 +532,9 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
     if guessed is not None:
         notes.append(f"{path.name}: no header row; read as {how} (--csv-names {','.join(names)}): {describe_map(cmap)}")
     elif not isinstance(spec, ColumnMap):
-        notes.append(f"{path.name}: no column map given; read as {describe_map(cmap)}")
+        given = ("no column map given" if spec is None
+                 else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")
+        notes.append(f"{path.name}: {given}; read as {describe_map(cmap)}")
         notes += vendor_notes(path, list(schema), cmap)
     if cmap.fill_quotes and not isinstance(spec, ColumnMap):
         notes.append(f"{path.name}: its quote rows leave bid or ask empty where it did not change (as MetaTrader's "

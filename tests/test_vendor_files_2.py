@@ -226,8 +226,8 @@ def test_taq_like_trades_with_date_and_time_columns(tmp_path: Path) -> None:
     ticks = drain(replay)
     assert ticks[0] == Tick("MSFT", US_OPEN + 123_456_789, "trade", price=192.31, size=100.0)
     assert ticks[1] == Tick("AAPL", US_OPEN + 1_123_456_790, "trade", price=192.32, size=200.0)
-    assert replay.notes == ["taq_trades_20240603.csv: no column map given; read as ts=DATE+TIME_M (datetime, "
-                            "%Y%m%d %H:%M:%S%.f), stream=SYMBOL, price=PRICE, size=SIZE"]
+    assert replay.notes == ["taq_trades_20240603.csv: detected, with the keys given (tz); read as ts=DATE+TIME_M "
+                            "(datetime, %Y%m%d %H:%M:%S%.f, America/New_York), stream=SYMBOL, price=PRICE, size=SIZE"]
     assert "--tz" in FileReplay(tmp_path / "taq_trades_20240603.csv").notes[1]  # without the zone: said
     # WRDS TAQ's own names: the symbol is SYM_ROOT
     (tmp_path / "wrds.csv").write_text("DATE,TIME_M,EX,SYM_ROOT,SYM_SUFFIX,TR_SCOND,SIZE,PRICE\n" + "".join(

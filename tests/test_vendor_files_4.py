@@ -331,3 +331,11 @@ def test_a_replay_list_gives_each_file_its_own_map_from_the_command_line(tmp_pat
     (tmp_path / "other.yaml").write_text("files: [a.csv]\n")
     with pytest.raises(ValueError, match="one key, replay"):
         FileReplay(tmp_path / "other.yaml")
+
+
+def test_a_refined_layout_says_which_keys_were_given(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text("time,symbol,price,qty\n2024-01-02 09:30:00.1,AAPL,190.1,100\n")
+    replay = FileReplay(tmp_path / "t.csv", columns=map_from_options(detect=True, tz="America/New_York"))
+    assert len(drain(replay)) == 1
+    assert replay.notes[0].startswith("t.csv: detected, with the keys given (tz); read as ts=time (datetime, "
+                                      "America/New_York)"), replay.notes[0]
