@@ -104,7 +104,8 @@ Submit = Callable[[EncodedTick], None]
 def check_tokens(tokens: Any, vocab_size: int, max_tokens: int | None = None) -> list[int]:
     """The one token rule: a non-empty list of at most `max_tokens` ints in [0, vocab_size)."""
     if not isinstance(tokens, list) or not tokens:
-        raise InvalidTick("bad_tokens", f"tokens must be a non-empty list of ints, got {type(tokens).__name__}")
+        got = "an empty list" if isinstance(tokens, list) else type(tokens).__name__
+        raise InvalidTick("bad_tokens", f"tokens must be a non-empty list of ints, got {got}")
     if max_tokens is not None and len(tokens) > max_tokens:  # before the per-token loop: refused cheaply
         raise InvalidTick("bad_tokens", f"{len(tokens)} tokens in one item; the engine takes at most {max_tokens} "
                                         "(its window less the sink and probe reserve): split it into smaller items")

@@ -80,7 +80,7 @@ from connectors.layout import (
     vendor_notes,
 )
 from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
-from connectors.ticks import QUOTE, TRADE, InvalidTick, Tick, validate
+from connectors.ticks import QUOTE, TRADE, TS_MAX, InvalidTick, Tick, validate
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
 
@@ -216,6 +216,9 @@ def _time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
                 + (f": give --ts-unit {others[0]}" if others else ""))
     if number is not None and cmap.ts_unit == "datetime":
         return f"{where}, a number: give its epoch unit, e.g. --ts-unit {epoch_unit(number)}"
+    if number is not None and cmap.ts_unit in UNITS and abs(number) * UNITS[cmap.ts_unit] >= TS_MAX:
+        return (f"{where}, which as {cmap.ts_unit} since the epoch is past the year 2262 (the last instant int64 "
+                f"nanoseconds hold): if it counts {epoch_unit(number)}, give --ts-unit {epoch_unit(number)}")
     if number is None and cmap.ts_unit in UNITS:
         return (f"{where}, not a number of {cmap.ts_unit} since the epoch: for date/time text give --ts-unit "
                 f"datetime (and --ts-format if it is not ISO 8601)")
@@ -237,6 +240,8 @@ def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:
     whole = parts.struct.field("field_0").cast(pl.Int64, strict=False)
     fraction = parts.struct.field("field_1").fill_null("0").str.pad_end(9, "0").str.slice(0, 9)
     fraction = pl.when(fraction.str.contains(r"^\d{9}$")).then(fraction.cast(pl.Int64, strict=False))
+    # whole seconds past int64 nanoseconds (a column of ms read as s) are null, not wrapped to some other time
+    whole = pl.when(whole < TS_MAX // 1_000_000_000).then(whole)
     magnitude = whole * 1_000_000_000 + fraction
     return pl.when(negative).then(-magnitude).otherwise(magnitude)
 

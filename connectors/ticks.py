@@ -336,7 +336,11 @@ def unpack(data: bytes, *, max_bytes: int = 64 << 20) -> Any:
     try:
         # strict_map_key keeps non-str keys out; unpackb bounds container sizes by len(data).
         return msgpack.unpackb(data, raw=False, strict_map_key=True)
-    except Exception as err:  # msgpack raises several unrelated types (ValueError, ExtraData, ...) on garbage
+    except ValueError as err:  # msgpack's own complaint about well-formed msgpack we refuse: say it
+        if "map key" in str(err):  # strict_map_key: {1: 2}
+            raise InvalidTick("bad_msgpack", f"map keys must be strings ({err}){json_hint(data)}") from None
+        raise InvalidTick("bad_msgpack", f"not valid msgpack ({type(err).__name__}){json_hint(data)}") from None
+    except Exception as err:  # msgpack raises several unrelated types (ExtraData, ...) on garbage
         raise InvalidTick("bad_msgpack", f"not valid msgpack ({type(err).__name__}){json_hint(data)}") from None
 
 

@@ -18,6 +18,7 @@ from connectors.ticks import (
     encode,
     quote,
     trade,
+    unpack,
     validate,
 )
 
@@ -159,6 +160,8 @@ def test_garbage_payload_never_raises() -> None:
     assert decode(b"\xc1\xc1garbage") == ([], [(-1, "bad_msgpack")])
     assert decode(msgpack.packb(42)) == ([], [(-1, "not_a_map")])
     assert decode(msgpack.packb({1: 2})) == ([], [(-1, "bad_msgpack")])  # non-str map keys refused
+    with pytest.raises(InvalidTick, match="map keys must be strings"):  # and the sender is told why
+        unpack(msgpack.packb({"stream": "A", 1: 2}))
 
 
 def test_ordering_guard_rejects_backwards_ts_per_stream() -> None:

@@ -339,3 +339,20 @@ def test_a_refined_layout_says_which_keys_were_given(tmp_path: Path) -> None:
     assert len(drain(replay)) == 1
     assert replay.notes[0].startswith("t.csv: detected, with the keys given (tz); read as ts=time (datetime, "
                                       "America/New_York)"), replay.notes[0]
+
+
+def test_times_in_a_unit_too_small_are_refused_not_wrapped(tmp_path: Path) -> None:
+    """Milliseconds read as seconds pass int64 nanoseconds: they were wrapped modulo 2**64 into some other date
+    inside 1990..2200 (no note, no rejection); now the CSV is refused naming the unit, a Parquet file's rows are
+    rejected as ts_out_of_range with the note."""
+    import polars as pl
+
+    rows = "".join(f"{1717421400000 + 100 * i},AAPL,{190 + 0.01 * i:.2f},100\n" for i in range(5))
+    (tmp_path / "t.csv").write_text("time,symbol,price,size\n" + rows)
+    pl.read_csv(tmp_path / "t.csv").write_parquet(tmp_path / "t.parquet")
+    spec = map_from_options(columns="ts=time,price=price,size=size,stream=symbol", ts_unit="s", detect=True)
+    with pytest.raises(ValueError, match="past the year 2262.*give --ts-unit ms"):
+        FileReplay(tmp_path / "t.csv", columns=spec)
+    replay = FileReplay(tmp_path / "t.parquet", columns=spec)
+    assert drain(replay) == [] and dict(replay.rejected) == {"ts_out_of_range": 5}
+    assert "if column 'time' counts ms, give --ts-unit ms" in replay.notes[0]

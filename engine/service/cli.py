@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
     f.add_argument("--speed", type=float, default=None, help="real time x N (default: as fast as possible)")
     f.add_argument("--rate", type=float, default=None, help="cap in ticks per second")
-    f.add_argument("--ticks", type=int, default=None)
+    f.add_argument("--ticks", type=int, default=None, help="stop after sending N ticks (default: every tick of the files)")
     f.set_defaults(run=cmd_feed)
 
     p = sub.add_parser("subscribe", help="print answers as they are published", parents=[keys, clients])
@@ -428,7 +428,8 @@ def cmd_serve(args: argparse.Namespace) -> None:
     endpoints = server.bind()
     data = server.pipeline.data
     print(f"flashtick: logging accepted ticks and published answers in {data.root} (--no-log to keep nothing)"
-          if data is not None else "flashtick: --no-log: nothing is kept on disk; a restart starts empty",
+          if data is not None else "flashtick: the tick log is off (--no-log or log.enabled: false): nothing is kept on "
+                                   "disk; a restart starts empty",
           file=sys.stderr, flush=True)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: server.stop())
