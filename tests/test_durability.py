@@ -110,6 +110,28 @@ def test_a_restart_rebuilds_sessions_codec_state_and_queries_from_the_log(checkp
     assert sessions(recovered) == sessions(live)
 
 
+def test_a_damaged_record_stops_a_start_unless_the_config_says_skip_it(checkpoint, tmp_path) -> None:
+    """`log.skip_corrupt: true` starts past a damaged record of the segment being written (it was refused when the
+    log counted its records, before the replay that honours the option); without it the start stops, naming the
+    file, the offset and the key that skips it."""
+    from engine.service.ticklog import CorruptLog
+
+    live = TickPipeline(config(checkpoint, tmp_path / "data"))
+    feed_in_steps(live, SyntheticMarket(SyntheticConfig(seed=4)).next_batch(200))
+    data = crash_copy(tmp_path / "data", tmp_path / "damaged")
+    (segment,) = sorted((data / "ticks").glob("ticks-*.log"))
+    damaged = bytearray(segment.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    segment.write_bytes(bytes(damaged))
+    with pytest.raises(CorruptLog, match="damaged record at byte .*set log.skip_corrupt: true in the config"):
+        TickPipeline(config(checkpoint, crash_copy(data, tmp_path / "refused")))
+    skipping = config(checkpoint, data)
+    skipping = dataclasses.replace(skipping, log=dataclasses.replace(skipping.log, skip_corrupt=True))
+    recovered = TickPipeline(skipping)
+    assert recovered.stats()["log"]["corrupt_skipped"] >= 1
+    assert 190 <= recovered.ticks_in < 200  # the damaged record's ticks are gone, the rest replayed
+
+
 def test_a_restart_owes_a_query_only_the_ticks_after_it_was_registered(checkpoint, tmp_path) -> None:
     """A query registered after a stream's ticks first answers on the stream's next batch; a restart in between
     must not publish answers for it that a run without the restart never would (and the registry versions do

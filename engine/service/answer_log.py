@@ -82,14 +82,15 @@ class AnswerLog:
     """The answer log of a data directory. ``record`` every published answer before publishing it."""
 
     def __init__(self, directory: Path, cache: AnswerCache, *, fsync: str, group_ms: float, segment_bytes: int,
-                 retention_bytes: int | None) -> None:
+                 retention_bytes: int | None, skip_corrupt: bool = False) -> None:
         self.directory = Path(directory)
         self.state_path = self.directory / "state.msgpack"
         self.cache = cache
         self.errors = 0
         self.read_stats = LogStats()
         self.log = TickLog(self.directory, fsync=fsync, group_ms=group_ms, segment_bytes=segment_bytes,
-                           retention_bytes=retention_bytes, prefix="answers", before_roll=self._checkpoint)
+                           retention_bytes=retention_bytes, prefix="answers", before_roll=self._checkpoint,
+                           skip_corrupt=skip_corrupt)
 
     def record(self, packed: bytes) -> None:
         """A published answer, in its msgpack wire form."""

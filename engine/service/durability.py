@@ -178,10 +178,11 @@ class DataDir:
         self._sessions_said = False
         self.log = TickLog(self.root / "ticks", fsync=config.fsync, group_ms=config.group_ms,
                            segment_bytes=config.segment_bytes, retention_bytes=config.retention_bytes,
-                           retention_s=config.retention_s, segment_start=self._segment_start)
+                           retention_s=config.retention_s, segment_start=self._segment_start,
+                           skip_corrupt=config.skip_corrupt)
         self.answers = AnswerLog(self.root / "answers", cache, fsync=config.fsync, group_ms=config.group_ms,
                                  segment_bytes=config.answers_segment_bytes,
-                                 retention_bytes=config.answers_retention_bytes)
+                                 retention_bytes=config.answers_retention_bytes, skip_corrupt=config.skip_corrupt)
         self.recovered_ticks = 0
         self.recovered_answers = 0
         self.replay_refused = 0  # logged items the replay could not place (none expected)

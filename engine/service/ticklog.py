@@ -51,8 +51,8 @@ class CorruptLog(ValueError):
     """A damaged record before the end of the log."""
 
     def __init__(self, path: Path, offset: int, why: str) -> None:
-        super().__init__(f"{path}: damaged record at byte {offset} ({why}); "
-                         f"restart with the log's skip-corrupt option to skip it")
+        super().__init__(f"{path}: damaged record at byte {offset} ({why}); to start anyway, losing the damaged "
+                         f"records, set log.skip_corrupt: true in the config")
         self.path = path
         self.offset = offset
 
@@ -106,6 +106,7 @@ class TickLog:
     before_roll: Callable[[int], None] | None = None  # called with the next record's number before a new segment
     # the payload of each new segment's first record (what a reader needs of the segments retention may drop)
     segment_start: Callable[[], bytes] | None = None
+    skip_corrupt: bool = False  # counting the last segment's records at open skips damaged ones (as its reader will)
     stats: LogStats = field(default_factory=LogStats)
 
     def __post_init__(self) -> None:
@@ -141,7 +142,7 @@ class TickLog:
         if not existing:
             return 0
         first, path = existing[-1]
-        return first + sum(1 for _ in _records(path, self.stats, last=True, skip_corrupt=False))
+        return first + sum(1 for _ in _records(path, self.stats, last=True, skip_corrupt=self.skip_corrupt))
 
     def _open(self, path: Path) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
