@@ -174,6 +174,7 @@ def test_train_writes_the_calibration_and_serve_loads_it(tmp_path: Path, capsys)
     rc = main([*argv, "--overwrite", "--eval-every", "2", "--max-points", "400", "--resamples", "20", "--json"])
     assert rc == 0, capsys.readouterr().err
     record = json.loads(capsys.readouterr().out)
+    assert "synthetic_ticks" not in record["config"] and record["config"]["steps"] == 2  # this run's, not the recipe's
     cal = Calibration.from_json((out / CALIBRATION_FILE).read_text())
     assert "validation part" in cal.source and "regime" not in cal.questions  # refitted, not the stale file
     assert set(cal.questions) == {"direction_5", "direction_20", "volatility_50", "move_bps_50"}

@@ -17,7 +17,8 @@ from connectors.codec import BinnedCodec
 from connectors.labels import label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.cli import main
-from engine.service.evaluate import EvalOptions, accuracy_brier, block_bootstrap, evaluate_streams, score_question
+from engine.service.evaluate import (EvalOptions, accuracy_brier, block_bootstrap, evaluate_streams, format_table,
+                                     score_question)
 from engine.service.features import fit_logistic, microstructure_features
 from engine.service.finetune import to_source
 from engine.service.splits import (
@@ -84,6 +85,7 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
         assert (out / name).is_file(), name
     card = (out / "TRAINING.md").read_text()
     assert "4 steps" in card and "direction_5" in card and "from scratch" in card
+    assert "None" not in card and "last 4 training steps" in card  # a part too small to calibrate says so
     evaluation = json.loads((out / "evaluation.json").read_text())
     assert {"direction_5", "direction_20"} <= set(evaluation["questions"])
     # evaluated on the same file with a test slice inside what it was trained on: said
@@ -335,3 +337,18 @@ def test_a_gap_below_the_longest_horizon_is_widened_and_said(ticks_file: Path, t
     record = fit([str(ticks_file)], None, tmp_path / "model", cfg, options, said.append)
     assert any(line.startswith("note: --gap 10 is below the longest question horizon; 50 ticks") for line in said)
     assert "gap 50 ticks" in record["split"]
+
+
+def test_a_test_slice_of_few_blocks_gets_no_verdict() -> None:
+    """Under MIN_BLOCKS bootstrap blocks the percentile interval collapses to a point (+0.000 [+0.000,+0.000]); a
+    review saw such slices called "beats the logistic regression". Now they are marked and left uncalled."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 120)
+    probs = {name: rng.dirichlet(np.ones(3), 120) for name in ("model", "prior", "majority", "logistic")}
+    few = score_question(probs, y, EvalOptions(block=100, resamples=200), rng)
+    enough = score_question(probs, y, EvalOptions(block=10, resamples=200), rng)
+    assert (few["blocks"], enough["blocks"]) == (2, 12)
+    table = format_table({"questions": {"direction_20": few}, "options": {"block": 100}})
+    assert "too few test points to call" in table and "direction_20" in table.splitlines()[-1]
+    assert "*: fewer than 5 blocks of 100 test points" in table
+    assert "too few" not in format_table({"questions": {"direction_20": enough}, "options": {"block": 10}})

@@ -155,6 +155,9 @@ def accuracy_brier(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return (p.argmax(axis=1) == y).astype(np.float64), np.square(p - onehot).sum(axis=1)
 
 
+MIN_BLOCKS = 5  # a test slice of fewer bootstrap blocks gets no verdict: its percentile interval is degenerate
+
+
 def block_bootstrap(d: np.ndarray, block: int, resamples: int, rng: np.random.Generator) -> dict[str, float]:
     """Mean of d and a 95% percentile interval from resampling blocks of `block` consecutive values."""
     starts = np.arange(0, len(d), block)
@@ -180,7 +183,8 @@ def score_question(probs: dict[str, np.ndarray], y: np.ndarray, options: EvalOpt
                                                     options.resamples, rng)}
     p = probs["model"]
     calibration = calibration_table(p.reshape(-1), np.eye(p.shape[1])[y].reshape(-1))
-    return {"n": int(len(y)), "scores": scores, "model_minus": diffs, "calibration": calibration}
+    return {"n": int(len(y)), "blocks": -(-len(y) // options.block), "scores": scores, "model_minus": diffs,
+            "calibration": calibration}
 
 
 def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
@@ -263,14 +267,20 @@ def format_table(result: dict[str, Any]) -> str:
     head = lambda cols: "".join(f"{short.get(c, c):>7}" for c in cols)  # noqa: E731
     lines = [f"{'question':<15}{'n':>7}  {'accuracy: model':>15}{head(acc_cols)}  {'Brier: model':>12}"
              f"{head(brier_cols)}  model-logit acc [95% CI]   Brier [95% CI]"]
+    few = [name for name, r in result["questions"].items() if r.get("blocks", MIN_BLOCKS) < MIN_BLOCKS]
     for name, r in result["questions"].items():
         s, d = r["scores"], r["model_minus"]["logistic"]
-        ci = lambda x: f"{x['diff']:+.3f} [{x['lo']:+.3f},{x['hi']:+.3f}]"  # noqa: E731
+        mark = "*" if name in few else ""
+        ci = lambda x: f"{x['diff']:+.3f} [{x['lo']:+.3f},{x['hi']:+.3f}]{mark}"  # noqa: E731
         row = lambda cols, m: "".join(f"{s.get(c, s['model'])[m]:>7.3f}" for c in cols)  # noqa: E731
         lines.append(f"{name:<15}{r['n']:>7}  {s['model']['accuracy']:>15.3f}{row(acc_cols, 'accuracy')}"
                      f"  {s['model']['brier']:>12.3f}{row(brier_cols, 'brier')}  {ci(d['accuracy']):<26} "
                      f"{ci(d['brier'])}")
     source = result.get("calibration_source")
+    if few:
+        block = result.get("options", {}).get("block")
+        lines.append(f"*: fewer than {MIN_BLOCKS} blocks of {block} test points: the interval is no interval "
+                     f"(more ticks, or a smaller --block)")
     if "adapted" in raw:
         lines.append("adapt: the model's answers mixed online with each stream's realised labels (answers.adapt: "
                      "online), what serving publishes")
@@ -284,10 +294,13 @@ def format_table(result: dict[str, Any]) -> str:
 def verdict_lines(result: dict[str, Any]) -> list[str]:
     """The table in words: per question, whether the model beats what a quant fits first (the logistic
     regression, by its 95% interval) and the naive forecasts (majority class, the class frequencies' Brier)."""
-    kinds: dict[str, list[str]] = {"better": [], "mixed": [], "level": [], "worse": []}
+    kinds: dict[str, list[str]] = {"better": [], "mixed": [], "level": [], "worse": [], "few": []}
     naive = []
     for name, r in result["questions"].items():
         s, d = r["scores"], r["model_minus"]["logistic"]
+        if r.get("blocks", MIN_BLOCKS) < MIN_BLOCKS:
+            kinds["few"].append(name)
+            continue
         acc, brier = d["accuracy"], d["brier"]
         better = acc["lo"] > 0 or brier["hi"] < 0  # an interval clear of 0 in the model's favour
         worse = acc["hi"] < 0 or brier["lo"] > 0
@@ -297,7 +310,8 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
     said = [f"{what}: {', '.join(kinds[kind])}" for kind, what in (
         ("better", "beats the logistic regression (a 95% interval clear of 0 in its favour, none against)"),
         ("mixed", "better than it on one of accuracy and Brier, worse on the other"),
-        ("level", "level with it (both intervals straddle 0)"), ("worse", "worse than it")) if kinds[kind]]
+        ("level", "level with it (both intervals straddle 0)"), ("worse", "worse than it"),
+        ("few", f"too few test points to call (under {MIN_BLOCKS} bootstrap blocks)")) if kinds[kind]]
     lines = [f"verdict: {'; '.join(said)}"]
     if naive:
         lines.append(f"verdict: below a naive forecast (the majority class's accuracy or the class frequencies' "

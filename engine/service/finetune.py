@@ -30,7 +30,7 @@ from connectors.builtin import load_builtin_codec
 from connectors.calibration import Calibration
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from engine.models import BUILTIN_MODEL_DIR
-from engine.service.calibrate import calibrate_streams
+from engine.service.calibrate import MIN_POINTS, calibrate_streams
 from engine.service.evaluate import EvalOptions, evaluate_streams, format_table, load_tick_model, plot
 from engine.service.splits import SplitSpec, StreamData, longest_horizon, prepare, read_streams
 from engine.service.train import (
@@ -143,7 +143,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     evaluation = evaluate_streams(model, codec, streams, eval_options)
     record = {"files": [str(f) for f in files], "base": str(options.base) if options.base else "from scratch",
               "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))), "rejected": rejected, "skipped": skipped,
-              "params": sum(p.numel() for p in model.parameters()), "config": dataclasses.asdict(cfg),
+              "params": sum(p.numel() for p in model.parameters()), "config": run_config(cfg),
               "training": stats, "calibration": json.loads(codec.calibration.to_json()), "evaluation": evaluation,
               "total_seconds": round(time.time() - t0, 1)}
     # what it was trained on, so `flashtick evaluate` can say when a test slice is not out of sample
@@ -155,10 +155,23 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     return record
 
 
+# the built-in model's data recipe (engine/service/train.py): a run on the user's files uses none of it
+BUILTIN_RECIPE_KEYS = ("synthetic_ticks", "synthetic_seed", "wide_synthetic", "real_sets", "mix")
+
+
+def run_config(cfg: Any) -> dict[str, Any]:
+    """The training settings this run used, as its record and `--json` give them."""
+    return {k: v for k, v in dataclasses.asdict(cfg).items() if k not in BUILTIN_RECIPE_KEYS}
+
+
 def _calibration_lines(calibration: dict[str, Any]) -> str:
-    lines = [f"  - `{name}`: temperature {c['temperature']:.3f}, bias [{', '.join(f'{b:+.3f}' for b in c['bias'])}]; "
-             f"{c['points']} points, NLL {c.get('nll_raw')} -> {c.get('nll_calibrated')} nats"
-             for name, c in calibration["questions"].items()]
+    def line(name: str, c: dict[str, Any]) -> str:
+        if c.get("nll_calibrated") is None:  # fit_answer_calibration left it as it was: too few points
+            return (f"  - `{name}`: not calibrated (temperature 1, no bias): {c['points']} points, fewer than "
+                    f"{MIN_POINTS}")
+        return (f"  - `{name}`: temperature {c['temperature']:.3f}, bias [{', '.join(f'{b:+.3f}' for b in c['bias'])}]; "
+                f"{c['points']} points, NLL {c.get('nll_raw')} -> {c.get('nll_calibrated')} nats")
+    lines = [line(name, c) for name, c in calibration["questions"].items()]
     return "\n".join(lines) or "  - (no question calibrated)"
 
 
@@ -183,7 +196,7 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
   + {cfg['questions_per_window']} question probes each; AdamW lr {cfg['lr']}, seed {cfg['seed']}; on {record['device']}
   ({platform.machine()}, torch {torch.__version__}); {stats['train_seconds']} s of optimisation,
   {record['total_seconds']} s in all
-- Losses: last 20 training steps next-token {stats['final_lm_loss']}, answer {stats['final_qa_loss']} nats;
+- Losses: last {min(20, stats['steps_done'])} training steps next-token {stats['final_lm_loss']}, answer {stats['final_qa_loss']} nats;
   {f"best validation loss {stats['best_validation_loss']} at step {stats['best_step']} (weights kept from there)"
    if stats['best_validation_loss'] is not None else "no validation part: the weights of the last step"}
 - Answer calibration (calibration.json; answers are softmax(z / temperature + bias) over the answer logits z):
