@@ -248,7 +248,7 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     """`train` and `evaluate`: the files, how to read (`reading`) and split them, and the scoring knobs they share."""
     data = argparse.ArgumentParser(add_help=False)
     data.add_argument("--split", default="70/15/15", help="train/validation/test percent of each stream, in time "
-                      "order (default 70/15/15; 70/30: no validation, no early stopping)")
+                      "order (default 70/15/15; 70/30: no validation part, so train stops by --steps alone)")
     data.add_argument("--gap", type=int, default=0, help="ticks left out between parts (default and minimum: the "
                       "longest question horizon)")
     data.add_argument("--max-points", type=int, default=20_000, help="test answer ticks scored per stream "
