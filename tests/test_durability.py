@@ -128,7 +128,7 @@ def test_a_damaged_record_stops_a_start_unless_the_config_says_skip_it(checkpoin
     skipping = config(checkpoint, data)
     skipping = dataclasses.replace(skipping, log=dataclasses.replace(skipping.log, skip_corrupt=True))
     recovered = TickPipeline(skipping)
-    assert recovered.stats()["log"]["corrupt_skipped"] >= 1
+    assert recovered.stats()["log"]["corrupt_skipped"] == 1
     assert 190 <= recovered.ticks_in < 200  # the damaged record's ticks are gone, the rest replayed
 
 
