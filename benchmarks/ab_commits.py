@@ -16,7 +16,8 @@ milliseconds per answer round and freshness p50/p99 at the common rate, and the
 highest sustained tick rate; ``bursts``: ticks/s of the flash loop fed 7 steps of
 ``--burst-ticks`` ticks of every stream (the most streams of ``--streams``), each
 stream's step one open tick group (``python -m benchmarks.ab_commits --base B
---workloads bursts --streams 32``).
+--workloads bursts --streams 32``); ``backlog``: seconds (and forwards) to ingest and answer
+``--backlog-ticks`` synthetic ticks of 4 streams sent as one message, as a feed catching up sends them.
 """
 
 from __future__ import annotations
@@ -79,6 +80,23 @@ for per_step in {burst_ticks}:
 print("RESULT " + json.dumps(out))
 """
 
+BACKLOG = """
+import gc, json, time
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import encode
+from engine.service.config import ServiceConfig
+from engine.service.pipeline import TickPipeline
+pipeline = TickPipeline(ServiceConfig.from_dict({{"queries": "queries/examples/tick_model.yaml"}}))
+message = encode(SyntheticMarket(SyntheticConfig(seed=9)).next_batch({ticks}))
+gc.collect()
+gc.freeze()
+start = time.perf_counter()
+pipeline.ingest_message(message)  # one message: one tick group per stream, as a feed catching up sends it
+pipeline.run_until_idle()
+print("RESULT " + json.dumps({{"{ticks}": {{"seconds": time.perf_counter() - start,
+                                         "forwards": pipeline.runner.stats.forwards}}}}))
+"""
+
 
 def checkout(rev: str, into: Path) -> str:
     """A detached worktree of ``rev``; returns its full commit id."""
@@ -115,13 +133,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--streams", type=int, nargs="*", default=[8, 32, 64])
     parser.add_argument("--burst-ticks", type=int, nargs="*", default=[32, 128],
                         help="bursts workload: ticks of every stream per step (in one open group)")
-    parser.add_argument("--workloads", nargs="*", choices=["query_latency", "flash", "bursts"],
+    parser.add_argument("--backlog-ticks", type=int, default=8000,
+                        help="backlog workload: ticks of 4 synthetic streams in one message")
+    parser.add_argument("--workloads", nargs="*", choices=["query_latency", "flash", "bursts", "backlog"],
                         default=["query_latency", "flash"])
     args = parser.parse_args(argv)
     codes = {
         "query_latency": QUERY_LATENCY.format(reps=args.probe_reps, contexts=args.contexts),
         "flash": FLASH.format(streams=args.streams),
         "bursts": BURSTS.format(streams=max(args.streams), burst_ticks=args.burst_ticks),
+        "backlog": BACKLOG.format(ticks=args.backlog_ticks),
     }
     workloads = {w: codes[w] for w in args.workloads}
     with tempfile.TemporaryDirectory(prefix="flashtick-ab-") as tmp:
@@ -154,6 +175,8 @@ def main(argv: list[str] | None = None) -> dict:
                      f"sustained {ratio['max_sustained_ticks_per_s']:.2f}")
     for per_step, ratio in result["workloads"].get("bursts", {}).get("new_over_old", {}).items():
         parts.append(f"bursts of {per_step} ticks a stream ticks/s {ratio['ticks_per_s']:.2f}")
+    for ticks, ratio in result["workloads"].get("backlog", {}).get("new_over_old", {}).items():
+        parts.append(f"a backlog of {ticks} ticks in one message: time {ratio['seconds']:.3f}")
     path = write_json("ab_commits" + ("" if workloads.keys() == {"query_latency", "flash"} else "_" + "_".join(workloads)),
                       result)
     print(f"ab_commits new/old ({commits['new'][:7]} vs {commits['old'][:7]}): {'; '.join(parts)}  [{path}]")
