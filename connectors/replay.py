@@ -541,6 +541,8 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
                  else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")
         notes.append(f"{path.name}: {given}; read as {describe_map(cmap)}")
         notes += vendor_notes(path, list(schema), cmap)
+    elif spec.preset is None:
+        notes += _unnamed_fields(path, cmap, schema, first)
     if cmap.fill_quotes and not isinstance(spec, ColumnMap):
         notes.append(f"{path.name}: its quote rows leave bid or ask empty where it did not change (as MetaTrader's "
                      f"exports do): each takes it from the stream's previous quote (--columns ...,fill_quotes=false "
@@ -553,6 +555,26 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
             notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and are read as UTC; if they "
                          f"are local times, give their zone, e.g. --tz America/New_York")
     return cmap, dialect, schema, notes + kind_notes + unit_notes + stream_notes + day_notes
+
+
+def _unnamed_fields(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
+                    first: Callable[[str | tuple[str, ...]], Any]) -> list[str]:
+    """A column map given in full is read as given; a column it leaves out that detection would have read as a
+    tick field (`qty` beside `--columns ts=time,price=px`) is named in a note, so sizes or sides are not dropped
+    without a word."""
+    try:
+        detected = detect_columns(path, schema, first)
+    except ValueError:  # nothing detectable: nothing to say
+        return []
+    used = set(cmap.source_columns())
+    missed = {key: getattr(detected, key) for key in VALUE_FIELDS
+              if getattr(cmap, key) is None and getattr(detected, key) not in (None, *used)}
+    if not missed:
+        return []
+    said = "; ".join(f"{column!r} looks like {key}" for key, column in missed.items())
+    key, column = next(iter(missed.items()))
+    return [f"{path.name}: the column map reads only the columns it names; {said}, not read (name it in the map "
+            f"to read it, e.g. --columns ...,{key}={column})"]
 
 
 def _kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,

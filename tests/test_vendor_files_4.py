@@ -356,3 +356,19 @@ def test_times_in_a_unit_too_small_are_refused_not_wrapped(tmp_path: Path) -> No
     replay = FileReplay(tmp_path / "t.parquet", columns=spec)
     assert drain(replay) == [] and dict(replay.rejected) == {"ts_out_of_range": 5}
     assert "if column 'time' counts ms, give --ts-unit ms" in replay.notes[0]
+
+
+def test_a_full_map_names_the_tick_columns_it_leaves_unread(tmp_path: Path) -> None:
+    """A map naming the time and a price is read as given, and a size or side column it leaves out was dropped
+    without a word: now a note names each, with the key that reads it."""
+    (tmp_path / "t.csv").write_text("time,px,qty,side\n2024-03-01T09:30:00Z,100.01,5,buy\n"
+                                    "2024-03-01T09:30:01Z,100.02,3,sell\n")
+    replay = FileReplay(tmp_path / "t.csv", columns=map_from_options(columns="ts=time,price=px", detect=True))
+    t0 = ns("2024-03-01T09:30:00+00:00")
+    assert drain(replay)[0] == Tick("t", t0, "trade", price=100.01, size=1.0)  # as given: size 1, no side
+    assert "t.csv: the column map reads only the columns it names; 'qty' looks like size; 'side' looks like side, " \
+           "not read (name it in the map to read it, e.g. --columns ...,size=qty)" in replay.notes, replay.notes
+    replay = FileReplay(tmp_path / "t.csv", columns=map_from_options(columns="ts=time,price=px,size=qty,side=side",
+                                                                     detect=True))
+    assert drain(replay)[0] == Tick("t", t0, "trade", price=100.01, size=5, side="buy")
+    assert not any("reads only" in n for n in replay.notes), replay.notes
