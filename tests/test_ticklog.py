@@ -208,3 +208,25 @@ def test_any_damage_is_found_never_crashes(tmp_path_factory, flips, cut) -> None
         assert e.path == path and 0 <= e.offset < len(data)
     skipped = [p for _, p in read(directory, skip_corrupt=True)]
     assert all(p in items for p in skipped)
+
+
+def test_retention_applies_when_the_log_opens(tmp_path) -> None:
+    """A service down longer than retention_s (or restarted with a smaller retention_bytes) drops the segments
+    it would have dropped live before anything replays them; the segment in use stays."""
+    with TickLog(tmp_path, segment_bytes=512, fsync="never") as log:
+        for p in payloads(100):
+            log.append(p)
+    existing = segments(tmp_path)
+    assert len(existing) > 3
+    old = time.time() - 3600
+    for _, path in existing[:-1]:
+        os.utime(path, (old, old))
+    with TickLog(tmp_path, segment_bytes=512, retention_s=7200, fsync="never") as log:
+        assert log.stats.segments_dropped == 0 and segments(tmp_path) == existing  # within retention: kept
+    with TickLog(tmp_path, segment_bytes=512, retention_s=60, fsync="never") as log:
+        assert log.stats.segments_dropped == len(existing) - 1
+        assert log.next_record == 100
+        log.append(b"next")
+    assert segments(tmp_path) == existing[-1:]
+    numbers = [n for n, _ in read(tmp_path)]
+    assert numbers == list(range(existing[-1][0], 101))

@@ -126,6 +126,9 @@ class TickLog:
             self._open(existing[-1][1])
         else:
             self._open(self.directory / _segment_name(self.next_record, self.prefix))
+        # a service that was down past retention_s (or restarts with a smaller retention) drops what it would
+        # have dropped live, before a restart replays it; the segment in use stays, as on a roll
+        self._retain()
         self._closing = threading.Event()
         self._syncer: threading.Thread | None = None
         if self.fsync == "group":
@@ -269,9 +272,13 @@ class TickLog:
         os.close(old)
         if self.segment_start is not None:
             self._write_record(self.segment_start())
+        self._retain()
+
+    def _retain(self) -> None:
+        """Retention, at open and at each roll; a failure is said and tried again at the next roll."""
         try:
             self._apply_retention()
-        except OSError as e:  # the record goes in anyway; the next roll tries again
+        except OSError as e:
             print(f"flashtick: {self.name}: dropping old segments failed: {e}", file=sys.stderr, flush=True)
 
     def _apply_retention(self) -> None:
