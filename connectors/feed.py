@@ -25,7 +25,7 @@ import zmq
 from zmq.utils.monitor import parse_monitor_message
 
 from connectors.source import Source
-from connectors.ticks import Tick, plain
+from connectors.ticks import Tick, counted, plain
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 WATCH_SLICE_MS = 50  # a watched send checks the connection at least this often while it waits
@@ -345,8 +345,7 @@ class FeedStats(NamedTuple):
 
     def summary(self) -> str:
         """One line: "sent N ticks in M messages over S s" and, when watched, "; K rejected (reason: n, ...)"."""
-        line = (f"sent {self.ticks} tick{'s' if self.ticks != 1 else ''} in {self.messages} "
-                f"message{'s' if self.messages != 1 else ''} over {self.seconds:.1f} s")
+        line = f"sent {counted(self.ticks, 'tick')} in {counted(self.messages, 'message')} over {self.seconds:.1f} s"
         if self.rejected is None:
             return line + self._resumed()
         n = sum(self.rejected.values())

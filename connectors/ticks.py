@@ -252,6 +252,11 @@ def field_list(keys: Any, shown: int = 8) -> str:
     return f"{names[:shown]}{more}"
 
 
+def counted(n: int, noun: str) -> str:
+    """`1 tick`, `3 ticks`: a count for messages people read."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def check_ts(obj: dict) -> int:
     """The one timestamp-field rule: `ts` present, an int (not a bool), in [0, 2**63) (int64, from 1970).
 

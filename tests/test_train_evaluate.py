@@ -297,6 +297,9 @@ def test_train_and_evaluate_say_how_the_files_were_read(ticks_file: Path, tmp_pa
                  "--quiet"]) == 0
     quiet = capsys.readouterr()
     assert "note:" not in quiet.err and "direction_20" in quiet.out  # the table, as without --quiet
+    assert main(["evaluate", "builtin", str(local), "--max-points", "32", "--resamples", "10", "--threads", "1",
+                 "--gap", "10"]) == 0  # widened to the horizon, as train does, and said
+    assert "note: --gap 10 is below the longest question horizon; 50 ticks are left out" in capsys.readouterr().err
 
 
 

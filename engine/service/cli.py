@@ -894,7 +894,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from engine.models import BUILTIN_MODEL_DIR
     from engine.service.evaluate import evaluate_streams, format_table, load_tick_model, plot, window_ticks
     from engine.service.finetune import resolve_device
-    from engine.service.splits import prepare, read_streams
+    from connectors.ticks import counted
+    from engine.service.splits import gap_note, prepare, read_streams
 
     split, options = _train_common(args)
     device = resolve_device(args.device)
@@ -904,6 +905,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         (lambda line: print(f"flashtick evaluate: note: {line}", file=sys.stderr))
     streams, _ = read_streams([str(f) for f in args.files], _column_map(args), note=said)
     prepared, skipped = prepare(codec, streams, split, min_ticks=1)
+    if (widened := gap_note(codec, split)) is not None:
+        said(widened)
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device))
     result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
                "skipped": skipped}
@@ -912,7 +915,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(result, indent=1))
         return
-    streams = f"{len(prepared)} stream{'s' if len(prepared) != 1 else ''}"
+    streams = counted(len(prepared), "stream")
     print(f"{model_dir} on the test slice ({args.split}) of {streams}, window {window_ticks(model)} "
           f"ticks; baselines fitted on the train slice")
     print(format_table(result))

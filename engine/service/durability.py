@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import msgpack
 
 from connectors.encoder import EncodedTick, StreamEncoders
-from connectors.ticks import InvalidTick, Tick, validate
+from connectors.ticks import InvalidTick, Tick, counted, validate
 from engine.engine import Engine
 from engine.jobs import JobOutcome, ProbeJob, StreamProgress
 from engine.scheduler import AdmissionRefused, StepReport
@@ -290,7 +290,7 @@ class DataDir:
         self.rebuild_forwards = rebuild_forwards
         self.recovery_s = time.perf_counter() - self._replay_started
         if self.recovered_ticks:
-            print(f"flashtick: recovered {self.recovered_ticks} ticks of {streams} streams "
+            print(f"flashtick: recovered {counted(self.recovered_ticks, 'tick')} of {counted(streams, 'stream')} "
                   f"from {self.log.directory} in {self.recovery_s:.1f} s", file=sys.stderr, flush=True)
 
     def read_items(self, streams: set[str], upto: int, encoders: StreamEncoders, target: ReplayTarget,

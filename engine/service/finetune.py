@@ -32,7 +32,7 @@ from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, Binned
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.calibrate import MIN_POINTS, calibrate_streams
 from engine.service.evaluate import EvalOptions, evaluate_streams, format_table, load_tick_model, plot
-from engine.service.splits import SplitSpec, StreamData, longest_horizon, prepare, read_streams
+from engine.service.splits import SplitSpec, StreamData, gap_note, longest_horizon, prepare, read_streams
 from engine.service.train import (
     Source, TrainConfig, Validation, new_model, optimise, question_tokens, sample_batch, save_model,
 )
@@ -110,9 +110,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         torch.manual_seed(cfg.seed)
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"))
     streams, skipped = prepare(codec, streams_raw, options.split, min_ticks=cfg.window_ticks + 1)
-    if 0 < options.split.gap < longest_horizon(codec):  # prepare() widens it: a label must not cross a cut
-        log(f"note: --gap {options.split.gap} is below the longest question horizon; {longest_horizon(codec)} ticks "
-            f"are left out between the parts instead, so no label uses a tick across a cut")
+    if (widened := gap_note(codec, options.split)) is not None:
+        log(f"note: {widened}")
     for note in skipped:
         log(f"left out {note}")
     groups, weights = _groups(codec, streams, "train")

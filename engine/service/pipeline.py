@@ -31,7 +31,7 @@ import torch
 from connectors.builtin import load_builtin_codec, load_codec
 from connectors.codec import BinnedCodec, Codec, TextCodec, TextCodecConfig
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders
-from connectors.ticks import InvalidTick, Tick
+from connectors.ticks import InvalidTick, Tick, counted
 from engine.engine import Engine
 from engine.jobs import JobOutcome
 from engine.models import BUILTIN_MODEL_DIR, LlamaModel, load_model
@@ -239,8 +239,8 @@ class TickPipeline:
         if not tail:
             return []
         items = [item for item in tail if item is not None]
-        print(f"flashtick: computing what was owed: {sum(item.ticks for item in items)} ticks of "
-              f"{len({item.stream for item in items})} streams accepted but not yet answered when the service "
+        print(f"flashtick: computing what was owed: {counted(sum(item.ticks for item in items), 'tick')} of "
+              f"{counted(len({item.stream for item in items}), 'stream')} accepted but not yet answered when the service "
               f"stopped (ingest and answers are bound after; `health` says starting meanwhile)", file=sys.stderr, flush=True)
         outcomes, _, refused = answer_tail(self.engine, self.flash, self.registry, self.cache, self.marks, tail,
                                            changed, step=self.step, accepted=self._accepted)

@@ -36,7 +36,7 @@ from typing import Any
 import msgpack
 
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders
-from connectors.ticks import InvalidTick
+from connectors.ticks import InvalidTick, counted
 from engine.jobs import JobOutcome
 from engine.scheduler import StepReport, UnknownStream
 from engine.service.answer_log import AnswerHistory
@@ -138,8 +138,8 @@ class ShardedPipeline:
             self.adaptation.accepted(item)
             self.scores.accepted(item)
         if owed:
-            print(f"flashtick: computing what was owed: {sum(item.ticks for item in owed)} ticks of "
-                  f"{len({item.stream for item in owed})} streams accepted but not yet answered when the service "
+            print(f"flashtick: computing what was owed: {counted(sum(item.ticks for item in owed), 'tick')} of "
+                  f"{counted(len({item.stream for item in owed}), 'stream')} accepted but not yet answered when the service "
                   f"stopped (on the shards; answers follow as they are restored)", file=sys.stderr, flush=True)
         self.data.replayed(len(self.shard_of))
         # registered now, after every logged tick: owed none of them (nor any tick of the tail, below)

@@ -128,6 +128,14 @@ def read_streams(files: list[str], columns: Any = None, note: Callable[[str], No
     return dict(by_stream), dict(Counter(replay.rejected))
 
 
+def gap_note(codec: BinnedCodec, spec: SplitSpec) -> str | None:
+    """What `prepare` does to a --gap below the longest question horizon (widens it), in words; None otherwise."""
+    if 0 < spec.gap < longest_horizon(codec):  # a label must not cross a cut
+        return (f"--gap {spec.gap} is below the longest question horizon; {longest_horizon(codec)} ticks are left "
+                f"out between the parts instead, so no label uses a tick across a cut")
+    return None
+
+
 def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
             min_ticks: int) -> tuple[list[StreamData], list[str]]:
     """Streams long enough to split (each part >= `min_ticks`), and a note per stream left out."""
