@@ -60,7 +60,8 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
                "sym_root",  # TAQ's (SYM_ROOT, with SYM_SUFFIX for share classes)
                "currencypair", "currency_pair", "ccypair", "ccy_pair", "cusip", "isin"),  # FX ECNs', bonds'
     "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price",  # close: a bar's
-              "deal", "deal_price"),  # FX ECNs' deals (EBS: Deal, DealSize, DealSide beside the quote)
+              "deal", "deal_price",  # FX ECNs' deals (EBS: Deal, DealSize, DealSide beside the quote)
+              "mid_c"),  # OANDA's candles as pandas flattens them (mid.o, mid.h, mid.l, mid.c)
     "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size", "sz",  # sz: OKX's API
              "trade_volume", "trade_qty", "trade_quantity",  # Eurex T7's Trade Volume, Upbit's trade_volume
              "dealsize", "deal_size"),
@@ -68,9 +69,10 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
              "direction",  # Deribit's (the taker's buy/sell; LOBSTER's `direction` is read by its own layout)
              "aggressor", "dealside", "deal_side"),  # CME's B/S; EBS's
     # pricebid...: Interactive Brokers' API (HistoricalTickBidAsk: priceBid, priceAsk, sizeBid, sizeAsk)
-    "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "best_bid_price", "bid_px_00", "pricebid"),
+    "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "best_bid_price", "bid_px_00", "pricebid",
+            "bid_c"),  # bid_c, ask_c: OANDA's bid/ask candles' closes
     "ask": ("ask", "ask_price", "ask_px", "best_ask", "askprice", "best_ask_price", "offer", "offer_price",
-            "ask_px_00", "priceask", "offerprice"),
+            "ask_px_00", "priceask", "offerprice", "ask_c"),
     "bid_size": ("bid_size", "bid_qty", "bid_sz", "bidsize", "bid_volume", "bidvolume", "bid_amount",
                  "best_bid_qty", "bid_sz_00", "sizebid"),
     "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "askvolume", "ask_amount",
@@ -85,6 +87,8 @@ TRADE_MARKS = frozenset({"t", "x", "trade", "trades", "e", "exec", "execution", 
 QUOTE_MARKS = frozenset({"q", "b", "a", "bid", "ask", "offer", "quote", "quotes", "bbo", "nbbo"})
 # A file of bars (OHLC, OHLCV): it has these besides its close. Each bar replays as one trade at its close.
 BAR_COLUMNS = frozenset({"open", "high", "low"})
+BAR_CLOSES = {"close": BAR_COLUMNS, "close_price": BAR_COLUMNS,  # a close column -> the columns that make it a bar's
+              **{f"{p}_c": frozenset({f"{p}_o", f"{p}_h", f"{p}_l"}) for p in ("mid", "bid", "ask")}}  # OANDA's
 # Sides, via BUYER_MAKER (true = the taker sold): a buyer-maker flag, or a flag that the taker sold (Kaiko's `sell`)
 BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_maker", "sell", "taker_side_sell",
                      "is_sell")
@@ -569,10 +573,14 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
         return [f"{path.name}: its columns are Coinbase Exchange's trades layout, whose side is the MAKER's; read "
                 f"here as the aggressor's. If the file is Coinbase's, give --preset coinbase-trades (sides flipped)"]
     notes = []
-    if cmap.price is not None and normal_name(cmap.price) in ("close", "close_price") and BAR_COLUMNS <= columns:
+    if cmap.price is not None and BAR_CLOSES.get(normal_name(cmap.price), {""}) <= columns:
         notes.append(f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size "
-                     f"{cmap.size or 1}, no side), at its {cmap.ts} time; most vendors stamp a bar with its start, so "
+                     f"{cmap.size or 1}, no side), stamped with its {cmap.ts!r} column; most vendors stamp a bar with its start, so "
                      f"a bar's close shows at its start unless the map says ts=<its end column>")
+    elif cmap.bid is not None and BAR_CLOSES.get(normal_name(cmap.bid), {""}) <= columns:
+        notes.append(f"{path.name}: read as bid/ask bars: each row is one quote at their closes ({cmap.bid}, "
+                     f"{cmap.ask}), stamped with its {cmap.ts!r} column; most vendors stamp a bar with its start, so a bar's close "
+                     f"shows at its start unless the map says ts=<its end column>")
     if cmap.price is not None and cmap.size is None:
         notes.append(f"{path.name}: no size column: each price is a trade of size 1 (a price series); map size= "
                      f"if the file has sizes under another name")

@@ -61,7 +61,7 @@ def test_yahoo_style_daily_bars_read_at_the_close_with_their_volume(tmp_path: Pa
     assert replay.notes[0] == ("AAPL.csv: no column map given; read as ts=Date (datetime), stream_name=AAPL, "
                                "price=Close, size=Volume")
     assert replay.notes[1].startswith("AAPL.csv: read as bars: each row is one trade at its close (Close, size "
-                                      "Volume, no side), at its Date time")
+                                      "Volume, no side), stamped with its 'Date' column")
 
 
 def test_polygon_aggregates_parquet_and_minute_bars_with_an_offset(tmp_path: Path) -> None:
@@ -113,3 +113,25 @@ def test_klines_backtest_from_the_command_line(tmp_path: Path, capsys: pytest.Ca
     assert "replayed 120 ticks (0 rejected)" in out
     answers = pl.read_parquet(tmp_path / "a.parquet")
     assert answers.height == 31 and set(answers["stream"]) == {"ETHUSDT"}  # dir5 at the first tick, then every 4
+
+
+def test_oanda_candles_flattened_read_as_bars(tmp_path: Path) -> None:
+    """OANDA's v20 candles as pandas flattens them (`mid.o` .. `mid.c`, or `bid.c` and `ask.c` with price=BA): a
+    trade at each mid close, or a quote at each bid/ask close, with a note that they are bars."""
+    (tmp_path / "EUR_USD_M1.csv").write_text(
+        "complete,volume,time,mid.o,mid.h,mid.l,mid.c\n"
+        "true,120,2024-03-01T09:30:00.000000000Z,1.08501,1.08530,1.08490,1.08520\n"
+        "true,98,2024-03-01T09:31:00.000000000Z,1.08520,1.08540,1.08500,1.08510\n")
+    replay = FileReplay(tmp_path / "EUR_USD_M1.csv")
+    t0 = ns("2024-03-01T09:30:00+00:00")
+    assert drain(replay) == [Tick("EUR-USD", t0, "trade", price=1.0852, size=120),
+                             Tick("EUR-USD", t0 + 60 * 10**9, "trade", price=1.0851, size=98)]
+    assert any(n.startswith("EUR_USD_M1.csv: read as bars: each row is one trade at its close (mid.c, size volume")
+               for n in replay.notes), replay.notes
+    (tmp_path / "EUR_USD_BA.csv").write_text(
+        "complete,volume,time,bid.o,bid.h,bid.l,bid.c,ask.o,ask.h,ask.l,ask.c\n"
+        "true,120,2024-03-01T09:30:00Z,1.08501,1.08530,1.08490,1.08520,1.08511,1.08540,1.08500,1.08530\n")
+    replay = FileReplay(tmp_path / "EUR_USD_BA.csv")
+    assert drain(replay) == [Tick("EUR-USD", t0, "quote", bid=1.0852, ask=1.0853)]
+    assert any("read as bid/ask bars: each row is one quote at their closes (bid.c, ask.c)" in n
+               for n in replay.notes), replay.notes
