@@ -490,6 +490,32 @@ def test_a_subscriber_that_missed_answers_fills_its_gap_from_the_answers_op(chec
     assert len(got) == 8 and got == {t: list(range(1, n + 1)) for t, n in published.items()}
 
 
+def test_answers_fetched_ahead_of_pub_are_not_counted_missed(checkpoint, tmp_path) -> None:
+    """A fetch can run ahead of answers PUB is still delivering (a client resuming from its saved seqs while they
+    are in flight, a restart's heartbeat): those answers come once, and `missed` counts only what PUB never
+    delivered (it counted every fetched answer, so an operator alerting on it saw drops after every restart)."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    cfg = ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "queries": str(queries),
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}})
+    ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(200)
+    topics = [f"{q}/SYN.{s}/" for q in ("dir", "nll") for s in "ABCD"]
+    got: dict[str, list[int]] = {}
+    with serving(cfg) as server, ControlClient(server.endpoints["control"]) as control, \
+            GaplessSubscriber(server.endpoints["answers"], control, last_seqs=dict.fromkeys(topics, 0)) as answers, \
+            FeedClient(server.endpoints["ingest"]) as feed:
+        answers.subscriber.wait_ready()  # subscribed: PUB delivers everything published from here on
+        for i in range(0, 200, 50):
+            feed.send(ticks[i : i + 50])
+        wait_for(lambda: server.counters["answers_published"] == 8 * 4, timeout_s=60)
+        answers.wait_ready()  # fetches every topic after seq 0 first, while PUB's copies wait in the socket
+        assert answers.filled == 8 * 4
+        receive_until_quiet(answers, got, quiet_s=0.5)
+    assert got == {t: [1, 2, 3, 4] for t in topics}
+    assert not +answers.missed and answers.unrecoverable == 0, answers.missed
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -299,6 +299,10 @@ class GaplessSubscriber:
         self.filled = 0  # answers fetched to fill gaps
         self.unrecoverable = 0  # answers missed that the service no longer keeps
         self.missed: Counter[str] = Counter()  # per topic: answers PUB did not deliver (drops, time away)
+        # per topic, the seqs fetched that PUB may still deliver (a fetch after a restart's heartbeat runs ahead of
+        # answers in flight): one that arrives later was not missed after all. Seqs below one PUB delivered are
+        # dropped (PUB keeps a topic's order: they will not come), so this holds only what is in flight.
+        self._fetched: dict[str, set[int]] = {}
         self._ready: deque[tuple[str, dict[str, Any]]] = deque()
 
     def wait_ready(self, timeout_s: float = 5.0) -> None:
@@ -322,6 +326,7 @@ class GaplessSubscriber:
             if topic in self._unfilled:  # behind a gap not fetched yet: it waits, so the order holds
                 self._held.setdefault(topic, []).append(answer)
                 continue
+            self._delivered_by_pub(topic, answer["seq"])
             last = self.last_seq.get(topic)
             if last is not None and answer["seq"] <= last:
                 continue  # already delivered (a fill got it first)
@@ -332,6 +337,15 @@ class GaplessSubscriber:
                     continue
             self._deliver(topic, answer)
         return self._ready.popleft()
+
+    def _delivered_by_pub(self, topic: str, seq: int) -> None:
+        """PUB delivered ``topic``'s answer ``seq``: if a fetch got it first, it was not missed after all."""
+        fetched = self._fetched.get(topic)
+        if not fetched:
+            return
+        if seq in fetched:
+            self.missed[topic] -= 1
+        fetched.difference_update([s for s in fetched if s <= seq])
 
     def _heartbeat(self, seq: Any) -> None:
         """A heartbeat whose seq went back (a restart) or skipped (heartbeats missed: so may answers have been):
@@ -365,7 +379,8 @@ class GaplessSubscriber:
             except ControlError:
                 continue
             self._unfilled.discard(topic)
-            for answer in self._held.pop(topic, ()):
+            for answer in self._held.pop(topic, ()):  # PUB's, held behind the fetch: not missed if it got them
+                self._delivered_by_pub(topic, answer["seq"])
                 if answer["seq"] > self.last_seq[topic]:
                     self._deliver(topic, answer)
 
@@ -381,6 +396,7 @@ class GaplessSubscriber:
             for answer in answers:
                 self.filled += 1
                 self.missed[topic] += 1
+                self._fetched.setdefault(topic, set()).add(answer["seq"])
                 self._deliver(topic, answer)
             after = answers[-1]["seq"]
             if upto is None and len(reply["answers"]) < FETCH_LIMIT:
