@@ -9,6 +9,7 @@ import re
 
 import polars as pl
 import pytest
+import torch
 
 from conftest import serving, tiny_text_checkpoint
 from connectors.feed import FeedClient
@@ -135,8 +136,8 @@ def test_backtest_a_sharded_bf16_checkpoint(tmp_path, capsys) -> None:
     assert answers.filter(pl.col("query") == "note")["text"].null_count() == 0
 
 
-@pytest.mark.parametrize("case", ["no directory", "no tokenizer", "foreign tokenizer", "gpt2", "pickle only",
-                                  "binned codec"])
+@pytest.mark.parametrize("case", ["no directory", "no --model directory", "no tokenizer", "foreign tokenizer", "gpt2",
+                                  "pickle only", "binned codec", "header outside the vocabulary", "cuda without one"])
 def test_what_a_new_user_is_told(tmp_path, capsys, case: str) -> None:
     """`serve --model DIR` refuses before it binds anything, in one line that says what to do."""
     model = tmp_path / "model"
@@ -164,6 +165,21 @@ def test_what_a_new_user_is_told(tmp_path, capsys, case: str) -> None:
         argv = ["serve", "--config", str(tmp_path / "engine.yaml"), "--queries", str(tmp_path / "engine.yaml"),
                 "--no-log"]
         expected = f"{tmp_path / 'modle'}: no such directory"
+    elif case == "no --model directory":
+        argv = ["serve", "--model", str(tmp_path / "modle"), "--no-log"]
+        expected = f"{tmp_path / 'modle'}: no such directory"
+    elif case == "header outside the vocabulary":  # was torch's "index out of range in self"
+        (tmp_path / "engine.yaml").write_text("model: {path: model}\nscheduler: {header: [1, 999]}\n")
+        argv = ["serve", "--config", str(tmp_path / "engine.yaml"), "--queries", str(tmp_path / "engine.yaml"),
+                "--no-log"]
+        expected = r"scheduler.header: \[999\] is not a token id of this model \(ids 0..299; vocab_size 300\)"
+    elif case == "cuda without one":  # was torch's "Torch not compiled with CUDA enabled"
+        if torch.cuda.is_available():
+            pytest.skip("a CUDA device is visible here")
+        (tmp_path / "engine.yaml").write_text("model: {path: model, device: cuda}\n")
+        argv = ["serve", "--config", str(tmp_path / "engine.yaml"), "--queries", str(tmp_path / "engine.yaml"),
+                "--no-log"]
+        expected = "model.device 'cuda': this torch .* sees no CUDA device .*use model.device cpu"
     else:
         (tmp_path / "engine.yaml").write_text("model: {path: model}\ncodec: {kind: binned}\n")
         argv = ["serve", "--config", str(tmp_path / "engine.yaml"), "--queries", str(tmp_path / "engine.yaml"),

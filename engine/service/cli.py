@@ -352,8 +352,9 @@ def _service_config(path: Path | None, queries: Path | None = None, serving: boo
 
     config = ServiceConfig.load(path) if path else ServiceConfig()
     if model is not None:
-        if not (model / "config.json").is_file():
-            raise FileNotFoundError(f"--model {model}: not a checkpoint directory (no config.json)")
+        from engine.models.loader import read_config
+
+        read_config(model)  # a missing directory, or one without config.json, named as such
         config = dataclasses.replace(config, model=dataclasses.replace(config.model, path=str(model)))
     if queries is not None:
         if not queries.is_file():

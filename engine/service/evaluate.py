@@ -38,6 +38,7 @@ import torch
 
 from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
+from engine.models.loader import read_config
 from engine.service.backtest import calibration_table
 from engine.service.features import fit_logistic, microstructure_features
 from engine.service.splits import StreamData
@@ -76,8 +77,7 @@ def load_tick_model(model_dir: Path, device: str = "cpu") -> tuple[Any, BinnedCo
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # one checkpoint from a local folder: no bar on the user's terminal
-    if not (model_dir / "config.json").is_file():
-        raise FileNotFoundError(f"{model_dir} is not a checkpoint directory (no config.json)")
+    read_config(model_dir)  # a missing directory, or one without config.json, named as such
     if not (model_dir / "codec.json").is_file():
         raise ValueError(f"{model_dir} has no codec.json: train and evaluate work on binned tick models only")
     codec = load_codec(model_dir)  # with the calibration.json fitted to these weights, if any

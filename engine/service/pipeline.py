@@ -111,12 +111,20 @@ def load_model_and_codec(config: ServiceConfig) -> tuple[LlamaModel, Codec]:
     if config.model.path is not None:
         read_config(Path(config.model.path))  # a missing directory is named as such, not as a missing tokenizer
     codec = build_codec(config)
-    model = load_model(config.model.path, TORCH_DTYPES[config.model.dtype], config.model.device,
-                       config.model.weights)
-    if codec.vocab_size > model.config.vocab_size:
+    device = config.model.device
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"model.device {device!r}: this torch ({torch.__version__}) sees no CUDA device (a CPU "
+                          f"build, or no GPU visible): use model.device cpu")
+    model = load_model(config.model.path, TORCH_DTYPES[config.model.dtype], device, config.model.weights)
+    vocab = model.config.vocab_size
+    if codec.vocab_size > vocab:
         what = "the tokenizer" if isinstance(codec, TextCodec) else "codec.json"
         raise ConfigError(f"{config.model.path}: {what} has {codec.vocab_size} tokens but the model's vocab_size is "
-                          f"{model.config.vocab_size}: it does not belong to this model")
+                          f"{vocab}: it does not belong to this model")
+    if outside := [t for t in config.scheduler.header if not 0 <= t < vocab]:
+        verb = "is not a token id" if len(outside) == 1 else "are not token ids"
+        raise ConfigError(f"scheduler.header: {outside[:5]} {verb} of this model (ids 0..{vocab - 1}; vocab_size "
+                          f"{vocab})")
     return model, codec
 
 
