@@ -80,7 +80,8 @@ def compile_query(spec: QuerySpec, codec: QueryCodec) -> CompiledQuery:
         return CompiledQuery(spec, question)
     labels = spec.labels
     if not labels:
-        raise QueryCompileError(f"query {spec.name!r}: a free-text {spec.kind} query needs choices or values")
+        needs = "values (label: number)" if spec.kind == "expectation" else "choices"
+        raise QueryCompileError(f"query {spec.name!r}: a free-text {spec.kind} query needs {needs}")
     candidates = tuple(tuple(_tokenize(codec, label, spec.name)) for label in labels)
     values = tuple(spec.values[label] for label in labels) if spec.kind == "expectation" else ()
     if all(len(c) == 1 for c in candidates) and len({c[0] for c in candidates}) == len(candidates):
