@@ -79,8 +79,8 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         code, out, _ = run(capsys, "list", "--json", *control)
         assert {q["name"] for q in json.loads(out)["queries"]} == {"dir", "vol"}
 
-        code, _, err = run(capsys, "get", "SYN.A", "dir", *control)
-        assert code == 1 and "no cached answer of dir on SYN.A" in err
+        code, _, err = run(capsys, "get", "SYN.A", "dir", *control)  # no data yet: a misspelt name looks the same
+        assert code == 1 and "no stream 'SYN.A' has sent data (`flashtick streams` lists those that have)" in err
         code, _, err = run(capsys, "get", "SYN.A", "nope", *control)
         assert code == 2 and "no query named 'nope' (registered: dir, vol)" in err
         code, _, err = run(capsys, "get", "EUR/USD", "dir", *control)  # feeds replay it as EUR-USD
@@ -92,6 +92,9 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         code, out, _ = run(capsys, "get", "SYN.A", "dir", *control)
         answer = json.loads(out)
         assert code == 0 and answer["topic"] == "dir/SYN.A/" and answer["seq"] >= 1
+        with ControlClient(server.endpoints["control"]) as raw:
+            assert raw.call("get", query="dir", stream="SYN.Z") == {"ok": True, "answer": None, "stream_known": False}
+            assert "stream_known" not in raw.call("get", query="dir", stream="SYN.A")
 
         code, _, err = run(capsys, "ask", "SYN.A", "dir", "--max-stale", "1000000", *control)
         assert code == 0 and "answered from the service's cached answer (seq " in err

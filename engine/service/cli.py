@@ -643,7 +643,8 @@ def _trigger_text(raw: Any) -> str:
 
 def cmd_get(args: argparse.Namespace) -> int:
     with _control(args) as control:  # an unknown query's name is the service's error (exit 2)
-        answer = control.call("get", stream=args.stream, query=args.query)["answer"]
+        reply = control.call("get", stream=args.stream, query=args.query)
+    answer = reply["answer"]
     if answer is None:
         from connectors.ticks import InvalidTick, check_stream
 
@@ -652,7 +653,11 @@ def cmd_get(args: argparse.Namespace) -> int:
         except InvalidTick as e:  # never a stream's name, so never an answer: not "yet"
             print(f"flashtick get: {args.stream!r} cannot be a stream: {e}", file=sys.stderr)
             return 2
-        print(f"flashtick get: no cached answer of {args.query} on {args.stream} yet", file=sys.stderr)
+        if reply.get("stream_known") is False:
+            print(f"flashtick get: no stream {args.stream!r} has sent data (`flashtick streams` lists those that "
+                  f"have)", file=sys.stderr)
+        else:
+            print(f"flashtick get: no cached answer of {args.query} on {args.stream} yet", file=sys.stderr)
         return 1
     print(json.dumps(answer, indent=2))
     return 0

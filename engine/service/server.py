@@ -382,8 +382,12 @@ class Server:
 
     def _op_get(self, request: dict, _reply: Any) -> dict:
         self.pipeline.registry.get(_field(request, "query", str))  # an unknown name is an error, not "no answer yet"
-        answer = self.pipeline.cache.get(_field(request, "query", str), _field(request, "stream", str))
-        return {"answer": answer.to_wire() if answer else None}
+        stream = _field(request, "stream", str)
+        answer = self.pipeline.cache.get(_field(request, "query", str), stream)
+        if answer is not None:
+            return {"answer": answer.to_wire()}
+        # null either way; whether the stream has sent data tells "not yet" from a misspelt name
+        return {"answer": None, "stream_known": self.pipeline.encoders.accepted([stream])[stream] is not None}
 
     def _op_ask(self, request: dict, reply: Any) -> dict | None:
         stream = _field(request, "stream", str)
