@@ -89,6 +89,8 @@ QUOTE_MARKS = frozenset({"q", "b", "a", "bid", "ask", "offer", "quote", "quotes"
 BAR_COLUMNS = frozenset({"open", "high", "low"})
 BAR_CLOSES = {"close": BAR_COLUMNS, "close_price": BAR_COLUMNS,  # a close column -> the columns that make it a bar's
               **{f"{p}_c": frozenset({f"{p}_o", f"{p}_h", f"{p}_l"}) for p in ("mid", "bid", "ask")}}  # OANDA's
+BAR_STAMP = ("; most vendors stamp a bar with its start, so a bar's close shows at its start unless the map says "
+             "ts=<its end column>")
 # Sides, via BUYER_MAKER (true = the taker sold): a buyer-maker flag, or a flag that the taker sold (Kaiko's `sell`)
 BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_maker", "sell", "taker_side_sell",
                      "is_sell")
@@ -575,12 +577,10 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
     notes = []
     if cmap.price is not None and BAR_CLOSES.get(normal_name(cmap.price), {""}) <= columns:
         notes.append(f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size "
-                     f"{cmap.size or 1}, no side), stamped with its {cmap.ts!r} column; most vendors stamp a bar with its start, so "
-                     f"a bar's close shows at its start unless the map says ts=<its end column>")
+                     f"{cmap.size or 1}, no side), stamped with its {cmap.ts!r} column{BAR_STAMP}")
     elif cmap.bid is not None and BAR_CLOSES.get(normal_name(cmap.bid), {""}) <= columns:
         notes.append(f"{path.name}: read as bid/ask bars: each row is one quote at their closes ({cmap.bid}, "
-                     f"{cmap.ask}), stamped with its {cmap.ts!r} column; most vendors stamp a bar with its start, so a bar's close "
-                     f"shows at its start unless the map says ts=<its end column>")
+                     f"{cmap.ask}), stamped with its {cmap.ts!r} column{BAR_STAMP}")
     if cmap.price is not None and cmap.size is None:
         notes.append(f"{path.name}: no size column: each price is a trade of size 1 (a price series); map size= "
                      f"if the file has sizes under another name")
