@@ -355,3 +355,42 @@ def test_a_test_slice_of_few_blocks_gets_no_verdict() -> None:
     assert "too few test points to call" in table and "direction_20" in table.splitlines()[-1]
     assert "*: fewer than 5 blocks of 100 test points" in table
     assert "too few" not in format_table({"questions": {"direction_20": enough}, "options": {"block": 10}})
+
+
+def test_evaluate_says_what_it_left_out_and_keeps_its_numbers(tmp_path: Path, capsys) -> None:
+    """Rows rejected and streams too short to split are said (they were silent, or only in --json); every row
+    rejected is that, not 'no stream is long enough'; a --plot path that cannot be written is a warning after
+    the table, not a run lost."""
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).generate(3000).ticks
+    rows = [t.to_wire() for t in ticks if t.stream == "SYN.A"][:700]
+    rows += [{**rows[-1], "stream": "SHORT", "ts": rows[-1]["ts"] + i} for i in range(1, 40)]
+    frame = pl.DataFrame(rows)
+    bad = frame.with_columns(pl.when(pl.int_range(pl.len()) % 10 == 3).then(0.0).otherwise(pl.col("price"))
+                             .alias("price"))
+    bad.write_csv(tmp_path / "t.csv")
+    code = main(["evaluate", "builtin", str(tmp_path / "t.csv"), "--max-points", "64", "--resamples", "10",
+                 "--threads", "1", "--plot", str(tmp_path / "no" / "such" / "dir" / "c.png")])
+    out, err = capsys.readouterr()
+    assert code == 0 and "direction_20" in out and "of 1 stream," in out
+    assert re.search(r"note: rejected nonpositive_price: \d+ \(first: \S*t.csv line \d+", err), err
+    assert "note: left out SHORT: 39 ticks leave its validation and test parts empty" in err
+    assert "warning: the calibration plot was not written" in err
+    frame.with_columns(pl.lit(0.0).alias("price")).filter(pl.col("kind") == "trade").write_csv(tmp_path / "z.csv")
+    assert main(["evaluate", "builtin", str(tmp_path / "z.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "no tick was read from the files: every row was rejected: rejected nonpositive_price:" in err, err
+
+
+def test_a_verdict_is_not_called_on_a_one_class_test_slice() -> None:
+    """A question whose test answers are all one class (volatility buckets on a quiet instrument) ties every
+    predictor at accuracy 1: no 'beats' or 'worse' verdict on it, and the lines name the logistic regression."""
+    from engine.service.evaluate import verdict_lines
+
+    def question(acc_lo: float, majority: float) -> dict:
+        interval = {"mean": acc_lo + 0.01, "lo": acc_lo, "hi": acc_lo + 0.02}
+        return {"blocks": 50, "scores": {"model": {"accuracy": 0.6, "brier": 0.5}, "majority": {"accuracy": majority},
+                                         "prior": {"brier": 0.6}},
+                "model_minus": {"logistic": {"accuracy": interval, "brier": {"lo": -0.01, "hi": 0.01}}}}
+    lines = verdict_lines({"questions": {"vol": question(0.0, 1.0), "dir": question(-0.05, 0.5)}})
+    assert lines == ["verdict: worse than the logistic regression: dir; nothing to call: every test answer is one "
+                     "class (the question's buckets do not split this instrument's test slice): vol"]

@@ -251,8 +251,8 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
                       "order (default 70/15/15; 70/30: no validation part, so train stops by --steps alone)")
     data.add_argument("--gap", type=int, default=0, help="ticks left out between parts (default and minimum: the "
                       "longest question horizon)")
-    data.add_argument("--max-points", type=int, default=20_000, help="test answer ticks scored per stream "
-                      "(default 20000; evenly spread runs)")
+    data.add_argument("--max-points", type=int, default=20_000, help="about this many test answer ticks scored per "
+                      "stream (default 20000; evenly spread runs of half a window, so at least one run)")
     data.add_argument("--block", type=int, default=100, help="bootstrap block, consecutive answer points (default 100)")
     data.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     data.add_argument("--seed", type=int, default=0)
@@ -901,7 +901,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from engine.service.evaluate import evaluate_streams, format_table, load_tick_model, plot, window_ticks
     from engine.service.finetune import resolve_device
     from connectors.ticks import counted
-    from engine.service.splits import gap_note, prepare, read_streams
+    from engine.service.splits import gap_note, longest_horizon, prepare, read_streams
 
     split, options = _train_common(args)
     device = resolve_device(args.device)
@@ -909,22 +909,29 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     model, codec = load_tick_model(model_dir, device)
     said = (lambda line: None) if args.quiet else \
         (lambda line: print(f"flashtick evaluate: note: {line}", file=sys.stderr))
-    streams, _ = read_streams([str(f) for f in args.files], _column_map(args), note=said)
+    streams, rejected = read_streams([str(f) for f in args.files], _column_map(args), note=said)
     prepared, skipped = prepare(codec, streams, split, min_ticks=1)
     if (widened := gap_note(codec, split)) is not None:
         said(widened)
+    for line in skipped:
+        said(f"left out {line}")
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device))
     result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
-               "skipped": skipped}
-    if args.plot is not None:
-        plot(result, args.plot, "flashtick evaluate")
+               "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped}
     if args.json:
         print(json.dumps(result, indent=1))
+    else:
+        streams = counted(len(prepared), "stream")
+        print(f"{model_dir} on the test slice ({args.split}) of {streams}, window {window_ticks(model)} "
+              f"ticks; baselines fitted on the train slice")
+        print(format_table(result))
+    if args.plot is not None:  # after the numbers: a plotting problem never loses them
+        try:
+            plot(result, args.plot, "flashtick evaluate")
+        except OSError as e:
+            print(f"flashtick evaluate: warning: the calibration plot was not written: {e}", file=sys.stderr)
+    if args.json:
         return
-    streams = counted(len(prepared), "stream")
-    print(f"{model_dir} on the test slice ({args.split}) of {streams}, window {window_ticks(model)} "
-          f"ticks; baselines fitted on the train slice")
-    print(format_table(result))
     if (overlap := _trained_on_overlap(model_dir, args.files, split)) is not None:
         print(f"note: {overlap}", file=sys.stderr)
 

@@ -294,10 +294,13 @@ def format_table(result: dict[str, Any]) -> str:
 def verdict_lines(result: dict[str, Any]) -> list[str]:
     """The table in words: per question, whether the model beats what a quant fits first (the logistic
     regression, by its 95% interval) and the naive forecasts (majority class, the class frequencies' Brier)."""
-    kinds: dict[str, list[str]] = {"better": [], "mixed": [], "level": [], "worse": [], "few": []}
+    kinds: dict[str, list[str]] = {"better": [], "mixed": [], "level": [], "worse": [], "few": [], "one": []}
     naive = []
     for name, r in result["questions"].items():
         s, d = r["scores"], r["model_minus"]["logistic"]
+        if s["majority"]["accuracy"] == 1.0:  # every test answer is one class: every predictor but noise is right
+            kinds["one"].append(name)
+            continue
         if r.get("blocks", MIN_BLOCKS) < MIN_BLOCKS:
             kinds["few"].append(name)
             continue
@@ -309,9 +312,12 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
             naive.append(name)
     said = [f"{what}: {', '.join(kinds[kind])}" for kind, what in (
         ("better", "beats the logistic regression (a 95% interval clear of 0 in its favour, none against)"),
-        ("mixed", "better than it on one of accuracy and Brier, worse on the other"),
-        ("level", "level with it (both intervals straddle 0)"), ("worse", "worse than it"),
-        ("few", f"too few test points to call (under {MIN_BLOCKS} bootstrap blocks)")) if kinds[kind]]
+        ("mixed", "better than the logistic regression on one of accuracy and Brier, worse on the other"),
+        ("level", "level with the logistic regression (neither interval clear of 0)"),
+        ("worse", "worse than the logistic regression"),
+        ("few", f"too few test points to call (under {MIN_BLOCKS} bootstrap blocks)"),
+        ("one", "nothing to call: every test answer is one class (the question's buckets do not split this "
+                "instrument's test slice)")) if kinds[kind]]
     lines = [f"verdict: {'; '.join(said)}"]
     if naive:
         lines.append(f"verdict: below a naive forecast (the majority class's accuracy or the class frequencies' "

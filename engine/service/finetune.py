@@ -141,7 +141,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     save_model(model, codec, out)
     evaluation = evaluate_streams(model, codec, streams, eval_options)
     record = {"files": [str(f) for f in files], "base": str(options.base) if options.base else "from scratch",
-              "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))), "rejected": rejected, "skipped": skipped,
+              "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))),
+              "rejected": rejected, "skipped": skipped,
               "params": sum(p.numel() for p in model.parameters()), "config": run_config(cfg),
               "training": stats, "calibration": json.loads(codec.calibration.to_json()), "evaluation": evaluation,
               "total_seconds": round(time.time() - t0, 1)}
@@ -184,20 +185,24 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
     streams = "\n".join(f"  - `{name}`: {s['ticks']} ticks; train {span(s['train'])}, validation "
                         f"{span(s['validation'])}, test {span(s['test'])} (tick index ranges [start, stop))"
                         for name, s in ev["streams"].items())
+    left_out = "".join(f"\n  - left out {line}" for line in record["skipped"])
+    val = stats["validation"]
+    still = (f"; still improving at its last check (step {stats['best_step']}): more --max-minutes or --steps "
+             f"may help" if val and val[-1][0] == stats["best_step"] and len(val) > 1 else "")
     text = f"""# Tick model trained with `flashtick train`
 
 - Base: {record['base']}; {record['params'] / 1e6:.2f}M parameters; window {cfg['window_ticks']} ticks
   ({cfg['max_positions']} positions): keep at most {cfg['window_ticks']} ticks in a session window
 - Data: {', '.join(f'`{f}`' for f in record['files'])}; rows rejected: {record['rejected'] or 'none'}
 - Split per stream, in time: {record['split']}; labels of each part use that part's ticks only
-{streams}
+{streams}{left_out}
 - Training: {stats['steps_done']} steps (of {cfg['steps']}; {stats['stopped']}) x batch {cfg['batch']} windows
   + {cfg['questions_per_window']} question probes each; AdamW lr {cfg['lr']}, seed {cfg['seed']}; on {record['device']}
   ({platform.machine()}, torch {torch.__version__}); {stats['train_seconds']} s of optimisation,
   {record['total_seconds']} s in all
 - Losses: last {min(20, stats['steps_done'])} training steps next-token {stats['final_lm_loss']}, answer {stats['final_qa_loss']} nats;
   {f"best validation loss {stats['best_validation_loss']} at step {stats['best_step']} (weights kept from there)"
-   if stats['best_validation_loss'] is not None else "no validation part: the weights of the last step"}
+   if stats['best_validation_loss'] is not None else "no validation part: the weights of the last step"}{still}
 - Answer calibration (calibration.json; answers are softmax(z / temperature + bias) over the answer logits z):
   {'fitted on ' if record['calibration']['questions'] else ''}{record['calibration']['source']}
 {_calibration_lines(record['calibration'])}

@@ -23,6 +23,7 @@ from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.labels import NO_LABEL, label_series, marks_of
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
+from engine.service.backtest import rejected_lines
 
 PARTS = ("train", "validation", "test")
 
@@ -125,7 +126,14 @@ def read_streams(files: list[str], columns: Any = None, note: Callable[[str], No
     while not replay.done:
         for tick in replay.next_batch(65536):
             by_stream[tick.stream].append(tick)
-    return dict(by_stream), dict(Counter(replay.rejected))
+    rejected = replay.rejected
+    said = [line.strip() for line in rejected_lines(dict(rejected), rejected.examples)]
+    if not by_stream:
+        raise ValueError("no tick was read from the files: " + ("every row was rejected: " + "; ".join(said)
+                                                                  if said else "they hold no data rows"))
+    for line in said:
+        note(line)
+    return dict(by_stream), dict(Counter(rejected))
 
 
 def gap_note(codec: BinnedCodec, spec: SplitSpec) -> str | None:
@@ -145,7 +153,9 @@ def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
         parts = split_ticks(len(ticks), spec, gap)
         short = [p for p, r in zip(PARTS, parts) if len(r) < min_ticks and (p != "validation" or spec.validation)]
         if short:
-            skipped.append(f"{name}: {len(ticks)} ticks leave {', '.join(short)} under {min_ticks} ticks")
+            under = "empty" if min_ticks == 1 else f"under {min_ticks} ticks"
+            skipped.append(f"{name}: {len(ticks):,} ticks leave its {' and '.join(short)} "
+                           f"part{'s' if len(short) > 1 else ''} {under}")
             continue
         tokens = np.array(codec.encode_stream(ticks), dtype=np.int64).reshape(-1, TOKENS_PER_TICK)
         marks = marks_of(ticks)
