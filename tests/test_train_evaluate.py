@@ -86,6 +86,7 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     card = (out / "TRAINING.md").read_text()
     assert "4 steps" in card and "direction_5" in card and "from scratch" in card
     assert "None" not in card and "last 4 training steps" in card  # a part too small to calibrate says so
+    assert "training ticks run past the start of" in card  # the synthetic instruments share their hours
     evaluation = json.loads((out / "evaluation.json").read_text())
     assert {"direction_5", "direction_20"} <= set(evaluation["questions"])
     # evaluated on the same file with a test slice inside what it was trained on: said
@@ -95,7 +96,7 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     assert main(["evaluate", str(out), str(ticks_file), "--split", "85/15", "--max-points", "64", "--resamples",
                  "10", "--threads", "1"]) == 0
     printed = capsys.readouterr()
-    assert "not out of sample" not in printed.err
+    assert "this model was trained and validated on" not in printed.err
     # the table in words: each question beats, is level with or loses to the logistic regression; naive losses named
     verdict = [line for line in printed.out.splitlines() if line.startswith("verdict: ")]
     assert verdict and all(q in " ".join(verdict) for q in ("direction_5", "direction_20"))
@@ -375,6 +376,7 @@ def test_evaluate_says_what_it_left_out_and_keeps_its_numbers(tmp_path: Path, ca
     assert re.search(r"note: rejected nonpositive_price: \d+ \(first: \S*t.csv line \d+", err), err
     assert "note: left out SHORT: 39 ticks leave its validation and test parts empty" in err
     assert "warning: the calibration plot was not written" in err
+    assert "not fully out of sample" not in err  # one stream
     frame.with_columns(pl.lit(0.0).alias("price")).filter(pl.col("kind") == "trade").write_csv(tmp_path / "z.csv")
     assert main(["evaluate", "builtin", str(tmp_path / "z.csv")]) == 2
     err = capsys.readouterr().err
@@ -394,3 +396,13 @@ def test_a_verdict_is_not_called_on_a_one_class_test_slice() -> None:
     lines = verdict_lines({"questions": {"vol": question(0.0, 1.0), "dir": question(-0.05, 0.5)}})
     assert lines == ["verdict: worse than the logistic regression: dir; nothing to call: every test answer is one "
                      "class (the question's buckets do not split this instrument's test slice): vol"]
+
+
+def test_streams_of_the_same_hours_are_flagged(ticks_file: Path, capsys) -> None:
+    """The split is per stream: the synthetic market's four instruments cover the same hours, so one's training
+    ticks run past the start of another's test slice; evaluate and train say so."""
+    assert main(["evaluate", "builtin", str(ticks_file), "--max-points", "64", "--resamples", "10",
+                 "--threads", "1"]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"note: SYN\.\w's training ticks run past the start of SYN\.\w's test slice .*not fully out of "
+                     r"sample", err), err

@@ -901,7 +901,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from engine.service.evaluate import evaluate_streams, format_table, load_tick_model, plot, window_ticks
     from engine.service.finetune import resolve_device
     from connectors.ticks import counted
-    from engine.service.splits import gap_note, longest_horizon, prepare, read_streams
+    from engine.service.splits import gap_note, longest_horizon, prepare, read_streams, time_overlap_note
 
     split, options = _train_common(args)
     device = resolve_device(args.device)
@@ -915,6 +915,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         said(widened)
     for line in skipped:
         said(f"left out {line}")
+    if (overlap := time_overlap_note(prepared)) is not None:
+        said(overlap)
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device))
     result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
                "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped}

@@ -32,7 +32,9 @@ from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, Binned
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.calibrate import MIN_POINTS, calibrate_streams
 from engine.service.evaluate import EvalOptions, evaluate_streams, format_table, load_tick_model, plot
-from engine.service.splits import SplitSpec, StreamData, gap_note, longest_horizon, prepare, read_streams
+from engine.service.splits import (
+    SplitSpec, StreamData, gap_note, longest_horizon, prepare, read_streams, time_overlap_note,
+)
 from engine.service.train import (
     Source, TrainConfig, Validation, new_model, optimise, question_tokens, sample_batch, save_model,
 )
@@ -112,6 +114,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     streams, skipped = prepare(codec, streams_raw, options.split, min_ticks=cfg.window_ticks + 1)
     if (widened := gap_note(codec, options.split)) is not None:
         log(f"note: {widened}")
+    if (overlap := time_overlap_note(streams)) is not None:
+        log(f"note: {overlap}")
     for note in skipped:
         log(f"left out {note}")
     groups, weights = _groups(codec, streams, "train")
@@ -142,7 +146,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     evaluation = evaluate_streams(model, codec, streams, eval_options)
     record = {"files": [str(f) for f in files], "base": str(options.base) if options.base else "from scratch",
               "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))),
-              "rejected": rejected, "skipped": skipped,
+              "rejected": rejected, "skipped": skipped, "overlap": overlap,
               "params": sum(p.numel() for p in model.parameters()), "config": run_config(cfg),
               "training": stats, "calibration": json.loads(codec.calibration.to_json()), "evaluation": evaluation,
               "total_seconds": round(time.time() - t0, 1)}
@@ -186,6 +190,7 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
                         f"{span(s['validation'])}, test {span(s['test'])} (tick index ranges [start, stop))"
                         for name, s in ev["streams"].items())
     left_out = "".join(f"\n  - left out {line}" for line in record["skipped"])
+    left_out += f"\n  - note: {record['overlap']}" if record.get("overlap") else ""
     val = stats["validation"]
     still = (f"; still improving at its last check (step {stats['best_step']}): more --max-minutes or --steps "
              f"may help" if val and val[-1][0] == stats["best_step"] and len(val) > 1 else "")

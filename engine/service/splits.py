@@ -101,6 +101,22 @@ class StreamData:
         return ii + r.start, qq
 
 
+def time_overlap_note(streams: list[StreamData]) -> str | None:
+    """The split is per stream, in tick order: streams recorded over the same hours (two instruments of one
+    exchange, two contract months of a future) have one's training ticks at the times of another's test slice.
+    When they move together the test slice is then not out of sample; say so (the first such pair)."""
+    for trained in streams:
+        seen_end = trained.ticks[max(trained.parts.validation.stop, trained.parts.train.stop) - 1].ts
+        for tested in streams:
+            test = tested.parts.test
+            if tested is not trained and len(test) and tested.ticks[test.start].ts < seen_end:
+                return (f"{trained.name}'s training ticks run past the start of {tested.name}'s test slice (they "
+                        f"cover the same hours): if the two move together, that test slice is not fully out of "
+                        f"sample (split by time across streams: one file per stream and period, or test on "
+                        f"another period)")
+    return None
+
+
 def part_labels(codec: BinnedCodec, marks: np.ndarray, parts: StreamSplit) -> np.ndarray:
     """Labels per (tick, question), each part labelled from its own marks only; gap ticks stay unlabelled."""
     out = np.full((len(marks), len(codec.questions)), NO_LABEL, dtype=np.int64)
