@@ -52,6 +52,7 @@ from engine.models import BUILTIN_MODEL_DIR
 from engine.service import cli
 from engine.service.datasets import INSTRUMENTS, LOADERS, data_available
 from engine.service.evaluate import EvalOptions, evaluate_streams, load_tick_model
+from engine.service.features import read_head
 from engine.service.splits import SplitSpec, prepare, read_streams
 from engine.service.train import TrainConfig, calibrate_only, reproduce_command, train, write_training_md
 
@@ -168,7 +169,7 @@ def score(model_dir: Path, name: str, s: Settings) -> dict[str, Any]:
     if len(streams) != 1:
         raise ValueError(f"{name}: expected one stream in its files, got {sorted(streams)}")
     prepared, _ = prepare(codec, {name: next(iter(streams.values()))}, SplitSpec.parse(SCORED_SPLIT), min_ticks=1)
-    result = evaluate_streams(model, codec, prepared, s.evaluation)
+    result = evaluate_streams(model, codec, prepared, s.evaluation, read_head(model_dir))
     stream = result["streams"][name]
     return {"test_ticks": {"stream": name, "ticks": stream["ticks"], "train": stream["train"], "test": stream["test"],
                            "rejected_rows": rejected},

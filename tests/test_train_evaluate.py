@@ -19,7 +19,7 @@ from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.cli import main
 from engine.service.evaluate import (EvalOptions, accuracy_brier, block_bootstrap, evaluate_streams, format_table,
                                      score_question)
-from engine.service.features import fit_logistic, microstructure_features
+from engine.service.features import fit_logistic, microstructure_features, read_head
 from engine.service.finetune import to_source
 from engine.service.splits import (
     PARTS, SplitSpec, longest_horizon, prepare, read_streams, split_ticks, ticks_needed,
@@ -87,6 +87,9 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     assert "4 steps" in card and "direction_5" in card and "from scratch" in card
     assert "None" not in card and "last 4 training steps" in card  # a part too small to calibrate says so
     assert "training ticks run past the start of" in card  # the synthetic instruments share their hours
+    heads = read_head(out)  # fitted on the train part, weighted on the validation part, shipped beside the weights
+    assert {"direction_5", "direction_20"} <= set(heads) and "`direction_5`: w = " in card
+    assert all(h.brier_blend <= h.brier_model for h in heads.values())  # w = 1 is on the grid
     evaluation = json.loads((out / "evaluation.json").read_text())
     assert {"direction_5", "direction_20"} <= set(evaluation["questions"])
     # evaluated on the same file with a test slice inside what it was trained on: said
@@ -126,12 +129,14 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
 def test_finetuning_the_builtin_model_runs(ticks_file: Path, tmp_path: Path, capsys) -> None:
     rc = main(["train", str(ticks_file), "--out", str(tmp_path / "ft"), "--steps", "1", "--batch", "1",
                "--threads", "1", "--max-points", "64", "--resamples", "20", "--json",
-               "--answer-weight", "2.5", "--questions-per-window", "32"])
+               "--answer-weight", "2.5", "--questions-per-window", "32", "--no-head"])
     assert rc == 0, capsys.readouterr().err
     record = json.loads(capsys.readouterr().out)
     assert record["training"]["steps_done"] == 1 and record["config"]["window_ticks"] == 127
     assert (record["config"]["qa_weight"], record["config"]["questions_per_window"]) == (2.5, 32)
     assert "builtin" in record["base"]
+    assert record["heads"] == {} and not (tmp_path / "ft" / "answer_head.json").exists()  # --no-head
+    assert "Answer heads" in (card := (tmp_path / "ft" / "TRAINING.md").read_text()) and "none (the model's" in card
 
 
 def test_bad_input_is_one_line(tmp_path: Path, capsys) -> None:

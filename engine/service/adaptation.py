@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from connectors.questions import QuestionSpec
+from engine.service.features import QuestionHead
 from engine.service.live_scores import PRUNE_EVERY, StreamMarks, StreamMarksBook
 from queries.adapt import NO_LABEL, OnlineMix
 from queries.evaluate import CompiledQuery
@@ -32,8 +33,12 @@ from queries.evaluate import CompiledQuery
 class AnswerAdaptation(StreamMarksBook):
     """Fed every accepted tick (``accepted``); ``adapt`` turns a model answer into the published one."""
 
-    def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True) -> None:
-        super().__init__(questions, committed, enabled)
+    def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True,
+                 heads: Mapping[str, QuestionHead] | None = None) -> None:
+        # a checkpoint's answer heads (answer_head.json) are part of its answers: kept to, even with mixing off
+        self.heads = dict(heads or {})
+        super().__init__(questions, committed, enabled or bool(self.heads), features=bool(self.heads))
+        self.mixing = enabled  # answers.adapt: online
         self.mixes: dict[str, dict[str, OnlineMix]] = {}  # stream -> query -> its state
         # after a restart: answers published before it, re-fed as the replayed ticks reach them
         self.compile: Callable[[str], CompiledQuery | None] = lambda name: None  # registered query -> compiled
@@ -80,6 +85,15 @@ class AnswerAdaptation(StreamMarksBook):
         state = self.streams.get(stream)
         if spec is None or probs is None or len(query.labels) < 2 or state is None or state.tokenized:
             return value
+        head = self.heads.get(query.spec.question) if publish else None  # re-fed: model_probs, headed already
+        if head is not None and sorted(query.labels) == sorted(spec.labels) \
+                and (x := state.features_after(version)) is not None:
+            p = np.array([probs[label] for label in spec.labels])  # (labels,) in the question's order
+            probs = dict(zip(spec.labels, head.blend(p[None], x[None])[0].tolist()))
+            probs = {label: probs[label] for label in query.labels}  # the query's order
+            value = self._published(query, value, np.array(list(probs.values())), None)
+        if not self.mixing:
+            return value
         mixes = self.mixes.setdefault(stream, {})
         mix = mixes.get(query.spec.name)
         if mix is None:
@@ -92,10 +106,18 @@ class AnswerAdaptation(StreamMarksBook):
         mixed = mix.answer(p, version, keep=keep, publish=publish)  # (labels,)
         if mixed is None:
             return value
-        out = {"probs": dict(zip(query.labels, mixed.tolist())), "model_probs": probs}
+        return self._published(query, value, mixed, probs)
+
+    @staticmethod
+    def _published(query: CompiledQuery, value: dict[str, Any], probs: np.ndarray,
+                   model: dict[str, float] | None) -> dict[str, Any]:
+        """The value published for (labels,) ``probs`` in the query's order: its answer or expectation from them;
+        with ``model`` (what they were mixed from), the model's own beside them."""
+        out = {"probs": dict(zip(query.labels, probs.tolist()))} | ({} if model is None else {"model_probs": model})
         if "expected" in value:
-            return {"expected": float(mixed @ np.asarray(query.values)), **out, "model_expected": value["expected"]}
-        return {"answer": query.labels[int(mixed.argmax())], **out}
+            expected = float(probs @ np.asarray(query.values))
+            return {"expected": expected, **out} | ({} if model is None else {"model_expected": value["expected"]})
+        return {"answer": query.labels[int(probs.argmax())], **out}
 
     def _realise(self, mix: OnlineMix, spec: QuestionSpec, labels: tuple[str, ...], state: StreamMarks,
                  version: int) -> None:
@@ -112,8 +134,7 @@ class AnswerAdaptation(StreamMarksBook):
         keep_from = min(due, self.committed(stream), state.ticks)
         drop = keep_from - state.base
         if drop >= PRUNE_EVERY:
-            del state.marks[:drop]
-            state.base = keep_from
+            state.drop_before(keep_from)
 
     def drop_stream(self, stream: str) -> None:
         super().drop_stream(stream)

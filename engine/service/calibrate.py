@@ -30,8 +30,9 @@ from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
 from engine.service.datasets import DEFAULT_SETS, load_real
 from engine.service.evaluate import EvalOptions, answer_logits, chosen_ticks, window_ticks
+from engine.service.features import FEATURES, QuestionHead, fit_head, microstructure_features
 from engine.service.splits import StreamData, StreamSplit
-from queries.evaluate import calibrated_logits
+from queries.evaluate import calibrated_logits, calibrated_probs
 
 L2 = 1e-3
 MIN_POINTS = 200
@@ -66,31 +67,61 @@ def fit_answer_calibration(z: torch.Tensor, y: torch.Tensor, l2: float = L2,
 
 
 def validation_pairs(model: Any, codec: BinnedCodec, streams: list[StreamData], options: EvalOptions,
-                     part: str = "validation") -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Per question: (answer logits (n, labels), labels (n,)) at the labelled points of `part` of every
-    stream (at most `options.max_points` answer ticks per stream, as evenly spread runs)."""
+                     part: str = "validation") -> list[tuple[torch.Tensor, torch.Tensor, np.ndarray]]:
+    """Per question: (answer logits (n, labels), labels (n,), microstructure features (n, F)) at the labelled
+    points of `part` of every stream (at most `options.max_points` answer ticks per stream, as evenly spread
+    runs)."""
     W = window_ticks(model)
     zs: list[list[torch.Tensor]] = [[] for _ in codec.questions]
     ys: list[list[int]] = [[] for _ in codec.questions]
+    xs: list[list[np.ndarray]] = [[] for _ in codec.questions]
     for sd in streams:
         ii, qq = sd.points(part)
         keep = np.isin(ii, chosen_ticks(np.unique(ii), W - W // 2, options.max_points))
         ii, qq = ii[keep], qq[keep]
         logits = answer_logits(model, codec, sd, ii, qq, options)
+        features = microstructure_features(sd.ticks, sd.marks)
         for k, (i, q) in enumerate(zip(ii, qq)):
             zs[q].append(logits[k])
             ys[q].append(int(sd.labels[i, q]))
-    return [(torch.stack(z) if z else torch.zeros(0, len(q.labels)), torch.tensor(y, dtype=torch.int64))
-            for z, y, q in zip(zs, ys, codec.questions.values())]
+            xs[q].append(features[i])
+    return [(torch.stack(z) if z else torch.zeros(0, len(q.labels)), torch.tensor(y, dtype=torch.int64),
+             np.array(x).reshape(len(y), len(FEATURES)))
+            for z, y, x, q in zip(zs, ys, xs, codec.questions.values())]
 
 
 def calibrate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData], source: str,
-                      options: EvalOptions | None = None, part: str = "validation") -> Calibration:
-    """The calibration of `model` fitted on `part` of `streams` (`source` says what that was, for the record)."""
+                      options: EvalOptions | None = None, part: str = "validation",
+                      pairs: list[tuple[torch.Tensor, torch.Tensor, np.ndarray]] | None = None) -> Calibration:
+    """The calibration of `model` fitted on `part` of `streams` (`source` says what that was, for the record);
+    ``pairs``: validation_pairs already computed."""
     options = options or EvalOptions()
-    pairs = validation_pairs(model, codec, streams, options, part)
-    fitted = {q.name: fit_answer_calibration(z, y) for q, (z, y) in zip(codec.questions.values(), pairs)}
+    pairs = pairs if pairs is not None else validation_pairs(model, codec, streams, options, part)
+    fitted = {q.name: fit_answer_calibration(z, y) for q, (z, y, _) in zip(codec.questions.values(), pairs)}
     return Calibration({n: c for n, c in fitted.items() if c.points}, source)
+
+
+def fit_heads(codec: BinnedCodec, streams: list[StreamData], pairs: list[tuple[torch.Tensor, torch.Tensor, np.ndarray]],
+              options: EvalOptions) -> dict[str, QuestionHead]:
+    """Per question with enough validation points: the answer head (features.fit_head), its regression fitted
+    on the train part's answer points of `streams`, its weight on the validation ``pairs`` read through
+    ``codec``'s calibration (the one just fitted)."""
+    heads = {}
+    features = [microstructure_features(sd.ticks, sd.marks) for sd in streams]
+    for qi, (q, (z, y, x)) in enumerate(zip(codec.questions.values(), pairs)):
+        if len(y) < MIN_POINTS or q.spec.kind == "regime":
+            continue
+        train = [(f[ii[qq == qi]], sd.labels[ii[qq == qi], qi]) for sd, f in zip(streams, features)
+                 for ii, qq in [sd.points("train")]]
+        train_x = np.concatenate([t[0] for t in train])
+        train_y = np.concatenate([t[1] for t in train])
+        if len(train_y) < MIN_POINTS:
+            continue
+        rows = chosen_ticks(np.arange(len(train_y)), 1000, options.max_fit_points)
+        cal = q.calibration
+        p_model = calibrated_probs(z, cal.temperature, cal.bias).numpy().astype(np.float64)  # (n, labels)
+        heads[q.name] = fit_head(train_x[rows], train_y[rows], x, y.numpy(), p_model, len(q.labels))
+    return heads
 
 
 def validation_stream(name: str, codec: BinnedCodec, ticks: list[Tick], start: int,

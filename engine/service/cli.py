@@ -285,6 +285,9 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     for flag, default in SIZE_FLAGS.items():
         size.add_argument(f"--{flag.replace('_', '-')}", type=int, default=None, help=f"(default {default})")
     p.add_argument("--window-ticks", type=int, default=127, help="ticks per training window (default 127)")
+    p.add_argument("--no-head", action="store_true", help="answers from the model alone: no answer head (a "
+                   "logistic regression on microstructure features blended with the model's answers, fitted on the "
+                   "train and validation parts)")
     size.add_argument("--codec-version", type=int, choices=(1, 2), default=None,
                       help="BinnedCodec spec: 1 absolute bins, 2 relative to each stream's scales (default: the "
                       "built-in model's)")
@@ -867,7 +870,8 @@ def cmd_train(args: argparse.Namespace) -> None:
     if args.codec_version is not None and base is not None:
         raise ValueError("--codec-version applies to --from-scratch; a fine-tuned model keeps its base's codec")
     options = FitOptions(split=split, base=base, eval_every=args.eval_every, patience=args.patience,
-                         device=args.device, evaluation=evaluation, codec_version=args.codec_version)
+                         device=args.device, evaluation=evaluation, codec_version=args.codec_version,
+                         head=not args.no_head)
     interactive = not args.quiet and not args.json and sys.stderr.isatty()
 
     def log(message: str) -> None:
@@ -899,8 +903,9 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
     from engine.models import BUILTIN_MODEL_DIR
     from engine.service.evaluate import evaluate_streams, format_table, load_tick_model, plot, window_ticks
-    from engine.service.finetune import resolve_device
     from connectors.ticks import counted
+    from engine.service.features import read_head
+    from engine.service.finetune import resolve_device
     from engine.service.splits import gap_note, longest_horizon, prepare, read_streams, time_overlap_note
 
     split, options = _train_common(args)
@@ -917,7 +922,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         said(f"left out {line}")
     if (overlap := time_overlap_note(prepared)) is not None:
         said(overlap)
-    result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device))
+    result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),
+                              read_head(model_dir))
     result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
                "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped}
     if args.json:

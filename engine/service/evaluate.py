@@ -40,7 +40,7 @@ from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from engine.models.loader import read_config
 from engine.service.backtest import calibration_table
-from engine.service.features import fit_logistic, microstructure_features
+from engine.service.features import QuestionHead, fit_logistic, microstructure_features
 from engine.service.splits import StreamData
 from engine.service.packing import pack_batch
 from queries.adapt import adapt_series
@@ -149,6 +149,14 @@ def answer_probs(codec: BinnedCodec, qi: int, logits: list[torch.Tensor], calibr
     return p.numpy().astype(np.float64)
 
 
+def headed_probs(codec: BinnedCodec, qi: int, logits: list[torch.Tensor], x: np.ndarray,
+                 head: QuestionHead | None) -> np.ndarray:
+    """(n, labels) the checkpoint's answers as serving publishes them before any adaptation: calibrated, then
+    blended by the question's answer head (answer_head.json) with the (n, F) features at the same points."""
+    p = answer_probs(codec, qi, logits)
+    return p if head is None or not len(p) else head.blend(p, x)
+
+
 def accuracy_brier(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per point: 1.0 if the most likely class (first on ties) is the realised one; Brier = sum_c (p_c - [c = y])^2."""
     onehot = np.eye(p.shape[1])[y]
@@ -188,9 +196,12 @@ def score_question(probs: dict[str, np.ndarray], y: np.ndarray, options: EvalOpt
 
 
 def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
-                     options: EvalOptions | None = None) -> dict[str, Any]:
-    """Score `model` on the test part of `streams` against baselines fitted on their train parts."""
+                     options: EvalOptions | None = None, heads: dict[str, QuestionHead] | None = None
+                     ) -> dict[str, Any]:
+    """Score `model` on the test part of `streams` against baselines fitted on their train parts; ``heads``:
+    the checkpoint's answer heads (read_head), part of its answers ("model", and what "adapted" adapts)."""
     options = options or EvalOptions()
+    heads = heads or {}
     rng = np.random.default_rng(options.seed)
     t0 = time.time()
     qs = list(codec.questions.values())
@@ -216,13 +227,14 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
             sel = np.nonzero(qq == qi)[0]
             z = [logits[k] for k in sel]
             adaptable = options.adapt and len(sel) and q.spec.kind != "regime"
-            adapted = (adapt_series(ii[sel], answer_probs(codec, qi, z), sd.labels[:, qi], sd.parts[2].start,
-                                    q.spec.horizon) if adaptable else None)
+            head = heads.get(q.name)
+            adapted = (adapt_series(ii[sel], headed_probs(codec, qi, z, x[ii[sel]], head), sd.labels[:, qi],
+                                    sd.parts[2].start, q.spec.horizon) if adaptable else None)
             warm = None
             if adaptable and warm_start:
                 hsel = np.nonzero(hq == qi)[0]
                 points = np.concatenate([hi[hsel], ii[sel]])  # train answers, then the test part's
-                probs = answer_probs(codec, qi, [history_logits[k] for k in hsel] + z)
+                probs = headed_probs(codec, qi, [history_logits[k] for k in hsel] + z, x[points], head)
                 warm = adapt_series(points, probs, sd.labels[:, qi], 0, q.spec.horizon)[len(hsel):]
             test[qi].append((x[ii[sel]], sd.labels[ii[sel], qi], z, adapted, warm))
     results = {}
@@ -237,7 +249,8 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         fit_rows = chosen_ticks(np.arange(len(ty)), 1000, options.max_fit_points)
         logistic = fit_logistic(tx[fit_rows], ty[fit_rows], n_cls)
         z = [p for t in test[qi] for p in t[2]]
-        probs = {"model": answer_probs(codec, qi, z),
+        test_x = np.concatenate([t[0] for t in test[qi]])
+        probs = {"model": headed_probs(codec, qi, z, test_x, heads.get(q.name)),
                  **({} if q.calibration.identity else {"raw": answer_probs(codec, qi, z, calibrated=False)}),
                  **({"adapted": np.concatenate([t[3] for t in test[qi] if len(t[1])])}
                     if all(t[3] is not None for t in test[qi] if len(t[1])) else {}),
@@ -245,10 +258,11 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                     if all(t[4] is not None for t in test[qi] if len(t[1])) else {}),
                  "prior": np.tile(prior, (len(y), 1)),
                  "majority": np.tile(np.eye(n_cls)[prior.argmax()], (len(y), 1)),
-                 "logistic": logistic.predict_proba(np.concatenate([t[0] for t in test[qi]]))}
+                 "logistic": logistic.predict_proba(test_x)}
         results[q.name] = score_question(probs, y, options, rng) | {
             "labels": list(q.labels), "train_points": int(len(ty)), "train_frequencies": prior.round(4).tolist(),
-            "answer_calibration": q.calibration.to_dict()}
+            "answer_calibration": q.calibration.to_dict(),
+            **({"answer_head": {"model_weight": heads[q.name].model_weight}} if q.name in heads else {})}
     return {"questions": results, "window_ticks": W, "options": vars(options),
             "calibration_source": codec.calibration.source,
             "streams": {sd.name: {"ticks": len(sd.ticks), **{p: [r.start, r.stop] for p, r in

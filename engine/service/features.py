@@ -21,6 +21,10 @@ scikit-learn: torch is already here.
 
 from __future__ import annotations
 
+import json
+import math
+from collections import deque
+from pathlib import Path
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -115,3 +119,134 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, n_classes: int, l2: float = 1e-3,
 
     opt.step(closure)
     return LogisticBaseline(mean, scale, w.detach().numpy(), b.detach().numpy())
+
+
+class FeatureTracker:
+    """`microstructure_features`, one tick at a time: ``update(tick, mark)`` returns the row the batch function
+    gives for that tick (within float rounding: windows here are running sums of the last WINDOW terms, there
+    differences of cumulative sums). What a served stream keeps to answer with the head (AnswerHead)."""
+
+    def __init__(self) -> None:
+        self._logm: deque[float] = deque(maxlen=max(RETURN_HORIZONS) + 1)  # log marks x 1e4, newest last
+        self._sq: deque[float] = deque(maxlen=WINDOW)  # squared 1-tick returns
+        self._signed: deque[float] = deque(maxlen=WINDOW)
+        self._size: deque[float] = deque(maxlen=WINDOW)
+        self._last_sign, self._run_len, self._spread, self._qimb = 0.0, 0, 0.0, 0.0
+        self._prev_ts: int | None = None
+
+    def update(self, tick: Tick, mark: float) -> np.ndarray:  # (len(FEATURES),)
+        logm = math.log(mark) * 1e4
+        r1 = logm - self._logm[-1] if self._logm else 0.0
+        self._logm.append(logm)
+        history = list(self._logm)  # up to 51 values, this tick's last
+        rets = [logm - history[max(len(history) - 1 - k, 0)] for k in RETURN_HORIZONS]
+        self._sq.append(r1 * r1)
+        signed = size = 0.0
+        is_trade = 0.0
+        if tick.kind == TRADE:
+            is_trade = 1.0
+            sign = 1.0 if tick.side == "buy" else -1.0 if tick.side == "sell" else 0.0
+            signed, size = sign * tick.size, tick.size
+            if sign:
+                self._run_len = self._run_len + 1 if sign == self._last_sign else 1
+                self._last_sign = sign
+        else:
+            mid = 0.5 * (tick.bid + tick.ask)
+            self._spread = (tick.ask - tick.bid) / mid * 1e4
+            both = (tick.bid_size or 0.0) + (tick.ask_size or 0.0)
+            self._qimb = (tick.bid_size or 0.0) / both - 0.5 if tick.bid_size is not None and both > 0 else 0.0
+        self._signed.append(signed)
+        self._size.append(size)
+        volume = sum(self._size)
+        gap = math.log1p(max(tick.ts - self._prev_ts, 0) / 1e6) if self._prev_ts is not None else 0.0
+        self._prev_ts = tick.ts
+        return np.array([*rets, math.sqrt(sum(self._sq)), sum(self._signed) / volume if volume > 0 else 0.0,
+                         self._last_sign * math.log1p(self._run_len), self._spread, self._qimb, gap, is_trade])
+
+
+HEAD_FILE = "answer_head.json"  # beside calibration.json in a checkpoint `flashtick train` writes
+HEAD_FORMAT = "flashtick.answer_head/1"
+BLEND_GRID = 21  # model weights tried on the validation part: 0, 0.05, ..., 1
+
+
+class QuestionHead(NamedTuple):
+    """One question's answer head: the calibrated model answer blended with a logistic regression on the
+    stream's microstructure features, ``model_weight * p_model + (1 - model_weight) * p_logistic(x)``; both
+    fitted by `flashtick train` (the regression on the train part, the weight on the validation part)."""
+
+    logistic: LogisticBaseline
+    model_weight: float
+    points: int  # train answer points the regression was fitted on
+    validation_points: int  # where the weight was chosen
+    brier_model: float  # on those validation points: the calibrated model alone, and blended
+    brier_blend: float
+
+    def blend(self, p_model: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """(n, C) model answers and (n, F) features -> (n, C) blended answers."""
+        w = self.model_weight
+        return p_model if w == 1.0 else w * p_model + (1.0 - w) * self.logistic.predict_proba(x)
+
+    def to_dict(self) -> dict:
+        lg = self.logistic
+        return {"model_weight": self.model_weight, "mean": lg.mean.tolist(), "scale": lg.scale.tolist(),
+                "weights": lg.weights.tolist(), "bias": lg.bias.tolist(), "points": self.points,
+                "validation_points": self.validation_points, "brier_model": self.brier_model,
+                "brier_blend": self.brier_blend}
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str) -> "QuestionHead":
+        keys = set(cls._fields) - {"logistic"} | {"mean", "scale", "weights", "bias"}
+        if not isinstance(d, dict) or set(d) != keys:
+            raise ValueError(f"{where}: needs exactly the keys {sorted(keys)}")
+        arrays = [np.asarray(d[k], dtype=np.float64) for k in ("mean", "scale", "weights", "bias")]
+        mean, scale, weights, bias = arrays
+        n_features = len(FEATURES)
+        if mean.shape != (n_features,) or scale.shape != (n_features,) or weights.ndim != 2 \
+                or weights.shape[0] != n_features or bias.shape != (weights.shape[1],) \
+                or not all(np.isfinite(a).all() for a in arrays) or (scale <= 0).any():
+            raise ValueError(f"{where}: mean and scale are {n_features} finite numbers (scale > 0), weights "
+                             f"{n_features} rows of one weight per answer, bias one per answer")
+        w = d["model_weight"]
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.0 <= w <= 1.0:
+            raise ValueError(f"{where}: model_weight must be a number in [0, 1], got {w!r}")
+        return cls(LogisticBaseline(mean, scale, weights, bias), float(w), int(d["points"]),
+                   int(d["validation_points"]), float(d["brier_model"]), float(d["brier_blend"]))
+
+
+def brier(p: np.ndarray, y: np.ndarray) -> float:
+    """Mean Brier score of (n, C) answers against (n,) class indices."""
+    return float(((p - np.eye(p.shape[1])[y]) ** 2).sum(axis=1).mean())
+
+
+def fit_head(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray,
+             val_model: np.ndarray, n_classes: int) -> QuestionHead:
+    """The regression on the train part's answer points, then the model weight (of BLEND_GRID) whose blend has
+    the lowest Brier on the validation part; ties keep the larger model weight."""
+    logistic = fit_logistic(train_x, train_y, n_classes)
+    p_logistic = logistic.predict_proba(val_x)  # (n, C)
+    scored = [(brier(w * val_model + (1 - w) * p_logistic, val_y), -w) for w in np.linspace(0.0, 1.0, BLEND_GRID)]
+    best, minus_w = min(scored)
+    return QuestionHead(logistic, round(-minus_w, 4), len(train_y), len(val_y), round(brier(val_model, val_y), 6),
+                        round(best, 6))
+
+
+def write_head(model_dir: str | Path, heads: dict[str, QuestionHead], source: str) -> None:
+    doc = {"format": HEAD_FORMAT, "source": source, "features": list(FEATURES),
+           "questions": {name: head.to_dict() for name, head in heads.items()}}
+    (Path(model_dir) / HEAD_FILE).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def read_head(model_dir: str | Path) -> dict[str, QuestionHead]:
+    """A checkpoint's answer heads by question name; none (an empty dict) without answer_head.json."""
+    path = Path(model_dir) / HEAD_FILE
+    if not path.is_file():
+        return {}
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON: {e}") from None
+    if not isinstance(doc, dict) or doc.get("format") != HEAD_FORMAT:
+        raise ValueError(f"{path}: not an answer head file (format {HEAD_FORMAT!r})")
+    if doc.get("features") != list(FEATURES):
+        raise ValueError(f"{path}: its features {doc.get('features')} are not this version's {list(FEATURES)}")
+    return {name: QuestionHead.from_dict(d, f"{path}: question {name!r}") for name, d in doc["questions"].items()}

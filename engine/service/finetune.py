@@ -30,8 +30,9 @@ from connectors.builtin import load_builtin_codec
 from connectors.calibration import Calibration
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from engine.models import BUILTIN_MODEL_DIR
-from engine.service.calibrate import MIN_POINTS, calibrate_streams
+from engine.service.calibrate import MIN_POINTS, calibrate_streams, fit_heads, validation_pairs
 from engine.service.evaluate import EvalOptions, evaluate_streams, format_table, load_tick_model, plot
+from engine.service.features import QuestionHead, write_head
 from engine.service.splits import (
     SplitSpec, StreamData, gap_note, longest_horizon, prepare, read_streams, time_overlap_note,
 )
@@ -52,6 +53,7 @@ class FitOptions:
     device: str = "auto"
     evaluation: EvalOptions = EvalOptions()
     codec_version: int | None = None  # from scratch: BinnedCodec spec version; None = the built-in model's
+    head: bool = True  # fit the answer heads (features.QuestionHead) on the train and validation parts
 
     def __post_init__(self) -> None:
         for name in ("eval_every", "patience", "val_batches"):
@@ -134,21 +136,31 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         bar.close()
     model.eval()
     eval_options = dataclasses.replace(options.evaluation, device=device)
+    heads: dict[str, QuestionHead] = {}
     if val is not None:  # the base model's calibration belongs to the base weights: refit it to these
-        codec = codec.with_calibration(calibrate_streams(
-            model, codec, streams, f"the validation part of the training files (split "
-            f"{_split_text(options.split, max(options.split.gap, longest_horizon(codec)))})", eval_options))
+        pairs = validation_pairs(model, codec, streams, eval_options)
+        source = (f"the validation part of the training files (split "
+                  f"{_split_text(options.split, max(options.split.gap, longest_horizon(codec)))})")
+        codec = codec.with_calibration(calibrate_streams(model, codec, streams, source, eval_options, pairs=pairs))
+        if options.head:
+            heads = fit_heads(codec, streams, pairs, eval_options)
     else:
         codec = codec.with_calibration(Calibration(source="none: the split has no validation part, so the answers "
                                                    "are uncalibrated (temperature 1, bias 0)"))
     log(f"answer calibration: {codec.calibration.source}")
     save_model(model, codec, out)
-    evaluation = evaluate_streams(model, codec, streams, eval_options)
+    if heads:
+        write_head(out, heads, f"train part (regression) and validation part (weight) of {len(files)} file(s)")
+        log("answer heads: " + ", ".join(f"{name} model weight {h.model_weight:g} (validation Brier "
+                                          f"{h.brier_model} -> {h.brier_blend})" for name, h in heads.items()))
+    evaluation = evaluate_streams(model, codec, streams, eval_options, heads)
     record = {"files": [str(f) for f in files], "base": str(options.base) if options.base else "from scratch",
               "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))),
               "rejected": rejected, "skipped": skipped, "overlap": overlap,
               "params": sum(p.numel() for p in model.parameters()), "config": run_config(cfg),
-              "training": stats, "calibration": json.loads(codec.calibration.to_json()), "evaluation": evaluation,
+              "training": stats, "calibration": json.loads(codec.calibration.to_json()),
+              "heads": {name: {k: v for k, v in h.to_dict().items() if k not in ("mean", "scale", "weights", "bias")}
+                        for name, h in heads.items()}, "evaluation": evaluation,
               "total_seconds": round(time.time() - t0, 1)}
     # what it was trained on, so `flashtick evaluate` can say when a test slice is not out of sample
     trained_on = {"files": [str(Path(f).resolve()) for f in files],
@@ -177,6 +189,14 @@ def _calibration_lines(calibration: dict[str, Any]) -> str:
                 f"{c['points']} points, NLL {c.get('nll_raw')} -> {c.get('nll_calibrated')} nats")
     lines = [line(name, c) for name, c in calibration["questions"].items()]
     return "\n".join(lines) or "  - (no question calibrated)"
+
+
+def _head_lines(heads: dict[str, dict[str, Any]]) -> str:
+    if not heads:
+        return "none (the model's answers alone)"
+    return "".join(f"\n  - `{name}`: w = {h['model_weight']:g}; validation Brier {h['brier_model']} (model) -> "
+                   f"{h['brier_blend']} (blended), {h['validation_points']} points; regression on {h['points']} "
+                   f"train points" for name, h in heads.items())
 
 
 def _split_text(spec: SplitSpec, gap: int) -> str:
@@ -211,6 +231,9 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
 - Answer calibration (calibration.json; answers are softmax(z / temperature + bias) over the answer logits z):
   {'fitted on ' if record['calibration']['questions'] else ''}{record['calibration']['source']}
 {_calibration_lines(record['calibration'])}
+- Answer heads (answer_head.json; the published answer is w x the calibrated model's + (1 - w) x a logistic
+  regression's on the stream's microstructure features, the regression fitted on the train part, w on the
+  validation part): {_head_lines(record.get('heads') or {})}
 
 ## Test slice: model vs baselines fitted on the train slice
 

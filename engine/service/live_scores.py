@@ -38,6 +38,7 @@ from connectors.encoder import EncodedTick
 from connectors.labels import NO_LABEL, MarkTracker, label_series
 from connectors.questions import QuestionSpec
 from connectors.ticks import Tick
+from engine.service.features import FeatureTracker
 from queries.cache import Answer
 from queries.spec import QuerySpec
 
@@ -89,6 +90,9 @@ class StreamMarks:
 
     tracker: MarkTracker = field(default_factory=MarkTracker)
     marks: list[float] = field(default_factory=list)
+    # with a book that keeps them (the answer adaptation, for answer heads): features[i - base] beside marks[i - base]
+    feature_tracker: FeatureTracker | None = None
+    features: list[np.ndarray] = field(default_factory=list)
     base: int = 1
     ticks: int = 0
     tokenized: bool = False  # it got ticks without prices: its counts no longer match the engine's
@@ -99,6 +103,18 @@ class StreamMarks:
     def mark_after(self, tick_count: int) -> float | None:
         i = tick_count - self.base
         return self.marks[i] if 0 <= i < len(self.marks) and tick_count >= 1 else None
+
+    def features_after(self, tick_count: int) -> np.ndarray | None:
+        """(F,) the microstructure features after the stream's ``tick_count``-th tick, where they are kept."""
+        i = tick_count - self.base
+        return self.features[i] if 0 <= i < len(self.features) and tick_count >= 1 else None
+
+    def drop_before(self, tick_count: int) -> None:
+        """Forget the marks (and features) of ticks before ``tick_count``."""
+        drop = tick_count - self.base
+        del self.marks[:drop]
+        del self.features[:drop]
+        self.base = tick_count
 
     def label(self, spec: QuestionSpec, point: int) -> int:
         """The realised label index of the answer point just after tick ``point`` (its mark and ``horizon``
@@ -111,12 +127,14 @@ class StreamMarksBook:
     """Every accepted tick's mark, per stream, for what labels answers after the fact (live scores here, the
     answer adaptation in adaptation.py); ``_marked`` and ``_lost_prices`` are what each does with them."""
 
-    def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True) -> None:
+    def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True,
+                 features: bool = False) -> None:
         # named questions with a realised answer: {name: QuestionSpec}; none when disabled (then nothing is kept)
         self.questions = {name: q.spec for name, q in questions.items()
                           if enabled and hasattr(q, "spec") and q.spec.kind != "regime"}
         self.committed = committed  # the engine's committed tick count of a stream (answers come at or after it)
         self.streams: dict[str, StreamMarks] = {}
+        self.keep_features = features and bool(self.questions)  # each tick's microstructure features beside its mark
 
     def accepted(self, item: EncodedTick) -> None:
         """An accepted ingest item, live or replayed from the tick log after a restart: a raw tick's price
@@ -136,7 +154,12 @@ class StreamMarksBook:
         state.ticks += 1
         if state.tokenized:  # its tick counts no longer line up with marks: nothing more to keep
             return
-        state.marks.append(state.tracker.update(tick))
+        mark = state.tracker.update(tick)
+        state.marks.append(mark)
+        if self.keep_features:
+            if state.feature_tracker is None:
+                state.feature_tracker = FeatureTracker()
+            state.features.append(state.feature_tracker.update(tick, mark))
         self._marked(tick.stream, state)
 
     def tokenized(self, stream: str, ticks: int) -> None:
@@ -145,6 +168,7 @@ class StreamMarksBook:
         state.tokenized = True
         state.ticks += ticks
         state.marks.clear()
+        state.features.clear()
         self._lost_prices(stream, state)
 
     def _marked(self, stream: str, state: StreamMarks) -> None:
@@ -231,8 +255,7 @@ class LiveScores(StreamMarksBook):
         keep_from = min(oldest, self.committed(stream), state.ticks)  # tick count of the first mark kept
         drop = keep_from - state.base
         if drop >= PRUNE_EVERY:
-            del state.marks[:drop]
-            state.base = keep_from
+            state.drop_before(keep_from)
 
     def forget_query(self, name: str) -> None:
         """A query replaced or removed: its scores and waiting answers go (a new spec scores afresh)."""

@@ -39,6 +39,7 @@ from engine.models.loader import read_config
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.adaptation import AnswerAdaptation
+from engine.service.features import read_head
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import TORCH_DTYPES, ConfigError, ServiceConfig
 from engine.service.durability import (DataDir, RegistrationMarks, answer_tail, answered_points, owed_jobs,
@@ -128,6 +129,15 @@ def load_model_and_codec(config: ServiceConfig) -> tuple[LlamaModel, Codec]:
     return model, codec
 
 
+def answer_heads(config: ServiceConfig) -> dict[str, Any]:
+    """The checkpoint's answer heads (answer_head.json, written by `flashtick train`), part of its answers;
+    none for a checkpoint without them (the built-in model, a text model). A damaged file is a ConfigError."""
+    try:
+        return read_head(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
 def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
     """What a data directory's logs depend on: the model and the codec that turned ticks into tokens (for a
     text codec also the tokenizer itself: two of one vocabulary size give other tokens for the same tick)."""
@@ -209,7 +219,7 @@ class TickPipeline:
         self.scores = LiveScores(self.codec.questions, lambda s: streams[s].ticks if s in streams else 0,
                                  enabled=live_scores)
         self.adaptation = AnswerAdaptation(self.codec.questions, lambda s: streams[s].ticks if s in streams else 0,
-                                           enabled=config.answers.adapt == "online")
+                                           enabled=config.answers.adapt == "online", heads=answer_heads(config))
         self.flash.adapt = self.adaptation.adapt
         self.adaptation.compile = self._compiled_current
         self.data = (DataDir(config.log, self.cache, written_by(config, self.codec), self.encoders)

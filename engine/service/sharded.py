@@ -44,7 +44,9 @@ from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import DataDir, RegistrationMarks, answered_points, register_changed
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
-from engine.service.pipeline import build_codec, compile_fitting, log_or_refuse, overloaded, written_by
+from engine.service.pipeline import (
+    answer_heads, build_codec, compile_fitting, log_or_refuse, overloaded, written_by,
+)
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.rendezvous import shard_for
 from engine.service.shard import GroupEnd, Item, RemoteJob, pack_logged
@@ -84,7 +86,7 @@ class ShardedPipeline:
         self.scores = LiveScores(self.codec.questions, lambda stream: self.progress.get(stream, 0))
         # answers are adapted here, where every tick's price is seen (shards get tokens only), before publishing
         self.adaptation = AnswerAdaptation(self.codec.questions, lambda stream: self.progress.get(stream, 0),
-                                           enabled=config.answers.adapt == "online")
+                                           enabled=config.answers.adapt == "online", heads=answer_heads(config))
         self.adaptation.compile = lambda name: (self.flash.compiled(self.registry.current(name))
                                                 if self.registry.current(name) is not None else None)
         self.shard_of: dict[str, ShardLink] = {}
