@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import msgpack
+import numpy as np
 import pytest
 import zmq
 
@@ -163,10 +164,29 @@ def test_a_restart_owes_a_query_only_the_ticks_after_it_was_registered(checkpoin
 
 
 
-def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(checkpoint, tmp_path) -> None:
+@pytest.fixture(scope="module")
+def headed_checkpoint(checkpoint, tmp_path_factory):
+    """The checkpoint with answer heads (as `flashtick train` ships them): seeded random regressions."""
+    from engine.service.features import FEATURES, LogisticBaseline, QuestionHead, write_head
+
+    out = tmp_path_factory.mktemp("headed") / "model"
+    shutil.copytree(checkpoint, out)
+    rng = np.random.default_rng(0)
+    n = len(FEATURES)
+    head = QuestionHead(LogisticBaseline(rng.normal(size=n), rng.uniform(0.5, 2, size=n), rng.normal(size=(n, 3)),
+                                        rng.normal(size=3)), 0.5, 1000, 300, 0.5, 0.45)
+    write_head(out, {"direction_20": head}, "test")
+    return out
+
+
+@pytest.mark.parametrize("heads", [False, True], ids=["model", "answer heads"])
+def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(checkpoint, headed_checkpoint, heads,
+                                                                          tmp_path) -> None:
     """Messages accepted but not yet computed when the process died (a burst ahead of the engine): the restart
     answers each of them as a run that never stopped does (a `batch` answer per message and stream, a
-    `{ticks: 10}` answer per multiple of 10), with the same seqs, not one answer per query at the last tick."""
+    `{ticks: 10}` answer per multiple of 10), with the same seqs, not one answer per query at the last tick.
+    With answer heads: the features the replay rebuilds are the live run's."""
+    checkpoint = headed_checkpoint if heads else checkpoint
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES + "  - {name: d10, streams: ['*'], question: direction_20, kind: choice, "
                                  "trigger: {ticks: 10}}\n")
