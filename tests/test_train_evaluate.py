@@ -81,6 +81,7 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     assert rc == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
     assert "trained 4 steps" in printed and "direction_20" in printed
+    assert "model: then blended by the checkpoint's answer heads" in printed and "direction_5 w " in printed
     for name in ("config.json", "model.safetensors", "codec.json", "TRAINING.md", "evaluation.json"):
         assert (out / name).is_file(), name
     card = (out / "TRAINING.md").read_text()

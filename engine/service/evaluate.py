@@ -302,6 +302,11 @@ def format_table(result: dict[str, Any]) -> str:
         lines.append(f"model: calibrated on {source}; raw: the same logits uncalibrated")
     elif source is not None:
         lines.append(f"model: answers not calibrated ({source})")
+    if headed := {name: r["answer_head"]["model_weight"] for name, r in result["questions"].items()
+                  if "answer_head" in r}:
+        lines.append("model: then blended by the checkpoint's answer heads, w x model + (1 - w) x its logistic "
+                     "regression on the stream's features (answer_head.json; raw: the model alone): "
+                     + ", ".join(f"{name} w {w:g}" for name, w in headed.items()))
     return "\n".join([*lines, *verdict_lines(result)])
 
 
