@@ -128,9 +128,12 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
 
 
 def test_finetuning_the_builtin_model_runs(ticks_file: Path, tmp_path: Path, capsys) -> None:
+    (tmp_path / "ft").mkdir()  # a checkpoint with heads already there: --overwrite --no-head leaves none behind
+    (tmp_path / "ft" / "config.json").write_text("{}")
+    (tmp_path / "ft" / "answer_head.json").write_text("{}")
     rc = main(["train", str(ticks_file), "--out", str(tmp_path / "ft"), "--steps", "1", "--batch", "1",
                "--threads", "1", "--max-points", "64", "--resamples", "20", "--json",
-               "--answer-weight", "2.5", "--questions-per-window", "32", "--no-head"])
+               "--answer-weight", "2.5", "--questions-per-window", "32", "--no-head", "--overwrite"])
     assert rc == 0, capsys.readouterr().err
     record = json.loads(capsys.readouterr().out)
     assert record["training"]["steps_done"] == 1 and record["config"]["window_ticks"] == 127

@@ -66,8 +66,11 @@ def fit_answer_calibration(z: torch.Tensor, y: torch.Tensor, l2: float = L2,
                              nll_raw=round(raw, 5), nll_calibrated=round(nll, 5))
 
 
+ValidationPairs = list[tuple[torch.Tensor, torch.Tensor, np.ndarray]]  # per question: logits, labels, features
+
+
 def validation_pairs(model: Any, codec: BinnedCodec, streams: list[StreamData], options: EvalOptions,
-                     part: str = "validation") -> list[tuple[torch.Tensor, torch.Tensor, np.ndarray]]:
+                     part: str = "validation") -> ValidationPairs:
     """Per question: (answer logits (n, labels), labels (n,), microstructure features (n, F)) at the labelled
     points of `part` of every stream (at most `options.max_points` answer ticks per stream, as evenly spread
     runs)."""
@@ -92,7 +95,7 @@ def validation_pairs(model: Any, codec: BinnedCodec, streams: list[StreamData], 
 
 def calibrate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData], source: str,
                       options: EvalOptions | None = None, part: str = "validation",
-                      pairs: list[tuple[torch.Tensor, torch.Tensor, np.ndarray]] | None = None) -> Calibration:
+                      pairs: ValidationPairs | None = None) -> Calibration:
     """The calibration of `model` fitted on `part` of `streams` (`source` says what that was, for the record);
     ``pairs``: validation_pairs already computed."""
     options = options or EvalOptions()
@@ -101,7 +104,7 @@ def calibrate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
     return Calibration({n: c for n, c in fitted.items() if c.points}, source)
 
 
-def fit_heads(codec: BinnedCodec, streams: list[StreamData], pairs: list[tuple[torch.Tensor, torch.Tensor, np.ndarray]],
+def fit_heads(codec: BinnedCodec, streams: list[StreamData], pairs: ValidationPairs,
               options: EvalOptions) -> dict[str, QuestionHead]:
     """Per question with enough validation points: the answer head (features.fit_head), its regression fitted
     on the train part's answer points of `streams`, its weight on the validation ``pairs`` read through

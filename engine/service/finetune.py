@@ -32,7 +32,7 @@ from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, Binned
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.calibrate import MIN_POINTS, calibrate_streams, fit_heads, validation_pairs
 from engine.service.evaluate import EvalOptions, evaluate_streams, format_table, load_tick_model, plot
-from engine.service.features import QuestionHead, write_head
+from engine.service.features import HEAD_FILE, QuestionHead, write_head
 from engine.service.splits import (
     SplitSpec, StreamData, gap_note, longest_horizon, prepare, read_streams, time_overlap_note,
 )
@@ -149,6 +149,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
                                                    "are uncalibrated (temperature 1, bias 0)"))
     log(f"answer calibration: {codec.calibration.source}")
     save_model(model, codec, out)
+    (out / HEAD_FILE).unlink(missing_ok=True)  # an --overwrite of a checkpoint with heads: never a stale one
     if heads:
         write_head(out, heads, f"train part (regression) and validation part (weight) of {len(files)} file(s)")
         log("answer heads: " + ", ".join(f"{name} model weight {h.model_weight:g} (validation Brier "
