@@ -194,7 +194,7 @@ def _calibration_lines(calibration: dict[str, Any]) -> str:
 
 def _head_lines(heads: dict[str, dict[str, Any]]) -> str:
     if not heads:
-        return "none (the model's answers alone)"
+        return " none (the model's answers alone)"
     return "".join(f"\n  - `{name}`: w = {h['model_weight']:g}; validation Brier {h['brier_model']} (model) -> "
                    f"{h['brier_blend']} (blended), {h['validation_points']} points; regression on {h['points']} "
                    f"train points" for name, h in heads.items())
@@ -234,7 +234,7 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
 {_calibration_lines(record['calibration'])}
 - Answer heads (answer_head.json; the published answer is w x the calibrated model's + (1 - w) x a logistic
   regression's on the stream's microstructure features, the regression fitted on the train part, w on the
-  validation part): {_head_lines(record.get('heads') or {})}
+  validation part):{_head_lines(record.get('heads') or {})}
 
 ## Test slice: model vs baselines fitted on the train slice
 
