@@ -129,7 +129,7 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
 
     got = ctl.ok("get", query="vol", stream=s)
     assert set(got) == {"ok", "answer"} and got["answer"]["topic"] == f"vol/{s}/"
-    assert ctl.ok("get", query="vol", stream="NOBODY.X") == {"ok": True, "answer": None}
+    assert ctl.ok("get", query="vol", stream="NOBODY.X") == {"ok": True, "answer": None, "stream_known": False}
     # an unknown query is an error (as for ask), not "no answer yet"
     assert ctl("get", query="no_such_query", stream=s)["error"].startswith("no query named 'no_such_query'")
 
