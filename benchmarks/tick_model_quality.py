@@ -169,7 +169,7 @@ def score(model_dir: Path, name: str, s: Settings) -> dict[str, Any]:
     if len(streams) != 1:
         raise ValueError(f"{name}: expected one stream in its files, got {sorted(streams)}")
     prepared, _ = prepare(codec, {name: next(iter(streams.values()))}, SplitSpec.parse(SCORED_SPLIT), min_ticks=1)
-    result = evaluate_streams(model, codec, prepared, s.evaluation, read_head(model_dir))
+    result = evaluate_streams(model, codec, prepared, s.evaluation, read_head(model_dir, codec))
     stream = result["streams"][name]
     return {"test_ticks": {"stream": name, "ticks": stream["ticks"], "train": stream["train"], "test": stream["test"],
                            "rejected_rows": rejected},

@@ -138,11 +138,24 @@ def test_published_answers_are_the_heads_blend_of_the_models(runs) -> None:
 
 
 def test_a_damaged_head_file_is_refused_at_start(tmp_path) -> None:
+    """Refused by name before anything runs: bad JSON, an unknown key, a head for a question the checkpoint does
+    not have (or for `regime`, which has no realised answers), a head with the wrong number of answers."""
     checkpoint = tiny_tick_checkpoint(tmp_path / "m", seed=1, max_position_embeddings=256)
-    (checkpoint / "answer_head.json").write_text("{")
     (tmp_path / "q.yaml").write_text(QUERIES)
     config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}})
     pl.DataFrame([t.to_wire() for t in SyntheticMarket(SyntheticConfig(seed=1)).next_batch(50)]) \
         .write_parquet(tmp_path / "t.parquet")
-    with pytest.raises(ConfigError, match="answer_head.json: not valid JSON"):
-        run_backtest(config, [tmp_path / "t.parquet"], tmp_path / "q.yaml", tmp_path / "a.parquet", progress=False)
+    write_head(checkpoint, {"direction_5": some_head(3, 1, 0.5)}, "test")
+    good = json.loads((checkpoint / "answer_head.json").read_text())
+    cases = [("{", "answer_head.json: not valid JSON"),
+             ({**good, "extra": 1}, r"unknown keys \['extra'\]"),
+             ({**good, "questions": {"direction_7": good["questions"]["direction_5"]}},
+              "a head for 'direction_7', which is no question of this checkpoint"),
+             ({**good, "questions": {"regime": good["questions"]["direction_5"]}}, "a head for 'regime'"),
+             ({**good, "questions": {"move_bps_50": good["questions"]["direction_5"]}},
+              "question 'move_bps_50' has 9 answers, its head 3 weight columns")]
+    for doc, message in cases:
+        (checkpoint / "answer_head.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
+        with pytest.raises(ConfigError, match=message):
+            run_backtest(config, [tmp_path / "t.parquet"], tmp_path / "q.yaml", tmp_path / "a.parquet",
+                         progress=False)

@@ -88,3 +88,14 @@ def test_a_data_directory_that_cannot_be_one_is_named(tmp_path) -> None:
     config = ServiceConfig.from_dict({"log": {"dir": str(tmp_path / "afile" / "sub")}})
     with pytest.raises(ConfigError, match=r"log.dir .*afile/sub: Not a directory \(a data directory must be"):
         DataDir(config.log, AnswerCache(), {})
+
+
+def test_adapt_off_reads_as_the_docs_write_it(tmp_path) -> None:
+    """`answers: {adapt: off}` as the docs write it: YAML 1.1 reads a bare off as false; that is `off`."""
+    for text, mode in (("off", "off"), ('"off"', "off"), ("on", "online"), ("online", "online")):
+        path = tmp_path / "engine.yaml"
+        path.write_text(f"answers: {{adapt: {text}}}\n")
+        assert ServiceConfig.load(path).answers.adapt == mode, text
+    path.write_text("answers: {adapt: sometimes}\n")
+    with pytest.raises(ConfigError, match="answers.adapt must be one of"):
+        ServiceConfig.load(path)

@@ -82,6 +82,8 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     printed = capsys.readouterr().out
     assert "trained 4 steps" in printed and "direction_20" in printed
     assert "model: then blended by the checkpoint's answer heads" in printed and "direction_5 w " in printed
+    assert "  alone" in printed.splitlines()[1 + printed.splitlines().index(next(
+        line for line in printed.splitlines() if line.startswith("trained ")))]  # the model without heads, too
     for name in ("config.json", "model.safetensors", "codec.json", "TRAINING.md", "evaluation.json"):
         assert (out / name).is_file(), name
     card = (out / "TRAINING.md").read_text()
@@ -91,6 +93,11 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     heads = read_head(out)  # fitted on the train part, weighted on the validation part, shipped beside the weights
     assert {"direction_5", "direction_20"} <= set(heads) and "`direction_5`: w = " in card
     assert all(h.brier_blend <= h.brier_model for h in heads.values())  # w = 1 is on the grid
+    assert main(["train", str(ticks_file), "--out", str(tmp_path / "again"), "--base", str(out), "--steps", "1",
+                 "--batch", "1", "--threads", "1", "--max-points", "64", "--resamples", "10", "--quiet"]) == 0
+    assert "(its answer heads not kept: the ones below are fitted to these weights)" in \
+        (tmp_path / "again" / "TRAINING.md").read_text()
+    capsys.readouterr()
     evaluation = json.loads((out / "evaluation.json").read_text())
     assert {"direction_5", "direction_20"} <= set(evaluation["questions"])
     # evaluated on the same file with a test slice inside what it was trained on: said
@@ -405,6 +412,11 @@ def test_a_verdict_is_not_called_on_a_one_class_test_slice() -> None:
     lines = verdict_lines({"questions": {"vol": question(0.0, 1.0), "dir": question(-0.05, 0.5)}})
     assert lines == ["verdict: worse than the logistic regression: dir; nothing to call: every test answer is one "
                      "class (the question's buckets do not split this instrument's test slice): vol"]
+    # an interval that prints as +0.000 [+0.000,+0.000] is a tie, not a win
+    tiny = question(0.0, 0.988)
+    tiny["model_minus"]["logistic"] = {"accuracy": {"diff": 2e-6, "lo": 1e-6, "hi": 3e-6},
+                                       "brier": {"diff": -1e-6, "lo": -2e-6, "hi": -1e-7}}
+    assert verdict_lines({"questions": {"vol": tiny}})[0].startswith("verdict: level with the logistic regression")
 
 
 def test_streams_of_the_same_hours_are_flagged(ticks_file: Path, capsys) -> None:

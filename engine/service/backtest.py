@@ -99,8 +99,8 @@ class BacktestReport:
                          f"{fmt(s.frequency_brier):>11}{fmt(s.log_loss):>9}{fmt(s.model_accuracy):>10}"
                          f"{fmt(s.model_brier):>12}  {base}")
         if any(s.model_accuracy is not None for s in self.scores):
-            lines.append("accuracy, brier: the published (adapted) answers; model acc/brier: the model's own, before "
-                         "adaptation (answers.adapt)")
+            lines.append("accuracy, brier: the published (adapted) answers; model acc/brier: the model's own (with "
+                         "the checkpoint's answer heads, if it has them), before adaptation (answers.adapt)")
         # worse by more than the printed precision: "0.000 vs 0.000" is no finding
         unskilled = [s for s in self.scores if s.model_brier is not None and s.frequency_brier is not None
                      and s.model_brier > s.frequency_brier + 0.0005]

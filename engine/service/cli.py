@@ -923,7 +923,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     if (overlap := time_overlap_note(prepared)) is not None:
         said(overlap)
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),
-                              read_head(model_dir))
+                              read_head(model_dir, codec))
     result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
                "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped}
     if args.json:

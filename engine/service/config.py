@@ -83,9 +83,11 @@ class AnswersSection:
     # online: a named tick question's answers (direction, volatility, move) are mixed, per stream and query, with
     # that stream's own realised class frequencies (queries/adapt.py), which is what is published, with the
     # model's own distribution beside it (`model_probs`); off: the model's answer is published as it is
-    adapt: str = "online"
+    adapt: str | bool = "online"  # a bool only as YAML 1.1 reads a bare off / on: made "off" / "online" below
 
     def __post_init__(self) -> None:
+        if isinstance(self.adapt, bool):  # YAML 1.1 reads a bare `off` (and `on`) as a boolean
+            object.__setattr__(self, "adapt", "online" if self.adapt else "off")
         if self.adapt not in ADAPT_MODES:
             raise ConfigError(f"answers.adapt must be one of {ADAPT_MODES}, got {self.adapt!r}")
 

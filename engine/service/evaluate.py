@@ -251,6 +251,7 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         z = [p for t in test[qi] for p in t[2]]
         test_x = np.concatenate([t[0] for t in test[qi]])
         probs = {"model": headed_probs(codec, qi, z, test_x, heads.get(q.name)),
+                 **({"alone": answer_probs(codec, qi, z)} if q.name in heads else {}),
                  **({} if q.calibration.identity else {"raw": answer_probs(codec, qi, z, calibrated=False)}),
                  **({"adapted": np.concatenate([t[3] for t in test[qi] if len(t[1])])}
                     if all(t[3] is not None for t in test[qi] if len(t[1])) else {}),
@@ -275,6 +276,7 @@ def format_table(result: dict[str, Any]) -> str:
     """The per-question table `evaluate` and `train` print; a calibrated checkpoint also gets its `raw`
     (uncalibrated) accuracy and Brier beside the calibrated `model` ones."""
     raw = ["raw"] if any("raw" in r["scores"] for r in result["questions"].values()) else []
+    raw += ["alone"] if any("alone" in r["scores"] for r in result["questions"].values()) else []
     raw += ["adapted"] if any("adapted" in r["scores"] for r in result["questions"].values()) else []
     acc_cols, brier_cols = [*raw, "prior", "majority", "logistic"], [*raw, "prior", "logistic"]
     short = {"majority": "major", "logistic": "logit", "adapted": "adapt"}
@@ -305,9 +307,12 @@ def format_table(result: dict[str, Any]) -> str:
     if headed := {name: r["answer_head"]["model_weight"] for name, r in result["questions"].items()
                   if "answer_head" in r}:
         lines.append("model: then blended by the checkpoint's answer heads, w x model + (1 - w) x its logistic "
-                     "regression on the stream's features (answer_head.json; raw: the model alone): "
-                     + ", ".join(f"{name} w {w:g}" for name, w in headed.items()))
+                     "regression on the stream's features (answer_head.json; alone: the calibrated model without "
+                     "them): " + ", ".join(f"{name} w {w:g}" for name, w in headed.items()))
     return "\n".join([*lines, *verdict_lines(result)])
+
+
+CLEAR = 5e-4  # an interval bound nearer 0 than this prints as +0.000: not "clear of 0"
 
 
 def verdict_lines(result: dict[str, Any]) -> list[str]:
@@ -324,8 +329,10 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
             kinds["few"].append(name)
             continue
         acc, brier = d["accuracy"], d["brier"]
-        better = acc["lo"] > 0 or brier["hi"] < 0  # an interval clear of 0 in the model's favour
-        worse = acc["hi"] < 0 or brier["lo"] > 0
+        # an interval clear of 0 in the model's favour, by as much as the table shows (+0.000 [+0.000,+0.000]
+        # is a tie: a question whose answers barely move, where both forecasts say the same)
+        better = acc["lo"] >= CLEAR or brier["hi"] <= -CLEAR
+        worse = acc["hi"] <= -CLEAR or brier["lo"] >= CLEAR
         kinds["mixed" if better and worse else "better" if better else "worse" if worse else "level"].append(name)
         if s["model"]["accuracy"] < s["majority"]["accuracy"] or s["model"]["brier"] > s["prior"]["brier"]:
             naive.append(name)

@@ -25,7 +25,7 @@ import json
 import math
 from collections import deque
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -236,8 +236,13 @@ def write_head(model_dir: str | Path, heads: dict[str, QuestionHead], source: st
     (Path(model_dir) / HEAD_FILE).write_text(json.dumps(doc, indent=1) + "\n")
 
 
-def read_head(model_dir: str | Path) -> dict[str, QuestionHead]:
-    """A checkpoint's answer heads by question name; none (an empty dict) without answer_head.json."""
+HEAD_KEYS = ("format", "source", "features", "questions")
+
+
+def read_head(model_dir: str | Path, codec: Any = None) -> dict[str, QuestionHead]:
+    """A checkpoint's answer heads by question name; none (an empty dict) without answer_head.json. With
+    ``codec`` (the checkpoint's BinnedCodec) each head must name one of its questions with realised answers
+    and have one weight column per answer."""
     path = Path(model_dir) / HEAD_FILE
     if not path.is_file():
         return {}
@@ -247,6 +252,21 @@ def read_head(model_dir: str | Path) -> dict[str, QuestionHead]:
         raise ValueError(f"{path}: not valid JSON: {e}") from None
     if not isinstance(doc, dict) or doc.get("format") != HEAD_FORMAT:
         raise ValueError(f"{path}: not an answer head file (format {HEAD_FORMAT!r})")
+    if unknown := sorted(set(doc) - set(HEAD_KEYS)):
+        raise ValueError(f"{path}: unknown keys {unknown} (known: {list(HEAD_KEYS)})")
     if doc.get("features") != list(FEATURES):
         raise ValueError(f"{path}: its features {doc.get('features')} are not this version's {list(FEATURES)}")
-    return {name: QuestionHead.from_dict(d, f"{path}: question {name!r}") for name, d in doc["questions"].items()}
+    if not isinstance(doc.get("questions"), dict):
+        raise ValueError(f"{path}: questions must be a mapping of question name -> head")
+    heads = {name: QuestionHead.from_dict(d, f"{path}: question {name!r}") for name, d in doc["questions"].items()}
+    questions = getattr(codec, "questions", None)
+    for name, head in heads.items() if questions is not None else ():
+        question = questions.get(name)
+        if question is None or question.spec.kind == "regime":
+            named = [n for n, q in questions.items() if q.spec.kind != "regime"]
+            raise ValueError(f"{path}: a head for {name!r}, which is no question of this checkpoint with realised "
+                             f"answers ({', '.join(named)})")
+        if head.logistic.weights.shape[1] != len(question.labels):
+            raise ValueError(f"{path}: question {name!r} has {len(question.labels)} answers, its head "
+                             f"{head.logistic.weights.shape[1]} weight columns")
+    return heads

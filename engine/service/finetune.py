@@ -210,6 +210,8 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
     streams = "\n".join(f"  - `{name}`: {s['ticks']} ticks; train {span(s['train'])}, validation "
                         f"{span(s['validation'])}, test {span(s['test'])} (tick index ranges [start, stop))"
                         for name, s in ev["streams"].items())
+    base_heads = (" (its answer heads not kept: the ones below are fitted to these weights)"
+                  if (Path(record["base"]) / HEAD_FILE).is_file() else "")
     left_out = "".join(f"\n  - left out {line}" for line in record["skipped"])
     left_out += f"\n  - note: {record['overlap']}" if record.get("overlap") else ""
     val = stats["validation"]
@@ -217,7 +219,7 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
              f"may help" if val and val[-1][0] == stats["best_step"] and len(val) > 1 else "")
     text = f"""# Tick model trained with `flashtick train`
 
-- Base: {record['base']}; {record['params'] / 1e6:.2f}M parameters; window {cfg['window_ticks']} ticks
+- Base: {record['base']}{base_heads}; {record['params'] / 1e6:.2f}M parameters; window {cfg['window_ticks']} ticks
   ({cfg['max_positions']} positions): keep at most {cfg['window_ticks']} ticks in a session window
 - Data: {', '.join(f'`{f}`' for f in record['files'])}; rows rejected: {record['rejected'] or 'none'}
 - Split per stream, in time: {record['split']}; labels of each part use that part's ticks only

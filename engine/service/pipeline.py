@@ -129,11 +129,11 @@ def load_model_and_codec(config: ServiceConfig) -> tuple[LlamaModel, Codec]:
     return model, codec
 
 
-def answer_heads(config: ServiceConfig) -> dict[str, Any]:
+def answer_heads(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
     """The checkpoint's answer heads (answer_head.json, written by `flashtick train`), part of its answers;
     none for a checkpoint without them (the built-in model, a text model). A damaged file is a ConfigError."""
     try:
-        return read_head(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR)
+        return read_head(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR, codec)
     except ValueError as e:
         raise ConfigError(str(e)) from None
 
@@ -219,7 +219,8 @@ class TickPipeline:
         self.scores = LiveScores(self.codec.questions, lambda s: streams[s].ticks if s in streams else 0,
                                  enabled=live_scores)
         self.adaptation = AnswerAdaptation(self.codec.questions, lambda s: streams[s].ticks if s in streams else 0,
-                                           enabled=config.answers.adapt == "online", heads=answer_heads(config))
+                                           enabled=config.answers.adapt == "online",
+                                           heads=answer_heads(config, self.codec))
         self.flash.adapt = self.adaptation.adapt
         self.adaptation.compile = self._compiled_current
         self.data = (DataDir(config.log, self.cache, written_by(config, self.codec), self.encoders)

@@ -86,7 +86,8 @@ class ShardedPipeline:
         self.scores = LiveScores(self.codec.questions, lambda stream: self.progress.get(stream, 0))
         # answers are adapted here, where every tick's price is seen (shards get tokens only), before publishing
         self.adaptation = AnswerAdaptation(self.codec.questions, lambda stream: self.progress.get(stream, 0),
-                                           enabled=config.answers.adapt == "online", heads=answer_heads(config))
+                                           enabled=config.answers.adapt == "online",
+                                           heads=answer_heads(config, self.codec))
         self.adaptation.compile = lambda name: (self.flash.compiled(self.registry.current(name))
                                                 if self.registry.current(name) is not None else None)
         self.shard_of: dict[str, ShardLink] = {}
