@@ -45,7 +45,8 @@ THRASH_WARNING_EVERY_S = 60.0
 TOKENIZED_MARKER = b"tokens"
 # Subscribers of the stopped service reconnect by themselves (ZeroMQ retries every 100 ms by default): the answers
 # owed at a restart wait this long after the sockets are bound, so a plain SUB that was connected gets them too (a
-# GaplessSubscriber fetches whatever it still missed when a heartbeat shows the restart)
+# GaplessSubscriber fetches whatever it still missed when a heartbeat shows the restart). libzmq reconnects a SUB
+# that had not read all the old connection's messages only once it reads them: such a one misses them (seqs show it)
 RECONNECT_GRACE_S = 1.0
 ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every listed query's own (clipped) message
 
