@@ -474,14 +474,19 @@ def test_kill_9_loses_no_accepted_tick_and_the_next_answers_match(checkpoint, tm
     assert_same_answers(expected, recovered)
 
 
+def ephemeral(checkpoint, tmp_path: Path) -> ServiceConfig:
+    """A service config with the two test queries on ephemeral ports, no data directory."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    return ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "queries": str(queries),
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}})
+
+
 def test_a_subscriber_that_missed_answers_fills_its_gap_from_the_answers_op(checkpoint, tmp_path) -> None:
     """Answers a subscriber never got (PUB drops past a high-water mark, a reconnect): the next answer's seq
     shows the gap and the control op `answers` fills it, so the gapless client gets every answer once, in order."""
-    queries = tmp_path / "q.yaml"
-    queries.write_text(QUERIES)
-    cfg = ServiceConfig.from_dict({
-        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "queries": str(queries),
-        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}})
+    cfg = ephemeral(checkpoint, tmp_path)
     ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(600)
     got: dict[str, list[int]] = {}
     with serving(cfg) as server, ControlClient(server.endpoints["control"]) as control, \
@@ -514,11 +519,7 @@ def test_answers_fetched_ahead_of_pub_are_not_counted_missed(checkpoint, tmp_pat
     """A fetch can run ahead of answers PUB is still delivering (a client resuming from its saved seqs while they
     are in flight, a restart's heartbeat): those answers come once, and `missed` counts only what PUB never
     delivered (it counted every fetched answer, so an operator alerting on it saw drops after every restart)."""
-    queries = tmp_path / "q.yaml"
-    queries.write_text(QUERIES)
-    cfg = ServiceConfig.from_dict({
-        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "queries": str(queries),
-        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}})
+    cfg = ephemeral(checkpoint, tmp_path)
     ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(200)
     topics = [f"{q}/SYN.{s}/" for q in ("dir", "nll") for s in "ABCD"]
     got: dict[str, list[int]] = {}

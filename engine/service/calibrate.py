@@ -30,7 +30,7 @@ from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
 from engine.service.datasets import DEFAULT_SETS, load_real
 from engine.service.evaluate import EvalOptions, answer_logits, chosen_ticks, window_ticks
-from engine.service.features import FEATURES, QuestionHead, fit_head, microstructure_features
+from engine.service.features import FEATURES, QuestionHead, fit_head
 from engine.service.splits import StreamData, StreamSplit
 from queries.evaluate import calibrated_logits, calibrated_probs
 
@@ -83,7 +83,7 @@ def validation_pairs(model: Any, codec: BinnedCodec, streams: list[StreamData], 
         keep = np.isin(ii, chosen_ticks(np.unique(ii), W - W // 2, options.max_points))
         ii, qq = ii[keep], qq[keep]
         logits = answer_logits(model, codec, sd, ii, qq, options)
-        features = microstructure_features(sd.ticks, sd.marks)
+        features = sd.features
         for k, (i, q) in enumerate(zip(ii, qq)):
             zs[q].append(logits[k])
             ys[q].append(int(sd.labels[i, q]))
@@ -110,7 +110,7 @@ def fit_heads(codec: BinnedCodec, streams: list[StreamData], pairs: ValidationPa
     on the train part's answer points of `streams`, its weight on the validation ``pairs`` read through
     ``codec``'s calibration (the one just fitted)."""
     heads = {}
-    features = [microstructure_features(sd.ticks, sd.marks) for sd in streams]
+    features = [sd.features for sd in streams]
     for qi, (q, (z, y, x)) in enumerate(zip(codec.questions.values(), pairs)):
         if len(y) < MIN_POINTS or q.spec.kind == "regime":
             continue

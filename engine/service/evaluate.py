@@ -40,7 +40,7 @@ from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from engine.models.loader import read_config
 from engine.service.backtest import calibration_table
-from engine.service.features import QuestionHead, fit_logistic, microstructure_features
+from engine.service.features import QuestionHead, fit_logistic
 from engine.service.splits import StreamData
 from engine.service.packing import pack_batch
 from queries.adapt import adapt_series
@@ -206,7 +206,7 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
     t0 = time.time()
     qs = list(codec.questions.values())
     W = window_ticks(model)
-    feats = [microstructure_features(sd.ticks, sd.marks) for sd in streams]
+    feats = [sd.features for sd in streams]
     train_x, train_y, test = [[] for _ in qs], [[] for _ in qs], [[] for _ in qs]
     for sd, x in zip(streams, feats):
         ii, qq = sd.points("train")

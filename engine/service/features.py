@@ -138,8 +138,8 @@ class FeatureTracker:
         logm = math.log(mark) * 1e4
         r1 = logm - self._logm[-1] if self._logm else 0.0
         self._logm.append(logm)
-        history = list(self._logm)  # up to 51 values, this tick's last
-        rets = [logm - history[max(len(history) - 1 - k, 0)] for k in RETURN_HORIZONS]
+        last = len(self._logm) - 1  # this tick's; up to max(RETURN_HORIZONS) before it
+        rets = [logm - self._logm[max(last - k, 0)] for k in RETURN_HORIZONS]
         self._sq.append(r1 * r1)
         signed = size = 0.0
         is_trade = 0.0

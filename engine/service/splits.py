@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -24,6 +25,7 @@ from connectors.labels import NO_LABEL, label_series, marks_of
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from engine.service.backtest import rejected_lines
+from engine.service.features import microstructure_features
 
 PARTS = ("train", "validation", "test")
 
@@ -93,6 +95,12 @@ class StreamData:
     marks: np.ndarray
     parts: StreamSplit
     labels: np.ndarray  # label index per (tick, question) computed within the tick's part; NO_LABEL elsewhere
+
+    @cached_property
+    def features(self) -> np.ndarray:
+        """(n, F) each tick's microstructure features (features.py), computed once: calibration, the answer
+        heads and evaluate all read them."""
+        return microstructure_features(self.ticks, self.marks)
 
     def points(self, part: str) -> tuple[np.ndarray, np.ndarray]:
         """(tick index, question index) of every labelled answer point in `part`, in time order."""
