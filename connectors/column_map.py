@@ -78,6 +78,8 @@ class ColumnMap:
     `fill_quotes`: a quote row that leaves bid or ask (or a size) empty takes it from the stream's previous
     quote row (MetaTrader's tick exports write only what changed); without it such a row is rejected as
     missing_field.
+    `utc_offset`: a column of each row's offset from UTC in hours (LSEG's `GMT Offset`, -5 in New York's winter):
+    the times are wall-clock times at that offset, read as time - offset (naive times only; not with `tz`).
     """
 
     ts: str
@@ -103,6 +105,7 @@ class ColumnMap:
     preset: str | None = None
     fill_quotes: bool | None = None
     signed_size: bool | None = None
+    utc_offset: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
@@ -188,6 +191,14 @@ class ColumnMap:
         if len(self.ts_columns) > 1 and self.ts_unit not in ("datetime", DETECT):
             raise ValueError(f"ts {self.ts!r} joins date and time columns: their text is a datetime, not "
                              f"ts_unit {self.ts_unit!r}")
+        if self.utc_offset is not None:
+            if not isinstance(self.utc_offset, str) or not self.utc_offset:
+                raise ValueError(f"utc_offset must name the column of each row's UTC offset in hours, got "
+                                 f"{self.utc_offset!r}")
+            if self.tz is not None or self.ts_unit not in LOCAL_TIME_UNITS:
+                raise ValueError(f"utc_offset reads wall-clock times at each row's offset: it goes with ts_unit "
+                                 f"{' or '.join(LOCAL_TIME_UNITS)} and no tz (got ts_unit {self.ts_unit!r}, tz "
+                                 f"{self.tz!r})")
         if self.tz is not None:
             if self.ts_unit not in LOCAL_TIME_UNITS:
                 raise ValueError(f"tz applies to ts_unit {' or '.join(LOCAL_TIME_UNITS)} (local wall-clock times); "
@@ -262,7 +273,8 @@ class ColumnMap:
 
     def source_columns(self) -> list[str]:
         """The file columns this map reads, without repeats."""
-        names = [*self.ts_columns, *self.stream_columns, *(getattr(self, f) for f in VALUE_FIELDS), *(self.keep or ())]
+        names = [*self.ts_columns, *self.stream_columns, *(getattr(self, f) for f in VALUE_FIELDS), *(self.keep or ()),
+                 self.utc_offset]
         return list(dict.fromkeys(n for n in names if n is not None))
 
 
@@ -298,6 +310,8 @@ MAKER_SIDE: dict[str, str] = {"buy": "sell", "sell": "buy"}
 LOBSTER_DIRECTION: dict[str, str] = {"1": "sell", "-1": "buy"}
 LOBSTER_NAMES = ("time", "type", "order_id", "size", "price", "direction")
 BITSTAMP_TYPE: dict[str, str] = {"0": "buy", "1": "sell"}  # Bitstamp's transaction `type`: the taker bought (0) or sold
+# FIX AggressorSide (tag 1057/5797: CME MDP 3.0, Eurex EOBI, ...): 1 the buyer aggressed, 2 the seller, 0 neither
+FIX_AGGRESSOR: dict[str, str | None] = {"1": "buy", "2": "sell", "0": None}
 LOBSTER_EXECUTIONS = [4, 5]  # executions of a visible (4) and a hidden (5) limit order
 
 PRESETS: dict[str, ColumnMap] = {

@@ -24,6 +24,7 @@ import polars as pl
 from connectors.column_map import (
     BITSTAMP_TYPE,
     BUYER_MAKER,
+    FIX_AGGRESSOR,
     DATE_FROM_NAME,
     LOBSTER_DIRECTION,
     LOBSTER_EXECUTIONS,
@@ -94,8 +95,9 @@ BAR_STAMP = ("; most vendors stamp a bar with its start, so a bar's close shows 
 # Sides, via BUYER_MAKER (true = the taker sold): a buyer-maker flag, or a flag that the taker sold (Kaiko's `sell`)
 BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_maker", "sell", "taker_side_sell",
                      "is_sell")
-DATE_NAMES = ("date", "trade_date", "day")  # a date column beside a time-of-day column: read as one datetime
-TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp")
+# a date column beside a time-of-day column: read as one datetime (LSEG's legacy Date[G]/Time[G]: GMT, [L]: local)
+DATE_NAMES = ("date", "trade_date", "day", "date_g", "date_l")
+TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp", "time_g", "time_l")
 DATABENTO_HEADER = {"rtype", "publisher_id", "instrument_id"}  # its CSVs' record header: integer prices are 1e-9
 # Columns that, beside its own, a file must have for detection to pick a preset; None: never detected.
 PRESET_SIGNS: dict[str, frozenset[str] | None] = {
@@ -110,13 +112,15 @@ BITFINEX_TRADES = frozenset({"mts", "amount", "price"})
 COINBASE_TRADES = frozenset({"trade_id", "side", "size", "price", "time"})
 SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER, "the maker's side, read flipped": MAKER_SIDE,
              "Bitstamp's type: 0 = buy, 1 = sell": BITSTAMP_TYPE,
-             "the resting order's side: 1 = sell": LOBSTER_DIRECTION}  # named in notes
+             "the resting order's side: 1 = sell": LOBSTER_DIRECTION,
+             "FIX's AggressorSide: 1 = buy, 2 = sell, 0 = none": FIX_AGGRESSOR}  # named in notes
 
 # Datetime text that is not ISO 8601, in polars/chrono codes (`%.f`: an optional fraction of any length)
 TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m%d %H%M%S%.f", "%Y%m%d-%H:%M:%S%.f",
                 "%d.%m.%Y %H:%M:%S%.f", "%Y.%m.%d %H:%M:%S%.f", "%Y/%m/%d %H:%M:%S%.f", "%m/%d/%Y %H:%M:%S%.f",
                 "%d/%m/%Y %H:%M:%S%.f", "%d-%m-%Y %H:%M:%S%.f",
-                "%d/%m/%y %H:%M:%S%.f", "%m/%d/%y %H:%M:%S%.f")  # two-digit years (IG's 08/03/24)
+                "%d/%m/%y %H:%M:%S%.f", "%m/%d/%y %H:%M:%S%.f",  # two-digit years (IG's 08/03/24)
+                "%d-%b-%Y %H:%M:%S%.f")  # LSEG's legacy 02-Jan-2024
 ISO = re.compile(r"^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)?)?$", re.IGNORECASE)
 NUMBER = re.compile(r"^[+-]?(\d+([.,]\d*)?|\.\d+)([eE][+-]?\d+)?$")
 DATE_LIKE = re.compile(r"^(\d{4}[-./]?\d\d[-./]?\d\d|\d\d?[-./]\d\d?[-./]\d{2,4})([ T-]|$)")
@@ -618,4 +622,5 @@ def describe_map(cmap: ColumnMap) -> str:
                   for f in fields]
     keep = [f"keep {c} in {'|'.join(str(v) for v in values)}" for c, values in (cmap.keep or {}).items()]
     signed = ["signed_size (negative: a sell)"] if cmap.signed_size else []
-    return ", ".join([f"ts={cmap.ts}{unit}", stream, *fields, *signed, *scale, *keep])
+    offset = [f"utc_offset={cmap.utc_offset}"] if cmap.utc_offset else []
+    return ", ".join([f"ts={cmap.ts}{unit}", *offset, stream, *fields, *signed, *scale, *keep])

@@ -36,6 +36,7 @@ from connectors.archives import ZIP_SUFFIX, Unpacked, is_zip, utf16_encoding
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
     DETECT,
     EPOCH,
+    FIX_AGGRESSOR,
     NUMERIC_FIELDS,
     PRESETS,
     PRICE_FIELDS,
@@ -167,6 +168,17 @@ def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None)
     return col
 
 
+def _offset(path: Path, cmap: ColumnMap, ts_ns: pl.Expr, first: str | None) -> pl.Expr:
+    """Wall-clock times at each row's UTC offset (`utc_offset`, hours) -> UTC: time - offset."""
+    if cmap.utc_offset is None:
+        return ts_ns
+    if first is not None and UTC_OFFSET.search(first):
+        raise ValueError(f"{path}: its times ({first[:40]!r}) carry their own UTC offset; utc_offset "
+                         f"({cmap.utc_offset!r}) is for wall-clock times without one: drop it")
+    hours = pl.col(cmap.utc_offset).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    return ts_ns - (hours * 3_600_000_000_000).round().cast(pl.Int64)  # a row without an offset has no time
+
+
 def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
     """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`."""
     # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123
@@ -270,6 +282,7 @@ class _FilePlan:
     notes: tuple[str, ...] = ()  # what a user should know about how the file was read (a guessed layout, ...)
     origin: Path | None = None  # the zip archive `path` was unpacked from (connectors/archives.py), if any
     book: str | None = None  # "mbo" / "mbp-1": Databento order-book records, reduced as DBN files are (`_book`)
+    empty_sides: bool = False  # an empty bid or ask is a book side with no orders (Tardis.dev's): never filled
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -383,7 +396,7 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     # what the scan below will read: date+time columns are joined as text
     ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
     first = _first_text(path, cmap.names, dialect, cmap.ts_columns)
-    exprs = [_ts_expr(path, cmap, ts_type, first).alias("_ts")]
+    exprs = [_offset(path, cmap, _ts_expr(path, cmap, ts_type, first), first).alias("_ts")]
     keys: list[str] = []
     if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD
         exprs.append(_stream_column(cmap).str.replace_all("/", "-", literal=True).alias("stream"))
@@ -436,7 +449,9 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
                      f"answer topics use '/' as their separator")
     if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
         notes += epoch_note(path, cmap, _scale(facts["first_ts"], factor))
-    return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book)
+    empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
+    return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book,
+                     empty_sides=empty_sides)
 
 
 def _csv_number(text: pl.Expr, decimal_comma: bool) -> pl.Expr:
@@ -505,6 +520,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
             cmap = replace(cmap, fill_quotes=True)
         cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
         cmap, kind_notes = _kind_column(path, cmap, schema, names, dialect)
+        cmap = _fix_sides(path, cmap, schema, names, dialect)
     if cmap.stream is not None and cmap.stream_col is None and \
             (column := next((n for n in schema if n.strip().lower() == cmap.stream.strip().lower()), None)):
         raise ValueError(f"{path}: the column map names one fixed stream, {cmap.stream!r}, which is also a column of "
@@ -547,13 +563,23 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         notes.append(f"{path.name}: its quote rows leave bid or ask empty where it did not change (as MetaTrader's "
                      f"exports do): each takes it from the stream's previous quote (--columns ...,fill_quotes=false "
                      f"rejects such rows instead)")
-    utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt"))  # Dukascopy's `Gmt time`: UTC by its name
+    # Dukascopy's `Gmt time`, LSEG's `Time[G]`: UTC by their names
+    utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt", "[g]"))
     if notes and cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named \
             and schema.get(cmap.ts) in (pl.String, None):
         text = first(cmap.ts_columns) or ""
-        if not UTC_OFFSET.search(text):  # a guess cannot know the zone of wall-clock times
+        offsets = next((c for c in schema if normal_name(c) in OFFSET_NAMES), None)
+        if not UTC_OFFSET.search(text) and offsets is not None:  # LSEG's GMT Offset beside local times
+            cmap = replace(cmap, utc_offset=offsets)
+            notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and column {offsets!r} gives "
+                         f"each row's (hours): read as wall-clock times at that offset (--tz ZONE reads them in a "
+                         f"zone instead)")
+        elif not UTC_OFFSET.search(text):  # a guess cannot know the zone of wall-clock times
+            histdata = path.name.upper().startswith("DAT_ASCII_") or cmap.ts_format == "%Y%m%d %H%M%S%3f"
+            zone = ("--tz Etc/GMT+5 (HistData's files are in EST all year, no summer time)" if histdata
+                    else "e.g. --tz America/New_York")
             notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and are read as UTC; if they "
-                         f"are local times, give their zone, e.g. --tz America/New_York")
+                         f"are local times, give their zone, {zone}")
     return cmap, dialect, schema, notes + kind_notes + unit_notes + stream_notes + day_notes
 
 
@@ -579,19 +605,27 @@ def _unnamed_fields(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
 
 def _kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                  dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
-    """A detected trade layout with a column saying which kind each row is (`event`: X trade, B bid, A ask):
-    only its trade rows are read, the others counted as filtered_out, with a note; a column of such a name
-    whose values are not known marks gets a note only."""
+    """A detected layout with a column saying which kind each row is. Of trade columns alone (`event`: X trade,
+    B bid, A ask): only its trade rows are read, the others counted as filtered_out, with a note. Of trade and
+    quote columns (LSEG's `Type`: Trade, Quote, Correction, Market Condition): its trade and quote rows are read,
+    rows of any other kind (a correction's price would replay as a new trade) counted as filtered_out, with a
+    note. A column of such a name whose values are not known marks gets a note only."""
     column = next((c for c in schema if normal_name(c) in EVENT_NAMES), None)
-    if column is None or cmap.price is None or cmap.bid is not None or cmap.keep is not None:
+    if column is None or cmap.price is None or cmap.keep is not None:
         return cmap, []
-    values = _scan(path, names, dialect, {column: pl.String} if is_csv(path) else None).select(
-        pl.col(column).cast(pl.String).str.strip_chars().drop_nulls().unique().head(51)).collect().to_series()
-    values = sorted(v for v in values.to_list() if v)
+    values = _distinct_text(path, names, dialect, column, 51)
     if len(values) < 2 or len(values) > 50:
         return cmap, []
     trades = [v for v in values if v.lower() in TRADE_MARKS]
     others = [v for v in values if v.lower() in QUOTE_MARKS]
+    if cmap.bid is not None:  # trades and quotes are read: only rows of some other kind are left out
+        left = [v for v in values if v not in trades and v not in others]
+        if not (trades and others and left):
+            return cmap, []
+        note = (f"{path.name}: column {column!r} marks each row's kind: its {', '.join(trades + others)} rows are "
+                f"read, its {', '.join(left)} rows left out and counted as filtered_out (a correction or a status "
+                f"message is no new trade or quote; a map given in full reads every row)")
+        return replace(cmap, keep={column: trades + others}), [note]
     if trades and others and len(trades) + len(others) == len(values):
         note = (f"{path.name}: column {column!r} marks each row's kind ({', '.join(values)}): its trade rows "
                 f"({', '.join(trades)}) are read, the others left out and counted as filtered_out (a map given in "
@@ -602,6 +636,33 @@ def _kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: 
                   f"{{{column}: [...]}}, docs/replay.md); every row is read as a trade now"]
 
 
+def _distinct_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None, column: str,
+                   limit: int) -> list[str]:
+    """Up to `limit` distinct non-empty values of a column, as text, sorted."""
+    values = _scan(path, names, dialect, {column: pl.String} if is_csv(path) else None).select(
+        pl.col(column).cast(pl.String).str.strip_chars().drop_nulls().unique().head(limit)).collect().to_series()
+    return sorted(v for v in values.to_list() if v)
+
+
+# Tardis.dev's CSVs (trades, quotes, book snapshots): an empty bid or ask is a book side with no order (an option
+# out of the money), not one that did not change; such a quote is rejected (missing_field), never filled
+OFFSET_NAMES = ("gmt_offset", "utc_offset")  # a column of each row's UTC offset in hours (LSEG's `GMT Offset`)
+TARDIS_SIGNS = frozenset({"exchange", "symbol", "timestamp", "local_timestamp"})
+
+
+def _fix_sides(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+               dialect: Dialect | None) -> ColumnMap:
+    """A detected side column holding 0, 1 and 2 only, 2 among them: FIX's AggressorSide (CME's MDP 3.0 and most
+    exchange feeds), 1 buy and 2 sell (read as signed sides, every sell would be rejected); the map's description
+    in the notes names it."""
+    if cmap.side is None or cmap.side_map is not None or cmap.side not in schema:
+        return cmap
+    values = {v.removesuffix(".0") for v in _distinct_text(path, names, dialect, cmap.side, 4)}
+    if "2" not in values or not values <= set(FIX_AGGRESSOR):
+        return cmap
+    return replace(cmap, side_map=dict(FIX_AGGRESSOR))
+
+
 def _one_sided_quotes(cmap: ColumnMap, columns: list[str], dialect: Dialect | None) -> bool:
     """Whether a CSV's first rows hold a quote with one side empty: a feed that writes only what changed."""
     if cmap.bid is None or cmap.fill_quotes is not None or dialect is None or cmap.bid not in columns \
@@ -609,6 +670,8 @@ def _one_sided_quotes(cmap: ColumnMap, columns: list[str], dialect: Dialect | No
         return False
     if any(c.strip().upper() == "<FLAGS>" for c in columns):  # MetaTrader's tick export: it writes what changed
         return True
+    if TARDIS_SIGNS <= {normal_name(c) for c in columns}:  # Tardis.dev's: an empty side is an empty book side
+        return False
     bid, ask = columns.index(cmap.bid), columns.index(cmap.ask)
     price = columns.index(cmap.price) if cmap.price in columns else None
     return any(len(row) > max(bid, ask) and (row[bid] == "") != (row[ask] == "") and (price is None or row[price] == "")
@@ -686,7 +749,10 @@ class RejectCounter(Counter):
                 why = f": empty, or not a time the map reads{clock}" if column == plan.column_of("ts") else \
                     ": empty, or not a number" if column != plan.column_of("side") else ""
                 columns = getattr(plan, "columns", None)
-                if column in (plan.column_of("bid"), plan.column_of("ask")) and columns is not None \
+                if column in (plan.column_of("bid"), plan.column_of("ask")) and getattr(plan, "empty_sides", False):
+                    why += ("; Tardis.dev leaves a side empty when the book has no orders there (an option far out "
+                            "of the money): such a quote has no bid and ask to replay")
+                elif column in (plan.column_of("bid"), plan.column_of("ask")) and columns is not None \
                         and not columns.fill_quotes:
                     why += ("; a feed that leaves a quote's unchanged side empty reads with --columns ...,"
                             "fill_quotes=true (the side carried from the stream's previous quote)")

@@ -1,0 +1,118 @@
+"""Vendor files whose rows or cells mean more than their columns say, read as the vendor means them: LSEG Tick
+History's `Type` (corrections and status rows are no new ticks) and `GMT Offset` (local times), its legacy
+`Date[G],Time[G]` layout, FIX/CME aggressor sides (2 is a sell), Tardis.dev quotes with an empty book side (no
+orders there: never filled from an earlier quote) and HistData's zone. Every fixture is written here, from code,
+into tmp_path."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from connectors.column_map import ColumnMap, map_from_options
+from connectors.replay import FileReplay
+from connectors.ticks import Tick
+from test_vendor_files import drain, ns
+
+LSEG_HEADER = "#RIC,Domain,Date-Time,GMT Offset,Type,Price,Volume,Bid Price,Bid Size,Ask Price,Ask Size\n"
+
+
+def test_lseg_corrections_and_status_rows_are_left_out_and_counted(tmp_path: Path) -> None:
+    path = tmp_path / "lseg.csv"
+    path.write_text(LSEG_HEADER +
+                    "VOD.L,Market Price,2024-01-02T08:00:00.000000000Z,+0,Market Condition,,,,,,\n"
+                    "VOD.L,Market Price,2024-01-02T08:30:00.100000000Z,+0,Trade,97.52,900,,,,\n"
+                    "VOD.L,Market Price,2024-01-02T08:30:00.200000000Z,+0,Quote,,,97.53,5000,97.55,7000\n"
+                    "VOD.L,Market Price,2024-01-02T08:32:28.400000000Z,+0,Correction,976.40,250000,,,,\n"
+                    "VOD.L,Market Price,2024-01-02T08:32:29.000000000Z,+0,Trade,97.54,100,,,,\n")
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.kind, t.price or t.bid) for t in ticks] == [("trade", 97.52), ("quote", 97.53), ("trade", 97.54)]
+    assert dict(replay.rejected) == {"filtered_out": 2}  # counted, not silent
+    assert any("its Trade, Quote rows are read, its Correction, Market Condition rows left out" in note
+               for note in replay.notes)
+    # a map given in full reads what it says: the correction is a trade again
+    spec = map_from_options(columns="ts=Date-Time,stream=#RIC,price=Price,size=Volume")
+    assert [t.price for t in drain(FileReplay(path, columns=spec))] == [97.52, 976.4, 97.54]
+
+
+def test_lseg_local_times_are_read_at_each_rows_gmt_offset(tmp_path: Path) -> None:
+    path = tmp_path / "ibm.csv"
+    path.write_text(LSEG_HEADER +
+                    "IBM.N,Market Price,2024-01-02T09:30:00.127692637,-5,Trade,161.19,100,,,,\n"
+                    "VOD.L,Market Price,2024-01-02T14:30:01.000000000,+0,Trade,97.50,100,,,,\n"
+                    "INFY.NS,Market Price,2024-01-02T20:00:02.000000000,+5.5,Trade,1500.0,10,,,,\n")
+    replay = FileReplay(path)
+    assert [t.ts for t in drain(replay)] == [ns("2024-01-02T14:30:00.127692+00:00") + 637,
+                                             ns("2024-01-02T14:30:01+00:00"), ns("2024-01-02T14:30:02+00:00")]
+    assert any("column 'GMT Offset' gives each row's (hours)" in note for note in replay.notes)
+    # --tz reads them in a zone instead; the offset column is then not applied
+    spec = map_from_options(tz="America/New_York", detect=True)
+    assert drain(FileReplay(path, columns=spec))[0].ts == ns("2024-01-02T14:30:00.127692+00:00") + 637
+    # times carrying their own offset (the usual export, `...Z`) keep it; a map that adds an offset column refuses
+    write = tmp_path / "utc.csv"
+    write.write_text(LSEG_HEADER + "IBM.N,Market Price,2024-01-02T14:30:00Z,-5,Trade,161.19,100,,,,\n")
+    assert drain(FileReplay(write))[0].ts == ns("2024-01-02T14:30:00+00:00")
+    spec = map_from_options(columns="utc_offset=GMT Offset", detect=True)
+    with pytest.raises(ValueError, match="carry their own UTC offset"):
+        FileReplay(write, columns=spec)
+    with pytest.raises(ValueError, match="utc_offset reads wall-clock times"):
+        ColumnMap(ts="t", ts_unit="datetime", price="p", size="s", utc_offset="o", tz="Europe/London")
+
+
+def test_lseg_legacy_date_and_time_columns(tmp_path: Path) -> None:
+    path = tmp_path / "vod.csv"
+    path.write_text("#RIC,Date[G],Time[G],GMT Offset,Type,Price,Volume,Bid Price,Bid Size,Ask Price,Ask Size\n"
+                    "VOD.L,02-Jan-2024,08:30:00.035378,+0,Trade,92.82,1700,,,,\n"
+                    "VOD.L,02-Jan-2024,08:30:00.086639,+0,Quote,,,92.80,46000,92.83,19000\n")
+    replay = FileReplay(path)
+    assert drain(replay) == [
+        Tick("VOD.L", ns("2024-01-02T08:30:00.035378+00:00"), "trade", price=92.82, size=1700),
+        Tick("VOD.L", ns("2024-01-02T08:30:00.086639+00:00"), "quote", bid=92.8, ask=92.83, bid_size=46000,
+             ask_size=19000)]
+    assert not any("carry no UTC offset" in note for note in replay.notes)  # [G]: GMT, by its name
+
+
+def test_fix_aggressor_sides_read_2_as_a_sell(tmp_path: Path) -> None:
+    path = tmp_path / "ESH4_trades.csv"
+    path.write_text("transact_time,symbol,price,size,aggressor_side\n"
+                    "1704205800035377462,ESH4,4772.00,15,1\n"
+                    "1704205800115067061,ESH4,4771.75,17,2\n"
+                    "1704205800159823554,ESH4,4771.50,5,0\n")
+    replay = FileReplay(path)
+    assert [t.side for t in drain(replay)] == ["buy", "sell", None]
+    assert dict(replay.rejected) == {}
+    assert "side=aggressor_side (FIX's AggressorSide: 1 = buy, 2 = sell, 0 = none)" in replay.notes[0]
+    # signed sides stay signed: -1 is a sell, and a column of 0 and 1 is not FIX's
+    (tmp_path / "signed.csv").write_text("ts,symbol,price,size,side\n1704205800035377462,X,1,1,1\n"
+                                         "1704205800035377463,X,1,1,-1\n")
+    assert [t.side for t in drain(FileReplay(tmp_path / "signed.csv"))] == ["buy", "sell"]
+
+
+def test_tardis_quotes_with_an_empty_book_side_are_rejected_not_filled(tmp_path: Path) -> None:
+    path = tmp_path / "deribit_quotes_2024-01-02_OPTIONS.csv"
+    path.write_text("exchange,symbol,timestamp,local_timestamp,ask_amount,ask_price,bid_price,bid_amount\n"
+                    "deribit,BTC-29MAR24-50000-C,1704205800086638,1704205800087538,12.5,0.0420,0.0410,8.0\n"
+                    "deribit,BTC-29MAR24-50000-C,1704205800115067,1704205800115967,12.5,0.0420,,\n"
+                    "deribit,BTC-29MAR24-50000-C,1704205800159823,1704205800160723,12.5,0.0425,0.0415,8.0\n")
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.bid, t.ask) for t in ticks] == [(0.041, 0.042), (0.0415, 0.0425)]  # no bid 0.0410 invented
+    assert dict(replay.rejected) == {"missing_field": 1}
+    example = replay.rejected.examples["missing_field"]
+    assert "Tardis.dev leaves a side empty when the book has no orders there" in example
+    assert "fill_quotes=true" not in example
+    # the same cells in a file that writes only what changed (no Tardis columns) are still carried forward
+    (tmp_path / "changes.csv").write_text("time,symbol,bid,ask\n2024-01-02T08:00:00Z,X,1.0,1.1\n"
+                                          "2024-01-02T08:00:01Z,X,,1.2\n")
+    assert [(t.bid, t.ask) for t in drain(FileReplay(tmp_path / "changes.csv"))] == [(1.0, 1.1), (1.0, 1.2)]
+
+
+def test_histdata_times_name_histdatas_zone(tmp_path: Path) -> None:
+    path = tmp_path / "DAT_ASCII_EURUSD_T_202401.csv"
+    path.write_text("20240102 000000700,1.10412,1.10415,0\n20240102 000001200,1.10413,1.10416,0\n")
+    replay = FileReplay(path)
+    assert Counter(t.stream for t in drain(replay)) == {"EURUSD": 2}
+    assert any("--tz Etc/GMT+5 (HistData's files are in EST all year" in note for note in replay.notes)
