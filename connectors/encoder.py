@@ -80,7 +80,9 @@ class Rejection(NamedTuple):
         return cls(index, err.reason, str(err), err.stream)
 
     def to_wire(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"index": self.index, "reason": self.reason, "error": self.error}
+        # an error quoting text that was not UTF-8 (decoded with surrogates) is sent escaped, never unsendable
+        error = self.error.encode("utf-8", "backslashreplace").decode()
+        d: dict[str, Any] = {"index": self.index, "reason": self.reason, "error": error}
         if self.stream is not None:
             d["stream"] = self.stream
         return d

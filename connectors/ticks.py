@@ -338,9 +338,13 @@ def unpack(data: bytes, *, max_bytes: int = 64 << 20) -> Any:
     """msgpack -> Python object; raises InvalidTick("bad_msgpack") on garbage or over `max_bytes`."""
     if len(data) > max_bytes:
         raise InvalidTick("bad_msgpack", f"message of {len(data)} bytes > {max_bytes}")
+    if not data:
+        raise InvalidTick("bad_msgpack", "an empty frame: a message holds msgpack ticks (a map, or a list of them)")
     try:
-        # strict_map_key keeps non-str keys out; unpackb bounds container sizes by len(data).
-        return msgpack.unpackb(data, raw=False, strict_map_key=True)
+        # strict_map_key keeps non-str keys out; unpackb bounds container sizes by len(data). Text that is not
+        # UTF-8 decodes with surrogates (which no stream name, field or value allows): that tick is refused by
+        # name, the others of its message kept.
+        return msgpack.unpackb(data, raw=False, strict_map_key=True, unicode_errors="surrogateescape")
     except ValueError as err:  # msgpack's own complaint about well-formed msgpack we refuse: say it
         if "map key" in str(err):  # strict_map_key: {1: 2}
             raise InvalidTick("bad_msgpack", f"map keys must be strings ({err}){json_hint(data)}") from None

@@ -83,6 +83,12 @@ def test_fit_recovers_the_temperature_of_an_overconfident_model() -> None:
         nll(torch.softmax(honest2 * true_t, -1)) - 0.1
     few = fit_answer_calibration(overconfident[:50], y[:50])
     assert few.identity and few.points == 50  # too few points: left uncalibrated
+    # answers nearly all one (a calm slice's volatility): nothing to fit, only a model made surer of that answer
+    calm = torch.cat([torch.zeros(1000, dtype=torch.int64), torch.ones(19, dtype=torch.int64)])
+    one = fit_answer_calibration(overconfident[:1019], calm)
+    assert one.identity and one.points == 1019
+    calm[:20] = 2  # 20 of a second answer: fitted
+    assert not fit_answer_calibration(overconfident[:1019], calm).identity
 
 
 def test_calibrated_checkpoint_answers_through_a_real_backtest(tmp_path: Path) -> None:

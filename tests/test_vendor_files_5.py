@@ -116,3 +116,25 @@ def test_histdata_times_name_histdatas_zone(tmp_path: Path) -> None:
     replay = FileReplay(path)
     assert Counter(t.stream for t in drain(replay)) == {"EURUSD": 2}
     assert any("--tz Etc/GMT+5 (HistData's files are in EST all year" in note for note in replay.notes)
+
+
+def test_a_reason_rejecting_many_rows_is_a_warning_above_the_scores(tmp_path: Path, capsys) -> None:
+    from conftest import tiny_tick_checkpoint
+    from engine.service.cli import main
+    from test_vendor_files_2 import QUERIES
+
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    (tmp_path / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 4096, block_size: 16}}\n")
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    path = tmp_path / "trades.csv"  # a venue's own side codes (K, Q): 40% of the rows cannot be read
+    path.write_text("ts_event,symbol,price,size,side\n" + "".join(
+        f"{1704205800000000000 + i * 250_000_000},XYZ,{100 + (i % 7) * 0.01:.2f},{1 + i % 5},"
+        f"{('B', 'S', 'K', 'Q', 'B')[i % 5]}\n" for i in range(200)))
+    argv = ["--queries", str(tmp_path / "q.yaml"), "--quiet", "--config", str(tmp_path / "engine.yaml"),
+            "--out", str(tmp_path / "a.parquet")]
+    assert main(["backtest", str(path), *argv]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("replayed 120 ticks (80 rejected), ")
+    assert out[1] == ("warning: unknown_side 40% of the rows rejected, left out of every answer and score: is a column "
+                      "read as the file means it? (the first such row below; docs/replay.md)")
+    assert out[2].startswith("  rejected unknown_side: 80 (first: ")

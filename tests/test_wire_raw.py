@@ -75,6 +75,9 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
     ("stream 10k chars", msgpack.packb(trade("A" * 10_000, T0)), 0, "bad_stream", False),
     ("stream bidi", msgpack.packb(trade("AB\u202eC", T0)), 0, "bad_stream", False),
     ("stream NUL", msgpack.packb(trade("AB\x00", T0)), 0, "bad_stream", False),
+    ("stream not UTF-8", msgpack.packb(trade("R.OKX", T0)).replace(b"R.OKX", b"R.OK\xff"), 0, "bad_stream", False),
+    ("side not UTF-8", msgpack.packb(trade("R.OK", T0, side="sel")).replace(b"sel", b"se\xff"), 0, "unknown_side",
+     True),
     ("no ts", msgpack.packb({"stream": "R.OK", "price": 1.0, "size": 1.0}), 0, "missing_field", True),
     ("ts float", msgpack.packb(trade("R.OK", 1.7e18)), 0, "ts_not_int", True),  # type: ignore[arg-type]
     ("ts bool", msgpack.packb(trade("R.OK", True)), 0, "ts_not_int", True),
@@ -173,10 +176,13 @@ def test_a_bad_tick_never_drops_the_good_ones_of_its_message(clients) -> None:
     s, ctl, feed = fresh_stream(), control(), push()
     rejects = sub("_rejects/")
     before = stats(ctl)["ticks_in"]
-    feed.send(msgpack.packb([trade(s, T0), trade(s, T0 + 2, size=-1.0), 7, trade(s, T0 + 3), trade(s, T0 + 1)]))
-    got = rejects.until(lambda g: len(g) >= 3)
+    not_utf8 = msgpack.packb(trade("BADNAME", T0)).replace(b"BADNAME", b"BADNAM\xff")  # one tick's text not UTF-8
+    ticks = [trade(s, T0), trade(s, T0 + 2, size=-1.0), 7, trade(s, T0 + 3), trade(s, T0 + 1)]
+    feed.send(b"\x96" + b"".join(msgpack.packb(t) for t in ticks) + not_utf8)  # a msgpack array of six
+    got = rejects.until(lambda g: len(g) >= 4)
     assert [(p["index"], p["reason"]) for _, p in got] == [(1, "negative_size"), (2, "not_a_map"),
-                                                            (4, "ts_backwards")]
+                                                            (4, "ts_backwards"), (5, "bad_stream")]
+    assert "\\udcff" in got[3][1]["error"]  # the name quoted escaped, not refused as a whole message
     wait_stats(ctl, lambda st: st["ticks_in"] - before == 2)
 
 

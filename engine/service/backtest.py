@@ -88,7 +88,8 @@ class BacktestReport:
         scored = ([f"scored: the answers after the first {self.test_from:.0%} of each stream's ticks (--test-from "
                    f"{self.test_from:g}); every answer is in the file"] if self.test_from is not None else [])
         lines = [f"replayed {self.ticks} ticks ({sum(self.rejected.values())} rejected{resumed}), "
-                 f"{self.answers} answers -> {self.out}", *rejected_lines(self.rejected, self.rejected_examples),
+                 f"{self.answers} answers -> {self.out}",
+                 *rejected_lines(self.rejected, self.rejected_examples, self.ticks),
                  *scored,
                  f"{'query':<16}{'answers':>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'freq.brier':>11}"
                  f"{'logloss':>9}{'model acc':>10}{'model brier':>12}  baseline accuracy"]
@@ -134,10 +135,23 @@ class BacktestReport:
                 f"they carry no edge over it"]
 
 
-def rejected_lines(rejected: dict[str, int], examples: dict[str, str]) -> list[str]:
-    """One line per rejection reason, most frequent first, with the first such row where one is known."""
-    return [f"  rejected {reason}: {count}" + (f" (first: {examples[reason]})" if reason in examples else "")
-            for reason, count in sorted(rejected.items(), key=lambda kv: (-kv[1], kv[0]))]
+LOUD_REJECT_SHARE = 0.05  # a reason rejecting this share of a file's rows is more likely a misread column than bad data
+
+
+def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted: int | None = None) -> list[str]:
+    """One line per rejection reason, most frequent first, with the first such row where one is known; with the
+    ``accepted`` tick count, first a warning naming each reason (but rows a filter leaves out) that rejected at
+    least LOUD_REJECT_SHARE of the rows: everything after leaves them out, so a misread column must not pass as a
+    run that worked (FIX's sell side 2 read as no side rejected 39% of a futures file, every sell)."""
+    lines = [f"  rejected {reason}: {count}" + (f" (first: {examples[reason]})" if reason in examples else "")
+             for reason, count in sorted(rejected.items(), key=lambda kv: (-kv[1], kv[0]))]
+    total = (accepted or 0) + sum(rejected.values())
+    loud = [f"{reason} {count / total:.0%}" for reason, count in sorted(rejected.items(), key=lambda kv: -kv[1])
+            if accepted is not None and reason != "filtered_out" and count >= LOUD_REJECT_SHARE * total]
+    if loud:
+        lines.insert(0, f"warning: {' and '.join(loud)} of the rows rejected, left out of every answer and score: "
+                        f"is a column read as the file means it? (the first such row below; docs/replay.md)")
+    return lines
 
 
 class NothingReplayed(ValueError):

@@ -36,6 +36,10 @@ from queries.evaluate import calibrated_logits, calibrated_probs
 
 L2 = 1e-3
 MIN_POINTS = 200
+# A question whose validation answers hold fewer than this of a second answer (volatility on a calm slice: all
+# "low") has nothing to calibrate or blend against: fitted there, T and b (and a head's weight) would only make the
+# model surer of the one answer, whatever the test part holds. It keeps T = 1, b = 0 and ships no head.
+MIN_SECOND_ANSWER = 20
 BUILTIN_VALIDATION = (0.7, 0.8)  # of each real set's ticks: inside its training 80%, before its test 20%
 BUILTIN_SYNTHETIC_SEED = 3  # trained on seed 1; seed 2 was the earlier quality report's hold-out
 BUILTIN_SYNTHETIC_TICKS = 12_000  # 4 streams: about as many answer points as each real set gives
@@ -46,7 +50,7 @@ def fit_answer_calibration(z: torch.Tensor, y: torch.Tensor, l2: float = L2,
     """T and b minimising mean NLL(softmax(z / T + b), y) + l2 |b|^2 over (n, labels) logits z, labels y."""
     z, y = z.to(torch.float64), y.to(torch.int64)
     raw = float(F.cross_entropy(z, y)) if len(y) else math.nan
-    if len(y) < min_points:
+    if len(y) < min_points or one_answer(y):
         return AnswerCalibration(points=len(y), nll_raw=None if math.isnan(raw) else round(raw, 5))
     log_t = torch.zeros((), dtype=torch.float64, requires_grad=True)
     bias = torch.zeros(z.shape[1], dtype=torch.float64, requires_grad=True)
@@ -64,6 +68,12 @@ def fit_answer_calibration(z: torch.Tensor, y: torch.Tensor, l2: float = L2,
     nll = float(F.cross_entropy(calibrated_logits(z, t, torch.tensor(b, dtype=torch.float64)), y))
     return AnswerCalibration(temperature=round(t, 6), bias=tuple(round(x, 6) for x in b), points=len(y),
                              nll_raw=round(raw, 5), nll_calibrated=round(nll, 5))
+
+
+def one_answer(y: torch.Tensor | np.ndarray) -> bool:
+    """Whether labels ``y`` hold fewer than MIN_SECOND_ANSWER of any answer but the most common one."""
+    counts = np.sort(np.bincount(np.asarray(y, dtype=np.int64)))
+    return len(counts) < 2 or counts[-2] < MIN_SECOND_ANSWER
 
 
 ValidationPairs = list[tuple[torch.Tensor, torch.Tensor, np.ndarray]]  # per question: logits, labels, features
@@ -112,7 +122,7 @@ def fit_heads(codec: BinnedCodec, streams: list[StreamData], pairs: ValidationPa
     heads = {}
     features = [sd.features for sd in streams]
     for qi, (q, (z, y, x)) in enumerate(zip(codec.questions.values(), pairs)):
-        if len(y) < MIN_POINTS or q.spec.kind == "regime":
+        if len(y) < MIN_POINTS or q.spec.kind == "regime" or one_answer(y):
             continue
         train = [(f[ii[qq == qi]], sd.labels[ii[qq == qi], qi]) for sd, f in zip(streams, features)
                  for ii, qq in [sd.points("train")]]

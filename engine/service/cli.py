@@ -485,11 +485,11 @@ def _column_map(args: argparse.Namespace, config: Any = None) -> dict[str, Any] 
                             ts_format=given(args.ts_format, "ts_format"))
 
 
-def _replay_rejections(source: Any) -> list[str]:
+def _replay_rejections(source: Any, sent: int) -> list[str]:
     from engine.service.backtest import rejected_lines
 
     rejected = getattr(source, "rejected", None)
-    return rejected_lines(dict(rejected), rejected.examples) if rejected else []
+    return rejected_lines(dict(rejected), rejected.examples, sent) if rejected else []
 
 
 def _answers_for(args: argparse.Namespace) -> str | None:
@@ -545,7 +545,7 @@ def cmd_feed(args: argparse.Namespace) -> None:
         raise ConnectionError(f"the engine has neither accepted nor refused {stats.unconfirmed} of the ticks sent "
                               f"(none more for {FINISH_STALL_S:g} s): they may be lost; `flashtick streams` says what "
                               f"it holds")
-    if lines := _replay_rejections(source):  # rows the files' own checks refused, before anything was sent
+    if lines := _replay_rejections(source, stats.ticks):  # rows the files' own checks refused, before any was sent
         print(f"{sum(source.rejected.values())} rows of the files rejected:", *lines, sep="\n", file=sys.stderr)
         if stats.ticks == 0:
             raise ValueError("every row of the files was rejected; nothing was sent (reasons above)")
@@ -790,14 +790,14 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
-    print(report.summary())
-    if config.model.path is not None:
+    if config.model.path is not None:  # said before the scores it is about, not after them
         seen = _trained_on(Path(config.model.path), args.files)
         if seen is not None and (args.test_from is None or args.test_from < seen[1] - 1e-9):
             scored = "every answer was scored" if args.test_from is None else f"--test-from {args.test_from:g}"
             print(f"flashtick backtest: note: this model was trained and validated on the first {seen[1]:.0%} of "
-                  f"{', '.join(seen[0])}, and {scored}: those scores are not out of sample (give --test-from "
-                  f"{seen[1]:g} or later)", file=sys.stderr)
+                  f"{', '.join(seen[0])}, and {scored}: the scores below are not out of sample (give --test-from "
+                  f"{seen[1]:g} or later)", file=sys.stderr, flush=True)
+    print(report.summary())
     return 0
 
 

@@ -287,7 +287,7 @@ def format_table(result: dict[str, Any]) -> str:
     for name, r in result["questions"].items():
         s, d = r["scores"], r["model_minus"]["logistic"]
         mark = "*" if name in few else ""
-        ci = lambda x: f"{x['diff']:+.3f} [{x['lo']:+.3f},{x['hi']:+.3f}]{mark}"  # noqa: E731
+        ci = lambda x: f"{signed(x['diff'])} [{signed(x['lo'])},{signed(x['hi'])}]{mark}"  # noqa: E731
         row = lambda cols, m: "".join(f"{s.get(c, s['model'])[m]:>7.3f}" for c in cols)  # noqa: E731
         lines.append(f"{name:<15}{r['n']:>7}  {s['model']['accuracy']:>15.3f}{row(acc_cols, 'accuracy')}"
                      f"  {s['model']['brier']:>12.3f}{row(brier_cols, 'brier')}  {ci(d['accuracy']):<26} "
@@ -313,6 +313,12 @@ def format_table(result: dict[str, Any]) -> str:
 
 
 CLEAR = 5e-4  # an interval bound nearer 0 than this prints as +0.000: not "clear of 0"
+
+
+def signed(x: float) -> str:
+    """A difference to 3 decimals with its sign; one nearer 0 than CLEAR is +0.000 (never -0.000, which reads as
+    clear of 0 below it)."""
+    return f"{0.0 if abs(x) < CLEAR else x:+.3f}"
 
 
 def verdict_lines(result: dict[str, Any]) -> list[str]:

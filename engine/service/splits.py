@@ -151,7 +151,8 @@ def read_streams(files: list[str], columns: Any = None, note: Callable[[str], No
         for tick in replay.next_batch(65536):
             by_stream[tick.stream].append(tick)
     rejected = replay.rejected
-    said = [line.strip() for line in rejected_lines(dict(rejected), rejected.examples)]
+    read = sum(map(len, by_stream.values()))  # none read: the error below says so, no share to warn of
+    said = [line.strip() for line in rejected_lines(dict(rejected), rejected.examples, read or None)]
     if not by_stream:
         raise ValueError("no tick was read from the files: " + ("every row was rejected: " + "; ".join(said)
                                                                   if said else "they hold no data rows"))
