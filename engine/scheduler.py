@@ -282,6 +282,13 @@ class Scheduler:
         """Tokens accepted and not yet in a forward: the backlog."""
         return self._pending_tokens
 
+    def oldest_pending_ns(self) -> int | None:
+        """When the oldest chunk still waiting for a forward was accepted (time.time_ns), None when none waits.
+        O(streams): callers cache it."""
+        if not self._pending_chunks:
+            return None
+        return min((s.pending[0].arrival_ns for s in self.streams.values() if s.pending), default=None)
+
     def _queued(self, chunks: list[Chunk], sign: int) -> None:
         self._pending_chunks += sign * len(chunks)
         self._pending_tokens += sign * sum(len(c.tokens) for c in chunks)

@@ -322,3 +322,53 @@ def test_context_rolls_are_not_kv_thrash(checkpoint, monkeypatch) -> None:
     assert stats["scheduler"]["rolls"] > 0 and stats["scheduler"]["evictions"] == 0
     assert stats["runner"]["tokens_rebuilt"] > stats["runner"]["tokens_advanced"]  # what the first version took for thrash
     assert seen == {False}
+
+
+def test_a_stop_reads_what_the_feeds_had_queued_before_closing_its_sockets(checkpoint, tmp_path) -> None:
+    """ZeroMQ takes a PUSH feed's messages into the server's queue and the feed never sends them again: a stop
+    that closed the socket with messages unread lost them. Now they are read (and logged) before it closes."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    sent = ticks(1500, seed=4)
+    with live_server(checkpoint, queries=str(queries), limits={"max_ingest_per_step": 1, "drain_s": 60}) as (server,
+                                                                                                            push):
+        for tick in sent:  # one tick a message, one message read between two forwards: most of them wait
+            push.send(encode(tick))
+        wait_for(lambda: server.pipeline.ticks_in > 0)
+        time.sleep(0.5)  # every message is in the server's queue (127.0.0.1), few of them read
+        assert server.pipeline.ticks_in < len(sent)
+    assert server.pipeline.ticks_in == len(sent)
+
+
+def test_data_waiting_past_max_lag_s_is_behind_whatever_its_token_count(checkpoint) -> None:
+    pipeline = TickPipeline(pipeline_config(checkpoint, limits={"max_lag_s": 0.3}))
+    for tick in ticks(10):  # 40 tokens: far under max_backlog_tokens
+        pipeline.ingest(tick)
+    assert not pipeline.behind and pipeline.lag_s() < 0.3
+    time.sleep(0.45)
+    assert pipeline.behind and pipeline.stats()["lag_s"] > 0.3  # accepted 0.45 s ago, not yet computed
+    pipeline.run_until_idle()
+    time.sleep(0.15)  # lag_s is looked up at most every 0.1 s
+    assert not pipeline.behind and pipeline.lag_s() == 0.0
+
+
+def test_messages_left_unread_in_the_ingest_queue_make_the_service_behind(checkpoint) -> None:
+    """A token count sees only what was read; a feed's messages waiting in the socket are seen by their age."""
+    limits = {"max_ingest_per_step": 1, "max_lag_s": 0.3, "heartbeat_s": 0.1}
+    with live_server(checkpoint, limits=limits) as (server, push):
+        sub = AnswerSubscriber(server.endpoints["answers"], ["_heartbeat/"])
+        sub.wait_ready()
+        for tick in ticks(2000, seed=5):  # one message each, one read between two forwards
+            push.send(encode(tick))
+        beats = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and server.pipeline.ticks_in < 2000:
+            message = sub.recv(1.0)
+            if message is not None:
+                beats.append(message[1])
+        sub.close()
+        lagging = [b for b in beats if b["behind"]]
+        assert lagging and all(b["pending_tokens"] < 1000 for b in lagging)  # behind by lag, not by tokens
+        assert max(b["lag_s"] for b in lagging) > 0.3
+        wait_for(lambda: server.pipeline.ticks_in == 2000 and not server.pipeline.engine.busy)
+        wait_for(lambda: server._snapshot["lag_s"] == 0.0 and not server._snapshot["behind"])

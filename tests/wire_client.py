@@ -14,7 +14,7 @@ import zmq
 CTX = zmq.Context.instance()
 T0 = 1_700_000_000_000_000_000  # int64 ns since the epoch
 ANSWER_KEYS = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "model", "value"}
-HEARTBEAT_KEYS = {"seq", "ts", "ticks_in", "answers_out", "pending_tokens", "behind"}
+HEARTBEAT_KEYS = {"seq", "ts", "ticks_in", "answers_out", "pending_tokens", "behind", "lag_s"}
 _names = itertools.count()
 
 
@@ -81,7 +81,8 @@ class Sub:
         topic = frames[0].decode()
         payload = msgpack.unpackb(frames[1], raw=False)
         if topic == "_heartbeat/":
-            assert set(payload) == HEARTBEAT_KEYS and isinstance(payload["behind"], bool)
+            assert set(payload) == HEARTBEAT_KEYS and isinstance(payload["behind"], bool) \
+                and isinstance(payload["lag_s"], float)
             self.heartbeats.append(payload)
             return None
         self.kept.append((topic, payload))

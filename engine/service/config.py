@@ -139,6 +139,7 @@ class LimitsSection:
     # service
     max_control_bytes: int = 4 << 20  # ZeroMQ drops the connection of a peer sending a larger control request
     max_backlog_tokens: int = 1_000_000  # accepted tokens waiting for a forward before the engine is "behind"
+    max_lag_s: float = 5.0  # ... or the oldest accepted tick (or an unread ingest message) waiting longer than this
     when_behind: str = "lag"  # lag: keep everything, say so (heartbeat, metric, warning); shed: refuse new ticks
     drain_s: float = 10.0  # on SIGTERM/SIGINT, seconds spent computing what was accepted before exiting
     max_waiting_asks: int = 1024  # asks waiting for a forward, all clients together; more are refused at once

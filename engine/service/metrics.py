@@ -27,7 +27,7 @@ GAUGES = {
     "sessions_resident": "Sessions whose KV is resident",
     "streams": "Streams known",
     "pending_tokens": "Tokens waiting for a forward",
-    "behind": "1 while more than limits.max_backlog_tokens wait for a forward",
+    "behind": "1 while more than limits.max_backlog_tokens wait for a forward, or data waited past limits.max_lag_s",
     "kv_thrash": "1 while evicted sessions are recomputed more than new tokens are (kv.cells too small)",
     "queries": "Registered queries",
 }
@@ -71,6 +71,8 @@ def render(snapshot: dict[str, Any]) -> str:
     for key, help_text in GAUGES.items():
         value = snapshot.get(key, 0)
         metric(key, "gauge", help_text, [("", int(value) if isinstance(value, bool) else value)])
+    metric("lag_seconds", "gauge", "Seconds the oldest data not yet computed has waited: accepted, or unread in the "
+           "ingest queue (limits.max_lag_s)", [("", snapshot.get("lag_s", 0.0))])
     rejected = snapshot.get("rejected", {})
     metric("rejected_total", "counter", "Ticks or messages rejected, by reason",
            [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())])  # none yet: no sample (no fake reason)

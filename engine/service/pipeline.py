@@ -21,6 +21,7 @@ import gc
 import hashlib
 import json
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,7 @@ def eos_token_ids(path: Path) -> set[int]:
     return ids
 
 
+LAG_CHECK_S = 0.1  # how stale `TickPipeline.lag_s` may be
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "vocab.json")
 
 
@@ -212,6 +214,8 @@ class TickPipeline:
                                        max_item_tokens=self.engine.scheduler.max_chunk_tokens,
                                        max_stream_bytes=config.limits.max_stream_bytes)
         self.ticks_in = 0
+        self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages (server.py)
+        self._lag_checked, self._pending_lag_s = float("-inf"), 0.0
         self.rejected: Counter[str] = Counter()
         self._grouping: set[str] = set()  # streams the message being ingested has fed
         self.history = AnswerHistory(config.log.answers_keep)  # published answers, for gap fills
@@ -384,8 +388,22 @@ class TickPipeline:
 
     @property
     def behind(self) -> bool:
-        """More accepted tokens wait for a forward than limits.max_backlog_tokens."""
-        return self.engine.scheduler.pending_tokens() > self.config.limits.max_backlog_tokens
+        """More accepted tokens wait for a forward than limits.max_backlog_tokens, or data has waited longer than
+        limits.max_lag_s: accepted and not yet computed, or (``ingest_unread_s``, told by the server) unread in
+        the ingest sockets' queues, where no token count sees it."""
+        limits = self.config.limits
+        return self.engine.scheduler.pending_tokens() > limits.max_backlog_tokens or self.lag_s() > limits.max_lag_s
+
+    def lag_s(self) -> float:
+        """Seconds the oldest data not yet computed has waited: the oldest accepted tick waiting for a forward,
+        or the ingest queue left unread (``ingest_unread_s``); 0 when nothing waits. Looked up at most every
+        LAG_CHECK_S (it walks the streams), so the check on every tick while shedding costs nothing."""
+        now = time.monotonic()
+        if now - self._lag_checked >= LAG_CHECK_S:
+            oldest = self.engine.scheduler.oldest_pending_ns()
+            self._lag_checked = now
+            self._pending_lag_s = 0.0 if oldest is None else max(0.0, (time.time_ns() - oldest) / 1e9)
+        return max(self._pending_lag_s, self.ingest_unread_s)
 
     def expire_idle(self) -> list[str]:
         """Drop streams idle past scheduler.stream_idle_s from every layer; returns their names."""
@@ -477,6 +495,7 @@ class TickPipeline:
             "freshness_ms": self.flash.freshness_ms(),
             "pending_tokens": scheduler.pending_tokens(),
             "behind": self.behind,
+            "lag_s": round(self.lag_s(), 3),
             **scheduler.kv_summary(),
             "scheduler": vars(scheduler.stats),
             "runner": vars(self.runner.stats),

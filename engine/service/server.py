@@ -86,6 +86,7 @@ class Server:
                 self._auth.stop()
             raise
         self._next_behind_warning = 0.0
+        self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when messages wait unread
         self._kv_thrash = False
         self._thrash_mark: tuple[float, tuple[int, int]] | None = None
         self._next_thrash_warning = 0.0
@@ -179,8 +180,13 @@ class Server:
                 wait_ms = 0 if busy else max(0, min(50, int((next_heartbeat - time.monotonic()) * 1000)))
                 events = dict(self.poller.poll(wait_ms))
                 for name, sock in self._sockets.items():
-                    if sock in events and (name == "ingest" or name.startswith("feed")):
-                        self._drain_ingest(sock)
+                    if name == "ingest" or name.startswith("feed"):
+                        # a socket left with messages unread (its share of the loop ran out) keeps its clock
+                        emptied = sock not in events or self._drain_ingest(sock)
+                        self._unread_since[name] = None if emptied else self._unread_since.get(name) or \
+                            time.monotonic()
+                unread = [since for since in self._unread_since.values() if since is not None]
+                self.pipeline.ingest_unread_s = time.monotonic() - min(unread) if unread else 0.0
                 if self._sockets["control"] in events:
                     self._drain_control()
                 self._step()
@@ -193,8 +199,10 @@ class Server:
             thaw_heap()
 
     def _drain(self) -> None:
-        """On stop: compute (and publish) what was accepted, for up to limits.drain_s; say what is left."""
+        """On stop: read what the feeds already handed to the ingest sockets, then compute (and publish) what was
+        accepted, both within limits.drain_s; say what is left."""
         deadline = time.monotonic() + self.config.limits.drain_s
+        self._read_queued_ingest(deadline)
         before = self.pipeline.pending_tokens()
         while self.pipeline.busy and time.monotonic() < deadline:
             self._step()
@@ -203,6 +211,20 @@ class Server:
             print(f"flashtick: drained {before - left} pending tokens before stopping"
                   + (f"; {left} still pending after limits.drain_s={self.config.limits.drain_s} s" if left else ""),
                   file=sys.stderr, flush=True)
+
+    def _read_queued_ingest(self, deadline: float) -> None:
+        """Messages waiting in the ingest sockets' queues: ZeroMQ took them from the feeds, which will not send
+        them again, and closing the sockets would drop them unread. Read now, they are accepted (in the tick log,
+        when there is one, so a restart owes their answers) or refused with a reason like any other message."""
+        before = self.counters["ingest_messages"]
+        for name, sock in self._sockets.items():
+            if name != "ingest" and not name.startswith("feed"):
+                continue
+            while time.monotonic() < deadline and not self._drain_ingest(sock):
+                pass
+        if read := self.counters["ingest_messages"] - before:
+            print(f"flashtick: read {read} messages the feeds had queued before stopping", file=sys.stderr,
+                  flush=True)
 
     def _step(self) -> None:
         try:
@@ -242,17 +264,19 @@ class Server:
 
     # -- ingest ---------------------------------------------------------------------------------
 
-    def _drain_ingest(self, sock: zmq.Socket) -> None:
+    def _drain_ingest(self, sock: zmq.Socket) -> bool:
+        """Read and ingest the socket's queued messages; True once its queue is empty, False when this turn's
+        share ran out first (messages wait unread: `ingest_unread_s`)."""
         # bounded in messages and in time: a flood of costly messages (a 1 MiB list of bad ticks is a million
         # rejections) must not keep the loop from control requests, forwards and heartbeats
         deadline = time.monotonic() + DRAIN_SLICE_S
         for _ in range(self.config.limits.max_ingest_per_step):
             if time.monotonic() > deadline:
-                return
+                return False
             try:
                 frames = sock.recv_multipart(zmq.NOBLOCK, copy=True)
             except zmq.Again:
-                return
+                return True
             self.counters["ingest_messages"] += 1
             if len(frames) == 2 and frames[0] == TOKENIZED_MARKER:
                 rejections = self.pipeline.ingest_tokenized(frames[1])
@@ -268,6 +292,7 @@ class Server:
                 rejections = [{"index": -1, "reason": "bad_framing", "error": _framing_error(frames)}]
             for rejection in published_rejections(rejections):  # PUSH has no way back: reasons on their own topic
                 self._send(REJECTS_TOPIC, rejection)
+        return False
 
     # -- answers ------------------------------------------------------------------------------
 
@@ -291,13 +316,15 @@ class Server:
         self._send(HEARTBEAT_TOPIC, {"seq": self.counters["heartbeats"], "ts": time.time_ns(),
                                      "ticks_in": self.pipeline.ticks_in,
                                      "answers_out": self.counters["answers_published"],
-                                     "pending_tokens": pending, "behind": behind})
+                                     "pending_tokens": pending, "behind": behind,
+                                     "lag_s": self._snapshot["lag_s"]})
         self._watch_kv_thrash()
         if behind and time.monotonic() >= self._next_behind_warning:
             self._next_behind_warning = time.monotonic() + BEHIND_WARNING_EVERY_S
             limits = self.config.limits
             print(f"flashtick: behind: {pending} tokens wait for a forward (limits.max_backlog_tokens="
-                  f"{limits.max_backlog_tokens}); when_behind: {limits.when_behind} "
+                  f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "
+                  f"(limits.max_lag_s={limits.max_lag_s:g}); when_behind: {limits.when_behind} "
                   f"({'new ticks are refused as overloaded' if limits.when_behind == 'shed' else 'answers lag'})",
                   file=sys.stderr, flush=True)
 

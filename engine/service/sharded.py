@@ -78,6 +78,7 @@ class ShardedPipeline:
         self.history = AnswerHistory(config.log.answers_keep)
         self.data = DataDir(config.log, self.cache, written_by(config, self.codec))
         self.ticks_in = 0
+        self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages
         self.rejected: Counter[str] = Counter()
         self.recovered: list[JobOutcome] = []  # owed answers come out of the first steps instead
         self.answers_out = 0
@@ -424,7 +425,14 @@ class ShardedPipeline:
 
     @property
     def behind(self) -> bool:
-        return self.pending_tokens() > self.config.limits.max_backlog_tokens
+        """The shards' pending tokens past limits.max_backlog_tokens, or data waiting longer than
+        limits.max_lag_s (lag_s)."""
+        limits = self.config.limits
+        return self.pending_tokens() > limits.max_backlog_tokens or self.lag_s() > limits.max_lag_s
+
+    def lag_s(self) -> float:
+        """The front door's ingest queue unread, or the most lagging shard's oldest tick (as of its last reply)."""
+        return max([self.ingest_unread_s, *(float(link.stats.get("lag_s", 0.0)) for link in self.links)])
 
     @property
     def stream_count(self) -> int:
@@ -499,6 +507,7 @@ class ShardedPipeline:
             link.stats_due = True  # fresh figures with each shard's next reply
         return {"ticks_in": self.ticks_in, "rejected": dict(self.rejected), "answers_out": self.answers_out,
                 **gathered_stats(self.links), "pending_tokens": self.pending_tokens(), "behind": self.behind,
+                "lag_s": round(self.lag_s(), 3),
                 "streams": len(self.shard_of), "queries": len(self.registry), "model": self.config.model.model_id,
                 "log": self.data.stats(), "stale_answers_dropped": self.stale_dropped, "scores": self.scores.summary()}
 
