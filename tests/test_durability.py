@@ -198,10 +198,17 @@ def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(checkp
         live.run_until_idle()
     for message in messages[30:]:  # the burst: accepted and logged, not yet computed
         assert live.ingest_message(encode(message)) == []
-    recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after")))
+    phases: list[str] = []  # what `health` says while the service starts
+    recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after")),
+                             progress=phases.append)
     owed = [o.answer for o in recovered.recovered if o.answer is not None]
     uninterrupted = live.run_until_idle()
     assert_owed_as_uninterrupted(owed, uninterrupted, PROB_TOL)
+    burst = sum(map(len, messages[30:]))
+    assert phases[0] == "replaying the tick log" and phases[-1] == "computing the answers owed at each stream's latest tick"
+    computing = phases[1:-1]  # one line per forward of the tail, the last at 100%
+    assert computing and all(p.startswith(f"computing what was owed: {burst} ticks, ") for p in computing)
+    assert computing[-1].endswith("(100%)"), computing[-1]
     key = lambda a: (a.query, a.stream, a.version, a.seq, a.data_ts)  # noqa: E731
     assert sessions(recovered) == sessions(live)
     # and after: the answer adaptation learnt from the same answers, so the published (adapted) answers agree too
@@ -715,13 +722,18 @@ def test_health_says_starting_while_the_tick_log_replays(checkpoint, tmp_path) -
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    statuses, errors = [], []
+    statuses, errors, phases = [], [], []
     with ControlClient(endpoints["control"], timeout_s=30) as control:
         while not statuses or statuses[-1] == "starting":
-            statuses.append(control.call("health")["status"])
+            health = control.call("health")
+            statuses.append(health["status"])
+            phases.append(health.get("phase"))
             errors.append(control.request({"op": "stats"}).get("error"))
             time.sleep(0.05)
     built[0].stop()
     thread.join(30)
     assert statuses.count("starting") == len(statuses) - 1 and statuses[-1] == "serving"
     assert "the service is starting" in errors[0] and "try again" in errors[0]
+    # and what it is doing (what a burst owes, forward by forward: test_a_restart_answers_a_backlog_...)
+    assert "replaying the tick log" in phases and set(phases[:-1]) <= {
+        "loading the model", "replaying the tick log", "computing the answers owed at each stream's latest tick"}

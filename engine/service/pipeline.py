@@ -24,7 +24,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import msgpack
 import torch
@@ -195,7 +195,8 @@ def log_or_refuse(data: DataDir, item: EncodedTick) -> None:
 
 
 class TickPipeline:
-    def __init__(self, config: ServiceConfig, live_scores: bool = True) -> None:
+    def __init__(self, config: ServiceConfig, live_scores: bool = True,
+                 progress: Callable[[str], None] = lambda _: None) -> None:
         """``live_scores``: score answers as their futures arrive (a backtest scores its whole table instead)."""
         self.config = config
         if config.model.threads is not None:
@@ -238,7 +239,9 @@ class TickPipeline:
                 self.marks = self.data.restore_queries(self.registry)
             self.data.restore_answers(self.registry, self.history, self.adaptation)
         changed = register_changed(config.queries, self.registry, self.forget_query) if config.queries else []
+        self._progress = progress  # what a restart is doing, for `health` while it starts (server.py)
         if self.data is not None:
+            progress("replaying the tick log")
             tail = self.data.replay(self.encoders, _EngineReplay(self), answered=answered_points(self.cache))
             self.data.replayed(len(self.engine.scheduler.streams), self.engine.rebuild())
             self.ticks_in = self.data.recovered_ticks
@@ -265,8 +268,17 @@ class TickPipeline:
         print(f"flashtick: computing what was owed: {counted(sum(item.ticks for item in items), 'tick')} of "
               f"{counted(len({item.stream for item in items}), 'stream')} accepted but not yet answered when the service "
               f"stopped (ingest and answers are bound after; `health` says starting meanwhile)", file=sys.stderr, flush=True)
+        total, start = sum(len(item.tokens) for item in items), self.runner.stats.tokens_advanced
+        ticks = counted(sum(item.ticks for item in items), "tick")
+
+        def step() -> StepReport | None:  # a forward of the tail, and how far it has come
+            report = self.step()
+            done = min(total, self.runner.stats.tokens_advanced - start)
+            self._progress(f"computing what was owed: {ticks}, {done:,} of {total:,} tokens ({done / total:.0%})")
+            return report
+
         outcomes, _, refused = answer_tail(self.engine, self.flash, self.registry, self.cache, self.marks, tail,
-                                           changed, step=self.step, accepted=self._accepted)
+                                           changed, step=step, accepted=self._accepted)
         self.data.replay_refused += refused
         return outcomes
 
@@ -274,6 +286,7 @@ class TickPipeline:
         """After a replay and its tail: standing queries due on ticks that were accepted but never answered
         before the process stopped and that no tick group answered (a stream the replay booked whole),
         computed now, once, at the stream's latest tick."""
+        self._progress("computing the answers owed at each stream's latest tick")
         for stream in self.engine.scheduler.streams:
             progress = self.engine.progress(stream)
             for job in owed_jobs(self.registry, self.cache, self.marks, self.flash, stream, progress):

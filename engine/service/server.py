@@ -77,9 +77,10 @@ class Server:
         control = self._socket("control", zmq.ROUTER, config.endpoints.control, curve=True,
                                maxmsgsize=config.limits.max_control_bytes)
         try:
-            with _StartingReplies(control, config.model.model_id, self.started_at):
+            with _StartingReplies(control, config.model.model_id, self.started_at) as starting:
                 # one engine in this process, or N engine shards (Ray actors) behind the same sockets
-                self.pipeline = ShardedPipeline(config) if config.shards.count else TickPipeline(config)
+                self.pipeline = ShardedPipeline(config) if config.shards.count else \
+                    TickPipeline(config, progress=starting.said)
         except BaseException:  # (a config the engine refuses): nothing stays bound
             control.close(linger=0)
             if self._auth is not None:
@@ -585,6 +586,7 @@ class _StartingReplies:
 
     def __init__(self, sock: zmq.Socket, model: str, started_at: float) -> None:
         self.sock, self.model, self.started_at = sock, model, started_at
+        self.phase = "loading the model"  # what the start is doing, in `health`'s reply (`said`)
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="control-while-starting", daemon=True)
 
@@ -595,6 +597,10 @@ class _StartingReplies:
     def __exit__(self, *exc: object) -> None:
         self._done.set()
         self._thread.join()
+
+    def said(self, phase: str) -> None:
+        """The start's progress, told by the pipeline (a str assignment: safe to read from the replying thread)."""
+        self.phase = phase
 
     def _serve(self) -> None:
         while not self._done.is_set():
@@ -608,7 +614,7 @@ class _StartingReplies:
             op = request.get("op") if isinstance(request, dict) else None
             if op == "health":
                 reply = {"ok": True, "status": "starting", "uptime_s": time.time() - self.started_at,
-                         "model": self.model}
+                         "model": self.model, "phase": self.phase}
             else:
                 reply = {"ok": False, "error": "the service is starting (loading its model, recovering its streams "
                                                "from the tick log): try again once `flashtick health` says serving"}
