@@ -23,14 +23,17 @@ from connectors.ticks import QUOTE, TRADE
 
 UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 TIME_OF_DAY = "seconds_after_midnight"  # decimal seconds of a wall-clock day; needs `date`
-# Units that count from midnight of `date` (ns per unit): QuantConnect/LEAN's tick files count milliseconds
-DAY_CLOCK_UNITS = {TIME_OF_DAY: 10**9, "ms_after_midnight": 10**6}
+# Units that count from midnight of `date` (ns per unit): QuantConnect/LEAN's tick files count milliseconds,
+# Nasdaq ITCH's messages nanoseconds
+DAY_CLOCK_UNITS = {TIME_OF_DAY: 10**9, "ms_after_midnight": 10**6, "us_after_midnight": 10**3,
+                   "ns_after_midnight": 1}
 EPOCH = "epoch"  # an epoch number in the unit (s, ms, us, ns) its first value's magnitude shows
 DETECT = "auto"  # what the column's first value shows: datetime text (with its format), or an epoch number's unit
-TS_UNITS = (*UNITS, EPOCH, "datetime", *DAY_CLOCK_UNITS, DETECT)
+EXCEL_DAYS = "excel_days"  # a spreadsheet's serial date: days (and their fraction) since 1899-12-30 (Bloomberg's `Dates`)
+TS_UNITS = (*UNITS, EPOCH, "datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, DETECT)
 DATE_FROM_NAME = "file_name"  # `date`: the one ISO date the file's name holds (LOBSTER's AAPL_2012-06-21_...)
 # the units a `tz` applies to: epoch numbers are UTC already (DETECT: checked again once resolved)
-LOCAL_TIME_UNITS = ("datetime", *DAY_CLOCK_UNITS, DETECT)
+LOCAL_TIME_UNITS = ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, DETECT)
 VALUE_FIELDS = ("price", "size", "side", "bid", "ask", "bid_size", "ask_size")
 NUMERIC_FIELDS = ("price", "size", "bid", "ask", "bid_size", "ask_size")
 TRADE_FIELDS = ("price", "size", "side")
@@ -330,6 +333,17 @@ PRESETS: dict[str, ColumnMap] = {
         ts="transact_time", ts_unit=EPOCH, kind=TRADE, price="price", size="quantity", side="is_buyer_maker",
         side_map=BUYER_MAKER, names=("agg_trade_id", "price", "quantity", "first_trade_id", "last_trade_id",
                                      "transact_time", "is_buyer_maker", "is_best_match")),
+    # Binance's USD-M futures public files (data.binance.vision/data/futures/um): no header in the older ones,
+    # aggTrades without spot's is_best_match; bookTicker the best bid and offer, stamped with the transaction time
+    "binance-futures-aggtrades": ColumnMap(
+        ts="transact_time", ts_unit=EPOCH, kind=TRADE, price="price", size="quantity", side="is_buyer_maker",
+        side_map=BUYER_MAKER, names=("agg_trade_id", "price", "quantity", "first_trade_id", "last_trade_id",
+                                     "transact_time", "is_buyer_maker")),
+    "binance-futures-bookticker": ColumnMap(
+        ts="transaction_time", ts_unit=EPOCH, kind=QUOTE, bid="best_bid_price", ask="best_ask_price",
+        bid_size="best_bid_qty", ask_size="best_ask_qty",
+        names=("update_id", "best_bid_price", "best_bid_qty", "best_ask_price", "best_ask_qty", "transaction_time",
+               "event_time")),
     # Binance's public klines (bars): no header; one trade per bar at its close, stamped with its close time
     "binance-public-klines": ColumnMap(
         ts="close_time", ts_unit=EPOCH, kind=TRADE, price="close", size="volume",

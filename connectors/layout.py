@@ -24,6 +24,7 @@ import polars as pl
 from connectors.column_map import (
     BITSTAMP_TYPE,
     BUYER_MAKER,
+    EXCEL_DAYS,
     FIX_AGGRESSOR,
     DATE_FROM_NAME,
     LOBSTER_DIRECTION,
@@ -55,17 +56,20 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
            "ts_ns", "timestamp_ns", "time_ns", "ts_us", "timestamp_us", "ts_ms", "timestamp_ms", "time_ms",
            "mts",  # Bitfinex's milliseconds
            # bars (BAR_COLUMNS): stamped at their close where the file says when that is, else at their start
-           "close_time", "window_end", "end_time", "window_start", "open_time", "start_time", "date"),
+           "close_time", "window_end", "end_time", "window_start", "open_time", "start_time", "date",
+           "dates",  # Bloomberg's (BDH exports: `Dates`, often spreadsheet serial dates)
+           "quote_datetime"),  # Cboe DataShop's option trades
     "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id",
                "instrument_name", "instid", "inst_id",  # OKX's API (instId)
                "sym_root",  # TAQ's (SYM_ROOT, with SYM_SUFFIX for share classes)
-               "currencypair", "currency_pair", "ccypair", "ccy_pair", "cusip", "isin"),  # FX ECNs', bonds'
+               "currencypair", "currency_pair", "ccypair", "ccy_pair", "cusip", "isin",  # FX ECNs', bonds'
+               "stock"),  # Nasdaq ITCH's (Stock)
     "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price",  # close: a bar's
               "deal", "deal_price",  # FX ECNs' deals (EBS: Deal, DealSize, DealSide beside the quote)
               "mid_c"),  # OANDA's candles as pandas flattens them (mid.o, mid.h, mid.l, mid.c)
     "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size", "sz",  # sz: OKX's API
              "trade_volume", "trade_qty", "trade_quantity",  # Eurex T7's Trade Volume, Upbit's trade_volume
-             "dealsize", "deal_size"),
+             "dealsize", "deal_size", "shares"),  # shares: Nasdaq ITCH's
     "side": ("side", "aggressor_side", "taker_side", "buy/sell", "buy_sell",  # buy/sell: Kraken's trade exports
              "direction",  # Deribit's (the taker's buy/sell; LOBSTER's `direction` is read by its own layout)
              "aggressor", "dealside", "deal_side"),  # CME's B/S; EBS's
@@ -79,6 +83,11 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
     "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "askvolume", "ask_amount",
                  "best_ask_qty", "offer_size", "ask_sz_00", "sizeask", "offersize"),
 }
+# An option contract's columns: one stream per contract, `SPY 2024-01-19 470 C` (the root before the underlying: SPXW
+# and SPX options on one underlying are other contracts)
+OPTION_ROOT_NAMES = ("root", "option_root", "underlying", "underlying_symbol", "underlying_ticker", "underlying_sym")
+STRIKE_NAMES = ("strike", "strike_price")
+RIGHT_NAMES = ("right", "put_call", "call_put", "putcall", "callput", "option_type", "cp_flag", "cp")
 # A contract's month beside its symbol (`Symbol=CL, Contract Month=202406`): the stream is both
 CONTRACT_MONTH_NAMES = ("contract_month", "delivery_month", "expiry", "expiration", "expiration_date", "maturity",
                         "maturity_date", "month_code")
@@ -120,7 +129,9 @@ TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m
                 "%d.%m.%Y %H:%M:%S%.f", "%Y.%m.%d %H:%M:%S%.f", "%Y/%m/%d %H:%M:%S%.f", "%m/%d/%Y %H:%M:%S%.f",
                 "%d/%m/%Y %H:%M:%S%.f", "%d-%m-%Y %H:%M:%S%.f",
                 "%d/%m/%y %H:%M:%S%.f", "%m/%d/%y %H:%M:%S%.f",  # two-digit years (IG's 08/03/24)
-                "%d-%b-%Y %H:%M:%S%.f")  # LSEG's legacy 02-Jan-2024
+                "%d-%b-%Y %H:%M:%S%.f",  # LSEG's legacy 02-Jan-2024
+                "%Y-%m-%dD%H:%M:%S%.f",  # kdb+'s timestamps (BitMEX's dumps: 2024-01-02D00:00:01.000000789)
+                "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M")  # minute bars without seconds (Bloomberg's 1/2/2024 09:30)
 ISO = re.compile(r"^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)?)?$", re.IGNORECASE)
 NUMBER = re.compile(r"^[+-]?(\d+([.,]\d*)?|\.\d+)([eE][+-]?\d+)?$")
 DATE_LIKE = re.compile(r"^(\d{4}[-./]?\d\d[-./]?\d\d|\d\d?[-./]\d\d?[-./]\d{2,4})([ T-]|$)")
@@ -324,7 +335,13 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     stream_col = (hints or {}).get("stream_col", stream_col)
     ts = (hints or {}).get("ts", ts)
     month = next((by_normal[c] for c in CONTRACT_MONTH_NAMES if c in by_normal), None)
-    if stream_col is not None and month is not None and "+" not in stream_col and "stream_col" not in (hints or {}):
+    if stream_col is None and DATABENTO_HEADER <= set(by_normal) and "stream_col" not in (hints or {}):
+        stream_col = by_normal["instrument_id"]  # an export without symbols: one stream per instrument, as DBN's
+    option = [next((by_normal[c] for c in names if c in by_normal), None) for names in (STRIKE_NAMES, RIGHT_NAMES)]
+    root = next((by_normal[c] for c in OPTION_ROOT_NAMES if c in by_normal), None) or stream_col
+    if all(option) and root is not None and "stream_col" not in (hints or {}):
+        stream_col = "+".join(c for c in (root, month, *option) if c)  # every contract of a chain its own stream
+    elif stream_col is not None and month is not None and "+" not in stream_col and "stream_col" not in (hints or {}):
         stream_col = f"{stream_col}+{month}"  # CL of May and CL of June are two instruments
     quotes = {"bid", "ask"} <= set(found)
     if ts is None or not ("price" in found or quotes):
@@ -401,6 +418,9 @@ def _date_and_time(by_normal: Mapping[str, str], first: Callable[..., Any] | Non
     return f"{date}+{clock}" if re.match(r"^\d{1,2}:\d\d", str(first(clock) or "")) else None
 
 
+EXCEL_1970, EXCEL_2100 = 25569, 73051  # 1970-01-01 and 2100-01-01 as spreadsheet serial dates
+
+
 def detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any] | None) -> tuple[str, str | None]:
     """The unit (and datetime format) a time column's type and first value show: datetime for dates and text,
     else the epoch unit of the number's magnitude (a column named `ts` is the wire layout's ns)."""
@@ -416,6 +436,8 @@ def detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any] 
             return "datetime", formats[0] if len(formats) == 1 else None
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "ns", None
+    if EXCEL_1970 <= value < EXCEL_2100:  # as epoch seconds a time on 1970-01-01: a spreadsheet's serial date
+        return EXCEL_DAYS, None
     unit = epoch_unit(value)
     # `ts` is the wire layout's ns, unless its numbers are plainly ms or us of a present-day time (OKX's API `ts`)
     return ("ns" if ts == "ts" and unit not in ("ms", "us") else unit), None
@@ -478,7 +500,9 @@ def _last_bid_ask(rows: tuple[tuple[str, ...], ...], columns: list[int]) -> bool
 
 
 def _headerless_hint(path: Path, row: tuple[str, ...], kinds: list[str], separator: str = ",") -> str:
-    names = ["time" if k == "time" else f"c{i + 1}" for i, k in enumerate(kinds)]
+    times = [i for i, k in enumerate(kinds) if k == "time"]  # names must differ: time, time_2, ... (c3 the rest)
+    names = [("time" if times.index(i) == 0 else f"time_{times.index(i) + 1}") if i in times else f"c{i + 1}"
+             for i in range(len(kinds))]
     hint = (f"{path}: its first line is data, not a header ({separator.join(row)[:80]}), and its layout cannot be "
             f"guessed: give its {len(row)} columns in order with --csv-names and map them with --columns, e.g. "
             f"--csv-names {','.join(names)} --columns ts=...,price=...,size=... (docs/replay.md)")

@@ -42,6 +42,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     PRICE_FIELDS,
     QUOTE_FIELDS,
     DAY_CLOCK_UNITS,
+    EXCEL_DAYS,
     TRADE_FIELDS,
     UNITS,
     VALUE_FIELDS,
@@ -120,7 +121,7 @@ def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
 
 def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
     # Decimal epoch seconds stay text until _scale: as a float, 1717236000.25 s is off by ~100 ns.
-    ts_type = {"datetime": pl.String, "s": pl.String, **dict.fromkeys(DAY_CLOCK_UNITS, pl.Float64)}.get(
+    ts_type = {"datetime": pl.String, "s": pl.String, **dict.fromkeys((*DAY_CLOCK_UNITS, EXCEL_DAYS), pl.Float64)}.get(
         cmap.ts_unit, pl.Int64)
     out: dict[str, pl.DataType] = {c: pl.String for c in cmap.keep or ()}  # compared as text
     # numbers are read as text and parsed by _csv_number (grouping commas, German Excel's `42.002,00`)
@@ -157,6 +158,10 @@ def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None)
     if not (dtype.is_integer() or dtype.is_float()):
         hint = "; set ts_unit='datetime'" if isinstance(dtype, pl.Datetime) or dtype in (pl.Date, pl.String) else ""
         raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a number of {cmap.ts_unit}{hint}")
+    if cmap.ts_unit == EXCEL_DAYS:  # to the millisecond, the finest a spreadsheet's time holds (1e-8 day: 0.9 ms)
+        offset = ((col.cast(pl.Float64) - EXCEL_EPOCH_DAYS) * 86_400e3).round().cast(pl.Int64, strict=False) * 10**6
+        return _local(pl.lit(0).cast(pl.Datetime("ns")) + pl.duration(nanoseconds=offset, time_unit="ns"),
+                      cmap.tz).dt.epoch("ns")
     if cmap.ts_unit in DAY_CLOCK_UNITS:
         midnight = pl.lit(cmap.date).str.to_date().cast(pl.Datetime("ns"))
         # float seconds of a day (< 86400) hold ns to well under 1 ns, so the rounding is exact enough
@@ -213,6 +218,7 @@ def _time_column(cmap: ColumnMap) -> pl.Expr:
 
 
 DAY_CLOCK_LIMIT_NS = 36 * 3600 * 10**9
+EXCEL_EPOCH_DAYS = 25569.0  # 1970-01-01 as a spreadsheet's serial date (day 0: 1899-12-30)
 
 
 def _time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
@@ -260,7 +266,7 @@ def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:
 
 def _ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
     """Whether _ts_expr already gives int ns (else raw numbers in ts_unit, scaled in Python)."""
-    return cmap.ts_unit in ("datetime", *DAY_CLOCK_UNITS) or (cmap.ts_unit == "s" and dtype == pl.String)
+    return cmap.ts_unit in ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS) or (cmap.ts_unit == "s" and dtype == pl.String)
 
 
 def _scale(raw: Any, factor: int) -> Any:
@@ -420,6 +426,13 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         keys.append("size")
     exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
     book = None if isinstance(given, ColumnMap) else databento_book(cmap, schema)  # a whole map given is followed
+    action = next((n for n in schema if normal_name(n) == "action"), None)
+    if book == "mbp-1" and _distinct_text(path, cmap.names, dialect, action, 3) == ["T"]:
+        # TBBO (MBP-1's fields, a record per trade with the best bid and offer just before it): every row is a
+        # trade and the quote it met, read as any such row is, the quote first
+        book = None
+        notes.append(f"{path.name}: Databento TBBO records (every action T): each row replays as the best bid and "
+                     f"offer before the trade, then the trade")
     if book is not None:
         exprs += _book_columns(schema)
         notes.append(f"{path.name}: Databento {book} records: trades (action T) and the top of book when it changes "
@@ -521,6 +534,8 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
         cmap, kind_notes = _kind_column(path, cmap, schema, names, dialect)
         cmap = _fix_sides(path, cmap, schema, names, dialect)
+        kind_notes += _venue_note(path, cmap, schema, names, dialect) + _condition_note(path, cmap, schema, names,
+                                                                                         dialect)
     if cmap.stream is not None and cmap.stream_col is None and \
             (column := next((n for n in schema if n.strip().lower() == cmap.stream.strip().lower()), None)):
         raise ValueError(f"{path}: the column map names one fixed stream, {cmap.stream!r}, which is also a column of "
@@ -538,7 +553,8 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         unit, ts_format = detected_unit(cmap.ts, schema.get(cmap.ts) if len(cmap.ts_columns) == 1 else pl.String,
                                         first)
         cmap = replace(cmap, ts_unit=unit, ts_format=ts_format)
-        said = f"{unit}{', ' + ts_format if ts_format else ''}" if unit == "datetime" else f"{unit} since the epoch"
+        said = (f"{unit}{', ' + ts_format if ts_format else ''}" if unit == "datetime" else
+                f"{unit} (spreadsheet serial dates)" if unit == EXCEL_DAYS else f"{unit} since the epoch")
         unit_notes = [f"{path.name}: column {cmap.ts!r} read as {said}, as its first value shows (--ts-unit or "
                       f"--ts-format to say otherwise)"]
     else:
@@ -559,6 +575,10 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         notes += vendor_notes(path, list(schema), cmap)
     elif spec.preset is None:
         notes += _unnamed_fields(path, cmap, schema, first)
+    if cmap.ts_unit == EXCEL_DAYS and not isinstance(spec, ColumnMap):
+        notes.append(f"{path.name}: column {cmap.ts!r} read as spreadsheet serial dates (days since 1899-12-30, "
+                     f"to the millisecond; as epoch seconds they would be times on 1970-01-01), in UTC: give --tz "
+                     f"ZONE if they are local times (a Bloomberg terminal's are)")
     if cmap.fill_quotes and not isinstance(spec, ColumnMap):
         notes.append(f"{path.name}: its quote rows leave bid or ask empty where it did not change (as MetaTrader's "
                      f"exports do): each takes it from the stream's previous quote (--columns ...,fill_quotes=false "
@@ -642,6 +662,55 @@ def _distinct_text(path: Path, names: Sequence[str] | None, dialect: Dialect | N
     values = _scan(path, names, dialect, {column: pl.String} if is_csv(path) else None).select(
         pl.col(column).cast(pl.String).str.strip_chars().drop_nulls().unique().head(limit)).collect().to_series()
     return sorted(v for v in values.to_list() if v)
+
+
+VENUE_NAMES = ("exchange", "venue", "market", "exchange_id", "exchange_code", "ex", "mic")
+
+
+def _venue_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                dialect: Dialect | None) -> list[str]:
+    """A detected layout whose streams leave out a venue column holding several named venues: each stream mixes
+    them, wrong for one instrument's separate markets (BTC-USD on several crypto exchanges, each at its own price).
+    Said, with the map for a stream per venue. Exchange codes of one or two characters or digits (a consolidated
+    tape's: US equities' prints of one symbol on many exchanges, one market) are not."""
+    column = next((c for c in schema if normal_name(c) in VENUE_NAMES), None)
+    if column is None or column in cmap.source_columns():
+        return []
+    values = _distinct_text(path, names, dialect, column, 51)
+    # a tape's exchange codes are letters or numbers (TAQ's N, P, Q; Polygon's 4, 11): its prints are one market's
+    if not 2 <= len(values) <= 50 or all(len(v) <= 2 or v.isdigit() for v in values):
+        return []
+    streams = f"stream={column}+{cmap.stream_col}" if cmap.stream_col else f"stream={column}"
+    return [f"{path.name}: column {column!r} holds {len(values)} venues ({', '.join(values[:5])}"
+            f"{', ...' if len(values) > 5 else ''}) and each stream mixes them: right for a consolidated tape, not "
+            f"for separate markets with their own prices (a stream per venue: --columns {streams})"]
+
+
+# Columns that mark a print as corrected, cancelled or to be excluded (TickData's Correction Indicator and Exclude
+# Record Flag, Polygon's correction, Cboe's canceled_trade_condition_id), read by no map unless it filters on them.
+# Sale conditions (TAQ's `@ F I`: sweeps, odd lots) describe regular prints and are not among them.
+CONDITION_NAMES = ("correction", "correction_indicator", "corr", "exclude_record_flag", "exclude",
+                   "canceled_trade_condition_id", "cancelled", "canceled", "is_cancelled", "is_canceled")
+REGULAR_MARKS = frozenset({"0", "00", "0.0", "false", "n"})
+
+
+def _condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                    dialect: Dialect | None) -> list[str]:
+    """Correction columns a detected layout does not read, marking some prints: said, since corrected, cancelled
+    and excluded prints then replay as trades like any other."""
+    if cmap.price is None or cmap.keep is not None:
+        return []
+    marked = {}
+    for column in (c for c in schema if normal_name(c) in CONDITION_NAMES and c not in cmap.source_columns()):
+        values = [v for v in _distinct_text(path, names, dialect, column, 6) if v.lower() not in REGULAR_MARKS]
+        if values:
+            marked[column] = values
+    if not marked:
+        return []
+    said = "; ".join(f"{c!r} holds {', '.join(v[:5])}" for c, v in marked.items())
+    return [f"{path.name}: correction columns are not read ({said}): corrected, cancelled or excluded prints "
+            f"replay as trades like any other; to leave them out, give a map with a keep filter on the values of "
+            f"regular prints (docs/replay.md, `keep`)"]
 
 
 # Tardis.dev's CSVs (trades, quotes, book snapshots): an empty bid or ask is a book side with no order (an option

@@ -138,3 +138,110 @@ def test_a_reason_rejecting_many_rows_is_a_warning_above_the_scores(tmp_path: Pa
     assert out[1] == ("warning: unknown_side 40% of the rows rejected, left out of every answer and score: is a column "
                       "read as the file means it? (the first such row below; docs/replay.md)")
     assert out[2].startswith("  rejected unknown_side: 80 (first: ")
+
+
+def _streams(replay: FileReplay) -> list[str]:
+    return sorted({t.stream for t in drain(replay)})
+
+
+def test_spreadsheet_serial_dates_and_kdb_timestamps(tmp_path: Path) -> None:
+    # Bloomberg's BDH export to Excel: `Dates` as serial days since 1899-12-30 (as epoch seconds: 1970-01-01)
+    (tmp_path / "bbg.csv").write_text("Dates,LAST_PRICE,VOLUME\n45293.39583333,185.64,1947\n45293.39652778,185.65,4960\n")
+    replay = FileReplay(tmp_path / "bbg.csv")
+    assert [t.ts for t in drain(replay)] == [ns("2024-01-02T09:30:00+00:00"), ns("2024-01-02T09:31:00+00:00")]
+    assert any("read as spreadsheet serial dates" in note for note in replay.notes)
+    spec = map_from_options(tz="America/New_York", detect=True)
+    assert drain(FileReplay(tmp_path / "bbg.csv", columns=spec))[0].ts == ns("2024-01-02T14:30:00+00:00")
+    # its text form, minutes without seconds: refused with both readings of the day, then read with the one given
+    (tmp_path / "bbg_text.csv").write_text("Dates,LAST_PRICE,VOLUME\n1/2/2024 09:30,185.64,1285\n")
+    with pytest.raises(ValueError, match=r"'%m/%d/%Y %H:%M' or '%d/%m/%Y %H:%M'"):
+        FileReplay(tmp_path / "bbg_text.csv")
+    spec = map_from_options(ts_format="%m/%d/%Y %H:%M", detect=True)
+    assert drain(FileReplay(tmp_path / "bbg_text.csv", columns=spec))[0].ts == ns("2024-01-02T09:30:00+00:00")
+    # kdb+'s timestamps (BitMEX's dumps), to the nanosecond
+    (tmp_path / "bitmex.csv").write_text("timestamp,symbol,side,size,price\n"
+                                         "2024-01-02D00:00:01.000000789,XBTUSD,Buy,900,42500.5\n")
+    assert drain(FileReplay(tmp_path / "bitmex.csv")) == [
+        Tick("XBTUSD", ns("2024-01-02T00:00:01+00:00") + 789, "trade", price=42500.5, size=900, side="buy")]
+
+
+def test_option_chains_and_instrument_ids_give_a_stream_per_contract(tmp_path: Path) -> None:
+    (tmp_path / "opra.csv").write_text("ts_ns,underlying,expiry,strike,right,price,size,exchange\n"
+                                       "1704205800000000000,SPY,2024-01-19,470,C,1.50,13,C\n"
+                                       "1704205800050000000,SPY,2024-01-19,470,P,2.10,5,C\n")
+    assert _streams(FileReplay(tmp_path / "opra.csv")) == ["SPY 2024-01-19 470 C", "SPY 2024-01-19 470 P"]
+    # Cboe DataShop's layout: the root (SPXW) names the contract, not the underlying (^SPX)
+    (tmp_path / "cboe.csv").write_text(
+        "underlying_symbol,quote_datetime,root,expiration,strike,option_type,trade_size,trade_price\n"
+        "^SPX,2024-01-02 09:30:00.000,SPXW,2024-01-19,4700.0,C,18,1.50\n"
+        "^SPX,2024-01-02 09:30:00.050,SPX,2024-01-19,4700.0,C,9,1.51\n")
+    assert _streams(FileReplay(tmp_path / "cboe.csv")) == ["SPX 2024-01-19 4700.0 C", "SPXW 2024-01-19 4700.0 C"]
+    # a Databento export without symbols: one stream per instrument id, as its DBN file replays
+    (tmp_path / "glbx.trades.csv").write_text(
+        "ts_recv,ts_event,rtype,publisher_id,instrument_id,action,side,depth,price,size,flags\n"
+        "1704205800000015000,1704205800000000000,0,1,5002,T,B,0,4780250000000,1,0\n"
+        "1704205800010015000,1704205800010000000,0,1,4378,T,A,0,16850750000000,2,0\n")
+    ticks = drain(FileReplay(tmp_path / "glbx.trades.csv"))
+    assert [(t.stream, t.price, t.side) for t in ticks] == [("5002", 4780.25, "buy"), ("4378", 16850.75, "sell")]
+
+
+def test_databento_tbbo_replays_the_quote_each_trade_met(tmp_path: Path) -> None:
+    (tmp_path / "glbx.tbbo.csv").write_text(
+        "ts_recv,ts_event,rtype,publisher_id,instrument_id,action,side,depth,price,size,flags,bid_px_00,ask_px_00,"
+        "bid_sz_00,ask_sz_00,symbol\n"
+        "1704205800000015000,1704205800000000000,1,1,5002,T,A,0,4780250000000,1,0,4780250000000,4780500000000,25,35,"
+        "ESH4\n")
+    replay = FileReplay(tmp_path / "glbx.tbbo.csv")
+    t0 = 1704205800000015000
+    assert drain(replay) == [Tick("ESH4", t0, "quote", bid=4780.25, ask=4780.5, bid_size=25, ask_size=35),
+                             Tick("ESH4", t0, "trade", price=4780.25, size=1, side="sell")]
+    assert any("Databento TBBO records" in note for note in replay.notes)
+
+
+def test_itch_like_executions_and_times_after_midnight_in_ns(tmp_path: Path) -> None:
+    (tmp_path / "itch.csv").write_text("timestamp,msg_type,stock,order_ref,buy_sell,shares,price,match_number\n"
+                                       "34200000000000,C,MSFT,88000,S,300,370.60,700000\n"
+                                       "34200001234567,E,AAPL,88001,B,100,185.65,700001\n")
+    spec = map_from_options(ts_unit="ns_after_midnight", date="2024-01-02", tz="America/New_York", detect=True)
+    ticks = drain(FileReplay(tmp_path / "itch.csv", columns=spec))
+    assert [(t.stream, t.ts, t.size) for t in ticks] == [("MSFT", ns("2024-01-02T14:30:00+00:00"), 300),
+                                                         ("AAPL", ns("2024-01-02T14:30:00.001234+00:00") + 567, 100)]
+
+
+def test_venues_of_one_instrument_and_correction_columns_are_said(tmp_path: Path) -> None:
+    (tmp_path / "kaiko.csv").write_text("id,exchange,symbol,date,price,amount,sell\n"
+                                        "1,bfnx,btc-usd,1704153601000,42650.00,0.1,false\n"
+                                        "2,cbse,btc-usd,1704153601111,42500.02,0.1,true\n")
+    replay = FileReplay(tmp_path / "kaiko.csv")
+    assert _streams(replay) == ["btc-usd"]
+    assert any("column 'exchange' holds 2 venues (bfnx, cbse)" in n and "--columns stream=exchange+symbol" in n
+               for n in replay.notes)
+    spec = map_from_options(columns="stream=exchange+symbol", detect=True)
+    assert _streams(FileReplay(tmp_path / "kaiko.csv", columns=spec)) == ["bfnx btc-usd", "cbse btc-usd"]
+    # a consolidated tape's exchange codes are one market's prints: no note
+    (tmp_path / "taq.csv").write_text("timestamp,symbol,exchange,price,size\n2024-01-02T14:30:00Z,AAPL,N,185.6,100\n"
+                                      "2024-01-02T14:30:01Z,AAPL,Q,185.7,100\n")
+    assert not any("venues" in n for n in FileReplay(tmp_path / "taq.csv").notes)
+    (tmp_path / "tickdata.csv").write_text(
+        "Date,Time,Price,Volume,Exchange,Sales Condition,Correction Indicator,Exclude Record Flag\n"
+        "2024-01-02,09:30:00.000,185.64,1000,Z,@,01,X\n2024-01-02,09:30:00.313,185.65,100,Q,@ TI,00,\n")
+    replay = FileReplay(tmp_path / "tickdata.csv")
+    assert len(drain(replay)) == 2
+    assert any("correction columns are not read ('Correction Indicator' holds 01; 'Exclude Record Flag' holds X)"
+               in n for n in replay.notes)
+
+
+def test_binance_futures_files_without_a_header(tmp_path: Path) -> None:
+    (tmp_path / "BTCUSDT-aggTrades-2024-01-02.csv").write_text(
+        "1900000000,42500.1,0.053,4400000000,4400000002,1704153601000,true\n")
+    (tmp_path / "BTCUSDT-bookTicker-2024-01-02.csv").write_text(
+        "3800000000000,42500.1,7.1,42500.2,5.3,1704153601000,1704153601003\n")
+    assert drain(FileReplay(tmp_path / "BTCUSDT-aggTrades-2024-01-02.csv")) == [
+        Tick("BTCUSDT", ns("2024-01-02T00:00:01+00:00"), "trade", price=42500.1, size=0.053, side="sell")]
+    assert drain(FileReplay(tmp_path / "BTCUSDT-bookTicker-2024-01-02.csv")) == [
+        Tick("BTCUSDT", ns("2024-01-02T00:00:01+00:00"), "quote", bid=42500.1, ask=42500.2, bid_size=7.1,
+             ask_size=5.3)]
+    # a layout no guess reads is refused with --csv-names that can be pasted: distinct names
+    (tmp_path / "odd.csv").write_text("1704153601000,1704153601003,x,y,1704153601009\n")
+    with pytest.raises(ValueError, match=r"--csv-names time,time_2,c3,c4,time_3 "):
+        FileReplay(tmp_path / "odd.csv")

@@ -64,13 +64,15 @@ def _reading_options() -> argparse.ArgumentParser:
     group.add_argument("--csv-names", metavar="A,B,...", help="the columns of a header-less CSV, in order")
     group.add_argument("--ts-unit", help="time column unit: ns, us, ms, s (since the epoch), epoch (one of those, "
                        "by the first time's magnitude), datetime (ISO 8601 text, with or without a UTC offset, or a "
-                       "datetime column), seconds_after_midnight, ms_after_midnight (with --date); a --columns map "
+                       "datetime column), seconds_after_midnight, ms_after_midnight, us_after_midnight, "
+                       "ns_after_midnight (with --date), excel_days (a "
+                       "spreadsheet's serial date: days since 1899-12-30); a --columns map "
                        "without it reads what the column's first value shows")
     group.add_argument("--ts-format", metavar="FORMAT", help="strftime codes of datetime text that is not ISO 8601, "
                        "e.g. '%%Y%%m%%d %%H:%%M:%%S%%.f' (implies --ts-unit datetime)")
-    group.add_argument("--tz", help="time zone of naive times (datetime, seconds/ms_after_midnight), e.g. "
+    group.add_argument("--tz", help="time zone of naive times (datetime, *_after_midnight, excel_days), e.g. "
                                     "Europe/London (default UTC)")
-    group.add_argument("--date", help="the day of seconds_after_midnight or ms_after_midnight times, e.g. "
+    group.add_argument("--date", help="the day of *_after_midnight times, e.g. "
                                       "2024-03-01")
     return reading
 
