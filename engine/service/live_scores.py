@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -96,7 +96,7 @@ class StreamMarks:
     base: int = 1
     ticks: int = 0
     tokenized: bool = False  # it got ticks without prices: its counts no longer match the engine's
-    waiting: dict[str, deque[tuple[Answer, QuestionSpec]]] = field(default_factory=dict)  # query -> answers
+    waiting: dict[str, deque[Waiting]] = field(default_factory=dict)  # query -> its answers, oldest first
     seen: dict[str, np.ndarray] = field(default_factory=dict)  # query -> realised label counts so far
     scores: dict[str, QueryScore] = field(default_factory=dict)  # query -> its scores on this stream
 
@@ -186,6 +186,17 @@ class StreamMarksBook:
             self.streams[stream] = StreamMarks(base=ticks + 1, ticks=ticks)
 
 
+class Waiting(NamedTuple):
+    """A published answer waiting for its future: what scoring it needs, not the answer (a stream keeps one per
+    query for each of its last `horizon` ticks: thousands of streams hold hundreds of thousands of these)."""
+
+    version: int  # the tick count it answered
+    spec: QuestionSpec
+    labels: tuple[str, ...]  # the query's answers, in its order
+    probs: np.ndarray  # (labels,) what was published
+    model: np.ndarray | None  # (labels,) the model's own answer, where answers.adapt published a mix
+
+
 class LiveScores(StreamMarksBook):
     """Fed every accepted tick (``observe``) and every published standing answer (``expect``)."""
 
@@ -213,32 +224,33 @@ class LiveScores(StreamMarksBook):
         if state is None or state.tokenized or state.mark_after(answer.version) is None:
             self._score(answer.query).unscorable += 1
             return
-        state.waiting.setdefault(answer.query, deque()).append((answer, spec))
+        own = answer.value.get("model_probs")  # the model's answer, where answers.adapt published a mix
+        labels = tuple(probs)
+        state.waiting.setdefault(answer.query, deque()).append(Waiting(
+            answer.version, spec, labels, np.array([probs[name] for name in labels]),
+            None if own is None else np.array([own[name] for name in labels])))
         self._realise(answer.stream, state)
 
     def _realise(self, stream: str, state: StreamMarks) -> None:
         """Score every waiting answer of ``stream`` whose future is complete."""
         for query, waiting in state.waiting.items():
-            while waiting and waiting[0][0].version + waiting[0][1].horizon <= state.ticks:
-                answer, spec = waiting.popleft()
-                self._add(query, state, answer, spec, state.label(spec, answer.version))
+            while waiting and waiting[0].version + waiting[0].spec.horizon <= state.ticks:
+                answer = waiting.popleft()
+                self._add(query, state, answer, state.label(answer.spec, answer.version))
 
-    def _add(self, query: str, state: StreamMarks, answer: Answer, spec: QuestionSpec, label: int) -> None:
+    def _add(self, query: str, state: StreamMarks, answer: Waiting, label: int) -> None:
         score = self._score(query)
-        probs = answer.value["probs"]
-        realised = spec.labels[label] if label != NO_LABEL else None
-        if realised is None or realised not in probs:  # a query asking a subset of the answers
+        labels, p = answer.labels, answer.probs  # (labels,) the query's own answer order
+        realised = answer.spec.labels[label] if label != NO_LABEL else None
+        if realised is None or realised not in labels:  # a query asking a subset of the answers
             score.unscorable += 1
             return
-        labels = list(probs)
-        p = np.array([probs[name] for name in labels])  # (labels,) the query's own answer order
         y = labels.index(realised)
         counts = state.seen.setdefault(query, np.zeros(len(labels)))
         prior = counts / counts.sum() if counts.sum() else np.full(len(labels), 1.0 / len(labels))
         onehot = np.eye(len(labels))[y]
-        own = answer.value.get("model_probs")  # the model's answer, where answers.adapt published a mix
-        model = None if own is None else (lambda m: (m.argmax() == y, float(np.square(m - onehot).sum())))(
-            np.array([own[name] for name in labels]))
+        own = answer.model  # the model's answer, where answers.adapt published a mix
+        model = None if own is None else (own.argmax() == y, float(np.square(own - onehot).sum()))
         scored = (p.argmax() == y, float(np.square(p - onehot).sum()), float(np.square(prior - onehot).sum()),
                   counts.argmax() == y, model)
         score.add(*scored)
@@ -251,7 +263,7 @@ class LiveScores(StreamMarksBook):
     def _prune(self, stream: str, state: StreamMarks) -> None:
         """Drop marks no answer can still need: before the oldest waiting answer's point and before the
         engine's committed count (answers still to come are at or after it)."""
-        oldest = min((w[0][0].version for w in state.waiting.values() if w), default=state.ticks)
+        oldest = min((w[0].version for w in state.waiting.values() if w), default=state.ticks)
         keep_from = min(oldest, self.committed(stream), state.ticks)  # tick count of the first mark kept
         drop = keep_from - state.base
         if drop >= PRUNE_EVERY:
