@@ -559,6 +559,9 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
                       f"--ts-format to say otherwise)"]
     else:
         unit_notes = []
+    if cmap.ts_unit == "datetime" and cmap.ts_format is None and not isinstance(spec, ColumnMap):
+        cmap, settled = _settled_format(path, names, dialect, cmap)
+        unit_notes += settled
     if cmap.ts_unit == EPOCH:  # the unit of the first time's magnitude: Binance's ms, and us since 2025
         try:
             unit = epoch_unit(float(first(cmap.ts) or "nan"))
@@ -601,6 +604,30 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
             notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and are read as UTC; if they "
                          f"are local times, give their zone, {zone}")
     return cmap, dialect, schema, notes + kind_notes + unit_notes + stream_notes + day_notes
+
+
+SETTLE_ROWS = 10_000  # rows read to settle a date that reads two ways in the first row
+
+
+def _settled_format(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
+                    cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
+    """A time column whose first date reads two ways (`01/02/2024`: January 2 or February 1), settled by the file's
+    next rows when one reading fails on some of them (`01/15/2024` is month first) and the other reads them all:
+    that format, with a note. Unsettled (every date of the rows read has day and month <= 12), the map is as it was
+    and the read refuses, with both formats."""
+    first = _first_text(path, names, dialect, cmap.ts_columns)
+    if first is None or not two_way_date(first):
+        return cmap, []
+    overrides = {c: pl.String for c in cmap.ts_columns} if is_csv(path) else None
+    text = _scan(path, names, dialect, overrides).select(_time_column(cmap).cast(pl.String).str.strip_chars()
+                                                         .alias("t")).drop_nulls().head(SETTLE_ROWS).collect()["t"]
+    reads = [f for f in time_formats(first)
+             if text.str.to_datetime(f, time_unit="ns", strict=False).null_count() == 0]
+    if len(reads) != 1:
+        return cmap, []
+    return replace(cmap, ts_format=reads[0]), [
+        f"{path.name}: its first date ({first[:24]!r}) reads two ways; its later rows read only as {reads[0]!r} "
+        f"(--ts-format says otherwise)"]
 
 
 def _unnamed_fields(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],

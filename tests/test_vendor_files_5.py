@@ -245,3 +245,15 @@ def test_binance_futures_files_without_a_header(tmp_path: Path) -> None:
     (tmp_path / "odd.csv").write_text("1704153601000,1704153601003,x,y,1704153601009\n")
     with pytest.raises(ValueError, match=r"--csv-names time,time_2,c3,c4,time_3 "):
         FileReplay(tmp_path / "odd.csv")
+
+
+def test_a_date_that_reads_two_ways_is_settled_by_a_later_row(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text("Date,Time,Price,Volume\n01/12/2024,09:30:00.000,185.64,100\n"
+                                    "01/16/2024,09:30:19.000,185.83,100\n")
+    replay = FileReplay(tmp_path / "t.csv")
+    assert [t.ts for t in drain(replay)] == [ns("2024-01-12T09:30:00+00:00"), ns("2024-01-16T09:30:19+00:00")]
+    assert any("its later rows read only as '%m/%d/%Y %H:%M:%S%.f'" in note for note in replay.notes)
+    (tmp_path / "u.csv").write_text("Date,Time,Price,Volume\n01/12/2024,09:30:00.000,185.64,100\n"
+                                    "02/11/2024,09:30:19.000,185.83,100\n")  # every row reads both ways
+    with pytest.raises(ValueError, match="reads more than one way"):
+        FileReplay(tmp_path / "u.csv")
