@@ -58,7 +58,8 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
            # bars (BAR_COLUMNS): stamped at their close where the file says when that is, else at their start
            "close_time", "window_end", "end_time", "window_start", "open_time", "start_time", "date",
            "dates",  # Bloomberg's (BDH exports: `Dates`, often spreadsheet serial dates)
-           "quote_datetime"),  # Cboe DataShop's option trades
+           "quote_datetime",  # Cboe DataShop's option trades
+           "time_exchange"),  # CoinAPI's flat files (time_exchange;time_coinapi;...)
     "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id",
                "instrument_name", "instid", "inst_id",  # OKX's API (instId)
                "sym_root",  # TAQ's (SYM_ROOT, with SYM_SUFFIX for share classes)
@@ -69,7 +70,8 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
               "mid_c"),  # OANDA's candles as pandas flattens them (mid.o, mid.h, mid.l, mid.c)
     "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size", "sz",  # sz: OKX's API
              "trade_volume", "trade_qty", "trade_quantity",  # Eurex T7's Trade Volume, Upbit's trade_volume
-             "dealsize", "deal_size", "shares"),  # shares: Nasdaq ITCH's
+             "dealsize", "deal_size", "shares",  # shares: Nasdaq ITCH's
+             "base_amount"),  # CoinAPI's
     "side": ("side", "aggressor_side", "taker_side", "buy/sell", "buy_sell",  # buy/sell: Kraken's trade exports
              "direction",  # Deribit's (the taker's buy/sell; LOBSTER's `direction` is read by its own layout)
              "aggressor", "dealside", "deal_side"),  # CME's B/S; EBS's

@@ -257,3 +257,13 @@ def test_a_date_that_reads_two_ways_is_settled_by_a_later_row(tmp_path: Path) ->
                                     "02/11/2024,09:30:19.000,185.83,100\n")  # every row reads both ways
     with pytest.raises(ValueError, match="reads more than one way"):
         FileReplay(tmp_path / "u.csv")
+
+
+def test_coinapi_flat_files_without_a_map(tmp_path: Path) -> None:
+    path = tmp_path / "COINBASE_SPOT_BTC_USD_20240102.csv"
+    path.write_text("time_exchange;time_coinapi;guid;price;base_amount;taker_side\n"
+                    "2024-01-02T00:00:01.0000000;2024-01-02T00:00:01.0400000;3f1a;42500.01;0.0563;BUY_ESTIMATED\n"
+                    "2024-01-02T00:00:01.1234570;2024-01-02T00:00:01.1634570;3f1b;42500.02;0.788;SELL\n")
+    assert drain(FileReplay(path)) == [
+        Tick("BTC-USD", ns("2024-01-02T00:00:01+00:00"), "trade", price=42500.01, size=0.0563, side="buy"),
+        Tick("BTC-USD", ns("2024-01-02T00:00:01.123457+00:00"), "trade", price=42500.02, size=0.788, side="sell")]
