@@ -74,6 +74,7 @@ class Rejection(NamedTuple):
     reason: str
     error: str
     stream: str | None = None  # set once the tick got far enough to have a valid stream name
+    count: int = 1  # the ticks it stands for (a shed message: one per stream, from its first tick's index)
 
     @classmethod
     def of(cls, index: int, err: InvalidTick) -> Rejection:
@@ -85,6 +86,8 @@ class Rejection(NamedTuple):
         d: dict[str, Any] = {"index": self.index, "reason": self.reason, "error": error}
         if self.stream is not None:
             d["stream"] = self.stream
+        if self.count != 1:
+            d["count"] = self.count
         return d
 
 
@@ -300,6 +303,27 @@ class StreamEncoders:
         """A pre-tokenized wire message (a msgpack list of maps); never raises."""
         return self._ingest(data, submit, _tokenized_items, self.accept)
 
+    def shed_message(self, data: bytes, err: InvalidTick, tokenized: bool = False) -> Ingested | None:
+        """A whole message refused with ``err`` (the engine is behind and sheds), one rejection per stream with the
+        count of its ticks, none of them validated or encoded: refusing tick by tick cost as much as accepting,
+        so a queue of messages behind a shedding engine drained no faster than the feed filled it. None for a
+        message that does not decode (the normal path says why)."""
+        if len(data) > self.max_message_bytes:
+            return None
+        try:
+            items = (_tokenized_items if tokenized else tick_items)(unpack(data, max_bytes=self.max_message_bytes))
+        except InvalidTick:
+            return None
+        first: dict[str | None, list[int]] = {}  # stream -> [index of its first tick, its ticks]
+        for index, obj in enumerate(items):
+            stream = obj.get("stream") if isinstance(obj, dict) else None
+            try:
+                stream = check_stream(stream, self.max_stream_bytes)  # echoed on `_rejects/` only if a valid name
+            except InvalidTick:
+                stream = None
+            first.setdefault(stream, [index, 0])[1] += 1
+        return Ingested([], [Rejection(index, err.reason, str(err), stream, n) for stream, (index, n) in first.items()])
+
     def _ingest(self, data: bytes, submit: Submit, items_of: Callable[[Any], list[Any]],
                 first_phase: Callable[[Any], EncodedTick]) -> Ingested:
         if len(data) > self.max_message_bytes:
@@ -348,7 +372,7 @@ def published_rejections(rejections: list[dict[str, Any]]) -> list[dict[str, Any
     for rejection in rejections[MAX_REJECTS_PER_MESSAGE:]:
         key = (rejection["reason"], rejection.get("stream"))
         if key in rest:
-            rest[key]["count"] += 1
+            rest[key]["count"] += rejection.get("count", 1)
         else:
-            rest[key] = {**rejection, "count": 1}
+            rest[key] = {**rejection, "count": rejection.get("count", 1)}
     return rejections[:MAX_REJECTS_PER_MESSAGE] + list(rest.values())

@@ -341,12 +341,16 @@ def test_a_stop_reads_what_the_feeds_had_queued_before_closing_its_sockets(check
 
 
 def test_data_waiting_past_max_lag_s_is_behind_whatever_its_token_count(checkpoint) -> None:
-    pipeline = TickPipeline(pipeline_config(checkpoint, limits={"max_lag_s": 0.3}))
-    for tick in ticks(10):  # 40 tokens: far under max_backlog_tokens
+    pipeline = TickPipeline(pipeline_config(checkpoint, limits={"max_lag_s": 0.3, "when_behind": "shed"}))
+    sent = ticks(11)
+    for tick in sent[:10]:  # 40 tokens: far under max_backlog_tokens
         pipeline.ingest(tick)
     assert not pipeline.behind and pipeline.lag_s() < 0.3
     time.sleep(0.45)
     assert pipeline.behind and pipeline.stats()["lag_s"] > 0.3  # accepted 0.45 s ago, not yet computed
+    with pytest.raises(InvalidTick, match=r"overloaded: the engine is behind: data waiting 0\.\d s to be computed "
+                                          r"or read \(limits.max_lag_s 0.3\); when_behind: shed"):
+        pipeline.ingest(sent[10])  # the limit that made it behind, not the token count far under its own
     pipeline.run_until_idle()
     time.sleep(0.15)  # lag_s is looked up at most every 0.1 s
     assert not pipeline.behind and pipeline.lag_s() == 0.0
@@ -372,3 +376,31 @@ def test_messages_left_unread_in_the_ingest_queue_make_the_service_behind(checkp
         assert max(b["lag_s"] for b in lagging) > 0.3
         wait_for(lambda: server.pipeline.ticks_in == 2000 and not server.pipeline.engine.busy)
         wait_for(lambda: server._snapshot["lag_s"] == 0.0 and not server._snapshot["behind"])
+
+
+def test_streams_refused_before_the_log_are_counted(checkpoint, tmp_path) -> None:
+    pipeline = TickPipeline(pipeline_config(checkpoint, scheduler={"max_streams": 2}, log={"dir": str(tmp_path)}))
+    sent = ticks(60, streams=3)
+    refused = []
+    for tick in sent:
+        try:
+            pipeline.ingest(tick)
+        except InvalidTick as e:
+            refused.append(e.reason)
+    assert refused and set(refused) == {"stream_refused"}
+    assert pipeline.stats()["scheduler"]["refused_streams"] == len(refused)
+    pipeline.close()
+
+
+def test_a_message_that_arrives_while_shedding_is_refused_whole_one_rejection_per_stream(checkpoint) -> None:
+    pipeline = TickPipeline(pipeline_config(checkpoint, limits={"max_backlog_tokens": 40, "when_behind": "shed"}))
+    first = pipeline.ingest_message(encode(ticks(12)))  # 48 tokens: the limit passes inside it, tick by tick
+    assert [(r["index"], r["reason"]) for r in first] == [(11, "overloaded")]
+    later = ticks(30, seed=3)[12:]  # 18 ticks of two streams, arriving behind
+    got = pipeline.ingest_message(encode(later))
+    streams = sorted({t.stream for t in later})
+    assert sorted((r["stream"], r["count"]) for r in got) == [(s, sum(t.stream == s for t in later)) for s in streams]
+    assert all(r["reason"] == "overloaded" and r["index"] == next(i for i, t in enumerate(later) if t.stream == r["stream"])
+               for r in got)
+    assert pipeline.stats()["rejected"] == {"overloaded": 1 + 18} and pipeline.ticks_in == 11
+    assert [r["reason"] for r in pipeline.ingest_message(b"\xc1")] == ["bad_msgpack"]  # not decoded: said so

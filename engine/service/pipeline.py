@@ -165,10 +165,14 @@ def weights_fingerprint(model_dir: Path, edge: int = 1 << 20) -> str:
     return digest.hexdigest()[:16]
 
 
-def overloaded(pending_tokens: int, stream: str) -> InvalidTick:
-    """The reject for a tick that arrives while the engine is behind and `when_behind` is shed."""
-    return InvalidTick("overloaded", f"the engine is behind: {pending_tokens} tokens pending "
-                                     f"(limits.max_backlog_tokens, when_behind: shed)", stream)
+def overloaded(pending_tokens: int, lag_s: float, limits: Any, stream: str | None) -> InvalidTick:
+    """The reject for a tick that arrives while the engine is behind and `when_behind` is shed, naming the limit
+    that made it behind (the one to raise, or the load to lower)."""
+    if pending_tokens > limits.max_backlog_tokens:
+        why = f"{pending_tokens} tokens pending (limits.max_backlog_tokens {limits.max_backlog_tokens})"
+    else:
+        why = f"data waiting {lag_s:.1f} s to be computed or read (limits.max_lag_s {limits.max_lag_s:g})"
+    return InvalidTick("overloaded", f"the engine is behind: {why}; when_behind: shed", stream)
 
 
 def compile_fitting(spec: QuerySpec, codec: Codec, probe_reserve: int) -> CompiledQuery:
@@ -303,7 +307,9 @@ class TickPipeline:
 
     def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
         """Decode a wire message (one tick or a list) and ingest the good ticks, one tick group per stream;
-        returns the rejections."""
+        returns the rejections. While behind with ``when_behind: shed``, the whole message is refused unread."""
+        if (shed := self._shed(data, tokenized=False)) is not None:
+            return shed
         if self.data is not None:
             self.data.message_started()
         return self._counted(self.encoders.ingest_message(data, self._submit))
@@ -311,17 +317,29 @@ class TickPipeline:
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
         """Already-tokenized ticks from an out-of-process connector: a msgpack list of
         ``{stream: str, ts: int ns, tokens: [int], ticks: int}``; returns the rejections."""
+        if (shed := self._shed(data, tokenized=True)) is not None:
+            return shed
         if self.data is not None:
             self.data.message_started()
         return self._counted(self.encoders.ingest_tokenized(data, self._submit))
 
+    def _shed(self, data: bytes, tokenized: bool) -> list[dict[str, Any]] | None:
+        """A message that arrives while behind with when_behind: shed, refused whole (StreamEncoders.shed_message):
+        the rejections, or None to ingest it (not shedding, or not a message that decodes)."""
+        if self.config.limits.when_behind != "shed" or not self.behind:
+            return None
+        err = overloaded(self.engine.scheduler.pending_tokens(), self.lag_s(), self.config.limits, None)
+        result = self.encoders.shed_message(data, err, tokenized)
+        return None if result is None else self._counted(result)
+
     def _submit(self, item: EncodedTick) -> None:
         """Every check, then the log, then the engine: the log holds exactly the accepted items."""
         if self.behind and self.config.limits.when_behind == "shed":
-            raise overloaded(self.engine.scheduler.pending_tokens(), item.stream)
+            raise overloaded(self.engine.scheduler.pending_tokens(), self.lag_s(), self.config.limits, item.stream)
         if self.data is not None:
             problem = self.engine.scheduler.admission_problem(item.stream)
-            if problem is not None:
+            if problem is not None:  # refused before the log, as the scheduler refuses without one: counted alike
+                self.engine.scheduler.stats.refused_streams += 1
                 raise InvalidTick("stream_refused", problem, item.stream)
             log_or_refuse(self.data, item)
         self._enqueue(item)
@@ -345,7 +363,7 @@ class TickPipeline:
         self._grouping.clear()
         self.ticks_in += result.ticks
         for r in result.rejections:
-            self.rejected[r.reason] += 1
+            self.rejected[r.reason] += r.count
         return [r.to_wire() for r in result.rejections]
 
     # -- what the server asks of a pipeline (ShardedPipeline answers the same) ---------------------------

@@ -163,12 +163,24 @@ class ShardedPipeline:
     # -- ingest ----------------------------------------------------------------------------------
 
     def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
+        if (shed := self._shed(data, tokenized=False)) is not None:
+            return shed
         self.data.message_started()
         return self._counted(self.encoders.ingest_message(data, self._submit))
 
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
+        if (shed := self._shed(data, tokenized=True)) is not None:
+            return shed
         self.data.message_started()
         return self._counted(self.encoders.ingest_tokenized(data, self._submit))
+
+    def _shed(self, data: bytes, tokenized: bool) -> list[dict[str, Any]] | None:
+        """As TickPipeline._shed: a whole message refused while behind with when_behind: shed."""
+        if self.config.limits.when_behind != "shed" or not self.behind:
+            return None
+        err = overloaded(self.pending_tokens(), self.lag_s(), self.config.limits, None)
+        result = self.encoders.shed_message(data, err, tokenized)
+        return None if result is None else self._counted(result)
 
     def _counted(self, result: Ingested) -> list[dict[str, Any]]:
         """After a whole message: its tick group ends on each stream it fed (GroupEnd, in the shard's items, as one
@@ -178,13 +190,13 @@ class ShardedPipeline:
         self._grouping.clear()
         self.ticks_in += result.ticks
         for r in result.rejections:
-            self.rejected[r.reason] += 1
+            self.rejected[r.reason] += r.count
         return [r.to_wire() for r in result.rejections]
 
     def _submit(self, item: EncodedTick) -> None:
         """Every check, then the log, then the shard's buffer: the log holds exactly the accepted items."""
         if self.behind and self.config.limits.when_behind == "shed":
-            raise overloaded(self.pending_tokens(), item.stream)
+            raise overloaded(self.pending_tokens(), self.lag_s(), self.config.limits, item.stream)
         if item.stream not in self.shard_of:
             problem = self._admission_problem(item.stream)
             if problem is not None:
