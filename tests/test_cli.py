@@ -295,3 +295,23 @@ def test_serve_with_a_ray_address_where_nothing_listens_fails_at_once(tmp_path, 
                        "--data-dir", str(tmp_path / "data"))
     assert code == 2 and f"shards.ray_address 127.0.0.1:{port}: nothing accepts connections there" in err
     assert time.monotonic() - started < 30
+
+
+def test_feed_stopped_by_sigterm_says_what_it_sent(checkpoint, tmp_path) -> None:
+    """A supervisor stops a feed with SIGTERM: it ends after the current batch and prints its summary (it died
+    silently, leaving the operator no account of what was sent)."""
+    import signal
+    import subprocess
+    import sys
+
+    with serving(config(checkpoint, tmp_path)) as server:
+        feed = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "feed", "synthetic", "--rate", "200",
+                                 "--endpoint", server.endpoints["ingest"]], stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: server.pipeline.ticks_in > 20, timeout_s=60)
+            feed.send_signal(signal.SIGTERM)
+            _, err = feed.communicate(timeout=60)
+        finally:
+            feed.kill()
+    assert feed.returncode == 0, err
+    assert "stopped by a signal" in err and "sent " in err, err

@@ -522,6 +522,49 @@ def test_a_subscriber_that_missed_answers_fills_its_gap_from_the_answers_op(chec
     assert len(got) == 8 and got == {t: list(range(1, n + 1)) for t, n in published.items()}
 
 
+def test_a_topic_first_met_past_its_first_answer_is_filled_from_when_the_subscriber_began(checkpoint,
+                                                                                         tmp_path) -> None:
+    """A new stream's first answers dropped before this client ever saw the topic (it had no last seq to show the
+    gap): they were lost without a count. A subscriber that was there fills them; one started later takes only
+    what came after it began (from now on, not the history); one resumed from saved seqs takes them all."""
+    cfg = ephemeral(checkpoint, tmp_path)
+    known = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(100)
+    new = [dataclasses.replace(t, stream="NEW") for t in SyntheticMarket(SyntheticConfig(seed=5)).next_batch(400)
+           if t.stream == "SYN.A"][:40]
+    got: dict[str, list[int]] = {}
+    with serving(cfg) as server, ControlClient(server.endpoints["control"]) as control, \
+            GaplessSubscriber(server.endpoints["answers"], control) as answers, \
+            FeedClient(server.endpoints["ingest"]) as feed:
+        published = lambda n: server.counters["answers_published"] == n  # noqa: E731
+        answers.wait_ready()
+        feed.send(known)
+        wait_for(lambda: published(8), timeout_s=60)
+        receive_until_quiet(answers, got, quiet_s=0.5)
+        sock = answers.subscriber._sock  # away while the new stream's first answers go out
+        sock.setsockopt(zmq.UNSUBSCRIBE, b"")
+        time.sleep(0.2)
+        for i in range(0, 20, 5):
+            feed.send(new[i : i + 5])
+            wait_for(lambda: published(8 + 2 * (i // 5 + 1)), timeout_s=60)
+        sock.setsockopt(zmq.SUBSCRIBE, b"")
+        time.sleep(0.2)
+        with GaplessSubscriber(server.endpoints["answers"], control) as later, \
+                GaplessSubscriber(server.endpoints["answers"], control, last_seqs={}) as resumed:
+            later.wait_ready()
+            resumed.wait_ready()
+            feed.send(new[20:25])
+            wait_for(lambda: published(8 + 10), timeout_s=60)
+            receive_until_quiet(answers, got, quiet_s=1.0)
+            got_later: dict[str, list[int]] = {}
+            got_resumed: dict[str, list[int]] = {}
+            receive_until_quiet(later, got_later, quiet_s=0.5)
+            receive_until_quiet(resumed, got_resumed, quiet_s=0.5)
+    assert got["dir/NEW/"] == got["nll/NEW/"] == [1, 2, 3, 4, 5]  # the first four filled, then PUB's fifth
+    assert answers.filled == 8 and answers.unrecoverable == 0
+    assert got_later == {"dir/NEW/": [5], "nll/NEW/": [5]} and later.filled == 0
+    assert got_resumed == {"dir/NEW/": [1, 2, 3, 4, 5], "nll/NEW/": [1, 2, 3, 4, 5]}
+
+
 def test_answers_fetched_ahead_of_pub_are_not_counted_missed(checkpoint, tmp_path) -> None:
     """A fetch can run ahead of answers PUB is still delivering (a client resuming from its saved seqs while they
     are in flight, a restart's heartbeat): those answers come once, and `missed` counts only what PUB never

@@ -526,23 +526,37 @@ def _feed_resume(args: argparse.Namespace) -> Any:
 
 
 def cmd_feed(args: argparse.Namespace) -> None:
+    import threading
+
     from connectors.feed import FINISH_STALL_S, EngineLost, FeedClient, run_feed
 
     source = _source(args)
     for line in getattr(source, "notes", ()):
         print(f"flashtick feed: note: {line}", file=sys.stderr)
     resume = _feed_resume(args)
+    stop = threading.Event()
+
+    def request_stop(signum: int, _: Any) -> None:
+        # SIGTERM (a supervisor's stop) and SIGINT end the feed after the current batch, with its summary (what
+        # was sent, what the engine accounted for); a second one is the default action
+        stop.set()
+        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, request_stop)
     try:
         with FeedClient(args.endpoint, watch_connection=True, **_curve(args)) as client:
             stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
-                             resume=resume)
+                             resume=resume, stop=stop)
     except EngineLost as e:
         raise ConnectionError(f"{e}; stopped here, with {client.ticks} ticks sent: `flashtick streams` says what "
                               f"the engine holds of each stream") from None
     finally:
         if resume is not None:
             resume.close()
-    print(stats.summary(), file=sys.stderr)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+    print(stats.summary() + ("; stopped by a signal" if stop.is_set() else ""), file=sys.stderr)
     if stats.unconfirmed:
         raise ConnectionError(f"the engine has neither accepted nor refused {stats.unconfirmed} of the ticks sent "
                               f"(none more for {FINISH_STALL_S:g} s): they may be lost; `flashtick streams` says what "

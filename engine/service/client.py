@@ -173,13 +173,23 @@ class ControlClient:
         self.close()
 
 
+def topic_prefixes(topics: list[str] | None) -> list[str]:
+    """A subscriber's topic prefixes (None: every topic). A bare str is refused: list("dir20/") would subscribe to
+    "d", "i", ... and the subscriber would wait for answers that never match."""
+    if topics is None:
+        return [""]
+    if isinstance(topics, (str, bytes)) or not all(isinstance(t, str) for t in topics):
+        raise TypeError(f"topics is a list of topic prefixes, e.g. ['dir20/'] or ['dir20/BTCUSDT/'], got {topics!r}")
+    return list(topics)
+
+
 class AnswerSubscriber:
     """A SUB socket on the answers topics. `recv` returns only messages of the topics asked for."""
 
     def __init__(self, endpoint: str, topics: list[str] | None = None, server_public_key: bytes | None = None,
                  client_keypair: tuple[bytes, bytes] | None = None) -> None:
         self.endpoint = endpoint
-        self.topics = list(topics) if topics is not None else [""]
+        self.topics = topic_prefixes(topics)
         self._sock = zmq.Context.instance().socket(zmq.SUB)
         self._sock.linger = 0
         curve_client(self._sock, server_public_key, client_keypair)
@@ -286,10 +296,17 @@ class GaplessSubscriber:
 
     def __init__(self, endpoint: str, control: ControlClient, topics: list[str] | None = None,
                  last_seqs: dict[str, int] | None = None, **curve: Any) -> None:
-        wanted = list(topics) if topics is not None else [""]
+        if not callable(getattr(control, "call", None)):
+            raise TypeError(f"GaplessSubscriber needs a ControlClient of the same service (it fetches missed answers "
+                            f"with its `answers` op), got {control!r}")
+        wanted = topic_prefixes(topics)
         if not any(HEARTBEAT_TOPIC.startswith(prefix) for prefix in wanted):
             wanted.append(HEARTBEAT_TOPIC)  # watched, never delivered
         self.subscriber = AnswerSubscriber(endpoint, wanted, **curve)
+        # A topic first met past its seq 1 has answers this client missed. Resumed (``last_seqs`` given, even
+        # empty), every one the service keeps is owed: the topic began while the client was away. Fresh, those
+        # published since it started (server time, from its first heartbeat): "from now on", not the history.
+        self.since_ns: int | None = None if last_seqs is not None else -1  # -1: set by the first heartbeat
         self.heartbeat_seq: int | None = None  # the latest heartbeat's seq
         self._unfilled: set[str] = set()  # topics whose gap fetch the service did not answer: again at a heartbeat
         self._held: dict[str, list[dict[str, Any]]] = {}  # their answers that arrived meanwhile, in order
@@ -319,7 +336,7 @@ class GaplessSubscriber:
                 return None
             topic, answer = message
             if topic.startswith(HEARTBEAT_TOPIC):
-                self._heartbeat(answer.get("seq"))
+                self._heartbeat(answer.get("seq"), answer.get("ts"))
                 continue
             if topic.startswith("_"):
                 continue
@@ -330,8 +347,8 @@ class GaplessSubscriber:
             last = self.last_seq.get(topic)
             if last is not None and answer["seq"] <= last:
                 continue  # already delivered (a fill got it first)
-            if last is not None and answer["seq"] > last + 1:
-                self._fill(topic, last, answer["seq"] - 1)
+            if answer["seq"] > (last or 0) + 1 and (last is not None or self.since_ns != -1):
+                self._fill(topic, last or 0, answer["seq"] - 1)  # a gap, or a new topic met past its first answer
                 if topic in self._unfilled:
                     self._held.setdefault(topic, []).append(answer)
                     continue
@@ -347,11 +364,13 @@ class GaplessSubscriber:
             self.missed[topic] -= 1
         fetched.difference_update([s for s in fetched if s <= seq])
 
-    def _heartbeat(self, seq: Any) -> None:
+    def _heartbeat(self, seq: Any, ts: Any = None) -> None:
         """A heartbeat whose seq went back (a restart) or skipped (heartbeats missed: so may answers have been):
         every topic seen so far is fetched past its last seq."""
         if type(seq) is not int:
             return
+        if self.since_ns == -1:  # a fresh subscriber begins at the first heartbeat it sees
+            self.since_ns = int(ts) if type(ts) is int else 0
         self._retry_fills()
         last, self.heartbeat_seq = self.heartbeat_seq, seq
         if last is None or seq == last + 1:
@@ -375,7 +394,7 @@ class GaplessSubscriber:
         """Topics whose fetch failed: everything after their last delivered seq, then what waited behind."""
         for topic in list(self._unfilled):
             try:
-                self._fetch(topic, self.last_seq[topic], None)
+                self._fetch(topic, self.last_seq.get(topic, 0), None)
             except ControlError:
                 continue
             self._unfilled.discard(topic)
@@ -385,15 +404,22 @@ class GaplessSubscriber:
                     self._deliver(topic, answer)
 
     def _fetch(self, topic: str, after: int, upto: int | None) -> None:
+        # a topic this client never had: a fresh one takes what was published since it began (since_ns), and the
+        # service's older answers are no gap of its own
+        since = self.since_ns if topic not in self.last_seq and self.since_ns not in (None, -1) else None
+        if since is not None and upto is not None:
+            after = max(after, self._published_before(topic, since, upto))
         while upto is None or after < upto:
             reply = self.control.call("answers", topic=topic, after=after, limit=FETCH_LIMIT)
             answers = [a for a in reply["answers"] if (upto is None or a["seq"] <= upto)
                        and a.get("topic", topic) == topic]  # (the reply is this request's: ControlClient's ids)
-            if (answers and answers[0]["seq"] > after + 1) or (not answers and upto is not None):
+            if since is None and ((answers and answers[0]["seq"] > after + 1) or (not answers and upto is not None)):
                 self.unrecoverable += (answers[0]["seq"] - 1 if answers else upto) - after  # no longer kept
             if not answers:
                 return
             for answer in answers:
+                if since is not None and answer.get("answer_ts", since) < since:
+                    continue  # published before this client began
                 self.filled += 1
                 self.missed[topic] += 1
                 self._fetched.setdefault(topic, set()).add(answer["seq"])
@@ -401,6 +427,20 @@ class GaplessSubscriber:
             after = answers[-1]["seq"]
             if upto is None and len(reply["answers"]) < FETCH_LIMIT:
                 return
+
+    def _published_before(self, topic: str, since: int, upto: int) -> int:
+        """The last seq of ``topic`` (at most ``upto``) published before server time ``since``: a binary search of
+        one-answer fetches, so a topic first met at seq 50,000 costs ~16 calls, not its whole kept history."""
+        lo, hi = 0, upto  # every kept answer with seq <= lo is before `since`; the answer seq hi + 1 is not
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            kept = self.control.call("answers", topic=topic, after=mid - 1, limit=1)["answers"]
+            found = kept[0] if kept and kept[0].get("topic", topic) == topic else None
+            if found is None or found["seq"] > hi or found.get("answer_ts", since) >= since:
+                hi = mid - 1  # answer mid (or the first kept past it) is from since on
+            else:
+                lo = found["seq"]
+        return lo
 
     def _deliver(self, topic: str, answer: dict[str, Any]) -> None:
         self.last_seq[topic] = answer["seq"]
