@@ -183,7 +183,8 @@ class FeedClient:
         except zmq.Again:
             if self.messages == 0:
                 raise FeedTimeout(f"no engine accepting on {self.endpoint} after {self.connect_timeout_ms} ms: "
-                                  "is `flashtick serve` running?") from None
+                                  "is `flashtick serve` running, and is this its ingest endpoint (:5555 by default; "
+                                  "answers and control are other ports)?") from None
             raise FeedTimeout(f"engine at {self.endpoint} took no message for {self.send_timeout_ms} ms "
                               "(stopped, or not reading): is `flashtick serve` still running?") from None
         if self.messages == 0:

@@ -207,6 +207,7 @@ CONTROL_ERRORS = [
     ({"op": "get", "stream": "A", "query": "B" * 10_000, "id": 5}, "no query named"),  # the id echoed (below)
     ({"op": "answers", "topic": "dir/R.OK/"}, "needs 'after'"),
     ({"op": "answers", "topic": "dir/R.OK/", "after": 0, "limit": 0}, "limit from 1 to 1000"),
+    ({"op": "answers", "topic": "dir/R.OK/", "after": -5}, "after >= 0"),
     ({"op": "answers", "topic": "dir/R.OK/", "after": 0, "limit": 5000}, "limit from 1 to 1000"),
 ]
 

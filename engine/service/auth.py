@@ -156,6 +156,11 @@ class ClientAllowList(ThreadAuthenticator):
 
 # -- the client side: why did the handshake fail? ---------------------------------------------------
 
+# a socket of another kind answers a client's connection and then fails its handshake (ZeroMQ pairs socket types)
+WRONG_SOCKET = ("the socket this client is for: a service has three, ingest (PUSH feeds, :5555 by default), answers "
+                "(subscribers, :5556) and control (requests, :5557)")
+
+
 class HandshakeMonitor:
     """Watches a client socket's connection events, to say why no reply came.
 
@@ -206,7 +211,8 @@ class HandshakeMonitor:
         if kind == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL:
             return "the server does not use CURVE (or another security mechanism): drop --server-key"
         if not self.curve:
-            return "the handshake failed: if the server uses CURVE, give --server-key (and --client-key)"
+            return ("the handshake failed: if the server uses CURVE, give --server-key (and --client-key); else the "
+                    f"endpoint is not {WRONG_SOCKET}")
         return "the CURVE handshake failed: is --server-key the server's public key?"
 
     def explain(self) -> str:
@@ -220,7 +226,8 @@ class HandshakeMonitor:
         if self.succeeded:
             return "connected, but the service did not answer in time (busy?)"
         if self.connected:
-            return "connected, but the handshake did not complete: it may be an authentication failure"
+            return (f"connected, but the handshake did not complete: an authentication failure, or the endpoint is "
+                    f"not {WRONG_SOCKET}")
         return "nothing answered the connection: is the service running there?"
 
     def close(self) -> None:

@@ -19,7 +19,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 DEFAULT_INGEST = "tcp://127.0.0.1:5555"
 DEFAULT_ANSWERS = "tcp://127.0.0.1:5556"
@@ -427,10 +427,25 @@ def _serve_config(args: argparse.Namespace) -> Any:
     return config
 
 
+def _stopped_while_starting(logged: bool) -> Callable[[int, Any], None]:
+    """The SIGTERM/SIGINT handler before the service serves (the model loading, the log replaying, owed answers
+    computing): it says so, then takes the signal's own action (the next start does the work again)."""
+    def stop(signum: int, _: Any) -> None:
+        print("flashtick: stopped while starting" + ("; nothing accepted is lost: the tick log holds it, and the next "
+                                                     "start replays it and computes what is owed" if logged else ""),
+              file=sys.stderr, flush=True)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    return stop
+
+
 def cmd_serve(args: argparse.Namespace) -> None:
     from engine.service.server import Server
 
-    server = Server(_serve_config(args))
+    config = _serve_config(args)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _stopped_while_starting(config.log.dir is not None))
+    server = Server(config)
     endpoints = server.bind()
     data = server.pipeline.data
     print(f"flashtick: logging accepted ticks and published answers in {data.root} (--no-log to keep nothing)"

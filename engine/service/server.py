@@ -461,6 +461,8 @@ class Server:
         if not topic.endswith("/"):
             raise ControlError(f"topic {excerpt(topic)} is not an answer topic: topics end with '/', e.g. 'dir20/BTCUSDT/'")
         after = _field(request, "after", int)
+        if after < 0:
+            raise ControlError(f"op 'answers' takes after >= 0 (the last seq you have; 0 for all), got {after}")
         limit = request.get("limit", MAX_ANSWERS_PER_FETCH)
         if type(limit) is not int or not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
             raise ControlError(f"op 'answers' takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, got {excerpt(limit)}")
