@@ -429,9 +429,13 @@ class GaplessSubscriber:
                 return
 
     def _published_before(self, topic: str, since: int, upto: int) -> int:
-        """The last seq of ``topic`` (at most ``upto``) published before server time ``since``: a binary search of
-        one-answer fetches, so a topic first met at seq 50,000 costs ~16 calls, not its whole kept history."""
+        """The last seq of ``topic`` (at most ``upto``) published before server time ``since``: one call for a topic
+        older than this client (its answer ``upto`` is), else a binary search of one-answer fetches (a topic first
+        met at seq 50,000 costs ~16 calls, not its whole kept history)."""
         lo, hi = 0, upto  # every kept answer with seq <= lo is before `since`; the answer seq hi + 1 is not
+        kept = self.control.call("answers", topic=topic, after=upto - 1, limit=1)["answers"]  # the usual case first:
+        if kept and kept[0]["seq"] == upto and kept[0].get("answer_ts", since) < since:  # an old topic, none missed
+            return upto
         while lo < hi:
             mid = (lo + hi + 1) // 2
             kept = self.control.call("answers", topic=topic, after=mid - 1, limit=1)["answers"]
