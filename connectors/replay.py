@@ -427,7 +427,7 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
     book = None if isinstance(given, ColumnMap) else databento_book(cmap, schema)  # a whole map given is followed
     action = next((n for n in schema if normal_name(n) == "action"), None)
-    if book == "mbp-1" and _distinct_text(path, cmap.names, dialect, action, 3) == ["T"]:
+    if book == "mbp-1" and _distinct_text(path, cmap.names, dialect, action, 3, SAMPLE_ROWS) == ["T"]:
         # TBBO (MBP-1's fields, a record per trade with the best bid and offer just before it): every row is a
         # trade and the quote it met, read as any such row is, the quote first
         book = None
@@ -683,12 +683,16 @@ def _kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: 
                   f"{{{column}: [...]}}, docs/replay.md); every row is read as a trade now"]
 
 
+SAMPLE_ROWS = 200_000  # rows a layout's heuristics look at (a side code, venues, corrections): one pass, bounded
+
+
 def _distinct_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None, column: str,
-                   limit: int) -> list[str]:
-    """Up to `limit` distinct non-empty values of a column, as text, sorted."""
-    values = _scan(path, names, dialect, {column: pl.String} if is_csv(path) else None).select(
-        pl.col(column).cast(pl.String).str.strip_chars().drop_nulls().unique().head(limit)).collect().to_series()
-    return sorted(v for v in values.to_list() if v)
+                   limit: int, rows: int | None = None) -> list[str]:
+    """Up to `limit` distinct non-empty values of a column (of its first `rows` rows; None: all), as text, sorted."""
+    scan = _scan(path, names, dialect, {column: pl.String} if is_csv(path) else None)
+    scan = scan if rows is None else scan.head(rows)
+    values = scan.select(pl.col(column).cast(pl.String).str.strip_chars().drop_nulls().unique().head(limit))
+    return sorted(v for v in values.collect().to_series().to_list() if v)
 
 
 VENUE_NAMES = ("exchange", "venue", "market", "exchange_id", "exchange_code", "ex", "mic")
@@ -703,7 +707,7 @@ def _venue_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
     column = next((c for c in schema if normal_name(c) in VENUE_NAMES), None)
     if column is None or column in cmap.source_columns():
         return []
-    values = _distinct_text(path, names, dialect, column, 51)
+    values = _distinct_text(path, names, dialect, column, 51, SAMPLE_ROWS)
     # a tape's exchange codes are letters or numbers (TAQ's N, P, Q; Polygon's 4, 11): its prints are one market's
     if not 2 <= len(values) <= 50 or all(len(v) <= 2 or v.isdigit() for v in values):
         return []
@@ -729,7 +733,8 @@ def _condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
         return []
     marked = {}
     for column in (c for c in schema if normal_name(c) in CONDITION_NAMES and c not in cmap.source_columns()):
-        values = [v for v in _distinct_text(path, names, dialect, column, 6) if v.lower() not in REGULAR_MARKS]
+        values = [v for v in _distinct_text(path, names, dialect, column, 6, SAMPLE_ROWS)
+                  if v.lower() not in REGULAR_MARKS]
         if values:
             marked[column] = values
     if not marked:
@@ -753,7 +758,7 @@ def _fix_sides(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Se
     in the notes names it."""
     if cmap.side is None or cmap.side_map is not None or cmap.side not in schema:
         return cmap
-    values = {v.removesuffix(".0") for v in _distinct_text(path, names, dialect, cmap.side, 4)}
+    values = {v.removesuffix(".0") for v in _distinct_text(path, names, dialect, cmap.side, 4, SAMPLE_ROWS)}
     if "2" not in values or not values <= set(FIX_AGGRESSOR):
         return cmap
     return replace(cmap, side_map=dict(FIX_AGGRESSOR))
