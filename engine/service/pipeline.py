@@ -200,7 +200,7 @@ def log_or_refuse(data: DataDir, item: EncodedTick) -> None:
 
 class TickPipeline:
     def __init__(self, config: ServiceConfig, live_scores: bool = True,
-                 progress: Callable[[str], None] = lambda _: None) -> None:
+                 progress: Callable[[str], None] = lambda _: None, defer_owed: bool = False) -> None:
         """``live_scores``: score answers as their futures arrive (a backtest scores its whole table instead)."""
         self.config = config
         if config.model.threads is not None:
@@ -237,6 +237,8 @@ class TickPipeline:
         if self.data is not None:
             self.data.booked = self.engine.scheduler.booked  # each tick log segment starts with every session
         self.recovered: list[JobOutcome] = []  # answers owed at a restart: published first (Server)
+        self._tail_end: dict[str, int] = {}  # deferred owed work: each stream's tick count at its tail's end
+        self._tail_changed: set[str] = set()  # ... and the queries the config changed at this start
         self.marks = RegistrationMarks()  # where each query started: what a restart owes it
         if self.data is not None:
             if self.data.queries_path.is_file():  # what was registered before a restart, answers and all
@@ -249,11 +251,14 @@ class TickPipeline:
             tail = self.data.replay(self.encoders, _EngineReplay(self), answered=answered_points(self.cache))
             self.data.replayed(len(self.engine.scheduler.streams), self.engine.rebuild())
             self.ticks_in = self.data.recovered_ticks
-            self.recovered = self._answer_tail(tail, set(changed))
+            if defer_owed:  # the server's way: bound first, the owed tail computed by its loop, new ticks behind it
+                self._owe(tail, set(changed))
+            else:
+                self.recovered = self._answer_tail(tail, set(changed))
             # a query the config changed is registered now, after every logged tick: it owes none of them
-            self.marks.registered(changed, self._committed())
+            self.marks.registered(changed, self._committed() | self._tail_end)
             self.save_queries()
-            self.recovered += self._answers_owed()
+            self.recovered += self._answers_owed(run=not defer_owed)
 
     def _compiled_current(self, name: str) -> CompiledQuery | None:
         spec = self.registry.current(name)
@@ -286,16 +291,80 @@ class TickPipeline:
         self.data.replay_refused += refused
         return outcomes
 
-    def _answers_owed(self) -> list[JobOutcome]:
+    def _answers_owed(self, run: bool = True) -> list[JobOutcome]:
         """After a replay and its tail: standing queries due on ticks that were accepted but never answered
         before the process stopped and that no tick group answered (a stream the replay booked whole),
-        computed now, once, at the stream's latest tick."""
-        self._progress("computing the answers owed at each stream's latest tick")
+        computed now, once, at the stream's latest tick (``run``; else asked, for the serving loop to compute; a
+        stream whose deferred tail is still to compute is answered by that tail's groups)."""
+        if run:
+            self._progress("computing the answers owed at each stream's latest tick")
         for stream in self.engine.scheduler.streams:
+            if stream in self._tail_end:
+                continue
             progress = self.engine.progress(stream)
             for job in owed_jobs(self.registry, self.cache, self.marks, self.flash, stream, progress):
                 self.engine.ask(job)
-        return self._kept(self.engine.run_until_idle())
+        return self._kept(self.engine.run_until_idle()) if run else []
+
+    def _owe(self, tail: list[EncodedTick | None], changed: set[str]) -> None:
+        """A replay's tail queued as the stopped process had it (its items, a tick group per wire message), for the
+        serving loop to compute once ingest is bound: ticks arriving meanwhile queue behind it, each stream in
+        order. Until every stream's tail is computed, its groups answer only the queries the stopped process owed
+        there (durability.answer_tail's rule; `flash.owes`), and a query the config changed waits for new ticks."""
+        items = [item for item in tail if item is not None]
+        if not items:
+            return
+        print(f"flashtick: owed: {counted(sum(item.ticks for item in items), 'tick')} of "
+              f"{counted(len({item.stream for item in items}), 'stream')} accepted but not yet answered when the service "
+              f"stopped; computed once ingest and answers are bound (new ticks queue behind them; `lag_s` and "
+              f"`owed_ticks` in stats say how far it is)", file=sys.stderr, flush=True)
+        floors = {(a.query, a.stream): a.version for a in self.cache.latest()}
+        end = {stream: self.engine.progress(stream).ticks for stream in {item.stream for item in items}}
+        for item in tail:
+            if item is None:  # a message began: the live run closed its groups here
+                self.engine.close_groups()
+                continue
+            try:
+                self.engine.submit(item.stream, item.tokens, item.ts, item.ticks)
+            except AdmissionRefused:  # the limits changed since: counted, never fatal (as the replay does)
+                self.data.replay_refused += 1
+                continue
+            self._accepted(item)
+            end[item.stream] += item.ticks
+        self.engine.close_groups()
+        self._tail_end, self._tail_changed = end, changed
+        marks = self.marks
+
+        def owes(spec: QuerySpec, progress: Any) -> bool:
+            tail_end = self._tail_end.get(progress.stream)
+            if tail_end is None or progress.ticks > tail_end:
+                return True  # past the tail: ticks that came after the restart
+            if spec.name in changed:
+                return False
+            floor = floors.get((spec.name, progress.stream))
+            return progress.ticks > (floor if floor is not None else marks.start(spec.name, progress.stream))
+
+        self.flash.owes = owes
+
+    def _tail_progress(self) -> None:
+        """Streams whose deferred tail is computed leave it; with the last, the restart's rules end (as at the end
+        of durability.answer_tail: a changed query fires first on each stream's next batch)."""
+        if not self._tail_end:
+            return
+        done = [s for s, end in self._tail_end.items()
+                if s not in self.engine.scheduler.streams or self.engine.progress(s).ticks >= end]
+        for stream in done:
+            del self._tail_end[stream]
+            for name in self._tail_changed:
+                self.registry.unfire(name, stream)
+        if not self._tail_end:
+            self.flash.owes = None
+
+    @property
+    def owed_ticks(self) -> int:
+        """Ticks of a deferred restart tail not computed yet."""
+        return sum(max(0, end - self.engine.progress(s).ticks) for s, end in self._tail_end.items()
+                   if s in self.engine.scheduler.streams)
 
     def ingest(self, tick: Tick) -> None:
         """Accept one validated tick: ordering check, codec, queue for its session. Raises InvalidTick,
@@ -494,6 +563,7 @@ class TickPipeline:
     def _kept(self, outcomes: list[JobOutcome]) -> list[JobOutcome]:
         """Failed jobs counted; every standing answer into the history and the answer log, *before* the
         caller publishes it, so a seq a subscriber saw is never handed out again after a restart."""
+        self._tail_progress()
         for outcome in outcomes:
             if outcome.error is not None:
                 self.flash.stats.errors += 1
@@ -525,6 +595,7 @@ class TickPipeline:
             "speculation": self.flash.stats.summary(),
             "freshness_ms": self.flash.freshness_ms(),
             "pending_tokens": scheduler.pending_tokens(),
+            "owed_ticks": self.owed_ticks,
             "behind": self.behind,
             "lag_s": round(self.lag_s(), 3),
             **scheduler.kv_summary(),

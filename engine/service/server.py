@@ -80,7 +80,7 @@ class Server:
             with _StartingReplies(control, config.model.model_id, self.started_at) as starting:
                 # one engine in this process, or N engine shards (Ray actors) behind the same sockets
                 self.pipeline = ShardedPipeline(config) if config.shards.count else \
-                    TickPipeline(config, progress=starting.said)
+                    TickPipeline(config, progress=starting.said, defer_owed=True)
         except BaseException:  # (a config the engine refuses): nothing stays bound
             control.close(linger=0)
             if self._auth is not None:
@@ -167,7 +167,9 @@ class Server:
     def serve_forever(self) -> None:
         if "ingest" not in self._sockets:  # (control was bound at the start)
             self.bind()
-        if self.pipeline.recovered:  # answers owed from before a restart go out first, once subscribers are back
+        if self.pipeline.recovered or getattr(self.pipeline, "owed_ticks", 0):
+            # answers owed from before a restart go out first, once subscribers are back (the owed tail's with
+            # the loop's first forwards; ticks arriving meanwhile wait in the ingest queue, then behind the tail)
             time.sleep(RECONNECT_GRACE_S)
         for outcome in self.pipeline.recovered:
             self._deliver(outcome)
