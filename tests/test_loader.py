@@ -12,6 +12,7 @@ from conftest import hf_logits, tiny_hf_model
 from engine.engine import Engine
 from engine.kv_cache import CacheSpec
 from engine.models import CheckpointError, load_model
+from engine.models.linear import OneDNNLinear, bf16_linear_supported
 from engine.runner import ModelRunner
 from engine.session import Session
 
@@ -53,6 +54,9 @@ def test_bf16_load(tmp_path) -> None:
     tiny_hf_model("llama3").save_pretrained(tmp_path)
     model = load_model(tmp_path, dtype=torch.bfloat16)
     assert next(model.parameters()).dtype == torch.bfloat16
+    # oneDNN's bf16 GEMMs where the CPU has bf16 dot products; plain nn.Linear (slow, but it runs) elsewhere
+    linear_types = {type(m) for m in model.modules() if isinstance(m, (torch.nn.Linear, OneDNNLinear))}
+    assert linear_types == ({OneDNNLinear} if bf16_linear_supported() else {torch.nn.Linear})
 
 
 def test_unsupported_architecture_is_refused_by_name(tmp_path) -> None:

@@ -18,7 +18,7 @@ import torch
 from safetensors.torch import load_file
 
 from engine.models.config import ModelConfig
-from engine.models.linear import prepare_linears
+from engine.models.linear import bf16_linear_supported, prepare_linears
 from engine.models.llama import LlamaModel, Rotary
 
 BUILTIN_MODEL_DIR = Path(__file__).parent / "builtin"
@@ -112,8 +112,16 @@ def from_hf_model(
     return build_model(config, state, dtype or next(hf_model.parameters()).dtype, device, weights)
 
 
-# The linears' format when ``weights`` is not given: the model's own dtype (fp16 keeps nn.Linear)
-DEFAULT_WEIGHTS = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
+def default_weights(dtype: torch.dtype) -> str | None:
+    """The linears' format when ``weights`` is not given: the model's own dtype (fp16 keeps nn.Linear).
+
+    A bf16 model on a CPU without native bf16 dot products (AVX2 only) keeps nn.Linear too: torch's own
+    bf16 GEMM is slow there but it runs, where the oneDNN format would refuse the model."""
+    if dtype == torch.float32:
+        return "float32"
+    if dtype == torch.bfloat16:
+        return "bfloat16" if bf16_linear_supported() else "torch"
+    return None
 
 
 def build_model(
@@ -131,7 +139,7 @@ def build_model(
     if set(missing.missing_keys) - expected_missing:
         raise CheckpointError(f"checkpoint lacks weights: {sorted(set(missing.missing_keys) - expected_missing)[:5]}")
     model = model.to(dtype=dtype).eval()
-    weights = weights or DEFAULT_WEIGHTS.get(dtype)
+    weights = weights or default_weights(dtype)
     return prepare_linears(model, weights) if weights is not None else model
 
 
