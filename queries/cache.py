@@ -139,6 +139,16 @@ class AnswerCache:
                 self._count += answer.stream not in per_query
                 per_query[answer.stream] = answer
 
+    def topics(self, prefix: str = "", after: str = "", limit: int | None = None) -> dict[str, dict[str, Any]]:
+        """Every topic published on whose name starts with ``prefix`` and sorts past ``after`` (a page's last; ""
+        for the first), in name order, at most ``limit``: ``{topic: {last_seq, answer_ts}}``. ``answer_ts`` is
+        the latest cached answer's (None once its stream closed or its query was replaced). How a client that was
+        away finds the topics that began meanwhile."""
+        with self._lock:
+            names = sorted(t for t in self._seq if t.startswith(prefix) and t > after)[:limit]
+            answer_ts = {a.topic: a.answer_ts for per_query in self._answers.values() for a in per_query.values()}
+            return {t: {"last_seq": self._seq[t], "answer_ts": answer_ts.get(t)} for t in names}
+
     def last_seq(self, topic: str) -> int:
         """The last seq handed out on `topic`, 0 if none."""
         return self._seq.get(topic, 0)

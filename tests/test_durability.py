@@ -26,7 +26,7 @@ from connectors.feed import FeedClient, run_feed
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from connectors.feed import REJECTS_TOPIC
-from engine.service.client import AnswerSubscriber, ControlClient, GaplessSubscriber
+from engine.service.client import AnswerSubscriber, ControlClient, ControlError, GaplessSubscriber
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 
@@ -593,7 +593,61 @@ def test_a_topic_first_met_past_its_first_answer_is_filled_from_when_the_subscri
     assert got["dir/NEW/"] == got["nll/NEW/"] == [1, 2, 3, 4, 5]  # the first four filled, then PUB's fifth
     assert answers.filled == 8 and answers.unrecoverable == 0
     assert got_later == {"dir/NEW/": [5], "nll/NEW/": [5]} and later.filled == 0
-    assert got_resumed == {"dir/NEW/": [1, 2, 3, 4, 5], "nll/NEW/": [1, 2, 3, 4, 5]}
+    # resumed with no saved seqs: every kept answer is owed, the older topics' too (found with the op `topics`)
+    assert got_resumed == {"dir/NEW/": [1, 2, 3, 4, 5], "nll/NEW/": [1, 2, 3, 4, 5],
+                           **{f"{q}/SYN.{s}/": [1] for q in ("dir", "nll") for s in "ABCD"}}
+
+
+def test_a_resumed_subscriber_finds_topics_that_began_while_it_was_away(checkpoint, tmp_path, monkeypatch) -> None:
+    """A topic that began while a client was away and published nothing since was never met: no answer on PUB
+    showed its seq, so its answers were lost without a count. The op `topics` lists the topics published on with
+    their last seq (a prefix narrows it, pages hold at most MAX_TOPICS_PER_REPLY); a resumed GaplessSubscriber
+    fills those it has not met."""
+    import engine.service.server as server_module
+
+    monkeypatch.setattr(server_module, "MAX_TOPICS_PER_REPLY", 3)  # pages of 3: the paging is exercised
+    cfg = ephemeral(checkpoint, tmp_path)
+    known = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(100)
+    new = [dataclasses.replace(t, stream="NEW") for t in SyntheticMarket(SyntheticConfig(seed=5)).next_batch(400)
+           if t.stream == "SYN.A"][:20]
+    got: dict[str, list[int]] = {}
+    got_resumed: dict[str, list[int]] = {}
+    with serving(cfg) as server, ControlClient(server.endpoints["control"]) as control, \
+            FeedClient(server.endpoints["ingest"]) as feed:
+        published = lambda n: server.counters["answers_published"] == n  # noqa: E731
+        with GaplessSubscriber(server.endpoints["answers"], control) as first:
+            first.wait_ready()
+            feed.send(known)
+            wait_for(lambda: published(8), timeout_s=60)
+            receive_until_quiet(first, got, quiet_s=0.5)
+            saved = dict(first.last_seq)
+        for i in range(0, 20, 5):  # away: stream NEW begins, answers four times, and stops
+            feed.send(new[i : i + 5])
+            wait_for(lambda: published(8 + 2 * (i // 5 + 1)), timeout_s=60)
+        with GaplessSubscriber(server.endpoints["answers"], control, last_seqs=saved) as resumed, \
+                GaplessSubscriber(server.endpoints["answers"], control, ["dir/"], last_seqs={}) as dir_only:
+            resumed.wait_ready()
+            dir_only.wait_ready()
+            receive_until_quiet(resumed, got_resumed, quiet_s=0.5)
+            got_dir: dict[str, list[int]] = {}
+            receive_until_quiet(dir_only, got_dir, quiet_s=0.1)
+        listed = control.call("topics", prefix="dir/")
+        pages, after = [], ""
+        while not pages or pages[-1]["truncated"]:
+            pages.append(control.call("topics", after=after))
+            after = max(pages[-1]["topics"])
+        with pytest.raises(ControlError, match="op 'topics' takes prefix and after as strings"):
+            control.call("topics", prefix=5)
+    assert got == {f"{q}/SYN.{s}/": [1] for q in ("dir", "nll") for s in "ABCD"}
+    assert got_resumed == {"dir/NEW/": [1, 2, 3, 4], "nll/NEW/": [1, 2, 3, 4]}
+    assert resumed.filled == 8 and resumed.unrecoverable == 0
+    assert set(got_dir) == {"dir/NEW/", *(f"dir/SYN.{s}/" for s in "ABCD")} and got_dir["dir/NEW/"] == [1, 2, 3, 4]
+    assert listed["truncated"] and list(listed["topics"]) == ["dir/NEW/", "dir/SYN.A/", "dir/SYN.B/"]
+    assert listed["topics"]["dir/NEW/"]["last_seq"] == 4 and listed["topics"]["dir/SYN.A/"]["last_seq"] == 1
+    assert [len(p["topics"]) for p in pages] == [3, 3, 3, 1]
+    every = {t: v for p in pages for t, v in p["topics"].items()}
+    assert sorted(every) == sorted([*got, "dir/NEW/", "nll/NEW/"])
+    assert all(type(v["answer_ts"]) is int for v in every.values())
 
 
 def test_answers_fetched_ahead_of_pub_are_not_counted_missed(checkpoint, tmp_path) -> None:
@@ -756,7 +810,9 @@ def test_a_feed_resumes_with_no_tick_lost_or_repeated_when_the_engine_restarts(c
     finally:
         server.stop()
         thread.join(30)
-    assert resume.restarts == 1 and stats[0].unconfirmed == 0 and (resume.resent > 0 or when != "mid-feed")
+    # (how much is resent depends on timing: a clean stop reads what was queued at its ingest socket first, so
+    # only messages sent while the service was down or not yet read when it closed come again)
+    assert resume.restarts == 1 and stats[0].unconfirmed == 0
     for tick in ticks:
         if not (when.endswith("refusals") and tick.stream == "SYN.A" and tick.ts < want["SYN.A"][0]):
             want.setdefault(tick.stream, []).append(tick.ts)

@@ -243,6 +243,8 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
         shared = [a for t, a in got if t == "shared/"]
         assert {a["stream"] for a in shared} == {"SYN.A", "SYN.C"}
         assert [a["seq"] for a in shared] == list(range(1, len(shared) + 1))
+        listed = control.call("topics", prefix="shared/")["topics"]  # the front door's seqs, both shards' answers
+        assert list(listed) == ["shared/"] and listed["shared/"]["last_seq"] == len(shared)
         early = control.call("ask", stream="SYN.D", query="gated")  # the shard answers from its cache at once
         published = control.call("get", query="gated", stream="SYN.D")["answer"]
         assert early["cached"] is True and early["gated"] is True

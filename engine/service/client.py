@@ -321,11 +321,14 @@ class GaplessSubscriber:
         # dropped (PUB keeps a topic's order: they will not come), so this holds only what is in flight.
         self._fetched: dict[str, set[int]] = {}
         self._ready: deque[tuple[str, dict[str, Any]]] = deque()
+        self._discovery_owed = False  # a `topics` call the service did not answer: again at the next heartbeat
 
     def wait_ready(self, timeout_s: float = 5.0) -> None:
         self.subscriber.wait_ready(timeout_s)
         for topic, seq in list(self.last_seq.items()):
             self._fill(topic, seq, None)
+        if self.since_ns is None:  # resumed: topics may have begun while it was away
+            self._discover()
 
     def recv(self, timeout_s: float | None = 5.0) -> tuple[str, dict[str, Any]] | None:
         """The next answer in seq order per topic, or None after ``timeout_s`` (None: wait for ever)."""
@@ -374,10 +377,41 @@ class GaplessSubscriber:
         self._retry_fills()
         last, self.heartbeat_seq = self.heartbeat_seq, seq
         if last is None or seq == last + 1:
+            if self._discovery_owed:
+                self._discover()
             return
         self.restarts_seen += seq <= last
         for topic, after in list(self.last_seq.items()):
             self._fill(topic, after, None)
+        self._discover()
+
+    def _discover(self) -> None:
+        """Topics of this client's prefixes that it has not met, found with the op ``topics``: a topic that began
+        while it was away (a new stream's answers) and published nothing since would otherwise never be met. A
+        resumed client fills each from its first kept answer; a fresh one those published since it began."""
+        found: dict[str, dict[str, Any]] = {}
+        try:
+            for prefix in self.subscriber.topics:
+                if prefix.startswith("_"):
+                    continue  # the service's own topics (the heartbeats' prefix, added above): never delivered
+                after = ""
+                while True:
+                    reply = self.control.call("topics", prefix=prefix, after=after)
+                    found.update(reply["topics"])
+                    if not reply.get("truncated") or not reply["topics"]:
+                        break
+                    after = max(reply["topics"])
+        except ControlError as e:  # restarting: again at the next heartbeat; a service without the op: never
+            self._discovery_owed = "unknown op" not in str(e)
+            return
+        self._discovery_owed = False
+        for topic, info in sorted(found.items()):
+            if topic in self.last_seq or topic.startswith("_") or not info["last_seq"]:
+                continue
+            if self.since_ns is None:
+                self._fill(topic, 0, None)
+            elif self.since_ns != -1 and (info.get("answer_ts") or -1) >= self.since_ns:
+                self._fill(topic, 0, info["last_seq"])  # published since this client began
 
     def _fill(self, topic: str, after: int, upto: int | None) -> None:
         """Fetch and queue ``topic``'s answers after seq ``after`` (up to ``upto``, or all the service has). A fetch

@@ -476,6 +476,19 @@ class Server:
         return {"answers": answers, "complete": complete,
                 "last_seq": last_seq, "oldest_seq": self.pipeline.history.oldest_seq(topic)}
 
+    def _op_topics(self, request: dict, _reply: Any) -> dict:
+        """The answer topics published on, with their last seq: how a client that was away finds topics that
+        began meanwhile (a new stream's answers), which no subscription of its own names yet."""
+        prefix, after = request.get("prefix", ""), request.get("after", "")
+        if type(prefix) is not str or type(after) is not str:
+            raise ControlError(f"op 'topics' takes prefix and after as strings (a topic prefix such as 'dir20/'; "
+                               f"the last topic of the previous page), got {excerpt(prefix)}, {excerpt(after)}")
+        found = self.pipeline.cache.topics(prefix, after, MAX_TOPICS_PER_REPLY + 1)
+        truncated = len(found) > MAX_TOPICS_PER_REPLY
+        if truncated:
+            found.pop(max(found))
+        return {"topics": found, "truncated": truncated}
+
     def _op_stats(self, _request: dict, _reply: Any) -> dict:
         self._refresh_snapshot()
         return {"stats": self._snapshot}
@@ -536,7 +549,8 @@ def _looks_like_ticks(frame: bytes) -> bool:
 MAX_SOURCE_CHARS = 64
 MAX_ANSWERS_PER_FETCH = 1000
 MAX_STREAMS_PER_REPLY = 10_000
-CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "answers", "streams", "stats", "health")
+MAX_TOPICS_PER_REPLY = 10_000
+CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "answers", "topics", "streams", "stats", "health")
 
 
 class ControlError(ValueError):
