@@ -593,6 +593,9 @@ def test_a_topic_first_met_past_its_first_answer_is_filled_from_when_the_subscri
     assert got["dir/NEW/"] == got["nll/NEW/"] == [1, 2, 3, 4, 5]  # the first four filled, then PUB's fifth
     assert answers.filled == 8 and answers.unrecoverable == 0
     assert got_later == {"dir/NEW/": [5], "nll/NEW/": [5]} and later.filled == 0
+    # the topics older than it were listed at its first heartbeat (op `topics`), known without a fetch each
+    assert later.last_seq == {**{f"{q}/SYN.{s}/": 1 for q in ("dir", "nll") for s in "ABCD"},
+                              "dir/NEW/": 5, "nll/NEW/": 5}
     # resumed with no saved seqs: every kept answer is owed, the older topics' too (found with the op `topics`)
     assert got_resumed == {"dir/NEW/": [1, 2, 3, 4, 5], "nll/NEW/": [1, 2, 3, 4, 5],
                            **{f"{q}/SYN.{s}/": [1] for q in ("dir", "nll") for s in "ABCD"}}

@@ -374,6 +374,7 @@ class GaplessSubscriber:
             return
         if self.since_ns == -1:  # a fresh subscriber begins at the first heartbeat it sees
             self.since_ns = int(ts) if type(ts) is int else 0
+            self._discover(fill=False)  # the topics older than it, known at once: no fetch each at first sight
         self._retry_fills()
         last, self.heartbeat_seq = self.heartbeat_seq, seq
         if last is None or seq == last + 1:
@@ -385,10 +386,13 @@ class GaplessSubscriber:
             self._fill(topic, after, None)
         self._discover()
 
-    def _discover(self) -> None:
+    def _discover(self, fill: bool = True) -> None:
         """Topics of this client's prefixes that it has not met, found with the op ``topics``: a topic that began
         while it was away (a new stream's answers) and published nothing since would otherwise never be met. A
-        resumed client fills each from its first kept answer; a fresh one those published since it began."""
+        resumed client fills each from its first kept answer; a fresh one those published since it began, and takes
+        a topic whose latest answer is older than itself as seen up to that answer (so meeting it later on PUB
+        costs no search for where "since it began" starts). ``fill=False`` (a fresh client's first heartbeat: PUB
+        delivers everything from here on) only does the latter."""
         found: dict[str, dict[str, Any]] = {}
         try:
             for prefix in self.subscriber.topics:
@@ -408,9 +412,14 @@ class GaplessSubscriber:
         for topic, info in sorted(found.items()):
             if topic in self.last_seq or topic.startswith("_") or not info["last_seq"]:
                 continue
+            answer_ts = info.get("answer_ts")
             if self.since_ns is None:
                 self._fill(topic, 0, None)
-            elif self.since_ns != -1 and (info.get("answer_ts") or -1) >= self.since_ns:
+            elif self.since_ns == -1 or answer_ts is None:
+                continue  # not begun yet; no latest answer to date the topic by: a search at first sight
+            elif answer_ts < self.since_ns:
+                self.last_seq[topic] = info["last_seq"]  # nothing of it since this client began
+            elif fill:
                 self._fill(topic, 0, info["last_seq"])  # published since this client began
 
     def _fill(self, topic: str, after: int, upto: int | None) -> None:
