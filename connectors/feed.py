@@ -427,7 +427,8 @@ def _finish(stats: FeedStats, client: FeedClient, batch: int, watch: RejectWatch
             raise EngineLost(f"the connection to the engine at {client.endpoint} dropped after the last send (a "
                              f"restart?): what was in flight may not have reached it")
         return stats
-    left, stalled_at = None, time.monotonic() + FINISH_STALL_S
+    began = time.monotonic()
+    left, stalled_at = None, began + FINISH_STALL_S
     while True:
         if watch is not None:
             watch.poll(100)
@@ -438,7 +439,8 @@ def _finish(stats: FeedStats, client: FeedClient, batch: int, watch: RejectWatch
             continue
         now = resume.unconfirmed(rejected(watch))
         if now == 0 or (now == left and time.monotonic() >= stalled_at):
-            return stats._replace(unconfirmed=now, restarts=resume.restarts, resent=resume.resent)
+            return stats._replace(unconfirmed=now, restarts=resume.restarts, resent=resume.resent,
+                                  seconds=stats.seconds + time.monotonic() - began)  # the wait for the engine too
         if now != left:
             left, stalled_at = now, time.monotonic() + FINISH_STALL_S
 

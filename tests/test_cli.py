@@ -147,6 +147,13 @@ def test_subscribe_prints_one_line_per_message_on_a_pipe(checkpoint, tmp_path, c
         code, out, _ = run(capsys, "answers", topic, "--after", str(seqs[-1]), "--control",
                            server.endpoints["control"])
         assert code == 0 and all(json.loads(line)["seq"] > seqs[-1] for line in out.splitlines())
+        # the topics published on, with their last seq
+        code, out, _ = run(capsys, "topics", "dir/", "--json", "--control", server.endpoints["control"])
+        listed = json.loads(out)
+        assert code == 0 and topic in listed and listed[topic]["last_seq"] >= seqs[-1]
+        assert all(t.startswith("dir/") for t in listed)
+        code, out, err = run(capsys, "topics", "nothing/", "--control", server.endpoints["control"])
+        assert code == 0 and out == "" and "no answer published yet on a topic starting 'nothing/'" in err
 
         # the reserved topics (heartbeats): one key=value line each, not a table
         code, out, _ = run(capsys, "subscribe", "_", "--count", "2", "--endpoint", server.endpoints["answers"])

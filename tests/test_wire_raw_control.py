@@ -69,6 +69,23 @@ def test_the_answers_op_on_a_topic_never_published(clients) -> None:
     assert reply["last_seq"] == 0 and reply["oldest_seq"] is None
 
 
+def test_the_topics_op_lists_topics_with_their_last_seq_and_takes_nil_as_left_out(clients) -> None:
+    control, sub, push = clients
+    s, ctl, feed = fresh_stream(), control(), push()
+    for i in range(3):
+        feed.send(msgpack.packb(trade(s, T0 + i)))
+    topic = f"dir/{s}/"
+    wait_stats(ctl, lambda st: st["pending_tokens"] == 0)
+    reply = ctl.ok("topics", prefix=topic)
+    assert set(reply) == {"ok", "topics", "truncated"} and reply["truncated"] is False
+    assert list(reply["topics"]) == [topic] and reply["topics"][topic]["last_seq"] == ctl.ok(
+        "answers", topic=topic, after=0)["last_seq"] >= 1
+    assert type(reply["topics"][topic]["answer_ts"]) is int
+    assert ctl.ok("topics", prefix=None, after=None)["topics"] == ctl.ok("topics")["topics"]
+    assert topic in ctl.ok("topics", prefix=None)["topics"]
+    assert ctl.ok("topics", prefix=topic, after=topic)["topics"] == {}  # the page past it
+
+
 def test_a_late_subscriber_snapshots_with_get_then_drops_what_it_already_has(clients) -> None:
     control, sub, push = clients
     s, ctl, feed = fresh_stream(), control(), push()

@@ -170,6 +170,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_answers)
 
+    p = sub.add_parser("topics", help="the answer topics published on, with their last seq (what a client that "
+                       "was away looks for)", parents=[keys, clients])
+    p.add_argument("prefix", nargs="?", default="", help="a topic prefix, e.g. dir20/ (default: every topic)")
+    p.add_argument("--json", action="store_true", help="one JSON object: topic -> {last_seq, answer_ts}")
+    p.add_argument("--control", default=None, help=CONTROL_HELP)
+    p.set_defaults(run=cmd_topics)
+
     p = sub.add_parser("ask", help="ask a registered query on a stream now", parents=[keys, clients])
     p.add_argument("stream")
     p.add_argument("query")
@@ -180,7 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_ask)
 
-    p = sub.add_parser("stats", help="the engine's counters", parents=[keys, clients])
+    p = sub.add_parser("stats", help="the engine's counters (JSON)", parents=[keys, clients])
+    p.add_argument("--json", action="store_true", help="(the output is JSON either way)")
     p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_stats)
 
@@ -712,6 +720,20 @@ def cmd_answers(args: argparse.Namespace) -> int:
             if not reply["answers"] or reply["answers"][-1]["seq"] >= reply["last_seq"]:
                 return 0
             after = reply["answers"][-1]["seq"]
+
+
+def cmd_topics(args: argparse.Namespace) -> None:
+    """A line per topic (name order): topic, last seq, the latest answer's time; every page of the op."""
+    with _control(args) as control:
+        found = control.topics(args.prefix)
+    if args.json:
+        print(json.dumps(found, sort_keys=True, indent=2))
+        return
+    for topic, info in found.items():
+        print(f"{topic}\tlast_seq {info['last_seq']}\tanswer_ts {info['answer_ts']}")
+    if not found:
+        print(f"flashtick topics: no answer published yet{f' on a topic starting {args.prefix!r}' if args.prefix else ''}",
+              file=sys.stderr)
 
 
 def cmd_ask(args: argparse.Namespace) -> None:

@@ -84,6 +84,17 @@ class ControlClient:
             raise ControlError(reply.get("error", "unknown error"))
         return reply
 
+    def topics(self, prefix: str = "") -> dict[str, dict[str, Any]]:
+        """The op ``topics`` through all its pages: every topic starting with ``prefix`` -> {last_seq, answer_ts}."""
+        found: dict[str, dict[str, Any]] = {}
+        after = ""
+        while True:
+            reply = self.call("topics", prefix=prefix, after=after)
+            found.update(reply["topics"])
+            if not reply.get("truncated") or not reply["topics"]:
+                return found
+            after = max(reply["topics"])
+
     def request(self, request: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
         """The raw reply, {ok: false, ...} included: the one whose `id` is the request's (the caller's, or one
         given here and taken off the reply)."""
@@ -396,15 +407,8 @@ class GaplessSubscriber:
         found: dict[str, dict[str, Any]] = {}
         try:
             for prefix in self.subscriber.topics:
-                if prefix.startswith("_"):
-                    continue  # the service's own topics (the heartbeats' prefix, added above): never delivered
-                after = ""
-                while True:
-                    reply = self.control.call("topics", prefix=prefix, after=after)
-                    found.update(reply["topics"])
-                    if not reply.get("truncated") or not reply["topics"]:
-                        break
-                    after = max(reply["topics"])
+                if not prefix.startswith("_"):  # the service's own topics (the heartbeats' prefix): never delivered
+                    found.update(self.control.topics(prefix))
         except ControlError as e:  # restarting: again at the next heartbeat; a service without the op: never
             self._discovery_owed = "unknown op" not in str(e)
             return

@@ -479,7 +479,7 @@ class Server:
     def _op_topics(self, request: dict, _reply: Any) -> dict:
         """The answer topics published on, with their last seq: how a client that was away finds topics that
         began meanwhile (a new stream's answers), which no subscription of its own names yet."""
-        prefix, after = request.get("prefix", ""), request.get("after", "")
+        prefix, after = (request.get(key) if request.get(key) is not None else "" for key in ("prefix", "after"))
         if type(prefix) is not str or type(after) is not str:
             raise ControlError(f"op 'topics' takes prefix and after as strings (a topic prefix such as 'dir20/'; "
                                f"the last topic of the previous page), got {excerpt(prefix)}, {excerpt(after)}")
