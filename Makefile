@@ -18,8 +18,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test,bench,dbn,ray]'
 	touch $(STAMP)
 
+# Two test processes by default (CI has 2 cores; the tests use one torch thread each): ~1.75x faster than one.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup tests
 
 demo: $(STAMP)
 	$(PY) -m engine.service.cli demo --seconds 20

@@ -57,6 +57,9 @@ def interpreted_tests(test_file: str, checks: dict[str, Callable[[], None]], hav
             pytest.skip("triton is not importable on this platform")
         return run_worker(test_file)
 
+    # one worker process takes all of a file's checks under `pytest -n` (`--dist loadgroup`), so its module
+    # fixture starts the interpreter worker once, not once per test process
+    @pytest.mark.xdist_group(Path(test_file).stem)
     @pytest.mark.parametrize("check", list(checks))
     def test_interpreted(interpreted: dict[str, str], check: str) -> None:
         if interpreted[check] != "ok":
