@@ -146,7 +146,10 @@ class AnswerCache:
         away finds the topics that began meanwhile."""
         with self._lock:
             names = sorted(t for t in self._seq if t.startswith(prefix) and t > after)[:limit]
-            answer_ts = {a.topic: a.answer_ts for per_query in self._answers.values() for a in per_query.values()}
+            answer_ts: dict[str, int] = {}  # a topic several queries or streams share: its latest answer's
+            for per_query in self._answers.values():
+                for a in per_query.values():
+                    answer_ts[a.topic] = max(answer_ts.get(a.topic, a.answer_ts), a.answer_ts)
             return {t: {"last_seq": self._seq[t], "answer_ts": answer_ts.get(t)} for t in names}
 
     def last_seq(self, topic: str) -> int:

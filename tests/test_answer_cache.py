@@ -34,6 +34,22 @@ def test_seq_starts_at_one_and_increases_per_topic():
     assert (s1.seq, s2.seq) == (1, 2) and cache.last_seq("shared/") == 2 and cache.last_seq("none/") == 0
 
 
+def test_topics_list_last_seqs_by_name_with_the_latest_answer_time():
+    cache = AnswerCache(clock=counting_clock())
+    put(cache, "dir", "B", 1)  # ts 1000
+    put(cache, "dir", "A", 1)  # 1001
+    put(cache, "dir", "A", 2)  # 1002
+    put(cache, "y", "A", 3, topic="shared/")  # 1003: two queries on one topic, the later answer dates it
+    put(cache, "x", "A", 3, topic="shared/")  # 1004
+    put(cache, "vol", "A", 1)  # 1005
+    assert cache.topics() == {"dir/A/": {"last_seq": 2, "answer_ts": 1002}, "dir/B/": {"last_seq": 1, "answer_ts": 1000},
+                              "shared/": {"last_seq": 2, "answer_ts": 1004}, "vol/A/": {"last_seq": 1, "answer_ts": 1005}}
+    assert list(cache.topics("dir/")) == ["dir/A/", "dir/B/"]
+    assert list(cache.topics(after="dir/B/", limit=1)) == ["shared/"]  # a page: past `after`, at most `limit`
+    cache.drop_stream("B")  # its seq stays (never reused), its answer is gone: nothing to date it by
+    assert cache.topics("dir/B/") == {"dir/B/": {"last_seq": 1, "answer_ts": None}}
+
+
 def test_get_is_the_latest_answer():
     cache = AnswerCache()
     assert cache.get("dir", "A") is None
