@@ -236,7 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="the engine on the built-in model, a live feed and live answers")
     p.add_argument("--seconds", type=_positive, default=20.0, help="how long it feeds (default 20)")
     p.add_argument("--replay", type=Path, nargs="+", help="replay these files instead of the synthetic market")
-    p.add_argument("--rate", type=_positive, default=400.0, help="ticks per second fed (default 400)")
+    p.add_argument("--rate", type=_positive, default=None, help="ticks per second fed (default 400, halved while "
+                   "the engine falls behind on this CPU; a rate given here is kept)")
     p.add_argument("--queries", type=Path, default=EXAMPLE_QUERIES, help="the standing queries (default: the "
                    "built-in model's examples)")
     p.set_defaults(run=cmd_demo)
@@ -1021,9 +1022,10 @@ def _trained_on_overlap(model_dir: Path, files: list[Path], split: Any) -> str |
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
-    from engine.service.demo import run_demo
+    from engine.service.demo import DEMO_RATE, run_demo
 
-    run_demo(seconds=args.seconds, queries=args.queries, replay=args.replay, rate=args.rate)
+    run_demo(seconds=args.seconds, queries=args.queries, replay=args.replay, rate=args.rate or DEMO_RATE,
+             adapt=args.rate is None)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from connectors.feed import FeedClient, run_feed
+from connectors.feed import HEARTBEAT_TOPIC, FeedClient, run_feed
 from connectors.replay import FileReplay
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig
@@ -23,9 +23,16 @@ from engine.service.config import EndpointsSection, ServiceConfig
 from engine.service.server import Server
 
 REDRAW_S = 0.5
+DEMO_RATE = 400.0  # ticks/s: kept up with at ~5-50 ms freshness on 2018+ x86 cores with AVX-512
+SLOW_LAG_S = 1.0  # a heartbeat saying data waits longer than this halves an adapting demo's rate
+MIN_RATE = 25.0
 
 
-def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, rate: float = 400.0) -> dict:
+def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, rate: float = DEMO_RATE,
+             adapt: bool = True) -> dict:
+    """Returns the service's stats, with ``demo``: the rate fed at the end and the rates it was lowered from.
+    ``adapt``: halve the rate when the heartbeats say the engine fell behind (a slower CPU than the default rate
+    was chosen on: a first run should show answers seconds old only if asked to)."""
     local = "tcp://127.0.0.1:0"
     config = ServiceConfig(endpoints=EndpointsSection(ingest=local, answers=local, control=local),
                            queries=str(queries))
@@ -35,21 +42,40 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
     server_thread = threading.Thread(target=server.serve_forever, name="flashtick-server", daemon=True)
     server_thread.start()
     source = FileReplay([str(f) for f in replay]) if replay else SyntheticSource(SyntheticConfig(seed=0))
-    stop = threading.Event()
     client = FeedClient(endpoints["ingest"])
-    feeder = threading.Thread(target=run_feed, args=(source, client), kwargs={"rate": rate, "stop": stop},
-                              name="flashtick-feed", daemon=True)
+
+    def start_feed(rate: float) -> tuple[threading.Thread, threading.Event]:
+        stop = threading.Event()
+        feeder = threading.Thread(target=run_feed, args=(source, client), kwargs={"rate": rate, "stop": stop},
+                                  name="flashtick-feed", daemon=True)
+        feeder.start()
+        return feeder, stop
+
     table: dict[str, dict] = {}
+    lowered_from: list[float] = []
+    settled = True  # the lag fell back under SLOW_LAG_S since the last lowering (its backlog drains first)
     started = time.monotonic()
+    feeder, stop = None, threading.Event()
     try:
         with AnswerSubscriber(endpoints["answers"], [""]) as sub:
             time.sleep(0.2)  # let the subscription reach the PUB socket before data flows
-            feeder.start()
+            feeder, stop = start_feed(rate)
             next_draw = time.monotonic()
             while time.monotonic() - started < seconds:
                 message = sub.recv(timeout_s=0.05)
                 if message and not message[0].startswith("_"):
                     table[message[0]] = message[1]
+                elif message and message[0].startswith(HEARTBEAT_TOPIC) and adapt:
+                    lag_s = message[1].get("lag_s") or 0.0
+                    if lag_s > SLOW_LAG_S and settled and rate / 2 >= MIN_RATE:
+                        stop.set()
+                        feeder.join(5)
+                        lowered_from.append(rate)
+                        rate, settled = rate / 2, False
+                        feeder, stop = start_feed(rate)
+                        print(f"flashtick demo: the engine fell behind (data waiting {lag_s:.1f} s): feeding "
+                              f"{rate:.0f} ticks/s from now on (--rate N fixes it)", file=sys.stderr, flush=True)
+                    settled = settled or lag_s < SLOW_LAG_S
                 if time.monotonic() >= next_draw:
                     title = (f"flashtick demo: built-in tick model, {'replay' if replay else 'synthetic market'} "
                              f"at {rate:.0f} ticks/s, {time.monotonic() - started:4.1f}/{seconds:.0f} s  (Ctrl-C stops)")
@@ -59,13 +85,16 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
         pass
     finally:
         stop.set()
-        feeder.join(5) if feeder.is_alive() else None
+        feeder.join(5) if feeder is not None and feeder.is_alive() else None
         client.close()
         stats = server.pipeline.stats()
         server.stop()
         server_thread.join(10)
     print_summary(stats, time.monotonic() - started)
-    return stats
+    if lowered_from:
+        print(f"fed at {rate:.0f} ticks/s after starting at {lowered_from[0]:.0f} (this CPU fell behind at "
+              f"{', '.join(f'{r:.0f}' for r in lowered_from)})")
+    return {**stats, "demo": {"rate": rate, "lowered_from": lowered_from}}
 
 
 def print_summary(stats: dict, elapsed: float) -> None:
