@@ -24,7 +24,7 @@ from engine.service.server import Server
 
 REDRAW_S = 0.5
 DEMO_RATE = 400.0  # ticks/s: kept up with at ~5-50 ms freshness on 2018+ x86 cores with AVX-512
-SLOW_LAG_S = 1.0  # a heartbeat saying data waits longer than this halves an adapting demo's rate
+SLOW_LAG_S = 0.5  # a heartbeat saying data waits longer than this halves an adapting demo's rate
 MIN_RATE = 25.0
 
 
