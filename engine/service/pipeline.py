@@ -175,6 +175,18 @@ def overloaded(pending_tokens: int, lag_s: float, limits: Any, stream: str | Non
     return InvalidTick("overloaded", f"the engine is behind: {why}; when_behind: shed", stream)
 
 
+def shed_message(pipeline: Any, data: bytes, tokenized: bool) -> list[dict[str, Any]] | None:
+    """A message that arrives while ``pipeline`` (one engine's or the sharded front door's) is behind with
+    when_behind: shed, refused whole (StreamEncoders.shed_message): the rejections, counted; or None to ingest it
+    (not shedding, or not a message that decodes)."""
+    limits = pipeline.config.limits
+    if limits.when_behind != "shed" or not pipeline.behind:
+        return None
+    err = overloaded(pipeline.pending_tokens(), pipeline.lag_s(), limits, None)
+    result = pipeline.encoders.shed_message(data, err, tokenized)
+    return None if result is None else pipeline._counted(result)
+
+
 def compile_fitting(spec: QuerySpec, codec: Codec, probe_reserve: int) -> CompiledQuery:
     """``compile_query``, refused when the query's probe (with a generated answer) is longer than the positions a
     session keeps free past its tokens (``scheduler.probe_reserve``): whenever a stream's window is nearly full its
@@ -377,7 +389,7 @@ class TickPipeline:
     def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
         """Decode a wire message (one tick or a list) and ingest the good ticks, one tick group per stream;
         returns the rejections. While behind with ``when_behind: shed``, the whole message is refused unread."""
-        if (shed := self._shed(data, tokenized=False)) is not None:
+        if (shed := shed_message(self, data, tokenized=False)) is not None:
             return shed
         if self.data is not None:
             self.data.message_started()
@@ -386,20 +398,11 @@ class TickPipeline:
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
         """Already-tokenized ticks from an out-of-process connector: a msgpack list of
         ``{stream: str, ts: int ns, tokens: [int], ticks: int}``; returns the rejections."""
-        if (shed := self._shed(data, tokenized=True)) is not None:
+        if (shed := shed_message(self, data, tokenized=True)) is not None:
             return shed
         if self.data is not None:
             self.data.message_started()
         return self._counted(self.encoders.ingest_tokenized(data, self._submit))
-
-    def _shed(self, data: bytes, tokenized: bool) -> list[dict[str, Any]] | None:
-        """A message that arrives while behind with when_behind: shed, refused whole (StreamEncoders.shed_message):
-        the rejections, or None to ingest it (not shedding, or not a message that decodes)."""
-        if self.config.limits.when_behind != "shed" or not self.behind:
-            return None
-        err = overloaded(self.engine.scheduler.pending_tokens(), self.lag_s(), self.config.limits, None)
-        result = self.encoders.shed_message(data, err, tokenized)
-        return None if result is None else self._counted(result)
 
     def _submit(self, item: EncodedTick) -> None:
         """Every check, then the log, then the engine: the log holds exactly the accepted items."""

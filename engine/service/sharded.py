@@ -45,7 +45,7 @@ from engine.service.durability import DataDir, RegistrationMarks, answered_point
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
 from engine.service.pipeline import (
-    answer_heads, build_codec, compile_fitting, log_or_refuse, overloaded, written_by,
+    answer_heads, build_codec, compile_fitting, log_or_refuse, overloaded, shed_message, written_by,
 )
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.rendezvous import shard_for
@@ -163,24 +163,16 @@ class ShardedPipeline:
     # -- ingest ----------------------------------------------------------------------------------
 
     def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
-        if (shed := self._shed(data, tokenized=False)) is not None:
+        if (shed := shed_message(self, data, tokenized=False)) is not None:
             return shed
         self.data.message_started()
         return self._counted(self.encoders.ingest_message(data, self._submit))
 
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
-        if (shed := self._shed(data, tokenized=True)) is not None:
+        if (shed := shed_message(self, data, tokenized=True)) is not None:
             return shed
         self.data.message_started()
         return self._counted(self.encoders.ingest_tokenized(data, self._submit))
-
-    def _shed(self, data: bytes, tokenized: bool) -> list[dict[str, Any]] | None:
-        """As TickPipeline._shed: a whole message refused while behind with when_behind: shed."""
-        if self.config.limits.when_behind != "shed" or not self.behind:
-            return None
-        err = overloaded(self.pending_tokens(), self.lag_s(), self.config.limits, None)
-        result = self.encoders.shed_message(data, err, tokenized)
-        return None if result is None else self._counted(result)
 
     def _counted(self, result: Ingested) -> list[dict[str, Any]]:
         """After a whole message: its tick group ends on each stream it fed (GroupEnd, in the shard's items, as one
