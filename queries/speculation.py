@@ -49,8 +49,9 @@ class Gate:
         if unknown:
             raise ValueError(f"unknown gate key {excerpt(unknown[0])} (allowed: min_prob, max_stale_ticks, audit)")
         missing = [k for k in ("min_prob", "max_stale_ticks") if k not in raw]
-        if missing:
-            raise ValueError(f"gate needs {missing[0]}")
+        if missing:  # no default: how old and how sure an answer may be is the user's call for each query
+            raise ValueError(f"gate needs {' and '.join(missing)} (both are required: "
+                             f"{{min_prob: P, max_stale_ticks: N}})")
         return cls(**raw)
 
     def to_obj(self) -> dict[str, Any]:

@@ -256,17 +256,21 @@ def parse_document(
     problems: list[QuerySpecError] = []
     first_line: dict[str, int] = {}
     for i, node in enumerate(nodes):
+        # A name used twice is reported whether or not either copy has a problem of its own
+        name, name_line = _name_of(doc, node)
+        duplicate = name is not None and name in first_line
+        if duplicate:
+            problems.append(QuerySpecError(f"duplicate query name (first defined at line {first_line[name]})",
+                                           source=source, line=name_line, query=name))
+        elif name is not None:
+            first_line[name] = name_line
         try:
             spec = doc.query(node, i, questions)
         except QuerySpecError as e:
             problems.append(e)
             continue
-        name_line = doc.key_line(node, doc.pairs(node), "name", None)
-        if spec.name in first_line:
-            problems.append(QuerySpecError(f"duplicate query name (first defined at line {first_line[spec.name]})",
-                                           source=source, line=name_line, query=spec.name))
+        if duplicate:
             continue
-        first_line[spec.name] = name_line
         if answerable is not None:
             try:
                 answerable(spec)
@@ -280,6 +284,20 @@ def parse_document(
     if problems:
         raise QuerySpecError(f"{len(problems)} invalid queries", problems=problems)
     return specs
+
+
+def _name_of(doc: _Doc, node: yaml.Node) -> tuple[str | None, int]:
+    """A query node's `name` as written and its line, before the query is parsed; None when it has no plain one."""
+    if not isinstance(node, yaml.MappingNode):
+        return None, _line(node)
+    try:
+        pairs = doc.pairs(node)
+    except QuerySpecError:  # its own problem, reported when the query is parsed
+        return None, _line(node)
+    name_node = pairs.get("name", (None, None))[1]
+    if isinstance(name_node, yaml.ScalarNode) and name_node.tag == "tag:yaml.org,2002:str" and name_node.value:
+        return name_node.value, doc.key_line(node, pairs, "name", None)
+    return None, _line(node)
 
 
 def load_queries(

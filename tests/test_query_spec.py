@@ -239,6 +239,22 @@ def test_duplicate_query_names_rejected_at_the_second():
     assert str(err) == "queries.yaml:4: query 'a': duplicate query name (first defined at line 2)"
 
 
+def test_a_duplicate_name_is_reported_even_when_its_copies_have_problems_of_their_own():
+    text = "queries:\n  - {name: dup, streams: [x], kind: nope}\n  - {name: dup, streams: [y], kind: surprise, oops: 1}\n"
+    err = rejected(text)
+    reasons = [str(p) for p in err.problems]
+    assert [p.line for p in err.problems] == [2, 3, 3], reasons
+    assert "query 'dup': kind must be" in reasons[0]
+    assert "query 'dup': duplicate query name (first defined at line 2)" in reasons[1]
+    assert "query 'dup': unknown key 'oops'" in reasons[2]
+
+
+def test_a_gate_names_every_key_it_lacks():
+    base = "queries:\n  - {name: g, streams: [x], kind: choice, question: direction_20, gate: %s}\n"
+    assert "gate needs max_stale_ticks (both are required" in str(rejected(base % "{min_prob: 0.9}"))
+    assert "gate needs min_prob and max_stale_ticks" in str(rejected(base % "{audit: false}"))
+
+
 def test_all_bad_queries_reported_together():
     text = "queries:\n  - {name: a, streams: [x], kind: surprise, oops: 1}\n  - {name: b, streams: [x], kind: nope}\n"
     err = rejected(text)
