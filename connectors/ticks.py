@@ -183,6 +183,7 @@ def _kind(obj: dict) -> str:
         if not (has_trade or has_quote):
             raise InvalidTick("unknown_kind", "no 'kind' and neither 'price' nor 'bid'/'ask' present")
         return TRADE if has_trade else QUOTE
+    check_text("kind", kind)
     if kind not in KINDS:
         raise InvalidTick("unknown_kind", f"kind must be one of {KINDS}, got {kind!r}")
     return kind
@@ -200,10 +201,10 @@ def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
     """
     if stream is None or stream == "":
         raise InvalidTick("missing_stream", "field 'stream' is required and must be non-empty")
-    if not isinstance(stream, str):
-        raise InvalidTick("wrong_type", f"stream must be a str, got {type(stream).__name__}")
+    check_text("stream", stream)
     if len(stream) > max_bytes:  # a character is at least one byte: a 1 MB name stops here, unread
-        raise InvalidTick("bad_stream", f"stream name of {len(stream)} characters is longer than {max_bytes} bytes")
+        raise InvalidTick("bad_stream", f"stream name of {len(stream)} characters (so at least as many UTF-8 bytes) "
+                                        f"is longer than {max_bytes} bytes")
     if not stream.isprintable():
         bad = next(c for c in stream if not c.isprintable())
         raise InvalidTick("bad_stream", f"stream {_excerpt(stream)} contains {_describe(bad)}; names must be printable")
@@ -234,6 +235,16 @@ def _describe(char: str) -> str:
 def _excerpt(stream: str, limit: int = 32) -> str:
     """The start of a refused name, escaped (ascii) so that it cannot reorder or hide text where it is shown."""
     return ascii(stream[:limit]) + ("..." if len(stream) > limit else "")
+
+
+def check_text(key: str, value: Any) -> None:
+    """A text field is msgpack str: sent as bin (a client packing every string as bytes) or as anything else it is
+    `wrong_type`, said as such, whichever field it is."""
+    if isinstance(value, bytes):
+        raise InvalidTick("wrong_type", f"{key} must be msgpack str, got bin {value[:32]!r}: pack text as str "
+                                        "(msgpack's str family), not bin")
+    if not isinstance(value, str):
+        raise InvalidTick("wrong_type", f"{key} must be a str, got {type(value).__name__}")
 
 
 def check_keys(obj: dict) -> None:
@@ -285,9 +296,11 @@ def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES) -> Tick:
     """Check one decoded wire map and build a Tick; raises InvalidTick with a reason."""
     if not isinstance(obj, dict):
         raise InvalidTick("not_a_map", f"a tick is a map, got {type(obj).__name__}")
-    check_keys(obj)
+    if "stream" not in obj:  # perhaps sent with its key as bin: say that rather than "missing"
+        check_keys(obj)
     stream = check_stream(obj.get("stream"), max_stream_bytes)
-    try:
+    try:  # from here a refusal names its stream
+        check_keys(obj)
         return _validate_fields(obj, stream)
     except InvalidTick as err:
         err.stream = stream
@@ -302,6 +315,8 @@ def _validate_fields(obj: dict, stream: str) -> Tick:
         raise InvalidTick("unknown_field", f"fields {field_list(extra)} not allowed in a {kind}")
     if kind == TRADE:
         side = obj.get("side")
+        if side is not None:
+            check_text("side", side)
         if side is not None and side not in SIDES:
             raise InvalidTick("unknown_side", f"side must be 'buy', 'sell' or nil, got {side!r}")
         price = _number(obj, "price", required=True, is_price=True)

@@ -103,6 +103,28 @@ BAD_NAMES = [
 ]
 
 
+@pytest.mark.parametrize("field", ["stream", "side", "kind"])
+def test_a_text_field_sent_as_bin_is_wrong_type_and_says_to_pack_str(field: str) -> None:
+    """A client packing every string as bin hears the same rule whichever text field it sent."""
+    obj = good_trade(side="buy", kind="trade")
+    obj[field] = obj[field].encode()
+    with pytest.raises(InvalidTick) as err:
+        validate(obj)
+    assert err.value.reason == "wrong_type"
+    assert f"{field} must be msgpack str, got bin" in str(err.value)
+    assert err.value.stream == (None if field == "stream" else obj["stream"])
+
+
+def test_a_key_sent_as_bin_names_the_stream_when_that_key_is_str() -> None:
+    obj = {"stream": "S", "ts": 1, b"price": 1.0, "size": 1.0}
+    with pytest.raises(InvalidTick) as err:
+        validate(obj)
+    assert err.value.reason == "wrong_type" and err.value.stream == "S" and "map keys must be msgpack str" in str(err.value)
+    with pytest.raises(InvalidTick) as err:  # the stream's own key as bin: said as such, not "missing"
+        validate({b"stream": "S", "ts": 1, "price": 1.0, "size": 1.0})
+    assert err.value.reason == "wrong_type" and err.value.stream is None
+
+
 @pytest.mark.parametrize("name", GOOD_NAMES)
 def test_ordinary_stream_names_accepted(name: str) -> None:
     assert check_stream(name) == name
