@@ -43,11 +43,13 @@ from connectors.ticks import (
     check_ts,
     field_list,
     tick_items,
+    ts_unit_hint,
     unpack,
     validate,
 )
 
 TOKENIZED_FIELDS = frozenset(("stream", "ts", "tokens", "ticks"))
+MAX_TS_UNIT_NOTES = 20  # streams named (stats, stderr) when many first ticks look like s/ms/us; all are counted
 
 
 class EncodedTick(NamedTuple):
@@ -175,10 +177,13 @@ class StreamEncoders:
     pre-tokenized (the service passes the longest chunk its scheduler can place;
     None: no bound). `max_stream_bytes` bounds stream names. A stream gets its
     encoder when its first tick is committed, so a refused first tick leaves no trace.
+    A first tick whose ts looks like seconds, ms or us rather than ns is accepted and
+    noted (`ts_unit_summary`, and `notify` when given).
     """
 
     def __init__(self, codec: Codec, vocab_size: int | None = None, max_message_bytes: int = 64 << 20, *,
-                 max_item_tokens: int | None = None, max_stream_bytes: int = MAX_STREAM_BYTES) -> None:
+                 max_item_tokens: int | None = None, max_stream_bytes: int = MAX_STREAM_BYTES,
+                 notify: Callable[[str], None] | None = None) -> None:
         for name, value in (("max_message_bytes", max_message_bytes), ("max_stream_bytes", max_stream_bytes),
                             ("max_item_tokens", 1 if max_item_tokens is None else max_item_tokens)):
             if type(value) is not int or value <= 0:
@@ -190,6 +195,10 @@ class StreamEncoders:
         self.max_stream_bytes = max_stream_bytes
         self._encoders: dict[str, StreamEncoder] = {}
         self._expired_last_ts: dict[str, int] = {}  # expired streams' last accepted ts (see drop)
+        # streams whose first ts looks like s/ms/us, not ns (ts_unit_hint): the first MAX_TS_UNIT_NOTES, and a count
+        self.ts_unit_notes: dict[str, str] = {}
+        self.ts_unit_streams = 0
+        self.notify = notify  # where such notes are said as they happen (the service's log); None: only counted
 
     def __len__(self) -> int:
         return len(self._encoders)
@@ -285,7 +294,19 @@ class StreamEncoders:
         encoder = self._encoders.get(item.stream)
         if encoder is None:
             encoder = self._encoders[item.stream] = self._new_encoder(item.stream)
+            if encoder.last_ts is None and (hint := ts_unit_hint(item.ts)) is not None:  # a stream's very first tick
+                self.ts_unit_streams += 1
+                if len(self.ts_unit_notes) < MAX_TS_UNIT_NOTES:
+                    self.ts_unit_notes[item.stream] = hint
+                    if self.notify is not None:
+                        self.notify(f"stream {item.stream!r}: {hint}")
         encoder.commit(item)
+
+    def ts_unit_summary(self) -> dict[str, Any]:
+        """For stats: streams whose first ts looked like seconds, ms or us rather than ns (empty when none)."""
+        if not self.ts_unit_streams:
+            return {}
+        return {"ts_unit_suspects": {"streams": self.ts_unit_streams, "first": dict(self.ts_unit_notes)}}
 
     # -- whole paths: check, submit, commit -------------------------------------------------
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import unicodedata
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, NamedTuple, Sequence
 
 import msgpack
@@ -283,6 +284,23 @@ def check_ts(obj: dict) -> int:
     if not 0 <= ts < TS_MAX:
         raise InvalidTick("ts_out_of_range", f"ts must be in [0, 2**63), got {ts}")
     return ts
+
+
+# 2000-01-01 and 2100-01-01 in ns since the epoch. A ts between them counted in s, ms or us instead of ns reads as a
+# time in January 1970: accepted (a simulation may start at 0), but most likely a client's unit mistake.
+_Y2000_NS, _Y2100_NS = 946_684_800 * 10**9, 4_102_444_800 * 10**9
+_UNITS = (("seconds", 10**9), ("milliseconds", 10**6), ("microseconds", 10**3))
+
+
+def ts_unit_hint(ts: int) -> str | None:
+    """Why a ts looks like another unit than ns, in words, when read in s, ms or us it falls in 2000..2100 (as ns it
+    is then a time in January 1970); None when it does not."""
+    for unit, per in _UNITS:
+        if _Y2000_NS // per <= ts < _Y2100_NS // per:
+            as_unit = datetime.fromtimestamp(ts / (10**9 // per), tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+            return (f"ts {ts} is {unit} since the epoch ({as_unit} UTC) if read so, but ts counts nanoseconds "
+                    f"(x {per:,}); as nanoseconds it is in January 1970")
+    return None
 
 
 def check_order(stream: str, ts: int, last_ts: int | None) -> None:

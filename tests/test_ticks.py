@@ -9,6 +9,7 @@ import msgpack
 import pytest
 
 from connectors.ticks import (
+    ts_unit_hint,
     REASONS,
     InvalidTick,
     OrderingGuard,
@@ -101,6 +102,15 @@ BAD_NAMES = [
     ("a" * 129, "longer than 128 bytes"),
     ("é" * 65, "130 UTF-8 bytes"),
 ]
+
+
+def test_a_ts_in_seconds_ms_or_us_is_recognised_and_nanoseconds_are_not() -> None:
+    now_s = 1_733_097_600  # 2024-12-02 00:00:00 UTC
+    for unit, ts in (("seconds", now_s), ("milliseconds", now_s * 10**3), ("microseconds", now_s * 10**6)):
+        hint = ts_unit_hint(ts)
+        assert hint is not None and hint.startswith(f"ts {ts} is {unit} since the epoch (2024-12-02 00:00:00 UTC")
+    for ts in (0, 1, 5_000, now_s * 10**9, 2**63 - 1, 946_684_800 * 10**3 - 1):  # ns, tiny counts, the gaps between
+        assert ts_unit_hint(ts) is None, ts
 
 
 @pytest.mark.parametrize("field", ["stream", "side", "kind"])

@@ -207,6 +207,21 @@ def test_valid_sizes_and_prices_at_the_ends_of_the_float_range_are_answered(clie
     wait_stats(ctl, lambda st: st["ticks_in"] - before == 7)
     assert ctl.ok("health")["status"] == "serving"
 
+def test_a_stream_whose_ts_are_milliseconds_is_served_and_named_in_stats(clients) -> None:
+    """`ts: int(time.time() * 1000)`, a new client's likeliest slip: accepted (a simulation may start in 1970) and
+    answered, but stats name the stream and the unit its ts look like; a stream in ns is not named."""
+    control, sub, push = clients
+    s, ns, ctl, feed = fresh_stream("MS"), fresh_stream("NS"), control(), push()
+    answers = sub(f"dir/{s}/")
+    ms = 1_733_097_600_000  # 2024-12-02 as ms since the epoch
+    feed.send(msgpack.packb([trade(s, ms + i) for i in range(3)] + [trade(ns, T0)]))
+    (topic, payload), = answers.until(lambda g: len(g) >= 1)
+    assert payload["version"] == 3
+    suspects = wait_stats(ctl, lambda st: s in st.get("ts_unit_suspects", {}).get("first", {}))["ts_unit_suspects"]
+    assert suspects["first"][s].startswith(f"ts {ms} is milliseconds since the epoch (2024-12-02 00:00:00 UTC)")
+    assert ns not in suspects["first"]
+
+
 def test_ticks_in_the_topic_frame_are_refused_not_dropped_unread(clients) -> None:
     """[tickA, tickB] or [ticks, topic]: the first of two frames is a topic and never read, so ticks there
     would vanish without a word; they are refused as bad_framing. A plain topic still passes."""

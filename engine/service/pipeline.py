@@ -229,7 +229,7 @@ class TickPipeline:
         self.flash.context = lambda stream: self.engine.scheduler.streams[stream].session.tokens  # lookup drafts
         self.encoders = StreamEncoders(self.codec, self.runner.config.vocab_size, config.limits.max_message_bytes,
                                        max_item_tokens=self.engine.scheduler.max_chunk_tokens,
-                                       max_stream_bytes=config.limits.max_stream_bytes)
+                                       max_stream_bytes=config.limits.max_stream_bytes, notify=say)
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages (server.py)
         self._lag_checked, self._pending_lag_s = float("-inf"), 0.0
@@ -609,7 +609,13 @@ class TickPipeline:
             "scores": self.scores.summary(),
             "model": self.config.model.model_id,
             **({"log": self.data.stats()} if self.data is not None else {}),
+            **self.encoders.ts_unit_summary(),
         }
+
+
+def say(line: str) -> None:
+    """One line of the service's log (stderr), as the server writes its own."""
+    print(f"flashtick: {line}", file=sys.stderr, flush=True)
 
 
 def freeze_heap() -> None:

@@ -45,7 +45,7 @@ from engine.service.durability import DataDir, RegistrationMarks, answered_point
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
 from engine.service.pipeline import (
-    answer_heads, build_codec, compile_fitting, log_or_refuse, overloaded, shed_message, written_by,
+    answer_heads, build_codec, compile_fitting, log_or_refuse, overloaded, say, shed_message, written_by,
 )
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.rendezvous import shard_for
@@ -107,7 +107,7 @@ class ShardedPipeline:
         self.max_streams_admitted = facts[0]["max_streams_admitted"]
         self.encoders = StreamEncoders(self.codec, facts[0]["vocab_size"], limits.max_message_bytes,
                                        max_item_tokens=facts[0]["max_chunk_tokens"],
-                                       max_stream_bytes=limits.max_stream_bytes)
+                                       max_stream_bytes=limits.max_stream_bytes, notify=say)
         self.data.encoders = self.encoders  # each new tick log segment starts with their counts
         self._restore_all()
 
@@ -513,7 +513,8 @@ class ShardedPipeline:
                 **gathered_stats(self.links), "pending_tokens": self.pending_tokens(), "behind": self.behind,
                 "lag_s": round(self.lag_s(), 3),
                 "streams": len(self.shard_of), "queries": len(self.registry), "model": self.config.model.model_id,
-                "log": self.data.stats(), "stale_answers_dropped": self.stale_dropped, "scores": self.scores.summary()}
+                "log": self.data.stats(), "stale_answers_dropped": self.stale_dropped, "scores": self.scores.summary(),
+                **self.encoders.ts_unit_summary()}
 
     def close(self) -> None:
         ray = ray_module()
