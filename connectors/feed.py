@@ -343,18 +343,23 @@ class FeedStats(NamedTuple):
     unconfirmed: int = 0  # with a FeedResume: ticks sent that the engine had neither accepted nor refused at the end
     restarts: int = 0  # with a FeedResume: connections to the engine that dropped and were resumed
     resent: int = 0  # ticks sent again after those
+    split_batches: int = 0  # with batch_ns: event-time batches too large for one message, sent in several
 
     def summary(self) -> str:
         """One line: "sent N ticks in M messages over S s" and, when watched, "; K rejected (reason: n, ...)"."""
         line = f"sent {counted(self.ticks, 'tick')} in {counted(self.messages, 'message')} over {self.seconds:.1f} s"
         if self.rejected is None:
-            return line + self._resumed()
+            return line + self._split() + self._resumed()
         n = sum(self.rejected.values())
         line += f"; {n} rejected" + (f" ({', '.join(f'{r}: {c}' for r, c in sorted(self.rejected.items()))})"
                                      if n else "")
         if self.unattributed:
             line += f"; {self.unattributed} rejections without a stream (maybe another feed's)"
-        return line + self._resumed()
+        return line + self._split() + self._resumed()
+
+    def _split(self) -> str:
+        return (f"; {counted(self.split_batches, 'event-time batch')} over {MAX_BATCH_TICKS:,} ticks sent in several "
+                f"messages (answers there may differ from a backtest's)") if self.split_batches else ""
 
     def _resumed(self) -> str:
         line = ""
@@ -366,6 +371,42 @@ class FeedStats(NamedTuple):
         return line
 
 
+# An event-time batch of more ticks is sent in messages of this many (the service's default max_message_bytes,
+# 1 MiB, holds ~13,000 ticks of a short stream name)
+MAX_BATCH_TICKS = 8192
+
+
+class EventTimeCutter:
+    """Cuts ticks, in the order they are sent, into the event-time batches a backtest answers at
+    (engine/service/backtest.py): a batch starts at a tick and takes every following tick stamped before the
+    end of that tick's ``batch_ns`` window (``ts - ts % batch_ns + batch_ns``); the first tick at or past it
+    starts the next. Sent one message each, the batches are the live engine's tick groups, so a live run of a
+    file answers at the ticks its backtest with the same ``--batch-ms`` answers at."""
+
+    def __init__(self, batch_ns: int) -> None:
+        if isinstance(batch_ns, bool) or not isinstance(batch_ns, int) or batch_ns <= 0:
+            raise ValueError(f"batch_ns must be an int > 0, got {batch_ns!r}")
+        self.batch_ns = batch_ns
+        self.held: list[Tick] = []  # the open batch: its end is not seen yet
+        self._end: int | None = None
+
+    def add(self, ticks: list[Tick]) -> list[list[Tick]]:
+        """The batches that ``ticks`` complete, in order."""
+        done = []
+        for tick in ticks:
+            if self._end is None or tick.ts >= self._end:
+                if self.held:
+                    done.append(self.held)
+                self.held, self._end = [], tick.ts - tick.ts % self.batch_ns + self.batch_ns
+            self.held.append(tick)
+        return done
+
+    def flush(self) -> list[list[Tick]]:
+        """The open batch, at the end of the ticks (or of the feed)."""
+        held, self.held, self._end = self.held, [], None
+        return [held] if held else []
+
+
 def run_feed(
     source: Source,
     client: FeedClient,
@@ -373,6 +414,7 @@ def run_feed(
     max_ticks: int | None = None,
     batch: int = 256,
     *,
+    batch_ns: int | None = None,
     stop: threading.Event | None = None,
     idle_sleep_s: float = 0.001,
     answers: str | None = None,
@@ -383,7 +425,9 @@ def run_feed(
     """Pump `source` into `client` until it is done, `max_ticks` are sent or `stop` is set.
 
     `rate` caps ticks per second (None: as fast as the source and socket go);
-    each message carries up to `batch` ticks. A source with nothing ready is
+    each message carries up to `batch` ticks, or with `batch_ns` one event-time
+    batch (EventTimeCutter: the tick groups of a backtest with that batch width;
+    a batch leaves once a tick past its end is read, or the feed ends). A source with nothing ready is
     polled again after `idle_sleep_s`, since sources never block. Raises
     FeedTimeout when the engine takes nothing (see FeedClient).
 
@@ -402,12 +446,13 @@ def run_feed(
         raise ValueError(f"max_ticks must be None or an int >= 0, got {max_ticks!r}")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch must be an int >= 1, got {batch!r}")
+    cutter = None if batch_ns is None else EventTimeCutter(batch_ns)
     if answers is None:
-        stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None, resume)
+        stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None, resume, cutter)
         return _finish(stats, client, batch, None, resume)
     with RejectWatch(answers, **client.curve) as watch:
         watch.wait_ready(ready_timeout_s)
-        stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch, resume)
+        stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch, resume, cutter)
         stats = _finish(stats, client, batch, watch, resume)
         watch.settle(settle_s)
         return stats._replace(rejected=dict(watch.rejected), unattributed=watch.unattributed)
@@ -447,9 +492,21 @@ def _finish(stats: FeedStats, client: FeedClient, batch: int, watch: RejectWatch
 
 def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int | None, batch: int,
           stop: threading.Event | None, idle_sleep_s: float, watch: RejectWatch | None,
-          resume: FeedResume | None = None) -> FeedStats:
+          resume: FeedResume | None = None, cutter: EventTimeCutter | None = None) -> FeedStats:
     t0 = paced_from = time.monotonic()
-    sent = messages = paced = 0
+    sent = messages = paced = split = 0  # sent: ticks read from the source (a cutter's open batch leaves later)
+
+    def send(ticks: list[Tick]) -> int:
+        nonlocal split
+        if cutter is None:
+            return _send(client, ticks, batch, resume, watch)
+        sending = 0
+        for done in cutter.add(ticks) if ticks else cutter.flush():
+            split += len(done) > MAX_BATCH_TICKS
+            for i in range(0, len(done), MAX_BATCH_TICKS):
+                sending += _send(client, done[i : i + MAX_BATCH_TICKS], MAX_BATCH_TICKS, resume, watch)
+        return sending
+
     restarts = resume.restarts if resume is not None else 0
     while (max_ticks is None or sent < max_ticks) and not (stop is not None and stop.is_set()):
         want = batch if max_ticks is None else min(batch, max_ticks - sent)
@@ -464,7 +521,7 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
         if ticks:
             if watch is not None:
                 watch.streams.update(t.stream for t in ticks)
-            messages += _send(client, ticks, batch, resume, watch)
+            messages += send(ticks)
             sent += len(ticks)
             if resume is not None and resume.restarts != restarts:  # time lost to a restart is not made up in a burst
                 restarts, paced_from, paced = resume.restarts, time.monotonic(), sent
@@ -474,7 +531,9 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
             break
         else:
             time.sleep(idle_sleep_s)
-    return FeedStats(sent, messages, time.monotonic() - t0)
+    if cutter is not None:
+        messages += send([])  # the last batch (or, stopped, the open one)
+    return FeedStats(sent, messages, time.monotonic() - t0, split_batches=split)
 
 
 def _send(client: FeedClient, ticks: list[Tick], batch: int, resume: FeedResume | None,

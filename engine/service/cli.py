@@ -132,6 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--speed", type=float, default=None, help="real time x N (default: as fast as possible)")
     f.add_argument("--rate", type=float, default=None, help="cap in ticks per second")
     f.add_argument("--ticks", type=int, default=None, help="stop after sending N ticks (default: every tick of the files)")
+    f.add_argument("--batch-ms", type=float, default=None,
+                   help="send each event-time batch of MS milliseconds as one message, cut as `backtest --batch-ms` "
+                        "cuts them, so the live run answers at the ticks a backtest of the files answers at "
+                        "(default: up to 256 ticks a message, as read)")
     f.set_defaults(run=cmd_feed)
 
     p = sub.add_parser("subscribe", help="print answers as they are published", parents=[keys, clients])
@@ -549,11 +553,21 @@ def _feed_resume(args: argparse.Namespace) -> Any:
         return None
 
 
+def _batch_ns(args: argparse.Namespace) -> int | None:
+    batch_ms = getattr(args, "batch_ms", None)
+    if batch_ms is None:
+        return None
+    if not 0 < batch_ms < math.inf:
+        raise ValueError(f"--batch-ms must be a number of milliseconds > 0, got {batch_ms:g}")
+    return int(batch_ms * 1e6)  # as the backtest rounds it
+
+
 def cmd_feed(args: argparse.Namespace) -> None:
     import threading
 
     from connectors.feed import FINISH_STALL_S, EngineLost, FeedClient, run_feed
 
+    batch_ns = _batch_ns(args)
     source = _source(args)
     for line in getattr(source, "notes", ()):
         print(f"flashtick feed: note: {line}", file=sys.stderr)
@@ -571,7 +585,7 @@ def cmd_feed(args: argparse.Namespace) -> None:
     try:
         with FeedClient(args.endpoint, watch_connection=True, **_curve(args)) as client:
             stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
-                             resume=resume, stop=stop)
+                             resume=resume, stop=stop, batch_ns=batch_ns)
     except EngineLost as e:
         raise ConnectionError(f"{e}; stopped here, with {client.ticks} ticks sent: `flashtick streams` says what "
                               f"the engine holds of each stream") from None
