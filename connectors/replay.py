@@ -54,6 +54,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     side_lookup,
     with_detected_unit,
 )
+from connectors.field_names import normal_name
 from connectors.layout import (
     CSV_SUFFIXES,
     DBN_SUFFIXES,
@@ -74,7 +75,6 @@ from connectors.layout import (
     epoch_unit,
     headerless_map,
     match_case,
-    normal_name,
     sniff_csv,
     stream_of,
     time_formats,

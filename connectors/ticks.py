@@ -41,6 +41,8 @@ from typing import Any, NamedTuple, Sequence
 
 import msgpack
 
+from connectors.field_names import renamed
+
 TRADE = "trade"
 QUOTE = "quote"
 KINDS = (TRADE, QUOTE)
@@ -156,7 +158,7 @@ def _number(obj: dict, key: str, *, required: bool, is_price: bool) -> float | N
     value = obj.get(key)
     if value is None:
         if required:
-            raise InvalidTick("missing_field", f"field {key!r} is required")
+            raise InvalidTick("missing_field", f"field {key!r} is required{renamed(obj, key)}")
         return None
     # bool is an int subclass; a True price is a bug upstream, not a price of 1.
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -182,7 +184,7 @@ def _kind(obj: dict) -> str:
         if has_trade and has_quote:
             raise InvalidTick("ambiguous_kind", "no 'kind' and both trade (price) and quote (bid/ask) fields")
         if not (has_trade or has_quote):
-            raise InvalidTick("unknown_kind", "no 'kind' and neither 'price' nor 'bid'/'ask' present")
+            raise InvalidTick("unknown_kind", f"no 'kind' and neither 'price' nor 'bid'/'ask' present{renamed(obj)}")
         return TRADE if has_trade else QUOTE
     check_text("kind", kind)
     if kind not in KINDS:
@@ -238,6 +240,17 @@ def _excerpt(stream: str, limit: int = 32) -> str:
     return ascii(stream[:limit]) + ("..." if len(stream) > limit else "")
 
 
+def _side_hint(side: Any) -> str:
+    """What a vendor's side value is on the wire (`BUY`, `B`, `Sell`), for the refusal."""
+    said = side.strip().lower() if isinstance(side, str) else None
+    if said in ("buy", "sell"):
+        return f" (lower case: {said!r})"
+    if said in ("b", "s"):
+        word = "buy" if said == "b" else "sell"
+        return f" (if {side!r} marks a {'buyer' if said == 'b' else 'seller'}-initiated trade, send {word!r})"
+    return ""
+
+
 def check_text(key: str, value: Any) -> None:
     """A text field is msgpack str: sent as bin (a client packing every string as bytes) or as anything else it is
     `wrong_type`, said as such, whichever field it is."""
@@ -277,7 +290,7 @@ def check_ts(obj: dict) -> int:
     when it runs. Event time only has to be monotonic per stream (`check_order`).
     """
     if "ts" not in obj:
-        raise InvalidTick("missing_field", "field 'ts' is required")
+        raise InvalidTick("missing_field", f"field 'ts' is required{renamed(obj, 'ts')}")
     ts = obj["ts"]
     if isinstance(ts, bool) or not isinstance(ts, int):
         raise InvalidTick("ts_not_int", f"ts must be an int of nanoseconds, got {type(ts).__name__}")
@@ -316,6 +329,8 @@ def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES) -> Tick:
         raise InvalidTick("not_a_map", f"a tick is a map, got {type(obj).__name__}")
     if "stream" not in obj:  # perhaps sent with its key as bin: say that rather than "missing"
         check_keys(obj)
+        if hint := renamed(obj, "stream"):  # `symbol`, `ticker`, ...: say what the field is called
+            raise InvalidTick("missing_stream", f"field 'stream' is required and must be non-empty{hint}")
     stream = check_stream(obj.get("stream"), max_stream_bytes)
     try:  # from here a refusal names its stream
         check_keys(obj)
@@ -330,13 +345,13 @@ def _validate_fields(obj: dict, stream: str) -> Tick:
     kind = _kind(obj)
     extra = [k for k in obj if k not in _FIELDS[kind]]
     if extra:
-        raise InvalidTick("unknown_field", f"fields {field_list(extra)} not allowed in a {kind}")
+        raise InvalidTick("unknown_field", f"fields {field_list(extra)} not allowed in a {kind}{renamed(extra)}")
     if kind == TRADE:
         side = obj.get("side")
         if side is not None:
             check_text("side", side)
         if side is not None and side not in SIDES:
-            raise InvalidTick("unknown_side", f"side must be 'buy', 'sell' or nil, got {side!r}")
+            raise InvalidTick("unknown_side", f"side must be 'buy', 'sell' or nil, got {side!r}{_side_hint(side)}")
         price = _number(obj, "price", required=True, is_price=True)
         size = _number(obj, "size", required=True, is_price=False)
         return Tick(stream, ts, TRADE, price=price, size=size, side=side)

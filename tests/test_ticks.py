@@ -104,6 +104,33 @@ BAD_NAMES = [
 ]
 
 
+@pytest.mark.parametrize("obj,reason,hint", [
+    ({"symbol": "A", "ts": 1, "price": 1.0, "size": 1.0}, "missing_stream", "(key 'symbol' is 'stream' on the wire)"),
+    ({"stream": "A", "timestamp": 1, "price": 1.0, "size": 1.0}, "missing_field", "(key 'timestamp' is 'ts' on the wire)"),
+    ({"stream": "A", "ts": 1, "px": 1.0, "qty": 2.0}, "unknown_kind",
+     "(key 'px' is 'price' on the wire; key 'qty' is 'size' on the wire)"),
+    ({"stream": "A", "ts": 1, "price": 1.0, "Quantity": 2.0}, "unknown_field", "(key 'Quantity' is 'size' on the wire)"),
+    ({"stream": "A", "ts": 1, "bid": 1.0, "Offer Price": 1.1}, "unknown_field", "(key 'Offer Price' is 'ask' on the wire)"),
+    ({"stream": "A", "ts": 1, "price": 1.0, "size": 1.0, "side": "BUY"}, "unknown_side", "(lower case: 'buy')"),
+    ({"stream": "A", "ts": 1, "price": 1.0, "size": 1.0, "side": "S"}, "unknown_side",
+     "(if 'S' marks a seller-initiated trade, send 'sell')"),
+])
+def test_a_field_under_a_vendors_name_is_refused_with_its_wire_name(obj: dict, reason: str, hint: str) -> None:
+    """A new client's first map often carries a vendor's names (`symbol`, `qty`, `BUY`): the refusal names the field."""
+    with pytest.raises(InvalidTick) as err:
+        validate(obj)
+    assert err.value.reason == reason and str(err.value).endswith(hint), str(err.value)
+
+
+def test_wire_names_and_unrelated_keys_get_no_hint() -> None:
+    with pytest.raises(InvalidTick) as err:
+        validate({"stream": "A", "ts": 1, "price": 1.0, "size": 1.0, "venue": "X"})
+    assert str(err.value).endswith("not allowed in a trade")
+    with pytest.raises(InvalidTick) as err:
+        validate({"ts": 1, "price": 1.0, "size": 1.0})
+    assert str(err.value).endswith("must be non-empty")
+
+
 def test_a_ts_in_seconds_ms_or_us_is_recognised_and_nanoseconds_are_not() -> None:
     now_s = 1_733_097_600  # 2024-12-02 00:00:00 UTC
     for unit, ts in (("seconds", now_s), ("milliseconds", now_s * 10**3), ("microseconds", now_s * 10**6)):

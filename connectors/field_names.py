@@ -1,0 +1,74 @@
+"""The names vendors and client code give each tick field, and what they mean on the wire.
+
+Layout detection reads a file's columns by them (connectors/layout.py), and the wire's checks
+(connectors/ticks.py) use them to tell a client that sent `symbol` or `qty` what the field is called.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# Column names vendors use for each field, compared in lower case with spaces and dashes as "_"; the first
+# name a file has wins. `ts` and `stream` come first: the wire layout.
+FIELD_NAMES: dict[str, tuple[str, ...]] = {
+    # ts_recv before ts_event: Databento's files are sorted by it, and its DBN reader (connectors/dbn.py) uses it,
+    # so one feed read from CSV or DBN replays the same ticks
+    "ts": ("ts", "timestamp", "time", "datetime", "date_time", "ts_recv", "ts_event", "event_time",
+           "transact_time", "transaction_time", "trade_time", "exchange_time", "sip_timestamp", "timestamp_utc",
+           "time_utc", "gmt_time", "utc_time", "created_time",  # created_time: OKX's trade files
+           "ts_ns", "timestamp_ns", "time_ns", "ts_us", "timestamp_us", "ts_ms", "timestamp_ms", "time_ms",
+           "mts",  # Bitfinex's milliseconds
+           # bars (BAR_COLUMNS): stamped at their close where the file says when that is, else at their start
+           "close_time", "window_end", "end_time", "window_start", "open_time", "start_time", "date",
+           "dates",  # Bloomberg's (BDH exports: `Dates`, often spreadsheet serial dates)
+           "quote_datetime",  # Cboe DataShop's option trades
+           "time_exchange"),  # CoinAPI's flat files (time_exchange;time_coinapi;...)
+    "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id",
+               "instrument_name", "instid", "inst_id",  # OKX's API (instId)
+               "sym_root",  # TAQ's (SYM_ROOT, with SYM_SUFFIX for share classes)
+               "currencypair", "currency_pair", "ccypair", "ccy_pair", "cusip", "isin",  # FX ECNs', bonds'
+               "stock"),  # Nasdaq ITCH's (Stock)
+    "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price",  # close: a bar's
+              "deal", "deal_price",  # FX ECNs' deals (EBS: Deal, DealSize, DealSide beside the quote)
+              "mid_c"),  # OANDA's candles as pandas flattens them (mid.o, mid.h, mid.l, mid.c)
+    "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size", "sz",  # sz: OKX's API
+             "trade_volume", "trade_qty", "trade_quantity",  # Eurex T7's Trade Volume, Upbit's trade_volume
+             "dealsize", "deal_size", "shares",  # shares: Nasdaq ITCH's
+             "base_amount"),  # CoinAPI's
+    "side": ("side", "aggressor_side", "taker_side", "buy/sell", "buy_sell",  # buy/sell: Kraken's trade exports
+             "direction",  # Deribit's (the taker's buy/sell; LOBSTER's `direction` is read by its own layout)
+             "aggressor", "dealside", "deal_side"),  # CME's B/S; EBS's
+    # pricebid...: Interactive Brokers' API (HistoricalTickBidAsk: priceBid, priceAsk, sizeBid, sizeAsk)
+    "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "best_bid_price", "bid_px_00", "pricebid",
+            "bid_c"),  # bid_c, ask_c: OANDA's bid/ask candles' closes
+    "ask": ("ask", "ask_price", "ask_px", "best_ask", "askprice", "best_ask_price", "offer", "offer_price",
+            "ask_px_00", "priceask", "offerprice", "ask_c"),
+    "bid_size": ("bid_size", "bid_qty", "bid_sz", "bidsize", "bid_volume", "bidvolume", "bid_amount",
+                 "best_bid_qty", "bid_sz_00", "sizebid"),
+    "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "askvolume", "ask_amount",
+                 "best_ask_qty", "offer_size", "ask_sz_00", "sizeask", "offersize"),
+}
+def normal_name(name: str) -> str:
+    """A column name as FIELD_NAMES spells it: lower case, each run of other characters than letters, digits and
+    `/` as one "_", none at the ends (`Bid Price` and `bid-price` -> bid_price; LSEG's `#RIC` -> ric; MetaTrader's
+    `<BID>` -> bid)."""
+    return re.sub(r"[^0-9a-z/]+", "_", name.strip().lower()).strip("_")
+
+
+def wire_field_of(name: object) -> str | None:
+    """The tick field a map key or column name stands for when it is one of a field's other names (`symbol`:
+    `stream`, `qty`: `size`), else None (the wire name itself included)."""
+    if not isinstance(name, str):
+        return None
+    normal = normal_name(name)
+    return next((field for field, names in FIELD_NAMES.items() if normal in names and normal != field), None)
+
+
+def renamed(keys: Iterable[object], field: str | None = None) -> str:
+    """For an error about a map with ``keys``: " (key 'symbol' is 'stream' on the wire; ...)" for its keys that are
+    other names of tick fields (of ``field`` only, when given), else ""."""
+    hints = [(key, wire) for key in keys if (wire := wire_field_of(key)) is not None and (field is None or wire == field)]
+    if not hints:
+        return ""
+    return " (" + "; ".join(f"key {str(key)[:32]!r} is {wire!r} on the wire" for key, wire in hints[:4]) + ")"
