@@ -132,6 +132,13 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     assert score["frequency_brier"] == pytest.approx(1 - float((shares**2).sum()))
     probs = json.loads(table["probs"][0])
     assert set(probs) == {"down", "flat", "up"} and abs(sum(probs.values()) - 1) < 1e-4
+    # --test-from past the trained fraction, but of a run cut to its first 800 ticks (of 6,000): still inside
+    # what the model was trained on, counted in ticks, and said
+    assert main(["backtest", str(ticks_file), "--model", str(out), "--queries",
+                 str(ROOT / "queries" / "examples" / "tick_model.yaml"), "--out", str(tmp_path / "cut.parquet"),
+                 "--max-ticks", "800", "--test-from", "0.9", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "not out of sample" in err and "scored from its tick" in err and "over the whole files" in err
 
 
 def test_finetuning_the_builtin_model_runs(ticks_file: Path, tmp_path: Path, capsys) -> None:
@@ -357,6 +364,52 @@ def test_a_gap_below_the_longest_horizon_is_widened_and_said(ticks_file: Path, t
     record = fit([str(ticks_file)], None, tmp_path / "model", cfg, options, said.append)
     assert any(line.startswith("note: --gap 10 is below the longest question horizon; 50 ticks") for line in said)
     assert "gap 50 ticks" in record["split"]
+
+
+def test_the_naive_forecasts_are_each_streams_own(tmp_path: Path) -> None:
+    """Two instruments whose classes differ: `prior` and `majority` forecast each stream from its own train part
+    (pooled, they scored far below either instrument's own and flattered the model beside them)."""
+    codec = BinnedCodec()
+    cfg = TrainConfig(hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1, window_ticks=15, max_positions=64)
+    model = new_model(cfg, codec.vocab_size).eval()
+    streams, _ = read_streams([str(write_ticks(tmp_path / "two.parquet", 4000, seed=7))])
+    two = {name: streams[name] for name in ("SYN.A", "SYN.D")}
+    prepared, _ = prepare(codec, two, SplitSpec(0.6, 0.2, 0.2), min_ticks=10)
+    result = evaluate_streams(model, codec, prepared, EvalOptions(resamples=20))["questions"]
+    q = codec.questions["volatility_50"]
+    priors, ys = [], []
+    for sd in prepared:
+        train, _, test = sd.parts
+        y_test = label_series(q.spec, marks_of(sd.ticks[test.start:]))
+        y = y_test[y_test >= 0]
+        y_train = label_series(q.spec, marks_of(sd.ticks[: train.stop]))
+        own = np.bincount(y_train[y_train >= 0], minlength=len(q.labels)) / (y_train >= 0).sum()
+        priors.append(np.tile(own, (len(y), 1)))
+        ys.append(y)
+    prior, y = np.concatenate(priors), np.concatenate(ys)
+    r = result["volatility_50"]
+    assert r["n"] == len(y)
+    assert r["scores"]["prior"]["brier"] == pytest.approx(float(np.mean(np.square(prior - np.eye(prior.shape[1])[y])
+                                                                        .sum(1))))
+    assert r["scores"]["majority"]["accuracy"] == pytest.approx(float(np.mean(prior.argmax(1) == y)))
+    assert not np.allclose(priors[0][0], priors[1][0], atol=0.02)  # the two streams' classes do differ
+    assert set(r["train_frequencies_by_stream"]) == {"SYN.A", "SYN.D"}
+
+
+def test_a_model_below_a_naive_forecast_only_within_the_interval_is_called_level() -> None:
+    from engine.service.evaluate import verdict_lines
+
+    def question(brier_lo: float) -> dict:
+        tie = {"diff": 0.0, "lo": -0.01, "hi": 0.01}
+        return {"blocks": 50, "scores": {"model": {"accuracy": 0.6, "brier": 0.5862},
+                                         "majority": {"accuracy": 0.5}, "prior": {"brier": 0.5855}},
+                "model_minus": {"logistic": {"accuracy": tie, "brier": tie}, "majority": {"accuracy": tie},
+                                "prior": {"brier": {"diff": 0.0007, "lo": brier_lo, "hi": 0.01}}}}
+    noisy, clear = verdict_lines({"questions": {"vol": question(-0.0001)}}), \
+        verdict_lines({"questions": {"vol": question(0.004)}})
+    assert noisy[1] == "verdict: level with a naive forecast (below it as measured, within the 95% interval) on " \
+                       "vol: no edge shown there"
+    assert clear[1].startswith("verdict: below a naive forecast") and clear[1].endswith("on vol: no edge there")
 
 
 def test_a_test_slice_of_few_blocks_gets_no_verdict() -> None:

@@ -82,6 +82,7 @@ class BacktestReport:
     resumed_at: int = 0  # replay ticks taken over from an interrupted run (0: a fresh run)
     test_from: float | None = None  # only answers after this fraction of each stream's ticks were scored
     model_path: str | None = None  # the checkpoint that answered (None: the built-in model)
+    stream_ticks: dict[str, int] = field(default_factory=dict)  # each stream's ticks in this run (what test_from cuts)
 
     def summary(self) -> str:
         resumed = f", resumed after {self.resumed_at}" if self.resumed_at else ""
@@ -236,7 +237,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
     except Exception as e:  # a plotting problem must not turn a finished backtest into a failure
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
     return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, dict(replay.rejected.examples),
-                          parts.resumed_at, test_from, config.model.path)
+                          parts.resumed_at, test_from, config.model.path, {name: len(m) for name, m in marks.items()})
 
 
 def _say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: list[str],

@@ -860,11 +860,16 @@ def cmd_backtest(args: argparse.Namespace) -> int:
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
     if config.model.path is not None:  # said before the scores it is about, not after them
         seen = _trained_on(Path(config.model.path), args.files)
-        if seen is not None and (args.test_from is None or args.test_from < seen[1] - 1e-9):
+        inside = _scored_inside(Path(config.model.path), report.stream_ticks, args.test_from)
+        if seen is not None and (inside or (inside is None and (args.test_from is None
+                                                                or args.test_from < seen[1] - 1e-9))):
             scored = "every answer was scored" if args.test_from is None else f"--test-from {args.test_from:g}"
+            where = (f" (stream {inside[0][0]}: scored from its tick {inside[0][1]:,}, trained and validated on its "
+                     f"ticks before {inside[0][2]:,})" if inside else "")
             print(f"flashtick backtest: note: this model was trained and validated on the first {seen[1]:.0%} of "
-                  f"{', '.join(seen[0])}, and {scored}: the scores below are not out of sample (give --test-from "
-                  f"{seen[1]:g} or later)", file=sys.stderr, flush=True)
+                  f"{', '.join(seen[0])}, and {scored}{where}: the scores below are not out of sample (give "
+                  f"--test-from {seen[1]:g} or later{', over the whole files' if inside else ''})",
+                  file=sys.stderr, flush=True)
     print(report.summary())
     return 0
 
@@ -1021,6 +1026,22 @@ def _trained_on(model_dir: Path, files: list[Path]) -> tuple[list[str], float] |
         return (same, float(trained["seen_end"])) if same else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def _scored_inside(model_dir: Path, stream_ticks: dict[str, int], test_from: float | None
+                   ) -> list[tuple[str, int, int]] | None:
+    """Streams of a backtest whose scored answers begin inside the ticks a checkpoint was trained and validated on:
+    (stream, the first scored tick, the end of those ticks), counted in ticks, so a run cut short (--max-ticks),
+    whose fractions are of fewer ticks than training's, is judged right; None when the checkpoint does not say
+    where each stream's parts were (then the fractions are compared)."""
+    try:
+        parts = json.loads((model_dir / "evaluation.json").read_text())["streams"]
+        seen = {name: max(p["train"][1], p["validation"][1]) for name, p in parts.items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    first_scored = {name: 0 if test_from is None else int(n * test_from) for name, n in stream_ticks.items()}
+    return [(name, first_scored[name], seen[name]) for name in sorted(first_scored.keys() & seen.keys())
+            if first_scored[name] < seen[name]]
 
 
 def _trained_on_overlap(model_dir: Path, files: list[Path], split: Any) -> str | None:

@@ -14,8 +14,8 @@ of consecutive points): accuracy and Brier of
   t uses labels of ticks up to t - horizon); `adapt=False` leaves it out;
 * `adapted_history` (with `adapt_history`) - the same, fed first with the train part's labels and the model's
   answers on some of its ticks: a stream served since its start;
-* `prior` - the class frequencies of the train part;
-* `majority` - always the train part's most frequent class (one-hot);
+* `prior` - each stream's class frequencies in its train part;
+* `majority` - always each stream's most frequent class in its train part (one-hot);
 * `logistic` - multinomial logistic regression on microstructure features
   (engine/service/features.py) fitted on the train part's answer points;
 
@@ -245,6 +245,12 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
             continue  # e.g. `regime`: no ground truth in files
         n_cls = len(q.labels)
         prior = np.bincount(ty, minlength=n_cls) / len(ty)
+        # The naive forecasts are each stream's own (its train part's class frequencies; the pooled ones for a
+        # stream with no train answers): pooled over instruments whose classes differ, they look worse than any
+        # one instrument's own, and the model beside them better than it is
+        own = [np.bincount(sty, minlength=n_cls) / len(sty) if len(sty) else prior
+               for sty, t in zip(train_y[qi], test[qi])]
+        priors = np.concatenate([np.tile(p, (len(t[1]), 1)) for p, t in zip(own, test[qi])])  # (len(y), C)
         tx = np.concatenate(train_x[qi])
         fit_rows = chosen_ticks(np.arange(len(ty)), 1000, options.max_fit_points)
         logistic = fit_logistic(tx[fit_rows], ty[fit_rows], n_cls)
@@ -257,11 +263,13 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                     if all(t[3] is not None for t in test[qi] if len(t[1])) else {}),
                  **({"adapted_history": np.concatenate([t[4] for t in test[qi] if len(t[1])])}
                     if all(t[4] is not None for t in test[qi] if len(t[1])) else {}),
-                 "prior": np.tile(prior, (len(y), 1)),
-                 "majority": np.tile(np.eye(n_cls)[prior.argmax()], (len(y), 1)),
+                 "prior": priors,
+                 "majority": np.eye(n_cls)[priors.argmax(axis=1)],
                  "logistic": logistic.predict_proba(test_x)}
         results[q.name] = score_question(probs, y, options, rng) | {
             "labels": list(q.labels), "train_points": int(len(ty)), "train_frequencies": prior.round(4).tolist(),
+            **({"train_frequencies_by_stream": {sd.name: p.round(4).tolist() for sd, p in zip(streams, own)}}
+               if len(streams) > 1 else {}),
             "answer_calibration": q.calibration.to_dict(),
             **({"answer_head": {"model_weight": heads[q.name].model_weight}} if q.name in heads else {})}
     return {"questions": results, "window_ticks": W, "options": vars(options),
@@ -325,7 +333,7 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
     """The table in words: per question, whether the model beats what a quant fits first (the logistic
     regression, by its 95% interval) and the naive forecasts (majority class, the class frequencies' Brier)."""
     kinds: dict[str, list[str]] = {"better": [], "mixed": [], "level": [], "worse": [], "few": [], "one": []}
-    naive = []
+    naive, level_naive = [], []
     for name, r in result["questions"].items():
         s, d = r["scores"], r["model_minus"]["logistic"]
         if s["majority"]["accuracy"] == 1.0:  # every test answer is one class: every predictor but noise is right
@@ -340,8 +348,11 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
         better = acc["lo"] >= CLEAR or brier["hi"] <= -CLEAR
         worse = acc["hi"] <= -CLEAR or brier["lo"] >= CLEAR
         kinds["mixed" if better and worse else "better" if better else "worse" if worse else "level"].append(name)
-        if s["model"]["accuracy"] < s["majority"]["accuracy"] or s["model"]["brier"] > s["prior"]["brier"]:
-            naive.append(name)
+        majority, prior = r["model_minus"].get("majority"), r["model_minus"].get("prior")
+        if (majority and majority["accuracy"]["hi"] <= -CLEAR) or (prior and prior["brier"]["lo"] >= CLEAR):
+            naive.append(name)  # an interval clear of 0 against the model
+        elif s["model"]["accuracy"] < s["majority"]["accuracy"] or s["model"]["brier"] > s["prior"]["brier"]:
+            level_naive.append(name)  # worse as measured, within the interval
     said = [f"{what}: {', '.join(kinds[kind])}" for kind, what in (
         ("better", "beats the logistic regression (a 95% interval clear of 0 in its favour, none against)"),
         ("mixed", "better than the logistic regression on one of accuracy and Brier, worse on the other"),
@@ -353,7 +364,10 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
     lines = [f"verdict: {'; '.join(said)}"]
     if naive:
         lines.append(f"verdict: below a naive forecast (the majority class's accuracy or the class frequencies' "
-                     f"Brier) on {', '.join(naive)}: no edge there")
+                     f"Brier, a 95% interval clear of 0) on {', '.join(naive)}: no edge there")
+    if level_naive:
+        lines.append(f"verdict: level with a naive forecast (below it as measured, within the 95% interval) on "
+                     f"{', '.join(level_naive)}: no edge shown there")
     return lines
 
 
