@@ -138,6 +138,10 @@ def _local(expr: pl.Expr, tz: str | None) -> pl.Expr:
     return expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
 
 
+NAIVE_TZ_ONLY = ("for naive times: drop it (files of both kinds in one run: a replay list gives each file its "
+                 "own map, `columns: {tz: ...}` on the naive ones; docs/replay.md)")
+
+
 def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) -> pl.Expr:
     """The event-time column as int ns (datetimes, times of day) or raw numbers in ts_unit (scaled exactly
     in Python). `first` is the column's first value as text: whether datetime text carries a UTC offset."""
@@ -146,7 +150,7 @@ def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None)
         if isinstance(dtype, pl.Datetime):
             if dtype.time_zone is not None and cmap.tz is not None:
                 raise ValueError(f"{path}: ts column {cmap.ts!r} already carries time zone {dtype.time_zone!r}; "
-                                 f"tz={cmap.tz!r} is for naive times: drop it")
+                                 f"tz={cmap.tz!r} is {NAIVE_TZ_ONLY}")
             return _local(col, cmap.tz).dt.epoch("ns")
         if dtype == pl.Date:
             return _local(col.cast(pl.Datetime("ns")), cmap.tz).dt.epoch("ns")
@@ -199,7 +203,7 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
         return _local(text.str.to_datetime(fmt, time_unit="ns", strict=False), cmap.tz).dt.epoch("ns")
     if cmap.tz is not None:
         raise ValueError(f"{path}: ts column {cmap.ts!r} carries its UTC offset ({first!r}); tz={cmap.tz!r} is "
-                         f"for naive times: drop it")
+                         f"{NAIVE_TZ_ONLY}")
     return text.str.to_datetime(fmt, time_unit="ns", time_zone="UTC", strict=False).dt.epoch("ns")
 
 

@@ -43,6 +43,14 @@ def ticks_file(tmp_path_factory) -> Path:
     return write_ticks(tmp_path_factory.mktemp("train") / "ticks.parquet", 6000)
 
 
+def test_a_split_of_a_round_count_is_exact() -> None:
+    """70% of 180,000 ticks is 126,000: the float product (125999.99999999999) made the train part a tick short."""
+    parts = split_ticks(180_000, SplitSpec(0.7, 0.15, 0.15), 50)
+    assert (parts.train, parts.validation, parts.test) == (range(0, 126_000), range(126_050, 153_000),
+                                                           range(153_050, 180_000))
+    assert split_ticks(7, SplitSpec(0.7, 0.0, 0.3), 0).train == range(0, 4)  # 4.9 ticks: rounded down still
+
+
 def test_split_labels_never_use_a_tick_across_a_cut(ticks_file: Path) -> None:
     codec = BinnedCodec()
     streams, _ = read_streams([str(ticks_file)])
@@ -139,6 +147,19 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
                  "--max-ticks", "800", "--test-from", "0.9", "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "not out of sample" in err and "scored from its tick" in err and "over the whole files" in err
+
+
+def test_a_run_stopped_before_its_first_validation_is_still_validated(ticks_file: Path, tmp_path: Path,
+                                                                     capsys) -> None:
+    """--max-minutes ends this run long before step 20, its first validation: the last step's weights are scored
+    (the card said "no validation part", and early stopping had not looked at any)."""
+    out = tmp_path / "short"
+    assert main(["train", str(ticks_file), "--out", str(out), *TINY, "--steps", "200", "--batch", "2",
+                 "--eval-every", "20", "--max-minutes", "0.0005", "--max-points", "64", "--resamples", "10",
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    card = (out / "TRAINING.md").read_text()
+    assert "no validation part" not in card and "best validation loss" in card, card
 
 
 def test_finetuning_the_builtin_model_runs(ticks_file: Path, tmp_path: Path, capsys) -> None:

@@ -431,9 +431,15 @@ def _scored_part(pipeline: TickPipeline, raw: pl.DataFrame, marks: dict[str, np.
     return pl.concat([raw, pl.DataFrame(extra, schema=SCORE_SCHEMA)], how="horizontal")
 
 
+def first_share(n: int, fraction: float) -> int:
+    """How many of ``n`` ticks the first ``fraction`` of them is, rounded down: 70% of 180,000 is 126,000 (the
+    float product, 125999.99999999999, lost a tick)."""
+    return int(round(n * fraction, 6))
+
+
 def later_slice(table: pl.LazyFrame, marks: dict[str, MarkSeries], test_from: float) -> pl.LazyFrame:
     """The answers given after the first `test_from` of their stream's ticks (answer point = tick `ticks`)."""
-    cut = {stream: int(len(m) * test_from) for stream, m in marks.items()}
+    cut = {stream: first_share(len(m), test_from) for stream, m in marks.items()}
     return table.filter(pl.col("ticks") > pl.col("stream").replace_strict(cut, default=0, return_dtype=pl.Int64))
 
 

@@ -1039,7 +1039,9 @@ def _scored_inside(model_dir: Path, stream_ticks: dict[str, int], test_from: flo
         seen = {name: max(p["train"][1], p["validation"][1]) for name, p in parts.items()}
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    first_scored = {name: 0 if test_from is None else int(n * test_from) for name, n in stream_ticks.items()}
+    from engine.service.backtest import first_share
+
+    first_scored = {name: 0 if test_from is None else first_share(n, test_from) for name, n in stream_ticks.items()}
     return [(name, first_scored[name], seen[name]) for name in sorted(first_scored.keys() & seen.keys())
             if first_scored[name] < seen[name]]
 

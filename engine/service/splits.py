@@ -24,7 +24,7 @@ from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.labels import NO_LABEL, label_series, marks_of
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
-from engine.service.backtest import rejected_lines
+from engine.service.backtest import first_share, rejected_lines
 from engine.service.features import microstructure_features
 
 PARTS = ("train", "validation", "test")
@@ -77,8 +77,8 @@ class StreamSplit(NamedTuple):
 
 
 def split_ticks(n: int, spec: SplitSpec, gap: int) -> StreamSplit:
-    a = int(n * spec.train)
-    b = int(n * (spec.train + spec.validation))
+    a = first_share(n, spec.train)
+    b = first_share(n, spec.train + spec.validation)
     train = range(0, a)
     validation = range(a + gap, b) if spec.validation > 0 else range(a, a)
     test = range((b if spec.validation > 0 else a) + gap, n)

@@ -313,6 +313,13 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
         stopped = f"interrupted (Ctrl-C) after {len(hist)} steps"
         log(f"{stopped}: keeping the best weights so far, then calibrating, saving and scoring them (Ctrl-C "
             f"again aborts without writing)")
+    if val is not None and hist and (not val_hist or val_hist[-1][0] != len(hist)):
+        # Stopped between validations (--max-minutes, --stop-after, Ctrl-C; a short run may stop before its first):
+        # the last step's weights are scored too, so the weights kept are the best of every validated step
+        v = validation_loss(model, val, cfg, device)
+        val_hist.append((len(hist), round(v, 4)))
+        if v < best:
+            best, best_step, best_state = v, len(hist), None  # the model as it is now
     log(f"stopping at step {len(hist)}: {stopped}")
     if best_state is not None:
         model.load_state_dict(best_state)
