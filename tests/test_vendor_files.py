@@ -45,7 +45,8 @@ def test_equities_iso_times_with_offsets_detected_and_backtested(tmp_path: Path,
         ("MSFT", ns("2024-06-03T13:30:00.323456+00:00")), ("MSFT", ns("2024-06-03T13:30:01+00:00"))]
     assert replay.notes == ["taq.csv: no column map given; read as ts=timestamp (datetime), stream=symbol, "
                             "price=price, size=size"]
-    with pytest.raises(ValueError, match="carries its UTC offset.*drop it .files of both kinds in one run: a replay list gives each file its own map"):
+    with pytest.raises(ValueError, match="carries its UTC offset.*drop it .files of both kinds in one run: a replay "
+                                         "list gives each file its own map"):
         FileReplay(tmp_path / "taq.csv", columns={"ts": "timestamp", "ts_unit": "datetime", "tz": "America/New_York",
                                                   "stream_col": "symbol", "price": "price", "size": "size"})
 
