@@ -49,6 +49,8 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
     "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "askvolume", "ask_amount",
                  "best_ask_qty", "offer_size", "ask_sz_00", "sizeask", "offersize"),
 }
+
+
 def normal_name(name: str) -> str:
     """A column name as FIELD_NAMES spells it: lower case, each run of other characters than letters, digits and
     `/` as one "_", none at the ends (`Bid Price` and `bid-price` -> bid_price; LSEG's `#RIC` -> ric; MetaTrader's
@@ -68,7 +70,8 @@ def wire_field_of(name: object) -> str | None:
 def renamed(keys: Iterable[object], field: str | None = None) -> str:
     """For an error about a map with ``keys``: " (key 'symbol' is 'stream' on the wire; ...)" for its keys that are
     other names of tick fields (of ``field`` only, when given), else ""."""
-    hints = [(key, wire) for key in keys if (wire := wire_field_of(key)) is not None and (field is None or wire == field)]
+    hints = [(key, wire) for key in keys
+             if (wire := wire_field_of(key)) is not None and (field is None or wire == field)]
     if not hints:
         return ""
     return " (" + "; ".join(f"key {str(key)[:32]!r} is {wire!r} on the wire" for key, wire in hints[:4]) + ")"

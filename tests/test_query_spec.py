@@ -240,7 +240,8 @@ def test_duplicate_query_names_rejected_at_the_second():
 
 
 def test_a_duplicate_name_is_reported_even_when_its_copies_have_problems_of_their_own():
-    text = "queries:\n  - {name: dup, streams: [x], kind: nope}\n  - {name: dup, streams: [y], kind: surprise, oops: 1}\n"
+    text = ("queries:\n  - {name: dup, streams: [x], kind: nope}\n"
+            "  - {name: dup, streams: [y], kind: surprise, oops: 1}\n")
     err = rejected(text)
     reasons = [str(p) for p in err.problems]
     assert [p.line for p in err.problems] == [2, 3, 3], reasons

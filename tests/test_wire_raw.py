@@ -72,8 +72,10 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
     ("keys bin", msgpack.packb({b"stream": b"R.OK", b"ts": T0}, use_bin_type=True), 0, "wrong_type", False),
     ("a key bin beside a str stream", msgpack.packb({"stream": "R.OK", "ts": T0, b"price": 1.0, "size": 1.0},
                                                      use_bin_type=True), 0, "wrong_type", True),
-    ("side bin", msgpack.packb(trade("R.OK", T0, side=b"buy"), use_bin_type=True), 0, "wrong_type", True),  # type: ignore
-    ("kind bin", msgpack.packb(trade("R.OK", T0, kind=b"trade"), use_bin_type=True), 0, "wrong_type", True),  # type: ignore
+    ("side bin", msgpack.packb(trade("R.OK", T0, side=b"buy"), use_bin_type=True), 0, "wrong_type",  # type: ignore
+     True),
+    ("kind bin", msgpack.packb(trade("R.OK", T0, kind=b"trade"), use_bin_type=True), 0, "wrong_type",  # type: ignore
+     True),
     ("stream with /", msgpack.packb(trade("dir/R.OK", T0)), 0, "bad_stream", False),
     ("stream with _", msgpack.packb(trade("_heartbeat", T0)), 0, "bad_stream", False),
     ("stream 10k chars", msgpack.packb(trade("A" * 10_000, T0)), 0, "bad_stream", False),
