@@ -242,8 +242,8 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
 
 ## Test slice: model vs baselines fitted on the train slice
 
-`prior` = each stream's train class frequencies, `major` = always its train majority class, `logit` = multinomial logistic
-regression on microstructure features; intervals are 95% block-bootstrap intervals of model minus logistic
+`prior` = each stream's train class frequencies, `major` = always its train majority class, `logit` =
+multinomial logistic regression on microstructure features; intervals are 95% block-bootstrap intervals of model minus logistic
 (blocks of {ev['options']['block']} consecutive answer points). evaluation.json has every number{' and calibration.png the reliability diagram' if plotted else ''}.
 
 ```
