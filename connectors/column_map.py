@@ -83,6 +83,9 @@ class ColumnMap:
     missing_field.
     `utc_offset`: a column of each row's offset from UTC in hours (LSEG's `GMT Offset`, -5 in New York's winter):
     the times are wall-clock times at that offset, read as time - offset (naive times only; not with `tz`).
+    `price_offset`: added to price, bid and ask as read (after `price_scale`): an instrument that trades at zero
+    or below (a spread, a power market's negative hours) shifted above zero, the one way the tick contract
+    (prices > 0) takes it; moves keep their direction, and their size in bps is of the shifted level.
     """
 
     ts: str
@@ -109,6 +112,7 @@ class ColumnMap:
     fill_quotes: bool | None = None
     signed_size: bool | None = None
     utc_offset: str | None = None
+    price_offset: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
@@ -173,6 +177,15 @@ class ColumnMap:
                 raise ValueError(f"price_scale must be a number > 0 (the file's prices are real prices times it, "
                                  f"e.g. 10000), got {self.price_scale!r}")
             object.__setattr__(self, "price_scale", scale)
+        if self.price_offset is not None:
+            try:
+                offset = float(self.price_offset)
+            except (TypeError, ValueError):
+                offset = math.nan
+            if not math.isfinite(offset) or isinstance(self.price_offset, bool):
+                raise ValueError(f"price_offset must be a number (added to every price, bid and ask read), got "
+                                 f"{self.price_offset!r}")
+            object.__setattr__(self, "price_offset", offset or None)  # 0: no offset
         if self.names is not None:
             names = self.names
             if isinstance(names, str) or not all(isinstance(n, str) and n for n in names) or not names:
@@ -484,7 +497,8 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
     """The column map the command line (or the config's replay section) describes, in ColumnMap.from_dict form.
 
     `columns` is inline text (`ts=time,price=px`), a YAML file's path, or a dict; `preset_name` is the base it
-    overrides; `refinements` (names, ts_unit, tz, date, ts_format; None = not given) override both. None: nothing given,
+    overrides; `refinements` (names, ts_unit, tz, date, ts_format, price_offset; None = not given) override
+    both. None: nothing given,
     detect each file's layout. With `detect` (the command line), refinements alone refine each detected layout
     (`--tz Etc/GMT+5`); without it they need a map. The map is checked here, so a mistake is reported before any
     file is read.
@@ -502,7 +516,7 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
         checked = spec | given
         unit = TIME_OF_DAY if "date" in checked else "datetime"  # the units a zone or a day refines
         # the time keys only (names are the file's own; columns are checked against each file's map)
-        timing = {k: v for k, v in checked.items() if k in REFINE_KEYS and k != "names"}
+        timing = {k: v for k, v in checked.items() if k in (*REFINE_KEYS, "price_offset") and k != "names"}
         ColumnMap.from_dict({"ts": "ts", "ts_unit": unit, "price": "price", "size": "size"} | timing)
         return checked
     if not spec:

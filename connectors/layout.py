@@ -595,6 +595,7 @@ def describe_map(cmap: ColumnMap) -> str:
     unit = f" ({cmap.ts_unit}{', ' + cmap.ts_format if cmap.ts_format else ''}{zone})"
     stream = f"stream={cmap.stream_col}" if cmap.stream_col else f"stream_name={cmap.stream or cmap.default_stream}"
     scale = [f"price_scale={cmap.price_scale:g}"] if cmap.price_scale is not None else []
+    scale += [f"price_offset={cmap.price_offset:g}"] if cmap.price_offset is not None else []
     fields = [f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None]
     if cmap.side_map:
         named = next((name for name, side_map in SIDE_MAPS.items() if side_map == cmap.side_map), None)

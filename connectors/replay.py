@@ -332,6 +332,7 @@ class _FilePlan:
         stream = cmap.stream or (cmap.default_stream if cmap.stream_col is None else None)
         fixed = {k: v for k, v in (("stream", stream), ("kind", kind)) if v is not None}
         side_of, scale, signed = side_lookup(cmap.side_map), cmap.price_scale, bool(cmap.signed_size)
+        offset = cmap.price_offset
         pairs = tuple(enumerate(self.keys, start=1))
         kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (`_book_columns`)
         split = kind is None and self.book is None  # a row with a trade and a quote: both (an order book's: `_book`)
@@ -347,8 +348,11 @@ class _FilePlan:
                 value = row[i]
                 if value is not None and key == "side":
                     value = side_of(value)
-                elif scale is not None and key in PRICE_FIELDS and isinstance(value, (int, float)):
-                    value = value / scale  # fixed point (LOBSTER, Databento); polars' x * (1/scale) is 1 ulp off
+                elif key in PRICE_FIELDS and type(value) in (int, float) and (scale is not None or offset is not None):
+                    if scale is not None:
+                        value = value / scale  # fixed point (LOBSTER, Databento); polars' x * (1/scale) is 1 ulp off
+                    if offset is not None:
+                        value = value + offset
                 if value is not None:
                     out[key] = value
             if signed and isinstance(size := out.get("size"), (int, float)) and "price" in out:
@@ -366,7 +370,8 @@ class _FilePlan:
         from connectors.dbn import F_LAST, UNDEF_PRICE, BookReducer
 
         reducer = BookReducer(rebuild=self.book == "mbo", scale=1.0)
-        undefined = UNDEF_PRICE / (self.columns.price_scale or 1)  # a fixed-point export's empty side, as read
+        # a fixed-point export's empty side, as read
+        undefined = UNDEF_PRICE / (self.columns.price_scale or 1) + (self.columns.price_offset or 0)
 
         def reduce(row: tuple) -> dict[str, Any] | InvalidTick | None:
             wire = convert(row)

@@ -271,3 +271,35 @@ def test_real_ethusdt_trades_on_the_exchange_clock_through_a_yaml_map(shared_dat
     with pytest.raises(ValueError, match="already carries time zone 'UTC'"):
         FileReplay(shared_data / "dukascopy-eurusd" / "eurusd_ticks_2019-02-04_05.parquet",
                    columns=map_from_options("dukascopy", tz="Europe/London"))
+
+
+def test_a_price_offset_takes_an_instrument_that_trades_at_zero_or_below(tmp_path: Path, capsys) -> None:
+    """Power and spreads trade at zero and below; the tick contract wants prices > 0. `price_offset` shifts price,
+    bid and ask as read (after a price_scale), in Python, on the command line and in a refined detected layout."""
+    power = tmp_path / "power.csv"
+    power.write_text("ExecutionTime,DeliveryProduct,Price,Quantity,Bid,Ask\n"
+                     "2024-04-14T10:00:00Z,DE-H11,3.5,1.0,,\n"
+                     "2024-04-14T10:00:01Z,DE-H11,0,2.0,,\n"
+                     "2024-04-14T10:00:02Z,DE-H11,-12.25,0.5,,\n"
+                     "2024-04-14T10:00:03Z,DE-H11,,,-13.0,-12.0\n")
+    columns = {"ts": "ExecutionTime", "ts_unit": "datetime", "stream_col": "DeliveryProduct"}
+    refused = FileReplay(power, columns=columns)
+    assert len(drain(refused)) == 1 and refused.rejected["nonpositive_price"] == 3
+    shifted = FileReplay(power, columns=columns | {"price_offset": 100})
+    ticks = drain(shifted)
+    assert [t.price for t in ticks[:3]] == [103.5, 100.0, 87.75] and (ticks[3].bid, ticks[3].ask) == (87.0, 88.0)
+    assert not shifted.rejected
+    assert "price_offset=100" in " ".join(shifted.notes)
+    scaled = FileReplay([(power, {"ts": "ExecutionTime", "ts_unit": "datetime", "stream": "X", "price": "Price",
+                                  "size": "Quantity", "kind": "trade", "price_scale": 10, "price_offset": 2})])
+    assert [t.price for t in drain(scaled)] == pytest.approx([2.35, 2.0, 0.775])  # divided first, then shifted
+    with pytest.raises(ValueError, match="price_offset must be a number"):
+        ColumnMap.from_dict({"ts": "t", "price": "p", "size": "s", "price_offset": "lots"})
+    out = tmp_path / "a.parquet"
+    assert main(["backtest", str(power), "--columns", "ts=ExecutionTime,stream=DeliveryProduct", "--out", str(out),
+                 "--quiet"]) == 0
+    assert "--price-offset X shifts it above zero" in capsys.readouterr().out
+    assert main(["backtest", str(power), "--columns", "ts=ExecutionTime,stream=DeliveryProduct",
+                 "--price-offset", "100", "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "replayed 4 ticks (0 rejected)" in printed

@@ -74,6 +74,10 @@ def _reading_options() -> argparse.ArgumentParser:
                                     "Europe/London (default UTC)")
     group.add_argument("--date", help="the day of *_after_midnight times, e.g. "
                                       "2024-03-01")
+    group.add_argument("--price-offset", type=float, default=None, metavar="X",
+                       help="add X to every price, bid and ask read: an instrument that trades at zero or below (a "
+                            "spread, a power market's negative hours) shifted above zero, as ticks must be; moves "
+                            "keep their direction, their bps are of the shifted level")
     return reading
 
 
@@ -512,7 +516,8 @@ def _column_map(args: argparse.Namespace, config: Any = None) -> dict[str, Any] 
     return map_from_options(preset, columns, detect=True, names=given(names, "names"),
                             ts_unit=given(args.ts_unit, "ts_unit"),
                             tz=given(args.tz, "tz"), date=given(args.date, "date"),
-                            ts_format=given(args.ts_format, "ts_format"))
+                            ts_format=given(args.ts_format, "ts_format"),
+                            price_offset=getattr(args, "price_offset", None))
 
 
 def _replay_rejections(source: Any, sent: int) -> list[str]:
