@@ -175,7 +175,9 @@ def test_a_backtest_that_cannot_answer_says_why(setup, tmp_path, capsys) -> None
     assert "'dir20' published no answer" not in err
 
 
-def test_serve_shuts_down_cleanly_on_sigterm(setup) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_serve_shuts_down_cleanly_on_sigterm(setup, signum) -> None:
+    """SIGHUP too (a closed terminal, some supervisors): it killed the process without its drain and summary."""
     config = setup / "serve.yaml"
     config.write_text((setup / "engine.yaml").read_text() + "endpoints: {ingest: 'tcp://127.0.0.1:0', "
                       "answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}\n")
@@ -188,7 +190,7 @@ def test_serve_shuts_down_cleanly_on_sigterm(setup) -> None:
         while "flashtick serving" not in line and time.monotonic() < deadline:
             line = process.stderr.readline()
         assert "control=tcp://127.0.0.1:" in line
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signum)
         assert process.wait(timeout=20) == 0
         assert "flashtick stopped" in process.stderr.read()
     finally:

@@ -444,8 +444,13 @@ def _serve_config(args: argparse.Namespace) -> Any:
     return config
 
 
+# The signals `serve` stops cleanly on (what was accepted computed, the summary said): SIGHUP too, the one a closed
+# terminal or some supervisors send, which killed the process without its drain
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def _stopped_while_starting(logged: bool) -> Callable[[int, Any], None]:
-    """The SIGTERM/SIGINT handler before the service serves (the model loading, the log replaying, owed answers
+    """The SIGTERM/SIGINT/SIGHUP handler before the service serves (the model loading, the log replaying, owed answers
     computing): it says so, then takes the signal's own action (the next start does the work again)."""
     def stop(signum: int, _: Any) -> None:
         print("flashtick: stopped while starting" + ("; nothing accepted is lost: the tick log holds it, and the next "
@@ -460,7 +465,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
     from engine.service.server import Server
 
     config = _serve_config(args)
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in STOP_SIGNALS:
         signal.signal(signum, _stopped_while_starting(config.log.dir is not None))
     server = Server(config)
     endpoints = server.bind()
@@ -469,7 +474,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
           if data is not None else "flashtick: the tick log is off (--no-log or log.enabled: false): nothing is kept on "
                                    "disk; a restart starts empty",
           file=sys.stderr, flush=True)
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in STOP_SIGNALS:
         signal.signal(signum, lambda *_: server.stop())
     if server.config.shards.count:
         print(f"flashtick: {server.config.shards.count} engine shards (Ray actors) behind these sockets",

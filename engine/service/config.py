@@ -98,12 +98,28 @@ class KVSection:
     bytes: int | None = None
     block_size: int = 32
 
+    def __post_init__(self) -> None:  # the rest is checked with the model (spec); this one needs no model
+        if isinstance(self.block_size, int) and not isinstance(self.block_size, bool) and self.block_size <= 0:
+            raise ValueError(f"block_size must be > 0, got {self.block_size}")
+
     def spec(self) -> CacheSpec:
         cells = None if self.bytes is not None else self.cells
         try:
             return CacheSpec(block_size=self.block_size, cells=cells, bytes=self.bytes)
         except ValueError as e:
             raise ConfigError(f"kv: {e}") from None
+
+
+def _keyed(section: str, section_type: type, message: str) -> str:
+    """A section's refusal, its key named as the file writes it: `scheduler.keep_fraction must be ...`
+    (a message that names no key of the section keeps the section in front: `kv: give cells or bytes`)."""
+    message = message.removeprefix(f"{section}: ")
+    if message.startswith(f"{section}."):
+        return message
+    key = message.split(" ", 1)[0]
+    if key in {f.name for f in dataclasses.fields(section_type)}:
+        return f"{section}.{message}"
+    return f"{section}: {message}"
 
 
 @dataclass(frozen=True)
@@ -326,7 +342,7 @@ class ServiceConfig:
             try:  # the section's own checks speak first; a wrong type they let through is named after them
                 built[name] = section_type(**value)
             except ValueError as e:
-                raise ConfigError(f"{source}: {name}: {str(e).removeprefix(f'{name}: ')}") from None
+                raise ConfigError(f"{source}: {_keyed(name, section_type, str(e))}") from None
             except TypeError as e:  # a comparison or sum on a wrong type, most likely
                 _check_types(value, section_type, f"{source}: {name}")
                 raise ConfigError(f"{source}: {name}: {e}") from None
