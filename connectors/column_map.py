@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 
+from connectors.field_names import SIDE_WORDS
 from connectors.ticks import QUOTE, TRADE
 
 UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
@@ -382,15 +383,6 @@ PRESETS: dict[str, ColumnMap] = {
                                   keep={"type": LOBSTER_EXECUTIONS}),
 }
 PRESETS = {name: replace(cmap, preset=name) for name, cmap in PRESETS.items()}
-
-
-# Aggressor sides as vendors write them (matched in lower case); a side_map entry wins over these.
-SIDE_WORDS: dict[str, str | None] = {"buy": "buy", "b": "buy", "sell": "sell", "s": "sell",
-                                     "a": "sell", "n": None, "": None,  # A/N: Databento's, as in dbn.py
-                                     "unknown": None,  # Tardis.dev's (and CoinAPI's)
-                                     "buy_estimated": "buy", "sell_estimated": "sell",  # CoinAPI's inferred sides
-                                     "1": "buy", "+1": "buy", "-1": "sell", "0": None,  # signed sides
-                                     "1.0": "buy", "-1.0": "sell", "0.0": None}
 
 
 def side_lookup(side_map: dict | None) -> Callable[[Any], Any]:

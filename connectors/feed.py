@@ -376,6 +376,12 @@ class FeedStats(NamedTuple):
 MAX_BATCH_TICKS = 8192
 
 
+def batch_end(ts: int, batch_ns: int) -> int:
+    """Where the event-time batch a tick stamped ``ts`` starts ends: the end of its ``batch_ns`` window. A tick at or
+    past it starts the next batch (the backtest's tick groups, and EventTimeCutter's messages)."""
+    return ts - ts % batch_ns + batch_ns
+
+
 class EventTimeCutter:
     """Cuts ticks, in the order they are sent, into the event-time batches a backtest answers at
     (engine/service/backtest.py): a batch starts at a tick and takes every following tick stamped before the
@@ -397,7 +403,7 @@ class EventTimeCutter:
             if self._end is None or tick.ts >= self._end:
                 if self.held:
                     done.append(self.held)
-                self.held, self._end = [], tick.ts - tick.ts % self.batch_ns + self.batch_ns
+                self.held, self._end = [], batch_end(tick.ts, self.batch_ns)
             self.held.append(tick)
         return done
 

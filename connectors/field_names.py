@@ -1,4 +1,4 @@
-"""The names vendors and client code give each tick field, and what they mean on the wire.
+"""The names vendors and client code give each tick field (and each side), and what they mean on the wire.
 
 Layout detection reads a file's columns by them (connectors/layout.py), and the wire's checks
 (connectors/ticks.py) use them to tell a client that sent `symbol` or `qty` what the field is called.
@@ -49,6 +49,15 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
     "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "askvolume", "ask_amount",
                  "best_ask_qty", "offer_size", "ask_sz_00", "sizeask", "offersize"),
 }
+
+
+# Aggressor sides as vendors write them (matched in lower case); a side_map entry wins over these.
+SIDE_WORDS: dict[str, str | None] = {"buy": "buy", "b": "buy", "sell": "sell", "s": "sell",
+                                     "a": "sell", "n": None, "": None,  # A/N: Databento's, as in dbn.py
+                                     "unknown": None,  # Tardis.dev's (and CoinAPI's)
+                                     "buy_estimated": "buy", "sell_estimated": "sell",  # CoinAPI's inferred sides
+                                     "1": "buy", "+1": "buy", "-1": "sell", "0": None,  # signed sides
+                                     "1.0": "buy", "-1.0": "sell", "0.0": None}
 
 
 def normal_name(name: str) -> str:

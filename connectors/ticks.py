@@ -41,7 +41,7 @@ from typing import Any, NamedTuple, Sequence
 
 import msgpack
 
-from connectors.field_names import renamed
+from connectors.field_names import SIDE_WORDS, renamed
 
 TRADE = "trade"
 QUOTE = "quote"
@@ -241,14 +241,14 @@ def _excerpt(stream: str, limit: int = 32) -> str:
 
 
 def _side_hint(side: Any) -> str:
-    """What a vendor's side value is on the wire (`BUY`, `B`, `Sell`), for the refusal."""
+    """What a vendor's side value (SIDE_WORDS: `BUY`, `B`, `Sell`, `-1`) is on the wire, for the refusal."""
     said = side.strip().lower() if isinstance(side, str) else None
-    if said in ("buy", "sell"):
-        return f" (lower case: {said!r})"
-    if said in ("b", "s"):
-        word = "buy" if said == "b" else "sell"
-        return f" (if {side!r} marks a {'buyer' if said == 'b' else 'seller'}-initiated trade, send {word!r})"
-    return ""
+    word = SIDE_WORDS.get(said) if said is not None else None
+    if word is None:
+        return ""
+    if said == word:
+        return f" (lower case: {word!r})"
+    return f" (if {side!r} marks a {'buyer' if word == 'buy' else 'seller'}-initiated trade, send {word!r})"
 
 
 def check_text(key: str, value: Any) -> None:

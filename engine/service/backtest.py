@@ -35,6 +35,7 @@ import polars as pl
 from connectors.labels import NO_LABEL, MarkSeries, label_series, persistence_series
 from connectors.replay import FileReplay, source_path
 from connectors.encoder import EncodedTick
+from connectors.feed import batch_end
 from connectors.ticks import InvalidTick, Tick
 from engine.scheduler import ROLL_RULE, AdmissionRefused
 from engine.service.answer_parts import RAW_SCHEMA, AnswerParts, write_atomically
@@ -265,13 +266,13 @@ def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, cons
             stop: Callable[[], bool], bar: Any, chunked: bool) -> int:
     """The backtest loop from tick `consumed` on; returns the replay ticks consumed in all."""
     answers: list[Answer] = []
-    batch_end: int | None = None
+    batch_ends: int | None = None  # where the current event-time batch ends (connectors.feed.batch_end)
     saved_at = time.monotonic()
     next_flush = (consumed // FLUSH_TICKS + 1) * FLUSH_TICKS
     while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):
         want = READ_TICKS if max_ticks is None else min(READ_TICKS, max_ticks - pipeline.ticks_in)
         for tick in replay.next_batch(want):
-            if batch_end is None or tick.ts >= batch_end:  # event-time batch boundary: a tick group ends here
+            if batch_ends is None or tick.ts >= batch_ends:  # event-time batch boundary: a tick group ends here
                 answers += pipeline.end_group() if chunked else pipeline.run_until_idle()
                 stopping = stop()
                 if stopping or consumed >= next_flush:
@@ -286,7 +287,7 @@ def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, cons
                 if stopping:
                     raise BacktestInterrupted(f"interrupted after {consumed} ticks; {parts.answers} answers kept in "
                                               f"{parts.dir}; run the same command with --resume to continue")
-                batch_end = tick.ts - tick.ts % batch_ns + batch_ns
+                batch_ends = batch_end(tick.ts, batch_ns)
                 bar.update(consumed + sum(replay.rejected.values()) - bar.n)  # tqdm redraws at most 10 times a second
             consumed += 1
             _ingest(pipeline, tick, marks)

@@ -869,8 +869,9 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
     if config.model.path is not None:  # said before the scores it is about, not after them
-        seen = _trained_on(Path(config.model.path), args.files)
-        inside = _scored_inside(Path(config.model.path), report.stream_ticks, args.test_from)
+        evaluation = _evaluation(Path(config.model.path))
+        seen = _trained_on(evaluation, args.files)
+        inside = _scored_inside(evaluation, report.stream_ticks, args.test_from)
         if seen is not None and (inside or (inside is None and (args.test_from is None
                                                                 or args.test_from < seen[1] - 1e-9))):
             scored = "every answer was scored" if args.test_from is None else f"--test-from {args.test_from:g}"
@@ -1027,27 +1028,35 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         print(f"note: {overlap}", file=sys.stderr)
 
 
-def _trained_on(model_dir: Path, files: list[Path]) -> tuple[list[str], float] | None:
-    """Which of ``files`` a checkpoint `flashtick train` wrote was trained and validated on, and the fraction of
-    each stream's ticks that covered; None when none of them (or not one of ours, or from before this was kept)."""
+def _evaluation(model_dir: Path) -> dict[str, Any] | None:
+    """The evaluation.json a checkpoint `flashtick train` wrote (what it was trained on, and where), or None."""
     try:
-        trained = json.loads((model_dir / "evaluation.json").read_text())["trained_on"]
-        same = sorted({str(f) for f in files if str(Path(f).resolve()) in trained["files"]})
-        return (same, float(trained["seen_end"])) if same else None
-    except (OSError, ValueError, KeyError, TypeError):
+        return json.loads((model_dir / "evaluation.json").read_text())
+    except (OSError, ValueError):
         return None
 
 
-def _scored_inside(model_dir: Path, stream_ticks: dict[str, int], test_from: float | None
+def _trained_on(evaluation: dict[str, Any] | None, files: list[Path]) -> tuple[list[str], float] | None:
+    """Which of ``files`` the checkpoint of ``evaluation`` (_evaluation) was trained and validated on, and the fraction
+    of each stream's ticks that covered; None when none of them (or not one of ours, or from before this was kept)."""
+    try:
+        trained = (evaluation or {})["trained_on"]
+        same = sorted({str(f) for f in files if str(Path(f).resolve()) in trained["files"]})
+        return (same, float(trained["seen_end"])) if same else None
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _scored_inside(evaluation: dict[str, Any] | None, stream_ticks: dict[str, int], test_from: float | None
                    ) -> list[tuple[str, int, int]] | None:
     """Streams of a backtest whose scored answers begin inside the ticks a checkpoint was trained and validated on:
     (stream, the first scored tick, the end of those ticks), counted in ticks, so a run cut short (--max-ticks),
     whose fractions are of fewer ticks than training's, is judged right; None when the checkpoint does not say
     where each stream's parts were (then the fractions are compared)."""
     try:
-        parts = json.loads((model_dir / "evaluation.json").read_text())["streams"]
+        parts = (evaluation or {})["streams"]
         seen = {name: max(p["train"][1], p["validation"][1]) for name, p in parts.items()}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError, AttributeError):
         return None
     from engine.service.backtest import first_share
 
@@ -1059,7 +1068,7 @@ def _scored_inside(model_dir: Path, stream_ticks: dict[str, int], test_from: flo
 def _trained_on_overlap(model_dir: Path, files: list[Path], split: Any) -> str | None:
     """Why the test slice is not out of sample for a checkpoint `flashtick train` wrote, if it is not: the same
     files, and the test slice starts inside the part the model was trained on."""
-    seen = _trained_on(model_dir, files)
+    seen = _trained_on(_evaluation(model_dir), files)
     test_start = split.train + split.validation
     if seen is None or test_start >= seen[1] - 1e-9:
         return None

@@ -98,9 +98,8 @@ class KVSection:
     bytes: int | None = None
     block_size: int = 32
 
-    def __post_init__(self) -> None:  # the rest is checked with the model (spec); this one needs no model
-        if isinstance(self.block_size, int) and not isinstance(self.block_size, bool) and self.block_size <= 0:
-            raise ValueError(f"block_size must be > 0, got {self.block_size}")
+    def __post_init__(self) -> None:  # CacheSpec's checks need no model: refused here, with the config's name
+        self.spec()
 
     def spec(self) -> CacheSpec:
         cells = None if self.bytes is not None else self.cells
