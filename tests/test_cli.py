@@ -182,6 +182,22 @@ def test_clients_connect_to_the_endpoints_of_the_services_config_file(checkpoint
         assert code == 2 and "missing.yaml" in err
 
 
+def test_a_second_synthetic_feed_goes_on_after_the_first_ran_ahead_of_the_clock(checkpoint, tmp_path, capsys) -> None:
+    """`feed synthetic` at 5,000 ticks/s runs event time ~100x ahead of the clock (the market's own pace is ~30
+    ticks/s): the next feed, started "now", begins after the engine's last tick of its streams instead of being
+    refused as ts_backwards until the clock catches up."""
+    with serving(config(checkpoint, tmp_path)) as server:
+        argv = ("feed", "synthetic", "--ticks", "400", "--rate", "5000", "--endpoint", server.endpoints["ingest"],
+                "--answers", server.endpoints["answers"], "--control", server.endpoints["control"])
+        code, _, err = run(capsys, *argv)
+        assert code == 0 and "; 0 rejected" in err, err
+        code, _, err = run(capsys, *argv)
+        assert code == 0 and "; 0 rejected" in err, err
+        assert "ahead of the clock, after the engine's last tick of these streams" in err
+        wait_for(lambda: main(["stats", "--control", server.endpoints["control"]]) == 0 and
+                 json.loads(capsys.readouterr().out)["ticks_in"] == 800)
+
+
 def test_feed_replay_that_the_engine_rejects_whole_exits_non_zero(checkpoint, tmp_path, capsys) -> None:
     """A file older than what the engine has: every tick is ts_backwards, none is accepted, and the command says
     so with exit code 2 instead of reporting a send."""

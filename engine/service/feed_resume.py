@@ -42,6 +42,9 @@ class ControlFeedResume:
         self.confirm_every_s = confirm_every_s
         reply = self._call(streams=None)
         self.base: dict[str, int] = {name: held["ticks"] for name, held in reply["streams"].items() if held}
+        # stream -> the event time of the engine's last tick of it when the feed began (a new synthetic market starts
+        # after these, so its ticks are not refused as older than a previous feed's)
+        self.last_ts: dict[str, int] = {name: held["last_ts"] for name, held in reply["streams"].items() if held}
         self._base_complete = not reply.get("truncated")
         self.kept: dict[str, deque[tuple[int, Tick]]] = {}  # stream -> (order sent, tick) not yet confirmed
         self.first: dict[str, int] = {}  # stream -> this feed's index (among its ticks of the stream) of kept[0]
