@@ -474,14 +474,16 @@ def is_refinement(spec: Mapping[str, Any]) -> bool:
 
 def as_column_map(spec: ColumnMap | str | Mapping[str, Any] | None) -> ColumnMap | Refine | None:
     """A ColumnMap from a ColumnMap, a preset name or a dict; None means detect from the columns, and a dict of
-    REFINE_KEYS only (`{"tz": "Europe/London"}`) detects them and then applies those keys."""
+    REFINE_KEYS only (`{"tz": "Europe/London"}`) detects them and then applies those keys. A dict is a map as a
+    user writes it (the YAML replay list's, loaded in Python): naming ``ts`` without a unit reads the unit the
+    column's first value shows, as on the command line."""
     if spec is None or isinstance(spec, (ColumnMap, Refine)):
         return spec
     if isinstance(spec, str):
         return preset(spec)
     if isinstance(spec, Mapping) and is_refinement(spec):
         return Refine(dict(spec))
-    return ColumnMap.from_dict(spec)
+    return ColumnMap.from_dict(with_detected_unit(spec))
 
 
 def map_from_options(preset_name: str | None = None, columns: str | Mapping[str, Any] | None = None,

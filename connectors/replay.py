@@ -52,7 +52,6 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     keep_check,
     preset,
     side_lookup,
-    with_detected_unit,
 )
 from connectors.field_names import normal_name
 from connectors.layout import (
@@ -911,8 +910,6 @@ def replay_list(path: Path) -> list[dict[str, Any]]:
         if not isinstance(entry, dict) or "path" not in entry or set(entry) - {"path", "columns"}:
             got = sorted(map(str, entry)) if isinstance(entry, dict) else type(entry).__name__
             raise ValueError(f"replay list {path}: entry {i} needs path and may have columns; got {got}")
-        if isinstance(entry.get("columns"), dict):  # as a map on the command line: a unit not named is detected
-            entry = {**entry, "columns": with_detected_unit(entry["columns"])}
         entries.append({**entry, "path": str(path.parent / Path(str(entry["path"])).expanduser())})
     return entries
 

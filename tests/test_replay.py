@@ -296,8 +296,11 @@ def test_construction_errors_are_actionable(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unsupported file type '.json'"):
         FileReplay(tmp_path / "x.json")
     pl.DataFrame({"t": [datetime(2024, 1, 1)], "p": [1.0], "q": [1.0]}).write_parquet(tmp_path / "d.parquet")
-    with pytest.raises(ValueError, match="set ts_unit='datetime'"):
-        FileReplay(tmp_path / "d.parquet", columns={"ts": "t", "price": "p", "size": "q"})
+    with pytest.raises(ValueError, match="set ts_unit='datetime'"):  # a ColumnMap built in Python keeps ns
+        FileReplay(tmp_path / "d.parquet", columns=ColumnMap.from_dict({"ts": "t", "price": "p", "size": "q"}))
+    # a dict is a map as a user writes it (a replay list's, loaded): its unit is read from the column
+    replay = FileReplay(tmp_path / "d.parquet", columns={"ts": "t", "price": "p", "size": "q", "stream": None})
+    assert [t.ts for t in replay.next_batch(10)] == [int(datetime(2024, 1, 1, tzinfo=timezone.utc).timestamp()) * 10**9]
     for speed in (0, -1.0, math.inf):
         with pytest.raises(ValueError, match="speed must be"):
             FileReplay(tmp_path / "d.parquet", columns={"ts": "t", "ts_unit": "datetime", "price": "p", "size": "q"},

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from conftest import tiny_tick_checkpoint
-from connectors.replay import FileReplay
+from connectors.replay import ColumnMap, FileReplay
 from engine.service.cli import main
 
 QUERIES = "queries:\n  - {name: dir5, streams: ['*'], question: direction_5, kind: choice, trigger: {ticks: 2}}\n"
@@ -139,7 +139,11 @@ def test_parquet_with_zoned_times_categorical_symbols_float32_and_nulls(tmp_path
 def test_time_column_in_the_wrong_unit_is_named_with_the_fix(tmp_path: Path) -> None:
     (tmp_path / "t.csv").write_text("time,sym,px,qty\n1717236000123,X,1.5,1\n1717236000456,X,1.5,1\n")
     columns = {"ts": "time", "stream_col": "sym", "price": "px", "size": "qty"}
-    replay = FileReplay(tmp_path / "t.csv", columns=columns)  # ns by default: 1970, said in a note
+    replay = FileReplay(tmp_path / "t.csv", columns=columns)  # a map as written: its unit read from the column
+    assert [t.ts for t in drain(replay)] == [1717236000123_000_000, 1717236000456_000_000]
+    assert replay.notes == ["t.csv: column 'time' read as ms since the epoch, as its first value shows (--ts-unit or "
+                            "--ts-format to say otherwise)"]
+    replay = FileReplay(tmp_path / "t.csv", columns=ColumnMap.from_dict(columns))  # ns: 1970, said in a note
     assert replay.notes == ["t.csv: the first time, 1717236000123 ns since the epoch, is not in 1990..2200: if "
                             "column 'time' counts ms, give --ts-unit ms"]
     with pytest.raises(ValueError, match=r"holds '1717236000123', a number: give its epoch unit, e.g. --ts-unit ms"):

@@ -497,23 +497,25 @@ def cmd_serve(args: argparse.Namespace) -> None:
     print(f"flashtick stopped: {stats['ticks_in']} ticks in, {stats['answers_out']} answers out", file=sys.stderr)
 
 
-def _source(args: argparse.Namespace, engine_last_ts: dict[str, int]) -> Any:
-    """The feed's source; ``engine_last_ts`` (stream -> the engine's last event time) places a synthetic market
-    started "now" after the engine's last tick of its streams: a feed faster than the market's own pace runs
-    ahead of the clock, and the next one would be refused as ``ts_backwards`` until the clock caught up."""
-    if args.feed_source == "synthetic":
-        from connectors.source import SyntheticSource
-        from connectors.synthetic import SyntheticConfig
+def _synthetic_source(args: argparse.Namespace, engine_last_ts: dict[str, int]) -> Any:
+    """The seeded market; ``engine_last_ts`` (stream -> the engine's last event time) places one started "now"
+    after the engine's last tick of its streams: a feed faster than the market's own pace runs ahead of the
+    clock, and the next one would be refused as ``ts_backwards`` until the clock caught up."""
+    from connectors.source import SyntheticSource
+    from connectors.synthetic import SyntheticConfig
 
-        config = SyntheticConfig(seed=args.seed, start_ts=args.start_ts)
-        held = [engine_last_ts[s.name] for s in config.streams if s.name in engine_last_ts]
-        if args.start_ts is None and held and max(held) >= time.time_ns():
-            start = max(held) + 1
-            print(f"flashtick feed: note: event time starts {(start - time.time_ns()) / 1e9:.1f} s ahead of the "
-                  f"clock, after the engine's last tick of these streams (an earlier feed ran faster than the "
-                  f"market's pace; --start-ts to choose)", file=sys.stderr)
-            config = dataclasses.replace(config, start_ts=start)
-        return SyntheticSource(config, limit=args.ticks)
+    config = SyntheticConfig(seed=args.seed, start_ts=args.start_ts)
+    held = [engine_last_ts[s.name] for s in config.streams if s.name in engine_last_ts]
+    if args.start_ts is None and held and max(held) >= time.time_ns():
+        start = max(held) + 1
+        print(f"flashtick feed: note: event time starts {(start - time.time_ns()) / 1e9:.1f} s ahead of the "
+              f"clock, after the engine's last tick of these streams (an earlier feed ran faster than the "
+              f"market's pace; --start-ts to choose)", file=sys.stderr)
+        config = dataclasses.replace(config, start_ts=start)
+    return SyntheticSource(config, limit=args.ticks)
+
+
+def _replay_source(args: argparse.Namespace) -> Any:
     from connectors.replay import FileReplay
 
     return FileReplay([str(f) for f in args.files], columns=_column_map(args), speed=args.speed)
@@ -591,8 +593,10 @@ def cmd_feed(args: argparse.Namespace) -> None:
     from connectors.feed import FINISH_STALL_S, EngineLost, FeedClient, run_feed
 
     batch_ns = _batch_ns(args)
+    source = _replay_source(args) if args.feed_source == "replay" else None  # a file's mistakes first
     resume = _feed_resume(args)
-    source = _source(args, resume.last_ts if resume is not None else {})
+    if source is None:
+        source = _synthetic_source(args, resume.last_ts if resume is not None else {})
     for line in getattr(source, "notes", ()):
         print(f"flashtick feed: note: {line}", file=sys.stderr)
     stop = threading.Event()
