@@ -34,7 +34,8 @@ class Engine:
         self.scheduler = Scheduler(self.blocks, config, planner)
         self._in_flight = False
         if self.scheduler.header is not None:  # computed once; sessions share its blocks
-            self.run([Advance(self.scheduler.header, [], "none")])
+            (rows,) = self.run([Advance(self.scheduler.header, [], "last")])  # (1, vocab)
+            self.scheduler.header_logits = rows[-1]  # predicts every stream's first token (its first surprise)
 
     def step(self) -> StepReport | None:
         """One forward; None when there was nothing to do."""

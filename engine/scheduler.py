@@ -192,6 +192,7 @@ class Scheduler:
         self.stats = SchedulerStats()
         # tokens every session starts with; the engine prefills them once, sessions share the blocks
         self.header = Session("__header__", list(self.config.header)) if self.config.header else None
+        self.header_logits: torch.Tensor | None = None  # (vocab,) the header's prediction, once the engine has it
         self._asks: deque[ProbeJob] = deque()
         self._idle: deque[ProbeJob] = deque()
         self._arrivals = 0
@@ -242,7 +243,8 @@ class Scheduler:
             self.stats.refused_streams += 1
             raise AdmissionRefused(problem)
         roll_at, keep = roll_points(name, self.roll_at, self.keep, self.sink)
-        state = Stream(Session(name, list(self.config.header)), roll_at=roll_at, keep=keep)
+        state = Stream(Session(name, list(self.config.header)), roll_at=roll_at, keep=keep,
+                       next_token_logits=self.header_logits)  # the first tick's first token has the header before it
         self.streams[name] = state
         return state
 
@@ -316,12 +318,13 @@ class Scheduler:
             state = self.streams.get(stream) or self._admit(stream)
         except AdmissionRefused:
             return  # the limits changed since: the stream's items are refused and counted as they come
-        if state.ticks == 0 and not state.session.tokens:
+        if state.ticks == 0 and len(state.session.tokens) == len(self.config.header):  # nothing past the header
             state.ticks, state.event_ts = ticks, event_ts
             state.last_seen_ns = time.time_ns()  # restored now, like restore(): not idle since 1970
             if booked is not None:
                 tokens, boundaries, roll_at = booked
                 state.session.tokens, state.boundaries, state.roll_at = list(tokens), list(boundaries), roll_at
+                state.next_token_logits = None  # (the header's no longer comes right before the next token)
 
     def drop(self, stream: str) -> None:
         """Forget ``stream`` (expired, here or in the run a tick log replays): its KV returns to the pool, and its

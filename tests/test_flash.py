@@ -225,7 +225,9 @@ def test_sessions_share_the_header_prefix(checkpoint) -> None:
     engine = Engine(pipeline.runner, SchedulerConfig(header=header))
     for name in ("A", "B", "C"):
         engine.submit(name, [50, 51, 52, 53], event_ts=0)
-    engine.run_until_idle()
+    surprises = {}
+    while (report := engine.step()) is not None:
+        surprises |= {p.stream: p.surprise for p in report.advanced}
     pool = engine.blocks.pool
     header_blocks = engine.scheduler.header.blocks[:2]
     assert all(pool.refcount[b] == 4 for b in header_blocks)  # the header session + 3 streams
@@ -234,8 +236,12 @@ def test_sessions_share_the_header_prefix(checkpoint) -> None:
     engine.ask(ProbeJob("B", [[60, 61]], lambda logits, p: JobResult(logits[0])))
     (outcome,) = engine.step().outcomes
     with torch.no_grad():
-        reference = hf(torch.tensor([list(header) + [50, 51, 52, 53, 60, 61]])).logits[0, -1]
-    assert (outcome.answer[-1] - reference).abs().max() <= 1e-4
+        logits = hf(torch.tensor([list(header) + [50, 51, 52, 53, 60, 61]])).logits[0]  # (46, vocab)
+    assert (outcome.answer[-1] - logits[-1]).abs().max() <= 1e-4
+    # a stream's first surprise counts every token of its first tick, the first one predicted by the header
+    logp = torch.log_softmax(logits[len(header) - 1 : len(header) + 3], dim=-1)  # (4, vocab): predict 50..53
+    nll = float(-logp[torch.arange(4), torch.tensor([50, 51, 52, 53])].sum())
+    assert surprises.keys() == {"A", "B", "C"} and all(abs(s - nll) <= 1e-3 for s in surprises.values()), (surprises, nll)
 
 
 def test_text_model_multi_token_choices_equal_stateless(tmp_path) -> None:
