@@ -18,7 +18,7 @@ from connectors.ticks import InvalidTick, encode
 from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
-from engine.service.server import REJECTS_TOPIC, Server
+from engine.service.server import HEARTBEAT_TOPIC, REJECTS_TOPIC, Server
 from conftest import serving
 from test_server import checkpoint, collect, wait_for  # noqa: F401  (checkpoint: the model fixture)
 
@@ -199,12 +199,21 @@ def test_oversize_control_requests_are_cut_off_and_the_service_keeps_serving(liv
 def test_shed_rejections_reach_the_rejects_topic(checkpoint) -> None:
     with live_server(checkpoint, limits={"max_backlog_tokens": 40, "when_behind": "shed",
                                          "heartbeat_s": 0.2}) as (server, push):
-        with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as sub:
+        with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC, HEARTBEAT_TOPIC]) as sub:
             time.sleep(0.3)
             push.send(encode(ticks(30)))  # one message: all submitted before a forward
-            rejects = collect(sub, lambda got: len(got) >= 19, timeout_s=5)
+            got = collect(sub, lambda got: sum(t == REJECTS_TOPIC for t, _ in got) >= 19 and any(
+                t == HEARTBEAT_TOPIC and p["shed"] for t, p in got), timeout_s=5)
+            beats_after = collect(sub, lambda got: len([t for t, _ in got if t == HEARTBEAT_TOPIC]) >= 2, timeout_s=5)
+        rejects = [(t, p) for t, p in got if t == REJECTS_TOPIC]
         assert len(rejects) == 19 and {p["reason"] for _, p in rejects} == {"overloaded"}
         assert all(p.get("stream") for _, p in rejects)
+        # the engine caught up within the heartbeat that refused them: it says behind all the same, and how many
+        # it shed; the next ones, with nothing refused, say neither
+        (shedding,) = [p for t, p in got if t == HEARTBEAT_TOPIC and p["shed"]]
+        assert shedding["shed"] == 19 and shedding["behind"] is True
+        calm = [p for t, p in beats_after if t == HEARTBEAT_TOPIC]
+        assert all(p["shed"] == 0 and p["behind"] is False for p in calm), calm
         wait_for(lambda: not server.pipeline.engine.busy)
         assert server.pipeline.stats()["rejected"] == {"overloaded": 19}
 

@@ -87,6 +87,7 @@ class Server:
                 self._auth.stop()
             raise
         self._next_behind_warning = 0.0
+        self._shed_at_heartbeat = 0  # ticks refused as overloaded up to the last heartbeat
         self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when messages wait unread
         self._kv_thrash = False
         self._thrash_mark: tuple[float, tuple[int, int]] | None = None
@@ -315,20 +316,24 @@ class Server:
         if data is not None:
             data.check()
         self._refresh_snapshot()
-        pending, behind = self._snapshot["pending_tokens"], self._snapshot["behind"]
+        # shedding keeps the engine under its limits, so a heartbeat may find it caught up just after it refused
+        # most of a burst: one that refused ticks since the last heartbeat says behind too, and how many
+        shed_total = self._snapshot["rejected"].get("overloaded", 0)
+        shed, self._shed_at_heartbeat = shed_total - self._shed_at_heartbeat, shed_total
+        pending, behind = self._snapshot["pending_tokens"], self._snapshot["behind"] or shed > 0
         self._send(HEARTBEAT_TOPIC, {"seq": self.counters["heartbeats"], "ts": time.time_ns(),
                                      "ticks_in": self.pipeline.ticks_in,
                                      "answers_out": self.counters["answers_published"],
                                      "pending_tokens": pending, "behind": behind,
-                                     "lag_s": self._snapshot["lag_s"]})
+                                     "lag_s": self._snapshot["lag_s"], "shed": shed})
         self._watch_kv_thrash()
         if behind and time.monotonic() >= self._next_behind_warning:
             self._next_behind_warning = time.monotonic() + BEHIND_WARNING_EVERY_S
             limits = self.config.limits
             print(f"flashtick: behind: {pending} tokens wait for a forward (limits.max_backlog_tokens="
                   f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "
-                  f"(limits.max_lag_s={limits.max_lag_s:g}); when_behind: {limits.when_behind} "
-                  f"({'new ticks are refused as overloaded' if limits.when_behind == 'shed' else 'answers lag'})",
+                  f"(limits.max_lag_s={limits.max_lag_s:g}; unread in the ingest queue included); when_behind: "
+                  f"{limits.when_behind} ({f'{shed} ticks refused as overloaded since the last heartbeat' if limits.when_behind == 'shed' else 'answers lag'})",
                   file=sys.stderr, flush=True)
 
     def _refresh_snapshot(self) -> None:
