@@ -37,7 +37,8 @@ LOOKUP_CONTEXT = 1024  # the stream's most recent tokens a prompt-lookup draft i
 class FlashStats:
     answers: int = 0
     errors: int = 0
-    freshness_ns: list[int] = field(default_factory=list)  # tick arrival -> answer cached, most recent first
+    freshness_ns: list[int] = field(default_factory=list)  # tick read off the socket -> answer cached, most recent last
+    data_age_ns: list[int] = field(default_factory=list)  # the answered tick's event time (ts) -> answer cached
     drafted: int = 0  # prompt-lookup draft tokens proposed
     draft_accepted: int = 0  # of them, kept by verification
     decode_forwards: int = 0  # generate steps (forwards that decoded)
@@ -61,6 +62,8 @@ class FlashStats:
         if arrival_ns:
             self.freshness_ns.append(answer.answer_ts - arrival_ns)
             del self.freshness_ns[:-10_000]  # bounded window
+            self.data_age_ns.append(answer.answer_ts - answer.data_ts)
+            del self.data_age_ns[:-10_000]
 
 
 class FlashQueries:
@@ -260,11 +263,22 @@ class FlashQueries:
             del self.ready[key]
 
     def freshness_ms(self) -> dict[str, float]:
-        samples = sorted(self.stats.freshness_ns)
-        if not samples:
-            return {}
-        pick = lambda q: samples[min(len(samples) - 1, int(q * len(samples)))] / 1e6  # noqa: E731
-        return {"p50": pick(0.50), "p99": pick(0.99)}
+        """From when the engine read a tick off its ingest socket to its answer cached (time queued in the socket
+        before that is not in it: lag_s shows it), over the recent answers."""
+        return _percentiles_ms(self.stats.freshness_ns)
+
+    def data_age_ms(self) -> dict[str, float]:
+        """From the answered tick's own ts to its answer cached: for a feed that stamps ticks with the wall clock as
+        it makes them, the whole delay, time on the wire and in the socket's queue included."""
+        return _percentiles_ms(self.stats.data_age_ns)
+
+
+def _percentiles_ms(samples_ns: list[int]) -> dict[str, float]:
+    samples = sorted(samples_ns)
+    if not samples:
+        return {}
+    pick = lambda q: samples[min(len(samples) - 1, int(q * len(samples)))] / 1e6  # noqa: E731
+    return {"p50": pick(0.50), "p99": pick(0.99)}
 
 
 def same_answer(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -172,6 +172,21 @@ def test_asks_never_publish_replace_cached_answers_or_touch_freshness(live) -> N
         assert control.call("stats")["stats"]["freshness_ms"] == freshness
 
 
+def test_data_age_counts_from_the_ticks_own_time_freshness_from_when_it_was_read(live) -> None:
+    """Ticks stamped 3 s before they are sent (as if they had waited that long on the way, in the feed or the
+    socket's queue): freshness, from when the engine read them, stays small; data_age_ms shows the 3 s."""
+    server, push = live
+    now = time.time_ns()
+    market = ticks(40, seed=7)
+    late = [dataclasses.replace(t, ts=now - 3_000_000_000 + (t.ts - market[0].ts) // 1000) for t in market]
+    push.send(encode(late))
+    with ControlClient(server.endpoints["control"]) as control:
+        wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 40 and not server.pipeline.engine.busy)
+        stats = control.call("stats")["stats"]
+    assert stats["freshness_ms"]["p99"] < 2_500  # (a slow forward on a loaded machine, at most)
+    assert 2_900 <= stats["data_age_ms"]["p50"] < 3_000 + stats["freshness_ms"]["p99"] + 500, stats
+
+
 def test_stop_drains_what_was_accepted(checkpoint) -> None:
     # 16 tokens a forward: 400 ticks (1600 tokens) are still mostly pending when stop() comes
     with live_server(checkpoint, scheduler={"max_batch_tokens": 16, "max_batch_streams": 1}) as (server, push):

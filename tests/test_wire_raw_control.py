@@ -177,7 +177,7 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
                 "engine_errors", "heartbeats", "queries"):
         assert type(st[key]) is int, key
     assert isinstance(st["rejected"], dict) and all(type(n) is int for n in st["rejected"].values())
-    assert set(st["freshness_ms"]) == {"p50", "p99"} and isinstance(st["behind"], bool)
+    assert set(st["freshness_ms"]) == set(st["data_age_ms"]) == {"p50", "p99"} and isinstance(st["behind"], bool)
     assert {"forwards", "tokens_advanced", "tokens_rebuilt"} <= set(st["runner"])
     assert {"evictions", "rolls", "refused_streams"} <= set(st["scheduler"])
     assert isinstance(st["uptime_s"], float) and isinstance(st["model"], str)

@@ -14,7 +14,7 @@ import zmq
 CTX = zmq.Context.instance()
 T0 = 1_700_000_000_000_000_000  # int64 ns since the epoch
 ANSWER_KEYS = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "model", "value"}
-HEARTBEAT_KEYS = {"seq", "ts", "ticks_in", "answers_out", "pending_tokens", "behind", "lag_s"}
+HEARTBEAT_KEYS = {"seq", "ts", "ticks_in", "answers_out", "pending_tokens", "behind", "lag_s", "shed"}
 _names = itertools.count()
 
 
@@ -82,7 +82,7 @@ class Sub:
         payload = msgpack.unpackb(frames[1], raw=False)
         if topic == "_heartbeat/":
             assert set(payload) == HEARTBEAT_KEYS and isinstance(payload["behind"], bool) \
-                and isinstance(payload["lag_s"], float)
+                and isinstance(payload["lag_s"], float) and type(payload["shed"]) is int and payload["shed"] >= 0
             self.heartbeats.append(payload)
             return None
         self.kept.append((topic, payload))

@@ -597,6 +597,7 @@ class TickPipeline:
             "query_errors": self.flash.stats.errors,
             "speculation": self.flash.stats.summary(),
             "freshness_ms": self.flash.freshness_ms(),
+            "data_age_ms": self.flash.data_age_ms(),
             "pending_tokens": scheduler.pending_tokens(),
             "owed_ticks": self.owed_ticks,
             "behind": self.behind,

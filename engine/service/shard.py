@@ -307,8 +307,9 @@ class Shard:
         scheduler = self.engine.scheduler
         return {"shard": self.name, "pid": os.getpid(), "calls": self.calls, "cpu_s": time.process_time(),
                 "refused_items": self.refused_items,
-                "speculation": {k: v for k, v in vars(self.flash.stats).items() if k != "freshness_ns"}, "answers_out": self.flash.stats.answers,
-                "query_errors": self.flash.stats.errors, "freshness_ms": self.flash.freshness_ms(),
+                "speculation": {k: v for k, v in vars(self.flash.stats).items() if not k.endswith("_ns")},
+                "answers_out": self.flash.stats.answers, "query_errors": self.flash.stats.errors,
+                "freshness_ms": self.flash.freshness_ms(), "data_age_ms": self.flash.data_age_ms(),
                 "pending_tokens": scheduler.pending_tokens(), **scheduler.kv_summary(),
                 "scheduler": vars(scheduler.stats), "runner": vars(self.runner.stats)}
 

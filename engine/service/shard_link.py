@@ -67,16 +67,19 @@ class ShardLink:
         return f"failed: {self.failed}" if self.failed else "restoring" if self.lost else "serving"
 
 
+def _slowest(percentiles: list[dict[str, float]]) -> dict[str, float]:
+    return {q: max(p[q] for p in percentiles) for q in ("p50", "p99")} if percentiles else {}
+
+
 def gathered_stats(links: list[ShardLink]) -> dict[str, Any]:
     """The shards' figures as of their last replies, summed as if from one engine, and one line per shard."""
     shards = [link.stats for link in links]
     lives = shards + [link.retired for link in links]  # counters: every actor life of every shard
-    freshness = [s["freshness_ms"] for s in shards if s.get("freshness_ms")]
     return {
         "query_errors": sum(s.get("query_errors", 0) for s in lives),
         "speculation": FlashStats(**_summed([s.get("speculation", {}) for s in lives])).summary(),
         # the slowest shard's percentiles (an upper bound on the service's)
-        "freshness_ms": {q: max(f[q] for f in freshness) for q in ("p50", "p99")} if freshness else {},
+        **{key: _slowest([s[key] for s in shards if s.get(key)]) for key in ("freshness_ms", "data_age_ms")},
         **{key: sum(s.get(key, 0) for s in shards) for key in ("kv_cells_capacity", "kv_cells_used",
                                                                "sessions_resident")},
         "scheduler": _summed([s.get("scheduler", {}) for s in lives]),
