@@ -15,7 +15,7 @@ import zmq
 
 from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
 from connectors.ticks import InvalidTick, encode
-from engine.service.client import AnswerSubscriber, ControlClient
+from engine.service.client import AnswerSubscriber, ControlClient, ControlError
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from engine.service.server import HEARTBEAT_TOPIC, REJECTS_TOPIC, Server
@@ -170,6 +170,19 @@ def test_asks_never_publish_replace_cached_answers_or_touch_freshness(live) -> N
         after = {q: control.call("get", query=q, stream=stream)["answer"] for q in ("dir", "nll")}
         assert after == before
         assert control.call("stats")["stats"]["freshness_ms"] == freshness
+
+
+def test_asking_a_surprise_on_a_stream_its_query_does_not_cover_says_so(live) -> None:
+    server, push = live
+    push.send(encode(ticks(20, seed=8)))
+    with ControlClient(server.endpoints["control"]) as control:
+        control.call("register", yaml="queries:\n  - {name: nll_zz, streams: ['ZZ*'], kind: surprise, trigger: batch}")
+        wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 20 and not server.pipeline.engine.busy)
+        stream = sorted(server.pipeline.engine.scheduler.streams)[0]
+        assert control.call("ask", stream=stream, query="nll")["answer"]["value"]["nll"] is not None
+        with pytest.raises(ControlError, match=rf"query 'nll_zz' does not stand on stream '{stream}' \(its streams: "
+                                               r"\['ZZ\*'\]\)"):
+            control.call("ask", stream=stream, query="nll_zz")
 
 
 def test_data_age_counts_from_the_ticks_own_time_freshness_from_when_it_was_read(live) -> None:
