@@ -433,6 +433,24 @@ def test_a_model_below_a_naive_forecast_only_within_the_interval_is_called_level
     assert clear[1].startswith("verdict: below a naive forecast") and clear[1].endswith("on vol: no edge there")
 
 
+def test_an_answer_head_that_gives_the_model_no_weight_is_said() -> None:
+    """w 0: the published answers are the logistic regression's, so "level with it" is the same forecast twice; a
+    reviewer read it as a tie while the model alone was 0.157 worse. The verdict says whose answers they are."""
+    from engine.service.evaluate import verdict_lines
+
+    tie = {"diff": 0.0, "lo": 0.0, "hi": 0.0}
+    question = {"blocks": 50, "answer_head": {"model_weight": 0.0},
+                "scores": {"model": {"accuracy": 0.734, "brier": 0.4}, "alone": {"accuracy": 0.577, "brier": 0.55},
+                           "majority": {"accuracy": 0.5}, "prior": {"brier": 0.6}},
+                "model_minus": {"logistic": {"accuracy": tie, "brier": tie}}}
+    lines = verdict_lines({"questions": {"direction_5": question}})
+    assert lines[0] == "verdict: level with the logistic regression (neither interval clear of 0): direction_5"
+    assert lines[-1] == ("verdict: the answers are the logistic regression's alone (answer head w 0: validation found "
+                         "the model adds nothing to it) on direction_5 (the model alone: accuracy 0.577, Brier 0.550)")
+    question["answer_head"]["model_weight"] = 0.4
+    assert len(verdict_lines({"questions": {"direction_5": question}})) == 1
+
+
 def test_a_test_slice_of_few_blocks_gets_no_verdict() -> None:
     """Under MIN_BLOCKS bootstrap blocks the percentile interval collapses to a point (+0.000 [+0.000,+0.000]); a
     review saw such slices called "beats the logistic regression". Now they are marked and left uncalled."""

@@ -368,6 +368,14 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
     if level_naive:
         lines.append(f"verdict: level with a naive forecast (below it as measured, within the 95% interval) on "
                      f"{', '.join(level_naive)}: no edge shown there")
+    # an answer head that gives the model no weight answers with its logistic regression alone: "level" is then
+    # the same forecast twice, and what the model itself did is the `alone` column
+    regression_only = [f"{name} (the model alone: accuracy {r['scores']['alone']['accuracy']:.3f}, Brier "
+                       f"{r['scores']['alone']['brier']:.3f})" for name, r in result["questions"].items()
+                       if r.get("answer_head", {}).get("model_weight") == 0 and "alone" in r["scores"]]
+    if regression_only:
+        lines.append(f"verdict: the answers are the logistic regression's alone (answer head w 0: validation found "
+                     f"the model adds nothing to it) on {', '.join(regression_only)}")
     return lines
 
 
