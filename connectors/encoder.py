@@ -220,6 +220,11 @@ class StreamEncoders:
         if encoder is not None and encoder.last_ts is not None:
             self._expired_last_ts[stream] = encoder.last_ts
 
+    def ticks_of(self, stream: str) -> int | None:
+        """``stream``'s accepted tick count (None: none held), computed or still waiting for a forward."""
+        encoder = self._encoders.get(stream)
+        return None if encoder is None else encoder.ticks
+
     def accepted(self, streams: list[str] | None = None, limit: int | None = None) -> dict[str, dict[str, Any] | None]:
         """Each stream's last accepted tick: ``{ticks, last_ts}`` (``ticks``: its session's tick count, 0 after an
         expiry, whose ordering guard stays), None for a name never seen; ``streams`` None: every stream known,

@@ -441,3 +441,24 @@ def test_a_message_that_arrives_while_shedding_is_refused_whole_one_rejection_pe
                for r in got)
     assert pipeline.stats()["rejected"] == {"overloaded": 1 + 18} and pipeline.ticks_in == 11
     assert [r["reason"] for r in pipeline.ingest_message(b"\xc1")] == ["bad_msgpack"]  # not decoded: said so
+
+
+def test_max_stale_ticks_counts_the_ticks_accepted_and_not_yet_computed(checkpoint, tmp_path) -> None:
+    """A reviewer compared an answer's version with `streams`' count (ticks accepted) and found a cached answer one
+    past max_stale_ticks: staleness counted only the ticks computed. Ticks still waiting for a forward count."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    pipeline = TickPipeline(pipeline_config(checkpoint, queries=str(queries)))
+    market = ticks(80, streams=1)
+    for tick in market[:30]:
+        pipeline.ingest(tick)
+    pipeline.run_until_idle()
+    stream, spec = market[0].stream, pipeline.registry.get("dir")
+    cached = pipeline.cache.get("dir", stream)
+    assert cached is not None and cached.version == 30
+    for tick in market[30:42]:  # accepted, not computed: the engine is "behind" by 12 ticks
+        pipeline.ingest(tick)
+    assert pipeline.engine.progress(stream).ticks == 30
+    assert pipeline.encoders.accepted([stream])[stream]["ticks"] == 42
+    assert pipeline.answer_at_once(spec, stream, max_stale_ticks=11) is None  # 12 behind what was sent
+    assert pipeline.answer_at_once(spec, stream, max_stale_ticks=12) == (cached, None)

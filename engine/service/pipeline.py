@@ -470,10 +470,12 @@ class TickPipeline:
     def answer_at_once(self, spec: QuerySpec, stream: str, max_stale_ticks: int | None
                        ) -> tuple[Answer, str | None] | None:
         """An ask's answer without a forward, and how: the cached one if at most ``max_stale_ticks`` behind the
-        stream (how None), else one answered early ("prepositioned" or "gated", FlashQueries.answer_early)."""
+        stream (how None), else one answered early ("prepositioned" or "gated", FlashQueries.answer_early).
+        Behind the ticks the stream has sent and the engine accepted, computed or not: during a burst the ones still
+        waiting for a forward count too, as they do in `streams` (a client compares an answer's version with it)."""
         if stream not in self.engine.scheduler.streams:
             return None
-        ticks = self.engine.progress(stream).ticks
+        ticks = max(self.engine.progress(stream).ticks, self.encoders.ticks_of(stream) or 0)
         if max_stale_ticks is not None:
             cached = self.cache.get_fresh(spec.name, stream, ticks, max_stale_ticks)
             if cached is not None:

@@ -464,11 +464,13 @@ class ShardedPipeline:
 
     def answer_at_once(self, spec: QuerySpec, stream: str, max_stale_ticks: int | None
                        ) -> tuple[Answer, str | None] | None:
-        """The cached answer within ``max_stale_ticks`` of the stream's progress (as its shard last reported
-        it). Answering early (decoded ahead, gated) is the shards' business: such asks go to the shard."""
+        """The cached answer within ``max_stale_ticks`` of the ticks the stream has sent (accepted here; computed
+        or not, as TickPipeline.answer_at_once). Answering early (decoded ahead, gated) is the shards' business:
+        such asks go to the shard."""
         ticks = self.progress.get(stream)
         if ticks is None or max_stale_ticks is None:
             return None
+        ticks = max(ticks, self.encoders.ticks_of(stream) or 0)
         cached = self.cache.get_fresh(spec.name, stream, ticks, max_stale_ticks)
         return (cached, None) if cached is not None else None
 
