@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -208,6 +209,34 @@ def test_stop_drains_what_was_accepted(checkpoint) -> None:
     # serving() stopped it: the loop drained before returning
     assert server.pipeline.engine.scheduler.pending_tokens() == 0
     assert sum(s.ticks for s in server.pipeline.engine.scheduler.streams.values()) == 400
+
+
+def test_what_a_feed_sends_while_the_stop_computes_its_backlog_is_read_too(checkpoint) -> None:
+    """A reviewer's SIGTERM lost the last quotes sent before the feed saw the engine go: the stop read the queue,
+    computed the backlog for a while, then closed the socket on what had come meanwhile. Now it reads again."""
+    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
+    config = pipeline_config(checkpoint, endpoints=endpoints, scheduler={"max_batch_tokens": 4, "max_batch_streams": 1})
+    server = Server(config)
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.ready.wait(5)
+    push = zmq.Context.instance().socket(zmq.PUSH)
+    push.linger = 1000
+    push.connect(server.endpoints["ingest"])
+    try:
+        backlog, late = ticks(3000, seed=3, streams=4), ticks(3030, seed=3, streams=4)[3000:]
+        push.send(encode(backlog))  # 12,000 tokens at 4 a forward: the stop has a while of computing to do
+        wait_for(lambda: server.pipeline.ticks_in == 3000, timeout_s=30)
+        server.stop()
+        time.sleep(0.2)  # the stop has read the queue and is computing
+        assert thread.is_alive() and server.pipeline.engine.scheduler.pending_tokens() > 0
+        for tick in late:  # sent while it computes, before the feed could know it is going
+            push.send(encode([tick]))
+        thread.join(60)
+    finally:
+        push.close()
+    assert not thread.is_alive() and server.pipeline.ticks_in == 3030
 
 
 def test_oversize_control_requests_are_cut_off_and_the_service_keeps_serving(live) -> None:

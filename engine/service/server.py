@@ -48,6 +48,7 @@ TOKENIZED_MARKER = b"tokens"
 # GaplessSubscriber fetches whatever it still missed when a heartbeat shows the restart). libzmq reconnects a SUB
 # that had not read all the old connection's messages only once it reads them: such a one misses them (seqs show it)
 RECONNECT_GRACE_S = 1.0
+LAST_READ_S = 1.0  # the read right before the sockets close, past limits.drain_s: reading is cheap, losing is not
 ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every listed query's own (clipped) message
 
 
@@ -203,32 +204,43 @@ class Server:
             thaw_heap()
 
     def _drain(self) -> None:
-        """On stop: read what the feeds already handed to the ingest sockets, then compute (and publish) what was
-        accepted, both within limits.drain_s; say what is left."""
+        """On stop: read what the feeds already handed to the ingest sockets and compute (and publish) what was
+        accepted, again while more arrives meanwhile, within limits.drain_s; then read once more right before the
+        sockets close (accepted and logged: a restart owes their answers), so only what is still on the wire when
+        they close is lost, not whatever came while the drain computed. Say what is left."""
         deadline = time.monotonic() + self.config.limits.drain_s
-        self._read_queued_ingest(deadline)
+        read = self._read_queued_ingest(deadline)
         before = self.pipeline.pending_tokens()
-        while self.pipeline.busy and time.monotonic() < deadline:
-            self._step()
+        while True:
+            while self.pipeline.busy and time.monotonic() < deadline:
+                self._step()
+            if time.monotonic() >= deadline or not (more := self._read_queued_ingest(deadline)):
+                break
+            read += more
+            before += self.pipeline.pending_tokens()
+        read += self._read_queued_ingest(time.monotonic() + LAST_READ_S)
         left = self.pipeline.pending_tokens()
+        if read:
+            print(f"flashtick: read {read} messages the feeds had queued before stopping; a message sent after this "
+                  f"is not read (a feed resumes from `streams` once the service is back: `flashtick feed` does)",
+                  file=sys.stderr, flush=True)
         if before or left:
             print(f"flashtick: drained {before - left} pending tokens before stopping"
                   + (f"; {left} still pending after limits.drain_s={self.config.limits.drain_s} s" if left else ""),
                   file=sys.stderr, flush=True)
 
-    def _read_queued_ingest(self, deadline: float) -> None:
+    def _read_queued_ingest(self, deadline: float) -> int:
         """Messages waiting in the ingest sockets' queues: ZeroMQ took them from the feeds, which will not send
         them again, and closing the sockets would drop them unread. Read now, they are accepted (in the tick log,
-        when there is one, so a restart owes their answers) or refused with a reason like any other message."""
+        when there is one, so a restart owes their answers) or refused with a reason like any other message.
+        Returns how many were read."""
         before = self.counters["ingest_messages"]
         for name, sock in self._sockets.items():
             if name != "ingest" and not name.startswith("feed"):
                 continue
             while time.monotonic() < deadline and not self._drain_ingest(sock):
                 pass
-        if read := self.counters["ingest_messages"] - before:
-            print(f"flashtick: read {read} messages the feeds had queued before stopping", file=sys.stderr,
-                  flush=True)
+        return self.counters["ingest_messages"] - before
 
     def _step(self) -> None:
         try:
