@@ -125,7 +125,9 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
                "--test-from", "0.5"])
     out_text, err = capsys.readouterr()
     assert rc == 0, err
-    assert "scored: the answers after the first 50% of each stream's ticks (--test-from 0.5)" in out_text
+    assert "scored: the answers after the first 50% of each stream's ticks (--test-from 0.5; 'in slice' counts " \
+           "them)" in out_text
+    assert re.search(r"^query +in slice +scored", out_text, re.M), out_text  # not "answers": the file holds more
     assert "note: this model was trained and validated on the first 85% of" in err and "--test-from 0.85" in err
     table = pl.read_parquet(answers).filter(pl.col("query") == "dir20")
     assert table.height > 0 and table["correct"].is_not_null().sum() > 0

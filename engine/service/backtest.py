@@ -88,12 +88,14 @@ class BacktestReport:
     def summary(self) -> str:
         resumed = f", resumed after {self.resumed_at}" if self.resumed_at else ""
         scored = ([f"scored: the answers after the first {self.test_from:.0%} of each stream's ticks (--test-from "
-                   f"{self.test_from:g}); every answer is in the file"] if self.test_from is not None else [])
+                   f"{self.test_from:g}; 'in slice' counts them); every answer is in the file"]
+                  if self.test_from is not None else [])
+        answers = "answers" if self.test_from is None else "in slice"
         lines = [f"replayed {self.ticks} ticks ({sum(self.rejected.values())} rejected{resumed}), "
                  f"{self.answers} answers -> {self.out}",
                  *rejected_lines(self.rejected, self.rejected_examples, self.ticks),
                  *scored,
-                 f"{'query':<16}{'answers':>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'freq.brier':>11}"
+                 f"{'query':<16}{answers:>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'freq.brier':>11}"
                  f"{'logloss':>9}{'model acc':>10}{'model brier':>12}  baseline accuracy"]
         fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
         for s in self.scores:
