@@ -45,9 +45,11 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
     "ask": ("ask", "ask_price", "ask_px", "best_ask", "askprice", "best_ask_price", "offer", "offer_price",
             "ask_px_00", "priceask", "offerprice", "ask_c"),
     "bid_size": ("bid_size", "bid_qty", "bid_sz", "bidsize", "bid_volume", "bidvolume", "bid_amount",
-                 "best_bid_qty", "bid_sz_00", "sizebid"),
+                 "best_bid_qty", "bid_sz_00", "sizebid",
+                 "bidsiz"),  # TAQ's NBBO and quote files (BIDSIZ, ASKSIZ: round lots)
     "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "askvolume", "ask_amount",
-                 "best_ask_qty", "offer_size", "ask_sz_00", "sizeask", "offersize"),
+                 "best_ask_qty", "offer_size", "ask_sz_00", "sizeask", "offersize",
+                 "asksiz"),
 }
 
 

@@ -568,12 +568,35 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
     if cmap.price is not None and cmap.size is None:
         notes.append(f"{path.name}: no size column: each price is a trade of size 1 (a price series); map size= "
                      f"if the file has sizes under another name")
+    if cmap.bid is not None and (unread := _unread_quote_sizes(names, cmap)):
+        said = ", ".join(f"{column!r} looks like {field}" for field, column in unread)
+        example = ",".join(f"{field}={column}" for field, column in unread)
+        notes.append(f"{path.name}: {said}, not read: its quotes replay without sizes (--columns ...,{example} "
+                     f"reads them)")
     if cmap.kind is None and cmap.price is not None and cmap.bid is not None and "kind" not in columns \
             and databento_book(cmap, names) is None:  # a `kind` column (the wire layout): one kind per row
         notes.append(f"{path.name}: it has trade ({cmap.price}) and quote ({cmap.bid}, {cmap.ask}) columns: a row "
                      f"with both replays as two ticks at its time, its quote then its trade; a map of one kind's "
                      f"columns (--columns ts=...,price=...,size=...) reads that kind only")
     return notes
+
+
+# a column that names a quote side and a size (`BIDSIZ`, `Bid Depth`) without being one of FIELD_NAMES' sizes
+QUOTE_SIZE_WORDS = re.compile(r"(siz|sz|qty|quantity|vol|amount|depth|lots)")
+QUOTE_SIDE_WORDS = {"bid_size": re.compile(r"bid"), "ask_size": re.compile(r"ask|offer|ofr")}
+
+
+def _unread_quote_sizes(names: list[str], cmap: ColumnMap) -> list[tuple[str, str]]:
+    """(field, column) for each quote size a detected layout left unread while the file has a column whose name
+    says it is that size: said in a note, since a constant missing size is a feature a model never sees."""
+    read = set(cmap.source_columns())
+    found = []
+    for field, side in QUOTE_SIDE_WORDS.items():
+        if getattr(cmap, field) is None and (column := next(
+                (n for n in names if n not in read and side.search(normal_name(n)) and
+                 QUOTE_SIZE_WORDS.search(normal_name(n))), None)):
+            found.append((field, column))
+    return found
 
 
 def match_case(cmap: ColumnMap, schema: Mapping[str, pl.DataType]) -> ColumnMap:

@@ -50,6 +50,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     Refine,
     as_column_map,
     keep_check,
+    keep_key,
     preset,
     side_lookup,
 )
@@ -336,6 +337,7 @@ class _FilePlan:
         kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (`_book_columns`)
         split = kind is None and self.book is None  # a row with a trade and a quote: both (an order book's: `_book`)
         left_out, kept_end = (keep_check(cmap.keep), kept + len(cmap.keep)) if cmap.keep else (None, kept)
+        zero_sides = cmap.bid is not None and offset is None  # a given offset says 0 is a price (a spread's)
 
         def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
             if left_out is not None and (why := left_out(row[kept:kept_end])):
@@ -354,6 +356,9 @@ class _FilePlan:
                         value = value + offset
                 if value is not None:
                     out[key] = value
+            if zero_sides and (no_side := _one_sided(out)):
+                return no_side if not split or "price" not in out else \
+                    (no_side, {k: v for k, v in out.items() if k not in QUOTE_FIELDS})
             if signed and isinstance(size := out.get("size"), (int, float)) and "price" in out:
                 out["size"], out["side"] = abs(size), "sell" if size < 0 else "buy" if size > 0 else None
             if split and "price" in out and ("bid" in out or "ask" in out):
@@ -384,6 +389,20 @@ class _FilePlan:
                                   order, None if empty else quote)
 
         return reduce
+
+
+def _one_sided(row: dict[str, Any]) -> InvalidTick | None:
+    """A quote whose bid or ask is 0 beside a side that is not below zero: TAQ's and most US feeds' way of writing
+    "no bid" (or no offer, or neither), a one-sided quote, rejected as missing_field as an empty side is; never
+    a price of 0 to shift with price_offset."""
+    bid, ask = row.get("bid"), row.get("ask")
+    if not (bid == 0 or ask == 0) or not all(type(v) in (int, float) and v >= 0 for v in (bid, ask)):
+        return None
+    if bid == ask:
+        return InvalidTick("missing_field", "bid and ask are 0: a quote with neither side (no bid, no offer)")
+    side, other = ("bid", "ask") if bid == 0 else ("ask", "bid")
+    return InvalidTick("missing_field", f"{side} is 0 beside {other} {row[other]}: a one-sided quote (no {side}), "
+                                        f"which has no {side} to replay")
 
 
 def _trade_and_quote(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -542,8 +561,9 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
         cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
         cmap, kind_notes = _kind_column(path, cmap, schema, names, dialect)
         cmap = _fix_sides(path, cmap, schema, names, dialect)
-        kind_notes += _venue_note(path, cmap, schema, names, dialect) + _condition_note(path, cmap, schema, names,
-                                                                                         dialect)
+        cmap, correction_notes = _taq_corrections(path, cmap, schema, names, dialect)
+        kind_notes += _venue_note(path, cmap, schema, names, dialect) + correction_notes + \
+            _condition_note(path, cmap, schema, names, dialect)
     if cmap.stream is not None and cmap.stream_col is None and \
             (column := next((n for n in schema if n.strip().lower() == cmap.stream.strip().lower()), None)):
         raise ValueError(f"{path}: the column map names one fixed stream, {cmap.stream!r}, which is also a column of "
@@ -753,6 +773,42 @@ def _condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
             f"regular prints (docs/replay.md, `keep`)"]
 
 
+# TAQ's trade correction indicator (WRDS's daily TAQ `TR_CORR`): 00 a regular print, 01 one later corrected (the
+# print stood when it was made); 07, 08 cancels, 10 a cancelled correction, 11 and 12 corrections of an earlier print
+TAQ_CORRECTION = "tr_corr"
+TAQ_REGULAR = ("00", "01")
+TAQ_CONDITIONS = "tr_scond"  # TAQ's sale conditions (@, F, I, T, ...): regular prints of their kinds
+
+
+def _taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                     dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
+    """A detected TAQ trades layout whose `TR_CORR` marks cancelled or corrected prints: only its regular prints
+    (00, 01) are read, the others counted as filtered_out, with a note that says how to read them all; a
+    cancelled print's price is no trade, and a correction repeats one already read."""
+    column = next((c for c in schema if normal_name(c) == TAQ_CORRECTION), None)
+    if column is None or cmap.price is None or column in cmap.source_columns():
+        return cmap, []
+    # a CSV's keep column is read as text; a Parquet copy may hold the marks as numbers: 0 and 1
+    integer = not is_csv(path) and schema[column].is_integer()
+    regular = [int(v) for v in TAQ_REGULAR] if integer else list(TAQ_REGULAR)
+    values = _distinct_text(path, names, dialect, column, 20, SAMPLE_ROWS)
+    others = [v for v in values if v not in {keep_key(r) for r in regular}]
+    if not others:
+        return cmap, []
+    conditions = next((c for c in schema if normal_name(c) == TAQ_CONDITIONS), None)
+    unread = (f"; its sale conditions ({conditions!r}: odd lots, out-of-sequence and after-hours prints) are not "
+              f"read: such prints replay as trades unless a keep filter names the conditions to read"
+              if conditions is not None and conditions not in cmap.source_columns() else "")
+    listed = ", ".join(str(v) for v in regular)
+    full = ",".join(f"{key}={getattr(cmap, attr)}" for key, attr in (("ts", "ts"), ("stream", "stream_col"),
+                                                                        ("price", "price"), ("size", "size"))
+                    if getattr(cmap, attr) is not None)
+    note = (f"{path.name}: column {column!r} marks cancelled and corrected prints ({', '.join(others[:6])}): only "
+            f"regular prints ({column} {listed}) are read, the others left out and counted as filtered_out; a map "
+            f"given in full reads every print (--columns {full}){unread} (docs/replay.md)")
+    return replace(cmap, keep={**(cmap.keep or {}), column: regular}), [note]
+
+
 # Tardis.dev's CSVs (trades, quotes, book snapshots): an empty bid or ask is a book side with no order (an option
 # out of the money), not one that did not change; such a quote is rejected (missing_field), never filled
 OFFSET_NAMES = ("gmt_offset", "utc_offset")  # a column of each row's UTC offset in hours (LSEG's `GMT Offset`)
@@ -858,7 +914,9 @@ class RejectCounter(Counter):
                 why = f": empty, or not a time the map reads{clock}" if column == plan.column_of("ts") else \
                     ": empty, or not a number" if column != plan.column_of("side") else ""
                 columns = getattr(plan, "columns", None)
-                if column in (plan.column_of("bid"), plan.column_of("ask")) and getattr(plan, "empty_sides", False):
+                if "one-sided quote" in err.message or "neither side" in err.message:
+                    why = ""  # the message says what the 0 means
+                elif column in (plan.column_of("bid"), plan.column_of("ask")) and getattr(plan, "empty_sides", False):
                     why += ("; Tardis.dev leaves a side empty when the book has no orders there (an option far out "
                             "of the money): such a quote has no bid and ask to replay")
                 elif column in (plan.column_of("bid"), plan.column_of("ask")) and columns is not None \
