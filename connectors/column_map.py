@@ -348,11 +348,15 @@ PRESETS: dict[str, ColumnMap] = {
         side_map=BUYER_MAKER, names=("agg_trade_id", "price", "quantity", "first_trade_id", "last_trade_id",
                                      "transact_time", "is_buyer_maker", "is_best_match")),
     # Binance's USD-M futures public files (data.binance.vision/data/futures/um): no header in the older ones,
-    # aggTrades without spot's is_best_match; bookTicker the best bid and offer, stamped with the transaction time
+    # trades and aggTrades without spot's is_best_match; bookTicker the best bid and offer, stamped with the transaction
+    # time
     "binance-futures-aggtrades": ColumnMap(
         ts="transact_time", ts_unit=EPOCH, kind=TRADE, price="price", size="quantity", side="is_buyer_maker",
         side_map=BUYER_MAKER, names=("agg_trade_id", "price", "quantity", "first_trade_id", "last_trade_id",
                                      "transact_time", "is_buyer_maker")),
+    "binance-futures-trades": ColumnMap(
+        ts="time", ts_unit=EPOCH, kind=TRADE, price="price", size="qty", side="is_buyer_maker",
+        side_map=BUYER_MAKER, names=("id", "price", "qty", "quote_qty", "time", "is_buyer_maker")),
     "binance-futures-bookticker": ColumnMap(
         ts="transaction_time", ts_unit=EPOCH, kind=QUOTE, bid="best_bid_price", ask="best_ask_price",
         bid_size="best_bid_qty", ask_size="best_ask_qty",

@@ -225,7 +225,10 @@ EPOCH_1990_NS, EPOCH_2200_NS = 631_152_000 * 10**9, 7_258_118_400 * 10**9
 
 
 def is_epoch(text: str) -> str | None:
-    """The epoch unit in which an integer is a present-day time (1990..2200), else None."""
+    """The epoch unit in which an integer is a present-day time (1990..2200), else None; decimal seconds
+    (Kraken's `1704153601.4989`) are "s" when their whole seconds are."""
+    if seconds := re.match(r"^(\d{9,11})\.\d+$", text):
+        return "s" if is_epoch(seconds[1]) == "s" else None
     if not re.match(r"^\d{9,19}$", text):
         return None
     value = int(text)

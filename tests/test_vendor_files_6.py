@@ -59,3 +59,21 @@ def test_an_unread_column_that_looks_like_a_quote_size_is_named(tmp_path: Path) 
     assert len(drain(replay)) == 1
     assert any("'bid_depth_lots' looks like bid_size, 'ask_depth_lots' looks like ask_size, not read" in n
                for n in replay.notes)
+
+
+def test_kraken_trades_with_decimal_epoch_seconds_need_no_options(tmp_path: Path) -> None:
+    path = tmp_path / "XBTUSD.csv"
+    path.write_text("1704153601.4989,41997.7,0.09579104\n1704153602.1234,41998.1,0.5\n")
+    ticks = drain(FileReplay(path))
+    assert [(t.stream, t.ts, t.price, t.size) for t in ticks] == [
+        ("XBTUSD", 1704153601_498900000, 41997.7, 0.09579104), ("XBTUSD", 1704153602_123400000, 41998.1, 0.5)]
+
+
+def test_older_binance_futures_trades_without_a_header_or_is_best_match(tmp_path: Path) -> None:
+    path = tmp_path / "BTCUSDT-trades-2024-01-02.csv"
+    path.write_text("4500000000,42500.1,0.053,2252.5,1704153601000,true\n"
+                    "4500000001,42500.2,0.01,425.0,1704153601005,false\n")
+    replay = FileReplay(path)
+    assert [(t.stream, t.ts, t.price, t.side) for t in drain(replay)] == [
+        ("BTCUSDT", 1704153601_000000000, 42500.1, "sell"), ("BTCUSDT", 1704153601_005000000, 42500.2, "buy")]
+    assert any("preset binance-futures-trades" in n for n in replay.notes)
