@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+from collections import Counter
 import math
 import re
 from dataclasses import dataclass, replace
@@ -121,17 +122,41 @@ DECIMAL_COMMA = re.compile(r"^[+-]?(\d+|\d{1,3}(\.\d{3})+),\d+$")
 @dataclass(frozen=True)
 class Dialect:
     """What a CSV's first lines say: its delimiter, whether numbers use a decimal comma (`1,0853` or `42.002,00`
-    in a `;` file), and whether its first line is a header; `rows` are the first lines' cells, header excluded."""
+    in a `;` file), and whether its first line is a header; `rows` are the first lines' cells, header excluded.
+    `long_rows`: (row, its number of fields) for each row with more fields than the file's columns, found only
+    once polars has refused the file for one (`long_rows`): read truncated, then rejected."""
 
     separator: str
     decimal_comma: bool
     header: bool
     rows: tuple[tuple[str, ...], ...]
+    long_rows: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def width(self) -> int:
+        """The file's number of columns as its first lines show: the most common row width (header excluded)."""
+        widths = Counter(len(row) for row in self.rows)
+        return widths.most_common(1)[0][0] if widths else 0
+
+
+def _open_text(path: Path) -> Any:
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    return opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="")
+
+
+def long_rows(path: Path, dialect: Dialect, width: int | None = None) -> tuple[tuple[int, int], ...]:
+    """(row, fields) for each row of a CSV with more fields than its columns: a pass over the whole file in
+    Python, taken only when polars refuses the file for such a row (the normal read never pays for it). Rows count
+    as polars counts them: from 0 after the header. `width`: the columns a header-less file is given."""
+    with _open_text(path) as f:
+        rows = csv.reader(f, delimiter=dialect.separator)
+        header = len(next(rows, ())) if dialect.header else None
+        width = header or width or dialect.width
+        return tuple((i, len(row)) for i, row in enumerate(rows) if len(row) > width)
 
 
 def sniff_csv(path: Path) -> Dialect:
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as f:
+    with _open_text(path) as f:
         lines = [line for _, line in zip(range(SAMPLE_LINES + 1), (x for x in f if x.strip()))]
     first = re.sub(r'"[^"]*"', "", lines[0]) if lines else ""
     best = max(SEPARATORS, key=first.count)  # ties go to the earlier one: ',' first
@@ -407,7 +432,8 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
     number or datetime text, maybe beside a symbol) and two numbers: a quote when they are always within 1% of
     each other, the lower the bid, else a trade's price and size. With the name of the layout, for the note.
     Anything else is refused with the options that read it."""
-    width = len(rows[0])
+    width = Counter(len(row) for row in rows).most_common(1)[0][0]
+    rows = tuple(row for row in rows if len(row) == width) if len(rows) > 2 else rows  # a stray field: not the layout
     for name, cmap in PRESETS.items():
         if cmap.names is not None and PRESET_SIGNS.get(name, ()) is not None and len(cmap.names) == width and \
                 all(_fits(cmap, row) for row in rows):

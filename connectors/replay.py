@@ -25,7 +25,7 @@ import math
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -74,6 +74,7 @@ from connectors.layout import (
     epoch_note,
     epoch_unit,
     headerless_map,
+    long_rows,
     match_case,
     sniff_csv,
     stream_of,
@@ -111,9 +112,14 @@ def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
         # Typed on purpose: polars infers CSV types from the first rows, and a later "61837.5" in an inferred
         # int column would abort the whole replay. Unparsable cells become nulls, rejected as missing_field.
         # Header names lose the spaces around them (`time; price`); the BOM, CRLF and quotes polars handles.
+        if names is not None and dialect.long_rows:  # polars counts a header-less file's columns from its rows
+            typed = {name: (overrides or {}).get(name, pl.String) for name in names}
+            return pl.scan_csv(path, has_header=False, schema=typed, ignore_errors=overrides is not None,
+                               separator=dialect.separator, decimal_comma=dialect.decimal_comma,
+                               truncate_ragged_lines=True)
         return pl.scan_csv(path, has_header=names is None, new_columns=names, schema_overrides=overrides,
                            ignore_errors=overrides is not None, separator=dialect.separator,
-                           decimal_comma=dialect.decimal_comma,
+                           decimal_comma=dialect.decimal_comma, truncate_ragged_lines=bool(dialect.long_rows),
                            with_column_names=None if names else lambda found: [n.strip() for n in found])
     known = PARQUET_SUFFIXES + CSV_SUFFIXES + DBN_SUFFIXES + (f"{ZIP_SUFFIX} (of these)",)
     raise ValueError(f"{path}: unsupported file type {suffix!r}; replay reads {', '.join(known)}")
@@ -293,6 +299,7 @@ class _FilePlan:
     origin: Path | None = None  # the zip archive `path` was unpacked from (connectors/archives.py), if any
     book: str | None = None  # "mbo" / "mbp-1": Databento order-book records, reduced as DBN files are (`_book`)
     empty_sides: bool = False  # an empty bid or ask is a book side with no orders (Tardis.dev's): never filled
+    long_rows: Mapping[int, int] = field(default_factory=dict)  # row -> its fields, for rows with too many
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -337,9 +344,13 @@ class _FilePlan:
         kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (`_book_columns`)
         split = kind is None and self.book is None  # a row with a trade and a quote: both (an order book's: `_book`)
         left_out, kept_end = (keep_check(cmap.keep), kept + len(cmap.keep)) if cmap.keep else (None, kept)
+        long_rows = self.long_rows
         zero_sides = cmap.bid is not None and offset is None  # a given offset says 0 is a price (a spread's)
 
         def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
+            if long_rows and (fields := long_rows.get(row[-1])):
+                return InvalidTick("extra_fields", f"the row has {fields} fields, more than the file's columns (a "
+                                                   f"stray separator?): its cells cannot be told apart")
             if left_out is not None and (why := left_out(row[kept:kept_end])):
                 return InvalidTick("filtered_out", why)
             out = dict(fixed)
@@ -414,6 +425,11 @@ def _trade_and_quote(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     return quote, trade
 
 
+# polars' refusals of a CSV row with more fields than the file's columns (with and without a header)
+LONG_ROW_ERRORS = re.compile(r"more fields than defined|new_columns does not match|truncate_ragged_lines|"
+                            r"extra_columns")
+
+
 def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     if not path.is_file():
         raise FileNotFoundError(f"replay file not found: {path}")
@@ -423,8 +439,23 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         from connectors.dbn import DbnPlan
 
         return DbnPlan(path)
+    try:
+        return _table_plan(path, cmap)
+    except (pl.exceptions.PolarsError, ValueError) as e:
+        if not is_csv(path) or not LONG_ROW_ERRORS.search(str(e)):
+            raise
+    # a row with a stray field: read again, truncating such rows, which are then rejected by their line (the
+    # normal read never looks for them)
+    return _table_plan(path, cmap, long_rows_of=True)
+
+
+def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool = False) -> _FilePlan:
+    """The plan of a Parquet or CSV file; `long_rows_of`: find the CSV's rows with more fields than its columns."""
     given = cmap
-    cmap, dialect, schema, notes = _layout(path, cmap)
+    cmap, dialect, schema, notes = _layout(path, cmap, long_rows_of)
+    if dialect is not None and dialect.long_rows:
+        notes.append(f"{path.name}: {len(dialect.long_rows)} row(s) with more fields than its {len(schema)} columns: "
+                     f"each rejected as extra_fields (the first is named among the rejects), the others read")
     overrides = _csv_overrides(cmap) if is_csv(path) else None
     # what the scan below will read: date+time columns are joined as text
     ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
@@ -491,7 +522,7 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         notes += epoch_note(path, cmap, _scale(facts["first_ts"], factor))
     empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book,
-                     empty_sides=empty_sides)
+                     empty_sides=empty_sides, long_rows=dict(dialect.long_rows) if dialect is not None else {})
 
 
 def _csv_number(text: pl.Expr, decimal_comma: bool) -> pl.Expr:
@@ -531,9 +562,11 @@ def _book_columns(schema: Mapping[str, Any]) -> list[pl.Expr]:
             (pl.col(normal["order_id"]) if "order_id" in normal else pl.lit(None)).alias("_order")]
 
 
-def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dialect | None, dict, list[str]]:
+def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False,
+            ) -> tuple[ColumnMap, Dialect | None, dict, list[str]]:
     """The map a file is read with (given; detected; or detected, then refined), its CSV dialect, its columns,
-    and the notes that say how it was read when that was a guess."""
+    and the notes that say how it was read when that was a guess. `long_rows_of`: the dialect names the CSV's rows
+    with more fields than its columns, which are read truncated (`long_rows`)."""
     dialect = sniff_csv(path) if is_csv(path) else None
     names = spec.names if isinstance(spec, ColumnMap) else spec.keys.get("names") if spec is not None else None
     guessed, how = None, ""
@@ -541,6 +574,8 @@ def _layout(path: Path, spec: ColumnMap | Refine | None) -> tuple[ColumnMap, Dia
             and dialect.rows:
         guessed, how = headerless_map(path, dialect.rows, dialect.separator)
         names = guessed.names
+    if long_rows_of and dialect is not None:
+        dialect = replace(dialect, long_rows=long_rows(path, dialect, len(names) if names is not None else None))
     try:
         schema = dict(_scan(path, names, dialect).collect_schema())
     except pl.exceptions.PolarsError as e:

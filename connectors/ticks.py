@@ -76,6 +76,7 @@ REASONS = (
     "overloaded",
     "log_unavailable",
     "filtered_out",  # file replay only: a row a column map's `keep` leaves out (not a trade)
+    "extra_fields",  # file replay only: a CSV row with more fields than the file's columns
 )
 
 _COMMON = ("stream", "ts", "kind")

@@ -77,3 +77,19 @@ def test_older_binance_futures_trades_without_a_header_or_is_best_match(tmp_path
     assert [(t.stream, t.ts, t.price, t.side) for t in drain(replay)] == [
         ("BTCUSDT", 1704153601_000000000, 42500.1, "sell"), ("BTCUSDT", 1704153601_005000000, 42500.2, "buy")]
     assert any("preset binance-futures-trades" in n for n in replay.notes)
+
+
+def test_a_row_with_a_stray_field_is_a_counted_reject_with_its_line(tmp_path: Path) -> None:
+    rows = [f"2024-01-02T00:00:{i:02d}Z,BTC,{42000 + i}.5,1" for i in range(1, 31)]
+    rows[19] += ",extra"  # line 21 of the file
+    (tmp_path / "trades.csv").write_text("timestamp,symbol,price,size\n" + "\n".join(rows) + "\n")
+    replay = FileReplay(tmp_path / "trades.csv")
+    assert len(drain(replay)) == 29
+    assert dict(replay.rejected) == {"extra_fields": 1}
+    assert "trades.csv line 21: extra_fields: the row has 5 fields" in replay.rejected.examples["extra_fields"]
+    # without a header (a blank line counts as a line, as polars counts it), and in a file's first lines
+    (tmp_path / "XBTUSD.csv").write_text("1704153601,41997.7,0.1\n\n1704153602,41998.1,0.5,7\n1704153603,41998.2,0.5\n"
+                                         "1704153604,41998.3,0.5\n")
+    replay = FileReplay(tmp_path / "XBTUSD.csv")
+    assert [t.price for t in drain(replay)] == [41997.7, 41998.2, 41998.3]
+    assert "XBTUSD.csv line 3: extra_fields" in replay.rejected.examples["extra_fields"]
