@@ -205,9 +205,14 @@ class ColumnMap:
                 object.__setattr__(self, "ts_unit", "datetime")
             if self.ts_unit != "datetime":
                 raise ValueError(f"ts_format reads datetime text; it does not go with ts_unit {self.ts_unit!r}")
-        if len(self.ts_columns) > 1 and self.ts_unit not in ("datetime", DETECT):
-            raise ValueError(f"ts {self.ts!r} joins date and time columns: their text is a datetime, not "
-                             f"ts_unit {self.ts_unit!r}")
+        joined = len(self.ts_columns) > 1
+        if joined and self.ts_unit not in ("datetime", DETECT, *DAY_CLOCK_UNITS):
+            raise ValueError(f"ts {self.ts!r} joins date and time columns: their text is a datetime, or the time a "
+                             f"number after midnight of the date ({', '.join(DAY_CLOCK_UNITS)}), not ts_unit "
+                             f"{self.ts_unit!r}")
+        if joined and self.ts_unit in DAY_CLOCK_UNITS and len(self.ts_columns) != 2:
+            raise ValueError(f"ts {self.ts!r} with ts_unit {self.ts_unit!r} names a date column and a time column "
+                             f"(DATE+TIME), got {len(self.ts_columns)} columns")
         if self.utc_offset is not None:
             if not isinstance(self.utc_offset, str) or not self.utc_offset:
                 raise ValueError(f"utc_offset must name the column of each row's UTC offset in hours, got "
@@ -225,9 +230,13 @@ class ColumnMap:
             except (ZoneInfoNotFoundError, ValueError, TypeError):
                 raise ValueError(f"unknown time zone tz={self.tz!r}; use an IANA name like 'Europe/London', "
                                  f"'America/Chicago' or 'UTC'") from None
-        if (self.ts_unit in DAY_CLOCK_UNITS) != (self.date is not None):
+        if joined and self.ts_unit in DAY_CLOCK_UNITS and self.date is not None:
+            raise ValueError(f"ts {self.ts!r} takes each row's day from column {self.ts_columns[0]!r}: drop date "
+                             f"{self.date!r}")
+        if not joined and (self.ts_unit in DAY_CLOCK_UNITS) != (self.date is not None):
             raise ValueError(f"ts_unit {' or '.join(map(repr, DAY_CLOCK_UNITS))} needs date (the trading day, "
-                             f"e.g. '2024-03-01'), and date "
+                             f"e.g. '2024-03-01'), or each row's day from a date column joined to the time column "
+                             f"(ts=DATE+TIME: a file of several days), and date "
                              f"goes with that unit only; got ts_unit={self.ts_unit!r}, date={self.date!r}")
         if self.date is not None and self.date != DATE_FROM_NAME:
             if isinstance(self.date, Date):  # YAML reads an unquoted 2024-03-01 as a date

@@ -28,12 +28,14 @@ from connectors.column_map import (
     EXCEL_DAYS,
     FIX_AGGRESSOR,
     DATE_FROM_NAME,
+    DAY_CLOCK_UNITS,
     LOBSTER_DIRECTION,
     LOBSTER_EXECUTIONS,
     LOBSTER_NAMES,
     MAKER_SIDE,
     PRESETS,
     QUOTE_FIELDS,
+    TIME_OF_DAY,
     TRADE_FIELDS,
     UNITS,
     VALUE_FIELDS,
@@ -352,6 +354,8 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     price = found.get("price") or found.get("bid")
     if DATABENTO_HEADER <= set(by_normal) and first is not None and re.match(r"^-?\d+$", str(first(price) or "")):
         extra["price_scale"] = 1e9
+    if "+" not in ts and (clock := _day_clock(ts, by_normal, schema, first)):
+        ts = clock
     unit, ts_format = detected_unit(ts, schema.get(ts), first)
     return ColumnMap(ts=ts, ts_unit=unit, ts_format=ts_format, stream_col=stream_col, **found, **extra)
 
@@ -393,6 +397,24 @@ def databento_book(cmap: ColumnMap, schema: Mapping[str, Any]) -> str | None:
     return "mbo" if "order_id" in names else "mbp-1" if cmap.bid is not None else None
 
 
+CLOCK_NAME = re.compile(r"^(time|ts|timestamp|time_of_day)_(ns|us|ms)$")  # a time column naming its unit
+
+
+def _day_clock(ts: str, by_normal: Mapping[str, str], schema: Mapping[str, pl.DataType],
+               first: Callable[..., Any] | None) -> str | None:
+    """`DATE+TIME_NS` when the file has a date column and a time column (the time found, or beside a date found as
+    the time, a time-of-day or `time_us`-like one) whose first value is a number of one day (`day_clock_unit`):
+    each row's day is its own."""
+    day = next((by_normal[c] for c in DATE_NAMES if c in by_normal), None)
+    if day is None or first is None:
+        return None
+    clock = ts if ts != day else next((column for normal, column in by_normal.items()
+                                       if normal in TIME_OF_DAY_NAMES or CLOCK_NAME.match(normal)), None)
+    if clock is None or clock == day or not (schema.get(clock) is None or schema[clock].is_numeric()):
+        return None
+    return f"{day}+{clock}" if day_clock_unit(clock, first(clock)) else None
+
+
 def _date_and_time(by_normal: Mapping[str, str], first: Callable[..., Any] | None) -> str | None:
     """`Date+Time` when the file has a date column and a column of times of day (`SYMBOL,DATE,TIME_M,...`)."""
     date = next((by_normal[c] for c in DATE_NAMES if c in by_normal), None)
@@ -405,12 +427,36 @@ def _date_and_time(by_normal: Mapping[str, str], first: Callable[..., Any] | Non
 EXCEL_1970, EXCEL_2100 = 25569, 73051  # 1970-01-01 and 2100-01-01 as spreadsheet serial dates
 
 
+# a time column's name that says its unit (`TIME_NS`, `ts_us`, `time_ms`), for a time of day
+UNIT_IN_NAME = re.compile(r"(?:^|_)(ns|us|ms)$")
+DAY_CLOCK_ORDER = (TIME_OF_DAY, "ms_after_midnight", "us_after_midnight", "ns_after_midnight")  # coarsest first
+
+
+def day_clock_unit(column: str, value: Any) -> str | None:
+    """The unit in which a number is a time of one day, when a date column beside it gives the day: the unit its
+    name says (`TIME_NS`: ns), else the coarsest in which it is under 86,400 s. None when it is none."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if isinstance(value, bool) or not 0 <= number or \
+            EPOCH_1990_NS <= number * UNITS[epoch_unit(number)] < EPOCH_2200_NS:  # a present-day epoch time
+        return None
+    if named := UNIT_IN_NAME.search(normal_name(column)):
+        unit = f"{named[1]}_after_midnight"
+        return unit if number * DAY_CLOCK_UNITS[unit] < 86_400 * 10**9 else None
+    return next((u for u in DAY_CLOCK_ORDER if number * DAY_CLOCK_UNITS[u] < 86_400 * 10**9), None)
+
+
 def detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any] | None) -> tuple[str, str | None]:
     """The unit (and datetime format) a time column's type and first value show: datetime for dates and text,
-    else the epoch unit of the number's magnitude (a column named `ts` is the wire layout's ns)."""
+    else the epoch unit of the number's magnitude (a column named `ts` is the wire layout's ns). Date and time
+    columns joined (`DATE+TIME_NS`) whose time is a number: that number's unit after midnight (`day_clock_unit`)."""
     if isinstance(dtype, (pl.Datetime, pl.Date)):
         return "datetime", None
     columns = tuple(c.strip() for c in ts.split("+"))
+    if len(columns) == 2 and first is not None and (unit := day_clock_unit(columns[1], first(columns[1]))):
+        return unit, None
     value = first(columns if len(columns) > 1 else ts) if first is not None else None
     if isinstance(value, str):
         try:

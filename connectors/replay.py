@@ -133,6 +133,9 @@ def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
     # numbers are read as text and parsed by _csv_number (grouping commas, German Excel's `42.002,00`)
     out |= {getattr(cmap, f): pl.String for f in NUMERIC_FIELDS if getattr(cmap, f)}
     out |= {column: pl.String for column in cmap.stream_columns}
+    if len(cmap.ts_columns) > 1:  # a date column's text, beside its time's (a time of day: a number after midnight)
+        return out | {column: pl.String for column in cmap.ts_columns[:-1]} | {cmap.ts_columns[-1]: (
+            ts_type if cmap.ts_unit in DAY_CLOCK_UNITS else pl.String)}
     return out | {column: ts_type for column in cmap.ts_columns}
 
 
@@ -163,6 +166,9 @@ def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None)
         if dtype == pl.String:
             return _datetime_text(path, cmap, first)
         raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a datetime; set ts_unit to ns/us/ms/s")
+    if len(cmap.ts_columns) > 1 and cmap.ts_unit in DAY_CLOCK_UNITS:  # DATE+TIME: each row's day, its own
+        day, clock = (pl.col(c) for c in cmap.ts_columns)
+        return _after_midnight(cmap, _row_day(day), clock.cast(pl.Float64, strict=False))
     if dtype == pl.String and cmap.ts_unit == "s":
         return _decimal_seconds_ns(col)
     if not (dtype.is_integer() or dtype.is_float()):
@@ -173,14 +179,27 @@ def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None)
         return _local(pl.lit(0).cast(pl.Datetime("ns")) + pl.duration(nanoseconds=offset, time_unit="ns"),
                       cmap.tz).dt.epoch("ns")
     if cmap.ts_unit in DAY_CLOCK_UNITS:
-        midnight = pl.lit(cmap.date).str.to_date().cast(pl.Datetime("ns"))
-        # float seconds of a day (< 86400) hold ns to well under 1 ns, so the rounding is exact enough
-        offset = (col.cast(pl.Float64) * DAY_CLOCK_UNITS[cmap.ts_unit]).round().cast(pl.Int64, strict=False)
-        # a time past the day (and a half: a session may run past midnight) is no time of this day: null, so
-        # a file of another unit reads as no time at all (_time_hint), not as weeks after the date
-        offset = pl.when((offset >= 0) & (offset < DAY_CLOCK_LIMIT_NS)).then(offset)
-        return _local(midnight + pl.duration(nanoseconds=offset, time_unit="ns"), cmap.tz).dt.epoch("ns")
+        return _after_midnight(cmap, pl.lit(cmap.date).str.to_date(), col.cast(pl.Float64))
     return col
+
+
+def _after_midnight(cmap: ColumnMap, day: pl.Expr, clock: pl.Expr) -> pl.Expr:
+    """A time counted from midnight of `day` (a date) in the map's DAY_CLOCK_UNITS unit -> int ns, in `tz`."""
+    midnight = day.cast(pl.Datetime("ns"))
+    # float seconds of a day (< 86400) hold ns to well under 1 ns, so the rounding is exact enough
+    offset = (clock * DAY_CLOCK_UNITS[cmap.ts_unit]).round().cast(pl.Int64, strict=False)
+    # a time past the day (and a half: a session may run past midnight) is no time of this day: null, so
+    # a file of another unit reads as no time at all (_time_hint), not as weeks after the date
+    offset = pl.when((offset >= 0) & (offset < DAY_CLOCK_LIMIT_NS)).then(offset)
+    return _local(midnight + pl.duration(nanoseconds=offset, time_unit="ns"), cmap.tz).dt.epoch("ns")
+
+
+def _row_day(column: pl.Expr) -> pl.Expr:
+    """A date column as dates: a date or datetime type, ISO text (`2026-03-06`), or YYYYMMDD as text or a number
+    (TAQ's `20260306`); anything else is null (missing_field)."""
+    text = column.cast(pl.String).str.strip_chars()
+    return pl.coalesce(text.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False),
+                       text.str.slice(0, 8).str.to_date("%Y%m%d", strict=False))
 
 
 def _offset(path: Path, cmap: ColumnMap, ts_ns: pl.Expr, first: str | None) -> pl.Expr:
@@ -444,9 +463,13 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     except (pl.exceptions.PolarsError, ValueError) as e:
         if not is_csv(path) or not LONG_ROW_ERRORS.search(str(e)):
             raise
+        refused = e
     # a row with a stray field: read again, truncating such rows, which are then rejected by their line (the
     # normal read never looks for them)
-    return _table_plan(path, cmap, long_rows_of=True)
+    try:
+        return _table_plan(path, cmap, long_rows_of=True)
+    except (pl.exceptions.PolarsError, ValueError):  # not a few stray rows: its rows do not fit its columns
+        raise refused from None
 
 
 def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool = False) -> _FilePlan:
@@ -575,6 +598,8 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
         guessed, how = headerless_map(path, dialect.rows, dialect.separator)
         names = guessed.names
     if long_rows_of and dialect is not None:
+        if names is not None and dialect.width > len(names):  # most rows are longer: the names are too few
+            raise ValueError(f"{path}: its rows have {dialect.width} fields, more than the {len(names)} names")
         dialect = replace(dialect, long_rows=long_rows(path, dialect, len(names) if names is not None else None))
     try:
         schema = dict(_scan(path, names, dialect).collect_schema())
@@ -617,7 +642,9 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
                                         first)
         cmap = replace(cmap, ts_unit=unit, ts_format=ts_format)
         said = (f"{unit}{', ' + ts_format if ts_format else ''}" if unit == "datetime" else
-                f"{unit} (spreadsheet serial dates)" if unit == EXCEL_DAYS else f"{unit} since the epoch")
+                f"{unit} (spreadsheet serial dates)" if unit == EXCEL_DAYS else
+                f"{unit} of each row's day in {cmap.ts_columns[0]!r}" if unit in DAY_CLOCK_UNITS else
+                f"{unit} since the epoch")
         unit_notes = [f"{path.name}: column {cmap.ts!r} read as {said}, as its first value shows (--ts-unit or "
                       f"--ts-format to say otherwise)"]
     else:
@@ -645,6 +672,10 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
         notes.append(f"{path.name}: column {cmap.ts!r} read as spreadsheet serial dates (days since 1899-12-30, "
                      f"to the millisecond; as epoch seconds they would be times on 1970-01-01), in UTC: give --tz "
                      f"ZONE if they are local times (a Bloomberg terminal's are)")
+    if len(cmap.ts_columns) == 2 and cmap.ts_unit in DAY_CLOCK_UNITS and not isinstance(spec, ColumnMap):
+        notes.append(f"{path.name}: column {cmap.ts_columns[1]!r} read as {cmap.ts_unit.replace('_', ' ')} of each "
+                     f"row's day in column {cmap.ts_columns[0]!r}, in {cmap.tz or 'UTC'} (--ts-unit "
+                     f"ns_after_midnight, us_after_midnight, ... says otherwise; --tz ZONE if they are local times)")
     if cmap.fill_quotes and not isinstance(spec, ColumnMap):
         notes.append(f"{path.name}: its quote rows leave bid or ask empty where it did not change (as MetaTrader's "
                      f"exports do): each takes it from the stream's previous quote (--columns ...,fill_quotes=false "
