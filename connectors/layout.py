@@ -518,7 +518,13 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
         cmap = ColumnMap(ts="time", ts_unit=unit, ts_format=formats[0] if len(formats) == 1 else None,
                          names=tuple(names), **stream, **fields)
         return cmap, "a time and two numbers"
-    raise ValueError(_headerless_hint(path, rows[0], kinds, separator))
+    hint = _headerless_hint(path, rows[0], kinds, separator)
+    nearly = [name for name, cmap in PRESETS.items() if cmap.names is not None and len(cmap.names) == width and
+              PRESET_SIGNS.get(name, ()) is not None and 2 * sum(_fits(cmap, row) for row in rows) >= len(rows)]
+    if nearly:  # a few bad rows among the first lines: the preset still reads the file, rejecting them
+        hint += (f". Most of its first lines fit preset {nearly[0]}: --preset {nearly[0]} reads it, its rows that "
+                 f"do not fit rejected and counted")
+    raise ValueError(hint)
 
 
 def _last_bid_ask(rows: tuple[tuple[str, ...], ...], columns: list[int]) -> bool:

@@ -618,7 +618,11 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
             cmap = replace(cmap, names=tuple(names))
         if _one_sided_quotes(cmap, list(schema), dialect):
             cmap = replace(cmap, fill_quotes=True)
-        cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
+        try:
+            cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
+        except ValueError as e:  # the keys given, applied to each file: name the one they do not fit
+            raise ValueError(f"{path}: {e} (the keys given apply to every file; a replay list gives each file its "
+                             f"own map: docs/replay.md)") from None
         cmap, kind_notes = _kind_column(path, cmap, schema, names, dialect)
         cmap = _fix_sides(path, cmap, schema, names, dialect)
         cmap, correction_notes = _taq_corrections(path, cmap, schema, names, dialect)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from connectors.column_map import map_from_options
 from connectors.replay import FileReplay
@@ -116,3 +117,20 @@ def test_a_date_column_beside_nanoseconds_after_midnight_reads_each_rows_day(tmp
     # TAQ's YYYYMMDD dates, microseconds by the column's name
     (tmp_path / "us.csv").write_text("date,time_us,symbol,price,size\n20260306,34200000001,AAPL,185.1,1\n")
     assert [t.ts for t in drain(FileReplay(tmp_path / "us.csv"))] == [1772755200_000000000 + 34_200_000_001_000]
+
+
+def test_refusals_name_the_file_and_the_preset_a_few_bad_rows_hid(tmp_path: Path) -> None:
+    path = tmp_path / "BTCUSDT-trades-2024-01-02.csv"  # spot trades whose second row lost its time
+    path.write_text("4500000000,42500.1,0.053,2252.5,1704153601000,true,true\n"
+                    "4500000001,42500.2,0.01,425.0,,false,true\n"
+                    "4500000002,42500.3,0.01,425.0,1704153601009,false,true\n")
+    with pytest.raises(ValueError, match="--preset binance-public-trades reads it"):
+        FileReplay(path)
+    replay = FileReplay(path, columns="binance-public-trades")
+    assert [t.price for t in drain(replay)] == [42500.1, 42500.3] and dict(replay.rejected) == {"missing_field": 1}
+    # keys given for every file, one of which lacks a column they name: the file is named
+    (tmp_path / "taq.csv").write_text(TAQ_TRADES)
+    (tmp_path / "XBTUSD.csv").write_text("1704153601,41997.7,0.1\n")
+    spec = map_from_options(columns="stream=EX+SYM_ROOT", detect=True)
+    with pytest.raises(ValueError, match=r"XBTUSD\.csv: the map reads \['EX', 'SYM_ROOT'\]"):
+        FileReplay([tmp_path / "taq.csv", tmp_path / "XBTUSD.csv"], columns=spec)
