@@ -319,6 +319,7 @@ class _FilePlan:
     book: str | None = None  # "mbo" / "mbp-1": Databento order-book records, reduced as DBN files are (`_book`)
     empty_sides: bool = False  # an empty bid or ask is a book side with no orders (Tardis.dev's): never filled
     long_rows: Mapping[int, int] = field(default_factory=dict)  # row -> its fields, for rows with too many
+    venue: str | None = None  # the market its ticks are from, when its layout says (`_venue_of`)
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -544,7 +545,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
         notes += epoch_note(path, cmap, _scale(facts["first_ts"], factor))
     empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
+    venue = _venue_of(path, cmap, schema, dialect)
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book,
+                     venue=venue,
                      empty_sides=empty_sides, long_rows=dict(dialect.long_rows) if dialect is not None else {})
 
 
@@ -843,6 +846,66 @@ def _condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
             f"regular prints (docs/replay.md, `keep`)"]
 
 
+# The market a preset's files are from: files of two markets feeding one stream get a note (`mixed_venues`)
+PRESET_VENUES = {"binance-trades": "binance", "binance-bbo": "binance", "binance-public-trades": "binance",
+                 "binance-public-aggtrades": "binance", "binance-public-klines": "binance",
+                 "binance-futures-trades": "binance-futures", "binance-futures-aggtrades": "binance-futures",
+                 "binance-futures-bookticker": "binance-futures", "bitstamp-transactions": "bitstamp",
+                 "coinbase-trades": "coinbase", "coinbase-matches": "coinbase", "dukascopy": "dukascopy",
+                 "lobster-messages": "nasdaq"}
+# Vendors' own columns that say whose file it is, when no column names the venue
+VENDOR_VENUES = {frozenset({"tickdirection", "trdmatchid"}): "bybit",  # Bybit's public trading history
+                 frozenset({"instrument_name", "created_time"}): "okx"}  # OKX's trade history
+
+
+def _venue_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect | None) -> str | None:
+    """The market a file's ticks are from, when its layout says: its preset's, a venue column's one value
+    (Tardis.dev's `exchange`: binance-futures), or a vendor's own columns (Bybit's). None when it does not say, and
+    for a tape's one- or two-character exchange codes (one market's prints)."""
+    if cmap.preset in PRESET_VENUES:
+        return PRESET_VENUES[cmap.preset]
+    column = next((c for c in schema if normal_name(c) in VENUE_NAMES), None)
+    if column is not None and column not in cmap.stream_columns:
+        values = _distinct_text(path, cmap.names, dialect, column, 2, SAMPLE_ROWS)
+        if len(values) == 1 and len(values[0]) > 2 and not values[0].isdigit():
+            return values[0].lower()
+    normal = {normal_name(n) for n in schema}
+    return next((venue for signs, venue in VENDOR_VENUES.items() if signs <= normal), None)
+
+
+def _plan_streams(plan: Any) -> set[str]:
+    """The streams a plan's rows feed: its fixed stream, else its stream column's values in its first rows."""
+    cmap = getattr(plan, "columns", None)
+    if not isinstance(cmap, ColumnMap):
+        return set()
+    if cmap.stream_col is None:
+        return {cmap.stream or cmap.default_stream or ""}
+    found = plan.frame.head(SAMPLE_ROWS).select(pl.col("stream").drop_nulls().unique().head(50)).collect()
+    return set(found.to_series().to_list())
+
+
+def mixed_venues(plans: Sequence[Any]) -> list[str]:
+    """A note per stream fed by files of several venues (Binance spot and Binance futures trades, a Bybit file:
+    all `BTCUSDT`): one stream of several markets' prices reads as a jumpy market. Files of one venue (its trades
+    and its quotes) are one market's."""
+    venued = [p for p in plans if getattr(p, "venue", None) is not None]
+    if len({p.venue for p in venued}) < 2:
+        return []
+    fed: dict[str, dict[str, list[str]]] = {}
+    for plan in venued:
+        for stream in _plan_streams(plan):
+            fed.setdefault(stream, {}).setdefault(plan.venue, []).append(source_path(plan).name)
+    notes = []
+    for stream, venues in fed.items():
+        if len(venues) > 1:
+            said = "; ".join(f"{venue} ({', '.join(files[:3])})" for venue, files in venues.items())
+            notes.append(f"stream {stream} is fed by files of {len(venues)} venues: {said}; each market has its own "
+                         f"prices, so one stream mixes them: give each file its own stream in a replay list (an "
+                         f"entry's columns with stream: NAME, or stream_col: a venue column plus the symbol; "
+                         f"docs/replay.md)")
+    return notes
+
+
 # TAQ's trade correction indicator (WRDS's daily TAQ `TR_CORR`): 00 a regular print, 01 one later corrected (the
 # print stood when it was made); 07, 08 cancels, 10 a cancelled correction, 11 and 12 corrections of an earlier print
 TAQ_CORRECTION = "tr_corr"
@@ -1086,6 +1149,7 @@ class FileReplay(Source):
         self.plans = [plan for item in items for plan in self._plans(*_file_spec(item, default))]
         self.speed = speed
         self.chunk_rows = chunk_rows
+        self._venue_notes = mixed_venues(self.plans) if len(self.plans) > 1 else []
         self._fingerprint = fingerprint([(_source_name(p), p.describe()) for p in self.plans])
         self.rejected = RejectCounter()
         self._open()
@@ -1166,7 +1230,7 @@ class FileReplay(Source):
     def notes(self) -> list[str]:
         """What a user should know about how the files were read: a detected layout, renamed streams, times
         that do not look like the unit given."""
-        return [note for p in self.plans for note in getattr(p, "notes", ())]
+        return [note for p in self.plans for note in getattr(p, "notes", ())] + self._venue_notes
 
     @property
     def sorted_files(self) -> list[Path]:

@@ -134,3 +134,34 @@ def test_refusals_name_the_file_and_the_preset_a_few_bad_rows_hid(tmp_path: Path
     spec = map_from_options(columns="stream=EX+SYM_ROOT", detect=True)
     with pytest.raises(ValueError, match=r"XBTUSD\.csv: the map reads \['EX', 'SYM_ROOT'\]"):
         FileReplay([tmp_path / "taq.csv", tmp_path / "XBTUSD.csv"], columns=spec)
+
+
+def test_files_of_several_venues_feeding_one_stream_get_a_note(tmp_path: Path) -> None:
+    (tmp_path / "BTCUSDT-trades-2024-01-02.csv").write_text(
+        "4500000000,42500.1,0.053,2252.5,1704153601000,true,true\n")  # Binance spot, header-less
+    (tmp_path / "tardis_trades.csv").write_text(
+        "exchange,symbol,timestamp,local_timestamp,id,side,price,amount\n"
+        "binance-futures,BTCUSDT,1704153601100000,1704153601200000,1,buy,42510.1,0.5\n")
+    (tmp_path / "tardis_quotes.csv").write_text(
+        "exchange,symbol,timestamp,local_timestamp,ask_amount,ask_price,bid_price,bid_amount\n"
+        "binance-futures,BTCUSDT,1704153601150000,1704153601250000,1.5,42510.2,42510.0,2.5\n")
+    (tmp_path / "BTCUSDT2024-01-02.csv").write_text(
+        "timestamp,symbol,side,size,price,tickDirection,trdMatchID,grossValue,homeNotional,foreignNotional\n"
+        "1704153601.5,BTCUSDT,Buy,0.1,42520.5,PlusTick,abc,1,0.1,4252\n")  # Bybit
+    files = [tmp_path / n for n in ("BTCUSDT-trades-2024-01-02.csv", "tardis_trades.csv", "BTCUSDT2024-01-02.csv")]
+    replay = FileReplay(files)
+    assert {t.stream for t in drain(replay)} == {"BTCUSDT"}
+    note = next(n for n in replay.notes if n.startswith("stream BTCUSDT is fed by files of 3 venues"))
+    assert "binance (BTCUSDT-trades-2024-01-02.csv)" in note and "bybit (BTCUSDT2024-01-02.csv)" in note
+    assert "binance-futures (tardis_trades.csv)" in note and "replay list" in note
+    # one venue's trades and quotes are one market: no note
+    assert not any("venues" in n for n in FileReplay([tmp_path / "tardis_trades.csv",
+                                                      tmp_path / "tardis_quotes.csv"]).notes)
+    # the fix the note names: a stream per file in a replay list
+    (tmp_path / "list.yaml").write_text("replay:\n"
+                                        "  - {path: BTCUSDT-trades-2024-01-02.csv}\n"
+                                        "  - {path: tardis_trades.csv, columns: {stream: BTCUSDT-PERP}}\n"
+                                        "  - {path: BTCUSDT2024-01-02.csv, columns: {stream: BYBIT-BTCUSDT}}\n")
+    replay = FileReplay(tmp_path / "list.yaml")
+    assert {t.stream for t in drain(replay)} == {"BTCUSDT", "BTCUSDT-PERP", "BYBIT-BTCUSDT"}
+    assert not any("venues" in n for n in replay.notes)
