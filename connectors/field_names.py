@@ -41,15 +41,17 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
              "aggressor", "dealside", "deal_side"),  # CME's B/S; EBS's
     # pricebid...: Interactive Brokers' API (HistoricalTickBidAsk: priceBid, priceAsk, sizeBid, sizeAsk)
     "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "best_bid_price", "bid_px_00", "pricebid",
-            "bid_c"),  # bid_c, ask_c: OANDA's bid/ask candles' closes
+            "bid_c",  # bid_c, ask_c: OANDA's bid/ask candles' closes
+            "bids_0_price"),  # Tardis.dev's book_snapshot_5/25 (bids[0].price, ...): the top level
     "ask": ("ask", "ask_price", "ask_px", "best_ask", "askprice", "best_ask_price", "offer", "offer_price",
-            "ask_px_00", "priceask", "offerprice", "ask_c"),
+            "ask_px_00", "priceask", "offerprice", "ask_c",
+            "asks_0_price"),
     "bid_size": ("bid_size", "bid_qty", "bid_sz", "bidsize", "bid_volume", "bidvolume", "bid_amount",
                  "best_bid_qty", "bid_sz_00", "sizebid",
-                 "bidsiz"),  # TAQ's NBBO and quote files (BIDSIZ, ASKSIZ: round lots)
+                 "bidsiz", "bids_0_amount"),  # TAQ's NBBO and quote files (BIDSIZ, ASKSIZ: round lots)
     "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "askvolume", "ask_amount",
                  "best_ask_qty", "offer_size", "ask_sz_00", "sizeask", "offersize",
-                 "asksiz"),
+                 "asksiz", "asks_0_amount"),
 }
 
 

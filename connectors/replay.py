@@ -1024,6 +1024,21 @@ REJECT_HINTS = {  # what a user does about a file's rows rejected for these reas
 }
 
 
+def _unit_changed(plan: Any, message: str) -> str:
+    """For a time out of range in a file whose epoch unit was read from its first time: the hint that the unit
+    changes inside it (Binance's public files went from ms to us on 2025-01-01; a concatenation holds both)."""
+    columns = getattr(plan, "columns", None)
+    got = re.search(r"got (-?\d+)$", message)
+    if columns is None or columns.ts_unit not in UNITS or got is None:
+        return ""
+    raw = int(got[1]) // UNITS[columns.ts_unit]
+    if epoch_unit(raw) == columns.ts_unit:
+        return ""
+    return (f"; the file's times were read as {columns.ts_unit} (its first time's magnitude), but this one is "
+            f"{epoch_unit(raw)}: if the unit changes inside the file (Binance's public files went from ms to us on "
+            f"2025-01-01), read the parts as separate files, each with its own unit")
+
+
 class RejectCounter(Counter):
     """Rejected rows by reason, with the first row of each reason as a user finds it (file, line or row,
     column): a Counter, so `replay.rejected == {"missing_field": 3}` reads as before."""
@@ -1039,6 +1054,8 @@ class RejectCounter(Counter):
                            if (err.message.startswith(f"{f} ") or f"'{f}'" in err.message) and plan.column_of(f)),
                           None)
             why = REJECT_HINTS.get(err.reason, "")
+            if err.reason == "ts_out_of_range":
+                why = _unit_changed(plan, err.message)
             if err.reason == "negative_size" and err.message.startswith("size "):
                 why = "; if its sign is the side (negative: a sell), give --columns ...,signed_size=true"
             if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null

@@ -165,3 +165,46 @@ def test_files_of_several_venues_feeding_one_stream_get_a_note(tmp_path: Path) -
     replay = FileReplay(tmp_path / "list.yaml")
     assert {t.stream for t in drain(replay)} == {"BTCUSDT", "BTCUSDT-PERP", "BYBIT-BTCUSDT"}
     assert not any("venues" in n for n in replay.notes)
+
+
+def tardis_book_snapshot(path: Path) -> None:
+    columns = ["exchange", "symbol", "timestamp", "local_timestamp"]
+    columns += [f"{side}[{i}].{what}" for i in range(5) for side in ("asks", "bids") for what in ("price", "amount")]
+    rows = []
+    for k in range(2):
+        row = ["binance-futures", "BTCUSDT", str(1704153601000000 + k * 1000), str(1704153601001000 + k * 1000)]
+        for i in range(5):
+            row += [f"{42510.2 + i + k:.1f}", f"{1.5 + i}", f"{42510.0 - i + k:.1f}", f"{2.5 + i}"]
+        rows.append(",".join(row))
+    path.write_text(",".join(columns) + "\n" + "\n".join(rows) + "\n")
+
+
+def test_tardis_book_snapshots_read_their_top_level_as_quotes(tmp_path: Path) -> None:
+    path = tmp_path / "binance-futures_book_snapshot_5_2024-01-02_BTCUSDT.csv"
+    tardis_book_snapshot(path)
+    want = [("BTCUSDT", 1704153601_000000000, 42510.0, 42510.2, 2.5, 1.5),
+            ("BTCUSDT", 1704153601_001000000, 42511.0, 42511.2, 2.5, 1.5)]
+    quotes = lambda replay: [(t.stream, t.ts, t.bid, t.ask, t.bid_size, t.ask_size) for t in drain(replay)]  # noqa
+    assert quotes(FileReplay(path)) == want  # detected
+    spec = map_from_options(columns="ts=timestamp,bid=bids[0].price,ask=asks[0].price,bid_size=bids[0].amount,"
+                                    "ask_size=asks[0].amount,stream=symbol")  # the map replay.md gives
+    assert quotes(FileReplay(path, columns=spec)) == want
+
+
+def test_okx_liquidations_left_out_by_a_keep_filter_in_a_replay_list(tmp_path: Path) -> None:
+    (tmp_path / "okx.csv").write_text("instId,tradeId,px,sz,side,ts,isLiquidation\n"
+                                      "BTC-USDT-SWAP,1,42500.1,2,buy,1704153601000,false\n"
+                                      "BTC-USDT-SWAP,2,42400.0,50,sell,1704153601500,true\n")
+    (tmp_path / "list.yaml").write_text("replay:\n  - {path: okx.csv, columns: {keep: {isLiquidation: [false]}}}\n")
+    replay = FileReplay(tmp_path / "list.yaml")
+    assert [t.price for t in drain(replay)] == [42500.1] and dict(replay.rejected) == {"filtered_out": 1}
+
+
+def test_a_time_unit_that_changes_inside_a_file_is_said(tmp_path: Path) -> None:
+    path = tmp_path / "BTCUSDT-trades-2024-12.csv"  # Binance's ms, then us from 2025-01-01, concatenated
+    path.write_text("4500000000,42500.1,0.053,2252.5,1735689599000,true,true\n"
+                    "4500000001,42500.2,0.053,2252.5,1735689600000001,true,true\n")
+    replay = FileReplay(path)
+    assert [t.price for t in drain(replay)] == [42500.1]
+    example = replay.rejected.examples["ts_out_of_range"]
+    assert "line 2" in example and "read as ms" in example and "this one is us" in example
