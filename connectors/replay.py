@@ -319,7 +319,8 @@ class _FilePlan:
     book: str | None = None  # "mbo" / "mbp-1": Databento order-book records, reduced as DBN files are (`_book`)
     empty_sides: bool = False  # an empty bid or ask is a book side with no orders (Tardis.dev's): never filled
     long_rows: Mapping[int, int] = field(default_factory=dict)  # row -> its fields, for rows with too many
-    venue: str | None = None  # the market its ticks are from, when its layout says (`_venue_of`)
+    dialect: Dialect | None = None  # a CSV's, as read
+    schema: Mapping[str, Any] = field(default_factory=dict)  # the file's columns and their types
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -545,9 +546,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
         notes += epoch_note(path, cmap, _scale(facts["first_ts"], factor))
     empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
-    venue = _venue_of(path, cmap, schema, dialect)
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book,
-                     venue=venue,
+                     dialect=dialect, schema=schema,
                      empty_sides=empty_sides, long_rows=dict(dialect.long_rows) if dialect is not None else {})
 
 
@@ -858,10 +858,13 @@ VENDOR_VENUES = {frozenset({"tickdirection", "trdmatchid"}): "bybit",  # Bybit's
                  frozenset({"instrument_name", "created_time"}): "okx"}  # OKX's trade history
 
 
-def _venue_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect | None) -> str | None:
+def _venue_of(plan: Any) -> str | None:
     """The market a file's ticks are from, when its layout says: its preset's, a venue column's one value
-    (Tardis.dev's `exchange`: binance-futures), or a vendor's own columns (Bybit's). None when it does not say, and
-    for a tape's one- or two-character exchange codes (one market's prints)."""
+    (Tardis.dev's `exchange`: binance-futures), or a vendor's own columns (Bybit's). None when it does not say
+    (a DBN file's plan included), and for a tape's one- or two-character exchange codes (one market's prints)."""
+    if not isinstance(plan, _FilePlan):
+        return None
+    path, cmap, schema, dialect = plan.path, plan.columns, plan.schema, plan.dialect
     if cmap.preset in PRESET_VENUES:
         return PRESET_VENUES[cmap.preset]
     column = next((c for c in schema if normal_name(c) in VENUE_NAMES), None)
@@ -888,13 +891,13 @@ def mixed_venues(plans: Sequence[Any]) -> list[str]:
     """A note per stream fed by files of several venues (Binance spot and Binance futures trades, a Bybit file:
     all `BTCUSDT`): one stream of several markets' prices reads as a jumpy market. Files of one venue (its trades
     and its quotes) are one market's."""
-    venued = [p for p in plans if getattr(p, "venue", None) is not None]
-    if len({p.venue for p in venued}) < 2:
+    venued = [(plan, venue) for plan in plans if (venue := _venue_of(plan)) is not None]
+    if len({venue for _, venue in venued}) < 2:
         return []
     fed: dict[str, dict[str, list[str]]] = {}
-    for plan in venued:
+    for plan, venue in venued:
         for stream in _plan_streams(plan):
-            fed.setdefault(stream, {}).setdefault(plan.venue, []).append(source_path(plan).name)
+            fed.setdefault(stream, {}).setdefault(venue, []).append(source_path(plan).name)
     notes = []
     for stream, venues in fed.items():
         if len(venues) > 1:
