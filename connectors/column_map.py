@@ -51,7 +51,8 @@ class ColumnMap:
     date or ISO-text column (naive values are taken as UTC, or as local time
     in `tz`, an IANA zone such as "Europe/London"), or
     `ts_unit="seconds_after_midnight"`: decimal seconds of the wall-clock day
-    `date` ("2024-03-01"), in `tz` (default UTC). ISO text with a UTC offset
+    `date` ("2024-03-01"), in `tz` (default UTC), or of each row's own day when `ts` joins a date column to
+    the time (`DATE+TIME_NS`, no `date`: a file of several days). ISO text with a UTC offset
     ("2024-06-03T09:30:00-04:00", "...Z") is read at that offset; `ts_format`
     (polars/chrono strftime codes, e.g. "%Y%m%d %H:%M:%S%.f") reads datetime
     text that is not ISO and implies ts_unit="datetime". `names` gives the columns of
