@@ -632,13 +632,20 @@ def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
                                      f"give others)"]
 
 
+class Caution(str):
+    """A note on a reading that may change what the data means (sides taken as the aggressor's where a vendor's
+    are the maker's, venues mixed in one stream): a run says it again at its end, where a summary that reads as
+    a success would otherwise bury it among the notes at the start."""
+
+
 def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
     """Notes on a detected layout that reads but is a vendor's whose fields mean otherwise."""
     columns = {normal_name(n) for n in names}
     if cmap.side is not None and cmap.side_map is None and COINBASE_TRADES <= columns <= COINBASE_TRADES | \
             {"product_id"}:
-        return [f"{path.name}: its columns are Coinbase Exchange's trades layout, whose side is the MAKER's; read "
-                f"here as the aggressor's. If the file is Coinbase's, give --preset coinbase-trades (sides flipped)"]
+        return [Caution(f"{path.name}: its columns are Coinbase Exchange's trades layout, whose side is the MAKER's; "
+                        f"read here as the aggressor's. If the file is Coinbase's, give --preset coinbase-trades "
+                        f"(sides flipped)")]
     notes = []
     if cmap.price is not None and BAR_CLOSES.get(normal_name(cmap.price), {""}) <= columns:
         notes.append(f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size "

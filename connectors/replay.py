@@ -65,6 +65,7 @@ from connectors.layout import (
     QUOTE_MARKS,
     TRADE_MARKS,
     SPACED_FRACTION,
+    Caution,
     Dialect,
     databento_book,
     date_of,
@@ -902,10 +903,10 @@ def mixed_venues(plans: Sequence[Any]) -> list[str]:
     for stream, venues in fed.items():
         if len(venues) > 1:
             said = "; ".join(f"{venue} ({', '.join(files[:3])})" for venue, files in venues.items())
-            notes.append(f"stream {stream} is fed by files of {len(venues)} venues: {said}; each market has its own "
-                         f"prices, so one stream mixes them: give each file its own stream in a replay list (an "
-                         f"entry's columns with stream: NAME, or stream_col: a venue column plus the symbol; "
-                         f"docs/replay.md)")
+            notes.append(Caution(f"stream {stream} is fed by files of {len(venues)} venues: {said}; each market has "
+                                 f"its own prices, so one stream mixes them: give each file its own stream in a replay "
+                                 f"list (an entry's columns with stream: NAME, or stream_col: a venue column plus the "
+                                 f"symbol; docs/replay.md)"))
     return notes
 
 
@@ -1251,6 +1252,11 @@ class FileReplay(Source):
         """What a user should know about how the files were read: a detected layout, renamed streams, times
         that do not look like the unit given."""
         return [note for p in self.plans for note in getattr(p, "notes", ())] + self._venue_notes
+
+    @property
+    def cautions(self) -> list[str]:
+        """The notes a run says again at its end (layout.Caution: the data may mean something else than read)."""
+        return [note for note in self.notes if isinstance(note, Caution)]
 
     @property
     def sorted_files(self) -> list[Path]:

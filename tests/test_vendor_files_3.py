@@ -35,7 +35,7 @@ def coinbase_trades(n: int = N) -> list[dict]:
             for i in range(n)]
 
 
-def test_coinbase_rest_trades_read_flipped_with_the_preset_the_note_names(tmp_path: Path) -> None:
+def test_coinbase_rest_trades_read_flipped_with_the_preset_the_note_names(tmp_path: Path, capsys) -> None:
     trades = coinbase_trades()
     # the API lists the newest trade first, and a dump keeps that order
     pl.DataFrame(trades[::-1]).select("trade_id", "side", "size", "price", "time").write_csv(tmp_path / "BTC-USD.csv")
@@ -45,7 +45,14 @@ def test_coinbase_rest_trades_read_flipped_with_the_preset_the_note_names(tmp_pa
     assert as_is.notes[1] == ("BTC-USD.csv: its columns are Coinbase Exchange's trades layout, whose side is the "
                               "MAKER's; read here as the aggressor's. If the file is Coinbase's, give --preset "
                               "coinbase-trades (sides flipped)")
+    assert as_is.cautions == [as_is.notes[1]]  # said again at the end of a run: every side may be inverted
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    code = main(["backtest", str(tmp_path / "BTC-USD.csv"), "--queries", str(tmp_path / "q.yaml"), "--out",
+                 str(tmp_path / "a.parquet"), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0 and out.splitlines()[-1] == f"warning (said above too): {as_is.notes[1]}", out
     replay = FileReplay(tmp_path / "BTC-USD.csv", columns="coinbase-trades")
+    assert replay.cautions == []
     flipped = drain(replay)
     assert flipped[:2] == [Tick("BTC-USD", COINBASE_T0 + 123_456_000, "trade", price=64000.12, size=0.0012,
                                 side="buy"),

@@ -154,6 +154,7 @@ def test_files_of_several_venues_feeding_one_stream_get_a_note(tmp_path: Path) -
     note = next(n for n in replay.notes if n.startswith("stream BTCUSDT is fed by files of 3 venues"))
     assert "binance (BTCUSDT-trades-2024-01-02.csv)" in note and "bybit (BTCUSDT2024-01-02.csv)" in note
     assert "binance-futures (tardis_trades.csv)" in note and "replay list" in note
+    assert replay.cautions == [note]  # and said again at the end of a run
     # one venue's trades and quotes are one market: no note
     assert not any("venues" in n for n in FileReplay([tmp_path / "tardis_trades.csv",
                                                       tmp_path / "tardis_quotes.csv"]).notes)

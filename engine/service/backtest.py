@@ -84,6 +84,7 @@ class BacktestReport:
     test_from: float | None = None  # only answers after this fraction of each stream's ticks were scored
     model_path: str | None = None  # the checkpoint that answered (None: the built-in model)
     stream_ticks: dict[str, int] = field(default_factory=dict)  # each stream's ticks in this run (what test_from cuts)
+    cautions: list[str] = field(default_factory=list)  # notes on the reading said again at the end (layout.Caution)
 
     def summary(self) -> str:
         resumed = f", resumed after {self.resumed_at}" if self.resumed_at else ""
@@ -118,6 +119,7 @@ class BacktestReport:
                          f"the class frequencies as a constant forecast ({worst.query}: Brier {worst.model_brier:.3f} "
                          f"vs {worst.frequency_brier:.3f}); what was published is the adapted mix.{fit}")
         lines += self._published_verdict()
+        lines += [f"warning (said above too): {caution}" for caution in self.cautions]
         return "\n".join(lines)
 
     def _published_verdict(self) -> list[str]:
@@ -245,7 +247,8 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
     except Exception as e:  # a plotting problem must not turn a finished backtest into a failure
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
     return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, dict(replay.rejected.examples),
-                          parts.resumed_at, test_from, config.model.path, {name: len(m) for name, m in marks.items()})
+                          parts.resumed_at, test_from, config.model.path, {name: len(m) for name, m in marks.items()},
+                          replay.cautions)
 
 
 def _say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: list[str],

@@ -622,6 +622,8 @@ def cmd_feed(args: argparse.Namespace) -> None:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
     print(stats.summary() + ("; stopped by a signal" if stop.is_set() else ""), file=sys.stderr)
+    for caution in getattr(source, "cautions", ()):
+        print(f"flashtick feed: warning (said above too): {caution}", file=sys.stderr)
     if stats.unconfirmed:
         raise ConnectionError(f"the engine has neither accepted nor refused {stats.unconfirmed} of the ticks sent "
                               f"(none more for {FINISH_STALL_S:g} s): they may be lost; `flashtick streams` says what "
