@@ -344,7 +344,8 @@ class Server:
             limits = self.config.limits
             print(f"flashtick: behind: {pending} tokens wait for a forward (limits.max_backlog_tokens="
                   f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "
-                  f"(limits.max_lag_s={limits.max_lag_s:g}; unread in the ingest queue included); when_behind: "
+                  f"(limits.max_lag_s={limits.max_lag_s:g}; or the ingest queue not once emptied for that long); "
+                  f"when_behind: "
                   f"{limits.when_behind} ({f'{shed} ticks refused as overloaded since the last heartbeat' if limits.when_behind == 'shed' else 'answers lag'})",
                   file=sys.stderr, flush=True)
 
