@@ -324,7 +324,7 @@ class Scheduler:
             if booked is not None:
                 tokens, boundaries, roll_at = booked
                 state.session.tokens, state.boundaries, state.roll_at = list(tokens), list(boundaries), roll_at
-                state.next_token_logits = None  # (the header's no longer comes right before the next token)
+                state.next_token_logits = None  # what follows these tokens is predicted once they are computed
 
     def drop(self, stream: str) -> None:
         """Forget ``stream`` (expired, here or in the run a tick log replays): its KV returns to the pool, and its
@@ -575,7 +575,6 @@ class Scheduler:
             self._book(state, chunk.tokens, chunk.event_ts, chunk.ticks)
             state.arrival_ns = chunk.arrival_ns
             self.stats.skipped_tokens += len(chunk.tokens)
-        state.next_token_logits = None
 
     @staticmethod
     def _rolls_ahead(state: Stream) -> bool:
@@ -594,6 +593,7 @@ class Scheduler:
         state.session.tokens.extend(tokens)
         state.ticks += ticks
         state.event_ts = event_ts
+        state.next_token_logits = None  # what follows these tokens is predicted once they are computed
 
     def _roll_if_needed(self, state: Stream, incoming: int) -> None:
         """Keep sink + recent tokens (from a chunk boundary) when ``incoming`` more tokens (the next chunk:

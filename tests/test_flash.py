@@ -244,6 +244,27 @@ def test_sessions_share_the_header_prefix(checkpoint) -> None:
     assert surprises.keys() == {"A", "B", "C"} and all(abs(s - nll) <= 1e-3 for s in surprises.values()), (surprises, nll)
 
 
+def test_a_restored_streams_next_surprise_follows_its_own_tokens_not_the_header(checkpoint) -> None:
+    """A stream restored from a tick log (tokens booked, then computed by the rebuild) predicts its next tick from
+    its own last token: the header's prediction is a new stream's only."""
+    config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16}})
+    header = (1, 2, 3)
+    engine = Engine(TickPipeline(config).runner, SchedulerConfig(header=header))
+    hf = LlamaForCausalLM.from_pretrained(checkpoint).eval()
+    with torch.no_grad():
+        logits = hf(torch.tensor([[*header, 50, 51, 52, 53, 60, 61, 62, 63]])).logits[0]  # (11, vocab)
+    nll = -torch.log_softmax(logits[6:10], dim=-1)[torch.arange(4), torch.tensor([60, 61, 62, 63])]  # (4,)
+    for rebuilt in (True, False):
+        engine.scheduler.restore(f"R{rebuilt}", [50, 51, 52, 53], event_ts=1)
+        if rebuilt:  # its last row computed by the rebuild: every token of the next tick has its prediction
+            engine.rebuild()
+        engine.submit(f"R{rebuilt}", [60, 61, 62, 63], event_ts=2)
+        (progress,) = engine.step().advanced
+        # computed with the next tick's forward, the restored tokens give no row before it: its first token is
+        # left out, never scored by the header's prediction
+        assert progress.surprise == pytest.approx(float(nll.sum() if rebuilt else nll[1:].sum()), abs=1e-3)
+
+
 def test_text_model_multi_token_choices_equal_stateless(tmp_path) -> None:
     """A Hugging Face text model with its own tokenizer: ticks become lines of text, multi-token
     choices are scored as whole sequences, and the answers match transformers run statelessly."""
