@@ -76,8 +76,10 @@ def test_bad_arguments_fail_fast() -> None:
 
 def dead_endpoint() -> str:
     probe = zmq.Context.instance().socket(zmq.PULL)
-    port = probe.bind_to_random_port("tcp://127.0.0.1")
-    probe.close(linger=0)  # the port is now (almost surely) closed: no engine accepts there
+    # below the kernel's ephemeral range (32768-60999 on Linux): no other test's server bound to port 0 gets it
+    # next, and no connection's own source port can be it (a TCP self-connect, seen once under load)
+    port = probe.bind_to_random_port("tcp://127.0.0.1", min_port=20000, max_port=30000)
+    probe.close(linger=0)  # the port is now closed: no engine accepts there
     return f"tcp://127.0.0.1:{port}"
 
 
