@@ -82,7 +82,7 @@ def compile_query(spec: QuerySpec, codec: QueryCodec) -> CompiledQuery:
     if not labels:
         needs = "values (label: number)" if spec.kind == "expectation" else "choices"
         raise QueryCompileError(f"query {spec.name!r}: a free-text {spec.kind} query needs {needs}")
-    candidates = tuple(tuple(_tokenize(codec, label, spec.name)) for label in labels)
+    candidates = tuple(tuple(_tokenize(codec, label, spec.name, as_label=True)) for label in labels)
     values = tuple(spec.values[label] for label in labels) if spec.kind == "expectation" else ()
     if all(len(c) == 1 for c in candidates) and len({c[0] for c in candidates}) == len(candidates):
         return CompiledQuery(spec, question, labels, answer_ids=tuple(c[0] for c in candidates), values=values)
@@ -110,8 +110,15 @@ def _compile_named(spec: QuerySpec, named: CodecQuestion) -> CompiledQuery:
                          temperature=float(cal.temperature), bias=bias)
 
 
-def _tokenize(codec: QueryCodec, text: str | None, query: str) -> list[int]:
+def _tokenize(codec: QueryCodec, text: str | None, query: str, as_label: bool = False) -> list[int]:
+    """``text`` (a question, or with ``as_label`` a choice's or value's label) as the model's tokens."""
     tokens = None if text is None else codec.question_tokens(text)
+    if tokens is None and as_label:
+        raise QueryCompileError(
+            f"query {query!r}: label {text!r} is free text, which a tick model cannot read: choices and values "
+            f"written as text need a text model; a tick model answers its named questions (question: one of "
+            f"{', '.join(sorted(codec.questions))}), with choices or values among their answers"
+        )
     if tokens is None:
         raise QueryCompileError(
             f"query {query!r}: question {text!r} is not a question of this model's codec, and a tick model cannot "

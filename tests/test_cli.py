@@ -338,3 +338,8 @@ def test_feed_stopped_by_sigterm_says_what_it_sent(checkpoint, tmp_path) -> None
             feed.kill()
     assert feed.returncode == 0, err
     assert "stopped by a signal" in err and "sent " in err, err
+
+
+def test_register_of_a_missing_file_says_so_before_connecting(tmp_path, capsys) -> None:
+    code, _, err = run(capsys, "register", str(tmp_path / "nofile.yaml"), "--control", "tcp://127.0.0.1:1")
+    assert code == 2 and f"queries file {tmp_path / 'nofile.yaml'} does not exist" in err, err

@@ -491,3 +491,20 @@ def test_max_stale_ticks_counts_the_ticks_accepted_and_not_yet_computed(checkpoi
     assert pipeline.encoders.accepted([stream])[stream]["ticks"] == 42
     assert pipeline.answer_at_once(spec, stream, max_stale_ticks=11) is None  # 12 behind what was sent
     assert pipeline.answer_at_once(spec, stream, max_stale_ticks=12) == (cached, None)
+
+
+def test_text_labels_and_adhoc_surprises_are_refused_with_what_works(live) -> None:
+    """A reviewer's `question_tokens` + `choices` on the tick model was refused as "question 'up' is not a
+    question"; an ad-hoc surprise said none was computed yet, on a stream with 2,100 ticks."""
+    server, push = live
+    push.send(encode(ticks(20, seed=9)))
+    with ControlClient(server.endpoints["control"]) as control:
+        wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 20)
+        stream = sorted(server.pipeline.engine.scheduler.streams)[0]
+        with pytest.raises(ControlError, match=r"label 'up' is free text, which a tick model cannot read: choices "
+                                               r"and values written as text need a text model"):
+            control.call("register", yaml="queries:\n  - {name: qt, streams: ['*'], kind: choice, "
+                                          "question_tokens: [5], choices: [up, down]}")
+        with pytest.raises(ControlError, match="for the standing queries of kind surprise only: register one"):
+            control.call("ask", stream=stream, spec={"name": "s", "kind": "surprise"})
+        assert control.call("health")["status"] == "serving"

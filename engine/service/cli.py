@@ -682,9 +682,14 @@ def _note_gap(last_seqs: dict[str, int], topic: str, payload: dict) -> None:
 
 
 def cmd_register(args: argparse.Namespace) -> None:
+    if not args.file.is_file():
+        raise FileNotFoundError(f"queries file {args.file} does not exist")
     text = args.file.read_text()
     with _control(args) as control:  # the file name, so errors read `my_queries.yaml:12: ...`
         reply = control.call("register", yaml=text, source=args.file.name)
+    if not reply["registered"]:
+        print(f"registered no query: {args.file} lists none (registry version {reply['version']})")
+        return
     print(f"registered {', '.join(reply['registered'])} (registry version {reply['version']})")
 
 

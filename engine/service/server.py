@@ -450,7 +450,11 @@ class Server:
             raise ControlError("op 'ask' needs 'query' (a registered query's name) or 'spec' (a query mapping)")
         if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
             cached = self.pipeline.cache.get(spec.name, stream)
-            if cached is None and not spec.matches(stream):  # (an ad-hoc spec matches every stream)
+            if cached is None and "spec" in request:
+                raise ControlError("a surprise is computed by the ingest forward, for the standing queries of kind "
+                                   "surprise only: register one on the stream (its latest surprise is then an ask "
+                                   "of it by name)")
+            if cached is None and not spec.matches(stream):
                 raise ControlError(f"query {spec.name!r} does not stand on stream {excerpt(stream)} (its streams: "
                                    f"{list(spec.streams)}): a surprise is computed by the ingest forward of the "
                                    f"streams its query stands on; register one whose streams match it")
