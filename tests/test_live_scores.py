@@ -180,3 +180,13 @@ def test_streams_where_answers_do_worse_than_their_class_frequencies_are_named()
     worst = summary["worse_than_prior"][0]
     assert worst["scored"] == 295 and worst["brier"] == pytest.approx(0.8**2 + 0.1**2 + 0.9**2)
     assert worst["prior_brier"] < 0.05  # after the first answers, "up" every time is what the stream does
+
+
+def test_a_query_whose_answers_all_wait_for_their_future_is_listed() -> None:
+    """A reviewer's newly registered queries were missing from `scores` until one answer was scored."""
+    pipeline, answers, _ = serve(ticks=80)  # ~20 ticks a stream: no 50-tick horizon has come yet
+    scores = pipeline.stats()["scores"]
+    assert {"vol50", "move50"} <= {a.query for a in answers}
+    for query in ("vol50", "move50"):
+        assert scores[query]["scored"] == 0 and scores[query]["pending"] > 0 and scores[query]["brier"] is None
+    assert "flashtick_live_brier{query=\"vol50\"}" not in render(pipeline.stats())  # nothing scored: no sample

@@ -293,4 +293,6 @@ class LiveScores(StreamMarksBook):
                                    "prior_brier": s.mean(s.prior_brier)}
         return {query: score.summary(pending.get(query, 0)) | {"worse_than_prior": [
                     named(stream, s) for _, stream, s in sorted(worse.get(query, []), key=lambda w: (-w[0], w[1]))
-                    [:WORST_STREAMS]]} for query, score in sorted(self.scores.items())}
+                    [:WORST_STREAMS]]} for query, score in sorted(
+                        # a query whose answers all still wait for their future is listed too, with none scored
+                        {**{query: QueryScore() for query in pending}, **self.scores}.items())}
