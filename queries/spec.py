@@ -236,6 +236,9 @@ class QuerySpec:
         for i, s in enumerate(streams):
             if why := _check_glob(s):
                 raise _fail("streams", f"streams[{i}] {excerpt(s)} is not a valid glob: {why}", i)
+            if "/" in s:  # the wire refuses such a name (bad_stream): answer topics are <query>/<stream>/
+                raise _fail("streams", f"streams[{i}] {excerpt(s)} has a '/', which no stream name has (topics "
+                                       f"use it): it would match no stream", i)
         self._set("streams", streams)
         self._set("_exact", frozenset(s for s in streams if not _GLOB_CHARS & set(s)))
         self._set("_globs", tuple(re.compile(fnmatch.translate(s)) for s in streams if _GLOB_CHARS & set(s)))
@@ -301,6 +304,9 @@ class QuerySpec:
         choices = _str_list("choices", self.choices)
         if not choices:
             raise _fail("choices", "choices must not be empty (omit it to use a codec question's labels)")
+        if len(choices) == 1:
+            raise _fail("choices", f"one choice ({excerpt(choices[0])}) is always the answer, with probability 1: "
+                                   f"give at least two")
         if len(choices) > MAX_CHOICES:
             raise _fail("choices", f"{len(choices)} choices, over the limit of {MAX_CHOICES}")
         dup = next((c for i, c in enumerate(choices) if c in choices[:i]), None)
@@ -317,6 +323,9 @@ class QuerySpec:
             raise _fail("values", f"values must be a mapping of label -> number, got {type(self.values).__name__}")
         if not self.values:
             raise _fail("values", "values must not be empty (omit it to use a codec question's values)")
+        if len(self.values) == 1:
+            raise _fail("values", f"one label ({excerpt(next(iter(self.values)))}) is always the answer: its value "
+                                  f"is the expectation whatever the model says; give at least two")
         if len(self.values) > MAX_CHOICES:
             raise _fail("values", f"{len(self.values)} values, over the limit of {MAX_CHOICES}")
         for label in self.values:

@@ -190,10 +190,10 @@ def test_the_compiled_query_cache_never_outgrows_the_registry() -> None:
     codec = BinnedCodec()
     reg = Registry(codec.questions)
     flash = FlashQueries(reg, AnswerCache(), codec, "m")
-    ev = "queries:\n  - {name: %s, streams: [x], question: direction_20, kind: expectation, values: {up: %d}}\n"
+    ev = "queries:\n  - {name: %s, streams: [x], question: direction_20, kind: expectation, values: {up: %d, down: 0}}\n"
     for i in range(50):
         spec = reg.register(ev % (f"q{i % 5}", i))[0]
-        assert flash.compiled(spec) is flash.compiled(spec) and flash.compiled(spec).values == (float(i),)
+        assert flash.compiled(spec) is flash.compiled(spec) and flash.compiled(spec).values == (float(i), 0.0)
         flash.compiled(QuerySpec(name=f"adhoc{i}", streams=("x",), kind="surprise"))  # an ask: not kept
         assert len(flash._compiled) <= len(reg)
         if i % 7 == 0:

@@ -382,3 +382,15 @@ def test_a_whitespace_question_is_a_prompt_and_an_empty_one_is_refused() -> None
     assert spec.question == "\n"
     with pytest.raises(QuerySpecError, match="question must be a non-empty string, got ''"):
         load_queries('queries: [{name: e, streams: [x], kind: choice, question: "", choices: [" a", " b"]}]')
+
+
+def test_queries_that_could_never_answer_anything_useful_are_refused() -> None:
+    """A reviewer's `streams: ["AAA/x"]` (no stream name has a '/') and `choices: [up]` (always p=1) were taken."""
+    slash = rejected('queries:\n  - {name: a, streams: ["AAA/x", ZZZ], question: direction_5, kind: choice}\n')
+    assert str(slash) == ("queries.yaml:2: query 'a': streams[0] 'AAA/x' has a '/', which no stream name has (topics "
+                          "use it): it would match no stream")
+    one = rejected("queries:\n  - {name: b, streams: ['*'], question: direction_5, kind: choice, choices: [up]}\n")
+    assert "one choice ('up') is always the answer, with probability 1: give at least two" in str(one)
+    value = rejected("queries:\n  - {name: c, streams: ['*'], question: move_bps_50, kind: expectation,\n"
+                     "     values: {up: 1}}\n")
+    assert "one label ('up') is always the answer" in str(value)
