@@ -75,8 +75,10 @@ def packable(value: Any) -> Any:
     """msgpack's hook for values it cannot pack: numpy scalars as the Python values they hold."""
     if (converted := plain(value)) is not value:
         return converted
-    raise TypeError(f"a tick's field value {value!r} ({type(value).__name__}) cannot be sent: fields are str, int, "
-                    f"float or None")
+    kind = "an int past 64 bits" if isinstance(value, int) else type(value).__name__
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    raise TypeError(f"value {shown} ({kind}) cannot be sent: a tick's fields and a request's values are str, int "
+                    f"(64-bit), float or None")
 
 
 def pack(ticks: SendItem | Sequence[SendItem]) -> tuple[bytes, int]:

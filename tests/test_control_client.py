@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import zmq
 
-from connectors.feed import pack
+from connectors.feed import pack, packable
 from connectors.ticks import trade
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError, ControlTimeout
 
@@ -141,8 +141,10 @@ def test_ticks_from_numpy_values_build_and_send() -> None:
     payload, n = pack({"stream": "NP.X", "ts": np.int64(5), "kind": "trade", "price": np.float32(1.5), "size": 1.0})
     assert n == 1 and msgpack.unpackb(payload) == {"stream": "NP.X", "ts": 5, "kind": "trade", "price": 1.5,
                                                    "size": 1.0}
-    with pytest.raises(TypeError, match="cannot be sent: fields are str, int, float or None"):
+    with pytest.raises(TypeError, match="cannot be sent: a tick's fields and a request's values are str, int "):
         pack({"stream": "NP.X", "ts": object()})
+    with pytest.raises(TypeError, match=r"value 1000000000000000000000000000000 \(an int past 64 bits\) cannot be "):
+        msgpack.packb({"op": "ask", "max_stale_ticks": 10**30}, default=packable)  # (a request, as ControlClient)
 
 
 def test_subscribers_refuse_a_bare_topic_string_and_a_missing_control_client() -> None:

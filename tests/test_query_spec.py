@@ -394,3 +394,8 @@ def test_queries_that_could_never_answer_anything_useful_are_refused() -> None:
     value = rejected("queries:\n  - {name: c, streams: ['*'], question: move_bps_50, kind: expectation,\n"
                      "     values: {up: 1}}\n")
     assert "one label ('up') is always the answer" in str(value)
+
+
+def test_an_empty_trigger_says_to_leave_the_key_out() -> None:
+    error = rejected("queries:\n  - {name: a, streams: ['*'], question: direction_5, kind: choice, trigger: null}\n")
+    assert "trigger is empty (YAML null): leave the key out for the default 'batch'" in str(error)
