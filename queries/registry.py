@@ -18,7 +18,7 @@ from types import MappingProxyType
 from queries.limits import QueryLimits, excerpt
 from queries.spec import (DEFAULT_TOPIC, NamedQuestion, QuerySpec, QuerySpecError, check_limits, check_questions,
                           unanswerable_reason)
-from queries.yaml_loader import load_queries, load_queries_file
+from queries.yaml_loader import load_queries, load_queries_file, query_lines
 
 
 class UnknownQueryError(LookupError):
@@ -55,10 +55,14 @@ def _check_topic_namespaces(specs: Iterable[QuerySpec], new: set[str]) -> None:
         owner = prefix.split("/")[0] if "/" in prefix else None
         if owner is None or owner == spec.name or owner not in owners or not {spec.name, owner} & new:
             continue
-        why = (f"query {excerpt(spec.name)} publishes on {excerpt(spec.topic)} and query {excerpt(owner)} on its "
-               f"default topics, {owner}/{{stream}}/: their answers would interleave there")
-        fix = "give it a topic of its own" if spec.name in new else "give it another name, or a topic of its own"
-        raise QuerySpecError(f"{why}; {fix}", query=spec.name if spec.name in new else owner, key="topic")
+        if spec.name in new:
+            why = (f"its topic {excerpt(spec.topic)} starts where query {excerpt(owner)} publishes on its default "
+                   f"topics, {owner}/{{stream}}/: their answers would interleave there; give it a topic of its own")
+        else:
+            why = (f"query {excerpt(spec.name)} publishes on {excerpt(spec.topic)}, inside this query's default "
+                   f"topics {owner}/{{stream}}/: their answers would interleave there; give it another name, or a "
+                   f"topic of its own")
+        raise QuerySpecError(why, query=spec.name if spec.name in new else owner, key="topic")
 
 
 class Registry:
@@ -114,7 +118,13 @@ class Registry:
             for spec in new:
                 merged[spec.name] = spec
             if not restoring:
-                _check_topic_namespaces(merged.values(), {spec.name for spec in new})
+                try:
+                    _check_topic_namespaces(merged.values(), {spec.name for spec in new})
+                except QuerySpecError as e:  # found across documents: located in this one like its other problems
+                    if not isinstance(specs, str):
+                        raise
+                    raise e.located(source, query_lines(specs, source, self.limits).get(e.query or ""), None) \
+                        from None
             for spec in new:
                 versions[spec.name] = version
                 self._fired.pop(spec.name, None)

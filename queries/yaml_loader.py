@@ -314,6 +314,18 @@ def load_queries(
     return parse_document(text, source, questions, limits, answerable)
 
 
+def query_lines(text: str, source: str = "<string>", limits: QueryLimits | None = None) -> dict[str, int]:
+    """Each query's name -> the line it is named on, in a document ``load_queries`` accepted: for problems found
+    later, across documents (a topic that clashes with a query registered before), to be located like the rest."""
+    doc = _Doc(source, limits or QueryLimits())
+    lines: dict[str, int] = {}
+    for node in _query_nodes(_compose(text, doc), doc):
+        name, line = _name_of(doc, node)
+        if name is not None:
+            lines.setdefault(name, line)
+    return lines
+
+
 def load_queries_file(path: str | Path, questions: Mapping[str, NamedQuestion] | None = None,
                       limits: QueryLimits | None = None, answerable: Callable[[QuerySpec], object] | None = None
                       ) -> list[QuerySpec]:

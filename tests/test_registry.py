@@ -200,10 +200,14 @@ def test_a_query_may_not_publish_on_another_querys_default_topics():
     registry.register("queries:\n  - {name: dir20, streams: ['*'], kind: surprise}\n"
                       "  - {name: a, streams: [A], kind: surprise, topic: shared/}\n"
                       "  - {name: b, streams: [B], kind: surprise, topic: shared/}\n")
-    with pytest.raises(QuerySpecError, match=r"query 'dirx' publishes on 'dir20/\{stream\}/' and query 'dir20' on its "
-                                             r"default topics.*give it a topic of its own"):
-        registry.register("queries:\n  - {name: dirx, streams: ['*'], kind: surprise, topic: 'dir20/{stream}/'}\n")
-    with pytest.raises(QuerySpecError, match=r"query 'shared': query 'a' publishes on 'shared/'.*another name"):
+    # located in the document like its other problems (file:line: query 'name': reason), the name said once
+    with pytest.raises(QuerySpecError, match=r"^mine.yaml:3: query 'dirx': its topic 'dir20/\{stream\}/' starts where "
+                                             r"query 'dir20' publishes on its default topics.*give it a topic of its "
+                                             r"own$"):
+        registry.register("queries:\n  - {name: ok1, streams: ['*'], kind: surprise}\n"
+                          "  - {name: dirx, streams: ['*'], kind: surprise, topic: 'dir20/{stream}/'}\n", "mine.yaml")
+    with pytest.raises(QuerySpecError, match=r"^<string>:2: query 'shared': query 'a' publishes on 'shared/', inside "
+                                             r"this query's default topics.*another name"):
         registry.register("queries:\n  - {name: shared, streams: ['*'], kind: surprise}\n")
     assert [s.name for s in registry.list()] == ["dir20", "a", "b"] and registry.version == 1
     registry.register("queries:\n  - {name: c, streams: ['*'], kind: surprise, topic: 'shared/{stream}/'}\n")
