@@ -220,6 +220,10 @@ class StreamEncoders:
         if encoder is not None and encoder.last_ts is not None:
             self._expired_last_ts[stream] = encoder.last_ts
 
+    def expired(self, stream: str) -> bool:
+        """Whether ``stream`` sent data and then expired (scheduler.stream_idle_s) with nothing since."""
+        return stream not in self._encoders and stream in self._expired_last_ts
+
     def ticks_of(self, stream: str) -> int | None:
         """``stream``'s accepted tick count (None: none held), computed or still waiting for a forward."""
         encoder = self._encoders.get(stream)

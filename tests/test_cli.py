@@ -343,3 +343,35 @@ def test_feed_stopped_by_sigterm_says_what_it_sent(checkpoint, tmp_path) -> None
 def test_register_of_a_missing_file_says_so_before_connecting(tmp_path, capsys) -> None:
     code, _, err = run(capsys, "register", str(tmp_path / "nofile.yaml"), "--control", "tcp://127.0.0.1:1")
     assert code == 2 and f"queries file {tmp_path / 'nofile.yaml'} does not exist" in err, err
+
+
+def test_health_exits_non_zero_until_the_service_serves(capsys) -> None:
+    """A readiness check: a reviewer's script waited for `flashtick health` to exit 0, then register failed with
+    "the service is starting". A ROUTER standing in for a service that is still loading its model."""
+    import threading
+
+    import msgpack
+
+    router = zmq.Context.instance().socket(zmq.ROUTER)
+    router.linger = 0
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    replies = iter([{"status": "starting", "uptime_s": 0.5, "model": "m", "phase": "loading the model"},
+                    {"status": "serving", "uptime_s": 2.0, "streams": 0, "model": "m"}])
+
+    def answer_twice() -> None:
+        for reply in replies:
+            *route, payload = router.recv_multipart()
+            request = msgpack.unpackb(payload)
+            router.send_multipart([*route, msgpack.packb({"ok": True, "id": request["id"], **reply})])
+
+    thread = threading.Thread(target=answer_twice, daemon=True)
+    thread.start()
+    try:
+        control = ("--control", f"tcp://127.0.0.1:{port}")
+        code, out, _ = run(capsys, "health", *control)
+        assert code == 1 and json.loads(out)["status"] == "starting"
+        code, out, _ = run(capsys, "health", *control)
+        assert code == 0 and json.loads(out)["status"] == "serving"
+        thread.join(5)
+    finally:
+        router.close(linger=0)

@@ -48,6 +48,10 @@ def test_shipped_examples_load() -> None:
     ({"model": {"dtype": "float64"}}, "model.dtype must be one of"),
     ({"model": {"weights": "int8"}}, "model.weights must be one of"),
     ({"endpoints": {"ingest": "127.0.0.1:5555"}}, "endpoints.ingest must be a ZeroMQ endpoint"),
+    # ZeroMQ itself binds these to the port modulo 65536 without a word
+    ({"endpoints": {"ingest": "tcp://127.0.0.1:99999"}}, r"endpoints.ingest 'tcp://127.0.0.1:99999': a tcp port is 1 "
+                                                         r"to 65535 \(0 or \*: any free one\)"),
+    ({"endpoints": {"answers": "tcp://127.0.0.1:-5"}}, "endpoints.answers 'tcp://127.0.0.1:-5': a tcp port is 1"),
     ({"endpoints": {"feeds": ["not-an-endpoint"]}}, "an endpoints.feeds entry must look like .tcp://host:port., got"),
     ({"limits": {"heartbeat_s": 0}}, "limits.heartbeat_s must be > 0"),
     ({"curve": {"enabled": True}}, "curve.enabled needs"),

@@ -288,15 +288,21 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
             # every message read (ticks_in reaches 300 with the last message perhaps still queued)
             wait_for(lambda: sum(control.call("stats")["stats"]["rejected"].values()) >= 1700, timeout_s=30)
             stats = control.call("stats")["stats"]
+            refused = sorted(server.pipeline.engine.scheduler.streams)[-1][:-5] + "01999"  # the burst's last name
+            with pytest.raises(ControlError, match=rf"stream '{refused}' has sent no data that was accepted \(1700 "
+                                                   r"ticks of new streams were refused as stream_refused"):
+                control.call("ask", stream=refused, spec={"name": "x", "question": "direction_20", "kind": "choice"})
         assert stats["streams"] == 300 and stats["rejected"] == {"stream_refused": 1700}
         wait_for(lambda: not server.pipeline.engine.busy, timeout_s=30)
 
 
 
-def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint) -> None:
-    """After scheduler.stream_idle_s an ask names the expiry (not "has sent no data"), and `streams` still knows
-    the stream's last accepted ts: where its feed resumes."""
-    with live_server(checkpoint, scheduler={"stream_idle_s": 0.2}, limits={"heartbeat_s": 0.1}) as (server, push):
+def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint, tmp_path) -> None:
+    """After scheduler.stream_idle_s an ask names the expiry (not "has sent no data"), as do a surprise's ask and
+    `get` (not "yet"), and `streams` still knows the stream's last accepted ts: where its feed resumes."""
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    with live_server(checkpoint, scheduler={"stream_idle_s": 0.2}, limits={"heartbeat_s": 0.1},
+                     queries=str(tmp_path / "q.yaml")) as (server, push):
         market = ticks(8)
         push.send(encode(market))
         stream = market[0].stream
@@ -304,6 +310,10 @@ def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint) -> None
             wait_for(lambda: control.call("stats")["stats"]["streams_expired"] >= 1, timeout_s=10)
             with pytest.raises(RuntimeError, match="expired after scheduler.stream_idle_s"):
                 control.call("ask", stream=stream, spec={"name": "x", "question": "direction_20", "kind": "choice"})
+            with pytest.raises(RuntimeError, match="expired after scheduler.stream_idle_s"):
+                control.call("ask", stream=stream, query="nll")
+            assert control.call("get", stream=stream, query="dir") == {"ok": True, "answer": None,
+                                                                        "stream_known": True, "expired": True}
             last = max(t.ts for t in market if t.stream == stream)
             assert control.call("streams", streams=[stream])["streams"] == {stream: {"ticks": 0, "last_ts": last}}
 

@@ -744,7 +744,10 @@ def cmd_get(args: argparse.Namespace) -> int:
         except InvalidTick as e:  # never a stream's name, so never an answer: not "yet"
             print(f"flashtick get: {args.stream!r} cannot be a stream: {e}", file=sys.stderr)
             return 2
-        if reply.get("stream_known") is False:
+        if reply.get("expired"):
+            print(f"flashtick get: stream {args.stream!r} expired after scheduler.stream_idle_s without data: its "
+                  f"cached answers went with its session (its next tick starts a new one)", file=sys.stderr)
+        elif reply.get("stream_known") is False:
             print(f"flashtick get: no stream {args.stream!r} has sent data (`flashtick streams` lists those that "
                   f"have)", file=sys.stderr)
         else:
@@ -833,10 +836,12 @@ def cmd_streams(args: argparse.Namespace) -> None:
               file=sys.stderr)
 
 
-def cmd_health(args: argparse.Namespace) -> None:
+def cmd_health(args: argparse.Namespace) -> int | None:
     with _control(args) as control:
         reply = control.call("health")
     print(json.dumps({k: v for k, v in reply.items() if k != "ok"}, sort_keys=True))
+    if reply.get("status") != "serving":  # a readiness check: 0 once it serves, 1 while it starts
+        return 1
 
 
 def cmd_keygen(args: argparse.Namespace) -> None:

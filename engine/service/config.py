@@ -135,6 +135,10 @@ class EndpointsSection:
             value = getattr(self, name)
             if not isinstance(value, str) or "://" not in value:
                 raise ConfigError(f"endpoints.{name} must be a ZeroMQ endpoint like tcp://127.0.0.1:5555, got {value!r}")
+            port = value.rsplit(":", 1)[-1] if value.startswith("tcp://") and value.count(":") >= 2 else None
+            # ZeroMQ binds tcp://host:99999 to port 34463 (the number modulo 65536) without a word; 0 or *: any free
+            if port is not None and port != "*" and not (port.isdigit() and int(port) <= 65535):
+                raise ConfigError(f"endpoints.{name} {value!r}: a tcp port is 1 to 65535 (0 or *: any free one)")
         if self.metrics_port is not None and not 0 <= self.metrics_port < 65536:
             raise ConfigError(f"endpoints.metrics_port must be a TCP port, got {self.metrics_port}")
         for feed in self.feeds if isinstance(self.feeds, tuple) else ():

@@ -435,8 +435,9 @@ class Server:
         answer = self.pipeline.cache.get(_field(request, "query", str), stream)
         if answer is not None:
             return {"answer": answer.to_wire()}
-        # null either way; whether the stream has sent data tells "not yet" from a misspelt name
-        return {"answer": None, "stream_known": self.pipeline.encoders.accepted([stream])[stream] is not None}
+        # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one)
+        return {"answer": None, "stream_known": self.pipeline.encoders.accepted([stream])[stream] is not None,
+                **({"expired": True} if self.pipeline.encoders.expired(stream) else {})}
 
     def _op_ask(self, request: dict, reply: Any) -> dict | None:
         stream = _field(request, "stream", str)
@@ -459,7 +460,8 @@ class Server:
                                    f"{list(spec.streams)}): a surprise is computed by the ingest forward of the "
                                    f"streams its query stands on; register one whose streams match it")
             if cached is None:
-                raise ControlError(f"no surprise on stream {excerpt(stream)} yet: it is computed when ticks arrive")
+                raise self._no_session(stream) if self.pipeline.encoders.ticks_of(stream) is None else ControlError(
+                    f"no surprise on stream {excerpt(stream)} yet: it is computed when ticks arrive")
             return {"answer": cached.to_wire(), "cached": True}
         max_stale = request.get("max_stale_ticks")
         if max_stale is not None and (type(max_stale) is not int or max_stale < 0):
@@ -476,12 +478,20 @@ class Server:
         try:
             self.pipeline.ask(spec, stream, self._tickets)
         except UnknownStream:
-            if self.pipeline.encoders.accepted([stream])[stream] is not None:
-                raise ControlError(f"stream {excerpt(stream)} expired after scheduler.stream_idle_s without data: "
-                                   f"its session is gone, and its next tick starts a new one") from None
-            raise ControlError(f"stream {excerpt(stream)} has sent no data") from None
+            raise self._no_session(stream) from None
         self._waiting[self._tickets] = reply
         return None  # replied when a step has computed it
+
+    def _no_session(self, stream: str) -> ControlError:
+        """Why an ask finds no session of ``stream``: it expired, or no tick of it was accepted (refused ones
+        said: the KV policy `refuse` turns new streams away while the pool is promised to others)."""
+        if self.pipeline.encoders.accepted([stream])[stream] is not None:
+            return ControlError(f"stream {excerpt(stream)} expired after scheduler.stream_idle_s without data: its "
+                                f"session is gone, and its next tick starts a new one")
+        refused = self.pipeline.stats()["rejected"].get("stream_refused", 0)
+        return ControlError(f"stream {excerpt(stream)} has sent no data" + (
+            f" that was accepted ({refused} ticks of new streams were refused as stream_refused: scheduler.when_full: "
+            f"refuse, or scheduler.max_streams; `_rejects/` names them)" if refused else ""))
 
     def _op_answers(self, request: dict, _reply: Any) -> dict:
         """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""
