@@ -374,8 +374,13 @@ class Server:
             engine = getattr(self.pipeline, "engine", None)  # a sharded front door has none: its shards do
             window = engine.scheduler.window if engine is not None else self.config.scheduler.window
             block = self.config.kv.block_size  # a window, and the block a roll may straddle (configuration.md)
-            want = f"want about {streams} x {window + block} = {streams * (window + block)} KV cells" if window \
-                else "want more KV cells"
+            if engine is not None:  # what the streams hold now, each in whole blocks, plus the block a roll straddles
+                held = sum(-(-min(len(s.session.tokens), window) // block) * block + block
+                           for s in engine.scheduler.streams.values())
+                want = f"hold {held} tokens of KV between them now (whole blocks of {block}: a quiet stream takes one)"
+            else:
+                want = (f"want up to {streams} x {window + block} = {streams * (window + block)} KV cells" if window
+                        else "want more KV cells")
             print(f"flashtick: KV thrash: the last {THRASH_WINDOW_S:.0f} s evicted {evicted} cells of KV for "
                   f"{advanced} new ones; {streams} streams of up to {window or 'the model'} positions {want}, "
                   f"kv.cells is {capacity}: raise it (answers come late meanwhile)", file=sys.stderr, flush=True)
