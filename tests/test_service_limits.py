@@ -276,7 +276,7 @@ def test_shed_rejections_reach_the_rejects_topic(checkpoint) -> None:
         assert server.pipeline.stats()["rejected"] == {"overloaded": 19}
 
 
-def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socket_answers(checkpoint) -> None:
+def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socket_answers(checkpoint, capsys) -> None:
     from connectors.ticks import trade
 
     with live_server(checkpoint, scheduler={"max_streams": 300},
@@ -294,6 +294,11 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
                                                    r"ticks of new streams were refused as stream_refused"):
                 control.call("ask", stream=refused, spec={"name": "x", "question": "direction_20", "kind": "choice"})
         assert stats["streams"] == 300 and stats["rejected"] == {"stream_refused": 1700}
+        # and the log says it (once a heartbeat has seen them)
+        said = []
+        wait_for(lambda: said.append(capsys.readouterr().err) or "refused 1700 ticks of new streams" in "".join(said),
+                 timeout_s=10)
+        assert "(1700 in all; scheduler.when_full: evict, scheduler.max_streams: 300" in "".join(said)
         wait_for(lambda: not server.pipeline.engine.busy, timeout_s=30)
 
 

@@ -89,6 +89,7 @@ class Server:
             raise
         self._next_behind_warning = 0.0
         self._shed_at_heartbeat = 0  # ticks refused as overloaded up to the last heartbeat
+        self._refused_said, self._next_refused_warning = 0, 0.0  # stream_refused ticks the log has told of
         self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when messages wait unread
         self._kv_thrash = False
         self._thrash_mark: tuple[float, tuple[int, int]] | None = None
@@ -339,6 +340,7 @@ class Server:
                                      "pending_tokens": pending, "behind": behind,
                                      "lag_s": self._snapshot["lag_s"], "shed": shed})
         self._watch_kv_thrash()
+        self._say_refused_streams()
         if behind and time.monotonic() >= self._next_behind_warning:
             self._next_behind_warning = time.monotonic() + BEHIND_WARNING_EVERY_S
             limits = self.config.limits
@@ -348,6 +350,22 @@ class Server:
                   f"when_behind: "
                   f"{limits.when_behind} ({f'{shed} ticks refused as overloaded since the last heartbeat' if limits.when_behind == 'shed' else 'answers lag'})",
                   file=sys.stderr, flush=True)
+
+    def _say_refused_streams(self) -> None:
+        """New streams turned away (scheduler.when_full: refuse, or scheduler.max_streams) are refused on
+        `_rejects/` one by one; the operator reading the log hears of them too, at most every
+        BEHIND_WARNING_EVERY_S."""
+        refused = self._snapshot["rejected"].get("stream_refused", 0)
+        if refused <= self._refused_said or time.monotonic() < self._next_refused_warning:
+            return
+        self._next_refused_warning = time.monotonic() + BEHIND_WARNING_EVERY_S
+        scheduler = self.config.scheduler
+        print(f"flashtick: refused {refused - self._refused_said} ticks of new streams since the last such line "
+              f"({refused} in all; scheduler.when_full: {scheduler.when_full}, scheduler.max_streams: "
+              f"{scheduler.max_streams}, kv cells {self._snapshot.get('kv_cells_used', 0)} of "
+              f"{self._snapshot.get('kv_cells_capacity', 0)} in use; `_rejects/` names the streams)",
+              file=sys.stderr, flush=True)
+        self._refused_said = refused
 
     def _refresh_snapshot(self) -> None:
         self._snapshot = {**self.pipeline.stats(), **self.counters, "uptime_s": time.time() - self.started_at,
