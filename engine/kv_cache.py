@@ -109,8 +109,9 @@ class CacheSpec:
             raise ValueError("give the KV capacity as exactly one of cells or bytes")
         if self.block_size <= 0:
             raise ValueError(f"block_size must be > 0, got {self.block_size}")
-        if (self.cells or 1) <= 0 or (self.bytes or 1) <= 0:
-            raise ValueError("KV capacity must be > 0")
+        for name in ("cells", "bytes"):
+            if (value := getattr(self, name)) is not None and value <= 0:
+                raise ValueError(f"{name} must be > 0, got {value}")
 
     def num_blocks(self, config: ModelConfig, dtype: torch.dtype) -> int:
         block_bytes = config.kv_bytes_per_token * torch.finfo(dtype).bits // 8 * self.block_size

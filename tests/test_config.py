@@ -44,6 +44,8 @@ def test_shipped_examples_load() -> None:
     ({"scheduler": {"keep_fraction": 2}}, "engine.yaml: scheduler.keep_fraction must be in"),
     ({"answers": {"adapt": "x"}}, r"engine.yaml: answers.adapt must be one of"),
     ({"kv": {"block_size": 0}}, "engine.yaml: kv.block_size must be > 0, got 0"),
+    ({"kv": {"cells": 0}}, "engine.yaml: kv.cells must be > 0, got 0"),  # (0 passed, to fail later unnamed)
+    ({"kv": {"cells": -1}}, "engine.yaml: kv.cells must be > 0, got -1"),
     ({"scheduler": {"max_batch_tokens": 0}}, "max_batch_tokens must be > 0"),
     ({"model": {"dtype": "float64"}}, "model.dtype must be one of"),
     ({"model": {"weights": "int8"}}, "model.weights must be one of"),

@@ -106,7 +106,7 @@ class KVSection:
         try:
             return CacheSpec(block_size=self.block_size, cells=cells, bytes=self.bytes)
         except ValueError as e:
-            raise ConfigError(f"kv: {e}") from None
+            raise ConfigError(_keyed("kv", KVSection, str(e))) from None
 
 
 def _keyed(section: str, section_type: type, message: str) -> str:
