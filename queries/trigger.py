@@ -68,7 +68,8 @@ class Trigger:
                 return cls(raw)
             raise ValueError(f"unknown trigger {excerpt(raw)}; expected {_FORMS}")
         if raw is None:  # `trigger:` with nothing after it (YAML null): leave the key out for the default
-            raise ValueError(f"trigger is empty (YAML null): leave the key out for the default 'batch', or give {_FORMS}")
+            raise ValueError(f"trigger is empty (YAML null): leave the key out for the default 'batch', or give "
+                             f"{_FORMS}")
         if not isinstance(raw, dict) or len(raw) != 1:
             raise ValueError(f"trigger must be {_FORMS}, got {excerpt(raw)}")
         (key, value), = raw.items()

@@ -241,7 +241,8 @@ def test_sessions_share_the_header_prefix(checkpoint) -> None:
     # a stream's first surprise counts every token of its first tick, the first one predicted by the header
     logp = torch.log_softmax(logits[len(header) - 1 : len(header) + 3], dim=-1)  # (4, vocab): predict 50..53
     nll = float(-logp[torch.arange(4), torch.tensor([50, 51, 52, 53])].sum())
-    assert surprises.keys() == {"A", "B", "C"} and all(abs(s - nll) <= 1e-3 for s in surprises.values()), (surprises, nll)
+    assert surprises.keys() == {"A", "B", "C"}
+    assert all(abs(s - nll) <= 1e-3 for s in surprises.values()), (surprises, nll)
 
 
 def test_a_restored_streams_next_surprise_follows_its_own_tokens_not_the_header(checkpoint) -> None:

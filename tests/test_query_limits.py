@@ -190,7 +190,8 @@ def test_the_compiled_query_cache_never_outgrows_the_registry() -> None:
     codec = BinnedCodec()
     reg = Registry(codec.questions)
     flash = FlashQueries(reg, AnswerCache(), codec, "m")
-    ev = "queries:\n  - {name: %s, streams: [x], question: direction_20, kind: expectation, values: {up: %d, down: 0}}\n"
+    ev = ("queries:\n  - {name: %s, streams: [x], question: direction_20, kind: expectation,\n"
+          "     values: {up: %d, down: 0}}\n")
     for i in range(50):
         spec = reg.register(ev % (f"q{i % 5}", i))[0]
         assert flash.compiled(spec) is flash.compiled(spec) and flash.compiled(spec).values == (float(i), 0.0)

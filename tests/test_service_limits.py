@@ -366,7 +366,7 @@ def test_kv_too_small_for_the_streams_is_said_as_thrash(checkpoint, monkeypatch,
                 time.sleep(0.05)
             assert control.call("stats")["stats"]["kv_thrash"] is True
     said = capsys.readouterr().err
-    assert re.search(r"KV thrash: .*24 streams of up to \d+ positions hold \d+ tokens of KV between them now \(whole "
+    assert re.search(r"KV thrash: .*24 streams of up to \d+ positions hold \d+ KV cells between them now \(whole "
                      r"blocks of 16: a quiet stream takes one\), kv.cells is 1024: raise it", said), said
 
 

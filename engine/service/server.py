@@ -344,12 +344,12 @@ class Server:
         if behind and time.monotonic() >= self._next_behind_warning:
             self._next_behind_warning = time.monotonic() + BEHIND_WARNING_EVERY_S
             limits = self.config.limits
+            then = f"{shed} ticks refused as overloaded since the last heartbeat" if limits.when_behind == "shed" \
+                else "answers lag"
             print(f"flashtick: behind: {pending} tokens wait for a forward (limits.max_backlog_tokens="
                   f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "
                   f"(limits.max_lag_s={limits.max_lag_s:g}; or the ingest queue not once emptied for that long); "
-                  f"when_behind: "
-                  f"{limits.when_behind} ({f'{shed} ticks refused as overloaded since the last heartbeat' if limits.when_behind == 'shed' else 'answers lag'})",
-                  file=sys.stderr, flush=True)
+                  f"when_behind: {limits.when_behind} ({then})", file=sys.stderr, flush=True)
 
     def _say_refused_streams(self) -> None:
         """New streams turned away (scheduler.when_full: refuse, or scheduler.max_streams) are refused on
@@ -395,7 +395,7 @@ class Server:
             if engine is not None:  # what the streams hold now, each in whole blocks, plus the block a roll straddles
                 held = sum(-(-min(len(s.session.tokens), window) // block) * block + block
                            for s in engine.scheduler.streams.values())
-                want = f"hold {held} tokens of KV between them now (whole blocks of {block}: a quiet stream takes one)"
+                want = f"hold {held} KV cells between them now (whole blocks of {block}: a quiet stream takes one)"
             else:
                 want = (f"want up to {streams} x {window + block} = {streams * (window + block)} KV cells" if window
                         else "want more KV cells")
