@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import csv
 import gzip
-from collections import Counter
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import date as Date
 from pathlib import Path
