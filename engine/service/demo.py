@@ -105,7 +105,8 @@ def print_summary(stats: dict, elapsed: float) -> None:
           f"{runner['forwards']} forwards, {stats['streams']} streams, "
           f"KV {stats['kv_cells_used']}/{stats['kv_cells_capacity']} cells")
     if fresh:
-        print(f"answer freshness (tick read off the socket -> answer cached): p50 {fresh['p50']:.2f} ms, p99 {fresh['p99']:.2f} ms")
+        print(f"answer freshness (tick read off the socket -> answer cached): p50 {fresh['p50']:.2f} ms, "
+              f"p99 {fresh['p99']:.2f} ms")
     scored = {query: s for query, s in stats.get("scores", {}).items() if s["scored"]}
     if scored:  # each answer against what the market did next, beside the stream's own class frequencies
         print("live scores (answers whose future has arrived): " + "; ".join(
