@@ -221,7 +221,9 @@ def _untagged(node: yaml.Node, doc: _Doc, query: str | None = None) -> yaml.Node
     return node
 
 
-def _query_nodes(root: yaml.Node | None, doc: _Doc) -> list[yaml.Node]:
+def _query_nodes(root: yaml.Node | None, doc: _Doc, problems: list[QuerySpecError] | None = None) -> list[yaml.Node]:
+    """The document's query mappings. An unknown top-level key beside `queries` goes to ``problems`` when given (so
+    the queries' own problems are reported with it, not after it is fixed), else it is raised."""
     form = "a mapping with a single key 'queries' holding a list of queries"
     if root is None:
         raise doc.error(f"empty document; expected {form}", None)
@@ -232,7 +234,10 @@ def _query_nodes(root: yaml.Node | None, doc: _Doc) -> list[yaml.Node]:
     top = doc.pairs(root)
     for key, (key_node, _) in top.items():
         if key != "queries":
-            raise doc.error(f"unknown top-level key {excerpt(key)} (allowed: queries)", key_node)
+            unknown = doc.error(f"unknown top-level key {excerpt(key)} (allowed: queries)", key_node)
+            if problems is None or "queries" not in top:
+                raise unknown
+            problems.append(unknown)
     if "queries" not in top:
         raise doc.error(f"missing key 'queries'; expected {form}", root)
     seq = _untagged(top["queries"][1], doc)
@@ -251,9 +256,9 @@ def parse_document(
     """All problems are reported together, the first of each query, in one QuerySpecError. ``answerable`` (see
     Registry) checks each valid query against the serving model here, so its refusal has the query's line too."""
     doc = _Doc(source, limits or QueryLimits())
-    nodes = _query_nodes(_compose(text, doc), doc)
-    specs: list[QuerySpec] = []
     problems: list[QuerySpecError] = []
+    nodes = _query_nodes(_compose(text, doc), doc, problems)
+    specs: list[QuerySpec] = []
     first_line: dict[str, int] = {}
     for i, node in enumerate(nodes):
         # A name used twice is reported whether or not either copy has a problem of its own

@@ -399,3 +399,10 @@ def test_queries_that_could_never_answer_anything_useful_are_refused() -> None:
 def test_an_empty_trigger_says_to_leave_the_key_out() -> None:
     error = rejected("queries:\n  - {name: a, streams: ['*'], question: direction_5, kind: choice, trigger: null}\n")
     assert "trigger is empty (YAML null): leave the key out for the default 'batch'" in str(error)
+
+
+def test_an_unknown_top_level_key_is_reported_with_the_queries_own_problems() -> None:
+    error = rejected("extra_top: 1\nqueries:\n  - {name: a, streams: ['*'], question: direction_5, kind: choise}\n")
+    lines = str(error).splitlines()
+    assert any("queries.yaml:1: unknown top-level key 'extra_top' (allowed: queries)" in line for line in lines), lines
+    assert any("queries.yaml:3: query 'a'" in line and "kind" in line for line in lines), lines
