@@ -229,11 +229,13 @@ class StreamEncoders:
         encoder = self._encoders.get(stream)
         return None if encoder is None else encoder.ticks
 
-    def accepted(self, streams: list[str] | None = None, limit: int | None = None) -> dict[str, dict[str, Any] | None]:
+    def accepted(self, streams: list[str] | None = None, limit: int | None = None, after: str = ""
+                 ) -> dict[str, dict[str, Any] | None]:
         """Each stream's last accepted tick: ``{ticks, last_ts}`` (``ticks``: its session's tick count, 0 after an
         expiry, whose ordering guard stays), None for a name never seen; ``streams`` None: every stream known,
-        in name order, the first ``limit``."""
-        names = sorted(self._encoders.keys() | self._expired_last_ts.keys()) if streams is None else streams
+        in name order past ``after``, the first ``limit``."""
+        names = sorted(n for n in self._encoders.keys() | self._expired_last_ts.keys() if n > after) \
+            if streams is None else streams
         out: dict[str, dict[str, Any] | None] = {}
         for name in names[:limit] if limit is not None else names:
             encoder = self._encoders.get(name)

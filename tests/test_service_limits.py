@@ -526,3 +526,32 @@ def test_text_labels_and_adhoc_surprises_are_refused_with_what_works(live) -> No
         with pytest.raises(ControlError, match="for the standing queries of kind surprise only: register one"):
             control.call("ask", stream=stream, spec={"name": "s", "kind": "surprise"})
         assert control.call("health")["status"] == "serving"
+
+
+def test_every_stream_is_listed_page_by_page(live, monkeypatch, capsys) -> None:
+    """Past one reply's names (10,000; 3 here) `streams` pages with `after`, as `topics` does: a daily options
+    chain's expired names had left the rest unlistable."""
+    import engine.service.server as server_module
+
+    monkeypatch.setattr(server_module, "MAX_STREAMS_PER_REPLY", 3)
+    server, push = live
+    push.send(encode(ticks(40, seed=10, streams=4)))
+    with ControlClient(server.endpoints["control"]) as control:
+        wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 40)
+        pages, after = [], ""
+        while True:
+            reply = control.call("streams", after=after)
+            pages.append(list(reply["streams"]))
+            if not reply["truncated"]:
+                break
+            after = pages[-1][-1]
+        assert [name for page in pages for name in page] == [s.name for s in DEFAULT_STREAMS[:4]]
+        assert [len(page) for page in pages] == [3, 1]
+        with pytest.raises(ControlError, match="op 'streams' takes after"):
+            control.call("streams", streams=["SYN.A"], after="SYN.A")
+    from engine.service.cli import main
+
+    capsys.readouterr()
+    assert main(["streams", "--control", server.endpoints["control"]]) == 0  # the command pages through them all
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[0] for line in printed] == [s.name for s in DEFAULT_STREAMS[:4]]

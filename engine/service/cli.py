@@ -827,13 +827,15 @@ def cmd_scores(args: argparse.Namespace) -> None:
 
 def cmd_streams(args: argparse.Namespace) -> None:
     with _control(args) as control:
-        reply = control.call("streams", streams=args.names or None)
-    for name, accepted in reply["streams"].items():
-        print(f"{name}\t" + ("never seen" if accepted is None else f"last_ts {accepted['last_ts']}\tticks "
-                                                                    f"{accepted['ticks']}"))
-    if reply["truncated"]:
-        print(f"flashtick streams: the first {len(reply['streams'])} streams by name; name the ones you want",
-              file=sys.stderr)
+        after = ""
+        while True:  # every stream, a reply's page at a time (the names given: one reply)
+            reply = control.call("streams", **({"streams": args.names} if args.names else {"after": after}))
+            for name, accepted in reply["streams"].items():
+                print(f"{name}\t" + ("never seen" if accepted is None else f"last_ts {accepted['last_ts']}\tticks "
+                                                                            f"{accepted['ticks']}"))
+            if args.names or not reply["truncated"] or not reply["streams"]:
+                return
+            after = list(reply["streams"])[-1]
 
 
 def cmd_health(args: argparse.Namespace) -> int | None:

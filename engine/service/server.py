@@ -559,7 +559,11 @@ class Server:
                                   or len(names) > MAX_STREAMS_PER_REPLY):
             raise ControlError(f"op 'streams' takes 'streams' as a list of at most {MAX_STREAMS_PER_REPLY} stream "
                                f"names (or nil: every stream), got {excerpt(names)}")
-        known = self.pipeline.encoders.accepted(names, limit=MAX_STREAMS_PER_REPLY + 1)
+        after = request.get("after") if request.get("after") is not None else ""
+        if type(after) is not str or (after and names is not None):
+            raise ControlError(f"op 'streams' takes after (a string: the last name of the previous page of every "
+                               f"stream, without 'streams'), got {excerpt(after)}")
+        known = self.pipeline.encoders.accepted(names, limit=MAX_STREAMS_PER_REPLY + 1, after=after)
         truncated = names is None and len(known) > MAX_STREAMS_PER_REPLY
         if truncated:
             known.pop(max(known))
