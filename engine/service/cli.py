@@ -842,7 +842,7 @@ def cmd_health(args: argparse.Namespace) -> int | None:
     with _control(args) as control:
         reply = control.call("health")
     print(json.dumps({k: v for k, v in reply.items() if k != "ok"}, sort_keys=True))
-    if reply.get("status") != "serving":  # a readiness check: 0 once it serves, 1 while it starts
+    if reply.get("status") != "serving":  # a readiness check: 0 once it serves, 1 while it starts or is degraded
         return 1
 
 
