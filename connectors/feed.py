@@ -459,11 +459,23 @@ def run_feed(
         stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None, resume, cutter)
         return _finish(stats, client, batch, None, resume)
     with RejectWatch(answers, **client.curve) as watch:
-        watch.wait_ready(ready_timeout_s)
+        _wait_ready(watch, client, ready_timeout_s, resume)
         stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch, resume, cutter)
         stats = _finish(stats, client, batch, watch, resume)
         watch.settle(settle_s)
         return stats._replace(rejected=dict(watch.rejected), unattributed=watch.unattributed)
+
+
+def _wait_ready(watch: RejectWatch, client: FeedClient, timeout_s: float, resume: FeedResume | None) -> None:
+    """The first heartbeat; with ``resume``, an engine that restarts before it (its connection dropped) is waited
+    for as a restart mid-feed is, rather than ending the feed as if nothing served at the endpoint."""
+    try:
+        watch.wait_ready(timeout_s)
+    except FeedTimeout:
+        if resume is None or not client.dropped():
+            raise
+        resume.lost([], rejected(watch))  # nothing sent yet: waits for the engine, says so, sends nothing
+        watch.wait_ready(timeout_s)
 
 
 FINISH_STALL_S = 30.0  # after the last send, how long the engine may account for no more of what was sent

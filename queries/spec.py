@@ -227,6 +227,10 @@ class QuerySpec:
                 self._set("trigger", Trigger.parse(self.trigger))
             except ValueError as e:
                 raise _fail("trigger", str(e)) from None
+        if self.kind == "surprise" and self.trigger.kind == "on_demand":  # an ask reads the cached score, and
+            # only an ingest forward that fires the query writes one: such a query would never answer
+            raise _fail("trigger", "trigger on_demand does not apply to surprise queries: their score comes from the "
+                                   "ingest forward when the query fires (use batch, ticks or interval)")
         self._validate_topic()
 
     def _validate_streams(self) -> None:
@@ -239,6 +243,12 @@ class QuerySpec:
             if "/" in s:  # the wire refuses such a name (bad_stream): answer topics are <query>/<stream>/
                 raise _fail("streams", f"streams[{i}] {excerpt(s)} has a '/', which no stream name has (topics "
                                        f"use it): it would match no stream", i)
+            if s.startswith("_"):  # the wire refuses these too: '_' topics are the engine's own (heartbeats)
+                raise _fail("streams", f"streams[{i}] {excerpt(s)} starts with '_', which no stream name does (topics "
+                                       f"starting with '_' are the engine's own): it would match no stream", i)
+            if s != s.strip(" "):
+                raise _fail("streams", f"streams[{i}] {excerpt(s)} starts or ends with a space, which no stream name "
+                                       f"does: it would match no stream", i)
         self._set("streams", streams)
         self._set("_exact", frozenset(s for s in streams if not _GLOB_CHARS & set(s)))
         self._set("_globs", tuple(re.compile(fnmatch.translate(s)) for s in streams if _GLOB_CHARS & set(s)))

@@ -55,6 +55,12 @@ def test_shipped_examples_load() -> None:
                                                          r"to 65535 \(0 or \*: any free one\)"),
     ({"endpoints": {"answers": "tcp://127.0.0.1:-5"}}, "endpoints.answers 'tcp://127.0.0.1:-5': a tcp port is 1"),
     ({"endpoints": {"feeds": ["not-an-endpoint"]}}, "an endpoints.feeds entry must look like .tcp://host:port., got"),
+    # one file's own clash was a bind error asking "is another flashtick serve running?"
+    ({"endpoints": {"answers": "tcp://127.0.0.1:5555"}}, "endpoints.answers and endpoints.ingest both use port 5555 "
+                                                         "on 127.0.0.1: give each socket its own port"),
+    ({"endpoints": {"control": "tcp://*:6000", "answers": "tcp://127.0.0.1:6000"}}, "endpoints.control and endpoints"
+                                                                                     ".answers both use port 6000"),
+    ({"endpoints": {"metrics_port": 5557}}, "endpoints.metrics_port and endpoints.control both use port 5557"),
     ({"limits": {"heartbeat_s": 0}}, "limits.heartbeat_s must be > 0"),
     ({"curve": {"enabled": True}}, "curve.enabled needs"),
     ({"kv": "big"}, "section 'kv' must be a mapping"),
@@ -72,6 +78,13 @@ def test_shipped_examples_load() -> None:
 def test_config_mistakes_are_named(raw: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         ServiceConfig.from_dict(raw, "engine.yaml")
+
+
+def test_ports_zero_and_other_hosts_never_clash() -> None:
+    config = ServiceConfig.from_dict({"endpoints": {"ingest": "tcp://127.0.0.1:5555", "answers": "tcp://127.0.0.1:0",
+                                                    "control": "tcp://10.0.0.5:5555", "metrics_port": 0}})
+    # (the engine binds 127.0.0.1:0 twice to two free ports)
+    assert config.endpoints.answers.endswith(":0")
 
 
 def test_right_types_pass() -> None:

@@ -4,6 +4,7 @@ queries rebuilt from it on start (in-process, and a real `flashtick serve` kille
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import resource
 import shutil
@@ -757,6 +758,61 @@ def logged_ticks(data_dir: Path) -> dict[str, list[int]]:
     return out
 
 
+def start_server(cfg: ServiceConfig):
+    """A Server serving ``cfg`` in a thread, once ready; and the thread."""
+    from engine.service.server import Server
+
+    server = Server(cfg)
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.ready.wait(30)
+    return server, thread
+
+
+def test_a_feed_waits_for_an_engine_that_restarts_before_its_first_heartbeat(checkpoint, tmp_path, capsys) -> None:
+    """The engine goes down after the feed connected and before its first heartbeat came (the feed waits for one
+    before it sends): the feed waits for it to come back, as for a restart mid-feed, and sends everything. (Before,
+    it ended with "no heartbeat ...: is it the answers endpoint of a running `flashtick serve`?")"""
+    from engine.service.feed_resume import ControlFeedResume
+
+    endpoints, cfg = restartable(checkpoint, tmp_path)
+    ticks = SyntheticMarket(SyntheticConfig(seed=14)).next_batch(200)
+    server, thread = start_server(cfg)
+    resume = ControlFeedResume(lambda: ControlClient(endpoints["control"], timeout_s=5, connect_timeout_s=5))
+    outcome: list = []
+
+    def feed() -> None:
+        try:
+            outcome.append(run_feed(ListSource(ticks), client, batch=5, answers=endpoints["answers"], resume=resume,
+                                    ready_timeout_s=1.0))
+        except Exception as e:  # (said by the assertion below)
+            outcome.append(e)
+
+    with FeedClient(endpoints["ingest"], watch_connection=True) as client:
+        time.sleep(0.5)  # connected (a drop is seen only on a connection that was made)
+        server.stop()
+        thread.join(30)
+        feeder = threading.Thread(target=feed)
+        feeder.start()
+        time.sleep(2.0)  # past the feed's ready timeout, with no engine
+        server, thread = start_server(cfg)
+        feeder.join(120)
+    resume.close()
+    try:
+        assert not feeder.is_alive() and outcome and not isinstance(outcome[0], Exception), outcome
+        assert outcome[0].ticks == 200 and outcome[0].unconfirmed == 0 and resume.restarts == 1
+        wait_for(lambda: server.pipeline.ticks_in >= 200, timeout_s=60)
+    finally:
+        server.stop()
+        thread.join(30)
+    assert "the engine's connection dropped (restart 1); it is back: sending 0 ticks again" in capsys.readouterr().err
+    want: dict[str, list[int]] = {}
+    for tick in ticks:
+        want.setdefault(tick.stream, []).append(tick.ts)
+    assert logged_ticks(tmp_path / "data") == want
+
+
 @pytest.mark.parametrize("when", ["mid-feed", "after-the-last-send", "after-the-last-send-with-refusals"])
 def test_a_feed_resumes_with_no_tick_lost_or_repeated_when_the_engine_restarts(checkpoint, tmp_path, when) -> None:
     """The engine stops (as on SIGTERM) and starts again while a feed sends at 1,500 ticks/s, or once the feed has
@@ -766,19 +822,10 @@ def test_a_feed_resumes_with_no_tick_lost_or_repeated_when_the_engine_restarts(c
     every tick once, in order. (Before, the feed sent on past a hole of what was in flight, or ended with it, and
     said it had sent everything.)"""
     from engine.service.feed_resume import ControlFeedResume
-    from engine.service.server import Server
 
     endpoints, cfg = restartable(checkpoint, tmp_path)
     ticks = SyntheticMarket(SyntheticConfig(seed=12)).next_batch(3000)
-
-    def start() -> tuple[Server, threading.Thread]:
-        server = Server(cfg)
-        server.bind()
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        server.ready.wait(30)
-        return server, thread
-
+    start = functools.partial(start_server, cfg)
     server, thread = start()
     want: dict[str, list[int]] = {}
     refused = 0

@@ -124,6 +124,10 @@ def test_good_document_parses_with_defaults():
     ("""name: dir
         streams: [a]
         kind: surprise
+        trigger: on_demand""", 5, "trigger on_demand does not apply to surprise queries"),
+    ("""name: dir
+        streams: [a]
+        kind: surprise
         trigger: {interval: 1.5ns}""", 5, "not a whole number of nanoseconds"),
     ("""name: dir
         streams: [a]
@@ -394,6 +398,11 @@ def test_queries_that_could_never_answer_anything_useful_are_refused() -> None:
     value = rejected("queries:\n  - {name: c, streams: ['*'], question: move_bps_50, kind: expectation,\n"
                      "     values: {up: 1}}\n")
     assert "one label ('up') is always the answer" in str(value)
+    underscore = rejected("queries:\n  - {name: d, streams: [_hb*], question: direction_5, kind: choice}\n")
+    assert "streams[0] '_hb*' starts with '_', which no stream name does" in str(underscore)
+    for pattern in ("' BTC'", "'BTC* '"):
+        spaced = rejected(f"queries:\n  - {{name: e, streams: [{pattern}], question: direction_5, kind: choice}}\n")
+        assert "starts or ends with a space, which no stream name does: it would match no stream" in str(spaced)
 
 
 def test_an_empty_trigger_says_to_leave_the_key_out() -> None:

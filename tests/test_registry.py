@@ -16,8 +16,8 @@ S = 1_000_000_000  # ns per second
 T0 = 1_700_000_000 * S
 
 
-def q(name: str, trigger="batch", streams=("SYN.*",), **kw) -> QuerySpec:
-    return QuerySpec(name=name, streams=streams, kind="surprise", trigger=trigger, **kw)
+def q(name: str, trigger="batch", streams=("SYN.*",), kind="surprise", **kw) -> QuerySpec:
+    return QuerySpec(name=name, streams=streams, kind=kind, trigger=trigger, **kw)
 
 
 def fired(reg: Registry, stream: str, calls: list[tuple[int, int]]) -> list[list[str]]:
@@ -94,7 +94,7 @@ def test_matching_cached_and_invalidated():
 
 def test_due_batch_fires_every_call_and_on_demand_never():
     reg = Registry()
-    reg.register([q("every"), q("ask", "on_demand")])
+    reg.register([q("every"), q("ask", "on_demand", kind="choice", question_tokens=[1], choices=["a", "b"])])
     assert fired(reg, "SYN.A", [(1, T0), (1, T0), (9, T0 + 1)]) == [["every"]] * 3
     assert "ask" in reg and reg.matching("SYN.A")[1].name == "ask"
 

@@ -263,6 +263,7 @@ def test_metrics_are_prometheus_text(server, clients) -> None:
                  "flashtick_forwards_total"):
         assert f"\n# TYPE {name} " in body, name  # every family is declared, samples or not
     assert "\nflashtick_ticks_in_total " in body and '\nflashtick_answer_freshness_ms{quantile="0.99"} ' in body
+    assert '\nflashtick_answer_data_age_ms{quantile="0.5"} ' in body  # from the tick's own ts (stats.data_age_ms)
 
 
 def test_pipelined_requests_are_told_apart_by_their_id(clients) -> None:

@@ -141,11 +141,31 @@ class EndpointsSection:
                 raise ConfigError(f"endpoints.{name} {value!r}: a tcp port is 1 to 65535 (0 or *: any free one)")
         if self.metrics_port is not None and not 0 <= self.metrics_port < 65536:
             raise ConfigError(f"endpoints.metrics_port must be a TCP port, got {self.metrics_port}")
+        self._check_distinct_ports()
         for feed in self.feeds if isinstance(self.feeds, tuple) else ():
             try:
                 check_endpoint(feed, "an endpoints.feeds entry")
             except ValueError as e:
                 raise ConfigError(str(e)) from None
+
+
+    def _check_distinct_ports(self) -> None:
+        """Two of the engine's own sockets on one port: said here by key, not as a bind error that reads
+        "is another flashtick serve running?" when the clash is inside this file."""
+        taken: dict[tuple[str, int], str] = {}
+        bound = [(name, *getattr(self, name)[len("tcp://"):].rsplit(":", 1)) for name in ("ingest", "answers", "control")
+                 if getattr(self, name).startswith("tcp://")]
+        if isinstance(self.metrics_port, int) and not isinstance(self.metrics_port, bool):
+            bound.append(("metrics_port", self.metrics_host, str(self.metrics_port)))
+        for name, host, port in bound:
+            if not port.isdigit() or int(port) == 0:  # any free port: never a clash
+                continue
+            for (other_host, other_port), other in taken.items():
+                wild = {"*", "0.0.0.0", "[::]"}
+                if other_port == int(port) and (other_host == host or host in wild or other_host in wild):
+                    raise ConfigError(f"endpoints.{name} and endpoints.{other} both use port {port} on {host}: "
+                                      f"give each socket its own port (or 0 for any free one)")
+            taken[(host, int(port))] = name
 
 
 @dataclass(frozen=True)

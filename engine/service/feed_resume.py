@@ -114,6 +114,8 @@ class ControlFeedResume:
         deadline = time.monotonic() + self.wait_s
         while True:
             try:
+                if not self.kept:  # nothing sent yet: still one call, so this waits for an engine that serves
+                    self._call(streams=[])
                 return self._held(list(self.kept))
             except ControlError as e:
                 if time.monotonic() >= deadline:
