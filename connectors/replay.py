@@ -84,7 +84,7 @@ from connectors.layout import (
     vendor_notes,
 )
 from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
-from connectors.ticks import QUOTE, TRADE, TS_MAX, InvalidTick, Tick, validate
+from connectors.ticks import QUOTE, TRADE, TS_MAX, InvalidTick, Tick, one_sided_quote, validate
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
 
@@ -389,7 +389,7 @@ class _FilePlan:
                         value = value + offset
                 if value is not None:
                     out[key] = value
-            if zero_sides and (no_side := _one_sided(out)):
+            if zero_sides and (no_side := one_sided_quote(out)):
                 return no_side if not split or "price" not in out else \
                     (no_side, {k: v for k, v in out.items() if k not in QUOTE_FIELDS})
             if signed and isinstance(size := out.get("size"), (int, float)) and "price" in out:
@@ -422,20 +422,6 @@ class _FilePlan:
                                   order, None if empty else quote)
 
         return reduce
-
-
-def _one_sided(row: dict[str, Any]) -> InvalidTick | None:
-    """A quote whose bid or ask is 0 beside a side that is not below zero: TAQ's and most US feeds' way of writing
-    "no bid" (or no offer, or neither), a one-sided quote, rejected as missing_field as an empty side is; never
-    a price of 0 to shift with price_offset."""
-    bid, ask = row.get("bid"), row.get("ask")
-    if not (bid == 0 or ask == 0) or not all(type(v) in (int, float) and v >= 0 for v in (bid, ask)):
-        return None
-    if bid == ask:
-        return InvalidTick("missing_field", "bid and ask are 0: a quote with neither side (no bid, no offer)")
-    side, other = ("bid", "ask") if bid == 0 else ("ask", "bid")
-    return InvalidTick("missing_field", f"{side} is 0 beside {other} {row[other]}: a one-sided quote (no {side}), "
-                                        f"which has no {side} to replay")
 
 
 def _trade_and_quote(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

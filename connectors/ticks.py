@@ -37,7 +37,7 @@ import math
 import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import msgpack
 
@@ -153,6 +153,20 @@ def quote(
     fields = {"stream": stream, "ts": ts, "kind": QUOTE, "bid": bid, "ask": ask, "bid_size": bid_size,
               "ask_size": ask_size}
     return validate({k: plain(v) for k, v in fields.items()})
+
+
+def one_sided_quote(row: Mapping[str, Any]) -> InvalidTick | None:
+    """A quote whose bid or ask is 0 beside a side that is not below zero: TAQ's and most US feeds' way of writing
+    "no bid" (or no offer, or neither), a one-sided quote, rejected as missing_field as an empty side is; never
+    a price of 0 to shift with price_offset (nor, on the wire, a nonpositive_price)."""
+    bid, ask = row.get("bid"), row.get("ask")
+    if not (bid == 0 or ask == 0) or not all(type(v) in (int, float) and v >= 0 for v in (bid, ask)):
+        return None
+    if bid == ask:
+        return InvalidTick("missing_field", "bid and ask are 0: a quote with neither side (no bid, no offer)")
+    side, other = ("bid", "ask") if bid == 0 else ("ask", "bid")
+    return InvalidTick("missing_field", f"{side} is 0 beside {other} {row[other]}: a one-sided quote (no {side}), "
+                                        f"which the engine does not take (a quote has both sides)")
 
 
 def _number(obj: dict, key: str, *, required: bool, is_price: bool) -> float | None:
@@ -356,6 +370,8 @@ def _validate_fields(obj: dict, stream: str) -> Tick:
         price = _number(obj, "price", required=True, is_price=True)
         size = _number(obj, "size", required=True, is_price=False)
         return Tick(stream, ts, TRADE, price=price, size=size, side=side)
+    if one_sided := one_sided_quote(obj):
+        raise one_sided
     bid = _number(obj, "bid", required=True, is_price=True)
     ask = _number(obj, "ask", required=True, is_price=True)
     if bid > ask:

@@ -59,6 +59,8 @@ BAD = [
     ("nonfinite_price", good_quote(bid=math.inf)),
     ("nonpositive_price", good_trade(price=0.0)),
     ("nonpositive_price", good_quote(ask=-1.0)),
+    ("missing_field", good_quote(bid=0.0)),  # a one-sided market (no bid), as in files: not a price to fix
+    ("missing_field", good_quote(bid=0, ask=0)),
     ("negative_size", good_trade(size=-0.5)),
     ("negative_size", good_quote(bid_size=-1.0)),
     ("nonfinite_size", good_trade(size=math.inf)),
@@ -73,6 +75,8 @@ def test_each_bad_case_rejected_with_its_reason(reason: str, obj: object) -> Non
         validate(obj)
     assert err.value.reason == reason
     assert err.value.reason in REASONS and err.value.message
+    if reason == "missing_field" and obj.get("bid") == 0:
+        assert "one-sided quote (no bid)" in err.value.message or "neither side" in err.value.message
 
 
 GOOD_NAMES = ["BTCUSDT", "ES.H25", "6E-M5", "AAPL US Equity", "SYN.A", "BTC-USD", "BRK.B:XNYS", "Société Générale",
