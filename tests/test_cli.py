@@ -375,3 +375,20 @@ def test_health_exits_non_zero_until_the_service_serves(capsys) -> None:
         thread.join(5)
     finally:
         router.close(linger=0)
+
+
+def test_every_control_command_takes_a_timeout(capsys) -> None:
+    """A probe against an engine that takes the request and never replies (stuck): `health --timeout 0.5` gives up
+    after half a second, not the default 30 (register, stats, ... had no --timeout at all)."""
+    router = zmq.Context.instance().socket(zmq.ROUTER)
+    router.linger = 0
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    try:
+        for command in (["health"], ["stats"], ["streams"]):
+            started = time.monotonic()
+            code, _, err = run(capsys, *command, "--control", f"tcp://127.0.0.1:{port}", "--timeout", "0.5")
+            assert code != 0 and "0.5" in err and time.monotonic() - started < 10, err
+        code, _, err = run(capsys, "list", "--control", f"tcp://127.0.0.1:{port}", "--timeout", "0")
+        assert code == 2 and "--timeout must be a number of seconds > 0, got 0" in err
+    finally:
+        router.close(linger=0)

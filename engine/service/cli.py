@@ -93,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the service YAML the engine runs with: connect to its endpoints (an endpoint flag "
                               "overrides it; default: the default endpoints, 127.0.0.1:5555-5557)")
 
+    control_op = argparse.ArgumentParser(add_help=False)  # what every command of the control socket shares
+    control_op.add_argument("--control", default=None, help=CONTROL_HELP)
+    control_op.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                            help="seconds to wait for the engine's reply (default 30); an ask computed now waits for "
+                                 "the stream's ticks accepted before it, so an engine behind on a burst answers late")
+
     p = sub.add_parser("serve", help="run the engine service (ZeroMQ ingest, answers, control)")
     p.add_argument("--config", type=Path, help="engine YAML config (default: built-in model, default endpoints, "
                                                 "and its example queries)")
@@ -153,69 +159,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--count", type=int, default=None, help="exit after N messages")
     p.set_defaults(run=cmd_subscribe)
 
-    p = sub.add_parser("register", help="register (or replace) queries from a YAML file", parents=[keys, clients])
+    p = sub.add_parser("register", help="register (or replace) queries from a YAML file", parents=[keys, clients, control_op])
     p.add_argument("file", type=Path)
-    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_register)
 
-    p = sub.add_parser("unregister", help="remove a registered query (its cached answers go too)", parents=[keys, clients])
+    p = sub.add_parser("unregister", help="remove a registered query (its cached answers go too)", parents=[keys, clients, control_op])
     p.add_argument("name")
-    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_unregister)
 
-    p = sub.add_parser("list", help="the registered queries", parents=[keys, clients])
+    p = sub.add_parser("list", help="the registered queries", parents=[keys, clients, control_op])
     p.add_argument("--json", action="store_true", help="the full specs as JSON")
-    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_list)
 
-    p = sub.add_parser("get", help="the cached answer of a query on a stream (computes nothing)", parents=[keys, clients])
+    p = sub.add_parser("get", help="the cached answer of a query on a stream (computes nothing)", parents=[keys, clients, control_op])
     p.add_argument("stream")
     p.add_argument("query")
-    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_get)
 
-    p = sub.add_parser("answers", help="a topic's published answers after a seq (fill a gap)", parents=[keys, clients])
+    p = sub.add_parser("answers", help="a topic's published answers after a seq (fill a gap)", parents=[keys, clients, control_op])
     p.add_argument("topic", help="an answer topic, e.g. dir20/SYN.A/")
     p.add_argument("--after", type=int, default=0, help="the last seq you have (default 0: all that are kept)")
-    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_answers)
 
     p = sub.add_parser("topics", help="the answer topics published on, with their last seq (what a client that "
-                       "was away looks for)", parents=[keys, clients])
+                       "was away looks for)", parents=[keys, clients, control_op])
     p.add_argument("prefix", nargs="?", default="", help="a topic prefix, e.g. dir20/ (default: every topic)")
     p.add_argument("--json", action="store_true", help="one JSON object: topic -> {last_seq, answer_ts}")
-    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_topics)
 
-    p = sub.add_parser("ask", help="ask a registered query on a stream now", parents=[keys, clients])
+    p = sub.add_parser("ask", help="ask a registered query on a stream now", parents=[keys, clients, control_op])
     p.add_argument("stream")
     p.add_argument("query")
     p.add_argument("--max-stale", type=int, default=None, help="accept a cached answer up to N ticks old")
-    p.add_argument("--timeout", type=float, default=30.0,
-                   help="seconds to wait for the answer (default 30): one computed now waits for the stream's ticks "
-                        "accepted before it, so an engine behind on a burst answers late")
-    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_ask)
 
-    p = sub.add_parser("stats", help="the engine's counters (JSON)", parents=[keys, clients])
+    p = sub.add_parser("stats", help="the engine's counters (JSON)", parents=[keys, clients, control_op])
     p.add_argument("--json", action="store_true", help="(the output is JSON either way)")
-    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_stats)
 
     p = sub.add_parser("scores", help="live scores: each query's answers against what the market did next, beside "
-                       "the streams' own class frequencies", parents=[keys, clients])
-    p.add_argument("--control", default=None, help=CONTROL_HELP)
+                       "the streams' own class frequencies", parents=[keys, clients, control_op])
     p.add_argument("--json", action="store_true", help="the stats op's `scores` as JSON")
     p.set_defaults(run=cmd_scores)
 
     p = sub.add_parser("streams", help="each stream's last accepted tick (ts, count): where a feed resumes after "
-                       "a restart", parents=[keys, clients])
+                       "a restart", parents=[keys, clients, control_op])
     p.add_argument("names", nargs="*", help="stream names (default: every stream)")
-    p.add_argument("--control", default=None, help=CONTROL_HELP)
     p.set_defaults(run=cmd_streams)
 
-    p = sub.add_parser("health", help="is the service up: status, uptime, streams, model", parents=[keys, clients])
-    p.add_argument("--control", default=None, help=CONTROL_HELP)
+    p = sub.add_parser("health", help="is the service up: status, uptime, streams, model", parents=[keys, clients, control_op])
     p.set_defaults(run=cmd_health)
 
     p = sub.add_parser("keygen", help="make a CURVE keypair: NAME.key (public) and NAME.key_secret")
@@ -406,7 +398,9 @@ def _curve(args: argparse.Namespace) -> dict[str, Any]:
 def _control(args: argparse.Namespace) -> Any:
     from engine.service.client import ControlClient
 
-    return ControlClient(args.control, **_curve(args))
+    if not args.timeout > 0:
+        raise ValueError(f"--timeout must be a number of seconds > 0, got {args.timeout:g}")
+    return ControlClient(args.control, timeout_s=args.timeout, **_curve(args))
 
 
 def _serve_config(args: argparse.Namespace) -> Any:
@@ -789,11 +783,7 @@ def cmd_topics(args: argparse.Namespace) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
-    from engine.service.client import ControlClient
-
-    if not args.timeout > 0:
-        raise ValueError(f"--timeout must be a number of seconds > 0, got {args.timeout:g}")
-    with ControlClient(args.control, timeout_s=args.timeout, **_curve(args)) as control:
+    with _control(args) as control:
         reply = control.call("ask", stream=args.stream, query=args.query, max_stale_ticks=args.max_stale)
     print(json.dumps(reply["answer"], indent=2))
     how = [flag for flag in ("cached", "prepositioned", "gated") if reply.get(flag)]  # not computed for this ask
