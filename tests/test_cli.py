@@ -390,5 +390,7 @@ def test_every_control_command_takes_a_timeout(capsys) -> None:
             assert code != 0 and "0.5" in err and time.monotonic() - started < 10, err
         code, _, err = run(capsys, "list", "--control", f"tcp://127.0.0.1:{port}", "--timeout", "0")
         assert code == 2 and "--timeout must be a number of seconds > 0, got 0" in err
+        code, _, err = run(capsys, "health", "--control", "tcp://127.0.0.1:1", "--timeout", "0.5")  # none listening
+        assert code == 2 and "nothing accepted it within 0.5 s" in err, err
     finally:
         router.close(linger=0)

@@ -150,7 +150,7 @@ class ControlClient:
             raise ControlError(f"{self.endpoint} refused the connection: {refused}")
         if not self._handshake.connected and time.monotonic() >= self._connect_by:
             raise ControlError(f"no connection to {self.endpoint}: nothing accepted it within "
-                               f"{self._connect_s:.0f} s; is the service running there?")
+                               f"{self._connect_s:g} s; is the service running there?")
         if time.monotonic() >= deadline:
             raise ControlTimeout(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): "
                                f"{self._handshake.explain()}")
