@@ -61,6 +61,7 @@ REASONS = (
     "ambiguous_kind",
     "unknown_field",
     "wrong_type",
+    "duplicate_key",  # a map with one key twice (msgpack allows it; which value was meant cannot be told)
     "nonfinite_price",
     "nonpositive_price",
     "nonfinite_size",
@@ -279,10 +280,15 @@ def check_text(key: str, value: Any) -> None:
 def check_keys(obj: dict) -> None:
     """Map keys are msgpack str: a key sent as bin (a client packing every string as bytes) is `wrong_type`,
     said as such, rather than every field looking missing."""
-    binary = next((k for k in obj if isinstance(k, bytes)), None)
-    if binary is not None:
-        raise InvalidTick("wrong_type", f"map keys must be msgpack str, got bin {binary[:32]!r}: pack text as "
-                                        "str (msgpack's str family), not bin")
+    if isinstance(obj, RepeatedKeys):
+        raise InvalidTick("duplicate_key", f"key {', '.join(repr(k)[:34] for k in obj.repeated[:8])} given more "
+                                           f"than once in one tick map: which value was meant cannot be told")
+    for key in obj:
+        if isinstance(key, bytes):
+            raise InvalidTick("wrong_type", f"map keys must be msgpack str, got bin {key[:32]!r}: pack text as "
+                                            "str (msgpack's str family), not bin")
+        if not isinstance(key, str):
+            raise InvalidTick("wrong_type", f"map keys must be msgpack str, got {type(key).__name__} {key!r:.32}")
 
 
 def field_list(keys: Any, shown: int = 8) -> str:
@@ -297,6 +303,15 @@ def counted(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
+def _float_ts_hint(ts: Any) -> str:
+    """A float ns timestamp is most often a client whose numbers are doubles (JavaScript's): a double holds ns
+    since the epoch only to ~256 ns, so the engine does not round it; say how to send an int64."""
+    if not isinstance(ts, float) or not math.isfinite(ts) or abs(ts) < 2**53:
+        return ""
+    return ("; a double cannot hold ns since the epoch exactly: pack ts as a msgpack int64/uint64 (in JavaScript a "
+            "BigInt, with @msgpack/msgpack's useBigInt64)")
+
+
 def check_ts(obj: dict) -> int:
     """The one timestamp-field rule: `ts` present, an int (not a bool), in [0, 2**63) (int64, from 1970).
 
@@ -308,7 +323,8 @@ def check_ts(obj: dict) -> int:
         raise InvalidTick("missing_field", f"field 'ts' is required{renamed(obj, 'ts')}")
     ts = obj["ts"]
     if isinstance(ts, bool) or not isinstance(ts, int):
-        raise InvalidTick("ts_not_int", f"ts must be an int of nanoseconds, got {type(ts).__name__}")
+        raise InvalidTick("ts_not_int", f"ts must be an int of nanoseconds, got {type(ts).__name__}"
+                                        f"{f' {ts!r:.24}' if isinstance(ts, float) else ''}{_float_ts_hint(ts)}")
     if not 0 <= ts < TS_MAX:
         raise InvalidTick("ts_out_of_range", f"ts must be in [0, 2**63), got {ts}")
     return ts
@@ -406,16 +422,33 @@ def unpack(data: bytes, *, max_bytes: int = 64 << 20) -> Any:
     if not data:
         raise InvalidTick("bad_msgpack", "an empty frame: a message holds msgpack ticks (a map, or a list of them)")
     try:
-        # strict_map_key keeps non-str keys out; unpackb bounds container sizes by len(data). Text that is not
-        # UTF-8 decodes with surrogates (which no stream name, field or value allows): that tick is refused by
-        # name, the others of its message kept.
-        return msgpack.unpackb(data, raw=False, strict_map_key=True, unicode_errors="surrogateescape")
+        # unpackb bounds container sizes by len(data). Text that is not UTF-8 decodes with surrogates (which no
+        # stream name, field or value allows), a key that is not text, or one given twice, is refused with its
+        # tick (check_keys), the others of its message kept (~0.4 us a tick for the hook).
+        return msgpack.unpackb(data, raw=False, strict_map_key=False, unicode_errors="surrogateescape",
+                               object_pairs_hook=_decoded_map)
     except ValueError as err:  # msgpack's own complaint about well-formed msgpack we refuse: say it
-        if "map key" in str(err):  # strict_map_key: {1: 2}
-            raise InvalidTick("bad_msgpack", f"map keys must be strings ({err}){json_hint(data)}") from None
         raise InvalidTick("bad_msgpack", f"not valid msgpack ({type(err).__name__}){json_hint(data)}") from None
+    except TypeError:  # a map or a list as a map key (unhashable): no tick holds one
+        raise InvalidTick("bad_msgpack", f"a map key that is a map or a list{json_hint(data)}") from None
     except Exception as err:  # msgpack raises several unrelated types (ExtraData, ...) on garbage
         raise InvalidTick("bad_msgpack", f"not valid msgpack ({type(err).__name__}){json_hint(data)}") from None
+
+
+class RepeatedKeys(dict):
+    """A decoded map in which a key came more than once (msgpack allows it; a plain decode keeps the last value,
+    so a hand-rolled encoder's bug would move a tick to another stream or price without a word)."""
+
+    repeated: list[Any]
+
+
+def _decoded_map(pairs: list[tuple[Any, Any]]) -> dict:
+    mapping = dict(pairs)
+    if len(mapping) != len(pairs):
+        keys = [key for key, _ in pairs]
+        mapping = RepeatedKeys(mapping)
+        mapping.repeated = sorted({key for key in keys if keys.count(key) > 1}, key=repr)
+    return mapping
 
 
 def json_hint(data: bytes) -> str:

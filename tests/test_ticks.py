@@ -226,9 +226,26 @@ def test_batch_with_bad_ticks_keeps_the_good_ones() -> None:
 def test_garbage_payload_never_raises() -> None:
     assert decode(b"\xc1\xc1garbage") == ([], [(-1, "bad_msgpack")])
     assert decode(msgpack.packb(42)) == ([], [(-1, "not_a_map")])
-    assert decode(msgpack.packb({1: 2})) == ([], [(-1, "bad_msgpack")])  # non-str map keys refused
-    with pytest.raises(InvalidTick, match="map keys must be strings"):  # and the sender is told why
-        unpack(msgpack.packb({"stream": "A", 1: 2}))
+    assert decode(msgpack.packb({1: 2})) == ([], [(0, "wrong_type")])  # non-str map keys refused with their tick
+    with pytest.raises(InvalidTick, match="map keys must be msgpack str, got int 1"):  # and the sender is told why
+        validate(unpack(msgpack.packb({"stream": "A", 1: 2})))
+
+
+def test_a_bad_key_in_one_tick_keeps_the_others_and_a_repeated_key_is_refused() -> None:
+    """A reviewer's hand-built maps: an int key in one tick of a batch lost the whole batch (bad_msgpack), and a
+    key given twice (`stream` A then B; `price` 1 then 99) was taken with its last value, without a word."""
+    import msgpack as mp
+
+    int_key = b"\x92" + mp.packb(good_trade()) + b"\x81\x07\xa1x"  # [good, {7: "x"}]
+    assert [t.stream for t in decode(int_key).ticks] == ["BTCUSDT"] and decode(int_key).errors == [(1, "wrong_type")]
+    trade_map = mp.packb(good_trade())  # a fixmap of n keys: n + 1 with the stream again at the end
+    twice = bytes([trade_map[0] + 1]) + trade_map[1:] + mp.packb("stream") + mp.packb("OTHER")
+    out = decode(b"\x92" + twice + mp.packb(good_quote()))
+    assert [t.stream for t in out.ticks] == ["EURUSD"] and out.errors == [(0, "duplicate_key")]
+    with pytest.raises(InvalidTick, match="key 'stream' given more than once in one tick map") as err:
+        validate(unpack(twice))
+    assert err.value.reason in REASONS
+    assert decode(b"\x91\x81\x91\x01\x02") == ([], [(-1, "bad_msgpack")])  # [{[1]: 2}]: a list as a key
 
 
 def test_ordering_guard_rejects_backwards_ts_per_stream() -> None:

@@ -18,7 +18,7 @@ from wire_server import MAX_MESSAGE_BYTES, clients, server, serving_feed  # noqa
 
 DOCUMENTED_REASONS = {
     "not_a_map", "missing_stream", "bad_stream", "missing_field", "ts_not_int", "ts_out_of_range", "unknown_kind",
-    "ambiguous_kind", "unknown_field", "wrong_type", "nonfinite_price", "nonpositive_price", "nonfinite_size",
+    "ambiguous_kind", "unknown_field", "wrong_type", "duplicate_key", "nonfinite_price", "nonpositive_price", "nonfinite_size",
     "negative_size", "unknown_side", "crossed_quote", "ts_backwards", "bad_msgpack", "oversize", "bad_framing",
     "bad_tokens", "stream_refused", "overloaded", "unencodable"}
 
@@ -61,7 +61,10 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
     ("garbage", b"\xc1\xff\x00", -1, "bad_msgpack", False),
     ("json", b'{"stream": "R.OK", "ts": 1, "price": 1.0, "size": 1.0}', -1, "bad_msgpack", False),
     ("trailing bytes", msgpack.packb(GOOD) + b"\x01", -1, "bad_msgpack", False),
-    ("int map key", msgpack.packb([{1: 2}]), -1, "bad_msgpack", False),
+    ("int map key", msgpack.packb([{1: 2}]), 0, "wrong_type", False),
+    # a hand-rolled encoder's {"stream": "R.OK", ..., "price": 1.0, "price": 99.0}: not the last value, silently
+    ("a key twice", bytes([0x85]) + msgpack.packb(GOOD)[1:] + msgpack.packb("price") + msgpack.packb(99.0), 0,
+     "duplicate_key", True),
     ("deep nesting", b"\x91" * 60_000 + b"\xc0", -1, "bad_msgpack", False),
     ("a scalar", msgpack.packb(5), -1, "not_a_map", False),
     ("a scalar item", msgpack.packb([5]), 0, "not_a_map", False),
