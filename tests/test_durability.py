@@ -813,6 +813,42 @@ def test_a_feed_waits_for_an_engine_that_restarts_before_its_first_heartbeat(che
     assert logged_ticks(tmp_path / "data") == want
 
 
+def test_a_feed_stops_on_a_signal_while_its_engine_is_down(checkpoint, tmp_path, capsys) -> None:
+    """A supervisor's SIGTERM to a feed whose engine is down (a reviewer's feed stayed alive, silent, until the
+    engine came back): the wait for the engine says what it waits for, and a stop ends it within seconds."""
+    from connectors.feed import EngineLost
+    from engine.service.feed_resume import ControlFeedResume
+
+    endpoints, cfg = restartable(checkpoint, tmp_path)
+    server, thread = start_server(cfg)
+    stop = threading.Event()
+    resume = ControlFeedResume(lambda: ControlClient(endpoints["control"], timeout_s=5, connect_timeout_s=1),
+                               stop=stop)
+    outcome: list = []
+
+    def feed() -> None:
+        try:
+            outcome.append(run_feed(SyntheticMarket(SyntheticConfig(seed=15)), client, rate=200, batch=5,
+                                    answers=endpoints["answers"], resume=resume, stop=stop))
+        except Exception as e:  # (the one expected: EngineLost, said below)
+            outcome.append(e)
+
+    with FeedClient(endpoints["ingest"], watch_connection=True) as client:
+        feeder = threading.Thread(target=feed)
+        feeder.start()
+        wait_for(lambda: server.pipeline.ticks_in >= 100, timeout_s=60)
+        server.stop()
+        thread.join(30)
+        wait_for(lambda: "waiting up to 600 s for it to come back" in capsys.readouterr().err, timeout_s=30)
+        stopped_at = time.monotonic()
+        stop.set()
+        feeder.join(30)
+        waited = time.monotonic() - stopped_at
+    resume.close()
+    assert not feeder.is_alive() and waited < 10, waited
+    assert isinstance(outcome[0], EngineLost) and "stopped by a signal while waiting" in str(outcome[0])
+
+
 @pytest.mark.parametrize("when", ["mid-feed", "after-the-last-send", "after-the-last-send-with-refusals"])
 def test_a_feed_resumes_with_no_tick_lost_or_repeated_when_the_engine_restarts(checkpoint, tmp_path, when) -> None:
     """The engine stops (as on SIGTERM) and starts again while a feed sends at 1,500 ticks/s, or once the feed has

@@ -555,7 +555,7 @@ def _control_for(args: argparse.Namespace) -> str | None:
     return DEFAULT_CONTROL if args.endpoint == DEFAULT_INGEST else None
 
 
-def _feed_resume(args: argparse.Namespace) -> Any:
+def _feed_resume(args: argparse.Namespace, stop: Any) -> Any:
     """A ControlFeedResume on the engine's control socket, or None (said) when there is none to ask."""
     from engine.service.client import ControlClient, ControlError
     from engine.service.feed_resume import ControlFeedResume
@@ -564,7 +564,9 @@ def _feed_resume(args: argparse.Namespace) -> Any:
     if control is None:
         return None
     try:
-        return ControlFeedResume(lambda: ControlClient(control, timeout_s=5, connect_timeout_s=5, **_curve(args)))
+        # (a short connect time-out: while the engine is down, each try gives up soon, and a signal is heard)
+        return ControlFeedResume(lambda: ControlClient(control, timeout_s=5, connect_timeout_s=2, **_curve(args)),
+                                 stop=stop)
     except ControlError as e:
         print(f"flashtick feed: note: cannot ask the engine's control socket ({e}): a restart of the engine "
               f"mid-feed will end the feed with an error instead of resuming (--control to name it)",
@@ -588,12 +590,12 @@ def cmd_feed(args: argparse.Namespace) -> None:
 
     batch_ns = _batch_ns(args)
     source = _replay_source(args) if args.feed_source == "replay" else None  # a file's mistakes first
-    resume = _feed_resume(args)
+    stop = threading.Event()
+    resume = _feed_resume(args, stop)
     if source is None:
         source = _synthetic_source(args, resume.last_ts if resume is not None else {})
     for line in getattr(source, "notes", ()):
         print(f"flashtick feed: note: {line}", file=sys.stderr)
-    stop = threading.Event()
 
     def request_stop(signum: int, _: Any) -> None:
         # SIGTERM (a supervisor's stop) and SIGINT end the feed after the current batch, with its summary (what

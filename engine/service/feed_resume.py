@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from connectors.feed import FeedTimeout
+from connectors.feed import EngineLost, FeedTimeout
 from connectors.ticks import Tick
 from engine.service.client import ControlClient, ControlError
 
@@ -32,11 +33,13 @@ MAX_NAMES_PER_CALL = 10_000  # the control op `streams` answers for at most this
 
 class ControlFeedResume:
     def __init__(self, connect: Callable[[], ControlClient], wait_s: float = 600.0,
-                 confirm_every_s: float = CONFIRM_EVERY_S) -> None:
+                 confirm_every_s: float = CONFIRM_EVERY_S, stop: threading.Event | None = None) -> None:
         """``connect`` makes a client of the engine's control socket (made again after a failed call: a request
         lost with a dropped connection must not leave its late reply to be read as another's); ``wait_s``: how
-        long to wait for the engine to come back after the connection dropped."""
+        long to wait for the engine to come back after the connection dropped; ``stop`` (a signal's): ends that
+        wait (EngineLost), so a feed stops while its engine is down rather than when it is back."""
         self.connect = connect
+        self.stop = stop
         self.control: ControlClient | None = None
         self.wait_s = wait_s
         self.confirm_every_s = confirm_every_s
@@ -112,16 +115,26 @@ class ControlFeedResume:
 
     def _wait_for_engine(self) -> dict[str, int]:
         deadline = time.monotonic() + self.wait_s
+        said = False
         while True:
             try:
                 if not self.kept:  # nothing sent yet: still one call, so this waits for an engine that serves
                     self._call(streams=[])
                 return self._held(list(self.kept))
             except ControlError as e:
+                if self.stop is not None and self.stop.is_set():
+                    raise EngineLost("stopped by a signal while waiting for the engine to come back") from None
                 if time.monotonic() >= deadline:
                     raise FeedTimeout(f"the engine did not come back within {self.wait_s:g} s after its "
                                       f"connection dropped ({e})") from None
-                time.sleep(0.2)
+                if not said:  # an operator must tell "waiting for the engine" from "hung"
+                    print(f"flashtick feed: the engine's connection dropped ({e}); waiting up to {self.wait_s:g} s "
+                          f"for it to come back (a signal stops the feed)", file=sys.stderr, flush=True)
+                    said = True
+                if self.stop is not None:
+                    self.stop.wait(0.2)
+                else:
+                    time.sleep(0.2)
 
     def _held(self, streams: list[str]) -> dict[str, int]:
         """Per stream: the engine's tick count; absent if it holds none."""
