@@ -24,6 +24,7 @@ import msgpack
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
+from connectors.handshake import HandshakeMonitor, curve_client
 from connectors.source import Source
 from connectors.ticks import Tick, counted, plain
 
@@ -159,11 +160,7 @@ class FeedClient:
         self._sock.setsockopt(zmq.LINGER, linger_ms)
         self._sock.setsockopt(zmq.IMMEDIATE, 1)  # no engine, no queue: a send waits and times out, never lies
         self._sock.setsockopt(zmq.SNDTIMEO, connect_timeout_ms)  # until a first message has gone
-        if server_public_key:
-            public, secret = client_keypair or zmq.curve_keypair()
-            self._sock.curve_serverkey = server_public_key
-            self._sock.curve_publickey = public
-            self._sock.curve_secretkey = secret
+        curve_client(self._sock, server_public_key, client_keypair)
         self._monitor = self._sock.get_monitor_socket(zmq.EVENT_DISCONNECTED) if watch_connection else None
         self._sock.connect(endpoint)
         self.messages = 0
@@ -257,11 +254,8 @@ class RejectWatch:
         self.endpoint = check_endpoint(endpoint, "answers endpoint")
         self._sock = (context or zmq.Context.instance()).socket(zmq.SUB)
         self._sock.setsockopt(zmq.LINGER, 0)
-        if server_public_key:  # the same CURVE identity as the feed's (see FeedClient)
-            public, secret = client_keypair or zmq.curve_keypair()
-            self._sock.curve_serverkey = server_public_key
-            self._sock.curve_publickey = public
-            self._sock.curve_secretkey = secret
+        curve_client(self._sock, server_public_key, client_keypair)  # the same CURVE identity as the feed's
+        self._handshake = HandshakeMonitor(self._sock, curve=bool(server_public_key))  # why no heartbeat came
         for topic in (REJECTS_TOPIC, HEARTBEAT_TOPIC):
             self._sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
         self._sock.connect(endpoint)
@@ -277,8 +271,9 @@ class RejectWatch:
         while self.heartbeats == 0:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise FeedTimeout(f"no heartbeat from {self.endpoint} in {timeout_s:g} s: is it the answers "
-                                  "endpoint of a running `flashtick serve`?")
+                refused = self._handshake.refused()  # a refused CURVE key: not "is anything running there?"
+                raise FeedTimeout(f"no heartbeat from {self.endpoint} in {timeout_s:g} s: "
+                                  + (refused or "is it the answers endpoint of a running `flashtick serve`?"))
             self.poll(max(1, int(left * 1000)))
 
     def poll(self, timeout_ms: int = 0) -> int:
@@ -326,6 +321,7 @@ class RejectWatch:
                 quiet_since = self.heartbeats
 
     def close(self) -> None:
+        self._handshake.close()
         if not self._sock.closed:
             self._sock.close()
 

@@ -115,6 +115,24 @@ def test_curve_ingest_takes_ticks_from_listed_feeds_only(checkpoint, keys) -> No
         assert control.call("stats")["stats"]["auth_denied"] >= 2
 
 
+def test_a_feed_whose_key_is_refused_is_told_so_not_to_look_for_a_running_engine(checkpoint, keys) -> None:
+    """A reviewer's feed with a key not in the allow-list ended with "no heartbeat ...: is it the answers endpoint
+    of a running `flashtick serve`?", sending an on-call engineer to look for a dead server."""
+    from connectors.feed import RejectWatch
+
+    server_key = read_public_key(keys / "server.key")
+    config = curve_config(checkpoint, keys, clients_dir=str(keys / "allowed"), ingest=True)
+    with serving(config) as server:
+        for client, why in (({"server_public_key": server_key,
+                               "client_keypair": read_keypair(keys / "mallory.key_secret")},
+                              "the server refused this client's key (CURVE authentication failed"),
+                             ({}, "the server uses CURVE and this client does not")):
+            with RejectWatch(server.endpoints["answers"], **client) as watch, \
+                    pytest.raises(FeedTimeout, match=r"no heartbeat from .* in 2 s: ") as err:
+                watch.wait_ready(2.0)
+            assert why in str(err.value) and "running" not in str(err.value), err.value
+
+
 def test_curve_ingest_without_an_allow_list_needs_only_the_server_key(checkpoint, keys) -> None:
     server_key = read_public_key(keys / "server.key_secret")  # the public half of a secret certificate
     market = SyntheticMarket(SyntheticConfig(seed=3))

@@ -33,8 +33,7 @@ import msgpack
 import zmq
 
 from connectors.feed import HEARTBEAT_TOPIC, check_endpoint, packable
-
-from engine.service.auth import HandshakeMonitor, curve_client
+from connectors.handshake import HandshakeMonitor, curve_client
 
 POLL_SLICE_MS = 100  # how often a waiting client looks at its handshake
 _NO_ID = object()  # a request the caller gave no id

@@ -1,0 +1,107 @@
+"""The client side of a ZeroMQ connection to the engine: CURVE client keys, and why a handshake failed.
+
+Below the service (connectors' feeds and answer watchers use it as the service's own clients do): a refused
+CURVE key, a socket of the wrong kind or nobody listening are said as such instead of a silent wait.
+"""
+
+from __future__ import annotations
+
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+# -- the client side: why did the handshake fail? ---------------------------------------------------
+
+# a socket of another kind answers a client's connection and then fails its handshake (ZeroMQ pairs socket types)
+WRONG_SOCKET = ("the socket this client is for: a service has three, ingest (PUSH feeds, :5555 by default), answers "
+                "(subscribers, :5556) and control (requests, :5557)")
+
+
+class HandshakeMonitor:
+    """Watches a client socket's connection events, to say why no reply came.
+
+    ZeroMQ retries a refused handshake silently, so a client of a CURVE server
+    that refuses it just waits; the socket monitor is where the reason shows.
+    """
+
+    EVENTS = (zmq.EVENT_CONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+              | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_DISCONNECTED)
+
+    def __init__(self, sock: zmq.Socket, curve: bool) -> None:
+        self.curve = curve
+        self._sock = sock
+        self._monitor = sock.get_monitor_socket(self.EVENTS)
+        self.connected = self.succeeded = False
+        self.failure: tuple[int, int] | None = None  # (event, value) of the last failed handshake
+        self.vague = 0  # failed handshakes without detail: a first one may be followed by a precise one
+        self.disconnects = 0  # live connections (handshake done) that dropped: what was queued on one is gone
+        self._live = False
+
+    def poll(self) -> None:
+        """Take the events that arrived so far."""
+        while self._monitor.poll(0):
+            event = recv_monitor_message(self._monitor)
+            kind = event["event"]
+            if kind == zmq.EVENT_CONNECTED:
+                self.connected = True
+            elif kind == zmq.EVENT_DISCONNECTED:  # (a refused handshake's drop is said by refused() instead)
+                self.disconnects += self._live
+                self._live = False
+            elif kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self.succeeded, self.failure, self.vague, self._live = True, None, 0, True
+            else:
+                self.failure = (kind, event["value"])
+                self.vague += kind == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+
+    def refused(self) -> str | None:
+        """Why the server refused the handshake, when it did (a retry will not help), else None."""
+        self.poll()
+        if self.failure is None or (self.failure[0] == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL and self.vague < 2):
+            return None  # ZeroMQ retries within 100 ms; the retry often says more
+        kind, value = self.failure
+        if kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+            return (f"the server refused this client's key (CURVE authentication failed, status {value}): "
+                    "its public key must be in the server's curve.clients_dir (--client-key)")
+        if kind == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL and not self.curve:
+            return "the server uses CURVE and this client does not: give --server-key (and --client-key)"
+        if kind == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL:
+            return "the server does not use CURVE (or another security mechanism): drop --server-key"
+        if not self.curve:
+            return ("the handshake failed: if the server uses CURVE, give --server-key (and --client-key); else the "
+                    f"endpoint is not {WRONG_SOCKET}")
+        return "the CURVE handshake failed: is --server-key the server's public key?"
+
+    def explain(self) -> str:
+        """Why nothing came back: a refused handshake, nobody listening, or a connected but silent server."""
+        reason = self.refused()
+        if reason is not None:
+            return reason
+        if self.succeeded and not self._live:  # it was there: the connection dropped and no new one took
+            return ("the connection dropped and nothing answers there now: has the service stopped or moved? "
+                    "(a restart there is reconnected to by itself)")
+        if self.succeeded:
+            return "connected, but the service did not answer in time (busy?)"
+        if self.connected:
+            return (f"connected, but the handshake did not complete: an authentication failure, or the endpoint is "
+                    f"not {WRONG_SOCKET}")
+        return "nothing answered the connection: is the service running there?"
+
+    def close(self) -> None:
+        if not self._sock.closed:
+            self._sock.disable_monitor()
+        self._monitor.close(linger=0)
+
+
+def curve_client(sock: zmq.Socket, server_public_key: bytes | None,
+                 client_keypair: tuple[bytes, bytes] | None = None) -> None:
+    """Make `sock` a CURVE client of the server with that public key (no-op without one).
+
+    Without `client_keypair` a throwaway keypair is made: enough for a server
+    without an allow-list, refused by one with it.
+    """
+    if client_keypair is not None and not server_public_key:
+        raise ValueError("a client keypair needs the server's public key too")
+    if server_public_key:
+        public, secret = client_keypair or zmq.curve_keypair()
+        sock.curve_serverkey = server_public_key
+        sock.curve_publickey = public
+        sock.curve_secretkey = secret
