@@ -488,7 +488,11 @@ def cmd_serve(args: argparse.Namespace) -> None:
               file=sys.stderr, flush=True)
     server.serve_forever()
     stats = server.pipeline.stats()
-    print(f"flashtick stopped: {stats['ticks_in']} ticks in, {stats['answers_out']} answers out", file=sys.stderr)
+    rejected = stats["rejected"]
+    refused = f", {sum(rejected.values())} rejected ({', '.join(f'{r} {n}' for r, n in sorted(rejected.items()))})" \
+        if rejected else ""
+    print(f"flashtick stopped: {stats['ticks_in']} ticks in, {stats['answers_out']} answers out{refused}",
+          file=sys.stderr)
 
 
 def _synthetic_source(args: argparse.Namespace, engine_last_ts: dict[str, int]) -> Any:

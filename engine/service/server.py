@@ -89,6 +89,7 @@ class Server:
             raise
         self._next_behind_warning = 0.0
         self._shed_at_heartbeat = 0  # ticks refused as overloaded up to the last heartbeat
+        self._shed_said = 0  # ... up to the last log line that said so
         self._refused_said, self._next_refused_warning = 0, 0.0  # stream_refused ticks the log has told of
         self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when messages wait unread
         self._kv_thrash = False
@@ -341,11 +342,17 @@ class Server:
                                      "lag_s": self._snapshot["lag_s"], "shed": shed})
         self._watch_kv_thrash()
         self._say_refused_streams()
-        if behind and time.monotonic() >= self._next_behind_warning:
+        # a burst's refusals mostly come after the line its first heartbeat printed: those are said once the
+        # line's interval has passed, caught up or not, so the log accounts for every tick shed
+        if (behind or shed_total > self._shed_said) and time.monotonic() >= self._next_behind_warning:
             self._next_behind_warning = time.monotonic() + BEHIND_WARNING_EVERY_S
             limits = self.config.limits
-            then = f"{shed} ticks refused as overloaded since the last heartbeat" if limits.when_behind == "shed" \
-                else "answers lag"
+            then = (f"{shed_total - self._shed_said} ticks refused as overloaded since the last such line, "
+                    f"{shed_total} in all") if limits.when_behind == "shed" else "answers lag"
+            self._shed_said = shed_total
+            if not behind:  # caught up since: only the refusals are left to say
+                print(f"flashtick: caught up; when_behind: shed ({then})", file=sys.stderr, flush=True)
+                return
             print(f"flashtick: behind: {pending} tokens wait for a forward (limits.max_backlog_tokens="
                   f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "
                   f"(limits.max_lag_s={limits.max_lag_s:g}; or the ingest queue not once emptied for that long); "
