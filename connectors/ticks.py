@@ -179,17 +179,17 @@ def _number(obj: dict, key: str, *, required: bool, is_price: bool) -> float | N
     # bool is an int subclass; a True price is a bug upstream, not a price of 1.
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidTick("wrong_type", f"{key} must be a number, got {type(value).__name__}")
-    value = float(value)
+    sent, value = value, float(value)  # (errors quote the value as sent: an int 0 as 0, not 0.0)
     if is_price:
         if not math.isfinite(value):
-            raise InvalidTick("nonfinite_price", f"{key} must be finite, got {value}")
+            raise InvalidTick("nonfinite_price", f"{key} must be finite, got {sent}")
         if value <= 0:
-            raise InvalidTick("nonpositive_price", f"{key} must be > 0, got {value}")
+            raise InvalidTick("nonpositive_price", f"{key} must be > 0, got {sent}")
     else:
         if not math.isfinite(value):
-            raise InvalidTick("nonfinite_size", f"{key} must be finite, got {value}")
+            raise InvalidTick("nonfinite_size", f"{key} must be finite, got {sent}")
         if value < 0:
-            raise InvalidTick("negative_size", f"{key} must be >= 0, got {value}")
+            raise InvalidTick("negative_size", f"{key} must be >= 0, got {sent}")
     return value
 
 

@@ -257,3 +257,11 @@ def test_ordering_guard_rejects_backwards_ts_per_stream() -> None:
         guard.check(Tick("a", 9, "trade", price=1.0, size=1.0))
     assert err.value.reason == "ts_backwards" and guard.rejected == 1
     assert guard.last_ts == {"a": 10, "b": 5}
+
+
+def test_errors_quote_numbers_as_sent() -> None:
+    """A client comparing what it sent with the error saw its int 0 come back as 0.0."""
+    for obj, said in ((good_trade(price=0), "price must be > 0, got 0"), (good_trade(size=-1), "got -1")):
+        with pytest.raises(InvalidTick) as err:
+            validate(obj)
+        assert err.value.message.endswith(said), err.value.message

@@ -206,6 +206,8 @@ CONTROL_ERRORS = [
     ({"op": "register", "yaml": "queries: [{name: x"}, "control:register"),
     ({"op": "register", "yaml": "queries:\n  - {name: x, streams: [a], kind: choice, question: direction_20,"
                                 " trigerr: batch}\n", "source": "/etc/my.yaml"}, "my.yaml:2"),
+    ({"op": "register", "yaml": "queries: []\n", "source": "q.yaml"}, "q.yaml: lists no query (queries: []): "
+                                                                       "nothing registered"),  # (version bumped)
     ({"op": "unregister", "name": "no_such_query"}, "no query named 'no_such_query'"),
     ({"op": "unregister"}, "needs 'name'"),
     ({"op": "get", "query": "dir"}, "needs 'stream'"),

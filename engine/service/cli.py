@@ -687,9 +687,6 @@ def cmd_register(args: argparse.Namespace) -> None:
     text = args.file.read_text()
     with _control(args) as control:  # the file name, so errors read `my_queries.yaml:12: ...`
         reply = control.call("register", yaml=text, source=args.file.name)
-    if not reply["registered"]:
-        print(f"registered no query: {args.file} lists none (registry version {reply['version']})")
-        return
     print(f"registered {', '.join(reply['registered'])} (registry version {reply['version']})")
 
 

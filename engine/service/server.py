@@ -446,8 +446,11 @@ class Server:
 
     def _op_register(self, request: dict, _reply: Any) -> dict:
         registry = self.pipeline.registry
-        specs = load_queries(_field(request, "yaml", str), _register_source(request), questions=registry.questions,
+        source = _register_source(request)
+        specs = load_queries(_field(request, "yaml", str), source, questions=registry.questions,
                              limits=registry.limits, answerable=registry.answerable)
+        if not specs:  # (a client's mistake, most likely: an empty list, or the wrong file) registers nothing
+            raise ControlError(f"{source}: lists no query (queries: []): nothing registered; `unregister` removes one")
         self.pipeline.register_queries(specs)
         return {"registered": [s.name for s in specs], "version": self.pipeline.registry.version}
 
