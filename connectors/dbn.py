@@ -13,9 +13,10 @@ to write a book builder to run a backtest:
   top level in every record.
 
 Event time is `ts_recv`, the order a DBN file is sorted in. The stream is the
-instrument's symbol, from the file's symbology (its metadata mappings or symbol
-mapping records), else the numeric instrument id. Prices are DBN's fixed-point
-integers (1e-9 units) turned into floats.
+instrument's symbol at the record's time, from the file's symbology (`Symbology`:
+its metadata mappings, which hold over dates, or symbol mapping records), else the
+numeric instrument id. Prices are DBN's fixed-point integers (1e-9 units) turned
+into floats.
 
 The `databento-dbn` package is an optional extra (`pip install 'flashtick[dbn]'`),
 imported when a DBN file is opened, so the base install imports this module.
@@ -24,6 +25,7 @@ imported when a DBN file is opened, so the base install imports this module.
 from __future__ import annotations
 
 import heapq
+from datetime import date
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -37,6 +39,7 @@ AGGRESSOR = {"B": "buy", "A": "sell"}  # a trade's side is the aggressor's; N (n
 BOOK_SIDES = ("B", "A")
 BOOK_SIDE = {"buy": "B", "sell": "A"}  # a resting order's side, as the reducer is given it -> the book's
 MIN_READ_BYTES = 1 << 16
+DAY_NS = 86_400 * 10**9
 
 
 def _dbn() -> Any:
@@ -139,6 +142,51 @@ class BookReducer:
         return None
 
 
+class Symbology:
+    """Instrument id -> symbol at a time. The metadata's mappings hold over UTC dates, start included and end
+    excluded (Databento's intervals): a continuous symbol (ES.c.0) names one contract until its roll and the next
+    one after. An id outside every interval of its mappings is its numeric id, also on the days another interval
+    names it: the day before a roll both contracts trade, and only the one ES.c.0 maps is ES.c.0 (its prices
+    would otherwise interleave with the next contract's). A symbol mapping record (a live feed's) holds from
+    that record on and takes its symbol from the id that had it."""
+
+    def __init__(self, mappings: dict[str, Any]) -> None:
+        self.dated: dict[int, list[tuple[int, int, str]]] = {}  # id -> [(start ns, end ns, symbol)]
+        for symbol, intervals in mappings.items():
+            for interval in intervals:
+                start, end, target = (_field(interval, name) for name in ("start_date", "end_date", "symbol"))
+                if isinstance(target, str) and target.isdigit():
+                    self.dated.setdefault(int(target), []).append((_day_ns(start), _day_ns(end), symbol))
+        self.live: dict[int, str] = {}  # id -> symbol, from symbol mapping records: ahead of the dated ones
+        self.holder: dict[str, int] = {}  # a mapping record's symbol -> the id it names now
+
+    def map(self, instrument_id: int, symbol: str) -> None:
+        previous = self.holder.get(symbol)
+        if previous is not None and previous != instrument_id:
+            self.live[previous] = str(previous)  # no longer this symbol's contract
+        self.holder[symbol], self.live[instrument_id] = instrument_id, symbol
+
+    def at(self, instrument_id: int, ts: int) -> str:
+        if (symbol := self.live.get(instrument_id)) is not None:
+            return symbol
+        for start, end, symbol in self.dated.get(instrument_id, ()):
+            if start <= ts < end:
+                return symbol
+        return str(instrument_id)
+
+
+def _field(interval: Any, name: str) -> Any:
+    return interval.get(name) if isinstance(interval, dict) else getattr(interval, name, None)
+
+
+def _day_ns(day: date | str | None) -> int:
+    """A mapping's date as ns since the epoch at its UTC midnight; an open end (None) is the end of time."""
+    if day is None:
+        return 1 << 63
+    day = date.fromisoformat(day) if isinstance(day, str) else day
+    return (day - date(1970, 1, 1)).days * DAY_NS
+
+
 class DbnPlan:
     """One DBN file as replay reads it: decoded a block at a time, (record number, wire map) per tick."""
 
@@ -152,7 +200,7 @@ class DbnPlan:
         if self.schema not in SCHEMAS:
             raise ValueError(f"{path}: DBN schema {self.schema!r} is not supported; replay reads {', '.join(SCHEMAS)} "
                              f"(order by order or top of book)")
-        self.symbols = _symbols_of(metadata)
+        self.mappings = metadata.mappings or {}
 
     def describe(self) -> dict[str, Any]:
         return {"format": "dbn", "schema": self.schema}
@@ -170,7 +218,7 @@ class DbnPlan:
     def batches(self, chunk_rows: int) -> Iterator[list[tuple[int, dict[str, Any]]]]:
         dbn = _dbn()
         decoder = _decoder(dbn, self.path)
-        symbols = dict(self.symbols)
+        symbols = Symbology(self.mappings)
         reducer = BookReducer(rebuild=self.schema == "mbo", scale=PRICE_SCALE)
         number = -1  # record number in the file, metadata excluded
         with open(self.path, "rb") as f:
@@ -182,7 +230,7 @@ class DbnPlan:
                         continue
                     number += 1
                     if isinstance(record, dbn.SymbolMappingMsg):
-                        symbols[record.instrument_id] = record.stype_in_symbol
+                        symbols.map(record.instrument_id, record.stype_in_symbol)
                         continue
                     if isinstance(record, dbn.MBOMsg):
                         top = None
@@ -190,7 +238,7 @@ class DbnPlan:
                         top = _top_of_mbp(record, dbn.UNDEF_PRICE)
                     else:  # status, definition, system and error records carry no ticks
                         continue
-                    stream = symbols.get(record.instrument_id, str(record.instrument_id))
+                    stream = symbols.at(record.instrument_id, record.ts_recv)
                     tick = reducer.record(record.instrument_id, stream, record.ts_recv, str(record.action),
                                           AGGRESSOR.get(str(record.side)), record.price, record.size,
                                           bool(record.flags & F_LAST), getattr(record, "order_id", None), top)
@@ -239,15 +287,3 @@ def _read_metadata(dbn: Any, path: Path) -> Any:
     except Exception as e:  # the decoder's own error type, e.g. a file that is not DBN at all
         raise ValueError(f"{path}: not a readable DBN file: {e}") from None
     raise ValueError(f"{path}: not a DBN file (no metadata header)")
-
-
-def _symbols_of(metadata: Any) -> dict[int, str]:
-    """instrument id -> symbol from the metadata's mappings (raw symbol -> instrument id intervals)."""
-    symbols: dict[int, str] = {}
-    mappings = metadata.mappings or {}
-    for symbol, intervals in mappings.items():
-        for interval in intervals:
-            target = interval.get("symbol") if isinstance(interval, dict) else getattr(interval, "symbol", None)
-            if isinstance(target, str) and target.isdigit():
-                symbols[int(target)] = symbol
-    return symbols

@@ -1,0 +1,70 @@
+"""Databento DBN replay as a CME futures user meets it: dated symbol mappings (a continuous symbol rolling from one
+contract to the next), trade records without a price, --price-offset for calendar spreads, a record stamped ahead
+of its neighbours, and the `trades` schema. Every fixture is written here with databento-dbn's own encoder."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from connectors.replay import FileReplay
+
+dbn = pytest.importorskip("databento_dbn", reason="the dbn extra (pip install 'flashtick[dbn]') is not installed")
+NS = 1_000_000_000
+PX = 10**9 // 4  # a quarter point in DBN's 1e-9 fixed point
+MAR5 = int(datetime(2026, 3, 5, 14, 30, tzinfo=timezone.utc).timestamp()) * NS  # both contracts trade this day
+MAR6 = MAR5 + 86_400 * NS  # ES.c.0 rolled to ESM6 (1002) at the start of this day (UTC)
+ESH6, ESM6 = 1001, 1002
+
+
+def write_dbn(path: Path, schema: object, records: list, mappings: dict[str, list[tuple]] | None = None) -> Path:
+    """A DBN file; ``mappings``: symbol -> [(start date, end date, instrument id)], as Databento's metadata has."""
+    symbology = [SimpleNamespace(raw_symbol=symbol, intervals=[
+        SimpleNamespace(start_date=start, end_date=end, symbol=str(instrument)) for start, end, instrument in spans])
+        for symbol, spans in (mappings or {}).items()]
+    metadata = dbn.Metadata(dataset="GLBX.MDP3", start=MAR5, stype_in=dbn.SType.CONTINUOUS,
+                            stype_out=dbn.SType.INSTRUMENT_ID, schema=schema, symbols=list(mappings or ()),
+                            mappings=symbology)
+    path.write_bytes(metadata.encode() + b"".join(bytes(r) for r in records))
+    return path
+
+
+def trade(instrument: int, ts: int, quarters: int, side: object = None, price: int | None = None) -> object:
+    """An MBO trade record (action T)."""
+    return dbn.MBOMsg(publisher_id=1, instrument_id=instrument, ts_event=ts, order_id=0,
+                      price=quarters * PX if price is None else price, size=1, action=dbn.Action.TRADE,
+                      side=side or dbn.Side.BID, ts_recv=ts, flags=dbn.F_LAST)
+
+
+def drain(replay: FileReplay) -> list:
+    out = []
+    while not replay.done:
+        out += replay.next_batch(100)
+    return out
+
+
+def test_a_continuous_symbol_names_the_contract_it_maps_on_each_record_s_date(tmp_path: Path) -> None:
+    """ES.c.0 is ESH6 until 2026-03-06 and ESM6 from then on; both trade on both days. Each day's ES.c.0 is that
+    day's contract alone; the other contract, outside every interval of its mappings, is its instrument id."""
+    path = write_dbn(tmp_path / "es.dbn", dbn.Schema.MBO, [
+        trade(ESH6, MAR5, 27200), trade(ESM6, MAR5 + NS, 27400),
+        trade(ESH6, MAR6, 27204), trade(ESM6, MAR6 + NS, 27404),
+    ], {"ES.c.0": [(date(2026, 3, 1), date(2026, 3, 6), ESH6), (date(2026, 3, 6), date(2026, 3, 9), ESM6)]})
+    assert [(t.stream, t.price) for t in drain(FileReplay(path))] == [
+        ("ES.c.0", 6800.0), ("1002", 6850.0), ("1001", 6801.0), ("ES.c.0", 6851.0)]
+
+    # a live file's symbol mapping records: a later record for the symbol takes it from the id that had it
+    def mapping(instrument: int, ts: int) -> object:
+        return dbn.SymbolMappingMsg(publisher_id=1, instrument_id=instrument, ts_event=ts,
+                                    stype_in=dbn.SType.CONTINUOUS, stype_in_symbol="ES.c.0",
+                                    stype_out=dbn.SType.INSTRUMENT_ID, stype_out_symbol=str(instrument),
+                                    start_ts=ts, end_ts=ts + 86_400 * NS)
+
+    live = write_dbn(tmp_path / "live.dbn", dbn.Schema.MBO, [
+        mapping(ESH6, MAR5), trade(ESH6, MAR5, 27200), trade(ESM6, MAR5 + NS, 27400),
+        mapping(ESM6, MAR6), trade(ESH6, MAR6, 27204), trade(ESM6, MAR6 + NS, 27404),
+    ])
+    assert [t.stream for t in drain(FileReplay(live))] == ["ES.c.0", "1002", "1001", "ES.c.0"]
