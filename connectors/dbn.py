@@ -29,7 +29,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterator
 
-from connectors.ticks import QUOTE, TRADE
+from connectors.ticks import QUOTE, TRADE, InvalidTick
 
 PRICE_SCALE = 1e9  # DBN prices are int64 in units of 1e-9
 F_LAST = 1 << 7  # DBN's flag on the last record of an exchange event (databento_dbn.F_LAST)
@@ -115,21 +115,25 @@ class BookReducer:
     book changed at the end of an event. DBN files and Databento's CSV/Parquet exports of the same schemas
     (connectors/replay.py) go through it, so one feed replays alike from either. ``rebuild``: MBO (the book
     rebuilt from its orders), else MBP-1 (each record carries its top level). Prices are in units of
-    ``scale`` (DBN's 1e-9 fixed point: 1e9; an export already read as prices: 1); sides are "buy" (the bid,
-    or a buying aggressor), "sell" or None."""
+    ``scale`` (DBN's 1e-9 fixed point: 1e9; an export already read as prices: 1), ``undefined`` Databento's
+    "no price" in those units; sides are "buy" (the bid, or a buying aggressor), "sell" or None."""
 
-    def __init__(self, rebuild: bool, scale: float) -> None:
-        self.rebuild, self.scale = rebuild, scale
+    def __init__(self, rebuild: bool, scale: float, undefined: float = UNDEF_PRICE) -> None:
+        self.rebuild, self.scale, self.undefined = rebuild, scale, undefined
         self.books: dict[Any, _Book] = {}
         self.shown: dict[Any, tuple[Any, Any, Any, Any]] = {}  # instrument -> last top of book emitted
 
     def record(self, key: Any, stream: str, ts: int, action: str, side: str | None, price: Any, size: Any,
-               last: bool, order_id: Any = None, top: tuple[Any, Any, Any, Any] | None = None) -> dict[str, Any] | None:
-        """The tick one record makes (None: it makes none). ``top``: MBP-1's (bid, bid size, ask, ask size), None
-        while a side is empty."""
+               last: bool, order_id: Any = None, top: tuple[Any, Any, Any, Any] | None = None
+               ) -> dict[str, Any] | InvalidTick | None:
+        """The tick one record makes (None: it makes none; InvalidTick: a trade without a price). ``top``: MBP-1's
+        (bid, bid size, ask, ask size), None while a side is empty."""
         if self.rebuild:
             top = _apply_mbo(self.books.setdefault(key, _Book()), action, BOOK_SIDE.get(side), order_id, price, size)
         if action == "T":
+            if price == self.undefined:  # as an empty book side is (`_top_of_mbp`): no price to replay
+                return InvalidTick("missing_field", f"a trade record with Databento's undefined price "
+                                                    f"(UNDEF_PRICE, {UNDEF_PRICE}): the trade has no price", stream)
             wire = {"kind": TRADE, "stream": stream, "ts": ts, "price": price / self.scale, "size": float(size)}
             if side is not None:
                 wire["side"] = side

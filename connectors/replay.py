@@ -406,9 +406,9 @@ class _FilePlan:
         book changed at the end of an event, nothing for the other records."""
         from connectors.dbn import F_LAST, UNDEF_PRICE, BookReducer
 
-        reducer = BookReducer(rebuild=self.book == "mbo", scale=1.0)
-        # a fixed-point export's empty side, as read
+        # a fixed-point export's empty side or trade without a price, as read
         undefined = UNDEF_PRICE / (self.columns.price_scale or 1) + (self.columns.price_offset or 0)
+        reducer = BookReducer(rebuild=self.book == "mbo", scale=1.0, undefined=undefined)
 
         def reduce(row: tuple) -> dict[str, Any] | InvalidTick | None:
             wire = convert(row)

@@ -68,3 +68,14 @@ def test_a_continuous_symbol_names_the_contract_it_maps_on_each_record_s_date(tm
         mapping(ESM6, MAR6), trade(ESH6, MAR6, 27204), trade(ESM6, MAR6 + NS, 27404),
     ])
     assert [t.stream for t in drain(FileReplay(live))] == ["ES.c.0", "1002", "1001", "ES.c.0"]
+
+
+def test_a_trade_record_with_databento_s_undefined_price_is_rejected_and_counted(tmp_path: Path) -> None:
+    path = write_dbn(tmp_path / "es.dbn", dbn.Schema.MBO, [
+        trade(ESH6, MAR5, 27200), trade(ESH6, MAR5 + NS, 0, price=dbn.UNDEF_PRICE), trade(ESH6, MAR5 + 2 * NS, 27201),
+    ])
+    replay = FileReplay(path)
+    assert [t.price for t in drain(replay)] == [6800.0, 6800.25]
+    assert replay.rejected == {"missing_field": 1}
+    example = replay.rejected.examples["missing_field"]
+    assert "es.dbn record 2: " in example and "Databento's undefined price" in example and "column" not in example
