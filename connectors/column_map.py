@@ -42,6 +42,19 @@ PRICE_FIELDS = ("price", "bid", "ask")  # the columns `price_scale` divides
 QUOTE_FIELDS = ("bid", "ask", "bid_size", "ask_size")
 
 
+def checked_price_offset(value: Any) -> float | None:
+    """A map's price_offset as a float (None: not given, or 0: no offset); a ValueError for what is no number."""
+    if value is None:
+        return None
+    try:
+        offset = float(value)
+    except (TypeError, ValueError):
+        offset = math.nan
+    if not math.isfinite(offset) or isinstance(value, bool):
+        raise ValueError(f"price_offset must be a number (added to every price, bid and ask read), got {value!r}")
+    return offset or None
+
+
 @dataclass(frozen=True)
 class ColumnMap:
     """Which column of a file feeds which tick field.
@@ -179,15 +192,7 @@ class ColumnMap:
                 raise ValueError(f"price_scale must be a number > 0 (the file's prices are real prices times it, "
                                  f"e.g. 10000), got {self.price_scale!r}")
             object.__setattr__(self, "price_scale", scale)
-        if self.price_offset is not None:
-            try:
-                offset = float(self.price_offset)
-            except (TypeError, ValueError):
-                offset = math.nan
-            if not math.isfinite(offset) or isinstance(self.price_offset, bool):
-                raise ValueError(f"price_offset must be a number (added to every price, bid and ask read), got "
-                                 f"{self.price_offset!r}")
-            object.__setattr__(self, "price_offset", offset or None)  # 0: no offset
+        object.__setattr__(self, "price_offset", checked_price_offset(self.price_offset))
         if self.names is not None:
             names = self.names
             if isinstance(names, str) or not all(isinstance(n, str) and n for n in names) or not names:

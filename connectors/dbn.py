@@ -16,7 +16,8 @@ Event time is `ts_recv`, the order a DBN file is sorted in. The stream is the
 instrument's symbol at the record's time, from the file's symbology (`Symbology`:
 its metadata mappings, which hold over dates, or symbol mapping records), else the
 numeric instrument id. Prices are DBN's fixed-point integers (1e-9 units) turned
-into floats.
+into floats, plus a column map's `price_offset` when given (a calendar spread's
+prices below zero; the one key of a map that applies to DBN's fixed layout).
 
 The `databento-dbn` package is an optional extra (`pip install 'flashtick[dbn]'`),
 imported when a DBN file is opened, so the base install imports this module.
@@ -116,10 +117,11 @@ class BookReducer:
     (connectors/replay.py) go through it, so one feed replays alike from either. ``rebuild``: MBO (the book
     rebuilt from its orders), else MBP-1 (each record carries its top level). Prices are in units of
     ``scale`` (DBN's 1e-9 fixed point: 1e9; an export already read as prices: 1), ``undefined`` Databento's
-    "no price" in those units; sides are "buy" (the bid, or a buying aggressor), "sell" or None."""
+    "no price" in those units; ``offset`` is added to each price, bid and ask after scaling (price_offset); sides
+    are "buy" (the bid, or a buying aggressor), "sell" or None."""
 
-    def __init__(self, rebuild: bool, scale: float, undefined: float = UNDEF_PRICE) -> None:
-        self.rebuild, self.scale, self.undefined = rebuild, scale, undefined
+    def __init__(self, rebuild: bool, scale: float, undefined: float = UNDEF_PRICE, offset: float = 0.0) -> None:
+        self.rebuild, self.scale, self.undefined, self.offset = rebuild, scale, undefined, offset
         self.books: dict[Any, _Book] = {}
         self.shown: dict[Any, tuple[Any, Any, Any, Any]] = {}  # instrument -> last top of book emitted
 
@@ -134,15 +136,16 @@ class BookReducer:
             if price == self.undefined:  # as an empty book side is (`_top_of_mbp`): no price to replay
                 return InvalidTick("missing_field", f"a trade record with Databento's undefined price "
                                                     f"(UNDEF_PRICE, {UNDEF_PRICE}): the trade has no price", stream)
-            wire = {"kind": TRADE, "stream": stream, "ts": ts, "price": price / self.scale, "size": float(size)}
+            wire = {"kind": TRADE, "stream": stream, "ts": ts, "price": price / self.scale + self.offset,
+                    "size": float(size)}
             if side is not None:
                 wire["side"] = side
             return wire
         if action != "F" and last and top is not None and self.shown.get(key) != top:
             self.shown[key] = top
             bid, bid_size, ask, ask_size = top
-            return {"kind": QUOTE, "stream": stream, "ts": ts, "bid": bid / self.scale, "ask": ask / self.scale,
-                    "bid_size": float(bid_size), "ask_size": float(ask_size)}
+            return {"kind": QUOTE, "stream": stream, "ts": ts, "bid": bid / self.scale + self.offset,
+                    "ask": ask / self.scale + self.offset, "bid_size": float(bid_size), "ask_size": float(ask_size)}
         return None
 
 
@@ -196,8 +199,8 @@ class DbnPlan:
 
     sorted_on_read = False
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, price_offset: float | None = None) -> None:
+        self.path, self.price_offset = path, price_offset
         dbn = _dbn()
         metadata = _read_metadata(dbn, path)
         self.schema = str(metadata.schema.value) if metadata.schema is not None else None
@@ -207,7 +210,8 @@ class DbnPlan:
         self.mappings = metadata.mappings or {}
 
     def describe(self) -> dict[str, Any]:
-        return {"format": "dbn", "schema": self.schema}
+        offset = {} if self.price_offset is None else {"price_offset": self.price_offset}
+        return {"format": "dbn", "schema": self.schema, **offset}
 
     def row_count(self) -> None:
         return None  # unknown without decoding the whole (often compressed) file
@@ -215,15 +219,14 @@ class DbnPlan:
     def where(self, row: int) -> str:
         return f"{self.path} record {row + 1}"
 
-    def column_of(self, tick_field: str) -> str | None:
-        return {"ts": "ts_recv", "stream": "instrument_id", "price": "price", "size": "size", "side": "side",
-                "bid": "bid_px", "ask": "ask_px", "bid_size": "bid_sz", "ask_size": "ask_sz"}.get(tick_field)
+    def column_of(self, tick_field: str) -> None:
+        return None  # records, not columns: a reject names the record (`where`); a quote's bid is the book's
 
     def batches(self, chunk_rows: int) -> Iterator[list[tuple[int, dict[str, Any]]]]:
         dbn = _dbn()
         decoder = _decoder(dbn, self.path)
         symbols = Symbology(self.mappings)
-        reducer = BookReducer(rebuild=self.schema == "mbo", scale=PRICE_SCALE)
+        reducer = BookReducer(rebuild=self.schema == "mbo", scale=PRICE_SCALE, offset=self.price_offset or 0.0)
         number = -1  # record number in the file, metadata excluded
         with open(self.path, "rb") as f:
             while block := f.read(max(MIN_READ_BYTES, chunk_rows * 64)):

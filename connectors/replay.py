@@ -49,6 +49,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     ColumnMap,
     Refine,
     as_column_map,
+    checked_price_offset,
     keep_check,
     keep_key,
     preset,
@@ -441,12 +442,10 @@ LONG_ROW_ERRORS = re.compile(r"more fields than defined|new_columns does not mat
 def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     if not path.is_file():
         raise FileNotFoundError(f"replay file not found: {path}")
-    if _is_dbn(path):  # an order-by-order feed, reduced to trades and top of book; column maps do not apply
-        if explicit:
-            raise ValueError(f"{path}: a DBN file has a fixed layout; give it no column map")
+    if _is_dbn(path):  # an order-by-order feed, reduced to trades and top of book
         from connectors.dbn import DbnPlan
 
-        return DbnPlan(path)
+        return DbnPlan(path, _dbn_price_offset(path, cmap, explicit))
     try:
         return _table_plan(path, cmap)
     except (pl.exceptions.PolarsError, ValueError) as e:
@@ -459,6 +458,17 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         return _table_plan(path, cmap, long_rows_of=True)
     except (pl.exceptions.PolarsError, ValueError):  # not a few stray rows: its rows do not fit its columns
         raise refused from None
+
+
+def _dbn_price_offset(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> float | None:
+    """A DBN file's layout is fixed: of a column map it takes price_offset alone (a calendar spread's prices
+    below zero). The map for every file keeps its other keys for the tabular files; the file's own is refused
+    for them."""
+    keys = cmap.keys if isinstance(cmap, Refine) else cmap.to_dict() if cmap is not None else {}
+    if explicit and (others := sorted(set(keys) - {"price_offset"})):
+        raise ValueError(f"{path}: a DBN file has a fixed layout: of a column map it takes price_offset alone, got "
+                         f"{', '.join(others)}")
+    return checked_price_offset(keys.get("price_offset"))
 
 
 def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool = False) -> _FilePlan:

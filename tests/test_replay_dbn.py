@@ -79,3 +79,30 @@ def test_a_trade_record_with_databento_s_undefined_price_is_rejected_and_counted
     assert replay.rejected == {"missing_field": 1}
     example = replay.rejected.examples["missing_field"]
     assert "es.dbn record 2: " in example and "Databento's undefined price" in example and "column" not in example
+
+
+def spread_file(path: Path) -> Path:
+    """A calendar spread's top of book and a trade, below zero (MBP-1)."""
+
+    def mbp(i: int, action: object, quarters: int) -> object:
+        level = dbn.BidAskPair(bid_px=-3 * PX, ask_px=-2 * PX, bid_sz=4, ask_sz=6)
+        return dbn.MBP1Msg(publisher_id=1, instrument_id=ESH6, ts_event=MAR5 + i, price=quarters * PX, size=1,
+                           action=action, side=dbn.Side.ASK, depth=0, ts_recv=MAR5 + i, flags=dbn.F_LAST, levels=level)
+
+    return write_dbn(path, dbn.Schema.MBP_1, [mbp(1, dbn.Action.ADD, -3), mbp(2, dbn.Action.TRADE, -2)])
+
+
+def test_price_offset_shifts_a_dbn_spread_s_prices_above_zero(tmp_path: Path) -> None:
+    path = spread_file(tmp_path / "spread.dbn")
+    unshifted = FileReplay(path)
+    assert not drain(unshifted) and unshifted.rejected == {"nonpositive_price": 2}
+    example = unshifted.rejected.examples["nonpositive_price"]
+    assert example.startswith(f"{path} record 1: ") and "column" not in example  # a record has no columns
+    expected = [("quote", 9.25, 9.5, None), ("trade", None, None, 9.5)]
+    for columns in ({"price_offset": 10}, None):  # for every file, or the file's own replay entry
+        files = path if columns else [{"path": str(path), "columns": {"price_offset": "10"}}]
+        shifted = FileReplay(files, columns=columns)
+        assert [(t.kind, t.bid, t.ask, t.price) for t in drain(shifted)] == expected and not shifted.rejected
+    with pytest.raises(ValueError, match=r"spread.dbn: a DBN file has a fixed layout: of a column map it takes "
+                                         r"price_offset alone, got tz"):
+        FileReplay([{"path": str(path), "columns": {"tz": "America/Chicago", "price_offset": 10}}])
