@@ -989,12 +989,16 @@ def _first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None
 
 
 class _Cursor:
-    """One file's valid ticks in order, one chunk of `chunk_rows` rows in memory at a time."""
+    """One file's valid ticks in order, one chunk of `chunk_rows` rows in memory at a time. A tick before its
+    stream's latest is rejected here as ts_backwards, as the engine would, but named by its row and the row that
+    went ahead: a DBN file is read in its own order, never sorted, and one record stamped ahead of its
+    neighbours makes the stream's next ticks go back."""
 
     def __init__(self, plan: Any, chunk_rows: int, rejects: RejectCounter) -> None:
         self._plan = plan
         self._batches = plan.batches(chunk_rows)
         self._rejects = rejects
+        self._latest: dict[str, tuple[int, int]] = {}  # stream -> (ts, row) of its latest valid tick
         self.ticks: list[Tick] = []
         self.pos = 0
         self.fill()
@@ -1007,7 +1011,9 @@ class _Cursor:
                 try:
                     if isinstance(wire, InvalidTick):  # a row the map's keep leaves out
                         raise wire
-                    ticks.append(validate(wire))
+                    tick = validate(wire)
+                    self._in_order(tick, row)
+                    ticks.append(tick)
                 except InvalidTick as err:
                     self._rejects.add(err, self._plan, row)
             if ticks:
@@ -1015,6 +1021,15 @@ class _Cursor:
                 return True
         self.ticks, self.pos = [], 0
         return False
+
+    def _in_order(self, tick: Tick, row: int) -> None:
+        latest = self._latest.get(tick.stream)
+        if latest is not None and tick.ts < latest[0]:
+            raise InvalidTick("ts_backwards", f"stream {tick.stream!r}: ts {tick.ts} < previous {latest[0]}, "
+                                              f"{(latest[0] - tick.ts) / 1e9:.1f} s later, of "
+                                              f"{self._plan.where(latest[1])} (a row stamped ahead of its "
+                                              f"neighbours sends the stream's next ones back)", tick.stream)
+        self._latest[tick.stream] = (tick.ts, row)
 
 
 REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons

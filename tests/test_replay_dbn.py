@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from connectors.replay import FileReplay
+from engine.service.backtest import rejected_lines
 
 dbn = pytest.importorskip("databento_dbn", reason="the dbn extra (pip install 'flashtick[dbn]') is not installed")
 NS = 1_000_000_000
@@ -106,3 +107,19 @@ def test_price_offset_shifts_a_dbn_spread_s_prices_above_zero(tmp_path: Path) ->
     with pytest.raises(ValueError, match=r"spread.dbn: a DBN file has a fixed layout: of a column map it takes "
                                          r"price_offset alone, got tz"):
         FileReplay([{"path": str(path), "columns": {"tz": "America/Chicago", "price_offset": 10}}])
+
+
+def test_a_record_stamped_ahead_names_the_first_tick_that_goes_back_and_the_record_ahead(tmp_path: Path) -> None:
+    """One record 129 s ahead of its neighbours: the stream's next ticks go back in time and are rejected (a DBN
+    file is read in its own order, never sorted), the first of them named with the record that went ahead."""
+    path = write_dbn(tmp_path / "es.dbn", dbn.Schema.MBO, [
+        trade(ESH6, MAR5, 27200), trade(ESH6, MAR5 + 129 * NS, 27201), trade(ESH6, MAR5 + NS, 27202),
+        trade(ESM6, MAR5 + 2 * NS, 27400), trade(ESH6, MAR5 + 2 * NS, 27203), trade(ESH6, MAR5 + 130 * NS, 27204),
+    ])
+    replay = FileReplay(path)
+    assert [(t.stream, t.price) for t in drain(replay)] == [
+        ("1001", 6800.0), ("1001", 6800.25), ("1002", 6850.0), ("1001", 6801.0)]  # another stream goes on
+    assert replay.rejected == {"ts_backwards": 2}
+    example = replay.rejected.examples["ts_backwards"]
+    assert example.startswith(f"{path} record 3: ") and "record 2" in example and "128.0 s" in example
+    assert f"(first: {path} record 3: " in rejected_lines(dict(replay.rejected), replay.rejected.examples, 4)[1]
