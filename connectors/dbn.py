@@ -1,4 +1,4 @@
-"""Databento DBN files (MBO and MBP-1 schemas) reduced to our ticks: trades and top-of-book quotes.
+"""Databento DBN files (MBO, MBP-1 and trades schemas) reduced to our ticks: trades and top-of-book quotes.
 
 A CME user's order-by-order file replays like a tick file (connectors/replay.py
 reads `.dbn` and zstd-compressed `.dbn.zst` through this module), so nobody has
@@ -10,7 +10,7 @@ to write a book builder to run a backtest:
   of an exchange event (the `F_LAST` flag), while both sides have a price.
   MBO rebuilds the book from adds, cancels, modifies and clears (fills and
   trades leave the book alone: the venue sends the cancels); MBP-1 carries the
-  top level in every record.
+  top level in every record; the trades schema has trades alone.
 
 Event time is `ts_recv`, the order a DBN file is sorted in. The stream is the
 instrument's symbol at the record's time, from the file's symbology (`Symbology`:
@@ -35,7 +35,7 @@ from connectors.ticks import QUOTE, TRADE, InvalidTick
 PRICE_SCALE = 1e9  # DBN prices are int64 in units of 1e-9
 F_LAST = 1 << 7  # DBN's flag on the last record of an exchange event (databento_dbn.F_LAST)
 UNDEF_PRICE = (1 << 63) - 1  # DBN's "no price" (an empty book side), as its fixed-point exports write it
-SCHEMAS = ("mbo", "mbp-1")
+SCHEMAS = ("mbo", "mbp-1", "trades")
 AGGRESSOR = {"B": "buy", "A": "sell"}  # a trade's side is the aggressor's; N (none) leaves side unset
 BOOK_SIDES = ("B", "A")
 BOOK_SIDE = {"buy": "B", "sell": "A"}  # a resting order's side, as the reducer is given it -> the book's
@@ -206,7 +206,7 @@ class DbnPlan:
         self.schema = str(metadata.schema.value) if metadata.schema is not None else None
         if self.schema not in SCHEMAS:
             raise ValueError(f"{path}: DBN schema {self.schema!r} is not supported; replay reads {', '.join(SCHEMAS)} "
-                             f"(order by order or top of book)")
+                             f"(order by order, top of book or trades)")
         self.mappings = metadata.mappings or {}
 
     def describe(self) -> dict[str, Any]:
@@ -239,7 +239,7 @@ class DbnPlan:
                     if isinstance(record, dbn.SymbolMappingMsg):
                         symbols.map(record.instrument_id, record.stype_in_symbol)
                         continue
-                    if isinstance(record, dbn.MBOMsg):
+                    if isinstance(record, (dbn.MBOMsg, dbn.TradeMsg)):  # a TradeMsg: action T, a trade tick
                         top = None
                     elif isinstance(record, dbn.MBP1Msg):
                         top = _top_of_mbp(record, dbn.UNDEF_PRICE)

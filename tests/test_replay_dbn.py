@@ -123,3 +123,16 @@ def test_a_record_stamped_ahead_names_the_first_tick_that_goes_back_and_the_reco
     example = replay.rejected.examples["ts_backwards"]
     assert example.startswith(f"{path} record 3: ") and "record 2" in example and "128.0 s" in example
     assert f"(first: {path} record 3: " in rejected_lines(dict(replay.rejected), replay.rejected.examples, 4)[1]
+
+
+def test_dbn_trades_schema_replays_as_trade_ticks(tmp_path: Path) -> None:
+    def record(i: int, quarters: int, size: int, side: object) -> object:
+        return dbn.TradeMsg(publisher_id=1, instrument_id=ESH6, ts_event=MAR5 + i, price=quarters * PX, size=size,
+                            action=dbn.Action.TRADE, side=side, depth=0, ts_recv=MAR5 + 10 * i, flags=dbn.F_LAST)
+
+    path = write_dbn(tmp_path / "es.trades.dbn", dbn.Schema.TRADES, [
+        record(1, 27200, 3, dbn.Side.BID), record(2, 27199, 1, dbn.Side.ASK), record(3, 27199, 2, dbn.Side.NONE),
+    ], {"ESH6": [(date(2026, 3, 1), date(2026, 3, 9), ESH6)]})
+    assert [(t.stream, t.ts, t.kind, t.price, t.size, t.side) for t in drain(FileReplay(path))] == [
+        ("ESH6", MAR5 + 10, "trade", 6800.0, 3.0, "buy"), ("ESH6", MAR5 + 20, "trade", 6799.75, 1.0, "sell"),
+        ("ESH6", MAR5 + 30, "trade", 6799.75, 2.0, None)]

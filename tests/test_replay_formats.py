@@ -221,9 +221,9 @@ def test_dbn_mbp1_and_compressed_files(tmp_path: Path) -> None:
         mbp(3, A.TRADE, S.BID, 80001, 1, 80000, 80001),  # a buy aggressor lifts the offer -> trade
         mbp(4, A.CANCEL, S.ASK, 80001, 6, 80000, 80002),  # -> quote
     ])
-    trades_only = write_dbn(tmp_path / "t.dbn", dbn.Schema.TRADES, [])
-    with pytest.raises(ValueError, match=r"DBN schema 'trades' is not supported; replay reads mbo, mbp-1"):
-        FileReplay(trades_only)
+    depth = write_dbn(tmp_path / "d.dbn", dbn.Schema.MBP_10, [])
+    with pytest.raises(ValueError, match=r"DBN schema 'mbp-10' is not supported; replay reads mbo, mbp-1, trades"):
+        FileReplay(depth)
     ticks = drain(FileReplay(path))
     assert [(t.stream, t.kind, t.price or t.ask, t.side) for t in ticks] == [
         ("9", "quote", 20000.25, None), ("9", "trade", 20000.25, "buy"), ("9", "quote", 20000.5, None)]  # no symbology
