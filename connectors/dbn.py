@@ -163,13 +163,14 @@ class Symbology:
             for interval in intervals:
                 start, end, target = (_field(interval, name) for name in ("start_date", "end_date", "symbol"))
                 if isinstance(target, str) and target.isdigit():
-                    self.dated.setdefault(int(target), []).append((_day_ns(start), _day_ns(end), symbol))
+                    span = (_day_ns(start, 0), _day_ns(end, 1 << 63), symbol)
+                    self.dated.setdefault(int(target), []).append(span)
         self.live: dict[int, str] = {}  # id -> symbol, from symbol mapping records: ahead of the dated ones
         self.holder: dict[str, int] = {}  # a mapping record's symbol -> the id it names now
 
     def map(self, instrument_id: int, symbol: str) -> None:
         previous = self.holder.get(symbol)
-        if previous is not None and previous != instrument_id:
+        if previous is not None and previous != instrument_id and self.live.get(previous) == symbol:
             self.live[previous] = str(previous)  # no longer this symbol's contract
         self.holder[symbol], self.live[instrument_id] = instrument_id, symbol
 
@@ -186,10 +187,10 @@ def _field(interval: Any, name: str) -> Any:
     return interval.get(name) if isinstance(interval, dict) else getattr(interval, name, None)
 
 
-def _day_ns(day: date | str | None) -> int:
-    """A mapping's date as ns since the epoch at its UTC midnight; an open end (None) is the end of time."""
+def _day_ns(day: date | str | None, open_end: int) -> int:
+    """A mapping's date as ns since the epoch at its UTC midnight; ``open_end`` where it has none."""
     if day is None:
-        return 1 << 63
+        return open_end
     day = date.fromisoformat(day) if isinstance(day, str) else day
     return (day - date(1970, 1, 1)).days * DAY_NS
 
