@@ -1151,6 +1151,46 @@ def _file_spec(item: FileSpec, default: ColumnMap | Refine | None) -> tuple[Path
     return Path(item), default, False
 
 
+def _once_each(specs: list[tuple[Path, ColumnMap | Refine | None, bool]]
+               ) -> tuple[list[tuple[Path, ColumnMap | Refine | None, bool]], list[str]]:
+    """Each file once, however often it is named (overlapping globs: `day/*.parquet day/AAPL.parquet`): a file
+    read twice would replay its ticks twice and change every count, label and score after them. The same file
+    is the same resolved path; named again with another column map, which reading was meant is unclear: refused.
+    Returns the specs kept, in the order first named, and a note per repeat."""
+    first: dict[Path, tuple[Path, ColumnMap | Refine | None, bool]] = {}
+    notes = []
+    for path, cmap, explicit in specs:
+        same = path.resolve()
+        if same not in first:
+            first[same] = (path, cmap, explicit)
+            continue
+        earlier, earlier_map, _ = first[same]
+        if cmap != earlier_map:
+            raise ValueError(f"{path} is named twice with different column maps (as {earlier} too): name it once, "
+                             f"with the map it is read with")
+        named = "named twice" if str(path) == str(earlier) else f"the same file as {earlier}"
+        notes.append(f"{path}: {named}; read once")
+    return list(first.values()), notes
+
+
+def _no_data_rows(path: Path) -> bool:
+    """True for a file with nothing to replay: zero bytes, a CSV of a header alone or blank lines, a Parquet file
+    of no rows. Such a file (a day with no prints) is skipped; its layout cannot be told from no rows (a header
+    alone reads its time column as epoch ns, which --tz would refuse)."""
+    if not path.is_file():
+        return False  # planning says it is missing
+    if path.stat().st_size == 0:
+        return True
+    try:
+        if is_csv(path):
+            return not sniff_csv(path).rows
+        if path.suffix.lower() in PARQUET_SUFFIXES:
+            return pl.scan_parquet(path).select(pl.len()).collect().item() == 0
+    except (OSError, pl.exceptions.PolarsError):
+        return False  # not readable as such: planning says why
+    return False
+
+
 class FileReplay(Source):
     """Ticks from Parquet/CSV files, merged in event-time order (see the module docstring).
 
@@ -1177,8 +1217,9 @@ class FileReplay(Source):
         if not items:
             raise ValueError("FileReplay needs at least one file")
         default = as_column_map(columns)
+        specs, self._file_notes = _once_each([_file_spec(item, default) for item in items])
         self._unpacked: list[Unpacked] = []  # zip archives' files, unpacked while this replay lives
-        self.plans = [plan for item in items for plan in self._plans(*_file_spec(item, default))]
+        self.plans = [plan for spec in specs for plan in self._plans(*spec)]
         self.speed = speed
         self.chunk_rows = chunk_rows
         self._venue_notes = mixed_venues(self.plans) if len(self.plans) > 1 else []
@@ -1187,9 +1228,13 @@ class FileReplay(Source):
         self._open()
 
     def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
-        """The file's plan; for a zip archive, one per file inside, each with the map the archive was given."""
+        """The file's plan; for a zip archive, one per file inside, each with the map the archive was given.
+        None for a file with no data rows (a day without prints): skipped with a note."""
         utf16 = utf16_encoding(path) if is_csv(path) else None
         if not is_zip(path) and utf16 is None:
+            if _no_data_rows(path):
+                self._file_notes.append(f"{path}: no data rows; skipped")
+                return []
             return [_plan(path, cmap, explicit)]
         if not path.is_file():
             raise FileNotFoundError(f"replay file not found: {path}")
@@ -1201,6 +1246,10 @@ class FileReplay(Source):
                 copy = Unpacked.utf16(inside, member)
                 self._unpacked.append(copy)
                 inside = copy.paths[0]
+            if _no_data_rows(inside):
+                named = path if utf16 else f"{path} ({inside.name} inside)"
+                self._file_notes.append(f"{named}: no data rows; skipped")
+                continue
             try:
                 plan = _plan(inside, cmap, explicit)
             except ValueError as e:  # named as the user knows it: the archive, not where it was unpacked
@@ -1262,7 +1311,7 @@ class FileReplay(Source):
     def notes(self) -> list[str]:
         """What a user should know about how the files were read: a detected layout, renamed streams, times
         that do not look like the unit given."""
-        return [note for p in self.plans for note in getattr(p, "notes", ())] + self._venue_notes
+        return self._file_notes + [note for p in self.plans for note in getattr(p, "notes", ())] + self._venue_notes
 
     @property
     def cautions(self) -> list[str]:

@@ -1,0 +1,94 @@
+"""The files a backtest is given, as an equities quant's per-day per-symbol folders give them: a file named twice
+(overlapping globs) is read once, a day with no prints (an empty file) is skipped, a finished run is not replaced
+by `--resume`, and a refused resume names what differs. Real files in tmp_path, the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import tiny_tick_checkpoint
+from engine.service.cli import main
+
+QUERIES = "queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: {ticks: 5}}\n"
+OPEN = "2026-03-10 09:30:00"  # New York time, as the vendor writes it: no UTC offset
+DAYS = ("2026-03-10", "2026-03-11")
+
+
+def day_csv(path: Path, symbol: str, rows: int, day: str = DAYS[0]) -> Path:
+    """A day's prints of one symbol, times in New York's wall clock (read with --tz America/New_York)."""
+    lines = ["timestamp,symbol,price,size"]
+    lines += [f"{day} 09:30:{i // 10:02d}.{i % 10}00,{symbol},{100 + (i * 7 % 5) * 0.01:.2f},{1 + i % 3}"
+              for i in range(rows)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def engine_files(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("files")
+    checkpoint = tiny_tick_checkpoint(root / "model")
+    (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n")
+    (root / "q.yaml").write_text(QUERIES)
+    return root
+
+
+def backtest(engine_files: Path, files: list[Path | str], out: Path, *extra: str) -> int:
+    return main(["backtest", *map(str, files), "--queries", str(engine_files / "q.yaml"), "--out", str(out),
+                 "--config", str(engine_files / "engine.yaml"), "--quiet", "--tz", "America/New_York", *extra])
+
+
+def test_a_file_named_twice_is_read_once_with_a_note(engine_files: Path, tmp_path: Path, capsys) -> None:
+    """`day/*.csv day/AAPL.csv`: AAPL's ticks once, not twice (which changed every AAPL count, label and score)."""
+    aapl, msft = (day_csv(tmp_path / DAYS[0] / f"{symbol}.csv", symbol, rows) for symbol, rows in (("AAPL", 40),
+                                                                                                ("MSFT", 30)))
+    (tmp_path / "latest").symlink_to(tmp_path / DAYS[0])
+    again = tmp_path / "latest" / "AAPL.csv"  # another path to the same file
+    assert backtest(engine_files, [aapl, msft, aapl, again], tmp_path / "a.parquet") == 0
+    out, err = capsys.readouterr()
+    assert "replayed 70 ticks" in out, out
+    assert f"note: {aapl}: named twice; read once" in err
+    assert f"note: {again}: the same file as {aapl}; read once" in err
+    answers = pl.read_parquet(tmp_path / "a.parquet")
+    assert answers.filter(pl.col("stream") == "AAPL")["ticks"].max() <= 40
+
+    # a replay list naming a file twice with its own map: the same rule; with two different maps: refused
+    columns = "{ts: timestamp, stream_col: symbol, price: price, size: size, ts_unit: datetime}"
+    listed = tmp_path / "list.yaml"
+    listed.write_text(f"replay:\n  - {{path: {DAYS[0]}/AAPL.csv, columns: {columns}}}\n"
+                      f"  - {{path: {DAYS[0]}/MSFT.csv, columns: {columns}}}\n"
+                      f"  - {{path: {DAYS[0]}/AAPL.csv, columns: {columns}}}\n")
+    assert backtest(engine_files, [listed], tmp_path / "b.parquet") == 0
+    out, err = capsys.readouterr()
+    assert "replayed 70 ticks" in out and "AAPL.csv: named twice; read once" in err, err
+    other = columns.replace(", ts_unit: datetime", "")
+    listed.write_text(f"replay:\n  - {{path: {DAYS[0]}/AAPL.csv, columns: {columns}}}\n"
+                      f"  - {{path: {DAYS[0]}/AAPL.csv, columns: {other}}}\n")
+    assert backtest(engine_files, [listed], tmp_path / "c.parquet") == 2
+    assert "AAPL.csv is named twice with different column maps" in capsys.readouterr().err
+
+
+def test_an_empty_file_among_others_is_skipped_with_a_note(engine_files: Path, tmp_path: Path, capsys) -> None:
+    """A day with no prints, as a header-only CSV, a zero-byte CSV or a Parquet file of no rows: each skipped by
+    name, not the whole run refused (the header-only CSV's time unit was guessed as ns, which --tz refused)."""
+    prints = day_csv(tmp_path / "AAPL.csv", "AAPL", 40)
+    header_only = tmp_path / "hdr_only.csv"
+    header_only.write_text("timestamp,symbol,price,size\n")
+    zero_bytes = tmp_path / "zero.csv"
+    zero_bytes.write_text("")
+    no_rows = tmp_path / "none.parquet"
+    pl.DataFrame(schema={"timestamp": pl.Int64, "symbol": pl.String, "price": pl.Float64,
+                         "size": pl.Int64}).write_parquet(no_rows)
+    assert backtest(engine_files, [header_only, prints, zero_bytes, no_rows], tmp_path / "a.parquet") == 0
+    out, err = capsys.readouterr()
+    assert "replayed 40 ticks" in out, err
+    for empty in (header_only, zero_bytes, no_rows):
+        assert f"note: {empty}: no data rows; skipped" in err
+
+    assert backtest(engine_files, [header_only, zero_bytes, no_rows], tmp_path / "b.parquet") == 2
+    assert "the files hold no ticks (no data rows" in capsys.readouterr().err  # every file empty: still an error
+
