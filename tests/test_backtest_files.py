@@ -92,3 +92,19 @@ def test_an_empty_file_among_others_is_skipped_with_a_note(engine_files: Path, t
     assert backtest(engine_files, [header_only, zero_bytes, no_rows], tmp_path / "b.parquet") == 2
     assert "the files hold no ticks (no data rows" in capsys.readouterr().err  # every file empty: still an error
 
+
+def test_resume_refuses_to_replace_a_finished_run(engine_files: Path, tmp_path: Path, capsys) -> None:
+    """`--resume` over a finished 2-day run with one day's files: refused, the finished answers kept."""
+    days = [day_csv(tmp_path / day / "AAPL.csv", "AAPL", 40, day) for day in DAYS]
+    out = tmp_path / "full.parquet"
+    assert backtest(engine_files, days, out) == 0
+    finished = out.read_bytes()
+    capsys.readouterr()
+    assert backtest(engine_files, days[:1], out, "--resume") == 2
+    err = capsys.readouterr().err
+    assert f"{out} holds a finished backtest" in err and "complete" in err and "another --out" in err, err
+    assert out.read_bytes() == finished and not (tmp_path / "full.parquet.parts").exists()
+
+    fresh = tmp_path / "fresh.parquet"  # no output, no checkpoint: --resume starts from the beginning as before
+    assert backtest(engine_files, days[:1], fresh, "--resume") == 0
+    assert "starting from the beginning" in capsys.readouterr().err and fresh.is_file()

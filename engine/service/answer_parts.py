@@ -72,6 +72,10 @@ class AnswerParts:
                                       f"or delete it to start over")
             directory.mkdir(parents=True)
             return cls(out, key, None)
+        if not directory.exists() and out.is_file():  # a finished run: nothing to continue, and not to replace
+            raise FileExistsError(f"{out} holds a finished backtest (no checkpoint in {directory}): the run there is "
+                                  f"complete, so there is nothing to resume; to run it again, remove {out} or "
+                                  f"give another --out")
         if not manifest_path.is_file():  # nothing to resume: start afresh (so a script may always pass --resume)
             print(f"flashtick backtest: no checkpoint in {directory}; starting from the beginning", file=sys.stderr)
             shutil.rmtree(directory, ignore_errors=True)
