@@ -1223,7 +1223,7 @@ class FileReplay(Source):
         self.speed = speed
         self.chunk_rows = chunk_rows
         self._venue_notes = mixed_venues(self.plans) if len(self.plans) > 1 else []
-        self._fingerprint = fingerprint([(_source_name(p), p.describe()) for p in self.plans])
+        self._fingerprint = fingerprint(self.readings())
         self.rejected = RejectCounter()
         self._open()
 
@@ -1322,6 +1322,11 @@ class FileReplay(Source):
     def sorted_files(self) -> list[Path]:
         """Files that were not in time order and were sorted before replay."""
         return [source_path(p) for p in self.plans if p.sorted_on_read]
+
+    def readings(self) -> list[tuple[str, dict[str, Any]]]:
+        """(file, how it is read) per plan, in replay order: what the fingerprint digests, for saying what differs
+        when a snapshot's fingerprint is not this replay's."""
+        return [(_source_name(p), p.describe()) for p in self.plans]
 
     def rows(self) -> int | None:
         """Rows in all the files (valid or not), for a progress total; None when a file cannot say cheaply."""

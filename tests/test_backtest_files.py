@@ -108,3 +108,42 @@ def test_resume_refuses_to_replace_a_finished_run(engine_files: Path, tmp_path: 
     fresh = tmp_path / "fresh.parquet"  # no output, no checkpoint: --resume starts from the beginning as before
     assert backtest(engine_files, days[:1], fresh, "--resume") == 0
     assert "starting from the beginning" in capsys.readouterr().err and fresh.is_file()
+
+
+def test_a_refused_resume_names_what_differs(engine_files: Path, tmp_path: Path, capsys) -> None:
+    """Files added, removed or reordered, one edited, or --tz changed: each refusal names the file or the option,
+    not one catch-all line; a checkpoint written before it recorded how files are read is still refused."""
+    from connectors.column_map import map_from_options
+    from engine.service.backtest import BacktestInterrupted, run_backtest
+    from engine.service.config import ServiceConfig
+
+    days = [day_csv(tmp_path / day / "AAPL.csv", "AAPL", 40, day) for day in DAYS]
+    msft = day_csv(tmp_path / DAYS[0] / "MSFT.csv", "MSFT", 30)
+    out = tmp_path / "cut.parquet"
+    polls = iter(range(10**9))
+    with pytest.raises(BacktestInterrupted):  # as Ctrl-C stops it, at the 20th batch boundary
+        run_backtest(ServiceConfig.load(engine_files / "engine.yaml"), days, engine_files / "q.yaml", out,
+                     columns=map_from_options(detect=True, tz="America/New_York"), progress=False,
+                     stop=lambda: next(polls) >= 20)
+
+    def refusal(files: list[Path], *extra: str) -> str:
+        assert backtest(engine_files, files, out, "--resume", *extra) == 2
+        return capsys.readouterr().err
+
+    first, second = (str(day.resolve()) for day in days)
+    assert f"different files (removed: {second})" in refusal(days[:1])
+    assert f"different files (added: {msft.resolve()})" in refusal([*days, msft])
+    assert f"different file order (file 1 was {first}, now {second}" in refusal(days[::-1])
+    err = refusal(days, "--tz", "Europe/London")
+    assert f"different ways of reading {first}, {second} (--tz 'America/New_York' then, 'Europe/London' now)" in err
+    assert "a column map, --preset" not in err  # not the catch-all
+    days[1].write_text(days[1].read_text() + f"{DAYS[1]} 09:31:00.000,AAPL,100.00,1\n")
+    assert f"different file contents (size or modification time changed: {second});" in refusal(days)
+
+    manifest_path = tmp_path / "cut.parquet.parts" / "progress.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["readings"]  # as a checkpoint written before how each file is read was recorded
+    manifest_path.write_text(json.dumps(manifest))
+    err = refusal(days, "--tz", "UTC")  # cannot tell --tz from another map: says both ways it may differ
+    assert f"different file contents (size or modification time changed: {second}), files, or ways of reading " \
+           f"them (a column map, --preset, --tz" in err, err

@@ -205,7 +205,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
     for line in replay.notes:
         note(line)
     key = _run_key(config, replay, queries, batch_ms, max_ticks)
-    parts = AnswerParts.open(out, key, resume)
+    parts = AnswerParts.open(out, key, resume, readings=replay.readings())
     marks: dict[str, MarkSeries] = defaultdict(MarkSeries)  # each stream's accepted ticks, as labelling needs them
     bar = _progress_bar(progress, replay, max_ticks)
     freeze_heap()  # the libraries and the model: the run's full collections walk only what it made
