@@ -24,7 +24,7 @@ import heapq
 import math
 import re
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -331,10 +331,15 @@ class _FilePlan:
     def row_count(self) -> int | None:
         return self.frame.select(pl.len()).collect().item()
 
+    @property
+    def given_name(self) -> str:
+        """The file as the user gave it: its path, or an archive's path and the member's name."""
+        return str(self.path if self.origin is None else self.origin if self.origin.name == self.path.name else
+                   f"{self.origin} ({self.path.name} inside)")  # an archive's member; a UTF-16 file's copy is the file
+
     def where(self, row: int) -> str:
         """A row as a user finds it: the line of a CSV file (after the header), the row of a Parquet file."""
-        name = self.path if self.origin is None else self.origin if self.origin.name == self.path.name else \
-            f"{self.origin} ({self.path.name} inside)"  # an archive's member; a UTF-16 file's copy is the file
+        name = self.given_name
         if is_csv(self.path):
             return f"{name} line {row + (1 if self.columns.names is not None else 2)}"
         return f"{name} row {row + 1}"
@@ -1173,6 +1178,29 @@ def _once_each(specs: list[tuple[Path, ColumnMap | Refine | None, bool]]
     return list(first.values()), notes
 
 
+def _named_apart(plans: list[Any]) -> list[Any]:
+    """Plans whose notes would name their files alike (per-day folders: `2026-03-10/AAPL.parquet`,
+    `2026-03-11/AAPL.parquet`, ...) name each by the path given instead; a name alone tells no day from another.
+    A name that is unique stays short."""
+    def names(plan: _FilePlan) -> dict[str, str]:  # name in notes -> the file as given (an archive's note: the archive)
+        return {plan.path.name: plan.given_name} | ({plan.origin.name: str(plan.origin)} if plan.origin else {})
+
+    files_named: dict[str, set[str]] = defaultdict(set)
+    for plan in plans:
+        for name, given in (names(plan) if isinstance(plan, _FilePlan) else {}).items():
+            files_named[name].add(given)
+    apart = []
+    for plan in plans:
+        if not isinstance(plan, _FilePlan):
+            apart.append(plan)
+            continue
+        alike = {name: given for name, given in names(plan).items() if len(files_named[name]) > 1}
+        notes = tuple(next((type(note)(given + note[len(name):]) for name, given in alike.items()  # a Caution stays
+                            if note.startswith(f"{name}: ")), note) for note in plan.notes)
+        apart.append(replace(plan, notes=notes))
+    return apart
+
+
 def _no_data_rows(path: Path) -> bool:
     """True for a file with nothing to replay: zero bytes, a CSV of a header alone or blank lines, a Parquet file
     of no rows. Such a file (a day with no prints) is skipped; its layout cannot be told from no rows (a header
@@ -1219,7 +1247,7 @@ class FileReplay(Source):
         default = as_column_map(columns)
         specs, self._file_notes = _once_each([_file_spec(item, default) for item in items])
         self._unpacked: list[Unpacked] = []  # zip archives' files, unpacked while this replay lives
-        self.plans = [plan for spec in specs for plan in self._plans(*spec)]
+        self.plans = _named_apart([plan for spec in specs for plan in self._plans(*spec)])
         self.speed = speed
         self.chunk_rows = chunk_rows
         self._venue_notes = mixed_venues(self.plans) if len(self.plans) > 1 else []

@@ -147,3 +147,14 @@ def test_a_refused_resume_names_what_differs(engine_files: Path, tmp_path: Path,
     err = refusal(days, "--tz", "UTC")  # cannot tell --tz from another map: says both ways it may differ
     assert f"different file contents (size or modification time changed: {second}), files, or ways of reading " \
            f"them (a column map, --preset, --tz" in err, err
+
+
+def test_notes_on_files_of_one_name_say_their_paths(engine_files: Path, tmp_path: Path, capsys) -> None:
+    """Per-day folders: `AAPL.csv: detected ...` twice told no day from another; a unique name stays short."""
+    days = [day_csv(tmp_path / day / "AAPL.csv", "AAPL", 40, day) for day in DAYS]
+    day_csv(tmp_path / DAYS[0] / "MSFT.csv", "MSFT", 30)
+    assert backtest(engine_files, [*days, tmp_path / DAYS[0] / "MSFT.csv"], tmp_path / "a.parquet") == 0
+    err = capsys.readouterr().err
+    for day in days:
+        assert f"note: {day}: detected, with the keys given (tz)" in err, err
+    assert "note: AAPL.csv:" not in err and "note: MSFT.csv: detected, with the keys given (tz)" in err
