@@ -14,15 +14,14 @@ from conftest import tiny_tick_checkpoint
 from engine.service.cli import main
 
 QUERIES = "queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: {ticks: 5}}\n"
-OPEN = "2026-03-10 09:30:00"  # New York time, as the vendor writes it: no UTC offset
 DAYS = ("2026-03-10", "2026-03-11")
 
 
 def day_csv(path: Path, symbol: str, rows: int, day: str = DAYS[0]) -> Path:
     """A day's prints of one symbol, times in New York's wall clock (read with --tz America/New_York)."""
     lines = ["timestamp,symbol,price,size"]
-    lines += [f"{day} 09:30:{i // 10:02d}.{i % 10}00,{symbol},{100 + (i * 7 % 5) * 0.01:.2f},{1 + i % 3}"
-              for i in range(rows)]
+    lines += [f"{day} {9 + (1800 + i // 10) // 3600:02d}:{(1800 + i // 10) // 60 % 60:02d}:{i // 10 % 60:02d}."
+              f"{i % 10}00,{symbol},{100 + (i * 7 % 5) * 0.01:.2f},{1 + i % 3}" for i in range(rows)]  # 10 a second
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -158,3 +157,33 @@ def test_notes_on_files_of_one_name_say_their_paths(engine_files: Path, tmp_path
     for day in days:
         assert f"note: {day}: detected, with the keys given (tz)" in err, err
     assert "note: AAPL.csv:" not in err and "note: MSFT.csv: detected, with the keys given (tz)" in err
+
+
+def test_a_second_ctrl_c_says_what_was_kept(engine_files: Path, tmp_path: Path) -> None:
+    """The first Ctrl-C waits for a batch boundary; the second aborts at once, and says what --resume will do. One
+    batch of a day's event time (--batch-ms) holds the whole file, so no boundary comes between the two."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    prints = day_csv(tmp_path / "AAPL.csv", "AAPL", 3000)
+    child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "backtest", str(prints), "--queries",
+                              str(engine_files / "q.yaml"), "--out", str(tmp_path / "a.parquet"), "--config",
+                              str(engine_files / "engine.yaml"), "--tz", "America/New_York", "--batch-ms", "86400000"],
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "a.parquet.parts").is_dir() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)  # the run has opened its parts folder: replaying, the handlers in place
+    child.send_signal(signal.SIGINT)
+    said = [child.stderr.readline()]
+    while "stopping at the next batch boundary" not in said[-1]:
+        said.append(child.stderr.readline())
+        assert said[-1], "".join(said)
+    child.send_signal(signal.SIGINT)
+    err = "".join(said) + child.stderr.read()
+    assert child.wait(60) == 130, err
+    assert "flashtick backtest: aborted; no checkpoint was written yet: nothing kept; --resume starts from the " \
+           "beginning" in err, err

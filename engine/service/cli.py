@@ -889,6 +889,9 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     except BacktestInterrupted as e:
         print(f"flashtick backtest: {e}", file=sys.stderr)
         return 130
+    except KeyboardInterrupt:  # the second Ctrl-C: aborted where it was, but what is on disk is whole
+        print(f"flashtick backtest: aborted; {_kept_on_disk(Path(args.out))}", file=sys.stderr)
+        return 130
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
@@ -907,6 +910,24 @@ def cmd_backtest(args: argparse.Namespace) -> int:
                   file=sys.stderr, flush=True)
     print(report.summary())
     return 0
+
+
+def _kept_on_disk(out: Path) -> str:
+    """What an aborted backtest left, from its checkpoint (parts are written whole before the manifest names
+    them, so the manifest is the truth whenever the abort came), and what --resume does with it."""
+    from engine.service.answer_parts import MANIFEST, PARTS_SUFFIX
+
+    parts = out.with_name(out.name + PARTS_SUFFIX)
+    try:
+        kept = json.loads((parts / MANIFEST).read_text())
+    except (OSError, ValueError):
+        kept = None
+    if kept is not None and kept.get("consumed"):
+        return (f"{kept.get('answers', 0)} answers of the first {kept['consumed']} ticks kept in {parts} (the last "
+                f"checkpoint); run the same command with --resume to continue from there")
+    if parts.is_dir():
+        return "no checkpoint was written yet: nothing kept; --resume starts from the beginning"
+    return f"no checkpoint in {parts}: aborted before replaying began, or after the answers were written to {out}"
 
 
 def _train_common(args: argparse.Namespace) -> tuple[Any, Any]:
