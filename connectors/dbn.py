@@ -217,6 +217,14 @@ class DbnPlan:
     def row_count(self) -> None:
         return None  # unknown without decoding the whole (often compressed) file
 
+    def stream_names(self) -> set[str] | None:
+        """The streams the metadata's symbology can name: each mapped symbol, and each mapped instrument's id (its
+        name outside its intervals); None without mappings (ids alone: not known without decoding the file)."""
+        dated = Symbology(self.mappings).dated
+        if not dated:
+            return None
+        return {symbol for spans in dated.values() for _, _, symbol in spans} | {str(i) for i in dated}
+
     def where(self, row: int) -> str:
         return f"{self.path} record {row + 1}"
 

@@ -85,6 +85,7 @@ from connectors.layout import (
     vendor_notes,
 )
 from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
+from connectors.stream_selection import StreamSelection
 from connectors.ticks import QUOTE, TRADE, TS_MAX, InvalidTick, Tick, one_sided_quote, validate
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
@@ -346,6 +347,14 @@ class _FilePlan:
 
     def column_of(self, tick_field: str) -> str | None:
         return self.columns.column_of(tick_field)
+
+    def stream_names(self) -> set[str]:
+        """Every stream the file's rows name (a scan of its stream column alone): what a selection is checked
+        against."""
+        cmap = self.columns
+        if cmap.stream_col is None:
+            return {cmap.stream or cmap.default_stream or ""}
+        return set(self.frame.select(pl.col("stream").drop_nulls().unique()).collect().to_series().to_list())
 
     def batches(self, chunk_rows: int) -> Iterator[list[tuple[int, dict[str, Any]]]]:
         """(row number, wire map) per row, `chunk_rows` rows at a time."""
@@ -999,8 +1008,10 @@ class _Cursor:
     went ahead: a DBN file is read in its own order, never sorted, and one record stamped ahead of its
     neighbours makes the stream's next ticks go back."""
 
-    def __init__(self, plan: Any, chunk_rows: int, rejects: RejectCounter) -> None:
+    def __init__(self, plan: Any, chunk_rows: int, rejects: RejectCounter,
+                 selection: StreamSelection | None = None) -> None:
         self._plan = plan
+        self._selection = selection
         self._batches = plan.batches(chunk_rows)
         self._rejects = rejects
         self._latest: dict[str, tuple[int, int]] = {}  # stream -> (ts, row) of its latest valid tick
@@ -1016,6 +1027,8 @@ class _Cursor:
                 try:
                     if isinstance(wire, InvalidTick):  # a row the map's keep leaves out
                         raise wire
+                    if self._selection is not None:
+                        self._select(wire)
                     tick = validate(wire)
                     self._in_order(tick, row)
                     ticks.append(tick)
@@ -1026,6 +1039,13 @@ class _Cursor:
                 return True
         self.ticks, self.pos = [], 0
         return False
+
+    def _select(self, wire: dict[str, Any]) -> None:
+        """A row of a stream the selection leaves out is filtered_out, whatever else is wrong with it."""
+        stream = wire.get("stream")
+        if isinstance(stream, str) and not self._selection.matches(stream):
+            raise InvalidTick("filtered_out", f"stream {stream!r} is not among the streams selected "
+                                              f"({' '.join(self._selection.patterns)})", stream)
 
     def _in_order(self, tick: Tick, row: int) -> None:
         latest = self._latest.get(tick.stream)
@@ -1073,7 +1093,8 @@ class RejectCounter(Counter):
             column = next((plan.column_of(f) for f in ("ts", "stream", *VALUE_FIELDS)
                            if (err.message.startswith(f"{f} ") or f"'{f}'" in err.message) and plan.column_of(f)),
                           None)
-            why = REJECT_HINTS.get(err.reason, "")
+            why = REJECT_HINTS.get(err.reason, "") if err.reason != "filtered_out" or err.stream is None else \
+                "; not an error: ticks of the streams not selected"
             if err.reason == "ts_out_of_range":
                 why = _unit_changed(plan, err.message)
             if err.reason == "negative_size" and err.message.startswith("size "):
@@ -1225,7 +1246,8 @@ class FileReplay(Source):
     `files`: a path, or a list of paths, (path, column map) pairs and
     {"path": ..., "columns": ...} dicts, where a map is a ColumnMap, a preset
     name or a dict; `columns` is the map for entries without one (None: detect
-    each file's layout from its columns).
+    each file's layout from its columns). `streams`: names or fnmatch globs of the
+    streams to read (connectors/stream_selection.py; None: every stream).
     """
 
     def __init__(
@@ -1235,6 +1257,7 @@ class FileReplay(Source):
         columns: MapSpec | None = None,
         speed: float | None = None,
         chunk_rows: int = 4096,
+        streams: str | Sequence[str] | None = None,
     ) -> None:
         if speed is not None and not (isinstance(speed, (int, float)) and 0 < speed < float("inf")):
             raise ValueError(f"speed must be None (as fast as possible) or a finite x real time > 0, got {speed!r}")
@@ -1251,6 +1274,8 @@ class FileReplay(Source):
         self.speed = speed
         self.chunk_rows = chunk_rows
         self._venue_notes = mixed_venues(self.plans) if len(self.plans) > 1 else []
+        self.selection = None if streams is None else StreamSelection(streams)
+        self._selection_notes = [] if self.selection is None else [self._check_selection()]
         self._fingerprint = fingerprint(self.readings())
         self.rejected = RejectCounter()
         self._open()
@@ -1290,11 +1315,30 @@ class FileReplay(Source):
             plans.append(plan)
         return plans
 
+    def _check_selection(self) -> str:
+        """The note naming the streams selected; refused when a pattern matches none of the streams the files
+        hold. A DBN file without symbology names its streams by instrument id, known only once decoded: then the
+        patterns are checked against the other files' streams alone, and only a pattern that none matches
+        passes unchecked."""
+        held, unknown = set(), []
+        for plan in self.plans:
+            names = plan.stream_names()
+            if names is None:
+                unknown.append(source_path(plan).name)
+            else:
+                held |= names
+        if not unknown:
+            return self.selection.check(held)
+        kept = [s for s in sorted(held) if self.selection.matches(s)]
+        return (f"streams selected ({' '.join(self.selection.patterns)}): {', '.join(kept) or 'none'} of the "
+                f"other files, and whichever match in {', '.join(unknown)} (no symbology: streams named by "
+                f"instrument id, unchecked); the others' ticks are left out and counted as filtered_out")
+
     def _open(self) -> None:
         self.rejected.clear()
         self.emitted = 0
         self._anchor: tuple[int, int] | None = None  # (monotonic ns, event ts) of the first paced tick
-        cursors = [_Cursor(p, self.chunk_rows, self.rejected) for p in self.plans]
+        cursors = [_Cursor(p, self.chunk_rows, self.rejected, self.selection) for p in self.plans]
         # (ts, file index, cursor): the index is unique, so ties go to the earlier file and cursors never compare.
         self._heap = [(c.ticks[0].ts, i, c) for i, c in enumerate(cursors) if c.ticks]
         heapq.heapify(self._heap)
@@ -1339,7 +1383,8 @@ class FileReplay(Source):
     def notes(self) -> list[str]:
         """What a user should know about how the files were read: a detected layout, renamed streams, times
         that do not look like the unit given."""
-        return self._file_notes + [note for p in self.plans for note in getattr(p, "notes", ())] + self._venue_notes
+        return (self._file_notes + [note for p in self.plans for note in getattr(p, "notes", ())] + self._venue_notes
+                + self._selection_notes)
 
     @property
     def cautions(self) -> list[str]:
@@ -1354,7 +1399,8 @@ class FileReplay(Source):
     def readings(self) -> list[tuple[str, dict[str, Any]]]:
         """(file, how it is read) per plan, in replay order: what the fingerprint digests, for saying what differs
         when a snapshot's fingerprint is not this replay's."""
-        return [(_source_name(p), p.describe()) for p in self.plans]
+        selected = {} if self.selection is None else {"streams": list(self.selection.patterns)}
+        return [(_source_name(p), p.describe() | selected) for p in self.plans]
 
     def rows(self) -> int | None:
         """Rows in all the files (valid or not), for a progress total; None when a file cannot say cheaply."""
@@ -1387,12 +1433,13 @@ def replay_ticks(
     *,
     columns: MapSpec | None = None,
     chunk_rows: int = 4096,
+    streams: str | Sequence[str] | None = None,
 ) -> Iterator[Tick]:
     """All valid ticks of `files` in merge order, as fast as possible (for backtests).
 
     Rejected rows are skipped; build a FileReplay directly to read its `rejected` counts.
     """
-    replay = FileReplay(files, columns=columns, chunk_rows=chunk_rows)
+    replay = FileReplay(files, columns=columns, chunk_rows=chunk_rows, streams=streams)
     try:
         while not replay.done:
             yield from replay.next_batch(chunk_rows)

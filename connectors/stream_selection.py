@@ -1,0 +1,90 @@
+"""Which streams of a replay's files are read: fnmatch globs on the stream name as replay names it.
+
+A vendor file of many instruments (a DBN file of NQ, ZN and 6E futures, a tick history of many RICs, a TAQ
+file of every symbol) is read for the few a user names: `FileReplay(..., streams=["NQM6", "ES*"])`, or
+`--streams` on the command line. Ticks of the other streams are counted as `filtered_out`, never dropped
+silently, and a pattern that matches none of the streams the files hold is refused with the ones they do.
+
+Patterns are checked as query stream patterns are (queries/spec.py, which connectors/ may not import).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Sequence
+
+GLOB_CHARS = frozenset("*?[")
+SHOWN_STREAMS = 8  # streams named in a message; the rest counted
+
+
+class NoStreamMatched(ValueError):
+    """A selection pattern that matches none of the streams the files hold."""
+
+
+def unclosed_bracket(pattern: str) -> str | None:
+    """Why `pattern` is not a usable fnmatch glob, or None (fnmatch itself treats a lone `[` as a literal)."""
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "[":
+            j = i + 1
+            if j < len(pattern) and pattern[j] == "!":
+                j += 1
+            if j < len(pattern) and pattern[j] == "]":
+                j += 1  # a leading ']' is a member of the set, as in fnmatch
+            close = pattern.find("]", j)
+            if close < 0:
+                return f"unclosed '[' at position {i}"
+            i = close
+        i += 1
+    return None
+
+
+def shown(names: Sequence[str]) -> str:
+    """Stream names for a message: the first few, and how many there are in all."""
+    return ", ".join(names[:SHOWN_STREAMS]) + (f", ... ({len(names)} in all)" if len(names) > SHOWN_STREAMS else "")
+
+
+class StreamSelection:
+    """The streams a replay reads, by exact name or glob; checked when built, with messages a user can act on."""
+
+    def __init__(self, patterns: str | Iterable[str]) -> None:
+        patterns = [patterns] if isinstance(patterns, str) else list(patterns)
+        if not patterns:
+            raise ValueError("streams must name at least one stream or glob (None: every stream)")
+        for pattern in patterns:
+            if not isinstance(pattern, str) or not pattern:
+                raise ValueError(f"streams: each must be a non-empty stream name or glob, got {pattern!r}")
+            if why := unclosed_bracket(pattern):
+                raise ValueError(f"streams: {pattern!r} is not a valid glob: {why}")
+            if "/" in pattern:  # replay renames EUR/USD to EUR-USD: answer topics use '/'
+                raise ValueError(f"streams: {pattern!r} has a '/', which no replayed stream name has (EUR/USD "
+                                 f"replays as EUR-USD): select {pattern.replace('/', '-')!r}")
+            if pattern.startswith("_") or pattern != pattern.strip(" "):
+                raise ValueError(f"streams: {pattern!r} starts with '_' or a space, or ends with a space, which no "
+                                 f"stream name does: it would match no stream")
+        self.patterns = tuple(dict.fromkeys(patterns))
+        self._exact = frozenset(p for p in self.patterns if not GLOB_CHARS & set(p))
+        self._globs = tuple(re.compile(fnmatch.translate(p)) for p in self.patterns if GLOB_CHARS & set(p))
+
+    def matches(self, stream: str) -> bool:
+        return stream in self._exact or any(glob.match(stream) for glob in self._globs)
+
+    def unmatched(self, streams: Iterable[str]) -> list[str]:
+        """The patterns that match none of `streams`."""
+        streams = list(streams)
+        return [p for p in self.patterns if not any(StreamSelection([p]).matches(s) for s in streams)]
+
+    def check(self, held: Iterable[str]) -> str:
+        """The note naming the streams kept of those the files hold; NoStreamMatched for a pattern that matches
+        none of them (a typo must not run on nothing, or on fewer instruments than asked for)."""
+        held = sorted(set(held))
+        if missing := self.unmatched(held):
+            raise NoStreamMatched(f"streams {list(missing)} match none of the streams the files hold "
+                                  f"({shown(held) or 'none'})")
+        kept = [s for s in held if self.matches(s)]
+        return (f"streams selected ({' '.join(self.patterns)}): {shown(kept)}, {len(kept)} of the {len(held)} the "
+                f"files hold; the others' ticks are left out and counted as filtered_out")
+
+    def __repr__(self) -> str:
+        return f"StreamSelection({list(self.patterns)!r})"
