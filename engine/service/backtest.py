@@ -177,7 +177,8 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
                  columns: Any = None, batch_ms: float = 100.0, max_ticks: int | None = None,
                  progress: bool = True, resume: bool = False, checkpoint_s: float = CHECKPOINT_S,
                  stop: Callable[[], bool] = lambda: False, test_from: float | None = None,
-                 chunked: bool = True, note: Callable[[str], None] = lambda _: None) -> BacktestReport:
+                 chunked: bool = True, note: Callable[[str], None] = lambda _: None,
+                 streams: list[str] | None = None) -> BacktestReport:
     """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
 
     `chunked`: one forward advances many event-time batches, each answered at its own cut: the same answers
@@ -191,6 +192,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
     `test_from` (a fraction in (0, 1)) scores only answers after that fraction of each stream's ticks: every
     answer is still computed and written, and the realised answers of the scored ones lie wholly after the cut.
     `note` is told, before the run, what a user should know about how the files are read (FileReplay.notes).
+    `streams` (names or globs) reads those streams of the files alone; a resume must select the same.
     """
     if isinstance(batch_ms, bool) or not isinstance(batch_ms, (int, float)) or not 0 < batch_ms < math.inf:
         raise ValueError(f"batch_ms (--batch-ms) must be a number of milliseconds > 0, got {batch_ms!r}")
@@ -201,7 +203,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
     out = Path(out)
     pipeline = TickPipeline(config, live_scores=False)  # the answers table is scored whole at the end
     pipeline.registry.register_file(queries)
-    replay = FileReplay(list(files), columns=columns)
+    replay = FileReplay(list(files), columns=columns, streams=streams)
     for line in replay.notes:
         note(line)
     key = _run_key(config, replay, queries, batch_ms, max_ticks)

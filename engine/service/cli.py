@@ -45,7 +45,7 @@ def _key_options() -> argparse.ArgumentParser:
 
 
 def _reading_options() -> argparse.ArgumentParser:
-    """How tick files are read (docs/replay.md), shared by `feed replay` and `backtest`."""
+    """How tick files are read (docs/replay.md), shared by `feed replay`, `backtest`, `train` and `evaluate`."""
     reading = argparse.ArgumentParser(add_help=False)
     group = reading.add_argument_group("reading the files", "Without these options each file's layout is "
                                        "detected from its column names (time/timestamp/ts_event, symbol/ticker, "
@@ -80,6 +80,10 @@ def _reading_options() -> argparse.ArgumentParser:
                        help="add X to every price, bid and ask read: an instrument that trades at zero or below (a "
                             "spread, a power market's negative hours) shifted above zero, as ticks must be; moves "
                             "keep their direction, their bps are of the shifted level")
+    group.add_argument("--streams", nargs="+", default=None, metavar="PATTERN",
+                       help="read only these streams (names or fnmatch globs on the stream name as replay names "
+                            "it, e.g. --streams NQM6 'ES*'); the other streams' ticks are counted as filtered_out, "
+                            "and a pattern that matches no stream of the files is an error")
     return reading
 
 
@@ -238,6 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="the engine on the built-in model, a live feed and live answers")
     p.add_argument("--seconds", type=_positive, default=20.0, help="how long it feeds (default 20)")
     p.add_argument("--replay", type=Path, nargs="+", help="replay these files instead of the synthetic market")
+    p.add_argument("--streams", nargs="+", default=None, metavar="PATTERN",
+                   help="with --replay: feed only these streams of the files (names or fnmatch globs)")
     p.add_argument("--rate", type=_positive, default=None, help="ticks per second fed (default 400, halved while "
                    "the engine falls behind on this CPU; a rate given here is kept)")
     p.add_argument("--queries", type=Path, default=EXAMPLE_QUERIES, help="the standing queries (default: the "
@@ -516,7 +522,16 @@ def _synthetic_source(args: argparse.Namespace, engine_last_ts: dict[str, int]) 
 def _replay_source(args: argparse.Namespace) -> Any:
     from connectors.replay import FileReplay
 
-    return FileReplay([str(f) for f in args.files], columns=_column_map(args), speed=args.speed)
+    return FileReplay([str(f) for f in args.files], columns=_column_map(args), speed=args.speed,
+                      streams=_streams(args))
+
+
+def _streams(args: argparse.Namespace, config: Any = None) -> list[str] | None:
+    """The streams to read: --streams, else the config's replay.streams, else None (every stream)."""
+    if args.streams is not None:
+        return args.streams
+    section = config.replay if config is not None else None
+    return list(section.streams) if getattr(section, "streams", None) else None
 
 
 def _column_map(args: argparse.Namespace, config: Any = None) -> dict[str, Any] | None:
@@ -885,7 +900,8 @@ def cmd_backtest(args: argparse.Namespace) -> int:
                               max_ticks=args.max_ticks, progress=not args.quiet, resume=args.resume,
                               checkpoint_s=args.checkpoint_s if args.checkpoint_s is not None
                               else config.replay.checkpoint_s, stop=stop.is_set, test_from=args.test_from,
-                              note=lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr))
+                              note=lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr),
+                              streams=_streams(args, config))
     except BacktestInterrupted as e:
         print(f"flashtick backtest: {e}", file=sys.stderr)
         return 130
@@ -1000,7 +1016,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         raise ValueError("--codec-version applies to --from-scratch; a fine-tuned model keeps its base's codec")
     options = FitOptions(split=split, base=base, eval_every=args.eval_every, patience=args.patience,
                          device=args.device, evaluation=evaluation, codec_version=args.codec_version,
-                         head=not args.no_head)
+                         head=not args.no_head, streams=tuple(args.streams) if args.streams else None)
     interactive = not args.quiet and not args.json and sys.stderr.isatty()
 
     def log(message: str) -> None:
@@ -1043,7 +1059,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     model, codec = load_tick_model(model_dir, device)
     said = (lambda line: None) if args.quiet else \
         (lambda line: print(f"flashtick evaluate: note: {line}", file=sys.stderr))
-    streams, rejected = read_streams([str(f) for f in args.files], _column_map(args), note=said)
+    streams, rejected = read_streams([str(f) for f in args.files], _column_map(args), note=said,
+                                     streams=args.streams)
     prepared, skipped = prepare(codec, streams, split, min_ticks=1)
     if (widened := gap_note(codec, split)) is not None:
         said(widened)
@@ -1126,7 +1143,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
     from engine.service.demo import DEMO_RATE, run_demo
 
     run_demo(seconds=args.seconds, queries=args.queries, replay=args.replay, rate=args.rate or DEMO_RATE,
-             adapt=args.rate is None)
+             adapt=args.rate is None, streams=args.streams)
 
 
 if __name__ == "__main__":

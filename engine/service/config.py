@@ -19,6 +19,7 @@ import yaml
 
 from connectors.column_map import map_from_options
 from connectors.feed import check_endpoint
+from connectors.stream_selection import StreamSelection
 from engine.kv_cache import CacheSpec
 from engine.models.linear import WEIGHT_FORMATS
 from engine.scheduler import SchedulerConfig
@@ -305,6 +306,7 @@ class ReplaySection:
     ts_format: str | None = None  # strftime codes of datetime text that is not ISO 8601
     batch_ms: float = 100.0  # event-time width of a batch
     checkpoint_s: float = 10.0  # wall seconds between answer checkpoints (resumable with --resume)
+    streams: tuple[str, ...] | None = None  # the streams of the files to read (names or globs); None: every one
 
     def __post_init__(self) -> None:
         for name in ("batch_ms", "checkpoint_s"):
@@ -317,6 +319,8 @@ class ReplaySection:
             object.__setattr__(self, "date", self.date.isoformat())
         try:
             self.column_map()
+            if self.streams is not None:  # a bad glob is refused when the config is loaded, as a query's is
+                StreamSelection(self.streams)
         except ValueError as e:
             raise ConfigError(f"replay: {e}") from None
 

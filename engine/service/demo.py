@@ -29,10 +29,11 @@ MIN_RATE = 25.0
 
 
 def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, rate: float = DEMO_RATE,
-             adapt: bool = True) -> dict:
+             adapt: bool = True, streams: list[str] | None = None) -> dict:
     """Returns the service's stats, with ``demo``: the rate fed at the end and the rates it was lowered from.
     ``adapt``: halve the rate when the heartbeats say the engine fell behind (a slower CPU than the default rate
-    was chosen on: a first run should show answers seconds old only if asked to)."""
+    was chosen on: a first run should show answers seconds old only if asked to). ``streams``: the replay's
+    streams to feed (names or globs; None: every one)."""
     local = "tcp://127.0.0.1:0"
     config = ServiceConfig(endpoints=EndpointsSection(ingest=local, answers=local, control=local),
                            queries=str(queries))
@@ -41,7 +42,8 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
     endpoints = server.bind()
     server_thread = threading.Thread(target=server.serve_forever, name="flashtick-server", daemon=True)
     server_thread.start()
-    source = FileReplay([str(f) for f in replay]) if replay else SyntheticSource(SyntheticConfig(seed=0))
+    source = FileReplay([str(f) for f in replay], streams=streams) if replay else \
+        SyntheticSource(SyntheticConfig(seed=0))
     client = FeedClient(endpoints["ingest"])
 
     def start_feed(rate: float) -> tuple[threading.Thread, threading.Event]:

@@ -54,6 +54,7 @@ class FitOptions:
     evaluation: EvalOptions = EvalOptions()
     codec_version: int | None = None  # from scratch: BinnedCodec spec version; None = the built-in model's
     head: bool = True  # fit the answer heads (features.QuestionHead) on the train and validation parts
+    streams: tuple[str, ...] | None = None  # the streams of the files to train on (names or globs); None: every one
 
     def __post_init__(self) -> None:
         for name in ("eval_every", "patience", "val_batches"):
@@ -112,7 +113,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         model, codec = load_tick_model(options.base)
         cfg = base_config(cfg, model)
         torch.manual_seed(cfg.seed)
-    streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"))
+    streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"),
+                                         streams=options.streams)
     streams, skipped = prepare(codec, streams_raw, options.split, min_ticks=cfg.window_ticks + 1)
     if (widened := gap_note(codec, options.split)) is not None:
         log(f"note: {widened}")
@@ -157,6 +159,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     evaluation = evaluate_streams(model, codec, streams, eval_options, heads)
     record = {"files": [str(f) for f in files], "base": str(options.base) if options.base else "from scratch",
               "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))),
+              "selected_streams": list(options.streams) if options.streams else None,  # None: every stream
               "rejected": rejected, "skipped": skipped, "overlap": overlap,
               "params": sum(p.numel() for p in model.parameters()), "config": run_config(cfg),
               "training": stats, "calibration": json.loads(codec.calibration.to_json()),

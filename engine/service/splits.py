@@ -138,12 +138,12 @@ def longest_horizon(codec: BinnedCodec) -> int:
     return max(q.spec.horizon for q in codec.questions.values())
 
 
-def read_streams(files: list[str], columns: Any = None, note: Callable[[str], None] = lambda _: None
-                 ) -> tuple[dict[str, list[Tick]], dict[str, int]]:
+def read_streams(files: list[str], columns: Any = None, note: Callable[[str], None] = lambda _: None,
+                 streams: list[str] | None = None) -> tuple[dict[str, list[Tick]], dict[str, int]]:
     """Every valid tick of `files` (FileReplay: presets, column maps, detection), grouped by stream;
     and the rejected rows by reason. ``note`` is told how the files are read (the map detected, a time zone
-    assumed, ...), as `backtest` tells it."""
-    replay = FileReplay(files, columns=columns)
+    assumed, ...), as `backtest` tells it. ``streams`` (names or globs) reads those streams alone."""
+    replay = FileReplay(files, columns=columns, streams=streams)
     for line in replay.notes:
         note(line)
     by_stream: dict[str, list[Tick]] = defaultdict(list)
