@@ -5,7 +5,7 @@ file of every symbol) is read for the few a user names: `FileReplay(..., streams
 `--streams` on the command line. Ticks of the other streams are counted as `filtered_out`, never dropped
 silently, and a pattern that matches none of the streams the files hold is refused with the ones they do.
 
-Patterns are checked as query stream patterns are (queries/spec.py, which connectors/ may not import).
+Patterns are checked as query stream patterns are (queries/spec.py takes `unclosed_bracket` from here).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import yaml
 
+from connectors.stream_selection import GLOB_CHARS, unclosed_bracket  # (one glob rule for query streams and --streams)
 from queries.limits import QueryLimits, clip, excerpt
 from queries.speculation import Gate, Lookup
 from queries.trigger import Trigger
@@ -45,7 +46,6 @@ RESERVED_TOPICS = ("_heartbeat/", "_rejects/")  # the service's own; every topic
 _NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 # A question that reads like an identifier names a codec question (`direction_20`).
 _QUESTION_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_GLOB_CHARS = frozenset("*?[")
 _KIND_OPTIONS = {
     "choice": ("choices",),
     "expectation": ("values",),
@@ -105,24 +105,6 @@ class NamedQuestion(Protocol):
 
 def _fail(key: str | None, reason: str, item: int | str | None = None) -> QuerySpecError:
     return QuerySpecError(reason, key=key, item=item)
-
-
-def _check_glob(pattern: str) -> str | None:
-    """Why `pattern` is not a usable fnmatch glob, or None (fnmatch itself treats a lone `[` as a literal)."""
-    i = 0
-    while i < len(pattern):
-        if pattern[i] == "[":
-            j = i + 1
-            if j < len(pattern) and pattern[j] == "!":
-                j += 1
-            if j < len(pattern) and pattern[j] == "]":
-                j += 1  # a leading ']' is a member of the set, as in fnmatch
-            close = pattern.find("]", j)
-            if close < 0:
-                return f"unclosed '[' at position {i}"
-            i = close
-        i += 1
-    return None
 
 
 def _str_list(key: str, raw: Any, *, allow_scalar: bool = False) -> tuple[str, ...]:
@@ -238,7 +220,7 @@ class QuerySpec:
         if not streams:
             raise _fail("streams", "streams must name at least one stream or glob")
         for i, s in enumerate(streams):
-            if why := _check_glob(s):
+            if why := unclosed_bracket(s):
                 raise _fail("streams", f"streams[{i}] {excerpt(s)} is not a valid glob: {why}", i)
             if "/" in s:  # the wire refuses such a name (bad_stream): answer topics are <query>/<stream>/
                 raise _fail("streams", f"streams[{i}] {excerpt(s)} has a '/', which no stream name has (topics "
@@ -250,8 +232,8 @@ class QuerySpec:
                 raise _fail("streams", f"streams[{i}] {excerpt(s)} starts or ends with a space, which no stream name "
                                        f"does: it would match no stream", i)
         self._set("streams", streams)
-        self._set("_exact", frozenset(s for s in streams if not _GLOB_CHARS & set(s)))
-        self._set("_globs", tuple(re.compile(fnmatch.translate(s)) for s in streams if _GLOB_CHARS & set(s)))
+        self._set("_exact", frozenset(s for s in streams if not GLOB_CHARS & set(s)))
+        self._set("_globs", tuple(re.compile(fnmatch.translate(s)) for s in streams if GLOB_CHARS & set(s)))
 
     def _validate_question(self) -> None:
         q, toks = self.question, self.question_tokens

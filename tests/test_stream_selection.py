@@ -97,7 +97,7 @@ def test_a_resume_with_another_selection_is_refused_naming_it(engine_files: Path
     assert f"different ways of reading {tape.resolve()} (--streams ['AAPL'] then, ['MSFT'] now)" in \
         capsys.readouterr().err
     assert backtest(engine_files, [tape], out, "--resume") == 2  # every stream is another selection too
-    assert "(--streams ['AAPL'] then, None now)" in capsys.readouterr().err
+    assert "(--streams ['AAPL'] then, not given now)" in capsys.readouterr().err
     assert backtest(engine_files, [tape], out, "--resume", "--streams", "AAPL") == 0
     assert set(pl.read_parquet(out)["stream"]) == {"AAPL"}
 

@@ -173,8 +173,9 @@ def _files_differ(manifest: dict[str, Any], key: dict[str, Any], readings: list)
         if old is None or old == reading:
             continue
         keys = sorted(k for k in set(old) | set(reading) if old.get(k) != reading.get(k))
-        change = "; ".join(f"{MAP_OPTIONS.get(k, f'the column map key {k}')} {old.get(k)!r} then, "
-                           f"{reading.get(k)!r} now" for k in keys)
+        said_as = lambda value: "not given" if value is None else repr(value)  # noqa: E731
+        change = "; ".join(f"{MAP_OPTIONS.get(k, f'the column map key {k}')} {said_as(old.get(k))} then, "
+                           f"{said_as(reading.get(k))} now" for k in keys)
         files_by_change.setdefault(change, []).append(name)
     return said + [f"ways of reading {_shown(names)} ({change})" for change, names in files_by_change.items()]
 
