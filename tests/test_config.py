@@ -55,6 +55,8 @@ def test_shipped_examples_load() -> None:
                                                          r"to 65535 \(0 or \*: any free one\)"),
     ({"endpoints": {"answers": "tcp://127.0.0.1:-5"}}, "endpoints.answers 'tcp://127.0.0.1:-5': a tcp port is 1"),
     ({"endpoints": {"feeds": ["not-an-endpoint"]}}, "an endpoints.feeds entry must look like .tcp://host:port., got"),
+    ({"endpoints": {"feeds": ["tcp://127.0.0.1:7000", "tcp://127.0.0.1:7000"]}}, "endpoints.feeds lists "
+                                                                              "tcp://127.0.0.1:7000 more than once"),
     # one file's own clash was a bind error asking "is another flashtick serve running?"
     ({"endpoints": {"answers": "tcp://127.0.0.1:5555"}}, "endpoints.answers and endpoints.ingest both use port 5555 "
                                                          "on 127.0.0.1: give each socket its own port"),

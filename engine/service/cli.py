@@ -481,7 +481,9 @@ def cmd_serve(args: argparse.Namespace) -> None:
     if server.config.shards.count:
         print(f"flashtick: {server.config.shards.count} engine shards (Ray actors) behind these sockets",
               file=sys.stderr, flush=True)
-    print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()), file=sys.stderr, flush=True)
+    feeds = "".join(f" feed={feed}" for feed in server.config.endpoints.feeds)  # SUBscribed to (connects)
+    print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()) + feeds, file=sys.stderr,
+          flush=True)
     if not len(server.pipeline.registry):  # e.g. a config written for its ports only: say why nothing comes out
         example = f" (the built-in model's examples: {EXAMPLE_QUERIES})" if _is_tick_model(server.config) else ""
         print(f"flashtick: no standing queries are registered (no `queries:` file in the config, none saved in the "

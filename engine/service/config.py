@@ -148,6 +148,10 @@ class EndpointsSection:
                 check_endpoint(feed, "an endpoints.feeds entry")
             except ValueError as e:
                 raise ConfigError(str(e)) from None
+        if isinstance(self.feeds, tuple) and len(set(self.feeds)) < len(self.feeds):  # each tick would come twice
+            twice = sorted({feed for feed in self.feeds if self.feeds.count(feed) > 1})
+            raise ConfigError(f"endpoints.feeds lists {', '.join(twice)} more than once: every tick published there "
+                              f"would be taken once per entry; list each feed once")
 
 
     def _check_distinct_ports(self) -> None:

@@ -114,7 +114,9 @@ class Server:
             sub = self.context.socket(zmq.SUB)
             sub.setsockopt(zmq.SUBSCRIBE, b"")
             sub.rcvhwm = limits.ingest_hwm
-            sub.maxmsgsize = wire_cap
+            # no maxmsgsize here: past it ZeroMQ drops the connection as a protocol error, and the side that
+            # connects (the engine, on a feed) never connects again: one oversize message on the operator's own
+            # bus would end that feed for good, silently. Read whole, it is rejected as oversize and counted.
             sub.connect(feed)
             self._sockets[f"feed{i}"] = sub
         self.poller = zmq.Poller()
