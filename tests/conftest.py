@@ -97,6 +97,15 @@ def hf_logits(hf_model: PreTrainedModel, tokens: list[int]) -> torch.Tensor:  # 
         return hf_model(torch.tensor([tokens])).logits[0].float()
 
 
+def engine_dir(root: Path, queries: str, cells: int = 8192) -> Path:
+    """`root` with what a CLI backtest test runs on: engine.yaml (the tiny tick model, kv.cells ``cells``) and
+    q.yaml (``queries``)."""
+    checkpoint = tiny_tick_checkpoint(root / "model")
+    (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: {cells}, block_size: 16}}\n")
+    (root / "q.yaml").write_text(queries)
+    return root
+
+
 def tiny_tick_checkpoint(directory, seed: int = 0, codec_version: int = 1, **overrides):
     """A seeded random Llama sized for the BinnedCodec (spec `codec_version`), saved with its codec.json:
     a stand-in for the built-in model that tests can build in a second."""

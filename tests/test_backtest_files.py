@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import tiny_tick_checkpoint
+from conftest import engine_dir
 from engine.service.cli import main
 
 QUERIES = "queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: {ticks: 5}}\n"
@@ -29,11 +29,7 @@ def day_csv(path: Path, symbol: str, rows: int, day: str = DAYS[0]) -> Path:
 
 @pytest.fixture(scope="module")
 def engine_files(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("files")
-    checkpoint = tiny_tick_checkpoint(root / "model")
-    (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n")
-    (root / "q.yaml").write_text(QUERIES)
-    return root
+    return engine_dir(tmp_path_factory.mktemp("files"), QUERIES)
 
 
 def backtest(engine_files: Path, files: list[Path | str], out: Path, *extra: str) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import tiny_tick_checkpoint
+from conftest import engine_dir
 from connectors.codec import TOKENS_PER_TICK
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.backtest import BacktestReport, run_backtest
@@ -40,10 +40,7 @@ FLOAT_COLUMNS = ("expected", "nll", "brier", "log_loss", "model_brier")
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("resume")
-    checkpoint = tiny_tick_checkpoint(root / "model")
-    (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 16384, block_size: 16}}\n")
-    (root / "q.yaml").write_text(QUERIES)
+    root = engine_dir(tmp_path_factory.mktemp("resume"), QUERIES, cells=16384)
     ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(TICKS)
     pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "ticks.parquet")
     return root

@@ -12,6 +12,7 @@ import pytest
 
 from connectors.replay import FileReplay
 from engine.service.backtest import rejected_lines
+from test_vendor_files import drain
 
 dbn = pytest.importorskip("databento_dbn", reason="the dbn extra (pip install 'flashtick[dbn]') is not installed")
 NS = 1_000_000_000
@@ -38,13 +39,6 @@ def trade(instrument: int, ts: int, quarters: int, side: object = None, price: i
     return dbn.MBOMsg(publisher_id=1, instrument_id=instrument, ts_event=ts, order_id=0,
                       price=quarters * PX if price is None else price, size=1, action=dbn.Action.TRADE,
                       side=side or dbn.Side.BID, ts_recv=ts, flags=dbn.F_LAST)
-
-
-def drain(replay: FileReplay) -> list:
-    out = []
-    while not replay.done:
-        out += replay.next_batch(100)
-    return out
 
 
 def test_a_continuous_symbol_names_the_contract_it_maps_on_each_record_s_date(tmp_path: Path) -> None:

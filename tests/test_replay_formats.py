@@ -12,31 +12,21 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import tiny_tick_checkpoint
+from conftest import engine_dir
 from connectors.column_map import ColumnMap, map_from_options, parse_inline
 from connectors.replay import FileReplay, replay_ticks
 from engine.service.cli import main
 from engine.service.config import ConfigError, ServiceConfig
+from test_vendor_files import drain
 from test_vendor_files_2 import MBO_TICKS, book_ticks  # the same records exported as CSV reduce alike
 
 QUERIES = "queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: {ticks: 5}}\n"
 NS = 1_000_000_000
 
 
-def drain(replay: FileReplay) -> list:
-    out = []
-    while not replay.done:
-        out += replay.next_batch(100)
-    return out
-
-
 @pytest.fixture(scope="module")
 def engine_files(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("formats")
-    checkpoint = tiny_tick_checkpoint(root / "model")
-    (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n")
-    (root / "q.yaml").write_text(QUERIES)
-    return root
+    return engine_dir(tmp_path_factory.mktemp("formats"), QUERIES)
 
 
 def vendor_trades(n: int = 120) -> pl.DataFrame:

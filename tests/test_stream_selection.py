@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import tiny_tick_checkpoint
+from conftest import engine_dir
 from connectors.replay import FileReplay
 from connectors.stream_selection import NoStreamMatched
 from engine.service.cli import main
@@ -35,11 +35,7 @@ def tape_csv(path: Path, rows: int) -> Path:
 
 @pytest.fixture(scope="module")
 def engine_files(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("selection")
-    checkpoint = tiny_tick_checkpoint(root / "model")
-    (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n")
-    (root / "q.yaml").write_text(QUERIES)
-    return root
+    return engine_dir(tmp_path_factory.mktemp("selection"), QUERIES)
 
 
 def backtest(engine_files: Path, files: list[Path], out: Path, *extra: str) -> int:
