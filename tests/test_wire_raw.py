@@ -371,12 +371,13 @@ def test_a_message_far_past_the_limit_drops_the_connection_and_the_feed_reconnec
     assert ctl.ok("health")["status"] == "serving"
 
 
-def test_an_external_pub_feed_sends_what_a_push_feed_sends(tmp_path) -> None:
+def test_an_external_pub_feed_sends_what_a_push_feed_sends(tmp_path, capsys) -> None:
     """endpoints.feeds: the service SUB-connects to a feed's PUB socket, subscribed to everything."""
     pub = CTX.socket(zmq.XPUB)  # an XPUB sees the service's subscription arrive: no slow-joiner guess
     pub.linger = 0
     pub.bind("tcp://127.0.0.1:*")
-    with serving_feed(tmp_path, pub.getsockopt_string(zmq.LAST_ENDPOINT)) as endpoints:
+    endpoint = pub.getsockopt_string(zmq.LAST_ENDPOINT)
+    with serving_feed(tmp_path, endpoint) as endpoints:
         rejects, ctl = Sub(endpoints["answers"], ["_rejects/"]), Control(endpoints["control"])
         try:
             assert pub.poll(10_000) and pub.recv() == b"\x01"  # subscribed to every topic
@@ -393,6 +394,13 @@ def test_an_external_pub_feed_sends_what_a_push_feed_sends(tmp_path) -> None:
             pub.send(msgpack.packb(trade("PUBFEED", T0 + 4)))
             rejects.until(lambda g: any(p["reason"] == "oversize" for _, p in g))
             wait_stats(ctl, lambda st: st["ticks_in"] == 5)
+            # each feed's connection and messages: a quiet publisher told apart from one never reached, or lost
+            (feed,) = wait_stats(ctl, lambda st: st["feeds"][0]["messages"] == 6)["feeds"]
+            assert feed["connected"] is True and feed["endpoint"] == endpoint and feed["idle_s"] >= 0
+            pub.close()
+            wait_stats(ctl, lambda st: st["feeds"][0]["connected"] is False)
+            log = capsys.readouterr().err
+            assert f"flashtick: feed {endpoint}: connected" in log and f"feed {endpoint}: disconnected" in log, log
         finally:
             rejects.close()
             ctl.close()

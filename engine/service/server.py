@@ -23,6 +23,7 @@ from typing import Any
 
 import msgpack
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
 from connectors.encoder import published_rejections
@@ -56,6 +57,47 @@ def pack(obj: Any) -> bytes:
     return msgpack.packb(obj, use_bin_type=True)
 
 
+class FeedWatch:
+    """An external PUB feed's SUB socket: whether it is connected now (ZeroMQ's socket monitor) and what it
+    brought, so `stats` and the log tell a quiet publisher from one the engine never reached or lost."""
+
+    def __init__(self, endpoint: str, sock: zmq.Socket) -> None:
+        self.endpoint = endpoint
+        self._sock = sock
+        self._monitor = sock.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+        self.connected = False
+        self.connections = 0
+        self.messages = 0
+        self._last_read: float | None = None  # monotonic time of the last message
+
+    def read(self) -> None:
+        self.messages += 1
+        self._last_read = time.monotonic()
+
+    def changes(self) -> list[str]:
+        """What changed since the last call, in words (a connection made or lost)."""
+        said = []
+        while self._monitor.poll(0):
+            event = recv_monitor_message(self._monitor)["event"]
+            if event == zmq.EVENT_CONNECTED and not self.connected:
+                self.connected, self.connections = True, self.connections + 1
+                said.append("connected" if self.connections == 1 else f"connected again ({self.connections} times)")
+            elif event == zmq.EVENT_DISCONNECTED and self.connected:
+                self.connected = False
+                said.append("disconnected (the publisher stopped or restarted? ZeroMQ reconnects by itself; what it "
+                            "publishes meanwhile is lost)")
+        return said
+
+    def stats(self) -> dict[str, Any]:
+        idle = None if self._last_read is None else round(time.monotonic() - self._last_read, 3)
+        return {"endpoint": self.endpoint, "connected": self.connected, "messages": self.messages, "idle_s": idle}
+
+    def close(self) -> None:
+        if not self._sock.closed:
+            self._sock.disable_monitor()
+        self._monitor.close(linger=0)
+
+
 class Server:
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
@@ -66,6 +108,7 @@ class Server:
         self.ready = threading.Event()
         self._stop = threading.Event()
         self._sockets: dict[str, zmq.Socket] = {}
+        self._feed_watches: dict[str, FeedWatch] = {}  # socket name -> its external feed's connection and counts
         self.started_at = time.time()
         self._curve_keys: tuple[bytes, bytes] | None = None  # the server's (public, secret) z85 keys
         self._auth: ClientAllowList | None = None  # the ZAP handler of curve.clients_dir
@@ -117,6 +160,7 @@ class Server:
             # no maxmsgsize here: past it ZeroMQ drops the connection as a protocol error, and the side that
             # connects (the engine, on a feed) never connects again: one oversize message on the operator's own
             # bus would end that feed for good, silently. Read whole, it is rejected as oversize and counted.
+            self._feed_watches[f"feed{i}"] = FeedWatch(feed, sub)
             sub.connect(feed)
             self._sockets[f"feed{i}"] = sub
         self.poller = zmq.Poller()
@@ -191,7 +235,7 @@ class Server:
                 for name, sock in self._sockets.items():
                     if name == "ingest" or name.startswith("feed"):
                         # a socket left with messages unread (its share of the loop ran out) keeps its clock
-                        emptied = sock not in events or self._drain_ingest(sock)
+                        emptied = sock not in events or self._drain_ingest(sock, self._feed_watches.get(name))
                         self._unread_since[name] = None if emptied else self._unread_since.get(name) or \
                             time.monotonic()
                 unread = [since for since in self._unread_since.values() if since is not None]
@@ -271,6 +315,8 @@ class Server:
 
     def close(self) -> None:
         self.pipeline.close()
+        for watch in self._feed_watches.values():
+            watch.close()
         for sock in self._sockets.values():
             sock.close(linger=0)
         self._sockets.clear()
@@ -284,9 +330,9 @@ class Server:
 
     # -- ingest ---------------------------------------------------------------------------------
 
-    def _drain_ingest(self, sock: zmq.Socket) -> bool:
+    def _drain_ingest(self, sock: zmq.Socket, watch: FeedWatch | None = None) -> bool:
         """Read and ingest the socket's queued messages; True once its queue is empty, False when this turn's
-        share ran out first (messages wait unread: `ingest_unread_s`)."""
+        share ran out first (messages wait unread: `ingest_unread_s`). ``watch``: an external feed's, counting."""
         # bounded in messages and in time: a flood of costly messages (a 1 MiB list of bad ticks is a million
         # rejections) must not keep the loop from control requests, forwards and heartbeats
         deadline = time.monotonic() + DRAIN_SLICE_S
@@ -298,6 +344,8 @@ class Server:
             except zmq.Again:
                 return True
             self.counters["ingest_messages"] += 1
+            if watch is not None:
+                watch.read()
             if len(frames) == 2 and frames[0] == TOKENIZED_MARKER:
                 rejections = self.pipeline.ingest_tokenized(frames[1])
             elif len(frames) == 1:
@@ -343,6 +391,7 @@ class Server:
                                      "pending_tokens": pending, "behind": behind,
                                      "lag_s": self._snapshot["lag_s"], "shed": shed})
         self._watch_kv_thrash()
+        self._watch_feeds()
         self._say_refused_streams()
         # a burst's refusals mostly come after the line its first heartbeat printed: those are said once the
         # line's interval has passed, caught up or not, so the log accounts for every tick shed
@@ -379,6 +428,13 @@ class Server:
     def _refresh_snapshot(self) -> None:
         self._snapshot = {**self.pipeline.stats(), **self.counters, "uptime_s": time.time() - self.started_at,
                           "kv_thrash": self._kv_thrash}
+        if self._feed_watches:  # a quiet publisher told apart from one never connected (or dropped)
+            self._snapshot["feeds"] = [watch.stats() for watch in self._feed_watches.values()]
+
+    def _watch_feeds(self) -> None:
+        for watch in self._feed_watches.values():
+            for line in watch.changes():
+                print(f"flashtick: feed {watch.endpoint}: {line}", file=sys.stderr, flush=True)
 
     def _watch_kv_thrash(self) -> None:
         """KV too small for the streams: more KV is evicted (to be recomputed when its stream next ticks) than new
