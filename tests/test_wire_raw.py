@@ -18,9 +18,9 @@ from wire_server import MAX_MESSAGE_BYTES, clients, server, serving_feed  # noqa
 
 DOCUMENTED_REASONS = {
     "not_a_map", "missing_stream", "bad_stream", "missing_field", "ts_not_int", "ts_out_of_range", "unknown_kind",
-    "ambiguous_kind", "unknown_field", "wrong_type", "duplicate_key", "nonfinite_price", "nonpositive_price", "nonfinite_size",
-    "negative_size", "unknown_side", "crossed_quote", "ts_backwards", "bad_msgpack", "oversize", "bad_framing",
-    "bad_tokens", "stream_refused", "overloaded", "unencodable"}
+    "ambiguous_kind", "unknown_field", "wrong_type", "duplicate_key", "nonfinite_price", "nonpositive_price",
+    "nonfinite_size", "negative_size", "unknown_side", "crossed_quote", "ts_backwards", "bad_msgpack", "oversize",
+    "bad_framing", "bad_tokens", "stream_refused", "overloaded", "unencodable"}
 
 
 def test_trades_and_quotes_with_every_field_are_ingested_and_answered(clients) -> None:

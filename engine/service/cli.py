@@ -163,11 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--count", type=int, default=None, help="exit after N messages")
     p.set_defaults(run=cmd_subscribe)
 
-    p = sub.add_parser("register", help="register (or replace) queries from a YAML file", parents=[keys, clients, control_op])
+    p = sub.add_parser("register", help="register (or replace) queries from a YAML file",
+                       parents=[keys, clients, control_op])
     p.add_argument("file", type=Path)
     p.set_defaults(run=cmd_register)
 
-    p = sub.add_parser("unregister", help="remove a registered query (its cached answers go too)", parents=[keys, clients, control_op])
+    p = sub.add_parser("unregister", help="remove a registered query (its cached answers go too)",
+                       parents=[keys, clients, control_op])
     p.add_argument("name")
     p.set_defaults(run=cmd_unregister)
 
@@ -175,12 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the full specs as JSON")
     p.set_defaults(run=cmd_list)
 
-    p = sub.add_parser("get", help="the cached answer of a query on a stream (computes nothing)", parents=[keys, clients, control_op])
+    p = sub.add_parser("get", help="the cached answer of a query on a stream (computes nothing)",
+                       parents=[keys, clients, control_op])
     p.add_argument("stream")
     p.add_argument("query")
     p.set_defaults(run=cmd_get)
 
-    p = sub.add_parser("answers", help="a topic's published answers after a seq (fill a gap)", parents=[keys, clients, control_op])
+    p = sub.add_parser("answers", help="a topic's published answers after a seq (fill a gap)",
+                       parents=[keys, clients, control_op])
     p.add_argument("topic", help="an answer topic, e.g. dir20/SYN.A/")
     p.add_argument("--after", type=int, default=0, help="the last seq you have (default 0: all that are kept)")
     p.set_defaults(run=cmd_answers)
@@ -211,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", help="stream names (default: every stream)")
     p.set_defaults(run=cmd_streams)
 
-    p = sub.add_parser("health", help="is the service up: status, uptime, streams, model", parents=[keys, clients, control_op])
+    p = sub.add_parser("health", help="is the service up: status, uptime, streams, model",
+                       parents=[keys, clients, control_op])
     p.set_defaults(run=cmd_health)
 
     p = sub.add_parser("keygen", help="make a CURVE keypair: NAME.key (public) and NAME.key_secret")

@@ -153,13 +153,12 @@ class EndpointsSection:
             raise ConfigError(f"endpoints.feeds lists {', '.join(twice)} more than once: every tick published there "
                               f"would be taken once per entry; list each feed once")
 
-
     def _check_distinct_ports(self) -> None:
         """Two of the engine's own sockets on one port: said here by key, not as a bind error that reads
         "is another flashtick serve running?" when the clash is inside this file."""
         taken: dict[tuple[str, int], str] = {}
-        bound = [(name, *getattr(self, name)[len("tcp://"):].rsplit(":", 1)) for name in ("ingest", "answers", "control")
-                 if getattr(self, name).startswith("tcp://")]
+        bound = [(name, *getattr(self, name)[len("tcp://"):].rsplit(":", 1))
+                 for name in ("ingest", "answers", "control") if getattr(self, name).startswith("tcp://")]
         if isinstance(self.metrics_port, int) and not isinstance(self.metrics_port, bool):
             bound.append(("metrics_port", self.metrics_host, str(self.metrics_port)))
         for name, host, port in bound:

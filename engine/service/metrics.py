@@ -97,9 +97,11 @@ def render(snapshot: dict[str, Any]) -> str:
                [(f'{{shard="{_label(s["name"])}"}}', int(s["state"] == "serving")) for s in shards])
         metric("shard_restarts_total", "counter", "Times the shard was lost and restored from the tick log",
                [(f'{{shard="{_label(s["name"])}"}}', s["restarts"]) for s in shards])
-    for key, name, help_text in (("freshness_ms", "answer_freshness_ms", "Tick arrival to answer cached, recent window"),
-                                 ("data_age_ms", "answer_data_age_ms", "Answered tick's own ts to answer cached, recent "
-                                                                       "window (negative: ts ahead of this clock)")):
+    quantile_families = (
+        ("freshness_ms", "answer_freshness_ms", "Tick arrival to answer cached, recent window"),
+        ("data_age_ms", "answer_data_age_ms", "Answered tick's own ts to answer cached, recent window (negative: ts "
+                                              "ahead of this clock)"))
+    for key, name, help_text in quantile_families:
         quantiles = snapshot.get(key, {})
         metric(name, "gauge", help_text,
                [(f'{{quantile="{q}"}}', quantiles[k]) for q, k in (("0.5", "p50"), ("0.99", "p99")) if k in quantiles])
