@@ -5,7 +5,8 @@ file of every symbol) is read for the few a user names: `FileReplay(..., streams
 `--streams` on the command line. Ticks of the other streams are counted as `filtered_out`, never dropped
 silently, and a pattern that matches none of the streams the files hold is refused with the ones they do.
 
-Patterns are checked as query stream patterns are (queries/spec.py takes `unclosed_bracket` from here).
+Patterns are checked as query stream patterns are (the glob rule is engine/stream_patterns.py's, shared with
+queries/spec.py).
 """
 
 from __future__ import annotations
@@ -14,30 +15,13 @@ import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 
-GLOB_CHARS = frozenset("*?[")
+from engine.stream_patterns import GLOB_CHARS, unclosed_bracket
+
 SHOWN_STREAMS = 8  # streams named in a message; the rest counted
 
 
 class NoStreamMatched(ValueError):
     """A selection pattern that matches none of the streams the files hold."""
-
-
-def unclosed_bracket(pattern: str) -> str | None:
-    """Why `pattern` is not a usable fnmatch glob, or None (fnmatch itself treats a lone `[` as a literal)."""
-    i = 0
-    while i < len(pattern):
-        if pattern[i] == "[":
-            j = i + 1
-            if j < len(pattern) and pattern[j] == "!":
-                j += 1
-            if j < len(pattern) and pattern[j] == "]":
-                j += 1  # a leading ']' is a member of the set, as in fnmatch
-            close = pattern.find("]", j)
-            if close < 0:
-                return f"unclosed '[' at position {i}"
-            i = close
-        i += 1
-    return None
 
 
 def shown(names: Sequence[str]) -> str:

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from connectors.stream_selection import GLOB_CHARS, unclosed_bracket  # (one glob rule for query streams and --streams)
+from engine.stream_patterns import GLOB_CHARS, unclosed_bracket  # (one glob rule for query streams and --streams)
 from queries.limits import QueryLimits, clip, excerpt
 from queries.speculation import Gate, Lookup
 from queries.trigger import Trigger
