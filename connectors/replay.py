@@ -1399,7 +1399,8 @@ class FileReplay(Source):
     def readings(self) -> list[tuple[str, dict[str, Any]]]:
         """(file, how it is read) per plan, in replay order: what the fingerprint digests, for saying what differs
         when a snapshot's fingerprint is not this replay's."""
-        selected = {} if self.selection is None else {"streams": list(self.selection.patterns)}
+        # (sorted: the same selection in another order reads the same, and resumes)
+        selected = {} if self.selection is None else {"streams": sorted(self.selection.patterns)}
         return [(_source_name(p), p.describe() | selected) for p in self.plans]
 
     def rows(self) -> int | None:
