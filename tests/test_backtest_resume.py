@@ -129,7 +129,7 @@ def test_stop_request_checkpoints_and_resume_refuses_other_inputs(setup: Path, u
     assert code == 2 and "different queries (--queries)" in capsys.readouterr().err
     code = main(["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
                  "--config", str(setup / "engine.yaml"), "--resume", "--quiet", "--batch-ms", "50"])
-    assert code == 2 and "with different --batch-ms;" in capsys.readouterr().err  # named as the option it is
+    assert code == 2 and "with different --batch-ms (100 then, 50 now);" in capsys.readouterr().err  # named, valued
     report = run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, resume=True)
     assert report.resumed_at == kept["consumed"] and report.ticks == TICKS
     assert_same_answers(pl.read_parquet(out), pl.read_parquet(setup / "whole.parquet"))

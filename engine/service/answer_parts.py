@@ -98,7 +98,8 @@ class AnswerParts:
             upgrade = " (written by a flashtick that rolled sessions elsewhere)" if "context_roll_rule" in changed else ""
             files = {"files", "file_sizes_and_times"} & set(changed)
             said = _files_differ(manifest, key, _as_json(readings or [])) if files else []
-            named = ", ".join(said + [KEY_WORDS.get(k, k) for k in changed if k not in files])
+            named = ", ".join(said + [KEY_WORDS.get(k, k) + _then_now(manifest.get("key", {}).get(k), key[k])
+                                      for k in changed if k not in files])
             raise ValueError(f"{directory} was written by a backtest with different {named}{upgrade}; "
                              f"resume with the same files, queries, config and options, or delete it to start over")
         for stray in set(p.name for p in directory.iterdir()) - set(manifest["parts"]) - {MANIFEST}:
@@ -131,6 +132,15 @@ class AnswerParts:
 
     def remove(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _then_now(then: Any, now: Any) -> str:
+    """A changed option's two values (`--batch-ms`: 100 then, 50 now); nothing for a digest, which says none."""
+    plain = lambda value: value is None or isinstance(value, (int, float))  # noqa: E731
+    if not (plain(then) and plain(now)):
+        return ""
+    said = lambda value: "not given" if value is None else f"{value:g}"  # noqa: E731
+    return f" ({said(then)} then, {said(now)} now)"
 
 
 def _as_json(value: Any) -> Any:

@@ -651,7 +651,9 @@ def cmd_feed(args: argparse.Namespace) -> None:
                               f"(none more for {FINISH_STALL_S:g} s): they may be lost; `flashtick streams` says what "
                               f"it holds")
     if lines := _replay_rejections(source, stats.ticks):  # rows the files' own checks refused, before any was sent
-        print(f"{sum(source.rejected.values())} rows of the files rejected:", *lines, sep="\n", file=sys.stderr)
+        left_out = source.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
+        how = f" ({left_out} of them left out by a filter)" if left_out else ""
+        print(f"{sum(source.rejected.values())} rows of the files not sent{how}:", *lines, sep="\n", file=sys.stderr)
         if stats.ticks == 0:
             raise ValueError("every row of the files was rejected; nothing was sent (reasons above)")
     if stats.ticks == 0 and args.feed_source == "replay":
