@@ -98,7 +98,7 @@ class AnswerParts:
             upgrade = " (written by a flashtick that rolled sessions elsewhere)" if "context_roll_rule" in changed else ""
             files = {"files", "file_sizes_and_times"} & set(changed)
             said = _files_differ(manifest, key, _as_json(readings or [])) if files else []
-            named = ", ".join(said + [KEY_WORDS.get(k, k) + _then_now(manifest.get("key", {}).get(k), key[k])
+            named = ", ".join(said + [KEY_WORDS.get(k, k) + _key_values(manifest.get("key", {}).get(k), key[k])
                                       for k in changed if k not in files])
             raise ValueError(f"{directory} was written by a backtest with different {named}{upgrade}; "
                              f"resume with the same files, queries, config and options, or delete it to start over")
@@ -134,13 +134,16 @@ class AnswerParts:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _then_now(then: Any, now: Any) -> str:
-    """A changed option's two values (`--batch-ms`: 100 then, 50 now); nothing for a digest, which says none."""
+def _then_now(then: Any, now: Any, show: Callable[[Any], str] = repr) -> str:
+    """A changed value's two sides, as a refusal says them: `'A' then, not given now`."""
+    said = lambda value: "not given" if value is None else show(value)  # noqa: E731
+    return f"{said(then)} then, {said(now)} now"
+
+
+def _key_values(then: Any, now: Any) -> str:
+    """A changed run-key option's values (`--batch-ms`: ` (100 then, 50 now)`); nothing for a digest."""
     plain = lambda value: value is None or isinstance(value, (int, float))  # noqa: E731
-    if not (plain(then) and plain(now)):
-        return ""
-    said = lambda value: "not given" if value is None else f"{value:g}"  # noqa: E731
-    return f" ({said(then)} then, {said(now)} now)"
+    return f" ({_then_now(then, now, lambda v: f'{v:g}')})" if plain(then) and plain(now) else ""
 
 
 def _as_json(value: Any) -> Any:
@@ -183,9 +186,8 @@ def _files_differ(manifest: dict[str, Any], key: dict[str, Any], readings: list)
         if old is None or old == reading:
             continue
         keys = sorted(k for k in set(old) | set(reading) if old.get(k) != reading.get(k))
-        said_as = lambda value: "not given" if value is None else repr(value)  # noqa: E731
-        change = "; ".join(f"{MAP_OPTIONS.get(k, f'the column map key {k}')} {said_as(old.get(k))} then, "
-                           f"{said_as(reading.get(k))} now" for k in keys)
+        change = "; ".join(f"{MAP_OPTIONS.get(k, f'the column map key {k}')} {_then_now(old.get(k), reading.get(k))}"
+                           for k in keys)
         files_by_change.setdefault(change, []).append(name)
     return said + [f"ways of reading {_shown(names)} ({change})" for change, names in files_by_change.items()]
 
