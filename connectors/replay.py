@@ -383,6 +383,7 @@ class _FilePlan:
         left_out, kept_end = (keep_check(cmap.keep), kept + len(cmap.keep)) if cmap.keep else (None, kept)
         long_rows = self.long_rows
         zero_sides = cmap.bid is not None and offset is None  # a given offset says 0 is a price (a spread's)
+        marks = tuple(cmap.keep) if split and cmap.keep and cmap.price and cmap.bid else None  # LSEG's Type
 
         def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
             if long_rows and (fields := long_rows.get(row[-1])):
@@ -404,6 +405,13 @@ class _FilePlan:
                         value = value + offset
                 if value is not None:
                     out[key] = value
+            if marks is not None and "price" not in out and "bid" not in out and "ask" not in out:
+                for column, mark in zip(marks, row[kept:kept_end]):  # the row says its kind: what it lacks is said
+                    if (kind_of := _marked_kind(mark)) is not None:
+                        lacks = f"no price (column {cmap.price!r})" if kind_of == TRADE else \
+                            f"neither bid nor ask (columns {cmap.bid!r}, {cmap.ask!r})"
+                        return InvalidTick("missing_field", f"column {column!r} marks the row {mark} but it has "
+                                                            f"{lacks}")
             if zero_sides and (no_side := one_sided_quote(out)):
                 return no_side if not split or "price" not in out else \
                     (no_side, {k: v for k, v in out.items() if k not in QUOTE_FIELDS})
@@ -437,6 +445,12 @@ class _FilePlan:
                                   order, None if empty else quote)
 
         return reduce
+
+
+def _marked_kind(mark: Any) -> str | None:
+    """The kind a kind column's value names (LSEG's Type: Trade, Quote), else None."""
+    text = str(mark).strip().lower() if mark is not None else ""
+    return TRADE if text in TRADE_MARKS else QUOTE if text in QUOTE_MARKS else None
 
 
 def _trade_and_quote(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

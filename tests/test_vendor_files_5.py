@@ -38,6 +38,22 @@ def test_lseg_corrections_and_status_rows_are_left_out_and_counted(tmp_path: Pat
     assert [t.price for t in drain(FileReplay(path, columns=spec))] == [97.52, 976.4, 97.54]
 
 
+def test_lseg_trade_row_without_a_price_is_a_missing_field_not_an_unknown_kind(tmp_path: Path) -> None:
+    path = tmp_path / "lseg.csv"
+    path.write_text(LSEG_HEADER +
+                    "VOD.L,Market Price,2024-01-02T08:30:00.100000000Z,+0,Trade,97.52,900,,,,\n"
+                    "VOD.L,Market Price,2024-01-02T08:30:00.150000000Z,+0,Quote,,,97.51,10,97.56,10\n"
+                    "VOD.L,Market Price,2024-01-02T08:30:00.200000000Z,+0,Trade,,900,,,,\n"
+                    "VOD.L,Market Price,2024-01-02T08:30:00.300000000Z,+0,Quote,,,,,,\n"
+                    "VOD.L,Market Price,2024-01-02T08:30:00.400000000Z,+0,Correction,97.0,10,,,,\n"
+                    "VOD.L,Market Price,2024-01-02T08:32:29.000000000Z,+0,Trade,97.54,100,,,,\n")
+    replay = FileReplay(path)
+    assert [t.price or t.bid for t in drain(replay)] == [97.52, 97.51, 97.54]
+    assert dict(replay.rejected) == {"missing_field": 2, "filtered_out": 1}
+    first = replay.rejected.examples["missing_field"]
+    assert "column 'Type' marks the row Trade but it has no price (column 'Price')" in first
+
+
 def test_lseg_local_times_are_read_at_each_rows_gmt_offset(tmp_path: Path) -> None:
     path = tmp_path / "ibm.csv"
     path.write_text(LSEG_HEADER +
