@@ -155,9 +155,11 @@ def test_notes_on_files_of_one_name_say_their_paths(engine_files: Path, tmp_path
     assert "note: AAPL.csv:" not in err and "note: MSFT.csv: detected, with the keys given (tz)" in err
 
 
-def test_a_second_ctrl_c_says_what_was_kept(engine_files: Path, tmp_path: Path) -> None:
-    """The first Ctrl-C waits for a batch boundary; the second aborts at once, and says what --resume will do. One
-    batch of a day's event time (--batch-ms) holds the whole file, so no boundary comes between the two."""
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_second_ctrl_c_says_what_was_kept(engine_files: Path, tmp_path: Path, signame: str) -> None:
+    """The first Ctrl-C (or a supervisor's SIGTERM) waits for a batch boundary; the second aborts at once, and says
+    what --resume will do. One batch of a day's event time (--batch-ms) holds the whole file, so no boundary comes
+    between the two."""
     import os
     import signal
     import subprocess
@@ -173,13 +175,29 @@ def test_a_second_ctrl_c_says_what_was_kept(engine_files: Path, tmp_path: Path) 
     deadline = time.monotonic() + 60
     while not (tmp_path / "a.parquet.parts").is_dir() and child.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)  # the run has opened its parts folder: replaying, the handlers in place
-    child.send_signal(signal.SIGINT)
+    signum = getattr(signal, signame)
+    child.send_signal(signum)
     said = [child.stderr.readline()]
     while "stopping at the next batch boundary" not in said[-1]:
         said.append(child.stderr.readline())
         assert said[-1], "".join(said)
-    child.send_signal(signal.SIGINT)
+    child.send_signal(signum)
     err = "".join(said) + child.stderr.read()
-    assert child.wait(60) == 130, err
+    assert child.wait(60) == 128 + signum, err
     assert "flashtick backtest: aborted; no checkpoint was written yet: nothing kept; --resume starts from the " \
            "beginning" in err, err
+
+
+def test_threads_sets_the_forwards_torch_threads(engine_files: Path, tmp_path: Path, capsys) -> None:
+    """--threads replaces the config's model.threads (1): a user with idle cores can use them."""
+    import torch
+
+    prints = day_csv(tmp_path / "AAPL.csv", "AAPL", 30)
+    before = torch.get_num_threads()
+    try:
+        assert backtest(engine_files, [prints], tmp_path / "a.parquet", "--threads", "2") == 0
+        assert torch.get_num_threads() == 2
+        assert backtest(engine_files, [prints], tmp_path / "b.parquet", "--threads", "0") == 2
+        assert "--threads must be >= 1, got 0" in capsys.readouterr().err
+    finally:
+        torch.set_num_threads(before)

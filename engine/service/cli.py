@@ -241,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-s", type=float, default=None, help="wall seconds between answer checkpoints "
                    "(default: the config's replay.checkpoint_s, 10)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (it shows only on a terminal anyway)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads for the forward (default: the "
+                   "config's model.threads, 1)")
     p.set_defaults(run=cmd_backtest)
     _add_train_parsers(sub, reading)
 
@@ -882,6 +884,10 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     from engine.service.backtest import BacktestInterrupted, run_backtest
 
     config = _service_config(args.config, model=args.model)
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be >= 1, got {args.threads}")
+        config = dataclasses.replace(config, model=dataclasses.replace(config.model, threads=args.threads))
     queries = args.queries or (Path(config.queries) if config.queries else None)
     if queries is None:
         if not _is_tick_model(config):
@@ -891,12 +897,18 @@ def cmd_backtest(args: argparse.Namespace) -> int:
               f"queries: direction, volatility and move over the next ticks)", file=sys.stderr, flush=True)
         queries = EXAMPLE_QUERIES
     stop = threading.Event()
+    aborted_by: list[int] = []
+
+    def abort(signum: int, _: Any) -> None:
+        aborted_by.append(signum)
+        raise KeyboardInterrupt
 
     def request_stop(signum: int, _: Any) -> None:
-        # The first signal ends the run at the next batch boundary, after a checkpoint; a second one is the
-        # default action (for SIGINT: KeyboardInterrupt, exit 130) for a user who cannot wait.
+        # The first signal ends the run at the next batch boundary, after a checkpoint; a second one (of either
+        # kind) aborts where it is, for a user (or a supervisor's second SIGTERM) who cannot wait.
         stop.set()
-        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+        for again in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(again, abort)
         print("flashtick backtest: stopping at the next batch boundary (again to abort now)", file=sys.stderr,
               flush=True)
 
@@ -914,9 +926,9 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     except BacktestInterrupted as e:
         print(f"flashtick backtest: {e}", file=sys.stderr)
         return 130
-    except KeyboardInterrupt:  # the second Ctrl-C: aborted where it was, but what is on disk is whole
+    except KeyboardInterrupt:  # the second signal: aborted where it was, but what is on disk is whole
         print(f"flashtick backtest: aborted; {_kept_on_disk(Path(args.out))}", file=sys.stderr)
-        return 130
+        return 128 + (aborted_by[-1] if aborted_by else signal.SIGINT)
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
