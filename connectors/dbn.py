@@ -218,12 +218,17 @@ class DbnPlan:
         return None  # unknown without decoding the whole (often compressed) file
 
     def stream_names(self) -> set[str] | None:
-        """The streams the metadata's symbology can name: each mapped symbol, and each mapped instrument's id (its
-        name outside its intervals); None without mappings (ids alone: not known without decoding the file)."""
+        """The streams the metadata's symbology names: each mapped symbol (a mapped instrument's records are named
+        by it; its id names it only outside its intervals, which a download's symbology covers); None without
+        mappings (ids alone: not known without decoding the file)."""
         dated = Symbology(self.mappings).dated
         if not dated:
             return None
-        return {symbol for spans in dated.values() for _, _, symbol in spans} | {str(i) for i in dated}
+        return {symbol for spans in dated.values() for _, _, symbol in spans}
+
+    def symbols_of_ids(self) -> dict[str, list[str]]:
+        """Each mapped instrument id (as text) -> the symbols it is named by: a selection by id is pointed to them."""
+        return {str(i): sorted({symbol for _, _, symbol in spans}) for i, spans in Symbology(self.mappings).dated.items()}
 
     def where(self, row: int) -> str:
         return f"{self.path} record {row + 1}"
@@ -288,6 +293,19 @@ def _top_of_mbp(record: Any, undefined: int) -> tuple[int, int, int, int] | None
 def _decoder(dbn: Any, path: Path) -> Any:
     compressed = path.name.lower().endswith(".zst")
     return dbn.DBNDecoder(compression=dbn.Compression.ZSTD if compressed else dbn.Compression.NONE)
+
+
+def has_records(path: Path) -> bool:
+    """Whether a DBN file holds a record after its metadata header (a download of a day with no data holds the
+    header alone). Reads only up to the first record."""
+    dbn = _dbn()
+    decoder = _decoder(dbn, path)
+    with open(path, "rb") as f:
+        while block := f.read(MIN_READ_BYTES):
+            decoder.write(block)
+            if any(not isinstance(record, dbn.Metadata) for record in decoder.decode()):
+                return True
+    return False
 
 
 def _read_metadata(dbn: Any, path: Path) -> Any:

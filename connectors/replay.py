@@ -85,7 +85,7 @@ from connectors.layout import (
     vendor_notes,
 )
 from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
-from connectors.stream_selection import StreamSelection
+from connectors.stream_selection import NoStreamMatched, StreamSelection
 from connectors.ticks import QUOTE, TRADE, TS_MAX, InvalidTick, Tick, one_sided_quote, validate
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
@@ -1238,19 +1238,25 @@ def _named_apart(plans: list[Any]) -> list[Any]:
 
 def _no_data_rows(path: Path) -> bool:
     """True for a file with nothing to replay: zero bytes, a CSV of a header alone or blank lines, a Parquet file
-    of no rows. Such a file (a day with no prints) is skipped; its layout cannot be told from no rows (a header
-    alone reads its time column as epoch ns, which --tz would refuse)."""
+    of no rows, a DBN file of its metadata header alone. Such a file (a day with no prints) is skipped; its layout
+    cannot be told from no rows (a header alone reads its time column as epoch ns, which --tz would refuse)."""
     if not path.is_file():
         return False  # planning says it is missing
     if path.stat().st_size == 0:
         return True
     try:
+        if _is_dbn(path):
+            from connectors.dbn import has_records
+
+            return not has_records(path)
         if is_csv(path):
             return not sniff_csv(path).rows
         if path.suffix.lower() in PARQUET_SUFFIXES:
             return pl.scan_parquet(path).select(pl.len()).collect().item() == 0
-    except (OSError, pl.exceptions.PolarsError):
+    except (OSError, ImportError, pl.exceptions.PolarsError, ValueError):
         return False  # not readable as such: planning says why
+    except Exception:  # noqa: BLE001 - databento-dbn's own decode error: planning names the file as not DBN
+        return False
     return False
 
 
@@ -1342,7 +1348,17 @@ class FileReplay(Source):
             else:
                 held |= names
         if not unknown:
-            return self.selection.check(held)
+            try:
+                return self.selection.check(held)
+            except NoStreamMatched as e:  # a DBN instrument id given for its symbol: said, with the symbol
+                ids = {i: symbols for plan in self.plans if hasattr(plan, "symbols_of_ids")
+                       for i, symbols in plan.symbols_of_ids().items()}
+                named = [f"{p} is the instrument id of {' / '.join(ids[p])}" for p in self.selection.unmatched(held)
+                         if p in ids]
+                if not named:
+                    raise
+                raise NoStreamMatched(f"{e}; {'; '.join(named)} (a DBN file's streams are named by symbol: select "
+                                      f"that)") from None
         kept = [s for s in sorted(held) if self.selection.matches(s)]
         return (f"streams selected ({' '.join(self.selection.patterns)}): {', '.join(kept) or 'none'} of the "
                 f"other files, and whichever match in {', '.join(unknown)} (no symbology: streams named by "

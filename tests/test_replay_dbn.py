@@ -130,3 +130,14 @@ def test_dbn_trades_schema_replays_as_trade_ticks(tmp_path: Path) -> None:
     assert [(t.stream, t.ts, t.kind, t.price, t.size, t.side) for t in drain(FileReplay(path))] == [
         ("ESH6", MAR5 + 10, "trade", 6800.0, 3.0, "buy"), ("ESH6", MAR5 + 20, "trade", 6799.75, 1.0, "sell"),
         ("ESH6", MAR5 + 30, "trade", 6799.75, 2.0, None)]
+
+
+def test_a_dbn_file_of_its_header_alone_is_skipped_with_a_note(tmp_path: Path) -> None:
+    """A download of a day without data holds the metadata header alone: skipped and said, as an empty CSV is."""
+    empty = write_dbn(tmp_path / "empty.dbn", dbn.Schema.MBO, [], {"ESH6": [(date(2026, 3, 1), date(2026, 4, 1),
+                                                                            ESH6)]})
+    full = write_dbn(tmp_path / "full.dbn", dbn.Schema.MBO, [trade(ESH6, MAR5, 24_000)],
+                     {"ESH6": [(date(2026, 3, 1), date(2026, 4, 1), ESH6)]})
+    replay = FileReplay([empty, full])
+    assert [(t.stream, t.price) for t in drain(replay)] == [("ESH6", 6000.0)]
+    assert f"{empty}: no data rows; skipped" in replay.notes
