@@ -55,7 +55,7 @@ def wait_for(predicate, timeout_s: float = 10.0) -> None:
         time.sleep(0.05)
 
 
-def test_listed_clients_are_served_and_unknown_keys_refused(checkpoint, keys) -> None:
+def test_listed_clients_are_served_and_unknown_keys_refused(checkpoint, keys, capfd) -> None:
     server_key = read_public_key(keys / "server.key")
     alice = {"server_public_key": server_key, "client_keypair": read_keypair(keys / "alice.key_secret")}
     mallory = {"server_public_key": server_key, "client_keypair": read_keypair(keys / "mallory.key_secret")}
@@ -89,6 +89,10 @@ def test_listed_clients_are_served_and_unknown_keys_refused(checkpoint, keys) ->
         assert [q["name"] for q in control.call("list")["queries"]] == ["dir"]  # nothing got in
         stats = control.call("stats")["stats"]  # the listed client is still served
         assert stats["auth_denied"] >= 3 and stats["auth_allowed"] >= 2 and stats["auth_errors"] == 0
+        mallory_key = read_public_key(keys / "mallory.key").decode()
+        logged = capfd.readouterr().err  # the log says which key, on which socket
+        assert f"refused a client: unknown client key {mallory_key} on the control socket" in logged, logged
+        assert f"unknown client key {mallory_key} on the answers socket" in logged, logged
 
         server._auth.stop()  # no ZAP handler any more: handshakes fail closed, never open
         with ControlClient(server.endpoints["control"], timeout_s=2, **alice) as late, pytest.raises(ControlError):

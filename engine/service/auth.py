@@ -149,7 +149,10 @@ class ClientAllowList(ThreadAuthenticator):
     async def _authenticate_curve(self, domain: str, client_key: bytes) -> tuple[bool, bytes]:
         allowed, reason = await super()._authenticate_curve("*", client_key)
         if not allowed:
-            reason = b"unknown client key " + z85.encode(client_key)
+            # the server names each socket's ZAP domain flashtick-NAME (engine/service/server.py `_socket`)
+            where = domain.removeprefix("flashtick-") if domain.startswith("flashtick-") else None
+            reason = (b"unknown client key " + z85.encode(client_key)
+                      + (f" on the {where} socket".encode() if where else b""))
         return allowed, reason
 
 

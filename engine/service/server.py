@@ -184,7 +184,7 @@ class Server:
             sock.curve_publickey, sock.curve_secretkey = self._curve_keys
             sock.curve_server = True
             if self._auth is not None:  # fail closed: no ZAP handler, no handshake
-                sock.zap_domain = b"flashtick"
+                sock.zap_domain = f"flashtick-{name}".encode()  # a refusal's log line names the socket
                 sock.setsockopt(zmq.ZAP_ENFORCE_DOMAIN, 1)
         if endpoint.endswith(":0"):  # an ephemeral port
             endpoint = endpoint[:-2] + ":*"
