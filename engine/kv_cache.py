@@ -10,11 +10,11 @@ always full: nobody writes into a shared block.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
 
 import torch
 
 from engine.models.config import ModelConfig
+from engine.settings import CacheSpec
 
 
 class PoolExhausted(RuntimeError):
@@ -94,32 +94,6 @@ class BlockPool:
             raise AssertionError(f"pool corrupt: {free} blocks at refcount 0, num_free={self.num_free}")
         if {b for b in self._free_heap if self.refcount[b] == 0} != {b for b, r in enumerate(self.refcount) if r == 0}:
             raise AssertionError("pool corrupt: a free block is missing from the free list")
-
-
-@dataclass(frozen=True)
-class CacheSpec:
-    """How big the pool is: exactly one of ``cells`` or ``bytes``."""
-
-    block_size: int = 32
-    cells: int | None = None
-    bytes: int | None = None
-
-    def __post_init__(self) -> None:
-        if (self.cells is None) == (self.bytes is None):
-            raise ValueError("give the KV capacity as exactly one of cells or bytes")
-        if self.block_size <= 0:
-            raise ValueError(f"block_size must be > 0, got {self.block_size}")
-        for name in ("cells", "bytes"):
-            if (value := getattr(self, name)) is not None and value <= 0:
-                raise ValueError(f"{name} must be > 0, got {value}")
-
-    def num_blocks(self, config: ModelConfig, dtype: torch.dtype) -> int:
-        block_bytes = config.kv_bytes_per_token * torch.finfo(dtype).bits // 8 * self.block_size
-        blocks = self.cells // self.block_size if self.cells is not None else self.bytes // block_bytes
-        if blocks <= 0:
-            raise ValueError(f"kv.cells / kv.bytes: KV capacity below one block of {self.block_size} cells "
-                             f"({block_bytes} bytes)")
-        return blocks
 
 
 class KVCache:

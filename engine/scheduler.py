@@ -31,7 +31,6 @@ import time
 import zlib
 from collections import deque
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 import torch
 
@@ -39,6 +38,7 @@ from engine.batch import Advance, ForwardBatch, Probe
 from engine.block_manager import BlockManager
 from engine.jobs import JobOutcome, ProbeJob, QueryPlanner, StreamProgress
 from engine.session import Session
+from engine.settings import SchedulerConfig
 from engine.stream import Chunk, Cut, Stream, chunk_surprises, cuts_of, logit_rows
 
 IDLE_EVERY = 8  # idle work (generate steps) also runs every Nth forward, so constant ingest cannot starve it
@@ -50,41 +50,6 @@ class AdmissionRefused(RuntimeError):
 
 class UnknownStream(KeyError):
     """A question was asked of a stream that has never sent data."""
-
-
-@dataclass(frozen=True)
-class SchedulerConfig:
-    max_batch_tokens: int = 4096
-    max_batch_streams: int = 256
-    when_full: Literal["evict", "refuse"] = "evict"
-    window: int | None = None  # context limit in tokens; None: the model's max positions
-    sink_tokens: int = 0  # leading tokens kept on a roll (at least the header)
-    keep_fraction: float = 0.5  # share of the window kept (most recent tokens) after a roll
-    header: tuple[int, ...] = ()  # tokens every session starts with; their KV is computed once and shared
-    probe_reserve: int = 64  # positions kept free past a session's tokens for question (+ answer) probes
-    max_probe_tokens: int = 8192  # question tokens per forward (asks + standing queries); the rest wait a forward
-    max_streams: int = 10_000  # streams held at once; a new one past it is refused (AdmissionRefused)
-    stream_idle_s: float | None = 3600.0  # a stream silent this long (wall clock) is dropped; None: never
-
-    def __post_init__(self) -> None:
-        if self.max_batch_tokens <= 0:
-            raise ValueError(f"max_batch_tokens must be > 0, got {self.max_batch_tokens}")
-        if self.max_batch_streams <= 0:
-            raise ValueError(f"max_batch_streams must be > 0, got {self.max_batch_streams}")
-        if self.when_full not in ("evict", "refuse"):
-            raise ValueError(f"when_full must be 'evict' or 'refuse', got {self.when_full!r}")
-        if not 0 < self.keep_fraction < 1:
-            raise ValueError(f"keep_fraction must be in (0, 1), got {self.keep_fraction}")
-        if self.sink_tokens < 0:
-            raise ValueError(f"sink_tokens must be >= 0, got {self.sink_tokens}")
-        if self.max_probe_tokens <= 0:
-            raise ValueError(f"max_probe_tokens must be > 0, got {self.max_probe_tokens}")
-        if self.probe_reserve < 0:
-            raise ValueError(f"probe_reserve must be >= 0, got {self.probe_reserve}")
-        if self.max_streams <= 0:
-            raise ValueError(f"max_streams must be > 0, got {self.max_streams}")
-        if self.stream_idle_s is not None and self.stream_idle_s <= 0:
-            raise ValueError(f"stream_idle_s must be > 0 (or null for never), got {self.stream_idle_s}")
 
 
 @dataclass

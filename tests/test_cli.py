@@ -4,6 +4,7 @@ live server on 127.0.0.1 with ephemeral ports: control commands, subscribe, feed
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 import time
@@ -180,6 +181,27 @@ def test_clients_connect_to_the_endpoints_of_the_services_config_file(checkpoint
         assert code == 0 and out.startswith("_heartbeat/")
         code, _, err = run(capsys, "stats", "--config", str(tmp_path / "missing.yaml"))
         assert code == 2 and "missing.yaml" in err
+
+
+def test_client_commands_start_without_importing_torch(checkpoint, tmp_path) -> None:
+    """A client command (stats, get, ask, ... with or without --config) loads no model: torch's import (~2 s of
+    CPU on this machine) is left out of its start, which scripts that poll the engine pay on every call."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    service_yaml = tmp_path / "engine.yaml"
+    service_yaml.write_text(f"model: {{path: {checkpoint}}}\nendpoints: {{control: 'tcp://127.0.0.1:9'}}\n")
+    probe = ("import sys; from engine.service.cli import main\n"
+             "for extra in ([], ['--config', sys.argv[1]]):\n"
+             "    assert main(['stats', '--timeout', '0.1', *extra]) == 2\n"
+             "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", probe, str(service_yaml)], capture_output=True, text=True,
+                          cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
+    assert "no connection to tcp://127.0.0.1:9" in done.stderr  # the --config file's endpoint was read
 
 
 def test_a_second_synthetic_feed_goes_on_after_the_first_ran_ahead_of_the_clock(checkpoint, tmp_path, capsys) -> None:
@@ -394,3 +416,16 @@ def test_every_control_command_takes_a_timeout(capsys) -> None:
         assert code == 2 and "nothing accepted it within 0.5 s" in err, err
     finally:
         router.close(linger=0)
+
+
+def test_an_unknown_option_shows_the_usage_of_its_subcommand(capsys) -> None:
+    """`subscribe --bogus` printed `usage: flashtick [-h] COMMAND ...`, hiding the options subscribe has."""
+    for argv, usage in ((["subscribe", "--bogus", "x"], "usage: flashtick subscribe "),
+                        (["feed", "replay", "x.csv", "--bogus"], "usage: flashtick feed replay ")):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exited.value.code == 2 and err.startswith(usage), err
+        assert "error: unrecognized arguments: --bogus" in err, err
+    # subscribe's answers endpoint is --answers too, as `feed` names it
+    assert main(["subscribe", "--answers", "tcp://127.0.0.1:9", "--count", "0"]) == 0

@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-WEIGHT_FORMATS = ("float32", "float32-mkl", "float32-onednn", "bfloat16", "torch")
+from engine.settings import WEIGHT_FORMATS
 
 
 class TransposedLinear(nn.Module):

@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("subscribe", help="print answers as they are published", parents=[keys, clients])
     p.add_argument("topics", nargs="*", default=[""], help="topic prefixes, e.g. dir20/ or dir20/BTCUSDT/")
-    p.add_argument("--endpoint", default=None,
+    p.add_argument("--endpoint", "--answers", dest="endpoint", default=None,  # --answers: as `feed` names it
                    help=f"the engine's answers endpoint (default: the --config file's, else {DEFAULT_ANSWERS})")
     p.add_argument("--json", action="store_true", help="JSON lines (default: a live table on a terminal, "
                    "else one line per message)")
@@ -328,8 +328,25 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     p.set_defaults(run=cmd_evaluate)
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """parse_args, but an unknown option is reported with the usage of the (sub)command it was given to (which
+    shows the options it has), not the top-level `flashtick COMMAND ...` usage."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        command = parser
+        while True:  # down to the deepest subcommand chosen: `feed replay`, `subscribe`, ...
+            chosen = next((action.choices[value] for action in command._actions  # noqa: SLF001 - argparse's own
+                           if isinstance(action, argparse._SubParsersAction)  # noqa: SLF001
+                           and (value := getattr(args, action.dest, None)) in action.choices), None)
+            if chosen is None:
+                break
+            command = chosen
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(build_parser(), argv)
     try:
         _client_endpoints(args)
         return args.run(args) or 0
@@ -349,9 +366,11 @@ def _client_endpoints(args: argparse.Namespace) -> None:
     A client command is feed, subscribe, or any command with a --control flag."""
     if args.command not in ("feed", "subscribe") and not hasattr(args, "control"):
         return
-    from engine.service.config import ServiceConfig
+    endpoints = None
+    if args.config is not None:  # imported only then: the config module brings torch (~2 s of a client's start)
+        from engine.service.config import ServiceConfig
 
-    endpoints = ServiceConfig.load(args.config).endpoints if args.config is not None else None
+        endpoints = ServiceConfig.load(args.config).endpoints
 
     def connectable(bound: str) -> str:  # a service bound to every interface is reached on this host
         return bound.replace("://*:", "://127.0.0.1:").replace("://0.0.0.0:", "://127.0.0.1:")

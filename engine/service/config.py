@@ -14,18 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
 import yaml
 
 from connectors.column_map import map_from_options
 from connectors.feed import check_endpoint
 from connectors.stream_selection import StreamSelection
-from engine.kv_cache import CacheSpec
-from engine.models.linear import WEIGHT_FORMATS
-from engine.scheduler import SchedulerConfig
+from engine.settings import WEIGHT_FORMATS, CacheSpec, SchedulerConfig
 
-TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-DTYPES = tuple(TORCH_DTYPES)
+DTYPES = ("float32", "bfloat16", "float16")  # torch dtypes by name (getattr(torch, name)): no torch import here
 
 
 class ConfigError(ValueError):

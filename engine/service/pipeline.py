@@ -42,7 +42,7 @@ from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.features import read_head
 from engine.service.answer_log import AnswerHistory
-from engine.service.config import TORCH_DTYPES, ConfigError, ServiceConfig
+from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import (DataDir, RegistrationMarks, answer_tail, answered_points, owed_jobs,
                                        register_changed, steps_while_full)
 from engine.service.live_scores import LiveScores
@@ -118,7 +118,7 @@ def load_model_and_codec(config: ServiceConfig) -> tuple[LlamaModel, Codec]:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError(f"model.device {device!r}: this torch ({torch.__version__}) sees no CUDA device (a CPU "
                           f"build, or no GPU visible): use model.device cpu")
-    model = load_model(config.model.path, TORCH_DTYPES[config.model.dtype], device, config.model.weights)
+    model = load_model(config.model.path, getattr(torch, config.model.dtype), device, config.model.weights)
     vocab = model.config.vocab_size
     if codec.vocab_size > vocab:
         what = "the tokenizer" if isinstance(codec, TextCodec) else "codec.json"

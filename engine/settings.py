@@ -1,0 +1,77 @@
+"""The engine's settings as plain values, without torch: the scheduler's budgets (SchedulerConfig), the KV pool's
+size (CacheSpec) and the linears' weight formats. A config file is read and checked against them by code that
+never loads a model (`flashtick stats --config ...` starts in a fraction of a second, not after torch's ~2 s
+import); engine/scheduler.py, engine/kv_cache.py and engine/models/linear.py use them from here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import torch
+
+    from engine.models.config import ModelConfig
+
+WEIGHT_FORMATS = ("float32", "float32-mkl", "float32-onednn", "bfloat16", "torch")
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    max_batch_tokens: int = 4096
+    max_batch_streams: int = 256
+    when_full: Literal["evict", "refuse"] = "evict"
+    window: int | None = None  # context limit in tokens; None: the model's max positions
+    sink_tokens: int = 0  # leading tokens kept on a roll (at least the header)
+    keep_fraction: float = 0.5  # share of the window kept (most recent tokens) after a roll
+    header: tuple[int, ...] = ()  # tokens every session starts with; their KV is computed once and shared
+    probe_reserve: int = 64  # positions kept free past a session's tokens for question (+ answer) probes
+    max_probe_tokens: int = 8192  # question tokens per forward (asks + standing queries); the rest wait a forward
+    max_streams: int = 10_000  # streams held at once; a new one past it is refused (AdmissionRefused)
+    stream_idle_s: float | None = 3600.0  # a stream silent this long (wall clock) is dropped; None: never
+
+    def __post_init__(self) -> None:
+        if self.max_batch_tokens <= 0:
+            raise ValueError(f"max_batch_tokens must be > 0, got {self.max_batch_tokens}")
+        if self.max_batch_streams <= 0:
+            raise ValueError(f"max_batch_streams must be > 0, got {self.max_batch_streams}")
+        if self.when_full not in ("evict", "refuse"):
+            raise ValueError(f"when_full must be 'evict' or 'refuse', got {self.when_full!r}")
+        if not 0 < self.keep_fraction < 1:
+            raise ValueError(f"keep_fraction must be in (0, 1), got {self.keep_fraction}")
+        if self.sink_tokens < 0:
+            raise ValueError(f"sink_tokens must be >= 0, got {self.sink_tokens}")
+        if self.max_probe_tokens <= 0:
+            raise ValueError(f"max_probe_tokens must be > 0, got {self.max_probe_tokens}")
+        if self.probe_reserve < 0:
+            raise ValueError(f"probe_reserve must be >= 0, got {self.probe_reserve}")
+        if self.max_streams <= 0:
+            raise ValueError(f"max_streams must be > 0, got {self.max_streams}")
+        if self.stream_idle_s is not None and self.stream_idle_s <= 0:
+            raise ValueError(f"stream_idle_s must be > 0 (or null for never), got {self.stream_idle_s}")
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    """How big the pool is: exactly one of ``cells`` or ``bytes``."""
+
+    block_size: int = 32
+    cells: int | None = None
+    bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.cells is None) == (self.bytes is None):
+            raise ValueError("give the KV capacity as exactly one of cells or bytes")
+        if self.block_size <= 0:
+            raise ValueError(f"block_size must be > 0, got {self.block_size}")
+        for name in ("cells", "bytes"):
+            if (value := getattr(self, name)) is not None and value <= 0:
+                raise ValueError(f"{name} must be > 0, got {value}")
+
+    def num_blocks(self, config: ModelConfig, dtype: torch.dtype) -> int:
+        block_bytes = config.kv_bytes_per_token * dtype.itemsize * self.block_size
+        blocks = self.cells // self.block_size if self.cells is not None else self.bytes // block_bytes
+        if blocks <= 0:
+            raise ValueError(f"kv.cells / kv.bytes: KV capacity below one block of {self.block_size} cells "
+                             f"({block_bytes} bytes)")
+        return blocks
