@@ -297,8 +297,12 @@ def _decoder(dbn: Any, path: Path) -> Any:
 
 def has_records(path: Path) -> bool:
     """Whether a DBN file holds a record after its metadata header (a download of a day with no data holds the
-    header alone). Reads only up to the first record."""
+    header alone). Reads only up to the first record. A schema replay does not read counts as holding records, so
+    that opening it says so rather than skipping it as empty."""
     dbn = _dbn()
+    metadata = _read_metadata(dbn, path)
+    if metadata.schema is None or str(metadata.schema.value) not in SCHEMAS:
+        return True
     decoder = _decoder(dbn, path)
     with open(path, "rb") as f:
         while block := f.read(MIN_READ_BYTES):
