@@ -417,6 +417,24 @@ class BinnedCodec(Codec):
 _TEMPLATE_FIELDS = ("stream", "ts", "kind", "price", "size", "side", "bid", "ask", "bid_size", "ask_size", "mid", "gap_ms")
 
 
+class _Missing:
+    """A field the tick does not carry (a quote's sizes, a trade's bid): written `?` whatever the format spec, never
+    Python's `None` in a model's prompt."""
+
+    def __format__(self, spec: str) -> str:
+        return "?"
+
+    def __str__(self) -> str:
+        return "?"
+
+
+MISSING = _Missing()
+# What each field is when given, for checking a template before any tick comes: text, an int (ns), floats
+_SAMPLE_FIELDS = {"stream": "BTCUSDT", "ts": 1_700_000_000_000_000_000, "kind": "trade", "price": 100.5, "size": 2.0,
+                  "side": "buy", "bid": 100.25, "ask": 100.75, "bid_size": 3.0, "ask_size": 4.0, "mid": 100.5,
+                  "gap_ms": "0.0"}
+
+
 @dataclass(frozen=True)
 class TextCodecConfig:
     """Line templates (str.format fields: see _TEMPLATE_FIELDS); each must end with a newline."""
@@ -436,6 +454,12 @@ class TextCodecConfig:
             bad = [f for f in fields if f not in _TEMPLATE_FIELDS]
             if bad:
                 raise ValueError(f"{name} uses unknown fields {bad}; allowed: {_TEMPLATE_FIELDS}")
+            try:  # a format spec the values cannot take ({size:d} of a float) fails here, not on every tick
+                tpl.format(**_SAMPLE_FIELDS)
+            except (ValueError, TypeError, IndexError, KeyError) as e:
+                raise ValueError(f"{name} {tpl!r} cannot write a tick: {type(e).__name__}: {e} (price, size, bid, "
+                                 f"ask, sizes and mid are floats, ts an int of ns, gap_ms, stream, kind and side "
+                                 f"text)") from None
         if self.gap_decimals < 0:
             raise ValueError(f"gap_decimals must be >= 0, got {self.gap_decimals}")
 
@@ -479,8 +503,10 @@ class TextCodec(Codec):
     def render(self, tick: Tick, state: TextState) -> str:
         gap_ms = 0.0 if state.last_ts is None else (tick.ts - state.last_ts) / 1e6
         values = {k: getattr(tick, k) for k in _TEMPLATE_FIELDS if k not in ("mid", "gap_ms")}
-        values["side"] = tick.side or "?"
         values["mid"] = tick.mid
+        for key, value in values.items():
+            if value is None:  # a side not given, a quote's missing sizes, a quote field in a trade's line
+                values[key] = MISSING
         values["gap_ms"] = f"{gap_ms:.{self.config.gap_decimals}f}"
         tpl = self.config.quote_template if tick.kind == QUOTE else self.config.trade_template
         return tpl.format(**values)

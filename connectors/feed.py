@@ -262,6 +262,7 @@ class RejectWatch:
         self.streams: set[str] = set()
         self.rejected: Counter[str] = Counter()  # reason -> count, our streams only
         self.rejected_by_stream: Counter[str] = Counter()  # stream -> count (what the engine never counted of ours)
+        self.first_errors: dict[str, str] = {}  # reason -> the engine's text of the first such rejection of ours
         self.unattributed = 0
         self.heartbeats = 0
 
@@ -305,6 +306,8 @@ class RejectWatch:
         count = rejection.get("count", 1)  # a summed-up entry stands for `count` rejections of one message
         count = count if type(count) is int and count > 0 else 1
         self.rejected[str(rejection.get("reason"))] += count
+        if isinstance(error := rejection.get("error"), str):
+            self.first_errors.setdefault(str(rejection.get("reason")), f"stream {stream}: {error}")
         self.rejected_by_stream[stream] += count
         return count
 
@@ -342,6 +345,7 @@ class FeedStats(NamedTuple):
     restarts: int = 0  # with a FeedResume: connections to the engine that dropped and were resumed
     resent: int = 0  # ticks sent again after those
     split_batches: int = 0  # with batch_ns: event-time batches too large for one message, sent in several
+    first_errors: dict[str, str] | None = None  # reason -> the engine's text of the first such rejection, when watched
 
     def summary(self) -> str:
         """One line: "sent N ticks in M messages over S s" and, when watched, "; K rejected (reason: n, ...)"."""
@@ -353,7 +357,9 @@ class FeedStats(NamedTuple):
                                      if n else "")
         if self.unattributed:
             line += f"; {self.unattributed} rejections without a stream (maybe another feed's)"
-        return line + self._split() + self._resumed()
+        firsts = [f"\n  first {reason}: {error}" for reason, error in sorted((self.first_errors or {}).items())
+                  if self.rejected.get(reason)]  # why, in the engine's words, not only how many
+        return line + self._split() + self._resumed() + "".join(firsts)
 
     def _split(self) -> str:
         return (f"; {counted(self.split_batches, 'event-time batch')} over {MAX_BATCH_TICKS:,} ticks sent in several "
@@ -459,7 +465,8 @@ def run_feed(
         stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch, resume, cutter)
         stats = _finish(stats, client, batch, watch, resume)
         watch.settle(settle_s)
-        return stats._replace(rejected=dict(watch.rejected), unattributed=watch.unattributed)
+        return stats._replace(rejected=dict(watch.rejected), unattributed=watch.unattributed,
+                              first_errors=dict(watch.first_errors))
 
 
 def _wait_ready(watch: RejectWatch, client: FeedClient, timeout_s: float, resume: FeedResume | None) -> None:

@@ -133,6 +133,8 @@ def answer_value(query: CompiledQuery, logits: list[torch.Tensor]) -> dict[str, 
     """Turn the probes' logits into the answer of a choice or expectation query."""
     if query.candidates:
         scores = torch.stack([_sequence_logprob(rows, cand) for rows, cand in zip(logits, query.candidates)])
+        if query.spec.score == "per_token":  # (labels,) mean log-probability per token: labels of unequal length
+            scores = scores / torch.tensor([len(cand) for cand in query.candidates], dtype=scores.dtype)
         probs = torch.softmax(scores, dim=0)  # (labels,)
     else:
         last = logits[0][-1].float()  # (vocab,)

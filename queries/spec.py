@@ -46,6 +46,10 @@ RESERVED_TOPICS = ("_heartbeat/", "_rejects/")  # the service's own; every topic
 _NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 # A question that reads like an identifier names a codec question (`direction_20`).
 _QUESTION_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# How a choice's or value's label is scored when it spans several tokens: `sequence`, the probability of its whole
+# token sequence (a label of more tokens is less likely for that alone); `per_token`, its mean log-probability per
+# token (a length-normalised score, as evaluation harnesses do with labels of unequal length).
+SCORES = ("sequence", "per_token")
 _KIND_OPTIONS = {
     "choice": ("choices",),
     "expectation": ("values",),
@@ -183,6 +187,7 @@ class QuerySpec:
     preposition: bool | None = None  # generate: decode after each batch, off the critical path, for asks
     lookup: Lookup | None = None  # generate: prompt-lookup drafts (greedy only); default on, `false`: off
     gate: Gate | None = None  # choice, expectation, generate: answer an ask from a confident, fresh cached answer
+    score: str | None = None  # choice, expectation: how a label's tokens are scored (SCORES); None: sequence
     _exact: frozenset[str] = field(init=False, repr=False, compare=False)
     _globs: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -283,6 +288,11 @@ class QuerySpec:
                 raise _fail("preposition", f"preposition must be true or false, got {excerpt(preposition)}")
             self._set("preposition", preposition)
             self._set("lookup", _parsed("lookup", Lookup, True if self.lookup is None else self.lookup))
+        if self.score is not None:
+            if self.kind not in ("choice", "expectation"):
+                raise _fail("score", f"score applies only to choice and expectation queries, not {self.kind}")
+            if self.score not in SCORES:
+                raise _fail("score", f"score must be one of {', '.join(SCORES)}, got {excerpt(self.score)}")
         if self.gate is not None:
             if self.kind == "surprise":
                 raise _fail("gate", "gate does not apply to surprise queries: their answer is always the cached one")
@@ -404,6 +414,8 @@ class QuerySpec:
                 d["lookup"] = False if self.lookup is None else self.lookup.to_obj()
         if self.gate is not None:
             d["gate"] = self.gate.to_obj()
+        if self.score is not None:
+            d["score"] = self.score
         return d
 
     @classmethod

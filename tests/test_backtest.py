@@ -206,3 +206,35 @@ def test_backtest_with_an_expectation_query_that_gives_values(setup) -> None:
                           max_ticks=400, progress=False)
     table = pl.read_parquet(setup / "ev.parquet")
     assert report.answers == table.height > 4 and set(table["query"]) == {"dir_ev"}
+
+
+def test_a_text_model_backtest_says_what_it_did_not_answer_or_score_and_why_ticks_were_refused(setup, tmp_path,
+                                                                                               capsys) -> None:
+    """A reviewer's text-model backtest: an on_demand query was said to have a trigger that 'never fired', a table
+    of dashes went unexplained, and 400 `bad_tokens` rejects came with no reason (the engine's refusal text was
+    only on a live `_rejects/` topic)."""
+    model = tiny_text_checkpoint(tmp_path / "text-model", max_position_embeddings=64)
+    queries = tmp_path / "text.yaml"
+    queries.write_text('queries:\n'
+                       '  - {name: up, streams: ["*"], question: "\\nUp? Answer:", kind: choice, choices: [" yes", " no"],'
+                       ' trigger: {ticks: 5}}\n'
+                       '  - {name: note, streams: ["*"], question: "\\nSummary:", kind: generate, max_tokens: 4, '
+                       'trigger: on_demand}\n')
+    scheduler = "scheduler: {probe_reserve: 24, keep_fraction: 0.25}\nkv: {cells: 4096, block_size: 16}\n"
+    fits = tmp_path / "fits.yaml"
+    fits.write_text(f"model: {{path: {model}}}\n{scheduler}")
+    argv = ["--queries", str(queries), "--max-ticks", "60", "--quiet"]
+    assert main(["backtest", str(setup / "ticks.parquet"), "--config", str(fits), "--out", str(tmp_path / "a.parquet"),
+                 *argv]) == 0
+    out, err = capsys.readouterr()
+    assert "query 'note' published no answer: its trigger is on_demand (answered when asked, live)" in err, err
+    assert "note: up: no answer scored: an answer is scored against what the ticks after it did" in out, out
+    # every tick a line longer than one item may be: refused, and the summary says why, not just how many
+    too_long = tmp_path / "long.yaml"
+    too_long.write_text(f"model: {{path: {model}}}\n{scheduler}"
+                        "codec: {trade_template: \"{stream} {ts} {ts} {ts} {price}\\n\", "
+                        "quote_template: \"{stream} {ts} {ts} {ts} {bid}\\n\"}\n")
+    assert main(["backtest", str(setup / "ticks.parquet"), "--config", str(too_long), "--out",
+                 str(tmp_path / "b.parquet"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert "rejected bad_tokens: " in err and "(first: stream SYN." in err and "the engine takes at most" in err, err

@@ -235,6 +235,7 @@ def test_feed_replay_that_the_engine_rejects_whole_exits_non_zero(checkpoint, tm
         assert code == 0, err
         code, _, err = run(capsys, "feed", "replay", str(tmp_path / "earlier.parquet"), *argv)
         assert code == 2 and "20 rejected (ts_backwards: 20)" in err, err
+        assert "\n  first ts_backwards: stream SYN." in err, err  # why, in the engine's words
         assert "the engine rejected every tick sent (20; reasons above): none was accepted" in err
 
 

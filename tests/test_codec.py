@@ -122,3 +122,17 @@ def test_text_codec_template_validation() -> None:
         TextCodecConfig(trade_template="T {price}")
     with pytest.raises(ValueError, match="unknown fields"):
         TextCodecConfig(quote_template="Q {spread}\n")
+    # a format spec the tick's values cannot take is refused when the config is read, not on every tick after
+    with pytest.raises(ValueError, match=r"trade_template 'T \{price:.2f\} \{size:d\}\\n' cannot write a tick: "
+                                         r"ValueError: Unknown format code 'd'"):
+        TextCodecConfig(trade_template="T {price:.2f} {size:d}\n")
+    TextCodecConfig(trade_template="T {price:.2f} {size:.0f} {ts:d}\n")  # what the values can take
+
+
+def test_text_codec_writes_a_missing_field_as_a_question_mark_not_none() -> None:
+    """A quote file without sizes rendered `Q 100.0/100.25 NonexNone`: Python's None in the model's prompt."""
+    from connectors.ticks import quote, trade
+
+    codec = TextCodec(_bpe(["0123456789"]), TextCodecConfig(trade_template="T {price} {bid:.2f} {side}\n"))
+    assert codec.render(quote("X", 1, 100.0, 100.25), codec.new_state()) == "Q 100.0/100.25 ?x? +0.0ms\n"
+    assert codec.render(trade("X", 1, 100.5, 2.0, None), codec.new_state()) == "T 100.5 ? ?\n"

@@ -266,9 +266,11 @@ def test_a_restored_streams_next_surprise_follows_its_own_tokens_not_the_header(
         assert progress.surprise == pytest.approx(float(nll.sum() if rebuilt else nll[1:].sum()), abs=1e-3)
 
 
-def test_text_model_multi_token_choices_equal_stateless(tmp_path) -> None:
+@pytest.mark.parametrize("score", ["sequence", "per_token"])
+def test_text_model_multi_token_choices_equal_stateless(tmp_path, score: str) -> None:
     """A Hugging Face text model with its own tokenizer: ticks become lines of text, multi-token
-    choices are scored as whole sequences, and the answers match transformers run statelessly."""
+    choices are scored as whole sequences (or, `score: per_token`, by their mean log-probability per token), and
+    the answers match transformers run statelessly."""
     from transformers import LlamaConfig, PreTrainedTokenizerFast
 
     from connectors.codec import TextCodec
@@ -293,7 +295,7 @@ queries:
     kind: choice
     choices: [" up sharply", " down", " flat"]
     trigger: {ticks: 5}
-""")
+""" + f"    score: {score}\n")
     for _ in range(30):
         assert pipeline.ingest_message(encode(market.next_batch(5))) == []
         step_and_record(pipeline, seen)
@@ -308,7 +310,8 @@ queries:
             with torch.no_grad():
                 logp = torch.log_softmax(hf(torch.tensor([full])).logits[0], -1)
             k = len(candidate)
-            scores.append(float(logp[len(full) - k - 1 : len(full) - 1].gather(1, torch.tensor(candidate)[:, None]).sum()))
+            total = float(logp[len(full) - k - 1 : len(full) - 1].gather(1, torch.tensor(candidate)[:, None]).sum())
+            scores.append(total / k if score == "per_token" else total)
         expected = torch.softmax(torch.tensor(scores), 0).tolist()
         for label, p in zip(query.labels, expected):
             assert answer.value["probs"][label] == pytest.approx(p, abs=PROB_TOL)

@@ -143,3 +143,17 @@ def test_a_weight_the_config_does_not_describe_is_refused_by_name(tmp_path) -> N
     save_file(state, path, metadata={"format": "pt"})
     with pytest.raises(CheckpointError, match="does not use, e.g. layers.0.self_attn.o_proj.bias"):
         load_model(tmp_path)
+
+
+def test_a_config_whose_sizes_disagree_with_the_weights_is_refused_in_one_line(tmp_path) -> None:
+    """An edited vocab_size gave torch's multi-line `Error(s) in loading state_dict ... size mismatch`."""
+    tiny_hf_model("llama3").save_pretrained(tmp_path)
+    config_path = tmp_path / "config.json"
+    config = json.loads(config_path.read_text())
+    held = config["vocab_size"]
+    config_path.write_text(json.dumps({**config, "vocab_size": held // 2}))
+    with pytest.raises(CheckpointError) as refused:
+        load_model(tmp_path)
+    said = str(refused.value)
+    assert "\n" not in said and said.startswith(f"the weights do not fit config.json: embed_tokens.weight is ({held}, ")
+    assert f"config.json's sizes (vocab_size {held // 2}, hidden_size" in said, said

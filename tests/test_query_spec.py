@@ -163,6 +163,17 @@ def test_good_document_parses_with_defaults():
         streams: [a]
         kind: generate
         question: "Say"
+        score: per_token""", 6, "score applies only to choice and expectation queries, not generate"),
+    ("""name: dir
+        streams: [a]
+        kind: choice
+        question: "Up?"
+        choices: [" yes", " no"]
+        score: mean""", 7, "score must be one of sequence, per_token, got 'mean'"),
+    ("""name: dir
+        streams: [a]
+        kind: generate
+        question: "Say"
         max_tokens: 257""", 6, "max_tokens must be in 1..256"),
     ("""name: dir
         streams: [a]

@@ -132,7 +132,16 @@ def build_model(
         model = LlamaModel(config)
     model.to_empty(device=device)
     model.rotary = Rotary(config).to(device)
-    missing = model.load_state_dict(_fuse(config, hf_state), strict=False, assign=False)
+    fused = _fuse(config, hf_state)
+    expected = model.state_dict()
+    wrong = [(name, tuple(tensor.shape), tuple(expected[name].shape)) for name, tensor in fused.items()
+             if name in expected and tuple(tensor.shape) != tuple(expected[name].shape)]
+    if wrong:  # config.json and the weights disagree (an edited vocab_size, hidden_size, head count)
+        name, held, built = wrong[0]
+        raise CheckpointError(f"the weights do not fit config.json: {name} is {held} in the safetensors, but "
+                              f"config.json's sizes (vocab_size {config.vocab_size}, hidden_size {config.hidden_size}, "
+                              f"...) make it {built}" + (f" ({len(wrong) - 1} more such)" if len(wrong) > 1 else ""))
+    missing = model.load_state_dict(fused, strict=False, assign=False)
     if config.tie_embeddings:
         model.lm_head.weight = model.embed_tokens.weight
     expected_missing = {"lm_head.weight"} if config.tie_embeddings else set()

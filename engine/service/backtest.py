@@ -104,6 +104,10 @@ class BacktestReport:
             lines.append(f"{s.query:<16}{s.answers:>8}{s.scored:>8}{fmt(s.accuracy):>10}{fmt(s.brier):>8}"
                          f"{fmt(s.frequency_brier):>11}{fmt(s.log_loss):>9}{fmt(s.model_accuracy):>10}"
                          f"{fmt(s.model_brier):>12}  {base}")
+        if unscored := [s.query for s in self.scores if s.answers and not s.scored]:
+            lines.append(f"note: {', '.join(unscored)}: no answer scored: an answer is scored against what the "
+                         f"ticks after it did, which only a tick model's named questions (direction_5, ...) define, "
+                         f"once enough ticks followed; a free-text question and a surprise score have no such label")
         if any(s.model_accuracy is not None for s in self.scores):
             lines.append("accuracy, brier: the published (adapted) answers; model acc/brier: the model's own (with "
                          "the checkpoint's answer heads, if it has them), before adaptation (answers.adapt)")
@@ -228,10 +232,11 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
         bar.close()
         thaw_heap()
     rejected = dict(Counter(replay.rejected) + pipeline.rejected)
+    examples = {**pipeline.reject_examples, **replay.rejected.examples}  # a reason's first row, located
     if pipeline.ticks_in == 0 and rejected:
         parts.remove()
         raise NothingReplayed("every row was rejected, so there is nothing to backtest:\n"
-                              + "\n".join(rejected_lines(rejected, replay.rejected.examples)))
+                              + "\n".join(rejected_lines(rejected, examples)))
     if pipeline.ticks_in == 0 and not resume:
         parts.remove()
         raise NothingReplayed("the files hold no ticks (no data rows, or none before --max-ticks): nothing to "
@@ -248,7 +253,7 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
         _plot_calibration(out, scores)
     except Exception as e:  # a plotting problem must not turn a finished backtest into a failure
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
-    return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, dict(replay.rejected.examples),
+    return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, examples,
                           parts.resumed_at, test_from, config.model.path, {name: len(m) for name, m in marks.items()},
                           replay.cautions)
 
@@ -261,7 +266,10 @@ def _say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: lis
     for spec in pipeline.registry.list():
         if spec.name in answered:
             continue
-        if not any(spec.matches(stream) for stream in streams):
+        if spec.trigger.kind == "on_demand":  # answered only when asked, and a backtest asks nothing
+            note(f"query {spec.name!r} published no answer: its trigger is on_demand (answered when asked, live); "
+                 f"a backtest answers standing triggers only (batch, ticks, interval)")
+        elif not any(spec.matches(stream) for stream in streams):
             note(f"query {spec.name!r} published no answer: its streams {list(spec.streams)} match none of the "
                  f"streams replayed ({shown})")
         else:
@@ -313,8 +321,9 @@ def _ingest(pipeline: TickPipeline, tick: Tick, marks: dict[str, MarkSeries],
         else:
             pipeline.encoders.ingest(tick, book)
             pipeline.ticks_in += 1
-    except InvalidTick as e:
+    except InvalidTick as e:  # the engine's own refusals (a codec that cannot render a tick, too many tokens)
         pipeline.rejected[e.reason] += 1
+        pipeline.reject_examples.setdefault(e.reason, f"stream {tick.stream} tick at ts {tick.ts}: {e}")
         return
     marks[tick.stream].append(tick)
 

@@ -234,6 +234,7 @@ class TickPipeline:
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages (server.py)
         self._lag_checked, self._pending_lag_s = float("-inf"), 0.0
         self.rejected: Counter[str] = Counter()
+        self.reject_examples: dict[str, str] = {}  # reason -> the first such refusal's text (a backtest's summary)
         self._grouping: set[str] = set()  # streams the message being ingested has fed
         self.history = AnswerHistory(config.log.answers_keep)  # published answers, for gap fills
         streams = self.engine.scheduler.streams
