@@ -69,6 +69,22 @@ class EncodedTick(NamedTuple):
         return {"tokenized": {"stream": self.stream, "ts": self.ts, "tokens": self.tokens, "ticks": self.ticks}}
 
 
+def listed_ticks(data: bytes) -> int:
+    """The ticks a msgpack message holds, read from its first bytes alone (a list's header gives its length; a map
+    is one tick): an oversize message is refused unread, but counted as the ticks it carried."""
+    head = data[:1]
+    if not head:
+        return 1
+    first = head[0]
+    if 0x90 <= first <= 0x9F:  # fixarray
+        return max(first & 0x0F, 1)
+    if first == 0xDC and len(data) >= 3:  # array 16
+        return max(int.from_bytes(data[1:3], "big"), 1)
+    if first == 0xDD and len(data) >= 5:  # array 32
+        return max(int.from_bytes(data[1:5], "big"), 1)
+    return 1
+
+
 class Rejection(NamedTuple):
     """One refused tick (or message, index -1) with its REASONS code and a human message."""
 
@@ -359,8 +375,10 @@ class StreamEncoders:
     def _ingest(self, data: bytes, submit: Submit, items_of: Callable[[Any], list[Any]],
                 first_phase: Callable[[Any], EncodedTick]) -> Ingested:
         if len(data) > self.max_message_bytes:
-            error = f"oversize: message of {len(data)} bytes > {self.max_message_bytes} (limits.max_message_bytes)"
-            return Ingested([], [Rejection(-1, "oversize", error)])
+            ticks = listed_ticks(data)
+            error = (f"oversize: message of {len(data)} bytes ({ticks} ticks) > {self.max_message_bytes} "
+                     f"(limits.max_message_bytes): none of its ticks was read; send them in smaller messages")
+            return Ingested([], [Rejection(-1, "oversize", error, count=ticks)])
         try:
             items = items_of(unpack(data, max_bytes=self.max_message_bytes))
         except InvalidTick as err:

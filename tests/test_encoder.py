@@ -160,7 +160,13 @@ def test_decode_rejects_carry_the_stream_once_known() -> None:
                                               "error": "nonpositive_price: price must be > 0, got -3.0"}
     assert "stream" not in result.rejections[1].to_wire()
     oversize = encoders.ingest_message(b"\x90" * 300, Sink())
-    assert [(r.index, r.reason) for r in oversize.rejections] == [(-1, "oversize")]
+    assert [(r.index, r.reason, r.count) for r in oversize.rejections] == [(-1, "oversize", 1)]
+    # refused unread, but counted as the ticks its list header says it holds: a feed's sent = in + rejected
+    for ticks in (12, 40, 70_000):
+        burst = msgpack.packb([{"stream": "X", "ts": 1, "price": 1.0, "size": 1.0}] * ticks)
+        (refused,) = encoders.ingest_message(burst, Sink()).rejections
+        assert (refused.reason, refused.count) == ("oversize", ticks)
+        assert f"({ticks} ticks) > 256 (limits.max_message_bytes): none of its ticks was read" in refused.error
 
 
 def test_pipeline_reports_refused_streams_and_keeps_their_state(tmp_path) -> None:
