@@ -448,6 +448,8 @@ def _decoded_map(pairs: list[tuple[Any, Any]]) -> dict:
         keys = [key for key, _ in pairs]
         mapping = RepeatedKeys(mapping)
         mapping.repeated = sorted({key for key in keys if keys.count(key) > 1}, key=repr)
+        if len({repr(value) for key, value in pairs if key == "stream"}) > 1:
+            del mapping["stream"]  # two stream names: the rejection is no more one stream's than the other's
     return mapping
 
 

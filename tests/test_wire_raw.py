@@ -65,6 +65,9 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
     # a hand-rolled encoder's {"stream": "R.OK", ..., "price": 1.0, "price": 99.0}: not the last value, silently
     ("a key twice", bytes([0x85]) + msgpack.packb(GOOD)[1:] + msgpack.packb("price") + msgpack.packb(99.0), 0,
      "duplicate_key", True),
+    # the stream given twice with two names: the rejection is neither's (a feed counts it as unattributed)
+    ("a stream twice", bytes([0x85]) + msgpack.packb(GOOD)[1:] + msgpack.packb("stream") + msgpack.packb("R.TWO"), 0,
+     "duplicate_key", False),
     ("deep nesting", b"\x91" * 60_000 + b"\xc0", -1, "bad_msgpack", False),
     ("a scalar", msgpack.packb(5), -1, "not_a_map", False),
     ("a scalar item", msgpack.packb([5]), 0, "not_a_map", False),
