@@ -529,8 +529,11 @@ def cmd_serve(args: argparse.Namespace) -> None:
     rejected = stats["rejected"]
     refused = f", {sum(rejected.values())} rejected ({', '.join(f'{r} {n}' for r, n in sorted(rejected.items()))})" \
         if rejected else ""
-    print(f"flashtick stopped: {stats['ticks_in']} ticks in, {stats['answers_out']} answers out{refused}",
-          file=sys.stderr)
+    data = server.pipeline.data  # after a restart, ticks_in counts the tick log's ticks too
+    recovered = getattr(data, "recovered_ticks", 0) if data is not None else 0
+    earlier = f" ({stats['ticks_in'] - recovered} this run, {recovered} from the tick log)" if recovered else ""
+    print(f"flashtick stopped: {stats['ticks_in']} ticks in{earlier}, {stats['answers_out']} answers out this run"
+          f"{refused}", file=sys.stderr)
 
 
 def _synthetic_source(args: argparse.Namespace, engine_last_ts: dict[str, int]) -> Any:
