@@ -383,6 +383,9 @@ class _FilePlan:
         left_out, kept_end = (keep_check(cmap.keep), kept + len(cmap.keep)) if cmap.keep else (None, kept)
         long_rows = self.long_rows
         zero_sides = cmap.bid is not None and offset is None  # a given offset says 0 is a price (a spread's)
+        # a quote row with one side empty: no bid (or no offer), unless the map fills it from the previous quote
+        empty_side = cmap.bid is not None and not cmap.fill_quotes and (kind == QUOTE or split)
+        unreadable = ("bid", "ask") if self.dialect is not None else ()  # a CSV's unreadable bid or ask: NaN
         marks = tuple(cmap.keep) if split and cmap.keep and cmap.price and cmap.bid else None  # LSEG's Type
 
         def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
@@ -394,9 +397,12 @@ class _FilePlan:
             out = dict(fixed)
             if row[0] is not None:
                 out["ts"] = _scale(row[0], factor)
+            unread = False
             for i, key in pairs:
                 value = row[i]
-                if value is not None and key == "side":
+                if value is not None and key in unreadable and value != value:  # NaN: neither empty nor a number
+                    unread, value = True, None
+                elif value is not None and key == "side":
                     value = side_of(value)
                 elif key in PRICE_FIELDS and type(value) in (int, float) and (scale is not None or offset is not None):
                     if scale is not None:
@@ -411,8 +417,12 @@ class _FilePlan:
                         lacks = f"no price (column {cmap.price!r})" if kind_of == TRADE else \
                             f"neither bid nor ask (columns {cmap.bid!r}, {cmap.ask!r})"
                         return InvalidTick("missing_field", f"column {column!r} marks the row {mark} but it has "
-                                                            f"{lacks}")
-            if zero_sides and (no_side := one_sided_quote(out)):
+                                                            f"{lacks}", _stream(out))
+            no_side = one_sided_quote(out) if zero_sides else None
+            if no_side is None and empty_side and not unread and ("bid" in out) != ("ask" in out):
+                no_side = _empty_side(out)
+            if no_side is not None:  # the stream named, so that a stream the selection leaves out is filtered_out
+                no_side = InvalidTick(no_side.reason, no_side.message, _stream(out))
                 return no_side if not split or "price" not in out else \
                     (no_side, {k: v for k, v in out.items() if k not in QUOTE_FIELDS})
             if signed and isinstance(size := out.get("size"), (int, float)) and "price" in out:
@@ -445,6 +455,20 @@ class _FilePlan:
                                   order, None if empty else quote)
 
         return reduce
+
+
+def _stream(wire: dict[str, Any]) -> str | None:
+    """A row's stream, for a reject made before validation (None: it has none, or not as text)."""
+    stream = wire.get("stream")
+    return stream if isinstance(stream, str) else None
+
+
+def _empty_side(wire: dict[str, Any]) -> InvalidTick:
+    """A quote row whose bid or ask cell is empty: no bid (or no offer), a one-sided quote, as a 0 side is
+    (connectors/ticks.py one_sided_quote); never the previous quote's side, which may no longer exist."""
+    side, other = ("bid", "ask") if "bid" not in wire else ("ask", "bid")
+    return InvalidTick("missing_field", f"{side} is empty beside {other} {wire[other]}: a one-sided quote (no {side}), "
+                                        f"which the engine does not take (a quote has both sides)")
 
 
 def _marked_kind(mark: Any) -> str | None:
@@ -521,8 +545,10 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
             if key in NUMERIC_FIELDS and dialect is not None:  # a CSV's numbers, read as text
                 raw = pl.col(name).cast(pl.String).str.strip_chars()
                 col = _csv_number(raw, dialect.decimal_comma)
-                if cmap.fill_quotes and key in QUOTE_FIELDS:  # empty: null, filled by _filled_quotes; unreadable:
-                    col = pl.when(raw.is_null() | (raw == "")).then(None).otherwise(col.fill_null(float("nan")))  # NaN
+                # empty: null (filled by _filled_quotes, else a one-sided quote); unreadable: NaN, so that it is
+                # refused as unreadable, never filled nor called a one-sided quote
+                if cmap.fill_quotes and key in QUOTE_FIELDS or key in ("bid", "ask"):
+                    col = pl.when(raw.is_null() | (raw == "")).then(None).otherwise(col.fill_null(float("nan")))
             elif schema[name].is_decimal() or text:
                 col = pl.col(name).cast(pl.Float64, strict=False)
             else:
@@ -644,7 +670,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
         cmap = guessed or detect_columns(path, schema, first, spec.keys if isinstance(spec, Refine) else None)
         if names is not None and cmap.names is None:
             cmap = replace(cmap, names=tuple(names))
-        if _one_sided_quotes(cmap, list(schema), dialect):
+        if _writes_only_changes(cmap, list(schema)):
             cmap = replace(cmap, fill_quotes=True)
         try:
             cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
@@ -974,6 +1000,8 @@ def _taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], nam
 # out of the money), not one that did not change; such a quote is rejected (missing_field), never filled
 OFFSET_NAMES = ("gmt_offset", "utc_offset")  # a column of each row's UTC offset in hours (LSEG's `GMT Offset`)
 TARDIS_SIGNS = frozenset({"exchange", "symbol", "timestamp", "local_timestamp"})
+# MetaTrader's tick export: what marks it is its FLAGS column (which of bid, ask, last, volume the row changed)
+METATRADER_TICKS = frozenset({"bid", "ask", "last", "volume", "flags"})
 
 
 def _fix_sides(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
@@ -989,19 +1017,14 @@ def _fix_sides(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Se
     return replace(cmap, side_map=dict(FIX_AGGRESSOR))
 
 
-def _one_sided_quotes(cmap: ColumnMap, columns: list[str], dialect: Dialect | None) -> bool:
-    """Whether a CSV's first rows hold a quote with one side empty: a feed that writes only what changed."""
-    if cmap.bid is None or cmap.fill_quotes is not None or dialect is None or cmap.bid not in columns \
-            or cmap.ask not in columns:
+def _writes_only_changes(cmap: ColumnMap, columns: list[str]) -> bool:
+    """Whether the layout is MetaTrader's tick export (`<BID> <ASK> <LAST> <VOLUME> <FLAGS>`, or those names
+    without the brackets), which leaves a quote's unchanged side empty. Only a layout known to do so fills an
+    empty side by detection: in any other file (an NBBO or option quote file) an empty side is no bid or no ask,
+    a one-sided quote, whichever row it falls on."""
+    if cmap.bid is None or cmap.fill_quotes is not None or cmap.bid not in columns or cmap.ask not in columns:
         return False
-    if any(c.strip().upper() == "<FLAGS>" for c in columns):  # MetaTrader's tick export: it writes what changed
-        return True
-    if TARDIS_SIGNS <= {normal_name(c) for c in columns}:  # Tardis.dev's: an empty side is an empty book side
-        return False
-    bid, ask = columns.index(cmap.bid), columns.index(cmap.ask)
-    price = columns.index(cmap.price) if cmap.price in columns else None
-    return any(len(row) > max(bid, ask) and (row[bid] == "") != (row[ask] == "") and (price is None or row[price] == "")
-               for row in dialect.rows)
+    return METATRADER_TICKS <= {normal_name(c) for c in columns}
 
 
 def _first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
@@ -1042,7 +1065,7 @@ class _Cursor:
                     if isinstance(wire, InvalidTick):  # a row the map's keep leaves out
                         raise wire
                     if self._selection is not None:
-                        self._select(wire)
+                        self._select(wire.get("stream"))
                     tick = validate(wire)
                     self._in_order(tick, row)
                     ticks.append(tick)
@@ -1054,9 +1077,8 @@ class _Cursor:
         self.ticks, self.pos = [], 0
         return False
 
-    def _select(self, wire: dict[str, Any]) -> None:
+    def _select(self, stream: Any) -> None:
         """A row of a stream the selection leaves out is filtered_out, whatever else is wrong with it."""
-        stream = wire.get("stream")
         if isinstance(stream, str) and not self._selection.matches(stream):
             raise InvalidTick("filtered_out", f"stream {stream!r} is not among the streams selected "
                                               f"({' '.join(self._selection.patterns)})", stream)
@@ -1119,15 +1141,15 @@ class RejectCounter(Counter):
                 why = f": empty, or not a time the map reads{clock}" if column == plan.column_of("ts") else \
                     ": empty, or not a number" if column != plan.column_of("side") else ""
                 columns = getattr(plan, "columns", None)
+                side = column in (plan.column_of("bid"), plan.column_of("ask"))
                 if "one-sided quote" in err.message or "neither side" in err.message:
-                    why = ""  # the message says what the 0 means
-                elif column in (plan.column_of("bid"), plan.column_of("ask")) and getattr(plan, "empty_sides", False):
+                    why = ""  # the message says what the empty or 0 side means
+                if side and getattr(plan, "empty_sides", False):
                     why += ("; Tardis.dev leaves a side empty when the book has no orders there (an option far out "
                             "of the money): such a quote has no bid and ask to replay")
-                elif column in (plan.column_of("bid"), plan.column_of("ask")) and columns is not None \
-                        and not columns.fill_quotes:
-                    why += ("; a feed that leaves a quote's unchanged side empty reads with --columns ...,"
-                            "fill_quotes=true (the side carried from the stream's previous quote)")
+                elif side and columns is not None and not columns.fill_quotes and "is 0 beside" not in err.message:
+                    why += ("; if the file leaves a side empty where it did not change, not where there is none, "
+                            "--columns ...,fill_quotes=true carries the stream's previous one")
             self.examples[err.reason] = f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)
 
     def clear(self) -> None:

@@ -120,10 +120,13 @@ def test_tardis_quotes_with_an_empty_book_side_are_rejected_not_filled(tmp_path:
     example = replay.rejected.examples["missing_field"]
     assert "Tardis.dev leaves a side empty when the book has no orders there" in example
     assert "fill_quotes=true" not in example
-    # the same cells in a file that writes only what changed (no Tardis columns) are still carried forward
+    # the same cells in a file of no known layout are a one-sided quote too; a user who knows the file writes
+    # only what changed says so
     (tmp_path / "changes.csv").write_text("time,symbol,bid,ask\n2024-01-02T08:00:00Z,X,1.0,1.1\n"
                                           "2024-01-02T08:00:01Z,X,,1.2\n")
-    assert [(t.bid, t.ask) for t in drain(FileReplay(tmp_path / "changes.csv"))] == [(1.0, 1.1), (1.0, 1.2)]
+    assert [(t.bid, t.ask) for t in drain(FileReplay(tmp_path / "changes.csv"))] == [(1.0, 1.1)]
+    filled = FileReplay(tmp_path / "changes.csv", columns=map_from_options(columns="fill_quotes=true", detect=True))
+    assert [(t.bid, t.ask) for t in drain(filled)] == [(1.0, 1.1), (1.0, 1.2)]
 
 
 def test_histdata_times_name_histdatas_zone(tmp_path: Path) -> None:

@@ -1,0 +1,78 @@
+"""Equity option files as an options desk has them: NBBO quote files whose empty side is no bid (one-sided
+quotes, counted, never filled from an earlier quote), a stream selection over a chain, contracts named the
+same however a cell writes them, and Cboe DataShop-style interval bars with no trade. Every fixture is written
+here, as CSV and, where the point is that both read alike, as Parquet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from connectors.column_map import map_from_options
+from connectors.replay import FileReplay
+from test_vendor_files import drain
+
+SPY = "SPY   261218C00600000"  # OCC symbols: the root padded to six characters
+AAPL = "AAPL  261218C00195000"
+T0 = 1797604200000000000
+NBBO_HEADER = "timestamp,symbol,bid,ask,bid_size,ask_size\n"
+
+
+def nbbo_rows(empty_bids_from: int, n: int) -> str:
+    """`n` quote rows of SPY's contract, the bid empty (no bid) on every other row from row `empty_bids_from`."""
+    rows = []
+    for i in range(n):
+        no_bid = i >= empty_bids_from and i % 2 == 0
+        rows.append(f"{T0 + i * 100_000_000},{SPY},{'' if no_bid else '0.05'},0.10,{'' if no_bid else 10},20\n")
+    return "".join(rows)
+
+
+def test_an_empty_side_of_a_quote_file_is_a_one_sided_quote_in_csv_and_parquet(tmp_path: Path) -> None:
+    csv = tmp_path / "spy_nbbo.csv"
+    csv.write_text(NBBO_HEADER + f"{T0},{SPY},0.05,0.10,10,20\n{T0 + 10**8},{SPY},,0.10,,20\n"
+                   f"{T0 + 2 * 10**8},{SPY},,0.08,,20\n{T0 + 3 * 10**8},{SPY},,0.07,,25\n"
+                   f"{T0 + 4 * 10**8},{SPY},0.03,0.07,5,25\n")
+    replay = FileReplay(csv)
+    ticks = drain(replay)
+    assert [(t.bid, t.ask) for t in ticks] == [(0.05, 0.10), (0.03, 0.07)]  # no 0.05 bid invented
+    assert dict(replay.rejected) == {"missing_field": 3}
+    example = replay.rejected.examples["missing_field"]
+    assert example.startswith(f"{csv} line 3: missing_field: bid is empty beside ask 0.1: a one-sided quote (no bid)")
+    assert not any("leave bid or ask empty" in note for note in replay.notes)
+    parquet = tmp_path / "spy_nbbo.parquet"
+    pl.read_csv(csv, schema_overrides={"symbol": pl.String}).write_parquet(parquet)
+    from_parquet = FileReplay(parquet)
+    assert drain(from_parquet) == ticks and from_parquet.rejected == replay.rejected
+    assert "a one-sided quote (no bid)" in from_parquet.rejected.examples["missing_field"]
+    # the user who knows the file writes only what changed says so
+    filled = FileReplay(csv, columns=map_from_options(columns="fill_quotes=true", detect=True))
+    assert [t.bid for t in drain(filled)] == [0.05, 0.05, 0.05, 0.05, 0.03] and not filled.rejected
+
+
+def test_where_the_first_empty_side_falls_does_not_change_how_a_file_reads(tmp_path: Path) -> None:
+    early, late = tmp_path / "early.csv", tmp_path / "late.csv"
+    early.write_text(NBBO_HEADER + nbbo_rows(2, 80))
+    late.write_text(NBBO_HEADER + nbbo_rows(60, 80))
+    for path, one_sided in ((early, 39), (late, 10)):
+        replay = FileReplay(path)
+        assert len(drain(replay)) == 80 - one_sided and dict(replay.rejected) == {"missing_field": one_sided}
+
+
+def test_an_unreadable_side_is_not_called_one_sided(tmp_path: Path) -> None:
+    path = tmp_path / "quotes.csv"
+    path.write_text(NBBO_HEADER + f"{T0},{SPY},0.05,0.10,10,20\n{T0 + 1},{SPY},n/a,0.10,,20\n")
+    replay = FileReplay(path)
+    assert len(drain(replay)) == 1 and dict(replay.rejected) == {"missing_field": 1}
+    example = replay.rejected.examples["missing_field"]
+    assert "field 'bid' is required" in example and "one-sided" not in example and "not a number" in example
+
+
+def test_metatrader_ticks_without_brackets_still_carry_the_unchanged_side(tmp_path: Path) -> None:
+    path = tmp_path / "EURUSD.csv"  # a MetaTrader tick export saved by a script: its names without the <>
+    path.write_text("Date\tTime\tBid\tAsk\tLast\tVolume\tFlags\n"
+                    "2024.01.02\t09:30:00.351\t1.09403\t1.09415\t\t\t6\n"
+                    "2024.01.02\t09:30:00.420\t1.09401\t\t\t\t2\n")
+    replay = FileReplay(path)
+    assert [(t.bid, t.ask) for t in drain(replay)] == [(1.09403, 1.09415), (1.09401, 1.09415)]
+    assert not replay.rejected and any("leave bid or ask empty" in note for note in replay.notes)
