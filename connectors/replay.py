@@ -1062,10 +1062,11 @@ class _Cursor:
             ticks = []
             for row, wire in chunk:
                 try:
-                    if isinstance(wire, InvalidTick):  # a row the map's keep leaves out
+                    stream = wire.stream if isinstance(wire, InvalidTick) else wire.get("stream")
+                    if self._selection is not None:  # first: what else is wrong with the row is no matter
+                        self._select(stream)
+                    if isinstance(wire, InvalidTick):  # a row refused as it was read (a one-sided quote, ...)
                         raise wire
-                    if self._selection is not None:
-                        self._select(wire.get("stream"))
                     tick = validate(wire)
                     self._in_order(tick, row)
                     ticks.append(tick)

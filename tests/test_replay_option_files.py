@@ -76,3 +76,17 @@ def test_metatrader_ticks_without_brackets_still_carry_the_unchanged_side(tmp_pa
     replay = FileReplay(path)
     assert [(t.bid, t.ask) for t in drain(replay)] == [(1.09403, 1.09415), (1.09401, 1.09415)]
     assert not replay.rejected and any("leave bid or ask empty" in note for note in replay.notes)
+
+
+def test_rows_of_unselected_streams_are_filtered_out_whatever_else_is_wrong(tmp_path: Path) -> None:
+    path = tmp_path / "chain.csv"
+    path.write_text(NBBO_HEADER + f"{T0},{SPY},0.05,0.10,10,20\n"
+                    f"{T0},{AAPL},0.00,0.05,0,20\n"  # no bid, written 0
+                    f"{T0 + 1},{AAPL},,0.05,,20\n"  # no bid, left empty
+                    f"{T0 + 2},{AAPL},0.10,0.05,3,20\n"  # crossed
+                    f"{T0 + 3},{SPY},,0.10,,20\n")  # a selected stream's one-sided quote: missing_field
+    replay = FileReplay(path, streams=["SPY *"])
+    assert [t.stream for t in drain(replay)] == [SPY]
+    assert dict(replay.rejected) == {"filtered_out": 3, "missing_field": 1}
+    assert f"{path} line 6" in replay.rejected.examples["missing_field"]
+    assert "not among the streams selected" in replay.rejected.examples["filtered_out"]
