@@ -60,6 +60,7 @@ from connectors.layout import (
     CSV_SUFFIXES,
     DBN_SUFFIXES,
     PARQUET_SUFFIXES,
+    RIGHT_NAMES,
     COMMA_GROUPED,
     DOT_GROUPED,
     EVENT_NAMES,
@@ -236,10 +237,27 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
 
 
 def _stream_column(cmap: ColumnMap) -> pl.Expr:
-    """The stream column as text, or the values of several joined by a space (`stream_col: a+b+c`)."""
+    """The stream column as text, or the values of several joined by a space (`stream_col: a+b+c`), each in one
+    canonical form so that a contract is one stream however a cell writes it (`_contract_part`)."""
     if len(cmap.stream_columns) == 1:
         return pl.col(cmap.stream_col).cast(pl.String)
-    return pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in cmap.stream_columns], separator=" ")
+    return pl.concat_str([_contract_part(c) for c in cmap.stream_columns], separator=" ")
+
+
+def _contract_part(column: str) -> pl.Expr:
+    """One part of a contract's name: a number with a decimal point in its shortest exact form (a strike
+    `150.00`, `0150.0`, a Parquet float 150.0 -> `150`; `150.50`, `.5` -> `150.5`, `0.5`), a put/call column's
+    value as C or P (`c`, `Call`, `CALL` -> `C`); other text (an integer too: an expiry's `0119`) as written, less
+    spaces at its ends."""
+    text = pl.col(column).cast(pl.String).str.strip_chars()
+    shortest = (text.str.replace(r"0+$", "").str.replace(r"\.$", "")  # the fraction's trailing zeros, a bare point
+                .str.replace(r"^([+-]?)0+(\d)", "${1}${2}").str.replace(r"^([+-]?)\.", "${1}0."))  # leading zeros
+    text = pl.when(text.str.contains(r"^[+-]?(\d+\.\d*|\.\d+)$")).then(shortest).otherwise(text)
+    if normal_name(column) not in RIGHT_NAMES:
+        return text
+    upper = text.str.to_uppercase()
+    return pl.when(upper.is_in(["C", "CALL"])).then(pl.lit("C")) \
+        .when(upper.is_in(["P", "PUT"])).then(pl.lit("P")).otherwise(text)
 
 
 def _time_column(cmap: ColumnMap) -> pl.Expr:

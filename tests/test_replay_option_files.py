@@ -90,3 +90,24 @@ def test_rows_of_unselected_streams_are_filtered_out_whatever_else_is_wrong(tmp_
     assert dict(replay.rejected) == {"filtered_out": 3, "missing_field": 1}
     assert f"{path} line 6" in replay.rejected.examples["missing_field"]
     assert "not among the streams selected" in replay.rejected.examples["filtered_out"]
+
+
+def test_a_contract_is_one_stream_however_its_strike_and_right_are_written(tmp_path: Path) -> None:
+    rows = [("150", "C"), ("150.0", "c"), ("150.00", "Call"), ("150.50", "CALL"), ("150.5", "put"), ("0150.500", " P "),
+            (".500", "p"), ("100.00", "Put")]
+    path = tmp_path / "opra.csv"
+    path.write_text("ts_ns,underlying,expiry,strike,right,price,size\n" + "".join(
+        f"{T0 + i},SPY,2024-01-19,{strike},{right},1.50,1\n" for i, (strike, right) in enumerate(rows)))
+    names = ["SPY 2024-01-19 150 C"] * 3 + ["SPY 2024-01-19 150.5 C"] + ["SPY 2024-01-19 150.5 P"] * 2 + \
+        ["SPY 2024-01-19 0.5 P", "SPY 2024-01-19 100 P"]
+    assert [t.stream for t in drain(FileReplay(path))] == names
+    # a Parquet file's float strikes (always 150.0) and Cboe's 150.000 name the same contracts
+    parquet = tmp_path / "opra.parquet"
+    pl.DataFrame({"ts_ns": [T0, T0 + 1, T0 + 2], "underlying": ["SPY"] * 3, "expiry": ["2024-01-19"] * 3,
+                  "strike": [150.0, 150.5, 0.5], "right": ["C", "C", "P"], "price": [1.5] * 3, "size": [1] * 3}
+                 ).write_parquet(parquet)
+    assert [t.stream for t in drain(FileReplay(parquet))] == [names[0], names[3], names[6]]
+    cboe = tmp_path / "cboe.csv"
+    cboe.write_text("underlying_symbol,quote_datetime,root,expiration,strike,option_type,trade_size,trade_price\n"
+                    "^SPX,2024-01-02 09:30:00.000,SPXW,2024-01-19,4700.000,C,18,1.50\n")
+    assert [t.stream for t in drain(FileReplay(cboe))] == ["SPXW 2024-01-19 4700 C"]

@@ -176,9 +176,9 @@ def test_option_trades_give_a_stream_per_contract_from_several_columns(tmp_path:
                     "1704205801000000000,SPY,2024-01-19,470.0,P,2.02,1,I\n")
     spec = map_from_options(columns="stream=underlying+expiry+strike+right", detect=True)
     ticks = drain(FileReplay(path, columns=spec))
-    assert [(t.stream, t.ts) for t in ticks] == [("QQQ 2024-01-19 405.0 C", 1704205800177628355),
-                                                 ("SPY 2024-01-19 470.0 C", 1704205800929986149),
-                                                 ("SPY 2024-01-19 470.0 P", 1704205801000000000)]
+    assert [(t.stream, t.ts) for t in ticks] == [("QQQ 2024-01-19 405 C", 1704205800177628355),
+                                                 ("SPY 2024-01-19 470 C", 1704205800929986149),
+                                                 ("SPY 2024-01-19 470 P", 1704205801000000000)]
     with pytest.raises(ValueError, match="joined by"):
         map_from_options(columns="ts=ts_ns,price=price,size=size,stream=underlying++right")
 

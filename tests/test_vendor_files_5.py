@@ -194,7 +194,7 @@ def test_option_chains_and_instrument_ids_give_a_stream_per_contract(tmp_path: P
         "underlying_symbol,quote_datetime,root,expiration,strike,option_type,trade_size,trade_price\n"
         "^SPX,2024-01-02 09:30:00.000,SPXW,2024-01-19,4700.0,C,18,1.50\n"
         "^SPX,2024-01-02 09:30:00.050,SPX,2024-01-19,4700.0,C,9,1.51\n")
-    assert _streams(FileReplay(tmp_path / "cboe.csv")) == ["SPX 2024-01-19 4700.0 C", "SPXW 2024-01-19 4700.0 C"]
+    assert _streams(FileReplay(tmp_path / "cboe.csv")) == ["SPX 2024-01-19 4700 C", "SPXW 2024-01-19 4700 C"]
     # a Databento export without symbols: one stream per instrument id, as its DBN file replays
     (tmp_path / "glbx.trades.csv").write_text(
         "ts_recv,ts_event,rtype,publisher_id,instrument_id,action,side,depth,price,size,flags\n"
