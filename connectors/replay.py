@@ -237,10 +237,11 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
 
 
 def _stream_column(cmap: ColumnMap) -> pl.Expr:
-    """The stream column as text, or the values of several joined by a space (`stream_col: a+b+c`), each in one
-    canonical form so that a contract is one stream however a cell writes it (`_contract_part`)."""
+    """The stream column as text without spaces at its ends (a stray one is no part of a name; OCC's padding
+    inside is kept), or the values of several joined by a space (`stream_col: a+b+c`), each in one canonical form
+    so that a contract is one stream however a cell writes it (`_contract_part`)."""
     if len(cmap.stream_columns) == 1:
-        return pl.col(cmap.stream_col).cast(pl.String)
+        return pl.col(cmap.stream_col).cast(pl.String).str.strip_chars(" ")
     return pl.concat_str([_contract_part(c) for c in cmap.stream_columns], separator=" ")
 
 
@@ -1114,7 +1115,6 @@ class _Cursor:
 
 REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons
     "unknown_side": "; map other side values with side_map in a --columns YAML file (docs/replay.md)",
-    "bad_stream": "; name the stream with --columns ...,stream_name=NAME (docs/wire-protocol.md#stream-names)",
     "filtered_out": "; not an error: rows that are no trades (e.g. order submissions and cancels)",
 }
 
@@ -1132,6 +1132,19 @@ def _unit_changed(plan: Any, message: str) -> str:
     return (f"; the file's times were read as {columns.ts_unit} (its first time's magnitude), but this one is "
             f"{epoch_unit(raw)}: if the unit changes inside the file (Binance's public files went from ms to us on "
             f"2025-01-01), read the parts as separate files, each with its own unit")
+
+
+def _stream_hint(plan: Any) -> str:
+    """What a user does about a stream name that cannot be a topic. A fixed name (the file's) is renamed with
+    stream_name; a column's values are the file's streams: one fixed name would merge them all into one."""
+    columns = getattr(plan, "columns", None)
+    if columns is None:  # a DBN file's names are its symbology's
+        return " (docs/wire-protocol.md#stream-names)"
+    if columns.stream_col is None:
+        return "; name the stream with --columns ...,stream_name=NAME (docs/wire-protocol.md#stream-names)"
+    return ("; the file's own value: fix it at the source, or name the streams by other columns with --columns "
+            "...,stream=COLUMN (or COL1+COL2), not stream_name=NAME, which would merge every stream into one "
+            "(docs/wire-protocol.md#stream-names)")
 
 
 class RejectCounter(Counter):
@@ -1152,6 +1165,8 @@ class RejectCounter(Counter):
                 "; not an error: ticks of the streams not selected"
             if err.reason == "ts_out_of_range":
                 why = _unit_changed(plan, err.message)
+            if err.reason == "bad_stream":
+                why = _stream_hint(plan)
             if err.reason == "negative_size" and err.message.startswith("size "):
                 why = "; if its sign is the side (negative: a sell), give --columns ...,signed_size=true"
             if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null

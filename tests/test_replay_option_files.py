@@ -111,3 +111,19 @@ def test_a_contract_is_one_stream_however_its_strike_and_right_are_written(tmp_p
     cboe.write_text("underlying_symbol,quote_datetime,root,expiration,strike,option_type,trade_size,trade_price\n"
                     "^SPX,2024-01-02 09:30:00.000,SPXW,2024-01-19,4700.000,C,18,1.50\n")
     assert [t.stream for t in drain(FileReplay(cboe))] == ["SPXW 2024-01-19 4700 C"]
+
+
+def test_a_stream_cell_with_a_stray_space_at_an_end_is_the_contract(tmp_path: Path) -> None:
+    path = tmp_path / "aapl.csv"
+    path.write_text(NBBO_HEADER + f'{T0},"AAPL  261218C00150000 ",1.00,1.10,5,5\n'
+                    f'{T0 + 1}," AAPL  261218C00150000",1.00,1.10,5,5\n{T0 + 2},_AAPL,1.00,1.10,5,5\n')
+    replay = FileReplay(path)
+    assert [t.stream for t in drain(replay)] == ["AAPL  261218C00150000"] * 2  # OCC's padding inside kept
+    example = replay.rejected.examples["bad_stream"]
+    assert dict(replay.rejected) == {"bad_stream": 1} and "not stream_name=NAME" in example
+    assert "; name the stream with --columns ...,stream_name=NAME" not in example
+    # one fixed stream (no stream column): renaming it is the way
+    (tmp_path / "spy.csv").write_text("timestamp,bid,ask\n1797604200000000000,1.00,1.10\n")
+    named = FileReplay([(tmp_path / "spy.csv", {"ts": "timestamp", "bid": "bid", "ask": "ask", "stream": "_SPY"})])
+    drain(named)
+    assert "; name the stream with --columns ...,stream_name=NAME" in named.rejected.examples["bad_stream"]
