@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import date as Date
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import polars as pl
 
@@ -632,6 +632,11 @@ def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
                                      f"give others)"]
 
 
+def trade_bars(cmap: ColumnMap, names: Iterable[str]) -> bool:
+    """Whether the map reads a file of bars (OHLC), its close as each row's trade price."""
+    return cmap.price is not None and BAR_CLOSES.get(normal_name(cmap.price), {""}) <= {normal_name(n) for n in names}
+
+
 class Caution(str):
     """A note on a reading that may change what the data means (sides taken as the aggressor's where a vendor's
     are the maker's, venues mixed in one stream): a run says it again at its end, where a summary that reads as
@@ -647,9 +652,11 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
                         f"read here as the aggressor's. If the file is Coinbase's, give --preset coinbase-trades "
                         f"(sides flipped)")]
     notes = []
-    if cmap.price is not None and BAR_CLOSES.get(normal_name(cmap.price), {""}) <= columns:
+    if trade_bars(cmap, names):
+        empty = (f"; a bar of {cmap.price} 0 and {cmap.size} 0 is an interval without trades: left out, counted "
+                 f"as filtered_out" if cmap.size else "")
         notes.append(f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size "
-                     f"{cmap.size or 1}, no side), stamped with its {cmap.ts!r} column{BAR_STAMP}")
+                     f"{cmap.size or 1}, no side), stamped with its {cmap.ts!r} column{BAR_STAMP}{empty}")
     elif cmap.bid is not None and BAR_CLOSES.get(normal_name(cmap.bid), {""}) <= columns:
         notes.append(f"{path.name}: read as bid/ask bars: each row is one quote at their closes ({cmap.bid}, "
                      f"{cmap.ask}), stamped with its {cmap.ts!r} column{BAR_STAMP}")

@@ -82,6 +82,7 @@ from connectors.layout import (
     sniff_csv,
     stream_of,
     time_formats,
+    trade_bars,
     two_way_date,
     vendor_notes,
 )
@@ -340,6 +341,8 @@ class _FilePlan:
     origin: Path | None = None  # the zip archive `path` was unpacked from (connectors/archives.py), if any
     book: str | None = None  # "mbo" / "mbp-1": Databento order-book records, reduced as DBN files are (`_book`)
     empty_sides: bool = False  # an empty bid or ask is a book side with no orders (Tardis.dev's): never filled
+    bars: bool = False  # rows are bars (OHLC), each a trade at its close (layout.trade_bars)
+    nonpositive_prices: bool = False  # every price of a row that trades is <= 0 (`_price_offset_hint`)
     long_rows: Mapping[int, int] = field(default_factory=dict)  # row -> its fields, for rows with too many
     dialect: Dialect | None = None  # a CSV's, as read
     schema: Mapping[str, Any] = field(default_factory=dict)  # the file's columns and their types
@@ -406,6 +409,8 @@ class _FilePlan:
         empty_side = cmap.bid is not None and not cmap.fill_quotes and (kind == QUOTE or split)
         unreadable = ("bid", "ask") if self.dialect is not None else ()  # a CSV's unreadable bid or ask: NaN
         marks = tuple(cmap.keep) if split and cmap.keep and cmap.price and cmap.bid else None  # LSEG's Type
+        # a bar of price 0 and volume 0 (Cboe DataShop's interval without trades): no trade, not a price of 0
+        bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
 
         def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
             if long_rows and (fields := long_rows.get(row[-1])):
@@ -444,6 +449,11 @@ class _FilePlan:
                 no_side = InvalidTick(no_side.reason, no_side.message, _stream(out))
                 return no_side if not split or "price" not in out else \
                     (no_side, {k: v for k, v in out.items() if k not in QUOTE_FIELDS})
+            if bar_price is not None and row[bar_price] == 0 and out.get("size") == 0:
+                no_trade = InvalidTick("filtered_out", f"{NO_TRADE} ({cmap.price} 0, {cmap.size} 0): a bar "
+                                                       f"without trades, which has no price to replay")
+                return (_trade_and_quote(out)[0], no_trade) if split and ("bid" in out or "ask" in out) \
+                    else no_trade
             if signed and isinstance(size := out.get("size"), (int, float)) and "price" in out:
                 out["size"], out["side"] = abs(size), "sell" if size < 0 else "buy" if size > 0 else None
             if split and "price" in out and ("bid" in out or "ask" in out):
@@ -595,9 +605,13 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         rows = rows.filter(pl.any_horizontal(pl.all().exclude(ROW).is_not_null()))
     frame = rows.select(*exprs, ROW)
     raw_stream = _stream_column(cmap) if cmap.stream_col else pl.lit("")
-    facts = rows.select(exprs[0], raw_stream.alias("_stream")).select(
+    # a price column that is zero or below wherever a row trades: an instrument that trades there (a spread)
+    prices = [e for e, key in zip(exprs[1:], keys) if key in ("price", "size")] if cmap.price is not None else []
+    traded = (pl.col("price").filter(pl.col("size") > 0) if cmap.size is not None else pl.col("price")).drop_nulls()
+    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
         first_ts=pl.col("_ts").drop_nulls().first(), slashes=pl.col("_stream").str.contains("/", literal=True).any(),
+        nonpositive_prices=(traded.max() <= 0) if prices else pl.lit(False),
     ).collect().row(0, named=True)
     if not facts["timed"] and first is not None:
         raise ValueError(_time_hint(path, cmap, first))
@@ -618,7 +632,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book,
                      dialect=dialect, schema=schema,
-                     empty_sides=empty_sides, long_rows=dict(dialect.long_rows) if dialect is not None else {})
+                     empty_sides=empty_sides, bars=trade_bars(cmap, schema),
+                     nonpositive_prices=bool(facts["nonpositive_prices"]),
+                     long_rows=dict(dialect.long_rows) if dialect is not None else {})
 
 
 def _csv_number(text: pl.Expr, decimal_comma: bool) -> pl.Expr:
@@ -1113,6 +1129,7 @@ class _Cursor:
         self._latest[tick.stream] = (tick.ts, row)
 
 
+NO_TRADE = "no trade in this interval"  # a bar's filtered_out: not an error, nor a price of 0
 REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons
     "unknown_side": "; map other side values with side_map in a --columns YAML file (docs/replay.md)",
     "filtered_out": "; not an error: rows that are no trades (e.g. order submissions and cancels)",
@@ -1132,6 +1149,22 @@ def _unit_changed(plan: Any, message: str) -> str:
     return (f"; the file's times were read as {columns.ts_unit} (its first time's magnitude), but this one is "
             f"{epoch_unit(raw)}: if the unit changes inside the file (Binance's public files went from ms to us on "
             f"2025-01-01), read the parts as separate files, each with its own unit")
+
+
+PRICE_OFFSET = "--price-offset X shifts"
+
+
+def _price_offset_hint(err: InvalidTick, plan: Any) -> str:
+    """--price-offset for an instrument that trades at zero or below: said once a price below zero is seen, or
+    when a file's whole price column is zero or below on the rows that trade; never for a lone 0 (bad data, or
+    a bar without trades, which is filtered_out)."""
+    if re.search(r"got -\d", err.message):
+        return f"; the files hold prices below zero (a spread, a power market): {PRICE_OFFSET} them above zero " \
+               f"(docs/replay.md)"
+    if getattr(plan, "nonpositive_prices", False):
+        return f"; every trade price of {plan.given_name} is zero or below: for an instrument that trades there, " \
+               f"{PRICE_OFFSET} them above zero (docs/replay.md)"
+    return ""
 
 
 def _stream_hint(plan: Any) -> str:
@@ -1163,6 +1196,8 @@ class RejectCounter(Counter):
                           None)
             why = REJECT_HINTS.get(err.reason, "") if err.reason != "filtered_out" or err.stream is None else \
                 "; not an error: ticks of the streams not selected"
+            if err.reason == "filtered_out" and err.message.startswith(NO_TRADE):
+                why = "; not an error"
             if err.reason == "ts_out_of_range":
                 why = _unit_changed(plan, err.message)
             if err.reason == "bad_stream":
@@ -1185,6 +1220,8 @@ class RejectCounter(Counter):
                     why += ("; if the file leaves a side empty where it did not change, not where there is none, "
                             "--columns ...,fill_quotes=true carries the stream's previous one")
             self.examples[err.reason] = f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)
+        if err.reason == "nonpositive_price" and PRICE_OFFSET not in self.examples[err.reason]:
+            self.examples[err.reason] += _price_offset_hint(err, plan)
 
     def clear(self) -> None:
         super().clear()

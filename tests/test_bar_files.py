@@ -13,6 +13,7 @@ import pytest
 from conftest import tiny_tick_checkpoint
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
+from engine.service.backtest import rejected_lines
 from engine.service.cli import main
 from test_vendor_files import drain, ns
 from test_vendor_files_2 import QUERIES
@@ -135,3 +136,47 @@ def test_oanda_candles_flattened_read_as_bars(tmp_path: Path) -> None:
     assert drain(replay) == [Tick("EUR-USD", t0, "quote", bid=1.0852, ask=1.0853)]
     assert any("read as bid/ask bars: each row is one quote at their closes (bid.c, ask.c)" in n
                for n in replay.notes), replay.notes
+
+
+CBOE_INTERVALS = ("underlying_symbol,quote_datetime,root,expiration,strike,option_type,open,high,low,close,"
+                  "trade_volume,bid_size,bid,ask_size,ask,underlying_bid,underlying_ask\n")
+
+
+def cboe_interval(minute: int, right: str, close: float, volume: int) -> str:
+    """A Cboe DataShop-style interval row of SPXW's 4700 contract: OHLC all 0 and volume 0 when nothing traded."""
+    ohlc = ",".join(f"{p:.4f}" for p in (close, close + 0.05 if close else 0, close, close))
+    return (f"^SPX,2024-01-02 09:{30 + minute:02d}:00,SPXW,2024-01-19,4700.000,{right},{ohlc},{volume},"
+            f"10,1.4500,12,1.5500,4742.10,4742.60\n")
+
+
+def test_cboe_intervals_without_trades_are_left_out_not_refused_as_prices_of_zero(tmp_path: Path) -> None:
+    path = tmp_path / "UnderlyingOptionsIntervals_60sec_2024-01-02.csv"
+    rows = [cboe_interval(i // 2, "CP"[i % 2], 1.50 if i % 3 == 0 else 0.0, 3 if i % 3 == 0 else 0) for i in range(8)]
+    path.write_text(CBOE_INTERVALS + "".join(rows))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [t.kind for t in ticks].count("quote") == 8 and [t.price for t in ticks if t.kind == "trade"] == [1.5] * 3
+    assert dict(replay.rejected) == {"filtered_out": 5}  # each bar's quote replays; its empty trade does not
+    example = replay.rejected.examples["filtered_out"]
+    assert example.startswith(f"{path} line 3: filtered_out: no trade in this interval (close 0, trade_volume 0)")
+    assert "price-offset" not in example
+    assert any("a bar of close 0 and trade_volume 0 is an interval without trades" in note for note in replay.notes)
+
+
+def test_a_price_of_zero_that_traded_is_refused_and_the_warning_says_its_share_of_ticks(tmp_path: Path) -> None:
+    path = tmp_path / "intervals.csv"  # a bar that traded at 0: bad data, refused, without --price-offset advice
+    path.write_text(CBOE_INTERVALS + cboe_interval(0, "C", 0.0, 4) + "".join(
+        cboe_interval(i, "C", 1.5, 2) for i in range(1, 8)))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert len(ticks) == 15 and dict(replay.rejected) == {"nonpositive_price": 1}
+    assert "price-offset" not in replay.rejected.examples["nonpositive_price"]
+    warning = rejected_lines(dict(replay.rejected), replay.rejected.examples, len(ticks))[0]
+    assert warning.startswith("warning: nonpositive_price 6% of the rows rejected")
+    # a whole price column at or below zero where it trades (a spread at 0): the offset is the way
+    (tmp_path / "spread.csv").write_text("ts,symbol,price,size\n1704205800000000000,CAL,0,5\n"
+                                         "1704205800000000001,CAL,0,3\n")
+    spread = FileReplay(tmp_path / "spread.csv")
+    drain(spread)
+    assert "every trade price of" in spread.rejected.examples["nonpositive_price"]
+    assert "--price-offset X shifts them above zero" in spread.rejected.examples["nonpositive_price"]

@@ -288,7 +288,8 @@ def test_a_price_offset_takes_an_instrument_that_trades_at_zero_or_below(tmp_pat
     out = tmp_path / "a.parquet"
     assert main(["backtest", str(power), "--columns", "ts=ExecutionTime,stream=DeliveryProduct", "--out", str(out),
                  "--quiet"]) == 0
-    assert "--price-offset X shifts it above zero" in capsys.readouterr().out
+    assert "the files hold prices below zero (a spread, a power market): --price-offset X shifts them above zero" \
+        in capsys.readouterr().out
     assert main(["backtest", str(power), "--columns", "ts=ExecutionTime,stream=DeliveryProduct",
                  "--price-offset", "100", "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out

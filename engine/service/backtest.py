@@ -148,17 +148,12 @@ class BacktestReport:
 LOUD_REJECT_SHARE = 0.05  # a reason rejecting this share of a file's rows is more likely a misread column than bad data
 
 
-NONPOSITIVE_HINT = ("; an instrument that trades at zero or below: --price-offset X shifts it above zero "
-                    "(docs/replay.md)")
-
-
 def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted: int | None = None) -> list[str]:
     """One line per rejection reason, most frequent first, with the first such row where one is known; with the
     ``accepted`` tick count, first a warning naming each reason (but rows a filter leaves out) that rejected at
     least LOUD_REJECT_SHARE of the rows: everything after leaves them out, so a misread column must not pass as a
     run that worked (FIX's sell side 2 read as no side rejected 39% of a futures file, every sell)."""
     lines = [f"  rejected {reason}: {count}" + (f" (first: {examples[reason]})" if reason in examples else "")
-             + (NONPOSITIVE_HINT if reason == "nonpositive_price" else "")
              for reason, count in sorted(rejected.items(), key=lambda kv: (-kv[1], kv[0]))]
     total = (accepted or 0) + sum(rejected.values())
     loud = [f"{reason} {count / total:.0%}" for reason, count in sorted(rejected.items(), key=lambda kv: -kv[1])
