@@ -172,7 +172,7 @@ def test_a_price_of_zero_that_traded_is_refused_and_the_warning_says_its_share_o
     assert len(ticks) == 15 and dict(replay.rejected) == {"nonpositive_price": 1}
     assert "price-offset" not in replay.rejected.examples["nonpositive_price"]
     warning = rejected_lines(dict(replay.rejected), replay.rejected.examples, len(ticks))[0]
-    assert warning.startswith("warning: nonpositive_price 6% of the rows rejected")
+    assert warning.startswith("warning: nonpositive_price 1 (6%) of the 16 ticks read rejected")  # 8 rows, 16 ticks
     # a whole price column at or below zero where it trades (a spread at 0): the offset is the way
     (tmp_path / "spread.csv").write_text("ts,symbol,price,size\n1704205800000000000,CAL,0,5\n"
                                          "1704205800000000001,CAL,0,3\n")

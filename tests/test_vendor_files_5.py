@@ -154,8 +154,8 @@ def test_a_reason_rejecting_many_rows_is_a_warning_above_the_scores(tmp_path: Pa
     assert main(["backtest", str(path), *argv]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("replayed 120 ticks (80 rejected), ")
-    assert out[1] == ("warning: unknown_side 40% of the rows rejected, left out of every answer and score: is a column "
-                      "read as the file means it? (the first such row below; docs/replay.md)")
+    assert out[1] == ("warning: unknown_side 80 (40%) of the 200 ticks read rejected, left out of every answer and "
+                      "score: is a column read as the file means it? (the first such row below; docs/replay.md)")
     assert out[2].startswith("  rejected unknown_side: 80 (first: ")
 
 

@@ -151,16 +151,20 @@ LOUD_REJECT_SHARE = 0.05  # a reason rejecting this share of a file's rows is mo
 def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted: int | None = None) -> list[str]:
     """One line per rejection reason, most frequent first, with the first such row where one is known; with the
     ``accepted`` tick count, first a warning naming each reason (but rows a filter leaves out) that rejected at
-    least LOUD_REJECT_SHARE of the rows: everything after leaves them out, so a misread column must not pass as a
-    run that worked (FIX's sell side 2 read as no side rejected 39% of a futures file, every sell)."""
+    least LOUD_REJECT_SHARE of the ticks read: everything after leaves them out, so a misread column must not pass
+    as a run that worked (FIX's sell side 2 read as no side rejected 39% of a futures file, every sell). The share
+    is of ticks (accepted and rejected), not rows: a row with a trade and the quote it met (a bar file's close
+    beside its bid and ask) is two ticks, each accepted or rejected on its own."""
     lines = [f"  rejected {reason}: {count}" + (f" (first: {examples[reason]})" if reason in examples else "")
              for reason, count in sorted(rejected.items(), key=lambda kv: (-kv[1], kv[0]))]
     total = (accepted or 0) + sum(rejected.values())
-    loud = [f"{reason} {count / total:.0%}" for reason, count in sorted(rejected.items(), key=lambda kv: -kv[1])
+    by_count = sorted(rejected.items(), key=lambda kv: -kv[1])
+    loud = [f"{reason} {count} ({count / total:.0%})" for reason, count in by_count
             if accepted is not None and reason != "filtered_out" and count >= LOUD_REJECT_SHARE * total]
     if loud:
-        lines.insert(0, f"warning: {' and '.join(loud)} of the rows rejected, left out of every answer and score: "
-                        f"is a column read as the file means it? (the first such row below; docs/replay.md)")
+        lines.insert(0, f"warning: {' and '.join(loud)} of the {total} ticks read rejected, left out of every answer "
+                        f"and score: is a column read as the file means it? (the first such row below; "
+                        f"docs/replay.md)")
     return lines
 
 
