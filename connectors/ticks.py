@@ -138,6 +138,10 @@ _WIRE_ORDER = ("stream", "ts", "kind", "price", "size", "side", "bid", "ask", "b
 def plain(value: Any) -> Any:
     """A numpy scalar (numpy.int64 from a DataFrame, numpy.float32) as the Python int/float/str it holds; anything
     else as it is. Ticks built in Python take what pandas and numpy hand out; the wire never carries numpy."""
+    if type(value).__name__ == "datetime64" and type(value).__module__ == "numpy":  # any unit, exactly, as int ns
+        # (.item() gives an int for ns but a datetime for us, what polars' to_numpy() hands out); NaT stays NaT
+        nanoseconds = value.astype("datetime64[ns]")
+        return value if nanoseconds != nanoseconds else nanoseconds.astype("int64").item()
     return value.item() if type(value).__module__ == "numpy" and hasattr(value, "item") else value
 
 

@@ -238,3 +238,14 @@ def test_a_text_model_backtest_says_what_it_did_not_answer_or_score_and_why_tick
                  str(tmp_path / "b.parquet"), *argv]) == 2
     err = capsys.readouterr().err
     assert "rejected bad_tokens: " in err and "(first: stream SYN." in err and "the engine takes at most" in err, err
+
+
+def test_run_backtest_takes_one_path_as_it_takes_a_list(setup, tmp_path) -> None:
+    """A notebook's `run_backtest(config, "trades.csv", ...)` read the string as its letters: "file not found: r"."""
+    config = ServiceConfig.load(setup / "engine.yaml")
+    one = run_backtest(config, str(setup / "ticks.parquet"), setup / "q.yaml", tmp_path / "a.parquet", max_ticks=200,
+                       progress=False)
+    listed = run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", tmp_path / "b.parquet", max_ticks=200,
+                          progress=False)
+    assert one.ticks == listed.ticks == 200
+    assert pl.read_parquet(one.out).equals(pl.read_parquet(listed.out))

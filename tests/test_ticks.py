@@ -265,3 +265,18 @@ def test_errors_quote_numbers_as_sent() -> None:
         with pytest.raises(InvalidTick) as err:
             validate(obj)
         assert err.value.message.endswith(said), err.value.message
+
+
+def test_numpy_datetime64_times_of_any_unit_are_taken_exactly() -> None:
+    """`datetime64[us]` (what polars' to_numpy() of a Datetime column gives) was refused as "got datetime" while
+    `[ns]` went in: every unit is one exact instant."""
+    import numpy as np
+
+    from connectors.ticks import quote, trade
+
+    for unit in ("ns", "us", "ms", "s"):
+        assert trade("X", np.datetime64("2024-01-01T00:00:01", unit), 1.0, 1.0).ts == 1_704_067_201_000_000_000
+    assert quote("X", np.datetime64("2024-01-01", "D"), 1.0, 2.0).ts == 1_704_067_200_000_000_000
+    assert trade("X", np.datetime64("2024-01-01T00:00:00.123456789", "ns"), 1.0, 1.0).ts % 10**9 == 123_456_789
+    with pytest.raises(InvalidTick, match="ts_not_int"):
+        trade("X", np.datetime64("NaT"), 1.0, 1.0)

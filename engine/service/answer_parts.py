@@ -76,7 +76,7 @@ class AnswerParts:
         manifest_path = directory / MANIFEST
         if not resume:
             if directory.exists():
-                raise FileExistsError(f"{directory} holds an unfinished backtest; add --resume to continue it, "
+                raise FileExistsError(f"{directory} holds an unfinished backtest; add --resume (resume=True from Python) to continue it, "
                                       f"or delete it to start over")
             directory.mkdir(parents=True)
             return cls(out, key, None, readings)

@@ -176,7 +176,7 @@ class BacktestInterrupted(Exception):
     """Stopped by a signal at an event-time batch boundary, after a checkpoint: `--resume` continues."""
 
 
-def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | Path, out: str | Path,
+def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], queries: str | Path, out: str | Path,
                  columns: Any = None, batch_ms: float = 100.0, max_ticks: int | None = None,
                  progress: bool = True, resume: bool = False, checkpoint_s: float = CHECKPOINT_S,
                  stop: Callable[[], bool] = lambda: False, test_from: float | None = None,
@@ -203,6 +203,8 @@ def run_backtest(config: ServiceConfig, files: list[str | Path], queries: str | 
         raise ValueError(f"checkpoint_s must be > 0, got {checkpoint_s}")
     if test_from is not None and not 0 < test_from < 1:
         raise ValueError(f"test_from must be a fraction in (0, 1), got {test_from}")
+    if isinstance(files, (str, Path)):  # one file, as FileReplay takes it (a str must not be read as its letters)
+        files = [files]
     out = Path(out)
     pipeline = TickPipeline(config, live_scores=False)  # the answers table is scored whole at the end
     pipeline.registry.register_file(queries)
@@ -300,7 +302,8 @@ def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, cons
                         answers, saved_at = [], time.monotonic()
                 if stopping:
                     raise BacktestInterrupted(f"interrupted after {consumed} ticks; {parts.answers} answers kept in "
-                                              f"{parts.dir}; run the same command with --resume to continue")
+                                              f"{parts.dir}; run the same command with --resume (resume=True from "
+                                              f"Python) to continue")
                 batch_ends = batch_end(tick.ts, batch_ns)
                 bar.update(consumed + sum(replay.rejected.values()) - bar.n)  # tqdm redraws at most 10 times a second
             consumed += 1
@@ -359,7 +362,8 @@ def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[
 
 
 def parts_note(consumed: int) -> str:
-    return f"the checkpoint after {consumed} ticks is kept; run the same command with --resume to continue"
+    return (f"the checkpoint after {consumed} ticks is kept; run the same command with --resume (resume=True from "
+            f"Python) to continue")
 
 
 def _restore_answer_state(pipeline: TickPipeline, parts: AnswerParts) -> None:
