@@ -15,7 +15,7 @@ import pytest
 from conftest import tiny_text_checkpoint, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.labels import MarkSeries
-from connectors.ticks import TRADE, Tick
+from connectors.ticks import TRADE, Tick, trade
 from engine.service.answer_parts import AnswerParts
 from engine.service.backtest import ANSWER_ORDER, _write_answers, run_backtest
 from engine.service.cli import main
@@ -73,6 +73,29 @@ def test_backtest_is_deterministic_and_scored(setup) -> None:
     assert losers and verdict.startswith("note: the published answers do worse than a naive forecast on ")
     assert all(f"{q.query} (Brier {q.brier:.3f} vs the class frequencies' {q.frequency_brier:.3f}" in verdict
                for q in losers)
+
+
+def test_the_class_frequency_baselines_are_each_streams_own(setup, tmp_path: Path) -> None:
+    """A stream that only rises and one that only falls: each stream's class frequencies forecast its labels
+    exactly (Brier 0, its majority class always right); pooled, they would be half up, half down (Brier 0.5),
+    and any answers would look skilful beside them."""
+    ticks = [trade(stream, 1_700_000_000_000_000_000 + i * 1_000_000_000, price, 1.0)
+             for i in range(300) for stream, price in (("RISE", 100.0 * 1.001 ** i), ("FALL", 100.0 * 0.999 ** i))]
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(tmp_path / "trend.parquet")
+    report = run_backtest(ServiceConfig.load(setup / "engine.yaml"), [tmp_path / "trend.parquet"], setup / "q.yaml",
+                          tmp_path / "a.parquet", progress=False)
+    score = next(s for s in report.scores if s.query == "dir20")
+    realised = pl.read_parquet(tmp_path / "a.parquet").filter(pl.col("query") == "dir20",
+                                                              pl.col("correct").is_not_null())
+    assert set(realised.filter(pl.col("stream") == "RISE")["realised"]) == {"up"}
+    assert set(realised.filter(pl.col("stream") == "FALL")["realised"]) == {"down"}
+    pooled = realised["realised"].value_counts()["count"] / realised.height
+    assert 1 - float((pooled**2).sum()) > 0.4  # what the pooled frequencies would have scored
+    assert score.scored > 50 and score.frequency_brier == pytest.approx(0.0)
+    assert score.baseline == "majority(each stream's)" and score.baseline_accuracy == pytest.approx(1.0)
+    summary = report.summary()
+    assert "freq.brier, majority: each stream's own realised class frequencies" in summary
+    assert f"dir20 (Brier {score.brier:.3f} vs the class frequencies' 0.000" in summary.splitlines()[-1]
 
 
 

@@ -138,8 +138,11 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     score = next(s for s in json.loads(answers.with_suffix(".scores.json").read_text()) if s["query"] == "dir20")
     assert 0 < score["scored"] == later.height < table["correct"].is_not_null().sum()
     assert score["accuracy"] == pytest.approx(later["correct"].mean())
-    shares = later["realised"].value_counts()["count"] / later.height  # the constant class-frequency forecast
-    assert score["frequency_brier"] == pytest.approx(1 - float((shares**2).sum()))
+    # the constant class-frequency forecast: each stream's own, weighted by its scored answers
+    own = [(part.height, part["realised"].value_counts()["count"] / part.height)
+           for _, part in later.group_by("stream")]
+    assert len(own) > 1 and score["frequency_brier"] == pytest.approx(
+        sum(n * (1 - float((shares**2).sum())) for n, shares in own) / later.height)
     probs = json.loads(table["probs"][0])
     assert set(probs) == {"down", "flat", "up"} and abs(sum(probs.values()) - 1) < 1e-4
     # --test-from past the trained fraction, but of a run cut to its first 800 ticks (of 6,000): still inside

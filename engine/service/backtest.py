@@ -66,8 +66,9 @@ class QueryScore:
     model_brier: float | None = None
     baseline: str | None = None  # the best naive baseline's name
     baseline_accuracy: float | None = None
-    # Brier of the realised class frequencies as a constant forecast (1 - sum f^2): the forecast a model's
-    # Brier must beat to carry skill (in hindsight: the frequencies are those of the scored answers)
+    # Brier of the realised class frequencies as a constant forecast (1 - sum f^2), each stream's own, weighted
+    # by its scored answers: the forecast a model's Brier must beat to carry skill (in hindsight: the
+    # frequencies are those of the scored answers); baseline_accuracy's majority class is each stream's too
     frequency_brier: float | None = None
     calibration: list[dict[str, float]] = field(default_factory=list)
 
@@ -108,6 +109,9 @@ class BacktestReport:
             lines.append(f"note: {', '.join(unscored)}: no answer scored: an answer is scored against what the "
                          f"ticks after it did, which only a tick model's named questions (direction_5, ...) define, "
                          f"once enough ticks followed; a free-text question and a surprise score have no such label")
+        if len(self.stream_ticks) > 1 and any(s.scored for s in self.scores):
+            lines.append("freq.brier, majority: each stream's own realised class frequencies and most frequent class, "
+                         "weighted by its scored answers (instruments are never pooled into one)")
         if any(s.model_accuracy is not None for s in self.scores):
             lines.append("accuracy, brier: the published (adapted) answers; model acc/brier: the model's own (with "
                          "the checkpoint's answer heads, if it has them), before adaptation (answers.adapt)")
@@ -485,8 +489,8 @@ def _score(name: str, rows: pl.LazyFrame) -> QueryScore:
     if first.height == 0:
         return score
     labels = list(json.loads(first.item()))  # one question's labels, on every row (written with sorted keys)
-    scored = scored.select("correct", "brier", "log_loss", "model_correct", "model_brier", "realised", "persistence",
-                           pl.col("probs").str.json_decode(pl.Struct({label: pl.Float64 for label in labels}))).collect()
+    scored = scored.select("stream", "correct", "brier", "log_loss", "model_correct", "model_brier", "realised",
+                           "persistence", pl.col("probs").str.json_decode(pl.Struct({label: pl.Float64 for label in labels}))).collect()
     score.scored = scored.height
     score.accuracy = float(scored["correct"].mean())
     score.brier = float(scored["brier"].mean())
@@ -495,17 +499,29 @@ def _score(name: str, rows: pl.LazyFrame) -> QueryScore:
     if adapted.height == scored.height:
         score.model_accuracy = float(adapted["model_correct"].mean())
         score.model_brier = float(adapted["model_brier"].mean())
-    realised = scored["realised"].to_list()
-    counts = Counter(realised)
-    majority, count = counts.most_common(1)[0]
-    score.frequency_brier = 1.0 - sum((n / len(realised)) ** 2 for n in counts.values())
-    baselines = {f"majority({majority})": count / len(realised)}
+    score.frequency_brier, majority, majority_accuracy = stream_frequency_baselines(scored)
+    baselines = {f"majority({majority})": majority_accuracy}
     persisted = scored.filter(pl.col("persistence").is_not_null())
     if persisted.height:
         baselines["same-as-last"] = float((persisted["persistence"] == persisted["realised"]).mean())
     score.baseline, score.baseline_accuracy = max(baselines.items(), key=lambda kv: kv[1])
     score.calibration = _calibration(scored, labels)
     return score
+
+
+def stream_frequency_baselines(scored: pl.DataFrame) -> tuple[float, str, float]:
+    """The class-frequency forecast's Brier and the majority class's accuracy, each stream's own (its scored
+    answers' realised frequencies) weighted by its scored answers, and the majority's name: one label, or
+    "each stream's" where they differ. Never pooled over streams: 8 equities whose vol50 labels were each one
+    class (AAPL all `high`, TSLA all `vhigh`) pooled into a Brier of 0.406 that any answers beat, against 0."""
+    briers, hits, majorities = 0.0, 0, set()
+    for _, realised in scored.group_by("stream", maintain_order=True):  # one order: the same float sum each run
+        counts = Counter(realised["realised"].to_list())
+        label, count = counts.most_common(1)[0]
+        briers += realised.height - sum(n * n for n in counts.values()) / realised.height  # n_s (1 - sum f^2)
+        hits += count
+        majorities.add(label)
+    return briers / scored.height, majorities.pop() if len(majorities) == 1 else "each stream's", hits / scored.height
 
 
 def _calibration(scored: pl.DataFrame, labels: list[str]) -> list[dict[str, float]]:
