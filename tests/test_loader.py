@@ -46,7 +46,7 @@ def test_loader_errors_name_the_problem(tmp_path) -> None:
     (tmp_path / "config.json").write_text(json.dumps(config))
     for f in tmp_path.glob("*.safetensors"):
         f.unlink()
-    with pytest.raises(CheckpointError, match="no \\*.safetensors"):
+    with pytest.raises(CheckpointError, match="no weights: no model.safetensors"):
         load_model(tmp_path)
 
 
@@ -155,5 +155,26 @@ def test_a_config_whose_sizes_disagree_with_the_weights_is_refused_in_one_line(t
     with pytest.raises(CheckpointError) as refused:
         load_model(tmp_path)
     said = str(refused.value)
-    assert "\n" not in said and said.startswith(f"the weights do not fit config.json: embed_tokens.weight is ({held}, ")
+    assert "\n" not in said and said.startswith(f"{tmp_path}: the weights do not fit config.json: embed_tokens.weight "
+                                                f"is ({held}, ")
     assert f"config.json's sizes (vocab_size {held // 2}, hidden_size" in said, said
+
+
+def test_weights_of_a_shallower_model_and_a_truncated_file_are_refused_naming_them(tmp_path) -> None:
+    """A 4-layer config beside a 2-layer model's weights named the first missing weight, not the mismatch; a
+    truncated model.safetensors gave safetensors' "incomplete metadata, file not fully covered", naming no file."""
+    tiny_hf_model("llama3").save_pretrained(tmp_path)
+    config_path = tmp_path / "config.json"
+    config = json.loads(config_path.read_text())
+    layers = config["num_hidden_layers"]
+    config_path.write_text(json.dumps({**config, "num_hidden_layers": layers + 2}))
+    with pytest.raises(CheckpointError, match=f"^{tmp_path}: the weights do not fit config.json: it has "
+                                              f"num_hidden_layers {layers + 2}, the safetensors hold {layers} layers$"):
+        load_model(tmp_path)
+    config_path.write_text(json.dumps(config))
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.raises(CheckpointError) as refused:
+        load_model(tmp_path)
+    said = str(refused.value)
+    assert "\n" not in said and said.startswith(f"{weights}: not a readable safetensors file, truncated or corrupt ("), said

@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 import torch
 
+from conftest import tiny_tick_checkpoint
 from connectors.codec import BinnedCodec
 from connectors.labels import label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
@@ -203,6 +204,34 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys) -> None:
         assert main(["train", str(tmp_path / "never-read.csv"), *argv]) == 2
         assert why in capsys.readouterr().err
     assert (tmp_path / "taken" / "notes.txt").read_text() == "mine"
+
+
+def test_a_checkpoint_backtest_refuses_is_refused_by_evaluate_and_train_in_the_same_line(tmp_path: Path,
+                                                                                       capsys) -> None:
+    """Weights that do not fit config.json, and a folder without weights: transformers' 29-line load report (ANSI
+    colours, "You set `ignore_mismatched_sizes` to `False`...") and its "no file named model.safetensors, or
+    pytorch_model.bin" were what evaluate and train --base said; backtest's own loader says one line."""
+    f = write_ticks(tmp_path / "t.parquet", 300)
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    config = json.loads((checkpoint / "config.json").read_text())
+    (checkpoint / "config.json").write_text(json.dumps({**config, "hidden_size": 4 * config["hidden_size"]}))
+    queries = str(ROOT / "queries" / "examples" / "tick_model.yaml")
+    capsys.readouterr()  # save_pretrained's own bar
+    for weights in ("unfit", "missing"):
+        if weights == "missing":
+            (checkpoint / "model.safetensors").unlink()
+        said = []
+        for argv in (["evaluate", str(checkpoint), str(f)], ["train", str(f), "--base", str(checkpoint), "--out",
+                                                           str(tmp_path / "out"), "--steps", "1"],
+                     ["backtest", str(f), "--model", str(checkpoint), "--queries", queries, "--out",
+                      str(tmp_path / "a.parquet"), "--quiet"]):
+            assert main(argv) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and "LOAD REPORT" not in err and "\x1b" not in err, err
+            said.append(err.split(": error: ", 1)[1])
+        assert said[0] == said[1] == said[2], said
+        assert said[0].startswith(f"{checkpoint}: the weights do not fit config.json: " if weights == "unfit"
+                                  else f"{checkpoint}: no weights: no model.safetensors"), said[0]
 
 
 @pytest.mark.parametrize("split", ["70/15/15", "60/40", "50/25/25"])

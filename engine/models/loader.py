@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from engine.models.config import ModelConfig
@@ -39,7 +40,32 @@ def load_model(
     """
     directory = Path(path) if path is not None else BUILTIN_MODEL_DIR
     hf_config = read_config(directory)  # refuses an unsupported model before its weights are read
-    return build_model(model_config(directory, hf_config), read_weights(directory), dtype, device, weights)
+    config = model_config(directory, hf_config)
+    state = read_weights(directory)
+    with _named(directory):
+        return build_model(config, state, dtype, device, weights)
+
+
+def check_checkpoint(directory: Path) -> None:
+    """Refuse, in load_model's one line, a checkpoint it would refuse: an unsupported or incomplete
+    config.json, weights missing, unreadable or not fitting config.json. For the commands that load a checkpoint
+    with transformers (evaluate, train --base), which would print its multi-line load report instead; the
+    shapes are checked against a model built on the meta device (no memory, no init)."""
+    config = model_config(directory, read_config(directory))
+    state = read_weights(directory)
+    with torch.device("meta"), _no_weight_init():
+        expected = LlamaModel(config).state_dict()
+    with _named(directory):
+        _check_fit(config, _fuse(config, state), expected)
+
+
+@contextlib.contextmanager
+def _named(directory: Path) -> Iterator[None]:
+    """A refusal of the weights (which name no file) said with the checkpoint directory first."""
+    try:
+        yield
+    except CheckpointError as e:
+        raise CheckpointError(f"{directory}: {e}") from None
 
 
 def read_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
@@ -75,7 +101,11 @@ def read_weights(directory: Path) -> dict[str, torch.Tensor]:
     *.safetensors file. Pickled weights (*.bin, *.pt) are never read: unpickling can run code."""
     state: dict[str, torch.Tensor] = {}
     for file in _weight_files(directory):
-        state.update(load_file(str(file)))
+        try:
+            state.update(load_file(str(file)))
+        except SafetensorError as e:  # safetensors' own message names no file: "incomplete metadata, ..."
+            raise CheckpointError(f"{file}: not a readable safetensors file, truncated or corrupt ({e}); an "
+                                  f"interrupted copy, download or save? Copy or save it again") from None
     return state
 
 
@@ -100,7 +130,8 @@ def _weight_files(directory: Path) -> list[Path]:
             f"unpickling a file can run code. Convert them once to safetensors, with transformers, in a place "
             f"you trust the file: python -c \"from transformers import AutoModelForCausalLM as M; "
             f"M.from_pretrained('{directory}').save_pretrained('{directory}')\" (writes model.safetensors)")
-    raise CheckpointError(f"{directory}: no *.safetensors weight files")
+    raise CheckpointError(f"{directory}: no weights: no model.safetensors (or *.safetensors shards) beside its "
+                          f"config.json; a checkpoint is the folder save_pretrained writes")
 
 
 def from_hf_model(
@@ -133,23 +164,28 @@ def build_model(
     model.to_empty(device=device)
     model.rotary = Rotary(config).to(device)
     fused = _fuse(config, hf_state)
-    expected = model.state_dict()
+    _check_fit(config, fused, model.state_dict())
+    model.load_state_dict(fused, strict=False, assign=False)
+    if config.tie_embeddings:
+        model.lm_head.weight = model.embed_tokens.weight
+    model = model.to(dtype=dtype).eval()
+    weights = weights or default_weights(dtype)
+    return prepare_linears(model, weights) if weights is not None else model
+
+
+def _check_fit(config: ModelConfig, fused: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> None:
+    """Refuse weights whose shapes are not the ones config.json makes (an edited vocab_size, hidden_size, head
+    count), or that leave a weight of the model unset."""
     wrong = [(name, tuple(tensor.shape), tuple(expected[name].shape)) for name, tensor in fused.items()
              if name in expected and tuple(tensor.shape) != tuple(expected[name].shape)]
-    if wrong:  # config.json and the weights disagree (an edited vocab_size, hidden_size, head count)
+    if wrong:
         name, held, built = wrong[0]
         raise CheckpointError(f"the weights do not fit config.json: {name} is {held} in the safetensors, but "
                               f"config.json's sizes (vocab_size {config.vocab_size}, hidden_size {config.hidden_size}, "
                               f"...) make it {built}" + (f" ({len(wrong) - 1} more such)" if len(wrong) > 1 else ""))
-    missing = model.load_state_dict(fused, strict=False, assign=False)
-    if config.tie_embeddings:
-        model.lm_head.weight = model.embed_tokens.weight
-    expected_missing = {"lm_head.weight"} if config.tie_embeddings else set()
-    if set(missing.missing_keys) - expected_missing:
-        raise CheckpointError(f"checkpoint lacks weights: {sorted(set(missing.missing_keys) - expected_missing)[:5]}")
-    model = model.to(dtype=dtype).eval()
-    weights = weights or default_weights(dtype)
-    return prepare_linears(model, weights) if weights is not None else model
+    missing = sorted(set(expected) - set(fused) - ({"lm_head.weight"} if config.tie_embeddings else set()))
+    if missing:
+        raise CheckpointError(f"checkpoint lacks weights: {missing[:5]}")
 
 
 @contextlib.contextmanager
@@ -212,6 +248,10 @@ def _fuse(config: ModelConfig, hf: dict[str, torch.Tensor]) -> dict[str, torch.T
             for norm in ("input_layernorm", "post_attention_layernorm"):
                 out[p + norm + ".weight"] = hf[p + norm + ".weight"]
         except KeyError as missing:
+            held = len({name.split(".")[1] for name in hf if name.startswith("layers.")})
+            if not any(name.startswith(p) for name in hf):  # a whole layer: weights of a shallower model
+                raise CheckpointError(f"the weights do not fit config.json: it has num_hidden_layers "
+                                      f"{config.num_layers}, the safetensors hold {held} layers") from None
             raise CheckpointError(f"checkpoint lacks weight {missing.args[0]!r} for layer {i}") from None
     unused = sorted(name for name in hf.keys() - hf.taken
                     if not name.endswith("rotary_emb.inv_freq") and name != "lm_head.weight")  # (tied: a copy)

@@ -38,7 +38,7 @@ import torch
 
 from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
-from engine.models.loader import read_config
+from engine.models.loader import check_checkpoint
 from engine.service.backtest import calibration_table
 from engine.service.features import QuestionHead, fit_logistic
 from engine.service.splits import StreamData
@@ -77,11 +77,18 @@ def load_tick_model(model_dir: Path, device: str = "cpu") -> tuple[Any, BinnedCo
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # one checkpoint from a local folder: no bar on the user's terminal
-    read_config(model_dir)  # a missing directory, or one without config.json, named as such
+    # refused as backtest and serve refuse it, in one line (a directory without weights, a truncated file,
+    # weights that do not fit config.json), not with transformers' multi-line load report
+    check_checkpoint(model_dir)
     if not (model_dir / "codec.json").is_file():
         raise ValueError(f"{model_dir} has no codec.json: train and evaluate work on binned tick models only")
     codec = load_codec(model_dir)  # with the calibration.json fitted to these weights, if any
-    model = LlamaForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa").to(device).eval()
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # its load report (warning level, ANSI colours) says nothing checked above
+    try:
+        model = LlamaForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa").to(device).eval()
+    finally:
+        hf_logging.set_verbosity(verbosity)
     return model, codec
 
 
