@@ -430,7 +430,8 @@ def test_the_naive_forecasts_are_each_streams_own(tmp_path: Path) -> None:
     streams, _ = read_streams([str(write_ticks(tmp_path / "two.parquet", 4000, seed=7))])
     two = {name: streams[name] for name in ("SYN.A", "SYN.D")}
     prepared, _ = prepare(codec, two, SplitSpec(0.6, 0.2, 0.2), min_ticks=10)
-    result = evaluate_streams(model, codec, prepared, EvalOptions(resamples=20))["questions"]
+    whole = evaluate_streams(model, codec, prepared, EvalOptions(resamples=20))
+    result = whole["questions"]
     q = codec.questions["volatility_50"]
     priors, ys = [], []
     for sd in prepared:
@@ -449,6 +450,20 @@ def test_the_naive_forecasts_are_each_streams_own(tmp_path: Path) -> None:
     assert r["scores"]["majority"]["accuracy"] == pytest.approx(float(np.mean(prior.argmax(1) == y)))
     assert not np.allclose(priors[0][0], priors[1][0], atol=0.02)  # the two streams' classes do differ
     assert set(r["train_frequencies_by_stream"]) == {"SYN.A", "SYN.D"}
+    # each stream's own rows of the same answers: its prior's Brier by hand, and weighted by n they are the pooled
+    parts = r["by_stream"]
+    assert list(parts) == ["SYN.A", "SYN.D"] and [part["n"] for part in parts.values()] == [len(y) for y in ys]
+    for part, own, y_own in zip(parts.values(), priors, ys):
+        assert part["scores"]["prior"]["brier"] == pytest.approx(float(np.mean(np.square(own - np.eye(own.shape[1])
+                                                                                         [y_own]).sum(1))))
+    for predictor, pooled in r["scores"].items():
+        for metric in ("accuracy", "brier"):
+            assert sum(part["n"] * part["scores"][predictor][metric] for part in parts.values()) / r["n"] == \
+                pytest.approx(pooled[metric]), (predictor, metric)
+    table = format_table(whole, by_stream=True).splitlines()
+    rows = [line for line in table if line.startswith(("  SYN.A ", "  SYN.D "))]
+    assert len(rows) == 2 * len(result) and "  SYN.A " not in format_table(whole)
+    assert any(line.startswith("indented: each stream's own rows of the same answers") for line in table)
 
 
 def test_a_model_below_a_naive_forecast_only_within_the_interval_is_called_level() -> None:

@@ -286,6 +286,8 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     data.add_argument("--device", default="auto", help="auto (CUDA when present, else CPU), cpu or cuda[:N]")
     data.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     data.add_argument("--json", action="store_true", help="print the record as JSON instead of the table")
+    data.add_argument("--by-stream", action="store_true", help="also a row per stream (instrument) under each "
+                      "question, from the same answers (of several streams, the JSON has them as `by_stream` either way)")
 
     p = sub.add_parser("train", parents=[reading, data], help="fit a tick model to your own tick files and score it")
     p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
@@ -1090,7 +1092,7 @@ def cmd_train(args: argparse.Namespace) -> None:
             if t["best_validation_loss"] is not None else "no validation part: the last step's weights")
     print(f"trained {t['steps_done']} steps ({t['stopped']}) in {t['train_seconds']} s on {record['device']}; "
           f"{best} -> {args.out}")
-    print(format_table(record["evaluation"]))
+    print(format_table(record["evaluation"], args.by_stream))
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
@@ -1128,7 +1130,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         streams = counted(len(prepared), "stream")
         print(f"{model_dir} on the test slice ({args.split}) of {streams}, window {window_ticks(model)} "
               f"ticks; baselines fitted on the train slice")
-        print(format_table(result))
+        print(format_table(result, args.by_stream))
     if args.plot is not None:  # after the numbers: a plotting problem never loses them
         try:
             plot(result, args.plot, "flashtick evaluate")

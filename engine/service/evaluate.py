@@ -202,6 +202,22 @@ def score_question(probs: dict[str, np.ndarray], y: np.ndarray, options: EvalOpt
             "calibration": calibration}
 
 
+def scores_by_stream(probs: dict[str, np.ndarray], y: np.ndarray, sizes: list[tuple[str, int]]
+                     ) -> dict[str, dict[str, Any]]:
+    """Each stream's accuracy and Brier per predictor, read off the pooled rows (``sizes``: each stream's
+    answer points, in the order they were pooled), nothing refitted: weighted by n, they add up to the pooled."""
+    out, start = {}, 0
+    for name, n in sizes:
+        if n:
+            rows = slice(start, start + n)
+            out[name] = {"n": n, "scores": {}}
+            for predictor, p in probs.items():
+                accuracy, brier = accuracy_brier(p[rows], y[rows])
+                out[name]["scores"][predictor] = {"accuracy": float(accuracy.mean()), "brier": float(brier.mean())}
+        start += n
+    return out
+
+
 def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                      options: EvalOptions | None = None, heads: dict[str, QuestionHead] | None = None
                      ) -> dict[str, Any]:
@@ -275,7 +291,8 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                  "logistic": logistic.predict_proba(test_x)}
         results[q.name] = score_question(probs, y, options, rng) | {
             "labels": list(q.labels), "train_points": int(len(ty)), "train_frequencies": prior.round(4).tolist(),
-            **({"train_frequencies_by_stream": {sd.name: p.round(4).tolist() for sd, p in zip(streams, own)}}
+            **({"train_frequencies_by_stream": {sd.name: p.round(4).tolist() for sd, p in zip(streams, own)},
+                "by_stream": scores_by_stream(probs, y, [(sd.name, len(t[1])) for sd, t in zip(streams, test[qi])])}
                if len(streams) > 1 else {}),
             "answer_calibration": q.calibration.to_dict(),
             **({"answer_head": {"model_weight": heads[q.name].model_weight}} if q.name in heads else {})}
@@ -287,9 +304,10 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
             "seconds": round(time.time() - t0, 1)}
 
 
-def format_table(result: dict[str, Any]) -> str:
+def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
     """The per-question table `evaluate` and `train` print; a calibrated checkpoint also gets its `raw`
-    (uncalibrated) accuracy and Brier beside the calibrated `model` ones."""
+    (uncalibrated) accuracy and Brier beside the calibrated `model` ones; ``by_stream``: under each question,
+    a row per stream (of several) from the same answers (no intervals: the verdict is the pooled one's)."""
     raw = ["raw"] if any("raw" in r["scores"] for r in result["questions"].values()) else []
     raw += ["alone"] if any("alone" in r["scores"] for r in result["questions"].values()) else []
     raw += ["adapted"] if any("adapted" in r["scores"] for r in result["questions"].values()) else []
@@ -303,11 +321,15 @@ def format_table(result: dict[str, Any]) -> str:
         s, d = r["scores"], r["model_minus"]["logistic"]
         mark = "*" if name in few else ""
         ci = lambda x: f"{signed(x['diff'])} [{signed(x['lo'])},{signed(x['hi'])}]{mark}"  # noqa: E731
-        row = lambda cols, m: "".join(f"{s.get(c, s['model'])[m]:>7.3f}" for c in cols)  # noqa: E731
-        lines.append(f"{name:<15}{r['n']:>7}  {s['model']['accuracy']:>15.3f}{row(acc_cols, 'accuracy')}"
-                     f"  {s['model']['brier']:>12.3f}{row(brier_cols, 'brier')}  {ci(d['accuracy']):<26} "
+        lines.append(f"{name:<15}{r['n']:>7}  {scores_row(s, acc_cols, brier_cols)}  {ci(d['accuracy']):<26} "
                      f"{ci(d['brier'])}")
+        lines += [f"  {stream:<13}{part['n']:>7}  {scores_row(part['scores'], acc_cols, brier_cols)}"
+                  for stream, part in (r.get("by_stream", {}) if by_stream else {}).items()]
     source = result.get("calibration_source")
+    if by_stream and any("by_stream" in r for r in result["questions"].values()):
+        lines.append("indented: each stream's own rows of the same answers (prior, majority: its train part's "
+                     "frequencies; logistic: the one regression, pooled over streams); weighted by n they add up to "
+                     "the question's row")
     if few:
         block = result.get("options", {}).get("block")
         lines.append(f"*: fewer than {MIN_BLOCKS} blocks of {block} test points: the interval is no interval "
@@ -325,6 +347,14 @@ def format_table(result: dict[str, Any]) -> str:
                      "regression on the stream's features (answer_head.json; alone: the calibrated model without "
                      "them): " + ", ".join(f"{name} w {w:g}" for name, w in headed.items()))
     return "\n".join([*lines, *verdict_lines(result)])
+
+
+def scores_row(scores: dict[str, dict[str, float]], acc_cols: list[str], brier_cols: list[str]) -> str:
+    """The model's accuracy and the columns' beside it, then its Brier and theirs (a column a question lacks
+    shows the model's)."""
+    row = lambda cols, m: "".join(f"{scores.get(c, scores['model'])[m]:>7.3f}" for c in cols)  # noqa: E731
+    return (f"{scores['model']['accuracy']:>15.3f}{row(acc_cols, 'accuracy')}  {scores['model']['brier']:>12.3f}"
+            f"{row(brier_cols, 'brier')}")
 
 
 CLEAR = 5e-4  # an interval bound nearer 0 than this prints as +0.000: not "clear of 0"
