@@ -482,6 +482,26 @@ def test_a_model_below_a_naive_forecast_only_within_the_interval_is_called_level
     assert clear[1].startswith("verdict: below a naive forecast") and clear[1].endswith("on vol: no edge there")
 
 
+def test_a_verdict_over_several_instruments_says_the_logistic_regression_is_pooled() -> None:
+    """8 equities: "beats the logistic regression" beside "below a naive forecast" for the same question read as a
+    contradiction; the regression is one fit over every instrument, the naive forecasts each one's own."""
+    from engine.service.evaluate import verdict_lines
+
+    better, worse = {"diff": 0.05, "lo": 0.02, "hi": 0.08}, {"diff": 0.1, "lo": 0.05, "hi": 0.15}
+    question = {"blocks": 50, "scores": {"model": {"accuracy": 0.6, "brier": 0.6},
+                                         "majority": {"accuracy": 0.5}, "prior": {"brier": 0.5}},
+                "model_minus": {"logistic": {"accuracy": better, "brier": {"diff": -0.1, "lo": -0.2, "hi": -0.05}},
+                                "majority": {"accuracy": better}, "prior": {"brier": worse}}}
+    pooled = verdict_lines({"questions": {"vol50": question}, "streams": {"AAPL": {}, "TSLA": {}}})
+    assert pooled[0].startswith("verdict: beats the logistic regression") and \
+        pooled[0].endswith("vol50 (the logistic regression is one fit pooled over the 2 streams)")
+    assert pooled[1].startswith("verdict: below a naive forecast") and pooled[1].endswith(
+        "on vol50: no edge there: this is the verdict that matters, whatever the pooled logistic regression did "
+        "(the naive forecasts are each stream's own)")
+    one = verdict_lines({"questions": {"vol50": question}, "streams": {"AAPL": {}}})
+    assert "pooled" not in " ".join(one)
+
+
 def test_an_answer_head_that_gives_the_model_no_weight_is_said() -> None:
     """w 0: the published answers are the logistic regression's, so "level with it" is the same forecast twice; a
     reviewer read it as a tie while the model alone was 0.157 worse. The verdict says whose answers they are."""

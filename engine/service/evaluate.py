@@ -398,10 +398,16 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
         ("few", f"too few test points to call (under {MIN_BLOCKS} bootstrap blocks)"),
         ("one", "nothing to call: every test answer is one class (the question's buckets do not split this "
                 "instrument's test slice)")) if kinds[kind]]
-    lines = [f"verdict: {'; '.join(said)}"]
+    streams = len(result.get("streams", {}))
+    # one regression over every instrument (no per-instrument intercept), against naive forecasts that are each
+    # stream's own: the regression can lose to them by far, and "beats the logistic regression" then means little
+    pooled = f" (the logistic regression is one fit pooled over the {streams} streams)" if streams > 1 else ""
+    lines = [f"verdict: {'; '.join(said)}{pooled}"]
     if naive:
+        matters = (": this is the verdict that matters, whatever the pooled logistic regression did (the naive "
+                   "forecasts are each stream's own)") if pooled else ""
         lines.append(f"verdict: below a naive forecast (the majority class's accuracy or the class frequencies' "
-                     f"Brier, a 95% interval clear of 0) on {', '.join(naive)}: no edge there")
+                     f"Brier, a 95% interval clear of 0) on {', '.join(naive)}: no edge there{matters}")
     if level_naive:
         lines.append(f"verdict: level with a naive forecast (below it as measured, within the 95% interval) on "
                      f"{', '.join(level_naive)}: no edge shown there")
