@@ -166,6 +166,9 @@ def test_a_run_stopped_before_its_first_validation_is_still_validated(ticks_file
     capsys.readouterr()
     card = (out / "TRAINING.md").read_text()
     assert "no validation part" not in card and "best validation loss" in card, card
+    # the weights as readable as the rest of the checkpoint (safetensors wrote them 0600, whatever the umask)
+    modes = {f.name: oct(f.stat().st_mode & 0o777) for f in out.iterdir()}
+    assert len(set(modes.values())) == 1, modes
 
 
 def test_finetuning_the_builtin_model_runs(ticks_file: Path, tmp_path: Path, capsys) -> None:

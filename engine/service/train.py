@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import time
 from dataclasses import asdict, dataclass
@@ -208,12 +209,20 @@ def save_model(model: LlamaForCausalLM, codec: BinnedCodec, out_dir: Path) -> No
     state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in model.state_dict().items()}
     tmp = out_dir / "model.safetensors.tmp"
     save_file(state, str(tmp), metadata={"format": "pt"})
+    tmp.chmod(0o666 & ~current_umask())  # safetensors writes 0600: a reader of config.json could not read these
     tmp.replace(out_dir / "model.safetensors")
     model.config.to_json_file(str(out_dir / "config.json"))
     (out_dir / "codec.json").write_text(codec.to_json() + "\n")
     # The codec's calibration belongs to these weights: a fresh model's is identity (fit it with
     # engine/service/calibrate.py); never leave a calibration.json fitted to other weights behind.
     write_calibration(out_dir, codec.calibration)
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting it: the moment between is one no file of ours is made in)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
