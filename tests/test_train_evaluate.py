@@ -246,6 +246,32 @@ def test_ticks_needed_is_the_fewest_ticks_that_split(split: str) -> None:
     assert long_enough == [False, True]
 
 
+@pytest.mark.parametrize("ticks, min_ticks", [(600, 128), (400, 128), (230, 1)])
+def test_a_stream_too_thin_to_split_is_offered_a_split_that_works(tmp_path: Path, ticks: int, min_ticks: int) -> None:
+    """ZVZZT's 230 ticks were told "e.g. --split 50/25/25", which leaves its parts under 128 ticks too."""
+    codec = BinnedCodec()
+    streams, _ = read_streams([str(write_ticks(tmp_path / "t.parquet", 3000))])
+    thin = {"SYN.A": streams["SYN.A"][:ticks]}
+    with pytest.raises(ValueError) as refused:
+        prepare(codec, thin, SplitSpec.parse("70/15/15"), min_ticks)
+    offered = re.search(r"or --split ([\d/]+), whose parts of SYN.A's ([\d,]+) ticks are", str(refused.value))
+    assert offered and offered[2] == f"{ticks:,}", str(refused.value)
+    prepared, skipped = prepare(codec, thin, SplitSpec.parse(offered[1]), min_ticks)  # and it does split
+    assert [sd.name for sd in prepared] == ["SYN.A"] and not skipped
+
+
+def test_a_stream_no_split_can_split_is_told_how_many_ticks_it_needs(tmp_path: Path) -> None:
+    codec = BinnedCodec()
+    streams, _ = read_streams([str(write_ticks(tmp_path / "t.parquet", 3000))])
+    with pytest.raises(ValueError) as refused:
+        prepare(codec, {"ZVZZT": streams["SYN.A"][:230]}, SplitSpec.parse("70/15/15"), 128)
+    said = str(refused.value)
+    assert "e.g. --split" not in said and "or --split" not in said, said
+    assert said.endswith("no split works for ZVZZT's 230 ticks, the longest stream: any split needs at least 484 "
+                         "ticks (306 without a validation part), its parts each at least 128 ticks with 50 ticks left "
+                         "out between them)"), said
+
+
 def test_scores_equal_a_hand_computation() -> None:
     p = np.array([[0.2, 0.5, 0.3], [0.6, 0.3, 0.1], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4]])
     y = np.array([1, 2, 2, 0])

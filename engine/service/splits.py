@@ -186,10 +186,44 @@ def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
         marks = marks_of(ticks)
         out.append(StreamData(name, ticks, tokens, marks, parts, part_labels(codec, marks, parts)))
     if not out:
+        longest, n = max(((name, len(ticks)) for name, ticks in streams.items()), key=lambda kv: (kv[1], kv[0]))
         raise ValueError("no stream is long enough to split: " + "; ".join(skipped) + f" (this split needs "
-                         f"{ticks_needed(spec, gap, min_ticks):,} ticks in a stream: more ticks, or a split with "
-                         f"larger later parts, e.g. --split 50/25/25)")
+                         f"{ticks_needed(spec, gap, min_ticks):,} ticks in a stream: "
+                         f"{_what_would_split(longest, n, spec, gap, min_ticks)})")
     return out, skipped
+
+
+def _what_would_split(name: str, n: int, spec: SplitSpec, gap: int, min_ticks: int) -> str:
+    """A --split that `name`'s n ticks do split, or how many ticks any split needs: a suggested split that fails
+    too (50/25/25 for 230 ticks) sends the user round again."""
+    fits = split_that_fits(n, spec, gap, min_ticks)
+    floor = "none empty" if min_ticks == 1 else f"each at least {min_ticks} ticks"
+    if fits is not None:
+        unvalidated = " (no validation part: training then stops by --steps alone)" if spec.validation and \
+            not fits.validation else ""
+        percents = [f"{100 * x:g}" for x in (fits.train, fits.validation, fits.test) if x]
+        return f"more ticks, or --split {'/'.join(percents)}, whose parts of {name}'s {n:,} ticks are {floor}" \
+               f"{unvalidated}"
+    return (f"no split works for {name}'s {n:,} ticks, the longest stream: any split needs at least "
+            f"{3 * min_ticks + 2 * gap:,} ticks ({2 * min_ticks + gap:,} without a validation part), its parts "
+            f"{floor} with {gap} ticks left out between them")
+
+
+def split_that_fits(n: int, spec: SplitSpec, gap: int, min_ticks: int) -> SplitSpec | None:
+    """The whole-percent split nearest `spec` (least total move of its parts) whose every part of n ticks holds at
+    least `min_ticks`: with a validation part if `spec` has one, else (or failing that) without; None if none."""
+    def fits(split: SplitSpec) -> bool:
+        parts = split_ticks(n, split, gap)
+        return all(len(r) >= min_ticks for p, r in zip(PARTS, parts) if p != "validation" or split.validation)
+
+    wanted = np.array([spec.train, spec.validation, spec.test]) * 100
+    for validated in (True, False) if spec.validation else (False,):
+        percents = [(t, v, 100 - t - v) for t in range(1, 100) for v in (range(1, 100 - t) if validated else (0,))]
+        fitting = [p for p in percents if fits(SplitSpec(*(x / 100 for x in p)))]
+        if fitting:
+            best = min(fitting, key=lambda p: (np.abs(np.array(p) - wanted).sum(), p))
+            return SplitSpec(*(x / 100 for x in best))
+    return None
 
 
 def ticks_needed(spec: SplitSpec, gap: int, min_ticks: int) -> int:
