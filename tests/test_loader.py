@@ -177,4 +177,5 @@ def test_weights_of_a_shallower_model_and_a_truncated_file_are_refused_naming_th
     with pytest.raises(CheckpointError) as refused:
         load_model(tmp_path)
     said = str(refused.value)
-    assert "\n" not in said and said.startswith(f"{weights}: not a readable safetensors file, truncated or corrupt ("), said
+    assert "\n" not in said and said.startswith(f"{weights}: not a readable safetensors file, truncated or "
+                                                f"corrupt ("), said

@@ -489,8 +489,9 @@ def _score(name: str, rows: pl.LazyFrame) -> QueryScore:
     if first.height == 0:
         return score
     labels = list(json.loads(first.item()))  # one question's labels, on every row (written with sorted keys)
+    probs = pl.col("probs").str.json_decode(pl.Struct({label: pl.Float64 for label in labels}))
     scored = scored.select("stream", "correct", "brier", "log_loss", "model_correct", "model_brier", "realised",
-                           "persistence", pl.col("probs").str.json_decode(pl.Struct({label: pl.Float64 for label in labels}))).collect()
+                           "persistence", probs).collect()
     score.scored = scored.height
     score.accuracy = float(scored["correct"].mean())
     score.brier = float(scored["brier"].mean())

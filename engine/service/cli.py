@@ -287,7 +287,8 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     data.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     data.add_argument("--json", action="store_true", help="print the record as JSON instead of the table")
     data.add_argument("--by-stream", action="store_true", help="also a row per stream (instrument) under each "
-                      "question, from the same answers (of several streams, the JSON has them as `by_stream` either way)")
+                      "question, from the same answers (of several streams, the JSON has them as `by_stream` "
+                      "either way)")
 
     p = sub.add_parser("train", parents=[reading, data], help="fit a tick model to your own tick files and score it")
     p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
