@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 import resource
 import shutil
@@ -955,3 +956,40 @@ def test_health_says_starting_while_the_tick_log_replays(checkpoint, tmp_path) -
     # and what it is doing (what a burst owes, forward by forward: test_a_restart_answers_a_backlog_...)
     assert "replaying the tick log" in phases and set(phases[:-1]) <= {
         "loading the model", "replaying the tick log", "computing the answers owed at each stream's latest tick"}
+
+
+def test_a_feed_launched_with_its_serve_waits_for_it_and_starts_after_the_ticks_it_holds(checkpoint, tmp_path,
+                                                                                        capsys) -> None:
+    """The README's `flashtick serve ... &` then `flashtick feed synthetic` at once, on a restart: the feed found no
+    control socket yet, went ahead from "now", and a previous feed that ran ahead of the clock made 434 of its 600
+    ticks ts_backwards. It now waits for the engine to serve, then starts after the ticks the engine holds."""
+    from engine.service.cli import main
+
+    endpoints, cfg = restartable(checkpoint, tmp_path)
+    service_yaml = tmp_path / "engine.yaml"
+    service_yaml.write_text(f"endpoints: {json.dumps(endpoints)}\n")
+    feed = ["feed", "synthetic", "--ticks", "200", "--rate", "20000", "--config", str(service_yaml)]
+    server, thread = start_server(cfg)
+    try:
+        assert main(feed) == 0  # 200 ticks at 20,000/s: its event time runs far ahead of the clock
+        wait_for(lambda: server.pipeline.ticks_in == 200, timeout_s=60)
+    finally:
+        server.stop()
+        thread.join(30)
+    capsys.readouterr()
+    later: list = []
+    starter = threading.Timer(3.0, lambda: later.append(start_server(cfg)))  # up after the feed's first try (2 s)
+    starter.start()
+    try:
+        assert main(feed) == 0
+        err = capsys.readouterr().err
+        assert "flashtick feed: waiting for the engine before sending: no connection to" in err, err
+        assert "rejected" not in err.split("sent 200 ticks", 1)[1].split("\n")[0].replace("; 0 rejected", ""), err
+        starter.join(30)
+        wait_for(lambda: later[0][0].pipeline.ticks_in == 400, timeout_s=60)
+        assert sum(later[0][0].pipeline.rejected.values()) == 0
+    finally:
+        starter.join(30)
+        for server, thread in later:
+            server.stop()
+            thread.join(30)

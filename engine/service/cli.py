@@ -618,6 +618,7 @@ def _control_for(args: argparse.Namespace) -> str | None:
 
 def _feed_resume(args: argparse.Namespace, stop: Any) -> Any:
     """A ControlFeedResume on the engine's control socket, or None (said) when there is none to ask."""
+    from connectors.feed import EngineLost
     from engine.service.client import ControlClient, ControlError
     from engine.service.feed_resume import ControlFeedResume
 
@@ -628,6 +629,8 @@ def _feed_resume(args: argparse.Namespace, stop: Any) -> Any:
         # (a short connect time-out: while the engine is down, each try gives up soon, and a signal is heard)
         return ControlFeedResume(lambda: ControlClient(control, timeout_s=5, connect_timeout_s=2, **_curve(args)),
                                  stop=stop)
+    except EngineLost as e:  # a signal while the engine was starting: nothing was sent
+        raise ConnectionError(f"{e}; nothing was sent") from None
     except ControlError as e:
         print(f"flashtick feed: note: cannot ask the engine's control socket ({e}): a restart of the engine "
               f"mid-feed will end the feed with an error instead of resuming (--control to name it)",

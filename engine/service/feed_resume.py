@@ -27,23 +27,28 @@ from connectors.feed import EngineLost, FeedTimeout
 from connectors.ticks import Tick
 from engine.service.client import ControlClient, ControlError
 
+STARTING = "the service is starting"  # a control reply's error while the engine loads (server.py _StartingReplies)
+START_WAIT_S = 20.0  # a feed waits this long for a control socket that accepts nothing yet (a serve just launched)
 CONFIRM_EVERY_S = 1.0  # how often the engine is asked what it holds (so what is kept here stays small)
 MAX_NAMES_PER_CALL = 10_000  # the control op `streams` answers for at most this many names (MAX_STREAMS_PER_REPLY)
 
 
 class ControlFeedResume:
     def __init__(self, connect: Callable[[], ControlClient], wait_s: float = 600.0,
-                 confirm_every_s: float = CONFIRM_EVERY_S, stop: threading.Event | None = None) -> None:
+                 confirm_every_s: float = CONFIRM_EVERY_S, stop: threading.Event | None = None,
+                 start_wait_s: float = START_WAIT_S) -> None:
         """``connect`` makes a client of the engine's control socket (made again after a failed call: a request
         lost with a dropped connection must not leave its late reply to be read as another's); ``wait_s``: how
-        long to wait for the engine to come back after the connection dropped; ``stop`` (a signal's): ends that
-        wait (EngineLost), so a feed stops while its engine is down rather than when it is back."""
+        long to wait for the engine to come back after the connection dropped, or for one that is starting
+        (loading its model, replaying its tick log) to serve; ``start_wait_s``: how long to wait for a control
+        socket that accepts nothing yet (a `serve` launched a moment before the feed); ``stop`` (a signal's): ends
+        those waits (EngineLost), so a feed stops while its engine is down rather than when it is back."""
         self.connect = connect
         self.stop = stop
         self.control: ControlClient | None = None
         self.wait_s = wait_s
         self.confirm_every_s = confirm_every_s
-        reply = self._call(streams=None)
+        reply = self._first_reply(start_wait_s)
         self.base: dict[str, int] = {name: held["ticks"] for name, held in reply["streams"].items() if held}
         # stream -> the event time of the engine's last tick of it when the feed began (a new synthetic market starts
         # after these, so its ticks are not refused as older than a previous feed's)
@@ -112,6 +117,32 @@ class ControlFeedResume:
         print(f"flashtick feed: the engine's connection dropped (restart {self.restarts}); it is back: sending "
               f"{len(again)} ticks again that it does not hold, then going on", file=sys.stderr, flush=True)
         return [tick for _, tick in again] + unsent
+
+    def _first_reply(self, start_wait_s: float) -> dict[str, Any]:
+        """The engine's streams when the feed begins, once it serves: a feed started with (or just after) a `serve`
+        that is still loading or replaying its tick log must not send before it can place itself after the ticks
+        the engine holds (a synthetic market starting "now" was refused as ts_backwards behind a previous run's).
+        ControlError when nothing accepts the control socket within ``start_wait_s``."""
+        started = time.monotonic()
+        said = ""
+        while True:
+            try:
+                return self._call(streams=None)
+            except ControlError as e:
+                starting = STARTING in str(e)
+                if self.stop is not None and self.stop.is_set():
+                    raise EngineLost("stopped by a signal while waiting for the engine to start") from None
+                if time.monotonic() - started >= (self.wait_s if starting else start_wait_s):
+                    raise
+                why = "it is starting (loading its model, replaying its tick log)" if starting else str(e)
+                if why != said:  # an operator must tell "waiting for the engine" from "hung"
+                    print(f"flashtick feed: waiting for the engine before sending: {why} (a signal stops the feed)",
+                          file=sys.stderr, flush=True)
+                    said = why
+                if self.stop is not None:
+                    self.stop.wait(0.5)
+                else:
+                    time.sleep(0.5)
 
     def _wait_for_engine(self) -> dict[str, int]:
         deadline = time.monotonic() + self.wait_s
