@@ -186,6 +186,37 @@ def test_relative_links_point_into_the_repository(path: Path) -> None:
     assert not broken, broken
 
 
+def heading_anchors(path: Path) -> set[str]:
+    """The anchors GitHub gives a Markdown file's headings: lower case, punctuation but `-` and `_` dropped, spaces
+    as `-`, a repeated one numbered (`-1`, `-2`); headings inside code fences are none."""
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in path.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        if fenced or not (heading := re.match(r"#{1,6} +(.+?) *#* *$", line)):
+            continue
+        slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
+@pytest.mark.parametrize("path", ALL_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_links_to_a_heading_name_one_that_exists(path: Path) -> None:
+    """A link to `file.md#anchor` lands on that heading, not at the top of the page (a bullet point's bold words
+    make no anchor)."""
+    broken = []
+    for number, target in relative_links(path):
+        file, _, anchor = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        if anchor and linked.suffix == ".md" and linked.exists() and anchor not in heading_anchors(linked):
+            broken.append(f"{path.relative_to(ROOT)}:{number}: {target}")
+    assert not broken, broken
+
+
 @pytest.mark.parametrize("path", ALL_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_issue_numbers_or_files_outside_the_repository(path: Path) -> None:
     bad = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
