@@ -99,6 +99,12 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
 
         code, _, err = run(capsys, "ask", "SYN.A", "dir", "--max-stale", "1000000", *control)
         assert code == 0 and "answered from the service's cached answer (seq " in err
+        # a question of the model's own, with no query registered by its name, is asked as it is
+        code, out, err = run(capsys, "ask", "SYN.A", "direction_5", *control)
+        assert code == 0 and set(json.loads(out)["value"]["probs"]) == {"down", "flat", "up"}, err
+        assert "no query is registered as 'direction_5': asked the model's question 'direction_5' directly" in err
+        code, _, err = run(capsys, "ask", "SYN.A", "no_such_thing", *control)
+        assert code == 2 and "no query named 'no_such_thing'" in err and "nor could the model answer it" in err
         code, out, _ = run(capsys, "unregister", "vol", *control)
         assert code == 0 and out == "unregistered vol (registry version 3)\n"
         code, _, err = run(capsys, "unregister", "vol", *control)

@@ -196,9 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON object: topic -> {last_seq, answer_ts}")
     p.set_defaults(run=cmd_topics)
 
-    p = sub.add_parser("ask", help="ask a registered query on a stream now", parents=[keys, clients, control_op])
+    p = sub.add_parser("ask", help="ask a registered query (or a question of the model, e.g. direction_5) on a "
+                       "stream now", parents=[keys, clients, control_op])
     p.add_argument("stream")
-    p.add_argument("query")
+    p.add_argument("query", help="a registered query's name, or a question of the model's own (direction_5, ...)")
+    p.add_argument("--kind", choices=("choice", "expectation"), default="choice",
+                   help="how a question of the model's own is asked when no query is registered by that name "
+                        "(default choice)")
     p.add_argument("--max-stale", type=int, default=None, help="accept a cached answer up to N ticks old")
     p.set_defaults(run=cmd_ask)
 
@@ -848,8 +852,22 @@ def cmd_topics(args: argparse.Namespace) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
+    from engine.service.client import ControlError
+
     with _control(args) as control:
-        reply = control.call("ask", stream=args.stream, query=args.query, max_stale_ticks=args.max_stale)
+        try:
+            reply = control.call("ask", stream=args.stream, query=args.query, max_stale_ticks=args.max_stale)
+        except ControlError as e:
+            # not a registered query: a question of the model's own (direction_5) is asked as it is, once
+            if not str(e).startswith(f"no query named {args.query!r}") or not args.query.isidentifier():
+                raise
+            spec = {"name": args.query, "streams": [args.stream], "question": args.query, "kind": args.kind}
+            try:
+                reply = control.call("ask", stream=args.stream, spec=spec)
+            except ControlError as direct:
+                raise ControlError(f"{e}; nor could the model answer it as a question ({direct})") from None
+            print(f"flashtick ask: no query is registered as {args.query!r}: asked the model's question "
+                  f"{args.query!r} directly (kind {args.kind})", file=sys.stderr)
     print(json.dumps(reply["answer"], indent=2))
     how = [flag for flag in ("cached", "prepositioned", "gated") if reply.get(flag)]  # not computed for this ask
     if how:
