@@ -3,6 +3,7 @@ live server on 127.0.0.1 with ephemeral ports: control commands, subscribe, feed
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -436,3 +437,33 @@ def test_an_unknown_option_shows_the_usage_of_its_subcommand(capsys) -> None:
         assert "error: unrecognized arguments: --bogus" in err, err
     # subscribe's answers endpoint is --answers too, as `feed` names it
     assert main(["subscribe", "--answers", "tcp://127.0.0.1:9", "--count", "0"]) == 0
+
+
+def test_subscribe_to_nothing_says_so_instead_of_waiting_in_silence(tmp_path) -> None:
+    """A wrong endpoint (or a service not up yet) printed nothing at all, for ever."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket_free_port() as port:
+        pass
+    root = Path(__file__).resolve().parents[1]
+    child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "subscribe", "dir/", "--endpoint",
+                              f"tcp://127.0.0.1:{port}"], stderr=subprocess.PIPE, text=True, cwd=root,
+                             env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        line = child.stderr.readline()  # within SUBSCRIBE_QUIET_S (5 s) of its start
+        assert f"flashtick subscribe: note: no heartbeat from tcp://127.0.0.1:{port} within 5 s" in line, line
+        assert "waiting on (Ctrl-C stops)" in line and child.poll() is None
+    finally:
+        child.kill()
+        child.wait(10)
+
+
+@contextlib.contextmanager
+def socket_free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]

@@ -713,11 +713,23 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
     seen = 0
     last_seqs: dict[str, int] = {}
     with AnswerSubscriber(args.endpoint, args.topics, **_curve(args)) as sub:
+        try:  # a wrong endpoint (or a service not up yet) is said, not waited on in silence; it waits on all the same
+            sub.wait_ready(timeout_s=SUBSCRIBE_QUIET_S)
+        except TimeoutError as e:
+            if (refused := sub.refused()) is not None:
+                raise ConnectionError(f"{args.endpoint} refused the subscription: {refused}") from None
+            print(f"flashtick subscribe: note: {e}; waiting on (Ctrl-C stops)", file=sys.stderr, flush=True)
+        quiet_since, told = time.monotonic(), False
         while args.count is None or seen < args.count:
             message = sub.recv(timeout_s=1.0)
             if message is None:
                 if (refused := sub.refused()) is not None:
                     raise ConnectionError(f"{args.endpoint} refused the subscription: {refused}")
+                if not told and seen == 0 and time.monotonic() - quiet_since > 2 * SUBSCRIBE_QUIET_S:
+                    told = True  # a misspelt prefix matches nothing: say how to see what is published
+                    print(f"flashtick subscribe: note: nothing published on {', '.join(map(repr, args.topics))} in "
+                          f"{2 * SUBSCRIBE_QUIET_S:g} s; a topic is QUERY/STREAM/ (case-sensitive): `flashtick topics` "
+                          f"lists those published so far", file=sys.stderr, flush=True)
                 continue
             seen += 1
             topic, payload = message
@@ -732,6 +744,9 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
                 else:  # heartbeats and rejects: the latest one heads the table
                     title = format_line(topic, payload)
                 render_table(table, sys.stdout, title)
+
+
+SUBSCRIBE_QUIET_S = 5.0  # no heartbeat this long: said; no message twice as long: how to list the topics, said
 
 
 def _note_gap(last_seqs: dict[str, int], topic: str, payload: dict) -> None:
