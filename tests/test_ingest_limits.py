@@ -161,4 +161,6 @@ def test_live_synthetic_feeds_in_a_row_both_go_in_and_a_replayed_one_is_reported
     with FeedClient(ingest) as client:
         three = run_feed(SyntheticSource(replay, limit=40), client, answers=answers)
     assert three.rejected == {"ts_backwards": 40}
-    assert three.summary() == f"sent 40 ticks in 1 message over {three.seconds:.1f} s; 40 rejected (ts_backwards: 40)"
+    first_line, why = three.summary().split("\n")
+    assert first_line == f"sent 40 ticks in 1 message over {three.seconds:.1f} s; 40 rejected (ts_backwards: 40)"
+    assert why.startswith("  first ts_backwards: stream SYN.") and "ts_backwards: stream 'SYN." in why  # why, too
