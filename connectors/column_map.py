@@ -32,6 +32,7 @@ EPOCH = "epoch"  # an epoch number in the unit (s, ms, us, ns) its first value's
 DETECT = "auto"  # what the column's first value shows: datetime text (with its format), or an epoch number's unit
 EXCEL_DAYS = "excel_days"  # a spreadsheet's serial date: days (and their fraction) since 1899-12-30 (Bloomberg's `Dates`)
 TS_UNITS = (*UNITS, EPOCH, "datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, DETECT)
+DECIMALS = ("comma", "point")  # `decimal`: a CSV's decimal separator, as words
 DATE_FROM_NAME = "file_name"  # `date`: the one ISO date the file's name holds (LOBSTER's AAPL_2012-06-21_...)
 # the units a `tz` applies to: epoch numbers are UTC already (DETECT: checked again once resolved)
 LOCAL_TIME_UNITS = ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, DETECT)
@@ -101,6 +102,8 @@ class ColumnMap:
     `price_offset`: added to price, bid and ask as read (after `price_scale`): an instrument that trades at zero
     or below (a spread, a power market's negative hours) shifted above zero, the one way the tick contract
     (prices > 0) takes it; moves keep their direction, and their size in bps is of the shifted level.
+    `decimal`: a CSV's decimal separator, "comma" (dots group thousands: `3.450,5`) or "point" (commas group:
+    `3,450.5`), where its numbers do not tell (`3,450` reads both ways); None: detected (layout.decimal_reading).
     """
 
     ts: str
@@ -128,6 +131,7 @@ class ColumnMap:
     signed_size: bool | None = None
     utc_offset: str | None = None
     price_offset: float | None = None
+    decimal: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
@@ -193,6 +197,9 @@ class ColumnMap:
                                  f"e.g. 10000), got {self.price_scale!r}")
             object.__setattr__(self, "price_scale", scale)
         object.__setattr__(self, "price_offset", checked_price_offset(self.price_offset))
+        if self.decimal not in (None, *DECIMALS):
+            raise ValueError(f"decimal is a CSV's decimal separator, {' or '.join(DECIMALS)} (a word: inline "
+                             f"--columns splits at commas), got {self.decimal!r}")
         if self.names is not None:
             names = self.names
             if isinstance(names, str) or not all(isinstance(n, str) and n for n in names) or not names:
@@ -463,7 +470,7 @@ def load_map_file(path: Path) -> dict[str, Any]:
     return dict(raw)
 
 
-REFINE_KEYS = ("names", "ts_unit", "ts_format", "tz", "date")  # keys that refine a detected layout
+REFINE_KEYS = ("names", "ts_unit", "ts_format", "tz", "date", "decimal")  # keys that refine a detected layout
 
 
 @dataclass(frozen=True)

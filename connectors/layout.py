@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import date as Date
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import polars as pl
 
@@ -119,12 +119,21 @@ NOT_TICKERS = {"DAT", "ASCII", "CSV", "TXT", "T", "M1", "H1", "D1", "TICK", "TIC
 COMMA_GROUPED = r"^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$"
 DOT_GROUPED = re.compile(r"^[+-]?\d{1,3}(\.\d{3})+(,\d+)?$")
 DECIMAL_COMMA = re.compile(r"^[+-]?(\d+|\d{1,3}(\.\d{3})+),\d+$")
+# One group of three digits after a comma or a dot, nothing else (`3,450`, `1.200`): thousands grouped, or a decimal
+# of three places. Alone it tells nothing; its column and the file's other numbers do (`decimal_reading`).
+ONE_GROUP = re.compile(r"^[+-]?[1-9]\d{0,2}([,.])\d{3}$")
+POINT_DECIMAL = re.compile(r"^[+-]?\d*\.\d+$")  # `988.5`, `1.0853`, `0.450` (not one group: ONE_GROUP first)
+COMMAS_GROUPING = re.compile(r"^[+-]?\d{1,3}((,\d{3}){2,}(\.\d+)?|(,\d{3})+\.\d+)$")  # `1,234,567`, `1,234.5`
+DOTS_GROUPING = re.compile(r"^[+-]?\d{1,3}(\.\d{3}){2,}$")  # `1.234.567`
+WHOLE = re.compile(r"^[+-]?\d+$")
+NUMBER_LINES = 2000  # lines read to tell a file's decimal separator (a cell that tells may come late)
 
 
 @dataclass(frozen=True)
 class Dialect:
     """What a CSV's first lines say: its delimiter, whether numbers use a decimal comma (`1,0853` or `42.002,00`
-    in a `;` file), and whether its first line is a header; `rows` are the first lines' cells, header excluded.
+    in a `;` file; `decimal_reading`), and whether its first line is a header; `rows` are the first lines' cells,
+    header excluded. `numbers`: how its numbers' separators were read, for a note ("" when nothing was to say).
     `long_rows`: (row, its number of fields) for each row with more fields than the file's columns, found only
     once polars has refused the file for one (`long_rows`): read truncated, then rejected."""
 
@@ -133,6 +142,7 @@ class Dialect:
     header: bool
     rows: tuple[tuple[str, ...], ...]
     long_rows: tuple[tuple[int, int], ...] = ()
+    numbers: str = ""
 
     @property
     def width(self) -> int:
@@ -157,9 +167,10 @@ def long_rows(path: Path, dialect: Dialect, width: int | None = None) -> tuple[t
         return tuple((i, len(row)) for i, row in enumerate(rows) if len(row) > width)
 
 
-def sniff_csv(path: Path) -> Dialect:
+def sniff_csv(path: Path, decimal: str | None = None) -> Dialect:
+    """A CSV's dialect; `decimal` ("comma" / "point", the map's key) states its decimal separator."""
     with _open_text(path) as f:
-        lines = [line for _, line in zip(range(SAMPLE_LINES + 1), (x for x in f if x.strip()))]
+        lines = [line for _, line in zip(range(NUMBER_LINES + 1), (x for x in f if x.strip()))]
     first = re.sub(r'"[^"]*"', "", lines[0]) if lines else ""
     best = max(SEPARATORS, key=first.count)  # ties go to the earlier one: ',' first
     separator = best if first.count(best) else ","
@@ -167,12 +178,64 @@ def sniff_csv(path: Path) -> Dialect:
     header = bool(rows) and not any(NUMBER.match(c) or DATE_LIKE.match(c) or c.lower() in ("true", "false")
                                     for c in rows[0])
     data = rows[1:] if header else rows
-    cells = [c for row in data for c in row]
-    # `1,0853`, and `42.002,00` (a dot grouping thousands: German Excel's); a dotted decimal that is no grouping
-    # (`1.0853`) says the file is not written so
-    decimal_comma = separator != "," and any(DECIMAL_COMMA.match(c) for c in cells) and \
-        not any(re.match(r"^[+-]?\d+\.\d+$", c) and not DOT_GROUPED.match(c) for c in cells)
-    return Dialect(separator, decimal_comma, header, tuple(data))
+    if decimal is not None:
+        decimal_comma, numbers = decimal == "comma", ""  # given: the map says it (describe_map)
+    else:
+        decimal_comma, numbers = decimal_reading(separator, data)
+    return Dialect(separator, decimal_comma, header, tuple(data[:SAMPLE_LINES]), numbers=numbers)
+
+
+def decimal_reading(separator: str, rows: Sequence[Sequence[str]]) -> tuple[bool, str]:
+    """Whether a CSV's numbers use a decimal comma, and what a note says of how they were read ("": nothing to say).
+
+    A comma-delimited file's decimal is a point. Otherwise some cells tell: `1,0853`, `0,450`, `42.002,00` and
+    `1.234.567` a decimal comma; `988.5`, `1.0853`, `1,234,567` and `1,234.5` a point, and so does a whole number
+    (`988`) in a column of `3,450`s (a price below a thousand, written without grouping), as `988` beside `1.200`s
+    tells dots grouping. Where no cell tells (every such number one group of three digits), the file's delimiter
+    decides (a `;` file is written as Europe writes numbers: a decimal comma, dots grouping), and the note names
+    the `decimal` key that says otherwise."""
+    if separator == ",":
+        return False, ""
+    comma: list[str] = []  # why a decimal comma: the cells that tell it
+    point: list[str] = []
+    grouped: list[str] = []  # one-group cells (`3,450`, `1.200`), which read two ways
+    width = len(rows[0]) if rows else 0
+    for column in zip(*(row for row in rows if len(row) == width)):
+        ones = {",": [], ".": []}
+        for cell in column:
+            if one := ONE_GROUP.match(cell):
+                ones[one[1]].append(cell)
+            elif DECIMAL_COMMA.match(cell) or DOTS_GROUPING.match(cell):
+                comma.append(f"'{cell}'")
+            elif POINT_DECIMAL.match(cell) or COMMAS_GROUPING.match(cell):
+                point.append(f"'{cell}'")
+        whole = next((c for c in column if WHOLE.match(c)), None)
+        if whole is not None and ones[","]:  # `988` beside `3,450`: a price under a thousand, not 3.45 beside 988
+            point.append(f"'{whole}' beside '{ones[','][0]}' in one column")
+        if whole is not None and ones["."]:
+            comma.append(f"'{whole}' beside '{ones['.'][0]}' in one column")
+        grouped += ones[","] + ones["."]
+    if not grouped and (not comma or point):
+        return False, ""  # plain decimals, or none: nothing to say
+    if comma and not point or point and not comma:
+        decimal_comma = bool(comma)
+        told = f"as {(comma or point)[0]} shows"
+    else:  # no cell tells (or cells tell both): a `;` file writes numbers as Europe does
+        decimal_comma = separator == ";" and not point
+        told = "no cell tells which" if not point else f"cells tell both ways ({comma[0]}, {point[0]})"
+    said = "a decimal comma, dots grouping thousands" if decimal_comma else "a decimal point, commas grouping thousands"
+    other = "point" if decimal_comma else "comma"
+    example = next(iter(grouped), None)
+    shown = (f": '{example}' is {_reading(example, decimal_comma)}, not {_reading(example, not decimal_comma)}"
+             if example else "")
+    return decimal_comma, (f"numbers read with {said} ({told}){shown}; --columns ...,decimal={other} if its decimal "
+                           f"is a {other}")
+
+
+def _reading(cell: str, decimal_comma: bool) -> str:
+    """A number's text read with a decimal comma (dots grouping) or a decimal point (commas grouping), as text."""
+    text = cell.replace(".", "").replace(",", ".") if decimal_comma else cell.replace(",", "")
+    return f"{float(text):g}" if abs(float(text)) < 1e15 else text
 
 
 def symbol_in_name(path: Path) -> tuple[str, str] | None:
@@ -722,4 +785,5 @@ def describe_map(cmap: ColumnMap) -> str:
     keep = [f"keep {c} in {'|'.join(str(v) for v in values)}" for c, values in (cmap.keep or {}).items()]
     signed = ["signed_size (negative: a sell)"] if cmap.signed_size else []
     offset = [f"utc_offset={cmap.utc_offset}"] if cmap.utc_offset else []
-    return ", ".join([f"ts={cmap.ts}{unit}", *offset, stream, *fields, *signed, *scale, *keep])
+    decimal = [f"decimal={cmap.decimal}"] if cmap.decimal else []
+    return ", ".join([f"ts={cmap.ts}{unit}", *offset, stream, *fields, *signed, *scale, *keep, *decimal])

@@ -679,8 +679,9 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
     """The map a file is read with (given; detected; or detected, then refined), its CSV dialect, its columns,
     and the notes that say how it was read when that was a guess. `long_rows_of`: the dialect names the CSV's rows
     with more fields than its columns, which are read truncated (`long_rows`)."""
-    dialect = sniff_csv(path) if is_csv(path) else None
     names = spec.names if isinstance(spec, ColumnMap) else spec.keys.get("names") if spec is not None else None
+    decimal = spec.decimal if isinstance(spec, ColumnMap) else spec.keys.get("decimal") if spec is not None else None
+    dialect = sniff_csv(path, decimal) if is_csv(path) else None
     guessed, how = None, ""
     if names is None and not isinstance(spec, ColumnMap) and dialect is not None and not dialect.header \
             and dialect.rows:
@@ -790,7 +791,8 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
                     else "e.g. --tz America/New_York")
             notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and are read as UTC; if they "
                          f"are local times, give their zone, {zone}")
-    return cmap, dialect, schema, notes + kind_notes + unit_notes + stream_notes + day_notes
+    number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
+    return cmap, dialect, schema, notes + number_notes + kind_notes + unit_notes + stream_notes + day_notes
 
 
 SETTLE_ROWS = 10_000  # rows read to settle a date that reads two ways in the first row

@@ -1,0 +1,89 @@
+"""Numbers whose separators read two ways (`3,450`: 3450 or 3.45; `1.200`: 1200 or 1.2): a file's other cells tell
+which, else its delimiter does, and a note says how they were read and how to state the other reading. Every
+fixture is written here, from code, into tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from connectors.column_map import map_from_options
+from connectors.replay import FileReplay
+from test_vendor_files import drain
+
+JPX_HEADER = "Date\tTime\tCode\tPrice\tVolume\n"
+
+
+def jpx_rows(count: int = 40) -> str:
+    """Toyota (7203) around 3,450 yen and 9434 crossing 1,000 yen, sizes grouped (`3,000`) where they are big."""
+    rows = []
+    for i in range(count):
+        clock = f"09:00:{i:02d}.000"
+        rows.append(f"2026/03/10\t{clock}\t7203\t{3450 + i % 3:,}\t500\n")
+        rows.append(f"2026/03/10\t{clock}\t9434\t{990 + i:,}\t{3000:,}\n")
+    return "".join(rows)
+
+
+def test_grouping_commas_in_a_tab_file_are_thousands_not_decimals(tmp_path: Path) -> None:
+    path = tmp_path / "jpx.txt"
+    path.write_text(JPX_HEADER + jpx_rows())
+    replay = FileReplay(path, columns=map_from_options(columns="stream=Code", tz="Asia/Tokyo", detect=True))
+    ticks = drain(replay)
+    assert dict(replay.rejected) == {}
+    toyota = [t.price for t in ticks if t.stream == "7203"]
+    crossing = [t.price for t in ticks if t.stream == "9434"]
+    assert toyota[:3] == [3450.0, 3451.0, 3452.0]
+    assert crossing[8:12] == [998.0, 999.0, 1000.0, 1001.0]  # never 999, 1.0, 1.001
+    assert {t.size for t in ticks if t.stream == "9434"} == {3000.0}
+    note = next(n for n in replay.notes if "commas grouping thousands" in n)
+    assert "'3,450' is 3450, not 3.45" in note and "decimal=comma" in note
+
+
+def test_quoted_grouped_cells_read_alike(tmp_path: Path) -> None:
+    path = tmp_path / "quoted.txt"
+    path.write_text(JPX_HEADER + '2026/03/10\t09:00:00.000\t7203\t"3,450"\t500\n'
+                                 '2026/03/10\t09:00:01.000\t9434\t988\t"3,000"\n')
+    ticks = drain(FileReplay(path, columns={"stream_col": "Code"}))
+    assert [(t.price, t.size) for t in ticks] == [(3450.0, 500.0), (988.0, 3000.0)]
+
+
+def test_dots_grouping_whole_numbers_in_a_semicolon_file(tmp_path: Path) -> None:
+    path = tmp_path / "de.csv"
+    path.write_text("Date;Time;Code;Price;Volume\n10.03.2026;09:00:00;SAP;3.450;100\n"
+                    "10.03.2026;09:00:01;SAP;1.200;200\n")
+    replay = FileReplay(path, columns={"stream_col": "Code"})
+    assert [t.price for t in drain(replay)] == [3450.0, 1200.0]
+    note = next(n for n in replay.notes if "numbers read with" in n)
+    assert "no cell tells which" in note and "'3.450' is 3450, not 3.45" in note and "decimal=point" in note
+    # the key the note names reads the other way
+    said = FileReplay(path, columns={"stream_col": "Code", "decimal": "point"})
+    assert [t.price for t in drain(said)] == [3.45, 1.2]
+    assert not any("numbers read with" in n for n in said.notes)
+
+
+def test_a_file_that_cannot_tell_is_read_one_way_with_the_key_for_the_other(tmp_path: Path) -> None:
+    path = tmp_path / "ambiguous.txt"
+    path.write_text(JPX_HEADER + "2026/03/10\t09:00:00.000\t7203\t3,450\t5,000\n"
+                                 "2026/03/10\t09:00:01.000\t7203\t3,455\t1,000\n")
+    replay = FileReplay(path, columns={"stream_col": "Code"})
+    assert [t.price for t in drain(replay)] == [3450.0, 3455.0]
+    note = next(n for n in replay.notes if "numbers read with" in n)
+    assert "no cell tells which" in note and "--columns ...,decimal=comma" in note
+    inline = map_from_options(columns="decimal=comma", detect=True)
+    assert [(t.price, t.size) for t in drain(FileReplay(path, columns=inline))] == [(3.45, 5.0), (3.455, 1.0)]
+
+
+def test_decimal_commas_are_said_in_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "xetra.csv"
+    path.write_text("Time;Symbol;Price;Size\n02.01.2024 09:00:00,100;SAP;171,32;1.000\n"
+                    "02.01.2024 09:00:01,100;SAP;171,325;10\n")
+    replay = FileReplay(path)
+    assert [(t.price, t.size) for t in drain(replay)] == [(171.32, 1000.0), (171.325, 10.0)]
+    note = next(n for n in replay.notes if "numbers read with" in n)
+    assert "a decimal comma, dots grouping thousands (as '171,32' shows)" in note and "decimal=point" in note
+
+
+def test_a_decimal_key_that_is_no_separator_word_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"decimal is a CSV's decimal separator, comma or point .*got ','"):
+        map_from_options(columns={"ts": "t", "price": "p", "size": "s", "decimal": ","})
