@@ -28,7 +28,10 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
                "instrument_name", "instid", "inst_id",  # OKX's API (instId)
                "sym_root",  # TAQ's (SYM_ROOT, with SYM_SUFFIX for share classes)
                "currencypair", "currency_pair", "ccypair", "ccy_pair", "cusip", "isin",  # FX ECNs', bonds'
-               "stock"),  # Nasdaq ITCH's (Stock)
+               "stock",  # Nasdaq ITCH's (Stock)
+               # exchanges' codes: JPX's and HKEX's `Code`/`Stock Code`, `Security Code`, `Local Code`, BSE's SC_CODE
+               "stock_code", "security_code", "local_code", "sc_code", "ticker_code", "sec_code", "symbol_code",
+               "instrument_code", "code"),
     "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price",  # close: a bar's
               "deal", "deal_price",  # FX ECNs' deals (EBS: Deal, DealSize, DealSide beside the quote)
               "mid_c"),  # OANDA's candles as pandas flattens them (mid.o, mid.h, mid.l, mid.c)

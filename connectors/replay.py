@@ -724,7 +724,15 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
                          f"the file: every row would go to that one stream. For a stream per value of the column give "
                          f"stream_col: {column} (inline: --columns ...,stream={column}); a fixed name that is no "
                          f"column is stream: NAME (inline: stream_name=NAME)")
-    cmap, stream_notes = stream_of(path, cmap, schema)
+    named = _stream_named(spec)
+    if not named and cmap.stream is None and cmap.stream_col is None and cmap.default_stream is None:
+        cmap, stream_notes = _name_column(path, cmap, schema, names, dialect)
+    else:
+        stream_notes = []
+    cmap, found_notes = stream_of(path, cmap, schema)
+    stream_notes += found_notes
+    if not named and cmap.stream_col is None:
+        stream_notes += _unread_identifiers(path, cmap, schema, names, dialect)
     cmap, day_notes = date_of(path, cmap)
     if missing := [c for c in cmap.source_columns() if c not in schema]:
         headerless = ("; its first line is data, not a header: give its columns in order with --csv-names"
@@ -904,6 +912,75 @@ def _venue_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
     return [f"{path.name}: column {column!r} holds {len(values)} venues ({', '.join(values[:5])}"
             f"{', ...' if len(values) > 5 else ''}) and each stream mixes them: right for a consolidated tape, not "
             f"for separate markets with their own prices (a stream per venue: --columns {streams})"]
+
+
+def _stream_named(spec: ColumnMap | Refine | None) -> bool:
+    """Whether the map given names the stream (a fixed name or a column): then it is as the user said."""
+    if isinstance(spec, ColumnMap):
+        return spec.stream is not None or spec.stream_col is not None
+    return isinstance(spec, Refine) and bool({"stream", "stream_col"} & set(spec.keys))
+
+
+NAME_COLUMNS = ("name", "security_name", "stock_name", "company_name", "issue_name")  # a symbol's name, maybe
+IDENTIFIER = re.compile(r"^[A-Za-z0-9][\w.\-/&: ]{0,23}$")  # a symbol, a code, a short name
+FLAG_WORDS = frozenset({"true", "false", "t", "f", "y", "n", "yes", "no", "0", "1"})
+ID_WORDS = re.compile(r"(code|sym|ticker|name|sec|isin|cusip|instrument|contract|stock|ric|id)")
+# columns that repeat short values without naming an instrument: said by their own notes, or read as fields
+NOT_IDENTIFIERS = frozenset((*EVENT_NAMES, *RIGHT_NAMES, "side", "aggressor_side", "taker_side", "exchange", "venue",
+                             "market", "exchange_id", "exchange_code", "ex", "mic", "currency", "ccy", "flags",
+                             "condition", "conditions", "sale_condition", "tr_scond", "tr_corr", "qu_cond", "kind"))
+
+
+def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                        dialect: Dialect | None, columns: list[str]) -> dict[str, list[str]]:
+    """Of `columns`, those that look like an instrument's identifier: text (or integers, under a name such as
+    `code` or `id`) of 2 to 1,000 distinct short values that repeat (a trade id, one per row, names no instrument),
+    in the first SAMPLE_ROWS rows. -> column: up to 5 of its values."""
+    candidates = [c for c in columns if c not in cmap.source_columns() and c not in cmap.ts_columns
+                  and normal_name(c) not in NOT_IDENTIFIERS and (schema[c] == pl.String or schema[c].is_integer()
+                                                                   and ID_WORDS.search(normal_name(c)))]
+    if not candidates:
+        return {}
+    overrides = {c: pl.String for c in candidates} if is_csv(path) else None
+    sample = _scan(path, names, dialect, overrides).head(SAMPLE_ROWS).select(
+        [pl.col(c).cast(pl.String).str.strip_chars() for c in candidates]).collect()
+    found = {}
+    for column in candidates:
+        values = sample[column].drop_nulls()
+        values = values.filter(values != "")
+        distinct = values.unique(maintain_order=True)
+        flags = set(distinct.str.to_lowercase().head(3).to_list()) <= FLAG_WORDS  # true/false, Y/N: no instruments
+        if 2 <= len(distinct) <= 1000 and len(distinct) * 2 <= len(values) and not flags and \
+                all(IDENTIFIER.match(v) for v in distinct.head(100).to_list()):
+            found[column] = distinct.head(5).to_list()
+    return found
+
+
+def _name_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                 dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
+    """A detected layout without a symbol column whose `Name` column holds several short names: its streams, with a
+    note (a generic name, read so only when it looks like instruments' names and nothing else names them)."""
+    column = next((c for c in schema if normal_name(c) in NAME_COLUMNS), None)
+    if column is None or not (found := _identifier_columns(path, cmap, schema, names, dialect, [column])):
+        return cmap, []
+    return replace(cmap, stream_col=column), [
+        f"{path.name}: streams from column {column!r} ({', '.join(found[column][:3])}, ...): no symbol column, and "
+        f"it holds several names (--columns stream=COLUMN or stream_name=NAME says otherwise)"]
+
+
+def _unread_identifiers(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                        dialect: Dialect | None) -> list[str]:
+    """Every row goes to one stream (the file's name, or a name the map or the file's name gave) while a column the
+    map does not read holds several values that look like instruments' identifiers (a `Code` of 7203 and 9434):
+    said, since their prices would alternate in one stream, with the map that gives each its stream."""
+    found = _identifier_columns(path, cmap, schema, names, dialect, list(schema))
+    if not found:
+        return []
+    column, values = next(iter(found.items()))
+    stream = cmap.stream or cmap.default_stream
+    return [Caution(f"{path.name}: every row goes to one stream, {stream}, but column {column!r} holds several "
+                    f"values ({', '.join(values[:3])}, ...) that look like instruments: if it names them, give "
+                    f"--columns stream={column} (a stream per value; docs/replay.md)")]
 
 
 # Columns that mark a print as corrected, cancelled or to be excluded (TickData's Correction Indicator and Exclude

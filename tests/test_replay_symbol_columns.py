@@ -1,0 +1,68 @@
+"""Symbol columns as exchanges name them (JPX's `Code`, HKEX's `Stock Code`, BSE's `SC_CODE`, a generic `Name`), and
+a note when every row goes to one stream while an unread column looks like instruments' identifiers. Every fixture
+is written here, from code, into tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from connectors.replay import FileReplay
+from test_vendor_files import drain
+
+
+def two_stocks(header: str, first: str = "7203", second: str = "9434") -> str:
+    rows = "".join(f"2026-03-10T09:00:{i:02d},{(first, second)[i % 2]},{(3450, 988)[i % 2] + i},100\n"
+                   for i in range(10))
+    return header + rows
+
+
+@pytest.mark.parametrize("column", ["Code", "Stock Code", "Security Code", "Local Code", "SC_CODE", "Ticker Code"])
+def test_exchange_code_columns_name_the_streams(tmp_path: Path, column: str) -> None:
+    path = tmp_path / "jpx.csv"
+    path.write_text(two_stocks(f"Time,{column},Price,Volume\n"))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert {t.stream for t in ticks} == {"7203", "9434"}
+    assert [t.price for t in ticks if t.stream == "9434"] == [989.0, 991.0, 993.0, 995.0, 997.0]
+    assert not any("look like instruments" in n for n in replay.notes)
+
+
+def test_a_name_column_of_several_short_names_names_the_streams(tmp_path: Path) -> None:
+    path = tmp_path / "jp.csv"
+    path.write_text(two_stocks("Time,Name,Price,Volume\n", "Toyota", "SoftBank"))
+    replay = FileReplay(path)
+    assert {t.stream for t in drain(replay)} == {"Toyota", "SoftBank"}
+    assert any("streams from column 'Name'" in n for n in replay.notes)
+    # one name (a file of one instrument): the file's stream, as before
+    (tmp_path / "one.csv").write_text(two_stocks("Time,Name,Price,Volume\n", "Toyota", "Toyota"))
+    assert {t.stream for t in drain(FileReplay(tmp_path / "one.csv"))} == {"one"}
+
+
+def test_one_stream_beside_an_unread_identifier_column_is_said(tmp_path: Path) -> None:
+    path = tmp_path / "day.csv"
+    path.write_text(two_stocks("Time,Issue,Price,Volume\n", "AAA1", "BBB2"))
+    replay = FileReplay(path)
+    assert {t.stream for t in drain(replay)} == {"day"}
+    caution = next(n for n in replay.cautions if "look like instruments" in n)
+    assert "column 'Issue' holds several values (AAA1, BBB2" in caution and "--columns stream=Issue" in caution
+    # a full map without a stream gets it too; one that names the stream does not
+    full = FileReplay(path, columns={"ts": "Time", "price": "Price", "size": "Volume"})
+    assert any("--columns stream=Issue" in n for n in full.notes)
+    named = FileReplay(path, columns={"ts": "Time", "price": "Price", "size": "Volume", "stream": "ALL"})
+    assert not any("look like instruments" in n for n in named.notes)
+    # integer codes under an identifier's name, in a Parquet file
+    pl.read_csv(path).rename({"Issue": "issue_id"}).with_columns(
+        pl.col("issue_id").str.slice(3).cast(pl.Int64)).write_parquet(tmp_path / "day.parquet")
+    assert any("column 'issue_id' holds several values (1, 2" in n for n in FileReplay(tmp_path / "day.parquet").notes)
+
+
+def test_unique_ids_and_flags_are_no_identifiers(tmp_path: Path) -> None:
+    path = tmp_path / "trades.csv"
+    path.write_text("time,trade_id,price,qty,is_best_match\n" + "".join(
+        f"2026-03-10T09:00:{i:02d},T{i},100.5,1,{('True', 'False')[i % 2]}\n" for i in range(10)))
+    replay = FileReplay(path)
+    assert len(drain(replay)) == 10
+    assert not any("look like instruments" in n for n in replay.notes)
