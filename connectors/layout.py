@@ -697,7 +697,13 @@ def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
 
 def trade_bars(cmap: ColumnMap, names: Iterable[str]) -> bool:
     """Whether the map reads a file of bars (OHLC), its close as each row's trade price."""
-    return cmap.price is not None and BAR_CLOSES.get(normal_name(cmap.price), {""}) <= {normal_name(n) for n in names}
+    return cmap.price is not None and _bar_close(cmap.price, {normal_name(n) for n in names})
+
+
+def _bar_close(column: str, columns: set[str]) -> bool:
+    """Whether `column` is a bar's close beside its open, high and low (a file's columns, as normal names)."""
+    bar = BAR_CLOSES.get(normal_name(column))  # None: no close (an Excel CSV's trailing empty column is no bar)
+    return bar is not None and bar <= columns
 
 
 class Caution(str):
@@ -720,7 +726,7 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
                  f"as filtered_out" if cmap.size else "")
         notes.append(f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size "
                      f"{cmap.size or 1}, no side), stamped with its {cmap.ts!r} column{BAR_STAMP}{empty}")
-    elif cmap.bid is not None and BAR_CLOSES.get(normal_name(cmap.bid), {""}) <= columns:
+    elif cmap.bid is not None and _bar_close(cmap.bid, columns):
         notes.append(f"{path.name}: read as bid/ask bars: each row is one quote at their closes ({cmap.bid}, "
                      f"{cmap.ask}), stamped with its {cmap.ts!r} column{BAR_STAMP}")
     if cmap.price is not None and cmap.size is None:

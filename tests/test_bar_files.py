@@ -180,3 +180,12 @@ def test_a_price_of_zero_that_traded_is_refused_and_the_warning_says_its_share_o
     drain(spread)
     assert "every trade price of" in spread.rejected.examples["nonpositive_price"]
     assert "--price-offset X shifts them above zero" in spread.rejected.examples["nonpositive_price"]
+
+
+def test_a_trailing_empty_column_makes_no_bars(tmp_path: Path) -> None:
+    path = tmp_path / "excel_trades.csv"  # Excel's CSVs end each line with the separator: a column named ""
+    path.write_text("time,symbol,price,size,\n2024-01-02T09:30:00Z,AAPL,185.5,100,\n"
+                    "2024-01-02T09:30:01Z,AAPL,185.6,200,\n")
+    replay = FileReplay(path)
+    assert [(t.price, t.size) for t in drain(replay)] == [(185.5, 100.0), (185.6, 200.0)]
+    assert not any("bars" in note for note in replay.notes)
