@@ -246,11 +246,16 @@ class ColumnMap:
         if joined and self.ts_unit in DAY_CLOCK_UNITS and self.date is not None:
             raise ValueError(f"ts {self.ts!r} takes each row's day from column {self.ts_columns[0]!r}: drop date "
                              f"{self.date!r}")
-        if not joined and (self.ts_unit in DAY_CLOCK_UNITS) != (self.date is not None):
+        if joined and self.ts_unit == "datetime" and self.date is not None:
+            raise ValueError(f"ts {self.ts!r} joins a date column to the time: drop date {self.date!r}")
+        # a date also gives the day of times of day written as text (`09:00:00.123`, ts_unit datetime)
+        if not joined and (self.ts_unit in DAY_CLOCK_UNITS and self.date is None or self.date is not None and
+                           self.ts_unit not in (*DAY_CLOCK_UNITS, "datetime", DETECT)):
             raise ValueError(f"ts_unit {' or '.join(map(repr, DAY_CLOCK_UNITS))} needs date (the trading day, "
                              f"e.g. '2024-03-01'), or each row's day from a date column joined to the time column "
-                             f"(ts=DATE+TIME: a file of several days), and date "
-                             f"goes with that unit only; got ts_unit={self.ts_unit!r}, date={self.date!r}")
+                             f"(ts=DATE+TIME: a file of several days), and date goes with that unit, or with "
+                             f"times of day as text (09:00:00.123, ts_unit datetime), only; got "
+                             f"ts_unit={self.ts_unit!r}, date={self.date!r}")
         if self.date is not None and self.date != DATE_FROM_NAME:
             if isinstance(self.date, Date):  # YAML reads an unquoted 2024-03-01 as a date
                 object.__setattr__(self, "date", self.date.isoformat())
@@ -534,7 +539,7 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
         spec = {"preset": preset_name, **spec}
     if detect and is_refinement(spec | given):  # checked on a stand-in map: a bad zone or unit is named now
         checked = spec | given
-        unit = TIME_OF_DAY if "date" in checked else "datetime"  # the units a zone or a day refines
+        unit = "datetime"  # a unit a zone or a day refines (a day: of times of day as text too)
         # the time keys only (names are the file's own; columns are checked against each file's map)
         timing = {k: v for k, v in checked.items() if k in (*REFINE_KEYS, "price_offset") and k != "names"}
         ColumnMap.from_dict({"ts": "ts", "ts_unit": unit, "price": "price", "size": "size"} | timing)

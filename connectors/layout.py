@@ -687,7 +687,8 @@ def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
             pass
     if len(found) != 1:
         held = f"several dates ({', '.join(sorted(found))})" if found else "no date (YYYY-MM-DD)"
-        raise ValueError(f"{path}: its times are seconds after midnight and the day is not given; its name holds "
+        kind = "seconds after midnight" if cmap.ts_unit in DAY_CLOCK_UNITS else "times of day"
+        raise ValueError(f"{path}: its times are {kind} and the day is not given; its name holds "
                          f"{held}: give the day with --date YYYY-MM-DD")
     day = found.pop()
     zone = f", times in {cmap.tz}" if cmap.tz else ""
@@ -778,7 +779,7 @@ def match_case(cmap: ColumnMap, schema: Mapping[str, pl.DataType]) -> ColumnMap:
 
 def describe_map(cmap: ColumnMap) -> str:
     """A map as the command line writes it: `ts=time (ms), stream=symbol, price=px, size=qty`."""
-    zone = f", {cmap.tz}" if cmap.tz else ""
+    zone = (f", {cmap.tz}" if cmap.tz else "") + (f", day {cmap.date}" if cmap.date else "")
     unit = f" ({cmap.ts_unit}{', ' + cmap.ts_format if cmap.ts_format else ''}{zone})"
     stream = f"stream={cmap.stream_col}" if cmap.stream_col else f"stream_name={cmap.stream or cmap.default_stream}"
     scale = [f"price_scale={cmap.price_scale:g}"] if cmap.price_scale is not None else []

@@ -43,6 +43,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     QUOTE_FIELDS,
     DAY_CLOCK_UNITS,
     EXCEL_DAYS,
+    TIME_OF_DAY,
     TRADE_FIELDS,
     UNITS,
     VALUE_FIELDS,
@@ -161,6 +162,9 @@ def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None)
     in Python). `first` is the column's first value as text: whether datetime text carries a UTC offset."""
     col = _time_column(cmap)
     if cmap.ts_unit == "datetime":
+        if cmap.date is not None and dtype != pl.String:
+            raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, which holds its own date: drop date "
+                             f"{cmap.date!r} (it gives the day of times of day)")
         if isinstance(dtype, pl.Datetime):
             if dtype.time_zone is not None and cmap.tz is not None:
                 raise ValueError(f"{path}: ts column {cmap.ts!r} already carries time zone {dtype.time_zone!r}; "
@@ -218,12 +222,25 @@ def _offset(path: Path, cmap: ColumnMap, ts_ns: pl.Expr, first: str | None) -> p
     return ts_ns - (hours * 3_600_000_000_000).round().cast(pl.Int64)  # a row without an offset has no time
 
 
+CLOCK_ONLY = re.compile(r"^\d{1,2}:\d\d(:\d\d([.,]\d+)?)?$")  # a time of day, no date: `09:00:00.123`
+
+
 def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
     """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`."""
     # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123
     text = _time_column(cmap).str.strip_chars().str.replace(r"(:\d\d),(\d)", "${1}.${2}")
     text = text.str.replace(SPACED_FRACTION, "${1}.${2}")  # NinjaTrader's `20240102 143000 2537700`
     fmt = cmap.ts_format
+    if first is not None and CLOCK_ONLY.match(first):  # one file a day, its date in its name or given
+        if cmap.date is None:
+            raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a time of day without a date: give "
+                             f"the day with --date YYYY-MM-DD (or --date file_name: the one date its name holds), "
+                             f"and --tz ZONE for local times")
+        text = pl.concat_str([pl.lit(cmap.date), text], separator=" ")
+        fmt = f"%Y-%m-%d {fmt}" if fmt else "%Y-%m-%d %H:%M:%S%.f" if first.count(":") == 2 else "%Y-%m-%d %H:%M"
+    elif cmap.date is not None:
+        raise ValueError(f"{path}: date {cmap.date!r} gives the day of times of day, but column {cmap.ts!r} holds "
+                         f"{(first or '')[:40]!r}, which is no time of day alone: drop date")
     if fmt is None and first is not None and two_way_date(first):  # polars would guess day-first
         fits = time_formats(first) or ["%m/%d/%Y %H:%M:%S%.f", "%d/%m/%Y %H:%M:%S%.f"]
         raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a date that reads more than one way "
@@ -751,6 +768,10 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
                       f"--ts-format to say otherwise)"]
     else:
         unit_notes = []
+    if cmap.ts_unit == TIME_OF_DAY and len(cmap.ts_columns) == 1 and CLOCK_ONLY.match(first(cmap.ts) or ""):
+        cmap = replace(cmap, ts_unit="datetime")  # `09:00:00.123`: a time of day as text, not a number of seconds
+        unit_notes.append(f"{path.name}: column {cmap.ts!r} holds times of day as text ({first(cmap.ts)!r}): read "
+                          f"as wall-clock times of {cmap.date}{' in ' + cmap.tz if cmap.tz else ' (UTC)'}")
     if cmap.ts_unit == "datetime" and cmap.ts_format is None and not isinstance(spec, ColumnMap):
         cmap, settled = _settled_format(path, names, dialect, cmap)
         unit_notes += settled

@@ -294,3 +294,21 @@ def test_a_price_offset_takes_an_instrument_that_trades_at_zero_or_below(tmp_pat
                  "--price-offset", "100", "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
     assert "replayed 4 ticks (0 rejected)" in printed
+
+
+def test_times_of_day_as_text_take_the_day_given(tmp_path: Path) -> None:
+    path = tmp_path / "7203_2026-03-10.csv"  # one file a day: the date in its name
+    path.write_text('Time,Code,Price,Volume\n09:00:00.123,7203,"3,450",100\n09:00:01.5,7203,"3,451",100\n')
+    tokyo_nine = int(datetime(2026, 3, 10, 0, 0, tzinfo=timezone.utc).timestamp()) * NS  # 09:00 in Tokyo
+    want = [tokyo_nine + 123_000_000, tokyo_nine + 1_500_000_000]
+    for options in ({"date": "2026-03-10"}, {"date": "file_name"}, {"ts_format": "%H:%M:%S%.f", "date": "2026-03-10"},
+                    {"ts_unit": "seconds_after_midnight", "date": "2026-03-10"}):
+        cmap = map_from_options(detect=True, tz="Asia/Tokyo", **options)
+        assert [t.ts for t in replay_ticks(path, columns=cmap)] == want, options
+    for options in ({}, {"ts_format": "%H:%M:%S%.f"}):
+        with pytest.raises(ValueError, match=r"holds '09:00:00.123', a time of day without a date: give the day "
+                                             r"with --date YYYY-MM-DD \(or --date file_name"):
+            FileReplay(path, columns=map_from_options(detect=True, **options))
+    (tmp_path / "full.csv").write_text("Time,Price,Volume\n2026-03-10 09:00:00,3450,100\n")
+    with pytest.raises(ValueError, match=r"which is no time of day alone: drop date"):
+        FileReplay(tmp_path / "full.csv", columns=map_from_options(detect=True, date="2026-03-10"))
