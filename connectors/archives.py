@@ -9,6 +9,7 @@ what a replay's fingerprint, a backtest's run key and rejected rows' locations n
 
 from __future__ import annotations
 
+import gzip
 import shutil
 import tempfile
 import zipfile
@@ -41,6 +42,46 @@ def utf16_encoding(path: Path) -> str | None:
     if not any(evens) and all(odds):
         return "utf-16-be"
     return None
+
+
+TEXT_HEAD = 1 << 16  # bytes of a text file checked for UTF-8
+
+
+def not_utf8(path: Path) -> str | None:
+    """Why a text file that is not UTF-16 cannot be read as UTF-8 (polars reads UTF-8 only), with the likely
+    encoding and the command that converts it; None when its first bytes are UTF-8. Japanese exports are usually
+    Shift_JIS (cp932), Western Windows tools' Windows-1252."""
+    try:
+        opener = gzip.open if path.name.lower().endswith(".gz") else open
+        with opener(path, "rb") as f:
+            head = f.read(TEXT_HEAD)
+    except (OSError, EOFError):
+        return None
+    try:
+        head.decode("utf-8")
+        return None
+    except UnicodeDecodeError as e:
+        if e.start >= len(head) - 3 and len(head) == TEXT_HEAD:  # a character cut at the end of what was read
+            return None
+        line = head[: e.start].count(b"\n") + 1
+    likely = next((name for name, codec in (("Shift_JIS (cp932)", "cp932"), ("Windows-1252", "cp1252"))
+                   if _reads_as(head, codec)), None)
+    if likely is None:
+        return f"its text is not UTF-8 (line {line}); convert it to UTF-8 (iconv -f ENCODING -t utf-8)"
+    codec = likely.split("(")[-1].rstrip(")") if "(" in likely else "cp1252"
+    return (f"its text is not UTF-8 (line {line}): it reads as {likely}; convert it first, e.g. iconv -f {codec} "
+            f"-t utf-8 {path.name} > utf8_{path.name.removesuffix('.gz')}")
+
+
+def _reads_as(head: bytes, codec: str) -> bool:
+    """Whether bytes decode in `codec`, and for cp932 hold Japanese (kana, kanji, full-width forms) as it reads."""
+    try:
+        text = head.decode(codec)
+    except UnicodeDecodeError as e:
+        if e.start < len(head) - 2:
+            return False
+        text = head[: e.start].decode(codec)
+    return codec != "cp932" or any("\u3040" <= c <= "\u9fff" or "\uff00" <= c <= "\uffef" for c in text)
 
 
 def tick_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:

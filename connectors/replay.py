@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import polars as pl
 import yaml
 
-from connectors.archives import ZIP_SUFFIX, Unpacked, is_zip, utf16_encoding
+from connectors.archives import ZIP_SUFFIX, Unpacked, is_zip, not_utf8, utf16_encoding
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
     DETECT,
     EPOCH,
@@ -720,7 +720,12 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
     if isinstance(spec, ColumnMap):
         cmap = match_case(spec, schema)
     else:
-        cmap = guessed or detect_columns(path, schema, first, spec.keys if isinstance(spec, Refine) else None)
+        try:
+            cmap = guessed or detect_columns(path, schema, first, spec.keys if isinstance(spec, Refine) else None)
+        except ValueError as e:  # names misread from another encoding than UTF-8 are why: said
+            if is_csv(path) and (why := not_utf8(path)):
+                raise ValueError(f"{e}; {why}") from None
+            raise
         if names is not None and cmap.names is None:
             cmap = replace(cmap, names=tuple(names))
         if _writes_only_changes(cmap, list(schema)):
@@ -754,8 +759,9 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
     if missing := [c for c in cmap.source_columns() if c not in schema]:
         headerless = ("; its first line is data, not a header: give its columns in order with --csv-names"
                       if dialect is not None and not dialect.header and names is None else "")
+        encoding = f"; {why}" if is_csv(path) and (why := not_utf8(path)) else ""  # mojibake names: say why
         raise ValueError(f"{path}: the column map needs {missing}, which the file lacks; columns found: "
-                         f"{list(schema)}{headerless}")
+                         f"{list(schema)}{headerless}{encoding}")
     if cmap.ts_unit == DETECT:  # a map that named its time column, not its unit
         unit, ts_format = detected_unit(cmap.ts, schema.get(cmap.ts) if len(cmap.ts_columns) == 1 else pl.String,
                                         first)
@@ -1497,6 +1503,9 @@ class FileReplay(Source):
         """The file's plan; for a zip archive, one per file inside, each with the map the archive was given.
         None for a file with no data rows (a day without prints): skipped with a note."""
         utf16 = utf16_encoding(path) if is_csv(path) else None
+        if is_csv(path) and utf16 is None and (why := not_utf8(path)):  # read on, its odd bytes replaced: said
+            self._file_notes.append(Caution(f"{path}: {why}; read as UTF-8 meanwhile, each byte that is not UTF-8 "
+                                            f"replaced (names and symbols that hold one are misspelled)"))
         if not is_zip(path) and utf16 is None:
             if _no_data_rows(path):
                 self._file_notes.append(f"{path}: no data rows; skipped")
@@ -1512,6 +1521,9 @@ class FileReplay(Source):
                 copy = Unpacked.utf16(inside, member)
                 self._unpacked.append(copy)
                 inside = copy.paths[0]
+            elif is_csv(inside) and (why := not_utf8(inside)):
+                self._file_notes.append(Caution(f"{path} ({inside.name} inside): {why}; read as UTF-8 meanwhile, "
+                                                f"each byte that is not UTF-8 replaced"))
             if _no_data_rows(inside):
                 named = path if utf16 else f"{path} ({inside.name} inside)"
                 self._file_notes.append(f"{named}: no data rows; skipped")
