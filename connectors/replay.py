@@ -1661,7 +1661,16 @@ class FileReplay(Source):
             raise ValueError(f"snapshot is at tick {emitted} but the files hold {self.emitted}: did they change?")
 
     def close(self) -> None:
+        """Stop the replay and remove the temporary folders its zip archives and UTF-16 files were unpacked into."""
         self._heap = []
+        for unpacked in self._unpacked:
+            unpacked.close()
+
+    def __enter__(self) -> FileReplay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def replay_ticks(

@@ -96,3 +96,13 @@ def test_an_empty_zip_a_name_twice_or_not_a_zip_is_refused_by_name(tmp_path: Pat
         FileReplay(tmp_path / "fake.zip")
     with pytest.raises(FileNotFoundError):
         FileReplay(tmp_path / "missing.zip")
+
+
+def test_a_replay_is_a_context_manager_that_removes_its_unpacked_files(tmp_path: Path) -> None:
+    csv = tmp_path / "BTCUSDT-trades-2024-01-01.csv"
+    binance_public_trades(csv)
+    archive = zipped(tmp_path / "BTCUSDT-trades-2024-01-01.zip", csv)
+    with FileReplay(archive) as replay:
+        unpacked = replay.plans[0].path
+        assert unpacked.is_file() and len(replay.next_batch(10_000)) == 400
+    assert not unpacked.exists() and replay.done
