@@ -230,7 +230,8 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
     # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123
     text = _time_column(cmap).str.strip_chars().str.replace(r"(:\d\d),(\d)", "${1}.${2}")
     text = text.str.replace(SPACED_FRACTION, "${1}.${2}")  # NinjaTrader's `20240102 143000 2537700`
-    fmt = cmap.ts_format
+    # the text's decimal comma before a fraction reads as a point (above): so does the format's (`%S,%3f`)
+    fmt = re.sub(r"%S,%(\d?)f", r"%S.%\1f", cmap.ts_format) if cmap.ts_format else None
     if first is not None and CLOCK_ONLY.match(first):  # one file a day, its date in its name or given
         if cmap.date is None:
             raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a time of day without a date: give "

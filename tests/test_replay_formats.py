@@ -312,3 +312,11 @@ def test_times_of_day_as_text_take_the_day_given(tmp_path: Path) -> None:
     (tmp_path / "full.csv").write_text("Time,Price,Volume\n2026-03-10 09:00:00,3450,100\n")
     with pytest.raises(ValueError, match=r"which is no time of day alone: drop date"):
         FileReplay(tmp_path / "full.csv", columns=map_from_options(detect=True, date="2026-03-10"))
+
+
+def test_a_format_with_a_decimal_comma_before_the_fraction(tmp_path: Path) -> None:
+    path = tmp_path / "eurex.csv"
+    path.write_text("Time;Price;Size\n02.01.2024 09:00:01,123;171,32;10\n")
+    for fmt in ("%d.%m.%Y %H:%M:%S,%3f", "%d.%m.%Y %H:%M:%S.%3f", "%d.%m.%Y %H:%M:%S%.f"):
+        (tick,) = replay_ticks(path, columns={"ts_format": fmt})
+        assert tick.ts == int(datetime(2024, 1, 2, 9, 0, 1, tzinfo=timezone.utc).timestamp()) * NS + 123_000_000, fmt
