@@ -19,14 +19,16 @@ from test_vendor_files import drain, ns
 LSEG_HEADER = "#RIC,Domain,Date-Time,GMT Offset,Type,Price,Volume,Bid Price,Bid Size,Ask Price,Ask Size\n"
 
 
+def vod_rows(path: Path, *rows: str) -> Path:
+    """An LSEG tick history of VOD.L on 2024-01-02: each row from its time of day on (`08:30:00.1Z,+0,Trade,...`)."""
+    path.write_text(LSEG_HEADER + "".join(f"VOD.L,Market Price,2024-01-02T{row}\n" for row in rows))
+    return path
+
+
 def test_lseg_corrections_and_status_rows_are_left_out_and_counted(tmp_path: Path) -> None:
-    path = tmp_path / "lseg.csv"
-    path.write_text(LSEG_HEADER +
-                    "VOD.L,Market Price,2024-01-02T08:00:00.000000000Z,+0,Market Condition,,,,,,\n"
-                    "VOD.L,Market Price,2024-01-02T08:30:00.100000000Z,+0,Trade,97.52,900,,,,\n"
-                    "VOD.L,Market Price,2024-01-02T08:30:00.200000000Z,+0,Quote,,,97.53,5000,97.55,7000\n"
-                    "VOD.L,Market Price,2024-01-02T08:32:28.400000000Z,+0,Correction,976.40,250000,,,,\n"
-                    "VOD.L,Market Price,2024-01-02T08:32:29.000000000Z,+0,Trade,97.54,100,,,,\n")
+    path = vod_rows(tmp_path / "lseg.csv", "08:00:00.000000000Z,+0,Market Condition,,,,,,",
+                    "08:30:00.100000000Z,+0,Trade,97.52,900,,,,", "08:30:00.200000000Z,+0,Quote,,,97.53,5000,97.55,7000",
+                    "08:32:28.400000000Z,+0,Correction,976.40,250000,,,,", "08:32:29.000000000Z,+0,Trade,97.54,100,,,,")
     replay = FileReplay(path)
     ticks = drain(replay)
     assert [(t.kind, t.price or t.bid) for t in ticks] == [("trade", 97.52), ("quote", 97.53), ("trade", 97.54)]
@@ -39,14 +41,10 @@ def test_lseg_corrections_and_status_rows_are_left_out_and_counted(tmp_path: Pat
 
 
 def test_lseg_trade_row_without_a_price_is_a_missing_field_not_an_unknown_kind(tmp_path: Path) -> None:
-    path = tmp_path / "lseg.csv"
-    path.write_text(LSEG_HEADER +
-                    "VOD.L,Market Price,2024-01-02T08:30:00.100000000Z,+0,Trade,97.52,900,,,,\n"
-                    "VOD.L,Market Price,2024-01-02T08:30:00.150000000Z,+0,Quote,,,97.51,10,97.56,10\n"
-                    "VOD.L,Market Price,2024-01-02T08:30:00.200000000Z,+0,Trade,,900,,,,\n"
-                    "VOD.L,Market Price,2024-01-02T08:30:00.300000000Z,+0,Quote,,,,,,\n"
-                    "VOD.L,Market Price,2024-01-02T08:30:00.400000000Z,+0,Correction,97.0,10,,,,\n"
-                    "VOD.L,Market Price,2024-01-02T08:32:29.000000000Z,+0,Trade,97.54,100,,,,\n")
+    path = vod_rows(tmp_path / "lseg.csv", "08:30:00.100000000Z,+0,Trade,97.52,900,,,,",
+                    "08:30:00.150000000Z,+0,Quote,,,97.51,10,97.56,10", "08:30:00.200000000Z,+0,Trade,,900,,,,",
+                    "08:30:00.300000000Z,+0,Quote,,,,,,", "08:30:00.400000000Z,+0,Correction,97.0,10,,,,",
+                    "08:32:29.000000000Z,+0,Trade,97.54,100,,,,")
     replay = FileReplay(path)
     assert [t.price or t.bid for t in drain(replay)] == [97.52, 97.51, 97.54]
     assert dict(replay.rejected) == {"missing_field": 2, "filtered_out": 1}
