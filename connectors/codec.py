@@ -450,7 +450,11 @@ class TextCodecConfig:
             tpl = getattr(self, name)
             if not tpl.endswith("\n"):
                 raise ValueError(f"{name} must end with a newline so lines stay separate, got {tpl!r}")
-            fields = [f for _, f, _, _ in string.Formatter().parse(tpl) if f is not None]
+            try:
+                fields = [f for _, f, _, _ in string.Formatter().parse(tpl) if f is not None]
+            except ValueError as e:  # `{price` unclosed, a lone `}`: named by its key, as every template error
+                raise ValueError(f"{name} {tpl!r} is not a format string: {e} (write a literal brace as {{{{ or "
+                                 f"}}}})") from None
             bad = [f for f in fields if f not in _TEMPLATE_FIELDS]
             if bad:
                 raise ValueError(f"{name} uses unknown fields {bad}; allowed: {_TEMPLATE_FIELDS}")

@@ -77,12 +77,15 @@ def listed_ticks(data: bytes) -> int:
         return 1
     first = head[0]
     if 0x90 <= first <= 0x9F:  # fixarray
-        return max(first & 0x0F, 1)
-    if first == 0xDC and len(data) >= 3:  # array 16
-        return max(int.from_bytes(data[1:3], "big"), 1)
-    if first == 0xDD and len(data) >= 5:  # array 32
-        return max(int.from_bytes(data[1:5], "big"), 1)
-    return 1
+        listed, header = first & 0x0F, 1
+    elif first == 0xDC and len(data) >= 3:  # array 16
+        listed, header = int.from_bytes(data[1:3], "big"), 3
+    elif first == 0xDD and len(data) >= 5:  # array 32
+        listed, header = int.from_bytes(data[1:5], "big"), 5
+    else:
+        return 1
+    # a list of more items than it has bytes after its header is no list of ticks (garbage, or hostile): one message
+    return listed if 0 < listed <= len(data) - header else 1
 
 
 class Rejection(NamedTuple):
@@ -376,7 +379,8 @@ class StreamEncoders:
                 first_phase: Callable[[Any], EncodedTick]) -> Ingested:
         if len(data) > self.max_message_bytes:
             ticks = listed_ticks(data)
-            error = (f"oversize: message of {len(data)} bytes ({ticks} ticks) > {self.max_message_bytes} "
+            error = (f"oversize: message of {len(data)} bytes ({ticks} tick{'s' if ticks != 1 else ''}) > "
+                     f"{self.max_message_bytes} "
                      f"(limits.max_message_bytes): none of its ticks was read; send them in smaller messages")
             return Ingested([], [Rejection(-1, "oversize", error, count=ticks)])
         try:

@@ -130,7 +130,16 @@ def test_stop_request_checkpoints_and_resume_refuses_other_inputs(setup: Path, u
     code = main(["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
                  "--config", str(setup / "engine.yaml"), "--resume", "--quiet", "--batch-ms", "50"])
     assert code == 2 and "with different --batch-ms (100 then, 50 now);" in capsys.readouterr().err  # named, valued
-    report = run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, resume=True)
+    import dataclasses
+
+    import torch
+
+    threads = torch.get_num_threads()
+    try:  # on more threads (--threads): how fast, not what; the resume is taken
+        faster = dataclasses.replace(config, model=dataclasses.replace(config.model, threads=2))
+        report = run_backtest(faster, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, resume=True)
+    finally:
+        torch.set_num_threads(threads)
     assert report.resumed_at == kept["consumed"] and report.ticks == TICKS
     assert_same_answers(pl.read_parquet(out), pl.read_parquet(setup / "whole.parquet"))
 

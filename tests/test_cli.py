@@ -106,6 +106,10 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         assert "no query is registered as 'direction_5': asked the model's question 'direction_5' directly" in err
         code, _, err = run(capsys, "ask", "SYN.A", "no_such_thing", *control)
         assert code == 2 and "no query named 'no_such_thing'" in err and "nor could the model answer it" in err
+        code, _, err = run(capsys, "ask", "SYN.Q", "no_such_thing", *control)  # a typo is one, data or not
+        assert code == 2 and "is not a question of this model's codec" in err and "sent no data" not in err, err
+        code, _, err = run(capsys, "ask", "SYN.A", "direction_5", "--kind", "expectation", *control)
+        assert code == 2 and "--kind expectation takes a question with values (move_bps_50)" in err, err
         code, out, _ = run(capsys, "unregister", "vol", *control)
         assert code == 0 and out == "unregistered vol (registry version 3)\n"
         code, _, err = run(capsys, "unregister", "vol", *control)

@@ -127,6 +127,8 @@ def test_text_codec_template_validation() -> None:
                                          r"ValueError: Unknown format code 'd'"):
         TextCodecConfig(trade_template="T {price:.2f} {size:d}\n")
     TextCodecConfig(trade_template="T {price:.2f} {size:.0f} {ts:d}\n")  # what the values can take
+    with pytest.raises(ValueError, match=r"trade_template 'T \{price\\n' is not a format string: expected '\}'"):
+        TextCodecConfig(trade_template="T {price\n")
 
 
 def test_text_codec_writes_a_missing_field_as_a_question_mark_not_none() -> None:

@@ -167,6 +167,9 @@ def test_decode_rejects_carry_the_stream_once_known() -> None:
         (refused,) = encoders.ingest_message(burst, Sink()).rejections
         assert (refused.reason, refused.count) == ("oversize", ticks)
         assert f"({ticks} ticks) > 256 (limits.max_message_bytes): none of its ticks was read" in refused.error
+    # a list header claiming more items than the message has bytes is no list of ticks: one message, not 4.29e9
+    (garbage,) = encoders.ingest_message(b"\xdd\xff\xff\xff\xff" + b"\xc0" * 5000, Sink()).rejections
+    assert (garbage.reason, garbage.count) == ("oversize", 1) and "(1 tick) > 256" in garbage.error
 
 
 def test_pipeline_reports_refused_streams_and_keeps_their_state(tmp_path) -> None:

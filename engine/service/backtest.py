@@ -387,8 +387,12 @@ def _run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, bat
     stats = [(str(path.resolve()), path.stat().st_size, path.stat().st_mtime_ns) for path in sources]
     return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": stats,
             "queries": hashlib.sha256(Path(queries).read_bytes()).hexdigest(),
-            # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one
-            "config": hashlib.sha256(repr(dataclasses.replace(config, replay=ReplaySection())).encode()).hexdigest(),
+            # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one;
+            # nor is model.threads (--threads): how fast, not what (a resume on more cores finishes sooner; the
+            # rebuilt KV already differs from the run's in its last bits, so a resume matches to float32 rounding)
+            "config": hashlib.sha256(repr(dataclasses.replace(
+                config, replay=ReplaySection(), model=dataclasses.replace(config.model, threads=None))).encode()
+            ).hexdigest(),
             "batch_ms": batch_ms,
             "max_ticks": max_ticks,
             "context_roll_rule": ROLL_RULE}  # an upgrade that moves rolls moves every answer after one

@@ -880,7 +880,11 @@ def cmd_ask(args: argparse.Namespace) -> None:
             try:
                 reply = control.call("ask", stream=args.stream, spec=spec)
             except ControlError as direct:
-                raise ControlError(f"{e}; nor could the model answer it as a question ({direct})") from None
+                why = str(direct)
+                if "has no values; give `values`" in why:  # the CLI has no way to give them
+                    why = (f"question {args.query!r} has no values to take an expectation over: --kind expectation "
+                           f"takes a question with values (move_bps_50), else register a query with its own values")
+                raise ControlError(f"{e}; nor could the model answer it as a question ({why})") from None
             print(f"flashtick ask: no query is registered as {args.query!r}: asked the model's question "
                   f"{args.query!r} directly (kind {args.kind})", file=sys.stderr)
     print(json.dumps(reply["answer"], indent=2))

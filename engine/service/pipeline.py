@@ -489,6 +489,7 @@ class TickPipeline:
     def ask(self, spec: QuerySpec, stream: str, ticket: Any) -> None:
         """Compute ``spec`` on ``stream`` now; the outcome comes out of a later step with ``ticket``.
         Raises UnknownStream for a stream that has sent no data."""
+        self.flash.compiled(spec)  # a question the model cannot answer is said as such, whatever the stream
         self.engine.progress(stream)  # raises UnknownStream before a generate job drafts from the stream's tokens
         self.engine.ask(self.flash.job_for(spec, stream, ticket=ticket, draft_from=self.flash.draft_for(spec, stream)))
 
