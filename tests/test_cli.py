@@ -471,3 +471,32 @@ def socket_free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         yield s.getsockname()[1]
+
+
+def test_subscribe_says_when_the_service_goes_away_and_comes_back(checkpoint, tmp_path) -> None:
+    """After the service was up, its heartbeats stopping (a stop, a restart) was silence too."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket_free_port() as port:
+        pass
+    cfg = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16},
+                                   "endpoints": {**LOCAL, "answers": f"tcp://127.0.0.1:{port}"},
+                                   "limits": {"heartbeat_s": 0.2}})
+    root = Path(__file__).resolve().parents[1]
+    with serving(cfg):
+        child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "subscribe", "dir/", "--endpoint",
+                                  f"tcp://127.0.0.1:{port}"], stderr=subprocess.PIPE, text=True, cwd=root,
+                                 env={**os.environ, "PYTHONPATH": str(root)})
+        time.sleep(3)  # up and subscribed, heartbeats coming
+    try:
+        line = child.stderr.readline()  # the service stopped: said within 2 x SUBSCRIBE_QUIET_S
+        while "nothing published" in line:
+            line = child.stderr.readline()
+        assert f"no heartbeat from tcp://127.0.0.1:{port} for 10 s: the service stopped or is restarting" in line, line
+        with serving(cfg):
+            assert "heartbeats are back" in child.stderr.readline()
+    finally:
+        child.kill()
+        child.wait(10)

@@ -705,6 +705,7 @@ def cmd_feed(args: argparse.Namespace) -> None:
 
 
 def cmd_subscribe(args: argparse.Namespace) -> None:
+    from connectors.feed import HEARTBEAT_TOPIC
     from engine.service.client import AnswerSubscriber, format_line, render_table
 
     table: dict[str, dict] = {}
@@ -712,24 +713,42 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
     live = not args.json and sys.stdout.isatty()  # a table redrawn in place; a pipe gets one line per message
     seen = 0
     last_seqs: dict[str, int] = {}
-    with AnswerSubscriber(args.endpoint, args.topics, **_curve(args)) as sub:
+    # heartbeats come too (shown only when a prefix asks for them): whether the service is there is said, not guessed
+    shown_beats = any(HEARTBEAT_TOPIC.startswith(prefix) for prefix in args.topics)
+    with AnswerSubscriber(args.endpoint, [*args.topics, *([] if shown_beats else [HEARTBEAT_TOPIC])],
+                          **_curve(args)) as sub:
+        beat_at = None  # when the last heartbeat came (None: none yet)
         try:  # a wrong endpoint (or a service not up yet) is said, not waited on in silence; it waits on all the same
             sub.wait_ready(timeout_s=SUBSCRIBE_QUIET_S)
+            beat_at = time.monotonic()
         except TimeoutError as e:
             if (refused := sub.refused()) is not None:
                 raise ConnectionError(f"{args.endpoint} refused the subscription: {refused}") from None
             print(f"flashtick subscribe: note: {e}; waiting on (Ctrl-C stops)", file=sys.stderr, flush=True)
-        quiet_since, told = time.monotonic(), False
+        quiet_since, told, lost = time.monotonic(), False, False
         while args.count is None or seen < args.count:
             message = sub.recv(timeout_s=1.0)
+            now = time.monotonic()
+            if message is not None and message[0].startswith(HEARTBEAT_TOPIC):
+                if lost:
+                    print("flashtick subscribe: note: heartbeats are back", file=sys.stderr, flush=True)
+                beat_at, lost = now, False
+                if not shown_beats:
+                    continue
             if message is None:
                 if (refused := sub.refused()) is not None:
                     raise ConnectionError(f"{args.endpoint} refused the subscription: {refused}")
-                if not told and seen == 0 and time.monotonic() - quiet_since > 2 * SUBSCRIBE_QUIET_S:
-                    told = True  # a misspelt prefix matches nothing: say how to see what is published
+                if beat_at is not None and not lost and now - beat_at > 2 * SUBSCRIBE_QUIET_S:
+                    lost = True  # the service stopped, or restarts: said once, and again when it is back
+                    print(f"flashtick subscribe: note: no heartbeat from {args.endpoint} for "
+                          f"{2 * SUBSCRIBE_QUIET_S:g} s: the service stopped or is restarting; waiting on",
+                          file=sys.stderr, flush=True)
+                if not told and seen == 0 and beat_at is not None and now - quiet_since > 2 * SUBSCRIBE_QUIET_S:
+                    told = True  # the service is there; a misspelt prefix matches nothing: say how to see what is
                     print(f"flashtick subscribe: note: nothing published on {', '.join(map(repr, args.topics))} in "
-                          f"{2 * SUBSCRIBE_QUIET_S:g} s; a topic is QUERY/STREAM/ (case-sensitive): `flashtick topics` "
-                          f"lists those published so far", file=sys.stderr, flush=True)
+                          f"{2 * SUBSCRIBE_QUIET_S:g} s while the service is up: a topic is QUERY/STREAM/ "
+                          f"(case-sensitive), published when its query's trigger fires; `flashtick topics` lists "
+                          f"those published so far", file=sys.stderr, flush=True)
                 continue
             seen += 1
             topic, payload = message
