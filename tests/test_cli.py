@@ -500,3 +500,26 @@ def test_subscribe_says_when_the_service_goes_away_and_comes_back(checkpoint, tm
     finally:
         child.kill()
         child.wait(10)
+
+
+def test_a_file_fed_again_goes_on_from_where_the_engine_is(checkpoint, tmp_path, capsys) -> None:
+    """`feed replay` of a file the engine already holds part of (a restart mid-feed, or the same command run
+    again): the held ticks are not sent (they were refused as ts_backwards, and the ticks at each stream's last
+    `ts` were taken twice); the rest goes in."""
+    import polars as pl
+
+    ticks = SyntheticMarket(SyntheticConfig(seed=4)).next_batch(120)
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(tmp_path / "day.parquet")
+    with serving(config(checkpoint, tmp_path)) as server:
+        argv = ["feed", "replay", str(tmp_path / "day.parquet"), "--endpoint", server.endpoints["ingest"],
+                "--answers", server.endpoints["answers"], "--control", server.endpoints["control"]]
+        code, _, err = run(capsys, *argv, "--ticks", "50")
+        assert code == 0 and "; 0 rejected" in err, err
+        wait_for(lambda: server.pipeline.ticks_in == 50)
+        code, _, err = run(capsys, *argv)
+        assert code == 0 and "sent 70 ticks" in err and "; 0 rejected" in err, err
+        assert "flashtick feed: 50 ticks not sent: stamped at or before the engine's last tick of their stream" in err
+        wait_for(lambda: server.pipeline.ticks_in == 120)
+        code, _, err = run(capsys, *argv)  # all of it held: nothing to send, and no error
+        assert code == 0 and "sent 0 ticks" in err and "120 ticks not sent" in err, err
+        assert sum(server.pipeline.rejected.values()) == 0

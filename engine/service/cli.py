@@ -654,7 +654,7 @@ def _batch_ns(args: argparse.Namespace) -> int | None:
 def cmd_feed(args: argparse.Namespace) -> None:
     import threading
 
-    from connectors.feed import FINISH_STALL_S, EngineLost, FeedClient, run_feed
+    from connectors.feed import FINISH_STALL_S, AfterHeld, EngineLost, FeedClient, run_feed
 
     batch_ns = _batch_ns(args)
     source = _replay_source(args) if args.feed_source == "replay" else None  # a file's mistakes first
@@ -662,6 +662,8 @@ def cmd_feed(args: argparse.Namespace) -> None:
     resume = _feed_resume(args, stop)
     if source is None:
         source = _synthetic_source(args, resume.last_ts if resume is not None else {})
+    elif resume is not None and resume.last_ts:  # a file fed again (after a restart): from where the engine is
+        source = AfterHeld(source, resume.last_ts)
     for line in getattr(source, "notes", ()):
         print(f"flashtick feed: note: {line}", file=sys.stderr)
 
@@ -686,6 +688,8 @@ def cmd_feed(args: argparse.Namespace) -> None:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
     print(stats.summary() + ("; stopped by a signal" if stop.is_set() else ""), file=sys.stderr)
+    if isinstance(source, AfterHeld) and (skipped := source.said()):
+        print(f"flashtick feed: {skipped}", file=sys.stderr)
     for caution in getattr(source, "cautions", ()):
         print(f"flashtick feed: warning (said above too): {caution}", file=sys.stderr)
     if stats.unconfirmed:
@@ -698,7 +702,7 @@ def cmd_feed(args: argparse.Namespace) -> None:
         print(f"{sum(source.rejected.values())} rows of the files not sent{how}:", *lines, sep="\n", file=sys.stderr)
         if stats.ticks == 0:
             raise ValueError("every row of the files was rejected; nothing was sent (reasons above)")
-    if stats.ticks == 0 and args.feed_source == "replay":
+    if stats.ticks == 0 and args.feed_source == "replay" and not (isinstance(source, AfterHeld) and source.skipped):
         raise ValueError("the files hold no ticks (no data rows): nothing was sent")
     if stats.rejected is not None and stats.ticks and sum(stats.rejected.values()) >= stats.ticks:
         raise ValueError(f"the engine rejected every tick sent ({stats.ticks}; reasons above): none was accepted")
