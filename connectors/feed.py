@@ -169,7 +169,10 @@ class FeedClient:
 
     def send(self, ticks: SendItem | Sequence[SendItem]) -> int:
         """Send one message; returns the number of ticks in it (an empty list sends nothing)."""
-        payload, n = pack(ticks)
+        return self.send_packed(*pack(ticks))
+
+    def send_packed(self, payload: bytes, n: int) -> int:
+        """Send a message `pack` made of `n` ticks (a feed that weighed it first sends the same bytes)."""
         if n == 0:
             return 0
         if self._sock.closed:
@@ -265,6 +268,7 @@ class RejectWatch:
         self.first_errors: dict[str, str] = {}  # reason -> the engine's text of the first such rejection of ours
         self.unattributed = 0
         self.heartbeats = 0
+        self.max_message_bytes: int | None = None  # the engine's limits.max_message_bytes, from its heartbeats
 
     def wait_ready(self, timeout_s: float) -> None:
         """Wait for the first heartbeat; raises FeedTimeout if none comes within `timeout_s`."""
@@ -289,8 +293,18 @@ class RejectWatch:
                 return ours
             if frames[0] == HEARTBEAT_TOPIC.encode():
                 self.heartbeats += 1
+                self._limits(frames[-1])
             elif len(frames) == 2:
                 ours += self._count(frames[1])
+
+    def _limits(self, payload: bytes) -> None:
+        """The engine's message size limit, from a heartbeat (an older engine's says nothing: None)."""
+        try:
+            beat = msgpack.unpackb(payload, raw=False)
+        except Exception:  # not ours to judge
+            return
+        limit = beat.get("max_message_bytes") if isinstance(beat, dict) else None
+        self.max_message_bytes = limit if type(limit) is int and limit > 0 else self.max_message_bytes
 
     def _count(self, payload: bytes) -> int:
         try:
@@ -573,7 +587,12 @@ def _send(client: FeedClient, ticks: list[Tick], batch: int, resume: FeedResume 
                 raise EngineLost("the connection dropped")
             if not message:
                 continue
-            client.send(message)
+            payload, n = pack(message)
+            limit = watch.max_message_bytes if watch is not None else None  # the engine's, from its heartbeats
+            if limit is not None and n > 1 and len(payload) > limit:  # in halves, never refused whole as oversize
+                pending[:0] = [message[: n // 2], message[n // 2 :]]
+                continue
+            client.send_packed(payload, n)
         except EngineLost:
             if resume is None:
                 raise

@@ -523,3 +523,22 @@ def test_a_file_fed_again_goes_on_from_where_the_engine_is(checkpoint, tmp_path,
         code, _, err = run(capsys, *argv)  # all of it held: nothing to send, and no error
         assert code == 0 and "sent 0 ticks" in err and "120 ticks not sent" in err, err
         assert sum(server.pipeline.rejected.values()) == 0
+
+
+def test_a_feed_splits_a_batch_over_the_engines_message_limit(checkpoint, tmp_path, capsys) -> None:
+    """`--batch-ms 20000` against `limits.max_message_bytes: 4096`: every message was refused whole as oversize,
+    stream-less, so the feed called its ticks maybe lost and exited 2 after 30 s. The feed learns the limit from a
+    heartbeat and sends such a batch in messages that fit."""
+    import polars as pl
+
+    ticks = SyntheticMarket(SyntheticConfig(seed=6)).next_batch(300)
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(tmp_path / "day.parquet")
+    small = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16},
+                                     "endpoints": LOCAL, "limits": {"heartbeat_s": 0.2, "max_message_bytes": 4096}})
+    with serving(small) as server:
+        code, _, err = run(capsys, "feed", "replay", str(tmp_path / "day.parquet"), "--batch-ms", "20000",
+                           "--endpoint", server.endpoints["ingest"], "--answers", server.endpoints["answers"],
+                           "--control", server.endpoints["control"])
+        assert code == 0 and "sent 300 ticks" in err and "; 0 rejected" in err, err
+        wait_for(lambda: server.pipeline.ticks_in == 300)
+        assert "oversize" not in server.pipeline.rejected

@@ -389,7 +389,8 @@ class Server:
                                      "ticks_in": self.pipeline.ticks_in,
                                      "answers_out": self.counters["answers_published"],
                                      "pending_tokens": pending, "behind": behind,
-                                     "lag_s": self._snapshot["lag_s"], "shed": shed})
+                                     "lag_s": self._snapshot["lag_s"], "shed": shed,
+                                     "max_message_bytes": self.config.limits.max_message_bytes})
         self._watch_kv_thrash()
         self._watch_feeds()
         self._say_refused_streams()
