@@ -14,7 +14,8 @@ import zmq
 CTX = zmq.Context.instance()
 T0 = 1_700_000_000_000_000_000  # int64 ns since the epoch
 ANSWER_KEYS = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "model", "value"}
-HEARTBEAT_KEYS = {"seq", "ts", "ticks_in", "answers_out", "pending_tokens", "behind", "lag_s", "shed"}
+HEARTBEAT_KEYS = {"seq", "ts", "ticks_in", "answers_out", "pending_tokens", "behind", "lag_s", "shed",
+                  "max_message_bytes"}
 _names = itertools.count()
 
 
