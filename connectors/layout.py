@@ -67,6 +67,12 @@ BAR_CLOSES = {"close": BAR_COLUMNS, "close_price": BAR_COLUMNS,  # a close colum
               **{f"{p}_c": frozenset({f"{p}_o", f"{p}_h", f"{p}_l"}) for p in ("mid", "bid", "ask")}}  # OANDA's
 BAR_STAMP = ("; most vendors stamp a bar with its start, so a bar's close shows at its start unless the map says "
              "ts=<its end column>")
+# TradeStation's bar exports (`Date,Time,Open,High,Low,Close,Up,Down`) and NinjaTrader's (no header) are stamped
+# with the bar's end; HistData's M1 files, in NinjaTrader's layout, with its start
+TRADESTATION_BARS = frozenset({"up", "down"})
+TRADESTATION_STAMP = "; TradeStation stamps a bar with its end, so a bar's close shows when it was known"
+HEADERLESS_BAR_STAMP = ("; NinjaTrader stamps a bar with its end (its close shows when it was known), HistData, "
+                        "whose M1 files share this layout, with its start (its close shows a bar early)")
 # Sides, via BUYER_MAKER (true = the taker sold): a buyer-maker flag, or a flag that the taker sold (Kaiko's `sell`)
 BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_maker", "sell", "taker_side_sell",
                      "is_sell")
@@ -279,17 +285,21 @@ def _crypto_contract(tokens: list[str]) -> str | None:
 
 
 def time_formats(text: str) -> list[str]:
-    """The TIME_FORMATS that read `text` (empty for ISO 8601, which needs none, and for text no format reads)."""
+    """The TIME_FORMATS that read `text` (empty for ISO 8601, which needs none, and for text no format reads), one
+    per instant they read it as: `20260301 170100` is one instant by `%Y%m%d %H%M%S` and by `%Y%m%d %H%M%S%.f`,
+    a single reading (the format with the optional fraction, which reads later rows that have one), while
+    `03/01/2026 ...` reads as two days."""
     text = _dot_fraction(text.strip())
     if ISO.match(text):
         return []
     series = pl.Series([text])
-    fits = []
+    by_instant: dict[Any, str] = {}
     for f in TIME_FORMATS:  # a reading must be a date of market data: `%Y` reads `08/03/24` as the year 8
-        year = series.str.to_datetime(f, strict=False, time_unit="ns").dt.year().item()
-        if year is not None and 1970 <= year <= 2200:
-            fits.append(f)
-    return fits
+        instant = series.str.to_datetime(f, strict=False, time_unit="ns").item()
+        if instant is not None and 1970 <= instant.year <= 2200 and \
+                (instant not in by_instant or "%.f" in f and "%.f" not in by_instant[instant]):
+            by_instant[instant] = f
+    return list(by_instant.values())
 
 
 def two_way_date(text: str) -> bool:
@@ -553,34 +563,18 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
     texts = [i for i, k in enumerate(kinds) if k == "text"]
     if len(times) == 1 and times[0] <= 1 and len(texts) <= 1 and set(texts) <= {0, 1} and len(numbers) >= 2 \
             and all(len(row) == width for row in rows):
-        a, b = numbers[:2]
         names = [f"column_{i + 1}" for i in range(width)]
         names[times[0]] = "time"
         if texts:
             names[texts[0]] = "symbol"
-        pairs = [(_float(row[a]), _float(row[b])) for row in rows]
-        if len(numbers) >= 4 and _last_bid_ask(rows, numbers[:3]):  # NinjaTrader's `time;last;bid;ask;volume`
-            last, bid, ask, size = numbers[:4]
-            names[last], names[bid], names[ask], names[size] = "price", "bid", "ask", "size"
+        if (found := _numbers_layout(rows, numbers, names)) is not None:
+            fields, how = found
             stream = {"stream_col": "symbol"} if texts else {}
             unit = is_epoch(rows[0][times[0]]) or "datetime"
             formats = time_formats(rows[0][times[0]]) if unit == "datetime" else []
             cmap = ColumnMap(ts="time", ts_unit=unit, ts_format=formats[0] if len(formats) == 1 else None,
-                             names=tuple(names), **stream, price="price", size="size", bid="bid", ask="ask")
-            return cmap, "a time, a last price, the bid and ask it met, and a size"
-        if all(x > 0 and y > 0 and abs(x - y) <= 0.01 * min(x, y) for x, y in pairs):
-            low_first = all(x <= y for x, y in pairs)
-            names[a], names[b] = ("bid", "ask") if low_first else ("ask", "bid")
-            fields = {"bid": "bid", "ask": "ask"}
-        else:
-            names[a], names[b] = "price", "size"
-            fields = {"price": "price", "size": "size"}
-        stream = {"stream_col": "symbol"} if texts else {}
-        unit = is_epoch(rows[0][times[0]]) or "datetime"
-        formats = time_formats(rows[0][times[0]]) if unit == "datetime" else []
-        cmap = ColumnMap(ts="time", ts_unit=unit, ts_format=formats[0] if len(formats) == 1 else None,
-                         names=tuple(names), **stream, **fields)
-        return cmap, "a time and two numbers"
+                             names=tuple(names), **stream, **fields)
+            return cmap, how
     hint = _headerless_hint(path, rows[0], kinds, separator)
     nearly = [name for name, cmap in PRESETS.items() if cmap.names is not None and len(cmap.names) == width and
               PRESET_SIGNS.get(name, ()) is not None and 2 * sum(_fits(cmap, row) for row in rows) >= len(rows)]
@@ -590,13 +584,55 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
     raise ValueError(hint)
 
 
-def _last_bid_ask(rows: tuple[tuple[str, ...], ...], columns: list[int]) -> bool:
-    """Whether three numeric columns are a last price and the bid and ask: all within 1%, bid <= ask."""
-    for row in rows:
-        last, bid, ask = (_float(row[i]) for i in columns)
-        if not (0 < bid <= ask <= 1.01 * bid and 0.99 * bid <= last <= 1.01 * ask):
-            return False
-    return True
+HEADERLESS_BARS = ("open", "high", "low", "close", "volume")
+
+
+def _numbers_layout(rows: tuple[tuple[str, ...], ...], numbers: list[int],
+                    names: list[str]) -> tuple[dict[str, str], str] | None:
+    """The tick fields of a header-less file's numeric columns (named in `names`, in place) and the layout's name,
+    by what most sampled rows show: a bad row or two (a 0 bid at the open, a crossed quote) is rejected when read,
+    not a reason to read the columns as something else. None when they do not tell: a number left unread must be
+    0 on every sampled row (HistData's volume), never a column dropped silently."""
+    if len(numbers) == len(HEADERLESS_BARS) and _most(rows, lambda row: _is_bar([_float(row[i]) for i in numbers])):
+        for i, name in zip(numbers, HEADERLESS_BARS):  # NinjaTrader's and HistData's minute bars
+            names[i] = name
+        return {"price": "close", "size": "volume"}, "a time and a bar's open, high, low, close and volume"
+    if len(numbers) >= 4 and _most(rows, lambda row: _last_bid_ask([_float(row[i]) for i in numbers[:3]])):
+        read, fields = numbers[:4], ("price", "bid", "ask", "size")  # NinjaTrader's `time;last;bid;ask;volume`
+        how = "a time, a last price, the bid and ask it met, and a size"
+    else:
+        read, how = numbers[:2], "a time and two numbers"
+        pairs = [(_float(row[read[0]]), _float(row[read[1]])) for row in rows]
+        if _most(pairs, lambda pair: 0 < min(pair) and abs(pair[0] - pair[1]) <= 0.01 * min(pair)):
+            fields = ("bid", "ask") if _most(pairs, lambda pair: pair[0] <= pair[1]) else ("ask", "bid")
+            if len(numbers) == 4:  # two more: the sides' sizes in their order (Dukascopy's Ask,Bid,AskVolume,...)
+                read, fields = numbers, (*fields, *(f"{side}_size" for side in fields))
+                how = "a time, two prices of a quote and their sizes"
+        else:
+            fields = ("price", "size")
+    if any(_float(row[i]) != 0 for i in numbers if i not in read for row in rows):
+        return None
+    for i, name in zip(read, fields):
+        names[i] = name
+    return {field: field for field in fields}, how
+
+
+def _most(items: Sequence[Any], test: Callable[[Any], bool]) -> bool:
+    """Whether most of the sampled items (more than half) pass: a few bad rows do not decide a file's layout."""
+    return 2 * sum(bool(test(item)) for item in items) > len(items)
+
+
+def _is_bar(values: list[float]) -> bool:
+    """Whether open, high, low, close and volume are a bar's: the high the highest, the low the lowest, a range
+    under half the high (two prices and two sizes are not a bar), a volume of 0 or more."""
+    opening, high, low, close, volume = values
+    return 0 < low <= min(opening, close) and max(opening, close) <= high <= 2 * low and volume >= 0
+
+
+def _last_bid_ask(values: list[float]) -> bool:
+    """Whether three numbers are a last price and the bid and ask: all within 1%, bid <= ask."""
+    last, bid, ask = values
+    return 0 < bid <= ask <= 1.01 * bid and 0.99 * bid <= last <= 1.01 * ask
 
 
 def _headerless_hint(path: Path, row: tuple[str, ...], kinds: list[str], separator: str = ",") -> str:
@@ -721,15 +757,11 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
         return [Caution(f"{path.name}: its columns are Coinbase Exchange's trades layout, whose side is the MAKER's; "
                         f"read here as the aggressor's. If the file is Coinbase's, give --preset coinbase-trades "
                         f"(sides flipped)")]
-    notes = []
-    if trade_bars(cmap, names):
-        empty = (f"; a bar of {cmap.price} 0 and {cmap.size} 0 is an interval without trades: left out, counted "
-                 f"as filtered_out" if cmap.size else "")
-        notes.append(f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size "
-                     f"{cmap.size or 1}, no side), stamped with its {cmap.ts!r} column{BAR_STAMP}{empty}")
-    elif cmap.bid is not None and _bar_close(cmap.bid, columns):
+    stamp = TRADESTATION_STAMP if TRADESTATION_BARS <= columns else BAR_STAMP
+    notes = bar_notes(path, names, cmap, stamp)
+    if not notes and cmap.bid is not None and _bar_close(cmap.bid, columns):
         notes.append(f"{path.name}: read as bid/ask bars: each row is one quote at their closes ({cmap.bid}, "
-                     f"{cmap.ask}), stamped with its {cmap.ts!r} column{BAR_STAMP}")
+                     f"{cmap.ask}), stamped with its {cmap.ts!r} column{stamp}")
     if cmap.price is not None and cmap.size is None:
         notes.append(f"{path.name}: no size column: each price is a trade of size 1 (a price series); map size= "
                      f"if the file has sizes under another name")
@@ -744,6 +776,16 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
                      f"with both replays as two ticks at its time, its quote then its trade; a map of one kind's "
                      f"columns (--columns ts=...,price=...,size=...) reads that kind only")
     return notes
+
+
+def bar_notes(path: Path, names: list[str], cmap: ColumnMap, stamp: str = BAR_STAMP) -> list[str]:
+    """The note on a file read as bars (`trade_bars`), with what `stamp` says of the time a bar is stamped with."""
+    if not trade_bars(cmap, names):
+        return []
+    empty = (f"; a bar of {cmap.price} 0 and {cmap.size} 0 is an interval without trades: left out, counted "
+             f"as filtered_out" if cmap.size else "")
+    return [f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size {cmap.size or 1}, "
+            f"no side), stamped with its {cmap.ts!r} column{stamp}{empty}"]
 
 
 # a column that names a quote side and a size (`BIDSIZ`, `Bid Depth`) without being one of FIELD_NAMES' sizes

@@ -65,11 +65,13 @@ from connectors.layout import (
     COMMA_GROUPED,
     DOT_GROUPED,
     EVENT_NAMES,
+    HEADERLESS_BAR_STAMP,
     QUOTE_MARKS,
     TRADE_MARKS,
     SPACED_FRACTION,
     Caution,
     Dialect,
+    bar_notes,
     databento_book,
     date_of,
     describe_map,
@@ -791,6 +793,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
     notes = []
     if guessed is not None:
         notes.append(f"{path.name}: no header row; read as {how} (--csv-names {','.join(names)}): {describe_map(cmap)}")
+        notes += bar_notes(path, list(schema), cmap, HEADERLESS_BAR_STAMP)
     elif not isinstance(spec, ColumnMap):
         given = ("no column map given" if spec is None
                  else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")
