@@ -272,6 +272,22 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
     return None
 
 
+# NinjaTrader's exports of one side of the book: `ES 03-26.Bid.txt`, `ES 03-26.Ask.txt` (time;price;volume)
+NINJATRADER_SIDE = re.compile(r"\.(Bid|Ask)\.txt$")
+
+
+def one_side_export(path: Path) -> str | None:
+    """Why a NinjaTrader export of one side of the book (`ES 03-26.Bid.txt`) is not read, else None: its rows are
+    best bids (or asks) alone, which detection would read as trades, and a quote has both sides."""
+    if not (side := NINJATRADER_SIDE.search(path.name)):
+        return None
+    last = path.name[: side.start()] + ".Last.txt"
+    return (f"{path}: a NinjaTrader export of the best {side[1].lower()} alone (time;price;volume rows, as its "
+            f"name says): no trades, and one side of the book is no quote the engine takes (a quote has both "
+            f"sides). Replay {last!r} instead, whose rows carry the bid and ask each trade met (a full column map, "
+            f"--columns ts=...,price=..., reads the file as what it names)")
+
+
 def _crypto_contract(tokens: list[str]) -> str | None:
     """A crypto future as its exchange names it, from a pair and the token after it: Binance's BTCUSD_PERP and
     BTCUSDT_240329 (a delivery date, YYMMDD), so a perpetual and a quarterly are not one stream."""

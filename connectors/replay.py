@@ -82,6 +82,7 @@ from connectors.layout import (
     headerless_map,
     long_rows,
     match_case,
+    one_side_export,
     sniff_csv,
     stream_of,
     time_formats,
@@ -699,6 +700,8 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
     """The map a file is read with (given; detected; or detected, then refined), its CSV dialect, its columns,
     and the notes that say how it was read when that was a guess. `long_rows_of`: the dialect names the CSV's rows
     with more fields than its columns, which are read truncated (`long_rows`)."""
+    if not isinstance(spec, ColumnMap) and (why := one_side_export(path)):
+        raise ValueError(why)
     names = spec.names if isinstance(spec, ColumnMap) else spec.keys.get("names") if spec is not None else None
     decimal = spec.decimal if isinstance(spec, ColumnMap) else spec.keys.get("decimal") if spec is not None else None
     dialect = sniff_csv(path, decimal) if is_csv(path) else None

@@ -1,5 +1,5 @@
 """NinjaTrader 8 exports as a futures trader's platform writes them (no header, `;`): tick files whose first rows
-hold a bad quote, minute bars and times without a fraction. Every
+hold a bad quote, minute bars, one-sided `.Bid.txt` / `.Ask.txt` files and times without a fraction. Every
 fixture is written here, from code, into tmp_path."""
 
 from __future__ import annotations
@@ -63,6 +63,14 @@ def test_minute_bars_read_as_bars_stamped_at_their_end(tmp_path: Path) -> None:
     bars = next(n for n in replay.notes if "read as bars" in n)
     assert "NinjaTrader stamps a bar with its end" in bars
     assert not any(t.kind == "quote" for t in ticks)
+
+
+@pytest.mark.parametrize("side", ["Bid", "Ask"])
+def test_a_one_sided_export_is_refused_with_the_last_file_named(tmp_path: Path, side: str) -> None:
+    path = tmp_path / f"ES 03-26.{side}.txt"
+    path.write_text("20260301 170000 0000000;6849.75;3\n20260301 170001 0000000;6850.00;2\n")
+    with pytest.raises(ValueError, match=rf"best {side.lower()} alone .* Replay 'ES 03-26\.Last\.txt' instead"):
+        FileReplay(path)
 
 
 def test_seconds_without_a_fraction_are_one_reading_not_a_two_way_date(tmp_path: Path) -> None:
