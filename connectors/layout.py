@@ -124,6 +124,10 @@ NOT_TICKERS = {"DAT", "ASCII", "CSV", "TXT", "T", "M1", "H1", "D1", "TICK", "TIC
 # Numbers as spreadsheets write them: grouping commas (`1,234.5`), or dots grouping and a decimal comma
 COMMA_GROUPED = r"^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$"
 DOT_GROUPED = re.compile(r"^[+-]?\d{1,3}(\.\d{3})+(,\d+)?$")
+# Thousands grouped by a space, a no-break space (French, Excel's) or an apostrophe (Swiss): `1 234,50`, `1'234.50`.
+# No grouping mark is then a comma or a dot, so the one after the groups is the decimal, whatever the file's.
+GROUP_MARKS = " \u00a0\u202f'\u2019"
+SPACE_GROUPED = rf"^[+-]?\d{{1,3}}([{GROUP_MARKS}]\d{{3}})+([.,]\d+)?$"
 DECIMAL_COMMA = re.compile(r"^[+-]?(\d+|\d{1,3}(\.\d{3})+),\d+$")
 # One group of three digits after a comma or a dot, nothing else (`3,450`, `1.200`): thousands grouped, or a decimal
 # of three places. Alone it tells nothing; its column and the file's other numbers do (`decimal_reading`).

@@ -26,8 +26,10 @@ import re
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
+from zoneinfo import ZoneInfo
 
 import polars as pl
 import yaml
@@ -65,10 +67,12 @@ from connectors.layout import (
     COMMA_GROUPED,
     DOT_GROUPED,
     EVENT_NAMES,
+    GROUP_MARKS,
     HEADERLESS_BAR_STAMP,
     QUOTE_MARKS,
     TRADE_MARKS,
     SPACED_FRACTION,
+    SPACE_GROUPED,
     Caution,
     Dialect,
     bar_notes,
@@ -391,6 +395,15 @@ class _FilePlan:
     def column_of(self, tick_field: str) -> str | None:
         return self.columns.column_of(tick_field)
 
+    def cell_text(self, row: int, column: str) -> str | None:
+        """A CSV cell's text as written (None: not a CSV, or no such column), for the first reject of a reason
+        only: the row read again, so that the read itself carries no text beside its numbers."""
+        if self.dialect is None or column not in self.schema:
+            return None
+        cell = _scan(self.path, self.columns.names, self.dialect, {column: pl.String}) \
+            .select(pl.col(column).cast(pl.String)).slice(row, 1).collect()
+        return cell.item() if cell.height else None
+
     def stream_names(self) -> set[str]:
         """Every stream the file's rows name (a scan of its stream column alone): what a selection is checked
         against."""
@@ -479,6 +492,8 @@ class _FilePlan:
                 out["size"], out["side"] = abs(size), "sell" if size < 0 else "buy" if size > 0 else None
             if split and "price" in out and ("bid" in out or "ask" in out):
                 return _trade_and_quote(out)
+            if split and "bid" in out and (traded := next((k for k in ("size", "side") if k in out), None)):
+                return _quote_without_its_trade(out, traded)
             return out
 
         return convert if self.book is None else self._book(convert, kept_end)
@@ -525,6 +540,15 @@ def _marked_kind(mark: Any) -> str | None:
     """The kind a kind column's value names (LSEG's Type: Trade, Quote), else None."""
     text = str(mark).strip().lower() if mark is not None else ""
     return TRADE if text in TRADE_MARKS else QUOTE if text in QUOTE_MARKS else None
+
+
+def _quote_without_its_trade(row: dict[str, Any], traded: str) -> tuple[dict[str, Any], InvalidTick]:
+    """A row holding a quote and a trade whose price is empty or not a number: its quote replays, its trade is
+    rejected as missing_field on the price, as a row with a 0 bid keeps its trade (never a quote refused for a
+    trade field it holds)."""
+    quote, _ = _trade_and_quote(row)
+    return quote, InvalidTick("missing_field", f"price is missing beside {traded} {row[traded]}: the row's trade "
+                                               f"is not read (its quote is)", _stream(row))
 
 
 def _trade_and_quote(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -661,7 +685,10 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
 def _csv_number(text: pl.Expr, decimal_comma: bool) -> pl.Expr:
     """A CSV cell's number: plain (`1234.5`, `1e-3`), with grouping commas (`1,234.5`), or in a decimal-comma file
     with dots grouping (`42.002,00`, `0,5183`). A cell of another shape (`0,5` in a file not written with decimal
-    commas) is null: rejected as missing_field, never read as some other number."""
+    commas) is null: rejected as missing_field, never read as some other number. Thousands grouped by spaces or
+    apostrophes (`1 234,50`, `1'234.50`) read in any file: their decimal mark is the one after the groups."""
+    spaced = text.str.contains(SPACE_GROUPED)
+    plain = text.str.replace_all(f"[{GROUP_MARKS}]", "").str.replace(",", ".", literal=True)
     if decimal_comma:
         grouped = text.str.contains(DOT_GROUPED.pattern)
         text = pl.when(grouped).then(text.str.replace_all(".", "", literal=True)).otherwise(text)
@@ -669,7 +696,7 @@ def _csv_number(text: pl.Expr, decimal_comma: bool) -> pl.Expr:
     else:
         text = pl.when(text.str.contains(COMMA_GROUPED)).then(text.str.replace_all(",", "", literal=True)) \
             .otherwise(text)
-    return text.cast(pl.Float64, strict=False)
+    return pl.when(spaced).then(plain).otherwise(text).cast(pl.Float64, strict=False)
 
 
 def _filled_quotes(keys: Sequence[str]) -> list[pl.Expr]:
@@ -1293,6 +1320,28 @@ def _stream_hint(plan: Any) -> str:
             "(docs/wire-protocol.md#stream-names)")
 
 
+def _unread_cell(plan: Any, row: int, column: str) -> str:
+    """Why a row's cell was read as missing: empty, or its text (a CSV's) that is no number or no time the map
+    reads; a time the clocks skipped only in a zone that changes its clocks."""
+    if column == plan.column_of("side"):
+        return ""
+    text = plan.cell_text(row, column) if hasattr(plan, "cell_text") else None
+    if text is not None and not text.strip():
+        return ": empty"
+    if column != plan.column_of("ts"):
+        return f": {text!r} is not a number" if text is not None else ": empty, or not a number"
+    zone = getattr(getattr(plan, "columns", None), "tz", None)
+    clock = f", or a local time the clocks skipped in {zone} (a DST change)" if zone and _has_dst(zone) else ""
+    return f": {text!r} is not a time the map reads{clock}" if text is not None else \
+        f": empty, or not a time the map reads{clock}"
+
+
+def _has_dst(zone: str) -> bool:
+    """Whether a zone changes its clocks (New York's does; UTC, EST and Etc/GMT+5 do not)."""
+    tz = ZoneInfo(zone)
+    return any(datetime(2024, month, 1, tzinfo=tz).dst() for month in (1, 7))
+
+
 class RejectCounter(Counter):
     """Rejected rows by reason, with the first row of each reason as a user finds it (file, line or row,
     column): a Counter, so `replay.rejected == {"missing_field": 3}` reads as before."""
@@ -1318,10 +1367,7 @@ class RejectCounter(Counter):
             if err.reason == "negative_size" and err.message.startswith("size "):
                 why = "; if its sign is the side (negative: a sell), give --columns ...,signed_size=true"
             if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null
-                skipped = getattr(getattr(plan, "columns", None), "tz", None)
-                clock = f", or a local time the clocks skipped in {skipped} (a DST change)" if skipped else ""
-                why = f": empty, or not a time the map reads{clock}" if column == plan.column_of("ts") else \
-                    ": empty, or not a number" if column != plan.column_of("side") else ""
+                why = _unread_cell(plan, row, column)
                 columns = getattr(plan, "columns", None)
                 side = column in (plan.column_of("bid"), plan.column_of("ask"))
                 if "one-sided quote" in err.message or "neither side" in err.message:

@@ -87,3 +87,20 @@ def test_decimal_commas_are_said_in_a_note(tmp_path: Path) -> None:
 def test_a_decimal_key_that_is_no_separator_word_is_refused() -> None:
     with pytest.raises(ValueError, match=r"decimal is a CSV's decimal separator, comma or point .*got ','"):
         map_from_options(columns={"ts": "t", "price": "p", "size": "s", "decimal": ","})
+
+
+@pytest.mark.parametrize("separator, rows", [
+    (";", ["1 234,50", "1\u00a0234,75", "1\u202f235,00"]),  # French: spaces (Excel's no-break ones), decimal comma
+    (",", ["\"1'234.50\"", "1'234.75", "1\u2019235.00"]),  # Swiss: apostrophes, decimal point
+])
+def test_thousands_grouped_by_spaces_or_apostrophes_read_as_numbers(tmp_path: Path, separator: str,
+                                                                    rows: list[str]) -> None:
+    path = tmp_path / "grouped.csv"
+    path.write_text(f"time{separator}price{separator}size\n" + "".join(
+        f"2026-03-01 17:00:0{i}{separator}{price}{separator}{i + 1}\n" for i, price in enumerate(rows))
+        + f"2026-03-01 17:00:09{separator}1 2 3{separator}1\n")
+    replay = FileReplay(path)
+    assert [t.price for t in drain(replay)] == [1234.5, 1234.75, 1235.0]
+    # a cell that is still no number is rejected with its text quoted
+    assert dict(replay.rejected) == {"missing_field": 1}
+    assert replay.rejected.examples["missing_field"].endswith("(column 'price': '1 2 3' is not a number)")

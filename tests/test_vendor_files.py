@@ -159,7 +159,7 @@ def test_rejected_rows_say_what_to_do(tmp_path: Path) -> None:
     replay = FileReplay(tmp_path / "t.csv")
     assert [(t.price, t.side) for t in drain(replay)] == [(12345.67, "buy"), (1.5, "sell")]
     examples = replay.rejected.examples
-    assert examples["missing_field"].endswith("(column 'price': empty, or not a number)")
+    assert examples["missing_field"].endswith("(column 'price': 'n/a' is not a number)")  # the cell, quoted
     assert "got 'hold' (column 'side'; map other side values with side_map" in examples["unknown_side"]
     # the symbol column's own value: one fixed stream_name would merge every symbol into one stream
     assert "(column 'symbol'; the file's own value: fix it at the source, or name the streams by other columns" \
@@ -175,3 +175,13 @@ def test_date_and_time_in_two_columns(tmp_path: Path) -> None:
     assert [t.ts for t in ticks] == [ns("2024-06-03T13:30:00+00:00"), ns("2024-06-03T13:30:01.5+00:00")]
     with pytest.raises(ValueError, match="joins date and time columns"):
         FileReplay(tmp_path / "kibot.csv", columns=columns | {"ts_unit": "ms", "ts_format": None, "tz": None})
+
+
+def test_a_time_that_does_not_read_is_quoted_and_a_dst_gap_named_only_in_a_zone_that_has_one(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text("time,price,size\n2024-01-02 09:30:00,1.5,1\nsoon,1.5,1\n")
+    for zone, dst in (("EST", False), ("America/New_York", True)):
+        replay = FileReplay(tmp_path / "t.csv", columns={"tz": zone})
+        drain(replay)
+        example = replay.rejected.examples["missing_field"]
+        assert "(column 'time': 'soon' is not a time the map reads" in example
+        assert ("DST" in example) is dst

@@ -83,3 +83,18 @@ def test_seconds_without_a_fraction_are_one_reading_not_a_two_way_date(tmp_path:
     (tmp_path / "us.txt").write_text("03/01/2026 17:01:00,6849.75,6850.00\n03/02/2026 17:01:00,6850.25,6850.50\n")
     with pytest.raises(ValueError, match="reads more than one way"):
         drain(FileReplay(tmp_path / "us.txt"))
+
+
+def test_a_row_whose_price_is_no_number_keeps_its_quote(tmp_path: Path) -> None:
+    path = tmp_path / "ES 03-26.Last.txt"
+    path.write_text("20260301 170000 0000000;6850.00;6849.75;6850.00;1\n"
+                    "20260301 170001 0000000;abc;6849.75;6850.00;2\n"
+                    "20260301 170002 0000000;6850.25;6850.00;6850.25;1\n")
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert Tick("ES 03-26", T0 + 10**9, "quote", bid=6849.75, ask=6850.0) in ticks
+    assert [t.ts for t in ticks if t.kind == "trade"] == [T0, T0 + 2 * 10**9]
+    assert dict(replay.rejected) == {"missing_field": 1}
+    example = replay.rejected.examples["missing_field"]
+    assert "line 2: missing_field: price is missing beside size 2" in example
+    assert example.endswith("(column 'price': 'abc' is not a number)")
