@@ -64,6 +64,7 @@ QUOTE_MARKS = frozenset({"q", "b", "a", "bid", "ask", "offer", "quote", "quotes"
 # A file of bars (OHLC, OHLCV): it has these besides its close. Each bar replays as one trade at its close.
 BAR_COLUMNS = frozenset({"open", "high", "low"})
 BAR_CLOSES = {"close": BAR_COLUMNS, "close_price": BAR_COLUMNS,  # a close column -> the columns that make it a bar's
+              "last": BAR_COLUMNS, "last_price": BAR_COLUMNS,  # Sierra Chart's and Barchart's close: `Last`
               **{f"{p}_c": frozenset({f"{p}_o", f"{p}_h", f"{p}_l"}) for p in ("mid", "bid", "ask")}}  # OANDA's
 BAR_STAMP = ("; most vendors stamp a bar with its start, so a bar's close shows at its start unless the map says "
              "ts=<its end column>")

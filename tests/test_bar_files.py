@@ -189,3 +189,14 @@ def test_a_trailing_empty_column_makes_no_bars(tmp_path: Path) -> None:
     replay = FileReplay(path)
     assert [(t.price, t.size) for t in drain(replay)] == [(185.5, 100.0), (185.6, 200.0)]
     assert not any("bars" in note for note in replay.notes)
+
+
+def test_bars_whose_close_is_named_last_are_read_as_bars(tmp_path: Path) -> None:
+    # Sierra Chart's bar export: the close is `Last`
+    path = tmp_path / "ESH26.csv"
+    path.write_text("Date, Time, Open, High, Low, Last, Volume, NumberOfTrades, BidVolume, AskVolume\n"
+                    "2026/3/2, 09:30:00, 6850.00, 6851.00, 6849.50, 6850.25, 120, 40, 60, 60\n"
+                    "2026/3/2, 09:31:00, 6850.25, 6850.75, 6849.75, 6850.00, 80, 30, 50, 30\n")
+    replay = FileReplay(path)
+    assert [(t.price, t.size) for t in drain(replay)] == [(6850.25, 120), (6850.0, 80)]
+    assert any("read as bars: each row is one trade at its close (Last, size Volume" in n for n in replay.notes)
