@@ -371,6 +371,7 @@ class _FilePlan:
     long_rows: Mapping[int, int] = field(default_factory=dict)  # row -> its fields, for rows with too many
     dialect: Dialect | None = None  # a CSV's, as read
     schema: Mapping[str, Any] = field(default_factory=dict)  # the file's columns and their types
+    unit_given: bool = False  # the epoch unit was given (a map's or --ts-unit), not read from the first time
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -675,8 +676,10 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
         notes += epoch_note(path, cmap, _scale(facts["first_ts"], factor))
     empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
+    unit_given = isinstance(given, ColumnMap) and given.ts_unit in UNITS or \
+        isinstance(given, Refine) and given.keys.get("ts_unit") in UNITS
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book,
-                     dialect=dialect, schema=schema,
+                     dialect=dialect, schema=schema, unit_given=unit_given,
                      empty_sides=empty_sides, bars=trade_bars(cmap, schema),
                      nonpositive_prices=bool(facts["nonpositive_prices"]),
                      long_rows=dict(dialect.long_rows) if dialect is not None else {})
@@ -1286,6 +1289,10 @@ def _unit_changed(plan: Any, message: str) -> str:
     raw = int(got[1]) // UNITS[columns.ts_unit]
     if epoch_unit(raw) == columns.ts_unit:
         return ""
+    if getattr(plan, "unit_given", False):
+        return (f"; the unit given is {columns.ts_unit}, which does not fit this time ({raw}): as "
+                f"{epoch_unit(raw)} it is a present-day time; give the unit the column counts, --ts-unit "
+                f"{epoch_unit(raw)}")
     return (f"; the file's times were read as {columns.ts_unit} (its first time's magnitude), but this one is "
             f"{epoch_unit(raw)}: if the unit changes inside the file (Binance's public files went from ms to us on "
             f"2025-01-01), read the parts as separate files, each with its own unit")

@@ -372,3 +372,16 @@ def test_a_full_map_names_the_tick_columns_it_leaves_unread(tmp_path: Path) -> N
                                                                      detect=True))
     assert drain(replay)[0] == Tick("t", t0, "trade", price=100.01, size=5, side="buy")
     assert not any("reads only" in n for n in replay.notes), replay.notes
+
+
+def test_a_unit_given_that_does_not_fit_is_said_so_not_read_from_the_first_time(tmp_path: Path) -> None:
+    import polars as pl
+
+    pl.DataFrame({"time": [1717421400000000000 + i for i in range(3)], "price": [190.0] * 3, "size": [1] * 3}) \
+        .write_parquet(tmp_path / "t.parquet")
+    spec = map_from_options(columns="ts=time,price=price,size=size", ts_unit="ms", detect=True)
+    replay = FileReplay(tmp_path / "t.parquet", columns=spec)
+    assert drain(replay) == [] and dict(replay.rejected) == {"ts_out_of_range": 3}
+    example = replay.rejected.examples["ts_out_of_range"]
+    assert "the unit given is ms" in example and "--ts-unit ns" in example
+    assert "first time's magnitude" not in example
