@@ -42,6 +42,7 @@ from connectors.column_map import (
     ColumnMap,
 )
 from connectors.field_names import FIELD_NAMES, normal_name
+from connectors.json_lines import JSON_LINES_SUFFIXES
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
@@ -708,7 +709,8 @@ def _float(text: str) -> float:
 def file_stem(path: Path) -> str:
     """The file name without its tick-file suffix (`es.csv.gz` -> `es`): the stream of a map that names none."""
     name = path.name
-    suffix = next((x for x in (*DBN_SUFFIXES, *CSV_SUFFIXES, *PARQUET_SUFFIXES) if name.lower().endswith(x)), "")
+    suffixes = (*DBN_SUFFIXES, *CSV_SUFFIXES, *PARQUET_SUFFIXES, *JSON_LINES_SUFFIXES)
+    suffix = next((x for x in suffixes if name.lower().endswith(x)), "")
     return name[: len(name) - len(suffix)] if suffix and len(name) > len(suffix) else path.stem
 
 

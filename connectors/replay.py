@@ -1,8 +1,9 @@
-"""File replay: Parquet/CSV/DBN tick files -> one time-ordered, paced, resumable Source.
+"""File replay: Parquet/CSV/JSON-lines/DBN tick files -> one time-ordered, paced, resumable Source.
 
 Each Parquet or CSV file is a polars lazy scan mapped to tick fields by a
 `ColumnMap` (connectors/column_map.py: a preset by name, a dict from YAML, or
-detected from the columns); a Databento DBN file is decoded and reduced to
+detected from the columns); a JSON-lines file is read as the table of its objects' fields through a Parquet
+copy (connectors/json_lines.py); a Databento DBN file is decoded and reduced to
 trades and top of book by connectors/dbn.py. Both kinds of plan hand out
 (row number, wire map) chunks. Files are read in chunks of `chunk_rows` rows and merged by
 event time with a heap; ties keep file order, then row order, so a replay is
@@ -58,7 +59,9 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     preset,
     side_lookup,
 )
+from connectors import json_lines
 from connectors.field_names import normal_name
+from connectors.json_lines import JSON_LINES_SUFFIXES, NOT_JSON, is_json_lines
 from connectors.layout import (
     CSV_SUFFIXES,
     DBN_SUFFIXES,
@@ -120,6 +123,8 @@ def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
     suffix = path.suffix.lower()
     if suffix in PARQUET_SUFFIXES:
         return pl.scan_parquet(path)
+    if is_json_lines(path):  # parsed once into a Parquet copy, a row per line
+        return pl.scan_parquet(json_lines.table(path).copy)
     if is_csv(path):
         names = list(names) if names is not None else None
         # Typed on purpose: polars infers CSV types from the first rows, and a later "61837.5" in an inferred
@@ -134,7 +139,7 @@ def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
                            ignore_errors=overrides is not None, separator=dialect.separator,
                            decimal_comma=dialect.decimal_comma, truncate_ragged_lines=bool(dialect.long_rows),
                            with_column_names=None if names else lambda found: [n.strip() for n in found])
-    known = PARQUET_SUFFIXES + CSV_SUFFIXES + DBN_SUFFIXES + (f"{ZIP_SUFFIX} (of these)",)
+    known = PARQUET_SUFFIXES + CSV_SUFFIXES + JSON_LINES_SUFFIXES + DBN_SUFFIXES + (f"{ZIP_SUFFIX} (of these)",)
     raise ValueError(f"{path}: unsupported file type {suffix!r}; replay reads {', '.join(known)}")
 
 
@@ -372,6 +377,7 @@ class _FilePlan:
     dialect: Dialect | None = None  # a CSV's, as read
     schema: Mapping[str, Any] = field(default_factory=dict)  # the file's columns and their types
     unit_given: bool = False  # the epoch unit was given (a map's or --ts-unit), not read from the first time
+    bad_lines: Mapping[int, str] = field(default_factory=dict)  # a JSON-lines file's row -> why it is no object
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -391,6 +397,8 @@ class _FilePlan:
         name = self.given_name
         if is_csv(self.path):
             return f"{name} line {row + (1 if self.columns.names is not None else 2)}"
+        if is_json_lines(self.path):  # a row per line
+            return f"{name} line {row + 1}"
         return f"{name} row {row + 1}"
 
     def column_of(self, tick_field: str) -> str | None:
@@ -416,6 +424,8 @@ class _FilePlan:
     def batches(self, chunk_rows: int) -> Iterator[list[tuple[int, dict[str, Any]]]]:
         """(row number, wire map) per row, `chunk_rows` rows at a time."""
         convert = self._converter()
+        if self.bad_lines:  # JSON-lines lines that are no object: rejects, the rest of the file read
+            yield [(row, InvalidTick(NOT_JSON, why)) for row, why in self.bad_lines.items()]
         for chunk in self.frame.collect_batches(chunk_size=chunk_rows, lazy=True):
             out = []
             for row in chunk.rows():
@@ -647,7 +657,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         notes.append(f"{path.name}: Databento {book} records: trades (action T) and the top of book when it changes "
                      f"at the end of an event, as a DBN file of the schema is read")
     rows = _scan(path, cmap.names, dialect, overrides).with_row_index(ROW)
-    if is_csv(path):  # a blank line (often at the end) is no row at all
+    if is_csv(path) or is_json_lines(path):  # a blank line (often at the end) is no row at all
         rows = rows.filter(pl.any_horizontal(pl.all().exclude(ROW).is_not_null()))
     frame = rows.select(*exprs, ROW)
     raw_stream = _stream_column(cmap) if cmap.stream_col else pl.lit("")
@@ -678,11 +688,13 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
     unit_given = isinstance(given, ColumnMap) and given.ts_unit in UNITS or \
         isinstance(given, Refine) and given.keys.get("ts_unit") in UNITS
+    bad_lines = json_lines.table(path).bad_lines if is_json_lines(path) else {}
+    notes += json_lines.table(path).notes if is_json_lines(path) else []
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book,
                      dialect=dialect, schema=schema, unit_given=unit_given,
                      empty_sides=empty_sides, bars=trade_bars(cmap, schema),
                      nonpositive_prices=bool(facts["nonpositive_prices"]),
-                     long_rows=dict(dialect.long_rows) if dialect is not None else {})
+                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines)
 
 
 def _csv_number(text: pl.Expr, decimal_comma: bool) -> pl.Expr:
@@ -753,11 +765,15 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
         raise ValueError(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
     first = lambda column: _first_text(path, names, dialect, column)  # noqa: E731
     kind_notes: list[str] = []
+    shaped_note = None
     if isinstance(spec, ColumnMap):
         cmap = match_case(spec, schema)
     else:
         try:
-            cmap = guessed or detect_columns(path, schema, first, spec.keys if isinstance(spec, Refine) else None)
+            hints = spec.keys if isinstance(spec, Refine) else None
+            shaped = json_lines.table(path).columns_for(hints) if is_json_lines(path) else None  # an exchange's
+            shaped_note = json_lines.table(path).shape.note if shaped is not None and guessed is None else None
+            cmap = guessed or shaped or detect_columns(path, schema, first, hints)
         except ValueError as e:  # names misread from another encoding than UTF-8 are why: said
             if is_csv(path) and (why := not_utf8(path)):
                 raise ValueError(f"{e}; {why}") from None
@@ -832,6 +848,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
                  else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")
         notes.append(f"{path.name}: {given}; read as {describe_map(cmap)}")
         notes += vendor_notes(path, list(schema), cmap)
+        notes += [shaped_note] if shaped_note else []
     elif spec.preset is None:
         notes += _unnamed_fields(path, cmap, schema, first)
     if cmap.ts_unit == EXCEL_DAYS and not isinstance(spec, ColumnMap):
@@ -1276,6 +1293,8 @@ NO_TRADE = "no trade in this interval"  # a bar's filtered_out: not an error, no
 REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons
     "unknown_side": "; map other side values with side_map in a --columns YAML file (docs/replay.md)",
     "filtered_out": "; not an error: rows that are no trades (e.g. order submissions and cancels)",
+    NOT_JSON: "; the line is skipped and the rest of the file read (a capture cut mid-line, a log line among the "
+              "messages)",
 }
 
 
@@ -1510,6 +1529,8 @@ def _no_data_rows(path: Path) -> bool:
             return not has_records(path)
         if is_csv(path):
             return not sniff_csv(path).rows
+        if is_json_lines(path):
+            return json_lines.table(path).objects == 0
         if path.suffix.lower() in PARQUET_SUFFIXES:
             return pl.scan_parquet(path).select(pl.len()).collect().item() == 0
     except (OSError, ImportError, pl.exceptions.PolarsError, ValueError):
@@ -1548,7 +1569,8 @@ class FileReplay(Source):
             raise ValueError("FileReplay needs at least one file")
         default = as_column_map(columns)
         specs, self._file_notes = _once_each([_file_spec(item, default) for item in items])
-        self._unpacked: list[Unpacked] = []  # zip archives' files, unpacked while this replay lives
+        # zip archives' files, unpacked, and JSON-lines files' Parquet copies, while this replay lives
+        self._unpacked: list[Unpacked | json_lines.Opened] = []
         self.plans = _named_apart([plan for spec in specs for plan in self._plans(*spec)])
         self.speed = speed
         self.chunk_rows = chunk_rows
@@ -1566,6 +1588,8 @@ class FileReplay(Source):
         if is_csv(path) and utf16 is None and (why := not_utf8(path)):  # read on, its odd bytes replaced: said
             self._file_notes.append(Caution(f"{path}: {why}; read as UTF-8 meanwhile, each byte that is not UTF-8 "
                                             f"replaced (names and symbols that hold one are misspelled)"))
+        if is_json_lines(path) and path.is_file():  # its Parquet copy lives while the replay does
+            self._unpacked.append(json_lines.Opened(path))
         if not is_zip(path) and utf16 is None:
             if _no_data_rows(path):
                 self._file_notes.append(f"{path}: no data rows; skipped")
@@ -1584,6 +1608,8 @@ class FileReplay(Source):
             elif is_csv(inside) and (why := not_utf8(inside)):
                 self._file_notes.append(Caution(f"{path} ({inside.name} inside): {why}; read as UTF-8 meanwhile, "
                                                 f"each byte that is not UTF-8 replaced"))
+            if is_json_lines(inside):
+                self._unpacked.append(json_lines.Opened(inside))
             if _no_data_rows(inside):
                 named = path if utf16 else f"{path} ({inside.name} inside)"
                 self._file_notes.append(f"{named}: no data rows; skipped")

@@ -78,6 +78,7 @@ REASONS = (
     "log_unavailable",
     "filtered_out",  # file replay only: a row a column map's `keep` leaves out (not a trade)
     "extra_fields",  # file replay only: a CSV row with more fields than the file's columns
+    "not_json",  # file replay only: a JSON-lines file's line that is not a JSON object
 )
 
 _COMMON = ("stream", "ts", "kind")

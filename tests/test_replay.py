@@ -292,9 +292,9 @@ def test_synthetic_source_limit_snapshot_and_resume() -> None:
 def test_construction_errors_are_actionable(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="replay file not found"):
         FileReplay(tmp_path / "nope.parquet")
-    (tmp_path / "x.json").write_text("{}")
-    with pytest.raises(ValueError, match="unsupported file type '.json'"):
-        FileReplay(tmp_path / "x.json")
+    (tmp_path / "x.xlsx").write_text("{}")  # (.json is read: one JSON object a line, tests/test_replay_json_lines.py)
+    with pytest.raises(ValueError, match="unsupported file type '.xlsx'"):
+        FileReplay(tmp_path / "x.xlsx")
     pl.DataFrame({"t": [datetime(2024, 1, 1)], "p": [1.0], "q": [1.0]}).write_parquet(tmp_path / "d.parquet")
     with pytest.raises(ValueError, match="set ts_unit='datetime'"):  # a ColumnMap built in Python keeps ns
         FileReplay(tmp_path / "d.parquet", columns=ColumnMap.from_dict({"ts": "t", "price": "p", "size": "q"}))
