@@ -181,6 +181,7 @@ def _convert(path: Path) -> JsonLinesTable:
         wrapped = True
     else:
         wrapped = False
+    frame = _epoch_text_as_integers(frame)
     objects = frame.height - frame.select(pl.all_horizontal(pl.all().is_null()).sum()).item() if frame.width else 0
     if bad and objects == 0:
         row, why = next(iter(bad.items()))
@@ -195,6 +196,23 @@ def _convert(path: Path) -> JsonLinesTable:
         notes.append(f"{path.name}: {len(bad)} line(s) are not JSON objects: each rejected as {NOT_JSON} (the first "
                      f"is named among the rejects), the others read")
     return JsonLinesTable(path, copy, bad, objects, shape, notes)
+
+
+EPOCH_TEXT = r"^[1-9]\d{9,18}$"  # an epoch time in s, ms, us or ns as text: 10 to 19 digits
+
+
+def _epoch_text_as_integers(frame: pl.DataFrame) -> pl.DataFrame:
+    """Text columns holding only integers of an epoch time's magnitude (OKX's `"ts": "1704153600000"`), as
+    integers: an epoch time sent as a string is the number, read as any epoch column is. No leading zero, so the
+    integer writes back as the text (a code such as "0700" stays text)."""
+    texts = [c for c, dtype in frame.schema.items() if dtype == pl.String]
+    if not texts:
+        return frame
+    whole = frame.select(pl.col(c).drop_nulls().str.contains(EPOCH_TEXT).all() & pl.col(c).is_not_null().any()
+                         for c in texts).row(0)
+    numbers = {c: pl.col(c).cast(pl.Int64, strict=False) for c, yes in zip(texts, whole) if yes}
+    cast = frame.with_columns(**numbers)
+    return frame.with_columns(**{c: cast[c] for c in numbers if cast[c].null_count() == frame[c].null_count()})
 
 
 def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | None:

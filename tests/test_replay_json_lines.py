@@ -148,6 +148,27 @@ def test_arrays_of_ticks_under_data_are_refused_with_the_command_that_flattens_t
         FileReplay(write_lines(tmp_path / "kraken.jsonl", [[0, [["43000.1", "0.1"]], "trade", "XBT/USD"]] * 2))
 
 
+def test_flattened_okx_kraken_and_bybit_records_read_as_the_docs_say(tmp_path: Path) -> None:
+    """What `jq -c '.data[]'` writes of their websocket messages: OKX's epoch ms as a string, Kraken v2's ISO
+    times, Bybit's single letters with the map docs/replay.md gives."""
+    okx = [{"instId": "BTC-USDT", "tradeId": f"{i}", "px": f"4300{i}.1", "sz": "0.1", "side": "buy",
+            "ts": str(T0 + i), "count": "1"} for i in range(3)]
+    ticks, replay = read(write_lines(tmp_path / "okx.jsonl", okx))
+    assert [(t.stream, t.ts, t.price, t.side) for t in ticks[:1]] == [("BTC-USDT", T0 * 1_000_000, 43000.1, "buy")]
+    assert "okx.jsonl: no column map given; read as ts=ts (ms), stream=instId, price=px, size=sz, side=side" \
+        in replay.notes
+    kraken = [{"symbol": "BTC/USD", "side": "sell", "price": 43000.1 + i, "qty": 0.1, "ord_type": "market",
+               "trade_id": i, "timestamp": f"2024-01-02T00:00:0{i}.123456Z"} for i in range(3)]
+    ticks, _ = read(write_lines(tmp_path / "kraken.jsonl", kraken))
+    assert (ticks[0].stream, ticks[0].ts, ticks[0].side) == ("BTC-USD", T0 * 1_000_000 + 123_456_000, "sell")
+    bybit = [{"T": T0 + i, "s": "BTCUSDT", "S": "Sell" if i else "Buy", "v": "0.001", "p": "16578.50",
+              "L": "PlusTick", "i": f"id{i}", "BT": False} for i in range(3)]
+    ticks, _ = read(write_lines(tmp_path / "bybit.jsonl", bybit),
+                    columns={"ts": "T", "stream_col": "s", "price": "p", "size": "v", "side": "S"})
+    assert [(t.stream, t.price, t.size, t.side) for t in ticks[:2]] == [("BTCUSDT", 16578.5, 0.001, "buy"),
+                                                                        ("BTCUSDT", 16578.5, 0.001, "sell")]
+
+
 QUERIES = "queries:\n  - {name: dir5, streams: ['*'], question: direction_5, kind: choice, trigger: {ticks: 5}}\n"
 
 
