@@ -228,7 +228,8 @@ class DbnPlan:
 
     def symbols_of_ids(self) -> dict[str, list[str]]:
         """Each mapped instrument id (as text) -> the symbols it is named by: a selection by id is pointed to them."""
-        return {str(i): sorted({symbol for _, _, symbol in spans}) for i, spans in Symbology(self.mappings).dated.items()}
+        dated = Symbology(self.mappings).dated
+        return {str(i): sorted({symbol for _, _, symbol in spans}) for i, spans in dated.items()}
 
     def where(self, row: int) -> str:
         return f"{self.path} record {row + 1}"

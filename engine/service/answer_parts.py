@@ -76,8 +76,8 @@ class AnswerParts:
         manifest_path = directory / MANIFEST
         if not resume:
             if directory.exists():
-                raise FileExistsError(f"{directory} holds an unfinished backtest; add --resume (resume=True from Python) to continue it, "
-                                      f"or delete it to start over")
+                raise FileExistsError(f"{directory} holds an unfinished backtest; add --resume (resume=True from "
+                                      f"Python) to continue it, or delete it to start over")
             directory.mkdir(parents=True)
             return cls(out, key, None, readings)
         if not directory.exists() and out.is_file():  # a finished run: nothing to continue, and not to replace
