@@ -586,6 +586,8 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     try:
         return _table_plan(path, cmap)
     except (pl.exceptions.PolarsError, ValueError) as e:
+        if not explicit and (naive_only := _without_tz(path, cmap, e)) is not None:
+            return naive_only  # --tz for every file: a file whose times carry their own offset keeps it
         if not is_csv(path) or not LONG_ROW_ERRORS.search(str(e)):
             raise
         refused = e
@@ -595,6 +597,21 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
         return _table_plan(path, cmap, long_rows_of=True)
     except (pl.exceptions.PolarsError, ValueError):  # not a few stray rows: its rows do not fit its columns
         raise refused from None
+
+
+def _without_tz(path: Path, cmap: ColumnMap | Refine | None, refused: Exception) -> Any:
+    """The plan of a file read without the `tz` that every file was given (--tz, `columns=` for all) when it was
+    refused only because its times carry their own UTC offset (a UTC-aware Parquet beside naive-time CSVs, the
+    README's `trades.csv bbo.parquet`): `tz` is for naive times, so that file keeps its own, said in a note. None
+    when it was refused for anything else, or when the map was the file's own or a whole map (a preset, a map of
+    its columns: a contradiction there is refused)."""
+    tz = cmap.keys.get("tz") if isinstance(cmap, Refine) else None
+    if tz is None or NAIVE_TZ_ONLY not in str(refused):
+        return None
+    rest = {k: v for k, v in cmap.keys.items() if k != "tz"}
+    plan = _table_plan(path, Refine(rest) if rest else None)
+    said = f"{path.name}: its times carry their own UTC offset, so --tz {tz} (for naive times) is not applied to it"
+    return replace(plan, notes=(said, *plan.notes))
 
 
 def _dbn_price_offset(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> float | None:

@@ -284,3 +284,22 @@ def test_coinapi_flat_files_without_a_map(tmp_path: Path) -> None:
     assert drain(FileReplay(path)) == [
         Tick("BTC-USD", ns("2024-01-02T00:00:01+00:00"), "trade", price=42500.01, size=0.0563, side="buy"),
         Tick("BTC-USD", ns("2024-01-02T00:00:01.123457+00:00"), "trade", price=42500.02, size=0.788, side="sell")]
+
+
+def test_tz_for_every_file_leaves_a_file_whose_times_carry_their_offset_as_it_is(tmp_path: Path) -> None:
+    """The README's `trades.csv bbo.parquet` with --tz: naive-time trades beside UTC-aware quotes were refused
+    ("already carries time zone 'UTC'; tz=... is for naive times"). --tz is for naive times: the aware file keeps
+    its own, said; a map of the file's own that contradicts it is still refused."""
+    import polars as pl
+
+    (tmp_path / "trades.csv").write_text("time,symbol,price,size\n2024-06-03 09:30:00.5,AAPL,190.1,100\n")
+    pl.DataFrame({"time": pl.Series(["2024-06-03T13:30:01"]).str.to_datetime(time_zone="UTC"), "symbol": ["AAPL"],
+                  "bid": [190.0], "ask": [190.2]}).write_parquet(tmp_path / "bbo.parquet")
+    replay = FileReplay([tmp_path / "trades.csv", tmp_path / "bbo.parquet"],
+                        columns=map_from_options(tz="America/New_York", detect=True))
+    assert [(t.kind, t.ts) for t in drain(replay)] == [("trade", ns("2024-06-03T13:30:00.5+00:00")),
+                                                       ("quote", ns("2024-06-03T13:30:01+00:00"))]
+    assert any("bbo.parquet: its times carry their own UTC offset, so --tz America/New_York (for naive times) is "
+               "not applied to it" in note for note in replay.notes), replay.notes
+    with pytest.raises(ValueError, match="already carries time zone 'UTC'"):
+        FileReplay([(tmp_path / "bbo.parquet", {"tz": "America/New_York"})])
