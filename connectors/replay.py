@@ -165,6 +165,10 @@ def _local(expr: pl.Expr, tz: str | None) -> pl.Expr:
     return expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
 
 
+# Zone names that read as a region's clock but are fixed offsets all year (IANA keeps them for old systems)
+FIXED_ZONES = {"EST": ("New York", "America/New_York"), "MST": ("Denver", "America/Denver"),
+               "HST": ("Honolulu", "Pacific/Honolulu")}
+
 NAIVE_TZ_ONLY = ("for naive times: drop it (files of both kinds in one run: a replay list gives each file its "
                  "own map, `columns: {tz: ...}` on the naive ones; docs/replay.md)")
 
@@ -700,6 +704,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if facts["slashes"]:
         notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "
                      f"answer topics use '/' as their separator")
+    if (region := FIXED_ZONES.get(cmap.tz or "")) is not None:  # a trader's "EST" means New York's clock
+        notes.append(f"{path.name}: tz {cmap.tz} is a fixed offset all year, with no summer time: if the times are "
+                     f"{region[0]}'s clock (summer time included), give --tz {region[1]}")
     if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
         notes += epoch_note(path, cmap, _scale(facts["first_ts"], factor))
     empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}

@@ -303,3 +303,15 @@ def test_tz_for_every_file_leaves_a_file_whose_times_carry_their_offset_as_it_is
                "not applied to it" in note for note in replay.notes), replay.notes
     with pytest.raises(ValueError, match="already carries time zone 'UTC'"):
         FileReplay([(tmp_path / "bbo.parquet", {"tz": "America/New_York"})])
+
+
+def test_a_fixed_offset_zone_named_like_a_region_is_said(tmp_path: Path) -> None:
+    """`--tz EST` reads a July 09:30 as 14:30 UTC (UTC-5 all year) where New York's clock says 13:30: said."""
+    path = tmp_path / "es.csv"
+    path.write_text("time,price,size\n2026-07-13 09:30:00,6850.25,1\n")
+    replay = FileReplay(path, columns=map_from_options(tz="EST", detect=True))
+    assert drain(replay)[0].ts == ns("2026-07-13T14:30:00+00:00")  # as asked: EST is UTC-5
+    assert any("tz EST is a fixed offset all year, with no summer time: if the times are New York's clock (summer "
+               "time included), give --tz America/New_York" in note for note in replay.notes), replay.notes
+    replay = FileReplay(path, columns=map_from_options(tz="America/New_York", detect=True))
+    assert drain(replay)[0].ts == ns("2026-07-13T13:30:00+00:00") and not any("fixed offset" in n for n in replay.notes)
