@@ -382,6 +382,7 @@ class _FilePlan:
     schema: Mapping[str, Any] = field(default_factory=dict)  # the file's columns and their types
     unit_given: bool = False  # the epoch unit was given (a map's or --ts-unit), not read from the first time
     bad_lines: Mapping[int, str] = field(default_factory=dict)  # a JSON-lines file's row -> why it is no object
+    footer: tuple[int, str] | None = None  # a CSV's last row that is a line of text, no data (`_footer`)
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -461,7 +462,11 @@ class _FilePlan:
         # a bar of price 0 and volume 0 (Cboe DataShop's interval without trades): no trade, not a price of 0
         bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
 
+        footer = self.footer
+
         def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
+            if footer is not None and row[-1] == footer[0]:
+                return InvalidTick("filtered_out", f"a footer line ({footer[1]!r}), no tick: not an error")
             if long_rows and (fields := long_rows.get(row[-1])):
                 return InvalidTick("extra_fields", f"the row has {fields} fields, more than the file's columns (a "
                                                    f"stray separator?): its cells cannot be told apart")
@@ -712,13 +717,32 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
     unit_given = isinstance(given, ColumnMap) and given.ts_unit in UNITS or \
         isinstance(given, Refine) and given.keys.get("ts_unit") in UNITS
+    footer = _footer(rows, exprs[0]) if is_csv(path) else None
     bad_lines = json_lines.table(path).bad_lines if is_json_lines(path) else {}
     notes += json_lines.table(path).notes if is_json_lines(path) else []
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book,
                      dialect=dialect, schema=schema, unit_given=unit_given,
                      empty_sides=empty_sides, bars=trade_bars(cmap, schema),
                      nonpositive_prices=bool(facts["nonpositive_prices"]),
-                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines)
+                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
+                     footer=footer)
+
+
+FOOTER_TEXT = re.compile(r"[A-Za-z]{3}")  # words: "Downloaded from Barchart.com as of ...", "Total", ...
+
+
+def _footer(rows: pl.LazyFrame, ts: pl.Expr) -> tuple[int, str] | None:
+    """(row, its text) when a CSV's last row is a line of words in its first cell and nothing else, whose time does
+    not read (Barchart's `Downloaded from Barchart.com as of 03-06-2026 04:34pm CST`): a footer, left out as
+    filtered_out rather than rejected as a tick missing its time."""
+    last = rows.tail(1).select(pl.all(), ts.alias("_ts")).collect()
+    if not last.height:
+        return None
+    cells = [v for k, v in last.row(0, named=True).items() if k not in (ROW, "_ts") and v not in (None, "")]
+    text = str(cells[0]).strip() if len(cells) == 1 else ""
+    if last["_ts"][0] is not None or not FOOTER_TEXT.search(text):
+        return None
+    return int(last[ROW][0]), text[:60]
 
 
 def _csv_number(text: pl.Expr, decimal_comma: bool) -> pl.Expr:

@@ -200,3 +200,24 @@ def test_bars_whose_close_is_named_last_are_read_as_bars(tmp_path: Path) -> None
     replay = FileReplay(path)
     assert [(t.price, t.size) for t in drain(replay)] == [(6850.25, 120), (6850.0, 80)]
     assert any("read as bars: each row is one trade at its close (Last, size Volume" in n for n in replay.notes)
+
+
+def test_a_footer_line_is_left_out_as_no_tick(tmp_path: Path) -> None:
+    """Barchart's download ends with `Downloaded from Barchart.com as of ...`: it was rejected as a tick missing its
+    time (a 9% warning and a DST hint); a last row that is a line of words is a footer, filtered_out."""
+    path = tmp_path / "esh26_intraday-5min.csv"
+    path.write_text("Time,Open,High,Low,Last,Change,%Chg,Volume\n"
+                    "2026-03-06 09:30,6850.00,6851.00,6849.50,6850.25,0.25,0.00%,120\n"
+                    "2026-03-06 09:35,6850.25,6850.75,6849.75,6850.00,-0.25,0.00%,80\n"
+                    '"Downloaded from Barchart.com as of 03-06-2026 04:34pm CST"\n')
+    replay = FileReplay(path)
+    assert [(t.price, t.size) for t in drain(replay)] == [(6850.25, 120), (6850.0, 80)]
+    assert dict(replay.rejected) == {"filtered_out": 1}
+    assert "a footer line ('Downloaded from Barchart.com as of 03-06-2026 04:34pm CST'), no tick" in \
+        replay.rejected.examples["filtered_out"]
+    # a last row of data whose time does not read is still a reject, not a footer
+    path.write_text("Time,Open,High,Low,Last,Change,%Chg,Volume\n"
+                    "2026-03-06 09:30,6850.00,6851.00,6849.50,6850.25,0.25,0.00%,120\n"
+                    "bad time,6850.25,6850.75,6849.75,6850.00,-0.25,0.00%,80\n")
+    replay = FileReplay(path)
+    assert len(drain(replay)) == 1 and dict(replay.rejected) == {"missing_field": 1}
