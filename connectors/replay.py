@@ -718,8 +718,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     unit_given = isinstance(given, ColumnMap) and given.ts_unit in UNITS or \
         isinstance(given, Refine) and given.keys.get("ts_unit") in UNITS
     footer = _footer(rows, exprs[0]) if is_csv(path) else None
-    bad_lines = json_lines.table(path).bad_lines if is_json_lines(path) else {}
-    notes += json_lines.table(path).notes if is_json_lines(path) else []
+    lines = json_lines.table(path) if is_json_lines(path) else None  # (parsed once, kept by the module)
+    bad_lines = lines.bad_lines if lines is not None else {}
+    notes += lines.notes if lines is not None else []
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book,
                      dialect=dialect, schema=schema, unit_given=unit_given,
                      empty_sides=empty_sides, bars=trade_bars(cmap, schema),

@@ -130,8 +130,7 @@ class ControlFeedResume:
                 return self._call(streams=None)
             except ControlError as e:
                 starting = STARTING in str(e)
-                if self.stop is not None and self.stop.is_set():
-                    raise EngineLost("stopped by a signal while waiting for the engine to start") from None
+                self._stopped("start")
                 if time.monotonic() - started >= (self.wait_s if starting else start_wait_s):
                     raise
                 why = "it is starting (loading its model, replaying its tick log)" if starting else str(e)
@@ -139,10 +138,7 @@ class ControlFeedResume:
                     print(f"flashtick feed: waiting for the engine before sending: {why} (a signal stops the feed)",
                           file=sys.stderr, flush=True)
                     said = why
-                if self.stop is not None:
-                    self.stop.wait(0.5)
-                else:
-                    time.sleep(0.5)
+                self._pause(0.5)
 
     def _wait_for_engine(self) -> dict[str, int]:
         deadline = time.monotonic() + self.wait_s
@@ -153,8 +149,7 @@ class ControlFeedResume:
                     self._call(streams=[])
                 return self._held(list(self.kept))
             except ControlError as e:
-                if self.stop is not None and self.stop.is_set():
-                    raise EngineLost("stopped by a signal while waiting for the engine to come back") from None
+                self._stopped("come back")
                 if time.monotonic() >= deadline:
                     raise FeedTimeout(f"the engine did not come back within {self.wait_s:g} s after its "
                                       f"connection dropped ({e})") from None
@@ -162,10 +157,19 @@ class ControlFeedResume:
                     print(f"flashtick feed: the engine's connection dropped ({e}); waiting up to {self.wait_s:g} s "
                           f"for it to come back (a signal stops the feed)", file=sys.stderr, flush=True)
                     said = True
-                if self.stop is not None:
-                    self.stop.wait(0.2)
-                else:
-                    time.sleep(0.2)
+                self._pause(0.2)
+
+    def _stopped(self, waiting_to: str) -> None:
+        """EngineLost once a signal asked the feed to stop while it waits for its engine to start or come back."""
+        if self.stop is not None and self.stop.is_set():
+            raise EngineLost(f"stopped by a signal while waiting for the engine to {waiting_to}") from None
+
+    def _pause(self, seconds: float) -> None:
+        """A wait between tries that a signal (``stop``) ends at once."""
+        if self.stop is not None:
+            self.stop.wait(seconds)
+        else:
+            time.sleep(seconds)
 
     def _held(self, streams: list[str]) -> dict[str, int]:
         """Per stream: the engine's tick count; absent if it holds none."""
