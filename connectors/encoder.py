@@ -24,6 +24,13 @@ window could never be placed and would stall its stream), tick counts in
 another (`check_ticks`: 1 <= ticks <= len(tokens), every tick has a token). A
 pre-tokenized item does not advance the codec state: the next raw tick on that
 stream is encoded relative to the previous raw one.
+
+Conflation (the service's ``limits.when_behind: conflate``): a raw message ingested
+with ``hold_quotes`` keeps each quote aside, checked and encoded but not submitted,
+until something else of its stream arrives (then it goes first, in order) or
+``flush_held`` runs before the next forward. A newer quote of the stream replaces
+the one held, which is dropped and counted (``conflated``): the engine computes the
+newest top of book and every trade, not each quote it could not keep up with.
 """
 
 from __future__ import annotations
@@ -218,6 +225,8 @@ class StreamEncoders:
         self.ts_unit_notes: dict[str, str] = {}
         self.ts_unit_streams = 0
         self.notify = notify  # where such notes are said as they happen (the service's log); None: only counted
+        self.held: dict[str, EncodedTick] = {}  # each stream's newest quote kept aside by conflation, not submitted
+        self.conflated = 0  # quotes dropped for a newer one of their stream (never submitted, never logged)
 
     def __len__(self) -> int:
         return len(self._encoders)
@@ -341,18 +350,55 @@ class StreamEncoders:
     # -- whole paths: check, submit, commit -------------------------------------------------
 
     def ingest(self, tick: Tick, submit: Submit) -> EncodedTick:
-        """Encode one validated tick, submit it and commit; raises InvalidTick and then changes nothing."""
+        """Encode one validated tick, submit it and commit; raises InvalidTick and then changes nothing.
+        Not conflated: a quote of its stream held aside goes first."""
+        held = self.held.pop(tick.stream, None)
+        if held is not None:
+            self._submit(held, submit)
         item = self.encode(tick)
         self._submit(item, submit)
         return item
 
-    def ingest_message(self, data: bytes, submit: Submit) -> Ingested:
-        """A raw wire message (one tick map or a list); never raises, one bad tick never drops the rest."""
-        return self._ingest(data, submit, tick_items, lambda obj: self.encode(validate(obj, self.max_stream_bytes)))
+    def ingest_message(self, data: bytes, submit: Submit, hold_quotes: bool = False) -> Ingested:
+        """A raw wire message (one tick map or a list); never raises, one bad tick never drops the rest.
+        ``hold_quotes``: conflate its quotes (see the module doc); they are neither accepted nor refused yet."""
+        result = Ingested([], [])
+
+        def first_phase(obj: Any) -> EncodedTick | None:
+            tick = validate(obj, self.max_stream_bytes)
+            held = self.held.pop(tick.stream, None)
+            if held is not None and hold_quotes and not tick.is_trade and tick.ts >= held.ts:
+                self.conflated += 1  # superseded: the new quote is encoded against the same committed state
+            elif held is not None:  # the stream's held quote goes first, as it came
+                self._submit_or_reject(held, submit, result)
+            item = self.encode(tick)
+            if hold_quotes and not tick.is_trade:
+                self.held[tick.stream] = item
+                return None
+            return item
+
+        return self._ingest(data, submit, tick_items, first_phase, result)
 
     def ingest_tokenized(self, data: bytes, submit: Submit) -> Ingested:
         """A pre-tokenized wire message (a msgpack list of maps); never raises."""
-        return self._ingest(data, submit, _tokenized_items, self.accept)
+        return self._ingest(data, submit, _tokenized_items, self.accept, self.flush_held(submit))
+
+    def flush_held(self, submit: Submit) -> Ingested:
+        """Submit every quote conflation holds (before a forward, or before items whose stream is known only once
+        checked); the ones refused now (the stream refused by the engine) come back with index -1."""
+        result = Ingested([], [])
+        held, self.held = self.held, {}
+        for item in held.values():
+            self._submit_or_reject(item, submit, result)
+        return result
+
+    def _submit_or_reject(self, item: EncodedTick, submit: Submit, result: Ingested) -> None:
+        try:
+            self._submit(item, submit)
+        except InvalidTick as err:
+            result.rejections.append(Rejection.of(-1, err))
+            return
+        result.accepted.append(item)
 
     def shed_message(self, data: bytes, err: InvalidTick, tokenized: bool = False) -> Ingested | None:
         """A whole message refused with ``err`` (the engine is behind and sheds), one rejection per stream with the
@@ -376,21 +422,26 @@ class StreamEncoders:
         return Ingested([], [Rejection(index, err.reason, str(err), stream, n) for stream, (index, n) in first.items()])
 
     def _ingest(self, data: bytes, submit: Submit, items_of: Callable[[Any], list[Any]],
-                first_phase: Callable[[Any], EncodedTick]) -> Ingested:
+                first_phase: Callable[[Any], EncodedTick | None], result: Ingested) -> Ingested:
+        """Each item of the message checked (``first_phase``: None for one held aside), submitted and committed,
+        into ``result`` (which may hold held quotes submitted first)."""
         if len(data) > self.max_message_bytes:
             ticks = listed_ticks(data)
             error = (f"oversize: message of {len(data)} bytes ({ticks} tick{'s' if ticks != 1 else ''}) > "
                      f"{self.max_message_bytes} "
                      f"(limits.max_message_bytes): none of its ticks was read; send them in smaller messages")
-            return Ingested([], [Rejection(-1, "oversize", error, count=ticks)])
+            result.rejections.append(Rejection(-1, "oversize", error, count=ticks))
+            return result
         try:
             items = items_of(unpack(data, max_bytes=self.max_message_bytes))
         except InvalidTick as err:
-            return Ingested([], [Rejection.of(-1, err)])
-        result = Ingested([], [])
+            result.rejections.append(Rejection.of(-1, err))
+            return result
         for index, obj in enumerate(items):
             try:
                 item = first_phase(obj)
+                if item is None:
+                    continue
                 self._submit(item, submit)
             except InvalidTick as err:
                 result.rejections.append(Rejection.of(index, err))

@@ -572,3 +572,98 @@ def test_every_stream_is_listed_page_by_page(live, monkeypatch, capsys) -> None:
     assert main(["streams", "--control", server.endpoints["control"]]) == 0  # the command pages through them all
     printed = capsys.readouterr().out.splitlines()
     assert [line.split("\t")[0] for line in printed] == [s.name for s in DEFAULT_STREAMS[:4]]
+
+
+def kept_by_conflation(sent: list) -> list:
+    """What conflation keeps of ticks all read while behind: every trade, and a quote only when the next tick of
+    its stream is a trade (it goes first) or there is none before the forward (it is the stream's newest)."""
+    kept = []
+    for i, tick in enumerate(sent):
+        after = next((t for t in sent[i + 1:] if t.stream == tick.stream), None)
+        if tick.is_trade or after is None or after.is_trade:
+            kept.append(tick)
+    return kept
+
+
+def test_conflation_keeps_every_trade_and_each_streams_newest_quote_and_computes_them_exactly(checkpoint) -> None:
+    sent = ticks(80)
+    assert sent[0].is_trade  # (read before the engine is behind; what follows is read while behind)
+    # (answers as the model gives them: the online mix would differ by how many answers each side published)
+    conflating = TickPipeline(pipeline_config(checkpoint, limits={"max_backlog_tokens": 1, "when_behind": "conflate"},
+                                              answers={"adapt": "off"}))
+    plain = TickPipeline(pipeline_config(checkpoint, answers={"adapt": "off"}))
+    for pipeline in (conflating, plain):
+        pipeline.registry.register(QUERIES)
+    for tick in sent:  # one tick a message, as a high-rate feed sends: conflation spans messages
+        assert conflating.ingest_message(encode(tick)) == []
+    assert conflating.busy and conflating.encoders.held  # quotes held aside wait for the forward's flush
+    assert conflating.flush_held() == []
+    kept = kept_by_conflation(sent)
+    assert 0 < len(kept) < len(sent) and sum(t.is_trade for t in kept) == sum(t.is_trade for t in sent)
+    for tick in kept:
+        plain.ingest_message(encode(tick))
+    conflating.run_until_idle()
+    plain.run_until_idle()
+    assert conflating.stats()["conflated"] == len(sent) - len(kept) and conflating.ticks_in == len(kept)
+    for stream in {t.stream for t in sent}:  # the same ticks, encoded alike, computed alike
+        assert conflating.encoders.accepted([stream]) == plain.encoders.accepted([stream])
+        for query in ("dir", "nll"):
+            ours, theirs = conflating.cache.get(query, stream), plain.cache.get(query, stream)
+            assert (ours.version, ours.data_ts) == (theirs.version, theirs.data_ts)
+            assert_close(ours.value, theirs.value)
+
+
+def assert_close(ours, theirs, tol: float = 1e-5) -> None:
+    """Two answer values alike: the same keys and strings, numbers within ``tol`` (fp32 forwards of other shapes)."""
+    if isinstance(ours, dict):
+        assert ours.keys() == theirs.keys()
+        for key in ours:
+            assert_close(ours[key], theirs[key], tol)
+    elif isinstance(ours, (list, tuple)):
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            assert_close(a, b, tol)
+    elif isinstance(ours, float):
+        assert ours == pytest.approx(theirs, abs=tol)
+    else:
+        assert ours == theirs
+
+
+def test_conflation_still_refuses_a_bad_quote_at_once_and_keeps_the_one_held(checkpoint) -> None:
+    import msgpack
+
+    from connectors.ticks import quote, trade
+
+    pipeline = TickPipeline(pipeline_config(checkpoint, limits={"max_backlog_tokens": 1, "when_behind": "conflate"}))
+    pipeline.ingest_message(encode(trade("EURUSD", 100, 1.1, 1.0)))  # accepted: behind from here on
+    assert pipeline.ingest_message(encode(quote("EURUSD", 200, 1.1, 1.2))) == []  # held
+    (late,) = pipeline.ingest_message(encode([quote("EURUSD", 150, 1.1, 1.2)]))  # before the held one's ts
+    assert late["reason"] == "ts_backwards" and late["index"] == 0 and late["stream"] == "EURUSD"
+    crossed = msgpack.packb({"stream": "EURUSD", "ts": 300, "bid": 1.3, "ask": 1.2})  # a bad quote: not held
+    assert [r["reason"] for r in pipeline.ingest_message(crossed)] == ["crossed_quote"]
+    pipeline.flush_held()
+    assert pipeline.encoders.accepted(["EURUSD"])["EURUSD"] == {"ticks": 2, "last_ts": 200}
+    assert pipeline.stats()["conflated"] == 0 and pipeline.rejected["ts_backwards"] == 1
+
+
+def test_a_conflating_server_keeps_every_trade_and_says_how_many_quotes_it_dropped(checkpoint, capsys) -> None:
+    sent = ticks(400, seed=3, streams=4)
+    with live_server(checkpoint, limits={"max_backlog_tokens": 1, "when_behind": "conflate",
+                                         "heartbeat_s": 0.2}) as (server, push):
+        with AnswerSubscriber(server.endpoints["answers"], [HEARTBEAT_TOPIC, REJECTS_TOPIC]) as sub:
+            time.sleep(0.3)
+            for tick in sent:
+                push.send(encode(tick))
+            wait_for(lambda: server.pipeline.ticks_in + server.pipeline.encoders.conflated == len(sent)
+                     and not server.pipeline.busy)
+            dropped = server.pipeline.encoders.conflated
+            got = collect(sub, lambda got: sum(p["conflated"] for t, p in got if t == HEARTBEAT_TOPIC) >= dropped,
+                          timeout_s=5)
+        stats = server.pipeline.stats()
+        assert stats["rejected"] == {} and not [p for t, p in got if t == REJECTS_TOPIC]
+        assert stats["conflated"] > 0
+        assert sum(p["conflated"] for t, p in got if t == HEARTBEAT_TOPIC) == stats["conflated"]
+        trades = sum(t.is_trade for t in sent)
+        computed = sum(s.ticks for s in server.pipeline.engine.scheduler.streams.values())
+        assert computed == stats["ticks_in"] == len(sent) - stats["conflated"] and computed > trades
+    assert "quotes dropped for a newer one of their stream" in capsys.readouterr().err

@@ -15,7 +15,7 @@ CTX = zmq.Context.instance()
 T0 = 1_700_000_000_000_000_000  # int64 ns since the epoch
 ANSWER_KEYS = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "model", "value"}
 HEARTBEAT_KEYS = {"seq", "ts", "ticks_in", "answers_out", "pending_tokens", "behind", "lag_s", "shed",
-                  "max_message_bytes"}
+                  "conflated", "max_message_bytes"}
 _names = itertools.count()
 
 
@@ -83,7 +83,8 @@ class Sub:
         payload = msgpack.unpackb(frames[1], raw=False)
         if topic == "_heartbeat/":
             assert set(payload) == HEARTBEAT_KEYS and isinstance(payload["behind"], bool) \
-                and isinstance(payload["lag_s"], float) and type(payload["shed"]) is int and payload["shed"] >= 0
+                and isinstance(payload["lag_s"], float) and all(
+                    type(payload[key]) is int and payload[key] >= 0 for key in ("shed", "conflated"))
             self.heartbeats.append(payload)
             return None
         self.kept.append((topic, payload))

@@ -543,8 +543,9 @@ def cmd_serve(args: argparse.Namespace) -> None:
     data = server.pipeline.data  # after a restart, ticks_in counts the tick log's ticks too
     recovered = getattr(data, "recovered_ticks", 0) if data is not None else 0
     earlier = f" ({stats['ticks_in'] - recovered} this run, {recovered} from the tick log)" if recovered else ""
+    conflated = f", {stats['conflated']} quotes conflated (when_behind: conflate)" if stats.get("conflated") else ""
     print(f"flashtick stopped: {stats['ticks_in']} ticks in{earlier}, {stats['answers_out']} answers out this run"
-          f"{refused}", file=sys.stderr)
+          f"{refused}{conflated}", file=sys.stderr)
 
 
 def _synthetic_source(args: argparse.Namespace, engine_last_ts: dict[str, int]) -> Any:

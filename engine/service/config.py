@@ -168,6 +168,9 @@ class EndpointsSection:
             taken[(host, int(port))] = name
 
 
+WHEN_BEHIND = ("lag", "shed", "conflate")
+
+
 @dataclass(frozen=True)
 class LimitsSection:
     max_message_bytes: int = 1 << 20  # an ingest message larger than this is rejected (counted)
@@ -179,7 +182,9 @@ class LimitsSection:
     max_control_bytes: int = 4 << 20  # ZeroMQ drops the connection of a peer sending a larger control request
     max_backlog_tokens: int = 1_000_000  # accepted tokens waiting for a forward before the engine is "behind"
     max_lag_s: float = 5.0  # ... or the oldest accepted tick (or an unread ingest message) waiting longer than this
-    when_behind: str = "lag"  # lag: keep everything, say so (heartbeat, metric, warning); shed: refuse new ticks
+    # lag: keep everything, say so (heartbeat, metric, warning); shed: refuse new ticks; conflate: keep every trade
+    # and of each stream's quotes only the newest that arrived between two forwards
+    when_behind: str = "lag"
     drain_s: float = 10.0  # on SIGTERM/SIGINT, seconds spent computing what was accepted before exiting
     max_waiting_asks: int = 1024  # asks waiting for a forward, all clients together; more are refused at once
     # queries
@@ -191,8 +196,9 @@ class LimitsSection:
     max_stream_bytes: int = 128  # longest stream name in UTF-8 bytes (the name rule: connectors/ticks.py check_stream)
 
     def __post_init__(self) -> None:
-        if self.when_behind not in ("lag", "shed"):
-            raise ConfigError(f"limits.when_behind must be 'lag' or 'shed', got {self.when_behind!r}")
+        if self.when_behind not in WHEN_BEHIND:
+            raise ConfigError(f"limits.when_behind must be one of {', '.join(map(repr, WHEN_BEHIND))}, "
+                              f"got {self.when_behind!r}")
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:

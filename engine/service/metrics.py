@@ -13,6 +13,7 @@ from typing import Any
 
 COUNTERS = {
     "ticks_in": "Ticks accepted",
+    "conflated": "Quotes dropped for a newer one of their stream while behind (limits.when_behind: conflate)",
     "answers_published": "Answers published on the PUB socket",
     "ingest_messages": "Ingest messages received",
     "control_requests": "Control requests received",

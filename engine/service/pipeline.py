@@ -187,6 +187,12 @@ def shed_message(pipeline: Any, data: bytes, tokenized: bool) -> list[dict[str, 
     return None if result is None else pipeline._counted(result)
 
 
+def conflating(pipeline: Any) -> bool:
+    """Whether a raw message arriving now at ``pipeline`` (one engine's or the sharded front door's) has its quotes
+    conflated: when_behind: conflate, and behind (connectors/encoder.py StreamEncoders, hold_quotes)."""
+    return pipeline.config.limits.when_behind == "conflate" and pipeline.behind
+
+
 def compile_fitting(spec: QuerySpec, codec: Codec, probe_reserve: int) -> CompiledQuery:
     """``compile_query``, refused when the query's probe (with a generated answer) is longer than the positions a
     session keeps free past its tokens (``scheduler.probe_reserve``): whenever a stream's window is nearly full its
@@ -394,7 +400,7 @@ class TickPipeline:
             return shed
         if self.data is not None:
             self.data.message_started()
-        return self._counted(self.encoders.ingest_message(data, self._submit))
+        return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self)))
 
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
         """Already-tokenized ticks from an out-of-process connector: a msgpack list of
@@ -417,6 +423,10 @@ class TickPipeline:
             log_or_refuse(self.data, item)
         self._enqueue(item)
         self._accepted(item)
+
+    def flush_held(self) -> list[dict[str, Any]]:
+        """Submit the quotes conflation holds (before each forward); returns the rejections."""
+        return self._counted(self.encoders.flush_held(self._submit)) if self.encoders.held else []
 
     def _accepted(self, item: EncodedTick) -> None:
         """An item the engine took (live, or replayed from the tick log): its price, for what reads marks."""
@@ -443,7 +453,7 @@ class TickPipeline:
 
     @property
     def busy(self) -> bool:
-        return self.engine.busy
+        return self.engine.busy or bool(self.encoders.held)
 
     def pending_tokens(self) -> int:
         return self.engine.scheduler.pending_tokens()
@@ -597,6 +607,7 @@ class TickPipeline:
         return {
             "ticks_in": self.ticks_in,
             "rejected": dict(self.rejected),
+            "conflated": self.encoders.conflated,
             "answers_out": self.flash.stats.answers,
             "query_errors": self.flash.stats.errors,
             "speculation": self.flash.stats.summary(),

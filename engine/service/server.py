@@ -40,6 +40,7 @@ from queries.spec import MAX_LISTED, QuerySpec, QuerySpecError
 from queries.yaml_loader import load_queries
 
 BEHIND_WARNING_EVERY_S = 10.0
+DROPPED_WHEN_BEHIND = {"shed": "ticks refused as overloaded", "conflate": "quotes dropped for a newer one of their stream"}
 THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see Server._watch_kv_thrash)
 THRASH_MIN_CELLS = 10_000  # fewer KV cells evicted than this in a window is never thrash
 THRASH_WARNING_EVERY_S = 60.0
@@ -132,7 +133,8 @@ class Server:
             raise
         self._next_behind_warning = 0.0
         self._shed_at_heartbeat = 0  # ticks refused as overloaded up to the last heartbeat
-        self._shed_said = 0  # ... up to the last log line that said so
+        self._conflated_at_heartbeat = 0  # quotes conflated (when_behind: conflate) up to the last heartbeat
+        self._shed_said = 0  # ticks refused or quotes conflated up to the last log line that said so
         self._refused_said, self._next_refused_warning = 0, 0.0  # stream_refused ticks the log has told of
         self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when messages wait unread
         self._kv_thrash = False
@@ -291,6 +293,8 @@ class Server:
         return self.counters["ingest_messages"] - before
 
     def _step(self) -> None:
+        for rejection in published_rejections(self.pipeline.flush_held()):  # the quotes conflation kept aside
+            self._send(REJECTS_TOPIC, rejection)
         try:
             report = self.pipeline.step()
             for outcome in report.outcomes if report is not None else []:
@@ -380,30 +384,34 @@ class Server:
         if data is not None:
             data.check()
         self._refresh_snapshot()
-        # shedding keeps the engine under its limits, so a heartbeat may find it caught up just after it refused
-        # most of a burst: one that refused ticks since the last heartbeat says behind too, and how many
+        # shedding (or conflating) keeps the engine under its limits, so a heartbeat may find it caught up just after
+        # it refused most of a burst: one that refused ticks since the last heartbeat says behind too, and how many
         shed_total = self._snapshot["rejected"].get("overloaded", 0)
         shed, self._shed_at_heartbeat = shed_total - self._shed_at_heartbeat, shed_total
-        pending, behind = self._snapshot["pending_tokens"], self._snapshot["behind"] or shed > 0
+        conflated_total = self._snapshot.get("conflated", 0)
+        conflated, self._conflated_at_heartbeat = conflated_total - self._conflated_at_heartbeat, conflated_total
+        pending, behind = self._snapshot["pending_tokens"], self._snapshot["behind"] or shed > 0 or conflated > 0
         self._send(HEARTBEAT_TOPIC, {"seq": self.counters["heartbeats"], "ts": time.time_ns(),
                                      "ticks_in": self.pipeline.ticks_in,
                                      "answers_out": self.counters["answers_published"],
                                      "pending_tokens": pending, "behind": behind,
-                                     "lag_s": self._snapshot["lag_s"], "shed": shed,
+                                     "lag_s": self._snapshot["lag_s"], "shed": shed, "conflated": conflated,
                                      "max_message_bytes": self.config.limits.max_message_bytes})
         self._watch_kv_thrash()
         self._watch_feeds()
         self._say_refused_streams()
         # a burst's refusals mostly come after the line its first heartbeat printed: those are said once the
         # line's interval has passed, caught up or not, so the log accounts for every tick shed
-        if (behind or shed_total > self._shed_said) and time.monotonic() >= self._next_behind_warning:
+        dropped_total = shed_total + conflated_total  # (one of the two, as when_behind says)
+        if (behind or dropped_total > self._shed_said) and time.monotonic() >= self._next_behind_warning:
             self._next_behind_warning = time.monotonic() + BEHIND_WARNING_EVERY_S
             limits = self.config.limits
-            then = (f"{shed_total - self._shed_said} ticks refused as overloaded since the last such line, "
-                    f"{shed_total} in all") if limits.when_behind == "shed" else "answers lag"
-            self._shed_said = shed_total
+            what = DROPPED_WHEN_BEHIND.get(limits.when_behind)
+            then = (f"{dropped_total - self._shed_said} {what} since the last such line, {dropped_total} in all"
+                    if what else "answers lag")
+            self._shed_said = dropped_total
             if not behind:  # caught up since: only the refusals are left to say
-                print(f"flashtick: caught up; when_behind: shed ({then})", file=sys.stderr, flush=True)
+                print(f"flashtick: caught up; when_behind: {limits.when_behind} ({then})", file=sys.stderr, flush=True)
                 return
             print(f"flashtick: behind: {pending} tokens wait for a forward (limits.max_backlog_tokens="
                   f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "

@@ -45,7 +45,7 @@ from engine.service.durability import DataDir, RegistrationMarks, answered_point
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
 from engine.service.pipeline import (
-    answer_heads, build_codec, compile_fitting, log_or_refuse, overloaded, say, shed_message, written_by,
+    answer_heads, build_codec, compile_fitting, conflating, log_or_refuse, overloaded, say, shed_message, written_by,
 )
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.rendezvous import shard_for
@@ -166,7 +166,11 @@ class ShardedPipeline:
         if (shed := shed_message(self, data, tokenized=False)) is not None:
             return shed
         self.data.message_started()
-        return self._counted(self.encoders.ingest_message(data, self._submit))
+        return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self)))
+
+    def flush_held(self) -> list[dict[str, Any]]:
+        """Submit the quotes conflation holds (before each round of shard calls); returns the rejections."""
+        return self._counted(self.encoders.flush_held(self._submit)) if self.encoders.held else []
 
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
         if (shed := shed_message(self, data, tokenized=True)) is not None:
@@ -417,8 +421,9 @@ class ShardedPipeline:
     def busy(self) -> bool:
         """A call in flight, a log being read, or work for a shard that can take it. A lost shard waiting
         for Ray to restart it is not "busy": the server's loop then sleeps in its poll instead of spinning."""
-        return any(link.call is not None or link.reading is not None
-                   or (not link.lost and (link.buffer or link.ops or link.shard_busy)) for link in self.links)
+        return bool(self.encoders.held) or any(
+            link.call is not None or link.reading is not None
+            or (not link.lost and (link.buffer or link.ops or link.shard_busy)) for link in self.links)
 
     def pending_tokens(self) -> int:
         return sum(link.pending_tokens for link in self.links)
@@ -511,7 +516,8 @@ class ShardedPipeline:
     def stats(self) -> dict[str, Any]:
         for link in self.links:
             link.stats_due = True  # fresh figures with each shard's next reply
-        return {"ticks_in": self.ticks_in, "rejected": dict(self.rejected), "answers_out": self.answers_out,
+        return {"ticks_in": self.ticks_in, "rejected": dict(self.rejected), "conflated": self.encoders.conflated,
+                "answers_out": self.answers_out,
                 **gathered_stats(self.links), "pending_tokens": self.pending_tokens(), "behind": self.behind,
                 "lag_s": round(self.lag_s(), 3),
                 "streams": len(self.shard_of), "queries": len(self.registry), "model": self.config.model.model_id,
