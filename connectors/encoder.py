@@ -166,6 +166,9 @@ class StreamEncoder:
         self.vocab_size = vocab_size
         self.state: Any = codec.new_state()
         self.last_ts: int | None = None
+        # of the committed ticks, how many are stamped last_ts (None: unknown, a start after retention in an older
+        # log): a feed resending a file whose ticks share timestamps tells by it which of them are in
+        self.at_last_ts: int | None = 0
         self.ticks = 0  # committed ticks, raw and pre-tokenized
 
     def encode(self, tick: Tick) -> EncodedTick:
@@ -189,6 +192,10 @@ class StreamEncoder:
 
     def commit(self, item: EncodedTick) -> None:
         """Advance the stream past `item` (which this encoder made and the engine took)."""
+        if item.ts != self.last_ts:
+            self.at_last_ts = item.ticks
+        elif self.at_last_ts is not None:
+            self.at_last_ts += item.ticks
         self.last_ts = item.ts
         if item.state is not None:
             self.state = item.state
@@ -221,6 +228,7 @@ class StreamEncoders:
         self.max_stream_bytes = max_stream_bytes
         self._encoders: dict[str, StreamEncoder] = {}
         self._expired_last_ts: dict[str, int] = {}  # expired streams' last accepted ts (see drop)
+        self._expired_at_last_ts: dict[str, int | None] = {}  # ... and how many of their ticks it stamped
         # streams whose first ts looks like s/ms/us, not ns (ts_unit_hint): the first MAX_TS_UNIT_NOTES, and a count
         self.ts_unit_notes: dict[str, str] = {}
         self.ts_unit_streams = 0
@@ -247,6 +255,7 @@ class StreamEncoders:
         encoder = self._encoders.pop(stream, None)
         if encoder is not None and encoder.last_ts is not None:
             self._expired_last_ts[stream] = encoder.last_ts
+            self._expired_at_last_ts[stream] = encoder.at_last_ts
 
     def expired(self, stream: str) -> bool:
         """Whether ``stream`` sent data and then expired (scheduler.stream_idle_s) with nothing since."""
@@ -259,31 +268,36 @@ class StreamEncoders:
 
     def accepted(self, streams: list[str] | None = None, limit: int | None = None, after: str = ""
                  ) -> dict[str, dict[str, Any] | None]:
-        """Each stream's last accepted tick: ``{ticks, last_ts}`` (``ticks``: its session's tick count, 0 after an
-        expiry, whose ordering guard stays), None for a name never seen; ``streams`` None: every stream known,
-        in name order past ``after``, the first ``limit``."""
+        """Each stream's last accepted tick: ``{ticks, last_ts, at_last_ts}`` (``ticks``: its session's tick count, 0
+        after an expiry, whose ordering guard stays; ``at_last_ts``: how many accepted ticks are stamped ``last_ts``,
+        None if unknown), None for a name never seen; ``streams`` None: every stream known, in name order past
+        ``after``, the first ``limit``."""
         names = sorted(n for n in self._encoders.keys() | self._expired_last_ts.keys() if n > after) \
             if streams is None else streams
         out: dict[str, dict[str, Any] | None] = {}
         for name in names[:limit] if limit is not None else names:
             encoder = self._encoders.get(name)
             if encoder is not None:
-                out[name] = {"ticks": encoder.ticks, "last_ts": encoder.last_ts}
+                out[name] = {"ticks": encoder.ticks, "last_ts": encoder.last_ts, "at_last_ts": encoder.at_last_ts}
             else:
                 last_ts = self._expired_last_ts.get(name)
-                out[name] = None if last_ts is None else {"ticks": 0, "last_ts": last_ts}
+                out[name] = None if last_ts is None else {"ticks": 0, "last_ts": last_ts,
+                                                          "at_last_ts": self._expired_at_last_ts.get(name)}
         return out
 
-    def start_at(self, stream: str, ticks: int, last_ts: int | None, state: dict[str, Any] | None = None) -> None:
+    def start_at(self, stream: str, ticks: int, last_ts: int | None, state: dict[str, Any] | None = None,
+                 at_last_ts: int | None = None) -> None:
         """A stream whose earlier ticks are gone (a tick log's retention): it counts on from ``ticks`` and guards
         order from ``last_ts`` (ticks 0: an expired stream, only its guard), with the codec state ``state``
-        (``codec_states``' record of it) or, without one, fresh codec state."""
+        (``codec_states``' record of it) or, without one, fresh codec state; ``at_last_ts`` as ``accepted`` says
+        it (None: unknown)."""
         if ticks == 0:
             if last_ts is not None:
                 self._expired_last_ts[stream] = last_ts
+                self._expired_at_last_ts[stream] = at_last_ts
             return
         encoder = self._encoders[stream] = self._new_encoder(stream)
-        encoder.ticks, encoder.last_ts = ticks, last_ts
+        encoder.ticks, encoder.last_ts, encoder.at_last_ts = ticks, last_ts, at_last_ts
         if state is not None:
             encoder.state = self.codec.state_from_record(state)
 
@@ -298,6 +312,7 @@ class StreamEncoders:
     def _new_encoder(self, stream: str) -> StreamEncoder:
         encoder = StreamEncoder(stream, self.codec, self.vocab_size, self.max_stream_bytes)
         encoder.last_ts = self._expired_last_ts.get(stream)
+        encoder.at_last_ts = self._expired_at_last_ts.get(stream, 0)
         return encoder
 
     # -- one item, two phases --------------------------------------------------------------

@@ -612,26 +612,40 @@ def rejected(watch: RejectWatch | None) -> Mapping[str, int]:
 
 
 class AfterHeld(Source):
-    """A finite source with the ticks an engine already holds left out: each stream's ticks stamped at or before the
-    engine's last accepted tick of it (``last_ts``, the control op `streams`). A file fed again after a restart (or
-    twice) goes on where the engine is, instead of sending what it holds, refused as ts_backwards, while the ticks
-    stamped exactly at its last one would be taken twice (an equal `ts` is accepted). What was left out is counted
-    per stream (`skipped`), for the feed's summary."""
+    """A finite source with the ticks an engine already holds left out: each stream's ticks stamped before the
+    engine's last accepted tick of it (``last_ts``, the control op `streams`), and of those stamped exactly then the
+    first ``at_last_ts`` (how many the engine holds; all of them where it is not known). A file fed again after a
+    restart (or twice) goes on where the engine is, instead of sending what it holds, refused as ts_backwards, while
+    the ticks stamped exactly at its last one would be taken twice (an equal `ts` is accepted), or, all left out,
+    the rest of a run sharing that timestamp lost. What was left out is counted per stream (`skipped`), for the
+    feed's summary."""
 
-    def __init__(self, source: Source, last_ts: Mapping[str, int]) -> None:
+    def __init__(self, source: Source, last_ts: Mapping[str, int],
+                 at_last_ts: Mapping[str, int | None] | None = None) -> None:
         self.source = source
         self.last_ts = dict(last_ts)
+        self.at_last_ts = dict(at_last_ts or {})
         self.skipped: Counter[str] = Counter()
+        self._at_last_seen: Counter[str] = Counter()  # stream -> its ticks stamped last_ts met so far
 
     def next_batch(self, max_ticks: int) -> list[Tick]:
         out = []
         for tick in self.source.next_batch(max_ticks):
-            held = self.last_ts.get(tick.stream)
-            if held is not None and tick.ts <= held:
+            if self._held(tick):
                 self.skipped[tick.stream] += 1
             else:
                 out.append(tick)
         return out
+
+    def _held(self, tick: Tick) -> bool:
+        last_ts = self.last_ts.get(tick.stream)
+        if last_ts is None or tick.ts > last_ts:
+            return False
+        if tick.ts < last_ts:
+            return True
+        self._at_last_seen[tick.stream] += 1
+        held_there = self.at_last_ts.get(tick.stream)
+        return held_there is None or self._at_last_seen[tick.stream] <= held_there
 
     @property
     def done(self) -> bool:
@@ -656,4 +670,5 @@ class AfterHeld(Source):
         streams = ", ".join(f"{s} {n}" for s, n in sorted(self.skipped.items())[:8])
         more = f", ... ({len(self.skipped)} streams)" if len(self.skipped) > 8 else ""
         return (f"{sum(self.skipped.values())} ticks not sent: stamped at or before the engine's last tick of their "
-                f"stream, which it holds ({streams}{more}); the feed went on from there")
+                f"stream, which it holds ({streams}{more}); the feed went on from there (with the ticks stamped "
+                f"as that last one past as many as it holds)")

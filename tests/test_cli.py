@@ -525,6 +525,28 @@ def test_a_file_fed_again_goes_on_from_where_the_engine_is(checkpoint, tmp_path,
         assert sum(server.pipeline.rejected.values()) == 0
 
 
+def test_a_file_fed_again_sends_the_ticks_sharing_the_engines_last_timestamp_that_it_does_not_hold(
+        checkpoint, tmp_path, capsys) -> None:
+    """Ticks stamped alike (a FX tick file's repeated milliseconds): a feed stopped inside such a run and started
+    again sends the rest of the run, not none of it (the engine says how many it holds at its last `ts`)."""
+    rows = ["time,symbol,bid,ask"] + [f"2026-11-02T00:00:00.{ms:03d}Z,CADUSD,0.7100{i},0.7101{i}"
+                                      for i, ms in enumerate((100, 150, 200, 200, 200, 250))]
+    (tmp_path / "cad.csv").write_text("\n".join(rows) + "\n")
+    with serving(config(checkpoint, tmp_path)) as server:
+        argv = ["feed", "replay", str(tmp_path / "cad.csv"), "--endpoint", server.endpoints["ingest"],
+                "--answers", server.endpoints["answers"], "--control", server.endpoints["control"]]
+        code, _, err = run(capsys, *argv, "--ticks", "4")  # stops after the second of three at .200
+        assert code == 0 and "sent 4 ticks" in err, err
+        wait_for(lambda: server.pipeline.ticks_in == 4)
+        code, _, err = run(capsys, *argv)
+        assert code == 0 and "sent 2 ticks" in err and "4 ticks not sent" in err and "; 0 rejected" in err, err
+        wait_for(lambda: server.pipeline.ticks_in == 6)
+        assert server.pipeline.encoders.accepted(["CADUSD"])["CADUSD"]["at_last_ts"] == 1
+        code, _, err = run(capsys, *argv)
+        assert code == 0 and "sent 0 ticks" in err and "6 ticks not sent" in err, err
+        assert sum(server.pipeline.rejected.values()) == 0 and server.pipeline.ticks_in == 6
+
+
 def test_a_feed_splits_a_batch_over_the_engines_message_limit(checkpoint, tmp_path, capsys) -> None:
     """`--batch-ms 20000` against `limits.max_message_bytes: 4096`: every message was refused whole as oversize,
     stream-less, so the feed called its ticks maybe lost and exited 2 after 30 s. The feed learns the limit from a

@@ -326,12 +326,14 @@ def test_a_stream_whose_every_tick_retention_dropped_counts_on_after_a_restart(c
     base = config(checkpoint, tmp_path / "data", queries)
     live = TickPipeline(dataclasses.replace(base, log=dataclasses.replace(base.log, **small)))
     t0 = 1_700_000_000_000_000_000
-    feed_in_steps(live, [trade("QUIET", t0 + i, 100.0 + i % 3, 1.0, "buy") for i in range(30)])
+    feed_in_steps(live, [trade("QUIET", t0 + min(i, 27), 100.0 + i % 3, 1.0, "buy") for i in range(30)])  # 3 at 27
     feed_in_steps(live, [trade(f"R{i % 2}", t0 + 100 + i, 50.0 + i % 5, 1.0, "sell") for i in range(600)])
     after = crash_copy(tmp_path / "data", tmp_path / "after")
     recovered = TickPipeline(dataclasses.replace(config(checkpoint, after), log=dataclasses.replace(
         config(checkpoint, after).log, **small)))
     assert sessions(recovered)["QUIET"] == sessions(live)["QUIET"]  # every tick of it dropped, its session kept
+    # so are its ordering guard and how many of its ticks share it (a feed resending the run goes on inside it)
+    assert recovered.encoders.accepted(["QUIET"]) == {"QUIET": {"ticks": 30, "last_ts": t0 + 27, "at_last_ts": 3}}
     assert recovered.expire_idle() == []  # restored now, not idle since 1970
     message = [trade("R0", t0 + 10_000, 51.0, 1.0, "buy"), trade("QUIET", t0 + 10_001, 101.0, 1.0, "buy"),
                trade("R1", t0 + 10_002, 52.0, 1.0, "buy")]

@@ -338,7 +338,8 @@ def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint, tmp_pat
             assert control.call("get", stream=stream, query="dir") == {"ok": True, "answer": None,
                                                                         "stream_known": True, "expired": True}
             last = max(t.ts for t in market if t.stream == stream)
-            assert control.call("streams", streams=[stream])["streams"] == {stream: {"ticks": 0, "last_ts": last}}
+            assert control.call("streams", streams=[stream])["streams"] == {
+                stream: {"ticks": 0, "last_ts": last, "at_last_ts": 1}}
 
 
 def test_serve_without_a_config_registers_the_example_queries(tmp_path, capsys) -> None:
@@ -642,7 +643,7 @@ def test_conflation_still_refuses_a_bad_quote_at_once_and_keeps_the_one_held(che
     crossed = msgpack.packb({"stream": "EURUSD", "ts": 300, "bid": 1.3, "ask": 1.2})  # a bad quote: not held
     assert [r["reason"] for r in pipeline.ingest_message(crossed)] == ["crossed_quote"]
     pipeline.flush_held()
-    assert pipeline.encoders.accepted(["EURUSD"])["EURUSD"] == {"ticks": 2, "last_ts": 200}
+    assert pipeline.encoders.accepted(["EURUSD"])["EURUSD"] == {"ticks": 2, "last_ts": 200, "at_last_ts": 1}
     assert pipeline.stats()["conflated"] == 0 and pipeline.rejected["ts_backwards"] == 1
 
 

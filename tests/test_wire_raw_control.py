@@ -182,9 +182,10 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert {"evictions", "rolls", "refused_streams"} <= set(st["scheduler"])
     assert isinstance(st["uptime_s"], float) and isinstance(st["model"], str)
     accepted = ctl.ok("streams", streams=[s, "NOBODY.X"])  # where a feed resumes after a restart
-    assert accepted == {"ok": True, "streams": {s: {"ticks": 2, "last_ts": T0 + 1}, "NOBODY.X": None},
+    assert accepted == {"ok": True, "streams": {s: {"ticks": 2, "last_ts": T0 + 1, "at_last_ts": 1},
+                                                       "NOBODY.X": None},
                         "truncated": False}
-    assert ctl.ok("streams")["streams"][s] == {"ticks": 2, "last_ts": T0 + 1}
+    assert ctl.ok("streams")["streams"][s] == {"ticks": 2, "last_ts": T0 + 1, "at_last_ts": 1}
     health = ctl.ok("health")
     assert set(health) == {"ok", "status", "uptime_s", "streams", "model"} and health["status"] == "serving"
     assert type(health["streams"]) is int and isinstance(health["uptime_s"], float)

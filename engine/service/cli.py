@@ -624,8 +624,8 @@ def _control_for(args: argparse.Namespace) -> str | None:
 def _feed_resume(args: argparse.Namespace, stop: Any) -> Any:
     """A ControlFeedResume on the engine's control socket, or None (said) when there is none to ask."""
     from connectors.feed import EngineLost
-    from engine.service.client import ControlClient, ControlError
-    from engine.service.feed_resume import ControlFeedResume
+    from engine.service.client import ControlClient, ControlError, ControlUnreachable
+    from engine.service.feed_resume import START_WAIT_S, ControlFeedResume
 
     control = _control_for(args)
     if control is None:
@@ -636,6 +636,10 @@ def _feed_resume(args: argparse.Namespace, stop: Any) -> Any:
                                  stop=stop)
     except EngineLost as e:  # a signal while the engine was starting: nothing was sent
         raise ConnectionError(f"{e}; nothing was sent") from None
+    except ControlUnreachable:  # no engine there after the start wait: one error, not a note and then another
+        raise ConnectionError(f"no engine answers on {control} (waited {START_WAIT_S:g} s): start `flashtick serve` "
+                              f"first, or name its control socket with --control ADDR (--control '' feeds without "
+                              f"asking it); nothing was sent") from None
     except ControlError as e:
         print(f"flashtick feed: note: cannot ask the engine's control socket ({e}): a restart of the engine "
               f"mid-feed will end the feed with an error instead of resuming (--control to name it)",
@@ -664,7 +668,7 @@ def cmd_feed(args: argparse.Namespace) -> None:
     if source is None:
         source = _synthetic_source(args, resume.last_ts if resume is not None else {})
     elif resume is not None and resume.last_ts:  # a file fed again (after a restart): from where the engine is
-        source = AfterHeld(source, resume.last_ts)
+        source = AfterHeld(source, resume.last_ts, resume.at_last_ts)
     for line in getattr(source, "notes", ()):
         print(f"flashtick feed: note: {line}", file=sys.stderr)
 

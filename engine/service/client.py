@@ -44,6 +44,10 @@ class ControlError(RuntimeError):
     """The service answered {ok: false, error}, did not answer in time, or refused the connection."""
 
 
+class ControlUnreachable(ControlError, ConnectionError):
+    """Nothing accepted the connection in time: no service there (yet)."""
+
+
 class ControlTimeout(ControlError, TimeoutError):
     """No reply in time: the request may still run (retry an `ask`; a `register` may have taken). Refusals and
     {ok: false} are plain ControlErrors."""
@@ -148,7 +152,7 @@ class ControlClient:
         if refused is not None:  # ZeroMQ would retry for ever; this will not change
             raise ControlError(f"{self.endpoint} refused the connection: {refused}")
         if not self._handshake.connected and time.monotonic() >= self._connect_by:
-            raise ControlError(f"no connection to {self.endpoint}: nothing accepted it within "
+            raise ControlUnreachable(f"no connection to {self.endpoint}: nothing accepted it within "
                                f"{self._connect_s:g} s; is the service running there?")
         if time.monotonic() >= deadline:
             raise ControlTimeout(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): "

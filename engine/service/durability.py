@@ -113,7 +113,7 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
 MESSAGE_START = "m"  # a tick log record's key: this item began a wire message (its tick groups end before it)
 REFUSAL_NOTE_S = 10.0  # at most one stderr line this often while the tick log refuses ticks
 SEGMENT_START = "start"  # each tick log segment's first record: {start: {stream: [ticks, last_ts, codec state,
-#                          session (tokens, chunk boundaries, next roll point) or nil]}}
+#                          session (tokens, chunk boundaries, next roll point) or nil, ticks stamped last_ts]}}
 SEGMENT_START_SHARE = 4  # a segment's start record may take at most 1/4 of log.segment_bytes with the sessions
 EXPIRED = "expired"  # a tick log record of its own, {expired: stream}: the live run expired the stream here
 
@@ -207,7 +207,8 @@ class DataDir:
         sessions = self.booked is not None
         while True:
             starts = {name: [a["ticks"], a["last_ts"], states.get(name),
-                             self.booked(name) if sessions and a["ticks"] else None] for name, a in accepted.items()}
+                             self.booked(name) if sessions and a["ticks"] else None, a["at_last_ts"]]
+                      for name, a in accepted.items()}
             record = msgpack.packb({SEGMENT_START: starts}, use_bin_type=True)
             if not sessions or len(record) <= self.config.segment_bytes // SEGMENT_START_SHARE:
                 return record
@@ -390,8 +391,8 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
             if stream in seen or (streams is not None and stream not in streams):
                 continue
             seen.add(stream)
-            state, booked = (kept + [None, None])[:2]
-            encoders.start_at(stream, ticks, last_ts, state)
+            state, booked, at_last_ts = (kept + [None, None, None])[:3]  # (older logs: fewer of them)
+            encoders.start_at(stream, ticks, last_ts, state, at_last_ts)
             if ticks:
                 target.start_at(stream, ticks, last_ts, booked)
                 counted[stream] = ticks

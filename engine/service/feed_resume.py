@@ -53,6 +53,9 @@ class ControlFeedResume:
         # stream -> the event time of the engine's last tick of it when the feed began (a new synthetic market starts
         # after these, so its ticks are not refused as older than a previous feed's)
         self.last_ts: dict[str, int] = {name: held["last_ts"] for name, held in reply["streams"].items() if held}
+        # ... and how many of its ticks are stamped then (None: not known; a service of an earlier version says none)
+        self.at_last_ts: dict[str, int | None] = {name: held.get("at_last_ts")
+                                                  for name, held in reply["streams"].items() if held}
         self._base_complete = not reply.get("truncated")
         self.kept: dict[str, deque[tuple[int, Tick]]] = {}  # stream -> (order sent, tick) not yet confirmed
         self.first: dict[str, int] = {}  # stream -> this feed's index (among its ticks of the stream) of kept[0]
