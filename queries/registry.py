@@ -264,7 +264,12 @@ class Registry:
             self._fired.get(query, {}).pop(stream, None)
 
     def drop_stream(self, stream: str) -> None:
-        """Forgets trigger state for a closed stream; it fires afresh if it comes back."""
+        """Forgets trigger state for a closed stream (expired): it fires afresh if it comes back, except an
+        `interval` query, which keeps its event-time grid: a sparse stream back within the same cell does not fire
+        again there, as a backtest (where nothing expires) would not. Its tick count starts over."""
         with self._lock:
-            for per_stream in self._fired.values():
-                per_stream.pop(stream, None)
+            for name, per_stream in self._fired.items():
+                last = per_stream.pop(stream, None)
+                spec = self._snap.specs.get(name)
+                if last is not None and spec is not None and spec.trigger.kind == "interval":
+                    per_stream[stream] = _Fired(last.cell, 0)

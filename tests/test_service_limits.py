@@ -668,3 +668,40 @@ def test_a_conflating_server_keeps_every_trade_and_says_how_many_quotes_it_dropp
         computed = sum(s.ticks for s in server.pipeline.engine.scheduler.streams.values())
         assert computed == stats["ticks_in"] == len(sent) - stats["conflated"] and computed > trades
     assert "quotes dropped for a newer one of their stream" in capsys.readouterr().err
+
+
+def test_an_interval_query_keeps_its_grid_across_an_idle_expiry(checkpoint) -> None:
+    """A contract that ticks less often than scheduler.stream_idle_s: back within the same event-time hour, its
+    hourly query does not fire again there (a backtest, where nothing expires, would not); the next hour fires."""
+    from connectors.ticks import trade
+
+    pipeline = TickPipeline(pipeline_config(checkpoint, scheduler={"stream_idle_s": 0.2}))
+    pipeline.registry.register("""
+queries:
+  - {name: hourly, streams: ["*"], question: direction_5, kind: choice, trigger: {interval: 1h}}
+  - {name: each, streams: ["*"], question: direction_5, kind: choice, trigger: {ticks: 1}}
+""")
+    hour = 3_600_000_000_000
+    t0 = 1_790_000_000 // 3600 * hour  # an hour boundary
+
+    def fired(minutes: int) -> list[str]:
+        pipeline.ingest_message(encode(trade("CBOT:ZC H7", t0 + minutes * 60_000_000_000, 450.25, 5.0)))
+        return sorted(a.query for a in pipeline.run_until_idle())
+
+    assert fired(0) == ["each", "hourly"] and fired(10) == ["each"]
+    time.sleep(0.3)
+    assert pipeline.expire_idle() == ["CBOT:ZC H7"]
+    assert fired(40) == ["each"]  # a new session (the ticks query fires as on a new stream), the same hour
+    assert pipeline.engine.scheduler.streams["CBOT:ZC H7"].ticks == 1
+    assert fired(65) == ["each", "hourly"]
+
+
+def test_the_log_names_streams_that_expired(checkpoint, capsys) -> None:
+    from connectors.ticks import trade
+
+    with live_server(checkpoint, scheduler={"stream_idle_s": 0.3}, limits={"heartbeat_s": 0.1}) as (server, push):
+        push.send(encode([trade("EEX:DEBY-2027", 1_790_000_000_000_000_000, -5.0 + 10, 1.0)]))
+        wait_for(lambda: server.counters["streams_expired"] == 1)
+    err = capsys.readouterr().err
+    assert "flashtick: expired 1 stream with no data for scheduler.stream_idle_s (0.3 s): 'EEX:DEBY-2027'; a " \
+           "stream's next tick starts a new session" in err, err

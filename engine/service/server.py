@@ -40,6 +40,7 @@ from queries.spec import MAX_LISTED, QuerySpec, QuerySpecError
 from queries.yaml_loader import load_queries
 
 BEHIND_WARNING_EVERY_S = 10.0
+MAX_NAMED_EXPIRED = 5  # streams named in the log line of those expired at one heartbeat
 DROPPED_WHEN_BEHIND = {"shed": "ticks refused as overloaded", "conflate": "quotes dropped for a newer one of their stream"}
 THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see Server._watch_kv_thrash)
 THRASH_MIN_CELLS = 10_000  # fewer KV cells evicted than this in a window is never thrash
@@ -379,7 +380,10 @@ class Server:
 
     def _heartbeat(self) -> None:
         self.counters["heartbeats"] += 1
-        self.counters["streams_expired"] += len(self.pipeline.expire_idle())
+        expired = self.pipeline.expire_idle()
+        if expired:
+            self.counters["streams_expired"] += len(expired)
+            self._say_expired(expired)
         data = getattr(self.pipeline, "data", None)
         if data is not None:
             data.check()
@@ -417,6 +421,17 @@ class Server:
                   f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "
                   f"(limits.max_lag_s={limits.max_lag_s:g}; or the ingest queue not once emptied for that long); "
                   f"when_behind: {limits.when_behind} ({then})", file=sys.stderr, flush=True)
+
+    def _say_expired(self, expired: list[str]) -> None:
+        """A stream dropped for idleness loses its context: a sparse feed (a contract that trades hourly) must hear
+        of it, or its next answers, from a fresh session, look like the model's."""
+        names = ", ".join(map(repr, expired[:MAX_NAMED_EXPIRED])) + (
+            f", ... ({len(expired)} in all)" if len(expired) > MAX_NAMED_EXPIRED else "")
+        idle = self.config.scheduler.stream_idle_s
+        print(f"flashtick: expired {len(expired)} stream{'s' if len(expired) != 1 else ''} with no data for "
+              f"scheduler.stream_idle_s ({idle:g} s): {names}; a stream's next tick starts a new session (its "
+              f"context gone; interval triggers keep their grid): raise scheduler.stream_idle_s for feeds that tick "
+              f"less often", file=sys.stderr, flush=True)
 
     def _say_refused_streams(self) -> None:
         """New streams turned away (scheduler.when_full: refuse, or scheduler.max_streams) are refused on
