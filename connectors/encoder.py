@@ -381,13 +381,14 @@ class StreamEncoders:
 
         def first_phase(obj: Any) -> EncodedTick | None:
             tick = validate(obj, self.max_stream_bytes)
-            held = self.held.pop(tick.stream, None)
-            if held is not None and hold_quotes and not tick.is_trade and tick.ts >= held.ts:
-                self.conflated += 1  # superseded: the new quote is encoded against the same committed state
-            elif held is not None:  # the stream's held quote goes first, as it came
+            held = self.held.get(tick.stream)
+            supersedes = held is not None and hold_quotes and not tick.is_trade and tick.ts >= held.ts
+            if held is not None and not supersedes:  # the stream's held quote goes first, as it came
+                del self.held[tick.stream]
                 self._submit_or_reject(held, submit, result)
-            item = self.encode(tick)
+            item = self.encode(tick)  # (a quote that supersedes is encoded against the same committed state)
             if hold_quotes and not tick.is_trade:
+                self.conflated += supersedes  # only now: a quote that fails its checks leaves the held one held
                 self.held[tick.stream] = item
                 return None
             return item
