@@ -3,6 +3,7 @@ queries rebuilt from it on start (in-process, and a real `flashtick serve` kille
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -995,3 +996,52 @@ def test_a_feed_launched_with_its_serve_waits_for_it_and_starts_after_the_ticks_
         for server, thread in later:
             server.stop()
             thread.join(30)
+
+
+@contextlib.contextmanager
+def file_size_limit(limit: int):
+    """Every file of this process refuses writes past ``limit`` bytes (EFBIG), as a full disk refuses them: the
+    real system limit (RLIMIT_FSIZE, its signal ignored so the write fails instead), lifted on exit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+
+
+def test_answers_the_log_cannot_take_are_written_later_and_ticks_wait_meanwhile(checkpoint, tmp_path, capsys,
+                                                                                monkeypatch) -> None:
+    """An answer log that fails (its file at the disk's limit) while the tick log still takes ticks: new ticks are
+    refused (log_unavailable) rather than accepted with answers that would go unlogged, the answers in flight are
+    written once the log takes them again, and a restart then publishes nothing twice. (A reviewer's restart
+    after a full disk published 2,229 answers again under seqs subscribers had seen.)"""
+    import engine.service.answer_log as answer_log
+
+    monkeypatch.setattr(answer_log, "RETRY_S", 0.0)
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    live = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    market = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(90)
+    feed_in_steps(live, market[:42])
+    answers_file = max((tmp_path / "data" / "answers").glob("answers-*.log"))
+    ticks_file = max((tmp_path / "data" / "ticks").glob("ticks-*.log"))
+    assert answers_file.stat().st_size > ticks_file.stat().st_size + 1500  # (room for the next ticks)
+    published = []
+    with file_size_limit(answers_file.stat().st_size + 10):  # the answer log is full; the tick log is not
+        assert live.ingest_message(encode(market[42:49])) == []  # accepted: its answers cannot be logged
+        published += live.run_until_idle()
+        assert published and live.data.answers.failing
+        refused = live.ingest_message(encode(market[49:56]))
+        assert {r["reason"] for r in refused} == {"log_unavailable"} and len(refused) == 7
+        assert "cannot be written (is the disk full?); ticks are refused until it can" in refused[0]["error"]
+    assert not live.data.answers.failing  # the log takes them again: the answers waiting are written, in order
+    assert live.ingest_message(encode(market[49:56])) == []
+    published += live.run_until_idle()
+    err = capsys.readouterr().err
+    assert "answers wait to be logged" in err and "writable again" in err, err
+    recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after"), queries))
+    assert recovered.recovered == []  # nothing owed: every answer published was logged
+    assert recovered.cache.seqs() == live.cache.seqs()  # every topic goes on after the last seq published

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,8 @@ from queries.registry import Registry
 
 
 ANSWER, FORGET = b"A", b"F"  # an answer log record: a published answer, or answers to forget
+RETRY_S = 1.0  # records the log could not take are tried again at most this often (while ticks are refused)
+SAY_EVERY_S = 10.0  # at most one stderr line this often while the answer log fails
 
 
 class AnswerHistory:
@@ -86,7 +90,12 @@ class AnswerLog:
         self.directory = Path(directory)
         self.state_path = self.directory / "state.msgpack"
         self.cache = cache
-        self.errors = 0
+        self.errors = 0  # records a write failed for (each counted once, written later or not)
+        # records not written yet, in order, behind the first that failed: written when the log takes them again;
+        # meanwhile the service refuses new ticks (DataDir.append), so this holds only what was in flight
+        self._unlogged: deque[bytes] = deque()
+        self._retry_at = 0.0
+        self._said_at = -SAY_EVERY_S
         self.read_stats = LogStats()
         self.log = TickLog(self.directory, fsync=fsync, group_ms=group_ms, segment_bytes=segment_bytes,
                            retention_bytes=retention_bytes, prefix="answers", before_roll=self._checkpoint,
@@ -103,15 +112,50 @@ class AnswerLog:
         self._append(FORGET + msgpack.packb({"stream": stream}))
 
     def _append(self, record: bytes) -> None:
-        """Answers are derived data: a write that fails is counted and said, and serving goes on (what is
-        lost is the gap fill and, after a restart, the seqs of that window; the ticks are in the tick log)."""
+        """A record the log refuses (a full disk) is kept and written later, in order: a restart must find every
+        answer a subscriber saw, or it would publish the answers owed again under seqs already handed out. While
+        any is kept, ``failing`` is true and the service refuses new ticks, so what waits is only what was in
+        flight; the answers themselves are still published (and served from memory for gap fills)."""
+        if self._unlogged:
+            self._unlogged.append(record)
+            self.errors += 1
+            if time.monotonic() >= self._retry_at:
+                self._retry()
+            return
         try:
             self.log.append(record)
         except OSError as e:
             self.errors += 1
-            if self.errors == 1 or self.errors % 1000 == 0:
-                print(f"flashtick: answer log: {e} ({self.errors} answers not logged so far)", flush=True)
+            self._unlogged.append(record)
+            self._retry_at = time.monotonic() + RETRY_S
+            self._say(e)
 
+    @property
+    def failing(self) -> bool:
+        """Whether records wait to be written (tried again first, at most every RETRY_S)."""
+        if self._unlogged and time.monotonic() >= self._retry_at:
+            self._retry()
+        return bool(self._unlogged)
+
+    def _retry(self) -> None:
+        self._retry_at = time.monotonic() + RETRY_S
+        while self._unlogged:
+            try:
+                self.log.append(self._unlogged[0])
+            except OSError as e:
+                self._say(e)
+                return
+            self._unlogged.popleft()
+        print("flashtick: answer log: writable again; every answer published is logged; ticks are accepted",
+              file=sys.stderr, flush=True)
+
+    def _say(self, error: OSError) -> None:
+        now = time.monotonic()
+        if now - self._said_at >= SAY_EVERY_S:
+            self._said_at = now
+            print(f"flashtick: answer log: {error}: {len(self._unlogged)} answers wait to be logged (published, "
+                  f"kept in memory); new ticks are refused (log_unavailable) until the log takes them",
+                  file=sys.stderr, flush=True)
     def _checkpoint(self, next_record: int) -> None:
         """Everything the records before ``next_record`` say, in one file replaced atomically."""
         state = {"covers": next_record, "seqs": self.cache.seqs(),
@@ -158,10 +202,17 @@ class AnswerLog:
         return count
 
     def stats(self) -> dict[str, Any]:
-        return {"appended": self.log.stats.appended, "errors": self.errors, "fsyncs": self.log.stats.fsyncs,
+        return {"appended": self.log.stats.appended, "errors": self.errors, "unlogged": len(self._unlogged),
+                "fsyncs": self.log.stats.fsyncs,
                 "segments_dropped": self.log.stats.segments_dropped,
                 "torn_tails": self.log.stats.torn_tails + self.read_stats.torn_tails,
                 "corrupt_skipped": self.read_stats.corrupt_skipped}
 
     def close(self) -> None:
+        if self._unlogged:
+            self._retry()
+        if self._unlogged:
+            print(f"flashtick: answer log: {len(self._unlogged)} published answers could not be logged: after a "
+                  f"restart the answers of their ticks are published again, under the same seqs",
+                  file=sys.stderr, flush=True)
         self.log.close()

@@ -234,19 +234,27 @@ class DataDir:
             print(f"flashtick: could not log the expiry of stream {stream!r}: {e}", file=sys.stderr, flush=True)
 
     def append(self, item: EncodedTick) -> None:
-        """Log one accepted item; raises ticklog.LogWriteError (nothing logged) when the disk refuses."""
+        """Log one accepted item; raises ticklog.LogWriteError (nothing logged) when the disk refuses, or while
+        the answer log holds answers it could not write (their ticks' answers would go unlogged too)."""
+        if self.answers.failing:
+            self._say_refused(f"the answer log cannot be written ({self.answers.stats()['unlogged']} answers wait)")
+            raise LogWriteError(f"the answer log of {self.root} cannot be written (is the disk full?); ticks are "
+                                f"refused until it can")
         record = item.to_record()
         if self._message_start:
             record[MESSAGE_START] = True
         try:
             self.log.append(msgpack.packb(record, use_bin_type=True))
         except LogWriteError as e:  # the sender is told on _rejects/; the operator here, at most every few seconds
-            now = time.monotonic()
-            if now - self._refusal_said_at >= REFUSAL_NOTE_S:
-                self._refusal_said_at = now
-                print(f"flashtick: ticks refused (log_unavailable): {e}", file=sys.stderr, flush=True)
+            self._say_refused(str(e))
             raise
         self._message_start = False
+
+    def _say_refused(self, why: str) -> None:
+        now = time.monotonic()
+        if now - self._refusal_said_at >= REFUSAL_NOTE_S:
+            self._refusal_said_at = now
+            print(f"flashtick: ticks refused (log_unavailable): {why}", file=sys.stderr, flush=True)
 
     def save_queries(self, yaml_text: str, registry: Registry, marks: RegistrationMarks) -> None:
         """The registered queries, then their versions and registration marks, each replaced atomically (a crash

@@ -192,7 +192,7 @@ class TickLog:
     def _refused(self) -> str:
         """What a latched failure means for this log's writers."""
         if self.prefix == "answers":
-            return "answers are still published, but not logged"
+            return "answers are still published, but not logged, and new ticks are refused"
         return "nothing more is accepted"
 
     def check(self) -> None:
