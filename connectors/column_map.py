@@ -21,6 +21,7 @@ import yaml
 
 from connectors.field_names import SIDE_WORDS
 from connectors.ticks import QUOTE, TRADE
+from engine.yaml_files import safe_load_unique
 
 UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 TIME_OF_DAY = "seconds_after_midnight"  # decimal seconds of a wall-clock day; needs `date`
@@ -462,7 +463,7 @@ def parse_inline(text: str) -> dict[str, Any]:
 def load_map_file(path: Path) -> dict[str, Any]:
     """A column map in a YAML file: the mapping of ColumnMap.from_dict (safe_load; unknown keys rejected there)."""
     try:
-        raw = yaml.safe_load(Path(path).read_text())
+        raw = safe_load_unique(Path(path).read_text())
     except yaml.YAMLError as e:
         raise ValueError(f"{path}: not valid YAML: {e}") from None
     except OSError as e:

@@ -100,6 +100,7 @@ from connectors.layout import (
 from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.stream_selection import NoStreamMatched, StreamSelection
 from connectors.ticks import QUOTE, TRADE, TS_MAX, InvalidTick, Tick, one_sided_quote, validate
+from engine.yaml_files import safe_load_unique
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
 
@@ -1485,7 +1486,7 @@ def replay_list(path: Path) -> list[dict[str, Any]]:
     """The entries of a replay list (`replay: [{path: ..., columns: ...}, ...]`, YAML read with safe_load; unknown
     keys refused by name), paths relative to the list's own folder: one map per file from the command line."""
     try:
-        data = yaml.safe_load(path.read_text())
+        data = safe_load_unique(path.read_text())
     except OSError as e:
         raise FileNotFoundError(f"replay list {path}: {e.strerror or e}") from None
     except yaml.YAMLError as e:

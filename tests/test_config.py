@@ -104,6 +104,23 @@ def test_yaml_is_safe_loaded(tmp_path) -> None:
         ServiceConfig.load(path)
 
 
+def test_a_section_or_key_given_twice_is_refused_not_merged(tmp_path) -> None:
+    """A section appended at the end of a config (a second `kv:`) dropped the first one's settings silently."""
+    from connectors.column_map import load_map_file
+
+    path = tmp_path / "engine.yaml"
+    path.write_text("kv:\n  cells: 4096\nendpoints:\n  ingest: tcp://127.0.0.1:5555\nkv:\n  block_size: 16\n")
+    with pytest.raises(ConfigError, match=r"not valid YAML: found duplicate key 'kv' \(first at line 1\).*\(line 5"):
+        ServiceConfig.load(path)
+    path.write_text("limits:\n  heartbeat_s: 1\n  heartbeat_s: 2\n")
+    with pytest.raises(ConfigError, match="duplicate key 'heartbeat_s' \\(first at line 2\\)"):
+        ServiceConfig.load(path)
+    columns = tmp_path / "map.yaml"
+    columns.write_text("ts: time\nprice: px\nprice: last\n")
+    with pytest.raises(ValueError, match="duplicate key 'price'"):
+        load_map_file(columns)
+
+
 def test_a_data_directory_that_cannot_be_one_is_named(tmp_path) -> None:
     from engine.service.durability import DataDir
     from queries.cache import AnswerCache

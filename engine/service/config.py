@@ -1,6 +1,7 @@
 """ServiceConfig: the engine service's YAML (model, codec, KV budget, batching, endpoints, limits).
 
-Loaded with ``yaml.safe_load``; every section is a dataclass validated when
+Loaded with ``yaml.safe_load`` (a key given twice refused: engine/yaml_files.py); every section is a dataclass
+validated when
 built; unknown keys are rejected by name with their section. Every socket binds
 to 127.0.0.1 unless an endpoint says otherwise.
 """
@@ -20,6 +21,7 @@ from connectors.column_map import map_from_options
 from connectors.feed import check_endpoint
 from connectors.stream_selection import StreamSelection
 from engine.settings import WEIGHT_FORMATS, CacheSpec, SchedulerConfig
+from engine.yaml_files import safe_load_unique
 
 DTYPES = ("float32", "bfloat16", "float16")  # torch dtypes by name (getattr(torch, name)): no torch import here
 
@@ -384,7 +386,7 @@ class ServiceConfig:
     @classmethod
     def load(cls, path: str | Path) -> "ServiceConfig":
         try:
-            raw = yaml.safe_load(Path(path).read_text())
+            raw = safe_load_unique(Path(path).read_text())
         except yaml.YAMLError as e:  # one line: the problem and where
             mark = getattr(e, "problem_mark", None)
             where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""

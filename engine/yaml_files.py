@@ -1,0 +1,35 @@
+"""YAML documents a user writes (the service config, column maps, replay lists), read safely and strictly.
+
+`safe_load_unique` is ``yaml.safe_load`` that refuses a key given twice in one mapping: PyYAML keeps the last
+silently, so a section appended at the end of a config (a second ``kv:``) would drop the first one's settings
+without a word. The error is a ``yaml.YAMLError`` with the line of both, so callers that already turn YAML errors
+into one line say it alike. (Query documents have their own loader, queries/yaml_loader.py, which does the same
+with each key's position kept for its messages.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                line = first.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:  # an unhashable key: the base class says so
+                break
+            if line != key_node.start_mark.line + 1:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"found duplicate key {key!r} (first at line {line}); the last would win silently",
+                    key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def safe_load_unique(text: str) -> Any:
+    """``yaml.safe_load(text)``, refusing duplicate keys (yaml.YAMLError naming both lines)."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
