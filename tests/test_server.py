@@ -6,6 +6,7 @@ import dataclasses
 import gc
 import json
 import math
+import re
 import threading
 import time
 import urllib.request
@@ -267,6 +268,8 @@ def test_heartbeats_and_metrics(server, feed) -> None:
     assert len(beats) >= 2 and beats[1][1]["seq"] > beats[0][1]["seq"]
     body = urllib.request.urlopen(server.endpoints["metrics"], timeout=5).read().decode()
     assert "flashtick_ticks_in_total" in body and "flashtick_kv_cells_capacity 8192" in body
+    rss = re.search(r"^flashtick_process_resident_memory_bytes (\d+)$", body, re.M)  # (Linux: from /proc)
+    assert rss and 50 << 20 < int(rss.group(1)) < 64 << 30, body
     head = urllib.request.urlopen(urllib.request.Request(server.endpoints["metrics"], method="HEAD"), timeout=5)
     assert head.status == 200 and head.read() == b"" and int(head.headers["Content-Length"]) > 0
 

@@ -6,6 +6,7 @@ reads that dict, so a scrape never touches live engine state.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,6 +32,7 @@ GAUGES = {
     "behind": "1 while more than limits.max_backlog_tokens wait for a forward, or data waited past limits.max_lag_s",
     "kv_thrash": "1 while evicted sessions are recomputed more than new tokens are (kv.cells too small)",
     "queries": "Registered queries",
+    "process_resident_memory_bytes": "Resident memory of the service process (RSS)",
 }
 SCHEDULER_COUNTERS = ("evictions", "evicted_cells", "rolls", "refused_streams", "deferred", "batches",
                       "probes_deferred", "jobs_done", "jobs_failed", "skipped_tokens")
@@ -59,6 +61,15 @@ LIVE_SCORES = (  # (stats key, metric, type, help), one sample per query
 )
 
 
+def resident_bytes() -> int | None:
+    """This process's resident memory (RSS) from /proc (Linux); None where there is none."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def render(snapshot: dict[str, Any]) -> str:
     lines: list[str] = []
 
@@ -71,6 +82,8 @@ def render(snapshot: dict[str, Any]) -> str:
         metric(f"{key}_total", "counter", help_text, [("", snapshot.get(key, 0))])
     for key, help_text in GAUGES.items():
         value = snapshot.get(key, 0)
+        if value is None:  # (no such figure here: no sample rather than a false one)
+            continue
         metric(key, "gauge", help_text, [("", int(value) if isinstance(value, bool) else value)])
     metric("lag_seconds", "gauge", "Seconds the oldest data not yet computed has waited: accepted, or unread in the "
            "ingest queue (limits.max_lag_s)", [("", snapshot.get("lag_s", 0.0))])

@@ -32,6 +32,7 @@ from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, allowed_client_keys, server_keypair
 from engine.service.config import ServiceConfig
+from engine.service.metrics import resident_bytes
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.sharded import ShardedPipeline
 from queries.cache import Answer
@@ -451,7 +452,7 @@ class Server:
 
     def _refresh_snapshot(self) -> None:
         self._snapshot = {**self.pipeline.stats(), **self.counters, "uptime_s": time.time() - self.started_at,
-                          "kv_thrash": self._kv_thrash}
+                          "kv_thrash": self._kv_thrash, "process_resident_memory_bytes": resident_bytes()}
         if self._feed_watches:  # a quiet publisher told apart from one never connected (or dropped)
             self._snapshot["feeds"] = [watch.stats() for watch in self._feed_watches.values()]
 
