@@ -1045,3 +1045,20 @@ def test_answers_the_log_cannot_take_are_written_later_and_ticks_wait_meanwhile(
     recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after"), queries))
     assert recovered.recovered == []  # nothing owed: every answer published was logged
     assert recovered.cache.seqs() == live.cache.seqs()  # every topic goes on after the last seq published
+
+
+def test_a_start_on_a_data_directory_whose_tick_log_was_removed_says_so(checkpoint, tmp_path, capsys) -> None:
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    live = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    feed_in_steps(live, SyntheticMarket(SyntheticConfig(seed=5)).next_batch(40))
+    after = crash_copy(tmp_path / "data", tmp_path / "after")
+    for segment in (after / "ticks").glob("ticks-*.log"):
+        segment.unlink()
+    capsys.readouterr()
+    recovered = TickPipeline(config(checkpoint, after, queries))
+    err = capsys.readouterr().err
+    streams = sorted(live.engine.scheduler.streams)
+    assert f"the answer log has answers of {len(streams)} streams the tick log holds nothing of ({streams[0]!r}" \
+           in err and "were tick log segments" in err, err
+    assert recovered.cache.get("dir", streams[0]) is not None and not recovered.engine.scheduler.streams

@@ -292,7 +292,20 @@ class DataDir:
                                          skip_corrupt=self.config.skip_corrupt, stats=self.read_stats)
         self.recovered_ticks += ticks
         self.replay_refused += refused
+        self._say_lost_streams(encoders)
         return tail
+
+    def _say_lost_streams(self, encoders: StreamEncoders) -> None:
+        """Streams the answer log has answers of but the tick log knows nothing of (neither ticks nor an expiry):
+        its segments were removed. The operator must hear it at the start, not find sessions gone."""
+        lost = sorted({a.stream for a in self.answers.cache.latest()
+                       if a.stream not in encoders and not encoders.expired(a.stream)})
+        if lost:
+            named = ", ".join(map(repr, lost[:5])) + (f", ... ({len(lost)} in all)" if len(lost) > 5 else "")
+            print(f"flashtick: warning: the answer log has answers of {counted(len(lost), 'stream')} the tick log "
+                  f"holds nothing of ({named}): were tick log segments in {self.log.directory} removed? Their last "
+                  f"answers are still served (`get`) and their topics' seqs go on; their next ticks start new "
+                  f"sessions", file=sys.stderr, flush=True)
 
     def replayed(self, streams: int, rebuild_forwards: int = 0) -> None:
         """After ``replay`` and the rebuild: timed and said."""
