@@ -93,6 +93,7 @@ def test_listed_clients_are_served_and_unknown_keys_refused(checkpoint, keys, ca
         logged = capfd.readouterr().err  # the log says which key, on which socket
         assert f"refused a client: unknown client key {mallory_key} on the control socket" in logged, logged
         assert f"unknown client key {mallory_key} on the answers socket" in logged, logged
+        assert logged.count(f"unknown client key {mallory_key} on the control socket") == 1, logged  # retries not
 
         server._auth.stop()  # no ZAP handler any more: handshakes fail closed, never open
         with ControlClient(server.endpoints["control"], timeout_s=2, **alice) as late, pytest.raises(ControlError):

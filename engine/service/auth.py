@@ -25,7 +25,7 @@ from zmq.auth.thread import ThreadAuthenticator
 from zmq.utils import z85
 
 Z85_KEY_LENGTH = 40
-MAX_DENIALS_LOGGED = 10  # a flood of refused handshakes must not flood stderr: the rest are only counted
+MAX_DENIALS_LOGGED = 10  # distinct refusals said on stderr (a client retries its handshake: each said once)
 
 
 class KeyFileError(ValueError):
@@ -120,6 +120,7 @@ class ClientAllowList(ThreadAuthenticator):
         for name in ("auth_allowed", "auth_denied", "auth_errors"):
             counters[name] = 0
         self.certs["*"] = {key: True for key in keys}  # what configure_curve(domain="*", location=DIR) would load
+        self._denials_said: set[bytes] = set()  # refusals' texts (naming the key) said so far
 
     async def handle_zap_message(self, msg: list[bytes]) -> None:
         try:
@@ -139,10 +140,11 @@ class ClientAllowList(ThreadAuthenticator):
         if status_code == b"200":
             self.counters["auth_allowed"] += 1
             return
-        self.counters["auth_denied"] += 1
-        if self.counters["auth_denied"] <= MAX_DENIALS_LOGGED:
-            more = " (further refusals are only counted: stats auth_denied)" \
-                if self.counters["auth_denied"] == MAX_DENIALS_LOGGED else ""
+        self.counters["auth_denied"] += 1  # handshakes: a refused client retries, each retry counted
+        if status_text not in self._denials_said and len(self._denials_said) < MAX_DENIALS_LOGGED:
+            self._denials_said.add(status_text)
+            more = " (its retries, and other keys past this one, are only counted: stats auth_denied)" \
+                if len(self._denials_said) == MAX_DENIALS_LOGGED else " (its retries are only counted)"
             print(f"flashtick: refused a client: {status_text.decode(errors='replace')}{more}",
                   file=sys.stderr, flush=True)
 
