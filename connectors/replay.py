@@ -92,6 +92,7 @@ from connectors.layout import (
     one_side_export,
     sniff_csv,
     stream_of,
+    symbol_in_name,
     time_formats,
     trade_bars,
     two_way_date,
@@ -383,6 +384,7 @@ class _FilePlan:
     schema: Mapping[str, Any] = field(default_factory=dict)  # the file's columns and their types
     unit_given: bool = False  # the epoch unit was given (a map's or --ts-unit), not read from the first time
     bad_lines: Mapping[int, str] = field(default_factory=dict)  # a JSON-lines file's row -> why it is no object
+    tickless: Mapping[int, str] = field(default_factory=dict)  # its row -> why: a message without ticks (an ack)
     footer: tuple[int, str] | None = None  # a CSV's last row that is a line of text, no data (`_footer`)
 
     def describe(self) -> dict[str, Any]:
@@ -403,8 +405,8 @@ class _FilePlan:
         name = self.given_name
         if is_csv(self.path):
             return f"{name} line {row + (1 if self.columns.names is not None else 2)}"
-        if is_json_lines(self.path):  # a row per line
-            return f"{name} line {row + 1}"
+        if is_json_lines(self.path):  # a line, a message's line (several ticks), a REST dump's record
+            return f"{name} {json_lines.table(self.path).where(row)}"
         return f"{name} row {row + 1}"
 
     def column_of(self, tick_field: str) -> str | None:
@@ -432,6 +434,8 @@ class _FilePlan:
         convert = self._converter()
         if self.bad_lines:  # JSON-lines lines that are no object: rejects, the rest of the file read
             yield [(row, InvalidTick(NOT_JSON, why)) for row, why in self.bad_lines.items()]
+        if self.tickless:  # subscription acks, heartbeats: left out, as rows a keep filter leaves out are
+            yield [(row, InvalidTick("filtered_out", why)) for row, why in self.tickless.items()]
         for chunk in self.frame.collect_batches(chunk_size=chunk_rows, lazy=True):
             out = []
             for row in chunk.rows():
@@ -721,13 +725,14 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     footer = _footer(rows, exprs[0]) if is_csv(path) else None
     lines = json_lines.table(path) if is_json_lines(path) else None  # (parsed once, kept by the module)
     bad_lines = lines.bad_lines if lines is not None else {}
+    tickless = lines.skipped if lines is not None else {}
     notes += lines.notes if lines is not None else []
     return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book,
                      dialect=dialect, schema=schema, unit_given=unit_given,
                      empty_sides=empty_sides, bars=trade_bars(cmap, schema),
                      nonpositive_prices=bool(facts["nonpositive_prices"]),
                      long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
-                     footer=footer)
+                     tickless=tickless, footer=footer)
 
 
 FOOTER_TEXT = re.compile(r"[A-Za-z]{3}")  # words: "Downloaded from Barchart.com as of ...", "Total", ...
@@ -855,6 +860,11 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
         stream_notes = []
     cmap, found_notes = stream_of(path, cmap, schema)
     stream_notes += found_notes
+    if not named and cmap.stream_col is None and is_json_lines(path) and json_lines.table(path).records and \
+            symbol_in_name(path) is None:  # the file's stem would be the stream: "trades" says nothing
+        raise ValueError(f"{path}: a REST dump (one JSON array of records) whose records name no instrument, nor "
+                         f"does its file name: give the stream, --columns stream_name=NAME (BTCUSDT, BTC-USD), or "
+                         f"name the file after it (BTCUSDT-trades.json)")
     if not named and cmap.stream_col is None:
         stream_notes += _unread_identifiers(path, cmap, schema, names, dialect)
     cmap, day_notes = date_of(path, cmap)

@@ -1,6 +1,8 @@
 """JSON-lines tick files (`.jsonl`, `.ndjson`, `.json` of one object per line, `.gz` of them): read as the table of
 their objects' fields through the same detection, maps, rejects and notes as a CSV; exchange websocket captures
-(Binance trade/aggTrade/bookTicker, Coinbase Exchange matches) known by their keys. Real files in tmp_path."""
+(Binance trade/aggTrade/bookTicker, Coinbase Exchange matches; OKX, Bybit and Kraken v2 ticks in arrays under
+`data`) known by their keys; REST dumps of one JSON array (Binance trades/aggTrades, Coinbase trades). Real files
+in tmp_path."""
 
 from __future__ import annotations
 
@@ -138,14 +140,184 @@ def test_a_malformed_line_is_rejected_with_its_line_number_and_the_rest_read(tmp
     assert any("cut.jsonl: 2 line(s) are not JSON objects" in n for n in replay.notes)
 
 
-def test_arrays_of_ticks_under_data_are_refused_with_the_command_that_flattens_them(tmp_path: Path) -> None:
-    okx = {"arg": {"channel": "trades", "instId": "BTC-USDT"},
-           "data": [{"instId": "BTC-USDT", "tradeId": "1", "px": "43000.1", "sz": "0.1", "side": "buy",
-                     "ts": str(T0)}]}
-    with pytest.raises(ValueError, match=r"arrays under 'data' .* jq -c '.data\[\]' okx.jsonl > flat.jsonl"):
-        FileReplay(write_lines(tmp_path / "okx.jsonl", [okx, okx]))
-    with pytest.raises(ValueError, match=r"no line is a JSON object"):
+def okx_trade(i: int, inst: str = "BTC-USDT") -> dict:
+    return {"instId": inst, "tradeId": f"{130639474 + i}", "px": f"{42219.9 + i:.1f}", "sz": f"0.{i + 1:04d}",
+            "side": "sell" if i % 2 else "buy", "ts": str(T0 + i), "count": "1"}
+
+
+def okx_message(channel: str, inst: str, *data: dict) -> dict:
+    return {"arg": {"channel": channel, "instId": inst}, "data": list(data)}
+
+
+def test_okx_trades_read_one_row_per_tick_named_by_the_messages_line(tmp_path: Path) -> None:
+    lines: list[dict | str] = [
+        {"event": "subscribe", "arg": {"channel": "trades", "instId": "BTC-USDT"}, "connId": "a4d3ae55"},
+        okx_message("trades", "BTC-USDT", okx_trade(0), okx_trade(1)),
+        "pong",
+        okx_message("trades", "ETH-USDT", {**okx_trade(2, "ETH-USDT"), "px": "2300.5", "sz": "-1"}),
+        okx_message("trades", "BTC-USDT", okx_trade(3))]
+    ticks, replay = read(write_lines(tmp_path / "okx.jsonl", lines))
+    assert [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks] == [
+        ("BTC-USDT", T0 * 1_000_000, 42219.9, 0.0001, "buy"),
+        ("BTC-USDT", (T0 + 1) * 1_000_000, 42220.9, 0.0002, "sell"),
+        ("BTC-USDT", (T0 + 3) * 1_000_000, 42222.9, 0.0004, "sell")]
+    assert dict(replay.rejected) == {"filtered_out": 1, "not_json": 1, "negative_size": 1}
+    examples = replay.rejected.examples
+    assert "okx.jsonl line 1: filtered_out: a message without ticks (subscribe)" in examples["filtered_out"]
+    assert "okx.jsonl line 3: not_json" in examples["not_json"]
+    assert "okx.jsonl line 4: negative_size" in examples["negative_size"]  # its message's line, not its row
+    assert "okx.jsonl: OKX trades: ts=ts (ms), stream=instId, price=px, size=sz, side (the taker's); one row per " \
+        "tick of each message's data; messages without ticks left out, counted as filtered_out: subscribe (1)" \
+        in replay.notes
+
+
+def test_bybit_public_trades_skip_the_acks(tmp_path: Path) -> None:
+    def trade(i: int) -> dict:
+        return {"T": T0 + i, "s": "BTCUSDT", "S": "Sell" if i else "Buy", "v": f"0.00{i + 1}",
+                "p": f"{16578.5 - i / 2:.2f}", "L": "PlusTick", "i": f"20f43950-d8dd-5b31-9112-a178eb6023a{i}",
+                "BT": False}
+
+    lines = [{"success": True, "ret_msg": "subscribe", "conn_id": "cl6u4qj4", "req_id": "", "op": "subscribe"},
+             {"topic": "publicTrade.BTCUSDT", "type": "snapshot", "ts": T0 + 2, "data": [trade(0), trade(1)]},
+             {"success": True, "ret_msg": "pong", "conn_id": "cl6u4qj4", "req_id": "", "op": "ping"},
+             {"topic": "publicTrade.BTCUSDT", "type": "snapshot", "ts": T0 + 9, "data": [trade(2)]}]
+    ticks, replay = read(write_lines(tmp_path / "bybit.jsonl", lines))
+    assert [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks] == [
+        ("BTCUSDT", T0 * 1_000_000, 16578.5, 0.001, "buy"), ("BTCUSDT", (T0 + 1) * 1_000_000, 16578.0, 0.002, "sell"),
+        ("BTCUSDT", (T0 + 2) * 1_000_000, 16577.5, 0.003, "sell")]
+    assert dict(replay.rejected) == {"filtered_out": 2}
+    assert any(n.startswith("bybit.jsonl: Bybit publicTrade: ts=T (ms), stream=s") and
+               n.endswith("messages without ticks left out, counted as filtered_out: subscribe (1), ping (1)")
+               for n in replay.notes), replay.notes
+
+
+KRAKEN_STATUS = {"channel": "status", "type": "update", "data": [
+    {"api_version": "v2", "connection_id": 12393906104898154338, "system": "online", "version": "2.0.0"}]}
+KRAKEN_ACK = {"method": "subscribe", "result": {"channel": "trade", "snapshot": True, "symbol": "BTC/USD"},
+              "success": True, "time_in": "2023-09-25T09:04:31.742599Z", "time_out": "2023-09-25T09:04:31.742648Z"}
+
+
+def kraken_trades(kind: str, *trades: tuple[str, str, float, float]) -> dict:
+    return {"channel": "trade", "type": kind, "data": [
+        {"symbol": symbol, "side": side, "price": price, "qty": qty, "ord_type": "market", "trade_id": 4665906 + i,
+         "timestamp": f"2023-09-25T07:49:3{i}.708706Z"} for i, (symbol, side, price, qty) in enumerate(trades)]}
+
+
+def test_kraken_v2_trades_with_slashed_symbols_and_status_heartbeats_left_out(tmp_path: Path) -> None:
+    lines = [KRAKEN_STATUS, KRAKEN_ACK, kraken_trades("snapshot", ("BTC/USD", "buy", 26212.2, 0.0012)),
+             {"channel": "heartbeat"}, kraken_trades("update", ("BTC/USD", "sell", 26212.1, 0.5),
+                                                     ("BTC/USD", "buy", 26212.3, 0.02))]
+    ticks, replay = read(write_lines(tmp_path / "kraken.jsonl", lines))
+    t0 = 1_695_628_170_708_706_000  # 2023-09-25T07:49:30.708706Z
+    assert [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks] == [
+        ("BTC-USD", t0, 26212.2, 0.0012, "buy"), ("BTC-USD", t0, 26212.1, 0.5, "sell"),
+        ("BTC-USD", t0 + 1_000_000_000, 26212.3, 0.02, "buy")]
+    assert dict(replay.rejected) == {"filtered_out": 3}
+    note = next(n for n in replay.notes if n.startswith("kraken.jsonl: Kraken v2 trade: ts=timestamp (ISO)"))
+    assert note.endswith("other channels' ticks left out, counted as filtered_out: status (1); messages without "
+                         "ticks left out, counted as filtered_out: subscribe (1), heartbeat (1)")
+    assert "kraken.jsonl: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): answer topics use '/' " \
+           "as their separator" in replay.notes
+
+
+def test_okx_bbo_tbt_and_tickers_read_as_quotes(tmp_path: Path) -> None:
+    def bbo(i: int, bids: list) -> dict:
+        return okx_message("bbo-tbt", "BTC-USDT", {"asks": [[f"42220.{i + 1}", "0.5", "0", "3"]], "bids": bids,
+                                                   "ts": str(T0 + i), "seqId": 3000 + i})
+
+    lines = [{"event": "subscribe", "arg": {"channel": "bbo-tbt", "instId": "BTC-USDT"}, "connId": "a4d3ae55"},
+             bbo(0, [["42220.0", "1.25", "0", "7"]]), bbo(1, [])]
+    ticks, replay = read(write_lines(tmp_path / "bbo.jsonl", lines))
+    assert [(t.kind, t.stream, t.ts, t.bid, t.ask, t.bid_size, t.ask_size) for t in ticks] == [
+        ("quote", "BTC-USDT", T0 * 1_000_000, 42220.0, 42220.1, 1.25, 0.5)]  # bbo-tbt's ticks name no instId: arg's
+    assert dict(replay.rejected) == {"filtered_out": 1, "missing_field": 1}  # no bids: a one-sided quote
+    assert "bbo.jsonl line 3: missing_field: bid is empty" in replay.rejected.examples["missing_field"]
+    ticker = {"instType": "SPOT", "instId": "ETH-USDT", "last": "2300.1", "lastSz": "0.1", "askPx": "2300.2",
+              "askSz": "11", "bidPx": "2300.1", "bidSz": "5", "open24h": "2250", "high24h": "2310", "low24h": "2240",
+              "sodUtc0": "2260", "sodUtc8": "2270", "volCcy24h": "1000", "vol24h": "0.5", "ts": str(T0)}
+    ticks, replay = read(write_lines(tmp_path / "tickers.jsonl", [okx_message("tickers", "ETH-USDT", ticker)]))
+    assert [(t.kind, t.stream, t.ts, t.bid, t.ask, t.bid_size, t.ask_size) for t in ticks] == [
+        ("quote", "ETH-USDT", T0 * 1_000_000, 2300.1, 2300.2, 5.0, 11.0)]
+    assert any(n.startswith("tickers.jsonl: OKX tickers: quotes bid=bidPx") for n in replay.notes)
+
+
+def test_a_capture_of_trades_and_bbo_replays_its_trades(tmp_path: Path) -> None:
+    bbo = okx_message("bbo-tbt", "BTC-USDT", {"asks": [["42220.1", "0.5", "0", "3"]],
+                                              "bids": [["42220.0", "1", "0", "7"]], "ts": str(T0), "seqId": 1})
+    ticks, replay = read(write_lines(tmp_path / "both.jsonl", [bbo, okx_message("trades", "BTC-USDT", okx_trade(0)),
+                                                               bbo]))
+    assert [(t.kind, t.price) for t in ticks] == [("trade", 42219.9)]
+    assert dict(replay.rejected) == {"filtered_out": 2}
+    assert any("other channels' ticks left out, counted as filtered_out: bbo-tbt (2)" in n for n in replay.notes)
+
+
+def test_ticks_in_arrays_of_an_unknown_exchange_are_detected_as_any_table(tmp_path: Path) -> None:
+    lines = [{"ch": "market.btcusdt.trade", "data": [{"ts": T0 + i, "symbol": "btcusdt", "price": "43000.5",
+                                                      "amount": "0.2", "direction": "buy"} for i in range(2)]},
+             {"ping": 1704153600123}]
+    ticks, replay = read(write_lines(tmp_path / "other.jsonl", lines))
+    assert [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks] == [
+        ("btcusdt", T0 * 1_000_000, 43000.5, 0.2, "buy"), ("btcusdt", (T0 + 1) * 1_000_000, 43000.5, 0.2, "buy")]
+    assert dict(replay.rejected) == {"filtered_out": 1}
+    assert any("its messages hold their ticks in arrays under 'data': one row per tick" in n for n in replay.notes)
+
+
+def test_a_file_of_json_arrays_a_line_is_still_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"no line is a JSON object"):  # Kraken v1's messages
         FileReplay(write_lines(tmp_path / "kraken.jsonl", [[0, [["43000.1", "0.1"]], "trade", "XBT/USD"]] * 2))
+
+
+BINANCE_REST_TRADES = [  # GET /api/v3/trades?symbol=BTCUSDT, saved as it came (two-space indents)
+    {"id": 3342105080, "price": "42219.90000000", "qty": "0.01200000", "quoteQty": "506.63880000", "time": T0 + 5,
+     "isBuyerMaker": True, "isBestMatch": True},
+    {"id": 3342105081, "price": "42220.00000000", "qty": "0.50000000", "quoteQty": "21110.00000000",
+     "time": T0 + 9, "isBuyerMaker": False, "isBestMatch": True}]
+
+
+def test_a_binance_rest_dump_needs_its_stream_named_by_the_file_or_the_map(tmp_path: Path) -> None:
+    dump = tmp_path / "trades.json"
+    dump.write_text(json.dumps(BINANCE_REST_TRADES, indent=2))
+    with pytest.raises(ValueError, match=r"trades.json: a REST dump \(one JSON array of records\) whose records name "
+                                         r"no instrument, nor does its file name: .*--columns stream_name=NAME"):
+        FileReplay(dump)
+    expected = [("BTCUSDT", (T0 + 5) * 1_000_000, 42219.9, 0.012, "sell"),  # buyer the maker: the seller aggressed
+                ("BTCUSDT", (T0 + 9) * 1_000_000, 42220.0, 0.5, "buy")]
+    ticks, replay = read(dump, columns={"stream": "BTCUSDT"})
+    assert [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks] == expected
+    assert any(n.startswith("trades.json: Binance REST trades (/api/v3/trades): ts=time (ms)") for n in replay.notes)
+    named = tmp_path / "BTCUSDT-trades-2024-01-02.json"
+    named.write_text(json.dumps(BINANCE_REST_TRADES))
+    ticks, _ = read(named)
+    assert [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks] == expected
+
+
+def test_binance_rest_agg_trades_name_a_bad_record_by_its_place(tmp_path: Path) -> None:
+    agg = [{"a": 26129 + i, "p": f"{2300.5 + i:.8f}", "q": "4.70443515", "f": 27781 + i, "l": 27781 + i, "T": T0 + i,
+            "m": i % 2 == 0, "M": True} for i in range(3)]
+    agg[1]["p"] = "-1"
+    dump = tmp_path / "ETHUSDT_aggTrades.json"
+    dump.write_text(json.dumps(agg))
+    ticks, replay = read(dump)
+    assert [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks] == [
+        ("ETHUSDT", T0 * 1_000_000, 2300.5, 4.70443515, "sell"), ("ETHUSDT", (T0 + 2) * 1_000_000, 2302.5, 4.70443515,
+                                                                  "sell")]
+    assert "ETHUSDT_aggTrades.json record 2: nonpositive_price" in replay.rejected.examples["nonpositive_price"]
+
+
+def test_a_coinbase_rest_dump_flips_the_makers_side_and_sorts_by_time(tmp_path: Path) -> None:
+    """GET /products/BTC-USD/trades: newest first, `side` the maker's (sell: an uptick, a taker's buy)."""
+    page = [{"trade_id": 574381025, "side": "sell", "size": "0.01000000", "price": "42220.01",
+             "time": "2024-01-02T00:00:01.578544Z"},
+            {"trade_id": 574381024, "side": "buy", "size": "0.02000000", "price": "42219.99",
+             "time": "2024-01-02T00:00:00.5Z"}]
+    dump = tmp_path / "coinbase-BTC-USD.json"
+    dump.write_text(json.dumps(page))
+    ticks, replay = read(dump)
+    assert [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks] == [
+        ("BTC-USD", T0 * 1_000_000 + 500_000_000, 42219.99, 0.02, "sell"),
+        ("BTC-USD", T0 * 1_000_000 + 1_578_544_000, 42220.01, 0.01, "buy")]
+    assert any(n.startswith("coinbase-BTC-USD.json: Coinbase Exchange REST trades (/products/{id}/trades): the "
+                            "coinbase-trades preset, side flipped") for n in replay.notes)
 
 
 def test_flattened_okx_kraken_and_bybit_records_read_as_the_docs_say(tmp_path: Path) -> None:
@@ -191,3 +363,28 @@ def test_backtest_of_a_jsonl_capture_from_the_cli_with_streams(engine_files: Pat
     assert "Binance trade events (inside a combined stream's data)" in err
     assert "not_json: 1" in printed + err and "capture.jsonl line 8" in printed + err
     assert set(pl.read_parquet(out)["stream"].unique()) == {"ETHUSDT"}
+
+
+def test_backtest_of_a_kraken_capture_and_a_rest_dump_from_the_cli(engine_files: Path, tmp_path: Path,
+                                                                    capsys) -> None:
+    trades = [(symbol, "buy" if i % 3 else "sell", 26212.2 + i % 5, 0.01) for i in range(40)
+              for symbol in ("BTC/USD", "ETH/USD")]
+    capture = write_lines(tmp_path / "kraken.jsonl", [KRAKEN_STATUS, KRAKEN_ACK, {"channel": "heartbeat"},
+                                                      *(kraken_trades("update", *trades[i:i + 8])
+                                                        for i in range(0, 80, 8))])
+    out = tmp_path / "answers.parquet"
+    argv = ["--queries", str(engine_files / "q.yaml"), "--config", str(engine_files / "engine.yaml"), "--quiet"]
+    code = main(["backtest", str(capture), *argv, "--out", str(out), "--streams", "BTC-USD"])
+    printed, err = capsys.readouterr()
+    assert code == 0, err
+    assert "replayed 40 ticks" in printed, printed
+    assert "Kraken v2 trade: ts=timestamp (ISO)" in err
+    assert set(pl.read_parquet(out)["stream"].unique()) == {"BTC-USD"}
+    dump = tmp_path / "trades.json"
+    dump.write_text(json.dumps(BINANCE_REST_TRADES))
+    code = main(["backtest", str(dump), *argv, "--out", str(tmp_path / "rest.parquet")])
+    assert code != 0 and "--columns stream_name=NAME" in capsys.readouterr().err
+    code = main(["backtest", str(dump), *argv, "--out", str(tmp_path / "rest.parquet"), "--columns",
+                 "stream_name=BTCUSDT"])
+    printed, err = capsys.readouterr()
+    assert code == 0 and "replayed 2 ticks" in printed, err
