@@ -1,6 +1,7 @@
 """Reading a JSON-lines tick file vs its CSV twin: the same seeded trades (prices and sizes as strings, as
-exchanges send them) written both ways, each read end to end by FileReplay (detection, the JSON file's one parse
-into its Parquet copy, and every tick validated), in one run; ticks/s of each and their ratio.
+exchanges send them) written both ways, and as an OKX websocket capture (ticks in arrays under `data`, a few per
+message, made one row each), each read end to end by FileReplay (detection, the JSON file's one parse into its
+Parquet copy, and every tick validated), in one run; ticks/s of each and their ratios to the CSV.
 
     python -m benchmarks.replay_json_lines              # 200,000 lines
     python -m benchmarks.replay_json_lines --lines 1000000
@@ -33,6 +34,14 @@ def trades(lines: int, seed: int = 0) -> list[dict]:
     return out
 
 
+def okx_messages(rows: list[dict], per_message: int = 4) -> list[dict]:
+    """The trades as OKX sends them: `per_message` ticks in each message's data, its arg naming the channel."""
+    ticks = [{"instId": r["symbol"].replace("USDT", "-USDT"), "tradeId": str(i), "px": r["price"], "sz": r["qty"],
+              "side": r["side"], "ts": str(r["ts"]), "count": "1"} for i, r in enumerate(rows)]
+    return [{"arg": {"channel": "trades", "instId": "BTC-USDT"}, "data": ticks[i:i + per_message]}
+            for i in range(0, len(ticks), per_message)]
+
+
 def read_all(path: Path) -> int:
     with FileReplay(path, chunk_rows=8192) as replay:
         ticks = 0
@@ -58,16 +67,20 @@ def main() -> None:
     args = parser.parse_args()
     rows = trades(args.lines)
     with tempfile.TemporaryDirectory() as folder:
-        jsonl, csv = Path(folder) / "trades.jsonl", Path(folder) / "trades.csv"
+        jsonl, csv, okx = Path(folder) / "trades.jsonl", Path(folder) / "trades.csv", Path(folder) / "okx.jsonl"
         jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        okx.write_text("".join(json.dumps(m) + "\n" for m in okx_messages(rows)))
         pl.DataFrame(rows).write_csv(csv)
         csv_rate, csv_ticks = best_rate(csv, args.reps)
         json_rate, json_ticks = best_rate(jsonl, args.reps)
-    assert csv_ticks == json_ticks == args.lines, (csv_ticks, json_ticks)
+        okx_rate, okx_ticks = best_rate(okx, args.reps)
+    assert csv_ticks == json_ticks == okx_ticks == args.lines, (csv_ticks, json_ticks, okx_ticks)
     print(f"replay read, {args.lines} trades: jsonl {json_rate:,.0f} ticks/s, csv {csv_rate:,.0f} ticks/s, "
-          f"jsonl/csv {json_rate / csv_rate:.2f}")
+          f"okx capture {okx_rate:,.0f} ticks/s; jsonl/csv {json_rate / csv_rate:.2f}, "
+          f"okx/csv {okx_rate / csv_rate:.2f}")
     write_json("replay_json_lines", {"lines": args.lines, "jsonl_ticks_per_s": json_rate,
                                      "csv_ticks_per_s": csv_rate, "ratio": json_rate / csv_rate,
+                                     "okx_capture_ticks_per_s": okx_rate, "okx_ratio": okx_rate / csv_rate,
                                      "machine": machine()})
 
 
