@@ -1,0 +1,163 @@
+"""Exchange message layouts in JSON files, known by their keys (connectors/json_lines.py reads the files): each a
+`Shape`, the map that reads it and the note that says so.
+
+`shape_of`: a message a line (Binance trade/aggTrade events, also inside a combined stream's `{"stream": ...,
+"data": {...}}`, Binance bookTicker, Coinbase Exchange `match`/`last_match`); `array_shape_of`: ticks made one row
+each from arrays under `data` (OKX trades, bbo-tbt and tickers, Bybit publicTrade, Kraken v2 trade), by their
+channel; `rest_shape_of`: one JSON array of records as a REST endpoint returns it (Binance trades and aggTrades,
+Coinbase Exchange trades). Other messages of a known layout are left out by the map's `keep`, counted as
+filtered_out, and the note names them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Mapping
+
+import polars as pl
+
+from connectors.column_map import BUYER_MAKER, DETECT, EPOCH, PRESETS, ColumnMap
+from connectors.field_names import FIELD_NAMES, normal_name
+from connectors.ticks import QUOTE, TRADE
+
+BINANCE_TRADE_KEYS = frozenset({"e", "s", "p", "q", "T", "m"})  # + "t" (trade) or "a" (aggTrade)
+BINANCE_TRADE_EVENTS = ("trade", "aggTrade")
+BINANCE_BOOK_KEYS = frozenset({"u", "s", "b", "B", "a", "A"})
+COINBASE_MATCH_KEYS = frozenset({"type", "product_id", "price", "size", "side", "time"})
+COINBASE_MATCHES = ("match", "last_match")
+
+
+@dataclass
+class Shape:
+    """An exchange's message layout, known by its keys: the map that reads it and the note that says so."""
+
+    name: str
+    columns: ColumnMap | None  # None: Binance bookTicker without a time field (`columns_for` asks for one)
+    note: str
+
+
+def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | None:
+    """The exchange message layout the objects' keys show, else None (read as any table: detected)."""
+    columns = set(frame.columns)
+    frame = frame.filter(~pl.all_horizontal(pl.all().is_null()))  # blank lines and lines that are no object
+    within = " (inside a combined stream's data)" if wrapped else ""
+    if BINANCE_TRADE_KEYS <= columns:
+        events = _counts(frame, "e", "messages without e (bookTicker's)")
+        kept = [e for e in BINANCE_TRADE_EVENTS if e in events]
+        if kept:
+            others = _said({k: n for k, n in events.items() if k not in kept})
+            both = ("; it holds trade AND aggTrade events, each trade twice over: replay one of them (a replay "
+                    "list's keep: {e: [trade]})" if len(kept) == 2 else "")
+            note = (f"{path.name}: Binance {' and '.join(kept)} events{within}: ts=T (trade time, ms), stream=s, "
+                    f"price=p, size=q, side from m (true: the buyer was the maker, so the aggressor sold)"
+                    f"{'; other messages left out, counted as filtered_out: ' + others if others else ''}{both}")
+            return Shape("binance-trade", ColumnMap(ts="T", ts_unit=EPOCH, kind=TRADE, stream_col="s", price="p",
+                                                    size="q", side="m", side_map=BUYER_MAKER,
+                                                    keep={"e": kept}), note)
+    if BINANCE_BOOK_KEYS <= columns:
+        stamp = "T" if "T" in columns else next((c for c in frame.columns if c not in BINANCE_BOOK_KEYS
+                                                 and normal_name(c) in FIELD_NAMES["ts"]), None)
+        note = (f"{path.name}: Binance bookTicker messages{within}: quotes, bid=b, ask=a, bid_size=B, ask_size=A, "
+                f"stream=s, stamped with {stamp or 'the time field given'}")
+        columns_map = None if stamp is None else ColumnMap(ts=stamp, ts_unit=DETECT, kind=QUOTE, stream_col="s",
+                                                           bid="b", ask="a", bid_size="B", ask_size="A")
+        return Shape("binance-bookticker", columns_map, note)
+    if COINBASE_MATCH_KEYS <= columns and (types := _counts(frame, "type", "messages without type")) and \
+            any(t in types for t in COINBASE_MATCHES):
+        others = _said({k: n for k, n in types.items() if k not in COINBASE_MATCHES})
+        note = (f"{path.name}: Coinbase Exchange websocket messages: match and last_match read as trades, their "
+                f"side flipped (Coinbase's is the maker's), stream=product_id"
+                f"{'; other types left out, counted as filtered_out: ' + others if others else ''}")
+        return Shape("coinbase-matches", PRESETS["coinbase-matches"], note)
+    return None
+
+
+@dataclass(frozen=True)
+class ArrayShape:
+    """An exchange's ticks in arrays under `data`: the channels whose ticks it reads, the keys those ticks have,
+    and the map that reads them (less its keep, which the channels found make)."""
+
+    name: str
+    channels: tuple[str, ...]
+    keys: frozenset[str]
+    columns: ColumnMap
+    says: str
+
+
+OKX_BOOK = dict(ts="ts", ts_unit=EPOCH, kind=QUOTE, stream_col="instId")
+ARRAY_SHAPES = (  # trades first: a capture of several channels replays its trades
+    ArrayShape("okx-trades", ("trades", "trades-all"), frozenset({"instId", "px", "sz", "side", "ts"}),
+               ColumnMap(ts="ts", ts_unit=EPOCH, kind=TRADE, stream_col="instId", price="px", size="sz",
+                         side="side"),
+               "OKX trades: ts=ts (ms), stream=instId, price=px, size=sz, side (the taker's)"),
+    ArrayShape("bybit-trades", ("publicTrade",), frozenset({"T", "s", "S", "v", "p"}),
+               ColumnMap(ts="T", ts_unit=EPOCH, kind=TRADE, stream_col="s", price="p", size="v", side="S"),
+               "Bybit publicTrade: ts=T (ms), stream=s, price=p, size=v, side=S (the taker's)"),
+    ArrayShape("kraken-trades", ("trade",), frozenset({"symbol", "side", "price", "qty", "timestamp"}),
+               ColumnMap(ts="timestamp", ts_unit=DETECT, kind=TRADE, stream_col="symbol", price="price", size="qty",
+                         side="side"),
+               "Kraken v2 trade: ts=timestamp (ISO), stream=symbol, price, size=qty, side (the taker's), the "
+               "snapshot's trades (the last ones before subscribing) included"),
+    ArrayShape("okx-bbo", ("bbo-tbt", "books5"), frozenset({"bids[0].price", "asks[0].price", "ts", "instId"}),
+               ColumnMap(**OKX_BOOK, bid="bids[0].price", ask="asks[0].price", bid_size="bids[0].size",
+                         ask_size="asks[0].size"),
+               "OKX bbo-tbt: quotes of the best level, bids[0]/asks[0] price and size, ts=ts (ms), stream=instId"),
+    ArrayShape("okx-tickers", ("tickers",), frozenset({"bidPx", "askPx", "bidSz", "askSz", "ts", "instId"}),
+               ColumnMap(**OKX_BOOK, bid="bidPx", ask="askPx", bid_size="bidSz", ask_size="askSz"),
+               "OKX tickers: quotes bid=bidPx, ask=askPx, bid_size=bidSz, ask_size=askSz, ts=ts (ms), "
+               "stream=instId (their last trade is not read)"),
+)
+
+
+def array_shape_of(path: Path, frame: pl.DataFrame, tickless: Mapping[str, int]) -> Shape | None:
+    """The exchange whose messages held the ticks in arrays under `data`, by their channel and keys, else None
+    (read as any table: detected). Other channels' ticks are left out by the map's keep, counted as filtered_out;
+    messages without ticks (`tickless`: what they are -> how many) too; the note names both."""
+    frame = frame.filter(~pl.all_horizontal(pl.all().is_null()))  # messages without ticks, lines that are no object
+    channels = _counts(frame, "channel", "ticks without a channel")
+    for shape in ARRAY_SHAPES:
+        kept = [c for c in shape.channels if c in channels]
+        if kept and shape.keys <= set(frame.columns):
+            others = _said({k: n for k, n in channels.items() if k not in kept})
+            left = "".join(f"; {what} left out, counted as filtered_out: {said}" for what, said in (
+                ("other channels' ticks", others), ("messages without ticks", _said(tickless))) if said)
+            note = f"{path.name}: {shape.says}; one row per tick of each message's data{left}"
+            return Shape(shape.name, replace(shape.columns, keep={"channel": kept}), note)
+    return None
+
+
+REST_SHAPES = (  # (name, keys, map, says): REST responses saved as they came, one JSON array of records
+    ("binance-rest-trades", frozenset({"id", "price", "qty", "time", "isBuyerMaker"}),
+     ColumnMap(ts="time", ts_unit=EPOCH, kind=TRADE, price="price", size="qty", side="isBuyerMaker",
+               side_map=BUYER_MAKER),
+     "Binance REST trades (/api/v3/trades): ts=time (ms), price, size=qty, side from isBuyerMaker (true: the buyer "
+     "was the maker, so the aggressor sold)"),
+    ("binance-rest-aggtrades", frozenset({"a", "p", "q", "f", "l", "T", "m"}),
+     ColumnMap(ts="T", ts_unit=EPOCH, kind=TRADE, price="p", size="q", side="m", side_map=BUYER_MAKER),
+     "Binance REST aggTrades (/api/v3/aggTrades): ts=T (ms), price=p, size=q, side from m (true: the aggressor "
+     "sold)"),
+    ("coinbase-rest-trades", frozenset({"trade_id", "side", "size", "price", "time"}), PRESETS["coinbase-trades"],
+     "Coinbase Exchange REST trades (/products/{id}/trades): the coinbase-trades preset, side flipped (Coinbase's "
+     "is the maker's: sell, an uptick, is a taker's buy)"),
+)
+
+
+def rest_shape_of(path: Path, frame: pl.DataFrame) -> Shape | None:
+    """The REST response a file of one JSON array holds, by its records' keys, else None (detected)."""
+    for name, keys, columns, says in REST_SHAPES:
+        if keys <= set(frame.columns):
+            return Shape(name, columns, f"{path.name}: {says}; one row per record of its JSON array")
+    return None
+
+
+def _counts(frame: pl.DataFrame, column: str, missing: str) -> dict[str, int]:
+    """A text column's values -> their counts (null: `missing`), most frequent first."""
+    if column not in frame.columns or frame.schema[column] != pl.String:
+        return {}
+    counted = frame[column].fill_null(missing).value_counts().sort(["count", column], descending=[True, False])
+    return dict(zip(counted[column].to_list(), counted["count"].to_list()))
+
+
+def _said(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{value} ({n})" for value, n in counts.items())
