@@ -1337,7 +1337,7 @@ class _Cursor:
         """A row of a stream the selection leaves out is filtered_out, whatever else is wrong with it."""
         if isinstance(stream, str) and not self._selection.matches(stream):
             raise InvalidTick("filtered_out", f"stream {stream!r} is not among the streams selected "
-                                              f"({' '.join(self._selection.patterns)})", stream)
+                                              f"{self._selection.quoted()}", stream)
 
     def _in_order(self, tick: Tick, row: int) -> None:
         latest = self._latest.get(tick.stream)
@@ -1711,7 +1711,7 @@ class FileReplay(Source):
                 raise NoStreamMatched(f"{e}; {'; '.join(named)} (a DBN file's streams are named by symbol: select "
                                       f"that)") from None
         kept = [s for s in sorted(held) if self.selection.matches(s)]
-        return (f"streams selected ({' '.join(self.selection.patterns)}): {', '.join(kept) or 'none'} of the "
+        return (f"streams selected {self.selection.quoted()}: {', '.join(kept) or 'none'} of the "
                 f"other files, and whichever match in {', '.join(unknown)} (no symbology: streams named by "
                 f"instrument id, unchecked); the others' ticks are left out and counted as filtered_out")
 

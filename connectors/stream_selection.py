@@ -67,8 +67,12 @@ class StreamSelection:
             raise NoStreamMatched(f"streams {list(missing)} match none of the streams the files hold "
                                   f"({shown(held) or 'none'})")
         kept = [s for s in held if self.matches(s)]
-        return (f"streams selected ({' '.join(self.patterns)}): {shown(kept)}, {len(kept)} of the {len(held)} the "
+        return (f"streams selected {self.quoted()}: {shown(kept)}, {len(kept)} of the {len(held)} the "
                 f"files hold; the others' ticks are left out and counted as filtered_out")
+
+    def quoted(self) -> str:
+        """The patterns as a message names them, each quoted: `['ICE:BRN F7', 'EPEX:DE H13']`, not four words."""
+        return str(list(self.patterns))
 
     def __repr__(self) -> str:
         return f"StreamSelection({list(self.patterns)!r})"

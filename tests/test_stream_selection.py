@@ -50,8 +50,8 @@ def test_backtest_answers_the_selected_streams_alone_and_counts_the_others(engin
     out, err = capsys.readouterr()
     assert "replayed 60 ticks (30 rejected)" in out, out
     assert "rejected filtered_out: 30 (first: " in out and "stream 'MSFT' is not among the streams selected " \
-           "(AAPL I*)" in out and "warning" not in out  # counted, not a misread column
-    assert "note: streams selected (AAPL I*): AAPL, IBM, 2 of the 3 the files hold" in err
+           "['AAPL', 'I*']" in out and "warning" not in out  # counted, not a misread column
+    assert "note: streams selected ['AAPL', 'I*']: AAPL, IBM, 2 of the 3 the files hold" in err
     assert set(pl.read_parquet(tmp_path / "a.parquet")["stream"]) == {"AAPL", "IBM"}
 
     # the config's replay section selects alike; --streams replaces it
@@ -62,6 +62,26 @@ def test_backtest_answers_the_selected_streams_alone_and_counts_the_others(engin
     assert set(pl.read_parquet(tmp_path / "b.parquet")["stream"]) == {"MSFT"}
     assert main([*argv, "--out", str(tmp_path / "c.parquet"), "--streams", "IBM"]) == 0
     assert set(pl.read_parquet(tmp_path / "c.parquet")["stream"]) == {"IBM"}
+
+
+def test_names_with_spaces_are_quoted_in_the_selection_note_and_the_rejects(tmp_path: Path) -> None:
+    """`ICE:BRN F7 EPEX:DE H13` read as four names; quoted, as the no-match error quotes them, they read as two."""
+    rows = ["timestamp,symbol,price,size"] + [f"2026-11-02T0{i}:00:00Z,{s},{70 + i},1" for i, s in enumerate(
+        ("ICE:BRN F7", "EPEX:DE H13", "CBOT:ZC H7"))]
+    (tmp_path / "energy.csv").write_text("\n".join(rows) + "\n")
+    replay = FileReplay(tmp_path / "energy.csv", streams=["ICE:BRN F7", "EPEX:DE H13"])
+    assert [t.stream for t in drain_all(replay)] == ["ICE:BRN F7", "EPEX:DE H13"]
+    assert replay.notes[-1].startswith("streams selected ['ICE:BRN F7', 'EPEX:DE H13']: EPEX:DE H13, ICE:BRN F7, 2 "
+                                       "of the 3 the files hold")
+    assert "stream 'CBOT:ZC H7' is not among the streams selected ['ICE:BRN F7', 'EPEX:DE H13']" in \
+        replay.rejected.examples["filtered_out"]
+
+
+def drain_all(replay: FileReplay) -> list:
+    ticks = []
+    while not replay.done:
+        ticks += replay.next_batch(1000)
+    return ticks
 
 
 def test_a_pattern_that_matches_no_stream_exits_2_naming_the_streams_there_are(engine_files: Path, tmp_path: Path,
@@ -135,7 +155,7 @@ def test_a_dbn_file_of_several_futures_reads_the_selected_ones(tmp_path: Path, c
     assert [(t.stream, t.price) for t in drain(replay)] == [("NQM6", 25000.0), ("NQM6", 25001.0)]
     assert replay.rejected == {"filtered_out": 3}
     assert replay.rejected.examples["filtered_out"].startswith(f"{path} record 2: filtered_out: stream 'ZNM6'")
-    assert replay.notes[-1] == ("streams selected (NQ*): NQM6, 1 of the 3 the files hold; the others' ticks are "
+    assert replay.notes[-1] == ("streams selected ['NQ*']: NQM6, 1 of the 3 the files hold; the others' ticks are "
                                 "left out and counted as filtered_out")  # each instrument counted once
     with pytest.raises(NoStreamMatched, match=r"streams \['ES\*'\] match none of the streams the files hold "
                                               r"\(6EM6, NQM6, ZNM6\)$"):
