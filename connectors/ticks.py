@@ -213,6 +213,15 @@ def _kind(obj: dict) -> str:
     return kind
 
 
+def slash_hint(name: str) -> str:
+    """For a name asked for that has a '/' (`EUR/USD`), which no stream has: the name file replay gives that
+    instrument (`EUR-USD`), else ""."""
+    if not isinstance(name, str) or "/" not in name or len(name) > 64:
+        return ""
+    return f" (no stream name has a '/', which answer topics use as their separator: file replay names " \
+           f"{name!r} {name.replace('/', '-')!r})"
+
+
 def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
     """The one stream-name rule, for raw and pre-tokenized ticks alike.
 
@@ -236,7 +245,8 @@ def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
     if size > max_bytes:
         raise InvalidTick("bad_stream", f"stream name of {size} UTF-8 bytes is longer than {max_bytes} bytes")
     if "/" in stream:  # answer topics are "<query>/<stream>/": a '/' would make prefix subscriptions ambiguous
-        raise InvalidTick("bad_stream", f"stream {stream!r} contains '/', which answer topics use as a delimiter")
+        raise InvalidTick("bad_stream", f"stream {stream!r} contains '/', which answer topics use as a delimiter "
+                                        f"(file replay names it {stream.replace('/', '-')!r})")
     if stream[0] == "_":
         raise InvalidTick("bad_stream", f"stream {stream!r} starts with '_': topics starting with '_' are the "
                                         "service's own (_heartbeat/, _rejects/)")

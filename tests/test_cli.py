@@ -564,3 +564,27 @@ def test_a_feed_splits_a_batch_over_the_engines_message_limit(checkpoint, tmp_pa
         assert code == 0 and "sent 300 ticks" in err and "; 0 rejected" in err, err
         wait_for(lambda: server.pipeline.ticks_in == 300)
         assert "oversize" not in server.pipeline.rejected
+
+
+def test_a_stream_asked_for_with_a_slash_is_pointed_to_the_name_replay_gave_it(checkpoint, tmp_path, capsys) -> None:
+    """Replay renames EUR/USD to EUR-USD (topics use '/'): ask, get, streams and subscribe, given the file's own
+    name, say so instead of only "has sent no data"."""
+    rows = ["time,symbol,bid,ask"] + [f"2026-11-02T00:00:0{i}Z,EUR/USD,1.1600{i},1.1601{i}" for i in range(6)]
+    (tmp_path / "eur.csv").write_text("\n".join(rows) + "\n")
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ("--control", server.endpoints["control"])
+        code, _, err = run(capsys, "feed", "replay", str(tmp_path / "eur.csv"), "--endpoint",
+                           server.endpoints["ingest"], "--answers", server.endpoints["answers"], *control)
+        assert code == 0 and "sent 6 ticks" in err, err
+        wait_for(lambda: server.pipeline.ticks_in == 6)
+        said = "file replay names 'EUR/USD' 'EUR-USD'"
+        code, _, err = run(capsys, "ask", "EUR/USD", "dir", *control)
+        assert code == 2 and "stream 'EUR/USD' has sent no data (no stream name has a '/'" in err and said in err, err
+        code, _, err = run(capsys, "get", "EUR/USD", "dir", *control)
+        assert code == 2 and "contains '/'" in err and "(file replay names it 'EUR-USD')" in err, err
+        code, out, err = run(capsys, "streams", "EUR/USD", "EUR-USD", *control)
+        assert code == 0 and out.splitlines()[0] == "EUR/USD\tnever seen" and said in err, (out, err)
+        assert out.splitlines()[1].startswith("EUR-USD\tlast_ts ")
+        code, _, err = run(capsys, "subscribe", "dir/EUR/USD/", "_heartbeat/", "--count", "1", "--endpoint",
+                           server.endpoints["answers"])
+        assert code == 0 and "'dir/EUR/USD/' names stream 'EUR/USD'" in err and "subscribe to 'dir/EUR-USD/'" in err

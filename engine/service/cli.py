@@ -715,8 +715,14 @@ def cmd_feed(args: argparse.Namespace) -> None:
 
 def cmd_subscribe(args: argparse.Namespace) -> None:
     from connectors.feed import HEARTBEAT_TOPIC
+    from connectors.ticks import slash_hint
     from engine.service.client import AnswerSubscriber, format_line, render_table
 
+    for prefix in args.topics:  # QUERY/STREAM/: a third '/' is in the stream's part, which no stream name has
+        query, _, stream = prefix.partition("/")
+        if stream.rstrip("/").count("/") and (hint := slash_hint(stream.rstrip("/"))):
+            print(f"flashtick subscribe: note: {prefix!r} names stream {stream.rstrip('/')!r}{hint}: subscribe to "
+                  f"{query + '/' + stream.rstrip('/').replace('/', '-') + '/'!r}", file=sys.stderr, flush=True)
     table: dict[str, dict] = {}
     title = ""
     live = not args.json and sys.stdout.isatty()  # a table redrawn in place; a pipe gets one line per message
@@ -946,6 +952,8 @@ def cmd_scores(args: argparse.Namespace) -> None:
 
 
 def cmd_streams(args: argparse.Namespace) -> None:
+    from connectors.ticks import slash_hint
+
     with _control(args) as control:
         after = ""
         while True:  # every stream, a reply's page at a time (the names given: one reply)
@@ -953,6 +961,8 @@ def cmd_streams(args: argparse.Namespace) -> None:
             for name, accepted in reply["streams"].items():
                 print(f"{name}\t" + ("never seen" if accepted is None else f"last_ts {accepted['last_ts']}\tticks "
                                                                             f"{accepted['ticks']}"))
+                if accepted is None and (hint := slash_hint(name)):  # (stdout stays one tab-separated line a name)
+                    print(f"flashtick streams: {name!r} never seen{hint}", file=sys.stderr)
             if args.names or not reply["truncated"] or not reply["streams"]:
                 return
             after = list(reply["streams"])[-1]

@@ -27,7 +27,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
 from connectors.encoder import published_rejections
-from connectors.ticks import json_hint
+from connectors.ticks import json_hint, slash_hint
 from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, allowed_client_keys, server_keypair
@@ -607,7 +607,7 @@ class Server:
         refused = self.pipeline.rejected.get("stream_refused", 0)  # (the count alone: stats() walks every stream)
         return ControlError(f"stream {excerpt(stream)} has sent no data" + (
             f" that was accepted ({refused} ticks of new streams were refused as stream_refused: scheduler.when_full: "
-            f"refuse, or scheduler.max_streams; `_rejects/` names them)" if refused else ""))
+            f"refuse, or scheduler.max_streams; `_rejects/` names them)" if refused else "") + slash_hint(stream))
 
     def _op_answers(self, request: dict, _reply: Any) -> dict:
         """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""

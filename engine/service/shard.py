@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from connectors.encoder import EncodedTick
+from connectors.ticks import slash_hint
 from engine.jobs import JobOutcome
 from engine.engine import Engine
 from engine.runner import ModelRunner
@@ -261,7 +262,7 @@ class Shard:
                 spec = self.registry.get(spec) if isinstance(spec, str) else QuerySpec.from_dict(spec)
                 return self._ask(spec, stream, ticket)
             except UnknownStream:
-                return [JobOutcome(RemoteJob(ticket), error=f"stream {stream!r} has sent no data")]
+                return [JobOutcome(RemoteJob(ticket), error=f"stream {stream!r} has sent no data{slash_hint(stream)}")]
             except (ValueError, LookupError) as e:
                 return [JobOutcome(RemoteJob(ticket), error=str(e).strip('"') or type(e).__name__)]
         else:
