@@ -284,7 +284,8 @@ class ColumnMap:
             raise ValueError(f"a column map is a mapping of field -> column, got {type(spec).__name__}")
         allowed = tuple(f.name for f in fields(cls))
         if unknown := sorted(str(k) for k in spec if k not in allowed):
-            raise ValueError(f"unknown column-map key(s) {unknown}; allowed keys: {list(allowed)}")
+            raise ValueError(f"unknown column-map key(s) {unknown}{inline_spelling(unknown)}; allowed keys: "
+                             f"{list(allowed)}")
         spec = dict(spec)
         base = preset(spec["preset"]).to_dict() if spec.get("preset") is not None else {}
         if "stream_col" in spec:  # overriding how the stream is named replaces the preset's way
@@ -436,6 +437,15 @@ def preset(name: str) -> ColumnMap:
 MAP_KEYS = tuple(f.name for f in fields(ColumnMap))
 
 
+def inline_spelling(unknown: Sequence[str]) -> str:
+    """For unknown keys of a map written as YAML (a map file, a replay list entry, the config): the YAML key of
+    `stream_name`, which is --columns' inline spelling of a fixed stream (inline, `stream=` is the column)."""
+    if "stream_name" not in unknown:
+        return ""
+    return (" (stream_name is the inline --columns spelling; in YAML a fixed stream is stream: NAME, a stream "
+            "column stream_col: COLUMN)")
+
+
 def parse_inline(text: str) -> dict[str, Any]:
     """The command-line form `ts=time,price=px,size=qty,stream=symbol` as a dict for ColumnMap.from_dict.
 
@@ -472,7 +482,8 @@ def load_map_file(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: a column map file is a mapping of key -> column (docs/replay.md), "
                          f"got {type(raw).__name__}")
     if unknown := sorted(str(k) for k in raw if k not in MAP_KEYS):
-        raise ValueError(f"{path}: unknown column-map key(s) {unknown}; allowed keys: {list(MAP_KEYS)}")
+        raise ValueError(f"{path}: unknown column-map key(s) {unknown}{inline_spelling(unknown)}; allowed keys: "
+                         f"{list(MAP_KEYS)}")
     return dict(raw)
 
 
@@ -514,6 +525,9 @@ def as_column_map(spec: ColumnMap | str | Mapping[str, Any] | None) -> ColumnMap
     if isinstance(spec, str):
         return preset(spec)
     if isinstance(spec, Mapping) and is_refinement(spec):
+        if unknown := sorted(str(k) for k in spec if k not in MAP_KEYS):  # said now, not once a file is read
+            raise ValueError(f"unknown column-map key(s) {unknown}{inline_spelling(unknown)}; allowed keys: "
+                             f"{list(MAP_KEYS)}")
         return Refine(dict(spec))
     return ColumnMap.from_dict(with_detected_unit(spec))
 

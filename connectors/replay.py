@@ -598,7 +598,7 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
 
         return DbnPlan(path, _dbn_price_offset(path, cmap, explicit))
     try:
-        return _table_plan(path, cmap)
+        return _table_plan(path, cmap, own_map=explicit)
     except (pl.exceptions.PolarsError, ValueError) as e:
         if not explicit and (naive_only := _without_tz(path, cmap, e)) is not None:
             return naive_only  # --tz for every file: a file whose times carry their own offset keeps it
@@ -608,7 +608,7 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     # a row with a stray field: read again, truncating such rows, which are then rejected by their line (the
     # normal read never looks for them)
     try:
-        return _table_plan(path, cmap, long_rows_of=True)
+        return _table_plan(path, cmap, long_rows_of=True, own_map=explicit)
     except (pl.exceptions.PolarsError, ValueError):  # not a few stray rows: its rows do not fit its columns
         raise refused from None
 
@@ -639,10 +639,12 @@ def _dbn_price_offset(path: Path, cmap: ColumnMap | Refine | None, explicit: boo
     return checked_price_offset(keys.get("price_offset"))
 
 
-def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool = False) -> _FilePlan:
-    """The plan of a Parquet or CSV file; `long_rows_of`: find the CSV's rows with more fields than its columns."""
+def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool = False,
+                own_map: bool = False) -> _FilePlan:
+    """The plan of a Parquet or CSV file; `long_rows_of`: find the CSV's rows with more fields than its columns;
+    `own_map`: the map is the file's own (a replay list entry's), not the one for every file."""
     given = cmap
-    cmap, dialect, schema, notes = _layout(path, cmap, long_rows_of)
+    cmap, dialect, schema, notes = _layout(path, cmap, long_rows_of, own_map)
     if dialect is not None and dialect.long_rows:
         notes.append(f"{path.name}: {len(dialect.long_rows)} row(s) with more fields than its {len(schema)} columns: "
                      f"each rejected as extra_fields (the first is named among the rejects), the others read")
@@ -792,7 +794,7 @@ def _book_columns(schema: Mapping[str, Any]) -> list[pl.Expr]:
             (pl.col(normal["order_id"]) if "order_id" in normal else pl.lit(None)).alias("_order")]
 
 
-def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False,
+def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False, own_map: bool = False,
             ) -> tuple[ColumnMap, Dialect | None, dict, list[str]]:
     """The map a file is read with (given; detected; or detected, then refined), its CSV dialect, its columns,
     and the notes that say how it was read when that was a guess. `long_rows_of`: the dialect names the CSV's rows
@@ -840,8 +842,9 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
         try:
             cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
         except ValueError as e:  # the keys given, applied to each file: name the one they do not fit
-            raise ValueError(f"{path}: {e} (the keys given apply to every file; a replay list gives each file its "
-                             f"own map: docs/replay.md)") from None
+            every = "" if own_map else " (the keys given apply to every file; a replay list gives each file its " \
+                                       "own map: docs/replay.md)"
+            raise ValueError(f"{path}: {e}{every}") from None
         cmap, kind_notes = _kind_column(path, cmap, schema, names, dialect)
         cmap = _fix_sides(path, cmap, schema, names, dialect)
         cmap, correction_notes = _taq_corrections(path, cmap, schema, names, dialect)
@@ -1524,7 +1527,10 @@ def _file_spec(item: FileSpec, default: ColumnMap | Refine | None) -> tuple[Path
         if "path" not in item or set(item) - {"path", "columns"}:
             raise ValueError(f"a replay file entry needs 'path' and may have 'columns'; got keys {list(item)}")
         if "columns" in item:
-            return Path(item["path"]), as_column_map(item["columns"]), True
+            try:
+                return Path(item["path"]), as_column_map(item["columns"]), True
+            except ValueError as e:  # the entry named: a list of many files has many maps
+                raise ValueError(f"{item['path']}: its columns: {e}") from None
         return Path(item["path"]), default, False
     return Path(item), default, False
 
