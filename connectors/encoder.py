@@ -56,6 +56,10 @@ from connectors.ticks import (
 )
 
 TOKENIZED_FIELDS = frozenset(("stream", "ts", "tokens", "ticks"))
+# A wire tick priced at zero or below: what its sender does for an instrument that trades there (file replay's
+# rejects name --price-offset, which does this for the files)
+SHIFT_PRICES = ("; an instrument that trades at zero or below (a spread, a power market) is sent shifted above zero: "
+                "add one constant to every price, bid and ask before sending (file replay: --price-offset X)")
 MAX_TS_UNIT_NOTES = 20  # streams named (stats, stderr) when many first ticks look like s/ms/us; all are counted
 
 
@@ -380,7 +384,12 @@ class StreamEncoders:
         result = Ingested([], [])
 
         def first_phase(obj: Any) -> EncodedTick | None:
-            tick = validate(obj, self.max_stream_bytes)
+            try:
+                tick = validate(obj, self.max_stream_bytes)
+            except InvalidTick as err:
+                if err.reason != "nonpositive_price":
+                    raise
+                raise InvalidTick(err.reason, err.message + SHIFT_PRICES, err.stream) from None
             held = self.held.get(tick.stream)
             supersedes = held is not None and hold_quotes and not tick.is_trade and tick.ts >= held.ts
             if held is not None and not supersedes:  # the stream's held quote goes first, as it came

@@ -379,6 +379,7 @@ class _FilePlan:
     empty_sides: bool = False  # an empty bid or ask is a book side with no orders (Tardis.dev's): never filled
     bars: bool = False  # rows are bars (OHLC), each a trade at its close (layout.trade_bars)
     nonpositive_prices: bool = False  # every price of a row that trades is <= 0 (`_price_offset_hint`)
+    nonpositive_rows: tuple[int, int] = (0, 0)  # (rows that trade at a price <= 0, rows that trade) (ditto)
     long_rows: Mapping[int, int] = field(default_factory=dict)  # row -> its fields, for rows with too many
     dialect: Dialect | None = None  # a CSV's, as read
     schema: Mapping[str, Any] = field(default_factory=dict)  # the file's columns and their types
@@ -701,6 +702,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
         first_ts=pl.col("_ts").drop_nulls().first(), slashes=pl.col("_stream").str.contains("/", literal=True).any(),
         nonpositive_prices=(traded.max() <= 0) if prices else pl.lit(False),
+        nonpositive_rows=(traded <= 0).sum() if prices else pl.lit(0),
+        trading_rows=traded.len() if prices else pl.lit(0),
     ).collect().row(0, named=True)
     if not facts["timed"] and first is not None:
         raise ValueError(_time_hint(path, cmap, first))
@@ -733,6 +736,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                      dialect=dialect, schema=schema, unit_given=unit_given,
                      empty_sides=empty_sides, bars=trade_bars(cmap, schema),
                      nonpositive_prices=bool(facts["nonpositive_prices"]),
+                     nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
                      long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
                      tickless=tickless, footer=footer)
 
@@ -1381,18 +1385,26 @@ def _unit_changed(plan: Any, message: str) -> str:
 
 
 PRICE_OFFSET = "--price-offset X shifts"
+# Zero or below on this many of a file's trade prices, and this share of them, is a market that trades there (a
+# power market's hours at 0: 176 of 372 prints), not a bad print or two
+FREQUENT_NONPOSITIVE = (10, 0.01)
 
 
 def _price_offset_hint(err: InvalidTick, plan: Any) -> str:
     """--price-offset for an instrument that trades at zero or below: said once a price below zero is seen, or
-    when a file's whole price column is zero or below on the rows that trade; never for a lone 0 (bad data, or
-    a bar without trades, which is filtered_out)."""
+    when a file's prices are zero or below on FREQUENT_NONPOSITIVE rows that trade (a count and a share); never
+    for a lone 0 (bad data, or a bar without trades, which is filtered_out)."""
     if re.search(r"got -\d", err.message):
         return f"; the files hold prices below zero (a spread, a power market): {PRICE_OFFSET} them above zero " \
                f"(docs/replay.md)"
     if getattr(plan, "nonpositive_prices", False):
         return f"; every trade price of {plan.given_name} is zero or below: for an instrument that trades there, " \
                f"{PRICE_OFFSET} them above zero (docs/replay.md)"
+    nonpositive, trading = getattr(plan, "nonpositive_rows", (0, 0))
+    if nonpositive >= FREQUENT_NONPOSITIVE[0] and nonpositive >= FREQUENT_NONPOSITIVE[1] * trading:
+        return f"; {nonpositive} of the {trading} trade prices of {plan.given_name} are zero or below, too many to " \
+               f"be bad prints: for an instrument that trades there (a power market's hours at 0), {PRICE_OFFSET} " \
+               f"them above zero (docs/replay.md)"
     return ""
 
 

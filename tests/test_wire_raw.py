@@ -166,6 +166,9 @@ def test_every_documented_reject_reason_is_published_counted_and_leaves_the_serv
         assert len(payload["error"]) < 400, (case, "an error must not echo a huge input back")
         if with_stream:
             assert payload["stream"] == "R.OK"
+        if reason == "nonpositive_price":  # what its sender does about it, as file replay names --price-offset
+            assert payload["error"].endswith("add one constant to every price, bid and ask before sending (file "
+                                             "replay: --price-offset X)"), payload
         seen[reason] = seen.get(reason, 0) + payload.get("count", 1)
     # those need other configs, or (unencodable) a codec bug: no valid tick is known to make one
     assert DOCUMENTED_REASONS - seen.keys() == {"stream_refused", "overloaded", "unencodable"}
