@@ -244,6 +244,13 @@ def test_feed_replay_that_rejects_every_row_exits_non_zero(tmp_path: Path, capsy
     err = capsys.readouterr().err
     assert code == 2 and "sent 0 ticks" in err and "rejected nonpositive_price: 2 (first: " in err
     assert "every row of the files was rejected" in err
+    # a map's keep that leaves every row out: said as the user's filter, not as rejected rows
+    (tmp_path / "keep.yaml").write_text("ts: time\nprice: px\nsize: qty\nkeep: {qty: [7]}\n")
+    code = main(["feed", "replay", str(tmp_path / "bad.csv"), "--columns", str(tmp_path / "keep.yaml"),
+                 "--endpoint", "tcp://127.0.0.1:5"])
+    err = capsys.readouterr().err
+    assert code == 2 and "2 rows of the files not sent (2 of them left out by a filter)" in err, err
+    assert "error: every row of the files was left out by a filter (above); nothing was sent" in err, err
 
 
 def test_real_ethusdt_trades_on_the_exchange_clock_through_a_yaml_map(shared_data: Path, tmp_path: Path) -> None:

@@ -701,13 +701,19 @@ def cmd_feed(args: argparse.Namespace) -> None:
         raise ConnectionError(f"the engine has neither accepted nor refused {stats.unconfirmed} of the ticks sent "
                               f"(none more for {FINISH_STALL_S:g} s): they may be lost; `flashtick streams` says what "
                               f"it holds")
+    held = sum(source.skipped.values()) if isinstance(source, AfterHeld) else 0  # ticks the engine has already
+    if stats.ticks == 0 and held:  # a file fed again: nothing new to send is no error, whatever a filter left out
+        print(f"flashtick feed: nothing new to send: the engine holds every tick of the files"
+              f"{' of the streams selected' if source.selection is not None else ''}", file=sys.stderr)
     if lines := _replay_rejections(source, stats.ticks):  # rows the files' own checks refused, before any was sent
         left_out = source.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
         how = f" ({left_out} of them left out by a filter)" if left_out else ""
         print(f"{sum(source.rejected.values())} rows of the files not sent{how}:", *lines, sep="\n", file=sys.stderr)
-        if stats.ticks == 0:
-            raise ValueError("every row of the files was rejected; nothing was sent (reasons above)")
-    if stats.ticks == 0 and args.feed_source == "replay" and not (isinstance(source, AfterHeld) and source.skipped):
+        if stats.ticks == 0 and not held:
+            raise ValueError("every row of the files was rejected; nothing was sent (reasons above)"
+                             if sum(source.rejected.values()) > left_out else
+                             "every row of the files was left out by a filter (above); nothing was sent")
+    if stats.ticks == 0 and args.feed_source == "replay" and not held:
         raise ValueError("the files hold no ticks (no data rows): nothing was sent")
     if stats.rejected is not None and stats.ticks and sum(stats.rejected.values()) >= stats.ticks:
         raise ValueError(f"the engine rejected every tick sent ({stats.ticks}; reasons above): none was accepted")
