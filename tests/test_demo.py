@@ -13,3 +13,25 @@ def test_a_demo_whose_engine_falls_behind_halves_its_rate_and_says_so(capsys) ->
     assert stats["demo"]["lowered_from"][0] == 5_000.0 and stats["demo"]["rate"] < 5_000.0
     assert "the engine fell behind" in err and "feeding 2500 ticks/s from now on" in err
     assert "ticks/s after starting at 5000" in out and stats["ticks_in"] > 0
+
+
+def test_a_demo_replay_lists_the_rows_it_did_not_feed_and_takes_the_reading_options(tmp_path, capsys) -> None:
+    """A power market's hours at 0 were dropped in silence ("0 rejected"): now listed as `feed replay` lists
+    them, with --price-offset named; --price-offset (a reading option, as for feed replay) feeds them."""
+    from engine.service.cli import main
+
+    rows = [f"2026-11-02T00:{i // 60:02d}:{i % 60:02d}Z,EPEX:DE H13,{0.0 if i % 4 == 0 else 1.0 + i % 7},1"
+            for i in range(80)]
+    (tmp_path / "power.csv").write_text("timestamp,symbol,price,size\n" + "\n".join(rows) + "\n")
+    argv = ["demo", "--replay", str(tmp_path / "power.csv"), "--seconds", "2", "--rate", "2000"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "flashtick demo: note: power.csv: no column map given; read as ts=timestamp (datetime)" in err
+    assert "rejected by the engine" in out and "20 rows of the files not fed:" in out, out
+    assert "rejected nonpositive_price: 20 (first: " in out and "--price-offset X shifts them above zero" in out
+    assert main([*argv, "--price-offset", "100", "--streams", "EPEX:*"]) == 0
+    out, err = capsys.readouterr()
+    assert "not fed" not in out and "80 ticks in" in out, out
+    assert "streams selected ['EPEX:*']" in err
+    assert main(["demo", "--price-offset", "100"]) == 2
+    assert "read files: give them with --replay FILE" in capsys.readouterr().err

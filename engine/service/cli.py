@@ -251,11 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_backtest)
     _add_train_parsers(sub, reading)
 
-    p = sub.add_parser("demo", help="the engine on the built-in model, a live feed and live answers")
+    # the reading options (--streams, --price-offset, ...) read the --replay files, as `feed replay` reads its own
+    p = sub.add_parser("demo", help="the engine on the built-in model, a live feed and live answers",
+                       parents=[reading])
     p.add_argument("--seconds", type=_positive, default=20.0, help="how long it feeds (default 20)")
     p.add_argument("--replay", type=Path, nargs="+", help="replay these files instead of the synthetic market")
-    p.add_argument("--streams", nargs="+", default=None, metavar="PATTERN",
-                   help="with --replay: feed only these streams of the files (names or fnmatch globs)")
     p.add_argument("--rate", type=_positive, default=None, help="ticks per second fed (default 400, halved while "
                    "the engine falls behind on this CPU; a rate given here is kept)")
     p.add_argument("--queries", type=Path, default=EXAMPLE_QUERIES, help="the standing queries (default: the "
@@ -1280,8 +1280,12 @@ def _trained_on_overlap(model_dir: Path, files: list[Path], split: Any) -> str |
 def cmd_demo(args: argparse.Namespace) -> None:
     from engine.service.demo import DEMO_RATE, run_demo
 
+    columns = _column_map(args)
+    if args.replay is None and (columns is not None or args.streams is not None):
+        raise ValueError("the reading options (--streams, --price-offset, --columns, ...) read files: give them "
+                         "with --replay FILE ...")
     run_demo(seconds=args.seconds, queries=args.queries, replay=args.replay, rate=args.rate or DEMO_RATE,
-             adapt=args.rate is None, streams=args.streams)
+             adapt=args.rate is None, streams=args.streams, columns=columns)
 
 
 if __name__ == "__main__":

@@ -13,11 +13,13 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from connectors.feed import HEARTBEAT_TOPIC, FeedClient, run_feed
 from connectors.replay import FileReplay
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig
+from engine.service.backtest import rejected_lines
 from engine.service.client import AnswerSubscriber, render_table
 from engine.service.config import EndpointsSection, ServiceConfig
 from engine.service.server import Server
@@ -29,11 +31,18 @@ MIN_RATE = 25.0
 
 
 def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, rate: float = DEMO_RATE,
-             adapt: bool = True, streams: list[str] | None = None) -> dict:
+             adapt: bool = True, streams: list[str] | None = None, columns: Any = None) -> dict:
     """Returns the service's stats, with ``demo``: the rate fed at the end and the rates it was lowered from.
     ``adapt``: halve the rate when the heartbeats say the engine fell behind (a slower CPU than the default rate
     was chosen on: a first run should show answers seconds old only if asked to). ``streams``: the replay's
-    streams to feed (names or globs; None: every one)."""
+    streams to feed (names or globs; None: every one); ``columns``: its column map (None: each file's detected).
+    A replay says how it read the files first and, after the summary, the rows it did not feed and why, as
+    `feed replay` does."""
+    # the files read before the model loads: a file's mistake is said first, and how each was read
+    source = FileReplay([str(f) for f in replay], columns=columns, streams=streams) if replay else \
+        SyntheticSource(SyntheticConfig(seed=0))
+    for line in getattr(source, "notes", ()):
+        print(f"flashtick demo: note: {line}", file=sys.stderr, flush=True)
     local = "tcp://127.0.0.1:0"
     config = ServiceConfig(endpoints=EndpointsSection(ingest=local, answers=local, control=local),
                            queries=str(queries))
@@ -42,8 +51,6 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
     endpoints = server.bind()
     server_thread = threading.Thread(target=server.serve_forever, name="flashtick-server", daemon=True)
     server_thread.start()
-    source = FileReplay([str(f) for f in replay], streams=streams) if replay else \
-        SyntheticSource(SyntheticConfig(seed=0))
     client = FeedClient(endpoints["ingest"])
 
     def start_feed(rate: float) -> tuple[threading.Thread, threading.Event]:
@@ -89,10 +96,13 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
         stop.set()
         feeder.join(5) if feeder is not None and feeder.is_alive() else None
         client.close()
+        source.close()
         stats = server.pipeline.stats()
         server.stop()
         server_thread.join()  # a clean stop computes what was accepted: a thread left in a forward aborts the exit
     print_summary(stats, time.monotonic() - started)
+    if replay:
+        print_file_rejects(source)
     if lowered_from:
         print(f"fed at {rate:.0f} ticks/s after starting at {lowered_from[0]:.0f} (this CPU fell behind at "
               f"{', '.join(f'{r:.0f}' for r in lowered_from)})")
@@ -103,7 +113,7 @@ def print_summary(stats: dict, elapsed: float) -> None:
     fresh = stats.get("freshness_ms", {})
     runner = stats["runner"]
     print(f"\nsummary after {elapsed:.1f} s: {stats['ticks_in']} ticks in ({stats['ticks_in'] / elapsed:.0f}/s), "
-          f"{stats['answers_out']} answers, {sum(stats['rejected'].values())} rejected, "
+          f"{stats['answers_out']} answers, {sum(stats['rejected'].values())} rejected by the engine, "
           f"{runner['forwards']} forwards, {stats['streams']} streams, "
           f"KV {stats['kv_cells_used']}/{stats['kv_cells_capacity']} cells")
     if fresh:
@@ -116,3 +126,17 @@ def print_summary(stats: dict, elapsed: float) -> None:
             f"Brier {s['brier']:.3f} (class frequencies {s['prior_brier']:.3f}"
             + (f", the model's own {s['model_brier']:.3f})" if s.get("model_brier") is not None else ")")
             for query, s in scored.items()))
+
+
+def print_file_rejects(source: FileReplay) -> None:
+    """The rows of the files not fed, by reason with the first of each (the summary's `rejected` counts the
+    engine's refusals, which a file's rows checked before sending never reach), and the cautions said again."""
+    rejected = dict(source.rejected)
+    if rejected:
+        left_out = rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
+        how = f" ({left_out} of them left out by a filter)" if left_out else ""
+        read = "" if source.done else " read so far"
+        print(f"{sum(rejected.values())} rows of the files{read} not fed{how}:",
+              *rejected_lines(rejected, source.rejected.examples, source.emitted), sep="\n")
+    for caution in source.cautions:
+        print(f"warning (said above too): {caution}")
