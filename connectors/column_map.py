@@ -416,6 +416,33 @@ PRESETS: dict[str, ColumnMap] = {
                                   keep={"type": LOBSTER_EXECUTIONS}),
 }
 PRESETS = {name: replace(cmap, preset=name) for name, cmap in PRESETS.items()}
+# A preset's other layouts of the same vendor's files, read when a file lacks the preset's own columns
+PRESET_VARIANTS: dict[str, tuple[ColumnMap, ...]] = {
+    # Dukascopy's own tick export (its historical data feed's CSV): `Gmt time` as 30.10.2026 21:50:00.142, ask first
+    "dukascopy": (ColumnMap(ts="Gmt time", ts_unit="datetime", ts_format="%d.%m.%Y %H:%M:%S%.f",
+                            default_stream="EURUSD", kind=QUOTE, bid="Bid", ask="Ask", bid_size="BidVolume",
+                            ask_size="AskVolume", preset="dukascopy"),),
+}
+
+
+def preset_variant(cmap: ColumnMap, columns: Sequence[str]) -> ColumnMap:
+    """For a map from a preset whose columns a file lacks: the preset's other layout (PRESET_VARIANTS) that the
+    file has, with the keys given over the preset (`--preset dukascopy --tz ...`) kept; else the map itself.
+    Column names compare in any case, as `layout.match_case` finds them."""
+    have = {c.strip().lower() for c in columns}
+    fits = lambda m: all(c.strip().lower() in have for c in m.source_columns())  # noqa: E731
+    if cmap.preset not in PRESET_VARIANTS or fits(cmap):
+        return cmap
+    base = PRESETS[cmap.preset].to_dict()
+    given = {k: v for k, v in cmap.to_dict().items() if base.get(k) != v}
+    for variant in PRESET_VARIANTS[cmap.preset]:
+        try:
+            candidate = ColumnMap.from_dict(variant.to_dict() | given)
+        except ValueError:
+            continue
+        if fits(candidate):
+            return candidate
+    return cmap
 
 
 def side_lookup(side_map: dict | None) -> Callable[[Any], Any]:

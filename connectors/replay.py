@@ -57,6 +57,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     keep_check,
     keep_key,
     preset,
+    preset_variant,
     side_lookup,
 )
 from connectors import json_lines
@@ -828,7 +829,10 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
     kind_notes: list[str] = []
     shaped_note = None
     if isinstance(spec, ColumnMap):
-        cmap = match_case(spec, schema)
+        cmap = match_case(preset_variant(spec, list(schema)), schema)
+        if cmap.ts != spec.ts and spec.preset is not None and cmap.preset == spec.preset:
+            kind_notes.append(f"{path.name}: --preset {spec.preset} read in its vendor's other layout: "
+                              f"{describe_map(cmap)}")
     else:
         try:
             hints = spec.keys if isinstance(spec, Refine) else None
@@ -879,8 +883,10 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
         headerless = ("; its first line is data, not a header: give its columns in order with --csv-names"
                       if dialect is not None and not dialect.header and names is None else "")
         encoding = f"; {why}" if is_csv(path) and (why := not_utf8(path)) else ""  # mojibake names: say why
+        if instead := _detected_instead(path, spec):  # the way that reads it, rather than ways to mend the map
+            headerless = encoding = ""
         raise ValueError(f"{path}: the column map needs {missing}, which the file lacks; columns found: "
-                         f"{list(schema)}{headerless}{encoding}")
+                         f"{list(schema)}{headerless}{encoding}{instead}")
     if cmap.ts_unit == DETECT:  # a map that named its time column, not its unit
         unit, ts_format = detected_unit(cmap.ts, schema.get(cmap.ts) if len(cmap.ts_columns) == 1 else pl.String,
                                         first)
@@ -949,6 +955,17 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
                          f"are local times, give their zone, {zone}")
     number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
     return cmap, dialect, schema, notes + number_notes + kind_notes + unit_notes + stream_notes + day_notes
+
+
+def _detected_instead(path: Path, spec: ColumnMap | Refine | None) -> str:
+    """For a preset whose columns a file lacks: how the file reads with no map, when it does ("drop --preset")."""
+    if not isinstance(spec, ColumnMap) or spec.preset is None:
+        return ""
+    try:
+        detected = _layout(path, None)[0]
+    except (ValueError, pl.exceptions.PolarsError):
+        return ""
+    return f"; drop --preset {spec.preset}: detected as {describe_map(detected)}"
 
 
 SETTLE_ROWS = 10_000  # rows read to settle a date that reads two ways in the first row

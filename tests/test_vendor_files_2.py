@@ -192,6 +192,15 @@ def test_dukascopy_export_with_ask_before_bid(tmp_path: Path) -> None:
                             bid_size=2.25, ask_size=1.5)
     assert "ts=Gmt time (datetime, %d.%m.%Y %H:%M:%S%.f)" in replay.notes[0]
     assert not any("UTC offset" in n for n in replay.notes)  # GMT by its name
+    # --preset dukascopy reads its own export as well as the converted layout it names (timestamp_utc, bid, ...)
+    preset = FileReplay(tmp_path / "EURUSD_Ticks_02.01.2024-02.01.2024.csv", columns="dukascopy")
+    assert drain(preset) == ticks
+    assert any("--preset dukascopy read in its vendor's other layout: ts=Gmt time" in n for n in preset.notes)
+    # a preset whose columns the file lacks, where detection reads it: the way that works is named
+    with pytest.raises(ValueError, match=r"the column map needs \['local_ts_ns', .*; drop --preset binance-trades: "
+                                         r"detected as ts=Gmt time \(datetime, %d.%m.%Y %H:%M:%S%.f\), stream_name="
+                                         r"EURUSD, bid=Bid, ask=Ask"):
+        FileReplay(tmp_path / "EURUSD_Ticks_02.01.2024-02.01.2024.csv", columns="binance-trades")
     # header-less (as some downloaders write it), ask first: the lower column is the bid
     (tmp_path / "gbpusd.csv").write_text("".join(f"2024-01-02 00:00:0{i}.5,1.2712{i},1.2710{i},0.75,0.75\n"
                                                  for i in range(5)))
