@@ -23,7 +23,8 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
            "close_time", "window_end", "end_time", "window_start", "open_time", "start_time", "date",
            "dates",  # Bloomberg's (BDH exports: `Dates`, often spreadsheet serial dates)
            "quote_datetime",  # Cboe DataShop's option trades
-           "time_exchange"),  # CoinAPI's flat files (time_exchange;time_coinapi;...)
+           "time_exchange",  # CoinAPI's flat files (time_exchange;time_coinapi;...)
+           "trade_date", "business_date"),  # a day alone, when no column has a time: settlements (Trade Date,Settle)
     "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id",
                "instrument_name", "instid", "inst_id",  # OKX's API (instId)
                "sym_root",  # TAQ's (SYM_ROOT, with SYM_SUFFIX for share classes)
@@ -34,7 +35,8 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
                "instrument_code", "code"),
     "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price",  # close: a bar's
               "deal", "deal_price",  # FX ECNs' deals (EBS: Deal, DealSize, DealSide beside the quote)
-              "mid_c"),  # OANDA's candles as pandas flattens them (mid.o, mid.h, mid.l, mid.c)
+              "mid_c",  # OANDA's candles as pandas flattens them (mid.o, mid.h, mid.l, mid.c)
+              "settle", "settlement", "settle_price", "settlement_price"),  # exchanges' daily settlement files
     "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size", "sz",  # sz: OKX's API
              "trade_volume", "trade_qty", "trade_quantity",  # Eurex T7's Trade Volume, Upbit's trade_volume
              "dealsize", "deal_size", "shares",  # shares: Nasdaq ITCH's

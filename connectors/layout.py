@@ -80,6 +80,7 @@ BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_
                      "is_sell")
 # a date column beside a time-of-day column: read as one datetime (LSEG's legacy Date[G]/Time[G]: GMT, [L]: local)
 DATE_NAMES = ("date", "trade_date", "day", "date_g", "date_l")
+SETTLEMENT_NAMES = frozenset({"settle", "settlement", "settle_price", "settlement_price"})  # FIELD_NAMES' price
 TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp", "time_g", "time_l")
 DATABENTO_HEADER = {"rtype", "publisher_id", "instrument_id"}  # its CSVs' record header: integer prices are 1e-9
 # Columns that, beside its own, a file must have for detection to pick a preset; None: never detected.
@@ -785,7 +786,11 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
     if not notes and cmap.bid is not None and _bar_close(cmap.bid, columns):
         notes.append(f"{path.name}: read as bid/ask bars: each row is one quote at their closes ({cmap.bid}, "
                      f"{cmap.ask}), stamped with its {cmap.ts!r} column{stamp}")
-    if cmap.price is not None and cmap.size is None:
+    if cmap.price is not None and normal_name(cmap.price) in SETTLEMENT_NAMES:
+        notes.append(f"{path.name}: read as settlement prices ({cmap.price}): an exchange's one price a day per "
+                     f"contract, each replayed as a trade{' of size 1' if cmap.size is None else ''} stamped with its "
+                     f"{cmap.ts!r} column, so a question's horizon of N ticks is N days here")
+    elif cmap.price is not None and cmap.size is None:
         notes.append(f"{path.name}: no size column: each price is a trade of size 1 (a price series); map size= "
                      f"if the file has sizes under another name")
     if cmap.bid is not None and (unread := _unread_quote_sizes(names, cmap)):

@@ -209,3 +209,23 @@ def test_a_time_unit_that_changes_inside_a_file_is_said(tmp_path: Path) -> None:
     assert [t.price for t in drain(replay)] == [42500.1]
     example = replay.rejected.examples["ts_out_of_range"]
     assert "line 2" in example and "read as ms" in example and "this one is us" in example
+
+
+def test_an_exchange_settlement_file_reads_its_trade_date_and_settle_columns(tmp_path: Path) -> None:
+    """`Trade Date,Contract,Settle`: no column held a time, so detection refused it; a date alone is its time
+    when no column has one, and a settlement its price, with a note that these are one price a day."""
+    (tmp_path / "settles.csv").write_text("Trade Date,Contract,Settle\n2026-11-02,ICE:BRN F7,71.58\n"
+                                          "2026-11-02,CBOT:ZC H7,450.04\n2026-11-03,ICE:BRN F7,71.56\n")
+    replay = FileReplay(tmp_path / "settles.csv")
+    day = 1_793_577_600 * 10**9  # 2026-11-02 00:00 UTC
+    assert [(t.stream, t.ts, t.price, t.size) for t in drain(replay)] == [
+        ("ICE:BRN F7", day, 71.58, 1.0), ("CBOT:ZC H7", day, 450.04, 1.0),
+        ("ICE:BRN F7", day + 86_400 * 10**9, 71.56, 1.0)]
+    assert replay.notes[0] == "settles.csv: no column map given; read as ts=Trade Date (datetime), stream=Contract, " \
+                              "price=Settle"
+    assert replay.notes[1].startswith("settles.csv: read as settlement prices (Settle): an exchange's one price a day")
+    # beside a column with times, the date is not the time; beside a last price, a settlement is not the price
+    (tmp_path / "bars.csv").write_text("Trade Date,Time,Symbol,Last,Settle,Volume\n"
+                                       "2026-11-02,09:30:00,CL,61.2,61.0,5\n")
+    assert "ts=Trade Date+Time" in FileReplay(tmp_path / "bars.csv").notes[0]
+    assert "price=Last" in FileReplay(tmp_path / "bars.csv").notes[0]
