@@ -27,7 +27,7 @@ import re
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 from zoneinfo import ZoneInfo
@@ -100,7 +100,7 @@ from connectors.layout import (
     vendor_notes,
 )
 from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
-from connectors.stream_selection import NoStreamMatched, StreamSelection
+from connectors.stream_selection import NoStreamMatched, StreamSelection, shown
 from connectors.ticks import QUOTE, TRADE, TS_MAX, InvalidTick, Tick, one_sided_quote, validate
 from engine.yaml_files import safe_load_unique
 
@@ -1239,6 +1239,66 @@ def mixed_venues(plans: Sequence[Any]) -> list[str]:
     return notes
 
 
+def _time_spans(plan: Any) -> dict[str, tuple[int, int]]:
+    """Each stream's first and last time (ns) in a tabular file, from a scan of its time and stream columns; {} for
+    a DBN file (read in its own order, record by record)."""
+    if not isinstance(plan, _FilePlan):
+        return {}
+    cmap, ts = plan.columns, pl.col("_ts").drop_nulls()
+    if cmap.stream_col is None:
+        first, last = plan.frame.select(ts.min().alias("first"), ts.max().alias("last")).collect().row(0)
+        found = [(cmap.stream or cmap.default_stream or "", first, last)]
+    else:
+        found = plan.frame.group_by("stream").agg(ts.min().alias("first"), ts.max().alias("last")).collect().rows()
+    return {stream: (_scale(first, plan.ts_factor), _scale(last, plan.ts_factor)) for stream, first, last in found
+            if stream is not None and first is not None}
+
+
+def _kinds(plan: Any) -> set[str]:
+    """The kinds of tick a plan's rows make: a trades file and a quotes file of one stream are one market's."""
+    cmap = getattr(plan, "columns", None)
+    if not isinstance(cmap, ColumnMap):
+        return {TRADE, QUOTE}
+    return {cmap.kind} if cmap.kind else {k for k, column in ((TRADE, cmap.price), (QUOTE, cmap.bid)) if column}
+
+
+def _utc(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def overlapping_files(plans: Sequence[Any], selection: StreamSelection | None = None) -> list[str]:
+    """A caution per pair of files that feed one stream ticks of one kind over overlapping times (two vendors'
+    EURUSD): merged by time, their ticks interleave into one stream as if from one source, each price beside the
+    other vendor's. Files that follow each other (consecutive days) and a trades file beside a quotes file (one
+    market's) are no concern."""
+    fed: dict[str, list[tuple[int, int, Any]]] = defaultdict(list)
+    for plan in plans:
+        for stream, (first, last) in _time_spans(plan).items():
+            if selection is None or selection.matches(stream):
+                fed[stream].append((first, last, plan))
+    pairs: dict[tuple[str, str], list[tuple[str, int, int]]] = {}  # (file, file) -> (stream, overlap start, end)
+    for stream, spans in sorted(fed.items()):
+        spans.sort(key=lambda span: span[:2])
+        for i, (first, last, plan) in enumerate(spans):
+            for other_first, other_last, other in spans[i + 1:]:
+                if other_first >= last:  # sorted by start: none after this one overlaps it either
+                    break
+                if _kinds(plan) & _kinds(other):
+                    key = (plan.given_name, other.given_name)
+                    pairs.setdefault(key, []).append((stream, other_first, min(last, other_last)))
+    notes = []
+    for (one, other), streams in pairs.items():
+        stream, start, end = streams[0]
+        named = f"stream {stream}" if len(streams) == 1 else \
+            f"streams {shown([s for s, _, _ in streams])} ({len(streams)})"
+        notes.append(Caution(f"{named} fed by both {one} and {other}, whose times overlap ({_utc(start)} to "
+                             f"{_utc(end)} UTC{' for ' + stream if len(streams) > 1 else ''}): their ticks interleave "
+                             f"into one stream by time, as one source's; if they are two sources of it (two vendors), "
+                             f"give each its own stream in a replay list (an entry's columns: {{stream: NAME}}), or "
+                             f"replay one (files that follow each other, day after day, are no concern)"))
+    return notes
+
+
 # TAQ's trade correction indicator (WRDS's daily TAQ `TR_CORR`): 00 a regular print, 01 one later corrected (the
 # print stood when it was made); 07, 08 cancels, 10 a cancelled correction, 11 and 12 corrections of an earlier print
 TAQ_CORRECTION = "tr_corr"
@@ -1669,9 +1729,10 @@ class FileReplay(Source):
         self.plans = _named_apart([plan for spec in specs for plan in self._plans(*spec)])
         self.speed = speed
         self.chunk_rows = chunk_rows
-        self._venue_notes = mixed_venues(self.plans) if len(self.plans) > 1 else []
         self.selection = None if streams is None else StreamSelection(streams)
         self._selection_notes = [] if self.selection is None else [self._check_selection()]
+        self._venue_notes = mixed_venues(self.plans) + overlapping_files(self.plans, self.selection) \
+            if len(self.plans) > 1 else []
         self._fingerprint = fingerprint(self.readings())
         self.rejected = RejectCounter()
         self._open()

@@ -229,3 +229,26 @@ def test_an_exchange_settlement_file_reads_its_trade_date_and_settle_columns(tmp
                                        "2026-11-02,09:30:00,CL,61.2,61.0,5\n")
     assert "ts=Trade Date+Time" in FileReplay(tmp_path / "bars.csv").notes[0]
     assert "price=Last" in FileReplay(tmp_path / "bars.csv").notes[0]
+
+
+def test_two_files_feeding_one_stream_over_the_same_times_get_a_caution(tmp_path: Path) -> None:
+    """Two vendors' EURUSD quotes merged by time interleave into one stream in silence; days that follow each
+    other, and one market's trades beside its quotes, are the normal case: no caution."""
+    def quotes(name: str, day: int, start_s: int) -> Path:
+        rows = [f"2026-11-{day:02d}T00:00:{start_s + i:02d}Z,EURUSD,1.1600{i},1.1601{i}" for i in range(5)]
+        (tmp_path / name).write_text("timestamp,symbol,bid,ask\n" + "\n".join(rows) + "\n")
+        return tmp_path / name
+
+    duka, truefx = quotes("duka.csv", 2, 0), quotes("truefx.csv", 2, 2)
+    replay = FileReplay([duka, truefx])
+    assert len(drain(replay)) == 10
+    (caution,) = replay.cautions
+    assert caution.startswith(f"stream EURUSD fed by both {duka} and {truefx}, whose times overlap (2026-11-02 "
+                              f"00:00:02 to 2026-11-02 00:00:04 UTC): their ticks interleave into one stream"), caution
+    assert "give each its own stream in a replay list (an entry's columns: {stream: NAME})" in caution
+    assert not FileReplay([duka, quotes("next_day.csv", 3, 0)]).cautions  # one file after the other
+    (tmp_path / "trades.csv").write_text("timestamp,symbol,price,size\n2026-11-02T00:00:01Z,EURUSD,1.16005,1\n"
+                                         "2026-11-02T00:00:03Z,EURUSD,1.16006,2\n")
+    assert not FileReplay([duka, tmp_path / "trades.csv"]).cautions  # one market's quotes and trades
+    assert len(FileReplay([duka, truefx], streams=["EUR*"]).cautions) == 1  # selected: still said
+    assert not FileReplay([(duka, {"stream": "EURUSD.DUKA"}), truefx]).cautions  # named apart
