@@ -8,7 +8,7 @@ import pytest
 
 from conftest import tiny_tick_checkpoint
 from connectors.codec import BinnedCodec
-from connectors.encoder import EncodedTick, StreamEncoder, StreamEncoders
+from connectors.encoder import SHIFT_PRICES, EncodedTick, StreamEncoder, StreamEncoders
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import InvalidTick, Tick, encode, trade
 from engine.service.config import ServiceConfig
@@ -157,7 +157,7 @@ def test_decode_rejects_carry_the_stream_once_known() -> None:
     assert [(r.index, r.reason, r.stream) for r in result.rejections] == [
         (0, "nonpositive_price", "X"), (1, "missing_stream", None), (2, "not_a_map", None), (3, "crossed_quote", "Y")]
     assert result.rejections[0].to_wire() == {"index": 0, "reason": "nonpositive_price", "stream": "X",
-                                              "error": "nonpositive_price: price must be > 0, got -3.0"}
+                                              "error": "nonpositive_price: price must be > 0, got -3.0" + SHIFT_PRICES}
     assert "stream" not in result.rejections[1].to_wire()
     oversize = encoders.ingest_message(b"\x90" * 300, Sink())
     assert [(r.index, r.reason, r.count) for r in oversize.rejections] == [(-1, "oversize", 1)]
