@@ -46,7 +46,7 @@ def _key_options() -> argparse.ArgumentParser:
 
 
 def _reading_options() -> argparse.ArgumentParser:
-    """How tick files are read (docs/replay.md), shared by `feed replay`, `backtest`, `train` and `evaluate`."""
+    """How tick files are read (docs/replay.md): `feed replay`, `backtest`, `train`, `evaluate` and `demo`."""
     reading = argparse.ArgumentParser(add_help=False)
     group = reading.add_argument_group("reading the files", "Without these options each file's layout is "
                                        "detected from its column names (time/timestamp/ts_event, symbol/ticker, "
@@ -701,7 +701,7 @@ def cmd_feed(args: argparse.Namespace) -> None:
         raise ConnectionError(f"the engine has neither accepted nor refused {stats.unconfirmed} of the ticks sent "
                               f"(none more for {FINISH_STALL_S:g} s): they may be lost; `flashtick streams` says what "
                               f"it holds")
-    held = sum(source.skipped.values()) if isinstance(source, AfterHeld) else 0  # ticks the engine has already
+    held = sum(source.skipped.values()) if isinstance(source, AfterHeld) else 0  # ticks the engine held: not sent
     if stats.ticks == 0 and held:  # a file fed again: nothing new to send is no error, whatever a filter left out
         print(f"flashtick feed: nothing new to send: the engine holds every tick of the files"
               f"{' of the streams selected' if source.selection is not None else ''}", file=sys.stderr)

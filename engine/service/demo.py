@@ -96,13 +96,14 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
         stop.set()
         feeder.join(5) if feeder is not None and feeder.is_alive() else None
         client.close()
+        read_whole = source.done  # (before close, which ends it)
         source.close()
         stats = server.pipeline.stats()
         server.stop()
         server_thread.join()  # a clean stop computes what was accepted: a thread left in a forward aborts the exit
     print_summary(stats, time.monotonic() - started)
     if replay:
-        print_file_rejects(source)
+        print_file_rejects(source, read_whole)
     if lowered_from:
         print(f"fed at {rate:.0f} ticks/s after starting at {lowered_from[0]:.0f} (this CPU fell behind at "
               f"{', '.join(f'{r:.0f}' for r in lowered_from)})")
@@ -128,14 +129,15 @@ def print_summary(stats: dict, elapsed: float) -> None:
             for query, s in scored.items()))
 
 
-def print_file_rejects(source: FileReplay) -> None:
+def print_file_rejects(source: FileReplay, read_whole: bool) -> None:
     """The rows of the files not fed, by reason with the first of each (the summary's `rejected` counts the
-    engine's refusals, which a file's rows checked before sending never reach), and the cautions said again."""
+    engine's refusals, which a file's rows checked before sending never reach), and the cautions said again.
+    ``read_whole``: the replay reached the files' end (else the counts are of the rows read so far)."""
     rejected = dict(source.rejected)
     if rejected:
         left_out = rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
         how = f" ({left_out} of them left out by a filter)" if left_out else ""
-        read = "" if source.done else " read so far"
+        read = "" if read_whole else " read so far"
         print(f"{sum(rejected.values())} rows of the files{read} not fed{how}:",
               *rejected_lines(rejected, source.rejected.examples, source.emitted), sep="\n")
     for caution in source.cautions:
