@@ -19,14 +19,15 @@ from typing import Any
 from queries.limits import excerpt
 
 TRIGGER_KINDS = ("batch", "ticks", "interval", "on_demand")
-_UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000}
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ns|us|ms|s|m|h)")
+_UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000,
+            "d": 86_400_000_000_000}  # d: 24 h of event time from the epoch (UTC midnights; no calendar, no DST)
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ns|us|ms|s|m|h|d)")
 MAX_PERIOD = 2**63 - 1  # an int64, like every count and timestamp on the wire
-_FORMS = "'batch', 'on_demand', {ticks: N} or {interval: '500ms' | '2s' | '1m' | <int ns>}"
+_FORMS = "'batch', 'on_demand', {ticks: N} or {interval: '500ms' | '2s' | '1m' | '1d' | <int ns>}"
 
 
 def parse_duration_ns(raw: Any) -> int:
-    """'500ms', '2s', '1.5m', '250us' or a positive int of nanoseconds -> int ns."""
+    """'500ms', '2s', '1.5m', '1d', '250us' or a positive int of nanoseconds -> int ns."""
     if isinstance(raw, int) and not isinstance(raw, bool):
         ns = raw
     elif isinstance(raw, str) and (m := _DURATION_RE.fullmatch(raw.strip())):
@@ -35,7 +36,7 @@ def parse_duration_ns(raw: Any) -> int:
             raise ValueError(f"interval {excerpt(raw)} is not a whole number of nanoseconds")
         ns = int(exact)
     else:
-        raise ValueError(f"interval must be a duration like '500ms', '2s', '1m' (units ns, us, ms, s, m, h) "
+        raise ValueError(f"interval must be a duration like '500ms', '2s', '1m' (units ns, us, ms, s, m, h, d) "
                          f"or an int of nanoseconds, got {excerpt(raw)}")
     if ns <= 0:
         raise ValueError(f"interval must be > 0, got {excerpt(raw)}")
@@ -86,7 +87,7 @@ class Trigger:
 
     def interval_text(self) -> str:
         """The period as the largest unit that divides it exactly: 500000000 -> '500ms'."""
-        for unit in ("h", "m", "s", "ms", "us", "ns"):
+        for unit in ("d", "h", "m", "s", "ms", "us", "ns"):
             if self.every % _UNIT_NS[unit] == 0:
                 return f"{self.every // _UNIT_NS[unit]}{unit}"
         raise AssertionError("unreachable: every unit divides by 1 ns")

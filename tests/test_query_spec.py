@@ -385,7 +385,8 @@ def test_missing_file_is_a_query_spec_error(tmp_path):
 
 
 @pytest.mark.parametrize("text, ns", [("500ms", 500_000_000), ("2s", 2_000_000_000), ("1m", 60_000_000_000),
-                                      ("1.5s", 1_500_000_000), ("250us", 250_000), (7, 7), ("1h", 3_600 * 10**9)])
+                                      ("1.5s", 1_500_000_000), ("250us", 250_000), (7, 7), ("1h", 3_600 * 10**9),
+                                      ("1d", 86_400 * 10**9), ("0.5d", 43_200 * 10**9), ("2d", 172_800 * 10**9)])
 def test_durations(text, ns):
     assert parse_duration_ns(text) == ns
     assert parse_duration_ns(Trigger("interval", ns).interval_text()) == ns
