@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -273,3 +274,59 @@ def test_run_backtest_takes_one_path_as_it_takes_a_list(setup, tmp_path) -> None
                           progress=False)
     assert one.ticks == listed.ticks == 200
     assert pl.read_parquet(one.out).equals(pl.read_parquet(listed.out))
+
+
+def test_by_stream_scores_each_instrument_of_a_backtest_from_the_same_answers(setup, tmp_path, capsys) -> None:
+    """Reviewers grouped the answers Parquet themselves to see which instrument pulled a pooled score down:
+    `--by-stream` prints each stream's row under its query's, and scores.json has them under `by_stream`
+    (the pooled entries as they were), weighted by their scored answers adding up to the pooled row."""
+    out = tmp_path / "a.parquet"
+    assert main(["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
+                 "--config", str(setup / "engine.yaml"), "--max-ticks", "800", "--quiet", "--by-stream"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    entries = {e["query"]: e for e in json.loads(out.with_suffix(".scores.json").read_text())}
+    dir20 = entries["dir20"]
+    assert {"answers", "scored", "accuracy", "brier", "frequency_brier", "baseline", "calibration"} <= set(dir20)
+    streams = dir20["by_stream"]
+    assert set(streams) == {"SYN.A", "SYN.B", "SYN.C", "SYN.D"} and "query" not in streams["SYN.A"]
+    table = pl.read_parquet(out).filter(pl.col("query") == "dir20")
+    for stream, part in streams.items():
+        own = table.filter(pl.col("stream") == stream)
+        assert part["answers"] == own.height and part["scored"] == own["correct"].count()
+        assert part["accuracy"] == pytest.approx(own["correct"].drop_nulls().mean())
+    scored = sum(part["scored"] for part in streams.values())
+    assert scored == dir20["scored"] and sum(part["answers"] for part in streams.values()) == dir20["answers"]
+    for key in ("accuracy", "brier", "frequency_brier"):
+        assert sum(part[key] * part["scored"] for part in streams.values()) / scored == pytest.approx(dir20[key])
+    query_row = printed.index(next(line for line in printed if line.startswith("dir20 ")))
+    assert [line.split()[0] for line in printed[query_row + 1:query_row + 5]] == sorted(streams)
+    assert printed[query_row + 1].startswith("  SYN.A") and f"{streams['SYN.A']['accuracy']:.3f}" in \
+        printed[query_row + 1]
+    assert any(line.startswith("indented: each stream's own rows of the same answers") for line in printed)
+    assert main(["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out",
+                 str(tmp_path / "b.parquet"), "--config", str(setup / "engine.yaml"), "--max-ticks", "800",
+                 "--quiet"]) == 0
+    assert not any(line.startswith("  SYN.") for line in capsys.readouterr().out.splitlines())  # pooled alone
+
+
+def test_an_unscored_query_is_told_its_real_reason(setup, tmp_path) -> None:
+    """29 daily settlements a contract and a 50-tick move: no answer can be scored because fewer than 50 ticks
+    followed each, not because move_bps_50 is not a named question (the note once said the latter)."""
+    day = 86_400 * 10**9
+    ticks = [trade(stream, 1_790_000_000 * 10**9 + i * day, 80.0 + (i * 7 + k) % 5, 1.0)
+             for i in range(29) for k, stream in enumerate(("EEX:DEBY-2027", "ICE:BRN F7"))]
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(tmp_path / "settles.parquet")
+    (tmp_path / "q.yaml").write_text(QUERIES + "  - {name: move1d, streams: ['*'], question: move_bps_50, "
+                                     "kind: expectation, trigger: {interval: 1d}}\n")
+    report = run_backtest(ServiceConfig.load(setup / "engine.yaml"), tmp_path / "settles.parquet",
+                          tmp_path / "q.yaml", tmp_path / "a.parquet", progress=False)
+    scores = {s.query: s for s in report.scores}
+    assert scores["move1d"].answers >= 2 * 28 and scores["move1d"].scored == 0 and scores["dir20"].scored > 0
+    notes = [line for line in report.summary().splitlines() if "no answer scored" in line]
+    assert notes == [
+        "note: move1d, move50: no answer scored: move_bps_50 is scored on the next 50 ticks of the answer's stream, "
+        "and no answer here had more than 28 after it: its horizon is longer than what followed (more ticks per "
+        "stream, or a question of a shorter horizon, can be scored)",
+        "note: nll: no answer scored: an answer is scored against what the ticks after it did, which only a tick "
+        "model's named questions (direction_5, ...) define; a free-text question and a surprise score have no such "
+        "label"], notes

@@ -71,6 +71,19 @@ class QueryScore:
     # frequencies are those of the scored answers); baseline_accuracy's majority class is each stream's too
     frequency_brier: float | None = None
     calibration: list[dict[str, float]] = field(default_factory=list)
+    # the same scores from each stream's own rows (of a query that answered several streams): which instrument
+    # pulls the pooled row down; weighted by `scored`, their accuracy, brier and freq.brier add up to it
+    by_stream: dict[str, QueryScore] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The scores.json entry: the pooled scores, and under `by_stream` each stream's, of the same keys but
+        `query` and `by_stream` (present only where the query answered several streams)."""
+        pooled = {key: value for key, value in vars(self).items() if key != "by_stream"}
+        if not self.by_stream:
+            return pooled
+        return pooled | {"by_stream": {stream: {key: value for key, value in vars(part).items()
+                                                if key not in ("query", "by_stream")}
+                                       for stream, part in self.by_stream.items()}}
 
 
 @dataclass
@@ -86,8 +99,10 @@ class BacktestReport:
     model_path: str | None = None  # the checkpoint that answered (None: the built-in model)
     stream_ticks: dict[str, int] = field(default_factory=dict)  # each stream's ticks in this run (what test_from cuts)
     cautions: list[str] = field(default_factory=list)  # notes on the reading said again at the end (layout.Caution)
+    unscored_why: dict[str, str] = field(default_factory=dict)  # query -> why none of its answers was scored
 
-    def summary(self) -> str:
+    def summary(self, by_stream: bool = False) -> str:
+        """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
         resumed = f", resumed after {self.resumed_at}" if self.resumed_at else ""
         scored = ([f"scored: the answers after the first {self.test_from:.0%} of each stream's ticks (--test-from "
                    f"{self.test_from:g}; 'in slice' counts them); every answer is in the file"]
@@ -99,16 +114,18 @@ class BacktestReport:
                  *scored,
                  f"{'query':<16}{answers:>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'freq.brier':>11}"
                  f"{'logloss':>9}{'model acc':>10}{'model brier':>12}  baseline accuracy"]
-        fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
         for s in self.scores:
-            base = f"{s.baseline} {fmt(s.baseline_accuracy)}" if s.baseline else "-"
-            lines.append(f"{s.query:<16}{s.answers:>8}{s.scored:>8}{fmt(s.accuracy):>10}{fmt(s.brier):>8}"
-                         f"{fmt(s.frequency_brier):>11}{fmt(s.log_loss):>9}{fmt(s.model_accuracy):>10}"
-                         f"{fmt(s.model_brier):>12}  {base}")
-        if unscored := [s.query for s in self.scores if s.answers and not s.scored]:
-            lines.append(f"note: {', '.join(unscored)}: no answer scored: an answer is scored against what the "
-                         f"ticks after it did, which only a tick model's named questions (direction_5, ...) define, "
-                         f"once enough ticks followed; a free-text question and a surprise score have no such label")
+            lines.append(_score_row(s.query, s))
+            lines += [_score_row(f"  {stream}", part) for stream, part in (s.by_stream if by_stream else {}).items()]
+        if by_stream and any(s.by_stream for s in self.scores):
+            lines.append("indented: each stream's own rows of the same answers (freq.brier, majority: its own class "
+                         "frequencies); weighted by scored, their accuracy, brier and freq.brier add up to the "
+                         "query's row")
+        unscored: dict[str, list[str]] = defaultdict(list)  # why -> the queries it holds for
+        for s in self.scores:
+            if s.answers and not s.scored:
+                unscored[self.unscored_why.get(s.query, NO_LABEL_DEFINED)].append(s.query)
+        lines += [f"note: {', '.join(queries)}: no answer scored: {why}" for why, queries in unscored.items()]
         if len(self.stream_ticks) > 1 and any(s.scored for s in self.scores):
             lines.append("freq.brier, majority: each stream's own realised class frequencies and most frequent class, "
                          "weighted by its scored answers (instruments are never pooled into one)")
@@ -147,6 +164,18 @@ class BacktestReport:
             return []
         return [f"note: the published answers do worse than a naive forecast on {', '.join(worse)}: on these ticks "
                 f"they carry no edge over it"]
+
+
+NO_LABEL_DEFINED = ("an answer is scored against what the ticks after it did, which only a tick model's named "
+                    "questions (direction_5, ...) define; a free-text question and a surprise score have no such "
+                    "label")
+
+
+def _score_row(name: str, s: QueryScore) -> str:
+    fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
+    base = f"{s.baseline} {fmt(s.baseline_accuracy)}" if s.baseline else "-"
+    return (f"{name:<16}{s.answers:>8}{s.scored:>8}{fmt(s.accuracy):>10}{fmt(s.brier):>8}{fmt(s.frequency_brier):>11}"
+            f"{fmt(s.log_loss):>9}{fmt(s.model_accuracy):>10}{fmt(s.model_brier):>12}  {base}")
 
 
 LOUD_REJECT_SHARE = 0.05  # a reason rejecting this share of a file's rows is more likely a misread column than bad data
@@ -252,15 +281,37 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     answered = set(table.select(pl.col("query").unique()).collect()["query"])
     graded = table if test_from is None else later_slice(table, marks, test_from)
     scores = [_score(name, graded.filter(pl.col("query") == name)) for name in sorted(answered)]
+    stream_ticks = {name: len(m) for name, m in marks.items()}
+    unscored_why = {s.query: _why_unscored(pipeline, s.query, graded.filter(pl.col("query") == s.query), stream_ticks)
+                    for s in scores if s.answers and not s.scored}
     _say_silent_queries(pipeline, answered, sorted(marks), note)
-    out.with_suffix(".scores.json").write_text(json.dumps([vars(s) for s in scores], indent=2) + "\n")
+    out.with_suffix(".scores.json").write_text(json.dumps([s.to_json() for s in scores], indent=2) + "\n")
     try:  # last: the answers and scores are on disk whatever happens here
         _plot_calibration(out, scores)
     except Exception as e:  # a plotting problem must not turn a finished backtest into a failure
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
     return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, examples,
-                          parts.resumed_at, test_from, config.model.path, {name: len(m) for name, m in marks.items()},
-                          replay.cautions)
+                          parts.resumed_at, test_from, config.model.path, stream_ticks, replay.cautions, unscored_why)
+
+
+def _why_unscored(pipeline: TickPipeline, query: str, rows: pl.LazyFrame, stream_ticks: dict[str, int]) -> str:
+    """Why none of a query's answers (`rows`) got a realised label: it asks no named question, it asks the
+    hidden regime, or fewer ticks than the question's horizon followed every answer (29 daily settlements and a
+    50-tick move)."""
+    spec = pipeline.registry.get(query) if query in pipeline.registry else None
+    question = pipeline.codec.questions.get(spec.question) if spec is not None and spec.question else None
+    if question is None:
+        return NO_LABEL_DEFINED
+    if question.spec.kind == "regime":
+        return (f"{question.name} is the synthetic market's hidden regime, which a file of ticks does not record, so "
+                f"there is nothing to score it against")
+    followed = rows.select((pl.col("stream").replace_strict(stream_ticks, default=0, return_dtype=pl.Int64)
+                            - pl.col("ticks")).max()).collect().item()
+    if followed is not None and followed < question.horizon:
+        return (f"{question.name} is scored on the next {question.horizon} ticks of the answer's stream, and no "
+                f"answer here had more than {followed} after it: its horizon is longer than what followed (more "
+                f"ticks per stream, or a question of a shorter horizon, can be scored)")
+    return NO_LABEL_DEFINED
 
 
 def _say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: list[str],
@@ -485,9 +536,13 @@ def _metrics(probs: dict[str, float] | None, realised: str | None) -> dict[str, 
 
 
 def _score(name: str, rows: pl.LazyFrame) -> QueryScore:
-    """A query's scores from its rows of the answers file; what is read is its scored rows' metrics, with the
-    probabilities decoded to floats as they are read (not its answers' JSON text)."""
-    score = QueryScore(name, rows.select(pl.len()).collect().item())
+    """A query's scores from its rows of the answers file, pooled and (of several streams) each stream's; what is
+    read is its scored rows' metrics, with the probabilities decoded to floats as they are read (not its answers'
+    JSON text)."""
+    answers = dict(rows.group_by("stream").len().sort("stream").collect().iter_rows())
+    score = QueryScore(name, sum(answers.values()))
+    if len(answers) > 1:
+        score.by_stream = {stream: QueryScore(name, n) for stream, n in answers.items()}
     scored = rows.filter(pl.col("correct").is_not_null())
     first = scored.select("probs").head(1).collect()
     if first.height == 0:
@@ -496,6 +551,15 @@ def _score(name: str, rows: pl.LazyFrame) -> QueryScore:
     probs = pl.col("probs").str.json_decode(pl.Struct({label: pl.Float64 for label in labels}))
     scored = scored.select("stream", "correct", "brier", "log_loss", "model_correct", "model_brier", "realised",
                            "persistence", probs).collect()
+    _fill_scores(score, scored, labels)
+    if score.by_stream:
+        for (stream,), part in scored.partition_by("stream", as_dict=True, maintain_order=True).items():
+            _fill_scores(score.by_stream[stream], part, labels)
+    return score
+
+
+def _fill_scores(score: QueryScore, scored: pl.DataFrame, labels: list[str]) -> None:
+    """`score`'s metrics, baselines and calibration from its `scored` rows (the probabilities decoded)."""
     score.scored = scored.height
     score.accuracy = float(scored["correct"].mean())
     score.brier = float(scored["brier"].mean())
@@ -511,7 +575,6 @@ def _score(name: str, rows: pl.LazyFrame) -> QueryScore:
         baselines["same-as-last"] = float((persisted["persistence"] == persisted["realised"]).mean())
     score.baseline, score.baseline_accuracy = max(baselines.items(), key=lambda kv: kv[1])
     score.calibration = _calibration(scored, labels)
-    return score
 
 
 def stream_frequency_baselines(scored: pl.DataFrame) -> tuple[float, str, float]:

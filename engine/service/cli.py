@@ -248,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar (it shows only on a terminal anyway)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads for the forward (default: the "
                    "config's model.threads, 1)")
+    p.add_argument("--by-stream", action="store_true", help="also a row per stream (instrument) under each query, "
+                   "from the same answers (of several streams, OUT.scores.json has them as `by_stream` either way)")
     p.set_defaults(run=cmd_backtest)
     _add_train_parsers(sub, reading)
 
@@ -1062,7 +1064,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
                   f"{', '.join(seen[0])}, and {scored}{where}: the scores below are not out of sample (give "
                   f"--test-from {seen[1]:g} or later{', over the whole files' if inside else ''})",
                   file=sys.stderr, flush=True)
-    print(report.summary())
+    print(report.summary(by_stream=args.by_stream))
     return 0
 
 
