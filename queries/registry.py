@@ -42,6 +42,14 @@ class _Fired:
     ticks: int
 
 
+def _fires(spec: QuerySpec, last: _Fired | None, ticks: int, event_ts: int) -> _Fired | None:
+    """The firing `spec` records at a group end of (ticks, event_ts) after its ``last`` one, or None: not due."""
+    cell = spec.trigger.cell(ticks, event_ts)
+    if cell is None or last is None or ticks < last.ticks or cell > last.cell:
+        return _Fired(cell, ticks)
+    return None
+
+
 def _check_topic_namespaces(specs: Iterable[QuerySpec], new: set[str]) -> None:
     """Topics beginning `NAME/` belong to the query NAME when it publishes on its default topic
     (`{query}/{stream}/`): another query whose topic starts there would interleave its answers with NAME's on
@@ -240,12 +248,25 @@ class Registry:
                     continue
                 if self._snap.specs.get(spec.name) is not spec:
                     continue  # replaced or removed since we took the snapshot
-                cell = spec.trigger.cell(ticks, event_ts)
                 per_stream = self._fired.setdefault(spec.name, {})
-                last = per_stream.get(stream)
-                if cell is None or last is None or ticks < last.ticks or cell > last.cell:
-                    per_stream[stream] = _Fired(cell, ticks)
+                if (fired := _fires(spec, per_stream.get(stream), ticks, event_ts)) is not None:
+                    per_stream[stream] = fired
                     out.append(spec)
+        return out
+
+    def would_fire(self, stream: str, group_ends: Iterable[tuple[int, int]]) -> list[tuple[QuerySpec, int]]:
+        """The (query, tick count) firings that ``due`` would record at `stream`'s next group ends ((committed
+        tick count, event time) each, in order), recording none: what a restart's tail of ticks owes."""
+        snap = self._snap
+        specs = [spec for spec in self._matching(snap, stream) if spec.trigger.kind != "on_demand"]
+        with self._lock:
+            last = {spec.name: self._fired.get(spec.name, {}).get(stream) for spec in specs}
+        out = []
+        for ticks, event_ts in group_ends:
+            for spec in specs:
+                if (fired := _fires(spec, last[spec.name], ticks, event_ts)) is not None:
+                    last[spec.name] = fired
+                    out.append((spec, ticks))
         return out
 
     def restore_fired(self, query: str, stream: str, ticks: int, event_ts: int) -> None:

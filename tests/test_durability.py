@@ -185,7 +185,7 @@ def headed_checkpoint(checkpoint, tmp_path_factory):
 @pytest.mark.parametrize("heads,deferred", [(False, False), (True, False), (False, True)],
                          ids=["model", "answer heads", "deferred"])
 def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(checkpoint, headed_checkpoint, heads,
-                                                                          deferred, tmp_path) -> None:
+                                                                          deferred, tmp_path, capsys) -> None:
     """Messages accepted but not yet computed when the process died (a burst ahead of the engine): the restart
     answers each of them as a run that never stopped does (a `batch` answer per message and stream, a
     `{ticks: 10}` answer per multiple of 10), with the same seqs, not one answer per query at the last tick.
@@ -215,6 +215,10 @@ def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(checkp
         owed = [o.answer for o in recovered.recovered if o.answer is not None]
     uninterrupted = live.run_until_idle()
     assert_owed_as_uninterrupted(owed, uninterrupted, PROB_TOL)
+    # the log says how many answers were owed, counted before they were computed: as many as came out
+    lead = "owed: " if deferred else "computing what was owed: "
+    assert f"flashtick: {lead}{len(uninterrupted)} answers due on {burst} ticks of 4 streams accepted but not yet " \
+           f"answered when the service stopped" in capsys.readouterr().err
     assert phases[0] == "replaying the tick log"
     assert deferred or phases[-1] == "computing the answers owed at each stream's latest tick"
     computing = phases[1:-1]  # one line per forward of the tail, the last at 100%
@@ -255,6 +259,28 @@ def test_ticks_arriving_while_a_deferred_restart_computes_its_tail_queue_behind_
     assert recovered.owed_ticks == 0
     assert_owed_as_uninterrupted(after_restart, uninterrupted, PROB_TOL)
     assert sessions(recovered) == sessions(live)
+
+
+@pytest.mark.parametrize("deferred", [False, True], ids=["in place", "deferred"])
+def test_a_clean_stop_whose_last_ticks_fired_no_query_owes_nothing(checkpoint, tmp_path, capsys, deferred) -> None:
+    """A reviewer's clean stop (everything answered) and restart said "owed: 3 ticks of 1 stream accepted but not
+    yet answered": ticks after each stream's last answer that crossed no trigger's grid. They are computed again
+    (the sessions hold them), and nothing is said owed, nor published."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text("queries:\n  - {name: d10, streams: ['*'], question: direction_20, kind: choice, "
+                       "trigger: {ticks: 10}}\n")
+    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(166)
+    live = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    answers = feed_in_steps(live, ticks)
+    counts = {stream: s[1] for stream, s in sessions(live).items()}
+    assert answers and any(n % 10 for n in counts.values()), counts  # some stream's last ticks fired nothing
+    recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after")),
+                             defer_owed=deferred)
+    assert not deferred or recovered.owed_ticks > 0  # there is a tail to compute again
+    assert recovered.recovered == [] and recovered.run_until_idle() == []
+    assert sessions(recovered) == sessions(live)
+    err = capsys.readouterr().err
+    assert "owed" not in err, err
 
 
 def test_a_restart_does_not_bring_back_streams_the_live_run_expired(checkpoint, tmp_path) -> None:

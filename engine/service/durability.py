@@ -469,6 +469,48 @@ def steps_while_full(engine: Engine, step: Callable[[], StepReport | None]) -> l
     return outcomes
 
 
+def restart_owes(cache: AnswerCache, marks: RegistrationMarks, changed: set[str]
+                 ) -> Callable[[QuerySpec, str, int], bool]:
+    """Whether a restart owes ``query`` an answer at ``stream``'s tick count: past its last answer there
+    (``cache``), or, never answered there, past its registration (``marks``); a query the config changed at
+    this start (registered after every logged tick) is owed none."""
+    floors = {(a.query, a.stream): a.version for a in cache.latest()}
+
+    def owes(spec: QuerySpec, stream: str, ticks: int) -> bool:
+        if spec.name in changed:
+            return False
+        floor = floors.get((spec.name, stream))
+        return ticks > (floor if floor is not None else marks.start(spec.name, stream))
+
+    return owes
+
+
+def answers_owed_in_tail(registry: Registry, tail: Iterable[EncodedTick | None],
+                         answered: dict[str, tuple[int, int]], owes: Callable[[QuerySpec, str, int], bool]) -> int:
+    """How many answers a replay's tail (split_log) owes: the standing queries its tick groups (one per wire
+    message and stream, as answer_tail cuts them) make due, from each stream's ``answered`` point on, that
+    ``owes`` (restart_owes) lets through. Nothing is recorded. A service stopped cleanly had answered all that
+    was due: its tail is the ticks after each stream's last answer that fired no query, and owes 0."""
+    counts = {stream: ticks for stream, (ticks, _) in answered.items()}
+    group_ends: dict[str, list[tuple[int, int]]] = {}
+    open_groups: dict[str, int] = {}  # stream -> event time of its open group's latest item
+
+    def close_groups() -> None:
+        for stream, ts in open_groups.items():
+            group_ends.setdefault(stream, []).append((counts[stream], ts))
+        open_groups.clear()
+
+    for item in tail:
+        if item is None:  # a message began: the live run closed its groups here
+            close_groups()
+            continue
+        counts[item.stream] = counts.get(item.stream, 0) + item.ticks
+        open_groups[item.stream] = item.ts
+    close_groups()
+    return sum(owes(spec, stream, ticks) for stream, ends in group_ends.items()
+               for spec, ticks in registry.would_fire(stream, ends))
+
+
 def answer_tail(engine: Engine, flash: FlashQueries, registry: Registry, cache: AnswerCache,
                 marks: RegistrationMarks, tail: Iterable[EncodedTick | None], changed: set[str], *,
                 step: Callable[[], StepReport | None], accepted: Callable[[EncodedTick], None]
@@ -479,13 +521,10 @@ def answer_tail(engine: Engine, flash: FlashQueries, registry: Registry, cache: 
     on the stream, and a query the config changed at this start (``changed``: registered after every logged
     tick) none. ``step`` runs one forward (the caller's, which keeps its answers); ``accepted`` sees each item
     submitted. Returns (outcomes, streams fed, items refused)."""
-    floors = {(a.query, a.stream): a.version for a in cache.latest()}
+    owed = restart_owes(cache, marks, changed)
 
     def owes(spec: QuerySpec, progress: StreamProgress) -> bool:
-        if spec.name in changed:
-            return False
-        floor = floors.get((spec.name, progress.stream))
-        return progress.ticks > (floor if floor is not None else marks.start(spec.name, progress.stream))
+        return owed(spec, progress.stream, progress.ticks)
 
     outcomes: list[JobOutcome] = []
     streams: set[str] = set()

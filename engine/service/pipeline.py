@@ -43,8 +43,8 @@ from engine.service.adaptation import AnswerAdaptation
 from engine.service.features import read_head
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
-from engine.service.durability import (DataDir, RegistrationMarks, answer_tail, answered_points, owed_jobs,
-                                       register_changed, steps_while_full)
+from engine.service.durability import (DataDir, RegistrationMarks, answer_tail, answered_points, answers_owed_in_tail,
+                                       owed_jobs, register_changed, restart_owes, steps_while_full)
 from engine.service.live_scores import LiveScores
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
@@ -293,16 +293,16 @@ class TickPipeline:
         if not tail:
             return []
         items = [item for item in tail if item is not None]
-        print(f"flashtick: computing what was owed: {counted(sum(item.ticks for item in items), 'tick')} of "
-              f"{counted(len({item.stream for item in items}), 'stream')} accepted but not yet answered when the service "
-              f"stopped (ingest and answers are bound after; `health` says starting meanwhile)", file=sys.stderr, flush=True)
+        owed = self._say_owed(tail, items, changed, "computing what was owed: ", "ingest and answers are bound "
+                              "after it (`health` says starting meanwhile)")
         total, start = sum(len(item.tokens) for item in items), self.runner.stats.tokens_advanced
         ticks = counted(sum(item.ticks for item in items), "tick")
+        doing = "computing what was owed" if owed else "computing the ticks after each stream's last answer"
 
         def step() -> StepReport | None:  # a forward of the tail, and how far it has come
             report = self.step()
             done = min(total, self.runner.stats.tokens_advanced - start)
-            self._progress(f"computing what was owed: {ticks}, {done:,} of {total:,} tokens ({done / total:.0%})")
+            self._progress(f"{doing}: {ticks}, {done:,} of {total:,} tokens ({done / total:.0%})")
             return report
 
         outcomes, _, refused = answer_tail(self.engine, self.flash, self.registry, self.cache, self.marks, tail,
@@ -333,11 +333,8 @@ class TickPipeline:
         items = [item for item in tail if item is not None]
         if not items:
             return
-        print(f"flashtick: owed: {counted(sum(item.ticks for item in items), 'tick')} of "
-              f"{counted(len({item.stream for item in items}), 'stream')} accepted but not yet answered when the service "
-              f"stopped; computed once ingest and answers are bound (new ticks queue behind them; `lag_s` and "
-              f"`owed_ticks` in stats say how far it is)", file=sys.stderr, flush=True)
-        floors = {(a.query, a.stream): a.version for a in self.cache.latest()}
+        self._say_owed(tail, items, changed, "owed: ", "computed once ingest and answers are bound (new ticks "
+                       "queue behind them; `lag_s` and `owed_ticks` in stats say how far it is)")
         end = {stream: self.engine.progress(stream).ticks for stream in {item.stream for item in items}}
         for item in tail:
             if item is None:  # a message began: the live run closed its groups here
@@ -352,18 +349,27 @@ class TickPipeline:
             end[item.stream] += item.ticks
         self.engine.close_groups()
         self._tail_end, self._tail_changed = end, changed
-        marks = self.marks
+        owed = restart_owes(self.cache, self.marks, changed)
 
         def owes(spec: QuerySpec, progress: Any) -> bool:
             tail_end = self._tail_end.get(progress.stream)
             if tail_end is None or progress.ticks > tail_end:
                 return True  # past the tail: ticks that came after the restart
-            if spec.name in changed:
-                return False
-            floor = floors.get((spec.name, progress.stream))
-            return progress.ticks > (floor if floor is not None else marks.start(spec.name, progress.stream))
+            return owed(spec, progress.stream, progress.ticks)
 
         self.flash.owes = owes
+
+    def _say_owed(self, tail: list[EncodedTick | None], items: list[EncodedTick], changed: set[str], lead: str,
+                  then: str) -> int:
+        """Says, when the tail owes answers, how many and on how many ticks; returns how many. A tail that owes none
+        (a clean stop: its ticks came after each stream's last answer and fired no query) is computed unsaid."""
+        owed = answers_owed_in_tail(self.registry, tail, answered_points(self.cache),
+                                    restart_owes(self.cache, self.marks, changed))
+        if owed:
+            print(f"flashtick: {lead}{counted(owed, 'answer')} due on {counted(sum(i.ticks for i in items), 'tick')} "
+                  f"of {counted(len({i.stream for i in items}), 'stream')} accepted but not yet answered when the "
+                  f"service stopped; {then}", file=sys.stderr, flush=True)
+        return owed
 
     def _tail_progress(self) -> None:
         """Streams whose deferred tail is computed leave it; with the last, the restart's rules end (as at the end

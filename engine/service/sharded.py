@@ -41,7 +41,8 @@ from engine.jobs import JobOutcome
 from engine.scheduler import StepReport, UnknownStream
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
-from engine.service.durability import DataDir, RegistrationMarks, answered_points, register_changed
+from engine.service.durability import (DataDir, RegistrationMarks, answered_points, answers_owed_in_tail,
+                                       register_changed, restart_owes)
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
 from engine.service.pipeline import (
@@ -141,10 +142,13 @@ class ShardedPipeline:
         for item in owed:  # accepted before the stop: seen here as the live run saw them
             self.adaptation.accepted(item)
             self.scores.accepted(item)
-        if owed:
-            print(f"flashtick: computing what was owed: {counted(sum(item.ticks for item in owed), 'tick')} of "
-                  f"{counted(len({item.stream for item in owed}), 'stream')} accepted but not yet answered when the service "
-                  f"stopped (on the shards; answers follow as they are restored)", file=sys.stderr, flush=True)
+        answers = answers_owed_in_tail(self.registry, tail, answered_points(self.cache),
+                                       restart_owes(self.cache, self.marks, set(changed))) if owed else 0
+        if answers:  # a clean stop's tail (ticks after each stream's last answer that fired no query) owes none
+            print(f"flashtick: computing what was owed: {counted(answers, 'answer')} due on "
+                  f"{counted(sum(item.ticks for item in owed), 'tick')} of "
+                  f"{counted(len({item.stream for item in owed}), 'stream')} accepted but not yet answered when the "
+                  f"service stopped (on the shards; answers follow as they are restored)", file=sys.stderr, flush=True)
         self.data.replayed(len(self.shard_of))
         # registered now, after every logged tick: owed none of them (nor any tick of the tail, below)
         self.marks.registered(changed, restores.committed(tail))
