@@ -283,6 +283,32 @@ def test_a_clean_stop_whose_last_ticks_fired_no_query_owes_nothing(checkpoint, t
     assert "owed" not in err, err
 
 
+def test_a_served_restart_says_it_is_catching_up_not_that_it_is_behind(checkpoint, tmp_path, capsys) -> None:
+    """While the serving loop computes a restart's tail, the heartbeat's warning said "behind: N tokens wait ...
+    the oldest data for 5.1 s", alarming beside a normal restart: it says it is catching up after the restart,
+    with the numbers, and once it is done, that it caught up."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(600)
+    live = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    for i in range(0, len(ticks), 3):  # after the first answers, accepted and logged, never computed: the tail
+        assert live.ingest_message(encode(ticks[i : i + 3])) == []
+        if i == 90:
+            live.run_until_idle()
+    restarted = dataclasses.replace(
+        config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after"), queries),
+        endpoints=ephemeral(checkpoint, tmp_path).endpoints,
+        limits=dataclasses.replace(ServiceConfig().limits, heartbeat_s=0.05, max_backlog_tokens=40))
+    with serving(restarted) as server:
+        wait_for(lambda: server.pipeline.owed_ticks == 0 and not server.pipeline.behind, timeout_s=120)
+        wait_for(lambda: not server._catching_up, timeout_s=10)  # (the next heartbeat's finding)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "tokens wait for a forward" in line]
+    assert lines and all(line.startswith("flashtick: catching up after the restart: ") for line in lines), err
+    assert " logged ticks still to compute; " in lines[0] and "the oldest data for " in lines[0]
+    assert "flashtick: caught up after the restart\n" in err
+
+
 def test_a_restart_does_not_bring_back_streams_the_live_run_expired(checkpoint, tmp_path) -> None:
     """An idle stream the live run expired is forgotten at that point of the tick log too: a restart neither
     rebuilds it from its old ticks (holding KV for an hour more) nor publishes an owed answer for it, and a

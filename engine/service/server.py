@@ -134,6 +134,9 @@ class Server:
                 self._auth.stop()
             raise
         self._next_behind_warning = 0.0
+        # a restart's tail (ticks logged but not computed before the stop) is computed by the serving loop: until
+        # it is and the engine is no longer behind, "behind" is the restart catching up, and the log says that
+        self._catching_up, self._said_catching_up = bool(getattr(self.pipeline, "owed_ticks", 0)), False
         self._shed_at_heartbeat = 0  # ticks refused as overloaded up to the last heartbeat
         self._conflated_at_heartbeat = 0  # quotes conflated (when_behind: conflate) up to the last heartbeat
         self._shed_said = 0  # ticks refused or quotes conflated up to the last log line that said so
@@ -396,6 +399,10 @@ class Server:
         conflated_total = self._snapshot.get("conflated", 0)
         conflated, self._conflated_at_heartbeat = conflated_total - self._conflated_at_heartbeat, conflated_total
         pending, behind = self._snapshot["pending_tokens"], self._snapshot["behind"] or shed > 0 or conflated > 0
+        if self._catching_up and not behind and not getattr(self.pipeline, "owed_ticks", 0):
+            self._catching_up = False
+            if self._said_catching_up:
+                print("flashtick: caught up after the restart", file=sys.stderr, flush=True)
         self._send(HEARTBEAT_TOPIC, {"seq": self.counters["heartbeats"], "ts": time.time_ns(),
                                      "ticks_in": self.pipeline.ticks_in,
                                      "answers_out": self.counters["answers_published"],
@@ -417,6 +424,13 @@ class Server:
             self._shed_said = dropped_total
             if not behind:  # caught up since: only the refusals are left to say
                 print(f"flashtick: caught up; when_behind: {limits.when_behind} ({then})", file=sys.stderr, flush=True)
+                return
+            if self._catching_up:
+                self._said_catching_up = True
+                print(f"flashtick: catching up after the restart: {getattr(self.pipeline, 'owed_ticks', 0)} logged "
+                      f"ticks still to compute; {pending} tokens wait for a forward, the oldest data for "
+                      f"{self._snapshot['lag_s']:.1f} s (new ticks queue behind them; when_behind: "
+                      f"{limits.when_behind} ({then}))", file=sys.stderr, flush=True)
                 return
             print(f"flashtick: behind: {pending} tokens wait for a forward (limits.max_backlog_tokens="
                   f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "
