@@ -43,6 +43,8 @@ def test_history_serves_a_topic_after_a_seq_and_says_when_older_ones_are_gone() 
     assert [a["seq"] for a in history.after("q/B/", 2, limit=2)[0]] == [3, 4]
     assert history.after("q/B/", 6, limit=5) == ([], True) and history.after("nope/", 0, 5) == ([], True)
     assert history.oldest_seq("q/A/") == 3 and len(history) == 8
+    for past_the_end in (2**63 - 1, 2**63, 2**64 - 1):  # any msgpack int a client may send as its last seq
+        assert history.after("q/A/", past_the_end, limit=1000) == ([], True)
 
 
 def test_a_restart_continues_every_seq_even_after_retention_dropped_the_old_segments(tmp_path) -> None:

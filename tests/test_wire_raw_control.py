@@ -60,6 +60,9 @@ def test_a_subscriber_that_leaves_and_comes_back_fills_its_gap_with_the_answers_
     assert merged == list(range(last_seq + 1, 16))
     limited = ctl.ok("answers", topic=topic, after=0, limit=2)
     assert [a["seq"] for a in limited["answers"]] == [1, 2] and limited["last_seq"] == 15
+    for past_the_end in (2**63 - 1, 2**63, 2**64 - 1):  # a legal msgpack int past the last seq: nothing after it
+        reply = ctl.ok("answers", topic=topic, after=past_the_end)
+        assert (reply["answers"], reply["complete"], reply["last_seq"]) == ([], True, 15)
 
 
 def test_the_answers_op_on_a_topic_never_published(clients) -> None:

@@ -71,6 +71,8 @@ class AnswerHistory:
             return [], True
         first, answers = kept
         start = seq + 1 - first  # seqs are contiguous within a topic's history
+        if start >= len(answers):  # past the newest kept: a seq of any size (islice takes none past sys.maxsize)
+            return [], True
         picked = itertools.islice(answers, max(0, start), max(0, start) + limit)
         return [msgpack.unpackb(packed, raw=False) for packed in picked], start >= 0
 
