@@ -53,6 +53,7 @@ from connectors.ticks import (
     ts_unit_hint,
     unpack,
     validate,
+    wire_value,
 )
 
 TOKENIZED_FIELDS = frozenset(("stream", "ts", "tokens", "ticks"))
@@ -141,21 +142,21 @@ Submit = Callable[[EncodedTick], None]
 def check_tokens(tokens: Any, vocab_size: int, max_tokens: int | None = None) -> list[int]:
     """The one token rule: a non-empty list of at most `max_tokens` ints in [0, vocab_size)."""
     if not isinstance(tokens, list) or not tokens:
-        got = "an empty list" if isinstance(tokens, list) else type(tokens).__name__
-        raise InvalidTick("bad_tokens", f"tokens must be a non-empty list of ints, got {got}")
+        got = "an empty array" if isinstance(tokens, list) else wire_value(tokens)
+        raise InvalidTick("bad_tokens", f"tokens must be a non-empty array of ints, got {got}")
     if max_tokens is not None and len(tokens) > max_tokens:  # before the per-token loop: refused cheaply
         raise InvalidTick("bad_tokens", f"{len(tokens)} tokens in one item; the engine takes at most {max_tokens} "
                                         "(its window less the sink and probe reserve): split it into smaller items")
     for t in tokens:
         if type(t) is not int or not 0 <= t < vocab_size:  # type(): a bool is not a token id
-            raise InvalidTick("bad_tokens", f"token {t!r} is not an id in [0, {vocab_size})")
+            raise InvalidTick("bad_tokens", f"token {wire_value(t)} is not an id in [0, {vocab_size})")
     return tokens
 
 
 def check_ticks(ticks: Any, num_tokens: int) -> int:
     """The one tick-count rule of a pre-tokenized item: an int in [1, num_tokens] (a tick has a token at least)."""
     if type(ticks) is not int or ticks < 1:  # type(): a bool is not a count
-        raise InvalidTick("wrong_type", f"ticks must be an int >= 1, got {ticks!r}")
+        raise InvalidTick("wrong_type", f"ticks must be an int >= 1, got {wire_value(ticks)}")
     if ticks > num_tokens:
         raise InvalidTick("bad_tokens", f"ticks {ticks} > {num_tokens} tokens: every tick has a token at least")
     return ticks
@@ -333,15 +334,19 @@ class StreamEncoders:
     def accept(self, item: Any) -> EncodedTick:
         """Phase one for one pre-tokenized map; raises InvalidTick. Mutates nothing."""
         if not isinstance(item, dict):
-            raise InvalidTick("not_a_map", f"a tokenized tick is a map, got {type(item).__name__}")
-        check_keys(item)
+            raise InvalidTick("not_a_map", f"a tokenized tick is a map, got {wire_value(item)}")
+        if "stream" not in item:  # perhaps sent with its key as bin, or given twice: say that rather than "missing"
+            check_keys(item)
         stream = check_stream(item.get("stream"), self.max_stream_bytes)
-        try:
+        try:  # from here a refusal names its stream, as a raw tick's does
+            check_keys(item)
             extra = set(item) - TOKENIZED_FIELDS
             if extra:
                 raise InvalidTick("unknown_field", f"fields {field_list(extra)} not allowed in a tokenized tick")
             ts = check_ts(item)
-            tokens = check_tokens(item.get("tokens"), self.vocab_size, self.max_item_tokens)
+            if item.get("tokens") is None:  # (nil is left out, as for any field)
+                raise InvalidTick("missing_field", "field 'tokens' is required (an array of token ids)")
+            tokens = check_tokens(item["tokens"], self.vocab_size, self.max_item_tokens)
             ticks = check_ticks(item.get("ticks", 1), len(tokens))
             return self._encoder(stream).accept(ts, tokens, ticks)
         except InvalidTick as err:
@@ -485,7 +490,7 @@ class StreamEncoders:
 
 def _tokenized_items(obj: Any) -> list[Any]:
     if not isinstance(obj, list):
-        raise InvalidTick("bad_msgpack", f"tokenized message must be a msgpack list, got {type(obj).__name__}")
+        raise InvalidTick("bad_msgpack", f"tokenized message must be a msgpack array, got {wire_value(obj)}")
     return obj
 
 

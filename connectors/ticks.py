@@ -175,6 +175,41 @@ def one_sided_quote(row: Mapping[str, Any]) -> InvalidTick | None:
                                         f"which the engine does not take (a quote has both sides)")
 
 
+# in this order: bool is an int subclass, msgpack's ExtType a tuple
+_WIRE_TYPES = ((type(None), "nil"), (bool, "bool"), (int, "int"), (float, "float"), (str, "str"),
+               (bytes, "bin"), (msgpack.ExtType, "ext"), (msgpack.Timestamp, "ext"), (list, "array"),
+               (tuple, "array"), (dict, "map"))
+
+
+def wire_type(value: Any) -> str:
+    """A decoded value's msgpack type, as a client in any language knows it (nil, bool, int, float, str, bin,
+    array, map, ext), for errors sent back on the wire; a Python value no msgpack decodes to keeps its own name."""
+    for python_type, name in _WIRE_TYPES:
+        if isinstance(value, python_type):
+            return name
+    return type(value).__name__
+
+
+def wire_value(value: Any, limit: int = 32) -> str:
+    """A decoded value for an error: its msgpack type and, for a scalar, the value (``bool true``, ``nil``,
+    ``int -1``, ``str 'x'``, cut to ``limit`` characters); a container or ext by its type and size alone."""
+    name = wire_type(value)
+    if value is None:
+        return "nil"
+    if isinstance(value, bool):
+        return f"bool {'true' if value else 'false'}"
+    if isinstance(value, (int, float, str, bytes)):
+        text = ascii(value) if isinstance(value, str) else repr(value)
+        return f"{name} {text[:limit]}{'...' if len(text) > limit else ''}"
+    if isinstance(value, msgpack.ExtType):
+        return f"ext (type {value.code})"
+    if isinstance(value, msgpack.Timestamp):
+        return "ext (msgpack's timestamp, type -1)"
+    if isinstance(value, (list, tuple, dict)):
+        return f"{name} of {len(value)}"
+    return name
+
+
 def _number(obj: dict, key: str, *, required: bool, is_price: bool) -> float | None:
     value = obj.get(key)
     if value is None:
@@ -183,7 +218,7 @@ def _number(obj: dict, key: str, *, required: bool, is_price: bool) -> float | N
         return None
     # bool is an int subclass; a True price is a bug upstream, not a price of 1.
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidTick("wrong_type", f"{key} must be a number, got {type(value).__name__}")
+        raise InvalidTick("wrong_type", f"{key} must be a number (int or float), got {wire_value(value)}")
     sent, value = value, float(value)  # (errors quote the value as sent: an int 0 as 0, not 0.0)
     if is_price:
         if not math.isfinite(value):
@@ -289,7 +324,7 @@ def check_text(key: str, value: Any) -> None:
         raise InvalidTick("wrong_type", f"{key} must be msgpack str, got bin {value[:32]!r}: pack text as str "
                                         "(msgpack's str family), not bin")
     if not isinstance(value, str):
-        raise InvalidTick("wrong_type", f"{key} must be a str, got {type(value).__name__}")
+        raise InvalidTick("wrong_type", f"{key} must be a str, got {wire_value(value)}")
 
 
 def check_keys(obj: dict) -> None:
@@ -303,7 +338,7 @@ def check_keys(obj: dict) -> None:
             raise InvalidTick("wrong_type", f"map keys must be msgpack str, got bin {key[:32]!r}: pack text as "
                                             "str (msgpack's str family), not bin")
         if not isinstance(key, str):
-            raise InvalidTick("wrong_type", f"map keys must be msgpack str, got {type(key).__name__} {key!r:.32}")
+            raise InvalidTick("wrong_type", f"map keys must be msgpack str, got {wire_value(key)}")
 
 
 def field_list(keys: Any, shown: int = 8) -> str:
@@ -338,8 +373,8 @@ def check_ts(obj: dict) -> int:
         raise InvalidTick("missing_field", f"field 'ts' is required{renamed(obj, 'ts')}")
     ts = obj["ts"]
     if isinstance(ts, bool) or not isinstance(ts, int):
-        raise InvalidTick("ts_not_int", f"ts must be an int of nanoseconds, got {type(ts).__name__}"
-                                        f"{f' {ts!r:.24}' if isinstance(ts, float) else ''}{_float_ts_hint(ts)}")
+        raise InvalidTick("ts_not_int", f"ts must be an int of nanoseconds, got {wire_value(ts, 24)}"
+                                        f"{_float_ts_hint(ts)}")
     if not 0 <= ts < TS_MAX:
         raise InvalidTick("ts_out_of_range", f"ts must be in [0, 2**63), got {ts}")
     return ts
@@ -372,7 +407,7 @@ def check_order(stream: str, ts: int, last_ts: int | None) -> None:
 def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES) -> Tick:
     """Check one decoded wire map and build a Tick; raises InvalidTick with a reason."""
     if not isinstance(obj, dict):
-        raise InvalidTick("not_a_map", f"a tick is a map, got {type(obj).__name__}")
+        raise InvalidTick("not_a_map", f"a tick is a map, got {wire_value(obj)}")
     if "stream" not in obj:  # perhaps sent with its key as bin: say that rather than "missing"
         check_keys(obj)
         if hint := renamed(obj, "stream"):  # `symbol`, `ticker`, ...: say what the field is called
@@ -437,17 +472,34 @@ def unpack(data: bytes, *, max_bytes: int = 64 << 20) -> Any:
     if not data:
         raise InvalidTick("bad_msgpack", "an empty frame: a message holds msgpack ticks (a map, or a list of them)")
     try:
-        # unpackb bounds container sizes by len(data). Text that is not UTF-8 decodes with surrogates (which no
-        # stream name, field or value allows), a key that is not text, or one given twice, is refused with its
-        # tick (check_keys), the others of its message kept (~0.4 us a tick for the hook).
+        return read_msgpack(data)
+    except NotMsgpack as err:
+        raise InvalidTick("bad_msgpack", str(err)) from None
+
+
+class NotMsgpack(ValueError):
+    """Bytes that hold no single msgpack value the engine can read; the message says why, in msgpack's terms."""
+
+
+def read_msgpack(data: bytes) -> Any:
+    """One msgpack value as every wire message is read (ticks and control requests alike): keys of any type, text
+    that is not UTF-8 decoded with surrogates (which no stream name, field or value allows) and a map with a key
+    given twice (a `RepeatedKeys`) come through, so that the one item at fault is refused saying why (check_keys)
+    and the rest of its message is kept (~0.4 us a tick for the hook). Raises NotMsgpack."""
+    try:  # (unpackb bounds container sizes by len(data))
         return msgpack.unpackb(data, raw=False, strict_map_key=False, unicode_errors="surrogateescape",
                                object_pairs_hook=_decoded_map)
-    except ValueError as err:  # msgpack's own complaint about well-formed msgpack we refuse: say it
-        raise InvalidTick("bad_msgpack", f"not valid msgpack ({type(err).__name__}){json_hint(data)}") from None
-    except TypeError:  # a map or a list as a map key (unhashable): no tick holds one
-        raise InvalidTick("bad_msgpack", f"a map key that is a map or a list{json_hint(data)}") from None
-    except Exception as err:  # msgpack raises several unrelated types (ExtraData, ...) on garbage
-        raise InvalidTick("bad_msgpack", f"not valid msgpack ({type(err).__name__}){json_hint(data)}") from None
+    except TypeError:  # a map or an array as a map key (unhashable): no tick or request holds one
+        why = ": a map key that is a map or an array"
+    except msgpack.ExtraData:
+        why = ": bytes left over after its first value (one frame holds one value)"
+    except msgpack.StackError:
+        why = ": nested deeper than the decoder allows"
+    except msgpack.FormatError:
+        why = ": a byte that starts no msgpack value"
+    except Exception as err:  # msgpack raises several unrelated types on garbage; say what it said
+        why = ": it ends inside a value (cut short?)" if "incomplete input" in str(err) else f" ({err})"
+    raise NotMsgpack(f"not valid msgpack{why}{json_hint(data)}")
 
 
 class RepeatedKeys(dict):
@@ -471,7 +523,8 @@ def _decoded_map(pairs: list[tuple[Any, Any]]) -> dict:
 def json_hint(data: bytes) -> str:
     """What to add to a msgpack error when the bytes look like JSON text (a common first try)."""
     if data.lstrip()[:1] in (b"{", b"["):
-        return "; it looks like JSON text: the engine reads msgpack (msgpack.packb(obj)), see docs/wire-protocol.md"
+        return ("; it looks like JSON text: the engine reads msgpack (pack the same value as msgpack), see "
+                "docs/wire-protocol.md")
     return ""
 
 
@@ -481,7 +534,7 @@ def tick_items(obj: Any) -> list[Any]:
         return [obj]
     if isinstance(obj, list):
         return obj
-    raise InvalidTick("not_a_map", f"a message is a tick map or a list of them, got {type(obj).__name__}")
+    raise InvalidTick("not_a_map", f"a message is a tick map or an array of them, got {wire_value(obj)}")
 
 
 def decode(data: bytes, *, max_bytes: int = 64 << 20) -> Decoded:

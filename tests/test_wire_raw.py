@@ -6,6 +6,7 @@ server (wire_server.py). Part 2, answers and control: test_wire_raw_control.py."
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from typing import Any
@@ -139,7 +140,21 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
      "ts_not_int", True),
     ("tokenized bad stream", [b"tokens", msgpack.packb([{"stream": "a/b", "ts": T0, "tokens": [1]}])], 0,
      "bad_stream", False),
+    ("tokenized no tokens", [b"tokens", msgpack.packb([{"stream": "R.OK", "ts": T0}])], 0, "missing_field", True),
+    ("tokenized tokens nil", [b"tokens", msgpack.packb([{"stream": "R.OK", "ts": T0, "tokens": None}])], 0,
+     "missing_field", True),
+    ("tokenized tokens a map", [b"tokens", msgpack.packb([{"stream": "R.OK", "ts": T0, "tokens": {}}])], 0,
+     "bad_tokens", True),
+    # as a raw tick's: a key given twice refuses the item, which still names its (one) stream
+    ("tokenized a key twice", [b"tokens", b"\x91\x84" + msgpack.packb({"stream": "R.OK", "ts": T0, "tokens": [1]})[1:]
+                               + msgpack.packb("ts") + msgpack.packb(T0)], 0, "duplicate_key", True),
 ]
+# what some of them say, in msgpack's words (nil, bool, map, array, ext: a client's language has no NoneType)
+SAID = {"a scalar": "got int 5", "price ext": "got ext (type 5)", "price bool": "got bool true",
+        "ts ext timestamp": "got ext (msgpack's timestamp", "tokenized not a list": "array, got map of 1",
+        "tokenized no tokens": "field 'tokens' is required", "tokenized tokens a map": "got map of 0",
+        "ts float": "got float 1.7e+18", "stream an int": "got int 7", "json": "pack the same value as msgpack"}
+PYTHON_WORDS = re.compile(r"\b(NoneType|dict|ExtType|Timestamp|True|False|tuple|packb)\b")
 
 
 def test_every_documented_reject_reason_is_published_counted_and_leaves_the_service_serving(clients) -> None:
@@ -164,6 +179,7 @@ def test_every_documented_reject_reason_is_published_counted_and_leaves_the_serv
         assert (payload["index"], payload["reason"]) == (index, reason), (case, payload)
         assert isinstance(payload["error"], str) and payload["error"].startswith(f"{reason}: "), (case, payload)
         assert len(payload["error"]) < 400, (case, "an error must not echo a huge input back")
+        assert SAID.get(case, "") in payload["error"] and not PYTHON_WORDS.search(payload["error"]), (case, payload)
         if with_stream:
             assert payload["stream"] == "R.OK"
         if reason == "nonpositive_price":  # what its sender does about it, as file replay names --price-offset
