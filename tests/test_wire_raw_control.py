@@ -202,7 +202,7 @@ def test_a_req_socket_works_too(clients) -> None:
 
 CONTROL_ERRORS = [
     ({"op": "fly"}, "unknown op 'fly'"),
-    ({"op": "answers", "topic": "dir/R.OK/", "after": True}, "needs 'after' as int"),
+    ({"op": "answers", "topic": "dir/R.OK/", "after": True}, "needs 'after' as int (got bool true)"),
     ({"op": 5}, "string 'op'"),
     ({"nop": "list"}, "string 'op'"),
     (["list"], "msgpack map"),
@@ -220,10 +220,13 @@ CONTROL_ERRORS = [
     ({"op": "ask", "stream": "R.OK"}, "needs 'query'"),
     ({"op": "ask", "stream": "R.OK", "query": "dir", "max_stale_ticks": -1}, "max_stale_ticks as an int >= 0"),
     ({"op": "ask", "stream": "R.OK", "spec": {"name": "x", "kind": "choice"}}, "question"),
-    ({"op": "ask", "stream": "R.OK", "spec": "dir"}, "needs 'spec' as dict"),
+    ({"op": "ask", "stream": "R.OK", "spec": "dir"}, "needs 'spec' as map (got str 'dir')"),
     ({"op": "ask", "stream": "R.OK", "query": "dir", "spec": {"name": "x"}}, "not both"),
-    ({"op": "streams", "streams": "R.OK"}, "list of at most 10000 stream names"),
-    ({"op": "streams", "streams": [1]}, "list of at most 10000 stream names"),
+    ({"op": "streams", "streams": "R.OK"}, "array of at most 10000 stream names"),
+    ({"op": "streams", "streams": [1]}, "array of at most 10000 stream names (str; or nil: every stream), got an "
+                                        "array with int 1 at [0]"),
+    ({"op": "streams", "streams": ["R.OK"], "after": "R"}, "'streams' (the names to look up) or 'after' (a page of "
+                                                           "every stream), not both: both were given"),
     ({"op": "answers", "topic": "dir/R.OK", "after": 0}, "topics end with '/'"),
     ({"op": "answers", "topic": "A" * 10_000, "after": 0}, "topics end with '/'"),
     ({"op": "ask", "stream": "A" * 10_000, "query": "dir"}, "has sent no data"),
@@ -242,6 +245,48 @@ def test_control_errors_have_the_documented_shape(clients, request_, expected) -
     if "id" in request_:
         assert reply["id"] == 5
     assert reply["ok"] is False and expected in reply["error"], reply
+
+
+def pairs(*items: Any) -> bytes:
+    """A msgpack map written by hand from its (key, value) items, each given as msgpack bytes or a value to pack:
+    what a hand-rolled encoder in another language may send (keys repeated, not str, text not UTF-8)."""
+    body = b"".join(item if isinstance(item, bytes) else msgpack.packb(item) for pair in items for item in pair)
+    assert len(items) < 16
+    return bytes([0x80 | len(items)]) + body
+
+
+NOT_UTF8 = b"\xa2\xff\xfe"  # a msgpack str of two bytes that are not UTF-8
+
+
+@pytest.mark.parametrize("payload, expected", [
+    (pairs((1, "list"), ("op", "list"), ("id", 9)), "request keys must be msgpack str, got int 1"),
+    (pairs((1.5, "x"), ("op", "list"), ("id", 9)), "request keys must be msgpack str, got float 1.5"),
+    (pairs((None, "x"), ("op", "list"), ("id", 9)), "request keys must be msgpack str, got nil"),
+    (pairs((b"\xc4\x02op", "list"), ("id", 9)), "request keys must be msgpack str, got bin b'op': pack text as str"),
+    (pairs(("op", "get"), ("query", "dir"), ("stream", NOT_UTF8), ("id", 9)),
+     "request field 'stream' holds a str that is not valid UTF-8 (bytes b'\\xff\\xfe')"),
+    (pairs(("op", "ask"), ("stream", "R.OK"), ("spec", pairs(("name", NOT_UTF8))), ("id", 9)), "field 'spec.name'"),
+    (pairs(("op", "health"), ("op", "list"), ("id", 9)), "key 'op' given more than once in the request: which "
+                                                         "value was meant cannot be told"),
+    (pairs(("op", "ask"), ("stream", "R.OK"), ("id", 9), ("spec", pairs(("name", "x"), ("kind", "choice"),
+                                                                     ("kind", "surprise")))),
+     "key 'kind' given more than once in the request (in 'spec')"),
+], ids=["int key", "float key", "nil key", "bin key", "str not utf-8", "nested str not utf-8", "op twice",
+        "nested key twice"])
+def test_a_map_request_with_a_wrong_key_or_text_is_refused_saying_why_with_its_id(clients, payload, expected) -> None:
+    ctl = clients[0]()
+    reply = ctl.raw(payload)
+    assert reply["ok"] is False and expected in reply["error"] and reply["id"] == 9, reply
+    assert "not valid msgpack" not in reply["error"]
+
+
+def test_a_request_whose_id_cannot_be_echoed_is_answered_without_one(clients) -> None:
+    ctl = clients[0]()
+    twice = ctl.raw(pairs(("op", "health"), ("id", 1), ("id", 2)))  # which id the client waits for cannot be told
+    assert "key 'id' given more than once" in twice["error"] and "id" not in twice
+    not_text = ctl.raw(pairs(("op", "health"), ("id", NOT_UTF8)))  # an id that cannot be sent back as it came
+    assert "field 'id' holds a str that is not valid UTF-8" in not_text["error"] and "id" not in not_text
+    assert ctl.ok("health", id=[1, "two"])["id"] == [1, "two"]  # any other msgpack value comes back
 
 
 def test_control_garbage_is_answered_and_counted(clients) -> None:

@@ -27,7 +27,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
 from connectors.encoder import published_rejections
-from connectors.ticks import json_hint, slash_hint
+from connectors.ticks import NotMsgpack, RepeatedKeys, read_msgpack, slash_hint, wire_type, wire_value
 from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, allowed_client_keys, server_keypair
@@ -522,11 +522,10 @@ class Server:
             reply = lambda obj, envelope=envelope: sock.send_multipart([*envelope, pack(obj)])  # noqa: E731
             try:
                 request = _unpack_request(payload)
-                if isinstance(request, dict) and "id" in request:  # echoed: a client may pipeline requests
-                    reply = lambda obj, envelope=envelope, rid=request["id"]: sock.send_multipart(  # noqa: E731
+                if (rid := _request_id(request)) is not NO_ID:  # echoed: a client may pipeline requests
+                    reply = lambda obj, envelope=envelope, rid=rid: sock.send_multipart(  # noqa: E731
                         [*envelope, pack({**obj, "id": rid})])
-                if not isinstance(request, dict) or not isinstance(request.get("op"), str):
-                    raise ControlError("request must be a msgpack map with a string 'op'")
+                _check_request(request)
                 handler = getattr(self, f"_op_{request['op']}", None)
                 if handler is None:
                     raise ControlError(f"unknown op {excerpt(request['op'])} (ops: {', '.join(CONTROL_OPS)})")
@@ -536,10 +535,10 @@ class Server:
             except (ControlError, QuerySpecError, ValueError, LookupError) as e:
                 self.counters["control_errors"] += 1
                 # (a registration's error lists up to MAX_LISTED invalid queries, each clipped on its own)
-                reply({"ok": False, "error": clip(str(e).strip('"') or type(e).__name__, ERROR_REPLY_CHARS)})
-            except Exception as e:  # msgpack's own errors and anything unforeseen: the service keeps serving
+                reply({"ok": False, "error": _sendable(clip(str(e).strip('"') or type(e).__name__, ERROR_REPLY_CHARS))})
+            except Exception as e:  # anything unforeseen: the service keeps serving
                 self.counters["control_errors"] += 1
-                reply({"ok": False, "error": clip(f"{type(e).__name__}: {e}", ERROR_REPLY_CHARS)})
+                reply({"ok": False, "error": _sendable(clip(f"{type(e).__name__}: {e}", ERROR_REPLY_CHARS))})
 
     def _op_register(self, request: dict, _reply: Any) -> dict:
         registry = self.pipeline.registry
@@ -595,7 +594,8 @@ class Server:
             return {"answer": cached.to_wire(), "cached": True}
         max_stale = request.get("max_stale_ticks")
         if max_stale is not None and (type(max_stale) is not int or max_stale < 0):
-            raise ControlError(f"op 'ask' takes max_stale_ticks as an int >= 0 (or nil: compute now), got {excerpt(max_stale)}")
+            raise ControlError(f"op 'ask' takes max_stale_ticks as an int >= 0 (or nil: compute now), got "
+                               f"{wire_value(max_stale)}")
         found = self.pipeline.answer_at_once(spec, stream, max_stale)
         if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
             answer, how = found
@@ -633,7 +633,7 @@ class Server:
             raise ControlError(f"op 'answers' takes after >= 0 (the last seq you have; 0 for all), got {after}")
         limit = request.get("limit", MAX_ANSWERS_PER_FETCH)
         if type(limit) is not int or not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
-            raise ControlError(f"op 'answers' takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, got {excerpt(limit)}")
+            raise ControlError(f"op 'answers' takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, got {wire_value(limit)}")
         answers, complete = self.pipeline.history.after(topic, after, limit)
         last_seq = self.pipeline.cache.last_seq(topic)
         if not answers and last_seq is not None and last_seq > after:  # published, and none of them kept now
@@ -648,7 +648,7 @@ class Server:
         prefix, after = (request.get(key) if request.get(key) is not None else "" for key in ("prefix", "after"))
         if type(prefix) is not str or type(after) is not str:
             raise ControlError(f"op 'topics' takes prefix and after as strings (a topic prefix such as 'dir20/'; "
-                               f"the last topic of the previous page), got {excerpt(prefix)}, {excerpt(after)}")
+                               f"the last topic of the previous page), got {wire_value(prefix)}, {wire_value(after)}")
         found = self.pipeline.cache.topics(prefix, after, MAX_TOPICS_PER_REPLY + 1)
         truncated = len(found) > MAX_TOPICS_PER_REPLY
         if truncated:
@@ -664,12 +664,18 @@ class Server:
         names = request.get("streams")
         if names is not None and (type(names) is not list or not all(type(n) is str for n in names)
                                   or len(names) > MAX_STREAMS_PER_REPLY):
-            raise ControlError(f"op 'streams' takes 'streams' as a list of at most {MAX_STREAMS_PER_REPLY} stream "
-                               f"names (or nil: every stream), got {excerpt(names)}")
+            wrong = next((f"{wire_value(n)} at [{i}]" for i, n in enumerate(names) if type(n) is not str), None) \
+                if type(names) is list else None
+            got = f"an array with {wrong}" if wrong else wire_value(names)
+            raise ControlError(f"op 'streams' takes 'streams' as an array of at most {MAX_STREAMS_PER_REPLY} stream "
+                               f"names (str; or nil: every stream), got {got}")
         after = request.get("after") if request.get("after") is not None else ""
-        if type(after) is not str or (after and names is not None):
-            raise ControlError(f"op 'streams' takes after (a string: the last name of the previous page of every "
-                               f"stream, without 'streams'), got {excerpt(after)}")
+        if type(after) is not str:
+            raise ControlError(f"op 'streams' takes after as a str (the last name of the previous page of every "
+                               f"stream), got {wire_value(after)}")
+        if after and names is not None:
+            raise ControlError("op 'streams' takes 'streams' (the names to look up) or 'after' (a page of every "
+                               "stream), not both: both were given")
         known = self.pipeline.encoders.accepted(names, limit=MAX_STREAMS_PER_REPLY + 1, after=after)
         truncated = names is None and len(known) > MAX_STREAMS_PER_REPLY
         if truncated:
@@ -699,7 +705,7 @@ def _framing_error(frames: list[bytes], tick_first: bool = False) -> str:
     first = ascii(frames[0][:16]) if frames else "nothing"
     what = "whose first frame is itself ticks (it would be read as a topic and dropped) " if tick_first else ""
     return (f"bad_framing: a message of {len(frames)} frames {what}(the first {first}); ingest takes one frame "
-            f"(msgpack ticks), two frames [topic, msgpack ticks] or [b'tokens', msgpack list] (tokenized ticks)")
+            f"(msgpack ticks), two frames [topic, msgpack ticks] or [b'tokens', msgpack array] (tokenized ticks)")
 
 
 def _looks_like_ticks(frame: bytes) -> bool:
@@ -728,10 +734,88 @@ class ControlError(ValueError):
 
 
 def _unpack_request(payload: bytes) -> Any:
+    """The request as decoded, read as leniently as ticks are (keys of any type, text that is not UTF-8, a key
+    given twice): `_check_request` then says what is wrong with it, and the reply still carries its `id`."""
     try:
-        return msgpack.unpackb(payload, raw=False, strict_map_key=True)
-    except Exception:  # msgpack raises several unrelated types on garbage
-        raise ControlError(f"request is not valid msgpack{json_hint(payload)}") from None
+        return read_msgpack(payload)
+    except NotMsgpack as err:
+        raise ControlError(f"request is {err}") from None
+
+
+def _sendable(text: str) -> str:
+    """An error that quotes text which was not UTF-8 (decoded with surrogates), escaped: a reply must pack."""
+    return text.encode("utf-8", "backslashreplace").decode()
+
+
+NO_ID = object()  # a request whose id cannot be echoed (not a map, no id, its id given twice or not UTF-8)
+
+
+def _request_id(request: Any) -> Any:
+    """The `id` a reply echoes, or NO_ID."""
+    if not isinstance(request, dict) or "id" not in request:
+        return NO_ID
+    if isinstance(request, RepeatedKeys) and "id" in request.repeated:
+        return NO_ID  # which of its ids the client waits for cannot be told
+    return NO_ID if _first_bad_text(request["id"]) is not None else request["id"]  # (a str of it must pack)
+
+
+def _first_bad_text(value: Any, where: str = "") -> tuple[str, str] | None:
+    """Where in ``value`` (a decoded request or part of it) the first str that is not valid UTF-8 is, and its
+    bytes as sent (escaped); None when there is none. A walk with a stack: msgpack nests deeper than Python
+    recurses."""
+    stack = [(where, value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode()
+            except UnicodeEncodeError:  # decoded with surrogates: the bytes were not UTF-8
+                return path, ascii(item.encode("utf-8", "surrogateescape")[:32])
+        elif isinstance(item, dict):
+            stack.extend((f"{path}.{key}" if path else str(key), v) for key, v in item.items())
+            stack.extend((f"{path} (a key)", key) for key in item if isinstance(key, str))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(item))
+    return None
+
+
+def _first_repeated_keys(value: Any) -> tuple[str, list[Any]] | None:
+    """Where in a decoded request a map gives a key more than once, and those keys; None when none does."""
+    stack = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, RepeatedKeys):
+            return path, item.repeated
+        if isinstance(item, dict):
+            stack.extend((f"{path}.{key}" if path else str(key), v) for key, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(item))
+    return None
+
+
+def _check_request(request: Any) -> dict:
+    """A decoded request that is a map of str keys, each given once, whose text is UTF-8 and whose `op` is a str;
+    raises ControlError saying which rule it breaks (text quoted escaped: a reply must pack)."""
+    if not isinstance(request, dict):
+        raise ControlError(f"request must be a msgpack map with a string 'op', got {wire_value(request)}")
+    for key in request:
+        if type(key) is not str:
+            raise ControlError(f"request keys must be msgpack str, got {wire_value(key)}"
+                               + (": pack text as str, not bin" if isinstance(key, bytes) else ""))
+    if (repeated := _first_repeated_keys(request)) is not None:
+        path, keys = repeated
+        listed = ", ".join(ascii(key)[:34] for key in keys[:8])
+        where = f" (in {ascii(path)})" if path else ""
+        raise ControlError(f"key {listed} given more than once in the request{where}: which value was meant cannot "
+                           f"be told (msgpack allows a repeated key; the engine refuses it, as in ticks)")
+    if (bad := _first_bad_text(request)) is not None:
+        path, sent = bad
+        raise ControlError(f"request field {ascii(path)} holds a str that is not valid UTF-8 (bytes {sent}): "
+                           f"msgpack str is UTF-8 text")
+    if not isinstance(request.get("op"), str):
+        raise ControlError(f"request must be a msgpack map with a string 'op', got 'op' as "
+                           f"{wire_value(request.get('op'))}")
+    return request
 
 
 def _register_source(request: dict) -> str:
@@ -746,7 +830,9 @@ def _register_source(request: dict) -> str:
 def _field(request: dict, name: str, kind: type) -> Any:
     value = request.get(name)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):  # True is no seq or count
-        raise ControlError(f"op {excerpt(request.get('op'))} needs {name!r} as {kind.__name__}")
+        got = "it was left out" if name not in request else f"got {wire_value(value)}"
+        wanted = wire_type(kind())  # (str -> str, dict -> map, ...: the msgpack name of an empty one)
+        raise ControlError(f"op {excerpt(request.get('op'))} needs {name!r} as {wanted} ({got})")
     return value
 
 
@@ -806,6 +892,6 @@ class _StartingReplies:
             else:
                 reply = {"ok": False, "error": "the service is starting (loading its model, recovering its streams "
                                                "from the tick log): try again once `flashtick health` says serving"}
-            if isinstance(request, dict) and "id" in request:
-                reply["id"] = request["id"]
+            if (rid := _request_id(request)) is not NO_ID:
+                reply["id"] = rid
             self.sock.send_multipart([*frames[:-1], pack(reply)])
