@@ -1002,6 +1002,7 @@ def test_health_says_starting_while_the_tick_log_replays(checkpoint, tmp_path) -
             health = control.call("health")
             statuses.append(health["status"])
             phases.append(health.get("phase"))
+            assert health["protocol"] == 1 and isinstance(health["version"], str)  # starting or serving alike
             errors.append(control.request({"op": "stats"}).get("error"))
             time.sleep(0.05)
     built[0].stop()

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import os
 import threading
+import tomllib
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import msgpack
 import pytest
 import zmq
 
-from wire_client import T0, Control, Sub, check_answer, fresh_stream, push_socket, quote, stats, trade, wait_stats
+from wire_client import PROTOCOL, T0, Control, Sub, check_answer, fresh_stream, push_socket, quote, stats, trade, wait_stats
 from wire_server import clients, private_server, server, shedding  # noqa: F401 (fixtures)
 
 
@@ -190,8 +192,11 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
                         "truncated": False}
     assert ctl.ok("streams")["streams"][s] == {"ticks": 2, "last_ts": T0 + 1, "at_last_ts": 1}
     health = ctl.ok("health")
-    assert set(health) == {"ok", "status", "uptime_s", "streams", "model"} and health["status"] == "serving"
+    assert set(health) == {"ok", "status", "uptime_s", "streams", "model", "protocol", "version"}
+    assert health["status"] == "serving" and health["protocol"] == PROTOCOL
     assert type(health["streams"]) is int and isinstance(health["uptime_s"], float)
+    assert health["version"] == tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())[
+        "project"]["version"]
 
 
 def test_a_req_socket_works_too(clients) -> None:

@@ -15,7 +15,8 @@ CTX = zmq.Context.instance()
 T0 = 1_700_000_000_000_000_000  # int64 ns since the epoch
 ANSWER_KEYS = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "model", "value"}
 HEARTBEAT_KEYS = {"seq", "ts", "ticks_in", "answers_out", "pending_tokens", "behind", "lag_s", "shed",
-                  "conflated", "max_message_bytes"}
+                  "conflated", "max_message_bytes", "protocol"}
+PROTOCOL = 1  # the wire protocol this client is written to (docs/wire-protocol.md, "Compatibility")
 _names = itertools.count()
 
 
@@ -82,7 +83,8 @@ class Sub:
         topic = frames[0].decode()
         payload = msgpack.unpackb(frames[1], raw=False)
         if topic == "_heartbeat/":
-            assert set(payload) == HEARTBEAT_KEYS and isinstance(payload["behind"], bool) \
+            assert set(payload) == HEARTBEAT_KEYS and payload["protocol"] == PROTOCOL \
+                and isinstance(payload["behind"], bool) \
                 and isinstance(payload["lag_s"], float) and all(
                     type(payload[key]) is int and payload[key] >= 0 for key in ("shed", "conflated"))
             self.heartbeats.append(payload)

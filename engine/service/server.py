@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from importlib import metadata
 from typing import Any
 
 import msgpack
@@ -54,6 +55,18 @@ TOKENIZED_MARKER = b"tokens"
 RECONNECT_GRACE_S = 1.0
 LAST_READ_S = 1.0  # the read right before the sockets close, past limits.drain_s: reading is cheap, losing is not
 ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every listed query's own (clipped) message
+# The wire protocol's version, in `health` replies and heartbeats (docs/wire-protocol.md, "Compatibility"): it
+# stays while changes are additions a parser can ignore (a new key, op, reason or topic), and goes up with
+# anything that breaks a client written to the current page (a key removed or renamed, a type or framing changed)
+WIRE_PROTOCOL = 1
+
+
+def package_version() -> str:
+    """flashtick's own version (pyproject.toml), or "unknown" for a source tree run without installing it."""
+    try:
+        return metadata.version("flashtick")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def pack(obj: Any) -> bytes:
@@ -408,7 +421,8 @@ class Server:
                                      "answers_out": self.counters["answers_published"],
                                      "pending_tokens": pending, "behind": behind,
                                      "lag_s": self._snapshot["lag_s"], "shed": shed, "conflated": conflated,
-                                     "max_message_bytes": self.config.limits.max_message_bytes})
+                                     "max_message_bytes": self.config.limits.max_message_bytes,
+                                     "protocol": WIRE_PROTOCOL})
         self._watch_kv_thrash()
         self._watch_feeds()
         self._say_refused_streams()
@@ -687,7 +701,7 @@ class Server:
         down = self.pipeline.shards_down()
         return {"status": "degraded" if down else "serving", "uptime_s": time.time() - self.started_at,
                 "streams": self.pipeline.stream_count, "model": self.config.model.model_id,
-                **({"shards_down": down} if down else {})}
+                "protocol": WIRE_PROTOCOL, "version": package_version(), **({"shards_down": down} if down else {})}
 
     # -- metrics --------------------------------------------------------------------------------
 
@@ -888,7 +902,8 @@ class _StartingReplies:
             op = request.get("op") if isinstance(request, dict) else None
             if op == "health":
                 reply = {"ok": True, "status": "starting", "uptime_s": time.time() - self.started_at,
-                         "model": self.model, "phase": self.phase}
+                         "model": self.model, "phase": self.phase, "protocol": WIRE_PROTOCOL,
+                         "version": package_version()}
             else:
                 reply = {"ok": False, "error": "the service is starting (loading its model, recovering its streams "
                                                "from the tick log): try again once `flashtick health` says serving"}
