@@ -161,6 +161,12 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert cached["cached"] is True and cached["answer"]["seq"] == 1
     expect = ctl.ok("ask", stream=s, query="move")
     assert set(expect["answer"]["value"]) == {"expected", "probs", "model_probs", "model_expected"}
+    # no query registered under a question of the model's own: that question, asked as it is, and said
+    direct = ctl.ok("ask", stream=s, query="direction_5")
+    assert set(direct) == {"ok", "answer", "cached", "note"} and direct["answer"]["query"] == "direction_5"
+    assert direct["note"] == "no query is registered as 'direction_5': asked the model's question 'direction_5' " \
+                             "directly (kind choice)" and set(direct["answer"]["value"]["probs"]) == {"down", "flat", "up"}
+    assert "expected" in ctl.ok("ask", stream=s, query="move_bps_50", kind="expectation")["answer"]["value"]
     surprise = ctl.ok("ask", stream=s, query="surp")
     assert surprise["cached"] is True and set(surprise["answer"]["value"]) == {"nll"}
     adhoc = ctl.ok("ask", stream=s, spec={"name": "adhoc", "question": "regime", "kind": "choice"})
@@ -221,7 +227,9 @@ CONTROL_ERRORS = [
     ({"op": "unregister"}, "needs 'name'"),
     ({"op": "get", "query": "dir"}, "needs 'stream'"),
     ({"op": "ask", "stream": "NOBODY.X", "query": "dir"}, "has sent no data"),
-    ({"op": "ask", "stream": "R.OK", "query": "nope"}, "nope"),
+    ({"op": "ask", "stream": "R.OK", "query": "nope"}, "no query named 'nope' (registered: dir"),
+    ({"op": "ask", "stream": "R.OK", "query": "nope"}, "'nope' is not a question of this model's codec either"),
+    ({"op": "ask", "stream": "R.OK", "query": "direction_5", "kind": "surprise"}, "kind 'choice' or 'expectation'"),
     ({"op": "ask", "stream": "R.OK"}, "needs 'query'"),
     ({"op": "ask", "stream": "R.OK", "query": "dir", "max_stale_ticks": -1}, "max_stale_ticks as an int >= 0"),
     ({"op": "ask", "stream": "R.OK", "spec": {"name": "x", "kind": "choice"}}, "question"),

@@ -909,26 +909,13 @@ def cmd_topics(args: argparse.Namespace) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
-    from engine.service.client import ControlError
-
     with _control(args) as control:
-        try:
-            reply = control.call("ask", stream=args.stream, query=args.query, max_stale_ticks=args.max_stale)
-        except ControlError as e:
-            # not a registered query: a question of the model's own (direction_5) is asked as it is, once
-            if not str(e).startswith(f"no query named {args.query!r}") or not args.query.isidentifier():
-                raise
-            spec = {"name": args.query, "streams": [args.stream], "question": args.query, "kind": args.kind}
-            try:
-                reply = control.call("ask", stream=args.stream, spec=spec)
-            except ControlError as direct:
-                why = str(direct)
-                if "has no values; give `values`" in why:  # the CLI has no way to give them
-                    why = (f"question {args.query!r} has no values to take an expectation over: --kind expectation "
-                           f"takes a question with values (move_bps_50), else register a query with its own values")
-                raise ControlError(f"{e}; nor could the model answer it as a question ({why})") from None
-            print(f"flashtick ask: no query is registered as {args.query!r}: asked the model's question "
-                  f"{args.query!r} directly (kind {args.kind})", file=sys.stderr)
+        # a name no query is registered under but the model's codec asks (direction_5) is asked as it is by the
+        # service, which says so in the reply's note
+        reply = control.call("ask", stream=args.stream, query=args.query, max_stale_ticks=args.max_stale,
+                             kind=args.kind)
+    if reply.get("note"):
+        print(f"flashtick ask: {reply['note']}", file=sys.stderr)
     print(json.dumps(reply["answer"], indent=2))
     how = [flag for flag in ("cached", "prepositioned", "gated") if reply.get(flag)]  # not computed for this ask
     if how:

@@ -586,8 +586,9 @@ class Server:
         stream = _field(request, "stream", str)
         if "query" in request and "spec" in request:
             raise ControlError("op 'ask' takes 'query' (a registered query's name) or 'spec' (a query mapping), not both")
+        note: dict[str, str] = {}  # said beside the answer when the name was not a registered query's
         if "query" in request:
-            spec = self.pipeline.registry.get(_field(request, "query", str))
+            spec = self._registered_or_question(_field(request, "query", str), request.get("kind"), note)
         elif "spec" in request:
             spec = QuerySpec.from_dict({"streams": ["*"], **_field(request, "spec", dict)})  # the ask names it
         else:
@@ -613,7 +614,7 @@ class Server:
         found = self.pipeline.answer_at_once(spec, stream, max_stale)
         if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
             answer, how = found
-            return {"answer": answer.to_wire(), "cached": True, **({how: True} if how else {})}
+            return {"answer": answer.to_wire(), "cached": True, **({how: True} if how else {}), **note}
         most = self.config.limits.max_waiting_asks  # each is planned in every forward: a flood would stall them
         if len(self._waiting) >= most:
             raise ControlError(f"{len(self._waiting)} asks already wait for a forward (limits.max_waiting_asks: "
@@ -623,8 +624,36 @@ class Server:
             self.pipeline.ask(spec, stream, self._tickets)
         except UnknownStream:
             raise self._no_session(stream) from None
-        self._waiting[self._tickets] = reply
+        self._waiting[self._tickets] = reply if not note else lambda obj: reply({**obj, **note})
         return None  # replied when a step has computed it
+
+    def _registered_or_question(self, name: str, kind: Any, note: dict[str, str]) -> QuerySpec:
+        """The query registered as ``name``; else, when the model's codec has a question of that name
+        (direction_5), that question asked as it is (``kind``: choice, the default, or expectation), said in
+        ``note``; else the error of a name not registered, saying it is no question either."""
+        registry = self.pipeline.registry
+        spec = registry.current(name)
+        if spec is not None:
+            return spec
+        questions = registry.questions or {}  # (a text model's questions are free text: none by name)
+        if name not in questions:
+            try:
+                registry.get(name)  # (raises: the error that lists what is registered)
+            except LookupError as e:
+                either = (f"; and {excerpt(name)} is not a question of this model's codec either (its questions: "
+                          f"{', '.join(sorted(questions)[:20])})") if questions else ""
+                raise ControlError(f"{e}{either}") from None
+        kind = "choice" if kind is None else kind
+        if kind not in ("choice", "expectation"):
+            raise ControlError(f"op 'ask' takes kind 'choice' or 'expectation' (how a question of the model's "
+                               f"own is asked), got {wire_value(kind)}")
+        if kind == "expectation" and not questions[name].values:
+            raise ControlError(f"no query is registered as {name!r}, and the model's question {name!r} has no values "
+                               f"to take an expectation over: ask it as kind 'choice', or register a query with its "
+                               f"own `values`")
+        note["note"] = (f"no query is registered as {name!r}: asked the model's question {name!r} directly "
+                        f"(kind {kind})")
+        return QuerySpec.from_dict({"name": name, "streams": ["*"], "question": name, "kind": kind})
 
     def _no_session(self, stream: str) -> ControlError:
         """Why an ask finds no session of ``stream``: it expired, or no tick of it was accepted (refused ones
