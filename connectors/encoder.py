@@ -47,6 +47,7 @@ from connectors.ticks import (
     check_order,
     check_stream,
     check_keys,
+    check_normalized,
     check_ts,
     field_list,
     tick_items,
@@ -337,7 +338,7 @@ class StreamEncoders:
             raise InvalidTick("not_a_map", f"a tokenized tick is a map, got {wire_value(item)}")
         if "stream" not in item:  # perhaps sent with its key as bin, or given twice: say that rather than "missing"
             check_keys(item)
-        stream = check_stream(item.get("stream"), self.max_stream_bytes)
+        stream = check_normalized(check_stream(item.get("stream"), self.max_stream_bytes))
         try:  # from here a refusal names its stream, as a raw tick's does
             check_keys(item)
             extra = set(item) - TOKENIZED_FIELDS

@@ -25,6 +25,7 @@ import heapq
 import math
 import re
 import time
+import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -172,6 +173,9 @@ def _local(expr: pl.Expr, tz: str | None) -> pl.Expr:
 FIXED_ZONES = {"EST": ("New York", "America/New_York"), "MST": ("Denver", "America/Denver"),
                "HST": ("Honolulu", "Pacific/Honolulu")}
 
+# said when a file's stream names (a column's values, or its file name: macOS writes those decomposed) were not in
+# Unicode NFC: they replay in NFC, as the engine's wire takes them (connectors.ticks.check_normalized)
+NFD_WRITTEN = "written decomposed (NFD: an accent as a code point of its own, as macOS writes file names)"
 NAIVE_TZ_ONLY = ("for naive times: drop it (files of both kinds in one run: a replay list gives each file its "
                  "own map, `columns: {tz: ...}` on the naive ones; docs/replay.md)")
 
@@ -647,6 +651,10 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     `own_map`: the map is the file's own (a replay list entry's), not the one for every file."""
     given = cmap
     cmap, dialect, schema, notes = _layout(path, cmap, long_rows_of, own_map)
+    if cmap.stream is not None and (nfc := unicodedata.normalize("NFC", cmap.stream)) != cmap.stream:
+        cmap = replace(cmap, stream=nfc)  # (a file name macOS wrote in NFD): the engine takes NFC names only
+        notes.append(f"{path.name}: stream {nfc}: its name was {NFD_WRITTEN}; it replays in Unicode NFC, the one "
+                     f"form the engine takes")
     if dialect is not None and dialect.long_rows:
         notes.append(f"{path.name}: {len(dialect.long_rows)} row(s) with more fields than its {len(schema)} columns: "
                      f"each rejected as extra_fields (the first is named among the rejects), the others read")
@@ -656,8 +664,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     first = _first_text(path, cmap.names, dialect, cmap.ts_columns)
     exprs = [_offset(path, cmap, _ts_expr(path, cmap, ts_type, first), first).alias("_ts")]
     keys: list[str] = []
-    if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD
-        exprs.append(_stream_column(cmap).str.replace_all("/", "-", literal=True).alias("stream"))
+    if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD; NFC: see check_normalized
+        exprs.append(_stream_column(cmap).str.replace_all("/", "-", literal=True).str.normalize("NFC")
+                     .alias("stream"))
         keys.append("stream")
     for key in VALUE_FIELDS:
         if (name := getattr(cmap, key)) is not None:
@@ -702,6 +711,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
         first_ts=pl.col("_ts").drop_nulls().first(), slashes=pl.col("_stream").str.contains("/", literal=True).any(),
+        denormalized=(pl.col("_stream") != pl.col("_stream").str.normalize("NFC")).any(),
         nonpositive_prices=(traded.max() <= 0) if prices else pl.lit(False),
         nonpositive_rows=(traded <= 0).sum() if prices else pl.lit(0),
         trading_rows=traded.len() if prices else pl.lit(0),
@@ -720,6 +730,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if facts["slashes"]:
         notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "
                      f"answer topics use '/' as their separator")
+    if facts["denormalized"]:
+        notes.append(f"{path.name}: stream names {NFD_WRITTEN} replay in Unicode NFC, the one form the engine "
+                     f"takes, so that a name is one stream however it was written")
     if (region := FIXED_ZONES.get(cmap.tz or "")) is not None:  # a trader's "EST" means New York's clock
         notes.append(f"{path.name}: tz {cmap.tz} is a fixed offset all year, with no summer time: if the times are "
                      f"{region[0]}'s clock (summer time included), give --tz {region[1]}")

@@ -25,7 +25,7 @@ crossed one (bid > ask) is not. Encoding omits optional fields that are None.
 
 A stream name is printable text of at most 128 UTF-8 bytes (configurable), with
 no '/' (answer topics use it), no leading '_' (the service's own topics) and no
-space at either end; see `check_stream`.
+space at either end; see `check_stream`. On the wire it is in Unicode NFC too (`check_normalized`).
 
 Every rejection raises `InvalidTick` with a short machine-readable `reason`
 (one of `REASONS`, used as a counter label) and a human message.
@@ -290,6 +290,18 @@ def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
     return stream
 
 
+def check_normalized(stream: str) -> str:
+    """A wire stream name is in Unicode NFC: `Société` sent with a precomposed é and with e + U+0301 would be two
+    streams that print alike. Refused as `bad_stream`, naming the form to send; file replay normalises its names
+    instead (macOS writes file names in NFD). Not part of `check_stream`, which a tick log's names pass through
+    again at a restart: a name an earlier version accepted is not refused there."""
+    if not stream.isascii() and not unicodedata.is_normalized("NFC", stream):
+        nfc = unicodedata.normalize("NFC", stream)
+        raise InvalidTick("bad_stream", f"stream {_excerpt(stream)} is not in Unicode NFC: send it as {_excerpt(nfc)}"
+                                        f" (its NFC form), so that one name is one stream")
+    return stream
+
+
 _CATEGORY_NAMES = {"Cc": "a control character", "Cf": "a format character", "Cs": "a surrogate",
                    "Co": "a private-use character", "Cn": "an unassigned code point", "Zl": "a line separator",
                    "Zp": "a paragraph separator", "Zs": "a space other than ' '"}
@@ -412,7 +424,7 @@ def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES) -> Tick:
         check_keys(obj)
         if hint := renamed(obj, "stream"):  # `symbol`, `ticker`, ...: say what the field is called
             raise InvalidTick("missing_stream", f"field 'stream' is required and must be non-empty{hint}")
-    stream = check_stream(obj.get("stream"), max_stream_bytes)
+    stream = check_normalized(check_stream(obj.get("stream"), max_stream_bytes))
     try:  # from here a refusal names its stream
         check_keys(obj)
         return _validate_fields(obj, stream)

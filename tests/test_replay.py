@@ -325,3 +325,18 @@ def test_real_data_counts_and_monotonic_time(shared_data: Path) -> None:
     assert counts[("BTCUSDT", "quote")] == 73_174
     assert counts[("EURUSD", "quote")] + rejected == 266_219
     assert replay.sorted_files == []
+
+
+def test_stream_names_written_decomposed_replay_in_nfc_with_a_note(tmp_path: Path) -> None:
+    """macOS writes file names in NFD (an accent as a code point of its own); the wire takes NFC names only, so
+    that `Société` is one stream however it was written: replay names its streams in NFC, and says so."""
+    nfd, nfc = "Socie\u0301te\u0301", "Soci\u00e9t\u00e9"
+    (tmp_path / f"{nfd}.csv").write_text("timestamp,price,size\n2024-01-02T10:00:00Z,1.0,2\n")
+    (tmp_path / "both.csv").write_text(f"timestamp,symbol,price,size\n2024-01-02T10:00:01Z,{nfd},1.0,2\n"
+                                       f"2024-01-02T10:00:02Z,{nfc},1.1,2\n2024-01-02T10:00:03Z,ABC,1.2,2\n")
+    (tmp_path / "plain.csv").write_text(f"timestamp,symbol,price,size\n2024-01-02T10:00:04Z,{nfc},1.0,2\n")
+    replay = FileReplay([tmp_path / f"{nfd}.csv", tmp_path / "both.csv", tmp_path / "plain.csv"])
+    assert [t.stream for t in drain(replay)] == [nfc, nfc, nfc, "ABC", nfc] and not replay.rejected
+    said = [note for note in replay.notes if "NFC" in note]
+    assert len(said) == 2 and said[0].startswith(f"{nfd}.csv: stream {nfc}: its name was written decomposed")
+    assert said[1].startswith("both.csv: stream names written decomposed")  # plain.csv's were NFC already

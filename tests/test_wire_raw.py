@@ -88,6 +88,7 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
     ("stream 10k chars", msgpack.packb(trade("A" * 10_000, T0)), 0, "bad_stream", False),
     ("stream bidi", msgpack.packb(trade("AB\u202eC", T0)), 0, "bad_stream", False),
     ("stream NUL", msgpack.packb(trade("AB\x00", T0)), 0, "bad_stream", False),
+    ("stream not NFC", msgpack.packb(trade("Socie\u0301te\u0301", T0)), 0, "bad_stream", False),
     ("stream not UTF-8", msgpack.packb(trade("R.OKX", T0)).replace(b"R.OKX", b"R.OK\xff"), 0, "bad_stream", False),
     ("side not UTF-8", msgpack.packb(trade("R.OK", T0, side="sel")).replace(b"sel", b"se\xff"), 0, "unknown_side",
      True),
@@ -140,6 +141,8 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
      "ts_not_int", True),
     ("tokenized bad stream", [b"tokens", msgpack.packb([{"stream": "a/b", "ts": T0, "tokens": [1]}])], 0,
      "bad_stream", False),
+    ("tokenized stream not NFC", [b"tokens", msgpack.packb([{"stream": "e\u0301", "ts": T0, "tokens": [1]}])], 0,
+     "bad_stream", False),
     ("tokenized no tokens", [b"tokens", msgpack.packb([{"stream": "R.OK", "ts": T0}])], 0, "missing_field", True),
     ("tokenized tokens nil", [b"tokens", msgpack.packb([{"stream": "R.OK", "ts": T0, "tokens": None}])], 0,
      "missing_field", True),
@@ -153,7 +156,9 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
 SAID = {"a scalar": "got int 5", "price ext": "got ext (type 5)", "price bool": "got bool true",
         "ts ext timestamp": "got ext (msgpack's timestamp", "tokenized not a list": "array, got map of 1",
         "tokenized no tokens": "field 'tokens' is required", "tokenized tokens a map": "got map of 0",
-        "ts float": "got float 1.7e+18", "stream an int": "got int 7", "json": "pack the same value as msgpack"}
+        "ts float": "got float 1.7e+18", "stream an int": "got int 7", "json": "pack the same value as msgpack",
+        "stream not NFC": "is not in Unicode NFC: send it as 'Soci\\xe9t\\xe9' (its NFC form)",
+        "tokenized stream not NFC": "send it as '\\xe9'"}
 PYTHON_WORDS = re.compile(r"\b(NoneType|dict|ExtType|Timestamp|True|False|tuple|packb)\b")
 
 
