@@ -71,7 +71,8 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
             bad = (tmp_path / "my_queries.yaml").read_text()
             error = raw.request({"op": "register", "yaml": bad, "source": "/etc/../\x1b[31mq\u202e" + "x" * 99})["error"]
             assert error.startswith("31mq" + "x" * 60 + ":2:")
-            assert raw.request({"op": "register", "yaml": bad, "source": 7})["error"] == "op 'register' needs 'source' as str (got int 7)"
+            assert raw.request({"op": "register", "yaml": bad, "source": 7})["error"] == \
+                "op 'register' needs 'source' as str (got int 7)"
 
         code, out, _ = run(capsys, "list", *control)
         lines = out.splitlines()

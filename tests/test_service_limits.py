@@ -565,7 +565,7 @@ def test_every_stream_is_listed_page_by_page(live, monkeypatch, capsys) -> None:
             after = pages[-1][-1]
         assert [name for page in pages for name in page] == [s.name for s in DEFAULT_STREAMS[:4]]
         assert [len(page) for page in pages] == [3, 1]
-        with pytest.raises(ControlError, match="op 'streams' takes after"):
+        with pytest.raises(ControlError, match="not both: both were given"):
             control.call("streams", streams=["SYN.A"], after="SYN.A")
     from engine.service.cli import main
 
