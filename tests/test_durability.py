@@ -502,7 +502,8 @@ def test_a_disk_that_refuses_writes_refuses_ingest_and_loses_nothing_accepted(ch
             assert f"\nflashtick_log_append_errors_total {stats['log']['append_errors']}\n" in render(stats)
             reason = rejects.recv(timeout_s=5)[1]
             assert reason["reason"] == "log_unavailable" and "tick log" in reason["error"] and "not accepted" in reason["error"]
-            assert control.call("health")["status"] == "serving"
+            health = control.call("health")  # it answers: degraded while it refuses ticks, saying why
+            assert health["status"] == "degraded" and "log_unavailable" in health["log_problem"], health
             accepted = stats["ticks_in"]
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 0
@@ -1115,3 +1116,42 @@ def test_a_start_on_a_data_directory_whose_tick_log_was_removed_says_so(checkpoi
     assert f"the answer log has answers of {len(streams)} streams the tick log holds nothing of ({streams[0]!r}" \
            in err and "were tick log segments" in err, err
     assert recovered.cache.get("dir", streams[0]) is not None and not recovered.engine.scheduler.streams
+
+
+def test_a_subscriber_starts_over_when_the_services_seqs_do(checkpoint, tmp_path) -> None:
+    """A service without a data directory numbers its answers from 1 at each start, under a new epoch. A reviewer's
+    subscriber, live through such a restart, took the new seqs for duplicates of the old ones and dropped nearly
+    every answer, saying none was missed; one resumed from seqs saved under the old epoch delivered none. The epoch
+    (heartbeats, published answers, `health`) tells them apart: both start over and get every answer once."""
+    cfg = ephemeral(checkpoint, tmp_path)
+    market = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(300)
+    got: dict[str, list[int]] = {}
+    with contextlib.ExitStack() as clients:
+        with serving(cfg) as first:
+            endpoints = dict(first.endpoints)
+            control = clients.enter_context(ControlClient(endpoints["control"], timeout_s=10))
+            live = clients.enter_context(GaplessSubscriber(endpoints["answers"], control))
+            live.wait_ready()
+            with FeedClient(endpoints["ingest"]) as feed:
+                for i in range(3):  # three messages: every topic answers seqs 1, 2, 3
+                    feed.send(market[i * 50 : (i + 1) * 50])
+                    wait_for(lambda: set(first.pipeline.cache.seqs().values()) == {i + 1}, timeout_s=60)
+            receive_until_quiet(live, got, quiet_s=0.5)
+            old_epoch, saved = live.epoch, dict(live.last_seq)
+        assert old_epoch is not None and got and all(seqs == [1, 2, 3] for seqs in got.values())
+        again = dataclasses.replace(cfg, endpoints=dataclasses.replace(
+            cfg.endpoints, **{k: endpoints[k] for k in ("ingest", "answers", "control")}))
+        with serving(again) as second:  # the same endpoints, no data directory: seqs from 1 again
+            assert second.epoch != old_epoch
+            with FeedClient(endpoints["ingest"]) as feed:
+                for i in range(2):
+                    feed.send(market[150 + i * 50 : 150 + (i + 1) * 50])
+                    wait_for(lambda: set(second.pipeline.cache.seqs().values()) == {i + 1}, timeout_s=60)
+            after: dict[str, list[int]] = {}
+            receive_until_quiet(live, after, quiet_s=1.5)
+            with GaplessSubscriber(endpoints["answers"], control, last_seqs=saved, epoch=old_epoch) as resumed:
+                resumed.wait_ready()
+                from_saved: dict[str, list[int]] = {}
+                receive_until_quiet(resumed, from_saved, quiet_s=0.5)
+    assert live.epoch == resumed.epoch == second.epoch and live.epochs_seen == resumed.epochs_seen == 1
+    assert after == from_saved == {topic: [1, 2] for topic in got}

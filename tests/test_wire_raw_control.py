@@ -52,12 +52,12 @@ def test_a_subscriber_that_leaves_and_comes_back_fills_its_gap_with_the_answers_
     for i in range(12, 15):
         feed.send(msgpack.packb(trade(s, T0 + i)))
     fill = ctl.ok("answers", topic=topic, after=last_seq)  # 2. what was missed
-    assert set(fill) == {"ok", "answers", "complete", "last_seq", "oldest_seq"}
+    assert set(fill) == {"ok", "answers", "complete", "last_seq", "oldest_seq", "epoch"}
     assert fill["complete"] is True and fill["oldest_seq"] == 1 and type(fill["last_seq"]) is int
     seqs = [a["seq"] for a in fill["answers"]]
     assert seqs[0] == last_seq + 1 and seqs == list(range(seqs[0], seqs[0] + len(seqs)))
     for answer in fill["answers"]:
-        check_answer(answer["topic"], answer)
+        check_answer(answer["topic"], answer, published=False)
     live = again.until(lambda g: g and g[-1][1]["seq"] == 15)
     merged = sorted({*seqs, *(p["seq"] for _, p in live)})  # 3. duplicates dropped by seq
     assert merged == list(range(last_seq + 1, 16))
@@ -81,9 +81,12 @@ def test_the_topics_op_lists_topics_with_their_last_seq_and_takes_nil_as_left_ou
     for i in range(3):
         feed.send(msgpack.packb(trade(s, T0 + i)))
     topic = f"dir/{s}/"
-    wait_stats(ctl, lambda st: st["pending_tokens"] == 0)
+    deadline = time.monotonic() + 30  # (nothing pending can also mean not read yet: wait for its answer)
+    while not ctl.ok("answers", topic=topic, after=0)["last_seq"]:
+        assert time.monotonic() < deadline, "no answer on the topic in time"
+        time.sleep(0.02)
     reply = ctl.ok("topics", prefix=topic)
-    assert set(reply) == {"ok", "topics", "truncated"} and reply["truncated"] is False
+    assert set(reply) == {"ok", "topics", "truncated", "epoch"} and reply["truncated"] is False
     assert list(reply["topics"]) == [topic] and reply["topics"][topic]["last_seq"] == ctl.ok(
         "answers", topic=topic, after=0)["last_seq"] >= 1
     assert type(reply["topics"][topic]["answer_ts"]) is int
@@ -100,7 +103,7 @@ def test_a_late_subscriber_snapshots_with_get_then_drops_what_it_already_has(cli
     wait_stats(ctl, lambda st: st["pending_tokens"] == 0)
     late = sub(f"dir/{s}/")
     snapshot = ctl.ok("get", query="dir", stream=s)["answer"]
-    check_answer(snapshot["topic"], snapshot)
+    check_answer(snapshot["topic"], snapshot, published=False)
     assert snapshot["seq"] == 4
     feed.send(msgpack.packb(trade(s, T0 + 9)))
     got = late.until(lambda g: any(p["seq"] == 5 for _, p in g))
@@ -200,7 +203,7 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
                         "truncated": False}
     assert ctl.ok("streams")["streams"][s] == {"ticks": 2, "last_ts": T0 + 1, "at_last_ts": 1}
     health = ctl.ok("health")
-    assert set(health) == {"ok", "status", "uptime_s", "streams", "model", "protocol", "version"}
+    assert set(health) == {"ok", "status", "uptime_s", "streams", "model", "protocol", "version", "epoch"}
     assert health["status"] == "serving" and health["protocol"] == PROTOCOL
     assert type(health["streams"]) is int and isinstance(health["uptime_s"], float)
     assert health["version"] == tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())[

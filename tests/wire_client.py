@@ -5,6 +5,7 @@ system would write from the document alone."""
 from __future__ import annotations
 
 import itertools
+import re
 import time
 from typing import Any
 
@@ -15,7 +16,7 @@ CTX = zmq.Context.instance()
 T0 = 1_700_000_000_000_000_000  # int64 ns since the epoch
 ANSWER_KEYS = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "model", "value"}
 HEARTBEAT_KEYS = {"seq", "ts", "ticks_in", "answers_out", "pending_tokens", "behind", "lag_s", "shed",
-                  "conflated", "max_message_bytes", "protocol"}
+                  "conflated", "max_message_bytes", "protocol", "epoch"}
 PROTOCOL = 1  # the wire protocol this client is written to (docs/wire-protocol.md, "Compatibility")
 _names = itertools.count()
 
@@ -139,9 +140,12 @@ def wait_stats(control: Control, predicate, timeout_s: float = 15.0) -> dict:
     return s
 
 
-def check_answer(topic: str, payload: dict) -> None:
-    """The documented payload: keys, types, topic == frame."""
-    assert set(payload) == ANSWER_KEYS, payload
+def check_answer(topic: str, payload: dict, published: bool = True) -> None:
+    """The documented payload: keys, types, topic == frame; ``published`` (PUB's, not a control reply's) carries
+    its epoch too."""
+    assert set(payload) == ANSWER_KEYS | ({"epoch"} if published else set()), payload
+    if published:
+        assert re.fullmatch(r"[0-9a-f]{16}", payload["epoch"]), payload
     assert payload["topic"] == topic == f"{payload['query']}/{payload['stream']}/"
     for key in ("seq", "version", "data_ts", "answer_ts"):
         assert type(payload[key]) is int and payload[key] >= 0, key

@@ -306,10 +306,16 @@ class GaplessSubscriber:
     answers held back until then. Answers
     the service no longer keeps (``log.answers_keep``) are counted in ``unrecoverable``, never invented. The
     service's own topics (``_heartbeat/``, ``_rejects/``) are not delivered.
+
+    Seqs are the service's data directory's: a service without one (``--no-log``), or with another, numbers
+    from 1 again, under another ``epoch`` (in heartbeats, answers and ``health``). An answer or heartbeat of a new
+    epoch makes this client start over on every topic, as one resumed with nothing: each topic's kept answers of
+    the new epoch from its first (``epochs_seen`` counts such changes). A client that saves ``last_seq`` saves
+    ``epoch`` with it and gives both back, so that seqs of another epoch are never taken for this one's.
     """
 
     def __init__(self, endpoint: str, control: ControlClient, topics: list[str] | None = None,
-                 last_seqs: dict[str, int] | None = None, **curve: Any) -> None:
+                 last_seqs: dict[str, int] | None = None, epoch: str | None = None, **curve: Any) -> None:
         if not callable(getattr(control, "call", None)):
             raise TypeError(f"GaplessSubscriber needs a ControlClient of the same service (it fetches missed answers "
                             f"with its `answers` op), got {control!r}")
@@ -327,6 +333,8 @@ class GaplessSubscriber:
         self.restarts_seen = 0  # heartbeats whose seq went back: the service restarted
         self.control = control
         self.last_seq: dict[str, int] = dict(last_seqs or {})
+        self.epoch = epoch  # whose seqs last_seq holds (None: not known yet; the service's first word sets it)
+        self.epochs_seen = 0  # times the service's epoch changed under this client: it started over
         self.filled = 0  # answers fetched to fill gaps
         self.unrecoverable = 0  # answers missed that the service no longer keeps
         self.missed: Counter[str] = Counter()  # per topic: answers PUB did not deliver (drops, time away)
@@ -339,6 +347,12 @@ class GaplessSubscriber:
 
     def wait_ready(self, timeout_s: float = 5.0) -> None:
         self.subscriber.wait_ready(timeout_s)
+        try:
+            serving = self.control.call("health").get("epoch")  # (None while it starts: the first heartbeat's)
+        except ControlError:
+            serving = None
+        if serving is not None:
+            self._epoch(serving)
         for topic, seq in list(self.last_seq.items()):
             self._fill(topic, seq, None)
         if self.since_ns is None:  # resumed: topics may have begun while it was away
@@ -352,6 +366,8 @@ class GaplessSubscriber:
             if message is None:
                 return None
             topic, answer = message
+            if (epoch := answer.get("epoch")) is not None and epoch != self.epoch:
+                self._epoch(epoch)
             if topic.startswith(HEARTBEAT_TOPIC):
                 self._heartbeat(answer.get("seq"), answer.get("ts"))
                 continue
@@ -371,6 +387,19 @@ class GaplessSubscriber:
                     continue
             self._deliver(topic, answer)
         return self._ready.popleft()
+
+    def _epoch(self, epoch: str) -> None:
+        """The service's epoch: a change means its seqs started over (no data directory kept them), so what this
+        client holds says nothing of the new ones: it starts over as one resumed with nothing."""
+        if self.epoch is not None and epoch != self.epoch:
+            self.epochs_seen += 1
+            self.last_seq.clear()
+            self._fetched.clear()
+            self._held.clear()
+            self._unfilled.clear()
+            self.since_ns = None  # every kept answer of the new epoch is owed, from each topic's first
+            self._discovery_owed = True  # topics of it not met yet: found at the next heartbeat
+        self.epoch = epoch
 
     def _delivered_by_pub(self, topic: str, seq: int) -> None:
         """PUB delivered ``topic``'s answer ``seq``: if a fetch got it first, it was not missed after all."""

@@ -8,6 +8,7 @@ starts again.
     DATA_DIR/queries.state.json  beside it: the registry's versions, and where each query started
                             (RegistrationMarks), so a restart owes a query no answer on ticks from before it
     DATA_DIR/meta.json      the model and codec the logs were written with (a restart must use the same)
+    DATA_DIR/epoch          the id of this directory's answer seqs (heartbeats, answers: `epoch`), made once
     DATA_DIR/lock           held (flock) by the one service using the directory
 
 An item is logged after it passed every check (validation, ordering, admission,
@@ -27,6 +28,7 @@ import fcntl
 import json
 import math
 import os
+import secrets
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -169,6 +171,7 @@ class DataDir:
             raise ConfigError(f"log.dir {self.root}: {e.strerror or e} (a data directory must be a writable "
                               f"directory)") from None
         _check_meta(self.root / "meta.json", written_by)
+        self.epoch = _epoch(self.root / "epoch")
         self.queries_path = self.root / "queries.yaml"
         self.state_path = self.root / "queries.state.json"
         self.read_stats = LogStats()
@@ -190,6 +193,7 @@ class DataDir:
         self.rebuild_forwards = 0
         self._message_start = False
         self._refusal_said_at = -math.inf  # when stderr last heard that the tick log refuses ticks
+        self._refused: tuple[float, str] | None = None  # the latest refusal of a tick: when (monotonic) and why
 
     def restore_answers(self, registry: Registry, history: AnswerHistory, replayed: Any = None) -> None:
         """Seqs, latest answers and trigger state from the answer log (after the queries are registered);
@@ -250,7 +254,17 @@ class DataDir:
             raise
         self._message_start = False
 
+    @property
+    def problem(self) -> str | None:
+        """Why ticks are refused now (the logs cannot be written: `health` says degraded), or None."""
+        if self.answers.failing:
+            return f"the answer log cannot be written ({self.answers.stats()['unlogged']} answers wait); ticks refused"
+        if self._refused is not None and time.monotonic() - self._refused[0] < REFUSAL_NOTE_S:
+            return f"ticks refused (log_unavailable) in the last {REFUSAL_NOTE_S:g} s: {self._refused[1]}"
+        return None
+
     def _say_refused(self, why: str) -> None:
+        self._refused = (time.monotonic(), why)
         now = time.monotonic()
         if now - self._refusal_said_at >= REFUSAL_NOTE_S:
             self._refusal_said_at = now
@@ -580,6 +594,22 @@ def _lock(path: Path) -> Any:
     handle.write(f"pid {os.getpid()}\n")
     handle.flush()
     return handle
+
+
+def _epoch(path: Path) -> str:
+    """The directory's epoch: made at its first start, the same at every later one, so a client that kept seqs can
+    tell this directory's answers from another's (a service without one makes a new epoch at each start)."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        epoch = new_epoch()
+        path.write_text(epoch + "\n")
+        return epoch
+
+
+def new_epoch() -> str:
+    """A fresh epoch id: 16 hex digits, random."""
+    return secrets.token_hex(8)
 
 
 def _check_meta(path: Path, written_by: dict[str, Any]) -> None:

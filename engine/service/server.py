@@ -33,6 +33,7 @@ from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, allowed_client_keys, server_keypair
 from engine.service.config import ServiceConfig
+from engine.service.durability import new_epoch
 from engine.service.metrics import resident_bytes
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.sharded import ShardedPipeline
@@ -146,6 +147,10 @@ class Server:
             if self._auth is not None:
                 self._auth.stop()
             raise
+        # the id of this service's answer seqs: its data directory's (the same at every start), else new at each
+        # start, whose seqs begin at 1 again: a client holding seqs of another epoch must start over, not drop these
+        data = getattr(self.pipeline, "data", None)
+        self.epoch = data.epoch if data is not None else new_epoch()
         self._next_behind_warning = 0.0
         # a restart's tail (ticks logged but not computed before the stop) is computed by the serving loop: until
         # it is and the engine is no longer behind, "behind" is the restart catching up, and the log says that
@@ -387,7 +392,7 @@ class Server:
     # -- answers ------------------------------------------------------------------------------
 
     def _publish(self, answer: Answer) -> None:
-        self._send(answer.topic, answer.to_wire())
+        self._send(answer.topic, {**answer.to_wire(), "epoch": self.epoch})
         self.counters["answers_published"] += 1
 
     def _send(self, topic: str, payload: dict[str, Any]) -> None:
@@ -422,7 +427,7 @@ class Server:
                                      "pending_tokens": pending, "behind": behind,
                                      "lag_s": self._snapshot["lag_s"], "shed": shed, "conflated": conflated,
                                      "max_message_bytes": self.config.limits.max_message_bytes,
-                                     "protocol": WIRE_PROTOCOL})
+                                     "protocol": WIRE_PROTOCOL, "epoch": self.epoch})
         self._watch_kv_thrash()
         self._watch_feeds()
         self._say_refused_streams()
@@ -682,7 +687,7 @@ class Server:
         if not answers and last_seq is not None and last_seq > after:  # published, and none of them kept now
             complete = False
         self.counters["answer_fetches"] += 1
-        return {"answers": answers, "complete": complete,
+        return {"answers": answers, "complete": complete, "epoch": self.epoch,
                 "last_seq": last_seq, "oldest_seq": self.pipeline.history.oldest_seq(topic)}
 
     def _op_topics(self, request: dict, _reply: Any) -> dict:
@@ -696,7 +701,7 @@ class Server:
         truncated = len(found) > MAX_TOPICS_PER_REPLY
         if truncated:
             found.pop(max(found))
-        return {"topics": found, "truncated": truncated}
+        return {"topics": found, "truncated": truncated, "epoch": self.epoch}
 
     def _op_stats(self, _request: dict, _reply: Any) -> dict:
         self._refresh_snapshot()
@@ -726,11 +731,15 @@ class Server:
         return {"streams": known, "truncated": truncated}
 
     def _op_health(self, _request: dict, _reply: Any) -> dict:
-        """``serving``; ``degraded`` (with ``shards_down``) while a shard is restored after a loss, or failed."""
+        """``serving``; ``degraded`` with ``shards_down`` while a shard is restored after a loss, or failed, and with
+        ``log_problem`` while ticks are refused because the data directory's logs cannot be written."""
         down = self.pipeline.shards_down()
-        return {"status": "degraded" if down else "serving", "uptime_s": time.time() - self.started_at,
+        data = getattr(self.pipeline, "data", None)
+        problem = data.problem if data is not None else None
+        return {"status": "degraded" if down or problem else "serving", "uptime_s": time.time() - self.started_at,
                 "streams": self.pipeline.stream_count, "model": self.config.model.model_id,
-                "protocol": WIRE_PROTOCOL, "version": package_version(), **({"shards_down": down} if down else {})}
+                "protocol": WIRE_PROTOCOL, "version": package_version(), "epoch": self.epoch,
+                **({"shards_down": down} if down else {}), **({"log_problem": problem} if problem else {})}
 
     # -- metrics --------------------------------------------------------------------------------
 
