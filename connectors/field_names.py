@@ -53,10 +53,11 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
             "asks_0_price"),
     "bid_size": ("bid_size", "bid_qty", "bid_sz", "bidsize", "bid_volume", "bidvolume", "bid_amount",
                  "best_bid_qty", "bid_sz_00", "sizebid",
-                 "bidsiz", "bids_0_amount"),  # TAQ's NBBO and quote files (BIDSIZ, ASKSIZ: round lots)
+                 # TAQ's NBBO and quote files (BIDSIZ, ASKSIZ: round lots; WRDS's NBBO: BEST_BIDSIZ, BEST_ASKSIZ)
+                 "bidsiz", "best_bidsiz", "bids_0_amount"),
     "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "askvolume", "ask_amount",
                  "best_ask_qty", "offer_size", "ask_sz_00", "sizeask", "offersize",
-                 "asksiz", "asks_0_amount"),
+                 "asksiz", "best_asksiz", "asks_0_amount"),
 }
 
 

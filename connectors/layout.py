@@ -58,6 +58,9 @@ RIGHT_NAMES = ("right", "put_call", "call_put", "putcall", "callput", "option_ty
 # A contract's month beside its symbol (`Symbol=CL, Contract Month=202406`): the stream is both
 CONTRACT_MONTH_NAMES = ("contract_month", "delivery_month", "expiry", "expiration", "expiration_date", "maturity",
                         "maturity_date", "month_code")
+# A share class's suffix beside its root (WRDS TAQ's SYM_ROOT=BRK, SYM_SUFFIX=B): the stream is both, joined by a
+# `.` as the class is conventionally written (BRK.B, as Polygon's tickers have it); an empty suffix adds nothing
+SHARE_CLASS_NAMES = ("sym_suffix",)
 # A column that says which kind of row each is (`event` X / B / A): only its trade rows are trades
 EVENT_NAMES = ("type", "event", "event_type", "msg_type", "message_type", "record_type", "tick_type", "update_type")
 TRADE_MARKS = frozenset({"t", "x", "trade", "trades", "e", "exec", "execution", "fill", "last"})
@@ -425,6 +428,10 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
         stream_col = "+".join(c for c in (root, month, *option) if c)  # every contract of a chain its own stream
     elif stream_col is not None and month is not None and "+" not in stream_col and "stream_col" not in (hints or {}):
         stream_col = f"{stream_col}+{month}"  # CL of May and CL of June are two instruments
+    share_class = next((by_normal[c] for c in SHARE_CLASS_NAMES if c in by_normal), None)
+    if stream_col is not None and share_class is not None and "+" not in stream_col \
+            and "stream_col" not in (hints or {}):
+        stream_col = f"{stream_col}+{share_class}"  # BRK.A and BRK.B are two instruments, 1,500 times apart
     quotes = {"bid", "ask"} <= set(found)
     if ts is None or not ("price" in found or quotes):
         lacking = "time column" if ts is None else "price (trades) nor bid and ask (quotes)"
@@ -798,6 +805,10 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
         example = ",".join(f"{field}={column}" for field, column in unread)
         notes.append(f"{path.name}: {said}, not read: its quotes replay without sizes (--columns ...,{example} "
                      f"reads them)")
+    if any(normal_name(c) in SHARE_CLASS_NAMES for c in cmap.stream_columns):
+        notes.append(f"{path.name}: each stream is {cmap.stream_columns[0]} with its share class's suffix where the "
+                     f"row has one ({'+'.join(cmap.stream_columns)}: BRK.B, BF.A; AAPL without), so two classes of "
+                     f"one issuer are two streams")
     if cmap.kind is None and cmap.price is not None and cmap.bid is not None and "kind" not in columns \
             and databento_book(cmap, names) is None:  # a `kind` column (the wire layout): one kind per row
         notes.append(f"{path.name}: it has trade ({cmap.price}) and quote ({cmap.bid}, {cmap.ask}) columns: a row "

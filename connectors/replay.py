@@ -69,6 +69,7 @@ from connectors.layout import (
     DBN_SUFFIXES,
     PARQUET_SUFFIXES,
     RIGHT_NAMES,
+    SHARE_CLASS_NAMES,
     COMMA_GROUPED,
     DOT_GROUPED,
     EVENT_NAMES,
@@ -281,10 +282,18 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
 def _stream_column(cmap: ColumnMap) -> pl.Expr:
     """The stream column as text without spaces at its ends (a stray one is no part of a name; OCC's padding
     inside is kept), or the values of several joined by a space (`stream_col: a+b+c`), each in one canonical form
-    so that a contract is one stream however a cell writes it (`_contract_part`)."""
+    so that a contract is one stream however a cell writes it (`_contract_part`). An empty or null part is left
+    out (TAQ's SYM_SUFFIX of a common stock: `AAPL`, not `AAPL ` nor no stream), and a share class's suffix
+    (SHARE_CLASS_NAMES) joins with a `.` (`BRK.B`)."""
     if len(cmap.stream_columns) == 1:
         return pl.col(cmap.stream_col).cast(pl.String).str.strip_chars(" ")
-    return pl.concat_str([_contract_part(c) for c in cmap.stream_columns], separator=" ")
+    parts = []
+    for position, column in enumerate(cmap.stream_columns):
+        part = _contract_part(column)
+        separator = "" if position == 0 else "." if normal_name(column) in SHARE_CLASS_NAMES else " "
+        parts.append(pl.when(part != "").then(pl.lit(separator) + part))  # empty or null: null, skipped below
+    joined = pl.concat_str(parts, ignore_nulls=True).str.strip_chars_start(" .")  # a first part left out
+    return pl.when(joined != "").then(joined)  # every part empty: no stream (missing_stream)
 
 
 def _contract_part(column: str) -> pl.Expr:
@@ -645,6 +654,21 @@ def _dbn_price_offset(path: Path, cmap: ColumnMap | Refine | None, explicit: boo
     return checked_price_offset(keys.get("price_offset"))
 
 
+def _renamed_onto(path: Path, streams: pl.LazyFrame) -> list[str]:
+    """A caution for names that '/' -> '-' makes one with a name the file already writes with '-' (`BF/B` and
+    `BF-B`): their rows would replay as one stream, prices of two sources interleaved, unless the file means one
+    instrument twice, which it cannot tell."""
+    held = set(streams.select(pl.col("_stream").drop_nulls().unique()).collect().to_series().to_list())
+    both = sorted(name for name in held if "/" in name and name.replace("/", "-") in held)
+    if not both:
+        return []
+    pairs = "; ".join(f"{name!r} and {name.replace('/', '-')!r} both replay as {name.replace('/', '-')!r}"
+                      for name in both[:3])
+    return [Caution(f"{path.name}: {pairs}{'; ...' if len(both) > 3 else ''}: one stream each, two names' rows "
+                    f"interleaved. If they are two instruments, name the streams by another column (--columns "
+                    f"stream=COLUMN) or rename one in the file")]
+
+
 def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool = False,
                 own_map: bool = False) -> _FilePlan:
     """The plan of a Parquet or CSV file; `long_rows_of`: find the CSV's rows with more fields than its columns;
@@ -730,6 +754,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if facts["slashes"]:
         notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "
                      f"answer topics use '/' as their separator")
+        notes += _renamed_onto(path, rows.select(raw_stream.alias("_stream")))
     if facts["denormalized"]:
         notes.append(f"{path.name}: stream names {NFD_WRITTEN} replay in Unicode NFC, the one form the engine "
                      f"takes, so that a name is one stream however it was written")
