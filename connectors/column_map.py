@@ -333,16 +333,28 @@ def keep_key(value: Any) -> str:
     return str(value).strip()
 
 
+def _shown(value: str) -> str:
+    """A keep value or cell as a message shows it: quoted when spaces or nothing could hide in it (TAQ's `@  I`)."""
+    return repr(value) if value == "" or " " in value else value
+
+
 def keep_check(keep: Mapping[str, Sequence[Any]]) -> Callable[[Sequence[Any]], str | None]:
-    """For a row's cells of the `keep` columns (in its order): None when the row is kept, else why not."""
-    wanted = [(column, {keep_key(v) for v in values}, ", ".join(keep_key(v) for v in values))
-              for column, values in keep.items()]
+    """For a row's cells of the `keep` columns (in its order): None when the row is kept, else why not. A value ""
+    keeps the rows whose cell is empty (a reference column of rows that refer to nothing)."""
+    wanted = []
+    for column, values in keep.items():
+        text = ", ".join(_shown(str(v)) for v in values)
+        trimmed = [v for v in values if isinstance(v, str) and v != v.strip()]
+        if trimmed:  # as given, and how they compare: a filter written with TAQ's padding must not look unread
+            text += f"; compared without spaces at their ends: {', '.join(_shown(keep_key(v)) for v in trimmed)}"
+        wanted.append((column, {keep_key(v) for v in values}, text))
 
     def check(cells: Sequence[Any]) -> str | None:
         for (column, values, text), cell in zip(wanted, cells):
-            if cell is None or keep_key(cell) not in values:
-                held = "nothing" if cell is None else keep_key(cell)
-                return f"column {column!r} holds {held}, which the map's keep leaves out (it keeps {text})"
+            held = "" if cell is None else keep_key(cell)
+            if held not in values:
+                shown = "nothing" if held == "" else _shown(held)
+                return f"column {column!r} holds {shown}, which the map's keep leaves out (it keeps {text})"
         return None
 
     return check

@@ -894,8 +894,9 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
         cmap, kind_notes = _kind_column(path, cmap, schema, names, dialect)
         cmap = _fix_sides(path, cmap, schema, names, dialect)
         cmap, correction_notes = _taq_corrections(path, cmap, schema, names, dialect)
-        kind_notes += _venue_note(path, cmap, schema, names, dialect) + correction_notes + \
-            _condition_note(path, cmap, schema, names, dialect)
+        kind_notes += _venue_note(path, cmap, schema, names, dialect) + correction_notes + [
+            note for said in (_condition_note, _amendment_note, _sale_condition_note)
+            for note in said(path, cmap, schema, names, dialect)]
     if cmap.stream is not None and cmap.stream_col is None and \
             (column := next((n for n in schema if n.strip().lower() == cmap.stream.strip().lower()), None)):
         raise ValueError(f"{path}: the column map names one fixed stream, {cmap.stream!r}, which is also a column of "
@@ -1214,6 +1215,68 @@ def _condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
             f"regular prints (docs/replay.md, `keep`)"]
 
 
+# Sale conditions (TAQ's TR_SCOND `@ F I`, Polygon's conditions `12,37`, TickData's Sales Condition): prints of
+# their kinds (odd lots, out-of-sequence, after hours, Form T), regular trades that no map reads unless it filters
+SALE_CONDITION_NAMES = ("tr_scond", "conditions", "condition", "sale_condition", "sale_conditions", "sales_condition",
+                        "sales_conditions", "trade_condition", "trade_conditions", "trade_conds")
+
+
+def _sale_condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                         dialect: Dialect | None) -> list[str]:
+    """A detected trades layout beside a sale-conditions column it does not filter on: said, since odd lots and
+    out-of-sequence or after-hours prints then replay as trades like any other."""
+    column = next((c for c in schema if normal_name(c) in SALE_CONDITION_NAMES), None)
+    if cmap.price is None or column is None or column in {*cmap.source_columns(), *(cmap.keep or ())}:
+        return []
+    values = _distinct_text(path, names, dialect, column, 4, SAMPLE_ROWS)
+    if not values:
+        return []
+    shown = ", ".join(repr(v) for v in values[:3]) + (", ..." if len(values) > 3 else "")
+    how = ("a keep filter compares whole cells (`12,37` is one value), so to leave out one condition's prints, "
+           "filter the file first" if any("," in v for v in values) else "a map's keep filter lists the cells to read")
+    return [f"{path.name}: sale conditions are not read ({column!r} holds {shown}): odd-lot, out-of-sequence, "
+            f"after-hours and other conditioned prints replay as trades like any other; {how} (docs/replay.md, "
+            f"`keep`)"]
+
+
+# Columns that say a row cancels, corrects or busts an earlier trade (`action` NEW/CANCEL/CORRECT) or name the
+# trade it refers to (`orig_trade_id`): replay has no way to undo a tick already replayed, so such rows are said
+ACTION_NAMES = ("action", "status", "trade_status", "trade_action", "exec_type", "execution_type", "record_action",
+                "update_action", "trade_type", "event_action")
+AMENDING_WORDS = frozenset({"cancel", "cancelled", "canceled", "cancellation", "cxl", "correct", "corrected",
+                            "correction", "bust", "busted", "break", "broken", "amend", "amended", "amendment",
+                            "void", "voided", "delete", "deleted", "reversal", "trade_cancel", "trade_correction",
+                            "trade_break", "trade_bust"})
+REFERENCE_NAME = re.compile(r"^(orig|original|ref|reference|referenced|corrected|cancel+ed|busted|amended)_"
+                            r"(trade_|exec_|execution_)?(id|ref|tid|seq|seq_num|seqnum|sequence|number|num)$")
+
+
+def _amendment_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                    dialect: Dialect | None) -> list[str]:
+    """Rows that cancel, correct or bust an earlier trade, by an action/status column's values or a column naming
+    the trade they refer to, in a detected trades layout that does not filter on them: said, since each replays
+    as a new trade and the trade it refers to stays as read (corrections by reference are never applied)."""
+    if cmap.price is None:
+        return []
+    read = {*cmap.source_columns(), *(cmap.keep or ())}
+    said, example = [], None
+    for column in (c for c in schema if normal_name(c) in ACTION_NAMES and c not in read):
+        values = _distinct_text(path, names, dialect, column, 21, SAMPLE_ROWS)
+        amending = [v for v in values if normal_name(v) in AMENDING_WORDS]
+        if amending and len(values) <= 20:
+            said.append(f"column {column!r} marks rows that amend an earlier trade ({', '.join(amending[:4])})")
+            example = example or f"keep: {{{column}: [{', '.join(v for v in values if v not in amending)}]}}"
+    for column in (c for c in schema if REFERENCE_NAME.match(normal_name(c)) and c not in read):
+        if referred := _distinct_text(path, names, dialect, column, 3, SAMPLE_ROWS):
+            said.append(f"column {column!r} refers rows to earlier trades ({', '.join(referred)}, ...)")
+            example = example or f"keep: {{{column}: [\"\"]}}, the rows that refer to none"
+    if not said:
+        return []
+    return [Caution(f"{path.name}: {'; '.join(said)}: cancels and corrections by reference are not applied, each "
+                    f"such row replays as a new trade and the trade it refers to stays as read. Clean the file "
+                    f"first, or leave those rows out with a map's keep filter ({example}; docs/replay.md)")]
+
+
 # The market a preset's files are from: files of two markets feeding one stream get a note (`mixed_venues`)
 PRESET_VENUES = {"binance-trades": "binance", "binance-bbo": "binance", "binance-public-trades": "binance",
                  "binance-public-aggtrades": "binance", "binance-public-klines": "binance",
@@ -1341,7 +1404,6 @@ def overlapping_files(plans: Sequence[Any], selection: StreamSelection | None = 
 # print stood when it was made); 07, 08 cancels, 10 a cancelled correction, 11 and 12 corrections of an earlier print
 TAQ_CORRECTION = "tr_corr"
 TAQ_REGULAR = ("00", "01")
-TAQ_CONDITIONS = "tr_scond"  # TAQ's sale conditions (@, F, I, T, ...): regular prints of their kinds
 
 
 def _taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
@@ -1359,17 +1421,13 @@ def _taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], nam
     others = [v for v in values if v not in {keep_key(r) for r in regular}]
     if not others:
         return cmap, []
-    conditions = next((c for c in schema if normal_name(c) == TAQ_CONDITIONS), None)
-    unread = (f"; its sale conditions ({conditions!r}: odd lots, out-of-sequence and after-hours prints) are not "
-              f"read: such prints replay as trades unless a keep filter names the conditions to read"
-              if conditions is not None and conditions not in cmap.source_columns() else "")
     listed = ", ".join(str(v) for v in regular)
     full = ",".join(f"{key}={getattr(cmap, attr)}" for key, attr in (("ts", "ts"), ("stream", "stream_col"),
                                                                         ("price", "price"), ("size", "size"))
                     if getattr(cmap, attr) is not None)
     note = (f"{path.name}: column {column!r} marks cancelled and corrected prints ({', '.join(others[:6])}): only "
             f"regular prints ({column} {listed}) are read, the others left out and counted as filtered_out; a map "
-            f"given in full reads every print (--columns {full}){unread} (docs/replay.md)")
+            f"given in full reads every print (--columns {full}) (docs/replay.md)")
     return replace(cmap, keep={**(cmap.keep or {}), column: regular}), [note]
 
 
@@ -1474,7 +1532,7 @@ class _Cursor:
 NO_TRADE = "no trade in this interval"  # a bar's filtered_out: not an error, nor a price of 0
 REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons
     "unknown_side": "; map other side values with side_map in a --columns YAML file (docs/replay.md)",
-    "filtered_out": "; not an error: rows that are no trades (e.g. order submissions and cancels)",
+    "filtered_out": "; not an error: rows left out on purpose and counted (a keep filter's, or rows holding no tick)",
     NOT_JSON: "; the line is skipped and the rest of the file read (a capture cut mid-line, a log line among the "
               "messages)",
 }

@@ -43,8 +43,10 @@ def test_equities_iso_times_with_offsets_detected_and_backtested(tmp_path: Path,
     assert [(t.stream, t.ts) for t in ticks] == [
         ("AAPL", ns("2024-06-03T13:30:00.123456+00:00")), ("AAPL", ns("2024-06-03T13:30:00.223456+00:00")),
         ("MSFT", ns("2024-06-03T13:30:00.323456+00:00")), ("MSFT", ns("2024-06-03T13:30:01+00:00"))]
-    assert replay.notes == ["taq.csv: no column map given; read as ts=timestamp (datetime), stream=symbol, "
-                            "price=price, size=size"]
+    assert replay.notes[0] == ("taq.csv: no column map given; read as ts=timestamp (datetime), stream=symbol, "
+                               "price=price, size=size")
+    assert replay.notes[1].startswith("taq.csv: sale conditions are not read ('conditions' holds '@', '@ F', ")
+    assert len(replay.notes) == 2
     with pytest.raises(ValueError, match="carries its UTC offset.*drop it .files of both kinds in one run: a replay "
                                          "list gives each file its own map"):
         FileReplay(tmp_path / "taq.csv", columns={"ts": "timestamp", "ts_unit": "datetime", "tz": "America/New_York",

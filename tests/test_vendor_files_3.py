@@ -188,7 +188,7 @@ def test_lobster_preset_reads_executions_at_the_aggressors_side(tmp_path: Path) 
     assert dict(replay.rejected) == {"filtered_out": 6}
     assert replay.rejected.examples["filtered_out"] == (
         f"{path} line 1: filtered_out: column 'type' holds 1, which the map's keep leaves out (it keeps 4, 5); not an "
-        f"error: rows that are no trades (e.g. order submissions and cancels)")
+        f"error: rows left out on purpose and counted (a keep filter's, or rows holding no tick)")
     assert replay.notes == [f"{LOBSTER_NAME}: stream AAPL, from the file name '{LOBSTER_NAME[:-4]}' (--columns "
                             f"stream_name=NAME to name it otherwise)",
                             f"{LOBSTER_NAME}: the day is 2012-06-21, from the file name, times in America/New_York "

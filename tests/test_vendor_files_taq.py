@@ -65,6 +65,61 @@ def test_nbbo_best_sizes_are_read(tmp_path: Path) -> None:
     assert not any("looks like bid_size" in n for n in replay.notes)
 
 
+ACTIONS = ("timestamp,symbol,trade_id,orig_trade_id,price,size,action\n"
+           f"{US_0930},AAPL,1,,170.02,100,NEW\n"
+           f"{US_0930 + 10**9},AAPL,2,,1700.8,100,NEW\n"
+           f"{US_0930 + 2 * 10**9},AAPL,,2,1700.8,100,CANCEL\n"
+           f"{US_0930 + 3 * 10**9},AAPL,3,1,170.05,100,CORRECT\n")
+
+
+def test_cancels_and_corrections_by_reference_are_said_and_a_keep_leaves_them_out(tmp_path: Path) -> None:
+    path = tmp_path / "actions.csv"
+    path.write_text(ACTIONS)
+    replay = FileReplay(path)
+    assert len(drain(replay)) == 4  # not applied: each row replays as a trade
+    note = next(n for n in replay.cautions if "by reference are not applied" in n)
+    assert "column 'action' marks rows that amend an earlier trade (CANCEL, CORRECT)" in note
+    assert "column 'orig_trade_id' refers rows to earlier trades (1, 2, ...)" in note
+    assert "keep: {action: [NEW]}" in note
+    # the keep the note names leaves them out; so does keeping the rows whose reference column is empty
+    kept = drain(FileReplay([{"path": str(path), "columns": {"keep": {"action": ["NEW"]}}}]))
+    assert [t.price for t in kept] == [170.02, 1700.8]
+    empty = FileReplay([{"path": str(path), "columns": {"keep": {"orig_trade_id": [""]}}}])
+    assert [t.price for t in drain(empty)] == [170.02, 1700.8]
+    assert dict(empty.rejected) == {"filtered_out": 2}
+    assert "holds 2, which the map's keep leaves out (it keeps '')" in empty.rejected.examples["filtered_out"]
+    # a reference column alone (no action column) is said too; a file with neither gets no such note
+    pl.read_csv(path).drop("action").write_csv(tmp_path / "refs.csv")
+    assert any("keep: {orig_trade_id: [\"\"]}" in n for n in FileReplay(tmp_path / "refs.csv").notes)
+    pl.read_csv(path).drop("action", "orig_trade_id").write_csv(tmp_path / "plain.csv")
+    assert not any("by reference" in n for n in FileReplay(tmp_path / "plain.csv").notes)
+
+
+def test_sale_conditions_are_said_for_polygon_and_generic_columns(tmp_path: Path) -> None:
+    path = tmp_path / "poly.csv"
+    path.write_text("ticker,conditions,correction,exchange,id,participant_timestamp,price,sequence_number,"
+                    "sip_timestamp,size,tape\n"
+                    f'AAPL,"12,37",0,4,1,{US_0930},170.01,0,{US_0930 + 100},5,3\n'
+                    f"AAPL,12,0,4,2,{US_0930 + 1000},170.02,1,{US_0930 + 1100},100,3\n")
+    note = next(n for n in FileReplay(path).notes if "sale conditions are not read" in n)
+    assert "'conditions' holds '12', '12,37'" in note and "compares whole cells" in note
+    (tmp_path / "iso.csv").write_text("timestamp,symbol,price,size,sale_condition\n"
+                                      "2024-03-05T09:30:00-05:00,BRK.B,410.01,100,@\n"
+                                      "2024-03-05T09:30:01-05:00,BRK.B,410.02,5,@ I\n")
+    assert any("'sale_condition' holds '@', '@ I'" in n for n in FileReplay(tmp_path / "iso.csv").notes)
+
+
+def test_a_keep_filter_shows_its_values_as_given(tmp_path: Path) -> None:
+    path = tmp_path / "taq_trades.csv"
+    path.write_text(TAQ_TRADES)
+    replay = FileReplay([{"path": str(path), "columns": {"tz": "America/New_York", "keep": {"TR_SCOND": ["@   "]}}}])
+    assert len(drain(replay)) == 4
+    example = replay.rejected.examples["filtered_out"]
+    assert "holds '@  I', which the map's keep leaves out (it keeps '@   '; compared without spaces at their " \
+           "ends: @)" in example
+    assert "no trades" not in example  # an odd lot left out is a trade, just not one the filter keeps
+
+
 def test_a_slash_renamed_onto_a_name_the_file_writes_is_a_caution(tmp_path: Path) -> None:
     path = tmp_path / "names.csv"
     path.write_text("timestamp,symbol,price,size\n"
