@@ -13,6 +13,7 @@ import math
 import re
 from dataclasses import dataclass, fields, replace
 from datetime import date as Date
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -55,6 +56,56 @@ def checked_price_offset(value: Any) -> float | None:
     if not math.isfinite(offset) or isinstance(value, bool):
         raise ValueError(f"price_offset must be a number (added to every price, bid and ask read), got {value!r}")
     return offset or None
+
+
+# `hours`: a time-of-day window, `09:30-16:00` (seconds optional), maybe followed by its IANA zone
+HOURS = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?\s*-\s*(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s+(\S+))?$")
+QUARTER_HOUR_NS = 900 * 10**9  # every zone's clock changes on a quarter hour of UTC: one offset per quarter
+
+
+@dataclass(frozen=True)
+class Hours:
+    """A time-of-day window (`09:30-16:00 America/New_York`): from its start, included, to its end, excluded, on the
+    wall clock of its zone, summer time included (an end before the start spans midnight: `18:00-17:00`)."""
+
+    start_s: int
+    end_s: int
+    zone: str | None
+
+    @classmethod
+    def parse(cls, text: Any) -> Hours:
+        found = HOURS.match(text.strip()) if isinstance(text, str) else None
+        clock = [int(g or 0) for g in found.groups()[:6]] if found else []
+        if not found or clock[0] > 24 or clock[3] > 24 or max(clock[1], clock[2], clock[4], clock[5]) > 59:
+            raise ValueError(f"hours must be a time-of-day window START-END, maybe with its zone, e.g. "
+                             f"'09:30-16:00' or '09:30-16:00 America/New_York', got {text!r}")
+        start, end = (min(h * 3600 + m * 60 + sec, 86400) for h, m, sec in (clock[:3], clock[3:]))
+        if start == end:
+            raise ValueError(f"hours {text!r} is an empty window: its start is its end")
+        zone = found.group(7)
+        if zone is not None:
+            try:
+                ZoneInfo(zone)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"hours {text!r}: unknown time zone {zone!r}; use an IANA name like "
+                                 f"'America/New_York'") from None
+        return cls(start, end, zone)
+
+    def inside(self, zone: str) -> Callable[[int], bool]:
+        """Whether an epoch-ns time is inside the window on `zone`'s wall clock (this window's own zone first)."""
+        tz = ZoneInfo(self.zone or zone)
+        offsets: dict[int, int] = {}  # quarter hour since the epoch -> the zone's UTC offset then, in ns
+        start, end, day = self.start_s * 10**9, self.end_s * 10**9, 86400 * 10**9
+
+        def inside(ts: int) -> bool:
+            quarter = ts // QUARTER_HOUR_NS
+            if (offset := offsets.get(quarter)) is None:
+                moment = datetime.fromtimestamp(quarter * QUARTER_HOUR_NS / 1e9, tz)
+                offset = offsets[quarter] = int(moment.utcoffset().total_seconds()) * 10**9
+            clock = (ts + offset) % day
+            return start <= clock < end if start < end else clock >= start or clock < end
+
+        return inside
 
 
 @dataclass(frozen=True)
@@ -133,6 +184,7 @@ class ColumnMap:
     utc_offset: str | None = None
     price_offset: float | None = None
     decimal: str | None = None
+    hours: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
@@ -198,6 +250,8 @@ class ColumnMap:
                                  f"e.g. 10000), got {self.price_scale!r}")
             object.__setattr__(self, "price_scale", scale)
         object.__setattr__(self, "price_offset", checked_price_offset(self.price_offset))
+        if self.hours is not None:
+            Hours.parse(self.hours)
         if self.decimal not in (None, *DECIMALS):
             raise ValueError(f"decimal is a CSV's decimal separator, {' or '.join(DECIMALS)} (a word: inline "
                              f"--columns splits at commas), got {self.decimal!r}")
@@ -576,7 +630,7 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
     """The column map the command line (or the config's replay section) describes, in ColumnMap.from_dict form.
 
     `columns` is inline text (`ts=time,price=px`), a YAML file's path, or a dict; `preset_name` is the base it
-    overrides; `refinements` (names, ts_unit, tz, date, ts_format, price_offset; None = not given) override
+    overrides; `refinements` (names, ts_unit, tz, date, ts_format, price_offset, hours; None = not given) override
     both. None: nothing given,
     detect each file's layout. With `detect` (the command line), refinements alone refine each detected layout
     (`--tz Etc/GMT+5`); without it they need a map. The map is checked here, so a mistake is reported before any
@@ -595,7 +649,7 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
         checked = spec | given
         unit = "datetime"  # a unit a zone or a day refines (a day: of times of day as text too)
         # the time keys only (names are the file's own; columns are checked against each file's map)
-        timing = {k: v for k, v in checked.items() if k in (*REFINE_KEYS, "price_offset") and k != "names"}
+        timing = {k: v for k, v in checked.items() if k in (*REFINE_KEYS, "price_offset", "hours") and k != "names"}
         ColumnMap.from_dict({"ts": "ts", "ts_unit": unit, "price": "price", "size": "size"} | timing)
         return checked
     if not spec:

@@ -874,4 +874,5 @@ def describe_map(cmap: ColumnMap) -> str:
     signed = ["signed_size (negative: a sell)"] if cmap.signed_size else []
     offset = [f"utc_offset={cmap.utc_offset}"] if cmap.utc_offset else []
     decimal = [f"decimal={cmap.decimal}"] if cmap.decimal else []
-    return ", ".join([f"ts={cmap.ts}{unit}", *offset, stream, *fields, *signed, *scale, *keep, *decimal])
+    hours = [f"hours {cmap.hours}"] if cmap.hours else []
+    return ", ".join([f"ts={cmap.ts}{unit}", *offset, stream, *fields, *signed, *scale, *keep, *decimal, *hours])

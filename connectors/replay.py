@@ -56,6 +56,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     as_column_map,
     checked_price_offset,
     keep_check,
+    Hours,
     keep_key,
     preset,
     preset_variant,
@@ -483,6 +484,9 @@ class _FilePlan:
         bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
 
         footer = self.footer
+        hours = Hours.parse(cmap.hours) if cmap.hours else None
+        inside = hours.inside(cmap.tz or "UTC") if hours else None  # _table_plan refuses a window without a zone
+        clock_zone = ZoneInfo(hours.zone or cmap.tz or "UTC") if hours else None
 
         def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
             if footer is not None and row[-1] == footer[0]:
@@ -495,6 +499,10 @@ class _FilePlan:
             out = dict(fixed)
             if row[0] is not None:
                 out["ts"] = _scale(row[0], factor)
+                if inside is not None and type(out["ts"]) is int and not inside(out["ts"]):
+                    clock = datetime.fromtimestamp(out["ts"] // 10**9, clock_zone).strftime("%H:%M:%S")
+                    return InvalidTick("filtered_out", f"ts at {clock} {clock_zone.key} is outside the hours kept "
+                                                       f"({cmap.hours})")
             unread = False
             for i, key in pairs:
                 value = row[i]
@@ -679,6 +687,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         cmap = replace(cmap, stream=nfc)  # (a file name macOS wrote in NFD): the engine takes NFC names only
         notes.append(f"{path.name}: stream {nfc}: its name was {NFD_WRITTEN}; it replays in Unicode NFC, the one "
                      f"form the engine takes")
+    if cmap.hours is not None and Hours.parse(cmap.hours).zone is None and cmap.tz is None:
+        raise ValueError(f"{path}: hours {cmap.hours!r} are a wall clock's, and this file's times name no zone "
+                         f"(no tz): write the zone after the window, e.g. '{cmap.hours} America/New_York'")
     if dialect is not None and dialect.long_rows:
         notes.append(f"{path.name}: {len(dialect.long_rows)} row(s) with more fields than its {len(schema)} columns: "
                      f"each rejected as extra_fields (the first is named among the rejects), the others read")

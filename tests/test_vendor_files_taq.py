@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from connectors.column_map import map_from_options
 from connectors.replay import FileReplay
@@ -93,6 +94,33 @@ def test_cancels_and_corrections_by_reference_are_said_and_a_keep_leaves_them_ou
     assert any("keep: {orig_trade_id: [\"\"]}" in n for n in FileReplay(tmp_path / "refs.csv").notes)
     pl.read_csv(path).drop("action", "orig_trade_id").write_csv(tmp_path / "plain.csv")
     assert not any("by reference" in n for n in FileReplay(tmp_path / "plain.csv").notes)
+
+
+def test_hours_keep_regular_trading_hours_across_a_summer_time_change(tmp_path: Path) -> None:
+    # epoch ns (UTC): 13:45 UTC is 08:45 New York in March before the change (EST), 09:45 after it (EDT)
+    path = tmp_path / "quotes.csv"
+    path.write_text("sip_timestamp,ticker,bid_price,ask_price,bid_size,ask_size\n"
+                    "1709646300000000000,AAPL,170.0,170.02,1,1\n"     # 2024-03-05 13:45 UTC: 08:45 EST, out
+                    "1709649000000000000,AAPL,170.1,170.12,1,1\n"     # 2024-03-05 14:30 UTC: 09:30 EST, in
+                    "1709668800000000000,AAPL,170.2,170.22,1,1\n"     # 2024-03-05 20:00 UTC: 15:00 EST, in
+                    "1709672400000000000,AAPL,170.3,170.32,1,1\n"     # 2024-03-05 21:00 UTC: 16:00 EST, out
+                    "1710942300000000000,AAPL,171.0,171.02,1,1\n")    # 2024-03-20 13:45 UTC: 09:45 EDT, in
+    replay = FileReplay(path, columns=map_from_options(detect=True, hours="09:30-16:00 America/New_York"))
+    assert [t.bid for t in drain(replay)] == [170.1, 170.2, 171.0]
+    assert dict(replay.rejected) == {"filtered_out": 2}
+    assert "ts at 08:45:00 America/New_York is outside the hours kept (09:30-16:00 America/New_York)" in \
+        replay.rejected.examples["filtered_out"]
+    assert "hours 09:30-16:00 America/New_York" in replay.notes[0]
+    # a window without a zone takes the map's tz; with neither, it is refused before the run
+    with pytest.raises(ValueError, match="write the zone after the window"):
+        FileReplay(path, columns={"hours": "09:30-16:00"})
+    with pytest.raises(ValueError, match="hours must be a time-of-day window"):
+        map_from_options(detect=True, hours="9:30 to 16:00")
+    taq = tmp_path / "taq.csv"
+    taq.write_text(TAQ_HEADER + "20240305,08:00:00.0,Q,AAPL,,@,1,170.0,00,1\n"
+                                "20240305,09:30:00.0,Q,AAPL,,@,1,170.1,00,2\n")
+    assert [t.price for t in drain(FileReplay(taq, columns={"tz": "America/New_York", "hours": "09:30-16:00"}))] \
+        == [170.1]
 
 
 def test_sale_conditions_are_said_for_polygon_and_generic_columns(tmp_path: Path) -> None:

@@ -81,6 +81,10 @@ def _reading_options() -> argparse.ArgumentParser:
                        help="add X to every price, bid and ask read: an instrument that trades at zero or below (a "
                             "spread, a power market's negative hours) shifted above zero, as ticks must be; moves "
                             "keep their direction, their bps are of the shifted level")
+    group.add_argument("--hours", metavar="START-END[ ZONE]",
+                       help="keep the rows stamped inside this time-of-day window, e.g. '09:30-16:00 "
+                            "America/New_York' (regular US trading hours; summer time followed; the zone may be left "
+                            "out with --tz); the others are counted as filtered_out")
     group.add_argument("--streams", nargs="+", default=None, metavar="PATTERN",
                        help="read only these streams (names or fnmatch globs on the stream name as replay names "
                             "it, e.g. --streams NQM6 'ES*'); the other streams' ticks are counted as filtered_out, "
@@ -599,7 +603,7 @@ def _column_map(args: argparse.Namespace, config: Any = None) -> dict[str, Any] 
                             ts_unit=given(args.ts_unit, "ts_unit"),
                             tz=given(args.tz, "tz"), date=given(args.date, "date"),
                             ts_format=given(args.ts_format, "ts_format"),
-                            price_offset=getattr(args, "price_offset", None))
+                            price_offset=getattr(args, "price_offset", None), hours=getattr(args, "hours", None))
 
 
 def _replay_rejections(source: Any, sent: int) -> list[str]:
