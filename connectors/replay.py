@@ -1489,7 +1489,9 @@ class _Cursor:
     """One file's valid ticks in order, one chunk of `chunk_rows` rows in memory at a time. A tick before its
     stream's latest is rejected here as ts_backwards, as the engine would, but named by its row and the row that
     went ahead: a DBN file is read in its own order, never sorted, and one record stamped ahead of its
-    neighbours makes the stream's next ticks go back."""
+    neighbours makes the stream's next ticks go back. A rejected row is counted once the tick after it is
+    emitted (`advance`), so a run stopped early (--max-ticks) counts only the rows before its stop, not the rest
+    of the chunk read ahead."""
 
     def __init__(self, plan: Any, chunk_rows: int, rejects: RejectCounter,
                  selection: StreamSelection | None = None) -> None:
@@ -1498,12 +1500,26 @@ class _Cursor:
         self._batches = plan.batches(chunk_rows)
         self._rejects = rejects
         self._latest: dict[str, tuple[int, int]] = {}  # stream -> (ts, row) of its latest valid tick
+        # rejected rows not counted yet: (how many of the chunk's ticks come before it, reject, row)
+        self._pending: list[tuple[int, InvalidTick, int]] = []
         self.ticks: list[Tick] = []
         self.pos = 0
         self.fill()
 
+    def advance(self, pos: int) -> None:
+        """Ticks up to `pos` of the chunk are emitted: count the rejected rows before the last of them."""
+        self.pos = pos
+        due = 0
+        while due < len(self._pending) and self._pending[due][0] < pos:
+            _, err, row = self._pending[due]
+            self._rejects.add(err, self._plan, row)
+            due += 1
+        del self._pending[:due]
+
     def fill(self) -> bool:
-        """Load the next chunk holding at least one valid tick; False once the file is exhausted."""
+        """Load the next chunk holding at least one valid tick; False once the file is exhausted (its rejected
+        rows are then all counted). Rows rejected after the chunk's last tick wait for the next chunk's first."""
+        self._pending = [(0, err, row) for _, err, row in self._pending]
         for chunk in self._batches:
             ticks = []
             for row, wire in chunk:
@@ -1517,11 +1533,13 @@ class _Cursor:
                     self._in_order(tick, row)
                     ticks.append(tick)
                 except InvalidTick as err:
-                    self._rejects.add(err, self._plan, row)
+                    self._pending.append((len(ticks), err, row))
             if ticks:
                 self.ticks, self.pos = ticks, 0
                 return True
-        self.ticks, self.pos = [], 0
+        self.ticks = []
+        self.advance(1)  # read to its end, no tick after them: every row pending (each at 0) counts now
+        self.pos = 0
         return False
 
     def _select(self, stream: Any) -> None:
@@ -1951,7 +1969,7 @@ class FileReplay(Source):
             if j == start:  # the earliest tick is not due yet
                 break
             out.extend(ticks[start:j])
-            cur.pos = j
+            cur.advance(j)
             if j == len(ticks) and not cur.fill():
                 heapq.heappop(heap)
             else:

@@ -148,6 +148,18 @@ def test_a_keep_filter_shows_its_values_as_given(tmp_path: Path) -> None:
     assert "no trades" not in example  # an odd lot left out is a trade, just not one the filter keeps
 
 
+def test_a_run_stopped_early_counts_only_the_rejects_before_its_stop(tmp_path: Path) -> None:
+    path = tmp_path / "nbbo.csv"
+    rows = [f"20240305,09:30:{i // 100:02d}.{i % 100:02d}0000000,N,AAPL,,170.0,1,170.02,1,R\n" for i in range(300)]
+    rows[250] = "20240305,09:30:02.500000000,N,AAPL,,0,0,0,0,R\n"  # no bid, no offer: rejected, far past the stop
+    path.write_text("DATE,TIME_M,EX,SYM_ROOT,SYM_SUFFIX,BID,BIDSIZ,ASK,ASKSIZ,QU_COND\n" + "".join(rows))
+    replay = FileReplay(path, columns={"tz": "America/New_York"})
+    assert len(replay.next_batch(20)) == 20
+    assert dict(replay.rejected) == {}
+    assert len(replay.next_batch(1000)) == 279  # the other 299 - 20
+    assert dict(replay.rejected) == {"missing_field": 1}
+
+
 def test_a_slash_renamed_onto_a_name_the_file_writes_is_a_caution(tmp_path: Path) -> None:
     path = tmp_path / "names.csv"
     path.write_text("timestamp,symbol,price,size\n"
