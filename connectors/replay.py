@@ -293,7 +293,8 @@ def _stream_column(cmap: ColumnMap) -> pl.Expr:
         part = _contract_part(column)
         separator = "" if position == 0 else "." if normal_name(column) in SHARE_CLASS_NAMES else " "
         parts.append(pl.when(part != "").then(pl.lit(separator) + part))  # empty or null: null, skipped below
-    joined = pl.concat_str(parts, ignore_nulls=True).str.strip_chars_start(" .")  # a first part left out
+    joined = pl.concat_str(parts, ignore_nulls=True)
+    joined = pl.when(parts[0].is_null()).then(joined.str.slice(1)).otherwise(joined)  # no first part: no separator
     return pl.when(joined != "").then(joined)  # every part empty: no stream (missing_stream)
 
 
