@@ -22,7 +22,7 @@ import yaml
 
 from connectors.field_names import SIDE_WORDS
 from connectors.ticks import QUOTE, TRADE
-from engine.yaml_files import safe_load_unique
+from engine.yaml_files import safe_load_unique, yaml_error_line
 
 UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 TIME_OF_DAY = "seconds_after_midnight"  # decimal seconds of a wall-clock day; needs `date`
@@ -568,7 +568,7 @@ def load_map_file(path: Path) -> dict[str, Any]:
     try:
         raw = safe_load_unique(Path(path).read_text())
     except yaml.YAMLError as e:
-        raise ValueError(f"{path}: not valid YAML: {e}") from None
+        raise ValueError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
     except OSError as e:
         raise ValueError(f"{path}: cannot read the column map: {e.strerror}") from None
     if not isinstance(raw, Mapping):

@@ -105,7 +105,7 @@ from connectors.layout import (
 from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.stream_selection import NoStreamMatched, StreamSelection, shown
 from connectors.ticks import QUOTE, TRADE, TS_MAX, InvalidTick, Tick, one_sided_quote, validate
-from engine.yaml_files import safe_load_unique
+from engine.yaml_files import safe_load_unique, yaml_error_line
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
 
@@ -1718,7 +1718,7 @@ def replay_list(path: Path) -> list[dict[str, Any]]:
     except OSError as e:
         raise FileNotFoundError(f"replay list {path}: {e.strerror or e}") from None
     except yaml.YAMLError as e:
-        raise ValueError(f"replay list {path}: not valid YAML ({str(e).splitlines()[0]})") from None
+        raise ValueError(f"replay list {path}: not valid YAML ({yaml_error_line(e)})") from None
     if not isinstance(data, dict) or set(data) != {"replay"} or not isinstance(data["replay"], list) \
             or not data["replay"]:
         keys = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__

@@ -18,6 +18,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         first: dict[Any, int] = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: its keys may be overridden after it
+                continue
             key = self.construct_object(key_node, deep=True)
             try:
                 line = first.setdefault(key, key_node.start_mark.line + 1)
@@ -33,3 +35,11 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def safe_load_unique(text: str) -> Any:
     """``yaml.safe_load(text)``, refusing duplicate keys (yaml.YAMLError naming both lines)."""
     return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
+
+
+def yaml_error_line(error: yaml.YAMLError) -> str:
+    """A YAML error in one line: the problem and where (PyYAML's own text spans several, quoting the source)."""
+    mark = getattr(error, "problem_mark", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    problem = getattr(error, "problem", None) or " ".join(str(error).split())
+    return f"{problem}{where}"

@@ -599,3 +599,18 @@ def test_a_stream_asked_for_with_a_slash_is_pointed_to_the_name_replay_gave_it(c
         code, _, err = run(capsys, "subscribe", "dir/EUR/USD/", "_heartbeat/", "--count", "1", "--endpoint",
                            server.endpoints["answers"])
         assert code == 0 and "'dir/EUR/USD/' names stream 'EUR/USD'" in err and "subscribe to 'dir/EUR-USD/'" in err
+
+
+def test_client_commands_take_a_stream_name_in_nfc() -> None:
+    """A name pasted from a macOS file name (NFD) names the stream that prints alike (the engine takes NFC)."""
+    import unicodedata
+
+    from engine.service.cli import build_parser
+
+    nfd = unicodedata.normalize("NFD", "Société")
+    assert nfd != "Société"
+    parser = build_parser()
+    assert parser.parse_args(["ask", nfd, "dir20"]).stream == "Société"
+    assert parser.parse_args(["get", nfd, "dir20"]).stream == "Société"
+    assert parser.parse_args(["streams", nfd]).names == ["Société"]
+    assert parser.parse_args(["subscribe", f"dir20/{nfd}/"]).topics == ["dir20/Société/"]

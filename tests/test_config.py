@@ -117,8 +117,15 @@ def test_a_section_or_key_given_twice_is_refused_not_merged(tmp_path) -> None:
         ServiceConfig.load(path)
     columns = tmp_path / "map.yaml"
     columns.write_text("ts: time\nprice: px\nprice: last\n")
-    with pytest.raises(ValueError, match="duplicate key 'price'"):
+    with pytest.raises(ValueError, match=r"duplicate key 'price' \(first at line 2\).*\(line 3, column 1\)$") as e:
         load_map_file(columns)
+    assert "\n" not in str(e.value)  # one line, not PyYAML's quoting of the source
+    # merge keys still work, and a key after one overrides what it merged (YAML's rule, not a duplicate)
+    path.write_text("defaults: &d {heartbeat_s: 3, max_lag_s: 2}\nlimits:\n  <<: *d\n  max_lag_s: 1\n")
+    with pytest.raises(ConfigError, match="unknown"):  # (`defaults` is no section: the merge itself was read)
+        ServiceConfig.load(path)
+    path.write_text("limits: {<<: {heartbeat_s: 3, max_lag_s: 2}, max_lag_s: 1}\n")
+    assert (ServiceConfig.load(path).limits.heartbeat_s, ServiceConfig.load(path).limits.max_lag_s) == (3, 1)
 
 
 def test_a_data_directory_that_cannot_be_one_is_named(tmp_path) -> None:

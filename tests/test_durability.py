@@ -1155,3 +1155,16 @@ def test_a_subscriber_starts_over_when_the_services_seqs_do(checkpoint, tmp_path
                 receive_until_quiet(resumed, from_saved, quiet_s=0.5)
     assert live.epoch == resumed.epoch == second.epoch and live.epochs_seen == resumed.epochs_seen == 1
     assert after == from_saved == {topic: [1, 2] for topic in got}
+
+
+def test_a_removed_tick_log_stays_a_problem_until_a_restart(checkpoint, tmp_path) -> None:
+    """`health` read the problem off the last refusal's time: 10 s after it, with no tick since, a service that
+    would refuse every tick until restarted said serving again. A latched log stays the problem."""
+    live = TickPipeline(config(checkpoint, tmp_path / "data"))
+    feed_in_steps(live, SyntheticMarket(SyntheticConfig(seed=5)).next_batch(14))
+    assert live.data.problem is None
+    shutil.rmtree(tmp_path / "data")
+    live.data.check()  # the heartbeat's check
+    assert "until the service restarts" in live.data.problem
+    live.data._refused = None  # (as if the last refusal were long ago)
+    assert "no tick is accepted until the service restarts" in live.data.problem

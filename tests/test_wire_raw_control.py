@@ -172,6 +172,11 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
                              "directly (kind choice)"
     assert set(direct["answer"]["value"]["probs"]) == {"down", "flat", "up"}
     assert "expected" in ctl.ok("ask", stream=s, query="move_bps_50", kind="expectation")["answer"]["value"]
+    # a kind is checked whichever way the ask goes, and said when it does not apply
+    assert "takes kind 'choice' or 'expectation'" in ctl("ask", stream=s, query="move", kind="bogus")["error"]
+    ignored = ctl.ok("ask", stream=s, query="move", kind="choice")
+    assert "expected" in ignored["answer"]["value"] and ignored["note"].startswith("kind 'choice' ignored: 'move'")
+    assert "note" not in ctl.ok("ask", stream=s, query="move", kind="expectation")
     surprise = ctl.ok("ask", stream=s, query="surp")
     assert surprise["cached"] is True and set(surprise["answer"]["value"]) == {"nll"}
     adhoc = ctl.ok("ask", stream=s, spec={"name": "adhoc", "question": "regime", "kind": "choice"})

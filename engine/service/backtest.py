@@ -345,7 +345,7 @@ def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, cons
         for tick in replay.next_batch(want):
             if batch_ends is None or tick.ts >= batch_ends:  # event-time batch boundary: a tick group ends here
                 answers += pipeline.end_group() if chunked else pipeline.run_until_idle()
-                stopping = stop()
+                stopping = batch_ends is not None and stop()  # (the first tick ends no batch: none to stop after)
                 if stopping or consumed >= next_flush:
                     # a checkpoint holds every answer before `consumed`, so the engine runs until idle for it; at
                     # a fixed tick grid, whether or not the wall clock makes a checkpoint there, so which ticks

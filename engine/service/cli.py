@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any, Callable
 
@@ -160,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(run=cmd_feed)
 
     p = sub.add_parser("subscribe", help="print answers as they are published", parents=[keys, clients])
-    p.add_argument("topics", nargs="*", default=[""], help="topic prefixes, e.g. dir20/ or dir20/BTCUSDT/")
+    p.add_argument("topics", nargs="*", default=[""], type=stream_name,
+                   help="topic prefixes, e.g. dir20/ or dir20/BTCUSDT/")
     p.add_argument("--endpoint", "--answers", dest="endpoint", default=None,  # --answers: as `feed` names it
                    help=f"the engine's answers endpoint (default: the --config file's, else {DEFAULT_ANSWERS})")
     p.add_argument("--json", action="store_true", help="JSON lines (default: a live table on a terminal, "
@@ -184,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("get", help="the cached answer of a query on a stream (computes nothing)",
                        parents=[keys, clients, control_op])
-    p.add_argument("stream")
+    p.add_argument("stream", type=stream_name)
     p.add_argument("query")
     p.set_defaults(run=cmd_get)
 
@@ -202,9 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ask", help="ask a registered query (or a question of the model, e.g. direction_5) on a "
                        "stream now", parents=[keys, clients, control_op])
-    p.add_argument("stream")
+    p.add_argument("stream", type=stream_name)
     p.add_argument("query", help="a registered query's name, or a question of the model's own (direction_5, ...)")
-    p.add_argument("--kind", choices=("choice", "expectation"), default="choice",
+    p.add_argument("--kind", choices=("choice", "expectation"), default=None,
                    help="how a question of the model's own is asked when no query is registered by that name "
                         "(default choice)")
     p.add_argument("--max-stale", type=int, default=None, help="accept a cached answer up to N ticks old")
@@ -221,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("streams", help="each stream's last accepted tick (ts, count): where a feed resumes after "
                        "a restart", parents=[keys, clients, control_op])
-    p.add_argument("names", nargs="*", help="stream names (default: every stream)")
+    p.add_argument("names", nargs="*", type=stream_name, help="stream names (default: every stream)")
     p.set_defaults(run=cmd_streams)
 
     p = sub.add_parser("health", help="is the service up: status, uptime, streams, model",
@@ -611,6 +613,12 @@ def _replay_rejections(source: Any, sent: int) -> list[str]:
 
     rejected = getattr(source, "rejected", None)
     return rejected_lines(dict(rejected), rejected.examples, sent) if rejected else []
+
+
+def stream_name(text: str) -> str:
+    """A stream name (or topic) typed at the command line, in Unicode NFC, the one form the engine takes: a name
+    pasted from a macOS file name (NFD) names the stream that prints alike."""
+    return unicodedata.normalize("NFC", text)
 
 
 def _answers_for(args: argparse.Namespace) -> str | None:

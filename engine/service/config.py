@@ -21,7 +21,7 @@ from connectors.column_map import map_from_options
 from connectors.feed import check_endpoint
 from connectors.stream_selection import StreamSelection
 from engine.settings import WEIGHT_FORMATS, CacheSpec, SchedulerConfig
-from engine.yaml_files import safe_load_unique
+from engine.yaml_files import safe_load_unique, yaml_error_line
 
 DTYPES = ("float32", "bfloat16", "float16")  # torch dtypes by name (getattr(torch, name)): no torch import here
 
@@ -388,10 +388,7 @@ class ServiceConfig:
         try:
             raw = safe_load_unique(Path(path).read_text())
         except yaml.YAMLError as e:  # one line: the problem and where
-            mark = getattr(e, "problem_mark", None)
-            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-            problem = getattr(e, "problem", None) or " ".join(str(e).split())
-            raise ConfigError(f"{path}: not valid YAML: {problem}{where}") from None
+            raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
         except OSError as e:
             raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
         config = cls.from_dict(raw, str(path))

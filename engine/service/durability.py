@@ -257,6 +257,9 @@ class DataDir:
     @property
     def problem(self) -> str | None:
         """Why ticks are refused now (the logs cannot be written: `health` says degraded), or None."""
+        latched = self.log.latched or self.answers.log.latched
+        if latched is not None:
+            return f"{latched}: no tick is accepted until the service restarts"
         if self.answers.failing:
             return f"the answer log cannot be written ({self.answers.stats()['unlogged']} answers wait); ticks refused"
         if self._refused is not None and time.monotonic() - self._refused[0] < REFUSAL_NOTE_S:

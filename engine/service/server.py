@@ -592,10 +592,16 @@ class Server:
         if "query" in request and "spec" in request:
             raise ControlError("op 'ask' takes 'query' (a registered query's name) or 'spec' (a query mapping), not both")
         note: dict[str, str] = {}  # said beside the answer when the name was not a registered query's
+        kind = request.get("kind")
+        if kind is not None and kind not in ("choice", "expectation"):  # checked whichever way the ask goes
+            raise ControlError(f"op 'ask' takes kind 'choice' or 'expectation' (how a question of the model's "
+                               f"own is asked), got {wire_value(kind)}")
         if "query" in request:
             spec = self._registered_or_question(_field(request, "query", str), request.get("kind"), note)
         elif "spec" in request:
             spec = QuerySpec.from_dict({"streams": ["*"], **_field(request, "spec", dict)})  # the ask names it
+            if kind is not None and kind != spec.kind:
+                note["note"] = f"kind {kind!r} ignored: the spec says its own ({spec.kind})"
         else:
             raise ControlError("op 'ask' needs 'query' (a registered query's name) or 'spec' (a query mapping)")
         if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
@@ -639,6 +645,8 @@ class Server:
         registry = self.pipeline.registry
         spec = registry.current(name)
         if spec is not None:
+            if kind is not None and kind != spec.kind:
+                note["note"] = f"kind {kind!r} ignored: {name!r} is a registered query, asked as it stands ({spec.kind})"
             return spec
         questions = registry.questions or {}  # (a text model's questions are free text: none by name)
         if name not in questions:

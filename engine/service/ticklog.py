@@ -189,6 +189,11 @@ class TickLog:
         return number
 
     @property
+    def latched(self) -> str | None:
+        """Why every append is refused until a restart (a deleted file, a failed fsync), or None."""
+        return None if self._sync_error is None else f"{self.name} {self._path}: {self._sync_error}"
+
+    @property
     def _refused(self) -> str:
         """What a latched failure means for this log's writers."""
         if self.prefix == "answers":
