@@ -44,7 +44,8 @@ from queries.yaml_loader import load_queries
 
 BEHIND_WARNING_EVERY_S = 10.0
 MAX_NAMED_EXPIRED = 5  # streams named in the log line of those expired at one heartbeat
-DROPPED_WHEN_BEHIND = {"shed": "ticks refused as overloaded", "conflate": "quotes dropped for a newer one of their stream"}
+DROPPED_WHEN_BEHIND = {"shed": "ticks refused as overloaded",
+                       "conflate": "quotes dropped for a newer one of their stream"}
 THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see Server._watch_kv_thrash)
 THRASH_MIN_CELLS = 10_000  # fewer KV cells evicted than this in a window is never thrash
 THRASH_WARNING_EVERY_S = 60.0
@@ -646,7 +647,8 @@ class Server:
         spec = registry.current(name)
         if spec is not None:
             if kind is not None and kind != spec.kind:
-                note["note"] = f"kind {kind!r} ignored: {name!r} is a registered query, asked as it stands ({spec.kind})"
+                note["note"] = (f"kind {kind!r} ignored: {name!r} is a registered query, asked as it stands "
+                                f"({spec.kind})")
             return spec
         questions = registry.questions or {}  # (a text model's questions are free text: none by name)
         if name not in questions:
