@@ -22,13 +22,14 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 continue
             key = self.construct_object(key_node, deep=True)
             try:
-                line = first.setdefault(key, key_node.start_mark.line + 1)
+                line = first.get(key)
             except TypeError:  # an unhashable key: the base class says so
                 break
-            if line != key_node.start_mark.line + 1:
+            if line is not None:  # (by key, not line: `{a: 1, a: 2}` is on one)
                 raise yaml.constructor.ConstructorError(
                     None, None, f"found duplicate key {key!r} (first at line {line}); the last would win silently",
                     key_node.start_mark)
+            first[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
 
 

@@ -158,6 +158,12 @@ class AnswerLog:
             print(f"flashtick: answer log: {error}: {len(self._unlogged)} answers wait to be logged (published, "
                   f"kept in memory); new ticks are refused (log_unavailable) until the log takes them",
                   file=sys.stderr, flush=True)
+
+    @property
+    def unlogged(self) -> int:
+        """Answers published that wait to be logged."""
+        return len(self._unlogged)
+
     def _checkpoint(self, next_record: int) -> None:
         """Everything the records before ``next_record`` say, in one file replaced atomically."""
         state = {"covers": next_record, "seqs": self.cache.seqs(),
@@ -204,7 +210,7 @@ class AnswerLog:
         return count
 
     def stats(self) -> dict[str, Any]:
-        return {"appended": self.log.stats.appended, "errors": self.errors, "unlogged": len(self._unlogged),
+        return {"appended": self.log.stats.appended, "errors": self.errors, "unlogged": self.unlogged,
                 "fsyncs": self.log.stats.fsyncs,
                 "segments_dropped": self.log.stats.segments_dropped,
                 "torn_tails": self.log.stats.torn_tails + self.read_stats.torn_tails,

@@ -241,7 +241,7 @@ class DataDir:
         """Log one accepted item; raises ticklog.LogWriteError (nothing logged) when the disk refuses, or while
         the answer log holds answers it could not write (their ticks' answers would go unlogged too)."""
         if self.answers.failing:
-            self._say_refused(f"the answer log cannot be written ({self.answers.stats()['unlogged']} answers wait)")
+            self._say_refused(f"the answer log cannot be written ({self.answers.unlogged} answers wait)")
             raise LogWriteError(f"the answer log of {self.root} cannot be written (is the disk full?); ticks are "
                                 f"refused until it can")
         record = item.to_record()
@@ -261,14 +261,14 @@ class DataDir:
         if latched is not None:
             return f"{latched}: no tick is accepted until the service restarts"
         if self.answers.failing:
-            return f"the answer log cannot be written ({self.answers.stats()['unlogged']} answers wait); ticks refused"
+            return f"the answer log cannot be written ({self.answers.unlogged} answers wait); ticks refused"
         if self._refused is not None and time.monotonic() - self._refused[0] < REFUSAL_NOTE_S:
             return f"ticks refused (log_unavailable) in the last {REFUSAL_NOTE_S:g} s: {self._refused[1]}"
         return None
 
     def _say_refused(self, why: str) -> None:
-        self._refused = (time.monotonic(), why)
         now = time.monotonic()
+        self._refused = (now, why)
         if now - self._refusal_said_at >= REFUSAL_NOTE_S:
             self._refusal_said_at = now
             print(f"flashtick: ticks refused (log_unavailable): {why}", file=sys.stderr, flush=True)
@@ -500,6 +500,13 @@ def restart_owes(cache: AnswerCache, marks: RegistrationMarks, changed: set[str]
         return ticks > (floor if floor is not None else marks.start(spec.name, stream))
 
     return owes
+
+
+def answers_owed(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, changed: set[str],
+                 tail: Iterable[EncodedTick | None]) -> int:
+    """How many answers a restart's ``tail`` owes, from the answer log's points (``cache``) and the registration
+    marks: answers_owed_in_tail with restart_owes, as both pipelines count them."""
+    return answers_owed_in_tail(registry, tail, answered_points(cache), restart_owes(cache, marks, changed))
 
 
 def answers_owed_in_tail(registry: Registry, tail: Iterable[EncodedTick | None],

@@ -43,7 +43,7 @@ from engine.service.adaptation import AnswerAdaptation
 from engine.service.features import read_head
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
-from engine.service.durability import (DataDir, RegistrationMarks, answer_tail, answered_points, answers_owed_in_tail,
+from engine.service.durability import (DataDir, RegistrationMarks, answer_tail, answered_points, answers_owed,
                                        owed_jobs, register_changed, restart_owes, steps_while_full)
 from engine.service.live_scores import LiveScores
 from engine.service.ticklog import LogWriteError
@@ -363,8 +363,7 @@ class TickPipeline:
                   then: str) -> int:
         """Says, when the tail owes answers, how many and on how many ticks; returns how many. A tail that owes none
         (a clean stop: its ticks came after each stream's last answer and fired no query) is computed unsaid."""
-        owed = answers_owed_in_tail(self.registry, tail, answered_points(self.cache),
-                                    restart_owes(self.cache, self.marks, changed))
+        owed = answers_owed(self.registry, self.cache, self.marks, changed, tail)
         if owed:
             print(f"flashtick: {lead}{counted(owed, 'answer')} due on {counted(sum(i.ticks for i in items), 'tick')} "
                   f"of {counted(len({i.stream for i in items}), 'stream')} accepted but not yet answered when the "

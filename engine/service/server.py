@@ -598,7 +598,7 @@ class Server:
             raise ControlError(f"op 'ask' takes kind 'choice' or 'expectation' (how a question of the model's "
                                f"own is asked), got {wire_value(kind)}")
         if "query" in request:
-            spec = self._registered_or_question(_field(request, "query", str), request.get("kind"), note)
+            spec = self._registered_or_question(_field(request, "query", str), kind, note)
         elif "spec" in request:
             spec = QuerySpec.from_dict({"streams": ["*"], **_field(request, "spec", dict)})  # the ask names it
             if kind is not None and kind != spec.kind:
@@ -642,7 +642,8 @@ class Server:
     def _registered_or_question(self, name: str, kind: Any, note: dict[str, str]) -> QuerySpec:
         """The query registered as ``name``; else, when the model's codec has a question of that name
         (direction_5), that question asked as it is (``kind``: choice, the default, or expectation), said in
-        ``note``; else the error of a name not registered, saying it is no question either."""
+        ``note``; else the error of a name not registered, saying it is no question either (``kind`` checked by
+        _op_ask)."""
         registry = self.pipeline.registry
         spec = registry.current(name)
         if spec is not None:
@@ -658,10 +659,7 @@ class Server:
                 either = (f"; and {excerpt(name)} is not a question of this model's codec either (its questions: "
                           f"{', '.join(sorted(questions)[:20])})") if questions else ""
                 raise ControlError(f"{e}{either}") from None
-        kind = "choice" if kind is None else kind
-        if kind not in ("choice", "expectation"):
-            raise ControlError(f"op 'ask' takes kind 'choice' or 'expectation' (how a question of the model's "
-                               f"own is asked), got {wire_value(kind)}")
+        kind = "choice" if kind is None else kind  # (checked by _op_ask)
         if kind == "expectation" and not questions[name].values:
             raise ControlError(f"no query is registered as {name!r}, and the model's question {name!r} has no values "
                                f"to take an expectation over: ask it as kind 'choice', or register a query with its "

@@ -41,8 +41,7 @@ from engine.jobs import JobOutcome
 from engine.scheduler import StepReport, UnknownStream
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
-from engine.service.durability import (DataDir, RegistrationMarks, answered_points, answers_owed_in_tail,
-                                       register_changed, restart_owes)
+from engine.service.durability import DataDir, RegistrationMarks, answered_points, answers_owed, register_changed
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
 from engine.service.pipeline import (
@@ -142,8 +141,7 @@ class ShardedPipeline:
         for item in owed:  # accepted before the stop: seen here as the live run saw them
             self.adaptation.accepted(item)
             self.scores.accepted(item)
-        answers = answers_owed_in_tail(self.registry, tail, answered_points(self.cache),
-                                       restart_owes(self.cache, self.marks, set(changed))) if owed else 0
+        answers = answers_owed(self.registry, self.cache, self.marks, set(changed), tail) if owed else 0
         if answers:  # a clean stop's tail (ticks after each stream's last answer that fired no query) owes none
             print(f"flashtick: computing what was owed: {counted(answers, 'answer')} due on "
                   f"{counted(sum(item.ticks for item in owed), 'tick')} of "
