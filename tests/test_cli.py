@@ -442,8 +442,16 @@ def test_an_unknown_option_shows_the_usage_of_its_subcommand(capsys) -> None:
         err = capsys.readouterr().err
         assert exited.value.code == 2 and err.startswith(usage), err
         assert "error: unrecognized arguments: --bogus" in err, err
-    # subscribe's answers endpoint is --answers too, as `feed` names it
-    assert main(["subscribe", "--answers", "tcp://127.0.0.1:9", "--count", "0"]) == 0
+    # subscribe's answers endpoint is --answers too, as `feed` names it; a count of nothing is no run to do (`feed
+    # replay --ticks 0` said "the files hold no ticks")
+    for argv, option in ((["subscribe", "--answers", "tcp://127.0.0.1:9", "--count", "0"], "--count"),
+                         (["feed", "replay", "x.csv", "--ticks", "0"], "--ticks"),
+                         (["feed", "synthetic", "--ticks", "-2"], "--ticks"),
+                         (["backtest", "x.csv", "--max-ticks", "0"], "--max-ticks")):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exited.value.code == 2 and f"error: argument {option}: must be a whole number >= 1, got" in err, err
 
 
 def test_subscribe_to_nothing_says_so_instead_of_waiting_in_silence(tmp_path) -> None:

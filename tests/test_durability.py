@@ -309,7 +309,7 @@ def test_a_served_restart_says_it_is_catching_up_not_that_it_is_behind(checkpoin
     assert "flashtick: caught up after the restart\n" in err
 
 
-def test_a_restart_does_not_bring_back_streams_the_live_run_expired(checkpoint, tmp_path) -> None:
+def test_a_restart_does_not_bring_back_streams_the_live_run_expired(checkpoint, tmp_path, capsys) -> None:
     """An idle stream the live run expired is forgotten at that point of the tick log too: a restart neither
     rebuilds it from its old ticks (holding KV for an hour more) nor publishes an owed answer for it, and a
     stream that came back after its expiry is rebuilt as the new session it is."""
@@ -323,6 +323,11 @@ def test_a_restart_does_not_bring_back_streams_the_live_run_expired(checkpoint, 
     time.sleep(0.3)
     expired = live.expire_idle()
     assert len(expired) == 4
+    capsys.readouterr()
+    every_stream_expired = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "expired")))
+    assert every_stream_expired.engine.scheduler.streams == {} and every_stream_expired.recovered == []
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("flashtick: recovered ")]
+    assert said and "(no stream is held: each logged stream expired for idleness" in said[0], said  # not "of 0"
     back = [t for t in ticks[80:] if t.stream == expired[0]][:5]  # one stream comes back: a new session
     feed_in_steps(live, back)
     assert sorted(live.engine.scheduler.streams) == [expired[0]] and sessions(live)[expired[0]][1] == 5

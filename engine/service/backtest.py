@@ -108,7 +108,10 @@ class BacktestReport:
                    f"{self.test_from:g}; 'in slice' counts them); every answer is in the file"]
                   if self.test_from is not None else [])
         answers = "answers" if self.test_from is None else "in slice"
-        lines = [f"replayed {self.ticks} ticks ({sum(self.rejected.values())} rejected{resumed}), "
+        left_out = self.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
+        skipped = f"{sum(self.rejected.values()) - left_out} rejected" + (
+            f", {left_out} left out by a filter" if left_out else "")
+        lines = [f"replayed {self.ticks} ticks ({skipped}{resumed}), "
                  f"{self.answers} answers -> {self.out}",
                  *rejected_lines(self.rejected, self.rejected_examples, self.ticks),
                  *scored,
@@ -188,7 +191,8 @@ def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted:
     as a run that worked (FIX's sell side 2 read as no side rejected 39% of a futures file, every sell). The share
     is of ticks (accepted and rejected), not rows: a row with a trade and the quote it met (a bar file's close
     beside its bid and ask) is two ticks, each accepted or rejected on its own."""
-    lines = [f"  rejected {reason}: {count}" + (f" (first: {examples[reason]})" if reason in examples else "")
+    lines = [f"  {'left out' if reason == 'filtered_out' else 'rejected'} {reason}: {count}"
+             + (f" (first: {examples[reason]})" if reason in examples else "")
              for reason, count in sorted(rejected.items(), key=lambda kv: (-kv[1], kv[0]))]
     total = (accepted or 0) + sum(rejected.values())
     by_count = sorted(rejected.items(), key=lambda kv: -kv[1])

@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "default ingest one; '' to skip: a restart then ends the feed with an error)")
     f = feed_sub.add_parser("synthetic", help="the seeded synthetic market", parents=[keys, clients, feeding])
     f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--ticks", type=int, default=None, help="stop after N ticks (default: endless)")
+    f.add_argument("--ticks", type=_count, default=None, help="stop after N ticks (default: endless)")
     f.add_argument("--rate", type=float, default=1000.0, help="ticks per second (default 1000)")
     f.add_argument("--start-ts", type=int, default=None,
                    help="event time of the first tick, ns since the epoch (default: now)")
@@ -153,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
     f.add_argument("--speed", type=float, default=None, help="real time x N (default: as fast as possible)")
     f.add_argument("--rate", type=float, default=None, help="cap in ticks per second")
-    f.add_argument("--ticks", type=int, default=None, help="stop after sending N ticks (default: every tick of the files)")
+    f.add_argument("--ticks", type=_count, default=None, help="stop after sending N ticks (default: every tick of the files)")
     f.add_argument("--batch-ms", type=float, default=None,
                    help="send each event-time batch of MS milliseconds as one message, cut as `backtest --batch-ms` "
                         "cuts them, so the live run answers at the ticks a backtest of the files answers at "
@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"the engine's answers endpoint (default: the --config file's, else {DEFAULT_ANSWERS})")
     p.add_argument("--json", action="store_true", help="JSON lines (default: a live table on a terminal, "
                    "else one line per message)")
-    p.add_argument("--count", type=int, default=None, help="exit after N messages")
+    p.add_argument("--count", type=_count, default=None, help="exit after N messages")
     p.set_defaults(run=cmd_subscribe)
 
     p = sub.add_parser("register", help="register (or replace) queries from a YAML file",
@@ -246,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", type=Path, metavar="DIR", help="checkpoint directory (overrides the config's model.path)")
     p.add_argument("--test-from", type=float, default=None, metavar="FRACTION", help="score only the answers after "
                    "this fraction of each stream's ticks, e.g. 0.7 (every answer is still written)")
-    p.add_argument("--max-ticks", type=int, default=None, help="stop after N ticks")
+    p.add_argument("--max-ticks", type=_count, default=None, help="stop after N ticks")
     p.add_argument("--resume", action="store_true", help="continue an interrupted backtest of the same files, "
                    "queries and options from its last checkpoint (OUT.parts/)")
     p.add_argument("--checkpoint-s", type=float, default=None, help="wall seconds between answer checkpoints "
@@ -280,6 +280,17 @@ def _positive(text: str) -> float:
         value = math.nan
     if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    """An argparse type: a whole number >= 1 (a usage error, exit 2, otherwise): `--ticks 0` is no run to do."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
     return value
 
 

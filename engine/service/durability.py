@@ -329,8 +329,12 @@ class DataDir:
         self.rebuild_forwards = rebuild_forwards
         self.recovery_s = time.perf_counter() - self._replay_started
         if self.recovered_ticks:
-            print(f"flashtick: recovered {counted(self.recovered_ticks, 'tick')} of {counted(streams, 'stream')} "
-                  f"from {self.log.directory} in {self.recovery_s:.1f} s", file=sys.stderr, flush=True)
+            # every logged stream may have expired for idleness since: then none is held, and "of 0 streams" reads
+            # like a failed recovery
+            held = (f"of {counted(streams, 'stream')}" if streams else
+                    "(no stream is held: each logged stream expired for idleness, its next ticks start a new session)")
+            print(f"flashtick: recovered {counted(self.recovered_ticks, 'tick')} {held} from {self.log.directory} "
+                  f"in {self.recovery_s:.1f} s", file=sys.stderr, flush=True)
 
     def read_items(self, streams: set[str], upto: int, encoders: StreamEncoders, target: ReplayTarget,
                    answered: dict[str, tuple[int, int]] | None = None) -> list[EncodedTick | None]:
