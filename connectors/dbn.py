@@ -26,10 +26,12 @@ imported when a DBN file is opened, so the base install imports this module.
 from __future__ import annotations
 
 import heapq
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Iterator
+from zoneinfo import ZoneInfo
 
+from connectors.column_map import Hours
 from connectors.ticks import QUOTE, TRADE, InvalidTick
 
 PRICE_SCALE = 1e9  # DBN prices are int64 in units of 1e-9
@@ -200,8 +202,8 @@ class DbnPlan:
 
     sorted_on_read = False
 
-    def __init__(self, path: Path, price_offset: float | None = None) -> None:
-        self.path, self.price_offset = path, price_offset
+    def __init__(self, path: Path, price_offset: float | None = None, hours: str | None = None) -> None:
+        self.path, self.price_offset, self.hours = path, price_offset, hours
         dbn = _dbn()
         metadata = _read_metadata(dbn, path)
         self.schema = str(metadata.schema.value) if metadata.schema is not None else None
@@ -212,7 +214,8 @@ class DbnPlan:
 
     def describe(self) -> dict[str, Any]:
         offset = {} if self.price_offset is None else {"price_offset": self.price_offset}
-        return {"format": "dbn", "schema": self.schema, **offset}
+        hours = {} if self.hours is None else {"hours": self.hours}
+        return {"format": "dbn", "schema": self.schema, **offset, **hours}
 
     def row_count(self) -> None:
         return None  # unknown without decoding the whole (often compressed) file
@@ -242,6 +245,9 @@ class DbnPlan:
         decoder = _decoder(dbn, self.path)
         symbols = Symbology(self.mappings)
         reducer = BookReducer(rebuild=self.schema == "mbo", scale=PRICE_SCALE, offset=self.price_offset or 0.0)
+        window = Hours.parse(self.hours) if self.hours is not None else None
+        inside = window.inside("UTC") if window is not None else None  # DBN times are UTC: a bare window is UTC's
+        clock_zone = ZoneInfo(window.zone or "UTC") if window is not None else None
         number = -1  # record number in the file, metadata excluded
         with open(self.path, "rb") as f:
             while block := f.read(max(MIN_READ_BYTES, chunk_rows * 64)):
@@ -264,6 +270,11 @@ class DbnPlan:
                     tick = reducer.record(record.instrument_id, stream, record.ts_recv, str(record.action),
                                           AGGRESSOR.get(str(record.side)), record.price, record.size,
                                           bool(record.flags & F_LAST), getattr(record, "order_id", None), top)
+                    if tick is not None and inside is not None and not inside(record.ts_recv):
+                        # after the reducer: the book outside the window still builds the top seen inside it
+                        clock = datetime.fromtimestamp(record.ts_recv // 10**9, clock_zone).strftime("%H:%M:%S")
+                        tick = InvalidTick("filtered_out", f"ts at {clock} {clock_zone.key} is outside the hours "
+                                                           f"kept ({self.hours})")
                     if tick is not None:
                         out.append((number, tick))
                 if out:

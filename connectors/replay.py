@@ -620,7 +620,7 @@ def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     if _is_dbn(path):  # an order-by-order feed, reduced to trades and top of book
         from connectors.dbn import DbnPlan
 
-        return DbnPlan(path, _dbn_price_offset(path, cmap, explicit))
+        return DbnPlan(path, *_dbn_keys(path, cmap, explicit))
     try:
         return _table_plan(path, cmap, own_map=explicit)
     except (pl.exceptions.PolarsError, ValueError) as e:
@@ -652,15 +652,21 @@ def _without_tz(path: Path, cmap: ColumnMap | Refine | None, refused: Exception)
     return replace(plan, notes=(said, *plan.notes))
 
 
-def _dbn_price_offset(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> float | None:
-    """A DBN file's layout is fixed: of a column map it takes price_offset alone (a calendar spread's prices
-    below zero). The map for every file keeps its other keys for the tabular files; the file's own is refused
-    for them."""
+DBN_KEYS = ("price_offset", "hours")  # what a DBN file takes of a column map: its layout is fixed
+
+
+def _dbn_keys(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> tuple[float | None, str | None]:
+    """A DBN file's layout is fixed: of a column map it takes price_offset (a calendar spread's prices below zero)
+    and hours (a session's window: its times are UTC, so a window without a zone is UTC's). The map for every file
+    keeps its other keys for the tabular files; the file's own is refused for them."""
     keys = cmap.keys if isinstance(cmap, Refine) else cmap.to_dict() if cmap is not None else {}
-    if explicit and (others := sorted(set(keys) - {"price_offset"})):
-        raise ValueError(f"{path}: a DBN file has a fixed layout: of a column map it takes price_offset alone, got "
-                         f"{', '.join(others)}")
-    return checked_price_offset(keys.get("price_offset"))
+    if explicit and (others := sorted(set(keys) - set(DBN_KEYS))):
+        raise ValueError(f"{path}: a DBN file has a fixed layout: of a column map it takes "
+                         f"{' and '.join(DBN_KEYS)} alone, got {', '.join(others)}")
+    hours = keys.get("hours")
+    if hours is not None:
+        Hours.parse(hours)  # a bad window is refused before a record is read
+    return checked_price_offset(keys.get("price_offset")), hours
 
 
 def _renamed_onto(path: Path, streams: pl.LazyFrame) -> list[str]:

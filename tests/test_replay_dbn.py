@@ -99,7 +99,7 @@ def test_price_offset_shifts_a_dbn_spread_s_prices_above_zero(tmp_path: Path) ->
         shifted = FileReplay(files, columns=columns)
         assert [(t.kind, t.bid, t.ask, t.price) for t in drain(shifted)] == expected and not shifted.rejected
     with pytest.raises(ValueError, match=r"spread.dbn: a DBN file has a fixed layout: of a column map it takes "
-                                         r"price_offset alone, got tz"):
+                                         r"price_offset and hours alone, got tz"):
         FileReplay([{"path": str(path), "columns": {"tz": "America/Chicago", "price_offset": 10}}])
 
 
@@ -141,3 +141,30 @@ def test_a_dbn_file_of_its_header_alone_is_skipped_with_a_note(tmp_path: Path) -
     replay = FileReplay([empty, full])
     assert [(t.stream, t.price) for t in drain(replay)] == [("ESH6", 6000.0)]
     assert f"{empty}: no data rows; skipped" in replay.notes
+
+
+def test_hours_keep_a_session_of_a_dbn_file_and_the_book_built_before_it(tmp_path: Path) -> None:
+    """`--hours` was silently ignored for DBN files (a CME user's regular session kept the overnight ticks). The
+    window applies to each tick (left out as filtered_out, said by its clock), after the book is rebuilt: an order
+    resting from before the window is still the top of book inside it. A bare window is UTC's (DBN times are)."""
+    open_ = int(datetime(2026, 3, 5, 14, 30, tzinfo=timezone.utc).timestamp()) * NS  # 08:30 in Chicago
+
+    def order(ts: int, order_id: int, side: object, quarters: int, action: object = dbn.Action.ADD) -> object:
+        return dbn.MBOMsg(publisher_id=1, instrument_id=ESH6, ts_event=ts, order_id=order_id, price=quarters * PX,
+                          size=2, action=action, side=side, ts_recv=ts, flags=dbn.F_LAST)
+
+    path = write_dbn(tmp_path / "es.dbn", dbn.Schema.MBO, [
+        order(open_ - 60 * NS, 1, dbn.Side.BID, 27200),  # 08:29 Chicago: the bid rests from before the session
+        order(open_ - 30 * NS, 2, dbn.Side.ASK, 27204),  # a quote outside the window: left out
+        order(open_ + NS, 3, dbn.Side.ASK, 27202),  # inside: the top is the old bid and this ask
+        trade(ESH6, open_ + 2 * NS, 27202),
+    ], {"ESH6": [(date(2026, 3, 1), date(2026, 3, 9), ESH6)]})
+    for hours in ("08:30-15:15 America/Chicago", "14:30-21:15"):
+        replay = FileReplay(path, columns={"hours": hours})
+        assert [(t.kind, t.bid, t.ask, t.price) for t in drain(replay)] == [
+            ("quote", 6800.0, 6800.5, None), ("trade", None, None, 6800.5)]
+        assert replay.rejected == {"filtered_out": 1}, hours  # the quote at 08:29:30 (a bid alone is no quote)
+        clock = "08:29:30 America/Chicago" if "Chicago" in hours else "14:29:30 UTC"
+        assert f"ts at {clock} is outside the hours kept ({hours})" in replay.rejected.examples["filtered_out"]
+    with pytest.raises(ValueError, match="hours must be a time-of-day window"):
+        FileReplay(path, columns={"hours": "8:30 to 15:15"})
