@@ -290,6 +290,12 @@ def test_shed_rejections_reach_the_rejects_topic(checkpoint, capsys, monkeypatch
         assert "(19 ticks refused as overloaded since the last such line, 19 in all)" in log, log
         assert f"when_behind: shed ({shed - 19} ticks refused as overloaded since the last such line, {shed} in " \
                f"all)" in log, log  # ("caught up; ..." by then, unless this machine is slow)
+        # a "behind: N tokens wait" line quotes figures over a limit; behind only between heartbeats (the refusals
+        # kept it under them) is said as such, not as 3 tokens waiting against max_backlog_tokens=40
+        for waiting, lag in re.findall(r"flashtick: behind: (\d+) tokens wait .*? for ([\d.]+) s", log):
+            assert int(waiting) > 40 or float(lag) >= server.config.limits.max_lag_s, log
+        assert re.search(r"flashtick: (behind since the last heartbeat, kept under the limits by when_behind: shed|"
+                         r"behind: \d+ tokens wait).*\(19 ticks refused as overloaded since the last such line", log), log
 
 
 def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socket_answers(checkpoint, capsys) -> None:

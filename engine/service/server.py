@@ -452,6 +452,11 @@ class Server:
                       f"{self._snapshot['lag_s']:.1f} s (new ticks queue behind them; when_behind: "
                       f"{limits.when_behind} ({then}))", file=sys.stderr, flush=True)
                 return
+            if not self._snapshot["behind"]:  # behind only between heartbeats: its refusals kept it under the limits
+                print(f"flashtick: behind since the last heartbeat, kept under the limits by when_behind: "
+                      f"{limits.when_behind} ({then}); now {pending} tokens wait for a forward, the oldest data for "
+                      f"{self._snapshot['lag_s']:.1f} s", file=sys.stderr, flush=True)
+                return
             print(f"flashtick: behind: {pending} tokens wait for a forward (limits.max_backlog_tokens="
                   f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "
                   f"(limits.max_lag_s={limits.max_lag_s:g}; or the ingest queue not once emptied for that long); "
