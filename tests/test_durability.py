@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import msgpack
@@ -431,20 +433,22 @@ def test_only_accepted_ticks_are_logged(checkpoint, tmp_path) -> None:
     assert sessions(again) == sessions(pipeline)
 
 
-def serve(config_path: Path, data_dir: Path, max_file_bytes: int | None = None
+def serve(config_path: Path, data_dir: Path, max_file_bytes: int | None = None, extra: tuple[str, ...] = ()
           ) -> tuple[subprocess.Popen, dict[str, str]]:
-    """A real `flashtick serve` on its own process; ``max_file_bytes``: no file it writes may grow past that
-    (RLIMIT_FSIZE: a write past it fails with EFBIG, as on a full disk; Python ignores SIGXFSZ)."""
+    """A real `flashtick serve` on its own process (``extra``: more of its options); ``max_file_bytes``: no file it
+    writes may grow past that (RLIMIT_FSIZE: a write past it fails with EFBIG, as on a full disk; Python ignores
+    SIGXFSZ). The stderr lines read up to its "serving" line are kept as the process's ``lines_read``."""
     limit = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
              ) if max_file_bytes else None
     process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config_path),
-                                "--data-dir", str(data_dir)], stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                "--data-dir", str(data_dir), *extra], stderr=subprocess.PIPE, text=True, cwd=ROOT,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=limit)
     deadline = time.monotonic() + 120
-    line = ""
+    line, process.lines_read = "", []
     while "flashtick serving" not in line and time.monotonic() < deadline:
         line = process.stderr.readline()
         assert line or process.poll() is None, "serve exited"
+        process.lines_read.append(line.rstrip("\n"))
     endpoints = dict(part.split("=", 1) for part in line.split("flashtick serving ", 1)[1].split())
     return process, endpoints
 
@@ -1173,3 +1177,21 @@ def test_a_removed_tick_log_stays_a_problem_until_a_restart(checkpoint, tmp_path
     assert "until the service restarts" in live.data.problem
     live.data._refused = None  # (as if the last refusal were long ago)
     assert "no tick is accepted until the service restarts" in live.data.problem
+
+
+def test_serve_log_timestamps_stamp_every_line_with_its_utc_time(checkpoint, tmp_path) -> None:
+    """A service log kept in a file (nohup, a redirect) could not place its "behind" or restart lines in time:
+    `--log-timestamps` starts every stderr line with its UTC time, from the first line to the stop line."""
+    config_path = serve_config(tmp_path, checkpoint)
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    process, _ = serve(config_path, tmp_path / "data", extra=("--log-timestamps",))
+    process.send_signal(signal.SIGTERM)
+    _, rest = process.communicate(timeout=60)
+    assert process.returncode == 0, rest
+    lines = [*process.lines_read, *rest.splitlines()]
+    assert any("flashtick serving " in line for line in lines) and any("flashtick stopped: " in line for line in lines)
+    for line in lines:
+        stamp, _, text = line.partition(" ")
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp) and text, line
+        assert before <= datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc) \
+            <= datetime.now(timezone.utc), line

@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", type=Path, help="queries YAML registered at start (overrides the config's)")
     p.add_argument("--model", type=Path, metavar="DIR", help="checkpoint directory (overrides the config's "
                    "model.path): a Hugging Face Llama, Mistral or Qwen2, or one written by flashtick train")
+    p.add_argument("--log-timestamps", action="store_true", help="start each line written to stderr with its "
+                   "UTC time (2026-12-03T12:40:01.123Z): for a log kept in a file (a supervisor that stamps lines, "
+                   "journald or Kubernetes, needs none)")
     log = p.add_mutually_exclusive_group()
     log.add_argument("--data-dir", type=Path, help="keep the tick log, the answer log and the registered queries "
                      "here, and recover from them on start (default: the config's log.dir, else "
@@ -375,6 +378,18 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(build_parser(), argv)
+    plain = sys.stderr
+    if getattr(args, "log_timestamps", False):  # serve's: every line after the parse, its last error's too
+        from engine.service.log_lines import TimestampedLines
+
+        sys.stderr = TimestampedLines(plain)  # type: ignore[assignment]
+    try:
+        return _run(args, argv)
+    finally:
+        sys.stderr = plain
+
+
+def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     try:
         _client_endpoints(args)
         code = args.run(args) or 0

@@ -1,0 +1,52 @@
+"""`serve --log-timestamps`: each line the service writes to stderr starts with the UTC time it was written.
+
+A service run under a supervisor that stamps lines itself (journald, Kubernetes) needs none; one run under
+nohup or a plain file redirect otherwise logs "behind", "caught up" and restart lines that cannot be placed in
+time. The service's lines are plain prints to stderr (one place for every message), so the stamp is put on the
+stream rather than on each call."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+from typing import TextIO
+
+
+def utc_stamp() -> str:
+    """`2026-12-03T12:40:01.123Z`: ISO 8601, milliseconds, UTC (sorts as text; no zone to guess)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+class TimestampedLines:
+    """A text stream that writes to ``stream``, each line prefixed with ``utc_stamp()`` and a space when its first
+    character is written. Safe across threads: a line written in pieces (print's text, then its newline) from
+    one thread is stamped once, and pieces of two threads' lines are not interleaved mid-stamp."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._at_line_start = True
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            out = []
+            for piece in text.splitlines(keepends=True):
+                if self._at_line_start:
+                    out.append(utc_stamp() + " ")
+                out.append(piece)
+                self._at_line_start = piece.endswith(("\n", "\r"))
+            self._stream.write("".join(out))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return self._stream.encoding
