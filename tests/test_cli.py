@@ -322,6 +322,23 @@ def test_subscribe_says_where_a_topic_skipped_answers(capsys) -> None:
     assert "dir20/A/ went from seq 2 to 5: 2 answers not received here (`flashtick answers dir20/A/ --after 2`" in err
 
 
+def test_subscribe_says_once_when_a_stream_prefix_gets_other_streams(capsys) -> None:
+    """`subscribe dir5/ZNH6` (no closing '/') got the calendar spread ZNH6-ZNM6's answers too, unsaid: the first
+    such topic says that the prefix is one and how to name the stream alone; the exact stream, a query's prefix
+    and a closed prefix say nothing."""
+    from engine.service.cli import _note_wider_prefix
+
+    said: set[str] = set()
+    prefixes = ["dir5/ZNH6", "dir20/", "vol50/ESH6/", "move"]
+    for topic in ["dir5/ZNH6/", "_heartbeat/", "dir20/ZNH6-ZNM6/", "vol50/ESH6/", "move50/ESH6/", "dir5/ZNH6-ZNM6/",
+                  "dir5/ZNH6-ZNU6/"]:
+        _note_wider_prefix(prefixes, topic, said)
+    err = capsys.readouterr().err
+    assert err.count("note:") == 1 and said == {"dir5/ZNH6"}, err
+    assert "'dir5/ZNH6' is a topic prefix: it gets 'dir5/ZNH6-ZNM6/' too, and every stream whose name starts with " \
+           "'ZNH6'; 'dir5/ZNH6/' is stream 'ZNH6' alone" in err, err
+
+
 def test_a_control_request_lost_with_its_connection_fails_at_once() -> None:
     """A request on a connection that drops before the reply (the service stopped) is gone with it: the client says
     so as soon as the connection drops, not after its whole timeout."""

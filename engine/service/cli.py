@@ -787,6 +787,7 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
                 raise ConnectionError(f"{args.endpoint} refused the subscription: {refused}") from None
             print(f"flashtick subscribe: note: {e}; waiting on (Ctrl-C stops)", file=sys.stderr, flush=True)
         quiet_since, told, lost = time.monotonic(), False, False
+        widened: set[str] = set()  # the QUERY/STREAM prefixes said to match more streams than the one they name
         while args.count is None or seen < args.count:
             message = sub.recv(timeout_s=1.0)
             now = time.monotonic()
@@ -814,6 +815,7 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
             seen += 1
             topic, payload = message
             _note_gap(last_seqs, topic, payload)
+            _note_wider_prefix(args.topics, topic, widened)
             if args.json:
                 print(json.dumps({"topic": topic, **payload}), flush=True)
             elif not live:
@@ -827,6 +829,21 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
 
 
 SUBSCRIBE_QUIET_S = 5.0  # no heartbeat this long: said; no message twice as long: how to list the topics, said
+
+
+def _note_wider_prefix(prefixes: list[str], topic: str, said: set[str]) -> None:
+    """A prefix naming a query and a stream without the closing '/' (`dir5/ZNH6`) matches every stream whose name
+    starts so: a futures outright's prefix gets its calendar spreads' answers too (`dir5/ZNH6-ZNM6/`). Said once per
+    prefix, when such a topic first comes (for a prefix meant for a family, `dir5/ZN`, it says what was meant)."""
+    for prefix in prefixes:
+        query, slash, stream = prefix.partition("/")
+        if (not slash or not stream or prefix.endswith("/") or prefix in said or topic.startswith("_")
+                or not topic.startswith(prefix) or topic == prefix + "/"):
+            continue
+        said.add(prefix)
+        print(f"flashtick subscribe: note: {prefix!r} is a topic prefix: it gets {topic!r} too, and every stream "
+              f"whose name starts with {stream!r}; {prefix + '/'!r} is stream {stream!r} alone",
+              file=sys.stderr, flush=True)
 
 
 def _note_gap(last_seqs: dict[str, int], topic: str, payload: dict) -> None:
