@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 
 from connectors.field_names import SIDE_WORDS
-from connectors.ticks import QUOTE, TRADE
+from connectors.ticks import QUOTE, TRADE, InvalidTick
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
 UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
@@ -106,6 +106,19 @@ class Hours:
             return start <= clock < end if start < end else clock >= start or clock < end
 
         return inside
+
+    def left_out(self, zone: str, as_given: str) -> Callable[[int], InvalidTick | None]:
+        """For an epoch-ns time: None inside the window, else the `filtered_out` reject that says its clock on
+        this window's zone (or ``zone``) and the window ``as_given``."""
+        inside, clock_zone = self.inside(zone), ZoneInfo(self.zone or zone)
+
+        def left_out(ts: int) -> InvalidTick | None:
+            if inside(ts):
+                return None
+            clock = datetime.fromtimestamp(ts // 10**9, clock_zone).strftime("%H:%M:%S")
+            return InvalidTick("filtered_out", f"ts at {clock} {clock_zone.key} is outside the hours kept ({as_given})")
+
+        return left_out
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,9 @@ imported when a DBN file is opened, so the base install imports this module.
 from __future__ import annotations
 
 import heapq
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Any, Iterator
-from zoneinfo import ZoneInfo
 
 from connectors.column_map import Hours
 from connectors.ticks import QUOTE, TRADE, InvalidTick
@@ -245,9 +244,8 @@ class DbnPlan:
         decoder = _decoder(dbn, self.path)
         symbols = Symbology(self.mappings)
         reducer = BookReducer(rebuild=self.schema == "mbo", scale=PRICE_SCALE, offset=self.price_offset or 0.0)
-        window = Hours.parse(self.hours) if self.hours is not None else None
-        inside = window.inside("UTC") if window is not None else None  # DBN times are UTC: a bare window is UTC's
-        clock_zone = ZoneInfo(window.zone or "UTC") if window is not None else None
+        # DBN times are UTC: a window without a zone is UTC's
+        left_out = Hours.parse(self.hours).left_out("UTC", self.hours) if self.hours is not None else None
         number = -1  # record number in the file, metadata excluded
         with open(self.path, "rb") as f:
             while block := f.read(max(MIN_READ_BYTES, chunk_rows * 64)):
@@ -270,11 +268,9 @@ class DbnPlan:
                     tick = reducer.record(record.instrument_id, stream, record.ts_recv, str(record.action),
                                           AGGRESSOR.get(str(record.side)), record.price, record.size,
                                           bool(record.flags & F_LAST), getattr(record, "order_id", None), top)
-                    if tick is not None and inside is not None and not inside(record.ts_recv):
+                    if tick is not None and left_out is not None:
                         # after the reducer: the book outside the window still builds the top seen inside it
-                        clock = datetime.fromtimestamp(record.ts_recv // 10**9, clock_zone).strftime("%H:%M:%S")
-                        tick = InvalidTick("filtered_out", f"ts at {clock} {clock_zone.key} is outside the hours "
-                                                           f"kept ({self.hours})")
+                        tick = left_out(record.ts_recv) or tick
                     if tick is not None:
                         out.append((number, tick))
                 if out:

@@ -485,9 +485,8 @@ class _FilePlan:
         bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
 
         footer = self.footer
-        hours = Hours.parse(cmap.hours) if cmap.hours else None
-        inside = hours.inside(cmap.tz or "UTC") if hours else None  # _table_plan refuses a window without a zone
-        clock_zone = ZoneInfo(hours.zone or cmap.tz or "UTC") if hours else None
+        # (_table_plan refuses a window without a zone for naive times)
+        left_out_hours = Hours.parse(cmap.hours).left_out(cmap.tz or "UTC", cmap.hours) if cmap.hours else None
 
         def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
             if footer is not None and row[-1] == footer[0]:
@@ -500,10 +499,8 @@ class _FilePlan:
             out = dict(fixed)
             if row[0] is not None:
                 out["ts"] = _scale(row[0], factor)
-                if inside is not None and type(out["ts"]) is int and not inside(out["ts"]):
-                    clock = datetime.fromtimestamp(out["ts"] // 10**9, clock_zone).strftime("%H:%M:%S")
-                    return InvalidTick("filtered_out", f"ts at {clock} {clock_zone.key} is outside the hours kept "
-                                                       f"({cmap.hours})")
+                if left_out_hours is not None and type(out["ts"]) is int and (outside := left_out_hours(out["ts"])):
+                    return outside
             unread = False
             for i, key in pairs:
                 value = row[i]
