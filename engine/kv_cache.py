@@ -104,7 +104,14 @@ class KVCache:
         self.num_blocks = spec.num_blocks(config, dtype)
         self.block_size = spec.block_size
         shape = (config.num_layers, 2, config.num_kv_heads, self.num_blocks * self.block_size, config.head_dim)
-        self.tensor = torch.zeros(shape, dtype=dtype, device=device)
+        try:
+            self.tensor = torch.zeros(shape, dtype=dtype, device=device)
+        except (RuntimeError, MemoryError) as e:  # the allocator's own words name neither the key nor the size
+            cell_bytes = config.kv_bytes_per_token * dtype.itemsize
+            cells = self.num_blocks * self.block_size
+            raise MemoryError(f"kv.cells / kv.bytes: cannot allocate the KV pool of {cells} cells x {cell_bytes} "
+                              f"bytes per cell (this model, {dtype}) = {cells * cell_bytes / 2**30:.1f} GiB on "
+                              f"{device}: lower kv.cells or kv.bytes ({type(e).__name__})") from None
 
     def new_pool(self) -> BlockPool:
         """An empty pool over exactly these cells."""

@@ -5,6 +5,7 @@ import); engine/scheduler.py, engine/kv_cache.py and engine/models/linear.py use
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -47,8 +48,11 @@ class SchedulerConfig:
             raise ValueError(f"probe_reserve must be >= 0, got {self.probe_reserve}")
         if self.max_streams <= 0:
             raise ValueError(f"max_streams must be > 0, got {self.max_streams}")
-        if self.stream_idle_s is not None and self.stream_idle_s <= 0:
-            raise ValueError(f"stream_idle_s must be > 0 (or null for never), got {self.stream_idle_s}")
+        if self.stream_idle_s is not None and not 0 < self.stream_idle_s < math.inf:  # NaN and inf too
+            raise ValueError(f"stream_idle_s must be a number of seconds > 0 (or null for never), got "
+                             f"{self.stream_idle_s}")
+        if self.window is not None and self.window <= 0:  # 0 read as "the model's" (falsy) unsaid
+            raise ValueError(f"window must be > 0 (or null for the model's positions), got {self.window}")
 
 
 @dataclass(frozen=True)

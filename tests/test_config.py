@@ -63,7 +63,14 @@ def test_shipped_examples_load() -> None:
     ({"endpoints": {"control": "tcp://*:6000", "answers": "tcp://127.0.0.1:6000"}}, "endpoints.control and endpoints"
                                                                                      ".answers both use port 6000"),
     ({"endpoints": {"metrics_port": 5557}}, "endpoints.metrics_port and endpoints.control both use port 5557"),
-    ({"limits": {"heartbeat_s": 0}}, "limits.heartbeat_s must be > 0"),
+    ({"limits": {"heartbeat_s": 0}}, "limits.heartbeat_s must be a finite number > 0"),
+    ({"limits": {"heartbeat_s": float("nan")}}, "limits.heartbeat_s must be a finite number > 0, got nan"),
+    ({"limits": {"drain_s": float("inf")}}, "limits.drain_s must be a finite number > 0, got inf"),
+    ({"limits": {"max_message_bytes": 10**23}}, r"limits.max_message_bytes must be below 1e\+15"),
+    ({"scheduler": {"stream_idle_s": float("inf")}}, r"scheduler.stream_idle_s must be a number of seconds > 0 "
+                                                     r"\(or null for never\), got inf"),
+    ({"scheduler": {"window": 0}}, "scheduler.window must be > 0"),
+    ({"limits": {"heartbeat_s": "1e9"}}, "YAML reads 1e9 as text: write 1000000000"),
     ({"curve": {"enabled": True}}, "curve.enabled needs"),
     ({"kv": "big"}, "section 'kv' must be a mapping"),
     ({"kv": {"cells": 1000, "bytes": 10**8}}, "kv: give cells or bytes, not both"),

@@ -180,7 +180,7 @@ def test_limits_are_service_config_keys_with_the_same_defaults() -> None:
                                         section.max_topic_bytes)
     config = ServiceConfig.from_dict({"limits": {"max_queries": 7, "max_yaml_nodes": 50}})
     assert (config.limits.max_queries, config.limits.max_yaml_nodes) == (7, 50)
-    with pytest.raises(ConfigError, match="limits.max_topic_bytes must be > 0"):
+    with pytest.raises(ConfigError, match="limits.max_topic_bytes must be a finite number > 0"):
         ServiceConfig.from_dict({"limits": {"max_topic_bytes": 0}})
     with pytest.raises(ValueError, match="max_queries must be a positive integer"):
         QueryLimits(max_queries=True)

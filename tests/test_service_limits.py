@@ -295,7 +295,8 @@ def test_shed_rejections_reach_the_rejects_topic(checkpoint, capsys, monkeypatch
         for waiting, lag in re.findall(r"flashtick: behind: (\d+) tokens wait .*? for ([\d.]+) s", log):
             assert int(waiting) > 40 or float(lag) >= server.config.limits.max_lag_s, log
         assert re.search(r"flashtick: (behind since the last heartbeat, kept under the limits by when_behind: shed|"
-                         r"behind: \d+ tokens wait).*\(19 ticks refused as overloaded since the last such line", log), log
+                         r"behind: \d+ tokens wait).*\(19 ticks refused as overloaded since the last such line",
+                         log), log
 
 
 def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socket_answers(checkpoint, capsys) -> None:
@@ -711,3 +712,31 @@ def test_the_log_names_streams_that_expired(checkpoint, capsys) -> None:
     err = capsys.readouterr().err
     assert "flashtick: expired 1 stream with no data for scheduler.stream_idle_s (0.3 s): 'EEX:DEBY-2027'; a " \
            "stream's next tick starts a new session" in err, err
+
+
+def test_idle_expiry_waits_while_the_ingest_queue_holds_unread_messages(checkpoint, tmp_path) -> None:
+    """An engine behind on a burst read a quiet stream's ticks seconds apart, and expired it between them for
+    idleness (its next ticks were unread in the ingest queue, not absent): its context reset mid-burst, its answers'
+    versions went 1, 5, 1, 5. Nothing expires while messages wait unread."""
+    from connectors.ticks import trade
+
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    t0 = 1_700_000_000_000_000_000
+    messages = []
+    for i in range(160):  # one message read per loop: the queue stays unread for the whole burst
+        batch = [trade("HOT", t0 + i * 100 + j, 100.0 + j % 3, 1.0, "buy") for j in range(48)]
+        if i % 40 == 39:  # QUIET's four ticks, a quarter of the burst apart
+            batch.append(trade("QUIET", t0 + i * 100 + 99, 50.0 + i % 2, 1.0, "sell"))
+        messages.append(encode(batch))
+    with live_server(checkpoint, queries=str(queries), scheduler={"stream_idle_s": 0.2},
+                     limits={"heartbeat_s": 0.05, "max_ingest_per_step": 1}) as (server, push):
+        with AnswerSubscriber(server.endpoints["answers"], ["dir/QUIET/"]) as sub:
+            sub.wait_ready()
+            started = time.monotonic()
+            for message in messages:
+                push.send(message)
+            got = collect(sub, lambda got: len(got) >= 4, timeout_s=120)
+        took = time.monotonic() - started
+    # (the burst's reading took `took` s, each QUIET tick a quarter of it after the last: past stream_idle_s)
+    assert [payload["version"] for _, payload in got] == [1, 2, 3, 4], (took, got)

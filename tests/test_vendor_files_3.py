@@ -248,8 +248,8 @@ def test_cli_backtest_of_lobster_messages_counts_what_it_leaves_out(tmp_path: Pa
     code = main(["backtest", str(path), *argv])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert f"replayed {N} ticks ({N} rejected)" in out
-    assert f"  rejected filtered_out: {N} (first: {path} line 1: filtered_out: column 'type' holds 1" in out
+    assert f"replayed {N} ticks (0 rejected, {N} left out by a filter)" in out
+    assert f"  left out filtered_out: {N} (first: {path} line 1: filtered_out: column 'type' holds 1" in out
     assert "note: AAPL_2012-06-21_34200000_57600000_message_10.csv: the day is 2012-06-21, from the file name" in err
     answers = pl.read_parquet(tmp_path / "a.parquet")
     assert set(answers["stream"]) == {"AAPL"} and answers["data_ts"].min() > LOBSTER_OPEN
@@ -258,8 +258,8 @@ def test_cli_backtest_of_lobster_messages_counts_what_it_leaves_out(tmp_path: Pa
                              [r for r in rows if r[1] not in (4, 5)])
     assert main(["backtest", str(quiet), *argv]) == 2
     err = capsys.readouterr().err
-    assert "every row was rejected, so there is nothing to backtest" in err
-    assert f"rejected filtered_out: {N} (first: {quiet} line 1:" in err
+    assert "every row was left out by a filter, so there is nothing to backtest" in err
+    assert f"left out filtered_out: {N} (first: {quiet} line 1:" in err
 
 
 

@@ -273,7 +273,9 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     examples = {**pipeline.reject_examples, **replay.rejected.examples}  # a reason's first row, located
     if pipeline.ticks_in == 0 and rejected:
         parts.remove()
-        raise NothingReplayed("every row was rejected, so there is nothing to backtest:\n"
+        every = ("every row was left out by a filter" if set(rejected) == {"filtered_out"} else
+                 "every row was rejected")
+        raise NothingReplayed(f"{every}, so there is nothing to backtest:\n"
                               + "\n".join(rejected_lines(rejected, examples)))
     if pipeline.ticks_in == 0 and not resume:
         parts.remove()

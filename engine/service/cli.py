@@ -156,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
     f.add_argument("--speed", type=float, default=None, help="real time x N (default: as fast as possible)")
     f.add_argument("--rate", type=float, default=None, help="cap in ticks per second")
-    f.add_argument("--ticks", type=_count, default=None, help="stop after sending N ticks (default: every tick of the files)")
+    f.add_argument("--ticks", type=_count, default=None,
+                   help="stop after sending N ticks (default: every tick of the files)")
     f.add_argument("--batch-ms", type=float, default=None,
                    help="send each event-time batch of MS milliseconds as one message, cut as `backtest --batch-ms` "
                         "cuts them, so the live run answers at the ticks a backtest of the files answers at "

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,8 +205,12 @@ class LimitsSection:
                               f"got {self.when_behind!r}")
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
-                raise ConfigError(f"limits.{f.name} must be > 0, got {value}")
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            if not 0 < value < math.inf:  # NaN and inf too: each becomes a count or a timer (an int) somewhere
+                raise ConfigError(f"limits.{f.name} must be a finite number > 0, got {value}")
+            if isinstance(value, int) and value >= MAX_LIMIT:  # ZeroMQ's options and timers take a C long
+                raise ConfigError(f"limits.{f.name} must be below {MAX_LIMIT:.0e}, got {value}")
 
 
 @dataclass(frozen=True)
@@ -440,9 +446,19 @@ def _check_types(values: dict, section_type: type, where: str) -> None:
         if isinstance(value, datetime.date) and "str" in kinds:  # YAML reads 2024-03-01 as a date; the section
             continue                                             # turns it back into text
         wanted = " or ".join(_TYPE_WORDS.get(k, k) for k in kinds)
-        hint = " (quoted in the YAML: drop the quotes)" if isinstance(value, str) and _fits(_number(value), kinds[0]) \
-            else ""
+        hint = ""
+        if isinstance(value, str) and EXPONENT_AS_TEXT.match(value.strip()) and float(value).is_integer():
+            # PyYAML (YAML 1.1) reads a float only with a dot and a signed exponent: 1e9 and 1.5e9 are text
+            hint = f" (YAML reads {value} as text: write {int(float(value))}, or drop the quotes if it is quoted)"
+        elif isinstance(value, str) and EXPONENT_AS_TEXT.match(value.strip()):
+            hint = f" (YAML reads {value} as text: write {float(value)!r}, or drop the quotes if it is quoted)"
+        elif isinstance(value, str) and _fits(_number(value), kinds[0]):
+            hint = " (quoted in the YAML: drop the quotes)"
         raise ConfigError(f"{where}.{key} must be {wanted}, got {value!r}{hint}")
+
+
+MAX_LIMIT = 10**15  # far past any real limit, well inside a C long (a YAML 99999999999999999999999 is not)
+EXPONENT_AS_TEXT = re.compile(r"^[-+]?\d+(\.\d*)?[eE][-+]?\d+$")  # a number YAML 1.1 may read as text
 
 
 def _number(text: str) -> Any:

@@ -528,7 +528,11 @@ class TickPipeline:
         return max(self._pending_lag_s, self.ingest_unread_s)
 
     def expire_idle(self) -> list[str]:
-        """Drop streams idle past scheduler.stream_idle_s from every layer; returns their names."""
+        """Drop streams idle past scheduler.stream_idle_s from every layer; returns their names. None while the
+        server's ingest queue holds unread messages: a stream's next ticks may be among them (an engine behind on
+        a burst read a quiet stream's ticks seconds apart, and expired it between them, resetting its context)."""
+        if self.ingest_unread_s > 0:
+            return []
         expired = self.engine.scheduler.expire_idle()
         for stream in expired:
             if self.data is not None:

@@ -208,9 +208,11 @@ class Shard:
 
     # -- the work loop -----------------------------------------------------------------------------
 
-    def step(self, items: list[LiveItem | GroupEnd], ops: list[tuple], step_ms: float, want_stats: bool
-             ) -> dict[str, Any]:
-        """Apply registry ops, queue ``items``, take the asks, then step the engine until idle or ``step_ms``."""
+    def step(self, items: list[LiveItem | GroupEnd], ops: list[tuple], step_ms: float, want_stats: bool,
+             may_expire: bool = True) -> dict[str, Any]:
+        """Apply registry ops, queue ``items``, take the asks, then step the engine until idle or ``step_ms``;
+        streams idle past scheduler.stream_idle_s are expired on the way (every EXPIRE_EVERY_S) if ``may_expire``
+        (the front door's ingest queue is read to its end)."""
         if not self.restored:
             return {"needs_restore": True}
         self.calls += 1
@@ -238,7 +240,7 @@ class Shard:
             if time.perf_counter() >= deadline:
                 break
         reply = self._reply(outcomes, progress)
-        if time.monotonic() >= self._next_expire:
+        if may_expire and time.monotonic() >= self._next_expire:
             self._next_expire = time.monotonic() + EXPIRE_EVERY_S
             reply["expired"] = self._expire()
         if want_stats:

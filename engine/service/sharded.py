@@ -250,7 +250,9 @@ class ShardedPipeline:
         link.call_streams = {item[0] for item in items if not isinstance(item, GroupEnd)}
         want_stats, link.stats_due = link.stats_due, False
         link.call_kind = "step"
-        link.call = link.handle.step.remote(items, ops, self.config.shards.step_ms, want_stats)
+        # no idle expiry while the ingest queue holds unread messages: a stream's next ticks may be among them
+        link.call = link.handle.step.remote(items, ops, self.config.shards.step_ms, want_stats,
+                                            may_expire=self.ingest_unread_s == 0)
 
     def _finish(self, link: ShardLink, outcomes: list[JobOutcome]) -> None:
         ray = ray_module()
