@@ -45,17 +45,60 @@ PRICE_FIELDS = ("price", "bid", "ask")  # the columns `price_scale` divides
 QUOTE_FIELDS = ("bid", "ask", "bid_size", "ask_size")
 
 
-def checked_price_offset(value: Any) -> float | None:
-    """A map's price_offset as a float (None: not given, or 0: no offset); a ValueError for what is no number."""
+PriceOffset = float | dict[str, float]  # one offset for every stream, or stream name -> its own (others: none)
+
+
+def checked_price_offset(value: Any) -> PriceOffset | None:
+    """A map's price_offset: a number for every stream (None: not given, or 0: no offset), or a mapping of stream
+    name -> offset for those streams alone (`{ZNH6-ZNM6: 10}`; inline `ZNH6-ZNM6=10|6EH6=1`); a ValueError for
+    anything else. A name's '/' is the '-' its stream replays with (EUR/USD is stream EUR-USD)."""
     if value is None:
         return None
+    if isinstance(value, str) and "=" in value:  # the inline form
+        pairs = [part.rpartition("=") for part in value.split("|")]
+        if not all(eq for _, eq, _ in pairs):
+            raise ValueError(f"price_offset per stream is NAME=X (several joined by '|'), got {value!r}")
+        value = {name.strip(): number.strip() for name, _, number in pairs}
+    if isinstance(value, Mapping):
+        if not value or not all(isinstance(name, str) and name.strip() for name in value):
+            raise ValueError(f"price_offset per stream maps stream names to numbers, e.g. {{ZNH6-ZNM6: 10}}, "
+                             f"got {value!r}")
+        return {name.strip().replace("/", "-"): _offset_number(number, f" (stream {name})")
+                for name, number in value.items()}
+    return _offset_number(value, "") or None
+
+
+def _offset_number(value: Any, whose: str) -> float:
     try:
         offset = float(value)
     except (TypeError, ValueError):
         offset = math.nan
     if not math.isfinite(offset) or isinstance(value, bool):
-        raise ValueError(f"price_offset must be a number (added to every price, bid and ask read), got {value!r}")
-    return offset or None
+        raise ValueError(f"price_offset{whose} must be a number (added to every price, bid and ask read), or "
+                         f"stream names mapped to numbers ({{ZNH6-ZNM6: 10}}; inline ZNH6-ZNM6=10), got {value!r}")
+    return offset
+
+
+def offset_of(offset: PriceOffset | None, stream: Any) -> float:
+    """The offset a stream's prices take: the one for every stream, its own, or 0."""
+    if isinstance(offset, dict):
+        return offset.get(stream, 0.0)
+    return offset or 0.0
+
+
+def shown_offset(offset: PriceOffset) -> str:
+    """A price_offset as the command line writes it: `10`, or `ZNH6-ZNM6=10|6EH6=1`."""
+    if isinstance(offset, dict):
+        return "|".join(f"{name}={number:g}" for name, number in offset.items())
+    return f"{offset:g}"
+
+
+# `price_format`: how price, bid and ask are written. 32nds: CME's notation of Treasury futures, HANDLE'32NDS or
+# HANDLE-32NDS with a third digit for a quarter (2), half (5) or three quarters (7) of a 32nd, or `+` for a half
+PRICE_FORMATS = ("decimal", "32nds")
+THIRTY_SECONDS = r"^([+-]?)(\d+)['\u2019-]([0-2]\d|3[01])([0257+]?)$"
+THIRTY_SECONDS_FORM = ("HANDLE-32NDS or HANDLE'32NDS, the 32nds 00 to 31, maybe followed by + (a half) or a third "
+                       "digit 2, 5 or 7 (a quarter, half, three quarters): 110-16, 110-16+, 110'165; or a decimal")
 
 
 # `hours`: a time-of-day window, `09:30-16:00` (seconds optional), maybe followed by its IANA zone
@@ -166,7 +209,10 @@ class ColumnMap:
     the times are wall-clock times at that offset, read as time - offset (naive times only; not with `tz`).
     `price_offset`: added to price, bid and ask as read (after `price_scale`): an instrument that trades at zero
     or below (a spread, a power market's negative hours) shifted above zero, the one way the tick contract
-    (prices > 0) takes it; moves keep their direction, and their size in bps is of the shifted level.
+    (prices > 0) takes it; moves keep their direction, and their size in bps is of the shifted level. A mapping
+    {stream: offset} shifts those streams alone (a calendar spread among its outrights).
+    `price_format`: "32nds" reads price, bid and ask written in CME's 32nds (`110-16+`, `110'165`; THIRTY_SECONDS)
+    as well as decimals; "decimal" says a column of `110'165`s is thousands grouped by an apostrophe.
     `decimal`: a CSV's decimal separator, "comma" (dots group thousands: `3.450,5`) or "point" (commas group:
     `3,450.5`), where its numbers do not tell (`3,450` reads both ways); None: detected (layout.decimal_reading).
     """
@@ -195,9 +241,10 @@ class ColumnMap:
     fill_quotes: bool | None = None
     signed_size: bool | None = None
     utc_offset: str | None = None
-    price_offset: float | None = None
+    price_offset: PriceOffset | None = None
     decimal: str | None = None
     hours: str | None = None
+    price_format: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
@@ -265,6 +312,9 @@ class ColumnMap:
         object.__setattr__(self, "price_offset", checked_price_offset(self.price_offset))
         if self.hours is not None:
             Hours.parse(self.hours)
+        if self.price_format not in (None, *PRICE_FORMATS):
+            raise ValueError(f"price_format must be one of {PRICE_FORMATS} (32nds: CME's notation of Treasury "
+                             f"futures, {THIRTY_SECONDS_FORM}), got {self.price_format!r}")
         if self.decimal not in (None, *DECIMALS):
             raise ValueError(f"decimal is a CSV's decimal separator, {' or '.join(DECIMALS)} (a word: inline "
                              f"--columns splits at commas), got {self.decimal!r}")
@@ -643,7 +693,8 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
     """The column map the command line (or the config's replay section) describes, in ColumnMap.from_dict form.
 
     `columns` is inline text (`ts=time,price=px`), a YAML file's path, or a dict; `preset_name` is the base it
-    overrides; `refinements` (names, ts_unit, tz, date, ts_format, price_offset, hours; None = not given) override
+    overrides; `refinements` (names, ts_unit, tz, date, ts_format, price_offset, hours, price_format; None = not
+    given) override
     both. None: nothing given,
     detect each file's layout. With `detect` (the command line), refinements alone refine each detected layout
     (`--tz Etc/GMT+5`); without it they need a map. The map is checked here, so a mistake is reported before any
@@ -662,7 +713,8 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
         checked = spec | given
         unit = "datetime"  # a unit a zone or a day refines (a day: of times of day as text too)
         # the time keys only (names are the file's own; columns are checked against each file's map)
-        timing = {k: v for k, v in checked.items() if k in (*REFINE_KEYS, "price_offset", "hours") and k != "names"}
+        timing = {k: v for k, v in checked.items()
+                  if k in (*REFINE_KEYS, "price_offset", "hours", "price_format") and k != "names"}
         ColumnMap.from_dict({"ts": "ts", "ts_unit": unit, "price": "price", "size": "size"} | timing)
         return checked
     if not spec:

@@ -15,9 +15,11 @@ to write a book builder to run a backtest:
 Event time is `ts_recv`, the order a DBN file is sorted in. The stream is the
 instrument's symbol at the record's time, from the file's symbology (`Symbology`:
 its metadata mappings, which hold over dates, or symbol mapping records), else the
-numeric instrument id. Prices are DBN's fixed-point integers (1e-9 units) turned
-into floats, plus a column map's `price_offset` when given (a calendar spread's
-prices below zero; the one key of a map that applies to DBN's fixed layout).
+numeric instrument id (an id mapped at other dates only is said at the end of a run: `Symbology.outside_notes`).
+Prices are DBN's fixed-point integers (1e-9 units) turned into floats, plus a column map's `price_offset` when
+given, for every stream or a stream's own (a calendar spread's prices below zero; with `hours`, the keys of a map
+that apply to DBN's fixed layout). MBO cancels and fills of orders never added (a file that starts mid-session)
+are counted and said at the end (`BookReducer.unseen_note`).
 
 The `databento-dbn` package is an optional extra (`pip install 'flashtick[dbn]'`),
 imported when a DBN file is opened, so the base install imports this module.
@@ -26,11 +28,11 @@ imported when a DBN file is opened, so the base install imports this module.
 from __future__ import annotations
 
 import heapq
-from datetime import date
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from connectors.column_map import Hours
+from connectors.column_map import Hours, PriceOffset, offset_of
 from connectors.ticks import QUOTE, TRADE, InvalidTick
 
 PRICE_SCALE = 1e9  # DBN prices are int64 in units of 1e-9
@@ -118,26 +120,37 @@ class BookReducer:
     (connectors/replay.py) go through it, so one feed replays alike from either. ``rebuild``: MBO (the book
     rebuilt from its orders), else MBP-1 (each record carries its top level). Prices are in units of
     ``scale`` (DBN's 1e-9 fixed point: 1e9; an export already read as prices: 1), ``undefined`` Databento's
-    "no price" in those units; ``offset`` is added to each price, bid and ask after scaling (price_offset); sides
-    are "buy" (the bid, or a buying aggressor), "sell" or None."""
+    "no price" in those units; ``offset`` is added to each price, bid and ask after scaling (price_offset: one for
+    every stream, or a stream's own); sides are "buy" (the bid, or a buying aggressor), "sell" or None.
+    ``unseen``: MBO cancels and fills of an order id the book never saw added (a file that starts mid-session),
+    which leave the book as it was; ``first_unseen`` the first such (stream, order id)."""
 
-    def __init__(self, rebuild: bool, scale: float, undefined: float = UNDEF_PRICE, offset: float = 0.0) -> None:
+    def __init__(self, rebuild: bool, scale: float, undefined: float = UNDEF_PRICE,
+                 offset: PriceOffset | None = None) -> None:
         self.rebuild, self.scale, self.undefined, self.offset = rebuild, scale, undefined, offset
         self.books: dict[Any, _Book] = {}
         self.shown: dict[Any, tuple[Any, Any, Any, Any]] = {}  # instrument -> last top of book emitted
+        self.unseen = 0
+        self.first_unseen: tuple[str, Any] | None = None
 
     def record(self, key: Any, stream: str, ts: int, action: str, side: str | None, price: Any, size: Any,
-               last: bool, order_id: Any = None, top: tuple[Any, Any, Any, Any] | None = None
-               ) -> dict[str, Any] | InvalidTick | None:
+               last: bool, order_id: Any = None, top: tuple[Any, Any, Any, Any] | None = None,
+               undefined: Any = None) -> dict[str, Any] | InvalidTick | None:
         """The tick one record makes (None: it makes none; InvalidTick: a trade without a price). ``top``: MBP-1's
-        (bid, bid size, ask, ask size), None while a side is empty."""
+        (bid, bid size, ask, ask size), None while a side is empty. ``undefined``: the "no price" of this record's
+        stream, where prices were shifted before (an export's rows), else the reducer's."""
         if self.rebuild:
-            top = _apply_mbo(self.books.setdefault(key, _Book()), action, BOOK_SIDE.get(side), order_id, price, size)
+            book = self.books.setdefault(key, _Book())
+            if action in ("C", "F") and order_id not in book.orders:
+                self.unseen += 1
+                self.first_unseen = self.first_unseen or (stream, order_id)
+            top = _apply_mbo(book, action, BOOK_SIDE.get(side), order_id, price, size)
+        offset = offset_of(self.offset, stream)
         if action == "T":
-            if price == self.undefined:  # as an empty book side is (`_top_of_mbp`): no price to replay
+            if price == (self.undefined if undefined is None else undefined):  # as an empty book side is
                 return InvalidTick("missing_field", f"a trade record with Databento's undefined price "
                                                     f"(UNDEF_PRICE, {UNDEF_PRICE}): the trade has no price", stream)
-            wire = {"kind": TRADE, "stream": stream, "ts": ts, "price": price / self.scale + self.offset,
+            wire = {"kind": TRADE, "stream": stream, "ts": ts, "price": price / self.scale + offset,
                     "size": float(size)}
             if side is not None:
                 wire["side"] = side
@@ -145,9 +158,18 @@ class BookReducer:
         if action != "F" and last and top is not None and self.shown.get(key) != top:
             self.shown[key] = top
             bid, bid_size, ask, ask_size = top
-            return {"kind": QUOTE, "stream": stream, "ts": ts, "bid": bid / self.scale + self.offset,
-                    "ask": ask / self.scale + self.offset, "bid_size": float(bid_size), "ask_size": float(ask_size)}
+            return {"kind": QUOTE, "stream": stream, "ts": ts, "bid": bid / self.scale + offset,
+                    "ask": ask / self.scale + offset, "bid_size": float(bid_size), "ask_size": float(ask_size)}
         return None
+
+    def unseen_note(self, name: str) -> list[str]:
+        """The note on cancels and fills of orders the book never saw: said once, at the end of a run."""
+        if not self.unseen:
+            return []
+        stream, order_id = self.first_unseen
+        return [f"{name}: {self.unseen} cancel or fill record(s) of an order the book never saw added (the first: "
+                f"{stream}, order {order_id}): the file seems to start mid-session, so the top of book may miss "
+                f"orders resting from before it until they trade or cancel"]
 
 
 class Symbology:
@@ -168,6 +190,7 @@ class Symbology:
                     self.dated.setdefault(int(target), []).append(span)
         self.live: dict[int, str] = {}  # id -> symbol, from symbol mapping records: ahead of the dated ones
         self.holder: dict[str, int] = {}  # a mapping record's symbol -> the id it names now
+        self.outside: dict[int, list[int]] = {}  # a mapped id -> [records named by the id, first ts] (`at`)
 
     def map(self, instrument_id: int, symbol: str) -> None:
         previous = self.holder.get(symbol)
@@ -178,14 +201,37 @@ class Symbology:
     def at(self, instrument_id: int, ts: int) -> str:
         if (symbol := self.live.get(instrument_id)) is not None:
             return symbol
-        for start, end, symbol in self.dated.get(instrument_id, ()):
+        spans = self.dated.get(instrument_id, ())
+        for start, end, symbol in spans:
             if start <= ts < end:
                 return symbol
+        if spans:  # mapped at other dates (a Sunday evening's session before its first UTC date): said at the end
+            self.outside.setdefault(instrument_id, [0, ts])[0] += 1
         return str(instrument_id)
+
+    def outside_notes(self, name: str) -> list[str]:
+        """A note per mapped instrument some of whose records fell outside its mapping's dates, named by its id."""
+        notes = []
+        for instrument_id, (records, first) in sorted(self.outside.items()):
+            dated = "; ".join(f"{symbol} from {_date_of(start)}" + (f" to {_date_of(end)} (excluded)"
+                                                                    if end < 1 << 63 else "")
+                              for start, end, symbol in sorted(self.dated[instrument_id]))
+            notes.append(f"{name}: instrument {instrument_id} replayed as stream '{instrument_id}' outside its "
+                         f"mapping's dates ({records} record(s), the first at {_utc(first)}; it is {dated}, UTC "
+                         f"dates): its ticks there are a stream apart from its symbol's")
+        return notes
 
 
 def _field(interval: Any, name: str) -> Any:
     return interval.get(name) if isinstance(interval, dict) else getattr(interval, name, None)
+
+
+def _date_of(ns: int) -> str:
+    return datetime.fromtimestamp(ns // 10**9, timezone.utc).date().isoformat()
+
+
+def _utc(ns: int) -> str:
+    return datetime.fromtimestamp(ns // 10**9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _day_ns(day: date | str | None, open_end: int) -> int:
@@ -201,8 +247,12 @@ class DbnPlan:
 
     sorted_on_read = False
 
-    def __init__(self, path: Path, price_offset: float | None = None, hours: str | None = None) -> None:
+    def __init__(self, path: Path, price_offset: PriceOffset | None = None, hours: str | None = None) -> None:
         self.path, self.price_offset, self.hours = path, price_offset, hours
+        # what the last read found, for the notes said at the end (`found_on_read`)
+        self.symbols: Symbology | None = None
+        self.reducer: BookReducer | None = None
+        self.streams_read: set[str] = set()
         dbn = _dbn()
         metadata = _read_metadata(dbn, path)
         self.schema = str(metadata.schema.value) if metadata.schema is not None else None
@@ -212,7 +262,7 @@ class DbnPlan:
         self.mappings = metadata.mappings or {}
 
     def describe(self) -> dict[str, Any]:
-        offset = {} if self.price_offset is None else {"price_offset": self.price_offset}
+        offset = {} if self.price_offset is None else {"price_offset": self.price_offset}  # a float, or per stream
         hours = {} if self.hours is None else {"hours": self.hours}
         return {"format": "dbn", "schema": self.schema, **offset, **hours}
 
@@ -236,14 +286,26 @@ class DbnPlan:
     def where(self, row: int) -> str:
         return f"{self.path} record {row + 1}"
 
+    def found_on_read(self) -> list[str]:
+        """What reading the file found that a run says at its end: instruments named by their id outside their
+        mapping's dates, cancels and fills of orders the book never saw."""
+        name = str(getattr(self, "origin", None) or self.path)
+        symbols = self.symbols.outside_notes(name) if self.symbols is not None else []
+        return symbols + (self.reducer.unseen_note(name) if self.reducer is not None else [])
+
+    def streams_held(self) -> set[str]:
+        """The streams the file holds as far as known: its symbology's, and those read so far."""
+        return (self.stream_names() or set()) | self.streams_read
+
     def column_of(self, tick_field: str) -> None:
         return None  # records, not columns: a reject names the record (`where`); a quote's bid is the book's
 
     def batches(self, chunk_rows: int) -> Iterator[list[tuple[int, dict[str, Any]]]]:
         dbn = _dbn()
         decoder = _decoder(dbn, self.path)
-        symbols = Symbology(self.mappings)
-        reducer = BookReducer(rebuild=self.schema == "mbo", scale=PRICE_SCALE, offset=self.price_offset or 0.0)
+        symbols = self.symbols = Symbology(self.mappings)
+        reducer = self.reducer = BookReducer(rebuild=self.schema == "mbo", scale=PRICE_SCALE, offset=self.price_offset)
+        streams_read = self.streams_read = set()
         # DBN times are UTC: a window without a zone is UTC's
         left_out = Hours.parse(self.hours).left_out("UTC", self.hours) if self.hours is not None else None
         number = -1  # record number in the file, metadata excluded
@@ -265,6 +327,7 @@ class DbnPlan:
                     else:  # status, definition, system and error records carry no ticks
                         continue
                     stream = symbols.at(record.instrument_id, record.ts_recv)
+                    streams_read.add(stream)
                     tick = reducer.record(record.instrument_id, stream, record.ts_recv, str(record.action),
                                           AGGRESSOR.get(str(record.side)), record.price, record.size,
                                           bool(record.flags & F_LAST), getattr(record, "order_id", None), top)

@@ -40,6 +40,7 @@ from connectors.column_map import (
     UNITS,
     VALUE_FIELDS,
     ColumnMap,
+    shown_offset,
 )
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.json_lines import JSON_LINES_SUFFIXES
@@ -126,6 +127,9 @@ NOT_TICKERS = {"DAT", "ASCII", "CSV", "TXT", "T", "M1", "H1", "D1", "TICK", "TIC
                "TRADE", "TRADES", "QUOTE", "QUOTES", "LAST", "MIDPOINT", "BIDASK", "DATA", "TICKDATA", "HIST", "RAW",
                "ALL", "RTH", "EOD", "FULL"}
 
+
+# a price, bid or ask column named as a yield (cash Treasuries' `bid_yield`, `yld`, `YTM`): its up is a price's down
+YIELD_NAMES = re.compile(r"(^|_)(yield|yld|ytm)(_|$)")
 
 # Numbers as spreadsheets write them: grouping commas (`1,234.5`), or dots grouping and a decimal comma
 COMMA_GROUPED = r"^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$"
@@ -437,6 +441,10 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
         lacking = "time column" if ts is None else "price (trades) nor bid and ask (quotes)"
         seen = ", ".join(f"{k}={v}" for k, v in ({"ts": ts} | found).items() if v)
         missing = "" if ts is None else ", or only what is missing: --columns price=...,size=..."
+        if yields := [n for n in names if YIELD_NAMES.search(normal_name(n))]:  # cash Treasuries, quoted in yield
+            named = "is named as a yield" if len(yields) == 1 else "are named as yields"
+            missing += (f". {', '.join(map(repr, yields))} {named}, which replay does not read as prices (a yield "
+                        f"up is a price down): convert them to prices first (docs/replay.md#yield-quoted-instruments)")
         raise ValueError(
             f"cannot detect the column layout of {path}: columns found {names}; no {lacking} among them"
             f"{' (read so far: ' + seen + ')' if seen else ''}. Name its columns with a column map, e.g. --columns "
@@ -864,7 +872,8 @@ def describe_map(cmap: ColumnMap) -> str:
     unit = f" ({cmap.ts_unit}{', ' + cmap.ts_format if cmap.ts_format else ''}{zone})"
     stream = f"stream={cmap.stream_col}" if cmap.stream_col else f"stream_name={cmap.stream or cmap.default_stream}"
     scale = [f"price_scale={cmap.price_scale:g}"] if cmap.price_scale is not None else []
-    scale += [f"price_offset={cmap.price_offset:g}"] if cmap.price_offset is not None else []
+    scale += [f"price_offset={shown_offset(cmap.price_offset)}"] if cmap.price_offset is not None else []
+    scale += [f"price_format={cmap.price_format}"] if cmap.price_format is not None else []
     fields = [f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None]
     if cmap.side_map:
         named = next((name for name, side_map in SIDE_MAPS.items() if side_map == cmap.side_map), None)

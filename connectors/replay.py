@@ -56,6 +56,8 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     as_column_map,
     checked_price_offset,
     keep_check,
+    offset_of,
+    shown_offset,
     Hours,
     keep_key,
     preset,
@@ -65,6 +67,14 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
 from connectors import json_lines
 from connectors.field_names import normal_name
 from connectors.json_lines import JSON_LINES_SUFFIXES, NOT_JSON, is_json_lines
+from connectors.price_notation import (
+    thirty_seconds,
+    thirty_seconds_caution,
+    thirty_seconds_facts,
+    unread_price_hint,
+    yield_caution,
+    yield_columns,
+)
 from connectors.layout import (
     CSV_SUFFIXES,
     DBN_SUFFIXES,
@@ -403,6 +413,7 @@ class _FilePlan:
     bad_lines: Mapping[int, str] = field(default_factory=dict)  # a JSON-lines file's row -> why it is no object
     tickless: Mapping[int, str] = field(default_factory=dict)  # its row -> why: a message without ticks (an ack)
     footer: tuple[int, str] | None = None  # a CSV's last row that is a line of text, no data (`_footer`)
+    reducers: list = field(default_factory=list)  # a book export's reducer of the last read, for `found_on_read`
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -438,6 +449,18 @@ class _FilePlan:
             .select(pl.col(column).cast(pl.String)).slice(row, 1).collect()
         return cell.item() if cell.height else None
 
+    def found_on_read(self) -> list[str]:
+        """What reading the file found that a run says at its end: a book export's cancels and fills of orders
+        the book never saw."""
+        return [note for reducer in self.reducers for note in reducer.unseen_note(self.given_name)]
+
+    def streams_held(self) -> set[str]:
+        return self.stream_names()
+
+    @property
+    def price_offset(self) -> float | dict[str, float] | None:
+        return self.columns.price_offset
+
     def stream_names(self) -> set[str]:
         """Every stream the file's rows name (a scan of its stream column alone): what a selection is checked
         against."""
@@ -448,6 +471,7 @@ class _FilePlan:
 
     def batches(self, chunk_rows: int) -> Iterator[list[tuple[int, dict[str, Any]]]]:
         """(row number, wire map) per row, `chunk_rows` rows at a time."""
+        self.reducers.clear()  # a read again (a restore) finds afresh
         convert = self._converter()
         if self.bad_lines:  # JSON-lines lines that are no object: rejects, the rest of the file read
             yield [(row, InvalidTick(NOT_JSON, why)) for row, why in self.bad_lines.items()]
@@ -471,12 +495,15 @@ class _FilePlan:
         fixed = {k: v for k, v in (("stream", stream), ("kind", kind)) if v is not None}
         side_of, scale, signed = side_lookup(cmap.side_map), cmap.price_scale, bool(cmap.signed_size)
         offset = cmap.price_offset
+        # per stream: each row's own, looked up by its stream (a column's, at `stream_at`, or the fixed name)
+        per_stream = offset if isinstance(offset, dict) else None
+        stream_at = self.keys.index("stream") + 1 if "stream" in self.keys else None
         pairs = tuple(enumerate(self.keys, start=1))
         kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (`_book_columns`)
         split = kind is None and self.book is None  # a row with a trade and a quote: both (an order book's: `_book`)
         left_out, kept_end = (keep_check(cmap.keep), kept + len(cmap.keep)) if cmap.keep else (None, kept)
         long_rows = self.long_rows
-        zero_sides = cmap.bid is not None and offset is None  # a given offset says 0 is a price (a spread's)
+        quotes = cmap.bid is not None  # a 0 side is no side (one_sided_quote), unless an offset says 0 is a price
         # a quote row with one side empty: no bid (or no offer), unless the map fills it from the previous quote
         empty_side = cmap.bid is not None and not cmap.fill_quotes and (kind == QUOTE or split)
         unreadable = ("bid", "ask") if self.dialect is not None else ()  # a CSV's unreadable bid or ask: NaN
@@ -502,17 +529,20 @@ class _FilePlan:
                 if left_out_hours is not None and type(out["ts"]) is int and (outside := left_out_hours(out["ts"])):
                     return outside
             unread = False
+            row_offset = offset if per_stream is None else \
+                per_stream.get(row[stream_at] if stream_at is not None else stream)
             for i, key in pairs:
                 value = row[i]
                 if value is not None and key in unreadable and value != value:  # NaN: neither empty nor a number
                     unread, value = True, None
                 elif value is not None and key == "side":
                     value = side_of(value)
-                elif key in PRICE_FIELDS and type(value) in (int, float) and (scale is not None or offset is not None):
+                elif key in PRICE_FIELDS and type(value) in (int, float) and \
+                        (scale is not None or row_offset is not None):
                     if scale is not None:
                         value = value / scale  # fixed point (LOBSTER, Databento); polars' x * (1/scale) is 1 ulp off
-                    if offset is not None:
-                        value = value + offset
+                    if row_offset is not None:
+                        value = value + row_offset
                 if value is not None:
                     out[key] = value
             if marks is not None and "price" not in out and "bid" not in out and "ask" not in out:
@@ -522,7 +552,7 @@ class _FilePlan:
                             f"neither bid nor ask (columns {cmap.bid!r}, {cmap.ask!r})"
                         return InvalidTick("missing_field", f"column {column!r} marks the row {mark} but it has "
                                                             f"{lacks}", _stream(out))
-            no_side = one_sided_quote(out) if zero_sides else None
+            no_side = one_sided_quote(out) if quotes and row_offset is None else None
             if no_side is None and empty_side and not unread and ("bid" in out) != ("ask" in out):
                 no_side = _empty_side(out)
             if no_side is not None:  # the stream named, so that a stream the selection leaves out is filtered_out
@@ -550,9 +580,10 @@ class _FilePlan:
         book changed at the end of an event, nothing for the other records."""
         from connectors.dbn import F_LAST, UNDEF_PRICE, BookReducer
 
-        # a fixed-point export's empty side or trade without a price, as read
-        undefined = UNDEF_PRICE / (self.columns.price_scale or 1) + (self.columns.price_offset or 0)
-        reducer = BookReducer(rebuild=self.book == "mbo", scale=1.0, undefined=undefined)
+        # a fixed-point export's empty side or trade without a price, as read (shifted as its stream's prices are)
+        unshifted = UNDEF_PRICE / (self.columns.price_scale or 1)
+        reducer = BookReducer(rebuild=self.book == "mbo", scale=1.0, undefined=unshifted)
+        self.reducers.append(reducer)
 
         def reduce(row: tuple) -> dict[str, Any] | InvalidTick | None:
             wire = convert(row)
@@ -560,10 +591,11 @@ class _FilePlan:
                 return wire  # rejected as it is
             action, flags, order = row[first : first + 3]
             quote = wire.get("bid"), wire.get("bid_size"), wire.get("ask"), wire.get("ask_size")
+            undefined = unshifted + offset_of(self.columns.price_offset, wire["stream"])
             empty = None in quote or undefined in (quote[0], quote[2])
             return reducer.record(wire["stream"], wire["stream"], wire["ts"], str(action), wire.get("side"),
                                   wire.get("price"), wire.get("size", 0.0), flags is None or bool(flags & F_LAST),
-                                  order, None if empty else quote)
+                                  order, None if empty else quote, undefined=undefined)
 
         return reduce
 
@@ -707,16 +739,23 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         exprs.append(_stream_column(cmap).str.replace_all("/", "-", literal=True).str.normalize("NFC")
                      .alias("stream"))
         keys.append("stream")
+    price_texts: dict[str, pl.Expr] = {}  # price, bid, ask read from text: what may be written in 32nds
     for key in VALUE_FIELDS:
         if (name := getattr(cmap, key)) is not None:
             text = key in NUMERIC_FIELDS and schema[name] == pl.String  # Parquet of JSON: Coinbase's "42290.12"
+            if key in PRICE_FIELDS and (text or dialect is not None):
+                price_texts[key] = pl.col(name).cast(pl.String).str.strip_chars()
             if key in NUMERIC_FIELDS and dialect is not None:  # a CSV's numbers, read as text
                 raw = pl.col(name).cast(pl.String).str.strip_chars()
                 col = _csv_number(raw, dialect.decimal_comma)
+                if key in price_texts and cmap.price_format == "32nds":
+                    col = thirty_seconds(raw, col)
                 # empty: null (filled by _filled_quotes, else a one-sided quote); unreadable: NaN, so that it is
                 # refused as unreadable, never filled nor called a one-sided quote
                 if cmap.fill_quotes and key in QUOTE_FIELDS or key in ("bid", "ask"):
                     col = pl.when(raw.is_null() | (raw == "")).then(None).otherwise(col.fill_null(float("nan")))
+            elif key in price_texts and cmap.price_format == "32nds":
+                col = thirty_seconds(price_texts[key], price_texts[key].cast(pl.Float64, strict=False))
             elif schema[name].is_decimal() or text:
                 col = pl.col(name).cast(pl.Float64, strict=False)
             else:
@@ -747,14 +786,17 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     # a price column that is zero or below wherever a row trades: an instrument that trades there (a spread)
     prices = [e for e, key in zip(exprs[1:], keys) if key in ("price", "size")] if cmap.price is not None else []
     traded = (pl.col("price").filter(pl.col("size") > 0) if cmap.size is not None else pl.col("price")).drop_nulls()
-    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices).select(
+    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices,
+                        *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
         first_ts=pl.col("_ts").drop_nulls().first(), slashes=pl.col("_stream").str.contains("/", literal=True).any(),
         denormalized=(pl.col("_stream") != pl.col("_stream").str.normalize("NFC")).any(),
         nonpositive_prices=(traded.max() <= 0) if prices else pl.lit(False),
         nonpositive_rows=(traded <= 0).sum() if prices else pl.lit(0),
         trading_rows=traded.len() if prices else pl.lit(0),
+        *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}),
     ).collect().row(0, named=True)
+    notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap)
     if not facts["timed"] and first is not None:
         raise ValueError(_time_hint(path, cmap, first))
     if facts["unsorted"]:  # stable: rows with equal timestamps keep their file order
@@ -1635,6 +1677,8 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
     text = plan.cell_text(row, column) if hasattr(plan, "cell_text") else None
     if text is not None and not text.strip():
         return ": empty"
+    if column in (plan.column_of("price"), plan.column_of("bid"), plan.column_of("ask")) and text is not None:
+        return f": {text!r} is not a number{unread_price_hint(text, getattr(plan, 'columns', None))}"
     if column != plan.column_of("ts"):
         return f": {text!r} is not a number" if text is not None else ": empty, or not a number"
     zone = getattr(getattr(plan, "columns", None), "tz", None)
@@ -1671,6 +1715,10 @@ class RejectCounter(Counter):
                 why = _unit_changed(plan, err.message)
             if err.reason == "bad_stream":
                 why = _stream_hint(plan)
+            if err.reason == "crossed_quote" and (columns := getattr(plan, "columns", None)) is not None \
+                    and yield_columns(columns):  # a yield's bid is above its ask: the quote is no crossed book
+                why = (f"; {columns.bid!r} and {columns.ask!r} are named as yields, and a yield quote's bid is above "
+                       f"its ask: convert yields to prices to replay them (docs/replay.md#yield-quoted-instruments)")
             if err.reason == "negative_size" and err.message.startswith("size "):
                 why = "; if its sign is the side (negative: a sell), give --columns ...,signed_size=true"
             if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null
@@ -1996,6 +2044,21 @@ class FileReplay(Source):
     def cautions(self) -> list[str]:
         """The notes a run says again at its end (layout.Caution: the data may mean something else than read)."""
         return [note for note in self.notes if isinstance(note, Caution)]
+
+    @property
+    def found_notes(self) -> list[str]:
+        """What reading the files found on the way, said at a run's end (known once their records are read): DBN
+        instruments named by their id outside their mapping's dates, cancels and fills of orders a book never saw
+        (a file starting mid-session), and streams a per-stream price_offset names that no file holds."""
+        notes = [note for plan in self.plans for note in plan.found_on_read()]
+        shifted = [plan for plan in self.plans if isinstance(plan.price_offset, dict)]
+        named = {name for plan in shifted for name in plan.price_offset}
+        held = {stream for plan in shifted for stream in plan.streams_held()}
+        if unheld := sorted(named - held):
+            shown = ", ".join(sorted(held)[:8]) + (", ..." if len(held) > 8 else "")
+            notes.append(f"price_offset names stream(s) {', '.join(map(repr, unheld))}, which the files never "
+                         f"hold: not shifted (their streams: {shown or 'none'})")
+        return notes
 
     @property
     def sorted_files(self) -> list[Path]:

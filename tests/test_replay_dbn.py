@@ -168,3 +168,65 @@ def test_hours_keep_a_session_of_a_dbn_file_and_the_book_built_before_it(tmp_pat
         assert f"ts at {clock} is outside the hours kept ({hours})" in replay.rejected.examples["filtered_out"]
     with pytest.raises(ValueError, match="hours must be a time-of-day window"):
         FileReplay(path, columns={"hours": "8:30 to 15:15"})
+
+
+def order(instrument: int, ts: int, order_id: int, side: object, quarters: int, action: object = None) -> object:
+    """An MBO record of a resting order: an add unless `action` says otherwise (a cancel, a fill)."""
+    return dbn.MBOMsg(publisher_id=1, instrument_id=instrument, ts_event=ts, order_id=order_id, price=quarters * PX,
+                      size=2, action=action or dbn.Action.ADD, side=side, ts_recv=ts, flags=dbn.F_LAST)
+
+
+def test_a_per_stream_price_offset_shifts_the_spread_alone_and_names_a_stream_no_file_holds(tmp_path: Path) -> None:
+    """One file of an outright (ESH6) and its calendar spread (ESH6-ESM6, below zero): {spread: 10} shifts the
+    spread; the outright keeps its prices (and its moves' bps). A name the file never holds is said at the end."""
+    spread = 1003
+    path = write_dbn(tmp_path / "cme.dbn", dbn.Schema.MBO, [
+        trade(ESH6, MAR5, 27200), trade(spread, MAR5 + NS, -3), trade(ESH6, MAR5 + 2 * NS, 27201)],
+        {"ESH6": [(date(2026, 3, 1), date(2026, 3, 9), ESH6)],
+         "ESH6-ESM6": [(date(2026, 3, 1), date(2026, 3, 9), spread)]})
+    for columns in ({"price_offset": {"ESH6-ESM6": 10, "ESZ9": 1}}, {"price_offset": "ESH6-ESM6=10|ESZ9=1"}):
+        replay = FileReplay(path, columns=columns)
+        assert [(t.stream, t.price) for t in drain(replay)] == [
+            ("ESH6", 6800.0), ("ESH6-ESM6", 9.25), ("ESH6", 6800.25)] and not replay.rejected
+        assert replay.found_notes == ["price_offset names stream(s) 'ESZ9', which the files never hold: not shifted "
+                                      "(their streams: ESH6, ESH6-ESM6)"]
+    with pytest.raises(ValueError, match=r"price_offset \(stream ESH6\) must be a number"):
+        FileReplay(path, columns={"price_offset": {"ESH6": "ten"}})
+
+
+def test_an_instrument_outside_its_mapping_s_dates_is_said_once_at_the_end(tmp_path: Path) -> None:
+    """CME's Sunday evening session is before the mapping's first UTC date: those records keep the numeric id, a
+    stream apart from the symbol's. Said once per instrument, with the dates its mapping holds."""
+    sunday = MAR5 - 86_400 * NS  # 2026-03-04 14:30 UTC, the day before ESH6's mapping starts
+    path = write_dbn(tmp_path / "es.dbn", dbn.Schema.MBO, [
+        trade(ESH6, sunday, 27200), trade(ESH6, sunday + NS, 27201), trade(ESH6, MAR5, 27202)],
+        {"ESH6": [(date(2026, 3, 5), date(2026, 3, 9), ESH6)]})
+    replay = FileReplay(path)
+    assert [t.stream for t in drain(replay)] == ["1001", "1001", "ESH6"]
+    assert replay.found_notes == [
+        f"{path}: instrument 1001 replayed as stream '1001' outside its mapping's dates (2 record(s), the first at "
+        f"2026-03-04 14:30:00 UTC; it is ESH6 from 2026-03-05 to 2026-03-09 (excluded), UTC dates): its ticks there "
+        f"are a stream apart from its symbol's"]
+
+
+def test_cancels_of_orders_the_book_never_saw_say_the_file_starts_mid_session(tmp_path: Path) -> None:
+    """A file cut mid-session cancels and fills orders added before it: the book cannot apply them, so its top may
+    miss resting orders. Counted, and said once at the end."""
+    path = write_dbn(tmp_path / "es.mbo.dbn", dbn.Schema.MBO, [
+        order(ESH6, MAR5, 7, dbn.Side.BID, 27200, dbn.Action.CANCEL),  # added before the file starts
+        order(ESH6, MAR5 + 1, 8, dbn.Side.ASK, 27204, dbn.Action.FILL),
+        order(ESH6, MAR5 + 2, 1, dbn.Side.BID, 27201), order(ESH6, MAR5 + 3, 2, dbn.Side.ASK, 27203),
+        order(ESH6, MAR5 + 4, 1, dbn.Side.BID, 27201, dbn.Action.CANCEL)],  # seen: no count
+        {"ESH6": [(date(2026, 3, 1), date(2026, 3, 9), ESH6)]})
+    replay = FileReplay(path)
+    assert [(t.bid, t.ask) for t in drain(replay)] == [(6800.25, 6800.75)]
+    said = (": 2 cancel or fill record(s) of an order the book never saw added (the first: ESH6, order 7): the file "
+            "seems to start mid-session, so the top of book may miss orders resting from before it until they trade "
+            "or cancel")
+    assert replay.found_notes == [f"{path}{said}"]
+    assert replay.found_notes == [f"{path}{said}"]  # asked again: the same, not counted twice
+    whole = write_dbn(tmp_path / "whole.mbo.dbn", dbn.Schema.MBO, [
+        order(ESH6, MAR5, 1, dbn.Side.BID, 27201), order(ESH6, MAR5 + 1, 1, dbn.Side.BID, 27201, dbn.Action.CANCEL)])
+    quiet = FileReplay(whole)
+    drain(quiet)
+    assert quiet.found_notes == []

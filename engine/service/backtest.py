@@ -100,6 +100,7 @@ class BacktestReport:
     stream_ticks: dict[str, int] = field(default_factory=dict)  # each stream's ticks in this run (what test_from cuts)
     cautions: list[str] = field(default_factory=list)  # notes on the reading said again at the end (layout.Caution)
     unscored_why: dict[str, str] = field(default_factory=dict)  # query -> why none of its answers was scored
+    found_notes: list[str] = field(default_factory=list)  # what reading the files found on the way (FileReplay's)
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
@@ -147,6 +148,7 @@ class BacktestReport:
                          f"the class frequencies as a constant forecast ({worst.query}: Brier {worst.model_brier:.3f} "
                          f"vs {worst.frequency_brier:.3f}); what was published is the adapted mix.{fit}")
         lines += self._published_verdict()
+        lines += [f"note: {found}" for found in self.found_notes]
         lines += [f"warning (said above too): {caution}" for caution in self.cautions]
         return "\n".join(lines)
 
@@ -297,7 +299,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     except Exception as e:  # a plotting problem must not turn a finished backtest into a failure
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
     return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, examples,
-                          parts.resumed_at, test_from, config.model.path, stream_ticks, replay.cautions, unscored_why)
+                          parts.resumed_at, test_from, config.model.path, stream_ticks, replay.cautions, unscored_why,
+                          replay.found_notes)
 
 
 def _why_unscored(pipeline: TickPipeline, query: str, rows: pl.LazyFrame, stream_ticks: dict[str, int]) -> str:

@@ -78,10 +78,15 @@ def _reading_options() -> argparse.ArgumentParser:
                                     "Europe/London (default UTC)")
     group.add_argument("--date", help="the day of *_after_midnight times, e.g. "
                                       "2024-03-01")
-    group.add_argument("--price-offset", type=float, default=None, metavar="X",
+    group.add_argument("--price-offset", action="append", default=None, metavar="X|STREAM=X",
                        help="add X to every price, bid and ask read: an instrument that trades at zero or below (a "
                             "spread, a power market's negative hours) shifted above zero, as ticks must be; moves "
-                            "keep their direction, their bps are of the shifted level")
+                            "keep their direction, their bps are of the shifted level. STREAM=X shifts that stream "
+                            "alone (a calendar spread among its outrights; repeat it for several)")
+    group.add_argument("--price-format", choices=("decimal", "32nds"), default=None,
+                       help="how price, bid and ask are written: 32nds reads CME's notation of Treasury futures "
+                            "(110-16, 110-16+, 110'165: 110 and 16.5/32) beside decimals; decimal says 110'165 is "
+                            "thousands grouped by an apostrophe")
     group.add_argument("--hours", metavar="START-END[ ZONE]",
                        help="keep the rows stamped inside this time-of-day window, e.g. '09:30-16:00 "
                             "America/New_York' (regular US trading hours; summer time followed; the zone may be left "
@@ -632,7 +637,20 @@ def _column_map(args: argparse.Namespace, config: Any = None) -> dict[str, Any] 
                             ts_unit=given(args.ts_unit, "ts_unit"),
                             tz=given(args.tz, "tz"), date=given(args.date, "date"),
                             ts_format=given(args.ts_format, "ts_format"),
-                            price_offset=getattr(args, "price_offset", None), hours=getattr(args, "hours", None))
+                            price_offset=_price_offset(getattr(args, "price_offset", None)),
+                            price_format=getattr(args, "price_format", None), hours=getattr(args, "hours", None))
+
+
+def _price_offset(given: list[str] | None) -> str | None:
+    """--price-offset as given, once or more: one number for every stream, or STREAM=X each (joined for the
+    map's inline form, NAME=X|NAME=X); both kinds at once is refused, as which applies where would be a guess."""
+    if not given:
+        return None
+    named = [value for value in given if "=" in value]
+    if named and len(named) < len(given) or not named and len(given) > 1:
+        raise ValueError(f"--price-offset is one number for every stream, or STREAM=X for each stream shifted "
+                         f"(repeated for several), not both nor two numbers; got {' '.join(given)}")
+    return "|".join(given)
 
 
 def _replay_rejections(source: Any, sent: int) -> list[str]:
@@ -736,6 +754,8 @@ def cmd_feed(args: argparse.Namespace) -> None:
     print(stats.summary() + ("; stopped by a signal" if stop.is_set() else ""), file=sys.stderr)
     if isinstance(source, AfterHeld) and (skipped := source.said()):
         print(f"flashtick feed: {skipped}", file=sys.stderr)
+    for found in getattr(source, "found_notes", ()):
+        print(f"flashtick feed: note: {found}", file=sys.stderr)
     for caution in getattr(source, "cautions", ()):
         print(f"flashtick feed: warning (said above too): {caution}", file=sys.stderr)
     if stats.unconfirmed:

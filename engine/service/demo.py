@@ -140,5 +140,7 @@ def print_file_rejects(source: FileReplay, read_whole: bool) -> None:
         read = "" if read_whole else " read so far"
         print(f"{sum(rejected.values())} rows of the files{read} not fed{how}:",
               *rejected_lines(rejected, source.rejected.examples, source.emitted), sep="\n")
+    for found in source.found_notes:
+        print(f"note: {found}")
     for caution in source.cautions:
         print(f"warning (said above too): {caution}")

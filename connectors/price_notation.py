@@ -1,0 +1,130 @@
+"""How a file writes its prices, beyond decimals: CME's 32nds of Treasury futures, and yields named as such.
+
+`110-16+` and `110'165` are 110 and 16.5/32 (110.515625). Read as numbers they are no number at all, or, with an
+apostrophe and three digits, 110165: an apostrophe grouping thousands as Swiss numbers write them (`1'234.50`).
+A column map's `price_format: 32nds` (--price-format 32nds) reads them (`thirty_seconds`); without it a column
+whose cells look like 32nds is said in a caution (`thirty_seconds_facts`, `thirty_seconds_caution`), never read as
+thousands in silence. A price column named as a yield (`bid_yield`) replays as the yield it holds, whose "up" is
+the price's down: said too (`yield_caution`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+import polars as pl
+
+from connectors.column_map import PRICE_FIELDS, THIRTY_SECONDS, THIRTY_SECONDS_FORM, ColumnMap
+from connectors.field_names import normal_name
+from connectors.layout import SPACE_GROUPED, YIELD_NAMES, Caution
+
+EIGHTHS = {"": 0.0, "0": 0.0, "2": 0.25, "5": 0.5, "7": 0.75, "+": 0.5}  # the last mark: a part of a 32nd
+# What a price in 32nds looks like to a reader of decimals: a handle of 2 or 3 digits, an apostrophe or a dash,
+# a 32nd (00-31) and maybe its part. `110'165` is also 110,165 grouped by an apostrophe (SPACE_GROUPED)...
+LOOKS_LIKE_32NDS = r"^[+-]?\d{2,3}['\u2019-]([0-2]\d|3[01])[0257+]?$"
+# ...while a dash, a `+` or two digits after the apostrophe cannot group thousands: such a cell is 32nds for sure
+NOT_THOUSANDS = r"(-|\+$|['\u2019]\d{2}$)"
+APOSTROPHE = "['\u2019]"
+
+
+def thirty_seconds(text: pl.Expr, otherwise: pl.Expr) -> pl.Expr:
+    """A price cell in 32nds (THIRTY_SECONDS) as its decimal value; a cell whose digits an apostrophe or a dash
+    splits otherwise is malformed (null: its row rejected as missing_field, never `110'168` read as thousands);
+    any other cell as `otherwise` reads it (a decimal)."""
+    part = lambda i: text.str.extract(THIRTY_SECONDS, i)  # noqa: E731
+    handle, thirty_seconds_, eighth = part(2).cast(pl.Float64), part(3).cast(pl.Float64), part(4).fill_null("")
+    value = handle + (thirty_seconds_ + eighth.replace_strict(EIGHTHS, return_dtype=pl.Float64)) / 32
+    signed = pl.when(part(1) == "-").then(-value).otherwise(value)
+    return pl.when(text.str.contains(THIRTY_SECONDS)).then(signed) \
+        .when(text.str.contains(r"\d['\u2019-]\d")).then(None).otherwise(otherwise)
+
+
+def thirty_seconds_facts(raw: Mapping[str, pl.Expr]) -> list[pl.Expr]:
+    """Aggregates over each text price column (tick field -> its cells, stripped) that `thirty_seconds_caution`
+    reads: how many cells look like 32nds, how many of those cannot be thousands, how many are grouped by an
+    apostrophe at all, and the first that looks like 32nds."""
+    exprs = []
+    for field, cells in raw.items():
+        looks = cells.str.contains(LOOKS_LIKE_32NDS)
+        exprs += [looks.sum().alias(f"_32_{field}_looks"),
+                  (looks & cells.str.contains(NOT_THOUSANDS)).sum().alias(f"_32_{field}_sure"),
+                  (looks & cells.str.contains(SPACE_GROUPED)).sum().alias(f"_32_{field}_thousands"),
+                  cells.str.contains(APOSTROPHE).sum().alias(f"_32_{field}_grouped"),
+                  cells.filter(looks).first().alias(f"_32_{field}_first"),
+                  cells.filter(looks & cells.str.contains(SPACE_GROUPED)).first().alias(f"_32_{field}_big")]
+    return exprs
+
+
+def thirty_seconds_caution(path: Path, cmap: ColumnMap, facts: Mapping[str, Any]) -> list[str]:
+    """A caution for the price columns whose cells look like CME 32nds while the map reads decimals: some cells
+    cannot be thousands (`117'03`, `110-16+`), or every apostrophe-grouped cell reads as 32nds (`110'165`s alone).
+    A column of Swiss numbers (`1'234.50`, `12'345`) says nothing; price_format: decimal says they are numbers."""
+    if cmap.price_format is not None:
+        return []
+    columns, first, big, looks_total, thousands = [], None, None, 0, 0
+    for field in PRICE_FIELDS:
+        looks = facts.get(f"_32_{field}_looks") or 0
+        if looks and (facts[f"_32_{field}_sure"] or looks == facts[f"_32_{field}_grouped"]):
+            columns.append(f"{getattr(cmap, field)!r} ({looks} cells)")
+            first, big = first or facts[f"_32_{field}_first"], big or facts[f"_32_{field}_big"]
+            looks_total, thousands = looks_total + looks, thousands + facts[f"_32_{field}_thousands"]
+    if not columns:
+        return []
+    if thousands == looks_total:
+        read = f"they are 1000 times too large ('{big}' read as {_thousands(big)}: an apostrophe grouping thousands)"
+    elif not thousands:
+        read = "they are no numbers (their rows rejected)"
+    else:
+        read = (f"{thousands} of them are 1000 times too large ('{big}' read as {_thousands(big)}: an apostrophe "
+                f"grouping thousands) and the others no numbers (their rows rejected)")
+    return [Caution(f"{path.name}: column {', '.join(columns)} holds prices written like CME's 32nds of Treasury "
+                    f"futures ('{first}' is {_decimal_of(first)} in 32nds); read as decimals, {read}. If "
+                    f"they are 32nds, give --price-format 32nds (column-map key price_format: 32nds; "
+                    f"docs/replay.md#prices-in-32nds); if they are numbers grouped in thousands, "
+                    f"price_format: decimal")]
+
+
+def _thousands(cell: str) -> str:
+    return f"{float(re.sub(APOSTROPHE, '', cell)):g}"
+
+
+def _decimal_of(cell: str) -> str:
+    found = re.match(THIRTY_SECONDS, cell)
+    if found is None:
+        return "not"
+    sign, handle, thirty_seconds_, eighth = found.groups()
+    value = int(handle) + (int(thirty_seconds_) + EIGHTHS[eighth]) / 32
+    return f"{'-' if sign == '-' else ''}{value:.10g}"
+
+
+def unread_price_hint(text: str | None, cmap: ColumnMap | None) -> str:
+    """What a price cell that did not read says of its notation: the forms 32nds take when the map reads them,
+    the option when the cell looks like 32nds and the map does not."""
+    if text is None or cmap is None:
+        return ""
+    if cmap.price_format == "32nds":
+        return f", nor a price in 32nds ({THIRTY_SECONDS_FORM})"
+    if cmap.price_format is None and re.match(LOOKS_LIKE_32NDS, text.strip()):
+        return "; if it is a futures price in 32nds, give --price-format 32nds (docs/replay.md#prices-in-32nds)"
+    return ""
+
+
+def yield_columns(cmap: ColumnMap) -> list[str]:
+    """The price, bid and ask columns whose names say they hold yields (`bid_yield`, `yld`, `YTM`)."""
+    return [column for field in PRICE_FIELDS if (column := getattr(cmap, field)) is not None
+            and YIELD_NAMES.search(normal_name(column))]
+
+
+def yield_caution(path: Path, cmap: ColumnMap) -> list[str]:
+    """A caution for price columns named as yields: replayed as prices, their "up" is a yield up, a price down."""
+    if not (named := yield_columns(cmap)):
+        return []
+    quotes = ("; a yield quote's bid is above its ask, so its quotes are rejected as crossed_quote"
+              if cmap.bid in named else "")
+    said = f"column {named[0]!r} is named as a yield" if len(named) == 1 else \
+        f"columns {' and '.join(map(repr, named))} are named as yields"
+    return [Caution(f"{path.name}: {said}: replayed as prices, an answer's up means the yield went up (the bond's "
+                    f"price down){quotes}. Convert yields to prices to replay prices "
+                    f"(docs/replay.md#yield-quoted-instruments)")]

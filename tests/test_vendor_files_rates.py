@@ -1,0 +1,114 @@
+"""Rates files as a fixed-income user brings them: Treasury futures in CME's 32nds (`110-16+`, `110'165`), which
+read as decimals were rejected or read 1000 times too large (an apostrophe taken as Swiss thousands), cash
+Treasuries quoted in yield, and a price offset for one stream of several. Every fixture is written here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from connectors.column_map import map_from_options
+from connectors.replay import FileReplay
+from test_vendor_files import drain
+
+HEADER = "timestamp,symbol,price,size\n"
+
+
+def trades(path: Path, *prices: str, symbol: str = "ZNH6") -> Path:
+    rows = "".join(f"2026-03-02T14:30:0{i}.000Z,{symbol},{price},1\n" for i, price in enumerate(prices))
+    path.write_text(HEADER + rows)
+    return path
+
+
+def test_price_format_32nds_reads_every_cme_form_and_plain_decimals(tmp_path: Path) -> None:
+    path = trades(tmp_path / "zn.csv", "110-16", "110-16+", "110-162", "110-165", "110-167", "110'165", "110'16",
+                  "110.5", "-0-05+")
+    replay = FileReplay(path, columns=map_from_options(price_format="32nds", detect=True))
+    assert [t.price for t in drain(replay)] == [110.5, 110.515625, 110.5078125, 110.515625, 110.5234375,
+                                               110.515625, 110.5, 110.5]  # -0-05+ is no price > 0: rejected
+    assert dict(replay.rejected) == {"nonpositive_price": 1}
+    assert "price_format=32nds" in replay.notes[0] and not replay.cautions
+    # a quote's bid and ask too, from a Parquet file's text columns
+    pl.DataFrame({"timestamp": ["2026-03-02T14:30:00Z"], "symbol": ["ZBH6"], "bid": ["117'31"],
+                  "ask": ["118-00+"]}).write_parquet(tmp_path / "zb.parquet")
+    quotes = FileReplay(tmp_path / "zb.parquet", columns={"price_format": "32nds"})
+    assert [(t.bid, t.ask) for t in drain(quotes)] == [(117.96875, 118.015625)]
+
+
+def test_a_malformed_price_in_32nds_is_rejected_by_its_row_with_the_forms_named(tmp_path: Path) -> None:
+    path = trades(tmp_path / "zn.csv", "110-16", "110-33", "110'168", "110-1", "110-17")
+    replay = FileReplay(path, columns={"price_format": "32nds"})
+    assert [t.price for t in drain(replay)] == [110.5, 110.53125]
+    assert dict(replay.rejected) == {"missing_field": 3}
+    example = replay.rejected.examples["missing_field"]
+    assert "zn.csv line 3: " in example and "'110-33' is not a number, nor a price in 32nds (HANDLE-32NDS" in example
+    with pytest.raises(ValueError, match="price_format must be one of"):
+        FileReplay(path, columns={"price_format": "64ths"})
+
+
+def test_prices_that_look_like_32nds_without_the_key_are_a_caution_said_at_start_and_end(tmp_path: Path) -> None:
+    """`110'165` read as Swiss thousands (110165) replayed 1000x too large with no note; a column mixing `117'03`
+    (no number), `117'315` (117315) and `117.125` jumped 1000x inside one stream. Now each is a caution."""
+    zn = FileReplay(trades(tmp_path / "zn.csv", "110'165", "110'160", "110'172"))
+    assert [t.price for t in drain(zn)] == [110165.0, 110160.0, 110172.0]  # as read: the caution says so
+    [caution] = zn.cautions
+    assert caution == ("zn.csv: column 'price' (3 cells) holds prices written like CME's 32nds of Treasury futures "
+                       "('110'165' is 110.515625 in 32nds); read as decimals, they are 1000 times too large ('110'165' "
+                       "read as 110165: an apostrophe grouping thousands). If they are 32nds, give --price-format "
+                       "32nds (column-map key price_format: 32nds; docs/replay.md#prices-in-32nds); if they are "
+                       "numbers grouped in thousands, price_format: decimal")
+    zb = FileReplay(trades(tmp_path / "zb.csv", "117'03", "117'315", "117.125", symbol="ZBH6"))
+    assert [t.price for t in drain(zb)] == [117315.0, 117.125]
+    assert "1 of them are 1000 times too large ('117'315' read as 117315" in zb.cautions[0]
+    assert "--price-format 32nds" in zb.rejected.examples["missing_field"]
+    dashes = FileReplay(trades(tmp_path / "dash.csv", "110-16+", "110-17"))
+    assert not drain(dashes) and "they are no numbers (their rows rejected)" in dashes.cautions[0]
+    # price_format: decimal says they are thousands: read so, nothing to caution
+    decimal = FileReplay(tmp_path / "zn.csv", columns={"price_format": "decimal"})
+    assert [t.price for t in drain(decimal)] == [110165.0, 110160.0, 110172.0] and not decimal.cautions
+
+
+def test_swiss_thousands_still_read_where_they_cannot_be_32nds(tmp_path: Path) -> None:
+    path = tmp_path / "smi.csv"
+    path.write_text("timestamp;symbol;price;size\n2026-03-02T09:00:00Z;SMI;12'034.50;1\n"
+                    "2026-03-02T09:00:01Z;SMI;12'000;1\n2026-03-02T09:00:02Z;SMI;11'987;1\n")
+    replay = FileReplay(path)
+    assert [t.price for t in drain(replay)] == [12034.5, 12000.0, 11987.0]
+    assert not replay.cautions  # 12'000 alone reads as 32nds too, beside numbers that cannot
+
+
+def test_yield_named_columns_are_a_caution_and_their_crossed_quotes_say_why(tmp_path: Path) -> None:
+    path = tmp_path / "ust10y.csv"
+    path.write_text("timestamp,symbol,bid_yield,ask_yield\n2026-03-02T14:30:00Z,UST10Y,4.2150,4.2050\n")
+    with pytest.raises(ValueError, match=r"'bid_yield', 'ask_yield' are named as yields, which replay does not "
+                                         r"read as prices \(a yield up is a price down\)"):
+        FileReplay(path)
+    mapped = map_from_options(columns="ts=timestamp,stream=symbol,bid=bid_yield,ask=ask_yield")
+    replay = FileReplay(path, columns=mapped)
+    assert not drain(replay) and dict(replay.rejected) == {"crossed_quote": 1}
+    assert "a yield quote's bid is above its ask: convert yields to prices" in replay.rejected.examples[
+        "crossed_quote"]
+    assert replay.cautions == [
+        "ust10y.csv: columns 'bid_yield' and 'ask_yield' are named as yields: replayed as prices, an answer's up "
+        "means the yield went up (the bond's price down); a yield quote's bid is above its ask, so its quotes are "
+        "rejected as crossed_quote. Convert yields to prices to replay prices "
+        "(docs/replay.md#yield-quoted-instruments)"]
+
+
+def test_a_per_stream_price_offset_shifts_only_the_streams_it_names(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "cme.csv"
+    path.write_text(HEADER + "2026-03-02T14:30:00Z,ZNH6,110.5,1\n2026-03-02T14:30:01Z,ZNH6-ZNM6,-0.171875,1\n"
+                             "2026-03-02T14:30:02Z,6E/H6,1.085,1\n")
+    columns = map_from_options(price_offset="ZNH6-ZNM6=10|6E/H6=1|ZBH6=2", detect=True)
+    replay = FileReplay(path, columns=columns)
+    assert [(t.stream, t.price) for t in drain(replay)] == [
+        ("ZNH6", 110.5), ("ZNH6-ZNM6", 9.828125), ("6E-H6", 2.085)]  # a name's '/' is the stream's '-'
+    assert "price_offset=ZNH6-ZNM6=10|6E-H6=1|ZBH6=2" in replay.notes[0]
+    assert replay.found_notes == ["price_offset names stream(s) 'ZBH6', which the files never hold: not shifted "
+                                  "(their streams: 6E-H6, ZNH6, ZNH6-ZNM6)"]
+    from engine.service.cli import main
+
+    assert main(["feed", "replay", str(path), "--price-offset", "5", "--price-offset", "ZNH6-ZNM6=10"]) == 2
+    assert "--price-offset is one number for every stream, or STREAM=X for each" in capsys.readouterr().err
