@@ -388,9 +388,10 @@ def test_a_restart_of_shards_keeps_expiries_and_the_tick_counts_retention_droppe
 
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
-    # idleness is wall-clock time: 5 s gives the streams fed after the sleep room to stay alive while a loaded
-    # machine steps the shards to their expiry (1 s expired one of them on CI; 3 s did under a compile beside it)
-    cfg = config(checkpoint, tmp_path / "data", 2, queries, scheduler={"max_batch_tokens": 64, "stream_idle_s": 5.0},
+    # idleness is wall-clock time: 8 s gives the streams fed after the sleep room to stay alive while a loaded
+    # machine steps the shards to their expiry (1 s expired one of them on CI; 3 s did under a compile beside it, 5 s
+    # with four other jobs on the two cores)
+    cfg = config(checkpoint, tmp_path / "data", 2, queries, scheduler={"max_batch_tokens": 64, "stream_idle_s": 8.0},
                  log={"dir": str(tmp_path / "data"), "segment_bytes": 4096, "retention_bytes": 4 * 4096})
     live = ShardedPipeline(cfg)
     t0 = 1_700_000_000_000_000_000
@@ -400,7 +401,7 @@ def test_a_restart_of_shards_keeps_expiries_and_the_tick_counts_retention_droppe
     assert live.data.log.stats.segments_dropped > 0
     idle = [trade(f"IDLE{i % 2}", t0 + 1000 + i, 20.0 + i % 4, 2.0, "buy") for i in range(40)]
     feed(live, [idle[i : i + 4] for i in range(0, 40, 4)])
-    time.sleep(10.2)  # past stream_idle_s and the shards' expiry period, for every stream
+    time.sleep(9.2)  # past stream_idle_s and the shards' expiry period, for every stream
     feed(live, [[trade("QUIET", t0 + 5000, 101.0, 1.0, "buy"), trade("R0", t0 + 5001, 51.0, 1.0, "buy"),
                  trade("R1", t0 + 5002, 52.0, 1.0, "buy")]])  # keeps these three; the two IDLE streams expire
 
