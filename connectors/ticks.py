@@ -297,8 +297,9 @@ def check_normalized(stream: str) -> str:
     again at a restart: a name an earlier version accepted is not refused there."""
     if not stream.isascii() and not unicodedata.is_normalized("NFC", stream):
         nfc = unicodedata.normalize("NFC", stream)
-        raise InvalidTick("bad_stream", f"stream {_excerpt(stream)} is not in Unicode NFC: send it as {_excerpt(nfc)}"
-                                        f" (its NFC form), so that one name is one stream")
+        raise InvalidTick("bad_stream", f"stream {_excerpt(stream)} is not in Unicode NFC: send it as "
+                                        f"{_excerpt(nfc, readable=True)} (its NFC form), so that one name is one "
+                                        f"stream")
     return stream
 
 
@@ -313,9 +314,11 @@ def _describe(char: str) -> str:
     return f"U+{ord(char):04X}{' ' + name if name else ''} ({what})"
 
 
-def _excerpt(stream: str, limit: int = 32) -> str:
-    """The start of a refused name, escaped (ascii) so that it cannot reorder or hide text where it is shown."""
-    return ascii(stream[:limit]) + ("..." if len(stream) > limit else "")
+def _excerpt(stream: str, limit: int = 32, readable: bool = False) -> str:
+    """The start of a refused name, escaped (ascii) so that it cannot reorder or hide text where it is shown;
+    ``readable``: a name to use instead (an NFC form), its printable letters kept (`Société`) and only what could
+    reorder or hide text escaped (repr: controls, bidi marks)."""
+    return (repr if readable else ascii)(stream[:limit]) + ("..." if len(stream) > limit else "")
 
 
 def _side_hint(side: Any) -> str:

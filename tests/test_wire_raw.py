@@ -157,8 +157,8 @@ SAID = {"a scalar": "got int 5", "price ext": "got ext (type 5)", "price bool": 
         "ts ext timestamp": "got ext (msgpack's timestamp", "tokenized not a list": "array, got map of 1",
         "tokenized no tokens": "field 'tokens' is required", "tokenized tokens a map": "got map of 0",
         "ts float": "got float 1.7e+18", "stream an int": "got int 7", "json": "pack the same value as msgpack",
-        "stream not NFC": "is not in Unicode NFC: send it as 'Soci\\xe9t\\xe9' (its NFC form)",
-        "tokenized stream not NFC": "send it as '\\xe9'"}
+        "stream not NFC": "is not in Unicode NFC: send it as 'Société' (its NFC form)",
+        "tokenized stream not NFC": "send it as 'é'"}
 PYTHON_WORDS = re.compile(r"\b(NoneType|dict|ExtType|Timestamp|True|False|tuple|packb)\b")
 
 
