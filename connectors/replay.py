@@ -676,8 +676,12 @@ def _without_tz(path: Path, cmap: ColumnMap | Refine | None, refused: Exception)
     if tz is None or NAIVE_TZ_ONLY not in str(refused):
         return None
     rest = {k: v for k, v in cmap.keys.items() if k != "tz"}
+    bare_hours = rest.get("hours") is not None and Hours.parse(rest["hours"]).zone is None
+    if bare_hours:
+        rest["hours"] = zoned_hours(rest["hours"], tz)
     plan = _table_plan(path, Refine(rest) if rest else None)
-    said = f"{path.name}: its times carry their own UTC offset, so --tz {tz} (for naive times) is not applied to it"
+    said = (f"{path.name}: its times carry their own UTC offset, so --tz {tz} (for naive times) is not applied to "
+            f"it" + (f" (the hours kept, {rest['hours']!r}, are on its wall clock)" if bare_hours else ""))
     return replace(plan, notes=(said, *plan.notes))
 
 
@@ -693,9 +697,24 @@ def _dbn_keys(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> tu
         raise ValueError(f"{path}: a DBN file has a fixed layout: of a column map it takes "
                          f"{' and '.join(DBN_KEYS)} alone, got {', '.join(others)}")
     hours = keys.get("hours")
-    if hours is not None:
-        Hours.parse(hours)  # a bad window is refused before a record is read
+    if hours is not None and Hours.parse(hours).zone is None:  # (a bad window is refused before a record is read)
+        if not keys.get("tz"):  # DBN times are UTC, but a CME user's bare 08:30-15:15 means Chicago's: ask
+            raise ValueError(bare_hours_refused(path, hours))
+        hours = zoned_hours(hours, keys["tz"])  # --tz names the wall clock a bare window is on (not DBN's times)
     return checked_price_offset(keys.get("price_offset")), hours
+
+
+def bare_hours_refused(path: Path, hours: str) -> str:
+    """A window without a zone, and no tz to put it on: whose wall clock it means cannot be guessed (even for
+    times that carry their own zone, UTC's is seldom the one a trader writes hours in)."""
+    return (f"{path}: hours {hours!r} are a wall clock's, and no zone is given for it (none after the window, no "
+            f"--tz): write the zone after the window, e.g. '{hours} America/New_York' or '{hours} UTC'")
+
+
+def zoned_hours(hours: str, tz: str) -> str:
+    """A window without a zone, on the wall clock of the `tz` given for every file, for a file whose times carry
+    their own zone (a DBN file's, `...Z` text, a UTC Parquet), to which `tz` itself does not apply."""
+    return f"{hours.strip()} {tz}"
 
 
 def _renamed_onto(path: Path, streams: pl.LazyFrame) -> list[str]:
@@ -723,9 +742,6 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         cmap = replace(cmap, stream=nfc)  # (a file name macOS wrote in NFD): the engine takes NFC names only
         notes.append(f"{path.name}: stream {nfc}: its name was {NFD_WRITTEN}; it replays in Unicode NFC, the one "
                      f"form the engine takes")
-    if cmap.hours is not None and Hours.parse(cmap.hours).zone is None and cmap.tz is None:
-        raise ValueError(f"{path}: hours {cmap.hours!r} are a wall clock's, and this file's times name no zone "
-                         f"(no tz): write the zone after the window, e.g. '{cmap.hours} America/New_York'")
     if dialect is not None and dialect.long_rows:
         notes.append(f"{path.name}: {len(dialect.long_rows)} row(s) with more fields than its {len(schema)} columns: "
                      f"each rejected as extra_fields (the first is named among the rejects), the others read")
@@ -733,6 +749,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     # what the scan below will read: date+time columns are joined as text
     ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
     first = _first_text(path, cmap.names, dialect, cmap.ts_columns)
+    if cmap.hours is not None and Hours.parse(cmap.hours).zone is None and cmap.tz is None:
+        raise ValueError(bare_hours_refused(path, cmap.hours))
     exprs = [_offset(path, cmap, _ts_expr(path, cmap, ts_type, first), first).alias("_ts")]
     keys: list[str] = []
     if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD; NFC: see check_normalized

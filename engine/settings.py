@@ -55,6 +55,9 @@ class SchedulerConfig:
             raise ValueError(f"window must be > 0 (or null for the model's positions), got {self.window}")
 
 
+MAX_KV = 10**15  # cells or bytes: far past any machine's memory, well inside the int64 a tensor size is
+
+
 @dataclass(frozen=True)
 class CacheSpec:
     """How big the pool is: exactly one of ``cells`` or ``bytes``."""
@@ -71,6 +74,8 @@ class CacheSpec:
         for name in ("cells", "bytes"):
             if (value := getattr(self, name)) is not None and value <= 0:
                 raise ValueError(f"{name} must be > 0, got {value}")
+            if value is not None and value >= MAX_KV:  # past torch's sizes (an overflow, not "cannot allocate")
+                raise ValueError(f"{name} must be below {MAX_KV:.0e}, got {value}")
 
     def num_blocks(self, config: ModelConfig, dtype: torch.dtype) -> int:
         block_bytes = config.kv_bytes_per_token * dtype.itemsize * self.block_size

@@ -70,6 +70,9 @@ def test_shipped_examples_load() -> None:
     ({"scheduler": {"stream_idle_s": float("inf")}}, r"scheduler.stream_idle_s must be a number of seconds > 0 "
                                                      r"\(or null for never\), got inf"),
     ({"scheduler": {"window": 0}}, "scheduler.window must be > 0"),
+    ({"log": {"group_ms": float("nan")}}, "log.group_ms must be a finite number > 0, got nan"),  # fsync threads spun
+    ({"log": {"group_ms": float("inf")}}, "log.group_ms must be a finite number > 0, got inf"),  # ... or died
+    ({"kv": {"cells": 10**23}}, r"kv.cells must be below 1e\+15"),  # torch's overflow, 45 lines of C++ frames
     ({"limits": {"heartbeat_s": "1e9"}}, "YAML reads 1e9 as text: write 1000000000"),
     ({"curve": {"enabled": True}}, "curve.enabled needs"),
     ({"kv": "big"}, "section 'kv' must be a mapping"),
@@ -82,7 +85,7 @@ def test_shipped_examples_load() -> None:
     ({"replay": {"ts_unit": "fortnights"}}, r"engine.yaml: replay.ts_unit must be one of"),
     ({"replay": {"tz": "Nowhere/City"}}, r"engine.yaml: replay: unknown time zone"),
     ({"log": {"retention_bytes": "1GB"}}, r"log.retention_bytes must be a number of bytes \(e.g. 1073741824, not"),
-    ({"log": {"retention_s": 0}}, r"log.retention_s must be > 0, got 0"),
+    ({"log": {"retention_s": 0}}, r"log.retention_s must be a finite number > 0, got 0"),
 ])
 def test_config_mistakes_are_named(raw: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

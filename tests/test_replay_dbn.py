@@ -146,7 +146,7 @@ def test_a_dbn_file_of_its_header_alone_is_skipped_with_a_note(tmp_path: Path) -
 def test_hours_keep_a_session_of_a_dbn_file_and_the_book_built_before_it(tmp_path: Path) -> None:
     """`--hours` was silently ignored for DBN files (a CME user's regular session kept the overnight ticks). The
     window applies to each tick (left out as filtered_out, said by its clock), after the book is rebuilt: an order
-    resting from before the window is still the top of book inside it. A bare window is UTC's (DBN times are)."""
+    resting from before the window is still the top of book inside it. A window without a zone takes --tz's."""
     open_ = int(datetime(2026, 3, 5, 14, 30, tzinfo=timezone.utc).timestamp()) * NS  # 08:30 in Chicago
 
     def order(ts: int, order_id: int, side: object, quarters: int, action: object = dbn.Action.ADD) -> object:
@@ -159,13 +159,18 @@ def test_hours_keep_a_session_of_a_dbn_file_and_the_book_built_before_it(tmp_pat
         order(open_ + NS, 3, dbn.Side.ASK, 27202),  # inside: the top is the old bid and this ask
         trade(ESH6, open_ + 2 * NS, 27202),
     ], {"ESH6": [(date(2026, 3, 1), date(2026, 3, 9), ESH6)]})
-    for hours in ("08:30-15:15 America/Chicago", "14:30-21:15"):
-        replay = FileReplay(path, columns={"hours": hours})
+    # a bare window is on the wall clock of the --tz given for every file (which DBN times, in UTC, do not take)
+    for hours, tz in (("08:30-15:15 America/Chicago", None), ("14:30-21:15 UTC", None),
+                      ("08:30-15:15", "America/Chicago")):
+        replay = FileReplay(path, columns={"hours": hours, **({"tz": tz} if tz else {})})
+        hours = f"{hours} {tz}" if tz else hours
         assert [(t.kind, t.bid, t.ask, t.price) for t in drain(replay)] == [
             ("quote", 6800.0, 6800.5, None), ("trade", None, None, 6800.5)]
         assert replay.rejected == {"filtered_out": 1}, hours  # the quote at 08:29:30 (a bid alone is no quote)
         clock = "08:29:30 America/Chicago" if "Chicago" in hours else "14:29:30 UTC"
         assert f"ts at {clock} is outside the hours kept ({hours})" in replay.rejected.examples["filtered_out"]
+    with pytest.raises(ValueError, match="'14:30-21:15' are a wall clock's, and no zone is given for it"):
+        FileReplay(path, columns={"hours": "14:30-21:15"})  # not silently UTC's
     with pytest.raises(ValueError, match="hours must be a time-of-day window"):
         FileReplay(path, columns={"hours": "8:30 to 15:15"})
 

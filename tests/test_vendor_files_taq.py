@@ -116,6 +116,14 @@ def test_hours_keep_regular_trading_hours_across_a_summer_time_change(tmp_path: 
         FileReplay(path, columns={"hours": "09:30-16:00"})
     with pytest.raises(ValueError, match="hours must be a time-of-day window"):
         map_from_options(detect=True, hours="9:30 to 16:00")
+    # times that carry their zone (`...Z`) with --tz for every file: the window is on --tz's clock (it was refused,
+    # saying the times named no zone)
+    aware = tmp_path / "aware.csv"
+    aware.write_text("timestamp,symbol,price,size\n"
+                     "2024-03-05T14:30:00Z,AAPL,170.1,1\n2024-03-05T21:00:00Z,AAPL,170.2,1\n")
+    replay = FileReplay(aware, columns={"tz": "America/New_York", "hours": "09:30-16:00"})
+    assert [t.price for t in drain(replay)] == [170.1] and dict(replay.rejected) == {"filtered_out": 1}
+    assert any("(the hours kept, '09:30-16:00 America/New_York', are on its wall clock)" in n for n in replay.notes)
     taq = tmp_path / "taq.csv"
     taq.write_text(TAQ_HEADER + "20240305,08:00:00.0,Q,AAPL,,@,1,170.0,00,1\n"
                                 "20240305,09:30:00.0,Q,AAPL,,@,1,170.1,00,2\n")

@@ -240,8 +240,8 @@ class LogSection:
                 unit = "seconds" if name == "retention_s" else "milliseconds" if name == "group_ms" else (
                     "answers" if name == "answers_keep" else "bytes")
                 raise ConfigError(f"log.{name} must be a number of {unit} (e.g. 1073741824, not '1GB'), got {value!r}")
-            if value is not None and value <= 0:
-                raise ConfigError(f"log.{name} must be > 0, got {value!r}")
+            if value is not None and not 0 < value < math.inf:  # NaN too: group_ms NaN spun the fsync threads
+                raise ConfigError(f"log.{name} must be a finite number > 0, got {value!r}")
         for name in ("enabled", "skip_corrupt"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"log.{name} must be true or false, got {getattr(self, name)!r}")
@@ -447,7 +447,8 @@ def _check_types(values: dict, section_type: type, where: str) -> None:
             continue                                             # turns it back into text
         wanted = " or ".join(_TYPE_WORDS.get(k, k) for k in kinds)
         hint = ""
-        if isinstance(value, str) and EXPONENT_AS_TEXT.match(value.strip()) and float(value).is_integer():
+        if isinstance(value, str) and EXPONENT_AS_TEXT.match(value.strip()) and float(value).is_integer() \
+                and abs(float(value)) < MAX_LIMIT:
             # PyYAML (YAML 1.1) reads a float only with a dot and a signed exponent: 1e9 and 1.5e9 are text
             hint = f" (YAML reads {value} as text: write {int(float(value))}, or drop the quotes if it is quoted)"
         elif isinstance(value, str) and EXPONENT_AS_TEXT.match(value.strip()):
