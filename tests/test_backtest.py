@@ -23,6 +23,7 @@ from engine.service.cli import main
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from queries.cache import Answer
+from queries.registry import Registry
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = """
@@ -330,3 +331,23 @@ def test_an_unscored_query_is_told_its_real_reason(setup, tmp_path) -> None:
         "note: nll: no answer scored: an answer is scored against what the ticks after it did, which only a tick "
         "model's named questions (direction_5, ...) define; a free-text question and a surprise score have no such "
         "label"], notes
+
+
+def test_a_ticks_trigger_answers_a_streams_first_tick_then_each_multiple_in_a_backtest_as_live(setup, tmp_path):
+    """`{ticks: 5}` fires at a stream's first group (a first answer as soon as the stream appears) and then when
+    the count enters each new multiple of 5: with one tick per batch, at versions 1, 5, 10, ... The restart path
+    (Registry.would_fire) counts the same firings as the live one (Registry.due)."""
+    (tmp_path / "q.yaml").write_text("queries:\n  - {name: dir5, streams: ['*'], question: direction_20, "
+                                     "kind: choice, trigger: {ticks: 5}}\n")
+    t0 = 1_700_000_000 * 1_000_000_000
+    rows = [trade("ONE", t0 + i * 1_000_000_000, 100.0 + (i % 3) * 0.5, 1.0).to_wire() for i in range(23)]
+    pl.DataFrame(rows).write_parquet(tmp_path / "one.parquet")
+    config = ServiceConfig.load(setup / "engine.yaml")
+    run_backtest(config, [tmp_path / "one.parquet"], tmp_path / "q.yaml", tmp_path / "a.parquet", progress=False)
+    assert pl.read_parquet(tmp_path / "a.parquet")["ticks"].to_list() == [1, 5, 10, 15, 20]
+    group_ends = [(n, t0 + (n - 1) * 1_000_000_000) for n in range(1, 24)]
+    restart, live = Registry(), Registry()
+    for registry in (restart, live):
+        registry.register_file(tmp_path / "q.yaml")
+    assert [ticks for _, ticks in restart.would_fire("ONE", group_ends)] == [1, 5, 10, 15, 20]
+    assert [ticks for ticks, ts in group_ends if live.due("ONE", ticks, ts)] == [1, 5, 10, 15, 20]
