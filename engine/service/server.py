@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from importlib import metadata
+from collections.abc import Iterable
 from typing import Any
 
 import msgpack
@@ -31,6 +32,7 @@ from connectors.encoder import published_rejections
 from connectors.ticks import NotMsgpack, RepeatedKeys, read_msgpack, slash_hint, wire_type, wire_value
 from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
+from engine.stream import Stream
 from engine.service.auth import ClientAllowList, allowed_client_keys, server_keypair
 from engine.service.config import ServiceConfig
 from engine.service.durability import new_epoch
@@ -521,10 +523,9 @@ class Server:
             engine = getattr(self.pipeline, "engine", None)  # a sharded front door has none: its shards do
             window = engine.scheduler.window if engine is not None else self.config.scheduler.window
             block = self.config.kv.block_size  # a window, and the block a roll may straddle (configuration.md)
-            if engine is not None:  # what the streams hold now, each in whole blocks, plus the block a roll straddles
-                held = sum(-(-min(len(s.session.tokens), window) // block) * block + block
-                           for s in engine.scheduler.streams.values())
-                want = f"hold {held} KV cells between them now (whole blocks of {block}: a quiet stream takes one)"
+            if engine is not None:  # an estimate, not what is resident: the pool is too small to hold it
+                want = (f"want about {_kv_cells_wanted(engine.scheduler.streams.values(), window, block)} KV cells "
+                        f"to stay resident (whole blocks of {block}: a quiet stream wants one)")
             else:
                 want = (f"want up to {streams} x {window + block} = {streams * (window + block)} KV cells" if window
                         else "want more KV cells")
@@ -764,6 +765,16 @@ class Server:
 
 
 DRAIN_SLICE_S = 0.05  # longest stretch spent draining one socket before the loop moves on (the others, a step)
+
+
+def _kv_cells_wanted(streams: Iterable[Stream], window: int, block: int) -> int:
+    """KV cells for every stream to stay resident at once: its last positions (up to the window) in whole blocks,
+    plus, at the window, the block its roll straddles; a quiet stream wants one block (docs/configuration.md)."""
+    wanted = 0
+    for state in streams:
+        positions = len(state.session.tokens)
+        wanted += -(-min(positions, window) // block) * block + (block if positions >= window else 0)
+    return wanted
 
 
 def _framing_error(frames: list[bytes], tick_first: bool = False) -> str:
