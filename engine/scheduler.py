@@ -64,6 +64,7 @@ class Plan:
     failed: list[JobOutcome] = field(default_factory=list)  # jobs that cannot run, with the reason
     copies: list[tuple[list[int], list[int]]] = field(default_factory=list)
     forward: ForwardBatch = field(default_factory=ForwardBatch)
+    rebuilds: int = 0  # streams whose evicted (or restored) KV this forward recomputes
 
     def probes(self, streams: dict[str, Stream]) -> list[Probe]:
         return [Probe(streams[job.stream].session, tokens, job.logits, job.cut)
@@ -85,7 +86,7 @@ class SchedulerStats:
     evictions: int = 0
     evicted_cells: int = 0
     rolls: int = 0
-    rebuilt_streams: int = 0  # restored sessions whose KV was computed by plan_rebuild
+    rebuilt_streams: int = 0  # forwards that recomputed a stream's evicted or restored KV (not a roll's re-prefill)
     refused_streams: int = 0
     deferred: int = 0  # times a stream with pending data could not fit in a batch
     streams_expired: int = 0  # idle streams dropped (stream_idle_s)
@@ -328,6 +329,9 @@ class Scheduler:
         for item, chunks, cuts in zip(plan.advances, plan.chunks, plan.cuts):
             item.logits = logit_rows(chunks, cuts)
         items = plan.advances + plan.probes(self.streams)
+        advancing = {id(item.session) for item in plan.advances}  # an ask on an evicted stream rebuilds it too
+        plan.rebuilds += len({id(p.session) for p in items[len(plan.advances):]
+                              if p.session.num_uncached and id(p.session) not in advancing})
         if self.blocks.blocks_needed(items) > self.pool.num_free:
             # each piece was fitted as it was planned, so this should not happen; if it does, evicting idle
             # sessions is better than failing a forward whose chunks (accepted ticks) have left their queues
@@ -444,6 +448,7 @@ class Scheduler:
             if not waiting_at_cut:
                 self._skip_discarded(state)
             need = len(state.pending[0].tokens)  # rolls go chunk by chunk, so they never depend on grouping
+            evicted = state.session.num_uncached > 0  # taken before a roll, whose re-prefill is no rebuild
             if len(state.session.tokens) + need > state.roll_at:
                 if waiting_at_cut:
                     continue  # a roll would move the tokens that jobs still waiting at a cut read
@@ -466,6 +471,7 @@ class Scheduler:
             plan.streams.append(state)
             plan.chunks.append(chunks)
             plan.cuts.append(cuts_of(state, chunks, closes))
+            plan.rebuilds += evicted
             budget -= cost
         return plan
 
@@ -611,6 +617,7 @@ class Scheduler:
     def commit(self, plan: Plan, logits: list[torch.Tensor]) -> StepReport:
         """Book a forward that ran (``logits``: the runner's outputs per item) and finish its jobs."""
         self.blocks.commit(plan.forward)
+        self.stats.rebuilt_streams += plan.rebuilds
         advanced = self._commit_advances(plan, logits[: len(plan.advances)])
         by_stream = {p.stream: p for p in advanced}
         report = StepReport(advanced, list(plan.failed), plan.forward.num_tokens)

@@ -134,6 +134,9 @@ def test_small_pool_evicts_rebuilds_and_answers_like_an_unconstrained_run(checkp
     big, big_seen = run_pipeline(checkpoint, cells=8192, ticks=300)
     stats = small.engine.scheduler.stats
     assert stats.evictions > 0 and small.runner.stats.tokens_rebuilt > 0
+    # each eviction is recomputed at most once, when its stream next ticks; a roll's re-prefill is no rebuild
+    assert 0 < stats.rebuilt_streams <= stats.evictions
+    assert big.engine.scheduler.stats.rebuilt_streams == big.engine.scheduler.stats.evictions == 0
     assert small.engine.blocks.pool.used_cells <= 640
     assert small.ticks_in == big.ticks_in == 300  # nothing accepted was dropped
     for state in small.engine.scheduler.streams.values():
@@ -155,12 +158,16 @@ def test_a_flood_of_asks_on_evicted_streams_is_answered_like_an_unconstrained_ru
     answers = {}
     for name, pipeline in (("small", small), ("big", big)):
         streams = sorted(pipeline.engine.scheduler.streams)
+        evicted = [s for s in streams if not pipeline.engine.scheduler.streams[s].session.blocks]
+        rebuilt_before = pipeline.engine.scheduler.stats.rebuilt_streams
         if name == "small":
-            assert any(not pipeline.engine.scheduler.streams[s].session.blocks for s in streams)  # evicted
+            assert evicted
         for round_no in range(3):
             for stream in streams:
                 pipeline.ask(spec, stream, ticket=(stream, round_no))
         answers[name] = {(a.stream, a.version): a.value for a in pipeline.run_until_idle()}
+        # an ask on an evicted stream rebuilds it (and may evict another, rebuilt by a later ask)
+        assert pipeline.engine.scheduler.stats.rebuilt_streams - rebuilt_before >= len(evicted)
     assert len(answers["small"]) == len(small.engine.scheduler.streams) >= 2
     assert small.engine.scheduler.stats.evictions > 0
     assert answers["small"].keys() == answers["big"].keys()

@@ -333,8 +333,8 @@ def test_metrics_are_prometheus_text(server, clients) -> None:
     assert 'reason="none"' not in body
     for name in ("flashtick_ticks_in_total", "flashtick_rejected_total", "flashtick_answers_published_total",
                  "flashtick_answer_freshness_ms", "flashtick_kv_cells_used", "flashtick_kv_cells_capacity",
-                 "flashtick_evictions_total", "flashtick_rolls_total", "flashtick_tokens_rebuilt_total",
-                 "flashtick_forwards_total"):
+                 "flashtick_evictions_total", "flashtick_rebuilt_streams_total", "flashtick_rolls_total",
+                 "flashtick_tokens_rebuilt_total", "flashtick_forwards_total"):
         assert f"\n# TYPE {name} " in body, name  # every family is declared, samples or not
     assert "\nflashtick_ticks_in_total " in body and '\nflashtick_answer_freshness_ms{quantile="0.99"} ' in body
     assert '\nflashtick_answer_data_age_ms{quantile="0.5"} ' in body  # from the tick's own ts (stats.data_age_ms)

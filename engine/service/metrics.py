@@ -34,16 +34,18 @@ GAUGES = {
     "queries": "Registered queries",
     "process_resident_memory_bytes": "Resident memory of the service process (RSS)",
 }
-SCHEDULER_COUNTERS = ("evictions", "evicted_cells", "rolls", "refused_streams", "deferred", "batches",
-                      "probes_deferred", "jobs_done", "jobs_failed", "skipped_tokens")
+SCHEDULER_COUNTERS = ("evictions", "evicted_cells", "rebuilt_streams", "rolls", "refused_streams", "deferred",
+                      "batches", "probes_deferred", "jobs_done", "jobs_failed", "skipped_tokens")
 RUNNER_COUNTERS = ("forwards", "tokens_advanced", "tokens_rebuilt", "tokens_probed")
 COUNTER_HELP = {  # where "<group> <name>" would mislead
     "refused_streams": "Ticks refused because their stream could not be admitted (scheduler.max_streams, "
                        "when_full: refuse): one per tick, not per stream",
     "skipped_tokens": "Queued tokens never computed: a later roll of their stream, before the end of their tick "
                       "group, dropped them from the window",
-    "tokens_rebuilt": "Tokens recomputed for sessions whose KV was evicted or restored (more than tokens_advanced: "
-                      "kv.cells is too small, see kv_thrash)",
+    "rebuilt_streams": "Streams whose evicted or restored KV was recomputed, once per rebuild (a context roll's "
+                       "re-prefill is counted in rolls)",
+    "tokens_rebuilt": "Tokens recomputed: KV evicted or restored, and the tokens a context roll keeps (more than "
+                      "tokens_advanced without rolls: kv.cells is too small, see kv_thrash)",
 }
 LOG_COUNTERS = (  # (stats path under `log`, metric, help): with a data directory
     (("append_errors",), "log_append_errors_total", "Tick log writes the disk refused (those ticks were refused)"),
