@@ -121,6 +121,14 @@ class KVCache:
     def nbytes(self) -> int:
         return self.tensor.numel() * self.tensor.element_size()
 
+    @property
+    def cell_bytes(self) -> int:
+        """Bytes one cell (a token's K and V in every layer) takes: what sizes kv.cells against memory."""
+        return self.nbytes // (self.num_blocks * self.block_size)
+
+    def summary(self) -> dict[str, int]:
+        return {"kv_cell_bytes": self.cell_bytes, "kv_bytes_capacity": self.nbytes}
+
     def copy_cells(self, src: list[int], dst: list[int]) -> None:
         """Copy K/V of cells ``src`` into ``dst`` in every layer (copy-on-write of a partial block)."""
         index_src = torch.tensor(src, device=self.tensor.device)

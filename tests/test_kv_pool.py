@@ -7,7 +7,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from engine.kv_cache import BlockPool, CacheSpec, PoolExhausted
+from engine.kv_cache import BlockPool, CacheSpec, KVCache, PoolExhausted
 from engine.models import ModelConfig
 
 NUM_BLOCKS = 24
@@ -81,3 +81,14 @@ def test_capacity_from_bytes_and_cells() -> None:
         CacheSpec(block_size=16)
     with pytest.raises(ValueError, match="below one block"):
         CacheSpec(block_size=16, cells=8).num_blocks(config, torch.float32)
+
+
+def test_the_pool_says_its_bytes_per_cell_and_in_all() -> None:
+    """stats' kv_cell_bytes and kv_bytes_capacity: what sizes kv.cells against memory, from the real tensor."""
+    import torch
+
+    config = ModelConfig("llama", 100, 64, 128, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=16,
+                         max_positions=256)
+    for dtype, cell_bytes in ((torch.float32, 512), (torch.bfloat16, 256)):
+        cache = KVCache(config, CacheSpec(block_size=16, cells=100), dtype, "cpu")  # 100 cells: 6 whole blocks of 16
+        assert cache.summary() == {"kv_cell_bytes": cell_bytes, "kv_bytes_capacity": 6 * 16 * cell_bytes}

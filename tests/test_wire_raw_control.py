@@ -328,11 +328,15 @@ def test_metrics_are_prometheus_text(server, clients) -> None:
     s, answers = fresh_stream("MET"), sub("dir/")
     push().send(msgpack.packb(trade(s, T0)))
     answers.until(lambda g: any(t == f"dir/{s}/" for t, _ in g))  # freshness has a sample once answers exist
-    stats(control())  # the snapshot the metrics endpoint renders is refreshed
+    figures = stats(control())  # the snapshot the metrics endpoint renders is refreshed
     body = urllib.request.urlopen(server["metrics"] + "?scrape=1", timeout=10).read().decode()  # parameters ignored
+    assert figures["kv_bytes_capacity"] == figures["kv_cells_capacity"] * figures["kv_cell_bytes"] > 0
+    assert f"\nflashtick_kv_cell_bytes {figures['kv_cell_bytes']}\n" in body
+    assert f"\nflashtick_kv_bytes_capacity {figures['kv_bytes_capacity']}\n" in body
     assert 'reason="none"' not in body
     for name in ("flashtick_ticks_in_total", "flashtick_rejected_total", "flashtick_answers_published_total",
                  "flashtick_answer_freshness_ms", "flashtick_kv_cells_used", "flashtick_kv_cells_capacity",
+                 "flashtick_kv_cell_bytes", "flashtick_kv_bytes_capacity",
                  "flashtick_evictions_total", "flashtick_rebuilt_streams_total", "flashtick_rolls_total",
                  "flashtick_tokens_rebuilt_total", "flashtick_forwards_total"):
         assert f"\n# TYPE {name} " in body, name  # every family is declared, samples or not

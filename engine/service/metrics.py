@@ -26,6 +26,8 @@ COUNTERS = {
 GAUGES = {
     "kv_cells_used": "KV cells held by sessions",
     "kv_cells_capacity": "KV pool size in cells",
+    "kv_cell_bytes": "Bytes one KV cell (a token's K and V in every layer) takes",
+    "kv_bytes_capacity": "KV pool size in bytes",
     "sessions_resident": "Sessions whose KV is resident",
     "streams": "Streams known",
     "pending_tokens": "Tokens waiting for a forward",

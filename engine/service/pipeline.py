@@ -627,6 +627,7 @@ class TickPipeline:
             "behind": self.behind,
             "lag_s": round(self.lag_s(), 3),
             **scheduler.kv_summary(),
+            **self.runner.kv.summary(),
             "scheduler": vars(scheduler.stats),
             "runner": vars(self.runner.stats),
             **({"cuda_graphs": vars(self.runner.graphs.stats)} if self.runner.graphs is not None else {}),

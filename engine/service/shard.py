@@ -313,7 +313,7 @@ class Shard:
                 "speculation": {k: v for k, v in vars(self.flash.stats).items() if not k.endswith("_ns")},
                 "answers_out": self.flash.stats.answers, "query_errors": self.flash.stats.errors,
                 "freshness_ms": self.flash.freshness_ms(), "data_age_ms": self.flash.data_age_ms(),
-                "pending_tokens": scheduler.pending_tokens(), **scheduler.kv_summary(),
+                "pending_tokens": scheduler.pending_tokens(), **scheduler.kv_summary(), **self.runner.kv.summary(),
                 "scheduler": vars(scheduler.stats), "runner": vars(self.runner.stats)}
 
 
