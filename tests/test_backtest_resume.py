@@ -135,12 +135,19 @@ def test_stop_request_checkpoints_and_resume_refuses_other_inputs(setup: Path, u
     import torch
 
     threads = torch.get_num_threads()
-    try:  # on more threads (--threads): how fast, not what; the resume is taken
+    notes: list[str] = []
+    assert kept["threads"] == 1  # the engine.yaml's model.threads, the default
+    try:  # on more threads (--threads): how fast, not what; the resume is taken, with a note on the last bits
         faster = dataclasses.replace(config, model=dataclasses.replace(config.model, threads=2))
-        report = run_backtest(faster, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, resume=True)
+        report = run_backtest(faster, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, resume=True,
+                              note=notes.append)
     finally:
         torch.set_num_threads(threads)
     assert report.resumed_at == kept["consumed"] and report.ticks == TICKS
+    assert [line for line in notes if "CPU threads" in line] == [
+        f"resuming at 2 CPU threads (--threads) a run checkpointed at 1: the answers after the resume point "
+        f"({kept['consumed']} ticks) may differ in their last float bits from a run at 1 (runs are byte-identical "
+        f"only at the same thread count)"]
     assert_same_answers(pl.read_parquet(out), pl.read_parquet(setup / "whole.parquet"))
 
 

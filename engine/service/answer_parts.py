@@ -58,10 +58,14 @@ class AnswerParts:
     """
 
     def __init__(self, out: Path, key: dict[str, Any], manifest: dict[str, Any] | None,
-                 readings: list | None = None) -> None:
+                 readings: list | None = None, threads: int | None = None) -> None:
         self.dir = out.with_name(out.name + PARTS_SUFFIX)
         self.key = key
         self.readings = _as_json(readings or [])  # how each file is read: not in the key, said when it differs
+        # torch's CPU threads: not in the key (how fast, not what), but they move the answers' last float bits, so
+        # a resume at another count is told that it will not be byte-identical to an uninterrupted run
+        self.threads = threads
+        self.threads_before: int | None = (manifest or {}).get("threads")
         manifest = manifest or {"key": key, "consumed": 0, "parts": [], "answers": 0, "last_seq": {}}
         self.consumed: int = manifest["consumed"]
         self.resumed_at = self.consumed
@@ -70,7 +74,8 @@ class AnswerParts:
         self.last_seq: dict[str, int] = manifest["last_seq"]
 
     @classmethod
-    def open(cls, out: Path, key: dict[str, Any], resume: bool, readings: list | None = None) -> AnswerParts:
+    def open(cls, out: Path, key: dict[str, Any], resume: bool, readings: list | None = None,
+             threads: int | None = None) -> AnswerParts:
         """The run's parts; `readings` ((file, its column map) per file, FileReplay.readings) are kept beside the
         key, so a resume with other files or options can say which (a checkpoint without them says less)."""
         directory = out.with_name(out.name + PARTS_SUFFIX)
@@ -80,7 +85,7 @@ class AnswerParts:
                 raise FileExistsError(f"{directory} holds an unfinished backtest; add --resume (resume=True from "
                                       f"Python) to continue it, or delete it to start over")
             directory.mkdir(parents=True)
-            return cls(out, key, None, readings)
+            return cls(out, key, None, readings, threads)
         if not directory.exists() and out.is_file():  # a finished run: nothing to continue, and not to replace
             raise FileExistsError(f"{out} holds a finished backtest (no checkpoint in {directory}): the run there is "
                                   f"complete, so there is nothing to resume; to run it again, remove {out} or "
@@ -89,7 +94,7 @@ class AnswerParts:
             print(f"flashtick backtest: no checkpoint in {directory}; starting from the beginning", file=sys.stderr)
             shutil.rmtree(directory, ignore_errors=True)
             directory.mkdir(parents=True)
-            return cls(out, key, None, readings)
+            return cls(out, key, None, readings, threads)
         try:
             manifest = json.loads(manifest_path.read_text())
         except (OSError, ValueError) as e:
@@ -105,7 +110,7 @@ class AnswerParts:
                              f"resume with the same files, queries, config and options, or delete it to start over")
         for stray in set(p.name for p in directory.iterdir()) - set(manifest["parts"]) - {MANIFEST}:
             (directory / stray).unlink()  # written after the last checkpoint: those answers come again
-        return cls(out, key, manifest, readings)
+        return cls(out, key, manifest, readings, threads)
 
     def save(self, answers: list[Answer], consumed: int) -> None:
         """Checkpoint: the answers since the last one as a part, then the manifest at `consumed`."""
@@ -119,7 +124,7 @@ class AnswerParts:
                 self.last_seq[row[2]] = row[3]
         self.consumed = consumed
         manifest = {"key": self.key, "consumed": consumed, "parts": self.parts, "answers": self.answers,
-                    "last_seq": self.last_seq, "readings": self.readings}
+                    "last_seq": self.last_seq, "readings": self.readings, "threads": self.threads}
         write_atomically(self.dir / MANIFEST, lambda p: p.write_text(json.dumps(manifest, indent=1) + "\n"))
 
     def paths(self) -> list[Path]:

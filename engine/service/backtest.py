@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import torch
 
 from connectors.labels import NO_LABEL, MarkSeries, label_series, persistence_series
 from connectors.replay import FileReplay, source_path
@@ -251,7 +252,12 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     for line in replay.notes:
         note(line)
     key = _run_key(config, replay, queries, batch_ms, max_ticks)
-    parts = AnswerParts.open(out, key, resume, readings=replay.readings())
+    threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
+    parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads)
+    if parts.consumed and parts.threads_before not in (None, threads):
+        note(f"resuming at {threads} CPU threads (--threads) a run checkpointed at {parts.threads_before}: the answers "
+             f"after the resume point ({parts.consumed} ticks) may differ in their last float bits from a run at "
+             f"{parts.threads_before} (runs are byte-identical only at the same thread count)")
     marks: dict[str, MarkSeries] = defaultdict(MarkSeries)  # each stream's accepted ticks, as labelling needs them
     bar = _progress_bar(progress, replay, max_ticks)
     freeze_heap()  # the libraries and the model: the run's full collections walk only what it made
@@ -448,8 +454,8 @@ def _run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, bat
     return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": stats,
             "queries": hashlib.sha256(Path(queries).read_bytes()).hexdigest(),
             # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one;
-            # nor is model.threads (--threads): how fast, not what (a resume on more cores finishes sooner; the
-            # rebuilt KV already differs from the run's in its last bits, so a resume matches to float32 rounding)
+            # nor is model.threads (--threads): how fast, not what (a resume on more cores finishes sooner); it moves
+            # the last float bits, so AnswerParts keeps it beside the key and a resume at another count is told
             "config": hashlib.sha256(repr(dataclasses.replace(
                 config, replay=ReplaySection(), model=dataclasses.replace(config.model, threads=None))).encode()
             ).hexdigest(),
