@@ -244,3 +244,29 @@ def test_summary_lists_rejected_rows_by_reason(setup: Path, tmp_path: Path, caps
     assert code == 0 and "replayed 199 ticks (1 rejected)" in out, err
     assert "ticks/s" not in err  # stderr is not a terminal here: no bar without --quiet either
     assert f"rejected unknown_kind: 1 (first: {tmp_path / 't.parquet'} row 11: " in out
+
+
+def test_ctrl_c_before_the_run_begins_says_nothing_was_kept(setup: Path, tmp_path: Path) -> None:
+    """A Ctrl-C while the backtest still loads (its libraries, config, model) once exited 130 without a word.
+    The config is a named pipe the backtest blocks reading, so the signal lands there, not by timing."""
+    config = tmp_path / "engine.yaml"
+    os.mkfifo(config)
+    child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "backtest", str(setup / "ticks.parquet"),
+                              "--queries", str(setup / "q.yaml"), "--out", str(tmp_path / "a.parquet"),
+                              "--config", str(config)], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    writer = None
+    while writer is None and time.monotonic() < deadline and child.poll() is None:
+        try:  # succeeds once the backtest has opened the pipe to read it
+            writer = os.open(config, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            time.sleep(0.02)
+    try:
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=60)
+    finally:
+        if writer is not None:
+            os.close(writer)
+    assert child.returncode == 130 and err == "flashtick backtest: interrupted before any tick; nothing kept\n", err
+    assert not (tmp_path / "a.parquet").exists() and not (tmp_path / "a.parquet.parts").exists()

@@ -1060,11 +1060,8 @@ def _is_tick_model(config: Any) -> bool:
     return config.model.path is None or (Path(config.model.path) / "codec.json").is_file()
 
 
-def cmd_backtest(args: argparse.Namespace) -> int:
-    import threading
-
-    from engine.service.backtest import BacktestInterrupted, run_backtest
-
+def _backtest_inputs(args: argparse.Namespace) -> tuple[Any, Path]:
+    """The config (with --threads) and the queries file a backtest runs."""
     config = _service_config(args.config, model=args.model)
     if args.threads is not None:
         if args.threads < 1:
@@ -1078,6 +1075,19 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         print(f"flashtick backtest: note: no --queries: asking {EXAMPLE_QUERIES.name} (the built-in model's example "
               f"queries: direction, volatility and move over the next ticks)", file=sys.stderr, flush=True)
         queries = EXAMPLE_QUERIES
+    return config, Path(queries)
+
+
+def cmd_backtest(args: argparse.Namespace) -> int:
+    import threading
+
+    try:  # the libraries and the config load before the run's own signal handling: a Ctrl-C here is said too
+        from engine.service.backtest import BacktestInterrupted, run_backtest
+
+        config, queries = _backtest_inputs(args)
+    except KeyboardInterrupt:
+        print("flashtick backtest: interrupted before any tick; nothing kept", file=sys.stderr)
+        return 130
     stop = threading.Event()
     aborted_by: list[int] = []
 
