@@ -54,17 +54,26 @@ def checked_price_offset(value: Any) -> PriceOffset | None:
     anything else. A name's '/' is the '-' its stream replays with (EUR/USD is stream EUR-USD)."""
     if value is None:
         return None
-    if isinstance(value, str) and "=" in value:  # the inline form
+    if isinstance(value, str) and "=" in value:  # the inline form (--price-offset NAME=X repeated joins by '|')
         pairs = [part.rpartition("=") for part in value.split("|")]
         if not all(eq for _, eq, _ in pairs):
             raise ValueError(f"price_offset per stream is NAME=X (several joined by '|'), got {value!r}")
-        value = {name.strip(): number.strip() for name, _, number in pairs}
-    if isinstance(value, Mapping):
-        if not value or not all(isinstance(name, str) and name.strip() for name in value):
-            raise ValueError(f"price_offset per stream maps stream names to numbers, e.g. {{ZNH6-ZNM6: 10}}, "
-                             f"got {value!r}")
-        return {name.strip().replace("/", "-"): _offset_number(number, f" (stream {name})")
-                for name, number in value.items()}
+        items = [(name.strip(), number.strip()) for name, _, number in pairs]
+    elif isinstance(value, Mapping):
+        items = list(value.items())
+    else:
+        return _offset_number(value, "") or None
+    if not items or not all(isinstance(name, str) and name.strip() for name, _ in items):
+        raise ValueError(f"price_offset per stream maps stream names to numbers, e.g. {{ZNH6-ZNM6: 10}}, "
+                         f"got {value!r}")
+    offsets: dict[str, float] = {}
+    for name, number in items:
+        stream, offset = name.strip().replace("/", "-"), _offset_number(number, f" (stream {name})")
+        if offsets.get(stream, offset) != offset:  # (ZNH6/ZNM6 is stream ZNH6-ZNM6): which one was meant?
+            raise ValueError(f"price_offset gives stream {stream!r} two offsets, {offsets[stream]:g} and "
+                             f"{offset:g}: give it one")
+        offsets[stream] = offset
+    return offsets
     return _offset_number(value, "") or None
 
 

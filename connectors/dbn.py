@@ -190,7 +190,7 @@ class Symbology:
                     self.dated.setdefault(int(target), []).append(span)
         self.live: dict[int, str] = {}  # id -> symbol, from symbol mapping records: ahead of the dated ones
         self.holder: dict[str, int] = {}  # a mapping record's symbol -> the id it names now
-        self.outside: dict[int, list[int]] = {}  # a mapped id -> [records named by the id, first ts] (`at`)
+        self.outside: dict[int, list[int]] = {}  # a mapped id -> [ticks named by the id, first ts] (`tick_outside`)
 
     def map(self, instrument_id: int, symbol: str) -> None:
         previous = self.holder.get(symbol)
@@ -205,20 +205,24 @@ class Symbology:
         for start, end, symbol in spans:
             if start <= ts < end:
                 return symbol
-        if spans:  # mapped at other dates (a Sunday evening's session before its first UTC date): said at the end
-            self.outside.setdefault(instrument_id, [0, ts])[0] += 1
         return str(instrument_id)
 
+    def tick_outside(self, instrument_id: int, stream: str, ts: int) -> None:
+        """A tick (kept by the reading, not left out by --hours) named by its instrument id though the file maps
+        the id at other dates (a Sunday evening's session before its first UTC date): counted, said at the end."""
+        if stream == str(instrument_id) and instrument_id in self.dated and instrument_id not in self.live:
+            self.outside.setdefault(instrument_id, [0, ts])[0] += 1
+
     def outside_notes(self, name: str) -> list[str]:
-        """A note per mapped instrument some of whose records fell outside its mapping's dates, named by its id."""
+        """A note per mapped instrument some of whose ticks fell outside its mapping's dates, named by its id."""
         notes = []
-        for instrument_id, (records, first) in sorted(self.outside.items()):
+        for instrument_id, (ticks, first) in sorted(self.outside.items()):
             dated = "; ".join(f"{symbol} from {_date_of(start)}" + (f" to {_date_of(end)} (excluded)"
                                                                     if end < 1 << 63 else "")
                               for start, end, symbol in sorted(self.dated[instrument_id]))
-            notes.append(f"{name}: instrument {instrument_id} replayed as stream '{instrument_id}' outside its "
-                         f"mapping's dates ({records} record(s), the first at {_utc(first)}; it is {dated}, UTC "
-                         f"dates): its ticks there are a stream apart from its symbol's")
+            notes.append(f"{name}: instrument {instrument_id} has {ticks} tick(s) outside its mapping's dates (the "
+                         f"first at {_utc(first)}; it is {dated}, UTC dates), read as stream '{instrument_id}': a "
+                         f"stream apart from its symbol's")
         return notes
 
 
@@ -334,6 +338,8 @@ class DbnPlan:
                     if tick is not None and left_out is not None:
                         # after the reducer: the book outside the window still builds the top seen inside it
                         tick = left_out(record.ts_recv) or tick
+                    if isinstance(tick, dict):
+                        symbols.tick_outside(record.instrument_id, stream, record.ts_recv)
                     if tick is not None:
                         out.append((number, tick))
                 if out:

@@ -465,7 +465,7 @@ def run_feed(
     Without it, EngineLost ends the feed.
     """
     if rate is not None and not (isinstance(rate, (int, float)) and 0 < rate < float("inf")):
-        raise ValueError(f"rate must be None or ticks per second > 0, got {rate!r}")
+        raise ValueError(f"rate must be a number of ticks per second > 0 (or not given, for no cap), got {rate!r}")
     if max_ticks is not None and (isinstance(max_ticks, bool) or not isinstance(max_ticks, int) or max_ticks < 0):
         raise ValueError(f"max_ticks must be None or an int >= 0, got {max_ticks!r}")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:

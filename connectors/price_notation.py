@@ -79,11 +79,13 @@ def thirty_seconds_caution(path: Path, cmap: ColumnMap, facts: Mapping[str, Any]
     else:
         read = (f"{thousands} of them are 1000 times too large ('{big}' read as {_thousands(big)}: an apostrophe "
                 f"grouping thousands) and the others no numbers (their rows rejected)")
-    return [Caution(f"{path.name}: column {', '.join(columns)} holds prices written like CME's 32nds of Treasury "
+    # (a dash or a `+` groups no thousands: price_format: decimal is offered only where an apostrophe could)
+    grouped = " if they are numbers grouped in thousands, price_format: decimal" if thousands else ""
+    return [Caution(f"{path.name}: {'columns' if len(columns) > 1 else 'column'} {', '.join(columns)} "
+                    f"{'hold' if len(columns) > 1 else 'holds'} prices written like CME's 32nds of Treasury "
                     f"futures ('{first}' is {_decimal_of(first)} in 32nds); read as decimals, {read}. If "
                     f"they are 32nds, give --price-format 32nds (column-map key price_format: 32nds; "
-                    f"docs/replay.md#prices-in-32nds); if they are numbers grouped in thousands, "
-                    f"price_format: decimal")]
+                    f"docs/replay.md#prices-in-32nds){';' + grouped if grouped else ''}")]
 
 
 def _thousands(cell: str) -> str:

@@ -70,6 +70,7 @@ def test_shipped_examples_load() -> None:
     ({"scheduler": {"stream_idle_s": float("inf")}}, r"scheduler.stream_idle_s must be a number of seconds > 0 "
                                                      r"\(or null for never\), got inf"),
     ({"scheduler": {"window": 0}}, "scheduler.window must be > 0"),
+    ({"replay": {"hours": "09:30-16:00 UTC"}}, r"'hours' is a column map's key: give it under replay.columns"),
     ({"log": {"group_ms": float("nan")}}, "log.group_ms must be a finite number > 0, got nan"),  # fsync threads spun
     ({"log": {"group_ms": float("inf")}}, "log.group_ms must be a finite number > 0, got inf"),  # ... or died
     ({"kv": {"cells": 10**23}}, r"kv.cells must be below 1e\+15"),  # torch's overflow, 45 lines of C++ frames

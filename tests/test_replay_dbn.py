@@ -209,9 +209,14 @@ def test_an_instrument_outside_its_mapping_s_dates_is_said_once_at_the_end(tmp_p
     replay = FileReplay(path)
     assert [t.stream for t in drain(replay)] == ["1001", "1001", "ESH6"]
     assert replay.found_notes == [
-        f"{path}: instrument 1001 replayed as stream '1001' outside its mapping's dates (2 record(s), the first at "
-        f"2026-03-04 14:30:00 UTC; it is ESH6 from 2026-03-05 to 2026-03-09 (excluded), UTC dates): its ticks there "
-        f"are a stream apart from its symbol's"]
+        f"{path}: instrument 1001 has 2 tick(s) outside its mapping's dates (the first at 2026-03-04 14:30:00 UTC; "
+        f"it is ESH6 from 2026-03-05 to 2026-03-09 (excluded), UTC dates), read as stream '1001': a stream apart "
+        f"from its symbol's"]
+    # ticks that --hours leaves out are not counted: none of the Sunday's is read, so nothing is said
+    kept = FileReplay(path, columns={"hours": "14:30:30-15:00 UTC"})
+    assert [t.stream for t in drain(kept)] == [] and kept.found_notes == []
+    monday = FileReplay(path, columns={"hours": "14:30-14:30:01 UTC"})
+    assert [t.stream for t in drain(monday)] == ["1001", "ESH6"] and "has 1 tick(s)" in monday.found_notes[0]
 
 
 def test_cancels_of_orders_the_book_never_saw_say_the_file_starts_mid_session(tmp_path: Path) -> None:

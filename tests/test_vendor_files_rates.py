@@ -112,3 +112,7 @@ def test_a_per_stream_price_offset_shifts_only_the_streams_it_names(tmp_path: Pa
 
     assert main(["feed", "replay", str(path), "--price-offset", "5", "--price-offset", "ZNH6-ZNM6=10"]) == 2
     assert "--price-offset is one number for every stream, or STREAM=X for each" in capsys.readouterr().err
+    # one stream, two offsets (the last silently won): which was meant cannot be told
+    for twice in ("ZNH6-ZNM6=10|ZNH6-ZNM6=20", {"ZNH6-ZNM6": 10, "ZNH6/ZNM6": 20}):
+        with pytest.raises(ValueError, match="price_offset gives stream 'ZNH6-ZNM6' two offsets, 10 and 20"):
+            FileReplay(path, columns={"price_offset": twice})

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from connectors.column_map import map_from_options
+from connectors.column_map import MAP_KEYS, map_from_options
 from connectors.feed import check_endpoint
 from connectors.stream_selection import StreamSelection
 from engine.settings import WEIGHT_FORMATS, CacheSpec, SchedulerConfig
@@ -475,4 +475,8 @@ def _number(text: str) -> Any:
 def _reject_unknown(raw: dict, allowed: Any, source: str, where: str) -> None:
     unknown = [k for k in raw if k not in allowed]
     if unknown:
-        raise ConfigError(f"{source}: unknown key {unknown[0]!r} in {where} (allowed: {', '.join(sorted(allowed))})")
+        # replay.hours or replay.price_format: a column map's key, which the section takes under `columns`
+        hint = (f"; {unknown[0]!r} is a column map's key: give it under replay.columns (replay: {{columns: "
+                f"{{{unknown[0]}: ...}}}})" if where == "section 'replay'" and unknown[0] in MAP_KEYS else "")
+        raise ConfigError(f"{source}: unknown key {unknown[0]!r} in {where} (allowed: {', '.join(sorted(allowed))})"
+                          f"{hint}")
