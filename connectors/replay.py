@@ -441,11 +441,12 @@ class _FilePlan:
         return self.columns.column_of(tick_field)
 
     def cell_text(self, row: int, column: str) -> str | None:
-        """A CSV cell's text as written (None: not a CSV, or no such column), for the first reject of a reason
-        only: the row read again, so that the read itself carries no text beside its numbers."""
-        if self.dialect is None or column not in self.schema:
+        """A cell's text as written: a CSV's, or a Parquet text column's (`110-15+` in a bid column; None for
+        other Parquet columns, or no such column), for the first reject of a reason only: the row read again, so
+        that the read itself carries no text beside its numbers."""
+        if column not in self.schema or (self.dialect is None and self.schema[column] != pl.String):
             return None
-        cell = _scan(self.path, self.columns.names, self.dialect, {column: pl.String}) \
+        cell = _scan(self.path, self.columns.names, self.dialect, {column: pl.String} if self.dialect else None) \
             .select(pl.col(column).cast(pl.String)).slice(row, 1).collect()
         return cell.item() if cell.height else None
 
@@ -1748,7 +1749,8 @@ class RejectCounter(Counter):
                 if side and getattr(plan, "empty_sides", False):
                     why += ("; Tardis.dev leaves a side empty when the book has no orders there (an option far out "
                             "of the money): such a quote has no bid and ask to replay")
-                elif side and columns is not None and not columns.fill_quotes and "is 0 beside" not in err.message:
+                elif side and columns is not None and not columns.fill_quotes and "is 0 beside" not in err.message \
+                        and "is not a number" not in why:  # a value there (`110-15+`) is no side left empty
                     why += ("; if the file leaves a side empty where it did not change, not where there is none, "
                             "--columns ...,fill_quotes=true carries the stream's previous one")
             self.examples[err.reason] = f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)

@@ -116,3 +116,19 @@ def test_a_per_stream_price_offset_shifts_only_the_streams_it_names(tmp_path: Pa
     for twice in ("ZNH6-ZNM6=10|ZNH6-ZNM6=20", {"ZNH6-ZNM6": 10, "ZNH6/ZNM6": 20}):
         with pytest.raises(ValueError, match="price_offset gives stream 'ZNH6-ZNM6' two offsets, 10 and 20"):
             FileReplay(path, columns={"price_offset": twice})
+
+
+def test_a_parquet_text_quote_in_32nds_is_named_by_its_text_not_as_an_empty_side(tmp_path: Path) -> None:
+    """A Parquet file's text bid column holding `110-15+`: the reject said "empty, or not a number" and offered
+    fill_quotes (for sides left empty); it quotes the cell and points to --price-format 32nds."""
+    path = tmp_path / "znq.parquet"
+    pl.DataFrame({"timestamp": ["2026-03-02T14:30:00Z", "2026-03-02T14:30:01Z"], "symbol": ["ZNH6"] * 2,
+                  "bid_px": ["110-15+", "110-16"], "ask_px": ["110-16", "110-16+"], "bid_sz": [1.0, 1.0],
+                  "ask_sz": [2.0, 2.0]}).write_parquet(path)
+    replay = FileReplay(path)
+    assert not drain(replay) and dict(replay.rejected) == {"missing_field": 2}
+    example = replay.rejected.examples["missing_field"]
+    assert "(column 'bid_px': '110-15+' is not a number; if it is a futures price in 32nds, give --price-format " \
+           "32nds" in example and "fill_quotes" not in example, example
+    assert [(t.bid, t.ask) for t in drain(FileReplay(path, columns={"price_format": "32nds"}))] == [
+        (110.484375, 110.5), (110.5, 110.515625)]
