@@ -15,17 +15,18 @@ engine publishes each rejection on its answers socket (topic `_rejects/`);
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import Counter
-from typing import Any, Mapping, NamedTuple, Protocol, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Protocol, Sequence
 
 import msgpack
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
 from connectors.handshake import HandshakeMonitor, curve_client
-from connectors.source import Source
+from connectors.source import BEHIND_SAID_S, Source
 from connectors.ticks import Tick, counted, plain
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
@@ -445,8 +446,12 @@ def run_feed(
     ready_timeout_s: float = 5.0,
     settle_s: float = 5.0,
     resume: FeedResume | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> FeedStats:
     """Pump `source` into `client` until it is done, `max_ticks` are sent or `stop` is set.
+
+    `say` hears, at most every BEHIND_SAY_EVERY_S, that a paced source (FileReplay's `speed`) runs behind its
+    pace (`behind_s`): the engine pushes back, or this machine cannot read the files that fast.
 
     `rate` caps ticks per second (None: as fast as the source and socket go);
     each message carries up to `batch` ticks, or with `batch_ns` one event-time
@@ -472,11 +477,11 @@ def run_feed(
         raise ValueError(f"batch must be an int >= 1, got {batch!r}")
     cutter = None if batch_ns is None else EventTimeCutter(batch_ns)
     if answers is None:
-        stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None, resume, cutter)
+        stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None, resume, cutter, say)
         return _finish(stats, client, batch, None, resume)
     with RejectWatch(answers, **client.curve) as watch:
         _wait_ready(watch, client, ready_timeout_s, resume)
-        stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch, resume, cutter)
+        stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch, resume, cutter, say)
         stats = _finish(stats, client, batch, watch, resume)
         watch.settle(settle_s)
         return stats._replace(rejected=dict(watch.rejected), unattributed=watch.unattributed,
@@ -494,6 +499,8 @@ def _wait_ready(watch: RejectWatch, client: FeedClient, timeout_s: float, resume
         resume.lost([], rejected(watch))  # nothing sent yet: waits for the engine, says so, sends nothing
         watch.wait_ready(timeout_s)
 
+
+BEHIND_SAY_EVERY_S = 10.0  # a paced replay running behind is said at most this often
 
 FINISH_STALL_S = 30.0  # after the last send, how long the engine may account for no more of what was sent
 
@@ -529,8 +536,10 @@ def _finish(stats: FeedStats, client: FeedClient, batch: int, watch: RejectWatch
 
 def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int | None, batch: int,
           stop: threading.Event | None, idle_sleep_s: float, watch: RejectWatch | None,
-          resume: FeedResume | None = None, cutter: EventTimeCutter | None = None) -> FeedStats:
+          resume: FeedResume | None = None, cutter: EventTimeCutter | None = None,
+          say: Callable[[str], None] | None = None) -> FeedStats:
     t0 = paced_from = time.monotonic()
+    said_behind_at = -math.inf
     sent = messages = paced = split = 0  # sent: ticks read from the source (a cutter's open batch leaves later)
 
     def send(ticks: list[Tick]) -> int:
@@ -560,6 +569,11 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
                 watch.streams.update(t.stream for t in ticks)
             messages += send(ticks)
             sent += len(ticks)
+            behind = getattr(source, "behind_s", 0.0)
+            if say is not None and behind >= BEHIND_SAID_S and time.monotonic() - said_behind_at >= BEHIND_SAY_EVERY_S:
+                said_behind_at = time.monotonic()
+                say(f"{behind:.1f} s behind --speed {source.speed:g} (the engine pushes back, or this machine "
+                    f"cannot read the files that fast): the ticks leave late, in order, none dropped")
             if resume is not None and resume.restarts != restarts:  # time lost to a restart is not made up in a burst
                 restarts, paced_from, paced = resume.restarts, time.monotonic(), sent
             if watch is not None:

@@ -112,7 +112,7 @@ from connectors.layout import (
     two_way_date,
     vendor_notes,
 )
-from connectors.source import Source, check_max_ticks, check_snapshot, fingerprint
+from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.stream_selection import NoStreamMatched, StreamSelection, shown
 from connectors.ticks import QUOTE, TRADE, TS_MAX, InvalidTick, Tick, one_sided_quote, validate
 from engine.yaml_files import safe_load_unique, yaml_error_line
@@ -2012,6 +2012,9 @@ class FileReplay(Source):
         self.rejected.clear()
         self.emitted = 0
         self._anchor: tuple[int, int] | None = None  # (monotonic ns, event ts) of the first paced tick
+        self.behind_s = 0.0  # with `speed`: how late (wall seconds) the last batch's first tick left its due time
+        self.most_behind_s = 0.0
+        self._paced_to: tuple[int, int] | None = None  # (monotonic ns, event ts) of the last paced tick
         cursors = [_Cursor(p, self.chunk_rows, self.rejected, self.selection) for p in self.plans]
         # (ts, file index, cursor): the index is unique, so ties go to the earlier file and cursors never compare.
         self._heap = [(c.ticks[0].ts, i, c) for i, c in enumerate(cursors) if c.ticks]
@@ -2040,6 +2043,10 @@ class FileReplay(Source):
                 j += 1
             if j == start:  # the earliest tick is not due yet
                 break
+            if self.speed is not None and not out:  # due at wall0 + (ts - ts0) / speed: how late it leaves
+                wall0, ts0 = self._anchor
+                self.behind_s = max(0.0, (now - wall0 - (ticks[start].ts - ts0) / self.speed) / 1e9)
+                self.most_behind_s = max(self.most_behind_s, self.behind_s)
             out.extend(ticks[start:j])
             cur.advance(j)
             if j == len(ticks) and not cur.fill():
@@ -2047,7 +2054,19 @@ class FileReplay(Source):
             else:
                 heapq.heapreplace(heap, (cur.ticks[cur.pos].ts, i, cur))
         self.emitted += len(out)
+        if out and self.speed is not None:
+            self._paced_to = (now, out[-1].ts)
         return out
+
+    def pace(self) -> str | None:
+        """With `speed`, once the replay fell behind it (the engine's or this machine's pace, not the file's): the
+        speed asked, the speed reached over the file's clock and the most it was behind; None if it kept up."""
+        if self.speed is None or self._paced_to is None or self.most_behind_s < BEHIND_SAID_S:
+            return None
+        (wall0, ts0), (wall1, ts1) = self._anchor, self._paced_to
+        reached = (ts1 - ts0) / (wall1 - wall0) if wall1 > wall0 else math.inf
+        return (f"--speed {self.speed:g} was not kept: {reached:.3g}x reached over the file's clock, up to "
+                f"{self.most_behind_s:.1f} s behind it (the engine's back-pressure or this machine's load)")
 
     @property
     def done(self) -> bool:

@@ -14,6 +14,8 @@ from typing import Any
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
 
+BEHIND_SAID_S = 1.0  # a paced source (a replay's --speed) this late, in wall seconds, is said to be behind
+
 SKIP_CHUNK = 4096  # ticks regenerated per step when fast-forwarding a restore
 
 

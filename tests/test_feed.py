@@ -149,3 +149,29 @@ def test_run_feed_rate_max_ticks_and_stop(pull) -> None:
         stop.set()
         assert run_feed(SyntheticSource(), client, stop=stop).ticks == 0
     assert sum(len(decode(sock.recv()).ticks) for _ in range(stats.messages)) == 60
+
+
+def test_a_replay_that_falls_behind_its_speed_says_so_while_it_runs_and_at_the_end(pull, tmp_path) -> None:
+    """`feed replay --speed 30` ran at well under 30x (90 s for 58 s of the file's clock) without a word. A paced
+    replay held back (here by a rate cap; in use, by the engine's back-pressure or a loaded machine) says how far
+    behind it is while it runs, and what speed it reached; one that keeps up says nothing."""
+    from connectors.replay import FileReplay
+
+    sock, endpoint = pull
+    path = tmp_path / "t.csv"
+    path.write_text("ts,stream,price,size\n" + "".join(f"{1_700_000_000_000 + i * 1000},S,{100 + i},1\n"
+                                                         for i in range(8)))  # one tick a second of event time
+    said: list[str] = []
+    replay = FileReplay(path, columns={"ts_unit": "ms"}, speed=100.0)  # the 7 s of the file in 0.07 s, asked
+    with FeedClient(endpoint) as client:
+        stats = run_feed(replay, client, rate=4.0, batch=1, say=said.append)  # ~2 s: held back by the cap
+    assert stats.ticks == 8 and [decode(sock.recv()).ticks[0].price for _ in range(8)] == [100 + i for i in range(8)]
+    assert len(said) == 1 and said[0].endswith("s behind --speed 100 (the engine pushes back, or this machine cannot "
+                                               "read the files that fast): the ticks leave late, in order, none dropped")
+    pace = replay.pace()
+    assert pace is not None and pace.startswith("--speed 100 was not kept: ") and "x reached over the file's clock" \
+        in pace, pace
+    kept_up = FileReplay(path, columns={"ts_unit": "ms"}, speed=100.0)
+    with FeedClient(endpoint) as client:
+        assert run_feed(kept_up, client, batch=1, say=said.append).ticks == 8
+    assert len(said) == 1 and kept_up.pace() is None

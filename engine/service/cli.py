@@ -742,7 +742,8 @@ def cmd_feed(args: argparse.Namespace) -> None:
     try:
         with FeedClient(args.endpoint, watch_connection=True, **_curve(args)) as client:
             stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
-                             resume=resume, stop=stop, batch_ns=batch_ns)
+                             resume=resume, stop=stop, batch_ns=batch_ns,
+                             say=lambda line: print(f"flashtick feed: note: {line}", file=sys.stderr, flush=True))
     except EngineLost as e:
         raise ConnectionError(f"{e}; stopped here, with {client.ticks} ticks sent: `flashtick streams` says what "
                               f"the engine holds of each stream") from None
@@ -752,6 +753,8 @@ def cmd_feed(args: argparse.Namespace) -> None:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
     print(stats.summary() + ("; stopped by a signal" if stop.is_set() else ""), file=sys.stderr)
+    if (pace := getattr(source, "pace", lambda: None)()) is not None:
+        print(f"flashtick feed: {pace}", file=sys.stderr)
     if isinstance(source, AfterHeld) and (skipped := source.said()):
         print(f"flashtick feed: {skipped}", file=sys.stderr)
     for found in getattr(source, "found_notes", ()):
