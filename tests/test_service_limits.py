@@ -745,3 +745,45 @@ def test_idle_expiry_waits_while_the_ingest_queue_holds_unread_messages(checkpoi
         took = time.monotonic() - started
     # (the burst's reading took `took` s, each QUIET tick a quarter of it after the last: past stream_idle_s)
     assert [payload["version"] for _, payload in got] == [1, 2, 3, 4], (took, got)
+
+
+def queued_before_push_back(checkpoint, queue_bytes: int) -> tuple[int, int]:
+    """Messages of 30 KB a PUSH gets into a bound, not yet serving ingest socket before ZeroMQ pushes back, and how
+    many the server then reads once it serves (each refused as `oversize`, over a 4 KiB max_message_bytes)."""
+    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
+    limits = {"max_message_bytes": 4096, "ingest_hwm": 2000, "ingest_queue_bytes": queue_bytes}
+    server = Server(pipeline_config(checkpoint, endpoints=endpoints, limits=limits))
+    server.bind()
+    push = zmq.Context.instance().socket(zmq.PUSH)
+    push.sndhwm, push.linger = 1, 5000
+    push.connect(server.endpoints["ingest"])
+    sent, last_taken = 0, time.monotonic()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    try:
+        while time.monotonic() - last_taken < 0.5:  # the I/O threads move what they can; then every send waits
+            server._sockets["ingest"].getsockopt(zmq.EVENTS)  # (attaches the new connection; reads nothing)
+            try:
+                push.send(b"\x00" * 30_000, zmq.NOBLOCK)
+                sent, last_taken = sent + 1, time.monotonic()
+            except zmq.Again:
+                time.sleep(0.001)
+        thread.start()
+        wait_for(lambda: server.pipeline.rejected.get("oversize", 0) == sent, timeout_s=30)
+    finally:
+        push.close()
+        server.stop()
+        if thread.is_alive():
+            thread.join(10)
+        else:
+            server.close()
+    return sent, server.pipeline.rejected.get("oversize", 0)
+
+
+def test_the_ingest_queue_is_bounded_in_bytes_and_a_feed_past_it_waits_without_losing_a_message(checkpoint) -> None:
+    """A reviewer's 1,500 messages of 986 KB all went into the ingest queue at once (2 GB): its high-water mark
+    counted messages only. Now each connection's queue holds ingest_queue_bytes of the largest messages it reads."""
+    wire = 8 * 4096  # the largest message the socket reads: 8 x max_message_bytes
+    few, read_few = queued_before_push_back(checkpoint, 4 * wire)  # 4 messages, past the sockets' own buffers
+    many, read_many = queued_before_push_back(checkpoint, 1 << 30)  # ingest_hwm's 2000 messages
+    assert (read_few, read_many) == (few, many)  # what the feed got in is read, not one message lost
+    assert few < many - 1000, (few, many)

@@ -173,12 +173,16 @@ class EndpointsSection:
 
 
 WHEN_BEHIND = ("lag", "shed", "conflate")
+INGEST_WIRE_FACTOR = 8  # the ingest socket reads messages up to this many times limits.max_message_bytes
 
 
 @dataclass(frozen=True)
 class LimitsSection:
     max_message_bytes: int = 1 << 20  # an ingest message larger than this is rejected (counted)
-    ingest_hwm: int = 100_000  # messages queued per socket before ZeroMQ pushes back on feeds
+    ingest_hwm: int = 100_000  # messages queued per feed connection before ZeroMQ pushes back (or a SUB drops)
+    # bytes one PUSH connection may queue at the ingest socket: its high-water mark is this over the largest message
+    # the socket takes (ingest_wire_bytes), so a flood of large messages is pushed back, not held in memory
+    ingest_queue_bytes: int = 256 << 20
     answers_hwm: int = 100_000  # per subscriber; past it ZeroMQ drops for that slow subscriber only
     heartbeat_s: float = 1.0
     max_ingest_per_step: int = 10_000  # messages drained between two forwards
@@ -198,6 +202,18 @@ class LimitsSection:
     max_topic_bytes: int = 256  # a query's topic, without the stream name
     # streams
     max_stream_bytes: int = 128  # longest stream name in UTF-8 bytes (the name rule: connectors/ticks.py check_stream)
+
+    @property
+    def ingest_wire_bytes(self) -> int:
+        """The largest message the ingest socket reads (ZeroMQ cuts a peer sending more off unread): well above
+        max_message_bytes, so a message over it is still read and refused as `oversize`, with a reason."""
+        return INGEST_WIRE_FACTOR * self.max_message_bytes
+
+    @property
+    def ingest_rcvhwm(self) -> int:
+        """The ingest PULL socket's high-water mark per connection: ingest_hwm messages, and no more than
+        ingest_queue_bytes of messages of the largest size it reads (at least one)."""
+        return max(1, min(self.ingest_hwm, self.ingest_queue_bytes // self.ingest_wire_bytes))
 
     def __post_init__(self) -> None:
         if self.when_behind not in WHEN_BEHIND:

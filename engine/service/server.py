@@ -175,9 +175,11 @@ class Server:
         """Create and bind every socket; returns the actual endpoints (ports resolved)."""
         ep, limits = self.config.endpoints, self.config.limits
         # ZeroMQ drops a peer that sends past maxmsgsize without reading the message: a hard cap well above
-        # the counted, answered limits (an oversize tick message is read and rejected with a reason)
-        wire_cap = 8 * limits.max_message_bytes
-        ingest = self._socket("ingest", zmq.PULL, ep.ingest, rcvhwm=limits.ingest_hwm, maxmsgsize=wire_cap,
+        # the counted, answered limits (an oversize tick message is read and rejected with a reason). The high-water
+        # mark bounds each connection's queue in bytes too: one feed's flood of large messages waits in the feed
+        # (its PUSH blocks), not in this process's memory
+        ingest = self._socket("ingest", zmq.PULL, ep.ingest, rcvhwm=limits.ingest_rcvhwm,
+                              maxmsgsize=limits.ingest_wire_bytes,
                               curve=self.config.curve.ingest)
         self._socket("answers", zmq.PUB, ep.answers, sndhwm=limits.answers_hwm, curve=True)
         control = self._sockets["control"]  # bound before the recovery (__init__)
