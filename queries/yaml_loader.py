@@ -188,9 +188,15 @@ class _Doc:
 
 def _compose(text: str, doc: _Doc) -> yaml.Node | None:
     limit = doc.limits.max_yaml_bytes
-    size = len(text.encode("utf-8", "surrogatepass")) if len(text) <= 4 * limit else None  # no copy of a huge one
-    if size is None or size > limit:
-        raise _too_big(f"{size} bytes" if size else f"more than {4 * limit} bytes", limit, doc.source)
+    # the size said exactly: ASCII text is a byte a character (checked without a copy), other text is encoded
+    # unless it is huge, when its character count is a true lower bound of its bytes
+    if text.isascii() or len(text) <= 4 * limit:
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        said = f"{size} bytes"
+    else:
+        size, said = len(text), f"at least {len(text)} bytes"
+    if size > limit:
+        raise _too_big(said, limit, doc.source)
     loader = None
     try:
         loader = _Composer(text, doc.source, doc.limits.max_yaml_nodes)  # the reader checks characters here

@@ -85,7 +85,8 @@ def test_documents_over_the_byte_limit_are_refused_unread(tmp_path) -> None:
     limits = QueryLimits(max_yaml_bytes=1000)
     text = "queries:\n" + "".join(surprise(f"q{i}") for i in range(40))
     assert "over the limit of 1000 (max_yaml_bytes)" in str(refused(text, limits))
-    assert "more than 4000 bytes" in str(refused(text * 3, limits))
+    assert f"the document is {len(text) * 3} bytes, over" in str(refused(text * 3, limits))  # its size, exactly
+    assert "the document is at least 5000 bytes, over" in str(refused("#" + "é" * 4999, limits))  # not encoded
     assert "the document is 1202 bytes" in str(refused("#" + "é" * 600 + "\n", limits))  # 602 characters
     path = tmp_path / "q.yaml"
     path.write_text(text)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgpack
 import pytest
 import zmq
 
@@ -252,6 +253,36 @@ def test_oversize_control_requests_are_cut_off_and_the_service_keeps_serving(liv
     with ControlClient(server.endpoints["control"], timeout_s=5) as control:
         assert control.call("health")["status"] == "serving"
         wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 4)
+
+
+def test_an_empty_control_frame_is_said_as_such(live) -> None:
+    server, _push = live
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.linger = 0
+    dealer.connect(server.endpoints["control"])
+    try:
+        dealer.send(b"")
+        assert dealer.poll(5000)
+        reply = msgpack.unpackb(dealer.recv())
+    finally:
+        dealer.close()
+    assert reply == {"ok": False, "error": "request is an empty frame: a request is one msgpack map with a string 'op'"}
+
+
+def test_the_stop_line_counts_what_it_computed_never_below_zero(checkpoint, capsys) -> None:
+    """A reviewer's stop after a flood said "drained -40000 pending tokens": what its last read accepted was taken
+    off what was computed. Now the drain counts its own forwards; what the last read brings is left pending."""
+    limits = {"drain_s": 0.3}
+    with live_server(checkpoint, limits=limits, scheduler={"max_batch_tokens": 4, "max_batch_streams": 1}) as (
+            server, push):
+        push.send(encode(ticks(1000, seed=3, streams=4)))
+        wait_for(lambda: server.pipeline.ticks_in == 1000, timeout_s=30)
+        server.stop()
+        for tick in ticks(1500, seed=3, streams=4)[1000:]:  # 2000 tokens for the drain's last read
+            push.send(encode([tick]))
+    said = re.search(r"drained (-?\d+) pending tokens before stopping; (\d+) still pending", capsys.readouterr().err)
+    assert said is not None and int(said[1]) >= 0
+    assert int(said[2]) == server.pipeline.engine.scheduler.pending_tokens() > 0
 
 
 def test_shed_rejections_reach_the_rejects_topic(checkpoint, capsys, monkeypatch) -> None:

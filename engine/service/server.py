@@ -288,22 +288,23 @@ class Server:
         they close is lost, not whatever came while the drain computed. Say what is left."""
         deadline = time.monotonic() + self.config.limits.drain_s
         read = self._read_queued_ingest(deadline)
-        before = self.pipeline.pending_tokens()
+        drained = 0  # tokens computed by the drain: pending before each round of forwards less pending after it
         while True:
+            pending = self.pipeline.pending_tokens()
             while self.pipeline.busy and time.monotonic() < deadline:
                 self._step()
+            drained += max(0, pending - self.pipeline.pending_tokens())
             if time.monotonic() >= deadline or not (more := self._read_queued_ingest(deadline)):
                 break
             read += more
-            before += self.pipeline.pending_tokens()
-        read += self._read_queued_ingest(time.monotonic() + LAST_READ_S)
+        read += self._read_queued_ingest(time.monotonic() + LAST_READ_S)  # (accepted, not computed: left)
         left = self.pipeline.pending_tokens()
         if read:
             print(f"flashtick: read {read} messages the feeds had queued before stopping; a message sent after this "
                   f"is not read (a feed resumes from `streams` once the service is back: `flashtick feed` does)",
                   file=sys.stderr, flush=True)
-        if before or left:
-            print(f"flashtick: drained {before - left} pending tokens before stopping"
+        if drained or left:
+            print(f"flashtick: drained {drained} pending tokens before stopping"
                   + (f"; {left} still pending after limits.drain_s={self.config.limits.drain_s} s" if left else ""),
                   file=sys.stderr, flush=True)
 
@@ -814,6 +815,8 @@ class ControlError(ValueError):
 def _unpack_request(payload: bytes) -> Any:
     """The request as decoded, read as leniently as ticks are (keys of any type, text that is not UTF-8, a key
     given twice): `_check_request` then says what is wrong with it, and the reply still carries its `id`."""
+    if not payload:  # said as ingest says it, not as msgpack's "ends inside a value"
+        raise ControlError("request is an empty frame: a request is one msgpack map with a string 'op'")
     try:
         return read_msgpack(payload)
     except NotMsgpack as err:
