@@ -287,6 +287,9 @@ def test_key_options_against_a_curve_server(checkpoint, tmp_path, capsys, monkey
         code, _, err = run(capsys, "register", str(tmp_path / "q.yaml"), *control, "--server-key",
                            str(keys / "server.key"), "--client-key", str(keys / "mallory.key_secret"))
         assert code == 2 and "refused this client's key" in err
+        code, _, err = run(capsys, "health", *control, "--server-key", str(keys / "server.key_secret"),
+                           "--client-key", str(keys / "alice.key_secret"))  # the server's secret, on a client
+        assert code == 2 and "server.key_secret: holds a secret key: a client needs the server's public key" in err
         code, _, err = run(capsys, "subscribe", "--count", "1", "--endpoint", server.endpoints["answers"])
         assert code == 2 and "refused the subscription" in err
         assert time.monotonic() - started < 10  # refusals are reported, not waited out

@@ -40,6 +40,18 @@ def read_public_key(path: str | Path) -> bytes:
     return public
 
 
+def read_server_public_key(path: str | Path) -> bytes:
+    """The server's z85 public key as a client reads it (``--server-key``): from its public ``*.key`` or a bare
+    public key, never from a file that holds the server's secret key, which belongs on the server alone."""
+    public, secret = _read(path)
+    if secret is not None:
+        raise KeyFileError(f"{path}: holds a secret key: a client needs the server's public key only (the *.key "
+                           f"beside it, not the *.key_secret); keep the secret key on the server")
+    if public is None:  # (a bare key is read as public: this is for a certificate without one)
+        raise KeyFileError(f"{path}: holds no public key; give the server's public *.key file")
+    return public
+
+
 def read_keypair(path: str | Path) -> tuple[bytes, bytes]:
     """(public, secret) z85 keys from a ``*.key_secret`` certificate or a bare z85 secret key file."""
     public, secret = _read(path, bare_is_secret=True)

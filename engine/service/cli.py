@@ -474,11 +474,11 @@ def default_data_dir(model_id: str) -> Path:
 
 def _curve(args: argparse.Namespace) -> dict[str, Any]:
     """The client keyword arguments for --server-key / --client-key."""
-    from engine.service.auth import read_keypair, read_public_key
+    from engine.service.auth import read_keypair, read_server_public_key
 
     if args.client_key is not None and args.server_key is None:
         raise ValueError("--client-key needs --server-key (the server's public key)")
-    return {"server_public_key": read_public_key(args.server_key) if args.server_key else None,
+    return {"server_public_key": read_server_public_key(args.server_key) if args.server_key else None,
             "client_keypair": read_keypair(args.client_key) if args.client_key else None}
 
 
