@@ -342,6 +342,10 @@ class QuerySpec:
             raise _fail("topic", f"topic must end with '/' so prefix subscriptions are exact, "
                                  f"got {excerpt(self.topic)}")
         _text("topic", self.topic)
+        if not self.topic.isprintable():  # the stream-name rule (connectors/ticks.py check_stream): a topic is
+            bad = next(c for c in self.topic if not c.isprintable())  # printed by clients, an ESC or newline forges
+            raise _fail("topic", f"topic {excerpt(self.topic)} contains U+{ord(bad):04X} (a control, format or other "
+                                 f"non-printable character); topics must be printable, as stream names are")
         try:
             fields = list(string.Formatter().parse(self.topic))
         except ValueError as e:

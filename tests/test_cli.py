@@ -642,3 +642,12 @@ def test_client_commands_take_a_stream_name_in_nfc() -> None:
     assert parser.parse_args(["get", nfd, "dir20"]).stream == "Société"
     assert parser.parse_args(["streams", nfd]).names == ["Société"]
     assert parser.parse_args(["subscribe", f"dir20/{nfd}/"]).topics == ["dir20/Société/"]
+
+
+def test_names_from_the_service_are_printed_with_non_printable_characters_escaped() -> None:
+    """A topic or stream name that holds ESC or a newline (one registered before topics had to be printable, or a
+    service of another version) must not reach the terminal raw: `topics`, `streams` and `list` print it escaped."""
+    from engine.service.cli import _shown
+
+    assert _shown("x\x1b[2J\x1b[31mOWNED\x1b[0m\nSYN.A/") == "x\\x1b[2J\\x1b[31mOWNED\\x1b[0m\\nSYN.A/"
+    assert _shown("a\u202eb/") == "a\\u202eb/" and _shown("dir20/Ünï/") == "dir20/Ünï/"

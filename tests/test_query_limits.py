@@ -149,6 +149,10 @@ def test_250k_queries_are_refused_in_well_under_a_second() -> None:
     (surprise("_hb"), "topic '_hb/{stream}/' starts with '_'"),
     (surprise("x", "{stream}/{query}/"), "topic must not start with {stream}: a stream named '_...'"),
     (surprise("x", "t/\\ud800/", streams="x").replace("'", '"'), "is not valid Unicode text"),
+    # a reviewer's topic held ESC sequences and a newline, which `flashtick topics` printed raw: a forged line
+    (surprise("x", "x\\e[2J\\n{stream}/").replace("'", '"'),
+     "topic 'x\\x1b[2J\\n{stream}/' contains U+001B (a control, format or other non-printable character)"),
+    (surprise("x", "a\\u202e/{stream}/").replace("'", '"'), "contains U+202E"),
     (surprise("x", "{query}/" + "t" * 300 + "/{stream}/"), "topic is 304 bytes without the stream name, over the "
                                                            "limit of 256 (max_topic_bytes)"),
 ])

@@ -905,9 +905,15 @@ def cmd_list(args: argparse.Namespace) -> None:
         print(json.dumps({"queries": reply["queries"], "version": reply["version"]}, sort_keys=True, indent=2))
         return
     for q in reply["queries"]:
-        print(f"{q['name']:<16} {q['kind']:<12} {_question_text(q):<16} {_trigger_text(q['trigger']):<12} "
-              f"{','.join(q['streams'])}")
+        print(f"{_shown(q['name']):<16} {q['kind']:<12} {_shown(_question_text(q)):<16} "
+              f"{_trigger_text(q['trigger']):<12} {_shown(','.join(q['streams']))}")
     print(f"{len(reply['queries'])} queries (registry version {reply['version']})")
+
+
+def _shown(text: str) -> str:
+    """A name from the service, printable: each non-printable character (ESC, a newline, a bidi override) escaped
+    as Python writes it, so a topic or stream cannot move the terminal's cursor or forge an output line."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def _question_text(spec: dict[str, Any]) -> str:
@@ -981,7 +987,7 @@ def cmd_topics(args: argparse.Namespace) -> None:
         print(json.dumps(found, sort_keys=True, indent=2))
         return
     for topic, info in found.items():
-        print(f"{topic}\tlast_seq {info['last_seq']}\tanswer_ts {info['answer_ts']}")
+        print(f"{_shown(topic)}\tlast_seq {info['last_seq']}\tanswer_ts {info['answer_ts']}")
     if not found:
         print(f"flashtick topics: no answer published yet{f' on a topic starting {args.prefix!r}' if args.prefix else ''}",
               file=sys.stderr)
@@ -1033,7 +1039,7 @@ def cmd_streams(args: argparse.Namespace) -> None:
         while True:  # every stream, a reply's page at a time (the names given: one reply)
             reply = control.call("streams", **({"streams": args.names} if args.names else {"after": after}))
             for name, accepted in reply["streams"].items():
-                print(f"{name}\t" + ("never seen" if accepted is None else f"last_ts {accepted['last_ts']}\tticks "
+                print(f"{_shown(name)}\t" + ("never seen" if accepted is None else f"last_ts {accepted['last_ts']}\tticks "
                                                                             f"{accepted['ticks']}"))
                 if accepted is None and (hint := slash_hint(name)):  # (stdout stays one tab-separated line a name)
                     print(f"flashtick streams: {name!r} never seen{hint}", file=sys.stderr)
