@@ -1039,8 +1039,8 @@ def cmd_streams(args: argparse.Namespace) -> None:
         while True:  # every stream, a reply's page at a time (the names given: one reply)
             reply = control.call("streams", **({"streams": args.names} if args.names else {"after": after}))
             for name, accepted in reply["streams"].items():
-                print(f"{_shown(name)}\t" + ("never seen" if accepted is None else f"last_ts {accepted['last_ts']}\tticks "
-                                                                            f"{accepted['ticks']}"))
+                seen = "never seen" if accepted is None else f"last_ts {accepted['last_ts']}\tticks {accepted['ticks']}"
+                print(f"{_shown(name)}\t{seen}")
                 if accepted is None and (hint := slash_hint(name)):  # (stdout stays one tab-separated line a name)
                     print(f"flashtick streams: {name!r} never seen{hint}", file=sys.stderr)
             if args.names or not reply["truncated"] or not reply["streams"]:
