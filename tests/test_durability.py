@@ -1195,3 +1195,24 @@ def test_serve_log_timestamps_stamp_every_line_with_its_utc_time(checkpoint, tmp
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp) and text, line
         assert before <= datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc) \
             <= datetime.now(timezone.utc), line
+
+
+def test_the_data_directory_is_the_owner_s_alone(checkpoint, tmp_path, capsys) -> None:
+    """The tick log was -rw-r--r-- in a drwxr-xr-x directory: on a shared host anyone read the desk's ticks. A data
+    directory the service makes is 0700 and its tick log files 0600; one the user made wider is said, not changed."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    pipeline = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    feed_in_steps(pipeline, SyntheticMarket(SyntheticConfig(seed=2)).next_batch(20))
+    pipeline.close()
+    assert (tmp_path / "data").stat().st_mode & 0o777 == 0o700
+    segments = list((tmp_path / "data" / "ticks").iterdir())
+    assert segments and all(p.stat().st_mode & 0o077 == 0 for p in segments if p.suffix == ".log"), segments
+    assert "is open to other users" not in capsys.readouterr().err
+    wide = tmp_path / "wide"
+    wide.mkdir(mode=0o755)
+    wide.chmod(0o755)
+    TickPipeline(config(checkpoint, wide, queries)).close()
+    assert wide.stat().st_mode & 0o777 == 0o755  # the user's folder: not changed
+    assert f"flashtick: note: data directory {wide} is open to other users of this host (mode 755)" in \
+        capsys.readouterr().err

@@ -165,11 +165,17 @@ class DataDir:
         self.config = config
         self.root = Path(config.dir).expanduser()
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            made = not self.root.exists()
+            # 0700: every tick, answer and query of the desk is in here; another user of a shared host reads none
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
             self._lock_file = _lock(self.root / "lock")
         except OSError as e:  # under a file, on a read-only filesystem, no permission: name the key
             raise ConfigError(f"log.dir {self.root}: {e.strerror or e} (a data directory must be a writable "
                               f"directory)") from None
+        if not made and self.root.stat().st_mode & 0o077:  # the user's own folder: said, not changed
+            print(f"flashtick: note: data directory {self.root} is open to other users of this host (mode "
+                  f"{self.root.stat().st_mode & 0o777:o}): its ticks, answers and queries can be read there; "
+                  f"`chmod 700 {self.root}` keeps them to you", file=sys.stderr, flush=True)
         _check_meta(self.root / "meta.json", written_by)
         self.epoch = _epoch(self.root / "epoch")
         self.queries_path = self.root / "queries.yaml"

@@ -148,7 +148,7 @@ class TickLog:
         return first + sum(1 for _ in _records(path, self.stats, last=True, skip_corrupt=self.skip_corrupt))
 
     def _open(self, path: Path) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)  # the desk's ticks: the owner's alone
         self._fd, self._size, self._path = fd, os.fstat(fd).st_size, path
         self._checked_at = time.monotonic()
 
