@@ -347,6 +347,10 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
             with pytest.raises(ControlError, match=rf"stream '{refused}' has sent no data that was accepted \(1700 "
                                                    r"ticks of new streams were refused as stream_refused"):
                 control.call("ask", stream=refused, spec={"name": "x", "question": "direction_20", "kind": "choice"})
+            # `streams` says a refused stream was refused, and why (it said nil, as for a name never seen)
+            reply = control.call("streams", streams=[refused, "NEVER"])
+            assert reply["streams"] == {refused: None, "NEVER": None} and list(reply["refused"]) == [refused]
+            assert reply["refused"][refused]["ticks"] == 1 and "max_streams" in reply["refused"][refused]["error"]
         assert stats["streams"] == 300 and stats["rejected"] == {"stream_refused": 1700}
         # and the log says it (once a heartbeat has seen them)
         said = []

@@ -1038,10 +1038,14 @@ def cmd_streams(args: argparse.Namespace) -> None:
         after = ""
         while True:  # every stream, a reply's page at a time (the names given: one reply)
             reply = control.call("streams", **({"streams": args.names} if args.names else {"after": after}))
+            refused = reply.get("refused") or {}
             for name, accepted in reply["streams"].items():
                 seen = "never seen" if accepted is None else f"last_ts {accepted['last_ts']}\tticks {accepted['ticks']}"
+                if accepted is None and name in refused:  # admission turned it away: say so, and why
+                    seen = f"refused ({refused[name]['ticks']} ticks)"
+                    print(f"flashtick streams: {_shown(name)} refused: {refused[name]['error']}", file=sys.stderr)
                 print(f"{_shown(name)}\t{seen}")
-                if accepted is None and (hint := slash_hint(name)):  # (stdout stays one tab-separated line a name)
+                if accepted is None and name not in refused and (hint := slash_hint(name)):  # (one line a name)
                     print(f"flashtick streams: {name!r} never seen{hint}", file=sys.stderr)
             if args.names or not reply["truncated"] or not reply["streams"]:
                 return

@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections import OrderedDict
 from importlib import metadata
 from collections.abc import Iterable
 from typing import Any
@@ -162,6 +163,9 @@ class Server:
         self._conflated_at_heartbeat = 0  # quotes conflated (when_behind: conflate) up to the last heartbeat
         self._shed_said = 0  # ticks refused or quotes conflated up to the last log line that said so
         self._refused_said, self._next_refused_warning = 0, 0.0  # stream_refused ticks the log has told of
+        # the streams admission turned away most recently (name -> [ticks refused, the error]), for `streams`: a
+        # client asking about one hears "refused, and why", not "never seen"; bounded, oldest forgotten first
+        self._refused_streams: OrderedDict[str, list] = OrderedDict()
         self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when messages wait unread
         self._kv_thrash = False
         self._thrash_mark: tuple[float, tuple[int, int]] | None = None
@@ -391,9 +395,21 @@ class Server:
             else:
                 self.pipeline.rejected["bad_framing"] += 1
                 rejections = [{"index": -1, "reason": "bad_framing", "error": _framing_error(frames)}]
+            self._remember_refused(rejections)
             for rejection in published_rejections(rejections):  # PUSH has no way back: reasons on their own topic
                 self._send(REJECTS_TOPIC, rejection)
         return False
+
+    def _remember_refused(self, rejections: list[dict[str, Any]]) -> None:
+        for rejection in rejections:
+            if rejection["reason"] != "stream_refused" or "stream" not in rejection:
+                continue
+            stream = rejection["stream"]
+            held = self._refused_streams.pop(stream, None) or [0, rejection["error"]]
+            held[0] += rejection.get("count", 1)
+            self._refused_streams[stream] = held  # the most recent last
+            if len(self._refused_streams) > MAX_REFUSED_STREAMS_KEPT:
+                self._refused_streams.popitem(last=False)
 
     # -- answers ------------------------------------------------------------------------------
 
@@ -745,7 +761,10 @@ class Server:
         truncated = names is None and len(known) > MAX_STREAMS_PER_REPLY
         if truncated:
             known.pop(max(known))
-        return {"streams": known, "truncated": truncated}
+        # a name asked for that admission turned away (and the engine holds nothing of): why, beside its nil
+        refused = {name: {"ticks": self._refused_streams[name][0], "error": self._refused_streams[name][1]}
+                   for name in names or () if known.get(name) is None and name in self._refused_streams}
+        return {"streams": known, "truncated": truncated, **({"refused": refused} if refused else {})}
 
     def _op_health(self, _request: dict, _reply: Any) -> dict:
         """``serving``; ``degraded`` with ``shards_down`` while a shard is restored after a loss, or failed, and with
@@ -767,6 +786,7 @@ class Server:
         self.endpoints["metrics"] = f"http://{host}:{self._metrics_server.server_port}/metrics"
 
 
+MAX_REFUSED_STREAMS_KEPT = 1024  # streams admission refused that `streams` can still say why of
 DRAIN_SLICE_S = 0.05  # longest stretch spent draining one socket before the loop moves on (the others, a step)
 
 
