@@ -100,7 +100,7 @@ def test_listed_clients_are_served_and_unknown_keys_refused(checkpoint, keys, ca
             late.call("health")
 
 
-def test_curve_ingest_takes_ticks_from_listed_feeds_only(checkpoint, keys) -> None:
+def test_curve_ingest_takes_ticks_from_listed_feeds_only(checkpoint, keys, capfd) -> None:
     server_key = read_public_key(keys / "server.key")
     market = SyntheticMarket(SyntheticConfig(seed=2))
     config = curve_config(checkpoint, keys, clients_dir=str(keys / "allowed"), ingest=True)
@@ -118,6 +118,12 @@ def test_curve_ingest_takes_ticks_from_listed_feeds_only(checkpoint, keys) -> No
             feed.send(market.next_batch(10))
         wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 10)
         assert control.call("stats")["stats"]["auth_denied"] >= 2
+        # the feed without keys never reaches the ZAP handler: its failed handshake is counted and said too (it was
+        # invisible), naming the socket
+        wait_for(lambda: control.call("stats")["stats"]["handshakes_failed"] >= 1)
+        logged = capfd.readouterr().err
+        assert "flashtick: refused a client on the ingest socket: its handshake failed: a client without CURVE keys " \
+               "(give it --server-key and --client-key)" in logged, logged
 
 
 def test_a_feed_whose_key_is_refused_is_told_so_not_to_look_for_a_running_engine(checkpoint, keys) -> None:

@@ -23,6 +23,7 @@ import zmq
 import zmq.auth
 from zmq.auth.thread import ThreadAuthenticator
 from zmq.utils import z85
+from zmq.utils.monitor import recv_monitor_message
 
 Z85_KEY_LENGTH = 40
 MAX_DENIALS_LOGGED = 10  # distinct refusals said on stderr (a client retries its handshake: each said once)
@@ -182,3 +183,40 @@ def keygen(directory: str | Path, name: str) -> tuple[Path, Path]:
     Path(made[1]).chmod(0o600)
     return Path(made[0]), Path(made[1])
 
+
+
+class FailedHandshakes:
+    """The server side of handshakes the ZAP handler never sees: a client without CURVE keys (the NULL mechanism)
+    connecting to a CURVE socket, or a peer that is not a ZeroMQ client of that socket's kind, fails before any
+    key is checked. ZeroMQ drops such a connection without a word; its socket monitor says so, and this counts it
+    (``handshakes_failed``, with ``auth_denied`` in stats) and names the socket on stderr for the first few."""
+
+    EVENTS = zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+
+    def __init__(self, sockets: dict[str, zmq.Socket], counters: MutableMapping[str, int]) -> None:
+        self.counters = counters
+        counters["handshakes_failed"] = 0
+        self._monitors = {name: sock.get_monitor_socket(self.EVENTS) for name, sock in sockets.items()}
+        self._said = 0
+
+    def poll(self) -> None:
+        """Count (and say, the first few) the failed handshakes since the last call."""
+        for name, monitor in self._monitors.items():
+            while monitor.poll(0):
+                event = recv_monitor_message(monitor)
+                self.counters["handshakes_failed"] += 1
+                if self._said < MAX_DENIALS_LOGGED:
+                    self._said += 1
+                    more = (" (later ones are only counted: stats handshakes_failed)"
+                            if self._said == MAX_DENIALS_LOGGED else "")
+                    why = ("a client without CURVE keys (give it --server-key and --client-key), or a peer that is "
+                           "not a ZeroMQ client of this socket's kind"
+                           if event["event"] == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL else
+                           "a CURVE handshake that did not complete (a wrong --server-key?)")
+                    print(f"flashtick: refused a client on the {name} socket: its handshake failed: {why}{more}",
+                          file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        for monitor in self._monitors.values():
+            monitor.close(linger=0)
+        self._monitors = {}

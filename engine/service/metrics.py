@@ -22,6 +22,7 @@ COUNTERS = {
     "engine_errors": "Engine steps that failed (the service kept serving)",
     "streams_expired": "Idle streams dropped (scheduler.stream_idle_s)",
     "auth_denied": "CURVE handshakes refused: client key not in curve.clients_dir",
+    "handshakes_failed": "Handshakes on CURVE sockets that failed before a key was checked (a client without keys)",
 }
 GAUGES = {
     "kv_cells_used": "KV cells held by sessions",

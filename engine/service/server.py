@@ -34,7 +34,7 @@ from connectors.ticks import NotMsgpack, RepeatedKeys, read_msgpack, slash_hint,
 from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
 from engine.stream import Stream
-from engine.service.auth import ClientAllowList, allowed_client_keys, server_keypair
+from engine.service.auth import ClientAllowList, FailedHandshakes, allowed_client_keys, server_keypair
 from engine.service.config import ServiceConfig
 from engine.service.durability import new_epoch
 from engine.service.metrics import resident_bytes
@@ -132,6 +132,8 @@ class Server:
         self._feed_watches: dict[str, FeedWatch] = {}  # socket name -> its external feed's connection and counts
         self.started_at = time.time()
         self._curve_keys: tuple[bytes, bytes] | None = None  # the server's (public, secret) z85 keys
+        self._curve_sockets: set[str] = set()  # the sockets bound with CURVE: their failed handshakes are watched
+        self._handshakes: FailedHandshakes | None = None
         self._auth: ClientAllowList | None = None  # the ZAP handler of curve.clients_dir
         self.counters = {"answers_published": 0, "control_requests": 0, "control_errors": 0, "heartbeats": 0,
                          "ingest_messages": 0, "engine_errors": 0, "streams_expired": 0,
@@ -206,6 +208,9 @@ class Server:
             except OSError as e:  # like the sockets' bind errors: the key and the endpoint
                 raise OSError(f"cannot serve metrics on {ep.metrics_host}:{ep.metrics_port}: {e.strerror or e}; "
                               f"set endpoints.metrics_port to a free port") from None
+        if self._curve_sockets and self._handshakes is None:  # (control's is bound before the others: all now)
+            self._handshakes = FailedHandshakes({n: self._sockets[n] for n in sorted(self._curve_sockets)},
+                                                self.counters)
         self._refresh_snapshot()
         return self.endpoints
 
@@ -217,6 +222,7 @@ class Server:
         if curve and self._curve_keys is not None:
             sock.curve_publickey, sock.curve_secretkey = self._curve_keys
             sock.curve_server = True
+            self._curve_sockets.add(name)
             if self._auth is not None:  # fail closed: no ZAP handler, no handshake
                 sock.zap_domain = f"flashtick-{name}".encode()  # a refusal's log line names the socket
                 sock.setsockopt(zmq.ZAP_ENFORCE_DOMAIN, 1)
@@ -354,6 +360,9 @@ class Server:
         self.pipeline.close()
         for watch in self._feed_watches.values():
             watch.close()
+        if self._handshakes is not None:
+            self._handshakes.close()
+            self._handshakes = None
         for sock in self._sockets.values():
             sock.close(linger=0)
         self._sockets.clear()
@@ -424,6 +433,8 @@ class Server:
 
     def _heartbeat(self) -> None:
         self.counters["heartbeats"] += 1
+        if self._handshakes is not None:
+            self._handshakes.poll()
         expired = self.pipeline.expire_idle()
         if expired:
             self.counters["streams_expired"] += len(expired)
