@@ -131,6 +131,12 @@ NOT_TICKERS = {"DAT", "ASCII", "CSV", "TXT", "T", "M1", "H1", "D1", "TICK", "TIC
 # a price, bid or ask column named as a yield (cash Treasuries' `bid_yield`, `yld`, `YTM`): its up is a price's down
 YIELD_NAMES = re.compile(r"(^|_)(yield|yld|ytm)(_|$)")
 
+
+def names_a_yield(column: str) -> bool:
+    """Whether a column's name says it holds yields: `bid_yield`, `YLD_BID`, `Bid Yield`, `BidYield` (camel case
+    split into words first, so `BidYield` is bid_yield, not one word)."""
+    return bool(YIELD_NAMES.search(normal_name(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", column))))
+
 # Numbers as spreadsheets write them: grouping commas (`1,234.5`), or dots grouping and a decimal comma
 COMMA_GROUPED = r"^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$"
 DOT_GROUPED = re.compile(r"^[+-]?\d{1,3}(\.\d{3})+(,\d+)?$")
@@ -441,7 +447,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
         lacking = "time column" if ts is None else "price (trades) nor bid and ask (quotes)"
         seen = ", ".join(f"{k}={v}" for k, v in ({"ts": ts} | found).items() if v)
         missing = "" if ts is None else ", or only what is missing: --columns price=...,size=..."
-        if yields := [n for n in names if YIELD_NAMES.search(normal_name(n))]:  # cash Treasuries, quoted in yield
+        if yields := [n for n in names if names_a_yield(n)]:  # cash Treasuries, quoted in yield
             named = "is named as a yield" if len(yields) == 1 else "are named as yields"
             missing += (f". {', '.join(map(repr, yields))} {named}, which replay does not read as prices (a yield "
                         f"up is a price down): convert them to prices first (docs/replay.md#yield-quoted-instruments)")

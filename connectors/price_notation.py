@@ -17,8 +17,7 @@ from typing import Any, Mapping
 import polars as pl
 
 from connectors.column_map import PRICE_FIELDS, THIRTY_SECONDS, THIRTY_SECONDS_FORM, ColumnMap
-from connectors.field_names import normal_name
-from connectors.layout import SPACE_GROUPED, YIELD_NAMES, Caution
+from connectors.layout import SPACE_GROUPED, Caution, names_a_yield
 
 EIGHTHS = {"": 0.0, "0": 0.0, "2": 0.25, "5": 0.5, "7": 0.75, "+": 0.5}  # the last mark: a part of a 32nd
 # What a price in 32nds looks like to a reader of decimals: a handle of 2 or 3 digits, an apostrophe or a dash,
@@ -116,7 +115,7 @@ def unread_price_hint(text: str | None, cmap: ColumnMap | None) -> str:
 def yield_columns(cmap: ColumnMap) -> list[str]:
     """The price, bid and ask columns whose names say they hold yields (`bid_yield`, `yld`, `YTM`)."""
     return [column for field in PRICE_FIELDS if (column := getattr(cmap, field)) is not None
-            and YIELD_NAMES.search(normal_name(column))]
+            and names_a_yield(column)]
 
 
 def yield_caution(path: Path, cmap: ColumnMap) -> list[str]:

@@ -95,6 +95,10 @@ def test_yield_named_columns_are_a_caution_and_their_crossed_quotes_say_why(tmp_
         "means the yield went up (the bond's price down); a yield quote's bid is above its ask, so its quotes are "
         "rejected as crossed_quote. Convert yields to prices to replay prices "
         "(docs/replay.md#yield-quoted-instruments)"]
+    camel = tmp_path / "camel.csv"  # BidYield is bid_yield (camel case was read as one word: no caution)
+    camel.write_text("timestamp,symbol,BidYield,AskYield\n2026-03-02T14:30:00Z,UST10Y,4.2150,4.2050\n")
+    with pytest.raises(ValueError, match=r"'BidYield', 'AskYield' are named as yields"):
+        FileReplay(camel)
 
 
 def test_a_per_stream_price_offset_shifts_only_the_streams_it_names(tmp_path: Path, capsys) -> None:
