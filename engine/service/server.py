@@ -20,8 +20,8 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from importlib import metadata
 from collections.abc import Iterable
+from importlib import metadata
 from typing import Any
 
 import msgpack
@@ -33,13 +33,13 @@ from connectors.encoder import published_rejections
 from connectors.ticks import NotMsgpack, RepeatedKeys, read_msgpack, slash_hint, wire_type, wire_value
 from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
-from engine.stream import Stream
 from engine.service.auth import ClientAllowList, FailedHandshakes, allowed_client_keys, server_keypair
 from engine.service.config import ServiceConfig
 from engine.service.durability import new_epoch
 from engine.service.metrics import resident_bytes
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.sharded import ShardedPipeline
+from engine.stream import Stream
 from queries.cache import Answer
 from queries.limits import clip, excerpt
 from queries.spec import MAX_LISTED, QuerySpec, QuerySpecError
