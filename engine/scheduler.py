@@ -445,10 +445,11 @@ class Scheduler:
             if len(plan.advances) >= self.config.max_batch_streams:
                 break
             waiting_at_cut = any(job.stream == state.name and job.cut is not None for job in (*self._asks, *self._idle))
+            # taken before a skip (which books tokens uncomputed) and a roll (whose re-prefill is no rebuild)
+            evicted = state.session.num_uncached > 0
             if not waiting_at_cut:
                 self._skip_discarded(state)
             need = len(state.pending[0].tokens)  # rolls go chunk by chunk, so they never depend on grouping
-            evicted = state.session.num_uncached > 0  # taken before a roll, whose re-prefill is no rebuild
             if len(state.session.tokens) + need > state.roll_at:
                 if waiting_at_cut:
                     continue  # a roll would move the tokens that jobs still waiting at a cut read

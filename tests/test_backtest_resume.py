@@ -270,3 +270,23 @@ def test_ctrl_c_before_the_run_begins_says_nothing_was_kept(setup: Path, tmp_pat
             os.close(writer)
     assert child.returncode == 130 and err == "flashtick backtest: interrupted before any tick; nothing kept\n", err
     assert not (tmp_path / "a.parquet").exists() and not (tmp_path / "a.parquet.parts").exists()
+
+
+def test_a_backtest_started_ignoring_sigint_keeps_ignoring_it(setup: Path) -> None:
+    """`cmd &` in a script (or nohup) starts a backtest with SIGINT ignored: a Ctrl-C at the terminal was ignored
+    while it loaded, then stopped it once its ticks flowed. It stays ignored; SIGTERM still stops it."""
+    manifest = setup / "bg.parquet.parts" / "progress.json"
+    child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "bg.parquet",
+                              "--checkpoint-s", "0.05")], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and child.poll() is None and not (
+            manifest.is_file() and json.loads(manifest.read_text())["consumed"] > 0):
+        time.sleep(0.02)
+    child.send_signal(signal.SIGINT)  # ignored: no "stopping at the next batch boundary"
+    time.sleep(0.2)
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130 and err.count("stopping at the next batch boundary") == 1, err[-2000:]
+    assert "interrupted after" in err

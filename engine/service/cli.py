@@ -1113,12 +1113,17 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         # kind) aborts where it is, for a user (or a supervisor's second SIGTERM) who cannot wait.
         stop.set()
         for again in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(again, abort)
+            if inherited[again] is not signal.SIG_IGN:
+                signal.signal(again, abort)
         print("flashtick backtest: stopping at the next batch boundary (again to abort now)", file=sys.stderr,
               flush=True)
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, request_stop)
+    # a signal the process was started ignoring (SIGINT under `cmd &` in a script, nohup) stays ignored: a Ctrl-C
+    # at the terminal must not stop a background run once its ticks flow, when it could not while it loaded
+    inherited = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum, handler in inherited.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(signum, request_stop)
     try:
         report = run_backtest(config, [str(f) for f in args.files], queries, args.out,
                               columns=_column_map(args, config),
@@ -1135,8 +1140,8 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         print(f"flashtick backtest: aborted; {_kept_on_disk(Path(args.out))}", file=sys.stderr)
         return 128 + (aborted_by[-1] if aborted_by else signal.SIGINT)
     finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+        for signum, handler in inherited.items():  # as the process had them (a library's own included)
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
     if config.model.path is not None:  # said before the scores it is about, not after them
         evaluation = _evaluation(Path(config.model.path))
         seen = _trained_on(evaluation, args.files)

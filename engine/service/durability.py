@@ -174,8 +174,9 @@ class DataDir:
                               f"directory)") from None
         if not made and self.root.stat().st_mode & 0o077:  # the user's own folder: said, not changed
             print(f"flashtick: note: data directory {self.root} is open to other users of this host (mode "
-                  f"{self.root.stat().st_mode & 0o777:o}): its ticks, answers and queries can be read there; "
-                  f"`chmod 700 {self.root}` keeps them to you", file=sys.stderr, flush=True)
+                  f"{self.root.stat().st_mode & 0o777:o}): its registered queries and metadata can be read there "
+                  f"(the tick and answer logs' files are the owner's alone); `chmod 700 {self.root}` keeps all of it to you",
+                  file=sys.stderr, flush=True)
         _check_meta(self.root / "meta.json", written_by)
         self.epoch = _epoch(self.root / "epoch")
         self.queries_path = self.root / "queries.yaml"
