@@ -74,7 +74,6 @@ def checked_price_offset(value: Any) -> PriceOffset | None:
                              f"{offset:g}: give it one")
         offsets[stream] = offset
     return offsets
-    return _offset_number(value, "") or None
 
 
 def _offset_number(value: Any, whose: str) -> float:

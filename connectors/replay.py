@@ -56,6 +56,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     as_column_map,
     checked_price_offset,
     keep_check,
+    PriceOffset,
     offset_of,
     shown_offset,
     Hours,
@@ -689,10 +690,10 @@ def _without_tz(path: Path, cmap: ColumnMap | Refine | None, refused: Exception)
 DBN_KEYS = ("price_offset", "hours")  # what a DBN file takes of a column map: its layout is fixed
 
 
-def _dbn_keys(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> tuple[float | None, str | None]:
+def _dbn_keys(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> tuple[PriceOffset | None, str | None]:
     """A DBN file's layout is fixed: of a column map it takes price_offset (a calendar spread's prices below zero)
-    and hours (a session's window: its times are UTC, so a window without a zone is UTC's). The map for every file
-    keeps its other keys for the tabular files; the file's own is refused for them."""
+    and hours (a session's window; one without a zone takes the tz given for every file, else is refused). The map
+    for every file keeps its other keys for the tabular files; the file's own is refused for them."""
     keys = cmap.keys if isinstance(cmap, Refine) else cmap.to_dict() if cmap is not None else {}
     if explicit and (others := sorted(set(keys) - set(DBN_KEYS))):
         raise ValueError(f"{path}: a DBN file has a fixed layout: of a column map it takes "

@@ -104,13 +104,14 @@ class KVCache:
         self.num_blocks = spec.num_blocks(config, dtype)
         self.block_size = spec.block_size
         shape = (config.num_layers, 2, config.num_kv_heads, self.num_blocks * self.block_size, config.head_dim)
+        # bytes one cell (a token's K and V in every layer) takes: what sizes kv.cells against memory
+        self.cell_bytes = config.kv_bytes_per_token * dtype.itemsize
         try:
             self.tensor = torch.zeros(shape, dtype=dtype, device=device)
         except (RuntimeError, MemoryError) as e:  # the allocator's own words name neither the key nor the size
-            cell_bytes = config.kv_bytes_per_token * dtype.itemsize
             cells = self.num_blocks * self.block_size
-            raise MemoryError(f"kv.cells / kv.bytes: cannot allocate the KV pool of {cells} cells x {cell_bytes} "
-                              f"bytes per cell (this model, {dtype}) = {cells * cell_bytes / 2**30:.1f} GiB on "
+            raise MemoryError(f"kv.cells / kv.bytes: cannot allocate the KV pool of {cells} cells x {self.cell_bytes} "
+                              f"bytes per cell (this model, {dtype}) = {cells * self.cell_bytes / 2**30:.1f} GiB on "
                               f"{device}: lower kv.cells or kv.bytes ({type(e).__name__})") from None
 
     def new_pool(self) -> BlockPool:
@@ -120,11 +121,6 @@ class KVCache:
     @property
     def nbytes(self) -> int:
         return self.tensor.numel() * self.tensor.element_size()
-
-    @property
-    def cell_bytes(self) -> int:
-        """Bytes one cell (a token's K and V in every layer) takes: what sizes kv.cells against memory."""
-        return self.nbytes // (self.num_blocks * self.block_size)
 
     def summary(self) -> dict[str, int]:
         return {"kv_cell_bytes": self.cell_bytes, "kv_bytes_capacity": self.nbytes}
