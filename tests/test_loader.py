@@ -179,3 +179,32 @@ def test_weights_of_a_shallower_model_and_a_truncated_file_are_refused_naming_th
     said = str(refused.value)
     assert "\n" not in said and said.startswith(f"{weights}: not a readable safetensors file, truncated or "
                                                 f"corrupt ("), said
+
+
+def test_check_checkpoint_reads_headers_only_and_refuses_as_load_model_does(tmp_path) -> None:
+    """evaluate and train --base check a checkpoint before transformers loads it: the check read every weight
+    once more. It now reads the safetensors headers alone and still refuses what load_model refuses."""
+    from engine.models.loader import check_checkpoint, read_weights
+
+    tiny_hf_model("llama3").save_pretrained(tmp_path)
+    held = read_weights(tmp_path)
+    shapes = read_weights(tmp_path, shapes_only=True)
+    assert {name: (tuple(t.shape), t.dtype) for name, t in shapes.items()} == {
+        name: (tuple(t.shape), t.dtype) for name, t in held.items()}
+    assert all(t.device.type == "meta" for t in shapes.values())
+    check_checkpoint(tmp_path)
+    config_path = tmp_path / "config.json"
+    config = json.loads(config_path.read_text())
+    config_path.write_text(json.dumps({**config, "vocab_size": config["vocab_size"] // 2}))
+    with pytest.raises(CheckpointError, match="the weights do not fit config.json: embed_tokens.weight"):
+        check_checkpoint(tmp_path)
+    config_path.write_text(json.dumps(config))
+    weights = tmp_path / "model.safetensors"
+    whole = weights.read_bytes()
+    for cut in (whole[:1000], whole[:-1]):  # inside the header; the data short by its last byte
+        weights.write_bytes(cut)
+        with pytest.raises(CheckpointError, match="not a readable safetensors file, truncated or corrupt"):
+            check_checkpoint(tmp_path)
+    weights.write_bytes(b"")
+    with pytest.raises(CheckpointError, match="not a readable safetensors file"):
+        check_checkpoint(tmp_path)

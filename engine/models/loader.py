@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
 from engine.models.config import ModelConfig
@@ -52,7 +52,7 @@ def check_checkpoint(directory: Path) -> None:
     with transformers (evaluate, train --base), which would print its multi-line load report instead; the
     shapes are checked against a model built on the meta device (no memory, no init)."""
     config = model_config(directory, read_config(directory))
-    state = read_weights(directory)
+    state = read_weights(directory, shapes_only=True)  # the caller reads the weights next: read them once
     with torch.device("meta"), _no_weight_init():
         expected = LlamaModel(config).state_dict()
     with _named(directory):
@@ -96,17 +96,34 @@ def model_config(directory: Path, hf_config: dict[str, Any]) -> ModelConfig:
         raise CheckpointError(f"{directory / 'config.json'}: {e}") from None
 
 
-def read_weights(directory: Path) -> dict[str, torch.Tensor]:
+def read_weights(directory: Path, shapes_only: bool = False) -> dict[str, torch.Tensor]:
     """Every tensor of the files the checkpoint's index lists, else of model.safetensors, else of every
-    *.safetensors file. Pickled weights (*.bin, *.pt) are never read: unpickling can run code."""
+    *.safetensors file. Pickled weights (*.bin, *.pt) are never read: unpickling can run code.
+
+    ``shapes_only``: tensors on the meta device, from each file's header alone (a multi-GB checkpoint checked
+    without reading its data; safetensors still refuses a file whose data does not cover its header)."""
     state: dict[str, torch.Tensor] = {}
     for file in _weight_files(directory):
         try:
-            state.update(load_file(str(file)))
+            state.update(_header_tensors(file) if shapes_only else load_file(str(file)))
         except SafetensorError as e:  # safetensors' own message names no file: "incomplete metadata, ..."
             raise CheckpointError(f"{file}: not a readable safetensors file, truncated or corrupt ({e}); an "
                                   f"interrupted copy, download or save? Copy or save it again") from None
     return state
+
+
+def _header_tensors(file: Path) -> dict[str, torch.Tensor]:
+    """Meta tensors of the shapes and dtypes a safetensors file's header declares."""
+    with safe_open(str(file), framework="pt") as opened:
+        return {name: torch.empty(opened.get_slice(name).get_shape(), dtype=_SAFETENSORS_DTYPES.get(
+            opened.get_slice(name).get_dtype(), torch.float32), device="meta") for name in opened.keys()}
+
+
+# safetensors' header names for the dtypes a checkpoint holds (others, e.g. fp8, are checked as float32: only
+# the shapes matter to the check)
+_SAFETENSORS_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64,
+                       "I64": torch.int64, "I32": torch.int32, "I8": torch.int8, "U8": torch.uint8,
+                       "BOOL": torch.bool}
 
 
 def _weight_files(directory: Path) -> list[Path]:
