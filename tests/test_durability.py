@@ -1179,6 +1179,23 @@ def test_a_removed_tick_log_stays_a_problem_until_a_restart(checkpoint, tmp_path
     assert "no tick is accepted until the service restarts" in live.data.problem
 
 
+def test_a_moved_data_directory_is_a_problem_and_no_tick_goes_where_a_restart_does_not_read(checkpoint,
+                                                                                        tmp_path) -> None:
+    """`mv data elsewhere` under a live service went unnoticed: the ticks went on into the moved folder, and a
+    restart on the configured path started empty. Now health says it and ticks are refused, as for a removal."""
+    live = TickPipeline(config(checkpoint, tmp_path / "data"))
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(15)
+    feed_in_steps(live, ticks[:14])
+    logged = live.data.log.next_record
+    (tmp_path / "data").rename(tmp_path / "moved")
+    live.data.check()  # the heartbeat's check
+    assert "was the data directory moved or renamed?" in live.data.problem
+    refused = live.ingest_message(encode(ticks[14:]))
+    assert [r["reason"] for r in refused] == ["log_unavailable"] and "moved or renamed" in refused[0]["error"], refused
+    assert live.data.log.next_record == logged
+    live.close()
+
+
 def test_serve_log_timestamps_stamp_every_line_with_its_utc_time(checkpoint, tmp_path) -> None:
     """A service log kept in a file (nohup, a redirect) could not place its "behind" or restart lines in time:
     `--log-timestamps` starts every stderr line with its UTC time, from the first line to the stop line."""

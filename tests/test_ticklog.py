@@ -160,6 +160,21 @@ def test_an_idle_log_notices_its_deleted_file_at_a_check(tmp_path, capsys) -> No
     log.close()
 
 
+def test_a_moved_data_directory_refuses_appends_and_says_where_a_restart_reads(tmp_path, capsys) -> None:
+    """`mv` of the data directory under a running service: the open segment kept taking writes (its file still
+    linked, in the moved folder), which a restart reading the configured path never sees."""
+    log = TickLog(tmp_path / "d" / "ticks", fsync="never")
+    log.append(b"first")
+    (tmp_path / "d").rename(tmp_path / "moved")
+    log.check()  # the heartbeat's check, with no append arriving
+    said = capsys.readouterr().err
+    assert f"{tmp_path / 'd' / 'ticks'} is no longer the directory it writes into (was the data directory moved" in said
+    with pytest.raises(LogWriteError, match="nothing more is accepted until the service restarts"):
+        log.append(b"second")
+    log.close()
+    assert [p for _, p in read(tmp_path / "moved" / "ticks")] == [b"first"]
+
+
 def test_retention_drops_the_oldest_segments(tmp_path) -> None:
     with TickLog(tmp_path, segment_bytes=512, retention_bytes=2048, fsync="never") as log:
         for p in payloads(200):

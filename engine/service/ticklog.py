@@ -212,13 +212,17 @@ class TickLog:
 
     def _check_not_deleted(self, force: bool = False) -> None:
         """At most once a second: a segment file that was deleted (its data directory removed) still takes
-        writes, into nothing a restart could read; from then on appends are refused, and the service says so."""
+        writes, into nothing a restart could read, and one whose directory was moved, into a place a restart
+        does not read; from then on appends are refused, and the service says so."""
         now = time.monotonic()
         if not force and now - self._checked_at < DELETED_CHECK_S:
             return
         self._checked_at = now
         if os.fstat(self._fd).st_nlink == 0:
             self._latch("its file was deleted (was the data directory removed?)")
+        if _identity(self.directory) != self._directory_id:  # moved or renamed away: the file lives on elsewhere
+            self._latch(f"{self.directory} is no longer the directory it writes into (was the data directory moved "
+                        f"or renamed?): a restart would read {self.directory}, not what is written")
 
     def _latch(self, why: str) -> None:
         """From now on every append is refused (until a restart), and stderr says why, once."""
