@@ -161,3 +161,35 @@ def test_adapt_off_reads_as_the_docs_write_it(tmp_path) -> None:
     path.write_text("answers: {adapt: sometimes}\n")
     with pytest.raises(ConfigError, match="answers.adapt must be one of"):
         ServiceConfig.load(path)
+
+
+def test_ray_colours_its_shards_lines_only_on_a_terminal() -> None:
+    """Ray wrapped each shard's "(pid=...)" prefix in ANSI colour codes whatever stderr was: raw escapes in a
+    service log kept in a file or a journal. Its RAY_COLOR_PREFIX is set to 0 unless stderr is a terminal and
+    NO_COLOR is unset; a value the user set is kept."""
+    import io
+    import os
+    import pty
+
+    from engine.service.config import ShardsSection
+    from engine.service.ray_shards import set_ray_environment
+
+    shards = ShardsSection()
+    piped: dict[str, str] = {}
+    set_ray_environment(shards, piped, io.StringIO())
+    assert piped["RAY_COLOR_PREFIX"] == "0" and piped["RAY_worker_niceness"] == "0"
+    leader, follower = pty.openpty()
+    try:
+        with open(follower, "w", closefd=False) as terminal:
+            on_terminal: dict[str, str] = {}
+            set_ray_environment(shards, on_terminal, terminal)
+            assert "RAY_COLOR_PREFIX" not in on_terminal
+            no_color = {"NO_COLOR": "1"}
+            set_ray_environment(shards, no_color, terminal)
+            assert no_color["RAY_COLOR_PREFIX"] == "0"
+    finally:
+        os.close(leader)
+        os.close(follower)
+    chosen = {"RAY_COLOR_PREFIX": "1"}
+    set_ray_environment(shards, chosen, io.StringIO())
+    assert chosen["RAY_COLOR_PREFIX"] == "1"

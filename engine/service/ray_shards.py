@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
+from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from engine.service.config import ConfigError, ServiceConfig, ShardsSection
 from engine.service.shard import Shard
@@ -25,6 +27,19 @@ def ray_module() -> Any:
     return ray
 
 
+def set_ray_environment(shards: ShardsSection, environ: MutableMapping[str, str], stderr: TextIO) -> None:
+    """Ray's settings read from the environment, each only where the user set none."""
+    if shards.ray_address is None:  # a local instance: the shards at the front door's priority (Ray's
+        environ.setdefault("RAY_worker_niceness", "0")  # default, nice 15, starves them on a busy host)
+        # no metrics agent (no dashboard): without this every Ray process logs that it cannot reach one
+        environ.setdefault("RAY_enable_metrics_collection", "0")
+    environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # CPU shards leave CUDA_VISIBLE_DEVICES be
+    # the shards' lines reach our stderr with ANSI colour codes around their "(pid=...)" prefix: raw escapes in a
+    # service log kept in a file or a journal; colours only on a terminal, and never with NO_COLOR set
+    if "NO_COLOR" in environ or not (hasattr(stderr, "isatty") and stderr.isatty()):
+        environ.setdefault("RAY_COLOR_PREFIX", "0")
+
+
 def connect(shards: ShardsSection) -> bool:
     """Join ``shards.ray_address`` (or start a local Ray instance) unless this process is connected already;
     returns whether it connected (and so should disconnect when done)."""
@@ -32,12 +47,9 @@ def connect(shards: ShardsSection) -> bool:
     if ray.is_initialized():
         return False
     local: dict[str, Any] = {}
-    if shards.ray_address is None:  # a local instance: the shards at the front door's priority (Ray's
-        os.environ.setdefault("RAY_worker_niceness", "0")  # default, nice 15, starves them on a busy host)
-        # no metrics agent (no dashboard): without this every Ray process logs that it cannot reach one
-        os.environ.setdefault("RAY_enable_metrics_collection", "0")
+    if shards.ray_address is None:
         local["_node_ip_address"] = "127.0.0.1"  # Ray's own sockets on loopback too, as every socket of ours
-    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # CPU shards leave CUDA_VISIBLE_DEVICES be
+    set_ray_environment(shards, os.environ, sys.stderr)
     _check_reachable(shards)
     ray.init(address=shards.ray_address, include_dashboard=False, log_to_driver=True, **local)
     return True
