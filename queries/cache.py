@@ -19,7 +19,9 @@ from typing import Any
 @dataclass(frozen=True)
 class Answer:
     """One computed answer. `version` is the stream's committed tick count when computed, `data_ts` the
-    event time (int ns) of the latest tick included, `answer_ts` the wall clock (int ns) when computed."""
+    event time (int ns) of the latest tick included, `answer_ts` the wall clock (int ns) when computed,
+    `query_version` the registry version at which the query that computed it was (re)registered (0: a spec asked
+    ad hoc, or an answer logged before it was recorded), so a consumer tells a replaced query's answers apart."""
 
     query: str
     stream: str
@@ -30,6 +32,7 @@ class Answer:
     answer_ts: int
     value: dict[str, Any]
     model: str
+    query_version: int = 0
 
     def __post_init__(self) -> None:
         if self.seq < 0:
@@ -62,11 +65,12 @@ class AnswerCache:
 
     def put(
         self, query: str, stream: str, topic: str, value: dict[str, Any], version: int, data_ts: int, model: str,
+        query_version: int = 0,
     ) -> Answer:
         """Caches (and returns, for publishing) the answer with the topic's next seq; last put wins."""
         with self._lock:
             seq = self._seq.get(topic, 0) + 1
-            answer = Answer(query, stream, topic, seq, version, data_ts, self._clock(), value, model)
+            answer = Answer(query, stream, topic, seq, version, data_ts, self._clock(), value, model, query_version)
             self._seq[topic] = seq
             per_query = self._answers.setdefault(query, {})
             self._count += stream not in per_query
@@ -86,9 +90,9 @@ class AnswerCache:
         return answer
 
     def unpublished(self, query: str, stream: str, topic: str, value: dict[str, Any], version: int, data_ts: int,
-                    model: str) -> Answer:
+                    model: str, query_version: int = 0) -> Answer:
         """An answer for one asker only (seq 0): not cached, so it never replaces what subscribers saw."""
-        return Answer(query, stream, topic, 0, version, data_ts, self._clock(), value, model)
+        return Answer(query, stream, topic, 0, version, data_ts, self._clock(), value, model, query_version)
 
     def get(self, query: str, stream: str) -> Answer | None:
         per_query = self._answers.get(query)

@@ -120,10 +120,12 @@ class FlashQueries:
         cached nor timed, so an ask never changes what subscribers see or the live freshness figures.
         ``draft_from``: tokens of an earlier answer (a generate query's) to draft from first."""
 
+        query_version = self._query_version(spec)
+
         def finish(value: dict[str, Any], progress: StreamProgress) -> JobResult:
             value = self.adapt(self.compiled(spec), stream, value, progress.ticks, ticket is None)
             fields = (spec.name, stream, spec.topic_for(stream), value, progress.ticks, progress.event_ts,
-                      self.model_id)
+                      self.model_id, query_version)
             if ticket is not None:
                 return JobResult(self.cache.unpublished(*fields))
             answer = self.cache.put(*fields)
@@ -131,6 +133,10 @@ class FlashQueries:
             return JobResult(answer)
 
         return self._job(spec, stream, finish, ticket=ticket, idle=ticket is None, draft_from=draft_from)
+
+    def _query_version(self, spec: QuerySpec) -> int:
+        """The registry version ``spec`` was registered at; 0 for a spec asked ad hoc (or one since replaced)."""
+        return self.registry.query_version(spec.name) if self.registry.current(spec.name) is spec else 0
 
     def _job(self, spec: QuerySpec, stream: str, finish: Callable[[dict[str, Any], StreamProgress], JobResult],
              ticket: Any, idle: bool, draft_from: list[int] | None = None) -> ProbeJob:
@@ -205,7 +211,8 @@ class FlashQueries:
             self._working.discard(("preposition", spec.name, stream))
             if self.registry.current(spec.name) is spec:
                 self.ready[(spec.name, stream)] = self.cache.unpublished(
-                    spec.name, stream, spec.topic_for(stream), value, progress.ticks, progress.event_ts, self.model_id)
+                    spec.name, stream, spec.topic_for(stream), value, progress.ticks, progress.event_ts, self.model_id,
+                    self._query_version(spec))
                 self.stats.prepositioned += 1
             return JobResult()
 

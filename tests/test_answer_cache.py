@@ -93,11 +93,12 @@ def test_drop_stream():
 
 def test_wire_form_is_msgpack_primitives():
     cache = AnswerCache(clock=lambda: 42)
-    answer = cache.put("move", "A", "move/A/", {"expected": 1.25, "probs": {"+5": 0.25, "0": 0.75}}, 7, 99, "tick-v1")
+    answer = cache.put("move", "A", "move/A/", {"expected": 1.25, "probs": {"+5": 0.25, "0": 0.75}}, 7, 99, "tick-v1",
+                       query_version=3)
     wire = answer.to_wire()
     assert wire == {"query": "move", "stream": "A", "topic": "move/A/", "seq": 1, "version": 7, "data_ts": 99,
                     "answer_ts": 42, "value": {"expected": 1.25, "probs": {"+5": 0.25, "0": 0.75}},
-                    "model": "tick-v1"}
+                    "model": "tick-v1", "query_version": 3}
     assert msgpack.unpackb(msgpack.packb(wire)) == wire
 
 

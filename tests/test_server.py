@@ -128,6 +128,33 @@ def test_register_and_unregister_change_what_is_published(server, feed) -> None:
             control.call("unregister", name="vol")
 
 
+def test_answers_say_which_registration_of_their_query_computed_them(server, feed) -> None:
+    """A query replaced under its name keeps its topic and seqs: a consumer could not tell the old spec's answers
+    from the new one's. Each answer carries `query_version`, the registry version its query was registered at."""
+    market = SyntheticMarket(SyntheticConfig(seed=8))
+    first = "queries:\n  - {name: volq, streams: ['*'], question: volatility_50, kind: choice, trigger: batch}\n"
+    with ControlClient(server.endpoints["control"]) as control, \
+            AnswerSubscriber(server.endpoints["answers"], ["volq/"]) as sub:
+        time.sleep(0.2)
+        registered_at = control.call("register", yaml=first)["version"]
+        feed.send(encode(market.next_batch(20)))
+        old = collect(sub, lambda g: len(g) >= 1)
+        replaced_at = control.call("register", yaml=first.replace("volatility_50", "direction_20"))["version"]
+        time.sleep(0.3)
+        while sub.recv(timeout_s=0.1):  # drain what was in flight
+            pass
+        feed.send(encode(market.next_batch(20)))
+        new = collect(sub, lambda g: len(g) >= 1)
+        stream = new[0][1]["stream"]
+        asked = control.call("ask", stream=stream, query="volq")["answer"]
+        ad_hoc = control.call("ask", stream=stream, spec={"name": "adhoc", "question": "direction_5", "kind": "choice"})["answer"]
+        control.call("unregister", name="volq")
+    assert replaced_at > registered_at
+    assert {payload["query_version"] for _, payload in old} == {registered_at}
+    assert {payload["query_version"] for _, payload in new} == {replaced_at}
+    assert asked["query_version"] == replaced_at and ad_hoc["query_version"] == 0
+
+
 def test_late_subscriber_gets_no_gap_and_no_duplicate(server, feed) -> None:
     market = SyntheticMarket(SyntheticConfig(seed=4))
     stop = threading.Event()

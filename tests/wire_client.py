@@ -14,7 +14,8 @@ import zmq
 
 CTX = zmq.Context.instance()
 T0 = 1_700_000_000_000_000_000  # int64 ns since the epoch
-ANSWER_KEYS = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "model", "value"}
+ANSWER_KEYS = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "model", "value",
+               "query_version"}
 HEARTBEAT_KEYS = {"seq", "ts", "ticks_in", "answers_out", "pending_tokens", "behind", "lag_s", "shed",
                   "conflated", "max_message_bytes", "protocol", "epoch"}
 PROTOCOL = 1  # the wire protocol this client is written to (docs/wire-protocol.md, "Compatibility")

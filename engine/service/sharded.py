@@ -304,7 +304,8 @@ class ShardedPipeline:
             return None
         query = self.flash.compiled(self.registry.current(answer.query))
         answer = dataclasses.replace(answer, value=self.adaptation.adapt(query, answer.stream, answer.value,
-                                                                         answer.version))
+                                                                         answer.version),
+                                     query_version=self.registry.query_version(answer.query))
         answer = self.cache.publish(answer)
         packed = msgpack.packb(answer.to_wire(), use_bin_type=True)
         self.history.add(answer.topic, answer.seq, packed)
@@ -324,7 +325,9 @@ class ShardedPipeline:
                 return answer
             value = self.adaptation.adapt(self.flash.compiled(spec), answer.stream, answer.value, answer.version,
                                           keep=False)
-            return dataclasses.replace(answer, value=value)
+            registered = self.registry.current(spec.name) is spec
+            return dataclasses.replace(answer, value=value, query_version=(
+                self.registry.query_version(spec.name) if registered else 0))
         published = self.cache.get(answer.query, answer.stream)
         if published is not None and published.version == answer.version:
             return published
