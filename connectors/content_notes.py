@@ -1,0 +1,397 @@
+"""What a file's values say that its column names do not, read from a sample of its rows. For one file, while
+its layout is settled (connectors/file_layout.py): venues mixed in one stream, correction, sale-condition and
+amendment columns left unread, a kind column, a column of instruments read as none; and the map changes some
+call for (TAQ's regular prints only, FIX's aggressor sides, a `Name` column's streams). Across the files of a
+replay: one stream fed by several venues (`mixed_venues`) or by files whose times overlap (`overlapping_files`)."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import polars as pl
+
+from connectors.column_map import FIX_AGGRESSOR, ColumnMap, keep_key
+from connectors.event_time import _scale
+from connectors.field_names import normal_name
+from connectors.file_plan import SAMPLE_ROWS, _distinct_text, _FilePlan, _scan, is_csv, source_path
+from connectors.layout import EVENT_NAMES, QUOTE_MARKS, RIGHT_NAMES, TRADE_MARKS, Caution, Dialect
+from connectors.stream_selection import StreamSelection, shown
+from connectors.ticks import QUOTE, TRADE
+
+def _kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                 dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
+    """A detected layout with a column saying which kind each row is. Of trade columns alone (`event`: X trade,
+    B bid, A ask): only its trade rows are read, the others counted as filtered_out, with a note. Of trade and
+    quote columns (LSEG's `Type`: Trade, Quote, Correction, Market Condition): its trade and quote rows are read,
+    rows of any other kind (a correction's price would replay as a new trade) counted as filtered_out, with a
+    note. A column of such a name whose values are not known marks gets a note only."""
+    column = next((c for c in schema if normal_name(c) in EVENT_NAMES), None)
+    if column is None or cmap.price is None or cmap.keep is not None:
+        return cmap, []
+    values = _distinct_text(path, names, dialect, column, 51)
+    if len(values) < 2 or len(values) > 50:
+        return cmap, []
+    trades = [v for v in values if v.lower() in TRADE_MARKS]
+    others = [v for v in values if v.lower() in QUOTE_MARKS]
+    if cmap.bid is not None:  # trades and quotes are read: only rows of some other kind are left out
+        left = [v for v in values if v not in trades and v not in others]
+        if not (trades and others and left):
+            return cmap, []
+        note = (f"{path.name}: column {column!r} marks each row's kind: its {', '.join(trades + others)} rows are "
+                f"read, its {', '.join(left)} rows left out and counted as filtered_out (a correction or a status "
+                f"message is no new trade or quote; a map given in full reads every row)")
+        return replace(cmap, keep={column: trades + others}), [note]
+    if trades and others and len(trades) + len(others) == len(values):
+        note = (f"{path.name}: column {column!r} marks each row's kind ({', '.join(values)}): its trade rows "
+                f"({', '.join(trades)}) are read, the others left out and counted as filtered_out (a map given in "
+                f"full reads them otherwise)")
+        return replace(cmap, keep={column: trades}), [note]
+    return cmap, [f"{path.name}: column {column!r} holds {', '.join(values[:10])}: if it marks kinds of rows (trades "
+                  f"and quotes), read only the trades with a keep filter (--columns FILE.yaml with keep: "
+                  f"{{{column}: [...]}}, docs/replay.md); every row is read as a trade now"]
+
+
+VENUE_NAMES = ("exchange", "venue", "market", "exchange_id", "exchange_code", "ex", "mic")
+
+
+def _venue_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                dialect: Dialect | None) -> list[str]:
+    """A detected layout whose streams leave out a venue column holding several named venues: each stream mixes
+    them, wrong for one instrument's separate markets (BTC-USD on several crypto exchanges, each at its own price).
+    Said, with the map for a stream per venue. Exchange codes of one or two characters or digits (a consolidated
+    tape's: US equities' prints of one symbol on many exchanges, one market) are not."""
+    column = next((c for c in schema if normal_name(c) in VENUE_NAMES), None)
+    if column is None or column in cmap.source_columns():
+        return []
+    values = _distinct_text(path, names, dialect, column, 51, SAMPLE_ROWS)
+    # a tape's exchange codes are letters or numbers (TAQ's N, P, Q; Polygon's 4, 11): its prints are one market's
+    if not 2 <= len(values) <= 50 or all(len(v) <= 2 or v.isdigit() for v in values):
+        return []
+    streams = f"stream={column}+{cmap.stream_col}" if cmap.stream_col else f"stream={column}"
+    return [f"{path.name}: column {column!r} holds {len(values)} venues ({', '.join(values[:5])}"
+            f"{', ...' if len(values) > 5 else ''}) and each stream mixes them: right for a consolidated tape, not "
+            f"for separate markets with their own prices (a stream per venue: --columns {streams})"]
+
+
+NAME_COLUMNS = ("name", "security_name", "stock_name", "company_name", "issue_name")  # a symbol's name, maybe
+IDENTIFIER = re.compile(r"^[A-Za-z0-9][\w.\-/&: ]{0,23}$")  # a symbol, a code, a short name
+FLAG_WORDS = frozenset({"true", "false", "t", "f", "y", "n", "yes", "no", "0", "1"})
+ID_WORDS = re.compile(r"(code|sym|ticker|name|sec|isin|cusip|instrument|contract|stock|ric|id)")
+# columns that repeat short values without naming an instrument: said by their own notes, or read as fields
+NOT_IDENTIFIERS = frozenset((*EVENT_NAMES, *RIGHT_NAMES, "side", "aggressor_side", "taker_side", "exchange", "venue",
+                             "market", "exchange_id", "exchange_code", "ex", "mic", "currency", "ccy", "flags",
+                             "condition", "conditions", "sale_condition", "tr_scond", "tr_corr", "qu_cond", "kind"))
+
+
+def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                        dialect: Dialect | None, columns: list[str]) -> dict[str, list[str]]:
+    """Of `columns`, those that look like an instrument's identifier: text (or integers, under a name such as
+    `code` or `id`) of 2 to 1,000 distinct short values that repeat (a trade id, one per row, names no instrument),
+    in the first SAMPLE_ROWS rows. -> column: up to 5 of its values."""
+    candidates = [c for c in columns if c not in cmap.source_columns() and c not in cmap.ts_columns
+                  and normal_name(c) not in NOT_IDENTIFIERS and (schema[c] == pl.String or schema[c].is_integer()
+                                                                   and ID_WORDS.search(normal_name(c)))]
+    if not candidates:
+        return {}
+    overrides = {c: pl.String for c in candidates} if is_csv(path) else None
+    sample = _scan(path, names, dialect, overrides).head(SAMPLE_ROWS).select(
+        [pl.col(c).cast(pl.String).str.strip_chars() for c in candidates]).collect()
+    found = {}
+    for column in candidates:
+        values = sample[column].drop_nulls()
+        values = values.filter(values != "")
+        distinct = values.unique(maintain_order=True)
+        flags = set(distinct.str.to_lowercase().head(3).to_list()) <= FLAG_WORDS  # true/false, Y/N: no instruments
+        if 2 <= len(distinct) <= 1000 and len(distinct) * 2 <= len(values) and not flags and \
+                all(IDENTIFIER.match(v) for v in distinct.head(100).to_list()):
+            found[column] = distinct.head(5).to_list()
+    return found
+
+
+def _name_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                 dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
+    """A detected layout without a symbol column whose `Name` column holds several short names: its streams, with a
+    note (a generic name, read so only when it looks like instruments' names and nothing else names them)."""
+    column = next((c for c in schema if normal_name(c) in NAME_COLUMNS), None)
+    if column is None or not (found := _identifier_columns(path, cmap, schema, names, dialect, [column])):
+        return cmap, []
+    return replace(cmap, stream_col=column), [
+        f"{path.name}: streams from column {column!r} ({', '.join(found[column][:3])}, ...): no symbol column, and "
+        f"it holds several names (--columns stream=COLUMN or stream_name=NAME says otherwise)"]
+
+
+def _unread_identifiers(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                        dialect: Dialect | None) -> list[str]:
+    """Every row goes to one stream (the file's name, or a name the map or the file's name gave) while a column the
+    map does not read holds several values that look like instruments' identifiers (a `Code` of 7203 and 9434):
+    said, since their prices would alternate in one stream, with the map that gives each its stream."""
+    found = _identifier_columns(path, cmap, schema, names, dialect, list(schema))
+    if not found:
+        return []
+    column, values = next(iter(found.items()))
+    stream = cmap.stream or cmap.default_stream
+    return [Caution(f"{path.name}: every row goes to one stream, {stream}, but column {column!r} holds several "
+                    f"values ({', '.join(values[:3])}, ...) that look like instruments: if it names them, give "
+                    f"--columns stream={column} (a stream per value; docs/replay.md)")]
+
+
+# Columns that mark a print as corrected, cancelled or to be excluded (TickData's Correction Indicator and Exclude
+# Record Flag, Polygon's correction, Cboe's canceled_trade_condition_id), read by no map unless it filters on them.
+# Sale conditions (TAQ's `@ F I`: sweeps, odd lots) describe regular prints and are not among them.
+CONDITION_NAMES = ("correction", "correction_indicator", "corr", "exclude_record_flag", "exclude",
+                   "canceled_trade_condition_id", "cancelled", "canceled", "is_cancelled", "is_canceled")
+REGULAR_MARKS = frozenset({"0", "00", "0.0", "false", "n"})
+
+
+def _condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                    dialect: Dialect | None) -> list[str]:
+    """Correction columns a detected layout does not read, marking some prints: said, since corrected, cancelled
+    and excluded prints then replay as trades like any other."""
+    if cmap.price is None or cmap.keep is not None:
+        return []
+    marked = {}
+    for column in (c for c in schema if normal_name(c) in CONDITION_NAMES and c not in cmap.source_columns()):
+        values = [v for v in _distinct_text(path, names, dialect, column, 6, SAMPLE_ROWS)
+                  if v.lower() not in REGULAR_MARKS]
+        if values:
+            marked[column] = values
+    if not marked:
+        return []
+    said = "; ".join(f"{c!r} holds {', '.join(v[:5])}" for c, v in marked.items())
+    return [f"{path.name}: correction columns are not read ({said}): corrected, cancelled or excluded prints "
+            f"replay as trades like any other; to leave them out, give a map with a keep filter on the values of "
+            f"regular prints (docs/replay.md, `keep`)"]
+
+
+# Sale conditions (TAQ's TR_SCOND `@ F I`, Polygon's conditions `12,37`, TickData's Sales Condition): prints of
+# their kinds (odd lots, out-of-sequence, after hours, Form T), regular trades that no map reads unless it filters
+SALE_CONDITION_NAMES = ("tr_scond", "conditions", "condition", "sale_condition", "sale_conditions", "sales_condition",
+                        "sales_conditions", "trade_condition", "trade_conditions", "trade_conds")
+
+
+def _sale_condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                         dialect: Dialect | None) -> list[str]:
+    """A detected trades layout beside a sale-conditions column it does not filter on: said, since odd lots and
+    out-of-sequence or after-hours prints then replay as trades like any other."""
+    column = next((c for c in schema if normal_name(c) in SALE_CONDITION_NAMES), None)
+    if cmap.price is None or column is None or column in {*cmap.source_columns(), *(cmap.keep or ())}:
+        return []
+    values = _distinct_text(path, names, dialect, column, 4, SAMPLE_ROWS)
+    if not values:
+        return []
+    shown = ", ".join(repr(v) for v in values[:3]) + (", ..." if len(values) > 3 else "")
+    how = ("a keep filter compares whole cells (`12,37` is one value), so to leave out one condition's prints, "
+           "filter the file first" if any("," in v for v in values) else "a map's keep filter lists the cells to read")
+    return [f"{path.name}: sale conditions are not read ({column!r} holds {shown}): odd-lot, out-of-sequence, "
+            f"after-hours and other conditioned prints replay as trades like any other; {how} (docs/replay.md, "
+            f"`keep`)"]
+
+
+# Columns that say a row cancels, corrects or busts an earlier trade (`action` NEW/CANCEL/CORRECT) or name the
+# trade it refers to (`orig_trade_id`): replay has no way to undo a tick already replayed, so such rows are said
+ACTION_NAMES = ("action", "status", "trade_status", "trade_action", "exec_type", "execution_type", "record_action",
+                "update_action", "trade_type", "event_action")
+AMENDING_WORDS = frozenset({"cancel", "cancelled", "canceled", "cancellation", "cxl", "correct", "corrected",
+                            "correction", "bust", "busted", "break", "broken", "amend", "amended", "amendment",
+                            "void", "voided", "delete", "deleted", "reversal", "trade_cancel", "trade_correction",
+                            "trade_break", "trade_bust"})
+REFERENCE_NAME = re.compile(r"^(orig|original|ref|reference|referenced|corrected|cancel+ed|busted|amended)_"
+                            r"(trade_|exec_|execution_)?(id|ref|tid|seq|seq_num|seqnum|sequence|number|num)$")
+
+
+def _amendment_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                    dialect: Dialect | None) -> list[str]:
+    """Rows that cancel, correct or bust an earlier trade, by an action/status column's values or a column naming
+    the trade they refer to, in a detected trades layout that does not filter on them: said, since each replays
+    as a new trade and the trade it refers to stays as read (corrections by reference are never applied)."""
+    if cmap.price is None:
+        return []
+    read = {*cmap.source_columns(), *(cmap.keep or ())}
+    said, example = [], None
+    for column in (c for c in schema if normal_name(c) in ACTION_NAMES and c not in read):
+        values = _distinct_text(path, names, dialect, column, 21, SAMPLE_ROWS)
+        amending = [v for v in values if normal_name(v) in AMENDING_WORDS]
+        if amending and len(values) <= 20:
+            said.append(f"column {column!r} marks rows that amend an earlier trade ({', '.join(amending[:4])})")
+            example = example or f"keep: {{{column}: [{', '.join(v for v in values if v not in amending)}]}}"
+    for column in (c for c in schema if REFERENCE_NAME.match(normal_name(c)) and c not in read):
+        if referred := _distinct_text(path, names, dialect, column, 3, SAMPLE_ROWS):
+            said.append(f"column {column!r} refers rows to earlier trades ({', '.join(referred)}, ...)")
+            example = example or f"keep: {{{column}: [\"\"]}}, the rows that refer to none"
+    if not said:
+        return []
+    return [Caution(f"{path.name}: {'; '.join(said)}: cancels and corrections by reference are not applied, each "
+                    f"such row replays as a new trade and the trade it refers to stays as read. Clean the file "
+                    f"first, or leave those rows out with a map's keep filter ({example}; docs/replay.md)")]
+
+
+# The market a preset's files are from: files of two markets feeding one stream get a note (`mixed_venues`)
+PRESET_VENUES = {"binance-trades": "binance", "binance-bbo": "binance", "binance-public-trades": "binance",
+                 "binance-public-aggtrades": "binance", "binance-public-klines": "binance",
+                 "binance-futures-trades": "binance-futures", "binance-futures-aggtrades": "binance-futures",
+                 "binance-futures-bookticker": "binance-futures", "bitstamp-transactions": "bitstamp",
+                 "coinbase-trades": "coinbase", "coinbase-matches": "coinbase", "dukascopy": "dukascopy",
+                 "lobster-messages": "nasdaq"}
+# Vendors' own columns that say whose file it is, when no column names the venue
+VENDOR_VENUES = {frozenset({"tickdirection", "trdmatchid"}): "bybit",  # Bybit's public trading history
+                 frozenset({"instrument_name", "created_time"}): "okx"}  # OKX's trade history
+
+
+def _venue_of(plan: Any) -> str | None:
+    """The market a file's ticks are from, when its layout says: its preset's, a venue column's one value
+    (Tardis.dev's `exchange`: binance-futures), or a vendor's own columns (Bybit's). None when it does not say
+    (a DBN file's plan included), and for a tape's one- or two-character exchange codes (one market's prints)."""
+    if not isinstance(plan, _FilePlan):
+        return None
+    path, cmap, schema, dialect = plan.path, plan.columns, plan.schema, plan.dialect
+    if cmap.preset in PRESET_VENUES:
+        return PRESET_VENUES[cmap.preset]
+    column = next((c for c in schema if normal_name(c) in VENUE_NAMES), None)
+    if column is not None and column not in cmap.stream_columns:
+        values = _distinct_text(path, cmap.names, dialect, column, 2, SAMPLE_ROWS)
+        if len(values) == 1 and len(values[0]) > 2 and not values[0].isdigit():
+            return values[0].lower()
+    normal = {normal_name(n) for n in schema}
+    return next((venue for signs, venue in VENDOR_VENUES.items() if signs <= normal), None)
+
+
+def _plan_streams(plan: Any) -> set[str]:
+    """The streams a plan's rows feed: its fixed stream, else its stream column's values in its first rows."""
+    cmap = getattr(plan, "columns", None)
+    if not isinstance(cmap, ColumnMap):
+        return set()
+    if cmap.stream_col is None:
+        return {cmap.stream or cmap.default_stream or ""}
+    found = plan.frame.head(SAMPLE_ROWS).select(pl.col("stream").drop_nulls().unique().head(50)).collect()
+    return set(found.to_series().to_list())
+
+
+def mixed_venues(plans: Sequence[Any]) -> list[str]:
+    """A note per stream fed by files of several venues (Binance spot and Binance futures trades, a Bybit file:
+    all `BTCUSDT`): one stream of several markets' prices reads as a jumpy market. Files of one venue (its trades
+    and its quotes) are one market's."""
+    venued = [(plan, venue) for plan in plans if (venue := _venue_of(plan)) is not None]
+    if len({venue for _, venue in venued}) < 2:
+        return []
+    fed: dict[str, dict[str, list[str]]] = {}
+    for plan, venue in venued:
+        for stream in _plan_streams(plan):
+            fed.setdefault(stream, {}).setdefault(venue, []).append(source_path(plan).name)
+    notes = []
+    for stream, venues in fed.items():
+        if len(venues) > 1:
+            said = "; ".join(f"{venue} ({', '.join(files[:3])})" for venue, files in venues.items())
+            notes.append(Caution(f"stream {stream} is fed by files of {len(venues)} venues: {said}; each market has "
+                                 f"its own prices, so one stream mixes them: give each file its own stream in a replay "
+                                 f"list (an entry's columns with stream: NAME, or stream_col: a venue column plus the "
+                                 f"symbol; docs/replay.md)"))
+    return notes
+
+
+def _time_spans(plan: Any) -> dict[str, tuple[int, int]]:
+    """Each stream's first and last time (ns) in a tabular file, from a scan of its time and stream columns; {} for
+    a DBN file (read in its own order, record by record)."""
+    if not isinstance(plan, _FilePlan):
+        return {}
+    cmap, ts = plan.columns, pl.col("_ts").drop_nulls()
+    if cmap.stream_col is None:
+        first, last = plan.frame.select(ts.min().alias("first"), ts.max().alias("last")).collect().row(0)
+        found = [(cmap.stream or cmap.default_stream or "", first, last)]
+    else:
+        found = plan.frame.group_by("stream").agg(ts.min().alias("first"), ts.max().alias("last")).collect().rows()
+    return {stream: (_scale(first, plan.ts_factor), _scale(last, plan.ts_factor)) for stream, first, last in found
+            if stream is not None and first is not None}
+
+
+def _kinds(plan: Any) -> set[str]:
+    """The kinds of tick a plan's rows make: a trades file and a quotes file of one stream are one market's."""
+    cmap = getattr(plan, "columns", None)
+    if not isinstance(cmap, ColumnMap):
+        return {TRADE, QUOTE}
+    return {cmap.kind} if cmap.kind else {k for k, column in ((TRADE, cmap.price), (QUOTE, cmap.bid)) if column}
+
+
+def _utc(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def overlapping_files(plans: Sequence[Any], selection: StreamSelection | None = None) -> list[str]:
+    """A caution per pair of files that feed one stream ticks of one kind over overlapping times (two vendors'
+    EURUSD): merged by time, their ticks interleave into one stream as if from one source, each price beside the
+    other vendor's. Files that follow each other (consecutive days) and a trades file beside a quotes file (one
+    market's) are no concern."""
+    fed: dict[str, list[tuple[int, int, Any]]] = defaultdict(list)
+    for plan in plans:
+        for stream, (first, last) in _time_spans(plan).items():
+            if selection is None or selection.matches(stream):
+                fed[stream].append((first, last, plan))
+    pairs: dict[tuple[str, str], list[tuple[str, int, int]]] = {}  # (file, file) -> (stream, overlap start, end)
+    for stream, spans in sorted(fed.items()):
+        spans.sort(key=lambda span: span[:2])
+        for i, (first, last, plan) in enumerate(spans):
+            for other_first, other_last, other in spans[i + 1:]:
+                if other_first >= last:  # sorted by start: none after this one overlaps it either
+                    break
+                if _kinds(plan) & _kinds(other):
+                    key = (plan.given_name, other.given_name)
+                    pairs.setdefault(key, []).append((stream, other_first, min(last, other_last)))
+    notes = []
+    for (one, other), streams in pairs.items():
+        stream, start, end = streams[0]
+        named = f"stream {stream}" if len(streams) == 1 else \
+            f"streams {shown([s for s, _, _ in streams])} ({len(streams)})"
+        notes.append(Caution(f"{named} fed by both {one} and {other}, whose times overlap ({_utc(start)} to "
+                             f"{_utc(end)} UTC{' for ' + stream if len(streams) > 1 else ''}): their ticks interleave "
+                             f"into one stream by time, as one source's; if they are two sources of it (two vendors), "
+                             f"give each its own stream in a replay list (an entry's columns: {{stream: NAME}}), or "
+                             f"replay one (files that follow each other, day after day, are no concern)"))
+    return notes
+
+
+# TAQ's trade correction indicator (WRDS's daily TAQ `TR_CORR`): 00 a regular print, 01 one later corrected (the
+# print stood when it was made); 07, 08 cancels, 10 a cancelled correction, 11 and 12 corrections of an earlier print
+TAQ_CORRECTION = "tr_corr"
+TAQ_REGULAR = ("00", "01")
+
+
+def _taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                     dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
+    """A detected TAQ trades layout whose `TR_CORR` marks cancelled or corrected prints: only its regular prints
+    (00, 01) are read, the others counted as filtered_out, with a note that says how to read them all; a
+    cancelled print's price is no trade, and a correction repeats one already read."""
+    column = next((c for c in schema if normal_name(c) == TAQ_CORRECTION), None)
+    if column is None or cmap.price is None or column in cmap.source_columns():
+        return cmap, []
+    # a CSV's keep column is read as text; a Parquet copy may hold the marks as numbers: 0 and 1
+    integer = not is_csv(path) and schema[column].is_integer()
+    regular = [int(v) for v in TAQ_REGULAR] if integer else list(TAQ_REGULAR)
+    values = _distinct_text(path, names, dialect, column, 20, SAMPLE_ROWS)
+    others = [v for v in values if v not in {keep_key(r) for r in regular}]
+    if not others:
+        return cmap, []
+    listed = ", ".join(str(v) for v in regular)
+    full = ",".join(f"{key}={getattr(cmap, attr)}" for key, attr in (("ts", "ts"), ("stream", "stream_col"),
+                                                                        ("price", "price"), ("size", "size"))
+                    if getattr(cmap, attr) is not None)
+    note = (f"{path.name}: column {column!r} marks cancelled and corrected prints ({', '.join(others[:6])}): only "
+            f"regular prints ({column} {listed}) are read, the others left out and counted as filtered_out; a map "
+            f"given in full reads every print (--columns {full}) (docs/replay.md)")
+    return replace(cmap, keep={**(cmap.keep or {}), column: regular}), [note]
+
+
+def _fix_sides(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+               dialect: Dialect | None) -> ColumnMap:
+    """A detected side column holding 0, 1 and 2 only, 2 among them: FIX's AggressorSide (CME's MDP 3.0 and most
+    exchange feeds), 1 buy and 2 sell (read as signed sides, every sell would be rejected); the map's description
+    in the notes names it."""
+    if cmap.side is None or cmap.side_map is not None or cmap.side not in schema:
+        return cmap
+    values = {v.removesuffix(".0") for v in _distinct_text(path, names, dialect, cmap.side, 4, SAMPLE_ROWS)}
+    if "2" not in values or not values <= set(FIX_AGGRESSOR):
+        return cmap
+    return replace(cmap, side_map=dict(FIX_AGGRESSOR))

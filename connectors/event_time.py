@@ -1,0 +1,194 @@
+"""Event times of a tabular tick file as polars expressions: the time column (or a date column and a time column)
+in its unit, datetime text at its own UTC offset or naive in a zone, times of day after a date's midnight, each
+row's UTC offset applied; and, when no row's time reads, why and the option that reads it (`_time_hint`)."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from connectors.column_map import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS, ColumnMap
+from connectors.layout import SPACED_FRACTION, epoch_unit, time_formats, two_way_date
+from connectors.ticks import TS_MAX
+
+# An ISO time with a UTC offset ("...09:30:00.123-04:00", "...13:30:00Z"), read at that offset
+UTC_OFFSET = re.compile(r"\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)$", re.IGNORECASE)
+
+
+def _local(expr: pl.Expr, tz: str | None) -> pl.Expr:
+    """Naive wall-clock datetimes -> instants in `tz` (None: UTC). In the repeated hour of a switch back from
+    summer time the earlier instant is taken; a time skipped by the switch forward becomes null (missing_field)."""
+    if tz is None:
+        return expr
+    return expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+
+
+NAIVE_TZ_ONLY = ("for naive times: drop it (files of both kinds in one run: a replay list gives each file its "
+                 "own map, `columns: {tz: ...}` on the naive ones; docs/replay.md)")
+
+
+def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) -> pl.Expr:
+    """The event-time column as int ns (datetimes, times of day) or raw numbers in ts_unit (scaled exactly
+    in Python). `first` is the column's first value as text: whether datetime text carries a UTC offset."""
+    col = _time_column(cmap)
+    if cmap.ts_unit == "datetime":
+        if cmap.date is not None and dtype != pl.String:
+            raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, which holds its own date: drop date "
+                             f"{cmap.date!r} (it gives the day of times of day)")
+        if isinstance(dtype, pl.Datetime):
+            if dtype.time_zone is not None and cmap.tz is not None:
+                raise ValueError(f"{path}: ts column {cmap.ts!r} already carries time zone {dtype.time_zone!r}; "
+                                 f"tz={cmap.tz!r} is {NAIVE_TZ_ONLY}")
+            return _local(col, cmap.tz).dt.epoch("ns")
+        if dtype == pl.Date:
+            return _local(col.cast(pl.Datetime("ns")), cmap.tz).dt.epoch("ns")
+        if dtype == pl.String:
+            return _datetime_text(path, cmap, first)
+        raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a datetime; set ts_unit to ns/us/ms/s")
+    if len(cmap.ts_columns) > 1 and cmap.ts_unit in DAY_CLOCK_UNITS:  # DATE+TIME: each row's day, its own
+        day, clock = (pl.col(c) for c in cmap.ts_columns)
+        return _after_midnight(cmap, _row_day(day), clock.cast(pl.Float64, strict=False))
+    if dtype == pl.String and cmap.ts_unit == "s":
+        return _decimal_seconds_ns(col)
+    if not (dtype.is_integer() or dtype.is_float()):
+        hint = "; set ts_unit='datetime'" if isinstance(dtype, pl.Datetime) or dtype in (pl.Date, pl.String) else ""
+        raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a number of {cmap.ts_unit}{hint}")
+    if cmap.ts_unit == EXCEL_DAYS:  # to the millisecond, the finest a spreadsheet's time holds (1e-8 day: 0.9 ms)
+        offset = ((col.cast(pl.Float64) - EXCEL_EPOCH_DAYS) * 86_400e3).round().cast(pl.Int64, strict=False) * 10**6
+        return _local(pl.lit(0).cast(pl.Datetime("ns")) + pl.duration(nanoseconds=offset, time_unit="ns"),
+                      cmap.tz).dt.epoch("ns")
+    if cmap.ts_unit in DAY_CLOCK_UNITS:
+        return _after_midnight(cmap, pl.lit(cmap.date).str.to_date(), col.cast(pl.Float64))
+    return col
+
+
+def _after_midnight(cmap: ColumnMap, day: pl.Expr, clock: pl.Expr) -> pl.Expr:
+    """A time counted from midnight of `day` (a date) in the map's DAY_CLOCK_UNITS unit -> int ns, in `tz`."""
+    midnight = day.cast(pl.Datetime("ns"))
+    # float seconds of a day (< 86400) hold ns to well under 1 ns, so the rounding is exact enough
+    offset = (clock * DAY_CLOCK_UNITS[cmap.ts_unit]).round().cast(pl.Int64, strict=False)
+    # a time past the day (and a half: a session may run past midnight) is no time of this day: null, so
+    # a file of another unit reads as no time at all (_time_hint), not as weeks after the date
+    offset = pl.when((offset >= 0) & (offset < DAY_CLOCK_LIMIT_NS)).then(offset)
+    return _local(midnight + pl.duration(nanoseconds=offset, time_unit="ns"), cmap.tz).dt.epoch("ns")
+
+
+def _row_day(column: pl.Expr) -> pl.Expr:
+    """A date column as dates: a date or datetime type, ISO text (`2026-03-06`), or YYYYMMDD as text or a number
+    (TAQ's `20260306`); anything else is null (missing_field)."""
+    text = column.cast(pl.String).str.strip_chars()
+    return pl.coalesce(text.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False),
+                       text.str.slice(0, 8).str.to_date("%Y%m%d", strict=False))
+
+
+def _offset(path: Path, cmap: ColumnMap, ts_ns: pl.Expr, first: str | None) -> pl.Expr:
+    """Wall-clock times at each row's UTC offset (`utc_offset`, hours) -> UTC: time - offset."""
+    if cmap.utc_offset is None:
+        return ts_ns
+    if first is not None and UTC_OFFSET.search(first):
+        raise ValueError(f"{path}: its times ({first[:40]!r}) carry their own UTC offset; utc_offset "
+                         f"({cmap.utc_offset!r}) is for wall-clock times without one: drop it")
+    hours = pl.col(cmap.utc_offset).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    return ts_ns - (hours * 3_600_000_000_000).round().cast(pl.Int64)  # a row without an offset has no time
+
+
+CLOCK_ONLY = re.compile(r"^\d{1,2}:\d\d(:\d\d([.,]\d+)?)?$")  # a time of day, no date: `09:00:00.123`
+
+
+def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
+    """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`."""
+    # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123
+    text = _time_column(cmap).str.strip_chars().str.replace(r"(:\d\d),(\d)", "${1}.${2}")
+    text = text.str.replace(SPACED_FRACTION, "${1}.${2}")  # NinjaTrader's `20240102 143000 2537700`
+    # the text's decimal comma before a fraction reads as a point (above): so does the format's (`%S,%3f`)
+    fmt = re.sub(r"%S,%(\d?)f", r"%S.%\1f", cmap.ts_format) if cmap.ts_format else None
+    if first is not None and CLOCK_ONLY.match(first):  # one file a day, its date in its name or given
+        if cmap.date is None:
+            raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a time of day without a date: give "
+                             f"the day with --date YYYY-MM-DD (or --date file_name: the one date its name holds), "
+                             f"and --tz ZONE for local times")
+        text = pl.concat_str([pl.lit(cmap.date), text], separator=" ")
+        fmt = f"%Y-%m-%d {fmt}" if fmt else "%Y-%m-%d %H:%M:%S%.f" if first.count(":") == 2 else "%Y-%m-%d %H:%M"
+    elif cmap.date is not None:
+        raise ValueError(f"{path}: date {cmap.date!r} gives the day of times of day, but column {cmap.ts!r} holds "
+                         f"{(first or '')[:40]!r}, which is no time of day alone: drop date")
+    if fmt is None and first is not None and two_way_date(first):  # polars would guess day-first
+        fits = time_formats(first) or ["%m/%d/%Y %H:%M:%S%.f", "%d/%m/%Y %H:%M:%S%.f"]
+        raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a date that reads more than one way "
+                         f"({' or '.join(repr(f) for f in fits)}): give the one it is, e.g. --ts-format '{fits[0]}'")
+    aware = any(code in fmt for code in ("%z", "%:z", "%#z")) if fmt else bool(first and UTC_OFFSET.search(first))
+    if not aware:
+        return _local(text.str.to_datetime(fmt, time_unit="ns", strict=False), cmap.tz).dt.epoch("ns")
+    if cmap.tz is not None:
+        raise ValueError(f"{path}: ts column {cmap.ts!r} carries its UTC offset ({first!r}); tz={cmap.tz!r} is "
+                         f"{NAIVE_TZ_ONLY}")
+    return text.str.to_datetime(fmt, time_unit="ns", time_zone="UTC", strict=False).dt.epoch("ns")
+
+
+def _time_column(cmap: ColumnMap) -> pl.Expr:
+    """The time column, or the text of date and time columns joined by a space (`ts: Date+Time`)."""
+    if len(cmap.ts_columns) == 1:
+        return pl.col(cmap.ts)
+    return pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in cmap.ts_columns], separator=" ")
+
+
+DAY_CLOCK_LIMIT_NS = 36 * 3600 * 10**9
+EXCEL_EPOCH_DAYS = 25569.0  # 1970-01-01 as a spreadsheet's serial date (day 0: 1899-12-30)
+
+
+def _time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
+    """Why no row's time could be read, and the option that reads it."""
+    where = f"{path}: no row's time could be read: column {cmap.ts!r} holds {first[:40]!r}"
+    try:
+        number = float(first)
+    except ValueError:
+        number = None
+    if number is not None and cmap.ts_unit in DAY_CLOCK_UNITS:
+        others = [u for u, ns in DAY_CLOCK_UNITS.items() if 0 <= number * ns < DAY_CLOCK_LIMIT_NS]
+        return (f"{where}, which is not a time of one day in {cmap.ts_unit}"
+                + (f": give --ts-unit {others[0]}" if others else ""))
+    if number is not None and cmap.ts_unit == "datetime":
+        return f"{where}, a number: give its epoch unit, e.g. --ts-unit {epoch_unit(number)}"
+    if number is not None and cmap.ts_unit in UNITS and abs(number) * UNITS[cmap.ts_unit] >= TS_MAX:
+        return (f"{where}, which as {cmap.ts_unit} since the epoch is past the year 2262 (the last instant int64 "
+                f"nanoseconds hold): if it counts {epoch_unit(number)}, give --ts-unit {epoch_unit(number)}")
+    if number is None and cmap.ts_unit in UNITS:
+        return (f"{where}, not a number of {cmap.ts_unit} since the epoch: for date/time text give --ts-unit "
+                f"datetime (and --ts-format if it is not ISO 8601)")
+    if cmap.ts_unit == "datetime":
+        fits = [f for f in time_formats(first) if f != cmap.ts_format]
+        example = " or ".join(repr(f) for f in fits) if fits else "'%Y%m%d %H:%M:%S%.f'"
+        return (f"{where}, which is not ISO 8601{' nor ' + repr(cmap.ts_format) if cmap.ts_format else ''}: "
+                f"give its format with strftime codes, e.g. --ts-format {example}"
+                + (" (both read it: which is the day?)" if len(fits) > 1 else ""))
+    return f"{where}, not a number of {cmap.ts_unit}"
+
+
+def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:
+    """Decimal seconds written as text ("1717236000.25") -> int ns, exactly: as a float the same value is off by
+    up to ~100 ns. Text that is not plain decimal (exponents, words) becomes null (missing_field)."""
+    text = text.str.strip_chars()
+    negative = text.str.starts_with("-")
+    parts = text.str.strip_chars_start("+-").str.split_exact(".", 1)
+    whole = parts.struct.field("field_0").cast(pl.Int64, strict=False)
+    fraction = parts.struct.field("field_1").fill_null("0").str.pad_end(9, "0").str.slice(0, 9)
+    fraction = pl.when(fraction.str.contains(r"^\d{9}$")).then(fraction.cast(pl.Int64, strict=False))
+    # whole seconds past int64 nanoseconds (a column of ms read as s) are null, not wrapped to some other time
+    whole = pl.when(whole < TS_MAX // 1_000_000_000).then(whole)
+    magnitude = whole * 1_000_000_000 + fraction
+    return pl.when(negative).then(-magnitude).otherwise(magnitude)
+
+
+def _ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
+    """Whether _ts_expr already gives int ns (else raw numbers in ts_unit, scaled in Python)."""
+    return cmap.ts_unit in ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS) or (cmap.ts_unit == "s" and dtype == pl.String)
+
+
+def _scale(raw: Any, factor: int) -> Any:
+    if isinstance(raw, float):  # a non-finite float stays a float and is rejected as ts_not_int
+        return round(raw * factor) if math.isfinite(raw) else raw
+    return raw * factor  # exact for ints of any size: an overflow is rejected as ts_out_of_range

@@ -1,0 +1,296 @@
+"""The layout one file is read with: its column map (given in full; detected by connectors/layout.py; or
+detected, then refined by the keys given), its CSV dialect, its columns and their types, and the notes that say
+how it was read when that was a guess. The time unit and format are settled from the file's first values; what
+its values say about its rows comes from connectors/content_notes.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import polars as pl
+
+from connectors import json_lines
+from connectors.archives import not_utf8
+from connectors.column_map import (
+    DAY_CLOCK_UNITS,
+    DETECT,
+    EPOCH,
+    EXCEL_DAYS,
+    TIME_OF_DAY,
+    VALUE_FIELDS,
+    ColumnMap,
+    Refine,
+    preset_variant,
+)
+from connectors.content_notes import (
+    _amendment_note,
+    _condition_note,
+    _fix_sides,
+    _kind_column,
+    _name_column,
+    _sale_condition_note,
+    _taq_corrections,
+    _unread_identifiers,
+    _venue_note,
+)
+from connectors.event_time import CLOCK_ONLY, UTC_OFFSET, _time_column
+from connectors.field_names import normal_name
+from connectors.file_plan import _first_text, _scan, is_csv
+from connectors.json_lines import is_json_lines
+from connectors.layout import (
+    HEADERLESS_BAR_STAMP,
+    Dialect,
+    bar_notes,
+    date_of,
+    describe_map,
+    detect_columns,
+    detected_unit,
+    epoch_unit,
+    headerless_map,
+    long_rows,
+    match_case,
+    one_side_export,
+    sniff_csv,
+    stream_of,
+    symbol_in_name,
+    time_formats,
+    two_way_date,
+    vendor_notes,
+)
+
+def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False, own_map: bool = False,
+            ) -> tuple[ColumnMap, Dialect | None, dict, list[str]]:
+    """The map a file is read with (given; detected; or detected, then refined), its CSV dialect, its columns,
+    and the notes that say how it was read when that was a guess. `long_rows_of`: the dialect names the CSV's rows
+    with more fields than its columns, which are read truncated (`long_rows`)."""
+    if not isinstance(spec, ColumnMap) and (why := one_side_export(path)):
+        raise ValueError(why)
+    names = spec.names if isinstance(spec, ColumnMap) else spec.keys.get("names") if spec is not None else None
+    decimal = spec.decimal if isinstance(spec, ColumnMap) else spec.keys.get("decimal") if spec is not None else None
+    dialect = sniff_csv(path, decimal) if is_csv(path) else None
+    guessed, how = None, ""
+    if names is None and not isinstance(spec, ColumnMap) and dialect is not None and not dialect.header \
+            and dialect.rows:
+        guessed, how = headerless_map(path, dialect.rows, dialect.separator)
+        names = guessed.names
+    if long_rows_of and dialect is not None:
+        if names is not None and dialect.width > len(names):  # most rows are longer: the names are too few
+            raise ValueError(f"{path}: its rows have {dialect.width} fields, more than the {len(names)} names")
+        dialect = replace(dialect, long_rows=long_rows(path, dialect, len(names) if names is not None else None))
+    try:
+        schema = dict(_scan(path, names, dialect).collect_schema())
+    except pl.exceptions.PolarsError as e:
+        if names is not None:
+            raise ValueError(f"{path}: names gives {len(names)} columns {list(names)}, which does not fit "
+                             f"the file's rows ({str(e).splitlines()[0]})") from None
+        raise ValueError(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
+    first = lambda column: _first_text(path, names, dialect, column)  # noqa: E731
+    kind_notes: list[str] = []
+    shaped_note = None
+    if isinstance(spec, ColumnMap):
+        cmap = match_case(preset_variant(spec, list(schema)), schema)
+        if cmap.ts != spec.ts and spec.preset is not None and cmap.preset == spec.preset:
+            kind_notes.append(f"{path.name}: --preset {spec.preset} read in its vendor's other layout: "
+                              f"{describe_map(cmap)}")
+    else:
+        try:
+            hints = spec.keys if isinstance(spec, Refine) else None
+            shaped = json_lines.table(path).columns_for(hints) if is_json_lines(path) else None  # an exchange's
+            shaped_note = json_lines.table(path).shape.note if shaped is not None and guessed is None else None
+            cmap = guessed or shaped or detect_columns(path, schema, first, hints)
+        except ValueError as e:  # names misread from another encoding than UTF-8 are why: said
+            if is_csv(path) and (why := not_utf8(path)):
+                raise ValueError(f"{e}; {why}") from None
+            raise
+        if names is not None and cmap.names is None:
+            cmap = replace(cmap, names=tuple(names))
+        if _writes_only_changes(cmap, list(schema)):
+            cmap = replace(cmap, fill_quotes=True)
+        try:
+            cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
+        except ValueError as e:  # the keys given, applied to each file: name the one they do not fit
+            every = "" if own_map else " (the keys given apply to every file; a replay list gives each file its " \
+                                       "own map: docs/replay.md)"
+            raise ValueError(f"{path}: {e}{every}") from None
+        cmap, kind_notes = _kind_column(path, cmap, schema, names, dialect)
+        cmap = _fix_sides(path, cmap, schema, names, dialect)
+        cmap, correction_notes = _taq_corrections(path, cmap, schema, names, dialect)
+        kind_notes += _venue_note(path, cmap, schema, names, dialect) + correction_notes + [
+            note for said in (_condition_note, _amendment_note, _sale_condition_note)
+            for note in said(path, cmap, schema, names, dialect)]
+    if cmap.stream is not None and cmap.stream_col is None and \
+            (column := next((n for n in schema if n.strip().lower() == cmap.stream.strip().lower()), None)):
+        raise ValueError(f"{path}: the column map names one fixed stream, {cmap.stream!r}, which is also a column of "
+                         f"the file: every row would go to that one stream. For a stream per value of the column give "
+                         f"stream_col: {column} (inline: --columns ...,stream={column}); a fixed name that is no "
+                         f"column is stream: NAME (inline: stream_name=NAME)")
+    named = _stream_named(spec)
+    if not named and cmap.stream is None and cmap.stream_col is None and cmap.default_stream is None:
+        cmap, stream_notes = _name_column(path, cmap, schema, names, dialect)
+    else:
+        stream_notes = []
+    cmap, found_notes = stream_of(path, cmap, schema)
+    stream_notes += found_notes
+    if not named and cmap.stream_col is None and is_json_lines(path) and json_lines.table(path).records and \
+            symbol_in_name(path) is None:  # the file's stem would be the stream: "trades" says nothing
+        raise ValueError(f"{path}: a REST dump (one JSON array of records) whose records name no instrument, nor "
+                         f"does its file name: give the stream, --columns stream_name=NAME (BTCUSDT, BTC-USD), or "
+                         f"name the file after it (BTCUSDT-trades.json)")
+    if not named and cmap.stream_col is None:
+        stream_notes += _unread_identifiers(path, cmap, schema, names, dialect)
+    cmap, day_notes = date_of(path, cmap)
+    if missing := [c for c in cmap.source_columns() if c not in schema]:
+        headerless = ("; its first line is data, not a header: give its columns in order with --csv-names"
+                      if dialect is not None and not dialect.header and names is None else "")
+        encoding = f"; {why}" if is_csv(path) and (why := not_utf8(path)) else ""  # mojibake names: say why
+        if instead := _detected_instead(path, spec):  # the way that reads it, rather than ways to mend the map
+            headerless = encoding = ""
+        raise ValueError(f"{path}: the column map needs {missing}, which the file lacks; columns found: "
+                         f"{list(schema)}{headerless}{encoding}{instead}")
+    if cmap.ts_unit == DETECT:  # a map that named its time column, not its unit
+        unit, ts_format = detected_unit(cmap.ts, schema.get(cmap.ts) if len(cmap.ts_columns) == 1 else pl.String,
+                                        first)
+        cmap = replace(cmap, ts_unit=unit, ts_format=ts_format)
+        said = (f"{unit}{', ' + ts_format if ts_format else ''}" if unit == "datetime" else
+                f"{unit} (spreadsheet serial dates)" if unit == EXCEL_DAYS else
+                f"{unit} of each row's day in {cmap.ts_columns[0]!r}" if unit in DAY_CLOCK_UNITS else
+                f"{unit} since the epoch")
+        unit_notes = [f"{path.name}: column {cmap.ts!r} read as {said}, as its first value shows (--ts-unit or "
+                      f"--ts-format to say otherwise)"]
+    else:
+        unit_notes = []
+    if cmap.ts_unit == TIME_OF_DAY and len(cmap.ts_columns) == 1 and CLOCK_ONLY.match(first(cmap.ts) or ""):
+        cmap = replace(cmap, ts_unit="datetime")  # `09:00:00.123`: a time of day as text, not a number of seconds
+        unit_notes.append(f"{path.name}: column {cmap.ts!r} holds times of day as text ({first(cmap.ts)!r}): read "
+                          f"as wall-clock times of {cmap.date}{' in ' + cmap.tz if cmap.tz else ' (UTC)'}")
+    if cmap.ts_unit == "datetime" and cmap.ts_format is None and not isinstance(spec, ColumnMap):
+        cmap, settled = _settled_format(path, names, dialect, cmap)
+        unit_notes += settled
+    if cmap.ts_unit == EPOCH:  # the unit of the first time's magnitude: Binance's ms, and us since 2025
+        try:
+            unit = epoch_unit(float(first(cmap.ts) or "nan"))
+        except ValueError:  # not a number: the time check below says what the column holds
+            unit = "ns"
+        cmap = replace(cmap, ts_unit=unit)
+    notes = []
+    if guessed is not None:
+        notes.append(f"{path.name}: no header row; read as {how} (--csv-names {','.join(names)}): {describe_map(cmap)}")
+        notes += bar_notes(path, list(schema), cmap, HEADERLESS_BAR_STAMP)
+    elif not isinstance(spec, ColumnMap):
+        given = ("no column map given" if spec is None
+                 else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")
+        notes.append(f"{path.name}: {given}; read as {describe_map(cmap)}")
+        notes += vendor_notes(path, list(schema), cmap)
+        notes += [shaped_note] if shaped_note else []
+    elif spec.preset is None:
+        notes += _unnamed_fields(path, cmap, schema, first)
+    if cmap.ts_unit == EXCEL_DAYS and not isinstance(spec, ColumnMap):
+        notes.append(f"{path.name}: column {cmap.ts!r} read as spreadsheet serial dates (days since 1899-12-30, "
+                     f"to the millisecond; as epoch seconds they would be times on 1970-01-01), in UTC: give --tz "
+                     f"ZONE if they are local times (a Bloomberg terminal's are)")
+    if len(cmap.ts_columns) == 2 and cmap.ts_unit in DAY_CLOCK_UNITS and not isinstance(spec, ColumnMap):
+        notes.append(f"{path.name}: column {cmap.ts_columns[1]!r} read as {cmap.ts_unit.replace('_', ' ')} of each "
+                     f"row's day in column {cmap.ts_columns[0]!r}, in {cmap.tz or 'UTC'} (--ts-unit "
+                     f"ns_after_midnight, us_after_midnight, ... says otherwise; --tz ZONE if they are local times)")
+    if cmap.fill_quotes and not isinstance(spec, ColumnMap):
+        notes.append(f"{path.name}: its quote rows leave bid or ask empty where it did not change (as MetaTrader's "
+                     f"exports do): each takes it from the stream's previous quote (--columns ...,fill_quotes=false "
+                     f"rejects such rows instead)")
+    # Dukascopy's `Gmt time`, LSEG's `Time[G]`: UTC by their names
+    utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt", "[g]"))
+    if notes and cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named \
+            and schema.get(cmap.ts) in (pl.String, None):
+        text = first(cmap.ts_columns) or ""
+        offsets = next((c for c in schema if normal_name(c) in OFFSET_NAMES), None)
+        if not UTC_OFFSET.search(text) and offsets is not None:  # LSEG's GMT Offset beside local times
+            cmap = replace(cmap, utc_offset=offsets)
+            notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and column {offsets!r} gives "
+                         f"each row's (hours): read as wall-clock times at that offset (--tz ZONE reads them in a "
+                         f"zone instead)")
+        elif not UTC_OFFSET.search(text):  # a guess cannot know the zone of wall-clock times
+            histdata = path.name.upper().startswith("DAT_ASCII_") or cmap.ts_format == "%Y%m%d %H%M%S%3f"
+            zone = ("--tz Etc/GMT+5 (HistData's files are in EST all year, no summer time)" if histdata
+                    else "e.g. --tz America/New_York")
+            notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and are read as UTC; if they "
+                         f"are local times, give their zone, {zone}")
+    number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
+    return cmap, dialect, schema, notes + number_notes + kind_notes + unit_notes + stream_notes + day_notes
+
+
+def _detected_instead(path: Path, spec: ColumnMap | Refine | None) -> str:
+    """For a preset whose columns a file lacks: how the file reads with no map, when it does ("drop --preset")."""
+    if not isinstance(spec, ColumnMap) or spec.preset is None:
+        return ""
+    try:
+        detected = _layout(path, None)[0]
+    except (ValueError, pl.exceptions.PolarsError):
+        return ""
+    return f"; drop --preset {spec.preset}: detected as {describe_map(detected)}"
+
+
+SETTLE_ROWS = 10_000  # rows read to settle a date that reads two ways in the first row
+
+
+def _settled_format(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
+                    cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
+    """A time column whose first date reads two ways (`01/02/2024`: January 2 or February 1), settled by the file's
+    next rows when one reading fails on some of them (`01/15/2024` is month first) and the other reads them all:
+    that format, with a note. Unsettled (every date of the rows read has day and month <= 12), the map is as it was
+    and the read refuses, with both formats."""
+    first = _first_text(path, names, dialect, cmap.ts_columns)
+    if first is None or not two_way_date(first):
+        return cmap, []
+    overrides = {c: pl.String for c in cmap.ts_columns} if is_csv(path) else None
+    text = _scan(path, names, dialect, overrides).select(_time_column(cmap).cast(pl.String).str.strip_chars()
+                                                         .alias("t")).drop_nulls().head(SETTLE_ROWS).collect()["t"]
+    reads = [f for f in time_formats(first)
+             if text.str.to_datetime(f, time_unit="ns", strict=False).null_count() == 0]
+    if len(reads) != 1:
+        return cmap, []
+    return replace(cmap, ts_format=reads[0]), [
+        f"{path.name}: its first date ({first[:24]!r}) reads two ways; its later rows read only as {reads[0]!r} "
+        f"(--ts-format says otherwise)"]
+
+
+def _unnamed_fields(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
+                    first: Callable[[str | tuple[str, ...]], Any]) -> list[str]:
+    """A column map given in full is read as given; a column it leaves out that detection would have read as a
+    tick field (`qty` beside `--columns ts=time,price=px`) is named in a note, so sizes or sides are not dropped
+    without a word."""
+    try:
+        detected = detect_columns(path, schema, first)
+    except ValueError:  # nothing detectable: nothing to say
+        return []
+    used = set(cmap.source_columns())
+    missed = {key: getattr(detected, key) for key in VALUE_FIELDS
+              if getattr(cmap, key) is None and getattr(detected, key) not in (None, *used)}
+    if not missed:
+        return []
+    said = "; ".join(f"{column!r} looks like {key}" for key, column in missed.items())
+    key, column = next(iter(missed.items()))
+    return [f"{path.name}: the column map reads only the columns it names; {said}, not read (name it in the map "
+            f"to read it, e.g. --columns ...,{key}={column})"]
+
+
+def _stream_named(spec: ColumnMap | Refine | None) -> bool:
+    """Whether the map given names the stream (a fixed name or a column): then it is as the user said."""
+    if isinstance(spec, ColumnMap):
+        return spec.stream is not None or spec.stream_col is not None
+    return isinstance(spec, Refine) and bool({"stream", "stream_col"} & set(spec.keys))
+
+
+OFFSET_NAMES = ("gmt_offset", "utc_offset")  # a column of each row's UTC offset in hours (LSEG's `GMT Offset`)
+# MetaTrader's tick export: what marks it is its FLAGS column (which of bid, ask, last, volume the row changed)
+METATRADER_TICKS = frozenset({"bid", "ask", "last", "volume", "flags"})
+
+
+def _writes_only_changes(cmap: ColumnMap, columns: list[str]) -> bool:
+    """Whether the layout is MetaTrader's tick export (`<BID> <ASK> <LAST> <VOLUME> <FLAGS>`, or those names
+    without the brackets), which leaves a quote's unchanged side empty. Only a layout known to do so fills an
+    empty side by detection: in any other file (an NBBO or option quote file) an empty side is no bid or no ask,
+    a one-sided quote, whichever row it falls on."""
+    if cmap.bid is None or cmap.fill_quotes is not None or cmap.bid not in columns or cmap.ask not in columns:
+        return False
+    return METATRADER_TICKS <= {normal_name(c) for c in columns}

@@ -1,0 +1,345 @@
+"""One tabular file's plan (Parquet, CSV, JSON-lines): `_FilePlan`, the file's normalised lazy query and how each
+of its rows becomes a wire map (a trade, a quote, both, or a reject said by its row), and the lazy scans that
+layout detection and the notes on a file's contents read it with (`_scan`, `_first_text`, `_distinct_text`).
+Plans are made by connectors/planning.py and replayed by connectors/replay.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import polars as pl
+
+from connectors import json_lines
+from connectors.archives import ZIP_SUFFIX
+from connectors.column_map import (
+    PRICE_FIELDS,
+    QUOTE_FIELDS,
+    TRADE_FIELDS,
+    ColumnMap,
+    Hours,
+    keep_check,
+    offset_of,
+    side_lookup,
+)
+from connectors.event_time import _scale
+from connectors.json_lines import JSON_LINES_SUFFIXES, NOT_JSON, is_json_lines
+from connectors.layout import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXES, QUOTE_MARKS, TRADE_MARKS, Dialect
+from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
+
+def _is_dbn(path: Path) -> bool:
+    return path.name.lower().endswith(DBN_SUFFIXES)
+
+
+def is_csv(path: Path) -> bool:
+    return path.name.lower().endswith(CSV_SUFFIXES)
+
+
+def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
+          overrides: dict[str, pl.DataType] | None = None) -> pl.LazyFrame:
+    if names is not None and not is_csv(path):
+        raise ValueError(f"{path}: names (the columns of a header-less CSV) apply to CSV files, not {path.name!r}")
+    suffix = path.suffix.lower()
+    if suffix in PARQUET_SUFFIXES:
+        return pl.scan_parquet(path)
+    if is_json_lines(path):  # parsed once into a Parquet copy, a row per line
+        return pl.scan_parquet(json_lines.table(path).copy)
+    if is_csv(path):
+        names = list(names) if names is not None else None
+        # Typed on purpose: polars infers CSV types from the first rows, and a later "61837.5" in an inferred
+        # int column would abort the whole replay. Unparsable cells become nulls, rejected as missing_field.
+        # Header names lose the spaces around them (`time; price`); the BOM, CRLF and quotes polars handles.
+        if names is not None and dialect.long_rows:  # polars counts a header-less file's columns from its rows
+            typed = {name: (overrides or {}).get(name, pl.String) for name in names}
+            return pl.scan_csv(path, has_header=False, schema=typed, ignore_errors=overrides is not None,
+                               separator=dialect.separator, decimal_comma=dialect.decimal_comma,
+                               truncate_ragged_lines=True)
+        return pl.scan_csv(path, has_header=names is None, new_columns=names, schema_overrides=overrides,
+                           ignore_errors=overrides is not None, separator=dialect.separator,
+                           decimal_comma=dialect.decimal_comma, truncate_ragged_lines=bool(dialect.long_rows),
+                           with_column_names=None if names else lambda found: [n.strip() for n in found])
+    known = PARQUET_SUFFIXES + CSV_SUFFIXES + JSON_LINES_SUFFIXES + DBN_SUFFIXES + (f"{ZIP_SUFFIX} (of these)",)
+    raise ValueError(f"{path}: unsupported file type {suffix!r}; replay reads {', '.join(known)}")
+
+
+@dataclass(frozen=True)
+class _FilePlan:
+    """One file's normalised lazy query (`_ts`, wire fields, `_row`) and how its rows become wire maps."""
+
+    path: Path
+    columns: ColumnMap
+    frame: pl.LazyFrame
+    keys: tuple[str, ...]
+    sorted_on_read: bool
+    ts_factor: int  # ns per unit of the `_ts` column: 1 when the query computed ns already
+    notes: tuple[str, ...] = ()  # what a user should know about how the file was read (a guessed layout, ...)
+    origin: Path | None = None  # the zip archive `path` was unpacked from (connectors/archives.py), if any
+    book: str | None = None  # "mbo" / "mbp-1": Databento order-book records, reduced as DBN files are (`_book`)
+    empty_sides: bool = False  # an empty bid or ask is a book side with no orders (Tardis.dev's): never filled
+    bars: bool = False  # rows are bars (OHLC), each a trade at its close (layout.trade_bars)
+    nonpositive_prices: bool = False  # every price of a row that trades is <= 0 (`_price_offset_hint`)
+    nonpositive_rows: tuple[int, int] = (0, 0)  # (rows that trade at a price <= 0, rows that trade) (ditto)
+    long_rows: Mapping[int, int] = field(default_factory=dict)  # row -> its fields, for rows with too many
+    dialect: Dialect | None = None  # a CSV's, as read
+    schema: Mapping[str, Any] = field(default_factory=dict)  # the file's columns and their types
+    unit_given: bool = False  # the epoch unit was given (a map's or --ts-unit), not read from the first time
+    bad_lines: Mapping[int, str] = field(default_factory=dict)  # a JSON-lines file's row -> why it is no object
+    tickless: Mapping[int, str] = field(default_factory=dict)  # its row -> why: a message without ticks (an ack)
+    footer: tuple[int, str] | None = None  # a CSV's last row that is a line of text, no data (`_footer`)
+    reducers: list = field(default_factory=list)  # a book export's reducer of the last read, for `found_on_read`
+
+    def describe(self) -> dict[str, Any]:
+        """What the replay's fingerprint holds for this file."""
+        return self.columns.to_dict()
+
+    def row_count(self) -> int | None:
+        return self.frame.select(pl.len()).collect().item()
+
+    @property
+    def given_name(self) -> str:
+        """The file as the user gave it: its path, or an archive's path and the member's name."""
+        return str(self.path if self.origin is None else self.origin if self.origin.name == self.path.name else
+                   f"{self.origin} ({self.path.name} inside)")  # an archive's member; a UTF-16 file's copy is the file
+
+    def where(self, row: int) -> str:
+        """A row as a user finds it: the line of a CSV file (after the header), the row of a Parquet file."""
+        name = self.given_name
+        if is_csv(self.path):
+            return f"{name} line {row + (1 if self.columns.names is not None else 2)}"
+        if is_json_lines(self.path):  # a line, a message's line (several ticks), a REST dump's record
+            return f"{name} {json_lines.table(self.path).where(row)}"
+        return f"{name} row {row + 1}"
+
+    def column_of(self, tick_field: str) -> str | None:
+        return self.columns.column_of(tick_field)
+
+    def cell_text(self, row: int, column: str) -> str | None:
+        """A cell's text as written: a CSV's, or a Parquet text column's (`110-15+` in a bid column; None for
+        other Parquet columns, or no such column), for the first reject of a reason only: the row read again, so
+        that the read itself carries no text beside its numbers."""
+        if column not in self.schema or (self.dialect is None and self.schema[column] != pl.String):
+            return None
+        cell = _scan(self.path, self.columns.names, self.dialect, {column: pl.String} if self.dialect else None) \
+            .select(pl.col(column).cast(pl.String)).slice(row, 1).collect()
+        return cell.item() if cell.height else None
+
+    def found_on_read(self) -> list[str]:
+        """What reading the file found that a run says at its end: a book export's cancels and fills of orders
+        the book never saw."""
+        return [note for reducer in self.reducers for note in reducer.unseen_note(self.given_name)]
+
+    def streams_held(self) -> set[str]:
+        return self.stream_names()
+
+    @property
+    def price_offset(self) -> float | dict[str, float] | None:
+        return self.columns.price_offset
+
+    def stream_names(self) -> set[str]:
+        """Every stream the file's rows name (a scan of its stream column alone): what a selection is checked
+        against."""
+        cmap = self.columns
+        if cmap.stream_col is None:
+            return {cmap.stream or cmap.default_stream or ""}
+        return set(self.frame.select(pl.col("stream").drop_nulls().unique()).collect().to_series().to_list())
+
+    def batches(self, chunk_rows: int) -> Iterator[list[tuple[int, dict[str, Any]]]]:
+        """(row number, wire map) per row, `chunk_rows` rows at a time."""
+        self.reducers.clear()  # a read again (a restore) finds afresh
+        convert = self._converter()
+        if self.bad_lines:  # JSON-lines lines that are no object: rejects, the rest of the file read
+            yield [(row, InvalidTick(NOT_JSON, why)) for row, why in self.bad_lines.items()]
+        if self.tickless:  # subscription acks, heartbeats: left out, as rows a keep filter leaves out are
+            yield [(row, InvalidTick("filtered_out", why)) for row, why in self.tickless.items()]
+        for chunk in self.frame.collect_batches(chunk_size=chunk_rows, lazy=True):
+            out = []
+            for row in chunk.rows():
+                wire = convert(row)
+                if type(wire) is tuple:  # a trade with the quote it met: the quote, then the trade
+                    out += [(row[-1], part) for part in wire]
+                elif wire is not None:  # None: an order-book record that makes no tick
+                    out.append((row[-1], wire))
+            yield out
+
+    def _converter(self) -> Callable[[tuple], dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick]:
+        cmap, factor = self.columns, self.ts_factor
+        # A map with only one kind's columns fixes the kind, so a row missing its price reads as missing_field.
+        kind = cmap.kind or (QUOTE if cmap.price is None else TRADE if cmap.bid is None else None)
+        stream = cmap.stream or (cmap.default_stream if cmap.stream_col is None else None)
+        fixed = {k: v for k, v in (("stream", stream), ("kind", kind)) if v is not None}
+        side_of, scale, signed = side_lookup(cmap.side_map), cmap.price_scale, bool(cmap.signed_size)
+        offset = cmap.price_offset
+        # per stream: each row's own, looked up by its stream (a column's, at `stream_at`, or the fixed name)
+        per_stream = offset if isinstance(offset, dict) else None
+        stream_at = self.keys.index("stream") + 1 if "stream" in self.keys else None
+        pairs = tuple(enumerate(self.keys, start=1))
+        kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (`_book_columns`)
+        split = kind is None and self.book is None  # a row with a trade and a quote: both (an order book's: `_book`)
+        left_out, kept_end = (keep_check(cmap.keep), kept + len(cmap.keep)) if cmap.keep else (None, kept)
+        long_rows = self.long_rows
+        quotes = cmap.bid is not None  # a 0 side is no side (one_sided_quote), unless an offset says 0 is a price
+        # a quote row with one side empty: no bid (or no offer), unless the map fills it from the previous quote
+        empty_side = cmap.bid is not None and not cmap.fill_quotes and (kind == QUOTE or split)
+        unreadable = ("bid", "ask") if self.dialect is not None else ()  # a CSV's unreadable bid or ask: NaN
+        marks = tuple(cmap.keep) if split and cmap.keep and cmap.price and cmap.bid else None  # LSEG's Type
+        # a bar of price 0 and volume 0 (Cboe DataShop's interval without trades): no trade, not a price of 0
+        bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
+
+        footer = self.footer
+        # (_table_plan refuses a window without a zone for naive times)
+        left_out_hours = Hours.parse(cmap.hours).left_out(cmap.tz or "UTC", cmap.hours) if cmap.hours else None
+
+        def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
+            if footer is not None and row[-1] == footer[0]:
+                return InvalidTick("filtered_out", f"a footer line ({footer[1]!r}), no tick: not an error")
+            if long_rows and (fields := long_rows.get(row[-1])):
+                return InvalidTick("extra_fields", f"the row has {fields} fields, more than the file's columns (a "
+                                                   f"stray separator?): its cells cannot be told apart")
+            if left_out is not None and (why := left_out(row[kept:kept_end])):
+                return InvalidTick("filtered_out", why)
+            out = dict(fixed)
+            if row[0] is not None:
+                out["ts"] = _scale(row[0], factor)
+                if left_out_hours is not None and type(out["ts"]) is int and (outside := left_out_hours(out["ts"])):
+                    return outside
+            unread = False
+            row_offset = offset if per_stream is None else \
+                per_stream.get(row[stream_at] if stream_at is not None else stream)
+            for i, key in pairs:
+                value = row[i]
+                if value is not None and key in unreadable and value != value:  # NaN: neither empty nor a number
+                    unread, value = True, None
+                elif value is not None and key == "side":
+                    value = side_of(value)
+                elif key in PRICE_FIELDS and type(value) in (int, float) and \
+                        (scale is not None or row_offset is not None):
+                    if scale is not None:
+                        value = value / scale  # fixed point (LOBSTER, Databento); polars' x * (1/scale) is 1 ulp off
+                    if row_offset is not None:
+                        value = value + row_offset
+                if value is not None:
+                    out[key] = value
+            if marks is not None and "price" not in out and "bid" not in out and "ask" not in out:
+                for column, mark in zip(marks, row[kept:kept_end]):  # the row says its kind: what it lacks is said
+                    if (kind_of := _marked_kind(mark)) is not None:
+                        lacks = f"no price (column {cmap.price!r})" if kind_of == TRADE else \
+                            f"neither bid nor ask (columns {cmap.bid!r}, {cmap.ask!r})"
+                        return InvalidTick("missing_field", f"column {column!r} marks the row {mark} but it has "
+                                                            f"{lacks}", _stream(out))
+            no_side = one_sided_quote(out) if quotes and row_offset is None else None
+            if no_side is None and empty_side and not unread and ("bid" in out) != ("ask" in out):
+                no_side = _empty_side(out)
+            if no_side is not None:  # the stream named, so that a stream the selection leaves out is filtered_out
+                no_side = InvalidTick(no_side.reason, no_side.message, _stream(out))
+                return no_side if not split or "price" not in out else \
+                    (no_side, {k: v for k, v in out.items() if k not in QUOTE_FIELDS})
+            if bar_price is not None and row[bar_price] == 0 and out.get("size") == 0:
+                no_trade = InvalidTick("filtered_out", f"{NO_TRADE} ({cmap.price} 0, {cmap.size} 0): a bar "
+                                                       f"without trades, which has no price to replay")
+                return (_trade_and_quote(out)[0], no_trade) if split and ("bid" in out or "ask" in out) \
+                    else no_trade
+            if signed and isinstance(size := out.get("size"), (int, float)) and "price" in out:
+                out["size"], out["side"] = abs(size), "sell" if size < 0 else "buy" if size > 0 else None
+            if split and "price" in out and ("bid" in out or "ask" in out):
+                return _trade_and_quote(out)
+            if split and "bid" in out and (traded := next((k for k in ("size", "side") if k in out), None)):
+                return _quote_without_its_trade(out, traded)
+            return out
+
+        return convert if self.book is None else self._book(convert, kept_end)
+
+    def _book(self, convert: Callable[[tuple], Any], first: int) -> Callable[[tuple], Any]:
+        """Rows of a Databento order-book export (the columns `_book_columns` adds from ``first`` on) through
+        the DBN reader's reduction (connectors/dbn.py BookReducer): a trade for action T, a quote when the top of
+        book changed at the end of an event, nothing for the other records."""
+        from connectors.dbn import F_LAST, UNDEF_PRICE, BookReducer
+
+        # a fixed-point export's empty side or trade without a price, as read (shifted as its stream's prices are)
+        unshifted = UNDEF_PRICE / (self.columns.price_scale or 1)
+        reducer = BookReducer(rebuild=self.book == "mbo", scale=1.0, undefined=unshifted)
+        self.reducers.append(reducer)
+
+        def reduce(row: tuple) -> dict[str, Any] | InvalidTick | None:
+            wire = convert(row)
+            if isinstance(wire, InvalidTick) or "ts" not in wire or "stream" not in wire:
+                return wire  # rejected as it is
+            action, flags, order = row[first : first + 3]
+            quote = wire.get("bid"), wire.get("bid_size"), wire.get("ask"), wire.get("ask_size")
+            undefined = unshifted + offset_of(self.columns.price_offset, wire["stream"])
+            empty = None in quote or undefined in (quote[0], quote[2])
+            return reducer.record(wire["stream"], wire["stream"], wire["ts"], str(action), wire.get("side"),
+                                  wire.get("price"), wire.get("size", 0.0), flags is None or bool(flags & F_LAST),
+                                  order, None if empty else quote, undefined=undefined)
+
+        return reduce
+
+
+def _stream(wire: dict[str, Any]) -> str | None:
+    """A row's stream, for a reject made before validation (None: it has none, or not as text)."""
+    stream = wire.get("stream")
+    return stream if isinstance(stream, str) else None
+
+
+def _empty_side(wire: dict[str, Any]) -> InvalidTick:
+    """A quote row whose bid or ask cell is empty: no bid (or no offer), a one-sided quote, as a 0 side is
+    (connectors/ticks.py one_sided_quote); never the previous quote's side, which may no longer exist."""
+    side, other = ("bid", "ask") if "bid" not in wire else ("ask", "bid")
+    return InvalidTick("missing_field", f"{side} is empty beside {other} {wire[other]}: a one-sided quote (no {side}), "
+                                        f"which the engine does not take (a quote has both sides)")
+
+
+def _marked_kind(mark: Any) -> str | None:
+    """The kind a kind column's value names (LSEG's Type: Trade, Quote), else None."""
+    text = str(mark).strip().lower() if mark is not None else ""
+    return TRADE if text in TRADE_MARKS else QUOTE if text in QUOTE_MARKS else None
+
+
+def _quote_without_its_trade(row: dict[str, Any], traded: str) -> tuple[dict[str, Any], InvalidTick]:
+    """A row holding a quote and a trade whose price is empty or not a number: its quote replays, its trade is
+    rejected as missing_field on the price, as a row with a 0 bid keeps its trade (never a quote refused for a
+    trade field it holds)."""
+    quote, _ = _trade_and_quote(row)
+    return quote, InvalidTick("missing_field", f"price is missing beside {traded} {row[traded]}: the row's trade "
+                                               f"is not read (its quote is)", _stream(row))
+
+
+def _trade_and_quote(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A row holding a trade and a quote (a trade printed with the book's best bid and offer, Coinbase Advanced
+    Trade's, TAQ joined with the NBBO): two ticks at its time, the quote first (the book the trade met)."""
+    common = {k: row[k] for k in ("ts", "stream") if k in row}
+    quote = {**common, "kind": QUOTE, **{k: row[k] for k in QUOTE_FIELDS if k in row}}
+    trade = {**common, "kind": TRADE, **{k: row[k] for k in TRADE_FIELDS if k in row}}
+    return quote, trade
+
+
+SAMPLE_ROWS = 200_000  # rows a layout's heuristics look at (a side code, venues, corrections): one pass, bounded
+
+
+def _distinct_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None, column: str,
+                   limit: int, rows: int | None = None) -> list[str]:
+    """Up to `limit` distinct non-empty values of a column (of its first `rows` rows; None: all), as text, sorted."""
+    scan = _scan(path, names, dialect, {column: pl.String} if is_csv(path) else None)
+    scan = scan if rows is None else scan.head(rows)
+    values = scan.select(pl.col(column).cast(pl.String).str.strip_chars().drop_nulls().unique().head(limit))
+    return sorted(v for v in values.collect().to_series().to_list() if v)
+
+
+def _first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
+                columns: str | tuple[str, ...]) -> str | None:
+    """The first non-empty value of a column (of date and time columns: joined by a space), as text (None: empty)."""
+    columns = (columns,) if isinstance(columns, str) else columns
+    overrides = {c: pl.String for c in columns} if is_csv(path) else None
+    text = pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in columns], separator=" ")
+    found = _scan(path, names, dialect, overrides).select(text.alias("t"))
+    found = found.filter(pl.col("t").str.strip_chars() != "")
+    found = found.head(1).collect()
+    return found.item() if found.height else None
+
+
+NO_TRADE = "no trade in this interval"  # a bar's filtered_out: not an error, nor a price of 0
+
+
+def source_path(plan: Any) -> Path:
+    """The file a user gave for a plan: the zip archive its file came out of, else the file itself."""
+    return getattr(plan, "origin", None) or plan.path

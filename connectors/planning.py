@@ -1,0 +1,388 @@
+"""Planning one replay file. A DBN file gets connectors/dbn.py's plan; a Parquet, CSV or JSON-lines file a
+`_FilePlan` (connectors/file_plan.py): one lazy polars query that applies the column map its layout settled
+(connectors/file_layout.py): its event times (connectors/event_time.py), stream names, numbers as a CSV writes
+them, quotes filled, a book export's columns; with what one pass over the file finds (rows out of time order,
+names with '/', prices at zero or below, a footer line) said in notes, and a file refused with the option that
+reads it."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import polars as pl
+
+from connectors import json_lines
+from connectors.column_map import (
+    DAY_CLOCK_UNITS,
+    EXCEL_DAYS,
+    NUMERIC_FIELDS,
+    PRICE_FIELDS,
+    QUOTE_FIELDS,
+    UNITS,
+    VALUE_FIELDS,
+    ColumnMap,
+    Hours,
+    PriceOffset,
+    Refine,
+    checked_price_offset,
+)
+from connectors.event_time import NAIVE_TZ_ONLY, _offset, _scale, _time_hint, _ts_expr, _ts_in_ns
+from connectors.field_names import normal_name
+from connectors.file_layout import _layout
+from connectors.file_plan import SAMPLE_ROWS, _distinct_text, _FilePlan, _first_text, _is_dbn, _scan, is_csv
+from connectors.json_lines import is_json_lines
+from connectors.layout import (
+    COMMA_GROUPED,
+    DOT_GROUPED,
+    GROUP_MARKS,
+    RIGHT_NAMES,
+    SHARE_CLASS_NAMES,
+    SPACE_GROUPED,
+    Caution,
+    databento_book,
+    epoch_note,
+    trade_bars,
+)
+from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution
+
+ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
+
+
+def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
+    # Decimal epoch seconds stay text until _scale: as a float, 1717236000.25 s is off by ~100 ns.
+    ts_type = {"datetime": pl.String, "s": pl.String, **dict.fromkeys((*DAY_CLOCK_UNITS, EXCEL_DAYS), pl.Float64)}.get(
+        cmap.ts_unit, pl.Int64)
+    out: dict[str, pl.DataType] = {c: pl.String for c in cmap.keep or ()}  # compared as text
+    # numbers are read as text and parsed by _csv_number (grouping commas, German Excel's `42.002,00`)
+    out |= {getattr(cmap, f): pl.String for f in NUMERIC_FIELDS if getattr(cmap, f)}
+    out |= {column: pl.String for column in cmap.stream_columns}
+    if len(cmap.ts_columns) > 1:  # a date column's text, beside its time's (a time of day: a number after midnight)
+        return out | {column: pl.String for column in cmap.ts_columns[:-1]} | {cmap.ts_columns[-1]: (
+            ts_type if cmap.ts_unit in DAY_CLOCK_UNITS else pl.String)}
+    return out | {column: ts_type for column in cmap.ts_columns}
+
+
+# Zone names that read as a region's clock but are fixed offsets all year (IANA keeps them for old systems)
+FIXED_ZONES = {"EST": ("New York", "America/New_York"), "MST": ("Denver", "America/Denver"),
+               "HST": ("Honolulu", "Pacific/Honolulu")}
+
+# said when a file's stream names (a column's values, or its file name: macOS writes those decomposed) were not in
+# Unicode NFC: they replay in NFC, as the engine's wire takes them (connectors.ticks.check_normalized)
+NFD_WRITTEN = "written decomposed (NFD: an accent as a code point of its own, as macOS writes file names)"
+
+
+def _stream_column(cmap: ColumnMap) -> pl.Expr:
+    """The stream column as text without spaces at its ends (a stray one is no part of a name; OCC's padding
+    inside is kept), or the values of several joined by a space (`stream_col: a+b+c`), each in one canonical form
+    so that a contract is one stream however a cell writes it (`_contract_part`). An empty or null part is left
+    out (TAQ's SYM_SUFFIX of a common stock: `AAPL`, not `AAPL ` nor no stream), and a share class's suffix
+    (SHARE_CLASS_NAMES) joins with a `.` (`BRK.B`)."""
+    if len(cmap.stream_columns) == 1:
+        return pl.col(cmap.stream_col).cast(pl.String).str.strip_chars(" ")
+    parts = []
+    for position, column in enumerate(cmap.stream_columns):
+        part = _contract_part(column)
+        separator = "" if position == 0 else "." if normal_name(column) in SHARE_CLASS_NAMES else " "
+        parts.append(pl.when(part != "").then(pl.lit(separator) + part))  # empty or null: null, skipped below
+    joined = pl.concat_str(parts, ignore_nulls=True)
+    joined = pl.when(parts[0].is_null()).then(joined.str.slice(1)).otherwise(joined)  # no first part: no separator
+    return pl.when(joined != "").then(joined)  # every part empty: no stream (missing_stream)
+
+
+def _contract_part(column: str) -> pl.Expr:
+    """One part of a contract's name: a number with a decimal point in its shortest exact form (a strike
+    `150.00`, `0150.0`, a Parquet float 150.0 -> `150`; `150.50`, `.5` -> `150.5`, `0.5`), a put/call column's
+    value as C or P (`c`, `Call`, `CALL` -> `C`); other text (an integer too: an expiry's `0119`) as written, less
+    spaces at its ends."""
+    text = pl.col(column).cast(pl.String).str.strip_chars()
+    shortest = (text.str.replace(r"0+$", "").str.replace(r"\.$", "")  # the fraction's trailing zeros, a bare point
+                .str.replace(r"^([+-]?)0+(\d)", "${1}${2}").str.replace(r"^([+-]?)\.", "${1}0."))  # leading zeros
+    text = pl.when(text.str.contains(r"^[+-]?(\d+\.\d*|\.\d+)$")).then(shortest).otherwise(text)
+    if normal_name(column) not in RIGHT_NAMES:
+        return text
+    upper = text.str.to_uppercase()
+    return pl.when(upper.is_in(["C", "CALL"])).then(pl.lit("C")) \
+        .when(upper.is_in(["P", "PUT"])).then(pl.lit("P")).otherwise(text)
+
+
+# polars' refusals of a CSV row with more fields than the file's columns (with and without a header)
+LONG_ROW_ERRORS = re.compile(r"more fields than defined|new_columns does not match|truncate_ragged_lines|"
+                            r"extra_columns")
+
+
+def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
+    if not path.is_file():
+        raise FileNotFoundError(f"replay file not found: {path}")
+    if _is_dbn(path):  # an order-by-order feed, reduced to trades and top of book
+        from connectors.dbn import DbnPlan
+
+        return DbnPlan(path, *_dbn_keys(path, cmap, explicit))
+    try:
+        return _table_plan(path, cmap, own_map=explicit)
+    except (pl.exceptions.PolarsError, ValueError) as e:
+        if not explicit and (naive_only := _without_tz(path, cmap, e)) is not None:
+            return naive_only  # --tz for every file: a file whose times carry their own offset keeps it
+        if not is_csv(path) or not LONG_ROW_ERRORS.search(str(e)):
+            raise
+        refused = e
+    # a row with a stray field: read again, truncating such rows, which are then rejected by their line (the
+    # normal read never looks for them)
+    try:
+        return _table_plan(path, cmap, long_rows_of=True, own_map=explicit)
+    except (pl.exceptions.PolarsError, ValueError):  # not a few stray rows: its rows do not fit its columns
+        raise refused from None
+
+
+def _without_tz(path: Path, cmap: ColumnMap | Refine | None, refused: Exception) -> Any:
+    """The plan of a file read without the `tz` that every file was given (--tz, `columns=` for all) when it was
+    refused only because its times carry their own UTC offset (a UTC-aware Parquet beside naive-time CSVs, the
+    README's `trades.csv bbo.parquet`): `tz` is for naive times, so that file keeps its own, said in a note. None
+    when it was refused for anything else, or when the map was the file's own or a whole map (a preset, a map of
+    its columns: a contradiction there is refused)."""
+    tz = cmap.keys.get("tz") if isinstance(cmap, Refine) else None
+    if tz is None or NAIVE_TZ_ONLY not in str(refused):
+        return None
+    rest = {k: v for k, v in cmap.keys.items() if k != "tz"}
+    bare_hours = rest.get("hours") is not None and Hours.parse(rest["hours"]).zone is None
+    if bare_hours:
+        rest["hours"] = zoned_hours(rest["hours"], tz)
+    plan = _table_plan(path, Refine(rest) if rest else None)
+    said = (f"{path.name}: its times carry their own UTC offset, so --tz {tz} (for naive times) is not applied to "
+            f"it" + (f" (the hours kept, {rest['hours']!r}, are on its wall clock)" if bare_hours else ""))
+    return replace(plan, notes=(said, *plan.notes))
+
+
+DBN_KEYS = ("price_offset", "hours")  # what a DBN file takes of a column map: its layout is fixed
+
+
+def _dbn_keys(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> tuple[PriceOffset | None, str | None]:
+    """A DBN file's layout is fixed: of a column map it takes price_offset (a calendar spread's prices below zero)
+    and hours (a session's window; one without a zone takes the tz given for every file, else is refused). The map
+    for every file keeps its other keys for the tabular files; the file's own is refused for them."""
+    keys = cmap.keys if isinstance(cmap, Refine) else cmap.to_dict() if cmap is not None else {}
+    if explicit and (others := sorted(set(keys) - set(DBN_KEYS))):
+        raise ValueError(f"{path}: a DBN file has a fixed layout: of a column map it takes "
+                         f"{' and '.join(DBN_KEYS)} alone, got {', '.join(others)}")
+    hours = keys.get("hours")
+    if hours is not None and Hours.parse(hours).zone is None:  # (a bad window is refused before a record is read)
+        if not keys.get("tz"):  # DBN times are UTC, but a CME user's bare 08:30-15:15 means Chicago's: ask
+            raise ValueError(bare_hours_refused(path, hours))
+        hours = zoned_hours(hours, keys["tz"])  # --tz names the wall clock a bare window is on (not DBN's times)
+    return checked_price_offset(keys.get("price_offset")), hours
+
+
+def bare_hours_refused(path: Path, hours: str) -> str:
+    """A window without a zone, and no tz to put it on: whose wall clock it means cannot be guessed (even for
+    times that carry their own zone, UTC's is seldom the one a trader writes hours in)."""
+    return (f"{path}: hours {hours!r} are a wall clock's, and no zone is given for it (none after the window, no "
+            f"--tz): write the zone after the window, e.g. '{hours} America/New_York' or '{hours} UTC'")
+
+
+def zoned_hours(hours: str, tz: str) -> str:
+    """A window without a zone, on the wall clock of the `tz` given for every file, for a file whose times carry
+    their own zone (a DBN file's, `...Z` text, a UTC Parquet), to which `tz` itself does not apply."""
+    return f"{hours.strip()} {tz}"
+
+
+def _renamed_onto(path: Path, streams: pl.LazyFrame) -> list[str]:
+    """A caution for names that '/' -> '-' makes one with a name the file already writes with '-' (`BF/B` and
+    `BF-B`): their rows would replay as one stream, prices of two sources interleaved, unless the file means one
+    instrument twice, which it cannot tell."""
+    held = set(streams.select(pl.col("_stream").drop_nulls().unique()).collect().to_series().to_list())
+    both = sorted(name for name in held if "/" in name and name.replace("/", "-") in held)
+    if not both:
+        return []
+    pairs = "; ".join(f"{name!r} and {name.replace('/', '-')!r} both replay as {name.replace('/', '-')!r}"
+                      for name in both[:3])
+    return [Caution(f"{path.name}: {pairs}{'; ...' if len(both) > 3 else ''}: one stream each, two names' rows "
+                    f"interleaved. If they are two instruments, name the streams by another column (--columns "
+                    f"stream=COLUMN) or rename one in the file")]
+
+
+def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool = False,
+                own_map: bool = False) -> _FilePlan:
+    """The plan of a Parquet or CSV file; `long_rows_of`: find the CSV's rows with more fields than its columns;
+    `own_map`: the map is the file's own (a replay list entry's), not the one for every file."""
+    given = cmap
+    cmap, dialect, schema, notes = _layout(path, cmap, long_rows_of, own_map)
+    if cmap.stream is not None and (nfc := unicodedata.normalize("NFC", cmap.stream)) != cmap.stream:
+        cmap = replace(cmap, stream=nfc)  # (a file name macOS wrote in NFD): the engine takes NFC names only
+        notes.append(f"{path.name}: stream {nfc}: its name was {NFD_WRITTEN}; it replays in Unicode NFC, the one "
+                     f"form the engine takes")
+    if dialect is not None and dialect.long_rows:
+        notes.append(f"{path.name}: {len(dialect.long_rows)} row(s) with more fields than its {len(schema)} columns: "
+                     f"each rejected as extra_fields (the first is named among the rejects), the others read")
+    overrides = _csv_overrides(cmap) if is_csv(path) else None
+    # what the scan below will read: date+time columns are joined as text
+    ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
+    first = _first_text(path, cmap.names, dialect, cmap.ts_columns)
+    if cmap.hours is not None and Hours.parse(cmap.hours).zone is None and cmap.tz is None:
+        raise ValueError(bare_hours_refused(path, cmap.hours))
+    exprs = [_offset(path, cmap, _ts_expr(path, cmap, ts_type, first), first).alias("_ts")]
+    keys: list[str] = []
+    if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD; NFC: see check_normalized
+        exprs.append(_stream_column(cmap).str.replace_all("/", "-", literal=True).str.normalize("NFC")
+                     .alias("stream"))
+        keys.append("stream")
+    price_texts: dict[str, pl.Expr] = {}  # price, bid, ask read from text: what may be written in 32nds
+    for key in VALUE_FIELDS:
+        if (name := getattr(cmap, key)) is not None:
+            text = key in NUMERIC_FIELDS and schema[name] == pl.String  # Parquet of JSON: Coinbase's "42290.12"
+            if key in PRICE_FIELDS and (text or dialect is not None):
+                price_texts[key] = pl.col(name).cast(pl.String).str.strip_chars()
+            if key in NUMERIC_FIELDS and dialect is not None:  # a CSV's numbers, read as text
+                raw = pl.col(name).cast(pl.String).str.strip_chars()
+                col = _csv_number(raw, dialect.decimal_comma)
+                if key in price_texts and cmap.price_format == "32nds":
+                    col = thirty_seconds(raw, col)
+                # empty: null (filled by _filled_quotes, else a one-sided quote); unreadable: NaN, so that it is
+                # refused as unreadable, never filled nor called a one-sided quote
+                if cmap.fill_quotes and key in QUOTE_FIELDS or key in ("bid", "ask"):
+                    col = pl.when(raw.is_null() | (raw == "")).then(None).otherwise(col.fill_null(float("nan")))
+            elif key in price_texts and cmap.price_format == "32nds":
+                col = thirty_seconds(price_texts[key], price_texts[key].cast(pl.Float64, strict=False))
+            elif schema[name].is_decimal() or text:
+                col = pl.col(name).cast(pl.Float64, strict=False)
+            else:
+                col = pl.col(name)
+            exprs.append(col.alias(key))
+            keys.append(key)
+    if cmap.price is not None and cmap.size is None:  # a price series: each price a trade of size 1
+        exprs.append(pl.lit(1.0).alias("size"))
+        keys.append("size")
+    exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
+    book = None if isinstance(given, ColumnMap) else databento_book(cmap, schema)  # a whole map given is followed
+    action = next((n for n in schema if normal_name(n) == "action"), None)
+    if book == "mbp-1" and _distinct_text(path, cmap.names, dialect, action, 3, SAMPLE_ROWS) == ["T"]:
+        # TBBO (MBP-1's fields, a record per trade with the best bid and offer just before it): every row is a
+        # trade and the quote it met, read as any such row is, the quote first
+        book = None
+        notes.append(f"{path.name}: Databento TBBO records (every action T): each row replays as the best bid and "
+                     f"offer before the trade, then the trade")
+    if book is not None:
+        exprs += _book_columns(schema)
+        notes.append(f"{path.name}: Databento {book} records: trades (action T) and the top of book when it changes "
+                     f"at the end of an event, as a DBN file of the schema is read")
+    rows = _scan(path, cmap.names, dialect, overrides).with_row_index(ROW)
+    if is_csv(path) or is_json_lines(path):  # a blank line (often at the end) is no row at all
+        rows = rows.filter(pl.any_horizontal(pl.all().exclude(ROW).is_not_null()))
+    frame = rows.select(*exprs, ROW)
+    raw_stream = _stream_column(cmap) if cmap.stream_col else pl.lit("")
+    # a price column that is zero or below wherever a row trades: an instrument that trades there (a spread)
+    prices = [e for e, key in zip(exprs[1:], keys) if key in ("price", "size")] if cmap.price is not None else []
+    traded = (pl.col("price").filter(pl.col("size") > 0) if cmap.size is not None else pl.col("price")).drop_nulls()
+    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices,
+                        *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
+        unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
+        first_ts=pl.col("_ts").drop_nulls().first(), slashes=pl.col("_stream").str.contains("/", literal=True).any(),
+        denormalized=(pl.col("_stream") != pl.col("_stream").str.normalize("NFC")).any(),
+        nonpositive_prices=(traded.max() <= 0) if prices else pl.lit(False),
+        nonpositive_rows=(traded <= 0).sum() if prices else pl.lit(0),
+        trading_rows=traded.len() if prices else pl.lit(0),
+        *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}),
+    ).collect().row(0, named=True)
+    notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap)
+    if not facts["timed"] and first is not None:
+        raise ValueError(_time_hint(path, cmap, first))
+    if facts["unsorted"]:  # stable: rows with equal timestamps keep their file order
+        frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
+        repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: that "
+                    f"hour's second pass is read at the first one's instants" if cmap.tz else "")
+        notes.append(f"{path.name}: its rows are not in time order (newest first, or merged from several sources"
+                     f"{repeated}): replayed sorted by time, rows of equal times in file order")
+    if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
+        frame = frame.with_columns(_filled_quotes(keys))
+    factor = 1 if _ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
+    if facts["slashes"]:
+        notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "
+                     f"answer topics use '/' as their separator")
+        notes += _renamed_onto(path, rows.select(raw_stream.alias("_stream")))
+    if facts["denormalized"]:
+        notes.append(f"{path.name}: stream names {NFD_WRITTEN} replay in Unicode NFC, the one form the engine "
+                     f"takes, so that a name is one stream however it was written")
+    if (region := FIXED_ZONES.get(cmap.tz or "")) is not None:  # a trader's "EST" means New York's clock
+        notes.append(f"{path.name}: tz {cmap.tz} is a fixed offset all year, with no summer time: if the times are "
+                     f"{region[0]}'s clock (summer time included), give --tz {region[1]}")
+    if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
+        notes += epoch_note(path, cmap, _scale(facts["first_ts"], factor))
+    empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
+    unit_given = isinstance(given, ColumnMap) and given.ts_unit in UNITS or \
+        isinstance(given, Refine) and given.keys.get("ts_unit") in UNITS
+    footer = _footer(rows, exprs[0]) if is_csv(path) else None
+    lines = json_lines.table(path) if is_json_lines(path) else None  # (parsed once, kept by the module)
+    bad_lines = lines.bad_lines if lines is not None else {}
+    tickless = lines.skipped if lines is not None else {}
+    notes += lines.notes if lines is not None else []
+    return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book,
+                     dialect=dialect, schema=schema, unit_given=unit_given,
+                     empty_sides=empty_sides, bars=trade_bars(cmap, schema),
+                     nonpositive_prices=bool(facts["nonpositive_prices"]),
+                     nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
+                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
+                     tickless=tickless, footer=footer)
+
+
+FOOTER_TEXT = re.compile(r"[A-Za-z]{3}")  # words: "Downloaded from Barchart.com as of ...", "Total", ...
+
+
+def _footer(rows: pl.LazyFrame, ts: pl.Expr) -> tuple[int, str] | None:
+    """(row, its text) when a CSV's last row is a line of words in its first cell and nothing else, whose time does
+    not read (Barchart's `Downloaded from Barchart.com as of 03-06-2026 04:34pm CST`): a footer, left out as
+    filtered_out rather than rejected as a tick missing its time."""
+    last = rows.tail(1).select(pl.all(), ts.alias("_ts")).collect()
+    if not last.height:
+        return None
+    cells = [v for k, v in last.row(0, named=True).items() if k not in (ROW, "_ts") and v not in (None, "")]
+    text = str(cells[0]).strip() if len(cells) == 1 else ""
+    if last["_ts"][0] is not None or not FOOTER_TEXT.search(text):
+        return None
+    return int(last[ROW][0]), text[:60]
+
+
+def _csv_number(text: pl.Expr, decimal_comma: bool) -> pl.Expr:
+    """A CSV cell's number: plain (`1234.5`, `1e-3`), with grouping commas (`1,234.5`), or in a decimal-comma file
+    with dots grouping (`42.002,00`, `0,5183`). A cell of another shape (`0,5` in a file not written with decimal
+    commas) is null: rejected as missing_field, never read as some other number. Thousands grouped by spaces or
+    apostrophes (`1 234,50`, `1'234.50`) read in any file: their decimal mark is the one after the groups."""
+    spaced = text.str.contains(SPACE_GROUPED)
+    plain = text.str.replace_all(f"[{GROUP_MARKS}]", "").str.replace(",", ".", literal=True)
+    if decimal_comma:
+        grouped = text.str.contains(DOT_GROUPED.pattern)
+        text = pl.when(grouped).then(text.str.replace_all(".", "", literal=True)).otherwise(text)
+        text = text.str.replace(",", ".", literal=True)
+    else:
+        text = pl.when(text.str.contains(COMMA_GROUPED)).then(text.str.replace_all(",", "", literal=True)) \
+            .otherwise(text)
+    return pl.when(spaced).then(plain).otherwise(text).cast(pl.Float64, strict=False)
+
+
+def _filled_quotes(keys: Sequence[str]) -> list[pl.Expr]:
+    """On quote rows (a bid or an ask, no trade price), the quote fields they leave empty, from the stream's last
+    row that had them; trade rows stay as they are (a trade printed with a one-sided quote keeps it one-sided)."""
+    quote_row = pl.col("bid").is_not_null() | pl.col("ask").is_not_null()
+    if "price" in keys:
+        quote_row &= pl.col("price").is_null()
+    filled = []
+    for key in (k for k in QUOTE_FIELDS if k in keys):
+        last = pl.when(pl.col(key).is_nan()).then(None).otherwise(pl.col(key)).forward_fill()  # readable values
+        value = pl.when(quote_row & pl.col(key).is_null()).then(last.over("stream") if "stream" in keys else last)
+        # an unreadable cell: null again, so it is rejected as missing_field ("not a plain number"), as unfilled
+        filled.append(value.otherwise(pl.col(key)).fill_nan(None).alias(key))
+    return filled
+
+
+def _book_columns(schema: Mapping[str, Any]) -> list[pl.Expr]:
+    """A Databento export's action, flags and order id (null where the file has none), for `_FilePlan._book`."""
+    normal = {n.strip().lower(): n for n in schema}
+    return [pl.col(normal["action"]).cast(pl.String).alias("_action"),
+            (pl.col(normal["flags"]).cast(pl.Int64, strict=False) if "flags" in normal else pl.lit(None)).alias("_flags"),
+            (pl.col(normal["order_id"]) if "order_id" in normal else pl.lit(None)).alias("_order")]
+
+
+# Tardis.dev's CSVs (trades, quotes, book snapshots): an empty bid or ask is a book side with no order (an option
+# out of the money), not one that did not change; such a quote is rejected (missing_field), never filled
+TARDIS_SIGNS = frozenset({"exchange", "symbol", "timestamp", "local_timestamp"})
