@@ -16,14 +16,14 @@ from typing import Any, Mapping, Sequence
 import polars as pl
 
 from connectors.column_map import FIX_AGGRESSOR, ColumnMap, keep_key
-from connectors.event_time import _scale
+from connectors.event_time import scaled_ts
 from connectors.field_names import normal_name
-from connectors.file_plan import SAMPLE_ROWS, _distinct_text, _FilePlan, _scan, is_csv, source_path
+from connectors.file_plan import SAMPLE_ROWS, FilePlan, distinct_text, is_csv, scan_file, source_path
 from connectors.layout import EVENT_NAMES, QUOTE_MARKS, RIGHT_NAMES, TRADE_MARKS, Caution, Dialect
 from connectors.stream_selection import StreamSelection, shown
 from connectors.ticks import QUOTE, TRADE
 
-def _kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+def kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                  dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
     """A detected layout with a column saying which kind each row is. Of trade columns alone (`event`: X trade,
     B bid, A ask): only its trade rows are read, the others counted as filtered_out, with a note. Of trade and
@@ -33,7 +33,7 @@ def _kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: 
     column = next((c for c in schema if normal_name(c) in EVENT_NAMES), None)
     if column is None or cmap.price is None or cmap.keep is not None:
         return cmap, []
-    values = _distinct_text(path, names, dialect, column, 51)
+    values = distinct_text(path, names, dialect, column, 51)
     if len(values) < 2 or len(values) > 50:
         return cmap, []
     trades = [v for v in values if v.lower() in TRADE_MARKS]
@@ -59,7 +59,7 @@ def _kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: 
 VENUE_NAMES = ("exchange", "venue", "market", "exchange_id", "exchange_code", "ex", "mic")
 
 
-def _venue_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+def venue_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                 dialect: Dialect | None) -> list[str]:
     """A detected layout whose streams leave out a venue column holding several named venues: each stream mixes
     them, wrong for one instrument's separate markets (BTC-USD on several crypto exchanges, each at its own price).
@@ -68,7 +68,7 @@ def _venue_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
     column = next((c for c in schema if normal_name(c) in VENUE_NAMES), None)
     if column is None or column in cmap.source_columns():
         return []
-    values = _distinct_text(path, names, dialect, column, 51, SAMPLE_ROWS)
+    values = distinct_text(path, names, dialect, column, 51, SAMPLE_ROWS)
     # a tape's exchange codes are letters or numbers (TAQ's N, P, Q; Polygon's 4, 11): its prints are one market's
     if not 2 <= len(values) <= 50 or all(len(v) <= 2 or v.isdigit() for v in values):
         return []
@@ -99,7 +99,7 @@ def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
     if not candidates:
         return {}
     overrides = {c: pl.String for c in candidates} if is_csv(path) else None
-    sample = _scan(path, names, dialect, overrides).head(SAMPLE_ROWS).select(
+    sample = scan_file(path, names, dialect, overrides).head(SAMPLE_ROWS).select(
         [pl.col(c).cast(pl.String).str.strip_chars() for c in candidates]).collect()
     found = {}
     for column in candidates:
@@ -113,7 +113,7 @@ def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
     return found
 
 
-def _name_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+def name_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                  dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
     """A detected layout without a symbol column whose `Name` column holds several short names: its streams, with a
     note (a generic name, read so only when it looks like instruments' names and nothing else names them)."""
@@ -125,7 +125,7 @@ def _name_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: 
         f"it holds several names (--columns stream=COLUMN or stream_name=NAME says otherwise)"]
 
 
-def _unread_identifiers(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+def unread_identifiers(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                         dialect: Dialect | None) -> list[str]:
     """Every row goes to one stream (the file's name, or a name the map or the file's name gave) while a column the
     map does not read holds several values that look like instruments' identifiers (a `Code` of 7203 and 9434):
@@ -148,7 +148,7 @@ CONDITION_NAMES = ("correction", "correction_indicator", "corr", "exclude_record
 REGULAR_MARKS = frozenset({"0", "00", "0.0", "false", "n"})
 
 
-def _condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+def condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                     dialect: Dialect | None) -> list[str]:
     """Correction columns a detected layout does not read, marking some prints: said, since corrected, cancelled
     and excluded prints then replay as trades like any other."""
@@ -156,7 +156,7 @@ def _condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
         return []
     marked = {}
     for column in (c for c in schema if normal_name(c) in CONDITION_NAMES and c not in cmap.source_columns()):
-        values = [v for v in _distinct_text(path, names, dialect, column, 6, SAMPLE_ROWS)
+        values = [v for v in distinct_text(path, names, dialect, column, 6, SAMPLE_ROWS)
                   if v.lower() not in REGULAR_MARKS]
         if values:
             marked[column] = values
@@ -174,14 +174,14 @@ SALE_CONDITION_NAMES = ("tr_scond", "conditions", "condition", "sale_condition",
                         "sales_conditions", "trade_condition", "trade_conditions", "trade_conds")
 
 
-def _sale_condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+def sale_condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                          dialect: Dialect | None) -> list[str]:
     """A detected trades layout beside a sale-conditions column it does not filter on: said, since odd lots and
     out-of-sequence or after-hours prints then replay as trades like any other."""
     column = next((c for c in schema if normal_name(c) in SALE_CONDITION_NAMES), None)
     if cmap.price is None or column is None or column in {*cmap.source_columns(), *(cmap.keep or ())}:
         return []
-    values = _distinct_text(path, names, dialect, column, 4, SAMPLE_ROWS)
+    values = distinct_text(path, names, dialect, column, 4, SAMPLE_ROWS)
     if not values:
         return []
     shown = ", ".join(repr(v) for v in values[:3]) + (", ..." if len(values) > 3 else "")
@@ -204,7 +204,7 @@ REFERENCE_NAME = re.compile(r"^(orig|original|ref|reference|referenced|corrected
                             r"(trade_|exec_|execution_)?(id|ref|tid|seq|seq_num|seqnum|sequence|number|num)$")
 
 
-def _amendment_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+def amendment_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                     dialect: Dialect | None) -> list[str]:
     """Rows that cancel, correct or bust an earlier trade, by an action/status column's values or a column naming
     the trade they refer to, in a detected trades layout that does not filter on them: said, since each replays
@@ -214,13 +214,13 @@ def _amendment_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
     read = {*cmap.source_columns(), *(cmap.keep or ())}
     said, example = [], None
     for column in (c for c in schema if normal_name(c) in ACTION_NAMES and c not in read):
-        values = _distinct_text(path, names, dialect, column, 21, SAMPLE_ROWS)
+        values = distinct_text(path, names, dialect, column, 21, SAMPLE_ROWS)
         amending = [v for v in values if normal_name(v) in AMENDING_WORDS]
         if amending and len(values) <= 20:
             said.append(f"column {column!r} marks rows that amend an earlier trade ({', '.join(amending[:4])})")
             example = example or f"keep: {{{column}: [{', '.join(v for v in values if v not in amending)}]}}"
     for column in (c for c in schema if REFERENCE_NAME.match(normal_name(c)) and c not in read):
-        if referred := _distinct_text(path, names, dialect, column, 3, SAMPLE_ROWS):
+        if referred := distinct_text(path, names, dialect, column, 3, SAMPLE_ROWS):
             said.append(f"column {column!r} refers rows to earlier trades ({', '.join(referred)}, ...)")
             example = example or f"keep: {{{column}: [\"\"]}}, the rows that refer to none"
     if not said:
@@ -246,14 +246,14 @@ def _venue_of(plan: Any) -> str | None:
     """The market a file's ticks are from, when its layout says: its preset's, a venue column's one value
     (Tardis.dev's `exchange`: binance-futures), or a vendor's own columns (Bybit's). None when it does not say
     (a DBN file's plan included), and for a tape's one- or two-character exchange codes (one market's prints)."""
-    if not isinstance(plan, _FilePlan):
+    if not isinstance(plan, FilePlan):
         return None
     path, cmap, schema, dialect = plan.path, plan.columns, plan.schema, plan.dialect
     if cmap.preset in PRESET_VENUES:
         return PRESET_VENUES[cmap.preset]
     column = next((c for c in schema if normal_name(c) in VENUE_NAMES), None)
     if column is not None and column not in cmap.stream_columns:
-        values = _distinct_text(path, cmap.names, dialect, column, 2, SAMPLE_ROWS)
+        values = distinct_text(path, cmap.names, dialect, column, 2, SAMPLE_ROWS)
         if len(values) == 1 and len(values[0]) > 2 and not values[0].isdigit():
             return values[0].lower()
     normal = {normal_name(n) for n in schema}
@@ -296,7 +296,7 @@ def mixed_venues(plans: Sequence[Any]) -> list[str]:
 def _time_spans(plan: Any) -> dict[str, tuple[int, int]]:
     """Each stream's first and last time (ns) in a tabular file, from a scan of its time and stream columns; {} for
     a DBN file (read in its own order, record by record)."""
-    if not isinstance(plan, _FilePlan):
+    if not isinstance(plan, FilePlan):
         return {}
     cmap, ts = plan.columns, pl.col("_ts").drop_nulls()
     if cmap.stream_col is None:
@@ -304,7 +304,7 @@ def _time_spans(plan: Any) -> dict[str, tuple[int, int]]:
         found = [(cmap.stream or cmap.default_stream or "", first, last)]
     else:
         found = plan.frame.group_by("stream").agg(ts.min().alias("first"), ts.max().alias("last")).collect().rows()
-    return {stream: (_scale(first, plan.ts_factor), _scale(last, plan.ts_factor)) for stream, first, last in found
+    return {stream: (scaled_ts(first, plan.ts_factor), scaled_ts(last, plan.ts_factor)) for stream, first, last in found
             if stream is not None and first is not None}
 
 
@@ -359,7 +359,7 @@ TAQ_CORRECTION = "tr_corr"
 TAQ_REGULAR = ("00", "01")
 
 
-def _taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+def taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                      dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
     """A detected TAQ trades layout whose `TR_CORR` marks cancelled or corrected prints: only its regular prints
     (00, 01) are read, the others counted as filtered_out, with a note that says how to read them all; a
@@ -370,7 +370,7 @@ def _taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], nam
     # a CSV's keep column is read as text; a Parquet copy may hold the marks as numbers: 0 and 1
     integer = not is_csv(path) and schema[column].is_integer()
     regular = [int(v) for v in TAQ_REGULAR] if integer else list(TAQ_REGULAR)
-    values = _distinct_text(path, names, dialect, column, 20, SAMPLE_ROWS)
+    values = distinct_text(path, names, dialect, column, 20, SAMPLE_ROWS)
     others = [v for v in values if v not in {keep_key(r) for r in regular}]
     if not others:
         return cmap, []
@@ -384,14 +384,14 @@ def _taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], nam
     return replace(cmap, keep={**(cmap.keep or {}), column: regular}), [note]
 
 
-def _fix_sides(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+def fix_sides(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                dialect: Dialect | None) -> ColumnMap:
     """A detected side column holding 0, 1 and 2 only, 2 among them: FIX's AggressorSide (CME's MDP 3.0 and most
     exchange feeds), 1 buy and 2 sell (read as signed sides, every sell would be rejected); the map's description
     in the notes names it."""
     if cmap.side is None or cmap.side_map is not None or cmap.side not in schema:
         return cmap
-    values = {v.removesuffix(".0") for v in _distinct_text(path, names, dialect, cmap.side, 4, SAMPLE_ROWS)}
+    values = {v.removesuffix(".0") for v in distinct_text(path, names, dialect, cmap.side, 4, SAMPLE_ROWS)}
     if "2" not in values or not values <= set(FIX_AGGRESSOR):
         return cmap
     return replace(cmap, side_map=dict(FIX_AGGRESSOR))

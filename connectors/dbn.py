@@ -117,7 +117,7 @@ class _Book:
 class BookReducer:
     """The reduction above, one order-book record at a time: a trade for action `T`, a quote when the top of
     book changed at the end of an event. DBN files and Databento's CSV/Parquet exports of the same schemas
-    (connectors/replay.py) go through it, so one feed replays alike from either. ``rebuild``: MBO (the book
+    (connectors/file_plan.py) go through it, so one feed replays alike from either. ``rebuild``: MBO (the book
     rebuilt from its orders), else MBP-1 (each record carries its top level). Prices are in units of
     ``scale`` (DBN's 1e-9 fixed point: 1e9; an export already read as prices: 1), ``undefined`` Databento's
     "no price" in those units; ``offset`` is added to each price, bid and ask after scaling (price_offset: one for

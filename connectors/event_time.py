@@ -1,6 +1,6 @@
 """Event times of a tabular tick file as polars expressions: the time column (or a date column and a time column)
 in its unit, datetime text at its own UTC offset or naive in a zone, times of day after a date's midnight, each
-row's UTC offset applied; and, when no row's time reads, why and the option that reads it (`_time_hint`)."""
+row's UTC offset applied; and, when no row's time reads, why and the option that reads it (`time_hint`)."""
 
 from __future__ import annotations
 
@@ -31,10 +31,10 @@ NAIVE_TZ_ONLY = ("for naive times: drop it (files of both kinds in one run: a re
                  "own map, `columns: {tz: ...}` on the naive ones; docs/replay.md)")
 
 
-def _ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) -> pl.Expr:
+def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) -> pl.Expr:
     """The event-time column as int ns (datetimes, times of day) or raw numbers in ts_unit (scaled exactly
     in Python). `first` is the column's first value as text: whether datetime text carries a UTC offset."""
-    col = _time_column(cmap)
+    col = time_column(cmap)
     if cmap.ts_unit == "datetime":
         if cmap.date is not None and dtype != pl.String:
             raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, which holds its own date: drop date "
@@ -72,7 +72,7 @@ def _after_midnight(cmap: ColumnMap, day: pl.Expr, clock: pl.Expr) -> pl.Expr:
     # float seconds of a day (< 86400) hold ns to well under 1 ns, so the rounding is exact enough
     offset = (clock * DAY_CLOCK_UNITS[cmap.ts_unit]).round().cast(pl.Int64, strict=False)
     # a time past the day (and a half: a session may run past midnight) is no time of this day: null, so
-    # a file of another unit reads as no time at all (_time_hint), not as weeks after the date
+    # a file of another unit reads as no time at all (time_hint), not as weeks after the date
     offset = pl.when((offset >= 0) & (offset < DAY_CLOCK_LIMIT_NS)).then(offset)
     return _local(midnight + pl.duration(nanoseconds=offset, time_unit="ns"), cmap.tz).dt.epoch("ns")
 
@@ -85,7 +85,7 @@ def _row_day(column: pl.Expr) -> pl.Expr:
                        text.str.slice(0, 8).str.to_date("%Y%m%d", strict=False))
 
 
-def _offset(path: Path, cmap: ColumnMap, ts_ns: pl.Expr, first: str | None) -> pl.Expr:
+def apply_utc_offset(path: Path, cmap: ColumnMap, ts_ns: pl.Expr, first: str | None) -> pl.Expr:
     """Wall-clock times at each row's UTC offset (`utc_offset`, hours) -> UTC: time - offset."""
     if cmap.utc_offset is None:
         return ts_ns
@@ -102,7 +102,7 @@ CLOCK_ONLY = re.compile(r"^\d{1,2}:\d\d(:\d\d([.,]\d+)?)?$")  # a time of day, n
 def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
     """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`."""
     # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123
-    text = _time_column(cmap).str.strip_chars().str.replace(r"(:\d\d),(\d)", "${1}.${2}")
+    text = time_column(cmap).str.strip_chars().str.replace(r"(:\d\d),(\d)", "${1}.${2}")
     text = text.str.replace(SPACED_FRACTION, "${1}.${2}")  # NinjaTrader's `20240102 143000 2537700`
     # the text's decimal comma before a fraction reads as a point (above): so does the format's (`%S,%3f`)
     fmt = re.sub(r"%S,%(\d?)f", r"%S.%\1f", cmap.ts_format) if cmap.ts_format else None
@@ -129,7 +129,7 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
     return text.str.to_datetime(fmt, time_unit="ns", time_zone="UTC", strict=False).dt.epoch("ns")
 
 
-def _time_column(cmap: ColumnMap) -> pl.Expr:
+def time_column(cmap: ColumnMap) -> pl.Expr:
     """The time column, or the text of date and time columns joined by a space (`ts: Date+Time`)."""
     if len(cmap.ts_columns) == 1:
         return pl.col(cmap.ts)
@@ -140,7 +140,7 @@ DAY_CLOCK_LIMIT_NS = 36 * 3600 * 10**9
 EXCEL_EPOCH_DAYS = 25569.0  # 1970-01-01 as a spreadsheet's serial date (day 0: 1899-12-30)
 
 
-def _time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
+def time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
     """Why no row's time could be read, and the option that reads it."""
     where = f"{path}: no row's time could be read: column {cmap.ts!r} holds {first[:40]!r}"
     try:
@@ -183,12 +183,12 @@ def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:
     return pl.when(negative).then(-magnitude).otherwise(magnitude)
 
 
-def _ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
-    """Whether _ts_expr already gives int ns (else raw numbers in ts_unit, scaled in Python)."""
+def ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
+    """Whether ts_expr already gives int ns (else raw numbers in ts_unit, scaled in Python)."""
     return cmap.ts_unit in ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS) or (cmap.ts_unit == "s" and dtype == pl.String)
 
 
-def _scale(raw: Any, factor: int) -> Any:
+def scaled_ts(raw: Any, factor: int) -> Any:
     if isinstance(raw, float):  # a non-finite float stays a float and is rejected as ts_not_int
         return round(raw * factor) if math.isfinite(raw) else raw
     return raw * factor  # exact for ints of any size: an overflow is rejected as ts_out_of_range

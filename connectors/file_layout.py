@@ -25,19 +25,19 @@ from connectors.column_map import (
     preset_variant,
 )
 from connectors.content_notes import (
-    _amendment_note,
-    _condition_note,
-    _fix_sides,
-    _kind_column,
-    _name_column,
-    _sale_condition_note,
-    _taq_corrections,
-    _unread_identifiers,
-    _venue_note,
+    amendment_note,
+    condition_note,
+    fix_sides,
+    kind_column,
+    name_column,
+    sale_condition_note,
+    taq_corrections,
+    unread_identifiers,
+    venue_note,
 )
-from connectors.event_time import CLOCK_ONLY, UTC_OFFSET, _time_column
+from connectors.event_time import CLOCK_ONLY, UTC_OFFSET, time_column
 from connectors.field_names import normal_name
-from connectors.file_plan import _first_text, _scan, is_csv
+from connectors.file_plan import first_text, is_csv, scan_file
 from connectors.json_lines import is_json_lines
 from connectors.layout import (
     HEADERLESS_BAR_STAMP,
@@ -60,7 +60,7 @@ from connectors.layout import (
     vendor_notes,
 )
 
-def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False, own_map: bool = False,
+def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False, own_map: bool = False,
             ) -> tuple[ColumnMap, Dialect | None, dict, list[str]]:
     """The map a file is read with (given; detected; or detected, then refined), its CSV dialect, its columns,
     and the notes that say how it was read when that was a guess. `long_rows_of`: the dialect names the CSV's rows
@@ -80,13 +80,13 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
             raise ValueError(f"{path}: its rows have {dialect.width} fields, more than the {len(names)} names")
         dialect = replace(dialect, long_rows=long_rows(path, dialect, len(names) if names is not None else None))
     try:
-        schema = dict(_scan(path, names, dialect).collect_schema())
+        schema = dict(scan_file(path, names, dialect).collect_schema())
     except pl.exceptions.PolarsError as e:
         if names is not None:
             raise ValueError(f"{path}: names gives {len(names)} columns {list(names)}, which does not fit "
                              f"the file's rows ({str(e).splitlines()[0]})") from None
         raise ValueError(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
-    first = lambda column: _first_text(path, names, dialect, column)  # noqa: E731
+    first = lambda column: first_text(path, names, dialect, column)  # noqa: E731
     kind_notes: list[str] = []
     shaped_note = None
     if isinstance(spec, ColumnMap):
@@ -114,11 +114,11 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
             every = "" if own_map else " (the keys given apply to every file; a replay list gives each file its " \
                                        "own map: docs/replay.md)"
             raise ValueError(f"{path}: {e}{every}") from None
-        cmap, kind_notes = _kind_column(path, cmap, schema, names, dialect)
-        cmap = _fix_sides(path, cmap, schema, names, dialect)
-        cmap, correction_notes = _taq_corrections(path, cmap, schema, names, dialect)
-        kind_notes += _venue_note(path, cmap, schema, names, dialect) + correction_notes + [
-            note for said in (_condition_note, _amendment_note, _sale_condition_note)
+        cmap, kind_notes = kind_column(path, cmap, schema, names, dialect)
+        cmap = fix_sides(path, cmap, schema, names, dialect)
+        cmap, correction_notes = taq_corrections(path, cmap, schema, names, dialect)
+        kind_notes += venue_note(path, cmap, schema, names, dialect) + correction_notes + [
+            note for said in (condition_note, amendment_note, sale_condition_note)
             for note in said(path, cmap, schema, names, dialect)]
     if cmap.stream is not None and cmap.stream_col is None and \
             (column := next((n for n in schema if n.strip().lower() == cmap.stream.strip().lower()), None)):
@@ -128,7 +128,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
                          f"column is stream: NAME (inline: stream_name=NAME)")
     named = _stream_named(spec)
     if not named and cmap.stream is None and cmap.stream_col is None and cmap.default_stream is None:
-        cmap, stream_notes = _name_column(path, cmap, schema, names, dialect)
+        cmap, stream_notes = name_column(path, cmap, schema, names, dialect)
     else:
         stream_notes = []
     cmap, found_notes = stream_of(path, cmap, schema)
@@ -139,7 +139,7 @@ def _layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fa
                          f"does its file name: give the stream, --columns stream_name=NAME (BTCUSDT, BTC-USD), or "
                          f"name the file after it (BTCUSDT-trades.json)")
     if not named and cmap.stream_col is None:
-        stream_notes += _unread_identifiers(path, cmap, schema, names, dialect)
+        stream_notes += unread_identifiers(path, cmap, schema, names, dialect)
     cmap, day_notes = date_of(path, cmap)
     if missing := [c for c in cmap.source_columns() if c not in schema]:
         headerless = ("; its first line is data, not a header: give its columns in order with --csv-names"
@@ -224,7 +224,7 @@ def _detected_instead(path: Path, spec: ColumnMap | Refine | None) -> str:
     if not isinstance(spec, ColumnMap) or spec.preset is None:
         return ""
     try:
-        detected = _layout(path, None)[0]
+        detected = layout(path, None)[0]
     except (ValueError, pl.exceptions.PolarsError):
         return ""
     return f"; drop --preset {spec.preset}: detected as {describe_map(detected)}"
@@ -239,11 +239,11 @@ def _settled_format(path: Path, names: Sequence[str] | None, dialect: Dialect | 
     next rows when one reading fails on some of them (`01/15/2024` is month first) and the other reads them all:
     that format, with a note. Unsettled (every date of the rows read has day and month <= 12), the map is as it was
     and the read refuses, with both formats."""
-    first = _first_text(path, names, dialect, cmap.ts_columns)
+    first = first_text(path, names, dialect, cmap.ts_columns)
     if first is None or not two_way_date(first):
         return cmap, []
     overrides = {c: pl.String for c in cmap.ts_columns} if is_csv(path) else None
-    text = _scan(path, names, dialect, overrides).select(_time_column(cmap).cast(pl.String).str.strip_chars()
+    text = scan_file(path, names, dialect, overrides).select(time_column(cmap).cast(pl.String).str.strip_chars()
                                                          .alias("t")).drop_nulls().head(SETTLE_ROWS).collect()["t"]
     reads = [f for f in time_formats(first)
              if text.str.to_datetime(f, time_unit="ns", strict=False).null_count() == 0]

@@ -1,6 +1,6 @@
-"""One tabular file's plan (Parquet, CSV, JSON-lines): `_FilePlan`, the file's normalised lazy query and how each
+"""One tabular file's plan (Parquet, CSV, JSON-lines): `FilePlan`, the file's normalised lazy query and how each
 of its rows becomes a wire map (a trade, a quote, both, or a reject said by its row), and the lazy scans that
-layout detection and the notes on a file's contents read it with (`_scan`, `_first_text`, `_distinct_text`).
+layout detection and the notes on a file's contents read it with (`scan_file`, `first_text`, `distinct_text`).
 Plans are made by connectors/planning.py and replayed by connectors/replay.py."""
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from connectors.column_map import (
     offset_of,
     side_lookup,
 )
-from connectors.event_time import _scale
+from connectors.event_time import scaled_ts
 from connectors.json_lines import JSON_LINES_SUFFIXES, NOT_JSON, is_json_lines
 from connectors.layout import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXES, QUOTE_MARKS, TRADE_MARKS, Dialect
 from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
 
-def _is_dbn(path: Path) -> bool:
+def is_dbn(path: Path) -> bool:
     return path.name.lower().endswith(DBN_SUFFIXES)
 
 
@@ -36,7 +36,7 @@ def is_csv(path: Path) -> bool:
     return path.name.lower().endswith(CSV_SUFFIXES)
 
 
-def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
+def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
           overrides: dict[str, pl.DataType] | None = None) -> pl.LazyFrame:
     if names is not None and not is_csv(path):
         raise ValueError(f"{path}: names (the columns of a header-less CSV) apply to CSV files, not {path.name!r}")
@@ -64,7 +64,7 @@ def _scan(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
 
 
 @dataclass(frozen=True)
-class _FilePlan:
+class FilePlan:
     """One file's normalised lazy query (`_ts`, wire fields, `_row`) and how its rows become wire maps."""
 
     path: Path
@@ -78,7 +78,7 @@ class _FilePlan:
     book: str | None = None  # "mbo" / "mbp-1": Databento order-book records, reduced as DBN files are (`_book`)
     empty_sides: bool = False  # an empty bid or ask is a book side with no orders (Tardis.dev's): never filled
     bars: bool = False  # rows are bars (OHLC), each a trade at its close (layout.trade_bars)
-    nonpositive_prices: bool = False  # every price of a row that trades is <= 0 (`_price_offset_hint`)
+    nonpositive_prices: bool = False  # every price of a row that trades is <= 0 (replay.py's `_price_offset_hint`)
     nonpositive_rows: tuple[int, int] = (0, 0)  # (rows that trade at a price <= 0, rows that trade) (ditto)
     long_rows: Mapping[int, int] = field(default_factory=dict)  # row -> its fields, for rows with too many
     dialect: Dialect | None = None  # a CSV's, as read
@@ -86,7 +86,7 @@ class _FilePlan:
     unit_given: bool = False  # the epoch unit was given (a map's or --ts-unit), not read from the first time
     bad_lines: Mapping[int, str] = field(default_factory=dict)  # a JSON-lines file's row -> why it is no object
     tickless: Mapping[int, str] = field(default_factory=dict)  # its row -> why: a message without ticks (an ack)
-    footer: tuple[int, str] | None = None  # a CSV's last row that is a line of text, no data (`_footer`)
+    footer: tuple[int, str] | None = None  # a CSV's last row that is a line of text, no data (planning.py's `_footer`)
     reducers: list = field(default_factory=list)  # a book export's reducer of the last read, for `found_on_read`
 
     def describe(self) -> dict[str, Any]:
@@ -120,7 +120,7 @@ class _FilePlan:
         that the read itself carries no text beside its numbers."""
         if column not in self.schema or (self.dialect is None and self.schema[column] != pl.String):
             return None
-        cell = _scan(self.path, self.columns.names, self.dialect, {column: pl.String} if self.dialect else None) \
+        cell = scan_file(self.path, self.columns.names, self.dialect, {column: pl.String} if self.dialect else None) \
             .select(pl.col(column).cast(pl.String)).slice(row, 1).collect()
         return cell.item() if cell.height else None
 
@@ -174,7 +174,7 @@ class _FilePlan:
         per_stream = offset if isinstance(offset, dict) else None
         stream_at = self.keys.index("stream") + 1 if "stream" in self.keys else None
         pairs = tuple(enumerate(self.keys, start=1))
-        kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (`_book_columns`)
+        kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (planning.py's `_book_columns`)
         split = kind is None and self.book is None  # a row with a trade and a quote: both (an order book's: `_book`)
         left_out, kept_end = (keep_check(cmap.keep), kept + len(cmap.keep)) if cmap.keep else (None, kept)
         long_rows = self.long_rows
@@ -187,7 +187,7 @@ class _FilePlan:
         bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
 
         footer = self.footer
-        # (_table_plan refuses a window without a zone for naive times)
+        # (planning.py's _table_plan refuses a window without a zone for naive times)
         left_out_hours = Hours.parse(cmap.hours).left_out(cmap.tz or "UTC", cmap.hours) if cmap.hours else None
 
         def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
@@ -200,7 +200,7 @@ class _FilePlan:
                 return InvalidTick("filtered_out", why)
             out = dict(fixed)
             if row[0] is not None:
-                out["ts"] = _scale(row[0], factor)
+                out["ts"] = scaled_ts(row[0], factor)
                 if left_out_hours is not None and type(out["ts"]) is int and (outside := left_out_hours(out["ts"])):
                     return outside
             unread = False
@@ -250,9 +250,9 @@ class _FilePlan:
         return convert if self.book is None else self._book(convert, kept_end)
 
     def _book(self, convert: Callable[[tuple], Any], first: int) -> Callable[[tuple], Any]:
-        """Rows of a Databento order-book export (the columns `_book_columns` adds from ``first`` on) through
-        the DBN reader's reduction (connectors/dbn.py BookReducer): a trade for action T, a quote when the top of
-        book changed at the end of an event, nothing for the other records."""
+        """Rows of a Databento order-book export (the columns planning.py's `_book_columns` adds from ``first``
+        on) through the DBN reader's reduction (connectors/dbn.py BookReducer): a trade for action T, a quote when
+        the top of book changed at the end of an event, nothing for the other records."""
         from connectors.dbn import F_LAST, UNDEF_PRICE, BookReducer
 
         # a fixed-point export's empty side or trade without a price, as read (shifted as its stream's prices are)
@@ -316,22 +316,22 @@ def _trade_and_quote(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
 SAMPLE_ROWS = 200_000  # rows a layout's heuristics look at (a side code, venues, corrections): one pass, bounded
 
 
-def _distinct_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None, column: str,
+def distinct_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None, column: str,
                    limit: int, rows: int | None = None) -> list[str]:
     """Up to `limit` distinct non-empty values of a column (of its first `rows` rows; None: all), as text, sorted."""
-    scan = _scan(path, names, dialect, {column: pl.String} if is_csv(path) else None)
+    scan = scan_file(path, names, dialect, {column: pl.String} if is_csv(path) else None)
     scan = scan if rows is None else scan.head(rows)
     values = scan.select(pl.col(column).cast(pl.String).str.strip_chars().drop_nulls().unique().head(limit))
     return sorted(v for v in values.collect().to_series().to_list() if v)
 
 
-def _first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
+def first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
                 columns: str | tuple[str, ...]) -> str | None:
     """The first non-empty value of a column (of date and time columns: joined by a space), as text (None: empty)."""
     columns = (columns,) if isinstance(columns, str) else columns
     overrides = {c: pl.String for c in columns} if is_csv(path) else None
     text = pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in columns], separator=" ")
-    found = _scan(path, names, dialect, overrides).select(text.alias("t"))
+    found = scan_file(path, names, dialect, overrides).select(text.alias("t"))
     found = found.filter(pl.col("t").str.strip_chars() != "")
     found = found.head(1).collect()
     return found.item() if found.height else None

@@ -3,12 +3,12 @@ exchange websocket messages, read as a table of their objects' top-level fields;
 objects (a REST response saved as it came), a row per object.
 
 A file is parsed once (polars `read_ndjson`, every line's keys unified; `read_json` for one array) into a Parquet
-copy in a private temporary folder, so that the replay's scans, layout detection and rejects (connectors/replay.py)
-read it as any Parquet file, but name the `.jsonl` and its lines (`JsonLinesTable.where`: a row is its line, its
-message's line when a message holds several ticks, or a REST dump's record). A line that is not JSON, or not an
-object, is an empty row there and a reject (`bad_lines`); a blank line is an empty row, skipped. Numbers written
-as strings (`"43000.10"`, as exchanges send them) stay text in the copy and are read as numbers where the map reads
-them, as a CSV's cells are.
+copy in a private temporary folder, so that the replay's scans, layout detection and rejects
+(connectors/file_plan.py, file_layout.py, replay.py) read it as any Parquet file, but name the `.jsonl` and its
+lines (`JsonLinesTable.where`: a row is its line, its message's line when a message holds several ticks, or a
+REST dump's record). A line that is not JSON, or not an object, is an empty row there and a reject
+(`bad_lines`); a blank line is an empty row, skipped. Numbers written as strings (`"43000.10"`, as exchanges
+send them) stay text in the copy and are read as numbers where the map reads them, as a CSV's cells are.
 
 Messages holding their ticks in an array under `data` (OKX, Bybit, Kraken v2) become one row per tick, the
 message's fields beside; a message without ticks (a subscription ack, a heartbeat) is an empty row, counted as

@@ -1,5 +1,5 @@
 """Planning one replay file. A DBN file gets connectors/dbn.py's plan; a Parquet, CSV or JSON-lines file a
-`_FilePlan` (connectors/file_plan.py): one lazy polars query that applies the column map its layout settled
+`FilePlan` (connectors/file_plan.py): one lazy polars query that applies the column map its layout settled
 (connectors/file_layout.py): its event times (connectors/event_time.py), stream names, numbers as a CSV writes
 them, quotes filled, a book export's columns; with what one pass over the file finds (rows out of time order,
 names with '/', prices at zero or below, a footer line) said in notes, and a file refused with the option that
@@ -30,10 +30,10 @@ from connectors.column_map import (
     Refine,
     checked_price_offset,
 )
-from connectors.event_time import NAIVE_TZ_ONLY, _offset, _scale, _time_hint, _ts_expr, _ts_in_ns
+from connectors.event_time import NAIVE_TZ_ONLY, apply_utc_offset, scaled_ts, time_hint, ts_expr, ts_in_ns
 from connectors.field_names import normal_name
-from connectors.file_layout import _layout
-from connectors.file_plan import SAMPLE_ROWS, _distinct_text, _FilePlan, _first_text, _is_dbn, _scan, is_csv
+from connectors.file_layout import layout
+from connectors.file_plan import SAMPLE_ROWS, FilePlan, distinct_text, first_text, is_csv, is_dbn, scan_file
 from connectors.json_lines import is_json_lines
 from connectors.layout import (
     COMMA_GROUPED,
@@ -53,7 +53,7 @@ ROW = "_row"  # the file row number, carried through a sort so a rejected row ca
 
 
 def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
-    # Decimal epoch seconds stay text until _scale: as a float, 1717236000.25 s is off by ~100 ns.
+    # Decimal epoch seconds stay text until scaled_ts: as a float, 1717236000.25 s is off by ~100 ns.
     ts_type = {"datetime": pl.String, "s": pl.String, **dict.fromkeys((*DAY_CLOCK_UNITS, EXCEL_DAYS), pl.Float64)}.get(
         cmap.ts_unit, pl.Int64)
     out: dict[str, pl.DataType] = {c: pl.String for c in cmap.keep or ()}  # compared as text
@@ -114,10 +114,10 @@ LONG_ROW_ERRORS = re.compile(r"more fields than defined|new_columns does not mat
                             r"extra_columns")
 
 
-def _plan(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
+def plan_file(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     if not path.is_file():
         raise FileNotFoundError(f"replay file not found: {path}")
-    if _is_dbn(path):  # an order-by-order feed, reduced to trades and top of book
+    if is_dbn(path):  # an order-by-order feed, reduced to trades and top of book
         from connectors.dbn import DbnPlan
 
         return DbnPlan(path, *_dbn_keys(path, cmap, explicit))
@@ -204,11 +204,11 @@ def _renamed_onto(path: Path, streams: pl.LazyFrame) -> list[str]:
 
 
 def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool = False,
-                own_map: bool = False) -> _FilePlan:
+                own_map: bool = False) -> FilePlan:
     """The plan of a Parquet or CSV file; `long_rows_of`: find the CSV's rows with more fields than its columns;
     `own_map`: the map is the file's own (a replay list entry's), not the one for every file."""
     given = cmap
-    cmap, dialect, schema, notes = _layout(path, cmap, long_rows_of, own_map)
+    cmap, dialect, schema, notes = layout(path, cmap, long_rows_of, own_map)
     if cmap.stream is not None and (nfc := unicodedata.normalize("NFC", cmap.stream)) != cmap.stream:
         cmap = replace(cmap, stream=nfc)  # (a file name macOS wrote in NFD): the engine takes NFC names only
         notes.append(f"{path.name}: stream {nfc}: its name was {NFD_WRITTEN}; it replays in Unicode NFC, the one "
@@ -219,10 +219,10 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     overrides = _csv_overrides(cmap) if is_csv(path) else None
     # what the scan below will read: date+time columns are joined as text
     ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
-    first = _first_text(path, cmap.names, dialect, cmap.ts_columns)
+    first = first_text(path, cmap.names, dialect, cmap.ts_columns)
     if cmap.hours is not None and Hours.parse(cmap.hours).zone is None and cmap.tz is None:
         raise ValueError(bare_hours_refused(path, cmap.hours))
-    exprs = [_offset(path, cmap, _ts_expr(path, cmap, ts_type, first), first).alias("_ts")]
+    exprs = [apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first), first).alias("_ts")]
     keys: list[str] = []
     if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD; NFC: see check_normalized
         exprs.append(_stream_column(cmap).str.replace_all("/", "-", literal=True).str.normalize("NFC")
@@ -257,7 +257,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
     book = None if isinstance(given, ColumnMap) else databento_book(cmap, schema)  # a whole map given is followed
     action = next((n for n in schema if normal_name(n) == "action"), None)
-    if book == "mbp-1" and _distinct_text(path, cmap.names, dialect, action, 3, SAMPLE_ROWS) == ["T"]:
+    if book == "mbp-1" and distinct_text(path, cmap.names, dialect, action, 3, SAMPLE_ROWS) == ["T"]:
         # TBBO (MBP-1's fields, a record per trade with the best bid and offer just before it): every row is a
         # trade and the quote it met, read as any such row is, the quote first
         book = None
@@ -267,7 +267,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         exprs += _book_columns(schema)
         notes.append(f"{path.name}: Databento {book} records: trades (action T) and the top of book when it changes "
                      f"at the end of an event, as a DBN file of the schema is read")
-    rows = _scan(path, cmap.names, dialect, overrides).with_row_index(ROW)
+    rows = scan_file(path, cmap.names, dialect, overrides).with_row_index(ROW)
     if is_csv(path) or is_json_lines(path):  # a blank line (often at the end) is no row at all
         rows = rows.filter(pl.any_horizontal(pl.all().exclude(ROW).is_not_null()))
     frame = rows.select(*exprs, ROW)
@@ -287,7 +287,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     ).collect().row(0, named=True)
     notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap)
     if not facts["timed"] and first is not None:
-        raise ValueError(_time_hint(path, cmap, first))
+        raise ValueError(time_hint(path, cmap, first))
     if facts["unsorted"]:  # stable: rows with equal timestamps keep their file order
         frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
         repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: that "
@@ -296,7 +296,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                      f"{repeated}): replayed sorted by time, rows of equal times in file order")
     if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
         frame = frame.with_columns(_filled_quotes(keys))
-    factor = 1 if _ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
+    factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
     if facts["slashes"]:
         notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "
                      f"answer topics use '/' as their separator")
@@ -308,7 +308,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         notes.append(f"{path.name}: tz {cmap.tz} is a fixed offset all year, with no summer time: if the times are "
                      f"{region[0]}'s clock (summer time included), give --tz {region[1]}")
     if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
-        notes += epoch_note(path, cmap, _scale(facts["first_ts"], factor))
+        notes += epoch_note(path, cmap, scaled_ts(facts["first_ts"], factor))
     empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
     unit_given = isinstance(given, ColumnMap) and given.ts_unit in UNITS or \
         isinstance(given, Refine) and given.keys.get("ts_unit") in UNITS
@@ -317,7 +317,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     bad_lines = lines.bad_lines if lines is not None else {}
     tickless = lines.skipped if lines is not None else {}
     notes += lines.notes if lines is not None else []
-    return _FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book,
+    return FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book,
                      dialect=dialect, schema=schema, unit_given=unit_given,
                      empty_sides=empty_sides, bars=trade_bars(cmap, schema),
                      nonpositive_prices=bool(facts["nonpositive_prices"]),
@@ -376,10 +376,11 @@ def _filled_quotes(keys: Sequence[str]) -> list[pl.Expr]:
 
 
 def _book_columns(schema: Mapping[str, Any]) -> list[pl.Expr]:
-    """A Databento export's action, flags and order id (null where the file has none), for `_FilePlan._book`."""
+    """A Databento export's action, flags and order id (null where the file has none), for `FilePlan._book`."""
     normal = {n.strip().lower(): n for n in schema}
     return [pl.col(normal["action"]).cast(pl.String).alias("_action"),
-            (pl.col(normal["flags"]).cast(pl.Int64, strict=False) if "flags" in normal else pl.lit(None)).alias("_flags"),
+            (pl.col(normal["flags"]).cast(pl.Int64, strict=False) if "flags" in normal else pl.lit(None))
+            .alias("_flags"),
             (pl.col(normal["order_id"]) if "order_id" in normal else pl.lit(None)).alias("_order")]
 
 

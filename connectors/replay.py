@@ -47,10 +47,10 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     preset,
 )
 from connectors.content_notes import mixed_venues, overlapping_files
-from connectors.file_plan import NO_TRADE, _FilePlan, _is_dbn, is_csv, source_path
+from connectors.file_plan import NO_TRADE, FilePlan, is_csv, is_dbn, source_path
 from connectors.json_lines import NOT_JSON, is_json_lines
 from connectors.layout import PARQUET_SUFFIXES, Caution, detect_columns, epoch_unit, sniff_csv
-from connectors.planning import _plan
+from connectors.planning import plan_file
 from connectors.price_notation import unread_price_hint, yield_columns
 from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.stream_selection import NoStreamMatched, StreamSelection
@@ -351,16 +351,16 @@ def _named_apart(plans: list[Any]) -> list[Any]:
     """Plans whose notes would name their files alike (per-day folders: `2026-03-10/AAPL.parquet`,
     `2026-03-11/AAPL.parquet`, ...) name each by the path given instead; a name alone tells no day from another.
     A name that is unique stays short."""
-    def names(plan: _FilePlan) -> dict[str, str]:  # name in notes -> the file as given (an archive's note: the archive)
+    def names(plan: FilePlan) -> dict[str, str]:  # name in notes -> the file as given (an archive's note: the archive)
         return {plan.path.name: plan.given_name} | ({plan.origin.name: str(plan.origin)} if plan.origin else {})
 
     files_named: dict[str, set[str]] = defaultdict(set)
     for plan in plans:
-        for name, given in (names(plan) if isinstance(plan, _FilePlan) else {}).items():
+        for name, given in (names(plan) if isinstance(plan, FilePlan) else {}).items():
             files_named[name].add(given)
     apart = []
     for plan in plans:
-        if not isinstance(plan, _FilePlan):
+        if not isinstance(plan, FilePlan):
             apart.append(plan)
             continue
         alike = {name: given for name, given in names(plan).items() if len(files_named[name]) > 1}
@@ -379,7 +379,7 @@ def _no_data_rows(path: Path) -> bool:
     if path.stat().st_size == 0:
         return True
     try:
-        if _is_dbn(path):
+        if is_dbn(path):
             from connectors.dbn import has_records
 
             return not has_records(path)
@@ -451,7 +451,7 @@ class FileReplay(Source):
             if _no_data_rows(path):
                 self._file_notes.append(f"{path}: no data rows; skipped")
                 return []
-            return [_plan(path, cmap, explicit)]
+            return [plan_file(path, cmap, explicit)]
         if not path.is_file():
             raise FileNotFoundError(f"replay file not found: {path}")
         unpacked = Unpacked(path) if utf16 is None else Unpacked.utf16(path, utf16)
@@ -472,11 +472,11 @@ class FileReplay(Source):
                 self._file_notes.append(f"{named}: no data rows; skipped")
                 continue
             try:
-                plan = _plan(inside, cmap, explicit)
+                plan = plan_file(inside, cmap, explicit)
             except ValueError as e:  # named as the user knows it: the archive, not where it was unpacked
                 raise ValueError(str(e).replace(str(inside), str(path) if utf16 else f"{path} ({inside.name} inside)")
                                  ) from None
-            if isinstance(plan, _FilePlan):
+            if isinstance(plan, FilePlan):
                 plan = replace(plan, origin=path, notes=(unpacked.note(i), *plan.notes))
             else:
                 plan.origin = path  # a DBN file inside

@@ -34,7 +34,8 @@ import polars as pl
 import torch
 
 from connectors.labels import NO_LABEL, MarkSeries, label_series, persistence_series
-from connectors.replay import FileReplay, source_path
+from connectors.file_plan import source_path
+from connectors.replay import FileReplay
 from connectors.encoder import EncodedTick
 from connectors.feed import batch_end
 from connectors.ticks import InvalidTick, Tick
