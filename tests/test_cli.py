@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -472,6 +473,26 @@ def test_an_unknown_option_shows_the_usage_of_its_subcommand(capsys) -> None:
             main(argv)
         err = capsys.readouterr().err
         assert exited.value.code == 2 and f"error: argument {option}: must be a whole number >= 1, got" in err, err
+
+
+def test_serve_log_timestamps_stamp_the_usage_error_too(capsys) -> None:
+    """`serve --log-timestamps --bogus` wrote argparse's usage error unstamped (the parse ran before the stamping
+    began), the one run's lines a log kept in a file could not place in time. Abbreviated as argparse takes it too;
+    a serve without the option, and an option after `--`, stay plain."""
+    stamped = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (.*)")
+    for argv in (["serve", "--log-timestamps", "--bogus-option"], ["serve", "--bogus-option", "--log-t"],
+                 ["serve", "--log-timestamps", "--config"]):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        lines = capsys.readouterr().err.splitlines()
+        assert exited.value.code == 2 and "usage: flashtick serve [-h]" in lines[0], lines
+        assert all(stamped.fullmatch(line) for line in lines), lines
+        assert stamped.fullmatch(lines[-1]).group(1).startswith("flashtick serve: error: "), lines
+    for argv in (["serve", "--bogus-option"], ["serve", "--bogus-option", "--", "--log-timestamps"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        lines = capsys.readouterr().err.splitlines()
+        assert lines[0].startswith("usage: flashtick serve ") and not any(stamped.fullmatch(line) for line in lines)
 
 
 def test_subscribe_to_nothing_says_so_instead_of_waiting_in_silence(tmp_path) -> None:

@@ -382,15 +382,32 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
     return args
 
 
+def _asks_for_log_timestamps(parser: argparse.ArgumentParser, argv: list[str]) -> bool:
+    """Whether ``argv`` is a `serve` given --log-timestamps (or an abbreviation argparse takes for it), read before
+    the parse so that the parse's own usage error is stamped like every other line of the run."""
+    if not argv or argv[0] != "serve":  # (the top level has no option but -h, which prints to stdout)
+        return False
+    serve = next(action.choices["serve"] for action in parser._actions  # noqa: SLF001 - argparse's own
+                 if isinstance(action, argparse._SubParsersAction))  # noqa: SLF001
+    options = [option for action in serve._actions for option in action.option_strings]  # noqa: SLF001
+    for token in argv[1:]:
+        if token == "--":  # what follows is positional, whatever it looks like
+            break
+        name = token.split("=", 1)[0]
+        if name.startswith("--") and [o for o in options if o.startswith(name)] == ["--log-timestamps"]:
+            return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parse(build_parser(), argv)
+    parser = build_parser()
     plain = sys.stderr
-    if getattr(args, "log_timestamps", False):  # serve's: every line after the parse, its last error's too
+    if _asks_for_log_timestamps(parser, sys.argv[1:] if argv is None else argv):  # every line, the parse's too
         from engine.service.log_lines import TimestampedLines
 
         sys.stderr = TimestampedLines(plain)  # type: ignore[assignment]
     try:
-        return _run(args, argv)
+        return _run(_parse(parser, argv), argv)
     finally:
         sys.stderr = plain
 
