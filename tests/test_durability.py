@@ -1214,6 +1214,23 @@ def test_serve_log_timestamps_stamp_every_line_with_its_utc_time(checkpoint, tmp
             <= datetime.now(timezone.utc), line
 
 
+def test_the_folders_made_above_the_default_data_directory_are_the_owner_s_alone(checkpoint, tmp_path,
+                                                                                  monkeypatch) -> None:
+    """A first `serve` made ~/.local/state and ~/.local/state/flashtick 0755 around its 0700 data directory; the XDG
+    base directory spec asks for 0700 on a state directory a program makes. Each folder it makes is 0700; one the
+    user had is left as it was."""
+    from engine.service.cli import default_data_dir
+
+    (tmp_path / "home").mkdir(mode=0o755)
+    (tmp_path / "home").chmod(0o755)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "home" / "state"))
+    data = default_data_dir("flashtick-tick")
+    TickPipeline(config(checkpoint, data)).close()
+    made = [tmp_path / "home" / "state", tmp_path / "home" / "state" / "flashtick", data]
+    assert [folder.stat().st_mode & 0o777 for folder in made] == [0o700] * 3
+    assert (tmp_path / "home").stat().st_mode & 0o777 == 0o755
+
+
 def test_the_data_directory_is_the_owner_s_alone(checkpoint, tmp_path, capsys) -> None:
     """The tick log was -rw-r--r-- in a drwxr-xr-x directory: on a shared host anyone read the desk's ticks. A data
     directory the service makes is 0700 and its tick log files 0600; one the user made wider is said, not changed."""
