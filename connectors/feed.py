@@ -27,7 +27,7 @@ from zmq.utils.monitor import parse_monitor_message
 
 from connectors.handshake import HandshakeMonitor, curve_client
 from connectors.source import BEHIND_SAID_S, Source
-from connectors.ticks import Tick, counted, plain
+from connectors.ticks import Tick, counted, plain, shown_name
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 WATCH_SLICE_MS = 50  # a watched send checks the connection at least this often while it waits
@@ -322,7 +322,7 @@ class RejectWatch:
         count = count if type(count) is int and count > 0 else 1
         self.rejected[str(rejection.get("reason"))] += count
         if isinstance(error := rejection.get("error"), str):
-            self.first_errors.setdefault(str(rejection.get("reason")), f"stream {stream}: {error}")
+            self.first_errors.setdefault(str(rejection.get("reason")), f"stream {shown_name(stream)}: {error}")
         self.rejected_by_stream[stream] += count
         return count
 
@@ -681,7 +681,7 @@ class AfterHeld(Source):
         """The summary's line for what was left out, or None."""
         if not self.skipped:
             return None
-        streams = ", ".join(f"{s} {n}" for s, n in sorted(self.skipped.items())[:8])
+        streams = ", ".join(f"{shown_name(s)} {n}" for s, n in sorted(self.skipped.items())[:8])
         more = f", ... ({len(self.skipped)} streams)" if len(self.skipped) > 8 else ""
         return (f"{sum(self.skipped.values())} ticks not sent: stamped at or before the engine's last tick of their "
                 f"stream, which it holds ({streams}{more}); the feed went on from there (with the ticks stamped "

@@ -15,6 +15,7 @@ import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 
+from connectors.ticks import shown_name
 from engine.stream_patterns import GLOB_CHARS, unclosed_bracket
 
 SHOWN_STREAMS = 8  # streams named in a message; the rest counted
@@ -26,7 +27,8 @@ class NoStreamMatched(ValueError):
 
 def shown(names: Sequence[str]) -> str:
     """Stream names for a message: the first few, and how many there are in all."""
-    return ", ".join(names[:SHOWN_STREAMS]) + (f", ... ({len(names)} in all)" if len(names) > SHOWN_STREAMS else "")
+    more = f", ... ({len(names)} in all)" if len(names) > SHOWN_STREAMS else ""
+    return ", ".join(map(shown_name, names[:SHOWN_STREAMS])) + more
 
 
 class StreamSelection:

@@ -316,9 +316,19 @@ def _describe(char: str) -> str:
 
 def _excerpt(stream: str, limit: int = 32, readable: bool = False) -> str:
     """The start of a refused name, escaped (ascii) so that it cannot reorder or hide text where it is shown;
-    ``readable``: a name to use instead (an NFC form), its printable letters kept (`Société`) and only what could
-    reorder or hide text escaped (repr: controls, bidi marks)."""
+    ``readable``: a name to use instead (an NFC form), as ``shown_name`` quotes it."""
     return (repr if readable else ascii)(stream[:limit]) + ("..." if len(stream) > limit else "")
+
+
+def shown_name(name: str) -> str:
+    r"""A stream name (a topic, a pattern) for a line of output, by one rule: as it is when it reads as itself; in
+    quotes as Python writes a string (repr) when it holds a backslash, a quote or a character that does not print:
+    backslashes doubled, a control character or bidi mark escaped, printable letters kept (`Société`). So
+    `C:\feed\ES` shows as 'C:\\feed\\ES', and a name with a backslash and an n in it cannot be read as one
+    with a newline (nor a name in quotes as a quoted name)."""
+    if name.isprintable() and not any(c in name for c in "\\'\""):
+        return name
+    return repr(name)
 
 
 def _side_hint(side: Any) -> str:

@@ -310,6 +310,18 @@ def test_by_stream_scores_each_instrument_of_a_backtest_from_the_same_answers(se
     assert not any(line.startswith("  SYN.") for line in capsys.readouterr().out.splitlines())  # pooled alone
 
 
+def test_a_backtest_names_a_stream_with_a_backslash_in_quotes(setup, tmp_path, capsys) -> None:
+    r"""The by-stream rows printed `C:\feed\ES` as it is, an escape to the eye (`\f`); a name with a backslash
+    prints in quotes with its backslashes doubled, as everywhere the CLI prints a name (connectors.ticks.shown_name)."""
+    ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(600)
+    rows = [t.to_wire() | {"stream": t.stream.replace("SYN.A", "C:\\feed\\ES")} for t in ticks]
+    pl.DataFrame(rows).write_parquet(tmp_path / "named.parquet")
+    assert main(["backtest", str(tmp_path / "named.parquet"), "--queries", str(setup / "q.yaml"), "--out",
+                 str(tmp_path / "a.parquet"), "--config", str(setup / "engine.yaml"), "--quiet", "--by-stream"]) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
+    assert "'C:\\\\feed\\\\ES'" in rows and "SYN.B" in rows, rows
+
+
 def test_an_unscored_query_is_told_its_real_reason(setup, tmp_path) -> None:
     """29 daily settlements a contract and a 50-tick move: no answer can be scored because fewer than 50 ticks
     followed each, not because move_bps_50 is not a named question (the note once said the latter)."""

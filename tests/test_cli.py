@@ -667,8 +667,28 @@ def test_client_commands_take_a_stream_name_in_nfc() -> None:
 
 def test_names_from_the_service_are_printed_with_non_printable_characters_escaped() -> None:
     """A topic or stream name that holds ESC or a newline (one registered before topics had to be printable, or a
-    service of another version) must not reach the terminal raw: `topics`, `streams` and `list` print it escaped."""
-    from engine.service.cli import _shown
+    service of another version) must not reach the terminal raw: `topics`, `streams` and `list` print it escaped,
+    in quotes."""
+    from connectors.ticks import shown_name
 
-    assert _shown("x\x1b[2J\x1b[31mOWNED\x1b[0m\nSYN.A/") == "x\\x1b[2J\\x1b[31mOWNED\\x1b[0m\\nSYN.A/"
-    assert _shown("a\u202eb/") == "a\\u202eb/" and _shown("dir20/Ünï/") == "dir20/Ünï/"
+    assert shown_name("x\x1b[2J\x1b[31mOWNED\x1b[0m\nSYN.A/") == "'x\\x1b[2J\\x1b[31mOWNED\\x1b[0m\\nSYN.A/'"
+    assert shown_name("a\u202eb/") == "'a\\u202eb/'" and shown_name("dir20/Ünï/") == "dir20/Ünï/"
+
+
+def test_a_stream_name_with_a_backslash_prints_apart_from_an_escape(checkpoint, tmp_path, capsys) -> None:
+    r"""`C:\feed\ES` and `A\nB` (a backslash, then n) printed as they are, which read as escapes (a newline in
+    `A\nB`, as the escaped form of a name that held one shows it). A name with a backslash or a quote prints in
+    quotes, its backslashes doubled, by one rule wherever a name is printed; a plain name prints as it is."""
+    names = ["C:\\feed\\ES", "A\\nB", "SYN.A"]
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ("--control", server.endpoints["control"])
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            feed.send([{"stream": name, "ts": 1_000 + i, "price": 100.0, "size": 1.0} for i, name in enumerate(names)])
+        wait_for(lambda: server.pipeline.ticks_in == 3)
+        code, out, _ = run(capsys, "streams", *control)
+        assert code == 0 and [line.split("\t")[0] for line in out.splitlines()] == \
+            ["'A\\\\nB'", "'C:\\\\feed\\\\ES'", "SYN.A"], out
+        wait_for(lambda: len(server.pipeline.cache.topics()) == 3)
+        code, out, _ = run(capsys, "topics", *control)
+        assert code == 0 and [line.split("\t")[0] for line in out.splitlines()] == \
+            ["'dir/A\\\\nB/'", "'dir/C:\\\\feed\\\\ES/'", "dir/SYN.A/"], out

@@ -38,7 +38,7 @@ from connectors.file_plan import source_path
 from connectors.replay import FileReplay
 from connectors.encoder import EncodedTick
 from connectors.feed import batch_end
-from connectors.ticks import InvalidTick, Tick
+from connectors.ticks import InvalidTick, Tick, shown_name
 from engine.scheduler import ROLL_RULE, AdmissionRefused
 from engine.service.answer_parts import RAW_SCHEMA, AnswerParts, write_atomically
 from engine.service.config import ReplaySection, ServiceConfig
@@ -122,7 +122,8 @@ class BacktestReport:
                  f"{'logloss':>9}{'model acc':>10}{'model brier':>12}  baseline accuracy"]
         for s in self.scores:
             lines.append(_score_row(s.query, s))
-            lines += [_score_row(f"  {stream}", part) for stream, part in (s.by_stream if by_stream else {}).items()]
+            lines += [_score_row(f"  {shown_name(stream)}", part)
+                      for stream, part in (s.by_stream if by_stream else {}).items()]
         if by_stream and any(s.by_stream for s in self.scores):
             lines.append("indented: each stream's own rows of the same answers (freq.brier, majority: its own class "
                          "frequencies); weighted by scored, their accuracy, brier and freq.brier add up to the "
@@ -334,7 +335,7 @@ def _say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: lis
                         note: Callable[[str], None]) -> None:
     """A note for each query that published nothing: its stream selector matched none of the streams replayed
     (say which there were), or its trigger never fired."""
-    shown = ", ".join(streams[:8]) + (f", ... ({len(streams)} in all)" if len(streams) > 8 else "")
+    shown = ", ".join(map(shown_name, streams[:8])) + (f", ... ({len(streams)} in all)" if len(streams) > 8 else "")
     for spec in pipeline.registry.list():
         if spec.name in answered:
             continue

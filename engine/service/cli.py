@@ -916,20 +916,23 @@ def cmd_unregister(args: argparse.Namespace) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> None:
+    from connectors.ticks import shown_name
+
     with _control(args) as control:
         reply = control.call("list")
     if args.json:
         print(json.dumps({"queries": reply["queries"], "version": reply["version"]}, sort_keys=True, indent=2))
         return
     for q in reply["queries"]:
-        print(f"{_shown(q['name']):<16} {q['kind']:<12} {_shown(_question_text(q)):<16} "
-              f"{_trigger_text(q['trigger']):<12} {_shown(','.join(q['streams']))}")
+        print(f"{shown_name(q['name']):<16} {q['kind']:<12} {_shown(_question_text(q)):<16} "
+              f"{_trigger_text(q['trigger']):<12} {','.join(shown_name(s) for s in q['streams'])}")
     print(f"{len(reply['queries'])} queries (registry version {reply['version']})")
 
 
 def _shown(text: str) -> str:
-    """A name from the service, printable: each non-printable character (ESC, a newline, a bidi override) escaped
-    as Python writes it, so a topic or stream cannot move the terminal's cursor or forge an output line."""
+    """Free text from the service (a question, JSON-quoted), printable: each non-printable character (ESC, a bidi
+    override) escaped as Python writes it, so it cannot move the terminal's cursor or forge an output line. Names
+    are shown by connectors.ticks.shown_name."""
     return text if text.isprintable() else "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
@@ -998,13 +1001,15 @@ def cmd_answers(args: argparse.Namespace) -> int:
 
 def cmd_topics(args: argparse.Namespace) -> None:
     """A line per topic (name order): topic, last seq, the latest answer's time; every page of the op."""
+    from connectors.ticks import shown_name
+
     with _control(args) as control:
         found = control.topics(args.prefix)
     if args.json:
         print(json.dumps(found, sort_keys=True, indent=2))
         return
     for topic, info in found.items():
-        print(f"{_shown(topic)}\tlast_seq {info['last_seq']}\tanswer_ts {info['answer_ts']}")
+        print(f"{shown_name(topic)}\tlast_seq {info['last_seq']}\tanswer_ts {info['answer_ts']}")
     if not found:
         print(f"flashtick topics: no answer published yet{f' on a topic starting {args.prefix!r}' if args.prefix else ''}",
               file=sys.stderr)
@@ -1031,6 +1036,8 @@ def cmd_stats(args: argparse.Namespace) -> None:
 
 
 def cmd_scores(args: argparse.Namespace) -> None:
+    from connectors.ticks import shown_name
+
     with _control(args) as control:
         scores = control.call("stats")["stats"].get("scores", {})
     if args.json:
@@ -1040,7 +1047,7 @@ def cmd_scores(args: argparse.Namespace) -> None:
     print(f"{'query':<16}{'scored':>8}{'pending':>8}{'accuracy':>10}{'majority':>10}{'brier':>8}{'freq.brier':>11}"
           f"{'model brier':>12}  worse than the class frequencies on")
     for query, s in scores.items():
-        worse = ", ".join(f"{w['stream']} ({fmt(w['brier'])} vs {fmt(w['prior_brier'])})"
+        worse = ", ".join(f"{shown_name(w['stream'])} ({fmt(w['brier'])} vs {fmt(w['prior_brier'])})"
                           for w in s["worse_than_prior"])
         print(f"{query:<16}{s['scored']:>8}{s['pending']:>8}{fmt(s['accuracy']):>10}{fmt(s['majority_accuracy']):>10}"
               f"{fmt(s['brier']):>8}{fmt(s['prior_brier']):>11}{fmt(s.get('model_brier')):>12}  {worse or '-'}")
@@ -1049,7 +1056,7 @@ def cmd_scores(args: argparse.Namespace) -> None:
 
 
 def cmd_streams(args: argparse.Namespace) -> None:
-    from connectors.ticks import slash_hint
+    from connectors.ticks import shown_name, slash_hint
 
     with _control(args) as control:
         after = ""
@@ -1060,8 +1067,8 @@ def cmd_streams(args: argparse.Namespace) -> None:
                 seen = "never seen" if accepted is None else f"last_ts {accepted['last_ts']}\tticks {accepted['ticks']}"
                 if accepted is None and name in refused:  # admission turned it away: say so, and why
                     seen = f"refused ({refused[name]['ticks']} ticks)"
-                    print(f"flashtick streams: {_shown(name)} refused: {refused[name]['error']}", file=sys.stderr)
-                print(f"{_shown(name)}\t{seen}")
+                    print(f"flashtick streams: {shown_name(name)} refused: {refused[name]['error']}", file=sys.stderr)
+                print(f"{shown_name(name)}\t{seen}")
                 if accepted is None and name not in refused and (hint := slash_hint(name)):  # (one line a name)
                     print(f"flashtick streams: {name!r} never seen{hint}", file=sys.stderr)
             if args.names or not reply["truncated"] or not reply["streams"]:

@@ -34,6 +34,7 @@ import zmq
 
 from connectors.feed import HEARTBEAT_TOPIC, check_endpoint, packable
 from connectors.handshake import HandshakeMonitor, curve_client
+from connectors.ticks import shown_name
 
 POLL_SLICE_MS = 100  # how often a waiting client looks at its handshake
 _NO_ID = object()  # a request the caller gave no id
@@ -552,7 +553,7 @@ def format_answer(payload: dict) -> str:
 
 def format_line(topic: str, payload: dict) -> str:
     """One message on one line: an answer's topic, seq, ticks seen and answer; other topics as key=value."""
-    topic = topic if topic.isprintable() else ascii(topic)  # a stream name must not drive the terminal
+    topic = shown_name(topic)  # a stream name must not drive the terminal, nor read as another
     if "query" in payload and "value" in payload:
         return f"{topic:<28}{payload['seq']:>7}{payload['version']:>9}  {format_answer(payload)}"
     fields = " ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in sorted(payload.items()))
@@ -565,7 +566,7 @@ def render_table(table: dict[str, dict], out: Any, title: str = "") -> None:
     lines.append(f"{'query':<12}{'stream':<12}{'seq':>6}{'ticks':>8}  answer")
     for topic in sorted(table):
         p = table[topic]
-        lines.append(f"{p['query']:<12}{p['stream']:<12}{p['seq']:>6}{p['version']:>8}  {format_answer(p)}")
+        lines.append(f"{p['query']:<12}{shown_name(p['stream']):<12}{p['seq']:>6}{p['version']:>8}  {format_answer(p)}")
     if out.isatty():
         out.write("\x1b[H\x1b[2J" + "\n".join(lines) + "\n")
     else:

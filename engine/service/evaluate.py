@@ -38,6 +38,7 @@ import torch
 
 from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
+from connectors.ticks import shown_name
 from engine.models.loader import check_checkpoint
 from engine.service.backtest import calibration_table
 from engine.service.features import QuestionHead, fit_logistic
@@ -323,7 +324,7 @@ def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
         ci = lambda x: f"{signed(x['diff'])} [{signed(x['lo'])},{signed(x['hi'])}]{mark}"  # noqa: E731
         lines.append(f"{name:<15}{r['n']:>7}  {scores_row(s, acc_cols, brier_cols)}  {ci(d['accuracy']):<26} "
                      f"{ci(d['brier'])}")
-        lines += [f"  {stream:<13}{part['n']:>7}  {scores_row(part['scores'], acc_cols, brier_cols)}"
+        lines += [f"  {shown_name(stream):<13}{part['n']:>7}  {scores_row(part['scores'], acc_cols, brier_cols)}"
                   for stream, part in (r.get("by_stream", {}) if by_stream else {}).items()]
     source = result.get("calibration_source")
     if by_stream and any("by_stream" in r for r in result["questions"].values()):
