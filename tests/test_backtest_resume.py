@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import signal
 import struct
 import subprocess
@@ -290,3 +291,45 @@ def test_a_backtest_started_ignoring_sigint_keeps_ignoring_it(setup: Path) -> No
     _, err = child.communicate(timeout=60)
     assert child.returncode == 130 and err.count("stopping at the next batch boundary") == 1, err[-2000:]
     assert "interrupted after" in err
+
+
+@pytest.mark.parametrize("when", ["started", "loading", "replaying"])
+def test_ctrl_c_at_any_point_of_a_backtest_ends_it_as_documented(setup: Path, tmp_path: Path, when: str) -> None:
+    """A Ctrl-C ~3 s into a backtest once ended it by the signal (rc -2, a traceback) instead of exit 130 with a
+    line saying what was kept: one landing while the program still imported its own modules met Python's default
+    handling. Sent right after the start (the CLI module importing, `-X importtime` says when), while the libraries
+    load (torch importing) and while ticks replay, it ends the run with 130 and a line, never a traceback."""
+    out = tmp_path / "a.parquet"
+    child = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "engine.service.cli", "backtest",
+                              str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
+                              "--config", str(setup / "engine.yaml"), "--checkpoint-s", "0.05"],
+                             env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    marks = {"started": lambda line: line.endswith("| argparse\n"),  # imported by the CLI module, past its start
+             "loading": lambda line: re.search(r"\|\s+torch\.", line)}  # a part of torch: torch still importing
+    lines: list[str] = []
+    marked = threading.Event()
+
+    def read() -> None:  # (importtime writes a lot: read it all, and mark the moment as soon as it shows)
+        for line in child.stderr:
+            lines.append(line)
+            if when in marks and not marked.is_set() and marks[when](line):
+                marked.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    manifest = out.with_name(out.name + ".parts") / "progress.json"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and child.poll() is None and not marked.wait(0.005):
+        if when == "replaying" and manifest.is_file() and json.loads(manifest.read_text())["consumed"] > 0:
+            break
+    child.send_signal(signal.SIGINT)
+    child.wait(timeout=60)
+    reader.join(10)
+    said = [line for line in lines if not line.startswith("import time:")]
+    assert child.returncode == 130 and not any("Traceback" in line for line in said), said
+    expected = {"started": ("flashtick: interrupted while starting; nothing done",
+                            "flashtick backtest: interrupted before any tick; nothing kept"),
+                "loading": ("flashtick backtest: interrupted before any tick; nothing kept",),
+                "replaying": ("flashtick backtest: interrupted after ",)}[when]
+    assert said and said[-1].startswith(expected), said

@@ -12,14 +12,31 @@ command's work is a small function below it.
 
 from __future__ import annotations
 
-import argparse
+import signal
+import sys
+
+# A Ctrl-C while this module still imported (a loaded machine takes a while) raised KeyboardInterrupt outside main's
+# handling: a traceback and an exit by the signal (rc -2), not the documented 130. From here until main runs it is
+# noted instead, and said there (the commands' own handling then takes over; a backtest's library imports included).
+# Only when run as the program: a test importing this module keeps its own Ctrl-C; a process started with SIGINT
+# ignored keeps it ignored. (Before this line, the interpreter's own start is Python's to handle.)
+INTERRUPTED_WHILE_STARTING: list[int] = []
+
+
+def _note_interrupt(signum: int, _frame: object) -> None:
+    INTERRUPTED_WHILE_STARTING.append(signum)
+
+
+if (__name__ == "__main__" or sys.argv[0].endswith("flashtick")) and \
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _note_interrupt)
+
+import argparse  # noqa: E402 - after the handler above, as early as it can be
 import dataclasses
 import gc
 import json
 import math
 import os
-import signal
-import sys
 import time
 import unicodedata
 from pathlib import Path
@@ -400,16 +417,30 @@ def _asks_for_log_timestamps(parser: argparse.ArgumentParser, argv: list[str]) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     plain = sys.stderr
-    if _asks_for_log_timestamps(parser, sys.argv[1:] if argv is None else argv):  # every line, the parse's too
-        from engine.service.log_lines import TimestampedLines
-
-        sys.stderr = TimestampedLines(plain)  # type: ignore[assignment]
     try:
-        return _run(_parse(parser, argv), argv)
+        try:
+            if _end_of_start():  # Python's own handling from here on: a Ctrl-C in a blocking read must still end it
+                raise KeyboardInterrupt
+            parser = build_parser()
+            if _asks_for_log_timestamps(parser, sys.argv[1:] if argv is None else argv):  # every line, the parse's
+                from engine.service.log_lines import TimestampedLines
+
+                sys.stderr = TimestampedLines(plain)  # type: ignore[assignment]
+            args = _parse(parser, argv)
+        except KeyboardInterrupt:  # (a command's own, from _run on, is its to say)
+            print("flashtick: interrupted while starting; nothing done", file=sys.stderr)
+            return 130
+        return _run(args, argv)
     finally:
         sys.stderr = plain
+
+
+def _end_of_start() -> bool:
+    """Python's own Ctrl-C handling back (where the start noted it instead); whether a Ctrl-C came meanwhile."""
+    if signal.getsignal(signal.SIGINT) is _note_interrupt:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    return bool(INTERRUPTED_WHILE_STARTING)
 
 
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
