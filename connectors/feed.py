@@ -353,7 +353,7 @@ class RejectWatch:
 class FeedStats(NamedTuple):
     ticks: int
     messages: int
-    seconds: float
+    seconds: float  # the sending: from the first read of the source to the last message sent
     rejected: dict[str, int] | None = None  # reason -> count for our streams; None when not watched
     unattributed: int = 0  # rejections without a stream seen meanwhile (maybe another feed's)
     unconfirmed: int = 0  # with a FeedResume: ticks sent that the engine had neither accepted nor refused at the end
@@ -361,10 +361,19 @@ class FeedStats(NamedTuple):
     resent: int = 0  # ticks sent again after those
     split_batches: int = 0  # with batch_ns: event-time batches too large for one message, sent in several
     first_errors: dict[str, str] | None = None  # reason -> the engine's text of the first such rejection, when watched
+    # with a FeedResume: of ``seconds``, those spent waiting on the engine's control socket (its `streams` replies,
+    # late from a busy engine: nothing is sent meanwhile); and after the last send, those spent waiting for the engine
+    # to account for every tick sent (not in ``seconds``: the pace of the feed is not the engine's catching up)
+    control_s: float = 0.0
+    wait_s: float = 0.0
 
     def summary(self) -> str:
         """One line: "sent N ticks in M messages over S s" and, when watched, "; K rejected (reason: n, ...)"."""
         line = f"sent {counted(self.ticks, 'tick')} in {counted(self.messages, 'message')} over {self.seconds:.1f} s"
+        if self.control_s >= CONTROL_SAID_S:
+            line += f" ({self.control_s:.1f} s of it waiting on the engine's control socket, sending nothing)"
+        if self.wait_s >= CONTROL_SAID_S:
+            line += f", then {self.wait_s:.1f} s until the engine had taken every tick"
         if self.rejected is None:
             return line + self._split() + self._resumed()
         n = sum(self.rejected.values())
@@ -389,6 +398,8 @@ class FeedStats(NamedTuple):
                      f"feed stopped waiting: `flashtick streams` says what it holds")
         return line
 
+
+CONTROL_SAID_S = 0.1  # a wait on the engine this long is said in the summary (a shorter one changes no figure shown)
 
 # An event-time batch of more ticks is sent in messages of this many (the service's default max_message_bytes,
 # 1 MiB, holds ~13,000 ticks of a short stream name)
@@ -529,7 +540,7 @@ def _finish(stats: FeedStats, client: FeedClient, batch: int, watch: RejectWatch
         now = resume.unconfirmed(rejected(watch))
         if now == 0 or (now == left and time.monotonic() >= stalled_at):
             return stats._replace(unconfirmed=now, restarts=resume.restarts, resent=resume.resent,
-                                  seconds=stats.seconds + time.monotonic() - began)  # the wait for the engine too
+                                  wait_s=time.monotonic() - began)
         if now != left:
             left, stalled_at = now, time.monotonic() + FINISH_STALL_S
 
@@ -541,16 +552,18 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
     t0 = paced_from = time.monotonic()
     said_behind_at = -math.inf
     sent = messages = paced = split = 0  # sent: ticks read from the source (a cutter's open batch leaves later)
+    control_s = [0.0]  # time in resume.sent: the engine's `streams` replies
 
     def send(ticks: list[Tick]) -> int:
         nonlocal split
         if cutter is None:
-            return _send(client, ticks, batch, resume, watch)
+            return _send(client, ticks, batch, resume, watch, control_s=control_s)
         sending = 0
         for done in cutter.add(ticks) if ticks else cutter.flush():
             split += len(done) > MAX_BATCH_TICKS
             for i in range(0, len(done), MAX_BATCH_TICKS):
-                sending += _send(client, done[i : i + MAX_BATCH_TICKS], MAX_BATCH_TICKS, resume, watch)
+                sending += _send(client, done[i : i + MAX_BATCH_TICKS], MAX_BATCH_TICKS, resume, watch,
+                                 control_s=control_s)
         return sending
 
     restarts = resume.restarts if resume is not None else 0
@@ -584,14 +597,15 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
             time.sleep(idle_sleep_s)
     if cutter is not None:
         messages += send([])  # the last batch (or, stopped, the open one)
-    return FeedStats(sent, messages, time.monotonic() - t0, split_batches=split)
+    return FeedStats(sent, messages, time.monotonic() - t0, split_batches=split, control_s=control_s[0])
 
 
 def _send(client: FeedClient, ticks: list[Tick], batch: int, resume: FeedResume | None,
-          watch: RejectWatch | None, lost: bool = False) -> int:
+          watch: RejectWatch | None, lost: bool = False, control_s: list[float] | None = None) -> int:
     """Send ``ticks`` as one message; where the connection dropped first (``lost``: it is known to have, and
     ``resume`` is given), send what the engine lacks of what went before, then these, in messages of at most
-    ``batch``. Returns the messages sent."""
+    ``batch``. Returns the messages sent; ``control_s[0]`` gains the time ``resume.sent`` took (its control
+    calls)."""
     pending, messages = [ticks], 0
     while pending:
         message = pending.pop(0)
@@ -616,7 +630,10 @@ def _send(client: FeedClient, ticks: list[Tick], batch: int, resume: FeedResume 
             pending = [again[i : i + batch] for i in range(0, len(again), batch)]
             continue
         if resume is not None:
+            began = time.monotonic()
             resume.sent(message, rejected(watch))
+            if control_s is not None:
+                control_s[0] += time.monotonic() - began
         messages += 1
     return messages
 

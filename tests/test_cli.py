@@ -650,6 +650,23 @@ def test_a_stream_asked_for_with_a_slash_is_pointed_to_the_name_replay_gave_it(c
         assert code == 0 and "'dir/EUR/USD/' names stream 'EUR/USD'" in err and "subscribe to 'dir/EUR-USD/'" in err
 
 
+def test_a_paced_replay_s_summary_times_the_sending_not_the_wait_for_the_engine(checkpoint, tmp_path, capsys) -> None:
+    """`feed replay --speed N` said "over S s" with S counting, after the last send, the wait for the engine to
+    account for every tick (its control socket asked until then): a replay kept at its pace read slower. The
+    sending is timed alone, and the wait said beside it."""
+    rows = ["ts,stream,price,size"] + [f"{1_700_000_000_000 + i * 100},ES,{100 + i},1" for i in range(11)]
+    (tmp_path / "es.csv").write_text("\n".join(rows) + "\n")  # 1 s of the file's clock
+    with serving(config(checkpoint, tmp_path)) as server:
+        code, _, err = run(capsys, "feed", "replay", str(tmp_path / "es.csv"), "--ts-unit", "ms", "--speed", "1",
+                           "--endpoint", server.endpoints["ingest"], "--answers", server.endpoints["answers"],
+                           "--control", server.endpoints["control"])
+    summary = next(line for line in err.splitlines() if line.startswith("sent 11 ticks"))
+    found = re.fullmatch(r"sent 11 ticks in \d+ messages over (\d+\.\d) s, then (\d+\.\d) s until the engine had "
+                         r"taken every tick; 0 rejected", summary)
+    assert code == 0 and found, err
+    assert 1.0 <= float(found.group(1)) < 3.0 and float(found.group(2)) >= 0.1, summary
+
+
 def test_client_commands_take_a_stream_name_in_nfc() -> None:
     """A name pasted from a macOS file name (NFD) names the stream that prints alike (the engine takes NFC)."""
     import unicodedata
