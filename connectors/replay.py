@@ -16,7 +16,9 @@ each reason is kept, located (file, line or row, column), in `rejected.examples`
 Speed: `speed=None` replays as fast as the caller polls; `speed=N` releases
 each tick when N x the event time elapsed since the first tick has passed on
 the monotonic clock. Either way `next_batch` never waits; a caller that polls
-late gets the overdue ticks at once (nothing is dropped).
+late gets the overdue ticks at once (nothing is dropped). Ticks `leave_out`
+takes (a feed's, for the ticks its engine already holds) are passed over at
+once, never paced: the clock starts at the first tick released.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 from zoneinfo import ZoneInfo
 
 import polars as pl
@@ -436,6 +438,9 @@ class FileReplay(Source):
             if len(self.plans) > 1 else []
         self._fingerprint = fingerprint(self.readings())
         self.rejected = RejectCounter()
+        # called once per tick in replay order, before pacing: True leaves the tick out (not released, not waited
+        # for); it still counts in `emitted`, the position in the files a snapshot restores
+        self.leave_out: Callable[[Tick], bool] | None = None
         self._open()
 
     def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
@@ -519,6 +524,7 @@ class FileReplay(Source):
         self.behind_s = 0.0  # with `speed`: how late (wall seconds) the last batch's first tick left its due time
         self.most_behind_s = 0.0
         self._paced_to: tuple[int, int] | None = None  # (monotonic ns, event ts) of the last paced tick
+        self._kept_not_due: Tick | None = None  # the tick leave_out kept that was not due at the last call
         cursors = [_Cursor(p, self.chunk_rows, self.rejected, self.selection) for p in self.plans]
         # (ts, file index, cursor): the index is unique, so ties go to the earlier file and cursors never compare.
         self._heap = [(c.ticks[0].ts, i, c) for i, c in enumerate(cursors) if c.ticks]
@@ -541,23 +547,32 @@ class FileReplay(Source):
             bound = min(h[:2] for h in heap[1:3]) if len(heap) > 1 else None
             ticks, start = cur.ticks, cur.pos
             stop, j = min(len(ticks), start + max_ticks - len(out)), start
+            released = []  # with leave_out: the run's ticks it keeps
             while j < stop and (bound is None or (ticks[j].ts, i) < bound):
-                if self.speed is not None and not self._due(ticks[j].ts, now):
+                tick = ticks[j]
+                # (a kept tick that was not due yet is met again at the next call: leave_out is asked once a tick)
+                if self.leave_out is not None and tick is not self._kept_not_due and self.leave_out(tick):
+                    j += 1
+                    continue
+                if self.speed is not None and not self._due(tick.ts, now):
+                    self._kept_not_due = tick
                     break
+                if self.speed is not None and not out and (not released if self.leave_out else j == start):
+                    wall0, ts0 = self._anchor  # how late the batch's first tick leaves: due at wall0 + (ts-ts0)/speed
+                    self.behind_s = max(0.0, (now - wall0 - (tick.ts - ts0) / self.speed) / 1e9)
+                    self.most_behind_s = max(self.most_behind_s, self.behind_s)
+                if self.leave_out is not None:
+                    released.append(tick)
                 j += 1
             if j == start:  # the earliest tick is not due yet
                 break
-            if self.speed is not None and not out:  # due at wall0 + (ts - ts0) / speed: how late it leaves
-                wall0, ts0 = self._anchor
-                self.behind_s = max(0.0, (now - wall0 - (ticks[start].ts - ts0) / self.speed) / 1e9)
-                self.most_behind_s = max(self.most_behind_s, self.behind_s)
-            out.extend(ticks[start:j])
+            out.extend(ticks[start:j] if self.leave_out is None else released)
+            self.emitted += j - start
             cur.advance(j)
             if j == len(ticks) and not cur.fill():
                 heapq.heappop(heap)
             else:
                 heapq.heapreplace(heap, (cur.ticks[cur.pos].ts, i, cur))
-        self.emitted += len(out)
         if out and self.speed is not None:
             self._paced_to = (now, out[-1].ts)
         return out

@@ -246,6 +246,32 @@ def test_real_time_pacing_never_blocks(tmp_path: Path) -> None:
     assert 0.1 <= elapsed < 2.0 and polls > 5
 
 
+def test_ticks_left_out_are_passed_over_at_once_never_paced(tmp_path: Path) -> None:
+    """A feed run again with --speed over a file whose first hour the engine holds waited the whole hour / speed in
+    silence, pacing ticks it then did not send: left-out ticks are passed over at once, the clock starts at the first
+    tick released, and leave_out is asked once a tick (it counts what it leaves out)."""
+    second = 10**9
+    times = [T0 + k * 60 * second for k in range(60)] + [T0 + 3600 * second + k * second for k in range(3)]
+    pl.DataFrame({"ts": times, "price": [100.0 + k for k in range(63)], "size": [1.0] * 63}).write_parquet(
+        tmp_path / "hour.parquet")
+    replay = FileReplay(tmp_path / "hour.parquet", speed=20.0, chunk_rows=7)
+    asked: list[float] = []
+
+    def held(tick: Tick) -> bool:
+        asked.append(tick.price)
+        return tick.ts < T0 + 3600 * second
+
+    replay.leave_out = held
+    assert [t.price for t in replay.next_batch(10)] == [160.0]  # at once: no 3 minutes (3,600 s / 20) of silence
+    got = []
+    while not replay.done:
+        got += replay.next_batch(10)
+        time.sleep(0.002)
+    assert [t.price for t in got] == [161.0, 162.0]  # still paced: 1 s apart at x20
+    assert asked == [100.0 + k for k in range(63)]  # once each, in order, though 61 and 62 waited to be due
+    assert replay.emitted == 63 and replay.pace() is None
+
+
 @pytest.mark.parametrize("cut", [0, 1, 4, 5, 6, 9, 10])
 def test_file_snapshot_resumes_with_no_gap_and_no_duplicate(two_files, cut: int) -> None:
     paths, _ = two_files
