@@ -661,10 +661,11 @@ def test_a_paced_replay_s_summary_times_the_sending_not_the_wait_for_the_engine(
                            "--endpoint", server.endpoints["ingest"], "--answers", server.endpoints["answers"],
                            "--control", server.endpoints["control"])
     summary = next(line for line in err.splitlines() if line.startswith("sent 11 ticks"))
-    found = re.fullmatch(r"sent 11 ticks in \d+ messages over (\d+\.\d) s, then (\d+\.\d) s until the engine had "
-                         r"taken every tick; 0 rejected", summary)
+    # (the wait is said only from CONTROL_SAID_S on: an engine quick to account for the ticks leaves it out)
+    found = re.fullmatch(r"sent 11 ticks in \d+ messages over (\d+\.\d) s(, then (\d+\.\d) s until the engine "
+                         r"had taken every tick)?; 0 rejected", summary)
     assert code == 0 and found, err
-    assert 1.0 <= float(found.group(1)) < 3.0 and float(found.group(2)) >= 0.1, summary
+    assert 1.0 <= float(found.group(1)) < 3.0, summary
 
 
 def test_client_commands_take_a_stream_name_in_nfc() -> None:
