@@ -649,24 +649,33 @@ class AfterHeld(Source):
     restart (or twice) goes on where the engine is, instead of sending what it holds, refused as ts_backwards, while
     the ticks stamped exactly at its last one would be taken twice (an equal `ts` is accepted), or, all left out,
     the rest of a run sharing that timestamp lost. What was left out is counted per stream (`skipped`), for the
-    feed's summary."""
+    feed's summary; ``held_ticks`` (the engine's tick count of each stream's session) tells there a file fed again
+    from one older than what the engine holds (more ticks left out of a stream than its session holds). A file
+    source is handed the check (FileReplay.leave_out), so a paced replay does not wait through what it leaves out."""
 
     def __init__(self, source: Source, last_ts: Mapping[str, int],
-                 at_last_ts: Mapping[str, int | None] | None = None) -> None:
+                 at_last_ts: Mapping[str, int | None] | None = None, held_ticks: Mapping[str, int] | None = None
+                 ) -> None:
         self.source = source
         self.last_ts = dict(last_ts)
         self.at_last_ts = dict(at_last_ts or {})
+        self.held_ticks = dict(held_ticks or {})
         self.skipped: Counter[str] = Counter()
         self._at_last_seen: Counter[str] = Counter()  # stream -> its ticks stamped last_ts met so far
+        self._passed_over = hasattr(source, "leave_out")
+        if self._passed_over:
+            source.leave_out = self._left_out
 
     def next_batch(self, max_ticks: int) -> list[Tick]:
-        out = []
-        for tick in self.source.next_batch(max_ticks):
-            if self._held(tick):
-                self.skipped[tick.stream] += 1
-            else:
-                out.append(tick)
-        return out
+        if self._passed_over:
+            return self.source.next_batch(max_ticks)
+        return [tick for tick in self.source.next_batch(max_ticks) if not self._left_out(tick)]
+
+    def _left_out(self, tick: Tick) -> bool:
+        held = self._held(tick)
+        if held:
+            self.skipped[tick.stream] += 1
+        return held
 
     def _held(self, tick: Tick) -> bool:
         last_ts = self.last_ts.get(tick.stream)
@@ -700,6 +709,19 @@ class AfterHeld(Source):
             return None
         streams = ", ".join(f"{shown_name(s)} {n}" for s, n in sorted(self.skipped.items())[:8])
         more = f", ... ({len(self.skipped)} streams)" if len(self.skipped) > 8 else ""
-        return (f"{sum(self.skipped.values())} ticks not sent: stamped at or before the engine's last tick of their "
-                f"stream, which it holds ({streams}{more}); the feed went on from there (with the ticks stamped "
-                f"as that last one past as many as it holds)")
+        said = (f"{sum(self.skipped.values())} ticks not sent: stamped at or before the engine's last tick of their "
+                f"stream ({streams}{more}); the feed went on from there (with the ticks stamped as that last one "
+                f"past as many as it holds)")
+        return f"{said}; {older}" if (older := self.older()) else said
+
+    def older(self) -> str | None:
+        """What says the files left out ticks older than what the engine holds, not ticks it holds: more of a
+        stream's ticks than its session counts (a later day fed before an earlier one); None when none did."""
+        streams = {s: n for s, n in self.skipped.items() if n > self.held_ticks.get(s, n)}
+        if not streams:
+            return None
+        named = ", ".join(f"{shown_name(s)}: {n} left out, its session holds {self.held_ticks[s]}"
+                          for s, n in sorted(streams.items())[:5]) + (", ..." if len(streams) > 5 else "")
+        return (f"not all of them are ticks the engine holds ({named}): the files hold ticks older than the "
+                f"engine's last of their stream (an earlier file fed after a later one?), which a stream cannot "
+                f"take: it takes each stream's ticks in time order only")

@@ -3,6 +3,7 @@ live server on 127.0.0.1 with ephemeral ports: control commands, subscribe, feed
 
 from __future__ import annotations
 
+import dataclasses
 import contextlib
 import json
 import os
@@ -583,6 +584,16 @@ def test_a_file_fed_again_goes_on_from_where_the_engine_is(checkpoint, tmp_path,
         assert "the engine holds every tick of the files of the streams selected" in err, err
         assert f"{120 - a_ticks} rows of the files not sent ({120 - a_ticks} of them left out by a filter)" in err
         assert "every row" not in err
+        # an earlier day's file after this one: its ticks are older than the engine's, not held by it
+        shift = ticks[-1].ts - ticks[0].ts + 10**9
+        earlier = [dataclasses.replace(t, ts=t.ts - shift) for t in ticks + ticks[:30]]
+        pl.DataFrame([t.to_wire() for t in earlier]).write_parquet(tmp_path / "day0.parquet")
+        code, _, err = run(capsys, *[str(tmp_path / "day0.parquet") if a.endswith("day.parquet") else a for a in argv])
+        assert code == 2 and "sent 0 ticks" in err and "150 ticks not sent" in err, err
+        assert "not all of them are ticks the engine holds (SYN." in err and "an earlier file fed after a later" in err
+        assert "nothing was sent: the files' ticks are older than the engine's last tick of their stream" in err, err
+        assert "the engine holds every tick" not in err
+        assert sum(server.pipeline.rejected.values()) == 0 and server.pipeline.ticks_in == 120
 
 
 def test_a_file_fed_again_sends_the_ticks_sharing_the_engines_last_timestamp_that_it_does_not_hold(

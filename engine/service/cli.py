@@ -775,7 +775,7 @@ def cmd_feed(args: argparse.Namespace) -> None:
     if source is None:
         source = _synthetic_source(args, resume.last_ts if resume is not None else {})
     elif resume is not None and resume.last_ts:  # a file fed again (after a restart): from where the engine is
-        source = AfterHeld(source, resume.last_ts, resume.at_last_ts)
+        source = AfterHeld(source, resume.last_ts, resume.at_last_ts, resume.base)
     for line in getattr(source, "notes", ()):
         print(f"flashtick feed: note: {line}", file=sys.stderr)
 
@@ -814,6 +814,9 @@ def cmd_feed(args: argparse.Namespace) -> None:
                               f"(none more for {FINISH_STALL_S:g} s): they may be lost; `flashtick streams` says what "
                               f"it holds")
     held = sum(source.skipped.values()) if isinstance(source, AfterHeld) else 0  # ticks the engine held: not sent
+    if stats.ticks == 0 and held and source.older() is not None:  # no re-feed: older ticks than the engine's
+        raise ValueError("nothing was sent: the files' ticks are older than the engine's last tick of their stream "
+                         "(above)")
     if stats.ticks == 0 and held:  # a file fed again: nothing new to send is no error, whatever a filter left out
         print(f"flashtick feed: nothing new to send: the engine holds every tick of the files"
               f"{' of the streams selected' if source.selection is not None else ''}", file=sys.stderr)
