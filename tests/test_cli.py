@@ -661,22 +661,31 @@ def test_a_stream_asked_for_with_a_slash_is_pointed_to_the_name_replay_gave_it(c
         assert code == 0 and "'dir/EUR/USD/' names stream 'EUR/USD'" in err and "subscribe to 'dir/EUR-USD/'" in err
 
 
-def test_a_paced_replay_s_summary_times_the_sending_not_the_wait_for_the_engine(checkpoint, tmp_path, capsys) -> None:
+def test_a_paced_replay_s_summary_times_the_sending_not_the_wait_for_the_engine(checkpoint, tmp_path) -> None:
     """`feed replay --speed N` said "over S s" with S counting, after the last send, the wait for the engine to
     account for every tick (its control socket asked until then): a replay kept at its pace read slower. The
-    sending is timed alone, and the wait said beside it."""
+    sending is timed alone, and the waits on the engine said apart."""
+    from connectors.feed import CONTROL_SAID_S, run_feed
+    from connectors.replay import FileReplay
+    from engine.service.feed_resume import ControlFeedResume
+
     rows = ["ts,stream,price,size"] + [f"{1_700_000_000_000 + i * 100},ES,{100 + i},1" for i in range(11)]
     (tmp_path / "es.csv").write_text("\n".join(rows) + "\n")  # 1 s of the file's clock
     with serving(config(checkpoint, tmp_path)) as server:
-        code, _, err = run(capsys, "feed", "replay", str(tmp_path / "es.csv"), "--ts-unit", "ms", "--speed", "1",
-                           "--endpoint", server.endpoints["ingest"], "--answers", server.endpoints["answers"],
-                           "--control", server.endpoints["control"])
-    summary = next(line for line in err.splitlines() if line.startswith("sent 11 ticks"))
-    # (the wait is said only from CONTROL_SAID_S on: an engine quick to account for the ticks leaves it out)
-    found = re.fullmatch(r"sent 11 ticks in \d+ messages over (\d+\.\d) s(, then (\d+\.\d) s until the engine "
-                         r"had taken every tick)?; 0 rejected", summary)
-    assert code == 0 and found, err
-    assert 1.0 <= float(found.group(1)) < 3.0, summary
+        resume = ControlFeedResume(lambda: ControlClient(server.endpoints["control"], timeout_s=5))
+        began = time.monotonic()
+        with FeedClient(server.endpoints["ingest"], watch_connection=True) as client:
+            stats = run_feed(FileReplay(tmp_path / "es.csv", columns={"ts_unit": "ms"}, speed=1.0), client,
+                             answers=server.endpoints["answers"], resume=resume)
+        took = time.monotonic() - began
+        resume.close()
+    assert stats.ticks == 11 and stats.unconfirmed == 0 and stats.seconds >= 0.99  # the file's second, paced
+    assert stats.wait_s > 0 and stats.seconds + stats.wait_s <= took and 0 <= stats.control_s <= stats.seconds
+    waited = stats.wait_s >= CONTROL_SAID_S
+    then = f", then {stats.wait_s:.1f} s until the engine had taken every tick" if waited else ""
+    assert stats.summary().startswith(f"sent 11 ticks in {stats.messages} messages over {stats.seconds:.1f} s"), \
+        stats.summary()
+    assert then in stats.summary() and stats.summary().endswith("; 0 rejected"), stats.summary()
 
 
 def test_client_commands_take_a_stream_name_in_nfc() -> None:
