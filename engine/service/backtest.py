@@ -147,9 +147,10 @@ class BacktestReport:
             fit = (" A model fitted to this feed: flashtick train FILES --out DIR, then --model DIR (docs/model.md)"
                    if self.model_path is None else f" To fit this checkpoint further to this feed: flashtick train "
                    f"FILES --base {self.model_path} --out NEW_DIR (docs/model.md)")
+            model, frequencies = _told_apart(worst.model_brier, worst.frequency_brier)
             lines.append(f"note: {', '.join(s.query for s in unskilled)}: the model's own answers score worse than "
-                         f"the class frequencies as a constant forecast ({worst.query}: Brier {worst.model_brier:.3f} "
-                         f"vs {worst.frequency_brier:.3f}); what was published is the adapted mix.{fit}")
+                         f"the class frequencies as a constant forecast ({worst.query}: Brier {model} vs "
+                         f"{frequencies}); what was published is the adapted mix.{fit}")
         lines += self._published_verdict()
         lines += [f"note: {found}" for found in self.found_notes]
         lines += [f"warning (said above too): {caution}" for caution in self.cautions]
@@ -162,16 +163,27 @@ class BacktestReport:
         for s in self.scores:
             losses = []
             if s.brier is not None and s.frequency_brier is not None and s.brier > s.frequency_brier + 0.0005:
-                losses.append(f"Brier {s.brier:.3f} vs the class frequencies' {s.frequency_brier:.3f}")
+                losses.append("Brier {} vs the class frequencies' {}".format(*_told_apart(s.brier, s.frequency_brier)))
             if (s.accuracy is not None and s.baseline_accuracy is not None
                     and s.accuracy < s.baseline_accuracy - 0.0005):
-                losses.append(f"accuracy {s.accuracy:.3f} vs {s.baseline}'s {s.baseline_accuracy:.3f}")
+                accuracy, baseline = _told_apart(s.accuracy, s.baseline_accuracy)
+                losses.append(f"accuracy {accuracy} vs {s.baseline}'s {baseline}")
             if losses:
                 worse.append(f"{s.query} ({'; '.join(losses)})")
         if not worse:
             return []
         return [f"note: the published answers do worse than a naive forecast on {', '.join(worse)}: on these ticks "
                 f"they carry no edge over it"]
+
+
+def _told_apart(worse: float, better: float) -> tuple[str, str]:
+    """Two scores a note calls different, with as many decimals (3 to 5) as it takes for them to print apart: a
+    difference past the notes' 0.0005 threshold read "0.486 vs 0.486" at three."""
+    for digits in (3, 4):
+        shown = f"{worse:.{digits}f}", f"{better:.{digits}f}"
+        if shown[0] != shown[1]:
+            return shown
+    return f"{worse:.5f}", f"{better:.5f}"
 
 
 NO_LABEL_DEFINED = ("an answer is scored against what the ticks after it did, which only a tick model's named "
