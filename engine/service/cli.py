@@ -610,6 +610,10 @@ def cmd_serve(args: argparse.Namespace) -> None:
     if server.config.shards.count:
         print(f"flashtick: {server.config.shards.count} engine shards (Ray actors) behind these sockets",
               file=sys.stderr, flush=True)
+    model = server.config.model
+    print(f"flashtick: model {model.model_id} ("
+          f"{'the built-in tick model' if model.path is None else Path(model.path).expanduser().resolve()})",
+          file=sys.stderr, flush=True)  # a wrong model.path is seen at the start, not in the answers
     feeds = "".join(f" feed={feed}" for feed in server.config.endpoints.feeds)  # SUBscribed to (connects)
     print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()) + feeds, file=sys.stderr,
           flush=True)
