@@ -617,3 +617,18 @@ def test_streams_of_the_same_hours_are_flagged(ticks_file: Path, capsys) -> None
     err = capsys.readouterr().err
     assert re.search(r"note: SYN\.\w's training ticks run past the start of SYN\.\w's test slice .*not fully out of "
                      r"sample", err), err
+
+
+def test_a_table_of_uncalibrated_answers_says_why_not_where_it_was_not_fitted() -> None:
+    """"model: answers not calibrated (the validation part of the training files (split 40/30/30 ...))" read as if
+    that part had calibrated them: the line says why each question was not (too few validation points)."""
+    ci = {"diff": 0.01, "lo": -0.01, "hi": 0.03}
+    scores = {name: {"accuracy": 0.5, "brier": 0.6} for name in ("model", "prior", "majority", "logistic")}
+    question = lambda points: {"n": 125, "blocks": 20, "scores": scores, "labels": ["down", "flat", "up"],  # noqa: E731
+                               "model_minus": {"logistic": {"accuracy": ci, "brier": ci}},
+                               "answer_calibration": {"temperature": 1.0, "bias": [0.0] * 3, "points": points}}
+    result = {"questions": {"direction_5": question(125), "direction_20": question(119)},
+              "calibration_source": "the validation part of the training files (split 40/30/30 (gap 50 ticks))"}
+    table = format_table(result)
+    assert ("model: answers not calibrated: direction_5 125 validation points, fewer than 200; direction_20 119 "
+            "validation points, fewer than 200 (calibration source: the validation part") in table, table

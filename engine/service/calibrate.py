@@ -29,17 +29,13 @@ from connectors.labels import NO_LABEL, label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
 from engine.service.datasets import DEFAULT_SETS, load_real
-from engine.service.evaluate import EvalOptions, answer_logits, chosen_ticks, window_ticks
+from engine.service.evaluate import (MIN_POINTS, MIN_SECOND_ANSWER, EvalOptions, answer_logits, chosen_ticks,
+                                     window_ticks)
 from engine.service.features import FEATURES, QuestionHead, fit_head
 from engine.service.splits import StreamData, StreamSplit
 from queries.evaluate import calibrated_logits, calibrated_probs
 
 L2 = 1e-3
-MIN_POINTS = 200
-# A question whose validation answers hold fewer than this of a second answer (volatility on a calm slice: all
-# "low") has nothing to calibrate or blend against: fitted there, T and b (and a head's weight) would only make the
-# model surer of the one answer, whatever the test part holds. It keeps T = 1, b = 0 and ships no head.
-MIN_SECOND_ANSWER = 20
 BUILTIN_VALIDATION = (0.7, 0.8)  # of each real set's ticks: inside its training 80%, before its test 20%
 BUILTIN_SYNTHETIC_SEED = 3  # trained on seed 1; seed 2 was the earlier quality report's hold-out
 BUILTIN_SYNTHETIC_TICKS = 12_000  # 4 streams: about as many answer points as each real set gives

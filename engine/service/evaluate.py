@@ -305,6 +305,25 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
             "seconds": round(time.time() - t0, 1)}
 
 
+# The answer calibration's fitting policy (engine/service/calibrate.py), here where the tables say its outcome:
+# fewer validation points than this leave a question uncalibrated
+MIN_POINTS = 200
+# A question whose validation answers hold fewer than this of a second answer (volatility on a calm slice: all
+# "low") has nothing to calibrate or blend against: fitted there, T and b (and a head's weight) would only make the
+# model surer of the one answer, whatever the test part holds. It keeps T = 1, b = 0 and ships no head.
+MIN_SECOND_ANSWER = 20
+
+
+def uncalibrated_why(calibration: dict[str, Any]) -> str | None:
+    """Why a question's answer calibration (its calibration.json entry) was left at T = 1, b = 0; None if fitted."""
+    if calibration.get("nll_calibrated") is not None:
+        return None
+    if calibration["points"] < MIN_POINTS:
+        return f"{calibration['points']} validation points, fewer than {MIN_POINTS}"
+    return (f"{calibration['points']} validation points, fewer than {MIN_SECOND_ANSWER} of them not the most common "
+            f"answer: nothing to fit, and no answer head")
+
+
 def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
     """The per-question table `evaluate` and `train` print; a calibrated checkpoint also gets its `raw`
     (uncalibrated) accuracy and Brier beside the calibrated `model` ones; ``by_stream``: under each question,
@@ -341,7 +360,11 @@ def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
     if "raw" in raw:
         lines.append(f"model: calibrated on {source}; raw: the same logits uncalibrated")
     elif source is not None:
-        lines.append(f"model: answers not calibrated ({source})")
+        why = {name: uncalibrated_why(r["answer_calibration"]) for name, r in result["questions"].items()
+               if r.get("answer_calibration", {}).get("points")}  # (none where no part was fitted on)
+        said = "; ".join(f"{name} {reason}" for name, reason in why.items() if reason)
+        lines.append(f"model: answers not calibrated: {said} (calibration source: {source})" if said else
+                     f"model: answers not calibrated ({source})")
     if headed := {name: r["answer_head"]["model_weight"] for name, r in result["questions"].items()
                   if "answer_head" in r}:
         lines.append("model: then blended by the checkpoint's answer heads, w x model + (1 - w) x its logistic "

@@ -30,8 +30,9 @@ from connectors.builtin import load_builtin_codec
 from connectors.calibration import Calibration
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from engine.models import BUILTIN_MODEL_DIR
-from engine.service.calibrate import MIN_POINTS, MIN_SECOND_ANSWER, calibrate_streams, fit_heads, validation_pairs
-from engine.service.evaluate import EvalOptions, evaluate_streams, format_table, load_tick_model, plot
+from engine.service.calibrate import calibrate_streams, fit_heads, validation_pairs
+from engine.service.evaluate import (EvalOptions, evaluate_streams, format_table, load_tick_model, plot,
+                                     uncalibrated_why)
 from engine.service.features import HEAD_FILE, QuestionHead, write_head
 from engine.service.splits import (
     SplitSpec, StreamData, gap_note, longest_horizon, prepare, read_streams, time_overlap_note,
@@ -186,11 +187,8 @@ def run_config(cfg: Any) -> dict[str, Any]:
 
 def _calibration_lines(calibration: dict[str, Any]) -> str:
     def line(name: str, c: dict[str, Any]) -> str:
-        if c.get("nll_calibrated") is None:  # fit_answer_calibration left it as it was: too few points
-            why = (f"fewer than {MIN_POINTS}" if c["points"] < MIN_POINTS else
-                   f"fewer than {MIN_SECOND_ANSWER} of them not the most common answer: nothing to fit, and no "
-                   f"answer head")
-            return f"  - `{name}`: not calibrated (temperature 1, no bias): {c['points']} points, {why}"
+        if (why := uncalibrated_why(c)) is not None:  # fit_answer_calibration left it as it was
+            return f"  - `{name}`: not calibrated (temperature 1, no bias): {why}"
         return (f"  - `{name}`: temperature {c['temperature']:.3f}, bias [{', '.join(f'{b:+.3f}' for b in c['bias'])}]; "
                 f"{c['points']} points, NLL {c.get('nll_raw')} -> {c.get('nll_calibrated')} nats")
     lines = [line(name, c) for name, c in calibration["questions"].items()]
