@@ -48,6 +48,7 @@ from connectors.ticks import (
     check_stream,
     check_keys,
     check_normalized,
+    check_not_ahead,
     check_ts,
     field_list,
     tick_items,
@@ -217,12 +218,14 @@ class StreamEncoders:
     None: no bound). `max_stream_bytes` bounds stream names. A stream gets its
     encoder when its first tick is committed, so a refused first tick leaves no trace.
     A first tick whose ts looks like seconds, ms or us rather than ns is accepted and
-    noted (`ts_unit_summary`, and `notify` when given).
+    noted (`ts_unit_summary`, and `notify` when given). `max_ts_ahead_ns` bounds how far past
+    the wall clock a wire message's ts may be (`check_not_ahead`; None: no bound), checked
+    only where the caller gives the message's clock (`now_ns`): a live service, never a log's replay.
     """
 
     def __init__(self, codec: Codec, vocab_size: int | None = None, max_message_bytes: int = 64 << 20, *,
                  max_item_tokens: int | None = None, max_stream_bytes: int = MAX_STREAM_BYTES,
-                 notify: Callable[[str], None] | None = None) -> None:
+                 notify: Callable[[str], None] | None = None, max_ts_ahead_ns: int | None = None) -> None:
         for name, value in (("max_message_bytes", max_message_bytes), ("max_stream_bytes", max_stream_bytes),
                             ("max_item_tokens", 1 if max_item_tokens is None else max_item_tokens)):
             if type(value) is not int or value <= 0:
@@ -232,6 +235,7 @@ class StreamEncoders:
         self.max_message_bytes = max_message_bytes
         self.max_item_tokens = max_item_tokens
         self.max_stream_bytes = max_stream_bytes
+        self.max_ts_ahead_ns = max_ts_ahead_ns
         self._encoders: dict[str, StreamEncoder] = {}
         self._expired_last_ts: dict[str, int] = {}  # expired streams' last accepted ts (see drop)
         self._expired_at_last_ts: dict[str, int | None] = {}  # ... and how many of their ticks it stamped
@@ -384,9 +388,11 @@ class StreamEncoders:
         self._submit(item, submit)
         return item
 
-    def ingest_message(self, data: bytes, submit: Submit, hold_quotes: bool = False) -> Ingested:
+    def ingest_message(self, data: bytes, submit: Submit, hold_quotes: bool = False, now_ns: int | None = None
+                       ) -> Ingested:
         """A raw wire message (one tick map or a list); never raises, one bad tick never drops the rest.
-        ``hold_quotes``: conflate its quotes (see the module doc); they are neither accepted nor refused yet."""
+        ``hold_quotes``: conflate its quotes (see the module doc); they are neither accepted nor refused yet.
+        ``now_ns``: the receiver's wall clock, for ``max_ts_ahead_ns`` (None: not checked)."""
         result = Ingested([], [])
 
         def first_phase(obj: Any) -> EncodedTick | None:
@@ -396,6 +402,7 @@ class StreamEncoders:
                 if err.reason != "nonpositive_price":
                     raise
                 raise InvalidTick(err.reason, err.message + SHIFT_PRICES, err.stream) from None
+            self._check_not_ahead(tick.stream, tick.ts, now_ns)
             held = self.held.get(tick.stream)
             supersedes = held is not None and hold_quotes and not tick.is_trade and tick.ts >= held.ts
             if held is not None and not supersedes:  # the stream's held quote goes first, as it came
@@ -410,9 +417,19 @@ class StreamEncoders:
 
         return self._ingest(data, submit, tick_items, first_phase, result)
 
-    def ingest_tokenized(self, data: bytes, submit: Submit) -> Ingested:
-        """A pre-tokenized wire message (a msgpack list of maps); never raises."""
-        return self._ingest(data, submit, _tokenized_items, self.accept, self.flush_held(submit))
+    def ingest_tokenized(self, data: bytes, submit: Submit, now_ns: int | None = None) -> Ingested:
+        """A pre-tokenized wire message (a msgpack list of maps); never raises. ``now_ns`` as for
+        ``ingest_message``."""
+        def first_phase(obj: Any) -> EncodedTick:
+            item = self.accept(obj)
+            self._check_not_ahead(item.stream, item.ts, now_ns)
+            return item
+
+        return self._ingest(data, submit, _tokenized_items, first_phase, self.flush_held(submit))
+
+    def _check_not_ahead(self, stream: str, ts: int, now_ns: int | None) -> None:
+        if now_ns is not None and self.max_ts_ahead_ns is not None:
+            check_not_ahead(stream, ts, now_ns, self.max_ts_ahead_ns)
 
     def flush_held(self, submit: Submit) -> Ingested:
         """Submit every quote conflation holds (before a forward, or before items whose stream is known only once

@@ -56,6 +56,13 @@ DEFAULT_STREAMS = (
 )
 
 
+# Where a market started "now" starts its event time: a year before the clock. The market keeps its own pace (~31
+# ticks a second of event time for the default streams), so a feed sending 1,000 ticks/s runs event time ~32x the
+# clock, and a live service refuses ticks stamped over limits.max_ts_ahead_s (a day) ahead of its clock: started at
+# the clock, such a feed was refused after ~45 minutes; a year back, after ~12 days.
+LIVE_START_BEHIND_NS = 365 * 86_400 * 10**9
+
+
 @dataclass(frozen=True)
 class SyntheticConfig:
     """Market-wide knobs; probabilities are per tick of a stream.
@@ -63,9 +70,10 @@ class SyntheticConfig:
     `start_ts` is where event time starts (ns since the epoch). The default is a
     fixed instant, so a seed gives the same ticks on every run (tests, training,
     benchmarks). None means "now": the wall clock is read once when the market is
-    built (`anchored`), for a live feed whose event time must move on from the
-    previous run's. The path relative to the start is the same either way, and so
-    are its tokens (codecs see gaps, not instants).
+    built (`anchored`) and event time starts LIVE_START_BEHIND_NS before it, for a
+    live feed whose event time must move on from the previous run's. The path
+    relative to the start is the same either way, and so are its tokens (codecs
+    see gaps, not instants).
     """
 
     seed: int = 0
@@ -100,8 +108,11 @@ class SyntheticConfig:
             raise ValueError(f"start_ts must be None (now) or an int of ns in [0, 2**62), got {start!r}")
 
     def anchored(self) -> SyntheticConfig:
-        """This config with a start_ts of None replaced by the wall clock now (a fixed start is kept)."""
-        return self if self.start_ts is not None else dataclasses.replace(self, start_ts=time.time_ns())
+        """This config with a start_ts of None replaced by the wall clock now less LIVE_START_BEHIND_NS (a fixed
+        start is kept)."""
+        if self.start_ts is not None:
+            return self
+        return dataclasses.replace(self, start_ts=time.time_ns() - LIVE_START_BEHIND_NS)
 
 
 class Truth(NamedTuple):

@@ -69,6 +69,7 @@ REASONS = (
     "unknown_side",
     "crossed_quote",
     "ts_backwards",
+    "ts_in_future",  # live service only: ts further ahead of its wall clock than limits.max_ts_ahead_s
     "unencodable",  # valid, but the codec failed on it (a codec bug: the tick is refused, the service goes on)
     "bad_msgpack",
     "oversize",
@@ -422,11 +423,38 @@ def ts_unit_hint(ts: int) -> str | None:
     return None
 
 
+def utc_text(ns: int) -> str:
+    """A ts in ns since the epoch as ISO 8601 UTC, to the ns (``2191-10-26T06:13:20Z``,
+    ``2026-05-28T20:26:40.000000001Z``): what an error shows beside the raw number."""
+    seconds, fraction = divmod(ns, 10**9)
+    when = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{when}.{fraction:09d}Z" if fraction else f"{when}Z"
+
+
 def check_order(stream: str, ts: int, last_ts: int | None) -> None:
     """The one ordering rule: ts may not go below the stream's last accepted ts (equal is fine:
     exchanges stamp many trades with one millisecond)."""
     if last_ts is not None and ts < last_ts:
-        raise InvalidTick("ts_backwards", f"stream {stream!r}: ts {ts} < previous {last_ts}", stream)
+        raise InvalidTick("ts_backwards", f"stream {stream!r}: ts {ts} ({utc_text(ts)}) < previous {last_ts} "
+                                          f"({utc_text(last_ts)})", stream)
+
+
+def check_not_ahead(stream: str, ts: int, now_ns: int, max_ahead_ns: int) -> None:
+    """The live service's clock rule: ts at most ``max_ahead_ns`` past its wall clock ``now_ns``. A tick years
+    ahead (a corrupt or mis-scaled time) would otherwise be accepted and then, as the stream's last ts, refuse
+    every real tick after it as ts_backwards, across restarts too. Files replayed offline are never checked."""
+    if ts - now_ns > max_ahead_ns:
+        raise InvalidTick("ts_in_future", f"stream {stream!r}: ts {ts} ({utc_text(ts)}) is "
+                                          f"{_duration(ts - now_ns)} ahead of this service's clock "
+                                          f"({utc_text(now_ns)}); limits.max_ts_ahead_s allows "
+                                          f"{_duration(max_ahead_ns)} (a sender's clock or unit mistake?)", stream)
+
+
+def _duration(ns: int) -> str:
+    """A span in the largest unit that keeps it readable: 12.5 s, 3.2 h, 1 d, 60,227.9 d."""
+    seconds = ns / 1e9
+    unit, per = next(((u, p) for u, p in (("d", 86_400), ("h", 3_600), ("min", 60)) if seconds >= p), ("s", 1))
+    return f"{seconds / per:,.1f}".removesuffix(".0") + f" {unit}"
 
 
 def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES) -> Tick:

@@ -66,6 +66,9 @@ def test_shipped_examples_load() -> None:
     ({"limits": {"heartbeat_s": 0}}, "limits.heartbeat_s must be a finite number > 0"),
     ({"limits": {"heartbeat_s": float("nan")}}, "limits.heartbeat_s must be a finite number > 0, got nan"),
     ({"limits": {"drain_s": float("inf")}}, "limits.drain_s must be a finite number > 0, got inf"),
+    ({"limits": {"max_ts_ahead_s": float("inf")}}, "limits.max_ts_ahead_s must be a finite number > 0, got inf"),
+    ({"limits": {"max_ts_ahead_s": float("nan")}}, "limits.max_ts_ahead_s must be a finite number > 0, got nan"),
+    ({"limits": {"max_ts_ahead_s": -1}}, "limits.max_ts_ahead_s must be a finite number > 0, got -1"),
     ({"limits": {"max_message_bytes": 10**23}}, r"limits.max_message_bytes must be below 1e\+15"),
     ({"scheduler": {"stream_idle_s": float("inf")}}, r"scheduler.stream_idle_s must be a number of seconds > 0 "
                                                      r"\(or null for never\), got inf"),

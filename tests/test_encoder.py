@@ -247,3 +247,29 @@ def test_pipeline_bounds_items_by_the_schedulers_room_and_such_an_item_is_placed
     pipeline.run_until_idle()  # two full-room items in a row: each rolls the session and is placed
     assert scheduler.pending_tokens() == 0
     assert scheduler.streams["S"].session.tokens[scheduler.sink:] == [3] * room
+
+
+def test_the_clock_bound_applies_to_live_messages_only_and_null_switches_it_off() -> None:
+    """max_ts_ahead_ns bounds a message given its receiver's clock (a live service, both wire forms); a tick log's
+    replay gives none and takes back what was accepted; None accepts any ts."""
+    now, far = 1_796_000_000_000_000_000, 7_000_000_000_000_000_000
+    message = msgpack.packb([trade("A", now + 10**9, 1.0, 1.0).to_wire(), trade("A", far, 1.0, 1.0).to_wire()])
+    live = StreamEncoders(CODEC, max_ts_ahead_ns=86_400 * 10**9)
+    result = live.ingest_message(message, Sink(), now_ns=now)
+    assert [r.reason for r in result.rejections] == ["ts_in_future"] and len(result.accepted) == 1
+    item = {"stream": "T", "ts": far, "tokens": [1, 2]}
+    assert [r.reason for r in live.ingest_tokenized(tokenized(item), Sink(), now_ns=now).rejections] == [
+        "ts_in_future"]
+    for encoders, now_ns in ((StreamEncoders(CODEC, max_ts_ahead_ns=86_400 * 10**9), None),
+                             (StreamEncoders(CODEC, max_ts_ahead_ns=None), now)):
+        assert len(encoders.ingest_message(message, Sink(), now_ns=now_ns).accepted) == 2
+        assert len(encoders.ingest_tokenized(tokenized(item), Sink(), now_ns=now_ns).accepted) == 1
+
+
+def test_ts_backwards_says_both_times_in_utc() -> None:
+    encoders = StreamEncoders(CODEC)
+    result = encoders.ingest_message(msgpack.packb([trade("A", 7 * 10**18, 1.0, 1.0).to_wire(),
+                                                    trade("A", 1_780_000_000_000_000_001, 1.0, 1.0).to_wire()]), Sink())
+    assert result.rejections[0].error == ("ts_backwards: stream 'A': ts 1780000000000000001 "
+                                          "(2026-05-28T20:26:40.000000001Z) < previous 7000000000000000000 "
+                                          "(2191-10-27T12:26:40Z)")

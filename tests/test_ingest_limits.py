@@ -13,8 +13,7 @@ from conftest import serving, tiny_tick_checkpoint
 from test_server import feed  # noqa: F401  (a PUSH socket into this module's `server`)
 from connectors.feed import FeedClient, run_feed
 from connectors.source import SyntheticSource
-from connectors.synthetic import SyntheticConfig, SyntheticMarket
-from connectors.ticks import TS_MAX
+from connectors.synthetic import LIVE_START_BEHIND_NS, SyntheticConfig, SyntheticMarket
 from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.config import ServiceConfig
 from engine.service.server import REJECTS_TOPIC, TOKENIZED_MARKER
@@ -118,7 +117,7 @@ def test_tokenized_items_over_the_window_huge_tick_counts_and_bad_ts_are_refused
            ({"stream": "TOK.LIM", "ts": -5, "tokens": [1]}, "ts_out_of_range"),
            ({"stream": "TOK.LIM", "ts": 2**64 - 1, "tokens": [1]}, "ts_out_of_range")]
     good = [{"stream": "TOK.LIM", "ts": TS + i, "tokens": [1, 2, 3, 4], "ticks": 1} for i in range(len(bad) + 1)]
-    good[-1] = {"stream": "TOK.LIM", "ts": TS_MAX - 1, "tokens": [3] * room, "ticks": 2}  # the largest legal item
+    good[-1] = {"stream": "TOK.LIM", "ts": TS + len(bad) + 1, "tokens": [3] * room, "ticks": 2}  # the largest item
     items = [good[0]] + [x for (item, _), g in zip(bad, good[1:]) for x in (item, g)]
     with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as sub:
         time.sleep(0.3)
@@ -138,6 +137,32 @@ def test_tokenized_items_over_the_window_huge_tick_counts_and_bad_ts_are_refused
         assert after["rejected"][reason] - before["rejected"].get(reason, 0) == sum(r == reason for _, r in bad)
 
 
+def test_a_tick_far_ahead_of_the_clock_is_refused_and_its_stream_goes_on(server, feed) -> None:
+    """One tick from year 2191 was accepted and answered, and as its stream's last ts it refused every real tick
+    after it as ts_backwards (across restarts too, from the tick log). limits.max_ts_ahead_s (a day) refuses it,
+    raw or tokenized, with its time in UTC; an hour's clock skew still goes in."""
+    now = time.time_ns()
+    far = 7_000_000_000_000_000_000
+    raw = [tick("FUT.A", now - 10**9 + i) for i in range(5)] + [tick("FUT.A", far), tick("FUT.A", now + 3600 * 10**9)]
+    later = [tick("FUT.A", now + 3600 * 10**9 + i) for i in range(1, 6)]
+    with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as sub:
+        time.sleep(0.3)
+        before = stats(server)
+        feed.send(msgpack.packb(raw))
+        feed.send_multipart([TOKENIZED_MARKER, msgpack.packb([{"stream": "FUT.A", "ts": far, "tokens": [1, 2]}])])
+        feed.send(msgpack.packb(later))
+        rejects = rejects_until(sub, 2)
+        after = wait_ticks_in(server, before["ticks_in"] + 11)
+    assert [(r["index"], r["reason"], r["stream"]) for r in rejects] == [(5, "ts_in_future", "FUT.A"),
+                                                                         (0, "ts_in_future", "FUT.A")]
+    error = rejects[0]["error"]
+    assert error.startswith("ts_in_future: stream 'FUT.A': ts 7000000000000000000 (2191-10-27T12:26:40Z) is ")
+    assert " d ahead of this service's clock (" in error and "limits.max_ts_ahead_s allows 1 d (" in error
+    assert after["ticks_in"] - before["ticks_in"] == 11  # the hour-ahead tick and every real one after it
+    assert after["rejected"]["ts_in_future"] - before["rejected"].get("ts_in_future", 0) == 2
+    assert after["rejected"].get("ts_backwards", 0) == before["rejected"].get("ts_backwards", 0)
+
+
 def test_live_synthetic_feeds_in_a_row_both_go_in_and_a_replayed_one_is_reported(server) -> None:
     """start_ts=None (what `flashtick feed synthetic` runs): a second feed continues forward; a feed that
     repeats event time is refused as ts_backwards, and the feed itself now says so."""
@@ -147,10 +172,10 @@ def test_live_synthetic_feeds_in_a_row_both_go_in_and_a_replayed_one_is_reported
     with FeedClient(ingest) as client:
         one = run_feed(first, client, answers=answers)
     assert one.ticks == 40 and one.rejected == {} and one.summary().endswith("; 0 rejected")
-    # event time runs ahead of the clock when a feed goes faster than the market's own pace: a feed started
+    # event time runs faster than the clock when a feed goes faster than the market's own pace: a feed started
     # before the clock caught up would be behind, so the second starts once it has (about a second here)
     last_ts = SyntheticMarket(first.config).next_batch(40)[-1].ts
-    time.sleep(max(0.0, (last_ts - time.time_ns()) / 1e9))
+    time.sleep(max(0.0, (last_ts + LIVE_START_BEHIND_NS - time.time_ns()) / 1e9))
     with FeedClient(ingest) as client:
         two = run_feed(SyntheticSource(SyntheticConfig(seed=1, start_ts=None), limit=40), client, answers=answers)
     assert two.ticks == 40 and two.rejected == {}

@@ -4,6 +4,7 @@ computation from the whole tick history with connectors/labels.py (what backtest
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 
 import msgpack
@@ -137,7 +138,7 @@ def test_tokenized_ticks_make_a_stream_unscorable_and_are_counted() -> None:
     pipeline, _, _ = serve(ticks=100)
     stream = next(iter(pipeline.scores.streams))
     waiting = sum(len(w) for w in pipeline.scores.streams[stream].waiting.values())
-    item = {"stream": stream, "ts": 2**62, "tokens": [1, 2, 3, 4], "ticks": 1}
+    item = {"stream": stream, "ts": time.time_ns(), "tokens": [1, 2, 3, 4], "ticks": 1}  # after its synthetic ticks
     assert pipeline.ingest_tokenized(msgpack.packb([item])) == []
     later = pipeline.run_until_idle()
     scores = pipeline.stats()["scores"]

@@ -23,7 +23,7 @@ ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip ins
 from conftest import assert_owed_as_uninterrupted, serving, tiny_tick_checkpoint  # noqa: E402
 from connectors.feed import FeedClient  # noqa: E402
 from connectors.synthetic import SyntheticConfig, SyntheticMarket  # noqa: E402
-from connectors.ticks import encode  # noqa: E402
+from connectors.ticks import encode, trade  # noqa: E402
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError  # noqa: E402
 from engine.service.config import ServiceConfig  # noqa: E402
 from engine.service.pipeline import TickPipeline  # noqa: E402
@@ -182,7 +182,10 @@ def test_a_burst_of_messages_fires_batch_triggers_per_message_on_shards_as_on_on
     for i in range(0, len(later), 12):
         assert two.ingest_message(encode(later[i : i + 12])) == []
     asked = ask(two, "SYN.A", "dir")  # behind a burst no shard has computed yet: answered after all of it
+    # the front door checks limits.max_ts_ahead_s as one engine does: a tick from year 2191 is refused there
+    future = two.ingest_message(encode([trade("SYN.A", 7 * 10**18, 1.0, 1.0)]))
     two.close()
+    assert [(r["reason"], r["stream"]) for r in future] == [("ts_in_future", "SYN.A")]
     assert asked.version == sum(t.stream == "SYN.A" for t in ticks + later)
     # one answer per message that fed the stream: at its group's end
     assert len(expected["dir/SYN.A/"]) == sum(any(t.stream == "SYN.A" for t in m) for m in messages)

@@ -7,7 +7,7 @@ import pytest
 
 from connectors.codec import BinnedCodec
 from connectors.labels import MarkTracker, label_series, marks_of, persistence_series, realised_label
-from connectors.synthetic import VOLATILE, SyntheticConfig, SyntheticMarket
+from connectors.synthetic import LIVE_START_BEHIND_NS, VOLATILE, SyntheticConfig, SyntheticMarket
 from connectors.ticks import OrderingGuard, decode, encode, validate
 
 
@@ -79,8 +79,21 @@ def test_config_validation() -> None:
         SyntheticMarket().next_batch(-1)
 
 
+def test_a_live_feed_at_1000_ticks_a_second_stays_within_the_services_clock_bound_for_days() -> None:
+    """`flashtick feed synthetic` (1,000 ticks/s by default) runs event time ~32x the clock; started at the clock it
+    passed serve's limits.max_ts_ahead_s (a day ahead) after ~45 minutes and every tick after was refused."""
+    from engine.service.config import LimitsSection
+
+    ticks = SyntheticMarket(SyntheticConfig(seed=0)).next_batch(20_000)
+    market_rate = len(ticks) / ((ticks[-1].ts - ticks[0].ts) / 1e9)  # ticks a second of event time
+    lead_per_s = 1000 / market_rate - 1  # seconds of event time gained on the clock per second sent
+    seconds_to_limit = (LIVE_START_BEHIND_NS + LimitsSection().max_ts_ahead_ns) / 1e9 / lead_per_s
+    assert seconds_to_limit > 7 * 86_400
+
+
 def test_start_now_anchors_event_time_once_and_keeps_the_seeded_path() -> None:
-    """start_ts=None starts at the wall clock; the path relative to its start, and so its tokens, are the seed's."""
+    """start_ts=None starts a year before the wall clock (a live feed runs event time faster than the clock, and a
+    service refuses ticks far ahead of its own); the path relative to its start, and so its tokens, are the seed's."""
     import dataclasses
     import time
 
@@ -90,7 +103,7 @@ def test_start_now_anchors_event_time_once_and_keeps_the_seeded_path() -> None:
     before = time.time_ns()
     live = SyntheticSource(SyntheticConfig(seed=3, start_ts=None))
     start = live.config.start_ts
-    assert before <= start <= time.time_ns()
+    assert before - LIVE_START_BEHIND_NS <= start <= time.time_ns() - LIVE_START_BEHIND_NS
     ticks = live.next_batch(500)
     shift = start - SyntheticConfig().start_ts
     assert ticks == [dataclasses.replace(t, ts=t.ts + shift) for t in fixed]

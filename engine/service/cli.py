@@ -172,7 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--ticks", type=_count, default=None, help="stop after N ticks (default: endless)")
     f.add_argument("--rate", type=float, default=1000.0, help="ticks per second (default 1000)")
     f.add_argument("--start-ts", type=int, default=None,
-                   help="event time of the first tick, ns since the epoch (default: now)")
+                   help="event time of the first tick, ns since the epoch (default: a year before now, or just "
+                        "after the engine's last tick of these streams when that is later)")
     f.set_defaults(run=cmd_feed)
     f = feed_sub.add_parser("replay", help="replay Parquet/CSV/DBN tick files", parents=[keys, clients, feeding, reading])
     f.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
@@ -642,18 +643,20 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
 def _synthetic_source(args: argparse.Namespace, engine_last_ts: dict[str, int]) -> Any:
     """The seeded market; ``engine_last_ts`` (stream -> the engine's last event time) places one started "now"
-    after the engine's last tick of its streams: a feed faster than the market's own pace runs ahead of the
-    clock, and the next one would be refused as ``ts_backwards`` until the clock caught up."""
+    (a year before the clock, connectors.synthetic.LIVE_START_BEHIND_NS) after the engine's last tick of its
+    streams: a feed faster than the market's own pace runs event time faster than the clock, and the next one would
+    be refused as ``ts_backwards`` until the clock caught up."""
     from connectors.source import SyntheticSource
     from connectors.synthetic import SyntheticConfig
 
-    config = SyntheticConfig(seed=args.seed, start_ts=args.start_ts)
+    config = SyntheticConfig(seed=args.seed, start_ts=args.start_ts).anchored()
     held = [engine_last_ts[s.name] for s in config.streams if s.name in engine_last_ts]
-    if args.start_ts is None and held and max(held) >= time.time_ns():
+    if args.start_ts is None and held and max(held) >= config.start_ts:
         start = max(held) + 1
-        print(f"flashtick feed: note: event time starts {(start - time.time_ns()) / 1e9:.1f} s ahead of the "
-              f"clock, after the engine's last tick of these streams (an earlier feed ran faster than the "
-              f"market's pace; --start-ts to choose)", file=sys.stderr)
+        lead_s = (start - time.time_ns()) / 1e9
+        where = f"{lead_s:.1f} s ahead of" if lead_s >= 0 else f"{-lead_s / 86_400:.1f} days behind"
+        print(f"flashtick feed: note: event time starts after the engine's last tick of these streams, {where} the "
+              f"clock (earlier feeds ran faster than the market's pace; --start-ts to choose)", file=sys.stderr)
         config = dataclasses.replace(config, start_ts=start)
     return SyntheticSource(config, limit=args.ticks)
 

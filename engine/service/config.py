@@ -202,6 +202,10 @@ class LimitsSection:
     max_topic_bytes: int = 256  # a query's topic, without the stream name
     # streams
     max_stream_bytes: int = 128  # longest stream name in UTF-8 bytes (the name rule: connectors/ticks.py check_stream)
+    # a tick stamped further ahead of the service's wall clock than this is refused (ts_in_future): one tick from
+    # year 2191 would otherwise refuse every real tick of its stream after it as ts_backwards. A day: above any
+    # clock skew or a venue's local time read as UTC (at most 14 h), below any corrupt or mis-scaled time. None: off
+    max_ts_ahead_s: float | None = 86_400.0
 
     @property
     def ingest_wire_bytes(self) -> int:
@@ -214,6 +218,10 @@ class LimitsSection:
         """The ingest PULL socket's high-water mark per connection: ingest_hwm messages, and no more than
         ingest_queue_bytes of messages of the largest size it reads (at least one)."""
         return max(1, min(self.ingest_hwm, self.ingest_queue_bytes // self.ingest_wire_bytes))
+
+    @property
+    def max_ts_ahead_ns(self) -> int | None:
+        return None if self.max_ts_ahead_s is None else round(self.max_ts_ahead_s * 1e9)
 
     def __post_init__(self) -> None:
         if self.when_behind not in WHEN_BEHIND:

@@ -21,7 +21,7 @@ from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig
 from engine.service.backtest import rejected_lines
 from engine.service.client import AnswerSubscriber, render_table
-from engine.service.config import EndpointsSection, ServiceConfig
+from engine.service.config import EndpointsSection, LimitsSection, ServiceConfig
 from engine.service.server import Server
 
 REDRAW_S = 0.5
@@ -44,8 +44,9 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
     for line in getattr(source, "notes", ()):
         print(f"flashtick demo: note: {line}", file=sys.stderr, flush=True)
     local = "tcp://127.0.0.1:0"
+    # no clock bound (limits.max_ts_ahead_s): a demo's files may be dated anywhere, a simulation's in the future too
     config = ServiceConfig(endpoints=EndpointsSection(ingest=local, answers=local, control=local),
-                           queries=str(queries))
+                           limits=LimitsSection(max_ts_ahead_s=None), queries=str(queries))
     print("loading the built-in model ...", file=sys.stderr, flush=True)
     server = Server(config)
     endpoints = server.bind()

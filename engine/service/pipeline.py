@@ -235,7 +235,8 @@ class TickPipeline:
         self.flash.context = lambda stream: self.engine.scheduler.streams[stream].session.tokens  # lookup drafts
         self.encoders = StreamEncoders(self.codec, self.runner.config.vocab_size, config.limits.max_message_bytes,
                                        max_item_tokens=self.engine.scheduler.max_chunk_tokens,
-                                       max_stream_bytes=config.limits.max_stream_bytes, notify=say)
+                                       max_stream_bytes=config.limits.max_stream_bytes, notify=say,
+                                       max_ts_ahead_ns=config.limits.max_ts_ahead_ns)
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages (server.py)
         self._lag_checked, self._pending_lag_s = float("-inf"), 0.0
@@ -405,7 +406,7 @@ class TickPipeline:
             return shed
         if self.data is not None:
             self.data.message_started()
-        return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self)))
+        return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), time.time_ns()))
 
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
         """Already-tokenized ticks from an out-of-process connector: a msgpack list of
@@ -414,7 +415,7 @@ class TickPipeline:
             return shed
         if self.data is not None:
             self.data.message_started()
-        return self._counted(self.encoders.ingest_tokenized(data, self._submit))
+        return self._counted(self.encoders.ingest_tokenized(data, self._submit, time.time_ns()))
 
     def _submit(self, item: EncodedTick) -> None:
         """Every check, then the log, then the engine: the log holds exactly the accepted items."""

@@ -107,7 +107,8 @@ class ShardedPipeline:
         self.max_streams_admitted = facts[0]["max_streams_admitted"]
         self.encoders = StreamEncoders(self.codec, facts[0]["vocab_size"], limits.max_message_bytes,
                                        max_item_tokens=facts[0]["max_chunk_tokens"],
-                                       max_stream_bytes=limits.max_stream_bytes, notify=say)
+                                       max_stream_bytes=limits.max_stream_bytes, notify=say,
+                                       max_ts_ahead_ns=limits.max_ts_ahead_ns)
         self.data.encoders = self.encoders  # each new tick log segment starts with their counts
         self._restore_all()
 
@@ -168,7 +169,7 @@ class ShardedPipeline:
         if (shed := shed_message(self, data, tokenized=False)) is not None:
             return shed
         self.data.message_started()
-        return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self)))
+        return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), time.time_ns()))
 
     def flush_held(self) -> list[dict[str, Any]]:
         """Submit the quotes conflation holds (before each round of shard calls); returns the rejections."""
@@ -178,7 +179,7 @@ class ShardedPipeline:
         if (shed := shed_message(self, data, tokenized=True)) is not None:
             return shed
         self.data.message_started()
-        return self._counted(self.encoders.ingest_tokenized(data, self._submit))
+        return self._counted(self.encoders.ingest_tokenized(data, self._submit, time.time_ns()))
 
     def _counted(self, result: Ingested) -> list[dict[str, Any]]:
         """After a whole message: its tick group ends on each stream it fed (GroupEnd, in the shard's items, as one
