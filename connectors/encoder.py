@@ -51,8 +51,8 @@ from connectors.ticks import (
     check_not_ahead,
     check_ts,
     field_list,
+    first_ts_hint,
     tick_items,
-    ts_unit_hint,
     unpack,
     validate,
     wire_value,
@@ -63,7 +63,7 @@ TOKENIZED_FIELDS = frozenset(("stream", "ts", "tokens", "ticks"))
 # rejects name --price-offset, which does this for the files)
 SHIFT_PRICES = ("; an instrument that trades at zero or below (a spread, a power market) is sent shifted above zero: "
                 "add one constant to every price, bid and ask before sending (file replay: --price-offset X)")
-MAX_TS_UNIT_NOTES = 20  # streams named (stats, stderr) when many first ticks look like s/ms/us; all are counted
+MAX_TS_UNIT_NOTES = 20  # streams named (stats, stderr) when many first ticks are 0 or look like s/ms/us; all counted
 
 
 class EncodedTick(NamedTuple):
@@ -217,7 +217,7 @@ class StreamEncoders:
     pre-tokenized (the service passes the longest chunk its scheduler can place;
     None: no bound). `max_stream_bytes` bounds stream names. A stream gets its
     encoder when its first tick is committed, so a refused first tick leaves no trace.
-    A first tick whose ts looks like seconds, ms or us rather than ns is accepted and
+    A first tick whose ts is 0 or looks like seconds, ms or us rather than ns is accepted and
     noted (`ts_unit_summary`, and `notify` when given). `max_ts_ahead_ns` bounds how far past
     the wall clock a wire message's ts may be (`check_not_ahead`; None: no bound), checked
     only where the caller gives the message's clock (`now_ns`): a live service, never a log's replay.
@@ -239,7 +239,8 @@ class StreamEncoders:
         self._encoders: dict[str, StreamEncoder] = {}
         self._expired_last_ts: dict[str, int] = {}  # expired streams' last accepted ts (see drop)
         self._expired_at_last_ts: dict[str, int | None] = {}  # ... and how many of their ticks it stamped
-        # streams whose first ts looks like s/ms/us, not ns (ts_unit_hint): the first MAX_TS_UNIT_NOTES, and a count
+        # streams whose first ts is 0 or looks like s/ms/us, not ns (first_ts_hint): the first MAX_TS_UNIT_NOTES, and a
+        # count
         self.ts_unit_notes: dict[str, str] = {}
         self.ts_unit_streams = 0
         self.notify = notify  # where such notes are said as they happen (the service's log); None: only counted
@@ -362,7 +363,7 @@ class StreamEncoders:
         encoder = self._encoders.get(item.stream)
         if encoder is None:
             encoder = self._encoders[item.stream] = self._new_encoder(item.stream)
-            if encoder.last_ts is None and (hint := ts_unit_hint(item.ts)) is not None:  # a stream's very first tick
+            if encoder.last_ts is None and (hint := first_ts_hint(item.ts)) is not None:  # a stream's very first tick
                 self.ts_unit_streams += 1
                 if len(self.ts_unit_notes) < MAX_TS_UNIT_NOTES:
                     self.ts_unit_notes[item.stream] = hint
@@ -371,7 +372,7 @@ class StreamEncoders:
         encoder.commit(item)
 
     def ts_unit_summary(self) -> dict[str, Any]:
-        """For stats: streams whose first ts looked like seconds, ms or us rather than ns (empty when none)."""
+        """For stats: streams whose first ts was 0 or looked like seconds, ms or us rather than ns (empty when none)."""
         if not self.ts_unit_streams:
             return {}
         return {"ts_unit_suspects": {"streams": self.ts_unit_streams, "first": dict(self.ts_unit_notes)}}

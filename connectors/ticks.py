@@ -423,6 +423,14 @@ def ts_unit_hint(ts: int) -> str | None:
     return None
 
 
+def first_ts_hint(ts: int) -> str | None:
+    """Why a stream's first ts looks wrong, in words (0: an unset time; else `ts_unit_hint`); None when it does not.
+    Such a tick is accepted (a simulation may start at 0), but its stream then runs on a clock of its own."""
+    if ts == 0:
+        return "ts 0: an unset time? (ts counts nanoseconds since the epoch; its next ticks may be years later)"
+    return ts_unit_hint(ts)
+
+
 def utc_text(ns: int) -> str:
     """A ts in ns since the epoch as ISO 8601 UTC, to the ns (``2191-10-26T06:13:20Z``,
     ``2026-05-28T20:26:40.000000001Z``): what an error shows beside the raw number."""

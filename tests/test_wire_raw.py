@@ -256,6 +256,16 @@ def test_a_stream_whose_ts_are_milliseconds_is_served_and_named_in_stats(clients
     assert ns not in suspects["first"]
 
 
+def test_a_stream_whose_first_ts_is_zero_is_served_and_named_in_stats(clients) -> None:
+    """ts 0, a time the sender never set: accepted, as a simulation starting at the epoch is, but named with the
+    streams whose ts look like another unit."""
+    control, sub, push = clients
+    s, ctl, feed = fresh_stream("ZERO"), control(), push()
+    feed.send(msgpack.packb([trade(s, 0), trade(s, T0)]))
+    suspects = wait_stats(ctl, lambda st: s in st.get("ts_unit_suspects", {}).get("first", {}))["ts_unit_suspects"]
+    assert suspects["first"][s].startswith("ts 0: an unset time?")
+
+
 def test_ticks_in_the_topic_frame_are_refused_not_dropped_unread(clients) -> None:
     """[tickA, tickB] or [ticks, topic]: the first of two frames is a topic and never read, so ticks there
     would vanish without a word; they are refused as bad_framing. A plain topic still passes."""
