@@ -632,3 +632,33 @@ def test_a_table_of_uncalibrated_answers_says_why_not_where_it_was_not_fitted() 
     table = format_table(result)
     assert ("model: answers not calibrated: direction_5 125 validation points, fewer than 200; direction_20 119 "
             "validation points, fewer than 200 (calibration source: the validation part") in table, table
+
+
+def test_max_minutes_bounds_the_steps_and_the_validation_that_scores_the_last_ones(ticks_file: Path) -> None:
+    """`train --max-minutes 2 --steps 10 --eval-every 5` ran 213 s: the limit was read before each step only, and
+    the validation of the last step's weights (8 batches, ~2.7 steps' time) came after it. Now a step starts only
+    while it and a validation fit: here steps of ~0.3 s (a checkpoint hook's time) and a validation of ~2 s."""
+    import time
+
+    from engine.service.train import Validation, optimise, question_tokens, sample_batch
+
+    codec = BinnedCodec()
+    streams, _ = read_streams([str(ticks_file)])
+    prepared, _ = prepare(codec, streams, SplitSpec(0.7, 0.15, 0.15), min_ticks=64)
+    groups = [[to_source(codec, sd, "train")] for sd in prepared]
+    weights = np.full(len(groups), 1 / len(groups))
+    cfg = TrainConfig(hidden=32, layers=1, heads=2, kv_heads=1, intermediate=64, window_ticks=63, batch=2,
+                      steps=1000, threads=1, max_minutes=3 / 60)
+    model = new_model(cfg, codec.vocab_size)
+    batch = sample_batch(groups, weights, question_tokens(codec), cfg, np.random.default_rng(0))
+    started = time.time()
+    with torch.no_grad():  # what one validation batch costs on this machine now
+        for _ in range(20):
+            model(input_ids=batch.ids, attention_mask=batch.mask, position_ids=batch.pos)
+    per_batch = (time.time() - started) / 20
+    val = Validation([batch] * max(1, round(2.0 / per_batch)), every=10**6, patience=10**6)
+    stats = optimise(model, groups, weights, question_tokens(codec), cfg, lambda _: None, np.random.default_rng(0),
+                     val=val, on_step=lambda _: time.sleep(0.3))
+    assert stats["stopped"] == "--max-minutes 0.05 reached" and stats["steps_done"] >= 1
+    assert stats["validation"][-1][0] == stats["steps_done"]  # the weights kept were scored
+    assert stats["train_seconds"] <= 3 + 1.5, stats  # the limit, give or take a step on a busy host; was ~5.3 s

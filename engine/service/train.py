@@ -267,6 +267,46 @@ def validation_loss(model: LlamaForCausalLM, val: Validation, cfg: TrainConfig, 
     return float(np.mean(losses))
 
 
+class _StepClock:
+    """What --max-minutes bounds: the optimisation with its validations, the last weights' score included. A step
+    starts only while it and one validation fit in the time left, at the durations measured so far (a step: its
+    forward, backward, update and checkpoint hook; a validation: the last one, or before any, its batches at the
+    training forward's cost), so a run ends by the limit unless a step or validation runs longer than those before
+    it. Checked before each step only: the step just started (the first always runs) and any validation are whole.
+    """
+
+    def __init__(self, deadline: float, validation_batches: int) -> None:
+        self.deadline = deadline
+        self.validation_batches = validation_batches
+        self.step_s = self.forward_s = 0.0  # the mean over the steps so far (validations left out)
+        self.validation_s: float | None = None  # the last validation's, once one ran
+        self._steps = 0
+        self._started = self._forward_started = self._validation_started = self._validation_spent = 0.0
+
+    def room_for_another(self) -> bool:
+        validation_s = self.validation_s if self.validation_s is not None else \
+            self.validation_batches * self.forward_s  # an eval forward costs no more than a training one
+        return time.time() + self.step_s + validation_s <= self.deadline
+
+    def step_started(self) -> None:
+        self._started = self._forward_started = time.time()
+        self._validation_spent = 0.0
+
+    def forward_done(self) -> None:
+        self.forward_s += (time.time() - self._forward_started - self.forward_s) / (self._steps + 1)
+
+    def validation_started(self) -> None:
+        self._validation_started = time.time()
+
+    def validation_done(self) -> None:
+        self.validation_s = time.time() - self._validation_started
+        self._validation_spent += self.validation_s
+
+    def step_done(self) -> None:
+        self._steps += 1
+        self.step_s += (time.time() - self._started - self._validation_spent - self.step_s) / self._steps
+
+
 def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.ndarray, q_tokens: np.ndarray,
              cfg: TrainConfig, log: Callable[[str], None], rng: np.random.Generator, device: str = "cpu",
              val: Validation | None = None, on_step: Callable[[int], None] | None = None, bar: Any = None) -> dict:
@@ -281,17 +321,20 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
     )
     t_train, hist, stopped = time.time(), [], "steps done"
     best, best_state, best_step, since_best, val_hist = math.inf, None, 0, 0, []
+    clock = _StepClock(t_train + cfg.max_minutes * 60, len(val.batches) if val is not None else 0)
     try:  # Ctrl-C stops training like --max-minutes: the best weights so far are kept and written
         for step in range(cfg.steps):
             if cfg.stop_after is not None and step >= cfg.stop_after:
                 stopped = f"--stop-after {cfg.stop_after}"
                 break
-            if time.time() - t_train > cfg.max_minutes * 60:
+            if step and not clock.room_for_another():
                 stopped = f"--max-minutes {cfg.max_minutes} reached"
                 break
+            clock.step_started()
             for g in opt.param_groups:
                 g["lr"] = lr_at(step, cfg)
             lm, qa = batch_losses(model, to_device(sample_batch(groups, weights, q_tokens, cfg, rng), device))
+            clock.forward_done()
             loss = lm + cfg.qa_weight * qa
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -299,7 +342,9 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
             opt.step()
             hist.append((lm.item(), qa.item()))
             if val is not None and ((step + 1) % val.every == 0 or step + 1 == cfg.steps):
+                clock.validation_started()
                 v = validation_loss(model, val, cfg, device)
+                clock.validation_done()
                 val_hist.append((step + 1, round(v, 4)))
                 if v < best:
                     best, best_step, since_best = v, step + 1, 0
@@ -315,6 +360,7 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
                     f"{time.time() - t_train:.0f}s" + (f" val {val_hist[-1][1]:.4f}" if val_hist else ""))
             if on_step is not None:
                 on_step(step + 1)
+            clock.step_done()
             if val is not None and since_best >= val.patience:
                 stopped = f"early stop: no better validation loss in {val.patience} checks"
                 break
