@@ -391,9 +391,10 @@ def _float_ts_hint(ts: Any) -> str:
 def check_ts(obj: dict) -> int:
     """The one timestamp-field rule: `ts` present, an int (not a bool), in [0, 2**63) (int64, from 1970).
 
-    There is deliberately no wall-clock bound: files from any year replay, a
-    simulation may run ahead of the clock, and a backtest does not depend on
-    when it runs. Event time only has to be monotonic per stream (`check_order`).
+    There is no wall-clock bound here: files from any year replay, a simulation
+    may run ahead of the clock, and a backtest does not depend on when it runs.
+    Event time only has to be monotonic per stream (`check_order`); a live
+    service bounds it by its own clock too (`check_not_ahead`).
     """
     if "ts" not in obj:
         raise InvalidTick("missing_field", f"field 'ts' is required{renamed(obj, 'ts')}")
