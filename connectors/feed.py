@@ -710,8 +710,9 @@ class AfterHeld(Source):
         streams = ", ".join(f"{shown_name(s)} {n}" for s, n in sorted(self.skipped.items())[:8])
         more = f", ... ({len(self.skipped)} streams)" if len(self.skipped) > 8 else ""
         said = (f"{sum(self.skipped.values())} ticks not sent: stamped at or before the engine's last tick of their "
-                f"stream ({streams}{more}); the feed went on from there (with the ticks stamped as that last one "
-                f"past as many as it holds)")
+                f"stream ({streams}{more}), which it holds if these files were fed before (ticks older than its "
+                f"last, from another file, it cannot take: a stream takes ticks in time order); the feed went on "
+                f"from there (with the ticks stamped as that last one past as many as it holds)")
         return f"{said}; {older}" if (older := self.older()) else said
 
     def older(self) -> str | None:

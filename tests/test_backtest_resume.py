@@ -247,14 +247,20 @@ def test_summary_lists_rejected_rows_by_reason(setup: Path, tmp_path: Path, caps
     assert f"rejected unknown_kind: 1 (first: {tmp_path / 't.parquet'} row 11: " in out
 
 
-def test_ctrl_c_before_the_run_begins_says_nothing_was_kept(setup: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("resuming", [False, True])
+def test_ctrl_c_before_the_run_begins_says_nothing_was_kept(setup: Path, tmp_path: Path, resuming: bool) -> None:
     """A Ctrl-C while the backtest still loads (its libraries, config, model) once exited 130 without a word.
-    The config is a named pipe the backtest blocks reading, so the signal lands there, not by timing."""
+    The config is a named pipe the backtest blocks reading, so the signal lands there, not by timing. Resuming, the
+    checkpoint is left as it was, and said so (it said "nothing kept" over 960 answers kept)."""
     config = tmp_path / "engine.yaml"
     os.mkfifo(config)
+    if resuming:  # the checkpoint an interrupted run left: a manifest naming what it kept
+        (tmp_path / "a.parquet.parts").mkdir()
+        (tmp_path / "a.parquet.parts" / "progress.json").write_text('{"consumed": 960, "answers": 960, "parts": []}')
     child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "backtest", str(setup / "ticks.parquet"),
                               "--queries", str(setup / "q.yaml"), "--out", str(tmp_path / "a.parquet"),
-                              "--config", str(config)], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              "--config", str(config), *(["--resume"] if resuming else [])],
+                             env={**os.environ, "PYTHONPATH": str(ROOT)},
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     writer = None
@@ -269,6 +275,12 @@ def test_ctrl_c_before_the_run_begins_says_nothing_was_kept(setup: Path, tmp_pat
     finally:
         if writer is not None:
             os.close(writer)
+    if resuming:
+        assert child.returncode == 130 and err.startswith("flashtick backtest: interrupted before any tick; nothing "
+                                                          "changed: 960 answers of the first 960 ticks kept in "), err
+        assert "--resume to continue from there" in err
+        assert (tmp_path / "a.parquet.parts" / "progress.json").is_file()
+        return
     assert child.returncode == 130 and err == "flashtick backtest: interrupted before any tick; nothing kept\n", err
     assert not (tmp_path / "a.parquet").exists() and not (tmp_path / "a.parquet.parts").exists()
 

@@ -826,8 +826,10 @@ def cmd_feed(args: argparse.Namespace) -> None:
         raise ValueError("nothing was sent: the files' ticks are older than the engine's last tick of their stream "
                          "(above)")
     if stats.ticks == 0 and held:  # a file fed again: nothing new to send is no error, whatever a filter left out
-        print(f"flashtick feed: nothing new to send: the engine holds every tick of the files"
-              f"{' of the streams selected' if source.selection is not None else ''}", file=sys.stderr)
+        print(f"flashtick feed: nothing new to send: every tick of the files"
+              f"{' of the streams selected' if source.selection is not None else ''} is stamped at or before the "
+              f"engine's last tick of its stream (held, if these files were fed before; `flashtick streams` says "
+              f"what it has)", file=sys.stderr)
     if lines := _replay_rejections(source, stats.ticks):  # rows the files' own checks refused, before any was sent
         left_out = source.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
         how = f" ({left_out} of them left out by a filter)" if left_out else ""
@@ -1164,8 +1166,9 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         from engine.service.backtest import BacktestInterrupted, run_backtest
 
         config, queries = _backtest_inputs(args)
-    except KeyboardInterrupt:
-        print("flashtick backtest: interrupted before any tick; nothing kept", file=sys.stderr)
+    except KeyboardInterrupt:  # (with --resume, the checkpoint of the run it resumes is kept as it was)
+        print("flashtick backtest: interrupted before any tick; " + (
+            f"nothing changed: {_kept_on_disk(Path(args.out))}" if args.resume else "nothing kept"), file=sys.stderr)
         return 130
     stop = threading.Event()
     aborted_by: list[int] = []
