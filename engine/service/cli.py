@@ -771,7 +771,7 @@ def _batch_ns(args: argparse.Namespace) -> int | None:
     return int(batch_ms * 1e6)  # as the backtest rounds it
 
 
-def cmd_feed(args: argparse.Namespace) -> None:
+def cmd_feed(args: argparse.Namespace) -> int | None:
     import threading
 
     from connectors.feed import FINISH_STALL_S, AfterHeld, EngineLost, FeedClient, run_feed
@@ -787,9 +787,12 @@ def cmd_feed(args: argparse.Namespace) -> None:
     for line in getattr(source, "notes", ()):
         print(f"flashtick feed: note: {line}", file=sys.stderr)
 
+    interrupted: list[int] = []
+
     def request_stop(signum: int, _: Any) -> None:
         # SIGTERM (a supervisor's stop) and SIGINT end the feed after the current batch, with its summary (what
         # was sent, what the engine accounted for); a second one is the default action
+        interrupted.append(signum)
         stop.set()
         signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
 
@@ -842,6 +845,9 @@ def cmd_feed(args: argparse.Namespace) -> None:
         raise ValueError("the files hold no ticks (no data rows): nothing was sent")
     if stats.rejected is not None and stats.ticks and sum(stats.rejected.values()) >= stats.ticks:
         raise ValueError(f"the engine rejected every tick sent ({stats.ticks}; reasons above): none was accepted")
+    # a feed cut short by Ctrl-C is told from a whole one by its exit (130, as backtest); a supervisor's SIGTERM is
+    # its normal stop: 0
+    return 130 if signal.SIGINT in interrupted else None
 
 
 def cmd_subscribe(args: argparse.Namespace) -> None:
