@@ -19,12 +19,73 @@ from connectors.ticks import TS_MAX
 UTC_OFFSET = re.compile(r"\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)$", re.IGNORECASE)
 
 
-def _local(expr: pl.Expr, tz: str | None) -> pl.Expr:
-    """Naive wall-clock datetimes -> instants in `tz` (None: UTC). In the repeated hour of a switch back from
-    summer time the earlier instant is taken; a time skipped by the switch forward becomes null (missing_field)."""
+def _local(expr: pl.Expr, tz: str | None, passes: list[pl.Expr] | None = None) -> pl.Expr:
+    """Naive wall-clock datetimes -> instants in `tz` (None: UTC). A time skipped by the switch forward to summer
+    time becomes null (missing_field). A time in the hour repeated when summer time ends is read at the earlier
+    instant, unless `passes` (the stream columns; [] for a file of one stream) lets the file's order tell: see
+    `_second_pass`."""
     if tz is None:
         return expr
-    return expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+    earliest = expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+    if passes is None:
+        return earliest
+    latest = expr.dt.replace_time_zone(tz, ambiguous="latest", non_existent="null")
+    return pl.when(_second_pass(expr, earliest, latest, passes)).then(latest).otherwise(earliest)
+
+
+def _second_pass(wall: pl.Expr, earliest: pl.Expr, latest: pl.Expr, passes: list[pl.Expr]) -> pl.Expr:
+    """Whether a naive time in a repeated hour is its second pass, as pandas' ambiguous='infer' tells it: in file
+    order, a stream's wall clock that steps back from one time of the repeated hour to another by more than half
+    the shift (30 min of New York's hour: a few ms of disorder never counts) has gone round the hour again, so its
+    times of that hour from there on, that day, are at the later offset. A stream whose clock never steps back
+    there (one pass only, or the file sorted) keeps the earlier instant: nothing in it tells the passes apart."""
+    shift = latest.dt.epoch("ns") - earliest.dt.epoch("ns")  # 0 outside a repeated hour, null where skipped
+    repeated = (shift > 0).fill_null(False)
+    wall_ns = wall.dt.epoch("ns")
+    stepped_back = repeated & repeated.shift(1) & (wall_ns.shift(1) - wall_ns > shift // 2)
+    return (repeated & (stepped_back.fill_null(False).cum_sum() > 0)).over([*passes, wall.dt.date()])
+
+
+def repeated_hour_facts(cmap: ColumnMap, ts_ns: pl.Expr, stream: pl.Expr) -> list[pl.Expr]:
+    """Aggregates over a file's event times (int ns, as read) that `repeated_hour_notes` says: its rows in an hour
+    repeated when summer time ends, those read at the second pass, and those no step back told apart."""
+    if cmap.tz is None:
+        return []
+    instant = ts_ns.cast(pl.Datetime("ns", "UTC"))
+    wall = instant.dt.convert_time_zone(cmap.tz).dt.replace_time_zone(None)
+    earliest, latest = (wall.dt.replace_time_zone(cmap.tz, ambiguous=which).dt.epoch("ns")
+                        for which in ("earliest", "latest"))
+    repeated = (latest > earliest).fill_null(False)
+    second = repeated & (ts_ns == latest)
+    told = second.any().over([stream, wall.dt.date()])  # a stream's day whose clock stepped back in that hour
+    return [repeated.sum().alias("repeated_rows"), second.sum().alias("second_pass_rows"),
+            (repeated & ~told).sum().alias("untold_rows"),
+            wall.filter(repeated).min().dt.date().alias("repeated_first_day"),
+            wall.filter(repeated).max().dt.date().alias("repeated_last_day")]
+
+
+def repeated_hour_notes(name: str, cmap: ColumnMap, facts: dict[str, Any]) -> list[str]:
+    """What a file's rows in an hour repeated when summer time ends were read as (`repeated_hour_facts`)."""
+    if not facts.get("repeated_rows"):
+        return []
+    first, last = facts["repeated_first_day"], facts["repeated_last_day"]
+    hour = f"the hour repeated when summer time ends in {cmap.tz} ({first}{'' if first == last else f'..{last}'})"
+    second, untold = facts["second_pass_rows"], facts["untold_rows"]
+    notes = []
+    if second:
+        notes.append(f"{name}: its wall clock steps back inside {hour}: {second} row(s) after the step back read at "
+                     f"the second pass (the later UTC offset), {facts['repeated_rows'] - second - untold} before it "
+                     f"at the first")
+    if untold:
+        notes.append(f"{name}: {untold} row(s) in {hour}, and no step back of the wall clock to tell which pass "
+                     f"they are: read at the first pass (the earlier instant); a file holding both passes with no "
+                     f"step back between them needs UTC offsets or epoch times")
+    return notes
+
+
+def _passes(cmap: ColumnMap) -> list[pl.Expr]:
+    """What a repeated hour's passes are told apart within: each stream of the file (streams interleave)."""
+    return [pl.col(c) for c in cmap.stream_columns]
 
 
 NAIVE_TZ_ONLY = ("for naive times: drop it (files of both kinds in one run: a replay list gives each file its "
@@ -43,9 +104,9 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) 
             if dtype.time_zone is not None and cmap.tz is not None:
                 raise ValueError(f"{path}: ts column {cmap.ts!r} already carries time zone {dtype.time_zone!r}; "
                                  f"tz={cmap.tz!r} is {NAIVE_TZ_ONLY}")
-            return _local(col, cmap.tz).dt.epoch("ns")
+            return _local(col, cmap.tz, _passes(cmap)).dt.epoch("ns")
         if dtype == pl.Date:
-            return _local(col.cast(pl.Datetime("ns")), cmap.tz).dt.epoch("ns")
+            return _local(col.cast(pl.Datetime("ns")), cmap.tz, _passes(cmap)).dt.epoch("ns")
         if dtype == pl.String:
             return _datetime_text(path, cmap, first)
         raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a datetime; set ts_unit to ns/us/ms/s")
@@ -60,7 +121,7 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) 
     if cmap.ts_unit == EXCEL_DAYS:  # to the millisecond, the finest a spreadsheet's time holds (1e-8 day: 0.9 ms)
         offset = ((col.cast(pl.Float64) - EXCEL_EPOCH_DAYS) * 86_400e3).round().cast(pl.Int64, strict=False) * 10**6
         return _local(pl.lit(0).cast(pl.Datetime("ns")) + pl.duration(nanoseconds=offset, time_unit="ns"),
-                      cmap.tz).dt.epoch("ns")
+                      cmap.tz, _passes(cmap)).dt.epoch("ns")
     if cmap.ts_unit in DAY_CLOCK_UNITS:
         return _after_midnight(cmap, pl.lit(cmap.date).str.to_date(), col.cast(pl.Float64))
     return col
@@ -122,7 +183,8 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
                          f"({' or '.join(repr(f) for f in fits)}): give the one it is, e.g. --ts-format '{fits[0]}'")
     aware = any(code in fmt for code in ("%z", "%:z", "%#z")) if fmt else bool(first and UTC_OFFSET.search(first))
     if not aware:
-        return _local(text.str.to_datetime(fmt, time_unit="ns", strict=False), cmap.tz).dt.epoch("ns")
+        naive = text.str.to_datetime(fmt, time_unit="ns", strict=False)
+        return _local(naive, cmap.tz, _passes(cmap)).dt.epoch("ns")
     if cmap.tz is not None:
         raise ValueError(f"{path}: ts column {cmap.ts!r} carries its UTC offset ({first!r}); tz={cmap.tz!r} is "
                          f"{NAIVE_TZ_ONLY}")

@@ -30,7 +30,16 @@ from connectors.column_map import (
     Refine,
     checked_price_offset,
 )
-from connectors.event_time import NAIVE_TZ_ONLY, apply_utc_offset, scaled_ts, time_hint, ts_expr, ts_in_ns
+from connectors.event_time import (
+    NAIVE_TZ_ONLY,
+    apply_utc_offset,
+    repeated_hour_facts,
+    repeated_hour_notes,
+    scaled_ts,
+    time_hint,
+    ts_expr,
+    ts_in_ns,
+)
 from connectors.field_names import normal_name
 from connectors.file_layout import layout
 from connectors.file_plan import SAMPLE_ROWS, FilePlan, distinct_text, first_text, is_csv, is_dbn, scan_file
@@ -284,14 +293,16 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         nonpositive_rows=(traded <= 0).sum() if prices else pl.lit(0),
         trading_rows=traded.len() if prices else pl.lit(0),
         *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}),
+        *repeated_hour_facts(cmap, pl.col("_ts"), pl.col("_stream")),
     ).collect().row(0, named=True)
     notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap)
     if not facts["timed"] and first is not None:
         raise ValueError(time_hint(path, cmap, first))
     if facts["unsorted"]:  # stable: rows with equal timestamps keep their file order
         frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
-        repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: that "
-                    f"hour's second pass is read at the first one's instants" if cmap.tz else "")
+        repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: the "
+                    f"{facts['untold_rows']} row(s) in that hour are read at its first pass" if facts.get("untold_rows")
+                    else "")
         notes.append(f"{path.name}: its rows are not in time order (newest first, or merged from several sources"
                      f"{repeated}): replayed sorted by time, rows of equal times in file order")
     if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
@@ -304,6 +315,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if facts["denormalized"]:
         notes.append(f"{path.name}: stream names {NFD_WRITTEN} replay in Unicode NFC, the one form the engine "
                      f"takes, so that a name is one stream however it was written")
+    notes += repeated_hour_notes(path.name, cmap, facts)
     if (region := FIXED_ZONES.get(cmap.tz or "")) is not None:  # a trader's "EST" means New York's clock
         notes.append(f"{path.name}: tz {cmap.tz} is a fixed offset all year, with no summer time: if the times are "
                      f"{region[0]}'s clock (summer time included), give --tz {region[1]}")

@@ -1,0 +1,92 @@
+"""Event times of replayed files across clock changes and units: naive local times in the hour repeated when
+summer time ends, told apart by the file's order; epoch units by magnitude. Every fixture is a real file written
+here into tmp_path, read by the real replay."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import polars as pl
+import pytest
+
+from connectors.replay import FileReplay
+from test_vendor_files import drain
+
+UTC = timezone.utc
+
+
+def wall_clock_rows(zone: str, start: datetime, n: int, step_s: float, stream: str = "X") -> pl.DataFrame:
+    """`n` rows every `step_s` seconds of real time from `start` (UTC), stamped with `zone`'s naive wall clock, as
+    a vendor writes local times: in the hour repeated when summer time ends the clock reads 01:00..01:59 twice."""
+    instants = [start + timedelta(seconds=step_s * i) for i in range(n)]
+    return pl.DataFrame({
+        "timestamp": [t.astimezone(ZoneInfo(zone)).replace(tzinfo=None) for t in instants],
+        "ns": [int(t.timestamp() * 10**9) for t in instants],  # the truth, not read by the replay's map
+        "symbol": [stream] * n, "price": [100.0 + i % 7 for i in range(n)], "size": [1.0] * n})
+
+
+def read(path: Path, zone: str) -> tuple[list, list[str]]:
+    replay = FileReplay(path, columns={"tz": zone})  # the layout detected, the zone given
+    return drain(replay), replay.notes
+
+
+FALL_BACK = {"America/New_York": datetime(2026, 11, 1, 4, tzinfo=UTC),  # 00:00 EDT; 01:00 repeats at 05:00Z, 06:00Z
+             "Europe/London": datetime(2026, 10, 24, 23, tzinfo=UTC),  # 00:00 BST; 01:00 repeats at 00:00Z, 01:00Z
+             "Europe/Berlin": datetime(2026, 10, 24, 23, tzinfo=UTC)}  # 01:00 CEST; 02:00 repeats at 00:00Z, 01:00Z
+
+
+@pytest.mark.parametrize("zone", sorted(FALL_BACK))
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_wall_clock_that_steps_back_in_the_repeated_hour_reads_its_second_pass_at_the_later_offset(
+        tmp_path: Path, zone: str, suffix: str) -> None:
+    rows = wall_clock_rows(zone, FALL_BACK[zone], 4 * 60, 60)  # 4 hours a minute apart, in order
+    path = tmp_path / f"fall{suffix}"
+    frame = rows.with_columns(pl.col("timestamp").dt.strftime("%Y-%m-%d %H:%M:%S")) if suffix == ".csv" else rows
+    frame.drop("ns").write_csv(path) if suffix == ".csv" else frame.drop("ns").write_parquet(path)
+    ticks, notes = read(path, zone)
+    assert [t.ts for t in ticks] == rows["ns"].to_list()  # every instant its own: no duplicate, no empty hour
+    assert [t.price for t in ticks] == rows["price"].to_list()  # in file order: the two passes not interleaved
+    said = " ".join(notes)
+    assert "steps back inside the hour repeated when summer time ends" in said
+    assert "60 row(s) after the step back read at the second pass (the later UTC offset), 60 before it" in said
+    assert "not in time order" not in said
+
+
+def test_streams_interleaved_are_told_apart_each_by_its_own_clock(tmp_path: Path) -> None:
+    zone, start = "America/New_York", FALL_BACK["America/New_York"]
+    both = wall_clock_rows(zone, start, 240, 60, "A")  # both passes
+    once = wall_clock_rows(zone, start + timedelta(seconds=30), 90, 60, "B")  # to 01:29:30 EDT: the first pass only
+    rows = pl.concat([both, once]).sort("ns")  # interleaved: B's rows fall between A's
+    rows.with_columns(pl.col("timestamp").dt.strftime("%Y-%m-%d %H:%M:%S")).drop("ns").write_csv(tmp_path / "ab.csv")
+    ticks, notes = read(tmp_path / "ab.csv", zone)
+    assert [(t.stream, t.ts) for t in ticks] == list(zip(rows["symbol"], rows["ns"]))
+    said = " ".join(notes)
+    assert "60 row(s) after the step back read at the second pass" in said
+    assert "30 row(s) in the hour repeated" in said and "read at the first pass (the earlier instant)" in said
+
+
+def test_a_few_ms_of_disorder_in_the_repeated_hour_is_no_step_back(tmp_path: Path) -> None:
+    zone = "America/New_York"
+    text = ["2026-11-01 01:30:00.005", "2026-11-01 01:30:00.002", "2026-11-01 01:59:00", "2026-11-01 01:01:00",
+            "2026-11-01 01:00:30"]  # 3 ms back (first pass); 58 min back: the second pass; 30 s back in it
+    pl.DataFrame({"timestamp": text, "symbol": "X", "price": [1.0, 2.0, 3.0, 4.0, 5.0], "size": 1.0}).write_csv(
+        tmp_path / "few.csv")
+    ticks, notes = read(tmp_path / "few.csv", zone)
+    edt, est = 4 * 3600 * 10**9, 5 * 3600 * 10**9
+    wall = [int(datetime.fromisoformat(t).replace(tzinfo=UTC).timestamp() * 1000) * 10**6 for t in text]
+    got = {t.price: t.ts for t in ticks}
+    assert got == {1.0: wall[0] + edt, 2.0: wall[1] + edt, 3.0: wall[2] + edt, 4.0: wall[3] + est,
+                   5.0: wall[4] + est}
+    assert "2 row(s) after the step back read at the second pass (the later UTC offset), 3 before it" in " ".join(notes)
+
+
+def test_a_file_of_one_pass_keeps_the_earlier_instants_and_says_how_many_rows_fell_in_the_hour(tmp_path: Path) -> None:
+    zone = "America/New_York"
+    rows = wall_clock_rows(zone, datetime(2026, 11, 1, 4, 30, tzinfo=UTC), 60, 60)  # 00:30..01:29 EDT
+    rows.with_columns(pl.col("timestamp").dt.strftime("%Y-%m-%d %H:%M:%S")).drop("ns").write_csv(tmp_path / "one.csv")
+    ticks, notes = read(tmp_path / "one.csv", zone)
+    assert [t.ts for t in ticks] == rows["ns"].to_list()
+    assert any("30 row(s) in the hour repeated when summer time ends in America/New_York (2026-11-01), and no step "
+               "back" in note for note in notes), notes
