@@ -400,8 +400,8 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     the file has, else its only datetime column. Its unit: datetime for datetime and date columns and for text
     that is not a number (with the TIME_FORMATS code that reads it when it is not ISO 8601); for numbers (or
     numeric text), the epoch unit of their magnitude (`epoch_unit`) as `first(column)`, the first value, shows,
-    except that a column named `ts` is ns (the wire layout). Without `first`, numbers are ns. The side is a
-    side column, else a buyer-maker flag; integer prices in a Databento CSV are fixed-point 1e-9.
+    except that a column named `ts` of no present-day time is ns (the wire layout). Without `first`, numbers are
+    ns. The side is a side column, else a buyer-maker flag; integer prices in a Databento CSV are fixed-point 1e-9.
     """
     names = list(schema)
     for name, cmap in PRESETS.items():
@@ -567,8 +567,9 @@ def day_clock_unit(column: str, value: Any) -> str | None:
 
 def detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any] | None) -> tuple[str, str | None]:
     """The unit (and datetime format) a time column's type and first value show: datetime for dates and text,
-    else the epoch unit of the number's magnitude (a column named `ts` is the wire layout's ns). Date and time
-    columns joined (`DATE+TIME_NS`) whose time is a number: that number's unit after midnight (`day_clock_unit`)."""
+    else the epoch unit of the number's magnitude (a column named `ts` of no present-day time: the wire layout's
+    ns). Date and time columns joined (`DATE+TIME_NS`) whose time is a number: that number's unit after midnight
+    (`day_clock_unit`)."""
     if isinstance(dtype, (pl.Datetime, pl.Date)):
         return "datetime", None
     columns = tuple(c.strip() for c in ts.split("+"))
@@ -586,8 +587,10 @@ def detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any] 
     if EXCEL_1970 <= value < EXCEL_2100:  # as epoch seconds a time on 1970-01-01: a spreadsheet's serial date
         return EXCEL_DAYS, None
     unit = epoch_unit(value)
-    # `ts` is the wire layout's ns, unless its numbers are plainly ms or us of a present-day time (OKX's API `ts`)
-    return ("ns" if ts == "ts" and unit not in ("ms", "us") else unit), None
+    # a column named `ts` counts by its magnitude too (OKX's API writes ms there, exports s), but the wire layout's
+    # ns stay ns: small numbers that are no present-day time as seconds (a test's counts from 0) are read as ns
+    seconds_now = unit == "s" and EPOCH_1990_NS <= value * UNITS["s"] < EPOCH_2200_NS
+    return ("ns" if ts == "ts" and unit not in ("ms", "us") and not seconds_now else unit), None
 
 
 def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str = ",") -> tuple[ColumnMap, str]:

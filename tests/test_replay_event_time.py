@@ -90,3 +90,20 @@ def test_a_file_of_one_pass_keeps_the_earlier_instants_and_says_how_many_rows_fe
     assert [t.ts for t in ticks] == rows["ns"].to_list()
     assert any("30 row(s) in the hour repeated when summer time ends in America/New_York (2026-11-01), and no step "
                "back" in note for note in notes), notes
+
+
+EPOCH_S = 1_793_505_600  # 2026-11-01 04:00 UTC
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_ts_column_of_epoch_seconds_is_read_as_seconds_by_its_magnitude(tmp_path: Path, suffix: str) -> None:
+    rows = pl.DataFrame({"ts": [EPOCH_S + 5 * i for i in range(20)], "symbol": "ES", "price": 100.0, "size": 1.0})
+    path = tmp_path / f"ep_s{suffix}"
+    rows.write_csv(path) if suffix == ".csv" else rows.write_parquet(path)
+    replay = FileReplay(path)
+    assert [t.ts for t in drain(replay)] == [(EPOCH_S + 5 * i) * 10**9 for i in range(20)]
+    assert "read as ts=ts (s)" in replay.notes[0]
+    # the wire layout's ns stay ns: as seconds, ms or us these would be no present-day time either
+    pl.DataFrame({"ts": [1, 2, 3], "symbol": "W", "price": 1.0, "size": 1.0}).write_csv(tmp_path / "wire.csv")
+    assert [t.ts for t in drain(FileReplay(tmp_path / "wire.csv"))] == [1, 2, 3]
+
