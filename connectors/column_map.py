@@ -723,7 +723,11 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
         # the time keys only (names are the file's own; columns are checked against each file's map)
         timing = {k: v for k, v in checked.items()
                   if k in (*REFINE_KEYS, "price_offset", "hours", "price_format") and k != "names"}
-        ColumnMap.from_dict({"ts": "ts", "ts_unit": unit, "price": "price", "size": "size"} | timing)
+        # a unit of times after midnight alone refines a file whose date column detection joins to its time
+        # (`date+time`), so the stand-in has one; without --date a file of one time column is refused when read
+        day_of_rows = timing.get("ts_unit") in DAY_CLOCK_UNITS and timing.get("date") is None
+        ColumnMap.from_dict({"ts": "date+ts" if day_of_rows else "ts", "ts_unit": unit, "price": "price",
+                             "size": "size"} | timing)
         return checked
     if not spec:
         if given:

@@ -11,7 +11,9 @@ from zoneinfo import ZoneInfo
 import polars as pl
 import pytest
 
+from connectors.column_map import map_from_options
 from connectors.replay import FileReplay
+from engine.service.config import ServiceConfig
 from test_vendor_files import drain
 
 UTC = timezone.utc
@@ -106,4 +108,23 @@ def test_a_ts_column_of_epoch_seconds_is_read_as_seconds_by_its_magnitude(tmp_pa
     # the wire layout's ns stay ns: as seconds, ms or us these would be no present-day time either
     pl.DataFrame({"ts": [1, 2, 3], "symbol": "W", "price": 1.0, "size": 1.0}).write_csv(tmp_path / "wire.csv")
     assert [t.ts for t in drain(FileReplay(tmp_path / "wire.csv"))] == [1, 2, 3]
+
+
+def day_clock_rows(day: str, seconds: list[float]) -> pl.DataFrame:
+    return pl.DataFrame({"date": [day] * len(seconds), "time": seconds, "symbol": "SAM",
+                         "price": [100.0 + i % 5 for i in range(len(seconds))], "size": 1.0})
+
+
+def test_a_unit_after_midnight_given_alone_refines_the_date_and_time_columns_detection_joins(tmp_path: Path) -> None:
+    day_clock_rows("2027-12-31", [34200.0, 34210.123]).write_csv(tmp_path / "sam.csv")
+    midnight = int(datetime(2027, 12, 31, tzinfo=UTC).timestamp()) * 10**9
+    # the command line's --ts-unit alone, and the config's replay section alike
+    for refined in (map_from_options(detect=True, ts_unit="seconds_after_midnight"),
+                    ServiceConfig.from_dict({"replay": {"ts_unit": "seconds_after_midnight"}}).replay.column_map()):
+        replay = FileReplay(tmp_path / "sam.csv", columns=refined)
+        assert [t.ts for t in drain(replay)] == [midnight + 34200 * 10**9, midnight + 34210_123_000_000]
+    # a file of one time column still needs the day, said when it is read
+    pl.DataFrame({"time": [34200.0], "price": 1.0, "size": 1.0}).write_csv(tmp_path / "one.csv")
+    with pytest.raises(ValueError, match=r"one.csv: ts_unit .* needs date"):
+        FileReplay(tmp_path / "one.csv", columns=map_from_options(detect=True, ts_unit="seconds_after_midnight"))
 
