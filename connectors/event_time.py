@@ -49,7 +49,7 @@ def _second_pass(wall: pl.Expr, earliest: pl.Expr, latest: pl.Expr, passes: list
 def repeated_hour_facts(cmap: ColumnMap, ts_ns: pl.Expr, stream: pl.Expr) -> list[pl.Expr]:
     """Aggregates over a file's event times (int ns, as read) that `repeated_hour_notes` says: its rows in an hour
     repeated when summer time ends, those read at the second pass, and those no step back told apart."""
-    if cmap.tz is None:
+    if cmap.tz is None or cmap.ts_unit in DAY_CLOCK_UNITS:  # elapsed since midnight: no wall clock was read
         return []
     instant = ts_ns.cast(pl.Datetime("ns", "UTC"))
     wall = instant.dt.convert_time_zone(cmap.tz).dt.replace_time_zone(None)
@@ -128,14 +128,16 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) 
 
 
 def _after_midnight(cmap: ColumnMap, day: pl.Expr, clock: pl.Expr) -> pl.Expr:
-    """A time counted from midnight of `day` (a date) in the map's DAY_CLOCK_UNITS unit -> int ns, in `tz`."""
-    midnight = day.cast(pl.Datetime("ns"))
+    """A time counted from midnight of `day` (a date) in the map's DAY_CLOCK_UNITS unit -> int ns, in `tz`: the
+    time elapsed since that midnight, as ITCH's and LOBSTER's counts are, not a wall-clock reading, so a day
+    summer time starts or ends has 23 or 25 hours of them, with no skipped time and none twice."""
+    midnight = _local(day.cast(pl.Datetime("ns")), cmap.tz).dt.epoch("ns")
     # float seconds of a day (< 86400) hold ns to well under 1 ns, so the rounding is exact enough
     offset = (clock * DAY_CLOCK_UNITS[cmap.ts_unit]).round().cast(pl.Int64, strict=False)
     # a time past the day (and a half: a session may run past midnight) is no time of this day: null, so
     # a file of another unit reads as no time at all (time_hint), not as weeks after the date
     offset = pl.when((offset >= 0) & (offset < DAY_CLOCK_LIMIT_NS)).then(offset)
-    return _local(midnight + pl.duration(nanoseconds=offset, time_unit="ns"), cmap.tz).dt.epoch("ns")
+    return midnight + offset
 
 
 def _row_day(column: pl.Expr) -> pl.Expr:

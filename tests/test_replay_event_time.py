@@ -128,3 +128,14 @@ def test_a_unit_after_midnight_given_alone_refines_the_date_and_time_columns_det
     with pytest.raises(ValueError, match=r"one.csv: ts_unit .* needs date"):
         FileReplay(tmp_path / "one.csv", columns=map_from_options(detect=True, ts_unit="seconds_after_midnight"))
 
+
+@pytest.mark.parametrize("day, midnight_utc", [("2026-03-08", datetime(2026, 3, 8, 5, tzinfo=UTC)),  # EST
+                                               ("2026-11-01", datetime(2026, 11, 1, 4, tzinfo=UTC))])  # EDT
+def test_seconds_after_midnight_on_a_day_the_clocks_change_count_elapsed_time(tmp_path: Path, day: str,
+                                                                              midnight_utc: datetime) -> None:
+    seconds = [3000.0 + 9.5 * i for i in range(1000)]  # 00:50 to past 03:28 by the count: across the change
+    day_clock_rows(day, seconds).write_csv(tmp_path / "sam.csv")
+    replay = FileReplay(tmp_path / "sam.csv", columns={"tz": "America/New_York"})
+    midnight = int(midnight_utc.timestamp()) * 10**9
+    assert [t.ts for t in drain(replay)] == [midnight + round(s * 10**9) for s in seconds]  # no gap, no reject
+    assert replay.rejected == {}
