@@ -25,6 +25,7 @@ from connectors.ticks import QUOTE, TRADE, InvalidTick
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
 UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+EPOCH_IS_UTC = "counts from the epoch, which is UTC already"  # why tz is refused for an epoch unit
 TIME_OF_DAY = "seconds_after_midnight"  # decimal seconds of a wall-clock day; needs `date`
 # Units that count from midnight of `date` (ns per unit): QuantConnect/LEAN's tick files count milliseconds,
 # Nasdaq ITCH's messages nanoseconds
@@ -363,7 +364,7 @@ class ColumnMap:
         if self.tz is not None:
             if self.ts_unit not in LOCAL_TIME_UNITS:
                 raise ValueError(f"tz applies to ts_unit {' or '.join(LOCAL_TIME_UNITS)} (local wall-clock times); "
-                                 f"ts_unit {self.ts_unit!r} counts from the epoch, which is UTC already")
+                                 f"ts_unit {self.ts_unit!r} {EPOCH_IS_UTC}")
             try:
                 ZoneInfo(self.tz)
             except (ZoneInfoNotFoundError, ValueError, TypeError):

@@ -18,6 +18,7 @@ import polars as pl
 from connectors import json_lines
 from connectors.column_map import (
     DAY_CLOCK_UNITS,
+    EPOCH_IS_UTC,
     EXCEL_DAYS,
     NUMERIC_FIELDS,
     PRICE_FIELDS,
@@ -149,19 +150,22 @@ def plan_file(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> An
 def _without_tz(path: Path, cmap: ColumnMap | Refine | None, refused: Exception) -> Any:
     """The plan of a file read without the `tz` that every file was given (--tz, `columns=` for all) when it was
     refused only because its times carry their own UTC offset (a UTC-aware Parquet beside naive-time CSVs, the
-    README's `trades.csv bbo.parquet`): `tz` is for naive times, so that file keeps its own, said in a note. None
-    when it was refused for anything else, or when the map was the file's own or a whole map (a preset, a map of
-    its columns: a contradiction there is refused)."""
+    README's `trades.csv bbo.parquet`) or count from the epoch (UTC): `tz` is for naive times, so that file keeps
+    its own, said in a note (and a bare --hours window stays on --tz's clock). None when it was refused for
+    anything else, or when the map was the file's own or a whole map (a preset, a map of its columns: a
+    contradiction there is refused)."""
     tz = cmap.keys.get("tz") if isinstance(cmap, Refine) else None
-    if tz is None or NAIVE_TZ_ONLY not in str(refused):
+    epoch = EPOCH_IS_UTC in str(refused) and "ts_unit" not in cmap.keys if tz is not None else False
+    if tz is None or NAIVE_TZ_ONLY not in str(refused) and not epoch:
         return None
     rest = {k: v for k, v in cmap.keys.items() if k != "tz"}
     bare_hours = rest.get("hours") is not None and Hours.parse(rest["hours"]).zone is None
     if bare_hours:
         rest["hours"] = zoned_hours(rest["hours"], tz)
     plan = _table_plan(path, Refine(rest) if rest else None)
-    said = (f"{path.name}: its times carry their own UTC offset, so --tz {tz} (for naive times) is not applied to "
-            f"it" + (f" (the hours kept, {rest['hours']!r}, are on its wall clock)" if bare_hours else ""))
+    carry = "count from the epoch (1970-01-01 UTC)" if epoch else "carry their own UTC offset"
+    said = (f"{path.name}: its times {carry}, so --tz {tz} (for naive times) is not applied to it"
+            + (f" (the hours kept, {rest['hours']!r}, are on its wall clock)" if bare_hours else ""))
     return replace(plan, notes=(said, *plan.notes))
 
 

@@ -139,3 +139,21 @@ def test_seconds_after_midnight_on_a_day_the_clocks_change_count_elapsed_time(tm
     midnight = int(midnight_utc.timestamp()) * 10**9
     assert [t.ts for t in drain(replay)] == [midnight + round(s * 10**9) for s in seconds]  # no gap, no reject
     assert replay.rejected == {}
+
+
+def test_tz_for_every_file_leaves_a_file_of_epoch_times_as_it_is_with_a_note(tmp_path: Path) -> None:
+    """--tz over naive local times beside epoch times refused the epoch file ("'ms' counts from the epoch") where a
+    file whose times carry their offset got a note: epoch times are UTC, so they keep theirs alike."""
+    wall_clock_rows("America/New_York", datetime(2026, 6, 1, 13, 30, tzinfo=UTC), 3, 1).with_columns(
+        pl.col("timestamp").dt.strftime("%Y-%m-%d %H:%M:%S")).drop("ns").write_csv(tmp_path / "local.csv")
+    epoch_ms = [1_780_320_600_000 + 500 * i for i in range(3)]  # 2026-06-01 13:30 UTC, in ms
+    pl.DataFrame({"ts": epoch_ms, "symbol": "E", "price": 1.0, "size": 1.0}).write_parquet(tmp_path / "ep.parquet")
+    replay = FileReplay([tmp_path / "local.csv", tmp_path / "ep.parquet"],
+                        columns=map_from_options(tz="America/New_York", hours="09:30-16:00", detect=True))
+    got = [(t.stream, t.ts) for t in drain(replay)]
+    assert [ts for stream, ts in got if stream == "E"] == [ms * 10**6 for ms in epoch_ms]
+    assert [ts for stream, ts in got if stream == "X"] == [1_780_320_600 * 10**9 + i * 10**9 for i in range(3)]
+    assert any("ep.parquet: its times count from the epoch (1970-01-01 UTC), so --tz America/New_York (for naive "
+               "times) is not applied to it (the hours kept, '09:30-16:00 America/New_York'" in n for n in replay.notes)
+    with pytest.raises(ValueError, match="'ms' counts from the epoch, which is UTC already"):  # the file's own map
+        FileReplay([(tmp_path / "ep.parquet", {"tz": "America/New_York"})])
