@@ -13,7 +13,7 @@ import math
 import re
 from dataclasses import dataclass, fields, replace
 from datetime import date as Date
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -159,6 +159,20 @@ class Hours:
 
         return inside
 
+    def skipped_on(self, zone: str, first_ns: int, last_ns: int) -> list[Date]:
+        """The days from `first_ns` to `last_ns` on which this window lies wholly in the time the clocks skip when
+        summer time starts (02:00-02:30 in New York on 2026-03-08): no row of that day can fall inside it."""
+        tz = ZoneInfo(self.zone or zone)
+        if self.start_s > self.end_s:  # a window across midnight is never wholly inside one day's skipped time
+            return []
+        first, last = (datetime.fromtimestamp(ns // 10**9, tz).date() for ns in (first_ns, last_ns))
+        days = []
+        for ordinal in range(first.toordinal(), min(last.toordinal(), first.toordinal() + 366 * 50) + 1):
+            day = Date.fromordinal(ordinal)
+            if all(_skipped(day, second, tz) for second in (self.start_s, self.end_s - 1)):  # a gap is one span
+                days.append(day)
+        return days
+
     def left_out(self, zone: str, as_given: str) -> Callable[[int], InvalidTick | None]:
         """For an epoch-ns time: None inside the window, else the `filtered_out` reject that says its clock on
         this window's zone (or ``zone``) and the window ``as_given``."""
@@ -171,6 +185,12 @@ class Hours:
             return InvalidTick("filtered_out", f"ts at {clock} {clock_zone.key} is outside the hours kept ({as_given})")
 
         return left_out
+
+
+def _skipped(day: Date, second: int, tz: ZoneInfo) -> bool:
+    """Whether `second` of `day`'s wall clock in `tz` is a time the clocks skip (it reads back as another)."""
+    wall = datetime(day.year, day.month, day.day) + timedelta(seconds=second)
+    return wall.replace(tzinfo=tz).astimezone(ZoneInfo("UTC")).astimezone(tz).replace(tzinfo=None) != wall
 
 
 @dataclass(frozen=True)

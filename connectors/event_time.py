@@ -252,6 +252,14 @@ def ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
     return cmap.ts_unit in ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS) or (cmap.ts_unit == "s" and dtype == pl.String)
 
 
+def duration_text(ns: float) -> str:
+    """A span of time in the unit that reads best: 3 ms, 1.5 s, 42 min, 2 h, 3 days."""
+    for unit, size in (("days", 86_400e9), ("h", 3_600e9), ("min", 60e9), ("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= (2 if unit in ("days", "h", "min") else 1) * size:
+            return f"{ns / size:.3g} {unit}"
+    return f"{ns:g} ns"
+
+
 def scaled_ts(raw: Any, factor: int) -> Any:
     if isinstance(raw, float):  # a non-finite float stays a float and is rejected as ts_not_int
         return round(raw * factor) if math.isfinite(raw) else raw

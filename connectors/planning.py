@@ -34,6 +34,7 @@ from connectors.column_map import (
 from connectors.event_time import (
     NAIVE_TZ_ONLY,
     apply_utc_offset,
+    duration_text,
     repeated_hour_facts,
     repeated_hour_notes,
     scaled_ts,
@@ -291,6 +292,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices,
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
+        back_rows=(pl.col("_ts").drop_nulls().diff() < 0).sum(), largest_back=-pl.col("_ts").drop_nulls().diff().min(),
+        min_ts=pl.col("_ts").min(), max_ts=pl.col("_ts").max(),
         first_ts=pl.col("_ts").drop_nulls().first(), slashes=pl.col("_stream").str.contains("/", literal=True).any(),
         denormalized=(pl.col("_stream") != pl.col("_stream").str.normalize("NFC")).any(),
         nonpositive_prices=(traded.max() <= 0) if prices else pl.lit(False),
@@ -302,16 +305,20 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap)
     if not facts["timed"] and first is not None:
         raise ValueError(time_hint(path, cmap, first))
+    factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
     if facts["unsorted"]:  # stable: rows with equal timestamps keep their file order
         frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
         repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: the "
                     f"{facts['untold_rows']} row(s) in that hour are read at its first pass" if facts.get("untold_rows")
                     else "")
-        notes.append(f"{path.name}: its rows are not in time order (newest first, or merged from several sources"
-                     f"{repeated}): replayed sorted by time, rows of equal times in file order")
+        notes.append(f"{path.name}: its rows are not in time order: {facts['back_rows']} row(s) earlier than the "
+                     f"row before them, by up to {duration_text(scaled_ts(facts['largest_back'], factor))} (newest "
+                     f"first, or merged from several sources{repeated}); replayed sorted by time, rows of equal times "
+                     f"in file order")
     if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
         frame = frame.with_columns(_filled_quotes(keys))
-    factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
+    if cmap.hours is not None and facts["min_ts"] is not None:
+        notes += _skipped_hours(path, cmap, scaled_ts(facts["min_ts"], factor), scaled_ts(facts["max_ts"], factor))
     if facts["slashes"]:
         notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "
                      f"answer topics use '/' as their separator")
@@ -340,6 +347,21 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                      nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
                      long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
                      tickless=tickless, footer=footer)
+
+
+def _skipped_hours(path: Path, cmap: ColumnMap, first_ns: Any, last_ns: Any) -> list[str]:
+    """A note for the days of the file on which its `hours` window is a time the clocks skip (summer time starts):
+    that day's rows are all left out, and not because they are outside the session."""
+    if type(first_ns) is not int or type(last_ns) is not int:
+        return []
+    hours = Hours.parse(cmap.hours)
+    zone = hours.zone or cmap.tz or "UTC"
+    days = hours.skipped_on(zone, first_ns, last_ns)
+    if not days:
+        return []
+    named = ", ".join(str(day) for day in days[:3]) + (", ..." if len(days) > 3 else "")
+    return [f"{path.name}: hours {cmap.hours!r} do not exist on {named} in {zone}: the clocks skip them when summer "
+            f"time starts, so every row of that day is left out"]
 
 
 FOOTER_TEXT = re.compile(r"[A-Za-z]{3}")  # words: "Downloaded from Barchart.com as of ...", "Total", ...

@@ -157,3 +157,33 @@ def test_tz_for_every_file_leaves_a_file_of_epoch_times_as_it_is_with_a_note(tmp
                "times) is not applied to it (the hours kept, '09:30-16:00 America/New_York'" in n for n in replay.notes)
     with pytest.raises(ValueError, match="'ms' counts from the epoch, which is UTC already"):  # the file's own map
         FileReplay([(tmp_path / "ep.parquet", {"tz": "America/New_York"})])
+
+
+def test_the_out_of_order_note_counts_the_rows_and_the_largest_step_back(tmp_path: Path) -> None:
+    t0 = 1_780_320_600_000  # 2026-06-01 13:30 UTC, in ms
+    times = [t0 + 50 * i for i in range(300)]
+    for i in (100, 150, 200, 250):  # each 3 ms before the row above it
+        times[i] = times[i - 1] - 3
+    times[51:55] = [times[50]] * 4  # equal times are in order
+    pl.DataFrame({"timestamp_ms": times, "symbol": "OOO", "price": 1.0, "size": 1.0}).write_csv(tmp_path / "ooo.csv")
+    replay = FileReplay(tmp_path / "ooo.csv")
+    assert [t.ts for t in drain(replay)] == sorted(ms * 10**6 for ms in times)
+    assert "ooo.csv: its rows are not in time order: 4 row(s) earlier than the row before them, by up to 3 ms (" in \
+        replay.notes[1]
+    # in a zone without summer time no clock goes back an hour: the note does not say one may have
+    rows = wall_clock_rows("America/New_York", FALL_BACK["America/New_York"], 4 * 60, 60)
+    rows.with_columns(pl.col("timestamp").dt.strftime("%Y-%m-%d %H:%M:%S")).drop("ns").write_csv(tmp_path / "ny.csv")
+    ticks, notes = read(tmp_path / "ny.csv", "EST")
+    assert any("not in time order: 1 row(s) earlier than the row before them, by up to 59 min" in n for n in notes)
+    assert not any("summer time ends" in n for n in notes), notes
+
+
+def test_hours_that_the_clocks_skip_on_a_day_are_said_not_to_exist_on_it(tmp_path: Path) -> None:
+    rows = wall_clock_rows("America/New_York", datetime(2026, 3, 8, 5, tzinfo=UTC), 4 * 60, 60)  # 00:00..04:59
+    rows.with_columns(pl.col("timestamp").dt.strftime("%Y-%m-%d %H:%M:%S")).drop("ns").write_csv(tmp_path / "sp.csv")
+    replay = FileReplay(tmp_path / "sp.csv", columns={"tz": "America/New_York", "hours": "02:00-02:30"})
+    assert drain(replay) == [] and replay.rejected == {"filtered_out": 240}
+    assert replay.notes[-1] == ("sp.csv: hours '02:00-02:30' do not exist on 2026-03-08 in America/New_York: the "
+                                "clocks skip them when summer time starts, so every row of that day is left out")
+    replay = FileReplay(tmp_path / "sp.csv", columns={"tz": "America/New_York", "hours": "01:30-02:30"})
+    assert len(drain(replay)) == 30 and not any("do not exist" in n for n in replay.notes)  # 01:30..01:59 EST
