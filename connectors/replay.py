@@ -49,7 +49,8 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     preset,
 )
 from connectors.content_notes import mixed_venues, overlapping_files
-from connectors.file_plan import NO_TRADE, FilePlan, is_csv, is_dbn, source_path
+from connectors.event_time import UTC_OFFSET
+from connectors.file_plan import NO_TRADE, FilePlan, first_text, is_csv, is_dbn, source_path
 from connectors.json_lines import NOT_JSON, is_json_lines
 from connectors.layout import PARQUET_SUFFIXES, Caution, detect_columns, epoch_unit, sniff_csv
 from connectors.planning import plan_file
@@ -211,10 +212,23 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
         return f": {text!r} is not a number{unread_price_hint(text, getattr(plan, 'columns', None))}"
     if column != plan.column_of("ts"):
         return f": {text!r} is not a number" if text is not None else ": empty, or not a number"
+    if text is not None and (first := _offset_it_lacks(plan, text)) is not None:
+        return (f": {text!r} lacks the UTC offset the file's other times carry (its first: {first!r}), so it is no "
+                f"instant: write the row with its offset")
     zone = getattr(getattr(plan, "columns", None), "tz", None)
     clock = f", or a local time the clocks skipped in {zone} (a DST change)" if zone and _has_dst(zone) else ""
     return f": {text!r} is not a time the map reads{clock}" if text is not None else \
         f": empty, or not a time the map reads{clock}"
+
+
+def _offset_it_lacks(plan: Any, text: str) -> str | None:
+    """The file's first time, when it carries a UTC offset (so the file's times are read at their offsets) and
+    the unread time `text` has none: a naive row among aware ones, which no offset can be guessed for."""
+    cmap = getattr(plan, "columns", None)
+    if not isinstance(plan, FilePlan) or cmap.ts_unit != "datetime" or UTC_OFFSET.search(text.strip()):
+        return None
+    first = first_text(plan.path, cmap.names, plan.dialect, cmap.ts_columns)
+    return first if first is not None and UTC_OFFSET.search(first) else None
 
 
 def _has_dst(zone: str) -> bool:

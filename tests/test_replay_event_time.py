@@ -13,6 +13,7 @@ import pytest
 
 from connectors.column_map import map_from_options
 from connectors.replay import FileReplay
+from engine.service.backtest import BacktestReport
 from engine.service.config import ServiceConfig
 from test_vendor_files import drain
 
@@ -187,3 +188,22 @@ def test_hours_that_the_clocks_skip_on_a_day_are_said_not_to_exist_on_it(tmp_pat
                                 "clocks skip them when summer time starts, so every row of that day is left out")
     replay = FileReplay(tmp_path / "sp.csv", columns={"tz": "America/New_York", "hours": "01:30-02:30"})
     assert len(drain(replay)) == 30 and not any("do not exist" in n for n in replay.notes)  # 01:30..01:59 EST
+
+
+def test_a_naive_time_among_times_with_offsets_is_said_to_lack_its_offset(tmp_path: Path) -> None:
+    (tmp_path / "mix.csv").write_text("timestamp,symbol,price,size\n2026-10-25T00:30:00+01:00,MIX,100,1\n"
+                                      "2026-10-25T01:20:00,MIX,100.4,1\n2026-10-25T02:20:00.5+0100,MIX,100.5,1\n")
+    replay = FileReplay(tmp_path / "mix.csv")
+    assert len(drain(replay)) == 2 and replay.rejected == {"missing_field": 1}
+    assert replay.rejected.examples["missing_field"].endswith(
+        "mix.csv line 3: missing_field: field 'ts' is required (column 'timestamp': '2026-10-25T01:20:00' lacks the "
+        "UTC offset the file's other times carry (its first: '2026-10-25T00:30:00+01:00'), so it is no instant: "
+        "write the row with its offset)")
+
+
+def test_the_scored_share_is_printed_with_the_digits_it_has(tmp_path: Path) -> None:
+    for test_from, said in ((0.999, "99.9%"), (0.85, "85%"), (0.5, "50%")):
+        report = BacktestReport(ticks=10, rejected={}, answers=0, out=tmp_path / "a.parquet", scores=[],
+                                test_from=test_from)
+        assert f"scored: the answers after the first {said} of each stream's ticks (--test-from {test_from:g};" in \
+            report.summary()

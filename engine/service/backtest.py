@@ -107,8 +107,8 @@ class BacktestReport:
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
         resumed = f", resumed after {self.resumed_at}" if self.resumed_at else ""
-        scored = ([f"scored: the answers after the first {self.test_from:.0%} of each stream's ticks (--test-from "
-                   f"{self.test_from:g}; 'in slice' counts them); every answer is in the file"]
+        scored = ([f"scored: the answers after the first {percent(self.test_from)} of each stream's ticks "
+                   f"(--test-from {self.test_from:g}; 'in slice' counts them); every answer is in the file"]
                   if self.test_from is not None else [])
         answers = "answers" if self.test_from is None else "in slice"
         left_out = self.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
@@ -189,6 +189,11 @@ def _told_apart(worse: float, better: float) -> tuple[str, str]:
 NO_LABEL_DEFINED = ("an answer is scored against what the ticks after it did, which only a tick model's named "
                     "questions (direction_5, ...) define; a free-text question and a surprise score have no such "
                     "label")
+
+
+def percent(fraction: float) -> str:
+    """A share as a percentage with the digits it has (0.999: 99.9%, never a rounded 100%)."""
+    return f"{fraction * 100:g}%"
 
 
 def _score_row(name: str, s: QueryScore) -> str:

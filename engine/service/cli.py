@@ -1169,7 +1169,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     import threading
 
     try:  # the libraries and the config load before the run's own signal handling: a Ctrl-C here is said too
-        from engine.service.backtest import BacktestInterrupted, run_backtest
+        from engine.service.backtest import BacktestInterrupted, percent, run_backtest
 
         config, queries = _backtest_inputs(args)
     except KeyboardInterrupt:  # (with --resume, the checkpoint of the run it resumes is kept as it was)
@@ -1226,8 +1226,8 @@ def cmd_backtest(args: argparse.Namespace) -> int:
             scored = "every answer was scored" if args.test_from is None else f"--test-from {args.test_from:g}"
             where = (f" (stream {inside[0][0]}: scored from its tick {inside[0][1]:,}, trained and validated on its "
                      f"ticks before {inside[0][2]:,})" if inside else "")
-            print(f"flashtick backtest: note: this model was trained and validated on the first {seen[1]:.0%} of "
-                  f"{', '.join(seen[0])}, and {scored}{where}: the scores below are not out of sample (give "
+            print(f"flashtick backtest: note: this model was trained and validated on the first {percent(seen[1])} "
+                  f"of {', '.join(seen[0])}, and {scored}{where}: the scores below are not out of sample (give "
                   f"--test-from {seen[1]:g} or later{', over the whole files' if inside else ''})",
                   file=sys.stderr, flush=True)
     print(report.summary(by_stream=args.by_stream))
@@ -1436,13 +1436,15 @@ def _scored_inside(evaluation: dict[str, Any] | None, stream_ticks: dict[str, in
 def _trained_on_overlap(model_dir: Path, files: list[Path], split: Any) -> str | None:
     """Why the test slice is not out of sample for a checkpoint `flashtick train` wrote, if it is not: the same
     files, and the test slice starts inside the part the model was trained on."""
+    from engine.service.backtest import percent
+
     seen = _trained_on(_evaluation(model_dir), files)
     test_start = split.train + split.validation
     if seen is None or test_start >= seen[1] - 1e-9:
         return None
-    return (f"this model was trained and validated on the first {seen[1]:.0%} of {', '.join(seen[0])}; the "
-            f"test slice starts at {test_start:.0%}, inside it: those scores are not out of sample (give a --split "
-            f"whose test part starts at {seen[1]:.0%} or later)")
+    return (f"this model was trained and validated on the first {percent(seen[1])} of {', '.join(seen[0])}; the "
+            f"test slice starts at {percent(test_start)}, inside it: those scores are not out of sample (give a "
+            f"--split whose test part starts at {percent(seen[1])} or later)")
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
