@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,82 +20,34 @@ from connectors.ticks import TS_MAX
 UTC_OFFSET = re.compile(r"\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)$", re.IGNORECASE)
 
 
-def _local(expr: pl.Expr, tz: str | None, passes: list[pl.Expr] | None = None) -> pl.Expr:
+def _local(expr: pl.Expr, tz: str | None, second_pass: pl.Expr | None = None) -> pl.Expr:
     """Naive wall-clock datetimes -> instants in `tz` (None: UTC). A time skipped by the switch forward to summer
-    time becomes null (missing_field). A time in the hour repeated when summer time ends is read at the earlier
-    instant, unless `passes` (the stream columns; [] for a file of one stream) lets the file's order tell: see
-    `_second_pass`."""
+    time becomes null (missing_field). A time in the hour repeated when it ends is read at the earlier instant,
+    or at the later one on the rows `second_pass` marks (connectors/repeated_hour.py tells them)."""
     if tz is None:
         return expr
-    earliest = expr.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
-    if passes is None:
-        return earliest
-    latest = expr.dt.replace_time_zone(tz, ambiguous="latest", non_existent="null")
-    return pl.when(_second_pass(expr, earliest, latest, passes)).then(latest).otherwise(earliest)
+    ambiguous = "earliest" if second_pass is None else \
+        pl.when(second_pass).then(pl.lit("latest")).otherwise(pl.lit("earliest"))
+    return expr.dt.replace_time_zone(tz, ambiguous=ambiguous, non_existent="null")
 
 
-def _second_pass(wall: pl.Expr, earliest: pl.Expr, latest: pl.Expr, passes: list[pl.Expr]) -> pl.Expr:
-    """Whether a naive time in a repeated hour is its second pass, as pandas' ambiguous='infer' tells it: in file
-    order, a stream's wall clock that steps back from one time of the repeated hour to another by more than half
-    the shift (30 min of New York's hour: a few ms of disorder never counts) has gone round the hour again, so its
-    times of that hour from there on, that day, are at the later offset. A stream whose clock never steps back
-    there (one pass only, or the file sorted) keeps the earlier instant: nothing in it tells the passes apart."""
-    shift = latest.dt.epoch("ns") - earliest.dt.epoch("ns")  # 0 outside a repeated hour, null where skipped
-    repeated = (shift > 0).fill_null(False)
-    wall_ns = wall.dt.epoch("ns")
-    stepped_back = repeated & repeated.shift(1) & (wall_ns.shift(1) - wall_ns > shift // 2)
-    return (repeated & (stepped_back.fill_null(False).cum_sum() > 0)).over([*passes, wall.dt.date()])
-
-
-def repeated_hour_facts(cmap: ColumnMap, ts_ns: pl.Expr, stream: pl.Expr) -> list[pl.Expr]:
-    """Aggregates over a file's event times (int ns, as read) that `repeated_hour_notes` says: its rows in an hour
-    repeated when summer time ends, those read at the second pass, and those no step back told apart."""
-    if cmap.tz is None or cmap.ts_unit in DAY_CLOCK_UNITS:  # elapsed since midnight: no wall clock was read
-        return []
-    instant = ts_ns.cast(pl.Datetime("ns", "UTC"))
-    wall = instant.dt.convert_time_zone(cmap.tz).dt.replace_time_zone(None)
-    earliest, latest = (wall.dt.replace_time_zone(cmap.tz, ambiguous=which).dt.epoch("ns")
-                        for which in ("earliest", "latest"))
-    repeated = (latest > earliest).fill_null(False)
-    second = repeated & (ts_ns == latest)
-    told = second.any().over([stream, wall.dt.date()])  # a stream's day whose clock stepped back in that hour
-    return [repeated.sum().alias("repeated_rows"), second.sum().alias("second_pass_rows"),
-            (repeated & ~told).sum().alias("untold_rows"),
-            wall.filter(repeated).min().dt.date().alias("repeated_first_day"),
-            wall.filter(repeated).max().dt.date().alias("repeated_last_day")]
-
-
-def repeated_hour_notes(name: str, cmap: ColumnMap, facts: dict[str, Any]) -> list[str]:
-    """What a file's rows in an hour repeated when summer time ends were read as (`repeated_hour_facts`)."""
-    if not facts.get("repeated_rows"):
-        return []
-    first, last = facts["repeated_first_day"], facts["repeated_last_day"]
-    hour = f"the hour repeated when summer time ends in {cmap.tz} ({first}{'' if first == last else f'..{last}'})"
-    second, untold = facts["second_pass_rows"], facts["untold_rows"]
-    notes = []
-    if second:
-        notes.append(f"{name}: its wall clock steps back inside {hour}: {second} row(s) after the step back read at "
-                     f"the second pass (the later UTC offset), {facts['repeated_rows'] - second - untold} before it "
-                     f"at the first")
-    if untold:
-        notes.append(f"{name}: {untold} row(s) in {hour}, and no step back of the wall clock to tell which pass "
-                     f"they are: read at the first pass (the earlier instant); a file holding both passes with no "
-                     f"step back between them needs UTC offsets or epoch times")
-    return notes
-
-
-def _passes(cmap: ColumnMap) -> list[pl.Expr]:
-    """What a repeated hour's passes are told apart within: each stream of the file (streams interleave)."""
-    return [pl.col(c) for c in cmap.stream_columns]
+def wall_clock_ns(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) -> pl.Expr | None:
+    """The naive wall-clock times that `ts_expr` reads in the map's `tz`, as int ns (their digits read as UTC's);
+    None when it reads none (no tz; counts after midnight, which are elapsed time, not a wall clock's)."""
+    if cmap.tz is None or cmap.ts_unit in DAY_CLOCK_UNITS:
+        return None
+    return ts_expr(path, replace(cmap, tz=None), dtype, first)
 
 
 NAIVE_TZ_ONLY = ("for naive times: drop it (files of both kinds in one run: a replay list gives each file its "
                  "own map, `columns: {tz: ...}` on the naive ones; docs/replay.md)")
 
 
-def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) -> pl.Expr:
+def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None,
+            second_pass: pl.Expr | None = None) -> pl.Expr:
     """The event-time column as int ns (datetimes, times of day) or raw numbers in ts_unit (scaled exactly
-    in Python). `first` is the column's first value as text: whether datetime text carries a UTC offset."""
+    in Python). `first` is the column's first value as text: whether datetime text carries a UTC offset.
+    `second_pass`: the rows whose naive time in a repeated hour is read at the later instant (`_local`)."""
     col = time_column(cmap)
     if cmap.ts_unit == "datetime":
         if cmap.date is not None and dtype != pl.String:
@@ -104,11 +57,11 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) 
             if dtype.time_zone is not None and cmap.tz is not None:
                 raise ValueError(f"{path}: ts column {cmap.ts!r} already carries time zone {dtype.time_zone!r}; "
                                  f"tz={cmap.tz!r} is {NAIVE_TZ_ONLY}")
-            return _local(col, cmap.tz, _passes(cmap)).dt.epoch("ns")
+            return _local(col, cmap.tz, second_pass).dt.epoch("ns")
         if dtype == pl.Date:
-            return _local(col.cast(pl.Datetime("ns")), cmap.tz, _passes(cmap)).dt.epoch("ns")
+            return _local(col.cast(pl.Datetime("ns")), cmap.tz, second_pass).dt.epoch("ns")
         if dtype == pl.String:
-            return _datetime_text(path, cmap, first)
+            return _datetime_text(path, cmap, first, second_pass)
         raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a datetime; set ts_unit to ns/us/ms/s")
     if len(cmap.ts_columns) > 1 and cmap.ts_unit in DAY_CLOCK_UNITS:  # DATE+TIME: each row's day, its own
         day, clock = (pl.col(c) for c in cmap.ts_columns)
@@ -121,7 +74,7 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) 
     if cmap.ts_unit == EXCEL_DAYS:  # to the millisecond, the finest a spreadsheet's time holds (1e-8 day: 0.9 ms)
         offset = ((col.cast(pl.Float64) - EXCEL_EPOCH_DAYS) * 86_400e3).round().cast(pl.Int64, strict=False) * 10**6
         return _local(pl.lit(0).cast(pl.Datetime("ns")) + pl.duration(nanoseconds=offset, time_unit="ns"),
-                      cmap.tz, _passes(cmap)).dt.epoch("ns")
+                      cmap.tz, second_pass).dt.epoch("ns")
     if cmap.ts_unit in DAY_CLOCK_UNITS:
         return _after_midnight(cmap, pl.lit(cmap.date).str.to_date(), col.cast(pl.Float64))
     return col
@@ -162,7 +115,7 @@ def apply_utc_offset(path: Path, cmap: ColumnMap, ts_ns: pl.Expr, first: str | N
 CLOCK_ONLY = re.compile(r"^\d{1,2}:\d\d(:\d\d([.,]\d+)?)?$")  # a time of day, no date: `09:00:00.123`
 
 
-def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
+def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: pl.Expr | None) -> pl.Expr:
     """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`."""
     # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123
     text = time_column(cmap).str.strip_chars().str.replace(r"(:\d\d),(\d)", "${1}.${2}")
@@ -186,7 +139,7 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None) -> pl.Expr:
     aware = any(code in fmt for code in ("%z", "%:z", "%#z")) if fmt else bool(first and UTC_OFFSET.search(first))
     if not aware:
         naive = text.str.to_datetime(fmt, time_unit="ns", strict=False)
-        return _local(naive, cmap.tz, _passes(cmap)).dt.epoch("ns")
+        return _local(naive, cmap.tz, second_pass).dt.epoch("ns")
     if cmap.tz is not None:
         raise ValueError(f"{path}: ts column {cmap.ts!r} carries its UTC offset ({first!r}); tz={cmap.tz!r} is "
                          f"{NAIVE_TZ_ONLY}")

@@ -35,12 +35,11 @@ from connectors.event_time import (
     NAIVE_TZ_ONLY,
     apply_utc_offset,
     duration_text,
-    repeated_hour_facts,
-    repeated_hour_notes,
     scaled_ts,
     time_hint,
     ts_expr,
     ts_in_ns,
+    wall_clock_ns,
 )
 from connectors.field_names import normal_name
 from connectors.file_layout import layout
@@ -59,6 +58,7 @@ from connectors.layout import (
     trade_bars,
 )
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution
+from connectors.repeated_hour import repeated_hour
 
 ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
 
@@ -284,6 +284,10 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     rows = scan_file(path, cmap.names, dialect, overrides).with_row_index(ROW)
     if is_csv(path) or is_json_lines(path):  # a blank line (often at the end) is no row at all
         rows = rows.filter(pl.any_horizontal(pl.all().exclude(ROW).is_not_null()))
+    hour = repeated_hour(rows, wall_clock_ns(path, cmap, ts_type, first), cmap.tz, cmap.stream_columns, ROW)
+    if hour is not None and hour.second_rows.len():  # read at the later offset: told by the file's order
+        second_pass = pl.col(ROW).is_in(hour.second_rows.implode())
+        exprs[0] = apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first, second_pass), first).alias("_ts")
     frame = rows.select(*exprs, ROW)
     raw_stream = _stream_column(cmap) if cmap.stream_col else pl.lit("")
     # a price column that is zero or below wherever a row trades: an instrument that trades there (a spread)
@@ -300,7 +304,6 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         nonpositive_rows=(traded <= 0).sum() if prices else pl.lit(0),
         trading_rows=traded.len() if prices else pl.lit(0),
         *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}),
-        *repeated_hour_facts(cmap, pl.col("_ts"), pl.col("_stream")),
     ).collect().row(0, named=True)
     notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap)
     if not facts["timed"] and first is not None:
@@ -309,8 +312,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if facts["unsorted"]:  # stable: rows with equal timestamps keep their file order
         frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
         repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: the "
-                    f"{facts['untold_rows']} row(s) in that hour are read at its first pass" if facts.get("untold_rows")
-                    else "")
+                    f"{hour.untold} row(s) in that hour are read at its first pass" if hour and hour.untold else "")
         notes.append(f"{path.name}: its rows are not in time order: {facts['back_rows']} row(s) earlier than the "
                      f"row before them, by up to {duration_text(scaled_ts(facts['largest_back'], factor))} (newest "
                      f"first, or merged from several sources{repeated}); replayed sorted by time, rows of equal times "
@@ -326,7 +328,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if facts["denormalized"]:
         notes.append(f"{path.name}: stream names {NFD_WRITTEN} replay in Unicode NFC, the one form the engine "
                      f"takes, so that a name is one stream however it was written")
-    notes += repeated_hour_notes(path.name, cmap, facts)
+    notes += hour.notes(path.name) if hour is not None else []
     if (region := FIXED_ZONES.get(cmap.tz or "")) is not None:  # a trader's "EST" means New York's clock
         notes.append(f"{path.name}: tz {cmap.tz} is a fixed offset all year, with no summer time: if the times are "
                      f"{region[0]}'s clock (summer time included), give --tz {region[1]}")
