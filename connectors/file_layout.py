@@ -71,6 +71,10 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     decimal = spec.decimal if isinstance(spec, ColumnMap) else spec.keys.get("decimal") if spec is not None else None
     dialect = sniff_csv(path, decimal) if is_csv(path) else None
     guessed, how = None, ""
+    given_names = names
+    header_notes: list[str] = []
+    if names is not None and dialect is not None and dialect.header:  # a preset or --csv-names over a header row
+        names, header_notes = _names_over_header(path, tuple(names), dialect, spec)
     if names is None and not isinstance(spec, ColumnMap) and dialect is not None and not dialect.header \
             and dialect.rows:
         guessed, how = headerless_map(path, dialect.rows, dialect.separator)
@@ -83,8 +87,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         schema = dict(scan_file(path, names, dialect).collect_schema())
     except pl.exceptions.PolarsError as e:
         if names is not None:
-            raise ValueError(f"{path}: names gives {len(names)} columns {list(names)}, which does not fit "
-                             f"the file's rows ({str(e).splitlines()[0]})") from None
+            raise ValueError(_names_misfit(path, names, dialect, spec, e)) from None
         raise ValueError(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
     first = lambda column: first_text(path, names, dialect, column)  # noqa: E731
     kind_notes: list[str] = []
@@ -120,6 +123,9 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         kind_notes += venue_note(path, cmap, schema, names, dialect) + correction_notes + [
             note for said in (condition_note, amendment_note, sale_condition_note)
             for note in said(path, cmap, schema, names, dialect)]
+    if given_names is not None and names != given_names:  # the header names the columns: read by it
+        cmap = replace(cmap, names=names)
+    kind_notes = header_notes + kind_notes
     if cmap.stream is not None and cmap.stream_col is None and \
             (column := next((n for n in schema if n.strip().lower() == cmap.stream.strip().lower()), None)):
         raise ValueError(f"{path}: the column map names one fixed stream, {cmap.stream!r}, which is also a column of "
@@ -219,7 +225,51 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     return cmap, dialect, schema, notes + number_notes + kind_notes + unit_notes + stream_notes + day_notes
 
 
+def _names_over_header(path: Path, names: tuple[str, ...], dialect: Dialect, spec: ColumnMap | Refine | None,
+                       ) -> tuple[tuple[str, ...] | None, list[str]]:
+    """Column names given (a preset's, --csv-names) for a CSV whose first line is a header (Binance's newer public
+    files have one, the older none): that line is never data. A header that names every column given is read by
+    its own names (None), in whatever order it has them; a header of as many other names is skipped and the
+    columns read by position, with a note. A header of another width keeps the names, which polars then refuses
+    (`_names_misfit`)."""
+    header = list(scan_file(path, None, dialect).collect_schema())
+    if {normal_name(n) for n in names} <= {normal_name(c) for c in header}:
+        return None, []
+    if len(header) != len(names):
+        return names, []
+    given = f"--preset {spec.preset}" if isinstance(spec, ColumnMap) and spec.preset else "the names given"
+    return names, [f"{path.name}: its first line is a header ({', '.join(header)}) that names other columns than "
+                   f"{given} ({', '.join(names)}): skipped, and the columns read in the order given"]
+
+
+def _names_misfit(path: Path, names: Sequence[str], dialect: Dialect | None, spec: ColumnMap | Refine | None,
+                  error: Exception) -> str:
+    """Why column names given (a preset's, --csv-names) do not read a CSV: the file's column count and theirs, and
+    the preset, or the detection without one, that reads it, when one does; polars' own words otherwise."""
+    if dialect is not None and dialect.header:
+        width = len(scan_file(path, None, dialect).collect_schema())
+    else:
+        width = dialect.width if dialect is not None else 0
+    preset = spec.preset if isinstance(spec, ColumnMap) else None
+    given = f"--preset {preset} names" if preset else "the names given are"
+    if not width or width == len(names):
+        return (f"{path}: {given} {len(names)} columns {list(names)}, which do not fit the file's rows "
+                f"({str(error).splitlines()[0]})")
+    try:
+        detected = layout(path, None)[0]
+    except (ValueError, pl.exceptions.PolarsError):
+        detected = None
+    if detected is not None and detected.preset is not None and detected.preset != preset:
+        fits = f"; --preset {detected.preset} fits it (as the file is detected without --preset)"
+    elif detected is not None:
+        fits = f"; without {'--preset' if preset else 'the names'} it is detected as {describe_map(detected)}"
+    else:
+        fits = ""
+    return f"{path}: the file has {width} columns, {given} {len(names)} ({', '.join(names)}){fits}"
+
+
 def _detected_instead(path: Path, spec: ColumnMap | Refine | None) -> str:
+
     """For a preset whose columns a file lacks: how the file reads with no map, when it does ("drop --preset")."""
     if not isinstance(spec, ColumnMap) or spec.preset is None:
         return ""

@@ -50,12 +50,14 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
         # Typed on purpose: polars infers CSV types from the first rows, and a later "61837.5" in an inferred
         # int column would abort the whole replay. Unparsable cells become nulls, rejected as missing_field.
         # Header names lose the spaces around them (`time; price`); the BOM, CRLF and quotes polars handles.
+        # names given for a file whose first line is a header (file_layout's `_names_over_header`): it is skipped
+        header = names is None or dialect.header
         if names is not None and dialect.long_rows:  # polars counts a header-less file's columns from its rows
             typed = {name: (overrides or {}).get(name, pl.String) for name in names}
-            return pl.scan_csv(path, has_header=False, schema=typed, ignore_errors=overrides is not None,
+            return pl.scan_csv(path, has_header=header, schema=typed, ignore_errors=overrides is not None,
                                separator=dialect.separator, decimal_comma=dialect.decimal_comma,
                                truncate_ragged_lines=True)
-        return pl.scan_csv(path, has_header=names is None, new_columns=names, schema_overrides=overrides,
+        return pl.scan_csv(path, has_header=header, new_columns=names, schema_overrides=overrides,
                            ignore_errors=overrides is not None, separator=dialect.separator,
                            decimal_comma=dialect.decimal_comma, truncate_ragged_lines=bool(dialect.long_rows),
                            with_column_names=None if names else lambda found: [n.strip() for n in found])
@@ -106,7 +108,8 @@ class FilePlan:
         """A row as a user finds it: the line of a CSV file (after the header), the row of a Parquet file."""
         name = self.given_name
         if is_csv(self.path):
-            return f"{name} line {row + (1 if self.columns.names is not None else 2)}"
+            header = self.columns.names is None or self.dialect is not None and self.dialect.header
+            return f"{name} line {row + (2 if header else 1)}"
         if is_json_lines(self.path):  # a line, a message's line (several ticks), a REST dump's record
             return f"{name} {json_lines.table(self.path).where(row)}"
         return f"{name} row {row + 1}"

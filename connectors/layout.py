@@ -414,6 +414,10 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     by_normal: dict[str, str] = {}
     for n in names:
         by_normal.setdefault(normal_name(n), n)
+    for name, cmap in PRESETS.items():  # a header-less preset's file with its header (Binance's newer files)
+        if cmap.names is not None and PRESET_SIGNS.get(name, ()) is not None and set(cmap.names) <= set(by_normal):
+            # read as the header-less file is, on its clock: bookTicker's transaction_time, not event_time
+            return match_case(replace(cmap, names=None), schema)
     if set(LOBSTER_NAMES) <= set(by_normal):
         return _lobster_named(by_normal, schema, first)
     found: dict[str, str] = {}

@@ -82,7 +82,8 @@ def test_binance_aggtrades_and_futures_files_with_a_header(tmp_path: Path) -> No
     assert replay.notes[1] == ("trades.csv: stream ETHUSDT_PERP, from the folder name 'binance-ethusdt-perp' "
                                "(--columns stream_name=NAME to name it otherwise)")
     book = drain(FileReplay(tmp_path / "BTCUSDT-bookTicker-2024-01-02.csv"))
-    assert book[0] == Tick("BTCUSDT", (T0 * 1000 + 2) * MS, "quote", bid=42283.5, ask=42283.6, bid_size=1.25,
+    # transaction_time, as the header-less preset reads it (and aggTrades' transact_time), not event_time
+    assert book[0] == Tick("BTCUSDT", T0 * 1000 * MS, "quote", bid=42283.5, ask=42283.6, bid_size=1.25,
                            ask_size=0.5)
 
 
