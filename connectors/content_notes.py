@@ -81,6 +81,7 @@ def venue_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Se
 NAME_COLUMNS = ("name", "security_name", "stock_name", "company_name", "issue_name")  # a symbol's name, maybe
 IDENTIFIER = re.compile(r"^[A-Za-z0-9][\w.\-/&: ]{0,23}$")  # a symbol, a code, a short name
 FLAG_WORDS = frozenset({"true", "false", "t", "f", "y", "n", "yes", "no", "0", "1"})
+FLAG_NAME = re.compile(r"^(is|has|was)_")  # a yes/no column by its name: Binance's is_best_match, is_buyer_maker
 ID_WORDS = re.compile(r"(code|sym|ticker|name|sec|isin|cusip|instrument|contract|stock|ric|id)")
 # columns that repeat short values without naming an instrument: said by their own notes, or read as fields
 NOT_IDENTIFIERS = frozenset((*EVENT_NAMES, *RIGHT_NAMES, "side", "aggressor_side", "taker_side", "exchange", "venue",
@@ -106,7 +107,8 @@ def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
         values = sample[column].drop_nulls()
         values = values.filter(values != "")
         distinct = values.unique(maintain_order=True)
-        flags = set(distinct.str.to_lowercase().head(3).to_list()) <= FLAG_WORDS  # true/false, Y/N: no instruments
+        # true/false (True beside true), Y/N, is_best_match: flags, never instruments
+        flags = set(distinct.str.to_lowercase().to_list()) <= FLAG_WORDS or FLAG_NAME.match(normal_name(column))
         if 2 <= len(distinct) <= 1000 and len(distinct) * 2 <= len(values) and not flags and \
                 all(IDENTIFIER.match(v) for v in distinct.head(100).to_list()):
             found[column] = distinct.head(5).to_list()
@@ -126,15 +128,18 @@ def name_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
 
 
 def unread_identifiers(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
-                        dialect: Dialect | None) -> list[str]:
+                        dialect: Dialect | None, named: bool = False) -> list[str]:
     """Every row goes to one stream (the file's name, or a name the map or the file's name gave) while a column the
     map does not read holds several values that look like instruments' identifiers (a `Code` of 7203 and 9434):
-    said, since their prices would alternate in one stream, with the map that gives each its stream."""
+    said, since their prices would alternate in one stream, with the map that gives each its stream. `named`: the
+    user fixed the stream's name (`--columns stream_name=BTC-PERP` over Tardis' `symbol` of two contracts), which
+    says what to call the stream, not that the file holds one instrument."""
     found = _identifier_columns(path, cmap, schema, names, dialect, list(schema))
     if not found:
         return []
     column, values = next(iter(found.items()))
     stream = cmap.stream or cmap.default_stream
+    stream = f"{stream}, the name the map gives it" if named else stream
     return [Caution(f"{path.name}: every row goes to one stream, {stream}, but column {column!r} holds several "
                     f"values ({', '.join(values[:3])}, ...) that look like instruments: if it names them, give "
                     f"--columns stream={column} (a stream per value; docs/replay.md)")]

@@ -144,8 +144,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         raise ValueError(f"{path}: a REST dump (one JSON array of records) whose records name no instrument, nor "
                          f"does its file name: give the stream, --columns stream_name=NAME (BTCUSDT, BTC-USD), or "
                          f"name the file after it (BTCUSDT-trades.json)")
-    if not named and cmap.stream_col is None:
-        stream_notes += unread_identifiers(path, cmap, schema, names, dialect)
+    if cmap.stream_col is None:  # a fixed name too: it names the stream, not the file's one instrument
+        stream_notes += unread_identifiers(path, cmap, schema, names, dialect, named)
     cmap, day_notes = date_of(path, cmap)
     if missing := [c for c in cmap.source_columns() if c not in schema]:
         headerless = ("; its first line is data, not a header: give its columns in order with --csv-names"

@@ -48,11 +48,11 @@ def test_one_stream_beside_an_unread_identifier_column_is_said(tmp_path: Path) -
     assert {t.stream for t in drain(replay)} == {"day"}
     caution = next(n for n in replay.cautions if "look like instruments" in n)
     assert "column 'Issue' holds several values (AAA1, BBB2" in caution and "--columns stream=Issue" in caution
-    # a full map without a stream gets it too; one that names the stream does not
+    # a full map without a stream gets it too, and so does one that names the stream: a name is no instrument
     full = FileReplay(path, columns={"ts": "Time", "price": "Price", "size": "Volume"})
     assert any("--columns stream=Issue" in n for n in full.notes)
     named = FileReplay(path, columns={"ts": "Time", "price": "Price", "size": "Volume", "stream": "ALL"})
-    assert not any("look like instruments" in n for n in named.notes)
+    assert any("one stream, ALL, the name the map gives it, but column 'Issue'" in n for n in named.cautions)
     # integer codes under an identifier's name, in a Parquet file
     pl.read_csv(path).rename({"Issue": "issue_id"}).with_columns(
         pl.col("issue_id").str.slice(3).cast(pl.Int64)).write_parquet(tmp_path / "day.parquet")
@@ -66,3 +66,27 @@ def test_unique_ids_and_flags_are_no_identifiers(tmp_path: Path) -> None:
     replay = FileReplay(path)
     assert len(drain(replay)) == 10
     assert not any("look like instruments" in n for n in replay.notes)
+
+
+def test_a_fixed_stream_over_a_symbol_column_of_two_contracts_is_cautioned(tmp_path: Path) -> None:
+    """Tardis' Deribit trades of a perpetual and a future 1,500 apart, given one stream name: their prices would
+    alternate in it, so the unread `symbol` column is named, while the flags beside it are not instruments."""
+    path = tmp_path / "deribit_trades_2024-01-02_BTC.csv"
+    path.write_text("exchange,symbol,timestamp,local_timestamp,id,side,price,amount,is_best_match\n" + "".join(
+        f"deribit,{('BTC-PERPETUAL', 'BTC-27MAR26')[i % 2]},{1704153600000000 + i * 1000},"
+        f"{1704153600000000 + i * 1000 + 50},{i},buy,{42000.5 + 1500 * (i % 2)},10,{('True', 'true')[i // 5 % 2]}\n"
+        for i in range(20)))
+    for columns in ({"stream": "BTC-PERP"}, {"ts": "timestamp", "price": "price", "size": "amount",
+                                             "stream": "BTC-PERP"}):
+        replay = FileReplay(path, columns=columns)
+        assert {t.stream for t in drain(replay)} == {"BTC-PERP"}
+        cautions = [c for c in replay.cautions if "look like instruments" in c]
+        assert len(cautions) == 1 and "column 'symbol' holds several values (BTC-PERPETUAL, BTC-27MAR26" in \
+            cautions[0] and "--columns stream=symbol" in cautions[0], replay.cautions
+    # detected, the symbol column names the streams, and a True/true flag column is never called instruments
+    replay = FileReplay(path)
+    assert {t.stream for t in drain(replay)} == {"BTC-PERPETUAL", "BTC-27MAR26"}
+    flags = tmp_path / "BTCUSDT-trades.csv"
+    flags.write_text("time,price,qty,is_best_match\n" + "".join(
+        f"{1704153600000 + i},42000.5,1,{('True', 'true', 'TRUE')[i % 3]}\n" for i in range(12)))
+    assert not any("look like instruments" in c for c in FileReplay(flags, columns={"stream": "BTCUSDT"}).cautions)
