@@ -10,12 +10,36 @@ what a replay's fingerprint, a backtest's run key and rejected rows' locations n
 from __future__ import annotations
 
 import gzip
+import re
 import shutil
 import tempfile
 import zipfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
+
+import polars as pl
 
 ZIP_SUFFIX = ".zip"
+COMPRESSED_SUFFIXES = (".gz", ".zst", ZIP_SUFFIX)
+# how gzip, polars and zstd say a compressed file ended before its data did
+CUT_SHORT = re.compile(r"end-of-stream|end of (file|stream)|unexpected end|truncated|incomplete frame", re.I)
+TRUNCATED = "it looks truncated (an interrupted download?): download it again"
+
+
+@contextmanager
+def truncation_named(path: Path, name: str | None = None) -> Iterator[None]:
+    """Reading a compressed file (`.csv.gz`, `.dbn.zst`, ...) that ends before its compressed data does: the error
+    names the file (`name`: as the user gave it, an archive's member) and says it looks truncated, where gzip's own
+    words ("Compressed file ended before the end-of-stream marker was reached") or polars' ("unexpected end of
+    file") name none."""
+    try:
+        yield
+    except (EOFError, OSError, pl.exceptions.ComputeError) as e:
+        if not path.name.lower().endswith(COMPRESSED_SUFFIXES) or \
+                not (isinstance(e, EOFError) or CUT_SHORT.search(str(e))):
+            raise
+        raise ValueError(f"{name or path}: its compressed data ends early ({e}); {TRUNCATED}") from None
 
 
 def is_zip(path: Path) -> bool:
@@ -99,8 +123,10 @@ class Unpacked:
         self.transcoded = False  # a UTF-16 file's UTF-8 copy (`utf16`), not an archive's members
         try:
             archive = zipfile.ZipFile(archive_path)
-        except zipfile.BadZipFile as e:
-            raise ValueError(f"{archive_path}: not a readable zip archive ({e})") from None
+        except zipfile.BadZipFile as e:  # a zip's directory is at its end: a cut download has none
+            with open(archive_path, "rb") as f:
+                cut = f"; {TRUNCATED}" if f.read(4) == b"PK\x03\x04" else ""
+            raise ValueError(f"{archive_path}: not a readable zip archive ({e}){cut}") from None
         with archive:
             members = tick_members(archive)
             if not members:

@@ -32,6 +32,7 @@ from typing import Any, Mapping
 
 import polars as pl
 
+from connectors.archives import truncation_named
 from connectors.column_map import DETECT, ColumnMap
 from connectors.exchange_shapes import BINANCE_BOOK_KEYS, Shape, array_shape_of, rest_shape_of, shape_of
 from connectors.ticks import QUOTE
@@ -124,11 +125,12 @@ def _remove_copies() -> None:
 
 def _lines(path: Path) -> list[bytes]:
     opener = gzip.open if path.name.lower().endswith(".gz") else open
-    try:
-        with opener(path, "rb") as f:
-            data = f.read()
-    except (OSError, EOFError) as e:
-        raise ValueError(f"{path}: cannot read it: {e}") from None
+    with truncation_named(path):  # a cut .jsonl.gz: named, and said to be cut short
+        try:
+            with opener(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise ValueError(f"{path}: cannot read it: {e}") from None
     lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
     return lines[:-1] if lines and not lines[-1].strip() else lines
 

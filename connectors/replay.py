@@ -38,7 +38,7 @@ import polars as pl
 import yaml
 
 from connectors import json_lines
-from connectors.archives import Unpacked, is_zip, not_utf8, utf16_encoding
+from connectors.archives import Unpacked, is_zip, not_utf8, truncation_named, utf16_encoding
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
     PRESETS,
     UNITS,
@@ -98,6 +98,10 @@ class _Cursor:
         """Load the next chunk holding at least one valid tick; False once the file is exhausted (its rejected
         rows are then all counted). Rows rejected after the chunk's last tick wait for the next chunk's first."""
         self._pending = [(0, err, row) for _, err, row in self._pending]
+        with truncation_named(self._plan.path, getattr(self._plan, "given_name", None)):
+            return self._fill()
+
+    def _fill(self) -> bool:
         for chunk in self._batches:
             ticks = []
             for row, wire in chunk:
@@ -467,10 +471,11 @@ class FileReplay(Source):
         if is_json_lines(path) and path.is_file():  # its Parquet copy lives while the replay does
             self._unpacked.append(json_lines.Opened(path))
         if not is_zip(path) and utf16 is None:
-            if _no_data_rows(path):
-                self._file_notes.append(f"{path}: no data rows; skipped")
-                return []
-            return [plan_file(path, cmap, explicit)]
+            with truncation_named(path):
+                if _no_data_rows(path):
+                    self._file_notes.append(f"{path}: no data rows; skipped")
+                    return []
+                return [plan_file(path, cmap, explicit)]
         if not path.is_file():
             raise FileNotFoundError(f"replay file not found: {path}")
         unpacked = Unpacked(path) if utf16 is None else Unpacked.utf16(path, utf16)
@@ -646,7 +651,10 @@ class FileReplay(Source):
 
     def rows(self) -> int | None:
         """Rows in all the files (valid or not), for a progress total; None when a file cannot say cheaply."""
-        counts = [p.row_count() for p in self.plans]
+        counts = []
+        for plan in self.plans:
+            with truncation_named(plan.path, getattr(plan, "given_name", None)):
+                counts.append(plan.row_count())
         return None if None in counts else sum(counts)
 
     def stats(self) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import zipfile
 from pathlib import Path
 
@@ -106,3 +107,35 @@ def test_a_replay_is_a_context_manager_that_removes_its_unpacked_files(tmp_path:
         unpacked = replay.plans[0].path
         assert unpacked.is_file() and len(replay.next_batch(10_000)) == 400
     assert not unpacked.exists() and replay.done
+
+
+@pytest.mark.parametrize("rows", [40, 200_000])  # cut inside the first lines read, and deep inside the data
+def test_a_truncated_gzip_file_is_named_and_said_to_be_cut_short(tmp_path: Path, rows: int, capsys) -> None:
+    """An interrupted download of a `.csv.gz`: gzip's and polars' own errors name no file; a backtest and a feed
+    replay say which one, and why."""
+    plain = tmp_path / "BTCUSDT-trades-2024-01-01.csv"
+    binance_public_trades(plain, rows)
+    whole = gzip.compress(plain.read_bytes())
+    cut = tmp_path / "BTCUSDT-trades-2024-01-01.csv.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ValueError, match=f"^{cut}: its compressed data ends early .*looks truncated "
+                                         r"\(an interrupted download\?\)"):
+        FileReplay(cut)
+    for command in (["backtest", str(cut), "--out", str(tmp_path / "a.parquet"), "--quiet"],
+                    ["feed", "replay", str(cut), "--endpoint", "tcp://127.0.0.1:1"]):
+        assert main(command) != 0
+        assert f"error: {cut}: its compressed data ends early" in capsys.readouterr().err
+    lines = tmp_path / "BTCUSDT-trades.jsonl.gz"  # a websocket capture cut short: read whole, so cut alike
+    whole = gzip.compress("".join(f'{{"T": {1_704_067_200_000 + i}, "p": "42000.5", "q": "0.01"}}\n'
+                                  for i in range(rows // 10)).encode())
+    lines.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ValueError, match=f"^{lines}: its compressed data ends early .*looks truncated"):
+        FileReplay(lines)
+
+
+def test_a_truncated_zip_archive_is_said_to_be_cut_short(tmp_path: Path) -> None:
+    binance_public_trades(tmp_path / "BTCUSDT-trades-2024-01-01.csv", 2000)
+    archive = zipped(tmp_path / "BTCUSDT-trades-2024-01-01.zip", tmp_path / "BTCUSDT-trades-2024-01-01.csv")
+    archive.write_bytes(archive.read_bytes()[:3000])
+    with pytest.raises(ValueError, match="not a readable zip archive .*looks truncated"):
+        FileReplay(archive)
