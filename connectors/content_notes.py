@@ -280,18 +280,21 @@ def mixed_venues(plans: Sequence[Any]) -> list[str]:
     """A note per stream fed by files of several venues (Binance spot and Binance futures trades, a Bybit file:
     all `BTCUSDT`): one stream of several markets' prices reads as a jumpy market. Files of one venue (its trades
     and its quotes) are one market's."""
-    venued = [(plan, venue) for plan in plans if (venue := _venue_of(plan)) is not None]
-    if len({venue for _, venue in venued}) < 2:
+    venued = [(plan, _venue_of(plan)) for plan in plans]
+    if len({venue for _, venue in venued if venue is not None}) < 2:
         return []
-    fed: dict[str, dict[str, list[str]]] = {}
+    fed: dict[str, dict[str | None, list[str]]] = {}
     for plan, venue in venued:
         for stream in _plan_streams(plan):
             fed.setdefault(stream, {}).setdefault(venue, []).append(source_path(plan).name)
     notes = []
     for stream, venues in fed.items():
-        if len(venues) > 1:
-            said = "; ".join(f"{venue} ({', '.join(files[:3])})" for venue, files in venues.items())
-            notes.append(Caution(f"stream {stream} is fed by files of {len(venues)} venues: {said}; each market has "
+        known = {venue: files for venue, files in venues.items() if venue is not None}
+        if len(known) > 1:  # every file feeding it named, those of no venue its layout tells too
+            said = "; ".join(f"{venue} ({', '.join(files)})" for venue, files in known.items())
+            if unknown := venues.get(None):
+                said += f"; and {len(unknown)} file(s) of no known venue ({', '.join(unknown)})"
+            notes.append(Caution(f"stream {stream} is fed by files of {len(known)} venues: {said}; each market has "
                                  f"its own prices, so one stream mixes them: give each file its own stream in a replay "
                                  f"list (an entry's columns with stream: NAME, or stream_col: a venue column plus the "
                                  f"symbol; docs/replay.md)"))

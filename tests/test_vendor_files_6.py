@@ -169,6 +169,23 @@ def test_files_of_several_venues_feeding_one_stream_get_a_note(tmp_path: Path) -
     assert not any("venues" in n for n in replay.notes)
 
 
+def test_the_several_venues_note_names_every_file_feeding_the_stream(tmp_path: Path) -> None:
+    """Four days of Binance spot, a Bybit day and two files whose layout names no venue: each file is named."""
+    days = [tmp_path / f"BTCUSDT-trades-2024-01-0{day}.csv" for day in range(2, 6)]
+    for day, path in enumerate(days):
+        path.write_text(f"{4500000000 + day},42500.1,0.053,2252.5,{1704153601000 + day * 86_400_000},true,true\n")
+    (tmp_path / "BTCUSDT2024-01-02.csv").write_text(
+        "timestamp,symbol,side,size,price,tickDirection,trdMatchID,grossValue,homeNotional,foreignNotional\n"
+        "1704153601.5,BTCUSDT,Buy,0.1,42520.5,PlusTick,abc,1,0.1,4252\n")  # Bybit
+    plain = [tmp_path / "mine.csv", tmp_path / "theirs.csv"]
+    for i, path in enumerate(plain):
+        path.write_text(f"timestamp,symbol,price,size\n{1704153602000 + i},BTCUSDT,42501.5,1\n")
+    replay = FileReplay([*days, tmp_path / "BTCUSDT2024-01-02.csv", *plain])
+    note = next(n for n in replay.notes if n.startswith("stream BTCUSDT is fed by files of 2 venues"))
+    assert f"binance ({', '.join(p.name for p in days)})" in note
+    assert "; and 2 file(s) of no known venue (mine.csv, theirs.csv)" in note
+
+
 def tardis_book_snapshot(path: Path) -> None:
     columns = ["exchange", "symbol", "timestamp", "local_timestamp"]
     columns += [f"{side}[{i}].{what}" for i in range(5) for side in ("asks", "bids") for what in ("price", "amount")]
