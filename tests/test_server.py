@@ -147,7 +147,8 @@ def test_answers_say_which_registration_of_their_query_computed_them(server, fee
         new = collect(sub, lambda g: len(g) >= 1)
         stream = new[0][1]["stream"]
         asked = control.call("ask", stream=stream, query="volq")["answer"]
-        ad_hoc = control.call("ask", stream=stream, spec={"name": "adhoc", "question": "direction_5", "kind": "choice"})["answer"]
+        ad_hoc = control.call("ask", stream=stream,
+                              spec={"name": "adhoc", "question": "direction_5", "kind": "choice"})["answer"]
         control.call("unregister", name="volq")
     assert replaced_at > registered_at
     assert {payload["query_version"] for _, payload in old} == {registered_at}

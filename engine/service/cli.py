@@ -350,7 +350,8 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=300, help="optimiser steps (default 300)")
     p.add_argument("--batch", type=int, default=8, help="windows per step (default 8)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default 5e-4 fine-tuning, 2e-3 new)")
-    p.add_argument("--max-minutes", type=float, default=10.0, help="end the optimisation, its validations included, by N "
+    p.add_argument("--max-minutes", type=float, default=10.0,
+                   help="end the optimisation, its validations included, by N "
                    "minutes (default 10): a step starts only while it and a validation fit; reading the files, "
                    "calibration, answer heads and scoring the test part come on top of it")
     p.add_argument("--eval-every", type=int, default=20, help="steps between validation checks (default 20)")
