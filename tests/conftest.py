@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 from pathlib import Path
 
@@ -32,6 +33,17 @@ def _state_home(tmp_path_factory):
     """`serve` keeps its logs under $XDG_STATE_HOME by default: the tests' go to a temporary one, never the
     user's (subprocesses inherit it)."""
     os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ctrl_c_as_at_a_terminal():
+    """Tests send SIGINT to the CLI as a terminal's Ctrl-C would, and the CLI keeps a SIGINT it was started
+    ignoring ignored (a background job's). A suite run in the background of a non-interactive shell (`make test &`)
+    inherits SIGINT ignored, and so did every CLI it started: its Ctrl-C tests failed there alone. Children
+    exec'd from a process that handles SIGINT get the default action."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 # Real market data is not part of the repository or the package: it sits beside the checkout.
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
