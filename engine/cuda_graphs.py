@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import RaggedBatch
-from kernels.split_kv import use_split_kv
+from flashtick_kernels import RaggedBatch
+from flashtick_kernels.split_kv import use_split_kv
 
 
 def _pow2(n: int) -> int:

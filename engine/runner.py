@@ -23,7 +23,7 @@ import torch
 from engine.batch import ForwardBatch
 from engine.kv_cache import CacheSpec, KVCache
 from engine.models.llama import LlamaModel
-from kernels import RaggedBatch, backend_for
+from flashtick_kernels import RaggedBatch, backend_for
 
 
 @dataclass

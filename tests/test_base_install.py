@@ -33,7 +33,7 @@ def test_every_module_imports_without_the_extras() -> None:
     result = run_without_extras("""
 import importlib, pkgutil
 names = []
-for package in ("kernels", "engine", "connectors", "queries"):
+for package in ("flashtick_kernels", "engine", "connectors", "queries"):
     root = importlib.import_module(package)
     names += [package] + [m.name for m in pkgutil.walk_packages(root.__path__, package + ".")]
 for name in names:

@@ -24,7 +24,7 @@ from engine.models import from_hf_model
 from engine.runner import ModelRunner
 from engine.session import Session
 from interpreted import interpreted_tests, worker_main
-from kernels.metadata import RaggedBatch
+from flashtick_kernels.metadata import RaggedBatch
 from test_kernels import HAVE_TRITON, needs_cuda
 
 
@@ -56,10 +56,10 @@ def drive(engine: Engine, vocab: int) -> tuple[list[torch.Tensor], list[int]]:
 
 
 def check_padded_path(family: str, min_split_prefix: int | None) -> None:
-    import kernels.split_kv
+    import flashtick_kernels.split_kv
 
     if min_split_prefix is not None:  # make the split-KV kernel take these short prefixes too
-        kernels.split_kv.SPLIT_MIN_PREFIX = min_split_prefix
+        flashtick_kernels.split_kv.SPLIT_MIN_PREFIX = min_split_prefix
     from engine.cuda_graphs import CudaGraphs
 
     graphed, plain, hf = engines(family, "cpu", False)
@@ -108,7 +108,7 @@ def random_batch(rng: random.Random) -> RaggedBatch:
 @pytest.mark.skipif(not HAVE_TRITON, reason="triton is not importable on this platform")
 def test_every_bucket_launches_the_kernel_its_batches_would_with_room_for_them() -> None:
     from engine.cuda_graphs import CudaGraphs
-    from kernels.split_kv import use_split_kv
+    from flashtick_kernels.split_kv import use_split_kv
 
     hf = tiny_hf_model("llama3", num_hidden_layers=1, max_position_embeddings=4096)  # prefixes up to 3,000
     runner = ModelRunner(from_hf_model(hf), CacheSpec(block_size=16, cells=4096), cuda_graphs="eager")

@@ -1,4 +1,4 @@
-"""Fused layer kernels (kernels/fused.py): references against the model's own ops everywhere; Triton against
+"""Fused layer kernels (flashtick_kernels/fused.py): references against the model's own ops everywhere; Triton against
 the references interpreted on CPU (one worker subprocess, as in test_kernels.py) and compiled on CUDA."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from functools import partial
 import pytest
 import torch
 
-from kernels.fused import add_rms_norm_ref, rope_write_kv_ref, silu_mul_ref
+from flashtick_kernels.fused import add_rms_norm_ref, rope_write_kv_ref, silu_mul_ref
 from interpreted import interpreted_tests, worker_main
-from kernels.metadata import RaggedBatch
-from kernels.reference import write_kv_ref
+from flashtick_kernels.metadata import RaggedBatch
+from flashtick_kernels.reference import write_kv_ref
 from test_kernels import FP32_TOL, HAVE_TRITON, needs_cuda
 
 BF16_TOL = {"atol": 2e-2, "rtol": 2e-2}
@@ -57,7 +57,7 @@ def test_fused_references_equal_the_models_ops() -> None:
 
 
 def check_norm(with_residual: bool, hidden: int) -> None:
-    from kernels.fused import add_rms_norm_triton
+    from flashtick_kernels.fused import add_rms_norm_triton
 
     gen = torch.Generator().manual_seed(hidden)
     x, res, w = torch.randn(6, hidden, generator=gen), torch.randn(6, hidden, generator=gen), torch.randn(hidden)
@@ -68,14 +68,14 @@ def check_norm(with_residual: bool, hidden: int) -> None:
 
 
 def check_silu_mul(inter: int) -> None:
-    from kernels.fused import silu_mul_triton
+    from flashtick_kernels.fused import silu_mul_triton
 
     gu = torch.randn(4, 2 * inter, generator=torch.Generator().manual_seed(inter))
     torch.testing.assert_close(silu_mul_triton(gu), silu_mul_ref(gu), **FP32_TOL)
 
 
 def check_rope(n_heads: int, n_kv: int, dim: int) -> None:
-    from kernels.fused import rope_write_kv_triton
+    from flashtick_kernels.fused import rope_write_kv_triton
 
     qkv, cos, sin, caches, meta = rope_case(9, n_heads, n_kv, dim, seed=dim)
     want_qkv, want_caches = qkv.clone(), caches.clone()
@@ -86,7 +86,7 @@ def check_rope(n_heads: int, n_kv: int, dim: int) -> None:
 
 
 def check_rejects() -> None:
-    from kernels.fused import add_rms_norm_triton, rope_write_kv_triton, silu_mul_triton
+    from flashtick_kernels.fused import add_rms_norm_triton, rope_write_kv_triton, silu_mul_triton
 
     with pytest.raises(ValueError, match="weight must be"):
         add_rms_norm_triton(torch.randn(2, 8), torch.randn(7), 1e-5)
@@ -146,7 +146,7 @@ interpreted, test_fused_interpreted = interpreted_tests(__file__, INTERPRETED_CH
 @needs_cuda
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_cuda_fused_match_references(dtype: torch.dtype) -> None:
-    from kernels.fused import add_rms_norm_triton, rope_write_kv_triton, silu_mul_triton
+    from flashtick_kernels.fused import add_rms_norm_triton, rope_write_kv_triton, silu_mul_triton
 
     tol = FP32_TOL if dtype == torch.float32 else BF16_TOL
     x, res, w = (torch.randn(33, 2048, device="cuda", dtype=dtype) for _ in range(2)), None, None

@@ -7,9 +7,9 @@ import random
 import pytest
 import torch
 
-from kernels.grouped import plan_groups
-from kernels.metadata import RaggedBatch
-from kernels.reference import paged_attention_loop, paged_attention_ref
+from flashtick_kernels.grouped import plan_groups
+from flashtick_kernels.metadata import RaggedBatch
+from flashtick_kernels.reference import paged_attention_loop, paged_attention_ref
 
 
 def random_grouped_batch(seed: int, n_sessions: int, gqa: int, block_size: int = 8, dtype=torch.float32,

@@ -28,8 +28,8 @@ import pytest
 import torch
 
 from interpreted import interpreted_tests, worker_main
-from kernels.metadata import RaggedBatch
-from kernels.reference import paged_attention_ref, write_kv_ref
+from flashtick_kernels.metadata import RaggedBatch
+from flashtick_kernels.reference import paged_attention_ref, write_kv_ref
 
 try:
     import triton  # noqa: F401
@@ -189,7 +189,7 @@ def test_reference_write_kv_fills_advance_cells_only() -> None:
 @pytest.mark.parametrize("n", [1, 5, 16, 300])
 def test_matmul_path_equals_flash_path(n: int) -> None:
     """fp32 on CPU attends through the flash kernel; the matmul path (half precision) must agree with it."""
-    from kernels.reference import Q_TILE, _attend, _attend_flash
+    from flashtick_kernels.reference import Q_TILE, _attend, _attend_flash
 
     gen = torch.Generator().manual_seed(n)
     hkv, group, d = 2, 3, 16
@@ -248,7 +248,7 @@ def test_reference_probes_at_cuts_match_dense(seed: int, with_groups: bool) -> N
 
 
 def check_attention_probe_cuts(seed: int) -> None:
-    from kernels.paged_attention import paged_attention_triton
+    from flashtick_kernels.paged_attention import paged_attention_triton
 
     case = make_cut_case(seed, block_size=16 if seed % 2 else 4)
     torch.testing.assert_close(paged_attention_triton(*case), paged_attention_ref(*case), **FP32_TOL)
@@ -273,7 +273,7 @@ SMALL = Spec([3], [2], 4, 4, 2, 16)
 
 
 def check_attention(spec: Spec, fused_qkv: bool) -> None:
-    from kernels.paged_attention import paged_attention_triton
+    from flashtick_kernels.paged_attention import paged_attention_triton
 
     case = make_case(spec, seed=1, fused_qkv=fused_qkv)
     got = paged_attention_triton(*case)
@@ -282,7 +282,7 @@ def check_attention(spec: Spec, fused_qkv: bool) -> None:
 
 
 def check_attention_empty_batch() -> None:
-    from kernels.paged_attention import paged_attention_triton
+    from flashtick_kernels.paged_attention import paged_attention_triton
 
     assert paged_attention_triton(*make_case(Spec([4, 0], [0, 0], 16, 2, 1, 32), seed=2)).shape == (0, 2, 32)
 
@@ -290,7 +290,7 @@ def check_attention_empty_batch() -> None:
 def check_write_kv(dtype: torch.dtype) -> None:
     # Same dtype in and out only: the interpreter truncates fp32 -> bf16 where the GPU rounds
     # to nearest even, so the casting store is checked exactly on CUDA only.
-    from kernels.kv_write import write_kv_triton
+    from flashtick_kernels.kv_write import write_kv_triton
 
     case = make_case(Spec([5, 16, 0, 40], [4, 2, 19, 1], 16, 4, 2, 40), seed=3, dtype=dtype, fused_qkv=True)
     expected = [case.k_cache.clone(), case.v_cache.clone()]
@@ -319,7 +319,7 @@ def bad_attention_inputs(case: Case) -> dict[str, tuple[tuple, str]]:
 
 
 def check_attention_rejects(broken: str) -> None:
-    from kernels.paged_attention import paged_attention_triton
+    from flashtick_kernels.paged_attention import paged_attention_triton
 
     args, message = bad_attention_inputs(make_case(SMALL, 0))[broken]
     with pytest.raises(ValueError, match=message):
@@ -327,7 +327,7 @@ def check_attention_rejects(broken: str) -> None:
 
 
 def check_write_kv_rejects() -> None:
-    from kernels.kv_write import write_kv_triton as write
+    from flashtick_kernels.kv_write import write_kv_triton as write
 
     k, v, kc, vc, meta = make_case(SMALL, 0)[1:6]
     for args, message in [
@@ -363,8 +363,8 @@ interpreted, test_triton_interpreted = interpreted_tests(__file__, INTERPRETED_C
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") or torch.cuda.is_available(),
                     reason="checks the compiled module refusing CPU tensors")
 def test_compiled_kernels_refuse_cpu_tensors() -> None:
-    from kernels.kv_write import write_kv_triton
-    from kernels.paged_attention import paged_attention_triton
+    from flashtick_kernels.kv_write import write_kv_triton
+    from flashtick_kernels.paged_attention import paged_attention_triton
 
     case = make_case(SMALL, 0)
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
@@ -387,7 +387,7 @@ GPU_SPECS = {
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("name", GPU_SPECS)
 def test_cuda_attention_matches_reference(name: str, dtype: torch.dtype) -> None:
-    from kernels.paged_attention import paged_attention_triton
+    from flashtick_kernels.paged_attention import paged_attention_triton
 
     case = make_case(GPU_SPECS[name], seed=4, dtype=dtype, device="cuda", fused_qkv=name == "odd_sizes")
     got = paged_attention_triton(*case)
@@ -406,7 +406,7 @@ def test_cuda_attention_matches_reference(name: str, dtype: torch.dtype) -> None
     ids=["fp32", "bf16", "fp32_to_bf16"],
 )
 def test_cuda_write_kv_is_exact(dtype: torch.dtype, cache_dtype: torch.dtype) -> None:
-    from kernels.kv_write import write_kv_triton
+    from flashtick_kernels.kv_write import write_kv_triton
 
     case = make_case(GPU_SPECS["llama_like"], seed=5, dtype=dtype, device="cuda", fused_qkv=True)
     got = [case.k_cache.to(cache_dtype), case.v_cache.to(cache_dtype)]

@@ -1,4 +1,4 @@
-"""The import contract: kernels <- engine core <- queries, connectors <- engine.service, and no cycles.
+"""The import contract: flashtick_kernels <- engine core <- queries, connectors <- engine.service, and no cycles.
 
 Function-level imports count as much as top-level ones: a cycle hidden behind a
 late import is still a cycle. Third-party imports are not this test's business
@@ -11,14 +11,14 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("kernels", "engine", "connectors", "queries")
+PACKAGES = ("flashtick_kernels", "engine", "connectors", "queries")
 # what each layer may import, besides itself
 ALLOWED = {
-    "kernels": set(),
-    "engine": {"kernels"},
-    "queries": {"kernels", "engine"},
-    "connectors": {"kernels", "engine"},
-    "engine.service": {"kernels", "engine", "queries", "connectors"},
+    "flashtick_kernels": set(),
+    "engine": {"flashtick_kernels"},
+    "queries": {"flashtick_kernels", "engine"},
+    "connectors": {"flashtick_kernels", "engine"},
+    "engine.service": {"flashtick_kernels", "engine", "queries", "connectors"},
 }
 
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from interpreted import interpreted_tests, worker_main
-from kernels.metadata import RaggedBatch
-from kernels.reference import paged_attention_ref
+from flashtick_kernels.metadata import RaggedBatch
+from flashtick_kernels.reference import paged_attention_ref
 from test_kernels import BF16_TOL, FP32_TOL, HAVE_TRITON, Case, Spec, make_case, needs_cuda
 
 SPLIT_SPECS = {
@@ -24,7 +24,7 @@ SPLIT_SPECS = {
 
 
 def check_split(name: str, fused_qkv: bool = False) -> None:
-    from kernels.split_kv import split_kv_attention_triton
+    from flashtick_kernels.split_kv import split_kv_attention_triton
 
     spec, split_cells = SPLIT_SPECS[name]
     case = make_case(spec, seed=5, fused_qkv=fused_qkv)
@@ -34,7 +34,7 @@ def check_split(name: str, fused_qkv: bool = False) -> None:
 
 
 def check_rejects_long_appends() -> None:
-    from kernels.split_kv import split_kv_attention_triton
+    from flashtick_kernels.split_kv import split_kv_attention_triton
 
     with pytest.raises(ValueError, match="at most 16 new tokens"):
         split_kv_attention_triton(*make_case(Spec([40], [17], 16, 2, 1, 16), seed=0))
@@ -53,7 +53,7 @@ interpreted, test_split_kv_interpreted = interpreted_tests(__file__, INTERPRETED
 def test_the_shape_picks_split_kv_only_for_few_rows_over_a_long_prefix() -> None:
     if not HAVE_TRITON:
         pytest.skip("triton is not importable on this platform")
-    from kernels.split_kv import use_split_kv
+    from flashtick_kernels.split_kv import use_split_kv
 
     def meta(prefixes: list[int], new: list[int]) -> RaggedBatch:
         cu = [0]
@@ -73,7 +73,7 @@ def test_the_shape_picks_split_kv_only_for_few_rows_over_a_long_prefix() -> None
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("name", ["llama_32k", "batched_probes_2k"])
 def test_cuda_split_kv_matches_reference(name: str, dtype: torch.dtype) -> None:
-    from kernels.split_kv import split_kv_attention_triton
+    from flashtick_kernels.split_kv import split_kv_attention_triton
 
     spec = {"llama_32k": Spec([32768], [16], 16, 32, 8, 128),
             "batched_probes_2k": Spec([2048] * 64, [16] * 64, 16, 32, 8, 128)}[name]

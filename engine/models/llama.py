@@ -6,7 +6,7 @@ into their cells *before* attention (so a probe in the same batch can read a
 prefix that this very forward extends), then runs ragged paged attention.
 
 On the Triton backend (CUDA) the elementwise work between the GEMMs is fused
-(kernels/fused.py): RoPE + the K/V write in one launch, residual add + RMSNorm
+(flashtick_kernels/fused.py): RoPE + the K/V write in one launch, residual add + RMSNorm
 in one, SiLU*up in one. On CPU the torch ops below are the path (and the
 fused kernels' oracle).
 """
@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.models.config import ModelConfig, rope_inv_freq
-from kernels import RaggedBatch, backend_for, paged_attention, paged_attention_ref, write_kv_ref
+from flashtick_kernels import RaggedBatch, backend_for, paged_attention, paged_attention_ref, write_kv_ref
 
 
 class RMSNorm(nn.Module):
@@ -31,7 +31,7 @@ class RMSNorm(nn.Module):
                 ) -> tuple[torch.Tensor, torch.Tensor]:  # (T, H) each: normed, and residual + x
         """norm(residual + x) and the sum itself (x when there is no residual)."""
         if fused:
-            from kernels.fused import add_rms_norm_triton
+            from flashtick_kernels.fused import add_rms_norm_triton
 
             return add_rms_norm_triton(x, self.weight, self.eps, residual)
         summed = x if residual is None else residual + x
@@ -102,7 +102,7 @@ class Attention(nn.Module):
     ) -> torch.Tensor:  # (T or R, hidden)
         T = x.shape[0]
         if fused:
-            from kernels.fused import rope_write_kv_triton
+            from flashtick_kernels.fused import rope_write_kv_triton
 
             qkv = self.qkv_proj(x).view(T, self.n_heads + 2 * self.n_kv, self.head_dim)  # (T, Hq+2Hkv, D)
             rope_write_kv_triton(qkv, *rope, self.n_heads, self.n_kv, k_cache, v_cache, meta)  # in place
@@ -132,7 +132,7 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor, fused: bool = False) -> torch.Tensor:
         if fused:
-            from kernels.fused import silu_mul_triton
+            from flashtick_kernels.fused import silu_mul_triton
 
             return self.down_proj(silu_mul_triton(self.gate_up_proj(x)))  # (T, 2 inter) -> (T, inter) -> (T, hidden)
         gate, up = self.gate_up_proj(x).split(self.inter, dim=-1)  # (T, inter) views of one output

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from kernels.metadata import RaggedBatch
+from flashtick_kernels.metadata import RaggedBatch
 
 MAX_ROWS_PER_GROUP = 128  # longer appends (prefill chunks) go through the tiled loop instead
 MIN_GROUPED_SEQS = 8  # one session's sequences are grouped only when there are this many (its cuts' probes)

@@ -1,6 +1,6 @@
 """Triton split-KV (flash-decoding) attention: few new tokens per sequence over long paged prefixes.
 
-Contract: exactly ``kernels.paged_attention``'s (see kernels/metadata.py): sequence i's new tokens,
+Contract: exactly ``flashtick_kernels.paged_attention``'s (see flashtick_kernels/metadata.py): sequence i's new tokens,
 rows ``cu_seqlens[i]:cu_seqlens[i+1]`` of q, attend to the first ``prefix_lens[i]`` cells of its
 paged prefix and causally to the new K/V rows of the same sequence (read from ``k_new``/``v_new``).
 Same dtypes, GQA ratios, head_dim, block sizes and strides; the same input checks.
@@ -14,7 +14,7 @@ head), so a 16-token probe at 32k context is 8 programs walking 32k cells each, 
             sum's log (log2 units), per row;
     pass 2, grid (sequence, kv head): the partials combined, weighted by exp2(lse - max lse).
 
-``kernels.paged_attention`` picks it by shape (``use_split_kv``): at most ``SPLIT_MAX_NEW`` new
+``flashtick_kernels.paged_attention`` picks it by shape (``use_split_kv``): at most ``SPLIT_MAX_NEW`` new
 tokens in every sequence and a prefix of at least ``SPLIT_MIN_PREFIX`` cells somewhere. The
 partials cost (sequences x splits x kv heads x rows x head_dim) fp32 of scratch.
 
@@ -28,8 +28,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.metadata import RaggedBatch
-from kernels.paged_attention import _LOG2E, _check_inputs, online_softmax_step
+from flashtick_kernels.metadata import RaggedBatch
+from flashtick_kernels.paged_attention import _LOG2E, _check_inputs, online_softmax_step
 
 SPLIT_MAX_NEW = 16  # new tokens per sequence up to which split-KV is chosen
 SPLIT_MIN_PREFIX = 1024  # ... when some prefix is at least this long
@@ -173,7 +173,7 @@ def split_kv_attention_triton(
     _check_inputs(q, k_new, v_new, k_cache, v_cache, meta, scale)
     if meta.max_new > SPLIT_MAX_NEW:
         raise ValueError(f"split-KV attention takes at most {SPLIT_MAX_NEW} new tokens per sequence, got "
-                         f"{meta.max_new}: use kernels.paged_attention")
+                         f"{meta.max_new}: use flashtick_kernels.paged_attention")
     if split_cells < 1:
         raise ValueError(f"split_cells must be >= 1, got {split_cells}")
     n_tokens, n_q_heads, head_dim = q.shape

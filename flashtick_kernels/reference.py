@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from kernels.grouped import grouped_attention, plan_groups
-from kernels.metadata import RaggedBatch
+from flashtick_kernels.grouped import grouped_attention, plan_groups
+from flashtick_kernels.metadata import RaggedBatch
 
 # Past this many runs a prefix is gathered into one copy: a Python loop over
 # many tiny matmuls costs more than the copy does.

@@ -1,6 +1,6 @@
 """Triton KV write: scatter the advance tokens' K/V rows into their cache cells.
 
-Contract (the same as ``kernels.reference.write_kv_ref``): for every token t with
+Contract (the same as ``flashtick_kernels.reference.write_kv_ref``): for every token t with
 ``slot_mapping[t] >= 0``, ``k_cache[h, slot_mapping[t]] = k_new[t, h]`` (and likewise V)
 for every kv head h; tokens with ``slot_mapping[t] == -1`` (probe tokens) are skipped.
 
@@ -24,9 +24,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.launch import DTYPES as _DTYPES
-from kernels.launch import check_launchable
-from kernels.metadata import RaggedBatch
+from flashtick_kernels.launch import DTYPES as _DTYPES
+from flashtick_kernels.launch import check_launchable
+from flashtick_kernels.metadata import RaggedBatch
 
 # jit() picks the interpreter at decoration time, so this module's kernels are interpreted
 # exactly when this was set at import; CPU tensors are only valid then.

@@ -10,8 +10,8 @@ import os
 
 import torch
 
-from kernels.metadata import RaggedBatch
-from kernels.reference import paged_attention_ref, write_kv_ref
+from flashtick_kernels.metadata import RaggedBatch
+from flashtick_kernels.reference import paged_attention_ref, write_kv_ref
 
 __all__ = ["RaggedBatch", "paged_attention", "write_kv", "backend_for", "paged_attention_ref", "write_kv_ref"]
 
@@ -26,11 +26,11 @@ def backend_for(device: torch.device) -> str:
 
 
 def paged_attention(q, k_new, v_new, k_cache, v_cache, meta: RaggedBatch, scale: float) -> torch.Tensor:
-    """Ragged prefix+causal attention over a paged cache; see kernels/metadata.py for the contract. On Triton,
+    """Ragged prefix+causal attention over a paged cache; see flashtick_kernels/metadata.py for the contract. On Triton,
     few new tokens over a long prefix (questions on long sessions) go to the split-KV kernel."""
     if backend_for(q.device) == "triton":
-        from kernels.paged_attention import paged_attention_triton
-        from kernels.split_kv import split_kv_attention_triton, use_split_kv
+        from flashtick_kernels.paged_attention import paged_attention_triton
+        from flashtick_kernels.split_kv import split_kv_attention_triton, use_split_kv
 
         if use_split_kv(meta):
             return split_kv_attention_triton(q, k_new, v_new, k_cache, v_cache, meta, scale)
@@ -41,7 +41,7 @@ def paged_attention(q, k_new, v_new, k_cache, v_cache, meta: RaggedBatch, scale:
 def write_kv(k_new, v_new, k_cache, v_cache, meta: RaggedBatch) -> None:
     """Write the advance tokens' K/V into their cells (probe tokens are skipped)."""
     if backend_for(k_new.device) == "triton":
-        from kernels.kv_write import write_kv_triton
+        from flashtick_kernels.kv_write import write_kv_triton
 
         return write_kv_triton(k_new, v_new, k_cache, v_cache, meta)
     return write_kv_ref(k_new, v_new, k_cache, v_cache, meta)

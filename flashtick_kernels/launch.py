@@ -6,7 +6,7 @@ import os
 
 import torch
 
-from kernels.metadata import RaggedBatch
+from flashtick_kernels.metadata import RaggedBatch
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)

@@ -1,6 +1,6 @@
 """Triton paged attention: ragged new tokens over a paged prefix plus themselves, causally.
 
-Contract (the same as ``kernels.reference.paged_attention_ref``; see kernels/metadata.py):
+Contract (the same as ``flashtick_kernels.reference.paged_attention_ref``; see flashtick_kernels/metadata.py):
 sequence i's new tokens, rows ``cu_seqlens[i]:cu_seqlens[i+1]`` of q, attend to the first
 ``prefix_lens[i]`` cells of its paged prefix (through its block table) and causally to the
 new K/V rows of the same sequence, which are read from ``k_new``/``v_new``, not from the cache.
@@ -37,9 +37,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.launch import DTYPES as _DTYPES
-from kernels.launch import check_launchable
-from kernels.metadata import RaggedBatch
+from flashtick_kernels.launch import DTYPES as _DTYPES
+from flashtick_kernels.launch import check_launchable
+from flashtick_kernels.metadata import RaggedBatch
 
 # jit() picks the interpreter at decoration time, so this module's kernels are interpreted
 # exactly when this was set at import; CPU tensors are only valid then.

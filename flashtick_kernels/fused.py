@@ -5,7 +5,7 @@
     rope_write_kv     RoPE on q and k in place, and k, v written to their cache cells, in one launch
 
 Each has a pure-torch reference beside it (``*_ref``) with the same contract. The decoder
-(engine/models/llama.py) calls these kernels on the Triton backend (CUDA, ``kernels.backend_for``) and its
+(engine/models/llama.py) calls these kernels on the Triton backend (CUDA, ``flashtick_kernels.backend_for``) and its
 own torch ops elsewhere; tests/test_fused.py runs the whole decoder on the interpreted kernels against
 transformers' logits. Supported: fp32, fp16, bf16
 (norm statistics and RoPE products in fp32, results in the input dtype, as transformers does); any
@@ -22,8 +22,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.launch import DTYPES, check_launchable
-from kernels.metadata import RaggedBatch
+from flashtick_kernels.launch import DTYPES, check_launchable
+from flashtick_kernels.metadata import RaggedBatch
 
 
 # -- references ---------------------------------------------------------------------------------
