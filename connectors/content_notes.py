@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -21,7 +20,8 @@ from connectors.field_names import normal_name
 from connectors.file_plan import SAMPLE_ROWS, FilePlan, distinct_text, is_csv, scan_file, source_path
 from connectors.layout import EVENT_NAMES, QUOTE_MARKS, RIGHT_NAMES, TRADE_MARKS, Caution, Dialect
 from connectors.stream_selection import StreamSelection, shown
-from connectors.ticks import QUOTE, TRADE
+from connectors.ticks import QUOTE, TRADE, utc_text
+
 
 def kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                  dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
@@ -324,10 +324,6 @@ def _kinds(plan: Any) -> set[str]:
     return {cmap.kind} if cmap.kind else {k for k, column in ((TRADE, cmap.price), (QUOTE, cmap.bid)) if column}
 
 
-def _utc(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-
-
 def overlapping_files(plans: Sequence[Any], selection: StreamSelection | None = None) -> list[str]:
     """A caution per pair of files that feed one stream ticks of one kind over overlapping times (two vendors'
     EURUSD): merged by time, their ticks interleave into one stream as if from one source, each price beside the
@@ -353,8 +349,8 @@ def overlapping_files(plans: Sequence[Any], selection: StreamSelection | None = 
         stream, start, end = streams[0]
         named = f"stream {stream}" if len(streams) == 1 else \
             f"streams {shown([s for s, _, _ in streams])} ({len(streams)})"
-        notes.append(Caution(f"{named} fed by both {one} and {other}, whose times overlap ({_utc(start)} to "
-                             f"{_utc(end)} UTC{' for ' + stream if len(streams) > 1 else ''}): their ticks interleave "
+        notes.append(Caution(f"{named} fed by both {one} and {other}, whose times overlap ({utc_text(start)} to "
+                             f"{utc_text(end)}{' for ' + stream if len(streams) > 1 else ''}): their ticks interleave "
                              f"into one stream by time, as one source's; if they are two sources of it (two vendors), "
                              f"give each its own stream in a replay list (an entry's columns: {{stream: NAME}}), or "
                              f"replay one (files that follow each other, day after day, are no concern)"))

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from connectors.column_map import Hours, PriceOffset, offset_of
-from connectors.ticks import QUOTE, TRADE, InvalidTick
+from connectors.ticks import QUOTE, TRADE, InvalidTick, utc_text
 
 PRICE_SCALE = 1e9  # DBN prices are int64 in units of 1e-9
 F_LAST = 1 << 7  # DBN's flag on the last record of an exchange event (databento_dbn.F_LAST)
@@ -221,7 +221,7 @@ class Symbology:
                                                                     if end < 1 << 63 else "")
                               for start, end, symbol in sorted(self.dated[instrument_id]))
             notes.append(f"{name}: instrument {instrument_id} has {ticks} tick(s) outside its mapping's dates (the "
-                         f"first at {_utc(first)}; it is {dated}, UTC dates), read as stream '{instrument_id}': a "
+                         f"first at {utc_text(first)}; it is {dated}, UTC dates), read as stream '{instrument_id}': a "
                          f"stream apart from its symbol's")
         return notes
 
@@ -232,10 +232,6 @@ def _field(interval: Any, name: str) -> Any:
 
 def _date_of(ns: int) -> str:
     return datetime.fromtimestamp(ns // 10**9, timezone.utc).date().isoformat()
-
-
-def _utc(ns: int) -> str:
-    return datetime.fromtimestamp(ns // 10**9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _day_ns(day: date | str | None, open_end: int) -> int:

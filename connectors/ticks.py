@@ -418,8 +418,7 @@ def ts_unit_hint(ts: int) -> str | None:
     is then a time in January 1970); None when it does not."""
     for unit, per in _UNITS:
         if _Y2000_NS // per <= ts < _Y2100_NS // per:
-            as_unit = datetime.fromtimestamp(ts / (10**9 // per), tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-            return (f"ts {ts} is {unit} since the epoch ({as_unit} UTC) if read so, but ts counts nanoseconds "
+            return (f"ts {ts} is {unit} since the epoch ({utc_text(ts * per)}) if read so, but ts counts nanoseconds "
                     f"(x {per:,}); as nanoseconds it is in January 1970")
     return None
 

@@ -209,7 +209,7 @@ def test_an_instrument_outside_its_mapping_s_dates_is_said_once_at_the_end(tmp_p
     replay = FileReplay(path)
     assert [t.stream for t in drain(replay)] == ["1001", "1001", "ESH6"]
     assert replay.found_notes == [
-        f"{path}: instrument 1001 has 2 tick(s) outside its mapping's dates (the first at 2026-03-04 14:30:00 UTC; "
+        f"{path}: instrument 1001 has 2 tick(s) outside its mapping's dates (the first at 2026-03-04T14:30:00Z; "
         f"it is ESH6 from 2026-03-05 to 2026-03-09 (excluded), UTC dates), read as stream '1001': a stream apart "
         f"from its symbol's"]
     # ticks that --hours leaves out are not counted: none of the Sunday's is read, so nothing is said

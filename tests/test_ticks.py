@@ -142,7 +142,7 @@ def test_a_ts_in_seconds_ms_or_us_is_recognised_and_nanoseconds_are_not() -> Non
     now_s = 1_733_097_600  # 2024-12-02 00:00:00 UTC
     for unit, ts in (("seconds", now_s), ("milliseconds", now_s * 10**3), ("microseconds", now_s * 10**6)):
         hint = ts_unit_hint(ts)
-        assert hint is not None and hint.startswith(f"ts {ts} is {unit} since the epoch (2024-12-02 00:00:00 UTC")
+        assert hint is not None and hint.startswith(f"ts {ts} is {unit} since the epoch (2024-12-02T00:00:00Z)")
     for ts in (0, 1, 5_000, now_s * 10**9, 2**63 - 1, 946_684_800 * 10**3 - 1):  # ns, tiny counts, the gaps between
         assert ts_unit_hint(ts) is None, ts
 

@@ -261,8 +261,8 @@ def test_two_files_feeding_one_stream_over_the_same_times_get_a_caution(tmp_path
     replay = FileReplay([duka, truefx])
     assert len(drain(replay)) == 10
     (caution,) = replay.cautions
-    assert caution.startswith(f"stream EURUSD fed by both {duka} and {truefx}, whose times overlap (2026-11-02 "
-                              f"00:00:02 to 2026-11-02 00:00:04 UTC): their ticks interleave into one stream"), caution
+    assert caution.startswith(f"stream EURUSD fed by both {duka} and {truefx}, whose times overlap (2026-11-02T"
+                              f"00:00:02Z to 2026-11-02T00:00:04Z): their ticks interleave into one stream"), caution
     assert "give each its own stream in a replay list (an entry's columns: {stream: NAME})" in caution
     assert not FileReplay([duka, quotes("next_day.csv", 3, 0)]).cautions  # one file after the other
     (tmp_path / "trades.csv").write_text("timestamp,symbol,price,size\n2026-11-02T00:00:01Z,EURUSD,1.16005,1\n"

@@ -252,7 +252,7 @@ def test_a_stream_whose_ts_are_milliseconds_is_served_and_named_in_stats(clients
     (topic, payload), = answers.until(lambda g: len(g) >= 1)
     assert payload["version"] == 3
     suspects = wait_stats(ctl, lambda st: s in st.get("ts_unit_suspects", {}).get("first", {}))["ts_unit_suspects"]
-    assert suspects["first"][s].startswith(f"ts {ms} is milliseconds since the epoch (2024-12-02 00:00:00 UTC)")
+    assert suspects["first"][s].startswith(f"ts {ms} is milliseconds since the epoch (2024-12-02T00:00:00Z)")
     assert ns not in suspects["first"]
 
 
