@@ -302,10 +302,11 @@ def mixed_venues(plans: Sequence[Any]) -> list[str]:
 
 
 def _time_spans(plan: Any) -> dict[str, tuple[int, int]]:
-    """Each stream's first and last time (ns) in a tabular file, from a scan of its time and stream columns; {} for
-    a DBN file (read in its own order, record by record)."""
+    """Each stream's first and last time (ns) in a tabular file, from a scan of its time and stream columns; of a
+    DBN file, from its metadata (its start and end, each symbol's mappings: dbn.DbnPlan.time_spans), {} when that
+    says no end."""
     if not isinstance(plan, FilePlan):
-        return {}
+        return plan.time_spans() or {}
     cmap, ts = plan.columns, pl.col("_ts").drop_nulls()
     if cmap.stream_col is None:
         first, last = plan.frame.select(ts.min().alias("first"), ts.max().alias("last")).collect().row(0)
@@ -319,8 +320,8 @@ def _time_spans(plan: Any) -> dict[str, tuple[int, int]]:
 def _kinds(plan: Any) -> set[str]:
     """The kinds of tick a plan's rows make: a trades file and a quotes file of one stream are one market's."""
     cmap = getattr(plan, "columns", None)
-    if not isinstance(cmap, ColumnMap):
-        return {TRADE, QUOTE}
+    if not isinstance(cmap, ColumnMap):  # a DBN file: its schema says (mbo and mbp-1 make both)
+        return {TRADE} if getattr(plan, "schema", None) == "trades" else {TRADE, QUOTE}
     return {cmap.kind} if cmap.kind else {k for k, column in ((TRADE, cmap.price), (QUOTE, cmap.bid)) if column}
 
 

@@ -260,6 +260,8 @@ class DbnPlan:
             raise ValueError(f"{path}: DBN schema {self.schema!r} is not supported; replay reads {', '.join(SCHEMAS)} "
                              f"(order by order, top of book or trades)")
         self.mappings = metadata.mappings or {}
+        # the times the file covers, as its metadata says (end None: not said, a live capture's)
+        self.start, self.end = metadata.start, metadata.end
 
     def describe(self) -> dict[str, Any]:
         offset = {} if self.price_offset is None else {"price_offset": self.price_offset}  # a float, or per stream
@@ -270,18 +272,55 @@ class DbnPlan:
         return None  # unknown without decoding the whole (often compressed) file
 
     def stream_names(self) -> set[str] | None:
-        """The streams the metadata's symbology names: each mapped symbol (a mapped instrument's records are named
-        by it; its id names it only outside its intervals, which a download's symbology covers); None without
-        mappings (ids alone: not known without decoding the file)."""
+        """Every stream the file can make, as its metadata says: each mapped symbol, and the id of each mapped
+        instrument whose mappings leave some of the file's times uncovered (its records then are named by its id:
+        Sunday evening's session before a mapping that starts on Monday); None without mappings (ids alone: not
+        known without decoding the file)."""
+        spans = self.time_spans()
+        if spans is not None:
+            return set(spans)
         dated = Symbology(self.mappings).dated
         if not dated:
             return None
-        return {symbol for spans in dated.values() for _, _, symbol in spans}
+        # no end said: any mapped instrument may trade outside its mappings, so its id is a stream it can make
+        return {symbol for spans in dated.values() for _, _, symbol in spans} | {str(i) for i in dated}
+
+    def time_spans(self) -> dict[str, tuple[int, int]] | None:
+        """Each stream the file can make -> the first and last of the file's times (metadata start and end, ns) it
+        can be named at: a mapped symbol over its intervals, a mapped instrument's id outside them. None when the
+        metadata says no end, or the file maps no symbol (its ids are known only once decoded). Ends are
+        exclusive (Databento's): the last time is the one before."""
+        dated = Symbology(self.mappings).dated
+        if self.end is None or not dated:
+            return None
+        spans: dict[str, tuple[int, int]] = {}
+
+        def widen(stream: str, first: int, last: int) -> None:
+            known = spans.get(stream, (first, last - 1))
+            spans[stream] = (min(known[0], first), max(known[1], last - 1))
+
+        for instrument_id, intervals in dated.items():
+            uncovered = self.start  # the earliest of the file's times no interval seen so far covers
+            for start, end, symbol in sorted(intervals):
+                first, last = max(start, self.start), min(end, self.end)
+                if first < last:
+                    widen(symbol, first, last)
+                if first > uncovered:
+                    widen(str(instrument_id), uncovered, min(first, self.end))
+                uncovered = max(uncovered, end)
+            if uncovered < self.end:
+                widen(str(instrument_id), uncovered, self.end)
+        return spans
 
     def symbols_of_ids(self) -> dict[str, list[str]]:
         """Each mapped instrument id (as text) -> the symbols it is named by: a selection by id is pointed to them."""
         dated = Symbology(self.mappings).dated
         return {str(i): sorted({symbol for _, _, symbol in spans}) for i, spans in dated.items()}
+
+    @property
+    def given_name(self) -> str:
+        """The file as the user gave it: the zip archive it came out of, else its path."""
+        return str(getattr(self, "origin", None) or self.path)
 
     def where(self, row: int) -> str:
         return f"{self.path} record {row + 1}"
@@ -289,7 +328,7 @@ class DbnPlan:
     def found_on_read(self) -> list[str]:
         """What reading the file found that a run says at its end: instruments named by their id outside their
         mapping's dates, cancels and fills of orders the book never saw."""
-        name = str(getattr(self, "origin", None) or self.path)
+        name = self.given_name
         symbols = self.symbols.outside_notes(name) if self.symbols is not None else []
         return symbols + (self.reducer.unseen_note(name) if self.reducer is not None else [])
 

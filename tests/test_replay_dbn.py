@@ -22,12 +22,17 @@ MAR6 = MAR5 + 86_400 * NS  # ES.c.0 rolled to ESM6 (1002) at the start of this d
 ESH6, ESM6 = 1001, 1002
 
 
-def write_dbn(path: Path, schema: object, records: list, mappings: dict[str, list[tuple]] | None = None) -> Path:
-    """A DBN file; ``mappings``: symbol -> [(start date, end date, instrument id)], as Databento's metadata has."""
+def write_dbn(path: Path, schema: object, records: list, mappings: dict[str, list[tuple]] | None = None,
+              span: tuple[int, int | None] | None = None) -> Path:
+    """A DBN file; ``mappings``: symbol -> [(start date, end date, instrument id)], as Databento's metadata has;
+    ``span``: the metadata's (start, end), by default its records' first time and just after its last, as a
+    historical download's request range holds them (end None: not said, as a live capture's)."""
     symbology = [SimpleNamespace(raw_symbol=symbol, intervals=[
         SimpleNamespace(start_date=start, end_date=end, symbol=str(instrument)) for start, end, instrument in spans])
         for symbol, spans in (mappings or {}).items()]
-    metadata = dbn.Metadata(dataset="GLBX.MDP3", start=MAR5, stype_in=dbn.SType.CONTINUOUS,
+    times = [r.ts_recv for r in records if hasattr(r, "ts_recv")]
+    start, end = span or ((min(times), max(times) + 1) if times else (MAR5, None))
+    metadata = dbn.Metadata(dataset="GLBX.MDP3", start=start, end=end, stype_in=dbn.SType.CONTINUOUS,
                             stype_out=dbn.SType.INSTRUMENT_ID, schema=schema, symbols=list(mappings or ()),
                             mappings=symbology)
     path.write_bytes(metadata.encode() + b"".join(bytes(r) for r in records))
@@ -240,3 +245,41 @@ def test_cancels_of_orders_the_book_never_saw_say_the_file_starts_mid_session(tm
     quiet = FileReplay(whole)
     drain(quiet)
     assert quiet.found_notes == []
+
+
+def test_an_instrument_id_outside_its_mapping_s_dates_is_a_stream_streams_selects(tmp_path: Path) -> None:
+    """The Sunday session's records are named by their id: --streams 1001 picks them, as any stream a file makes;
+    an id whose mappings cover the whole file makes no stream of its own and is still pointed to its symbol."""
+    sunday = MAR5 - 86_400 * NS
+    path = write_dbn(tmp_path / "es.dbn", dbn.Schema.MBO, [
+        trade(ESH6, sunday, 27200), trade(ESH6, sunday + NS, 27201), trade(ESH6, MAR5, 27202)],
+        {"ESH6": [(date(2026, 3, 5), date(2026, 3, 9), ESH6)]})
+    replay = FileReplay(path, streams=["1001"])
+    assert [(t.stream, t.price) for t in drain(replay)] == [("1001", 6800.0), ("1001", 6800.25)]
+    assert replay.rejected == {"filtered_out": 1}
+    assert replay.notes[-1].startswith("streams selected ['1001']: 1001, 1 of the 2 the files hold")
+    covered = write_dbn(tmp_path / "mon.dbn", dbn.Schema.MBO, [trade(ESH6, MAR5, 27202)],
+                        {"ESH6": [(date(2026, 3, 5), date(2026, 3, 9), ESH6)]})
+    with pytest.raises(ValueError, match="1001 is the instrument id of ESH6"):
+        FileReplay(covered, streams=["1001"])
+    # a live capture's metadata says no end: any mapped id may trade outside its mappings, so each is selectable
+    live = write_dbn(tmp_path / "live.dbn", dbn.Schema.MBO, [trade(ESH6, MAR5, 27202)],
+                     {"ESH6": [(date(2026, 3, 5), date(2026, 3, 9), ESH6)]}, span=(MAR5, None))
+    assert drain(FileReplay(live, streams=["1001"])) == []
+
+
+def test_two_dbn_files_of_one_instrument_over_the_same_times_get_the_overlap_caution(tmp_path: Path) -> None:
+    """Two downloads of ESH6 over the same hour (an mbp-1 file and its trades file, or one day fetched twice)
+    hold the same trades: their ticks would interleave as one source's. The metadata's start and end say so
+    before a record is read; files that follow each other (a day each) get no caution."""
+    esh6 = {"ESH6": [(date(2026, 3, 1), date(2026, 3, 9), ESH6)]}
+    one = write_dbn(tmp_path / "a.dbn", dbn.Schema.MBO, [trade(ESH6, MAR5, 27200), trade(ESH6, MAR5 + 60 * NS, 27201)],
+                    esh6)
+    two = write_dbn(tmp_path / "b.dbn", dbn.Schema.TRADES, [dbn.TradeMsg(
+        publisher_id=1, instrument_id=ESH6, ts_event=ts, price=27200 * PX, size=1, action=dbn.Action.TRADE,
+        side=dbn.Side.BID, flags=dbn.F_LAST, depth=0, ts_recv=ts) for ts in (MAR5 + 30 * NS, MAR5 + 45 * NS)], esh6)
+    (caution,) = FileReplay([one, two]).cautions
+    assert caution.startswith(f"stream ESH6 fed by both {one} and {two}, whose times overlap (2026-03-05T14:30:30Z "
+                              f"to 2026-03-05T14:30:45Z): their ticks interleave"), caution
+    next_day = write_dbn(tmp_path / "c.dbn", dbn.Schema.MBO, [trade(ESH6, MAR6, 27300)], esh6)
+    assert FileReplay([one, next_day]).cautions == []
