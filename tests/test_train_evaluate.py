@@ -17,6 +17,7 @@ from conftest import tiny_tick_checkpoint
 from connectors.codec import BinnedCodec
 from connectors.labels import label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import utc_text
 from engine.service.cli import main
 from engine.service.evaluate import (EvalOptions, accuracy_brier, block_bootstrap, evaluate_streams, format_table,
                                      score_question)
@@ -662,3 +663,31 @@ def test_max_minutes_bounds_the_steps_and_the_validation_that_scores_the_last_on
     assert stats["stopped"] == "--max-minutes 0.05 reached" and stats["steps_done"] >= 1
     assert stats["validation"][-1][0] == stats["steps_done"]  # the weights kept were scored
     assert stats["train_seconds"] <= 3 + 1.5, stats  # the limit, give or take a step on a busy host; was ~5.3 s
+
+
+def test_evaluate_says_each_part_s_first_and_last_event_time(ticks_file: Path, capsys) -> None:
+    """The split is in tick indices per stream; where it fell in time is what a user checks against a calendar:
+    each part's first and last tick's time, UTC, overall and each stream's, in the table and in the JSON."""
+    argv = ["evaluate", "builtin", str(ticks_file), "--max-points", "32", "--resamples", "10", "--threads", "1"]
+    assert main([*argv, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    by_stream = {}
+    for tick in pl.read_parquet(ticks_file).iter_rows(named=True):
+        by_stream.setdefault(tick["stream"], []).append(tick["ts"])
+    spans = {part: [] for part in ("train", "validation", "test")}
+    for stream, info in result["streams"].items():
+        times = sorted(by_stream[stream])
+        for part in spans:
+            start, stop = info[part]
+            spans[part].append((times[start], times[stop - 1]))
+            assert info["times"][part] == [utc_text(times[start]), utc_text(times[stop - 1])]
+    overall = {part: [utc_text(min(s[0] for s in found)), utc_text(max(s[1] for s in found))]
+               for part, found in spans.items()}
+    assert result["part_times"] == overall
+    assert main([*argv, "--by-stream"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert "parts (UTC event times): " + "; ".join(f"{part} {a} to {b}" for part, (a, b) in overall.items()) \
+        in printed
+    first = next(iter(result["streams"]))
+    assert f"  {first}: train {result['streams'][first]['times']['train'][0]} to " \
+           f"{result['streams'][first]['times']['train'][1]}; validation" in "\n".join(printed)

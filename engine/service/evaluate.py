@@ -38,7 +38,7 @@ import torch
 
 from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
-from connectors.ticks import shown_name
+from connectors.ticks import shown_name, utc_text
 from engine.models.loader import check_checkpoint
 from engine.service.backtest import calibration_table
 from engine.service.features import QuestionHead, fit_logistic
@@ -300,8 +300,10 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
     return {"questions": results, "window_ticks": W, "options": vars(options),
             "calibration_source": codec.calibration.source,
             "streams": {sd.name: {"ticks": len(sd.ticks), **{p: [r.start, r.stop] for p, r in
-                                                          zip(("train", "validation", "test"), sd.parts)}}
+                                                          zip(("train", "validation", "test"), sd.parts)},
+                                  "times": part_times([sd])}
                         for sd in streams},
+            "part_times": part_times(streams),
             "seconds": round(time.time() - t0, 1)}
 
 
@@ -322,6 +324,20 @@ def uncalibrated_why(calibration: dict[str, Any]) -> str | None:
         return f"{calibration['points']} validation points, fewer than {MIN_POINTS}"
     return (f"{calibration['points']} validation points, fewer than {MIN_SECOND_ANSWER} of them not the most common "
             f"answer: nothing to fit, and no answer head")
+
+
+def part_times(streams: list[StreamData]) -> dict[str, list[str] | None]:
+    """Each part's first and last event time over `streams`, as UTC text (None: the part is empty): where the
+    split fell in time, which tick indices do not say."""
+    times = {}
+    for i, part in enumerate(("train", "validation", "test")):
+        spans = [(sd.ticks[r.start].ts, sd.ticks[r.stop - 1].ts) for sd in streams if len(r := sd.parts[i])]
+        times[part] = [utc_text(min(s[0] for s in spans)), utc_text(max(s[1] for s in spans))] if spans else None
+    return times
+
+
+def _times_text(times: dict[str, list[str] | None]) -> str:
+    return "; ".join(f"{part} {span[0]} to {span[1]}" for part, span in times.items() if span)
 
 
 def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
@@ -345,6 +361,10 @@ def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
                      f"{ci(d['brier'])}")
         lines += [f"  {shown_name(stream):<13}{part['n']:>7}  {scores_row(part['scores'], acc_cols, brier_cols)}"
                   for stream, part in (r.get("by_stream", {}) if by_stream else {}).items()]
+    if "part_times" in result:  # where the split fell in event time: overall, and each stream's with by_stream
+        lines.append(f"parts (UTC event times): {_times_text(result['part_times'])}")
+        lines += [f"  {shown_name(stream)}: {_times_text(part['times'])}" for stream, part in
+                  (result["streams"].items() if by_stream and len(result["streams"]) > 1 else ())]
     source = result.get("calibration_source")
     if by_stream and any("by_stream" in r for r in result["questions"].values()):
         lines.append("indented: each stream's own rows of the same answers (prior, majority: its train part's "
