@@ -285,6 +285,15 @@ class DbnPlan:
         # no end said: any mapped instrument may trade outside its mappings, so its id is a stream it can make
         return {symbol for spans in dated.values() for _, _, symbol in spans} | {str(i) for i in dated}
 
+    @property
+    def span(self) -> tuple[int, int] | None:
+        """The first and last of the file's times, as its metadata says (None: it says no end)."""
+        return None if self.end is None else (self.start, self.end - 1)
+
+    def within(self, time_range: Any) -> DbnPlan:
+        """A DBN file is decoded whole (its book builds from every record): replay checks each tick's time."""
+        return self
+
     def time_spans(self) -> dict[str, tuple[int, int]] | None:
         """Each stream the file can make -> the first and last of the file's times (metadata start and end, ns) it
         can be named at: a mapped symbol over its intervals, a mapped instrument's id outside them. None when the

@@ -5,7 +5,7 @@ Plans are made by connectors/planning.py and replayed by connectors/replay.py.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -27,6 +27,7 @@ from connectors.event_time import scaled_ts
 from connectors.json_lines import JSON_LINES_SUFFIXES, NOT_JSON, is_json_lines
 from connectors.layout import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXES, QUOTE_MARKS, TRADE_MARKS, Dialect
 from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
+from connectors.time_range import TimeRange
 
 def is_dbn(path: Path) -> bool:
     return path.name.lower().endswith(DBN_SUFFIXES)
@@ -90,10 +91,33 @@ class FilePlan:
     tickless: Mapping[int, str] = field(default_factory=dict)  # its row -> why: a message without ticks (an ack)
     footer: tuple[int, str] | None = None  # a CSV's last row that is a line of text, no data (planning.py's `_footer`)
     reducers: list = field(default_factory=list)  # a book export's reducer of the last read, for `found_on_read`
+    span: tuple[int, int] | None = None  # the first and last time (ns) of its rows; None when not known as numbers
+    range_dropped: pl.LazyFrame | None = None  # with a time range pushed into `frame` (`within`): the rows it drops
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
         return self.columns.to_dict()
+
+    def within(self, time_range: TimeRange) -> FilePlan:
+        """The plan reading only the rows whose time may fall in `time_range`: the range pushed into the lazy query
+        (a Parquet scan then skips row groups by their statistics, and no row outside is converted in Python)
+        where the file's times are numbers and each row stands alone: not an order book's rows (the book before
+        the range builds the top of book inside it), nor quotes filled from the row before. Replay checks each
+        tick's own time after it (a float time rounds to ns there), so a float's bounds are one unit wide."""
+        if self.book is not None or self.columns.fill_quotes:
+            return self
+        ts, dtype = pl.col("_ts"), self.frame.collect_schema()["_ts"]
+        if dtype.is_integer():  # exact: raw * factor >= start  <=>  raw >= ceil(start / factor)
+            low = None if time_range.start is None else -(-time_range.start // self.ts_factor)
+            high = None if time_range.end is None else -(-time_range.end // self.ts_factor)
+        elif dtype.is_float():
+            low = None if time_range.start is None else time_range.start / self.ts_factor - 1
+            high = None if time_range.end is None else time_range.end / self.ts_factor + 1
+        else:  # times read as text or dates: each tick is checked as it is read
+            return self
+        inside = (ts >= low if low is not None else pl.lit(True)) & (ts < high if high is not None else pl.lit(True))
+        kept = ts.is_null() | inside  # a row without a time is rejected as missing_field, as without a range
+        return replace(self, frame=self.frame.filter(kept), range_dropped=self.frame.filter(~kept))
 
     def row_count(self) -> int | None:
         return self.frame.select(pl.len()).collect().item()

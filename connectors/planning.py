@@ -7,6 +7,7 @@ reads it."""
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from dataclasses import replace
@@ -348,7 +349,15 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                      nonpositive_prices=bool(facts["nonpositive_prices"]),
                      nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
                      long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
+                     span=_span(facts["min_ts"], facts["max_ts"], factor),
                      tickless=tickless, footer=footer)
+
+
+def _span(first: Any, last: Any, factor: int) -> tuple[int, int] | None:
+    """A file's first and last time in ns, when its times are numbers (a time range is checked against it)."""
+    if not all(type(t) in (int, float) and math.isfinite(t) for t in (first, last)):
+        return None
+    return round(first * factor), round(last * factor)
 
 
 def _skipped_hours(path: Path, cmap: ColumnMap, first_ns: Any, last_ns: Any) -> list[str]:

@@ -57,7 +57,8 @@ from connectors.planning import plan_file
 from connectors.price_notation import unread_price_hint, yield_columns
 from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.stream_selection import NoStreamMatched, StreamSelection
-from connectors.ticks import InvalidTick, Tick, validate
+from connectors.ticks import InvalidTick, Tick, utc_text, validate
+from connectors.time_range import TimeRange
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
@@ -72,9 +73,12 @@ class _Cursor:
     of the chunk read ahead."""
 
     def __init__(self, plan: Any, chunk_rows: int, rejects: RejectCounter,
-                 selection: StreamSelection | None = None) -> None:
+                 selection: StreamSelection | None = None, time_range: TimeRange | None = None) -> None:
         self._plan = plan
         self._selection = selection
+        self._range = time_range
+        self.outside_rows = 0  # rows left out here by the time range (those its lazy query dropped are the plan's)
+        self._last_outside = -1  # the last such row: a row of a trade and a quote counts once
         self._batches = plan.batches(chunk_rows)
         self._rejects = rejects
         self._latest: dict[str, tuple[int, int]] = {}  # stream -> (ts, row) of its latest valid tick
@@ -105,6 +109,11 @@ class _Cursor:
         for chunk in self._batches:
             ticks = []
             for row, wire in chunk:
+                if self._range is not None and type(wire) is dict and type(ts := wire.get("ts")) is int \
+                        and not self._range.holds(ts):  # before all else, as the lazy query's range drops rows
+                    self.outside_rows += row != self._last_outside
+                    self._last_outside = row
+                    continue
                 try:
                     stream = wire.stream if isinstance(wire, InvalidTick) else wire.get("stream")
                     if self._selection is not None:  # first: what else is wrong with the row is no matter
@@ -423,7 +432,8 @@ class FileReplay(Source):
     {"path": ..., "columns": ...} dicts, where a map is a ColumnMap, a preset
     name or a dict; `columns` is the map for entries without one (None: detect
     each file's layout from its columns). `streams`: names or fnmatch globs of the
-    streams to read (connectors/stream_selection.py; None: every stream).
+    streams to read (connectors/stream_selection.py; None: every stream). `time_range`: the ticks read, by their
+    event time (connectors/time_range.py; None: all); `range_left_out` counts the rows it left out.
     """
 
     def __init__(
@@ -434,6 +444,7 @@ class FileReplay(Source):
         speed: float | None = None,
         chunk_rows: int = 4096,
         streams: str | Sequence[str] | None = None,
+        time_range: TimeRange | None = None,
     ) -> None:
         if speed is not None and not (isinstance(speed, (int, float)) and 0 < speed < float("inf")):
             raise ValueError(f"speed must be None (as fast as possible) or a finite x real time > 0, got {speed!r}")
@@ -452,6 +463,11 @@ class FileReplay(Source):
         self.chunk_rows = chunk_rows
         self.selection = None if streams is None else StreamSelection(streams)
         self._selection_notes = [] if self.selection is None else [self._check_selection()]
+        self.time_range = time_range
+        if time_range is not None:
+            self._check_range()
+            self.plans = [plan.within(time_range) for plan in self.plans]
+        self._dropped_by_query: int | None = None  # rows the plans' lazy queries left out by the range, once counted
         self._venue_notes = mixed_venues(self.plans) + overlapping_files(self.plans, self.selection) \
             if len(self.plans) > 1 else []
         self._fingerprint = fingerprint(self.readings())
@@ -536,6 +552,26 @@ class FileReplay(Source):
                 f"other files, and whichever match in {', '.join(unknown)} (no symbology: streams named by "
                 f"instrument id, unchecked); the others' ticks are left out and counted as filtered_out")
 
+    def _check_range(self) -> None:
+        """Refuse a range that holds none of the files' times, when every file says its first and last."""
+        spans = [getattr(plan, "span", None) for plan in self.plans]
+        if not spans or None in spans or any(self.time_range.overlaps(*span) for span in spans):
+            return
+        first, last = min(s[0] for s in spans), max(s[1] for s in spans)
+        raise ValueError(f"{self.time_range.text()} holds none of the files' ticks: they run from {utc_text(first)} "
+                         f"to {utc_text(last)} (from is inclusive, to exclusive)")
+
+    @property
+    def range_left_out(self) -> int:
+        """Rows (a DBN file's records) the time range left out: those the plans' lazy queries dropped (counted
+        once, by a scan of the time column) and those left out as they were read."""
+        if self.time_range is None:
+            return 0
+        if self._dropped_by_query is None:
+            self._dropped_by_query = sum(plan.range_dropped.select(pl.len()).collect().item() for plan in self.plans
+                                         if getattr(plan, "range_dropped", None) is not None)
+        return self._dropped_by_query + sum(cursor.outside_rows for cursor in self._cursors)
+
     def _open(self) -> None:
         self.rejected.clear()
         self.emitted = 0
@@ -544,7 +580,8 @@ class FileReplay(Source):
         self.most_behind_s = 0.0
         self._paced_to: tuple[int, int] | None = None  # (monotonic ns, event ts) of the last paced tick
         self._kept_not_due: Tick | None = None  # the tick leave_out kept that was not due at the last call
-        cursors = [_Cursor(p, self.chunk_rows, self.rejected, self.selection) for p in self.plans]
+        cursors = self._cursors = [_Cursor(p, self.chunk_rows, self.rejected, self.selection, self.time_range)
+                                   for p in self.plans]
         # (ts, file index, cursor): the index is unique, so ties go to the earlier file and cursors never compare.
         self._heap = [(c.ticks[0].ts, i, c) for i, c in enumerate(cursors) if c.ticks]
         heapq.heapify(self._heap)
@@ -647,6 +684,7 @@ class FileReplay(Source):
         when a snapshot's fingerprint is not this replay's."""
         # (sorted: the same selection in another order reads the same, and resumes)
         selected = {} if self.selection is None else {"streams": sorted(self.selection.patterns)}
+        selected |= {} if self.time_range is None else self.time_range.describe()  # from, to
         return [(_source_name(p), p.describe() | selected) for p in self.plans]
 
     def rows(self) -> int | None:
@@ -693,12 +731,13 @@ def replay_ticks(
     columns: MapSpec | None = None,
     chunk_rows: int = 4096,
     streams: str | Sequence[str] | None = None,
+    time_range: TimeRange | None = None,
 ) -> Iterator[Tick]:
     """All valid ticks of `files` in merge order, as fast as possible (for backtests).
 
     Rejected rows are skipped; build a FileReplay directly to read its `rejected` counts.
     """
-    replay = FileReplay(files, columns=columns, chunk_rows=chunk_rows, streams=streams)
+    replay = FileReplay(files, columns=columns, chunk_rows=chunk_rows, streams=streams, time_range=time_range)
     try:
         while not replay.done:
             yield from replay.next_batch(chunk_rows)

@@ -255,6 +255,22 @@ def test_feed_replay_that_the_engine_rejects_whole_exits_non_zero(checkpoint, tm
         assert "the engine rejected every tick sent (20; reasons above): none was accepted" in err
 
 
+def test_feed_replay_of_a_time_range_sends_its_ticks_alone_and_counts_the_rest(checkpoint, tmp_path, capsys) -> None:
+    import polars as pl
+
+    from connectors.ticks import utc_text
+
+    ticks = SyntheticMarket(SyntheticConfig(seed=4)).next_batch(200)
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(tmp_path / "day.parquet")
+    with serving(config(checkpoint, tmp_path)) as server:
+        code, _, err = run(capsys, "feed", "replay", str(tmp_path / "day.parquet"), "--from", utc_text(ticks[50].ts),
+                           "--to", utc_text(ticks[120].ts), "--endpoint", server.endpoints["ingest"],
+                           "--answers", server.endpoints["answers"])
+        assert code == 0 and "sent 70 ticks" in err, err
+        assert f"flashtick feed: --from {utc_text(ticks[50].ts)} --to {utc_text(ticks[120].ts)}: 130 row(s) of the " \
+               f"files outside it left out" in err, err
+
+
 def test_wait_ready_means_nothing_published_after_it_is_missed(checkpoint, tmp_path) -> None:
     with serving(config(checkpoint, tmp_path)) as server, \
             AnswerSubscriber(server.endpoints["answers"], ["dir/"]) as answers:

@@ -38,7 +38,8 @@ from connectors.file_plan import source_path
 from connectors.replay import FileReplay
 from connectors.encoder import EncodedTick
 from connectors.feed import batch_end
-from connectors.ticks import InvalidTick, Tick, shown_name
+from connectors.ticks import InvalidTick, Tick, shown_name, utc_text
+from connectors.time_range import TimeRange
 from engine.scheduler import ROLL_RULE, AdmissionRefused
 from engine.service.answer_parts import RAW_SCHEMA, AnswerParts, write_atomically
 from engine.service.config import ReplaySection, ServiceConfig
@@ -103,13 +104,16 @@ class BacktestReport:
     cautions: list[str] = field(default_factory=list)  # notes on the reading said again at the end (layout.Caution)
     unscored_why: dict[str, str] = field(default_factory=dict)  # query -> why none of its answers was scored
     found_notes: list[str] = field(default_factory=list)  # what reading the files found on the way (FileReplay's)
+    time_range: str | None = None  # the event-time range read (`--from X --to Y`), None: the whole files
+    range_left_out: int = 0  # rows of the files outside it
+    split_times: dict[str, int] = field(default_factory=dict)  # with test_from: stream -> its first scored answer's ts
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
         resumed = f", resumed after {self.resumed_at}" if self.resumed_at else ""
         scored = ([f"scored: the answers after the first {percent(self.test_from)} of each stream's ticks "
-                   f"(--test-from {self.test_from:g}; 'in slice' counts them); every answer is in the file"]
-                  if self.test_from is not None else [])
+                   f"(--test-from {self.test_from:g}; 'in slice' counts them); every answer is in the file",
+                   self._split_line()] if self.test_from is not None else [])
         answers = "answers" if self.test_from is None else "in slice"
         left_out = self.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
         skipped = f"{sum(self.rejected.values()) - left_out} rejected" + (
@@ -117,6 +121,8 @@ class BacktestReport:
         lines = [f"replayed {self.ticks} ticks ({skipped}{resumed}), "
                  f"{self.answers} answers -> {self.out}",
                  *rejected_lines(self.rejected, self.rejected_examples, self.ticks),
+                 *([f"  range {self.time_range}: {self.range_left_out} row(s) of the files outside it left out"]
+                   if self.time_range is not None else []),
                  *scored,
                  f"{'query':<16}{answers:>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'freq.brier':>11}"
                  f"{'logloss':>9}{'model acc':>10}{'model brier':>12}  baseline accuracy"]
@@ -156,6 +162,16 @@ class BacktestReport:
         lines += [f"warning (said above too): {caution}" for caution in self.cautions]
         return "\n".join(lines)
 
+    def _split_line(self) -> str:
+        """Where --test-from split each stream, in event time: its first scored answer's (UTC)."""
+        if not self.split_times:
+            return "  split: no answer after it"
+        said = [f"{shown_name(stream)} {utc_text(ts)}" for stream, ts in list(self.split_times.items())[:SPLIT_SHOWN]]
+        if len(self.split_times) > SPLIT_SHOWN:
+            times = self.split_times.values()
+            said.append(f"... {len(self.split_times)} streams, from {utc_text(min(times))} to {utc_text(max(times))}")
+        return f"  split (each stream's first scored answer, UTC): {', '.join(said)}"
+
     def _published_verdict(self) -> list[str]:
         """What was published, against the naive forecasts a quant compares with first: the class frequencies
         (Brier) and the best of majority class and same-as-last (accuracy); said for each query that loses."""
@@ -189,6 +205,9 @@ def _told_apart(worse: float, better: float) -> tuple[str, str]:
 NO_LABEL_DEFINED = ("an answer is scored against what the ticks after it did, which only a tick model's named "
                     "questions (direction_5, ...) define; a free-text question and a surprise score have no such "
                     "label")
+
+
+SPLIT_SHOWN = 6  # streams whose split time the summary names; the others' range is said
 
 
 def percent(fraction: float) -> str:
@@ -240,7 +259,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                  progress: bool = True, resume: bool = False, checkpoint_s: float = CHECKPOINT_S,
                  stop: Callable[[], bool] = lambda: False, test_from: float | None = None,
                  chunked: bool = True, note: Callable[[str], None] = lambda _: None,
-                 streams: list[str] | None = None) -> BacktestReport:
+                 streams: list[str] | None = None, time_range: TimeRange | None = None) -> BacktestReport:
     """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
 
     `chunked`: one forward advances many event-time batches, each answered at its own cut: the same answers
@@ -255,6 +274,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     answer is still computed and written, and the realised answers of the scored ones lie wholly after the cut.
     `note` is told, before the run, what a user should know about how the files are read (FileReplay.notes).
     `streams` (names or globs) reads those streams of the files alone; a resume must select the same.
+    `time_range` (connectors/time_range.py) reads the ticks stamped inside it alone; a resume must read the same.
     """
     if isinstance(batch_ms, bool) or not isinstance(batch_ms, (int, float)) or not 0 < batch_ms < math.inf:
         raise ValueError(f"batch_ms (--batch-ms) must be a number of milliseconds > 0, got {batch_ms!r}")
@@ -267,7 +287,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     out = Path(out)
     pipeline = TickPipeline(config, live_scores=False)  # the answers table is scored whole at the end
     pipeline.registry.register_file(queries)
-    replay = FileReplay(list(files), columns=columns, streams=streams)
+    replay = FileReplay(list(files), columns=columns, streams=streams, time_range=time_range)
     for line in replay.notes:
         note(line)
     key = _run_key(config, replay, queries, batch_ms, max_ticks)
@@ -298,6 +318,10 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         thaw_heap()
     rejected = dict(Counter(replay.rejected) + pipeline.rejected)
     examples = {**pipeline.reject_examples, **replay.rejected.examples}  # a reason's first row, located
+    if pipeline.ticks_in == 0 and time_range is not None and replay.range_left_out and not resume:
+        parts.remove()
+        raise NothingReplayed(f"{time_range.text()} left out every row the files hold ({replay.range_left_out}): "
+                              f"nothing to backtest")
     if pipeline.ticks_in == 0 and rejected:
         parts.remove()
         every = ("every row was left out by a filter" if set(rejected) == {"filtered_out"} else
@@ -313,6 +337,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     table = pl.scan_parquet(out)  # scored a query at a time, from the file: memory holds one query's scores
     answered = set(table.select(pl.col("query").unique()).collect()["query"])
     graded = table if test_from is None else later_slice(table, marks, test_from)
+    split_times = {} if test_from is None else dict(
+        graded.group_by("stream").agg(pl.col("data_ts").min()).sort("stream").collect().rows())
     scores = [_score(name, graded.filter(pl.col("query") == name)) for name in sorted(answered)]
     stream_ticks = {name: len(m) for name, m in marks.items()}
     unscored_why = {s.query: _why_unscored(pipeline, s.query, graded.filter(pl.col("query") == s.query), stream_ticks)
@@ -325,7 +351,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
     return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, examples,
                           parts.resumed_at, test_from, config.model.path, stream_ticks, replay.cautions, unscored_why,
-                          replay.found_notes)
+                          replay.found_notes, None if time_range is None else time_range.text(),
+                          replay.range_left_out, split_times)
 
 
 def _why_unscored(pipeline: TickPipeline, query: str, rows: pl.LazyFrame, stream_ticks: dict[str, int]) -> str:

@@ -115,11 +115,33 @@ def _reading_options() -> argparse.ArgumentParser:
     return reading
 
 
+def _time_range_options() -> argparse.ArgumentParser:
+    """--from / --to, the event-time range read of the files (docs/replay.md): `backtest` and `feed replay`."""
+    from connectors.time_range import TIME_SYNTAX  # light (no torch)
+
+    window = argparse.ArgumentParser(add_help=False)
+    group = window.add_argument_group("time range", f"read only the ticks stamped from --from (inclusive) to --to "
+                                      f"(exclusive), each by its own event time; a time is {TIME_SYNTAX}; the rows "
+                                      f"left out are counted in the summary")
+    group.add_argument("--from", dest="time_from", metavar="TIME", help="the first event time read, e.g. 2024-01-02 "
+                       "or 2024-01-02T14:30:00Z")
+    group.add_argument("--to", dest="time_to", metavar="TIME", help="the event time the read stops before, e.g. "
+                       "2024-01-03")
+    return window
+
+
+def _time_range(args: argparse.Namespace) -> Any:
+    from connectors.time_range import TimeRange
+
+    return TimeRange.of(getattr(args, "time_from", None), getattr(args, "time_to", None))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flashtick", description="Streaming inference engine for market data.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     keys = _key_options()
     reading = _reading_options()
+    time_range = _time_range_options()
     clients = argparse.ArgumentParser(add_help=False)  # what every client of a running engine shares
     clients.add_argument("--config", type=Path, metavar="FILE",
                          help="the service YAML the engine runs with: connect to its endpoints (an endpoint flag "
@@ -175,7 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="event time of the first tick, ns since the epoch (default: a year before now, or just "
                         "after the engine's last tick of these streams when that is later)")
     f.set_defaults(run=cmd_feed)
-    f = feed_sub.add_parser("replay", help="replay Parquet/CSV/DBN tick files", parents=[keys, clients, feeding, reading])
+    f = feed_sub.add_parser("replay", help="replay Parquet/CSV/DBN tick files",
+                            parents=[keys, clients, feeding, reading, time_range])
     f.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
     f.add_argument("--speed", type=float, default=None, help="real time x N (default: as fast as possible)")
     f.add_argument("--rate", type=float, default=None, help="cap in ticks per second")
@@ -262,7 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", type=Path, default=Path("."), help="where to write them (default: here)")
     p.set_defaults(run=cmd_keygen)
 
-    p = sub.add_parser("backtest", help="replay files in-process and score every answer", parents=[reading])
+    p = sub.add_parser("backtest", help="replay files in-process and score every answer",
+                       parents=[reading, time_range])
     p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
     p.add_argument("--queries", type=Path, help="queries YAML (default: the config's queries, else for a tick model "
                    "its example queries, queries/examples/tick_model.yaml)")
@@ -667,7 +691,7 @@ def _replay_source(args: argparse.Namespace) -> Any:
     from connectors.replay import FileReplay
 
     return FileReplay([str(f) for f in args.files], columns=_column_map(args), speed=args.speed,
-                      streams=_streams(args))
+                      streams=_streams(args), time_range=_time_range(args))
 
 
 def _streams(args: argparse.Namespace, config: Any = None) -> list[str] | None:
@@ -778,7 +802,7 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
     from connectors.feed import FINISH_STALL_S, AfterHeld, EngineLost, FeedClient, run_feed
 
     batch_ns = _batch_ns(args)
-    source = _replay_source(args) if args.feed_source == "replay" else None  # a file's mistakes first
+    source = replay = _replay_source(args) if args.feed_source == "replay" else None  # a file's mistakes first
     stop = threading.Event()
     resume = _feed_resume(args, stop)
     if source is None:
@@ -813,6 +837,9 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
     print(stats.summary() + ("; stopped by a signal" if stop.is_set() else ""), file=sys.stderr)
+    if replay is not None and replay.time_range is not None:
+        print(f"flashtick feed: {replay.time_range.text()}: {replay.range_left_out} row(s) of the files outside "
+              f"it left out", file=sys.stderr)
     if (pace := getattr(source, "pace", lambda: None)()) is not None:
         print(f"flashtick feed: {pace}", file=sys.stderr)
     if isinstance(source, AfterHeld) and (skipped := source.said()):
@@ -1172,6 +1199,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     try:  # the libraries and the config load before the run's own signal handling: a Ctrl-C here is said too
         from engine.service.backtest import BacktestInterrupted, percent, run_backtest
 
+        time_range = _time_range(args)  # a mistyped time is said before the model loads
         config, queries = _backtest_inputs(args)
     except KeyboardInterrupt:  # (with --resume, the checkpoint of the run it resumes is kept as it was)
         print("flashtick backtest: interrupted before any tick; " + (
@@ -1208,7 +1236,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
                               checkpoint_s=args.checkpoint_s if args.checkpoint_s is not None
                               else config.replay.checkpoint_s, stop=stop.is_set, test_from=args.test_from,
                               note=lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr),
-                              streams=_streams(args, config))
+                              streams=_streams(args, config), time_range=time_range)
     except BacktestInterrupted as e:
         print(f"flashtick backtest: {e}", file=sys.stderr)
         return 130

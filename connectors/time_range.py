@@ -1,0 +1,74 @@
+"""A replay's event-time range (`--from` / `--to`): which ticks of the files a run reads, by each tick's own time.
+
+From is inclusive, to exclusive, so a day is `--from 2024-01-02 --to 2024-01-03` and consecutive ranges never
+share a tick. A time is ISO 8601 text, a date (its UTC midnight) or a date and time (`2024-01-02T14:30`,
+`2024-01-02 14:30:00.25`), in UTC unless it carries its offset (`Z`, `+01:00`), or an integer of ns since the
+epoch, as ticks carry it. connectors/replay.py applies the range: pushed into a tabular file's lazy query where
+its times are numbers, else tick by tick.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from connectors.ticks import utc_text
+
+FRACTION = re.compile(r"(?<=:\d\d)[.,](\d+)")  # a time's fraction of a second, after its seconds
+TIME_SYNTAX = "ISO 8601 (2024-01-02, 2024-01-02T14:30, UTC unless an offset is given: +01:00) or ns since the epoch"
+
+
+def parse_time(text: str, option: str = "time") -> int:
+    """A time as ns since the epoch (see the module docstring); ValueError naming `option` and the syntax."""
+    given = text.strip()
+    if given.isdigit():
+        return int(given)
+    # the fraction of a second apart: datetime keeps microseconds, a tick's time (and utc_text's) has ns
+    fraction = FRACTION.search(given)
+    nanos = int(fraction[1].ljust(9, "0")[:9]) if fraction else 0
+    try:
+        when = datetime.fromisoformat((FRACTION.sub("", given, count=1) if fraction else given).replace("z", "Z"))
+    except ValueError:
+        raise ValueError(f"{option} {text!r} is not a time: give {TIME_SYNTAX}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    delta = when - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 10**9 + nanos
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """Ticks at `start` <= ts < `end` (ns; None: open on that side)."""
+
+    start: int | None = None
+    end: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.start is None and self.end is None:
+            raise ValueError("a time range needs a start (--from) or an end (--to)")
+        if self.start is not None and self.end is not None and self.start >= self.end:
+            raise ValueError(f"--from {utc_text(self.start)} is not before --to {utc_text(self.end)}: the range is "
+                             f"{'empty' if self.start == self.end else 'reversed'} (from is inclusive, to exclusive)")
+
+    @classmethod
+    def of(cls, start: str | None, end: str | None) -> TimeRange | None:
+        """The range of the `--from` / `--to` texts; None when neither is given."""
+        if start is None and end is None:
+            return None
+        return cls(None if start is None else parse_time(start, "--from"),
+                   None if end is None else parse_time(end, "--to"))
+
+    def holds(self, ts: int) -> bool:
+        return (self.start is None or ts >= self.start) and (self.end is None or ts < self.end)
+
+    def overlaps(self, first: int, last: int) -> bool:
+        """Whether ticks from `first` to `last` (both held) can fall inside."""
+        return (self.start is None or last >= self.start) and (self.end is None or first < self.end)
+
+    def describe(self) -> dict[str, str]:
+        """What a replay's fingerprint holds, and what a resume with another range is told."""
+        return {key: utc_text(ns) for key, ns in (("from", self.start), ("to", self.end)) if ns is not None}
+
+    def text(self) -> str:
+        return " ".join(f"--{key} {value}" for key, value in self.describe().items())

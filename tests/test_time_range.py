@@ -1,0 +1,135 @@
+"""--from / --to: a replay or backtest of an event-time range of the files, exactly as of the files cut to it by
+hand; the rows left out counted; an empty, reversed or unreadable range refused in one line."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import tiny_tick_checkpoint
+from connectors.replay import FileReplay
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import utc_text
+from connectors.time_range import TimeRange, parse_time
+from engine.service.cli import main
+from test_vendor_files import drain
+
+QUERIES = """
+queries:
+  - {name: dir20, streams: ["*"], question: direction_20, kind: choice, trigger: {ticks: 5}}
+  - {name: move50, streams: ["*"], question: move_bps_50, kind: expectation, trigger: {interval: 2s}}
+"""
+
+
+@pytest.fixture(scope="module")
+def market(tmp_path_factory) -> tuple[Path, list]:
+    root = tmp_path_factory.mktemp("range")
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(1200)
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "ticks.parquet")
+    return root, ticks
+
+
+def test_a_time_is_iso_text_in_utc_unless_it_says_its_offset_or_ns_since_the_epoch() -> None:
+    assert parse_time("2024-01-02") == 1_704_153_600 * 10**9
+    assert parse_time("2024-01-02T01:00:00+01:00") == parse_time("2024-01-02 00:00:00Z") == parse_time("2024-01-02")
+    assert parse_time("2024-01-02T00:00:00.25") == 1_704_153_600_250_000_000
+    assert parse_time("1704153600000000001") == 1_704_153_600_000_000_001
+    assert parse_time("2024-01-02T00:00:00.000000001Z") == parse_time(utc_text(1_704_153_600_000_000_001))
+    with pytest.raises(ValueError, match=r"--from 'monday' is not a time: give ISO 8601"):
+        TimeRange.of("monday", None)
+    with pytest.raises(ValueError, match=r"--from 2024-01-03T00:00:00Z is not before --to 2024-01-02T00:00:00Z: "
+                                         r"the range is reversed"):
+        TimeRange.of("2024-01-03", "2024-01-02")
+    with pytest.raises(ValueError, match="the range is empty"):
+        TimeRange.of("2024-01-02", "2024-01-02")
+
+
+def test_a_range_reads_what_a_file_cut_by_hand_holds_and_counts_the_rest(market, tmp_path: Path) -> None:
+    """From inclusive, to exclusive, by each tick's own time, in Parquet (the range in the lazy query) and in CSV
+    of ISO text and of float epoch seconds (checked tick by tick after a wider query)."""
+    root, ticks = market
+    start, end = ticks[300].ts, ticks[900].ts  # tick 300 in, tick 900 out (times are distinct here)
+    kept = [t for t in ticks if start <= t.ts < end]
+    frame = pl.DataFrame([t.to_wire() for t in ticks])
+    frame.with_columns((pl.col("ts") / 1e9).alias("ts")).write_csv(tmp_path / "seconds.csv")
+    for path in (root / "ticks.parquet", tmp_path / "seconds.csv"):
+        replay = FileReplay(path, time_range=TimeRange(start, end))
+        got = drain(replay)
+        if path.suffix == ".parquet":
+            assert got == kept
+            assert replay.plans[0].range_dropped is not None  # pushed down: no row outside reached Python
+        else:  # a float of seconds is 100 ns coarse: the cut is by the times as read, the same ticks
+            assert [(t.stream, t.price) for t in got] == [(t.stream, t.price) for t in kept]
+        assert replay.range_left_out == len(ticks) - len(kept) and replay.rejected == {}
+    only_from = FileReplay(root / "ticks.parquet", time_range=TimeRange(start=end))
+    assert drain(only_from) == ticks[900:] and only_from.range_left_out == 900
+
+
+def test_a_dbn_range_builds_the_book_from_before_it(tmp_path: Path) -> None:
+    """A DBN file is decoded whole: an order resting from before --from is the top of book inside the range."""
+    dbn = pytest.importorskip("databento_dbn", reason="the dbn extra is not installed")
+    from test_replay_dbn import ESH6, MAR5, NS, PX, trade, write_dbn
+
+    def add(order: int, ts: int, side: object, quarters: int) -> object:
+        return dbn.MBOMsg(publisher_id=1, instrument_id=ESH6, ts_event=ts, order_id=order, price=quarters * PX,
+                          size=2, action=dbn.Action.ADD, side=side, ts_recv=ts, flags=dbn.F_LAST)
+
+    path = write_dbn(tmp_path / "es.dbn", dbn.Schema.MBO, [
+        add(1, MAR5, dbn.Side.BID, 27200), add(2, MAR5 + NS, dbn.Side.ASK, 27204),
+        trade(ESH6, MAR5 + 10 * NS, 27204), add(3, MAR5 + 11 * NS, dbn.Side.ASK, 27203),
+        trade(ESH6, MAR5 + 20 * NS, 27203)], {"ESH6": [(date(2026, 3, 1), date(2026, 3, 9), ESH6)]})
+    replay = FileReplay(path, time_range=TimeRange(MAR5 + 10 * NS, MAR5 + 20 * NS))
+    assert [(t.kind, t.price, t.bid, t.ask) for t in drain(replay)] == [
+        ("trade", 6801.0, None, None), ("quote", None, 6800.0, 6800.75)]
+    assert replay.range_left_out == 2  # the first quote and the last trade (a record making no tick is no row)
+    with pytest.raises(ValueError, match=r"--to 2026-03-05T14:30:00Z holds none of the files' ticks: they run "
+                                         r"from 2026-03-05T14:30:00Z to 2026-03-05T14:30:20Z"):
+        FileReplay(path, time_range=TimeRange(end=MAR5))
+
+
+def test_a_backtest_of_a_range_answers_as_one_of_the_file_cut_to_it(market, tmp_path: Path, capsys) -> None:
+    root, ticks = market
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    (tmp_path / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 16384, block_size: 16}}\n")
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    start, end = ticks[200].ts, ticks[1000].ts
+    cut = pl.read_parquet(root / "ticks.parquet").filter(pl.col("ts") >= start, pl.col("ts") < end)
+    cut.write_parquet(tmp_path / "cut.parquet")
+    common = ["--queries", str(tmp_path / "q.yaml"), "--config", str(tmp_path / "engine.yaml"), "--quiet"]
+    assert main(["backtest", str(tmp_path / "cut.parquet"), "--out", str(tmp_path / "by_hand.parquet"), *common]) == 0
+    capsys.readouterr()
+    assert main(["backtest", str(root / "ticks.parquet"), "--from", utc_text(start), "--to", utc_text(end),
+                 "--out", str(tmp_path / "ranged.parquet"), "--test-from", "0.5", *common]) == 0
+    printed = capsys.readouterr().out
+    ranged, by_hand = pl.read_parquet(tmp_path / "ranged.parquet"), pl.read_parquet(tmp_path / "by_hand.parquet")
+    assert ranged.height > 100 and ranged.equals(by_hand)
+    assert f"replayed {cut.height} ticks" in printed
+    assert f"  range --from {utc_text(start)} --to {utc_text(end)}: {len(ticks) - cut.height} row(s) of the files " \
+           f"outside it left out" in printed
+    # --test-from says where it split each stream, in time: its first scored answer's
+    split = next(line for line in printed.splitlines() if line.startswith("  split"))
+    firsts = {}
+    for stream, ticks_seen, data_ts in ranged.select("stream", "ticks", "data_ts").rows():
+        if ticks_seen > int(cut.filter(pl.col("stream") == stream).height * 0.5):
+            firsts[stream] = min(firsts.get(stream, data_ts), data_ts)
+    assert split == "  split (each stream's first scored answer, UTC): " + ", ".join(
+        f"{stream} {utc_text(ts)}" for stream, ts in sorted(firsts.items()))
+    # a range the files do not reach, and one reversed: one line each, exit 2, before the model loads
+    assert main(["backtest", str(root / "ticks.parquet"), "--from", "2099-01-01", "--out",
+                 str(tmp_path / "none.parquet"), *common]) == 2
+    assert "--from 2099-01-01T00:00:00Z holds none of the files' ticks: they run from" in capsys.readouterr().err
+    assert main(["backtest", str(root / "ticks.parquet"), "--from", "2024-01-02", "--to", "2024-01-01", "--out",
+                 str(tmp_path / "none.parquet"), *common]) == 2
+    assert "the range is reversed" in capsys.readouterr().err
+
+
+def test_feed_replay_says_the_rows_its_range_left_out(market, capsys) -> None:
+    """`feed replay --from`: the files' mistakes are said before the engine is reached; a range holding none of
+    the ticks is one of them."""
+    root, ticks = market
+    assert main(["feed", "replay", str(root / "ticks.parquet"), "--from", "2099-01-01",
+                 "--endpoint", "tcp://127.0.0.1:9"]) == 2
+    assert "holds none of the files' ticks" in capsys.readouterr().err
