@@ -178,6 +178,38 @@ def test_subscribe_prints_one_line_per_message_on_a_pipe(checkpoint, tmp_path, c
         assert all(line.startswith("_heartbeat/") and "ticks_in=" in line for line in out.splitlines())
 
 
+def test_answers_prints_a_bounded_page_and_topics_says_when_no_answer_is_cached(checkpoint, tmp_path, capsys) -> None:
+    """`answers TOPIC` printed every kept answer (thousands flooded a terminal): at most --limit (default 100), the
+    newest --last N, or --all. `topics` printed `answer_ts None` for a topic whose query was replaced since its last
+    answer: said in words, and null in the JSON form."""
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ("--control", server.endpoints["control"])
+        market = SyntheticMarket(SyntheticConfig(seed=3))
+        with FeedClient(server.endpoints["ingest"]) as feed, ControlClient(server.endpoints["control"]) as raw:
+            for sent in range(12, 12 * 9, 12):  # a message at a time, each computed before the next: an answer each
+                feed.send(market.next_batch(12))
+                wait_for(lambda: (lambda stats: stats["ticks_in"] == sent and stats["pending_tokens"] == 0)(
+                    raw.call("stats")["stats"]))
+        last = server.pipeline.cache.last_seq("dir/SYN.A/")
+        assert last >= 5
+        code, out, err = run(capsys, "answers", "dir/SYN.A/", "--limit", "3", *control)
+        assert code == 0 and [json.loads(line)["seq"] for line in out.splitlines()] == [1, 2, 3], out
+        assert f"printed 3 (--limit 3); the topic has more, up to seq {last}: --after 3 for the next ones" in err, err
+        code, out, err = run(capsys, "answers", "dir/SYN.A/", "--last", "2", *control)
+        assert code == 0 and [json.loads(line)["seq"] for line in out.splitlines()] == [last - 1, last] and not err
+        code, out, err = run(capsys, "answers", "dir/SYN.A/", "--all", *control)
+        assert code == 0 and len(out.splitlines()) == last and not err
+
+        replaced = tmp_path / "dir_again.yaml"
+        replaced.write_text(DIR_QUERY.replace("trigger: batch", "trigger: {ticks: 50}"))
+        assert run(capsys, "register", str(replaced), *control)[0] == 0  # its cached answers go with the old spec
+        code, out, _ = run(capsys, "topics", "dir/SYN.A/", *control)
+        assert code == 0 and out == f"dir/SYN.A/\tlast_seq {last}\tno cached answer (its stream expired, or its " \
+                                    f"query was replaced)\n", out
+        code, out, _ = run(capsys, "topics", "dir/SYN.A/", "--json", *control)
+        assert code == 0 and json.loads(out) == {"dir/SYN.A/": {"last_seq": last, "answer_ts": None}}
+
+
 def test_clients_connect_to_the_endpoints_of_the_services_config_file(checkpoint, tmp_path, capsys) -> None:
     """`serve --config FILE` on other ports: every client command takes the same --config and finds them."""
     with serving(config(checkpoint, tmp_path)) as server:

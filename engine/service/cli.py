@@ -48,6 +48,7 @@ DEFAULT_CONTROL = "tcp://127.0.0.1:5557"
 CONTROL_HELP = f"the engine's control endpoint (default: the --config file's endpoints.control, else {DEFAULT_CONTROL})"
 EXAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "queries" / "examples" / "tick_model.yaml"
 TEXT_EXAMPLE_QUERIES = EXAMPLE_QUERIES.with_name("text_model.yaml")
+ANSWERS_SHOWN = 100  # `answers` prints this many by default (--limit, --last, --all)
 
 
 def _key_options() -> argparse.ArgumentParser:
@@ -244,6 +245,12 @@ def build_parser() -> argparse.ArgumentParser:
                        parents=[keys, clients, control_op])
     p.add_argument("topic", help="an answer topic, e.g. dir20/SYN.A/")
     p.add_argument("--after", type=int, default=0, help="the last seq you have (default 0: all that are kept)")
+    many = p.add_mutually_exclusive_group()  # a topic keeps thousands: a terminal is not flooded by default
+    many.add_argument("--limit", type=_count, default=ANSWERS_SHOWN, metavar="N",
+                      help=f"print at most N, the oldest after --after (default {ANSWERS_SHOWN}); a note says where "
+                           f"the next ones start")
+    many.add_argument("--last", type=_count, default=None, metavar="N", help="print the newest N (after --after)")
+    many.add_argument("--all", action="store_true", help="print every kept answer after --after")
     p.set_defaults(run=cmd_answers)
 
     p = sub.add_parser("topics", help="the answer topics published on, with their last seq (what a client that "
@@ -1061,20 +1068,34 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 
 def cmd_answers(args: argparse.Namespace) -> int:
-    """JSON lines, oldest first: every kept answer of the topic after --after (paged through the op's limit)."""
-    after = args.after
+    """JSON lines, oldest first: the kept answers of the topic after --after, at most --limit of them (or the newest
+    --last, or --all), paged through the op's limit."""
+    from engine.service.client import FETCH_LIMIT
+
+    limit = None if args.all else args.last or args.limit
+    printed, after = 0, args.after
     with _control(args) as control:
+        if args.last is not None:  # the newest N: from N before the topic's last seq (seqs have no gaps)
+            newest = control.call("answers", topic=args.topic, after=after, limit=1)["last_seq"] or 0
+            after = max(after, newest - args.last)
         while True:
-            reply = control.call("answers", topic=args.topic, after=after)
-            if after == args.after and not reply["complete"]:
+            wanted = FETCH_LIMIT if limit is None else min(FETCH_LIMIT, limit - printed)
+            reply = control.call("answers", topic=args.topic, after=after, limit=wanted)
+            if printed == 0 and not reply["complete"]:
                 print(f"flashtick answers: answers of {args.topic} before seq {reply['oldest_seq']} are no longer "
                       f"kept (the service keeps log.answers_keep in memory, and after a restart what the answer log's "
                       f"log.answers_retention_bytes kept)", file=sys.stderr)
             for answer in reply["answers"]:
                 print(json.dumps(answer), flush=True)
+            printed += len(reply["answers"])
             if not reply["answers"] or reply["answers"][-1]["seq"] >= reply["last_seq"]:
                 return 0
             after = reply["answers"][-1]["seq"]
+            if limit is not None and printed >= limit:
+                print(f"flashtick answers: printed {printed} (--limit {limit}); the topic has more, up to seq "
+                      f"{reply['last_seq']}: --after {after} for the next ones, --last N for the newest, --all for "
+                      f"every one", file=sys.stderr)
+                return 0
 
 
 def cmd_topics(args: argparse.Namespace) -> None:
@@ -1086,8 +1107,10 @@ def cmd_topics(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(found, sort_keys=True, indent=2))
         return
-    for topic, info in found.items():
-        print(f"{shown_name(topic)}\tlast_seq {info['last_seq']}\tanswer_ts {info['answer_ts']}")
+    for topic, info in found.items():  # (JSON keeps answer_ts null for these: a program tests for it)
+        latest = ("no cached answer (its stream expired, or its query was replaced)" if info["answer_ts"] is None
+                  else f"answer_ts {info['answer_ts']}")
+        print(f"{shown_name(topic)}\tlast_seq {info['last_seq']}\t{latest}")
     if not found:
         print(f"flashtick topics: no answer published yet{f' on a topic starting {args.prefix!r}' if args.prefix else ''}",
               file=sys.stderr)
