@@ -529,10 +529,12 @@ def test_an_unknown_option_shows_the_usage_of_its_subcommand(capsys) -> None:
 def test_serve_log_timestamps_stamp_the_usage_error_too(capsys) -> None:
     """`serve --log-timestamps --bogus` wrote argparse's usage error unstamped (the parse ran before the stamping
     began), the one run's lines a log kept in a file could not place in time. Abbreviated as argparse takes it too;
-    a serve without the option, and an option after `--`, stay plain."""
+    a serve without the option, and an option after `--`, stay plain. Given before the command (`flashtick
+    --log-timestamps serve --bogus`) it was refused, unstamped: it is every command's option there."""
     stamped = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (.*)")
     for argv in (["serve", "--log-timestamps", "--bogus-option"], ["serve", "--bogus-option", "--log-t"],
-                 ["serve", "--log-timestamps", "--config"]):
+                 ["serve", "--log-timestamps", "--config"], ["--log-timestamps", "serve", "--bogus-option"],
+                 ["--log", "serve", "--bogus-option"]):
         with pytest.raises(SystemExit) as exited:
             main(argv)
         lines = capsys.readouterr().err.splitlines()
@@ -544,6 +546,8 @@ def test_serve_log_timestamps_stamp_the_usage_error_too(capsys) -> None:
             main(argv)
         lines = capsys.readouterr().err.splitlines()
         assert lines[0].startswith("usage: flashtick serve ") and not any(stamped.fullmatch(line) for line in lines)
+    code, _, err = run(capsys, "--log-timestamps", "health", "--control", "tcp://127.0.0.1:1", "--timeout", "0.5")
+    assert code == 2 and stamped.fullmatch(err.rstrip("\n")).group(1).startswith("flashtick health: error: "), err
 
 
 def test_subscribe_to_nothing_says_so_instead_of_waiting_in_silence(tmp_path) -> None:

@@ -139,6 +139,9 @@ def _time_range(args: argparse.Namespace) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flashtick", description="Streaming inference engine for market data.")
+    # (read before the parse, by _asks_for_log_timestamps; a dest of its own, as serve's default would overwrite it)
+    parser.add_argument("--log-timestamps", dest="stamp_stderr", action="store_true", help="start each line any "
+                        "command writes to stderr with its UTC time, as `serve --log-timestamps` does")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     keys = _key_options()
     reading = _reading_options()
@@ -434,16 +437,22 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
 
 
 def _asks_for_log_timestamps(parser: argparse.ArgumentParser, argv: list[str]) -> bool:
-    """Whether ``argv`` is a `serve` given --log-timestamps (or an abbreviation argparse takes for it), read before
-    the parse so that the parse's own usage error is stamped like every other line of the run."""
-    if not argv or argv[0] != "serve":  # (the top level has no option but -h, which prints to stdout)
-        return False
-    serve = next(action.choices["serve"] for action in parser._actions  # noqa: SLF001 - argparse's own
-                 if isinstance(action, argparse._SubParsersAction))  # noqa: SLF001
-    options = [option for action in serve._actions for option in action.option_strings]  # noqa: SLF001
-    for token in argv[1:]:
+    """Whether ``argv`` gives --log-timestamps (or an abbreviation argparse takes for it) before its command (every
+    command's option) or after `serve` (serve's own), read before the parse so that the parse's own usage error is
+    stamped like every other line of the run."""
+    subcommands = next(action.choices for action in parser._actions  # noqa: SLF001 - argparse's own
+                       if isinstance(action, argparse._SubParsersAction))  # noqa: SLF001
+    options_of = lambda command: [option for action in command._actions  # noqa: E731, SLF001
+                                  for option in action.option_strings]
+    options, before_command = options_of(parser), True
+    for token in argv:
         if token == "--":  # what follows is positional, whatever it looks like
             break
+        if before_command and not token.startswith("-"):  # the command: only serve's own options hold it too
+            if token != "serve":
+                return False
+            options, before_command = options_of(subcommands["serve"]), False
+            continue
         name = token.split("=", 1)[0]
         if name.startswith("--") and [o for o in options if o.startswith(name)] == ["--log-timestamps"]:
             return True
