@@ -185,6 +185,23 @@ def test_key_files_in_both_formats(keys, tmp_path) -> None:
         allowed_client_keys(tmp_path / "empty")
 
 
+def test_keygen_makes_its_folders_private_and_leaves_an_existing_one_as_it_is(tmp_path, capsys) -> None:
+    """`flashtick keygen alice --dir keys/desk` made keys/desk 0755 by the umask, a secret key's folder any user of
+    the host could list; made 0700 now, as a data directory is. A folder that exists is the user's choice: kept."""
+    from engine.service.cli import main
+
+    assert main(["keygen", "alice", "--dir", str(tmp_path / "keys" / "desk")]) == 0
+    capsys.readouterr()
+    for folder in (tmp_path / "keys", tmp_path / "keys" / "desk"):
+        assert folder.stat().st_mode & 0o777 == 0o700, oct(folder.stat().st_mode)
+    assert (tmp_path / "keys" / "desk" / "alice.key_secret").stat().st_mode & 0o777 == 0o600
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)  # (whatever the umask)
+    keygen(shared, "bob")
+    assert shared.stat().st_mode & 0o777 == 0o755
+
+
 @pytest.mark.parametrize("curve, message", [
     ({"enabled": True}, "curve.enabled needs server_secret_key_file"),
     ({"clients_dir": "keys/"}, "curve.clients_dir needs curve.enabled: true"),

@@ -25,6 +25,8 @@ from zmq.auth.thread import ThreadAuthenticator
 from zmq.utils import z85
 from zmq.utils.monitor import recv_monitor_message
 
+from engine.service.private_dirs import make_private_dirs
+
 Z85_KEY_LENGTH = 40
 MAX_DENIALS_LOGGED = 10  # distinct refusals said on stderr (a client retries its handshake: each said once)
 
@@ -172,9 +174,10 @@ class ClientAllowList(ThreadAuthenticator):
 
 
 def keygen(directory: str | Path, name: str) -> tuple[Path, Path]:
-    """Write NAME.key (public) and NAME.key_secret (public + secret) in `directory`; refuses to overwrite."""
+    """Write NAME.key (public) and NAME.key_secret (public + secret) in `directory`; refuses to overwrite. A folder
+    made for them is the user's alone (0700), as a data directory is: it holds a secret key."""
     folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(folder)
     public, secret = folder / f"{name}.key", folder / f"{name}.key_secret"
     for path in (public, secret):
         if path.exists():

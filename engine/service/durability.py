@@ -44,6 +44,7 @@ from engine.jobs import JobOutcome, ProbeJob, StreamProgress
 from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
+from engine.service.private_dirs import make_private_dirs
 from engine.service.ticklog import LogStats, LogWriteError, TickLog, read
 from queries.cache import AnswerCache
 from queries.flash import FlashQueries
@@ -153,15 +154,6 @@ class ReplayTarget(Protocol):
         """The live run expired ``stream`` for idleness here: its session and what is kept beside it go."""
 
 
-def _make_private_dirs(path: Path) -> None:
-    """``path`` and each missing folder above it, made 0700 (what mkdir's ``parents`` makes is 0755 by the umask: a
-    default $XDG_STATE_HOME, ~/.local/state, that this makes first is the user's alone, as the XDG base directory
-    spec asks). A folder that exists already is the user's: left as it is."""
-    missing = [folder for folder in (path, *path.parents) if not folder.exists()]
-    for folder in reversed(missing):  # the outermost first
-        folder.mkdir(mode=0o700, exist_ok=True)  # (exist_ok: another process may make it meanwhile)
-
-
 class DataDir:
     def __init__(self, config: LogSection, cache: AnswerCache, written_by: dict[str, Any],
                  encoders: StreamEncoders | None = None) -> None:
@@ -176,7 +168,7 @@ class DataDir:
         try:
             made = not self.root.exists()
             # 0700: every tick, answer and query of the desk is in here; another user of a shared host reads none
-            _make_private_dirs(self.root)
+            make_private_dirs(self.root)
             self._lock_file = _lock(self.root / "lock")
         except OSError as e:  # under a file, on a read-only filesystem, no permission: name the key
             raise ConfigError(f"log.dir {self.root}: {e.strerror or e} (a data directory must be a writable "
