@@ -175,3 +175,43 @@ def test_a_replay_that_falls_behind_its_speed_says_so_while_it_runs_and_at_the_e
     with FeedClient(endpoint) as client:
         assert run_feed(kept_up, client, batch=1, say=said.append).ticks == 8
     assert len(said) == 1 and kept_up.pace() is None
+
+
+# `flashtick feed` in a process of its own (the wrapper says at its exit whether torch was ever imported)
+FEED_PROCESS = ("import atexit, sys\n"
+                "atexit.register(lambda: print('torch imported:', 'torch' in sys.modules, file=sys.stderr))\n"
+                "from engine.service.cli import main\n"
+                "sys.exit(main(sys.argv[1:]))\n")
+
+
+def _feed_process(*argv: str) -> "subprocess.Popen[str]":
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-c", FEED_PROCESS, "feed", *argv], stderr=subprocess.PIPE, text=True)
+
+
+def test_feed_replay_stopped_by_ctrl_c_ends_without_loading_torch(pull, tmp_path) -> None:
+    """A Ctrl-C'd `feed replay` printed its summary, then sat 10-35 s before exiting on a loaded machine: listing
+    the rows not sent imported the backtest module, and torch with it (every replay's end paid it, Ctrl-C or
+    not). A feed loads no torch, and its rejected rows are still listed."""
+    import signal
+
+    sock, endpoint = pull
+    path = tmp_path / "t.csv"
+    rows = [f"{1_700_000_000_000 + i * 1000},S,{100 + i},1\n" for i in range(60)]  # one tick a second of event time
+    rows[1] = f"{1_700_000_001_000},S,-5,1\n"  # a negative price: rejected, before the stop
+    path.write_text("ts,stream,price,size\n" + "".join(rows))
+    feed = _feed_process("replay", str(path), "--ts-unit", "ms", "--speed", "1", "--endpoint", endpoint,
+                         "--control", "", "--answers", "")
+    try:
+        for _ in range(3):  # the first ticks are out: it is feeding (paced, a minute of ticks left)
+            sock.setsockopt(zmq.RCVTIMEO, 120_000)
+            sock.recv()
+        feed.send_signal(signal.SIGINT)
+        _, err = feed.communicate(timeout=120)
+    finally:
+        feed.kill()
+    assert feed.returncode == 130 and "stopped by a signal" in err, err
+    assert "1 rows of the files not sent:" in err and "rejected " in err, err
+    assert err.rstrip().endswith("torch imported: False"), err

@@ -44,6 +44,7 @@ from engine.scheduler import ROLL_RULE, AdmissionRefused
 from engine.service.answer_parts import RAW_SCHEMA, AnswerParts, write_atomically
 from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
+from engine.service.rejections import rejected_lines
 from queries.cache import Answer
 
 CALIBRATION_BINS = 10
@@ -220,30 +221,6 @@ def _score_row(name: str, s: QueryScore) -> str:
     base = f"{s.baseline} {fmt(s.baseline_accuracy)}" if s.baseline else "-"
     return (f"{name:<16}{s.answers:>8}{s.scored:>8}{fmt(s.accuracy):>10}{fmt(s.brier):>8}{fmt(s.frequency_brier):>11}"
             f"{fmt(s.log_loss):>9}{fmt(s.model_accuracy):>10}{fmt(s.model_brier):>12}  {base}")
-
-
-LOUD_REJECT_SHARE = 0.05  # a reason rejecting this share of a file's rows is more likely a misread column than bad data
-
-
-def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted: int | None = None) -> list[str]:
-    """One line per rejection reason, most frequent first, with the first such row where one is known; with the
-    ``accepted`` tick count, first a warning naming each reason (but rows a filter leaves out) that rejected at
-    least LOUD_REJECT_SHARE of the ticks read: everything after leaves them out, so a misread column must not pass
-    as a run that worked (FIX's sell side 2 read as no side rejected 39% of a futures file, every sell). The share
-    is of ticks (accepted and rejected), not rows: a row with a trade and the quote it met (a bar file's close
-    beside its bid and ask) is two ticks, each accepted or rejected on its own."""
-    lines = [f"  {'left out' if reason == 'filtered_out' else 'rejected'} {reason}: {count}"
-             + (f" (first: {examples[reason]})" if reason in examples else "")
-             for reason, count in sorted(rejected.items(), key=lambda kv: (-kv[1], kv[0]))]
-    total = (accepted or 0) + sum(rejected.values())
-    by_count = sorted(rejected.items(), key=lambda kv: -kv[1])
-    loud = [f"{reason} {count} ({count / total:.0%})" for reason, count in by_count
-            if accepted is not None and reason != "filtered_out" and count >= LOUD_REJECT_SHARE * total]
-    if loud:
-        lines.insert(0, f"warning: {' and '.join(loud)} of the {total} ticks read rejected, left out of every answer "
-                        f"and score: is a column read as the file means it? (the first such row below; "
-                        f"docs/replay.md)")
-    return lines
 
 
 class NothingReplayed(ValueError):

@@ -751,7 +751,7 @@ def _price_offset(given: list[str] | None) -> str | None:
 
 
 def _replay_rejections(source: Any, sent: int) -> list[str]:
-    from engine.service.backtest import rejected_lines
+    from engine.service.rejections import rejected_lines
 
     rejected = getattr(source, "rejected", None)
     return rejected_lines(dict(rejected), rejected.examples, sent) if rejected else []

@@ -19,7 +19,7 @@ from connectors.feed import HEARTBEAT_TOPIC, FeedClient, run_feed
 from connectors.replay import FileReplay
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig
-from engine.service.backtest import rejected_lines
+from engine.service.rejections import rejected_lines
 from engine.service.client import AnswerSubscriber, render_table
 from engine.service.config import EndpointsSection, LimitsSection, ServiceConfig
 from engine.service.server import Server
