@@ -215,3 +215,22 @@ def test_feed_replay_stopped_by_ctrl_c_ends_without_loading_torch(pull, tmp_path
     assert feed.returncode == 130 and "stopped by a signal" in err, err
     assert "1 rows of the files not sent:" in err and "rejected " in err, err
     assert err.rstrip().endswith("torch imported: False"), err
+
+
+def test_feed_interrupted_while_waiting_for_its_engine_says_so() -> None:
+    """A Ctrl-C while the feed still starts (here: waiting for an engine's control socket to answer) exited 130
+    without a word; it says it was interrupted and that nothing was sent, as one interrupted later gives its
+    summary."""
+    import signal
+
+    feed = _feed_process("synthetic", "--endpoint", dead_endpoint(), "--control", dead_endpoint())
+    try:
+        while "waiting for the engine before sending" not in (line := feed.stderr.readline()):
+            assert line, "the feed ended before it waited for the engine"
+        feed.send_signal(signal.SIGINT)
+        _, err = feed.communicate(timeout=60)
+    finally:
+        feed.kill()
+    assert feed.returncode == 130, err
+    assert "flashtick feed: interrupted while starting (reading the files, or waiting for the engine); nothing was " \
+           "sent" in err, err

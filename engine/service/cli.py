@@ -818,9 +818,14 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
     from connectors.feed import FINISH_STALL_S, AfterHeld, EngineLost, FeedClient, run_feed
 
     batch_ns = _batch_ns(args)
-    source = replay = _replay_source(args) if args.feed_source == "replay" else None  # a file's mistakes first
     stop = threading.Event()
-    resume = _feed_resume(args, stop)
+    try:  # (a Ctrl-C while it reads the files' layout or waits for the engine: its signal handler is not set yet)
+        source = replay = _replay_source(args) if args.feed_source == "replay" else None  # a file's mistakes first
+        resume = _feed_resume(args, stop)
+    except KeyboardInterrupt:
+        print("flashtick feed: interrupted while starting (reading the files, or waiting for the engine); nothing "
+              "was sent", file=sys.stderr)
+        return 130
     if source is None:
         source = _synthetic_source(args, resume.last_ts if resume is not None else {})
     elif resume is not None and resume.last_ts:  # a file fed again (after a restart): from where the engine is
