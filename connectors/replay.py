@@ -578,6 +578,7 @@ class FileReplay(Source):
         self._anchor: tuple[int, int] | None = None  # (monotonic ns, event ts) of the first paced tick
         self.behind_s = 0.0  # with `speed`: how late (wall seconds) the last batch's first tick left its due time
         self.most_behind_s = 0.0
+        self._behind_ns = 0  # wall time the replay ran behind `speed` (BEHIND_SAID_S or more late), for pace()
         self._paced_to: tuple[int, int] | None = None  # (monotonic ns, event ts) of the last paced tick
         self._kept_not_due: Tick | None = None  # the tick leave_out kept that was not due at the last call
         cursors = self._cursors = [_Cursor(p, self.chunk_rows, self.rejected, self.selection, self.time_range)
@@ -630,18 +631,26 @@ class FileReplay(Source):
             else:
                 heapq.heapreplace(heap, (cur.ticks[cur.pos].ts, i, cur))
         if out and self.speed is not None:
+            if self._paced_to is not None and self.behind_s >= BEHIND_SAID_S:  # the time since the last batch: late
+                self._behind_ns += now - self._paced_to[0]
             self._paced_to = (now, out[-1].ts)
         return out
 
     def pace(self) -> str | None:
         """With `speed`, once the replay fell behind it (the engine's or this machine's pace, not the file's): the
-        speed asked, the speed reached over the file's clock and the most it was behind; None if it kept up."""
+        share of the run it was behind and by how much at most, and whether it caught up by its end (a replay behind
+        sends what is due at once, so it does once the hold-up ends) or the speed it reached over the file's clock
+        if not; None if it kept up throughout."""
         if self.speed is None or self._paced_to is None or self.most_behind_s < BEHIND_SAID_S:
             return None
         (wall0, ts0), (wall1, ts1) = self._anchor, self._paced_to
+        share = self._behind_ns / (wall1 - wall0) if wall1 > wall0 else 1.0
+        behind = (f"behind it for {'under 1%' if share < 0.01 else f'{share:.0%}'} of the run, up to "
+                  f"{self.most_behind_s:.1f} s (the engine's back-pressure or this machine's load)")
+        if self.behind_s < BEHIND_SAID_S:  # its last batch left on time
+            return f"--speed {self.speed:g} was kept in the end: {behind}, then caught up"
         reached = (ts1 - ts0) / (wall1 - wall0) if wall1 > wall0 else math.inf
-        return (f"--speed {self.speed:g} was not kept: {reached:.3g}x reached over the file's clock, up to "
-                f"{self.most_behind_s:.1f} s behind it (the engine's back-pressure or this machine's load)")
+        return f"--speed {self.speed:g} was not kept: {reached:.3g}x reached over the file's clock, {behind}"
 
     @property
     def done(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -58,6 +59,30 @@ def test_dicts_are_sent_as_given_so_the_engine_can_count_bad_ones(pull) -> None:
         client.send([{"stream": "X", "ts": TS, "price": float("nan"), "size": 1.0},
                      {"stream": "X", "ts": TS, "price": 1.0, "size": 1.0}])
     assert decode(sock.recv()).errors == [(0, "nonfinite_price")]
+
+
+def test_a_paced_replay_held_back_once_that_caught_up_says_it_kept_its_speed(tmp_path) -> None:
+    """`feed replay --speed 20` printed "--speed 20 was not kept: 20x reached": held back a while (back-pressure),
+    a paced replay sends what is due at once and catches up. It says that it caught up, and which share of the run
+    it was behind."""
+    from connectors.replay import FileReplay
+
+    path = tmp_path / "t.csv"
+    path.write_text("ts,stream,price,size\n" + "".join(f"{1_700_000_000_000 + i * 1000},S,{100 + i},1\n"
+                                                         for i in range(61)))  # 60 s of event time: 3 s at 20x
+    replay = FileReplay(path, columns={"ts_unit": "ms"}, speed=20.0)
+    assert len(replay.next_batch(1000)) == 1  # the first tick, at once
+    time.sleep(1.6)  # held back (the engine pushing back): the next ticks leave over a second late
+    sent = 1
+    while not replay.done:
+        sent += len(replay.next_batch(1000))
+        time.sleep(0.01)
+    assert sent == 61
+    pace = replay.pace()
+    assert pace is not None and pace.startswith("--speed 20 was kept in the end: behind it for ") and \
+        pace.endswith("load), then caught up"), pace
+    share = int(re.search(r"behind it for (\d+)% of the run, up to \d+\.\d s \(", pace).group(1))
+    assert 20 <= share <= 80, pace  # the hold-up's 1.6 s of a 3 s run (a loaded machine stretches both)
 
 
 def test_bad_arguments_fail_fast() -> None:
@@ -169,8 +194,8 @@ def test_a_replay_that_falls_behind_its_speed_says_so_while_it_runs_and_at_the_e
     assert len(said) == 1 and said[0].endswith("s behind --speed 100 (the engine pushes back, or this machine cannot "
                                                "read the files that fast): the ticks leave late, in order, none dropped")
     pace = replay.pace()
-    assert pace is not None and pace.startswith("--speed 100 was not kept: ") and "x reached over the file's clock" \
-        in pace, pace
+    assert pace is not None and pace.startswith("--speed 100 was not kept: ") and "x reached over the file's clock, " \
+        "behind it for " in pace, pace
     kept_up = FileReplay(path, columns={"ts_unit": "ms"}, speed=100.0)
     with FeedClient(endpoint) as client:
         assert run_feed(kept_up, client, batch=1, say=said.append).ticks == 8
