@@ -169,6 +169,35 @@ def test_a_restart_owes_a_query_only_the_ticks_after_it_was_registered(checkpoin
 
 
 
+def test_a_restart_says_which_live_registration_its_queries_file_replaced(checkpoint, tmp_path, capsys) -> None:
+    """`serve --queries FILE` restarted silently put the FILE's spec back over a query re-registered live (its
+    query_version bumped). The file is applied on top at every start, as documented; each query it replaced is
+    now named on stderr with its old and new query_version; one the file left as kept is not."""
+    from queries.yaml_loader import load_queries
+
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    first = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    feed_in_steps(first, SyntheticMarket(SyntheticConfig(seed=5)).next_batch(30))
+    live = QUERIES.replace("question: direction_20, kind: choice, trigger: batch",
+                           "question: direction_20, kind: choice, trigger: {ticks: 5}")
+    first.register_queries([spec for spec in load_queries(live, "live.yaml", first.registry.questions)
+                            if spec.name == "dir"])
+    live_version = first.registry.query_version("dir")
+    first.close()
+    capsys.readouterr()
+
+    second = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    err = capsys.readouterr().err
+    now = second.registry.query_version("dir")
+    assert now > live_version and second.registry.get("dir").trigger == \
+        load_queries(QUERIES, "q.yaml", second.registry.questions)[0].trigger
+    assert f"flashtick: query 'dir': the spec in {queries} replaces the one kept in the data directory " \
+           f"(query_version {live_version} -> {now}; registered live, or the file changed) and starts afresh" in err, err
+    assert "query 'nll'" not in err, err
+    second.close()
+
+
 @pytest.fixture(scope="module")
 def headed_checkpoint(checkpoint, tmp_path_factory):
     """The checkpoint with answer heads (as `flashtick train` ships them): seeded random regressions."""

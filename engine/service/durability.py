@@ -106,10 +106,16 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
     answers, seqs and trigger state. Returns the names (re)registered."""
     specs = load_queries_file(path, registry.questions, registry.limits, registry.answerable)
     changed = [spec for spec in specs if registry.current(spec.name) != spec]
+    # a spec kept from before the stop that the file's replaces (often one re-registered live): said, not silent
+    replaced = {spec.name: registry.query_version(spec.name) for spec in changed if spec.name in registry}
     if changed:
         registry.register(changed)
         for spec in changed:
             forget_query(spec.name)
+    for name, old in replaced.items():
+        print(f"flashtick: query {name!r}: the spec in {path} replaces the one kept in the data directory "
+              f"(query_version {old} -> {registry.query_version(name)}; registered live, or the file changed) and "
+              f"starts afresh: a start applies its queries file on top of what was kept", file=sys.stderr, flush=True)
     return [spec.name for spec in changed]
 
 
