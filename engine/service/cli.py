@@ -1106,7 +1106,8 @@ def cmd_answers(args: argparse.Namespace) -> int:
                 return 0
             after = reply["answers"][-1]["seq"]
             if limit is not None and printed >= limit:
-                print(f"flashtick answers: printed {printed} (--limit {limit}); the topic has more, up to seq "
+                given = f"--last {limit}" if args.last is not None else f"--limit {limit}"  # (--last: more came since)
+                print(f"flashtick answers: printed {printed} ({given}); the topic has more, up to seq "
                       f"{reply['last_seq']}: --after {after} for the next ones, --last N for the newest, --all for "
                       f"every one", file=sys.stderr)
                 return 0
