@@ -47,6 +47,7 @@ from connectors.synthetic import StreamParams, SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.datasets import DEFAULT_SETS, LOADERS, data_available, load_real
+from engine.service.installation import builtin_write_refusal
 from engine.service.packing import Batch, pack_batch
 
 
@@ -500,7 +501,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=TrainConfig.steps)
     parser.add_argument("--seed", type=int, default=TrainConfig.seed)
     parser.add_argument("--max-minutes", type=float, default=TrainConfig.max_minutes)
-    parser.add_argument("--out", type=Path, default=BUILTIN_MODEL_DIR)
+    parser.add_argument("--out", type=Path, default=BUILTIN_MODEL_DIR,
+                        help="checkpoint directory (default: the built-in model's, in a source checkout only)")
     parser.add_argument("--stop-after", type=int, default=None, help="steps to run; the LR schedule still spans --steps")
     parser.add_argument("--log", type=Path, default=None)
     parser.add_argument("--data-dir", type=Path, default=None,
@@ -519,11 +521,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="question probes trained per window (default %(default)s)")
     parser.add_argument("--calibrate-only", action="store_true",
                         help="do not train: fit the answer calibration of the model in --out (default: the built-in "
-                        "one) on validation slices of its training data (the --sets it was trained on) and write its "
-                        "calibration.json")
+                        "one, in a source checkout) on validation slices of its training data (the --sets it was "
+                        "trained on) and write its calibration.json")
     args = parser.parse_args(argv)
     if args.data_dir is not None and not data_available(args.data_dir):
         parser.error(f"--data-dir {args.data_dir}: binance-btcusdt-spot/ and dukascopy-eurusd/ not found there")
+    if (refusal := builtin_write_refusal(args.out, BUILTIN_MODEL_DIR, args.calibrate_only)) is not None:
+        parser.error(refusal)  # before any data is read or any weights are loaded
     sets = tuple(n for n in args.sets.split(",") if n)
     if args.calibrate_only:
         calibrate_only(args.out, args.data_dir, args.log, sets)
