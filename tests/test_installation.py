@@ -1,5 +1,6 @@
 """flashtick installed as a wheel, not run from its checkout: the built-in model inside site-packages is never
-rewritten by the developer tools."""
+rewritten by the developer tools, and another distribution that provides one of our top-level package names
+(PyPI has `queries` and `connectors`) is named, with the fix, when our modules fail to import."""
 
 from __future__ import annotations
 
@@ -73,3 +74,51 @@ def test_only_a_git_work_tree_outside_site_packages_is_a_source_checkout(tmp_pat
     assert not is_source_checkout(venv_in_checkout)
     assert builtin_write_refusal(venv_in_checkout, venv_in_checkout) is not None
     assert builtin_write_refusal(tmp_path / "mine", venv_in_checkout) is None  # any other --out is the user's
+
+
+def other_distribution(folder: Path, package: str, version: str) -> None:
+    """A distribution named like one of our packages, installed where Python looks first, whose package fails to
+    import as PyPI's `queries` does without its PostgreSQL driver."""
+    (folder / package).mkdir(parents=True)
+    (folder / package / "__init__.py").write_text("raise ImportError(\"No module named 'psycopg2'\")\n")
+    info = folder / f"{package}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n")
+    (info / "top_level.txt").write_text(f"{package}\n")
+
+
+def test_another_distributions_queries_package_is_named_with_the_fix(tmp_path) -> None:
+    other_distribution(tmp_path / "first", "queries", "2.1.1")
+    (tmp_path / "ticks.csv").write_text("ts,symbol,price,size\n1,A,1.0,1\n")
+    result = run_python(["-m", "engine.service.cli", "backtest", "ticks.csv", "--out", "answers.parquet"],
+                        cwd=tmp_path, pythonpath=[tmp_path / "first", ROOT])
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == "flashtick backtest: error: No module named 'psycopg2'"
+    assert len(lines) == 2, lines
+    assert lines[1].startswith("flashtick: 'queries' is also installed by queries 2.1.1 (another project")
+    assert "virtualenv of its own" in lines[1]
+    assert "pip uninstall queries and then pip install --force-reinstall flashtick" in lines[1]
+
+
+def test_another_distributions_connectors_package_is_named_when_the_parser_fails(tmp_path) -> None:
+    other_distribution(tmp_path / "first", "connectors", "0.9")
+    result = run_python(["-m", "engine.service.cli", "health"], cwd=tmp_path, pythonpath=[tmp_path / "first", ROOT])
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert lines == ["flashtick: error: No module named 'psycopg2'", lines[1]], lines  # no traceback
+    assert lines[1].startswith("flashtick: 'connectors' is also installed by connectors 0.9")
+
+
+def test_a_package_shadowed_without_a_distribution_is_named_by_its_folder(tmp_path) -> None:
+    shadow = tmp_path / "first" / "queries"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('not flashtick')\n")
+    (tmp_path / "ticks.csv").write_text("ts,symbol,price,size\n1,A,1.0,1\n")
+    result = run_python(["-m", "engine.service.cli", "backtest", "ticks.csv", "--out", "answers.parquet"],
+                        cwd=tmp_path, pythonpath=[tmp_path / "first", ROOT])
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 2, lines
+    assert lines[1].startswith(f"flashtick: 'queries' is imported from {shadow.resolve()}, not flashtick's "
+                               f"{ROOT / 'queries'}"), lines
+    assert "remove or rename that folder" in lines[1]

@@ -474,6 +474,10 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:  # (a command's own, from _run on, is its to say)
             print("flashtick: interrupted while starting; nothing done", file=sys.stderr)
             return 130
+        except ImportError as e:  # the parser imports our connectors: another project's may have replaced them
+            print(f"flashtick: error: {str(e).strip() or type(e).__name__}", file=sys.stderr)
+            _say_package_clash()
+            return 2
         return _run(args, argv)
     finally:
         sys.stderr = plain
@@ -504,7 +508,23 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     except Exception as e:  # one readable line for the user, not a traceback
         message = str(e).strip() or type(e).__name__
         print(f"flashtick {args.command}: error: {message}", file=sys.stderr)
+        if isinstance(e, ImportError):
+            _say_package_clash()
         return 2
+
+
+def _say_package_clash() -> None:
+    """After an import failed: a line naming another distribution that provides one of our top-level packages
+    (PyPI has a `queries` and a `connectors`), whose files then stand in for ours and fail, e.g. with
+    "No module named 'psycopg2'". Only then: reading every distribution's metadata takes most of a second."""
+    try:
+        from engine.service.installation import clash_diagnosis
+
+        line = clash_diagnosis()
+    except Exception:  # noqa: BLE001 - a diagnosis of a broken install must not replace the error it explains
+        return
+    if line is not None:
+        print(line, file=sys.stderr)
 
 
 def _client_endpoints(args: argparse.Namespace) -> None:
