@@ -122,3 +122,29 @@ def test_a_package_shadowed_without_a_distribution_is_named_by_its_folder(tmp_pa
     assert lines[1].startswith(f"flashtick: 'queries' is imported from {shadow.resolve()}, not flashtick's "
                                f"{ROOT / 'queries'}"), lines
     assert "remove or rename that folder" in lines[1]
+
+
+def test_a_missing_example_path_outside_the_clone_names_the_packaged_example(tmp_path) -> None:
+    site = installed_copy(tmp_path)
+    (tmp_path / "ticks.csv").write_text("ts,symbol,price,size\n1,A,1.0,1\n")
+    result = run_python(["-m", "engine.service.cli", "backtest", "ticks.csv", "--queries",
+                         "queries/examples/tick_model.yaml", "--out", "answers.parquet"], cwd=tmp_path, pythonpath=[site])
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip() == (
+        "flashtick backtest: error: queries file queries/examples/tick_model.yaml does not exist; flashtick ships an "
+        f"example of that name at {site / 'queries' / 'examples' / 'tick_model.yaml'}")
+
+
+@pytest.mark.parametrize("argv", [["serve", "--config", "elsewhere/engine.yaml"],
+                                  ["register", "elsewhere/text_model.yaml", "--control", "tcp://127.0.0.1:1"],
+                                  ["demo", "--queries", "elsewhere/mine.yaml"]], ids=["config", "register", "other"])
+def test_a_missing_config_or_queries_file_is_said_before_anything_loads(capsys, argv) -> None:
+    from engine.service.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    name = argv[1] if argv[0] == "register" else argv[2]
+    what = "config file" if "--config" in argv else "queries file"
+    packaged = ROOT / "queries" / "examples" / Path(name).name
+    shipped = f"; flashtick ships an example of that name at {packaged}" if packaged.is_file() else ""
+    assert err == f"flashtick {argv[0]}: error: {what} {name} does not exist{shipped}"

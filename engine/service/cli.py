@@ -492,6 +492,7 @@ def _end_of_start() -> bool:
 
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     try:
+        _check_named_files(args)
         _client_endpoints(args)
         code = args.run(args) or 0
         if argv is None and args.command == "serve" and "triton" not in sys.modules:
@@ -525,6 +526,21 @@ def _say_package_clash() -> None:
         return
     if line is not None:
         print(line, file=sys.stderr)
+
+
+def _check_named_files(args: argparse.Namespace) -> None:
+    """A --config or --queries file (or the file `register` sends) that does not exist, said before anything loads;
+    where its name is one of the examples that ship inside the package, where that one is: the docs' commands name
+    them as `queries/examples/...`, a path that exists only in a clone."""
+    named = [("config file", getattr(args, "config", None)), ("queries file", getattr(args, "queries", None))]
+    if args.command == "register":
+        named.append(("queries file", args.file))
+    for what, path in named:
+        if path is None or path.exists():
+            continue
+        packaged = EXAMPLE_QUERIES.parent / path.name
+        shipped = f"; flashtick ships an example of that name at {packaged}" if packaged.is_file() else ""
+        raise FileNotFoundError(f"{what} {path} does not exist{shipped}")
 
 
 def _client_endpoints(args: argparse.Namespace) -> None:
