@@ -9,6 +9,8 @@ with each key's position kept for its messages.)
 
 from __future__ import annotations
 
+import datetime
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -44,3 +46,21 @@ def yaml_error_line(error: yaml.YAMLError) -> str:
     where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
     problem = getattr(error, "problem", None) or " ".join(str(error).split())
     return f"{problem}{where}"
+
+
+# What a value read from YAML (or msgpack, for a control request) is, in the words of the YAML its user wrote: an
+# error that says "got NoneType" or "got dict" speaks Python to someone who wrote `~` or `{x: 1}`. bool before int,
+# datetime before date: each is a subclass of the next.
+_YAML_KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (type(None), "null"), (bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
+    ((bytes, bytearray), "binary data"), ((list, tuple), "a list"), (Mapping, "a mapping"), ((set, frozenset), "a set"),
+    (datetime.datetime, "a timestamp"), (datetime.date, "a date"))
+
+
+def yaml_kind(value: Any) -> str:
+    """``value``'s kind as YAML names it, for an error's "got ...": null, a boolean, an integer, a number, a string,
+    a list, a mapping, ... (a value YAML cannot hold keeps its Python type's name)."""
+    for python_type, words in _YAML_KINDS:
+        if isinstance(value, python_type):
+            return words
+    return type(value).__name__

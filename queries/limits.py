@@ -49,6 +49,13 @@ class _Excerpt(reprlib.Repr):
             return f"<an integer of {x.bit_length()} bits>"
         return super().repr_int(x, level)
 
+    # null, true, false as YAML writes them: a user who wrote `~` reads "got null", not Python's "got None"
+    def repr_NoneType(self, x: None, level: int) -> str:  # noqa: N802 (reprlib's method name for the type)
+        return "null"
+
+    def repr_bool(self, x: bool, level: int) -> str:
+        return "true" if x else "false"
+
     def repr_instance(self, x: Any, level: int) -> str:
         if isinstance(x, bytes | bytearray):
             x = bytes(x[: self.maxother])

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import yaml
 
 from engine.stream_patterns import GLOB_CHARS, unclosed_bracket  # (one glob rule for query streams and --streams)
+from engine.yaml_files import yaml_kind
 from queries.limits import QueryLimits, clip, excerpt
 from queries.speculation import Gate, Lookup
 from queries.trigger import Trigger
@@ -115,7 +116,7 @@ def _str_list(key: str, raw: Any, *, allow_scalar: bool = False) -> tuple[str, .
     if allow_scalar and isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list | tuple):
-        raise _fail(key, f"{key} must be a list of strings, got {type(raw).__name__}")
+        raise _fail(key, f"{key} must be a list of strings, got {yaml_kind(raw)}")
     for i, s in enumerate(raw):
         if not isinstance(s, str) or not s:
             raise _fail(key, f"{key}[{i}] must be a non-empty string, got {excerpt(s)}", i)
@@ -322,7 +323,7 @@ class QuerySpec:
                 raise _fail("values", "expectation query with a free-text question or question_tokens needs 'values'")
             return
         if not isinstance(self.values, Mapping):
-            raise _fail("values", f"values must be a mapping of label -> number, got {type(self.values).__name__}")
+            raise _fail("values", f"values must be a mapping of label -> number, got {yaml_kind(self.values)}")
         if not self.values:
             raise _fail("values", "values must not be empty (omit it to use a codec question's values)")
         if len(self.values) == 1:
@@ -426,7 +427,7 @@ class QuerySpec:
     def from_dict(cls, d: Mapping[str, Any]) -> QuerySpec:
         """Builds a spec from a plain mapping (a control-socket request), rejecting unknown keys by name."""
         if not isinstance(d, Mapping):
-            raise QuerySpecError(f"a query must be a mapping, got {type(d).__name__}")
+            raise QuerySpecError(f"a query must be a mapping, got {yaml_kind(d)}")
         name = d.get("name") if isinstance(d.get("name"), str) else None
         unknown = [k for k in d if k not in FIELDS]
         if unknown:

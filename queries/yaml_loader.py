@@ -155,7 +155,7 @@ class _Doc:
         label = f"query #{index + 1}"
         _untagged(node, self, label)
         if not isinstance(node, yaml.MappingNode):
-            raise self.error(f"each query must be a mapping of keys, got a {node.id}", node, label)
+            raise self.error(f"each query must be a mapping of keys, got {_node_kind(node)}", node, label)
         pairs = self.pairs(node, label)
         name_node = pairs.get("name", (None, None))[1]
         if isinstance(name_node, yaml.ScalarNode) and name_node.value:
@@ -227,6 +227,19 @@ def _untagged(node: yaml.Node, doc: _Doc, query: str | None = None) -> yaml.Node
     return node
 
 
+_SCALAR_KINDS = {"tag:yaml.org,2002:null": "null", "tag:yaml.org,2002:bool": "a boolean",
+                 "tag:yaml.org,2002:int": "an integer", "tag:yaml.org,2002:float": "a number"}
+
+
+def _node_kind(node: yaml.Node) -> str:
+    """What a node holds, in YAML's words (a list, a mapping, null, a string, ...), for an error's "got ..."."""
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    return _SCALAR_KINDS.get(node.tag, "a string")
+
+
 def _query_nodes(root: yaml.Node | None, doc: _Doc, problems: list[QuerySpecError] | None = None) -> list[yaml.Node]:
     """The document's query mappings. An unknown top-level key beside `queries` goes to ``problems`` when given (so
     the queries' own problems are reported with it, not after it is fixed), else it is raised."""
@@ -236,7 +249,7 @@ def _query_nodes(root: yaml.Node | None, doc: _Doc, problems: list[QuerySpecErro
     _untagged(root, doc)
     if not isinstance(root, yaml.MappingNode):
         hint = " (put the list under 'queries:')" if isinstance(root, yaml.SequenceNode) else ""
-        raise doc.error(f"expected {form}, got a {root.id}{hint}", root)
+        raise doc.error(f"expected {form}, got {_node_kind(root)}{hint}", root)
     top = doc.pairs(root)
     for key, (key_node, _) in top.items():
         if key != "queries":
@@ -248,7 +261,7 @@ def _query_nodes(root: yaml.Node | None, doc: _Doc, problems: list[QuerySpecErro
         raise doc.error(f"missing key 'queries'; expected {form}", root)
     seq = _untagged(top["queries"][1], doc)
     if not isinstance(seq, yaml.SequenceNode):
-        raise doc.error(f"'queries' must be a list of query mappings, got {seq.id}", seq)
+        raise doc.error(f"'queries' must be a list of query mappings, got {_node_kind(seq)}", seq)
     if len(seq.value) > doc.limits.max_queries:
         raise doc.error(f"the document has {len(seq.value)} queries, over the limit of {doc.limits.max_queries} "
                         f"(max_queries)", seq)

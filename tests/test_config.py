@@ -79,7 +79,10 @@ def test_shipped_examples_load() -> None:
     ({"kv": {"cells": 10**23}}, r"kv.cells must be below 1e\+15"),  # torch's overflow, 45 lines of C++ frames
     ({"limits": {"heartbeat_s": "1e9"}}, "YAML reads 1e9 as text: write 1000000000"),
     ({"curve": {"enabled": True}}, "curve.enabled needs"),
-    ({"kv": "big"}, "section 'kv' must be a mapping"),
+    ({"kv": "big"}, "section 'kv' must be a mapping, got a string"),
+    ({"kv": None}, "section 'kv' must be a mapping, got null"),
+    (["kv"], "engine.yaml: the config must be a mapping, got a list"),
+    ({"queries": ["q.yaml"]}, r"engine.yaml: queries must be the path of a queries file, got a list"),
     ({"kv": {"cells": 1000, "bytes": 10**8}}, "kv: give cells or bytes, not both"),
     # wrong types are named before the service starts (they were TypeErrors after binding)
     ({"limits": {"heartbeat_s": "fast"}}, r"engine.yaml: limits.heartbeat_s must be a number, got 'fast'$"),

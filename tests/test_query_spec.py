@@ -179,7 +179,24 @@ def test_good_document_parses_with_defaults():
         streams: [a]
         kind: generate
         question: "Say"
-        max_tokens: true""", 6, "max_tokens must be an integer, got True"),
+        max_tokens: true""", 6, "max_tokens must be an integer, got true"),
+    # in YAML's words, never Python's (NoneType, dict, list, None)
+    ("""name: dir
+        streams: ~
+        kind: surprise""", 3, "streams must be a list of strings, got null"),
+    ("""name: dir
+        streams: {x: 1}
+        kind: surprise""", 3, "streams must be a list of strings, got a mapping"),
+    ("""name: dir
+        streams: [a]
+        kind: expectation
+        question: move_bps_50
+        values: [1, 2]""", 6, "values must be a mapping of label -> number, got a list"),
+    ("""name: dir
+        streams: [a]
+        kind: choice
+        question: direction_5
+        trigger: {ticks: ~}""", 6, "ticks trigger needs an integer N >= 1, got null"),
     ("""name: dir
         streams: [a]
         kind: generate
@@ -239,8 +256,10 @@ def test_yaml_syntax_error_carries_its_line():
     ("- name: a\n", 1, "put the list under 'queries:'"),
     ("queries: []\nextra: 1\n", 2, "unknown top-level key 'extra' (allowed: queries)"),
     ("query: []\n", 1, "unknown top-level key 'query'"),
-    ("queries:\n", 1, "'queries' must be a list"),
-    ("queries:\n  - just a string\n", 2, "each query must be a mapping"),
+    ("queries:\n", 1, "'queries' must be a list of query mappings, got null"),
+    ("queries: {a: 1}\n", 1, "'queries' must be a list of query mappings, got a mapping"),
+    ("queries:\n  - just a string\n", 2, "each query must be a mapping of keys, got a string"),
+    ("queries:\n  - [1]\n", 2, "each query must be a mapping of keys, got a list"),
 ])
 def test_document_shape_errors(text, line, reason):
     err = rejected(text)

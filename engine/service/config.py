@@ -23,7 +23,7 @@ from connectors.column_map import MAP_KEYS, map_from_options
 from connectors.feed import check_endpoint
 from connectors.stream_selection import StreamSelection
 from engine.settings import WEIGHT_FORMATS, CacheSpec, SchedulerConfig
-from engine.yaml_files import safe_load_unique, yaml_error_line
+from engine.yaml_files import safe_load_unique, yaml_error_line, yaml_kind
 
 DTYPES = ("float32", "bfloat16", "float16")  # torch dtypes by name (getattr(torch, name)): no torch import here
 
@@ -387,17 +387,20 @@ class ServiceConfig:
     def from_dict(cls, raw: dict[str, Any] | None, source: str = "<config>") -> "ServiceConfig":
         raw = raw or {}
         if not isinstance(raw, dict):
-            raise ConfigError(f"{source}: the config must be a mapping, got {type(raw).__name__}")
+            raise ConfigError(f"{source}: the config must be a mapping, got {yaml_kind(raw)}")
         sections = {f.name: f for f in dataclasses.fields(cls)}
         _reject_unknown(raw, sections, source, "top level")
         built: dict[str, Any] = {}
         for name, value in raw.items():
             section_type = _SECTION_TYPES.get(name)
-            if section_type is None:
+            if section_type is None:  # `queries`, the one top-level key that is no section: a file's path
+                if value is not None and not isinstance(value, str):
+                    raise ConfigError(f"{source}: queries must be the path of a queries file, got {yaml_kind(value)} "
+                                      f"(the queries themselves go in that file, under its own `queries:`)")
                 built[name] = value
                 continue
             if not isinstance(value, dict):
-                raise ConfigError(f"{source}: section {name!r} must be a mapping")
+                raise ConfigError(f"{source}: section {name!r} must be a mapping, got {yaml_kind(value)}")
             _reject_unknown(value, {f.name for f in dataclasses.fields(section_type)}, source, f"section {name!r}")
             value = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
             if name == "kv" and value.get("cells") is not None and value.get("bytes") is not None:
