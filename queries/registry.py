@@ -18,7 +18,7 @@ from types import MappingProxyType
 from queries.limits import QueryLimits, excerpt
 from queries.spec import (DEFAULT_TOPIC, NamedQuestion, QuerySpec, QuerySpecError, check_limits, check_questions,
                           unanswerable_reason)
-from queries.yaml_loader import load_queries, load_queries_file, query_lines
+from queries.yaml_loader import load_queries, located_in, read_queries_file
 
 
 class UnknownQueryError(LookupError):
@@ -109,12 +109,19 @@ class Registry:
             self._check(new)
         if not new:
             return []
+        try:
+            return self._register(new, restoring)
+        except QuerySpecError as e:  # found past the document's parse: located in it like its other problems
+            if not isinstance(specs, str):
+                raise
+            raise located_in(e, specs, source, self.limits) from None
+
+    def _register(self, new: list[QuerySpec], restoring: bool) -> list[QuerySpec]:
         for spec in new if self.answerable is not None else ():
             try:
                 self.answerable(spec)
-            except ValueError as e:  # named by its document and query (its lines are behind us here)
-                raise QuerySpecError(unanswerable_reason(e, spec), source=source if isinstance(specs, str) else None,
-                                     query=spec.name) from None
+            except ValueError as e:
+                raise QuerySpecError(unanswerable_reason(e, spec), query=spec.name) from None
         with self._lock:
             old = self._snap
             total = len(old.specs) + sum(1 for name in {s.name for s in new} if name not in old.specs)
@@ -126,13 +133,7 @@ class Registry:
             for spec in new:
                 merged[spec.name] = spec
             if not restoring:
-                try:
-                    _check_topic_namespaces(merged.values(), {spec.name for spec in new})
-                except QuerySpecError as e:  # found across documents: located in this one like its other problems
-                    if not isinstance(specs, str):
-                        raise
-                    raise e.located(source, query_lines(specs, source, self.limits).get(e.query or ""), None) \
-                        from None
+                _check_topic_namespaces(merged.values(), {spec.name for spec in new})
             for spec in new:
                 versions[spec.name] = version
                 self._fired.pop(spec.name, None)
@@ -150,7 +151,7 @@ class Registry:
             self._snap = _Snapshot(old.specs, MappingProxyType(kept), version)
 
     def register_file(self, path: str | Path, restoring: bool = False) -> list[QuerySpec]:
-        return self.register(load_queries_file(path, self.questions, self.limits), restoring=restoring)
+        return self.register(read_queries_file(path, self.limits), str(path), restoring=restoring)
 
     def unregister(self, name: str) -> QuerySpec:
         """Removes a query and its trigger state; returns it. Unknown names raise UnknownQueryError."""

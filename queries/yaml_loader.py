@@ -350,15 +350,29 @@ def query_lines(text: str, source: str = "<string>", limits: QueryLimits | None 
     return lines
 
 
-def load_queries_file(path: str | Path, questions: Mapping[str, NamedQuestion] | None = None,
-                      limits: QueryLimits | None = None, answerable: Callable[[QuerySpec], object] | None = None
-                      ) -> list[QuerySpec]:
+def read_queries_file(path: str | Path, limits: QueryLimits | None = None) -> str:
+    """A query file's text, refused (QuerySpecError) when it cannot be read or is over ``max_yaml_bytes``."""
     limits = limits or QueryLimits()
     try:
         with Path(path).open(encoding="utf-8") as f:
             if (size := os.fstat(f.fileno()).st_size) > limits.max_yaml_bytes:
                 raise _too_big(f"{size} bytes", limits.max_yaml_bytes, str(path))
-            text = f.read(limits.max_yaml_bytes + 1)  # a file that grew since is refused by load_queries
+            return f.read(limits.max_yaml_bytes + 1)  # a file that grew since is refused by load_queries
     except (OSError, UnicodeDecodeError) as e:
         raise QuerySpecError(f"cannot read query file: {e}", source=str(path)) from None
+
+
+def load_queries_file(path: str | Path, questions: Mapping[str, NamedQuestion] | None = None,
+                      limits: QueryLimits | None = None, answerable: Callable[[QuerySpec], object] | None = None
+                      ) -> list[QuerySpec]:
+    text = read_queries_file(path, limits)
     return load_queries(text, source=str(path), questions=questions, limits=limits, answerable=answerable)
+
+
+def located_in(error: QuerySpecError, text: str, source: str, limits: QueryLimits | None = None) -> QuerySpecError:
+    """``error``, about a query of the document ``text`` but found after it was parsed (a topic that clashes with
+    a query registered before, a model that cannot answer it), located in it as its other problems are:
+    `file:line: query 'name': reason`. One that is located already comes back as it is."""
+    if error.source is not None or len(error.problems) > 1:
+        return error
+    return error.located(source, query_lines(text, source, limits).get(error.query or ""), None)

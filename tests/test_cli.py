@@ -792,3 +792,17 @@ def test_a_stream_name_with_a_backslash_prints_apart_from_an_escape(checkpoint, 
         code, out, _ = run(capsys, "topics", *control)
         assert code == 0 and [line.split("\t")[0] for line in out.splitlines()] == \
             ["'dir/A\\\\nB/'", "'dir/C:\\\\feed\\\\ES/'", "dir/SYN.A/"], out
+
+
+def test_register_says_where_in_its_file_a_topic_clashes_with_a_registered_query(checkpoint, tmp_path, capsys) -> None:
+    """The clash is found only against what the service holds, after the file was parsed; it still reads
+    `file:line: query 'name': reason` like the file's own problems (the reviewer's bad/topic_collide.yaml)."""
+    (tmp_path / "surp.yaml").write_text("queries: [{name: surp, streams: ['*'], kind: surprise}]\n")
+    (tmp_path / "topic_collide.yaml").write_text("queries:\n  - {name: a, streams: [SYN.A], question: direction_5, "
+                                                 "kind: choice, topic: 'surp/{stream}/'}\n")
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ("--control", server.endpoints["control"])
+        assert run(capsys, "register", str(tmp_path / "surp.yaml"), *control)[0] == 0
+        code, _, err = run(capsys, "register", str(tmp_path / "topic_collide.yaml"), *control)
+        assert code == 2 and err.startswith("flashtick register: error: topic_collide.yaml:2: query 'a': its topic "
+                                            "'surp/{stream}/' starts where query 'surp' publishes"), err

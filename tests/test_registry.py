@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
@@ -211,3 +212,22 @@ def test_a_query_may_not_publish_on_another_querys_default_topics():
         registry.register("queries:\n  - {name: shared, streams: ['*'], kind: surprise}\n")
     assert [s.name for s in registry.list()] == ["dir20", "a", "b"] and registry.version == 1
     registry.register("queries:\n  - {name: c, streams: ['*'], kind: surprise, topic: 'shared/{stream}/'}\n")
+
+
+def test_a_topic_clash_in_a_file_reads_file_line_query_reason_wherever_the_file_is_registered(tmp_path):
+    """A backtest's --queries (register_file) and serve's `queries:` file on top of the restored queries
+    (register_changed) say a clash as `file:line: query 'name': reason`, as docs/queries.md promises of every
+    registration error (the reviewer's coll1.yaml, then coll2.yaml)."""
+    from engine.service.durability import register_changed
+
+    (tmp_path / "coll1.yaml").write_text("queries: [{name: b.d5, streams: ['*'], kind: surprise}]\n")
+    (tmp_path / "coll2.yaml").write_text("queries:\n  - {name: ok, streams: ['*'], kind: surprise}\n"
+                                        "  - {name: b.d5x, streams: [A], kind: surprise, topic: 'b.d5/{stream}/x/'}\n")
+    clash = (re.escape(f"{tmp_path / 'coll2.yaml'}:3: query 'b.d5x': its topic 'b.d5/{{stream}}/x/' starts where "
+                       f"query 'b.d5' publishes on its default topics"))
+    for register in (Registry.register_file, lambda registry, path: register_changed(str(path), registry, print)):
+        registry = Registry()
+        registry.register_file(tmp_path / "coll1.yaml")
+        with pytest.raises(QuerySpecError, match="^" + clash):
+            register(registry, tmp_path / "coll2.yaml")
+        assert [s.name for s in registry.list()] == ["b.d5"]

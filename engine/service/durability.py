@@ -49,8 +49,8 @@ from engine.service.ticklog import LogStats, LogWriteError, TickLog, read
 from queries.cache import AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
-from queries.spec import QuerySpec
-from queries.yaml_loader import load_queries_file
+from queries.spec import QuerySpec, QuerySpecError
+from queries.yaml_loader import load_queries, located_in, read_queries_file
 
 
 class RegistrationMarks:
@@ -104,12 +104,16 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
     """The configured queries file on top of what a restart restored: a query that is new or differs is
     (re)registered and starts afresh (``forget_query`` drops its old answers); one that is unchanged keeps its
     answers, seqs and trigger state. Returns the names (re)registered."""
-    specs = load_queries_file(path, registry.questions, registry.limits, registry.answerable)
+    text = read_queries_file(path, registry.limits)
+    specs = load_queries(text, path, registry.questions, registry.limits, registry.answerable)
     changed = [spec for spec in specs if registry.current(spec.name) != spec]
     # a spec kept from before the stop that the file's replaces (often one re-registered live): said, not silent
     replaced = {spec.name: registry.query_version(spec.name) for spec in changed if spec.name in registry}
     if changed:
-        registry.register(changed)
+        try:
+            registry.register(changed)
+        except QuerySpecError as e:  # a topic a restored query owns, say: located in the file like its other problems
+            raise located_in(e, text, path, registry.limits) from None
         for spec in changed:
             forget_query(spec.name)
     for name, old in replaced.items():

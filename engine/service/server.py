@@ -43,7 +43,7 @@ from engine.stream import Stream
 from queries.cache import Answer
 from queries.limits import clip, excerpt
 from queries.spec import MAX_LISTED, QuerySpec, QuerySpecError
-from queries.yaml_loader import load_queries
+from queries.yaml_loader import load_queries, located_in
 
 BEHIND_WARNING_EVERY_S = 10.0
 MAX_NAMED_EXPIRED = 5  # streams named in the log line of those expired at one heartbeat
@@ -599,11 +599,15 @@ class Server:
     def _op_register(self, request: dict, _reply: Any) -> dict:
         registry = self.pipeline.registry
         source = _register_source(request)
-        specs = load_queries(_field(request, "yaml", str), source, questions=registry.questions,
-                             limits=registry.limits, answerable=registry.answerable)
+        text = _field(request, "yaml", str)
+        specs = load_queries(text, source, questions=registry.questions, limits=registry.limits,
+                             answerable=registry.answerable)
         if not specs:  # (a client's mistake, most likely: an empty list, or the wrong file) registers nothing
             raise ControlError(f"{source}: lists no query (queries: []): nothing registered; `unregister` removes one")
-        self.pipeline.register_queries(specs)
+        try:
+            self.pipeline.register_queries(specs)
+        except QuerySpecError as e:  # found across documents (a topic another query owns): located like the rest
+            raise located_in(e, text, source, registry.limits) from None
         return {"registered": [s.name for s in specs], "version": self.pipeline.registry.version}
 
     def _op_unregister(self, request: dict, _reply: Any) -> dict:
