@@ -369,6 +369,12 @@ def load_queries_file(path: str | Path, questions: Mapping[str, NamedQuestion] |
     return load_queries(text, source=str(path), questions=questions, limits=limits, answerable=answerable)
 
 
+def no_query(source: str) -> QuerySpecError:
+    """The refusal of a query document that lists none (`queries: []`), said alike by `register`, `serve` and
+    `backtest`: most likely the wrong file, and it would register nothing, so it is not taken as "ask nothing"."""
+    return QuerySpecError("lists no query (queries: []): nothing registered", source=source)
+
+
 def located_in(error: QuerySpecError, text: str, source: str, limits: QueryLimits | None = None) -> QuerySpecError:
     """``error``, about a query of the document ``text`` but found after it was parsed (a topic that clashes with
     a query registered before, a model that cannot answer it), located in it as its other problems are:

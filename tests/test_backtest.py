@@ -214,6 +214,31 @@ def test_a_backtest_that_cannot_answer_says_why(setup, tmp_path, capsys) -> None
     assert "'dir20' published no answer" not in err
 
 
+def test_a_queries_file_that_lists_no_query_is_refused_by_serve_and_backtest_as_register_refuses_it(setup, tmp_path,
+                                                                                                   capsys) -> None:
+    """`queries: []` is an error for `register`; `serve` started on it saying no queries file was given, and a
+    backtest replayed every tick and wrote an empty table without a word. Both refuse it now (exit 2, the file
+    named), before a tick is read."""
+    empty = tmp_path / "EMPTY.yaml"
+    empty.write_text("queries: []\n")
+    said = f"{empty}: lists no query (queries: []): nothing registered"
+    assert main(["backtest", str(setup / "ticks.parquet"), "--queries", str(empty), "--out",
+                 str(tmp_path / "e.parquet"), "--config", str(setup / "engine.yaml"), "--quiet"]) == 2
+    assert capsys.readouterr().err == f"flashtick backtest: error: {said}\n"
+    assert list(tmp_path.iterdir()) == [empty]
+    config = tmp_path / "serve.yaml"
+    config.write_text((setup / "engine.yaml").read_text() + "endpoints: {ingest: 'tcp://127.0.0.1:0', "
+                      "answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}\n")
+    process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config),
+                                "--queries", str(empty), "--no-log"], stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 2 and err.endswith(f"flashtick serve: error: {said}\n"), err
+    assert "no standing queries are registered" not in err and "flashtick serving" not in err
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_serve_shuts_down_cleanly_on_sigterm(setup, signum) -> None:
     """SIGHUP too (a closed terminal, some supervisors): it killed the process without its drain and summary."""

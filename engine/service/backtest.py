@@ -46,6 +46,7 @@ from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.rejections import rejected_lines
 from queries.cache import Answer
+from queries.yaml_loader import no_query
 
 CALIBRATION_BINS = 10
 READ_TICKS = 4096  # ticks taken from the files at a time (also per forward when rebuilding for a resume)
@@ -263,7 +264,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         files = [files]
     out = Path(out)
     pipeline = TickPipeline(config, live_scores=False)  # the answers table is scored whole at the end
-    pipeline.registry.register_file(queries)
+    if not pipeline.registry.register_file(queries):  # nothing would be asked: refused before the files are read
+        raise no_query(str(queries))
     replay = FileReplay(list(files), columns=columns, streams=streams, time_range=time_range)
     for line in replay.notes:
         note(line)

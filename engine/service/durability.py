@@ -50,7 +50,7 @@ from queries.cache import AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
 from queries.spec import QuerySpec, QuerySpecError
-from queries.yaml_loader import load_queries, located_in, read_queries_file
+from queries.yaml_loader import load_queries, located_in, no_query, read_queries_file
 
 
 class RegistrationMarks:
@@ -106,6 +106,8 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
     answers, seqs and trigger state. Returns the names (re)registered."""
     text = read_queries_file(path, registry.limits)
     specs = load_queries(text, path, registry.questions, registry.limits, registry.answerable)
+    if not specs:  # a file given to serve, so an empty one is a mistake: refused as `register` refuses it
+        raise no_query(path)
     changed = [spec for spec in specs if registry.current(spec.name) != spec]
     # a spec kept from before the stop that the file's replaces (often one re-registered live): said, not silent
     replaced = {spec.name: registry.query_version(spec.name) for spec in changed if spec.name in registry}

@@ -43,7 +43,7 @@ from engine.stream import Stream
 from queries.cache import Answer
 from queries.limits import clip, excerpt
 from queries.spec import MAX_LISTED, QuerySpec, QuerySpecError
-from queries.yaml_loader import load_queries, located_in
+from queries.yaml_loader import load_queries, located_in, no_query
 
 BEHIND_WARNING_EVERY_S = 10.0
 MAX_NAMED_EXPIRED = 5  # streams named in the log line of those expired at one heartbeat
@@ -603,7 +603,7 @@ class Server:
         specs = load_queries(text, source, questions=registry.questions, limits=registry.limits,
                              answerable=registry.answerable)
         if not specs:  # (a client's mistake, most likely: an empty list, or the wrong file) registers nothing
-            raise ControlError(f"{source}: lists no query (queries: []): nothing registered; `unregister` removes one")
+            raise ControlError(f"{no_query(source)}; `unregister` removes one")
         try:
             self.pipeline.register_queries(specs)
         except QuerySpecError as e:  # found across documents (a topic another query owns): located like the rest
