@@ -273,6 +273,39 @@ def test_backtest_with_an_expectation_query_that_gives_values(setup) -> None:
     assert report.answers == table.height > 4 and set(table["query"]) == {"dir_ev"}
 
 
+def test_a_query_asking_a_subset_of_the_answers_says_how_many_fell_outside_it(setup, tmp_path) -> None:
+    """A reviewer's `choices: [vlow, low, vhigh]`: the answers whose realised label is none of a query's choices
+    (or values) are not scored, and the note said a free-text question has no label, or said nothing when others
+    were scored. It says that the label fell outside, with the count, in both cases."""
+    flat = tmp_path / "flat.parquet"  # a price that never moves: every direction is "flat", no move is "+12"
+    start = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(1)[0].ts
+    pl.DataFrame({"stream": "FLAT", "ts": [start + 10**9 * i for i in range(200)], "price": 100.0, "size": 1.0}
+                 ).write_parquet(flat)
+    (tmp_path / "q.yaml").write_text(
+        "queries:\n"
+        "  - {name: updown, streams: [FLAT], question: direction_5, kind: choice, choices: [up, down]}\n"
+        "  - {name: big, streams: [FLAT], question: move_bps_50, kind: expectation, values: {'-12': -12, '+12': 12}}\n"
+        "  - {name: dirsub, streams: ['SYN.*'], question: direction_20, kind: choice, choices: [up, down],\n"
+        "     trigger: {ticks: 5}}\n")
+    config = ServiceConfig.load(setup / "engine.yaml")
+    report = run_backtest(config, [flat, setup / "ticks.parquet"], tmp_path / "q.yaml", tmp_path / "a.parquet",
+                          progress=False)
+    table = pl.read_parquet(tmp_path / "a.parquet")
+    outside = {query: table.filter(pl.col("query") == query, pl.col("realised").is_not_null(),
+                                   pl.col("correct").is_null()).height for query in ("updown", "big", "dirsub")}
+    answers = {s.query: s.answers for s in report.scores}
+    dirsub = next(s for s in report.scores if s.query == "dirsub")
+    assert outside["updown"] > 100 and outside["big"] > 100 and 0 < outside["dirsub"] and dirsub.scored > 0
+    notes = [line for line in report.summary().splitlines() if line.startswith("note: ")]
+    for query, asked in (("updown", "choices"), ("big", "values")):
+        assert f"note: {query}: no answer scored: realised label outside this query's {asked} ({outside[query]} of " \
+               f"{answers[query]} answers): such an answer is not scored (docs/queries.md)" in notes, notes
+    assert f"note: dirsub: {dirsub.scored} of {dirsub.answers} answers scored: realised label outside this query's " \
+           f"choices ({outside['dirsub']} of {dirsub.answers} answers): such an answer is not scored " \
+           f"(docs/queries.md)" in notes, notes
+    assert not any("free-text" in line for line in notes), notes
+
+
 def test_a_text_model_backtest_says_what_it_did_not_answer_or_score_and_why_ticks_were_refused(setup, tmp_path,
                                                                                                capsys) -> None:
     """A reviewer's text-model backtest: an on_demand query was said to have a trigger that 'never fired', a table

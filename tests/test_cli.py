@@ -806,3 +806,23 @@ def test_register_says_where_in_its_file_a_topic_clashes_with_a_registered_query
         code, _, err = run(capsys, "register", str(tmp_path / "topic_collide.yaml"), *control)
         assert code == 2 and err.startswith("flashtick register: error: topic_collide.yaml:2: query 'a': its topic "
                                             "'surp/{stream}/' starts where query 'surp' publishes"), err
+
+
+def test_scores_says_why_a_subset_querys_answers_went_unscored(checkpoint, tmp_path, capsys) -> None:
+    """`choices: [up, down]` leaves the answers whose realised direction was flat unscored: `scores` says so,
+    with the count, under its table (it said nothing)."""
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ("--control", server.endpoints["control"])
+        (tmp_path / "ud.yaml").write_text("queries:\n  - {name: ud, streams: ['*'], question: direction_5, "
+                                          "kind: choice, choices: [up, down], trigger: batch}\n")
+        assert run(capsys, "register", str(tmp_path / "ud.yaml"), *control)[0] == 0
+        ticks = SyntheticMarket(SyntheticConfig(seed=1)).next_batch(400)
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            for i in range(0, len(ticks), 10):
+                feed.send(ticks[i : i + 10])
+        wait_for(lambda: main(["scores", "--json", *control]) == 0 and
+                 json.loads(capsys.readouterr().out).get("ud", {}).get("outside_labels", 0) > 0)
+        code, out, _ = run(capsys, "scores", *control)
+    assert code == 0 and re.fullmatch(r"note: ud: realised label outside this query's choices \((\d+) of (\d+) "
+                                      r"answers realised\): such an answer is not scored \(docs/queries.md\)",
+                                      out.splitlines()[-1]), out

@@ -191,3 +191,28 @@ def test_a_query_whose_answers_all_wait_for_their_future_is_listed() -> None:
     for query in ("vol50", "move50"):
         assert scores[query]["scored"] == 0 and scores[query]["pending"] > 0 and scores[query]["brier"] is None
     assert "flashtick_live_brier{query=\"vol50\"}" not in render(pipeline.stats())  # nothing scored: no sample
+
+
+def test_answers_whose_realised_label_is_none_of_a_subset_querys_own_are_counted_and_said() -> None:
+    """A reviewer's `choices: [vlow, low, vhigh]`: the answers whose realised label the query did not ask about
+    were counted as `unscorable` (as a stream without prices is), and `flashtick scores` said nothing. They are
+    `outside_labels` now, said with the count, in a choice's and an expectation's words."""
+    codec = load_builtin_codec()
+    specs = load_queries("queries:\n  - {name: calm, streams: [UP], question: direction_5, kind: choice, "
+                         "choices: [down, flat]}\n  - {name: small, streams: [UP], question: move_bps_50, "
+                         "kind: expectation, values: {'-0.3': -0.3, '+0.3': 0.3}}\n", questions=codec.questions)
+    scores = LiveScores(codec.questions, committed=lambda stream: 0)
+    for i in range(1, 201):  # a steady climb: every direction is "up", every 50-tick move large
+        scores.observe(Tick("UP", 10**9 + i, "trade", price=100.0 * 1.001**i, size=1.0, side="buy"))
+        for spec in specs:
+            labels = spec.choices or tuple(spec.values)
+            value = {"answer": labels[0], "probs": dict.fromkeys(labels, 0.5)}
+            scores.expect(Answer(spec.name, "UP", f"{spec.name}/UP/", i, i, 10**9 + i, 0, value, "m"), spec)
+    summary = scores.summary()
+    for query, asked, horizon in (("calm", "choices", 5), ("small", "values", 50)):
+        realised = 200 - horizon
+        assert summary[query]["scored"] == 0 and summary[query]["unscorable"] == 0
+        assert summary[query]["outside_labels"] == realised
+        assert summary[query]["unscored_why"] == (f"realised label outside this query's {asked} ({realised} of "
+                                                  f"{realised} answers realised): such an answer is not scored "
+                                                  f"(docs/queries.md)")

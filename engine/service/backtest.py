@@ -105,6 +105,8 @@ class BacktestReport:
     stream_ticks: dict[str, int] = field(default_factory=dict)  # each stream's ticks in this run (what test_from cuts)
     cautions: list[str] = field(default_factory=list)  # notes on the reading said again at the end (layout.Caution)
     unscored_why: dict[str, str] = field(default_factory=dict)  # query -> why none of its answers was scored
+    # query -> why some of its answers were not scored, for a query that scored others (a subset of the labels)
+    partly_scored_why: dict[str, str] = field(default_factory=dict)
     found_notes: list[str] = field(default_factory=list)  # what reading the files found on the way (FileReplay's)
     time_range: str | None = None  # the event-time range read (`--from X --to Y`), None: the whole files
     range_left_out: int = 0  # rows of the files outside it
@@ -141,6 +143,8 @@ class BacktestReport:
             if s.answers and not s.scored:
                 unscored[self.unscored_why.get(s.query, NO_LABEL_DEFINED)].append(s.query)
         lines += [f"note: {', '.join(queries)}: no answer scored: {why}" for why, queries in unscored.items()]
+        lines += [f"note: {s.query}: {s.scored} of {s.answers} answers scored: {self.partly_scored_why[s.query]}"
+                  for s in self.scores if s.scored and s.query in self.partly_scored_why]
         if len(self.stream_ticks) > 1 and any(s.scored for s in self.scores):
             lines.append("freq.brier, majority: each stream's own realised class frequencies and most frequent class, "
                          "weighted by its scored answers (instruments are never pooled into one)")
@@ -320,8 +324,12 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         graded.group_by("stream").agg(pl.col("data_ts").min()).sort("stream").collect().rows())
     scores = [_score(name, graded.filter(pl.col("query") == name)) for name in sorted(answered)]
     stream_ticks = {name: len(m) for name, m in marks.items()}
-    unscored_why = {s.query: _why_unscored(pipeline, s.query, graded.filter(pl.col("query") == s.query), stream_ticks)
+    outside = _outside_labels(graded)
+    unscored_why = {s.query: _why_unscored(pipeline, s, graded.filter(pl.col("query") == s.query), stream_ticks,
+                                           outside.get(s.query, 0))
                     for s in scores if s.answers and not s.scored}
+    partly_scored_why = {s.query: _outside_why(pipeline, s, outside[s.query]) for s in scores
+                         if s.scored and outside.get(s.query)}
     _say_silent_queries(pipeline, answered, sorted(marks), note)
     out.with_suffix(".scores.json").write_text(json.dumps([s.to_json() for s in scores], indent=2) + "\n")
     try:  # last: the answers and scores are on disk whatever happens here
@@ -330,21 +338,40 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
     return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, examples,
                           parts.resumed_at, test_from, config.model.path, stream_ticks, replay.cautions, unscored_why,
-                          replay.found_notes, None if time_range is None else time_range.text(),
+                          partly_scored_why, replay.found_notes, None if time_range is None else time_range.text(),
                           replay.range_left_out, split_times)
 
 
-def _why_unscored(pipeline: TickPipeline, query: str, rows: pl.LazyFrame, stream_ticks: dict[str, int]) -> str:
-    """Why none of a query's answers (`rows`) got a realised label: it asks no named question, it asks the
-    hidden regime, or fewer ticks than the question's horizon followed every answer (29 daily settlements and a
-    50-tick move)."""
-    spec = pipeline.registry.get(query) if query in pipeline.registry else None
+def _outside_labels(rows: pl.LazyFrame) -> dict[str, int]:
+    """Per query, its answers whose realised label is none of the labels it gave a probability to (a query asking
+    a subset of a question's answers, `choices: [vlow, vhigh]`): what happened is not among them, so such an
+    answer has no Brier or accuracy and is not scored."""
+    outside = rows.filter(pl.col("realised").is_not_null() & pl.col("probs").is_not_null()
+                          & pl.col("correct").is_null())
+    return dict(outside.group_by("query").len().collect().iter_rows())
+
+
+def _outside_why(pipeline: TickPipeline, score: QueryScore, outside: int) -> str:
+    spec = pipeline.registry.get(score.query) if score.query in pipeline.registry else None
+    asked = "values" if spec is not None and spec.kind == "expectation" else "choices"
+    return (f"realised label outside this query's {asked} ({outside} of {score.answers} answers): such an answer "
+            f"is not scored (docs/queries.md)")
+
+
+def _why_unscored(pipeline: TickPipeline, score: QueryScore, rows: pl.LazyFrame, stream_ticks: dict[str, int],
+                  outside: int) -> str:
+    """Why none of a query's answers (`rows`) was scored: it asks no named question, it asks the hidden regime,
+    what the market did was never one of its labels (``outside``: a subset of the question's answers), or
+    fewer ticks than the question's horizon followed every answer (29 daily settlements and a 50-tick move)."""
+    spec = pipeline.registry.get(score.query) if score.query in pipeline.registry else None
     question = pipeline.codec.questions.get(spec.question) if spec is not None and spec.question else None
     if question is None:
         return NO_LABEL_DEFINED
     if question.spec.kind == "regime":
         return (f"{question.name} is the synthetic market's hidden regime, which a file of ticks does not record, so "
                 f"there is nothing to score it against")
+    if outside:
+        return _outside_why(pipeline, score, outside)
     followed = rows.select((pl.col("stream").replace_strict(stream_ticks, default=0, return_dtype=pl.Int64)
                             - pl.col("ticks")).max()).collect().item()
     if followed is not None and followed < question.horizon:

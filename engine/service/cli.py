@@ -1205,6 +1205,9 @@ def cmd_scores(args: argparse.Namespace) -> None:
               f"{fmt(s['brier']):>8}{fmt(s['prior_brier']):>11}{fmt(s.get('model_brier')):>12}  {worse or '-'}")
     if not scores:
         print("(no standing query on a named question with a realised answer has published yet)")
+    for query, s in scores.items():  # answers of a query asking a subset of a question's answers (its choices)
+        if s.get("unscored_why"):
+            print(f"note: {query}: {s['unscored_why']}")
 
 
 def cmd_streams(args: argparse.Namespace) -> None:

@@ -12,6 +12,8 @@ Both are online: the prior at an answer uses only labels realised before that an
                                "model_accuracy": .., "model_brier": .. (the model's own answers, `model_probs`,
                                where answers.adapt published a mix; else None),
                                "pending": answers waiting for their future, "unscorable": ..,
+                               "outside_labels": answers whose realised label is none of the query's own, and
+                               "unscored_why" (where there are such): that, said with the count,
                                "worse_than_prior": [{"stream", "scored", "brier", "prior_brier"}, ...]}}
 
 `worse_than_prior` names the streams (worst first, at most 5, each with 100 answers scored or more) where
@@ -20,7 +22,9 @@ the model needs fine-tuning.
 
 Scores count from when the process started (a restart starts them afresh; the answers themselves are
 unaffected: this only reads them). A stream fed already-tokenized ticks has no prices to label with and is
-not scored (`unscorable`), nor is the `regime` question (its ground truth exists on synthetic data only).
+not scored (`unscorable`), nor is the `regime` question (its ground truth exists on synthetic data only). A
+query asking a subset of a question's answers (`choices: [up, down]`) scores only the answers whose realised
+label is one of its own: the others are counted (`outside_labels`), as a backtest counts them.
 Memory per stream is the marks since the oldest answer still waiting, plus those the engine has not yet
 committed (``committed`` says how far it got), never the whole history.
 """
@@ -55,6 +59,7 @@ class QueryScore:
     prior_brier: float = 0.0
     majority_correct: int = 0
     unscorable: int = 0
+    outside_labels: int = 0  # realised, but as a label the query did not ask about (a subset of the answers)
     # the model's own answers (``model_probs``, beside what answers.adapt published), on the same answers
     model_scored: int = 0
     model_correct: int = 0
@@ -81,7 +86,7 @@ class QueryScore:
                 "prior_brier": self.mean(self.prior_brier), "majority_accuracy": self.mean(self.majority_correct),
                 "model_accuracy": self.mean(self.model_correct, self.model_scored),
                 "model_brier": self.mean(self.model_brier, self.model_scored),
-                "pending": pending, "unscorable": self.unscorable}
+                "pending": pending, "unscorable": self.unscorable, "outside_labels": self.outside_labels}
 
 
 @dataclass
@@ -203,6 +208,7 @@ class LiveScores(StreamMarksBook):
     def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True) -> None:
         super().__init__(questions, committed, enabled)
         self.scores: dict[str, QueryScore] = {}
+        self.asked: dict[str, str] = {}  # query -> what its labels are written as, "choices" or "values"
 
     def _marked(self, stream: str, state: StreamMarks) -> None:
         self._realise(stream, state)
@@ -226,6 +232,7 @@ class LiveScores(StreamMarksBook):
             return
         own = answer.value.get("model_probs")  # the model's answer, where answers.adapt published a mix
         labels = tuple(probs)
+        self.asked[answer.query] = "values" if query.kind == "expectation" else "choices"
         state.waiting.setdefault(answer.query, deque()).append(Waiting(
             answer.version, spec, labels, np.array([probs[name] for name in labels]),
             None if own is None else np.array([own[name] for name in labels])))
@@ -242,8 +249,11 @@ class LiveScores(StreamMarksBook):
         score = self._score(query)
         labels, p = answer.labels, answer.probs  # (labels,) the query's own answer order
         realised = answer.spec.labels[label] if label != NO_LABEL else None
-        if realised is None or realised not in labels:  # a query asking a subset of the answers
+        if realised is None:
             score.unscorable += 1
+            return
+        if realised not in labels:  # a query asking a subset of the answers: what happened is none of them
+            score.outside_labels += 1
             return
         y = labels.index(realised)
         counts = state.seen.setdefault(query, np.zeros(len(labels)))
@@ -256,6 +266,16 @@ class LiveScores(StreamMarksBook):
         score.add(*scored)
         state.scores.setdefault(query, QueryScore()).add(*scored)
         counts[y] += 1
+
+    def _outside_why(self, query: str, score: QueryScore) -> dict[str, str]:
+        """Why some of ``query``'s answers were not scored, where its realised labels fell outside its own, in the
+        words of a backtest's note."""
+        if not score.outside_labels:
+            return {}
+        realised = score.scored + score.outside_labels
+        return {"unscored_why": f"realised label outside this query's {self.asked.get(query, 'choices')} "
+                                f"({score.outside_labels} of {realised} answers realised): such an answer is not "
+                                f"scored (docs/queries.md)"}
 
     def _score(self, query: str) -> QueryScore:
         return self.scores.setdefault(query, QueryScore())
@@ -272,6 +292,7 @@ class LiveScores(StreamMarksBook):
     def forget_query(self, name: str) -> None:
         """A query replaced or removed: its scores and waiting answers go (a new spec scores afresh)."""
         self.scores.pop(name, None)
+        self.asked.pop(name, None)
         for state in self.streams.values():
             state.waiting.pop(name, None)
             state.seen.pop(name, None)
@@ -291,8 +312,9 @@ class LiveScores(StreamMarksBook):
                     worse.setdefault(query, []).append((excess, stream, score))
         named = lambda stream, s: {"stream": stream, "scored": s.scored, "brier": s.mean(s.brier),  # noqa: E731
                                    "prior_brier": s.mean(s.prior_brier)}
-        return {query: score.summary(pending.get(query, 0)) | {"worse_than_prior": [
-                    named(stream, s) for _, stream, s in sorted(worse.get(query, []), key=lambda w: (-w[0], w[1]))
-                    [:WORST_STREAMS]]} for query, score in sorted(
-                        # a query whose answers all still wait for their future is listed too, with none scored
-                        {**{query: QueryScore() for query in pending}, **self.scores}.items())}
+        worst = lambda query: [named(stream, s) for _, stream, s in  # noqa: E731
+                               sorted(worse.get(query, []), key=lambda w: (-w[0], w[1]))[:WORST_STREAMS]]
+        # a query whose answers all still wait for their future is listed too, with none scored
+        listed = {**{query: QueryScore() for query in pending}, **self.scores}
+        return {query: score.summary(pending.get(query, 0)) | self._outside_why(query, score)
+                | {"worse_than_prior": worst(query)} for query, score in sorted(listed.items())}
