@@ -826,3 +826,20 @@ def test_scores_says_why_a_subset_querys_answers_went_unscored(checkpoint, tmp_p
     assert code == 0 and re.fullmatch(r"note: ud: realised label outside this query's choices \((\d+) of (\d+) "
                                       r"answers realised\): such an answer is not scored \(docs/queries.md\)",
                                       out.splitlines()[-1]), out
+
+
+def test_list_aligns_its_columns_and_quotes_a_stream_holding_a_comma(checkpoint, tmp_path, capsys) -> None:
+    """A reviewer's `list`: a long trigger (`interval:1500ms`) or name shifted the columns after it, and streams
+    joined by commas read `ES,NQ` as two."""
+    (tmp_path / "wide.yaml").write_text(
+        "queries:\n  - {name: a_rather_long_query_name, streams: ['Société.Gén', 'ES,NQ'], question: direction_5,\n"
+        "     kind: choice, trigger: {interval: 1500ms}}\n  - {name: s, streams: [SYN.A], kind: surprise}\n")
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ("--control", server.endpoints["control"])
+        assert run(capsys, "register", str(tmp_path / "wide.yaml"), *control)[0] == 0
+        code, out, _ = run(capsys, "list", *control)
+        lines = out.splitlines()[:-1]
+        starts = [[m.start() for m in re.finditer(r"(?<= )\S", line)] for line in lines]
+        assert code == 0 and len(lines) == 3 and len(set(map(tuple, starts))) == 1, out  # one place for each column
+        assert lines[1].split() == ["a_rather_long_query_name", "choice", "direction_5", "interval:1500ms",
+                                    "Société.Gén,'ES,NQ'"], out

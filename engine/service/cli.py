@@ -1058,10 +1058,23 @@ def cmd_list(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps({"queries": reply["queries"], "version": reply["version"]}, sort_keys=True, indent=2))
         return
-    for q in reply["queries"]:
-        print(f"{shown_name(q['name']):<16} {q['kind']:<12} {_shown(_question_text(q)):<16} "
-              f"{_trigger_text(q['trigger']):<12} {','.join(shown_name(s) for s in q['streams'])}")
+    rows = [(shown_name(q["name"]), q["kind"], _shown(_question_text(q)), _trigger_text(q["trigger"]),
+             ",".join(_listed_stream(s) for s in q["streams"])) for q in reply["queries"]]
+    # each column as wide as its widest value (at least as wide as it always was): `interval:1500ms` or a long
+    # name shifted the columns after it on its own line only
+    widths = [max([least, *(len(row[i]) for row in rows)]) for i, least in enumerate((16, 12, 16, 12))]
+    for row in rows:
+        print(" ".join(value.ljust(width) for value, width in zip(row, widths)) + " " + row[-1])
     print(f"{len(reply['queries'])} queries (registry version {reply['version']})")
+
+
+def _listed_stream(name: str) -> str:
+    """A query's stream (name or glob) in `list`'s comma-joined column: as shown_name shows it, and in quotes when
+    it holds a comma, so `ES,NQ` cannot be read as two streams."""
+    from connectors.ticks import shown_name
+
+    shown = shown_name(name)
+    return repr(name) if "," in name and shown == name else shown
 
 
 def _shown(text: str) -> str:
