@@ -828,9 +828,9 @@ def test_scores_says_why_a_subset_querys_answers_went_unscored(checkpoint, tmp_p
                                       out.splitlines()[-1]), out
 
 
-def test_list_aligns_its_columns_and_quotes_a_stream_holding_a_comma(checkpoint, tmp_path, capsys) -> None:
+def test_list_aligns_its_columns_and_json_prints_names_as_they_are(checkpoint, tmp_path, capsys) -> None:
     """A reviewer's `list`: a long trigger (`interval:1500ms`) or name shifted the columns after it, and streams
-    joined by commas read `ES,NQ` as two."""
+    joined by commas read `ES,NQ` as two; `get` printed `"Soci\\u00e9t\\u00e9.G\\u00e9n"`."""
     (tmp_path / "wide.yaml").write_text(
         "queries:\n  - {name: a_rather_long_query_name, streams: ['Société.Gén', 'ES,NQ'], question: direction_5,\n"
         "     kind: choice, trigger: {interval: 1500ms}}\n  - {name: s, streams: [SYN.A], kind: surprise}\n")
@@ -843,3 +843,8 @@ def test_list_aligns_its_columns_and_quotes_a_stream_holding_a_comma(checkpoint,
         assert code == 0 and len(lines) == 3 and len(set(map(tuple, starts))) == 1, out  # one place for each column
         assert lines[1].split() == ["a_rather_long_query_name", "choice", "direction_5", "interval:1500ms",
                                     "Société.Gén,'ES,NQ'"], out
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            feed.send([{"stream": "Société.Gén", "ts": 1_000, "price": 100.0, "size": 1.0}])
+        wait_for(lambda: main(["get", "Société.Gén", "a_rather_long_query_name", *control]) == 0)
+        out = capsys.readouterr().out
+    assert '"stream": "Société.Gén"' in out and json.loads(out)["stream"] == "Société.Gén", out

@@ -993,7 +993,7 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
             _note_gap(last_seqs, topic, payload)
             _note_wider_prefix(args.topics, topic, widened)
             if args.json:
-                print(json.dumps({"topic": topic, **payload}), flush=True)
+                print(_json({"topic": topic, **payload}), flush=True)
             elif not live:
                 print(format_line(topic, payload), flush=True)
             else:
@@ -1056,7 +1056,7 @@ def cmd_list(args: argparse.Namespace) -> None:
     with _control(args) as control:
         reply = control.call("list")
     if args.json:
-        print(json.dumps({"queries": reply["queries"], "version": reply["version"]}, sort_keys=True, indent=2))
+        print(_json({"queries": reply["queries"], "version": reply["version"]}, sort_keys=True, indent=2))
         return
     rows = [(shown_name(q["name"]), q["kind"], _shown(_question_text(q)), _trigger_text(q["trigger"]),
              ",".join(_listed_stream(s) for s in q["streams"])) for q in reply["queries"]]
@@ -1075,6 +1075,17 @@ def _listed_stream(name: str) -> str:
 
     shown = shown_name(name)
     return repr(name) if "," in name and shown == name else shown
+
+
+def _json(value: Any, **options: Any) -> str:
+    """JSON as the CLI prints it for a person: `Société.Gén` as it is, not `Soci\\u00e9t\\u00e9.G\\u00e9n`. A
+    character that does not print (a bidi override, a line separator: in a generated answer's text, say) stays
+    escaped, so it cannot move the terminal's cursor or forge a line; valid JSON either way (such a character can
+    only be inside a string, where a \\u escape means it)."""
+    text = json.dumps(value, ensure_ascii=False, **options)
+    if text.isascii():
+        return text
+    return "".join(c if c.isprintable() or c in "\n " else json.dumps(c)[1:-1] for c in text)
 
 
 def _shown(text: str) -> str:
@@ -1126,7 +1137,7 @@ def cmd_get(args: argparse.Namespace) -> int:
         else:
             print(f"flashtick get: no cached answer of {args.query} on {args.stream} yet", file=sys.stderr)
         return 1
-    print(json.dumps(answer, indent=2))
+    print(_json(answer, indent=2))
     return 0
 
 
@@ -1149,7 +1160,7 @@ def cmd_answers(args: argparse.Namespace) -> int:
                       f"kept (the service keeps log.answers_keep in memory, and after a restart what the answer log's "
                       f"log.answers_retention_bytes kept)", file=sys.stderr)
             for answer in reply["answers"]:
-                print(json.dumps(answer), flush=True)
+                print(_json(answer), flush=True)
             printed += len(reply["answers"])
             if not reply["answers"] or reply["answers"][-1]["seq"] >= reply["last_seq"]:
                 return 0
@@ -1169,7 +1180,7 @@ def cmd_topics(args: argparse.Namespace) -> None:
     with _control(args) as control:
         found = control.topics(args.prefix)
     if args.json:
-        print(json.dumps(found, sort_keys=True, indent=2))
+        print(_json(found, sort_keys=True, indent=2))
         return
     for topic, info in found.items():  # (JSON keeps answer_ts null for these: a program tests for it)
         latest = ("no cached answer (its stream expired, or its query was replaced)" if info["answer_ts"] is None
@@ -1188,7 +1199,7 @@ def cmd_ask(args: argparse.Namespace) -> None:
                              kind=args.kind)
     if reply.get("note"):
         print(f"flashtick ask: {reply['note']}", file=sys.stderr)
-    print(json.dumps(reply["answer"], indent=2))
+    print(_json(reply["answer"], indent=2))
     how = [flag for flag in ("cached", "prepositioned", "gated") if reply.get(flag)]  # not computed for this ask
     if how:
         print(f"flashtick ask: answered from the service's {' and '.join(how)} answer (seq "
@@ -1197,7 +1208,7 @@ def cmd_ask(args: argparse.Namespace) -> None:
 
 def cmd_stats(args: argparse.Namespace) -> None:
     with _control(args) as control:
-        print(json.dumps(control.call("stats")["stats"], sort_keys=True, indent=2))
+        print(_json(control.call("stats")["stats"], sort_keys=True, indent=2))
 
 
 def cmd_scores(args: argparse.Namespace) -> None:
@@ -1206,7 +1217,7 @@ def cmd_scores(args: argparse.Namespace) -> None:
     with _control(args) as control:
         scores = control.call("stats")["stats"].get("scores", {})
     if args.json:
-        print(json.dumps(scores, sort_keys=True, indent=2))
+        print(_json(scores, sort_keys=True, indent=2))
         return
     fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
     print(f"{'query':<16}{'scored':>8}{'pending':>8}{'accuracy':>10}{'majority':>10}{'brier':>8}{'freq.brier':>11}"
@@ -1247,7 +1258,7 @@ def cmd_streams(args: argparse.Namespace) -> None:
 def cmd_health(args: argparse.Namespace) -> int | None:
     with _control(args) as control:
         reply = control.call("health")
-    print(json.dumps({k: v for k, v in reply.items() if k != "ok"}, sort_keys=True))
+    print(_json({k: v for k, v in reply.items() if k != "ok"}, sort_keys=True))
     if reply.get("status") != "serving":  # a readiness check: 0 once it serves, 1 while it starts or is degraded
         return 1
 
@@ -1461,7 +1472,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     record = fit([str(f) for f in args.files], _column_map(args), args.out, cfg, options, log, bar)
     if args.json:
-        print(json.dumps(record, indent=1, default=str))
+        print(_json(record, indent=1, default=str))
         return
     t = record["training"]
     best = (f"best validation loss {t['best_validation_loss']} at step {t['best_step']}"
@@ -1501,7 +1512,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
                "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped}
     if args.json:
-        print(json.dumps(result, indent=1))
+        print(_json(result, indent=1))
     else:
         streams = counted(len(prepared), "stream")
         print(f"{model_dir} on the test slice ({args.split}) of {streams}, window {window_ticks(model)} "
