@@ -198,6 +198,56 @@ def test_a_restart_says_which_live_registration_its_queries_file_replaced(checkp
     second.close()
 
 
+def test_a_register_killed_between_the_queries_file_and_its_state_gets_a_fresh_version(checkpoint, tmp_path,
+                                                                                        capsys) -> None:
+    """`register` writes queries.yaml, then queries.state.json: a kill between the two leaves the new queries
+    beside the old versions. The restart must not publish the new spec under the old spec's `query_version`
+    (nor a new query at version 1 while the registry is further on), nor owe the new spec answers on ticks the
+    live run never answered with it; an `unregister` cut short the same way still moves the version on."""
+    from queries.yaml_loader import load_queries
+
+    ticks = SyntheticMarket(SyntheticConfig(seed=12)).next_batch(60)
+    data = tmp_path / "data"
+    first = TickPipeline(config(checkpoint, data))
+    first.register_queries(load_queries(QUERIES, "q.yaml", first.registry.questions))
+    feed_in_steps(first, ticks[:40])
+    old_state = (data / "queries.state.json").read_text()
+    first.register_queries(load_queries("""
+queries:
+  - {name: dir, streams: ["*"], question: direction_20, kind: choice, trigger: {ticks: 5}}
+  - {name: fresh, streams: ["*"], kind: surprise, trigger: batch}
+""", "q.yaml", first.registry.questions))
+    assert (first.registry.version, first.registry.query_version("dir")) == (2, 2)
+    first.close()
+    (data / "queries.state.json").write_text(old_state)  # as the kill left it: the queries file is the new one
+
+    second = TickPipeline(config(checkpoint, data))
+    registry = second.registry
+    assert registry.get("dir").trigger.kind == "ticks"
+    assert registry.version >= 2 and registry.query_version("nll") == 1
+    assert registry.query_version("dir") == registry.query_version("fresh") == registry.version
+    assert "disagree" in capsys.readouterr().err
+    assert [o.answer.query for o in second.recovered if o.answer] == []  # registered after every logged tick
+    answers = feed_in_steps(second, ticks[40:50])
+    assert {a.query_version for a in answers if a.query == "dir"} == {registry.version}
+    versions = {s.name: registry.query_version(s.name) for s in registry.list()}, registry.version
+    state = (data / "queries.state.json").read_text()
+    second.close()
+
+    third = TickPipeline(config(checkpoint, data))  # the state now describes the file: nothing changes
+    assert "disagree" not in capsys.readouterr().err
+    assert ({s.name: third.registry.query_version(s.name) for s in third.registry.list()},
+            third.registry.version) == versions
+    third.unregister_query("fresh")
+    third.close()
+    (data / "queries.state.json").write_text(state)  # the unregister's state write lost
+    fourth = TickPipeline(config(checkpoint, data))
+    assert "fresh" not in fourth.registry and fourth.registry.version > versions[1]
+    assert fourth.registry.query_version("dir") == versions[0]["dir"]
+    fourth.close()
+
+
+
 @pytest.fixture(scope="module")
 def headed_checkpoint(checkpoint, tmp_path_factory):
     """The checkpoint with answer heads (as `flashtick train` ships them): seeded random regressions."""

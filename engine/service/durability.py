@@ -25,6 +25,7 @@ queries do not run during the replay; answers owed are computed after it.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import math
 import os
@@ -33,7 +34,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import msgpack
 
@@ -49,8 +50,8 @@ from engine.service.ticklog import LogStats, LogWriteError, TickLog, read
 from queries.cache import AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
-from queries.spec import QuerySpec, QuerySpecError
-from queries.yaml_loader import load_queries, located_in, no_query, read_queries_file
+from queries.spec import QuerySpec, QuerySpecError, dump_queries
+from queries.yaml_loader import load_queries, load_queries_file, located_in, no_query, read_queries_file
 
 
 class RegistrationMarks:
@@ -98,6 +99,13 @@ class RegistrationMarks:
         for group in groups:
             marks.registered(list(group["queries"]), {str(k): int(v) for k, v in group["ticks"].items()})
         return marks
+
+
+class RestoredQueries(NamedTuple):
+    """What ``DataDir.restore_queries`` brought back: the registration marks, and the queries it registered afresh."""
+
+    marks: RegistrationMarks
+    reregistered: set[str]
 
 
 def register_changed(path: str, registry: Registry, forget_query: Callable[[str], None]) -> list[str]:
@@ -295,9 +303,13 @@ class DataDir:
 
     def save_queries(self, yaml_text: str, registry: Registry, marks: RegistrationMarks) -> None:
         """The registered queries, then their versions and registration marks, each replaced atomically (a crash
-        leaves the old or the new file, whole; state the queries file lacks is ignored when read)."""
-        snap = {"version": registry.version, "versions": {s.name: registry.query_version(s.name)
-                                                           for s in registry.list()}, "marks": marks.to_json()}
+        leaves the old or the new file, whole). A kill between the two renames leaves the new queries beside the
+        old versions, so the state also records the queries file's digest and each query's: ``restore_queries``
+        tells a query the state does not describe and gives it a fresh version."""
+        specs = registry.list()
+        snap = {"version": registry.version, "versions": {s.name: registry.query_version(s.name) for s in specs},
+                "marks": marks.to_json(), "file_sha256": _sha256(yaml_text),
+                "digests": {s.name: spec_digest(s) for s in specs}}
         for path, text in ((self.queries_path, yaml_text), (self.state_path, json.dumps(snap))):
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_text(text, encoding="utf-8")
@@ -305,19 +317,43 @@ class DataDir:
                 os.fsync(f.fileno())
             os.replace(tmp, path)
 
-    def restore_queries(self, registry: Registry) -> RegistrationMarks:
-        """The saved queries registered again, with the versions and marks they had (none saved: fresh ones)."""
-        registry.register_file(self.queries_path, restoring=True)
+    def restore_queries(self, registry: Registry) -> RestoredQueries:
+        """The saved queries registered again, with the versions and marks they had (none saved: fresh ones).
+        A query the state does not describe (a `register` killed between the two files, or the queries file
+        edited by hand) is returned in ``reregistered``, at a fresh registry version: the caller treats it as
+        registered now (its old answers forgotten, owed none of the logged ticks), as the lost registration was.
+        A query the state has and the file lacks (an `unregister` cut short) bumps the registry version too."""
+        text = self.queries_path.read_text(encoding="utf-8")
+        specs = registry.register_file(self.queries_path, restoring=True)
         try:
             state = json.loads(self.state_path.read_text(encoding="utf-8"))
-            registry.restore_versions(int(state["version"]), {str(k): int(v) for k, v in state["versions"].items()})
-            return RegistrationMarks.from_json(state["marks"])
+            version = int(state["version"])
+            versions = {str(k): int(v) for k, v in state["versions"].items()}
+            marks = RegistrationMarks.from_json(state["marks"])
+            digests = state.get("digests")  # (absent: a state written before they were recorded)
         except FileNotFoundError:
-            return RegistrationMarks()
+            return RestoredQueries(RegistrationMarks(), set())
         except (ValueError, KeyError, TypeError, AttributeError) as e:  # damaged: every query owes as before
             print(f"flashtick: {self.state_path} is unreadable ({type(e).__name__}: {e}); query versions restart "
                   f"and answers owed are computed for every stream", file=sys.stderr, flush=True)
-            return RegistrationMarks()
+            return RestoredQueries(RegistrationMarks(), set())
+        described = digests is not None and state.get("file_sha256") == _sha256(text)  # the fast path: all agree
+        stale = set() if described else {
+            s.name for s in specs if s.name not in versions
+            or (isinstance(digests, dict) and digests.get(s.name) != spec_digest(s))}
+        gone = set(versions) - {s.name for s in specs}
+        if stale or gone:
+            version += 1  # what the lost register/unregister made it: a version no other spec was published under
+            for name in stale:
+                versions[name] = version
+                marks.removed(name)
+            what = [f"{', '.join(sorted(stale))} registered afresh"] if stale else []
+            what += [f"{', '.join(sorted(gone))} unregistered"] if gone else []
+            print(f"flashtick: {self.queries_path.name} and {self.state_path.name} disagree (a register or unregister "
+                  f"was cut short, or the file was edited): {'; '.join(what)} at registry version {version}",
+                  file=sys.stderr, flush=True)
+        registry.restore_versions(version, versions)
+        return RestoredQueries(marks, stale)
 
     def replay(self, encoders: StreamEncoders, target: ReplayTarget,
                answered: dict[str, tuple[int, int]] | None = None) -> list[EncodedTick | None]:
@@ -639,6 +675,15 @@ def _epoch(path: Path) -> str:
         epoch = new_epoch()
         path.write_text(epoch + "\n")
         return epoch
+
+
+def spec_digest(spec: QuerySpec) -> str:
+    """A query's identity as its saved YAML says it: equal specs, equal digests."""
+    return _sha256(dump_queries([spec]))[:16]
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def new_epoch() -> str:

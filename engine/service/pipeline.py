@@ -260,11 +260,15 @@ class TickPipeline:
         self._tail_end: dict[str, int] = {}  # deferred owed work: each stream's tick count at its tail's end
         self._tail_changed: set[str] = set()  # ... and the queries the config changed at this start
         self.marks = RegistrationMarks()  # where each query started: what a restart owes it
+        reregistered: set[str] = set()  # queries the data directory's state did not describe: registered now
         if self.data is not None:
             if self.data.queries_path.is_file():  # what was registered before a restart, answers and all
-                self.marks = self.data.restore_queries(self.registry)
+                self.marks, reregistered = self.data.restore_queries(self.registry)
             self.data.restore_answers(self.registry, self.history, self.adaptation)
+            for name in reregistered:
+                self.forget_query(name)
         changed = register_changed(config.queries, self.registry, self.forget_query) if config.queries else []
+        changed = sorted(reregistered - set(changed)) + changed
         self._progress = progress  # what a restart is doing, for `health` while it starts (server.py)
         if self.data is not None:
             progress("replaying the tick log")

@@ -131,10 +131,14 @@ class ShardedPipeline:
         """On start: registry and answers from the data directory, then every logged item through the
         encoders here (codec state, ordering guards) and to its stream's shard, which rebuilds from them and
         computes what was owed as one engine does (durability.split_log, answer_tail)."""
+        reregistered: set[str] = set()  # queries the data directory's state did not describe: registered now
         if self.data.queries_path.is_file():
-            self.marks = self.data.restore_queries(self.registry)
+            self.marks, reregistered = self.data.restore_queries(self.registry)
         self.data.restore_answers(self.registry, self.history, self.adaptation)
+        for name in reregistered:
+            self.forget_query(name)
         changed = register_changed(self.config.queries, self.registry, self.forget_query) if self.config.queries else []
+        changed = sorted(reregistered - set(changed)) + changed
         restores = _ShardRestores(self, accepted=True)
         tail = self.data.replay(self.encoders, restores, answered=answered_points(self.cache))
         self.ticks_in = self.data.recovered_ticks
