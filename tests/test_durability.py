@@ -122,8 +122,9 @@ def test_a_damaged_record_stops_a_start_unless_the_config_says_skip_it(checkpoin
     file, the offset and the key that skips it."""
     from engine.service.ticklog import CorruptLog
 
+    ticks = SyntheticMarket(SyntheticConfig(seed=4)).next_batch(220)
     live = TickPipeline(config(checkpoint, tmp_path / "data"))
-    feed_in_steps(live, SyntheticMarket(SyntheticConfig(seed=4)).next_batch(200))
+    feed_in_steps(live, ticks[:200])
     data = crash_copy(tmp_path / "data", tmp_path / "damaged")
     (segment,) = sorted((data / "ticks").glob("ticks-*.log"))
     damaged = bytearray(segment.read_bytes())
@@ -136,6 +137,23 @@ def test_a_damaged_record_stops_a_start_unless_the_config_says_skip_it(checkpoin
     recovered = TickPipeline(skipping)
     assert recovered.stats()["log"]["corrupt_skipped"] == 1
     assert 190 <= recovered.ticks_in < 200  # the damaged record's ticks are gone, the rest replayed
+    feed_in_steps(recovered, ticks[200:])
+    recovered.close()
+    again = TickPipeline(config(checkpoint, data))  # the skip left the log clean: no skip_corrupt needed now
+    assert again.ticks_in == recovered.ticks_in and again.stats()["log"]["corrupt_skipped"] == 0
+    again.close()
+
+
+def test_a_zero_filled_tail_a_host_crash_leaves_is_cut_at_the_start(checkpoint, tmp_path) -> None:
+    live = TickPipeline(config(checkpoint, tmp_path / "data"))
+    feed_in_steps(live, SyntheticMarket(SyntheticConfig(seed=4)).next_batch(200))
+    data = crash_copy(tmp_path / "data", tmp_path / "crashed")
+    (segment,) = sorted((data / "ticks").glob("ticks-*.log"))
+    with open(segment, "ab") as f:  # `head -c 4096 /dev/zero >> ticks-*.log`
+        f.write(bytes(4096))
+    recovered = TickPipeline(config(checkpoint, data))
+    assert recovered.ticks_in == 200 and recovered.stats()["log"]["torn_tails"] == 1
+    assert sessions(recovered) == sessions(live)
 
 
 def test_a_restart_owes_a_query_only_the_ticks_after_it_was_registered(checkpoint, tmp_path) -> None:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,68 @@ def test_a_damaged_length_is_not_mistaken_for_a_torn_tail(tmp_path) -> None:
     with pytest.raises(CorruptLog):
         list(read(tmp_path))
     assert path.stat().st_size == len(data)  # nothing valid after it was cut
+
+
+@pytest.mark.parametrize("tail", [b"\0" * 4096, HEADER.pack(b"FTk1", 100, 7) + b"x" * 20 + b"\0" * 4000],
+                         ids=["zeros", "a-record-ending-in-zeros"])
+def test_a_zero_filled_tail_is_cut_like_a_torn_one(tmp_path, capsys, tail) -> None:
+    """A host crash can leave the end of a segment zero-filled (the file grew, its pages were never written):
+    cut away with a warning and counted, not a damaged record that stops the start."""
+    items, path = one_segment_log(tmp_path, 20)
+    whole = path.stat().st_size
+    with open(path, "ab") as f:
+        f.write(tail)
+    with TickLog(tmp_path) as log:
+        assert log.next_record == 20 and log.stats.torn_tails == 1
+        log.append(b"after")
+    assert "zero bytes to the end of the file" in capsys.readouterr().err
+    assert path.stat().st_size == whole + HEADER.size + len(b"after")
+    assert [p for _, p in read(tmp_path)] == items + [b"after"]
+
+
+def test_skipped_damage_is_rewritten_away_so_the_next_start_needs_no_skip(tmp_path, capsys) -> None:
+    """Zeros with records after them (what a start with skip_corrupt used to leave after a zero-filled tail):
+    skipping them once leaves the log clean, the original kept as `<name>.damaged`, each skip said on stderr."""
+    items, path = one_segment_log(tmp_path, 20)
+    with open(path, "ab") as f:
+        f.write(b"\0" * 4096)
+    later = payloads(25)[20:]
+    with TickLog(tmp_path, skip_corrupt=True) as log:  # the segment being written: repaired as it opens
+        assert log.next_record == 20 and log.stats.corrupt_skipped == 0 and log.stats.torn_tails == 1
+    with open(path, "ab") as f:  # records after the zeros, as appended by a flashtick that did not cut them
+        f.write(b"\0" * 4096 + b"".join(HEADER.pack(b"FTk1", len(p), zlib.crc32(p)) + p for p in later))
+    damaged = path.read_bytes()
+    with pytest.raises(CorruptLog, match="bad magic"):
+        TickLog(tmp_path)
+    with TickLog(tmp_path, skip_corrupt=True) as log:
+        assert log.next_record == 25 and log.stats.corrupt_skipped == 1
+        log.append(b"after")
+    err = capsys.readouterr().err
+    whole = sum(HEADER.size + len(p) for p in items)
+    assert f"skipped 4096 damaged bytes at byte {whole} (bad magic; 0 records lost" in err
+    assert f"the damaged original is kept as {path.name}.damaged" in err
+    assert path.with_name(path.name + ".damaged").read_bytes() == damaged
+    with TickLog(tmp_path) as log:  # clean now: no skip_corrupt needed
+        assert log.next_record == 26
+    assert [p for _, p in read(tmp_path)] == items + later + [b"after"]
+
+
+def test_damage_in_an_earlier_segment_is_rewritten_away_when_read_with_skip(tmp_path, capsys) -> None:
+    items = payloads(200)
+    with TickLog(tmp_path, segment_bytes=1024, fsync="never") as log:
+        for p in items:
+            log.append(p)
+    (first, path), *_ = segments(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[HEADER.size + 1] ^= 0xFF  # record 0's payload
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptLog, match="checksum mismatch"):
+        list(read(tmp_path))
+    assert [p for _, p in read(tmp_path, skip_corrupt=True)] == items[1:]
+    assert "1 record lost" in capsys.readouterr().err
+    assert [p for _, p in read(tmp_path)] == items[1:]  # clean now
+    assert path.with_name(path.name + ".damaged").read_bytes() == bytes(data)
+    assert [n for n, _ in segments(tmp_path)][0] == first  # its name (first record number) unchanged
 
 
 def test_a_write_past_the_file_size_limit_fails_and_leaves_the_log_as_it_was(tmp_path) -> None:

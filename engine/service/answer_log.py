@@ -214,7 +214,7 @@ class AnswerLog:
                 "fsyncs": self.log.stats.fsyncs,
                 "segments_dropped": self.log.stats.segments_dropped,
                 "torn_tails": self.log.stats.torn_tails + self.read_stats.torn_tails,
-                "corrupt_skipped": self.read_stats.corrupt_skipped}
+                "corrupt_skipped": self.log.stats.corrupt_skipped + self.read_stats.corrupt_skipped}
 
     def close(self) -> None:
         if self._unlogged:

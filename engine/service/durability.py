@@ -412,7 +412,9 @@ class DataDir:
                 "recovered_answers": self.recovered_answers, "recovery_s": self.recovery_s,
                 "rebuild_forwards": self.rebuild_forwards, **vars(self.log.stats),
                 "torn_tails": self.log.stats.torn_tails + self.read_stats.torn_tails,
-                "corrupt_skipped": self.read_stats.corrupt_skipped, "answers": self.answers.stats()}
+                # (damage in the segment being written is skipped, and repaired, when the log opens it)
+                "corrupt_skipped": self.log.stats.corrupt_skipped + self.read_stats.corrupt_skipped,
+                "answers": self.answers.stats()}
 
     def close(self) -> None:
         self.log.close()

@@ -16,10 +16,12 @@ loses nothing, since every append is a completed write(2)) or ``never`` (the OS
 decides). Retention drops whole old segments by total size or age.
 
 Reading back (``read``): a record cut short at the very end of the last
-segment (a torn tail: the process died mid-write) is truncated away with a
+segment (a torn tail: the process died mid-write), or zero bytes to its end (the
+host died before the file's pages were written), is truncated away with a
 warning and counted; a damaged record anywhere else stops the read with the
 file and byte offset (``CorruptLog``), or, with ``skip_corrupt``, is skipped by
-scanning to the next valid record and counted. A failed append (disk full, a
+scanning to the next valid record, counted and said, and the segment rewritten
+without it (the original kept as ``<name>.damaged``). A failed append (disk full, a
 file size limit, an I/O error) raises ``LogWriteError`` and leaves the log as it
 was before the append: the caller refuses the item.
 """
@@ -145,7 +147,8 @@ class TickLog:
         if not existing:
             return 0
         first, path = existing[-1]
-        return first + sum(1 for _ in _records(path, self.stats, last=True, skip_corrupt=self.skip_corrupt))
+        return first + sum(1 for _ in _records(path, self.stats, last=True, skip_corrupt=self.skip_corrupt,
+                                               repair=True))
 
     def _open(self, path: Path) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)  # the desk's ticks: the owner's alone
@@ -332,15 +335,21 @@ def read(directory: str | Path, start: int = 0, skip_corrupt: bool = False,
         if following is not None and following <= start:
             continue
         number = first
-        for payload in _records(path, stats, last=following is None, skip_corrupt=skip_corrupt):
+        # a segment appended to is repaired only where TickLog opens it (_count), before any append
+        for payload in _records(path, stats, last=following is None, skip_corrupt=skip_corrupt,
+                                repair=following is not None):
             if number >= start:
                 yield number, payload
             number += 1
 
 
-def _records(path: Path, stats: LogStats, last: bool, skip_corrupt: bool) -> Iterator[bytes]:
+def _records(path: Path, stats: LogStats, last: bool, skip_corrupt: bool, repair: bool = False) -> Iterator[bytes]:
+    """The valid records of one segment. ``repair`` (with ``skip_corrupt``; never on a segment being appended to):
+    once read to its end, a segment whose damage was skipped is rewritten with its valid records alone, so the
+    next start reads it clean without ``skip_corrupt``."""
     data = path.read_bytes()
     offset = 0
+    skipped: list[tuple[int, int]] = []  # (start, end) of each damaged region skipped, for a repair
     while offset < len(data):
         why = _damage(data, offset)
         if why is None:
@@ -348,18 +357,77 @@ def _records(path: Path, stats: LogStats, last: bool, skip_corrupt: bool) -> Ite
             yield data[offset + HEADER.size : offset + HEADER.size + length]
             offset += HEADER.size + length
             continue
-        if last and why == "cut short" and _next_valid(data, offset + 1) == len(data):
-            # the process died mid-append (nothing valid follows): drop the partial record
-            print(f"flashtick: log {path}: a record cut short at byte {offset} (torn tail) is dropped",
+        if last and (torn := _torn_tail(data, offset, why)) is not None:
+            print(f"flashtick: log {path}: {torn} at byte {offset} (torn tail: {len(data) - offset} bytes) is cut away",
                   file=sys.stderr, flush=True)
             stats.torn_tails += 1
             with open(path, "r+b") as f:
                 f.truncate(offset)
-            return
+            data = data[:offset]
+            break
         if not skip_corrupt:
             raise CorruptLog(path, offset, why)
         stats.corrupt_skipped += 1
-        offset = _next_valid(data, offset + 1)
+        resume = _next_valid(data, offset + 1)
+        records = data.count(MAGIC, offset, resume)  # each record that began there (a payload may hold one too)
+        # the ticks of those records are lost: the operator must hear which bytes, not only a counter
+        print(f"flashtick: log {path}: skipped {resume - offset} damaged bytes at byte {offset} ({why}; "
+              f"{'about ' * (records > 1)}{records} record{'s' * (records != 1)} lost; log.skip_corrupt)",
+              file=sys.stderr, flush=True)
+        skipped.append((offset, resume))
+        offset = resume
+    if repair and skipped:
+        try:
+            _rewrite(path, data, skipped)
+        except OSError as e:  # the records read are good all the same: this start goes on, the next skips again
+            print(f"flashtick: log {path}: could not rewrite it without its damaged bytes ({e.strerror or e}); "
+                  f"the next start needs log.skip_corrupt again", file=sys.stderr, flush=True)
+
+
+def _torn_tail(data: bytes, offset: int, why: str) -> str | None:
+    """What the damage at ``offset`` is when it is the tail a dying writer leaves, or None: a record cut short
+    (the process died mid-append), or bytes that are zero to the end of the file (the host died after the file
+    grew but before its pages were written) or a record running into them. Either way nothing valid follows."""
+    if _next_valid(data, offset + 1) != len(data):
+        return None
+    if why == "cut short":
+        return "a record cut short"
+    zeros_from = len(data.rstrip(b"\0"))
+    if offset >= zeros_from:
+        return "zero bytes to the end of the file"
+    if why == "checksum mismatch" and offset + HEADER.size + HEADER.unpack_from(data, offset)[1] > zeros_from:
+        return "a record ending in zero bytes to the end of the file"
+    return None
+
+
+def _rewrite(path: Path, data: bytes, skipped: list[tuple[int, int]]) -> None:
+    """``path`` holding only its valid records (``data`` less its ``skipped`` regions), the original kept beside it as
+    ``<name>.damaged`` for forensics. The original's name holds the old or the new content at every moment (a
+    hard link keeps the original, then the rewrite replaces the name atomically)."""
+    damaged = path.with_name(path.name + ".damaged")
+    number = 1
+    while damaged.exists():  # damage found again in the same segment: every original is kept
+        number += 1
+        damaged = path.with_name(f"{path.name}.damaged-{number}")
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        starts, ends = [0] + [end for _, end in skipped], [start for start, _ in skipped] + [len(data)]
+        valid = b"".join(data[start:end] for start, end in zip(starts, ends))
+        if os.write(fd, valid) != len(valid):
+            raise OSError(f"short write rewriting {path} (is the disk full?)")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.link(path, damaged)
+    os.replace(tmp, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+    print(f"flashtick: log {path}: rewritten with its valid records alone, so later starts need no "
+          f"log.skip_corrupt; the damaged original is kept as {damaged.name}", file=sys.stderr, flush=True)
 
 
 def _damage(data: bytes, offset: int) -> str | None:
