@@ -1349,3 +1349,22 @@ def test_the_data_directory_is_the_owner_s_alone(checkpoint, tmp_path, capsys) -
     assert wide.stat().st_mode & 0o777 == 0o755  # the user's folder: not changed
     assert f"flashtick: note: data directory {wide} is open to other users of this host (mode 755)" in \
         capsys.readouterr().err
+
+
+@pytest.mark.parametrize("part", ["ticks", "answers", "meta.json"])
+def test_a_data_directory_part_that_is_the_wrong_kind_is_named(checkpoint, tmp_path, part) -> None:
+    """`mkdir d && touch d/ticks; serve --data-dir d` said only `[Errno 17] File exists: 'd/ticks'`."""
+    from engine.service.config import ConfigError
+
+    data = tmp_path / "d"
+    data.mkdir()
+    if part == "meta.json":
+        (data / part).mkdir()
+        what = "is a folder where the data directory keeps a file"
+    else:
+        (data / part).touch()
+        what = "is a file where the data directory keeps a folder"
+    with pytest.raises(ConfigError, match=rf"log.dir {data}: {data / part} {what} \(.*move what is in the way"):
+        TickPipeline(config(checkpoint, data))
+    (data / part).unlink() if part != "meta.json" else (data / part).rmdir()
+    TickPipeline(config(checkpoint, data)).close()  # the lock was let go

@@ -198,8 +198,6 @@ class DataDir:
                   f"{self.root.stat().st_mode & 0o777:o}): its registered queries and metadata can be read there "
                   f"(the tick and answer logs' files are the owner's alone); `chmod 700 {self.root}` keeps all of it to you",
                   file=sys.stderr, flush=True)
-        _check_meta(self.root / "meta.json", written_by)
-        self.epoch = _epoch(self.root / "epoch")
         self.queries_path = self.root / "queries.yaml"
         self.state_path = self.root / "queries.state.json"
         self.read_stats = LogStats()
@@ -207,13 +205,13 @@ class DataDir:
         # one engine's Scheduler.booked: each stream's session as a replay books it (a front door has none)
         self.booked: Callable[[str], Any] | None = None
         self._sessions_said = False
-        self.log = TickLog(self.root / "ticks", fsync=config.fsync, group_ms=config.group_ms,
-                           segment_bytes=config.segment_bytes, retention_bytes=config.retention_bytes,
-                           retention_s=config.retention_s, segment_start=self._segment_start,
-                           skip_corrupt=config.skip_corrupt)
-        self.answers = AnswerLog(self.root / "answers", cache, fsync=config.fsync, group_ms=config.group_ms,
-                                 segment_bytes=config.answers_segment_bytes,
-                                 retention_bytes=config.answers_retention_bytes, skip_corrupt=config.skip_corrupt)
+        try:
+            self._open_parts(config, cache, written_by)
+        except OSError as e:  # a file where a folder belongs (or the reverse), no permission: named, not a traceback
+            if getattr(self, "log", None) is not None:
+                self.log.close()
+            self._lock_file.close()
+            raise ConfigError(_unusable_part(self.root, e)) from None
         self.recovered_ticks = 0
         self.recovered_answers = 0
         self.replay_refused = 0  # logged items the replay could not place (none expected)
@@ -222,6 +220,18 @@ class DataDir:
         self._message_start = False
         self._refusal_said_at = -math.inf  # when stderr last heard that the tick log refuses ticks
         self._refused: tuple[float, str] | None = None  # the latest refusal of a tick: when (monotonic) and why
+
+    def _open_parts(self, config: LogSection, cache: AnswerCache, written_by: dict[str, Any]) -> None:
+        """What the directory holds: its metadata and epoch, then the tick and answer logs (each made if missing)."""
+        _check_meta(self.root / "meta.json", written_by)
+        self.epoch = _epoch(self.root / "epoch")
+        self.log = TickLog(self.root / "ticks", fsync=config.fsync, group_ms=config.group_ms,
+                           segment_bytes=config.segment_bytes, retention_bytes=config.retention_bytes,
+                           retention_s=config.retention_s, segment_start=self._segment_start,
+                           skip_corrupt=config.skip_corrupt)
+        self.answers = AnswerLog(self.root / "answers", cache, fsync=config.fsync, group_ms=config.group_ms,
+                                 segment_bytes=config.answers_segment_bytes,
+                                 retention_bytes=config.answers_retention_bytes, skip_corrupt=config.skip_corrupt)
 
     def restore_answers(self, registry: Registry, history: AnswerHistory, replayed: Any = None) -> None:
         """Seqs, latest answers and trigger state from the answer log (after the queries are registered);
@@ -649,6 +659,19 @@ def logged_tick(record: dict[str, Any]) -> Tick:
         return Tick(**record)
     except TypeError:
         return validate(record)
+
+
+def _unusable_part(root: Path, error: OSError) -> str:
+    """What a start says of a data directory part it cannot use (``error`` names the path)."""
+    where = Path(error.filename) if error.filename else root
+    if isinstance(error, (FileExistsError, NotADirectoryError)) and where.is_file():
+        what = f"{where} is a file where the data directory keeps a folder"
+    elif isinstance(error, IsADirectoryError):
+        what = f"{where} is a folder where the data directory keeps a file"
+    else:
+        what = f"{where}: {error.strerror or error}"
+    return (f"log.dir {root}: {what} (a data directory holds ticks/, answers/, queries.yaml, meta.json, ...: move "
+            f"what is in the way, or give another --data-dir)")
 
 
 def _lock(path: Path) -> Any:
