@@ -1207,6 +1207,36 @@ def test_answers_the_log_cannot_take_are_written_later_and_ticks_wait_meanwhile(
     assert recovered.cache.seqs() == live.cache.seqs()  # every topic goes on after the last seq published
 
 
+def test_a_restart_after_a_stop_with_unlogged_answers_says_what_it_publishes_again(checkpoint, tmp_path, capsys,
+                                                                                   monkeypatch) -> None:
+    """A stop while answers waited to be logged (a file size limit): the restart publishes their ticks' answers
+    again. A stream whose first answer went unlogged is booked whole and answered at its latest tick: the
+    restart's line said "owed: 1 answer due on 2 ticks of 1 stream" and then sent two answers on two streams."""
+    import engine.service.answer_log as answer_log
+
+    monkeypatch.setattr(answer_log, "RETRY_S", 1e9)  # the log never takes them again before the stop
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    live = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    market = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(49)
+    feed_in_steps(live, market[:42])
+    answers_file = max((tmp_path / "data" / "answers").glob("answers-*.log"))
+    with file_size_limit(answers_file.stat().st_size + 10):
+        message = [dataclasses.replace(t, stream="NEW") if t.stream == "SYN.A" else t for t in market[42:49]]
+        assert live.ingest_message(encode(message)) == []  # NEW's first answers, and SYN.D's next, go unlogged
+        unlogged = live.run_until_idle()
+        live.close()
+    assert {a.stream for a in unlogged} == {"NEW", "SYN.D"}
+    assert f"{len(unlogged)} published answers could not be logged" in capsys.readouterr().err
+    recovered = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    again = [o.answer for o in recovered.recovered if o.answer is not None]
+    assert [(a.topic, a.seq) for a in again] == [(a.topic, a.seq) for a in unlogged]  # the same seqs
+    said = re.search(r"computing what was owed: (\d+) answers: (\d+) due on .* of 1 stream .*; (\d+) at the latest "
+                     r"tick of 1 stream whose last answer the logs do not hold", capsys.readouterr().err)
+    assert said and [int(n) for n in said.groups()] == [len(again), 2, 2]
+    recovered.close()
+
+
 def test_a_start_on_a_data_directory_whose_tick_log_was_removed_says_so(checkpoint, tmp_path, capsys) -> None:
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)

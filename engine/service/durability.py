@@ -158,6 +158,20 @@ def owed_jobs(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, 
 
 
 
+def answers_owed_at_latest(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, changed: set[str],
+                           streams: Iterable[StreamProgress]) -> dict[str, int]:
+    """How many answers ``owed_jobs`` will ask for on each of ``streams`` (booked whole by the replay: none of their
+    ticks in its tail) that is owed any, recording nothing; a query the config changed at this start (``changed``)
+    is owed none."""
+    owed: dict[str, int] = {}
+    for progress in streams:
+        for spec, ticks in registry.would_fire(progress.stream, [(progress.ticks, progress.event_ts)]):
+            last = cache.get(spec.name, progress.stream)
+            if spec.name not in changed and (marks.owes(spec.name, progress.stream, ticks) if last is None
+                                             else last.version < ticks):
+                owed[progress.stream] = owed.get(progress.stream, 0) + 1
+    return owed
+
 class ReplayTarget(Protocol):
     """Where a tick log replay (split_log) puts what the log holds: one engine's scheduler (TickPipeline), or a
     sharded front door's restores (one per shard)."""

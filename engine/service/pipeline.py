@@ -44,7 +44,8 @@ from engine.service.features import read_head
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import (DataDir, RegistrationMarks, answer_tail, answered_points, answers_owed,
-                                       owed_jobs, register_changed, restart_owes, steps_while_full)
+                                       answers_owed_at_latest, owed_jobs, register_changed, restart_owes,
+                                       steps_while_full)
 from engine.service.live_scores import LiveScores
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
@@ -295,11 +296,11 @@ class TickPipeline:
     def _answer_tail(self, tail: list[EncodedTick | None], changed: set[str]) -> list[JobOutcome]:
         """The logged items past each stream's answered point, computed as the live run would have
         (durability.answer_tail); the answers kept as live ones are."""
-        if not tail:
-            return []
         items = [item for item in tail if item is not None]
         owed = self._say_owed(tail, items, changed, "computing what was owed: ", "ingest and answers are bound "
                               "after it (`health` says starting meanwhile)")
+        if not items:
+            return []
         total, start = sum(len(item.tokens) for item in items), self.runner.stats.tokens_advanced
         ticks = counted(sum(item.ticks for item in items), "tick")
         doing = "computing what was owed" if owed else "computing the ticks after each stream's last answer"
@@ -336,10 +337,10 @@ class TickPipeline:
         order. Until every stream's tail is computed, its groups answer only the queries the stopped process owed
         there (durability.answer_tail's rule; `flash.owes`), and a query the config changed waits for new ticks."""
         items = [item for item in tail if item is not None]
-        if not items:
-            return
         self._say_owed(tail, items, changed, "owed: ", "computed once ingest and answers are bound (new ticks "
                        "queue behind them; `lag_s` and `owed_ticks` in stats say how far it is)")
+        if not items:
+            return
         end = {stream: self.engine.progress(stream).ticks for stream in {item.stream for item in items}}
         for item in tail:
             if item is None:  # a message began: the live run closed its groups here
@@ -366,13 +367,26 @@ class TickPipeline:
 
     def _say_owed(self, tail: list[EncodedTick | None], items: list[EncodedTick], changed: set[str], lead: str,
                   then: str) -> int:
-        """Says, when the tail owes answers, how many and on how many ticks; returns how many. A tail that owes none
-        (a clean stop: its ticks came after each stream's last answer and fired no query) is computed unsaid."""
+        """Says, when the restart owes answers, how many and where; returns how many are due on the tail's ticks.
+        Those are computed a tick group at a time; a stream the replay booked whole (its last answer is not in the
+        logs: its first answers went unlogged, or retention dropped its answered tick) is owed one answer per due
+        query at its latest tick (``_answers_owed``), counted here too, so the line says what is then published.
+        A tail that owes none (a clean stop: its ticks came after each stream's last answer and fired no query)
+        is computed unsaid."""
         owed = answers_owed(self.registry, self.cache, self.marks, changed, tail)
-        if owed:
-            print(f"flashtick: {lead}{counted(owed, 'answer')} due on {counted(sum(i.ticks for i in items), 'tick')} "
-                  f"of {counted(len({i.stream for i in items}), 'stream')} accepted but not yet answered when the "
-                  f"service stopped; {then}", file=sys.stderr, flush=True)
+        in_tail = {item.stream for item in items}
+        whole = [self.engine.progress(s) for s in self.engine.scheduler.streams if s not in in_tail]
+        at_latest = answers_owed_at_latest(self.registry, self.cache, self.marks, changed, whole)
+        latest = sum(at_latest.values())
+        both = bool(owed and latest)  # then the total leads, and each part gives its number alone
+        part = (lambda n: str(n)) if both else (lambda n: counted(n, "answer"))  # noqa: E731
+        where = [f"{part(owed)} due on {counted(sum(i.ticks for i in items), 'tick')} of "
+                 f"{counted(len(in_tail), 'stream')} accepted but not yet answered when the service stopped"] * bool(owed)
+        where += [f"{part(latest)} at the latest tick of {counted(len(at_latest), 'stream')} whose last answer the "
+                  f"logs do not hold"] * bool(latest)
+        if where:
+            total = f"{counted(owed + latest, 'answer')}: " if both else ""
+            print(f"flashtick: {lead}{total}{'; '.join(where)}; {then}", file=sys.stderr, flush=True)
         return owed
 
     def _tail_progress(self) -> None:
