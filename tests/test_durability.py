@@ -1371,6 +1371,10 @@ def test_the_data_directory_is_the_owner_s_alone(checkpoint, tmp_path, capsys) -
     assert (tmp_path / "data").stat().st_mode & 0o777 == 0o700
     segments = list((tmp_path / "data" / "ticks").iterdir())
     assert segments and all(p.stat().st_mode & 0o077 == 0 for p in segments if p.suffix == ".log"), segments
+    # and every folder and small file beside them (the registered queries, their state, the answers' checkpoint)
+    parts = {str(p.relative_to(tmp_path / "data")): p.stat().st_mode & 0o777 for p in (tmp_path / "data").rglob("*")}
+    assert {"ticks", "answers", "queries.yaml", "queries.state.json", "meta.json", "epoch", "lock"} <= parts.keys()
+    assert {name: mode for name, mode in parts.items() if mode & 0o077} == {}
     assert "is open to other users" not in capsys.readouterr().err
     wide = tmp_path / "wide"
     wide.mkdir(mode=0o755)

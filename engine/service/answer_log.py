@@ -27,7 +27,7 @@ from typing import Any
 
 import msgpack
 
-from engine.service.ticklog import LogStats, TickLog, read
+from engine.service.ticklog import LogStats, TickLog, private, read
 from queries.cache import Answer, AnswerCache
 from queries.registry import Registry
 
@@ -169,7 +169,7 @@ class AnswerLog:
         state = {"covers": next_record, "seqs": self.cache.seqs(),
                  "latest": [a.to_wire() for a in self.cache.latest()]}
         tmp = self.state_path.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
+        with open(tmp, "wb", opener=private) as f:
             f.write(msgpack.packb(state, use_bin_type=True))
             f.flush()
             os.fsync(f.fileno())

@@ -46,7 +46,7 @@ from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
 from engine.service.private_dirs import make_private_dirs
-from engine.service.ticklog import LogStats, LogWriteError, TickLog, read
+from engine.service.ticklog import LogStats, LogWriteError, TickLog, private, read
 from queries.cache import AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
@@ -336,8 +336,9 @@ class DataDir:
                 "digests": {s.name: spec_digest(s) for s in specs}}
         for path, text in ((self.queries_path, yaml_text), (self.state_path, json.dumps(snap))):
             tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            with open(tmp, "rb") as f:
+            with open(tmp, "w", encoding="utf-8", opener=private) as f:
+                f.write(text)
+                f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, path)
 
@@ -690,7 +691,7 @@ def _unusable_part(root: Path, error: OSError) -> str:
 
 def _lock(path: Path) -> Any:
     """One service per data directory: two appending to one log would interleave and corrupt it."""
-    handle = open(path, "a+")
+    handle = open(path, "a+", opener=private)
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -712,7 +713,8 @@ def _epoch(path: Path) -> str:
         return path.read_text().strip()
     except FileNotFoundError:
         epoch = new_epoch()
-        path.write_text(epoch + "\n")
+        with open(path, "w", opener=private) as f:
+            f.write(epoch + "\n")
         return epoch
 
 
@@ -732,7 +734,8 @@ def new_epoch() -> str:
 
 def _check_meta(path: Path, written_by: dict[str, Any]) -> None:
     if not path.is_file():
-        path.write_text(json.dumps(written_by, indent=2) + "\n")
+        with open(path, "w", opener=private) as f:
+            f.write(json.dumps(written_by, indent=2) + "\n")
         return
     before = json.loads(path.read_text())
     # a key the directory lacks was added by a later version: recorded now, not a difference

@@ -69,6 +69,12 @@ class LogStats:
     segments_dropped: int = 0  # by retention
 
 
+def private(path: str, flags: int) -> int:
+    """An ``open(..., opener=private)`` that makes a new file 0600, as the segments are: what a data directory holds
+    is the owner's alone (the umask would make it 0644)."""
+    return os.open(path, flags, 0o600)
+
+
 def _segment_name(first: int, prefix: str = "ticks") -> str:
     return f"{prefix}-{first:020d}.log"
 
@@ -115,7 +121,7 @@ class TickLog:
         if self.fsync not in ("always", "group", "never"):
             raise ValueError(f"fsync must be 'always', 'group' or 'never', got {self.fsync!r}")
         self.directory = Path(self.directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # its files are the owner's alone: so is it
         self._directory_id = _identity(self.directory)  # a directory removed and made again is not this one
         existing = segments(self.directory, self.prefix)
         self.next_record = self._count(existing)
