@@ -51,7 +51,7 @@ from queries.cache import AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
 from queries.spec import QuerySpec, QuerySpecError, dump_queries
-from queries.yaml_loader import load_queries, load_queries_file, located_in, no_query, read_queries_file
+from queries.yaml_loader import load_queries, located_in, no_query, read_queries_file
 
 
 class RegistrationMarks:
@@ -157,7 +157,6 @@ def owed_jobs(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, 
     return jobs
 
 
-
 def answers_owed_at_latest(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, changed: set[str],
                            streams: Iterable[StreamProgress]) -> dict[str, int]:
     """How many answers ``owed_jobs`` will ask for on each of ``streams`` (booked whole by the replay: none of their
@@ -171,6 +170,7 @@ def answers_owed_at_latest(registry: Registry, cache: AnswerCache, marks: Regist
                                              else last.version < ticks):
                 owed[progress.stream] = owed.get(progress.stream, 0) + 1
     return owed
+
 
 class ReplayTarget(Protocol):
     """Where a tick log replay (split_log) puts what the log holds: one engine's scheduler (TickPipeline), or a
