@@ -149,12 +149,18 @@ def owed_jobs(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, 
     have without the restart)."""
     jobs = []
     for spec in registry.due(stream, progress.ticks, progress.event_ts):
-        last = cache.get(spec.name, stream)
-        if last is None and not marks.owes(spec.name, stream, progress.ticks):
-            registry.unfire(spec.name, stream)
-        elif last is None or last.version < progress.ticks:
+        if _owed(cache, marks, spec.name, stream, progress.ticks):
             jobs.append(flash.job_for(spec, stream))
+        elif cache.get(spec.name, stream) is None:  # registered after the stream's last tick: its next batch fires it
+            registry.unfire(spec.name, stream)
     return jobs
+
+
+def _owed(cache: AnswerCache, marks: RegistrationMarks, query: str, stream: str, ticks: int) -> bool:
+    """Whether the stopped process left ``query`` unanswered on ``stream`` at tick count ``ticks``: due past its
+    last answer there or, never answered there, past its registration."""
+    last = cache.get(query, stream)
+    return marks.owes(query, stream, ticks) if last is None else last.version < ticks
 
 
 def answers_owed_at_latest(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, changed: set[str],
@@ -165,9 +171,7 @@ def answers_owed_at_latest(registry: Registry, cache: AnswerCache, marks: Regist
     owed: dict[str, int] = {}
     for progress in streams:
         for spec, ticks in registry.would_fire(progress.stream, [(progress.ticks, progress.event_ts)]):
-            last = cache.get(spec.name, progress.stream)
-            if spec.name not in changed and (marks.owes(spec.name, progress.stream, ticks) if last is None
-                                             else last.version < ticks):
+            if spec.name not in changed and _owed(cache, marks, spec.name, progress.stream, ticks):
                 owed[progress.stream] = owed.get(progress.stream, 0) + 1
     return owed
 
