@@ -246,6 +246,11 @@ class StreamEncoders:
         self.notify = notify  # where such notes are said as they happen (the service's log); None: only counted
         self.held: dict[str, EncodedTick] = {}  # each stream's newest quote kept aside by conflation, not submitted
         self.conflated = 0  # quotes dropped for a newer one of their stream (never submitted, never logged)
+        # the receiver's wall clock (ns) when each stream's last tick was committed from a wire message: how long a
+        # stream has been quiet (`accepted` with now_ns); kept past an expiry, as the ordering guard is. A tick
+        # replayed from a tick log has no such clock: a stream restarted from one and quiet since has none.
+        self.received_ns: dict[str, int] = {}
+        self._message_ns: int | None = None  # the clock of the wire message being ingested (None: none given)
 
     def __len__(self) -> int:
         return len(self._encoders)
@@ -277,12 +282,13 @@ class StreamEncoders:
         encoder = self._encoders.get(stream)
         return None if encoder is None else encoder.ticks
 
-    def accepted(self, streams: list[str] | None = None, limit: int | None = None, after: str = ""
-                 ) -> dict[str, dict[str, Any] | None]:
+    def accepted(self, streams: list[str] | None = None, limit: int | None = None, after: str = "",
+                 now_ns: int | None = None) -> dict[str, dict[str, Any] | None]:
         """Each stream's last accepted tick: ``{ticks, last_ts, at_last_ts}`` (``ticks``: its session's tick count, 0
         after an expiry, whose ordering guard stays; ``at_last_ts``: how many accepted ticks are stamped ``last_ts``,
         None if unknown), None for a name never seen; ``streams`` None: every stream known, in name order past
-        ``after``, the first ``limit``."""
+        ``after``, the first ``limit``. With ``now_ns`` (the wall clock), also ``idle_s``: seconds since its last
+        tick came off the wire (None: none since this process started, a stream restored from a tick log)."""
         names = sorted(n for n in self._encoders.keys() | self._expired_last_ts.keys() if n > after) \
             if streams is None else streams
         out: dict[str, dict[str, Any] | None] = {}
@@ -294,6 +300,9 @@ class StreamEncoders:
                 last_ts = self._expired_last_ts.get(name)
                 out[name] = None if last_ts is None else {"ticks": 0, "last_ts": last_ts,
                                                           "at_last_ts": self._expired_at_last_ts.get(name)}
+            received = self.received_ns.get(name)
+            if now_ns is not None and out[name] is not None:  # (a clock stepped back reads as 0, not negative)
+                out[name]["idle_s"] = None if received is None else round(max(0, now_ns - received) / 1e9, 3)
         return out
 
     def start_at(self, stream: str, ticks: int, last_ts: int | None, state: dict[str, Any] | None = None,
@@ -370,6 +379,8 @@ class StreamEncoders:
                     if self.notify is not None:
                         self.notify(f"stream {item.stream!r}: {hint}")
         encoder.commit(item)
+        if self._message_ns is not None:
+            self.received_ns[item.stream] = self._message_ns
 
     def ts_unit_summary(self) -> dict[str, Any]:
         """For stats: streams whose first ts was 0 or looked like seconds, ms or us rather than ns (empty when none)."""
@@ -393,8 +404,10 @@ class StreamEncoders:
                        ) -> Ingested:
         """A raw wire message (one tick map or a list); never raises, one bad tick never drops the rest.
         ``hold_quotes``: conflate its quotes (see the module doc); they are neither accepted nor refused yet.
-        ``now_ns``: the receiver's wall clock, for ``max_ts_ahead_ns`` (None: not checked)."""
+        ``now_ns``: the receiver's wall clock, for ``max_ts_ahead_ns`` (None: not checked) and ``received_ns``."""
         result = Ingested([], [])
+        if now_ns is not None:
+            self._message_ns = now_ns
 
         def first_phase(obj: Any) -> EncodedTick | None:
             try:
@@ -421,6 +434,9 @@ class StreamEncoders:
     def ingest_tokenized(self, data: bytes, submit: Submit, now_ns: int | None = None) -> Ingested:
         """A pre-tokenized wire message (a msgpack list of maps); never raises. ``now_ns`` as for
         ``ingest_message``."""
+        if now_ns is not None:
+            self._message_ns = now_ns
+
         def first_phase(obj: Any) -> EncodedTick:
             item = self.accept(obj)
             self._check_not_ahead(item.stream, item.ts, now_ns)

@@ -380,8 +380,9 @@ def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint, tmp_pat
             assert control.call("get", stream=stream, query="dir") == {"ok": True, "answer": None,
                                                                         "stream_known": True, "expired": True}
             last = max(t.ts for t in market if t.stream == stream)
-            assert control.call("streams", streams=[stream])["streams"] == {
-                stream: {"ticks": 0, "last_ts": last, "at_last_ts": 1}}
+            expired = control.call("streams", streams=[stream])["streams"][stream]
+            assert expired.pop("idle_s") >= 0.2  # quiet since before its expiry, and still told
+            assert expired == {"ticks": 0, "last_ts": last, "at_last_ts": 1}
 
 
 def test_serve_without_a_config_registers_the_example_queries(tmp_path, capsys) -> None:
@@ -620,6 +621,53 @@ def test_every_stream_is_listed_page_by_page(live, monkeypatch, capsys) -> None:
     assert main(["streams", "--control", server.endpoints["control"]]) == 0  # the command pages through them all
     printed = capsys.readouterr().out.splitlines()
     assert [line.split("\t")[0] for line in printed] == [s.name for s in DEFAULT_STREAMS[:4]]
+
+
+def test_streams_say_how_long_each_has_been_quiet_and_flag_the_quiet_ones(live, capsys, tmp_path) -> None:
+    """A desk following many instruments asks which feed went quiet: `streams` gives each stream's seconds since
+    its last tick came off the wire, and `flashtick streams --idle-over S` lists those quiet for longer than S and
+    exits 1 (0 when none is), a check a monitor can run."""
+    from engine.service.cli import main
+
+    server, push = live
+    market = ticks(40, seed=11, streams=2)
+    quiet, busy = market[0].stream, next(t.stream for t in market if t.stream != market[0].stream)
+    push.send(encode(market))
+    with ControlClient(server.endpoints["control"]) as control:
+        wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 40)
+        time.sleep(1.5)
+        last = max(t.ts for t in market if t.stream == busy)
+        push.send(encode([dataclasses.replace(next(t for t in market if t.stream == busy), ts=last + 1)]))
+        wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 41)
+        accepted = control.call("streams")["streams"]
+    assert accepted[quiet]["idle_s"] >= 1.5 and accepted[busy]["idle_s"] < accepted[quiet]["idle_s"] - 1.0
+    capsys.readouterr()
+    assert main(["streams", "--idle-over", "1", "--control", server.endpoints["control"]]) == 1
+    out, err = capsys.readouterr()
+    assert [line.split("\t")[0] for line in out.splitlines()] == [quiet]
+    assert re.search(r"\tidle \d+\.\ds$", out.strip()) and "1 stream with no tick for over 1s" in err
+    assert main(["streams", "--idle-over", "3600", "--control", server.endpoints["control"]]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and "0 streams with no tick for over 3600s" in err
+
+
+def test_a_stream_restored_from_the_tick_log_has_no_idle_time_until_its_next_tick(checkpoint, tmp_path) -> None:
+    """The tick log does not keep when a tick arrived: a restarted service cannot say how long a stream restored
+    from it has been quiet (nil, not a figure that would pass for "just now"), until its feed sends again."""
+    config = pipeline_config(checkpoint, log={"dir": str(tmp_path / "d")})
+    first = TickPipeline(config)
+    market = ticks(10, seed=12, streams=1)
+    first.ingest_message(encode(market))
+    first.run_until_idle()
+    assert first.encoders.accepted(now_ns=time.time_ns())[market[0].stream]["idle_s"] < 60
+    first.close()
+    again = TickPipeline(config)
+    try:
+        assert again.encoders.accepted(now_ns=time.time_ns())[market[0].stream]["idle_s"] is None
+        again.ingest_message(encode([dataclasses.replace(market[-1], ts=market[-1].ts + 1)]))
+        assert again.encoders.accepted(now_ns=time.time_ns())[market[0].stream]["idle_s"] < 60
+    finally:
+        again.close()
 
 
 def kept_by_conflation(sent: list) -> list:

@@ -284,6 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("streams", help="each stream's last accepted tick (ts, count): where a feed resumes after "
                        "a restart", parents=[keys, clients, control_op])
     p.add_argument("names", nargs="*", type=stream_name, help="stream names (default: every stream)")
+    p.add_argument("--idle-over", type=_non_negative, metavar="SECONDS",
+                   help="list only the streams with no tick for longer than SECONDS (or none since the service "
+                        "started) and exit 1 when there is one: a check for a feed gone quiet")
     p.set_defaults(run=cmd_streams)
 
     p = sub.add_parser("health", help="is the service up: status, uptime, streams, model",
@@ -335,12 +338,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _positive(text: str) -> float:
     """An argparse type: a finite number > 0 (a usage error, exit 2, otherwise)."""
+    return _finite_number(text, zero_ok=False)
+
+
+def _non_negative(text: str) -> float:
+    """An argparse type: a finite number >= 0 (a usage error, exit 2, otherwise)."""
+    return _finite_number(text, zero_ok=True)
+
+
+def _finite_number(text: str, zero_ok: bool) -> float:
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    if not (0 <= value if zero_ok else 0 < value) or not value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number {'>=' if zero_ok else '>'} 0, got {text!r}")
     return value
 
 
@@ -1234,16 +1246,24 @@ def cmd_scores(args: argparse.Namespace) -> None:
             print(f"note: {query}: {s['unscored_why']}")
 
 
-def cmd_streams(args: argparse.Namespace) -> None:
+def cmd_streams(args: argparse.Namespace) -> int | None:
     from connectors.ticks import shown_name, slash_hint
 
+    idle_streams = unknown_idle = 0
     with _control(args) as control:
         after = ""
         while True:  # every stream, a reply's page at a time (the names given: one reply)
             reply = control.call("streams", **({"streams": args.names} if args.names else {"after": after}))
             refused = reply.get("refused") or {}
             for name, accepted in reply["streams"].items():
+                idle = accepted.get("idle_s", "absent") if accepted is not None else "absent"  # absent: older server
+                if args.idle_over is not None and (accepted is None or (idle is not None and idle <= args.idle_over)):
+                    continue
                 seen = "never seen" if accepted is None else f"last_ts {accepted['last_ts']}\tticks {accepted['ticks']}"
+                if idle != "absent":
+                    seen += "\tidle n/a" if idle is None else f"\tidle {idle:.1f}s"
+                    unknown_idle += idle is None
+                    idle_streams += 1
                 if accepted is None and name in refused:  # admission turned it away: say so, and why
                     seen = f"refused ({refused[name]['ticks']} ticks)"
                     print(f"flashtick streams: {shown_name(name)} refused: {refused[name]['error']}", file=sys.stderr)
@@ -1251,8 +1271,16 @@ def cmd_streams(args: argparse.Namespace) -> None:
                 if accepted is None and name not in refused and (hint := slash_hint(name)):  # (one line a name)
                     print(f"flashtick streams: {name!r} never seen{hint}", file=sys.stderr)
             if args.names or not reply["truncated"] or not reply["streams"]:
-                return
+                break
             after = list(reply["streams"])[-1]
+    if unknown_idle:
+        print("flashtick streams: idle n/a: no tick since the service started (the stream was restored from its tick "
+              "log)", file=sys.stderr)
+    if args.idle_over is not None:
+        print(f"flashtick streams: {idle_streams} stream{'s' if idle_streams != 1 else ''} with no tick for over "
+              f"{args.idle_over:g}s", file=sys.stderr)
+        return 1 if idle_streams else 0
+    return None
 
 
 def cmd_health(args: argparse.Namespace) -> int | None:

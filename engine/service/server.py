@@ -772,7 +772,8 @@ class Server:
         if after and names is not None:
             raise ControlError("op 'streams' takes 'streams' (the names to look up) or 'after' (a page of every "
                                "stream), not both: both were given")
-        known = self.pipeline.encoders.accepted(names, limit=MAX_STREAMS_PER_REPLY + 1, after=after)
+        known = self.pipeline.encoders.accepted(names, limit=MAX_STREAMS_PER_REPLY + 1, after=after,
+                                                now_ns=time.time_ns())
         truncated = names is None and len(known) > MAX_STREAMS_PER_REPLY
         if truncated:
             known.pop(max(known))
