@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from engine.service.cli import EXAMPLE_QUERIES
 from engine.service.demo import run_demo
 
@@ -13,6 +15,10 @@ def test_a_demo_whose_engine_falls_behind_halves_its_rate_and_says_so(capsys) ->
     assert stats["demo"]["lowered_from"][0] == 5_000.0 and stats["demo"]["rate"] < 5_000.0
     assert "the engine fell behind" in err and "feeding 2500 ticks/s from now on" in err
     assert "ticks/s after starting at 5000" in out and stats["ticks_in"] > 0
+    # what was still waiting is computed before the stop, and the run's overrun is said, not left unexplained
+    assert re.search(r"stopping after \d+\.\d s of feed; computing the [\d,]+ tokens still waiting", err) or \
+        not stats["pending_tokens"], err
+    assert re.search(r"summary after \d+\.\d s of feed", out), out
 
 
 def test_a_demo_replay_lists_the_rows_it_did_not_feed_and_takes_the_reading_options(tmp_path, capsys) -> None:

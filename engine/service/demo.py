@@ -88,7 +88,8 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
                     settled = settled or lag_s < SLOW_LAG_S
                 if time.monotonic() >= next_draw:
                     title = (f"flashtick demo: built-in tick model, {'replay' if replay else 'synthetic market'} "
-                             f"at {rate:.0f} ticks/s, {time.monotonic() - started:4.1f}/{seconds:.0f} s  (Ctrl-C stops)")
+                             f"at {rate:.0f} ticks/s, {time.monotonic() - started:4.1f}/{seconds:.0f} s  "
+                             "(Ctrl-C stops)")
                     render_table(table, sys.stdout, title)
                     next_draw = time.monotonic() + REDRAW_S * (1 if sys.stdout.isatty() else 8)
     except KeyboardInterrupt:
@@ -96,13 +97,17 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
     finally:
         stop.set()
         feeder.join(5) if feeder is not None and feeder.is_alive() else None
+        fed_s = time.monotonic() - started
         client.close()
         read_whole = source.done  # (before close, which ends it)
         source.close()
         stats = server.pipeline.stats()
+        if stats["pending_tokens"]:  # a loaded CPU: the stop below can take seconds, say why the run overruns
+            print(f"flashtick demo: stopping after {fed_s:.1f} s of feed; computing the {stats['pending_tokens']:,} "
+                  f"tokens still waiting first (a clean stop drops nothing accepted)", file=sys.stderr, flush=True)
         server.stop()
         server_thread.join()  # a clean stop computes what was accepted: a thread left in a forward aborts the exit
-    print_summary(stats, time.monotonic() - started)
+    print_summary(stats, fed_s, time.monotonic() - started)
     if replay:
         print_file_rejects(source, read_whole)
     if lowered_from:
@@ -111,10 +116,15 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
     return {**stats, "demo": {"rate": rate, "lowered_from": lowered_from}}
 
 
-def print_summary(stats: dict, elapsed: float) -> None:
+def print_summary(stats: dict, fed_s: float, stopped_s: float) -> None:
+    """``fed_s``: how long the feed ran (the ticks/s is over it); ``stopped_s``: when the stop was done, once what
+    was waiting was computed."""
     fresh = stats.get("freshness_ms", {})
     runner = stats["runner"]
-    print(f"\nsummary after {elapsed:.1f} s: {stats['ticks_in']} ticks in ({stats['ticks_in'] / elapsed:.0f}/s), "
+    late_s = stopped_s - fed_s
+    overrun = f" (stopped {late_s:.1f} s later: the waiting tokens computed)" if late_s >= 1 else ""
+    print(f"\nsummary after {fed_s:.1f} s of feed{overrun}: {stats['ticks_in']} ticks in "
+          f"({stats['ticks_in'] / fed_s:.0f}/s), "
           f"{stats['answers_out']} answers, {sum(stats['rejected'].values())} rejected by the engine, "
           f"{runner['forwards']} forwards, {stats['streams']} streams, "
           f"KV {stats['kv_cells_used']}/{stats['kv_cells_capacity']} cells")
