@@ -4,6 +4,7 @@ effects, draining on stop and socket size caps, over real sockets and real model
 from __future__ import annotations
 
 import contextlib
+import json
 import dataclasses
 import os
 import re
@@ -649,6 +650,10 @@ def test_streams_say_how_long_each_has_been_quiet_and_flag_the_quiet_ones(live, 
     assert main(["streams", "--idle-over", "3600", "--control", server.endpoints["control"]]) == 0
     out, err = capsys.readouterr()
     assert out == "" and "0 streams with no tick for over 3600s" in err
+    # a feed that never came up (or a mistyped name) is as quiet as one that stopped: named, it is listed
+    assert main(["streams", "--idle-over", "3600", busy, "NEVER.X", "--json",
+                 "--control", server.endpoints["control"]]) == 1
+    assert json.loads(capsys.readouterr().out) == {"streams": {"NEVER.X": None}}
 
 
 def test_a_stream_restored_from_the_tick_log_has_no_idle_time_until_its_next_tick(checkpoint, tmp_path) -> None:
@@ -668,6 +673,28 @@ def test_a_stream_restored_from_the_tick_log_has_no_idle_time_until_its_next_tic
         assert again.encoders.accepted(now_ns=time.time_ns())[market[0].stream]["idle_s"] < 60
     finally:
         again.close()
+
+
+def test_idle_over_counts_a_restored_stream_quiet_for_the_whole_uptime(checkpoint, tmp_path, capsys) -> None:
+    """After a restart a restored stream with no tick since has been quiet at least as long as the service has run:
+    `--idle-over S` lists it once the uptime passes S, not at once (every restart would fire every quiet-feed
+    alert) and not never."""
+    from engine.service.cli import main
+
+    log = {"dir": str(tmp_path / "d")}
+    market = ticks(10, seed=13, streams=1)
+    with live_server(checkpoint, log=log) as (server, push):
+        push.send(encode(market))
+        wait_for(lambda: server.pipeline.encoders.ticks_of(market[0].stream) == 10, timeout_s=30)
+    with live_server(checkpoint, log=log) as (server, push):
+        control = ["--control", server.endpoints["control"]]
+        capsys.readouterr()
+        assert main(["streams", "--idle-over", "3600", *control]) == 0
+        time.sleep(0.2)
+        assert main(["streams", "--idle-over", "0.1", *control]) == 1
+        out = capsys.readouterr().out
+        assert re.fullmatch(rf"{market[0].stream}\tlast_ts {market[-1].ts}\tticks 10\tidle over \d+s \(none since "
+                            rf"the start\)\n", out), out
 
 
 def kept_by_conflation(sent: list) -> list:

@@ -204,7 +204,7 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert isinstance(st["uptime_s"], float) and isinstance(st["model"], str)
     accepted = ctl.ok("streams", streams=[s, "NOBODY.X"])  # where a feed resumes after a restart
     idle = accepted["streams"][s].pop("idle_s")  # seconds since its last tick came off the wire
-    assert isinstance(idle, float) and 0 <= idle < 600
+    assert isinstance(idle, float) and 0 <= idle < 600 and 0 < accepted.pop("uptime_s") < 600
     assert accepted == {"ok": True, "streams": {s: {"ticks": 2, "last_ts": T0 + 1, "at_last_ts": 1},
                                                        "NOBODY.X": None},
                         "truncated": False}

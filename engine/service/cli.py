@@ -285,8 +285,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "a restart", parents=[keys, clients, control_op])
     p.add_argument("names", nargs="*", type=stream_name, help="stream names (default: every stream)")
     p.add_argument("--idle-over", type=_non_negative, metavar="SECONDS",
-                   help="list only the streams with no tick for longer than SECONDS (or none since the service "
-                        "started) and exit 1 when there is one: a check for a feed gone quiet")
+                   help="list only the streams with no tick for longer than SECONDS (a name given and never seen "
+                        "too) and exit 1 when there is one: a check for a feed gone quiet")
+    p.add_argument("--json", action="store_true", help="one JSON object: streams (name -> {ticks, last_ts, "
+                   "at_last_ts, idle_s} or null) and refused")
     p.set_defaults(run=cmd_streams)
 
     p = sub.add_parser("health", help="is the service up: status, uptime, streams, model",
@@ -1249,38 +1251,54 @@ def cmd_scores(args: argparse.Namespace) -> None:
 def cmd_streams(args: argparse.Namespace) -> int | None:
     from connectors.ticks import shown_name, slash_hint
 
-    idle_streams = unknown_idle = 0
+    listed: dict[str, dict | None] = {}  # what is printed (--idle-over: the quiet ones only), for --json
+    refused: dict[str, dict] = {}
     with _control(args) as control:
         after = ""
         while True:  # every stream, a reply's page at a time (the names given: one reply)
             reply = control.call("streams", **({"streams": args.names} if args.names else {"after": after}))
-            refused = reply.get("refused") or {}
+            refused.update(reply.get("refused") or {})
+            uptime_s = reply.get("uptime_s")  # (absent from an older server)
             for name, accepted in reply["streams"].items():
-                idle = accepted.get("idle_s", "absent") if accepted is not None else "absent"  # absent: older server
-                if args.idle_over is not None and (accepted is None or (idle is not None and idle <= args.idle_over)):
-                    continue
-                seen = "never seen" if accepted is None else f"last_ts {accepted['last_ts']}\tticks {accepted['ticks']}"
-                if idle != "absent":
-                    seen += "\tidle n/a" if idle is None else f"\tidle {idle:.1f}s"
-                    unknown_idle += idle is None
-                    idle_streams += 1
-                if accepted is None and name in refused:  # admission turned it away: say so, and why
-                    seen = f"refused ({refused[name]['ticks']} ticks)"
-                    print(f"flashtick streams: {shown_name(name)} refused: {refused[name]['error']}", file=sys.stderr)
-                print(f"{shown_name(name)}\t{seen}")
-                if accepted is None and name not in refused and (hint := slash_hint(name)):  # (one line a name)
-                    print(f"flashtick streams: {name!r} never seen{hint}", file=sys.stderr)
+                if args.idle_over is None or _quiet(accepted, name in refused, uptime_s, args.idle_over):
+                    listed[name] = accepted
             if args.names or not reply["truncated"] or not reply["streams"]:
                 break
             after = list(reply["streams"])[-1]
-    if unknown_idle:
-        print("flashtick streams: idle n/a: no tick since the service started (the stream was restored from its tick "
-              "log)", file=sys.stderr)
+    if args.json:
+        print(_json({"streams": listed, **({"refused": refused} if refused else {})}, sort_keys=True, indent=2))
+    else:
+        for name, accepted in listed.items():
+            if accepted is None and name in refused:  # admission turned it away: say so, and why
+                print(f"flashtick streams: {shown_name(name)} refused: {refused[name]['error']}", file=sys.stderr)
+                print(f"{shown_name(name)}\trefused ({refused[name]['ticks']} ticks)")
+                continue
+            if accepted is None:
+                print(f"{shown_name(name)}\tnever seen")
+                if hint := slash_hint(name):
+                    print(f"flashtick streams: {name!r} never seen{hint}", file=sys.stderr)
+                continue
+            idle = accepted.get("idle_s", "absent")  # absent: an older server
+            quiet = "" if idle == "absent" else f"\tidle {idle:.1f}s" if idle is not None else \
+                f"\tidle over {uptime_s:.0f}s (none since the start)" if uptime_s is not None else "\tidle n/a"
+            print(f"{shown_name(name)}\tlast_ts {accepted['last_ts']}\tticks {accepted['ticks']}{quiet}")
     if args.idle_over is not None:
-        print(f"flashtick streams: {idle_streams} stream{'s' if idle_streams != 1 else ''} with no tick for over "
+        print(f"flashtick streams: {len(listed)} stream{'s' if len(listed) != 1 else ''} with no tick for over "
               f"{args.idle_over:g}s", file=sys.stderr)
-        return 1 if idle_streams else 0
+        return 1 if listed else 0
     return None
+
+
+def _quiet(accepted: dict | None, refused: bool, uptime_s: float | None, idle_over: float) -> bool:
+    """Whether `streams --idle-over` lists a stream: no tick for longer than ``idle_over`` seconds. A name asked for
+    and never seen is quiet (a feed that never came up, or a mistyped name) unless admission refuses its ticks (they
+    do arrive); one restored from the tick log with no tick since has been quiet for the whole uptime."""
+    if accepted is None:
+        return not refused
+    idle = accepted.get("idle_s")
+    if idle is None:
+        return uptime_s is None or uptime_s > idle_over
+    return idle > idle_over
 
 
 def cmd_health(args: argparse.Namespace) -> int | None:

@@ -780,7 +780,8 @@ class Server:
         # a name asked for that admission turned away (and the engine holds nothing of): why, beside its nil
         refused = {name: {"ticks": self._refused_streams[name][0], "error": self._refused_streams[name][1]}
                    for name in names or () if known.get(name) is None and name in self._refused_streams}
-        return {"streams": known, "truncated": truncated, **({"refused": refused} if refused else {})}
+        return {"streams": known, "truncated": truncated, "uptime_s": time.time() - self.started_at,
+                **({"refused": refused} if refused else {})}
 
     def _op_health(self, _request: dict, _reply: Any) -> dict:
         """``serving``; ``degraded`` with ``shards_down`` while a shard is restored after a loss, or failed, and with
