@@ -196,6 +196,7 @@ def test_a_restart_says_which_live_registration_its_queries_file_replaced(checkp
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     first = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    assert "restored" not in capsys.readouterr().err  # a first start has nothing to restore: no line
     feed_in_steps(first, SyntheticMarket(SyntheticConfig(seed=5)).next_batch(30))
     live = QUERIES.replace("question: direction_20, kind: choice, trigger: batch",
                            "question: direction_20, kind: choice, trigger: {ticks: 5}")
@@ -207,6 +208,7 @@ def test_a_restart_says_which_live_registration_its_queries_file_replaced(checkp
 
     second = TickPipeline(config(checkpoint, tmp_path / "data", queries))
     err = capsys.readouterr().err
+    assert f"flashtick: restored 2 queries (registry version {live_version}) from {tmp_path / 'data'}\n" in err, err
     now = second.registry.query_version("dir")
     assert now > live_version and second.registry.get("dir").trigger == \
         load_queries(QUERIES, "q.yaml", second.registry.questions)[0].trigger

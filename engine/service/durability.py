@@ -351,9 +351,18 @@ class DataDir:
         A query the state does not describe (a `register` killed between the two files, or the queries file
         edited by hand) is returned in ``reregistered``, at a fresh registry version: the caller treats it as
         registered now (its old answers forgotten, owed none of the logged ticks), as the lost registration was.
-        A query the state has and the file lacks (an `unregister` cut short) bumps the registry version too."""
+        A query the state has and the file lacks (an `unregister` cut short) bumps the registry version too.
+        stderr says how many queries came back (nothing when the file holds none)."""
         text = self.queries_path.read_text(encoding="utf-8")
         specs = registry.register_file(self.queries_path, restoring=True)
+        restored = self._restore_versions(registry, specs, text)
+        if specs:
+            print(f"flashtick: restored {len(specs):,} quer{'y' if len(specs) == 1 else 'ies'} (registry version "
+                  f"{registry.version}) from {self.root}", file=sys.stderr, flush=True)
+        return restored
+
+    def _restore_versions(self, registry: Registry, specs: list[QuerySpec], text: str) -> RestoredQueries:
+        """The versions and marks of queries.state.json put back on ``specs`` (restore_queries)."""
         try:
             state = json.loads(self.state_path.read_text(encoding="utf-8"))
             version = int(state["version"])
