@@ -116,10 +116,11 @@ def test_a_restart_rebuilds_sessions_codec_state_and_queries_from_the_log(checkp
     assert sessions(recovered) == sessions(live)
 
 
-def test_a_damaged_record_stops_a_start_unless_the_config_says_skip_it(checkpoint, tmp_path) -> None:
+def test_a_damaged_record_stops_a_start_unless_the_config_says_skip_it(checkpoint, tmp_path, capsys) -> None:
     """`log.skip_corrupt: true` starts past a damaged record of the segment being written (it was refused when the
     log counted its records, before the replay that honours the option); without it the start stops, naming the
-    file, the offset and the key that skips it."""
+    file, the offset and the key that skips it. The damaged original kept beside the segment (retention never
+    drops it) is said at every start and counted in stats until it is removed."""
     from engine.service.ticklog import CorruptLog
 
     ticks = SyntheticMarket(SyntheticConfig(seed=4)).next_batch(220)
@@ -134,14 +135,25 @@ def test_a_damaged_record_stops_a_start_unless_the_config_says_skip_it(checkpoin
         TickPipeline(config(checkpoint, crash_copy(data, tmp_path / "refused")))
     skipping = config(checkpoint, data)
     skipping = dataclasses.replace(skipping, log=dataclasses.replace(skipping.log, skip_corrupt=True))
+    capsys.readouterr()
     recovered = TickPipeline(skipping)
     assert recovered.stats()["log"]["corrupt_skipped"] == 1
+    kept = segment.with_name(segment.name + ".damaged")
+    note = (f"flashtick: note: 1 damaged log segment ({len(damaged):,} bytes) kept by log.skip_corrupt in {data} "
+            f"(ticks/{kept.name}): retention keeps them: remove them once looked at")
+    assert note in capsys.readouterr().err
+    assert (recovered.stats()["log"]["damaged_files"], recovered.stats()["log"]["damaged_bytes"]) == (1, len(damaged))
     assert 190 <= recovered.ticks_in < 200  # the damaged record's ticks are gone, the rest replayed
     feed_in_steps(recovered, ticks[200:])
     recovered.close()
     again = TickPipeline(config(checkpoint, data))  # the skip left the log clean: no skip_corrupt needed now
     assert again.ticks_in == recovered.ticks_in and again.stats()["log"]["corrupt_skipped"] == 0
+    assert note in capsys.readouterr().err and again.stats()["log"]["damaged_files"] == 1  # said until removed
     again.close()
+    kept.unlink()
+    clean = TickPipeline(config(checkpoint, data))
+    assert "damaged log segment" not in capsys.readouterr().err and clean.stats()["log"]["damaged_files"] == 0
+    clean.close()
 
 
 def test_a_zero_filled_tail_a_host_crash_leaves_is_cut_at_the_start(checkpoint, tmp_path) -> None:

@@ -46,7 +46,7 @@ from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
 from engine.service.private_dirs import make_private_dirs
-from engine.service.ticklog import LogStats, LogWriteError, TickLog, private, read
+from engine.service.ticklog import LogStats, LogWriteError, TickLog, damaged_copies, private, read
 from queries.cache import AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
@@ -429,6 +429,23 @@ class DataDir:
                     "(no stream is held: each logged stream expired for idleness, its next ticks start a new session)")
             print(f"flashtick: recovered {counted(self.recovered_ticks, 'tick')} {held} from {self.log.directory} "
                   f"in {self.recovery_s:.1f} s", file=sys.stderr, flush=True)
+        self._say_damaged_copies()
+
+    def damaged_copies(self) -> dict[Path, int]:
+        """The damaged segments ``log.skip_corrupt`` kept beside the tick and answer logs, with their sizes
+        (ticklog.damaged_copies)."""
+        return damaged_copies(self.log.directory) | damaged_copies(self.answers.directory)
+
+    def _say_damaged_copies(self) -> None:
+        """At every start while any is kept: the operator looks at them, then removes them (docs/durability.md);
+        kept unsaid, they would sit in the directory for ever, outside retention's budget."""
+        copies = self.damaged_copies()
+        if copies:
+            size = sum(copies.values())
+            named = [f"{path.parent.name}/{path.name}" for path in copies]
+            print(f"flashtick: note: {counted(len(copies), 'damaged log segment')} ({size:,} bytes) kept by "
+                  f"log.skip_corrupt in {self.root} ({', '.join(named[:3])}{', ...' if len(named) > 3 else ''}): "
+                  f"retention keeps them: remove them once looked at (docs/durability.md)", file=sys.stderr, flush=True)
 
     def read_items(self, streams: set[str], upto: int, encoders: StreamEncoders, target: ReplayTarget,
                    answered: dict[str, tuple[int, int]] | None = None) -> list[EncodedTick | None]:
@@ -452,7 +469,12 @@ class DataDir:
                 "torn_tails": self.log.stats.torn_tails + self.read_stats.torn_tails,
                 # (damage in the segment being written is skipped, and repaired, when the log opens it)
                 "corrupt_skipped": self.log.stats.corrupt_skipped + self.read_stats.corrupt_skipped,
+                **self._damaged_stats(),
                 "answers": self.answers.stats()}
+
+    def _damaged_stats(self) -> dict[str, int]:
+        copies = self.damaged_copies()
+        return {"damaged_files": len(copies), "damaged_bytes": sum(copies.values())}
 
     def close(self) -> None:
         self.log.close()

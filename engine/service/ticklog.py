@@ -90,6 +90,18 @@ def segments(directory: Path, prefix: str = "ticks") -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def damaged_copies(directory: Path) -> dict[Path, int]:
+    """The damaged originals a ``skip_corrupt`` repair kept in ``directory`` (``<segment>.damaged``, ``.damaged-2``,
+    ...) and their sizes: retention never drops them (forensics), so they stay until someone removes them."""
+    sizes = {}
+    for path in sorted(Path(directory).glob("*.log.damaged*")):
+        try:
+            sizes[path] = path.stat().st_size
+        except FileNotFoundError:  # removed meanwhile, as it should be once looked at
+            continue
+    return sizes
+
+
 DELETED_CHECK_S = 1.0  # how often an append checks that the segment file still exists
 
 
