@@ -280,6 +280,50 @@ queries:
 
 
 
+def test_a_register_of_the_same_spec_killed_before_its_state_is_saved_answers_nothing_again(checkpoint,
+                                                                                           tmp_path) -> None:
+    """Re-registering a query with its very spec rewrites queries.yaml unchanged, so only queries.state.json says it
+    happened. The answer log's forget event of its answers was written first: a kill between the files left the
+    old version and registration marks beside forgotten answers, and the restart published one more answer per
+    stream under the old version. Now the forget event follows the saved state (a kill before it: the register
+    never happened), and answers older than their query's saved version are dropped at a restore (a kill after)."""
+    from queries.yaml_loader import load_queries
+
+    ticks = SyntheticMarket(SyntheticConfig(seed=12)).next_batch(60)
+    data = tmp_path / "data"
+    first = TickPipeline(config(checkpoint, data))
+    first.register_queries(load_queries(QUERIES, "q.yaml", first.registry.questions))
+    feed_in_steps(first, ticks[:40])
+    streams = {t.stream for t in ticks[:40]}
+    same = [spec for spec in load_queries(QUERIES, "q.yaml", first.registry.questions) if spec.name == "dir"]
+    (data / "queries.state.json.tmp").mkdir()  # the state's write fails: the process dies there
+    with pytest.raises(IsADirectoryError):
+        first.register_queries(same)
+    killed = crash_copy(data, tmp_path / "killed")
+    (killed / "queries.state.json.tmp").rmdir()  # (a kill leaves a file there at most, which a save overwrites)
+    second = TickPipeline(config(checkpoint, killed))
+    assert [o.answer for o in second.recovered if o.answer] == []
+    assert second.registry.query_version("dir") == 1
+    assert all(second.cache.get("dir", stream) is not None for stream in streams)  # as if never re-registered
+    second.close()
+
+    (data / "queries.state.json.tmp").rmdir()
+    (segment,) = sorted((data / "answers").glob("answers-*.log"))
+    before = segment.stat().st_size
+    first.register_queries(same)  # saved this time; the kill comes before the forget event reaches the log
+    version = first.registry.query_version("dir")
+    killed = crash_copy(data, tmp_path / "killed_later")
+    os.truncate(killed / "answers" / segment.name, before)
+    third = TickPipeline(config(checkpoint, killed))
+    assert [o.answer for o in third.recovered if o.answer] == []
+    assert third.registry.query_version("dir") == version > 1
+    assert all(third.cache.get("dir", s) is None and third.cache.get("nll", s) is not None for s in streams)
+    answers = feed_in_steps(third, ticks[40:50])
+    assert {a.query_version for a in answers if a.query == "dir"} == {version}
+    third.close()
+    first.close()
+
+
 @pytest.fixture(scope="module")
 def headed_checkpoint(checkpoint, tmp_path_factory):
     """The checkpoint with answer heads (as `flashtick train` ships them): seeded random regressions."""

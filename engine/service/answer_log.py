@@ -84,6 +84,17 @@ class AnswerHistory:
         return len(self._all)
 
 
+def _superseded(cache: AnswerCache, registry: Registry) -> set[str]:
+    """Queries whose kept answers belong to a registration the restored queries no longer hold: the query is not
+    registered, or was (re)registered after those answers (their ``query_version`` is older than its own; 0: not
+    recorded, kept). A register or unregister saves the queries before the answer log records its forget event,
+    so a process killed between the two leaves such answers: forgotten here, as the forget event would have
+    (a query owed answers on the ticks before its new registration would be answered again under it)."""
+    return {answer.query for answer in cache.latest()
+            if answer.query not in registry
+            or 0 < answer.query_version < registry.query_version(answer.query)}
+
+
 class AnswerLog:
     """The answer log of a data directory. ``record`` every published answer before publishing it."""
 
@@ -205,6 +216,10 @@ class AnswerLog:
                     self.cache.drop_query(forget["query"])
                 else:
                     self.cache.drop_stream(forget["stream"])
+        for name in _superseded(self.cache, registry):
+            self.cache.drop_query(name)
+            if replayed is not None:
+                replayed.forget_owed(name, None)
         for answer in self.cache.latest():
             registry.restore_fired(answer.query, answer.stream, answer.version, answer.data_ts)
         return count

@@ -492,15 +492,26 @@ class TickPipeline:
             self.flash.compiled(spec)
         self.registry.register(specs)
         for spec in specs:
-            self.forget_query(spec.name)
+            self.forget_query(spec.name, logged=False)
         self.marks.registered([spec.name for spec in specs], self._committed())
         self.save_queries()
+        self._log_forgotten([spec.name for spec in specs])
 
     def unregister_query(self, name: str) -> None:
         self.registry.unregister(name)
-        self.forget_query(name)
+        self.forget_query(name, logged=False)
         self.marks.removed(name)
         self.save_queries()
+        self._log_forgotten([name])
+
+    def _log_forgotten(self, names: list[str]) -> None:
+        """The answer log's forget events of a register/unregister, written once the saved queries say it: a kill
+        before then leaves the directory as it was before the call (an identical spec re-registered leaves the
+        queries file as it was, so only the state's version tells); one after it, answers older than their query's
+        version, which a restore drops (answer_log._superseded)."""
+        if self.data is not None:
+            for name in names:
+                self.data.answers.forget_query(name)
 
     def answer_at_once(self, spec: QuerySpec, stream: str, max_stale_ticks: int | None
                        ) -> tuple[Answer, str | None] | None:
@@ -621,14 +632,15 @@ class TickPipeline:
                 self.scores.expect(answer, self.registry.current(answer.query))
         return outcomes
 
-    def forget_query(self, name: str) -> None:
-        """A query replaced or removed: its cached answers must not be served (nor restored after a restart)."""
+    def forget_query(self, name: str, logged: bool = True) -> None:
+        """A query replaced or removed: its cached answers must not be served (nor, ``logged``, restored after a
+        restart)."""
         self.cache.drop_query(name)
         self.flash.forget_query(name)
         self.scores.forget_query(name)
         self.adaptation.forget_query(name)
-        if self.data is not None:
-            self.data.answers.forget_query(name)
+        if logged:
+            self._log_forgotten([name])
 
     def stats(self) -> dict[str, Any]:
         scheduler = self.engine.scheduler

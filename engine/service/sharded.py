@@ -465,17 +465,20 @@ class ShardedPipeline:
             self.flash.compiled(spec)
         self.registry.register(specs)
         for spec in specs:
-            self.forget_query(spec.name)
+            self.forget_query(spec.name, logged=False)
         self.marks.registered([spec.name for spec in specs], dict(self.progress))
         self.save_queries()
+        for spec in specs:  # once the saved queries say it (TickPipeline._log_forgotten says why)
+            self.data.answers.forget_query(spec.name)
         for link in self.links:
             link.ops.append(("register", dump_queries(specs)))
 
     def unregister_query(self, name: str) -> None:
         self.registry.unregister(name)
-        self.forget_query(name)
+        self.forget_query(name, logged=False)
         self.marks.removed(name)
         self.save_queries()
+        self.data.answers.forget_query(name)
         for link in self.links:
             link.ops.append(("unregister", name))
 
@@ -502,12 +505,13 @@ class ShardedPipeline:
         self._asked[ticket] = spec  # its answer is adapted here (``_as_published``)
         link.ops.append(("ask", ticket, stream, spec.name if registered else spec.to_dict()))
 
-    def forget_query(self, name: str) -> None:
+    def forget_query(self, name: str, logged: bool = True) -> None:
         self.cache.drop_query(name)
         self.flash.forget_query(name)
         self.scores.forget_query(name)
         self.adaptation.forget_query(name)
-        self.data.answers.forget_query(name)
+        if logged:
+            self.data.answers.forget_query(name)
 
     def save_queries(self) -> None:
         self.data.save_queries(dump_queries(self.registry.list()), self.registry, self.marks)
