@@ -1,5 +1,5 @@
 """The ``flashtick`` command line: serve, feed, subscribe, register, unregister, list, get, ask, streams, stats,
-scores, health, keygen, backtest, train, evaluate, demo, answers.
+scores, health, ticklog export, keygen, backtest, train, evaluate, demo, answers.
 
 Errors are one readable line on stderr (exit status 2), never a traceback.
 Every command that connects to a running service takes `--server-key FILE`
@@ -294,6 +294,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("health", help="is the service up: status, uptime, streams, model",
                        parents=[keys, clients, control_op])
     p.set_defaults(run=cmd_health)
+
+    p = sub.add_parser("ticklog", help="read a data directory's tick log back")
+    ticklog_sub = p.add_subparsers(dest="ticklog_command", required=True, metavar="ACTION")
+    t = ticklog_sub.add_parser("export", parents=[time_range],
+                               help="write every accepted tick to a Parquet or CSV file that `backtest` and `feed "
+                                    "replay` read as it is (docs/durability.md)")
+    t.add_argument("data_dir", type=Path, metavar="DATA_DIR", help="the data directory (serve --data-dir); a serve "
+                   "may be using it: the export reads what was logged when it began and changes nothing there")
+    t.add_argument("--out", type=Path, required=True, metavar="FILE", help="the tick file: .parquet (or .pq) or .csv")
+    t.add_argument("--streams", nargs="+", default=None, metavar="PATTERN",
+                   help="export only these streams (names or fnmatch globs, e.g. --streams NQM6 'ES*')")
+    t.add_argument("--skip-corrupt", action="store_true", help="export past a damaged record (its ticks are lost; "
+                   "the log is left as it is) instead of stopping at it")
+    t.set_defaults(run=cmd_ticklog_export)
 
     p = sub.add_parser("keygen", help="make a CURVE keypair: NAME.key (public) and NAME.key_secret")
     p.add_argument("name", help="file name stem, e.g. server or alice")
@@ -1307,6 +1321,15 @@ def cmd_health(args: argparse.Namespace) -> int | None:
     print(_json({k: v for k, v in reply.items() if k != "ok"}, sort_keys=True))
     if reply.get("status") != "serving":  # a readiness check: 0 once it serves, 1 while it starts or is degraded
         return 1
+
+
+def cmd_ticklog_export(args: argparse.Namespace) -> None:
+    from engine.service.tick_export import export_ticks
+
+    time_range = _time_range(args)
+    summary = export_ticks(args.data_dir, args.out, streams=args.streams, time_range=time_range,
+                           skip_corrupt=args.skip_corrupt)
+    print(summary.line(args.data_dir, args.out), file=sys.stderr, flush=True)
 
 
 def cmd_keygen(args: argparse.Namespace) -> None:

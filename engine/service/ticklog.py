@@ -37,7 +37,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 MAGIC = b"FTk1"
 HEADER = struct.Struct("<4sII")  # magic, payload length, crc32(payload)
@@ -57,6 +57,7 @@ class CorruptLog(ValueError):
                          f"records, set log.skip_corrupt: true in the config")
         self.path = path
         self.offset = offset
+        self.why = why
 
 
 @dataclass
@@ -361,11 +362,49 @@ def read(directory: str | Path, start: int = 0, skip_corrupt: bool = False,
             number += 1
 
 
-def _records(path: Path, stats: LogStats, last: bool, skip_corrupt: bool, repair: bool = False) -> Iterator[bytes]:
+def read_unchanged(directory: str | Path, skip_corrupt: bool = False, stats: LogStats | None = None,
+                   prefix: str = "ticks", skip_option: str = "log.skip_corrupt") -> Iterator[tuple[int, bytes]]:
+    """Every record as ``read`` gives them, changing nothing on disk (a torn tail is left out, not cut; a segment
+    whose damage was skipped is not rewritten), and consistent beside a writer appending meanwhile: the segments
+    are opened before the first is read, so retention dropping one is not seen, and the last is read up to its last
+    whole record, so the records yielded are the log's first N, as a restart would read them then."""
+    stats = stats if stats is not None else LogStats()
+    opened = _open_segments(Path(directory), prefix)
+    try:
+        for i, (first, path, handle) in enumerate(opened):
+            number = first
+            for payload in _records(path, stats, last=i == len(opened) - 1, skip_corrupt=skip_corrupt,
+                                    data=handle.read(), skip_option=skip_option):
+                yield number, payload
+                number += 1
+    finally:
+        for _, _, handle in opened:
+            handle.close()
+
+
+def _open_segments(directory: Path, prefix: str, tries: int = 5) -> list[tuple[int, Path, Any]]:
+    """(first record number, path, open file) of every segment: what a reader holds while retention may unlink
+    the oldest (a segment gone between the listing and its open is listed again)."""
+    for _ in range(tries):
+        opened = []
+        try:
+            for first, path in segments(directory, prefix):
+                opened.append((first, path, open(path, "rb")))
+            return opened
+        except FileNotFoundError:
+            for _, _, handle in opened:
+                handle.close()
+    raise OSError(f"{directory}: its segments kept changing while they were opened ({tries} tries)")
+
+
+def _records(path: Path, stats: LogStats, last: bool, skip_corrupt: bool, repair: bool = False,
+             data: bytes | None = None, skip_option: str = "log.skip_corrupt") -> Iterator[bytes]:
     """The valid records of one segment. ``repair`` (with ``skip_corrupt``; never on a segment being appended to):
     once read to its end, a segment whose damage was skipped is rewritten with its valid records alone, so the
-    next start reads it clean without ``skip_corrupt``."""
-    data = path.read_bytes()
+    next start reads it clean without ``skip_corrupt``. ``data``: the segment's bytes, read by a reader that
+    changes nothing (read_unchanged): a torn tail is left in the file, only not yielded."""
+    unchanged = data is not None
+    data = path.read_bytes() if data is None else data
     offset = 0
     skipped: list[tuple[int, int]] = []  # (start, end) of each damaged region skipped, for a repair
     while offset < len(data):
@@ -376,9 +415,13 @@ def _records(path: Path, stats: LogStats, last: bool, skip_corrupt: bool, repair
             offset += HEADER.size + length
             continue
         if last and (torn := _torn_tail(data, offset, why)) is not None:
+            stats.torn_tails += 1
+            if unchanged:  # (a running service may be writing that record now: it is whole on the next read)
+                print(f"flashtick: log {path}: {torn} at byte {offset} ({len(data) - offset} bytes: a torn tail, or "
+                      f"a record being written) is left out; the file is left as it is", file=sys.stderr, flush=True)
+                break
             print(f"flashtick: log {path}: {torn} at byte {offset} (torn tail: {len(data) - offset} bytes) is cut away",
                   file=sys.stderr, flush=True)
-            stats.torn_tails += 1
             with open(path, "r+b") as f:
                 f.truncate(offset)
             data = data[:offset]
@@ -390,7 +433,7 @@ def _records(path: Path, stats: LogStats, last: bool, skip_corrupt: bool, repair
         records = data.count(MAGIC, offset, resume)  # each record that began there (a payload may hold one too)
         # the ticks of those records are lost: the operator must hear which bytes, not only a counter
         print(f"flashtick: log {path}: skipped {resume - offset} damaged bytes at byte {offset} ({why}; "
-              f"{'about ' * (records > 1)}{records} record{'s' * (records != 1)} lost; log.skip_corrupt)",
+              f"{'about ' * (records > 1)}{records} record{'s' * (records != 1)} lost; {skip_option})",
               file=sys.stderr, flush=True)
         skipped.append((offset, resume))
         offset = resume
