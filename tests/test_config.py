@@ -87,7 +87,7 @@ def test_shipped_examples_load() -> None:
     # wrong types are named before the service starts (they were TypeErrors after binding)
     ({"limits": {"heartbeat_s": "fast"}}, r"engine.yaml: limits.heartbeat_s must be a number, got 'fast'$"),
     ({"kv": {"cells": "4096"}}, r"kv.cells must be an integer or null, got '4096' \(quoted in the YAML: drop"),
-    ({"endpoints": {"metrics_port": True}}, "endpoints.metrics_port must be an integer or null, got True"),
+    ({"endpoints": {"metrics_port": True}}, "endpoints.metrics_port must be an integer or null, got true$"),
     ({"scheduler": {"header": [1, "a"]}}, r"scheduler.header must be a list of integers, got \(1, 'a'\)"),
     ({"replay": {"ts_unit": "fortnights"}}, r"engine.yaml: replay.ts_unit must be one of"),
     ({"replay": {"tz": "Nowhere/City"}}, r"engine.yaml: replay: unknown time zone"),
@@ -112,6 +112,19 @@ def test_right_types_pass() -> None:
                                       "replay": {"columns": {"ts": "t", "price": "p", "size": "q"},
                                                  "ts_unit": "seconds_after_midnight", "date": date(2024, 3, 1)}})
     assert config.limits.heartbeat_s == 2 and config.replay.date == "2024-03-01"
+
+
+def test_a_yaml_boolean_where_a_number_or_a_word_belongs_is_said_in_yaml_words(tmp_path) -> None:
+    """YAML 1.1 reads `yes`, `on`, `no` and `true` as booleans: the errors said `got True` / `got False`, Python's words
+    for what the user wrote in YAML (spec errors already said true/false)."""
+    path = tmp_path / "engine.yaml"
+    for section, said in (("kv: {cells: yes}", "kv.cells must be an integer or null, got true$"),
+                          ("codec: {kind: on}", "codec.kind must be auto, binned or text, got true$"),
+                          ("log: {fsync: true}", "log.fsync must be always, group or never, got true$"),
+                          ("model: {threads: no}", r"model.threads must be an integer >= 1 \(or null: torch's default\), got false$")):
+        path.write_text(section + "\n")
+        with pytest.raises(ConfigError, match=said):
+            ServiceConfig.load(path)
 
 
 def test_yaml_is_safe_loaded(tmp_path) -> None:

@@ -24,6 +24,7 @@ from connectors.feed import check_endpoint
 from connectors.stream_selection import StreamSelection
 from engine.settings import WEIGHT_FORMATS, CacheSpec, SchedulerConfig
 from engine.yaml_files import safe_load_unique, yaml_error_line, yaml_kind
+from queries.limits import excerpt  # values as YAML writes them: got true, got null (not True, None)
 
 DTYPES = ("float32", "bfloat16", "float16")  # torch dtypes by name (getattr(torch, name)): no torch import here
 
@@ -50,14 +51,15 @@ class ModelSection:
 
     def __post_init__(self) -> None:
         if self.threads is not None and (type(self.threads) is not int or self.threads < 1):
-            raise ConfigError(f"model.threads must be an integer >= 1 (or null: torch's default), got {self.threads!r}")
+            raise ConfigError(f"model.threads must be an integer >= 1 (or null: torch's default), "
+                              f"got {excerpt(self.threads)}")
         if self.dtype not in DTYPES:
-            raise ConfigError(f"model.dtype must be one of {DTYPES}, got {self.dtype!r}")
+            raise ConfigError(f"model.dtype must be one of {DTYPES}, got {excerpt(self.dtype)}")
         if self.weights is not None and self.weights not in WEIGHT_FORMATS:
             raise ConfigError(f"model.weights must be one of {WEIGHT_FORMATS} (or null: follow model.dtype), "
-                              f"got {self.weights!r}")
+                              f"got {excerpt(self.weights)}")
         if not (self.device == "cpu" or self.device.startswith("cuda")):
-            raise ConfigError(f"model.device must be 'cpu' or 'cuda[:N]', got {self.device!r}")
+            raise ConfigError(f"model.device must be 'cpu' or 'cuda[:N]', got {excerpt(self.device)}")
 
     @property
     def model_id(self) -> str:
@@ -73,7 +75,7 @@ class CodecSection:
 
     def __post_init__(self) -> None:
         if self.kind not in ("auto", "binned", "text"):
-            raise ConfigError(f"codec.kind must be auto, binned or text, got {self.kind!r}")
+            raise ConfigError(f"codec.kind must be auto, binned or text, got {excerpt(self.kind)}")
 
 
 ADAPT_MODES = ("online", "off")
@@ -90,7 +92,7 @@ class AnswersSection:
         if isinstance(self.adapt, bool):  # YAML 1.1 reads a bare `off` (and `on`) as a boolean
             object.__setattr__(self, "adapt", "online" if self.adapt else "off")
         if self.adapt not in ADAPT_MODES:
-            raise ConfigError(f"answers.adapt must be one of {ADAPT_MODES}, got {self.adapt!r}")
+            raise ConfigError(f"answers.adapt must be one of {ADAPT_MODES}, got {excerpt(self.adapt)}")
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,8 @@ class EndpointsSection:
         for name in ("ingest", "answers", "control"):
             value = getattr(self, name)
             if not isinstance(value, str) or "://" not in value:
-                raise ConfigError(f"endpoints.{name} must be a ZeroMQ endpoint like tcp://127.0.0.1:5555, got {value!r}")
+                raise ConfigError(f"endpoints.{name} must be a ZeroMQ endpoint like tcp://127.0.0.1:5555, "
+                                  f"got {excerpt(value)}")
             port = value.rsplit(":", 1)[-1] if value.startswith("tcp://") and value.count(":") >= 2 else None
             # ZeroMQ binds tcp://host:99999 to port 34463 (the number modulo 65536) without a word; 0 or *: any free
             if port is not None and port != "*" and not (port.isdigit() and int(port) <= 65535):
@@ -226,7 +229,7 @@ class LimitsSection:
     def __post_init__(self) -> None:
         if self.when_behind not in WHEN_BEHIND:
             raise ConfigError(f"limits.when_behind must be one of {', '.join(map(repr, WHEN_BEHIND))}, "
-                              f"got {self.when_behind!r}")
+                              f"got {excerpt(self.when_behind)}")
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -256,19 +259,20 @@ class LogSection:
 
     def __post_init__(self) -> None:
         if self.fsync not in ("always", "group", "never"):
-            raise ConfigError(f"log.fsync must be always, group or never, got {self.fsync!r}")
+            raise ConfigError(f"log.fsync must be always, group or never, got {excerpt(self.fsync)}")
         for name in ("group_ms", "segment_bytes", "retention_bytes", "retention_s", "answers_keep",
                      "answers_segment_bytes", "answers_retention_bytes"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 unit = "seconds" if name == "retention_s" else "milliseconds" if name == "group_ms" else (
                     "answers" if name == "answers_keep" else "bytes")
-                raise ConfigError(f"log.{name} must be a number of {unit} (e.g. 1073741824, not '1GB'), got {value!r}")
+                raise ConfigError(f"log.{name} must be a number of {unit} (e.g. 1073741824, not '1GB'), "
+                                  f"got {excerpt(value)}")
             if value is not None and not 0 < value < math.inf:  # NaN too: group_ms NaN spun the fsync threads
-                raise ConfigError(f"log.{name} must be a finite number > 0, got {value!r}")
+                raise ConfigError(f"log.{name} must be a finite number > 0, got {excerpt(value)}")
         for name in ("enabled", "skip_corrupt"):
             if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"log.{name} must be true or false, got {getattr(self, name)!r}")
+                raise ConfigError(f"log.{name} must be true or false, got {excerpt(getattr(self, name))}")
 
 
 @dataclass(frozen=True)
@@ -290,11 +294,11 @@ class CurveSection:
     def __post_init__(self) -> None:
         for name in ("enabled", "ingest"):
             if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"curve.{name} must be true or false, got {getattr(self, name)!r}")
+                raise ConfigError(f"curve.{name} must be true or false, got {excerpt(getattr(self, name))}")
         for name in ("server_secret_key_file", "server_public_key_file", "clients_dir"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
-                raise ConfigError(f"curve.{name} must be a path, got {value!r}")
+                raise ConfigError(f"curve.{name} must be a path, got {excerpt(value)}")
         if self.enabled and not self.server_secret_key_file:
             raise ConfigError("curve.enabled needs server_secret_key_file (a *.key_secret certificate or a z85 key)")
         if not self.enabled and (self.clients_dir is not None or self.ingest):
@@ -316,16 +320,17 @@ class ShardsSection:
 
     def __post_init__(self) -> None:
         if type(self.count) is not int or self.count < 0:
-            raise ConfigError(f"shards.count must be an integer >= 0, got {self.count!r}")
+            raise ConfigError(f"shards.count must be an integer >= 0, got {excerpt(self.count)}")
         if self.ray_address is not None and (not isinstance(self.ray_address, str) or not self.ray_address):
-            raise ConfigError(f"shards.ray_address must be 'auto' or HOST:PORT, got {self.ray_address!r}")
+            raise ConfigError(f"shards.ray_address must be 'auto' or HOST:PORT, got {excerpt(self.ray_address)}")
         if type(self.max_restarts) is not int or self.max_restarts < -1:
-            raise ConfigError(f"shards.max_restarts must be an integer >= -1, got {self.max_restarts!r}")
+            raise ConfigError(f"shards.max_restarts must be an integer >= -1, got {excerpt(self.max_restarts)}")
         for name in ("cpus", "step_ms", "start_timeout_s"):
             value, least = getattr(self, name), 0 if name == "cpus" else None
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (
                     value == 0 and least is None):
-                raise ConfigError(f"shards.{name} must be a number {'>= 0' if least == 0 else '> 0'}, got {value!r}")
+                raise ConfigError(f"shards.{name} must be a number {'>= 0' if least == 0 else '> 0'}, "
+                                  f"got {excerpt(value)}")
 
 
 @dataclass(frozen=True)
@@ -349,9 +354,9 @@ class ReplaySection:
         for name in ("batch_ms", "checkpoint_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ConfigError(f"replay.{name} must be a number > 0, got {value!r}")
+                raise ConfigError(f"replay.{name} must be a number > 0, got {excerpt(value)}")
         if self.columns is not None and not isinstance(self.columns, dict):
-            raise ConfigError(f"replay.columns must be a mapping of field -> column, got {self.columns!r}")
+            raise ConfigError(f"replay.columns must be a mapping of field -> column, got {excerpt(self.columns)}")
         if isinstance(self.date, datetime.date):  # YAML reads an unquoted 2024-03-01 as a date
             object.__setattr__(self, "date", self.date.isoformat())
         try:
@@ -482,7 +487,7 @@ def _check_types(values: dict, section_type: type, where: str) -> None:
             hint = f" (YAML reads {value} as text: write {float(value)!r}, or drop the quotes if it is quoted)"
         elif isinstance(value, str) and _fits(_number(value), kinds[0]):
             hint = " (quoted in the YAML: drop the quotes)"
-        raise ConfigError(f"{where}.{key} must be {wanted}, got {value!r}{hint}")
+        raise ConfigError(f"{where}.{key} must be {wanted}, got {excerpt(value)}{hint}")
 
 
 MAX_LIMIT = 10**15  # far past any real limit, well inside a C long (a YAML 99999999999999999999999 is not)
