@@ -144,6 +144,35 @@ def test_a_refused_resume_names_what_differs(engine_files: Path, tmp_path: Path,
            f"them (a column map, --preset, --tz" in err, err
 
 
+def test_a_resume_over_another_time_range_is_refused_naming_it(engine_files: Path, tmp_path: Path, capsys) -> None:
+    """An interrupted `--from X --to Y` run resumed with another --from or --to (or none): its answers so far come
+    from other ticks than the rest would, so the resume is refused, naming the option and both values."""
+    from connectors.column_map import map_from_options
+    from connectors.time_range import TimeRange
+    from engine.service.backtest import BacktestInterrupted, run_backtest
+    from engine.service.config import ServiceConfig
+
+    days = [day_csv(tmp_path / day / "AAPL.csv", "AAPL", 400, day) for day in DAYS]
+    out = tmp_path / "cut.parquet"
+    polls = iter(range(10**9))
+    begun, until = f"{DAYS[0]}T14:30:05Z", f"{DAYS[1]}T14:30:30Z"  # (09:30 in New York)
+    with pytest.raises(BacktestInterrupted):  # as Ctrl-C stops it, at the 20th batch boundary
+        run_backtest(ServiceConfig.load(engine_files / "engine.yaml"), days, engine_files / "q.yaml", out,
+                     columns=map_from_options(detect=True, tz="America/New_York"), progress=False,
+                     time_range=TimeRange.of(begun, until), stop=lambda: next(polls) >= 20)
+
+    def refusal(*extra: str) -> str:
+        assert backtest(engine_files, days, out, "--resume", *extra) == 2
+        return capsys.readouterr().err
+
+    for other in (["--from", f"{DAYS[0]}T14:30:10Z", "--to", until], ["--from", begun, "--to", f"{DAYS[1]}T14:30:20Z"],
+                  []):
+        err = refusal(*other)
+        assert "was written by a backtest with different ways of reading" in err and " then, " in err, err
+        assert ("--from" if other[1:2] != [begun] else "--to") in err.split("different ways of reading")[1], err
+    assert backtest(engine_files, days, out, "--resume", "--from", begun, "--to", until) == 0  # the same: taken
+
+
 def test_notes_on_files_of_one_name_say_their_paths(engine_files: Path, tmp_path: Path, capsys) -> None:
     """Per-day folders: `AAPL.csv: detected ...` twice told no day from another; a unique name stays short."""
     days = [day_csv(tmp_path / day / "AAPL.csv", "AAPL", 40, day) for day in DAYS]
