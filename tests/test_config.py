@@ -121,7 +121,8 @@ def test_a_yaml_boolean_where_a_number_or_a_word_belongs_is_said_in_yaml_words(t
     for section, said in (("kv: {cells: yes}", "kv.cells must be an integer or null, got true$"),
                           ("codec: {kind: on}", "codec.kind must be auto, binned or text, got true$"),
                           ("log: {fsync: true}", "log.fsync must be always, group or never, got true$"),
-                          ("model: {threads: no}", r"model.threads must be an integer >= 1 \(or null: torch's default\), got false$")):
+                          ("model: {threads: no}", r"model.threads must be an integer >= 1 \(or null: torch's "
+                                                   r"default\), got false$")):
         path.write_text(section + "\n")
         with pytest.raises(ConfigError, match=said):
             ServiceConfig.load(path)
