@@ -205,11 +205,28 @@ def test_data_age_counts_from_the_ticks_own_time_freshness_from_when_it_was_read
 
 
 def test_stop_drains_what_was_accepted(checkpoint) -> None:
-    # 16 tokens a forward: 400 ticks (1600 tokens) are still mostly pending when stop() comes
-    with live_server(checkpoint, scheduler={"max_batch_tokens": 16, "max_batch_streams": 1}) as (server, push):
+    # 16 tokens a forward: 400 ticks (1600 tokens) are still mostly pending when stop() comes. The drain is given
+    # all the time it needs (drain_s, the join): on a loaded machine its 100 forwards took longer than serving()'s
+    # 5 s join, and a drain cut by its deadline is another test's case (the stop line's)
+    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
+    server = Server(pipeline_config(checkpoint, endpoints=endpoints, limits={"drain_s": 300},
+                                    scheduler={"max_batch_tokens": 16, "max_batch_streams": 1}))
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.ready.wait(5)
+    push = zmq.Context.instance().socket(zmq.PUSH)
+    push.linger = 1000
+    push.connect(server.endpoints["ingest"])
+    try:
         push.send(encode(ticks(400, seed=3, streams=4)))
         wait_for(lambda: server.pipeline.ticks_in == 400, timeout_s=30)
-    # serving() stopped it: the loop drained before returning
+        server.stop()
+        thread.join(300)  # the loop drains before returning
+    finally:
+        server.stop()
+        push.close()
+    assert not thread.is_alive()
     assert server.pipeline.engine.scheduler.pending_tokens() == 0
     assert sum(s.ticks for s in server.pipeline.engine.scheduler.streams.values()) == 400
 
