@@ -166,12 +166,14 @@ def serving(config):
     server.bind()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    server.ready.wait(5)
+    # generous bounds: they only catch a hang. A stop computes what was accepted first (limits.drain_s, 10 s by
+    # default), which on a loaded 2-core machine is well past a few seconds (a 5 s join flaked there)
+    server.ready.wait(60)
     try:
         yield server
     finally:
         server.stop()
-        thread.join(5)
+        thread.join(60)
         assert not thread.is_alive()
 
 
