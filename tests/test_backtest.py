@@ -300,9 +300,12 @@ def test_a_query_asking_a_subset_of_the_answers_says_how_many_fell_outside_it(se
     for query, asked in (("updown", "choices"), ("big", "values")):
         assert f"note: {query}: no answer scored: realised label outside this query's {asked} ({outside[query]} of " \
                f"{answers[query]} answers): such an answer is not scored (docs/queries.md)" in notes, notes
+    unrealised = table.filter(pl.col("query") == "dirsub", pl.col("realised").is_null()).height
+    assert unrealised > 0 and dirsub.scored + outside["dirsub"] + unrealised == dirsub.answers  # the counts add up
     assert f"note: dirsub: {dirsub.scored} of {dirsub.answers} answers scored: realised label outside this query's " \
            f"choices ({outside['dirsub']} of {dirsub.answers} answers): such an answer is not scored " \
-           f"(docs/queries.md)" in notes, notes
+           f"(docs/queries.md); {unrealised} with no realised label (the file ends before their horizon)" in notes, \
+        notes
     assert not any("free-text" in line for line in notes), notes
 
 

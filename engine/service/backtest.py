@@ -328,8 +328,9 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     unscored_why = {s.query: _why_unscored(pipeline, s, graded.filter(pl.col("query") == s.query), stream_ticks,
                                            outside.get(s.query, 0))
                     for s in scores if s.answers and not s.scored}
-    partly_scored_why = {s.query: _outside_why(pipeline, s, outside[s.query]) for s in scores
-                         if s.scored and outside.get(s.query)}
+    unrealised = _unrealised(graded)
+    partly_scored_why = {s.query: _outside_why(pipeline, s, outside[s.query], unrealised.get(s.query, 0))
+                         for s in scores if s.scored and outside.get(s.query)}
     _say_silent_queries(pipeline, answered, sorted(marks), note)
     out.with_suffix(".scores.json").write_text(json.dumps([s.to_json() for s in scores], indent=2) + "\n")
     try:  # last: the answers and scores are on disk whatever happens here
@@ -351,11 +352,20 @@ def _outside_labels(rows: pl.LazyFrame) -> dict[str, int]:
     return dict(outside.group_by("query").len().collect().iter_rows())
 
 
-def _outside_why(pipeline: TickPipeline, score: QueryScore, outside: int) -> str:
+def _unrealised(rows: pl.LazyFrame) -> dict[str, int]:
+    """Per query, its answers with no realised label: the file ends before their horizon."""
+    pending = rows.filter(pl.col("realised").is_null() & pl.col("probs").is_not_null())
+    return dict(pending.group_by("query").len().collect().iter_rows())
+
+
+def _outside_why(pipeline: TickPipeline, score: QueryScore, outside: int, unrealised: int = 0) -> str:
+    """``unrealised``: also say the answers the file ended too early to label, so the counts add up to the answers
+    (said only beside the outside ones: every backtest's last answers of a stream have no label yet)."""
     spec = pipeline.registry.get(score.query) if score.query in pipeline.registry else None
     asked = "values" if spec is not None and spec.kind == "expectation" else "choices"
+    pending = (f"; {unrealised} with no realised label (the file ends before their horizon)" if unrealised else "")
     return (f"realised label outside this query's {asked} ({outside} of {score.answers} answers): such an answer "
-            f"is not scored (docs/queries.md)")
+            f"is not scored (docs/queries.md){pending}")
 
 
 def _why_unscored(pipeline: TickPipeline, score: QueryScore, rows: pl.LazyFrame, stream_ticks: dict[str, int],
