@@ -19,10 +19,12 @@ import polars as pl
 from connectors.column_map import PRICE_FIELDS, THIRTY_SECONDS, THIRTY_SECONDS_FORM, ColumnMap
 from connectors.layout import SPACE_GROUPED, Caution, names_a_yield
 
-EIGHTHS = {"": 0.0, "0": 0.0, "2": 0.25, "5": 0.5, "7": 0.75, "+": 0.5}  # the last mark: a part of a 32nd
+# the last mark: a part of a 32nd (column_map.py's THIRTY_SECONDS), its spaces stripped
+PARTS = {"": 0.0, "0": 0.0, "2": 0.25, "5": 0.5, "7": 0.75, "+": 0.5, "1/4": 0.25, "1/2": 0.5, "3/4": 0.75,
+         "\u00bc": 0.25, "\u00bd": 0.5, "\u00be": 0.75}
 # What a price in 32nds looks like to a reader of decimals: a handle of 2 or 3 digits, an apostrophe or a dash,
 # a 32nd (00-31) and maybe its part. `110'165` is also 110,165 grouped by an apostrophe (SPACE_GROUPED)...
-LOOKS_LIKE_32NDS = r"^[+-]?\d{2,3}['\u2019-]([0-2]\d|3[01])[0257+]?$"
+LOOKS_LIKE_32NDS = r"^[+-]?\d{2,3}['\u2019-]([0-2]\d|3[01])([0257+]| ?[\u00bc\u00bd\u00be]| [13]/4| 1/2)?$"
 # ...while a dash, a `+` or two digits after the apostrophe cannot group thousands: such a cell is 32nds for sure
 NOT_THOUSANDS = r"(-|\+$|['\u2019]\d{2}$)"
 APOSTROPHE = "['\u2019]"
@@ -33,8 +35,9 @@ def thirty_seconds(text: pl.Expr, otherwise: pl.Expr) -> pl.Expr:
     splits otherwise is malformed (null: its row rejected as missing_field, never `110'168` read as thousands);
     any other cell as `otherwise` reads it (a decimal)."""
     part = lambda i: text.str.extract(THIRTY_SECONDS, i)  # noqa: E731
-    handle, thirty_seconds_, eighth = part(2).cast(pl.Float64), part(3).cast(pl.Float64), part(4).fill_null("")
-    value = handle + (thirty_seconds_ + eighth.replace_strict(EIGHTHS, return_dtype=pl.Float64)) / 32
+    handle, thirty_seconds_ = part(2).cast(pl.Float64), part(3).cast(pl.Float64)
+    fraction = part(4).fill_null("").str.strip_chars(" ")
+    value = handle + (thirty_seconds_ + fraction.replace_strict(PARTS, return_dtype=pl.Float64)) / 32
     signed = pl.when(part(1) == "-").then(-value).otherwise(value)
     return pl.when(text.str.contains(THIRTY_SECONDS)).then(signed) \
         .when(text.str.contains(r"\d['\u2019-]\d")).then(None).otherwise(otherwise)
@@ -95,8 +98,8 @@ def _decimal_of(cell: str) -> str:
     found = re.match(THIRTY_SECONDS, cell)
     if found is None:
         return "not"
-    sign, handle, thirty_seconds_, eighth = found.groups()
-    value = int(handle) + (int(thirty_seconds_) + EIGHTHS[eighth]) / 32
+    sign, handle, thirty_seconds_, fraction = found.groups()
+    value = int(handle) + (int(thirty_seconds_) + PARTS[(fraction or "").strip(" ")]) / 32
     return f"{'-' if sign == '-' else ''}{value:.10g}"
 
 

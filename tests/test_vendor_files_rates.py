@@ -37,6 +37,22 @@ def test_price_format_32nds_reads_every_cme_form_and_plain_decimals(tmp_path: Pa
     assert [(t.bid, t.ask) for t in drain(quotes)] == [(117.96875, 118.015625)]
 
 
+def test_price_format_32nds_reads_quarters_written_as_fractions_and_refuses_other_fractions(tmp_path: Path) -> None:
+    """A 2-year note's screen writes `99-31 3/4` or `99-31¾` for 31.75/32: refused as no price before, as much a
+    quarter of a 32nd as `99-317`. Eighths (`1/8`), a fraction after `+`, or no space before `3/4` stay refused."""
+    quarters = ["99-31 1/4", "99-31 1/2", "99-31 3/4", "99-31\u00bc", "99-31 \u00bd", "99'31\u00be"]
+    refused = ["99-31 1/8", "99-31+ 1/4", "99-313/4", "99-31 2/4"]
+    replay = FileReplay(trades(tmp_path / "tu.csv", *quarters, *refused, symbol="TUM6"),
+                        columns={"price_format": "32nds"})
+    assert [t.price for t in drain(replay)] == [99 + (31 + q) / 32 for q in (0.25, 0.5, 0.75, 0.25, 0.5, 0.75)]
+    assert dict(replay.rejected) == {"missing_field": 4}
+    assert "'99-31 1/8' is not a number, nor a price in 32nds" in replay.rejected.examples["missing_field"]
+    assert "a fraction 1/4, 1/2, 3/4 (\u00bc, \u00bd, \u00be)" in replay.rejected.examples["missing_field"]
+    # without the key, a column of them is said to look like 32nds, as `99-317` is
+    unread = FileReplay(trades(tmp_path / "tu2.csv", "99-31 3/4", "99-31\u00bc", symbol="TUM6"))
+    assert not drain(unread) and "('99-31 3/4' is 99.9921875 in 32nds)" in unread.cautions[0]
+
+
 def test_a_malformed_price_in_32nds_is_rejected_by_its_row_with_the_forms_named(tmp_path: Path) -> None:
     path = trades(tmp_path / "zn.csv", "110-16", "110-33", "110'168", "110-1", "110-17")
     replay = FileReplay(path, columns={"price_format": "32nds"})
