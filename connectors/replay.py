@@ -55,6 +55,14 @@ from connectors.json_lines import NOT_JSON, is_json_lines
 from connectors.layout import PARQUET_SUFFIXES, Caution, detect_columns, epoch_unit, sniff_csv
 from connectors.planning import plan_file
 from connectors.price_notation import unread_price_hint, yield_columns
+from connectors.shifted_prices import (
+    ZERO_MAY_BE_A_PRICE,
+    ZERO_SIDE,
+    Shifted,
+    offset_advice,
+    shifted_message,
+    shifted_reject,
+)
 from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.stream_selection import NoStreamMatched, StreamSelection
 from connectors.ticks import InvalidTick, Tick, utc_text, validate
@@ -257,9 +265,16 @@ class RejectCounter(Counter):
     def __init__(self) -> None:
         super().__init__()
         self.examples: dict[str, str] = {}
+        # rows a price offset left at or below zero: each stream's lowest price as read, and the first row's place
+        self.lowest_shifted: dict[str, float] = {}
+        self._first_shifted = ""
+        self.below_zero = False  # a price below zero was rejected (not shifted by an offset)
 
     def add(self, err: InvalidTick, plan: Any, row: int) -> None:
         self[err.reason] += 1
+        if (shifted := shifted_reject(err, plan)) is not None:
+            self._add_shifted(shifted, plan, row)
+            return
         if err.reason not in self.examples:
             column = next((plan.column_of(f) for f in ("ts", "stream", *VALUE_FIELDS)
                            if (err.message.startswith(f"{f} ") or f"'{f}'" in err.message) and plan.column_of(f)),
@@ -294,10 +309,37 @@ class RejectCounter(Counter):
             self.examples[err.reason] = f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)
         if err.reason == "nonpositive_price" and PRICE_OFFSET not in self.examples[err.reason]:
             self.examples[err.reason] += _price_offset_hint(err, plan)
+        self._zero_may_be_a_price(err)
+
+    def _zero_may_be_a_price(self, err: InvalidTick) -> None:
+        """A 0 bid or ask is no side (TAQ's "no bid"), but in files that also hold prices below zero it is likely
+        a price of a spread crossing zero: the one-sided quotes' reject then names --price-offset, whichever of
+        the two reasons came first (one cause, the offset, for both)."""
+        self.below_zero |= err.reason == "nonpositive_price" and bool(re.search(r"got -\d", err.message))
+        example = self.examples.get("missing_field", "")
+        if self.below_zero and ZERO_SIDE.search(example) and not example.endswith(ZERO_MAY_BE_A_PRICE):
+            self.examples["missing_field"] = example + ZERO_MAY_BE_A_PRICE
+
+    def _add_shifted(self, shifted: Shifted, plan: Any, row: int) -> None:
+        """A row an offset left at or below zero: said with the price as read, and, as lower ones come, the offset
+        that would lift the lowest of each stream above zero (never the hint to give one: one was given)."""
+        lowest = self.lowest_shifted.get(shifted.stream)
+        if lowest is not None and lowest <= shifted.read and "nonpositive_price" in self.examples:
+            return
+        self.lowest_shifted[shifted.stream] = shifted.read if lowest is None else min(lowest, shifted.read)
+        if not self._first_shifted:
+            column = plan.column_of(shifted.field)
+            self._first_shifted = f"{plan.where(row)}: {shifted_message(shifted)}" + \
+                (f" (column {column!r})" if column else "")
+        per_stream = isinstance(getattr(plan, "price_offset", None), dict)
+        self.examples["nonpositive_price"] = self._first_shifted + offset_advice(self.lowest_shifted, per_stream)
 
     def clear(self) -> None:
         super().clear()
         self.examples.clear()
+        self.lowest_shifted.clear()
+        self._first_shifted = ""
+        self.below_zero = False
 
 
 MapSpec = ColumnMap | str | Mapping[str, Any]

@@ -152,3 +152,42 @@ def test_a_parquet_text_quote_in_32nds_is_named_by_its_text_not_as_an_empty_side
            "32nds" in example and "fill_quotes" not in example, example
     assert [(t.bid, t.ask) for t in drain(FileReplay(path, columns={"price_format": "32nds"}))] == [
         (110.484375, 110.5), (110.5, 110.515625)]
+
+
+def test_a_zero_side_of_a_spread_crossing_zero_names_the_offset_and_is_a_price_with_one(tmp_path: Path) -> None:
+    """A calendar spread's quotes through zero: the 0.00 bid was rejected as a one-sided quote with no word of
+    --price-offset, which the negative rows' reject named for the same cause. With an offset the 0 is a price."""
+    path = tmp_path / "clspread_q.csv"
+    path.write_text("timestamp,symbol,bid,ask\n2026-03-10T13:00:00Z,CLM6-N6,0.02,0.03\n"
+                    "2026-03-10T13:00:01Z,CLM6-N6,0.00,0.01\n2026-03-10T13:00:02Z,CLM6-N6,-0.01,0.00\n"
+                    "2026-03-10T13:00:03Z,CLM6-N6,-0.02,-0.01\n")
+    plain = FileReplay(path)
+    assert len(drain(plain)) == 1 and dict(plain.rejected) == {"missing_field": 1, "nonpositive_price": 2}
+    assert plain.rejected.examples["missing_field"].endswith(
+        "a one-sided quote (no bid), which the engine does not take (a quote has both sides) (column 'bid'); the "
+        "files hold prices below zero too: if 0 is a price of this instrument (a spread crossing zero), "
+        "--price-offset X shifts its prices so that 0 is one (docs/replay.md)")
+    shifted = FileReplay(path, columns=map_from_options(price_offset="1", detect=True))
+    assert [(t.bid, t.ask) for t in drain(shifted)] == [(1.02, 1.03), (1.0, 1.01), (0.99, 1.0), (0.98, 0.99)]
+    assert not shifted.rejected
+
+
+def test_an_offset_too_small_says_the_price_read_the_shift_and_an_offset_that_would_do(tmp_path: Path) -> None:
+    """CL at -37.63 with --price-offset 30: the reject said `got -0.019999999999999574` and to give an offset,
+    one having been given. It says the price read, the offset, the shifted price and the offset needed."""
+    path = tmp_path / "cl.csv"
+    path.write_text(HEADER + "".join(f"2026-03-10T13:00:0{i}Z,{symbol},{price},1\n" for i, (symbol, price) in
+                                     enumerate([("CLK0", 1.5), ("CLK0", -30.02), ("CLM6-N6", -31.5),
+                                                ("CLK0", -37.63), ("CLK0", -35.0)])))
+    replay = FileReplay(path, columns=map_from_options(price_offset="30", detect=True))
+    assert [t.price for t in drain(replay)] == [31.5]
+    assert dict(replay.rejected) == {"nonpositive_price": 4}
+    assert replay.rejected.examples["nonpositive_price"] == (
+        f"{path} line 3: nonpositive_price: price -30.02 shifted by the price offset 30 is -0.02, still not above "
+        f"zero (column 'price'); the lowest price in the files: CLK0 -37.63, CLM6-N6 -31.5: give an offset above "
+        f"37.63 (docs/replay.md)")
+    per_stream = FileReplay(path, columns=map_from_options(price_offset="CLK0=30|CLM6-N6=40", detect=True))
+    assert [t.price for t in drain(per_stream)] == [31.5, 8.5]
+    assert per_stream.rejected.examples["nonpositive_price"].endswith(
+        "the lowest price in the files: CLK0 -37.63: give each stream an offset that lifts it above zero (CLK0 "
+        "above 37.63; docs/replay.md)")

@@ -1,0 +1,66 @@
+"""What a replay's rejects say about prices at zero or below when a price offset was given, or could be.
+
+A price_offset (--price-offset) adds one number to a stream's prices as they are read; a row still at or below zero
+after it is rejected by validation (connectors/ticks.py) with the *shifted* value, float noise and all
+(`got -0.019999999999999574`). `shifted_reject` turns that back into what the user typed and saw: the price as the
+file holds it, the offset and the shifted value, rounded; `offset_advice` names an offset that would do, from the
+lowest price of each stream the rejects met (the lowest in the files: every price below -offset is rejected).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+from connectors.column_map import offset_of
+from connectors.ticks import InvalidTick
+
+# validation's own words for a price, bid or ask at or below zero (connectors/ticks.py `_number`)
+NONPOSITIVE = re.compile(r"^(price|bid|ask) must be > 0, got (\S+)$")
+# a 0 side is read as no side (connectors/ticks.py `one_sided_quote`) unless an offset says 0 is a price: said with
+# such a reject when the files also hold prices below zero (a spread crossing zero), as their nonpositive_price is
+ZERO_SIDE = re.compile(r"missing_field: (bid|ask) is 0 beside|missing_field: bid and ask are 0")
+ZERO_MAY_BE_A_PRICE = ("; the files hold prices below zero too: if 0 is a price of this instrument (a spread crossing "
+                       "zero), --price-offset X shifts its prices so that 0 is one (docs/replay.md)")
+SAID_STREAMS = 3  # streams named in the advice; the offset asked for covers them all
+
+
+class Shifted(NamedTuple):
+    field: str  # price, bid or ask
+    stream: str
+    read: float  # as the file holds it (after price_scale)
+    offset: float
+    shifted: float
+
+
+def shown(value: float) -> str:
+    """A price without the float noise of adding an offset: -37.63 + 30 is -7.63, not -7.630000000000001."""
+    return f"{round(value, 9) + 0.0:.9f}".rstrip("0").rstrip(".")
+
+
+def shifted_reject(err: InvalidTick, plan: Any) -> Shifted | None:
+    """A nonpositive_price reject of a row that a price offset shifted, else None."""
+    found = NONPOSITIVE.match(err.message) if err.reason == "nonpositive_price" else None
+    offset = offset_of(getattr(plan, "price_offset", None), err.stream)
+    if found is None or not offset or err.stream is None:
+        return None
+    shifted = float(found[2])
+    return Shifted(found[1], err.stream, shifted - offset, offset, shifted)
+
+
+def shifted_message(reject: Shifted) -> str:
+    return (f"nonpositive_price: {reject.field} {shown(reject.read)} shifted by the price offset "
+            f"{shown(reject.offset)} is {shown(reject.shifted)}, still not above zero")
+
+
+def offset_advice(lowest: dict[str, float], per_stream: bool) -> str:
+    """An offset that lifts every price the rejects met above zero: one number for all streams, or each stream's
+    own when the offsets are per stream (``lowest``: stream -> its lowest price as read)."""
+    said = sorted(lowest.items(), key=lambda kv: kv[1])[:SAID_STREAMS]
+    more = f" and {len(lowest) - SAID_STREAMS} more" if len(lowest) > SAID_STREAMS else ""
+    prices = ", ".join(f"{stream} {shown(low)}" for stream, low in said) + more
+    if per_stream:
+        offsets = ", ".join(f"{stream} above {shown(-low)}" for stream, low in said)
+        return f"; the lowest price in the files: {prices}: give each stream an offset that lifts it above zero " \
+               f"({offsets}; docs/replay.md)"
+    return f"; the lowest price in the files: {prices}: give an offset above {shown(-said[0][1])} (docs/replay.md)"
