@@ -149,6 +149,8 @@ class _Cursor:
 
     def _in_order(self, tick: Tick, row: int) -> None:
         latest = self._latest.get(tick.stream)
+        if latest is None:  # a stream's first tick of this file: the counter says rejects by stream when several
+            self._rejects.streams_read.add(tick.stream)
         if latest is not None and tick.ts < latest[0]:
             raise InvalidTick("ts_backwards", f"stream {tick.stream!r}: ts {tick.ts} < previous {latest[0]}, "
                                               f"{(latest[0] - tick.ts) / 1e9:.1f} s later, of "
@@ -260,11 +262,14 @@ def _has_dst(zone: str) -> bool:
 
 class RejectCounter(Counter):
     """Rejected rows by reason, with the first row of each reason as a user finds it (file, line or row,
-    column): a Counter, so `replay.rejected == {"missing_field": 3}` reads as before."""
+    column): a Counter, so `replay.rejected == {"missing_field": 3}` reads as before. Each reason's rows are
+    counted by stream too (`by_stream`), where the row got as far as naming one."""
 
     def __init__(self) -> None:
         super().__init__()
         self.examples: dict[str, str] = {}
+        self.by_stream: defaultdict[str, Counter] = defaultdict(Counter)
+        self.streams_read: set[str] = set()  # streams with a tick read (the cursors add them)
         # rows a price offset left at or below zero: each stream's lowest price as read, and the first row's place
         self.lowest_shifted: dict[str, float] = {}
         self._first_shifted = ""
@@ -272,6 +277,8 @@ class RejectCounter(Counter):
 
     def add(self, err: InvalidTick, plan: Any, row: int) -> None:
         self[err.reason] += 1
+        if isinstance(err.stream, str):
+            self.by_stream[err.reason][err.stream] += 1
         if (shifted := shifted_reject(err, plan)) is not None:
             self._add_shifted(shifted, plan, row)
             return
@@ -334,12 +341,33 @@ class RejectCounter(Counter):
         per_stream = isinstance(getattr(plan, "price_offset", None), dict)
         self.examples["nonpositive_price"] = self._first_shifted + offset_advice(self.lowest_shifted, per_stream)
 
+    def streams_of(self) -> dict[str, str]:
+        """Per reason, the streams that lost rows to it, the most first (``CLK0 1750, CLM6-N6 59``), when the
+        files hold several streams: which contract of a file lost its rows, not only how many. Empty for one."""
+        rejected = set().union(*self.by_stream.values())
+        if len(self.streams_read | rejected) < 2:
+            return {}
+        return {reason: streams_said(counts) for reason, counts in self.by_stream.items()}
+
     def clear(self) -> None:
         super().clear()
         self.examples.clear()
+        self.by_stream.clear()
+        self.streams_read.clear()
         self.lowest_shifted.clear()
         self._first_shifted = ""
         self.below_zero = False
+
+
+STREAMS_SAID = 3  # streams a reject line names; the rest counted together
+
+
+def streams_said(counts: Counter) -> str:
+    """A reason's rejected rows by stream, the most first, STREAMS_SAID of them and a count of the others."""
+    top = counts.most_common()
+    said = ", ".join(f"{stream} {count}" for stream, count in top[:STREAMS_SAID])
+    rest = top[STREAMS_SAID:]
+    return said + (f", {sum(c for _, c in rest)} in {len(rest)} other stream{'s' * (len(rest) > 1)}" if rest else "")
 
 
 MapSpec = ColumnMap | str | Mapping[str, Any]

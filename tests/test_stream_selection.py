@@ -49,7 +49,7 @@ def test_backtest_answers_the_selected_streams_alone_and_counts_the_others(engin
     assert backtest(engine_files, [tape], tmp_path / "a.parquet", "--streams", "AAPL", "I*") == 0
     out, err = capsys.readouterr()
     assert "replayed 60 ticks (0 rejected, 30 left out by a filter)" in out, out
-    assert "left out filtered_out: 30 (first: " in out and "stream 'MSFT' is not among the streams selected " \
+    assert "left out filtered_out: 30 (MSFT 30; first: " in out and "stream 'MSFT' is not among the streams selected " \
            "['AAPL', 'I*']" in out and "warning" not in out  # counted, not a misread column
     assert "note: streams selected ['AAPL', 'I*']: AAPL, IBM, 2 of the 3 the files hold" in err
     assert set(pl.read_parquet(tmp_path / "a.parquet")["stream"]) == {"AAPL", "IBM"}

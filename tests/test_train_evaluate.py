@@ -580,7 +580,7 @@ def test_evaluate_says_what_it_left_out_and_keeps_its_numbers(tmp_path: Path, ca
                  "--threads", "1", "--plot", str(tmp_path / "no" / "such" / "dir" / "c.png")])
     out, err = capsys.readouterr()
     assert code == 0 and "direction_20" in out and "of 1 stream," in out
-    assert re.search(r"note: rejected nonpositive_price: \d+ \(first: \S*t.csv line \d+", err), err
+    assert re.search(r"note: rejected nonpositive_price: \d+ \((\S+ \d+(, )?)+; first: \S*t.csv line \d+", err), err
     assert "note: left out SHORT: 39 ticks leave its validation and test parts empty" in err
     assert "warning: the calibration plot was not written" in err
     assert "not fully out of sample" not in err  # one stream

@@ -191,3 +191,30 @@ def test_an_offset_too_small_says_the_price_read_the_shift_and_an_offset_that_wo
     assert per_stream.rejected.examples["nonpositive_price"].endswith(
         "the lowest price in the files: CLK0 -37.63: give each stream an offset that lifts it above zero (CLK0 "
         "above 37.63; docs/replay.md)")
+
+
+def test_reject_lines_of_backtest_and_feed_replay_say_which_streams_lost_rows(tmp_path: Path, capsys) -> None:
+    """A file of several contracts said "nonpositive_price: 4" with no word of which lost rows (CLK0 below zero,
+    the spread beside it fine): each reason line names its streams, the most first."""
+    from engine.service.cli import main
+
+    rows = [("CLK0", 18.2), ("CLM6-N6", 0.05), ("CLK0", -1.5), ("CLK0", -2.5), ("CLM6-N6", -0.01), ("CLK0", -3.5),
+            ("CLM6-N6", 0.04), ("CLK0", 18.3)]
+    path = tmp_path / "cl.csv"
+    path.write_text(HEADER + "".join(f"2026-03-10T13:00:0{i}Z,{symbol},{price},1\n"
+                                     for i, (symbol, price) in enumerate(rows)))
+    assert main(["backtest", str(path), "--out", str(tmp_path / "a.parquet")]) == 0
+    assert f"rejected nonpositive_price: 4 (CLK0 3, CLM6-N6 1; first: {path} line 4: " in capsys.readouterr().out
+    replay = FileReplay(path, streams=["CLK0"])
+    drain(replay)
+    assert replay.rejected.streams_of() == {"nonpositive_price": "CLK0 3", "filtered_out": "CLM6-N6 3"}
+    # a file of one stream says no breakdown: its one name is no news
+    one = FileReplay(trades(tmp_path / "one.csv", "1.5", "-1.5"))
+    drain(one)
+    assert dict(one.rejected) == {"nonpositive_price": 1} and one.rejected.streams_of() == {}
+    # feed replay: rows refused before sending (nothing listens at the endpoint: every row is refused anyway)
+    only_bad = tmp_path / "bad.csv"
+    only_bad.write_text(HEADER + "".join(f"2026-03-10T13:00:0{i}Z,{symbol},-1,1\n"
+                                         for i, symbol in enumerate(["A", "B", "A", "C", "D", "E", "A", "B"])))
+    assert main(["feed", "replay", str(only_bad), "--endpoint", "tcp://127.0.0.1:5", "--control", ""]) == 2
+    assert "rejected nonpositive_price: 8 (A 3, B 2, C 1, 2 in 2 other streams; first: " in capsys.readouterr().err

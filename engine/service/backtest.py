@@ -111,6 +111,7 @@ class BacktestReport:
     time_range: str | None = None  # the event-time range read (`--from X --to Y`), None: the whole files
     range_left_out: int = 0  # rows of the files outside it
     split_times: dict[str, int] = field(default_factory=dict)  # with test_from: stream -> its first scored answer's ts
+    rejected_streams: dict[str, str] = field(default_factory=dict)  # reason -> the streams that lost rows to it
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
@@ -124,7 +125,7 @@ class BacktestReport:
             f", {left_out} left out by a filter" if left_out else "")
         lines = [f"replayed {self.ticks} ticks ({skipped}{resumed}), "
                  f"{self.answers} answers -> {self.out}",
-                 *rejected_lines(self.rejected, self.rejected_examples, self.ticks),
+                 *rejected_lines(self.rejected, self.rejected_examples, self.ticks, self.rejected_streams),
                  *([f"  range {self.time_range}: {self.range_left_out} row(s) of the files outside it left out"]
                    if self.time_range is not None else []),
                  *scored,
@@ -301,6 +302,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         thaw_heap()
     rejected = dict(Counter(replay.rejected) + pipeline.rejected)
     examples = {**pipeline.reject_examples, **replay.rejected.examples}  # a reason's first row, located
+    # by stream: the files' rejects (a reason the engine's pipeline also counted would be said short of its count)
+    streams = {reason: said for reason, said in replay.rejected.streams_of().items() if reason not in pipeline.rejected}
     if pipeline.ticks_in == 0 and time_range is not None and replay.range_left_out and not resume:
         parts.remove()
         raise NothingReplayed(f"{time_range.text()} left out every row the files hold ({replay.range_left_out}): "
@@ -310,7 +313,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         every = ("every row was left out by a filter" if set(rejected) == {"filtered_out"} else
                  "every row was rejected")
         raise NothingReplayed(f"{every}, so there is nothing to backtest:\n"
-                              + "\n".join(rejected_lines(rejected, examples)))
+                              + "\n".join(rejected_lines(rejected, examples, streams=streams)))
     if pipeline.ticks_in == 0 and not resume:
         parts.remove()
         raise NothingReplayed("the files hold no ticks (no data rows, or none before --max-ticks): nothing to "
@@ -340,7 +343,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, examples,
                           parts.resumed_at, test_from, config.model.path, stream_ticks, replay.cautions, unscored_why,
                           partly_scored_why, replay.found_notes, None if time_range is None else time_range.text(),
-                          replay.range_left_out, split_times)
+                          replay.range_left_out, split_times, streams)
 
 
 def _outside_labels(rows: pl.LazyFrame) -> dict[str, int]:

@@ -818,7 +818,7 @@ def _replay_rejections(source: Any, sent: int) -> list[str]:
     from engine.service.rejections import rejected_lines
 
     rejected = getattr(source, "rejected", None)
-    return rejected_lines(dict(rejected), rejected.examples, sent) if rejected else []
+    return rejected_lines(dict(rejected), rejected.examples, sent, rejected.streams_of()) if rejected else []
 
 
 def stream_name(text: str) -> str:

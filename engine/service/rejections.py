@@ -7,15 +7,23 @@ from __future__ import annotations
 LOUD_REJECT_SHARE = 0.05  # a reason rejecting this share of a file's rows is more likely a misread column than bad data
 
 
-def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted: int | None = None) -> list[str]:
-    """One line per rejection reason, most frequent first, with the first such row where one is known; with the
+def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted: int | None = None,
+                   streams: dict[str, str] | None = None) -> list[str]:
+    """One line per rejection reason, most frequent first, with the streams that lost rows to it where ``streams``
+    says them (reason -> `CLK0 1750, CLM6-N6 59`) and the first such row where one is known; with the
     ``accepted`` tick count, first a warning naming each reason (but rows a filter leaves out) that rejected at
     least LOUD_REJECT_SHARE of the ticks read: everything after leaves them out, so a misread column must not pass
     as a run that worked (FIX's sell side 2 read as no side rejected 39% of a futures file, every sell). The share
     is of ticks (accepted and rejected), not rows: a row with a trade and the quote it met (a bar file's close
     beside its bid and ask) is two ticks, each accepted or rejected on its own."""
-    lines = [f"  {'left out' if reason == 'filtered_out' else 'rejected'} {reason}: {count}"
-             + (f" (first: {examples[reason]})" if reason in examples else "")
+    streams = streams or {}
+
+    def said(reason: str) -> str:
+        parts = [streams[reason]] if reason in streams else []
+        parts += [f"first: {examples[reason]}"] if reason in examples else []
+        return f" ({'; '.join(parts)})" if parts else ""
+
+    lines = [f"  {'left out' if reason == 'filtered_out' else 'rejected'} {reason}: {count}{said(reason)}"
              for reason, count in sorted(rejected.items(), key=lambda kv: (-kv[1], kv[0]))]
     total = (accepted or 0) + sum(rejected.values())
     by_count = sorted(rejected.items(), key=lambda kv: -kv[1])

@@ -153,7 +153,8 @@ def read_streams(files: list[str], columns: Any = None, note: Callable[[str], No
             by_stream[tick.stream].append(tick)
     rejected = replay.rejected
     read = sum(map(len, by_stream.values()))  # none read: the error below says so, no share to warn of
-    said = [line.strip() for line in rejected_lines(dict(rejected), rejected.examples, read or None)]
+    said = [line.strip() for line in rejected_lines(dict(rejected), rejected.examples, read or None,
+                                                    rejected.streams_of())]
     if not by_stream:
         raise ValueError("no tick was read from the files: " + ("every row was rejected: " + "; ".join(said)
                                                                   if said else "they hold no data rows"))
