@@ -294,7 +294,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     # a price column that is zero or below wherever a row trades: an instrument that trades there (a spread)
     prices = [e for e, key in zip(exprs[1:], keys) if key in ("price", "size")] if cmap.price is not None else []
     traded = (pl.col("price").filter(pl.col("size") > 0) if cmap.size is not None else pl.col("price")).drop_nulls()
-    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices,
+    # a quote's bid above its ask: a yield quote's, if the columns are yields mapped as they are named
+    sides = [e for e, key in zip(exprs[1:], keys) if key in ("bid", "ask")] if cmap.bid and cmap.ask else []
+    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides,
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
         back_rows=(pl.col("_ts").drop_nulls().diff() < 0).sum(), largest_back=-pl.col("_ts").drop_nulls().diff().min(),
@@ -304,9 +306,10 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         nonpositive_prices=(traded.max() <= 0) if prices else pl.lit(False),
         nonpositive_rows=(traded <= 0).sum() if prices else pl.lit(0),
         trading_rows=traded.len() if prices else pl.lit(0),
+        crossed_rows=(pl.col("bid") > pl.col("ask")).sum() if sides else pl.lit(0),
         *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}),
     ).collect().row(0, named=True)
-    notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap)
+    notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap, facts["crossed_rows"])
     if not facts["timed"] and first is not None:
         raise ValueError(time_hint(path, cmap, first))
     factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]

@@ -121,12 +121,14 @@ def yield_columns(cmap: ColumnMap) -> list[str]:
             and names_a_yield(column)]
 
 
-def yield_caution(path: Path, cmap: ColumnMap) -> list[str]:
-    """A caution for price columns named as yields: replayed as prices, their "up" is a yield up, a price down."""
+def yield_caution(path: Path, cmap: ColumnMap, crossed_rows: int = 0) -> list[str]:
+    """A caution for price columns named as yields: replayed as prices, their "up" is a yield up, a price down;
+    and, when the file has quotes whose bid is above the ask (``crossed_rows``), that they are rejected: never
+    for a map that took the ask yield as the bid (bid=ask_yield, ask=bid_yield), whose quotes are not crossed."""
     if not (named := yield_columns(cmap)):
         return []
-    quotes = ("; a yield quote's bid is above its ask, so its quotes are rejected as crossed_quote"
-              if cmap.bid in named else "")
+    quotes = (f"; a yield quote's bid is above its ask, so its quotes ({crossed_rows} here) are rejected as "
+              f"crossed_quote" if crossed_rows and (cmap.bid in named or cmap.ask in named) else "")
     said = f"column {named[0]!r} is named as a yield" if len(named) == 1 else \
         f"columns {' and '.join(map(repr, named))} are named as yields"
     return [Caution(f"{path.name}: {said}: replayed as prices, an answer's up means the yield went up (the bond's "

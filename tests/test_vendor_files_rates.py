@@ -108,9 +108,15 @@ def test_yield_named_columns_are_a_caution_and_their_crossed_quotes_say_why(tmp_
         "crossed_quote"]
     assert replay.cautions == [
         "ust10y.csv: columns 'bid_yield' and 'ask_yield' are named as yields: replayed as prices, an answer's up "
-        "means the yield went up (the bond's price down); a yield quote's bid is above its ask, so its quotes are "
-        "rejected as crossed_quote. Convert yields to prices to replay prices "
+        "means the yield went up (the bond's price down); a yield quote's bid is above its ask, so its quotes (1 "
+        "here) are rejected as crossed_quote. Convert yields to prices to replay prices "
         "(docs/replay.md#yield-quoted-instruments)"]
+    # the ask yield taken as the bid: no quote is crossed, so the caution says no rejects (it did, start and end)
+    swapped = FileReplay(path, columns=map_from_options(
+        columns="ts=timestamp,stream=symbol,bid=ask_yield,ask=bid_yield"))
+    assert [(t.bid, t.ask) for t in drain(swapped)] == [(4.205, 4.215)] and not swapped.rejected
+    assert "crossed_quote" not in swapped.cautions[0] and "an answer's up means the yield went up" in \
+        swapped.cautions[0]
     camel = tmp_path / "camel.csv"  # BidYield is bid_yield (camel case was read as one word: no caution)
     camel.write_text("timestamp,symbol,BidYield,AskYield\n2026-03-02T14:30:00Z,UST10Y,4.2150,4.2050\n")
     with pytest.raises(ValueError, match=r"'BidYield', 'AskYield' are named as yields"):
