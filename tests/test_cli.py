@@ -654,6 +654,9 @@ def test_a_file_fed_again_goes_on_from_where_the_engine_is(checkpoint, tmp_path,
         assert code == 2 and "sent 0 ticks" in err and "150 ticks not sent" in err, err
         assert "not all of them are ticks the engine holds (SYN." in err and "an earlier file fed after a later" in err
         assert "nothing was sent: the files' ticks are older than the engine's last tick of their stream" in err, err
+        # how to feed them anyway (a stream fed unshifted, then again with --price-offset): start the stream over
+        assert "restart `flashtick serve` with another --data-dir or with --no-log" in err
+        assert "give the stream another name (a file of one stream: --columns ...,stream_name=NAME)" in err
         assert "nothing new to send" not in err
         assert sum(server.pipeline.rejected.values()) == 0 and server.pipeline.ticks_in == 120
 

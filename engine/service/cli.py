@@ -876,6 +876,13 @@ def _batch_ns(args: argparse.Namespace) -> int | None:
     return int(batch_ms * 1e6)  # as the backtest rounds it
 
 
+# A stream takes its ticks in time order only, across restarts too: one fed before (read without --price-offset,
+# say) is fed again from its start only into an engine that does not hold it, or under another name
+START_OVER = ("; to feed a stream again from its start (read another way: --price-offset, --price-format), restart "
+              "`flashtick serve` with another --data-dir or with --no-log (it then holds no stream), or give the "
+              "stream another name (a file of one stream: --columns ...,stream_name=NAME)")
+
+
 def cmd_feed(args: argparse.Namespace) -> int | None:
     import threading
 
@@ -940,12 +947,12 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
     held = sum(source.skipped.values()) if isinstance(source, AfterHeld) else 0  # ticks the engine held: not sent
     if stats.ticks == 0 and held and source.older() is not None:  # no re-feed: older ticks than the engine's
         raise ValueError("nothing was sent: the files' ticks are older than the engine's last tick of their stream "
-                         "(above)")
+                         f"(above){START_OVER}")
     if stats.ticks == 0 and held:  # a file fed again: nothing new to send is no error, whatever a filter left out
         print(f"flashtick feed: nothing new to send: every tick of the files"
               f"{' of the streams selected' if source.selection is not None else ''} is stamped at or before the "
               f"engine's last tick of its stream (held, if these files were fed before; `flashtick streams` says "
-              f"what it has)", file=sys.stderr)
+              f"what it has){START_OVER}", file=sys.stderr)
     if lines := _replay_rejections(source, stats.ticks):  # rows the files' own checks refused, before any was sent
         left_out = source.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
         how = f" ({left_out} of them left out by a filter)" if left_out else ""
