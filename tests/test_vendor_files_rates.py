@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -224,3 +225,36 @@ def test_reject_lines_of_backtest_and_feed_replay_say_which_streams_lost_rows(tm
                                          for i, symbol in enumerate(["A", "B", "A", "C", "D", "E", "A", "B"])))
     assert main(["feed", "replay", str(only_bad), "--endpoint", "tcp://127.0.0.1:5", "--control", ""]) == 2
     assert "rejected nonpositive_price: 8 (A 3, B 2, C 1, 2 in 2 other streams; first: " in capsys.readouterr().err
+
+
+def test_a_checkpoint_records_the_price_offset_it_was_trained_with_and_evaluate_reads_with_it(
+        tmp_path: Path, capsys) -> None:
+    """`train cl.csv --price-offset CLK0=50` then `evaluate m cl.csv` read the file unshifted: it dropped the
+    rows below zero and cut other parts, in silence. The checkpoint records the option; evaluate reads with it,
+    saying so; an explicit other one, or a backtest without it, is said as a mismatch."""
+    import json
+
+    from engine.service.cli import main
+    from test_stream_selection import TINY
+
+    walk = 2 * np.sin(np.arange(3000) / 150) + 0.5  # crosses zero, as CL did
+    path = tmp_path / "cl.csv"
+    path.write_text("ts_ns,symbol,price,size\n" + "".join(
+        f"{1773147600_000_000_000 + i * 200_000_000},CLK0,{price:.2f},1\n" for i, price in enumerate(walk)))
+    assert (walk <= 0).sum() > 100  # enough rows for unshifted reading to lose them visibly
+    out = tmp_path / "m"
+    assert main(["train", str(path), "--out", str(out), *TINY, "--steps", "1", "--batch", "1", "--max-points",
+                 "64", "--resamples", "10", "--quiet", "--json", "--price-offset", "CLK0=50"]) == 0
+    assert json.loads(capsys.readouterr().out)["reading"] == {"price_offset": "CLK0=50"}
+    evaluate = ["evaluate", str(out), str(path), "--max-points", "64", "--resamples", "10", "--threads", "1"]
+    assert main([*evaluate, "--json"]) == 0
+    out_json, err = capsys.readouterr()
+    assert "note: reading the files with --price-offset CLK0=50, as this model was trained" in err
+    assert "nonpositive_price" not in json.loads(out_json)["rejected"] and "mismatch" not in err
+    assert main([*evaluate, "--json", "--price-offset", "30"]) == 0
+    assert ("note: this model was trained on files read with --price-offset CLK0=50; these files are read with "
+            "--price-offset 30: prices read otherwise") in capsys.readouterr().err
+    assert main(["backtest", str(path), "--model", str(out), "--out", str(tmp_path / "a.parquet"),
+                 "--max-ticks", "200"]) == 0
+    assert ("flashtick backtest: note: this model was trained on files read with --price-offset CLK0=50; these "
+            "files are read with no --price-offset") in capsys.readouterr().err

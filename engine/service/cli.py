@@ -721,6 +721,10 @@ def cmd_serve(args: argparse.Namespace) -> None:
     print(f"flashtick: model {model.model_id} ("
           f"{'the built-in tick model' if model.path is None else Path(model.path).expanduser().resolve()})",
           file=sys.stderr, flush=True)  # a wrong model.path is seen at the start, not in the answers
+    if reading := _recorded_reading(model.path):
+        print(f"flashtick: note: this model was trained on files read with {reading}: the service reads ticks as "
+              f"they are sent, so a feed must send prices read alike (`flashtick feed replay` with the same "
+              f"options; docs/model.md)", file=sys.stderr, flush=True)
     feeds = "".join(f" feed={feed}" for feed in server.config.endpoints.feeds)  # SUBscribed to (connects)
     print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()) + feeds, file=sys.stderr,
           flush=True)
@@ -1370,6 +1374,14 @@ def _backtest_inputs(args: argparse.Namespace) -> tuple[Any, Path]:
     return config, Path(queries)
 
 
+def _recorded_reading(model_path: str | None) -> str:
+    """The reading options a checkpoint was trained on, as options (`--price-offset 50`); '' for none."""
+    from engine.service.reading_record import recorded_reading, shown
+
+    recorded = recorded_reading(model_path)
+    return shown(recorded, recorded) if recorded else ""
+
+
 def cmd_backtest(args: argparse.Namespace) -> int:
     import threading
 
@@ -1405,6 +1417,11 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     for signum, handler in inherited.items():
         if handler is not signal.SIG_IGN:
             signal.signal(signum, request_stop)
+    from engine.service.reading_record import reading_mismatch, reading_of, recorded_reading
+
+    if (mismatch := reading_mismatch(recorded_reading(config.model.path),
+                                     reading_of(_column_map(args, config)))) is not None:
+        print(f"flashtick backtest: note: {mismatch}", file=sys.stderr, flush=True)
     try:
         report = run_backtest(config, [str(f) for f in args.files], queries, args.out,
                               columns=_column_map(args, config),
@@ -1574,6 +1591,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     model, codec = load_tick_model(model_dir, device)
     said = (lambda line: None) if args.quiet else \
         (lambda line: print(f"flashtick evaluate: note: {line}", file=sys.stderr))
+    _read_as_trained(args, model_dir, said)
     streams, rejected = read_streams([str(f) for f in args.files], _column_map(args), note=said,
                                      streams=args.streams)
     prepared, skipped = prepare(codec, streams, split, min_ticks=1)
@@ -1603,6 +1621,24 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         return
     if (overlap := _trained_on_overlap(model_dir, args.files, split)) is not None:
         print(f"note: {overlap}", file=sys.stderr)
+
+
+def _read_as_trained(args: argparse.Namespace, model_dir: Path, said: Callable[[str], None]) -> None:
+    """`evaluate` reads the files with the --price-offset and --price-format the checkpoint was trained on, unless
+    given them (a mismatch then said): the same files read otherwise drop other rows and cut other parts."""
+    from engine.service.reading_record import reading_mismatch, reading_of, recorded_reading, shown
+
+    recorded = recorded_reading(model_dir) or {}
+    taken = {key: value for key, value in recorded.items() if getattr(args, key, None) is None}
+    if "price_offset" in taken:
+        args.price_offset = [taken["price_offset"]]
+    if "price_format" in taken:
+        args.price_format = taken["price_format"]
+    if taken:
+        said(f"reading the files with {shown(taken, taken)}, as this model was trained (its evaluation.json; give "
+             f"the option to read them otherwise)")
+    if (mismatch := reading_mismatch(recorded_reading(model_dir), reading_of(_column_map(args)))) is not None:
+        said(mismatch)
 
 
 def _evaluation(model_dir: Path) -> dict[str, Any] | None:

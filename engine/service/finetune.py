@@ -34,6 +34,7 @@ from engine.service.calibrate import calibrate_streams, fit_heads, validation_pa
 from engine.service.evaluate import (EvalOptions, evaluate_streams, format_table, load_tick_model, plot,
                                      uncalibrated_why)
 from engine.service.features import HEAD_FILE, QuestionHead, write_head
+from engine.service.reading_record import reading_of
 from engine.service.splits import (
     SplitSpec, StreamData, gap_note, longest_horizon, prepare, read_streams, time_overlap_note,
 )
@@ -158,7 +159,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         log("answer heads: " + ", ".join(f"{name} model weight {h.model_weight:g} (validation Brier "
                                           f"{h.brier_model} -> {h.brier_blend})" for name, h in heads.items()))
     evaluation = evaluate_streams(model, codec, streams, eval_options, heads)
-    record = {"files": [str(f) for f in files], "base": str(options.base) if options.base else "from scratch",
+    record = {"files": [str(f) for f in files], "reading": reading_of(columns),
+              "base": str(options.base) if options.base else "from scratch",
               "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))),
               "selected_streams": list(options.streams) if options.streams else None,  # None: every stream
               "rejected": rejected, "skipped": skipped, "overlap": overlap,
@@ -169,7 +171,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
               "total_seconds": round(time.time() - t0, 1)}
     # what it was trained on, so `flashtick evaluate` can say when a test slice is not out of sample
     trained_on = {"files": [str(Path(f).resolve()) for f in files],
-                  "seen_end": options.split.train + options.split.validation}  # fitted, stopped and calibrated on
+                  "seen_end": options.split.train + options.split.validation,  # fitted, stopped and calibrated on
+                  "reading": reading_of(columns)}  # --price-offset, --price-format: evaluate reads with them
     (out / "evaluation.json").write_text(json.dumps(evaluation | {"trained_on": trained_on}, indent=1) + "\n")
     plotted = plot(evaluation, out / "calibration.png", "flashtick train")
     write_model_card(out, record, plotted)
