@@ -1261,14 +1261,41 @@ def test_answers_the_log_cannot_take_are_written_later_and_ticks_wait_meanwhile(
         refused = live.ingest_message(encode(market[49:56]))
         assert {r["reason"] for r in refused} == {"log_unavailable"} and len(refused) == 7
         assert "cannot be written (is the disk full?); ticks are refused until it can" in refused[0]["error"]
+        failed = live.data.answers.errors
+        for _ in range(3):  # a retry that fails is a failed write too (RETRY_S: 0): counted, as stderr says it
+            assert live.data.answers.failing
+        assert live.data.answers.errors == failed + 3
     assert not live.data.answers.failing  # the log takes them again: the answers waiting are written, in order
     assert live.ingest_message(encode(market[49:56])) == []
     published += live.run_until_idle()
     err = capsys.readouterr().err
-    assert "answers wait to be logged" in err and "writable again" in err, err
+    assert "answers wait to be logged" in err and "answer log: writable again after" in err, err
+    # and the ticks refused meanwhile, said once a tick is accepted again
+    assert re.search(r"the answer log is writable again after \d+\.\d s; 7 ticks were refused meanwhile", err), err
     recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after"), queries))
     assert recovered.recovered == []  # nothing owed: every answer published was logged
     assert recovered.cache.seqs() == live.cache.seqs()  # every topic goes on after the last seq published
+
+
+def test_a_tick_log_writable_again_says_how_long_it_refused_and_how_many(checkpoint, tmp_path, capsys) -> None:
+    """After the "ticks refused (log_unavailable)" lines of a full disk, one line says when writing recovered, for
+    how long and how many ticks were refused (a reviewer's log never said); every failed write is counted."""
+    live = TickPipeline(config(checkpoint, tmp_path / "data"))
+    market = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(70)
+    feed_in_steps(live, market[:49])
+    ticks_file = max((tmp_path / "data" / "ticks").glob("ticks-*.log"))
+    with file_size_limit(ticks_file.stat().st_size + 10):  # the disk is full: no tick fits
+        for start in (49, 56):
+            refused = live.ingest_message(encode(market[start : start + 7]))
+            assert [r["reason"] for r in refused] == ["log_unavailable"] * 7
+        assert live.stats()["log"]["append_errors"] == 14
+        assert "writable again" not in capsys.readouterr().err
+    assert live.ingest_message(encode(market[63:70])) == []
+    err = capsys.readouterr().err
+    assert len(re.findall(r"flashtick: the tick log is writable again after \d+\.\d s; 14 ticks were refused "
+                          r"meanwhile \(log_unavailable", err)) == 1, err
+    assert live.ingest_message(encode(market[63:70])) != [] and "writable again" not in capsys.readouterr().err
+    live.close()
 
 
 def test_a_restart_after_a_stop_with_unlogged_answers_says_what_it_publishes_again(checkpoint, tmp_path, capsys,

@@ -103,7 +103,8 @@ class AnswerLog:
         self.directory = Path(directory)
         self.state_path = self.directory / "state.msgpack"
         self.cache = cache
-        self.errors = 0  # records a write failed for (each counted once, written later or not)
+        self.errors = 0  # writes that failed: each record's first try and each retry (a stuck record: every RETRY_S)
+        self._failing_since: float | None = None  # monotonic time of the first failed write while records wait
         # records not written yet, in order, behind the first that failed: written when the log takes them again;
         # meanwhile the service refuses new ticks (DataDir.append), so this holds only what was in flight
         self._unlogged: deque[bytes] = deque()
@@ -129,9 +130,8 @@ class AnswerLog:
         answer a subscriber saw, or it would publish the answers owed again under seqs already handed out. While
         any is kept, ``failing`` is true and the service refuses new ticks, so what waits is only what was in
         flight; the answers themselves are still published (and served from memory for gap fills)."""
-        if self._unlogged:
+        if self._unlogged:  # (not written: behind the ones that wait, in order)
             self._unlogged.append(record)
-            self.errors += 1
             if time.monotonic() >= self._retry_at:
                 self._retry()
             return
@@ -140,6 +140,7 @@ class AnswerLog:
         except OSError as e:
             self.errors += 1
             self._unlogged.append(record)
+            self._failing_since = time.monotonic()
             self._retry_at = time.monotonic() + RETRY_S
             self._say(e)
 
@@ -156,11 +157,14 @@ class AnswerLog:
             try:
                 self.log.append(self._unlogged[0])
             except OSError as e:
+                self.errors += 1
                 self._say(e)
                 return
             self._unlogged.popleft()
-        print("flashtick: answer log: writable again; every answer published is logged; ticks are accepted",
-              file=sys.stderr, flush=True)
+        failed_for = time.monotonic() - (self._failing_since or time.monotonic())
+        self._failing_since = None
+        print(f"flashtick: answer log: writable again after {failed_for:.1f} s; every answer published is logged; "
+              f"ticks are accepted", file=sys.stderr, flush=True)
 
     def _say(self, error: OSError) -> None:
         now = time.monotonic()

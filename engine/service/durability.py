@@ -192,6 +192,32 @@ class ReplayTarget(Protocol):
         """The live run expired ``stream`` for idleness here: its session and what is kept beside it go."""
 
 
+class RefusalSpell:
+    """A stretch of ticks refused because a log could not be written (a full disk, a file size limit): once a tick
+    is accepted again the log says for how long and how many were refused, as `behind` has `caught up`."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None  # monotonic time of the first refusal of the spell
+        self.ticks = 0
+        self.logs: list[str] = []  # which logs refused, in order ("tick log", "answer log")
+
+    def refused(self, log: str, ticks: int) -> None:
+        if self.since is None:
+            self.since = time.monotonic()
+        self.ticks += ticks
+        if log not in self.logs:
+            self.logs.append(log)
+
+    def accepted(self) -> None:
+        if self.since is None:
+            return
+        logs = " and the ".join(self.logs)
+        print(f"flashtick: the {logs} {'are' if len(self.logs) > 1 else 'is'} writable again after "
+              f"{time.monotonic() - self.since:.1f} s; {self.ticks} ticks were refused meanwhile (log_unavailable: "
+              f"lost unless their senders send them again)", file=sys.stderr, flush=True)
+        self.since, self.ticks, self.logs = None, 0, []
+
+
 class DataDir:
     def __init__(self, config: LogSection, cache: AnswerCache, written_by: dict[str, Any],
                  encoders: StreamEncoders | None = None) -> None:
@@ -238,6 +264,7 @@ class DataDir:
         self._message_start = False
         self._refusal_said_at = -math.inf  # when stderr last heard that the tick log refuses ticks
         self._refused: tuple[float, str] | None = None  # the latest refusal of a tick: when (monotonic) and why
+        self._refusals = RefusalSpell()  # since when ticks are refused, how many: said once a tick is accepted again
 
     def _open_parts(self, config: LogSection, cache: AnswerCache, written_by: dict[str, Any]) -> None:
         """What the directory holds: its metadata and epoch, then the tick and answer logs (each made if missing)."""
@@ -297,6 +324,7 @@ class DataDir:
         """Log one accepted item; raises ticklog.LogWriteError (nothing logged) when the disk refuses, or while
         the answer log holds answers it could not write (their ticks' answers would go unlogged too)."""
         if self.answers.failing:
+            self._refusals.refused("answer log", item.ticks)
             self._say_refused(f"the answer log cannot be written ({self.answers.unlogged} answers wait)")
             raise LogWriteError(f"the answer log of {self.root} cannot be written (is the disk full?); ticks are "
                                 f"refused until it can")
@@ -306,9 +334,11 @@ class DataDir:
         try:
             self.log.append(msgpack.packb(record, use_bin_type=True))
         except LogWriteError as e:  # the sender is told on _rejects/; the operator here, at most every few seconds
+            self._refusals.refused("tick log", item.ticks)
             self._say_refused(str(e))
             raise
         self._message_start = False
+        self._refusals.accepted()
 
     @property
     def problem(self) -> str | None:

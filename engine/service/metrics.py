@@ -51,8 +51,12 @@ COUNTER_HELP = {  # where "<group> <name>" would mislead
                       "tokens_advanced without rolls: kv.cells is too small, see kv_thrash)",
 }
 LOG_COUNTERS = (  # (stats path under `log`, metric, help): with a data directory
-    (("append_errors",), "log_append_errors_total", "Tick log writes the disk refused (those ticks were refused)"),
-    (("answers", "errors"), "answer_log_errors_total", "Answer log writes that failed (the answers were published)"),
+    (("append_errors",), "log_append_errors_total", "Tick log writes that failed, each refused tick's (ticks "
+                                                     "refused while the answer log fails are counted in "
+                                                     "rejected_total only)"),
+    (("answers", "errors"), "answer_log_errors_total", "Answer log writes that failed, each retry of a waiting "
+                                                         "answer too (every second while the log fails; the answers "
+                                                         "were published)"),
     (("segments_dropped",), "log_segments_dropped_total", "Tick log segments dropped by retention"),
 )
 LIVE_SCORES = (  # (stats key, metric, type, help), one sample per query
