@@ -630,20 +630,21 @@ def receive_until_quiet(answers: GaplessSubscriber, got: dict[str, list[int]], q
         got.setdefault(message[0], []).append(message[1]["seq"])
 
 
-def serve_config(tmp_path: Path, checkpoint: Path) -> Path:
+def serve_config(tmp_path: Path, checkpoint: Path, metrics: bool = False) -> Path:
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     config_path = tmp_path / "engine.yaml"
     config_path.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n"
                            f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
-                           f"control: 'tcp://127.0.0.1:0'}}\nqueries: {queries}\n")
+                           f"control: 'tcp://127.0.0.1:0'{', metrics_port: 0' if metrics else ''}}}\n"
+                           f"queries: {queries}\n")
     return config_path
 
 
 def test_a_disk_that_refuses_writes_refuses_ingest_and_loses_nothing_accepted(checkpoint, tmp_path) -> None:
     """The tick log cannot grow (a full disk, a file size limit): ticks are refused as log_unavailable, told
     to the sender and counted; the service keeps serving; every tick it did accept is recovered on restart."""
-    config_path = serve_config(tmp_path, checkpoint)
+    config_path = serve_config(tmp_path, checkpoint, metrics=True)
     ticks = SyntheticMarket(SyntheticConfig(seed=10)).next_batch(1000)
     process, endpoints = serve(config_path, tmp_path / "data", max_file_bytes=32 << 10)
     try:
@@ -661,9 +662,9 @@ def test_a_disk_that_refuses_writes_refuses_ingest_and_loses_nothing_accepted(ch
             refused = stats["rejected"].get("log_unavailable", 0)
             assert 0 < refused < 1000 and stats["ticks_in"] + refused == 1000
             assert stats["log"]["append_errors"] >= refused
-            from engine.service.metrics import render  # what a scraper alerts on
-
-            assert f"\nflashtick_log_append_errors_total {stats['log']['append_errors']}\n" in render(stats)
+            scraped = scrape(endpoints["metrics"])  # what a scraper alerts on (refreshed by the stats op)
+            assert scraped["flashtick_log_append_errors_total"] >= stats["log"]["append_errors"]
+            assert scraped["flashtick_serving"] == 0 and scraped["flashtick_log_problem"] == 1, scraped
             reason = rejects.recv(timeout_s=5)[1]
             assert reason["reason"] == "log_unavailable" and "tick log" in reason["error"] and "not accepted" in reason["error"]
             health = control.call("health")  # it answers: degraded while it refuses ticks, saying why
@@ -1148,12 +1149,15 @@ def test_segments_too_small_for_every_session_start_with_counts_alone(checkpoint
     assert stats.appended == 600
 
 
-def test_health_says_starting_while_the_tick_log_replays(checkpoint, tmp_path) -> None:
-    """The control socket is bound before the model loads and the log replays (minutes for a long log): `health`
-    answers "starting" meanwhile, other ops an error saying to try again, then "serving"."""
+def test_health_and_metrics_say_starting_while_the_tick_log_replays(checkpoint, tmp_path) -> None:
+    """The control socket and the metrics endpoint are bound before the model loads and the log replays (minutes
+    for a long log): `health` answers "starting" meanwhile, other ops an error saying to try again, and a scrape
+    finds the target up (serving 0, the phase), not down as after a crash; then "serving" and every family."""
     from engine.service.server import Server
 
     endpoints, cfg = restartable(checkpoint, tmp_path)
+    metrics_port = free_port()
+    cfg = dataclasses.replace(cfg, endpoints=dataclasses.replace(cfg.endpoints, metrics_port=metrics_port))
     pipeline = TickPipeline(cfg)
     ticks = SyntheticMarket(SyntheticConfig(seed=13)).next_batch(40_000)
     for i in range(0, len(ticks), 500):
@@ -1167,7 +1171,7 @@ def test_health_says_starting_while_the_tick_log_replays(checkpoint, tmp_path) -
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    statuses, errors, phases = [], [], []
+    statuses, errors, phases, scrapes = [], [], [], []
     with ControlClient(endpoints["control"], timeout_s=30) as control:
         while not statuses or statuses[-1] == "starting":
             health = control.call("health")
@@ -1175,7 +1179,11 @@ def test_health_says_starting_while_the_tick_log_replays(checkpoint, tmp_path) -
             phases.append(health.get("phase"))
             assert health["protocol"] == 1 and isinstance(health["version"], str)  # starting or serving alike
             errors.append(control.request({"op": "stats"}).get("error"))
+            if health["status"] == "starting":  # (bound with control: up whenever health answers)
+                scrapes.append(scrape(f"http://127.0.0.1:{metrics_port}/metrics"))
             time.sleep(0.05)
+    wait_for(lambda: built[0].ready.is_set(), timeout_s=30)
+    served = scrape(f"http://127.0.0.1:{metrics_port}/metrics")
     built[0].stop()
     thread.join(30)
     assert statuses.count("starting") == len(statuses) - 1 and statuses[-1] == "serving"
@@ -1183,6 +1191,24 @@ def test_health_says_starting_while_the_tick_log_replays(checkpoint, tmp_path) -
     # and what it is doing (what a burst owes, forward by forward: test_a_restart_answers_a_backlog_...)
     assert "replaying the tick log" in phases and set(phases[:-1]) <= {
         "loading the model", "replaying the tick log", "computing the answers owed at each stream's latest tick"}
+    # (the last scrape may come after the start ended: a scrape is either page, whole)
+    starting = [s for s in scrapes if any(k.startswith("flashtick_starting{") for k in s)]
+    assert starting and all(s["flashtick_serving"] == 0 and "flashtick_ticks_in_total" not in s for s in starting)
+    assert 'flashtick_starting{phase="replaying the tick log"}' in {k for s in starting for k in s}
+    assert served["flashtick_serving"] == 1 and not any(k.startswith("flashtick_starting") for k in served)
+    assert served["flashtick_ticks_in_total"] == 40_000 and served["flashtick_log_problem"] == 0
+    assert served["flashtick_owed_ticks"] == 0  # (it owed answers at each stream's latest tick, no tail of ticks)
+    assert abs(served["flashtick_process_start_time_seconds"] - scrapes[0]["flashtick_process_start_time_seconds"]
+               ) < 1e-6 and served["flashtick_process_start_time_seconds"] < time.time()
+
+
+def scrape(url: str) -> dict[str, float]:
+    """A /metrics page's samples: series (name and labels, as written) -> value."""
+    import urllib.request
+
+    body = urllib.request.urlopen(url, timeout=10).read().decode()
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
+            if line and not line.startswith("#")}
 
 
 def test_a_feed_launched_with_its_serve_waits_for_it_and_starts_after_the_ticks_it_holds(checkpoint, tmp_path,

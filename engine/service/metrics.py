@@ -35,20 +35,40 @@ GAUGES = {
     "behind": "1 while more than limits.max_backlog_tokens wait for a forward, or data waited past limits.max_lag_s",
     "kv_thrash": "1 while evicted sessions are recomputed more than new tokens are (kv.cells too small)",
     "queries": "Registered queries",
-    "process_resident_memory_bytes": "Resident memory of the service process (RSS)",
 }
-SCHEDULER_COUNTERS = ("evictions", "evicted_cells", "rebuilt_streams", "rolls", "refused_streams", "deferred",
-                      "batches", "probes_deferred", "jobs_done", "jobs_failed", "skipped_tokens")
-RUNNER_COUNTERS = ("forwards", "tokens_advanced", "tokens_rebuilt", "tokens_probed")
-COUNTER_HELP = {  # where "<group> <name>" would mislead
-    "refused_streams": "Ticks refused because their stream could not be admitted (scheduler.max_streams, "
-                       "when_full: refuse): one per tick, not per stream",
-    "skipped_tokens": "Queued tokens never computed: a later roll of their stream, before the end of their tick "
-                      "group, dropped them from the window",
+SCHEDULER_COUNTERS = {  # engine/scheduler.py's SchedulerStats: what each counts, not its name again
+    "evictions": "Sessions whose KV was evicted to make room in the KV pool (recomputed when their stream next "
+                 "ticks or is asked)",
+    "evicted_cells": "KV cells those evictions freed",
     "rebuilt_streams": "Streams whose evicted or restored KV was recomputed, once per rebuild (a context roll's "
                        "re-prefill is counted in rolls)",
+    "rolls": "Context rolls: a session at its window (scheduler.window) kept its sink and most recent tokens and "
+             "recomputed them",
+    "refused_streams": "Ticks refused because their stream could not be admitted (scheduler.max_streams, "
+                       "when_full: refuse): one per tick, not per stream",
+    "deferred": "Times a stream with data waiting was left out of a forward for want of room in the KV pool (it "
+                "goes in a later one)",
+    "batches": "Forwards the scheduler planned and committed: each engine step's one batch of tick advances and "
+               "query probes (restore rebuilds not included)",
+    "probes_deferred": "Times query probes were put off to a later forward: past scheduler.max_probe_tokens, or no "
+                       "room in the KV pool",
+    "jobs_done": "Query jobs finished: standing answers computed, asks answered by a forward, idle work "
+                 "(answers decoded ahead, audits), each once",
+    "jobs_failed": "Query jobs that failed: their probe would pass the model's positions (scheduler.probe_reserve)",
+    "skipped_tokens": "Queued tokens never computed: a later roll of their stream, before the end of their tick "
+                      "group, dropped them from the window",
+}
+RUNNER_COUNTERS = {  # engine/runner.py's RunnerStats
+    "forwards": "Forward passes the model ran (many streams in one), restore rebuilds included",
+    "tokens_advanced": "Ticks' new tokens computed into sessions (not recomputed ones, not probes)",
     "tokens_rebuilt": "Tokens recomputed: KV evicted or restored, and the tokens a context roll keeps (more than "
                       "tokens_advanced without rolls: kv.cells is too small, see kv_thrash)",
+    "tokens_probed": "Query probe tokens computed (questions evaluated against a session, not kept in it)",
+}
+PROCESS_GAUGES = {  # known from the start, before the model loads
+    "process_start_time_seconds": "Start time of the service process since the Unix epoch, in seconds (as "
+                                  "process_start_time_seconds of Prometheus client libraries)",
+    "process_resident_memory_bytes": "Resident memory of the service process (RSS)",
 }
 LOG_COUNTERS = (  # (stats path under `log`, metric, help): with a data directory
     (("append_errors",), "log_append_errors_total", "Tick log writes that failed, each refused tick's (ticks "
@@ -60,7 +80,8 @@ LOG_COUNTERS = (  # (stats path under `log`, metric, help): with a data director
     (("segments_dropped",), "log_segments_dropped_total", "Tick log segments dropped by retention"),
 )
 LIVE_SCORES = (  # (stats key, metric, type, help), one sample per query
-    ("scored", "live_scored_total", "counter", "Published answers scored against the realised answer"),
+    ("scored", "live_scored_total", "counter", "Published answers scored against the realised answer, since the "
+                                               "query was registered (replacing it starts again at 0)"),
     ("accuracy", "live_accuracy", "gauge", "Share of scored answers whose most likely label was realised"),
     ("brier", "live_brier", "gauge", "Mean Brier score of the scored answers"),
     ("prior_brier", "live_prior_brier", "gauge", "Mean Brier score of the stream's class frequencies so far"),
@@ -68,6 +89,19 @@ LIVE_SCORES = (  # (stats key, metric, type, help), one sample per query
     ("model_accuracy", "live_model_accuracy", "gauge", "Accuracy of the model's own answers before adaptation"),
     ("model_brier", "live_model_brier", "gauge", "Mean Brier score of the model's own answers before adaptation"),
 )
+
+
+def process_start_time() -> float | None:
+    """When this process started, in seconds since the Unix epoch, from /proc (Linux): the boot time plus the
+    process's start in clock ticks since boot, as Prometheus client libraries read it; None where there is none."""
+    try:
+        with open("/proc/self/stat") as f:  # the command name in parentheses may hold spaces: fields after it
+            since_boot = int(f.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        return boot + since_boot
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 def resident_bytes() -> int | None:
@@ -80,6 +114,8 @@ def resident_bytes() -> int | None:
 
 
 def render(snapshot: dict[str, Any]) -> str:
+    """The snapshot as Prometheus text. One with ``starting`` (the start's phase: the service loads its model
+    or replays its tick log) gives only what is known then: serving 0, the phase, the process's figures."""
     lines: list[str] = []
 
     def metric(name: str, kind: str, help_text: str, samples: list[tuple[str, float]]) -> None:
@@ -87,6 +123,21 @@ def render(snapshot: dict[str, Any]) -> str:
         lines.append(f"# TYPE flashtick_{name} {kind}")
         lines.extend(f"flashtick_{name}{labels} {value}" for labels, value in samples)
 
+    starting = snapshot.get("starting")
+    shards_down = any(s["state"] != "serving" for s in snapshot.get("shards") or ())
+    metric("serving", "gauge", "1 while the service serves (`flashtick health`: serving); 0 while it starts, or "
+           "while degraded: its logs cannot be written (flashtick_log_problem) or a shard is down",
+           [("", int(not starting and not snapshot.get("log_problem") and not shards_down))])
+    # the phase without its progress figures ("replaying the tick log", not "...: 4,000 of 9,000 tokens"): a label
+    # value that changed with every scrape would make a new series each time
+    metric("starting", "gauge", "1 while the service starts, labelled with what it does (loading the model, "
+           "replaying the tick log, ...); no sample once it serves",
+           [(f'{{phase="{_label(starting.split(":", 1)[0])}"}}', 1)] if starting else [])
+    for key, help_text in PROCESS_GAUGES.items():
+        if snapshot.get(key) is not None:  # (no such figure here: no sample rather than a false one)
+            metric(key, "gauge", help_text, [("", snapshot[key])])
+    if starting:
+        return "\n".join(lines) + "\n"
     for key, help_text in COUNTERS.items():
         metric(f"{key}_total", "counter", help_text, [("", snapshot.get(key, 0))])
     for key, help_text in GAUGES.items():
@@ -94,17 +145,22 @@ def render(snapshot: dict[str, Any]) -> str:
         if value is None:  # (no such figure here: no sample rather than a false one)
             continue
         metric(key, "gauge", help_text, [("", int(value) if isinstance(value, bool) else value)])
+    if "owed_ticks" in snapshot:  # one engine's (a --shards front door owes a restart's answers otherwise)
+        metric("owed_ticks", "gauge", "Ticks a restart owes answers for (logged but not computed before the stop) "
+               "still to compute: 0 once it has caught up", [("", snapshot["owed_ticks"])])
     metric("lag_seconds", "gauge", "Seconds the oldest data not yet computed has waited: accepted, or unread in the "
            "ingest queue (limits.max_lag_s)", [("", snapshot.get("lag_s", 0.0))])
     rejected = snapshot.get("rejected", {})
     metric("rejected_total", "counter", "Ticks or messages rejected, by reason",
            [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())])  # none yet: no sample (no fake reason)
-    for group, keys in (("scheduler", SCHEDULER_COUNTERS), ("runner", RUNNER_COUNTERS)):
-        for key in keys:
-            metric(f"{key}_total", "counter", COUNTER_HELP.get(key, f"{group} {key.replace('_', ' ')}"),
-                   [("", snapshot.get(group, {}).get(key, 0))])
+    for group, counters in (("scheduler", SCHEDULER_COUNTERS), ("runner", RUNNER_COUNTERS)):
+        for key, help_text in counters.items():
+            metric(f"{key}_total", "counter", help_text, [("", snapshot.get(group, {}).get(key, 0))])
     log = snapshot.get("log")
     if isinstance(log, dict):
+        metric("log_problem", "gauge", "1 while ticks are refused (log_unavailable) because the data directory's logs "
+               "cannot be written (a full disk, a file size limit, a removed directory): `flashtick health` says "
+               "degraded and why", [("", int(bool(snapshot.get("log_problem"))))])
         for path, name, help_text in LOG_COUNTERS:
             value: Any = log
             for key in path:
@@ -121,9 +177,10 @@ def render(snapshot: dict[str, Any]) -> str:
         metric("shard_restarts_total", "counter", "Times the shard was lost and restored from the tick log",
                [(f'{{shard="{_label(s["name"])}"}}', s["restarts"]) for s in shards])
     quantile_families = (
-        ("freshness_ms", "answer_freshness_ms", "Tick arrival to answer cached, recent window"),
-        ("data_age_ms", "answer_data_age_ms", "Answered tick's own ts to answer cached, recent window (negative: ts "
-                                              "ahead of this clock)"))
+        ("freshness_ms", "answer_freshness_ms", "Tick read off the ingest socket to answer cached, over the last "
+                                                "10,000 published answers (not a time window: kept when answers stop)"),
+        ("data_age_ms", "answer_data_age_ms", "Answered tick's own ts to answer cached, over the last 10,000 published "
+                                              "answers (negative: ts ahead of this clock)"))
     for key, name, help_text in quantile_families:
         quantiles = snapshot.get(key, {})
         metric(name, "gauge", help_text,

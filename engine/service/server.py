@@ -36,7 +36,7 @@ from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, FailedHandshakes, allowed_client_keys, server_keypair
 from engine.service.config import ServiceConfig
 from engine.service.durability import new_epoch
-from engine.service.metrics import resident_bytes
+from engine.service.metrics import process_start_time, resident_bytes
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.sharded import ShardedPipeline
 from engine.stream import Stream
@@ -64,6 +64,7 @@ ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every li
 # stays while changes are additions a parser can ignore (a new key, op, reason or topic), and goes up with
 # anything that breaks a client written to the current page (a key removed or renamed, a type or framing changed)
 WIRE_PROTOCOL = 1
+PROCESS_START_TIME = process_start_time()  # (read once: it does not change)
 
 
 def package_version() -> str:
@@ -143,16 +144,23 @@ class Server:
         # `health` answers "starting" rather than nothing, so a supervisor's probe does not take it for a hang
         control = self._socket("control", zmq.ROUTER, config.endpoints.control, curve=True,
                                maxmsgsize=config.limits.max_control_bytes)
+        self._snapshot: dict[str, Any] = {}
+        self._metrics_server: Any = None
+        self._starting = _StartingReplies(control, config.model.model_id, self.started_at)
         try:
-            with _StartingReplies(control, config.model.model_id, self.started_at) as starting:
+            # metrics as early: a scrape while the log replays finds the target up and starting, not down
+            self._start_metrics()
+            with self._starting as starting:
                 # one engine in this process, or N engine shards (Ray actors) behind the same sockets
                 self.pipeline = ShardedPipeline(config) if config.shards.count else \
                     TickPipeline(config, progress=starting.said, defer_owed=True)
         except BaseException:  # (a config the engine refuses): nothing stays bound
             control.close(linger=0)
+            self._stop_metrics()
             if self._auth is not None:
                 self._auth.stop()
             raise
+        self._starting.said("binding ingest and answers")  # until the loop serves (serve_forever)
         # the id of this service's answer seqs: its data directory's (the same at every start), else new at each
         # start, whose seqs begin at 1 again: a client holding seqs of another epoch must start over, not drop these
         data = getattr(self.pipeline, "data", None)
@@ -172,8 +180,6 @@ class Server:
         self._kv_thrash = False
         self._thrash_mark: tuple[float, tuple[int, int]] | None = None
         self._next_thrash_warning = 0.0
-        self._snapshot: dict[str, Any] = {}
-        self._metrics_server: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -202,12 +208,6 @@ class Server:
         self.poller = zmq.Poller()
         for sock in (ingest, control, *(s for k, s in self._sockets.items() if k.startswith("feed"))):
             self.poller.register(sock, zmq.POLLIN)
-        if ep.metrics_port is not None:
-            try:
-                self._start_metrics(ep.metrics_host, ep.metrics_port)
-            except OSError as e:  # like the sockets' bind errors: the key and the endpoint
-                raise OSError(f"cannot serve metrics on {ep.metrics_host}:{ep.metrics_port}: {e.strerror or e}; "
-                              f"set endpoints.metrics_port to a free port") from None
         if self._curve_sockets and self._handshakes is None:  # (control's is bound before the others: all now)
             self._handshakes = FailedHandshakes({n: self._sockets[n] for n in sorted(self._curve_sockets)},
                                                 self.counters)
@@ -370,9 +370,7 @@ class Server:
             self._auth.stop()
             self._auth = None
             self.context.term()
-        if self._metrics_server is not None:
-            self._metrics_server.shutdown()
-            self._metrics_server = None
+        self._stop_metrics()
 
     # -- ingest ---------------------------------------------------------------------------------
 
@@ -522,8 +520,11 @@ class Server:
         self._refused_said = refused
 
     def _refresh_snapshot(self) -> None:
+        data = getattr(self.pipeline, "data", None)
         self._snapshot = {**self.pipeline.stats(), **self.counters, "uptime_s": time.time() - self.started_at,
-                          "kv_thrash": self._kv_thrash, "process_resident_memory_bytes": resident_bytes()}
+                          "kv_thrash": self._kv_thrash, "process_resident_memory_bytes": resident_bytes(),
+                          "process_start_time_seconds": PROCESS_START_TIME,
+                          **({"log_problem": data.problem} if data is not None else {})}
         if self._feed_watches:  # a quiet publisher told apart from one never connected (or dropped)
             self._snapshot["feeds"] = [watch.stats() for watch in self._feed_watches.values()]
 
@@ -796,11 +797,33 @@ class Server:
 
     # -- metrics --------------------------------------------------------------------------------
 
-    def _start_metrics(self, host: str, port: int) -> None:
+    def _start_metrics(self) -> None:
+        """The Prometheus endpoint (endpoints.metrics_port), bound with the control socket, before the model loads."""
         from engine.service.metrics import start_metrics_server
 
-        self._metrics_server = start_metrics_server(host, port, lambda: self._snapshot)
+        host, port = self.config.endpoints.metrics_host, self.config.endpoints.metrics_port
+        if port is None:
+            return
+        try:
+            self._metrics_server = start_metrics_server(host, port, self._metrics_snapshot)
+        except OSError as e:  # like the sockets' bind errors: the key and the endpoint
+            raise OSError(f"cannot serve metrics on {host}:{port}: {e.strerror or e}; set endpoints.metrics_port "
+                          f"to a free port") from None
         self.endpoints["metrics"] = f"http://{host}:{self._metrics_server.server_port}/metrics"
+
+    def _metrics_snapshot(self) -> dict[str, Any]:
+        """What a scrape renders (on the HTTP thread: reads, never touches the engine): the engine thread's last
+        snapshot once the loop serves; before that, the start's phase and the process's own figures."""
+        if self.ready.is_set():
+            return self._snapshot
+        return {"starting": self._starting.phase, "process_start_time_seconds": PROCESS_START_TIME,
+                "process_resident_memory_bytes": resident_bytes()}
+
+    def _stop_metrics(self) -> None:
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+            self._metrics_server.server_close()
+            self._metrics_server = None
 
 
 MAX_REFUSED_STREAMS_KEPT = 1024  # streams admission refused that `streams` can still say why of
