@@ -362,8 +362,9 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
             wait_for(lambda: sum(control.call("stats")["stats"]["rejected"].values()) >= 1700, timeout_s=30)
             stats = control.call("stats")["stats"]
             refused = sorted(server.pipeline.engine.scheduler.streams)[-1][:-5] + "01999"  # the burst's last name
-            with pytest.raises(ControlError, match=rf"stream '{refused}' has sent no data that was accepted \(1700 "
-                                                   r"ticks of new streams were refused as stream_refused"):
+            with pytest.raises(ControlError, match=rf"stream '{refused}' has no accepted tick: its 1 tick was refused "
+                                                   rf"\(the first: stream_refused: stream '{refused}' refused: 300 "
+                                                   r"streams are held"):
                 control.call("ask", stream=refused, spec={"name": "x", "question": "direction_20", "kind": "choice"})
             # `streams` says a refused stream was refused, and why (it said nil, as for a name never seen)
             reply = control.call("streams", streams=[refused, "NEVER"])
@@ -401,6 +402,28 @@ def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint, tmp_pat
             expired = control.call("streams", streams=[stream])["streams"][stream]
             assert expired.pop("idle_s") >= 0.2  # quiet since before its expiry, and still told
             assert expired == {"ticks": 0, "last_ts": last, "at_last_ts": 1}
+
+
+def test_a_stream_whose_every_tick_was_refused_is_said_so_not_never_sent(live) -> None:
+    """A yield quoted as bid/ask (up in yield is down in price: the bid above the ask) is refused as crossed; an ask
+    on that stream said "has sent no data", sending the operator to a feed that did send. It names the refusals,
+    as `streams` does; a stream with accepted ticks is not remembered for its refusals."""
+    from connectors.ticks import Tick
+
+    server, push = live
+    market = ticks(10, seed=14, streams=1)
+    crossed = Tick("UST10Y", market[0].ts, "quote", bid=4.2315, ask=4.2215, bid_size=5.0, ask_size=5.0)
+    push.send(encode([*market, crossed, dataclasses.replace(crossed, ts=crossed.ts + 1)]))
+    push.send(encode([Tick(market[0].stream, market[-1].ts + 1, "quote", bid=101.0, ask=100.0, bid_size=1.0,
+                           ask_size=1.0)]))  # crossed too, on a stream that has accepted ticks
+    with ControlClient(server.endpoints["control"]) as control:
+        wait_for(lambda: sum(control.call("stats")["stats"]["rejected"].values()) == 3)
+        with pytest.raises(ControlError, match=r"stream 'UST10Y' has no accepted tick: its 2 ticks were refused "
+                                               r"\(the first: crossed_quote: "):
+            control.call("ask", stream="UST10Y", query="dir")
+        reply = control.call("streams", streams=["UST10Y", market[0].stream])
+        assert reply["streams"]["UST10Y"] is None and reply["refused"]["UST10Y"]["ticks"] == 2
+        assert reply["refused"]["UST10Y"]["error"].startswith("crossed_quote: ") and set(reply["refused"]) == {"UST10Y"}
 
 
 def test_serve_without_a_config_registers_the_example_queries(tmp_path, capsys) -> None:

@@ -30,7 +30,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
 from connectors.encoder import published_rejections
-from connectors.ticks import NotMsgpack, RepeatedKeys, read_msgpack, slash_hint, wire_type, wire_value
+from connectors.ticks import NotMsgpack, RepeatedKeys, counted, read_msgpack, slash_hint, wire_type, wire_value
 from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, FailedHandshakes, allowed_client_keys, server_keypair
@@ -408,11 +408,14 @@ class Server:
         return False
 
     def _remember_refused(self, rejections: list[dict[str, Any]]) -> None:
+        """Streams none of whose ticks was accepted, with how many were refused and the first reason: `streams`
+        and an `ask` say why such a stream holds nothing (admission turned it away, or every tick was bad: a yield
+        quote crossed, a price at zero), where "has sent no data" would send the operator to the feed."""
         for rejection in rejections:
-            if rejection["reason"] != "stream_refused" or "stream" not in rejection:
-                continue
-            stream = rejection["stream"]
-            held = self._refused_streams.pop(stream, None) or [0, rejection["error"]]
+            stream = rejection.get("stream")
+            if stream is None or (rejection["reason"] != "stream_refused" and stream in self.pipeline.encoders):
+                continue  # (a stream with accepted ticks: its refusals are on `_rejects/` and in the counters)
+            held = self._refused_streams.pop(stream, None) or [0, rejection["error"]]  # ("reason: why")
             held[0] += rejection.get("count", 1)
             self._refused_streams[stream] = held  # the most recent last
             if len(self._refused_streams) > MAX_REFUSED_STREAMS_KEPT:
@@ -715,6 +718,10 @@ class Server:
         if self.pipeline.encoders.accepted([stream])[stream] is not None:
             return ControlError(f"stream {excerpt(stream)} expired after scheduler.stream_idle_s without data: its "
                                 f"session is gone, and its next tick starts a new one")
+        if stream in self._refused_streams:
+            ticks, error = self._refused_streams[stream]
+            return ControlError(f"stream {excerpt(stream)} has no accepted tick: its {counted(ticks, 'tick')} "
+                                f"{'was' if ticks == 1 else 'were'} refused (the first: {error})")
         refused = self.pipeline.rejected.get("stream_refused", 0)  # (the count alone: stats() walks every stream)
         return ControlError(f"stream {excerpt(stream)} has sent no data" + (
             f" that was accepted ({refused} ticks of new streams were refused as stream_refused: scheduler.when_full: "
@@ -826,7 +833,7 @@ class Server:
             self._metrics_server = None
 
 
-MAX_REFUSED_STREAMS_KEPT = 1024  # streams admission refused that `streams` can still say why of
+MAX_REFUSED_STREAMS_KEPT = 1024  # streams with no accepted tick whose refusals `streams` and `ask` can say
 DRAIN_SLICE_S = 0.05  # longest stretch spent draining one socket before the loop moves on (the others, a step)
 
 
