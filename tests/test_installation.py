@@ -1,5 +1,5 @@
 """flashtick installed as a wheel, not run from its checkout: the built-in model inside site-packages is never
-rewritten by the developer tools, and another distribution that provides one of our top-level package names
+rewritten by the developer tools (nor, anywhere, by `flashtick train`), and another distribution that provides one of our top-level package names
 (PyPI has `queries` and `connectors`) is named, with the fix, when our modules fail to import."""
 
 from __future__ import annotations
@@ -56,9 +56,26 @@ def test_flashtick_train_refuses_an_installed_builtin_model_as_out_even_with_ove
     result = run_python(["-m", "engine.service.cli", "train", "ticks.csv", "--out", str(builtin), "--overwrite"],
                         cwd=tmp_path, pythonpath=[site])
     assert result.returncode == 2, result.stderr[-2000:]
-    assert result.stderr.startswith(f"flashtick train: error: --out {builtin} is the built-in model of the installed "
-                                    f"package"), result.stderr[-2000:]
+    assert result.stderr.startswith(f"flashtick train: error: --out {builtin} is the built-in model's folder, which "
+                                    f"flashtick train never rewrites"), result.stderr[-2000:]
     assert digests(builtin) == before
+
+
+def test_flashtick_train_refuses_the_builtin_model_of_a_source_checkout_by_any_path(tmp_path, capsys) -> None:
+    from engine.models import BUILTIN_MODEL_DIR
+    from engine.service.cli import main
+
+    assert is_source_checkout(BUILTIN_MODEL_DIR)  # this repository: where the developers' tool may rewrite it
+    (tmp_path / "link").symlink_to(BUILTIN_MODEL_DIR)
+    before = digests(BUILTIN_MODEL_DIR)
+    for out in (str(BUILTIN_MODEL_DIR), f"{BUILTIN_MODEL_DIR}/", f"{BUILTIN_MODEL_DIR}/../builtin",
+                str(tmp_path / "link")):
+        for overwrite in ([], ["--overwrite"]):
+            assert main(["train", str(tmp_path / "ticks.csv"), "--out", out, *overwrite]) == 2
+            err = capsys.readouterr().err
+            assert err.startswith(f"flashtick train: error: --out {Path(out)} is the built-in model's folder"), err
+            assert "not even with --overwrite): give another --out" in err and "or --overwrite to" not in err
+    assert digests(BUILTIN_MODEL_DIR) == before
 
 
 def test_only_a_git_work_tree_outside_site_packages_is_a_source_checkout(tmp_path) -> None:

@@ -1518,10 +1518,10 @@ def cmd_train(args: argparse.Namespace) -> None:
     from engine.models import BUILTIN_MODEL_DIR
     from engine.service.evaluate import format_table
     from engine.service.finetune import FitOptions, fit
-    from engine.service.installation import builtin_write_refusal
+    from engine.service.installation import user_train_refusal
     from engine.service.train import TrainConfig
 
-    if (refusal := builtin_write_refusal(args.out, BUILTIN_MODEL_DIR)) is not None:  # even with --overwrite
+    if (refusal := user_train_refusal(args.out, BUILTIN_MODEL_DIR)) is not None:  # even with --overwrite
         raise ValueError(refusal)
     _check_train_out(args.out, args.overwrite)  # before any data is read: a long run must not end in a refusal
     if args.max_minutes <= 0 or args.steps < 1:

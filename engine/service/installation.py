@@ -1,5 +1,5 @@
-"""What the way flashtick is installed allows: writing into the package's own built-in model folder (a source
-checkout only), and the diagnosis of another distribution that provides one of our top-level packages.
+"""What the way flashtick is installed allows: writing into the package's own built-in model folder (the
+developers' training tool, in a source checkout only; `flashtick train` never), and the diagnosis of another distribution that provides one of our top-level packages.
 
 Standard library only: the clash diagnosis runs after an import failed, when our own modules may not import.
 """
@@ -39,6 +39,18 @@ def builtin_write_refusal(out: Path, builtin: Path, calibrate_only: bool = False
         how = "give --out DIR (a new directory), then use it with --model DIR (serve, backtest, evaluate)"
     return (f"--out {out} is the built-in model of the installed package (not a source checkout): rewriting it "
             f"would change every later serve and backtest in this environment; {how}")
+
+
+def user_train_refusal(out: Path, builtin: Path) -> str | None:
+    """Why `flashtick train` must not write its checkpoint into ``out``, or None. The user command never rewrites
+    the built-in model, not even in a source checkout: the default of every serve, backtest and evaluate would
+    change under the user; `python -m engine.service.train` (rebuilding it from its recipe) is the one tool that
+    does. Resolved paths, so a symlink to the folder or a path through `..` counts as the folder."""
+    if out.resolve() != builtin.resolve():
+        return None
+    return (f"--out {out} is the built-in model's folder, which flashtick train never rewrites (not even with "
+            f"--overwrite): give another --out (a new directory), then use it with --model DIR (serve, backtest, "
+            f"evaluate)")
 
 
 def clash_diagnosis() -> str | None:
