@@ -202,6 +202,27 @@ def test_keygen_makes_its_folders_private_and_leaves_an_existing_one_as_it_is(tm
     assert shared.stat().st_mode & 0o777 == 0o755
 
 
+def test_keygen_refuses_a_name_that_is_no_file_stem_and_a_dir_through_a_file_in_plain_words(tmp_path,
+                                                                                           capsys) -> None:
+    """`keygen ''` wrote hidden .key/.key_secret; `keygen bad/name` and a --dir through a file said only [Errno 2]
+    and [Errno 20]."""
+    from engine.service.cli import main
+
+    (tmp_path / "afile").write_text("not a folder")
+    for argv, said in [
+        (["", "--dir", str(tmp_path)], "NAME '' must be a file name stem without a path separator"),
+        (["bad/name", "--dir", str(tmp_path)], "NAME 'bad/name' must be a file name stem without a path separator"),
+        (["x", "--dir", str(tmp_path / "afile")], f"--dir {tmp_path / 'afile'}: {tmp_path / 'afile'} is a file, "
+                                                  f"not a folder"),
+        (["x", "--dir", str(tmp_path / "afile" / "sub")], f"{tmp_path / 'afile'} is a file, not a folder, so "
+                                                          f"{tmp_path / 'afile' / 'sub'} cannot be made under it"),
+    ]:
+        assert main(["keygen", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("flashtick keygen: error: ") and said in err and "Errno" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # nothing written, hidden or not
+
+
 @pytest.mark.parametrize("curve, message", [
     ({"enabled": True}, "curve.enabled needs server_secret_key_file"),
     ({"clients_dir": "keys/"}, "curve.clients_dir needs curve.enabled: true"),

@@ -168,7 +168,11 @@ def test_a_data_directory_that_cannot_be_one_is_named(tmp_path) -> None:
 
     (tmp_path / "afile").write_text("not a directory")
     config = ServiceConfig.from_dict({"log": {"dir": str(tmp_path / "afile" / "sub")}})
-    with pytest.raises(ConfigError, match=r"log.dir .*afile/sub: Not a directory \(a data directory must be"):
+    with pytest.raises(ConfigError, match=r"log.dir .*afile/sub: .*afile is a file, not a folder, so .*afile/sub "
+                                          r"cannot be made under it \(a data directory must be"):
+        DataDir(config.log, AnswerCache(), {})
+    config = ServiceConfig.from_dict({"log": {"dir": str(tmp_path / "afile")}})
+    with pytest.raises(ConfigError, match=r"log.dir .*afile: .*afile is a file, not a folder \(a data directory"):
         DataDir(config.log, AnswerCache(), {})
 
 

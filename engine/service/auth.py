@@ -15,6 +15,7 @@ engine thread never sees a refused client.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import MutableMapping
 from pathlib import Path
@@ -176,6 +177,9 @@ class ClientAllowList(ThreadAuthenticator):
 def keygen(directory: str | Path, name: str) -> tuple[Path, Path]:
     """Write NAME.key (public) and NAME.key_secret (public + secret) in `directory`; refuses to overwrite. A folder
     made for them is the user's alone (0700), as a data directory is: it holds a secret key."""
+    if not name or os.sep in name or (os.altsep and os.altsep in name):  # '' made hidden .key files
+        raise ValueError(f"NAME {name!r} must be a file name stem without a path separator, e.g. server or "
+                         f"alice: give the folder with --dir")
     folder = Path(directory)
     make_private_dirs(folder)
     public, secret = folder / f"{name}.key", folder / f"{name}.key_secret"

@@ -1346,7 +1346,10 @@ def cmd_ticklog_export(args: argparse.Namespace) -> None:
 def cmd_keygen(args: argparse.Namespace) -> None:
     from engine.service.auth import keygen
 
-    public, secret = keygen(args.dir, args.name)
+    try:
+        public, secret = keygen(args.dir, args.name)
+    except NotADirectoryError as e:  # (what make_private_dirs says of a --dir through a file, named as the option)
+        raise NotADirectoryError(f"--dir {args.dir}: {e}") from None
     print(f"wrote {public} (public: give it out, or put it in a server's curve.clients_dir) "
           f"and {secret} (keep it private)")
 

@@ -8,10 +8,23 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def file_in_the_way(path: Path) -> Path | None:
+    """The part of ``path`` (itself, or the nearest folder above it that exists) that is a file, not a folder; None
+    when there is none. mkdir and open say only "[Errno 20] Not a directory" of a path that runs through a file."""
+    for part in (path, *path.parents):
+        if part.exists():
+            return None if part.is_dir() else part
+    return None
+
+
 def make_private_dirs(path: Path) -> None:
     """``path`` and each missing folder above it, made 0700 (what mkdir's ``parents`` makes is 0755 by the umask: a
     default $XDG_STATE_HOME, ~/.local/state, that this makes first is the user's alone, as the XDG base directory
-    spec asks). A folder that exists already is the user's: left as it is."""
+    spec asks). A folder that exists already is the user's: left as it is. A path that runs through a file is
+    refused in plain words (NotADirectoryError naming the file)."""
+    if (file := file_in_the_way(path)) is not None:
+        under = "" if file == path else f", so {path} cannot be made under it"
+        raise NotADirectoryError(f"{file} is a file, not a folder{under}")
     missing = [folder for folder in (path, *path.parents) if not folder.exists()]
     for folder in reversed(missing):  # the outermost first
         folder.mkdir(mode=0o700, exist_ok=True)  # (exist_ok: another process may make it meanwhile)
