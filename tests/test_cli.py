@@ -550,6 +550,28 @@ def test_serve_log_timestamps_stamp_the_usage_error_too(capsys) -> None:
     assert code == 2 and stamped.fullmatch(err.rstrip("\n")).group(1).startswith("flashtick health: error: "), err
 
 
+def test_log_timestamps_after_any_command_stamps_it_and_an_option_before_the_command_is_said_to_be(capsys) -> None:
+    """`flashtick stats --log-timestamps` was refused, unstamped ("unrecognized arguments"): it is an option of every
+    command, after it as before it. `flashtick --log-timestamps --bogus serve` blamed --bogus on serve."""
+    stamped = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (.*)")
+    code, _, err = run(capsys, "stats", "--log-timestamps", "--control", "tcp://127.0.0.1:1", "--timeout", "0.5")
+    assert code == 2 and stamped.fullmatch(err.rstrip("\n")).group(1).startswith("flashtick stats: error: no conn"), err
+    for argv, said in ((["feed", "replay", "x.csv", "--log-timestamps", "--bogus"], "flashtick feed replay: error: "),
+                       (["stats", "--log-t", "--bogus"], "flashtick stats: error: unrecognized arguments: --bogus"),
+                       (["--log-timestamps", "--bogus", "serve"],
+                        "flashtick: error: unrecognized arguments: --bogus (given before the command serve: a "
+                        "command's own options go after it)")):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        lines = capsys.readouterr().err.splitlines()
+        assert exited.value.code == 2 and all(stamped.fullmatch(line) for line in lines), lines
+        assert stamped.fullmatch(lines[-1]).group(1).startswith(said), lines
+    with pytest.raises(SystemExit):
+        main(["--bogus", "stats"])
+    assert capsys.readouterr().err.splitlines()[-1] == ("flashtick: error: unrecognized arguments: --bogus (given "
+                                                        "before the command stats: a command's own options go after it)")
+
+
 def test_subscribe_to_nothing_says_so_instead_of_waiting_in_silence(tmp_path) -> None:
     """A wrong endpoint (or a service not up yet) printed nothing at all, for ever."""
     import subprocess

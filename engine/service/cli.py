@@ -139,9 +139,6 @@ def _time_range(args: argparse.Namespace) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flashtick", description="Streaming inference engine for market data.")
-    # (read before the parse, by _asks_for_log_timestamps; a dest of its own, as serve's default would overwrite it)
-    parser.add_argument("--log-timestamps", dest="stamp_stderr", action="store_true", help="start each line any "
-                        "command writes to stderr with its UTC time, as `serve --log-timestamps` does")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     keys = _key_options()
     reading = _reading_options()
@@ -163,9 +160,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", type=Path, help="queries YAML registered at start (overrides the config's)")
     p.add_argument("--model", type=Path, metavar="DIR", help="checkpoint directory (overrides the config's "
                    "model.path): a Hugging Face Llama, Mistral or Qwen2, or one written by flashtick train")
-    p.add_argument("--log-timestamps", action="store_true", help="start each line written to stderr with its "
-                   "UTC time (2026-12-03T12:40:01.123Z): for a log kept in a file (a supervisor that stamps lines, "
-                   "journald or Kubernetes, needs none)")
     log = p.add_mutually_exclusive_group()
     log.add_argument("--data-dir", type=Path, help="keep the tick log, the answer log and the registered queries "
                      "here, and recover from them on start (default: the config's log.dir, else "
@@ -349,7 +343,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", type=Path, default=EXAMPLE_QUERIES, help="the standing queries (default: the "
                    "built-in model's examples)")
     p.set_defaults(run=cmd_demo)
+    _add_log_timestamps(parser)
     return parser
+
+
+def _add_log_timestamps(parser: argparse.ArgumentParser) -> None:
+    """--log-timestamps on ``parser`` and on every subcommand under it, before or after the command alike. It is
+    read before the parse (by _asks_for_log_timestamps, so that the parse's own usage error is stamped too); the
+    parsed value is never used, so no default: a subcommand's would overwrite the one given before the command."""
+    parser.add_argument("--log-timestamps", dest="stamp_stderr", action="store_true", default=argparse.SUPPRESS,
+                        help="start each line written to stderr with its UTC time (2026-12-03T12:40:01.123Z): for a "
+                             "log kept in a file (a supervisor that stamps lines, journald or Kubernetes, needs none)")
+    for command in {id(c): c for c in _subcommands(parser).values()}.values():
+        _add_log_timestamps(command)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The subcommands ``parser`` takes, by name (none for a command without any)."""
+    return next((action.choices for action in parser._actions  # noqa: SLF001 - argparse's own
+                 if isinstance(action, argparse._SubParsersAction)), {})  # noqa: SLF001
 
 
 def _positive(text: str) -> float:
@@ -449,9 +461,16 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
     """parse_args, but an unknown option is reported with the usage of the (sub)command it was given to (which
-    shows the options it has), not the top-level `flashtick COMMAND ...` usage."""
+    shows the options it has), not the top-level `flashtick COMMAND ...` usage; one given before the command is said
+    to be (argparse reported it as the command's)."""
     args, unknown = parser.parse_known_args(argv)
     if unknown:
+        given = sys.argv[1:] if argv is None else argv
+        # flashtick's own options take no value: the first word that is not an option is the command
+        before = given[:next((i for i, token in enumerate(given) if not token.startswith("-")), len(given))]
+        if early := [token for token in unknown if token in before]:
+            parser.error(f"unrecognized arguments: {' '.join(early)} (given before the command {args.command}: "
+                         f"a command's own options go after it)")
         command = parser
         while True:  # down to the deepest subcommand chosen: `feed replay`, `subscribe`, ...
             chosen = next((action.choices[value] for action in command._actions  # noqa: SLF001 - argparse's own
@@ -465,23 +484,18 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
 
 
 def _asks_for_log_timestamps(parser: argparse.ArgumentParser, argv: list[str]) -> bool:
-    """Whether ``argv`` gives --log-timestamps (or an abbreviation argparse takes for it) before its command (every
-    command's option) or after `serve` (serve's own), read before the parse so that the parse's own usage error is
-    stamped like every other line of the run."""
-    subcommands = next(action.choices for action in parser._actions  # noqa: SLF001 - argparse's own
-                       if isinstance(action, argparse._SubParsersAction))  # noqa: SLF001
-    options_of = lambda command: [option for action in command._actions  # noqa: E731, SLF001
-                                  for option in action.option_strings]
-    options, before_command = options_of(parser), True
+    """Whether ``argv`` gives --log-timestamps (or an abbreviation argparse takes for it at that place: before the
+    command, or after it among the command's options), read before the parse so that the parse's own usage error
+    is stamped like every other line of the run."""
+    command = parser
     for token in argv:
         if token == "--":  # what follows is positional, whatever it looks like
             break
-        if before_command and not token.startswith("-"):  # the command: only serve's own options hold it too
-            if token != "serve":
-                return False
-            options, before_command = options_of(subcommands["serve"]), False
+        if not token.startswith("-"):  # a (sub)command goes a level down; another word is an argument's
+            command = _subcommands(command).get(token, command)
             continue
         name = token.split("=", 1)[0]
+        options = [option for action in command._actions for option in action.option_strings]  # noqa: SLF001
         if name.startswith("--") and [o for o in options if o.startswith(name)] == ["--log-timestamps"]:
             return True
     return False
