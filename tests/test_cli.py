@@ -569,7 +569,8 @@ def test_log_timestamps_after_any_command_stamps_it_and_an_option_before_the_com
     with pytest.raises(SystemExit):
         main(["--bogus", "stats"])
     assert capsys.readouterr().err.splitlines()[-1] == ("flashtick: error: unrecognized arguments: --bogus (given "
-                                                        "before the command stats: a command's own options go after it)")
+                                                        "before the command stats: a command's own options go after "
+                                                        "it)")
 
 
 def test_subscribe_to_nothing_says_so_instead_of_waiting_in_silence(tmp_path) -> None:

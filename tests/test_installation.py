@@ -1,6 +1,7 @@
 """flashtick installed as a wheel, not run from its checkout: the built-in model inside site-packages is never
-rewritten by the developer tools (nor, anywhere, by `flashtick train`), and another distribution that provides one of our top-level package names
-(PyPI has `queries` and `connectors`) is named, with the fix, when our modules fail to import."""
+rewritten by the developer tools (nor, anywhere, by `flashtick train`), and another distribution that provides one
+of our top-level package names (PyPI has `queries` and `connectors`) is named, with the fix, when our modules fail
+to import."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """What the way flashtick is installed allows: writing into the package's own built-in model folder (the
-developers' training tool, in a source checkout only; `flashtick train` never), and the diagnosis of another distribution that provides one of our top-level packages.
+developers' training tool, in a source checkout only; `flashtick train` never), and the diagnosis of another
+distribution that provides one of our top-level packages.
 
 Standard library only: the clash diagnosis runs after an import failed, when our own modules may not import.
 """
