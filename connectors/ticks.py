@@ -413,14 +413,19 @@ _Y2000_NS, _Y2100_NS = 946_684_800 * 10**9, 4_102_444_800 * 10**9
 _UNITS = (("seconds", 10**9), ("milliseconds", 10**6), ("microseconds", 10**3))
 
 
+def ts_unit_guess(ts: int) -> tuple[str, int] | None:
+    """The unit ("seconds", ...) and its ns a ts looks counted in, when read in s, ms or us it falls in 2000..2100
+    (as ns it is then a time in January 1970); None when it does not."""
+    return next(((unit, per) for unit, per in _UNITS if _Y2000_NS // per <= ts < _Y2100_NS // per), None)
+
+
 def ts_unit_hint(ts: int) -> str | None:
-    """Why a ts looks like another unit than ns, in words, when read in s, ms or us it falls in 2000..2100 (as ns it
-    is then a time in January 1970); None when it does not."""
-    for unit, per in _UNITS:
-        if _Y2000_NS // per <= ts < _Y2100_NS // per:
-            return (f"ts {ts} is {unit} since the epoch ({utc_text(ts * per)}) if read so, but ts counts nanoseconds "
-                    f"(x {per:,}); as nanoseconds it is in January 1970")
-    return None
+    """Why a ts looks like another unit than ns, in words (`ts_unit_guess`); None when it does not."""
+    if (guess := ts_unit_guess(ts)) is None:
+        return None
+    unit, per = guess
+    return (f"ts {ts} is {unit} since the epoch ({utc_text(ts * per)}) if read so, but ts counts nanoseconds "
+            f"(x {per:,}); as nanoseconds it is in January 1970")
 
 
 def first_ts_hint(ts: int) -> str | None:

@@ -3,7 +3,8 @@
 From is inclusive, to exclusive, so a day is `--from 2024-01-02 --to 2024-01-03` and consecutive ranges never
 share a tick. A time is ISO 8601 text, a date (its UTC midnight) or a date and time (`2024-01-02T14:30`,
 `2024-01-02 14:30:00.25`), in UTC unless it carries its offset (`Z`, `+01:00`), or an integer of ns since the
-epoch, as ticks carry it. connectors/replay.py applies the range: pushed into a tabular file's lazy query where
+epoch, as ticks carry it (one that reads as a time of 2000..2100 in s, ms or us is refused as the unit mistake it
+is: as ns it is in January 1970). connectors/replay.py applies the range: pushed into a tabular file's lazy query where
 its times are numbers, else tick by tick.
 """
 
@@ -13,28 +14,46 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from connectors.ticks import utc_text
+from connectors.ticks import ts_unit_guess, utc_text
 
 FRACTION = re.compile(r"(?<=:\d\d)[.,](\d+)")  # a time's fraction of a second, after its seconds
 TIME_SYNTAX = "ISO 8601 (2024-01-02, 2024-01-02T14:30, UTC unless an offset is given: +01:00) or ns since the epoch"
 
 
 def parse_time(text: str, option: str = "time") -> int:
-    """A time as ns since the epoch (see the module docstring); ValueError naming `option` and the syntax."""
+    """A time as ns since the epoch (see the module docstring); ValueError naming `option` and the syntax, or, for
+    an integer that reads as a time of 2000..2100 in s, ms or us (as ns: January 1970), the ns and ISO it meant."""
     given = text.strip()
     if given.isdigit():
-        return int(given)
+        value = int(given)
+        if (guess := ts_unit_guess(value)) is not None:
+            unit, per = guess
+            raise ValueError(f"{option} {given} looks like epoch {unit}: give ns ({value * per}) or ISO 8601 "
+                             f"({utc_text(value * per)}); as ns it is {utc_text(value)}")
+        return value
+    when, nanos = _iso_time(given, option)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    delta = when - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 10**9 + nanos
+
+
+def names_no_offset(text: str) -> bool:
+    """Whether a time (as `parse_time` reads it) is ISO text without an offset, i.e. read as UTC."""
+    given = text.strip()
+    return not given.isdigit() and _iso_time(given, "time")[0].tzinfo is None
+
+
+def _iso_time(given: str, option: str) -> tuple[datetime, int]:
+    """ISO 8601 text as a datetime (without its fraction of a second) and that fraction in ns."""
     # the fraction of a second apart: datetime keeps microseconds, a tick's time (and utc_text's) has ns
     fraction = FRACTION.search(given)
     nanos = int(fraction[1].ljust(9, "0")[:9]) if fraction else 0
     try:
         when = datetime.fromisoformat((FRACTION.sub("", given, count=1) if fraction else given).replace("z", "Z"))
     except ValueError:
-        raise ValueError(f"{option} {text!r} is not a time: give {TIME_SYNTAX}") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    delta = when - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    return (delta.days * 86_400 + delta.seconds) * 10**9 + nanos
+        raise ValueError(f"{option} {given!r} is not a time: give {TIME_SYNTAX}") from None
+    return when, nanos
 
 
 @dataclass(frozen=True)

@@ -133,3 +133,31 @@ def test_feed_replay_says_the_rows_its_range_left_out(market, capsys) -> None:
     assert main(["feed", "replay", str(root / "ticks.parquet"), "--from", "2099-01-01",
                  "--endpoint", "tcp://127.0.0.1:9"]) == 2
     assert "holds none of the files' ticks" in capsys.readouterr().err
+
+
+def test_an_integer_time_in_seconds_ms_or_us_is_refused_naming_the_ns_and_iso_time_it_meant() -> None:
+    """`--from 1710052200` (epoch seconds) was read as ns, a time in January 1970: a --to so read held none of the
+    ticks and said nothing of units, a --from so read held all of them."""
+    for given, unit in (("1710052200", "seconds"), ("1710052200000", "milliseconds"),
+                        ("1710052200000000", "microseconds")):
+        with pytest.raises(ValueError) as refused:
+            TimeRange.of(given, None)
+        assert str(refused.value).startswith(f"--from {given} looks like epoch {unit}: give ns (1710052200000000000) "
+                                             f"or ISO 8601 (2024-03-10T06:30:00Z); as ns it is 1970-01-"), refused
+    assert TimeRange.of(None, "1710052200000000000").end == 1_710_052_200 * 10**9
+    assert TimeRange.of("0", "1000").start == 0  # small ns (a simulation's clock) stay ns
+
+
+def test_a_naive_iso_time_beside_tz_is_read_as_utc_and_says_so(market, capsys) -> None:
+    root, _ = market
+    feed = ["feed", "replay", str(root / "ticks.parquet"), "--endpoint", "tcp://127.0.0.1:9", "--tz",
+            "America/New_York"]
+    assert main([*feed, "--from", "2099-01-01T09:30", "--to", "2099-01-02T00:00Z"]) == 2
+    err = capsys.readouterr().err
+    assert ("flashtick feed: note: --from 2099-01-01T09:30 read as UTC: --tz America/New_York is the zone of the "
+            "files' times, not of --from/--to") in err, err
+    assert "--from 2099-01-01T09:30:00Z --to 2099-01-02T00:00:00Z holds none of the files' ticks" in err, err
+    assert main([*feed, "--from", "2099-01-01T09:30-05:00"]) == 2
+    assert ": note: " not in capsys.readouterr().err
+    assert main([*feed[:-2], "--from", "2099-01-01T09:30"]) == 2  # no --tz: nothing to confuse it with
+    assert ": note: " not in capsys.readouterr().err

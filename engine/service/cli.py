@@ -132,9 +132,15 @@ def _time_range_options() -> argparse.ArgumentParser:
 
 
 def _time_range(args: argparse.Namespace) -> Any:
-    from connectors.time_range import TimeRange
+    from connectors.time_range import TimeRange, names_no_offset
 
-    return TimeRange.of(getattr(args, "time_from", None), getattr(args, "time_to", None))
+    given = {"--from": getattr(args, "time_from", None), "--to": getattr(args, "time_to", None)}
+    time_range = TimeRange.of(given["--from"], given["--to"])
+    naive = [f"{option} {text}" for option, text in given.items() if text is not None and names_no_offset(text)]
+    if naive and getattr(args, "tz", None):  # --tz zones the files' naive times: one might expect it here too
+        print(f"flashtick {args.command}: note: {' and '.join(naive)} read as UTC: --tz {args.tz} is the zone of "
+              f"the files' times, not of --from/--to (give an offset, e.g. 2024-01-02T09:30-05:00)", file=sys.stderr)
+    return time_range
 
 
 def build_parser() -> argparse.ArgumentParser:
