@@ -161,9 +161,10 @@ def test_subscribe_prints_one_line_per_message_on_a_pipe(checkpoint, tmp_path, c
         code, out, _ = run(capsys, "answers", topic, "--after", "0", "--control", server.endpoints["control"])
         seqs = [json.loads(line)["seq"] for line in out.splitlines()]
         assert code == 0 and seqs == list(range(1, len(seqs) + 1)) and seqs
-        code, out, _ = run(capsys, "answers", topic, "--after", str(seqs[-1]), "--control",
-                           server.endpoints["control"])
-        assert code == 0 and all(json.loads(line)["seq"] > seqs[-1] for line in out.splitlines())
+        code, out, err = run(capsys, "answers", topic, "--after", str(seqs[-1]), "--control",
+                             server.endpoints["control"])  # (the feed goes on: a newer answer may be there)
+        assert (code == 0 and out and all(json.loads(line)["seq"] > seqs[-1] for line in out.splitlines())) or \
+            (code == 1 and not out and f"nothing after seq {seqs[-1]}: the topic's last is {seqs[-1]}" in err), err
         # the topics published on, with their last seq
         code, out, _ = run(capsys, "topics", "dir/", "--json", "--control", server.endpoints["control"])
         listed = json.loads(out)
@@ -199,6 +200,17 @@ def test_answers_prints_a_bounded_page_and_topics_says_when_no_answer_is_cached(
         assert code == 0 and [json.loads(line)["seq"] for line in out.splitlines()] == [last - 1, last] and not err
         code, out, err = run(capsys, "answers", "dir/SYN.A/", "--all", *control)
         assert code == 0 and len(out.splitlines()) == last and not err
+
+        # nothing to print is said, exit 1 (as `get`): past the last seq, a prefix, a topic never published on
+        code, out, err = run(capsys, "answers", "dir/SYN.A/", "--after", str(last + 5), *control)
+        assert (code, out) == (1, "") and err == f"flashtick answers: nothing after seq {last + 5}: the topic's last " \
+                                                 f"is {last}\n", err
+        code, out, err = run(capsys, "answers", "dir/", *control)
+        assert (code, out) == (1, "") and err.startswith("flashtick answers: answers takes one whole topic; topics "
+                                                         "starting 'dir/': dir/SYN.A/, dir/SYN.B/"), err
+        code, out, err = run(capsys, "answers", "nosuch/AAA/", *control)
+        assert (code, out) == (1, "") and err == "flashtick answers: no answer published on 'nosuch/AAA/' " \
+                                                 "(flashtick topics lists the topics)\n", err
 
         replaced = tmp_path / "dir_again.yaml"
         replaced.write_text(DIR_QUERY.replace("trigger: batch", "trigger: {ticks: 50}"))

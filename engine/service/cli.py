@@ -1222,7 +1222,7 @@ def cmd_answers(args: argparse.Namespace) -> int:
                 print(_json(answer), flush=True)
             printed += len(reply["answers"])
             if not reply["answers"] or reply["answers"][-1]["seq"] >= reply["last_seq"]:
-                return 0
+                return 0 if printed else _no_answers(control, args.topic, after, reply["last_seq"])
             after = reply["answers"][-1]["seq"]
             if limit is not None and printed >= limit:
                 given = f"--last {limit}" if args.last is not None else f"--limit {limit}"  # (--last: more came since)
@@ -1230,6 +1230,24 @@ def cmd_answers(args: argparse.Namespace) -> int:
                       f"{reply['last_seq']}: --after {after} for the next ones, --last N for the newest, --all for "
                       f"every one", file=sys.stderr)
                 return 0
+
+
+def _no_answers(control: Any, topic: str, after: int, last_seq: int) -> int:
+    """Why `answers` printed nothing, on stderr, and exit status 1 (as `get` without an answer): a topic never
+    published on (a query's prefix, as subscribe and topics take, listed), or an --after at or past its last seq."""
+    if last_seq:  # (0 or None: never published on; seqs start at 1)
+        if after >= last_seq:  # (below it, the answers after it are no longer kept: said already)
+            print(f"flashtick answers: nothing after seq {after}: the topic's last is {last_seq}", file=sys.stderr)
+        return 1
+    if starting := sorted(control.topics(topic)):
+        shown = ", ".join(starting[:5]) + (f", ... ({len(starting)} in all: flashtick topics {topic})"
+                                           if len(starting) > 5 else "")
+        print(f"flashtick answers: answers takes one whole topic; topics starting {topic!r}: {shown}",
+              file=sys.stderr)
+    else:
+        print(f"flashtick answers: no answer published on {topic!r} (flashtick topics lists the topics)",
+              file=sys.stderr)
+    return 1
 
 
 def cmd_topics(args: argparse.Namespace) -> None:
