@@ -369,10 +369,11 @@ def load_queries_file(path: str | Path, questions: Mapping[str, NamedQuestion] |
     return load_queries(text, source=str(path), questions=questions, limits=limits, answerable=answerable)
 
 
-def no_query(source: str) -> QuerySpecError:
+def no_query(source: str, outcome: str) -> QuerySpecError:
     """The refusal of a query document that lists none (`queries: []`), said alike by `register`, `serve` and
-    `backtest`: most likely the wrong file, and it would register nothing, so it is not taken as "ask nothing"."""
-    return QuerySpecError("lists no query (queries: []): nothing registered", source=source)
+    `backtest` (each with the ``outcome`` it would have for that command): most likely the wrong file, so it is not
+    taken as "ask nothing"."""
+    return QuerySpecError(f"lists no query (queries: []): {outcome}", source=source)
 
 
 def located_in(error: QuerySpecError, text: str, source: str, limits: QueryLimits | None = None) -> QuerySpecError:

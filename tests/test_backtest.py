@@ -221,10 +221,12 @@ def test_a_queries_file_that_lists_no_query_is_refused_by_serve_and_backtest_as_
     named), before a tick is read."""
     empty = tmp_path / "EMPTY.yaml"
     empty.write_text("queries: []\n")
-    said = f"{empty}: lists no query (queries: []): nothing registered"
+    said = f"{empty}: lists no query (queries: []): the service would answer nothing; give a file that lists the " \
+           f"standing queries"
     assert main(["backtest", str(setup / "ticks.parquet"), "--queries", str(empty), "--out",
                  str(tmp_path / "e.parquet"), "--config", str(setup / "engine.yaml"), "--quiet"]) == 2
-    assert capsys.readouterr().err == f"flashtick backtest: error: {said}\n"
+    assert capsys.readouterr().err == f"flashtick backtest: error: {empty}: lists no query (queries: []): the " \
+                                      f"backtest would ask nothing; give a file that lists the queries to ask\n"
     assert list(tmp_path.iterdir()) == [empty]
     config = tmp_path / "serve.yaml"
     config.write_text((setup / "engine.yaml").read_text() + "endpoints: {ingest: 'tcp://127.0.0.1:0', "

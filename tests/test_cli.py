@@ -67,8 +67,14 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         code, out, _ = run(capsys, "register", str(tmp_path / "vol.yaml"), *control)
         assert code == 0 and out == "registered vol (registry version 2)\n"
         code, out, err = run(capsys, "register", str(tmp_path / "my_queries.yaml"), *control)
-        assert code == 2 and err.startswith("flashtick register: error: my_queries.yaml:2:") and "trigerr" in err
+        # the path as given, as serve and backtest name a queries file (the service itself sees only its name)
+        assert code == 2 and err.startswith(f"flashtick register: error: {tmp_path / 'my_queries.yaml'}:2:") and \
+            "trigerr" in err
         assert "control:register" not in err
+        (tmp_path / "empty.yaml").write_text("queries: []\n")
+        code, out, err = run(capsys, "register", str(tmp_path / "empty.yaml"), *control)
+        assert code == 2 and err == f"flashtick register: error: {tmp_path / 'empty.yaml'}: lists no query (queries: " \
+                                    f"[]): nothing registered (`unregister` removes a query)\n", err
         with ControlClient(server.endpoints["control"]) as raw:  # the name is a short, plain file name
             bad = (tmp_path / "my_queries.yaml").read_text()
             error = raw.request({"op": "register", "yaml": bad, "source": "/etc/../\x1b[31mq\u202e" + "x" * 99})["error"]
@@ -842,8 +848,8 @@ def test_register_says_where_in_its_file_a_topic_clashes_with_a_registered_query
         control = ("--control", server.endpoints["control"])
         assert run(capsys, "register", str(tmp_path / "surp.yaml"), *control)[0] == 0
         code, _, err = run(capsys, "register", str(tmp_path / "topic_collide.yaml"), *control)
-        assert code == 2 and err.startswith("flashtick register: error: topic_collide.yaml:2: query 'a': its topic "
-                                            "'surp/{stream}/' starts where query 'surp' publishes"), err
+        said = f"{tmp_path / 'topic_collide.yaml'}:2: query 'a': its topic 'surp/{{stream}}/' starts where query 'surp'"
+        assert code == 2 and err.startswith(f"flashtick register: error: {said} publishes"), err
 
 
 def test_scores_says_why_a_subset_querys_answers_went_unscored(checkpoint, tmp_path, capsys) -> None:

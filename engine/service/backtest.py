@@ -270,7 +270,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     out = Path(out)
     pipeline = TickPipeline(config, live_scores=False)  # the answers table is scored whole at the end
     if not pipeline.registry.register_file(queries):  # nothing would be asked: refused before the files are read
-        raise no_query(str(queries))
+        raise no_query(str(queries), "the backtest would ask nothing; give a file that lists the queries to ask")
     replay = FileReplay(list(files), columns=columns, streams=streams, time_range=time_range)
     for line in replay.notes:
         note(line)

@@ -37,6 +37,7 @@ import gc
 import json
 import math
 import os
+import re
 import time
 import unicodedata
 from pathlib import Path
@@ -1095,11 +1096,18 @@ def _note_gap(last_seqs: dict[str, int], topic: str, payload: dict) -> None:
 
 
 def cmd_register(args: argparse.Namespace) -> None:
+    from engine.service.client import ControlError
+
     if not args.file.is_file():
         raise FileNotFoundError(f"queries file {args.file} does not exist")
     text = args.file.read_text()
     with _control(args) as control:  # the file name, so errors read `my_queries.yaml:12: ...`
-        reply = control.call("register", yaml=text, source=args.file.name)
+        try:
+            reply = control.call("register", yaml=text, source=args.file.name)
+        except ControlError as e:  # the service names only the file (a client's path means nothing there): the
+            # user is shown the path as given, as serve and backtest name a queries file
+            located = re.sub(rf"(?m)^{re.escape(args.file.name)}(?=:)", lambda _: str(args.file), str(e))
+            raise ControlError(located) from None
     print(f"registered {', '.join(reply['registered'])} (registry version {reply['version']})")
 
 

@@ -115,7 +115,7 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
     text = read_queries_file(path, registry.limits)
     specs = load_queries(text, path, registry.questions, registry.limits, registry.answerable)
     if not specs:  # a file given to serve, so an empty one is a mistake: refused as `register` refuses it
-        raise no_query(path)
+        raise no_query(path, "the service would answer nothing; give a file that lists the standing queries")
     changed = [spec for spec in specs if registry.current(spec.name) != spec]
     # a spec kept from before the stop that the file's replaces (often one re-registered live): said, not silent
     replaced = {spec.name: registry.query_version(spec.name) for spec in changed if spec.name in registry}

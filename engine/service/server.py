@@ -607,7 +607,7 @@ class Server:
         specs = load_queries(text, source, questions=registry.questions, limits=registry.limits,
                              answerable=registry.answerable)
         if not specs:  # (a client's mistake, most likely: an empty list, or the wrong file) registers nothing
-            raise ControlError(f"{no_query(source)}; `unregister` removes one")
+            raise ControlError(str(no_query(source, "nothing registered (`unregister` removes a query)")))
         try:
             self.pipeline.register_queries(specs)
         except QuerySpecError as e:  # found across documents (a topic another query owns): located like the rest
