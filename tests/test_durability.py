@@ -1502,6 +1502,20 @@ def test_the_data_directory_is_the_owner_s_alone(checkpoint, tmp_path, capsys) -
         capsys.readouterr().err
 
 
+def test_a_queries_file_a_start_refuses_leaves_no_data_directory_behind(checkpoint, tmp_path) -> None:
+    """`serve --queries empty.yaml` (queries: []) was refused after the data directory was made: its epoch, lock,
+    meta.json, ticks/ and answers/ stayed behind. The file is read and checked first now; so is one with a bad
+    query."""
+    from queries.spec import QuerySpecError
+
+    for name, text in (("empty.yaml", "queries: []\n"),
+                       ("bad.yaml", "queries: [{name: x, streams: ['*'], kind: choice, question: nosuch_5}]\n")):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(QuerySpecError, match=rf"{tmp_path / name}"):
+            TickPipeline(config(checkpoint, tmp_path / "data", tmp_path / name))
+        assert not (tmp_path / "data").exists()
+
+
 @pytest.mark.parametrize("part", ["ticks", "answers", "meta.json"])
 def test_a_data_directory_part_that_is_the_wrong_kind_is_named(checkpoint, tmp_path, part) -> None:
     """`mkdir d && touch d/ticks; serve --data-dir d` said only `[Errno 17] File exists: 'd/ticks'`."""

@@ -108,14 +108,30 @@ class RestoredQueries(NamedTuple):
     reregistered: set[str]
 
 
-def register_changed(path: str, registry: Registry, forget_query: Callable[[str], None]) -> list[str]:
-    """The configured queries file on top of what a restart restored: a query that is new or differs is
-    (re)registered and starts afresh (``forget_query`` drops its old answers); one that is unchanged keeps its
-    answers, seqs and trigger state. Returns the names (re)registered."""
+class ConfiguredQueries(NamedTuple):
+    """The configured queries file, read and checked (`configured_queries`): its text and its queries."""
+
+    text: str
+    specs: list[QuerySpec]
+
+
+def configured_queries(path: str, registry: Registry) -> ConfiguredQueries:
+    """The configured queries file read and every query in it checked, before the data directory is made or
+    locked: a file a start refuses leaves no data directory behind."""
     text = read_queries_file(path, registry.limits)
     specs = load_queries(text, path, registry.questions, registry.limits, registry.answerable)
     if not specs:  # a file given to serve, so an empty one is a mistake: refused as `register` refuses it
         raise no_query(path, "the service would answer nothing; give a file that lists the standing queries")
+    return ConfiguredQueries(text, specs)
+
+
+def register_changed(path: str, registry: Registry, forget_query: Callable[[str], None],
+                     configured: ConfiguredQueries | None = None) -> list[str]:
+    """The configured queries file (``configured``: as `configured_queries` read it; None: read now) on top of what
+    a restart restored: a query that is new or differs is (re)registered and starts afresh (``forget_query`` drops
+    its old answers); one that is unchanged keeps its answers, seqs and trigger state. Returns the names
+    (re)registered."""
+    text, specs = configured or configured_queries(path, registry)
     changed = [spec for spec in specs if registry.current(spec.name) != spec]
     # a spec kept from before the stop that the file's replaces (often one re-registered live): said, not silent
     replaced = {spec.name: registry.query_version(spec.name) for spec in changed if spec.name in registry}

@@ -44,8 +44,8 @@ from engine.service.features import read_head
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import (DataDir, RegistrationMarks, answer_tail, answered_points, answers_owed,
-                                       answers_owed_at_latest, owed_jobs, register_changed, restart_owes,
-                                       steps_while_full)
+                                       answers_owed_at_latest, configured_queries, owed_jobs, register_changed,
+                                       restart_owes, steps_while_full)
 from engine.service.live_scores import LiveScores
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
@@ -253,6 +253,7 @@ class TickPipeline:
                                            heads=answer_heads(config, self.codec))
         self.flash.adapt = self.adaptation.adapt
         self.adaptation.compile = self._compiled_current
+        configured = configured_queries(config.queries, self.registry) if config.queries else None
         self.data = (DataDir(config.log, self.cache, written_by(config, self.codec), self.encoders)
                      if config.log.dir else None)
         if self.data is not None:
@@ -268,7 +269,8 @@ class TickPipeline:
             self.data.restore_answers(self.registry, self.history, self.adaptation)
             for name in reregistered:
                 self.forget_query(name)
-        changed = register_changed(config.queries, self.registry, self.forget_query) if config.queries else []
+        changed = (register_changed(config.queries, self.registry, self.forget_query, configured)
+                   if config.queries else [])
         changed = sorted(reregistered - set(changed)) + changed
         self._progress = progress  # what a restart is doing, for `health` while it starts (server.py)
         if self.data is not None:

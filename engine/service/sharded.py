@@ -41,7 +41,8 @@ from engine.jobs import JobOutcome
 from engine.scheduler import StepReport, UnknownStream
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
-from engine.service.durability import DataDir, RegistrationMarks, answered_points, answers_owed, register_changed
+from engine.service.durability import (DataDir, RegistrationMarks, answered_points, answers_owed, configured_queries,
+                                       register_changed)
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
 from engine.service.pipeline import (
@@ -76,6 +77,7 @@ class ShardedPipeline:
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)  # checks only
         self.history = AnswerHistory(config.log.answers_keep)
+        self._configured = configured_queries(config.queries, self.registry) if config.queries else None
         self.data = DataDir(config.log, self.cache, written_by(config, self.codec))
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages
@@ -137,7 +139,8 @@ class ShardedPipeline:
         self.data.restore_answers(self.registry, self.history, self.adaptation)
         for name in reregistered:
             self.forget_query(name)
-        changed = register_changed(self.config.queries, self.registry, self.forget_query) if self.config.queries else []
+        changed = (register_changed(self.config.queries, self.registry, self.forget_query, self._configured)
+                   if self.config.queries else [])
         changed = sorted(reregistered - set(changed)) + changed
         restores = _ShardRestores(self, accepted=True)
         tail = self.data.replay(self.encoders, restores, answered=answered_points(self.cache))
