@@ -129,11 +129,14 @@ def test_a_burst_of_new_streams_does_not_starve_an_existing_one(checkpoint) -> N
     engine.scheduler.blocks.pool.check()
 
 
+# every socket on 127.0.0.1, on a port the OS picks
+EPHEMERAL = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
+
+
 @contextlib.contextmanager
 def live_server(checkpoint, **sections) -> Iterator[tuple[Server, zmq.Socket]]:
     """A real server on ephemeral 127.0.0.1 ports, and a PUSH socket into its ingest; stopped on exit."""
-    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
-    with serving(pipeline_config(checkpoint, endpoints=endpoints, **sections)) as server:
+    with serving(pipeline_config(checkpoint, endpoints=EPHEMERAL, **sections)) as server:
         push = zmq.Context.instance().socket(zmq.PUSH)
         push.linger = 1000
         push.connect(server.endpoints["ingest"])
@@ -204,28 +207,35 @@ def test_data_age_counts_from_the_ticks_own_time_freshness_from_when_it_was_read
     assert 2_900 <= stats["data_age_ms"]["p50"] < 3_000 + stats["freshness_ms"]["p99"] + 500, stats
 
 
-def test_stop_drains_what_was_accepted(checkpoint) -> None:
-    # 16 tokens a forward: 400 ticks (1600 tokens) are still mostly pending when stop() comes. The drain is given
-    # all the time it needs (drain_s, the join): on a loaded machine its 100 forwards took longer than serving()'s
-    # 5 s join, and a drain cut by its deadline is another test's case (the stop line's)
-    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
-    server = Server(pipeline_config(checkpoint, endpoints=endpoints, limits={"drain_s": 300},
-                                    scheduler={"max_batch_tokens": 16, "max_batch_streams": 1}))
+@contextlib.contextmanager
+def stopped_by_the_test(config: ServiceConfig) -> Iterator[tuple[Server, threading.Thread, zmq.Socket]]:
+    """A real server on its own thread and a PUSH socket into its ingest, for a test that stops it itself and
+    watches the stop (serving() stops it on exit); stopped on exit too, should the test fail first."""
+    server = Server(config)
     server.bind()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    server.ready.wait(5)
+    server.ready.wait(60)
     push = zmq.Context.instance().socket(zmq.PUSH)
     push.linger = 1000
     push.connect(server.endpoints["ingest"])
     try:
+        yield server, thread, push
+    finally:
+        server.stop()
+        push.close()
+
+
+def test_stop_drains_what_was_accepted(checkpoint) -> None:
+    # 16 tokens a forward: 400 ticks (1600 tokens) are still mostly pending when stop() comes. The drain is given
+    # all the time it needs (drain_s, the join): on a loaded machine its 100 forwards took longer than serving()'s
+    # 5 s join, and a drain cut by its deadline is another test's case (the stop line's)
+    with stopped_by_the_test(pipeline_config(checkpoint, endpoints=EPHEMERAL, limits={"drain_s": 300}, scheduler={
+            "max_batch_tokens": 16, "max_batch_streams": 1})) as (server, thread, push):
         push.send(encode(ticks(400, seed=3, streams=4)))
         wait_for(lambda: server.pipeline.ticks_in == 400, timeout_s=30)
         server.stop()
         thread.join(300)  # the loop drains before returning
-    finally:
-        server.stop()
-        push.close()
     assert not thread.is_alive()
     assert server.pipeline.engine.scheduler.pending_tokens() == 0
     assert sum(s.ticks for s in server.pipeline.engine.scheduler.streams.values()) == 400
@@ -234,17 +244,8 @@ def test_stop_drains_what_was_accepted(checkpoint) -> None:
 def test_what_a_feed_sends_while_the_stop_computes_its_backlog_is_read_too(checkpoint) -> None:
     """A reviewer's SIGTERM lost the last quotes sent before the feed saw the engine go: the stop read the queue,
     computed the backlog for a while, then closed the socket on what had come meanwhile. Now it reads again."""
-    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
-    config = pipeline_config(checkpoint, endpoints=endpoints, scheduler={"max_batch_tokens": 4, "max_batch_streams": 1})
-    server = Server(config)
-    server.bind()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    server.ready.wait(5)
-    push = zmq.Context.instance().socket(zmq.PUSH)
-    push.linger = 1000
-    push.connect(server.endpoints["ingest"])
-    try:
+    config = pipeline_config(checkpoint, endpoints=EPHEMERAL, scheduler={"max_batch_tokens": 4, "max_batch_streams": 1})
+    with stopped_by_the_test(config) as (server, thread, push):
         backlog, late = ticks(3000, seed=3, streams=4), ticks(3030, seed=3, streams=4)[3000:]
         push.send(encode(backlog))  # 12,000 tokens at 4 a forward: the stop has a while of computing to do
         wait_for(lambda: server.pipeline.ticks_in == 3000, timeout_s=30)
@@ -254,8 +255,6 @@ def test_what_a_feed_sends_while_the_stop_computes_its_backlog_is_read_too(check
         for tick in late:  # sent while it computes, before the feed could know it is going
             push.send(encode([tick]))
         thread.join(60)
-    finally:
-        push.close()
     assert not thread.is_alive() and server.pipeline.ticks_in == 3030
 
 
@@ -486,8 +485,7 @@ def test_a_metrics_port_in_use_is_named(checkpoint) -> None:
     taken.bind(("127.0.0.1", 0))
     taken.listen()
     port = taken.getsockname()[1]
-    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0",
-                 "metrics_port": port}
+    endpoints = {**EPHEMERAL, "metrics_port": port}
     try:  # (bound with the control socket, before the model loads: said at once, nothing left bound)
         with pytest.raises(OSError, match=f"cannot serve metrics on 127.0.0.1:{port}: .*set endpoints.metrics_port"):
             Server(pipeline_config(checkpoint, endpoints=endpoints))
@@ -898,9 +896,8 @@ def test_idle_expiry_waits_while_the_ingest_queue_holds_unread_messages(checkpoi
 def queued_before_push_back(checkpoint, queue_bytes: int) -> tuple[int, int]:
     """Messages of 30 KB a PUSH gets into a bound, not yet serving ingest socket before ZeroMQ pushes back, and how
     many the server then reads once it serves (each refused as `oversize`, over a 4 KiB max_message_bytes)."""
-    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
     limits = {"max_message_bytes": 4096, "ingest_hwm": 2000, "ingest_queue_bytes": queue_bytes}
-    server = Server(pipeline_config(checkpoint, endpoints=endpoints, limits=limits))
+    server = Server(pipeline_config(checkpoint, endpoints=EPHEMERAL, limits=limits))
     server.bind()
     push = zmq.Context.instance().socket(zmq.PUSH)
     push.sndhwm, push.linger = 1, 5000
