@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -99,33 +101,38 @@ def test_bad_arguments_fail_fast() -> None:
         client.send(trade("X", 1, 1.0, 1.0))
 
 
-def dead_endpoint() -> str:
-    probe = zmq.Context.instance().socket(zmq.PULL)
-    # below the kernel's ephemeral range (32768-60999 on Linux): no other test's server bound to port 0 gets it
-    # next, and no connection's own source port can be it (a TCP self-connect, seen once under load)
-    port = probe.bind_to_random_port("tcp://127.0.0.1", min_port=20000, max_port=30000)
-    probe.close(linger=0)  # the port is now closed: no engine accepts there
-    return f"tcp://127.0.0.1:{port}"
+@contextlib.contextmanager
+def dead_endpoint() -> Iterator[str]:
+    """An endpoint where nothing accepts, held so while the test runs: a TCP socket bound there and never listening
+    refuses every connection, and neither another process nor a TCP self-connect can take the port meanwhile (a port
+    probed free and then closed, even below the ephemeral range, was taken once under load: the feed connected)."""
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("127.0.0.1", 0))
+    try:
+        yield f"tcp://127.0.0.1:{holder.getsockname()[1]}"
+    finally:
+        holder.close()
 
 
 def test_feed_with_no_engine_fails_fast_with_a_clear_message() -> None:
-    endpoint = dead_endpoint()
-    start = time.monotonic()
-    with FeedClient(endpoint, connect_timeout_ms=300) as client:
-        with pytest.raises(FeedTimeout, match=f"no engine accepting on {endpoint} after 300 ms: "
-                                              "is `flashtick serve` running"):
-            run_feed(SyntheticSource(limit=10), client)
-        assert (client.messages, client.ticks) == (0, 0)  # nothing was queued into the void
-    assert time.monotonic() - start < 5.0  # 300 ms asked for; generous for a loaded CI machine
-    with FeedClient(endpoint) as default:
-        assert (default.connect_timeout_ms, default.send_timeout_ms) == (3000, 10_000)  # a few seconds, never for ever
+    with dead_endpoint() as endpoint:
+        start = time.monotonic()
+        with FeedClient(endpoint, connect_timeout_ms=300) as client:
+            with pytest.raises(FeedTimeout, match=f"no engine accepting on {endpoint} after 300 ms: "
+                                                  "is `flashtick serve` running"):
+                run_feed(SyntheticSource(limit=10), client)
+            assert (client.messages, client.ticks) == (0, 0)  # nothing was queued into the void
+        assert time.monotonic() - start < 5.0  # 300 ms asked for; generous for a loaded CI machine
+        with FeedClient(endpoint) as default:
+            assert (default.connect_timeout_ms, default.send_timeout_ms) == (3000, 10_000)  # seconds, never for ever
 
 
 def test_cli_feed_with_no_engine_exits_2_with_one_line(capsys) -> None:
     from engine.service.cli import main
 
     start = time.monotonic()
-    assert main(["feed", "synthetic", "--ticks", "10", "--endpoint", dead_endpoint()]) == 2
+    with dead_endpoint() as endpoint:
+        assert main(["feed", "synthetic", "--ticks", "10", "--endpoint", endpoint]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no engine accepting on tcp://127.0.0.1:" in err[0] and "sent" not in err[0]
     assert time.monotonic() - start < 6.0
@@ -248,14 +255,15 @@ def test_feed_interrupted_while_waiting_for_its_engine_says_so() -> None:
     summary."""
     import signal
 
-    feed = _feed_process("synthetic", "--endpoint", dead_endpoint(), "--control", dead_endpoint())
-    try:
-        while "waiting for the engine before sending" not in (line := feed.stderr.readline()):
-            assert line, "the feed ended before it waited for the engine"
-        feed.send_signal(signal.SIGINT)
-        _, err = feed.communicate(timeout=60)
-    finally:
-        feed.kill()
+    with dead_endpoint() as ingest, dead_endpoint() as control:
+        feed = _feed_process("synthetic", "--endpoint", ingest, "--control", control)
+        try:
+            while "waiting for the engine before sending" not in (line := feed.stderr.readline()):
+                assert line, "the feed ended before it waited for the engine"
+            feed.send_signal(signal.SIGINT)
+            _, err = feed.communicate(timeout=60)
+        finally:
+            feed.kill()
     assert feed.returncode == 130, err
     assert "flashtick feed: interrupted while starting (reading the files, or waiting for the engine); nothing was " \
            "sent" in err, err
