@@ -20,14 +20,7 @@ from engine.service.backtest import run_backtest
 from engine.service.cli import main
 from engine.service.client import AnswerSubscriber
 from engine.service.config import ServiceConfig
-
-MS = 1_000_000
-QUERIES = """
-queries:
-  - {name: dir, streams: ["*"], question: direction_20, kind: choice, trigger: batch}
-  - {name: every7, streams: ["*"], question: direction_5, kind: choice, trigger: {ticks: 7}}
-  - {name: move, streams: ["*"], question: move_bps_50, kind: expectation, trigger: {interval: 300ms}}
-"""
+from test_feed_batches import MS, QUERIES  # the queries live answers were held to a backtest's with, every trigger
 
 
 def export(capsys, *args: str) -> tuple[int, str]:
