@@ -177,9 +177,10 @@ class ClientAllowList(ThreadAuthenticator):
 def keygen(directory: str | Path, name: str) -> tuple[Path, Path]:
     """Write NAME.key (public) and NAME.key_secret (public + secret) in `directory`; refuses to overwrite. A folder
     made for them is the user's alone (0700), as a data directory is: it holds a secret key."""
-    if not name or os.sep in name or (os.altsep and os.altsep in name):  # '' made hidden .key files
-        raise ValueError(f"NAME {name!r} must be a file name stem without a path separator, e.g. server or "
-                         f"alice: give the folder with --dir")
+    # '' made hidden .key files, '.' and '..' hidden ..key ones: a key an allow-list folder's `ls` does not show
+    if not name or name.startswith(".") or os.sep in name or (os.altsep and os.altsep in name):
+        raise ValueError(f"NAME {name!r} must be a file name stem without a path separator, not starting with '.', "
+                         f"e.g. server or alice: give the folder with --dir")
     folder = Path(directory)
     make_private_dirs(folder)
     public, secret = folder / f"{name}.key", folder / f"{name}.key_secret"
