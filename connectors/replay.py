@@ -56,6 +56,7 @@ from connectors.layout import PARQUET_SUFFIXES, Caution, detect_columns, epoch_u
 from connectors.planning import plan_file
 from connectors.price_notation import unread_price_hint, yield_columns
 from connectors.shifted_prices import (
+    SAID_STREAMS,
     ZERO_MAY_BE_A_PRICE,
     ZERO_SIDE,
     Shifted,
@@ -322,9 +323,12 @@ class RejectCounter(Counter):
         """A 0 bid or ask is no side (TAQ's "no bid"), but in files that also hold prices below zero it is likely
         a price of a spread crossing zero: the one-sided quotes' reject then names --price-offset, whichever of
         the two reasons came first (one cause, the offset, for both)."""
-        self.below_zero |= err.reason == "nonpositive_price" and bool(re.search(r"got -\d", err.message))
+        if err.reason not in ("nonpositive_price", "missing_field"):  # (every reject passes here: a file of
+            return  # millions of filtered-out rows does no regex work for them)
+        self.below_zero = self.below_zero or (err.reason == "nonpositive_price"
+                                              and re.search(r"got -\d", err.message) is not None)
         example = self.examples.get("missing_field", "")
-        if self.below_zero and ZERO_SIDE.search(example) and not example.endswith(ZERO_MAY_BE_A_PRICE):
+        if self.below_zero and not example.endswith(ZERO_MAY_BE_A_PRICE) and ZERO_SIDE.search(example):
             self.examples["missing_field"] = example + ZERO_MAY_BE_A_PRICE
 
     def _add_shifted(self, shifted: Shifted, plan: Any, row: int) -> None:
@@ -359,14 +363,11 @@ class RejectCounter(Counter):
         self.below_zero = False
 
 
-STREAMS_SAID = 3  # streams a reject line names; the rest counted together
-
-
 def streams_said(counts: Counter) -> str:
-    """A reason's rejected rows by stream, the most first, STREAMS_SAID of them and a count of the others."""
+    """A reason's rejected rows by stream, the most first, SAID_STREAMS of them and a count of the others."""
     top = counts.most_common()
-    said = ", ".join(f"{stream} {count}" for stream, count in top[:STREAMS_SAID])
-    rest = top[STREAMS_SAID:]
+    said = ", ".join(f"{stream} {count}" for stream, count in top[:SAID_STREAMS])
+    rest = top[SAID_STREAMS:]
     return said + (f", {sum(c for _, c in rest)} in {len(rest)} other stream{'s' * (len(rest) > 1)}" if rest else "")
 
 

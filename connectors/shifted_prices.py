@@ -22,7 +22,7 @@ NONPOSITIVE = re.compile(r"^(price|bid|ask) must be > 0, got (\S+)$")
 ZERO_SIDE = re.compile(r"missing_field: (bid|ask) is 0 beside|missing_field: bid and ask are 0")
 ZERO_MAY_BE_A_PRICE = ("; the files hold prices below zero too: if 0 is a price of this instrument (a spread crossing "
                        "zero), --price-offset X shifts its prices so that 0 is one (docs/replay.md)")
-SAID_STREAMS = 3  # streams named in the advice; the offset asked for covers them all
+SAID_STREAMS = 3  # streams a reject line names (offset advice, per-stream counts: replay.py), the rest counted
 
 
 class Shifted(NamedTuple):
