@@ -433,3 +433,31 @@ def test_a_restart_of_shards_keeps_expiries_and_the_tick_counts_retention_droppe
     got = {(a.query, a.stream): (a.version, a.seq) for a in feed(restarted, [message])}
     restarted.close()
     assert got == want and want[("dir", "QUIET")][0] == 22 and want[("dir", "IDLE0")][0] == 4
+
+
+def test_an_ask_on_a_stream_whose_every_tick_a_shard_refused_says_so(checkpoint, tmp_path) -> None:
+    """Restarted with a lower scheduler.max_streams, each shard rebuilds as many streams as it may hold now and
+    refuses the logged ticks of the rest: an ask on one of those said "has sent no data" (the shard's engine holds
+    nothing of it), sending the operator to a feed that did send. It says, as one engine does, that its ticks were
+    refused and why, with as many ticks as the stream sent."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    cfg = served(checkpoint, tmp_path, 2, queries)
+    ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(40)
+    streams = sorted({t.stream for t in ticks})
+    with serving(cfg) as server, ControlClient(server.endpoints["control"], timeout_s=60) as control, \
+            FeedClient(server.endpoints["ingest"]) as feeder:
+        feeder.send(ticks)
+        wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == len(ticks))
+    fewer = dataclasses.replace(cfg, scheduler=dataclasses.replace(cfg.scheduler, max_streams=1))
+    with serving(fewer) as server, ControlClient(server.endpoints["control"], timeout_s=60) as control:
+        wait_for(lambda: control.call("health")["status"] == "serving")
+        sent = {name: held["ticks"] for name, held in control.call("streams", streams=streams)["streams"].items()}
+        errors = {name: control.request({"op": "ask", "stream": name, "query": "dir"}).get("error")
+                  for name in streams}
+    refused = {name: error for name, error in errors.items() if error is not None}
+    assert len(refused) == len(streams) - 2, errors  # one stream per shard rebuilt, its asks answered
+    for name, error in refused.items():
+        assert error == (f"stream {name!r} has no accepted tick: its {sent[name]} ticks were refused (the first: "
+                         f"stream_refused: stream {name!r} refused: 1 streams are held, the limit "
+                         f"(scheduler.max_streams))"), error

@@ -705,14 +705,16 @@ def answers_owed_in_tail(registry: Registry, tail: Iterable[EncodedTick | None],
 
 def answer_tail(engine: Engine, flash: FlashQueries, registry: Registry, cache: AnswerCache,
                 marks: RegistrationMarks, tail: Iterable[EncodedTick | None], changed: set[str], *,
-                step: Callable[[], StepReport | None], accepted: Callable[[EncodedTick], None]
+                step: Callable[[], StepReport | None], accepted: Callable[[EncodedTick], None],
+                refused_item: Callable[[EncodedTick, str], None] = lambda item, why: None
                 ) -> tuple[list[JobOutcome], set[str], int]:
     """A replay's tail (split_log) computed as the live run would have: a tick group per wire message and
     stream, each group's due standing queries answered at its cut (the chunked path of a burst). A query
     answers only ticks past its last answer (``cache``), or past its registration (``marks``) when it has none
     on the stream, and a query the config changed at this start (``changed``: registered after every logged
     tick) none. ``step`` runs one forward (the caller's, which keeps its answers); ``accepted`` sees each item
-    submitted. Returns (outcomes, streams fed, items refused)."""
+    submitted, ``refused_item`` each one admission refused (with why). Returns (outcomes, streams fed, items
+    refused)."""
     owed = restart_owes(cache, marks, changed)
 
     def owes(spec: QuerySpec, progress: StreamProgress) -> bool:
@@ -730,8 +732,9 @@ def answer_tail(engine: Engine, flash: FlashQueries, registry: Registry, cache: 
                 continue
             try:
                 engine.submit(item.stream, item.tokens, item.ts, item.ticks)
-            except AdmissionRefused:  # the limits changed since: counted, never fatal (as the replay does)
+            except AdmissionRefused as e:  # the limits changed since: counted, never fatal (as the replay does)
                 refused += 1
+                refused_item(item, str(e))
                 continue
             accepted(item)
             streams.add(item.stream)

@@ -1,9 +1,14 @@
 """How the rows a replay rejected are said: one line per reason, and a warning when a reason took so many rows
 that a column is likely misread. Shared by backtest, demo, train/evaluate and `feed replay`, whose end (Ctrl-C's
-included) must not wait for torch to load for a few lines of text: hence a module of its own."""
+included) must not wait for torch to load for a few lines of text: hence a module of its own. And how an ask on a
+stream none of whose ticks was taken says so, in one wording for the server and its shards."""
 
 from __future__ import annotations
 
+from connectors.ticks import counted
+from queries.limits import excerpt
+
+MAX_REFUSED_STREAMS_KEPT = 1024  # streams with no accepted tick whose refusals `streams` and `ask` can say
 LOUD_REJECT_SHARE = 0.05  # a reason rejecting this share of a file's rows is more likely a misread column than bad data
 
 
@@ -34,3 +39,10 @@ def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted:
                         f"and score: is a column read as the file means it? (the first such row below; "
                         f"docs/replay.md)")
     return lines
+
+
+def no_accepted_tick(stream: str, ticks: int, first_error: str) -> str:
+    """Why a stream holds nothing though its feed sent ticks: every one was refused (``first_error``, "reason:
+    why"), where "has sent no data" would send the operator to the feed."""
+    return (f"stream {excerpt(stream)} has no accepted tick: its {counted(ticks, 'tick')} "
+            f"{'was' if ticks == 1 else 'were'} refused (the first: {first_error})")

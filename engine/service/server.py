@@ -30,7 +30,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
 from connectors.encoder import published_rejections
-from connectors.ticks import NotMsgpack, RepeatedKeys, counted, read_msgpack, slash_hint, wire_type, wire_value
+from connectors.ticks import NotMsgpack, RepeatedKeys, read_msgpack, slash_hint, wire_type, wire_value
 from engine.jobs import JobOutcome
 from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, FailedHandshakes, allowed_client_keys, server_keypair
@@ -38,6 +38,7 @@ from engine.service.config import ServiceConfig
 from engine.service.durability import new_epoch
 from engine.service.metrics import process_start_time, resident_bytes
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
+from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
 from engine.service.sharded import ShardedPipeline
 from engine.stream import Stream
 from queries.cache import Answer
@@ -719,9 +720,7 @@ class Server:
             return ControlError(f"stream {excerpt(stream)} expired after scheduler.stream_idle_s without data: its "
                                 f"session is gone, and its next tick starts a new one")
         if stream in self._refused_streams:
-            ticks, error = self._refused_streams[stream]
-            return ControlError(f"stream {excerpt(stream)} has no accepted tick: its {counted(ticks, 'tick')} "
-                                f"{'was' if ticks == 1 else 'were'} refused (the first: {error})")
+            return ControlError(no_accepted_tick(stream, *self._refused_streams[stream]))
         refused = self.pipeline.rejected.get("stream_refused", 0)  # (the count alone: stats() walks every stream)
         return ControlError(f"stream {excerpt(stream)} has sent no data" + (
             f" that was accepted ({refused} ticks of new streams were refused as stream_refused: scheduler.when_full: "
@@ -833,7 +832,6 @@ class Server:
             self._metrics_server = None
 
 
-MAX_REFUSED_STREAMS_KEPT = 1024  # streams with no accepted tick whose refusals `streams` and `ask` can say
 DRAIN_SLICE_S = 0.05  # longest stretch spent draining one socket before the loop moves on (the others, a step)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -39,6 +40,7 @@ from engine.scheduler import AdmissionRefused, UnknownStream
 from engine.service.config import LogSection, ServiceConfig
 from engine.service.durability import RegistrationMarks, answer_tail, owed_jobs
 from engine.service.pipeline import freeze_heap, load_model_and_codec, thaw_heap
+from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import compile_query
 from queries.flash import FlashQueries
@@ -134,6 +136,9 @@ class Shard:
             limits.max_yaml_bytes, limits.max_yaml_nodes, limits.max_queries, limits.max_topic_bytes),
             answerable=lambda spec: compile_query(spec, self.codec))
         self.cache = AnswerCache()
+        # the streams none of whose items this engine took (name -> [ticks refused, the first error]): an ask on
+        # one says so, where "has sent no data" would send the operator to a feed that did send; bounded
+        self.refused_streams: OrderedDict[str, list] = OrderedDict()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, self.config.model.model_id)
         self.engine = Engine(self.runner, self.config.scheduler, self.flash)
         self.flash.context = lambda stream: self.engine.scheduler.streams[stream].session.tokens  # lookup drafts
@@ -173,13 +178,15 @@ class Shard:
         for stream, tokens, ts, ticks in unpack_items(items):
             try:
                 scheduler.restore(stream, tokens, ts, ticks)
-            except AdmissionRefused:  # the limits changed since it was logged: counted, never fatal
+            except AdmissionRefused as e:  # the limits changed since it was logged: counted, never fatal
                 refused += 1
+                self._refused(stream, ticks, str(e))
         forwards = self.engine.rebuild()
         restored_marks = RegistrationMarks.from_marks(marks or {})
-        outcomes, fed, tail_refused = answer_tail(self.engine, self.flash, self.registry, self.cache, restored_marks,
-                                                  unpack_tail(logged["tail"]), set(changed), step=self.engine.step,
-                                                  accepted=lambda item: None)
+        outcomes, fed, tail_refused = answer_tail(
+            self.engine, self.flash, self.registry, self.cache, restored_marks, unpack_tail(logged["tail"]),
+            set(changed), step=self.engine.step, accepted=lambda item: None,
+            refused_item=lambda item, why: self._refused(item.stream, item.ticks, why))
         streams = (set(items["streams"]) | set(logged["starts"]) | fed) & set(scheduler.streams)
         outcomes += self._answers_owed(streams, restored_marks)
         self.restored = True
@@ -205,6 +212,7 @@ class Shard:
             self.registry.drop_stream(stream)
             self.cache.drop_stream(stream)
             self.flash.drop_stream(stream)
+            self.refused_streams.pop(stream, None)
 
     # -- the work loop -----------------------------------------------------------------------------
 
@@ -227,8 +235,10 @@ class Shard:
             stream, tokens, ts, ticks, accepted_ns = item
             try:  # admission was checked by the front door; freshness counts from when it accepted the item
                 self.engine.submit(stream, tokens, ts, ticks, arrival_ns=accepted_ns)
-            except AdmissionRefused:  # only when the limits changed since the stream was logged: counted
+                self.refused_streams.pop(stream, None)  # (taken now: an ask on it is answered)
+            except AdmissionRefused as e:  # only when the limits changed since the stream was logged: counted
                 self.refused_items += 1
+                self._refused(stream, ticks, str(e))
         for op in ops:  # after the items: an ask waits for the ticks accepted before it (Scheduler.ask)
             if op[0] == "ask":
                 outcomes += self._apply(op)
@@ -264,12 +274,26 @@ class Shard:
                 spec = self.registry.get(spec) if isinstance(spec, str) else QuerySpec.from_dict(spec)
                 return self._ask(spec, stream, ticket)
             except UnknownStream:
-                return [JobOutcome(RemoteJob(ticket), error=f"stream {stream!r} has sent no data{slash_hint(stream)}")]
+                held = self.refused_streams.get(stream)
+                why = (no_accepted_tick(stream, *held) if held else
+                       f"stream {stream!r} has sent no data{slash_hint(stream)}")
+                return [JobOutcome(RemoteJob(ticket), error=why)]
             except (ValueError, LookupError) as e:
                 return [JobOutcome(RemoteJob(ticket), error=str(e).strip('"') or type(e).__name__)]
         else:
             raise ValueError(f"unknown shard op {kind!r}")
         return []
+
+    def _refused(self, stream: str, ticks: int, why: str) -> None:
+        """``ticks`` of ``stream`` that this engine's admission refused (``why``): remembered while it holds none
+        of the stream, the most recent last."""
+        if stream in self.engine.scheduler.streams:
+            return  # (it holds some: an ask is answered from those)
+        held = self.refused_streams.pop(stream, None) or [0, f"stream_refused: {why}"]
+        held[0] += ticks
+        self.refused_streams[stream] = held
+        if len(self.refused_streams) > MAX_REFUSED_STREAMS_KEPT:
+            self.refused_streams.popitem(last=False)
 
     def _ask(self, spec: QuerySpec, stream: str, ticket: Any) -> list[JobOutcome]:
         """An ask: answered at once when FlashQueries may answer early (decoded ahead, or gated), else queued."""
