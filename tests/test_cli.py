@@ -185,6 +185,48 @@ def test_subscribe_prints_one_line_per_message_on_a_pipe(checkpoint, tmp_path, c
         assert all(line.startswith("_heartbeat/") and "ticks_in=" in line for line in out.splitlines())
 
 
+@contextlib.contextmanager
+def answered(checkpoint, tmp_path, capsys):
+    """A server with `dir` on every stream, `one` on SYN.A and `mine` on SYN.C publishing on its own topic
+    (alerts/SYN.C/), fed 60 ticks and done computing them: the --control option and the last seq of a topic of
+    each query."""
+    (tmp_path / "more.yaml").write_text(
+        "queries:\n  - {name: one, streams: [SYN.A], question: direction_5, kind: choice, trigger: batch}\n"
+        "  - {name: mine, streams: [SYN.C], question: direction_5, kind: choice, trigger: batch,"
+        " topic: 'alerts/{stream}/'}\n")
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ("--control", server.endpoints["control"])
+        assert run(capsys, "register", str(tmp_path / "more.yaml"), *control)[0] == 0
+        market = SyntheticMarket(SyntheticConfig(seed=3))
+        with FeedClient(server.endpoints["ingest"]) as feed, ControlClient(server.endpoints["control"]) as raw:
+            feed.send(market.next_batch(60))
+            wait_for(lambda: (lambda stats: stats["ticks_in"] == 60 and stats["pending_tokens"] == 0)(
+                raw.call("stats")["stats"]), timeout_s=60)
+            last = {topic: raw.call("answers", topic=topic, after=0, limit=1)["last_seq"]
+                    for topic in ("one/SYN.A/", "alerts/SYN.C/", "dir/SYN.B/")}
+        assert all(last.values()), last
+        yield control, last
+
+
+def test_answers_takes_a_query_name_or_a_prefix_naming_one_topic(checkpoint, tmp_path, capsys) -> None:
+    """`answers d5` (a query's name, no '/') got the service's "not an answer topic": a name or a prefix naming one
+    published topic reads that topic (a query's own `topic` template too), one naming several says the forms that
+    are valid from the topics there are."""
+    with answered(checkpoint, tmp_path, capsys) as (control, last):
+        for given, topic in [("one", "one/SYN.A/"), ("mine", "alerts/SYN.C/"), ("dir/SYN.B", "dir/SYN.B/")]:
+            code, out, err = run(capsys, "answers", given, "--all", *control)
+            assert code == 0 and err == f"flashtick answers: {given!r} names the topic {topic!r}\n", err
+            assert [json.loads(line)["topic"] for line in out.splitlines()] == [topic] * last[topic], out
+        code, out, err = run(capsys, "answers", "dir", *control)
+        assert (code, out) == (1, "") and err == (
+            "flashtick answers: 'dir' names 4 topics (dir/SYN.A/, dir/SYN.B/, dir/SYN.C/, dir/SYN.D/): answers reads "
+            "one whole topic, e.g. `flashtick answers dir/SYN.A/`; `flashtick topics dir/` lists them, `flashtick "
+            "subscribe dir/` follows them all live\n"), err
+        code, out, err = run(capsys, "answers", "nosuch", *control)
+        assert (code, out) == (1, "") and err.startswith("flashtick answers: no answer published on a topic starting "
+                                                         "'nosuch/' nor by a query 'nosuch': "), err
+
+
 def test_answers_prints_a_bounded_page_and_topics_says_when_no_answer_is_cached(checkpoint, tmp_path, capsys) -> None:
     """`answers TOPIC` printed every kept answer (thousands flooded a terminal): at most --limit (default 100), the
     newest --last N, or --all. `topics` printed `answer_ts None` for a topic whose query was replaced since its last
@@ -212,8 +254,8 @@ def test_answers_prints_a_bounded_page_and_topics_says_when_no_answer_is_cached(
         assert (code, out) == (1, "") and err == f"flashtick answers: nothing after seq {last + 5}: the topic's last " \
                                                  f"is {last}\n", err
         code, out, err = run(capsys, "answers", "dir/", *control)
-        assert (code, out) == (1, "") and err.startswith("flashtick answers: answers takes one whole topic; topics "
-                                                         "starting 'dir/': dir/SYN.A/, dir/SYN.B/"), err
+        assert (code, out) == (1, "") and err.startswith("flashtick answers: 'dir/' names 4 topics (dir/SYN.A/, "
+                                                         "dir/SYN.B/, "), err
         code, out, err = run(capsys, "answers", "nosuch/AAA/", *control)
         assert (code, out) == (1, "") and err == "flashtick answers: no answer published on 'nosuch/AAA/' " \
                                                  "(flashtick topics lists the topics)\n", err

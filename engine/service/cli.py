@@ -247,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("answers", help="a topic's published answers after a seq (fill a gap)",
                        parents=[keys, clients, control_op])
-    p.add_argument("topic", help="an answer topic, e.g. dir20/SYN.A/")
+    p.add_argument("topic", help="an answer topic, e.g. dir20/SYN.A/; or a query's name (dir20) or a topic prefix "
+                                 "(dir20/) that names one published topic")
     p.add_argument("--after", type=int, default=0, help="the last seq you have (default 0: all that are kept)")
     many = p.add_mutually_exclusive_group()  # a topic keeps thousands: a terminal is not flooded by default
     many.add_argument("--limit", type=_count, default=ANSWERS_SHOWN, metavar="N",
@@ -1216,21 +1217,24 @@ def cmd_answers(args: argparse.Namespace) -> int:
     limit = None if args.all else args.last or args.limit
     printed, after = 0, args.after
     with _control(args) as control:
+        topic = _answer_topic(control, args.topic)
+        if topic is None:
+            return 1
         if args.last is not None:  # the newest N: from N before the topic's last seq (seqs have no gaps)
-            newest = control.call("answers", topic=args.topic, after=after, limit=1)["last_seq"] or 0
+            newest = control.call("answers", topic=topic, after=after, limit=1)["last_seq"] or 0
             after = max(after, newest - args.last)
         while True:
             wanted = FETCH_LIMIT if limit is None else min(FETCH_LIMIT, limit - printed)
-            reply = control.call("answers", topic=args.topic, after=after, limit=wanted)
+            reply = control.call("answers", topic=topic, after=after, limit=wanted)
             if printed == 0 and not reply["complete"]:
-                print(f"flashtick answers: answers of {args.topic} before seq {reply['oldest_seq']} are no longer "
+                print(f"flashtick answers: answers of {topic} before seq {reply['oldest_seq']} are no longer "
                       f"kept (the service keeps log.answers_keep in memory, and after a restart what the answer log's "
                       f"log.answers_retention_bytes kept)", file=sys.stderr)
             for answer in reply["answers"]:
                 print(_json(answer), flush=True)
             printed += len(reply["answers"])
             if not reply["answers"] or reply["answers"][-1]["seq"] >= reply["last_seq"]:
-                return 0 if printed else _no_answers(control, args.topic, after, reply["last_seq"])
+                return 0 if printed else _no_answers(topic, after, reply["last_seq"])
             after = reply["answers"][-1]["seq"]
             if limit is not None and printed >= limit:
                 given = f"--last {limit}" if args.last is not None else f"--limit {limit}"  # (--last: more came since)
@@ -1240,22 +1244,52 @@ def cmd_answers(args: argparse.Namespace) -> int:
                 return 0
 
 
-def _no_answers(control: Any, topic: str, after: int, last_seq: int) -> int:
+def _no_answers(topic: str, after: int, last_seq: int | None) -> int:
     """Why `answers` printed nothing, on stderr, and exit status 1 (as `get` without an answer): a topic never
-    published on (a query's prefix, as subscribe and topics take, listed), or an --after at or past its last seq."""
-    if last_seq:  # (0 or None: never published on; seqs start at 1)
-        if after >= last_seq:  # (below it, the answers after it are no longer kept: said already)
-            print(f"flashtick answers: nothing after seq {after}: the topic's last is {last_seq}", file=sys.stderr)
-        return 1
-    if starting := sorted(control.topics(topic)):
-        shown = ", ".join(starting[:5]) + (f", ... ({len(starting)} in all: flashtick topics {topic})"
-                                           if len(starting) > 5 else "")
-        print(f"flashtick answers: answers takes one whole topic; topics starting {topic!r}: {shown}",
-              file=sys.stderr)
-    else:
+    published on, or an --after at or past its last seq."""
+    if not last_seq:  # (0 or None: never published on; seqs start at 1. _answer_topic said so for a prefix)
         print(f"flashtick answers: no answer published on {topic!r} (flashtick topics lists the topics)",
               file=sys.stderr)
+    elif after >= last_seq:  # (below it, the answers after it are no longer kept: said already)
+        print(f"flashtick answers: nothing after seq {after}: the topic's last is {last_seq}", file=sys.stderr)
     return 1
+
+
+def _answer_topic(control: Any, given: str) -> str | None:
+    """The one topic `answers` reads for ``given``: a topic published on as it is; else a registered query's name
+    (its topics, by its YAML's `topic`: `<query>/<stream>/` unless set) or a topic prefix (`dir20/`, or `dir20/SYN.A`
+    without its '/') that names one published topic, that topic (said on stderr). None when it names none or
+    several, said on stderr with the forms `answers` takes, built from the topics it names."""
+    prefix = given if given.endswith("/") else given + "/"
+    found = sorted(control.topics(prefix))
+    if given in found or (not found and given.endswith("/")):
+        return given  # (one never published on: _no_answers says so)
+    if not found and "/" not in given:
+        found = _query_topics(control, given)
+    if len(found) == 1:
+        print(f"flashtick answers: {given!r} names the topic {found[0]!r}", file=sys.stderr)
+        return found[0]
+    if not found:
+        print(f"flashtick answers: no answer published on a topic starting {prefix!r}" + (
+              f" nor by a query {given!r}" if "/" not in given else "") + ": answers takes a topic as published, "
+              f"QUERY/STREAM/ (flashtick topics lists them)", file=sys.stderr)
+        return None
+    shown = ", ".join(found[:5]) + (f", ... ({len(found)} in all)" if len(found) > 5 else "")
+    print(f"flashtick answers: {given!r} names {len(found)} topics ({shown}): answers reads one whole topic, e.g. "
+          f"`flashtick answers {found[0]}`; `flashtick topics {prefix}` lists them, `flashtick subscribe {prefix}` "
+          f"follows them all live", file=sys.stderr)
+    return None
+
+
+def _query_topics(control: Any, name: str) -> list[str]:
+    """The topics published on by the registered query ``name`` whose YAML sets its own `topic` (a template with
+    {query} and {stream}, no stream name having a '/'): none when no query is so named."""
+    spec = next((q for q in control.call("list")["queries"] if q["name"] == name), None)
+    if spec is None:
+        return []
+    rendered = spec["topic"].format(query=name, stream="\0")
+    pattern = re.compile(re.escape(rendered).replace(re.escape("\0"), "[^/]+"))
+    return sorted(t for t in control.topics(rendered.partition("\0")[0]) if pattern.fullmatch(t))
 
 
 def cmd_topics(args: argparse.Namespace) -> None:
