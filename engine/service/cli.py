@@ -50,6 +50,11 @@ CONTROL_HELP = f"the engine's control endpoint (default: the --config file's end
 EXAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "queries" / "examples" / "tick_model.yaml"
 TEXT_EXAMPLE_QUERIES = EXAMPLE_QUERIES.with_name("text_model.yaml")
 ANSWERS_SHOWN = 100  # `answers` prints this many by default (--limit, --last, --all)
+ANSWERS_EXIT_CODES = ("exit status: 0 when answers were printed, and with --after SEQ when SEQ is the topic's last "
+                      "(nothing newer yet, said on stderr: a polling loop under `set -e` goes on); 1 when none was "
+                      "printed otherwise (said on stderr): no answer published on the topic, an --after past its "
+                      "last seq, or a name or prefix that names no topic or several; 2 for an error (the service "
+                      "unreachable, a bad option)")
 
 
 def _key_options() -> argparse.ArgumentParser:
@@ -246,10 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_get)
 
     p = sub.add_parser("answers", help="a topic's published answers after a seq (fill a gap)",
-                       parents=[keys, clients, control_op])
+                       parents=[keys, clients, control_op], epilog=ANSWERS_EXIT_CODES)
     p.add_argument("topic", help="an answer topic, e.g. dir20/SYN.A/; or a query's name (dir20) or a topic prefix "
                                  "(dir20/) that names one published topic")
-    p.add_argument("--after", type=int, default=0, help="the last seq you have (default 0: all that are kept)")
+    p.add_argument("--after", type=int, default=None, metavar="SEQ",
+                   help="the last seq you have (default: all that are kept)")
     many = p.add_mutually_exclusive_group()  # a topic keeps thousands: a terminal is not flooded by default
     many.add_argument("--limit", type=_count, default=ANSWERS_SHOWN, metavar="N",
                       help=f"print at most N, the oldest after --after (default {ANSWERS_SHOWN}); a note says where "
@@ -1211,11 +1217,13 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 def cmd_answers(args: argparse.Namespace) -> int:
     """JSON lines, oldest first: the kept answers of the topic after --after, at most --limit of them (or the newest
-    --last, or --all), paged through the op's limit."""
+    --last, or --all), paged through the op's limit. Exit status (the help's epilog says it): 0 when it printed
+    some, and with --after when the topic's last seq is --after (nothing newer yet: a poll's usual result); 1 when
+    it printed none otherwise (said)."""
     from engine.service.client import FETCH_LIMIT
 
     limit = None if args.all else args.last or args.limit
-    printed, after = 0, args.after
+    printed, after = 0, args.after or 0
     with _control(args) as control:
         topic = _answer_topic(control, args.topic)
         if topic is None:
@@ -1234,7 +1242,7 @@ def cmd_answers(args: argparse.Namespace) -> int:
                 print(_json(answer), flush=True)
             printed += len(reply["answers"])
             if not reply["answers"] or reply["answers"][-1]["seq"] >= reply["last_seq"]:
-                return 0 if printed else _no_answers(topic, after, reply["last_seq"])
+                return 0 if printed else _no_answers(topic, after, reply["last_seq"], polled=args.after is not None)
             after = reply["answers"][-1]["seq"]
             if limit is not None and printed >= limit:
                 given = f"--last {limit}" if args.last is not None else f"--limit {limit}"  # (--last: more came since)
@@ -1244,14 +1252,21 @@ def cmd_answers(args: argparse.Namespace) -> int:
                 return 0
 
 
-def _no_answers(topic: str, after: int, last_seq: int | None) -> int:
-    """Why `answers` printed nothing, on stderr, and exit status 1 (as `get` without an answer): a topic never
-    published on, or an --after at or past its last seq."""
+def _no_answers(topic: str, after: int, last_seq: int | None, polled: bool) -> int:
+    """Why `answers` printed nothing, on stderr, and its exit status: 0 for a poll (--after given) that is up to
+    date, the topic's last seq its --after; else 1 (as `get` without an answer): a topic never published on, or an
+    --after past its last seq (seqs of another epoch, or of another topic)."""
     if not last_seq:  # (0 or None: never published on; seqs start at 1. _answer_topic said so for a prefix)
         print(f"flashtick answers: no answer published on {topic!r} (flashtick topics lists the topics)",
               file=sys.stderr)
-    elif after >= last_seq:  # (below it, the answers after it are no longer kept: said already)
-        print(f"flashtick answers: nothing after seq {after}: the topic's last is {last_seq}", file=sys.stderr)
+        return 1
+    if after == last_seq and polled:
+        print(f"flashtick answers: nothing after seq {after} yet (the topic's last)", file=sys.stderr)
+        return 0
+    if after >= last_seq:  # (below it, the answers after it are no longer kept: said already)
+        print(f"flashtick answers: nothing after seq {after}: the topic's last is {last_seq}" + (
+            " (an --after past it: a seq of another epoch, the service restarted without its data directory, or of "
+            "another topic)" if after > last_seq else ""), file=sys.stderr)
     return 1
 
 
