@@ -486,6 +486,28 @@ def test_a_control_request_lost_with_its_connection_fails_at_once() -> None:
         assert time.monotonic() - started < 5
 
 
+@pytest.mark.parametrize("held", ["ingest", "answers"])
+def test_serve_on_a_port_in_use_says_so_and_leaves_no_data_directory(checkpoint, tmp_path, capsys, held: str) -> None:
+    """The ingest and answers sockets bind once the engine is up: a port taken failed only then, after a fresh
+    --data-dir was made (logs, meta.json, the lock), which stayed behind. A taken port is said before anything is
+    made on disk."""
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        endpoints = {**LOCAL, held: f"tcp://127.0.0.1:{port}"}
+        (tmp_path / "engine.yaml").write_text(json.dumps({"model": {"path": str(checkpoint)}, "endpoints": endpoints}))
+        fresh = tmp_path / "fresh"
+        code, out, err = run(capsys, "serve", "--config", str(tmp_path / "engine.yaml"), "--data-dir",
+                             str(fresh / "data"))
+    assert code == 2 and err.endswith(f"flashtick serve: error: cannot bind the {held} socket to tcp://127.0.0.1:"
+                                      f"{port}: port {port} is in use (is another flashtick serve running? set "
+                                      f"endpoints.{held} in the --config file)\n"), err
+    assert not fresh.exists()
+
+
 def test_serve_with_a_ray_address_where_nothing_listens_fails_at_once(tmp_path, capsys) -> None:
     """Ray itself would retry for minutes, saying only that it cannot reach its GCS."""
     import socket

@@ -16,6 +16,9 @@ Sockets (all bound to 127.0.0.1 unless configured):
 
 from __future__ import annotations
 
+import errno
+import ipaddress
+import socket
 import sys
 import threading
 import time
@@ -151,6 +154,10 @@ class Server:
         try:
             # metrics as early: a scrape while the log replays finds the target up and starting, not down
             self._start_metrics()
+            # ingest and answers bind once the engine is up; a port taken is said now, before the data directory
+            # is made: a fresh --data-dir is not left behind by a start that could never serve
+            for name in ("ingest", "answers"):
+                _check_port_free(name, getattr(config.endpoints, name))
             with self._starting as starting:
                 # one engine in this process, or N engine shards (Ray actors) behind the same sockets
                 self.pipeline = ShardedPipeline(config) if config.shards.count else \
@@ -233,9 +240,10 @@ class Server:
             _bind(sock, endpoint)
         except zmq.ZMQError as e:
             sock.close()
-            hint = " (is another flashtick serve running?" if e.errno == zmq.EADDRINUSE else " ("
-            raise OSError(f"cannot bind the {name} socket to {endpoint}: {e.strerror}{hint} set endpoints.{name} "
-                          f"in the --config file)") from None
+            if e.errno == zmq.EADDRINUSE:
+                raise _port_in_use(name, endpoint) from None
+            raise OSError(f"cannot bind the {name} socket to {endpoint}: {e.strerror} (set endpoints.{name} in the "
+                          f"--config file)") from None
         self.endpoints[name] = sock.getsockopt_string(zmq.LAST_ENDPOINT)
         self._sockets[name] = sock
         return sock
@@ -983,6 +991,39 @@ def _field(request: dict, name: str, kind: type) -> Any:
 
 
 BIND_RETRY_S = 1.0  # a port in use is tried again this long: the service that had it may still be letting it go
+
+
+def _port_in_use(name: str, endpoint: str) -> OSError:
+    port = endpoint.rpartition(":")[2]
+    return OSError(f"cannot bind the {name} socket to {endpoint}: port {port} is in use (is another flashtick serve "
+                   f"running? set endpoints.{name} in the --config file)")
+
+
+def _check_port_free(name: str, endpoint: str) -> None:
+    """Raise the bind error of ``endpoint`` (tcp://ADDRESS:PORT) now if its port is taken: a plain socket bound
+    with SO_REUSEADDR, as ZeroMQ binds, and closed at once, tried again for BIND_RETRY_S as ``_bind`` does. What it
+    cannot tell (an ephemeral port, an interface or host name, ipc://) is left to the bind itself."""
+    address, _, port = endpoint.removeprefix("tcp://").rpartition(":")
+    if not endpoint.startswith("tcp://") or not port.isdigit() or int(port) == 0:
+        return
+    address = "0.0.0.0" if address == "*" else address.strip("[]")
+    try:
+        family = socket.AF_INET6 if ipaddress.ip_address(address).version == 6 else socket.AF_INET
+    except ValueError:
+        return
+    deadline = time.monotonic() + BIND_RETRY_S
+    while True:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((address, int(port)))
+                return
+            except OSError as e:
+                if e.errno != errno.EADDRINUSE:
+                    return  # (another problem, e.g. an address not on this host: the bind says it)
+        if time.monotonic() >= deadline:
+            raise _port_in_use(name, endpoint)
+        time.sleep(0.05)
 
 
 def _bind(sock: zmq.Socket, endpoint: str) -> None:
