@@ -66,7 +66,7 @@ from connectors.shifted_prices import (
 )
 from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.stream_selection import NoStreamMatched, StreamSelection
-from connectors.ticks import InvalidTick, Tick, utc_text, validate
+from connectors.ticks import InvalidTick, Tick, counted, utc_text, validate
 from connectors.time_range import TimeRange
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
@@ -347,11 +347,13 @@ class RejectCounter(Counter):
 
     def streams_of(self) -> dict[str, str]:
         """Per reason, the streams that lost rows to it, the most first (``CLK0 1750, CLM6-N6 59``), when the
-        files hold several streams: which contract of a file lost its rows, not only how many. Empty for one."""
+        files hold several streams: which contract of a file lost its rows, not only how many. Empty for one.
+        Rows the reason refused before they named a stream (a one-sided quote whose symbol cell is empty) are said
+        after them, so the numbers add up to the reason's count."""
         rejected = set().union(*self.by_stream.values())
         if len(self.streams_read | rejected) < 2:
             return {}
-        return {reason: streams_said(counts) for reason, counts in self.by_stream.items()}
+        return {reason: streams_said(counts, self[reason]) for reason, counts in self.by_stream.items()}
 
     def clear(self) -> None:
         super().clear()
@@ -363,12 +365,15 @@ class RejectCounter(Counter):
         self.below_zero = False
 
 
-def streams_said(counts: Counter) -> str:
-    """A reason's rejected rows by stream, the most first, SAID_STREAMS of them and a count of the others."""
+def streams_said(counts: Counter, total: int) -> str:
+    """A reason's rejected rows by stream, the most first, SAID_STREAMS of them and a count of the others, then
+    those of its ``total`` rows that named no stream."""
     top = counts.most_common()
     said = ", ".join(f"{stream} {count}" for stream, count in top[:SAID_STREAMS])
     rest = top[SAID_STREAMS:]
-    return said + (f", {sum(c for _, c in rest)} in {len(rest)} other stream{'s' * (len(rest) > 1)}" if rest else "")
+    nameless = total - sum(counts.values())
+    return said + (f", {sum(c for _, c in rest)} in {len(rest)} other stream{'s' * (len(rest) > 1)}" if rest else "") \
+        + (f" and {counted(nameless, 'row')} with no stream" if nameless > 0 else "")
 
 
 MapSpec = ColumnMap | str | Mapping[str, Any]

@@ -227,6 +227,32 @@ def test_reject_lines_of_backtest_and_feed_replay_say_which_streams_lost_rows(tm
     assert "rejected nonpositive_price: 8 (A 3, B 2, C 1, 2 in 2 other streams; first: " in capsys.readouterr().err
 
 
+def test_reject_lines_say_the_rows_that_named_no_stream_so_the_counts_add_up(tmp_path: Path, capsys) -> None:
+    """A quote with a side at 0 is refused (missing_field) before its stream is checked: one whose symbol cell is
+    empty too named no stream, and "missing_field: 5 (A 2, B 1; ...)" added up to 3. The rest is said."""
+    from engine.service.cli import main
+
+    def quotes(name: str, rows: list[tuple[str, float, float]]) -> Path:
+        path = tmp_path / name
+        path.write_text("timestamp,symbol,bid,ask,bid_size,ask_size\n" + "".join(
+            f"2026-03-10T13:00:0{i}Z,{symbol},{bid},{ask},1,1\n" for i, (symbol, bid, ask) in enumerate(rows)))
+        return path
+
+    refused = [("A", 0, 10.5), ("B", 0, 20.5), ("", 0, 10.5), ("", 0, 10.5), ("A", 10.0, 0)]
+    path = quotes("quotes.csv", refused[:4] + [("A", 10.0, 10.5), ("B", 20.0, 20.5)] + refused[4:])
+    replay = FileReplay(path)
+    drain(replay)
+    assert dict(replay.rejected) == {"missing_field": 5}
+    assert replay.rejected.streams_of() == {"missing_field": "A 2, B 1 and 2 rows with no stream"}
+    said = "rejected missing_field: 5 (A 2, B 1 and 2 rows with no stream; first: "
+    assert main(["backtest", str(path), "--out", str(tmp_path / "a.parquet")]) == 0
+    assert said in capsys.readouterr().out
+    # feed replay: rows refused before sending (nothing listens at the endpoint: every row is refused anyway)
+    only_refused = quotes("refused.csv", refused)
+    assert main(["feed", "replay", str(only_refused), "--endpoint", "tcp://127.0.0.1:5", "--control", ""]) == 2
+    assert said in capsys.readouterr().err
+
+
 def test_a_checkpoint_records_the_price_offset_it_was_trained_with_and_evaluate_reads_with_it(
         tmp_path: Path, capsys) -> None:
     """`train cl.csv --price-offset CLK0=50` then `evaluate m cl.csv` read the file unshifted: it dropped the
