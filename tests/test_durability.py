@@ -280,6 +280,65 @@ queries:
 
 
 
+@pytest.mark.parametrize("put_back", [("queries.state.json",), ("queries.state.json", "queries.yaml")])
+def test_a_query_state_two_operations_old_never_takes_the_registry_version_back(checkpoint, tmp_path, capsys,
+                                                                               put_back) -> None:
+    """queries.state.json put back from a backup two registrations old (alone, or with queries.yaml): the restart
+    restored the registry version it held, so versions already published for other specs were handed out again.
+    Now the registry goes on past every query_version the answer log holds, a query whose logged answers are of a
+    later registration registers afresh, and the start says the state was older than the log."""
+    from queries.yaml_loader import load_queries
+
+    ticks = SyntheticMarket(SyntheticConfig(seed=12)).next_batch(70)
+    data = tmp_path / "data"
+    first = TickPipeline(config(checkpoint, data))
+    first.register_queries(load_queries(QUERIES, "q.yaml", first.registry.questions))
+    feed_in_steps(first, ticks[:30])
+    backup = {name: (data / name).read_text() for name in put_back}
+    first.register_queries(load_queries("""
+queries:
+  - {name: dir, streams: ["*"], question: direction_20, kind: choice, trigger: {ticks: 5}}
+""", "q.yaml", first.registry.questions))
+    feed_in_steps(first, ticks[30:45])
+    first.register_queries(load_queries("""
+queries:
+  - {name: fresh, streams: ["*"], kind: surprise, trigger: batch}
+""", "q.yaml", first.registry.questions))
+    published = feed_in_steps(first, ticks[45:55])
+    assert (first.registry.version, first.registry.query_version("dir")) == (3, 2)
+    assert {(a.query, a.query_version) for a in published} == {("dir", 2), ("nll", 1), ("fresh", 3)}
+    first.close()
+    for name, text in backup.items():
+        (data / name).write_text(text)
+    capsys.readouterr()
+
+    second = TickPipeline(config(checkpoint, data))
+    registry = second.registry
+    assert registry.version > 3 and registry.query_version("nll") == 1  # nll's answers: of the state's registration
+    err = capsys.readouterr().err
+    assert "queries.state.json is older than the answer log" in err, err
+    assert registry.query_version("dir") == registry.version  # its answers at version 2 were of another spec
+    assert registry.get("dir").trigger.kind == ("ticks" if "queries.yaml" not in put_back else "batch")
+    assert ("fresh" in registry) == ("queries.yaml" not in put_back)
+    assert all(registry.query_version(name) in (1, registry.version) for name in ("dir", "nll", "fresh")
+               if name in registry)
+    assert [o.answer for o in second.recovered if o.answer] == []  # registered after every logged tick
+    answers = feed_in_steps(second, ticks[55:65])
+    assert {a.query_version for a in answers if a.query != "nll"} == {registry.version}
+    restored = registry.version
+    second.register_queries(load_queries("""
+queries:
+  - {name: later, streams: ["*"], kind: surprise, trigger: batch}
+""", "q.yaml", second.registry.questions))
+    assert registry.query_version("later") == restored + 1  # past every version answers were published under
+    second.close()
+
+    third = TickPipeline(config(checkpoint, data))  # the state saved since describes the log: nothing to say
+    assert "older than the answer log" not in capsys.readouterr().err
+    assert third.registry.version == registry.version
+    third.close()
+
+
 def test_a_register_of_the_same_spec_killed_before_its_state_is_saved_answers_nothing_again(checkpoint,
                                                                                            tmp_path) -> None:
     """Re-registering a query with its very spec rewrites queries.yaml unchanged, so only queries.state.json says it

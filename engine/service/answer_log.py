@@ -103,6 +103,7 @@ class AnswerLog:
         self.directory = Path(directory)
         self.state_path = self.directory / "state.msgpack"
         self.cache = cache
+        self.logged_query_versions: dict[str, int] = {}  # query -> highest query_version read back
         self.errors = 0  # writes that failed: each record's first try and each retry (a stuck record: every RETRY_S)
         self._failing_since: float | None = None  # monotonic time of the first failed write while records wait
         # records not written yet, in order, behind the first that failed: written when the log takes them again;
@@ -195,11 +196,23 @@ class AnswerLog:
         """Seqs, latest answers and trigger state back into the cache and registry; the retained answers into
         ``history``; every retained answer and forget event, in order, to ``replayed`` (an AnswerAdaptation:
         ``owed``, ``forget_owed``) when given. Returns how many answers were read."""
+        count = self.read_back(history, skip_corrupt, replayed)
+        self.settle(registry, replayed)
+        return count
+
+    def read_back(self, history: AnswerHistory, skip_corrupt: bool, replayed: Any = None) -> int:
+        """``restore``'s reading: the cache and ``history`` filled, ``replayed`` fed, and ``logged_query_versions``
+        (each query's highest ``query_version`` the log and its checkpoint hold) known; ``settle`` then checks
+        the answers against the registry."""
         covers = 0
+        self.logged_query_versions = {}
         if self.state_path.is_file():
             state = msgpack.unpackb(self.state_path.read_bytes(), raw=False)
             covers = state["covers"]
-            self.cache.restore([Answer(**a) for a in state["latest"]], state["seqs"])
+            latest = [Answer(**a) for a in state["latest"]]
+            self.cache.restore(latest, state["seqs"])
+            for answer in latest:
+                self._logged_version(answer)
         count = 0
         for number, payload in read(self.directory, skip_corrupt=skip_corrupt, stats=self.read_stats,
                                     prefix="answers"):
@@ -207,6 +220,7 @@ class AnswerLog:
             if kind == ANSWER:
                 answer = Answer(**msgpack.unpackb(body, raw=False))
                 history.add(answer.topic, answer.seq, body)
+                self._logged_version(answer)
                 count += 1
                 if replayed is not None:
                     replayed.owed(answer.query, answer.stream, answer.version, answer.value)
@@ -220,13 +234,21 @@ class AnswerLog:
                     self.cache.drop_query(forget["query"])
                 else:
                     self.cache.drop_stream(forget["stream"])
+        return count
+
+    def _logged_version(self, answer: Answer) -> None:
+        known = self.logged_query_versions.get(answer.query, 0)
+        self.logged_query_versions[answer.query] = max(known, answer.query_version)
+
+    def settle(self, registry: Registry, replayed: Any = None) -> None:
+        """The answers read back that the registered queries no longer hold forgotten (``_superseded``), and each
+        standing query's trigger state restored from the latest answers kept."""
         for name in _superseded(self.cache, registry):
             self.cache.drop_query(name)
             if replayed is not None:
                 replayed.forget_owed(name, None)
         for answer in self.cache.latest():
             registry.restore_fired(answer.query, answer.stream, answer.version, answer.data_ts)
-        return count
 
     def stats(self) -> dict[str, Any]:
         return {"appended": self.log.stats.appended, "errors": self.errors, "unlogged": self.unlogged,

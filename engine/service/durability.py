@@ -274,6 +274,7 @@ class DataDir:
             raise ConfigError(_unusable_part(self.root, e)) from None
         self.recovered_ticks = 0
         self.recovered_answers = 0
+        self._restored = RestoredQueries(RegistrationMarks(), set())  # what restore_queries brought back, if it ran
         self.replay_refused = 0  # logged items the replay could not place (none expected)
         self.recovery_s = 0.0
         self.rebuild_forwards = 0
@@ -294,10 +295,41 @@ class DataDir:
                                  segment_bytes=config.answers_segment_bytes,
                                  retention_bytes=config.answers_retention_bytes, skip_corrupt=config.skip_corrupt)
 
-    def restore_answers(self, registry: Registry, history: AnswerHistory, replayed: Any = None) -> None:
+    def restore_answers(self, registry: Registry, history: AnswerHistory, replayed: Any = None) -> set[str]:
         """Seqs, latest answers and trigger state from the answer log (after the queries are registered);
-        ``replayed`` (the answer adaptation) is handed every logged answer, to re-feed during the tick replay."""
-        self.recovered_answers = self.answers.restore(registry, history, self.config.skip_corrupt, replayed)
+        ``replayed`` (the answer adaptation) is handed every logged answer, to re-feed during the tick replay.
+        The registry's versions are caught up with the log's first (``_catch_up_versions``); returns the queries
+        that registered afresh, which the caller treats as ``restore_queries``' ``reregistered``."""
+        self.recovered_answers = self.answers.read_back(history, self.config.skip_corrupt, replayed)
+        afresh = self._catch_up_versions(registry)
+        self.answers.settle(registry, replayed)
+        return afresh
+
+    def _catch_up_versions(self, registry: Registry) -> set[str]:
+        """A registry restored from a ``queries.state.json`` older than the answer log (put back from a backup, or
+        lost) would hand out again versions answers were already published under, for other specs: the registry
+        version goes on past the highest logged ``query_version``, and a query whose logged answers are of a later
+        registration than the state says (its spec then may not be its spec now), or that ``restore_queries``
+        registered afresh, registers afresh at it."""
+        logged = self.answers.logged_query_versions
+        highest = max(logged.values(), default=0)
+        later = {name for name, version in logged.items()
+                 if name in registry and version > registry.query_version(name)}
+        if highest <= registry.version and not later:
+            return set()
+        afresh = later | self._restored.reregistered
+        restored, version = registry.version, max(registry.version, highest) + 1
+        registry.restore_versions(version, {name: version for name in afresh})
+        for name in afresh:
+            self._restored.marks.removed(name)
+        names = ", ".join(sorted(later))
+        why = (f"answers were published under query_version {highest}, past the registry version {restored} it "
+               f"restored" if highest > restored else f"the logged answers of {names} are of a later registration")
+        again = f"; {', '.join(sorted(afresh))} registered afresh" if afresh else ""
+        print(f"flashtick: {self.state_path.name} is older than the answer log of {self.root} (put back from a "
+              f"backup, or lost?): {why}; the registry goes on at version {version}{again}",
+              file=sys.stderr, flush=True)
+        return afresh
 
     def _segment_start(self) -> bytes:
         """A new segment's first record: every stream's tick count, last accepted ts and codec state so far, and
@@ -401,7 +433,7 @@ class DataDir:
         stderr says how many queries came back (nothing when the file holds none)."""
         text = self.queries_path.read_text(encoding="utf-8")
         specs = registry.register_file(self.queries_path, restoring=True)
-        restored = self._restore_versions(registry, specs, text)
+        restored = self._restored = self._restore_versions(registry, specs, text)
         if specs:
             print(f"flashtick: restored {len(specs):,} quer{'y' if len(specs) == 1 else 'ies'} (registry version "
                   f"{registry.version}) from {self.root}", file=sys.stderr, flush=True)

@@ -266,7 +266,7 @@ class TickPipeline:
         if self.data is not None:
             if self.data.queries_path.is_file():  # what was registered before a restart, answers and all
                 self.marks, reregistered = self.data.restore_queries(self.registry)
-            self.data.restore_answers(self.registry, self.history, self.adaptation)
+            reregistered |= self.data.restore_answers(self.registry, self.history, self.adaptation)
             for name in reregistered:
                 self.forget_query(name)
         changed = (register_changed(config.queries, self.registry, self.forget_query, configured)

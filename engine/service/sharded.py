@@ -136,7 +136,7 @@ class ShardedPipeline:
         reregistered: set[str] = set()  # queries the data directory's state did not describe: registered now
         if self.data.queries_path.is_file():
             self.marks, reregistered = self.data.restore_queries(self.registry)
-        self.data.restore_answers(self.registry, self.history, self.adaptation)
+        reregistered |= self.data.restore_answers(self.registry, self.history, self.adaptation)
         for name in reregistered:
             self.forget_query(name)
         changed = (register_changed(self.config.queries, self.registry, self.forget_query, self._configured)
