@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
+import msgpack
 import polars as pl
 import pytest
 
@@ -20,7 +26,11 @@ from engine.service.backtest import run_backtest
 from engine.service.cli import main
 from engine.service.client import AnswerSubscriber
 from engine.service.config import ServiceConfig
+from engine.service.tick_export import CHUNK_TICKS, COLUMNS, export_ticks
+from engine.service.ticklog import TickLog
 from test_feed_batches import MS, QUERIES  # the queries live answers were held to a backtest's with, every trigger
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def export(capsys, *args: str) -> tuple[int, str]:
@@ -136,3 +146,136 @@ def test_a_torn_tail_is_left_out_and_damage_stops_the_export_unless_skipped(serv
     assert code == 0 and "damaged bytes at byte" in err and "1 damaged region skipped" in err, err
     assert 0 < pl.read_parquet(tmp_path / "skipped.parquet").height < len(served["ticks"])
     assert segment.read_bytes() == bytes(damaged) and not list((data_dir / "ticks").glob("*.damaged*"))
+
+
+def row_group_rows(path) -> list[int]:
+    """The rows of each row group of a Parquet file, read from its footer (Thrift compact FileMetaData: field 4,
+    the row groups, each with its rows in field 3): the base install has no pyarrow to ask."""
+    data = path.read_bytes()
+    assert data[-4:] == b"PAR1"
+    length = int.from_bytes(data[-8:-4], "little")
+    meta, at = data[-8 - length:-8], 0
+
+    def varint() -> int:
+        nonlocal at
+        value = shift = 0
+        while True:
+            byte = meta[at]
+            at += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+
+    def integer() -> int:
+        value = varint()
+        return (value >> 1) ^ -(value & 1)  # zigzag
+
+    def value(kind: int) -> object:
+        nonlocal at
+        if kind in (1, 2):
+            return kind == 1
+        if kind == 3:
+            at += 1
+            return meta[at - 1]
+        if kind in (4, 5, 6):
+            return integer()
+        if kind == 7:
+            at += 8
+            return None
+        if kind == 8:
+            size = varint()
+            at += size
+            return meta[at - size:at]
+        if kind in (9, 10):
+            header = meta[at]
+            at += 1
+            size = header >> 4 if header >> 4 != 15 else varint()
+            element = header & 0x0F
+            items = []
+            for _ in range(size):
+                if element in (1, 2):  # a bool in a list is a byte of its own
+                    at += 1
+                    items.append(meta[at - 1] == 1)
+                else:
+                    items.append(value(element))
+            return items
+        if kind == 11:
+            size = varint()
+            if size:
+                types = meta[at]
+                at += 1
+                for _ in range(size):
+                    value(types >> 4), value(types & 0x0F)
+            return None
+        if kind == 12:
+            fields, field_id = {}, 0
+            while (header := meta[at]) != 0:
+                at += 1
+                delta = header >> 4
+                field_id = field_id + delta if delta else integer()
+                fields[field_id] = value(header & 0x0F)
+            at += 1
+            return fields
+        raise AssertionError(f"thrift type {kind} at byte {at}")
+
+    return [group[3] for group in value(12)[4]]
+
+
+def write_log(data_dir, ticks) -> None:
+    """A data directory's tick log holding ``ticks``, as a serve logs accepted ones (the tick's wire form)."""
+    with TickLog(data_dir / "ticks", fsync="never") as log:
+        for tick in ticks:
+            log.append(msgpack.packb({"tick": tick.to_wire()}, use_bin_type=True))
+
+
+def test_an_export_is_written_a_chunk_at_a_time_in_row_groups(tmp_path, capsys) -> None:
+    """The export held every tick in memory (1-2 GB for a full 2 GiB log): now a chunk at a time, each spilled as it
+    fills and the file written from them in row groups of a chunk, the same ticks in the same order."""
+    ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(2_500)
+    write_log(tmp_path / "data", ticks)
+    wire = pl.DataFrame([t.to_wire() for t in ticks])
+    for name in ("ticks.parquet", "ticks.csv"):
+        out = tmp_path / name
+        summary = export_ticks(tmp_path / "data", out, chunk_ticks=400)
+        assert (summary.ticks, summary.streams) == (len(ticks), len({t.stream for t in ticks}))
+        assert (summary.first_ts, summary.last_ts) == (min(t.ts for t in ticks), max(t.ts for t in ticks))
+        assert list(replay_ticks(str(out))) == ticks  # what a backtest reads: every tick, in log order
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["data", *sorted({"ticks.parquet", name})]
+    assert row_group_rows(tmp_path / "ticks.parquet") == [400] * 6 + [100]
+    frame = pl.read_parquet(tmp_path / "ticks.parquet")
+    assert frame.equals(wire.select(frame.columns)) and frame.columns == list(COLUMNS)
+
+    trades = [t for t in ticks if t.kind == "trade"]  # the quote columns: none in any chunk, so left out
+    write_log(tmp_path / "trades", trades)
+    export_ticks(tmp_path / "trades", tmp_path / "trades.parquet", chunk_ticks=400)
+    assert pl.read_parquet(tmp_path / "trades.parquet").columns == ["stream", "ts", "kind", "price", "size", "side"]
+
+
+def test_an_export_killed_midway_leaves_no_file(tmp_path) -> None:
+    """Written under a temporary name and renamed once whole: a killed export leaves no FILE, only its spill and
+    temporary files, which the next export to FILE replaces."""
+    ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(2 * CHUNK_TICKS + 100)
+    write_log(tmp_path / "data", ticks)
+    out = tmp_path / "day.parquet"
+    first_chunk = tmp_path / "day.parquet.chunks" / "chunk-000000.parquet"
+    export = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "ticklog", "export",
+                               str(tmp_path / "data"), "--out", str(out)], cwd=ROOT, stderr=subprocess.PIPE,
+                              preexec_fn=lambda: os.nice(19))  # (behind this test on a busy host)
+    try:
+        deadline = time.monotonic() + 300
+        while not first_chunk.exists():  # a chunk spilled, another to read: midway
+            assert export.poll() is None, export.stderr.read()
+            assert time.monotonic() < deadline
+            time.sleep(0.002)
+        export.send_signal(signal.SIGKILL)
+    finally:
+        export.kill()
+        export.wait()
+        export.stderr.close()
+    assert export.returncode == -signal.SIGKILL
+    assert not out.exists()
+    assert main(["ticklog", "export", str(tmp_path / "data"), "--out", str(out)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "day.parquet"]  # the leftovers gone
+    assert row_group_rows(out) == [CHUNK_TICKS] * 2 + [100]
+    assert pl.read_parquet(out, columns=["ts"])["ts"].to_list() == [t.ts for t in ticks]

@@ -68,9 +68,11 @@ class ExportSummary:
 
 
 def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, time_range: TimeRange | None = None,
-                 skip_corrupt: bool = False) -> ExportSummary:
+                 skip_corrupt: bool = False, chunk_ticks: int = CHUNK_TICKS) -> ExportSummary:
     """Write the ticks of ``data_dir``'s tick log to ``out`` (Parquet or CSV by its suffix; written whole or not
-    at all); returns what was written."""
+    at all); returns what was written. Memory holds one chunk of ``chunk_ticks`` ticks, not the export: each chunk
+    goes to a spill file (``OUT.chunks/``) as it fills, and the file is written from them at the end, in row
+    groups of ``chunk_ticks`` (a column is left out only once every tick was seen without it)."""
     data_dir = Path(data_dir).expanduser()
     fmt = SUFFIXES.get(out.suffix.lower())
     if fmt is None:
@@ -81,8 +83,7 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
                           f"`flashtick serve --data-dir` wrote")
     selection = StreamSelection(streams) if streams else None
     summary = ExportSummary(segments=len(segments(directory)))
-    columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
-    chunks: list[pl.DataFrame] = []  # columnar as read: a tick as Python objects costs ~10x its row in a frame
+    spill = _Spill(out.with_name(out.name + ".chunks"), chunk_ticks)
     seen: set[str] = set()
     stats = LogStats()
     first_number: int | None = None
@@ -101,22 +102,80 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
                     (time_range is not None and not time_range.holds(tick["ts"])):
                 summary.left_out += 1
                 continue
-            for name, values in columns.items():
-                values.append(tick.get(name))
-            if len(columns["ts"]) == CHUNK_TICKS:
-                chunks.append(pl.DataFrame(columns, schema=COLUMNS))
-                columns = {name: [] for name in COLUMNS}
+            spill.add(tick)
+        spill.flush()
+        if selection is not None:
+            selection.check(seen)  # a pattern matching none of the logged streams is a typo, not an empty export
+        write_atomically(out, lambda tmp: spill.write(tmp, fmt))
     except CorruptLog as e:
         raise ExportError(f"{e.path}: damaged record at byte {e.offset} ({e.why}); nothing was written: "
                           f"--skip-corrupt exports past it (its records are lost), and the log is left as it is")
-    if selection is not None:
-        selection.check(seen)  # a pattern matching none of the logged streams is a typo, not an empty export
-    frame = pl.concat([*chunks, pl.DataFrame(columns, schema=COLUMNS)])
-    frame = frame.select([name for name in COLUMNS if name in ALWAYS or frame[name].null_count() < frame.height])
-    write_atomically(out, frame.write_parquet if fmt == "parquet" else frame.write_csv)
-    summary.ticks = frame.height
-    summary.streams = frame["stream"].n_unique()
-    if frame.height:
-        summary.first_ts, summary.last_ts = frame["ts"].min(), frame["ts"].max()
+    finally:
+        spill.remove()
+    summary.ticks, summary.streams = spill.ticks, len(spill.streams)
+    summary.first_ts, summary.last_ts = spill.first_ts, spill.last_ts
     summary.torn_tails, summary.corrupt_skipped = stats.torn_tails, stats.corrupt_skipped
     return summary
+
+
+class _Spill:
+    """The export's ticks, a chunk at a time: the chunk filling (columnar, as read: a tick as Python objects costs
+    ~10x its row in a frame), the full chunks on disk beside the output, and what the summary says of them."""
+
+    def __init__(self, directory: Path, chunk_ticks: int) -> None:
+        if chunk_ticks < 1:
+            raise ValueError(f"chunk_ticks must be >= 1, got {chunk_ticks}")
+        self.directory = directory
+        self.chunk_ticks = chunk_ticks
+        self.columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        self.paths: list[Path] = []
+        self.present = {name: False for name in COLUMNS}  # a value seen in the column: it is written
+        self.ticks = 0
+        self.streams: set[str] = set()
+        self.first_ts: int | None = None
+        self.last_ts: int | None = None
+        self.remove()  # what an export to the same file killed before its end left
+        self.directory.mkdir()
+
+    def add(self, tick: dict[str, Any]) -> None:
+        for name, values in self.columns.items():
+            values.append(tick.get(name))
+        if len(self.columns["ts"]) == self.chunk_ticks:
+            self.flush()
+
+    def flush(self) -> None:
+        """The chunk filling, written to the next spill file (nothing when it is empty)."""
+        chunk = pl.DataFrame(self.columns, schema=COLUMNS)
+        self.columns = {name: [] for name in COLUMNS}
+        if not chunk.height:
+            return
+        for name, nulls in chunk.null_count().row(0, named=True).items():
+            self.present[name] |= nulls < chunk.height
+        self.ticks += chunk.height
+        self.streams.update(chunk["stream"].unique())
+        low, high = chunk["ts"].min(), chunk["ts"].max()
+        self.first_ts = low if self.first_ts is None else min(self.first_ts, low)
+        self.last_ts = high if self.last_ts is None else max(self.last_ts, high)
+        self.paths.append(self.directory / f"chunk-{len(self.paths):06d}.parquet")
+        chunk.write_parquet(self.paths[-1], compression="lz4")  # read back once, soon: speed over size
+
+    def write(self, path: Path, fmt: str) -> None:
+        """Every chunk, in order, to ``path``: streamed by polars, a row group at a time."""
+        kept = [name for name in COLUMNS if name in ALWAYS or self.present[name]]
+        if not self.paths:
+            frame = pl.DataFrame(schema={name: COLUMNS[name] for name in kept})
+            frame.write_parquet(path) if fmt == "parquet" else frame.write_csv(path)
+            return
+        ticks = pl.concat([pl.scan_parquet(p) for p in self.paths]).select(kept)
+        if fmt == "parquet":
+            ticks.sink_parquet(path, row_group_size=self.chunk_ticks)
+        else:
+            ticks.sink_csv(path)
+
+    def remove(self) -> None:
+        """The spill files and their directory gone (only files this export names: nothing else is deleted)."""
+        if not self.directory.is_dir():
+            return
+        for path in self.directory.glob("chunk-*.parquet"):
+            path.unlink()
+        self.directory.rmdir()
