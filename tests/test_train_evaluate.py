@@ -638,9 +638,9 @@ def test_a_table_of_uncalibrated_answers_says_why_not_where_it_was_not_fitted() 
 def test_max_minutes_bounds_the_steps_and_the_validation_that_scores_the_last_ones(ticks_file: Path) -> None:
     """`train --max-minutes 2 --steps 10 --eval-every 5` ran 213 s: the limit was read before each step only, and
     the validation of the last step's weights (8 batches, ~2.7 steps' time) came after it. Now a step starts only
-    while it and a validation fit: here steps of ~0.3 s (a checkpoint hook's time) and a validation of ~2 s."""
-    import time
-
+    while it and a validation fit: here steps of 0.4 s (a forward and a checkpoint hook's time) and a validation of
+    2 s, on a clock that moves by those costs alone (the wall clock of a busy host moved the run's end by seconds),
+    so the run's steps and end are exact: the buggy loop ran 8 steps and ended at 5.2 s."""
     from engine.service.train import Validation, optimise, question_tokens, sample_batch
 
     codec = BinnedCodec()
@@ -652,17 +652,15 @@ def test_max_minutes_bounds_the_steps_and_the_validation_that_scores_the_last_on
                       steps=1000, threads=1, max_minutes=3 / 60)
     model = new_model(cfg, codec.vocab_size)
     batch = sample_batch(groups, weights, question_tokens(codec), cfg, np.random.default_rng(0))
-    started = time.time()
-    with torch.no_grad():  # what one validation batch costs on this machine now
-        for _ in range(20):
-            model(input_ids=batch.ids, attention_mask=batch.mask, position_ids=batch.pos)
-    per_batch = (time.time() - started) / 20
-    val = Validation([batch] * max(1, round(2.0 / per_batch)), every=10**6, patience=10**6)
+    seconds = [0.0]  # the run's clock: a forward costs 0.1 s of it (20 make a validation), a checkpoint hook 0.3 s
+    model.register_forward_hook(lambda *_: seconds.__setitem__(0, seconds[0] + 0.1))
+    val = Validation([batch] * 20, every=10**6, patience=10**6)
     stats = optimise(model, groups, weights, question_tokens(codec), cfg, lambda _: None, np.random.default_rng(0),
-                     val=val, on_step=lambda _: time.sleep(0.3))
-    assert stats["stopped"] == "--max-minutes 0.05 reached" and stats["steps_done"] >= 1
-    assert stats["validation"][-1][0] == stats["steps_done"]  # the weights kept were scored
-    assert stats["train_seconds"] <= 3 + 1.5, stats  # the limit, give or take a step on a busy host; was ~5.3 s
+                     val=val, on_step=lambda _: seconds.__setitem__(0, seconds[0] + 0.3), now=lambda: seconds[0])
+    assert stats["stopped"] == "--max-minutes 0.05 reached"
+    # a third step (from 0.8 s) and the validation after it would end at 3.2 s: the run stops after two
+    assert stats["steps_done"] == 2 and stats["validation"][-1][0] == 2  # the weights kept were scored
+    assert stats["train_seconds"] == 2.8 <= 3, stats  # two steps and the validation, inside the limit
 
 
 def test_evaluate_says_each_part_s_first_and_last_event_time(ticks_file: Path, capsys) -> None:

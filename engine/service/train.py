@@ -276,8 +276,9 @@ class _StepClock:
     it. Checked before each step only: the step just started (the first always runs) and any validation are whole.
     """
 
-    def __init__(self, deadline: float, validation_batches: int) -> None:
+    def __init__(self, deadline: float, validation_batches: int, now: Callable[[], float] = time.time) -> None:
         self.deadline = deadline
+        self.now = now
         self.validation_batches = validation_batches
         self.step_s = self.forward_s = 0.0  # the mean over the steps so far (validations left out)
         self.validation_s: float | None = None  # the last validation's, once one ran
@@ -287,32 +288,34 @@ class _StepClock:
     def room_for_another(self) -> bool:
         validation_s = self.validation_s if self.validation_s is not None else \
             self.validation_batches * self.forward_s  # an eval forward costs no more than a training one
-        return time.time() + self.step_s + validation_s <= self.deadline
+        return self.now() + self.step_s + validation_s <= self.deadline
 
     def step_started(self) -> None:
-        self._started = self._forward_started = time.time()
+        self._started = self._forward_started = self.now()
         self._validation_spent = 0.0
 
     def forward_done(self) -> None:
-        self.forward_s += (time.time() - self._forward_started - self.forward_s) / (self._steps + 1)
+        self.forward_s += (self.now() - self._forward_started - self.forward_s) / (self._steps + 1)
 
     def validation_started(self) -> None:
-        self._validation_started = time.time()
+        self._validation_started = self.now()
 
     def validation_done(self) -> None:
-        self.validation_s = time.time() - self._validation_started
+        self.validation_s = self.now() - self._validation_started
         self._validation_spent += self.validation_s
 
     def step_done(self) -> None:
         self._steps += 1
-        self.step_s += (time.time() - self._started - self._validation_spent - self.step_s) / self._steps
+        self.step_s += (self.now() - self._started - self._validation_spent - self.step_s) / self._steps
 
 
 def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.ndarray, q_tokens: np.ndarray,
              cfg: TrainConfig, log: Callable[[str], None], rng: np.random.Generator, device: str = "cpu",
-             val: Validation | None = None, on_step: Callable[[int], None] | None = None, bar: Any = None) -> dict:
+             val: Validation | None = None, on_step: Callable[[int], None] | None = None, bar: Any = None,
+             now: Callable[[], float] = time.time) -> dict:
     """The one training loop (the built-in model and `flashtick train`): AdamW, warmup + cosine, packed
-    serving-exact batches, next-token + answer loss. With `val`, keeps the weights of the best validation loss."""
+    serving-exact batches, next-token + answer loss. With `val`, keeps the weights of the best validation loss.
+    ``now``: the clock --max-minutes is measured on (seconds)."""
     model.to(device).train()
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
@@ -320,9 +323,9 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
         [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=cfg.lr, betas=(0.9, 0.95),
     )
-    t_train, hist, stopped = time.time(), [], "steps done"
+    t_train, hist, stopped = now(), [], "steps done"
     best, best_state, best_step, since_best, val_hist = math.inf, None, 0, 0, []
-    clock = _StepClock(t_train + cfg.max_minutes * 60, len(val.batches) if val is not None else 0)
+    clock = _StepClock(t_train + cfg.max_minutes * 60, len(val.batches) if val is not None else 0, now)
     try:  # Ctrl-C stops training like --max-minutes: the best weights so far are kept and written
         for step in range(cfg.steps):
             if cfg.stop_after is not None and step >= cfg.stop_after:
@@ -358,7 +361,7 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
             if step % 10 == 9 or step == cfg.steps - 1:
                 lm_avg, qa_avg = np.mean(hist[-10:], axis=0)
                 log(f"step {step + 1}/{cfg.steps} lm {lm_avg:.4f} qa {qa_avg:.4f} lr {lr_at(step, cfg):.2e} "
-                    f"{time.time() - t_train:.0f}s" + (f" val {val_hist[-1][1]:.4f}" if val_hist else ""))
+                    f"{now() - t_train:.0f}s" + (f" val {val_hist[-1][1]:.4f}" if val_hist else ""))
             if on_step is not None:
                 on_step(step + 1)
             clock.step_done()
@@ -380,7 +383,7 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
     if best_state is not None:
         model.load_state_dict(best_state)
     lm_end, qa_end = np.mean(hist[-20:], axis=0) if hist else (math.nan, math.nan)
-    return {"steps_done": len(hist), "stopped": stopped, "train_seconds": round(time.time() - t_train, 1),
+    return {"steps_done": len(hist), "stopped": stopped, "train_seconds": round(now() - t_train, 1),
             "final_lm_loss": round(float(lm_end), 4), "final_qa_loss": round(float(qa_end), 4),
             "best_validation_loss": round(best, 4) if val_hist else None, "best_step": best_step or None,
             "validation": val_hist}
