@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,15 @@ MIN_RATE = 25.0
 
 
 def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, rate: float = DEMO_RATE,
-             adapt: bool = True, streams: list[str] | None = None, columns: Any = None) -> dict:
+             adapt: bool = True, streams: list[str] | None = None, columns: Any = None,
+             stop_when: Callable[[dict], bool] | None = None) -> dict:
     """Returns the service's stats, with ``demo``: the rate fed at the end and the rates it was lowered from.
     ``adapt``: halve the rate when the heartbeats say the engine fell behind (a slower CPU than the default rate
     was chosen on: a first run should show answers seconds old only if asked to). ``streams``: the replay's
     streams to feed (names or globs; None: every one); ``columns``: its column map (None: each file's detected).
     A replay says how it read the files first and, after the summary, the rows it did not feed and why, as
-    `feed replay` does."""
+    `feed replay` does. ``stop_when``: stop before ``seconds`` once it holds of the returned ``demo`` part so far
+    (a test waits on what the demo did, not on how much of it a busy host fits into some seconds)."""
     # the files read before the model loads: a file's mistake is said first, and how each was read
     source = FileReplay([str(f) for f in replay], columns=columns, streams=streams) if replay else \
         SyntheticSource(SyntheticConfig(seed=0))
@@ -72,6 +75,8 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
             feeder, stop = start_feed(rate)
             next_draw = time.monotonic()
             while time.monotonic() - started < seconds:
+                if stop_when is not None and stop_when(demo_part(rate, lowered_from)):
+                    break
                 message = sub.recv(timeout_s=0.05)
                 if message and not message[0].startswith("_"):
                     table[message[0]] = message[1]
@@ -113,7 +118,12 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
     if lowered_from:
         print(f"fed at {rate:.0f} ticks/s after starting at {lowered_from[0]:.0f} (this CPU fell behind at "
               f"{', '.join(f'{r:.0f}' for r in lowered_from)})")
-    return {**stats, "demo": {"rate": rate, "lowered_from": lowered_from}}
+    return {**stats, "demo": demo_part(rate, lowered_from)}
+
+
+def demo_part(rate: float, lowered_from: list[float]) -> dict:
+    """What ``run_demo`` returns of the demo itself: the rate fed (at the end) and the rates it was lowered from."""
+    return {"rate": rate, "lowered_from": list(lowered_from)}
 
 
 def print_summary(stats: dict, fed_s: float, stopped_s: float) -> None:
