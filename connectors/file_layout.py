@@ -35,6 +35,7 @@ from connectors.content_notes import (
     unread_identifiers,
     venue_note,
 )
+from connectors.date_columns import date_read_as_epoch
 from connectors.event_time import CLOCK_ONLY, UTC_OFFSET, time_column
 from connectors.field_names import normal_name
 from connectors.file_plan import first_text, is_csv, scan_file
@@ -91,6 +92,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         raise ValueError(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
     first = lambda column: first_text(path, names, dialect, column)  # noqa: E731
     kind_notes: list[str] = []
+    date_notes: list[str] = []
     shaped_note = None
     if isinstance(spec, ColumnMap):
         cmap = match_case(preset_variant(spec, list(schema)), schema)
@@ -109,6 +111,10 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
             raise
         if names is not None and cmap.names is None:
             cmap = replace(cmap, names=tuple(names))
+        keys = spec.keys if isinstance(spec, Refine) else {}
+        unit_said = "ts_format" in keys or keys.get("ts_unit") not in (None, *DAY_CLOCK_UNITS)
+        if guessed is None and not unit_said:  # a time column named (ts=trade_date) is not paired with another
+            cmap, date_notes = date_read_as_epoch(path, cmap, schema, names, dialect, may_pair="ts" not in keys)
         if _writes_only_changes(cmap, list(schema)):
             cmap = replace(cmap, fill_quotes=True)
         try:
@@ -159,6 +165,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         unit, ts_format = detected_unit(cmap.ts, schema.get(cmap.ts) if len(cmap.ts_columns) == 1 else pl.String,
                                         first)
         cmap = replace(cmap, ts_unit=unit, ts_format=ts_format)
+        date_read_as_epoch(path, cmap, schema, names, dialect, may_pair=False)  # refuses a date read as epoch units
         said = (f"{unit}{', ' + ts_format if ts_format else ''}" if unit == "datetime" else
                 f"{unit} (spreadsheet serial dates)" if unit == EXCEL_DAYS else
                 f"{unit} of each row's day in {cmap.ts_columns[0]!r}" if unit in DAY_CLOCK_UNITS else
@@ -222,6 +229,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
             notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and are read as UTC; if they "
                          f"are local times, give their zone, {zone}")
     number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
+    notes = date_notes + notes
     return cmap, dialect, schema, notes + number_notes + kind_notes + unit_notes + stream_notes + day_notes
 
 

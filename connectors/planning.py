@@ -58,6 +58,7 @@ from connectors.layout import (
     epoch_note,
     trade_bars,
 )
+from connectors.misread_times import time_cautions, time_facts
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution
 from connectors.repeated_hour import repeated_hour
 
@@ -307,7 +308,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         nonpositive_rows=(traded <= 0).sum() if prices else pl.lit(0),
         trading_rows=traded.len() if prices else pl.lit(0),
         crossed_rows=(pl.col("bid") > pl.col("ask")).sum() if sides else pl.lit(0),
-        *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}),
+        *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(),
     ).collect().row(0, named=True)
     notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap, facts["crossed_rows"])
     if not facts["timed"] and first is not None:
@@ -336,8 +337,12 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if (region := FIXED_ZONES.get(cmap.tz or "")) is not None:  # a trader's "EST" means New York's clock
         notes.append(f"{path.name}: tz {cmap.tz} is a fixed offset all year, with no summer time: if the times are "
                      f"{region[0]}'s clock (summer time included), give --tz {region[1]}")
+    unit_said = []
     if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
-        notes += epoch_note(path, cmap, scaled_ts(facts["first_ts"], factor))
+        unit_said = epoch_note(path, cmap, scaled_ts(facts["first_ts"], factor))
+        notes += unit_said
+    notes += time_cautions(path, cmap, facts, scaled_ts(facts["min_ts"], factor), scaled_ts(facts["max_ts"], factor),
+                           bool(unit_said))
     empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
     unit_given = isinstance(given, ColumnMap) and given.ts_unit in UNITS or \
         isinstance(given, Refine) and given.keys.get("ts_unit") in UNITS

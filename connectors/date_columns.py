@@ -1,0 +1,121 @@
+"""A date column taken for the time. An integer column of YYYYMMDD dates (`trade_date` 20240603), or a column
+whose name says it holds dates, is no count of epoch units: read as seconds, 20240603 puts every tick on
+1970-08-23. Detection pairs such a column with an integer time of day beside it (`DATE+TIME` in that time's
+`..._after_midnight` unit, said in a note); without one the file is refused, naming the map that reads it."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Mapping, NamedTuple, Sequence
+
+import polars as pl
+
+from connectors.column_map import DAY_CLOCK_UNITS, TIME_OF_DAY, UNITS, ColumnMap
+from connectors.field_names import normal_name
+from connectors.file_plan import SAMPLE_ROWS, is_csv, scan_file
+from connectors.layout import EPOCH_1990_NS, EPOCH_2200_NS, Caution, Dialect, epoch_unit
+
+FIRST_DATE, LAST_DATE = 19000101, 21001231  # YYYYMMDD integers a date column holds
+DAY_NS = 86_400 * 10**9
+UNIT_WORDS = {"s": TIME_OF_DAY, "sec": TIME_OF_DAY, "ms": "ms_after_midnight", "us": "us_after_midnight",
+              "ns": "ns_after_midnight"}  # a time column's name word for its unit (`ts_ns_et`)
+CLOCK_ORDER = (TIME_OF_DAY, "ms_after_midnight", "us_after_midnight", "ns_after_midnight")  # coarsest first
+
+
+class Numbers(NamedTuple):
+    """What the first SAMPLE_ROWS values of a column show, when they are all whole numbers."""
+    first: int
+    least: int
+    most: int
+    dates: bool  # every value a YYYYMMDD date
+
+
+def names_a_date(column: str) -> bool:
+    """Whether a column's name says it holds dates: `date`, `trade_date`, `Trade Date`, `TradeDate`, `DATES`
+    (not `update_id`)."""
+    words = normal_name("".join(f"_{c}" if c.isupper() and i and column[i - 1].islower() else c
+                                for i, c in enumerate(column))).split("_")
+    return any(word in ("date", "dates") or word.endswith("date") and word != "update" for word in words)
+
+
+def whole_numbers(path: Path, names: Sequence[str] | None, dialect: Dialect | None, column: str) -> Numbers | None:
+    """The column's first SAMPLE_ROWS non-empty values, when all are whole numbers; None otherwise."""
+    scan = scan_file(path, names, dialect, {column: pl.String} if is_csv(path) else None).head(SAMPLE_ROWS)
+    text = pl.col(column).cast(pl.String).str.strip_chars()
+    value = text.cast(pl.Float64, strict=False)
+    given = text.is_not_null() & (text != "")
+    facts = scan.select(
+        unread=(given & (value.is_null() | value.is_nan() | (value != value.floor()))).sum(),
+        first=value.filter(given).first(), least=value.min(), most=value.max(),
+        dates=(value.is_between(FIRST_DATE, LAST_DATE) & ((value // 100 % 100).is_between(1, 12))
+               & ((value % 100).is_between(1, 31))).filter(given).all()).collect().row(0, named=True)
+    if facts["unread"] or facts["first"] is None:
+        return None
+    return Numbers(int(facts["first"]), int(facts["least"]), int(facts["most"]), bool(facts["dates"]))
+
+
+def _clock_unit(column: str, numbers: Numbers) -> str | None:
+    """The `..._after_midnight` unit in which a column's values are times of one day: the one its name says
+    (`ts_ns_et`: ns), else the coarsest in which its largest is under a day. None when none is."""
+    if numbers.least < 0 or numbers.most <= 0:
+        return None
+    named = [UNIT_WORDS[word] for word in normal_name(column).split("_") if word in UNIT_WORDS]
+    for unit in named[:1] or CLOCK_ORDER:
+        if numbers.most * DAY_CLOCK_UNITS[unit] < DAY_NS:
+            return unit
+    return None
+
+
+def _time_of_day_beside(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
+                        schema: Mapping[str, Any], cmap: ColumnMap, date: str) -> tuple[str, str] | None:
+    """(column, unit) of the integer column next to the date column (after it, else before it) that holds times of
+    one day, and that the map reads as nothing else; None when neither does."""
+    columns = list(schema)
+    where = columns.index(date)
+    used = set(cmap.source_columns())
+    for column in (columns[i] for i in (where + 1, where - 1) if 0 <= i < len(columns)):
+        dtype = schema[column]
+        if column in used or not (dtype.is_numeric() or dtype == pl.String):
+            continue
+        numbers = whole_numbers(path, names, dialect, column)
+        if numbers is not None and not numbers.dates and (unit := _clock_unit(column, numbers)):
+            return column, unit
+    return None
+
+
+def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                       dialect: Dialect | None, may_pair: bool) -> tuple[ColumnMap, list[str]]:
+    """The map, and a note, when its one time column, read in an epoch unit, holds YYYYMMDD dates or is named as
+    a date (and its values are no present-day epoch time): joined to the integer time of day beside it when
+    `may_pair` (a detected layout), else (or with no such column) refused, naming the map that reads it."""
+    if len(cmap.ts_columns) != 1 or cmap.ts_unit not in UNITS or cmap.ts not in schema:
+        return cmap, []
+    date = cmap.ts
+    numbers = whole_numbers(path, names, dialect, date)
+    if numbers is None:
+        return cmap, []
+    present_day = EPOCH_1990_NS <= numbers.first * UNITS[epoch_unit(numbers.first)] < EPOCH_2200_NS
+    if not numbers.dates and (present_day or not names_a_date(date)):
+        return cmap, []
+    held = (f"holds dates (YYYYMMDD, {numbers.first} first)" if numbers.dates
+            else f"is named as a date ({numbers.first} first)")
+    as_epoch = f"read as {cmap.ts_unit} since the epoch, every tick would fall in 1970"
+    clock = _time_of_day_beside(path, names, dialect, schema, cmap, date)
+    if clock is not None and may_pair:
+        joined = replace(cmap, ts=f"{date}+{clock[0]}", ts_unit=clock[1], date=None)
+        return joined, [Caution(
+            f"{path.name}: column {date!r} {held}, not a time since the epoch ({as_epoch}): read joined to "
+            f"{clock[0]!r}, the integer column beside it, whose values are times of one day in {clock[1]} "
+            f"(--columns ts={date}+{clock[0]} --ts-unit ... says otherwise)")]
+    others = ", ".join(u for u in CLOCK_ORDER if u != "ns_after_midnight")
+    read_by = (f"--columns {shlex.quote(f'ts={date}+{clock[0]}')} --ts-unit {clock[1]}" if clock is not None else
+               f"the column of times of day beside it, --columns {shlex.quote(f'ts={date}+TIME')} --ts-unit "
+               f"ns_after_midnight (or {others}: the unit TIME counts after midnight), or a full timestamp column, "
+               f"--columns ts=COLUMN")
+    alone = ("; dates alone (a row a day, as settlements): --ts-unit datetime --ts-format %Y%m%d"
+             if numbers.dates else "")
+    raise ValueError(f"{path}: column {date!r} {held}, not a time since the epoch ({as_epoch}). Give {read_by}"
+                     f"{alone}; --ts-unit {cmap.ts_unit} reads it as epoch {cmap.ts_unit} all the same "
+                     f"(docs/replay.md)")

@@ -1,0 +1,141 @@
+"""Date columns taken for the time: an integer YYYYMMDD `trade_date` beside ns after midnight (a TAQ-derived
+layout) is joined to that time of day, never read as epoch seconds (every tick on 1970-08-23); without such a
+time beside it the file is refused naming the map that reads it; times that still look misread (all one time,
+before 1980) are said as warnings.
+Every fixture is a real CSV or Parquet file written here, read by the real replay and the real backtest."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import polars as pl
+import pytest
+
+from conftest import engine_dir
+from connectors.replay import FileReplay
+from engine.service.cli import main
+from test_vendor_files import drain
+
+UTC, NEW_YORK = timezone.utc, ZoneInfo("America/New_York")
+OPEN_NS = (9 * 3600 + 30 * 60) * 10**9  # 09:30 after midnight, in ns
+QUERIES = "queries:\n  - {name: dir5, streams: ['*'], question: direction_5, kind: choice, trigger: {ticks: 5}}\n"
+
+
+def equity_rows(n: int = 40, days: tuple[int, ...] = (20240603, 20240604)) -> pl.DataFrame:
+    """TAQ-derived trades: an integer trade date and ns after midnight New York time under names detection does not
+    know as a time, a venue column between them and the symbol, two same-ns prints at the open."""
+    return pl.DataFrame({
+        "trade_date": [day for day in days for _ in range(n)],
+        "ts_ns_et": [OPEN_NS + (0 if i < 2 else i * 10**9) for _ in days for i in range(n)],
+        "sym": "AAPL", "venue": "XNAS", "px": [190.0 + i % 7 * 0.01 for _ in days for i in range(n)],
+        "qty": [100 + i for _ in days for i in range(n)]})
+
+
+def write(frame: pl.DataFrame, path: Path) -> Path:
+    frame.write_csv(path) if path.suffix == ".csv" else frame.write_parquet(path)
+    return path
+
+
+def new_york_ns(day: int, after_midnight_ns: int) -> int:
+    midnight = datetime(day // 10000, day // 100 % 100, day % 100, tzinfo=NEW_YORK)
+    return int(midnight.timestamp()) * 10**9 + after_midnight_ns
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+@pytest.mark.parametrize("column, scale", [("ts_ns_et", 1), ("msm", 10**6), ("secs", 10**9)])
+def test_an_integer_trade_date_is_joined_to_the_time_of_day_beside_it_never_read_as_epoch_seconds(
+        tmp_path: Path, suffix: str, column: str, scale: int) -> None:
+    rows = equity_rows().with_columns((pl.col("ts_ns_et") // scale).alias("ts_ns_et")).rename({"ts_ns_et": column})
+    path = write(rows, tmp_path / f"eq{suffix}")
+    replay = FileReplay(path, columns={"tz": "America/New_York"})
+    ticks = drain(replay)
+    assert [t.ts for t in ticks] == [new_york_ns(d, t * scale) for d, t in zip(rows["trade_date"], rows[column])]
+    assert ticks[0].ts == int(datetime(2024, 6, 3, 13, 30, tzinfo=UTC).timestamp()) * 10**9  # 09:30 EDT
+    unit = {1: "ns_after_midnight", 10**6: "ms_after_midnight", 10**9: "seconds_after_midnight"}[scale]
+    said = "\n".join(replay.notes)
+    assert f"column 'trade_date' holds dates (YYYYMMDD, 20240603 first), not a time since the epoch" in said
+    assert f"read joined to {column!r}, the integer column beside it, whose values are times of one day in {unit}" \
+        in said
+    assert f"read as ts=trade_date+{column} ({unit}, America/New_York)" in said
+    assert any("holds dates" in caution for caution in replay.cautions)  # said again at a run's end
+    assert "1970" not in said.replace("every tick would fall in 1970", "")
+
+
+def test_the_backtest_of_a_trade_date_and_ns_file_answers_at_the_real_times(tmp_path: Path, capsys) -> None:
+    engine = engine_dir(tmp_path / "engine", QUERIES)
+    path = write(equity_rows(), tmp_path / "eq_small.csv")
+    out = tmp_path / "bt.parquet"
+    assert main(["backtest", str(path), "--queries", str(engine / "q.yaml"), "--config", str(engine / "engine.yaml"),
+                 "--out", str(out), "--quiet", "--tz", "America/New_York"]) == 0
+    err = capsys.readouterr().err
+    assert "read as ts=trade_date+ts_ns_et (ns_after_midnight, America/New_York)" in err
+    assert "its times count from the epoch" not in err  # the old misreading, stated as fact
+    answered = pl.read_parquet(out)["data_ts"]
+    assert answered.min() >= new_york_ns(20240603, OPEN_NS) and answered.max() <= new_york_ns(20240604, 10**14)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_trade_date_with_no_time_of_day_beside_it_is_refused_naming_the_map_that_reads_it(
+        tmp_path: Path, suffix: str, capsys) -> None:
+    rows = equity_rows().select("trade_date", "sym", "px", "qty")
+    path = write(rows, tmp_path / f"dates{suffix}")
+    with pytest.raises(ValueError) as refused:
+        FileReplay(path)
+    said = str(refused.value)
+    assert "column 'trade_date' holds dates (YYYYMMDD, 20240603 first), not a time since the epoch" in said
+    assert "--columns ts=trade_date+TIME --ts-unit ns_after_midnight" in said
+    assert "--ts-unit datetime --ts-format %Y%m%d" in said  # a date alone: a row a day
+    engine = engine_dir(tmp_path / "engine", QUERIES)
+    assert main(["backtest", str(path), "--queries", str(engine / "q.yaml"), "--config", str(engine / "engine.yaml"),
+                 "--out", str(tmp_path / "bt.parquet"), "--quiet"]) == 2
+    assert "--columns ts=trade_date+TIME --ts-unit ns_after_midnight" in capsys.readouterr().err
+
+
+def test_a_map_naming_the_date_as_the_time_is_refused_with_the_exact_columns(tmp_path: Path) -> None:
+    path = write(equity_rows(), tmp_path / "eq.csv")
+    with pytest.raises(ValueError, match=r"Give --columns ts=trade_date\+ts_ns_et --ts-unit ns_after_midnight"):
+        FileReplay(path, columns={"ts": "trade_date", "stream_col": "sym", "price": "px", "size": "qty"})
+    with pytest.raises(ValueError, match=r"Give --columns ts=trade_date\+ts_ns_et --ts-unit ns_after_midnight"):
+        FileReplay(path, columns={"ts": "trade_date"})  # the time column alone named: the rest detected
+    # the joined map given reads it, and so does --ts-unit s for whoever wants epoch seconds, warned
+    joined = FileReplay(path, columns={"ts": "trade_date+ts_ns_et", "ts_unit": "ns_after_midnight",
+                                       "tz": "America/New_York", "stream_col": "sym", "price": "px", "size": "qty"})
+    assert drain(joined)[0].ts == new_york_ns(20240603, OPEN_NS)
+    as_seconds = FileReplay(write(equity_rows(days=(20240603,)), tmp_path / "one_day.csv"), columns={"ts_unit": "s"})
+    assert {t.ts for t in drain(as_seconds)} == {20240603 * 10**9}
+    cautions = "\n".join(as_seconds.cautions)
+    assert "every one of its 40 timed rows has the same time, 1970-08-23T06:23:23Z (column 'trade_date' read as s " \
+           "since the epoch)" in cautions
+    assert "its times start at 1970-08-23T06:23:23Z, before 1980 (column 'trade_date' read as s since the epoch)" \
+        in cautions
+
+
+def test_a_column_named_as_a_date_is_no_count_of_epoch_units_unless_it_holds_present_day_times(
+        tmp_path: Path) -> None:
+    days = pl.DataFrame({"date": [19877, 19878], "symbol": "X", "price": [1.0, 2.0], "size": 1.0})  # days since 1970
+    with pytest.raises(ValueError, match=r"column 'date' is named as a date \(19877 first\), not a time since the "
+                                         r"epoch"):
+        FileReplay(write(days, tmp_path / "days.csv"))
+    epoch_seconds = days.with_columns(pl.Series("date", [1717400000, 1717400001]))  # Bitstamp's `date`
+    assert [t.ts for t in drain(FileReplay(write(epoch_seconds, tmp_path / "epoch.csv")))] == \
+        [1717400000 * 10**9, 1717400001 * 10**9]
+
+
+def test_a_time_before_1980_in_a_detected_epoch_column_is_warned(tmp_path: Path) -> None:
+    old = pl.DataFrame({"timestamp": [86_400 + i for i in range(5)], "symbol": "X", "price": 1.0, "size": 1.0})
+    replay = FileReplay(write(old, tmp_path / "old.parquet"))
+    drain(replay)
+    assert any("its times start at 1970-01-02T00:00:00Z, before 1980 (column 'timestamp' read as s since the epoch)"
+               in caution for caution in replay.cautions)
+    assert not any("same time" in caution for caution in replay.cautions)
+
+
+def test_a_date_type_column_is_not_touched(tmp_path: Path) -> None:
+    rows = pl.DataFrame({"date": [date(2024, 6, 3)] * 3, "time_ns": [OPEN_NS + i for i in range(3)],
+                         "symbol": "X", "price": 1.0, "size": 1.0})
+    replay = FileReplay(write(rows, tmp_path / "typed.parquet"))
+    assert [t.ts for t in drain(replay)] == [int(datetime(2024, 6, 3, tzinfo=UTC).timestamp()) * 10**9 + OPEN_NS + i
+                                             for i in range(3)]
+    assert not any("holds dates" in note for note in replay.notes)
