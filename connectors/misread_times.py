@@ -1,6 +1,7 @@
 """Times a file's plan reads that look misread, said as cautions (repeated at a run's end) by every command that
 reads files: every tick at one time, or times before 1980 (a unit misread: dates read as epoch seconds put every
-tick in 1970)."""
+tick in 1970), and an exchange trade date joined to a time of day as if it were the calendar date (the evening
+session from 17:00 CT carries the next business day's date, so its rows sort a day late)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,25 @@ from connectors.layout import Caution
 from connectors.ticks import utc_text
 
 EPOCH_1980_NS = 315_532_800 * 10**9
+HOUR_NS, DAY_NS = 3_600 * 10**9, 86_400 * 10**9
+SESSION_DATE_SLACK_NS = 10**9  # a step back of 24 h and up to a second: a trade date's, not two sources'
 
 
-def time_facts() -> list[pl.Expr]:
-    """What the plan's one pass over the file counts for `time_cautions`: its timed rows."""
-    return [pl.col("_ts").is_not_null().sum().alias("timed_rows")]
+def time_facts(cmap: ColumnMap, factor: int) -> list[pl.Expr]:
+    """What the plan's one pass over the file (its `_ts` in units of `factor` ns, `_stream`, file order) counts for
+    `time_cautions`: its timed rows, and, when a date column is joined to the time, the steps back of 12 to 24 h
+    between rows of one date (a trade date's evening rows before the next day session's), those of them inside one
+    stream, and the steps back of over an hour."""
+    ts = pl.col("_ts")
+    facts = [ts.is_not_null().sum().alias("timed_rows")]
+    if len(cmap.ts_columns) == 2:
+        back = -ts.diff()
+        same_date = pl.col(cmap.ts_columns[0]) == pl.col(cmap.ts_columns[0]).shift(1)
+        day_late = (back > 12 * HOUR_NS // factor) & (back <= (DAY_NS + SESSION_DATE_SLACK_NS) // factor) & same_date
+        same_stream = pl.col("_stream") == pl.col("_stream").shift(1)
+        facts += [day_late.sum().alias("day_late_steps"), (back > HOUR_NS // factor).sum().alias("long_back_steps"),
+                  (day_late & same_stream).sum().alias("day_late_in_a_stream")]
+    return facts
 
 
 def _reading(cmap: ColumnMap) -> str:
@@ -45,3 +60,20 @@ def time_cautions(path: Path, cmap: ColumnMap, facts: dict[str, Any], first_ns: 
                            f"unless the data is that old, the time's column or unit is misread (dates or times of "
                            f"day read as epoch units?): --columns ts=... --ts-unit ... (docs/replay.md)"))
     return out
+
+
+def trade_date_caution(path: Path, cmap: ColumnMap, facts: dict[str, Any]) -> list[str]:
+    """A caution when a date column joined to a time of day steps back 12 to 24 h within one date, and all the
+    file's steps back of over an hour are such: the date is an exchange trade (session) date, whose evening rows
+    carry the next day's date and sort a day late, not the calendar date. Not when every such step goes to
+    another stream: a file of a round-the-clock market sorted by stream steps back from 23:59 to 00:00 there."""
+    steps = facts.get("day_late_steps") or 0
+    if not steps or steps != facts.get("long_back_steps") or not facts.get("day_late_in_a_stream"):
+        return []
+    date, clock = cmap.ts_columns
+    return [Caution(
+        f"{path.name}: {steps} time(s) in file order step back by 12 to 24 h between rows of one {date!r}: "
+        f"that column looks like an exchange trade (session) date, not the calendar date. A futures evening "
+        f"session (from 17:00 CT at CME) carries the next business day's date, so its rows, joined to {clock!r}, "
+        f"are stamped a day late and sort after that day's day session. Give a calendar date column, or a full "
+        f"timestamp column (--columns ts=...; docs/replay.md#trade-dates)")]

@@ -58,7 +58,7 @@ from connectors.layout import (
     epoch_note,
     trade_bars,
 )
-from connectors.misread_times import time_cautions, time_facts
+from connectors.misread_times import time_cautions, time_facts, trade_date_caution
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution
 from connectors.repeated_hour import repeated_hour
 
@@ -297,7 +297,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     traded = (pl.col("price").filter(pl.col("size") > 0) if cmap.size is not None else pl.col("price")).drop_nulls()
     # a quote's bid above its ask: a yield quote's, if the columns are yields mapped as they are named
     sides = [e for e, key in zip(exprs[1:], keys) if key in ("bid", "ask")] if cmap.bid and cmap.ask else []
-    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides,
+    factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
+    dates = [pl.col(cmap.ts_columns[0])] if len(cmap.ts_columns) == 2 else []  # for a trade date's steps back
+    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *dates,
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
         back_rows=(pl.col("_ts").drop_nulls().diff() < 0).sum(), largest_back=-pl.col("_ts").drop_nulls().diff().min(),
@@ -308,20 +310,22 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         nonpositive_rows=(traded <= 0).sum() if prices else pl.lit(0),
         trading_rows=traded.len() if prices else pl.lit(0),
         crossed_rows=(pl.col("bid") > pl.col("ask")).sum() if sides else pl.lit(0),
-        *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(),
+        *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(cmap, factor),
     ).collect().row(0, named=True)
     notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap, facts["crossed_rows"])
     if not facts["timed"] and first is not None:
         raise ValueError(time_hint(path, cmap, first))
-    factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
     if facts["unsorted"]:  # stable: rows with equal timestamps keep their file order
         frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
         repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: the "
                     f"{hour.untold} row(s) in that hour are read at its first pass" if hour and hour.untold else "")
+        trade_date = trade_date_caution(path, cmap, facts)
+        cause = ("a trade date's evening rows a day late, as said next" if trade_date else
+                 "newest first, or merged from several sources")
         notes.append(f"{path.name}: its rows are not in time order: {facts['back_rows']} row(s) earlier than the "
-                     f"row before them, by up to {duration_text(scaled_ts(facts['largest_back'], factor))} (newest "
-                     f"first, or merged from several sources{repeated}); replayed sorted by time, rows of equal times "
-                     f"in file order")
+                     f"row before them, by up to {duration_text(scaled_ts(facts['largest_back'], factor))} ({cause}"
+                     f"{repeated}); replayed sorted by time, rows of equal times in file order")
+        notes += trade_date
     if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
         frame = frame.with_columns(_filled_quotes(keys))
     if cmap.hours is not None and facts["min_ts"] is not None:

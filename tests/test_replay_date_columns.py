@@ -1,12 +1,12 @@
 """Date columns taken for the time: an integer YYYYMMDD `trade_date` beside ns after midnight (a TAQ-derived
 layout) is joined to that time of day, never read as epoch seconds (every tick on 1970-08-23); without such a
 time beside it the file is refused naming the map that reads it; times that still look misread (all one time,
-before 1980) are said as warnings.
+before 1980) and an exchange trade date joined to a time of day (evening rows a day late) are said as warnings.
 Every fixture is a real CSV or Parquet file written here, read by the real replay and the real backtest."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -18,7 +18,7 @@ from connectors.replay import FileReplay
 from engine.service.cli import main
 from test_vendor_files import drain
 
-UTC, NEW_YORK = timezone.utc, ZoneInfo("America/New_York")
+UTC, NEW_YORK, CHICAGO = timezone.utc, ZoneInfo("America/New_York"), ZoneInfo("America/Chicago")
 OPEN_NS = (9 * 3600 + 30 * 60) * 10**9  # 09:30 after midnight, in ns
 QUERIES = "queries:\n  - {name: dir5, streams: ['*'], question: direction_5, kind: choice, trigger: {ticks: 5}}\n"
 
@@ -130,6 +130,66 @@ def test_a_time_before_1980_in_a_detected_epoch_column_is_warned(tmp_path: Path)
     assert any("its times start at 1970-01-02T00:00:00Z, before 1980 (column 'timestamp' read as s since the epoch)"
                in caution for caution in replay.cautions)
     assert not any("same time" in caution for caution in replay.cautions)
+
+
+def cme_rows(calendar: bool) -> pl.DataFrame:
+    """CL trades every 20 minutes from Sunday's 17:00 CT open to Wednesday's 16:00 close, with the CME's
+    16:00-17:00 break, stamped with the exchange trade date (an evening carries the next business day's) or, with
+    `calendar`, the calendar date, beside Chicago wall-clock text."""
+    start = datetime(2026, 10, 25, 17, tzinfo=CHICAGO)
+    moments = [start + timedelta(minutes=20 * i) for i in range(71 * 3)]  # to Wednesday 15:40
+    moments = [m for m in moments if m.astimezone(CHICAGO).hour != 16]
+    local = [m.astimezone(CHICAGO) for m in moments]
+    trade_dates = [d.date() + timedelta(days=d.hour >= 17) for d in local]
+    return pl.DataFrame({
+        "Trade Date": [(d.date() if calendar else t).strftime("%Y%m%d") for d, t in zip(local, trade_dates)],
+        "Time": [d.strftime("%H:%M:%S.%f") for d in local], "Contract": "CLZ6",
+        "Price": [60.0 + i % 9 * 0.01 for i in range(len(local))], "Quantity": 1,
+        "truth": [int(m.timestamp()) * 10**9 for m in moments]})
+
+
+def test_an_exchange_trade_date_joined_to_the_time_is_named_as_the_cause_of_rows_a_day_late(tmp_path: Path) -> None:
+    rows = cme_rows(calendar=False)
+    replay = FileReplay(write(rows.drop("truth"), tmp_path / "cl_tradedate.csv"), columns={"tz": "America/Chicago"})
+    assert rows["truth"].is_sorted()  # the file is in real time order; read, its evening rows are a day late
+    evening = [int(clock[:2]) >= 17 for clock in rows["Time"]]
+    assert sum(evening) == 3 * 21
+    day_late = [truth + 86_400 * 10**9 * late for truth, late in zip(rows["truth"], evening)]
+    assert [t.ts for t in drain(replay)] == sorted(day_late)
+    said = "\n".join(replay.notes)
+    assert "(a trade date's evening rows a day late, as said next)" in said
+    assert "newest first" not in said
+    caution = next(c for c in replay.cautions if "trade (session) date" in c)
+    assert "3 time(s) in file order step back by 12 to 24 h between rows of one 'Trade Date'" in caution
+    assert "Give a calendar date column, or a full timestamp column (--columns ts=...;" in caution
+    # the same trades with the calendar date are read at their real times, in order, with no such warning
+    calendar = cme_rows(calendar=True)
+    replay = FileReplay(write(calendar.drop("truth"), tmp_path / "cl_calendar.csv"), columns={"tz": "America/Chicago"})
+    assert [t.ts for t in drain(replay)] == calendar["truth"].to_list()
+    assert not any("trade (session) date" in note or "not in time order" in note for note in replay.notes)
+
+
+def test_rows_merged_from_two_sources_are_not_taken_for_a_trade_date(tmp_path: Path) -> None:
+    rows = cme_rows(calendar=True)
+    merged = pl.concat([rows[1::2], rows[::2]])  # two sources' rows one after the other: steps back of days
+    replay = FileReplay(write(merged.drop("truth"), tmp_path / "merged.csv"), columns={"tz": "America/Chicago"})
+    assert sorted(t.ts for t in drain(replay)) == sorted(rows["truth"])
+    assert any("newest first, or merged from several sources" in note for note in replay.notes)
+    assert not any("trade (session) date" in note for note in replay.notes)
+
+
+def test_a_round_the_clock_file_sorted_by_stream_is_not_taken_for_a_trade_date(tmp_path: Path) -> None:
+    start = datetime(2024, 6, 3, tzinfo=UTC)
+    moments = [start + timedelta(minutes=30 * i) for i in range(48)]  # one calendar day, 00:00 to 23:30 UTC
+    rows = pl.DataFrame({"Date": [m.strftime("%Y%m%d") for pair in ("EURUSD", "USDJPY") for m in moments],
+                         "Time": [m.strftime("%H:%M:%S") for pair in ("EURUSD", "USDJPY") for m in moments],
+                         "Symbol": [pair for pair in ("EURUSD", "USDJPY") for _ in moments],
+                         "Price": 1.08, "Size": 1.0})
+    replay = FileReplay(write(rows, tmp_path / "fx_by_symbol.csv"))
+    assert len(drain(replay)) == 96
+    assert any("not in time order: 1 row(s)" in note and "merged from several sources" in note
+               for note in replay.notes)
+    assert not any("trade (session) date" in note for note in replay.notes)
 
 
 def test_a_date_type_column_is_not_touched(tmp_path: Path) -> None:
