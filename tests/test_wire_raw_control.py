@@ -17,6 +17,8 @@ import msgpack
 import pytest
 import zmq
 
+from conftest import serving, tiny_tick_checkpoint
+from engine.service.config import ServiceConfig
 from wire_client import (PROTOCOL, T0, Control, Sub, check_answer, fresh_stream, push_socket, quote, stats, trade,
                          wait_stats)
 from wire_server import clients, private_server, server, shedding  # noqa: F401 (fixtures)
@@ -503,6 +505,72 @@ def test_a_serve_process_keeps_seqs_across_a_restart(tmp_path) -> None:
     # heartbeat seq counts from 1 at each start: the restarted one's first seen is not past the first run's last
     # (>= 30); the first seen need not be 1: a subscriber on a loaded machine joins a few heartbeats late
     assert beats[1] <= last_beats[0]
+
+
+def resume_after(ticks: list[dict], held: dict) -> list[dict]:
+    """docs/wire-protocol.md's recipe ("A service that stops"), as a raw feed runs it from the `streams` reply:
+    none of the stream's ticks stamped before `last_ts`; of those stamped exactly `last_ts`, all but the first
+    `at_last_ts`; all after it."""
+    resend, at_last = [], 0
+    for tick in ticks:
+        if tick["ts"] == held["last_ts"]:
+            at_last += 1
+        if tick["ts"] > held["last_ts"] or tick["ts"] == held["last_ts"] and at_last > held["at_last_ts"]:
+            resend.append(tick)
+    return resend
+
+
+def held_of(control: Control, stream: str) -> dict | None:
+    return control.ok("streams", streams=[stream])["streams"][stream]
+
+
+def test_the_documented_resume_takes_no_tick_twice_for_a_stream_that_expired_idle(tmp_path) -> None:
+    """A halted symbol expires idle (its `ticks` back to 0, its ordering guard kept); the service restarts; the raw
+    feed resumes by the documented recipe. Every tick is taken once: the same-ns sweep the feed was cut off in is
+    completed, not doubled (resending past the count, 0, sent all 13 again: the sweep's prints at `last_ts` were
+    accepted a second time)."""
+    stream = fresh_stream("HALT")
+    sweep_ts = T0 + 8 * 10**9
+    ticks = [trade(stream, T0 + i * 10**9, price=20.0 + i * 0.01) for i in range(8)]
+    ticks += [trade(stream, sweep_ts, price=20.2, size=size) for size in (100.0, 37.0, 63.0)]  # 3 prints, one ns
+    ticks += [trade(stream, sweep_ts + (1 + i) * 10**9, price=20.3) for i in range(2)]
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(tiny_tick_checkpoint(tmp_path / "tick"))}, "log": {"dir": str(tmp_path / "data")},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
+        "scheduler": {"stream_idle_s": 0.3}, "limits": {"heartbeat_s": 0.1}})
+    with serving(config) as first_run:
+        control, feed = Control(first_run.endpoints["control"]), push_socket(first_run.endpoints["ingest"])
+        try:
+            feed.send(msgpack.packb(ticks[:10]))  # cut off inside the sweep: 2 of its 3 prints sent
+            wait_until(lambda: (held_of(control, stream) or {}).get("ticks") == 10)
+            wait_until(lambda: held_of(control, stream)["ticks"] == 0)  # expired idle
+        finally:
+            control.close()
+            feed.close()
+    with serving(config) as second_run:
+        control, feed = Control(second_run.endpoints["control"]), push_socket(second_run.endpoints["ingest"])
+        try:
+            held = held_of(control, stream)
+            assert (held["ticks"], held["last_ts"], held["at_last_ts"]) == (0, sweep_ts, 2)
+            assert ticks[held["ticks"]:] == ticks  # what a resend by the count would send: the whole history
+            resend = resume_after(ticks, held)
+            assert resend == ticks[10:]  # the sweep's third print, then what came after
+            feed.send(msgpack.packb(resend))
+            wait_until(lambda: held_of(control, stream)["last_ts"] == ticks[-1]["ts"])
+            held = held_of(control, stream)
+            assert (held["ticks"], held["at_last_ts"]) == (3, 1)
+            after = stats(control)
+            assert after["ticks_in"] == len(ticks) and after["rejected"] == {}  # 10 logged + 3: each tick once
+        finally:
+            control.close()
+            feed.close()
+
+
+def wait_until(condition, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "not there in time"
+        time.sleep(0.05)
 
 
 def test_the_answers_op_says_when_the_history_no_longer_holds_a_gap(shedding) -> None:
