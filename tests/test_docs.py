@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import inspect
 import io
 import re
 import shlex
@@ -20,8 +21,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+import zmq
 
+from connectors.feed import FeedClient
 from engine.service.cli import build_parser
+from engine.service.config import LimitsSection
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python -m benchmarks.x` runs from the repository root
@@ -233,6 +237,25 @@ def test_readme_is_short() -> None:
 def test_the_readme_links_every_doc() -> None:
     linked = {(README.parent / target.split("#", 1)[0]).resolve() for _, target in relative_links(README)}
     assert not [d.name for d in DOCS if d.resolve() not in linked]
+
+
+def test_the_back_pressure_section_states_the_sockets_defaults() -> None:
+    """wire-protocol.md's back-pressure numbers are the code's and ZeroMQ's: the ingest socket's 32 messages a
+    connection, a raw PUSH socket's own SNDHWM and LINGER (which decide when its send blocks and what it loses at
+    close), and FeedClient's."""
+    section = (ROOT / "docs" / "wire-protocol.md").read_text().split("### Back-pressure on ingest", 1)[1]
+    text = " ".join(section.split())
+    assert LimitsSection().ingest_rcvhwm == 32 and "(32 by default)" in text
+    push = zmq.Context.instance().socket(zmq.PUSH)
+    try:
+        defaults = push.getsockopt(zmq.SNDHWM), push.getsockopt(zmq.LINGER)
+    finally:
+        push.close(linger=0)
+    assert defaults == (1000, -1)
+    assert "SNDHWM messages (ZeroMQ's default 1000" in text and "(libzmq's default -1 waits for ever" in text
+    given = {k: v.default for k, v in inspect.signature(FeedClient.__init__).parameters.items()}
+    assert (given["hwm"], given["send_timeout_ms"], given["linger_ms"]) == (1000, 10_000, 2000)
+    assert "`FeedClient`'s `hwm` is 1000 too, with a 10 s send timeout and a 2 s linger" in text
 
 
 # -- the checker itself: a broken example must be caught ---------------------------------------------
