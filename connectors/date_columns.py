@@ -14,7 +14,7 @@ import polars as pl
 
 from connectors.column_map import DAY_CLOCK_UNITS, TIME_OF_DAY, UNITS, ColumnMap
 from connectors.field_names import normal_name
-from connectors.file_plan import SAMPLE_ROWS, is_csv, scan_file
+from connectors.file_plan import SAMPLE_ROWS, first_text, is_csv, scan_file
 from connectors.layout import EPOCH_1990_NS, EPOCH_2200_NS, Caution, Dialect, epoch_unit
 
 FIRST_DATE, LAST_DATE = 19000101, 21001231  # YYYYMMDD integers a date column holds
@@ -93,6 +93,12 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     if len(cmap.ts_columns) != 1 or cmap.ts_unit not in UNITS or cmap.ts not in schema:
         return cmap, []
     date = cmap.ts
+    try:
+        first = float(first_text(path, names, dialect, date) or "nan")
+    except ValueError:
+        return cmap, []
+    if EPOCH_1990_NS <= first * UNITS[epoch_unit(first)] < EPOCH_2200_NS:
+        return cmap, []  # a present-day epoch time, as most are: no need to scan the column
     numbers = whole_numbers(path, names, dialect, date)
     if numbers is None:
         return cmap, []
