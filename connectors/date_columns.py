@@ -114,7 +114,7 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
         return joined, [Caution(
             f"{path.name}: column {date!r} {held}, not a time since the epoch ({as_epoch}): read joined to "
             f"{clock[0]!r}, the integer column beside it, whose values are times of one day in {clock[1]} "
-            f"(--columns ts={date}+{clock[0]} --ts-unit ... says otherwise)")]
+            f"(--columns {shlex.quote(f'ts={date}+{clock[0]}')} --ts-unit ... says otherwise)")]
     others = ", ".join(u for u in CLOCK_ORDER if u != "ns_after_midnight")
     read_by = (f"--columns {shlex.quote(f'ts={date}+{clock[0]}')} --ts-unit {clock[1]}" if clock is not None else
                f"the column of times of day beside it, --columns {shlex.quote(f'ts={date}+TIME')} --ts-unit "
