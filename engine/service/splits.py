@@ -110,20 +110,42 @@ class StreamData:
         return ii + r.start, qq
 
 
+OVERLAPS_NAMED = 4  # streams a time-overlap note names in one list; beyond it, how many more
+
+
 def time_overlap_note(streams: list[StreamData]) -> str | None:
     """The split is per stream, in tick order: streams recorded over the same hours (two instruments of one
     exchange, two contract months of a future) have one's training ticks at the times of another's test slice.
-    When they move together the test slice is then not out of sample; say so (the first such pair)."""
-    for trained in streams:
-        seen_end = trained.ticks[max(trained.parts.validation.stop, trained.parts.train.stop) - 1].ts
-        for tested in streams:
-            test = tested.parts.test
-            if tested is not trained and len(test) and tested.ticks[test.start].ts < seen_end:
-                return (f"{trained.name}'s training ticks run past the start of {tested.name}'s test slice (they "
-                        f"cover the same hours): if the two move together, that test slice is not fully out of "
-                        f"sample (split by time across streams: one file per stream and period, or test on "
-                        f"another period)")
-    return None
+    When they move together the test slice is then not out of sample; say so, for every test slice that another
+    stream's training (or validation) ticks run past the start of, naming each such stream (a few, then a count):
+    the one named might not be the one that matters most (a spread beside its own legs)."""
+    seen_end = {sd.name: sd.ticks[max(sd.parts.validation.stop, sd.parts.train.stop) - 1].ts for sd in streams}
+    clauses = []
+    for tested in streams:
+        test = tested.parts.test
+        if not len(test):
+            continue
+        start = tested.ticks[test.start].ts
+        past = [sd.name for sd in streams if sd is not tested and start < seen_end[sd.name]]
+        if past:
+            clauses.append(f"{_possessive_list(past)} training ticks run past the start of {tested.name}'s test "
+                           f"slice")
+    if not clauses:
+        return None
+    more = len(clauses) - OVERLAPS_NAMED
+    said = "; ".join(clauses[:OVERLAPS_NAMED]) + (f"; and so for {more} more streams' test slices" if more > 0 else "")
+    slices = "that test slice is" if len(clauses) == 1 else "those test slices are"
+    return (f"{said} (they cover the same hours): if they move together, {slices} not fully out of sample (split "
+            f"by time across streams: one file per stream and period, or test on another period)")
+
+
+def _possessive_list(names: list[str]) -> str:
+    """`A's`, `A's and B's`, `A's, B's and C's`; beyond OVERLAPS_NAMED, `A's, B's, C's, D's and 3 more streams'`."""
+    owned = [f"{name}'s" for name in names[:OVERLAPS_NAMED]]
+    if len(names) > OVERLAPS_NAMED:
+        more = len(names) - OVERLAPS_NAMED
+        return f"{', '.join(owned)} and {more} more " + ("stream's" if more == 1 else "streams'")
+    return owned[0] if len(owned) == 1 else f"{', '.join(owned[:-1])} and {owned[-1]}"
 
 
 def part_labels(codec: BinnedCodec, marks: np.ndarray, parts: StreamSplit) -> np.ndarray:

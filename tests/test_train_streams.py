@@ -1,0 +1,95 @@
+"""Which streams `flashtick train` trained on, and what train, evaluate and backtest --model say of them: the
+streams its split left out, the streams whose training ticks overlap another's test slice, the in-sample notes,
+one minimum part size for train and evaluate. CSV files of futures-like streams written here, a real tiny model."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from connectors.ticks import utc_text
+from engine.service.cli import main
+from engine.service.evaluate import format_table
+
+pytestmark = pytest.mark.xdist_group("train_streams")
+
+TINY = ["--from-scratch", "--hidden", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1",
+        "--intermediate", "64", "--window-ticks", "63", "--threads", "1"]
+QUICK = ["--max-points", "64", "--resamples", "10", "--threads", "1"]
+HOUR_US = 3_600_000_000
+START_US = 1_792_967_139_445_317  # 2026-10-26, as a CME-style export stamps it in epoch microseconds
+
+# stream -> (ticks, first hour, last hour): FRONT rolls into BACK, SPREAD trades between them; THIN (a deferred
+# month) and MID are too short for the 70/15/15 split of a 63-tick window (parts of 64 ticks: 757 ticks)
+STREAMS: dict[str, tuple[int, float, float]] = {
+    "FRONT": (1000, 0, 60), "BACK": (1000, 20, 100), "SPREAD": (1000, 10, 80), "THIN": (100, 0, 100),
+    "MID": (250, 0, 100)}
+
+
+def stream_times(name: str) -> np.ndarray:
+    n, first, last = STREAMS[name]
+    return START_US + (np.linspace(first, last, n, endpoint=False) * HOUR_US).astype(np.int64)
+
+
+def write_csv(path: Path, streams: dict[str, tuple[int, float, float]] = STREAMS) -> Path:
+    rng = np.random.default_rng(7)
+    rows = []
+    for name in streams:
+        n = streams[name][0]
+        times = START_US + (np.linspace(streams[name][1], streams[name][2], n, endpoint=False) * HOUR_US).astype(
+            np.int64)
+        if name == "SPREAD":  # a calendar spread: below zero on 4 rows of 7, all through the file
+            prices = 0.02 * (np.arange(n) % 7 - 3) + rng.choice([-0.005, 0.0, 0.005], n)
+        else:
+            prices = 60 + np.cumsum(rng.choice([-0.01, 0.0, 0.01], n))
+        for ts, price in zip(times, prices):
+            rows.append((int(ts), name, round(float(price), 3), int(rng.integers(1, 9)), rng.choice(["buy", "sell"])))
+    rows.sort()
+    path.write_text("ts_us,symbol,price,size,aggressor_side\n" + "".join(f"{t},{s},{p},{q},{a}\n"
+                                                                          for t, s, p, q, a in rows))
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[Path, Path, str, str]:
+    """(the CSV, a tiny model trained on it with the spread shifted above zero, train's stdout, its stderr)."""
+    root = tmp_path_factory.mktemp("train_streams")
+    csv = write_csv(root / "futures.csv")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(["train", str(csv), "--out", str(root / "model"), *TINY, "--steps", "2", "--batch", "2",
+                   "--eval-every", "1", "--price-offset", "SPREAD=1", *QUICK])
+    assert rc == 0, err.getvalue()
+    return csv, root / "model", out.getvalue(), err.getvalue()
+
+
+def test_every_stream_whose_training_runs_past_another_s_test_start_is_named(trained, tmp_path: Path) -> None:
+    """The note named the first pair only (BACK past FRONT's test start), not the spread, whose training ticks
+    run past FRONT's test start too; and not that BACK's run past SPREAD's."""
+    _, model, _, err = trained
+    overlap = ("BACK's and SPREAD's training ticks run past the start of FRONT's test slice; BACK's training ticks run "
+               "past the start of SPREAD's test slice (they cover the same hours): if they move together, those test "
+               "slices are not fully out of sample")
+    assert f"flashtick train: note: {overlap}" in err, err
+    assert overlap in (model / "TRAINING.md").read_text()
+    # seven streams from the same hour, each 1.5 times as long as the one before: every longer one's training
+    # ticks run past a shorter one's test start; named four to a test slice, four test slices, then counted
+    many = {f"S{k}": (400, 0, 10 * 1.5**k) for k in range(7)}
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert main(["evaluate", str(model), str(write_csv(tmp_path / "seven.csv", many)), "--split", "40/30/30",
+                     *QUICK]) == 0
+    note = next(line for line in err.getvalue().splitlines() if "training ticks run past" in line)
+    assert note.startswith("flashtick evaluate: note: S1's, S2's, S3's, S4's and 2 more streams' training ticks run "
+                           "past the start of S0's test slice; S2's, S3's, S4's, S5's and 1 more stream's training "
+                           "ticks run past the start of S1's test slice; S3's, S4's, S5's and S6's training ticks run "
+                           "past the start of S2's test slice; S4's, S5's and S6's training ticks run past the start "
+                           "of S3's test slice; and so for 2 more streams' test slices (they cover the same hours)"), \
+        note
