@@ -70,6 +70,18 @@ def trained(tmp_path_factory) -> tuple[Path, Path, str, str]:
     return csv, root / "model", out.getvalue(), err.getvalue()
 
 
+def test_train_says_the_streams_it_left_out_at_its_end(trained) -> None:
+    """A stream too short to split was left out silently: only the model card said so."""
+    _, model, out, err = trained
+    said = ["flashtick train: note: left out MID: 250 ticks leave its validation and test parts under 64 "
+            "ticks", "flashtick train: note: left out THIN: 100 ticks leave its validation and test parts under 64 "
+            "ticks"]
+    assert err.splitlines()[-2:] == said, err
+    card = (model / "TRAINING.md").read_text()
+    assert all(line.replace("flashtick train: note: ", "  - ") in card for line in said)
+    assert "direction_20" in out and "THIN" not in out
+
+
 def test_every_stream_whose_training_runs_past_another_s_test_start_is_named(trained, tmp_path: Path) -> None:
     """The note named the first pair only (BACK past FRONT's test start), not the spread, whose training ticks
     run past FRONT's test start too; and not that BACK's run past SPREAD's."""

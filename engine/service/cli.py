@@ -1671,6 +1671,9 @@ def cmd_train(args: argparse.Namespace) -> None:
     print(f"trained {t['steps_done']} steps ({t['stopped']}) in {t['train_seconds']} s on {record['device']}; "
           f"{best} -> {args.out}")
     print(format_table(record["evaluation"], args.by_stream))
+    if not args.quiet:  # a file given on purpose whose stream was not trained on: said, not only on the model card
+        for line in record["skipped"]:
+            print(f"flashtick train: note: left out {line}", file=sys.stderr)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
