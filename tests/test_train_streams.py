@@ -105,3 +105,19 @@ def test_every_stream_whose_training_runs_past_another_s_test_start_is_named(tra
                            "past the start of S2's test slice; S4's, S5's and S6's training ticks run past the start "
                            "of S3's test slice; and so for 2 more streams' test slices (they cover the same hours)"), \
         note
+
+
+def test_a_stream_row_with_no_answer_scored_says_why(trained, tmp_path: Path, capsys) -> None:
+    """--test-from 0.85 --by-stream: THIN's 15 answers after its 85th tick all lie within direction_20's horizon
+    of its last tick; its row showed dashes and no reason."""
+    csv, model, _, _ = trained
+    argv = ["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--price-offset", "SPREAD=1",
+            "--test-from", "0.85", "--out", str(tmp_path / "a.parquet")]
+    assert main([*argv, "--by-stream"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^  THIN +15 +0 +- ", out, re.M), out
+    assert ("note: dir20 on THIN: no answer scored: direction_20 is scored on the next 20 ticks of the answer's "
+            "stream, and no answer here had more than 14 after it") in out, out
+    assert "vol50 on THIN" in out and "on FRONT" not in out
+    assert main(argv) == 0
+    assert "on THIN: no answer scored" not in capsys.readouterr().out  # no stream rows, no note of them

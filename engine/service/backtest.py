@@ -112,6 +112,8 @@ class BacktestReport:
     range_left_out: int = 0  # rows of the files outside it
     split_times: dict[str, int] = field(default_factory=dict)  # with test_from: stream -> its first scored answer's ts
     rejected_streams: dict[str, str] = field(default_factory=dict)  # reason -> the streams that lost rows to it
+    # query -> stream -> why none of its answers on that stream was scored, for a query that scored others'
+    stream_unscored_why: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
@@ -144,6 +146,12 @@ class BacktestReport:
             if s.answers and not s.scored:
                 unscored[self.unscored_why.get(s.query, NO_LABEL_DEFINED)].append(s.query)
         lines += [f"note: {', '.join(queries)}: no answer scored: {why}" for why, queries in unscored.items()]
+        if by_stream:  # a stream row of dashes under a query that scored on other streams: why, as a query's
+            unscored_rows: dict[str, list[str]] = defaultdict(list)
+            for query, streams in self.stream_unscored_why.items():
+                for stream, why in streams.items():
+                    unscored_rows[why].append(f"{query} on {shown_name(stream)}")
+            lines += [f"note: {', '.join(rows)}: no answer scored: {why}" for why, rows in unscored_rows.items()]
         lines += [f"note: {s.query}: {s.scored} of {s.answers} answers scored: {self.partly_scored_why[s.query]}"
                   for s in self.scores if s.scored and s.query in self.partly_scored_why]
         if len(self.stream_ticks) > 1 and any(s.scored for s in self.scores):
@@ -331,6 +339,9 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     unscored_why = {s.query: _why_unscored(pipeline, s, graded.filter(pl.col("query") == s.query), stream_ticks,
                                            outside.get(s.query, 0))
                     for s in scores if s.answers and not s.scored}
+    stream_unscored_why = {s.query: _stream_unscored_why(pipeline, s, graded.filter(pl.col("query") == s.query),
+                                                         stream_ticks)
+                           for s in scores if s.scored and any(not p.scored for p in s.by_stream.values())}
     unrealised = _unrealised(graded)
     partly_scored_why = {s.query: _outside_why(pipeline, s, outside[s.query], unrealised.get(s.query, 0))
                          for s in scores if s.scored and outside.get(s.query)}
@@ -343,7 +354,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, examples,
                           parts.resumed_at, test_from, config.model.path, stream_ticks, replay.cautions, unscored_why,
                           partly_scored_why, replay.found_notes, None if time_range is None else time_range.text(),
-                          replay.range_left_out, split_times, streams)
+                          replay.range_left_out, split_times, streams, stream_unscored_why)
 
 
 def _outside_labels(rows: pl.LazyFrame) -> dict[str, int]:
@@ -392,6 +403,21 @@ def _why_unscored(pipeline: TickPipeline, score: QueryScore, rows: pl.LazyFrame,
                 f"answer here had more than {followed} after it: its horizon is longer than what followed (more "
                 f"ticks per stream, or a question of a shorter horizon, can be scored)")
     return NO_LABEL_DEFINED
+
+
+def _stream_unscored_why(pipeline: TickPipeline, score: QueryScore, rows: pl.LazyFrame, stream_ticks: dict[str, int]
+                         ) -> dict[str, str]:
+    """Why none of a query's answers on a stream was scored, for each such stream of a query that answered several
+    (`rows`: the query's answers): the reasons a query gets, from that stream's answers alone (a thin stream whose
+    answers under --test-from all lie within the question's horizon of its last tick)."""
+    unscored = {}
+    for stream, part in score.by_stream.items():
+        if part.answers and not part.scored:
+            own = rows.filter(pl.col("stream") == stream)
+            outside = own.filter(pl.col("realised").is_not_null() & pl.col("probs").is_not_null()
+                                 & pl.col("correct").is_null()).select(pl.len()).collect().item()
+            unscored[stream] = _why_unscored(pipeline, part, own, stream_ticks, outside)
+    return unscored
 
 
 def _say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: list[str],
