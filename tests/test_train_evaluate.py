@@ -395,7 +395,7 @@ def test_from_scratch_takes_the_codec_version_and_finetuning_keeps_its_bases(tic
 def test_train_and_evaluate_say_how_the_files_were_read(ticks_file: Path, tmp_path: Path, capsys) -> None:
     """Files are read as `backtest` reads them, and its notes come with them: naive local times read as UTC
     (with the option that gives their zone), as for a backtest of the same file."""
-    frame = pl.read_parquet(ticks_file).head(1500)
+    frame = pl.read_parquet(ticks_file)  # each stream long enough for parts of a window (and a tick) each
     naive = frame.with_columns(pl.from_epoch("ts", time_unit="ns").dt.strftime("%Y-%m-%d %H:%M:%S%.9f").alias("ts"))
     local = tmp_path / "local.csv"
     naive.write_csv(local)
@@ -569,8 +569,8 @@ def test_evaluate_says_what_it_left_out_and_keeps_its_numbers(tmp_path: Path, ca
     """Rows rejected and streams too short to split are said (they were silent, or only in --json); every row
     rejected is that, not 'no stream is long enough'; a --plot path that cannot be written is a warning after
     the table, not a run lost."""
-    ticks = SyntheticMarket(SyntheticConfig(seed=5)).generate(3000).ticks
-    rows = [t.to_wire() for t in ticks if t.stream == "SYN.A"][:700]
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).generate(8000).ticks
+    rows = [t.to_wire() for t in ticks if t.stream == "SYN.A"][:1400]  # 1,260 read: parts of 128 ticks or more
     rows += [{**rows[-1], "stream": "SHORT", "ts": rows[-1]["ts"] + i} for i in range(1, 40)]
     frame = pl.DataFrame(rows)
     bad = frame.with_columns(pl.when(pl.int_range(pl.len()) % 10 == 3).then(0.0).otherwise(pl.col("price"))
@@ -581,7 +581,7 @@ def test_evaluate_says_what_it_left_out_and_keeps_its_numbers(tmp_path: Path, ca
     out, err = capsys.readouterr()
     assert code == 0 and "direction_20" in out and "of 1 stream," in out
     assert re.search(r"note: rejected nonpositive_price: \d+ \((\S+ \d+(, )?)+; first: \S*t.csv line \d+", err), err
-    assert "note: left out SHORT: 39 ticks leave its validation and test parts empty" in err
+    assert "note: left out SHORT: 39 ticks leave its train and validation and test parts under 128 ticks" in err
     assert "warning: the calibration plot was not written" in err
     assert "not fully out of sample" not in err  # one stream
     frame.with_columns(pl.lit(0.0).alias("price")).filter(pl.col("kind") == "trade").write_csv(tmp_path / "z.csv")

@@ -107,6 +107,58 @@ def test_every_stream_whose_training_runs_past_another_s_test_start_is_named(tra
         note
 
 
+def test_evaluate_refuses_a_stream_too_short_with_train_s_minimum(trained, capsys) -> None:
+    """evaluate split with parts of one tick: its suggested --split 49/51 left a one-tick test slice, an empty
+    table, a blank verdict and exit 0. It now takes train's minimum part (the model's window and a tick), and
+    its refusal does not speak of training."""
+    csv, model, _, _ = trained
+    for split in ("70/15/15", "49/51"):
+        assert main(["evaluate", str(model), str(csv), "--streams", "THIN", "--split", split, *QUICK]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and "error: no stream is long enough to split: THIN: 100 ticks leave its" in err, err
+        assert "parts under 64 ticks" in err and "no split works for THIN's 100 ticks" in err, err
+    assert main(["evaluate", str(model), str(csv), "--streams", "MID", *QUICK]) == 2
+    err = capsys.readouterr().err
+    assert "MID: 250 ticks leave its validation and test parts under 64 ticks" in err  # as train said
+    offered = re.search(r"or --split ([\d/]+), whose parts of MID's 250 ticks are each at least 64 ticks\)", err)
+    assert offered and "training" not in err and "--steps" not in err, err
+    assert main(["evaluate", str(model), str(csv), "--streams", "MID", "--split", offered[1], *QUICK]) == 0
+    out, err = capsys.readouterr()
+    rows = [line.split()[0] for line in out.splitlines()[2:6]]
+    assert rows == ["direction_5", "direction_20", "volatility_50", "move_bps_50"], out  # every question scored
+    verdict = [line for line in out.splitlines() if line.startswith("verdict: ")]
+    assert verdict and all(len(line) > len("verdict: ") for line in verdict), out
+    assert "model: answers not calibrated (the validation part" not in out, out
+    assert "trained and validated on" not in err, err  # MID was never trained on
+
+
+def test_a_table_with_no_question_has_no_calibration_line_and_no_blank_verdict() -> None:
+    table = format_table({"questions": {}, "calibration_source": "the validation part of the training files"})
+    assert "verdict" not in table and "model:" not in table, table
+
+
+def test_the_in_sample_notes_name_the_streams_trained_on(trained, tmp_path: Path, capsys) -> None:
+    """"trained and validated on the first 85% of futures.csv" was said of a stream the split left out: the note
+    names the streams the checkpoint trained on (kept in its evaluation.json); a checkpoint from before they were
+    kept says what it did."""
+    csv, model, _, _ = trained
+    recorded = json.loads((model / "evaluation.json").read_text())["trained_on"]["streams"]
+    assert sorted(recorded) == ["BACK", "FRONT", "SPREAD"]
+    assert recorded["BACK"] == int(stream_times("BACK")[849]) * 1000  # its validation part's last tick, ns
+    assert main(["evaluate", str(model), str(csv), "--split", "50/50", *QUICK]) == 0
+    err = capsys.readouterr().err
+    assert (f"note: this model was trained and validated on the first 85% of the ticks of streams BACK, FRONT, SPREAD "
+            f"in {csv}; the test slice starts at 50%, inside it") in err, err
+    older = tmp_path / "older"
+    shutil.copytree(model, older)
+    evaluation = json.loads((older / "evaluation.json").read_text())
+    del evaluation["trained_on"]["streams"]
+    (older / "evaluation.json").write_text(json.dumps(evaluation))
+    assert main(["evaluate", str(older), str(csv), "--split", "50/50", *QUICK]) == 0
+    assert f"note: this model was trained and validated on the first 85% of {csv}; the test slice" in \
+        capsys.readouterr().err
+
+
 def test_a_stream_row_with_no_answer_scored_says_why(trained, tmp_path: Path, capsys) -> None:
     """--test-from 0.85 --by-stream: THIN's 15 answers after its 85th tick all lie within direction_20's horizon
     of its last tick; its row showed dashes and no reason."""

@@ -41,7 +41,7 @@ import re
 import time
 import unicodedata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 DEFAULT_INGEST = "tcp://127.0.0.1:5555"
 DEFAULT_ANSWERS = "tcp://127.0.0.1:5556"
@@ -1684,7 +1684,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from connectors.ticks import counted
     from engine.service.features import read_head
     from engine.service.finetune import resolve_device
-    from engine.service.splits import gap_note, longest_horizon, prepare, read_streams, time_overlap_note
+    from engine.service.splits import (gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
+                                       time_overlap_note)
 
     split, options = _train_common(args)
     device = resolve_device(args.device)
@@ -1695,7 +1696,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     _read_as_trained(args, model_dir, said)
     streams, rejected = read_streams([str(f) for f in args.files], _column_map(args), note=said,
                                      streams=args.streams)
-    prepared, skipped = prepare(codec, streams, split, min_ticks=1)
+    # train's rule: a part of fewer ticks left a test slice of one tick, an empty table and exit 0
+    prepared, skipped = prepare(codec, streams, split, min_part_ticks(codec, window_ticks(model)), training=False)
     if (widened := gap_note(codec, split)) is not None:
         said(widened)
     for line in skipped:
@@ -1704,6 +1706,9 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         said(overlap)
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),
                               read_head(model_dir, codec))
+    if not result["questions"]:  # never an empty table that exits 0
+        raise ValueError(f"nothing to score: no question has a realised answer in both the train and the test part "
+                         f"(--split {args.split}) of {counted(len(prepared), 'stream')}")
     result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
                "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped}
     if args.json:
@@ -1720,7 +1725,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
             print(f"flashtick evaluate: warning: the calibration plot was not written: {e}", file=sys.stderr)
     if args.json:
         return
-    if (overlap := _trained_on_overlap(model_dir, args.files, split)) is not None:
+    if (overlap := _trained_on_overlap(model_dir, args.files, split, [sd.name for sd in prepared])) is not None:
         print(f"note: {overlap}", file=sys.stderr)
 
 
@@ -1750,15 +1755,42 @@ def _evaluation(model_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-def _trained_on(evaluation: dict[str, Any] | None, files: list[Path]) -> tuple[list[str], float] | None:
-    """Which of ``files`` the checkpoint of ``evaluation`` (_evaluation) was trained and validated on, and the fraction
-    of each stream's ticks that covered; None when none of them (or not one of ours, or from before this was kept)."""
+class TrainedOn(NamedTuple):
+    """What a checkpoint `flashtick train` wrote was trained and validated on, among the files a run reads."""
+
+    files: list[str]  # the run's files it was trained on, as the run names them
+    seen_end: float  # the fraction of each stream's ticks it was trained and validated on
+    streams: dict[str, int] | None  # stream -> its last trained or validated tick's event time (ns); None: not kept
+
+
+def _trained_on(evaluation: dict[str, Any] | None, files: list[Path]) -> TrainedOn | None:
+    """Which of ``files`` the checkpoint of ``evaluation`` (_evaluation) was trained and validated on, the fraction
+    of each stream's ticks that covered and the streams it trained on (a checkpoint from before they were kept:
+    None); None when none of the files (or not one of ours, or from before this was kept)."""
     try:
         trained = (evaluation or {})["trained_on"]
         same = sorted({str(f) for f in files if str(Path(f).resolve()) in trained["files"]})
-        return (same, float(trained["seen_end"])) if same else None
-    except (ValueError, KeyError, TypeError):
+        streams = trained.get("streams")
+        kept = {str(name): int(ts) for name, ts in streams.items()} if isinstance(streams, dict) else None
+        return TrainedOn(same, float(trained["seen_end"]), kept) if same else None
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+NAMED_STREAMS = 6  # streams a note names; beyond them, how many more
+
+
+def _seen_text(seen: TrainedOn, streams: list[str] | None) -> str:
+    """What a checkpoint was trained and validated on, in words: the first 85% of `streams`' ticks in its files
+    (None: a checkpoint that did not keep its streams, said of the files)."""
+    from engine.service.backtest import percent
+
+    files = ", ".join(seen.files)
+    if streams is None:
+        return f"the first {percent(seen.seen_end)} of {files}"
+    named = ", ".join(streams[:NAMED_STREAMS]) + (f" and {len(streams) - NAMED_STREAMS} more"
+                                                   if len(streams) > NAMED_STREAMS else "")
+    return f"the first {percent(seen.seen_end)} of the ticks of stream{'s' * (len(streams) > 1)} {named} in {files}"
 
 
 def _scored_inside(evaluation: dict[str, Any] | None, stream_ticks: dict[str, int], test_from: float | None
@@ -1779,18 +1811,22 @@ def _scored_inside(evaluation: dict[str, Any] | None, stream_ticks: dict[str, in
             if first_scored[name] < seen[name]]
 
 
-def _trained_on_overlap(model_dir: Path, files: list[Path], split: Any) -> str | None:
+def _trained_on_overlap(model_dir: Path, files: list[Path], split: Any, evaluated: list[str]) -> str | None:
     """Why the test slice is not out of sample for a checkpoint `flashtick train` wrote, if it is not: the same
-    files, and the test slice starts inside the part the model was trained on."""
+    files, streams it trained on among the ``evaluated`` ones, and the test slice starts inside the part the model
+    was trained on."""
     from engine.service.backtest import percent
 
     seen = _trained_on(_evaluation(model_dir), files)
     test_start = split.train + split.validation
-    if seen is None or test_start >= seen[1] - 1e-9:
+    if seen is None or test_start >= seen.seen_end - 1e-9:
         return None
-    return (f"this model was trained and validated on the first {percent(seen[1])} of {', '.join(seen[0])}; the "
-            f"test slice starts at {percent(test_start)}, inside it: those scores are not out of sample (give a "
-            f"--split whose test part starts at {percent(seen[1])} or later)")
+    shared = None if seen.streams is None else sorted(set(evaluated) & seen.streams.keys())
+    if shared == []:  # none of them was trained on: a stream its split left out, or one of another file's
+        return None
+    return (f"this model was trained and validated on {_seen_text(seen, shared)}; the test slice starts at "
+            f"{percent(test_start)}, inside it: those scores are not out of sample (give a --split whose test part "
+            f"starts at {percent(seen.seen_end)} or later)")
 
 
 def cmd_demo(args: argparse.Namespace) -> None:

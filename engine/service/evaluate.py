@@ -379,12 +379,14 @@ def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
                      "online), what serving publishes")
     if "raw" in raw:
         lines.append(f"model: calibrated on {source}; raw: the same logits uncalibrated")
-    elif source is not None:
+    elif source is not None and result["questions"]:  # (no question, no answers to say anything of)
         why = {name: uncalibrated_why(r["answer_calibration"]) for name, r in result["questions"].items()
                if r.get("answer_calibration", {}).get("points")}  # (none where no part was fitted on)
         said = "; ".join(f"{name} {reason}" for name, reason in why.items() if reason)
         lines.append(f"model: answers not calibrated: {said} (calibration source: {source})" if said else
-                     f"model: answers not calibrated ({source})")
+                     f"model: answers not calibrated ({source})" if source.startswith("none") else
+                     f"model: answers not calibrated: the checkpoint's calibration (fitted on {source}) fitted none "
+                     f"of these questions")
     if headed := {name: r["answer_head"]["model_weight"] for name, r in result["questions"].items()
                   if "answer_head" in r}:
         lines.append("model: then blended by the checkpoint's answer heads, w x model + (1 - w) x its logistic "
@@ -446,6 +448,8 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
     # one regression over every instrument (no per-instrument intercept), against naive forecasts that are each
     # stream's own: the regression can lose to them by far, and "beats the logistic regression" then means little
     pooled = f" (the logistic regression is one fit pooled over the {streams} streams)" if streams > 1 else ""
+    if not said:  # no question to call: no blank verdict
+        return []
     lines = [f"verdict: {'; '.join(said)}{pooled}"]
     if naive:
         matters = (": this is the verdict that matters, whatever the pooled logistic regression did (the naive "

@@ -36,7 +36,7 @@ from engine.service.evaluate import (EvalOptions, evaluate_streams, format_table
 from engine.service.features import HEAD_FILE, QuestionHead, write_head
 from engine.service.reading_record import reading_of
 from engine.service.splits import (
-    SplitSpec, StreamData, gap_note, longest_horizon, prepare, read_streams, time_overlap_note,
+    SplitSpec, StreamData, gap_note, longest_horizon, min_part_ticks, prepare, read_streams, time_overlap_note,
 )
 from engine.service.train import (
     Source, TrainConfig, Validation, new_model, optimise, question_tokens, sample_batch, save_model,
@@ -117,7 +117,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         torch.manual_seed(cfg.seed)
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"),
                                          streams=options.streams)
-    streams, skipped = prepare(codec, streams_raw, options.split, min_ticks=cfg.window_ticks + 1)
+    streams, skipped = prepare(codec, streams_raw, options.split, min_part_ticks(codec, cfg.window_ticks))
     if (widened := gap_note(codec, options.split)) is not None:
         log(f"note: {widened}")
     if (overlap := time_overlap_note(streams)) is not None:
@@ -172,7 +172,11 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     # what it was trained on, so `flashtick evaluate` can say when a test slice is not out of sample
     trained_on = {"files": [str(Path(f).resolve()) for f in files],
                   "seen_end": options.split.train + options.split.validation,  # fitted, stopped and calibrated on
-                  "reading": reading_of(columns)}  # --price-offset, --price-format: evaluate reads with them
+                  "reading": reading_of(columns),  # --price-offset, --price-format: evaluate reads with them
+                  # the streams trained on (one the split left out is not), each with its last trained or validated
+                  # tick's event time (ns): where its seen part ends however a later run reads the files
+                  "streams": {sd.name: sd.ticks[max(sd.parts.train.stop, sd.parts.validation.stop) - 1].ts
+                              for sd in streams}}
     (out / "evaluation.json").write_text(json.dumps(evaluation | {"trained_on": trained_on}, indent=1) + "\n")
     plotted = plot(evaluation, out / "calibration.png", "flashtick train")
     write_model_card(out, record, plotted)

@@ -193,9 +193,18 @@ def gap_note(codec: BinnedCodec, spec: SplitSpec) -> str | None:
     return None
 
 
+def min_part_ticks(codec: BinnedCodec, window_ticks: int) -> int:
+    """The fewest ticks each part of a stream must hold, for `train` and `evaluate` alike (one rule, so that they
+    name the same minimum for the same model and stream): a whole window of the model and the tick after it
+    (training draws its windows from a part) and, past an answer point, the longest question horizon (so every
+    question has an answer point to score in each part)."""
+    return max(window_ticks + 1, longest_horizon(codec) + 1)
+
+
 def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
-            min_ticks: int) -> tuple[list[StreamData], list[str]]:
-    """Streams long enough to split (each part >= `min_ticks`), and a note per stream left out."""
+            min_ticks: int, training: bool = True) -> tuple[list[StreamData], list[str]]:
+    """Streams long enough to split (each part >= `min_ticks`: min_part_ticks), and a note per stream left out;
+    ``training``: for `train` (its refusal may then say what a split without a validation part does to training)."""
     gap = max(spec.gap, longest_horizon(codec))
     out, skipped = [], []
     for name, ticks in sorted(streams.items()):
@@ -213,18 +222,18 @@ def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
         longest, n = max(((name, len(ticks)) for name, ticks in streams.items()), key=lambda kv: (kv[1], kv[0]))
         raise ValueError("no stream is long enough to split: " + "; ".join(skipped) + f" (this split needs "
                          f"{ticks_needed(spec, gap, min_ticks):,} ticks in a stream: "
-                         f"{_what_would_split(longest, n, spec, gap, min_ticks)})")
+                         f"{_what_would_split(longest, n, spec, gap, min_ticks, training)})")
     return out, skipped
 
 
-def _what_would_split(name: str, n: int, spec: SplitSpec, gap: int, min_ticks: int) -> str:
+def _what_would_split(name: str, n: int, spec: SplitSpec, gap: int, min_ticks: int, training: bool = True) -> str:
     """A --split that `name`'s n ticks do split, or how many ticks any split needs: a suggested split that fails
     too (50/25/25 for 230 ticks) sends the user round again."""
     fits = split_that_fits(n, spec, gap, min_ticks)
     floor = "none empty" if min_ticks == 1 else f"each at least {min_ticks} ticks"
     if fits is not None:
-        unvalidated = " (no validation part: training then stops by --steps alone)" if spec.validation and \
-            not fits.validation else ""
+        unvalidated = " (no validation part: training then stops by --steps alone)" if training and \
+            spec.validation and not fits.validation else ""
         percents = [f"{100 * x:g}" for x in (fits.train, fits.validation, fits.test) if x]
         return f"more ticks, or --split {'/'.join(percents)}, whose parts of {name}'s {n:,} ticks are {floor}" \
                f"{unvalidated}"
