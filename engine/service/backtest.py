@@ -110,7 +110,8 @@ class BacktestReport:
     found_notes: list[str] = field(default_factory=list)  # what reading the files found on the way (FileReplay's)
     time_range: str | None = None  # the event-time range read (`--from X --to Y`), None: the whole files
     range_left_out: int = 0  # rows of the files outside it
-    split_times: dict[str, int] = field(default_factory=dict)  # with test_from: stream -> its first scored answer's ts
+    # stream -> its first scored answer's event time (with test_from: the first after the cut; else its first answer's)
+    split_times: dict[str, int] = field(default_factory=dict)
     rejected_streams: dict[str, str] = field(default_factory=dict)  # reason -> the streams that lost rows to it
     # query -> stream -> why none of its answers on that stream was scored, for a query that scored others'
     stream_unscored_why: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -331,8 +332,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     table = pl.scan_parquet(out)  # scored a query at a time, from the file: memory holds one query's scores
     answered = set(table.select(pl.col("query").unique()).collect()["query"])
     graded = table if test_from is None else later_slice(table, marks, test_from)
-    split_times = {} if test_from is None else dict(
-        graded.group_by("stream").agg(pl.col("data_ts").min()).sort("stream").collect().rows())
+    split_times = dict(graded.group_by("stream").agg(pl.col("data_ts").min()).sort("stream").collect().rows())
     scores = [_score(name, graded.filter(pl.col("query") == name)) for name in sorted(answered)]
     stream_ticks = {name: len(m) for name, m in marks.items()}
     outside = _outside_labels(graded)

@@ -1484,7 +1484,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     import threading
 
     try:  # the libraries and the config load before the run's own signal handling: a Ctrl-C here is said too
-        from engine.service.backtest import BacktestInterrupted, percent, run_backtest
+        from engine.service.backtest import BacktestInterrupted, run_backtest
 
         time_range = _time_range(args)  # a mistyped time is said before the model loads
         config, queries = _backtest_inputs(args)
@@ -1538,19 +1538,10 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     finally:
         for signum, handler in inherited.items():  # as the process had them (a library's own included)
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
-    if config.model.path is not None:  # said before the scores it is about, not after them
-        evaluation = _evaluation(Path(config.model.path))
-        seen = _trained_on(evaluation, args.files)
-        inside = _scored_inside(evaluation, report.stream_ticks, args.test_from)
-        if seen is not None and (inside or (inside is None and (args.test_from is None
-                                                                or args.test_from < seen[1] - 1e-9))):
-            scored = "every answer was scored" if args.test_from is None else f"--test-from {args.test_from:g}"
-            where = (f" (stream {inside[0][0]}: scored from its tick {inside[0][1]:,}, trained and validated on its "
-                     f"ticks before {inside[0][2]:,})" if inside else "")
-            print(f"flashtick backtest: note: this model was trained and validated on the first {percent(seen[1])} "
-                  f"of {', '.join(seen[0])}, and {scored}{where}: the scores below are not out of sample (give "
-                  f"--test-from {seen[1]:g} or later{', over the whole files' if inside else ''})",
-                  file=sys.stderr, flush=True)
+    if config.model.path is not None and (said := _in_sample_note(
+            _evaluation(Path(config.model.path)), args.files, report, args.test_from, args.max_ticks,
+            same_reading=mismatch is None and time_range is None)) is not None:
+        print(f"flashtick backtest: note: {said}", file=sys.stderr, flush=True)  # before the scores it is about
     print(report.summary(by_stream=args.by_stream))
     return 0
 
@@ -1791,6 +1782,50 @@ def _seen_text(seen: TrainedOn, streams: list[str] | None) -> str:
     named = ", ".join(streams[:NAMED_STREAMS]) + (f" and {len(streams) - NAMED_STREAMS} more"
                                                    if len(streams) > NAMED_STREAMS else "")
     return f"the first {percent(seen.seen_end)} of the ticks of stream{'s' * (len(streams) > 1)} {named} in {files}"
+
+
+def _in_sample_note(evaluation: dict[str, Any] | None, files: list[Path], report: Any, test_from: float | None,
+                    max_ticks: int | None, same_reading: bool) -> str | None:
+    """Why a `backtest --model` run's scores are not out of sample, if they are not: it scores answers inside the
+    ticks the checkpoint was trained and validated on (of the streams it trained on). Said in the training run's
+    tick positions where they are this run's (``same_reading``: the files read with the same options and event-time
+    range, and each stream as many ticks as training read, or fewer where --max-ticks cut the run), else in event
+    times, or, from a checkpoint that kept none, by saying the positions do not map."""
+    from connectors.ticks import utc_text
+    from engine.service.backtest import percent
+
+    seen = _trained_on(evaluation, files)
+    if seen is None:
+        return None
+    shared = None if seen.streams is None else sorted(report.stream_ticks.keys() & seen.streams.keys())
+    if shared == []:  # none of this run's streams was trained on (a stream its split left out, another file's)
+        return None
+    trained_ticks = {name: part.get("ticks") for name, part in (evaluation or {}).get("streams", {}).items()}
+    mapped = same_reading and all(
+        n == trained_ticks.get(name) or (max_ticks is not None and n <= (trained_ticks.get(name) or 0))
+        for name, n in report.stream_ticks.items() if name in trained_ticks)
+    inside = _scored_inside(evaluation, report.stream_ticks, test_from) if mapped else None
+    if inside:
+        where = (f" (stream {inside[0][0]}: scored from its tick {inside[0][1]:,}, trained and validated on its "
+                 f"ticks before {inside[0][2]:,})")
+    elif inside is None and seen.streams is not None:  # where the seen part ends in time, however read
+        late = [(name, report.split_times[name]) for name in shared
+                if name in report.split_times and report.split_times[name] <= seen.streams[name]]
+        if not late:
+            return None
+        name, first = late[0]
+        where = (f" (stream {name}: scored from {utc_text(first)}, trained and validated on its ticks up to "
+                 f"{utc_text(seen.streams[name])}, UTC event times: this run reads the files otherwise than training "
+                 f"did, so training's tick positions do not map onto its ticks)")
+    elif inside is None and (test_from is None or test_from < seen.seen_end - 1e-9):
+        where = ("" if mapped else " (this run reads the files otherwise than training did, so training's tick "
+                 "positions do not map onto its ticks)")
+    else:
+        return None
+    scored = "every answer was scored" if test_from is None else f"--test-from {test_from:g}"
+    whole = ", over the whole files" if inside else ""  # (a run --max-ticks cut: its fractions are of fewer ticks)
+    return (f"this model was trained and validated on {_seen_text(seen, shared)}, and {scored}{where}: the scores "
+            f"below are not out of sample (give --test-from {seen.seen_end:g} or later{whole})")
 
 
 def _scored_inside(evaluation: dict[str, Any] | None, stream_ticks: dict[str, int], test_from: float | None
