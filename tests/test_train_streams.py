@@ -133,8 +133,18 @@ def test_evaluate_refuses_a_stream_too_short_with_train_s_minimum(trained, capsy
 
 
 def test_a_table_with_no_question_has_no_calibration_line_and_no_blank_verdict() -> None:
-    table = format_table({"questions": {}, "calibration_source": "the validation part of the training files"})
+    """"model: answers not calibrated (the validation part of ...)" was said of an empty table, and of questions
+    the checkpoint's calibration has no fit for, as if that part had calibrated them."""
+    source = "the validation part of the training files"
+    table = format_table({"questions": {}, "calibration_source": source})
     assert "verdict" not in table and "model:" not in table, table
+    ci = {"diff": 0.0, "lo": -0.01, "hi": 0.01}
+    scores = {name: {"accuracy": 0.5, "brier": 0.6} for name in ("model", "prior", "majority", "logistic")}
+    unfitted = {"n": 300, "blocks": 20, "scores": scores, "model_minus": {"logistic": {"accuracy": ci, "brier": ci}},
+                "answer_calibration": {"temperature": 1.0, "bias": [0.0] * 3, "points": 0}}
+    table = format_table({"questions": {"direction_5": unfitted}, "calibration_source": source})
+    assert (f"model: answers not calibrated: the checkpoint's calibration (from {source}) covers none of these "
+            f"questions") in table, table
 
 
 def test_the_in_sample_notes_name_the_streams_trained_on(trained, tmp_path: Path, capsys) -> None:

@@ -385,8 +385,8 @@ def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
         said = "; ".join(f"{name} {reason}" for name, reason in why.items() if reason)
         lines.append(f"model: answers not calibrated: {said} (calibration source: {source})" if said else
                      f"model: answers not calibrated ({source})" if source.startswith("none") else
-                     f"model: answers not calibrated: the checkpoint's calibration (fitted on {source}) fitted none "
-                     f"of these questions")
+                     f"model: answers not calibrated: the checkpoint's calibration (from {source}) covers none of "
+                     f"these questions")
     if headed := {name: r["answer_head"]["model_weight"] for name, r in result["questions"].items()
                   if "answer_head" in r}:
         lines.append("model: then blended by the checkpoint's answer heads, w x model + (1 - w) x its logistic "
