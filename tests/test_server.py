@@ -7,6 +7,8 @@ import gc
 import json
 import math
 import re
+import socket
+import struct
 import threading
 import time
 import urllib.request
@@ -299,6 +301,50 @@ def test_heartbeats_and_metrics(server, feed) -> None:
     assert rss and 50 << 20 < int(rss.group(1)) < 64 << 30, body
     head = urllib.request.urlopen(urllib.request.Request(server.endpoints["metrics"], method="HEAD"), timeout=5)
     assert head.status == 200 and head.read() == b"" and int(head.headers["Content-Length"]) > 0
+
+
+def _scrape_abandoned(url: str) -> None:
+    """What a scraper at its scrape_timeout does: send GET /metrics, then close at once with a reset (SO_LINGER 0)."""
+    host, port = url.removeprefix("http://").split("/", 1)[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+
+
+def test_a_scrape_given_up_on_is_counted_not_a_traceback(server, capfd) -> None:
+    url = server.endpoints["metrics"]
+    abandoned = 0
+    for _ in range(100):  # until the server has met a reset (its reply may also have been written before it came)
+        _scrape_abandoned(url)
+        body = urllib.request.urlopen(url, timeout=10).read().decode()  # it still answers
+        abandoned = int(re.search(r"^flashtick_scrapes_abandoned_total (\d+)$", body, re.M).group(1))
+        if abandoned:
+            break
+    assert abandoned >= 1 and "flashtick_ticks_in_total" in body
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Connection reset" not in err and "Broken pipe" not in err, err
+
+
+def test_a_failing_scrape_is_one_line_on_stderr(capfd) -> None:
+    from engine.service.metrics import start_metrics_server
+
+    def broken_snapshot() -> dict:
+        raise ValueError("no figures")
+
+    metrics = start_metrics_server("127.0.0.1", 0, broken_snapshot)
+    try:
+        with pytest.raises(OSError):  # (the connection closes without a reply)
+            urllib.request.urlopen(f"http://127.0.0.1:{metrics.server_port}/metrics", timeout=10)
+        deadline = time.monotonic() + 30
+        err = ""
+        while "no figures" not in err and time.monotonic() < deadline:
+            err += capfd.readouterr().err
+            time.sleep(0.02)
+    finally:
+        metrics.shutdown()
+        metrics.server_close()
+    assert "Traceback" not in err
+    assert re.fullmatch(r"flashtick: metrics: a request from 127\.0\.0\.1:\d+ failed: ValueError: no figures\n", err)
 
 
 @pytest.mark.skipif(not zmq.has("curve"), reason="libzmq built without CURVE")

@@ -7,6 +7,7 @@ reads that dict, so a scrape never touches live engine state.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -136,6 +137,10 @@ def render(snapshot: dict[str, Any]) -> str:
     for key, help_text in PROCESS_GAUGES.items():
         if snapshot.get(key) is not None:  # (no such figure here: no sample rather than a false one)
             metric(key, "gauge", help_text, [("", snapshot[key])])
+    if "scrapes_abandoned" in snapshot:  # this endpoint's own, counted from the start
+        metric("scrapes_abandoned_total", "counter", "Scrapes whose client closed the connection before the reply "
+               "was written (a scraper's time-out: the service was slow to answer, or the network)",
+               [("", snapshot["scrapes_abandoned"])])
     if starting:
         return "\n".join(lines) + "\n"
     for key, help_text in COUNTERS.items():
@@ -193,13 +198,33 @@ def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, Any]]) -> ThreadingHTTPServer:
+# a scraper that gives up (Prometheus at its scrape_timeout, `curl -m`) closes the connection, often with a reset,
+# before the reply is written: normal, not the service's fault, and no news for its log
+CLIENT_GONE_ERRORS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+
+
+class MetricsHTTPServer(ThreadingHTTPServer):
+    """The /metrics server: a scrape its client gave up on is counted (``scrapes_abandoned``), not logged; any other
+    error in a request is one line on stderr, not socketserver's traceback."""
+
+    scrapes_abandoned = 0  # (+= on several request threads: a count that may miss one is good enough here)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, CLIENT_GONE_ERRORS):
+            self.scrapes_abandoned += 1
+            return
+        print(f"flashtick: metrics: a request from {client_address[0]}:{client_address[1]} failed: "
+              f"{type(error).__name__}: {error}", file=sys.stderr, flush=True)
+
+
+def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, Any]]) -> MetricsHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self, head: bool = False) -> None:  # noqa: N802 (http.server's naming)
             if self.path.split("?", 1)[0].rstrip("/") != "/metrics":  # a scraper's ?query parameters are ignored
                 self.send_error(404, "only /metrics is served")
                 return
-            body = render(snapshot()).encode()
+            body = render({**snapshot(), "scrapes_abandoned": server.scrapes_abandoned}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.send_header("Content-Length", str(len(body)))
@@ -213,6 +238,6 @@ def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, 
         def log_message(self, *args: Any) -> None:  # quiet: scrapes are not news
             pass
 
-    server = ThreadingHTTPServer((host, port), Handler)
+    server = MetricsHTTPServer((host, port), Handler)
     threading.Thread(target=server.serve_forever, name="flashtick-metrics", daemon=True).start()
     return server
