@@ -93,6 +93,12 @@ def test_shipped_examples_load() -> None:
     ({"replay": {"tz": "Nowhere/City"}}, r"engine.yaml: replay: unknown time zone"),
     ({"log": {"retention_bytes": "1GB"}}, r"log.retention_bytes must be a number of bytes \(e.g. 1073741824, not"),
     ({"log": {"retention_s": 0}}, r"log.retention_s must be a finite number > 0, got 0"),
+    # each unit its own example: a duration's was a size's ("e.g. 1073741824, not '1GB'" for a retention_s of 7d)
+    ({"log": {"retention_s": "7d"}}, r"log.retention_s must be a number of seconds \(e.g. 604800, not '7d'\), "
+                                     r"got '7d'"),
+    ({"log": {"group_ms": "5ms"}}, r"log.group_ms must be a number of milliseconds \(e.g. 5, not '5ms'\)"),
+    ({"log": {"answers_keep": "100k"}}, r"log.answers_keep must be a number of answers \(e.g. 100000, not '100k'\)"),
+    ({"log": {"segment_bytes": "64MB"}}, r"log.segment_bytes must be a number of bytes \(e.g. 67108864, not '64MB'\)"),
 ])
 def test_config_mistakes_are_named(raw: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

@@ -240,6 +240,19 @@ class LimitsSection:
                 raise ConfigError(f"limits.{f.name} must be below {MAX_LIMIT:.0e}, got {value}")
 
 
+# the log section's numeric keys: each one's unit, with an example in that unit beside the suffixed text a user may
+# write for it (a duration's "7d" is refused with a duration's example, not a size's)
+LOG_NUMBER_UNITS = {
+    "group_ms": "milliseconds (e.g. 5, not '5ms')",
+    "segment_bytes": "bytes (e.g. 67108864, not '64MB')",
+    "retention_bytes": "bytes (e.g. 1073741824, not '1GB')",
+    "retention_s": "seconds (e.g. 604800, not '7d')",
+    "answers_keep": "answers (e.g. 100000, not '100k')",
+    "answers_segment_bytes": "bytes (e.g. 16777216, not '16MB')",
+    "answers_retention_bytes": "bytes (e.g. 268435456, not '256MB')",
+}
+
+
 @dataclass(frozen=True)
 class LogSection:
     """The on-disk tick and answer logs (engine/service/durability.py). `serve` keeps them unless --no-log or
@@ -260,14 +273,10 @@ class LogSection:
     def __post_init__(self) -> None:
         if self.fsync not in ("always", "group", "never"):
             raise ConfigError(f"log.fsync must be always, group or never, got {excerpt(self.fsync)}")
-        for name in ("group_ms", "segment_bytes", "retention_bytes", "retention_s", "answers_keep",
-                     "answers_segment_bytes", "answers_retention_bytes"):
+        for name, unit in LOG_NUMBER_UNITS.items():
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                unit = "seconds" if name == "retention_s" else "milliseconds" if name == "group_ms" else (
-                    "answers" if name == "answers_keep" else "bytes")
-                raise ConfigError(f"log.{name} must be a number of {unit} (e.g. 1073741824, not '1GB'), "
-                                  f"got {excerpt(value)}")
+                raise ConfigError(f"log.{name} must be a number of {unit}, got {excerpt(value)}")
             if value is not None and not 0 < value < math.inf:  # NaN too: group_ms NaN spun the fsync threads
                 raise ConfigError(f"log.{name} must be a finite number > 0, got {excerpt(value)}")
         for name in ("enabled", "skip_corrupt"):
