@@ -508,6 +508,22 @@ def test_serve_on_a_port_in_use_says_so_and_leaves_no_data_directory(checkpoint,
     assert not fresh.exists()
 
 
+@pytest.mark.parametrize("endpoints, said", [
+    ({"ingest": "tcp://localhost:59545", "answers": "tcp://127.0.0.1:59545"},
+     "endpoints.answers and endpoints.ingest both use port 59545 on localhost and 127.0.0.1, the same address"),
+    ({"control": "tcp://0.0.0.0:59547", "metrics_port": 59547},
+     "endpoints.metrics_port and endpoints.control both use port 59547 on 0.0.0.0 and 127.0.0.1, which overlap"),
+])
+def test_serve_with_one_port_twice_in_its_config_names_the_two_keys(tmp_path, capsys, endpoints, said) -> None:
+    """A copy-paste slip (ingest on localhost:P, answers on 127.0.0.1:P) was a bind error asking "is another
+    flashtick serve running?": the clash is inside the file, refused before anything binds (nothing does here)."""
+    path = tmp_path / "engine.yaml"
+    path.write_text(json.dumps({"endpoints": {**LOCAL, **endpoints}, "log": {"enabled": False}}))
+    code, out, err = run(capsys, "serve", "--config", str(path))
+    assert code == 2 and err == f"flashtick serve: error: {path}: {said}: give each socket its own port (or 0 for " \
+                                f"any free one)\n", err
+
+
 def test_serve_with_a_ray_address_where_nothing_listens_fails_at_once(tmp_path, capsys) -> None:
     """Ray itself would retry for minutes, saying only that it cannot reach its GCS."""
     import socket

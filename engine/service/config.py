@@ -158,8 +158,10 @@ class EndpointsSection:
 
     def _check_distinct_ports(self) -> None:
         """Two of the engine's own sockets on one port: said here by key, not as a bind error that reads
-        "is another flashtick serve running?" when the clash is inside this file."""
-        taken: dict[tuple[str, int], str] = {}
+        "is another flashtick serve running?" when the clash is inside this file. Hosts that name one address
+        (localhost and 127.0.0.1) or that overlap (a wildcard, * or 0.0.0.0, takes the port on every address)
+        clash; a host name is not looked up (the bind says those)."""
+        taken: list[tuple[str, str, int]] = []  # (key, host as written, port)
         bound = [(name, *getattr(self, name)[len("tcp://"):].rsplit(":", 1))
                  for name in ("ingest", "answers", "control") if getattr(self, name).startswith("tcp://")]
         if isinstance(self.metrics_port, int) and not isinstance(self.metrics_port, bool):
@@ -167,12 +169,29 @@ class EndpointsSection:
         for name, host, port in bound:
             if not port.isdigit() or int(port) == 0:  # any free port: never a clash
                 continue
-            for (other_host, other_port), other in taken.items():
-                wild = {"*", "0.0.0.0", "[::]"}
-                if other_port == int(port) and (other_host == host or host in wild or other_host in wild):
-                    raise ConfigError(f"endpoints.{name} and endpoints.{other} both use port {port} on {host}: "
+            for other, other_host, other_port in taken:
+                if other_port == int(port) and _hosts_overlap(host, other_host):
+                    where = f"on {host}" if host == other_host else (
+                        f"on {other_host} and {host}, " + ("the same address" if _bind_address(host) ==
+                                                           _bind_address(other_host) else "which overlap"))
+                    raise ConfigError(f"endpoints.{name} and endpoints.{other} both use port {port} {where}: "
                                       f"give each socket its own port (or 0 for any free one)")
-            taken[(host, int(port))] = name
+            taken.append((name, host, int(port)))
+
+
+# names ZeroMQ (and the metrics server) bind as the loopback address; what binds every address at once
+LOOPBACK_NAMES = {"localhost": "127.0.0.1", "lo": "127.0.0.1"}  # (lo: ZeroMQ takes an interface name)
+WILDCARD_HOSTS = {"*", "0.0.0.0", "[::]", "::", ""}  # ("": the metrics server's every address)
+
+
+def _bind_address(host: str) -> str:
+    host = host.strip().lower()
+    return LOOPBACK_NAMES.get(host, host)
+
+
+def _hosts_overlap(host: str, other: str) -> bool:
+    a, b = _bind_address(host), _bind_address(other)
+    return a == b or a in WILDCARD_HOSTS or b in WILDCARD_HOSTS
 
 
 WHEN_BEHIND = ("lag", "shed", "conflate")
