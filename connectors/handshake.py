@@ -52,6 +52,11 @@ class HandshakeMonitor:
                 self.failure = (kind, event["value"])
                 self.vague += kind == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
 
+    @property
+    def live(self) -> bool:
+        """A handshake succeeded and that connection is still up (as of the events taken so far)."""
+        return self._live
+
     def refused(self) -> str | None:
         """Why the server refused the handshake, when it did (a retry will not help), else None."""
         self.poll()

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import threading
 import time
 
@@ -615,6 +616,31 @@ def test_every_control_command_takes_a_timeout(capsys) -> None:
         assert code == 2 and "nothing accepted it within 0.5 s" in err, err
     finally:
         router.close(linger=0)
+
+
+def test_health_exits_3_for_a_service_that_is_connected_but_does_not_reply_in_time(capsys) -> None:
+    """A service busy catching up after a restart took the probe's request and answered after --timeout: `health`
+    exited 2, as for a service that is down, and a liveness probe restarted it (its catch-up then began again).
+    Connected but late is exit 3; nothing there stays 2."""
+    import msgpack
+
+    router = zmq.Context.instance().socket(zmq.ROUTER)  # accepts the connection and the request, never replies
+    router.linger = 0
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    try:
+        # (a time-out long enough for the loopback handshake on a loaded machine: it must be seen to have happened)
+        code, out, err = run(capsys, "health", "--control", f"tcp://127.0.0.1:{port}", "--timeout", "5")
+        assert router.poll(0) and msgpack.unpackb(router.recv_multipart()[-1])["op"] == "health"  # it was taken
+        assert code == 3 and out == "", err
+        assert err.startswith(f"flashtick health: error: no reply from tcp://127.0.0.1:{port} within the time-out (5 s)"
+                              f": connected, but the service did not answer in time (busy?) (exit 3: "), err
+    finally:
+        router.close(linger=0)
+    with socket.socket() as nobody:  # a port bound, never listening: connections to it are refused
+        nobody.bind(("127.0.0.1", 0))
+        code, _, err = run(capsys, "health", "--control", f"tcp://127.0.0.1:{nobody.getsockname()[1]}", "--timeout",
+                           "1")
+    assert code == 2 and "nothing accepted it within 1 s" in err, err
 
 
 def test_an_unknown_option_shows_the_usage_of_its_subcommand(capsys) -> None:

@@ -300,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_streams)
 
     p = sub.add_parser("health", help="is the service up: status, uptime, streams, model",
-                       parents=[keys, clients, control_op])
+                       parents=[keys, clients, control_op], description=HEALTH_EXIT_STATUSES)
     p.set_defaults(run=cmd_health)
 
     p = sub.add_parser("ticklog", help="read a data directory's tick log back")
@@ -1421,9 +1421,27 @@ def _quiet(accepted: dict | None, refused: bool, uptime_s: float | None, idle_ov
     return idle > idle_over
 
 
+HEALTH_EXIT_STATUSES = (
+    "Prints the service's health reply as JSON. Exit status: 0 serving; 1 starting or degraded (the reply says why); "
+    "2 nothing answers (the service is down, or not yet bound in its first seconds), or another error; 3 connected, "
+    "but no reply within --timeout: a service is there and busy (a long forward, a restart catching up on what it "
+    "owes), not down. The engine answers between forwards, so a probe's --timeout must cover one forward under "
+    "load: while it is behind (heartbeats' behind, stats' owed_ticks) give it several seconds. A liveness probe should "
+    "restart on 2, and on 3 only once it has lasted far longer than a catch-up could (a stuck engine gives 3 too): "
+    "a restart while catching up starts the catch-up over, owing more.")
+HEALTH_BUSY = 3  # `health`'s exit status for a connected service that did not reply in time
+
+
 def cmd_health(args: argparse.Namespace) -> int | None:
-    with _control(args) as control:
-        reply = control.call("health")
+    from engine.service.client import ControlBusy
+
+    try:
+        with _control(args) as control:
+            reply = control.call("health")
+    except ControlBusy as e:  # up but late: its own status, so a probe tells it from down (2)
+        print(f"flashtick health: error: {e} (exit 3: up, but no reply in time; `flashtick health --help`)",
+              file=sys.stderr)
+        return HEALTH_BUSY
     print(_json({k: v for k, v in reply.items() if k != "ok"}, sort_keys=True))
     if reply.get("status") != "serving":  # a readiness check: 0 once it serves, 1 while it starts or is degraded
         return 1

@@ -54,6 +54,11 @@ class ControlTimeout(ControlError, TimeoutError):
     {ok: false} are plain ControlErrors."""
 
 
+class ControlBusy(ControlTimeout):
+    """No reply in time over a live connection (its handshake done, not dropped): a service is there and took the
+    request, but was too busy to answer (a long forward, a restart catching up), not down."""
+
+
 class ControlClient:
     """Requests to the control socket. Each `call` (and `request`) carries an `id` and takes only the reply with
     that id: a reply that comes after its call timed out is dropped when the next call reads it (counted in
@@ -156,8 +161,9 @@ class ControlClient:
             raise ControlUnreachable(f"no connection to {self.endpoint}: nothing accepted it within "
                                f"{self._connect_s:g} s; is the service running there?")
         if time.monotonic() >= deadline:
-            raise ControlTimeout(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): "
-                               f"{self._handshake.explain()}")
+            late = ControlBusy if self._handshake.live else ControlTimeout
+            raise late(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): "
+                       f"{self._handshake.explain()}")
 
     def send_raw(self, payload: bytes, timeout_ms: int | None = None) -> None:
         """Queue one request; a DEALER with no live connection cannot take it, so that is waited out here."""
