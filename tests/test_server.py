@@ -303,6 +303,49 @@ def test_heartbeats_and_metrics(server, feed) -> None:
     assert head.status == 200 and head.read() == b"" and int(head.headers["Content-Length"]) > 0
 
 
+def _sample(body: str, name: str) -> float:
+    found = re.search(rf"^flashtick_{name} (\S+)$", body, re.M)
+    assert found, f"no flashtick_{name} in\n{body}"
+    return float(found.group(1))
+
+
+def test_metrics_say_how_fresh_their_figures_are(server) -> None:
+    """/metrics serves the engine thread's last refresh (each heartbeat): a scrape could not tell fresh figures
+    from ones a stalled engine thread left behind. It has the heartbeat count and the refresh's time."""
+    url = server.endpoints["metrics"]
+    first = urllib.request.urlopen(url, timeout=10).read().decode()
+    stamp, beats = _sample(first, "stats_timestamp_seconds"), _sample(first, "heartbeats_total")
+    # the refresh of bind (before the first heartbeat: heartbeats_total 0), or a heartbeat's since
+    assert -1 < time.time() - stamp < 600 and beats >= 0
+    later = first
+    deadline = time.monotonic() + 60
+    while _sample(later, "heartbeats_total") <= beats and time.monotonic() < deadline:  # heartbeat_s: 0.2
+        time.sleep(0.05)
+        later = urllib.request.urlopen(url, timeout=10).read().decode()
+    assert _sample(later, "heartbeats_total") > beats and _sample(later, "stats_timestamp_seconds") > stamp
+
+
+def test_the_lag_a_scrape_reads_counts_the_time_since_the_last_refresh() -> None:
+    """A backlog's lag stayed flat for up to 10 s of scrapes between heartbeats while it grew: the data waiting at
+    the refresh has waited the time since too. Nothing waiting then stays 0."""
+    from engine.service.metrics import start_metrics_server
+
+    refreshed = time.time() - 30  # figures 30 s old: the oldest data then had waited 87 s
+    snapshots = iter([{"lag_s": 87.0, "stats_time": refreshed}, {"lag_s": 0.0, "stats_time": refreshed}])
+    metrics = start_metrics_server("127.0.0.1", 0, lambda: next(snapshots))
+    try:
+        url = f"http://127.0.0.1:{metrics.server_port}/metrics"
+        scraped_at = time.time()
+        behind = urllib.request.urlopen(url, timeout=10).read().decode()
+        waited = (scraped_at - refreshed, time.time() - refreshed)  # since the refresh: the scrape came in between
+        assert 87.0 + waited[0] - 0.001 <= _sample(behind, "lag_seconds") <= 87.0 + waited[1] + 0.001
+        assert _sample(behind, "stats_timestamp_seconds") == pytest.approx(refreshed, abs=0.001)
+        assert _sample(urllib.request.urlopen(url, timeout=10).read().decode(), "lag_seconds") == 0.0
+    finally:
+        metrics.shutdown()
+        metrics.server_close()
+
+
 def _scrape_abandoned(url: str) -> None:
     """What a scraper at its scrape_timeout does: send GET /metrics, then close at once with a reset (SO_LINGER 0)."""
     host, port = url.removeprefix("http://").split("/", 1)[0].rsplit(":", 1)

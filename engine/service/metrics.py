@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -24,6 +25,8 @@ COUNTERS = {
     "streams_expired": "Idle streams dropped (scheduler.stream_idle_s)",
     "auth_denied": "CURVE handshakes refused: client key not in curve.clients_dir",
     "handshakes_failed": "Handshakes on CURVE sockets that failed before a key was checked (a client without keys)",
+    "heartbeats": "Heartbeats the engine thread sent (limits.heartbeat_s apart while it runs): one that stops rising "
+                  "while the service answers scrapes is an engine thread stalled in a long forward, or stuck",
 }
 GAUGES = {
     "kv_cells_used": "KV cells held by sessions",
@@ -114,9 +117,20 @@ def resident_bytes() -> int | None:
         return None
 
 
-def render(snapshot: dict[str, Any]) -> str:
-    """The snapshot as Prometheus text. One with ``starting`` (the start's phase: the service loads its model
-    or replays its tick log) gives only what is known then: serving 0, the phase, the process's figures."""
+def lag_now(snapshot: dict[str, Any], now: float | None = None) -> float:
+    """``lag_s`` carried forward to ``now`` (time.time()): the snapshot's oldest waiting data, taken to wait still,
+    has waited the time since the snapshot too. Between heartbeats (seconds apart under load) a scrape then sees the
+    lag grow, where it saw a flat figure; 0 stays 0 (nothing waited at the refresh; what came since is not known)."""
+    lag = snapshot.get("lag_s", 0.0)
+    if not lag or "stats_time" not in snapshot:
+        return lag
+    return round(lag + max(0.0, (time.time() if now is None else now) - snapshot["stats_time"]), 3)
+
+
+def render(snapshot: dict[str, Any], now: float | None = None) -> str:
+    """The snapshot as Prometheus text (``now``: the scrape's time.time(), for the lag). One with ``starting`` (the
+    start's phase: the service loads its model or replays its tick log) gives only what is known then: serving 0,
+    the phase, the process's figures."""
     lines: list[str] = []
 
     def metric(name: str, kind: str, help_text: str, samples: list[tuple[str, float]]) -> None:
@@ -153,8 +167,13 @@ def render(snapshot: dict[str, Any]) -> str:
     if "owed_ticks" in snapshot:  # one engine's (a --shards front door owes a restart's answers otherwise)
         metric("owed_ticks", "gauge", "Ticks a restart owes answers for (logged but not computed before the stop) "
                "still to compute: 0 once it has caught up", [("", snapshot["owed_ticks"])])
-    metric("lag_seconds", "gauge", "Seconds the oldest data not yet computed has waited: accepted, or unread in the "
-           "ingest queue (limits.max_lag_s)", [("", snapshot.get("lag_s", 0.0))])
+    if "stats_time" in snapshot:
+        metric("stats_timestamp_seconds", "gauge", "When the engine thread last refreshed the figures here (each "
+               "heartbeat, each `stats` request), in seconds since the Unix epoch: time() minus it is their age",
+               [("", round(snapshot["stats_time"], 3))])
+    metric("lag_seconds", "gauge", "Seconds the oldest data not yet computed has waited, as of this scrape: accepted, "
+           "or unread in the ingest queue (limits.max_lag_s); the data waiting at the last refresh is taken to wait "
+           "still (an upper bound: lower if it was computed since; 0 when nothing waited then)", [("", lag_now(snapshot, now))])
     rejected = snapshot.get("rejected", {})
     metric("rejected_total", "counter", "Ticks or messages rejected, by reason",
            [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())])  # none yet: no sample (no fake reason)

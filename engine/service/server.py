@@ -533,7 +533,9 @@ class Server:
 
     def _refresh_snapshot(self) -> None:
         data = getattr(self.pipeline, "data", None)
-        self._snapshot = {**self.pipeline.stats(), **self.counters, "uptime_s": time.time() - self.started_at,
+        now = time.time()  # stats_time: how fresh a reader (/metrics) finds these figures
+        self._snapshot = {**self.pipeline.stats(), **self.counters, "uptime_s": now - self.started_at,
+                          "stats_time": now,
                           "kv_thrash": self._kv_thrash, "process_resident_memory_bytes": resident_bytes(),
                           "process_start_time_seconds": PROCESS_START_TIME,
                           **({"log_problem": data.problem} if data is not None else {})}
