@@ -37,9 +37,10 @@ class Engine:
             (rows,) = self.run([Advance(self.scheduler.header, [], "last")])  # (1, vocab)
             self.scheduler.header_logits = rows[-1]  # predicts every stream's first token (its first surprise)
 
-    def step(self) -> StepReport | None:
-        """One forward; None when there was nothing to do."""
-        plan = self.scheduler.plan()
+    def step(self, max_tokens: int | None = None) -> StepReport | None:
+        """One forward (of about ``max_tokens`` at most, when given: Scheduler.plan); None when there was nothing
+        to do."""
+        plan = self.scheduler.plan(max_tokens)
         if plan is None:
             return None
         self._in_flight = True  # the plan took its chunks off the queues: busy until they are committed

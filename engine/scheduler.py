@@ -301,11 +301,15 @@ class Scheduler:
 
     # -- planning --------------------------------------------------------------------------------
 
-    def plan(self) -> Plan | None:
-        """The next forward within every budget, its KV allocated; None when there is nothing to do."""
+    def plan(self, max_tokens: int | None = None) -> Plan | None:
+        """The next forward within every budget, its KV allocated; None when there is nothing to do.
+        ``max_tokens``: a smaller budget for this forward alone, its advances and probes together (a stop's last
+        forwards, sized to the time it has left); one stream's next chunk and its first due queries still go."""
         self._plans += 1
         self._victims = None
-        plan = self._plan_advances()
+        advance_budget = self.config.max_batch_tokens if max_tokens is None else \
+            min(max_tokens, self.config.max_batch_tokens)
+        plan = self._plan_advances(advance_budget)
         asks = list(self._asks)
         self._asks.clear()
         # idle work runs when nothing else does, and every IDLE_EVERY plans regardless
@@ -314,6 +318,8 @@ class Scheduler:
         if not plan.advances and not asks and not plan.copies:
             return None
         budget = self.config.max_probe_tokens
+        if max_tokens is not None:  # what the advances left (at least 1: the first cut's queries go past it)
+            budget = min(budget, max(1, max_tokens - sum(len(item.tokens) for item in plan.advances)))
         for job in asks:  # on-demand first; one that cannot fit waits for the next forward
             if self._ticks_after(plan, job.stream) < job.after_ticks:
                 self._asks.append(job)  # ticks accepted before it are still queued
@@ -435,11 +441,10 @@ class Scheduler:
         return (f"probe of {longest} tokens on stream {job.stream!r} would pass the model's {limit} positions "
                 f"(raise scheduler.probe_reserve or shorten the question)")
 
-    def _plan_advances(self) -> Plan:
-        """Advances for the streams that waited longest, within the token budget and the KV pool. A stream's
+    def _plan_advances(self, budget: int) -> Plan:
+        """Advances for the streams that waited longest, within the token ``budget`` and the KV pool. A stream's
         advance may span many tick groups; each group it closes is a cut, where standing queries are due."""
         plan = Plan()
-        budget = self.config.max_batch_tokens
         waiting = sorted((s for s in self.streams.values() if s.pending), key=lambda s: s.waiting_since)
         for state in waiting:
             if len(plan.advances) >= self.config.max_batch_streams:

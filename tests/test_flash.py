@@ -370,6 +370,21 @@ def test_probe_budget_spreads_questions_over_forwards_and_loses_none(checkpoint)
         torch.testing.assert_close(logits, direct, atol=1e-5, rtol=0)  # batched vs alone, as in test_session
 
 
+def test_a_forward_given_a_smaller_budget_takes_no_more_and_loses_nothing(checkpoint) -> None:
+    """A stop sizes its last forwards to the time it has left (Server._drain): Engine.step(max_tokens)."""
+    config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16}})
+    pipeline = TickPipeline(config)
+    engine = Engine(pipeline.runner, SchedulerConfig(max_batch_tokens=160))
+    for round_no in range(4):
+        for name in ("A", "B", "C", "D", "E"):
+            engine.submit(name, [1, 2, 3, ord(name) % 40], event_ts=round_no)  # 5 streams x 4 chunks of 4 tokens
+    assert engine.step(max_tokens=8).tokens == 8  # two whole chunks
+    assert engine.step(max_tokens=1).tokens == 4  # one chunk goes, whatever the budget
+    assert engine.step().tokens == 80 - 12  # the configured budget again: the rest
+    assert engine.step() is None
+    assert [len(s.session.tokens) for s in engine.scheduler.streams.values()] == [16] * 5
+
+
 def test_a_startup_query_the_model_cannot_answer_stops_the_start_not_every_step(checkpoint, tmp_path) -> None:
     queries = tmp_path / "q.yaml"
     queries.write_text("queries:\n  - {name: dir, streams: ['*'], question: direction_20, kind: choice}\n"

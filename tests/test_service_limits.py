@@ -21,6 +21,7 @@ from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMark
 from connectors.ticks import InvalidTick, encode
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError
 from engine.service.config import ServiceConfig
+from engine.service.forward_pace import ForwardPace
 from engine.service.pipeline import TickPipeline
 from engine.service.server import HEARTBEAT_TOPIC, REJECTS_TOPIC, Server
 from conftest import serving
@@ -531,6 +532,50 @@ def test_a_stop_reads_what_the_feeds_had_queued_before_closing_its_sockets(check
         time.sleep(0.5)  # every message is in the server's queue (127.0.0.1), few of them read
         assert server.pipeline.ticks_in < len(sent)
     assert server.pipeline.ticks_in == len(sent)
+
+
+def test_a_stop_reads_the_queue_only_until_drain_s_and_says_what_it_left_unread(checkpoint, tmp_path, capsys) -> None:
+    """A reviewer's SIGTERM with limits.drain_s 10 took 17 s: reading the queued messages alone took 13 s, past the
+    deadline. Now the reading ends at the deadline too, and the stop says it left messages in the queue (never
+    accepted: a feed resumes from `streams`); what it did read is accepted, in the tick log for the next start."""
+    sent = ticks(2000, seed=4)
+    config = pipeline_config(checkpoint, endpoints=EPHEMERAL, log={"dir": str(tmp_path / "data")},
+                             limits={"drain_s": 0.001})
+    server = Server(config)
+    server.bind()
+    push = zmq.Context.instance().socket(zmq.PUSH)
+    push.linger = 0
+    push.connect(server.endpoints["ingest"])
+    try:
+        for tick in sent:  # one tick a message: reading all 2,000 takes far more than the 1 ms the stop has
+            push.send(encode(tick))
+        assert dict(server.poller.poll(30_000))  # they wait in the ingest queue: the loop has not started
+        server.stop()  # the stop comes first, with the whole queue unread
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        thread.join(60)
+        assert not thread.is_alive()
+    finally:
+        push.close()
+    said = capsys.readouterr().err
+    assert "stopped reading at limits.drain_s=0.001 s with messages still queued at the ingest sockets: they are " \
+           "not accepted" in said
+    assert server.pipeline.ticks_in < len(sent)
+    restarted = TickPipeline(config)  # what the stop read (it may be none) is in the tick log, no more, no less
+    try:
+        assert restarted.ticks_in == server.pipeline.ticks_in
+    finally:
+        restarted.close()
+
+
+def test_a_forward_pace_sizes_a_forward_to_the_time_left() -> None:
+    pace = ForwardPace()
+    assert pace.tokens_within(1.0) == 1  # no forward timed yet: the smallest one, which times the pace
+    pace.add(1000, 0.5)
+    pace.add(0, 3.0)  # (a forward of nothing teaches nothing)
+    pace.add(3000, 2.5)
+    assert pace.seconds_per_token == pytest.approx(3.0 / 4000)
+    assert pace.tokens_within(0.3) == 400 and pace.tokens_within(0.0) == 0 and pace.tokens_within(-1.0) == 0
 
 
 def test_data_waiting_past_max_lag_s_is_behind_whatever_its_token_count(checkpoint) -> None:

@@ -217,6 +217,9 @@ def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+METRICS_POLL_S = 0.1  # a stop's shutdown() waits for the serving thread's next poll (http.server's default: 0.5 s)
+
+
 # a scraper that gives up (Prometheus at its scrape_timeout, `curl -m`) closes the connection, often with a reset,
 # before the reply is written: normal, not the service's fault, and no news for its log
 CLIENT_GONE_ERRORS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
@@ -258,5 +261,6 @@ def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, 
             pass
 
     server = MetricsHTTPServer((host, port), Handler)
-    threading.Thread(target=server.serve_forever, name="flashtick-metrics", daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": METRICS_POLL_S}, name="flashtick-metrics",
+                     daemon=True).start()
     return server

@@ -594,9 +594,10 @@ class TickPipeline:
         if self.data is not None:
             self.data.close()
 
-    def step(self) -> StepReport | None:
-        """One engine forward; its answers are the caller's to publish (already kept: see ``_kept``)."""
-        report = self.engine.step()
+    def step(self, max_tokens: int | None = None) -> StepReport | None:
+        """One engine forward (``max_tokens``: Engine.step); its answers are the caller's to publish (already kept:
+        see ``_kept``)."""
+        report = self.engine.step(max_tokens)
         if report is not None:
             self._kept(report.outcomes)
         return report

@@ -39,6 +39,7 @@ from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, FailedHandshakes, allowed_client_keys, server_keypair
 from engine.service.config import ServiceConfig
 from engine.service.durability import new_epoch
+from engine.service.forward_pace import ForwardPace
 from engine.service.metrics import process_start_time, resident_bytes
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
@@ -62,7 +63,13 @@ TOKENIZED_MARKER = b"tokens"
 # GaplessSubscriber fetches whatever it still missed when a heartbeat shows the restart). libzmq reconnects a SUB
 # that had not read all the old connection's messages only once it reads them: such a one misses them (seqs show it)
 RECONNECT_GRACE_S = 1.0
-LAST_READ_S = 1.0  # the read right before the sockets close, past limits.drain_s: reading is cheap, losing is not
+# the end of limits.drain_s kept for a last read of the ingest queues (at most this, and a tenth of drain_s): what
+# came while the stop computed is read (accepted and logged), not dropped with the socket
+LAST_READ_S = 1.0
+LAST_READ_SHARE = 0.1
+# a stop's forwards are each sized to this share of the time it has left, at the recent forwards' pace: one that runs
+# twice as slow as they did (a loaded machine's pace moves) still ends in time
+FORWARD_SHARE_OF_TIME_LEFT = 0.5
 ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every listed query's own (clipped) message
 # The wire protocol's version, in `health` replies and heartbeats (docs/wire-protocol.md, "Compatibility"): it
 # stays while changes are additions a parser can ignore (a new key, op, reason or topic), and goes up with
@@ -133,6 +140,8 @@ class Server:
         self.endpoints: dict[str, str] = {}
         self.ready = threading.Event()
         self._stop = threading.Event()
+        self._stop_requested: float | None = None  # monotonic time of the first stop(): limits.drain_s counts from it
+        self._pace = ForwardPace()  # the recent forwards' seconds per token: the stop sizes its forwards to its time
         self._sockets: dict[str, zmq.Socket] = {}
         self._feed_watches: dict[str, FeedWatch] = {}  # socket name -> its external feed's connection and counts
         self.started_at = time.time()
@@ -261,6 +270,8 @@ class Server:
             self._auth.start()
 
     def stop(self) -> None:
+        if self._stop_requested is None:
+            self._stop_requested = time.monotonic()
         self._stop.set()
 
     def serve_forever(self) -> None:
@@ -291,6 +302,8 @@ class Server:
                 self.pipeline.ingest_unread_s = time.monotonic() - min(unread) if unread else 0.0
                 if self._sockets["control"] in events:
                     self._drain_control()
+                if self._stop.is_set():
+                    break  # not a full forward now: the drain sizes its forwards to limits.drain_s
                 self._step()
                 if time.monotonic() >= next_heartbeat:
                     self._heartbeat()
@@ -302,49 +315,70 @@ class Server:
 
     def _drain(self) -> None:
         """On stop: read what the feeds already handed to the ingest sockets and compute (and publish) what was
-        accepted, again while more arrives meanwhile, within limits.drain_s; then read once more right before the
-        sockets close (accepted and logged: a restart owes their answers), so only what is still on the wire when
-        they close is lost, not whatever came while the drain computed. Say what is left."""
-        deadline = time.monotonic() + self.config.limits.drain_s
-        read = self._read_queued_ingest(deadline)
+        accepted, again while more arrives meanwhile; then read once more right before the sockets close (accepted
+        and logged: a restart owes their answers), so only what is still on the wire when they close is lost, not
+        whatever came while the drain computed. All of it within limits.drain_s of the stop: each forward sized to
+        the time left (at the recent forwards' pace), reading stopped at the deadline; what was not read stays
+        unaccepted (a feed resumes from `streams`). Say what is left."""
+        drain_s = self.config.limits.drain_s
+        deadline = (self._stop_requested or time.monotonic()) + drain_s
+        compute_until = deadline - min(LAST_READ_S, LAST_READ_SHARE * drain_s)  # the rest is the last read's
+        read = self._read_queued_ingest(compute_until)
         drained = 0  # tokens computed by the drain: pending before each round of forwards less pending after it
         while True:
             pending = self.pipeline.pending_tokens()
-            while self.pipeline.busy and time.monotonic() < deadline:
-                self._step()
+            while self.pipeline.busy and (tokens := self._pace.tokens_within(
+                    FORWARD_SHARE_OF_TIME_LEFT * (compute_until - time.monotonic()))):
+                self._step(tokens)
             drained += max(0, pending - self.pipeline.pending_tokens())
-            if time.monotonic() >= deadline or not (more := self._read_queued_ingest(deadline)):
+            if time.monotonic() >= compute_until or not (more := self._read_queued_ingest(compute_until)):
                 break
             read += more
-        read += self._read_queued_ingest(time.monotonic() + LAST_READ_S)  # (accepted, not computed: left)
+        read += self._read_queued_ingest(deadline)  # (accepted, not computed: left)
+        self._say_drained(read, drained, unread=time.monotonic() >= deadline and self._ingest_unread())
+
+    def _say_drained(self, read: int, drained: int, unread: bool) -> None:
         left = self.pipeline.pending_tokens()
+        drain_s = self.config.limits.drain_s
         if read:
             print(f"flashtick: read {read} messages the feeds had queued before stopping; a message sent after this "
                   f"is not read (a feed resumes from `streams` once the service is back: `flashtick feed` does)",
                   file=sys.stderr, flush=True)
+        if unread:
+            print(f"flashtick: stopped reading at limits.drain_s={drain_s:g} s with messages still queued at the "
+                  f"ingest sockets: they are not accepted (a feed resumes from `streams` once the service is back: "
+                  f"`flashtick feed` does)", file=sys.stderr, flush=True)
         if drained or left:
             print(f"flashtick: drained {drained} pending tokens before stopping"
-                  + (f"; {left} still pending after limits.drain_s={self.config.limits.drain_s} s" if left else ""),
+                  + (f"; {left} still pending after limits.drain_s={drain_s:g} s" if left else ""),
                   file=sys.stderr, flush=True)
 
+    def _ingest_unread(self) -> bool:
+        """Whether an ingest socket still holds messages (the drain's time ran out before them)."""
+        return any(sock.poll(0) for name, sock in self._sockets.items() if name == "ingest" or name.startswith("feed"))
+
     def _read_queued_ingest(self, deadline: float) -> int:
-        """Messages waiting in the ingest sockets' queues: ZeroMQ took them from the feeds, which will not send
-        them again, and closing the sockets would drop them unread. Read now, they are accepted (in the tick log,
-        when there is one, so a restart owes their answers) or refused with a reason like any other message.
-        Returns how many were read."""
+        """Messages waiting in the ingest sockets' queues, read until ``deadline``: ZeroMQ took them from the feeds,
+        which will not send them again, and closing the sockets drops them unread. Read, they are accepted (in the
+        tick log, when there is one, so a restart owes their answers) or refused with a reason like any other
+        message. Returns how many were read."""
         before = self.counters["ingest_messages"]
         for name, sock in self._sockets.items():
             if name != "ingest" and not name.startswith("feed"):
                 continue
-            while time.monotonic() < deadline and not self._drain_ingest(sock):
+            while time.monotonic() < deadline and not self._drain_ingest(sock, until=deadline):
                 pass
         return self.counters["ingest_messages"] - before
 
-    def _step(self) -> None:
+    def _step(self, max_tokens: int | None = None) -> None:
+        """One forward (of about ``max_tokens`` at most, when given) and its answers out."""
         for rejection in published_rejections(self.pipeline.flush_held()):  # the quotes conflation kept aside
             self._send(REJECTS_TOPIC, rejection)
         try:
-            report = self.pipeline.step()
+            started = time.monotonic()
+            report = self.pipeline.step(max_tokens)
+            if report is not None:
+                self._pace.add(report.tokens, time.monotonic() - started)
             for outcome in report.outcomes if report is not None else []:
                 self._deliver(outcome)
         except Exception as e:  # a bug must not take the service down: count it, say it, keep serving
@@ -383,12 +417,13 @@ class Server:
 
     # -- ingest ---------------------------------------------------------------------------------
 
-    def _drain_ingest(self, sock: zmq.Socket, watch: FeedWatch | None = None) -> bool:
+    def _drain_ingest(self, sock: zmq.Socket, watch: FeedWatch | None = None, until: float | None = None) -> bool:
         """Read and ingest the socket's queued messages; True once its queue is empty, False when this turn's
-        share ran out first (messages wait unread: `ingest_unread_s`). ``watch``: an external feed's, counting."""
+        share ran out first (messages wait unread: `ingest_unread_s`), or the time ``until`` came (a stop's).
+        ``watch``: an external feed's, counting."""
         # bounded in messages and in time: a flood of costly messages (a 1 MiB list of bad ticks is a million
         # rejections) must not keep the loop from control requests, forwards and heartbeats
-        deadline = time.monotonic() + DRAIN_SLICE_S
+        deadline = time.monotonic() + DRAIN_SLICE_S if until is None else min(time.monotonic() + DRAIN_SLICE_S, until)
         for _ in range(self.config.limits.max_ingest_per_step):
             if time.monotonic() > deadline:
                 return False

@@ -227,9 +227,10 @@ class ShardedPipeline:
 
     # -- the loop's step: send, collect, publish ------------------------------------------------
 
-    def step(self) -> StepReport | None:
+    def step(self, max_tokens: int | None = None) -> StepReport | None:
         """Send each idle shard its work, collect the replies that are in (waiting at most WAIT_S), and
-        return the answers and ask replies they brought (standing answers already numbered and logged)."""
+        return the answers and ask replies they brought (standing answers already numbered and logged).
+        ``max_tokens`` is not used: the shards size their own forwards, and this waits at most WAIT_S."""
         ray = ray_module()
         outcomes: list[JobOutcome] = []
         self._poll_reads()
