@@ -604,8 +604,11 @@ class Server:
             window = engine.scheduler.window if engine is not None else self.config.scheduler.window
             block = self.config.kv.block_size  # a window, and the block a roll may straddle (configuration.md)
             if engine is not None:  # an estimate, not what is resident: the pool is too small to hold it
-                want = (f"want about {_kv_cells_wanted(engine.scheduler.streams.values(), window, block)} KV cells "
-                        f"to stay resident (whole blocks of {block}: a quiet stream wants one)")
+                held = engine.scheduler.streams.values()
+                # what they want now grows as their windows fill: a pool sized to it alone thrashes again later
+                full = _kv_cells_at_full_windows(len(held), window, block)
+                want = (f"want about {_kv_cells_wanted(held, window, block)} KV cells to stay resident now (whole "
+                        f"blocks of {block}: a quiet stream wants one); up to {full} once every window is full")
             else:
                 want = (f"want up to {streams} x {window + block} = {streams * (window + block)} KV cells" if window
                         else "want more KV cells")
@@ -888,6 +891,12 @@ def _kv_cells_wanted(streams: Iterable[Stream], window: int, block: int) -> int:
         positions = len(state.session.tokens)
         wanted += -(-min(positions, window) // block) * block + (block if positions >= window else 0)
     return wanted
+
+
+def _kv_cells_at_full_windows(streams: int, window: int, block: int) -> int:
+    """KV cells for ``streams`` streams to stay resident once each has reached the window: the window in whole
+    blocks, plus the block its roll straddles (docs/configuration.md: 300 streams x 544 for the built-in model)."""
+    return streams * (-(-window // block) * block + block)
 
 
 def _framing_error(frames: list[bytes], tick_first: bool = False) -> str:
