@@ -13,6 +13,7 @@ import heapq
 
 import torch
 
+from engine.memory_limit import pool_over_memory_limit
 from engine.models.config import ModelConfig
 from engine.settings import CacheSpec
 
@@ -106,13 +107,18 @@ class KVCache:
         shape = (config.num_layers, 2, config.num_kv_heads, self.num_blocks * self.block_size, config.head_dim)
         # bytes one cell (a token's K and V in every layer) takes: what sizes kv.cells against memory
         self.cell_bytes = config.kv_bytes_per_token * dtype.itemsize
+        cells = self.num_blocks * self.block_size
+        pool = (f"the KV pool of {cells} cells x {self.cell_bytes} bytes per cell (this model, {dtype}) = "
+                f"{cells * self.cell_bytes / 2**30:.1f} GiB")
+        # a pool in host memory past the cgroup's limit is not refused by the allocator: the kernel kills the process
+        if torch.device(device).type == "cpu" and (
+                problem := pool_over_memory_limit(cells * self.cell_bytes, self.cell_bytes)) is not None:
+            raise MemoryError(f"kv.cells / kv.bytes: {pool} {problem}")
         try:
             self.tensor = torch.zeros(shape, dtype=dtype, device=device)
         except (RuntimeError, MemoryError) as e:  # the allocator's own words name neither the key nor the size
-            cells = self.num_blocks * self.block_size
-            raise MemoryError(f"kv.cells / kv.bytes: cannot allocate the KV pool of {cells} cells x {self.cell_bytes} "
-                              f"bytes per cell (this model, {dtype}) = {cells * self.cell_bytes / 2**30:.1f} GiB on "
-                              f"{device}: lower kv.cells or kv.bytes ({type(e).__name__})") from None
+            raise MemoryError(f"kv.cells / kv.bytes: cannot allocate {pool} on {device}: lower kv.cells or kv.bytes "
+                              f"({type(e).__name__})") from None
 
     def new_pool(self) -> BlockPool:
         """An empty pool over exactly these cells."""

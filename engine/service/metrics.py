@@ -108,15 +108,6 @@ def process_start_time() -> float | None:
         return None
 
 
-def resident_bytes() -> int | None:
-    """This process's resident memory (RSS) from /proc (Linux); None where there is none."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def lag_now(snapshot: dict[str, Any], now: float | None = None) -> float:
     """``lag_s`` carried forward to ``now`` (time.time()): the snapshot's oldest waiting data, taken to wait still,
     has waited the time since the snapshot too. Between heartbeats (seconds apart under load) a scrape then sees the

@@ -35,12 +35,13 @@ from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own 
 from connectors.encoder import published_rejections
 from connectors.ticks import NotMsgpack, RepeatedKeys, read_msgpack, slash_hint, wire_type, wire_value
 from engine.jobs import JobOutcome
+from engine.memory_limit import resident_bytes
 from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, FailedHandshakes, allowed_client_keys, server_keypair
 from engine.service.config import ServiceConfig
 from engine.service.durability import new_epoch
 from engine.service.forward_pace import ForwardPace
-from engine.service.metrics import process_start_time, resident_bytes
+from engine.service.metrics import process_start_time
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
 from engine.service.sharded import ShardedPipeline
