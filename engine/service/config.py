@@ -215,7 +215,7 @@ class LimitsSection:
     # lag: keep everything, say so (heartbeat, metric, warning); shed: refuse new ticks; conflate: keep every trade
     # and of each stream's quotes only the newest that arrived between two forwards
     when_behind: str = "lag"
-    drain_s: float = 10.0  # on SIGTERM/SIGINT, seconds spent computing what was accepted before exiting
+    drain_s: float = 10.0  # on SIGTERM/SIGINT/SIGHUP, seconds from the signal to read the queue and compute, then exit
     max_waiting_asks: int = 1024  # asks waiting for a forward, all clients together; more are refused at once
     # queries
     max_yaml_bytes: int = 256 << 10  # a query document (file or register request)
