@@ -569,10 +569,10 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
 
 def _exit_now(code: int) -> NoReturn:
     """End a `serve` process now, its work done (its logs closed, its summary said). Python's own exit tears the
-    heap down object by object (and ran a full cyclic collection over it): 0.45 s after an idle serve on a 2-core
-    machine, 2.7 s measured at load average 10, past a supervisor's stop time-out sized from limits.drain_s, and
-    with triton loaded its bindings (nanobind) reported each object still alive as a leak. The atexit handlers
-    still run (Ray's, with shards) and the output is flushed; the threads left are daemons."""
+    heap down object by object: 0.45 s after an idle serve on a 2-core machine, 2.7 s measured at load average 10,
+    past a supervisor's stop time-out sized from limits.drain_s (and with triton loaded its bindings, nanobind,
+    reported each object still alive as a leak). The atexit handlers still run (Ray's, with shards) and the output
+    is flushed; the threads left are daemons."""
     atexit._run_exitfuncs()  # noqa: SLF001 - what Python's exit would run, without the teardown after it
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -319,8 +319,8 @@ class Server:
         accepted, again while more arrives meanwhile; then read once more right before the sockets close (accepted
         and logged: a restart owes their answers), so only what is still on the wire when they close is lost, not
         whatever came while the drain computed. All of it within limits.drain_s of the stop: each forward sized to
-        the time left (at the recent forwards' pace), reading stopped at the deadline; what was not read stays
-        unaccepted (a feed resumes from `streams`). Say what is left."""
+        a share of the time left (at the recent forwards' pace), the last read given the end of it, reading stopped
+        at the deadline; what was not read stays unaccepted (a feed resumes from `streams`). Say what is left."""
         drain_s = self.config.limits.drain_s
         deadline = (self._stop_requested or time.monotonic()) + drain_s
         compute_until = deadline - min(LAST_READ_S, LAST_READ_SHARE * drain_s)  # the rest is the last read's
