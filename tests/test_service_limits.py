@@ -375,9 +375,41 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
         said = []
         # (a heartbeat between the burst's messages says part of them; the next line, up to BEHIND_WARNING_EVERY_S
         # later, the rest: the running total is what must reach 1700)
-        wait_for(lambda: said.append(capsys.readouterr().err) or "(1700 in all;" in "".join(said), timeout_s=30)
-        assert "(1700 in all; scheduler.when_full: evict, scheduler.max_streams: 300" in "".join(said)
-        wait_for(lambda: not server.pipeline.engine.busy, timeout_s=30)
+        wait_for(lambda: said.append(capsys.readouterr().err) or "(1700 in all)" in "".join(said), timeout_s=60)
+        assert "(1700 in all): scheduler.max_streams 300 reached (raise it" in "".join(said)
+        wait_for(lambda: not server.pipeline.engine.busy, timeout_s=60)
+
+
+def test_refused_new_streams_are_said_with_the_limit_that_refused_them(checkpoint, capsys) -> None:
+    """when_full: refuse promises each stream a full window: a pool of 1,280 cells admits 4 streams of 256 tokens,
+    while max_streams is 100 and the pool is mostly empty. The log said `scheduler.max_streams: 100, kv cells 96 of
+    1280 in use`, pointing at the wrong limit; it names the one that refused them. `flashtick streams NAME` exits 1
+    for a name that was refused (0 for one accepted)."""
+    from connectors.ticks import trade
+    from engine.service.cli import main
+
+    with live_server(checkpoint, kv={"cells": 1280, "block_size": 16},
+                     scheduler={"when_full": "refuse", "window": 256, "max_streams": 100},
+                     limits={"heartbeat_s": 0.1}) as (server, push):
+        market = [trade(f"NEW{i % 6}", 1_700_000_000_000_000_000 + i, 100.0, 1.0, "buy") for i in range(60)]
+        push.send(encode(market))
+        wait_for(lambda: server.pipeline.ticks_in + server.pipeline.rejected["stream_refused"] == 60, timeout_s=60)
+        said: list[str] = []
+        wait_for(lambda: said.append(capsys.readouterr().err) or "ticks of new streams" in "".join(said), timeout_s=60)
+        line = next(x for x in "".join(said).splitlines() if "ticks of new streams" in x)
+        assert "admitted 4 streams, the most kv.cells=1280 holds at a full window of 256 tokens each " \
+               "(scheduler.when_full: refuse;" in line, line
+        assert "max_streams" not in line, line
+        held = sorted(server.pipeline.engine.scheduler.streams)
+        refused = sorted({t.stream for t in market} - set(held))
+        control = ["--control", server.endpoints["control"]]
+        assert main(["streams", refused[0], *control]) == 1
+        out, err = capsys.readouterr()
+        assert out.startswith(f"{refused[0]}\trefused (") and "the KV pool holds 4 streams of 256 tokens" in err
+        assert main(["streams", held[0], *control]) == 0
+        capsys.readouterr()
+        assert main(["streams", held[0], refused[-1], "--json", *control]) == 1
+        assert list(json.loads(capsys.readouterr().out)["refused"]) == [refused[-1]]
 
 
 

@@ -290,11 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_scores)
 
     p = sub.add_parser("streams", help="each stream's last accepted tick (ts, count): where a feed resumes after "
-                       "a restart", parents=[keys, clients, control_op])
+                       "a restart; exit 1 when a name given was refused (admission turned it away, or every tick "
+                       "of it was bad)", parents=[keys, clients, control_op])
     p.add_argument("names", nargs="*", type=stream_name, help="stream names (default: every stream)")
     p.add_argument("--idle-over", type=_non_negative, metavar="SECONDS",
                    help="list only the streams with no tick for longer than SECONDS (a name given and never seen "
-                        "too) and exit 1 when there is one: a check for a feed gone quiet")
+                        "too) and exit 1 when there is one: a check for a feed gone quiet (exit 1 also when a name "
+                        "given was refused)")
     p.add_argument("--json", action="store_true", help="one JSON object: streams (name -> {ticks, last_ts, "
                    "at_last_ts, idle_s} or null) and refused")
     p.set_defaults(run=cmd_streams)
@@ -1414,11 +1416,13 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             quiet = "" if idle == "absent" else f"\tidle {idle:.1f}s" if idle is not None else \
                 f"\tidle over {uptime_s:.0f}s (none since the start)" if uptime_s is not None else "\tidle n/a"
             print(f"{shown_name(name)}\tlast_ts {accepted['last_ts']}\tticks {accepted['ticks']}{quiet}")
+    # a name given that admission turned away holds nothing: a script checking its feeds hears it in the status
+    named_refused = any(name in refused for name in args.names)
     if args.idle_over is not None:
         print(f"flashtick streams: {len(listed)} stream{'s' if len(listed) != 1 else ''} with no tick for over "
               f"{args.idle_over:g}s", file=sys.stderr)
-        return 1 if listed else 0
-    return None
+        return 1 if listed or named_refused else 0
+    return 1 if named_refused else None
 
 
 def _quiet(accepted: dict | None, refused: bool, uptime_s: float | None, idle_over: float) -> bool:

@@ -47,6 +47,7 @@ from engine.service.durability import (DataDir, RegistrationMarks, answer_tail, 
                                        answers_owed_at_latest, configured_queries, owed_jobs, register_changed,
                                        restart_owes, steps_while_full)
 from engine.service.live_scores import LiveScores
+from engine.service.rejections import admission_limit
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import CompiledQuery, QueryCompileError, compile_query
@@ -449,6 +450,12 @@ class TickPipeline:
             log_or_refuse(self.data, item)
         self._enqueue(item)
         self._accepted(item)
+
+    def admission_limit(self) -> str:
+        """Which limit turns new streams away (rejections.admission_limit), for the log and an ask's error."""
+        scheduler, config = self.engine.scheduler, self.config.scheduler
+        return admission_limit(config.max_streams, config.when_full, scheduler.max_streams_admitted, scheduler.window,
+                               scheduler.pool.capacity_cells)
 
     def flush_held(self) -> list[dict[str, Any]]:
         """Submit the quotes conflation holds (before each forward); returns the rejections."""

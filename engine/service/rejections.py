@@ -46,3 +46,16 @@ def no_accepted_tick(stream: str, ticks: int, first_error: str) -> str:
     why"), where "has sent no data" would send the operator to the feed."""
     return (f"stream {excerpt(stream)} has no accepted tick: its {counted(ticks, 'tick')} "
             f"{'was' if ticks == 1 else 'were'} refused (the first: {first_error})")
+
+
+def admission_limit(max_streams: int, when_full: str, admitted: int, window: int, cells: int,
+                    shards: int = 0) -> str:
+    """Which limit turns new streams away, in words: the lower of scheduler.max_streams and, with when_full: refuse,
+    the streams the KV pool holds at a full window each (``admitted``, of ``window`` tokens in ``cells``). Admission
+    checks both, so the lower is the one met; with ``shards``, each shard's own limits."""
+    each = f" on each of {shards} shards" if shards else ""
+    if when_full == "refuse" and admitted < max_streams:
+        return (f"admitted {admitted} streams{each}, the most kv.cells={cells} holds at a full window of {window} "
+                f"tokens each (scheduler.when_full: refuse; raise kv.cells, or keep when_full: evict for many mostly "
+                f"quiet streams)")
+    return f"scheduler.max_streams {max_streams} reached{each} (raise it to admit more streams)"

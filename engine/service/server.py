@@ -554,16 +554,14 @@ class Server:
     def _say_refused_streams(self) -> None:
         """New streams turned away (scheduler.when_full: refuse, or scheduler.max_streams) are refused on
         `_rejects/` one by one; the operator reading the log hears of them too, at most every
-        BEHIND_WARNING_EVERY_S."""
+        BEHIND_WARNING_EVERY_S, with the limit that refused them (not both limits beside a pool's use: a pool that
+        admits 30 streams of a full window each is mostly empty while they are new)."""
         refused = self._snapshot["rejected"].get("stream_refused", 0)
         if refused <= self._refused_said or time.monotonic() < self._next_refused_warning:
             return
         self._next_refused_warning = time.monotonic() + BEHIND_WARNING_EVERY_S
-        scheduler = self.config.scheduler
         print(f"flashtick: refused {refused - self._refused_said} ticks of new streams since the last such line "
-              f"({refused} in all; scheduler.when_full: {scheduler.when_full}, scheduler.max_streams: "
-              f"{scheduler.max_streams}, kv cells {self._snapshot.get('kv_cells_used', 0)} of "
-              f"{self._snapshot.get('kv_cells_capacity', 0)} in use; `_rejects/` names the streams)",
+              f"({refused} in all): {self.pipeline.admission_limit()}; `_rejects/` names the streams",
               file=sys.stderr, flush=True)
         self._refused_said = refused
 
@@ -772,8 +770,8 @@ class Server:
             return ControlError(no_accepted_tick(stream, *self._refused_streams[stream]))
         refused = self.pipeline.rejected.get("stream_refused", 0)  # (the count alone: stats() walks every stream)
         return ControlError(f"stream {excerpt(stream)} has sent no data" + (
-            f" that was accepted ({refused} ticks of new streams were refused as stream_refused: scheduler.when_full: "
-            f"refuse, or scheduler.max_streams; `_rejects/` names them)" if refused else "") + slash_hint(stream))
+            f" that was accepted ({refused} ticks of new streams were refused as stream_refused: "
+            f"{self.pipeline.admission_limit()}; `_rejects/` names them)" if refused else "") + slash_hint(stream))
 
     def _op_answers(self, request: dict, _reply: Any) -> dict:
         """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""

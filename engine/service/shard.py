@@ -148,7 +148,8 @@ class Shard:
         """What the front door's encoders and admission checks need to know of this engine."""
         scheduler = self.engine.scheduler
         return {"vocab_size": self.runner.config.vocab_size, "max_chunk_tokens": scheduler.max_chunk_tokens,
-                "max_streams_admitted": scheduler.max_streams_admitted, "pid": os.getpid()}
+                "max_streams_admitted": scheduler.max_streams_admitted, "window": scheduler.window,
+                "kv_cells": scheduler.pool.capacity_cells, "pid": os.getpid()}
 
     # -- restore -----------------------------------------------------------------------------------
 

@@ -49,6 +49,7 @@ from engine.service.pipeline import (
     answer_heads, build_codec, compile_fitting, conflating, log_or_refuse, overloaded, say, shed_message, written_by,
 )
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
+from engine.service.rejections import admission_limit
 from engine.service.rendezvous import shard_for
 from engine.service.shard import GroupEnd, Item, RemoteJob, pack_logged
 from engine.service.shard_link import ShardLink, gathered_stats
@@ -107,6 +108,7 @@ class ShardedPipeline:
             self.close()  # the actors started so far, the placement group, the data directory's lock
             raise
         self.max_streams_admitted = facts[0]["max_streams_admitted"]
+        self.window, self.shard_kv_cells = facts[0]["window"], facts[0]["kv_cells"]
         self.encoders = StreamEncoders(self.codec, facts[0]["vocab_size"], limits.max_message_bytes,
                                        max_item_tokens=facts[0]["max_chunk_tokens"],
                                        max_stream_bytes=limits.max_stream_bytes, notify=say,
@@ -215,6 +217,12 @@ class ShardedPipeline:
         self.adaptation.accepted(item)
         self.scores.accepted(item)
 
+    def admission_limit(self) -> str:
+        """Which limit of each shard turns new streams away (rejections.admission_limit)."""
+        config = self.config.scheduler
+        return admission_limit(config.max_streams, config.when_full, self.max_streams_admitted, self.window,
+                               self.shard_kv_cells, shards=len(self.links))
+
     def _admission_problem(self, stream: str) -> str | None:
         """Scheduler.admission_problem for the shard the stream would go to (its limits are per shard)."""
         held = len(self._by_name[shard_for(stream, self._names)].streams)
@@ -222,7 +230,8 @@ class ShardedPipeline:
         if held >= scheduler.max_streams:
             return f"stream {stream!r} refused: {held} streams are held, the limit (scheduler.max_streams)"
         if scheduler.when_full == "refuse" and held >= self.max_streams_admitted:
-            return f"stream {stream!r} refused: the KV pool holds {self.max_streams_admitted} streams and all are admitted"
+            return (f"stream {stream!r} refused: the KV pool holds {self.max_streams_admitted} streams of {self.window} "
+                    f"tokens and all are admitted")
         return None
 
     # -- the loop's step: send, collect, publish ------------------------------------------------
