@@ -33,6 +33,7 @@ DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 WATCH_SLICE_MS = 50  # a watched send checks the connection at least this often while it waits
 REJECTS_TOPIC = "_rejects/"  # the service's own topics, defined here because connectors sit below the service
 HEARTBEAT_TOPIC = "_heartbeat/"
+REJECTS_SAY_EVERY_S = 10.0  # after the first rejection of each reason, a watch says the counts at most this often
 SendItem = Tick | Mapping[str, Any]
 
 
@@ -251,10 +252,14 @@ class RejectWatch:
     ours when its `stream` is one we sent (`streams`); one without a stream (a
     message that was not msgpack, or too large) cannot be told from another
     feed's and is counted in `unattributed`.
+
+    With `say`, our rejections are also said as they come (a feed losing every tick to a full disk must not be
+    silent until its summary): the first of each reason at once, with the engine's why; then, at most every
+    REJECTS_SAY_EVERY_S, one line with the counts per reason since the last line.
     """
 
     def __init__(self, endpoint: str, *, context: zmq.Context | None = None, server_public_key: bytes | None = None,
-                 client_keypair: tuple[bytes, bytes] | None = None) -> None:
+                 client_keypair: tuple[bytes, bytes] | None = None, say: Callable[[str], None] | None = None) -> None:
         self.endpoint = check_endpoint(endpoint, "answers endpoint")
         self._sock = (context or zmq.Context.instance()).socket(zmq.SUB)
         self._sock.setsockopt(zmq.LINGER, 0)
@@ -270,6 +275,9 @@ class RejectWatch:
         self.unattributed = 0
         self.heartbeats = 0
         self.max_message_bytes: int | None = None  # the engine's limits.max_message_bytes, from its heartbeats
+        self._say = say
+        self._unsaid: Counter[str] = Counter()  # our rejections since the last line that said them, by reason
+        self._said_at = -math.inf  # monotonic time of that line
 
     def wait_ready(self, timeout_s: float) -> None:
         """Wait for the first heartbeat; raises FeedTimeout if none comes within `timeout_s`."""
@@ -284,6 +292,11 @@ class RejectWatch:
 
     def poll(self, timeout_ms: int = 0) -> int:
         """Take what has arrived, waiting up to `timeout_ms` for a first message; returns our rejections taken."""
+        ours = self._take(timeout_ms)
+        self._say_counts()
+        return ours
+
+    def _take(self, timeout_ms: int) -> int:
         if not self._sock.poll(timeout_ms):
             return 0
         ours = 0
@@ -320,11 +333,33 @@ class RejectWatch:
             return 0
         count = rejection.get("count", 1)  # a summed-up entry stands for `count` rejections of one message
         count = count if type(count) is int and count > 0 else 1
-        self.rejected[str(rejection.get("reason"))] += count
-        if isinstance(error := rejection.get("error"), str):
-            self.first_errors.setdefault(str(rejection.get("reason")), f"stream {shown_name(stream)}: {error}")
+        reason = str(rejection.get("reason"))
+        first = reason not in self.rejected
+        self.rejected[reason] += count
+        error = rejection.get("error")
+        if isinstance(error, str):
+            self.first_errors.setdefault(reason, f"stream {shown_name(stream)}: {error}")
         self.rejected_by_stream[stream] += count
+        if self._say is not None and first:
+            self._said_at = time.monotonic()  # (the counts that follow wait their interval from here)
+            why = error if isinstance(error, str) else reason
+            self._say(f"the engine refused {counted(count, 'tick')} of stream {shown_name(stream)}: {why}; more "
+                      f"rejections are counted, said here at most every {REJECTS_SAY_EVERY_S:g} s")
+        elif self._say is not None:
+            self._unsaid[reason] += count
         return count
+
+    def _say_counts(self) -> None:
+        """Our rejections since the last line, per reason, once REJECTS_SAY_EVERY_S has passed since it."""
+        now = time.monotonic()
+        if self._say is None or not self._unsaid or now - self._said_at < REJECTS_SAY_EVERY_S:
+            return
+        since = now - self._said_at
+        per_reason = ", ".join(f"{reason}: {n}" for reason, n in sorted(self._unsaid.items()))
+        self._say(f"the engine refused {counted(sum(self._unsaid.values()), 'more tick')} in the last {since:.0f} s "
+                  f"({per_reason}); {sum(self.rejected.values())} in all")
+        self._unsaid.clear()
+        self._said_at = now
 
     def settle(self, timeout_s: float, heartbeats: int = 2) -> None:
         """After the last send: wait until `heartbeats` heartbeats pass with no rejection of ours between them
@@ -458,6 +493,7 @@ def run_feed(
     settle_s: float = 5.0,
     resume: FeedResume | None = None,
     say: Callable[[str], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> FeedStats:
     """Pump `source` into `client` until it is done, `max_ticks` are sent or `stop` is set.
 
@@ -474,7 +510,8 @@ def run_feed(
     With `answers` (the engine's answers endpoint) the rejections of our streams
     are counted into the stats: the feed waits for a first heartbeat (at most
     `ready_timeout_s`) before it sends, and after the last send until two
-    heartbeats pass with no new rejection (at most `settle_s`).
+    heartbeats pass with no new rejection (at most `settle_s`); `warn` hears them as they come (RejectWatch's
+    `say`: the first of each reason at once, then the counts at most every REJECTS_SAY_EVERY_S).
 
     With `resume` (and a `client` made with ``watch_connection``), a connection to the engine that drops mid-feed
     (a restart) is resumed: what the engine does not hold of what was sent goes again, then the feed goes on.
@@ -490,7 +527,7 @@ def run_feed(
     if answers is None:
         stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None, resume, cutter, say)
         return _finish(stats, client, batch, None, resume)
-    with RejectWatch(answers, **client.curve) as watch:
+    with RejectWatch(answers, say=warn, **client.curve) as watch:
         _wait_ready(watch, client, ready_timeout_s, resume)
         stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch, resume, cutter, say)
         stats = _finish(stats, client, batch, watch, resume)

@@ -562,6 +562,43 @@ def test_feed_stopped_by_a_signal_says_what_it_sent(checkpoint, tmp_path, stop_b
     assert "stopped by a signal" in err and "sent " in err, err
 
 
+def test_feed_says_the_engines_rejections_as_they_come_not_only_in_its_summary(checkpoint, tmp_path) -> None:
+    """A feed whose every tick was refused (a full disk's log_unavailable) said nothing on stderr until its summary.
+    It says the first rejection of each reason as it comes, with the engine's why, then the counts per reason at
+    most every 10 s. The engine here holds one stream (scheduler.max_streams 1): the synthetic market's other
+    three are refused, every tick, from the first."""
+    import signal
+    import subprocess
+    import sys
+
+    limited = dataclasses.replace(config(checkpoint, tmp_path), scheduler=dataclasses.replace(
+        config(checkpoint, tmp_path).scheduler, max_streams=1))
+    with serving(limited) as server:
+        feed = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "feed", "synthetic", "--rate", "40",
+                                 "--endpoint", server.endpoints["ingest"], "--answers", server.endpoints["answers"],
+                                 "--control", ""], stderr=subprocess.PIPE, text=True)
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(feed.stderr), daemon=True)  # (a line at a time)
+        reader.start()
+        try:
+            wait_for(lambda: any("more ticks in the last" in line for line in lines), timeout_s=120)
+            running = feed.poll() is None  # said while feeding, not at its end
+            feed.send_signal(signal.SIGTERM)
+            feed.wait(timeout=120)
+            reader.join(60)
+        finally:
+            feed.kill()
+    err = "".join(lines)
+    assert running and feed.returncode == 0, err
+    first = [line for line in lines if "more rejections are counted" in line]
+    assert len(first) == 1 and first[0].startswith("flashtick feed: the engine refused 1 tick of stream ") and \
+        "stream_refused: " in first[0] and "(scheduler.max_streams)" in first[0], err
+    counts = [line for line in lines if "more ticks in the last" in line]
+    assert re.search(r"^flashtick feed: the engine refused \d+ more ticks in the last \d+ s \(stream_refused: \d+\); "
+                     r"\d+ in all$", counts[0].strip()), err
+    assert lines.index(first[0]) < lines.index(counts[0]) < next(i for i, x in enumerate(lines) if "sent " in x), err
+
+
 def test_register_of_a_missing_file_says_so_before_connecting(tmp_path, capsys) -> None:
     code, _, err = run(capsys, "register", str(tmp_path / "nofile.yaml"), "--control", "tcp://127.0.0.1:1")
     assert code == 2 and f"queries file {tmp_path / 'nofile.yaml'} does not exist" in err, err

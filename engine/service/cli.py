@@ -965,7 +965,8 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         with FeedClient(args.endpoint, watch_connection=True, **_curve(args)) as client:
             stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
                              resume=resume, stop=stop, batch_ns=batch_ns,
-                             say=lambda line: print(f"flashtick feed: note: {line}", file=sys.stderr, flush=True))
+                             say=lambda line: print(f"flashtick feed: note: {line}", file=sys.stderr, flush=True),
+                             warn=lambda line: print(f"flashtick feed: {line}", file=sys.stderr, flush=True))
     except EngineLost as e:
         raise ConnectionError(f"{e}; stopped here, with {client.ticks} ticks sent: `flashtick streams` says what "
                               f"the engine holds of each stream") from None
