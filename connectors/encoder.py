@@ -273,6 +273,15 @@ class StreamEncoders:
             self._expired_last_ts[stream] = encoder.last_ts
             self._expired_at_last_ts[stream] = encoder.at_last_ts
 
+    def forget(self, stream: str) -> None:
+        """Forget a stream the engine turned away although its ticks were accepted here (a restart's replay under a
+        lower scheduler.max_streams): as for a stream admission refused live, nothing of it is held, guard included,
+        so `streams` says it was refused rather than giving counts of ticks no session holds."""
+        self._encoders.pop(stream, None)
+        self._expired_last_ts.pop(stream, None)
+        self._expired_at_last_ts.pop(stream, None)
+        self.received_ns.pop(stream, None)
+
     def expired(self, stream: str) -> bool:
         """Whether ``stream`` sent data and then expired (scheduler.stream_idle_s) with nothing since."""
         return stream not in self._encoders and stream in self._expired_last_ts

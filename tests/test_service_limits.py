@@ -458,6 +458,46 @@ def test_a_stream_whose_every_tick_was_refused_is_said_so_not_never_sent(live) -
         assert reply["refused"]["UST10Y"]["error"].startswith("crossed_quote: ") and set(reply["refused"]) == {"UST10Y"}
 
 
+def test_streams_a_restart_refuses_under_a_lowered_max_streams_are_said_refused(checkpoint, tmp_path, capsys) -> None:
+    """A restart with a lower scheduler.max_streams refuses some logged streams. The start log warned "were tick log
+    segments removed?" and `ask`/`get` on such a stream said "has sent no data": both sent the operator to the wrong
+    place. The warning names the limit; `ask`, `get` and `streams` say the stream was refused, and why."""
+    from engine.service.cli import main
+
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    sections = {"log": {"dir": str(tmp_path / "d")}, "queries": str(tmp_path / "q.yaml"),
+                "limits": {"heartbeat_s": 0.2}}
+    market = ticks(40, seed=22, streams=4)
+    with live_server(checkpoint, scheduler={"max_streams": 4}, **sections) as (server, push):
+        push.send(encode(market))
+        wait_for(lambda: server.pipeline.ticks_in == 40 and not server.pipeline.busy, timeout_s=60)
+        assert len({a.stream for a in server.pipeline.cache.latest()}) == 4  # every stream answered, and logged
+    capsys.readouterr()
+    with live_server(checkpoint, scheduler={"max_streams": 2}, **sections) as (server, push):
+        err = capsys.readouterr().err
+        refused = sorted({t.stream for t in market} - set(server.pipeline.engine.scheduler.streams))
+        assert len(refused) == 2 and "removed?" not in err, err
+        assert f"warning: 2 logged streams refused at this start ({refused[0]!r}, {refused[1]!r}; " in err and \
+               "): scheduler.max_streams 2 reached (raise it to admit more streams); was the limit lowered" in err, err
+        ticks_of = sum(t.stream == refused[0] for t in market)
+        with ControlClient(server.endpoints["control"], timeout_s=30) as control:
+            with pytest.raises(ControlError, match=rf"stream '{refused[0]}' has no accepted tick: its {ticks_of} ticks "
+                                                   rf"were refused \(the first: stream_refused: stream '{refused[0]}' "
+                                                   r"refused: 2 streams are held, the limit \(scheduler.max_streams\), "
+                                                   r"at this start's tick log replay\)"):
+                control.call("ask", stream=refused[0], query="dir")
+            control.call("register", yaml="queries:\n  - {name: dir2, streams: ['*'], question: direction_20, "
+                                          "kind: choice, trigger: batch}\n")
+            reply = control.call("get", stream=refused[0], query="dir2")
+            assert reply["answer"] is None and reply["stream_known"] is False
+            assert reply["refused"].startswith(f"stream '{refused[0]}' has no accepted tick: its {ticks_of} ticks"), \
+                reply
+            reply = control.call("streams", streams=refused)
+            assert reply["streams"] == {name: None for name in refused} and sorted(reply["refused"]) == refused
+        assert main(["streams", refused[1], "--control", server.endpoints["control"]]) == 1
+        assert capsys.readouterr().out.startswith(f"{refused[1]}\trefused (")
+
+
 def test_serve_without_a_config_registers_the_example_queries(tmp_path, capsys) -> None:
     from engine.service.cli import EXAMPLE_QUERIES, _serve_config, build_parser
 

@@ -1220,6 +1220,8 @@ def cmd_get(args: argparse.Namespace) -> int:
         if reply.get("expired"):
             print(f"flashtick get: stream {args.stream!r} expired after scheduler.stream_idle_s without data: its "
                   f"cached answers went with its session (its next tick starts a new one)", file=sys.stderr)
+        elif reply.get("refused"):  # its ticks came, and were refused: not the feed's silence
+            print(f"flashtick get: {reply['refused']}", file=sys.stderr)
         elif reply.get("stream_known") is False:
             print(f"flashtick get: no stream {args.stream!r} has sent data (`flashtick streams` lists those that "
                   f"have)", file=sys.stderr)

@@ -32,7 +32,7 @@ import os
 import secrets
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -472,23 +472,26 @@ class DataDir:
         return RestoredQueries(marks, stale)
 
     def replay(self, encoders: StreamEncoders, target: ReplayTarget,
-               answered: dict[str, tuple[int, int]] | None = None) -> list[EncodedTick | None]:
+               answered: dict[str, tuple[int, int]] | None = None,
+               turned_away: Container[str] = ()) -> list[EncodedTick | None]:
         """Re-feed every logged item through ``encoders`` (codec state and ordering guards come back) and
         book it on ``target`` (split_log); returns the tail past each stream's answered point. The caller
-        computes what the booked windows hold (Engine.rebuild) and then calls ``replayed``."""
+        computes what the booked windows hold (Engine.rebuild) and then calls ``replayed``. ``turned_away``: the
+        streams ``target`` refused meanwhile (filled as it replays), which the caller says: not lost segments."""
         self._replay_started = time.perf_counter()
         ticks, refused, tail = split_log(self.log.directory, encoders, target, answered,
                                          skip_corrupt=self.config.skip_corrupt, stats=self.read_stats)
         self.recovered_ticks += ticks
         self.replay_refused += refused
-        self._say_lost_streams(encoders)
+        self._say_lost_streams(encoders, turned_away)
         return tail
 
-    def _say_lost_streams(self, encoders: StreamEncoders) -> None:
+    def _say_lost_streams(self, encoders: StreamEncoders, turned_away: Container[str]) -> None:
         """Streams the answer log has answers of but the tick log knows nothing of (neither ticks nor an expiry):
-        its segments were removed. The operator must hear it at the start, not find sessions gone."""
+        its segments were removed. The operator must hear it at the start, not find sessions gone. A stream whose
+        logged ticks admission refused (``turned_away``) is not one: its cause is said by the caller."""
         lost = sorted({a.stream for a in self.answers.cache.latest()
-                       if a.stream not in encoders and not encoders.expired(a.stream)})
+                       if a.stream not in encoders and not encoders.expired(a.stream) and a.stream not in turned_away})
         if lost:
             named = ", ".join(map(repr, lost[:5])) + (f", ... ({len(lost)} in all)" if len(lost) > 5 else "")
             print(f"flashtick: warning: the answer log has answers of {counted(len(lost), 'stream')} the tick log "

@@ -263,6 +263,9 @@ class TickPipeline:
         self._tail_end: dict[str, int] = {}  # deferred owed work: each stream's tick count at its tail's end
         self._tail_changed: set[str] = set()  # ... and the queries the config changed at this start
         self.marks = RegistrationMarks()  # where each query started: what a restart owes it
+        # logged streams admission refused at this start (a lower scheduler.max_streams, a smaller pool): name ->
+        # [items refused, the first why], until the server takes them (take_turned_away)
+        self._turned_away: dict[str, list] = {}
         reregistered: set[str] = set()  # queries the data directory's state did not describe: registered now
         if self.data is not None:
             if self.data.queries_path.is_file():  # what was registered before a restart, answers and all
@@ -276,7 +279,8 @@ class TickPipeline:
         self._progress = progress  # what a restart is doing, for `health` while it starts (server.py)
         if self.data is not None:
             progress("replaying the tick log")
-            tail = self.data.replay(self.encoders, _EngineReplay(self), answered=answered_points(self.cache))
+            tail = self.data.replay(self.encoders, _EngineReplay(self), answered=answered_points(self.cache),
+                                    turned_away=self._turned_away)
             self.data.replayed(len(self.engine.scheduler.streams), self.engine.rebuild())
             self.ticks_in = self.data.recovered_ticks
             if defer_owed:  # the server's way: bound first, the owed tail computed by its loop, new ticks behind it
@@ -287,6 +291,35 @@ class TickPipeline:
             self.marks.registered(changed, self._committed() | self._tail_end)
             self.save_queries()
             self.recovered += self._answers_owed(run=not defer_owed)
+            self._say_turned_away()
+
+    def _turn_away(self, stream: str, ticks: int, why: str) -> None:
+        """Logged ticks of ``stream`` the restart's admission refused (``why``): remembered while none is held."""
+        held = self._turned_away.setdefault(stream, [0, f"stream_refused: {why}, at this start's tick log replay"])
+        held[0] += ticks
+
+    def _say_turned_away(self) -> None:
+        """After a restart: the logged streams admission refused (a limit lowered since they were logged) are
+        forgotten by the encoders, as a stream refused live is, and said, naming the limit; the server then says
+        them refused (`streams`, `get`, `ask`) rather than "has sent no data"."""
+        for stream in [s for s in self._turned_away if s in self.engine.scheduler.streams]:
+            del self._turned_away[stream]  # (taken after all: an expiry in the log made room for it)
+        for stream in self._turned_away:
+            self.encoders.forget(stream)
+        if self._turned_away:
+            names = sorted(self._turned_away)
+            named = ", ".join(map(repr, names[:5])) + (f", ... ({len(names)} in all)" if len(names) > 5 else "")
+            ticks = sum(ticks for ticks, _ in self._turned_away.values())
+            say(f"warning: {counted(len(names), 'logged stream')} refused at this start ({named}; "
+                f"{counted(ticks, 'logged item')}): {self.admission_limit()}; was the limit lowered since they were "
+                f"logged? Their ticks stay in the tick log (a start with the limit raised restores them) and their "
+                f"last answers are still served (`get`); `streams` and `ask` say they were refused")
+
+    def take_turned_away(self) -> dict[str, list]:
+        """The streams refused at this start (name -> [items refused, the first why]), once: the server remembers
+        them with the streams it refused live."""
+        turned_away, self._turned_away = self._turned_away, {}
+        return turned_away
 
     def _compiled_current(self, name: str) -> CompiledQuery | None:
         spec = self.registry.current(name)
@@ -315,7 +348,9 @@ class TickPipeline:
             return report
 
         outcomes, _, refused = answer_tail(self.engine, self.flash, self.registry, self.cache, self.marks, tail,
-                                           changed, step=step, accepted=self._accepted)
+                                           changed, step=step, accepted=self._accepted,
+                                           refused_item=lambda item, why: self._turn_away(item.stream, item.ticks,
+                                                                                          why))
         self.data.replay_refused += refused
         return outcomes
 
@@ -351,8 +386,9 @@ class TickPipeline:
                 continue
             try:
                 self.engine.submit(item.stream, item.tokens, item.ts, item.ticks)
-            except AdmissionRefused:  # the limits changed since: counted, never fatal (as the replay does)
+            except AdmissionRefused as e:  # the limits changed since: counted, never fatal (as the replay does)
                 self.data.replay_refused += 1
+                self._turn_away(item.stream, item.ticks, str(e))
                 continue
             self._accepted(item)
             end[item.stream] += item.ticks
@@ -719,11 +755,18 @@ class _EngineReplay:
         self.scheduler = pipeline.engine.scheduler
 
     def restore(self, item: EncodedTick) -> None:
-        self.scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
+        try:
+            self.scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
+        except AdmissionRefused as e:  # (split_log counts it, refused as stream_refused)
+            self.pipeline._turn_away(item.stream, item.ticks, str(e))
+            raise
         self.pipeline._accepted(item)
 
     def start_at(self, stream: str, ticks: int, last_ts: int, booked: Any = None) -> None:
+        problem = self.scheduler.admission_problem(stream)
         self.scheduler.start_at(stream, ticks, last_ts, booked)
+        if problem is not None:  # (Scheduler.start_at takes no stream past the limits)
+            self.pipeline._turn_away(stream, ticks, problem)
         self.pipeline.scores.start_at(stream, ticks)
         self.pipeline.adaptation.start_at(stream, ticks)
 

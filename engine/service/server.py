@@ -194,6 +194,7 @@ class Server:
         # the streams admission turned away most recently (name -> [ticks refused, the error]), for `streams`: a
         # client asking about one hears "refused, and why", not "never seen"; bounded, oldest forgotten first
         self._refused_streams: OrderedDict[str, list] = OrderedDict()
+        self._take_turned_away()  # (a restart's: logged streams a lowered limit refused)
         self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when messages wait unread
         self._kv_thrash = False
         self._thrash_mark: tuple[float, tuple[int, int]] | None = None
@@ -382,6 +383,7 @@ class Server:
                 self._pace.add(report.tokens, time.monotonic() - started)
             for outcome in report.outcomes if report is not None else []:
                 self._deliver(outcome)
+            self._take_turned_away()
         except Exception as e:  # a bug must not take the service down: count it, say it, keep serving
             self.counters["engine_errors"] += 1
             print(f"flashtick: engine step failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
@@ -465,6 +467,14 @@ class Server:
             self._refused_streams[stream] = held  # the most recent last
             if len(self._refused_streams) > MAX_REFUSED_STREAMS_KEPT:
                 self._refused_streams.popitem(last=False)
+
+    def _take_turned_away(self) -> None:
+        """Streams the engine refused although their ticks were accepted and logged (a restart's replay under a
+        lowered scheduler.max_streams; a shard's own admission), which the pipeline has forgotten: remembered as
+        streams refused live are, so `streams`, `get` and `ask` say they were refused, not "has sent no data"."""
+        turned_away = self.pipeline.take_turned_away()
+        self._remember_refused([{"stream": stream, "reason": "stream_refused", "error": error, "count": ticks}
+                                for stream, (ticks, error) in turned_away.items()])
 
     # -- answers ------------------------------------------------------------------------------
 
@@ -676,9 +686,13 @@ class Server:
         answer = self.pipeline.cache.get(_field(request, "query", str), stream)
         if answer is not None:
             return {"answer": answer.to_wire()}
-        # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one)
-        return {"answer": None, "stream_known": self.pipeline.encoders.accepted([stream])[stream] is not None,
-                **({"expired": True} if self.pipeline.encoders.expired(stream) else {})}
+        # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one),
+        # and a stream none of whose ticks is held says why (admission refused it, or every tick was bad)
+        known = self.pipeline.encoders.accepted([stream])[stream] is not None
+        refused = not known and stream in self._refused_streams
+        return {"answer": None, "stream_known": known,
+                **({"expired": True} if self.pipeline.encoders.expired(stream) else {}),
+                **({"refused": no_accepted_tick(stream, *self._refused_streams[stream])} if refused else {})}
 
     def _op_ask(self, request: dict, reply: Any) -> dict | None:
         stream = _field(request, "stream", str)

@@ -529,6 +529,11 @@ class ShardedPipeline:
     def save_queries(self) -> None:
         self.data.save_queries(dump_queries(self.registry.list()), self.registry, self.marks)
 
+    def take_turned_away(self) -> dict[str, list]:
+        """The streams the shards refused since the last call (name -> [items refused, the first why]): none told
+        yet (the shards say their refusals to an ask on the stream)."""
+        return {}
+
     def expire_idle(self) -> list[str]:
         """Streams the shards dropped as idle (scheduler.stream_idle_s) since the last call, forgotten here."""
         expired, self._expired = self._expired, []
