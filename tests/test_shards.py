@@ -439,25 +439,39 @@ def test_an_ask_on_a_stream_whose_every_tick_a_shard_refused_says_so(checkpoint,
     """Restarted with a lower scheduler.max_streams, each shard rebuilds as many streams as it may hold now and
     refuses the logged ticks of the rest: an ask on one of those said "has sent no data" (the shard's engine holds
     nothing of it), sending the operator to a feed that did send. It says, as one engine does, that its ticks were
-    refused and why, with as many ticks as the stream sent."""
+    refused and why, with as many ticks as the stream sent. `streams` showed such a stream with the front door's
+    counts, as if accepted: it names it as refused, as one engine does (nil, and left out of the listing of every
+    stream), and the front door's admission counts the streams its shard holds."""
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     cfg = served(checkpoint, tmp_path, 2, queries)
     ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(40)
     streams = sorted({t.stream for t in ticks})
+    sent = {name: sum(t.stream == name for t in ticks) for name in streams}
     with serving(cfg) as server, ControlClient(server.endpoints["control"], timeout_s=60) as control, \
             FeedClient(server.endpoints["ingest"]) as feeder:
         feeder.send(ticks)
         wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == len(ticks))
     fewer = dataclasses.replace(cfg, scheduler=dataclasses.replace(cfg.scheduler, max_streams=1))
     with serving(fewer) as server, ControlClient(server.endpoints["control"], timeout_s=60) as control:
-        wait_for(lambda: control.call("health")["status"] == "serving")
-        sent = {name: held["ticks"] for name, held in control.call("streams", streams=streams)["streams"].items()}
+        wait_for(lambda: control.call("health")["status"] == "serving", timeout_s=120)
+        reply = control.call("streams", streams=streams)
+        listed = control.call("streams")["streams"]
         errors = {name: control.request({"op": "ask", "stream": name, "query": "dir"}).get("error")
                   for name in streams}
+        stream_count = control.call("health")["streams"]
+        late = next(name for name in streams if errors[name] is not None)  # a refused stream's next tick: refused
+        with FeedClient(server.endpoints["ingest"]) as feeder:  # by the front door now, before the log, as one
+            feeder.send([trade(late, max(t.ts for t in ticks) + 1, 100.0, 1.0, "buy")])  # engine refuses it
+            wait_for(lambda: control.call("stats")["stats"]["rejected"].get("stream_refused") == 1)
+        assert control.call("streams", streams=[late])["refused"][late]["ticks"] == sent[late] + 1
     refused = {name: error for name, error in errors.items() if error is not None}
     assert len(refused) == len(streams) - 2, errors  # one stream per shard rebuilt, its asks answered
     for name, error in refused.items():
         assert error == (f"stream {name!r} has no accepted tick: its {sent[name]} ticks were refused (the first: "
                          f"stream_refused: stream {name!r} refused: 1 streams are held, the limit "
                          f"(scheduler.max_streams))"), error
+    assert {name for name, held in reply["streams"].items() if held is None} == set(refused), reply
+    assert {name: held["ticks"] for name, held in reply["refused"].items()} == {name: sent[name] for name in refused}
+    assert all(reply["streams"][name]["ticks"] == sent[name] for name in set(streams) - set(refused)), reply
+    assert sorted(listed) == sorted(set(streams) - set(refused)) and stream_count == 2

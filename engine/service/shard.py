@@ -139,6 +139,7 @@ class Shard:
         # the streams none of whose items this engine took (name -> [ticks refused, the first error]): an ask on
         # one says so, where "has sent no data" would send the operator to a feed that did send; bounded
         self.refused_streams: OrderedDict[str, list] = OrderedDict()
+        self._refused_now: dict[str, list] = {}  # refused by the call being served: its reply tells the front door
         self.flash = FlashQueries(self.registry, self.cache, self.codec, self.config.model.model_id)
         self.engine = Engine(self.runner, self.config.scheduler, self.flash)
         self.flash.context = lambda stream: self.engine.scheduler.streams[stream].session.tokens  # lookup drafts
@@ -237,6 +238,7 @@ class Shard:
             try:  # admission was checked by the front door; freshness counts from when it accepted the item
                 self.engine.submit(stream, tokens, ts, ticks, arrival_ns=accepted_ns)
                 self.refused_streams.pop(stream, None)  # (taken now: an ask on it is answered)
+                self._refused_now.pop(stream, None)
             except AdmissionRefused as e:  # only when the limits changed since the stream was logged: counted
                 self.refused_items += 1
                 self._refused(stream, ticks, str(e))
@@ -293,6 +295,8 @@ class Shard:
         held = self.refused_streams.pop(stream, None) or [0, f"stream_refused: {why}"]
         held[0] += ticks
         self.refused_streams[stream] = held
+        now = self._refused_now.setdefault(stream, [0, held[1]])
+        now[0] += ticks
         if len(self.refused_streams) > MAX_REFUSED_STREAMS_KEPT:
             self.refused_streams.popitem(last=False)
 
@@ -320,8 +324,12 @@ class Shard:
                 errors += 1
         self.flash.stats.errors += errors
         scheduler = self.engine.scheduler
+        # streams this call refused that no session holds: the front door forgets them (its `streams` op and its
+        # admission count then agree with this engine), and says them refused, as one engine does
+        refused = {s: held for s, held in self._refused_now.items() if s not in scheduler.streams}
+        self._refused_now = {}
         return {"answers": answers, "replies": replies, "pending_tokens": scheduler.pending_tokens(),
-                "busy": self.engine.busy, "progress": progress}
+                "busy": self.engine.busy, "progress": progress, **({"refused": refused} if refused else {})}
 
     def _expire(self) -> list[str]:
         expired = self.engine.scheduler.expire_idle()

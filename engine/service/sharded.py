@@ -99,6 +99,7 @@ class ShardedPipeline:
         self._grouping: dict[ShardLink, set[str]] = {}  # the message being ingested: streams it fed, by shard
         self.marks = RegistrationMarks()  # where each query started: what a restored shard owes it
         self._expired: list[str] = []
+        self._turned_away: dict[str, list] = {}  # streams a shard refused: name -> [items, the first why] (the server's)
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="shard-restore")
         self._owns_ray = connect(config.shards)
         self._group, self.links = None, []
@@ -230,8 +231,8 @@ class ShardedPipeline:
         if held >= scheduler.max_streams:
             return f"stream {stream!r} refused: {held} streams are held, the limit (scheduler.max_streams)"
         if scheduler.when_full == "refuse" and held >= self.max_streams_admitted:
-            return (f"stream {stream!r} refused: the KV pool holds {self.max_streams_admitted} streams of {self.window} "
-                    f"tokens and all are admitted")
+            return (f"stream {stream!r} refused: the KV pool holds {self.max_streams_admitted} streams of "
+                    f"{self.window} tokens and all are admitted")
         return None
 
     # -- the loop's step: send, collect, publish ------------------------------------------------
@@ -306,11 +307,17 @@ class ShardedPipeline:
         link.reported_pending, link.shard_busy = reply["pending_tokens"], reply["busy"]
         if "stats" in reply:
             link.stats = reply["stats"]
+        for stream, (ticks, error) in reply.get("refused", {}).items():
+            self._refused_by_shard(link, stream, ticks, error)
         if "restored" in reply:
-            link.restores.append(reply["restored"])
-            print(f"flashtick: {link.name} restored {reply['restored']['streams']} streams from "
-                  f"{reply['restored']['items']} logged items in {reply['restored']['s']:.2f} s", file=sys.stderr,
-                  flush=True)
+            restored = reply["restored"]
+            link.restores.append(restored)
+            refused = reply.get("refused", {})
+            turned_away = (f"; refused {counted(restored['refused'], 'logged item')} of "
+                           f"{counted(len(refused), 'stream')}: {self.admission_limit()} (was the limit lowered since "
+                           f"they were logged? `streams` and `ask` say them refused)") if refused else ""
+            print(f"flashtick: {link.name} restored {restored['streams']} streams from {restored['items']} logged "
+                  f"items in {restored['s']:.2f} s{turned_away}", file=sys.stderr, flush=True)
         for stream in reply.get("expired", ()):
             self._expire(link, stream)
 
@@ -365,6 +372,27 @@ class ShardedPipeline:
         self.data.answers.forget_stream(stream)
         self.data.log_expired(stream)
         self._expired.append(stream)
+
+    def _refused_by_shard(self, link: ShardLink, stream: str, ticks: int, error: str) -> None:
+        """``ticks`` of ``stream`` that its shard's admission refused after this front door accepted and logged them
+        (a restart under a lowered scheduler.max_streams): handed to the server as refused, and the stream forgotten
+        here as one engine forgets it, so `streams` does not show counts no session holds and admission counts
+        the shard's streams as it does; not while more of it waits to go to the shard (its reply says again)."""
+        held = self._turned_away.setdefault(stream, [0, error])
+        held[0] += ticks
+        if any(not isinstance(item, GroupEnd) and item[0] == stream for item in link.buffer):
+            return
+        link.streams.discard(stream)
+        self.shard_of.pop(stream, None)
+        self.progress.pop(stream, None)
+        self.encoders.forget(stream)
+        self.scores.drop_stream(stream)
+        self.adaptation.drop_stream(stream)
+
+    def take_turned_away(self) -> dict[str, list]:
+        """The streams the shards refused since the last call (name -> [items refused, the first why])."""
+        turned_away, self._turned_away = self._turned_away, {}
+        return turned_away
 
     # -- a shard lost and restored ------------------------------------------------------------------
 
@@ -528,11 +556,6 @@ class ShardedPipeline:
 
     def save_queries(self) -> None:
         self.data.save_queries(dump_queries(self.registry.list()), self.registry, self.marks)
-
-    def take_turned_away(self) -> dict[str, list]:
-        """The streams the shards refused since the last call (name -> [items refused, the first why]): none told
-        yet (the shards say their refusals to an ask on the stream)."""
-        return {}
 
     def expire_idle(self) -> list[str]:
         """Streams the shards dropped as idle (scheduler.stream_idle_s) since the last call, forgotten here."""
