@@ -311,7 +311,7 @@ class TickPipeline:
             named = ", ".join(map(repr, names[:5])) + (f", ... ({len(names)} in all)" if len(names) > 5 else "")
             ticks = sum(ticks for ticks, _ in self._turned_away.values())
             say(f"warning: {counted(len(names), 'logged stream')} refused at this start ({named}; "
-                f"{counted(ticks, 'logged item')}): {self.admission_limit()}; was the limit lowered since they were "
+                f"{counted(ticks, 'logged tick')}): {self.admission_limit()}; was the limit lowered since they were "
                 f"logged? Their ticks stay in the tick log (a start with the limit raised restores them) and their "
                 f"last answers are still served (`get`); `streams` and `ask` say they were refused")
 
