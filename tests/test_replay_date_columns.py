@@ -55,7 +55,7 @@ def test_an_integer_trade_date_is_joined_to_the_time_of_day_beside_it_never_read
     assert ticks[0].ts == int(datetime(2024, 6, 3, 13, 30, tzinfo=UTC).timestamp()) * 10**9  # 09:30 EDT
     unit = {1: "ns_after_midnight", 10**6: "ms_after_midnight", 10**9: "seconds_after_midnight"}[scale]
     said = "\n".join(replay.notes)
-    assert f"column 'trade_date' holds dates (YYYYMMDD, 20240603 first), not a time since the epoch" in said
+    assert "column 'trade_date' holds dates (YYYYMMDD, 20240603 first), not a time since the epoch" in said
     assert f"read joined to {column!r}, the integer column beside it, whose values are times of one day in {unit}" \
         in said
     assert f"read as ts=trade_date+{column} ({unit}, America/New_York)" in said

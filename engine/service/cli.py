@@ -1304,7 +1304,7 @@ def _answer_topic(control: Any, given: str) -> str | None:
     if not found:
         print(f"flashtick answers: no answer published on a topic starting {prefix!r}" + (
               f" nor by a query {given!r}" if "/" not in given else "") + ": answers takes a topic as published, "
-              f"QUERY/STREAM/ (flashtick topics lists them)", file=sys.stderr)
+              "QUERY/STREAM/ (flashtick topics lists them)", file=sys.stderr)
         return None
     shown = ", ".join(found[:5]) + (f", ... ({len(found)} in all)" if len(found) > 5 else "")
     print(f"flashtick answers: {given!r} names {len(found)} topics ({shown}): answers reads one whole topic, e.g. "
@@ -1829,7 +1829,6 @@ def _in_sample_note(evaluation: dict[str, Any] | None, files: list[Path], report
     range, and each stream as many ticks as training read, or fewer where --max-ticks cut the run), else in event
     times, or, from a checkpoint that kept none, by saying the positions do not map."""
     from connectors.ticks import utc_text
-    from engine.service.backtest import percent
 
     seen = _trained_on(evaluation, files)
     if seen is None:
