@@ -790,11 +790,12 @@ def test_subscribe_says_when_the_service_goes_away_and_comes_back(checkpoint, tm
                                    "endpoints": {**LOCAL, "answers": f"tcp://127.0.0.1:{port}"},
                                    "limits": {"heartbeat_s": 0.2}})
     root = Path(__file__).resolve().parents[1]
-    with serving(cfg):
-        child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "subscribe", "dir/", "--endpoint",
-                                  f"tcp://127.0.0.1:{port}"], stderr=subprocess.PIPE, text=True, cwd=root,
-                                 env={**os.environ, "PYTHONPATH": str(root)})
-        time.sleep(3)  # up and subscribed, heartbeats coming
+    heartbeats = tmp_path / "heartbeats.jsonl"  # the child shows the heartbeats it gets: then it is up and subscribed
+    with serving(cfg), heartbeats.open("w") as shown:
+        child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "subscribe", "dir/", "_heartbeat/",
+                                  "--endpoint", f"tcp://127.0.0.1:{port}"], stdout=shown, stderr=subprocess.PIPE,
+                                 text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+        wait_for(lambda: heartbeats.stat().st_size > 0, timeout_s=60)  # (no fixed sleep: a loaded box starts late)
 
     def next_line_but_quiet_notes() -> str:
         # the quiet-topic note ("nothing published on 'dir/' in 10 s") comes on its own clock and, on a loaded
