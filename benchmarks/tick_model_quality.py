@@ -51,9 +51,9 @@ from benchmarks.common import RESULTS_DIR, add_data_dir_argument, machine
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service import cli
 from engine.service.datasets import INSTRUMENTS, LOADERS, data_available
-from engine.service.evaluate import EvalOptions, evaluate_streams, load_tick_model
+from engine.service.evaluate import EvalOptions, evaluate_streams, load_tick_model, window_ticks
 from engine.service.features import read_head
-from engine.service.splits import SplitSpec, prepare, read_streams
+from engine.service.splits import SplitSpec, min_part_ticks, prepare, read_streams
 from engine.service.train import TrainConfig, calibrate_only, reproduce_command, train, write_training_md
 
 FILES = {"BTCUSDT": ("trades.csv", "bbo.parquet"), "ETHUSDT": ("trades.csv", "bbo.parquet"),
@@ -168,7 +168,10 @@ def score(model_dir: Path, name: str, s: Settings) -> dict[str, Any]:
     streams, rejected = read_streams([str(f) for f in instrument_files(s.data_dir, name)])
     if len(streams) != 1:
         raise ValueError(f"{name}: expected one stream in its files, got {sorted(streams)}")
-    prepared, _ = prepare(codec, {name: next(iter(streams.values()))}, SplitSpec.parse(SCORED_SPLIT), min_ticks=1)
+    prepared, left_out = prepare(codec, {name: next(iter(streams.values()))}, SplitSpec.parse(SCORED_SPLIT),
+                                 min_part_ticks(codec, window_ticks(model)), training=False)  # as `flashtick evaluate`
+    if not prepared:
+        raise ValueError(f"{name}: nothing to score: {'; '.join(left_out)}")
     result = evaluate_streams(model, codec, prepared, s.evaluation, read_head(model_dir, codec))
     stream = result["streams"][name]
     return {"test_ticks": {"stream": name, "ticks": stream["ticks"], "train": stream["train"], "test": stream["test"],
