@@ -971,15 +971,16 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def restartable(checkpoint, tmp_path: Path) -> tuple[dict[str, str], ServiceConfig]:
+def restartable(checkpoint, tmp_path: Path, **sections: dict) -> tuple[dict[str, str], ServiceConfig]:
     """A service config on fixed free ports (a restart binds the same ones, so clients reconnect by themselves),
-    with a data directory, the two test queries and 0.2 s heartbeats; and its endpoints."""
+    with a data directory, the two test queries and 0.2 s heartbeats (``sections``: more config); and its
+    endpoints."""
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     endpoints = {name: f"tcp://127.0.0.1:{free_port()}" for name in ("ingest", "answers", "control")}
     return endpoints, ServiceConfig.from_dict({
         "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "queries": str(queries),
-        "log": {"dir": str(tmp_path / "data")}, "endpoints": endpoints, "limits": {"heartbeat_s": 0.2}})
+        "log": {"dir": str(tmp_path / "data")}, "endpoints": endpoints, "limits": {"heartbeat_s": 0.2}, **sections})
 
 
 def test_subscribers_that_stayed_connected_get_the_answers_owed_at_a_restart(checkpoint, tmp_path) -> None:
@@ -1191,6 +1192,49 @@ def test_a_feed_resumes_with_no_tick_lost_or_repeated_when_the_engine_restarts(c
     for tick in ticks:
         if not (when.endswith("refusals") and tick.stream == "SYN.A" and tick.ts < want["SYN.A"][0]):
             want.setdefault(tick.stream, []).append(tick.ts)
+    assert logged_ticks(tmp_path / "data") == want  # every tick once, in order: no hole, no repeat
+
+
+def test_a_feed_resumes_with_no_tick_lost_or_repeated_after_its_streams_expired_for_idleness(checkpoint,
+                                                                                                tmp_path) -> None:
+    """The feed's streams go quiet past scheduler.stream_idle_s (a halted symbol) and the engine expires them: their
+    sessions count afresh from the next tick, so the engine's count is no longer the feed's. The feed goes on, the
+    engine restarts mid-feed, and the feed still sends exactly what the engine lacks. (Before, the feed read the
+    count as its own: it confirmed nothing after the expiry and, after the restart, sent again every tick since,
+    a duplicate of each the engine held.)"""
+    from engine.service.feed_resume import ControlFeedResume
+
+    endpoints, cfg = restartable(checkpoint, tmp_path, scheduler={"stream_idle_s": 0.5})
+    ticks = SyntheticMarket(SyntheticConfig(seed=13)).next_batch(2400)
+    start = functools.partial(start_server, cfg)
+    server, thread = start()
+    resume = ControlFeedResume(lambda: ControlClient(endpoints["control"], timeout_s=5, connect_timeout_s=5))
+    stats: list = []
+    try:
+        with FeedClient(endpoints["ingest"], watch_connection=True) as client, \
+                ControlClient(endpoints["control"], timeout_s=5) as control:
+            first = run_feed(ListSource(ticks[:1200]), client, batch=5, answers=endpoints["answers"], resume=resume)
+            assert first.unconfirmed == 0
+            names = sorted({t.stream for t in ticks})
+            wait_for(lambda: all(held["ticks"] == 0 for held in control.call("streams", streams=names)[
+                "streams"].values()), timeout_s=90)  # every stream expired: each session counts afresh
+            feeder = threading.Thread(target=lambda: stats.append(run_feed(
+                ListSource(ticks[1200:]), client, rate=1500, batch=5, answers=endpoints["answers"], resume=resume)))
+            feeder.start()
+            wait_for(lambda: server.pipeline.ticks_in >= 1200 + 500, timeout_s=60)  # past a confirmation or two
+            server.stop()
+            thread.join(30)
+            server, thread = start()
+            feeder.join(120)
+        assert not feeder.is_alive() and stats[0].ticks == 1200 and stats[0].unconfirmed == 0
+        assert resume.restarts == 1
+    finally:
+        resume.close()
+        server.stop()
+        thread.join(30)
+    want: dict[str, list[int]] = {}
+    for tick in ticks:
+        want.setdefault(tick.stream, []).append(tick.ts)
     assert logged_ticks(tmp_path / "data") == want  # every tick once, in order: no hole, no repeat
 
 

@@ -10,7 +10,10 @@ A stream's count is read as this feed's: the ticks the engine held of it when th
 ticks of it the engine refused (``_rejects/``, counted by RejectWatch) are allowed for; a tick the engine never
 saw is sent again even where it will refuse it (older than its last), so the feed's rejection counts stay whole.
 A stream that another process feeds at the same time cannot be resumed this way (its count is not this feed's
-alone).
+alone). A stream the engine expired for idleness (scheduler.stream_idle_s: a halted symbol) counts afresh from its
+next tick: where the engine's count no longer fits this feed's ticks (fewer than it had confirmed, or a last tick
+older than its last ``ts``), the feed places the engine by that ``last_ts`` and ``at_last_ts`` instead and counts on
+from there.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ class ControlFeedResume:
             if stream not in self.kept:
                 self.kept[stream], self.first[stream] = deque(), self.count[stream]
                 if not self._base_complete and stream not in self.base:  # (past the first reply's 10,000 names)
-                    self.base[stream] = self._held([stream]).get(stream, 0) - 1  # less this tick, just sent
+                    self.base[stream] = _ticks(self._held([stream]).get(stream)) - 1  # less this tick, just sent
             self.kept[stream].append((next(self._order), tick))
             self.count[stream] += 1
         if time.monotonic() >= self._confirm_at:
@@ -91,8 +94,7 @@ class ControlFeedResume:
         streams = [stream for stream, kept in self.kept.items() if kept]
         held = self._held(streams)
         for stream in streams:
-            ticks = held.get(stream, 0)  # (none: every tick of a new stream refused so far)
-            done = ticks - self.base.get(stream, 0) + rejected.get(stream, 0)  # this feed's ticks it has seen
+            done = self._seen(stream, held.get(stream), rejected)  # this feed's ticks of it the engine has seen
             kept = self.kept[stream]
             while kept and self.first[stream] < done:
                 kept.popleft()
@@ -105,7 +107,7 @@ class ControlFeedResume:
         for stream, kept in self.kept.items():
             # this feed's ticks of the stream the engine has seen (accepted, or refused: those are sent again too, so
             # they are refused again and counted, rather than left unaccounted for)
-            start = min(held.get(stream, 0) - self.base.get(stream, 0) + rejected.get(stream, 0), self.count[stream])
+            start = min(self._seen(stream, held.get(stream), rejected), self.count[stream])
             if start < self.first[stream]:
                 print(f"flashtick feed: the engine holds {self.first[stream] - start} fewer ticks of {stream!r} than "
                       f"it had confirmed (its data directory was not kept?); they cannot be sent again",
@@ -174,14 +176,38 @@ class ControlFeedResume:
         else:
             time.sleep(seconds)
 
-    def _held(self, streams: list[str]) -> dict[str, int]:
-        """Per stream: the engine's tick count; absent if it holds none."""
-        out: dict[str, int] = {}
+    def _seen(self, stream: str, held: dict[str, Any] | None, rejected: Mapping[str, int]) -> int:
+        """How many of this feed's ticks of ``stream`` the engine has seen (accepted or refused), from its reply
+        ``held`` (None: it holds none: every tick of a new stream refused so far, or a data directory not kept).
+        By its count, unless that count no longer fits: then the stream expired for idleness and its session counts
+        afresh, and the engine is placed by the event time of its last tick (see the module's docstring)."""
+        done = _ticks(held) - self.base.get(stream, 0) + rejected.get(stream, 0)
+        kept, first = self.kept[stream], self.first[stream]
+        if held is None or held.get("last_ts") is None:
+            return done
+        last_ts = held["last_ts"]
+        fits = first <= done <= self.count[stream] and (
+            # (a refused tick older than the last is seen yet older than last_ts: where the engine refused some,
+            # only the count is checked)
+            rejected.get(stream, 0) or done == first or kept[done - 1 - first][1].ts >= last_ts)
+        if fits:
+            return done
+        # every tick before the engine's last is in it (a stream's ticks go in order), and of those stamped then, as
+        # many as it counts; nothing kept: every tick sent was confirmed before the expiry
+        before = sum(tick.ts < last_ts for _, tick in kept)
+        at = sum(tick.ts == last_ts for _, tick in kept)
+        seen = first + before + (at if held.get("at_last_ts") is None else min(at, held["at_last_ts"]))
+        self.base[stream] = _ticks(held) + rejected.get(stream, 0) - seen  # the count from here is this feed's again
+        return seen
+
+    def _held(self, streams: list[str]) -> dict[str, dict[str, Any]]:
+        """Per stream: the engine's ``{ticks, last_ts, at_last_ts}``; absent if it holds none."""
+        out: dict[str, dict[str, Any]] = {}
         for i in range(0, len(streams), MAX_NAMES_PER_CALL):
             reply = self._call(streams=streams[i : i + MAX_NAMES_PER_CALL])
             for name, held in reply["streams"].items():
                 if held:
-                    out[name] = held["ticks"]
+                    out[name] = held
         return out
 
     def _call(self, **fields: Any) -> dict[str, Any]:
@@ -198,3 +224,8 @@ class ControlFeedResume:
     def close(self) -> None:
         if self.control is not None:
             self.control.close()
+
+
+def _ticks(held: dict[str, Any] | None) -> int:
+    """The engine's tick count of a stream from its `streams` reply (0: it holds none)."""
+    return 0 if held is None else held["ticks"]
