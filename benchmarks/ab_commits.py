@@ -31,7 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import machine, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="backlog workload: ticks of 4 synthetic streams in one message")
     parser.add_argument("--workloads", nargs="*", choices=["query_latency", "flash", "bursts", "backlog"],
                         default=["query_latency", "flash"])
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     codes = {
         "query_latency": QUERY_LATENCY.format(reps=args.probe_reps, contexts=args.contexts),
@@ -177,8 +178,8 @@ def main(argv: list[str] | None = None) -> dict:
         parts.append(f"bursts of {per_step} ticks a stream ticks/s {ratio['ticks_per_s']:.2f}")
     for ticks, ratio in result["workloads"].get("backlog", {}).get("new_over_old", {}).items():
         parts.append(f"a backlog of {ticks} ticks in one message: time {ratio['seconds']:.3f}")
-    path = write_json("ab_commits" + ("" if workloads.keys() == {"query_latency", "flash"} else "_" + "_".join(workloads)),
-                      result)
+    name = "ab_commits" + ("" if workloads.keys() == {"query_latency", "flash"} else "_" + "_".join(workloads))
+    path = write_json(name, result, output_dir(args))
     print(f"ab_commits new/old ({commits['new'][:7]} vs {commits['old'][:7]}): {'; '.join(parts)}  [{path}]")
     return result
 

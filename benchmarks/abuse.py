@@ -17,7 +17,7 @@ import resource
 import threading
 import time
 
-from benchmarks.common import machine, percentiles, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, percentiles, write_json
 from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode, trade
 from engine.service.cli import EXAMPLE_QUERIES
@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=20_000)
     parser.add_argument("--idle-s", type=float, default=20.0, help="scheduler.stream_idle_s for the run")
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     local = "tcp://127.0.0.1:0"
     config = dataclasses.replace(ServiceConfig(queries=str(EXAMPLE_QUERIES)),
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
                                                                        "after_expiry": rss_mb()},
               "accepted": after["ticks_in"] - 64 - 2, "rejected": after["rejected"],
               "streams_after_expiry": after["streams"], "streams_expired": after["streams_expired"]}
-    path = write_json("abuse", result)
+    path = write_json("abuse", result, output_dir(args))
     lat = result["control_latency_ms"]
     print(f"abuse: {args.streams} new streams ({result['rejected']} refused) absorbed in {absorbed_s:.1f} s; control p50/p99 {lat['p50']:.1f}/"
           f"{lat['p99']:.1f} ms during it; the old stream's next answer after {old_answer_s:.1f} s; RSS "

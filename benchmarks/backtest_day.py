@@ -24,7 +24,7 @@ from pathlib import Path
 import polars as pl
 import torch
 
-from benchmarks.common import machine, time_ms, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, time_ms, write_json
 from connectors.codec import TOKENS_PER_TICK
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.backtest import run_backtest
@@ -50,6 +50,7 @@ def matmul_gflops(n: int = 1024) -> float:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ticks", type=int, default=100_000, help="ticks of the day backtested (the rest extrapolated)")
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     n = min(args.ticks, DAY_TICKS)
     load_before = os.getloadavg()
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
         # the process's peak resident memory: the engine, the model, the run (scored a part at a time)
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
-    path = write_json("backtest_day", result)
+    path = write_json("backtest_day", result, output_dir(args))
     how = f"extrapolated from {n:,} ticks" if n < DAY_TICKS else "measured"
     print(f"backtest_day: {report.ticks / seconds:,.0f} ticks/s chunked, a 1M-tick day in {day_s / 60:.1f} min "
           f"({how}); floor {floor_s * DAY_TICKS / n / 60:.1f} min (2 x {params / 1e6:.2f}M params x "

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from benchmarks.common import add_data_dir_argument, machine, write_json
+from benchmarks.common import add_data_dir_argument, add_output_arguments, machine, output_dir, write_json
 from engine.service.backtest import run_backtest
 from engine.service.config import ServiceConfig
 
@@ -99,6 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="finer batches, compared on the first --also-ticks trades")
     parser.add_argument("--also-ticks", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved repetitions of each side (medians)")
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     trades = args.data_dir / "binance-btcusdt-spot" / "trades.csv"
     if not trades.is_file():
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> dict:
         "machine": machine(),
         "load_avg_1m_before_after": [load_before[0], os.getloadavg()[0]],
     }
-    path = write_json("backtest_speed", result)
+    path = write_json("backtest_speed", result, output_dir(args))
     print(f"backtest_speed: {line(head)}  [{path}]")
     return result
 

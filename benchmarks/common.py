@@ -13,7 +13,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-RESULTS_DIR = Path(__file__).parent / "results"
+RESULTS_DIR = Path(__file__).parent / "results"  # the committed reference numbers that the docs cite
+# Where a plain run writes (git-ignored): reproducing a documented number must not overwrite the reference.
+LOCAL_RESULTS_DIR = RESULTS_DIR / "local"
 
 
 def add_data_dir_argument(parser: argparse.ArgumentParser) -> None:
@@ -80,8 +82,25 @@ def machine() -> dict[str, object]:
     }
 
 
-def write_json(name: str, payload: dict) -> Path:
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{name}.json"
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--out-dir DIR`` or ``--save-reference``: where the JSON (and PNG) go; see ``output_dir``."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out-dir", type=Path, default=LOCAL_RESULTS_DIR,
+                       help="folder for the JSON (and PNG); default benchmarks/results/local/ (git-ignored)")
+    where.add_argument("--save-reference", action="store_true",
+                       help="write into benchmarks/results/ instead: replaces the committed reference the docs cite")
+
+
+def output_dir(args: argparse.Namespace) -> Path:
+    """The folder ``add_output_arguments``' options name, created."""
+    folder = RESULTS_DIR if args.save_reference else args.out_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def write_json(name: str, payload: dict, folder: Path) -> Path:
+    """``folder/name.json``; the caller prints the path it returns so a run says where its numbers went."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2) + "\n")
     return path

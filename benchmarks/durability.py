@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 import zmq
 
-from benchmarks.common import machine, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, write_json
 from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.cli import EXAMPLE_QUERIES
@@ -89,7 +89,7 @@ def served(ticks: list, stalled_subscriber: bool) -> float:
     return seconds
 
 
-def recovery_only(ticks: int, streams: int, message_ticks: int = 100, answered: bool = False) -> dict:
+def recovery_only(ticks: int, streams: int, out_dir: Path, message_ticks: int = 100, answered: bool = False) -> dict:
     """A data directory of ``ticks`` ticks over ``streams`` streams, logged with nothing computed (``answered``:
     every message answered as it came, as a live service does); then the seconds a fresh pipeline takes to start
     on it (what a restart costs before the sockets are bound)."""
@@ -114,7 +114,7 @@ def recovery_only(ticks: int, streams: int, message_ticks: int = 100, answered: 
     result["us_per_tick"] = result["recovery_s"] * 1e6 / ticks
     result["bytes_per_tick"] = result["log_bytes"] / ticks
     result["load_avg_after"] = os.getloadavg()
-    path = write_json("durability_recovery", result)
+    path = write_json("durability_recovery", result, out_dir)
     print(f"recovery: {ticks:,} ticks of {streams} streams in messages of {message_ticks}"
           f"{', each answered' if answered else ''} "
           f"({result['bytes_per_tick']:.0f} B a tick) in "
@@ -132,9 +132,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--message-ticks", type=int, default=100, help="ticks per logged message (--recovery-only)")
     parser.add_argument("--answered", action="store_true",
                         help="--recovery-only: every message answered as it came (the answer adaptation relearns)")
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     if args.recovery_only:
-        return recovery_only(args.ticks, args.streams, args.message_ticks, args.answered)
+        return recovery_only(args.ticks, args.streams, output_dir(args), args.message_ticks, args.answered)
     streams = tuple(dataclasses.replace(DEFAULT_STREAMS[i % 4], name=f"S{i}") for i in range(args.streams))
     ticks = SyntheticMarket(SyntheticConfig(seed=0, streams=streams)).next_batch(args.ticks)
     messages = [encode(ticks[i : i + 100]) for i in range(0, len(ticks), 100)]
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> dict:
         logged_over_unlogged_ingest_only=result["ingest_only"]["group"] / result["ingest_only"]["off"],
         recovery_s_per_100k=recovery_s * 100_000 / args.ticks, live_s_per_100k=live_s * 100_000 / args.ticks,
         recovery_over_live_time=recovery_s / live_s)
-    path = write_json("durability", result)
+    path = write_json("durability", result, output_dir(args))
     print(f"durability: logged/unlogged throughput {result['logged_over_unlogged_throughput']:.3f} end to end, "
           f"{result['logged_over_unlogged_ingest_only']:.3f} ingest only (fsync group); recovery "
           f"{result['recovery_s_per_100k']:.1f} s per 100k ticks = {result['recovery_over_live_time']:.2f}x live  [{path}]")

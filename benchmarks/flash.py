@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks.common import RESULTS_DIR, machine, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, write_json
 from benchmarks.streaming import (
     FlashtickDriver, Settings, StatelessDriver, add_arguments, plot_throughput, run_workload, settings_from,
 )
@@ -26,6 +26,7 @@ STREAMS = (8, 32, 64)
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_arguments(parser, STREAMS)
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     settings = settings_from(args)
 
@@ -44,8 +45,8 @@ def main(argv: list[str] | None = None) -> dict:
     name = "flash" + ("_replay" if args.replay else "")
     if settings.slo_ms != Settings().slo_ms:
         name += f"_slo{settings.slo_ms:.0f}"
-    path = write_json(name, result)
-    plot_throughput(result, RESULTS_DIR / f"{name}.png", "Flash queries: sustained tick rate vs streams")
+    path = write_json(name, result, output_dir(args))
+    plot_throughput(result, path.with_suffix(".png"), "Flash queries: sustained tick rate vs streams")
     parts = []
     for row in result["rows"]:
         f = row["sides"]["flashtick"]

@@ -23,7 +23,7 @@ import statistics
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from benchmarks.common import machine, percentiles, time_ms, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, percentiles, time_ms, write_json
 from benchmarks.peers_latency import BENCH_CONFIG, QUESTION_TOKENS
 from benchmarks.streaming import ForeignLoad
 from engine.batch import Advance
@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--sides", nargs="*", default=list(SIDES), choices=SIDES)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> dict:
               "float32_is": resolve_format("float32"),
               "foreign_cpu_share_per_round": shares, "p50_ms_median_over_rounds": rows,
               "p50_ms_per_round": samples, "max_abs_logit_diff_vs_torch": diffs}
-    path = write_json("forward_speed", result)
+    path = write_json("forward_speed", result, output_dir(args))
     probe = [w for w in rows if w.startswith("probe@")]
     print("forward_speed: probe p50 " + ", ".join(
         f"@{w[6:]} {rows[w]['torch']:.2f}->" + "/".join(f"{rows[w][s]:.2f}" for s in sides if s != "torch")

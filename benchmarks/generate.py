@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import add_data_dir_argument, machine, percentiles, write_json
+from benchmarks.common import add_data_dir_argument, add_output_arguments, machine, output_dir, percentiles, write_json
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.config import ServiceConfig
@@ -153,6 +153,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--gate-ticks", type=int, default=1500)
     add_data_dir_argument(parser)
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     result: dict = {"benchmark": "generate", "machine": machine(), "load_avg": os.getloadavg()}
@@ -173,7 +174,7 @@ def main(argv: list[str] | None = None) -> dict:
     else:
         result["gate"] = []
         print(f"gate: skipped, no Binance data at {args.data_dir}", flush=True)
-    path = write_json("generate", result)
+    path = write_json("generate", result, output_dir(args))
     print(f"generate: preposition {result['preposition_speedup']:.0f}x, lookup {result['lookup_speedup']:.2f}x "
           f"(acceptance {result['lookup']['acceptance_rate']:.2f}), gate rows {len(result['gate'])}  [{path}]")
     return result

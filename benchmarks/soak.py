@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.common import machine, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, write_json
 from connectors.feed import FeedClient, run_feed
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig
@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rate", type=float, default=200.0, help="ticks per second, over 4 synthetic streams")
     parser.add_argument("--every-s", type=float, default=30.0)
     parser.add_argument("--warmup-s", type=float, default=120.0)
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="flashtick-soak-") as tmp:
         config = Path(tmp) / "engine.yaml"
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> dict:
     growth = warm[-1]["rss_mib"] / warm[0]["rss_mib"] - 1
     result = {"benchmark": "soak", "minutes": args.minutes, "rate_ticks_per_s": args.rate, "machine": machine(),
               "load_avg": os.getloadavg(), "samples": samples, "rss_growth_after_warmup": growth}
-    path = write_json("soak", result)
+    path = write_json("soak", result, output_dir(args))
     print(f"soak: {args.minutes:g} min at {args.rate:g} ticks/s: RSS {warm[0]['rss_mib']:.0f} -> "
           f"{warm[-1]['rss_mib']:.0f} MiB after warm-up ({growth:+.1%}), freshness p99 "
           f"{samples[-1]['freshness_ms'].get('p99', 0):.1f} ms  [{path}]")

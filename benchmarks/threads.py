@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from benchmarks.common import machine, percentiles, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, percentiles, write_json
 from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
 from engine.service.cli import EXAMPLE_QUERIES
 from engine.service.config import ServiceConfig
@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=32)
     parser.add_argument("--steps", type=int, default=200)
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     cells = []
     for load in ("quiet", "busy"):
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> dict:
     result = {"benchmark": "threads", "streams": args.streams, "steps": args.steps, "machine": machine(),
               "cells": cells,
               "two_over_one_p50": {load: by[(load, 2)]["p50"] / by[(load, 1)]["p50"] for load in ("quiet", "busy")}}
-    path = write_json("threads", result)
+    path = write_json("threads", result, output_dir(args))
     ratio = result["two_over_one_p50"]
     print(f"threads: step p50 with 2 threads / 1 thread: quiet {ratio['quiet']:.2f}x, beside a busy process "
           f"{ratio['busy']:.2f}x ({args.streams} streams, built-in model)  [{path}]")

@@ -47,7 +47,7 @@ from typing import Any, Callable
 
 import torch
 
-from benchmarks.common import RESULTS_DIR, add_data_dir_argument, machine
+from benchmarks.common import add_data_dir_argument, add_output_arguments, machine, output_dir
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service import cli
 from engine.service.datasets import INSTRUMENTS, LOADERS, data_available
@@ -65,7 +65,6 @@ FINETUNE_SPLIT = "60/10/30"  # train + validation inside the scored split's 70%;
 LOO_MIX = (0.5, 0.2, 0.3)
 ROWS = ("zero_shot", "fine_tuned", "builtin")
 DIRECTIONS = ("direction_5", "direction_20")
-RESULTS = RESULTS_DIR / "tick_model_quality.json"
 
 
 @dataclass(frozen=True)
@@ -294,7 +293,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--instruments", default=",".join(FILES), help="comma-separated (default %(default)s)")
     parser.add_argument("--adapt-history", type=int, default=10_000, help="train-part answer ticks that feed the "
                         "adaptation before the test part (adapted_history: a stream served since its start); 0: off")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the JSON file (default: tick_model_quality.json in --out-dir's folder)")
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     if not data_available(args.data_dir) or not all(f.is_file() for n in FILES for f in instrument_files(args.data_dir, n)):
         print(f"tick_model_quality: skipped: the shared instruments' files are not in {args.data_dir} (pass --data-dir)")
@@ -305,9 +306,10 @@ def main(argv: list[str] | None = None) -> None:
     command = "nice -n 19 python -m benchmarks.tick_model_quality " + shlex.join(sys.argv[1:] if argv is None else argv)
     log = lambda message: print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)  # noqa: E731
     result = report(s, tuple(n for n in args.instruments.split(",") if n), log, command.strip())
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(summary_line(result) + f"; wall {result['wall_seconds']} s -> {args.out}")
+    out = args.out or output_dir(args) / "tick_model_quality.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(summary_line(result) + f"; wall {result['wall_seconds']} s -> {out}")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import time
 import torch
 import zmq
 
-from benchmarks.common import machine, percentiles, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, percentiles, write_json
 from connectors.ticks import encode, quote, trade
 from engine.service.cli import EXAMPLE_QUERIES
 from engine.service.client import AnswerSubscriber
@@ -129,6 +129,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--drain-limit-s", type=float, default=120.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     runs = {policy: run_policy(policy, args) for policy in args.policies}
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> dict:
     payload = {"benchmark": "when_behind", "rate": args.rate, "streams": args.streams, "seconds": args.seconds,
                "max_lag_s": args.max_lag_s, "quote_share": QUOTE_SHARE, "load_avg_start": os.getloadavg(),
                "machine": machine(), "runs": runs, "p99_data_age_lag_over_conflate": ratio}
-    path = write_json("when_behind", payload)
+    path = write_json("when_behind", payload, output_dir(args))
     line = ", ".join(f"{policy} p99 data age {runs[policy]['data_age_ms'].get('p99', float('nan')):,.0f} ms "
                      f"({runs[policy]['ticks_in']:,} of {sum(runs[policy]['sent'].values()):,} ticks computed)"
                      for policy in runs)

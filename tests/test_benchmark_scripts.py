@@ -1,0 +1,80 @@
+"""The benchmark scripts as a user runs them: a plain run writes to a git-ignored folder and leaves the committed
+reference results (the numbers docs/benchmarks.md cites) alone."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Scripts that write no results: an export tool, and vLLM's side (run by vLLM's own interpreter, never ours).
+WRITE_NOTHING = {"gguf_export", "vllm_peer"}
+SCRIPTS = sorted(p.stem for p in (ROOT / "benchmarks").glob("*.py")
+                 if "\ndef main(" in p.read_text() and p.stem not in WRITE_NOTHING)
+
+
+def run_script(module: str, args: list[str], pythonpath: list[Path], blocked: tuple[str, ...] = ()
+               ) -> subprocess.CompletedProcess:
+    """``python -m module args`` in a child; ``blocked`` modules unimportable there (None in sys.modules: what
+    importlib.util.find_spec and `import` see when a package is not installed)."""
+    code = (f"import runpy, sys\nsys.modules.update(dict.fromkeys({list(blocked)!r}))\n"
+            f"sys.argv = [{module!r}, *{args!r}]\n"
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, pythonpath)), "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-c", code], cwd=pythonpath[0], capture_output=True, text=True,
+                          timeout=600, env=env)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_results_writing_script_offers_the_output_options(script: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    main = importlib.import_module(f"benchmarks.{script}").main
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    help_text = capsys.readouterr().out
+    assert "--out-dir" in help_text and "--save-reference" in help_text, help_text
+
+
+def test_the_default_output_folder_is_git_ignored() -> None:
+    from benchmarks.common import LOCAL_RESULTS_DIR
+
+    probe = LOCAL_RESULTS_DIR / "query_latency.json"
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(probe)], cwd=ROOT)
+    assert ignored.returncode == 0, f"{probe} is not git-ignored"
+
+
+def test_a_plain_run_leaves_the_committed_reference_alone(tmp_path: Path) -> None:
+    # a copy of benchmarks/ whose results/ holds only one reference file, so the runs never write into this checkout
+    shutil.copytree(ROOT / "benchmarks", tmp_path / "benchmarks",
+                    ignore=shutil.ignore_patterns("results", "__pycache__"))
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir()
+    reference = results / "replay_json_lines.json"
+    reference.write_text('{"committed": true}\n')
+    small = ["--lines", "300", "--reps", "1"]
+
+    plain = run_script("benchmarks.replay_json_lines", small, [tmp_path, ROOT])
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert reference.read_text() == '{"committed": true}\n'
+    local = results / "local" / "replay_json_lines.json"
+    assert json.loads(local.read_text())["lines"] == 300
+    assert str(local) in plain.stdout, plain.stdout  # the run says where its numbers went
+
+    elsewhere = run_script("benchmarks.replay_json_lines", [*small, "--out-dir", str(tmp_path / "mine")],
+                           [tmp_path, ROOT])
+    assert elsewhere.returncode == 0, elsewhere.stderr[-3000:]
+    assert json.loads((tmp_path / "mine" / "replay_json_lines.json").read_text())["lines"] == 300
+    assert reference.read_text() == '{"committed": true}\n'
+
+    saved = run_script("benchmarks.replay_json_lines", [*small, "--save-reference"], [tmp_path, ROOT])
+    assert saved.returncode == 0, saved.stderr[-3000:]
+    assert json.loads(reference.read_text())["lines"] == 300
+    assert str(reference) in saved.stdout, saved.stdout
