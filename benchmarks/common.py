@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +18,20 @@ import torch
 RESULTS_DIR = Path(__file__).parent / "results"  # the committed reference numbers that the docs cite
 # Where a plain run writes (git-ignored): reproducing a documented number must not overwrite the reference.
 LOCAL_RESULTS_DIR = RESULTS_DIR / "local"
+
+
+# The make target that installs each optional extra a benchmark needs (pyproject.toml's extras; Makefile's targets).
+EXTRA_MAKE_TARGETS = {"peers": "make bench-peers", "bench": "make setup", "ray": "make setup"}
+
+
+def require_extra(extra: str, *modules: str) -> None:
+    """Exit 2 with one line naming the extra when one of its ``modules`` is not installed. Called first thing in a
+    benchmark's ``main()``: a missing peer is said before the run, not as a traceback seconds or hours into it."""
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        print(f"{Path(sys.argv[0]).stem}: needs the {extra} extra ({', '.join(missing)} not installed): "
+              f"pip install -e '.[{extra}]' (or {EXTRA_MAKE_TARGETS[extra]})", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def add_data_dir_argument(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks.common import add_output_arguments, machine, output_dir, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, require_extra, write_json
 from benchmarks.streaming import (
     FlashtickDriver, Settings, StatelessDriver, add_arguments, plot_throughput, run_workload, settings_from,
 )
@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> dict:
     add_arguments(parser, STREAMS)
     add_output_arguments(parser)
     args = parser.parse_args(argv)
+    require_extra("bench", "matplotlib")  # the plot, drawn after the run
     settings = settings_from(args)
 
     def drivers(streams, checkpoint, codec, window):

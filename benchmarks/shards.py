@@ -25,14 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import ray
-
-from benchmarks.common import add_output_arguments, machine, output_dir, write_json
+from benchmarks.common import add_output_arguments, machine, output_dir, require_extra, write_json
 from connectors.encoder import StreamEncoders
 from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.cli import EXAMPLE_QUERIES
 from engine.service.config import LogSection, ServiceConfig, ShardsSection
+from engine.service.ray_shards import ray_module
 from engine.service.shard import pack_logged
 from engine.service.sharded import ShardedPipeline
 
@@ -61,7 +60,7 @@ def busy_cpu_s() -> float:
 
 
 def shards_cpu_s(pipeline: ShardedPipeline) -> float:
-    return sum(s["cpu_s"] for s in ray.get([link.handle.stats.remote() for link in pipeline.links]))
+    return sum(s["cpu_s"] for s in ray_module().get([link.handle.stats.remote() for link in pipeline.links]))
 
 
 def throughput(shards: int, ticks: list, warmup: list, root: Path) -> dict:
@@ -127,9 +126,9 @@ def moves(lengths: list[int], root: Path) -> list[dict]:
         read_s = time.perf_counter() - start
         start = time.perf_counter()
         logged = pack_logged([(i.stream, i.tokens, i.ts, i.ticks) for i in items], {}, [])
-        reply = ray.get(link.handle.restore.remote("", [], logged))
+        reply = ray_module().get(link.handle.restore.remote("", [], logged))
         restore_s = time.perf_counter() - start
-        ray.get(link.handle.drop.remote([stream]))
+        ray_module().get(link.handle.drop.remote([stream]))
         out.append({"logged_ticks": length, "log_records": pipeline.data.log.next_record,
                     "tokens": sum(len(i.tokens) for i in items), "read_log_s": read_s, "restore_call_s": restore_s,
                     "shard_restore_s": reply["restored"]["s"], "rebuild_forwards": reply["restored"]["forwards"],
@@ -147,6 +146,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--moves", type=int, nargs="+", default=[1000, 4000, 16000, 64000])
     add_output_arguments(parser)
     args = parser.parse_args(argv)
+    require_extra("ray", "ray")
+    ray = ray_module()
     os.environ.setdefault("RAY_worker_niceness", "0")  # Ray starts workers at nice 15: a shared machine starves them
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

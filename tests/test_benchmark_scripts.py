@@ -1,5 +1,6 @@
 """The benchmark scripts as a user runs them: a plain run writes to a git-ignored folder and leaves the committed
-reference results (the numbers docs/benchmarks.md cites) alone."""
+reference results (the numbers docs/benchmarks.md cites) alone, and a script whose optional extra is missing says
+which extra in one line, exit 2, before doing any work."""
 
 from __future__ import annotations
 
@@ -78,3 +79,25 @@ def test_a_plain_run_leaves_the_committed_reference_alone(tmp_path: Path) -> Non
     assert saved.returncode == 0, saved.stderr[-3000:]
     assert json.loads(reference.read_text())["lines"] == 300
     assert str(reference) in saved.stdout, saved.stdout
+
+
+OUT = "{out}"  # the test's own folder: nothing may be written there
+
+
+@pytest.mark.parametrize("script, args, blocked, extra, make_target", [
+    ("peers_latency", ["--quick", "--out-dir", OUT], ("llama_cpp",), "peers", "make bench-peers"),
+    ("peers_streaming", ["--streams", "1", "--out-dir", OUT], ("gguf",), "peers", "make bench-peers"),
+    ("gguf_export", [str(ROOT / "no-such-checkpoint"), OUT + "/tick.gguf"], ("gguf",), "peers", "make bench-peers"),
+    ("flash", ["--streams", "8", "--out-dir", OUT], ("matplotlib",), "bench", "make setup"),
+    ("shards", ["--ticks", "100", "--out-dir", OUT], ("ray",), "ray", "make setup"),
+])
+def test_a_missing_extra_is_one_line_and_exit_2(script: str, args: list[str], blocked: tuple[str, ...], extra: str,
+                                                make_target: str, tmp_path: Path) -> None:
+    result = run_script(f"benchmarks.{script}", [a.format(out=tmp_path) for a in args], [ROOT], blocked)
+    assert result.returncode == 2, (result.returncode, result.stderr[-3000:])
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"needs the {extra} extra" in lines[0] and blocked[0] in lines[0], lines[0]
+    assert f"pip install -e '.[{extra}]'" in lines[0] and make_target in lines[0], lines[0]
+    assert not list(tmp_path.iterdir())  # nothing was run, nothing written
