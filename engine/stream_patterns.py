@@ -3,6 +3,11 @@ selection (connectors/stream_selection.py), below both layers so one rule serves
 
 from __future__ import annotations
 
+import difflib
+import fnmatch
+import re
+from collections.abc import Iterable
+
 GLOB_CHARS = frozenset("*?[")  # a pattern with none of these is an exact stream name
 
 
@@ -22,3 +27,35 @@ def unclosed_bracket(pattern: str) -> str | None:
             i = close
         i += 1
     return None
+
+
+def _folded(name: str) -> str:
+    """A stream name as a close-match compares it: spaces dropped and case folded, so the compact OSI form
+    `SPY241220C00450000` meets the padded `SPY   241220C00450000` and `es` meets `ES`."""
+    return name.replace(" ", "").casefold()
+
+
+def close_matches(pattern: str, names: Iterable[str], limit: int = 3) -> list[str]:
+    """The names of `names` that `pattern` (matching none of them) was most likely meant to be: those equal to it
+    (or, for a glob, matched by it) once spaces and case are folded, else difflib's closest on the folded forms."""
+    by_folded: dict[str, list[str]] = {}
+    for name in names:
+        by_folded.setdefault(_folded(name), []).append(name)
+    wanted = _folded(pattern)
+    if GLOB_CHARS & set(pattern):
+        glob = re.compile(fnmatch.translate(wanted))
+        return sorted(name for folded, same in by_folded.items() if glob.match(folded) for name in same)[:limit]
+    close = [wanted] if wanted in by_folded else difflib.get_close_matches(wanted, list(by_folded), n=limit)
+    return [name for folded in close for name in sorted(by_folded[folded])][:limit]
+
+
+def did_you_mean(patterns: Iterable[str], names: Iterable[str]) -> str:
+    """`; did you mean 'X'?` for the patterns that have a close match among `names` (each named when more than
+    one pattern missed), or "" when none has: the end of a 'matches none of the streams' message."""
+    patterns, names = list(patterns), list(names)
+    hints = []
+    for pattern in patterns:
+        if close := close_matches(pattern, names):
+            meant = " or ".join(map(repr, close))
+            hints.append(meant if len(patterns) == 1 else f"{meant} for {pattern!r}")
+    return f"; did you mean {', '.join(hints)}?" if hints else ""

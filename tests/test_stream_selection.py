@@ -167,3 +167,47 @@ def test_a_dbn_file_of_several_futures_reads_the_selected_ones(tmp_path: Path, c
     # on the command line, as for any file
     assert main(["feed", "replay", str(path), "--streams", "ES*", "--endpoint", "tcp://127.0.0.1:9"]) == 2
     assert "match none of the streams the files hold" in capsys.readouterr().err
+
+
+def option_chain_csv(path: Path) -> Path:
+    """Quotes of SPY and three option series named in padded OCC symbology (`SPY   241220C00450000`)."""
+    series = ("SPY   241220C00450000", "SPY   241220C00455000", "SPY   241220P00450000")
+    lines = ["timestamp,symbol,bid,ask,bid_size,ask_size"]
+    for i in range(120):
+        symbol = ("SPY", *series)[i % 4]
+        mid = 450 + i * 0.01 if symbol == "SPY" else 5 + (i % 7) * 0.05
+        lines.append(f"2024-12-16 14:{30 + i // 60:02d}:{i % 60:02d}.000,{symbol},{mid - 0.01:.2f},{mid + 0.01:.2f},"
+                     f"{1 + i % 3},{2 + i % 5}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_an_unpadded_occ_symbol_is_refused_with_the_padded_stream_it_names(engine_files: Path, tmp_path: Path,
+                                                                           capsys) -> None:
+    """`SPY241220C00450000`, the compact OSI form vendors write, matches no stream; the refusal says which one it
+    means (spaces and case folded, then difflib), wherever streams are selected."""
+    chain = option_chain_csv(tmp_path / "chain.csv")
+    meant = "did you mean 'SPY   241220C00450000'?"
+    assert backtest(engine_files, [chain], tmp_path / "a.parquet", "--streams", "SPY241220C00450000") == 2
+    err = capsys.readouterr().err
+    assert "error: streams ['SPY241220C00450000'] match none of the streams the files hold (SPY, SPY   241220C0045" \
+           f"0000, SPY   241220C00455000, SPY   241220P00450000); {meant}" in err, err
+    with pytest.raises(NoStreamMatched, match=r"did you mean 'SPY   241220C00450000' for 'spy 241220c00450000', "
+                                              r"'SPY   241220P00450000' or .* for 'SPY241220P0045000'\?$"):
+        FileReplay(chain, streams=["SPY", "spy 241220c00450000", "SPY241220P0045000"])  # case; a digit short: closest first
+    with pytest.raises(NoStreamMatched, match=r"\)$"):  # nothing close: no guess
+        FileReplay(chain, streams=["QQQ   250117C00500000"])
+    assert main(["feed", "replay", str(chain), "--streams", "SPY241220C00450000", "--endpoint",
+                 "tcp://127.0.0.1:9"]) == 2
+    assert meant in capsys.readouterr().err
+    for command in (["train", str(chain), "--out", str(tmp_path / "m"), *TINY], ["evaluate", "builtin", str(chain)]):
+        assert main([*command, "--streams", "SPY241220C00450000"]) == 2
+        assert meant in capsys.readouterr().err
+    # a query's streams: the backtest's note on a query that published nothing says the close match too
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES + "  - {name: call, streams: [SPY241220C00450000], kind: surprise, trigger: batch}\n")
+    assert main(["backtest", str(chain), "--queries", str(queries), "--out", str(tmp_path / "b.parquet"),
+                 "--config", str(engine_files / "engine.yaml"), "--quiet"]) == 0
+    assert "note: query 'call' published no answer: its streams ['SPY241220C00450000'] match none of the streams " \
+           f"replayed (SPY, SPY   241220C00450000, SPY   241220C00455000, SPY   241220P00450000); {meant}" in \
+           capsys.readouterr().err

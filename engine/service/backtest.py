@@ -45,6 +45,7 @@ from engine.service.answer_parts import RAW_SCHEMA, AnswerParts, write_atomicall
 from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.rejections import rejected_lines
+from engine.stream_patterns import did_you_mean
 from queries.cache import Answer
 from queries.yaml_loader import no_query
 
@@ -433,7 +434,7 @@ def _say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: lis
                  f"a backtest answers standing triggers only (batch, ticks, interval)")
         elif not any(spec.matches(stream) for stream in streams):
             note(f"query {spec.name!r} published no answer: its streams {list(spec.streams)} match none of the "
-                 f"streams replayed ({shown})")
+                 f"streams replayed ({shown}){did_you_mean(spec.streams, streams)}")
         else:
             note(f"query {spec.name!r} published no answer: its trigger never fired on these ticks")
 
