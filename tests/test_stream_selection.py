@@ -194,7 +194,8 @@ def test_an_unpadded_occ_symbol_is_refused_with_the_padded_stream_it_names(engin
            f"0000, SPY   241220C00455000, SPY   241220P00450000); {meant}" in err, err
     with pytest.raises(NoStreamMatched, match=r"did you mean 'SPY   241220C00450000' for 'spy 241220c00450000', "
                                               r"'SPY   241220P00450000' or .* for 'SPY241220P0045000'\?$"):
-        FileReplay(chain, streams=["SPY", "spy 241220c00450000", "SPY241220P0045000"])  # case; a digit short: closest first
+        # a name in lower case, and one a digit short (its closest match named first)
+        FileReplay(chain, streams=["SPY", "spy 241220c00450000", "SPY241220P0045000"])
     with pytest.raises(NoStreamMatched, match=r"\)$"):  # nothing close: no guess
         FileReplay(chain, streams=["QQQ   250117C00500000"])
     assert main(["feed", "replay", str(chain), "--streams", "SPY241220C00450000", "--endpoint",
