@@ -860,6 +860,77 @@ def test_a_file_fed_again_goes_on_from_where_the_engine_is(checkpoint, tmp_path,
         assert sum(server.pipeline.rejected.values()) == 0 and server.pipeline.ticks_in == 120
 
 
+def quotes_csv(path, stream: str, good: int, zero_bids: int, hour: int = 14, zero_bids_first: bool = False) -> str:
+    """``good`` two-sided quotes of ``stream``, and ``zero_bids`` with a 0 bid after them (or first), refused by the
+    file's own checks as missing_field, so never sent; a second apart from ``hour`` on."""
+    def zero_bid(i: int) -> bool:
+        return i < zero_bids if zero_bids_first else i >= good
+
+    rows = ["time,symbol,bid,ask"] + [f"2026-11-02T{hour}:{i // 60:02d}:{i % 60:02d}Z,{stream},"
+                                      f"{0 if zero_bid(i) else 10 + i * 0.01:.2f},{10.05 + i * 0.01:.2f}"
+                                      for i in range(good + zero_bids)]
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+def test_a_file_fed_again_says_its_rejects_as_a_share_of_the_ticks_read(checkpoint, tmp_path, capsys) -> None:
+    """A file fed again sends nothing (the engine holds its ticks) and rejects its bad rows again: their shares were
+    of the rejected rows alone ("missing_field 3 (100%) of the 3 ticks read ... is a column read as the file means
+    it?"); they are of every tick read, the held ones said as such, as the first feed's are."""
+    quiet = quotes_csv(tmp_path / "quiet.csv", "QUIET", 100, 3)  # 3% bad: no alarm
+    loud = quotes_csv(tmp_path / "loud.csv", "LOUD", 100, 10)  # 9% bad: the alarm, on each feed alike
+    with serving(config(checkpoint, tmp_path)) as server:
+        argv = ["--endpoint", server.endpoints["ingest"], "--answers", server.endpoints["answers"], "--control",
+                server.endpoints["control"]]
+        for fed in range(2):
+            code, _, err = run(capsys, "feed", "replay", quiet, *argv)
+            assert code == 0 and "3 rows of the files not sent:\n  rejected missing_field: 3 (" in err, err
+            assert "warning" not in err and "is a column read" not in err, err
+            wait_for(lambda: server.pipeline.ticks_in == (200 if fed else 100), timeout_s=60)
+            code, _, err = run(capsys, "feed", "replay", loud, *argv)
+            held = " (100 of them not sent: stamped at or before the engine's last tick of their stream)" if fed else ""
+            assert code == 0 and "10 rows of the files not sent:\nwarning: missing_field 10 (9%) of the 110 ticks " \
+                f"read{held} rejected, left out of every answer and score: is a column read" in err, err
+            assert ("nothing new to send" in err) == bool(fed), err
+            wait_for(lambda: server.pipeline.ticks_in == 200, timeout_s=60)
+
+
+def test_a_feed_that_ends_in_an_error_lists_the_rows_it_did_not_send_first(checkpoint, tmp_path, capsys) -> None:
+    """The rows the files' own checks refused are recorded nowhere but in the feed's list of rows not sent: a feed
+    that ended with an error (older ticks than the engine's, the engine gone mid-feed) ended without it."""
+    import subprocess
+    import sys
+
+    later = quotes_csv(tmp_path / "later.csv", "OPT", 20, 0, hour=15)
+    earlier = quotes_csv(tmp_path / "earlier.csv", "OPT", 30, 2, hour=14)  # more ticks than held: not a re-feed
+    with serving(config(checkpoint, tmp_path)) as server:
+        argv = ["--endpoint", server.endpoints["ingest"], "--answers", server.endpoints["answers"], "--control",
+                server.endpoints["control"]]
+        assert run(capsys, "feed", "replay", later, *argv)[0] == 0
+        wait_for(lambda: server.pipeline.ticks_in == 20, timeout_s=60)
+        code, _, err = run(capsys, "feed", "replay", earlier, *argv)
+        assert code == 2 and "nothing was sent: the files' ticks are older" in err, err
+        assert "  rejected missing_field: 2 (" in err, err
+        assert err.index("2 rows of the files not sent:\n") < err.index("error: nothing was sent"), err
+        # the engine stops mid-feed, and the feed (not told its control socket: no resume) ends with EngineLost
+        paced_csv = quotes_csv(tmp_path / "paced.csv", "PACED", 300, 2, zero_bids_first=True)
+        paced = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "feed", "replay", paced_csv,
+                                  "--speed", "1", "--endpoint", server.endpoints["ingest"], "--answers", "",
+                                  "--control", ""], stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: server.pipeline.ticks_in > 20, timeout_s=120)  # paced: a tick a second of 300
+        except BaseException:
+            paced.kill()
+            raise
+    try:
+        _, err = paced.communicate(timeout=300)
+    finally:
+        paced.kill()
+    assert paced.returncode == 2 and "flashtick feed: error: the connection to the engine at " in err, err
+    assert "  rejected missing_field: 2 (" in err, err
+    assert err.index("2 rows of the files not sent:\n") < err.index("flashtick feed: error: "), err
+
+
 def test_a_file_fed_again_sends_the_ticks_sharing_the_engines_last_timestamp_that_it_does_not_hold(
         checkpoint, tmp_path, capsys) -> None:
     """Ticks stamped alike (a FX tick file's repeated milliseconds): a feed stopped inside such a run and started

@@ -860,11 +860,24 @@ def _price_offset(given: list[str] | None) -> str | None:
     return "|".join(given)
 
 
-def _replay_rejections(source: Any, sent: int) -> list[str]:
+def _replay_rejections(source: Any, sent: int, held: int = 0) -> list[str]:
     from engine.service.rejections import rejected_lines
 
     rejected = getattr(source, "rejected", None)
-    return rejected_lines(dict(rejected), rejected.examples, sent, rejected.streams_of()) if rejected else []
+    return rejected_lines(dict(rejected), rejected.examples, sent, rejected.streams_of(), held) if rejected else []
+
+
+def _say_rows_not_sent(source: Any, sent: int) -> bool:
+    """Print the rows of the files the feed did not send (rejected by the files' own checks, or left out by a
+    filter): their one record, so said however the feed ends, an error's included, before that error. Shares are
+    of the ticks read, those the engine held already (not sent) among them. True when there were any."""
+    held = sum(source.skipped.values()) if hasattr(source, "skipped") else 0
+    if not (lines := _replay_rejections(source, sent, held)):
+        return False
+    left_out = source.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
+    how = f" ({left_out} of them left out by a filter)" if left_out else ""
+    print(f"{sum(source.rejected.values())} rows of the files not sent{how}:", *lines, sep="\n", file=sys.stderr)
+    return True
 
 
 def stream_name(text: str) -> str:
@@ -961,15 +974,19 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, request_stop)
+    client = None
     try:
         with FeedClient(args.endpoint, watch_connection=True, **_curve(args)) as client:
             stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
                              resume=resume, stop=stop, batch_ns=batch_ns,
                              say=lambda line: print(f"flashtick feed: note: {line}", file=sys.stderr, flush=True),
                              warn=lambda line: print(f"flashtick feed: {line}", file=sys.stderr, flush=True))
-    except EngineLost as e:
-        raise ConnectionError(f"{e}; stopped here, with {client.ticks} ticks sent: `flashtick streams` says what "
-                              f"the engine holds of each stream") from None
+    except Exception as e:  # the engine lost, a send timed out: the rows not sent of what was read are said first
+        _say_rows_not_sent(source, client.ticks if client is not None else 0)
+        if isinstance(e, EngineLost):
+            raise ConnectionError(f"{e}; stopped here, with {client.ticks} ticks sent: `flashtick streams` says "
+                                  f"what the engine holds of each stream") from None
+        raise
     finally:
         if resume is not None:
             resume.close()
@@ -987,27 +1004,27 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         print(f"flashtick feed: note: {found}", file=sys.stderr)
     for caution in getattr(source, "cautions", ()):
         print(f"flashtick feed: warning (said above too): {caution}", file=sys.stderr)
-    if stats.unconfirmed:
-        raise ConnectionError(f"the engine has neither accepted nor refused {stats.unconfirmed} of the ticks sent "
-                              f"(none more for {FINISH_STALL_S:g} s): they may be lost; `flashtick streams` says what "
-                              f"it holds")
     held = sum(source.skipped.values()) if isinstance(source, AfterHeld) else 0  # ticks the engine held: not sent
-    if stats.ticks == 0 and held and source.older() is not None:  # no re-feed: older ticks than the engine's
-        raise ValueError("nothing was sent: the files' ticks are older than the engine's last tick of their stream "
-                         f"(above){START_OVER}")
-    if stats.ticks == 0 and held:  # a file fed again: nothing new to send is no error, whatever a filter left out
+    older = stats.ticks == 0 and held and source.older() is not None  # no re-feed: older ticks than the engine's
+    if stats.ticks == 0 and held and not older:  # a file fed again: nothing new to send is no error
         print(f"flashtick feed: nothing new to send: every tick of the files"
               f"{' of the streams selected' if source.selection is not None else ''} is stamped at or before the "
               f"engine's last tick of its stream (held, if these files were fed before; `flashtick streams` says "
               f"what it has){START_OVER}", file=sys.stderr)
-    if lines := _replay_rejections(source, stats.ticks):  # rows the files' own checks refused, before any was sent
-        left_out = source.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
-        how = f" ({left_out} of them left out by a filter)" if left_out else ""
-        print(f"{sum(source.rejected.values())} rows of the files not sent{how}:", *lines, sep="\n", file=sys.stderr)
-        if stats.ticks == 0 and not held:
-            raise ValueError("every row of the files was rejected; nothing was sent (reasons above)"
-                             if sum(source.rejected.values()) > left_out else
-                             "every row of the files was left out by a filter (above); nothing was sent")
+    # rows the files' own checks refused, before any was sent: said before any error below, whichever ends the feed
+    said_rows = _say_rows_not_sent(source, stats.ticks)
+    if stats.unconfirmed:
+        raise ConnectionError(f"the engine has neither accepted nor refused {stats.unconfirmed} of the ticks sent "
+                              f"(none more for {FINISH_STALL_S:g} s): they may be lost; `flashtick streams` says what "
+                              f"it holds")
+    if older:
+        raise ValueError("nothing was sent: the files' ticks are older than the engine's last tick of their stream "
+                         f"(above){START_OVER}")
+    if said_rows and stats.ticks == 0 and not held:
+        left_out = source.rejected.get("filtered_out", 0)
+        raise ValueError("every row of the files was rejected; nothing was sent (reasons above)"
+                         if sum(source.rejected.values()) > left_out else
+                         "every row of the files was left out by a filter (above); nothing was sent")
     if stats.ticks == 0 and args.feed_source == "replay" and not held:
         raise ValueError("the files hold no ticks (no data rows): nothing was sent")
     if stats.rejected is not None and stats.ticks and sum(stats.rejected.values()) >= stats.ticks:

@@ -13,14 +13,17 @@ LOUD_REJECT_SHARE = 0.05  # a reason rejecting this share of a file's rows is mo
 
 
 def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted: int | None = None,
-                   streams: dict[str, str] | None = None) -> list[str]:
+                   streams: dict[str, str] | None = None, held: int = 0) -> list[str]:
     """One line per rejection reason, most frequent first, with the streams that lost rows to it where ``streams``
     says them (reason -> `CLK0 1750, CLM6-N6 59`) and the first such row where one is known; with the
     ``accepted`` tick count, first a warning naming each reason (but rows a filter leaves out) that rejected at
     least LOUD_REJECT_SHARE of the ticks read: everything after leaves them out, so a misread column must not pass
     as a run that worked (FIX's sell side 2 read as no side rejected 39% of a futures file, every sell). The share
     is of ticks (accepted and rejected), not rows: a row with a trade and the quote it met (a bar file's close
-    beside its bid and ask) is two ticks, each accepted or rejected on its own."""
+    beside its bid and ask) is two ticks, each accepted or rejected on its own. ``held``: ticks read that a feed
+    did not send, stamped at or before the engine's last tick of their stream (a file fed again), counted among the
+    ticks read and said as such: a re-feed's rejects are the same share of the file as the first feed's, not all of
+    what was read."""
     streams = streams or {}
 
     def said(reason: str) -> str:
@@ -30,13 +33,15 @@ def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted:
 
     lines = [f"  {'left out' if reason == 'filtered_out' else 'rejected'} {reason}: {count}{said(reason)}"
              for reason, count in sorted(rejected.items(), key=lambda kv: (-kv[1], kv[0]))]
-    total = (accepted or 0) + sum(rejected.values())
+    total = (accepted or 0) + held + sum(rejected.values())
     by_count = sorted(rejected.items(), key=lambda kv: -kv[1])
     loud = [f"{reason} {count} ({count / total:.0%})" for reason, count in by_count
             if accepted is not None and reason != "filtered_out" and count >= LOUD_REJECT_SHARE * total]
     if loud:
-        lines.insert(0, f"warning: {' and '.join(loud)} of the {total} ticks read rejected, left out of every answer "
-                        f"and score: is a column read as the file means it? (the first such row below; "
+        of_held = f" ({held} of them not sent: stamped at or before the engine's last tick of their stream)" \
+            if held else ""
+        lines.insert(0, f"warning: {' and '.join(loud)} of the {total} ticks read{of_held} rejected, left out of "
+                        f"every answer and score: is a column read as the file means it? (the first such row below; "
                         f"docs/replay.md)")
     return lines
 
