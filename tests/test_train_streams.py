@@ -210,3 +210,42 @@ def test_a_stream_row_with_no_answer_scored_says_why(trained, tmp_path: Path, ca
     assert "vol50 on THIN" in out and "on FRONT" not in out
     assert main(argv) == 0
     assert "on THIN: no answer scored" not in capsys.readouterr().out  # no stream rows, no note of them
+
+
+def test_a_chain_of_short_series_is_summed_up_in_one_line_even_under_quiet(trained, tmp_path: Path, capsys) -> None:
+    """An option chain (one underlying, many series of a few ticks): train said a line per series left out (1,556)
+    and nothing under --quiet, evaluate's refusal named every series (44 KB on one line), and train's table did not
+    say what it trained on. Now one line (how many, shortest and longest, the longest few named), under --quiet
+    too; --verbose names each; train's first line says the streams trained on (evaluate's says the streams scored)."""
+    chain = {"SPY": (1000, 0, 60), **{f"SPY   241220C00{450 + k}000": (3 + 4 * k, 0, 60) for k in range(6)}}
+    csv = write_csv(tmp_path / "chain.csv", chain)
+    argv = ["train", str(csv), *TINY, "--steps", "1", "--batch", "1", "--no-head", *QUICK]
+    summed = ("left out 6 of the 7 streams are too short to split (3 to 23 ticks; this split needs 757 ticks in a "
+              "stream, each part at least 64), left out: SPY   241220C00455000 (23), SPY   241220C00454000 (19), "
+              "SPY   241220C00453000 (15) and 3 more")
+    for flags in ([], ["--quiet"]):
+        assert main([*argv, "--out", str(tmp_path / f"m{len(flags)}"), *flags]) == 0
+        out, err = capsys.readouterr()
+        assert out.startswith("trained 1 steps (steps done) on 1 stream (SPY) in "), out
+        assert [line for line in err.splitlines() if "left out" in line] == [f"flashtick train: note: {summed}"], err
+        assert not flags or err == f"flashtick train: note: {summed}\n", err
+    assert main([*argv, "--out", str(tmp_path / "m2"), "--quiet", "--verbose"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("flashtick train: note: left out SPY   241220C00") == 6, err
+    assert "flashtick train: note: left out SPY   241220C00450000: 3 ticks leave its train and validation and " \
+           "test parts under 64 ticks" in err, err
+    assert all(f"left out SPY   241220C00{450 + k}000: " in (tmp_path / "m0" / "TRAINING.md").read_text()
+               for k in range(6))  # the model card names each
+    # evaluate: the same line; a refusal of the series alone sums them up, and --verbose names each
+    _, model, _, _ = trained
+    assert main(["evaluate", str(model), str(csv), "--quiet", *QUICK]) == 0
+    assert capsys.readouterr().err == f"flashtick evaluate: note: {summed}\n"
+    series = ["--streams", "SPY   2412*"]
+    assert main(["evaluate", str(model), str(csv), *series, *QUICK]) == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error.startswith("flashtick evaluate: error: no stream is long enough to split: its 6 streams hold 3 to 23 "
+                            "ticks (the longest: SPY   241220C00455000 (23), SPY   241220C00454000 (19), SPY   "
+                            "241220C00453000 (15) and 3 more; --verbose names each) (this split needs 757 ticks"), error
+    assert main(["evaluate", str(model), str(csv), *series, "--verbose", *QUICK]) == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert all(f"SPY   241220C00{450 + k}000: {3 + 4 * k} ticks leave its" in error for k in range(6)), error

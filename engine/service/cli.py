@@ -453,7 +453,10 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
                    "next-token loss (default 3)")
     p.add_argument("--questions-per-window", type=int, default=128, help="answer points trained per window "
                    "(default 128)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar or log lines, only the final table")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or log lines, only the final table (and "
+                   "one line on the streams too short to split, if any)")
+    p.add_argument("--verbose", action="store_true", help="name each stream too short to split, one line each "
+                   "(more than a few are otherwise summed up in one line)")
     size = p.add_argument_group("model size (with --from-scratch)")
     for flag, default in SIZE_FLAGS.items():
         size.add_argument(f"--{flag.replace('_', '-')}", type=int, default=None, help=f"(default {default})")
@@ -471,7 +474,10 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="checkpoint directory (with codec.json), or 'builtin'")
     p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
     p.add_argument("--plot", type=Path, metavar="PNG", help="write the calibration diagram here (needs matplotlib)")
-    p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table")
+    p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table (and "
+                   "one line on the streams too short to split, if any)")
+    p.add_argument("--verbose", action="store_true", help="name each stream too short to split, one line each "
+                   "(more than a few are otherwise summed up in one line)")
     p.set_defaults(run=cmd_evaluate)
 
 
@@ -1691,7 +1697,8 @@ def cmd_train(args: argparse.Namespace) -> None:
         raise ValueError("--codec-version applies to --from-scratch; a fine-tuned model keeps its base's codec")
     options = FitOptions(split=split, base=base, eval_every=args.eval_every, patience=args.patience,
                          device=args.device, evaluation=evaluation, codec_version=args.codec_version,
-                         head=not args.no_head, streams=tuple(args.streams) if args.streams else None)
+                         head=not args.no_head, streams=tuple(args.streams) if args.streams else None,
+                         name_left_out=args.verbose)
     interactive = not args.quiet and not args.json and sys.stderr.isatty()
 
     def log(message: str) -> None:
@@ -1713,12 +1720,35 @@ def cmd_train(args: argparse.Namespace) -> None:
     t = record["training"]
     best = (f"best validation loss {t['best_validation_loss']} at step {t['best_step']}"
             if t["best_validation_loss"] is not None else "no validation part: the last step's weights")
-    print(f"trained {t['steps_done']} steps ({t['stopped']}) in {t['train_seconds']} s on {record['device']}; "
-          f"{best} -> {args.out}")
+    trained_on = _streams_named(list(record["evaluation"]["streams"]))
+    print(f"trained {t['steps_done']} steps ({t['stopped']}) on {trained_on} in {t['train_seconds']} s on "
+          f"{record['device']}; {best} -> {args.out}")
     print(format_table(record["evaluation"], args.by_stream))
-    if not args.quiet:  # a file given on purpose whose stream was not trained on: said, not only on the model card
-        for line in record["skipped"]:
-            print(f"flashtick train: note: left out {line}", file=sys.stderr)
+    # a file given on purpose whose stream was not trained on: said, not only on the model card
+    _say_left_out(record["skipped"], record["left_out"], args,
+                  lambda line: print(f"flashtick train: note: left out {line}", file=sys.stderr))
+
+
+def _streams_named(names: list[str]) -> str:
+    """`1 stream (SPY)`, or, of more than a message names, how many."""
+    from connectors.stream_selection import SHOWN_STREAMS
+    from connectors.ticks import counted, shown_name
+
+    named = f" ({', '.join(map(shown_name, names))})" if len(names) <= SHOWN_STREAMS else ""
+    return counted(len(names), "stream") + named
+
+
+def _say_left_out(skipped: list[str], summed_up: str | None, args: argparse.Namespace,
+                  say: Callable[[str], None]) -> None:
+    """The streams too short to split: one line each when few or --verbose, else in one line; that one line under
+    --quiet too (a model of one series of a 1,557-series chain must not pass as one of the chain)."""
+    from engine.service.splits import SHORT_NAMED
+
+    if args.verbose or (len(skipped) <= SHORT_NAMED and not args.quiet):
+        for line in skipped:
+            say(line)
+    elif summed_up is not None:
+        say(summed_up)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
@@ -1730,7 +1760,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from engine.service.features import read_head
     from engine.service.finetune import resolve_device
     from engine.service.splits import (gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
-                                       time_overlap_note)
+                                       short_streams_line, time_overlap_note)
 
     split, options = _train_common(args)
     device = resolve_device(args.device)
@@ -1742,11 +1772,12 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     streams, rejected = read_streams([str(f) for f in args.files], _column_map(args), note=said,
                                      streams=args.streams)
     # train's rule: a part of fewer ticks left a test slice of one tick, an empty table and exit 0
-    prepared, skipped = prepare(codec, streams, split, min_part_ticks(codec, window_ticks(model)), training=False)
+    min_ticks = min_part_ticks(codec, window_ticks(model))
+    prepared, skipped = prepare(codec, streams, split, min_ticks, training=False, name_all=args.verbose)
     if (widened := gap_note(codec, split)) is not None:
         said(widened)
-    for line in skipped:
-        said(f"left out {line}")
+    _say_left_out(skipped, short_streams_line(codec, streams, [sd.name for sd in prepared], split, min_ticks), args,
+                  lambda line: print(f"flashtick evaluate: note: left out {line}", file=sys.stderr))
     if (overlap := time_overlap_note(prepared)) is not None:
         said(overlap)
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),

@@ -36,7 +36,8 @@ from engine.service.evaluate import (EvalOptions, evaluate_streams, format_table
 from engine.service.features import HEAD_FILE, QuestionHead, write_head
 from engine.service.reading_record import reading_of
 from engine.service.splits import (
-    SplitSpec, StreamData, gap_note, longest_horizon, min_part_ticks, prepare, read_streams, time_overlap_note,
+    SHORT_NAMED, SplitSpec, StreamData, gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
+    short_streams_line, time_overlap_note,
 )
 from engine.service.train import (
     Source, TrainConfig, Validation, new_model, optimise, question_tokens, sample_batch, save_model,
@@ -57,6 +58,7 @@ class FitOptions:
     codec_version: int | None = None  # from scratch: BinnedCodec spec version; None = the built-in model's
     head: bool = True  # fit the answer heads (features.QuestionHead) on the train and validation parts
     streams: tuple[str, ...] | None = None  # the streams of the files to train on (names or globs); None: every one
+    name_left_out: bool = False  # --verbose: each stream too short to split named, not more than SHORT_NAMED summed up
 
     def __post_init__(self) -> None:
         for name in ("eval_every", "patience", "val_batches"):
@@ -117,12 +119,15 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         torch.manual_seed(cfg.seed)
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"),
                                          streams=options.streams)
-    streams, skipped = prepare(codec, streams_raw, options.split, min_part_ticks(codec, cfg.window_ticks))
+    min_ticks = min_part_ticks(codec, cfg.window_ticks)
+    streams, skipped = prepare(codec, streams_raw, options.split, min_ticks, name_all=options.name_left_out)
+    # an option chain's thousands of short series in one line (the model card, --json and --verbose name each)
+    left_out = short_streams_line(codec, streams_raw, [sd.name for sd in streams], options.split, min_ticks)
     if (widened := gap_note(codec, options.split)) is not None:
         log(f"note: {widened}")
     if (overlap := time_overlap_note(streams)) is not None:
         log(f"note: {overlap}")
-    for note in skipped:
+    for note in skipped if options.name_left_out or len(skipped) <= SHORT_NAMED else [left_out]:
         log(f"left out {note}")
     groups, weights = _groups(codec, streams, "train")
     q_tokens = question_tokens(codec)
@@ -163,7 +168,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
               "base": str(options.base) if options.base else "from scratch",
               "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))),
               "selected_streams": list(options.streams) if options.streams else None,  # None: every stream
-              "rejected": rejected, "skipped": skipped, "overlap": overlap,
+              "rejected": rejected, "skipped": skipped, "left_out": left_out, "overlap": overlap,
               "params": sum(p.numel() for p in model.parameters()), "config": run_config(cfg),
               "training": stats, "calibration": json.loads(codec.calibration.to_json()),
               "heads": {name: {k: v for k, v in h.to_dict().items() if k not in ("mean", "scale", "weights", "bias")}

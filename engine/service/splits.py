@@ -13,7 +13,7 @@ its training windows and answer targets come from the train part alone.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -23,7 +23,7 @@ import numpy as np
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.labels import NO_LABEL, label_series, marks_of
 from connectors.replay import FileReplay
-from connectors.ticks import Tick
+from connectors.ticks import Tick, shown_name
 from engine.service.backtest import first_share
 from engine.service.rejections import rejected_lines
 from engine.service.features import microstructure_features
@@ -201,10 +201,45 @@ def min_part_ticks(codec: BinnedCodec, window_ticks: int) -> int:
     return max(window_ticks + 1, longest_horizon(codec) + 1)
 
 
+SHORT_NAMED = 3  # streams too short to split said one line each; more (an option chain's) are summed up in one
+
+
+def short_streams_line(codec: BinnedCodec, streams: dict[str, list[Tick]], kept: Iterable[str], spec: SplitSpec,
+                       min_ticks: int) -> str | None:
+    """The streams of ``streams`` not ``kept`` (too short to split) in one line: how many of how many, their
+    shortest and longest, what the split needs, and the longest few by name (nearest to enough); None if none.
+    An option chain leaves out thousands of 3-tick series, which a line each (or an error naming each) buries."""
+    if (short := _short_streams(streams, kept)) is None:
+        return None
+    needed = ticks_needed(spec, max(spec.gap, longest_horizon(codec)), min_ticks)
+    return (f"{short.count} of the {len(streams):,} streams are too short to split ({short.span}; this split needs "
+            f"{needed:,} ticks in a stream, each part at least {min_ticks}), left out: {short.named}")
+
+
+class _ShortStreams(NamedTuple):
+    count: str  # "1,556"
+    span: str  # "3 to 160 ticks"
+    named: str  # "A (160), B (150), C (3) and 1,553 more"
+
+
+def _short_streams(streams: dict[str, list[Tick]], kept: Iterable[str]) -> _ShortStreams | None:
+    kept = set(kept)
+    short = {name: len(ticks) for name, ticks in streams.items() if name not in kept}
+    if not short:
+        return None
+    shortest, longest = min(short.values()), max(short.values())
+    span = f"{shortest:,} ticks each" if shortest == longest else f"{shortest:,} to {longest:,} ticks"
+    named = sorted(short, key=lambda name: (-short[name], name))[:SHORT_NAMED]
+    examples = ", ".join(f"{shown_name(name)} ({short[name]:,})" for name in named)
+    more = f" and {len(short) - len(named):,} more" if len(short) > len(named) else ""
+    return _ShortStreams(f"{len(short):,}", span, examples + more)
+
+
 def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
-            min_ticks: int, training: bool = True) -> tuple[list[StreamData], list[str]]:
+            min_ticks: int, training: bool = True, name_all: bool = False) -> tuple[list[StreamData], list[str]]:
     """Streams long enough to split (each part >= `min_ticks`: min_part_ticks), and a note per stream left out;
-    ``training``: for `train` (its refusal may then say what a split without a validation part does to training)."""
+    ``training``: for `train` (its refusal may then say what a split without a validation part does to training).
+    Refused when none is: the streams named one by one when few or ``name_all`` (--verbose), else summed up."""
     gap = max(spec.gap, longest_horizon(codec))
     out, skipped = [], []
     for name, ticks in sorted(streams.items()):
@@ -220,7 +255,13 @@ def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
         out.append(StreamData(name, ticks, tokens, marks, parts, part_labels(codec, marks, parts)))
     if not out:
         longest, n = max(((name, len(ticks)) for name, ticks in streams.items()), key=lambda kv: (kv[1], kv[0]))
-        raise ValueError("no stream is long enough to split: " + "; ".join(skipped) + f" (this split needs "
+        if name_all or len(skipped) <= SHORT_NAMED:
+            short = "; ".join(skipped)
+        else:
+            summed = _short_streams(streams, ())
+            short = (f"its {summed.count} streams hold {summed.span} (the longest: {summed.named}; --verbose names "
+                     f"each)")
+        raise ValueError("no stream is long enough to split: " + short + f" (this split needs "
                          f"{ticks_needed(spec, gap, min_ticks):,} ticks in a stream: "
                          f"{_what_would_split(longest, n, spec, gap, min_ticks, training)})")
     return out, skipped
