@@ -9,6 +9,7 @@ only); a file without a map has its layout detected (connectors/layout.py).
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
 from dataclasses import dataclass, fields, replace
@@ -22,6 +23,7 @@ import yaml
 
 from connectors.field_names import SIDE_WORDS
 from connectors.ticks import QUOTE, TRADE, InvalidTick
+from engine.stream_patterns import GLOB_CHARS, unclosed_bracket
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
 UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
@@ -46,13 +48,18 @@ PRICE_FIELDS = ("price", "bid", "ask")  # the columns `price_scale` divides
 QUOTE_FIELDS = ("bid", "ask", "bid_size", "ask_size")
 
 
+KEEP_LEAVES_OUT = "which the map's keep leaves out"  # a keep filter's filtered_out (replay.py's LEFT_OUT_CAUSES)
+HOURS_LEFT_OUT = "is outside the hours kept"  # an `hours` window's
+# `zero_bid`: a quote's 0 bid is no bid (TAQ's, the default) or a price (an option nobody bids)
+ZERO_BID_READINGS = ("no_bid", "price")
 PriceOffset = float | dict[str, float]  # one offset for every stream, or stream name -> its own (others: none)
 
 
 def checked_price_offset(value: Any) -> PriceOffset | None:
-    """A map's price_offset: a number for every stream (None: not given, or 0: no offset), or a mapping of stream
-    name -> offset for those streams alone (`{ZNH6-ZNM6: 10}`; inline `ZNH6-ZNM6=10|6EH6=1`); a ValueError for
-    anything else. A name's '/' is the '-' its stream replays with (EUR/USD is stream EUR-USD)."""
+    """A map's price_offset: a number for every stream (None: not given), or a mapping of stream name or glob ->
+    offset for those streams alone (`{ZNH6-ZNM6: 10}`, `{'SPY   250620*': 0.01}`; inline `ZNH6-ZNM6=10|6EH6=1`);
+    a ValueError for anything else, an offset of 0 included (it shifts nothing: said, never taken silently). A
+    name's '/' is the '-' its stream replays with (EUR/USD is stream EUR-USD)."""
     if value is None:
         return None
     if isinstance(value, str) and "=" in value:  # the inline form (--price-offset NAME=X repeated joins by '|')
@@ -63,13 +70,15 @@ def checked_price_offset(value: Any) -> PriceOffset | None:
     elif isinstance(value, Mapping):
         items = list(value.items())
     else:
-        return _offset_number(value, "") or None
+        return _offset_number(value, "")
     if not items or not all(isinstance(name, str) and name.strip() for name, _ in items):
         raise ValueError(f"price_offset per stream maps stream names to numbers, e.g. {{ZNH6-ZNM6: 10}}, "
                          f"got {value!r}")
     offsets: dict[str, float] = {}
     for name, number in items:
         stream, offset = name.strip().replace("/", "-"), _offset_number(number, f" (stream {name})")
+        if why := unclosed_bracket(stream):
+            raise ValueError(f"price_offset: {stream!r} is not a valid glob: {why}")
         if offsets.get(stream, offset) != offset:  # (ZNH6/ZNM6 is stream ZNH6-ZNM6): which one was meant?
             raise ValueError(f"price_offset gives stream {stream!r} two offsets, {offsets[stream]:g} and "
                              f"{offset:g}: give it one")
@@ -85,14 +94,30 @@ def _offset_number(value: Any, whose: str) -> float:
     if not math.isfinite(offset) or isinstance(value, bool):
         raise ValueError(f"price_offset{whose} must be a number (added to every price, bid and ask read), or "
                          f"stream names mapped to numbers ({{ZNH6-ZNM6: 10}}; inline ZNH6-ZNM6=10), got {value!r}")
+    if offset == 0:
+        raise ValueError(f"price_offset{whose} is 0, which shifts nothing: prices stay as read, and a 0 bid stays "
+                         f"no bid (a one-sided quote, rejected). To read an option's 0 bid as a price give zero_bid: "
+                         f"price (--zero-bid price); to lift prices at or below zero, an offset above the lowest "
+                         f"one's distance from zero")
     return offset
 
 
 def offset_of(offset: PriceOffset | None, stream: Any) -> float:
-    """The offset a stream's prices take: the one for every stream, its own, or 0."""
+    """The offset a stream's prices take: the one for every stream, its own (by name, else by the first glob that
+    matches it), or 0."""
     if isinstance(offset, dict):
-        return offset.get(stream, 0.0)
+        found = offset.get(stream)
+        if found is None and isinstance(stream, str):
+            found = next((number for name, number in offset.items()
+                          if GLOB_CHARS & set(name) and fnmatch.fnmatchcase(stream, name)), None)
+        return found or 0.0
     return offset or 0.0
+
+
+def offset_names(offset: dict[str, float], held: set[str]) -> list[str]:
+    """The names and globs of a per-stream offset that match none of the ``held`` streams."""
+    return [name for name in offset if name not in held and not (
+        GLOB_CHARS & set(name) and any(fnmatch.fnmatchcase(stream, name) for stream in held))]
 
 
 def shown_offset(offset: PriceOffset) -> str:
@@ -185,7 +210,7 @@ class Hours:
             if inside(ts):
                 return None
             clock = datetime.fromtimestamp(ts // 10**9, clock_zone).strftime("%H:%M:%S")
-            return InvalidTick("filtered_out", f"ts at {clock} {clock_zone.key} is outside the hours kept ({as_given})")
+            return InvalidTick("filtered_out", f"ts at {clock} {clock_zone.key} {HOURS_LEFT_OUT} ({as_given})")
 
         return left_out
 
@@ -245,6 +270,9 @@ class ColumnMap:
     {stream: offset} shifts those streams alone (a calendar spread among its outrights).
     `price_format`: "32nds" reads price, bid and ask written in CME's 32nds (`110-16+`, `110'165`; THIRTY_SECONDS)
     as well as decimals; "decimal" says a column of `110'165`s is thousands grouped by an apostrophe.
+    `zero_bid`: what a quote's 0 bid beside an ask above it is: "no_bid" (None, the default: TAQ's and most US
+    feeds' "no bid", a one-sided quote rejected as missing_field) or "price" (an option nobody bids, a two-sided
+    market: the quote replays with bid 0, its mark ask / 2). A 0 ask is no offer either way.
     `decimal`: a CSV's decimal separator, "comma" (dots group thousands: `3.450,5`) or "point" (commas group:
     `3,450.5`), where its numbers do not tell (`3,450` reads both ways); None: detected (layout.decimal_reading).
     """
@@ -277,6 +305,7 @@ class ColumnMap:
     decimal: str | None = None
     hours: str | None = None
     price_format: str | None = None
+    zero_bid: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
@@ -347,6 +376,10 @@ class ColumnMap:
         if self.price_format not in (None, *PRICE_FORMATS):
             raise ValueError(f"price_format must be one of {PRICE_FORMATS} (32nds: CME's notation of Treasury "
                              f"futures, {THIRTY_SECONDS_FORM}), got {self.price_format!r}")
+        if self.zero_bid not in (None, *ZERO_BID_READINGS):
+            raise ValueError(f"zero_bid must be one of {ZERO_BID_READINGS} (price: a 0 bid beside an ask is an "
+                             f"option nobody bids, replayed; no_bid: TAQ's no bid, rejected), got {self.zero_bid!r}")
+        object.__setattr__(self, "zero_bid", None if self.zero_bid == "no_bid" else self.zero_bid)  # the default
         if self.decimal not in (None, *DECIMALS):
             raise ValueError(f"decimal is a CSV's decimal separator, {' or '.join(DECIMALS)} (a word: inline "
                              f"--columns splits at commas), got {self.decimal!r}")
@@ -503,7 +536,7 @@ def keep_check(keep: Mapping[str, Sequence[Any]]) -> Callable[[Sequence[Any]], s
             held = "" if cell is None else keep_key(cell)
             if held not in values:
                 shown = "nothing" if held == "" else _shown(held)
-                return f"column {column!r} holds {shown}, which the map's keep leaves out (it keeps {text})"
+                return f"column {column!r} holds {shown}, {KEEP_LEAVES_OUT} (it keeps {text})"
         return None
 
     return check
@@ -676,6 +709,7 @@ def load_map_file(path: Path) -> dict[str, Any]:
 
 
 REFINE_KEYS = ("names", "ts_unit", "ts_format", "tz", "date", "decimal")  # keys that refine a detected layout
+READING_KEYS = ("price_offset", "hours", "price_format", "zero_bid")  # options of their own that refine it too
 
 
 @dataclass(frozen=True)
@@ -725,8 +759,8 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
     """The column map the command line (or the config's replay section) describes, in ColumnMap.from_dict form.
 
     `columns` is inline text (`ts=time,price=px`), a YAML file's path, or a dict; `preset_name` is the base it
-    overrides; `refinements` (names, ts_unit, tz, date, ts_format, price_offset, hours, price_format; None = not
-    given) override
+    overrides; `refinements` (names, ts_unit, tz, date, ts_format, price_offset, hours, price_format, zero_bid;
+    None = not given) override
     both. None: nothing given,
     detect each file's layout. With `detect` (the command line), refinements alone refine each detected layout
     (`--tz Etc/GMT+5`); without it they need a map. The map is checked here, so a mistake is reported before any
@@ -746,7 +780,7 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
         unit = "datetime"  # a unit a zone or a day refines (a day: of times of day as text too)
         # the time keys only (names are the file's own; columns are checked against each file's map)
         timing = {k: v for k, v in checked.items()
-                  if k in (*REFINE_KEYS, "price_offset", "hours", "price_format") and k != "names"}
+                  if k in (*REFINE_KEYS, *READING_KEYS) and k != "names"}
         # a unit of times after midnight alone refines a file whose date column detection joins to its time
         # (`date+time`), so the stand-in has one; without --date a file of one time column is refused when read
         day_of_rows = timing.get("ts_unit") in DAY_CLOCK_UNITS and timing.get("date") is None

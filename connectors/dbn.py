@@ -247,8 +247,10 @@ class DbnPlan:
 
     sorted_on_read = False
 
-    def __init__(self, path: Path, price_offset: PriceOffset | None = None, hours: str | None = None) -> None:
+    def __init__(self, path: Path, price_offset: PriceOffset | None = None, hours: str | None = None,
+                 zero_bid: str | None = None) -> None:
         self.path, self.price_offset, self.hours = path, price_offset, hours
+        self.zero_bid_is_price = zero_bid == "price"  # OPRA's 0 bid: a price, or (the default) no bid
         # what the last read found, for the notes said at the end (`found_on_read`)
         self.symbols: Symbology | None = None
         self.reducer: BookReducer | None = None
@@ -266,7 +268,8 @@ class DbnPlan:
     def describe(self) -> dict[str, Any]:
         offset = {} if self.price_offset is None else {"price_offset": self.price_offset}  # a float, or per stream
         hours = {} if self.hours is None else {"hours": self.hours}
-        return {"format": "dbn", "schema": self.schema, **offset, **hours}
+        zero_bid = {"zero_bid": "price"} if self.zero_bid_is_price else {}
+        return {"format": "dbn", "schema": self.schema, **offset, **hours, **zero_bid}
 
     def row_count(self) -> None:
         return None  # unknown without decoding the whole (often compressed) file

@@ -163,6 +163,10 @@ class FilePlan:
     def price_offset(self) -> float | dict[str, float] | None:
         return self.columns.price_offset
 
+    @property
+    def zero_bid_is_price(self) -> bool:
+        return self.columns.zero_bid == "price"
+
     def stream_names(self) -> set[str]:
         """Every stream the file's rows name (a scan of its stream column alone): what a selection is checked
         against."""
@@ -199,6 +203,12 @@ class FilePlan:
         offset = cmap.price_offset
         # per stream: each row's own, looked up by its stream (a column's, at `stream_at`, or the fixed name)
         per_stream = offset if isinstance(offset, dict) else None
+        offsets_found: dict[Any, float | None] = {}  # stream -> its offset (by name or glob), looked up once
+
+        def offset_by_stream(name: Any) -> float | None:
+            if name not in offsets_found:
+                offsets_found[name] = offset_of(per_stream, name) or None
+            return offsets_found[name]
         stream_at = self.keys.index("stream") + 1 if "stream" in self.keys else None
         pairs = tuple(enumerate(self.keys, start=1))
         kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (planning.py's `_book_columns`)
@@ -206,6 +216,7 @@ class FilePlan:
         left_out, kept_end = (keep_check(cmap.keep), kept + len(cmap.keep)) if cmap.keep else (None, kept)
         long_rows = self.long_rows
         quotes = cmap.bid is not None  # a 0 side is no side (one_sided_quote), unless an offset says 0 is a price
+        zero_bid_is_price = cmap.zero_bid == "price"  # an option nobody bids: a 0 bid beside an ask is a price
         # a quote row with one side empty: no bid (or no offer), unless the map fills it from the previous quote
         empty_side = cmap.bid is not None and not cmap.fill_quotes and (kind == QUOTE or split)
         unreadable = ("bid", "ask") if self.dialect is not None else ()  # a CSV's unreadable bid or ask: NaN
@@ -223,16 +234,19 @@ class FilePlan:
             if long_rows and (fields := long_rows.get(row[-1])):
                 return InvalidTick("extra_fields", f"the row has {fields} fields, more than the file's columns (a "
                                                    f"stray separator?): its cells cannot be told apart")
+            # the row's stream, taken before a filter leaves the row out: its rows are counted under it
+            named = stream if stream_at is None else row[stream_at]
+            named = named if isinstance(named, str) else None
             if left_out is not None and (why := left_out(row[kept:kept_end])):
-                return InvalidTick("filtered_out", why)
+                return InvalidTick("filtered_out", why, named)
             out = dict(fixed)
             if row[0] is not None:
                 out["ts"] = scaled_ts(row[0], factor)
                 if left_out_hours is not None and type(out["ts"]) is int and (outside := left_out_hours(out["ts"])):
-                    return outside
+                    return InvalidTick(outside.reason, outside.message, named)
             unread = False
             row_offset = offset if per_stream is None else \
-                per_stream.get(row[stream_at] if stream_at is not None else stream)
+                offset_by_stream(row[stream_at] if stream_at is not None else stream)
             for i, key in pairs:
                 value = row[i]
                 if value is not None and key in unreadable and value != value:  # NaN: neither empty nor a number
@@ -254,7 +268,7 @@ class FilePlan:
                             f"neither bid nor ask (columns {cmap.bid!r}, {cmap.ask!r})"
                         return InvalidTick("missing_field", f"column {column!r} marks the row {mark} but it has "
                                                             f"{lacks}", _stream(out))
-            no_side = one_sided_quote(out) if quotes and row_offset is None else None
+            no_side = one_sided_quote(out, zero_bid_is_price) if quotes and row_offset is None else None
             if no_side is None and empty_side and not unread and ("bid" in out) != ("ask" in out):
                 no_side = _empty_side(out)
             if no_side is not None:  # the stream named, so that a stream the selection leaves out is filtered_out

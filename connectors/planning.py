@@ -30,6 +30,7 @@ from connectors.column_map import (
     Hours,
     PriceOffset,
     Refine,
+    ZERO_BID_READINGS,
     checked_price_offset,
 )
 from connectors.event_time import (
@@ -172,23 +173,28 @@ def _without_tz(path: Path, cmap: ColumnMap | Refine | None, refused: Exception)
     return replace(plan, notes=(said, *plan.notes))
 
 
-DBN_KEYS = ("price_offset", "hours")  # what a DBN file takes of a column map: its layout is fixed
+DBN_KEYS = ("price_offset", "hours", "zero_bid")  # what a DBN file takes of a column map: its layout is fixed
 
 
-def _dbn_keys(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> tuple[PriceOffset | None, str | None]:
-    """A DBN file's layout is fixed: of a column map it takes price_offset (a calendar spread's prices below zero)
-    and hours (a session's window; one without a zone takes the tz given for every file, else is refused). The map
-    for every file keeps its other keys for the tabular files; the file's own is refused for them."""
+def _dbn_keys(path: Path, cmap: ColumnMap | Refine | None,
+              explicit: bool) -> tuple[PriceOffset | None, str | None, str | None]:
+    """A DBN file's layout is fixed: of a column map it takes price_offset (a calendar spread's prices below zero),
+    zero_bid (OPRA's 0 bids read as prices) and hours (a session's window; one without a zone takes the tz given
+    for every file, else is refused). The map for every file keeps its other keys for the tabular files; the file's
+    own is refused for them."""
     keys = cmap.keys if isinstance(cmap, Refine) else cmap.to_dict() if cmap is not None else {}
     if explicit and (others := sorted(set(keys) - set(DBN_KEYS))):
         raise ValueError(f"{path}: a DBN file has a fixed layout: of a column map it takes "
-                         f"{' and '.join(DBN_KEYS)} alone, got {', '.join(others)}")
+                         f"{', '.join(DBN_KEYS[:-1])} and {DBN_KEYS[-1]} alone, got {', '.join(others)}")
     hours = keys.get("hours")
     if hours is not None and Hours.parse(hours).zone is None:  # (a bad window is refused before a record is read)
         if not keys.get("tz"):  # DBN times are UTC, but a CME user's bare 08:30-15:15 means Chicago's: ask
             raise ValueError(bare_hours_refused(path, hours))
         hours = zoned_hours(hours, keys["tz"])  # --tz names the wall clock a bare window is on (not DBN's times)
-    return checked_price_offset(keys.get("price_offset")), hours
+    zero_bid = keys.get("zero_bid")
+    if zero_bid not in (None, *ZERO_BID_READINGS):  # (a map for every file was checked; a file's own is here)
+        raise ValueError(f"{path}: zero_bid must be one of {ZERO_BID_READINGS}, got {zero_bid!r}")
+    return checked_price_offset(keys.get("price_offset")), hours, zero_bid
 
 
 def bare_hours_refused(path: Path, hours: str) -> str:

@@ -43,9 +43,12 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     PRESETS,
     UNITS,
     VALUE_FIELDS,
+    HOURS_LEFT_OUT,
+    KEEP_LEAVES_OUT,
     ColumnMap,
     Refine,
     as_column_map,
+    offset_names,
     preset,
 )
 from connectors.content_notes import mixed_venues, overlapping_files
@@ -89,6 +92,7 @@ class _Cursor:
         self.outside_rows = 0  # rows left out here by the time range (those its lazy query dropped are the plan's)
         self._last_outside = -1  # the last such row: a row of a trade and a quote counts once
         self._batches = plan.batches(chunk_rows)
+        self._zero_bid_is_price = bool(getattr(plan, "zero_bid_is_price", False))  # the files' zero_bid reading
         self._rejects = rejects
         self._latest: dict[str, tuple[int, int]] = {}  # stream -> (ts, row) of its latest valid tick
         # rejected rows not counted yet: (how many of the chunk's ticks come before it, reject, row)
@@ -129,7 +133,7 @@ class _Cursor:
                         self._select(stream)
                     if isinstance(wire, InvalidTick):  # a row refused as it was read (a one-sided quote, ...)
                         raise wire
-                    tick = validate(wire)
+                    tick = validate(wire, zero_bid_is_price=self._zero_bid_is_price)
                     self._in_order(tick, row)
                     ticks.append(tick)
                 except InvalidTick as err:
@@ -145,8 +149,8 @@ class _Cursor:
     def _select(self, stream: Any) -> None:
         """A row of a stream the selection leaves out is filtered_out, whatever else is wrong with it."""
         if isinstance(stream, str) and not self._selection.matches(stream):
-            raise InvalidTick("filtered_out", f"stream {stream!r} is not among the streams selected "
-                                              f"{self._selection.quoted()}", stream)
+            raise InvalidTick("filtered_out", f"stream {stream!r} {NOT_SELECTED} {self._selection.quoted()}",
+                              stream)
 
     def _in_order(self, tick: Tick, row: int) -> None:
         latest = self._latest.get(tick.stream)
@@ -160,6 +164,7 @@ class _Cursor:
         self._latest[tick.stream] = (tick.ts, row)
 
 
+NOT_SELECTED = "is not among the streams selected"  # a selection's filtered_out (LEFT_OUT_CAUSES)
 REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons
     "unknown_side": "; map other side values with side_map in a --columns YAML file (docs/replay.md)",
     "filtered_out": "; not an error: rows left out on purpose and counted (a keep filter's, or rows holding no tick)",
@@ -275,49 +280,71 @@ class RejectCounter(Counter):
         self.lowest_shifted: dict[str, float] = {}
         self._first_shifted = ""
         self.below_zero = False  # a price below zero was rejected (not shifted by an offset)
+        # filtered_out by cause (LEFT_OUT_CAUSES): rows, rows by stream, the first row
+        self.left_out_rows: Counter = Counter()
+        self.left_out_streams: defaultdict[str, Counter] = defaultdict(Counter)
+        self.left_out_examples: dict[str, str] = {}
 
     def add(self, err: InvalidTick, plan: Any, row: int) -> None:
         self[err.reason] += 1
         if isinstance(err.stream, str):
             self.by_stream[err.reason][err.stream] += 1
+        if err.reason == "filtered_out":  # each filter's rows under their streams, with their own first row
+            cause = left_out_cause(err)
+            self.left_out_rows[cause] += 1
+            if isinstance(err.stream, str):
+                self.left_out_streams[cause][err.stream] += 1
+            if cause not in self.left_out_examples:
+                self.left_out_examples[cause] = self._example(err, plan, row, cause)
+                self.examples["filtered_out"] = self._left_out_example()
+            return
         if (shifted := shifted_reject(err, plan)) is not None:
             self._add_shifted(shifted, plan, row)
             return
         if err.reason not in self.examples:
-            column = next((plan.column_of(f) for f in ("ts", "stream", *VALUE_FIELDS)
-                           if (err.message.startswith(f"{f} ") or f"'{f}'" in err.message) and plan.column_of(f)),
-                          None)
-            why = REJECT_HINTS.get(err.reason, "") if err.reason != "filtered_out" or err.stream is None else \
-                "; not an error: ticks of the streams not selected"
-            if err.reason == "filtered_out" and err.message.startswith(NO_TRADE):
-                why = "; not an error"
-            if err.reason == "ts_out_of_range":
-                why = _unit_changed(plan, err.message)
-            if err.reason == "bad_stream":
-                why = _stream_hint(plan)
-            if err.reason == "crossed_quote" and (columns := getattr(plan, "columns", None)) is not None \
-                    and yield_columns(columns):  # a yield's bid is above its ask: the quote is no crossed book
-                why = (f"; {columns.bid!r} and {columns.ask!r} are named as yields, and a yield quote's bid is above "
-                       f"its ask: convert yields to prices to replay them (docs/replay.md#yield-quoted-instruments)")
-            if err.reason == "negative_size" and err.message.startswith("size "):
-                why = "; if its sign is the side (negative: a sell), give --columns ...,signed_size=true"
-            if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null
-                why = _unread_cell(plan, row, column)
-                columns = getattr(plan, "columns", None)
-                side = column in (plan.column_of("bid"), plan.column_of("ask"))
-                if "one-sided quote" in err.message or "neither side" in err.message:
-                    why = ""  # the message says what the empty or 0 side means
-                if side and getattr(plan, "empty_sides", False):
-                    why += ("; Tardis.dev leaves a side empty when the book has no orders there (an option far out "
-                            "of the money): such a quote has no bid and ask to replay")
-                elif side and columns is not None and not columns.fill_quotes and "is 0 beside" not in err.message \
-                        and "is not a number" not in why:  # a value there (`110-15+`) is no side left empty
-                    why += ("; if the file leaves a side empty where it did not change, not where there is none, "
-                            "--columns ...,fill_quotes=true carries the stream's previous one")
-            self.examples[err.reason] = f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)
+            self.examples[err.reason] = self._example(err, plan, row)
         if err.reason == "nonpositive_price" and PRICE_OFFSET not in self.examples[err.reason]:
             self.examples[err.reason] += _price_offset_hint(err, plan)
         self._zero_may_be_a_price(err)
+
+    def _left_out_example(self) -> str:
+        """The first row each filter left out: the first cause's as it is, each other's named by its cause."""
+        (first, example), *others = self.left_out_examples.items()
+        return "; ".join([example, *(f"first {LEFT_OUT_CAUSES[cause]}: {said}" for cause, said in others)])
+
+    def _example(self, err: InvalidTick, plan: Any, row: int, cause: str | None = None) -> str:
+        """A reject's row as a user finds it (file, line or row, column) and what to do about it."""
+        column = next((plan.column_of(f) for f in ("ts", "stream", *VALUE_FIELDS)
+                       if (err.message.startswith(f"{f} ") or f"'{f}'" in err.message) and plan.column_of(f)),
+                      None)
+        why = REJECT_HINTS.get(err.reason, "") if cause != "selection" else \
+            "; not an error: ticks of the streams not selected"
+        if err.reason == "filtered_out" and err.message.startswith(NO_TRADE):
+            why = "; not an error"
+        if err.reason == "ts_out_of_range":
+            why = _unit_changed(plan, err.message)
+        if err.reason == "bad_stream":
+            why = _stream_hint(plan)
+        if err.reason == "crossed_quote" and (columns := getattr(plan, "columns", None)) is not None \
+                and yield_columns(columns):  # a yield's bid is above its ask: the quote is no crossed book
+            why = (f"; {columns.bid!r} and {columns.ask!r} are named as yields, and a yield quote's bid is above "
+                   f"its ask: convert yields to prices to replay them (docs/replay.md#yield-quoted-instruments)")
+        if err.reason == "negative_size" and err.message.startswith("size "):
+            why = "; if its sign is the side (negative: a sell), give --columns ...,signed_size=true"
+        if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null
+            why = _unread_cell(plan, row, column)
+            columns = getattr(plan, "columns", None)
+            side = column in (plan.column_of("bid"), plan.column_of("ask"))
+            if "one-sided quote" in err.message or "neither side" in err.message:
+                why = ""  # the message says what the empty or 0 side means
+            if side and getattr(plan, "empty_sides", False):
+                why += ("; Tardis.dev leaves a side empty when the book has no orders there (an option far out "
+                        "of the money): such a quote has no bid and ask to replay")
+            elif side and columns is not None and not columns.fill_quotes and "is 0 beside" not in err.message \
+                    and "is not a number" not in why:  # a value there (`110-15+`) is no side left empty
+                why += ("; if the file leaves a side empty where it did not change, not where there is none, "
+                        "--columns ...,fill_quotes=true carries the stream's previous one")
+        return f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)
 
     def _zero_may_be_a_price(self, err: InvalidTick) -> None:
         """A 0 bid or ask is no side (TAQ's "no bid"), but in files that also hold prices below zero it is likely
@@ -353,7 +380,25 @@ class RejectCounter(Counter):
         rejected = set().union(*self.by_stream.values())
         if len(self.streams_read | rejected) < 2:
             return {}
-        return {reason: streams_said(counts, self[reason]) for reason, counts in self.by_stream.items()}
+        said = {reason: streams_said(counts, self[reason]) + self._lost_every_tick(counts)
+                for reason, counts in self.by_stream.items() if reason != "filtered_out"}
+        if len(self.left_out_rows) > 1:  # each filter's rows apart: a keep filter's are not the selection's
+            said["filtered_out"] = "; ".join(
+                f"{count} {LEFT_OUT_CAUSES[cause]}: {streams_said(self.left_out_streams[cause], count)}"
+                for cause, count in self.left_out_rows.items())
+        elif "filtered_out" in self.by_stream:
+            said["filtered_out"] = streams_said(self.by_stream["filtered_out"], self["filtered_out"])
+        return said
+
+    def _lost_every_tick(self, counts: Counter) -> str:
+        """Of a reason's streams, those with no tick read at all, said by number: a whole instrument (an option
+        series whose every quote was refused) must not vanish from a run as a share of its ticks."""
+        lost = [stream for stream, _ in counts.most_common() if stream not in self.streams_read]
+        if not lost or not self.streams_read:  # none read at all: the run's error says every row was rejected
+            return ""
+        named = ", ".join(lost[:SAID_STREAMS])
+        return (f"; {counted(len(lost), 'stream')} lost every tick (none read), e.g. {named}" if len(lost) > 1
+                else f"; {named} lost every tick (none read)")
 
     def clear(self) -> None:
         super().clear()
@@ -363,6 +408,24 @@ class RejectCounter(Counter):
         self.lowest_shifted.clear()
         self._first_shifted = ""
         self.below_zero = False
+        self.left_out_rows.clear()
+        self.left_out_streams.clear()
+        self.left_out_examples.clear()
+
+
+# why a row was left out (filtered_out), as a summary says it: a stream selection's, a keep filter's, --hours',
+# or a row holding no tick (a footer, a bar without trades, a heartbeat)
+LEFT_OUT_CAUSES = {"selection": "of streams not selected", "keep": "by the map's keep",
+                   "hours": "outside the hours kept", "no_tick": "holding no tick"}
+
+
+def left_out_cause(err: InvalidTick) -> str:
+    """The filter that left a row out (a key of LEFT_OUT_CAUSES), by the words its reject is made with."""
+    if NOT_SELECTED in err.message:
+        return "selection"
+    if KEEP_LEAVES_OUT in err.message:
+        return "keep"
+    return "hours" if HOURS_LEFT_OUT in err.message else "no_tick"
 
 
 def streams_said(counts: Counter, total: int) -> str:
@@ -751,9 +814,9 @@ class FileReplay(Source):
         (a file starting mid-session), and streams a per-stream price_offset names that no file holds."""
         notes = [note for plan in self.plans for note in plan.found_on_read()]
         shifted = [plan for plan in self.plans if isinstance(plan.price_offset, dict)]
-        named = {name for plan in shifted for name in plan.price_offset}
+        named = {name: 0.0 for plan in shifted for name in plan.price_offset}
         held = {stream for plan in shifted for stream in plan.streams_held()}
-        if unheld := sorted(named - held):
+        if unheld := sorted(offset_names(named, held)):
             shown = ", ".join(sorted(held)[:8]) + (", ..." if len(held) > 8 else "")
             notes.append(f"price_offset names stream(s) {', '.join(map(repr, unheld))}, which the files never "
                          f"hold: not shifted (their streams: {shown or 'none'})")

@@ -11,7 +11,7 @@ Wire map (one msgpack map per tick; a message carries one map or a list of maps)
 | `price`    | float or int > 0  | required | -        | trade price                              |
 | `size`     | float or int >= 0 | required | -        | trade quantity                           |
 | `side`     | str or nil        | optional | -        | aggressor: `"buy"`, `"sell"`; nil = unknown |
-| `bid`      | float or int > 0  | -        | required | best bid price                           |
+| `bid`      | float or int >= 0 | -        | required | best bid price (0: nobody bids, an option) |
 | `ask`      | float or int > 0  | -        | required | best ask price, `ask >= bid`             |
 | `bid_size` | float or int >= 0 | -        | optional | quantity at the best bid                 |
 | `ask_size` | float or int >= 0 | -        | optional | quantity at the best ask                 |
@@ -20,7 +20,8 @@ When `kind` is absent it is inferred: a map with `price` is a trade, a map with
 `bid` or `ask` (and no `price`) is a quote. A field marked `-` for the tick's
 kind, or any other key, is rejected as `unknown_field`. `ts` must be a msgpack
 integer (a bool or a float is rejected), in [0, 2**63). Prices must be finite
-and > 0; sizes finite and >= 0; a locked quote (bid == ask) is accepted, a
+and > 0, but a quote's bid may be 0 beside an ask above it (an option nobody bids: its mark is ask / 2; a
+feed's "no bid" is a quote not sent); sizes finite and >= 0; a locked quote (bid == ask) is accepted, a
 crossed one (bid > ask) is not. Encoding omits optional fields that are None.
 
 A stream name is printable text of at most 128 UTF-8 bytes (configurable), with
@@ -162,15 +163,19 @@ def quote(
     return validate({k: plain(v) for k, v in fields.items()})
 
 
-def one_sided_quote(row: Mapping[str, Any]) -> InvalidTick | None:
+def one_sided_quote(row: Mapping[str, Any], zero_bid_is_price: bool = False) -> InvalidTick | None:
     """A quote whose bid or ask is 0 beside a side that is not below zero: TAQ's and most US feeds' way of writing
     "no bid" (or no offer, or neither), a one-sided quote, rejected as missing_field as an empty side is; never
-    a price of 0 to shift with price_offset (nor, on the wire, a nonpositive_price)."""
+    a price of 0 to shift with price_offset (nor a nonpositive_price). ``zero_bid_is_price``: a 0 bid beside an
+    ask above it is a price (an option nobody bids: the wire's reading, and file replay's with zero_bid: price);
+    a 0 ask is no offer either way (nobody offers at 0)."""
     bid, ask = row.get("bid"), row.get("ask")
     if not (bid == 0 or ask == 0) or not all(type(v) in (int, float) and v >= 0 for v in (bid, ask)):
         return None
     if bid == ask:
         return InvalidTick("missing_field", "bid and ask are 0: a quote with neither side (no bid, no offer)")
+    if zero_bid_is_price and bid == 0:
+        return None
     side, other = ("bid", "ask") if bid == 0 else ("ask", "bid")
     return InvalidTick("missing_field", f"{side} is 0 beside {other} {row[other]}: a one-sided quote (no {side}), "
                                         f"which the engine does not take (a quote has both sides)")
@@ -211,7 +216,7 @@ def wire_value(value: Any, limit: int = 32) -> str:
     return name
 
 
-def _number(obj: dict, key: str, *, required: bool, is_price: bool) -> float | None:
+def _number(obj: dict, key: str, *, required: bool, is_price: bool, zero_ok: bool = False) -> float | None:
     value = obj.get(key)
     if value is None:
         if required:
@@ -224,7 +229,7 @@ def _number(obj: dict, key: str, *, required: bool, is_price: bool) -> float | N
     if is_price:
         if not math.isfinite(value):
             raise InvalidTick("nonfinite_price", f"{key} must be finite, got {sent}")
-        if value <= 0:
+        if value < 0 or value == 0 and not zero_ok:
             raise InvalidTick("nonpositive_price", f"{key} must be > 0, got {sent}")
     else:
         if not math.isfinite(value):
@@ -470,8 +475,9 @@ def _duration(ns: int) -> str:
     return f"{seconds / per:,.1f}".removesuffix(".0") + f" {unit}"
 
 
-def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES) -> Tick:
-    """Check one decoded wire map and build a Tick; raises InvalidTick with a reason."""
+def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES, zero_bid_is_price: bool = True) -> Tick:
+    """Check one decoded wire map and build a Tick; raises InvalidTick with a reason. A 0 bid beside an ask above
+    it is a price on the wire (``zero_bid_is_price``); file replay passes its files' reading (`zero_bid`)."""
     if not isinstance(obj, dict):
         raise InvalidTick("not_a_map", f"a tick is a map, got {wire_value(obj)}")
     if "stream" not in obj:  # perhaps sent with its key as bin: say that rather than "missing"
@@ -481,13 +487,13 @@ def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES) -> Tick:
     stream = check_normalized(check_stream(obj.get("stream"), max_stream_bytes))
     try:  # from here a refusal names its stream
         check_keys(obj)
-        return _validate_fields(obj, stream)
+        return _validate_fields(obj, stream, zero_bid_is_price)
     except InvalidTick as err:
         err.stream = stream
         raise
 
 
-def _validate_fields(obj: dict, stream: str) -> Tick:
+def _validate_fields(obj: dict, stream: str, zero_bid_is_price: bool) -> Tick:
     ts = check_ts(obj)
     kind = _kind(obj)
     extra = [k for k in obj if k not in _FIELDS[kind]]
@@ -502,9 +508,9 @@ def _validate_fields(obj: dict, stream: str) -> Tick:
         price = _number(obj, "price", required=True, is_price=True)
         size = _number(obj, "size", required=True, is_price=False)
         return Tick(stream, ts, TRADE, price=price, size=size, side=side)
-    if one_sided := one_sided_quote(obj):
+    if one_sided := one_sided_quote(obj, zero_bid_is_price):
         raise one_sided
-    bid = _number(obj, "bid", required=True, is_price=True)
+    bid = _number(obj, "bid", required=True, is_price=True, zero_ok=zero_bid_is_price)
     ask = _number(obj, "ask", required=True, is_price=True)
     if bid > ask:
         raise InvalidTick("crossed_quote", f"bid {bid} > ask {ask}")

@@ -104,7 +104,7 @@ def test_price_offset_shifts_a_dbn_spread_s_prices_above_zero(tmp_path: Path) ->
         shifted = FileReplay(files, columns=columns)
         assert [(t.kind, t.bid, t.ask, t.price) for t in drain(shifted)] == expected and not shifted.rejected
     with pytest.raises(ValueError, match=r"spread.dbn: a DBN file has a fixed layout: of a column map it takes "
-                                         r"price_offset and hours alone, got tz"):
+                                         r"price_offset, hours and zero_bid alone, got tz"):
         FileReplay([{"path": str(path), "columns": {"tz": "America/Chicago", "price_offset": 10}}])
 
 

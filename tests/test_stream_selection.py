@@ -151,7 +151,7 @@ def test_a_dbn_file_of_several_futures_reads_the_selected_ones(tmp_path: Path, c
         trade(nq, MAR5 + 3 * NS, 100_004), trade(zn, MAR5 + 4 * NS, 441),
     ], {symbol: [(date(2026, 3, 1), date(2026, 4, 1), i)] for symbol, i in (("NQM6", nq), ("ZNM6", zn),
                                                                               ("6EM6", euro))})
-    replay = FileReplay(path, streams=["NQ*"], columns={"price_offset": 0})  # price_offset: still DBN's one key
+    replay = FileReplay(path, streams=["NQ*"], columns={"zero_bid": "price"})  # a key DBN takes: read as before
     assert [(t.stream, t.price) for t in drain(replay)] == [("NQM6", 25000.0), ("NQM6", 25001.0)]
     assert replay.rejected == {"filtered_out": 3}
     assert replay.rejected.examples["filtered_out"].startswith(f"{path} record 2: filtered_out: stream 'ZNM6'")

@@ -59,8 +59,9 @@ BAD = [
     ("nonfinite_price", good_quote(bid=math.inf)),
     ("nonpositive_price", good_trade(price=0.0)),
     ("nonpositive_price", good_quote(ask=-1.0)),
-    ("missing_field", good_quote(bid=0.0)),  # a one-sided market (no bid), as in files: not a price to fix
+    ("missing_field", good_quote(ask=0.0)),  # a one-sided market (no offer): nobody offers at 0
     ("missing_field", good_quote(bid=0, ask=0)),
+    ("nonpositive_price", good_quote(bid=-0.01)),
     ("negative_size", good_trade(size=-0.5)),
     ("negative_size", good_quote(bid_size=-1.0)),
     ("nonfinite_size", good_trade(size=math.inf)),
@@ -75,8 +76,18 @@ def test_each_bad_case_rejected_with_its_reason(reason: str, obj: object) -> Non
         validate(obj)
     assert err.value.reason == reason
     assert err.value.reason in REASONS and err.value.message
-    if reason == "missing_field" and obj.get("bid") == 0:
-        assert "one-sided quote (no bid)" in err.value.message or "neither side" in err.value.message
+    if reason == "missing_field" and 0 in (obj.get("bid"), obj.get("ask")):
+        assert "one-sided quote (no ask)" in err.value.message or "neither side" in err.value.message
+
+
+def test_a_zero_bid_beside_an_ask_is_a_price_on_the_wire_and_no_bid_where_a_file_says_so() -> None:
+    """An option nobody bids (bid 0.00, ask 0.02) is a two-sided market: the wire takes it, its mid ask / 2 (a mark
+    above zero, so moves and log returns are defined); file replay's default reading (TAQ's) passes False."""
+    zero_bid = validate(good_quote(stream="SPY   241220C00520000", bid=0, ask=0.02))
+    assert (zero_bid.bid, zero_bid.ask, zero_bid.mid) == (0.0, 0.02, 0.01)
+    assert validate(good_quote(bid=0.0, ask=0.05)).bid == 0.0
+    with pytest.raises(InvalidTick, match=r"^missing_field: bid is 0 beside ask 0.02: a one-sided quote \(no bid\)"):
+        validate(good_quote(bid=0, ask=0.02), zero_bid_is_price=False)
 
 
 GOOD_NAMES = ["BTCUSDT", "ES.H25", "6E-M5", "AAPL US Equity", "SYN.A", "BTC-USD", "BRK.B:XNYS", "Société Générale",

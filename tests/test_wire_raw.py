@@ -56,6 +56,21 @@ def test_trades_and_quotes_with_every_field_are_ingested_and_answered(clients) -
     assert after["ticks_in"] - before == 7 and after["rejected"].get(s) is None
 
 
+def test_an_option_quote_with_a_zero_bid_is_ingested_and_answered(clients) -> None:
+    """bid 0.00 / ask 0.02: an option nobody bids, a two-sided market (its mark ask / 2), taken as sent; a 0 ask
+    beside it is no offer (refused, BAD_MESSAGES)."""
+    control, sub, push = clients
+    ctl, feed, s = control(), push(), fresh_stream("SPY 241220C00520000 ")
+    answers = sub(f"dir/{s}/")
+    before = stats(ctl)["ticks_in"]
+    feed.send(msgpack.packb([quote(s, T0, 0.0, 0.02, bid_size=0, ask_size=100), quote(s, T0 + 1_000, 0, 0.03),
+                             quote(s, T0 + 2_000, 0.01, 0.03)]))
+    got = answers.until(lambda g: len(g) >= 1)
+    check_answer(*got[0])
+    after = wait_stats(ctl, lambda st: st["ticks_in"] - before >= 3)
+    assert after["ticks_in"] - before == 3 and after["rejected"].get(s) is None
+
+
 GOOD = trade("R.OK", T0)
 BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
     # (case, message (bytes or frames), index, reason, carries the stream)
@@ -121,6 +136,8 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
     ("ask_size negative", msgpack.packb(quote("R.OK", T0, ask_size=-2)), 0, "negative_size", True),
     ("side unknown", msgpack.packb(trade("R.OK", T0, side="long")), 0, "unknown_side", True),
     ("crossed quote", msgpack.packb(quote("R.OK", T0, 2.0, 1.0)), 0, "crossed_quote", True),
+    ("ask 0 (no offer)", msgpack.packb(quote("R.OK", T0, 0.05, 0)), 0, "missing_field", True),
+    ("bid and ask 0", msgpack.packb(quote("R.OK", T0, 0, 0.0)), 0, "missing_field", True),
     ("oversize", msgpack.packb([trade("R.OK", T0)] * 2000), -1, "oversize", False),
     ("three frames", [b"a", b"b", b"c"], -1, "bad_framing", False),
     ("topic frame, then garbage", [b"ticks/R.OK", b"\xc1"], -1, "bad_msgpack", False),

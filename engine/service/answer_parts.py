@@ -31,6 +31,7 @@ KEY_WORDS = {  # what each part of a run's key stands for, in the words of the c
 # a file map's keys that are options of their own on the command line (the others come from --columns or --preset)
 MAP_OPTIONS = {"tz": "--tz", "date": "--date", "ts_unit": "--ts-unit", "ts_format": "--ts-format",
                "names": "--csv-names", "price_offset": "--price-offset", "price_format": "--price-format",
+               "zero_bid": "--zero-bid",
                "hours": "--hours", "preset": "--preset", "streams": "--streams", "from": "--from", "to": "--to"}
 SHOWN_FILES = 5  # files named in a refusal; the rest counted
 MANIFEST = "progress.json"

@@ -111,6 +111,9 @@ def _reading_options() -> argparse.ArgumentParser:
                        help="how price, bid and ask are written: 32nds reads CME's notation of Treasury futures "
                             "(110-16, 110-16+, 110'165: 110 and 16.5/32) beside decimals; decimal says 110'165 is "
                             "thousands grouped by an apostrophe")
+    group.add_argument("--zero-bid", choices=("no_bid", "price"), default=None,
+                       help="what a quote's 0 bid beside an ask is: no_bid (the default: TAQ's no bid, a one-sided "
+                            "quote, rejected) or price (an option nobody bids: replayed, its mark ask / 2)")
     group.add_argument("--hours", metavar="START-END[ ZONE]",
                        help="keep the rows stamped inside this time-of-day window, e.g. '09:30-16:00 "
                             "America/New_York' (regular US trading hours; summer time followed; the zone may be left "
@@ -851,7 +854,8 @@ def _column_map(args: argparse.Namespace, config: Any = None) -> dict[str, Any] 
                             tz=given(args.tz, "tz"), date=given(args.date, "date"),
                             ts_format=given(args.ts_format, "ts_format"),
                             price_offset=_price_offset(getattr(args, "price_offset", None)),
-                            price_format=getattr(args, "price_format", None), hours=getattr(args, "hours", None))
+                            price_format=getattr(args, "price_format", None), hours=getattr(args, "hours", None),
+                            zero_bid=getattr(args, "zero_bid", None))
 
 
 def _price_offset(given: list[str] | None) -> str | None:
@@ -1806,8 +1810,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
 
 def _read_as_trained(args: argparse.Namespace, model_dir: Path, said: Callable[[str], None]) -> None:
-    """`evaluate` reads the files with the --price-offset and --price-format the checkpoint was trained on, unless
-    given them (a mismatch then said): the same files read otherwise drop other rows and cut other parts."""
+    """`evaluate` reads the files with the --price-offset, --price-format and --zero-bid the checkpoint was trained
+    on, unless given them (a mismatch then said): the same files read otherwise drop other rows and cut other parts."""
     from engine.service.reading_record import reading_mismatch, reading_of, recorded_reading, shown
 
     recorded = recorded_reading(model_dir) or {}
@@ -1816,6 +1820,8 @@ def _read_as_trained(args: argparse.Namespace, model_dir: Path, said: Callable[[
         args.price_offset = [taken["price_offset"]]
     if "price_format" in taken:
         args.price_format = taken["price_format"]
+    if "zero_bid" in taken:
+        args.zero_bid = taken["zero_bid"]
     if taken:
         said(f"reading the files with {shown(taken, taken)}, as this model was trained (its evaluation.json; give "
              f"the option to read them otherwise)")

@@ -1,7 +1,7 @@
-"""The reading options a checkpoint was trained on: `flashtick train` records --price-offset and --price-format in
-its evaluation.json (`trained_on.reading`, beside the files and the split), as they change the prices the model
-learnt from (an offset of 50 lifts CL's -37.63 to 12.37; unshifted, those rows are refused). `evaluate` reads its
-files with them unless given its own; `backtest --model` and `serve --model` say when theirs differ."""
+"""The reading options a checkpoint was trained on: `flashtick train` records --price-offset, --price-format and
+--zero-bid in its evaluation.json (`trained_on.reading`, beside the files and the split), as they change the
+prices the model learnt from (an offset of 50 lifts CL's -37.63 to 12.37; unshifted, those rows are refused).
+`evaluate` reads its files with them unless given its own; `backtest --model` and `serve --model` say when theirs differ."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import Any, Mapping
 
 from connectors.column_map import checked_price_offset, shown_offset
 
-READING_OPTIONS = {"price_offset": "--price-offset", "price_format": "--price-format"}  # map key -> option
+READING_OPTIONS = {"price_offset": "--price-offset", "price_format": "--price-format",
+                   "zero_bid": "--zero-bid"}  # map key -> option
 
 
 def reading_of(columns: Mapping[str, Any] | None) -> dict[str, str]:
@@ -22,6 +23,8 @@ def reading_of(columns: Mapping[str, Any] | None) -> dict[str, str]:
         reading["price_offset"] = shown_offset(offset)
     if (price_format := (columns or {}).get("price_format")) is not None:
         reading["price_format"] = str(price_format)
+    if (columns or {}).get("zero_bid") == "price":  # (no_bid is the default: recorded as nothing)
+        reading["zero_bid"] = "price"
     return reading
 
 

@@ -1,0 +1,140 @@
+"""An option chain's zero bids (bid 0.00, ask 0.02: nobody bids a worthless wing) as file replay reads them: TAQ's
+"no bid" by default, with the series that lost every tick named; a price with `zero_bid: price` (--zero-bid
+price), in a backtest and over a real feed to a served engine; an offset of 0 refused by name; per-stream offsets
+by glob; and the rows a keep filter leaves out counted under their streams apart from a stream selection's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from conftest import serving
+from connectors.column_map import map_from_options
+from connectors.labels import marks_of
+from connectors.replay import FileReplay
+from engine.service.cli import main
+from engine.service.reading_record import reading_of, shown
+from test_cli import config, wait_for
+from test_cli import checkpoint  # noqa: F401 (fixture)
+from test_vendor_files import drain
+
+T0 = 1734359400_000_000_000
+WING = "SPY   241220C00520000"  # nobody bids it: every quote 0.00 bid
+NEAR = "SPY   241220C00450000"
+UNDERLYING = "SPY"
+HEADER = "ts,symbol,bid,ask,bid_size,ask_size\n"
+
+
+def chain(path: Path) -> Path:
+    """SPY quotes, a near series that bids 0 once, and a wing series that bids 0 always; a 0 ask once (no offer)."""
+    rows = []
+    for i in range(12):
+        rows.append(f"{T0 + i * 10**9},{UNDERLYING},450.0{i % 3},450.0{i % 3 + 2},100,100\n")
+        rows.append(f"{T0 + i * 10**9 + 1},{NEAR},{'0.00' if i == 5 else '1.20'},1.25,0,10\n")
+        rows.append(f"{T0 + i * 10**9 + 2},{WING},0.00,{['0.01', '0.02', '0.05'][i % 3]},0,100\n")
+    rows.append(f"{T0 + 12 * 10**9},{NEAR},1.20,0,10,0\n")  # a 0 ask: no offer, whatever zero_bid says
+    path.write_text(HEADER + "".join(rows))
+    return path
+
+
+def test_zero_bids_are_no_bid_by_default_and_a_series_that_lost_every_tick_is_named(tmp_path: Path) -> None:
+    csv = chain(tmp_path / "chain.csv")
+    parquet = tmp_path / "chain.parquet"
+    pl.read_csv(csv, schema_overrides={"symbol": pl.String}).write_parquet(parquet)
+    for path in (csv, parquet):
+        replay = FileReplay(path)
+        assert {t.stream for t in drain(replay)} == {UNDERLYING, NEAR}
+        assert dict(replay.rejected) == {"missing_field": 14}
+        said = replay.rejected.streams_of()["missing_field"]
+        assert said == f"{WING} 12, {NEAR} 2; {WING} lost every tick (none read)"
+        assert "a one-sided quote (no bid)" in replay.rejected.examples["missing_field"]
+
+
+def test_zero_bid_price_replays_an_options_zero_bids_with_the_mark_at_half_the_ask(tmp_path: Path) -> None:
+    csv = chain(tmp_path / "chain.csv")
+    for columns in (map_from_options(zero_bid="price", detect=True),  # --zero-bid price
+                    {"ts": "ts", "stream_col": "symbol", "bid": "bid", "ask": "ask", "zero_bid": "price"}):
+        replay = FileReplay(csv, columns=columns)
+        if columns.keys() == {"zero_bid"}:  # the layout detected: the note says how it is read
+            assert any("zero_bid=price (a 0 bid beside an ask is a price)" in note for note in replay.notes)
+        ticks = drain(replay)
+        wing = [t for t in ticks if t.stream == WING]
+        assert [(t.bid, t.ask) for t in wing[:3]] == [(0.0, 0.01), (0.0, 0.02), (0.0, 0.05)]
+        assert list(marks_of(wing[:3])) == [0.005, 0.01, 0.025]  # mid = ask / 2: above zero, returns defined
+        assert np.all(np.isfinite(np.diff(np.log(marks_of(wing)))))
+        assert sum(t.stream == NEAR for t in ticks) == 12  # its 0 bid kept, its 0 ask (no offer) not
+        assert dict(replay.rejected) == {"missing_field": 1}
+        assert "ask is 0 beside bid 1.2: a one-sided quote (no ask)" in replay.rejected.examples["missing_field"]
+    with pytest.raises(ValueError, match=r"zero_bid must be one of \('no_bid', 'price'\).*got 'keep'"):
+        map_from_options(zero_bid="keep", detect=True)
+    # a checkpoint trained so records it, and evaluate says it as an option
+    assert reading_of({"zero_bid": "price"}) == {"zero_bid": "price"} and reading_of({"zero_bid": "no_bid"}) == {}
+    assert shown({"zero_bid": "price"}, ["zero_bid"]) == "--zero-bid price"
+
+
+def test_backtest_and_feed_replay_take_zero_bid_price_and_the_engine_takes_the_ticks(checkpoint, tmp_path,  # noqa: F811
+                                                                                    capsys) -> None:
+    csv = chain(tmp_path / "chain.csv")
+    assert main(["backtest", str(csv), "--out", str(tmp_path / "a.parquet"), "--zero-bid", "price", "--quiet",
+                 "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "replayed 36 ticks (1 rejected)" in out, out
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ["--control", server.endpoints["control"]]
+        code = main(["feed", "replay", str(csv), "--zero-bid", "price", "--endpoint", server.endpoints["ingest"],
+                     "--answers", server.endpoints["answers"], *control])
+        err = capsys.readouterr().err
+        assert code == 0 and "0 rejected" in err, err
+        wait_for(lambda: main(["stats", *control]) == 0 and json.loads(capsys.readouterr().out)["ticks_in"] == 36,
+                 timeout_s=60)
+        assert main(["streams", WING, *control]) == 0
+        assert "ticks 12" in capsys.readouterr().out
+
+
+def test_a_price_offset_of_0_is_refused_by_name_and_a_per_stream_offset_takes_globs(tmp_path: Path, capsys) -> None:
+    csv = chain(tmp_path / "chain.csv")
+    for offset in ("0", "0.0", f"{WING}=0"):
+        with pytest.raises(ValueError, match=r"is 0, which shifts nothing: .* zero_bid: price \(--zero-bid price\)"):
+            map_from_options(price_offset=offset, detect=True)
+    (tmp_path / "po0.yaml").write_text("price_offset: 0\n")
+    assert main(["backtest", str(csv), "--columns", str(tmp_path / "po0.yaml"), "--out", str(tmp_path / "z.parquet"),
+                 "--quiet"]) == 2
+    assert "price_offset is 0, which shifts nothing" in capsys.readouterr().err
+    # a glob shifts the series it matches (the chain's 0 bids lifted to 0.0001), not the underlying
+    replay = FileReplay(csv, columns=map_from_options(price_offset="SPY   2412*C005*=0.0001", detect=True))
+    ticks = drain(replay)
+    assert {t.bid for t in ticks if t.stream == WING} == {0.0001}
+    assert [t.bid for t in ticks if t.stream == UNDERLYING][:2] == [450.0, 450.01]
+    assert dict(replay.rejected) == {"missing_field": 2} and not replay.found_notes  # NEAR's 0 bid and 0 ask
+    unmatched = FileReplay(csv, columns=map_from_options(price_offset="QQQ*=1|SPY   2412*C005*=0.0001", detect=True))
+    drain(unmatched)
+    assert unmatched.found_notes == [f"price_offset names stream(s) 'QQQ*', which the files never hold: not shifted "
+                                     f"(their streams: SPY, {NEAR}, {WING})"]
+
+
+def test_rows_a_keep_filter_leaves_out_are_counted_under_their_streams_apart_from_the_selection(tmp_path) -> None:
+    path = tmp_path / "trades.csv"
+    rows = [(UNDERLYING, "R"), (NEAR, "R"), (NEAR, "J"), (WING, "R"), (WING, "I"), (NEAR, "R"), (UNDERLYING, "J"),
+            (WING, "J")]
+    path.write_text("ts,symbol,price,size,condition\n" + "".join(
+        f"{T0 + i},{symbol},1.5,1,{condition}\n" for i, (symbol, condition) in enumerate(rows)))
+    keep = {"keep": {"condition": ["R"]}}
+    replay = FileReplay(path, columns=map_from_options(None, keep, detect=True), streams=["SPY *"])
+    assert [t.stream for t in drain(replay)] == [NEAR, WING, NEAR]
+    assert dict(replay.rejected) == {"filtered_out": 5}
+    # the underlying's two rows (one of them also a J) are the selection's; the series' J and I rows the keep's
+    assert replay.rejected.streams_of()["filtered_out"] == (f"2 of streams not selected: SPY 2; 3 by the map's "
+                                                            f"keep: {WING} 2, {NEAR} 1")
+    example = replay.rejected.examples["filtered_out"]
+    assert example.startswith(f"{path} line 2: filtered_out: stream 'SPY' is not among the streams selected")
+    assert f"; first by the map's keep: {path} line 4: filtered_out: column 'condition' holds J, which the map's " \
+           f"keep leaves out (it keeps R)" in example
+    # without a selection: the keep's rows alone, under their streams (never "rows with no stream")
+    replay = FileReplay(path, columns=map_from_options(None, keep, detect=True))
+    drain(replay)
+    assert replay.rejected.streams_of()["filtered_out"] == f"{WING} 2, {NEAR} 1, SPY 1"
+    assert "which the map's keep leaves out" in replay.rejected.examples["filtered_out"]
