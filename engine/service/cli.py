@@ -106,7 +106,9 @@ def _reading_options() -> argparse.ArgumentParser:
                        help="add X to every price, bid and ask read: an instrument that trades at zero or below (a "
                             "spread, a power market's negative hours) shifted above zero, as ticks must be; moves "
                             "keep their direction, their bps are of the shifted level. STREAM=X shifts that stream "
-                            "alone (a calendar spread among its outrights; repeat it for several)")
+                            "alone (a calendar spread among its outrights; repeat it for several; STREAM may be a "
+                            "glob, as --streams takes). 0 is refused: it shifts nothing (an option's 0 bid: "
+                            "--zero-bid price)")
     group.add_argument("--price-format", choices=("decimal", "32nds"), default=None,
                        help="how price, bid and ask are written: 32nds reads CME's notation of Treasury futures "
                             "(110-16, 110-16+, 110'165: 110 and 16.5/32) beside decimals; decimal says 110'165 is "
