@@ -1,7 +1,8 @@
 """The reading options a checkpoint was trained on: `flashtick train` records --price-offset, --price-format and
 --zero-bid in its evaluation.json (`trained_on.reading`, beside the files and the split), as they change the
 prices the model learnt from (an offset of 50 lifts CL's -37.63 to 12.37; unshifted, those rows are refused).
-`evaluate` reads its files with them unless given its own; `backtest --model` and `serve --model` say when theirs differ."""
+`evaluate` reads its files with them unless given its own; `backtest --model` and `serve --model` say when theirs
+differ."""
 
 from __future__ import annotations
 
