@@ -383,8 +383,9 @@ class RejectCounter(Counter):
         said = {reason: streams_said(counts, self[reason]) + self._lost_every_tick(counts)
                 for reason, counts in self.by_stream.items() if reason != "filtered_out"}
         if len(self.left_out_rows) > 1:  # each filter's rows apart: a keep filter's are not the selection's
-            said["filtered_out"] = "; ".join(
-                f"{count} {LEFT_OUT_CAUSES[cause]}: {streams_said(self.left_out_streams[cause], count)}"
+            said["filtered_out"] = "; ".join(  # (a footer or a heartbeat names no stream: its count alone)
+                f"{count} {LEFT_OUT_CAUSES[cause]}" + (f": {streams_said(self.left_out_streams[cause], count)}"
+                                                       if self.left_out_streams[cause] else "")
                 for cause, count in self.left_out_rows.items())
         elif "filtered_out" in self.by_stream:
             said["filtered_out"] = streams_said(self.by_stream["filtered_out"], self["filtered_out"])

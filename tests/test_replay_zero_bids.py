@@ -138,3 +138,12 @@ def test_rows_a_keep_filter_leaves_out_are_counted_under_their_streams_apart_fro
     drain(replay)
     assert replay.rejected.streams_of()["filtered_out"] == f"{WING} 2, {NEAR} 1, SPY 1"
     assert "which the map's keep leaves out" in replay.rejected.examples["filtered_out"]
+    # --hours' rows too: under their streams, apart from the keep's (09:30 New York is T0; a row an hour before)
+    with path.open("a") as f:
+        f.write(f"{T0 - 3600 * 10**9 + 9},{NEAR},1.5,1,R\n")
+    replay = FileReplay(path, columns=map_from_options(None, keep, detect=True, hours="09:30-16:00 America/New_York"))
+    drain(replay)
+    assert replay.rejected.streams_of()["filtered_out"] == (f"1 outside the hours kept: {NEAR} 1; 4 by the map's "
+                                                            f"keep: {WING} 2, {NEAR} 1, SPY 1")  # in time order
+    assert "is outside the hours kept" in replay.rejected.examples["filtered_out"]
+    assert "; first by the map's keep: " in replay.rejected.examples["filtered_out"]
