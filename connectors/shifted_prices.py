@@ -16,7 +16,7 @@ from connectors.column_map import offset_of
 from connectors.ticks import InvalidTick
 
 # validation's own words for a price, bid or ask at or below zero (connectors/ticks.py `_number`)
-NONPOSITIVE = re.compile(r"^(price|bid|ask) must be > 0, got (\S+)$")
+NONPOSITIVE = re.compile(r"^(price|bid|ask) must be >=? 0, got (\S+)$")  # (>= for a bid where 0 is a price)
 # a 0 side is read as no side (connectors/ticks.py `one_sided_quote`) unless an offset says 0 is a price: said with
 # such a reject when the files also hold prices below zero (a spread crossing zero), as their nonpositive_price is
 ZERO_SIDE = re.compile(r"missing_field: (bid|ask) is 0 beside|missing_field: bid and ask are 0")

@@ -230,7 +230,7 @@ def _number(obj: dict, key: str, *, required: bool, is_price: bool, zero_ok: boo
         if not math.isfinite(value):
             raise InvalidTick("nonfinite_price", f"{key} must be finite, got {sent}")
         if value < 0 or value == 0 and not zero_ok:
-            raise InvalidTick("nonpositive_price", f"{key} must be > 0, got {sent}")
+            raise InvalidTick("nonpositive_price", f"{key} must be {'>=' if zero_ok else '>'} 0, got {sent}")
     else:
         if not math.isfinite(value):
             raise InvalidTick("nonfinite_size", f"{key} must be finite, got {sent}")

@@ -88,6 +88,8 @@ def test_a_zero_bid_beside_an_ask_is_a_price_on_the_wire_and_no_bid_where_a_file
     assert validate(good_quote(bid=0.0, ask=0.05)).bid == 0.0
     with pytest.raises(InvalidTick, match=r"^missing_field: bid is 0 beside ask 0.02: a one-sided quote \(no bid\)"):
         validate(good_quote(bid=0, ask=0.02), zero_bid_is_price=False)
+    with pytest.raises(InvalidTick, match=r"^nonpositive_price: bid must be >= 0, got -0.01$"):
+        validate(good_quote(bid=-0.01))
 
 
 GOOD_NAMES = ["BTCUSDT", "ES.H25", "6E-M5", "AAPL US Equity", "SYN.A", "BTC-USD", "BRK.B:XNYS", "Société Générale",
