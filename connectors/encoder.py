@@ -225,7 +225,8 @@ class StreamEncoders:
 
     def __init__(self, codec: Codec, vocab_size: int | None = None, max_message_bytes: int = 64 << 20, *,
                  max_item_tokens: int | None = None, max_stream_bytes: int = MAX_STREAM_BYTES,
-                 notify: Callable[[str], None] | None = None, max_ts_ahead_ns: int | None = None) -> None:
+                 notify: Callable[[str], None] | None = None, max_ts_ahead_ns: int | None = None,
+                 zero_bid_is_price: bool = False) -> None:
         for name, value in (("max_message_bytes", max_message_bytes), ("max_stream_bytes", max_stream_bytes),
                             ("max_item_tokens", 1 if max_item_tokens is None else max_item_tokens)):
             if type(value) is not int or value <= 0:
@@ -236,6 +237,7 @@ class StreamEncoders:
         self.max_item_tokens = max_item_tokens
         self.max_stream_bytes = max_stream_bytes
         self.max_ts_ahead_ns = max_ts_ahead_ns
+        self.zero_bid_is_price = zero_bid_is_price  # a wire quote's 0 bid is a price (limits.zero_bid: price)
         self._encoders: dict[str, StreamEncoder] = {}
         self._expired_last_ts: dict[str, int] = {}  # expired streams' last accepted ts (see drop)
         self._expired_at_last_ts: dict[str, int | None] = {}  # ... and how many of their ticks it stamped
@@ -420,7 +422,7 @@ class StreamEncoders:
 
         def first_phase(obj: Any) -> EncodedTick | None:
             try:
-                tick = validate(obj, self.max_stream_bytes)
+                tick = validate(obj, self.max_stream_bytes, self.zero_bid_is_price)
             except InvalidTick as err:
                 if err.reason != "nonpositive_price":
                     raise

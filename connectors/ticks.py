@@ -11,7 +11,7 @@ Wire map (one msgpack map per tick; a message carries one map or a list of maps)
 | `price`    | float or int > 0  | required | -        | trade price                              |
 | `size`     | float or int >= 0 | required | -        | trade quantity                           |
 | `side`     | str or nil        | optional | -        | aggressor: `"buy"`, `"sell"`; nil = unknown |
-| `bid`      | float or int >= 0 | -        | required | best bid price (0: nobody bids, an option) |
+| `bid`      | float or int > 0  | -        | required | best bid price (>= 0 with zero_bid_is_price) |
 | `ask`      | float or int > 0  | -        | required | best ask price, `ask >= bid`             |
 | `bid_size` | float or int >= 0 | -        | optional | quantity at the best bid                 |
 | `ask_size` | float or int >= 0 | -        | optional | quantity at the best ask                 |
@@ -20,8 +20,8 @@ When `kind` is absent it is inferred: a map with `price` is a trade, a map with
 `bid` or `ask` (and no `price`) is a quote. A field marked `-` for the tick's
 kind, or any other key, is rejected as `unknown_field`. `ts` must be a msgpack
 integer (a bool or a float is rejected), in [0, 2**63). Prices must be finite
-and > 0, but a quote's bid may be 0 beside an ask above it (an option nobody bids: its mark is ask / 2; a
-feed's "no bid" is a quote not sent); sizes finite and >= 0; a locked quote (bid == ask) is accepted, a
+and > 0 (a quote's bid may be 0 beside an ask above it with ``zero_bid_is_price``: an option nobody bids, its
+mark ask / 2; otherwise that is TAQ's "no bid", a one-sided quote); sizes finite and >= 0; a locked quote (bid == ask) is accepted, a
 crossed one (bid > ask) is not. Encoding omits optional fields that are None.
 
 A stream name is printable text of at most 128 UTF-8 bytes (configurable), with
@@ -167,8 +167,8 @@ def one_sided_quote(row: Mapping[str, Any], zero_bid_is_price: bool = False) -> 
     """A quote whose bid or ask is 0 beside a side that is not below zero: TAQ's and most US feeds' way of writing
     "no bid" (or no offer, or neither), a one-sided quote, rejected as missing_field as an empty side is; never
     a price of 0 to shift with price_offset (nor a nonpositive_price). ``zero_bid_is_price``: a 0 bid beside an
-    ask above it is a price (an option nobody bids: the wire's reading, and file replay's with zero_bid: price);
-    a 0 ask is no offer either way (nobody offers at 0)."""
+    ask above it is a price (an option nobody bids: a service's reading with limits.zero_bid: price, file
+    replay's with zero_bid: price); a 0 ask is no offer either way (nobody offers at 0)."""
     bid, ask = row.get("bid"), row.get("ask")
     if not (bid == 0 or ask == 0) or not all(type(v) in (int, float) and v >= 0 for v in (bid, ask)):
         return None
@@ -177,8 +177,9 @@ def one_sided_quote(row: Mapping[str, Any], zero_bid_is_price: bool = False) -> 
     if zero_bid_is_price and bid == 0:
         return None
     side, other = ("bid", "ask") if bid == 0 else ("ask", "bid")
+    option = " (an option nobody bids, whose 0 bid is a price: zero_bid: price)" if side == "bid" else ""
     return InvalidTick("missing_field", f"{side} is 0 beside {other} {row[other]}: a one-sided quote (no {side}), "
-                                        f"which the engine does not take (a quote has both sides)")
+                                        f"which the engine does not take (a quote has both sides){option}")
 
 
 # in this order: bool is an int subclass, msgpack's ExtType a tuple
@@ -475,9 +476,11 @@ def _duration(ns: int) -> str:
     return f"{seconds / per:,.1f}".removesuffix(".0") + f" {unit}"
 
 
-def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES, zero_bid_is_price: bool = True) -> Tick:
-    """Check one decoded wire map and build a Tick; raises InvalidTick with a reason. A 0 bid beside an ask above
-    it is a price on the wire (``zero_bid_is_price``); file replay passes its files' reading (`zero_bid`)."""
+def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES, zero_bid_is_price: bool = False) -> Tick:
+    """Check one decoded wire map and build a Tick; raises InvalidTick with a reason. ``zero_bid_is_price``: a 0
+    bid beside an ask above it is a price (an option nobody bids; a service's limits.zero_bid: price, file
+    replay's zero_bid: price), not TAQ's "no bid" (the default: protocol 1 refused it, so a feed that sends a 0 bid
+    for "no bid" never gets a mark of ask / 2 unasked)."""
     if not isinstance(obj, dict):
         raise InvalidTick("not_a_map", f"a tick is a map, got {wire_value(obj)}")
     if "stream" not in obj:  # perhaps sent with its key as bin: say that rather than "missing"

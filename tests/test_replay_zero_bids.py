@@ -5,6 +5,7 @@ by glob; and the rows a keep filter leaves out counted under their streams apart
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -83,7 +84,14 @@ def test_backtest_and_feed_replay_take_zero_bid_price_and_the_engine_takes_the_t
                  "--threads", "1"]) == 0
     out = capsys.readouterr().out
     assert "replayed 36 ticks (1 rejected)" in out, out
-    with serving(config(checkpoint, tmp_path)) as server:
+    (tmp_path / "taq").mkdir()
+    with serving(config(checkpoint, tmp_path / "taq")) as server:  # a service reading a 0 bid as TAQ's "no bid"
+        code = main(["feed", "replay", str(csv), "--zero-bid", "price", "--endpoint", server.endpoints["ingest"],
+                     "--answers", server.endpoints["answers"], "--control", server.endpoints["control"]])
+        err = capsys.readouterr().err
+        assert "missing_field" in err and "zero_bid: price" in err, err  # refused, naming the setting
+    base = config(checkpoint, tmp_path)
+    with serving(dataclasses.replace(base, limits=dataclasses.replace(base.limits, zero_bid="price"))) as server:
         control = ["--control", server.endpoints["control"]]
         code = main(["feed", "replay", str(csv), "--zero-bid", "price", "--endpoint", server.endpoints["ingest"],
                      "--answers", server.endpoints["answers"], *control])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import msgpack
@@ -60,6 +61,7 @@ BAD = [
     ("nonpositive_price", good_trade(price=0.0)),
     ("nonpositive_price", good_quote(ask=-1.0)),
     ("missing_field", good_quote(ask=0.0)),  # a one-sided market (no offer): nobody offers at 0
+    ("missing_field", good_quote(bid=0.0)),  # TAQ's "no bid" unless the reader says 0 is a price (zero_bid: price)
     ("missing_field", good_quote(bid=0, ask=0)),
     ("nonpositive_price", good_quote(bid=-0.01)),
     ("negative_size", good_trade(size=-0.5)),
@@ -77,18 +79,22 @@ def test_each_bad_case_rejected_with_its_reason(reason: str, obj: object) -> Non
     assert err.value.reason == reason
     assert err.value.reason in REASONS and err.value.message
     if reason == "missing_field" and 0 in (obj.get("bid"), obj.get("ask")):
-        assert "one-sided quote (no ask)" in err.value.message or "neither side" in err.value.message
+        assert re.search(r"one-sided quote \(no (ask|bid)\)|neither side", err.value.message), err.value.message
 
 
-def test_a_zero_bid_beside_an_ask_is_a_price_on_the_wire_and_no_bid_where_a_file_says_so() -> None:
-    """An option nobody bids (bid 0.00, ask 0.02) is a two-sided market: the wire takes it, its mid ask / 2 (a mark
-    above zero, so moves and log returns are defined); file replay's default reading (TAQ's) passes False."""
-    zero_bid = validate(good_quote(stream="SPY   241220C00520000", bid=0, ask=0.02))
+def test_a_zero_bid_beside_an_ask_is_a_price_only_where_the_reader_says_so() -> None:
+    """An option nobody bids (bid 0.00, ask 0.02) is a two-sided market where the reader says a 0 bid is a price
+    (a service's limits.zero_bid: price, a file's zero_bid: price): its mid ask / 2, a mark above zero, so moves and
+    log returns are defined. By default it is TAQ's "no bid", refused naming the setting."""
+    zero_bid = validate(good_quote(stream="SPY   241220C00520000", bid=0, ask=0.02), zero_bid_is_price=True)
     assert (zero_bid.bid, zero_bid.ask, zero_bid.mid) == (0.0, 0.02, 0.01)
-    assert validate(good_quote(bid=0.0, ask=0.05)).bid == 0.0
-    with pytest.raises(InvalidTick, match=r"^missing_field: bid is 0 beside ask 0.02: a one-sided quote \(no bid\)"):
-        validate(good_quote(bid=0, ask=0.02), zero_bid_is_price=False)
+    assert validate(good_quote(bid=0.0, ask=0.05), zero_bid_is_price=True).bid == 0.0
+    with pytest.raises(InvalidTick, match=r"^missing_field: bid is 0 beside ask 0.02: a one-sided quote \(no bid\), "
+                                          r".*an option nobody bids, whose 0 bid is a price: zero_bid: price"):
+        validate(good_quote(bid=0, ask=0.02))
     with pytest.raises(InvalidTick, match=r"^nonpositive_price: bid must be >= 0, got -0.01$"):
+        validate(good_quote(bid=-0.01), zero_bid_is_price=True)
+    with pytest.raises(InvalidTick, match=r"^nonpositive_price: bid must be > 0, got -0.01$"):
         validate(good_quote(bid=-0.01))
 
 

@@ -5,6 +5,7 @@ server (wire_server.py). Part 2, answers and control: test_wire_raw_control.py."
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import threading
@@ -14,8 +15,10 @@ from typing import Any
 import msgpack
 import zmq
 
-from wire_client import CTX, T0, Control, Sub, check_answer, fresh_stream, quote, stats, trade, wait_stats
-from wire_server import MAX_MESSAGE_BYTES, clients, server, serving_feed  # noqa: F401 (fixtures)
+from conftest import serving
+from wire_client import (CTX, T0, Control, Sub, check_answer, fresh_stream, push_socket, quote, stats, trade,
+                         wait_stats)
+from wire_server import MAX_MESSAGE_BYTES, clients, server, serving_feed, tick_server_config  # noqa: F401 (fixtures)
 
 DOCUMENTED_REASONS = {
     "not_a_map", "missing_stream", "bad_stream", "missing_field", "ts_not_int", "ts_out_of_range", "unknown_kind",
@@ -56,19 +59,29 @@ def test_trades_and_quotes_with_every_field_are_ingested_and_answered(clients) -
     assert after["ticks_in"] - before == 7 and after["rejected"].get(s) is None
 
 
-def test_an_option_quote_with_a_zero_bid_is_ingested_and_answered(clients) -> None:
-    """bid 0.00 / ask 0.02: an option nobody bids, a two-sided market (its mark ask / 2), taken as sent; a 0 ask
-    beside it is no offer (refused, BAD_MESSAGES)."""
-    control, sub, push = clients
-    ctl, feed, s = control(), push(), fresh_stream("SPY 241220C00520000 ")
-    answers = sub(f"dir/{s}/")
-    before = stats(ctl)["ticks_in"]
-    feed.send(msgpack.packb([quote(s, T0, 0.0, 0.02, bid_size=0, ask_size=100), quote(s, T0 + 1_000, 0, 0.03),
-                             quote(s, T0 + 2_000, 0.01, 0.03)]))
-    got = answers.until(lambda g: len(g) >= 1)
-    check_answer(*got[0])
-    after = wait_stats(ctl, lambda st: st["ticks_in"] - before >= 3)
-    assert after["ticks_in"] - before == 3 and after["rejected"].get(s) is None
+def test_an_option_quote_with_a_zero_bid_is_ingested_and_answered_where_the_service_reads_it_as_a_price(
+        tmp_path_factory) -> None:
+    """bid 0.00 / ask 0.02: an option nobody bids, a two-sided market (its mark ask / 2), taken as sent by a service
+    with limits.zero_bid: price; by default (no_bid) it is TAQ's "no bid", refused naming the key (BAD_MESSAGES); a
+    0 ask is no offer either way."""
+    base = tick_server_config(tmp_path_factory)
+    config = dataclasses.replace(base, limits=dataclasses.replace(base.limits, zero_bid="price"))
+    with serving(config) as srv:
+        ctl, feed = Control(srv.endpoints["control"]), push_socket(srv.endpoints["ingest"])
+        s = fresh_stream("SPY 241220C00520000 ")
+        answers = Sub(srv.endpoints["answers"], [f"dir/{s}/"])
+        try:
+            before = stats(ctl)["ticks_in"]
+            feed.send(msgpack.packb([quote(s, T0, 0.0, 0.02, bid_size=0, ask_size=100), quote(s, T0 + 1_000, 0, 0.03),
+                                     quote(s, T0 + 2_000, 0.01, 0.03), quote(s, T0 + 3_000, 0.01, 0)]))
+            got = answers.until(lambda g: len(g) >= 1)
+            check_answer(*got[0])
+            after = wait_stats(ctl, lambda st: st["ticks_in"] - before >= 3 and st["rejected"])
+            assert after["ticks_in"] - before == 3 and after["rejected"] == {"missing_field": 1}  # the 0 ask
+        finally:
+            for client in (ctl, answers):
+                client.close()
+            feed.close(0)
 
 
 GOOD = trade("R.OK", T0)
@@ -137,6 +150,8 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
     ("side unknown", msgpack.packb(trade("R.OK", T0, side="long")), 0, "unknown_side", True),
     ("crossed quote", msgpack.packb(quote("R.OK", T0, 2.0, 1.0)), 0, "crossed_quote", True),
     ("ask 0 (no offer)", msgpack.packb(quote("R.OK", T0, 0.05, 0)), 0, "missing_field", True),
+    ("bid 0 (TAQ's no bid: limits.zero_bid no_bid)", msgpack.packb(quote("R.OK", T0, 0, 0.02)), 0, "missing_field",
+     True),
     ("bid and ask 0", msgpack.packb(quote("R.OK", T0, 0, 0.0)), 0, "missing_field", True),
     ("oversize", msgpack.packb([trade("R.OK", T0)] * 2000), -1, "oversize", False),
     ("three frames", [b"a", b"b", b"c"], -1, "bad_framing", False),

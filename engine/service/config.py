@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from connectors.column_map import MAP_KEYS, map_from_options
+from connectors.column_map import MAP_KEYS, ZERO_BID_READINGS, map_from_options
 from connectors.feed import check_endpoint
 from connectors.stream_selection import StreamSelection
 from engine.settings import WEIGHT_FORMATS, CacheSpec, SchedulerConfig
@@ -228,6 +228,9 @@ class LimitsSection:
     # year 2191 would otherwise refuse every real tick of its stream after it as ts_backwards. A day: above any
     # clock skew or a venue's local time read as UTC (at most 14 h), below any corrupt or mis-scaled time. None: off
     max_ts_ahead_s: float | None = 86_400.0
+    # a quote's 0 bid beside an ask above it: no_bid (TAQ's "no bid": a one-sided quote, refused as missing_field)
+    # or price (an option nobody bids: taken, its mark ask / 2)
+    zero_bid: str = "no_bid"
 
     @property
     def ingest_wire_bytes(self) -> int:
@@ -249,6 +252,9 @@ class LimitsSection:
         if self.when_behind not in WHEN_BEHIND:
             raise ConfigError(f"limits.when_behind must be one of {', '.join(map(repr, WHEN_BEHIND))}, "
                               f"got {excerpt(self.when_behind)}")
+        if self.zero_bid not in ZERO_BID_READINGS:
+            raise ConfigError(f"limits.zero_bid must be one of {', '.join(map(repr, ZERO_BID_READINGS))}, "
+                              f"got {excerpt(self.zero_bid)}")
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if not isinstance(value, (int, float)) or isinstance(value, bool):

@@ -792,7 +792,7 @@ def logged_tick(record: dict[str, Any]) -> Tick:
     try:
         return Tick(**record)
     except TypeError:
-        return validate(record)
+        return validate(record, zero_bid_is_price=True)  # (accepted when logged, whatever limits.zero_bid says now)
 
 
 def _unusable_part(root: Path, error: OSError) -> str:

@@ -238,7 +238,8 @@ class TickPipeline:
         self.encoders = StreamEncoders(self.codec, self.runner.config.vocab_size, config.limits.max_message_bytes,
                                        max_item_tokens=self.engine.scheduler.max_chunk_tokens,
                                        max_stream_bytes=config.limits.max_stream_bytes, notify=say,
-                                       max_ts_ahead_ns=config.limits.max_ts_ahead_ns)
+                                       max_ts_ahead_ns=config.limits.max_ts_ahead_ns,
+                                       zero_bid_is_price=config.limits.zero_bid == "price")
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages (server.py)
         self._lag_checked, self._pending_lag_s = float("-inf"), 0.0

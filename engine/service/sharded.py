@@ -113,7 +113,8 @@ class ShardedPipeline:
         self.encoders = StreamEncoders(self.codec, facts[0]["vocab_size"], limits.max_message_bytes,
                                        max_item_tokens=facts[0]["max_chunk_tokens"],
                                        max_stream_bytes=limits.max_stream_bytes, notify=say,
-                                       max_ts_ahead_ns=limits.max_ts_ahead_ns)
+                                       max_ts_ahead_ns=limits.max_ts_ahead_ns,
+                                       zero_bid_is_price=limits.zero_bid == "price")
         self.data.encoders = self.encoders  # each new tick log segment starts with their counts
         self._restore_all()
 
