@@ -32,7 +32,7 @@ from queries.speculation import Gate, Lookup
 from queries.trigger import Trigger
 
 __all__ = ["FIELDS", "KINDS", "RESERVED_TOPICS", "NamedQuestion", "QueryLimits", "QuerySpec", "QuerySpecError",
-           "Trigger", "check_limits", "check_questions", "dump_queries"]
+           "Trigger", "check_limits", "check_questions", "dump_queries", "topic_may_start"]
 
 KINDS = ("choice", "expectation", "generate", "surprise")
 MAX_NAME = 64
@@ -444,6 +444,27 @@ class QuerySpec:
 
 
 FIELDS = tuple(f for f in QuerySpec.__dataclass_fields__ if not f.startswith("_"))
+
+
+def topic_may_start(prefix: str, template: str, query: str) -> bool:
+    """Whether some topic that ``template`` renders for the query ``query`` and a stream name (no '/') starts with
+    ``prefix``: a prefix subscription to it gets that query's answers (`alerts/q/XBT-EUR/` for
+    `alerts/{query}/{stream}/`, which no default topic `<query>/<stream>/` can be)."""
+    return _may_start(prefix, template.format(query=query, stream="\0").split("\0"))  # (no name or topic has NUL)
+
+
+def _may_start(prefix: str, parts: list[str]) -> bool:
+    """`topic_may_start` over a template cut at its {stream}s: the fixed text before each, then what follows."""
+    fixed, after = parts[0], parts[1:]
+    if len(prefix) <= len(fixed) or not after:
+        return fixed.startswith(prefix)
+    if not prefix.startswith(fixed):
+        return False
+    rest = prefix[len(fixed):]
+    slash = rest.find("/")
+    if slash < 0:  # the stream name may start with all of it
+        return True
+    return any(_may_start(rest[cut:], after) for cut in range(1, slash + 1))  # a stream name up to its first '/'
 
 
 def dump_queries(specs: Sequence[QuerySpec]) -> str:

@@ -228,6 +228,44 @@ def test_answers_takes_a_query_name_or_a_prefix_naming_one_topic(checkpoint, tmp
                                                          "'nosuch/' nor by a query 'nosuch': "), err
 
 
+def _subscribed_while_fed(server, capsys, *argv: str) -> tuple[int, str, str]:
+    """`flashtick subscribe ARGV` run on a thread while synthetic ticks are fed, until it exits."""
+    market, codes = SyntheticMarket(SyntheticConfig(seed=4)), []
+    thread = threading.Thread(target=lambda: codes.append(main(["subscribe", *argv])), daemon=True)
+    thread.start()
+    with FeedClient(server.endpoints["ingest"]) as feed:
+        deadline = time.monotonic() + 120
+        while thread.is_alive() and time.monotonic() < deadline:
+            feed.send(market.next_batch(4))
+            thread.join(0.1)
+    assert not thread.is_alive(), "subscribe got nothing in 120 s"
+    out, err = capsys.readouterr()
+    return codes[0], out, err
+
+
+def test_a_querys_own_topic_with_a_slash_before_the_stream_is_not_called_a_stream_with_a_slash(
+        checkpoint, tmp_path, capsys) -> None:
+    """A query's own `topic: alerts/{query}/{stream}/`: `subscribe alerts/updown/SYN.A/` got its answers beside a
+    note to subscribe to 'alerts/updown-SYN.A/' (read as QUERY/STREAM/, a stream 'updown/SYN.A'), which never
+    publishes. The note is said only when no registered query's topic can start so."""
+    (tmp_path / "updown.yaml").write_text(
+        "queries:\n  - {name: updown, streams: [SYN.A, SYN.B], question: direction_5, kind: choice, trigger: batch,"
+        " topic: 'alerts/{query}/{stream}/'}\n")
+    with serving(config(checkpoint, tmp_path)) as server:
+        control, answers = ("--control", server.endpoints["control"]), ("--endpoint", server.endpoints["answers"])
+        assert run(capsys, "register", str(tmp_path / "updown.yaml"), *control)[0] == 0
+        code, out, err = _subscribed_while_fed(server, capsys, "alerts/updown/SYN.A/", "--json", "--count", "1",
+                                               *answers, *control)
+        assert code == 0 and json.loads(out)["topic"] == "alerts/updown/SYN.A/" and "note" not in err, err
+        # with no control socket to ask, nothing is said while answers come (the note waits for a silence)
+        code, out, err = _subscribed_while_fed(server, capsys, "alerts/updown/SYN.B/", "--count", "1", *answers)
+        assert code == 0 and out.startswith("alerts/updown/SYN.B/") and "note" not in err, err
+        code, _, err = run(capsys, "subscribe", "dir/EUR/USD/", "_heartbeat/", "--count", "1", *answers, *control)
+        assert code == 0 and "'dir/EUR/USD/' names stream 'EUR/USD'" in err and "subscribe to 'dir/EUR-USD/' (no " \
+            "registered query's topic starts so)" in err, err
+
+
+
 def test_answers_after_the_last_seq_exits_0_for_a_polling_loop(checkpoint, tmp_path, capsys) -> None:
     """`answers --after LAST` exited 1 when nothing was newer, which ends a polling loop under `set -e`: with
     --after, nothing newer yet is exit 0, said on stderr; a topic with no answer at all is still 1."""
@@ -457,14 +495,16 @@ def test_subscribe_says_once_when_a_stream_prefix_gets_other_streams(capsys) -> 
     from engine.service.cli import _note_wider_prefix
 
     said: set[str] = set()
-    prefixes = ["dir5/ZNH6", "dir20/", "vol50/ESH6/", "move"]
+    prefixes = ["dir5/ZNH6", "dir20/", "vol50/ESH6/", "move", "alerts/up", "alerts/updown/ZN"]
     for topic in ["dir5/ZNH6/", "_heartbeat/", "dir20/ZNH6-ZNM6/", "vol50/ESH6/", "move50/ESH6/", "dir5/ZNH6-ZNM6/",
-                  "dir5/ZNH6-ZNU6/"]:
+                  "dir5/ZNH6-ZNU6/", "alerts/updown/ZNH6/"]:
         _note_wider_prefix(prefixes, topic, said)
     err = capsys.readouterr().err
-    assert err.count("note:") == 1 and said == {"dir5/ZNH6"}, err
+    assert err.count("note:") == 2 and said == {"dir5/ZNH6", "alerts/updown/ZN"}, err
     assert "'dir5/ZNH6' is a topic prefix: it gets 'dir5/ZNH6-ZNM6/' too, and every stream whose name starts with " \
            "'ZNH6'; 'dir5/ZNH6/' is stream 'ZNH6' alone" in err, err
+    # a query's own topic (alerts/{query}/{stream}/): the stream is the prefix's last part; `alerts/up` is no stream's
+    assert "every stream whose name starts with 'ZN'; 'alerts/updown/ZN/' is stream 'ZN' alone" in err, err
 
 
 def test_a_control_request_lost_with_its_connection_fails_at_once() -> None:
@@ -992,7 +1032,7 @@ def test_a_stream_asked_for_with_a_slash_is_pointed_to_the_name_replay_gave_it(c
         assert code == 0 and out.splitlines()[0] == "EUR/USD\tnever seen" and said in err, (out, err)
         assert out.splitlines()[1].startswith("EUR-USD\tlast_ts ")
         code, _, err = run(capsys, "subscribe", "dir/EUR/USD/", "_heartbeat/", "--count", "1", "--endpoint",
-                           server.endpoints["answers"])
+                           server.endpoints["answers"], *control)
         assert code == 0 and "'dir/EUR/USD/' names stream 'EUR/USD'" in err and "subscribe to 'dir/EUR-USD/'" in err
 
 

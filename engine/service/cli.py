@@ -233,6 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="JSON lines (default: a live table on a terminal, "
                    "else one line per message)")
     p.add_argument("--count", type=_count, default=None, help="exit after N messages")
+    p.add_argument("--control", default=None,
+                   help="the engine's control endpoint, asked for the registered queries' topics when a prefix looks "
+                        "mistaken (default: the --config file's, or the default one when --endpoint is the default "
+                        "answers one; '' to skip)")
     p.set_defaults(run=cmd_subscribe)
 
     p = sub.add_parser("register", help="register (or replace) queries from a YAML file",
@@ -648,6 +652,10 @@ def _client_endpoints(args: argparse.Namespace) -> None:
     elif args.command == "subscribe":
         if args.endpoint is None:
             args.endpoint = connectable(endpoints.answers) if endpoints else DEFAULT_ANSWERS
+        if args.control is None and endpoints is not None:
+            args.control = connectable(endpoints.control)
+        elif args.control is None and args.endpoint == DEFAULT_ANSWERS:
+            args.control = DEFAULT_CONTROL
     elif args.control is None:
         args.control = connectable(endpoints.control) if endpoints else DEFAULT_CONTROL
 
@@ -1048,14 +1056,16 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
 
 def cmd_subscribe(args: argparse.Namespace) -> None:
     from connectors.feed import HEARTBEAT_TOPIC
-    from connectors.ticks import slash_hint
     from engine.service.client import AnswerSubscriber, format_line, render_table
+    from queries.spec import topic_may_start
 
-    for prefix in args.topics:  # QUERY/STREAM/: a third '/' is in the stream's part, which no stream name has
-        query, _, stream = prefix.partition("/")
-        if stream.rstrip("/").count("/") and (hint := slash_hint(stream.rstrip("/"))):
-            print(f"flashtick subscribe: note: {prefix!r} names stream {stream.rstrip('/')!r}{hint}: subscribe to "
-                  f"{query + '/' + stream.rstrip('/').replace('/', '-') + '/'!r}", file=sys.stderr, flush=True)
+    slashed = {prefix: note for prefix in args.topics if (note := _slashed_stream_note(prefix))}
+    if slashed and (templates := _topic_templates(args)) is not None:
+        for prefix, note in slashed.items():  # a query's own `topic` may put a '/' there: `alerts/{query}/{stream}/`
+            if not any(topic_may_start(prefix, template, query) for query, template in templates):
+                print(f"flashtick subscribe: note: {note} (no registered query's topic starts so)", file=sys.stderr,
+                      flush=True)
+        slashed = {}  # (else said only when nothing comes: a query's topic cannot be told from here)
     table: dict[str, dict] = {}
     title = ""
     live = not args.json and sys.stdout.isatty()  # a table redrawn in place; a pipe gets one line per message
@@ -1096,8 +1106,11 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
                     told = True  # the service is there; a misspelt prefix matches nothing: say how to see what is
                     print(f"flashtick subscribe: note: nothing published on {', '.join(map(repr, args.topics))} in "
                           f"{2 * SUBSCRIBE_QUIET_S:g} s while the service is up: a topic is QUERY/STREAM/ "
-                          f"(case-sensitive), published when its query's trigger fires; `flashtick topics` lists "
-                          f"those published so far", file=sys.stderr, flush=True)
+                          f"unless its query sets its own `topic` (case-sensitive), published when its query's "
+                          f"trigger fires; `flashtick topics` lists those published so far", file=sys.stderr,
+                          flush=True)
+                    for note in slashed.values():
+                        print(f"flashtick subscribe: note: {note}", file=sys.stderr, flush=True)
                 continue
             seen += 1
             topic, payload = message
@@ -1118,14 +1131,42 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
 SUBSCRIBE_QUIET_S = 5.0  # no heartbeat this long: said; no message twice as long: how to list the topics, said
 
 
+def _slashed_stream_note(prefix: str) -> str | None:
+    """For a prefix that, read as a default topic QUERY/STREAM/, names a stream with a '/' (which no stream has): what
+    to subscribe to instead (the name file replay gives it), else None."""
+    from connectors.ticks import slash_hint
+
+    query, _, stream = prefix.partition("/")
+    stream = stream.rstrip("/")
+    if "/" not in stream or not (hint := slash_hint(stream)):
+        return None
+    return f"{prefix!r} names stream {stream!r}{hint}: subscribe to {query + '/' + stream.replace('/', '-') + '/'!r}"
+
+
+def _topic_templates(args: argparse.Namespace) -> list[tuple[str, str]] | None:
+    """The registered queries' (name, topic template), from the control socket; None when there is none to ask
+    (--control '') or it does not answer soon."""
+    from engine.service.client import ControlClient, ControlError
+
+    if not args.control:
+        return None
+    try:
+        with ControlClient(args.control, timeout_s=5, connect_timeout_s=2, **_curve(args)) as control:
+            return [(spec["name"], spec["topic"]) for spec in control.call("list")["queries"]]
+    except ControlError:
+        return None
+
+
 def _note_wider_prefix(prefixes: list[str], topic: str, said: set[str]) -> None:
     """A prefix naming a query and a stream without the closing '/' (`dir5/ZNH6`) matches every stream whose name
     starts so: a futures outright's prefix gets its calendar spreads' answers too (`dir5/ZNH6-ZNM6/`). Said once per
-    prefix, when such a topic first comes (for a prefix meant for a family, `dir5/ZN`, it says what was meant)."""
+    prefix, when such a topic first comes (for a prefix meant for a family, `dir5/ZN`, it says what was meant). The
+    stream is the prefix's last part, the topic going on with its name's end and one '/': a query's own `topic`
+    may put a '/' before it (`alerts/{query}/{stream}/`)."""
     for prefix in prefixes:
-        query, slash, stream = prefix.partition("/")
-        if (not slash or not stream or prefix.endswith("/") or prefix in said or topic.startswith("_")
-                or not topic.startswith(prefix) or topic == prefix + "/"):
+        _, slash, stream = prefix.rpartition("/")
+        if (not slash or not stream or prefix in said or topic.startswith("_") or not topic.startswith(prefix)
+                or topic == prefix + "/" or topic[len(prefix):].count("/") != 1 or not topic.endswith("/")):
             continue
         said.add(prefix)
         print(f"flashtick subscribe: note: {prefix!r} is a topic prefix: it gets {topic!r} too, and every stream "
