@@ -247,7 +247,8 @@ def test_a_querys_own_topic_with_a_slash_before_the_stream_is_not_called_a_strea
         checkpoint, tmp_path, capsys) -> None:
     """A query's own `topic: alerts/{query}/{stream}/`: `subscribe alerts/updown/SYN.A/` got its answers beside a
     note to subscribe to 'alerts/updown-SYN.A/' (read as QUERY/STREAM/, a stream 'updown/SYN.A'), which never
-    publishes. The note is said only when no registered query's topic can start so."""
+    publishes; `answers updown` and `topics updown/` pointed to `updown/`, which matches nothing. The note is said
+    only when no registered query's topic can start so; the prefixes said are the query's own."""
     (tmp_path / "updown.yaml").write_text(
         "queries:\n  - {name: updown, streams: [SYN.A, SYN.B], question: direction_5, kind: choice, trigger: batch,"
         " topic: 'alerts/{query}/{stream}/'}\n")
@@ -264,6 +265,16 @@ def test_a_querys_own_topic_with_a_slash_before_the_stream_is_not_called_a_strea
         assert code == 0 and "'dir/EUR/USD/' names stream 'EUR/USD'" in err and "subscribe to 'dir/EUR-USD/' (no " \
             "registered query's topic starts so)" in err, err
 
+        code, out, err = run(capsys, "answers", "updown", *control)
+        assert (code, out) == (1, "") and "e.g. `flashtick answers alerts/updown/SYN.A/`; `flashtick topics " \
+            "alerts/updown/` lists them, `flashtick subscribe alerts/updown/` follows them all live" in err, err
+        code, out, err = run(capsys, "topics", "alerts/updown/", *control)
+        assert code == 0 and [line.split()[0] for line in out.splitlines()] == ["alerts/updown/SYN.A/",
+                                                                                "alerts/updown/SYN.B/"], out
+        code, out, err = run(capsys, "topics", "updown/", *control)
+        assert (code, out) == (0, "") and err == "flashtick topics: no answer published yet on a topic starting " \
+            "'updown/': query 'updown' publishes on its own topic 'alerts/updown/{stream}/' (`flashtick topics " \
+            "alerts/updown/`)\n", err
 
 
 def test_answers_after_the_last_seq_exits_0_for_a_polling_loop(checkpoint, tmp_path, capsys) -> None:

@@ -1374,11 +1374,13 @@ def _answer_topic(control: Any, given: str) -> str | None:
     if not found:
         print(f"flashtick answers: no answer published on a topic starting {prefix!r}" + (
               f" nor by a query {given!r}" if "/" not in given else "") + ": answers takes a topic as published, "
-              "QUERY/STREAM/ (flashtick topics lists them)", file=sys.stderr)
+              "QUERY/STREAM/ or as its query's own `topic` makes it (flashtick topics lists them)", file=sys.stderr)
         return None
     shown = ", ".join(found[:5]) + (f", ... ({len(found)} in all)" if len(found) > 5 else "")
+    shared = os.path.commonprefix(found)  # a query's own topic (`alerts/{query}/{stream}/`) is not under `given/`
+    shared = shared[:shared.rfind("/") + 1] or prefix
     print(f"flashtick answers: {given!r} names {len(found)} topics ({shown}): answers reads one whole topic, e.g. "
-          f"`flashtick answers {found[0]}`; `flashtick topics {prefix}` lists them, `flashtick subscribe {prefix}` "
+          f"`flashtick answers {found[0]}`; `flashtick topics {shared}` lists them, `flashtick subscribe {shared}` "
           f"follows them all live", file=sys.stderr)
     return None
 
@@ -1400,6 +1402,7 @@ def cmd_topics(args: argparse.Namespace) -> None:
 
     with _control(args) as control:
         found = control.topics(args.prefix)
+        own = _own_topic(control, args.prefix) if not found and not args.json else None
     if args.json:
         print(_json(found, sort_keys=True, indent=2))
         return
@@ -1408,8 +1411,22 @@ def cmd_topics(args: argparse.Namespace) -> None:
                   else f"answer_ts {info['answer_ts']}")
         print(f"{shown_name(topic)}\tlast_seq {info['last_seq']}\t{latest}")
     if not found:
-        print(f"flashtick topics: no answer published yet{f' on a topic starting {args.prefix!r}' if args.prefix else ''}",
-              file=sys.stderr)
+        where = f" on a topic starting {args.prefix!r}" if args.prefix else ""
+        print(f"flashtick topics: no answer published yet{where}{own or ''}", file=sys.stderr)
+
+
+def _own_topic(control: Any, prefix: str) -> str | None:
+    """For a prefix `NAME/` (or `NAME`) of a registered query that sets its own `topic`, where its topics are: ": query
+    NAME publishes on alerts/NAME/{stream}/ (`flashtick topics alerts/NAME/`)"; else None."""
+    name = prefix.removesuffix("/")
+    if not name or "/" in name:
+        return None
+    spec = next((q for q in control.call("list")["queries"] if q["name"] == name), None)
+    if spec is None or spec["topic"].format(query=name, stream="\0").startswith(prefix):
+        return None
+    head = spec["topic"].format(query=name, stream="\0").partition("\0")[0]
+    return f": query {name!r} publishes on its own topic {spec['topic'].format(query=name, stream='{stream}')!r}" + (
+        f" (`flashtick topics {head}`)" if head else "")
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
