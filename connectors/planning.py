@@ -62,6 +62,7 @@ from connectors.layout import (
 from connectors.misread_times import time_cautions, time_facts, trade_date_caution
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution
 from connectors.repeated_hour import repeated_hour
+from connectors.ticks import venue_caution
 
 ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
 
@@ -338,7 +339,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         notes += _skipped_hours(path, cmap, scaled_ts(facts["min_ts"], factor), scaled_ts(facts["max_ts"], factor))
     if facts["slashes"]:
         notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "
-                     f"answer topics use '/' as their separator")
+                     f"answer topics use '/' as their separator{venue_caution('EUR-USD')}")
         notes += _renamed_onto(path, rows.select(raw_stream.alias("_stream")))
     if facts["denormalized"]:
         notes.append(f"{path.name}: stream names {NFD_WRITTEN} replay in Unicode NFC, the one form the engine "

@@ -261,7 +261,14 @@ def slash_hint(name: str) -> str:
     if not isinstance(name, str) or "/" not in name or len(name) > 64:
         return ""
     return f" (no stream name has a '/', which answer topics use as their separator: file replay names " \
-           f"{name!r} {name.replace('/', '-')!r})"
+           f"{name!r} {name.replace('/', '-')!r}{venue_caution(name.replace('/', '-'))})"
+
+
+def venue_caution(dashed: str) -> str:
+    """What to know before sending `BTC/USD` as `BTC-USD`, said wherever '/' -> '-' is suggested or done: that may be
+    another venue's own name for the instrument (Coinbase's), and one engine fed by both would merge their ticks."""
+    example = f", e.g. {dashed + '.kraken'!r}" if len(dashed) <= 32 else ""
+    return f"; it may be another venue's name too: name it by venue{example}"  # (a rejection is kept short)
 
 
 def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
@@ -287,8 +294,9 @@ def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
     if size > max_bytes:
         raise InvalidTick("bad_stream", f"stream name of {size} UTF-8 bytes is longer than {max_bytes} bytes")
     if "/" in stream:  # answer topics are "<query>/<stream>/": a '/' would make prefix subscriptions ambiguous
+        dashed = stream.replace("/", "-")
         raise InvalidTick("bad_stream", f"stream {stream!r} contains '/', which answer topics use as a delimiter "
-                                        f"(file replay names it {stream.replace('/', '-')!r})")
+                                        f"(file replay names it {dashed!r}{venue_caution(dashed)})")
     if stream[0] == "_":
         raise InvalidTick("bad_stream", f"stream {stream!r} starts with '_': topics starting with '_' are the "
                                         "service's own (_heartbeat/, _rejects/)")

@@ -217,7 +217,8 @@ def test_kraken_v2_trades_with_slashed_symbols_and_status_heartbeats_left_out(tm
     assert note.endswith("other channels' ticks left out, counted as filtered_out: status (1); messages without "
                          "ticks left out, counted as filtered_out: subscribe (1), heartbeat (1)")
     assert "kraken.jsonl: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): answer topics use '/' " \
-           "as their separator" in replay.notes
+           "as their separator; it may be another venue's name too: name it by venue, e.g. 'EUR-USD.kraken'" in \
+           replay.notes
 
 
 def test_okx_bbo_tbt_and_tickers_read_as_quotes(tmp_path: Path) -> None:

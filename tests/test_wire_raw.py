@@ -194,6 +194,21 @@ SAID = {"a scalar": "got int 5", "price ext": "got ext (type 5)", "price bool": 
 PYTHON_WORDS = re.compile(r"\b(NoneType|dict|ExtType|Timestamp|True|False|tuple|packb)\b")
 
 
+def test_a_stream_name_with_a_slash_is_told_that_its_dashed_name_may_be_another_venues(clients) -> None:
+    """`BTC/USD` was pointed to `BTC-USD` alone, Coinbase's own name for its BTC-USD: a feed of both venues that
+    followed the hint merged their ticks in one stream. The rejection and a control error on the name say so and
+    suggest a venue-qualified name."""
+    control, sub, push = clients
+    ctl, feed, rejects = control(), push(), sub("_rejects/")
+    feed.send(msgpack.packb(trade("BTC/USD", T0)))
+    _, payload = rejects.until(lambda g: len(g) >= 1)[0]
+    assert payload["reason"] == "bad_stream" and "'BTC/USD' contains '/'" in payload["error"], payload
+    caution = "it may be another venue's name too: name it by venue, e.g. 'BTC-USD.kraken'"
+    assert f"(file replay names it 'BTC-USD'; {caution})" in payload["error"], payload
+    reply = ctl("ask", stream="BTC/USD", query="dir")
+    assert reply["ok"] is False and f"file replay names 'BTC/USD' 'BTC-USD'; {caution})" in reply["error"], reply
+
+
 def test_every_documented_reject_reason_is_published_counted_and_leaves_the_service_serving(clients) -> None:
     control, sub, push = clients
     ctl, feed = control(), push()
