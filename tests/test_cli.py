@@ -518,6 +518,34 @@ def test_subscribe_says_once_when_a_stream_prefix_gets_other_streams(capsys) -> 
     assert "every stream whose name starts with 'ZN'; 'alerts/updown/ZN/' is stream 'ZN' alone" in err, err
 
 
+def test_register_says_which_queries_it_replaced(checkpoint, tmp_path, capsys) -> None:
+    """`flashtick register` replaced a same-named query without a word (its topics' subscribers went quiet): it
+    names the queries it replaced."""
+    (tmp_path / "vol.yaml").write_text(VOL_QUERY)
+    (tmp_path / "two.yaml").write_text(VOL_QUERY + DIR_QUERY.removeprefix("queries:\n"))
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ("--control", server.endpoints["control"])
+        assert run(capsys, "register", str(tmp_path / "vol.yaml"), *control) == \
+            (0, "registered vol (registry version 2)\n", "")
+        assert run(capsys, "register", str(tmp_path / "two.yaml"), *control) == \
+            (0, "registered vol, dir (registry version 3); replaced vol, dir (the earlier spec of each no longer "
+                "answers)\n", "")
+
+
+def test_subscribe_says_when_the_registered_queries_change(capsys) -> None:
+    """A subscriber's topic goes quiet when its query is unregistered or replaced: heartbeats carry the registry
+    version, and `subscribe` says when it moves (not at the first heartbeat, nor for an older server's)."""
+    from engine.service.cli import _note_registry_change
+
+    known = None
+    for beat in [{"seq": 1}, {"seq": 2, "registry_version": 4}, {"seq": 3, "registry_version": 4},
+                 {"seq": 4, "registry_version": 6}, {"seq": 5}]:
+        known = _note_registry_change(known, beat)
+    err = capsys.readouterr().err
+    assert known == 6 and err == "flashtick subscribe: note: the registered queries changed (registry version 4 -> " \
+        "6): a query registered, replaced or unregistered (`flashtick list` shows them)\n", err
+
+
 def test_a_control_request_lost_with_its_connection_fails_at_once() -> None:
     """A request on a connection that drops before the reply (the service stopped) is gone with it: the client says
     so as soon as the connection drops, not after its whole timeout."""

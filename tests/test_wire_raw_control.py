@@ -132,11 +132,39 @@ YAML = """queries:
 """
 
 
+def test_register_says_which_queries_it_replaced_and_heartbeats_carry_the_registry_version(clients) -> None:
+    """`register` replaced a same-named query silently: its subscribers went quiet or got other answers, and nothing
+    on either socket said so. The reply names the replaced queries, and every heartbeat carries the registry version,
+    which moves with each register and unregister."""
+    control, sub, push = clients
+    ctl, beats = control(), sub()
+    mine, other = fresh_stream("RQ").replace(".", "_"), fresh_stream("RQ").replace(".", "_")  # (fresh query names)
+    spec = "  - {{name: {}, streams: ['{}'], question: direction_5, kind: choice, trigger: batch}}\n"
+    first = ctl.ok("register", yaml="queries:\n" + spec.format(mine, "RQ.*"))
+    assert first["registered"] == [mine] and first["replaced"] == []
+    second = ctl.ok("register", yaml="queries:\n" + spec.format(other, "*") + spec.format(mine, "RQ.A"))
+    assert second["registered"] == [other, mine] and second["replaced"] == [mine]
+    assert second["version"] == first["version"] + 1
+
+    def heartbeat_says(version: int) -> None:
+        deadline = time.monotonic() + 60  # (a loaded machine's heartbeats come late)
+        while beats.heartbeats[-1]["registry_version"] != version:
+            assert time.monotonic() < deadline, (version, beats.heartbeats[-1])
+            beats.beats(1)
+
+    heartbeat_says(second["version"])
+    assert ctl.ok("list")["version"] == second["version"]
+    for name in (mine, other):
+        gone = ctl.ok("unregister", name=name)
+    heartbeat_says(gone["version"])
+    assert gone["version"] == second["version"] + 2
+
+
 def test_control_ops_and_their_reply_shapes(clients) -> None:
     control, sub, push = clients
     ctl, feed, s = control(), push(), fresh_stream("CT")
     reg = ctl.ok("register", yaml=YAML, source="mine.yaml")
-    assert set(reg) == {"ok", "registered", "version"} and reg["registered"] == ["vol", "move", "surp"]
+    assert set(reg) == {"ok", "registered", "replaced", "version"} and reg["registered"] == ["vol", "move", "surp"]
     assert type(reg["version"]) is int
     listed = ctl.ok("list")
     assert set(listed) == {"ok", "queries", "version"} and listed["version"] == reg["version"]

@@ -17,7 +17,7 @@ T0 = 1_700_000_000_000_000_000  # int64 ns since the epoch
 ANSWER_KEYS = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "model", "value",
                "query_version"}
 HEARTBEAT_KEYS = {"seq", "ts", "ticks_in", "answers_out", "pending_tokens", "behind", "lag_s", "shed",
-                  "conflated", "max_message_bytes", "protocol", "epoch"}
+                  "conflated", "max_message_bytes", "protocol", "epoch", "registry_version"}
 PROTOCOL = 1  # the wire protocol this client is written to (docs/wire-protocol.md, "Compatibility")
 _names = itertools.count()
 
@@ -87,8 +87,8 @@ class Sub:
         if topic == "_heartbeat/":
             assert set(payload) == HEARTBEAT_KEYS and payload["protocol"] == PROTOCOL \
                 and isinstance(payload["behind"], bool) \
-                and isinstance(payload["lag_s"], float) and all(
-                    type(payload[key]) is int and payload[key] >= 0 for key in ("shed", "conflated"))
+                and isinstance(payload["lag_s"], float) and all(type(payload[key]) is int and payload[key] >= 0
+                                                                for key in ("shed", "conflated", "registry_version"))
             self.heartbeats.append(payload)
             return None
         self.kept.append((topic, payload))

@@ -1085,6 +1085,7 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
             print(f"flashtick subscribe: note: {e}; waiting on (Ctrl-C stops)", file=sys.stderr, flush=True)
         quiet_since, told, lost = time.monotonic(), False, False
         widened: set[str] = set()  # the QUERY/STREAM prefixes said to match more streams than the one they name
+        registry: int | None = None  # the registry version the last heartbeat carried
         while args.count is None or seen < args.count:
             message = sub.recv(timeout_s=1.0)
             now = time.monotonic()
@@ -1092,6 +1093,7 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
                 if lost:
                     print("flashtick subscribe: note: heartbeats are back", file=sys.stderr, flush=True)
                 beat_at, lost = now, False
+                registry = _note_registry_change(registry, message[1])
                 if not shown_beats:
                     continue
             if message is None:
@@ -1174,6 +1176,19 @@ def _note_wider_prefix(prefixes: list[str], topic: str, said: set[str]) -> None:
               file=sys.stderr, flush=True)
 
 
+def _note_registry_change(known: int | None, heartbeat: Any) -> int | None:
+    """stderr says when a heartbeat's registry_version moved since the last one: a query registered, replaced or
+    unregistered, so a topic followed may have stopped or changed what it answers. Returns the version now known."""
+    version = heartbeat.get("registry_version") if isinstance(heartbeat, dict) else None
+    if type(version) is not int:  # (an older server's heartbeat carries none)
+        return known
+    if known is not None and version != known:
+        print(f"flashtick subscribe: note: the registered queries changed (registry version {known} -> {version}): "
+              f"a query registered, replaced or unregistered (`flashtick list` shows them)", file=sys.stderr,
+              flush=True)
+    return version
+
+
 def _note_gap(last_seqs: dict[str, int], topic: str, payload: dict) -> None:
     """stderr says where a topic's seq jumped (answers PUB did not deliver: a slow reader, a reconnect, a restart),
     and how to fetch them; a plain SUB cannot get them back by itself (GaplessSubscriber does)."""
@@ -1200,7 +1215,9 @@ def cmd_register(args: argparse.Namespace) -> None:
             # user is shown the path as given, as serve and backtest name a queries file
             located = re.sub(rf"(?m)^{re.escape(args.file.name)}(?=:)", lambda _: str(args.file), str(e))
             raise ControlError(located) from None
-    print(f"registered {', '.join(reply['registered'])} (registry version {reply['version']})")
+    replaced = reply.get("replaced")  # (absent from an older server)
+    print(f"registered {', '.join(reply['registered'])} (registry version {reply['version']})" + (
+        f"; replaced {', '.join(replaced)} (the earlier spec of each no longer answers)" if replaced else ""))
 
 
 def cmd_unregister(args: argparse.Namespace) -> None:

@@ -516,7 +516,8 @@ class Server:
                                      "pending_tokens": pending, "behind": behind,
                                      "lag_s": self._snapshot["lag_s"], "shed": shed, "conflated": conflated,
                                      "max_message_bytes": self.config.limits.max_message_bytes,
-                                     "protocol": WIRE_PROTOCOL, "epoch": self.epoch})
+                                     "protocol": WIRE_PROTOCOL, "epoch": self.epoch,
+                                     "registry_version": self.pipeline.registry.version})
         self._watch_kv_thrash()
         self._watch_feeds()
         self._say_refused_streams()
@@ -666,11 +667,14 @@ class Server:
                              answerable=registry.answerable)
         if not specs:  # (a client's mistake, most likely: an empty list, or the wrong file) registers nothing
             raise ControlError(str(no_query(source, "nothing registered (`unregister` removes a query)")))
+        # a name registered already is replaced, its spec and cached answers gone: said, as anyone on the control
+        # socket can change what a strategy's topics carry (subscribers see heartbeats' registry_version move)
+        replaced = [s.name for s in specs if registry.current(s.name) is not None]
         try:
             self.pipeline.register_queries(specs)
         except QuerySpecError as e:  # found across documents (a topic another query owns): located like the rest
             raise located_in(e, text, source, registry.limits) from None
-        return {"registered": [s.name for s in specs], "version": self.pipeline.registry.version}
+        return {"registered": [s.name for s in specs], "replaced": replaced, "version": self.pipeline.registry.version}
 
     def _op_unregister(self, request: dict, _reply: Any) -> dict:
         self.pipeline.unregister_query(_field(request, "name", str))
