@@ -18,13 +18,14 @@ from typing import Mapping
 import polars as pl
 
 from connectors.column_map import BUYER_MAKER, DETECT, EPOCH, PRESETS, ColumnMap
-from connectors.field_names import FIELD_NAMES, normal_name
+from connectors.field_names import EXCHANGE_MESSAGES, FIELD_NAMES, normal_name
 from connectors.ticks import QUOTE, TRADE
 
-BINANCE_TRADE_KEYS = frozenset({"e", "s", "p", "q", "T", "m"})  # + "t" (trade) or "a" (aggTrade)
+# (the keys are the wire's hints' too: connectors/field_names.py's EXCHANGE_MESSAGES)
+BINANCE_TRADE_KEYS = EXCHANGE_MESSAGES["binance-trade"].keys  # + "t" (trade) or "a" (aggTrade)
 BINANCE_TRADE_EVENTS = ("trade", "aggTrade")
-BINANCE_BOOK_KEYS = frozenset({"u", "s", "b", "B", "a", "A"})
-COINBASE_MATCH_KEYS = frozenset({"type", "product_id", "price", "size", "side", "time"})
+BINANCE_BOOK_KEYS = EXCHANGE_MESSAGES["binance-bookticker"].keys
+COINBASE_MATCH_KEYS = EXCHANGE_MESSAGES["coinbase-matches"].keys
 COINBASE_MATCHES = ("match", "last_match")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 # Column names vendors use for each field, compared in lower case with spaces and dashes as "_"; the first
 # name a file has wins. `ts` and `stream` come first: the wire layout.
@@ -70,6 +71,53 @@ SIDE_WORDS: dict[str, str | None] = {"buy": "buy", "b": "buy", "sell": "sell", "
                                      "1.0": "buy", "-1.0": "sell", "0.0": None}
 
 
+@dataclass(frozen=True)
+class ExchangeMessage:
+    """An exchange's own message, known by the keys it always has (file replay reads such files by them,
+    connectors/exchange_shapes.py; the wire's checks say what a client that sent one raw should send)."""
+
+    title: str
+    keys: frozenset[str]
+    wire: tuple[tuple[str, str], ...]  # (wire field, its key there)
+    changes: str  # what else a client sends otherwise than the exchange
+
+    def hint(self) -> str:
+        names = ", ".join(field if key == field else f"{field} ({key})" for field, key in self.wire)
+        return f"the keys of {self.title}: the wire's are {names}; {self.changes}"
+
+
+# One table for every hint of an exchange's message (the wire's errors) and for the file layouts read by these keys.
+EXCHANGE_MESSAGES: dict[str, ExchangeMessage] = {
+    "binance-trade": ExchangeMessage(  # trade and aggTrade events (aggTrade's `a` is its id, not an ask)
+        "a Binance trade event", frozenset({"e", "s", "p", "q", "T", "m"}),
+        (("stream", "s"), ("ts", "T"), ("price", "p"), ("size", "q"), ("side", "m")),
+        "T counts ms: ts is int ns (T x 1,000,000); p and q are text: send numbers; side is 'sell' when m is true "
+        "(the buyer was the maker), else 'buy'"),
+    "binance-bookticker": ExchangeMessage(
+        "a Binance bookTicker", frozenset({"u", "s", "b", "B", "a", "A"}),
+        (("stream", "s"), ("bid", "b"), ("ask", "a"), ("bid_size", "B"), ("ask_size", "A")),
+        "b, a, B and A are text: send numbers; ts (int ns) is required: T x 1,000,000 where it has T, else the time "
+        "you received it"),
+    "coinbase-matches": ExchangeMessage(  # Coinbase Exchange's websocket match and last_match (and REST trades)
+        "a Coinbase match", frozenset({"type", "product_id", "price", "size", "side", "time"}),
+        (("stream", "product_id"), ("ts", "time"), ("price", "price"), ("size", "size"), ("side", "side")),
+        "time is ISO 8601 text: ts is int ns; price and size are text: send numbers; its side is the maker's: send "
+        "the other ('sell' for 'buy')"),
+    "coinbase-ticker": ExchangeMessage(
+        "a Coinbase ticker", frozenset({"type", "product_id", "best_bid", "best_ask", "time"}),
+        (("stream", "product_id"), ("ts", "time"), ("bid", "best_bid"), ("ask", "best_ask"),
+         ("bid_size", "best_bid_size"), ("ask_size", "best_ask_size")),
+        "time is ISO 8601 text: ts is int ns; prices and sizes are text: send numbers; send the quote alone (its "
+        "last trade, price and last_size, is a tick of its own)"),
+}
+
+
+def exchange_message(keys: Iterable[object]) -> ExchangeMessage | None:
+    """The exchange message whose keys a map has, else None."""
+    held = {key for key in keys if isinstance(key, str)}
+    return next((message for message in EXCHANGE_MESSAGES.values() if message.keys <= held), None)
+
+
 def normal_name(name: str) -> str:
     """A column name as FIELD_NAMES spells it: lower case, each run of other characters than letters, digits and
     `/` as one "_", none at the ends (`Bid Price` and `bid-price` -> bid_price; LSEG's `#RIC` -> ric; MetaTrader's
@@ -88,7 +136,11 @@ def wire_field_of(name: object) -> str | None:
 
 def renamed(keys: Iterable[object], field: str | None = None) -> str:
     """For an error about a map with ``keys``: " (key 'symbol' is 'stream' on the wire; ...)" for its keys that are
-    other names of tick fields (of ``field`` only, when given), else ""."""
+    other names of tick fields (of ``field`` only, when given); for an exchange's own message (a Binance trade
+    event) what the wire calls each of its keys, and sends otherwise; else ""."""
+    keys = list(keys)
+    if (message := exchange_message(keys)) is not None:
+        return f" ({message.hint()})"
     hints = [(key, wire) for key in keys
              if (wire := wire_field_of(key)) is not None and (field is None or wire == field)]
     if not hints:

@@ -225,7 +225,8 @@ def _number(obj: dict, key: str, *, required: bool, is_price: bool, zero_ok: boo
         return None
     # bool is an int subclass; a True price is a bug upstream, not a price of 1.
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidTick("wrong_type", f"{key} must be a number (int or float), got {wire_value(value)}")
+        raise InvalidTick("wrong_type", f"{key} must be a number (int or float), got {wire_value(value)}"
+                                        f"{_number_text_hint(value)}")
     sent, value = value, float(value)  # (errors quote the value as sent: an int 0 as 0, not 0.0)
     if is_price:
         if not math.isfinite(value):
@@ -238,6 +239,17 @@ def _number(obj: dict, key: str, *, required: bool, is_price: bool, zero_ok: boo
         if value < 0:
             raise InvalidTick("negative_size", f"{key} must be >= 0, got {sent}")
     return value
+
+
+def _number_text_hint(value: Any) -> str:
+    """For a number sent as its text (`"61000.1"`, as exchanges' JSON writes prices): send the number."""
+    if not isinstance(value, str) or len(value) > 64:
+        return ""
+    try:
+        float(value)
+    except ValueError:
+        return ""
+    return ": send the number itself, not its text"
 
 
 def _kind(obj: dict) -> str:

@@ -209,6 +209,38 @@ def test_a_stream_name_with_a_slash_is_told_that_its_dashed_name_may_be_another_
     assert reply["ok"] is False and f"file replay names 'BTC/USD' 'BTC-USD'; {caution})" in reply["error"], reply
 
 
+def test_an_exchanges_raw_message_is_told_the_wire_names_of_its_keys(clients) -> None:
+    """A Binance trade event or bookTicker, or a Coinbase match, sent as the exchange sent it got only "field 'stream'
+    is required" (ccxt's `symbol` got a hint): the rejection names the wire field of each of its keys and what else
+    differs (ms times, numbers sent as text, Coinbase's maker side); a number sent as its text is said so."""
+    control, sub, push = clients
+    feed, rejects = push(), sub("_rejects/")
+    ms = T0 // 10**6
+    raw = [({"e": "trade", "E": ms, "s": "BTCUSDT", "t": 1, "p": "61000.1", "q": "0.01", "T": ms, "m": True},
+            "(the keys of a Binance trade event: the wire's are stream (s), ts (T), price (p), size (q), side (m); T "
+            "counts ms: ts is int ns (T x 1,000,000); p and q are text: send numbers; side is 'sell' when m is true "
+            "(the buyer was the maker), else 'buy')"),
+           ({"e": "aggTrade", "E": ms, "s": "ETHUSDT", "a": 7, "p": "2500", "q": "1", "f": 1, "l": 2, "T": ms,
+             "m": False}, "(the keys of a Binance trade event: "),
+           ({"u": 400900217, "s": "BNBUSDT", "b": "25.35190000", "B": "31.21000000", "a": "25.36520000",
+             "A": "40.66000000"}, "(the keys of a Binance bookTicker: the wire's are stream (s), bid (b), ask (a), "
+                                  "bid_size (B), ask_size (A); b, a, B and A are text: send numbers; ts (int ns) is "
+                                  "required"),
+           ({"type": "match", "trade_id": 10, "sequence": 50, "maker_order_id": "a", "taker_order_id": "b",
+             "time": "2026-12-04T13:10:00.123456Z", "product_id": "BTC-USD", "size": "0.01", "price": "61000.1",
+             "side": "sell"}, "(the keys of a Coinbase match: the wire's are stream (product_id), ts (time), price, "
+                              "size, side; time is ISO 8601 text: ts is int ns; price and size are text: send numbers; "
+                              "its side is the maker's: send the other ('sell' for 'buy'))"),
+           (trade("R.TXT", T0, "61000.1"), "price must be a number (int or float), got str '61000.1': send the number "
+                                           "itself, not its text")]
+    for message, said in raw:
+        n = len(rejects.kept)
+        feed.send(msgpack.packb(message))
+        _, payload = rejects.until(lambda g: len(g) > n)[n]
+        assert said in payload["error"] and not PYTHON_WORDS.search(payload["error"]), payload
+        assert payload["reason"] == ("wrong_type" if "stream" in message else "missing_stream"), payload
+
+
 def test_every_documented_reject_reason_is_published_counted_and_leaves_the_service_serving(clients) -> None:
     control, sub, push = clients
     ctl, feed = control(), push()
