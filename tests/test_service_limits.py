@@ -1004,6 +1004,40 @@ def test_the_log_names_streams_that_expired(checkpoint, capsys) -> None:
            "stream's next tick starts a new session" in err, err
 
 
+def test_streams_expired_at_heartbeat_after_heartbeat_are_one_line_at_most_every_interval(checkpoint, capsys,
+                                                                                        monkeypatch) -> None:
+    """An option chain's series go quiet one by one, a few expiring at almost every heartbeat: each heartbeat
+    printed its own line (56 of 60 log lines in two minutes). The first is said at once, later ones at most every
+    EXPIRED_LINE_EVERY_S with the count since and in all; the stop says what is left; stats counts each."""
+    import engine.service.server as server_module
+    from connectors.ticks import trade
+
+    # an interval no test outlasts: the lines after the first wait for it (or the stop), however slow the machine
+    monkeypatch.setattr(server_module, "EXPIRED_LINE_EVERY_S", 3600.0)
+    err: list[str] = []
+
+    def said() -> str:  # the server's stderr so far
+        err.append(capsys.readouterr().err)
+        return "".join(err)
+
+    with live_server(checkpoint, scheduler={"stream_idle_s": 0.3}, limits={"heartbeat_s": 0.1}) as (server, push):
+        for n, stream in enumerate(["SPY   241216C00450000", "SPY   241216P00450000", "SPY   241216C00455000"]):
+            push.send(encode([trade(stream, 1_790_000_000_000_000_000 + n, 1.5, 1.0)]))
+            wait_for(lambda n=n: server.counters["streams_expired"] == n + 1)  # each at a heartbeat of its own
+            if n == 0:  # the first expiry is said at once
+                wait_for(lambda: "flashtick: expired" in said())
+        heartbeats = server.counters["heartbeats"]
+        wait_for(lambda: server.counters["heartbeats"] >= heartbeats + 3)
+        assert said().count("flashtick: expired") == 1, said()  # the later two wait for the interval
+    lines = [line for line in said().splitlines() if line.startswith("flashtick: expired")]
+    assert lines[0].startswith("flashtick: expired 1 stream with no data for scheduler.stream_idle_s (0.3 s): "
+                               "'SPY   241216C00450000'; a stream's next tick starts a new session"), lines
+    assert "later expiries are said at most every 3600 s" in lines[0]
+    assert lines[1:] == ["flashtick: expired 2 streams with no data for scheduler.stream_idle_s (0.3 s) since the "
+                         "last such line (3 in all): 'SPY   241216P00450000', 'SPY   241216C00455000'"]
+    assert server.counters["streams_expired"] == 3
+
+
 def test_idle_expiry_waits_while_the_ingest_queue_holds_unread_messages(checkpoint, tmp_path) -> None:
     """An engine behind on a burst read a quiet stream's ticks seconds apart, and expired it between them for
     idleness (its next ticks were unread in the ingest queue, not absent): its context reset mid-burst, its answers'

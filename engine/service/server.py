@@ -52,7 +52,8 @@ from queries.spec import MAX_LISTED, QuerySpec, QuerySpecError
 from queries.yaml_loader import load_queries, located_in, no_query
 
 BEHIND_WARNING_EVERY_S = 10.0
-MAX_NAMED_EXPIRED = 5  # streams named in the log line of those expired at one heartbeat
+MAX_NAMED_EXPIRED = 5  # streams named in a log line of those expired for idleness
+EXPIRED_LINE_EVERY_S = 10.0  # after the first, streams expired for idleness are said at most this often
 DROPPED_WHEN_BEHIND = {"shed": "ticks refused as overloaded",
                        "conflate": "quotes dropped for a newer one of their stream"}
 THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see Server._watch_kv_thrash)
@@ -132,6 +133,42 @@ class FeedWatch:
         self._monitor.close(linger=0)
 
 
+class ExpiredStreamsLine:
+    """Streams expired for idleness, said on stderr. A stream dropped for idleness loses its context: a sparse feed
+    (a contract that trades hourly) must hear of it, or its next answers, from a fresh session, look like the
+    model's. But a chain of option series going quiet one by one expires a few at almost every heartbeat: the first
+    expiry is said at once, later ones at most every EXPIRED_LINE_EVERY_S, with how many since the last such line
+    and in all, the first few named (stats' `streams_expired` counts every one)."""
+
+    def __init__(self, idle_s: float | None) -> None:
+        self.idle_s = idle_s
+        self.said = 0  # streams expired that a line has told of
+        self.waiting = 0  # streams expired since the last line
+        self.named: list[str] = []  # the first MAX_NAMED_EXPIRED of those waiting
+        self.next_line_at = 0.0  # (monotonic) no line before this, unless the service is stopping
+
+    def add(self, expired: list[str]) -> None:
+        self.waiting += len(expired)
+        self.named += expired[: MAX_NAMED_EXPIRED - len(self.named)]
+
+    def say(self, now: float, stopping: bool = False) -> None:
+        if not self.waiting or (now < self.next_line_at and not stopping):
+            return
+        n, first = self.waiting, self.said == 0
+        names = ", ".join(map(repr, self.named)) + (f" and {n - len(self.named)} more" if n > len(self.named) else "")
+        what = f"{n} stream{'s' if n != 1 else ''} with no data for scheduler.stream_idle_s ({self.idle_s:g} s)"
+        self.said, self.waiting, self.named = self.said + n, 0, []
+        self.next_line_at = now + EXPIRED_LINE_EVERY_S
+        if first:
+            print(f"flashtick: expired {what}: {names}; a stream's next tick starts a new session (its context "
+                  f"gone; interval triggers keep their grid): raise scheduler.stream_idle_s for feeds that tick less "
+                  f"often (later expiries are said at most every {EXPIRED_LINE_EVERY_S:g} s)",
+                  file=sys.stderr, flush=True)
+            return
+        print(f"flashtick: expired {what} since the last such line ({self.said} in all): {names}",
+              file=sys.stderr, flush=True)
+
+
 class Server:
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
@@ -195,6 +232,7 @@ class Server:
         # client asking about one hears "refused, and why", not "never seen"; bounded, oldest forgotten first
         self._refused_streams: OrderedDict[str, list] = OrderedDict()
         self._take_turned_away()  # (a restart's: logged streams a lowered limit refused)
+        self._expired_line = ExpiredStreamsLine(config.scheduler.stream_idle_s)
         self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when messages wait unread
         self._kv_thrash = False
         self._thrash_mark: tuple[float, tuple[int, int]] | None = None
@@ -338,6 +376,7 @@ class Server:
             read += more
         read += self._read_queued_ingest(deadline)  # (accepted, not computed: left)
         self._say_drained(read, drained, unread=time.monotonic() >= deadline and self._ingest_unread())
+        self._expired_line.say(time.monotonic(), stopping=True)  # the log accounts for every expiry
 
     def _say_drained(self, read: int, drained: int, unread: bool) -> None:
         left = self.pipeline.pending_tokens()
@@ -492,9 +531,9 @@ class Server:
         if self._handshakes is not None:
             self._handshakes.poll()
         expired = self.pipeline.expire_idle()
-        if expired:
-            self.counters["streams_expired"] += len(expired)
-            self._say_expired(expired)
+        self.counters["streams_expired"] += len(expired)
+        self._expired_line.add(expired)
+        self._expired_line.say(time.monotonic())
         data = getattr(self.pipeline, "data", None)
         if data is not None:
             data.check()
@@ -550,17 +589,6 @@ class Server:
                   f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "
                   f"(limits.max_lag_s={limits.max_lag_s:g}; or the ingest queue not once emptied for that long); "
                   f"when_behind: {limits.when_behind} ({then})", file=sys.stderr, flush=True)
-
-    def _say_expired(self, expired: list[str]) -> None:
-        """A stream dropped for idleness loses its context: a sparse feed (a contract that trades hourly) must hear
-        of it, or its next answers, from a fresh session, look like the model's."""
-        names = ", ".join(map(repr, expired[:MAX_NAMED_EXPIRED])) + (
-            f", ... ({len(expired)} in all)" if len(expired) > MAX_NAMED_EXPIRED else "")
-        idle = self.config.scheduler.stream_idle_s
-        print(f"flashtick: expired {len(expired)} stream{'s' if len(expired) != 1 else ''} with no data for "
-              f"scheduler.stream_idle_s ({idle:g} s): {names}; a stream's next tick starts a new session (its "
-              f"context gone; interval triggers keep their grid): raise scheduler.stream_idle_s for feeds that tick "
-              f"less often", file=sys.stderr, flush=True)
 
     def _say_refused_streams(self) -> None:
         """New streams turned away (scheduler.when_full: refuse, or scheduler.max_streams) are refused on
