@@ -52,7 +52,7 @@ def serve(config: dict | None = None, ticks: int = 600, seed: int = 3, batch: in
 
 def expected_scores(pipeline: TickPipeline, answers, by_stream) -> dict[str, dict]:
     """Each answer labelled from the stream's whole mark series; the prior is the (query, stream)'s realised
-    answers before it, in publication order."""
+    answers before it, in publication order, add-one smoothed."""
     marks = {stream: marks_of(ticks) for stream, ticks in by_stream.items()}
     totals: dict[str, dict] = {}
     counts: dict[tuple[str, str], np.ndarray] = {}
@@ -74,7 +74,7 @@ def expected_scores(pipeline: TickPipeline, answers, by_stream) -> dict[str, dic
         p = np.array([answer.value["probs"][name] for name in labels])
         y = labels.index(question.labels[label])
         seen = counts.setdefault((answer.query, answer.stream), np.zeros(len(labels)))
-        prior = seen / seen.sum() if seen.sum() else np.full(len(labels), 1 / len(labels))
+        prior = (seen + 1) / (seen.sum() + len(labels))  # add-one: uniform before the first label
         onehot = np.eye(len(labels))[y]
         total["scored"] += 1
         total["correct"] += int(p.argmax() == y)
@@ -114,6 +114,12 @@ def test_live_scores_equal_a_labelling_of_the_whole_history() -> None:
         for w in got["worse_than_prior"]:
             k, b, pb = want["streams"][w["stream"]]
             assert w["scored"] == k and w["brier"] == pytest.approx(b / k, abs=1e-6) > w["prior_brier"]
+        thin = [(k, b, pb) for k, b, pb in want["streams"].values() if k < 100]  # pooled: too few to name one
+        assert got["thin_streams"]["streams"] == len(thin) and got["thin_streams"]["scored"] == sum(t[0] for t in thin)
+        if thin:
+            k = sum(t[0] for t in thin)
+            assert got["thin_streams"]["brier"] == pytest.approx(sum(t[1] for t in thin) / k, abs=1e-6)
+            assert got["thin_streams"]["prior_brier"] == pytest.approx(sum(t[2] for t in thin) / k, abs=1e-6)
     msgpack.packb(pipeline.stats())  # the control op's reply carries it
     metrics = render(pipeline.stats())  # and /metrics, one sample per query
     assert f'flashtick_live_scored_total{{query="dir20"}} {live["dir20"]["scored"]}\n' in metrics
@@ -181,6 +187,36 @@ def test_streams_where_answers_do_worse_than_their_class_frequencies_are_named()
     worst = summary["worse_than_prior"][0]
     assert worst["scored"] == 295 and worst["brier"] == pytest.approx(0.8**2 + 0.1**2 + 0.9**2)
     assert worst["prior_brier"] < 0.05  # after the first answers, "up" every time is what the stream does
+
+
+def test_the_class_frequencies_start_add_one_smoothed_and_thin_streams_are_pooled() -> None:
+    """A reviewer's option chain, a few answers a series: the raw frequencies were a point mass after one label
+    (Brier 2 when the next differs), prior_brier 0.92-0.97 for a 3-class question, worse than a uniform guess's
+    0.667, so a weak model looked better than the class frequencies; and no series reached the 100 answers that
+    `worse_than_prior` names one at. By hand: two series, each up over its first 5 ticks then down."""
+    codec = load_builtin_codec()
+    spec = load_queries("queries:\n  - {name: d5, streams: ['*'], question: direction_5, kind: choice}\n",
+                        questions=codec.questions)[0]
+    scores = LiveScores(codec.questions, committed=lambda stream: 0)
+    prices = [100.0, 100.0, 100.0, 100.0, 100.0, 101.0, 99.0]  # point 1: 100 -> 101 (up); point 2: 100 -> 99 (down)
+    says = {"down": 0.05, "flat": 0.9, "up": 0.05}  # "flat", sure of it, both times wrong
+    for stream in ("SPY   241216C00450000", "SPY   241216P00450000"):
+        for i, price in enumerate(prices, start=1):
+            scores.observe(Tick(stream, 10**9 + i, "trade", price=price, size=1.0, side="buy"))
+            if i <= 2:
+                value = {"answer": "flat", "probs": says}
+                scores.expect(Answer("d5", stream, f"d5/{stream}/", i, i, 10**9 + i, 0, value, "m"), spec)
+    summary = scores.summary()["d5"]
+    assert summary["scored"] == 4 and summary["pending"] == 0
+    # (down, flat, up): the first answer against (1, 1, 1) / 3; the second, after one "up", against (1, 1, 2) / 4
+    first = 2 / 3  # (1/3)^2 + (1/3)^2 + (2/3)^2, up realised
+    second = 0.75**2 + 0.25**2 + 0.5**2  # down realised: 0.875 (the raw frequencies, all on "up": 2.0)
+    model = 0.05**2 + 0.9**2 + 0.95**2  # 1.715 either time
+    assert summary["prior_brier"] == pytest.approx((first + second) / 2, abs=1e-6)  # 0.7708, not 1.3333
+    assert summary["brier"] == pytest.approx(model, abs=1e-6)
+    assert summary["worse_than_prior"] == []  # two answers a series: too few to name one
+    assert summary["thin_streams"] == {"streams": 2, "scored": 4, "brier": pytest.approx(model, abs=1e-6),
+                                       "prior_brier": pytest.approx((first + second) / 2, abs=1e-6)}
 
 
 def test_a_query_whose_answers_all_wait_for_their_future_is_listed() -> None:

@@ -1487,6 +1487,11 @@ def cmd_scores(args: argparse.Namespace) -> None:
     for query, s in scores.items():  # answers of a query asking a subset of a question's answers (its choices)
         if s.get("unscored_why"):
             print(f"note: {query}: {s['unscored_why']}")
+        thin = s.get("thin_streams") or {}
+        if thin.get("scored") and thin["brier"] > thin["prior_brier"]:  # too few answers a stream to be named
+            print(f"note: {query}: worse than the class frequencies on the {thin['streams']} streams with too few "
+                  f"answers scored to be named one by one ({thin['scored']} answers pooled): brier "
+                  f"{fmt(thin['brier'])} vs {fmt(thin['prior_brier'])}")
 
 
 def cmd_streams(args: argparse.Namespace) -> int | None:

@@ -5,8 +5,9 @@ evaluated should say, while it runs, whether its answers carry skill there. For 
 named codec question (direction, volatility, move: the questions with a realised answer in
 connectors/labels.py) every published answer waits until its stream has `horizon` more ticks, is labelled
 exactly as backtests label it, and is scored beside the naive forecast a quant compares with first: the
-stream's own class frequencies so far (`prior`, Brier; its most frequent class, `majority`, accuracy).
-Both are online: the prior at an answer uses only labels realised before that answer was scored.
+stream's own class frequencies so far (`prior`, Brier, add-one smoothed: (count + 1) / (n + labels), a uniform
+guess before any label; its most frequent class, `majority`, accuracy). Both are online: the prior at an answer
+uses only labels realised before that answer was scored.
 
     stats["scores"] = {query: {"scored": n, "accuracy": .., "brier": .., "prior_brier": .., "majority_accuracy": ..,
                                "model_accuracy": .., "model_brier": .. (the model's own answers, `model_probs`,
@@ -14,11 +15,13 @@ Both are online: the prior at an answer uses only labels realised before that an
                                "pending": answers waiting for their future, "unscorable": ..,
                                "outside_labels": answers whose realised label is none of the query's own, and
                                "unscored_why" (where there are such): that, said with the count,
-                               "worse_than_prior": [{"stream", "scored", "brier", "prior_brier"}, ...]}}
+                               "worse_than_prior": [{"stream", "scored", "brier", "prior_brier"}, ...],
+                               "thin_streams": {"streams", "scored", "brier", "prior_brier"}}}
 
 `worse_than_prior` names the streams (worst first, at most 5, each with 100 answers scored or more) where
 the query's answers score worse than that stream's own class frequencies: with many instruments, where
-the model needs fine-tuning.
+the model needs fine-tuning. `thin_streams` pools the streams with fewer answers scored than that (a chain of
+option series that each tick a few times never reaches it): their answers' Brier beside their class frequencies'.
 
 Scores count from when the process started (a restart starts them afresh; the answers themselves are
 unaffected: this only reads them). A stream fed already-tokenized ticks has no prices to label with and is
@@ -257,7 +260,10 @@ class LiveScores(StreamMarksBook):
             return
         y = labels.index(realised)
         counts = state.seen.setdefault(query, np.zeros(len(labels)))
-        prior = counts / counts.sum() if counts.sum() else np.full(len(labels), 1.0 / len(labels))
+        # add-one (Laplace): a uniform guess before any label, the stream's frequencies as labels accrue. The raw
+        # frequencies were a point mass after one label (Brier 2 when the next differs), worse than a uniform guess
+        # on thin series, so a weak model looked better than the class frequencies wherever a stream ticks rarely
+        prior = (counts + 1.0) / (counts.sum() + len(labels))
         onehot = np.eye(len(labels))[y]
         own = answer.model  # the model's answer, where answers.adapt published a mix
         model = None if own is None else (own.argmax() == y, float(np.square(own - onehot).sum()))
@@ -299,10 +305,12 @@ class LiveScores(StreamMarksBook):
             state.scores.pop(name, None)
 
     def summary(self) -> dict[str, dict[str, Any]]:
-        """Per query, its scores over every stream, and the streams (at most WORST_STREAMS, with at least
-        WORST_MIN_SCORED answers scored) where its answers score worse than the stream's class frequencies."""
+        """Per query, its scores over every stream, the streams (at most WORST_STREAMS, with at least
+        WORST_MIN_SCORED answers scored) where its answers score worse than the stream's class frequencies, and
+        the streams below that many pooled (`thin_streams`): a chain of thin series never reaches it one by one."""
         pending: dict[str, int] = {}
         worse: dict[str, list[tuple[float, str, QueryScore]]] = {}
+        thin: dict[str, ThinStreams] = {}
         for stream, state in self.streams.items():
             for query, waiting in state.waiting.items():
                 pending[query] = pending.get(query, 0) + len(waiting)
@@ -310,6 +318,8 @@ class LiveScores(StreamMarksBook):
                 excess = (score.brier - score.prior_brier) / max(score.scored, 1)
                 if score.scored >= WORST_MIN_SCORED and excess > 0:
                     worse.setdefault(query, []).append((excess, stream, score))
+                elif score.scored < WORST_MIN_SCORED:
+                    thin.setdefault(query, ThinStreams()).add(score)
         named = lambda stream, s: {"stream": stream, "scored": s.scored, "brier": s.mean(s.brier),  # noqa: E731
                                    "prior_brier": s.mean(s.prior_brier)}
         worst = lambda query: [named(stream, s) for _, stream, s in  # noqa: E731
@@ -317,4 +327,26 @@ class LiveScores(StreamMarksBook):
         # a query whose answers all still wait for their future is listed too, with none scored
         listed = {**{query: QueryScore() for query in pending}, **self.scores}
         return {query: score.summary(pending.get(query, 0)) | self._outside_why(query, score)
-                | {"worse_than_prior": worst(query)} for query, score in sorted(listed.items())}
+                | {"worse_than_prior": worst(query), "thin_streams": thin.get(query, ThinStreams()).summary()}
+                for query, score in sorted(listed.items())}
+
+
+@dataclass
+class ThinStreams:
+    """A query's scores pooled over the streams with fewer than WORST_MIN_SCORED answers scored each."""
+
+    streams: int = 0
+    scored: int = 0
+    brier: float = 0.0
+    prior_brier: float = 0.0
+
+    def add(self, score: QueryScore) -> None:
+        self.streams += 1
+        self.scored += score.scored
+        self.brier += score.brier
+        self.prior_brier += score.prior_brier
+
+    def summary(self) -> dict[str, Any]:
+        mean = lambda total: round(total / self.scored, 6) if self.scored else None  # noqa: E731
+        return {"streams": self.streams, "scored": self.scored, "brier": mean(self.brier),
+                "prior_brier": mean(self.prior_brier)}

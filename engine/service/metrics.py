@@ -88,7 +88,8 @@ LIVE_SCORES = (  # (stats key, metric, type, help), one sample per query
                                                "query was registered (replacing it starts again at 0)"),
     ("accuracy", "live_accuracy", "gauge", "Share of scored answers whose most likely label was realised"),
     ("brier", "live_brier", "gauge", "Mean Brier score of the scored answers"),
-    ("prior_brier", "live_prior_brier", "gauge", "Mean Brier score of the stream's class frequencies so far"),
+    ("prior_brier", "live_prior_brier", "gauge", "Mean Brier score of the stream's class frequencies so far "
+                                                 "(add-one smoothed)"),
     ("majority_accuracy", "live_majority_accuracy", "gauge", "Accuracy of the stream's most frequent label so far"),
     ("model_accuracy", "live_model_accuracy", "gauge", "Accuracy of the model's own answers before adaptation"),
     ("model_brier", "live_model_brier", "gauge", "Mean Brier score of the model's own answers before adaptation"),
