@@ -115,6 +115,53 @@ def test_the_class_frequency_baselines_are_each_streams_own(setup, tmp_path: Pat
 
 
 
+def cheap_option_and_underlying(n: int = 160) -> list[Tick]:
+    """An option quoted 0.01-0.10 a cent at a time (one cent: ~2,000 bps) beside its underlying quoted at ~450 a
+    cent at a time (0.2 bps), interleaved; seeded."""
+    import numpy as np
+
+    from connectors.ticks import quote
+
+    rng = np.random.default_rng(7)
+    option = np.clip(0.04 + np.cumsum(rng.choice([-0.01, 0.0, 0.0, 0.01], n)), 0.01, 0.09).round(2)
+    underlying = (450.0 + np.cumsum(rng.choice([-0.01, 0.0, 0.01], n))).round(2)
+    t0 = 1_734_359_400_000_000_000
+    return [quote(stream, t0 + (2 * i + k) * 100_000_000, bid, round(bid + 0.01, 2), 10.0, 10.0)
+            for i in range(n) for k, (stream, bid) in enumerate((("SPY   241220C00470000", option[i]),
+                                                                  ("SPY", underlying[i])))]
+
+
+def test_a_saturated_bps_question_is_said_in_the_summary(setup, tmp_path: Path) -> None:
+    """A reviewer's cheap option series: move_bps_50's realised labels were only -12, 0 and +12 (a cent is ~2,000
+    bps), volatility_50's vlow and vhigh, and the summary said only "no edge". The stream where most labels that
+    show a move fall in an end bucket is named, the underlying beside it is not, and direction is not bucketed."""
+    pl.DataFrame([t.to_wire() for t in cheap_option_and_underlying()]).write_parquet(tmp_path / "chain.parquet")
+    (tmp_path / "q.yaml").write_text("""
+queries:
+  - {name: move50, streams: ["*"], question: move_bps_50, kind: expectation, trigger: {ticks: 5}}
+  - {name: vol50, streams: ["*"], question: volatility_50, kind: choice, trigger: {ticks: 5}}
+  - {name: dir5, streams: ["*"], question: direction_5, kind: choice, trigger: {ticks: 5}}
+""")
+    report = run_backtest(ServiceConfig.load(setup / "engine.yaml"), [tmp_path / "chain.parquet"], tmp_path / "q.yaml",
+                          tmp_path / "a.parquet", progress=False)
+    realised = pl.read_parquet(tmp_path / "a.parquet").filter(pl.col("realised").is_not_null())
+    by = lambda query, stream: realised.filter(pl.col("query") == query, pl.col("stream") == stream)  # noqa: E731
+    option_moves = by("move50", "SPY   241220C00470000").filter(pl.col("realised") != "0")["realised"]
+    assert option_moves.len() > 10 and set(option_moves) <= {"-12", "+12"}  # what the note is about
+    assert not set(by("move50", "SPY")["realised"]) & {"-12", "+12"}
+    assert set(by("vol50", "SPY")["realised"]) <= {"vlow", "low", "mid", "high"}
+    notes = [line for line in report.summary().splitlines() if line.startswith("note:") and "saturated" in line]
+    assert notes == [
+        "note: move50: move_bps_50 is saturated on 1 of 2 streams (SPY   241220C00470000): most of their realised "
+        "labels that show a move are -12 (-8 bps or less) or +12 (above 8 bps): its buckets are fixed in bps, too "
+        "narrow for these streams' moves (one tick of an option quoted at 0.05 is 2,000 bps), so its answers say "
+        "little there; ask direction_5/direction_20 of them (docs/model.md)",
+        "note: vol50: volatility_50 is saturated on 1 of 2 streams (SPY   241220C00470000): most of their realised "
+        "labels that show a move are vhigh (above 10 bps): its buckets are fixed in bps, too narrow for these "
+        "streams' moves (one tick of an option quoted at 0.05 is 2,000 bps), so its answers say little there; ask "
+        "direction_5/direction_20 of them (docs/model.md)"], report.summary()
+
+
 def test_answers_do_not_depend_on_when_checkpoints_fell(setup) -> None:
     """A checkpoint runs the engine until idle; were that whenever the wall clock said so, which ticks share a
     forward, and so the answers' last bits, would change from run to run. Checkpoints every few microseconds and

@@ -219,6 +219,36 @@ def test_the_class_frequencies_start_add_one_smoothed_and_thin_streams_are_poole
                                        "prior_brier": pytest.approx((first + second) / 2, abs=1e-6)}
 
 
+def test_a_saturated_bps_question_is_counted_and_said() -> None:
+    """The same note a backtest prints (tests/test_backtest.py), from live scores: `flashtick scores` prints
+    `saturated_why` under its table. The cheap option's move_bps_50 and volatility_50 are saturated; its
+    underlying's are not, and direction_5 is not bucketed in bps."""
+    from test_backtest import cheap_option_and_underlying
+
+    codec = load_builtin_codec()
+    specs = load_queries("queries:\n  - {name: move50, streams: ['*'], question: move_bps_50, kind: expectation}\n"
+                         "  - {name: vol50, streams: ['*'], question: volatility_50, kind: choice}\n"
+                         "  - {name: d5, streams: ['*'], question: direction_5, kind: choice}\n",
+                         questions=codec.questions)
+    scores = LiveScores(codec.questions, committed=lambda stream: 0)
+    for tick in cheap_option_and_underlying():
+        scores.observe(tick)
+        version = scores.streams[tick.stream].ticks
+        for spec in specs:
+            labels = spec.choices or tuple(spec.values or ()) or codec.questions[spec.question].labels
+            value = {"answer": labels[0], "probs": dict.fromkeys(labels, 1 / len(labels))}
+            topic = f"{spec.name}/{tick.stream}/"
+            scores.expect(Answer(spec.name, tick.stream, topic, version, version, tick.ts, 0, value, "m"), spec)
+    summary = scores.summary()
+    for query, question, ends in (("move50", "move_bps_50", "-12 (-8 bps or less) or +12 (above 8 bps)"),
+                                  ("vol50", "volatility_50", "vhigh (above 10 bps)")):
+        assert summary[query]["saturated_streams"] == 1
+        assert summary[query]["saturated_why"].startswith(
+            f"{question} is saturated on 1 of 2 streams (SPY   241220C00470000): most of their realised labels that "
+            f"show a move are {ends}: its buckets are fixed in bps"), summary[query]
+    assert summary["d5"]["saturated_streams"] == 0 and "saturated_why" not in summary["d5"]
+
+
 def test_a_query_whose_answers_all_wait_for_their_future_is_listed() -> None:
     """A reviewer's newly registered queries were missing from `scores` until one answer was scored."""
     pipeline, answers, _ = serve(ticks=80)  # ~20 ticks a stream: no 50-tick horizon has come yet

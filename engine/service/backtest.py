@@ -36,6 +36,7 @@ import torch
 from connectors.labels import NO_LABEL, MarkSeries, label_series, persistence_series
 from connectors.file_plan import source_path
 from connectors.replay import FileReplay
+from connectors.saturation import LabelCount, end_buckets, saturation_note
 from connectors.encoder import EncodedTick
 from connectors.feed import batch_end
 from connectors.ticks import InvalidTick, Tick, shown_name, utc_text
@@ -116,6 +117,8 @@ class BacktestReport:
     rejected_streams: dict[str, str] = field(default_factory=dict)  # reason -> the streams that lost rows to it
     # query -> stream -> why none of its answers on that stream was scored, for a query that scored others'
     stream_unscored_why: dict[str, dict[str, str]] = field(default_factory=dict)
+    # query -> its bps-bucketed question is saturated on some of its streams (connectors/saturation.py), said so
+    saturated_why: dict[str, str] = field(default_factory=dict)
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
@@ -174,6 +177,7 @@ class BacktestReport:
             lines.append(f"note: {', '.join(s.query for s in unskilled)}: the model's own answers score worse than "
                          f"the class frequencies as a constant forecast ({worst.query}: Brier {model} vs "
                          f"{frequencies}); what was published is the adapted mix.{fit}")
+        lines += [f"note: {query}: {why}" for query, why in self.saturated_why.items()]
         lines += self._published_verdict()
         lines += [f"note: {found}" for found in self.found_notes]
         lines += [f"warning (said above too): {caution}" for caution in self.cautions]
@@ -346,6 +350,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     unrealised = _unrealised(graded)
     partly_scored_why = {s.query: _outside_why(pipeline, s, outside[s.query], unrealised.get(s.query, 0))
                          for s in scores if s.scored and outside.get(s.query)}
+    saturated_why = {name: why for name in sorted(answered)
+                     if (why := _saturated_why(pipeline, name, graded.filter(pl.col("query") == name)))}
     _say_silent_queries(pipeline, answered, sorted(marks), note)
     out.with_suffix(".scores.json").write_text(json.dumps([s.to_json() for s in scores], indent=2) + "\n")
     try:  # last: the answers and scores are on disk whatever happens here
@@ -355,7 +361,23 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, examples,
                           parts.resumed_at, test_from, config.model.path, stream_ticks, replay.cautions, unscored_why,
                           partly_scored_why, replay.found_notes, None if time_range is None else time_range.text(),
-                          replay.range_left_out, split_times, streams, stream_unscored_why)
+                          replay.range_left_out, split_times, streams, stream_unscored_why, saturated_why)
+
+
+def _saturated_why(pipeline: TickPipeline, query: str, rows: pl.LazyFrame) -> str | None:
+    """The note for a query whose bps-bucketed question (move_bps_50, volatility_50) is saturated on most of some
+    stream's realised labels (`rows`: the query's graded answers), else None."""
+    spec = pipeline.registry.get(query) if query in pipeline.registry else None
+    question = pipeline.codec.questions.get(spec.question) if spec is not None and spec.question else None
+    buckets = end_buckets(question.spec) if question is not None else None
+    if buckets is None:
+        return None
+    realised = pl.col("realised")
+    counts = (rows.filter(realised.is_not_null()).group_by("stream")
+              .agg(moved=(realised != buckets.still).sum(), at_ends=realised.is_in(list(buckets.ends)).sum())
+              .sort("stream").collect())
+    saturated = [stream for stream, moved, at_ends in counts.iter_rows() if LabelCount(moved, at_ends).saturated]
+    return saturation_note(question.spec, buckets, saturated, counts.height) if saturated else None
 
 
 def _outside_labels(rows: pl.LazyFrame) -> dict[str, int]:

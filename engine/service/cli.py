@@ -1487,6 +1487,8 @@ def cmd_scores(args: argparse.Namespace) -> None:
     for query, s in scores.items():  # answers of a query asking a subset of a question's answers (its choices)
         if s.get("unscored_why"):
             print(f"note: {query}: {s['unscored_why']}")
+        if s.get("saturated_why"):
+            print(f"note: {query}: {s['saturated_why']}")
         thin = s.get("thin_streams") or {}
         if thin.get("scored") and thin["brier"] > thin["prior_brier"]:  # too few answers a stream to be named
             print(f"note: {query}: worse than the class frequencies on the {thin['streams']} streams with too few "

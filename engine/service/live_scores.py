@@ -16,12 +16,15 @@ uses only labels realised before that answer was scored.
                                "outside_labels": answers whose realised label is none of the query's own, and
                                "unscored_why" (where there are such): that, said with the count,
                                "worse_than_prior": [{"stream", "scored", "brier", "prior_brier"}, ...],
-                               "thin_streams": {"streams", "scored", "brier", "prior_brier"}}}
+                               "thin_streams": {"streams", "scored", "brier", "prior_brier"},
+                               "saturated_streams": n, "saturated_why" (where n is not 0): the note}}
 
 `worse_than_prior` names the streams (worst first, at most 5, each with 100 answers scored or more) where
 the query's answers score worse than that stream's own class frequencies: with many instruments, where
 the model needs fine-tuning. `thin_streams` pools the streams with fewer answers scored than that (a chain of
 option series that each tick a few times never reaches it): their answers' Brier beside their class frequencies'.
+`saturated_streams` counts the streams where a question bucketed in bps (move_bps_50, volatility_50) is saturated
+(connectors/saturation.py: most realised labels that show a move in an end bucket, as on an option quoted at 0.05).
 
 Scores count from when the process started (a restart starts them afresh; the answers themselves are
 unaffected: this only reads them). A stream fed already-tokenized ticks has no prices to label with and is
@@ -44,6 +47,7 @@ import numpy as np
 from connectors.encoder import EncodedTick
 from connectors.labels import NO_LABEL, MarkTracker, label_series
 from connectors.questions import QuestionSpec
+from connectors.saturation import EndBuckets, LabelCount, end_buckets, saturation_note
 from connectors.ticks import Tick
 from engine.service.features import FeatureTracker
 from queries.cache import Answer
@@ -107,6 +111,8 @@ class StreamMarks:
     waiting: dict[str, deque[Waiting]] = field(default_factory=dict)  # query -> its answers, oldest first
     seen: dict[str, np.ndarray] = field(default_factory=dict)  # query -> realised label counts so far
     scores: dict[str, QueryScore] = field(default_factory=dict)  # query -> its scores on this stream
+    # query -> its realised labels that moved and those in an end bucket, for a bps-bucketed question's
+    realised: dict[str, LabelCount] = field(default_factory=dict)
 
     def mark_after(self, tick_count: int) -> float | None:
         i = tick_count - self.base
@@ -212,6 +218,8 @@ class LiveScores(StreamMarksBook):
         super().__init__(questions, committed, enabled)
         self.scores: dict[str, QueryScore] = {}
         self.asked: dict[str, str] = {}  # query -> what its labels are written as, "choices" or "values"
+        # query -> its question and that question's end buckets, where it is bucketed in bps (saturation)
+        self.bucketed: dict[str, tuple[QuestionSpec, EndBuckets]] = {}
 
     def _marked(self, stream: str, state: StreamMarks) -> None:
         self._realise(stream, state)
@@ -255,6 +263,10 @@ class LiveScores(StreamMarksBook):
         if realised is None:
             score.unscorable += 1
             return
+        buckets = end_buckets(answer.spec)
+        if buckets is not None:  # counted whether or not the query asked this label: the question saturates
+            self.bucketed[query] = (answer.spec, buckets)
+            state.realised.setdefault(query, LabelCount()).add(realised, buckets)
         if realised not in labels:  # a query asking a subset of the answers: what happened is none of them
             score.outside_labels += 1
             return
@@ -299,7 +311,9 @@ class LiveScores(StreamMarksBook):
         """A query replaced or removed: its scores and waiting answers go (a new spec scores afresh)."""
         self.scores.pop(name, None)
         self.asked.pop(name, None)
+        self.bucketed.pop(name, None)
         for state in self.streams.values():
+            state.realised.pop(name, None)
             state.waiting.pop(name, None)
             state.seen.pop(name, None)
             state.scores.pop(name, None)
@@ -328,7 +342,18 @@ class LiveScores(StreamMarksBook):
         listed = {**{query: QueryScore() for query in pending}, **self.scores}
         return {query: score.summary(pending.get(query, 0)) | self._outside_why(query, score)
                 | {"worse_than_prior": worst(query), "thin_streams": thin.get(query, ThinStreams()).summary()}
-                for query, score in sorted(listed.items())}
+                | self._saturated(query) for query, score in sorted(listed.items())}
+
+    def _saturated(self, query: str) -> dict[str, Any]:
+        """The streams where ``query``'s bps-bucketed question is saturated (connectors/saturation.py): how many,
+        and where there are any, the note `flashtick scores` prints (`saturated_why`)."""
+        if query not in self.bucketed:
+            return {"saturated_streams": 0}
+        counted = {stream: state.realised[query] for stream, state in self.streams.items() if query in state.realised}
+        saturated = sorted(stream for stream, count in counted.items() if count.saturated)
+        return {"saturated_streams": len(saturated),
+                **({"saturated_why": saturation_note(*self.bucketed[query], saturated, len(counted))}
+                   if saturated else {})}
 
 
 @dataclass

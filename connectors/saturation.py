@@ -1,0 +1,72 @@
+"""Saturated bps questions: said at run time, not only in docs/model.md.
+
+`volatility_50` and `move_bps_50` are bucketed in fixed bps. On an instrument whose tick is large against its
+price (an option quoted at 0.05 moves 2,000 bps a cent) every window that moves at all lands in an end bucket
+(`+12` / `-12`, `vhigh`), so the labels carry little information there and the answers even less. Backtests and
+live scores count each stream's realised labels of such a question as they score them (``LabelCount``), and a
+stream is *saturated* where most of its labels that show a move are end buckets; the bucket of no move (`0`,
+`vlow`) is left out of both counts, so a quiet stream is not called saturated, nor a cheap one that rarely moves
+called fine. ``saturation_note`` is the line both print.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from connectors.questions import QuestionSpec
+from connectors.ticks import shown_name
+
+SATURATED_SHOWN = 5  # saturated streams a note names
+
+
+@dataclass(frozen=True)
+class EndBuckets:
+    """A bps-bucketed question's end buckets (the outermost ones, the bucket of no move excepted)."""
+
+    ends: frozenset[str]
+    still: str  # the label of a window whose mark did not move (its bucket holds 0 bps)
+    text: str  # the ends as a note says them: "-12 (-8 bps or less) or +12 (above 8 bps)"
+
+
+@lru_cache(maxsize=64)  # (live scores ask at every answer scored)
+def end_buckets(spec: QuestionSpec) -> EndBuckets | None:
+    """The end buckets of a question bucketed in bps (kinds move and volatility); None for the others."""
+    if spec.kind not in ("move", "volatility"):
+        return None
+    still = spec.labels[int(np.searchsorted(np.asarray(spec.edges), 0.0, side="left"))]  # as label_series buckets
+    said = {spec.labels[0]: f"{spec.labels[0]} ({spec.edges[0]:g} bps or less)",
+            spec.labels[-1]: f"{spec.labels[-1]} (above {spec.edges[-1]:g} bps)"}
+    ends = [label for label in said if label != still]
+    return EndBuckets(frozenset(ends), still, " or ".join(said[label] for label in ends))
+
+
+@dataclass
+class LabelCount:
+    """One stream's realised labels of one bps-bucketed question: those that show a move, and of them those in
+    an end bucket."""
+
+    moved: int = 0
+    at_ends: int = 0
+
+    def add(self, label: str, buckets: EndBuckets) -> None:
+        if label != buckets.still:
+            self.moved += 1
+            self.at_ends += label in buckets.ends
+
+    @property
+    def saturated(self) -> bool:
+        return 2 * self.at_ends > self.moved
+
+
+def saturation_note(spec: QuestionSpec, buckets: EndBuckets, saturated: list[str], streams: int) -> str:
+    """What a backtest summary and `flashtick scores` say of a question saturated on the ``saturated`` streams
+    (sorted) of the ``streams`` it labelled."""
+    shown = ", ".join(map(shown_name, saturated[:SATURATED_SHOWN])) + (
+        f", ... ({len(saturated)} in all)" if len(saturated) > SATURATED_SHOWN else "")
+    return (f"{spec.name} is saturated on {len(saturated)} of {streams} streams ({shown}): most of their realised "
+            f"labels that show a move are {buckets.text}: its buckets are fixed in bps, too narrow for these "
+            f"streams' moves (one tick of an option quoted at 0.05 is 2,000 bps), so its answers say little there; "
+            f"ask direction_5/direction_20 of them (docs/model.md)")
