@@ -1183,6 +1183,32 @@ def test_scores_says_why_a_subset_querys_answers_went_unscored(checkpoint, tmp_p
         r"is not scored \(docs/queries.md\)", notes[0]), out
 
 
+def test_scores_says_where_a_bps_question_is_saturated(checkpoint, tmp_path, capsys) -> None:
+    """A reviewer's cheap option series: `move50` answers were published and scored with no caveat, though a cent
+    there is ~2,000 bps and every move lands in an end bucket. `scores` names the stream under its table."""
+    from test_backtest import cheap_option_and_underlying
+
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ("--control", server.endpoints["control"])
+        (tmp_path / "m.yaml").write_text("queries:\n  - {name: move50, streams: ['*'], question: move_bps_50, "
+                                         "kind: expectation, trigger: {ticks: 5}}\n")
+        assert run(capsys, "register", str(tmp_path / "m.yaml"), *control)[0] == 0
+        ticks = cheap_option_and_underlying()
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            for i in range(0, len(ticks), 10):  # (a message is one batch: the trigger fires once in each)
+                feed.send(ticks[i : i + 10])
+        # (the option's every move is an end bucket, so once both streams have labels the note no longer changes)
+        wait_for(lambda: main(["scores", "--json", *control]) == 0 and " 1 of 2 streams " in
+                 json.loads(capsys.readouterr().out).get("move50", {}).get("saturated_why", ""), timeout_s=120)
+        code, out, _ = run(capsys, "scores", *control)
+    notes = [line for line in out.splitlines() if line.startswith("note: move50: move_bps_50")]
+    assert code == 0 and notes == [
+        "note: move50: move_bps_50 is saturated on 1 of 2 streams (SPY   241220C00470000): most of their realised "
+        "labels that show a move are -12 (-8 bps or less) or +12 (above 8 bps): its buckets are fixed in bps, too "
+        "narrow for these streams' moves (one tick of an option quoted at 0.05 is 2,000 bps), so its answers say "
+        "little there; ask direction_5/direction_20 of them (docs/model.md)"], out
+
+
 def test_list_aligns_its_columns_and_json_prints_names_as_they_are(checkpoint, tmp_path, capsys) -> None:
     """A reviewer's `list`: a long trigger (`interval:1500ms`) or name shifted the columns after it, and streams
     joined by commas read `ES,NQ` as two; `get` printed `"Soci\\u00e9t\\u00e9.G\\u00e9n"`."""
