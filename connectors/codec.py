@@ -474,13 +474,26 @@ class TextState:
     ticks: int = field(default=0)
 
 
+# Text a piece is encoded after when the tokenizer treats the start of a text apart (below): every tick line ends with
+# one, so a line, a question or a label in a prompt follows text like it, never the start of the text.
+CONTINUATION_ANCHOR = "\n"
+
+
 class TextCodec(Codec):
-    """One line of text per tick, tokenized on its own with a Hugging Face tokenizer.
+    """One line of text per tick, each tokenized as its own piece with a Hugging Face tokenizer.
 
     `tokenizer` is a `transformers` tokenizer or a `tokenizers.Tokenizer`; special
     tokens are never added, so stream tokens = concatenation of per-line tokens
     and a session's prefix never changes when more ticks arrive. `end_tokens`: ids that end a
     generated answer besides the tokenizer's own eos (a checkpoint's config may list more).
+
+    SentencePiece-style tokenizers (Llama 2, Mistral: a Metaspace pre-tokenizer, or the legacy Prepend("▁")
+    normalizer) write a space before the start of a text, so a line tokenized on its own would begin with a
+    "▁" that the same line inside a prompt does not have. `encoding` says how pieces are tokenized, chosen once
+    here from sample pieces: ``plain`` (each on its own, e.g. byte-level BPE, where that already equals the
+    pieces' tokens in the whole text) or ``continuation`` (a stream's first line as the start of the text,
+    every other line, question and label after `CONTINUATION_ANCHOR`, whose tokens are dropped), so the
+    concatenation equals the tokenizer's tokens of the concatenated text.
     """
 
     def __init__(self, tokenizer: Any, config: TextCodecConfig | None = None, end_tokens: Iterable[int] = ()) -> None:
@@ -494,6 +507,20 @@ class TextCodec(Codec):
             self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
         else:  # transformers tokenizer
             self.vocab_size = len(tokenizer)
+        self._anchor = self._raw_tokens(CONTINUATION_ANCHOR)
+        self.encoding = self._choose_encoding()
+
+    def _choose_encoding(self) -> str:
+        """``continuation`` when a sample piece's tokens after the anchor are not its tokens on its own and the
+        anchor's tokens stay apart from every sample's; else ``plain``, the tokenizer's own tokens of each piece."""
+        samples = [self.render_values(_SAMPLE_FIELDS, self.config.trade_template), "\nWill the price rise? Answer:",
+                   " yes", "yes", self.render_values(_SAMPLE_FIELDS, self.config.quote_template)]
+        after_anchor = [self._raw_tokens(CONTINUATION_ANCHOR + text) for text in samples]
+        if all(tokens[len(self._anchor):] == self._raw_tokens(text) for text, tokens in zip(samples, after_anchor)):
+            return "plain"
+        if self._anchor and all(tokens[: len(self._anchor)] == self._anchor for tokens in after_anchor):
+            return "continuation"
+        return "plain"  # the anchor merges into what follows it: no continuation to take its tokens off
 
     def fingerprint(self) -> str:
         """A digest of the tokenizer itself (vocabulary, merges, normalisation): tokenizers of one size differ."""
@@ -508,26 +535,46 @@ class TextCodec(Codec):
         gap_ms = 0.0 if state.last_ts is None else (tick.ts - state.last_ts) / 1e6
         values = {k: getattr(tick, k) for k in _TEMPLATE_FIELDS if k not in ("mid", "gap_ms")}
         values["mid"] = tick.mid
-        for key, value in values.items():
-            if value is None:  # a side not given, a quote's missing sizes, a quote field in a trade's line
-                values[key] = MISSING
         values["gap_ms"] = f"{gap_ms:.{self.config.gap_decimals}f}"
         tpl = self.config.quote_template if tick.kind == QUOTE else self.config.trade_template
-        return tpl.format(**values)
+        return self.render_values(values, tpl)
 
-    def tokenize(self, text: str) -> list[int]:
+    @staticmethod
+    def render_values(values: Mapping[str, Any], template: str) -> str:
+        """``template`` with ``values``: a missing one (None) as `?`."""
+        return template.format(**{key: MISSING if value is None else value for key, value in values.items()})
+
+    def _raw_tokens(self, text: str) -> list[int]:
         out = self.tokenizer.encode(text, add_special_tokens=False)
         return list(out.ids) if hasattr(out, "ids") else list(out)
 
+    def tokenize(self, text: str, at_start: bool = False) -> list[int]:
+        """Tokens of ``text`` as they are inside a prompt: at its start with ``at_start``, else after a line.
+        A piece whose tokens after the anchor do not begin with the anchor's own (the two merged) is tokenized
+        on its own."""
+        if self.encoding == "plain" or at_start:
+            return self._raw_tokens(text)
+        tokens = self._raw_tokens(CONTINUATION_ANCHOR + text)
+        if tokens[: len(self._anchor)] != self._anchor:
+            return self._raw_tokens(text)
+        return tokens[len(self._anchor):]
+
     def encode(self, tick: Tick, state: TextState) -> list[int]:
         line = self.render(tick, state)
+        at_start = state.ticks == 0
         state.last_ts = tick.ts
         state.ticks += 1
-        return self.tokenize(line)
+        return self.tokenize(line, at_start)
 
     def question_tokens(self, text: str) -> list[int]:
-        """Tokens of a question's text, to be appended as a probe after a stream's ticks."""
+        """Tokens of a question's (or a label's) text, as they are after a stream's ticks (or the question)."""
         return self.tokenize(text)
 
     def decode(self, tokens: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(tokens))
+        """Text of generated tokens as they read after a prompt (with ``continuation``, a leading space a
+        tokenizer's decoder drops at the start of a text is kept)."""
+        if self.encoding == "plain":
+            return self.tokenizer.decode(list(tokens))
+        anchor_text = self.tokenizer.decode(self._anchor)
+        text = self.tokenizer.decode(self._anchor + list(tokens))
+        return text[len(anchor_text):] if text.startswith(anchor_text) else self.tokenizer.decode(list(tokens))

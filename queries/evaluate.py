@@ -8,7 +8,7 @@ Two ways a question reaches the model:
   logits z (`calibrated_probs`, the one place this is computed; the defaults
   give exactly softmax(z));
 - *text* (any Hugging Face model with a TextCodec): the question text is
-  tokenized; each choice is tokenized on its own and scored as a whole
+  tokenized; each choice is tokenized as it follows the question and scored as a whole
   sequence (sum of its tokens' log-probabilities after the question), one probe
   per choice, all in the same forward. When every choice is one token a single
   probe serves them all.

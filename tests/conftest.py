@@ -137,9 +137,39 @@ TEXT_LINES = ["T buy 101.25 x 3 +12.0ms", "T sell 99.5 x 0.02 +0.0ms", "Q 101.20
               "0123456789 ./x+-?:", "the price went up and then down"]
 
 
-def tiny_text_checkpoint(directory, family: str = "llama3", seed: int = 0, eos: bool = True, **overrides):
+def tiny_spm_tokenizer(legacy: bool = False):
+    """A SentencePiece-style tokenizer as transformers converts Llama 2 / Mistral ones: BPE with byte fallback (a
+    newline is the byte token <0x0A>, as in those vocabularies) and a space written before the start of a text,
+    by a Metaspace pre-tokenizer (prepend_scheme first) or, with ``legacy``, a Prepend("▁") normalizer."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    spm = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    # Trained split at spaces: SentencePiece's pieces never hold a "▁" past their first character
+    spm.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=True)
+    specials = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
+    spm.train_from_iterator(TEXT_LINES * 10, trainers.BpeTrainer(vocab_size=400, special_tokens=specials,
+                                                                 show_progress=False))
+    if legacy:
+        spm.pre_tokenizer = pre_tokenizers.Sequence([])
+        spm.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    spm.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    return PreTrainedTokenizerFast(tokenizer_object=spm, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+
+
+def tiny_text_checkpoint(directory, family: str = "llama3", seed: int = 0, eos: bool = True, tokenizer=None,
+                         **overrides):
     """A user's own Hugging Face text model, as save_pretrained writes it: a seeded random model of the family and
-    a small byte-level BPE tokenizer (with <s>/</s>/<pad> unless ``eos`` is false) trained on tick-like lines."""
+    ``tokenizer``, by default a small byte-level BPE tokenizer (with <s>/</s>/<pad> unless ``eos`` is false) trained
+    on tick-like lines."""
+    tokenizer = tokenizer or _tiny_byte_level_tokenizer(eos)
+    tokenizer.save_pretrained(directory)
+    tiny_hf_model(family, seed, **{"vocab_size": len(tokenizer), **overrides}).save_pretrained(directory)
+    return directory
+
+
+def _tiny_byte_level_tokenizer(eos: bool):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -151,10 +181,7 @@ def tiny_text_checkpoint(directory, family: str = "llama3", seed: int = 0, eos: 
         vocab_size=300, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False))
     names = dict(bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>") if eos else {}
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, **names)
-    tokenizer.save_pretrained(directory)
-    tiny_hf_model(family, seed, **{"vocab_size": len(tokenizer), **overrides}).save_pretrained(directory)
-    return directory
+    return PreTrainedTokenizerFast(tokenizer_object=bpe, **names)
 
 
 @contextlib.contextmanager

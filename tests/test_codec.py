@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec, BinnedSpec, TextCodec, TextCodecConfig
 from connectors.labels import MarkTracker
@@ -138,3 +138,45 @@ def test_text_codec_writes_a_missing_field_as_a_question_mark_not_none() -> None
     codec = TextCodec(_bpe(["0123456789"]), TextCodecConfig(trade_template="T {price} {bid:.2f} {side}\n"))
     assert codec.render(quote("X", 1, 100.0, 100.25), codec.new_state()) == "Q 100.0/100.25 ?x? +0.0ms\n"
     assert codec.render(trade("X", 1, 100.5, 2.0, None), codec.new_state()) == "T 100.5 ? ?\n"
+
+
+QUESTION = "\nWill the next trade print above the last one? Answer:"
+
+
+def _lines(codec: TextCodec, ticks: list[Tick]) -> list[str]:
+    """The text lines of a stream's ticks (each rendered against the state its predecessors left)."""
+    state, lines = codec.new_state(), []
+    for tick in ticks:
+        lines.append(codec.render(tick, state))
+        codec.encode(tick, state)
+    return lines
+
+
+@pytest.mark.parametrize("kind", ["byte-level", "metaspace", "legacy-prepend"])
+def test_text_codec_pieces_are_the_tokenizers_tokens_of_the_whole_prompt(ticks: list[Tick], kind: str) -> None:
+    """Llama 2 / Mistral tokenizers write a space before the start of a text: tokenized on its own, every line
+    after the first, the question and (legacy form) a label began with a "▁" the same text inside the prompt does
+    not have. Lines, question and labels now give exactly transformers' tokens of the concatenated text."""
+    from conftest import TEXT_LINES, tiny_spm_tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    if kind == "byte-level":
+        byte_level = _bpe(TEXT_LINES * 10)
+        byte_level.decoder = decoders.ByteLevel()
+        tokenizer = PreTrainedTokenizerFast(tokenizer_object=byte_level)
+    else:
+        tokenizer = tiny_spm_tokenizer(legacy=kind == "legacy-prepend")
+    codec = TextCodec(tokenizer)
+    assert codec.encoding == ("plain" if kind == "byte-level" else "continuation")
+    prompt = "".join(_lines(codec, ticks[:60])) + QUESTION
+    whole = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    stream = codec.encode_stream(ticks[:60])
+    assert stream + codec.question_tokens(QUESTION) == whole
+    assert codec.encode_stream(ticks[:25]) == stream[: len(codec.encode_stream(ticks[:25]))]  # a stable prefix
+    for label in (" yes", " no", "yes"):
+        with_label = tokenizer(prompt + label, add_special_tokens=False)["input_ids"]
+        assert with_label[: len(whole)] == whole and codec.question_tokens(label) == with_label[len(whole):]
+        assert codec.decode(codec.question_tokens(label)) == label  # the text as it reads after the prompt
+    if kind != "byte-level":
+        assert tokenizer.convert_ids_to_tokens(stream[:1]) == ["▁T"] or ticks[0].kind == "quote"
+        assert "▁T" not in tokenizer.convert_ids_to_tokens(stream[1:])  # only the text's own start has its space

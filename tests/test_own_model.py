@@ -239,3 +239,55 @@ def test_a_question_longer_than_probe_reserve_is_refused_at_registration(tmp_pat
     note = "queries: [{name: note, streams: ['*'], kind: generate, question: 'Summary:', max_tokens: 70}]"
     with pytest.raises(QuerySpecError, match="its question and answer take"):
         pipeline.registry.register(note)
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["metaspace", "legacy-prepend"])
+def test_a_sentencepiece_model_answers_what_transformers_gives_for_the_whole_prompt(tmp_path, legacy) -> None:
+    """A Llama 2 / Mistral-style tokenizer: the choice and generate answers are transformers' over
+    tokenizer(ticks' lines + question), not over lines that each began with a spurious "▁"."""
+    from transformers import AutoModelForCausalLM
+
+    from conftest import tiny_spm_tokenizer
+
+    tokenizer = tiny_spm_tokenizer(legacy)
+    tiny_text_checkpoint(tmp_path, "llama3", tokenizer=tokenizer)
+    config = ServiceConfig.from_dict({"model": {"path": str(tmp_path)}, "kv": {"cells": 8192, "block_size": 16}})
+    pipeline = TickPipeline(config)
+    question = "\\nWill the next trade print above the last one? Answer:"
+    pipeline.registry.register(f"""queries:
+      - {{name: up, streams: ['*'], kind: choice, question: "{question}", choices: [" yes", " no"], trigger: on_demand}}
+      - {{name: note, streams: ['*'], kind: generate, question: "{question}", max_tokens: 6, trigger: on_demand}}
+    """)
+    ticks = [t for t in SyntheticMarket(SyntheticConfig(seed=3)).next_batch(60) if t.stream == "SYN.A"]
+    assert pipeline.ingest_message(encode(ticks)) == []
+    pipeline.run_until_idle()
+    answers = {}
+    for name in ("up", "note"):
+        pipeline.ask(pipeline.registry.get(name), "SYN.A", ticket=name)
+        (outcome,) = pipeline.engine.run_until_idle()
+        answers[name] = outcome.answer.value
+
+    codec, state, lines = pipeline.codec, pipeline.codec.new_state(), []
+    for tick in ticks:
+        lines.append(codec.render(tick, state))
+        codec.encode(tick, state)
+    prompt = "".join(lines) + question.replace("\\n", "\n")
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    assert tokenizer.convert_ids_to_tokens(prompt_ids).count("▁T") <= 1  # only the text's start has the space
+    reference = AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32).eval()
+    with torch.no_grad():
+        last = reference(torch.tensor([prompt_ids])).logits[0, -1]
+        label_ids = [tokenizer(prompt + label, add_special_tokens=False)["input_ids"][len(prompt_ids):]
+                     for label in (" yes", " no")]
+        assert [len(ids) for ids in label_ids] == [1, 1]
+        probs = torch.softmax(last[[ids[0] for ids in label_ids]], dim=0).tolist()
+        generated = []
+        for _ in range(6):
+            generated.append(int(reference(torch.tensor([prompt_ids + generated])).logits[0, -1].argmax()))
+            if generated[-1] in codec.end_tokens:  # the end of sequence ends the answer, outside it
+                generated.pop()
+                break
+    assert answers["up"]["probs"] == pytest.approx(dict(zip((" yes", " no"), probs)), abs=1e-5)
+    assert answers["note"]["tokens"] == generated
+    full_text = tokenizer.decode(prompt_ids + generated)
+    assert answers["note"]["text"] == full_text[len(tokenizer.decode(prompt_ids)):]
