@@ -44,6 +44,7 @@ from abc import ABC, abstractmethod
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -429,6 +430,27 @@ class _Missing:
 
 
 MISSING = _Missing()
+
+
+class _Positional(float):
+    """A tick's float that, written without a format spec, reads as a trader writes it: positional, shortest digits
+    (`0.00009`, `100.5`, `2.0`), never Python's exponent form (`9e-05`, `1e+16`). A template's own format spec
+    (`{size:.8f}`, `{price:e}`) is applied as Python applies it."""
+
+    def __format__(self, spec: str) -> str:
+        if spec:
+            return float.__format__(self, spec)
+        text = repr(float(self))
+        if "e" not in text:  # also nan and inf, which have no positional form
+            return text
+        positional = format(Decimal(text), "f")  # the same shortest digits, without the exponent
+        return positional if "." in positional else positional + ".0"
+
+
+def _template_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """What a template is formatted with: floats written positionally, a missing value (None) as `?`."""
+    return {key: MISSING if value is None else _Positional(value) if type(value) is float else value
+            for key, value in values.items()}
 # What each field is when given, for checking a template before any tick comes: text, an int (ns), floats
 _SAMPLE_FIELDS = {"stream": "BTCUSDT", "ts": 1_700_000_000_000_000_000, "kind": "trade", "price": 100.5, "size": 2.0,
                   "side": "buy", "bid": 100.25, "ask": 100.75, "bid_size": 3.0, "ask_size": 4.0, "mid": 100.5,
@@ -437,7 +459,8 @@ _SAMPLE_FIELDS = {"stream": "BTCUSDT", "ts": 1_700_000_000_000_000_000, "kind": 
 
 @dataclass(frozen=True)
 class TextCodecConfig:
-    """Line templates (str.format fields: see _TEMPLATE_FIELDS); each must end with a newline."""
+    """Line templates (str.format fields: see _TEMPLATE_FIELDS); each must end with a newline. A float field
+    without a format spec is written positionally (`0.00009`, not `9e-05`); one with a spec as str.format writes it."""
 
     trade_template: str = "T {side} {price} x {size} +{gap_ms}ms\n"
     quote_template: str = "Q {bid}/{ask} {bid_size}x{ask_size} +{gap_ms}ms\n"
@@ -459,7 +482,7 @@ class TextCodecConfig:
             if bad:
                 raise ValueError(f"{name} uses unknown fields {bad}; allowed: {_TEMPLATE_FIELDS}")
             try:  # a format spec the values cannot take ({size:d} of a float) fails here, not on every tick
-                tpl.format(**_SAMPLE_FIELDS)
+                tpl.format(**_template_values(_SAMPLE_FIELDS))
             except (ValueError, TypeError, IndexError, KeyError) as e:
                 raise ValueError(f"{name} {tpl!r} cannot write a tick: {type(e).__name__}: {e} (price, size, bid, "
                                  f"ask, sizes and mid are floats, ts an int of ns, gap_ms, stream, kind and side "
@@ -541,8 +564,8 @@ class TextCodec(Codec):
 
     @staticmethod
     def render_values(values: Mapping[str, Any], template: str) -> str:
-        """``template`` with ``values``: a missing one (None) as `?`."""
-        return template.format(**{key: MISSING if value is None else value for key, value in values.items()})
+        """``template`` with ``values``: floats positional without a format spec, a missing one (None) as `?`."""
+        return template.format(**_template_values(values))
 
     def _raw_tokens(self, text: str) -> list[int]:
         out = self.tokenizer.encode(text, add_special_tokens=False)

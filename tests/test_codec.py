@@ -180,3 +180,23 @@ def test_text_codec_pieces_are_the_tokenizers_tokens_of_the_whole_prompt(ticks: 
     if kind != "byte-level":
         assert tokenizer.convert_ids_to_tokens(stream[:1]) == ["▁T"] or ticks[0].kind == "quote"
         assert "▁T" not in tokenizer.convert_ids_to_tokens(stream[1:])  # only the text's own start has its space
+
+
+def test_text_codec_writes_floats_positionally_unless_the_template_gives_a_format_spec() -> None:
+    """Real BTC trades of 0.00009 read `x 9e-05` to a text model (Python's str(float)): without a format spec a
+    float is now written as a trader reads it, with the shortest digits; a template's own spec is kept."""
+    from connectors.ticks import quote, trade
+
+    codec = TextCodec(_bpe(["0123456789"]))
+    small = trade("X", 1, 61837.63, 0.00009, "sell")
+    assert codec.render(small, codec.new_state()) == "T sell 61837.63 x 0.00009 +0.0ms\n"
+    assert codec.render(trade("X", 1, 100.5, 2.0, "buy"), codec.new_state()) == "T buy 100.5 x 2.0 +0.0ms\n"
+    assert (codec.render(quote("X", 1, 1.23e-05, 1.24e-05, 1e16, 2.5e-07), codec.new_state())
+            == "Q 0.0000123/0.0000124 10000000000000000.0x0.00000025 +0.0ms\n")
+    template = "T {price:.2f} {size:e} {size:>6} {size}\n"
+    explicit = TextCodec(_bpe(["0123456789"]), TextCodecConfig(trade_template=template))
+    assert explicit.render(trade("X", 1, 61837.634, 0.00009, "buy"), explicit.new_state()) == (
+        "T 61837.63 9.000000e-05  9e-05 0.00009\n")
+    for value in (0.00009, 1.23e-05, 61837.63, 1e16, 1e-300, 5e-324, 1.7976931348623157e308):  # the same float back
+        line = codec.render(trade("X", 1, 100.0, value, "buy"), codec.new_state())
+        assert "e" not in line.split(" x ")[1] and float(line.split(" x ")[1].split()[0]) == value
