@@ -377,7 +377,7 @@ def test_a_text_model_backtest_says_what_it_did_not_answer_or_score_and_why_tick
     assert main(["backtest", str(setup / "ticks.parquet"), "--config", str(fits), "--out", str(tmp_path / "a.parquet"),
                  *argv]) == 0
     out, err = capsys.readouterr()
-    assert "query 'note' published no answer: its trigger is on_demand (answered when asked, live)" in err, err
+    assert "skipping on_demand query 'note': answered when asked, live" in err, err
     assert "note: up: no answer scored: an answer is scored against what the ticks after it did" in out, out
     # every tick a line longer than one item may be: refused, and the summary says why, not just how many
     too_long = tmp_path / "long.yaml"
@@ -388,6 +388,32 @@ def test_a_text_model_backtest_says_what_it_did_not_answer_or_score_and_why_tick
                  str(tmp_path / "b.parquet"), *argv]) == 2
     err = capsys.readouterr().err
     assert "rejected bad_tokens: " in err and "(first: stream SYN." in err and "the engine takes at most" in err, err
+
+
+def test_an_on_demand_query_longer_than_probe_reserve_does_not_refuse_a_backtest(setup, tmp_path, capsys) -> None:
+    """A reviewer's backtest was refused whole because an on_demand query, which a backtest never asks, did not fit
+    scheduler.probe_reserve. Only the queries a backtest answers must fit; the skipped on_demand ones are said once,
+    before the run. A standing query that does not fit is still refused."""
+    model = tiny_text_checkpoint(tmp_path / "text-model")
+    (tmp_path / "engine.yaml").write_text(f"model: {{path: {model}}}\nscheduler: {{probe_reserve: 16}}\n"
+                                          f"kv: {{cells: 4096, block_size: 16}}\n")
+    long_note = ('  - {name: note, streams: ["*"], question: "\\nSummary of the last minute:", kind: generate, '
+                 'max_tokens: 40, trigger: TRIGGER}\n')
+    queries = tmp_path / "q.yaml"
+    queries.write_text('queries:\n  - {name: up, streams: ["*"], question: "\\nUp?", kind: choice, '
+                       'choices: [" yes", " no"], trigger: {ticks: 5}}\n' + long_note.replace("TRIGGER", "on_demand")
+                       + long_note.replace("note", "note2").replace("TRIGGER", "on_demand"))
+    argv = ["backtest", str(setup / "ticks.parquet"), "--config", str(tmp_path / "engine.yaml"), "--queries",
+            str(queries), "--max-ticks", "40", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "a.parquet")]) == 0
+    err = capsys.readouterr().err
+    notes = [line for line in err.splitlines() if "on_demand" in line]
+    assert notes == ["flashtick backtest: note: skipping on_demand queries 'note', 'note2': answered when asked, "
+                     "live; a backtest answers standing triggers only (batch, ticks, interval)"], err
+    assert set(pl.read_parquet(tmp_path / "a.parquet")["query"]) == {"up"}
+    queries.write_text("queries:\n" + long_note.replace("TRIGGER", "batch"))
+    assert main([*argv, "--out", str(tmp_path / "b.parquet")]) == 2
+    assert "query 'note': its question and answer take" in capsys.readouterr().err
 
 
 def test_run_backtest_takes_one_path_as_it_takes_a_list(setup, tmp_path) -> None:

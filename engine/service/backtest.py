@@ -282,9 +282,14 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     if isinstance(files, (str, Path)):  # one file, as FileReplay takes it (a str must not be read as its letters)
         files = [files]
     out = Path(out)
-    pipeline = TickPipeline(config, live_scores=False)  # the answers table is scored whole at the end
+    # the answers table is scored whole at the end; on_demand queries are never asked here
+    pipeline = TickPipeline(config, live_scores=False, asks_on_demand=False)
     if not pipeline.registry.register_file(queries):  # nothing would be asked: refused before the files are read
         raise no_query(str(queries), "the backtest would ask nothing; give a file that lists the queries to ask")
+    if on_demand := [spec.name for spec in pipeline.registry.list() if spec.trigger.kind == "on_demand"]:
+        note(f"skipping on_demand {'query' if len(on_demand) == 1 else 'queries'} "
+             f"{', '.join(map(repr, on_demand))}: answered when asked, live; a backtest answers standing triggers "
+             f"only (batch, ticks, interval)")
     replay = FileReplay(list(files), columns=columns, streams=streams, time_range=time_range)
     for line in replay.notes:
         note(line)
@@ -451,10 +456,9 @@ def _say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: lis
     for spec in pipeline.registry.list():
         if spec.name in answered:
             continue
-        if spec.trigger.kind == "on_demand":  # answered only when asked, and a backtest asks nothing
-            note(f"query {spec.name!r} published no answer: its trigger is on_demand (answered when asked, live); "
-                 f"a backtest answers standing triggers only (batch, ticks, interval)")
-        elif not any(spec.matches(stream) for stream in streams):
+        if spec.trigger.kind == "on_demand":  # said before the run, as skipped
+            continue
+        if not any(spec.matches(stream) for stream in streams):
             note(f"query {spec.name!r} published no answer: its streams {list(spec.streams)} match none of the "
                  f"streams replayed ({shown}){did_you_mean(spec.streams, streams)}")
         else:

@@ -220,8 +220,11 @@ def log_or_refuse(data: DataDir, item: EncodedTick) -> None:
 
 class TickPipeline:
     def __init__(self, config: ServiceConfig, live_scores: bool = True,
-                 progress: Callable[[str], None] = lambda _: None, defer_owed: bool = False) -> None:
-        """``live_scores``: score answers as their futures arrive (a backtest scores its whole table instead)."""
+                 progress: Callable[[str], None] = lambda _: None, defer_owed: bool = False,
+                 asks_on_demand: bool = True) -> None:
+        """``live_scores``: score answers as their futures arrive (a backtest scores its whole table instead).
+        ``asks_on_demand``: on_demand queries are asked (live); a backtest never asks them, so their probes need
+        not fit ``scheduler.probe_reserve`` there (they must still be questions the model can answer)."""
         self.config = config
         if config.model.threads is not None:
             torch.set_num_threads(config.model.threads)
@@ -230,7 +233,9 @@ class TickPipeline:
         limits = config.limits
         self.registry = Registry(self.codec.questions, QueryLimits(
             limits.max_yaml_bytes, limits.max_yaml_nodes, limits.max_queries, limits.max_topic_bytes),
-            answerable=lambda spec: compile_fitting(spec, self.codec, config.scheduler.probe_reserve))
+            answerable=lambda spec: compile_query(spec, self.codec)
+            if not asks_on_demand and spec.trigger.kind == "on_demand"
+            else compile_fitting(spec, self.codec, config.scheduler.probe_reserve))
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)
         self.engine = Engine(self.runner, config.scheduler, self.flash)
