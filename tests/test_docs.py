@@ -266,7 +266,7 @@ def test_checker_catches_broken_examples(tmp_path: Path) -> None:
         "```console",
         "$ flashtick serve --config engine.yaml &   # fine",
         "flashtick output line that is not a command",
-        "$ flashtick ask SYN.A   # query missing",
+        "$ flashtick ask   # stream missing",
         "```",
         "```sh",
         "flashtick feed synthetic --rat 200",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import polars as pl
 import pytest
@@ -291,3 +292,54 @@ def test_a_sentencepiece_model_answers_what_transformers_gives_for_the_whole_pro
     assert answers["note"]["tokens"] == generated
     full_text = tokenizer.decode(prompt_ids + generated)
     assert answers["note"]["text"] == full_text[len(tokenizer.decode(prompt_ids)):]
+
+
+def test_ask_a_free_text_question_from_the_command_line(tmp_path, capsys) -> None:
+    """`flashtick ask` could ask only registered queries and the codec's questions; a text model's free-text
+    question needed Python's ControlClient. `--question TEXT` with `--choices` or `--generate` is the op's `spec`."""
+    from engine.service.client import ControlClient
+
+    tiny_text_checkpoint(tmp_path / "model", "llama3")
+    config = ServiceConfig.from_dict({"model": {"path": str(tmp_path / "model")}, "endpoints": LOCAL,
+                                      "kv": {"cells": 8192, "block_size": 16}, "log": {"enabled": False}})
+    question = "\nWill the next trade print above the last one? Answer:"
+    with serving(config) as server:
+        control = ("--control", server.endpoints["control"])
+        ticks = SyntheticMarket(SyntheticConfig(seed=1)).next_batch(40)
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            feed.send(ticks)
+        with ControlClient(server.endpoints["control"]) as client:  # every tick accepted before the asks
+            deadline = time.monotonic() + 60
+            while (client.call("streams", streams=["SYN.A"])["streams"].get("SYN.A") or {}).get("ticks") != sum(
+                    t.stream == "SYN.A" for t in ticks):
+                assert time.monotonic() < deadline, "the ticks were not accepted"
+                time.sleep(0.05)
+        code, out, err = run(capsys, "ask", "SYN.A", "--question", question, "--choices", " yes", " no", *control)
+        assert code == 0, err
+        chosen = json.loads(out)
+        with ControlClient(server.endpoints["control"]) as client:  # the same ask through the op, by hand
+            by_hand = client.call("ask", stream="SYN.A", spec={"name": "ask", "question": question, "kind": "choice",
+                                                               "choices": [" yes", " no"]})["answer"]
+        assert chosen["query"] == "ask" and chosen["version"] == by_hand["version"] > 0
+        assert chosen["value"]["probs"] == pytest.approx(by_hand["value"]["probs"], abs=1e-6)
+        code, out, err = run(capsys, "ask", "SYN.A", "--question", question, "--generate", "5", *control)
+        value = json.loads(out)["value"]
+        assert code == 0 and 1 <= len(value["tokens"]) <= 5 and isinstance(value["text"], str), err
+        code, _, err = run(capsys, "ask", "NOPE", "--question", question, "--generate", "5", *control)
+        assert code == 2 and err == "flashtick ask: error: stream 'NOPE' has sent no data\n"
+        for argv, said in [
+            (["--question", question], "--question needs how it is answered: --choices A B ..."),
+            (["dir5", "--question", question, "--generate", "3"], "give a query name ('dir5') or --question, not"),
+            (["--choices", " yes", " no"], "--choices goes with --question TEXT"),
+            ([], "give a query name (a registered query, or a question of the model's own) or --question TEXT"),
+            (["--question", question, "--generate", "3", "--max-stale", "5"], "--max-stale takes a registered"),
+            (["--question", question, "--generate", "3", "--kind", "choice"], "--kind is for a question of the"),
+        ]:
+            code, out, err = run(capsys, "ask", "SYN.A", *argv, *control)
+            assert code == 2 and out == "" and said in err, (argv, err)
+        with pytest.raises(SystemExit) as usage:  # argparse's own: one or the other
+            main(["ask", "SYN.A", "--question", question, "--choices", " yes", "--generate", "3", *control])
+        assert usage.value.code == 2 and "argument --generate: not allowed with argument --choices" in (
+            capsys.readouterr().err)
+        code, _, err = run(capsys, "ask", "SYN.A", "--question", question, "--choices", " yes", *control)
+        assert code == 2 and "one choice (' yes') is always the answer" in err, err  # the spec's rules, the service's

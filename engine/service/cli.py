@@ -279,14 +279,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON object: topic -> {last_seq, answer_ts}")
     p.set_defaults(run=cmd_topics)
 
-    p = sub.add_parser("ask", help="ask a registered query (or a question of the model, e.g. direction_5) on a "
-                       "stream now", parents=[keys, clients, control_op])
+    p = sub.add_parser("ask", help="ask a registered query (or a question of the model, e.g. direction_5, or, "
+                       "of a text model, --question TEXT) on a stream now", parents=[keys, clients, control_op])
     p.add_argument("stream", type=stream_name)
-    p.add_argument("query", help="a registered query's name, or a question of the model's own (direction_5, ...)")
+    p.add_argument("query", nargs="?", help="a registered query's name, or a question of the model's own "
+                   "(direction_5, ...); leave it out with --question")
     p.add_argument("--kind", choices=("choice", "expectation"), default=None,
                    help="how a question of the model's own is asked when no query is registered by that name "
                         "(default choice)")
     p.add_argument("--max-stale", type=int, default=None, help="accept a cached answer up to N ticks old")
+    p.add_argument("--question", metavar="TEXT", help="a text model: ask this free text after the stream's tick "
+                   "lines (the op's `spec`), with --choices or --generate; as given, so a leading newline is "
+                   "$'\\n...' in a shell")
+    answer = p.add_mutually_exclusive_group()
+    answer.add_argument("--choices", nargs="+", metavar="LABEL", help="with --question: the answers to choose "
+                        "among, each as it follows the question (\" yes\" \" no\")")
+    answer.add_argument("--generate", type=_count, metavar="N", help="with --question: generate up to N tokens "
+                        "(the spec's max_tokens)")
     p.set_defaults(run=cmd_ask)
 
     p = sub.add_parser("stats", help="the engine's counters (JSON)", parents=[keys, clients, control_op])
@@ -1447,11 +1456,15 @@ def _own_topic(control: Any, prefix: str) -> str | None:
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
+    spec = _ask_spec(args)
     with _control(args) as control:
-        # a name no query is registered under but the model's codec asks (direction_5) is asked as it is by the
-        # service, which says so in the reply's note
-        reply = control.call("ask", stream=args.stream, query=args.query, max_stale_ticks=args.max_stale,
-                             kind=args.kind)
+        if spec is not None:
+            reply = control.call("ask", stream=args.stream, spec=spec)
+        else:
+            # a name no query is registered under but the model's codec asks (direction_5) is asked as it is by the
+            # service, which says so in the reply's note
+            reply = control.call("ask", stream=args.stream, query=args.query, max_stale_ticks=args.max_stale,
+                                 kind=args.kind)
     if reply.get("note"):
         print(f"flashtick ask: {reply['note']}", file=sys.stderr)
     print(_json(reply["answer"], indent=2))
@@ -1459,6 +1472,36 @@ def cmd_ask(args: argparse.Namespace) -> None:
     if how:
         print(f"flashtick ask: answered from the service's {' and '.join(how)} answer (seq "
               f"{reply['answer'].get('seq')}), not computed now", file=sys.stderr)
+
+
+ASK_SPEC_NAME = "ask"  # the name an ad-hoc --question is asked under (the answer's `query`)
+
+
+def _ask_spec(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The op's `spec` for ``--question`` (None for a query asked by name); a combination that asks nothing
+    clear is an error before anything is sent."""
+    answer_how = "--choices" if args.choices is not None else "--generate" if args.generate is not None else None
+    if args.question is None:
+        if answer_how is not None:
+            raise ValueError(f"{answer_how} goes with --question TEXT (a free-text question of a text model)")
+        if args.query is None:
+            raise ValueError("give a query name (a registered query, or a question of the model's own) or "
+                             "--question TEXT with --choices A B ... or --generate N")
+        return None
+    if args.query is not None:
+        raise ValueError(f"give a query name ({args.query!r}) or --question, not both")
+    if answer_how is None:
+        raise ValueError("--question needs how it is answered: --choices A B ... (the labels to choose among) "
+                         "or --generate N (tokens to generate)")
+    if args.kind is not None:
+        raise ValueError("--kind is for a question of the model's own asked by name; --question is answered as "
+                         "--choices or --generate say")
+    if args.max_stale is not None:
+        raise ValueError("--max-stale takes a registered query's cached answer; a --question is computed now")
+    spec: dict[str, Any] = {"name": ASK_SPEC_NAME, "question": args.question}
+    if args.choices is not None:
+        return spec | {"kind": "choice", "choices": args.choices}
+    return spec | {"kind": "generate", "max_tokens": args.generate}
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
