@@ -532,6 +532,8 @@ class TextCodec(Codec):
             self.vocab_size = len(tokenizer)
         self._anchor = self._raw_tokens(CONTINUATION_ANCHOR)
         self.encoding = self._choose_encoding()
+        # decoded once: a generate answer's text is decoded again at every token it adds (its stop strings)
+        self._anchor_text = self.tokenizer.decode(self._anchor) if self.encoding == "continuation" else ""
 
     def _choose_encoding(self) -> str:
         """``continuation`` when a sample piece's tokens after the anchor are not its tokens on its own and the
@@ -598,6 +600,7 @@ class TextCodec(Codec):
         tokenizer's decoder drops at the start of a text is kept)."""
         if self.encoding == "plain":
             return self.tokenizer.decode(list(tokens))
-        anchor_text = self.tokenizer.decode(self._anchor)
         text = self.tokenizer.decode(self._anchor + list(tokens))
-        return text[len(anchor_text):] if text.startswith(anchor_text) else self.tokenizer.decode(list(tokens))
+        if text.startswith(self._anchor_text):
+            return text[len(self._anchor_text):]
+        return self.tokenizer.decode(list(tokens))
