@@ -769,6 +769,23 @@ def _stopped_while_starting(logged: bool) -> Callable[[int, Any], None]:
     return stop
 
 
+def _kv_pool_line(server: Any) -> str:
+    """The KV pool's size as allocated, and the key that sets it: `KV pool: 4096 cells x 64 KiB = 0.25 GiB (...)`."""
+    from engine.service.config import DEFAULT_KV_CELLS, DEFAULT_KV_MAX_BYTES
+
+    pipeline, kv = server.pipeline, server.config.kv
+    if server.config.shards.count:
+        cells, cell_bytes = pipeline.shard_kv_cells, pipeline.shard_kv_cell_bytes
+        each = f" per shard (x {server.config.shards.count})"
+    else:
+        cells, cell_bytes, each = pipeline.runner.kv.num_blocks * kv.block_size, pipeline.runner.kv.cell_bytes, ""
+    key = ("kv.cells" if kv.cells is not None else "kv.bytes" if kv.bytes is not None else
+           f"the default, {DEFAULT_KV_CELLS} cells and at most {DEFAULT_KV_MAX_BYTES // 2**20} MiB: "
+           f"kv.cells or kv.bytes sets it")
+    width = f"{cell_bytes // 1024} KiB" if cell_bytes % 1024 == 0 else f"{cell_bytes} bytes"
+    return f"flashtick: KV pool{each}: {cells} cells x {width} = {cells * cell_bytes / 2**30:.2f} GiB ({key})"
+
+
 def cmd_serve(args: argparse.Namespace) -> None:
     from engine.service.server import Server
 
@@ -791,6 +808,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
     print(f"flashtick: model {model.model_id} ("
           f"{'the built-in tick model' if model.path is None else Path(model.path).expanduser().resolve()})",
           file=sys.stderr, flush=True)  # a wrong model.path is seen at the start, not in the answers
+    print(_kv_pool_line(server), file=sys.stderr, flush=True)  # a pool of GiBs is seen at the start, not in top
     if reading := _recorded_reading(model.path):
         print(f"flashtick: note: this model was trained on files read with {reading}: the service reads ticks as "
               f"they are sent, so a feed must send prices read alike (`flashtick feed replay` with the same "

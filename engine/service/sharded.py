@@ -110,6 +110,7 @@ class ShardedPipeline:
             raise
         self.max_streams_admitted = facts[0]["max_streams_admitted"]
         self.window, self.shard_kv_cells = facts[0]["window"], facts[0]["kv_cells"]
+        self.shard_kv_cell_bytes = facts[0]["kv_cell_bytes"]
         self.encoders = StreamEncoders(self.codec, facts[0]["vocab_size"], limits.max_message_bytes,
                                        max_item_tokens=facts[0]["max_chunk_tokens"],
                                        max_stream_bytes=limits.max_stream_bytes, notify=say,

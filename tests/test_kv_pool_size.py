@@ -1,0 +1,65 @@
+"""The KV pool's default size, for the built-in model and for a checkpoint with wide cells, and the line `serve`
+says it in. A default of 65536 cells took 4 GiB of a tiny model with Llama-3-8B's per-layer KV width, unsaid."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from engine.service.config import ServiceConfig
+from engine.service.pipeline import TickPipeline
+from conftest import tiny_text_checkpoint
+
+MIB = 2**20
+# 1 layer x (K, V) x 8 KV heads x head_dim 128 x 4 bytes: 8 KiB a cell, so 65536 cells would be 512 MiB
+WIDE = dict(num_hidden_layers=1, num_attention_heads=8, num_key_value_heads=8, head_dim=128)
+
+
+@pytest.fixture(scope="module")
+def wide_checkpoint(tmp_path_factory):
+    return tiny_text_checkpoint(tmp_path_factory.mktemp("wide"), **WIDE)
+
+
+def pool_of(config: dict) -> dict[str, int]:
+    pipeline = TickPipeline(ServiceConfig.from_dict({"log": {"enabled": False}, **config}), live_scores=False)
+    try:
+        return {**pipeline.runner.kv.summary(), **pipeline.engine.scheduler.kv_summary()}
+    finally:
+        pipeline.close()
+
+
+def test_the_built_in_models_default_pool_is_still_65536_cells() -> None:
+    pool = pool_of({})
+    assert (pool["kv_cells_capacity"], pool["kv_cell_bytes"], pool["kv_bytes_capacity"]) == (65536, 4096, 256 * MIB)
+
+
+def test_a_checkpoint_with_wide_cells_gets_a_default_pool_of_256_mib_not_65536_cells(wide_checkpoint) -> None:
+    pool = pool_of({"model": {"path": str(wide_checkpoint)}})
+    assert (pool["kv_cell_bytes"], pool["kv_bytes_capacity"], pool["kv_cells_capacity"]) == (8192, 256 * MIB, 32768)
+    # a size the config gives is the size, wide cells or not
+    assert pool_of({"model": {"path": str(wide_checkpoint)}, "kv": {"cells": 40960}})["kv_cells_capacity"] == 40960
+    assert pool_of({"model": {"path": str(wide_checkpoint)}, "kv": {"bytes": 64 * MIB}})["kv_cells_capacity"] == 8192
+
+
+def test_serve_says_the_pools_size_and_the_key_that_sets_it(wide_checkpoint, tmp_path) -> None:
+    config = tmp_path / "serve.yaml"
+    config.write_text(f"model: {{path: {wide_checkpoint}}}\nlog: {{enabled: false}}\nendpoints: {{ingest: "
+                      f"'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}}\n")
+    process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config)],
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        lines, deadline = [], time.monotonic() + 120  # only catches a hang
+        while not (lines and lines[-1].startswith("flashtick serving")) and time.monotonic() < deadline:
+            lines.append(process.stderr.readline())
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+    said = [line for line in lines if "KV pool" in line]
+    assert said == ["flashtick: KV pool: 32768 cells x 8 KiB = 0.25 GiB (the default, 65536 cells and at most "
+                    "256 MiB: kv.cells or kv.bytes sets it)\n"], lines
