@@ -27,6 +27,15 @@ class StreamProgress:
     version: int  # session version
     arrival_ns: int  # wall clock arrival of the latest committed chunk
     surprise: float | None  # NLL (nats) of the latest chunk's tokens, from the ingest forward
+    # what a probe at this point attends: the session's tokens (header and sink included; a roll keeps fewer), and
+    # the whole chunks among them (a tick each, a tokenized item each; not a rolled-away tick's tokens the sink kept)
+    context_tokens: int = 0
+    context_ticks: int = 0
+
+    @property
+    def context(self) -> dict[str, int]:
+        """What a probe here attends, as an ask's reply and `streams` say it (docs/wire-protocol.md)."""
+        return {"context_tokens": self.context_tokens, "context_ticks": self.context_ticks}
 
 
 class JobResult(NamedTuple):
@@ -74,6 +83,13 @@ class JobOutcome:
     job: ProbeJob
     answer: Any = None
     error: str | None = None
+    at: StreamProgress | None = None  # where the stream stood when the job's last probe ran (its context)
+
+    @property
+    def context(self) -> dict[str, int]:
+        """What the answer attended, as an ask's reply says it (docs/wire-protocol.md): the session's tokens and
+        the whole ticks among them, fewer after a roll; empty for an outcome of no forward."""
+        return {} if self.at is None else self.at.context
 
 
 class QueryPlanner(Protocol):

@@ -631,7 +631,8 @@ class Scheduler:
         for job in plan.jobs:
             outputs = logits[cursor : cursor + len(job.probes)]
             cursor += len(job.probes)
-            result = job.done(outputs, job.at or by_stream.get(job.stream) or self.progress(job.stream))
+            at = job.at or by_stream.get(job.stream) or self.progress(job.stream)
+            result = job.done(outputs, at)
             follow_up = result.follow_up
             if follow_up is not None:
                 if follow_up.cut is None and follow_up.stream == job.stream:  # it goes on where its parent was
@@ -640,7 +641,7 @@ class Scheduler:
                 self._idle.appendleft(follow_up) if follow_up.idle else self._asks.append(follow_up)
             else:
                 self.stats.jobs_done += 1
-                report.outcomes.append(JobOutcome(job, result.answer))
+                report.outcomes.append(JobOutcome(job, result.answer, at=at))
         return report
 
     def _commit_advances(self, plan: Plan, logits: list[torch.Tensor]) -> list[StreamProgress]:

@@ -65,6 +65,8 @@ class Stream:
             version=self.session.version + (1 if chunks else 0),
             arrival_ns=last.arrival_ns if last else self.arrival_ns,
             surprise=surprise,
+            context_tokens=len(self.session.tokens) + sum(len(c.tokens) for c in chunks),
+            context_ticks=len(self.boundaries) + len(chunks),
         )
 
 
@@ -88,7 +90,7 @@ def cuts_of(state: Stream, chunks: list[Chunk], closes: list[bool]) -> list[Cut]
         ticks += chunk.ticks
         if closed:
             progress = StreamProgress(state.name, ticks, chunk.event_ts, state.session.version + 1,
-                                      chunk.arrival_ns, None)
+                                      chunk.arrival_ns, None, position, len(state.boundaries) + k + 1)
             cuts.append(Cut(k, position, progress))
     return cuts
 

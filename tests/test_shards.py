@@ -256,6 +256,9 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
         assert cached["cached"] is True and cached["answer"]["seq"] >= 1
         fresh = control.call("ask", stream="SYN.C", query="dir")
         assert fresh["cached"] is False and fresh["answer"]["seq"] == 0 and fresh["answer"]["stream"] == "SYN.C"
+        # what the shard's answer attended travels with it; a cached or early answer's is not known
+        assert 0 < fresh["context_ticks"] <= fresh["answer"]["version"] and fresh["context_tokens"] > 0
+        assert "context_ticks" not in early and "context_ticks" not in cached
         adhoc = control.call("ask", stream="SYN.A", spec={"name": "adhoc", "streams": ["SYN.A"],
                                                           "question": "move_bps_50", "kind": "expectation"})
         assert "expected" in adhoc["answer"]["value"]

@@ -197,7 +197,9 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert set(expect["answer"]["value"]) == {"expected", "probs", "model_probs", "model_expected"}
     # no query registered under a question of the model's own: that question, asked as it is, and said
     direct = ctl.ok("ask", stream=s, query="direction_5")
-    assert set(direct) == {"ok", "answer", "cached", "note"} and direct["answer"]["query"] == "direction_5"
+    assert set(direct) == {"ok", "answer", "cached", "note", "context_tokens", "context_ticks"}
+    assert direct["answer"]["query"] == "direction_5" and direct["context_ticks"] == 2  # computed: what it attended
+    assert "context_ticks" not in cached  # (a cached answer's context is not known)
     assert direct["note"] == "no query is registered as 'direction_5': asked the model's question 'direction_5' " \
                              "directly (kind choice)"
     assert set(direct["answer"]["value"]["probs"]) == {"down", "flat", "up"}
@@ -235,10 +237,12 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     accepted = ctl.ok("streams", streams=[s, "NOBODY.X"])  # where a feed resumes after a restart
     idle = accepted["streams"][s].pop("idle_s")  # seconds since its last tick came off the wire
     assert isinstance(idle, float) and 0 <= idle < 600 and 0 < accepted.pop("uptime_s") < 600
-    assert accepted == {"ok": True, "streams": {s: {"ticks": 2, "last_ts": T0 + 1, "at_last_ts": 1},
+    # and the context an answer computed now attends: the ask's above (no tick since)
+    context = {"context_tokens": direct["context_tokens"], "context_ticks": 2}
+    assert accepted == {"ok": True, "streams": {s: {"ticks": 2, "last_ts": T0 + 1, "at_last_ts": 1, **context},
                                                        "NOBODY.X": None},
                         "truncated": False}
-    assert set(ctl.ok("streams")["streams"][s]) == {"ticks", "last_ts", "at_last_ts", "idle_s"}
+    assert set(ctl.ok("streams")["streams"][s]) == {"ticks", "last_ts", "at_last_ts", "idle_s", *context}
     health = ctl.ok("health")
     assert set(health) == {"ok", "status", "uptime_s", "streams", "model", "protocol", "version", "epoch"}
     assert health["status"] == "serving" and health["protocol"] == PROTOCOL

@@ -537,6 +537,11 @@ class TickPipeline:
     def stream_count(self) -> int:
         return len(self.engine.scheduler.streams)
 
+    def context_of(self, stream: str) -> dict[str, int]:
+        """What an answer on ``stream`` computed now attends (``JobOutcome.context``); {} for a stream not held."""
+        state = self.engine.scheduler.streams.get(stream)
+        return {} if state is None else state.progress([], None).context
+
     def register_queries(self, specs: list[QuerySpec]) -> None:
         """Add or replace standing queries (all or nothing); a replaced query's old answers are not served."""
         for spec in specs:  # fail now, not at the first due tick, when the model cannot answer it

@@ -437,7 +437,8 @@ class Server:
         if reply is not None and outcome.answer is not None:
             early = getattr(outcome.job, "early", None)  # a shard's ask answered without a forward (RemoteJob)
             reply({"ok": True, "answer": outcome.answer.to_wire(), "cached": early is not None,
-                   **({early: True} if early else {})})
+                   **({early: True} if early else {}),
+                   **(outcome.context or getattr(outcome.job, "context", None) or {})})  # (a shard's: RemoteJob)
         elif reply is not None:
             reply({"ok": False, "error": outcome.error})
 
@@ -877,6 +878,9 @@ class Server:
         truncated = names is None and len(known) > MAX_STREAMS_PER_REPLY
         if truncated:
             known.pop(max(known))
+        for name, entry in known.items():  # what an answer computed now attends: fewer tokens after a roll
+            if entry is not None:
+                entry.update(self.pipeline.context_of(name))
         # a name asked for that admission turned away (and the engine holds nothing of): why, beside its nil
         refused = {name: {"ticks": self._refused_streams[name][0], "error": self._refused_streams[name][1]}
                    for name in names or () if known.get(name) is None and name in self._refused_streams}

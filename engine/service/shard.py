@@ -318,7 +318,7 @@ class Shard:
             ticket = outcome.job.ticket
             if ticket is not None:
                 replies.append((ticket, outcome.answer.to_wire() if outcome.answer is not None else None,
-                                outcome.error, getattr(outcome.job, "early", None)))
+                                outcome.error, getattr(outcome.job, "early", None), outcome.context))
             elif outcome.answer is not None:
                 answers.append(outcome.answer.to_wire())
             elif outcome.error is not None:  # (idle work such as decoding ahead finishes with neither)
@@ -359,4 +359,5 @@ class RemoteJob:
 
     ticket: Any
     early: str | None = None  # an ask answered without a forward: "prepositioned" or "gated"
+    context: dict[str, int] | None = None  # what a computed ask's answer attended (JobOutcome.context)
 

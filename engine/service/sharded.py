@@ -301,10 +301,10 @@ class ShardedPipeline:
             answer = self._publishable(Answer(**wire), version)
             if answer is not None:
                 outcomes.append(JobOutcome(RemoteJob(None), answer))
-        for ticket, wire, error, early in reply["replies"]:
+        for ticket, wire, error, early, context in reply["replies"]:
             spec = self._asked.pop(ticket, None)
             answer = self._as_published(Answer(**wire), spec) if wire else None
-            outcomes.append(JobOutcome(RemoteJob(ticket, early), answer, error))
+            outcomes.append(JobOutcome(RemoteJob(ticket, early, context), answer, error))
         self.progress.update(reply["progress"])
         link.reported_pending, link.shard_busy = reply["pending_tokens"], reply["busy"]
         if "stats" in reply:
@@ -501,6 +501,11 @@ class ShardedPipeline:
     @property
     def stream_count(self) -> int:
         return len(self.shard_of)
+
+    @staticmethod
+    def context_of(_stream: str) -> dict[str, int]:
+        """Not known here: a shard holds the session (an ask's reply says what its answer attended)."""
+        return {}
 
     def register_queries(self, specs: list[QuerySpec]) -> None:
         """Checked here (compiled, limits), then queued to every shard: all of them or none."""
