@@ -9,6 +9,7 @@ context: the bytes of K/V a probe must read divided by that bandwidth.
 
     python -m benchmarks.query_latency            # full: 512, 2k, 8k, 16k
     python -m benchmarks.query_latency --quick    # 512 and 2k, fewer repetitions
+    python -m benchmarks.query_latency --wide-kv  # a model with Llama-3-8B's KV width per layer: 256, 2k, 6k
 """
 
 from __future__ import annotations
@@ -33,18 +34,24 @@ BENCH_CONFIG = dict(
     vocab_size=512, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
     num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=16384 + 128,
 )
+# Llama-3-8B's per-layer KV width (8 KV heads x head_dim 128) over 8 layers: 64 KiB a cell in fp32, where
+# BENCH_CONFIG's is 4 KiB; the attention over the cached context, not the question's own forward, then dominates
+WIDE_KV_CONFIG = dict(
+    vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=8,
+    num_attention_heads=8, num_key_value_heads=8, head_dim=128, max_position_embeddings=8192,
+)
 
 
-def build_models(seed: int = 0) -> tuple[LlamaForCausalLM, Engine]:
+def build_models(seed: int = 0, config: dict = BENCH_CONFIG) -> tuple[LlamaForCausalLM, Engine]:
     torch.manual_seed(seed)
-    hf = LlamaForCausalLM(LlamaConfig(**BENCH_CONFIG)).eval()
-    runner = ModelRunner(from_hf_model(hf), CacheSpec(block_size=32, cells=BENCH_CONFIG["max_position_embeddings"]))
+    hf = LlamaForCausalLM(LlamaConfig(**config)).eval()
+    runner = ModelRunner(from_hf_model(hf), CacheSpec(block_size=32, cells=config["max_position_embeddings"]))
     return hf, Engine(runner)
 
 
 def measure_context(hf, engine: Engine, context: int, probe_reps: int, stateless_reps: int,
                     bandwidth_gbs: float, rng: random.Random) -> dict[str, float]:
-    tokens = [rng.randrange(BENCH_CONFIG["vocab_size"]) for _ in range(context + QUESTION_TOKENS)]
+    tokens = [rng.randrange(hf.config.vocab_size) for _ in range(context + QUESTION_TOKENS)]
     prefix, question = tokens[:context], tokens[context:]
     session = Session(f"ctx{context}")
     for start in range(0, context, PREFILL_CHUNK):
@@ -73,30 +80,37 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="contexts 512 and 2k only, fewer repetitions")
     parser.add_argument("--contexts", type=int, nargs="*", default=None)
+    parser.add_argument("--wide-kv", action="store_true", help="a model with Llama-3-8B's KV width per layer "
+                        "(WIDE_KV_CONFIG), contexts 256, 2k and 6k, --quick's repetitions; written to "
+                        "query_latency_wide_kv.json")
     parser.add_argument("--seed", type=int, default=0)
     add_output_arguments(parser)
     args = parser.parse_args(argv)
-    contexts = args.contexts or ([512, 2048] if args.quick else [512, 2048, 8192, 16384])
-    hf, engine = build_models(args.seed)
+    config = WIDE_KV_CONFIG if args.wide_kv else BENCH_CONFIG
+    contexts = args.contexts or ([256, 2048, 6000] if args.wide_kv else [512, 2048] if args.quick else
+                                 [512, 2048, 8192, 16384])
+    few = args.quick or args.wide_kv  # a wide-KV stateless forward over 6k tokens takes ~10 s: fewer repetitions
+    hf, engine = build_models(args.seed, config)
     bandwidth = copy_bandwidth_gbs()
     rng = random.Random(args.seed)
     rows = []
-    print(f"model: Llama {BENCH_CONFIG}, fp32, torch threads {torch.get_num_threads()}; "
+    print(f"model: Llama {config}, fp32, torch threads {torch.get_num_threads()}; "
           f"copy bandwidth {bandwidth:.1f} GB/s (read+write)")
     print(f"{'context':>8} {'probe p50':>10} {'probe p99':>10} {'stateless p50':>14} {'ratio':>8} "
           f"{'KV floor':>9} {'probe/floor':>11} {'max|diff|':>10}")
     for context in contexts:
         stateless_reps = 20 if context <= 2048 else (5 if context <= 8192 else 3)
-        probe_reps = 50 if args.quick else 200
-        row = measure_context(hf, engine, context, probe_reps, 3 if args.quick else stateless_reps, bandwidth, rng)
+        probe_reps = 50 if few else 200
+        row = measure_context(hf, engine, context, probe_reps, 3 if few else stateless_reps, bandwidth, rng)
         rows.append(row)
         print(f"{context:>8} {row['probe_p50_ms']:>8.2f}ms {row['probe_p99_ms']:>8.2f}ms "
               f"{row['stateless_p50_ms']:>12.1f}ms {row['ratio_stateless_over_probe_p50']:>7.1f}x "
               f"{row['kv_floor_ms']:>7.2f}ms {row['probe_p50_ms'] / row['kv_floor_ms']:>10.1f}x "
               f"{row['max_abs_logit_diff']:>10.1e}")
-    result = {"benchmark": "query_latency", "config": BENCH_CONFIG, "question_tokens": QUESTION_TOKENS,
+    result = {"benchmark": "query_latency", "config": config, "question_tokens": QUESTION_TOKENS,
               "copy_bandwidth_gbs": bandwidth, "machine": machine(), "contexts": rows}
-    path = write_json("query_latency_quick" if args.quick else "query_latency", result, output_dir(args))
+    path = write_json("query_latency" + ("_wide_kv" if args.wide_kv else "") + ("_quick" if args.quick else ""), result,
+                      output_dir(args))
     first, last = rows[0], rows[-1]
     print(f"query_latency: probe p50 {first['probe_p50_ms']:.2f} ms @{first['context']} -> "
           f"{last['probe_p50_ms']:.2f} ms @{last['context']} ({last['probe_p50_ms'] / first['probe_p50_ms']:.2f}x); "
