@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from connectors.codec import Codec
+from connectors.passed_over import PassedOver
 from connectors.ticks import (
     MAX_STREAM_BYTES,
     InvalidTick,
@@ -63,6 +64,7 @@ TOKENIZED_FIELDS = frozenset(("stream", "ts", "tokens", "ticks"))
 # rejects name --price-offset, which does this for the files)
 SHIFT_PRICES = ("; an instrument that trades at zero or below (a spread, a power market) is sent shifted above zero: "
                 "add one constant to every price, bid and ask before sending (file replay: --price-offset X)")
+PASSED = "passed"  # a tick log record's key: EncodedTick.passed
 MAX_TS_UNIT_NOTES = 20  # streams named (stats, stderr) when many first ticks are 0 or look like s/ms/us; all counted
 
 
@@ -75,12 +77,18 @@ class EncodedTick(NamedTuple):
     ticks: int  # ticks these tokens stand for (1 for a raw tick)
     state: Any  # codec state after this tick; None when pre-tokenized (the codec state does not move)
     tick: Tick | None = None  # the raw tick it came from (None when pre-tokenized): what a tick log keeps
+    passed: int = 0  # ticks of its stream stamped ts taken just before it and refused or conflated (PassedOver)
 
     def to_record(self) -> dict[str, Any]:
-        """What a tick log keeps to replay this item through the same encoders: the raw tick, or the tokens."""
+        """What a tick log keeps to replay this item through the same encoders: the raw tick, or the tokens, and
+        the ticks passed over before it (``passed``, left out when 0: logs written before it have none)."""
         if self.tick is not None:
-            return {"tick": self.tick.to_wire()}
-        return {"tokenized": {"stream": self.stream, "ts": self.ts, "tokens": self.tokens, "ticks": self.ticks}}
+            record: dict[str, Any] = {"tick": self.tick.to_wire()}
+        else:
+            record = {"tokenized": {"stream": self.stream, "ts": self.ts, "tokens": self.tokens, "ticks": self.ticks}}
+        if self.passed:
+            record[PASSED] = self.passed
+        return record
 
 
 def listed_ticks(data: bytes) -> int:
@@ -173,8 +181,9 @@ class StreamEncoder:
         self.vocab_size = vocab_size
         self.state: Any = codec.new_state()
         self.last_ts: int | None = None
-        # of the committed ticks, how many are stamped last_ts (None: unknown, a start after retention in an older
-        # log): a feed resending a file whose ticks share timestamps tells by it which of them are in
+        # of the ticks taken stamped last_ts, how many up to the last accepted one, those refused or conflated before
+        # it included (None: unknown, a start after retention in an older log): a feed resending a file whose ticks
+        # share timestamps tells by it which of them are in
         self.at_last_ts: int | None = 0
         self.ticks = 0  # committed ticks, raw and pre-tokenized
 
@@ -200,9 +209,9 @@ class StreamEncoder:
     def commit(self, item: EncodedTick) -> None:
         """Advance the stream past `item` (which this encoder made and the engine took)."""
         if item.ts != self.last_ts:
-            self.at_last_ts = item.ticks
+            self.at_last_ts = item.passed + item.ticks
         elif self.at_last_ts is not None:
-            self.at_last_ts += item.ticks
+            self.at_last_ts += item.passed + item.ticks
         self.last_ts = item.ts
         if item.state is not None:
             self.state = item.state
@@ -248,6 +257,7 @@ class StreamEncoders:
         self.notify = notify  # where such notes are said as they happen (the service's log); None: only counted
         self.held: dict[str, EncodedTick] = {}  # each stream's newest quote kept aside by conflation, not submitted
         self.conflated = 0  # quotes dropped for a newer one of their stream (never submitted, never logged)
+        self.passed_over = PassedOver()  # refused and conflated ticks since each stream's last accepted one
         # the receiver's wall clock (ns) when each stream's last tick was committed from a wire message: how long a
         # stream has been quiet (`accepted` with now_ns); kept past an expiry, as the ordering guard is. A tick
         # replayed from a tick log has no such clock: a stream restarted from one and quiet since has none.
@@ -283,6 +293,7 @@ class StreamEncoders:
         self._expired_last_ts.pop(stream, None)
         self._expired_at_last_ts.pop(stream, None)
         self.received_ns.pop(stream, None)
+        self.passed_over.accepted(stream)
 
     def expired(self, stream: str) -> bool:
         """Whether ``stream`` sent data and then expired (scheduler.stream_idle_s) with nothing since."""
@@ -296,8 +307,8 @@ class StreamEncoders:
     def accepted(self, streams: list[str] | None = None, limit: int | None = None, after: str = "",
                  now_ns: int | None = None) -> dict[str, dict[str, Any] | None]:
         """Each stream's last accepted tick: ``{ticks, last_ts, at_last_ts}`` (``ticks``: its session's tick count, 0
-        after an expiry, whose ordering guard stays; ``at_last_ts``: how many accepted ticks are stamped ``last_ts``,
-        None if unknown), None for a name never seen; ``streams`` None: every stream known, in name order past
+        after an expiry, whose ordering guard stays; ``at_last_ts``: how many ticks stamped ``last_ts`` were taken up
+        to the last accepted one, refused and conflated ones before it included, None if unknown), None for a name never seen; ``streams`` None: every stream known, in name order past
         ``after``, the first ``limit``. With ``now_ns`` (the wall clock), also ``idle_s``: seconds since its last
         tick came off the wire (None: none since this process started, a stream restored from a tick log)."""
         names = sorted(n for n in self._encoders.keys() | self._expired_last_ts.keys() if n > after) \
@@ -390,8 +401,23 @@ class StreamEncoders:
                     if self.notify is not None:
                         self.notify(f"stream {item.stream!r}: {hint}")
         encoder.commit(item)
+        self.passed_over.accepted(item.stream)
         if self._message_ns is not None:
             self.received_ns[item.stream] = self._message_ns
+
+    def note_passed(self, stream: str, ts: int, ticks: int = 1) -> None:
+        """``ticks`` of ``stream`` stamped ``ts`` were taken off the wire and refused or conflated (PassedOver); a
+        tick log's replay says so of each logged item that had some before it."""
+        encoder = self._encoders.get(stream)
+        last_ts = encoder.last_ts if encoder is not None else self._expired_last_ts.get(stream)
+        self.passed_over.note(stream, ts, ticks, last_ts, held=encoder is not None or last_ts is not None)
+
+    def _note_refused(self, stream: str | None, obj: Any) -> None:
+        """A wire item refused before it was encoded, counted where it has a valid stream name and an int ts."""
+        ts = obj.get("ts") if isinstance(obj, dict) else None
+        if stream is not None and type(ts) is int:  # type(): a bool is not a ts
+            ticks = obj.get("ticks", 1)  # (a pre-tokenized item's)
+            self.note_passed(stream, ts, ticks if type(ticks) is int and ticks >= 1 else 1)
 
     def ts_unit_summary(self) -> dict[str, Any]:
         """For stats: streams whose first ts was 0 or looked like seconds, ms or us rather than ns (empty when none)."""
@@ -407,9 +433,7 @@ class StreamEncoders:
         held = self.held.pop(tick.stream, None)
         if held is not None:
             self._submit(held, submit)
-        item = self.encode(tick)
-        self._submit(item, submit)
-        return item
+        return self._submit(self.encode(tick), submit)
 
     def ingest_message(self, data: bytes, submit: Submit, hold_quotes: bool = False, now_ns: int | None = None
                        ) -> Ingested:
@@ -436,6 +460,8 @@ class StreamEncoders:
             item = self.encode(tick)  # (a quote that supersedes is encoded against the same committed state)
             if hold_quotes and not tick.is_trade:
                 self.conflated += supersedes  # only now: a quote that fails its checks leaves the held one held
+                if supersedes:
+                    self.note_passed(held.stream, held.ts, held.ticks)
                 self.held[tick.stream] = item
                 return None
             return item
@@ -470,7 +496,7 @@ class StreamEncoders:
 
     def _submit_or_reject(self, item: EncodedTick, submit: Submit, result: Ingested) -> None:
         try:
-            self._submit(item, submit)
+            item = self._submit(item, submit)
         except InvalidTick as err:
             result.rejections.append(Rejection.of(-1, err))
             return
@@ -495,6 +521,7 @@ class StreamEncoders:
             except InvalidTick:
                 stream = None
             first.setdefault(stream, [index, 0])[1] += 1
+            self._note_refused(stream, obj)
         return Ingested([], [Rejection(index, err.reason, str(err), stream, n) for stream, (index, n) in first.items()])
 
     def _ingest(self, data: bytes, submit: Submit, items_of: Callable[[Any], list[Any]],
@@ -516,22 +543,32 @@ class StreamEncoders:
         for index, obj in enumerate(items):
             try:
                 item = first_phase(obj)
-                if item is None:
-                    continue
-                self._submit(item, submit)
+            except InvalidTick as err:
+                self._note_refused(err.stream, obj)
+                result.rejections.append(Rejection.of(index, err))
+                continue
+            if item is None:
+                continue
+            try:
+                item = self._submit(item, submit)
             except InvalidTick as err:
                 result.rejections.append(Rejection.of(index, err))
                 continue
             result.accepted.append(item)
         return result
 
-    def _submit(self, item: EncodedTick, submit: Submit) -> None:
+    def _submit(self, item: EncodedTick, submit: Submit) -> EncodedTick:
+        """``item`` with the ticks passed over before it (``passed``), submitted and committed; refused, it is one."""
+        if passed := self.passed_over.before(item.stream, item.ts):
+            item = item._replace(passed=passed)
         try:
             submit(item)
         except InvalidTick as err:
             err.stream = err.stream or item.stream
+            self.note_passed(item.stream, item.ts, item.ticks)
             raise
         self.commit(item)
+        return item
 
 
 def _tokenized_items(obj: Any) -> list[Any]:

@@ -682,7 +682,9 @@ def rejected(watch: RejectWatch | None) -> Mapping[str, int]:
 class AfterHeld(Source):
     """A finite source with the ticks an engine already holds left out: each stream's ticks stamped before the
     engine's last accepted tick of it (``last_ts``, the control op `streams`), and of those stamped exactly then the
-    first ``at_last_ts`` (how many the engine holds; all of them where it is not known). A file fed again after a
+    first ``at_last_ts`` (how many it took up to the last it accepted, refused and conflated ones before that
+    included, so a file with a refused row among them is placed exactly; all of them where it is not known). A
+    file fed again after a
     restart (or twice) goes on where the engine is, instead of sending what it holds, refused as ts_backwards, while
     the ticks stamped exactly at its last one would be taken twice (an equal `ts` is accepted), or, all left out,
     the rest of a run sharing that timestamp lost. What was left out is counted per stream (`skipped`), for the

@@ -19,8 +19,8 @@ import zmq
 
 from conftest import serving, tiny_tick_checkpoint
 from engine.service.config import ServiceConfig
-from wire_client import (PROTOCOL, T0, Control, Sub, check_answer, fresh_stream, push_socket, quote, stats, trade,
-                         wait_stats)
+from wire_client import (PROTOCOL, T0, Control, Sub, check_answer, fresh_stream, held_of, push_socket, quote,
+                         resume_after, stats, trade, wait_stats, wait_until)
 from wire_server import clients, private_server, server, shedding  # noqa: F401 (fixtures)
 
 
@@ -539,23 +539,6 @@ def test_a_serve_process_keeps_seqs_across_a_restart(tmp_path) -> None:
     assert beats[1] <= last_beats[0]
 
 
-def resume_after(ticks: list[dict], held: dict) -> list[dict]:
-    """docs/wire-protocol.md's recipe ("A service that stops"), as a raw feed runs it from the `streams` reply:
-    none of the stream's ticks stamped before `last_ts`; of those stamped exactly `last_ts`, all but the first
-    `at_last_ts`; all after it."""
-    resend, at_last = [], 0
-    for tick in ticks:
-        if tick["ts"] == held["last_ts"]:
-            at_last += 1
-        if tick["ts"] > held["last_ts"] or tick["ts"] == held["last_ts"] and at_last > held["at_last_ts"]:
-            resend.append(tick)
-    return resend
-
-
-def held_of(control: Control, stream: str) -> dict | None:
-    return control.ok("streams", streams=[stream])["streams"][stream]
-
-
 def test_the_documented_resume_takes_no_tick_twice_for_a_stream_that_expired_idle(tmp_path) -> None:
     """A halted symbol expires idle (its `ticks` back to 0, its ordering guard kept); the service restarts; the raw
     feed resumes by the documented recipe. Every tick is taken once: the same-ns sweep the feed was cut off in is
@@ -596,13 +579,6 @@ def test_the_documented_resume_takes_no_tick_twice_for_a_stream_that_expired_idl
         finally:
             control.close()
             feed.close()
-
-
-def wait_until(condition, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "not there in time"
-        time.sleep(0.05)
 
 
 def test_the_answers_op_says_when_the_history_no_longer_holds_a_gap(shedding) -> None:

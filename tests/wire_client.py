@@ -152,3 +152,27 @@ def check_answer(topic: str, payload: dict, published: bool = True) -> None:
         assert type(payload[key]) is int and payload[key] >= 0, key
     assert isinstance(payload["model"], str) and payload["model"]
     assert isinstance(payload["value"], dict)
+
+
+def resume_after(ticks: list[dict], held: dict) -> list[dict]:
+    """docs/wire-protocol.md's recipe ("A service that stops"), as a raw feed runs it from the `streams` reply:
+    none of the stream's ticks stamped before `last_ts`; of those stamped exactly `last_ts`, all but the first
+    `at_last_ts`; all after it."""
+    resend, at_last = [], 0
+    for tick in ticks:
+        if tick["ts"] == held["last_ts"]:
+            at_last += 1
+        if tick["ts"] > held["last_ts"] or tick["ts"] == held["last_ts"] and at_last > held["at_last_ts"]:
+            resend.append(tick)
+    return resend
+
+
+def held_of(control: Control, stream: str) -> dict | None:
+    return control.ok("streams", streams=[stream])["streams"][stream]
+
+
+def wait_until(condition, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "not there in time"
+        time.sleep(0.05)

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple, Protocol
 
 import msgpack
 
-from connectors.encoder import EncodedTick, StreamEncoders
+from connectors.encoder import PASSED, EncodedTick, StreamEncoders
 from connectors.ticks import InvalidTick, Tick, counted, validate
 from engine.engine import Engine
 from engine.jobs import JobOutcome, ProbeJob, StreamProgress
@@ -589,6 +589,9 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
         tick = record.get("tick")
         if streams is not None and (tick or record["tokenized"])["stream"] not in streams:
             continue
+        if record.get(PASSED):  # ticks the live run refused or conflated just before it, counted in at_last_ts
+            item = tick or record["tokenized"]
+            encoders.note_passed(item["stream"], item["ts"], record[PASSED])
         if tick is not None:
             try:
                 encoders.ingest(logged_tick(tick), book)

@@ -13,7 +13,8 @@ A stream that another process feeds at the same time cannot be resumed this way 
 alone). A stream the engine expired for idleness (scheduler.stream_idle_s: a halted symbol) counts afresh from its
 next tick: where the engine's count no longer fits this feed's ticks (fewer than it had confirmed, or a last tick
 older than its last ``ts``), the feed places the engine by that ``last_ts`` and ``at_last_ts`` instead and counts on
-from there.
+from there (``at_last_ts`` counts the ticks stamped ``last_ts`` the engine took up to the last it accepted, refused
+and conflated ones among them, as this feed sent them).
 """
 
 from __future__ import annotations

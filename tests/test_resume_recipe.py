@@ -1,0 +1,115 @@
+"""docs/wire-protocol.md's resume recipe ("A service that stops": resend past `last_ts`, and of the ticks stamped
+exactly `last_ts` all but the first `at_last_ts`) run by a raw feed against a real `Server` with a real data
+directory, restarted between the cut-off and the resend: a tick refused or dropped by conflation among equal
+timestamps is counted in `at_last_ts`, so no accepted tick is sent again and taken twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgpack
+
+from conftest import serving, tiny_tick_checkpoint
+from engine.service.config import ServiceConfig
+from engine.service.ticklog import read
+from wire_client import T0, Control, fresh_stream, held_of, push_socket, quote, resume_after, stats, trade, wait_until
+
+CROSSED = {"bid": 101.4, "ask": 101.3}  # bid above ask: refused (crossed_quote)
+
+
+def config_of(tmp_path, **limits) -> ServiceConfig:
+    return ServiceConfig.from_dict({
+        "model": {"path": str(tiny_tick_checkpoint(tmp_path / "tick"))}, "log": {"dir": str(tmp_path / "data")},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
+        "limits": {"heartbeat_s": 0.1, **limits}})
+
+
+def logged(config: ServiceConfig, stream: str) -> list[tuple]:
+    """``stream``'s ticks in the tick log, (ts, price, size, bid, ask) each, in order."""
+    records = [msgpack.unpackb(payload, raw=False) for _, payload in read(Path(config.log.dir) / "ticks")]
+    return [(r["tick"]["ts"], r["tick"].get("price"), r["tick"].get("size"), r["tick"].get("bid"), r["tick"].get("ask"))
+            for r in records if r.get("tick", {}).get("stream") == stream]
+
+
+def test_a_refused_tick_at_last_ts_counts_so_the_recipe_resends_no_accepted_tick(tmp_path) -> None:
+    stream = fresh_stream("RJ")
+    t = T0 + 10**9
+    ticks = [trade(stream, t - 1), quote(stream, t, **CROSSED), trade(stream, t, price=101.27, size=0.5),
+             quote(stream, t, **CROSSED), trade(stream, t, price=101.28), trade(stream, t + 1)]
+    sent, lost = ticks[:4], ticks[4:]  # the last two went with the stopped service: never read
+    config = config_of(tmp_path)
+    with serving(config) as first_run:
+        control, feed = Control(first_run.endpoints["control"]), push_socket(first_run.endpoints["ingest"])
+        try:
+            feed.send(msgpack.packb(sent))
+            wait_until(lambda: stats(control)["rejected"].get("crossed_quote") == 2)
+            # taken at t: the crossed quote, then the trade accepted; the crossed quote after it is not counted
+            held = held_of(control, stream)
+            assert (held["ticks"], held["last_ts"], held["at_last_ts"]) == (2, t, 2)
+        finally:
+            control.close()
+            feed.close()
+    with serving(config) as second_run:
+        control, feed = Control(second_run.endpoints["control"]), push_socket(second_run.endpoints["ingest"])
+        try:
+            held = held_of(control, stream)
+            assert (held["ticks"], held["last_ts"], held["at_last_ts"]) == (2, t, 2)  # from the tick log
+            resend = resume_after(sent + lost, held)
+            assert resend == [sent[3]] + lost  # the refused quote after the last accepted tick goes again, refused
+            feed.send(msgpack.packb(resend))
+            wait_until(lambda: held_of(control, stream)["last_ts"] == t + 1)
+            assert stats(control)["rejected"] == {"crossed_quote": 1}  # this run's
+            held = held_of(control, stream)
+            assert (held["ticks"], held["at_last_ts"]) == (4, 1)
+        finally:
+            control.close()
+            feed.close()
+    assert logged(config, stream) == [(tick["ts"], tick.get("price"), tick.get("size"), None, None)
+                                      for tick in (ticks[0], ticks[2], ticks[4], ticks[5])]  # each trade once
+
+
+def conflated_run(control: Control, feed, stream: str, t: int) -> bool:
+    """A trade of ``stream`` then, in the next message (read while the engine is behind with it: conflated), two
+    quotes and a trade stamped ``t``; whether the first quote was dropped (the engine may have computed the first
+    message before it read the second: then nothing was conflated, and the caller tries another stream)."""
+    conflated = stats(control)["conflated"]
+    feed.send(msgpack.packb(trade(stream, t - 1)))
+    feed.send(msgpack.packb([quote(stream, t), quote(stream, t, bid=101.21), trade(stream, t, price=101.27)]))
+    wait_until(lambda: (held_of(control, stream) or {}).get("last_ts") == t and not stats(control)["pending_tokens"])
+    return stats(control)["conflated"] > conflated
+
+
+def test_a_conflated_quote_at_last_ts_counts_across_a_restart(tmp_path) -> None:
+    config = config_of(tmp_path, when_behind="conflate", max_backlog_tokens=1)
+    t = T0 + 10**9
+    with serving(config) as first_run:
+        control, feed = Control(first_run.endpoints["control"]), push_socket(first_run.endpoints["ingest"])
+        try:
+            for _ in range(20):
+                stream = fresh_stream("CF")
+                if conflated_run(control, feed, stream, t):
+                    break
+            else:
+                raise AssertionError("the engine was never behind as the second message was read")
+            assert held_of(control, stream)["ticks"] == 3  # the trade, the second quote, the trade at t
+            assert held_of(control, stream)["at_last_ts"] == 3  # the dropped quote counted: the feed sent it
+        finally:
+            control.close()
+            feed.close()
+    ticks = [trade(stream, t - 1), quote(stream, t), quote(stream, t, bid=101.21), trade(stream, t, price=101.27),
+             trade(stream, t, price=101.29)]  # the last one lost in flight as the service stopped
+    with serving(config) as second_run:
+        control, feed = Control(second_run.endpoints["control"]), push_socket(second_run.endpoints["ingest"])
+        try:
+            held = held_of(control, stream)
+            assert (held["ticks"], held["last_ts"], held["at_last_ts"]) == (3, t, 3)  # from the tick log
+            resend = resume_after(ticks, held)
+            assert resend == ticks[4:]  # before: [ticks[3], ticks[4]], the trade at t taken twice
+            feed.send(msgpack.packb(resend))
+            wait_until(lambda: held_of(control, stream)["ticks"] == 4)
+            assert held_of(control, stream)["at_last_ts"] == 4
+        finally:
+            control.close()
+            feed.close()
+    assert [(ts, price) for ts, price, *_ in logged(config, stream)] == [
+        (t - 1, 101.25), (t, None), (t, 101.27), (t, 101.29)]
