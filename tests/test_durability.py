@@ -1274,14 +1274,18 @@ def test_health_and_metrics_say_starting_while_the_tick_log_replays(checkpoint, 
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    statuses, errors, phases, scrapes = [], [], [], []
+    statuses, errors, phases, scrapes, raised = [], [], [], [], []
     with ControlClient(endpoints["control"], timeout_s=30) as control:
         while not statuses or statuses[-1] == "starting":
             health = control.call("health")
             statuses.append(health["status"])
             phases.append(health.get("phase"))
             assert health["protocol"] == 1 and isinstance(health["version"], str)  # starting or serving alike
-            errors.append(control.request({"op": "stats"}).get("error"))
+            errors.append(control.request({"op": "stats"}))
+            try:
+                control.call("streams", streams=[])
+            except ControlError as e:  # what our own clients (`flashtick feed`) tell a start by
+                raised.append(e.reason)
             if health["status"] == "starting":  # (bound with control: up whenever health answers)
                 scrapes.append(scrape(f"http://127.0.0.1:{metrics_port}/metrics"))
             time.sleep(0.05)
@@ -1290,7 +1294,9 @@ def test_health_and_metrics_say_starting_while_the_tick_log_replays(checkpoint, 
     built[0].stop()
     thread.join(30)
     assert statuses.count("starting") == len(statuses) - 1 and statuses[-1] == "serving"
-    assert "the service is starting" in errors[0] and "try again" in errors[0]
+    assert "the service is starting" in errors[0]["error"] and "try again" in errors[0]["error"]
+    assert errors[0]["reason"] == "starting" and errors[-1]["ok"]  # (a client tells "send it again later" by it)
+    assert raised and set(raised) == {"starting"}
     # and what it is doing (what a burst owes, forward by forward: test_a_restart_answers_a_backlog_...)
     assert "replaying the tick log" in phases and set(phases[:-1]) <= {
         "loading the model", "replaying the tick log", "computing the answers owed at each stream's latest tick"}

@@ -304,6 +304,7 @@ def test_control_errors_have_the_documented_shape(clients, request_, expected) -
     if "id" in request_:
         assert reply["id"] == 5
     assert reply["ok"] is False and expected in reply["error"], reply
+    assert reply["reason"] == "bad_request"  # a request to fix, not to send again as it is
 
 
 def pairs(*items: Any) -> bytes:
@@ -619,6 +620,7 @@ def test_asks_past_max_waiting_asks_are_refused_at_once(shedding) -> None:
             replies[reply["id"]] = reply
         assert [replies[i]["ok"] for i in range(5)] == [True, True, False, False, False]
         assert "limits.max_waiting_asks: 2" in replies[4]["error"]
+        assert {replies[i]["reason"] for i in (2, 3, 4)} == {"busy"}  # the same request served later: send it again
         assert ctl.ok("ask", stream="ASK", spec=spec)["answer"]["seq"] == 0  # room again
     finally:
         ctl.close()

@@ -13,6 +13,7 @@ import msgpack
 import zmq
 
 CTX = zmq.Context.instance()
+CONTROL_REASONS = {"starting", "busy", "bad_request", "ask_failed", "internal"}  # an error reply's `reason`
 T0 = 1_700_000_000_000_000_000  # int64 ns since the epoch
 ANSWER_KEYS = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "model", "value",
                "query_version"}
@@ -44,7 +45,9 @@ class Control:
         reply = msgpack.unpackb(frames[-1], raw=False)
         assert isinstance(reply, dict) and type(reply["ok"]) is bool
         if not reply["ok"]:
-            assert set(reply) - {"id"} == {"ok", "error"} and isinstance(reply["error"], str) and reply["error"]
+            assert set(reply) - {"id"} == {"ok", "reason", "error"}
+            assert isinstance(reply["error"], str) and reply["error"]
+            assert reply["reason"] in CONTROL_REASONS, reply
             assert len(reply["error"]) <= 500, "an error must not echo a huge request back"
         return reply
 

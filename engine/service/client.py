@@ -42,7 +42,13 @@ FETCH_LIMIT = 1000  # answers per `answers` request (the service's most)
 
 
 class ControlError(RuntimeError):
-    """The service answered {ok: false, error}, did not answer in time, or refused the connection."""
+    """The service answered {ok: false, error}, did not answer in time, or refused the connection. ``reason``: the
+    reply's (``starting``, ``busy``: send the same request again later; ``bad_request``, ``ask_failed``,
+    ``internal``: see docs/wire-protocol.md), None without one (no reply, or a service of an earlier version)."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class ControlUnreachable(ControlError, ConnectionError):
@@ -90,7 +96,7 @@ class ControlClient:
         raises ControlError on {ok: false}, time-out or refusal."""
         reply = self.request({"op": op, **fields}, timeout_s)
         if not reply.get("ok"):
-            raise ControlError(reply.get("error", "unknown error"))
+            raise ControlError(reply.get("error", "unknown error"), reply.get("reason"))
         return reply
 
     def topics(self, prefix: str = "") -> dict[str, dict[str, Any]]:

@@ -31,7 +31,9 @@ from connectors.feed import EngineLost, FeedTimeout
 from connectors.ticks import Tick
 from engine.service.client import ControlClient, ControlError
 
-STARTING = "the service is starting"  # a control reply's error while the engine loads (server.py _StartingReplies)
+# a control reply's error while the engine loads (server.py _StartingReplies): its reason, or, from a service of an
+# earlier version that gave none, its words
+STARTING, STARTING_WORDS = "starting", "the service is starting"
 START_WAIT_S = 20.0  # a feed waits this long for a control socket that accepts nothing yet (a serve just launched)
 CONFIRM_EVERY_S = 1.0  # how often the engine is asked what it holds (so what is kept here stays small)
 MAX_NAMES_PER_CALL = 10_000  # the control op `streams` answers for at most this many names (MAX_STREAMS_PER_REPLY)
@@ -135,7 +137,7 @@ class ControlFeedResume:
             try:
                 return self._call(streams=None)
             except ControlError as e:
-                starting = STARTING in str(e)
+                starting = e.reason == STARTING or e.reason is None and STARTING_WORDS in str(e)
                 self._stopped("start")
                 if time.monotonic() - started >= (self.wait_s if starting else start_wait_s):
                     raise

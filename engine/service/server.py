@@ -440,7 +440,7 @@ class Server:
                    **({early: True} if early else {}),
                    **(outcome.context or getattr(outcome.job, "context", None) or {})})  # (a shard's: RemoteJob)
         elif reply is not None:
-            reply({"ok": False, "error": outcome.error})
+            reply({"ok": False, "reason": "ask_failed", "error": outcome.error})
 
     def close(self) -> None:
         self.pipeline.close()
@@ -683,10 +683,12 @@ class Server:
             except (ControlError, QuerySpecError, ValueError, LookupError) as e:
                 self.counters["control_errors"] += 1
                 # (a registration's error lists up to MAX_LISTED invalid queries, each clipped on its own)
-                reply({"ok": False, "error": _sendable(clip(str(e).strip('"') or type(e).__name__, ERROR_REPLY_CHARS))})
+                reply({"ok": False, "reason": e.reason if isinstance(e, ControlError) else "bad_request",
+                       "error": _sendable(clip(str(e).strip('"') or type(e).__name__, ERROR_REPLY_CHARS))})
             except Exception as e:  # anything unforeseen: the service keeps serving
                 self.counters["control_errors"] += 1
-                reply({"ok": False, "error": _sendable(clip(f"{type(e).__name__}: {e}", ERROR_REPLY_CHARS))})
+                reply({"ok": False, "reason": "internal",
+                       "error": _sendable(clip(f"{type(e).__name__}: {e}", ERROR_REPLY_CHARS))})
 
     def _op_register(self, request: dict, _reply: Any) -> dict:
         registry = self.pipeline.registry
@@ -768,7 +770,7 @@ class Server:
             return {"answer": answer.to_wire(), "cached": True, **({how: True} if how else {}), **note}
         most = self.config.limits.max_waiting_asks  # each is planned in every forward: a flood would stall them
         if len(self._waiting) >= most:
-            raise ControlError(f"{len(self._waiting)} asks already wait for a forward (limits.max_waiting_asks: "
+            raise ControlBusy(f"{len(self._waiting)} asks already wait for a forward (limits.max_waiting_asks: "
                                f"{most}): send more when replies come back")
         self._tickets += 1
         try:
@@ -977,7 +979,16 @@ CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "answers", "topic
 
 
 class ControlError(ValueError):
-    """A control request that cannot be served; the message goes back to the sender."""
+    """A control request that cannot be served; the message goes back to the sender, with ``reason`` (a client
+    tells by it a request to fix from one to send again later)."""
+
+    reason = "bad_request"
+
+
+class ControlBusy(ControlError):
+    """A request refused for now (too many waiting): the same request, sent again later, is served."""
+
+    reason = "busy"
 
 
 def _unpack_request(payload: bytes) -> Any:
@@ -1173,8 +1184,9 @@ class _StartingReplies:
                          "model": self.model, "phase": self.phase, "protocol": WIRE_PROTOCOL,
                          "version": package_version()}
             else:
-                reply = {"ok": False, "error": "the service is starting (loading its model, recovering its streams "
-                                               "from the tick log): try again once `flashtick health` says serving"}
+                reply = {"ok": False, "reason": "starting",
+                         "error": "the service is starting (loading its model, recovering its streams from the tick "
+                                  "log): try again once `flashtick health` says serving"}
             if (rid := _request_id(request)) is not NO_ID:
                 reply["id"] = rid
             self.sock.send_multipart([*frames[:-1], pack(reply)])
