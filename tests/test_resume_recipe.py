@@ -113,3 +113,50 @@ def test_a_conflated_quote_at_last_ts_counts_across_a_restart(tmp_path) -> None:
             feed.close()
     assert [(ts, price) for ts, price, *_ in logged(config, stream)] == [
         (t - 1, 101.25), (t, None), (t, 101.27), (t, 101.29)]
+
+
+def test_flashtick_feeds_resume_places_itself_past_a_quote_conflation_dropped(tmp_path) -> None:
+    """`flashtick feed`'s resume (ControlFeedResume) counts the ticks the engine took as accepted plus refused: a
+    quote conflation dropped is neither, so after a restart it sent again the trade the engine held after it
+    (taken twice). It now places itself by `last_ts`/`at_last_ts` too, which count the dropped quote."""
+    from connectors.ticks import quote as quote_tick, trade as trade_tick
+    from engine.service.client import ControlClient
+    from engine.service.feed_resume import ControlFeedResume
+
+    config = config_of(tmp_path, when_behind="conflate", max_backlog_tokens=1)
+    t = T0 + 10**9
+    control_endpoint: list[str] = []
+    connect = lambda: ControlClient(control_endpoint[-1], timeout_s=3, connect_timeout_s=3)  # noqa: E731
+    with serving(config) as first_run:
+        control, feed = Control(first_run.endpoints["control"]), push_socket(first_run.endpoints["ingest"])
+        control_endpoint.append(first_run.endpoints["control"])
+        resume = ControlFeedResume(connect)  # (before the stream's first tick: it holds none of it)
+        try:
+            for _ in range(20):
+                stream = fresh_stream("FC")
+                if conflated_run(control, feed, stream, t):
+                    break
+            else:
+                raise AssertionError("the engine was never behind as the second message was read")
+        finally:
+            control.close()
+            feed.close()
+        ticks = [trade_tick(stream, t - 1, 101.25, 3.0), quote_tick(stream, t, 101.2, 101.3),
+                 quote_tick(stream, t, 101.21, 101.3), trade_tick(stream, t, 101.27, 3.0),
+                 trade_tick(stream, t, 101.29, 3.0)]  # the last one lost in flight as the service stopped
+        resume.sent(ticks, {})
+    with serving(config) as second_run:
+        control_endpoint.append(second_run.endpoints["control"])
+        control, feed = Control(second_run.endpoints["control"]), push_socket(second_run.endpoints["ingest"])
+        try:
+            again = resume.lost([], {})
+            assert again == ticks[4:]  # before: ticks[3:], the trade at t taken twice
+            feed.send(msgpack.packb([tick.to_wire() for tick in again]))
+            wait_until(lambda: held_of(control, stream)["ticks"] == 4)
+            assert resume.unconfirmed({}) == 0
+        finally:
+            resume.close()
+            control.close()
+            feed.close()
+    assert [(ts, price) for ts, price, *_ in logged(config, stream)] == [
+        (t - 1, 101.25), (t, None), (t, 101.27), (t, 101.29)]

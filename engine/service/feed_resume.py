@@ -14,7 +14,8 @@ alone). A stream the engine expired for idleness (scheduler.stream_idle_s: a hal
 next tick: where the engine's count no longer fits this feed's ticks (fewer than it had confirmed, or a last tick
 older than its last ``ts``), the feed places the engine by that ``last_ts`` and ``at_last_ts`` instead and counts on
 from there (``at_last_ts`` counts the ticks stamped ``last_ts`` the engine took up to the last it accepted, refused
-and conflated ones among them, as this feed sent them).
+and conflated ones among them, as this feed sent them). A quote conflation dropped (``when_behind: conflate``) is
+neither accepted nor refused, so where the count fits, the feed takes the later of it and that placement.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ class ControlFeedResume:
         self._base_complete = not reply.get("truncated")
         self.kept: dict[str, deque[tuple[int, Tick]]] = {}  # stream -> (order sent, tick) not yet confirmed
         self.first: dict[str, int] = {}  # stream -> this feed's index (among its ticks of the stream) of kept[0]
+        # stream -> (ts, n): the latest ts of its ticks the engine took before kept[0] (held when the feed began, then
+        # confirmed), and how many stamped then; None: not known (no at_last_ts, ticks out of order)
+        self.run: dict[str, tuple[int | None, int] | None] = {}
         self.count: Counter[str] = Counter()  # stream -> ticks of it this feed sent
         self.restarts = 0
         self.resent = 0
@@ -76,6 +80,9 @@ class ControlFeedResume:
             stream = tick.stream
             if stream not in self.kept:
                 self.kept[stream], self.first[stream] = deque(), self.count[stream]
+                held_at = self.at_last_ts.get(stream)
+                self.run[stream] = (None, 0) if stream not in self.last_ts and self._base_complete else \
+                    None if held_at is None else (self.last_ts[stream], held_at)
                 if not self._base_complete and stream not in self.base:  # (past the first reply's 10,000 names)
                     self.base[stream] = _ticks(self._held([stream]).get(stream)) - 1  # less this tick, just sent
             self.kept[stream].append((next(self._order), tick))
@@ -100,8 +107,12 @@ class ControlFeedResume:
             done = self._seen(stream, held.get(stream), rejected)  # this feed's ticks of it the engine has seen
             kept = self.kept[stream]
             while kept and self.first[stream] < done:
-                kept.popleft()
+                _, tick = kept.popleft()
                 self.first[stream] += 1
+                run = self.run[stream]
+                if run is not None:
+                    self.run[stream] = None if run[0] is not None and tick.ts < run[0] else \
+                        (tick.ts, run[1] + 1) if tick.ts == run[0] else (tick.ts, 1)
 
     def lost(self, unsent: list[Tick], rejected: Mapping[str, int]) -> list[Tick]:
         self.restarts += 1
@@ -193,8 +204,8 @@ class ControlFeedResume:
             # (a refused tick older than the last is seen yet older than last_ts: where the engine refused some,
             # only the count is checked)
             rejected.get(stream, 0) or done == first or kept[done - 1 - first][1].ts >= last_ts)
-        if fits:
-            return done
+        if fits:  # (by the count, a quote dropped by conflation is seen by neither: placed, it is)
+            return max(done, self._placed(stream, held))
         # every tick before the engine's last is in it (a stream's ticks go in order), and of those stamped then, as
         # many as it counts; nothing kept: every tick sent was confirmed before the expiry
         before = sum(tick.ts < last_ts for _, tick in kept)
@@ -202,6 +213,25 @@ class ControlFeedResume:
         seen = first + before + (at if held.get("at_last_ts") is None else min(at, held["at_last_ts"]))
         self.base[stream] = _ticks(held) + rejected.get(stream, 0) - seen  # the count from here is this feed's again
         return seen
+
+    def _placed(self, stream: str, held: dict[str, Any]) -> int:
+        """How many of this feed's ticks of ``stream`` the engine has taken by its ``last_ts`` and ``at_last_ts`` (0:
+        not known): every one before its last accepted tick, refused and conflated ones included, as a stream's
+        ticks go in order; of those stamped then, as many as it counts, those held before kept[0] included."""
+        run, last_ts, at_last_ts = self.run.get(stream), held.get("last_ts"), held.get("at_last_ts")
+        if run is None or last_ts is None or at_last_ts is None or (run[0] is not None and run[0] > last_ts):
+            return 0
+        prev_ts, at = run[0], run[1] if run[0] == last_ts else 0
+        placed = first = self.first[stream]
+        for i, (_, tick) in enumerate(self.kept[stream]):
+            if tick.ts > last_ts or (prev_ts is not None and tick.ts < prev_ts):  # (out of order: placed no further)
+                break
+            if tick.ts == last_ts:
+                at += 1
+                if at > at_last_ts:
+                    break
+            prev_ts, placed = tick.ts, first + i + 1
+        return placed
 
     def _held(self, streams: list[str]) -> dict[str, dict[str, Any]]:
         """Per stream: the engine's ``{ticks, last_ts, at_last_ts}``; absent if it holds none."""
