@@ -297,7 +297,8 @@ def test_an_empty_control_frame_is_said_as_such(live) -> None:
         reply = msgpack.unpackb(dealer.recv())
     finally:
         dealer.close()
-    assert reply == {"ok": False, "error": "request is an empty frame: a request is one msgpack map with a string 'op'"}
+    assert reply == {"ok": False, "reason": "bad_request",
+                     "error": "request is an empty frame: a request is one msgpack map with a string 'op'"}
 
 
 def test_the_stop_line_counts_what_it_computed_never_below_zero(checkpoint, capsys) -> None:
