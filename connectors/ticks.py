@@ -21,8 +21,8 @@ When `kind` is absent it is inferred: a map with `price` is a trade, a map with
 kind, or any other key, is rejected as `unknown_field`. `ts` must be a msgpack
 integer (a bool or a float is rejected), in [0, 2**63). Prices must be finite
 and > 0 (a quote's bid may be 0 beside an ask above it with ``zero_bid_is_price``: an option nobody bids, its
-mark ask / 2; otherwise that is TAQ's "no bid", a one-sided quote); sizes finite and >= 0; a locked quote (bid == ask) is accepted, a
-crossed one (bid > ask) is not. Encoding omits optional fields that are None.
+mark ask / 2; otherwise that is TAQ's "no bid", a one-sided quote); sizes finite and >= 0; a locked quote
+(bid == ask) is accepted, a crossed one (bid > ask) is not. Encoding omits optional fields that are None.
 
 A stream name is printable text of at most 128 UTF-8 bytes (configurable), with
 no '/' (answer topics use it), no leading '_' (the service's own topics) and no
