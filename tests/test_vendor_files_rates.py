@@ -171,7 +171,8 @@ def test_a_zero_side_of_a_spread_crossing_zero_names_the_offset_and_is_a_price_w
     plain = FileReplay(path)
     assert len(drain(plain)) == 1 and dict(plain.rejected) == {"missing_field": 1, "nonpositive_price": 2}
     assert plain.rejected.examples["missing_field"].endswith(
-        "a one-sided quote (no bid), which the engine does not take (a quote has both sides) (column 'bid'); the "
+        "a one-sided quote (no bid), which the engine does not take (a quote has both sides) (an option nobody bids, "
+        "whose 0 bid is a price: zero_bid: price) (column 'bid'); the "
         "files hold prices below zero too: if 0 is a price of this instrument (a spread crossing zero), "
         "--price-offset X shifts its prices so that 0 is one (docs/replay.md)")
     shifted = FileReplay(path, columns=map_from_options(price_offset="1", detect=True))
