@@ -18,7 +18,7 @@ import zmq
 
 from conftest import serving, tiny_tick_checkpoint
 from connectors.feed import FeedClient
-from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
 from engine.service.auth import keygen
 from engine.service.cli import main
 from engine.service.client import AnswerSubscriber, ControlClient
@@ -138,6 +138,31 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         assert code == 0 and header.split()[:7] == ["query", "scored", "pending", "accuracy", "majority", "brier",
                                                      "freq.brier"]
         assert dir_line.split()[0] == "dir" and int(dir_line.split()[1]) > 0
+
+
+def test_streams_and_ask_print_the_context_a_computed_answer_attends(checkpoint, tmp_path, capsys) -> None:
+    """The `streams` and `ask` replies carry `context_tokens` / `context_ticks`: the text lines say them too, last on
+    a stream's line and on stderr for a computed ask (its stdout stays the answer's JSON); a cached answer, whose
+    context is not known, says none."""
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ("--control", server.endpoints["control"])
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            feed.send(SyntheticMarket(SyntheticConfig(seed=1, streams=DEFAULT_STREAMS[:1])).next_batch(10))
+        wait_for(lambda: server.pipeline.ticks_in == 10)
+        wait_for(lambda: main(["get", "SYN.A", "dir", *control]) == 0)
+        capsys.readouterr()
+        code, out, _ = run(capsys, "streams", "SYN.A", "--json", *control)
+        listed = json.loads(out)["streams"]["SYN.A"]
+        assert code == 0 and listed["context_ticks"] == 10 and listed["context_tokens"] > 0, listed
+        context = f"context {listed['context_tokens']} tokens / 10 ticks"
+        code, out, _ = run(capsys, "streams", "SYN.A", *control)
+        assert code == 0 and re.fullmatch(rf"SYN\.A\tlast_ts {listed['last_ts']}\tticks 10\tidle [0-9.]+s\t{context}\n",
+                                          out), out
+        code, out, err = run(capsys, "ask", "SYN.A", "direction_5", *control)
+        assert code == 0 and json.loads(out)["query"] == "direction_5", out  # stdout: the answer alone
+        assert f"flashtick ask: computed now over the stream's {context}\n" in err, err
+        code, out, err = run(capsys, "ask", "SYN.A", "dir", "--max-stale", "1000000", *control)
+        assert code == 0 and "cached answer" in err and "context" not in err, err
 
 
 def test_subscribe_prints_one_line_per_message_on_a_pipe(checkpoint, tmp_path, capsys) -> None:

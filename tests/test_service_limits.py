@@ -869,8 +869,9 @@ def test_idle_over_counts_a_restored_stream_quiet_for_the_whole_uptime(checkpoin
         time.sleep(0.2)
         assert main(["streams", "--idle-over", "0.1", *control]) == 1
         out = capsys.readouterr().out
+        # (the session rebuilt from the tick log: the context an answer computed now attends, last)
         assert re.fullmatch(rf"{market[0].stream}\tlast_ts {market[-1].ts}\tticks 10\tidle over \d+s \(none since "
-                            rf"the start\)\n", out), out
+                            rf"the start\)\tcontext \d+ tokens / 10 ticks\n", out), out
 
 
 def kept_by_conflation(sent: list) -> list:

@@ -1490,6 +1490,16 @@ def cmd_ask(args: argparse.Namespace) -> None:
     if how:
         print(f"flashtick ask: answered from the service's {' and '.join(how)} answer (seq "
               f"{reply['answer'].get('seq')}), not computed now", file=sys.stderr)
+    elif context := _context(reply, sep=""):  # (stdout stays the answer alone: a script reads it as JSON)
+        print(f"flashtick ask: computed now over the stream's {context}", file=sys.stderr)
+
+
+def _context(reply: dict, sep: str) -> str:
+    """What a computed answer attends, as `streams` and `ask` replies say it (`context 812 tokens / 203 ticks`,
+    after ``sep``); '' when the reply has none (a cached answer, no session held, an older server)."""
+    if reply.get("context_tokens") is None:
+        return ""
+    return f"{sep}context {reply['context_tokens']} tokens / {reply['context_ticks']} ticks"
 
 
 ASK_SPEC_NAME = "ask"  # the name an ad-hoc --question is asked under (the answer's `query`)
@@ -1590,7 +1600,8 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             idle = accepted.get("idle_s", "absent")  # absent: an older server
             quiet = "" if idle == "absent" else f"\tidle {idle:.1f}s" if idle is not None else \
                 f"\tidle over {uptime_s:.0f}s (none since the start)" if uptime_s is not None else "\tidle n/a"
-            print(f"{shown_name(name)}\tlast_ts {accepted['last_ts']}\tticks {accepted['ticks']}{quiet}")
+            context = _context(accepted, sep="\t")  # last: a script cutting the columns before it reads them as ever
+            print(f"{shown_name(name)}\tlast_ts {accepted['last_ts']}\tticks {accepted['ticks']}{quiet}{context}")
     # a name given that admission turned away holds nothing: a script checking its feeds hears it in the status
     named_refused = any(name in refused for name in args.names)
     if args.idle_over is not None:
