@@ -18,7 +18,7 @@ import zmq
 
 from conftest import serving, tiny_tick_checkpoint
 from connectors.feed import FeedClient
-from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
+from connectors.synthetic import DEFAULT_STREAMS, StreamParams, SyntheticConfig, SyntheticMarket
 from engine.service.auth import keygen
 from engine.service.cli import main
 from engine.service.client import AnswerSubscriber, ControlClient
@@ -1100,6 +1100,27 @@ def test_a_stream_asked_for_with_a_slash_is_pointed_to_the_name_replay_gave_it(c
         code, _, err = run(capsys, "subscribe", "dir/EUR/USD/", "_heartbeat/", "--count", "1", "--endpoint",
                            server.endpoints["answers"], *control)
         assert code == 0 and "'dir/EUR/USD/' names stream 'EUR/USD'" in err and "subscribe to 'dir/EUR-USD/'" in err
+
+
+def test_streams_of_a_name_never_seen_says_the_held_name_it_was_likely_meant_to_be(checkpoint, tmp_path,
+                                                                                    capsys) -> None:
+    """`flashtick streams NAME` for a name the service does not hold compares it with the streams it does (read
+    through the op's pages): the padded OSI form of an option held in its compact form, a name in another case,
+    are pointed to; a name like none held gets no hint."""
+    option = "SPY241220C00450000"
+    market = SyntheticMarket(SyntheticConfig(seed=2, streams=(StreamParams(option, 5.0, 0.01), *DEFAULT_STREAMS[:1])))
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ("--control", server.endpoints["control"])
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            feed.send(market.next_batch(20))
+        wait_for(lambda: server.pipeline.ticks_in == 20)
+        code, out, err = run(capsys, "streams", "SPY   241220C00450000", "syn.a", "NOTHING.LIKE.IT", *control)
+        assert code == 0 and out.splitlines() == ["SPY   241220C00450000\tnever seen", "syn.a\tnever seen",
+                                                  "NOTHING.LIKE.IT\tnever seen"], out
+        assert err.splitlines() == [f"flashtick streams: 'SPY   241220C00450000' never seen; did you mean {option!r}?",
+                                    "flashtick streams: 'syn.a' never seen; did you mean 'SYN.A'?"], err
+        code, out, err = run(capsys, "streams", "syn.a", "--json", *control)  # (JSON: as the reply says it)
+        assert code == 0 and json.loads(out) == {"streams": {"syn.a": None}} and err == "", err
 
 
 def test_a_paced_replay_s_summary_times_the_sending_not_the_wait_for_the_engine(checkpoint, tmp_path) -> None:

@@ -1569,6 +1569,7 @@ def cmd_scores(args: argparse.Namespace) -> None:
 
 def cmd_streams(args: argparse.Namespace) -> int | None:
     from connectors.ticks import shown_name, slash_hint
+    from engine.stream_patterns import did_you_mean
 
     listed: dict[str, dict | None] = {}  # what is printed (--idle-over: the quiet ones only), for --json
     refused: dict[str, dict] = {}
@@ -1584,6 +1585,8 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             if args.names or not reply["truncated"] or not reply["streams"]:
                 break
             after = list(reply["streams"])[-1]
+        never_seen = [name for name in args.names if reply["streams"].get(name) is None and name not in refused]
+        held = _held_stream_names(control) if never_seen and not args.json else []
     if args.json:
         print(_json({"streams": listed, **({"refused": refused} if refused else {})}, sort_keys=True, indent=2))
     else:
@@ -1594,7 +1597,7 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
                 continue
             if accepted is None:
                 print(f"{shown_name(name)}\tnever seen")
-                if hint := slash_hint(name):
+                if hint := slash_hint(name) + did_you_mean([name], held):
                     print(f"flashtick streams: {name!r} never seen{hint}", file=sys.stderr)
                 continue
             idle = accepted.get("idle_s", "absent")  # absent: an older server
@@ -1609,6 +1612,23 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
               f"{args.idle_over:g}s", file=sys.stderr)
         return 1 if listed or named_refused else 0
     return 1 if named_refused else None
+
+
+HINT_PAGES = 10  # `streams` pages (10,000 names each) read for a did-you-mean: a bounded wait on a huge service
+
+
+def _held_stream_names(control: Any) -> list[str]:
+    """The names of the streams the service holds, the first HINT_PAGES pages of them: what a name given and never
+    seen (`SPY   241220C00450000` for the held `SPY241220C00450000`) is compared with."""
+    names: list[str] = []
+    after = ""
+    for _ in range(HINT_PAGES):
+        reply = control.call("streams", after=after)
+        names += [name for name, accepted in reply["streams"].items() if accepted is not None]
+        if not reply["truncated"] or not reply["streams"]:
+            break
+        after = list(reply["streams"])[-1]
+    return names
 
 
 def _quiet(accepted: dict | None, refused: bool, uptime_s: float | None, idle_over: float) -> bool:
