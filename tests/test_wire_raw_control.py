@@ -244,7 +244,8 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
                         "truncated": False}
     assert set(ctl.ok("streams")["streams"][s]) == {"ticks", "last_ts", "at_last_ts", "idle_s", *context}
     health = ctl.ok("health")
-    assert set(health) == {"ok", "status", "uptime_s", "streams", "model", "protocol", "version", "epoch"}
+    assert set(health) == {"ok", "status", "uptime_s", "streams", "model", "protocol", "version", "epoch", "zero_bid"}
+    assert health["zero_bid"] == "no_bid"  # limits.zero_bid's default: how the service reads a quote's 0 bid
     assert health["status"] == "serving" and health["protocol"] == PROTOCOL
     assert type(health["streams"]) is int and isinstance(health["uptime_s"], float)
     assert health["version"] == tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())[

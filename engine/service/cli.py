@@ -973,6 +973,19 @@ def _feed_resume(args: argparse.Namespace, stop: Any) -> Any:
         return None
 
 
+def _say_zero_bids_refused(replay: Any, resume: Any) -> None:
+    """Files read with --zero-bid price (a column map's zero_bid: price) fed to a service that reads a 0 bid as no
+    bid (limits.zero_bid: no_bid) lose every such quote to a refusal: said once, before the first tick is sent,
+    with the key that takes them. (A service of an earlier version does not say its reading: nothing is said.)"""
+    if not any(getattr(plan, "zero_bid_is_price", False) for plan in replay.plans):
+        return
+    if resume.health().get("zero_bid") == "no_bid":
+        print("flashtick feed: warning: the files' 0 bids are read as prices (--zero-bid price), but the service "
+              "reads a quote's 0 bid as no bid (limits.zero_bid: no_bid): it will refuse each such quote as "
+              "missing_field; to take them, serve with limits.zero_bid: price in its config", file=sys.stderr,
+              flush=True)
+
+
 def _batch_ns(args: argparse.Namespace) -> int | None:
     batch_ms = getattr(args, "batch_ms", None)
     if batch_ms is None:
@@ -1007,6 +1020,8 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         source = _synthetic_source(args, resume.last_ts if resume is not None else {})
     elif resume is not None and resume.last_ts:  # a file fed again (after a restart): from where the engine is
         source = AfterHeld(source, resume.last_ts, resume.at_last_ts, resume.base)
+    if replay is not None and resume is not None:
+        _say_zero_bids_refused(replay, resume)
     for line in getattr(source, "notes", ()):
         print(f"flashtick feed: note: {line}", file=sys.stderr)
 

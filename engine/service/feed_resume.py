@@ -243,12 +243,19 @@ class ControlFeedResume:
                     out[name] = held
         return out
 
-    def _call(self, **fields: Any) -> dict[str, Any]:
-        """The control op ``streams``; ControlError (the client made afresh next time) when it fails."""
+    def health(self) -> dict[str, Any]:
+        """The engine's ``health`` reply ({} when it gives none now: what needs it goes unsaid)."""
+        try:
+            return self._call("health")
+        except ControlError:
+            return {}
+
+    def _call(self, op: str = "streams", **fields: Any) -> dict[str, Any]:
+        """A control op (``streams`` unless named); ControlError (the client made afresh next time) when it fails."""
         if self.control is None:
             self.control = self.connect()
         try:
-            return self.control.call("streams", **fields)
+            return self.control.call(op, **fields)
         except ControlError:
             self.control.close()
             self.control = None

@@ -898,6 +898,7 @@ class Server:
         return {"status": "degraded" if down or problem else "serving", "uptime_s": time.time() - self.started_at,
                 "streams": self.pipeline.stream_count, "model": self.config.model.model_id,
                 "protocol": WIRE_PROTOCOL, "version": package_version(), "epoch": self.epoch,
+                "zero_bid": self.config.limits.zero_bid,  # (a feed reading 0 bids as prices says a mismatch up front)
                 **({"shards_down": down} if down else {}), **({"log_problem": problem} if problem else {})}
 
     # -- metrics --------------------------------------------------------------------------------
