@@ -822,7 +822,9 @@ def test_streams_say_how_long_each_has_been_quiet_and_flag_the_quiet_ones(live, 
     assert main(["streams", "--idle-over", str(between), "--control", server.endpoints["control"]]) == 1
     out, err = capsys.readouterr()
     assert [line.split("\t")[0] for line in out.splitlines()] == [quiet]
-    assert re.search(r"\tidle \d+\.\ds$", out.strip()) and f"1 stream with no tick for over {between:g}s" in err
+    # (then what an answer computed now attends, last on the line)
+    assert re.search(r"\tidle \d+\.\ds\tcontext \d+ tokens / \d+ ticks$", out.strip()), out
+    assert f"1 stream with no tick for over {between:g}s" in err
     assert main(["streams", "--idle-over", "3600", "--control", server.endpoints["control"]]) == 0
     out, err = capsys.readouterr()
     assert out == "" and "0 streams with no tick for over 3600s" in err
