@@ -83,6 +83,7 @@ class JobOutcome:
     job: ProbeJob
     answer: Any = None
     error: str | None = None
+    retry: bool = False  # the error is of the moment (the shard computing it was lost): asked again, it is answered
     at: StreamProgress | None = None  # where the stream stood when the job's last probe ran (its context)
 
     @property

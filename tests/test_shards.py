@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import threading
 import time
 import urllib.request
 from collections import defaultdict
@@ -353,6 +354,56 @@ def test_a_killed_shard_is_restarted_and_rebuilt_with_no_tick_lost(checkpoint, t
     back = min(a["answer_ts"] for _, a in got if a["stream"] in victim_streams and a["answer_ts"] > restore["started_ns"])
     print(f"\nthe killed shard's streams answered again {(back - killed_ns) / 1e9:.2f} s after ray.kill "
           f"(its restore: {restore['items']} logged items, {restore['s']:.3f} s)")
+
+
+def test_an_ask_its_lost_shard_never_answered_says_shard_lost_and_sent_again_is_answered(checkpoint, tmp_path) -> None:
+    """An ask in flight to a shard that dies was refused with reason ask_failed, as a question that does not fit the
+    window is: a client could not tell 'ask again' from 'fix the question' but by the error's words. It says
+    shard_lost, and the same ask sent again waits for the restore and is answered. The shard is held busy (a call
+    of the test's that blocks it) so that the ask's call is surely in flight, behind it, when the shard is killed."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    # no heartbeat while the test runs: each sends the shards a call for their figures, which would take the
+    # ask's place behind the blocking call (the ask would then go in the call after the restore, and be answered)
+    cfg = config(checkpoint, tmp_path / "data", 2, queries, limits={"heartbeat_s": 3600.0},
+                 endpoints={"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
+                            "control": "tcp://127.0.0.1:0", "metrics_port": 0})
+    ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(80)
+    blocked = tmp_path / "blocked"
+    with serving(cfg) as server, ControlClient(server.endpoints["control"], timeout_s=120) as control, \
+            ControlClient(server.endpoints["control"], timeout_s=120) as asker, \
+            FeedClient(server.endpoints["ingest"]) as feeder:
+        feeder.send(ticks)
+        wait_for(lambda: all(control.call("get", query="dir", stream=s)["answer"] for s in {t.stream for t in ticks}),
+                 timeout_s=120)
+        victim = server.pipeline.links[0]
+        stream = sorted(victim.streams)[0]
+        wait_for(lambda: victim.call is None and not victim.has_work)  # (read across threads: only waited on)
+
+        def block(_shard) -> None:  # runs in the shard's process, which takes one call at a time
+            blocked.touch()
+            time.sleep(600)  # killed long before
+
+        victim.handle.__ray_call__.remote(block)
+        wait_for(blocked.exists)
+        refused: list[ControlError] = []
+
+        def ask() -> None:
+            try:
+                asker.call("ask", stream=stream, query="dir")
+            except ControlError as e:
+                refused.append(e)
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        wait_for(lambda: victim.call_tickets)  # the ask's call went out, and waits behind the blocking one
+        ray.kill(victim.handle, no_restart=False)
+        asking.join(180)
+        assert not asking.is_alive() and len(refused) == 1
+        assert refused[0].reason == "shard_lost" and f"{victim.name} was lost before answering" in str(refused[0])
+        again = control.call("ask", stream=stream, query="dir")  # waits for the restore, then is answered
+        assert again["answer"]["stream"] == stream and again["cached"] is False
+    assert victim.restarts == 1
 
 
 def test_a_restart_of_shards_answers_a_backlog_group_by_group_as_the_live_run_would(checkpoint, tmp_path) -> None:

@@ -439,8 +439,8 @@ class Server:
             reply({"ok": True, "answer": outcome.answer.to_wire(), "cached": early is not None,
                    **({early: True} if early else {}),
                    **(outcome.context or getattr(outcome.job, "context", None) or {})})  # (a shard's: RemoteJob)
-        elif reply is not None:
-            reply({"ok": False, "reason": "ask_failed", "error": outcome.error})
+        elif reply is not None:  # its shard lost mid-ask: the same ask, sent again, is answered; else the question's
+            reply({"ok": False, "reason": "shard_lost" if outcome.retry else "ask_failed", "error": outcome.error})
 
     def close(self) -> None:
         self.pipeline.close()

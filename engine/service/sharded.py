@@ -407,7 +407,8 @@ class ShardedPipeline:
         link.lost, link.not_before = True, 0.0
         for ticket in tickets:
             self._asked.pop(ticket, None)
-            outcomes.append(JobOutcome(RemoteJob(ticket), error=f"{link.name} was lost before answering; ask again"))
+            outcomes.append(JobOutcome(RemoteJob(ticket), error=f"{link.name} was lost before answering (it is rebuilt "
+                                       f"from the tick log): ask again", retry=True))
         link.buffer, link.buffered_tokens = [], 0  # logged: the restore reads them back
         link.reported_pending, link.shard_busy = 0, False
         print(f"flashtick: {link.name} lost ({why}); rebuilding its {len(link.streams)} streams from the tick log",
