@@ -689,7 +689,8 @@ class AfterHeld(Source):
     the ticks stamped exactly at its last one would be taken twice (an equal `ts` is accepted), or, all left out,
     the rest of a run sharing that timestamp lost. What was left out is counted per stream (`skipped`), for the
     feed's summary; ``held_ticks`` (the engine's tick count of each stream's session) tells there a file fed again
-    from one older than what the engine holds (more ticks left out of a stream than its session holds). A file
+    from one older than what the engine holds (no tick stamped as its last, and more ticks left out of a stream
+    than its session holds: ``older``). A file
     source is handed the check (FileReplay.leave_out), so a paced replay does not wait through what it leaves out."""
 
     def __init__(self, source: Source, last_ts: Mapping[str, int],
@@ -755,9 +756,13 @@ class AfterHeld(Source):
         return f"{said}; {older}" if (older := self.older()) else said
 
     def older(self) -> str | None:
-        """What says the files left out ticks older than what the engine holds, not ticks it holds: more of a
-        stream's ticks than its session counts (a later day fed before an earlier one); None when none did."""
-        streams = {s: n for s, n in self.skipped.items() if n > self.held_ticks.get(s, n)}
+        """What says the files left out ticks older than what the engine holds, not ticks it holds: none of a
+        stream's ticks is stamped as the engine's last one and more were left out than its session counts (a later
+        day fed before an earlier one); None when none did. Files with a tick stamped as that last one are what
+        fed it: the ticks it refused of them (a crossed quote, a 0 bid) are left out too, counted in no session, so
+        the count alone would call them older."""
+        streams = {s: n for s, n in self.skipped.items()
+                   if not self._at_last_seen[s] and n > self.held_ticks.get(s, n)}
         if not streams:
             return None
         named = ", ".join(f"{shown_name(s)}: {n} left out, its session holds {self.held_ticks[s]}"

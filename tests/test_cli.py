@@ -999,6 +999,29 @@ def test_a_file_fed_again_says_its_rejects_as_a_share_of_the_ticks_read(checkpoi
             wait_for(lambda: server.pipeline.ticks_in == 200, timeout_s=60)
 
 
+def test_a_file_fed_again_with_rows_the_engine_refused_is_not_called_older_than_the_engine(checkpoint, tmp_path,
+                                                                                          capsys) -> None:
+    """Rows the engine refused (0 bids read as prices by the feed, an engine whose limits.zero_bid says no bid) are
+    left out too when the file is fed again, but its session never counted them: compared with its tick count, the
+    ticks left out were more than it held, and the feed said the files were older than the engine's and ended with
+    an error, exit 2. A file that holds a tick stamped the engine's last one of the stream is the one it was fed."""
+    path = quotes_csv(tmp_path / "opt.csv", "OPT", 30, 5, zero_bids_first=True)
+    with serving(config(checkpoint, tmp_path)) as server:
+        argv = ["feed", "replay", path, "--zero-bid", "price", "--endpoint", server.endpoints["ingest"],
+                "--answers", server.endpoints["answers"], "--control", server.endpoints["control"]]
+        code, _, err = run(capsys, *argv)
+        assert code == 0 and "sent 35 ticks" in err, err
+        wait_for(lambda: server.pipeline.rejected.get("missing_field") == 5, timeout_s=60)
+        wait_for(lambda: server.pipeline.encoders.accepted(["OPT"])["OPT"]["ticks"] == 30, timeout_s=60)
+        code, _, err = run(capsys, *argv)
+        assert code == 0 and "sent 0 ticks" in err and "35 ticks not sent" in err, err
+        assert "nothing new to send" in err and "not all of them are ticks the engine holds" not in err, err
+        # an earlier day of the same stream is still said as older, its ticks left out being more than it holds
+        earlier = quotes_csv(tmp_path / "earlier.csv", "OPT", 40, 0, hour=13)
+        code, _, err = run(capsys, *[earlier if a == path else a for a in argv])
+        assert code == 2 and "not all of them are ticks the engine holds (OPT: 40 left out" in err, err
+
+
 def test_a_feed_that_ends_in_an_error_lists_the_rows_it_did_not_send_first(checkpoint, tmp_path, capsys) -> None:
     """The rows the files' own checks refused are recorded nowhere but in the feed's list of rows not sent: a feed
     that ended with an error (older ticks than the engine's, the engine gone mid-feed) ended without it."""
