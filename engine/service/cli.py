@@ -472,7 +472,8 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     p.add_argument("--questions-per-window", type=int, default=128, help="answer points trained per window "
                    "(default 128)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or log lines, only the final table (and "
-                   "one line on the streams too short to split, if any)")
+                   "one line on the streams too short to split, and one on the rows the files' reading rejected, if "
+                   "any)")
     p.add_argument("--verbose", action="store_true", help="name each stream too short to split, one line each "
                    "(more than a few are otherwise summed up in one line)")
     size = p.add_argument_group("model size (with --from-scratch)")
@@ -493,7 +494,8 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
     p.add_argument("--plot", type=Path, metavar="PNG", help="write the calibration diagram here (needs matplotlib)")
     p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table (and "
-                   "one line on the streams too short to split, if any)")
+                   "one line on the streams too short to split, and one on the rows the files' reading rejected, if "
+                   "any)")
     p.add_argument("--verbose", action="store_true", help="name each stream too short to split, one line each "
                    "(more than a few are otherwise summed up in one line)")
     p.set_defaults(run=cmd_evaluate)
@@ -1922,6 +1924,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     # a file given on purpose whose stream was not trained on: said, not only on the model card
     _say_left_out(record["skipped"], record["left_out"], args,
                   lambda line: print(f"flashtick train: note: left out {line}", file=sys.stderr))
+    _say_rejected_if_quiet(record["rejected"], record["ticks_read"], args, "flashtick train")
 
 
 def _streams_named(names: list[str]) -> str:
@@ -1944,6 +1947,15 @@ def _say_left_out(skipped: list[str], summed_up: str | None, args: argparse.Name
             say(line)
     elif summed_up is not None:
         say(summed_up)
+
+
+def _say_rejected_if_quiet(rejected: dict[str, int], read: int, args: argparse.Namespace, command: str) -> None:
+    """Under --quiet, which drops the reading's notes (a line per reason), the rows rejected in one line: a model
+    trained or scored on a file 6% of whose rows were dropped must not pass as trained on all of it."""
+    from engine.service.rejections import rejected_in_one_line
+
+    if args.quiet and (line := rejected_in_one_line(rejected, read)) is not None:
+        print(f"{command}: {line}", file=sys.stderr)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
@@ -1973,6 +1985,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         said(widened)
     _say_left_out(skipped, short_streams_line(codec, streams, [sd.name for sd in prepared], split, min_ticks), args,
                   lambda line: print(f"flashtick evaluate: note: left out {line}", file=sys.stderr))
+    _say_rejected_if_quiet(rejected, sum(map(len, streams.values())), args, "flashtick evaluate")
     if (overlap := time_overlap_note(prepared)) is not None:
         said(overlap)
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),

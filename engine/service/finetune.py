@@ -168,7 +168,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
               "base": str(options.base) if options.base else "from scratch",
               "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))),
               "selected_streams": list(options.streams) if options.streams else None,  # None: every stream
-              "rejected": rejected, "skipped": skipped, "left_out": left_out, "overlap": overlap,
+              "rejected": rejected, "ticks_read": sum(map(len, streams_raw.values())),  # taken (rejected: the rest)
+              "skipped": skipped, "left_out": left_out, "overlap": overlap,
               "params": sum(p.numel() for p in model.parameters()), "config": run_config(cfg),
               "training": stats, "calibration": json.loads(codec.calibration.to_json()),
               "heads": {name: {k: v for k, v in h.to_dict().items() if k not in ("mean", "scale", "weights", "bias")}

@@ -46,6 +46,24 @@ def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted:
     return lines
 
 
+def rejected_in_one_line(rejected: dict[str, int], accepted: int) -> str | None:
+    """What a --quiet run keeps of ``rejected_lines``: the rows rejected in one line (how many of the ticks read, by
+    reason, most first), a warning when a reason took LOUD_REJECT_SHARE of them, as ``rejected_lines`` warns (a
+    misread column must not pass silently under --quiet either); None when none was."""
+    counts = sorted(((reason, n) for reason, n in rejected.items() if n), key=lambda kv: (-kv[1], kv[0]))
+    if not counts:
+        return None
+    total = accepted + sum(n for _, n in counts)
+    said = (f"{sum(n for _, n in counts)} of the {total} ticks read rejected "
+            f"({', '.join(f'{reason} {n}' for reason, n in counts)}), left out of every answer and score")
+    loud = [f"{reason} {n / total:.0%}" for reason, n in counts
+            if reason != "filtered_out" and n >= LOUD_REJECT_SHARE * total]
+    if loud:
+        return (f"warning: {said}: {' and '.join(loud)} of them, is a column read as the file means it? (without "
+                f"--quiet: the first such row; docs/replay.md)")
+    return f"note: {said} (without --quiet: the first row of each reason)"
+
+
 def no_accepted_tick(stream: str, ticks: int, first_error: str) -> str:
     """Why a stream holds nothing though its feed sent ticks: every one was refused (``first_error``, "reason:
     why"), where "has sent no data" would send the operator to the feed."""
