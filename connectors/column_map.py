@@ -275,6 +275,10 @@ class ColumnMap:
     market: the quote replays with bid 0, its mark ask / 2). A 0 ask is no offer either way.
     `decimal`: a CSV's decimal separator, "comma" (dots group thousands: `3.450,5`) or "point" (commas group:
     `3,450.5`), where its numbers do not tell (`3,450` reads both ways); None: detected (layout.decimal_reading).
+    `sequence`: the column of each row's sequence number (OPRA's, TAQ's, CME MDP's, an exchange's update id), whole
+    numbers: rows of equal times replay in its order, within a file and across files (connectors/replay.py), not in
+    the order they were written; a row without one is rejected as missing_field. Never detected: two files' numbers
+    need not be one sequence (TAQ's trades and quotes come from two SIPs, each numbering its own).
     """
 
     ts: str
@@ -306,6 +310,7 @@ class ColumnMap:
     hours: str | None = None
     price_format: str | None = None
     zero_bid: str | None = None
+    sequence: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
@@ -314,7 +319,7 @@ class ColumnMap:
             object.__setattr__(self, "ts_unit", "datetime")
         if self.ts_unit not in TS_UNITS:
             raise ValueError(f"ts_unit must be one of {TS_UNITS}, got {self.ts_unit!r}")
-        for name in ("stream", "stream_col", "default_stream", "preset", *VALUE_FIELDS):
+        for name in ("stream", "stream_col", "default_stream", "preset", "sequence", *VALUE_FIELDS):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise ValueError(f"{name} must be a non-empty column name or omitted, got {value!r}")
@@ -502,7 +507,7 @@ class ColumnMap:
     def source_columns(self) -> list[str]:
         """The file columns this map reads, without repeats."""
         names = [*self.ts_columns, *self.stream_columns, *(getattr(self, f) for f in VALUE_FIELDS), *(self.keep or ()),
-                 self.utc_offset]
+                 self.utc_offset, self.sequence]
         return list(dict.fromkeys(n for n in names if n is not None))
 
 

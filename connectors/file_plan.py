@@ -175,22 +175,25 @@ class FilePlan:
             return {cmap.stream or cmap.default_stream or ""}
         return set(self.frame.select(pl.col("stream").drop_nulls().unique()).collect().to_series().to_list())
 
-    def batches(self, chunk_rows: int) -> Iterator[list[tuple[int, dict[str, Any]]]]:
-        """(row number, wire map) per row, `chunk_rows` rows at a time."""
+    def batches(self, chunk_rows: int) -> Iterator[list[tuple]]:
+        """(row number, wire map) per row, `chunk_rows` rows at a time; with a map's `sequence`, (row number, wire
+        map, sequence number), which orders the ticks of a time across files (connectors/replay.py)."""
         self.reducers.clear()  # a read again (a restore) finds afresh
         convert = self._converter()
         if self.bad_lines:  # JSON-lines lines that are no object: rejects, the rest of the file read
             yield [(row, InvalidTick(NOT_JSON, why)) for row, why in self.bad_lines.items()]
         if self.tickless:  # subscription acks, heartbeats: left out, as rows a keep filter leaves out are
             yield [(row, InvalidTick("filtered_out", why)) for row, why in self.tickless.items()]
+        sequenced = self.columns.sequence is not None  # (its number is the row's next to last cell)
         for chunk in self.frame.collect_batches(chunk_size=chunk_rows, lazy=True):
             out = []
             for row in chunk.rows():
                 wire = convert(row)
+                where = (row[-1], row[-2]) if sequenced else (row[-1],)
                 if type(wire) is tuple:  # a trade with the quote it met: the quote, then the trade
-                    out += [(row[-1], part) for part in wire]
+                    out += [(where[0], part, *where[1:]) for part in wire]
                 elif wire is not None:  # None: an order-book record that makes no tick
-                    out.append((row[-1], wire))
+                    out.append((where[0], wire, *where[1:]))
             yield out
 
     def _converter(self) -> Callable[[tuple], dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick]:
@@ -225,6 +228,7 @@ class FilePlan:
         bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
 
         footer = self.footer
+        sequence = cmap.sequence  # its number is the row's next to last cell (planning.py's SEQ)
         # (planning.py's _table_plan refuses a window without a zone for naive times)
         left_out_hours = Hours.parse(cmap.hours).left_out(cmap.tz or "UTC", cmap.hours) if cmap.hours else None
 
@@ -244,6 +248,9 @@ class FilePlan:
                 out["ts"] = scaled_ts(row[0], factor)
                 if left_out_hours is not None and type(out["ts"]) is int and (outside := left_out_hours(out["ts"])):
                     return InvalidTick(outside.reason, outside.message, named)
+            if sequence is not None and row[-2] is None:  # its place among the rows of its time is unknown
+                return InvalidTick("missing_field", f"sequence (column {sequence!r}) is empty or not a whole number: "
+                                                    f"the row cannot be put among the rows of its time", named)
             unread = False
             row_offset = offset if per_stream is None else \
                 offset_by_stream(row[stream_at] if stream_at is not None else stream)

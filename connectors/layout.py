@@ -872,7 +872,7 @@ def match_case(cmap: ColumnMap, schema: Mapping[str, pl.DataType]) -> ColumnMap:
     for name in schema:
         spellings.setdefault(name.strip().lower(), []).append(name)
     fixed = {}
-    for field in ("ts", "stream_col", *VALUE_FIELDS):
+    for field in ("ts", "stream_col", "sequence", *VALUE_FIELDS):
         name = getattr(cmap, field)
         if name is not None and name not in schema and len(found := spellings.get(name.strip().lower(), [])) == 1:
             fixed[field] = found[0]
@@ -888,6 +888,7 @@ def describe_map(cmap: ColumnMap) -> str:
     scale += [f"price_offset={shown_offset(cmap.price_offset)}"] if cmap.price_offset is not None else []
     scale += [f"price_format={cmap.price_format}"] if cmap.price_format is not None else []
     scale += [f"zero_bid={cmap.zero_bid} (a 0 bid beside an ask is a price)"] if cmap.zero_bid is not None else []
+    scale += [f"sequence={cmap.sequence}"] if cmap.sequence is not None else []
     fields = [f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None]
     if cmap.side_map:
         named = next((name for name, side_map in SIDE_MAPS.items() if side_map == cmap.side_map), None)

@@ -65,6 +65,7 @@ from connectors.repeated_hour import repeated_hour
 from connectors.ticks import venue_caution
 
 ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
+SEQ = "_seq"  # the row's sequence number (a map's `sequence`), which orders rows of equal times
 
 
 def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
@@ -75,6 +76,7 @@ def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
     # numbers are read as text and parsed by _csv_number (grouping commas, German Excel's `42.002,00`)
     out |= {getattr(cmap, f): pl.String for f in NUMERIC_FIELDS if getattr(cmap, f)}
     out |= {column: pl.String for column in cmap.stream_columns}
+    out |= {cmap.sequence: pl.String} if cmap.sequence else {}  # whole numbers, read by _sequence_number
     if len(cmap.ts_columns) > 1:  # a date column's text, beside its time's (a time of day: a number after midnight)
         return out | {column: pl.String for column in cmap.ts_columns[:-1]} | {cmap.ts_columns[-1]: (
             ts_type if cmap.ts_unit in DAY_CLOCK_UNITS else pl.String)}
@@ -122,6 +124,17 @@ def _contract_part(column: str) -> pl.Expr:
     upper = text.str.to_uppercase()
     return pl.when(upper.is_in(["C", "CALL"])).then(pl.lit("C")) \
         .when(upper.is_in(["P", "PUT"])).then(pl.lit("P")).otherwise(text)
+
+
+def _sequence_number(column: str, dtype: pl.DataType) -> pl.Expr:
+    """A row's sequence number as an Int64: an integer column as it is, a float or text one where it holds a whole
+    number; null where the cell is empty or holds anything else (the row is rejected as missing_field)."""
+    if dtype.is_integer():
+        return pl.col(column).cast(pl.Int64, strict=False)
+    if dtype.is_float() or dtype.is_decimal():
+        number = pl.col(column).cast(pl.Float64)
+        return pl.when(number == number.floor()).then(number.cast(pl.Int64, strict=False))
+    return pl.col(column).cast(pl.String).str.strip_chars().cast(pl.Int64, strict=False)
 
 
 # polars' refusals of a CSV row with more fields than the file's columns (with and without a header)
@@ -290,6 +303,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         exprs += _book_columns(schema)
         notes.append(f"{path.name}: Databento {book} records: trades (action T) and the top of book when it changes "
                      f"at the end of an event, as a DBN file of the schema is read")
+    if cmap.sequence is not None:  # last before the row number: file_plan.py reads it at row[-2]
+        exprs.append(_sequence_number(cmap.sequence, pl.String if overrides else schema[cmap.sequence]).alias(SEQ))
     rows = scan_file(path, cmap.names, dialect, overrides).with_row_index(ROW)
     if is_csv(path) or is_json_lines(path):  # a blank line (often at the end) is no row at all
         rows = rows.filter(pl.any_horizontal(pl.all().exclude(ROW).is_not_null()))
@@ -306,7 +321,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     sides = [e for e, key in zip(exprs[1:], keys) if key in ("bid", "ask")] if cmap.bid and cmap.ask else []
     factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
     dates = [pl.col(cmap.ts_columns[0])] if len(cmap.ts_columns) == 2 else []  # for a trade date's steps back
-    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *dates,
+    sequence = [exprs[-1]] if cmap.sequence is not None else []
+    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *dates, *sequence,
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
         back_rows=(pl.col("_ts").drop_nulls().diff() < 0).sum(), largest_back=-pl.col("_ts").drop_nulls().diff().min(),
@@ -317,13 +333,17 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         nonpositive_rows=(traded <= 0).sum() if prices else pl.lit(0),
         trading_rows=traded.len() if prices else pl.lit(0),
         crossed_rows=(pl.col("bid") > pl.col("ask")).sum() if sides else pl.lit(0),
+        out_of_sequence=_out_of_sequence() if sequence else pl.lit(0),
         *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(cmap, factor),
     ).collect().row(0, named=True)
     notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap, facts["crossed_rows"])
     if not facts["timed"] and first is not None:
         raise ValueError(time_hint(path, cmap, first))
-    if facts["unsorted"]:  # stable: rows with equal timestamps keep their file order
-        frame = frame.sort("_ts", maintain_order=True, nulls_last=True)
+    out_of_sequence = int(facts["out_of_sequence"] or 0)
+    ties = f"in sequence order (column {cmap.sequence!r})" if cmap.sequence is not None else "in file order"
+    if facts["unsorted"] or out_of_sequence:  # stable: rows of equal times (and sequence numbers) keep file order
+        frame = frame.sort(["_ts", SEQ] if cmap.sequence is not None else "_ts", maintain_order=True, nulls_last=True)
+    if facts["unsorted"]:
         repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: the "
                     f"{hour.untold} row(s) in that hour are read at its first pass" if hour and hour.untold else "")
         trade_date = trade_date_caution(path, cmap, facts)
@@ -331,8 +351,11 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                  "newest first, or merged from several sources")
         notes.append(f"{path.name}: its rows are not in time order: {facts['back_rows']} row(s) earlier than the "
                      f"row before them, by up to {duration_text(scaled_ts(facts['largest_back'], factor))} ({cause}"
-                     f"{repeated}); replayed sorted by time, rows of equal times in file order")
+                     f"{repeated}); replayed sorted by time, rows of equal times {ties}")
         notes += trade_date
+    elif out_of_sequence:
+        notes.append(f"{path.name}: {out_of_sequence} row(s) of a lower sequence number (column {cmap.sequence!r}) "
+                     f"than the row before them at the same time; rows of equal times replayed in sequence order")
     if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
         frame = frame.with_columns(_filled_quotes(keys))
     if cmap.hours is not None and facts["min_ts"] is not None:
@@ -362,14 +385,21 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     bad_lines = lines.bad_lines if lines is not None else {}
     tickless = lines.skipped if lines is not None else {}
     notes += lines.notes if lines is not None else []
-    return FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"]), factor, tuple(notes), book=book,
-                     dialect=dialect, schema=schema, unit_given=unit_given,
+    return FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"] or out_of_sequence), factor, tuple(notes),
+                     book=book, dialect=dialect, schema=schema, unit_given=unit_given,
                      empty_sides=empty_sides, bars=trade_bars(cmap, schema),
                      nonpositive_prices=bool(facts["nonpositive_prices"]),
                      nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
                      long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
                      span=_span(facts["min_ts"], facts["max_ts"], factor),
                      tickless=tickless, footer=footer)
+
+
+def _out_of_sequence() -> pl.Expr:
+    """Rows (of a time) whose sequence number is below the row's before them at the same time, in file order."""
+    timed = pl.col("_ts").is_not_null() & pl.col(SEQ).is_not_null()  # a row without one is rejected: no step
+    ts_step, seq_step = pl.col("_ts").filter(timed).diff(), pl.col(SEQ).filter(timed).diff()
+    return ((ts_step == 0) & (seq_step < 0)).sum()
 
 
 def _span(first: Any, last: Any, factor: int) -> tuple[int, int] | None:

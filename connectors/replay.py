@@ -98,6 +98,7 @@ class _Cursor:
         # rejected rows not counted yet: (how many of the chunk's ticks come before it, reject, row)
         self._pending: list[tuple[int, InvalidTick, int]] = []
         self.ticks: list[Tick] = []
+        self.sequences: list[float | int] = []  # each tick's sequence number (NO_SEQUENCE: its file has none)
         self.pos = 0
         self.fill()
 
@@ -120,8 +121,8 @@ class _Cursor:
 
     def _fill(self) -> bool:
         for chunk in self._batches:
-            ticks = []
-            for row, wire in chunk:
+            ticks, sequences = [], []
+            for row, wire, *sequence in chunk:
                 if self._range is not None and type(wire) is dict and type(ts := wire.get("ts")) is int \
                         and not self._range.holds(ts):  # before all else, as the lazy query's range drops rows
                     self.outside_rows += row != self._last_outside
@@ -136,12 +137,13 @@ class _Cursor:
                     tick = validate(wire, zero_bid_is_price=self._zero_bid_is_price)
                     self._in_order(tick, row)
                     ticks.append(tick)
+                    sequences.append(sequence[0] if sequence else NO_SEQUENCE)
                 except InvalidTick as err:
                     self._pending.append((len(ticks), err, row))
             if ticks:
-                self.ticks, self.pos = ticks, 0
+                self.ticks, self.sequences, self.pos = ticks, sequences, 0
                 return True
-        self.ticks = []
+        self.ticks, self.sequences = [], []
         self.advance(1)  # read to its end, no tick after them: every row pending (each at 0) counts now
         self.pos = 0
         return False
@@ -164,6 +166,9 @@ class _Cursor:
         self._latest[tick.stream] = (tick.ts, row)
 
 
+# The sequence number of a tick from a file without one: at equal times its ticks come first (then the sequenced
+# ones, by their numbers), an order that holds across any mix of files
+NO_SEQUENCE = -math.inf
 NOT_SELECTED = "is not among the streams selected"  # a selection's filtered_out (LEFT_OUT_CAUSES)
 REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons
     "unknown_side": "; map other side values with side_map in a --columns YAML file (docs/replay.md)",
@@ -723,8 +728,9 @@ class FileReplay(Source):
         self._kept_not_due: Tick | None = None  # the tick leave_out kept that was not due at the last call
         cursors = self._cursors = [_Cursor(p, self.chunk_rows, self.rejected, self.selection, self.time_range)
                                    for p in self.plans]
-        # (ts, file index, cursor): the index is unique, so ties go to the earlier file and cursors never compare.
-        self._heap = [(c.ticks[0].ts, i, c) for i, c in enumerate(cursors) if c.ticks]
+        # (ts, sequence number, file index, cursor): the index is unique, so ties of a time and a sequence number (or
+        # of files without one) go to the earlier file and cursors never compare.
+        self._heap = [(c.ticks[0].ts, c.sequences[0], i, c) for i, c in enumerate(cursors) if c.ticks]
         heapq.heapify(self._heap)
 
     def _due(self, ts: int, now: int) -> bool:
@@ -740,12 +746,12 @@ class FileReplay(Source):
         heap = self._heap
         while heap and len(out) < max_ticks:
             # Take a run from the earliest file up to the next file's head: one heap update per run, not per tick.
-            _, i, cur = heap[0]
-            bound = min(h[:2] for h in heap[1:3]) if len(heap) > 1 else None
-            ticks, start = cur.ticks, cur.pos
+            _, _, i, cur = heap[0]
+            bound = min(h[:3] for h in heap[1:3]) if len(heap) > 1 else None
+            ticks, sequences, start = cur.ticks, cur.sequences, cur.pos
             stop, j = min(len(ticks), start + max_ticks - len(out)), start
             released = []  # with leave_out: the run's ticks it keeps
-            while j < stop and (bound is None or (ticks[j].ts, i) < bound):
+            while j < stop and (bound is None or (ticks[j].ts, sequences[j], i) < bound):
                 tick = ticks[j]
                 # (a kept tick that was not due yet is met again at the next call: leave_out is asked once a tick)
                 if self.leave_out is not None and tick is not self._kept_not_due and self.leave_out(tick):
@@ -769,7 +775,7 @@ class FileReplay(Source):
             if j == len(ticks) and not cur.fill():
                 heapq.heappop(heap)
             else:
-                heapq.heapreplace(heap, (cur.ticks[cur.pos].ts, i, cur))
+                heapq.heapreplace(heap, (cur.ticks[cur.pos].ts, cur.sequences[cur.pos], i, cur))
         if out and self.speed is not None:
             if self._paced_to is not None and self.behind_s >= BEHIND_SAID_S:  # the time since the last batch: late
                 self._behind_ns += now - self._paced_to[0]

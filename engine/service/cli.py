@@ -116,6 +116,10 @@ def _reading_options() -> argparse.ArgumentParser:
     group.add_argument("--zero-bid", choices=("no_bid", "price"), default=None,
                        help="what a quote's 0 bid beside an ask is: no_bid (the default: TAQ's no bid, a one-sided "
                             "quote, rejected) or price (an option nobody bids: replayed, its mark ask / 2)")
+    group.add_argument("--sequence", metavar="COLUMN",
+                       help="the column of each row's sequence number (OPRA, TAQ, CME MDP, an exchange's update "
+                            "id): rows of equal times replay in its order, across files too, not in file order; a "
+                            "row without one is rejected (missing_field). The map's `sequence`")
     group.add_argument("--hours", metavar="START-END[ ZONE]",
                        help="keep the rows stamped inside this time-of-day window, e.g. '09:30-16:00 "
                             "America/New_York' (regular US trading hours; summer time followed; the zone may be left "
@@ -894,7 +898,7 @@ def _column_map(args: argparse.Namespace, config: Any = None) -> dict[str, Any] 
                             ts_format=given(args.ts_format, "ts_format"),
                             price_offset=_price_offset(getattr(args, "price_offset", None)),
                             price_format=getattr(args, "price_format", None), hours=getattr(args, "hours", None),
-                            zero_bid=getattr(args, "zero_bid", None))
+                            zero_bid=getattr(args, "zero_bid", None), sequence=getattr(args, "sequence", None))
 
 
 def _price_offset(given: list[str] | None) -> str | None:

@@ -1,0 +1,129 @@
+"""Rows of equal times ordered by a vendor's sequence numbers (a map's `sequence`, --sequence): an option's quotes
+stamped to 50 ms by three venues, the file written venue by venue (a per-venue concatenation, as the review's
+make_seq.py) or in time order with its ties reversed, in CSV and Parquet, whole or split across files of the one
+stream; each replays in sequence order. A row without a sequence number is rejected by name; backtest, feed
+replay, train and evaluate read the files so alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from connectors.column_map import map_from_options
+from connectors.replay import FileReplay
+from engine.service.cli import _column_map, _replay_source, build_parser, main
+from engine.service.splits import read_streams
+from test_vendor_files import drain
+
+T0 = 1734359400_000_000_000
+STREAM = "SPY 241220C00450000"
+STAMP_NS = 50_000_000  # the vendor's clock: many quotes share a 50 ms stamp
+
+
+def tape() -> pl.DataFrame:
+    """30 quotes in exchange order (sequence 1001..1030), ten stamps of three each, a venue per quote in turn;
+    the bid grows with the sequence, so the bids read back tell the order."""
+    seq = list(range(1001, 1031))
+    return pl.DataFrame({
+        "ts": [T0 + (i // 3) * STAMP_NS for i in range(30)], "symbol": [STREAM] * 30,
+        "bid": [1.0 + i / 100 for i in range(30)], "ask": [2.0 + i / 100 for i in range(30)],
+        "exchange": [["A", "C", "B"][i % 3] for i in range(30)], "seq": seq})
+
+
+IN_SEQUENCE = tape()["bid"].to_list()
+BY_VENUE = tape().sort("exchange", "seq")  # a per-venue concatenation: neither in time nor in sequence order
+TIES_REVERSED = tape().sort("ts", "seq", descending=[False, True])  # in time order, each time's rows backwards
+SEQUENCE = map_from_options(sequence="seq", detect=True)  # --sequence seq
+
+
+def written(frame: pl.DataFrame, path: Path) -> Path:
+    frame.write_csv(path) if path.suffix == ".csv" else frame.write_parquet(path)
+    return path
+
+
+def bids(replay: FileReplay) -> list[float]:
+    ticks = drain(replay)
+    assert {t.stream for t in ticks} == {STREAM}
+    return [t.bid for t in ticks]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_rows_of_equal_times_replay_in_sequence_order_whatever_order_the_file_holds(tmp_path: Path,
+                                                                                    suffix: str) -> None:
+    by_venue = written(BY_VENUE, tmp_path / f"v{suffix}")
+    reversed_ties = written(TIES_REVERSED, tmp_path / f"r{suffix}")
+    for path in (by_venue, reversed_ties):
+        assert bids(FileReplay(path)) != IN_SEQUENCE  # without the map: ties in file order (what was wrong)
+        replay = FileReplay(path, columns=SEQUENCE)
+        assert bids(replay) == IN_SEQUENCE
+        assert dict(replay.rejected) == {} and replay.sorted_files == [path]
+    notes = " ".join(FileReplay(by_venue, columns=SEQUENCE).notes)
+    assert "sequence=seq" in notes and "rows of equal times in sequence order (column 'seq')" in notes
+    assert "20 row(s) of a lower sequence number (column 'seq') than the row before them at the same time" in \
+        " ".join(FileReplay(reversed_ties, columns=SEQUENCE).notes)
+    snapshot = FileReplay(by_venue, columns=SEQUENCE).snapshot()  # another order is another replay: not resumed
+    with pytest.raises(ValueError, match="fingerprint"):
+        FileReplay(by_venue).restore(snapshot)
+    full = {"ts": "ts", "stream_col": "symbol", "bid": "bid", "ask": "ask", "sequence": "seq"}  # a whole map's key
+    assert bids(FileReplay(by_venue, columns=full)) == IN_SEQUENCE
+    in_order = written(tape(), tmp_path / f"s{suffix}")
+    replay = FileReplay(in_order, columns=SEQUENCE)  # already in sequence order: read as it is, nothing said
+    assert bids(replay) == IN_SEQUENCE and replay.sorted_files == []
+    assert not any("sequence order" in note for note in replay.notes)
+
+
+def test_several_files_of_one_stream_merge_their_ties_by_sequence(tmp_path: Path) -> None:
+    files = [written(BY_VENUE.filter(pl.col("exchange") == venue), tmp_path / name)
+             for venue, name in (("B", "b.csv"), ("A", "a.parquet"), ("C", "c.csv"))]
+    assert bids(FileReplay(files)) != IN_SEQUENCE  # ties in the order the files were given
+    for order in (files, files[::-1]):
+        assert bids(FileReplay(order, columns=SEQUENCE, chunk_rows=4)) == IN_SEQUENCE
+    # a day's files written out of order inside: sorted each, merged by sequence
+    halves = [written(TIES_REVERSED.filter(pl.col("seq") % 2 == parity), tmp_path / f"h{parity}.csv")
+              for parity in (0, 1)]
+    assert bids(FileReplay(halves, columns=SEQUENCE)) == IN_SEQUENCE
+    # a file of the stream read without sequence numbers: its ticks of a time come first, in file order
+    plain = tmp_path / "plain.csv"
+    pl.DataFrame({"ts": [T0 + STAMP_NS], "symbol": [STREAM], "bid": [0.5], "ask": [3.0]}).write_csv(plain)
+    own = {"ts": "ts", "stream_col": "symbol", "bid": "bid", "ask": "ask"}  # its own map, no sequence
+    read = bids(FileReplay([*files, (plain, own)], columns=SEQUENCE))
+    assert read == IN_SEQUENCE[:3] + [0.5] + IN_SEQUENCE[3:]
+
+
+def test_a_row_without_a_sequence_number_is_rejected_by_its_line(tmp_path: Path) -> None:
+    frame = BY_VENUE.with_columns(pl.col("seq").cast(pl.String))
+    frame = frame.with_columns(pl.when(pl.col("bid") == 1.04).then(pl.lit("")).when(pl.col("bid") == 1.10)
+                               .then(pl.lit("x7")).otherwise(pl.col("seq")).alias("seq"))
+    csv = written(frame, tmp_path / "gaps.csv")
+    replay = FileReplay(csv, columns=SEQUENCE)
+    assert bids(replay) == [b for b in IN_SEQUENCE if b not in (1.04, 1.10)]
+    assert dict(replay.rejected) == {"missing_field": 2}
+    line = frame["bid"].to_list().index(1.04) + 2  # after the header
+    assert f"gaps.csv line {line}: missing_field: sequence (column 'seq') is empty or not a whole number" in \
+        replay.rejected.examples["missing_field"]
+    with pytest.raises(ValueError, match=r"the column map needs \['sequence'\], which the file lacks"):
+        FileReplay(csv, columns=map_from_options(sequence="sequence", detect=True))
+
+
+def test_backtest_feed_replay_train_and_evaluate_read_ties_in_sequence_order(tmp_path: Path, capsys) -> None:
+    scrambled, in_order = written(BY_VENUE, tmp_path / "venues.csv"), written(tape(), tmp_path / "ordered.csv")
+    parser = build_parser()
+    feed = parser.parse_args(["feed", "replay", str(scrambled), "--sequence", "seq"])
+    assert bids(_replay_source(feed)) == IN_SEQUENCE
+    for command in (["train", str(scrambled), "--out", str(tmp_path / "m")], ["evaluate", "builtin", str(scrambled)]):
+        args = parser.parse_args([*command, "--sequence", "seq"])
+        by_stream, rejected = read_streams([str(scrambled)], _column_map(args))
+        assert [t.bid for t in by_stream[STREAM]] == IN_SEQUENCE and rejected == {}
+    inline = map_from_options(columns="ts=ts,stream=symbol,bid=bid,ask=ask,sequence=seq", detect=True)
+    assert bids(FileReplay(scrambled, columns=inline)) == IN_SEQUENCE
+    answers = {}
+    for name, path, options in (("seq", scrambled, ["--sequence", "seq"]), ("ordered", in_order, []),
+                                ("file order", scrambled, [])):
+        out = tmp_path / f"{name}.parquet"
+        assert main(["backtest", str(path), "--out", str(out), "--quiet", "--threads", "1", *options]) == 0
+        assert "replayed 30 ticks" in capsys.readouterr().out
+        answers[name] = pl.read_parquet(out)
+    assert answers["seq"].height > 0 and answers["seq"].equals(answers["ordered"])
+    assert not answers["file order"].equals(answers["ordered"])  # the answers the ties in file order gave
