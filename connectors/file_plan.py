@@ -189,11 +189,10 @@ class FilePlan:
             out = []
             for row in chunk.rows():
                 wire = convert(row)
-                where = (row[-1], row[-2]) if sequenced else (row[-1],)
                 if type(wire) is tuple:  # a trade with the quote it met: the quote, then the trade
-                    out += [(where[0], part, *where[1:]) for part in wire]
+                    out += [(row[-1], part, row[-2]) if sequenced else (row[-1], part) for part in wire]
                 elif wire is not None:  # None: an order-book record that makes no tick
-                    out.append((where[0], wire, *where[1:]))
+                    out.append((row[-1], wire, row[-2]) if sequenced else (row[-1], wire))
             yield out
 
     def _converter(self) -> Callable[[tuple], dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick]:
