@@ -103,6 +103,9 @@ def test_a_row_without_a_sequence_number_is_rejected_by_its_line(tmp_path: Path)
     line = frame["bid"].to_list().index(1.04) + 2  # after the header
     assert f"gaps.csv line {line}: missing_field: sequence (column 'seq') is empty or not a whole number" in \
         replay.rejected.examples["missing_field"]
+    floats = BY_VENUE.with_columns(pl.when(pl.col("bid") == 1.04).then(1003.5).otherwise(pl.col("seq")).alias("seq"))
+    replay = FileReplay(written(floats, tmp_path / "floats.parquet"), columns=SEQUENCE)  # 1001.0: a whole number
+    assert bids(replay) == [b for b in IN_SEQUENCE if b != 1.04] and dict(replay.rejected) == {"missing_field": 1}
     with pytest.raises(ValueError, match=r"the column map needs \['sequence'\], which the file lacks"):
         FileReplay(csv, columns=map_from_options(sequence="sequence", detect=True))
 
