@@ -310,7 +310,8 @@ class StreamEncoders:
         after an expiry, whose ordering guard stays; ``at_last_ts``: how many ticks stamped ``last_ts`` were taken up
         to the last accepted one, refused and conflated ones before it included, None if unknown), None for a name
         never seen; ``streams`` None: every stream known, in name order past ``after``, the first ``limit``. With
-        ``now_ns`` (the wall clock), also ``idle_s``: seconds since its last tick came off the wire (None: none since this process started, a stream restored from a tick log)."""
+        ``now_ns`` (the wall clock), also ``idle_s``: seconds since its last tick came off the wire (None: none since
+        this process started, a stream restored from a tick log)."""
         names = sorted(n for n in self._encoders.keys() | self._expired_last_ts.keys() if n > after) \
             if streams is None else streams
         out: dict[str, dict[str, Any] | None] = {}
