@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 
 from connectors.calibration import Calibration
 from connectors.questions import DEFAULT_QUESTIONS, Question, QuestionSpec
-from connectors.ticks import QUOTE, Tick
+from connectors.ticks import QUOTE, TRADE, Tick
 
 TOKENS_PER_TICK = 4
 SPEC_FORMAT = "flashtick.binned_codec/1"
@@ -497,6 +497,17 @@ class TextState:
     ticks: int = field(default=0)
 
 
+# Ticks whose tokens a data directory records (TextCodec.encoding_record): a stream's first line and later ones,
+# both kinds, a missing field, sub-millisecond gaps and floats a formatting change would write otherwise (exponents)
+_RECORDED_TICKS = (
+    Tick("X", 1_700_000_000_000_000_000, TRADE, price=100.5, size=2.0, side="buy"),
+    Tick("X", 1_700_000_000_001_234_567, QUOTE, bid=100.25, ask=100.75),
+    Tick("X", 1_700_000_000_001_300_000, QUOTE, bid=0.00009, ask=0.00011, bid_size=3.0, ask_size=4.0),
+    Tick("X", 1_700_000_002_000_000_000, TRADE, price=1.23e-05, size=1e16, side="sell"),
+    Tick("X", 1_700_000_002_000_000_000, TRADE, price=12345.678, size=0.5),
+)
+
+
 # Text a piece is encoded after when the tokenizer treats the start of a text apart (below): every tick line ends with
 # one, so a line, a question or a label in a prompt follows text like it, never the start of the text.
 CONTINUATION_ANCHOR = "\n"
@@ -552,6 +563,14 @@ class TextCodec(Codec):
         backend = getattr(self.tokenizer, "backend_tokenizer", self.tokenizer)
         text = backend.to_str() if hasattr(backend, "to_str") else json.dumps(sorted(self.tokenizer.get_vocab().items()))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def encoding_record(self) -> str:
+        """How this code writes and tokenizes ticks, beyond the tokenizer's files and the templates: the encoding
+        chosen at load and a digest of the tokens a few fixed ticks encode to (number formatting, gaps, a first
+        line and later ones). A data directory records it: code that encodes its logged ticks otherwise is told."""
+        state = self.new_state()
+        tokens = [self.encode(tick, state) for tick in _RECORDED_TICKS]
+        return f"{self.encoding}:{hashlib.sha256(json.dumps(tokens).encode()).hexdigest()[:16]}"
 
     def new_state(self) -> TextState:
         return TextState()

@@ -217,6 +217,48 @@ def test_a_data_directory_remembers_the_tokenizer(tmp_path) -> None:
         TickPipeline(config)
 
 
+def test_a_data_directory_remembers_how_the_text_codec_encodes(tmp_path, capsys) -> None:
+    """The tokenizer's digest did not cover how flashtick encodes with it: a directory written by a version that
+    tokenized each line of a SentencePiece model on its own (before lines became continuations), restarted under
+    this one, re-encoded its logged ticks into other tokens with nothing said. meta.json records text_encoding; a
+    restart that encodes otherwise is refused naming it; a directory from before the key opens, is told so, and
+    gets the key."""
+    from conftest import tiny_spm_tokenizer
+    from connectors.codec import TextCodec
+
+    tokenizer = tiny_spm_tokenizer()
+    model = tiny_text_checkpoint(tmp_path / "model", "llama3", tokenizer=tokenizer)
+    config = ServiceConfig.from_dict({"model": {"path": str(model)}, "kv": {"cells": 8192, "block_size": 16},
+                                      "log": {"dir": str(tmp_path / "data")}})
+    pipeline = TickPipeline(config)
+    assert pipeline.codec.encoding == "continuation"
+    assert pipeline.ingest_message(encode(SyntheticMarket(SyntheticConfig(seed=4)).next_batch(10))) == []
+    pipeline.data.close()
+    meta_file = tmp_path / "data" / "meta.json"
+    meta = json.loads(meta_file.read_text())
+    assert meta["text_encoding"] == pipeline.codec.encoding_record()
+
+    each_line_alone = TextCodec(tokenizer)
+    each_line_alone.encoding = "plain"  # what a flashtick that tokenized every line on its own wrote with it
+    assert each_line_alone.encoding_record().startswith("plain:")
+    meta_file.write_text(json.dumps(meta | {"text_encoding": each_line_alone.encoding_record()}))
+    with pytest.raises(ConfigError) as refused:
+        TickPipeline(config)
+    assert f"(text_encoding: '{each_line_alone.encoding_record()}' -> '{meta['text_encoding']}')" in str(refused.value)
+    assert "the same ticks now encode to other tokens" in str(refused.value)
+    assert "Use another --data-dir" in str(refused.value)
+
+    meta_file.write_text(json.dumps({k: v for k, v in meta.items() if k != "text_encoding"}))  # an earlier version's
+    capsys.readouterr()
+    restarted = TickPipeline(config)
+    assert restarted.data.recovered_ticks == 10
+    restarted.data.close()
+    assert json.loads(meta_file.read_text()) == meta
+    assert "does not say how its text codec encoded ticks" in capsys.readouterr().err
+    TickPipeline(config).data.close()  # recorded: said once
+    assert "text codec" not in capsys.readouterr().err
+
+
 def test_a_question_longer_than_probe_reserve_is_refused_at_registration(tmp_path) -> None:
     """A probe past the positions a session keeps free (scheduler.probe_reserve) fails whenever the stream's window
     is nearly full, so such a query would miss answers with nothing said: it is refused, naming the key and the

@@ -267,10 +267,13 @@ class DataDir:
         self._sessions_said = False
         try:
             self._open_parts(config, cache, written_by)
-        except OSError as e:  # a file where a folder belongs (or the reverse), no permission: named, not a traceback
+        except (OSError, ConfigError) as e:  # the lock goes too: a refused directory is not held by who refused it
             if getattr(self, "log", None) is not None:
                 self.log.close()
             self._lock_file.close()
+            if isinstance(e, ConfigError):
+                raise
+            # a file where a folder belongs (or the reverse), no permission: named, not a traceback
             raise ConfigError(_unusable_part(self.root, e)) from None
         self.recovered_ticks = 0
         self.recovered_answers = 0
@@ -854,6 +857,14 @@ def new_epoch() -> str:
     return secrets.token_hex(8)
 
 
+# What a change of a meta.json key means, said when a restart is refused for it (the others name themselves)
+_META_CHANGES = {"text_encoding": "the same ticks now encode to other tokens: this flashtick writes or tokenizes a "
+                                  "tick's line otherwise than the one that wrote the directory (the encoding before "
+                                  "the colon, e.g. a SentencePiece tokenizer's lines as continuations; the digest "
+                                  "after it covers number formatting), so replaying its logged ticks would build "
+                                  "other sessions than its live run had"}
+
+
 def _check_meta(path: Path, written_by: dict[str, Any]) -> None:
     if not path.is_file():
         with open(path, "w", opener=private) as f:
@@ -861,12 +872,20 @@ def _check_meta(path: Path, written_by: dict[str, Any]) -> None:
         return
     before = json.loads(path.read_text())
     # a key the directory lacks was added by a later version: recorded now, not a difference
-    changed = ", ".join(f"{k}: {before.get(k)!r} -> {written_by.get(k)!r}"
-                        for k in sorted(set(before) | set(written_by)) if k in before and before[k] != written_by.get(k))
-    if changed:
-        raise ConfigError(f"data directory {path.parent} was written by another model, weights or codec ({changed}); "
-                          f"its sessions and answers belong to that one. Use another --data-dir, or move this one "
-                          f"away")
+    differ = [k for k in sorted(set(before) | set(written_by)) if k in before and before[k] != written_by.get(k)]
+    if differ:
+        changed = ", ".join(f"{k}: {before.get(k)!r} -> {written_by.get(k)!r}" for k in differ)
+        why = "".join(f" ({k}: {_META_CHANGES[k]})" for k in differ if k in _META_CHANGES)
+        raise ConfigError(f"data directory {path.parent} was written by another model, weights or codec ({changed})"
+                          f"{why}; its sessions and answers belong to that one. Use another --data-dir, move this one "
+                          f"away, or restart with what wrote it")
     if set(written_by) - set(before):
         path.write_text(json.dumps(before | written_by, indent=2) + "\n")
+    if "text_encoding" in written_by and "text_encoding" not in before:
+        print(f"flashtick: note: data directory {path.parent} does not say how its text codec encoded ticks (written "
+              f"before meta.json recorded text_encoding): its logged ticks are taken as encoded the way this flashtick "
+              f"encodes them ({written_by['text_encoding']}), which is recorded now. A directory written before the "
+              f"text codec wrote SentencePiece lines as continuations and floats without exponents (docs/model.md) "
+              f"may replay into other tokens than its live run had: start it over on a fresh --data-dir if so",
+              file=sys.stderr, flush=True)
 

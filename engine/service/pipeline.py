@@ -144,13 +144,16 @@ def answer_heads(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
 
 def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
     """What a data directory's logs depend on: the model and the codec that turned ticks into tokens (for a
-    text codec also the tokenizer itself: two of one vocabulary size give other tokens for the same tick)."""
+    text codec also the tokenizer itself: two of one vocabulary size give other tokens for the same tick; and
+    how this code encodes with it, `text_encoding`: another flashtick may write or tokenize the same line otherwise)."""
     spec = codec.to_json() if isinstance(codec, BinnedCodec) else repr((dataclasses.asdict(codec.config),
                                                                         codec.vocab_size))
     meta = {"model": config.model.model_id, "codec": f"{type(codec).__name__}:"
             f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}",
             "weights": weights_fingerprint(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR)}
-    return meta | ({"tokenizer": codec.fingerprint()} if isinstance(codec, TextCodec) else {})
+    if isinstance(codec, TextCodec):
+        meta |= {"tokenizer": codec.fingerprint(), "text_encoding": codec.encoding_record()}
+    return meta
 
 
 def weights_fingerprint(model_dir: Path, edge: int = 1 << 20) -> str:
