@@ -6,6 +6,7 @@ replay, train and evaluate read the files so alike."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import polars as pl
@@ -130,3 +131,44 @@ def test_backtest_feed_replay_train_and_evaluate_read_ties_in_sequence_order(tmp
         answers[name] = pl.read_parquet(out)
     assert answers["seq"].height > 0 and answers["seq"].equals(answers["ordered"])
     assert not answers["file order"].equals(answers["ordered"])  # the answers the ties in file order gave
+
+
+def test_a_checkpoint_records_the_sequence_column_it_was_trained_with_and_evaluate_reads_with_it(
+        tmp_path: Path, capsys) -> None:
+    """`train venues.csv --sequence seq` then `evaluate m venues.csv` read the ties in file order (venue by
+    venue), not in the order the model learnt, and `backtest --model` said nothing: --sequence was not among the
+    recorded reading options. It is now: evaluate reads with it, saying so (--no-sequence reads file order, said
+    as a mismatch), and a backtest without it is said as one."""
+    import json
+
+    from test_stream_selection import TINY
+
+    n = 1500
+    walk = [100 + 2 * math.sin(i / 40) + (i % 3) * 0.01 for i in range(n)]  # ties differ in price: order shows
+    frame = pl.DataFrame({"ts": [T0 + (i // 3) * STAMP_NS for i in range(n)], "symbol": [STREAM] * n,
+                          "price": walk, "size": [1.0 + i % 5 for i in range(n)],
+                          "exchange": [["A", "C", "B"][i % 3] for i in range(n)], "seq": list(range(1, n + 1))})
+    path = written(frame.sort("exchange", "seq"), tmp_path / "venues.csv")  # ties out of sequence order
+    out = tmp_path / "m"
+    assert main(["train", str(path), "--out", str(out), *TINY, "--steps", "1", "--batch", "1", "--max-points",
+                 "64", "--resamples", "10", "--quiet", "--json", "--sequence", "seq"]) == 0
+    assert json.loads(capsys.readouterr().out)["reading"] == {"sequence": "seq"}
+    assert json.loads((out / "evaluation.json").read_text())["trained_on"]["reading"] == {"sequence": "seq"}
+    evaluate = ["evaluate", str(out), str(path), "--max-points", "64", "--resamples", "10", "--threads", "1",
+                "--json"]
+    scores = {}
+    for name, options in (("as trained", []), ("given", ["--sequence", "seq"]), ("file order", ["--no-sequence"])):
+        assert main([*evaluate, *options]) == 0
+        out_json, err = capsys.readouterr()
+        scores[name] = {key: value for key, value in json.loads(out_json).items() if key != "seconds"}
+        taken = "note: reading the files with --sequence seq, as this model was trained" in err
+        mismatch = ("note: this model was trained on files read with --sequence seq; these files are read with no "
+                    "--sequence: the order of ticks of equal times read otherwise") in err
+        assert (taken, mismatch) == (name == "as trained", name == "file order"), err
+    assert scores["as trained"] == scores["given"] and scores["file order"] != scores["given"]
+    backtest = ["backtest", str(path), "--model", str(out), "--max-ticks", "200", "--quiet", "--threads", "1"]
+    assert main([*backtest, "--out", str(tmp_path / "a.parquet")]) == 0
+    assert ("flashtick backtest: note: this model was trained on files read with --sequence seq; these files are "
+            "read with no --sequence: the order of ticks of equal times") in capsys.readouterr().err
+    assert main([*backtest, "--out", str(tmp_path / "b.parquet"), "--sequence", "seq"]) == 0
+    assert "trained on files read with" not in capsys.readouterr().err

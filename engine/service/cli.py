@@ -50,6 +50,7 @@ CONTROL_HELP = f"the engine's control endpoint (default: the --config file's end
 EXAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "queries" / "examples" / "tick_model.yaml"
 TEXT_EXAMPLE_QUERIES = EXAMPLE_QUERIES.with_name("text_model.yaml")
 ANSWERS_SHOWN = 100  # `answers` prints this many by default (--limit, --last, --all)
+FILE_ORDER = ""  # --no-sequence: rows of equal times in file order, said apart from an option not given (None)
 ANSWERS_EXIT_CODES = ("exit status: 0 when answers were printed, and with --after SEQ when SEQ is the topic's last "
                       "(nothing newer yet, said on stderr: a polling loop under `set -e` goes on); 1 when none was "
                       "printed otherwise (said on stderr): no answer published on the topic, an --after past its "
@@ -120,6 +121,9 @@ def _reading_options() -> argparse.ArgumentParser:
                        help="the column of each row's sequence number (OPRA, TAQ, CME MDP, an exchange's update "
                             "id): rows of equal times replay in its order, across files too, not in file order; a "
                             "row without one is rejected (missing_field). The map's `sequence`")
+    group.add_argument("--no-sequence", dest="sequence", action="store_const", const=FILE_ORDER,
+                       help="rows of equal times in file order, as without --sequence (evaluate: not in the order "
+                            "of the column its checkpoint was trained with)")
     group.add_argument("--hours", metavar="START-END[ ZONE]",
                        help="keep the rows stamped inside this time-of-day window, e.g. '09:30-16:00 "
                             "America/New_York' (regular US trading hours; summer time followed; the zone may be left "
@@ -817,7 +821,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
     print(_kv_pool_line(server), file=sys.stderr, flush=True)  # a pool of GiBs is seen at the start, not in top
     if reading := _recorded_reading(model.path):
         print(f"flashtick: note: this model was trained on files read with {reading}: the service reads ticks as "
-              f"they are sent, so a feed must send prices read alike (`flashtick feed replay` with the same "
+              f"they are sent, so a feed must send ticks read alike (`flashtick feed replay` with the same "
               f"options; docs/model.md)", file=sys.stderr, flush=True)
     feeds = "".join(f" feed={feed}" for feed in server.config.endpoints.feeds)  # SUBscribed to (connects)
     print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()) + feeds, file=sys.stderr,
@@ -892,13 +896,17 @@ def _column_map(args: argparse.Namespace, config: Any = None) -> dict[str, Any] 
         preset, columns = args.preset, args.columns
     else:
         preset, columns = given(args.preset, "preset"), given(None, "columns")
-    return map_from_options(preset, columns, detect=True, names=given(names, "names"),
+    sequence = getattr(args, "sequence", None)
+    spec = map_from_options(preset, columns, detect=True, names=given(names, "names"),
                             ts_unit=given(args.ts_unit, "ts_unit"),
                             tz=given(args.tz, "tz"), date=given(args.date, "date"),
                             ts_format=given(args.ts_format, "ts_format"),
                             price_offset=_price_offset(getattr(args, "price_offset", None)),
                             price_format=getattr(args, "price_format", None), hours=getattr(args, "hours", None),
-                            zero_bid=getattr(args, "zero_bid", None), sequence=getattr(args, "sequence", None))
+                            zero_bid=getattr(args, "zero_bid", None), sequence=sequence or None)
+    if sequence == FILE_ORDER and spec:  # --no-sequence over a map that names a sequence column: file order
+        spec = {key: value for key, value in spec.items() if key != "sequence"} or None
+    return spec
 
 
 def _price_offset(given: list[str] | None) -> str | None:
@@ -2018,8 +2026,9 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
 
 def _read_as_trained(args: argparse.Namespace, model_dir: Path, said: Callable[[str], None]) -> None:
-    """`evaluate` reads the files with the --price-offset, --price-format and --zero-bid the checkpoint was trained
-    on, unless given them (a mismatch then said): the same files read otherwise drop other rows and cut other parts."""
+    """`evaluate` reads the files with the --price-offset, --price-format, --zero-bid and --sequence the checkpoint
+    was trained on, unless given them (--no-sequence for none; a mismatch then said): the same files read otherwise
+    drop other rows, order ticks of equal times otherwise and cut other parts."""
     from engine.service.reading_record import reading_mismatch, reading_of, recorded_reading, shown
 
     recorded = recorded_reading(model_dir) or {}
@@ -2030,6 +2039,8 @@ def _read_as_trained(args: argparse.Namespace, model_dir: Path, said: Callable[[
         args.price_format = taken["price_format"]
     if "zero_bid" in taken:
         args.zero_bid = taken["zero_bid"]
+    if "sequence" in taken:
+        args.sequence = taken["sequence"]
     if taken:
         said(f"reading the files with {shown(taken, taken)}, as this model was trained (its evaluation.json; give "
              f"the option to read them otherwise)")

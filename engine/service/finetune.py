@@ -178,7 +178,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     # what it was trained on, so `flashtick evaluate` can say when a test slice is not out of sample
     trained_on = {"files": [str(Path(f).resolve()) for f in files],
                   "seen_end": options.split.train + options.split.validation,  # fitted, stopped and calibrated on
-                  "reading": reading_of(columns),  # --price-offset, --price-format: evaluate reads with them
+                  "reading": reading_of(columns),  # reading_record.READING_OPTIONS: evaluate reads with them
                   # the streams trained on (one the split left out is not), each with its last trained or validated
                   # tick's event time (ns): where its seen part ends however a later run reads the files
                   "streams": {sd.name: sd.ticks[max(sd.parts.train.stop, sd.parts.validation.stop) - 1].ts

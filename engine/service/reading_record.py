@@ -1,8 +1,9 @@
-"""The reading options a checkpoint was trained on: `flashtick train` records --price-offset, --price-format and
---zero-bid in its evaluation.json (`trained_on.reading`, beside the files and the split), as they change the
-prices the model learnt from (an offset of 50 lifts CL's -37.63 to 12.37; unshifted, those rows are refused).
-`evaluate` reads its files with them unless given its own; `backtest --model` and `serve --model` say when theirs
-differ."""
+"""The reading options a checkpoint was trained on: `flashtick train` records --price-offset, --price-format,
+--zero-bid and --sequence in its evaluation.json (`trained_on.reading`, beside the files and the split), as they
+change the ticks the model learnt from: the prices (an offset of 50 lifts CL's -37.63 to 12.37; unshifted, those
+rows are refused) and the order of ticks of equal times (a vendor's sequence numbers, not the file's order: other
+moves between them, so other tokens; rows without a number refused). `evaluate` reads its files with them unless
+given its own; `backtest --model` and `serve --model` say when theirs differ."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from typing import Any, Mapping
 from connectors.column_map import checked_price_offset, shown_offset
 
 READING_OPTIONS = {"price_offset": "--price-offset", "price_format": "--price-format",
-                   "zero_bid": "--zero-bid"}  # map key -> option
+                   "zero_bid": "--zero-bid", "sequence": "--sequence"}  # map key -> option
+# what reading a file otherwise than in training changes, per key
+_READ_OTHERWISE = {"price_offset": "prices", "price_format": "prices", "zero_bid": "prices",
+                   "sequence": "the order of ticks of equal times"}
 
 
 def reading_of(columns: Mapping[str, Any] | None) -> dict[str, str]:
@@ -26,6 +30,8 @@ def reading_of(columns: Mapping[str, Any] | None) -> dict[str, str]:
         reading["price_format"] = str(price_format)
     if (columns or {}).get("zero_bid") == "price":  # (no_bid is the default: recorded as nothing)
         reading["zero_bid"] = "price"
+    if (sequence := (columns or {}).get("sequence")) is not None:  # (none: the files' own order)
+        reading["sequence"] = str(sequence)
     return reading
 
 
@@ -50,6 +56,7 @@ def reading_mismatch(recorded: Mapping[str, str] | None, given: Mapping[str, str
     """What differs between the options a checkpoint was trained on and those reading the files now, or None."""
     if recorded is None or not (differ := [k for k in READING_OPTIONS if recorded.get(k) != given.get(k)]):
         return None
+    changed = " and ".join(dict.fromkeys(_READ_OTHERWISE[k] for k in differ))
     return (f"this model was trained on files read with {shown(recorded, differ)}; these files are read with "
-            f"{shown(given, differ)}: prices read otherwise than in training (rows refused, levels shifted) make "
-            f"answers and scores that do not compare with its training's (docs/model.md)")
+            f"{shown(given, differ)}: {changed} read otherwise than in training (rows refused, levels shifted, "
+            f"ticks reordered) make answers and scores that do not compare with its training's (docs/model.md)")
