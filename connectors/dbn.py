@@ -12,7 +12,8 @@ to write a book builder to run a backtest:
   trades leave the book alone: the venue sends the cancels); MBP-1 carries the
   top level in every record; the trades schema has trades alone.
 
-Event time is `ts_recv`, the order a DBN file is sorted in. The stream is the
+Event time is `ts_recv`, the order a DBN file is sorted in; records of one ts_recv keep the file's order (the
+capture's): their `sequence` is the venue's number per channel, no order across channels. The stream is the
 instrument's symbol at the record's time, from the file's symbology (`Symbology`:
 its metadata mappings, which hold over dates, or symbol mapping records), else the
 numeric instrument id (an id mapped at other dates only is said at the end of a run: `Symbology.outside_notes`).

@@ -124,6 +124,36 @@ def test_a_record_stamped_ahead_names_the_first_tick_that_goes_back_and_the_reco
     assert f"(first: {path} record 3: " in rejected_lines(dict(replay.rejected), replay.rejected.examples, 4)[1]
 
 
+def test_records_of_one_ts_recv_replay_in_the_file_s_order_not_by_their_venue_sequence(tmp_path: Path) -> None:
+    """A DBN file is written in ts_recv order and, at one ts_recv, in the order Databento captured the records; their
+    `sequence` is the venue's number per channel. ES (channel 0) and ZN (channel 1) print at one ts_recv, ZN's numbers
+    far below ES's: ordered by them (as --sequence orders a column-mapped file's ties) ZN's trades would jump ahead of
+    ES's event, which came first. The reader keeps the file's order, and --sequence for every file leaves it so."""
+    from connectors.column_map import map_from_options
+
+    zn, at = 2001, MAR5 + NS
+
+    def record(instrument: int, channel: int, sequence: int, action: object, side: object, quarters: int,
+               order_id: int = 0, last: bool = True) -> object:
+        return dbn.MBOMsg(publisher_id=1, instrument_id=instrument, ts_event=at, order_id=order_id,
+                          price=quarters * PX, size=1, action=action, side=side, ts_recv=at,
+                          flags=dbn.F_LAST if last else 0, channel_id=channel, sequence=sequence)
+
+    path = write_dbn(tmp_path / "glbx.mbo.dbn", dbn.Schema.MBO, [
+        record(ESH6, 0, 70_000, dbn.Action.ADD, dbn.Side.BID, 27199, order_id=1, last=False),  # one event of ES:
+        record(ESH6, 0, 70_000, dbn.Action.ADD, dbn.Side.ASK, 27201, order_id=2),  # its top of book at its end
+        record(zn, 1, 15, dbn.Action.TRADE, dbn.Side.ASK, 450),
+        record(ESH6, 0, 70_001, dbn.Action.TRADE, dbn.Side.BID, 27200),
+        record(zn, 1, 16, dbn.Action.TRADE, dbn.Side.BID, 451),
+    ])
+    in_file_order = [("1001", "quote", None), ("2001", "trade", 112.5), ("1001", "trade", 6800.0),
+                     ("2001", "trade", 112.75)]
+    for columns in (None, map_from_options(sequence="sequence", detect=True)):  # --sequence sequence
+        ticks = drain(FileReplay(path, columns=columns))
+        assert {t.ts for t in ticks} == {at}
+        assert [(t.stream, t.kind, t.price) for t in ticks] == in_file_order
+
+
 def test_dbn_trades_schema_replays_as_trade_ticks(tmp_path: Path) -> None:
     def record(i: int, quarters: int, size: int, side: object) -> object:
         return dbn.TradeMsg(publisher_id=1, instrument_id=ESH6, ts_event=MAR5 + i, price=quarters * PX, size=size,
