@@ -172,3 +172,15 @@ def test_a_checkpoint_records_the_sequence_column_it_was_trained_with_and_evalua
             "read with no --sequence: the order of ticks of equal times") in capsys.readouterr().err
     assert main([*backtest, "--out", str(tmp_path / "b.parquet"), "--sequence", "seq"]) == 0
     assert "trained on files read with" not in capsys.readouterr().err
+
+
+def test_no_sequence_drops_the_sequence_a_config_s_map_names(tmp_path: Path) -> None:
+    """--no-sequence reads ties in file order even where replay.columns names a sequence column."""
+    from engine.service.config import ServiceConfig
+
+    config = ServiceConfig.from_dict({"replay": {"columns": {"ts": "ts", "price": "bid", "sequence": "seq"}}})
+    backtest = ["backtest", str(tmp_path / "venues.csv"), "--out", str(tmp_path / "a.parquet")]
+    parser = build_parser()
+    assert _column_map(parser.parse_args(backtest), config)["sequence"] == "seq"
+    assert "sequence" not in _column_map(parser.parse_args([*backtest, "--no-sequence"]), config)
+    assert _column_map(parser.parse_args([*backtest, "--no-sequence"])) is None  # no map at all: each file detected
