@@ -19,6 +19,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterable
 
 import msgpack
 import numpy as np
@@ -687,6 +688,17 @@ def wait_computed(control: ControlClient) -> None:
 def receive_until_quiet(answers: GaplessSubscriber, got: dict[str, list[int]], quiet_s: float = 1.5) -> None:
     while (message := answers.recv(timeout_s=quiet_s)) is not None:
         got.setdefault(message[0], []).append(message[1]["seq"])
+
+
+def receive_until_each_has(answers: GaplessSubscriber, got: dict[str, list[int]], topics: Iterable[str], count: int,
+                           timeout_s: float = 60.0) -> None:
+    """Receives until every topic has `count` answers (a loaded machine may take seconds to deliver the first after
+    a restart: a quiet period alone ended too early), then until quiet, so that a duplicate would still show."""
+    deadline = time.monotonic() + timeout_s
+    while any(len(got.get(t, [])) < count for t in topics) and time.monotonic() < deadline:
+        if (message := answers.recv(timeout_s=0.5)) is not None:
+            got.setdefault(message[0], []).append(message[1]["seq"])
+    receive_until_quiet(answers, got, quiet_s=0.5)
 
 
 def serve_config(tmp_path: Path, checkpoint: Path, metrics: bool = False) -> Path:
@@ -1498,7 +1510,8 @@ def test_a_subscriber_starts_over_when_the_services_seqs_do(checkpoint, tmp_path
                 for i in range(3):  # three messages: every topic answers seqs 1, 2, 3
                     feed.send(market[i * 50 : (i + 1) * 50])
                     wait_for(lambda: set(first.pipeline.cache.seqs().values()) == {i + 1}, timeout_s=60)
-            receive_until_quiet(live, got, quiet_s=0.5)
+            topics = set(first.pipeline.cache.seqs())
+            receive_until_each_has(live, got, topics, 3)
             old_epoch, saved = live.epoch, dict(live.last_seq)
         assert old_epoch is not None and got and all(seqs == [1, 2, 3] for seqs in got.values())
         again = dataclasses.replace(cfg, endpoints=dataclasses.replace(
@@ -1510,11 +1523,11 @@ def test_a_subscriber_starts_over_when_the_services_seqs_do(checkpoint, tmp_path
                     feed.send(market[150 + i * 50 : 150 + (i + 1) * 50])
                     wait_for(lambda: set(second.pipeline.cache.seqs().values()) == {i + 1}, timeout_s=60)
             after: dict[str, list[int]] = {}
-            receive_until_quiet(live, after, quiet_s=1.5)
+            receive_until_each_has(live, after, topics, 2)
             with GaplessSubscriber(endpoints["answers"], control, last_seqs=saved, epoch=old_epoch) as resumed:
                 resumed.wait_ready()
                 from_saved: dict[str, list[int]] = {}
-                receive_until_quiet(resumed, from_saved, quiet_s=0.5)
+                receive_until_each_has(resumed, from_saved, topics, 2)
     assert live.epoch == resumed.epoch == second.epoch and live.epochs_seen == resumed.epochs_seen == 1
     assert after == from_saved == {topic: [1, 2] for topic in got}
 
