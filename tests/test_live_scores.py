@@ -80,7 +80,8 @@ def expected_scores(pipeline: TickPipeline, answers, by_stream) -> dict[str, dic
         total["correct"] += int(p.argmax() == y)
         total["brier"] += float(np.square(p - onehot).sum())
         total["prior_brier"] += float(np.square(prior - onehot).sum())
-        total["majority"] += int(seen.argmax() == y)
+        most = seen == seen.max()  # the labels seen most often: a guess among them (every label before the first)
+        total["majority"] += most[y] / most.sum()
         own = np.array([answer.value["model_probs"][name] for name in labels])  # before adaptation
         total["model_correct"] += int(own.argmax() == y)
         total["model_brier"] += float(np.square(own - onehot).sum())
@@ -217,6 +218,33 @@ def test_the_class_frequencies_start_add_one_smoothed_and_thin_streams_are_poole
     assert summary["worse_than_prior"] == []  # two answers a series: too few to name one
     assert summary["thin_streams"] == {"streams": 2, "scored": 4, "brier": pytest.approx(model, abs=1e-6),
                                        "prior_brier": pytest.approx((first + second) / 2, abs=1e-6)}
+
+
+def test_the_majority_guess_before_any_label_and_at_a_tie_is_a_uniform_guess_among_the_tied() -> None:
+    """A stream's first scored answer (no label seen yet) took label index 0 as "the majority": a hit whenever the
+    first label the query lists was realised, so the same answers scored differently under a query listing its
+    labels in another order. Now the majority guess is a uniform pick among the labels seen most often (all of
+    them before the first): its expected accuracy. By hand, one stream whose points realise down, up, down."""
+    codec = load_builtin_codec()
+    specs = load_queries("queries:\n  - {name: d5, streams: ['*'], question: direction_5, kind: choice}\n"
+                         "  - {name: d5r, streams: ['*'], question: direction_5, kind: choice,"
+                         " choices: [up, flat, down]}\n", questions=codec.questions)
+    scores = LiveScores(codec.questions, committed=lambda stream: 0)
+    prices = [100.0] * 5 + [99.0, 101.0, 99.0]  # points 1, 2, 3: 100 -> 99 (down), -> 101 (up), -> 99 (down)
+    says = {"down": 0.2, "flat": 0.6, "up": 0.2}
+    for i, price in enumerate(prices, start=1):
+        scores.observe(Tick("ES", 10**9 + i, "trade", price=price, size=1.0, side="buy"))
+        for spec in specs if i <= 3 else ():
+            probs = {label: says[label] for label in spec.labels or ("down", "flat", "up")}
+            value = {"answer": "flat", "probs": probs}
+            scores.expect(Answer(spec.name, "ES", f"{spec.name}/ES/", i, i, 10**9 + i, 0, value, "m"), spec)
+    # down with nothing seen: 1/3 (not 1 for d5, whose first label is down); up with down seen once: 0; down with
+    # down and up seen once each: 1/2 (not 1 for d5, whose argmax of a tie was down)
+    want = (1 / 3 + 0 + 1 / 2) / 3
+    for name in ("d5", "d5r"):
+        summary = scores.summary()[name]
+        assert summary["scored"] == 3 and summary["accuracy"] == 0.0
+        assert summary["majority_accuracy"] == pytest.approx(want, abs=1e-6)
 
 
 def test_a_saturated_bps_question_is_counted_and_said() -> None:

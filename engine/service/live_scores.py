@@ -6,8 +6,9 @@ named codec question (direction, volatility, move: the questions with a realised
 connectors/labels.py) every published answer waits until its stream has `horizon` more ticks, is labelled
 exactly as backtests label it, and is scored beside the naive forecast a quant compares with first: the
 stream's own class frequencies so far (`prior`, Brier, add-one smoothed: (count + 1) / (n + labels), a uniform
-guess before any label; its most frequent class, `majority`, accuracy). Both are online: the prior at an answer
-uses only labels realised before that answer was scored.
+guess before any label; its most frequent class, `majority`, accuracy: a guess among the classes tied for most
+frequent, so 1/labels before any label). Both are online: the prior at an answer uses only labels realised before
+that answer was scored.
 
     stats["scores"] = {query: {"scored": n, "accuracy": .., "brier": .., "prior_brier": .., "majority_accuracy": ..,
                                "model_accuracy": .., "model_brier": .. (the model's own answers, `model_probs`,
@@ -64,7 +65,7 @@ class QueryScore:
     correct: int = 0
     brier: float = 0.0
     prior_brier: float = 0.0
-    majority_correct: int = 0
+    majority_correct: float = 0.0  # expected hits of the majority guess (a tie: a share of one)
     unscorable: int = 0
     outside_labels: int = 0  # realised, but as a label the query did not ask about (a subset of the answers)
     # the model's own answers (``model_probs``, beside what answers.adapt published), on the same answers
@@ -72,13 +73,13 @@ class QueryScore:
     model_correct: int = 0
     model_brier: float = 0.0
 
-    def add(self, correct: bool, brier: float, prior_brier: float, majority_correct: bool,
+    def add(self, correct: bool, brier: float, prior_brier: float, majority_correct: float,
             model: tuple[bool, float] | None = None) -> None:
         self.scored += 1
         self.correct += int(correct)
         self.brier += brier
         self.prior_brier += prior_brier
-        self.majority_correct += int(majority_correct)
+        self.majority_correct += majority_correct
         if model is not None:
             self.model_scored += 1
             self.model_correct += int(model[0])
@@ -135,6 +136,15 @@ class StreamMarks:
         more must be kept: ``point + horizon <= ticks``); NO_LABEL where labels.py gives none."""
         start = point - self.base  # the mark at the answer point, then `horizon` more
         return int(label_series(spec, np.asarray(self.marks[start : start + spec.horizon + 1]))[0])
+
+
+def majority_hit(counts: np.ndarray, y: int) -> float:
+    """The expected accuracy on realised label ``y`` of guessing the most frequent label so far (``counts``, in the
+    query's label order), a tie broken uniformly: 1/m when ``y`` is one of the m labels seen most often, else 0; so
+    1/labels before any label. (``counts.argmax()`` took the first label listed: a stream's first answer counted
+    as a hit whenever its label was the query's first, so the score depended on the order the labels are listed.)"""
+    most = counts == counts.max()
+    return float(most[y]) / int(most.sum())
 
 
 class StreamMarksBook:
@@ -280,7 +290,7 @@ class LiveScores(StreamMarksBook):
         own = answer.model  # the model's answer, where answers.adapt published a mix
         model = None if own is None else (own.argmax() == y, float(np.square(own - onehot).sum()))
         scored = (p.argmax() == y, float(np.square(p - onehot).sum()), float(np.square(prior - onehot).sum()),
-                  counts.argmax() == y, model)
+                  majority_hit(counts, y), model)
         score.add(*scored)
         state.scores.setdefault(query, QueryScore()).add(*scored)
         counts[y] += 1
