@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import signal
 import threading
 import time
 import urllib.request
@@ -404,6 +405,66 @@ def test_an_ask_its_lost_shard_never_answered_says_shard_lost_and_sent_again_is_
         again = control.call("ask", stream=stream, query="dir")  # waits for the restore, then is answered
         assert again["answer"]["stream"] == stream and again["cached"] is False
     assert victim.restarts == 1
+
+
+def test_asks_of_a_shard_ray_does_not_restart_are_each_refused_shard_lost(checkpoint, tmp_path) -> None:
+    """A shard whose process died for good (shards.max_restarts: 0 used up) cannot be restored, and the front door
+    gives up on it. An ask that waited to go to it when it was lost was never answered (its client hung until its
+    own time-out), and a later ask on one of its streams was refused as `bad_request`, though the client did
+    nothing wrong. Each gets exactly one reply, `shard_lost`; the other shard's streams are answered on."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    # no heartbeat: its call for the shards' figures would take the place of the asks' calls (see the test above)
+    cfg = config(checkpoint, tmp_path / "data", 2, queries, limits={"heartbeat_s": 3600.0},
+                 endpoints={"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
+                            "control": "tcp://127.0.0.1:0", "metrics_port": 0})
+    cfg = dataclasses.replace(cfg, shards=dataclasses.replace(cfg.shards, max_restarts=0))
+    ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(80)
+    blocked = tmp_path / "blocked"
+    with serving(cfg) as server, ControlClient(server.endpoints["control"], timeout_s=120) as control, \
+            FeedClient(server.endpoints["ingest"]) as feeder:
+        feeder.send(ticks)
+        wait_for(lambda: all(control.call("get", query="dir", stream=s)["answer"] for s in {t.stream for t in ticks}),
+                 timeout_s=120)
+        victim, other = server.pipeline.links
+        stream, elsewhere = sorted(victim.streams)[0], sorted(other.streams)[0]
+        wait_for(lambda: victim.call is None and not victim.has_work)  # (read across threads: only waited on)
+        pid = ray.get(victim.handle.__ray_call__.remote(lambda _: os.getpid()))
+
+        def block(_shard) -> None:  # runs in the shard's process, which takes one call at a time
+            blocked.touch()
+            time.sleep(600)  # killed long before
+
+        victim.handle.__ray_call__.remote(block)
+        wait_for(blocked.exists)
+        replies: dict[str, list] = defaultdict(list)
+
+        def ask(name: str) -> None:
+            with ControlClient(server.endpoints["control"], timeout_s=120) as asker:
+                replies[name].append(asker.request({"op": "ask", "stream": stream, "query": "dir"}))
+
+        in_flight = threading.Thread(target=ask, args=("in_flight",))
+        in_flight.start()
+        wait_for(lambda: victim.call_tickets)  # its call went out, and waits behind the blocking one
+        waiting = threading.Thread(target=ask, args=("waiting",))
+        waiting.start()
+        wait_for(lambda: any(op[0] == "ask" for op in victim.ops))  # queued here behind that call
+        os.kill(pid, signal.SIGKILL)
+        for thread in (in_flight, waiting):
+            thread.join(180)
+            assert not thread.is_alive()
+        wait_for(lambda: victim.failed is not None)
+        later = control.request({"op": "ask", "stream": stream, "query": "dir"})
+        answered = control.call("ask", stream=elsewhere, query="dir")
+        health = control.call("health")
+    for reply in (*replies["in_flight"], *replies["waiting"], later):
+        assert reply["ok"] is False and reply["reason"] == "shard_lost", reply
+    assert len(replies["in_flight"]) == len(replies["waiting"]) == 1
+    assert f"{victim.name} was lost before answering" in replies["in_flight"][0]["error"]
+    assert f"{victim.name} was lost and could not be restored (ActorDiedError" in replies["waiting"][0]["error"]
+    assert "could not be restored" in later["error"] and victim.name in later["error"]
+    assert answered["answer"]["stream"] == elsewhere
+    assert health["status"] == "degraded" and health["shards_down"] == [victim.name]
 
 
 def test_a_restart_of_shards_answers_a_backlog_group_by_group_as_the_live_run_would(checkpoint, tmp_path) -> None:

@@ -44,7 +44,7 @@ from engine.service.forward_pace import ForwardPace
 from engine.service.metrics import process_start_time
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
-from engine.service.sharded import ShardedPipeline
+from engine.service.sharded import ShardedPipeline, ShardGivenUp
 from engine.stream import Stream
 from queries.cache import Answer
 from queries.limits import clip, excerpt
@@ -777,6 +777,8 @@ class Server:
             self.pipeline.ask(spec, stream, self._tickets)
         except UnknownStream:
             raise self._no_session(stream) from None
+        except ShardGivenUp as e:  # not the asker's mistake: its stream's shard could not be restored
+            raise ControlShardLost(str(e)) from None
         self._waiting[self._tickets] = reply if not note else lambda obj: reply({**obj, **note})
         return None  # replied when a step has computed it
 
@@ -990,6 +992,12 @@ class ControlBusy(ControlError):
     """A request refused for now (too many waiting): the same request, sent again later, is served."""
 
     reason = "busy"
+
+
+class ControlShardLost(ControlError):
+    """An ask whose stream's shard is lost (with --shards): sent again once the shard is back, it is served."""
+
+    reason = "shard_lost"
 
 
 def _unpack_request(payload: bytes) -> Any:

@@ -30,6 +30,7 @@ import dataclasses
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -61,7 +62,12 @@ from queries.spec import QuerySpec, dump_queries
 
 WAIT_S = 0.002  # the longest a step waits for a shard's reply before the server polls its sockets again
 RETRY_S = 0.25  # a restore that found the actor not back yet is tried again this much later
-MAX_RESTORE_ERRORS = 3  # a restore that raised this many times in a row will not succeed by retrying
+MAX_RESTORE_ERRORS = 3  # a restore that raised (or found the actor dead) this many times in a row will not succeed
+
+
+class ShardGivenUp(LookupError):
+    """An ask on a stream whose shard the front door gave up on: not the asker's mistake (the server says
+    ``shard_lost``); its ticks are logged and computed when the service restarts."""
 
 
 class ShardedPipeline:
@@ -285,12 +291,19 @@ class ShardedPipeline:
             why = f"{type(e.cause).__name__}: {e.cause}"
             link.restore_errors += kind == "restore"
             if link.restore_errors >= MAX_RESTORE_ERRORS:
-                self._give_up(link, why)
+                self._give_up(link, why, outcomes, tickets)
                 return
             ray.kill(link.handle, no_restart=False)  # Ray starts it afresh; it is restored below
             self._lost(link, why, tickets, outcomes, kind)
             return
         except ray.exceptions.RayError as e:  # the actor died (killed, OOM, its host lost): Ray restarts it
+            if kind == "restore" and isinstance(e, ray.exceptions.ActorDiedError):
+                # dead, not restarting (that is ActorUnavailableError): shards.max_restarts used up, or its
+                # constructor raised when Ray started it again; retrying the restore would read the log for ever
+                link.restore_errors += 1
+                if link.restore_errors >= MAX_RESTORE_ERRORS:
+                    self._give_up(link, _dead_why(e, self.config.shards.max_restarts), outcomes, tickets)
+                    return
             self._lost(link, type(e).__name__, tickets, outcomes, kind)
             return
         if reply.get("needs_restore"):  # restarted by Ray between two calls
@@ -405,10 +418,8 @@ class ShardedPipeline:
         link.restarts += 1
         link.retire_stats()  # the restarted actor counts from 0: the service's totals must not fall
         link.lost, link.not_before = True, 0.0
-        for ticket in tickets:
-            self._asked.pop(ticket, None)
-            outcomes.append(JobOutcome(RemoteJob(ticket), error=f"{link.name} was lost before answering (it is rebuilt "
-                                       f"from the tick log): ask again", retry=True))
+        self._refuse_asks(tickets, outcomes,
+                          f"{link.name} was lost before answering (it is rebuilt from the tick log): ask again")
         link.buffer, link.buffered_tokens = [], 0  # logged: the restore reads them back
         link.reported_pending, link.shard_busy = 0, False
         print(f"flashtick: {link.name} lost ({why}); rebuilding its {len(link.streams)} streams from the tick log",
@@ -433,10 +444,22 @@ class ShardedPipeline:
 
         link.reading = self._reader.submit(read)
 
-    def _give_up(self, link: ShardLink, why: str) -> None:
-        """A restore that keeps raising is a bug, not a lost process: stop retrying and say so. Ticks for the
-        shard's streams are still accepted and logged (nothing accepted is lost): a restart computes them."""
+    def _refuse_asks(self, tickets: list[Any], outcomes: list[JobOutcome], error: str) -> None:
+        """Each of ``tickets`` answered with ``error``, as a retry (``shard_lost``): its shard cannot answer it."""
+        for ticket in tickets:
+            self._asked.pop(ticket, None)
+            outcomes.append(JobOutcome(RemoteJob(ticket), error=error, retry=True))
+
+    def _give_up(self, link: ShardLink, why: str, outcomes: list[JobOutcome], tickets: Iterable[Any] = ()) -> None:
+        """A restore that keeps raising is a bug, and an actor Ray does not restart will not come back: stop
+        retrying and say so. The asks that waited for the restore are refused (``shard_lost``), as are those sent
+        from now on (``ask``): each gets its reply now, not at its client's time-out. Ticks for the shard's streams
+        are still accepted and logged (nothing accepted is lost): a restart computes them."""
         link.failed = why
+        waiting = [*tickets, *(op[1] for op in link.ops if op[0] == "ask")]
+        link.ops = []  # registry changes too: a restored shard gets the whole registry
+        self._refuse_asks(waiting, outcomes, f"{link.name} was lost and could not be restored ({why}): its streams are "
+                                             f"computed again when the service restarts")
         print(f"flashtick: {link.name} could not be restored ({why}, {link.restore_errors} times); its "
               f"{len(link.streams)} streams are logged but not computed until the service restarts",
               file=sys.stderr, flush=True)
@@ -445,6 +468,7 @@ class ShardedPipeline:
         for link in self.links:
             if link.failed:
                 link.buffer, link.buffered_tokens = [], 0  # logged; a restart replays them
+                link.ops = []  # registry changes: a restart restores every shard with the whole registry
                 continue
             if link.lost and link.call is None and link.reading is None and time.monotonic() >= link.not_before:
                 self._read_log(link)
@@ -548,8 +572,8 @@ class ShardedPipeline:
         if link is None:
             raise UnknownStream(stream)
         if link.failed:
-            raise LookupError(f"stream {stream!r} is on {link.name}, which could not be restored ({link.failed}); "
-                              f"its ticks are logged and are computed when the service restarts")
+            raise ShardGivenUp(f"stream {stream!r} is on {link.name}, which could not be restored ({link.failed}); "
+                               f"its ticks are logged and are computed when the service restarts")
         registered = self.registry.current(spec.name) is spec
         self._asked[ticket] = spec  # its answer is adapted here (``_as_published``)
         link.ops.append(("ask", ticket, stream, spec.name if registered else spec.to_dict()))
@@ -599,6 +623,13 @@ class ShardedPipeline:
             ray.shutdown()  # the placement group goes with the job
         elif self._group is not None:  # this process goes on using Ray (tests, benchmarks): hand the CPUs back
             release(self._group)
+
+
+def _dead_why(error: Exception, max_restarts: int) -> str:
+    """Why a shard's actor is dead for good, from Ray's ActorDiedError (its text is many lines)."""
+    if getattr(error, "actor_init_failed", False):
+        return "ActorDiedError: its process could not start again (the shard's constructor raised)"
+    return f"ActorDiedError: Ray does not restart its process again (shards.max_restarts: {max_restarts})"
 
 
 class _ShardRestores:
