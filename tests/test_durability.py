@@ -1272,7 +1272,9 @@ def test_health_and_metrics_say_starting_while_the_tick_log_replays(checkpoint, 
 
     endpoints, cfg = restartable(checkpoint, tmp_path)
     metrics_port = free_port()
-    cfg = dataclasses.replace(cfg, endpoints=dataclasses.replace(cfg.endpoints, metrics_port=metrics_port))
+    # (not the default zero_bid: `health` says the config's reading, while starting too, not a constant)
+    cfg = dataclasses.replace(cfg, endpoints=dataclasses.replace(cfg.endpoints, metrics_port=metrics_port),
+                              limits=dataclasses.replace(cfg.limits, zero_bid="price"))
     pipeline = TickPipeline(cfg)
     ticks = SyntheticMarket(SyntheticConfig(seed=13)).next_batch(40_000)
     for i in range(0, len(ticks), 500):
@@ -1293,6 +1295,7 @@ def test_health_and_metrics_say_starting_while_the_tick_log_replays(checkpoint, 
             statuses.append(health["status"])
             phases.append(health.get("phase"))
             assert health["protocol"] == 1 and isinstance(health["version"], str)  # starting or serving alike
+            assert health["zero_bid"] == "price"  # a feed asking before the engine is up learns how 0 bids are read
             errors.append(control.request({"op": "stats"}))
             try:
                 control.call("streams", streams=[])

@@ -197,7 +197,7 @@ class Server:
                                maxmsgsize=config.limits.max_control_bytes)
         self._snapshot: dict[str, Any] = {}
         self._metrics_server: Any = None
-        self._starting = _StartingReplies(control, config.model.model_id, self.started_at)
+        self._starting = _StartingReplies(control, config.model.model_id, config.limits.zero_bid, self.started_at)
         try:
             # metrics as early: a scrape while the log replays finds the target up and starting, not down
             self._start_metrics()
@@ -1160,8 +1160,9 @@ class _StartingReplies:
     `health` with ``status: starting`` and every other op with an error that says to try again. The socket is the
     main loop's once the block ends (the thread joined first: a socket is used by one thread at a time)."""
 
-    def __init__(self, sock: zmq.Socket, model: str, started_at: float) -> None:
+    def __init__(self, sock: zmq.Socket, model: str, zero_bid: str, started_at: float) -> None:
         self.sock, self.model, self.started_at = sock, model, started_at
+        self.zero_bid = zero_bid  # known from the config: a feed asking this early learns how its 0 bids are read
         self.phase = "loading the model"  # what the start is doing, in `health`'s reply (`said`)
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="control-while-starting", daemon=True)
@@ -1191,7 +1192,7 @@ class _StartingReplies:
             if op == "health":
                 reply = {"ok": True, "status": "starting", "uptime_s": time.time() - self.started_at,
                          "model": self.model, "phase": self.phase, "protocol": WIRE_PROTOCOL,
-                         "version": package_version()}
+                         "version": package_version(), "zero_bid": self.zero_bid}
             else:
                 reply = {"ok": False, "reason": "starting",
                          "error": "the service is starting (loading its model, recovering its streams from the tick "
