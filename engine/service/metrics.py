@@ -90,7 +90,8 @@ LIVE_SCORES = (  # (stats key, metric, type, help), one sample per query
     ("brier", "live_brier", "gauge", "Mean Brier score of the scored answers"),
     ("prior_brier", "live_prior_brier", "gauge", "Mean Brier score of the stream's class frequencies so far "
                                                  "(add-one smoothed)"),
-    ("majority_accuracy", "live_majority_accuracy", "gauge", "Accuracy of the stream's most frequent label so far"),
+    ("majority_accuracy", "live_majority_accuracy", "gauge", "Accuracy of guessing the stream's most frequent label so "
+                                                           "far (a tie: a share)"),
     ("model_accuracy", "live_model_accuracy", "gauge", "Accuracy of the model's own answers before adaptation"),
     ("model_brier", "live_model_brier", "gauge", "Mean Brier score of the model's own answers before adaptation"),
 )
