@@ -32,7 +32,9 @@ def test_a_demo_replay_lists_the_rows_it_did_not_feed_and_takes_the_reading_opti
     rows = [f"2026-11-02T00:{i // 60:02d}:{i % 60:02d}Z,EPEX:DE H13,{0.0 if i % 4 == 0 else 1.0 + i % 7},1"
             for i in range(80)]
     (tmp_path / "power.csv").write_text("timestamp,symbol,price,size\n" + "\n".join(rows) + "\n")
-    argv = ["demo", "--replay", str(tmp_path / "power.csv"), "--seconds", "2", "--rate", "2000"]
+    # --seconds far above the time 80 rows need: the demo stops once the file is fed and computed (a loaded host
+    # took over 2 s to start feeding, and the summary said 0 ticks in)
+    argv = ["demo", "--replay", str(tmp_path / "power.csv"), "--seconds", "120", "--rate", "2000"]
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert "flashtick demo: note: power.csv: no column map given; read as ts=timestamp (datetime)" in err

@@ -69,6 +69,7 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
     settled = True  # the lag fell back under SLOW_LAG_S since the last lowering (its backlog drains first)
     started = time.monotonic()
     feeder, stop = None, threading.Event()
+    quiet_beats = 0  # heartbeats with nothing waiting since the replay's feed ended
     try:
         with AnswerSubscriber(endpoints["answers"], [""]) as sub:
             time.sleep(0.2)  # let the subscription reach the PUB socket before data flows
@@ -77,10 +78,16 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
             while time.monotonic() - started < seconds:
                 if stop_when is not None and stop_when(demo_part(rate, lowered_from)):
                     break
+                if quiet_beats >= 2:  # every row fed and computed: nothing more would show until --seconds
+                    print("flashtick demo: the files are fed and computed; stopping", file=sys.stderr, flush=True)
+                    break
                 message = sub.recv(timeout_s=0.05)
                 if message and not message[0].startswith("_"):
                     table[message[0]] = message[1]
-                elif message and message[0].startswith(HEARTBEAT_TOPIC) and adapt:
+                elif message and message[0].startswith(HEARTBEAT_TOPIC) and replay and not feeder.is_alive() \
+                        and source.done:
+                    quiet_beats = quiet_beats + 1 if not message[1].get("pending_tokens") else 0
+                if message and message[0].startswith(HEARTBEAT_TOPIC) and adapt:
                     lag_s = message[1].get("lag_s") or 0.0
                     if lag_s > SLOW_LAG_S and settled and rate / 2 >= MIN_RATE:
                         stop.set()
