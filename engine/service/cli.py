@@ -455,6 +455,13 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     data.add_argument("--by-stream", action="store_true", help="also a row per stream (instrument) under each "
                       "question, from the same answers (of several streams, the JSON has them as `by_stream` "
                       "either way)")
+    data.add_argument("--batch-ms", type=float, default=None, metavar="MS", help="score only the last tick of "
+                      "each event-time batch of MS milliseconds, where `backtest --batch-ms MS` answers (cut as it "
+                      "cuts them), so the scores compare with `backtest --test-from`'s (default: every tick, "
+                      "mid-burst ones included)")
+    data.add_argument("--points-out", type=Path, default=None, metavar="FILE.parquet", help="write every scored "
+                      "test answer point here: stream, tick, data_ts, question, realised label and each column's "
+                      "probabilities, to recompute the table from")
 
     p = sub.add_parser("train", parents=[reading, data], help="fit a tick model to your own tick files and score it")
     p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
@@ -1847,8 +1854,13 @@ def _train_common(args: argparse.Namespace) -> tuple[Any, Any]:
         if args.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {args.threads}")
         torch.set_num_threads(args.threads)
+    if args.points_out is not None and not args.points_out.parent.is_dir():  # said before the run, not after it
+        raise ValueError(f"--points-out {args.points_out}: no directory {args.points_out.parent} to write it in")
+    if args.batch_ms is not None and not 0 < args.batch_ms < math.inf:
+        raise ValueError(f"--batch-ms must be a number of milliseconds > 0, got {args.batch_ms:g}")
     return SplitSpec.parse(args.split, gap=args.gap), EvalOptions(
-        max_points=args.max_points, block=args.block, resamples=args.resamples, seed=args.seed)
+        max_points=args.max_points, block=args.block, resamples=args.resamples, seed=args.seed,
+        batch_ms=args.batch_ms)
 
 
 SIZE_FLAGS = {"hidden": 256, "layers": 4, "heads": 8, "kv_heads": 4, "intermediate": 512}  # a new model's
@@ -1907,7 +1919,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     options = FitOptions(split=split, base=base, eval_every=args.eval_every, patience=args.patience,
                          device=args.device, evaluation=evaluation, codec_version=args.codec_version,
                          head=not args.no_head, streams=tuple(args.streams) if args.streams else None,
-                         name_left_out=args.verbose)
+                         name_left_out=args.verbose, points_out=args.points_out)
     interactive = not args.quiet and not args.json and sys.stderr.isatty()
 
     def log(message: str) -> None:
@@ -2001,7 +2013,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     if (overlap := time_overlap_note(prepared)) is not None:
         said(overlap)
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),
-                              read_head(model_dir, codec))
+                              read_head(model_dir, codec), points_out=args.points_out)
     if not result["questions"]:  # never an empty table that exits 0
         raise ValueError(f"nothing to score: no question has a realised answer in both the train and the test part "
                          f"(--split {args.split}) of {counted(len(prepared), 'stream')}")

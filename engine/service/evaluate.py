@@ -2,7 +2,8 @@
 
 Per codec question, on every labelled answer point of each stream's test part
 (engine/service/splits.py; capped by `max_points`, taken as evenly spread runs
-of consecutive points): accuracy and Brier of
+of consecutive points; with `batch_ms`, only the last tick of each event-time
+batch, where a backtest with that --batch-ms answers): accuracy and Brier of
 
 * `model` - the checkpoint's answer distribution, probed exactly as serving does
   (engine.service.packing.pack_batch), with at least half a window of context, read
@@ -34,12 +35,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 import torch
 
 from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
+from connectors.feed import batch_end
 from connectors.ticks import shown_name, utc_text
 from engine.models.loader import check_checkpoint
+from engine.service.answer_parts import write_atomically
 from engine.service.backtest import calibration_table
 from engine.service.features import QuestionHead, fit_logistic
 from engine.service.splits import StreamData
@@ -63,6 +67,9 @@ class EvalOptions:
     # > 0: also `adapted_history`, the adaptation fed first with the model's answers on up to this many ticks of
     # the train part (and every train label), as a stream served since its start has it; costs their forwards
     adapt_history: int = 0
+    # None: every labelled tick of the test part is an answer point; a width in ms: only the last tick of each
+    # event-time batch of that width, where `backtest --batch-ms` answers (mid-burst ticks are not answered there)
+    batch_ms: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_points", "max_fit_points", "block", "resamples", "batch"):
@@ -70,6 +77,44 @@ class EvalOptions:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.adapt_history < 0:
             raise ValueError(f"adapt_history must be >= 0, got {self.adapt_history}")
+        if self.batch_ms is not None and not 0 < self.batch_ms < np.inf:
+            raise ValueError(f"batch_ms (--batch-ms) must be a number of milliseconds > 0, got {self.batch_ms:g}")
+
+
+BURST_NS = 1_000_000  # ticks closer than this to the next one of their stream are one burst (one order's fills)
+BURST_SHARE = 0.3  # above this share of a test part's ticks in bursts, every-tick scores differ from a backtest's
+
+
+def batch_last_ticks(ts: np.ndarray, batch_ns: int) -> np.ndarray:
+    """(n,) bool: which of one stream's ticks (event times ``ts``, ns, in replay order) end their event-time batch,
+    the ticks a backtest with that batch width answers the stream at (trigger: batch). The backtest cuts the
+    merged ticks of every stream where one reaches connectors.feed.batch_end of the batch's first tick; those ends
+    lie on multiples of ``batch_ns``, so a stream's tick ends its batch when its next tick is at or past its own
+    batch_end (its stream's last tick always does)."""
+    ends = batch_end(ts, batch_ns)
+    return np.append(ts[1:] >= ends[:-1], True) if len(ts) else np.zeros(0, dtype=bool)
+
+
+def burst_share(streams: list[StreamData]) -> float:
+    """The share of the test parts' ticks (all streams) stamped within BURST_NS of their stream's next tick."""
+    gaps = [np.diff(np.array([t.ts for t in sd.ticks[sd.parts.test.start : sd.parts.test.stop]], dtype=np.int64))
+            for sd in streams]
+    gaps = np.concatenate(gaps) if gaps else np.zeros(0, dtype=np.int64)
+    return float((gaps < BURST_NS).mean()) if len(gaps) else 0.0
+
+
+def answer_points_line(points: dict[str, Any]) -> str:
+    """Which ticks `evaluate` (and `train`'s table) scored, and when many ticks share a burst, that a backtest's
+    batch-end answers score differently, and the option that scores those instead."""
+    if points["batch_ms"] is not None:
+        return (f"answer points: the last tick of each {points['batch_ms']:g} ms event-time batch of the test part, "
+                f"where `backtest --batch-ms {points['batch_ms']:g}` answers a stream (trigger: batch)")
+    line = "answer points: every labelled tick of the test part"
+    if points["within_1ms_of_next"] > BURST_SHARE:
+        line += (f"; note: {points['within_1ms_of_next']:.0%} of its ticks are within 1 ms of the next (bursts): "
+                 f"a backtest answers only at the end of each event-time batch (--batch-ms, 100 ms by default), "
+                 f"never mid-burst, and scores differently; --batch-ms 100 scores those points instead")
+    return line
 
 
 def load_tick_model(model_dir: Path, device: str = "cpu") -> tuple[Any, BinnedCodec]:
@@ -220,10 +265,11 @@ def scores_by_stream(probs: dict[str, np.ndarray], y: np.ndarray, sizes: list[tu
 
 
 def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
-                     options: EvalOptions | None = None, heads: dict[str, QuestionHead] | None = None
-                     ) -> dict[str, Any]:
+                     options: EvalOptions | None = None, heads: dict[str, QuestionHead] | None = None,
+                     points_out: Path | None = None) -> dict[str, Any]:
     """Score `model` on the test part of `streams` against baselines fitted on their train parts; ``heads``:
-    the checkpoint's answer heads (read_head), part of its answers ("model", and what "adapted" adapts)."""
+    the checkpoint's answer heads (read_head), part of its answers ("model", and what "adapted" adapts);
+    ``points_out``: a Parquet file to write every scored answer point to (write_points)."""
     options = options or EvalOptions()
     heads = heads or {}
     rng = np.random.default_rng(options.seed)
@@ -244,6 +290,10 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
             hi, hq = hi[kept], hq[kept]
             history_logits = answer_logits(model, codec, sd, hi, hq, options)
         ii, qq = sd.points("test")
+        if options.batch_ms is not None:  # as the backtest rounds it
+            at_batch_end = batch_last_ticks(np.array([t.ts for t in sd.ticks], dtype=np.int64),
+                                            int(options.batch_ms * 1e6))
+            ii, qq = ii[at_batch_end[ii]], qq[at_batch_end[ii]]
         keep = np.isin(ii, chosen_ticks(np.unique(ii), W - W // 2, options.max_points))
         ii, qq = ii[keep], qq[keep]
         logits = answer_logits(model, codec, sd, ii, qq, options)
@@ -260,8 +310,8 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                 points = np.concatenate([hi[hsel], ii[sel]])  # train answers, then the test part's
                 probs = headed_probs(codec, qi, [history_logits[k] for k in hsel] + z, x[points], head)
                 warm = adapt_series(points, probs, sd.labels[:, qi], 0, q.spec.horizon)[len(hsel):]
-            test[qi].append((x[ii[sel]], sd.labels[ii[sel], qi], z, adapted, warm))
-    results = {}
+            test[qi].append((x[ii[sel]], sd.labels[ii[sel], qi], z, adapted, warm, sd.name, ii[sel]))
+    results, scored_points = {}, []
     for qi, q in enumerate(qs):
         y = np.concatenate([t[1] for t in test[qi]])
         ty = np.concatenate(train_y[qi])
@@ -290,6 +340,8 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                  "prior": priors,
                  "majority": np.eye(n_cls)[priors.argmax(axis=1)],
                  "logistic": logistic.predict_proba(test_x)}
+        if points_out is not None:
+            scored_points.append(points_table(q.name, list(q.labels), y, probs, streams, test[qi]))
         results[q.name] = score_question(probs, y, options, rng) | {
             "labels": list(q.labels), "train_points": int(len(ty)), "train_frequencies": prior.round(4).tolist(),
             **({"train_frequencies_by_stream": {sd.name: p.round(4).tolist() for sd, p in zip(streams, own)},
@@ -297,7 +349,10 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                if len(streams) > 1 else {}),
             "answer_calibration": q.calibration.to_dict(),
             **({"answer_head": {"model_weight": heads[q.name].model_weight}} if q.name in heads else {})}
+    if points_out is not None:
+        write_points(points_out, scored_points)
     return {"questions": results, "window_ticks": W, "options": vars(options),
+            "answer_points": {"batch_ms": options.batch_ms, "within_1ms_of_next": round(burst_share(streams), 4)},
             "calibration_source": codec.calibration.source,
             "streams": {sd.name: {"ticks": len(sd.ticks), **{p: [r.start, r.stop] for p, r in
                                                           zip(("train", "validation", "test"), sd.parts)},
@@ -305,6 +360,27 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                         for sd in streams},
             "part_times": part_times(streams),
             "seconds": round(time.time() - t0, 1)}
+
+
+def points_table(question: str, labels: list[str], y: np.ndarray, probs: dict[str, np.ndarray],
+                 streams: list[StreamData], parts: list[tuple]) -> pl.DataFrame:
+    """One row per scored answer point of `question` (rows in the order they were scored): its stream, tick index
+    (0-based, in the stream's ticks as read), event time, realised label and each predictor's probabilities."""
+    ticks = {sd.name: sd.ticks for sd in streams}
+    names = [name for *_, name, ii in parts for _ in ii]
+    tick = np.concatenate([ii for *_, ii in parts]).astype(np.int64)
+    return pl.DataFrame({
+        "stream": names, "tick": tick,
+        "data_ts": pl.Series([ticks[name][i].ts for name, i in zip(names, tick.tolist())], dtype=pl.Int64),
+        "question": [question] * len(y), "labels": pl.Series([labels] * len(y), dtype=pl.List(pl.String)),
+        "realised": [labels[k] for k in y.tolist()],
+        **{name: pl.Series(p.tolist(), dtype=pl.List(pl.Float64)) for name, p in probs.items()}})
+
+
+def write_points(path: Path, tables: list[pl.DataFrame]) -> None:
+    """Every question's scored answer points in one Parquet file (a predictor a question lacks: null there)."""
+    table = pl.concat(tables, how="diagonal") if tables else pl.DataFrame()
+    write_atomically(path, table.write_parquet)
 
 
 # The answer calibration's fitting policy (engine/service/calibrate.py), here where the tables say its outcome:
@@ -361,6 +437,8 @@ def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
                      f"{ci(d['brier'])}")
         lines += [f"  {shown_name(stream):<13}{part['n']:>7}  {scores_row(part['scores'], acc_cols, brier_cols)}"
                   for stream, part in (r.get("by_stream", {}) if by_stream else {}).items()]
+    if "answer_points" in result:
+        lines.append(answer_points_line(result["answer_points"]))
     if "part_times" in result:  # where the split fell in event time: overall, and each stream's with by_stream
         lines.append(f"parts (UTC event times): {_times_text(result['part_times'])}")
         lines += [f"  {shown_name(stream)}: {_times_text(part['times'])}" for stream, part in

@@ -59,6 +59,7 @@ class FitOptions:
     head: bool = True  # fit the answer heads (features.QuestionHead) on the train and validation parts
     streams: tuple[str, ...] | None = None  # the streams of the files to train on (names or globs); None: every one
     name_left_out: bool = False  # --verbose: each stream too short to split named, not more than SHORT_NAMED summed up
+    points_out: Path | None = None  # --points-out: the test answer points scored, a row each (evaluate.write_points)
 
     def __post_init__(self) -> None:
         for name in ("eval_every", "patience", "val_batches"):
@@ -163,7 +164,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         write_head(out, heads, f"train part (regression) and validation part (weight) of {len(files)} file(s)")
         log("answer heads: " + ", ".join(f"{name} model weight {h.model_weight:g} (validation Brier "
                                           f"{h.brier_model} -> {h.brier_blend})" for name, h in heads.items()))
-    evaluation = evaluate_streams(model, codec, streams, eval_options, heads)
+    evaluation = evaluate_streams(model, codec, streams, eval_options, heads, points_out=options.points_out)
     record = {"files": [str(f) for f in files], "reading": reading_of(columns),
               "base": str(options.base) if options.base else "from scratch",
               "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))),
