@@ -276,7 +276,8 @@ class ColumnMap:
     `decimal`: a CSV's decimal separator, "comma" (dots group thousands: `3.450,5`) or "point" (commas group:
     `3,450.5`), where its numbers do not tell (`3,450` reads both ways); None: detected (layout.decimal_reading).
     `sequence`: the column of each row's sequence number (OPRA's, TAQ's, CME MDP's, an exchange's update id), whole
-    numbers: rows of equal times replay in its order, within a file and across files (connectors/replay.py), not in
+    numbers compared within a stream (CME's RptSeq counts per instrument): rows of equal times replay by stream,
+    each stream's in its order, within a file and across files (connectors/replay.py), not in
     the order they were written; a row without one is rejected as missing_field. Never detected: two files' numbers
     need not be one sequence (TAQ's trades and quotes come from two SIPs, each numbering its own).
     """

@@ -340,9 +340,12 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if not facts["timed"] and first is not None:
         raise ValueError(time_hint(path, cmap, first))
     out_of_sequence = int(facts["out_of_sequence"] or 0)
-    ties = f"in sequence order (column {cmap.sequence!r})" if cmap.sequence is not None else "in file order"
+    ties = f"in sequence order (column {cmap.sequence!r}) within each stream" if cmap.sequence is not None else \
+        "in file order"
     if facts["unsorted"] or out_of_sequence:  # stable: rows of equal times (and sequence numbers) keep file order
-        frame = frame.sort(["_ts", SEQ] if cmap.sequence is not None else "_ts", maintain_order=True, nulls_last=True)
+        # a sequence number orders a stream's own rows (CME's RptSeq counts per instrument): by stream first
+        by = ["_ts", *(["stream"] if "stream" in keys else []), SEQ] if cmap.sequence is not None else ["_ts"]
+        frame = frame.sort(by, maintain_order=True, nulls_last=True)
     if facts["unsorted"]:
         repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: the "
                     f"{hour.untold} row(s) in that hour are read at its first pass" if hour and hour.untold else "")
@@ -355,7 +358,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         notes += trade_date
     elif out_of_sequence:
         notes.append(f"{path.name}: {out_of_sequence} row(s) of a lower sequence number (column {cmap.sequence!r}) "
-                     f"than the row before them at the same time; rows of equal times replayed in sequence order")
+                     f"than their stream's row before them at the same time; rows of equal times replayed by "
+                     f"stream, each stream's in sequence order")
     if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
         frame = frame.with_columns(_filled_quotes(keys))
     if cmap.hours is not None and facts["min_ts"] is not None:
@@ -396,10 +400,11 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
 
 
 def _out_of_sequence() -> pl.Expr:
-    """Rows (of a time) whose sequence number is below the row's before them at the same time, in file order."""
-    timed = pl.col("_ts").is_not_null() & pl.col(SEQ).is_not_null()  # a row without one is rejected: no step
-    ts_step, seq_step = pl.col("_ts").filter(timed).diff(), pl.col(SEQ).filter(timed).diff()
-    return ((ts_step == 0) & (seq_step < 0)).sum()
+    """Rows whose sequence number is below that of their stream's row before them at the same time, in file order:
+    numbers are compared within a stream only (CME's RptSeq, OPRA's per-channel numbers count per instrument)."""
+    # a row without a number is rejected, no step: the row after it is compared with the numbered row before it
+    numbered = pl.when(pl.col("_ts").is_not_null()).then(pl.col(SEQ)).forward_fill()
+    return (numbered.diff().over("_ts", "_stream") < 0).sum()
 
 
 def _span(first: Any, last: Any, factor: int) -> tuple[int, int] | None:

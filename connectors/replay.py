@@ -98,7 +98,8 @@ class _Cursor:
         # rejected rows not counted yet: (how many of the chunk's ticks come before it, reject, row)
         self._pending: list[tuple[int, InvalidTick, int]] = []
         self.ticks: list[Tick] = []
-        self.sequences: list[float | int] = []  # each tick's sequence number (NO_SEQUENCE: its file has none)
+        # each tick's (stream, sequence number): numbers order a stream's own ticks (NO_SEQUENCE: its file has none)
+        self.sequences: list[tuple[str, float | int]] = []
         self.pos = 0
         self.fill()
 
@@ -137,7 +138,7 @@ class _Cursor:
                     tick = validate(wire, zero_bid_is_price=self._zero_bid_is_price)
                     self._in_order(tick, row)
                     ticks.append(tick)
-                    sequences.append(sequence[0] if sequence else NO_SEQUENCE)
+                    sequences.append((tick.stream, sequence[0]) if sequence else NO_SEQUENCE)
                 except InvalidTick as err:
                     self._pending.append((len(ticks), err, row))
             if ticks:
@@ -166,9 +167,9 @@ class _Cursor:
         self._latest[tick.stream] = (tick.ts, row)
 
 
-# The sequence number of a tick from a file without one: at equal times its ticks come first (then the sequenced
-# ones, by their numbers), an order that holds across any mix of files
-NO_SEQUENCE = -math.inf
+# The (stream, sequence number) of a tick from a file without one: at equal times its ticks come first (then the
+# sequenced ones, by stream, each stream's by its numbers), an order that holds across any mix of files
+NO_SEQUENCE = ("", -math.inf)
 NOT_SELECTED = "is not among the streams selected"  # a selection's filtered_out (LEFT_OUT_CAUSES)
 REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons
     "unknown_side": "; map other side values with side_map in a --columns YAML file (docs/replay.md)",
@@ -728,8 +729,8 @@ class FileReplay(Source):
         self._kept_not_due: Tick | None = None  # the tick leave_out kept that was not due at the last call
         cursors = self._cursors = [_Cursor(p, self.chunk_rows, self.rejected, self.selection, self.time_range)
                                    for p in self.plans]
-        # (ts, sequence number, file index, cursor): the index is unique, so ties of a time and a sequence number (or
-        # of files without one) go to the earlier file and cursors never compare.
+        # (ts, (stream, sequence number), file index, cursor): the index is unique, so ties of a time, a stream and a
+        # sequence number (or of files without one) go to the earlier file and cursors never compare.
         self._heap = [(c.ticks[0].ts, c.sequences[0], i, c) for i, c in enumerate(cursors) if c.ticks]
         heapq.heapify(self._heap)
 

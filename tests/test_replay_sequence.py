@@ -62,7 +62,8 @@ def test_rows_of_equal_times_replay_in_sequence_order_whatever_order_the_file_ho
         assert dict(replay.rejected) == {} and replay.sorted_files == [path]
     notes = " ".join(FileReplay(by_venue, columns=SEQUENCE).notes)
     assert "sequence=seq" in notes and "rows of equal times in sequence order (column 'seq')" in notes
-    assert "20 row(s) of a lower sequence number (column 'seq') than the row before them at the same time" in \
+    assert "20 row(s) of a lower sequence number (column 'seq') than their stream's row before them at the same time" \
+        in \
         " ".join(FileReplay(reversed_ties, columns=SEQUENCE).notes)
     snapshot = FileReplay(by_venue, columns=SEQUENCE).snapshot()  # another order is another replay: not resumed
     with pytest.raises(ValueError, match="fingerprint"):
@@ -184,3 +185,59 @@ def test_no_sequence_drops_the_sequence_a_config_s_map_names(tmp_path: Path) -> 
     assert _column_map(parser.parse_args(backtest), config)["sequence"] == "seq"
     assert "sequence" not in _column_map(parser.parse_args([*backtest, "--no-sequence"]), config)
     assert _column_map(parser.parse_args([*backtest, "--no-sequence"])) is None  # no map at all: each file detected
+
+
+def rpt_seq_tape() -> pl.DataFrame:
+    """Two CME contracts' trades, three of each at every 50 ms stamp, interleaved, each contract numbered by its own
+    RptSeq: ESH5's numbers are far below ESZ4's, so across the two they go down at every stamp."""
+    rows = []
+    for i in range(30):
+        for symbol, first_seq, level in (("ESZ4", 90001, 5760.0), ("ESH5", 1001, 5818.0)):
+            rows.append({"ts": T0 + (i // 3) * STAMP_NS, "symbol": symbol, "price": level + i * 0.25, "size": 1,
+                         "seq": first_seq + i})
+    return pl.DataFrame(rows)
+
+
+def prices_by_stream(replay: FileReplay) -> dict[str, list[float]]:
+    by_stream: dict[str, list[float]] = {}
+    for tick in drain(replay):
+        by_stream.setdefault(tick.stream, []).append(tick.price)
+    return by_stream
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_sequence_numbers_are_compared_within_a_stream_only(tmp_path: Path, suffix: str) -> None:
+    """Review 104 (finding 6): CME's RptSeq counts per instrument. A file in order (each contract's numbers rising)
+    was called "rows out of order" because ESH5's numbers are below ESZ4's at the same stamp, and its rows of a time
+    were reordered by those unrelated numbers. Numbers now order a stream's own rows: the file reads as it is."""
+    tape = rpt_seq_tape()
+    in_order = {s: tape.filter(pl.col("symbol") == s)["price"].to_list() for s in ("ESZ4", "ESH5")}
+    path = written(tape, tmp_path / f"es{suffix}")
+    replay = FileReplay(path, columns=SEQUENCE)
+    assert prices_by_stream(replay) == in_order
+    assert replay.sorted_files == [] and not any("sequence number" in note for note in replay.notes), replay.notes
+    assert [t.stream for t in drain(FileReplay(path, columns=SEQUENCE))] == tape["symbol"].to_list()  # file order
+    # one contract's rows of each stamp reversed: only those are counted and put back in order
+    reversed_ties = tape.sort("ts", "symbol", "seq", descending=[False, False, True])
+    reversed_path = written(reversed_ties, tmp_path / f"r{suffix}")
+    replay = FileReplay(reversed_path, columns=SEQUENCE)
+    assert prices_by_stream(replay) == in_order and replay.sorted_files == [reversed_path]
+    assert ("40 row(s) of a lower sequence number (column 'seq') than their stream's row before them at the same "
+            "time; rows of equal times replayed by stream, each stream's in sequence order") in " ".join(replay.notes)
+
+
+def test_files_of_two_contracts_merge_each_contract_s_ticks_by_its_own_numbers(tmp_path: Path) -> None:
+    """Trades and quotes in two files, one RptSeq counter per contract shared by both files: each contract's ticks
+    merge by its numbers (quote, trade, quote, ...), whatever the other contract's numbers are."""
+    tape = rpt_seq_tape()
+    trades = written(tape.filter(pl.col("seq") % 2 == 0), tmp_path / "trades.csv")
+    quotes = tape.filter(pl.col("seq") % 2 == 1).select("ts", "symbol", bid="price", ask=pl.col("price") + 0.25,
+                                                        seq="seq")
+    quotes_path = written(quotes, tmp_path / "quotes.parquet")
+    for files in ([trades, quotes_path], [quotes_path, trades]):
+        replay = FileReplay(files, columns=SEQUENCE, chunk_rows=7)
+        ticks = drain(replay)
+        assert dict(replay.rejected) == {} and len(ticks) == tape.height
+        for symbol in ("ESZ4", "ESH5"):
+            own = [t.price if t.price is not None else t.bid for t in ticks if t.stream == symbol]
+            assert own == tape.filter(pl.col("symbol") == symbol)["price"].to_list()

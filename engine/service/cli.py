@@ -119,7 +119,8 @@ def _reading_options() -> argparse.ArgumentParser:
                             "quote, rejected) or price (an option nobody bids: replayed, its mark ask / 2)")
     group.add_argument("--sequence", metavar="COLUMN",
                        help="the column of each row's sequence number (OPRA, TAQ, CME MDP, an exchange's update "
-                            "id): rows of equal times replay in its order, across files too, not in file order; a "
+                            "id), compared within a stream: rows of equal times replay by stream, each stream's in "
+                            "its order, across files too, not in file order; a "
                             "row without one is rejected (missing_field). The map's `sequence`")
     group.add_argument("--no-sequence", dest="sequence", action="store_const", const=FILE_ORDER,
                        help="rows of equal times in file order, as without --sequence (evaluate: not in the order "
