@@ -62,6 +62,7 @@ from connectors.layout import (
 from connectors.misread_times import time_cautions, time_facts, trade_date_caution
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution
 from connectors.repeated_hour import repeated_hour
+from connectors.shifted_prices import near_zero_streams
 from connectors.ticks import venue_caution
 
 ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
@@ -394,6 +395,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                      empty_sides=empty_sides, bars=trade_bars(cmap, schema),
                      nonpositive_prices=bool(facts["nonpositive_prices"]),
                      nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
+                     near_zero_streams=near_zero_streams(frame, keys) if facts["nonpositive_rows"] else frozenset(),
                      long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
                      span=_span(facts["min_ts"], facts["max_ts"], factor),
                      tickless=tickless, footer=footer)

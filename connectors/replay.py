@@ -59,6 +59,7 @@ from connectors.layout import PARQUET_SUFFIXES, Caution, detect_columns, epoch_u
 from connectors.planning import plan_file
 from connectors.price_notation import unread_price_hint, yield_columns
 from connectors.shifted_prices import (
+    NEAR_ZERO_STEPS,
     SAID_STREAMS,
     ZERO_MAY_BE_A_PRICE,
     ZERO_SIDE,
@@ -207,7 +208,8 @@ FREQUENT_NONPOSITIVE = (10, 0.01)
 def _price_offset_hint(err: InvalidTick, plan: Any) -> str:
     """--price-offset for an instrument that trades at zero or below: said once a price below zero is seen, or
     when a file's prices are zero or below on FREQUENT_NONPOSITIVE rows that trade (a count and a share); never
-    for a lone 0 (bad data, or a bar without trades, which is filtered_out)."""
+    for a lone 0 (bad data, or a bar without trades, which is filtered_out) unless its stream's other prices lie a
+    few price steps above zero (a spread: FilePlan.near_zero_streams)."""
     if re.search(r"got -\d", err.message):
         return f"; the files hold prices below zero (a spread, a power market): {PRICE_OFFSET} them above zero " \
                f"(docs/replay.md)"
@@ -219,6 +221,10 @@ def _price_offset_hint(err: InvalidTick, plan: Any) -> str:
         return f"; {nonpositive} of the {trading} trade prices of {plan.given_name} are zero or below, too many to " \
                f"be bad prints: for an instrument that trades there (a power market's hours at 0), {PRICE_OFFSET} " \
                f"them above zero (docs/replay.md)"
+    near_zero = getattr(plan, "near_zero_streams", frozenset())
+    if err.stream in near_zero or "" in near_zero:
+        return f"; {err.stream}'s other trade prices lie within {NEAR_ZERO_STEPS} price steps of zero (a spread), " \
+               f"where 0 is a price, not bad data: {PRICE_OFFSET} them above zero (docs/replay.md)"
     return ""
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
+import polars as pl
+
 from connectors.column_map import offset_of
 from connectors.ticks import InvalidTick
 
@@ -23,6 +25,27 @@ ZERO_SIDE = re.compile(r"missing_field: (bid|ask) is 0 beside|missing_field: bid
 ZERO_MAY_BE_A_PRICE = ("; the files hold prices below zero too: if 0 is a price of this instrument (a spread crossing "
                        "zero), --price-offset X shifts its prices so that 0 is one (docs/replay.md)")
 SAID_STREAMS = 3  # streams a reject line names (offset advice, per-stream counts: replay.py), the rest counted
+# A stream whose trade prices lie within this many of its smallest price step of zero trades around zero (a calendar
+# spread at 1/64..6/64): a 0 print one or two steps below its others is a price, not bad data, however few there are
+NEAR_ZERO_STEPS = 10
+
+
+def near_zero_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> frozenset[str]:
+    """The streams of a file's plan (`frame`, its wire `keys`) that trade at zero or below and whose median trade
+    price above zero is within NEAR_ZERO_STEPS of the smallest step between those prices: "" for a file without a
+    stream column. Read for replay.py's `_price_offset_hint`, only when the file has such prices (one more scan)."""
+    if "price" not in keys:
+        return frozenset()
+    price = pl.col("price")
+    traded = frame.select(pl.col("stream") if "stream" in keys else pl.lit("").alias("stream"), "price",
+                          pl.col("size") if "size" in keys else pl.lit(1.0).alias("size"))
+    levels = traded.filter(price.is_not_null() & (pl.col("size") > 0)).group_by("stream").agg(
+        at_or_below_zero=(price <= 0).sum(), level=price.filter(price > 0).median(),
+        # the smallest step between its prices above zero (unique: each above 0); 0's distance to them is no step
+        step=price.filter(price > 0).round(9).unique().sort().diff().min()).collect()
+    return frozenset(row["stream"] for row in levels.iter_rows(named=True)
+                     if row["at_or_below_zero"] and row["level"] is not None and row["step"] is not None
+                     and row["level"] <= NEAR_ZERO_STEPS * row["step"])
 
 
 class Shifted(NamedTuple):

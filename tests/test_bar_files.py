@@ -230,3 +230,38 @@ def test_a_footer_line_is_left_out_as_no_tick(tmp_path: Path) -> None:
                     "bad time,6850.25,6850.75,6849.75,6850.00,-0.25,0.00%,80\n")
     replay = FileReplay(path)
     assert len(drain(replay)) == 1 and dict(replay.rejected) == {"missing_field": 1}
+
+
+def test_zero_prints_of_a_spread_trading_a_few_steps_above_zero_name_the_price_offset(tmp_path: Path) -> None:
+    """Review 104 (finding 5): a calendar spread trading at 1/64..6/64 printed 0.0 nine times, fewer than the 10
+    that make zeros "a market that trades there": they were dropped with no --price-offset hint, as a lone 0 of an
+    outright is. 0 one step below a stream's other prices is a price: the hint is given. An outright far from zero
+    (ZN at 110) keeps its lone 0 as bad data, without the hint."""
+    rows = ["timestamp,symbol,price,size"]
+    for i in range(200):
+        spread = 0.0 if i % 25 == 7 else (1 + i % 6) / 64  # 8 zeros among 1/64..6/64
+        rows.append(f"2024-12-02T14:{i // 60:02d}:{i % 60:02d}Z,ZNH5-ZNM5,{spread},10")
+        outright = 0.0 if i == 50 else 110.5 + (i % 9 - 4) / 64
+        rows.append(f"2024-12-02T14:{i // 60:02d}:{i % 60:02d}.5Z,ZNH5,{outright},5")
+    path = tmp_path / "zn_spread.csv"
+    path.write_text("\n".join(rows) + "\n")
+    replay = FileReplay(path)
+    drain(replay)
+    assert replay.rejected.by_stream["nonpositive_price"] == {"ZNH5-ZNM5": 8, "ZNH5": 1}
+    example = replay.rejected.examples["nonpositive_price"]
+    assert example.startswith(f"{path} line 16: nonpositive_price: price must be > 0, got 0.0 (column 'price')")
+    assert example.endswith("; ZNH5-ZNM5's other trade prices lie within 10 price steps of zero (a spread), where 0 "
+                            "is a price, not bad data: --price-offset X shifts them above zero (docs/replay.md)")
+    outright = tmp_path / "zn.csv"  # the outright alone: its lone 0 is bad data, no hint
+    outright.write_text("\n".join(row for row in rows if ",ZNH5," in row or row.startswith("timestamp")) + "\n")
+    alone = FileReplay(outright)
+    drain(alone)
+    assert dict(alone.rejected) == {"nonpositive_price": 1}
+    assert "price-offset" not in alone.rejected.examples["nonpositive_price"]
+    unnamed = tmp_path / "spread_only.csv"  # no stream column: the file's one stream trades near zero
+    unnamed.write_text("\n".join(row.replace(",ZNH5-ZNM5", "") for row in rows if "ZNH5-ZNM5" in row) + "\n")
+    unnamed.write_text("timestamp,price,size\n" + unnamed.read_text())
+    one = FileReplay(unnamed)
+    drain(one)
+    assert dict(one.rejected) == {"nonpositive_price": 8}
+    assert "where 0 is a price, not bad data: --price-offset X" in one.rejected.examples["nonpositive_price"]
