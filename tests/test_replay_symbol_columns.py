@@ -90,3 +90,57 @@ def test_a_fixed_stream_over_a_symbol_column_of_two_contracts_is_cautioned(tmp_p
     flags.write_text("time,price,qty,is_best_match\n" + "".join(
         f"{1704153600000 + i},42000.5,1,{('True', 'true', 'TRUE')[i % 3]}\n" for i in range(12)))
     assert not any("look like instruments" in c for c in FileReplay(flags, columns={"stream": "BTCUSDT"}).cautions)
+
+
+def roll(contract_column: str, contracts: tuple[str, str] = ("ESZ4", "ESH5"), root: str = "ES") -> pl.DataFrame:
+    """Trades of two contracts of one root during a roll, alternating: the root in `symbol`, the contract beside it
+    (the first at 5760, the second at 5818)."""
+    return pl.DataFrame({"timestamp": [f"2024-11-01T14:00:{i:02d}Z" for i in range(20)], "symbol": [root] * 20,
+                         contract_column: [contracts[i % 2] for i in range(20)],
+                         "price": [(5760.0, 5818.0)[i % 2] + 0.25 * i for i in range(20)], "size": [1] * 20})
+
+
+@pytest.mark.parametrize(("column", "contracts", "suffix"), [
+    ("contract", ("ESZ4", "ESH5"), ".csv"),  # review 104's file
+    ("localSymbol", ("ESZ4", "ESH5"), ".parquet"),  # Interactive Brokers'
+    ("RIC", ("ESZ4", "ESH5"), ".csv"),  # Refinitiv's, beside its root
+    ("Ticker", ("ESZ4 Index", "ESH5 Index"), ".parquet"),  # Bloomberg's
+])
+def test_a_contract_column_beside_a_root_symbol_names_the_streams(tmp_path: Path, column: str,
+                                                                   contracts: tuple[str, str], suffix: str) -> None:
+    """Review 104 (finding 2): `symbol` ES beside `contract` ESZ4/ESH5 replayed as one stream ES, its price jumping
+    58 points at each of the contracts' switches, with no note. A column whose values extend the symbol's and split
+    it into several contracts is now the stream, said in a note."""
+    frame = roll(column, contracts)
+    path = tmp_path / f"es{suffix}"
+    frame.write_csv(path) if suffix == ".csv" else frame.write_parquet(path)
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    for contract in contracts:
+        assert [t.price for t in ticks if t.stream == contract] == \
+            frame.filter(pl.col(column) == contract)["price"].to_list()
+    assert {t.stream for t in ticks} == set(contracts)
+    assert (f"es{suffix}: streams from column {column!r} ({', '.join(contracts)}), not 'symbol' (ES): its values "
+            f"extend those of 'symbol' and split each into several contracts, whose prices would alternate in one "
+            f"stream (--columns stream=symbol says otherwise)") in replay.notes
+    assert {t.stream for t in drain(FileReplay(path, columns={"stream_col": "symbol"}))} == {"ES"}  # as told
+
+
+def test_a_contract_column_that_does_not_extend_the_symbol_is_joined_to_it(tmp_path: Path) -> None:
+    """`instrument` Z4/H5 beside `symbol` ES: joined, as a contract month is (`ES Z4`); a column of one value per
+    symbol (a stock's RIC beside its ticker) splits nothing and changes nothing."""
+    path = tmp_path / "es.csv"
+    roll("instrument", ("Z4", "H5")).write_csv(path)
+    replay = FileReplay(path)
+    assert {t.stream for t in drain(replay)} == {"ES Z4", "ES H5"}
+    assert ("es.csv: streams from columns 'symbol' and 'instrument' joined (ES with Z4, H5): 'instrument' splits "
+            "each 'symbol' into several contracts, whose prices would alternate in one stream (--columns "
+            "stream=symbol says otherwise)") in replay.notes
+    stocks = tmp_path / "stocks.csv"
+    pl.DataFrame({"timestamp": [f"2024-11-01T14:00:{i:02d}Z" for i in range(10)],
+                  "symbol": [("AAPL", "MSFT")[i % 2] for i in range(10)],
+                  "ric": [("AAPL.O", "MSFT.O")[i % 2] for i in range(10)],
+                  "price": [(225.0, 410.0)[i % 2] for i in range(10)], "size": [1] * 10}).write_csv(stocks)
+    replay = FileReplay(stocks)
+    assert {t.stream for t in drain(replay)} == {"AAPL", "MSFT"}
+    assert not any("several contracts" in note for note in replay.notes)

@@ -1,0 +1,75 @@
+"""A contract column beside a root symbol: `symbol` ES next to `contract` ESZ4 / ESH5 (a futures roll, both
+contracts trading). Read by the symbol alone, both contracts would replay as one stream, its price jumping between
+their levels at every switch. Vendors name such a column in many ways: Interactive Brokers' `localSymbol`, a
+Refinitiv RIC beside its root, a Bloomberg `ticker` (`ESZ4 Index`), CME's `instrument`. When the detected stream
+column is split by such a column into several contracts, the contract is the stream: taken alone when its values
+extend the symbol's (ESZ4 starts with ES), else joined to it as a contract month is (`ES Z4`), with a note.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import polars as pl
+
+from connectors.column_map import ColumnMap
+from connectors.field_names import normal_name
+from connectors.file_plan import is_csv, scan_file
+from connectors.layout import Dialect
+
+# Columns that name one contract of a root (a `stream` column is no such: Binance's names a symbol's channel)
+CONTRACT_NAMES = ("contract", "local_symbol", "localsymbol", "instrument", "instrument_name", "contract_symbol",
+                  "contract_code", "raw_symbol", "trading_symbol", "tradingsymbol", "full_symbol", "ric", "ticker",
+                  "bbg_ticker", "bloomberg_ticker", "security", "security_des", "series", "outright")
+
+
+def contract_beside_root(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                         dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
+    """The map with the stream read from a contract column beside the detected stream column (one column) when that
+    column holds several contracts of one symbol (ES: ESZ4 and ESH5), and the note that says so; else as it was."""
+    root = cmap.stream_col
+    if root is None or "+" in root:  # none, or already joined (a contract month, an option's fields)
+        return cmap, []
+    normal = {normal_name(n): n for n in schema}
+    candidates = [normal[c] for c in CONTRACT_NAMES
+                  if c in normal and normal[c] != root and normal[c] not in cmap.source_columns()
+                  and (schema[normal[c]] == pl.String or is_csv(path))]
+    for column in dict.fromkeys(candidates):
+        split = _contracts_of(path, names, dialect, root, column)
+        if split is None:
+            continue
+        extends, examples, roots = split
+        shown = ", ".join(examples) + (", ..." if len(examples) == 3 else "")
+        if extends:
+            return replace(cmap, stream_col=column), [
+                f"{path.name}: streams from column {column!r} ({shown}), not {root!r} ({roots}): its values extend "
+                f"those of {root!r} and split each into several contracts, whose prices would alternate in one "
+                f"stream (--columns stream={root} says otherwise)"]
+        return replace(cmap, stream_col=f"{root}+{column}"), [
+            f"{path.name}: streams from columns {root!r} and {column!r} joined ({roots} with {shown}): "
+            f"{column!r} splits each {root!r} into several contracts, whose prices would alternate in one stream "
+            f"(--columns stream={root} says otherwise)"]
+    return cmap, []
+
+
+def _contracts_of(path: Path, names: Sequence[str] | None, dialect: Dialect | None, root: str,
+                  column: str) -> tuple[bool, list[str], str] | None:
+    """Whether `column` splits some value of `root` into several (over the whole file: a roll's second contract may
+    start trading late): (whether every value extends its root's, up to 3 of its values, the roots' values shown);
+    None when it splits none (one contract per symbol: an ISIN, a RIC of a stock)."""
+    overrides = {root: pl.String, column: pl.String} if is_csv(path) else None
+    pairs = scan_file(path, names, dialect, overrides).select(
+        root=pl.col(root).cast(pl.String).str.strip_chars(), contract=pl.col(column).cast(pl.String).str.strip_chars())
+    pairs = pairs.filter((pl.col("root") != "") & (pl.col("contract") != ""))
+    facts = pairs.select(
+        split=(pl.col("contract").n_unique().over("root") > 1).any(),
+        extends=(pl.col("contract").str.starts_with(pl.col("root"))
+                 & (pl.col("contract").str.len_chars() > pl.col("root").str.len_chars())).all(),
+        examples=pl.col("contract").unique(maintain_order=True).head(3).implode(),
+        roots=pl.col("root").unique(maintain_order=True).head(3).implode(),
+    ).collect().row(0, named=True)
+    if not facts["split"]:
+        return None
+    return bool(facts["extends"]), list(facts["examples"]), ", ".join(facts["roots"])
