@@ -186,6 +186,9 @@ class StreamEncoder:
         # share timestamps tells by it which of them are in
         self.at_last_ts: int | None = 0
         self.ticks = 0  # committed ticks, raw and pre-tokenized
+        # the price level of the last raw tick committed (None: none, or only pre-tokenized items): a feed compares
+        # its first price with it, to tell a stream continued at another level (another --price-offset)
+        self.last_level: float | None = None
 
     def encode(self, tick: Tick) -> EncodedTick:
         """Tokens for a validated tick of this stream; raises InvalidTick("ts_backwards"). Mutates nothing."""
@@ -215,6 +218,8 @@ class StreamEncoder:
         self.last_ts = item.ts
         if item.state is not None:
             self.state = item.state
+        if item.tick is not None and item.tick.level is not None:
+            self.last_level = item.tick.level
         self.ticks += item.ticks
 
 
@@ -306,10 +311,11 @@ class StreamEncoders:
 
     def accepted(self, streams: list[str] | None = None, limit: int | None = None, after: str = "",
                  now_ns: int | None = None) -> dict[str, dict[str, Any] | None]:
-        """Each stream's last accepted tick: ``{ticks, last_ts, at_last_ts}`` (``ticks``: its session's tick count, 0
-        after an expiry, whose ordering guard stays; ``at_last_ts``: how many ticks stamped ``last_ts`` were taken up
-        to the last accepted one, refused and conflated ones before it included, None if unknown), None for a name
-        never seen; ``streams`` None: every stream known, in name order past ``after``, the first ``limit``. With
+        """Each stream's last accepted tick: ``{ticks, last_ts, at_last_ts, last_price}`` (``ticks``: its session's
+        tick count, 0 after an expiry, whose ordering guard stays; ``at_last_ts``: how many ticks stamped ``last_ts``
+        were taken up to the last accepted one, refused and conflated ones before it included, None if unknown;
+        ``last_price``: the last raw tick's price level, a trade's price or a quote's mid, None if none), None for a
+        name never seen; ``streams`` None: every stream known, in name order past ``after``, the first ``limit``. With
         ``now_ns`` (the wall clock), also ``idle_s``: seconds since its last tick came off the wire (None: none since
         this process started, a stream restored from a tick log)."""
         names = sorted(n for n in self._encoders.keys() | self._expired_last_ts.keys() if n > after) \
@@ -318,7 +324,8 @@ class StreamEncoders:
         for name in names[:limit] if limit is not None else names:
             encoder = self._encoders.get(name)
             if encoder is not None:
-                out[name] = {"ticks": encoder.ticks, "last_ts": encoder.last_ts, "at_last_ts": encoder.at_last_ts}
+                out[name] = {"ticks": encoder.ticks, "last_ts": encoder.last_ts, "at_last_ts": encoder.at_last_ts,
+                             "last_price": encoder.last_level}
             else:
                 last_ts = self._expired_last_ts.get(name)
                 out[name] = None if last_ts is None else {"ticks": 0, "last_ts": last_ts,

@@ -130,6 +130,13 @@ class Tick:
             return None
         return 0.5 * (self.bid + self.ask)
 
+    @property
+    def level(self) -> float | None:
+        """The price level the tick says: a trade's price, else a quote's mid, else its one side."""
+        if self.price is not None:
+            return self.price
+        return self.mid if self.mid is not None else self.bid if self.bid is not None else self.ask
+
     def to_wire(self) -> dict[str, Any]:
         keys = _FIELDS[self.kind]
         return {k: getattr(self, k) for k in _WIRE_ORDER if k in keys and getattr(self, k) is not None}

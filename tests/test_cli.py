@@ -964,6 +964,43 @@ def test_a_file_fed_again_goes_on_from_where_the_engine_is(checkpoint, tmp_path,
         assert sum(server.pipeline.rejected.values()) == 0 and server.pipeline.ticks_in == 120
 
 
+def test_a_feed_at_another_price_level_than_the_engine_holds_is_warned_once_per_stream(checkpoint, tmp_path,
+                                                                                      capsys) -> None:
+    """Review 104 (finding 3): CLK0 fed unshifted (its negative prints refused), then the next file fed with
+    --price-offset CLK0=40, as the first feed's reject said: the engine continued its ticks down at 0.5 with ones
+    at 40.5 as one stream, silently. The feed now compares its first price of each stream the engine holds with the
+    engine's last (the control op `streams` says it): far from it, a warning names both and the way out."""
+    def day(path, hour: int, clk0: list[float]) -> str:
+        rows = ["time,symbol,price,size"] + [
+            f"2020-04-20T{hour}:00:{i:02d}Z,{stream},{price:.2f},1"
+            for i, price in enumerate(clk0) for stream, price in (("CLK0", price), ("CLM0", 20.0 + i * 0.01))]
+        path.write_text("\n".join(rows) + "\n")
+        return str(path)
+
+    falling = [17.7 - i * 0.43 for i in range(40)]  # 17.70 down to 0.93
+    with serving(config(checkpoint, tmp_path)) as server:
+        endpoints = ["--endpoint", server.endpoints["ingest"], "--answers", server.endpoints["answers"],
+                     "--control", server.endpoints["control"]]
+        code, _, err = run(capsys, "feed", "replay", day(tmp_path / "a.csv", 14, falling), *endpoints)
+        assert code == 0 and "sent 80 ticks" in err and "warning" not in err, err
+        wait_for(lambda: (server.pipeline.encoders.accepted(["CLK0"])["CLK0"] or {}).get("ticks") == 40)
+        assert server.pipeline.encoders.accepted(["CLK0"])["CLK0"]["last_price"] == pytest.approx(0.93)
+        later = day(tmp_path / "b.csv", 15, [0.5 + i * 0.01 for i in range(40)])
+        code, _, err = run(capsys, "feed", "replay", later, *endpoints, "--price-offset", "CLK0=40")
+        assert code == 0 and "sent 80 ticks" in err, err
+        warning = ("flashtick feed: warning: stream 'CLK0': its first price here, 40.5 (read with --price-offset 40), "
+                   "is far from the engine's last price of it, 0.93: the engine holds earlier ticks of 'CLK0', read "
+                   "another way or of another instrument, and would continue them with these as one stream; to feed "
+                   "it apart from what the engine holds, give the stream another name (a file of one stream: "
+                   "--columns ...,stream_name=NAME), or restart `flashtick serve` with another --data-dir or with "
+                   "--no-log (it then holds no stream)")
+        assert err.count(warning) == 1 and "'CLM0'" not in err, err  # CLM0 goes on at its level: nothing said
+        wait_for(lambda: server.pipeline.encoders.accepted(["CLK0"])["CLK0"]["ticks"] == 80)
+        code, _, err = run(capsys, "feed", "replay", day(tmp_path / "c.csv", 16, [0.9 + i * 0.01 for i in range(40)]),
+                           *endpoints, "--price-offset", "CLK0=40")  # the same offset again: the same level
+        assert code == 0 and "sent 80 ticks" in err and "warning" not in err, err
+
+
 def quotes_csv(path, stream: str, good: int, zero_bids: int, hour: int = 14, zero_bids_first: bool = False) -> str:
     """``good`` two-sided quotes of ``stream``, and ``zero_bids`` with a 0 bid after them (or first), refused by the
     file's own checks as missing_field, so never sent; a second apart from ``hour`` on."""

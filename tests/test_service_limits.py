@@ -944,7 +944,8 @@ def test_conflation_still_refuses_a_bad_quote_at_once_and_keeps_the_one_held(che
     crossed = msgpack.packb({"stream": "EURUSD", "ts": 300, "bid": 1.3, "ask": 1.2})  # a bad quote: not held
     assert [r["reason"] for r in pipeline.ingest_message(crossed)] == ["crossed_quote"]
     pipeline.flush_held()
-    assert pipeline.encoders.accepted(["EURUSD"])["EURUSD"] == {"ticks": 2, "last_ts": 200, "at_last_ts": 1}
+    assert pipeline.encoders.accepted(["EURUSD"])["EURUSD"] == {"ticks": 2, "last_ts": 200, "at_last_ts": 1,
+                                                                 "last_price": pytest.approx(1.15)}
     assert pipeline.stats()["conflated"] == 0 and pipeline.rejected["ts_backwards"] == 1
 
 

@@ -239,10 +239,13 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert isinstance(idle, float) and 0 <= idle < 600 and 0 < accepted.pop("uptime_s") < 600
     # and the context an answer computed now attends: the ask's above (no tick since)
     context = {"context_tokens": direct["context_tokens"], "context_ticks": 2}
+    # the price level of its last tick: the quote's mid (a feed tells by it a stream continued at another level)
+    assert accepted["streams"][s].pop("last_price") == pytest.approx(101.25)
     assert accepted == {"ok": True, "streams": {s: {"ticks": 2, "last_ts": T0 + 1, "at_last_ts": 1, **context},
                                                        "NOBODY.X": None},
                         "truncated": False}
-    assert set(ctl.ok("streams")["streams"][s]) == {"ticks", "last_ts", "at_last_ts", "idle_s", *context}
+    assert set(ctl.ok("streams")["streams"][s]) == {"ticks", "last_ts", "at_last_ts", "last_price", "idle_s",
+                                                        *context}
     health = ctl.ok("health")
     assert set(health) == {"ok", "status", "uptime_s", "streams", "model", "protocol", "version", "epoch", "zero_bid"}
     assert health["zero_bid"] == "no_bid"  # limits.zero_bid's default: how the service reads a quote's 0 bid

@@ -325,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "too) and exit 1 when there is one: a check for a feed gone quiet (exit 1 also when a name "
                         "given was refused)")
     p.add_argument("--json", action="store_true", help="one JSON object: streams (name -> {ticks, last_ts, "
-                   "at_last_ts, idle_s} or null) and refused")
+                   "at_last_ts, last_price, idle_s} or null) and refused")
     p.set_defaults(run=cmd_streams)
 
     p = sub.add_parser("health", help="is the service up: status, uptime, streams, model",
@@ -1008,6 +1008,14 @@ def _say_zero_bids_refused(replay: Any, resume: Any) -> None:
               flush=True)
 
 
+def _files_offset_of(replay: Any) -> Callable[[str], float]:
+    """A stream's --price-offset (a map's price_offset) in the files of a replay: the first file's that shifts it."""
+    from connectors.column_map import offset_of
+
+    offsets = [getattr(plan, "price_offset", None) for plan in replay.plans]
+    return lambda stream: next((found for offset in offsets if (found := offset_of(offset, stream))), 0.0)
+
+
 def _batch_ns(args: argparse.Namespace) -> int | None:
     batch_ms = getattr(args, "batch_ms", None)
     if batch_ms is None:
@@ -1044,6 +1052,7 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         source = AfterHeld(source, resume.last_ts, resume.at_last_ts, resume.base)
     if replay is not None and resume is not None:
         _say_zero_bids_refused(replay, resume)
+        resume.price_offset_of = _files_offset_of(replay)
     for line in getattr(source, "notes", ()):
         print(f"flashtick feed: note: {line}", file=sys.stderr)
 

@@ -38,6 +38,13 @@ STARTING, STARTING_WORDS = "starting", "the service is starting"
 START_WAIT_S = 20.0  # a feed waits this long for a control socket that accepts nothing yet (a serve just launched)
 CONFIRM_EVERY_S = 1.0  # how often the engine is asked what it holds (so what is kept here stays small)
 MAX_NAMES_PER_CALL = 10_000  # the control op `streams` answers for at most this many names (MAX_STREAMS_PER_REPLY)
+# A feed's first price of a stream the engine holds this many times above or below the engine's last price of it is
+# another price level: the files read another way (--price-offset) or another instrument under the name, which the
+# engine would splice onto its earlier ticks as one stream
+FAR_FROM_HELD = 1.5
+SPLICE_WAY_OUT = ("to feed it apart from what the engine holds, give the stream another name (a file of one stream: "
+                  "--columns ...,stream_name=NAME), or restart `flashtick serve` with another --data-dir or with "
+                  "--no-log (it then holds no stream)")
 
 
 class ControlFeedResume:
@@ -63,6 +70,10 @@ class ControlFeedResume:
         # ... and how many of its ticks are stamped then (None: not known; a service of an earlier version says none)
         self.at_last_ts: dict[str, int | None] = {name: held.get("at_last_ts")
                                                   for name, held in reply["streams"].items() if held}
+        # ... and the price level of its last tick (a trade's price, a quote's mid; absent from an earlier version)
+        self.last_price: dict[str, float] = {name: held["last_price"] for name, held in reply["streams"].items()
+                                             if held and held.get("last_price") is not None}
+        self.price_offset_of: Callable[[str], float] = lambda stream: 0.0  # the feed's files' offset of a stream
         self._base_complete = not reply.get("truncated")
         self.kept: dict[str, deque[tuple[int, Tick]]] = {}  # stream -> (order sent, tick) not yet confirmed
         self.first: dict[str, int] = {}  # stream -> this feed's index (among its ticks of the stream) of kept[0]
@@ -79,6 +90,7 @@ class ControlFeedResume:
         for tick in ticks:
             stream = tick.stream
             if stream not in self.kept:
+                self._say_another_level(tick)
                 self.kept[stream], self.first[stream] = deque(), self.count[stream]
                 held_at = self.at_last_ts.get(stream)
                 self.run[stream] = (None, 0) if stream not in self.last_ts and self._base_complete else \
@@ -90,6 +102,21 @@ class ControlFeedResume:
         if time.monotonic() >= self._confirm_at:
             self._confirm_at = time.monotonic() + self.confirm_every_s
             self.unconfirmed(rejected)
+
+    def _say_another_level(self, tick: Tick) -> None:
+        """Once per stream, at the feed's first tick of it: a warning when the engine holds the stream at a price
+        level far from this tick's (FAR_FROM_HELD), since the engine would continue its earlier ticks with these as
+        one stream, every label across the seam counting the jump as a move."""
+        held, price = self.last_price.get(tick.stream), tick.level
+        if held is None or price is None or held <= 0 or price <= 0 or max(held, price) / min(held, price) \
+                <= FAR_FROM_HELD:
+            return
+        offset = self.price_offset_of(tick.stream)
+        read = f" (read with --price-offset {offset:g})" if offset else ""
+        print(f"flashtick feed: warning: stream {tick.stream!r}: its first price here, {price:g}{read}, is far from "
+              f"the engine's last price of it, {held:g}: the engine holds earlier ticks of {tick.stream!r}, read "
+              f"another way or of another instrument, and would continue them with these as one stream; "
+              f"{SPLICE_WAY_OUT}", file=sys.stderr, flush=True)
 
     def unconfirmed(self, rejected: Mapping[str, int]) -> int:
         """Forget what the engine has taken (accepted and logged, so a restart brings it back; or refused); returns
