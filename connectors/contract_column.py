@@ -4,6 +4,8 @@ their levels at every switch. Vendors name such a column in many ways: Interacti
 Refinitiv RIC beside its root, a Bloomberg `ticker` (`ESZ4 Index`), CME's `instrument`. When the detected stream
 column is split by such a column into several contracts, the contract is the stream: taken alone when its values
 extend the symbol's (ESZ4 starts with ES), else joined to it as a contract month is (`ES Z4`), with a note.
+Any other column the map does not read whose changes within a stream come with price jumps far beyond the stream's
+moves (contracts, currencies under one name) gets a caution naming it (`levels_split_by`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import polars as pl
 from connectors.column_map import ColumnMap
 from connectors.field_names import normal_name
 from connectors.file_plan import is_csv, scan_file
-from connectors.layout import Dialect
+from connectors.layout import Caution, Dialect
 
 # Columns that name one contract of a root (a `stream` column is no such: Binance's names a symbol's channel)
 CONTRACT_NAMES = ("contract", "local_symbol", "localsymbol", "instrument", "instrument_name", "contract_symbol",
@@ -73,3 +75,44 @@ def _contracts_of(path: Path, names: Sequence[str] | None, dialect: Dialect | No
     if not facts["split"]:
         return None
     return bool(facts["extends"]), list(facts["examples"]), ", ".join(facts["roots"])
+
+
+LEVEL_ROWS = 200_000  # rows read to tell a column that splits a stream into price levels (a day of a busy future)
+SWITCHES_SAID = 10  # changes of the column within a stream, at the least, before its jumps say anything
+JUMP_OVER_MOVE = 20  # the median jump where the column changes, over the median move (nonzero) where it does not
+
+
+def levels_split_by(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                    dialect: Dialect | None) -> list[str]:
+    """A caution for each text column the map does not read whose value, where it changes within a stream, comes
+    with a price jump JUMP_OVER_MOVE times the stream's median move or more (at SWITCHES_SAID changes or more): two
+    series at different price levels (two contracts, two currencies) interleaved in one stream. A venue or a flag
+    column changes where the price does not jump: said nothing."""
+    price = cmap.price or cmap.bid
+    read = {*cmap.source_columns(), *cmap.ts_columns}
+    columns = [c for c in schema if c not in read and schema[c] == pl.String]
+    if price is None or not columns:
+        return []
+    overrides = {c: pl.String for c in (*columns, *cmap.stream_columns)} if is_csv(path) else None
+    stream = pl.concat_str([pl.col(c).cast(pl.String) for c in cmap.stream_columns], separator=" ", ignore_nulls=True) \
+        if cmap.stream_col else pl.lit("")
+    rows = scan_file(path, names, dialect, overrides).head(LEVEL_ROWS).select(
+        stream.alias("_stream"), pl.col(price).cast(pl.Float64, strict=False).alias("_price"), *columns)
+    cautions = []
+    for column in columns:
+        value = pl.col(column).str.strip_chars()
+        series = rows.filter(pl.col("_price").is_not_null() & value.is_not_null() & (value != "")).with_columns(
+            switch=(value != value.shift(1)).over("_stream"), move=pl.col("_price").diff().abs().over("_stream"))
+        facts = series.select(switches=pl.col("switch").sum(), jump=pl.col("move").filter(pl.col("switch")).median(),
+                              step=pl.col("move").filter(~pl.col("switch") & (pl.col("move") > 0)).median(),
+                              values=value.unique(maintain_order=True).head(3).implode()).collect().row(0, named=True)
+        if (facts["switches"] or 0) < SWITCHES_SAID or not facts["step"] or facts["jump"] is None or \
+                facts["jump"] < JUMP_OVER_MOVE * facts["step"]:
+            continue
+        joined = f"{cmap.stream_col}+{column}" if cmap.stream_col else column
+        cautions.append(Caution(
+            f"{path.name}: column {column!r} ({', '.join(facts['values'])}, ...) is not read, and where it changes "
+            f"within a stream ({facts['switches']} times) the price jumps by {facts['jump']:g} at the median, against "
+            f"moves of {facts['step']:g}: two series at different price levels (two contracts, two currencies) "
+            f"interleaved in one stream? If so, read the column as part of the stream: --columns stream={joined}"))
+    return cautions

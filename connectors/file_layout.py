@@ -24,7 +24,7 @@ from connectors.column_map import (
     Refine,
     preset_variant,
 )
-from connectors.contract_column import contract_beside_root
+from connectors.contract_column import contract_beside_root, levels_split_by
 from connectors.content_notes import (
     amendment_note,
     condition_note,
@@ -148,7 +148,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     stream_notes += found_notes
     if not named and not isinstance(spec, ColumnMap):  # `symbol` ES beside `contract` ESZ4/ESH5: a stream each
         cmap, contract_notes = contract_beside_root(path, cmap, schema, names, dialect)
-        stream_notes += contract_notes
+        stream_notes += contract_notes + levels_split_by(path, cmap, schema, names, dialect)
     if not named and cmap.stream_col is None and is_json_lines(path) and json_lines.table(path).records and \
             symbol_in_name(path) is None:  # the file's stem would be the stream: "trades" says nothing
         raise ValueError(f"{path}: a REST dump (one JSON array of records) whose records name no instrument, nor "

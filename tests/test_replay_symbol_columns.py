@@ -144,3 +144,27 @@ def test_a_contract_column_that_does_not_extend_the_symbol_is_joined_to_it(tmp_p
     replay = FileReplay(stocks)
     assert {t.stream for t in drain(replay)} == {"AAPL", "MSFT"}
     assert not any("several contracts" in note for note in replay.notes)
+
+
+def test_an_unread_column_whose_changes_jump_the_price_gets_a_caution(tmp_path: Path) -> None:
+    """A column of a name detection does not know (`delivery`) splitting root ES into two contracts: the streams stay
+    the symbol's, but its changes come with 58-point jumps against quarter-point moves, so a caution names it and
+    the map that reads it. A venue column whose changes move the price no more than usual is not cautioned."""
+    n = 60  # the contracts in runs of three trades, a quarter point apart
+    frame = pl.DataFrame({"timestamp": [f"2024-11-01T14:00:{i:02d}Z" for i in range(n)], "symbol": ["ES"] * n,
+                          "delivery": [("ESZ4", "ESH5")[i // 3 % 2] for i in range(n)],
+                          "price": [(5760.0, 5818.0)[i // 3 % 2] + 0.25 * (i % 3) for i in range(n)],
+                          "size": [1] * n, "venue": [("XCME", "XCBT")[i % 2] for i in range(n)]})
+    path = tmp_path / "es.csv"
+    frame.write_csv(path)
+    replay = FileReplay(path)
+    assert {t.stream for t in drain(replay)} == {"ES"}
+    caution = next(note for note in replay.notes if "'delivery'" in note)
+    assert caution.startswith("es.csv: column 'delivery' (ESZ4, ESH5, ...) is not read, and where it changes within a "
+                              "stream (19 times) the price jumps by ")
+    assert caution.endswith("interleaved in one stream? If so, read the column as part of the stream: --columns "
+                            "stream=symbol+delivery")
+    assert not any("column 'venue' (" in note for note in replay.notes)
+    one_level = frame.with_columns(price=pl.Series([5760.0 + 0.25 * (i % 4) for i in range(n)]))
+    one_level.write_csv(path)  # both values at one level (two venues of one contract, say): nothing said
+    assert not any("'delivery'" in note for note in FileReplay(path).notes)
