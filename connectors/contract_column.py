@@ -97,7 +97,8 @@ def levels_split_by(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
     stream = pl.concat_str([pl.col(c).cast(pl.String) for c in cmap.stream_columns], separator=" ", ignore_nulls=True) \
         if cmap.stream_col else pl.lit("")
     rows = scan_file(path, names, dialect, overrides).head(LEVEL_ROWS).select(
-        stream.alias("_stream"), pl.col(price).cast(pl.Float64, strict=False).alias("_price"), *columns)
+        stream.alias("_stream"), pl.col(price).cast(pl.Float64, strict=False).alias("_price"), *columns,
+    ).collect().lazy()  # read once, each column then looked at in memory
     cautions = []
     for column in columns:
         value = pl.col(column).str.strip_chars()
