@@ -4,6 +4,7 @@ where it is, a failed write leaves nothing behind, retention drops old segments.
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 import time
@@ -99,6 +100,61 @@ def test_a_zero_filled_tail_is_cut_like_a_torn_one(tmp_path, capsys, tail) -> No
     assert "zero bytes to the end of the file" in capsys.readouterr().err
     assert path.stat().st_size == whole + HEADER.size + len(b"after")
     assert [p for _, p in read(tmp_path)] == items + [b"after"]
+
+
+def flip_last_bytes(path: Path) -> None:
+    """The last record's checksum wrong: its last page partly written when the host died."""
+    data = bytearray(path.read_bytes())
+    for i in range(1, 5):
+        data[-i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def append_garbage(path: Path) -> None:
+    """Blocks allocated but never written, holding old data (ext4 data=writeback, no power-loss protection)."""
+    with open(path, "ab") as f:
+        f.write(random.Random(7).randbytes(4096))
+
+
+@pytest.mark.parametrize("prefix", ["ticks", "answers"])
+@pytest.mark.parametrize("damage", [flip_last_bytes, append_garbage], ids=["last-record-flipped", "garbage-appended"])
+def test_damage_with_nothing_valid_after_it_at_the_end_is_cut_like_a_torn_tail(tmp_path, capsys, damage,
+                                                                                prefix) -> None:
+    """What a host crash leaves at the end of the newest segment, in either log, is cut away with a warning naming
+    the file, the offset and the bytes, and counted: not a stop that a supervisor restarts into for ever."""
+    items = payloads(20)
+    with TickLog(tmp_path, fsync="never", prefix=prefix) as log:
+        for p in items:
+            log.append(p)
+    (_, path), = segments(tmp_path, prefix)
+    last_start = sum(HEADER.size + len(p) for p in items[:-1])
+    damage(path)
+    kept = items[:-1] if damage is flip_last_bytes else items
+    cut_at = last_start if damage is flip_last_bytes else last_start + HEADER.size + len(items[-1])
+    with TickLog(tmp_path, prefix=prefix) as log:
+        assert log.next_record == len(kept) and log.stats.torn_tails == 1
+        log.append(b"after")
+    err = capsys.readouterr().err
+    assert f"{path}: damaged bytes (" in err and f"; no valid record after them) at byte {cut_at} (torn tail: " in err
+    assert [p for _, p in read(tmp_path, prefix=prefix)] == kept + [b"after"]
+
+
+def test_damage_at_the_end_of_an_older_segment_or_before_valid_records_still_stops(tmp_path) -> None:
+    """Cutting there would lose accepted records a reader can read: the start stops with the file and offset."""
+    items, path = one_segment_log(tmp_path, 20)
+    append_garbage(path)
+    good = b"after the garbage"
+    with open(path, "ab") as f:
+        f.write(HEADER.pack(b"FTk1", len(good), zlib.crc32(good)) + good)
+    whole = sum(HEADER.size + len(p) for p in items)
+    with pytest.raises(CorruptLog, match=rf"{path.name}: damaged record at byte {whole} \(bad magic\)"):
+        TickLog(tmp_path)
+    path.write_bytes(path.read_bytes()[:whole])
+    with TickLog(tmp_path, segment_bytes=whole) as log:  # the next append starts a new segment
+        log.append(b"in the newest segment")
+    flip_last_bytes(path)
+    with pytest.raises(CorruptLog, match=rf"{path.name}: damaged record at byte \d+ \(checksum mismatch\)"):
+        list(read(tmp_path))
 
 
 def test_skipped_damage_is_rewritten_away_so_the_next_start_needs_no_skip(tmp_path, capsys) -> None:

@@ -15,11 +15,13 @@ waits on the disk: a host crash loses at most that window, a killed process
 loses nothing, since every append is a completed write(2)) or ``never`` (the OS
 decides). Retention drops whole old segments by total size or age.
 
-Reading back (``read``): a record cut short at the very end of the last
-segment (a torn tail: the process died mid-write), or zero bytes to its end (the
-host died before the file's pages were written), is truncated away with a
-warning and counted; a damaged record anywhere else stops the read with the
-file and byte offset (``CorruptLog``), or, with ``skip_corrupt``, is skipped by
+Reading back (``read``): damage at the very end of the last segment with no
+valid record after it (a torn tail: a record cut short as the process died
+mid-write, zero bytes to the end as the host died before the file's pages were
+written, or a last record or trailing blocks a host crash left half-written or
+holding old data) is truncated away with a warning and counted; a damaged
+record anywhere else (in an older segment, or with valid records after it)
+stops the read with the file and byte offset (``CorruptLog``), or, with ``skip_corrupt``, is skipped by
 scanning to the next valid record, counted and said, and the segment rewritten
 without it (the original kept as ``<name>.damaged``). A failed append (disk full, a
 file size limit, an I/O error) raises ``LogWriteError`` and leaves the log as it
@@ -65,7 +67,7 @@ class LogStats:
     appended: int = 0
     append_errors: int = 0
     fsyncs: int = 0
-    torn_tails: int = 0  # records cut short at the end, truncated on read
+    torn_tails: int = 0  # damage at the end of the last segment with nothing valid after it, truncated on read
     corrupt_skipped: int = 0
     segments_dropped: int = 0  # by retention
 
@@ -446,9 +448,13 @@ def _records(path: Path, stats: LogStats, last: bool, skip_corrupt: bool, repair
 
 
 def _torn_tail(data: bytes, offset: int, why: str) -> str | None:
-    """What the damage at ``offset`` is when it is the tail a dying writer leaves, or None: a record cut short
-    (the process died mid-append), or bytes that are zero to the end of the file (the host died after the file
-    grew but before its pages were written) or a record running into them. Either way nothing valid follows."""
+    """What the damage at ``offset`` of the last segment is when it is the tail a dying writer or host leaves, or
+    None: damage with no valid record (magic, length, checksum) after it. A record cut short (the process died
+    mid-append); bytes that are zero to the end of the file (the host died after the file grew but before its
+    pages were written) or a record running into them; or any other damage: a last record whose page was partly
+    written, or blocks allocated but never written that hold old data (ext4 data=writeback, a disk without
+    power-loss protection). Cutting it loses no record a reader could read; damage with a valid record after it
+    (accepted data that cutting would lose) is not a tail."""
     if _next_valid(data, offset + 1) != len(data):
         return None
     if why == "cut short":
@@ -458,7 +464,7 @@ def _torn_tail(data: bytes, offset: int, why: str) -> str | None:
         return "zero bytes to the end of the file"
     if why == "checksum mismatch" and offset + HEADER.size + HEADER.unpack_from(data, offset)[1] > zeros_from:
         return "a record ending in zero bytes to the end of the file"
-    return None
+    return f"damaged bytes ({why}; no valid record after them)"
 
 
 def _rewrite(path: Path, data: bytes, skipped: list[tuple[int, int]]) -> None:
