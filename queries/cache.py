@@ -114,6 +114,14 @@ class AnswerCache:
             self._count -= len(dropped)
         return len(dropped)
 
+    def drop_answer(self, query: str, stream: str) -> bool:
+        """Forgets the latest answer of ``query`` on ``stream`` (one about a tick the stream no longer holds); whether
+        there was one. Topic seqs are kept."""
+        with self._lock:
+            dropped = self._answers.get(query, {}).pop(stream, None) is not None
+            self._count -= dropped
+        return dropped
+
     def drop_stream(self, stream: str) -> int:
         """Forgets every answer for a closed stream; returns how many."""
         with self._lock:

@@ -149,6 +149,15 @@ class AnswerAdaptation(StreamMarksBook):
         while owed and owed[0][1] <= ticks:
             owed.popleft()
 
+    def forget_owed_past(self, stream: str, ticks: int) -> None:
+        """Answers published on ticks of ``stream`` past ``ticks`` that the tick log lost with its tail: never re-fed
+        to the new ticks that take their counts."""
+        owed = self._owed.get(stream)
+        if owed:
+            kept = [entry for entry in owed if entry[1] <= ticks]
+            owed.clear()
+            owed.extend(kept)
+
     def forget_query(self, name: str) -> None:
         """A query replaced or removed: its mixes go (a new spec starts cold)."""
         for mixes in self.mixes.values():

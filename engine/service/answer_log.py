@@ -32,7 +32,9 @@ from queries.cache import Answer, AnswerCache
 from queries.registry import Registry
 
 
-ANSWER, FORGET = b"A", b"F"  # an answer log record: a published answer, or answers to forget
+# an answer log record: a published answer, answers to forget, or a stream's tick count after the tick log lost its
+# tail ({stream, ticks}: its latest answers past that count are about lost ticks, no longer current)
+ANSWER, FORGET, LOST = b"A", b"F", b"L"
 RETRY_S = 1.0  # records the log could not take are tried again at most this often (while ticks are refused)
 SAY_EVERY_S = 10.0  # at most one stderr line this often while the answer log fails
 
@@ -75,6 +77,23 @@ class AnswerHistory:
             return [], True
         picked = itertools.islice(answers, max(0, start), max(0, start) + limit)
         return [msgpack.unpackb(packed, raw=False) for packed in picked], start >= 0
+
+    def newest_kept_before(self, stale: Answer, ticks: int) -> Answer | None:
+        """The newest kept answer of ``stale``'s query and stream, published before it under the same registration,
+        about a tick count at most ``ticks`` (what was current before the ticks past ``ticks`` were lost), or None.
+        Going back, a count that rises is an earlier session of the stream (before it expired): not taken."""
+        kept = self._by_topic.get(stale.topic)
+        above = stale.version
+        for packed in reversed(kept[1] if kept else ()):
+            answer = msgpack.unpackb(packed, raw=False)
+            if (answer["query"], answer["stream"]) != (stale.query, stale.stream) or answer["seq"] >= stale.seq:
+                continue
+            if answer.get("query_version", 0) != stale.query_version or answer["version"] > above:
+                return None
+            if answer["version"] <= ticks:
+                return Answer(**answer)
+            above = answer["version"]
+        return None
 
     def oldest_seq(self, topic: str) -> int | None:
         kept = self._by_topic.get(topic)
@@ -226,6 +245,12 @@ class AnswerLog:
                     replayed.owed(answer.query, answer.stream, answer.version, answer.value)
                 if number >= covers:
                     self.cache.restore([answer], {})
+            elif kind == LOST:
+                lost = msgpack.unpackb(body, raw=False)
+                if replayed is not None:
+                    replayed.forget_owed_past(lost["stream"], lost["ticks"])
+                if number >= covers:
+                    self._take_back(lost["stream"], lost["ticks"], history)
             elif kind == FORGET and number >= covers:
                 forget = msgpack.unpackb(body, raw=False)
                 if replayed is not None:
@@ -235,6 +260,40 @@ class AnswerLog:
                 else:
                     self.cache.drop_stream(forget["stream"])
         return count
+
+    def forget_lost(self, counts: dict[str, int], history: AnswerHistory, registry: Registry,
+                    replayed: Any = None) -> list[Answer]:
+        """After a restart's replay: ``counts`` holds the streams whose latest answers are about ticks past the count
+        the tick log kept (its tail was lost: a host crash, a damaged end cut). Each such answer stops being the
+        current one: the latest answer its query published on the ticks kept takes its place (from ``history``;
+        none kept: none, and the query fires on the stream's next tick as on its first), its trigger state follows,
+        and ``replayed`` never re-feeds it. A ``LOST`` record says so in the log, so that a later restart, whose
+        counts have gone on past it, does not take the stale answer back. Returns the answers taken back."""
+        taken: list[Answer] = []
+        for stream, ticks in counts.items():
+            self._append(LOST + msgpack.packb({"stream": stream, "ticks": ticks}))
+            if replayed is not None:
+                replayed.forget_owed_past(stream, ticks)
+            for stale, kept in self._take_back(stream, ticks, history):
+                taken.append(stale)
+                if kept is None:
+                    registry.unfire(stale.query, stream)
+                else:
+                    registry.restore_fired(kept.query, stream, kept.version, kept.data_ts)
+        return taken
+
+    def _take_back(self, stream: str, ticks: int, history: AnswerHistory) -> list[tuple[Answer, Answer | None]]:
+        """The latest answers of ``stream`` past tick count ``ticks`` replaced by the newest kept before them (or
+        dropped); (stale, replacement or None) of each."""
+        changed = []
+        for stale in [a for a in self.cache.latest() if a.stream == stream and a.version > ticks]:
+            kept = history.newest_kept_before(stale, ticks)
+            if kept is None:
+                self.cache.drop_answer(stale.query, stream)
+            else:
+                self.cache.restore([kept], {})
+            changed.append((stale, kept))
+        return changed
 
     def _logged_version(self, answer: Answer) -> None:
         known = self.logged_query_versions.get(answer.query, 0)

@@ -278,6 +278,7 @@ class DataDir:
         self.recovered_ticks = 0
         self.recovered_answers = 0
         self._restored = RestoredQueries(RegistrationMarks(), set())  # what restore_queries brought back, if it ran
+        self._restored_answers: tuple[Registry, AnswerHistory, Any] | None = None  # restore_answers' arguments
         self.replay_refused = 0  # logged items the replay could not place (none expected)
         self.recovery_s = 0.0
         self.rebuild_forwards = 0
@@ -303,6 +304,7 @@ class DataDir:
         ``replayed`` (the answer adaptation) is handed every logged answer, to re-feed during the tick replay.
         The registry's versions are caught up with the log's first (``_catch_up_versions``); returns the queries
         that registered afresh, which the caller treats as ``restore_queries``' ``reregistered``."""
+        self._restored_answers = (registry, history, replayed)  # what a replay needs to take back lost answers
         self.recovered_answers = self.answers.read_back(history, self.config.skip_corrupt, replayed)
         afresh = self._catch_up_versions(registry)
         self.answers.settle(registry, replayed)
@@ -487,7 +489,32 @@ class DataDir:
         self.recovered_ticks += ticks
         self.replay_refused += refused
         self._say_lost_streams(encoders, turned_away)
+        self._forget_lost_answers(encoders, turned_away)
         return tail
+
+    def _forget_lost_answers(self, encoders: StreamEncoders, turned_away: Container[str]) -> None:
+        """Latest answers about ticks the tick log no longer holds (its tail lost to a host crash under group fsync,
+        or cut as damaged; skip_corrupt): a stream came back with fewer ticks than its answers' ``version``. They
+        are not served as current (`get`, `ask --max-stale`: AnswerLog.forget_lost), and said. (Their replay
+        booked the stream whole: every tick kept had been answered.)"""
+        if self._restored_answers is None:
+            return
+        registry, history, replayed = self._restored_answers
+        counts: dict[str, int] = {}
+        for answer in self.answers.cache.latest():
+            ticks = encoders.ticks_of(answer.stream)
+            if ticks is not None and answer.stream not in turned_away and answer.version > ticks:
+                counts[answer.stream] = ticks
+        if not counts:
+            return
+        taken = self.answers.forget_lost(counts, history, registry, replayed)
+        named = ", ".join(f"{s!r} holds {n:,} ticks" for s, n in sorted(counts.items())[:5])
+        more = f", ... ({len(counts)} streams in all)" if len(counts) > 5 else ""
+        print(f"flashtick: warning: {counted(len(taken), 'answer')} refer to ticks lost with the log's tail ({named}"
+              f"{more}; the answers went to tick {max(a.version for a in taken):,}): they are no longer served as "
+              f"current; each query's latest answer on the ticks kept is. The next ticks take the lost ones' "
+              f"counts, so their answers' `version` repeats the lost answers' (a later `seq` tells them apart)",
+              file=sys.stderr, flush=True)
 
     def _say_lost_streams(self, encoders: StreamEncoders, turned_away: Container[str]) -> None:
         """Streams the answer log has answers of but the tick log knows nothing of (neither ticks nor an expiry):
