@@ -16,8 +16,11 @@ from connectors.column_map import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS, ColumnMap
 from connectors.layout import SPACED_FRACTION, epoch_unit, time_formats, two_way_date
 from connectors.ticks import TS_MAX
 
-# An ISO time with a UTC offset ("...09:30:00.123-04:00", "...13:30:00Z"), read at that offset
-UTC_OFFSET = re.compile(r"\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)$", re.IGNORECASE)
+# An ISO time with a UTC offset ("...09:30:00.123-04:00", "...13:30:00Z", BigQuery's "...13:30:00.123 UTC"), read
+# at that offset; the pattern is also polars' (a row's own offset decides how the row is read)
+OFFSET_PATTERN = r"(?i)\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|UTC|GMT|[+-]\d\d(:?\d\d)?)$"
+UTC_OFFSET = re.compile(OFFSET_PATTERN)
+ZERO_OFFSET_NAMES = r"(?i)\s*(UTC|GMT)$"  # offset 0 by name: read as "+00:00", which polars parses
 
 
 def _local(expr: pl.Expr, tz: str | None, second_pass: pl.Expr | None = None) -> pl.Expr:
@@ -137,12 +140,18 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
         raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a date that reads more than one way "
                          f"({' or '.join(repr(f) for f in fits)}): give the one it is, e.g. --ts-format '{fits[0]}'")
     aware = any(code in fmt for code in ("%z", "%:z", "%#z")) if fmt else bool(first and UTC_OFFSET.search(first))
+    # without a format, each row is read by its own kind: the kind a file's times are (`first`: planning finds a
+    # time with an offset wherever it is) never reads the other kind's rows, which become null (missing_field,
+    # named), whichever kind the first row is; polars would stop the whole file on a naive parse of an offset
+    offset_row = text.str.contains(OFFSET_PATTERN)
     if not aware:
-        naive = text.str.to_datetime(fmt, time_unit="ns", strict=False)
+        naive = (text if fmt else pl.when(~offset_row).then(text)).str.to_datetime(fmt, time_unit="ns", strict=False)
         return _local(naive, cmap.tz, second_pass).dt.epoch("ns")
     if cmap.tz is not None:
         raise ValueError(f"{path}: ts column {cmap.ts!r} carries its UTC offset ({first!r}); tz={cmap.tz!r} is "
                          f"{NAIVE_TZ_ONLY}")
+    if not fmt:
+        text = pl.when(offset_row).then(text.str.replace(ZERO_OFFSET_NAMES, "+00:00"))
     return text.str.to_datetime(fmt, time_unit="ns", time_zone="UTC", strict=False).dt.epoch("ns")
 
 

@@ -39,7 +39,7 @@ from connectors.content_notes import (
 from connectors.date_columns import date_read_as_epoch
 from connectors.event_time import CLOCK_ONLY, UTC_OFFSET, time_column
 from connectors.field_names import normal_name
-from connectors.file_plan import first_text, is_csv, scan_file
+from connectors.file_plan import first_text, is_csv, scan_file, time_sample
 from connectors.json_lines import is_json_lines
 from connectors.layout import (
     HEADERLESS_BAR_STAMP,
@@ -219,7 +219,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt", "[g]"))
     if notes and cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named \
             and schema.get(cmap.ts) in (pl.String, None):
-        text = first(cmap.ts_columns) or ""
+        # (a file whose later times carry offsets reads at them, its naive rows rejected: no "read as UTC" note)
+        text = (first(cmap.ts_columns) if cmap.ts_format else time_sample(path, names, dialect, cmap.ts_columns)) or ""
         offsets = next((c for c in schema if normal_name(c) in OFFSET_NAMES), None)
         if not UTC_OFFSET.search(text) and offsets is not None:  # LSEG's GMT Offset beside local times
             cmap = replace(cmap, utc_offset=offsets)

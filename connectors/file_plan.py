@@ -23,7 +23,7 @@ from connectors.column_map import (
     offset_of,
     side_lookup,
 )
-from connectors.event_time import scaled_ts
+from connectors.event_time import OFFSET_PATTERN, UTC_OFFSET, scaled_ts
 from connectors.json_lines import JSON_LINES_SUFFIXES, NOT_JSON, is_json_lines
 from connectors.layout import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXES, QUOTE_MARKS, TRADE_MARKS, Dialect
 from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
@@ -374,15 +374,29 @@ def distinct_text(path: Path, names: Sequence[str] | None, dialect: Dialect | No
 
 
 def first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
-                columns: str | tuple[str, ...]) -> str | None:
-    """The first non-empty value of a column (of date and time columns: joined by a space), as text (None: empty)."""
+                columns: str | tuple[str, ...], pattern: str | None = None) -> str | None:
+    """The first non-empty value of a column (of date and time columns: joined by a space), as text (None: empty);
+    with `pattern`, the first that matches it."""
     columns = (columns,) if isinstance(columns, str) else columns
     overrides = {c: pl.String for c in columns} if is_csv(path) else None
     text = pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in columns], separator=" ")
     found = scan_file(path, names, dialect, overrides).select(text.alias("t"))
     found = found.filter(pl.col("t").str.strip_chars() != "")
+    if pattern is not None:
+        found = found.filter(pl.col("t").str.contains(pattern))
     found = found.head(1).collect()
     return found.item() if found.height else None
+
+
+def time_sample(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
+                columns: str | tuple[str, ...]) -> str | None:
+    """The time text that says how a datetime column is read: its first time carrying a UTC offset, wherever it
+    is (a file whose first rows are naive and later ones carry offsets reads as the one whose first row has it),
+    else its first time."""
+    first = first_text(path, names, dialect, columns)
+    if first is None or UTC_OFFSET.search(first):
+        return first
+    return first_text(path, names, dialect, columns, OFFSET_PATTERN) or first
 
 
 NO_TRADE = "no trade in this interval"  # a bar's filtered_out: not an error, nor a price of 0

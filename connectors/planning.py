@@ -45,7 +45,16 @@ from connectors.event_time import (
 )
 from connectors.field_names import normal_name
 from connectors.file_layout import layout
-from connectors.file_plan import SAMPLE_ROWS, FilePlan, distinct_text, first_text, is_csv, is_dbn, scan_file
+from connectors.file_plan import (
+    SAMPLE_ROWS,
+    FilePlan,
+    distinct_text,
+    first_text,
+    is_csv,
+    is_dbn,
+    scan_file,
+    time_sample,
+)
 from connectors.json_lines import is_json_lines
 from connectors.layout import (
     COMMA_GROUPED,
@@ -256,7 +265,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     overrides = _csv_overrides(cmap) if is_csv(path) else None
     # what the scan below will read: date+time columns are joined as text
     ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
-    first = first_text(path, cmap.names, dialect, cmap.ts_columns)
+    text_times = ts_type == pl.String and cmap.ts_unit == "datetime" and not cmap.ts_format
+    first = (time_sample if text_times else first_text)(path, cmap.names, dialect, cmap.ts_columns)
     if cmap.hours is not None and Hours.parse(cmap.hours).zone is None and cmap.tz is None:
         raise ValueError(bare_hours_refused(path, cmap.hours))
     exprs = [apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first), first).alias("_ts")]
@@ -336,7 +346,11 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         crossed_rows=(pl.col("bid") > pl.col("ask")).sum() if sides else pl.lit(0),
         out_of_sequence=_out_of_sequence() if sequence else pl.lit(0),
         *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(cmap, factor),
-    ).collect().row(0, named=True)
+    )
+    try:
+        facts = facts.collect().row(0, named=True)
+    except pl.exceptions.ComputeError as e:  # polars' own words are several lines, about its API, not the file
+        raise ValueError(unparsed_times(path, cmap, first, e)) from e
     notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap, facts["crossed_rows"])
     if not facts["timed"] and first is not None:
         raise ValueError(time_hint(path, cmap, first))
@@ -399,6 +413,13 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                      long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
                      span=_span(facts["min_ts"], facts["max_ts"], factor),
                      tickless=tickless, footer=footer)
+
+
+def unparsed_times(path: Path, cmap: ColumnMap, first: str | None, error: Exception) -> str:
+    """One line for a read that polars stopped: the file, the time column, a value, the option that says how."""
+    said = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return (f"{path}: its times could not be read (column {cmap.ts!r}, e.g. {(first or '')[:40]!r}: {said}): give "
+            f"their format with strftime codes, e.g. --ts-format '%Y-%m-%d %H:%M:%S%.f%z'")
 
 
 def _out_of_sequence() -> pl.Expr:

@@ -53,7 +53,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
 )
 from connectors.content_notes import mixed_venues, overlapping_files
 from connectors.event_time import UTC_OFFSET
-from connectors.file_plan import NO_TRADE, FilePlan, first_text, is_csv, is_dbn, source_path
+from connectors.file_plan import NO_TRADE, FilePlan, first_text, is_csv, is_dbn, source_path, time_sample
 from connectors.json_lines import NOT_JSON, is_json_lines
 from connectors.layout import PARQUET_SUFFIXES, Caution, detect_columns, epoch_unit, sniff_csv
 from connectors.planning import plan_file
@@ -254,8 +254,8 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
     if column != plan.column_of("ts"):
         return f": {text!r} is not a number" if text is not None else ": empty, or not a number"
     if text is not None and (first := _offset_it_lacks(plan, text)) is not None:
-        return (f": {text!r} lacks the UTC offset the file's other times carry (its first: {first!r}), so it is no "
-                f"instant: write the row with its offset")
+        return (f": {text!r} lacks the UTC offset the file's other times carry (the first of them: {first!r}), "
+                f"so it is no instant: write the row with its offset")
     zone = getattr(getattr(plan, "columns", None), "tz", None)
     clock = f", or a local time the clocks skipped in {zone} (a DST change)" if zone and _has_dst(zone) else ""
     return f": {text!r} is not a time the map reads{clock}" if text is not None else \
@@ -268,7 +268,7 @@ def _offset_it_lacks(plan: Any, text: str) -> str | None:
     cmap = getattr(plan, "columns", None)
     if not isinstance(plan, FilePlan) or cmap.ts_unit != "datetime" or UTC_OFFSET.search(text.strip()):
         return None
-    first = first_text(plan.path, cmap.names, plan.dialect, cmap.ts_columns)
+    first = (first_text if cmap.ts_format else time_sample)(plan.path, cmap.names, plan.dialect, cmap.ts_columns)
     return first if first is not None and UTC_OFFSET.search(first) else None
 
 
