@@ -337,6 +337,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
         back_rows=(pl.col("_ts").drop_nulls().diff() < 0).sum(), largest_back=-pl.col("_ts").drop_nulls().diff().min(),
+        forward_rows=(pl.col("_ts").drop_nulls().diff() > 0).sum(),
         min_ts=pl.col("_ts").min(), max_ts=pl.col("_ts").max(),
         first_ts=pl.col("_ts").drop_nulls().first(), slashes=pl.col("_stream").str.contains("/", literal=True).any(),
         denormalized=(pl.col("_stream") != pl.col("_stream").str.normalize("NFC")).any(),
@@ -357,6 +358,10 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     out_of_sequence = int(facts["out_of_sequence"] or 0)
     ties = f"in sequence order (column {cmap.sequence!r}) within each stream" if cmap.sequence is not None else \
         "in file order"
+    newest_first = bool(facts["unsorted"]) and _newest_first(facts["back_rows"], facts["forward_rows"])
+    if newest_first:  # rows of one time are newest first too: reversed, the stable sort keeps them oldest first
+        frame = frame.reverse()
+        ties = ties if cmap.sequence is not None else "in reverse file order (oldest first)"
     if facts["unsorted"] or out_of_sequence:  # stable: rows of equal times (and sequence numbers) keep file order
         # a sequence number orders a stream's own rows (CME's RptSeq counts per instrument): by stream first
         by = ["_ts", *(["stream"] if "stream" in keys else []), SEQ] if cmap.sequence is not None else ["_ts"]
@@ -365,11 +370,14 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: the "
                     f"{hour.untold} row(s) in that hour are read at its first pass" if hour and hour.untold else "")
         trade_date = trade_date_caution(path, cmap, facts)
+        forward = int(facts["forward_rows"] or 0)
         cause = ("a trade date's evening rows a day late, as said next" if trade_date else
+                 f"newest first: {forward} row(s) later than the row before them" if newest_first else
                  "newest first, or merged from several sources")
         notes.append(f"{path.name}: its rows are not in time order: {facts['back_rows']} row(s) earlier than the "
                      f"row before them, by up to {duration_text(scaled_ts(facts['largest_back'], factor))} ({cause}"
-                     f"{repeated}); replayed sorted by time, rows of equal times {ties}")
+                     f"{repeated}); replayed {'reversed, then ' if newest_first else ''}sorted by time, rows of "
+                     f"equal times {ties}")
         notes += trade_date
     elif out_of_sequence:
         notes.append(f"{path.name}: {out_of_sequence} row(s) of a lower sequence number (column {cmap.sequence!r}) "
@@ -413,6 +421,17 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                      long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
                      span=_span(facts["min_ts"], facts["max_ts"], factor),
                      tickless=tickless, footer=footer)
+
+
+NEWEST_FIRST_SHARE = 0.99  # of the steps between two times, those back: an export newest first, pages overlapping
+
+
+def _newest_first(back_rows: int, forward_rows: int) -> bool:
+    """Whether a file is newest first (a REST export: Bybit's, Coinbase's): (nearly) every step between two
+    times a step back. Its rows of one time are newest first too, so they are reversed before the stable sort; a
+    step forward in 100 is let pass (concatenated pages that overlap), more is a file merged from sources."""
+    back, forward = int(back_rows or 0), int(forward_rows or 0)
+    return back > 0 and back >= NEWEST_FIRST_SHARE * (back + forward)
 
 
 def unparsed_times(path: Path, cmap: ColumnMap, first: str | None, error: Exception) -> str:
