@@ -63,7 +63,8 @@ def test_a_given_format_still_reads_the_utc_suffix_itself(tmp_path: Path) -> Non
 
 def test_a_read_polars_stops_is_said_in_one_line_with_the_file_column_value_and_option() -> None:
     error = RuntimeError("`strptime` / `to_datetime` was called with no format\n\nThis was previously allowed")
-    said = unparsed_times(Path("f.csv"), ColumnMap(ts="time", ts_unit="datetime", stream="X", price="p", size="s"), "2024-08-08 23:54:14 UTC", error)
+    cmap = ColumnMap(ts="time", ts_unit="datetime", stream="X", price="p", size="s")
+    said = unparsed_times(Path("f.csv"), cmap, "2024-08-08 23:54:14 UTC", error)
     assert "\n" not in said and said.startswith("f.csv: its times could not be read (column 'time', e.g. "
                                                 "'2024-08-08 23:54:14 UTC': `strptime` / `to_datetime` was called")
     assert "--ts-format" in said
