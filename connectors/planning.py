@@ -71,6 +71,7 @@ from connectors.layout import (
 from connectors.misread_times import time_cautions, time_facts, trade_date_caution
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution
 from connectors.repeated_hour import repeated_hour
+from connectors.repeated_trades import repeated_caution, repeated_ids, trade_id_column
 from connectors.shifted_prices import near_zero_streams
 from connectors.ticks import venue_caution
 
@@ -412,15 +413,21 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     bad_lines = lines.bad_lines if lines is not None else {}
     tickless = lines.skipped if lines is not None else {}
     notes += lines.notes if lines is not None else []
-    return FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"] or out_of_sequence), factor, tuple(notes),
-                     book=book, dialect=dialect, schema=schema, unit_given=unit_given,
-                     empty_sides=empty_sides, bars=trade_bars(cmap, schema),
-                     nonpositive_prices=bool(facts["nonpositive_prices"]),
-                     nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
-                     near_zero_streams=near_zero_streams(frame, keys) if facts["nonpositive_rows"] else frozenset(),
-                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
-                     span=_span(facts["min_ts"], facts["max_ts"], factor),
-                     tickless=tickless, footer=footer)
+    plan = FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"] or out_of_sequence), factor,
+                    tuple(notes), book=book, dialect=dialect, schema=schema, unit_given=unit_given,
+                    empty_sides=empty_sides, bars=trade_bars(cmap, schema),
+                    nonpositive_prices=bool(facts["nonpositive_prices"]),
+                    nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
+                    near_zero_streams=near_zero_streams(frame, keys) if facts["nonpositive_rows"] else frozenset(),
+                    long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
+                    span=_span(facts["min_ts"], facts["max_ts"], factor),
+                    tickless=tickless, footer=footer)
+    id_column = trade_id_column(cmap, schema)
+    repeated = repeated_ids(rows, raw_stream, id_column, ROW) if id_column is not None else None
+    if repeated is not None:  # (after the plan is made: its `where` names a row as the user finds it)
+        line = lambda row: plan.where(row).removeprefix(f"{plan.given_name} ")  # noqa: E731 (the name is said)
+        plan = replace(plan, notes=(*plan.notes, repeated_caution(path.name, repeated, line)))
+    return plan
 
 
 NEWEST_FIRST_SHARE = 0.99  # of the steps between two times, those back: an export newest first, pages overlapping
