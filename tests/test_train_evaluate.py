@@ -657,7 +657,8 @@ def test_max_minutes_bounds_the_steps_and_the_validation_that_scores_the_last_on
     val = Validation([batch] * 20, every=10**6, patience=10**6)
     stats = optimise(model, groups, weights, question_tokens(codec), cfg, lambda _: None, np.random.default_rng(0),
                      val=val, on_step=lambda _: seconds.__setitem__(0, seconds[0] + 0.3), now=lambda: seconds[0])
-    assert stats["stopped"] == "--max-minutes 0.05 reached"
+    assert stats["stopped"] == ("--max-minutes 0.05: 2.2 s of 3 s left, less than the next step and a validation, "
+                                "estimated at 0.4 s (from 2 steps) + 2.0 s (20 batches' forwards)")
     # a third step (from 0.8 s) and the validation after it would end at 3.2 s: the run stops after two
     assert stats["steps_done"] == 2 and stats["validation"][-1][0] == 2  # the weights kept were scored
     assert stats["train_seconds"] == 2.8 <= 3, stats  # two steps and the validation, inside the limit

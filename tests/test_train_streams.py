@@ -226,7 +226,7 @@ def test_a_chain_of_short_series_is_summed_up_in_one_line_even_under_quiet(train
     for flags in ([], ["--quiet"]):
         assert main([*argv, "--out", str(tmp_path / f"m{len(flags)}"), *flags]) == 0
         out, err = capsys.readouterr()
-        assert out.startswith("trained 1 steps (steps done) on 1 stream (SPY) in "), out
+        assert out.startswith("trained 1 step (steps done) on 1 stream (SPY) in "), out
         assert [line for line in err.splitlines() if "left out" in line] == [f"flashtick train: note: {summed}"], err
         assert not flags or err == f"flashtick train: note: {summed}\n", err
     assert main([*argv, "--out", str(tmp_path / "m2"), "--quiet", "--verbose"]) == 0

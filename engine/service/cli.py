@@ -1952,7 +1952,8 @@ def cmd_train(args: argparse.Namespace) -> None:
     best = (f"best validation loss {t['best_validation_loss']} at step {t['best_step']}"
             if t["best_validation_loss"] is not None else "no validation part: the last step's weights")
     trained_on = _streams_named(list(record["evaluation"]["streams"]))
-    print(f"trained {t['steps_done']} steps ({t['stopped']}) on {trained_on} in {t['train_seconds']} s on "
+    steps = f"{t['steps_done']} step{'' if t['steps_done'] == 1 else 's'}"
+    print(f"trained {steps} ({t['stopped']}) on {trained_on} in {t['train_seconds']} s on "
           f"{record['device']}; {best} -> {args.out}")
     print(format_table(record["evaluation"], args.by_stream))
     # a file given on purpose whose stream was not trained on: said, not only on the model card

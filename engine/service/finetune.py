@@ -241,7 +241,7 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
 - Data: {', '.join(f'`{f}`' for f in record['files'])}; rows rejected: {record['rejected'] or 'none'}
 - Split per stream, in time: {record['split']}; labels of each part use that part's ticks only
 {streams}{left_out}
-- Training: {stats['steps_done']} steps (of {cfg['steps']}; {stats['stopped']}) x batch {cfg['batch']} windows
+- Training: {stats['steps_done']} step{'' if stats['steps_done'] == 1 else 's'} (of {cfg['steps']}; {stats['stopped']}) x batch {cfg['batch']} windows
   + {cfg['questions_per_window']} question probes each; AdamW lr {cfg['lr']}, seed {cfg['seed']}; on {record['device']}
   ({platform.machine()}, torch {torch.__version__}); {stats['train_seconds']} s of optimisation,
   {record['total_seconds']} s in all

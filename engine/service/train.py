@@ -44,7 +44,7 @@ from connectors.calibration import write_calibration
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from connectors.labels import label_series, marks_of
 from connectors.synthetic import StreamParams, SyntheticConfig, SyntheticMarket
-from connectors.ticks import Tick
+from connectors.ticks import Tick, counted
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.datasets import DEFAULT_SETS, LOADERS, data_available, load_real
 from engine.service.installation import builtin_write_refusal
@@ -274,28 +274,60 @@ class _StepClock:
     forward, backward, update and checkpoint hook; a validation: the last one, or before any, its batches at the
     training forward's cost), so a run ends by the limit unless a step or validation runs longer than those before
     it. Checked before each step only: the step just started (the first always runs) and any validation are whole.
-    """
+    The first step carries one-off costs (thread pools, allocations; on a loaded host it ran 10x the others), so
+    once a second is measured the first is left out of the means; and an estimate from the first step alone does
+    not stop a run before half its time: the second step runs if it alone fits, and measures again."""
 
-    def __init__(self, deadline: float, validation_batches: int, now: Callable[[], float] = time.time) -> None:
-        self.deadline = deadline
+    def __init__(self, budget_s: float, validation_batches: int, now: Callable[[], float] = time.time) -> None:
+        self.budget_s = budget_s
+        self.deadline = now() + budget_s
         self.now = now
         self.validation_batches = validation_batches
-        self.step_s = self.forward_s = 0.0  # the mean over the steps so far (validations left out)
+        self._step_times: list[float] = []  # each step's (validations left out)
+        self._forward_times: list[float] = []
         self.validation_s: float | None = None  # the last validation's, once one ran
-        self._steps = 0
         self._started = self._forward_started = self._validation_started = self._validation_spent = 0.0
 
+    @staticmethod
+    def _typical(times: list[float]) -> float:
+        """The mean duration, the first (warm-up) left out once there is another."""
+        kept = times[1:] or times
+        return sum(kept) / len(kept) if kept else 0.0
+
+    @property
+    def step_s(self) -> float:
+        return self._typical(self._step_times)
+
+    @property
+    def forward_s(self) -> float:
+        return self._typical(self._forward_times)
+
+    def _validation_estimate(self) -> float:
+        # an eval forward costs no more than a training one
+        return self.validation_s if self.validation_s is not None else self.validation_batches * self.forward_s
+
+    def stop_reason(self) -> str | None:
+        """None while another step may start; else why not: the time left and what was estimated to need more."""
+        left, validation_s = self.deadline - self.now(), self._validation_estimate()
+        if self.step_s + validation_s <= left:
+            return None
+        budget = self.budget_s
+        if len(self._step_times) == 1 and left > budget / 2 and self.step_s <= left:
+            return None  # one step's estimate (with its warm-up) does not end a run at under half its time
+        steps = counted(len(self._step_times), "step")
+        measured = "measured" if self.validation_s is not None else f"{self.validation_batches} batches' forwards"
+        return (f"--max-minutes {budget / 60:g}: {left:.1f} s of {budget:.0f} s left, less than the next step and a "
+                f"validation, estimated at {self.step_s:.1f} s (from {steps}) + {validation_s:.1f} s ({measured})")
+
     def room_for_another(self) -> bool:
-        validation_s = self.validation_s if self.validation_s is not None else \
-            self.validation_batches * self.forward_s  # an eval forward costs no more than a training one
-        return self.now() + self.step_s + validation_s <= self.deadline
+        return self.stop_reason() is None
 
     def step_started(self) -> None:
         self._started = self._forward_started = self.now()
         self._validation_spent = 0.0
 
     def forward_done(self) -> None:
-        self.forward_s += (self.now() - self._forward_started - self.forward_s) / (self._steps + 1)
+        self._forward_times.append(self.now() - self._forward_started)
 
     def validation_started(self) -> None:
         self._validation_started = self.now()
@@ -305,8 +337,7 @@ class _StepClock:
         self._validation_spent += self.validation_s
 
     def step_done(self) -> None:
-        self._steps += 1
-        self.step_s += (self.now() - self._started - self._validation_spent - self.step_s) / self._steps
+        self._step_times.append(self.now() - self._started - self._validation_spent)
 
 
 def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.ndarray, q_tokens: np.ndarray,
@@ -325,14 +356,14 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
     )
     t_train, hist, stopped = now(), [], "steps done"
     best, best_state, best_step, since_best, val_hist = math.inf, None, 0, 0, []
-    clock = _StepClock(t_train + cfg.max_minutes * 60, len(val.batches) if val is not None else 0, now)
+    clock = _StepClock(cfg.max_minutes * 60, len(val.batches) if val is not None else 0, now)
     try:  # Ctrl-C stops training like --max-minutes: the best weights so far are kept and written
         for step in range(cfg.steps):
             if cfg.stop_after is not None and step >= cfg.stop_after:
                 stopped = f"--stop-after {cfg.stop_after}"
                 break
-            if step and not clock.room_for_another():
-                stopped = f"--max-minutes {cfg.max_minutes} reached"
+            if step and (why := clock.stop_reason()) is not None:
+                stopped = why
                 break
             clock.step_started()
             for g in opt.param_groups:
@@ -369,7 +400,7 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
                 stopped = f"early stop: no better validation loss in {val.patience} checks"
                 break
     except KeyboardInterrupt:
-        stopped = f"interrupted (Ctrl-C) after {len(hist)} steps"
+        stopped = f"interrupted (Ctrl-C) after {counted(len(hist), 'step')}"
         log(f"{stopped}: keeping the best weights so far, then calibrating, saving and scoring them (Ctrl-C "
             f"again aborts without writing)")
     if val is not None and hist and (not val_hist or val_hist[-1][0] != len(hist)):
