@@ -373,7 +373,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         trade_date = trade_date_caution(path, cmap, facts)
         forward = int(facts["forward_rows"] or 0)
         cause = ("a trade date's evening rows a day late, as said next" if trade_date else
-                 f"newest first: {forward} row(s) later than the row before them" if newest_first else
+                 "newest first throughout" if newest_first and not forward else
+                 f"newest first, but for {forward} row(s) later than the row before them" if newest_first else
                  "newest first, or merged from several sources")
         notes.append(f"{path.name}: its rows are not in time order: {facts['back_rows']} row(s) earlier than the "
                      f"row before them, by up to {duration_text(scaled_ts(facts['largest_back'], factor))} ({cause}"

@@ -31,9 +31,8 @@ def test_a_newest_first_file_replays_its_trades_of_one_time_oldest_first(tmp_pat
     replay = FileReplay(tmp_path / "bybit_desc.csv")
     assert prices(replay) == [price for _, price in TRADES]
     assert replay.notes[-1] == ("bybit_desc.csv: its rows are not in time order: 3 row(s) earlier than the row "
-                                "before them, by up to 4 ms (newest first: 0 row(s) later than the row before "
-                                "them); replayed reversed, then sorted by time, rows of equal times in reverse "
-                                "file order (oldest first)")
+                                "before them, by up to 4 ms (newest first throughout); replayed reversed, then "
+                                "sorted by time, rows of equal times in reverse file order (oldest first)")
 
 
 def test_a_coinbase_rest_dump_newest_first_replays_in_trade_id_order(tmp_path: Path) -> None:
@@ -52,7 +51,8 @@ def test_newest_first_pages_that_overlap_once_are_still_reversed(tmp_path: Path)
     pages = newest_first[:150] + newest_first[144:]  # page two starts six trades (two ms) back: one step forward
     bybit_rows(pages).write_csv(tmp_path / "pages.csv")
     replay = FileReplay(tmp_path / "pages.csv")
-    assert "(newest first: 1 row(s) later than the row before them); replayed reversed" in replay.notes[-1]
+    assert "(newest first, but for 1 row(s) later than the row before them); replayed reversed" in \
+        replay.notes[-1]
     got = prices(replay)
     assert got[:150] == [price for _, price in long[:150]] and len(got) == 306
 

@@ -61,7 +61,7 @@ def test_coinbase_rest_trades_read_flipped_with_the_preset_the_note_names(tmp_pa
     assert [t.side for t in flipped] == [{"buy": "sell", "sell": "buy"}[t.side] for t in ticks]
     assert replay.sorted_files == [tmp_path / "BTC-USD.csv"] and dict(replay.rejected) == {}
     assert replay.notes == [f"BTC-USD.csv: its rows are not in time order: {N - 1} row(s) earlier than the row "
-                            f"before them, by up to 1 s (newest first: 0 row(s) later than the row before them); "
+                            f"before them, by up to 1 s (newest first throughout); "
                             f"replayed reversed, then sorted by time, rows of equal times in reverse file order "
                             f"(oldest first)"]
     # Parquet straight from the JSON (prices and sizes as text), with the product the request named
