@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -110,6 +111,70 @@ def test_killed_backtest_resumes_to_the_uninterrupted_answers(setup: Path, unint
     resumed, want = pl.read_parquet(setup / "cut.parquet"), pl.read_parquet(setup / "whole.parquet")
     assert_same_answers(resumed, want)
     assert json.loads((setup / "cut.scores.json").read_text())[0]["answers"] == whole.scores[0].answers
+
+
+def test_a_second_backtest_on_the_same_out_is_refused_while_the_first_runs(setup: Path,
+                                                                           uninterrupted: BacktestReport) -> None:
+    """Review 104: a --resume started while the first run of the same --out still ran (Ctrl-C'd but not yet out, or
+    ignoring SIGINT in the background) interleaved their part files, and one of the two exited 0 with answers
+    missing or duplicated. The first holds OUT.parts' lock for its whole run: a second process, fresh or --resume,
+    is refused naming its pid; once the first is gone (SIGKILL: no handler ran, the lock file stays), its lock
+    blocks nothing."""
+    lock, manifest = setup / "twice.parquet.parts" / "lock", setup / "twice.parquet.parts" / "progress.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "twice.parquet",
+                              "--checkpoint-s", "0.05")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and first.poll() is None and not (
+                manifest.is_file() and json.loads(manifest.read_text())["consumed"] > 0):
+            time.sleep(0.02)
+        assert first.poll() is None, "the first backtest ended before a second could start beside it"
+        first.send_signal(signal.SIGSTOP)  # mid-run, for as long as the second takes to start
+        for again in ([], ["--resume"]):
+            second = subprocess.run([sys.executable, "-m", "engine.service.cli",
+                                     *cli(setup, "twice.parquet", "--quiet", *again)],
+                                    env=env, capture_output=True, text=True, timeout=600)
+            assert second.returncode == 2, second.stderr[-2000:]
+            refusal = [line for line in second.stderr.splitlines() if "error:" in line]
+            assert len(refusal) == 1 and "Traceback" not in second.stderr, second.stderr[-2000:]
+            assert refusal[0].startswith(f"flashtick backtest: error: {setup / 'twice.parquet.parts'} is in use by "
+                                         f"a running backtest (pid {first.pid}): "), refusal
+            assert f"kill -TERM {first.pid}" in refusal[0]
+        assert not (setup / "twice.parquet").exists() and lock.read_text().strip() == str(first.pid)
+        first.kill()  # SIGKILL (a stopped process too): its lock file is left, with its pid
+        first.wait(60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait(60)
+    assert lock.read_text().strip() == str(first.pid)
+    assert main(cli(setup, "twice.parquet", "--resume", "--quiet")) == 0  # a lock whose process is gone blocks nothing
+    assert not (setup / "twice.parquet.parts").exists()
+    assert_same_answers(pl.read_parquet(setup / "twice.parquet"), pl.read_parquet(setup / "whole.parquet"))
+
+
+def test_a_part_file_removed_under_a_running_backtest_is_said_in_one_line(setup: Path) -> None:
+    """A part that vanished mid-run (the folder removed by something else) surfaced as polars' raw `No such file
+    or directory (os error 2): OUT.parts/part-000001.parquet`: now one line that says what happened and what to do."""
+    config = ServiceConfig.load(setup / "engine.yaml")
+    parts = setup / "removed.parquet.parts"
+    polls = iter(range(10**9))
+
+    def remove_the_parts_at_the_100th_boundary() -> bool:
+        if next(polls) == 100:
+            shutil.rmtree(parts)
+        return False
+
+    from engine.service.answer_parts import PartsGone
+
+    with pytest.raises(PartsGone) as gone:
+        run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "removed.parquet", progress=False,
+                     checkpoint_s=1e-6, stop=remove_the_parts_at_the_100th_boundary)
+    said = str(gone.value)
+    assert "\n" not in said and "os error" not in said, said
+    assert said.startswith(str(parts) + "/") and f"vanished while this backtest wrote {parts}: " in said, said
+    assert f"{setup / 'removed.parquet'} was not written: run the same command with --resume" in said, said
 
 
 def test_stop_request_checkpoints_and_resume_refuses_other_inputs(setup: Path, uninterrupted: BacktestReport,

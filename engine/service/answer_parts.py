@@ -3,6 +3,7 @@ it computed and `flashtick backtest --resume` continues from the last checkpoint
 
     OUT.parts/part-000001.parquet ...   answers, unscored, in the order they were made
     OUT.parts/progress.json             the run's key, the replay position the parts cover, the parts' names
+    OUT.parts/lock                      held (flock) by the one run writing the parts, its pid inside
 
 The parts are plain Parquet files: `pl.read_parquet("answers.parquet.parts/*.parquet")` reads an unfinished
 run's answers so far.
@@ -10,6 +11,7 @@ run's answers so far.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -35,6 +37,7 @@ MAP_OPTIONS = {"tz": "--tz", "date": "--date", "ts_unit": "--ts-unit", "ts_forma
                "hours": "--hours", "preset": "--preset", "streams": "--streams", "from": "--from", "to": "--to"}
 SHOWN_FILES = 5  # files named in a refusal; the rest counted
 MANIFEST = "progress.json"
+LOCK = "lock"  # two runs on one --out (a --resume while the first still ran) interleaved their parts: one writer
 RAW_SCHEMA = {"query": pl.String, "stream": pl.String, "topic": pl.String, "seq": pl.Int64, "ticks": pl.Int64,
               "data_ts": pl.Int64, "answer": pl.String, "expected": pl.Float64, "nll": pl.Float64,
               "text": pl.String, "probs": pl.String, "model_probs": pl.String}  # model_probs: before adaptation
@@ -49,18 +52,70 @@ def write_atomically(path: Path, write: Callable[[Path], Any]) -> None:
     os.replace(tmp, path)
 
 
+class PartsInUse(FileExistsError):
+    """Another running backtest writes these parts (it holds their lock)."""
+
+
+class PartsGone(FileNotFoundError):
+    """A part file or the parts folder vanished while this run wrote them: something else removed or replaced it."""
+
+
+def _take_lock(directory: Path) -> int | None:
+    """This process's exclusive lock on ``directory/LOCK``, its pid written inside: the open descriptor, which
+    holds the lock until closed (the kernel drops it when the process ends, so a lock left by a run that is gone
+    never blocks). None when the folder went away meanwhile (the run holding it finished and removed it)."""
+    path = directory / LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 64).decode(errors="replace").strip()
+        os.close(fd)
+        pid = f" (pid {holder})" if holder.isdigit() else ""
+        stop = f"kill -TERM {holder}" if holder.isdigit() else "SIGTERM"
+        raise PartsInUse(f"{directory} is in use by a running backtest{pid}: one run writes an --out at a time; wait "
+                         f"for it to end, or stop it ({stop}: it checkpoints and exits) and run again with --resume "
+                         f"to continue it, or give another --out") from None
+    try:  # the lock is on the file we opened: if the holder removed the folder before we locked, it is no one's
+        still_there = os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        still_there = False
+    if not still_there:
+        os.close(fd)
+        return None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def _clear(directory: Path) -> None:
+    """Everything in the parts folder but its lock (held by this run: a new file there would be no one's lock)."""
+    for entry in directory.iterdir():
+        if entry.name == LOCK:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
 class AnswerParts:
     """A backtest's answers so far: ``OUT.parts/part-NNNNNN.parquet`` and ``progress.json``.
 
     A part is written whole (temporary name, fsync, rename) before the manifest that lists it, so a run
     killed at any moment leaves a manifest naming only whole parts, and the replay position
     (`consumed`: ticks taken from the files) those parts cover, and each topic's last seq (`last_seq`), from
-    which a resumed run's answer cache continues.
+    which a resumed run's answer cache continues. The run holds the folder's lock from `open` until `release`
+    (or the end of a `with` block): a second run on the same --out is refused while it lasts.
     """
 
     def __init__(self, out: Path, key: dict[str, Any], manifest: dict[str, Any] | None,
-                 readings: list | None = None, threads: int | None = None) -> None:
+                 readings: list | None = None, threads: int | None = None, lock: int | None = None) -> None:
         self.dir = out.with_name(out.name + PARTS_SUFFIX)
+        self._lock = lock
         self.key = key
         self.readings = _as_json(readings or [])  # how each file is read: not in the key, said when it differs
         # torch's CPU threads: not in the key (how fast, not what), but they move the answers' last float bits, so
@@ -77,25 +132,55 @@ class AnswerParts:
     @classmethod
     def open(cls, out: Path, key: dict[str, Any], resume: bool, readings: list | None = None,
              threads: int | None = None) -> AnswerParts:
-        """The run's parts; `readings` ((file, its column map) per file, FileReplay.readings) are kept beside the
-        key, so a resume with other files or options can say which (a checkpoint without them says less)."""
+        """The run's parts, their lock held (PartsInUse while another run holds it); `readings` ((file, its column
+        map) per file, FileReplay.readings) are kept beside the key, so a resume with other files or options can say
+        which (a checkpoint without them says less)."""
+        while True:  # again when the folder went away before its lock was taken: the run holding it had finished
+            parts = cls._open_locked(out, key, resume, readings, threads)
+            if parts is not None:
+                return parts
+
+    @classmethod
+    def _open_locked(cls, out: Path, key: dict[str, Any], resume: bool, readings: list | None,
+                     threads: int | None) -> AnswerParts | None:
         directory = out.with_name(out.name + PARTS_SUFFIX)
-        manifest_path = directory / MANIFEST
         if not resume:
-            if directory.exists():
+            try:
+                directory.mkdir(parents=True)
+            except FileExistsError:
+                if (lock := _take_lock(directory)) is None:
+                    return None
+                os.close(lock)  # not in use (else PartsInUse): a run that was stopped, to continue or delete
                 raise FileExistsError(f"{directory} holds an unfinished backtest; add --resume (resume=True from "
-                                      f"Python) to continue it, or delete it to start over")
-            directory.mkdir(parents=True)
-            return cls(out, key, None, readings, threads)
+                                      f"Python) to continue it, or delete it to start over") from None
+            lock = _take_lock(directory)
+            return None if lock is None else cls(out, key, None, readings, threads, lock)
         if not directory.exists() and out.is_file():  # a finished run: nothing to continue, and not to replace
             raise FileExistsError(f"{out} holds a finished backtest (no checkpoint in {directory}): the run there is "
                                   f"complete, so there is nothing to resume; to run it again, remove {out} or "
                                   f"give another --out")
-        if not manifest_path.is_file():  # nothing to resume: start afresh (so a script may always pass --resume)
+        directory.mkdir(parents=True, exist_ok=True)
+        if (lock := _take_lock(directory)) is None:
+            return None
+        try:
+            manifest = cls._checkpoint(directory, key, readings)
+        except BaseException:
+            os.close(lock)
+            raise
+        if manifest is None:  # nothing to resume: start afresh (so a script may always pass --resume)
             print(f"flashtick backtest: no checkpoint in {directory}; starting from the beginning", file=sys.stderr)
-            shutil.rmtree(directory, ignore_errors=True)
-            directory.mkdir(parents=True)
-            return cls(out, key, None, readings, threads)
+            _clear(directory)
+            return cls(out, key, None, readings, threads, lock)
+        for stray in set(p.name for p in directory.iterdir()) - set(manifest["parts"]) - {MANIFEST, LOCK}:
+            (directory / stray).unlink()  # written after the last checkpoint: those answers come again
+        return cls(out, key, manifest, readings, threads, lock)
+
+    @staticmethod
+    def _checkpoint(directory: Path, key: dict[str, Any], readings: list | None) -> dict[str, Any] | None:
+        """The checkpoint in `directory` to resume (None: there is none), refused when its run's key differs."""
+        manifest_path = directory / MANIFEST
+        if not manifest_path.is_file():
+            return None
         try:
             manifest = json.loads(manifest_path.read_text())
         except (OSError, ValueError) as e:
@@ -109,9 +194,7 @@ class AnswerParts:
                                       for k in changed if k not in files])
             raise ValueError(f"{directory} was written by a backtest with different {named}{upgrade}; "
                              f"resume with the same files, queries, config and options, or delete it to start over")
-        for stray in set(p.name for p in directory.iterdir()) - set(manifest["parts"]) - {MANIFEST}:
-            (directory / stray).unlink()  # written after the last checkpoint: those answers come again
-        return cls(out, key, manifest, readings, threads)
+        return manifest
 
     def save(self, answers: list[Answer], consumed: int) -> None:
         """Checkpoint: the answers since the last one as a part, then the manifest at `consumed`."""
@@ -138,7 +221,37 @@ class AnswerParts:
         return pl.scan_parquet(paths) if paths else pl.LazyFrame(schema=RAW_SCHEMA)
 
     def remove(self) -> None:
+        """The parts folder, lock and all (the run is whole in OUT, or there was nothing to run); then released."""
         shutil.rmtree(self.dir, ignore_errors=True)
+        self.release()
+
+    def gone(self, error: BaseException) -> PartsGone | None:
+        """`error` said in one line when it is a file of these parts not found (polars: `No such file or directory
+        (os error 2): OUT.parts/part-000001.parquet`), else None."""
+        if not isinstance(error, FileNotFoundError) or str(self.dir) not in str(error.filename or error):
+            return None
+        missing = error.filename or str(error).split("): ", 1)[-1]
+        return PartsGone(f"{missing} vanished while this backtest wrote {self.dir}: another process removed or "
+                         f"replaced the folder (a cleanup, or a flashtick too old to lock it running on the same --out)"
+                         f"; {out_of(self.dir)} was not written: run the same command with --resume to continue from "
+                         f"the checkpoint left there, if any")
+
+    def release(self) -> None:
+        """Let another run write these parts (a resume of this one's checkpoint)."""
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+    def __enter__(self) -> AnswerParts:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+
+def out_of(parts_dir: Path) -> Path:
+    """The answers file a parts folder is for (OUT.parts -> OUT)."""
+    return parts_dir.with_name(parts_dir.name.removesuffix(PARTS_SUFFIX))
 
 
 def _then_now(then: Any, now: Any, show: Callable[[Any], str] = repr) -> str:

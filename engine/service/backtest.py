@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import polars as pl
@@ -316,6 +316,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
             bar.set_description("replaying")
         consumed = _replay(pipeline, replay, parts, consumed, marks, batch_ns=int(batch_ms * 1e6),
                            max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
+    except BaseException as e:
+        _release_and_raise(parts, e)
     finally:
         bar.close()
         thaw_heap()
@@ -337,8 +339,11 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         parts.remove()
         raise NothingReplayed("the files hold no ticks (no data rows, or none before --max-ticks): nothing to "
                               "backtest")
-    rows = _write_answers(pipeline, parts, marks, out)
-    parts.remove()  # the answers are whole in `out` now
+    try:
+        rows = _write_answers(pipeline, parts, marks, out)
+    except BaseException as e:
+        _release_and_raise(parts, e)
+    parts.remove()  # the answers are whole in `out` now (and the lock released with the folder)
     table = pl.scan_parquet(out)  # scored a query at a time, from the file: memory holds one query's scores
     answered = set(table.select(pl.col("query").unique()).collect()["query"])
     graded = table if test_from is None else later_slice(table, marks, test_from)
@@ -367,6 +372,15 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                           parts.resumed_at, test_from, config.model.path, stream_ticks, replay.cautions, unscored_why,
                           partly_scored_why, replay.found_notes, None if time_range is None else time_range.text(),
                           replay.range_left_out, split_times, streams, stream_unscored_why, saturated_why)
+
+
+def _release_and_raise(parts: AnswerParts, error: BaseException) -> NoReturn:
+    """A run that ends in `error` lets go of its parts' lock at once (a --resume may follow before the error's
+    traceback, which holds the run's frame, is gone); a part file that vanished is said in one line."""
+    parts.release()
+    if (gone := parts.gone(error)) is not None:
+        raise gone from None
+    raise error
 
 
 def _saturated_why(pipeline: TickPipeline, query: str, rows: pl.LazyFrame) -> str | None:
