@@ -64,9 +64,9 @@ from connectors.shifted_prices import (
     ZERO_MAY_BE_A_PRICE,
     ZERO_SIDE,
     Shifted,
+    nonpositive_reading,
     offset_advice,
     shifted_message,
-    shifted_reject,
 )
 from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.stream_selection import NoStreamMatched, StreamSelection
@@ -199,32 +199,30 @@ def _unit_changed(plan: Any, message: str) -> str:
             f"2025-01-01), read the parts as separate files, each with its own unit")
 
 
-PRICE_OFFSET = "--price-offset X shifts"
 # Zero or below on this many of a file's trade prices, and this share of them, is a market that trades there (a
 # power market's hours at 0: 176 of 372 prints), not a bad print or two
 FREQUENT_NONPOSITIVE = (10, 0.01)
+SHIFTS_THEM = "an offset (--price-offset) shifts them above zero"
 
 
 def _price_offset_hint(err: InvalidTick, plan: Any) -> str:
-    """--price-offset for an instrument that trades at zero or below: said once a price below zero is seen, or
-    when a file's prices are zero or below on FREQUENT_NONPOSITIVE rows that trade (a count and a share); never
-    for a lone 0 (bad data, or a bar without trades, which is filtered_out) unless its stream's other prices lie a
-    few price steps above zero (a spread: FilePlan.near_zero_streams)."""
+    """Why an offset is the way out for an instrument that trades at zero or below: said once a price below zero is
+    seen, or when a file's prices are zero or below on FREQUENT_NONPOSITIVE rows that trade (a count and a share);
+    never for a lone 0 (bad data, or a bar without trades, which is filtered_out) unless its stream's other prices
+    lie a few price steps above zero (a spread: FilePlan.near_zero_streams). '' when none of these holds."""
     if re.search(r"got -\d", err.message):
-        return f"; the files hold prices below zero (a spread, a power market): {PRICE_OFFSET} them above zero " \
-               f"(docs/replay.md)"
+        return f"; the files hold prices below zero (a spread, a power market): {SHIFTS_THEM}"
     if getattr(plan, "nonpositive_prices", False):
         return f"; every trade price of {plan.given_name} is zero or below: for an instrument that trades there, " \
-               f"{PRICE_OFFSET} them above zero (docs/replay.md)"
+               f"{SHIFTS_THEM}"
     nonpositive, trading = getattr(plan, "nonpositive_rows", (0, 0))
     if nonpositive >= FREQUENT_NONPOSITIVE[0] and nonpositive >= FREQUENT_NONPOSITIVE[1] * trading:
         return f"; {nonpositive} of the {trading} trade prices of {plan.given_name} are zero or below, too many to " \
-               f"be bad prints: for an instrument that trades there (a power market's hours at 0), {PRICE_OFFSET} " \
-               f"them above zero (docs/replay.md)"
+               f"be bad prints: for an instrument that trades there (a power market's hours at 0), {SHIFTS_THEM}"
     near_zero = getattr(plan, "near_zero_streams", frozenset())
     if err.stream in near_zero or "" in near_zero:
         return f"; {err.stream}'s other trade prices lie within {NEAR_ZERO_STEPS} price steps of zero (a spread), " \
-               f"where 0 is a price, not bad data: {PRICE_OFFSET} them above zero (docs/replay.md)"
+               f"where 0 is a price, not bad data: {SHIFTS_THEM}"
     return ""
 
 
@@ -288,9 +286,13 @@ class RejectCounter(Counter):
         self.examples: dict[str, str] = {}
         self.by_stream: defaultdict[str, Counter] = defaultdict(Counter)
         self.streams_read: set[str] = set()  # streams with a tick read (the cursors add them)
-        # rows a price offset left at or below zero: each stream's lowest price as read, and the first row's place
-        self.lowest_shifted: dict[str, float] = {}
-        self._first_shifted = ""
+        # nonpositive_price rows: each stream's lowest price as read (before any offset), the first row as said, and
+        # once an offset is the way out, why (a price below zero, many at zero: `_price_offset_hint`; '' for an
+        # offset given too small, which the row says) and whether the offset given was one for every stream
+        self.lowest_nonpositive: dict[str, float] = {}
+        self._first_nonpositive = ""
+        self._offset_why: str | None = None  # None: no offset advised (yet): a lone 0 is bad data
+        self._one_offset_for_all = False
         self.below_zero = False  # a price below zero was rejected (not shifted by an offset)
         # filtered_out by cause (LEFT_OUT_CAUSES): rows, rows by stream, the first row
         self.left_out_rows: Counter = Counter()
@@ -310,13 +312,10 @@ class RejectCounter(Counter):
                 self.left_out_examples[cause] = self._example(err, plan, row, cause)
                 self.examples["filtered_out"] = self._left_out_example()
             return
-        if (shifted := shifted_reject(err, plan)) is not None:
-            self._add_shifted(shifted, plan, row)
-            return
-        if err.reason not in self.examples:
+        if err.reason == "nonpositive_price":
+            self._add_nonpositive(err, plan, row)
+        elif err.reason not in self.examples:
             self.examples[err.reason] = self._example(err, plan, row)
-        if err.reason == "nonpositive_price" and PRICE_OFFSET not in self.examples[err.reason]:
-            self.examples[err.reason] += _price_offset_hint(err, plan)
         self._zero_may_be_a_price(err)
 
     def _left_out_example(self) -> str:
@@ -370,19 +369,35 @@ class RejectCounter(Counter):
         if self.below_zero and not example.endswith(ZERO_MAY_BE_A_PRICE) and ZERO_SIDE.search(example):
             self.examples["missing_field"] = example + ZERO_MAY_BE_A_PRICE
 
-    def _add_shifted(self, shifted: Shifted, plan: Any, row: int) -> None:
-        """A row an offset left at or below zero: said with the price as read, and, as lower ones come, the offset
-        that would lift the lowest of each stream above zero (never the hint to give one: one was given)."""
-        lowest = self.lowest_shifted.get(shifted.stream)
-        if lowest is not None and lowest <= shifted.read and "nonpositive_price" in self.examples:
-            return
-        self.lowest_shifted[shifted.stream] = shifted.read if lowest is None else min(lowest, shifted.read)
-        if not self._first_shifted:
-            column = plan.column_of(shifted.field)
-            self._first_shifted = f"{plan.where(row)}: {shifted_message(shifted)}" + \
+    def _add_nonpositive(self, err: InvalidTick, plan: Any, row: int) -> None:
+        """A price at or below zero: the first such row, said with the price as read (and the offset and shifted
+        price, where an offset left it there); once an offset is the way out, the lowest price of each stream
+        refused and the offsets to paste that lift them above zero, the same advice whether none was given yet or
+        one too small (shifted_prices.offset_advice), updated as lower ones come."""
+        reading = nonpositive_reading(err, plan)
+        shifted = reading is not None and reading.offset != 0
+        lower = reading is not None and reading.read < self.lowest_nonpositive.get(reading.stream, math.inf)
+        if lower:
+            self.lowest_nonpositive[reading.stream] = reading.read
+        first = not self._first_nonpositive
+        if first and shifted:
+            column = plan.column_of(reading.field)
+            self._first_nonpositive = f"{plan.where(row)}: {shifted_message(reading)}" + \
                 (f" (column {column!r})" if column else "")
-        per_stream = isinstance(getattr(plan, "price_offset", None), dict)
-        self.examples["nonpositive_price"] = self._first_shifted + offset_advice(self.lowest_shifted, per_stream)
+        elif first:
+            self._first_nonpositive = self._example(err, plan, row)
+        advised = self._offset_why is not None
+        if not advised:
+            self._offset_why = "" if shifted else (_price_offset_hint(err, plan) or None)
+        if shifted:  # a number for every stream given too small: a number again, not one per stream
+            self._one_offset_for_all = not isinstance(getattr(plan, "price_offset", None), dict)
+        if not (first or (lower and self._offset_why is not None) or advised != (self._offset_why is not None)):
+            return
+        said = self._first_nonpositive
+        if self._offset_why is not None:
+            said += self._offset_why + (offset_advice(self.lowest_nonpositive, self._one_offset_for_all)
+                                        if self.lowest_nonpositive else ": --price-offset X (docs/replay.md)")
+        self.examples["nonpositive_price"] = said
 
     def streams_of(self) -> dict[str, str]:
         """Per reason, the streams that lost rows to it, the most first (``CLK0 1750, CLM6-N6 59``), when the
@@ -418,8 +433,10 @@ class RejectCounter(Counter):
         self.examples.clear()
         self.by_stream.clear()
         self.streams_read.clear()
-        self.lowest_shifted.clear()
-        self._first_shifted = ""
+        self.lowest_nonpositive.clear()
+        self._first_nonpositive = ""
+        self._offset_why = None
+        self._one_offset_for_all = False
         self.below_zero = False
         self.left_out_rows.clear()
         self.left_out_streams.clear()

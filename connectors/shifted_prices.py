@@ -2,14 +2,17 @@
 
 A price_offset (--price-offset) adds one number to a stream's prices as they are read; a row still at or below zero
 after it is rejected by validation (connectors/ticks.py) with the *shifted* value, float noise and all
-(`got -0.019999999999999574`). `shifted_reject` turns that back into what the user typed and saw: the price as the
-file holds it, the offset and the shifted value, rounded; `offset_advice` names an offset that would do, from the
-lowest price of each stream the rejects met (the lowest in the files: every price below -offset is rejected).
+(`got -0.019999999999999574`). `nonpositive_reading` turns that back into what the user typed and saw: the price as
+the file holds it, the offset and the shifted value, rounded; `offset_advice` names the offsets that would do, as
+options to paste, from the lowest price of each stream the rejects met (the lowest in the files: every price below
+-offset is rejected), whether an offset was given too small or none was given yet.
 """
 
 from __future__ import annotations
 
+import math
 import re
+import shlex
 from typing import Any, NamedTuple
 
 import polars as pl
@@ -61,12 +64,13 @@ def shown(value: float) -> str:
     return f"{round(value, 9) + 0.0:.9f}".rstrip("0").rstrip(".")
 
 
-def shifted_reject(err: InvalidTick, plan: Any) -> Shifted | None:
-    """A nonpositive_price reject of a row that a price offset shifted, else None."""
+def nonpositive_reading(err: InvalidTick, plan: Any) -> Shifted | None:
+    """A nonpositive_price reject's price as the file holds it, with the offset that shifted it (0: none given for
+    its stream), else None (another reject, or a row that names no stream)."""
     found = NONPOSITIVE.match(err.message) if err.reason == "nonpositive_price" else None
-    offset = offset_of(getattr(plan, "price_offset", None), err.stream)
-    if found is None or not offset or err.stream is None:
+    if found is None or not isinstance(err.stream, str):
         return None
+    offset = offset_of(getattr(plan, "price_offset", None), err.stream) or 0.0
     shifted = float(found[2])
     return Shifted(found[1], err.stream, shifted - offset, offset, shifted)
 
@@ -76,14 +80,31 @@ def shifted_message(reject: Shifted) -> str:
             f"{shown(reject.offset)} is {shown(reject.shifted)}, still not above zero")
 
 
-def offset_advice(lowest: dict[str, float], per_stream: bool) -> str:
-    """An offset that lifts every price the rejects met above zero: one number for all streams, or each stream's
-    own when the offsets are per stream (``lowest``: stream -> its lowest price as read)."""
+def lifting_offset(lowest: float) -> float:
+    """A whole offset that lifts a price at or below zero above it: -37.63 -> 38, 0 or -0.01 -> 1."""
+    return math.floor(-lowest) + 1
+
+
+def offset_option(stream: str | None, offset: float) -> str:
+    """--price-offset as a shell takes it: `--price-offset 'CLK0=38'` for one stream, `--price-offset 38` for all."""
+    if stream is None:
+        return f"--price-offset {shown(offset)}"
+    value = f"{stream}={shown(offset)}"
+    quoted = f"'{value}'" if "'" not in value else shlex.quote(value)  # quoted always, as docs/replay.md writes it
+    return f"--price-offset {quoted}"
+
+
+def offset_advice(lowest: dict[str, float], one_for_all: bool = False) -> str:
+    """The offsets that lift every price the rejects met above zero, to paste: each stream's own (only the
+    streams that need one: a plain number would flatten the others' moves), or, where one offset was given for
+    every stream (``one_for_all``), one number again. ``lowest``: stream -> its lowest price as read."""
     said = sorted(lowest.items(), key=lambda kv: kv[1])[:SAID_STREAMS]
     more = f" and {len(lowest) - SAID_STREAMS} more" if len(lowest) > SAID_STREAMS else ""
     prices = ", ".join(f"{stream} {shown(low)}" for stream, low in said) + more
-    if per_stream:
-        offsets = ", ".join(f"{stream} above {shown(-low)}" for stream, low in said)
-        return f"; the lowest price in the files: {prices}: give each stream an offset that lifts it above zero " \
-               f"({offsets}; docs/replay.md)"
-    return f"; the lowest price in the files: {prices}: give an offset above {shown(-said[0][1])} (docs/replay.md)"
+    if one_for_all:
+        return (f"; the lowest price in the files: {prices}: to lift them all above zero, "
+                f"{offset_option(None, lifting_offset(said[0][1]))} (docs/replay.md)")
+    options = " ".join(offset_option(stream, lifting_offset(low)) for stream, low in said)
+    others = f" (and one for each of the {len(lowest) - SAID_STREAMS} more)" if more else ""
+    return f"; the lowest price in the files: {prices}: to lift each stream above zero, {options}{others} " \
+           f"(docs/replay.md)"

@@ -179,7 +179,9 @@ def test_a_price_of_zero_that_traded_is_refused_and_the_warning_says_its_share_o
     spread = FileReplay(tmp_path / "spread.csv")
     drain(spread)
     assert "every trade price of" in spread.rejected.examples["nonpositive_price"]
-    assert "--price-offset X shifts them above zero" in spread.rejected.examples["nonpositive_price"]
+    assert spread.rejected.examples["nonpositive_price"].endswith(
+        "an offset (--price-offset) shifts them above zero; the lowest price in the files: CAL 0: to lift each "
+        "stream above zero, --price-offset 'CAL=1' (docs/replay.md)")
     # zeros on many rows, none below (a power market's hours at 0): the offset is named too
     (tmp_path / "power.csv").write_text("timestamp,symbol,price,size\n" + "".join(
         f"2026-11-02T{i // 60:02d}:{i % 60:02d}:00Z,EPEX:DE H13,{0.0 if i % 2 else 1.5 + i},1\n" for i in range(40)))
@@ -187,8 +189,9 @@ def test_a_price_of_zero_that_traded_is_refused_and_the_warning_says_its_share_o
     assert len(drain(power)) == 20 and dict(power.rejected) == {"nonpositive_price": 20}
     assert power.rejected.examples["nonpositive_price"].endswith(
         f"; 20 of the 40 trade prices of {tmp_path / 'power.csv'} are zero or below, too many to be bad prints: for an "
-        f"instrument that trades there (a power market's hours at 0), --price-offset X shifts them above zero "
-        f"(docs/replay.md)")
+        f"instrument that trades there (a power market's hours at 0), an offset (--price-offset) shifts them above "
+        f"zero; the lowest price in the files: EPEX:DE H13 0: to lift each stream above zero, --price-offset "
+        f"'EPEX:DE H13=1' (docs/replay.md)")
 
 
 def test_a_trailing_empty_column_makes_no_bars(tmp_path: Path) -> None:

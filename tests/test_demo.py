@@ -39,7 +39,7 @@ def test_a_demo_replay_lists_the_rows_it_did_not_feed_and_takes_the_reading_opti
     out, err = capsys.readouterr()
     assert "flashtick demo: note: power.csv: no column map given; read as ts=timestamp (datetime)" in err
     assert "rejected by the engine" in out and "20 rows of the files not fed:" in out, out
-    assert "rejected nonpositive_price: 20 (first: " in out and "--price-offset X shifts them above zero" in out
+    assert "rejected nonpositive_price: 20 (first: " in out and "--price-offset 'EPEX:DE H13=1' (docs/replay.md)" in out
     assert main([*argv, "--price-offset", "100", "--streams", "EPEX:*"]) == 0
     out, err = capsys.readouterr()
     assert "not fed" not in out and "80 ticks in" in out, out

@@ -295,8 +295,9 @@ def test_a_price_offset_takes_an_instrument_that_trades_at_zero_or_below(tmp_pat
     out = tmp_path / "a.parquet"
     assert main(["backtest", str(power), "--columns", "ts=ExecutionTime,stream=DeliveryProduct", "--out", str(out),
                  "--quiet"]) == 0
-    assert "the files hold prices below zero (a spread, a power market): --price-offset X shifts them above zero" \
-        in capsys.readouterr().out
+    assert ("the files hold prices below zero (a spread, a power market): an offset (--price-offset) shifts them "
+            "above zero; the lowest price in the files: DE-H11 -13: to lift each stream above zero, --price-offset "
+            "'DE-H11=14' (docs/replay.md)") in capsys.readouterr().out  # the bid of the quote is the lowest
     assert main(["backtest", str(power), "--columns", "ts=ExecutionTime,stream=DeliveryProduct",
                  "--price-offset", "100", "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out

@@ -4,6 +4,7 @@ Treasuries quoted in yield, and a price offset for one stream of several. Every 
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -192,13 +193,42 @@ def test_an_offset_too_small_says_the_price_read_the_shift_and_an_offset_that_wo
     assert dict(replay.rejected) == {"nonpositive_price": 4}
     assert replay.rejected.examples["nonpositive_price"] == (
         f"{path} line 3: nonpositive_price: price -30.02 shifted by the price offset 30 is -0.02, still not above "
-        f"zero (column 'price'); the lowest price in the files: CLK0 -37.63, CLM6-N6 -31.5: give an offset above "
-        f"37.63 (docs/replay.md)")
+        f"zero (column 'price'); the lowest price in the files: CLK0 -37.63, CLM6-N6 -31.5: to lift them all above "
+        f"zero, --price-offset 38 (docs/replay.md)")  # one number for all given: one number again
     per_stream = FileReplay(path, columns=map_from_options(price_offset="CLK0=30|CLM6-N6=40", detect=True))
     assert [t.price for t in drain(per_stream)] == [31.5, 8.5]
     assert per_stream.rejected.examples["nonpositive_price"].endswith(
-        "the lowest price in the files: CLK0 -37.63: give each stream an offset that lifts it above zero (CLK0 "
-        "above 37.63; docs/replay.md)")
+        "the lowest price in the files: CLK0 -37.63: to lift each stream above zero, --price-offset 'CLK0=38' "
+        "(docs/replay.md)")
+
+
+def test_the_first_run_at_prices_below_zero_says_each_streams_lowest_and_the_offsets_to_paste(tmp_path: Path,
+                                                                                           capsys) -> None:
+    """Review 104: CL on 2020-04-20 (CLK0 to -37.63, a spread always below zero, one at 0.00 and -0.01) without an
+    offset was told a generic `--price-offset X`; the lowest price of each stream and an offset per stream came
+    only after a too-small offset had been tried. The first run says them, as options to paste, which replay it."""
+    from engine.service.cli import main
+
+    rows = [("CLK0", 1.5), ("CLK0-CLM0", -4.25), ("CLM0-CLN0", 0.0), ("CLK0", -37.63), ("CLM0-CLN0", -0.01),
+            ("CLM0", 18.2), ("CLK0-CLM0", -57.03), ("CLK0", 0.01), ("CLM0", 18.3)]
+    path = tmp_path / "cl.csv"
+    path.write_text(HEADER + "".join(f"2020-04-20T18:00:0{i}Z,{symbol},{price},1\n"
+                                     for i, (symbol, price) in enumerate(rows)))
+    plain = FileReplay(path)
+    assert len(drain(plain)) == 4 and dict(plain.rejected) == {"nonpositive_price": 5}
+    options = "--price-offset 'CLK0-CLM0=58' --price-offset 'CLK0=38' --price-offset 'CLM0-CLN0=1'"
+    assert plain.rejected.examples["nonpositive_price"] == (
+        f"{path} line 3: nonpositive_price: price must be > 0, got -4.25 (column 'price'); the files hold prices "
+        f"below zero (a spread, a power market): an offset (--price-offset) shifts them above zero; the lowest price "
+        f"in the files: CLK0-CLM0 -57.03, CLK0 -37.63, CLM0-CLN0 -0.01: to lift each stream above zero, {options} "
+        f"(docs/replay.md)")
+    out = tmp_path / "cl.parquet"
+    assert main(["backtest", str(path), "--out", str(out), "--quiet"]) == 0
+    assert f"to lift each stream above zero, {options} (docs/replay.md))" in capsys.readouterr().out
+    assert main(["backtest", str(path), "--out", str(tmp_path / "shifted.parquet"), "--quiet",
+                 *shlex.split(options)]) == 0  # pasted as printed
+    said = capsys.readouterr().out
+    assert said.startswith("replayed 9 ticks (0 rejected)"), said
 
 
 def test_reject_lines_of_backtest_and_feed_replay_say_which_streams_lost_rows(tmp_path: Path, capsys) -> None:
