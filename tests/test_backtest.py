@@ -261,6 +261,35 @@ def test_a_backtest_that_cannot_answer_says_why(setup, tmp_path, capsys) -> None
     assert "'dir20' published no answer" not in err
 
 
+def test_a_query_on_a_stream_that_lost_every_tick_is_told_so_not_another_name(setup, tmp_path, capsys) -> None:
+    """Review 104: a query on the spread CLK0-CLM0, every price of which was below zero, was told "did you mean
+    'CLM0' or 'CLK0'?", as if the name were wrong. A query whose streams match only streams in the files that lost
+    every tick is told so, with how they were refused and the way out: an offset to paste, a filter to widen."""
+    rows = [("CLK0", 18.25), ("CLK0-CLM0", -4.5), ("CLM0", 22.0), ("CLK0-CLM0", -57.03), ("ESH5", 5818.0)] * 40
+    path = tmp_path / "cl.csv"
+    path.write_text("timestamp,symbol,price,size\n" + "".join(
+        f"2020-04-20T18:{i // 60:02d}:{i % 60:02d}Z,{symbol},{price + (i % 7) * 0.01},1\n"
+        for i, (symbol, price) in enumerate(rows)))
+    (tmp_path / "q.yaml").write_text("queries:\n"
+                                     "  - {name: spread, streams: [CLK0-CLM0], kind: surprise, trigger: batch}\n"
+                                     "  - {name: es, streams: [ES*], kind: surprise, trigger: batch}\n"
+                                     "  - {name: ng, streams: [NG*], kind: surprise, trigger: batch}\n"
+                                     "  - {name: cl, streams: [CLK0], kind: surprise, trigger: batch}\n")
+    assert main(["backtest", str(path), "--queries", str(tmp_path / "q.yaml"), "--config", str(setup / "engine.yaml"),
+                 "--out", str(tmp_path / "a.parquet"), "--quiet", "--streams", "CL*"]) == 0
+    err = capsys.readouterr().err
+    assert ("note: query 'spread' published no answer: its streams ['CLK0-CLM0'] match CLK0-CLM0 (nonpositive_price "
+            "80), which is in the files, but every tick of it was rejected: to lift its prices above zero, "
+            "--price-offset 'CLK0-CLM0=58' (docs/replay.md)\n") in err, err
+    assert ("note: query 'es' published no answer: its streams ['ES*'] match ESH5 (filtered_out 40), which is in the "
+            "files, but every tick of it was left out by a filter: a filter (--streams, --from/--to, --hours, a map's "
+            "keep) leaves such rows out on purpose: widen it to answer there\n") in err, err
+    assert "did you mean" not in err  # a name in no file at all still gets the streams replayed, as before:
+    assert "note: query 'ng' published no answer: its streams ['NG*'] match none of the streams replayed (CLK0, CLM0)" \
+        in err, err
+    assert "'cl' published no answer" not in err
+
+
 def test_a_queries_file_that_lists_no_query_is_refused_by_serve_and_backtest_as_register_refuses_it(setup, tmp_path,
                                                                                                    capsys) -> None:
     """`queries: []` is an error for `register`; `serve` started on it saying no queries file was given, and a

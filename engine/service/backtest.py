@@ -35,7 +35,7 @@ import torch
 
 from connectors.labels import NO_LABEL, MarkSeries, label_series, persistence_series
 from connectors.file_plan import source_path
-from connectors.replay import FileReplay
+from connectors.replay import FileReplay, RejectCounter
 from connectors.saturation import LabelCount, end_buckets, saturation_note
 from connectors.encoder import EncodedTick
 from connectors.feed import batch_end
@@ -45,7 +45,7 @@ from engine.scheduler import ROLL_RULE, AdmissionRefused
 from engine.service.answer_parts import RAW_SCHEMA, AnswerParts, write_atomically
 from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
-from engine.service.rejections import rejected_lines
+from engine.service.rejections import every_tick_refused, lost_streams, rejected_lines
 from engine.stream_patterns import did_you_mean
 from queries.cache import Answer
 from queries.yaml_loader import no_query
@@ -362,7 +362,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                          for s in scores if s.scored and outside.get(s.query)}
     saturated_why = {name: why for name in sorted(answered)
                      if (why := _saturated_why(pipeline, name, graded.filter(pl.col("query") == name)))}
-    _say_silent_queries(pipeline, answered, sorted(marks), note)
+    _say_silent_queries(pipeline, answered, sorted(marks), note, replay.rejected)
     out.with_suffix(".scores.json").write_text(json.dumps([s.to_json() for s in scores], indent=2) + "\n")
     try:  # last: the answers and scores are on disk whatever happens here
         _plot_calibration(out, scores)
@@ -463,20 +463,25 @@ def _stream_unscored_why(pipeline: TickPipeline, score: QueryScore, rows: pl.Laz
 
 
 def _say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: list[str],
-                        note: Callable[[str], None]) -> None:
-    """A note for each query that published nothing: its stream selector matched none of the streams replayed
-    (say which there were), or its trigger never fired."""
+                        note: Callable[[str], None], rejected: RejectCounter) -> None:
+    """A note for each query that published nothing: its stream selector matched only streams of the files that
+    lost every tick (say how, and the way out), none of the streams replayed (say which there were), or its trigger
+    never fired."""
     shown = ", ".join(map(shown_name, streams[:8])) + (f", ... ({len(streams)} in all)" if len(streams) > 8 else "")
+    lost = lost_streams(rejected.by_stream, set(streams))
     for spec in pipeline.registry.list():
         if spec.name in answered:
             continue
         if spec.trigger.kind == "on_demand":  # said before the run, as skipped
             continue
-        if not any(spec.matches(stream) for stream in streams):
+        if any(spec.matches(stream) for stream in streams):
+            note(f"query {spec.name!r} published no answer: its trigger never fired on these ticks")
+        elif refused := {stream: reasons for stream, reasons in lost.items() if spec.matches(stream)}:
+            note(f"query {spec.name!r} published no answer: its streams {list(spec.streams)} match "
+                 f"{every_tick_refused(refused, rejected.lowest_nonpositive)}")
+        else:
             note(f"query {spec.name!r} published no answer: its streams {list(spec.streams)} match none of the "
                  f"streams replayed ({shown}){did_you_mean(spec.streams, streams)}")
-        else:
-            note(f"query {spec.name!r} published no answer: its trigger never fired on these ticks")
 
 
 def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, consumed: int,

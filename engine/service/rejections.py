@@ -1,11 +1,16 @@
 """How the rows a replay rejected are said: one line per reason, and a warning when a reason took so many rows
 that a column is likely misread. Shared by backtest, demo, train/evaluate and `feed replay`, whose end (Ctrl-C's
 included) must not wait for torch to load for a few lines of text: hence a module of its own. And how an ask on a
-stream none of whose ticks was taken says so, in one wording for the server and its shards."""
+stream none of whose ticks was taken says so, in one wording for the server and its shards, and a backtest's query
+whose streams are in the files but lost every tick."""
 
 from __future__ import annotations
 
-from connectors.ticks import counted
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+
+from connectors.shifted_prices import SAID_STREAMS, lifting_offset, offset_option
+from connectors.ticks import counted, shown_name
 from queries.limits import excerpt
 
 MAX_REFUSED_STREAMS_KEPT = 1024  # streams with no accepted tick whose refusals `streams` and `ask` can say
@@ -82,3 +87,40 @@ def admission_limit(max_streams: int, when_full: str, admitted: int, window: int
                 f"tokens each (scheduler.when_full: refuse; raise kv.cells, or keep when_full: evict for many mostly "
                 f"quiet streams)")
     return f"scheduler.max_streams {max_streams} reached{each} (raise it to admit more streams)"
+
+
+def lost_streams(by_stream: Mapping[str, Mapping[str, int]], replayed: set[str]) -> dict[str, Counter]:
+    """The streams of the files none of whose ticks was replayed, each with its rows refused by reason (most
+    rows first); ``by_stream``: reason -> stream -> rows (connectors/replay.py RejectCounter.by_stream)."""
+    lost: defaultdict[str, Counter] = defaultdict(Counter)
+    for reason, counts in by_stream.items():
+        for stream, rows in counts.items():
+            if stream not in replayed:
+                lost[stream][reason] += rows
+    return dict(sorted(lost.items(), key=lambda kv: (-kv[1].total(), kv[0])))
+
+
+def every_tick_refused(lost: Mapping[str, Counter], lowest: Mapping[str, float]) -> str:
+    """What a query is told whose streams match none replayed but these (``lost``: lost_streams' of them): that
+    they are in the files, how their ticks were refused, and the way out, where a did-you-mean of other names would
+    lead the user away (a spread whose every price was below zero). ``lowest``: a stream's lowest price refused
+    as nonpositive_price, for the offset that lifts it above zero."""
+    named = list(lost)[:SAID_STREAMS]
+    more = f", and {counted(len(lost) - SAID_STREAMS, 'stream')} more" if len(lost) > SAID_STREAMS else ""
+    by_reason = {stream: ", ".join(f"{reason} {rows}" for reason, rows in lost[stream].most_common())
+                 for stream in named}
+    said = ", ".join(f"{shown_name(stream)} ({reasons})" for stream, reasons in by_reason.items()) + more
+    one = len(lost) == 1
+    reasons = set().union(*(lost[stream] for stream in named))
+    how = "left out by a filter" if reasons == {"filtered_out"} else "rejected"
+    ways = []
+    if offsets := [offset_option(stream, lifting_offset(lowest[stream])) for stream in named
+                   if "nonpositive_price" in lost[stream] and stream in lowest]:
+        ways.append(f"to lift {'its' if one else 'their'} prices above zero, {' '.join(offsets)} (docs/replay.md)")
+    if "filtered_out" in reasons:
+        ways.append("a filter (--streams, --from/--to, --hours, a map's keep) leaves such rows out on purpose: "
+                    "widen it to answer there")
+    if reasons - {"nonpositive_price", "filtered_out"} or not ways:
+        ways.append("the rejected lines say why, with the first such row")
+    return (f"{said}, {'which is' if one else 'which are'} in the files, but every tick of {'it' if one else 'them'} "
+            f"was {how}: {'; '.join(ways)}")
