@@ -272,3 +272,29 @@ def test_train_and_evaluate_under_quiet_say_the_rows_their_reading_rejected_in_o
     _, model, _, _ = trained
     assert main(["evaluate", str(model), str(csv), "--quiet", *QUICK]) == 0
     assert capsys.readouterr().err == f"flashtick evaluate: {said}\n"
+
+
+def test_train_says_rows_its_streams_left_out_as_left_out_and_runs_on_backtests_thread_count(tmp_path: Path,
+                                                                                           capsys) -> None:
+    """Review 104: `train --streams FRONT --quiet` called the other streams' rows, left out on purpose, "rejected"
+    (backtest says "left out by a filter"), and `--threads` defaulted to torch's (every core of a shared machine)
+    where backtest's is model.threads' 1. Both now as backtest's, and --help says the default."""
+    import torch
+
+    csv = write_csv(tmp_path / "futures.csv", {name: STREAMS[name] for name in ("FRONT", "BACK")})
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # as torch's default on a machine of two cores or more
+    try:
+        argv = ["train", str(csv), *TINY[:TINY.index("--threads")], "--steps", "1", "--batch", "1",
+                "--no-head", "--max-points", "64", "--resamples", "10", "--streams", "FRONT", "--quiet"]
+        assert main([*argv, "--out", str(tmp_path / "m")]) == 0
+        assert torch.get_num_threads() == 1  # what it trained on
+    finally:
+        torch.set_num_threads(threads)
+    err = capsys.readouterr().err
+    assert err == ("flashtick train: note: 1000 of the 2000 ticks read left out by a filter (--streams, --from/--to, "
+                   "--hours or a map's keep: not an error)\n"), err
+    for command in ("train", "evaluate"):
+        with pytest.raises(SystemExit), contextlib.redirect_stdout(io.StringIO()) as help_text:
+            main([command, "--help"])
+        assert "torch CPU threads (default 1, as backtest's" in " ".join(help_text.getvalue().split())

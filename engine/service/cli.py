@@ -451,7 +451,8 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     data.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     data.add_argument("--seed", type=int, default=0)
     data.add_argument("--device", default="auto", help="auto (CUDA when present, else CPU), cpu or cuda[:N]")
-    data.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    data.add_argument("--threads", type=int, default=None, help="torch CPU threads (default 1, as backtest's: "
+                      "model.threads' default; a second thread spin-waits behind other processes on a shared machine)")
     data.add_argument("--json", action="store_true", help="print the record as JSON instead of the table")
     data.add_argument("--by-stream", action="store_true", help="also a row per stream (instrument) under each "
                       "question, from the same answers (of several streams, the JSON has them as `by_stream` "
@@ -1854,16 +1855,17 @@ def _train_common(args: argparse.Namespace) -> tuple[Any, Any]:
     """(SplitSpec, EvalOptions) from the options `train` and `evaluate` share; files must exist."""
     import torch
 
+    from engine.service.config import ModelSection
     from engine.service.evaluate import EvalOptions
     from engine.service.splits import SplitSpec
 
     for f in args.files:
         if not f.is_file():
             raise FileNotFoundError(f"{f}: no such file")
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads must be >= 1, got {args.threads}")
-        torch.set_num_threads(args.threads)
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"--threads must be >= 1, got {args.threads}")
+    # backtest's default (model.threads): torch's own took every core of a shared machine
+    torch.set_num_threads(args.threads if args.threads is not None else ModelSection().threads)
     if args.points_out is not None and not args.points_out.parent.is_dir():  # said before the run, not after it
         raise ValueError(f"--points-out {args.points_out}: no directory {args.points_out.parent} to write it in")
     if args.batch_ms is not None and not 0 < args.batch_ms < math.inf:

@@ -54,15 +54,20 @@ def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted:
 def rejected_in_one_line(rejected: dict[str, int], accepted: int) -> str | None:
     """What a --quiet run keeps of ``rejected_lines``: the rows rejected in one line (how many of the ticks read, by
     reason, most first), a warning when a reason took LOUD_REJECT_SHARE of them, as ``rejected_lines`` warns (a
-    misread column must not pass silently under --quiet either); None when none was."""
-    counts = sorted(((reason, n) for reason, n in rejected.items() if n), key=lambda kv: (-kv[1], kv[0]))
+    misread column must not pass silently under --quiet either); the rows a filter left out (--streams) said as
+    such, as backtest says them, not as rejected; None when there were none."""
+    counts = sorted(((reason, n) for reason, n in rejected.items() if n and reason != "filtered_out"),
+                    key=lambda kv: (-kv[1], kv[0]))
+    left_out = rejected.get("filtered_out", 0)
+    total = accepted + sum(n for _, n in counts) + left_out
+    filtered = f"{left_out} left out by a filter" if left_out else ""
     if not counts:
-        return None
-    total = accepted + sum(n for _, n in counts)
+        return (f"note: {left_out} of the {total} ticks read left out by a filter (--streams, --from/--to, --hours "
+                f"or a map's keep: not an error)") if left_out else None
     said = (f"{sum(n for _, n in counts)} of the {total} ticks read rejected "
-            f"({', '.join(f'{reason} {n}' for reason, n in counts)}), left out of every answer and score")
-    loud = [f"{reason} {n / total:.0%}" for reason, n in counts
-            if reason != "filtered_out" and n >= LOUD_REJECT_SHARE * total]
+            f"({', '.join(f'{reason} {n}' for reason, n in counts)}), left out of every answer and score"
+            + (f", and {filtered}" if filtered else ""))
+    loud = [f"{reason} {n / total:.0%}" for reason, n in counts if n >= LOUD_REJECT_SHARE * total]
     if loud:
         return (f"warning: {said}: {' and '.join(loud)} of them, is a column read as the file means it? (without "
                 f"--quiet: the first such row; docs/replay.md)")
