@@ -260,6 +260,17 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
         f": empty, or not a time the map reads{clock}"
 
 
+def _needing_offsets(lowest: dict[str, float], plan: Any) -> dict[str, float]:
+    """The streams whose prices at or below zero an offset should lift: those below zero, and those at 0 where 0
+    is a price (a spread a few steps above zero, a file whose zeros trade: `_price_offset_hint`), not an outright's
+    lone 0 print beside them (lifted, that bad print would become a price of 1 in a market at 110)."""
+    near = getattr(plan, "near_zero_streams", frozenset())
+    nonpositive, trading = getattr(plan, "nonpositive_rows", (0, 0))
+    zeros_trade = getattr(plan, "nonpositive_prices", False) or "" in near or (
+        nonpositive >= FREQUENT_NONPOSITIVE[0] and nonpositive >= FREQUENT_NONPOSITIVE[1] * trading)
+    return {stream: low for stream, low in lowest.items() if low < 0 or zeros_trade or stream in near}
+
+
 def _offset_it_lacks(plan: Any, text: str) -> str | None:
     """The file's first time, when it carries a UTC offset (so the file's times are read at their offsets) and
     the unread time `text` has none: a naive row among aware ones, which no offset can be guessed for."""
@@ -395,8 +406,9 @@ class RejectCounter(Counter):
             return
         said = self._first_nonpositive
         if self._offset_why is not None:
-            said += self._offset_why + (offset_advice(self.lowest_nonpositive, self._one_offset_for_all)
-                                        if self.lowest_nonpositive else ": --price-offset X (docs/replay.md)")
+            lowest = _needing_offsets(self.lowest_nonpositive, plan)
+            said += self._offset_why + (offset_advice(lowest, self._one_offset_for_all)
+                                        if lowest else ": --price-offset X (docs/replay.md)")
         self.examples["nonpositive_price"] = said
 
     def streams_of(self) -> dict[str, str]:

@@ -253,8 +253,11 @@ def test_zero_prints_of_a_spread_trading_a_few_steps_above_zero_name_the_price_o
     assert replay.rejected.by_stream["nonpositive_price"] == {"ZNH5-ZNM5": 8, "ZNH5": 1}
     example = replay.rejected.examples["nonpositive_price"]
     assert example.startswith(f"{path} line 16: nonpositive_price: price must be > 0, got 0.0 (column 'price')")
+    # the offset to paste lifts the spread alone: ZNH5's lone 0 lifted by 1 would be a price of 1 in a market at 110
     assert example.endswith("; ZNH5-ZNM5's other trade prices lie within 10 price steps of zero (a spread), where 0 "
-                            "is a price, not bad data: --price-offset X shifts them above zero (docs/replay.md)")
+                            "is a price, not bad data: an offset (--price-offset) shifts them above zero; the lowest "
+                            "price in the files: ZNH5-ZNM5 0: to lift each stream above zero, --price-offset "
+                            "'ZNH5-ZNM5=1' (docs/replay.md)"), example
     outright = tmp_path / "zn.csv"  # the outright alone: its lone 0 is bad data, no hint
     outright.write_text("\n".join(row for row in rows if ",ZNH5," in row or row.startswith("timestamp")) + "\n")
     alone = FileReplay(outright)
@@ -267,4 +270,6 @@ def test_zero_prints_of_a_spread_trading_a_few_steps_above_zero_name_the_price_o
     one = FileReplay(unnamed)
     drain(one)
     assert dict(one.rejected) == {"nonpositive_price": 8}
-    assert "where 0 is a price, not bad data: --price-offset X" in one.rejected.examples["nonpositive_price"]
+    assert "where 0 is a price, not bad data: an offset (--price-offset) shifts them above zero; the lowest price in " \
+           "the files: spread_only 0: to lift each stream above zero, --price-offset 'spread_only=1'" in \
+           one.rejected.examples["nonpositive_price"]
