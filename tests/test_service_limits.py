@@ -476,7 +476,10 @@ def test_a_stream_whose_every_tick_was_refused_is_said_so_not_never_sent(live) -
 def test_streams_a_restart_refuses_under_a_lowered_max_streams_are_said_refused(checkpoint, tmp_path, capsys) -> None:
     """A restart with a lower scheduler.max_streams refuses some logged streams. The start log warned "were tick log
     segments removed?" and `ask`/`get` on such a stream said "has sent no data": both sent the operator to the wrong
-    place. The warning names the limit; `ask`, `get` and `streams` say the stream was refused, and why."""
+    place. The warning names the limit; `ask`, `get` and `streams` say the stream was refused, and why. `get` served
+    the answer cached before the restart as if live (exit 0, no word), and plain `streams` left the refused streams
+    out in silence: `get` now carries `refused` beside a cached answer too (the CLI says it, exit 1), and a listing
+    of every stream counts the streams this start refused."""
     from engine.service.cli import main
 
     (tmp_path / "q.yaml").write_text(QUERIES)
@@ -509,8 +512,28 @@ def test_streams_a_restart_refuses_under_a_lowered_max_streams_are_said_refused(
                 reply
             reply = control.call("streams", streams=refused)
             assert reply["streams"] == {name: None for name in refused} and sorted(reply["refused"]) == refused
+            reply = control.call("get", stream=refused[0], query="dir")  # answered before the restart: frozen now
+            assert reply["answer"]["stream"] == refused[0], reply
+            assert reply["refused"].startswith(f"stream '{refused[0]}' has no accepted tick: its {ticks_of} ticks"), \
+                reply
+            held = control.call("get", stream=next(iter(server.pipeline.engine.scheduler.streams)), query="dir")
+            assert held["answer"] is not None and "refused" not in held, held
+            every = control.call("streams")
+            assert set(every["streams"]) == {t.stream for t in market} - set(refused), every
+            assert every["refused_at_start"]["streams"] == 2, every
+            assert "scheduler.max_streams 2 reached" in every["refused_at_start"]["why"], every
+        capsys.readouterr()
         assert main(["streams", refused[1], "--control", server.endpoints["control"]]) == 1
         assert capsys.readouterr().out.startswith(f"{refused[1]}\trefused (")
+        assert main(["get", refused[0], "dir", "--control", server.endpoints["control"]]) == 1
+        out, err = capsys.readouterr()
+        assert json.loads(out)["stream"] == refused[0]
+        assert err.startswith(f"flashtick get: stream '{refused[0]}' has no accepted tick: ") and \
+               "is from before, not about ticks the service holds now" in err, err
+        assert main(["streams", "--control", server.endpoints["control"]]) == 0
+        out, err = capsys.readouterr()
+        assert refused[0] not in out and "flashtick streams: 2 logged streams refused at this start, not listed: " \
+                                         "scheduler.max_streams 2 reached" in err, err
 
 
 def test_serve_without_a_config_registers_the_example_queries(tmp_path, capsys) -> None:

@@ -56,6 +56,9 @@ ANSWERS_EXIT_CODES = ("exit status: 0 when answers were printed, and with --afte
                       "printed otherwise (said on stderr): no answer published on the topic, an --after past its "
                       "last seq, or a name or prefix that names no topic or several; 2 for an error (the service "
                       "unreachable, a bad option)")
+GET_EXIT_CODES = ("exit status: 0 when the cached answer was printed; 1 when there is none (why, on stderr), or when "
+                  "the service holds none of the stream's ticks now (refused at this start, e.g. under a lowered "
+                  "scheduler.max_streams): the answer printed is then from before, said on stderr; 2 for an error")
 
 
 def _key_options() -> argparse.ArgumentParser:
@@ -263,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_list)
 
     p = sub.add_parser("get", help="the cached answer of a query on a stream (computes nothing)",
-                       parents=[keys, clients, control_op])
+                       parents=[keys, clients, control_op], epilog=GET_EXIT_CODES)
     p.add_argument("stream", type=stream_name)
     p.add_argument("query")
     p.set_defaults(run=cmd_get)
@@ -1390,6 +1393,10 @@ def cmd_get(args: argparse.Namespace) -> int:
             print(f"flashtick get: no cached answer of {args.query} on {args.stream} yet", file=sys.stderr)
         return 1
     print(_json(answer, indent=2))
+    if reply.get("refused"):  # an answer from before this start: the service holds none of the stream's ticks now
+        print(f"flashtick get: {reply['refused']}: this answer (seq {answer.get('seq')}, version "
+              f"{answer.get('version')}) is from before, not about ticks the service holds now", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -1615,16 +1622,18 @@ def cmd_scores(args: argparse.Namespace) -> None:
 
 
 def cmd_streams(args: argparse.Namespace) -> int | None:
-    from connectors.ticks import shown_name, slash_hint
+    from connectors.ticks import counted, shown_name, slash_hint
     from engine.stream_patterns import did_you_mean
 
     listed: dict[str, dict | None] = {}  # what is printed (--idle-over: the quiet ones only), for --json
     refused: dict[str, dict] = {}
+    refused_at_start: dict[str, Any] = {}  # (a listing of every stream: the logged ones this start refused, a count)
     with _control(args) as control:
         after = ""
         while True:  # every stream, a reply's page at a time (the names given: one reply)
             reply = control.call("streams", **({"streams": args.names} if args.names else {"after": after}))
             refused.update(reply.get("refused") or {})
+            refused_at_start = reply.get("refused_at_start") or refused_at_start
             uptime_s = reply.get("uptime_s")  # (absent from an older server)
             for name, accepted in reply["streams"].items():
                 if args.idle_over is None or _quiet(accepted, name in refused, uptime_s, args.idle_over):
@@ -1634,8 +1643,13 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             after = list(reply["streams"])[-1]
         never_seen = [name for name in args.names if reply["streams"].get(name) is None and name not in refused]
         held = _held_stream_names(control) if never_seen and not args.json else []
+    if refused_at_start:  # left out of the listing, which holds what the service holds: a line, not the list
+        print(f"flashtick streams: {counted(refused_at_start['streams'], 'logged stream')} refused at this start, "
+              f"not listed: {refused_at_start['why']}; the start log names them, `flashtick streams NAME` says why",
+              file=sys.stderr)
     if args.json:
-        print(_json({"streams": listed, **({"refused": refused} if refused else {})}, sort_keys=True, indent=2))
+        print(_json({"streams": listed, **({"refused": refused} if refused else {}),
+                     **({"refused_at_start": refused_at_start} if refused_at_start else {})}, sort_keys=True, indent=2))
     else:
         for name, accepted in listed.items():
             if accepted is None and name in refused:  # admission turned it away: say so, and why

@@ -232,6 +232,8 @@ class Server:
         # client asking about one hears "refused, and why", not "never seen"; bounded, oldest forgotten first
         self._refused_streams: OrderedDict[str, list] = OrderedDict()
         self._take_turned_away()  # (a restart's: logged streams a lowered limit refused)
+        # ... named apart, as plain `streams` lists held streams only and says how many of these it leaves out
+        self._refused_at_start = frozenset(self._refused_streams)
         self._expired_line = ExpiredStreamsLine(config.scheduler.stream_idle_s)
         self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when messages wait unread
         self._kv_thrash = False
@@ -719,15 +721,16 @@ class Server:
         self.pipeline.registry.get(_field(request, "query", str))  # an unknown name is an error, not "no answer yet"
         stream = _field(request, "stream", str)
         answer = self.pipeline.cache.get(_field(request, "query", str), stream)
-        if answer is not None:
-            return {"answer": answer.to_wire()}
-        # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one),
-        # and a stream none of whose ticks is held says why (admission refused it, or every tick was bad)
+        # a stream none of whose ticks is held says why (admission refused it, or every tick was bad), beside a
+        # cached answer too: one from before a restart that refused the stream is frozen, not a live answer
         known = self.pipeline.encoders.accepted([stream])[stream] is not None
-        refused = not known and stream in self._refused_streams
+        refused = {"refused": no_accepted_tick(stream, *self._refused_streams[stream])} \
+            if not known and stream in self._refused_streams else {}
+        if answer is not None:
+            return {"answer": answer.to_wire(), **refused}
+        # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one)
         return {"answer": None, "stream_known": known,
-                **({"expired": True} if self.pipeline.encoders.expired(stream) else {}),
-                **({"refused": no_accepted_tick(stream, *self._refused_streams[stream])} if refused else {})}
+                **({"expired": True} if self.pipeline.encoders.expired(stream) else {}), **refused}
 
     def _op_ask(self, request: dict, reply: Any) -> dict | None:
         stream = _field(request, "stream", str)
@@ -889,7 +892,14 @@ class Server:
         refused = {name: {"ticks": self._refused_streams[name][0], "error": self._refused_streams[name][1]}
                    for name in names or () if known.get(name) is None and name in self._refused_streams}
         return {"streams": known, "truncated": truncated, "uptime_s": time.time() - self.started_at,
-                **({"refused": refused} if refused else {})}
+                **({"refused": refused} if refused else {}), **(self._still_refused_at_start() if names is None else {})}
+
+    def _still_refused_at_start(self) -> dict[str, Any]:
+        """For a listing of every stream (which names held streams only): how many logged streams this start
+        refused and still holds nothing of, and the limit, so the listing does not pass over them in silence."""
+        still = sum(1 for name in self._refused_at_start
+                    if name in self._refused_streams and name not in self.pipeline.encoders)
+        return {"refused_at_start": {"streams": still, "why": self.pipeline.admission_limit()}} if still else {}
 
     def _op_health(self, _request: dict, _reply: Any) -> dict:
         """``serving``; ``degraded`` with ``shards_down`` while a shard is restored after a loss, or failed, and with
