@@ -809,6 +809,7 @@ def _kv_pool_line(server: Any) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
+    from engine.service.exposure import open_socket_warnings
     from engine.service.server import Server
 
     config = _serve_config(args)
@@ -835,6 +836,8 @@ def cmd_serve(args: argparse.Namespace) -> None:
         print(f"flashtick: note: this model was trained on files read with {reading}: the service reads ticks as "
               f"they are sent, so a feed must send ticks read alike (`flashtick feed replay` with the same "
               f"options; docs/model.md)", file=sys.stderr, flush=True)
+    for warning in open_socket_warnings(endpoints, server.config.curve):  # before the serving line a probe waits for
+        print(f"flashtick: {warning}", file=sys.stderr, flush=True)
     feeds = "".join(f" feed={feed}" for feed in server.config.endpoints.feeds)  # SUBscribed to (connects)
     print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()) + feeds, file=sys.stderr,
           flush=True)

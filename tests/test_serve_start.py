@@ -1,0 +1,65 @@
+"""What `flashtick serve` says as it starts, read from a real serve process's stderr: where its data lives, which
+config it runs, and what of its setup an on-call engineer must know (sockets open to the network, a retention the
+disk cannot hold)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import tiny_tick_checkpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def start_lines(argv: list[str], cwd: Path) -> tuple[subprocess.Popen, list[str]]:
+    """A `flashtick serve` process and its stderr lines up to its "serving" line (or its exit)."""
+    process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", *argv], stderr=subprocess.PIPE,
+                               text=True, cwd=cwd, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines: list[str] = []
+    deadline = time.monotonic() + 180  # only catches a hang
+    while not (lines and lines[-1].startswith("flashtick serving")) and time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if not line:  # its stderr closed: it exited
+            break
+        lines.append(line.rstrip("\n"))
+    return process, lines
+
+
+def serve_until_serving(argv: list[str], cwd: Path) -> list[str]:
+    """The start lines of a serve that must come to serve; stopped with SIGTERM after, as a supervisor would."""
+    process, lines = start_lines(argv, cwd)
+    try:
+        assert lines[-1].startswith("flashtick serving"), lines
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+        process.wait()
+    lines.append(f"pid {process.pid}")  # (last: the first line names it)
+    return lines
+
+
+def test_sockets_other_hosts_reach_without_curve_are_warned_of_at_the_start(tmp_path) -> None:
+    """An SRE's review bound every socket to 0.0.0.0 with CURVE off: the service started without a word, while
+    anyone reaching the host could register queries and feed ticks. Each such socket is named now, with the way to
+    secure it; one on loopback is not."""
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    config = tmp_path / "engine.yaml"
+    config.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\nlog: {{enabled: false}}\n"
+                      f"endpoints: {{ingest: 'tcp://0.0.0.0:0', answers: 'tcp://127.0.0.1:0', "
+                      f"control: 'tcp://0.0.0.0:0', metrics_port: 0, metrics_host: 0.0.0.0}}\n")
+    lines = serve_until_serving(["--config", str(config)], cwd=tmp_path)
+    open_ones = [line for line in lines if " is reachable from other hosts" in line]
+    assert len(open_ones) == 3 and not any("answers socket" in line for line in open_ones), open_ones
+    control, ingest = (next(line for line in open_ones if f"the {name} socket tcp://0.0.0.0:" in line)
+                       for name in ("control", "ingest"))
+    assert "with CURVE off: anyone who reaches it can register and unregister queries; set curve.enabled with " \
+           "curve.clients_dir" in control and control.endswith("or bind endpoints.control to 127.0.0.1"), control
+    assert "set curve.ingest: true with curve.enabled and curve.clients_dir" in ingest, ingest
+    assert any(line.startswith("flashtick: warning: the metrics endpoint http://0.0.0.0:") and "plain HTTP" in line
+               for line in open_ones), open_ones
