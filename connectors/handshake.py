@@ -24,7 +24,8 @@ class HandshakeMonitor:
     """
 
     EVENTS = (zmq.EVENT_CONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH
-              | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_DISCONNECTED)
+              | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_DISCONNECTED
+              | zmq.EVENT_CONNECT_RETRIED)
 
     def __init__(self, sock: zmq.Socket, curve: bool) -> None:
         self.curve = curve
@@ -34,6 +35,7 @@ class HandshakeMonitor:
         self.failure: tuple[int, int] | None = None  # (event, value) of the last failed handshake
         self.vague = 0  # failed handshakes without detail: a first one may be followed by a precise one
         self.disconnects = 0  # live connections (handshake done) that dropped: what was queued on one is gone
+        self.connect_retries = 0  # connection attempts that failed (refused: nothing listens) and are retried
         self._live = False
 
     def poll(self) -> None:
@@ -46,6 +48,8 @@ class HandshakeMonitor:
             elif kind == zmq.EVENT_DISCONNECTED:  # (a refused handshake's drop is said by refused() instead)
                 self.disconnects += self._live
                 self._live = False
+            elif kind == zmq.EVENT_CONNECT_RETRIED:
+                self.connect_retries += 1
             elif kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self.succeeded, self.failure, self.vague, self._live = True, None, 0, True
             else:

@@ -181,7 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     control_op.add_argument("--control", default=None, help=CONTROL_HELP)
     control_op.add_argument("--timeout", type=float, default=30.0, metavar="S",
                             help="seconds to wait for the engine's reply (default 30); an ask computed now waits for "
-                                 "the stream's ticks accepted before it, so an engine behind on a burst answers late")
+                                 "the stream's ticks accepted before it, so an engine behind on a burst answers late. "
+                                 "A connection nothing accepts is given up after the connect wait, the smaller of "
+                                 "10 s and S (`health`: at once when it is refused)")
 
     p = sub.add_parser("serve", help="run the engine service (ZeroMQ ingest, answers, control)")
     p.add_argument("--config", type=Path, help="engine YAML config (default: built-in model, default endpoints, "
@@ -729,12 +731,12 @@ def _curve(args: argparse.Namespace) -> dict[str, Any]:
             "client_keypair": read_keypair(args.client_key) if args.client_key else None}
 
 
-def _control(args: argparse.Namespace) -> Any:
+def _control(args: argparse.Namespace, refused_at_once: bool = False) -> Any:
     from engine.service.client import ControlClient
 
     if not args.timeout > 0:
         raise ValueError(f"--timeout must be a number of seconds > 0, got {args.timeout:g}")
-    return ControlClient(args.control, timeout_s=args.timeout, **_curve(args))
+    return ControlClient(args.control, timeout_s=args.timeout, refused_at_once=refused_at_once, **_curve(args))
 
 
 def _serve_config(args: argparse.Namespace) -> Any:
@@ -1709,7 +1711,9 @@ def _quiet(accepted: dict | None, refused: bool, uptime_s: float | None, idle_ov
 
 HEALTH_EXIT_STATUSES = (
     "Prints the service's health reply as JSON. Exit status: 0 serving; 1 starting or degraded (the reply says why); "
-    "2 nothing answers (the service is down, or not yet bound in its first seconds), or another error; 3 connected, "
+    "2 nothing answers (the service is down, or not yet bound in its first seconds: at once when the connection is "
+    "refused, after the connect wait, the smaller of 10 s and --timeout, when nothing answers it at all, as behind a "
+    "firewall that drops it), or another error; 3 connected, "
     "but no reply within --timeout: a service is there and busy (a long forward, a restart catching up on what it "
     "owes), not down. The engine answers between forwards, so a probe's --timeout must cover one forward under "
     "load: while it is behind (heartbeats' behind, stats' owed_ticks) give it several seconds. A liveness probe should "
@@ -1722,7 +1726,7 @@ def cmd_health(args: argparse.Namespace) -> int | None:
     from engine.service.client import ControlBusy
 
     try:
-        with _control(args) as control:
+        with _control(args, refused_at_once=True) as control:  # a probe's "down" at once, not after the connect wait
             reply = control.call("health")
     except ControlBusy as e:  # up but late: its own status, so a probe tells it from down (2)
         print(f"flashtick health: error: {e} (exit 3: up, but no reply in time; `flashtick health --help`)",

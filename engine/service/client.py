@@ -72,13 +72,17 @@ class ControlClient:
     `stale_replies`), never returned as another call's answer. Calls from several threads take turns."""
 
     def __init__(self, endpoint: str, timeout_s: float = 30.0, server_public_key: bytes | None = None,
-                 client_keypair: tuple[bytes, bytes] | None = None, connect_timeout_s: float = 10.0) -> None:
+                 client_keypair: tuple[bytes, bytes] | None = None, connect_timeout_s: float = 10.0,
+                 refused_at_once: bool = False) -> None:
         """``timeout_s``: for each reply (a call may give its own); ``connect_timeout_s``: for a connection to be
-        made at all (nothing listening: an error after it, not after ``timeout_s``)."""
+        made at all (nothing listening: an error after it, not after ``timeout_s``). ``refused_at_once``: a refused
+        connection (nothing listens on the port) is an error at once rather than retried for ``connect_timeout_s``
+        (a probe's answer: a service that is still binding is down to it too)."""
         self.endpoint = check_endpoint(endpoint, "control endpoint")
         self.timeout_ms = int(timeout_s * 1000)
         self._connect_s = min(connect_timeout_s, timeout_s)
         self._connect_by = time.monotonic() + self._connect_s
+        self._refused_at_once = refused_at_once
         self._sock = zmq.Context.instance().socket(zmq.DEALER)
         self._sock.linger = 0
         curve_client(self._sock, server_public_key, client_keypair)
@@ -164,6 +168,9 @@ class ControlClient:
         refused = self._handshake.refused()
         if refused is not None:  # ZeroMQ would retry for ever; this will not change
             raise ControlError(f"{self.endpoint} refused the connection: {refused}")
+        if self._refused_at_once and not self._handshake.connected and self._handshake.connect_retries:
+            raise ControlUnreachable(f"no connection to {self.endpoint}: it was refused (nothing listens there); is "
+                                     f"the service running there, and past its first seconds?")
         if not self._handshake.connected and time.monotonic() >= self._connect_by:
             raise ControlUnreachable(f"no connection to {self.endpoint}: nothing accepted it within "
                                f"{self._connect_s:g} s; is the service running there?")
