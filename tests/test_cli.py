@@ -625,8 +625,10 @@ def test_serve_with_one_port_twice_in_its_config_names_the_two_keys(tmp_path, ca
     path = tmp_path / "engine.yaml"
     path.write_text(json.dumps({"endpoints": {**LOCAL, **endpoints}, "log": {"enabled": False}}))
     code, out, err = run(capsys, "serve", "--config", str(path))
-    assert code == 2 and err == f"flashtick serve: error: {path}: {said}: give each socket its own port (or 0 for " \
-                                f"any free one)\n", err
+    started, *rest = err.splitlines()  # (the first line, said before anything is read: a start began)
+    assert started.endswith(f" starting (pid {os.getpid()}, config {path})"), err
+    assert code == 2 and rest == [f"flashtick serve: error: {path}: {said}: give each socket its own port (or 0 for "
+                                  f"any free one)"], err
 
 
 def test_serve_with_a_ray_address_where_nothing_listens_fails_at_once(tmp_path, capsys) -> None:

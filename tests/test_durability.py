@@ -556,12 +556,13 @@ def test_a_restart_does_not_bring_back_streams_the_live_run_expired(checkpoint, 
 
 
 
-def test_sessions_survive_retention_dropping_the_first_segments(checkpoint, tmp_path) -> None:
+def test_sessions_survive_retention_dropping_the_first_segments(checkpoint, tmp_path, capsys) -> None:
     """A restart after retention dropped the oldest tick log segments: each stream's tick count (an answer's
     `version`), ordering guard, codec state and session (its window's tokens and where it rolls next) go on from
     where the live run had them (each segment starts with them), so the model's next answers are the live run's.
     (Before, the codec's running scales restarted at the first kept tick and the sessions rolled elsewhere:
-    answers after a restart differed by up to 0.2.)"""
+    answers after a restart differed by up to 0.2.) The start's `recovered N ticks` line says how many older ticks
+    retention dropped (it said only the kept ones, while the streams counted far more)."""
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     small = dict(segment_bytes=16384, retention_bytes=3 * 16384)  # (a start with every session fits)
@@ -572,10 +573,16 @@ def test_sessions_survive_retention_dropping_the_first_segments(checkpoint, tmp_
     assert live.data.log.stats.segments_dropped > 0
     counts = {name: s.ticks for name, s in live.engine.scheduler.streams.items()}
     after = crash_copy(tmp_path / "data", tmp_path / "after")
+    capsys.readouterr()
     recovered = TickPipeline(dataclasses.replace(config(checkpoint, after), log=dataclasses.replace(
         config(checkpoint, after).log, **small)))
     assert recovered.ticks_in < 500  # the dropped segments' ticks are gone...
     assert {name: s.ticks for name, s in recovered.engine.scheduler.streams.items()} == counts  # ...not counted
+    dropped = 500 - recovered.ticks_in
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("flashtick: recovered ")]
+    assert said and said[0].startswith(f"flashtick: recovered {recovered.ticks_in} ticks of ") and \
+        said[0].endswith(f" ({dropped} older ticks dropped by retention)"), said
+    assert recovered.data.stats()["ticks_dropped_by_retention"] == dropped
     assert sessions(recovered) == sessions(live)
     got = {(a.query, a.stream, a.version): a.value for a in feed_in_steps(recovered, ticks[500:])}
     want = {(a.query, a.stream, a.version): a.value for a in feed_in_steps(live, ticks[500:])}
@@ -630,8 +637,11 @@ def test_a_data_directory_refuses_other_weights_under_the_same_model_id(tmp_path
     new = tiny_tick_checkpoint(tmp_path / "b" / "acme-model", seed=2, max_position_embeddings=256)
     TickPipeline(config(old, tmp_path / "data")).close()
     TickPipeline(config(old, tmp_path / "data")).close()  # the same weights again: fine
-    with pytest.raises(ConfigError, match=r"written by another model, weights or codec \(weights: "):
+    with pytest.raises(ConfigError, match=r"written by another model, weights or codec \(weights: ") as refused:
         TickPipeline(config(new, tmp_path / "data"))
+    # a model roll-out carries the ticks over rather than only moving the directory away
+    assert f"`flashtick ticklog export {tmp_path / 'data'} --out ticks.parquet`, then `flashtick feed replay " \
+           f"ticks.parquet` into this service on another --data-dir" in str(refused.value), refused.value
 
 
 def test_only_accepted_ticks_are_logged(checkpoint, tmp_path) -> None:

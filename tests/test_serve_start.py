@@ -63,3 +63,49 @@ def test_sockets_other_hosts_reach_without_curve_are_warned_of_at_the_start(tmp_
     assert "set curve.ingest: true with curve.enabled and curve.clients_dir" in ingest, ingest
     assert any(line.startswith("flashtick: warning: the metrics endpoint http://0.0.0.0:") and "plain HTTP" in line
                for line in open_ones), open_ones
+
+
+def test_serve_names_its_config_and_data_directory_and_warns_of_a_retention_past_the_disk(tmp_path) -> None:
+    """An SRE's review: the first line came only after the imports (13-23 s under load), the data directory was
+    named as the config wrote it (relative to the config file, not to the working directory) and the config file
+    never; a retention larger than the disk was taken silently; the window in effect was not said. Now each is
+    said at the start."""
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    site = tmp_path / "site"
+    site.mkdir()
+    config = site / "engine.yaml"
+    config.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n"
+                      f"scheduler: {{window: 256}}\n"
+                      f"log: {{dir: data, retention_bytes: {10**15}}}\n"  # a petabyte: past any test machine's disk
+                      f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
+                      f"control: 'tcp://127.0.0.1:0', metrics_port: 0}}\n")
+    lines = serve_until_serving(["--config", "site/engine.yaml"], cwd=tmp_path)
+    assert lines[0].startswith("flashtick ") and lines[0].endswith(f" starting ({lines[-1]}, config {config})"), lines
+    data = site / "data"  # beside the config file, said in full, with the key it came from
+    assert f"flashtick: logging accepted ticks and published answers in {data} (log.dir; --no-log to keep " \
+           f"nothing)" in lines, lines
+    assert any(line.startswith(f"flashtick: warning: log.retention_bytes 953,674,316.4 MiB + "
+                               f"log.answers_retention_bytes 256.0 MiB exceed the size of the filesystem holding "
+                               f"{data} (") for line in lines), lines
+    pool = [line for line in lines if "KV pool" in line]
+    assert len(pool) == 1 and pool[0].endswith("; each session's window: 256 tokens (scheduler.window)"), pool
+    assert not any("reachable from other hosts" in line for line in lines), lines  # loopback: nothing to warn of
+
+
+def test_a_data_directory_given_by_data_dir_is_named_as_the_option_in_its_errors(tmp_path) -> None:
+    """`--data-dir` on a file (or a read-only filesystem) was reported as `log.dir ...`, a key the operator had not
+    set."""
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    config = tmp_path / "engine.yaml"
+    config.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n"
+                      f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
+                      f"control: 'tcp://127.0.0.1:0'}}\n")
+    (tmp_path / "afile").write_text("not a directory\n")
+    process, lines = start_lines(["--config", str(config), "--data-dir", str(tmp_path / "afile")], cwd=tmp_path)
+    try:
+        assert process.wait(timeout=60) == 2
+    finally:
+        process.kill()
+        process.wait()
+    assert lines[0].endswith(f" starting (pid {process.pid}, config {config})"), lines
+    assert lines[-1].startswith(f"flashtick serve: error: --data-dir {tmp_path / 'afile'}: "), lines

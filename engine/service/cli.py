@@ -794,35 +794,53 @@ def _stopped_while_starting(logged: bool) -> Callable[[int, Any], None]:
 
 
 def _kv_pool_line(server: Any) -> str:
-    """The KV pool's size as allocated, and the key that sets it: `KV pool: 4096 cells x 64 KiB = 0.25 GiB (...)`."""
+    """The KV pool's size as allocated, and the key that sets it: `KV pool: 4096 cells x 64 KiB = 0.25 GiB (...)`;
+    then each session's window in effect (a window changed between restarts is applied, and seen here)."""
     from engine.service.config import DEFAULT_KV_CELLS, DEFAULT_KV_MAX_BYTES
 
     pipeline, kv = server.pipeline, server.config.kv
     if server.config.shards.count:
         cells, cell_bytes = pipeline.shard_kv_cells, pipeline.shard_kv_cell_bytes
-        each = f" per shard (x {server.config.shards.count})"
+        each, window = f" per shard (x {server.config.shards.count})", pipeline.window
     else:
         cells, cell_bytes, each = pipeline.runner.kv.num_blocks * kv.block_size, pipeline.runner.kv.cell_bytes, ""
+        window = pipeline.engine.scheduler.window
     key = ("kv.cells" if kv.cells is not None else "kv.bytes" if kv.bytes is not None else
            f"the default, {DEFAULT_KV_CELLS} cells and at most {DEFAULT_KV_MAX_BYTES // 2**20} MiB: "
            f"kv.cells or kv.bytes sets it")
     width = f"{cell_bytes // 1024} KiB" if cell_bytes % 1024 == 0 else f"{cell_bytes} bytes"
-    return f"flashtick: KV pool{each}: {cells} cells x {width} = {cells * cell_bytes / 2**30:.2f} GiB ({key})"
+    window_key = ("scheduler.window" if server.config.scheduler.window is not None else
+                  "the model's positions, at most what the pool holds: scheduler.window sets it")
+    return (f"flashtick: KV pool{each}: {cells} cells x {width} = {cells * cell_bytes / 2**30:.2f} GiB ({key}); "
+            f"each session's window: {window} tokens ({window_key})")
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
+    # said before the imports (torch: seconds on a loaded host), so a supervisor's log shows a start began
+    from engine.service.installation import package_version
+
+    config_file = f"config {args.config.absolute()}" if args.config is not None else "no config file"
+    print(f"flashtick {package_version()} starting (pid {os.getpid()}, {config_file})", file=sys.stderr, flush=True)
+    from engine.service.config import ConfigError
     from engine.service.exposure import open_socket_warnings
     from engine.service.server import Server
 
     config = _serve_config(args)
     for signum in STOP_SIGNALS:
         signal.signal(signum, _stopped_while_starting(config.log.dir is not None))
-    server = Server(config)
+    try:
+        server = Server(config)
+    except ConfigError as e:  # the data directory's errors name log.dir: the path came from --data-dir instead
+        if args.data_dir is None or not str(e).startswith("log.dir "):
+            raise
+        raise ConfigError(f"--data-dir {str(e).removeprefix('log.dir ')}") from None
     endpoints = server.bind()
     data = server.pipeline.data
-    print(f"flashtick: logging accepted ticks and published answers in {data.root} (--no-log to keep nothing)"
-          if data is not None else "flashtick: the tick log is off (--no-log or log.enabled: false): nothing is kept on "
-                                   "disk; a restart starts empty",
+    default = str(default_data_dir(config.model.model_id))
+    data_key = "--data-dir" if args.data_dir is not None else "log.dir" if config.log.dir != default else "the default"
+    print(f"flashtick: logging accepted ticks and published answers in {data.root} ({data_key}; --no-log to keep "
+          f"nothing)" if data is not None else "flashtick: the tick log is off (--no-log or log.enabled: false): "
+                                               "nothing is kept on disk; a restart starts empty",
           file=sys.stderr, flush=True)
     for signum in STOP_SIGNALS:
         signal.signal(signum, lambda *_: server.stop())

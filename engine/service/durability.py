@@ -244,7 +244,7 @@ class DataDir:
         if config.dir is None:
             raise ValueError("DataDir needs log.dir")
         self.config = config
-        self.root = Path(config.dir).expanduser()
+        self.root = Path(config.dir).expanduser().absolute()  # said in full: a relative one is the config file's
         try:
             made = not self.root.exists()
             # 0700: every tick, answer and query of the desk is in here; another user of a shared host reads none
@@ -253,6 +253,8 @@ class DataDir:
         except OSError as e:  # under a file, on a read-only filesystem, no permission: name the key
             raise ConfigError(f"log.dir {self.root}: {e.strerror or e} (a data directory must be a writable "
                               f"directory)") from None
+        if too_big := _retention_past_filesystem(self.root, config):
+            print(f"flashtick: warning: {too_big}", file=sys.stderr, flush=True)
         if not made and self.root.stat().st_mode & 0o077:  # the user's own folder: said, not changed
             print(f"flashtick: note: data directory {self.root} is open to other users of this host (mode "
                   f"{self.root.stat().st_mode & 0o777:o}): its registered queries and metadata can be read there "
@@ -538,8 +540,10 @@ class DataDir:
             # like a failed recovery
             held = (f"of {counted(streams, 'stream')}" if streams else
                     "(no stream is held: each logged stream expired for idleness, its next ticks start a new session)")
+            dropped = self.read_stats.ticks_dropped_by_retention
+            older = f" ({counted(dropped, 'older tick')} dropped by retention)" if dropped else ""
             print(f"flashtick: recovered {counted(self.recovered_ticks, 'tick')} {held} from {self.log.directory} "
-                  f"in {self.recovery_s:.1f} s", file=sys.stderr, flush=True)
+                  f"in {self.recovery_s:.1f} s{older}", file=sys.stderr, flush=True)
         self._say_damaged_copies()
 
     def damaged_copies(self) -> dict[Path, int]:
@@ -578,6 +582,7 @@ class DataDir:
                 "recovered_answers": self.recovered_answers, "recovery_s": self.recovery_s,
                 "rebuild_forwards": self.rebuild_forwards, **vars(self.log.stats),
                 "torn_tails": self.log.stats.torn_tails + self.read_stats.torn_tails,
+                "ticks_dropped_by_retention": self.read_stats.ticks_dropped_by_retention,  # (before this start)
                 # (damage in the segment being written is skipped, and repaired, when the log opens it)
                 "corrupt_skipped": self.log.stats.corrupt_skipped + self.read_stats.corrupt_skipped,
                 **self._damaged_stats(),
@@ -670,6 +675,7 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
             if ticks:
                 target.start_at(stream, ticks, last_ts, booked)
                 counted[stream] = ticks
+                stats.ticks_dropped_by_retention += ticks
 
     def book(item: EncodedTick) -> None:
         seen.add(item.stream)
@@ -828,6 +834,28 @@ def logged_tick(record: dict[str, Any]) -> Tick:
         return validate(record, zero_bid_is_price=True)  # (accepted when logged, whatever limits.zero_bid says now)
 
 
+def _retention_past_filesystem(root: Path, config: LogSection) -> str | None:
+    """Why the logs' retention cannot work on the filesystem that holds ``root``, if it cannot: the limits add up past
+    its size, so the disk fills (and ticks are refused, log_unavailable) before retention drops anything."""
+    limits = {key: getattr(config, key) for key in ("retention_bytes", "answers_retention_bytes")
+              if getattr(config, key) is not None}
+    try:
+        disk = os.statvfs(root)
+    except OSError:
+        return None
+    size = disk.f_blocks * disk.f_frsize
+    if not limits or sum(limits.values()) <= size:
+        return None
+    named = " + ".join(f"log.{key} {_mib(value)}" for key, value in limits.items())
+    return (f"{named} exceed{'s' if len(limits) == 1 else ''} the size of the filesystem holding {root} "
+            f"({_mib(size)}): it fills before retention drops a segment, and ticks are then refused (log_unavailable); "
+            f"lower them to fit, with room to spare")
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
 def _unusable_part(root: Path, error: OSError) -> str:
     """What a start says of a data directory part it cannot use (``error`` names the path)."""
     where = Path(error.filename) if error.filename else root
@@ -905,7 +933,10 @@ def _check_meta(path: Path, written_by: dict[str, Any]) -> None:
         why = "".join(f" ({k}: {_META_CHANGES[k]})" for k in differ if k in _META_CHANGES)
         raise ConfigError(f"data directory {path.parent} was written by another model, weights or codec ({changed})"
                           f"{why}; its sessions and answers belong to that one. Use another --data-dir, move this one "
-                          f"away, or restart with what wrote it")
+                          f"away, or restart with what wrote it. To carry its ticks over to this model: `flashtick "
+                          f"ticklog export {path.parent} --out ticks.parquet`, then `flashtick feed replay "
+                          f"ticks.parquet` into this service on another --data-dir (docs/durability.md, Reading the "
+                          f"tick log back)")
     if set(written_by) - set(before):
         path.write_text(json.dumps(before | written_by, indent=2) + "\n")
     if "text_encoding" in written_by and "text_encoding" not in before:

@@ -18,6 +18,14 @@ OUR_DISTRIBUTION = "flashtick"
 PACKAGES_HOME = Path(__file__).resolve().parents[2]
 
 
+def package_version() -> str:
+    """flashtick's own version (pyproject.toml), or "unknown" for a source tree run without installing it."""
+    try:
+        return importlib.metadata.version(OUR_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def is_source_checkout(folder: Path) -> bool:
     """Whether ``folder`` is part of a source checkout (inside a git work tree, not installed under a
     site-packages folder): only there are the package's own files the developer's to rewrite."""

@@ -24,7 +24,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
-from importlib import metadata
 from typing import Any
 
 import msgpack
@@ -41,6 +40,7 @@ from engine.service.auth import ClientAllowList, FailedHandshakes, allowed_clien
 from engine.service.config import ServiceConfig
 from engine.service.durability import new_epoch
 from engine.service.forward_pace import ForwardPace
+from engine.service.installation import package_version
 from engine.service.metrics import process_start_time
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
@@ -78,14 +78,6 @@ ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every li
 # anything that breaks a client written to the current page (a key removed or renamed, a type or framing changed)
 WIRE_PROTOCOL = 1
 PROCESS_START_TIME = process_start_time()  # (read once: it does not change)
-
-
-def package_version() -> str:
-    """flashtick's own version (pyproject.toml), or "unknown" for a source tree run without installing it."""
-    try:
-        return metadata.version("flashtick")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def pack(obj: Any) -> bytes:

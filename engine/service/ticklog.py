@@ -70,6 +70,9 @@ class LogStats:
     torn_tails: int = 0  # damage at the end of the last segment with nothing valid after it, truncated on read
     corrupt_skipped: int = 0
     segments_dropped: int = 0  # by retention
+    # a replay's: the ticks of its streams that segments retention dropped had held (the first kept segment's start
+    # record counts them), which a restart no longer recovers
+    ticks_dropped_by_retention: int = 0
 
 
 def private(path: str, flags: int) -> int:
