@@ -248,7 +248,7 @@ def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path) -> No
             manifest.is_file() and json.loads(manifest.read_text())["consumed"] > 0):
         time.sleep(0.02)
     child.send_signal(signal.SIGTERM)
-    _, err = child.communicate(timeout=60)
+    _, err = child.communicate(timeout=300)
     assert child.returncode == 130, err[-2000:]
     assert "interrupted after" in err and "--resume" in err
     kept = json.loads(manifest.read_text())
@@ -337,7 +337,7 @@ def test_ctrl_c_before_the_run_begins_says_nothing_was_kept(setup: Path, tmp_pat
             time.sleep(0.02)
     try:
         child.send_signal(signal.SIGINT)
-        _, err = child.communicate(timeout=60)
+        _, err = child.communicate(timeout=300)
     finally:
         if writer is not None:
             os.close(writer)
@@ -366,7 +366,7 @@ def test_a_backtest_started_ignoring_sigint_keeps_ignoring_it(setup: Path) -> No
     child.send_signal(signal.SIGINT)  # ignored: no "stopping at the next batch boundary"
     time.sleep(0.2)
     child.send_signal(signal.SIGTERM)
-    _, err = child.communicate(timeout=60)
+    _, err = child.communicate(timeout=300)
     assert child.returncode == 130 and err.count("stopping at the next batch boundary") == 1, err[-2000:]
     assert "interrupted after" in err
 
@@ -402,7 +402,7 @@ def test_ctrl_c_at_any_point_of_a_backtest_ends_it_as_documented(setup: Path, tm
         if when == "replaying" and manifest.is_file() and json.loads(manifest.read_text())["consumed"] > 0:
             break
     child.send_signal(signal.SIGINT)
-    child.wait(timeout=60)
+    child.wait(timeout=300)
     reader.join(10)
     said = [line for line in lines if not line.startswith("import time:")]
     assert child.returncode == 130 and not any("Traceback" in line for line in said), said

@@ -228,9 +228,14 @@ class AnswerParts:
     def gone(self, error: BaseException) -> PartsGone | None:
         """`error` said in one line when it is a file of these parts not found (polars: `No such file or directory
         (os error 2): OUT.parts/part-000001.parquet`), else None."""
-        if not isinstance(error, FileNotFoundError) or str(self.dir) not in str(error.filename or error):
+        # polars shortens a long path from the left (`...st-513/popen-gw0/out.parquet.parts/part-000001.parquet.tmp
+        # (set POLARS_VERBOSE=1 ...)`): the folder is found by its own name, the file named after it
+        if not isinstance(error, FileNotFoundError):
             return None
-        missing = error.filename or str(error).split("): ", 1)[-1]
+        said, marker = str(error.filename or error), f"{self.dir.name}/"
+        if marker not in said:
+            return None
+        missing = self.dir / said.rsplit(marker, 1)[1].split()[0]
         return PartsGone(f"{missing} vanished while this backtest wrote {self.dir}: another process removed or "
                          f"replaced the folder (a cleanup, or a flashtick too old to lock it running on the same --out)"
                          f"; {out_of(self.dir)} was not written: run the same command with --resume to continue from "
