@@ -221,7 +221,7 @@ def decimal_reading(separator: str, rows: Sequence[Sequence[str]]) -> tuple[bool
     decides (a `;` file is written as Europe writes numbers: a decimal comma, dots grouping), and the note names
     the `decimal` key that says otherwise."""
     if separator == ",":
-        return False, ""
+        return _quoted_decimal_comma(rows)
     comma: list[str] = []  # why a decimal comma: the cells that tell it
     point: list[str] = []
     grouped: list[str] = []  # one-group cells (`3,450`, `1.200`), which read two ways
@@ -256,6 +256,20 @@ def decimal_reading(separator: str, rows: Sequence[Sequence[str]]) -> tuple[bool
              if example else "")
     return decimal_comma, (f"numbers read with {said} ({told}){shown}; --columns ...,decimal={other} if its decimal "
                            f"is a {other}")
+
+
+def _quoted_decimal_comma(rows: Sequence[Sequence[str]]) -> tuple[bool, str]:
+    """Whether a comma-delimited file's numbers use a decimal comma: a cell can hold a comma only quoted, so
+    `"61837,63"` and `"0,02000"` (no group of three digits) in a column of numbers tell it, when no cell writes a
+    decimal point (a text column's `"1,5"`, a trade condition, tells nothing)."""
+    width = len(rows[0]) if rows else 0
+    columns = zip(*(row for row in rows if len(row) == width))
+    cells = [cell for column in columns if all(NUMBER.match(c) for c in column if c) for cell in column]
+    told = next((c for c in cells if DECIMAL_COMMA.match(c) and not ONE_GROUP.match(c) and "." not in c), None)
+    if told is None or any(POINT_DECIMAL.match(c) or COMMAS_GROUPING.match(c) for c in cells):
+        return False, ""
+    return True, (f"numbers read with a decimal comma (as the quoted '{told}' shows, in a comma-delimited file); "
+                  f"--columns ...,decimal=point if its decimal is a point")
 
 
 def _reading(cell: str, decimal_comma: bool) -> str:
@@ -569,6 +583,12 @@ def day_clock_unit(column: str, value: Any) -> str | None:
     return next((u for u in DAY_CLOCK_ORDER if number * DAY_CLOCK_UNITS[u] < 86_400 * 10**9), None)
 
 
+def _comma_serial(text: str) -> bool:
+    """Whether a time cell is a spreadsheet serial date written with a decimal comma (`45512,9960109028`)."""
+    return bool(re.match(r"^\d{5},\d+$", text.strip())) and \
+        EXCEL_1970 <= float(text.strip().replace(",", ".")) < EXCEL_2100
+
+
 def detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any] | None) -> tuple[str, str | None]:
     """The unit (and datetime format) a time column's type and first value show: datetime for dates and text,
     else the epoch unit of the number's magnitude (a column named `ts` of no present-day time: the wire layout's
@@ -584,6 +604,8 @@ def detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any] 
         try:
             value = float(value)
         except ValueError:
+            if _comma_serial(value):  # `45512,9960109028`: a decimal-comma file's serial date, read with its comma
+                return EXCEL_DAYS, None
             formats = time_formats(value)
             return "datetime", formats[0] if len(formats) == 1 else None
     if not isinstance(value, (int, float)) or isinstance(value, bool):

@@ -55,7 +55,7 @@ from connectors.content_notes import mixed_venues, overlapping_files
 from connectors.event_time import UTC_OFFSET
 from connectors.file_plan import NO_TRADE, FilePlan, first_text, is_csv, is_dbn, source_path, time_sample
 from connectors.json_lines import NOT_JSON, is_json_lines
-from connectors.layout import PARQUET_SUFFIXES, Caution, detect_columns, epoch_unit, sniff_csv
+from connectors.layout import DECIMAL_COMMA, PARQUET_SUFFIXES, Caution, detect_columns, epoch_unit, sniff_csv
 from connectors.planning import plan_file
 from connectors.price_notation import unread_price_hint, yield_columns
 from connectors.shifted_prices import (
@@ -239,6 +239,15 @@ def _stream_hint(plan: Any) -> str:
             "(docs/wire-protocol.md#stream-names)")
 
 
+def _decimal_comma_hint(plan: Any, text: str) -> str:
+    """The option that reads `61837,63` when the file was not read with a decimal comma."""
+    dialect, columns = getattr(plan, "dialect", None), getattr(plan, "columns", None)
+    if not DECIMAL_COMMA.match(text.strip()) or dialect is not None and dialect.decimal_comma or \
+            getattr(columns, "decimal", None) == "comma":
+        return ""
+    return "; --columns ...,decimal=comma if the comma is its decimal mark"
+
+
 def _unread_cell(plan: Any, row: int, column: str) -> str:
     """Why a row's cell was read as missing: empty, or its text (a CSV's) that is no number or no time the map
     reads; a time the clocks skipped only in a zone that changes its clocks."""
@@ -248,9 +257,11 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
     if text is not None and not text.strip():
         return ": empty"
     if column in (plan.column_of("price"), plan.column_of("bid"), plan.column_of("ask")) and text is not None:
-        return f": {text!r} is not a number{unread_price_hint(text, getattr(plan, 'columns', None))}"
+        return f": {text!r} is not a number{unread_price_hint(text, getattr(plan, 'columns', None))}" \
+            f"{_decimal_comma_hint(plan, text)}"
     if column != plan.column_of("ts"):
-        return f": {text!r} is not a number" if text is not None else ": empty, or not a number"
+        return f": {text!r} is not a number{_decimal_comma_hint(plan, text)}" if text is not None else \
+            ": empty, or not a number"
     if text is not None and (first := _offset_it_lacks(plan, text)) is not None:
         return (f": {text!r} lacks the UTC offset the file's other times carry (the first of them: {first!r}), "
                 f"so it is no instant: write the row with its offset")

@@ -104,3 +104,37 @@ def test_thousands_grouped_by_spaces_or_apostrophes_read_as_numbers(tmp_path: Pa
     # a cell that is still no number is rejected with its text quoted
     assert dict(replay.rejected) == {"missing_field": 1}
     assert replay.rejected.examples["missing_field"].endswith("(column 'price': '1 2 3' is not a number)")
+
+
+def test_quoted_decimal_commas_in_a_comma_delimited_file_are_read(tmp_path: Path) -> None:
+    """A cell of a comma-delimited file holds a comma only quoted: `"61837,63"` is a decimal comma, not a group."""
+    path = tmp_path / "comma_decimal.csv"
+    path.write_text('timestamp,symbol,price,size\n2024-08-08 23:54:15.342Z,BTCUSDT,"61837,63","0,02000"\n'
+                    '2024-08-08 23:54:15.617Z,BTCUSDT,"61837,5","1,00000"\n')
+    replay = FileReplay(path)
+    assert [(t.price, t.size) for t in drain(replay)] == [(61837.63, 0.02), (61837.5, 1.0)]
+    note = next(n for n in replay.notes if "numbers read with" in n)
+    assert "decimal comma (as the quoted '61837,63' shows" in note and "decimal=point" in note
+
+
+def test_a_decimal_comma_cell_that_did_not_read_names_the_decimal_key(tmp_path: Path) -> None:
+    """A decimal point elsewhere keeps the comma a group mark; the reject of a `0,5` names the key that reads it."""
+    path = tmp_path / "mixed.csv"
+    path.write_text('timestamp,symbol,price,size\n2024-08-08 23:54:15.342Z,BTCUSDT,61837.5,1\n'
+                    '2024-08-08 23:54:15.617Z,BTCUSDT,"61837,63",2\n')
+    replay = FileReplay(path)
+    assert [t.price for t in drain(replay)] == [61837.5]
+    assert replay.rejected.examples["missing_field"].endswith(
+        "'61837,63' is not a number; --columns ...,decimal=comma if the comma is its decimal mark)")
+
+
+def test_spreadsheet_serial_dates_with_a_decimal_comma_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "eu_excel.csv"
+    path.write_text("Dates;LAST_PRICE;VOLUME\n45512,9960109028;61.837,63;0,02000\n"
+                    "45512,9960140856;61.837,64;0,04800\n")
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.ts // 10**6, t.price, t.size) for t in ticks] == [(1723161255342, 61837.63, 0.02),
+                                                                 (1723161255617, 61837.64, 0.048)]
+    assert any("read as spreadsheet serial dates" in n for n in replay.notes)
+
