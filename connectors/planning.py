@@ -293,7 +293,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                     col = pl.when(raw.is_null() | (raw == "")).then(None).otherwise(col.fill_null(float("nan")))
             elif key in price_texts and cmap.price_format == "32nds":
                 col = thirty_seconds(price_texts[key], price_texts[key].cast(pl.Float64, strict=False))
-            elif schema[name].is_decimal() or text:
+            elif text:  # Parquet's text numbers read as a CSV's cells: `61,837.63`, or `61.837,63` by its `decimal`
+                col = _csv_number(price_texts.get(key, pl.col(name).str.strip_chars()), cmap.decimal == "comma")
+            elif schema[name].is_decimal():
                 col = pl.col(name).cast(pl.Float64, strict=False)
             else:
                 col = pl.col(name)

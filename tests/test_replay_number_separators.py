@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from connectors.column_map import map_from_options
@@ -138,3 +139,19 @@ def test_spreadsheet_serial_dates_with_a_decimal_comma_are_read(tmp_path: Path) 
                                                                  (1723161255617, 61837.64, 0.048)]
     assert any("read as spreadsheet serial dates" in n for n in replay.notes)
 
+
+def test_parquet_text_numbers_read_as_csv_cells_with_the_decimal_key(tmp_path: Path) -> None:
+    """Numbers stored as text in Parquet: grouping commas read, and `decimal` says which mark is the decimal."""
+    times = ["2024-08-08T19:54:15.342-04:00", "2024-08-08T19:54:15.617-04:00"]
+    grouped = tmp_path / "grouped.parquet"
+    pl.DataFrame({"timestamp": times, "symbol": ["BTCUSDT"] * 2, "price": ["61,837.63", " 61,837.5 "],
+                  "size": ["0.02", "1,000"]}).write_parquet(grouped)
+    assert [(t.price, t.size) for t in drain(FileReplay(grouped))] == [(61837.63, 0.02), (61837.5, 1000.0)]
+    european = tmp_path / "european.parquet"
+    pl.DataFrame({"timestamp": times, "symbol": ["BTCUSDT"] * 2, "price": ["61.837,63", "61.837,5"],
+                  "size": ["0,02", "1"]}).write_parquet(european)
+    unread = FileReplay(european)
+    assert drain(unread) == [] and "decimal=comma if the comma is its decimal mark" in \
+        unread.rejected.examples["missing_field"]
+    said = FileReplay(european, columns=map_from_options(columns="decimal=comma", detect=True))
+    assert [(t.price, t.size) for t in drain(said)] == [(61837.63, 0.02), (61837.5, 1.0)]
