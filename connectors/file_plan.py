@@ -38,7 +38,8 @@ def is_csv(path: Path) -> bool:
 
 
 def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
-          overrides: dict[str, pl.DataType] | None = None) -> pl.LazyFrame:
+              overrides: dict[str, pl.DataType] | None = None, marks_kept: bool = False) -> pl.LazyFrame:
+    """A file's rows; a CSV's `marks_kept`: a byte-order mark inside the file left in its cell (to show it)."""
     if names is not None and not is_csv(path):
         raise ValueError(f"{path}: names (the columns of a header-less CSV) apply to CSV files, not {path.name!r}")
     suffix = path.suffix.lower()
@@ -55,15 +56,29 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
         header = names is None or dialect.header
         if names is not None and dialect.long_rows:  # polars counts a header-less file's columns from its rows
             typed = {name: (overrides or {}).get(name, pl.String) for name in names}
-            return pl.scan_csv(path, has_header=header, schema=typed, ignore_errors=overrides is not None,
-                               separator=dialect.separator, decimal_comma=dialect.decimal_comma,
-                               truncate_ragged_lines=True)
-        return pl.scan_csv(path, has_header=header, new_columns=names, schema_overrides=overrides,
-                           ignore_errors=overrides is not None, separator=dialect.separator,
-                           decimal_comma=dialect.decimal_comma, truncate_ragged_lines=bool(dialect.long_rows),
-                           with_column_names=None if names else lambda found: [n.strip() for n in found])
+            return _without_joined_marks(marks_kept, pl.scan_csv(
+                path, has_header=header, schema=typed, ignore_errors=overrides is not None,
+                separator=dialect.separator, decimal_comma=dialect.decimal_comma, truncate_ragged_lines=True))
+        return _without_joined_marks(marks_kept, pl.scan_csv(
+            path, has_header=header, new_columns=names, schema_overrides=overrides,
+            ignore_errors=overrides is not None, separator=dialect.separator,
+            decimal_comma=dialect.decimal_comma, truncate_ragged_lines=bool(dialect.long_rows),
+            with_column_names=None if names else lambda found: [n.strip() for n in found]))
     known = PARQUET_SUFFIXES + CSV_SUFFIXES + JSON_LINES_SUFFIXES + DBN_SUFFIXES + (f"{ZIP_SUFFIX} (of these)",)
     raise ValueError(f"{path}: unsupported file type {suffix!r}; replay reads {', '.join(known)}")
+
+
+BYTE_ORDER_MARK = "\ufeff"
+
+
+def _without_joined_marks(marks_kept: bool, rows: pl.LazyFrame) -> pl.LazyFrame:
+    """A CSV's rows without the byte-order mark that starts a line inside it: two Windows exports joined
+    (`cat a.csv b.csv`) carry the second one's mark into its first cell, which would not read. Polars drops only
+    the file's own first one. A first column read as numbers cannot hold it: that row is rejected naming the mark."""
+    first = None if marks_kept else next(iter(schema := rows.collect_schema()), None)
+    if first is None or schema[first] != pl.String:
+        return rows
+    return rows.with_columns(pl.col(first).str.strip_chars_start(BYTE_ORDER_MARK))
 
 
 @dataclass(frozen=True)
@@ -148,8 +163,8 @@ class FilePlan:
         that the read itself carries no text beside its numbers."""
         if column not in self.schema or (self.dialect is None and self.schema[column] != pl.String):
             return None
-        cell = scan_file(self.path, self.columns.names, self.dialect, {column: pl.String} if self.dialect else None) \
-            .select(pl.col(column).cast(pl.String)).slice(row, 1).collect()
+        cell = scan_file(self.path, self.columns.names, self.dialect, {column: pl.String} if self.dialect else None,
+                         marks_kept=True).select(pl.col(column).cast(pl.String)).slice(row, 1).collect()
         return cell.item() if cell.height else None
 
     def found_on_read(self) -> list[str]:

@@ -53,7 +53,16 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
 )
 from connectors.content_notes import mixed_venues, overlapping_files
 from connectors.event_time import UTC_OFFSET
-from connectors.file_plan import NO_TRADE, FilePlan, first_text, is_csv, is_dbn, source_path, time_sample
+from connectors.file_plan import (
+    BYTE_ORDER_MARK,
+    NO_TRADE,
+    FilePlan,
+    first_text,
+    is_csv,
+    is_dbn,
+    source_path,
+    time_sample,
+)
 from connectors.json_lines import NOT_JSON, is_json_lines
 from connectors.layout import DECIMAL_COMMA, PARQUET_SUFFIXES, Caution, detect_columns, epoch_unit, sniff_csv
 from connectors.planning import plan_file
@@ -267,6 +276,9 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
                 f"so it is no instant: write the row with its offset")
     zone = getattr(getattr(plan, "columns", None), "tz", None)
     clock = f", or a local time the clocks skipped in {zone} (a DST change)" if zone and _has_dst(zone) else ""
+    if text is not None and text.startswith(BYTE_ORDER_MARK):  # a number column cannot drop it (file_plan.py)
+        clock += (": it starts with a byte-order mark (U+FEFF), as where two exports were joined (cat a.csv b.csv); "
+                  "remove the mark from the file")
     return f": {text!r} is not a time the map reads{clock}" if text is not None else \
         f": empty, or not a time the map reads{clock}"
 
