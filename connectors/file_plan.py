@@ -106,6 +106,7 @@ class FilePlan:
     bad_lines: Mapping[int, str] = field(default_factory=dict)  # a JSON-lines file's row -> why it is no object
     tickless: Mapping[int, str] = field(default_factory=dict)  # its row -> why: a message without ticks (an ack)
     footer: tuple[int, str] | None = None  # a CSV's last row that is a line of text, no data (planning.py's `_footer`)
+    header_rows: frozenset[int] = frozenset()  # a CSV's rows that repeat its header (files concatenated)
     reducers: list = field(default_factory=list)  # a book export's reducer of the last read, for `found_on_read`
     span: tuple[int, int] | None = None  # the first and last time (ns) of its rows; None when not known as numbers
     range_dropped: pl.LazyFrame | None = None  # with a time range pushed into `frame` (`within`): the rows it drops
@@ -189,7 +190,10 @@ class FilePlan:
         cmap = self.columns
         if cmap.stream_col is None:
             return {cmap.stream or cmap.default_stream or ""}
-        return set(self.frame.select(pl.col("stream").drop_nulls().unique()).collect().to_series().to_list())
+        rows = self.frame
+        if no_ticks := [*self.header_rows, *([self.footer[0]] if self.footer else [])]:  # no stream in them
+            rows = rows.filter(~pl.nth(-1).is_in(no_ticks))  # (the row number is the frame's last column)
+        return set(rows.select(pl.col("stream").drop_nulls().unique()).collect().to_series().to_list())
 
     def batches(self, chunk_rows: int) -> Iterator[list[tuple]]:
         """(row number, wire map) per row, `chunk_rows` rows at a time; with a map's `sequence`, (row number, wire
@@ -242,7 +246,7 @@ class FilePlan:
         # a bar of price 0 and volume 0 (Cboe DataShop's interval without trades): no trade, not a price of 0
         bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
 
-        footer = self.footer
+        footer, header_rows = self.footer, self.header_rows
         sequence = cmap.sequence  # its number is the row's next to last cell (planning.py's SEQ)
         # (planning.py's _table_plan refuses a window without a zone for naive times)
         left_out_hours = Hours.parse(cmap.hours).left_out(cmap.tz or "UTC", cmap.hours) if cmap.hours else None
@@ -250,6 +254,9 @@ class FilePlan:
         def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
             if footer is not None and row[-1] == footer[0]:
                 return InvalidTick("filtered_out", f"a footer line ({footer[1]!r}), no tick: not an error")
+            if header_rows and row[-1] in header_rows:
+                return InvalidTick("filtered_out", "the line repeats the header row (files joined one after another, "
+                                                   "a concatenated export), no tick")
             if long_rows and (fields := long_rows.get(row[-1])):
                 return InvalidTick("extra_fields", f"the row has {fields} fields, more than the file's columns (a "
                                                    f"stray separator?): its cells cannot be told apart")

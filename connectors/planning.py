@@ -64,6 +64,7 @@ from connectors.layout import (
     SHARE_CLASS_NAMES,
     SPACE_GROUPED,
     Caution,
+    Dialect,
     databento_book,
     epoch_note,
     trade_bars,
@@ -336,7 +337,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
     dates = [pl.col(cmap.ts_columns[0])] if len(cmap.ts_columns) == 2 else []  # for a trade date's steps back
     sequence = [exprs[-1]] if cmap.sequence is not None else []
-    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *dates, *sequence,
+    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *dates, *sequence, pl.col(ROW),
+                        _header_repeats(rows, dialect).alias("_header"),
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
         back_rows=(pl.col("_ts").drop_nulls().diff() < 0).sum(), largest_back=-pl.col("_ts").drop_nulls().diff().min(),
@@ -349,6 +351,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         trading_rows=traded.len() if prices else pl.lit(0),
         crossed_rows=(pl.col("bid") > pl.col("ask")).sum() if sides else pl.lit(0),
         out_of_sequence=_out_of_sequence() if sequence else pl.lit(0),
+        header_rows=pl.col(ROW).filter(pl.col("_header")).implode(),
         *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(cmap, factor),
     )
     try:
@@ -411,7 +414,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
     unit_given = isinstance(given, ColumnMap) and given.ts_unit in UNITS or \
         isinstance(given, Refine) and given.keys.get("ts_unit") in UNITS
-    footer = _footer(rows, exprs[0]) if is_csv(path) else None
+    footer = _footer(rows, exprs[0], dialect.separator) if is_csv(path) else None
     lines = json_lines.table(path) if is_json_lines(path) else None  # (parsed once, kept by the module)
     bad_lines = lines.bad_lines if lines is not None else {}
     tickless = lines.skipped if lines is not None else {}
@@ -424,9 +427,14 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                     near_zero_streams=near_zero_streams(frame, keys) if facts["nonpositive_rows"] else frozenset(),
                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
                     span=_span(facts["min_ts"], facts["max_ts"], factor),
-                    tickless=tickless, footer=footer)
+                    tickless=tickless, footer=footer, header_rows=frozenset(facts["header_rows"]))
     id_column = trade_id_column(cmap, schema)
     repeated = repeated_ids(rows, raw_stream, id_column, ROW) if id_column is not None else None
+    if header_rows := sorted(plan.header_rows):  # (its `where`, as below)
+        more = f" and {len(header_rows) - 1} more repeat" if len(header_rows) > 1 else " repeats"
+        plan = replace(plan, notes=(*plan.notes, f"{plan.where(header_rows[0])}{more} the header row: "
+                                                 f"files joined one after another (a concatenated export); left out "
+                                                 f"as filtered_out, no tick"))
     if repeated is not None:  # (after the plan is made: its `where` names a row as the user finds it)
         line = lambda row: plan.where(row).removeprefix(f"{plan.given_name} ")  # noqa: E731 (the name is said)
         plan = replace(plan, notes=(*plan.notes, repeated_caution(path.name, repeated, line)))
@@ -484,18 +492,31 @@ def _skipped_hours(path: Path, cmap: ColumnMap, first_ns: Any, last_ns: Any) -> 
 FOOTER_TEXT = re.compile(r"[A-Za-z]{3}")  # words: "Downloaded from Barchart.com as of ...", "Total", ...
 
 
-def _footer(rows: pl.LazyFrame, ts: pl.Expr) -> tuple[int, str] | None:
-    """(row, its text) when a CSV's last row is a line of words in its first cell and nothing else, whose time does
-    not read (Barchart's `Downloaded from Barchart.com as of 03-06-2026 04:34pm CST`): a footer, left out as
-    filtered_out rather than rejected as a tick missing its time."""
+def _footer(rows: pl.LazyFrame, ts: pl.Expr, separator: str) -> tuple[int, str] | None:
+    """(row, its text) when a CSV's last row is a line of words in its first cell, whose time does not read
+    (Barchart's `Downloaded from Barchart.com as of 03-06-2026 04:34pm CST`), and nothing else but the digits of a
+    number its delimiter split (`Total rows: 3,000` in a comma file): a footer, left out as filtered_out rather
+    than rejected as a tick missing its time, nor its pieces taken for a stream's name."""
     last = rows.tail(1).select(pl.all(), ts.alias("_ts")).collect()
     if not last.height:
         return None
-    cells = [v for k, v in last.row(0, named=True).items() if k not in (ROW, "_ts") and v not in (None, "")]
-    text = str(cells[0]).strip() if len(cells) == 1 else ""
+    cells = [str(v).strip() for k, v in last.row(0, named=True).items()
+             if k not in (ROW, "_ts") and v not in (None, "")]
+    text = cells[0] if cells and all(cell.isdigit() for cell in cells[1:]) else ""
     if last["_ts"][0] is not None or not FOOTER_TEXT.search(text):
         return None
-    return int(last[ROW][0]), text[:60]
+    return int(last[ROW][0]), separator.join(cells)[:60]
+
+
+def _header_repeats(rows: pl.LazyFrame, dialect: Dialect | None) -> pl.Expr:
+    """Whether a row of a CSV with a header repeats it (each text cell its column's name): files joined one after
+    another (a concatenated export), a line that is no tick, nor its `symbol` a stream."""
+    if dialect is None or not dialect.header:
+        return pl.lit(False)
+    names = [name for name, dtype in rows.collect_schema().items() if dtype == pl.String and name != ROW]
+    if len(names) < 2:
+        return pl.lit(False)
+    return pl.all_horizontal([pl.col(name).str.strip_chars() == name for name in names]).fill_null(False)
 
 
 def _csv_number(text: pl.Expr, decimal_comma: bool) -> pl.Expr:

@@ -18,6 +18,34 @@ def trades(first: int, count: int) -> str:
                    for i in range(count))
 
 
+def test_a_repeated_header_and_a_split_footer_are_lines_without_ticks(tmp_path: Path) -> None:
+    path = tmp_path / "joined.csv"
+    path.write_text(BOM + HEADER + trades(0, 3) + HEADER + trades(3, 3) + "Total rows: 6,000\r\n\r\n",
+                    encoding="utf-8", newline="")
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [t.price for t in ticks] == [61837.1, 61837.11, 61837.12] * 2
+    assert {t.stream for t in ticks} == {"BTCUSDT"}
+    assert dict(replay.rejected) == {"filtered_out": 2}
+    assert replay.rejected.streams_of() == {}  # no `symbol` nor `000` stream that lost every tick
+    assert replay.rejected.examples["filtered_out"].startswith(
+        f"{path} line 5: filtered_out: the line repeats the header row (files joined one after another")
+    assert f"{path} line 5 repeats the header row: files joined one after another" in " ".join(replay.notes)
+    assert {name for plan in replay.plans for name in plan.stream_names()} == {"BTCUSDT"}
+
+
+def test_a_footer_of_a_semicolon_file_and_a_split_one_read_alike(tmp_path: Path) -> None:
+    split = tmp_path / "split.csv"
+    split.write_text(HEADER + trades(0, 2) + "Total rows: 2,000\r\n", newline="")
+    replay = FileReplay(split)
+    assert len(drain(replay)) == 2 and dict(replay.rejected) == {"filtered_out": 1}
+    assert "a footer line ('Total rows: 2,000'), no tick" in replay.rejected.examples["filtered_out"]
+    # a last line of data whose time does not read is still a reject, not a footer
+    split.write_text(HEADER + trades(0, 2) + "late,BTCUSDT,61837.5,1\r\n", newline="")
+    replay = FileReplay(split)
+    assert len(drain(replay)) == 2 and dict(replay.rejected) == {"missing_field": 1}
+
+
 def test_a_byte_order_mark_inside_the_file_is_no_part_of_the_cell(tmp_path: Path) -> None:
     path = tmp_path / "appended.csv"
     path.write_text(BOM + HEADER + trades(0, 2) + BOM + trades(2, 2), encoding="utf-8", newline="")
