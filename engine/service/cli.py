@@ -43,6 +43,8 @@ import unicodedata
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, NoReturn
 
+from engine.service.output_paths import Output
+
 DEFAULT_INGEST = "tcp://127.0.0.1:5555"
 DEFAULT_ANSWERS = "tcp://127.0.0.1:5556"
 DEFAULT_CONTROL = "tcp://127.0.0.1:5557"
@@ -1758,6 +1760,7 @@ def cmd_health(args: argparse.Namespace) -> int | None:
 def cmd_ticklog_export(args: argparse.Namespace) -> None:
     from engine.service.tick_export import export_ticks
 
+    _refuse_overwriting_inputs(args, [Output("--out", args.out)])
     time_range = _time_range(args)
     summary = export_ticks(args.data_dir, args.out, streams=args.streams, time_range=time_range,
                            skip_corrupt=args.skip_corrupt)
@@ -1814,6 +1817,8 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
         time_range = _time_range(args)  # a mistyped time is said before the model loads
         config, queries = _backtest_inputs(args)
+        _refuse_overwriting_inputs(args, _backtest_outputs(Path(args.out)), queries,
+                                   *([Path(config.model.path)] if config.model.path else []))
     except KeyboardInterrupt:  # (with --resume, the checkpoint of the run it resumes is kept as it was)
         print("flashtick backtest: interrupted before any tick; " + (
             f"nothing changed: {_kept_on_disk(Path(args.out))}" if args.resume else "nothing kept"), file=sys.stderr)
@@ -1870,6 +1875,31 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         print(f"flashtick backtest: note: {said}", file=sys.stderr, flush=True)  # before the scores it is about
     print(report.summary(by_stream=args.by_stream))
     return 0
+
+
+def _backtest_outputs(out: Path) -> list[Output]:
+    """What `backtest --out OUT` writes: OUT, its scores and calibration plot beside it, its checkpoint folder."""
+    from engine.service.answer_parts import PARTS_SUFFIX
+
+    return [Output("--out", out), Output("--out (its scores beside it)", out.with_suffix(".scores.json")),
+            Output("--out (its calibration plot beside it)", out.with_suffix(".calibration.png")),
+            Output("--out (its checkpoint folder beside it)", out.with_name(out.name + PARTS_SUFFIX), is_dir=True)]
+
+
+def _refuse_overwriting_inputs(args: argparse.Namespace, outputs: list[Output], *more_inputs: Path) -> None:
+    """Refuse, before any work, an output path that is (or, for a directory, holds) one of the command's inputs:
+    its files, replay lists, --columns, --queries and --config files, model directories and data directory."""
+    from engine.service.output_paths import refuse_outputs_over_inputs
+
+    inputs = [*getattr(args, "files", []), *more_inputs]
+    for name in ("queries", "config", "base", "data_dir"):
+        if isinstance(value := getattr(args, name, None), Path):
+            inputs.append(value)
+    if (model := getattr(args, "model", None)) is not None and str(model) != "builtin":
+        inputs.append(Path(model))
+    if (columns := getattr(args, "columns", None)) is not None and Path(columns).is_file():
+        inputs.append(Path(columns))
+    refuse_outputs_over_inputs([o for o in outputs if o.path is not None], inputs)
 
 
 def _kept_on_disk(out: Path) -> str:
@@ -1944,6 +1974,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     if (refusal := user_train_refusal(args.out, BUILTIN_MODEL_DIR)) is not None:  # even with --overwrite
         raise ValueError(refusal)
+    _refuse_overwriting_inputs(args, [Output("--out", args.out, is_dir=True), Output("--points-out", args.points_out)])
     _check_train_out(args.out, args.overwrite)  # before any data is read: a long run must not end in a refusal
     if args.max_minutes <= 0 or args.steps < 1:
         raise ValueError(f"--max-minutes must be > 0 and --steps >= 1, got {args.max_minutes:g} and {args.steps}")
@@ -2045,6 +2076,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from engine.service.splits import (gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
                                        short_streams_line, time_overlap_note)
 
+    _refuse_overwriting_inputs(args, [Output("--points-out", args.points_out), Output("--plot", args.plot)])
     split, options = _train_common(args)
     device = resolve_device(args.device)
     model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)

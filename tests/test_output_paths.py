@@ -1,0 +1,77 @@
+"""An output option that names an input is refused before any work, naming both, the input left byte for byte:
+`evaluate --points-out trades.csv` replaced a shared tick file with a points table, exit 0 (review 108)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgpack
+import polars as pl
+import pytest
+
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from engine.service.cli import main
+from engine.service.ticklog import TickLog
+
+
+@pytest.fixture
+def ticks_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "trades.csv"
+    pl.DataFrame([t.to_wire() for t in SyntheticMarket(SyntheticConfig(seed=5)).next_batch(300)]).write_csv(path)
+    return path
+
+
+def refused(capsys, argv: list[str], kept: Path) -> str:
+    """Run ``argv``: exit 2 and ``kept`` unchanged; the error line."""
+    before = kept.read_bytes()
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert kept.read_bytes() == before
+    return capsys.readouterr().err
+
+
+def test_evaluate_refuses_points_out_or_plot_on_an_input(ticks_csv: Path, tmp_path: Path, capsys) -> None:
+    err = refused(capsys, ["evaluate", "builtin", str(ticks_csv), "--points-out", str(ticks_csv)], ticks_csv)
+    assert f"--points-out {ticks_csv} is the input {ticks_csv}: writing there would destroy that input" in err
+    (tmp_path / "link.csv").symlink_to(ticks_csv)  # another name for it: the same file
+    err = refused(capsys, ["evaluate", "builtin", str(tmp_path / "link.csv"), "--plot", str(ticks_csv)], ticks_csv)
+    assert f"--plot {ticks_csv} is the input {tmp_path / 'link.csv'}" in err
+
+
+def test_backtest_refuses_out_and_its_side_files_on_an_input(ticks_csv: Path, tmp_path: Path, capsys) -> None:
+    err = refused(capsys, ["backtest", str(ticks_csv), "--out", str(ticks_csv), "--quiet"], ticks_csv)
+    assert f"--out {ticks_csv} is the input {ticks_csv}" in err
+    scores = tmp_path / "answers.scores.json"  # what --out answers.parquet writes beside it
+    scores.write_text(ticks_csv.read_text())
+    err = refused(capsys, ["backtest", str(scores), "--out", str(tmp_path / "answers.parquet"), "--quiet"], scores)
+    assert f"--out (its scores beside it) {scores} is the input {scores}" in err
+    listed = tmp_path / "days.yaml"  # a file named in a replay list is an input too
+    listed.write_text(f"replay:\n  - path: {ticks_csv.name}\n")
+    err = refused(capsys, ["backtest", str(listed), "--out", str(ticks_csv), "--quiet"], ticks_csv)
+    assert f"--out {ticks_csv} is the input {ticks_csv}" in err
+    queries = tmp_path / "queries.yaml"
+    queries.write_text("queries: []\n")
+    err = refused(capsys, ["backtest", str(ticks_csv), "--queries", str(queries), "--out", str(queries)], queries)
+    assert f"--out {queries} is the input {queries}" in err
+
+
+def test_train_refuses_an_out_directory_holding_an_input_and_points_out_on_one(ticks_csv: Path, tmp_path: Path,
+                                                                              capsys) -> None:
+    err = refused(capsys, ["train", str(ticks_csv), "--out", str(tmp_path), "--overwrite"], ticks_csv)
+    assert f"--out {tmp_path} holds the input {ticks_csv}" in err
+    hard_link = tmp_path / "same.csv"  # the same file by another name
+    os.link(ticks_csv, hard_link)
+    err = refused(capsys, ["train", str(ticks_csv), "--out", str(tmp_path / "ckpt"), "--points-out", str(hard_link)],
+                  ticks_csv)
+    assert f"--points-out {hard_link} is the input {ticks_csv}" in err
+    assert not (tmp_path / "ckpt").exists()
+
+
+def test_ticklog_export_refuses_out_on_a_file_of_its_data_directory(tmp_path: Path, capsys) -> None:
+    data = tmp_path / "data"
+    with TickLog(data / "ticks", fsync="never") as log:
+        for tick in SyntheticMarket(SyntheticConfig(seed=9)).next_batch(50):
+            log.append(msgpack.packb({"tick": tick.to_wire()}, use_bin_type=True))
+    segment = next(p for p in (data / "ticks").iterdir() if p.is_file())
+    err = refused(capsys, ["ticklog", "export", str(data), "--out", str(segment)], segment)
+    assert f"--out {segment} is the input {segment}" in err
