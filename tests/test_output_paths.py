@@ -75,3 +75,18 @@ def test_ticklog_export_refuses_out_on_a_file_of_its_data_directory(tmp_path: Pa
     segment = next(p for p in (data / "ticks").iterdir() if p.is_file())
     err = refused(capsys, ["ticklog", "export", str(data), "--out", str(segment)], segment)
     assert f"--out {segment} is the input {segment}" in err
+
+
+def test_evaluate_refuses_a_plot_name_it_cannot_write_before_the_run(ticks_csv: Path, tmp_path: Path,
+                                                                     capsys) -> None:
+    """Refused by matplotlib after the whole evaluation ("Format 'csv' is not supported"): now before it, by name."""
+    err = refused(capsys, ["evaluate", "builtin", str(ticks_csv), "--plot", str(tmp_path / "plot.csv")], ticks_csv)
+    assert f"--plot {tmp_path / 'plot.csv'}: not an image name; give a file ending in .png, .svg, .pdf, .jpg or " \
+           f".jpeg" in err.splitlines()[-1]
+    assert "evaluate" in err and "test slice" not in err  # nothing was read or scored
+    err = refused(capsys, ["evaluate", "builtin", str(ticks_csv), "--plot", str(tmp_path / "no" / "c.png")],
+                  ticks_csv)
+    assert f"--plot {tmp_path / 'no' / 'c.png'}: no directory {tmp_path / 'no'} to write it in" in err
+    (tmp_path / "d.png").mkdir()
+    err = refused(capsys, ["evaluate", "builtin", str(ticks_csv), "--plot", str(tmp_path / "d.png")], ticks_csv)
+    assert f"--plot {tmp_path / 'd.png'} is a directory" in err

@@ -43,7 +43,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, NoReturn
 
-from engine.service.output_paths import Output
+from engine.service.output_paths import Output, check_plot_path
 
 DEFAULT_INGEST = "tcp://127.0.0.1:5555"
 DEFAULT_ANSWERS = "tcp://127.0.0.1:5556"
@@ -516,7 +516,8 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
                        "against naive and logistic-regression baselines")
     p.add_argument("model", help="checkpoint directory (with codec.json), or 'builtin'")
     p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
-    p.add_argument("--plot", type=Path, metavar="PNG", help="write the calibration diagram here (needs matplotlib)")
+    p.add_argument("--plot", type=Path, metavar="PNG", help="write the calibration diagram here (needs matplotlib): "
+                   "a .png, .svg, .pdf, .jpg or .jpeg name, checked before the run")
     p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table (and "
                    "one line on the streams too short to split, and one on the rows the files' reading rejected, if "
                    "any)")
@@ -2077,6 +2078,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
                                        short_streams_line, time_overlap_note)
 
     _refuse_overwriting_inputs(args, [Output("--points-out", args.points_out), Output("--plot", args.plot)])
+    if args.plot is not None:
+        check_plot_path("--plot", args.plot)
     split, options = _train_common(args)
     device = resolve_device(args.device)
     model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)

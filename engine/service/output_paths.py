@@ -67,3 +67,18 @@ def _same_file(a: Path, b: Path) -> bool:
         return os.path.samefile(a, b)
     except OSError:  # one of them does not exist yet: not the same
         return False
+
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg")  # matplotlib writes the format a plot's suffix names
+
+
+def check_plot_path(option: str, path: Path) -> None:
+    """A plot's name is refused before the run, not by matplotlib after it: a suffix it cannot write, no directory
+    to write it in, or a directory in its place."""
+    if path.suffix.lower() not in PLOT_SUFFIXES:
+        raise ValueError(f"{option} {path}: not an image name; give a file ending in "
+                         f"{', '.join(PLOT_SUFFIXES[:-1])} or {PLOT_SUFFIXES[-1]}")
+    if path.is_dir():
+        raise ValueError(f"{option} {path} is a directory: give the image's file name, e.g. {path / 'calibration.png'}")
+    if not path.parent.is_dir():
+        raise ValueError(f"{option} {path}: no directory {path.parent} to write it in")
