@@ -16,7 +16,7 @@ import tempfile
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import polars as pl
 
@@ -117,7 +117,9 @@ def tick_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
 class Unpacked:
     """One archive's files, unpacked; ``paths`` are readable until ``close`` (or garbage collection)."""
 
-    def __init__(self, archive_path: Path) -> None:
+    def __init__(self, archive_path: Path, is_ticks: Callable[[Path], bool] = lambda _: True) -> None:
+        """``is_ticks``: whether a member's name is a tick file's; the others are not unpacked but named in
+        ``left_out`` (a `.DS_Store` Finder adds, a vendor's `notes.pdf`)."""
         self.archive = archive_path
         self._dir: str | None = None
         self.transcoded = False  # a UTF-16 file's UTF-8 copy (`utf16`), not an archive's members
@@ -131,6 +133,8 @@ class Unpacked:
             members = tick_members(archive)
             if not members:
                 raise ValueError(f"{archive_path}: the zip archive holds no files")
+            self.left_out = [m.filename for m in members if not is_ticks(Path(m.filename))]
+            members = [m for m in members if is_ticks(Path(m.filename))]
             names = [Path(m.filename).name for m in members]
             twice = sorted({n for n in names if names.count(n) > 1})
             if twice:
@@ -158,7 +162,7 @@ class Unpacked:
         """A UTF-16 text file as a UTF-8 copy (polars reads UTF-8 only), read, named and closed as an archive's
         one member is."""
         copy = cls.__new__(cls)
-        copy.archive, copy.members, copy.transcoded = path, [path.name], True
+        copy.archive, copy.members, copy.transcoded, copy.left_out = path, [path.name], True, []
         copy._dir = tempfile.mkdtemp(prefix="flashtick-utf16-")
         copy.paths = [Path(copy._dir) / (path.resolve().parent.name or "files") / path.name]
         copy.paths[0].parent.mkdir()

@@ -44,6 +44,7 @@ from connectors.json_lines import is_json_lines
 from connectors.layout import (
     HEADERLESS_BAR_STAMP,
     Dialect,
+    NoTickLayout,
     bar_notes,
     date_of,
     describe_map,
@@ -163,7 +164,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         encoding = f"; {why}" if is_csv(path) and (why := not_utf8(path)) else ""  # mojibake names: say why
         if instead := _detected_instead(path, spec):  # the way that reads it, rather than ways to mend the map
             headerless = encoding = ""
-        raise ValueError(f"{path}: the column map needs {missing}, which the file lacks; columns found: "
+        raise NoTickLayout(f"{path}: the column map needs {missing}, which the file lacks; columns found: "
                          f"{list(schema)}{headerless}{encoding}{instead}")
     if cmap.ts_unit == DETECT:  # a map that named its time column, not its unit
         unit, ts_format = detected_unit(cmap.ts, schema.get(cmap.ts) if len(cmap.ts_columns) == 1 else pl.String,

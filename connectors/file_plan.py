@@ -37,6 +37,25 @@ def is_csv(path: Path) -> bool:
     return path.name.lower().endswith(CSV_SUFFIXES)
 
 
+TICK_FILE_SUFFIXES = PARQUET_SUFFIXES + CSV_SUFFIXES + JSON_LINES_SUFFIXES + DBN_SUFFIXES
+READ_TYPES = ", ".join(TICK_FILE_SUFFIXES + (f"{ZIP_SUFFIX} (of these)",))  # said where a file is not one
+TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".tar")
+
+
+def is_tick_file(path: Path) -> bool:
+    """A name replay reads as ticks: a `.DS_Store` or a `notes.pdf` in an archive is none (a dotfile is an
+    archiver's metadata, whatever its suffix)."""
+    return path.name.lower().endswith(TICK_FILE_SUFFIXES) and not path.name.startswith(".")
+
+
+def unsupported_type(path: Path) -> str:
+    """Why replay cannot read ``path``: a tar archive named as one, with what to do (its suffix is not `.gz`)."""
+    if tar := next((s for s in TAR_SUFFIXES if path.name.lower().endswith(s)), None):
+        return (f"{path}: a tar archive ({tar}), which replay does not unpack: extract it (tar xf {path}) and give "
+                f"the files inside, or give them zipped (.zip)")
+    return f"{path}: unsupported file type {path.suffix.lower()!r}; replay reads {READ_TYPES}"
+
+
 def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
               overrides: dict[str, pl.DataType] | None = None, marks_kept: bool = False) -> pl.LazyFrame:
     """A file's rows; a CSV's `marks_kept`: a byte-order mark inside the file left in its cell (to show it)."""
@@ -64,8 +83,7 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
             ignore_errors=overrides is not None, separator=dialect.separator,
             decimal_comma=dialect.decimal_comma, truncate_ragged_lines=bool(dialect.long_rows),
             with_column_names=None if names else lambda found: [n.strip() for n in found]))
-    known = PARQUET_SUFFIXES + CSV_SUFFIXES + JSON_LINES_SUFFIXES + DBN_SUFFIXES + (f"{ZIP_SUFFIX} (of these)",)
-    raise ValueError(f"{path}: unsupported file type {suffix!r}; replay reads {', '.join(known)}")
+    raise ValueError(unsupported_type(path))
 
 
 BYTE_ORDER_MARK = "\ufeff"

@@ -45,6 +45,11 @@ from connectors.column_map import (
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.json_lines import JSON_LINES_SUFFIXES
 
+class NoTickLayout(ValueError):
+    """A file's columns hold no tick layout: none detected, or not the columns its map names. In an archive, a
+    `.txt` member that says so is a vendor's readme or licence, skipped when the archive's other members read."""
+
+
 PARQUET_SUFFIXES = (".parquet", ".pq")
 CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
 DBN_SUFFIXES = (".dbn", ".dbn.zst")
@@ -469,7 +474,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
             named = "is named as a yield" if len(yields) == 1 else "are named as yields"
             missing += (f". {', '.join(map(repr, yields))} {named}, which replay does not read as prices (a yield "
                         f"up is a price down): convert them to prices first (docs/replay.md#yield-quoted-instruments)")
-        raise ValueError(
+        raise NoTickLayout(
             f"cannot detect the column layout of {path}: columns found {names}; no {lacking} among them"
             f"{' (read so far: ' + seen + ')' if seen else ''}. Name its columns with a column map, e.g. --columns "
             f"ts=time,price=px,size=qty,stream=symbol for trades, ts=time,bid=bp,ask=ap for quotes (the time's unit "

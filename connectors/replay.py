@@ -56,15 +56,25 @@ from connectors.event_time import UTC_OFFSET
 from connectors.file_plan import (
     BYTE_ORDER_MARK,
     NO_TRADE,
+    READ_TYPES,
     FilePlan,
     first_text,
     is_csv,
     is_dbn,
+    is_tick_file,
     source_path,
     time_sample,
 )
 from connectors.json_lines import NOT_JSON, is_json_lines
-from connectors.layout import DECIMAL_COMMA, PARQUET_SUFFIXES, Caution, detect_columns, epoch_unit, sniff_csv
+from connectors.layout import (
+    DECIMAL_COMMA,
+    PARQUET_SUFFIXES,
+    Caution,
+    NoTickLayout,
+    detect_columns,
+    epoch_unit,
+    sniff_csv,
+)
 from connectors.planning import plan_file
 from connectors.price_notation import unread_price_hint, yield_columns
 from connectors.shifted_prices import (
@@ -514,6 +524,22 @@ def _source_name(plan: Any) -> str:
     return str(plan.path.resolve()) if origin is None else f"{origin.resolve()}!{plan.path.name}"
 
 
+def _members_skipped(archive: Path, not_tick_files: list[str], no_layout: list[tuple[str, str]],
+                     read: bool) -> list[str]:
+    """The notes on an archive's members that are no tick files: a name replay does not read (`.DS_Store`, a
+    `notes.pdf`), a `.txt` whose columns hold no tick layout (a vendor's readme). Refused when nothing else in the
+    archive read: then the archive holds no ticks, or its text files need a column map (the first one's error)."""
+    if not read and no_layout:
+        raise ValueError(no_layout[0][1])
+    if not read and not_tick_files:
+        raise ValueError(f"{archive}: the zip archive holds no tick file, only {', '.join(not_tick_files)}; replay "
+                         f"reads {READ_TYPES}")
+    notes = [f"{archive}: skipped {', '.join(not_tick_files)} inside: not tick files (replay reads "
+             f"{READ_TYPES})"] if not_tick_files else []
+    return notes + [f"{archive} ({member} inside): skipped: a text file whose columns hold no tick layout (a "
+                    f"readme?): {why.split(': ', 1)[-1].split('. ', 1)[0]}" for member, why in no_layout]
+
+
 def _is_list(item: Any) -> bool:
     return isinstance(item, (str, Path)) and str(item).lower().endswith((".yaml", ".yml"))
 
@@ -698,9 +724,9 @@ class FileReplay(Source):
                 return [plan_file(path, cmap, explicit)]
         if not path.is_file():
             raise FileNotFoundError(f"replay file not found: {path}")
-        unpacked = Unpacked(path) if utf16 is None else Unpacked.utf16(path, utf16)
+        unpacked = Unpacked(path, is_tick_file) if utf16 is None else Unpacked.utf16(path, utf16)
         self._unpacked.append(unpacked)
-        plans = []
+        plans, no_layout = [], []
         for i, inside in enumerate(unpacked.paths):
             if utf16 is None and is_csv(inside) and (member := utf16_encoding(inside)):  # UTF-16 in a zip
                 copy = Unpacked.utf16(inside, member)
@@ -718,13 +744,17 @@ class FileReplay(Source):
             try:
                 plan = plan_file(inside, cmap, explicit)
             except ValueError as e:  # named as the user knows it: the archive, not where it was unpacked
-                raise ValueError(str(e).replace(str(inside), str(path) if utf16 else f"{path} ({inside.name} inside)")
-                                 ) from None
+                said = str(e).replace(str(inside), str(path) if utf16 else f"{path} ({inside.name} inside)")
+                if utf16 is None and isinstance(e, NoTickLayout) and inside.suffix.lower() == ".txt":
+                    no_layout.append((unpacked.members[i], said))  # a readme or licence, unless nothing else reads
+                    continue
+                raise ValueError(said) from None
             if isinstance(plan, FilePlan):
                 plan = replace(plan, origin=path, notes=(unpacked.note(i), *plan.notes))
             else:
                 plan.origin = path  # a DBN file inside
             plans.append(plan)
+        self._file_notes.extend(_members_skipped(path, unpacked.left_out, no_layout, read=bool(plans)))
         return plans
 
     def _check_selection(self) -> str:

@@ -139,3 +139,53 @@ def test_a_truncated_zip_archive_is_said_to_be_cut_short(tmp_path: Path) -> None
     archive.write_bytes(archive.read_bytes()[:3000])
     with pytest.raises(ValueError, match="not a readable zip archive .*looks truncated"):
         FileReplay(archive)
+
+
+def test_members_that_are_no_tick_files_are_skipped_with_a_note(tmp_path: Path) -> None:
+    """A `.DS_Store` (Finder's Compress) or a vendor's README.txt stopped the whole run (review 108): skipped now,
+    named in a note; the ticks are the plain files' ticks."""
+    day = tmp_path / "BTCUSDT-trades-2024-01-01.csv"
+    binance_public_trades(day)
+    readme = tmp_path / "README.txt"
+    readme.write_text("Vendor X tick export\nFields: time (UTC), price, size\nLicence: internal use only.\n")
+    with zipfile.ZipFile(tmp_path / "mac.zip", "w") as z:
+        z.write(day, f"BTCUSDT/{day.name}")
+        z.writestr("BTCUSDT/.DS_Store", b"\x00\x00\x00\x01Bud1")
+        z.writestr("notes.pdf", b"%PDF-1.4")
+    packed = FileReplay(tmp_path / "mac.zip")
+    assert packed.next_batch(10_000) == FileReplay(day).next_batch(10_000)
+    assert f"{tmp_path / 'mac.zip'}: skipped BTCUSDT/.DS_Store, notes.pdf inside: not tick files (replay reads " \
+           f".parquet" in packed.notes[0]
+    assert "mac.zip: read BTCUSDT/BTCUSDT-trades-2024-01-01.csv, its one file" in packed.notes
+    vendor = FileReplay(zipped(tmp_path / "vendor.zip", day, readme))
+    assert vendor.next_batch(10_000) == FileReplay(day).next_batch(10_000)
+    assert f"{tmp_path / 'vendor.zip'} (README.txt inside): skipped: a text file whose columns hold no tick " \
+           f"layout (a readme?): columns found ['Vendor X tick export']; no time column among them" in vendor.notes
+
+
+def test_an_archive_of_no_ticks_or_a_failing_data_member_stops_named(tmp_path: Path) -> None:
+    day, readme = tmp_path / "ETHUSDT-trades-2024-01-01.csv", tmp_path / "README.txt"
+    binance_public_trades(day)
+    readme.write_text("Vendor X tick export\nFields: time (UTC), price, size\nLicence: internal use only.\n")
+    with pytest.raises(ValueError, match=r"cannot detect the column layout of .*readme.zip \(README.txt inside\)"):
+        FileReplay(zipped(tmp_path / "readme.zip", readme))  # nothing else read: the text may be the ticks
+    with zipfile.ZipFile(tmp_path / "junk.zip", "w") as z:
+        z.writestr(".DS_Store", b"\x00")
+    with pytest.raises(ValueError, match=r"junk.zip: the zip archive holds no tick file, only .DS_Store; replay "):
+        FileReplay(tmp_path / "junk.zip")
+    prose = tmp_path / "prose.csv"  # named as data: its failure is the run's
+    prose.write_text(readme.read_text())
+    with pytest.raises(ValueError, match=r"cannot detect the column layout of .*both.zip \(prose.csv inside\)"):
+        FileReplay(zipped(tmp_path / "both.zip", day, prose))
+
+
+def test_a_tar_archive_is_refused_as_one_with_the_command_that_extracts_it(tmp_path: Path, capsys) -> None:
+    import tarfile
+
+    day = tmp_path / "BTCUSDT-trades-2024-01-01.csv"
+    binance_public_trades(day)
+    with tarfile.open(tmp_path / "vendor.tar.gz", "w:gz") as tar:
+        tar.add(day, day.name)
+    assert main(["backtest", str(tmp_path / "vendor.tar.gz"), "--out", str(tmp_path / "a.parquet"), "--quiet"]) == 2
+    assert f"{tmp_path / 'vendor.tar.gz'}: a tar archive (.tar.gz), which replay does not unpack: extract it (tar xf " \
+           f"{tmp_path / 'vendor.tar.gz'}) and give the files inside, or give them zipped (.zip)" in capsys.readouterr().err
