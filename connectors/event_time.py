@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from connectors.column_map import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS, ColumnMap
-from connectors.layout import SPACED_FRACTION, epoch_unit, time_formats, two_way_date
+from connectors.layout import EPOCH_2200_NS, SPACED_FRACTION, epoch_unit, time_formats, two_way_date
 from connectors.ticks import TS_MAX
 
 # An ISO time with a UTC offset ("...09:30:00.123-04:00", "...13:30:00Z", BigQuery's "...13:30:00.123 UTC"), read
@@ -125,6 +125,8 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
     text = text.str.replace(SPACED_FRACTION, "${1}.${2}")  # NinjaTrader's `20240102 143000 2537700`
     # the text's decimal comma before a fraction reads as a point (above): so does the format's (`%S,%3f`)
     fmt = re.sub(r"%S,%(\d?)f", r"%S.%\1f", cmap.ts_format) if cmap.ts_format else None
+    if fmt is not None and EPOCH_CODE in fmt:  # an epoch count is an instant: no zone, no clock of one day
+        return _epoch_text(text, fmt)
     if first is not None and CLOCK_ONLY.match(first):  # one file a day, its date in its name or given
         if cmap.date is None:
             raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a time of day without a date: give "
@@ -153,6 +155,24 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
     if not fmt:
         text = pl.when(offset_row).then(text.str.replace(ZERO_OFFSET_NAMES, "+00:00"))
     return text.str.to_datetime(fmt, time_unit="ns", time_zone="UTC", strict=False).dt.epoch("ns")
+
+
+EPOCH_CODE = "%s"  # strftime's epoch seconds
+EPOCH_WITH_UNIT = re.compile(r"^%s(ms|us|ns)$")  # `1723161255342ms`: a count in the unit its suffix names
+
+
+def _epoch_text(text: pl.Expr, fmt: str) -> pl.Expr:
+    """Epoch text read by a format with `%s` -> int ns, null outside 1970..2200. `%sms`, `%sus`, `%sns` read the
+    digits as a count of that unit: chrono's `%s` would read them as seconds, and seconds x 1e9 wrapped int64 into
+    year-2211 times that passed every check. Any other `%s` format is read in us too, whose range holds any such
+    count unwrapped: a time it puts outside 1970..2200 is null (a rejected row, named), never a wrapped one."""
+    if unit := EPOCH_WITH_UNIT.match(fmt):
+        count = text.str.strip_suffix(unit[1]).cast(pl.Int64, strict=False)
+        per_count = UNITS[unit[1]]
+        return pl.when((count >= 0) & (count < EPOCH_2200_NS // per_count)).then(count * per_count)
+    ns = text.str.to_datetime(fmt, time_unit="ns", strict=False).dt.epoch("ns")
+    us = text.str.to_datetime(fmt, time_unit="us", strict=False).dt.epoch("us")
+    return pl.when((us >= 0) & (us < EPOCH_2200_NS // 1000)).then(ns)
 
 
 def time_column(cmap: ColumnMap) -> pl.Expr:
@@ -185,6 +205,8 @@ def time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
     if number is None and cmap.ts_unit in UNITS:
         return (f"{where}, not a number of {cmap.ts_unit} since the epoch: for date/time text give --ts-unit "
                 f"datetime (and --ts-format if it is not ISO 8601)")
+    if cmap.ts_unit == "datetime" and (hint := epoch_format_hint(first, cmap.ts_format)) is not None:
+        return f"{where}: {hint}"
     if cmap.ts_unit == "datetime":
         fits = [f for f in time_formats(first) if f != cmap.ts_format]
         example = " or ".join(repr(f) for f in fits) if fits else "'%Y%m%d %H:%M:%S%.f'"
@@ -192,6 +214,23 @@ def time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
                 f"give its format with strftime codes, e.g. --ts-format {example}"
                 + (" (both read it: which is the day?)" if len(fits) > 1 else ""))
     return f"{where}, not a number of {cmap.ts_unit}"
+
+
+def epoch_format_hint(text: str, ts_format: str | None) -> str | None:
+    """The option that reads an epoch count written as text (`1723161255342`, `1723161255342ms`) that the map
+    does not, or a `%s` format puts outside 1970..2200; None for other text."""
+    count = re.fullmatch(r"\s*(\d{9,19})(s|ms|us|ns)?\s*", text)
+    if count is None or (ts_format is not None and EPOCH_CODE not in ts_format):
+        return None
+    unit, suffix = epoch_unit(int(count[1])), count[2]
+    if suffix and ts_format == f"%s{suffix}":  # read as it says, and still no present-day time
+        magnitude = f" (at its magnitude it counts {unit})" if unit != suffix else ""
+        return f"{count[1]} {suffix} since the epoch, which is not in 1970..2200{magnitude}"
+    option = f"--ts-format '%s{suffix}'" if suffix else f"--ts-unit {unit} (and no --ts-format)"
+    if ts_format is None:
+        return f"an epoch count with its unit written after it: give {option}"
+    return (f"--ts-format {ts_format!r} reads no time in 1970..2200 from it"
+            f"{'' if suffix else f': at its magnitude it counts {unit}'}: give {option}")
 
 
 def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:

@@ -218,7 +218,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
                      f"rejects such rows instead)")
     # Dukascopy's `Gmt time`, LSEG's `Time[G]`: UTC by their names
     utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt", "[g]"))
-    if notes and cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named \
+    epoch_text = "%s" in (cmap.ts_format or "")  # epoch counts are instants: no zone to say
+    if notes and cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named and not epoch_text \
             and schema.get(cmap.ts) in (pl.String, None):
         # (a file whose later times carry offsets reads at them, its naive rows rejected: no "read as UTC" note)
         text = (first(cmap.ts_columns) if cmap.ts_format else time_sample(path, names, dialect, cmap.ts_columns)) or ""

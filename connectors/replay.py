@@ -52,7 +52,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     preset,
 )
 from connectors.content_notes import mixed_venues, overlapping_files
-from connectors.event_time import UTC_OFFSET
+from connectors.event_time import UTC_OFFSET, epoch_format_hint
 from connectors.file_plan import (
     BYTE_ORDER_MARK,
     NO_TRADE,
@@ -281,6 +281,9 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
     if column != plan.column_of("ts"):
         return f": {text!r} is not a number{_decimal_comma_hint(plan, text)}" if text is not None else \
             ": empty, or not a number"
+    ts_format = getattr(getattr(plan, "columns", None), "ts_format", None)
+    if text is not None and ts_format and (epoch := epoch_format_hint(text, ts_format)) is not None:
+        return f": {text!r}: {epoch}"
     if text is not None and (first := _offset_it_lacks(plan, text)) is not None:
         return (f": {text!r} lacks the UTC offset the file's other times carry (the first of them: {first!r}), "
                 f"so it is no instant: write the row with its offset")

@@ -1,0 +1,57 @@
+"""Epoch counts written as text with a unit suffix (`1723161255342ms`): `--ts-format '%sms'` read the digits as
+seconds, and seconds x 1e9 wrapped int64 into year-2211 times that replayed and scored without a word (review 108).
+Now `%sms`/`%sus`/`%sns` read a count of that unit, any `%s` time outside 1970..2200 is a reject naming its row,
+and the error on such text names the option that reads it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from connectors.replay import FileReplay
+from engine.service.cli import main
+
+FIRST_MS = 1_723_161_255_342  # 2024-08-08 23:54:15.342 UTC
+
+
+def epoch_text_file(path: Path, cells: list[str]) -> Path:
+    path.write_text("time,symbol,price,size\n" + "".join(f"{c},BTCUSDT,{61837 + i % 5},0.5\n"
+                                                         for i, c in enumerate(cells)))
+    return path
+
+
+def test_a_count_of_ms_with_its_suffix_reads_exactly_with_percent_s_ms(tmp_path: Path) -> None:
+    path = epoch_text_file(tmp_path / "trades.csv", [f"{FIRST_MS + 275 * i}ms" for i in range(300)])
+    replay = FileReplay(path, columns={"ts_format": "%sms"})
+    ticks = replay.next_batch(10_000)
+    assert [t.ts for t in ticks] == [(FIRST_MS + 275 * i) * 1_000_000 for i in range(300)]
+    assert not replay.rejected
+    assert not any("UTC offset" in note for note in replay.notes)  # an epoch count is an instant: no zone to say
+
+
+def test_a_percent_s_time_past_2200_is_a_reject_naming_its_row_never_a_wrapped_time(tmp_path: Path) -> None:
+    seconds = [f"{FIRST_MS // 1000 + i}s" for i in range(300)]
+    seconds[150] = f"{FIRST_MS + 150_000}s"  # a count of ms among seconds: x 1e9 wrapped to 2211
+    path = epoch_text_file(tmp_path / "mixed.csv", seconds)
+    replay = FileReplay(path, columns={"ts_format": "%ss"})
+    ticks = replay.next_batch(10_000)
+    assert len(ticks) == 299 and max(t.ts for t in ticks) < 1_800_000_000 * 10**9
+    assert replay.rejected == {"missing_field": 1}
+    assert replay.rejected.examples["missing_field"] == (
+        f"{path} line 152: missing_field: field 'ts' is required (column 'time': '{FIRST_MS + 150_000}s': "
+        f"{FIRST_MS + 150_000} s since the epoch, which is not in 1970..2200 (at its magnitude it counts ms))")
+
+
+def test_percent_s_on_ms_text_is_refused_with_the_option_that_reads_it(tmp_path: Path, capsys) -> None:
+    path = epoch_text_file(tmp_path / "trades.csv", [f"{FIRST_MS + 275 * i}ms" for i in range(300)])
+    out = tmp_path / "a.parquet"
+    for given, said in (([], "an epoch count with its unit written after it: give --ts-format '%sms'"),
+                        (["--ts-format", "%s"], "--ts-format '%s' reads no time in 1970..2200 from it: give "
+                                                "--ts-format '%sms'")):
+        capsys.readouterr()
+        assert main(["backtest", str(path), *given, "--out", str(out), "--quiet", "--max-ticks", "50"]) == 2
+        assert f"column 'time' holds '{FIRST_MS}ms': {said}" in capsys.readouterr().err
+        assert not out.exists()
+    plain = epoch_text_file(tmp_path / "plain.csv", [f"x{FIRST_MS + i}" for i in range(3)])
+    with pytest.raises(ValueError, match="not ISO 8601"):  # other text: the strftime advice as before
+        FileReplay(plain)
