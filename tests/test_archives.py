@@ -187,5 +187,6 @@ def test_a_tar_archive_is_refused_as_one_with_the_command_that_extracts_it(tmp_p
     with tarfile.open(tmp_path / "vendor.tar.gz", "w:gz") as tar:
         tar.add(day, day.name)
     assert main(["backtest", str(tmp_path / "vendor.tar.gz"), "--out", str(tmp_path / "a.parquet"), "--quiet"]) == 2
+    err = capsys.readouterr().err
     assert f"{tmp_path / 'vendor.tar.gz'}: a tar archive (.tar.gz), which replay does not unpack: extract it (tar xf " \
-           f"{tmp_path / 'vendor.tar.gz'}) and give the files inside, or give them zipped (.zip)" in capsys.readouterr().err
+           f"{tmp_path / 'vendor.tar.gz'}) and give the files inside, or give them zipped (.zip)" in err
