@@ -82,7 +82,6 @@ from connectors.shifted_prices import (
     SAID_STREAMS,
     ZERO_MAY_BE_A_PRICE,
     ZERO_SIDE,
-    Shifted,
     nonpositive_reading,
     offset_advice,
     shifted_message,

@@ -63,7 +63,7 @@ def test_serve_says_the_pools_size_and_the_key_that_sets_it(wide_checkpoint, tmp
     said = [line for line in lines if "KV pool" in line]
     # with the window in effect: a scheduler.window changed between restarts was applied without a word
     assert said == ["flashtick: KV pool: 32768 cells x 8 KiB = 0.25 GiB (the default, 65536 cells and at most "
-                    "256 MiB: kv.cells or kv.bytes sets it); each session's window: 1024 tokens (the model's positions, "
-                    "at most what the pool holds: scheduler.window sets it)\n"], lines
+                    "256 MiB: kv.cells or kv.bytes sets it); each session's window: 1024 tokens (the model's "
+                    "positions, at most what the pool holds: scheduler.window sets it)\n"], lines
     # the first line comes before the heavy imports: a supervisor's log shows a start began, and which
     assert lines[0].startswith("flashtick ") and lines[0].endswith(f" starting (pid {process.pid}, config {config})\n")

@@ -884,7 +884,8 @@ class Server:
         refused = {name: {"ticks": self._refused_streams[name][0], "error": self._refused_streams[name][1]}
                    for name in names or () if known.get(name) is None and name in self._refused_streams}
         return {"streams": known, "truncated": truncated, "uptime_s": time.time() - self.started_at,
-                **({"refused": refused} if refused else {}), **(self._still_refused_at_start() if names is None else {})}
+                **({"refused": refused} if refused else {}),
+                **(self._still_refused_at_start() if names is None else {})}
 
     def _still_refused_at_start(self) -> dict[str, Any]:
         """For a listing of every stream (which names held streams only): how many logged streams this start
