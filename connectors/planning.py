@@ -144,9 +144,16 @@ def _sequence_number(column: str, dtype: pl.DataType) -> pl.Expr:
     if dtype.is_integer():
         return pl.col(column).cast(pl.Int64, strict=False)
     if dtype.is_float() or dtype.is_decimal():
-        number = pl.col(column).cast(pl.Float64)
-        return pl.when(number == number.floor()).then(number.cast(pl.Int64, strict=False))
-    return pl.col(column).cast(pl.String).str.strip_chars().cast(pl.Int64, strict=False)
+        return _whole_float(pl.col(column).cast(pl.Float64))
+    text = pl.col(column).cast(pl.String).str.strip_chars()
+    # a CSV's `1001.0` (pandas writes an int column with a gap as floats), `1.001e3`: as Parquet's float column.
+    # The integer reading comes first: a number past 2**53 keeps every digit
+    return pl.coalesce(text.cast(pl.Int64, strict=False), _whole_float(text.cast(pl.Float64, strict=False)))
+
+
+def _whole_float(number: pl.Expr) -> pl.Expr:
+    """A float as an Int64 where it is a whole number; null otherwise (`6.5`, NaN, infinity)."""
+    return pl.when(number.is_finite() & (number == number.floor())).then(number.cast(pl.Int64, strict=False))
 
 
 # polars' refusals of a CSV row with more fields than the file's columns (with and without a header)

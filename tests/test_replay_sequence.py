@@ -112,6 +112,21 @@ def test_a_row_without_a_sequence_number_is_rejected_by_its_line(tmp_path: Path)
         FileReplay(csv, columns=map_from_options(sequence="sequence", detect=True))
 
 
+def test_a_csv_s_sequence_numbers_written_as_floats_read_as_the_whole_numbers_they_hold(tmp_path: Path) -> None:
+    # pandas writes an int column with a gap as `1001.0`: every row was rejected, where Parquet's floats read
+    as_floats = BY_VENUE.with_columns(pl.col("seq").cast(pl.Float64))
+    csv = written(as_floats, tmp_path / "floats.csv")
+    assert "1001.0" in csv.read_text()
+    replay = FileReplay(csv, columns=SEQUENCE)
+    assert bids(replay) == IN_SEQUENCE and dict(replay.rejected) == {}
+    spelled = BY_VENUE.with_columns(pl.format("{}.00", pl.col("seq")).alias("seq"))  # `1001.00`
+    spelled = spelled.with_columns(pl.when(pl.col("bid") == 1.0).then(pl.lit(" 1.001e3 ")).when(pl.col("bid") == 1.04)
+                                   .then(pl.lit("1005.5")).otherwise(pl.col("seq")).alias("seq"))
+    replay = FileReplay(written(spelled, tmp_path / "spelled.csv"), columns=SEQUENCE)
+    assert bids(replay) == [b for b in IN_SEQUENCE if b != 1.04]  # 1005.5 is no whole number: rejected alone
+    assert dict(replay.rejected) == {"missing_field": 1}
+
+
 def test_backtest_feed_replay_train_and_evaluate_read_ties_in_sequence_order(tmp_path: Path, capsys) -> None:
     scrambled, in_order = written(BY_VENUE, tmp_path / "venues.csv"), written(tape(), tmp_path / "ordered.csv")
     parser = build_parser()
