@@ -61,3 +61,15 @@ def test_a_measured_validation_is_the_estimate_once_one_ran() -> None:
     assert clock.step_s == 2.0  # the validation is no part of a step's time
     assert clock.stop_reason() == ("--max-minutes 1: 6.0 s of 60 s left, less than the next step and a validation, "
                                    "estimated at 2.0 s (from 2 steps) + 50.0 s (measured)")
+
+
+def test_a_first_step_past_a_tiny_budget_leaves_no_time_rather_than_a_negative_one() -> None:
+    # --max-minutes 0.001 (0.06 s): the review read "-2.3 s of 0 s left"
+    hand = HandClock()
+    clock = _StepClock(0.06, 4, hand)
+    run_step(clock, hand, 0.5, 1.86)
+    assert clock.stop_reason() == ("--max-minutes 0.001: 0.0 s of 0.06 s left (the first step ended 2.3 s past "
+                                   "it), less than the next step and a validation, estimated at 2.4 s (from 1 step) "
+                                   "+ 2.0 s (4 batches' forwards)")
+    run_step(clock, hand, 0.5, 0.5)  # a later step past the limit says so
+    assert "0.0 s of 0.06 s left (the last step ended 3.3 s past it)" in clock.stop_reason()

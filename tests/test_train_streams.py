@@ -236,6 +236,7 @@ def test_a_chain_of_short_series_is_summed_up_in_one_line_even_under_quiet(train
            "test parts under 64 ticks" in err, err
     assert all(f"left out SPY   241220C00{450 + k}000: " in (tmp_path / "m0" / "TRAINING.md").read_text()
                for k in range(6))  # the model card names each
+    assert "- Losses: last 1 training step next-token" in (tmp_path / "m0" / "TRAINING.md").read_text()
     # evaluate: the same line; a refusal of the series alone sums them up, and --verbose names each
     _, model, _, _ = trained
     assert main(["evaluate", str(model), str(csv), "--quiet", *QUICK]) == 0

@@ -29,6 +29,7 @@ import torch
 from connectors.builtin import load_builtin_codec
 from connectors.calibration import Calibration
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
+from connectors.ticks import counted
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.calibrate import calibrate_streams, fit_heads, validation_pairs
 from engine.service.evaluate import (EvalOptions, evaluate_streams, format_table, load_tick_model, plot,
@@ -245,7 +246,7 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
   + {cfg['questions_per_window']} question probes each; AdamW lr {cfg['lr']}, seed {cfg['seed']}; on {record['device']}
   ({platform.machine()}, torch {torch.__version__}); {stats['train_seconds']} s of optimisation,
   {record['total_seconds']} s in all
-- Losses: last {min(20, stats['steps_done'])} training steps next-token {stats['final_lm_loss']}, answer {stats['final_qa_loss']} nats;
+- Losses: last {counted(min(20, stats['steps_done']), 'training step')} next-token {stats['final_lm_loss']}, answer {stats['final_qa_loss']} nats;
   {f"best validation loss {stats['best_validation_loss']} at step {stats['best_step']} (weights kept from there)"
    if stats['best_validation_loss'] is not None else "no validation part: the weights of the last step"}{still}
 - Answer calibration (calibration.json; answers are softmax(z / temperature + bias) over the answer logits z):

@@ -316,8 +316,13 @@ class _StepClock:
             return None  # one step's estimate (with its warm-up) does not end a run at under half its time
         steps = counted(len(self._step_times), "step")
         measured = "measured" if self.validation_s is not None else f"{self.validation_batches} batches' forwards"
-        return (f"--max-minutes {budget / 60:g}: {left:.1f} s of {budget:.0f} s left, less than the next step and a "
-                f"validation, estimated at {self.step_s:.1f} s (from {steps}) + {validation_s:.1f} s ({measured})")
+        # a budget under a second (--max-minutes 0.001: 0.06 s) read as "0 s"; 3 digits keep it
+        of = f"{budget:.0f}" if budget >= 100 else f"{budget:.3g}"
+        # the step that always runs (the first) or a slow one can end past the limit: no time is left, not -2.3 s
+        over = "" if left >= 0 else \
+            f" ({'the first step' if len(self._step_times) == 1 else 'the last step'} ended {-left:.1f} s past it)"
+        return (f"--max-minutes {budget / 60:g}: {max(left, 0.0):.1f} s of {of} s left{over}, less than the next step "
+                f"and a validation, estimated at {self.step_s:.1f} s (from {steps}) + {validation_s:.1f} s ({measured})")
 
     def room_for_another(self) -> bool:
         return self.stop_reason() is None
