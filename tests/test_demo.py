@@ -46,3 +46,17 @@ def test_a_demo_replay_lists_the_rows_it_did_not_feed_and_takes_the_reading_opti
     assert "streams selected ['EPEX:*']" in err
     assert main(["demo", "--price-offset", "100"]) == 2
     assert "read files: give them with --replay FILE" in capsys.readouterr().err
+
+
+def test_a_demo_replay_of_files_without_data_rows_stops_before_loading_the_model(tmp_path, capsys) -> None:
+    # it loaded the model and ran its seconds on nothing, exit 0, where backtest stops
+    from engine.service.cli import main
+
+    (tmp_path / "empty.csv").write_text("timestamp,symbol,price,size\n")
+    (tmp_path / "empty2.csv").write_text("timestamp,symbol,price,size\n")
+    assert main(["demo", "--replay", str(tmp_path / "empty.csv"), str(tmp_path / "empty2.csv"),
+                 "--seconds", "600"]) == 2
+    out, err = capsys.readouterr()
+    assert "empty.csv: no data rows; skipped" in err and "empty2.csv: no data rows; skipped" in err
+    assert "flashtick demo: error: the files hold no ticks (no data rows): nothing to demo" in err, err
+    assert "loading the built-in model" not in err and "summary" not in out

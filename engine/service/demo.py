@@ -46,6 +46,9 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
         SyntheticSource(SyntheticConfig(seed=0))
     for line in getattr(source, "notes", ()):
         print(f"flashtick demo: note: {line}", file=sys.stderr, flush=True)
+    if replay and not source.plans:  # every file skipped: refused as backtest refuses it, before the model loads
+        source.close()
+        raise ValueError("the files hold no ticks (no data rows): nothing to demo")
     local = "tcp://127.0.0.1:0"
     # no clock bound (limits.max_ts_ahead_s): a demo's files may be dated anywhere, a simulation's in the future too
     config = ServiceConfig(endpoints=EndpointsSection(ingest=local, answers=local, control=local),
