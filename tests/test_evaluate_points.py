@@ -149,3 +149,15 @@ def test_bad_batch_ms_and_points_out_are_refused_before_the_run(files: dict[str,
     assert main(["evaluate", str(files["model"]), str(files["plain"]), "--points-out",
                  str(tmp_path / "missing" / "p.parquet")]) == 2
     assert "no directory" in capsys.readouterr().err
+
+
+def test_a_batch_ms_past_the_test_part_names_the_option_and_writes_no_points(files: dict[str, Path], tmp_path: Path,
+                                                                              capsys) -> None:
+    # said "no question has a realised answer in both the train and the test part", and wrote an empty Parquet
+    points = tmp_path / "huge.parquet"
+    assert main(["evaluate", str(files["model"]), str(files["plain"]), *QUICK, "--batch-ms", "100000000",
+                 "--points-out", str(points)]) == 2
+    err = capsys.readouterr().err
+    assert "nothing to score: --batch-ms 100000000 leaves no labelled batch end in the test part (its span: " in err, err
+    assert " in its longest stream; " in err and "labelled ticks without --batch-ms)" in err, err
+    assert not points.exists()

@@ -2070,7 +2070,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     import dataclasses
 
     from engine.models import BUILTIN_MODEL_DIR
-    from engine.service.evaluate import evaluate_streams, format_table, load_tick_model, plot, window_ticks
+    from engine.service.evaluate import (batch_ms_left_nothing, evaluate_streams, format_table, load_tick_model, plot,
+                                         window_ticks)
     from connectors.ticks import counted
     from engine.service.features import read_head
     from engine.service.finetune import resolve_device
@@ -2101,6 +2102,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         said(overlap)
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),
                               read_head(model_dir, codec), points_out=args.points_out)
+    if (why := batch_ms_left_nothing(result)) is not None:
+        raise ValueError(f"nothing to score: {why}")
     if not result["questions"]:  # never an empty table that exits 0
         raise ValueError(f"nothing to score: no question has a realised answer in both the train and the test part "
                          f"(--split {args.split}) of {counted(len(prepared), 'stream')}")

@@ -40,6 +40,7 @@ import torch
 
 from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
+from connectors.event_time import duration_text
 from connectors.feed import batch_end
 from connectors.ticks import shown_name, utc_text
 from engine.models.loader import check_checkpoint
@@ -278,6 +279,7 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
     W = window_ticks(model)
     feats = [sd.features for sd in streams]
     train_x, train_y, test = [[] for _ in qs], [[] for _ in qs], [[] for _ in qs]
+    labelled, batch_ends = 0, 0  # the test part's labelled points, and those --batch-ms keeps
     for sd, x in zip(streams, feats):
         ii, qq = sd.points("train")
         for qi in range(len(qs)):
@@ -290,10 +292,12 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
             hi, hq = hi[kept], hq[kept]
             history_logits = answer_logits(model, codec, sd, hi, hq, options)
         ii, qq = sd.points("test")
+        labelled += len(ii)
         if options.batch_ms is not None:  # as the backtest rounds it
             at_batch_end = batch_last_ticks(np.array([t.ts for t in sd.ticks], dtype=np.int64),
                                             int(options.batch_ms * 1e6))
             ii, qq = ii[at_batch_end[ii]], qq[at_batch_end[ii]]
+        batch_ends += len(ii)
         keep = np.isin(ii, chosen_ticks(np.unique(ii), W - W // 2, options.max_points))
         ii, qq = ii[keep], qq[keep]
         logits = answer_logits(model, codec, sd, ii, qq, options)
@@ -349,13 +353,16 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                if len(streams) > 1 else {}),
             "answer_calibration": q.calibration.to_dict(),
             **({"answer_head": {"model_weight": heads[q.name].model_weight}} if q.name in heads else {})}
-    if points_out is not None:
+    if points_out is not None and results:  # a run that scored nothing leaves no file (an empty one read as a result)
         write_points(points_out, scored_points)
     return {"questions": results, "window_ticks": W, "options": vars(options),
-            "answer_points": {"batch_ms": options.batch_ms, "within_1ms_of_next": round(burst_share(streams), 4)},
+            "answer_points": {"batch_ms": options.batch_ms, "within_1ms_of_next": round(burst_share(streams), 4),
+                              "labelled": labelled, **({"batch_ends": batch_ends} if options.batch_ms else {})},
             "calibration_source": codec.calibration.source,
             "streams": {sd.name: {"ticks": len(sd.ticks), **{p: [r.start, r.stop] for p, r in
                                                           zip(("train", "validation", "test"), sd.parts)},
+                                  "test_span_ns": (sd.ticks[sd.parts[2].stop - 1].ts - sd.ticks[sd.parts[2].start].ts
+                                                   if len(sd.parts[2]) else 0),
                                   "times": part_times([sd])}
                         for sd in streams},
             "part_times": part_times(streams),
@@ -400,6 +407,19 @@ def uncalibrated_why(calibration: dict[str, Any]) -> str | None:
         return f"{calibration['points']} validation points, fewer than {MIN_POINTS}"
     return (f"{calibration['points']} validation points, fewer than {MIN_SECOND_ANSWER} of them not the most common "
             f"answer: nothing to fit, and no answer head")
+
+
+def batch_ms_left_nothing(result: dict[str, Any]) -> str | None:
+    """Why nothing was scored when --batch-ms, not the files, took every labelled point of the test part; else None.
+    Said with the test part's longest span in a stream: a batch longer than that ends past every labelled tick."""
+    points = result["answer_points"]
+    if result["questions"] or points["batch_ms"] is None or points["batch_ends"] or not points["labelled"]:
+        return None
+    spans = [sd["test_span_ns"] for sd in result["streams"].values()]
+    batch_ms = points["batch_ms"]
+    return (f"--batch-ms {int(batch_ms) if batch_ms == int(batch_ms) else batch_ms} leaves no labelled batch end in the test part (its span: "
+            f"{duration_text(max(spans))}{' in its longest stream' if len(spans) > 1 else ''}; "
+            f"{points['labelled']:,} labelled ticks without --batch-ms): give a --batch-ms well under that span")
 
 
 def part_times(streams: list[StreamData]) -> dict[str, list[str] | None]:
