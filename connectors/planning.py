@@ -72,7 +72,7 @@ from connectors.layout import (
 from connectors.misread_times import time_cautions, time_facts, trade_date_caution
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution
 from connectors.repeated_hour import repeated_hour
-from connectors.repeated_trades import repeated_caution, repeated_ids, trade_id_column
+from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id_note, trade_columns, trade_id_column
 from connectors.shifted_prices import near_zero_streams
 from connectors.ticks import venue_caution
 
@@ -436,15 +436,17 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                     span=_span(facts["min_ts"], facts["max_ts"], factor),
                     tickless=tickless, footer=footer, header_rows=frozenset(facts["header_rows"]))
     id_column = trade_id_column(cmap, schema)
-    repeated = repeated_ids(rows, raw_stream, id_column, ROW) if id_column is not None else None
     if header_rows := sorted(plan.header_rows):  # (its `where`, as below)
         more = f" and {len(header_rows) - 1} more repeat" if len(header_rows) > 1 else " repeats"
         plan = replace(plan, notes=(*plan.notes, f"{plan.where(header_rows[0])}{more} the header row: "
                                                  f"files joined one after another (a concatenated export); left out "
                                                  f"as filtered_out, no tick"))
-    if repeated is not None:  # (after the plan is made: its `where` names a row as the user finds it)
+    if id_column is not None:  # (after the plan is made: its `where` names a row as the user finds it)
+        same, other = repeated_ids(rows, raw_stream, id_column, ROW, trade_columns(cmap))
         line = lambda row: plan.where(row).removeprefix(f"{plan.given_name} ")  # noqa: E731 (the name is said)
-        plan = replace(plan, notes=(*plan.notes, repeated_caution(path.name, repeated, line)))
+        said = ([repeated_caution(path.name, same, line)] if same else []) + \
+            ([shared_id_note(path.name, other, line)] if other else [])
+        plan = replace(plan, notes=(*plan.notes, *said)) if said else plan
     return plan
 
 

@@ -3,7 +3,9 @@ an overlap (page two starts a few trades before page one ended). Each such row w
 move every count, label and score after it, as a file named twice would (connectors/replay.py reads that once).
 They are said, as a caution, not dropped: the id column is known by its name only (no map names it), and a
 column of that name that is no unique trade id (an `id` that numbers something else, ids that restart each day)
-would lose real trades if its repeats were dropped."""
+would lose real trades if its repeats were dropped. A row is a repeat only when its trade (time, price, size,
+side) repeats with the id; rows that share an id as other trades (an order id's partial fills) get a note that
+the column is no unique trade id, and no advice to drop them."""
 
 from __future__ import annotations
 
@@ -30,28 +32,53 @@ def trade_id_column(cmap: ColumnMap, schema: dict[str, Any]) -> str | None:
     return next((by_name[name] for name in TRADE_ID_NAMES if name in by_name), None)
 
 
+def trade_columns(cmap: ColumnMap) -> list[str]:
+    """The columns that make a trade: its time, price, size and side, as the map reads them."""
+    return [c for c in (*cmap.ts_columns, cmap.price, cmap.size, cmap.side) if c is not None]
+
+
 class RepeatedIds(NamedTuple):
     column: str
-    rows: int  # rows whose (stream, id) an earlier row has
+    rows: int  # rows whose (stream, id) an earlier row has, with the same trade (time, price, size, side)
     first_repeat: int  # row numbers (file order): the first such row, and the earlier row it repeats
     first_seen: int
     trade_id: Any
 
 
-def repeated_ids(rows: pl.LazyFrame, stream: pl.Expr, column: str, row: str) -> RepeatedIds | None:
-    """The rows (of `rows`, numbered in column `row`) whose (stream, trade id) an earlier row already has."""
-    ids = rows.select(stream.alias("_stream"), pl.col(column).alias("_id"), pl.col(row).alias("_row"))
-    ids = ids.filter(pl.col("_id").is_not_null()).with_columns(_seen=pl.col("_row").min().over("_stream", "_id"))
-    repeats = ids.filter(pl.col("_row") != pl.col("_seen")).sort("_row")
-    found = repeats.select(n=pl.len(), row=pl.col("_row").first(), seen=pl.col("_seen").first(),
-                           id=pl.col("_id").first()).collect().row(0, named=True)
-    if not found["n"]:
-        return None
-    return RepeatedIds(column, found["n"], found["row"], found["seen"], found["id"])
+class Repeats(NamedTuple):
+    """A file's rows that share an earlier row's (stream, id): ``same`` repeat its trade too (overlapping
+    pages), ``other`` are other trades under that id (an order id's partial fills); None where there are none."""
+    same: RepeatedIds | None
+    other: RepeatedIds | None
+
+
+def repeated_ids(rows: pl.LazyFrame, stream: pl.Expr, column: str, row: str, trade: list[str]) -> Repeats:
+    """The rows (of `rows`, numbered in column `row`) whose (stream, trade id) an earlier row already has, told
+    apart by whether the `trade` columns repeat too. Only such a row is a repeat: an order id's partial fills share
+    the id at other sizes and times, and dropping them would drop real trades."""
+    ids = rows.select(stream.alias("_stream"), pl.col(column).alias("_id"), pl.col(row).alias("_row"),
+                      pl.struct(trade or [pl.lit(0)]).hash().alias("_trade"))
+    ids = ids.filter(pl.col("_id").is_not_null()).with_columns(
+        _seen=pl.col("_row").min().over("_stream", "_id"), _same=pl.col("_row").min().over("_stream", "_id", "_trade"))
+    ids = ids.filter(pl.col("_row") != pl.col("_seen")).sort("_row")
+    same = ids.filter(pl.col("_row") != pl.col("_same")).select(
+        n=pl.len(), row=pl.col("_row").first(), seen=pl.col("_same").first(), id=pl.col("_id").first())
+    other = ids.filter(pl.col("_row") == pl.col("_same")).select(
+        n=pl.len(), row=pl.col("_row").first(), seen=pl.col("_seen").first(), id=pl.col("_id").first())
+    found = [frame.row(0, named=True) for frame in pl.collect_all([same, other])]
+    return Repeats(*(RepeatedIds(column, f["n"], f["row"], f["seen"], f["id"]) if f["n"] else None for f in found))
 
 
 def repeated_caution(name: str, repeated: RepeatedIds, where: Callable[[int], str]) -> Caution:
-    return Caution(f"{name}: {repeated.rows} row(s) repeat the trade id (column {repeated.column!r}) of an earlier "
-                   f"row of their stream, the first {where(repeated.first_repeat)} (id {repeated.trade_id!r}, as "
-                   f"{where(repeated.first_seen)}): each replays as one more tick, moving every count, label and "
-                   f"score after it (export pages that overlap?); write the file without the repeats")
+    return Caution(f"{name}: {repeated.rows} row(s) repeat an earlier row of their stream, its trade id (column "
+                   f"{repeated.column!r}), time, price and size alike, the first {where(repeated.first_repeat)} (id "
+                   f"{repeated.trade_id!r}, as {where(repeated.first_seen)}): each replays as one more tick, moving "
+                   f"every count, label and score after it (export pages that overlap?); write the file without the "
+                   f"repeats")
+
+
+def shared_id_note(name: str, shared: RepeatedIds, where: Callable[[int], str]) -> str:
+    """Rows of one id and other trades: the column numbers something else (orders), and each row is a trade."""
+    return (f"{name}: column {shared.column!r} is no unique trade id: {shared.rows} row(s) share an earlier row's id "
+            f"at another time, price or size, the first {where(shared.first_repeat)} (id {shared.trade_id!r}, as "
+            f"{where(shared.first_seen)}), as an order id's partial fills do; each replays as the trade it is")

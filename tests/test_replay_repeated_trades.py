@@ -26,8 +26,8 @@ def test_rows_that_repeat_a_trade_id_are_counted_and_said_with_the_first(tmp_pat
     trades(ids).write_csv(tmp_path / "pages.csv")
     replay = FileReplay(tmp_path / "pages.csv", columns="coinbase-trades")
     assert len(drain(replay)) == len(ids)  # said, not dropped: the id column is known by its name only
-    said = ("pages.csv: 5 row(s) repeat the trade id (column 'trade_id') of an earlier row of their stream, the "
-            "first line 22 (id 15, as line 17): each replays as one more tick, moving every "
+    said = ("pages.csv: 5 row(s) repeat an earlier row of their stream, its trade id (column 'trade_id'), time, "
+            "price and size alike, the first line 22 (id 15, as line 17): each replays as one more tick, moving every "
             "count, label and score after it (export pages that overlap?); write the file without the repeats")
     assert said in replay.notes and replay.cautions == [said]
 
@@ -44,5 +44,25 @@ def test_a_backtest_says_the_repeats_again_at_its_end(tmp_path: Path, capsys) ->
                  str(tmp_path / "a.parquet"), "--quiet"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert out.splitlines()[-1].startswith("warning (said above too): BTC-USD.csv: 5 row(s) repeat the trade id "
-                                           "(column 'id')"), out
+    assert out.splitlines()[-1].startswith("warning (said above too): BTC-USD.csv: 5 row(s) repeat an earlier row "
+                                           "of their stream, its trade id (column 'id')"), out
+
+
+def test_an_order_id_s_partial_fills_are_no_repeats_and_are_never_advised_away(tmp_path: Path) -> None:
+    # the review's BTCUSDT-orderid.csv: id = row // 3 (three fills per order), each fill its own time and size;
+    # the caution called 2 of every 3 trades repeats and said to write the file without them
+    fills = trades(list(range(N))).with_columns(trade_id=pl.int_range(pl.len()) // 3)
+    fills.write_csv(tmp_path / "orders.csv")
+    replay = FileReplay(tmp_path / "orders.csv", columns="coinbase-trades")
+    assert len(drain(replay)) == N and replay.cautions == []
+    said = ("orders.csv: column 'trade_id' is no unique trade id: 26 row(s) share an earlier row's id at another "
+            "time, price or size, the first line 3 (id 0, as line 2), as an order id's partial fills do; each "
+            "replays as the trade it is")
+    assert said in replay.notes, replay.notes
+    # order ids and an overlap of pages: the whole rows repeated are said apart, with the advice
+    pl.concat([fills, fills.slice(30)]).write_csv(tmp_path / "both.csv")
+    replay = FileReplay(tmp_path / "both.csv", columns="coinbase-trades")
+    assert len(replay.cautions) == 1 and replay.cautions[0].startswith(
+        "both.csv: 10 row(s) repeat an earlier row of their stream, its trade id (column 'trade_id'), time, price "
+        "and size alike, the first line 42 (id 10, as line 32)"), replay.cautions
+    assert any(note.startswith("both.csv: column 'trade_id' is no unique trade id: 26 row(s)") for note in replay.notes)
