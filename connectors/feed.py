@@ -691,7 +691,11 @@ class AfterHeld(Source):
     feed's summary; ``held_ticks`` (the engine's tick count of each stream's session) tells there a file fed again
     from one older than what the engine holds (no tick stamped as its last, and more ticks left out of a stream
     than its session holds: ``older``). A file
-    source is handed the check (FileReplay.leave_out), so a paced replay does not wait through what it leaves out."""
+    source is handed the check (FileReplay.leave_out), so a paced replay does not wait through what it leaves out.
+    A file whose first ticks of a stream are stamped exactly the engine's last tick, none before, while the engine
+    holds more ticks than those stamped then, continues the engine's ticks (an export split by row count or page
+    inside a millisecond), not the file that fed them: its ticks stamped then are new, and all are sent
+    (``continued``); a file that fed the engine holds the engine's earlier ticks too, so it has ticks before."""
 
     def __init__(self, source: Source, last_ts: Mapping[str, int],
                  at_last_ts: Mapping[str, int | None] | None = None, held_ticks: Mapping[str, int] | None = None
@@ -702,6 +706,8 @@ class AfterHeld(Source):
         self.held_ticks = dict(held_ticks or {})
         self.skipped: Counter[str] = Counter()
         self._at_last_seen: Counter[str] = Counter()  # stream -> its ticks stamped last_ts met so far
+        self._before_seen: set[str] = set()  # streams with a tick stamped before last_ts met: the files overlap
+        self.continued: Counter[str] = Counter()  # stream -> its ticks stamped last_ts sent as new (see above)
         self._passed_over = hasattr(source, "leave_out")
         if self._passed_over:
             source.leave_out = self._left_out
@@ -722,10 +728,19 @@ class AfterHeld(Source):
         if last_ts is None or tick.ts > last_ts:
             return False
         if tick.ts < last_ts:
+            self._before_seen.add(tick.stream)
             return True
         self._at_last_seen[tick.stream] += 1
         held_there = self.at_last_ts.get(tick.stream)
+        if held_there is not None and self._continues(tick.stream, held_there):
+            self.continued[tick.stream] += 1
+            return False
         return held_there is None or self._at_last_seen[tick.stream] <= held_there
+
+    def _continues(self, stream: str, held_there: int) -> bool:
+        """Whether the files' ticks of ``stream`` begin at the engine's last time while it holds ticks before that
+        time these files lack: they are no re-feed of what it holds (that would hold those earlier ticks too)."""
+        return stream not in self._before_seen and self.held_ticks.get(stream, 0) > held_there
 
     @property
     def done(self) -> bool:
@@ -744,16 +759,33 @@ class AfterHeld(Source):
         return getattr(self.source, name)
 
     def said(self) -> str | None:
-        """The summary's line for what was left out, or None."""
+        """The summary's line for what was left out and what was sent as continuing the engine's ticks, or None."""
+        continued = self._continued_text()
         if not self.skipped:
-            return None
-        streams = ", ".join(f"{shown_name(s)} {n}" for s, n in sorted(self.skipped.items())[:8])
+            return continued
+        streams = ", ".join(f"{shown_name(s)}: {n}{self._holds(s)}" for s, n in sorted(self.skipped.items())[:8])
         more = f", ... ({len(self.skipped)} streams)" if len(self.skipped) > 8 else ""
         said = (f"{sum(self.skipped.values())} ticks not sent: stamped at or before the engine's last tick of their "
                 f"stream ({streams}{more}), which it holds if these files were fed before (ticks older than its "
                 f"last, from another file, it cannot take: a stream takes ticks in time order); the feed went on "
                 f"from there (with the ticks stamped as that last one past as many as it holds)")
-        return f"{said}; {older}" if (older := self.older()) else said
+        said = f"{said}; {older}" if (older := self.older()) else said
+        return f"{said}; {continued}" if continued else said
+
+    def _holds(self, stream: str) -> str:
+        held, at = self.held_ticks.get(stream), self.at_last_ts.get(stream)
+        if held is None:
+            return ""
+        return f" (the engine holds {held:,}" + (f", {at:,} stamped as its last)" if at is not None else ")")
+
+    def _continued_text(self) -> str | None:
+        if not self.continued:
+            return None
+        streams = ", ".join(f"{shown_name(s)}: {n}{self._holds(s)}" for s, n in sorted(self.continued.items())[:8])
+        more = f", ... ({len(self.continued)} streams)" if len(self.continued) > 8 else ""
+        return (f"{sum(self.continued.values())} ticks sent stamped as the engine's last tick of their stream "
+                f"({streams}{more}): the files begin at that time with no earlier tick, so they continue what it "
+                f"holds rather than repeat it (a file split inside a millisecond)")
 
     def older(self) -> str | None:
         """What says the files left out ticks older than what the engine holds, not ticks it holds: none of a

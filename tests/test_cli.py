@@ -926,6 +926,40 @@ def test_subscribe_says_when_the_service_goes_away_and_comes_back(checkpoint, tm
         child.wait(10)
 
 
+def test_a_file_that_continues_a_stream_inside_its_last_millisecond_is_sent_whole(checkpoint, tmp_path,
+                                                                                   capsys) -> None:
+    """An export split by row count inside a millisecond: part 2's first 6 trades share the time of part 1's last
+    6, which the engine holds. They were left out as held ("6 ticks not sent"), lost with exit 0; part 2 holds no
+    tick before that time, so it continues what the engine holds: every tick is sent, none twice."""
+    import polars as pl
+
+    t0 = 1_723_161_283_000_000_000
+    stamps = [t0 + i * 1_000_000 for i in range(44)] + [t0 + 44_000_000] * 12 + \
+        [t0 + (i - 11) * 1_000_000 for i in range(56, 100)]  # rows 44..55 share one millisecond
+    trades = pl.DataFrame({"ts": stamps, "stream": "BTCUSD", "price": [60_000.0 + i % 7 for i in range(100)],
+                           "size": 0.01})
+    trades.slice(0, 50).write_parquet(tmp_path / "part1.parquet")
+    trades.slice(50).write_parquet(tmp_path / "part2.parquet")
+    with serving(config(checkpoint, tmp_path)) as server:
+        ends = ["--endpoint", server.endpoints["ingest"], "--answers", server.endpoints["answers"], "--control",
+                server.endpoints["control"]]
+        code, _, err = run(capsys, "feed", "replay", str(tmp_path / "part1.parquet"), *ends)
+        assert code == 0 and "sent 50 ticks" in err, err
+        wait_for(lambda: server.pipeline.ticks_in == 50, 120.0)
+        code, _, err = run(capsys, "feed", "replay", str(tmp_path / "part2.parquet"), *ends)
+        assert code == 0 and "sent 50 ticks" in err and "not sent" not in err, err
+        assert ("flashtick feed: 6 ticks sent stamped as the engine's last tick of their stream (BTCUSD: 6 (the "
+                "engine holds 50, 6 stamped as its last)): the files begin at that time with no earlier tick") in err
+        wait_for(lambda: server.pipeline.ticks_in == 100, 120.0)
+        # both parts fed again: each tick held, none sent, and the count names what the engine holds
+        code, _, err = run(capsys, "feed", "replay", str(tmp_path / "part1.parquet"), str(tmp_path / "part2.parquet"),
+                           *ends)
+        assert code == 0 and "sent 0 ticks" in err, err
+        assert "100 ticks not sent: stamped at or before the engine's last tick of their stream (BTCUSD: 100 (the " \
+               "engine holds 100, 1 stamped as its last))" in err, err
+        assert server.pipeline.ticks_in == 100 and sum(server.pipeline.rejected.values()) == 0
+
+
 def test_a_file_fed_again_goes_on_from_where_the_engine_is(checkpoint, tmp_path, capsys) -> None:
     """`feed replay` of a file the engine already holds part of (a restart mid-feed, or the same command run
     again): the held ticks are not sent (they were refused as ts_backwards, and the ticks at each stream's last
