@@ -158,6 +158,7 @@ def test_a_batch_ms_past_the_test_part_names_the_option_and_writes_no_points(fil
     assert main(["evaluate", str(files["model"]), str(files["plain"]), *QUICK, "--batch-ms", "100000000",
                  "--points-out", str(points)]) == 2
     err = capsys.readouterr().err
-    assert "nothing to score: --batch-ms 100000000 leaves no labelled batch end in the test part (its span: " in err, err
+    assert "nothing to score: --batch-ms 100000000 leaves no labelled batch end in the test part (its span: " \
+        in err, err
     assert " in its longest stream; " in err and "labelled ticks without --batch-ms)" in err, err
     assert not points.exists()

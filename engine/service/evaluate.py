@@ -416,8 +416,8 @@ def batch_ms_left_nothing(result: dict[str, Any]) -> str | None:
     if result["questions"] or points["batch_ms"] is None or points["batch_ends"] or not points["labelled"]:
         return None
     spans = [sd["test_span_ns"] for sd in result["streams"].values()]
-    batch_ms = points["batch_ms"]
-    return (f"--batch-ms {int(batch_ms) if batch_ms == int(batch_ms) else batch_ms} leaves no labelled batch end in the test part (its span: "
+    batch_ms = int(points["batch_ms"]) if points["batch_ms"] == int(points["batch_ms"]) else points["batch_ms"]
+    return (f"--batch-ms {batch_ms} leaves no labelled batch end in the test part (its span: "
             f"{duration_text(max(spans))}{' in its longest stream' if len(spans) > 1 else ''}; "
             f"{points['labelled']:,} labelled ticks without --batch-ms): give a --batch-ms well under that span")
 

@@ -322,7 +322,8 @@ class _StepClock:
         over = "" if left >= 0 else \
             f" ({'the first step' if len(self._step_times) == 1 else 'the last step'} ended {-left:.1f} s past it)"
         return (f"--max-minutes {budget / 60:g}: {max(left, 0.0):.1f} s of {of} s left{over}, less than the next step "
-                f"and a validation, estimated at {self.step_s:.1f} s (from {steps}) + {validation_s:.1f} s ({measured})")
+                f"and a validation, estimated at {self.step_s:.1f} s (from {steps}) + {validation_s:.1f} s "
+                f"({measured})")
 
     def room_for_another(self) -> bool:
         return self.stop_reason() is None
