@@ -2,8 +2,11 @@
 contracts trading). Read by the symbol alone, both contracts would replay as one stream, its price jumping between
 their levels at every switch. Vendors name such a column in many ways: Interactive Brokers' `localSymbol`, a
 Refinitiv RIC beside its root, a Bloomberg `ticker` (`ESZ4 Index`), CME's `instrument`. When the detected stream
-column is split by such a column into several contracts, the contract is the stream: taken alone when its values
-extend the symbol's (ESZ4 starts with ES), else joined to it as a contract month is (`ES Z4`), with a note.
+column is split by such a column into several contracts trading at once at different price levels (their values
+alternate within the symbol, their median prices far apart against their moves), the contract is the stream: taken
+alone when its values extend the symbol's (ESZ4 starts with ES), else joined to it as a contract month is
+(`ES Z4`), with a note. A renamed ticker (FB then META: never alternating) and a stock's per-venue RICs (VOD.L,
+VOD.BS: one price level) are one instrument: the symbol stays the stream, with a note.
 Any other column the map does not read whose changes within a stream come with price jumps far beyond the stream's
 moves (contracts, currencies under one name) gets a caution naming it (`levels_split_by`).
 """
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import polars as pl
 
@@ -30,7 +33,8 @@ CONTRACT_NAMES = ("contract", "local_symbol", "localsymbol", "instrument", "inst
 def contract_beside_root(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                          dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
     """The map with the stream read from a contract column beside the detected stream column (one column) when that
-    column holds several contracts of one symbol (ES: ESZ4 and ESH5), and the note that says so; else as it was."""
+    column holds several contracts of one symbol trading at once at different price levels (ES: ESZ4 and ESH5 in a
+    roll), and the note that says so; else as it was, with a note when the column splits a symbol without that."""
     root = cmap.stream_col
     if root is None or "+" in root:  # none, or already joined (a contract month, an option's fields)
         return cmap, []
@@ -39,42 +43,86 @@ def contract_beside_root(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
                   if c in normal and normal[c] != root and normal[c] not in cmap.source_columns()
                   and (schema[normal[c]] == pl.String or is_csv(path))]
     for column in dict.fromkeys(candidates):
-        split = _contracts_of(path, names, dialect, root, column)
+        split = _contracts_of(path, names, dialect, root, column, cmap.price or cmap.bid)
         if split is None:
             continue
-        extends, examples, roots = split
-        shown = ", ".join(examples) + (", ..." if len(examples) == 3 else "")
-        if extends:
+        shown = ", ".join(split.examples) + (", ..." if len(split.examples) == 3 else "")
+        if not split.interleaved or not split.levels_differ:
+            return cmap, [f"{path.name}: streams from column {root!r} ({split.roots}), though {column!r} ({shown}) "
+                          f"splits some into several values: {_why_not_split(split)}, so they read as one instrument "
+                          f"(--columns stream={root}+{column} reads a stream per value)"]
+        measured = f"alternating {split.interleaved} times, {split.levels}"
+        if split.extends:
             return replace(cmap, stream_col=column), [
-                f"{path.name}: streams from column {column!r} ({shown}), not {root!r} ({roots}): its values extend "
-                f"those of {root!r} and split each into several contracts, whose prices would alternate in one "
-                f"stream (--columns stream={root} says otherwise)"]
+                f"{path.name}: streams from column {column!r} ({shown}), not {root!r} ({split.roots}): its values "
+                f"extend those of {root!r} and split each into contracts trading at once at different price levels "
+                f"({measured}) (--columns stream={root} says otherwise)"]
         return replace(cmap, stream_col=f"{root}+{column}"), [
-            f"{path.name}: streams from columns {root!r} and {column!r} joined ({roots} with {shown}): "
-            f"{column!r} splits each {root!r} into several contracts, whose prices would alternate in one stream "
+            f"{path.name}: streams from columns {root!r} and {column!r} joined ({split.roots} with {shown}): "
+            f"{column!r} splits each {root!r} into contracts trading at once at different price levels ({measured}) "
             f"(--columns stream={root} says otherwise)"]
     return cmap, []
 
 
-def _contracts_of(path: Path, names: Sequence[str] | None, dialect: Dialect | None, root: str,
-                  column: str) -> tuple[bool, list[str], str] | None:
-    """Whether `column` splits some value of `root` into several (over the whole file: a roll's second contract may
-    start trading late): (whether every value extends its root's, up to 3 of its values, the roots' values shown);
-    None when it splits none (one contract per symbol: an ISIN, a RIC of a stock)."""
-    overrides = {root: pl.String, column: pl.String} if is_csv(path) else None
+def _why_not_split(split: Split) -> str:
+    if not split.interleaved:  # FB then META: a ticker renamed, one series
+        return "each value follows the one before and never alternates with it (a renamed ticker)"
+    # VOD.L, VOD.BS, VOD.DE: one stock on several venues trades at one price; its venues' prints are one series
+    return f"their values alternate ({split.interleaved} changes) at one price level ({split.levels})"
+
+
+class Split(NamedTuple):
+    extends: bool  # every value extends its root's (ESZ4 starts with ES)
+    examples: list[str]  # up to 3 of the column's values
+    roots: str  # up to 3 of the roots, shown
+    interleaved: int  # changes of value within a root beyond one per value (0: each replaces the one before)
+    levels_differ: bool  # the values' price levels lie far apart against the moves within each
+    levels: str  # what was measured, said
+
+
+def _contracts_of(path: Path, names: Sequence[str] | None, dialect: Dialect | None, root: str, column: str,
+                  price: str | None) -> Split | None:
+    """How `column` splits the values of `root` (over the whole file: a roll's second contract may start trading
+    late); None when it splits none (one contract per symbol: an ISIN, a RIC of a stock). Contracts of a roll trade
+    at once, so their values alternate within the root, and at levels apart (ESZ4 and ESH5 60 points apart against
+    quarter-point moves); a renamed ticker's values follow one another, a stock's venues trade at one level."""
+    overrides = {c: pl.String for c in (root, column, *([price] if price else []))} if is_csv(path) else None
+    value = pl.col(price).cast(pl.String).str.replace_all(",", "").cast(pl.Float64, strict=False) if price else \
+        pl.lit(None, dtype=pl.Float64)
     pairs = scan_file(path, names, dialect, overrides).select(
-        root=pl.col(root).cast(pl.String).str.strip_chars(), contract=pl.col(column).cast(pl.String).str.strip_chars())
+        root=pl.col(root).cast(pl.String).str.strip_chars(), contract=pl.col(column).cast(pl.String).str.strip_chars(),
+        price=value)
     pairs = pairs.filter((pl.col("root") != "") & (pl.col("contract") != ""))
-    facts = pairs.select(
+    changes = (pl.col("contract") != pl.col("contract").shift(1)).over("root").fill_null(False)
+    facts = pairs.with_columns(change=changes).select(
         split=(pl.col("contract").n_unique().over("root") > 1).any(),
         extends=(pl.col("contract").str.starts_with(pl.col("root"))
                  & (pl.col("contract").str.len_chars() > pl.col("root").str.len_chars())).all(),
         examples=pl.col("contract").unique(maintain_order=True).head(3).implode(),
         roots=pl.col("root").unique(maintain_order=True).head(3).implode(),
+        changes=pl.col("change").sum(), values=pl.struct("root", "contract").n_unique(),
+        roots_n=pl.col("root").n_unique(),
     ).collect().row(0, named=True)
     if not facts["split"]:
         return None
-    return bool(facts["extends"]), list(facts["examples"]), ", ".join(facts["roots"])
+    interleaved = max(0, facts["changes"] - (facts["values"] - facts["roots_n"]))
+    differ, levels = _levels(pairs) if price else (True, "no price to compare")
+    return Split(bool(facts["extends"]), list(facts["examples"]), ", ".join(facts["roots"]), interleaved, differ,
+                 levels)
+
+
+def _levels(pairs: pl.LazyFrame) -> tuple[bool, str]:
+    """Whether the column's values of a root trade at price levels apart: the widest gap between two values' median
+    prices JUMP_OVER_MOVE times their median move (nonzero, each value's own ticks in turn) or more; and it said."""
+    priced = pairs.filter(pl.col("price").is_not_null())
+    gap = priced.group_by("root", "contract").agg(level=pl.col("price").median()).group_by("root").agg(
+        gap=pl.col("level").max() - pl.col("level").min()).select(pl.col("gap").max()).collect().item()
+    step = priced.with_columns(move=pl.col("price").diff().abs().over("root", "contract")).select(
+        pl.col("move").filter(pl.col("move") > 0).median()).collect().item()
+    if gap is None:
+        return True, "no price to compare"
+    differ = gap > 0 if not step else gap >= JUMP_OVER_MOVE * step
+    return differ, f"median prices {gap:g} apart, moves of {step or 0:g}"
 
 
 LEVEL_ROWS = 200_000  # rows read to tell a column that splits a stream into price levels (a day of a busy future)
