@@ -461,6 +461,8 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     data.add_argument("--threads", type=int, default=None, help="torch CPU threads (default 1, as backtest's: "
                       "model.threads' default; a second thread spin-waits behind other processes on a shared machine)")
     data.add_argument("--json", action="store_true", help="print the record as JSON instead of the table")
+    data.add_argument("--verbose", action="store_true", help="name each stream too short to split, one line each "
+                      "(more than a few are otherwise summed up in one line)")
     data.add_argument("--by-stream", action="store_true", help="also a row per stream (instrument) under each "
                       "question, from the same answers (of several streams, the JSON has them as `by_stream` "
                       "either way)")
@@ -498,8 +500,6 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar or log lines, only the final table (and "
                    "one line on the streams too short to split, and one on the rows the files' reading rejected, if "
                    "any)")
-    p.add_argument("--verbose", action="store_true", help="name each stream too short to split, one line each "
-                   "(more than a few are otherwise summed up in one line)")
     size = p.add_argument_group("model size (with --from-scratch)")
     for flag, default in SIZE_FLAGS.items():
         size.add_argument(f"--{flag.replace('_', '-')}", type=int, default=None, help=f"(default {default})")
@@ -521,8 +521,6 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table (and "
                    "one line on the streams too short to split, and one on the rows the files' reading rejected, if "
                    "any)")
-    p.add_argument("--verbose", action="store_true", help="name each stream too short to split, one line each "
-                   "(more than a few are otherwise summed up in one line)")
     p.set_defaults(run=cmd_evaluate)
 
 
