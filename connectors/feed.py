@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from typing import Any, Callable, Mapping, NamedTuple, Protocol, Sequence
 
 import msgpack
@@ -692,10 +692,14 @@ class AfterHeld(Source):
     from one older than what the engine holds (no tick stamped as its last, and more ticks left out of a stream
     than its session holds: ``older``). A file
     source is handed the check (FileReplay.leave_out), so a paced replay does not wait through what it leaves out.
-    A file whose first ticks of a stream are stamped exactly the engine's last tick, none before, while the engine
-    holds more ticks than those stamped then, continues the engine's ticks (an export split by row count or page
-    inside a millisecond), not the file that fed them: its ticks stamped then are new, and all are sent
-    (``continued``); a file that fed the engine holds the engine's earlier ticks too, so it has ticks before."""
+    A file whose ticks of a stream begin exactly at the engine's last tick, none before, and go on past it, while
+    the engine holds more ticks than those stamped then, continues the engine's ticks (an export split by row count
+    or page inside a millisecond), not the file that fed them (that one holds the engine's earlier ticks too, or
+    its last tick would be later): its ticks stamped then are new, and all are sent (``continued``). Whether they go
+    on past it is known only at the stream's next tick, so its ticks stamped then wait for that (sent just before
+    it) or for the files' end: a file whose ticks of a stream are all stamped as the engine's last one (rows all
+    in one millisecond) is placed by ``at_last_ts`` as a file fed again is, the first that many held, the rest
+    sent (it was fed before, after earlier ticks: sending it whole took each of its ticks twice)."""
 
     def __init__(self, source: Source, last_ts: Mapping[str, int],
                  at_last_ts: Mapping[str, int | None] | None = None, held_ticks: Mapping[str, int] | None = None
@@ -708,43 +712,83 @@ class AfterHeld(Source):
         self._at_last_seen: Counter[str] = Counter()  # stream -> its ticks stamped last_ts met so far
         self._before_seen: set[str] = set()  # streams with a tick stamped before last_ts met: the files overlap
         self.continued: Counter[str] = Counter()  # stream -> its ticks stamped last_ts sent as new (see above)
+        self._waiting: dict[str, list[Tick]] = {}  # stream -> its ticks stamped last_ts, until it is placed
+        self._placed: dict[str, bool] = {}  # stream -> whether its files continue the engine's ticks, once known
+        self._released: dict[str, list[Tick]] = {}  # stream -> its waiting ticks to send, before its next tick
+        self._ready: deque[Tick] = deque()  # ticks to hand out, in order (a stream's released ones among them)
         self._passed_over = hasattr(source, "leave_out")
         if self._passed_over:
             source.leave_out = self._left_out
 
     def next_batch(self, max_ticks: int) -> list[Tick]:
-        if self._passed_over:
-            return self.source.next_batch(max_ticks)
-        return [tick for tick in self.source.next_batch(max_ticks) if not self._left_out(tick)]
+        if len(self._ready) < max_ticks and not self._ended():
+            ticks = self.source.next_batch(max_ticks)
+            for tick in ticks if self._passed_over else [t for t in ticks if not self._left_out(t)]:
+                self._ready.extend(self._released.pop(tick.stream, ()))
+                self._ready.append(tick)
+            if self.source.done:  # the files' end: a stream's ticks all stamped as the engine's last are placed
+                for stream in list(self._waiting):
+                    self._place(stream, continues=False)
+                for released in self._released.values():
+                    self._ready.extend(released)
+                self._released.clear()
+        return [self._ready.popleft() for _ in range(min(max_ticks, len(self._ready)))]
+
+    def _ended(self) -> bool:
+        return self.source.done and not self._waiting and not self._released
 
     def _left_out(self, tick: Tick) -> bool:
         held = self._held(tick)
-        if held:
+        if held and tick.stream not in self._waiting:
             self.skipped[tick.stream] += 1
         return held
 
     def _held(self, tick: Tick) -> bool:
-        last_ts = self.last_ts.get(tick.stream)
-        if last_ts is None or tick.ts > last_ts:
+        """Whether ``tick`` is left out here: held by the engine, or waiting (``_waiting``) to be placed."""
+        stream, last_ts = tick.stream, self.last_ts.get(tick.stream)
+        if last_ts is None:
+            return False
+        if stream in self._waiting and tick.ts != last_ts:  # its next tick: before (fed again) or after (continues)
+            self._place(stream, continues=tick.ts > last_ts)
+        if tick.ts > last_ts:
             return False
         if tick.ts < last_ts:
-            self._before_seen.add(tick.stream)
+            self._before_seen.add(stream)
             return True
-        self._at_last_seen[tick.stream] += 1
-        held_there = self.at_last_ts.get(tick.stream)
-        if held_there is not None and self._continues(tick.stream, held_there):
-            self.continued[tick.stream] += 1
-            return False
-        return held_there is None or self._at_last_seen[tick.stream] <= held_there
+        self._at_last_seen[stream] += 1
+        held_there = self.at_last_ts.get(stream)
+        if held_there is None:
+            return True
+        if self._placed.get(stream) or (stream not in self._placed and self._may_continue(stream, held_there)):
+            if stream in self._placed:  # (a tick stamped then after later ones: the files continue the engine's)
+                self.continued[stream] += 1
+                return False
+            self._waiting.setdefault(stream, []).append(tick)
+            return True
+        return self._at_last_seen[stream] <= held_there
 
-    def _continues(self, stream: str, held_there: int) -> bool:
+    def _may_continue(self, stream: str, held_there: int) -> bool:
         """Whether the files' ticks of ``stream`` begin at the engine's last time while it holds ticks before that
-        time these files lack: they are no re-feed of what it holds (that would hold those earlier ticks too)."""
+        time these files lack: they are no re-feed of what it holds (that would hold those earlier ticks too),
+        unless none goes past that time."""
         return stream not in self._before_seen and self.held_ticks.get(stream, 0) > held_there
+
+    def _place(self, stream: str, continues: bool) -> None:
+        """The ticks of ``stream`` that waited: all sent where its files continue the engine's ticks, otherwise
+        (the files' end came, or a tick before the engine's last) those past its ``at_last_ts`` only."""
+        waiting, held_there = self._waiting.pop(stream), self.at_last_ts[stream]
+        self._placed[stream] = continues
+        if continues:
+            self.continued[stream] += len(waiting)
+        else:
+            self.skipped[stream] += min(len(waiting), held_there)
+            waiting = waiting[held_there:]
+        if waiting:
+            self._released.setdefault(stream, []).extend(waiting)
 
     @property
     def done(self) -> bool:
-        return self.source.done
+        return self._ended() and not self._ready
 
     def snapshot(self) -> dict[str, Any]:
         return self.source.snapshot()

@@ -960,6 +960,49 @@ def test_a_file_that_continues_a_stream_inside_its_last_millisecond_is_sent_whol
         assert server.pipeline.ticks_in == 100 and sum(server.pipeline.rejected.values()) == 0
 
 
+def test_a_file_all_in_the_engines_last_millisecond_fed_again_sends_nothing_twice(checkpoint, tmp_path,
+                                                                                   capsys) -> None:
+    """A file whose rows of a stream are all stamped with one millisecond, fed after earlier ticks: fed again, it
+    was taken as continuing what the engine holds (no tick before that time, and the engine holds more) and each
+    of its ticks was sent twice. Its ticks stamped then are placed by at_last_ts as a re-feed is: those past it
+    are sent (a longer export of that millisecond), and a file going on past that time still continues it."""
+    import polars as pl
+
+    t0, t1 = 1_723_161_283_000_000_000, 1_723_161_283_100_000_000  # t1: the burst's millisecond
+
+    def trades(stamps: list[int], name: str) -> str:
+        path = tmp_path / name
+        pl.DataFrame({"ts": stamps, "stream": "BTCUSD", "price": [60_000.0 + i % 7 for i in range(len(stamps))],
+                      "size": 0.01}).write_parquet(path)
+        return str(path)
+
+    earlier = trades([t0 + i * 1_000_000 for i in range(50)], "earlier.parquet")
+    burst = trades([t1] * 8, "burst.parquet")
+    longer = trades([t1] * 12, "burst_longer.parquet")  # the same millisecond exported again, 4 rows more
+    goes_on = trades([t1] * 3 + [t1 + (i + 1) * 1_000_000 for i in range(5)], "next_part.parquet")
+    with serving(config(checkpoint, tmp_path)) as server:
+        ends = ["--endpoint", server.endpoints["ingest"], "--answers", server.endpoints["answers"], "--control",
+                server.endpoints["control"]]
+        for path, held in ((earlier, 50), (burst, 58)):
+            code, _, err = run(capsys, "feed", "replay", path, *ends)
+            assert code == 0 and "not sent" not in err, err
+            wait_for(lambda: server.pipeline.ticks_in == held, 120.0)
+        code, _, err = run(capsys, "feed", "replay", burst, *ends)
+        assert code == 0 and "sent 0 ticks" in err, err
+        assert "8 ticks not sent: stamped at or before the engine's last tick of their stream (BTCUSD: 8 (the " \
+               "engine holds 58, 8 stamped as its last))" in err, err
+        assert "nothing new to send" in err and "ticks sent stamped as the engine's last" not in err, err
+        code, _, err = run(capsys, "feed", "replay", longer, *ends)
+        assert code == 0 and "sent 4 ticks" in err and "8 ticks not sent" in err, err
+        wait_for(lambda: server.pipeline.ticks_in == 62, 120.0)
+        code, _, err = run(capsys, "feed", "replay", goes_on, *ends)
+        assert code == 0 and "sent 8 ticks" in err and "not sent" not in err, err
+        assert "3 ticks sent stamped as the engine's last tick of their stream (BTCUSD: 3 (the engine holds 62, " \
+               "12 stamped as its last))" in err, err
+        wait_for(lambda: server.pipeline.ticks_in == 70, 120.0)
+        assert sum(server.pipeline.rejected.values()) == 0
+
+
 def test_a_file_fed_again_goes_on_from_where_the_engine_is(checkpoint, tmp_path, capsys) -> None:
     """`feed replay` of a file the engine already holds part of (a restart mid-feed, or the same command run
     again): the held ticks are not sent (they were refused as ts_backwards, and the ticks at each stream's last
