@@ -6,6 +6,7 @@ replay: one stream fed by several venues (`mixed_venues`) or by files whose time
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from dataclasses import replace
@@ -83,6 +84,10 @@ IDENTIFIER = re.compile(r"^[A-Za-z0-9][\w.\-/&: ]{0,23}$")  # a symbol, a code, 
 FLAG_WORDS = frozenset({"true", "false", "t", "f", "y", "n", "yes", "no", "0", "1"})
 FLAG_NAME = re.compile(r"^(is|has|was)_")  # a yes/no column by its name: Binance's is_best_match, is_buyer_maker
 ID_WORDS = re.compile(r"(code|sym|ticker|name|sec|isin|cusip|instrument|contract|stock|ric|id)")
+# An instrument trades at its own price level, so a column naming instruments has about one value per level; an
+# order id (partial fills share it) or a trade id has a stream's many orders at the stream's one level
+LEVEL_WIDTH = 0.01  # a price level: a value's median price, in levels 1% wide
+MANY_PER_LEVEL = 5  # a column with this many distinct values per level or more names no instruments
 # columns that repeat short values without naming an instrument: said by their own notes, or read as fields
 NOT_IDENTIFIERS = frozenset((*EVENT_NAMES, *RIGHT_NAMES, "side", "aggressor_side", "taker_side", "exchange", "venue",
                              "market", "exchange_id", "exchange_code", "ex", "mic", "currency", "ccy", "flags",
@@ -100,8 +105,10 @@ def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
     if not candidates:
         return {}
     overrides = {c: pl.String for c in candidates} if is_csv(path) else None
+    price = cmap.price or cmap.bid
+    priced = [pl.col(price).cast(pl.Float64, strict=False).alias(PRICE)] if price in schema else []
     sample = scan_file(path, names, dialect, overrides).head(SAMPLE_ROWS).select(
-        [pl.col(c).cast(pl.String).str.strip_chars() for c in candidates]).collect()
+        [pl.col(c).cast(pl.String).str.strip_chars() for c in candidates] + priced).collect()
     found = {}
     for column in candidates:
         values = sample[column].drop_nulls()
@@ -110,9 +117,23 @@ def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
         # true/false (True beside true), Y/N, is_best_match: flags, never instruments
         flags = set(distinct.str.to_lowercase().to_list()) <= FLAG_WORDS or FLAG_NAME.match(normal_name(column))
         if 2 <= len(distinct) <= 1000 and len(distinct) * 2 <= len(values) and not flags and \
-                all(IDENTIFIER.match(v) for v in distinct.head(100).to_list()):
+                all(IDENTIFIER.match(v) for v in distinct.head(100).to_list()) and \
+                _values_per_level(sample, column) < MANY_PER_LEVEL:
             found[column] = distinct.head(5).to_list()
     return found
+
+
+PRICE = "_price"  # the sample's price column (a trade's, or a quote's bid), beside the candidates
+
+
+def _values_per_level(sample: pl.DataFrame, column: str) -> float:
+    """How many distinct values of `column` trade per price level (their median prices, in levels LEVEL_WIDTH
+    wide): about one for instruments' identifiers, each at its own level; many for an order id (0 with no price)."""
+    if PRICE not in sample.columns:
+        return 0.0
+    levels = sample.filter((pl.col(PRICE) > 0) & (pl.col(column) != "")).group_by(column).agg(
+        level=(pl.col(PRICE).median().log() / math.log1p(LEVEL_WIDTH)).round())
+    return levels.height / levels["level"].n_unique() if levels.height else 0.0
 
 
 def name_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,

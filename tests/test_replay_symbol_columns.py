@@ -68,6 +68,24 @@ def test_unique_ids_and_flags_are_no_identifiers(tmp_path: Path) -> None:
     assert not any("look like instruments" in n for n in replay.notes)
 
 
+def test_an_order_id_column_is_never_suggested_as_the_streams(tmp_path: Path) -> None:
+    """A trade file of one instrument with an order id (three partial fills each): its 40 ids repeat, so they
+    looked like instruments and the caution said to read a stream per order (--columns stream=id). Its ids trade
+    at the instrument's one price level, 40 values to it: no instruments, nothing suggested, as an integer or a
+    text id, while two stocks' codes at their own levels still are."""
+    rows = [(i // 3, 1723161283000 + i * 250, 60_000.0 + (i * 7 % 5) * 0.1, 0.01 + i % 4 / 1000) for i in range(120)]
+    orders = pl.DataFrame(rows, schema=["id", "time", "price", "qty"], orient="row")
+    orders.write_csv(tmp_path / "BTCUSDT-orders.csv")
+    orders.with_columns(order_code=pl.format("O-{}", "id")).drop("id").write_csv(tmp_path / "BTCUSDT-codes.csv")
+    for name in ("BTCUSDT-orders.csv", "BTCUSDT-codes.csv"):
+        replay = FileReplay(tmp_path / name)
+        assert {t.stream for t in drain(replay)} == {"BTCUSDT"}
+        assert not any("look like instruments" in n or "stream=" in n for n in replay.cautions), replay.cautions
+    path = tmp_path / "day.csv"
+    path.write_text(two_stocks("Time,Issue,Price,Volume\n", "AAA1", "BBB2"))
+    assert any("--columns stream=Issue" in n for n in FileReplay(path).cautions)
+
+
 def test_a_fixed_stream_over_a_symbol_column_of_two_contracts_is_cautioned(tmp_path: Path) -> None:
     """Tardis' Deribit trades of a perpetual and a future 1,500 apart, given one stream name: their prices would
     alternate in it, so the unread `symbol` column is named, while the flags beside it are not instruments."""
