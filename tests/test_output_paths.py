@@ -90,3 +90,30 @@ def test_evaluate_refuses_a_plot_name_it_cannot_write_before_the_run(ticks_csv: 
     (tmp_path / "d.png").mkdir()
     err = refused(capsys, ["evaluate", "builtin", str(ticks_csv), "--plot", str(tmp_path / "d.png")], ticks_csv)
     assert f"--plot {tmp_path / 'd.png'} is a directory" in err
+
+
+def test_a_parquet_output_named_as_another_format_is_refused_before_any_work(ticks_csv: Path, tmp_path: Path,
+                                                                              capsys) -> None:
+    """`--points-out points.csv` and `backtest --out answers.csv` wrote Parquet under a CSV name (a spreadsheet or
+    a CSV reader then fails on it): refused before the run, naming the suffixes they write, by one check for every
+    command's outputs."""
+    points, answers = tmp_path / "points.csv", tmp_path / "answers.csv"
+    for argv, option, path in (
+            (["evaluate", "builtin", str(ticks_csv), "--points-out", str(points)], "--points-out", points),
+            (["train", str(ticks_csv), "--out", str(tmp_path / "ckpt"), "--points-out", str(points)], "--points-out",
+             points),
+            (["backtest", str(ticks_csv), "--out", str(answers), "--quiet"], "--out", answers),
+            (["backtest", str(ticks_csv), "--out", str(tmp_path / "answers"), "--quiet"], "--out",
+             tmp_path / "answers")):
+        err = refused(capsys, argv, ticks_csv)
+        assert f"{option} {path}: not a Parquet file name (this option writes Parquet only, whatever the name " \
+               f"says); give a file ending in .parquet (or .pq)" in err, err
+        assert not path.exists() and not (tmp_path / "ckpt").exists()
+        assert "test slice" not in err and "replayed" not in err  # nothing was read
+    data = tmp_path / "data"
+    with TickLog(data / "ticks", fsync="never") as log:
+        log.append(msgpack.packb({"tick": SyntheticMarket(SyntheticConfig(seed=9)).next_batch(1)[0].to_wire()},
+                                 use_bin_type=True))
+    err = refused(capsys, ["ticklog", "export", str(data), "--out", str(tmp_path / "ticks.txt")], ticks_csv)
+    assert f"--out {tmp_path / 'ticks.txt'}: not a tick file name; give a file ending in .parquet (or .pq) or " \
+           f".csv" in err, err

@@ -43,7 +43,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, NoReturn
 
-from engine.service.output_paths import Output, check_plot_path
+from engine.service.output_paths import IMAGE, PARQUET, TICK_TABLE, Output, check_plot_path
 
 DEFAULT_INGEST = "tcp://127.0.0.1:5555"
 DEFAULT_ANSWERS = "tcp://127.0.0.1:5556"
@@ -363,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
     p.add_argument("--queries", type=Path, help="queries YAML (default: the config's queries, else for a tick model "
                    "its example queries, queries/examples/tick_model.yaml)")
-    p.add_argument("--out", type=Path, required=True, help="answers Parquet file")
+    p.add_argument("--out", type=Path, required=True, help="answers Parquet file (.parquet or .pq)")
     p.add_argument("--config", type=Path, help="service YAML: model, budgets and its replay section")
     p.add_argument("--batch-ms", type=float, default=None, help="event-time width of a batch (default: the "
                                                                  "config's replay.batch_ms, 100)")
@@ -1759,7 +1759,7 @@ def cmd_health(args: argparse.Namespace) -> int | None:
 def cmd_ticklog_export(args: argparse.Namespace) -> None:
     from engine.service.tick_export import export_ticks
 
-    _refuse_overwriting_inputs(args, [Output("--out", args.out)])
+    _refuse_overwriting_inputs(args, [Output("--out", args.out, kind=TICK_TABLE)])
     time_range = _time_range(args)
     summary = export_ticks(args.data_dir, args.out, streams=args.streams, time_range=time_range,
                            skip_corrupt=args.skip_corrupt)
@@ -1880,15 +1880,16 @@ def _backtest_outputs(out: Path) -> list[Output]:
     """What `backtest --out OUT` writes: OUT, its scores and calibration plot beside it, its checkpoint folder."""
     from engine.service.answer_parts import PARTS_SUFFIX
 
-    return [Output("--out", out), Output("--out (its scores beside it)", out.with_suffix(".scores.json")),
+    return [Output("--out", out, kind=PARQUET), Output("--out (its scores beside it)", out.with_suffix(".scores.json")),
             Output("--out (its calibration plot beside it)", out.with_suffix(".calibration.png")),
             Output("--out (its checkpoint folder beside it)", out.with_name(out.name + PARTS_SUFFIX), is_dir=True)]
 
 
 def _refuse_overwriting_inputs(args: argparse.Namespace, outputs: list[Output], *more_inputs: Path) -> None:
     """Refuse, before any work, an output path that is (or, for a directory, holds) one of the command's inputs:
-    its files, replay lists, --columns, --queries and --config files, model directories and data directory."""
-    from engine.service.output_paths import refuse_outputs_over_inputs
+    its files, replay lists, --columns, --queries and --config files, model directories and data directory; then
+    an output named with a suffix other than what it is written as (Output.kind)."""
+    from engine.service.output_paths import refuse_misnamed_outputs, refuse_outputs_over_inputs
 
     inputs = [*getattr(args, "files", []), *more_inputs]
     for name in ("queries", "config", "base", "data_dir"):
@@ -1898,7 +1899,9 @@ def _refuse_overwriting_inputs(args: argparse.Namespace, outputs: list[Output], 
         inputs.append(Path(model))
     if (columns := getattr(args, "columns", None)) is not None and Path(columns).is_file():
         inputs.append(Path(columns))
-    refuse_outputs_over_inputs([o for o in outputs if o.path is not None], inputs)
+    given = [o for o in outputs if o.path is not None]
+    refuse_outputs_over_inputs(given, inputs)
+    refuse_misnamed_outputs(given)
 
 
 def _kept_on_disk(out: Path) -> str:
@@ -1973,7 +1976,8 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     if (refusal := user_train_refusal(args.out, BUILTIN_MODEL_DIR)) is not None:  # even with --overwrite
         raise ValueError(refusal)
-    _refuse_overwriting_inputs(args, [Output("--out", args.out, is_dir=True), Output("--points-out", args.points_out)])
+    _refuse_overwriting_inputs(args, [Output("--out", args.out, is_dir=True),
+                                      Output("--points-out", args.points_out, kind=PARQUET)])
     _check_train_out(args.out, args.overwrite)  # before any data is read: a long run must not end in a refusal
     if args.max_minutes <= 0 or args.steps < 1:
         raise ValueError(f"--max-minutes must be > 0 and --steps >= 1, got {args.max_minutes:g} and {args.steps}")
@@ -2076,7 +2080,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from engine.service.splits import (gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
                                        short_streams_line, time_overlap_note)
 
-    _refuse_overwriting_inputs(args, [Output("--points-out", args.points_out), Output("--plot", args.plot)])
+    _refuse_overwriting_inputs(args, [Output("--points-out", args.points_out, kind=PARQUET),
+                                      Output("--plot", args.plot, kind=IMAGE)])
     if args.plot is not None:
         check_plot_path("--plot", args.plot)
     split, options = _train_common(args)
