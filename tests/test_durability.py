@@ -1670,3 +1670,30 @@ def test_a_data_directory_part_that_is_the_wrong_kind_is_named(checkpoint, tmp_p
         TickPipeline(config(checkpoint, data))
     (data / part).unlink() if part != "meta.json" else (data / part).rmdir()
     TickPipeline(config(checkpoint, data)).close()  # the lock was let go
+
+
+def test_a_folder_of_the_users_files_is_refused_as_a_data_directory_and_left_as_it_was(checkpoint, tmp_path) -> None:
+    """`serve --data-dir .` in the folder of the desk's config, queries file and tick files was taken: the service
+    made its lock, meta.json, epoch, ticks/ and answers/ among them and took the user's queries.yaml as its registry
+    file, rewritten at the next register. A folder holding files and no meta.json is refused, naming some, with
+    nothing written in it; an empty one, one a start began (its lock alone) and a data directory are taken."""
+    from engine.service.config import ConfigError
+
+    desk = tmp_path / "desk"
+    desk.mkdir()
+    (desk / "queries.yaml").write_text(QUERIES)
+    (desk / "engine.yaml").write_text("log: {enabled: true}\n")
+    (desk / "trades.csv").write_text("ts,price,size\n1,100.0,1\n")
+    before = {p.name: p.read_bytes() for p in desk.iterdir()}
+    with pytest.raises(ConfigError, match=rf"log.dir {desk}: an existing folder that is no flashtick data directory "
+                                          rf"\(no meta.json\): it holds engine.yaml, queries.yaml, trades.csv; the "
+                                          rf"service would write queries.yaml"):
+        TickPipeline(config(checkpoint, desk, desk / "queries.yaml"))
+    assert {p.name: p.read_bytes() for p in desk.iterdir()} == before
+    for made in ("empty", "begun", "data"):
+        (tmp_path / made).mkdir()
+    (tmp_path / "begun" / "lock").touch()  # a start killed before it wrote meta.json
+    TickPipeline(config(checkpoint, tmp_path / "data", desk / "queries.yaml")).close()
+    for folder in ("empty", "begun", "data"):  # (data: again, a data directory now, its queries.yaml its own)
+        TickPipeline(config(checkpoint, tmp_path / folder)).close()
+        assert (tmp_path / folder / "meta.json").is_file()

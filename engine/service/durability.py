@@ -245,6 +245,7 @@ class DataDir:
             raise ValueError("DataDir needs log.dir")
         self.config = config
         self.root = Path(config.dir).expanduser().absolute()  # said in full: a relative one is the config file's
+        _refuse_the_users_folder(self.root)  # before the lock: nothing is written into a folder refused
         try:
             made = not self.root.exists()
             # 0700: every tick, answer and query of the desk is in here; another user of a shared host reads none
@@ -854,6 +855,29 @@ def _retention_past_filesystem(root: Path, config: LogSection) -> str | None:
 
 def _mib(n: float) -> str:
     return f"{n / 2**20:,.1f} MiB"
+
+
+# A data directory's own parts that a start makes before meta.json (the lock, then the epoch and logs, should
+# meta.json's write fail): a folder holding only these is one a start began; anything else there is the user's
+MADE_BEFORE_META = frozenset({"lock", "epoch", "ticks", "answers"})
+
+
+def _refuse_the_users_folder(root: Path) -> None:
+    """ConfigError for an existing folder with no meta.json that holds files a data directory does not (`--data-dir
+    .` beside a config, a queries file, tick files): the service writes queries.yaml and its state there, which
+    would replace the user's file of that name, and its logs and lock would lie among the user's files. An empty
+    folder (made for it) is taken, as is one a data directory's start began (MADE_BEFORE_META)."""
+    if not root.is_dir() or (root / "meta.json").exists():
+        return
+    try:
+        theirs = sorted(p.name for p in root.iterdir() if p.name not in MADE_BEFORE_META)
+    except OSError:  # (unreadable: the lock's open says so, as for any folder it cannot use)
+        return
+    if theirs:
+        named = ", ".join(theirs[:5]) + (f", ... ({len(theirs)} entries)" if len(theirs) > 5 else "")
+        raise ConfigError(f"log.dir {root}: an existing folder that is no flashtick data directory (no meta.json): it "
+                          f"holds {named}; the service would write queries.yaml, its logs and state among them "
+                          f"(replacing a file of such a name): give a new or empty folder, e.g. {root / 'flashtick'}")
 
 
 def _unusable_part(root: Path, error: OSError) -> str:
