@@ -233,10 +233,16 @@ def epoch_format_hint(text: str, ts_format: str | None) -> str | None:
             f"{'' if suffix else f': at its magnitude it counts {unit}'}: give {option}")
 
 
+DECIMAL_COMMA_SECONDS = r"^[+-]?\d+,\d+$"  # `1733312345,123`: one comma, no grouping: a decimal comma
+
+
 def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:
-    """Decimal seconds written as text ("1717236000.25") -> int ns, exactly: as a float the same value is off by
-    up to ~100 ns. Text that is not plain decimal (exponents, words) becomes null (missing_field)."""
+    """Decimal seconds written as text ("1717236000.25", or with a decimal comma as European exports write it,
+    "1717236000,25": epoch seconds are never grouped) -> int ns, exactly: as a float the same value is off by up to
+    ~100 ns. Text that is not plain decimal (exponents, words, grouping marks) becomes null (missing_field)."""
     text = text.str.strip_chars()
+    text = pl.when(text.str.contains(DECIMAL_COMMA_SECONDS)).then(text.str.replace(",", ".", literal=True)) \
+        .otherwise(text)
     negative = text.str.starts_with("-")
     parts = text.str.strip_chars_start("+-").str.split_exact(".", 1)
     whole = parts.struct.field("field_0").cast(pl.Int64, strict=False)

@@ -594,6 +594,15 @@ def _comma_serial(text: str) -> bool:
         EXCEL_1970 <= float(text.strip().replace(",", ".")) < EXCEL_2100
 
 
+def _comma_epoch_seconds(text: str) -> bool:
+    """Whether a time cell is present-day epoch seconds written with a decimal comma (`1733312345,123`): one comma,
+    no grouping (whole seconds are never grouped)."""
+    if not re.match(r"^\d+,\d+$", text := text.strip()) or re.match(COMMA_GROUPED, text):
+        return False
+    return epoch_unit(number := float(text.replace(",", "."))) == "s" and \
+        EPOCH_1990_NS <= number * UNITS["s"] < EPOCH_2200_NS
+
+
 def detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any] | None) -> tuple[str, str | None]:
     """The unit (and datetime format) a time column's type and first value show: datetime for dates and text,
     else the epoch unit of the number's magnitude (a column named `ts` of no present-day time: the wire layout's
@@ -611,6 +620,8 @@ def detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any] 
         except ValueError:
             if _comma_serial(value):  # `45512,9960109028`: a decimal-comma file's serial date, read with its comma
                 return EXCEL_DAYS, None
+            if _comma_epoch_seconds(value):  # `1733312345,123`: as the decimal-comma file's prices are read
+                return "s", None
             formats = time_formats(value)
             return "datetime", formats[0] if len(formats) == 1 else None
     if not isinstance(value, (int, float)) or isinstance(value, bool):

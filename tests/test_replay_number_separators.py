@@ -140,6 +140,22 @@ def test_spreadsheet_serial_dates_with_a_decimal_comma_are_read(tmp_path: Path) 
     assert any("read as spreadsheet serial dates" in n for n in replay.notes)
 
 
+def test_epoch_seconds_with_a_decimal_comma_are_read_as_the_prices_beside_them(tmp_path: Path) -> None:
+    """`1733312345,123` in a semicolon file of `61.837,63` prices: the prices read, the times not ("not ISO 8601:
+    give its format"). Epoch seconds are never grouped, so their one comma is the decimal, read to the ns exactly,
+    detected or given (ts_unit=s)."""
+    path = tmp_path / "eu_epoch.csv"
+    path.write_text("Time;Price;Size\n1733312345,123;61.837,63;0,02000\n1733312345,5;61.837,64;0,04800\n"
+                    "1733312346,000000001;61.837,65;0,5\n")
+    expected = [(1733312345_123_000_000, 61837.63, 0.02), (1733312345_500_000_000, 61837.64, 0.048),
+                (1733312346_000_000_001, 61837.65, 0.5)]
+    for columns in (None, {"ts": "Time", "ts_unit": "s", "price": "Price", "size": "Size"}):
+        replay = FileReplay(path, columns=columns)
+        assert [(t.ts, t.price, t.size) for t in drain(replay)] == expected, replay.rejected
+        assert not replay.rejected
+    assert "read as ts=Time (s)" in FileReplay(path).notes[0]
+
+
 def test_parquet_text_numbers_read_as_csv_cells_with_the_decimal_key(tmp_path: Path) -> None:
     """Numbers stored as text in Parquet: grouping commas read, and `decimal` says which mark is the decimal."""
     times = ["2024-08-08T19:54:15.342-04:00", "2024-08-08T19:54:15.617-04:00"]
