@@ -330,7 +330,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     rows = scan_file(path, cmap.names, dialect, overrides).with_row_index(ROW)
     if is_csv(path) or is_json_lines(path):  # a blank line (often at the end) is no row at all
         rows = rows.filter(pl.any_horizontal(pl.all().exclude(ROW).is_not_null()))
-    hour = repeated_hour(rows, wall_clock_ns(path, cmap, ts_type, first), cmap.tz, cmap.stream_columns, ROW)
+    hour = repeated_hour(rows, wall_clock_ns(path, cmap, ts_type, first), cmap.tz, cmap.stream_columns, ROW,
+                         _newest_first)
     if hour is not None and hour.second_rows.len():  # read at the later offset: told by the file's order
         second_pass = pl.col(ROW).is_in(hour.second_rows.implode())
         exprs[0] = apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first, second_pass), first).alias("_ts")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
-from typing import Sequence
+from typing import Callable, Sequence
 
 import polars as pl
 
@@ -41,12 +41,16 @@ class RepeatedHour:
 
 
 def repeated_hour(rows: pl.LazyFrame, wall_ns: pl.Expr | None, tz: str | None, streams: Sequence[str],
-                  row: str) -> RepeatedHour | None:
+                  row: str, newest_first: Callable[[int, int], bool] | None = None) -> RepeatedHour | None:
     """The rows of `rows` (a file's scan, `row` its row number) whose wall-clock time (`wall_ns`: naive times as
     int ns) falls in an hour `tz` repeats, and which are its second pass: per stream (streams interleave) and per
-    day, once the wall clock steps back, in file order, from one time of that hour to another by more than half
-    the shift (30 min of New York's hour: a few ms of disorder never counts), that stream's times of the hour
-    from there on are the second pass. None: no row falls in such an hour (or there is no wall clock to read)."""
+    day, once the wall clock steps back, in the order the replay reads the file, from one time of that hour to
+    another by more than half the shift (30 min of New York's hour: a few ms of disorder never counts), that
+    stream's times of the hour from there on are the second pass. That order is the file's, or its reverse where
+    the replay reverses it, as `newest_first` (the replay's rule, of the steps back and forward between two times)
+    says of the wall clock's steps outside such hours: read in file order, a newest-first file's clock jumps
+    forward between the passes and never steps back. None: no row falls in such an hour (or there is no wall clock
+    to read)."""
     if wall_ns is None or tz is None:
         return None
     wall = pl.col("_wall").cast(pl.Datetime("ns"))
@@ -59,9 +63,19 @@ def repeated_hour(rows: pl.LazyFrame, wall_ns: pl.Expr | None, tz: str | None, s
     found = found.with_columns(_shift=latest - earliest).filter(pl.col("_shift") > 0)  # skipped times: null
     if not found.height:
         return None
+    if newest_first is not None and newest_first(*_steps_outside(rows, wall_ns, unsure)):
+        found = found.reverse()
     keys = [*(pl.col(f"_stream{i}") for i in range(len(streams))), wall.dt.date()]
     stepped_back = (pl.col("_wall").shift(1) - pl.col("_wall") > pl.col("_shift") // 2).fill_null(False)
     found = found.with_columns(_second=(stepped_back.cum_sum() > 0).over(keys))
     found = found.with_columns(_told=pl.col("_second").any().over(keys))
     return RepeatedHour(tz, found.filter("_second")[row], found.height, int((~found["_told"]).sum()),
                         tuple(found.select(wall.dt.date().unique().sort()).to_series().to_list()))
+
+
+def _steps_outside(rows: pl.LazyFrame, wall_ns: pl.Expr, unsure: pl.Expr) -> tuple[int, int]:
+    """The wall clock's steps back and forward between the file's rows outside its repeated or skipped hours
+    (which step either way whatever the file's order): how the replay tells a file newest first."""
+    steps = pl.col("_wall").filter(pl.col("_wall").is_not_null() & ~unsure).diff()
+    return rows.select(wall_ns.alias("_wall")).select(back=(steps < 0).sum(), forward=(steps > 0).sum()) \
+        .collect().row(0)

@@ -70,6 +70,28 @@ def test_streams_interleaved_are_told_apart_each_by_its_own_clock(tmp_path: Path
     assert "30 row(s) in the hour repeated" in said and "read at the first pass (the earlier instant)" in said
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_newest_first_file_reads_the_repeated_hour_oldest_first(tmp_path: Path, suffix: str) -> None:
+    """A newest-first export (Bybit's, Coinbase's REST) across New York's 2024-11-03 fall-back: the repeated hour
+    was told by the file's order, in which the clock never steps back there (it jumps forward from the second
+    pass's 01:00 to the first pass's 01:59), so both passes read at the earlier offset and interleaved. The file is
+    replayed reversed, and the hour is now told in that order: oldest first, each instant its own."""
+    zone = "America/New_York"
+    rows = wall_clock_rows(zone, datetime(2024, 11, 3, 4, tzinfo=UTC), 4 * 60, 60)  # 00:00 EDT on, a minute apart
+    path = tmp_path / f"newest_first{suffix}"
+    frame = rows.reverse().drop("ns")
+    if suffix == ".csv":
+        frame.with_columns(pl.col("timestamp").dt.strftime("%Y-%m-%d %H:%M:%S")).write_csv(path)
+    else:
+        frame.write_parquet(path)
+    ticks, notes = read(path, zone)
+    assert [t.ts for t in ticks] == rows["ns"].to_list()  # every instant its own, in time order
+    assert [t.price for t in ticks] == rows["price"].to_list()
+    said = " ".join(notes)
+    assert "60 row(s) after the step back read at the second pass (the later UTC offset), 60 before it" in said
+    assert "(newest first throughout); replayed reversed" in said, notes
+
+
 def test_a_few_ms_of_disorder_in_the_repeated_hour_is_no_step_back(tmp_path: Path) -> None:
     zone = "America/New_York"
     text = ["2026-11-01 01:30:00.005", "2026-11-01 01:30:00.002", "2026-11-01 01:59:00", "2026-11-01 01:01:00",
