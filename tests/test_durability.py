@@ -140,8 +140,9 @@ def test_a_damaged_record_stops_a_start_unless_the_config_says_skip_it(checkpoin
     recovered = TickPipeline(skipping)
     assert recovered.stats()["log"]["corrupt_skipped"] == 1
     kept = segment.with_name(segment.name + ".damaged")
-    note = (f"flashtick: note: 1 damaged log segment ({len(damaged):,} bytes) kept by log.skip_corrupt in {data} "
-            f"(ticks/{kept.name}): retention keeps them: remove them once looked at")
+    note = (f"flashtick: note: 1 damaged log file ({len(damaged):,} bytes: originals log.skip_corrupt repaired, "
+            f"torn tails' cut bytes) kept in {data} (ticks/{kept.name}): retention keeps them: remove them once looked "
+            f"at")
     assert note in capsys.readouterr().err
     assert (recovered.stats()["log"]["damaged_files"], recovered.stats()["log"]["damaged_bytes"]) == (1, len(damaged))
     assert 190 <= recovered.ticks_in < 200  # the damaged record's ticks are gone, the rest replayed
@@ -153,7 +154,7 @@ def test_a_damaged_record_stops_a_start_unless_the_config_says_skip_it(checkpoin
     again.close()
     kept.unlink()
     clean = TickPipeline(config(checkpoint, data))
-    assert "damaged log segment" not in capsys.readouterr().err and clean.stats()["log"]["damaged_files"] == 0
+    assert "damaged log file" not in capsys.readouterr().err and clean.stats()["log"]["damaged_files"] == 0
     clean.close()
 
 
@@ -167,6 +168,44 @@ def test_a_zero_filled_tail_a_host_crash_leaves_is_cut_at_the_start(checkpoint, 
     recovered = TickPipeline(config(checkpoint, data))
     assert recovered.ticks_in == 200 and recovered.stats()["log"]["torn_tails"] == 1
     assert sessions(recovered) == sessions(live)
+    assert recovered.stats()["log"]["damaged_files"] == 0  # pages never written: nothing to keep
+
+
+def test_a_torn_tail_of_non_zero_bytes_is_kept_as_a_damaged_copy_when_it_is_cut(checkpoint, tmp_path, capsys) -> None:
+    """Old blocks a host crash left after the last record of each log's newest segment are cut at the start, as
+    zeros are, but kept first as `<segment>.damaged` holding exactly the bytes cut (what someone investigating the
+    crash wants; before, only a skip_corrupt repair kept its bytes), named on the cut's stderr line; every tick
+    and answer before them is recovered."""
+    import random
+
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    live = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    published = feed_in_steps(live, SyntheticMarket(SyntheticConfig(seed=4)).next_batch(200))
+    data = crash_copy(tmp_path / "data", tmp_path / "crashed")
+    garbage = {}
+    for part in ("ticks", "answers"):
+        (segment,) = sorted((data / part).glob(f"{part}-*.log"))
+        garbage[segment] = random.Random(part).randbytes(4096)
+        with open(segment, "ab") as f:
+            f.write(garbage[segment])
+    capsys.readouterr()
+    recovered = TickPipeline(config(checkpoint, data))
+    err = capsys.readouterr().err
+    for segment, cut in garbage.items():
+        kept = segment.with_name(segment.name + ".damaged")
+        assert kept.read_bytes() == cut
+        assert f"(torn tail: {len(cut)} bytes) is cut away; the cut bytes are kept as {kept}" in err, err
+        assert not segment.read_bytes().endswith(cut)
+    stats = recovered.stats()["log"]
+    assert stats["torn_tails"] == 1 and stats["answers"]["torn_tails"] == 1
+    assert (stats["damaged_files"], stats["damaged_bytes"]) == (2, 2 * 4096)
+    assert recovered.ticks_in == 200 and sessions(recovered) == sessions(live)
+    latest = {(a.query, a.stream): a for a in published}
+    assert {key: (a.seq, a.version) for key, a in latest.items()} == {
+        key: (recovered.cache.get(*key).seq, recovered.cache.get(*key).version) for key in latest}
+    recovered.close()
+    live.close()
 
 
 def test_a_restart_owes_a_query_only_the_ticks_after_it_was_registered(checkpoint, tmp_path) -> None:

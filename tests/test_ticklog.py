@@ -139,6 +139,39 @@ def test_damage_with_nothing_valid_after_it_at_the_end_is_cut_like_a_torn_tail(t
     assert [p for _, p in read(tmp_path, prefix=prefix)] == kept + [b"after"]
 
 
+@pytest.mark.parametrize("tail", [HEADER.pack(b"FTk1", 100, 0) + b"x" * 40, random.Random(7).randbytes(4096),
+                                  HEADER.pack(b"FTk1", 100, 7) + b"x" * 20 + b"\0" * 4000, b"\0" * 4096],
+                         ids=["cut-short", "garbage", "a-record-ending-in-zeros", "zeros"])
+def test_a_torn_tail_s_non_zero_bytes_are_kept_as_a_damaged_copy_before_the_cut(tmp_path, capsys, tail) -> None:
+    """Bytes a torn tail's cut takes that are not all zero are kept as `<segment>.damaged` (`.damaged-2` at the next
+    one, as skip_corrupt names them), exactly those bytes, and the cut's stderr line names the copy; zeros alone (pages
+    never written) keep none. The records before them read back whole."""
+    items, path = one_segment_log(tmp_path, 20)
+    for time_ in (1, 2):
+        with open(path, "ab") as f:
+            f.write(tail)
+        with TickLog(tmp_path) as log:
+            assert log.next_record == 20 and log.stats.torn_tails == 1
+        err = capsys.readouterr().err
+        kept = path.with_name(path.name + (".damaged" if time_ == 1 else ".damaged-2"))
+        if any(tail):
+            assert kept.read_bytes() == tail
+            assert f"(torn tail: {len(tail)} bytes) is cut away; the cut bytes are kept as {kept}\n" in err, err
+        else:
+            assert not list(tmp_path.glob("*.damaged*")) and "kept as" not in err
+        assert [p for _, p in read(tmp_path)] == items
+
+
+def test_a_torn_tail_read_without_changes_keeps_no_copy(tmp_path) -> None:
+    """An export (read_unchanged) leaves the tail in the file, so it copies nothing either."""
+    from engine.service.ticklog import read_unchanged
+
+    items, path = one_segment_log(tmp_path, 20)
+    append_garbage(path)
+    assert [p for _, p in read_unchanged(tmp_path)] == items
+    assert not list(tmp_path.glob("*.damaged*"))
+
+
 def test_damage_at_the_end_of_an_older_segment_or_before_valid_records_still_stops(tmp_path) -> None:
     """Cutting there would lose accepted records a reader can read: the start stops with the file and offset."""
     items, path = one_segment_log(tmp_path, 20)

@@ -548,8 +548,8 @@ class DataDir:
         self._say_damaged_copies()
 
     def damaged_copies(self) -> dict[Path, int]:
-        """The damaged segments ``log.skip_corrupt`` kept beside the tick and answer logs, with their sizes
-        (ticklog.damaged_copies)."""
+        """The damaged copies kept beside the tick and answer logs (a ``log.skip_corrupt`` repair's originals, a
+        torn tail's non-zero cut bytes), with their sizes (ticklog.damaged_copies)."""
         return damaged_copies(self.log.directory) | damaged_copies(self.answers.directory)
 
     def _say_damaged_copies(self) -> None:
@@ -559,9 +559,10 @@ class DataDir:
         if copies:
             size = sum(copies.values())
             named = [f"{path.parent.name}/{path.name}" for path in copies]
-            print(f"flashtick: note: {counted(len(copies), 'damaged log segment')} ({size:,} bytes) kept by "
-                  f"log.skip_corrupt in {self.root} ({', '.join(named[:3])}{', ...' if len(named) > 3 else ''}): "
-                  f"retention keeps them: remove them once looked at (docs/durability.md)", file=sys.stderr, flush=True)
+            print(f"flashtick: note: {counted(len(copies), 'damaged log file')} ({size:,} "
+                  f"bytes: originals log.skip_corrupt repaired, torn tails' cut bytes) kept in {self.root} "
+                  f"({', '.join(named[:3])}{', ...' if len(named) > 3 else ''}): retention keeps them: remove them "
+                  f"once looked at (docs/durability.md)", file=sys.stderr, flush=True)
 
     def read_items(self, streams: set[str], upto: int, encoders: StreamEncoders, target: ReplayTarget,
                    answered: dict[str, tuple[int, int]] | None = None) -> list[EncodedTick | None]:

@@ -23,7 +23,8 @@ holding old data) is truncated away with a warning and counted; a damaged
 record anywhere else (in an older segment, or with valid records after it)
 stops the read with the file and byte offset (``CorruptLog``), or, with ``skip_corrupt``, is skipped by
 scanning to the next valid record, counted and said, and the segment rewritten
-without it (the original kept as ``<name>.damaged``). A failed append (disk full, a
+without it (the original kept as ``<name>.damaged``); a torn tail's cut bytes are kept the same way unless they
+are all zero. A failed append (disk full, a
 file size limit, an I/O error) raises ``LogWriteError`` and leaves the log as it
 was before the append: the caller refuses the item.
 """
@@ -97,8 +98,9 @@ def segments(directory: Path, prefix: str = "ticks") -> list[tuple[int, Path]]:
 
 
 def damaged_copies(directory: Path) -> dict[Path, int]:
-    """The damaged originals a ``skip_corrupt`` repair kept in ``directory`` (``<segment>.damaged``, ``.damaged-2``,
-    ...) and their sizes: retention never drops them (forensics), so they stay until someone removes them."""
+    """The damaged copies kept in ``directory`` (``<segment>.damaged``, ``.damaged-2``, ...: the originals a
+    ``skip_corrupt`` repair rewrote, the non-zero bytes a torn tail's cut took) and their sizes: retention never
+    drops them (forensics), so they stay until someone removes them."""
     sizes = {}
     for path in sorted(Path(directory).glob("*.log.damaged*")):
         try:
@@ -425,8 +427,9 @@ def _records(path: Path, stats: LogStats, last: bool, skip_corrupt: bool, repair
                 print(f"flashtick: log {path}: {torn} at byte {offset} ({len(data) - offset} bytes: a torn tail, or "
                       f"a record being written) is left out; the file is left as it is", file=sys.stderr, flush=True)
                 break
-            print(f"flashtick: log {path}: {torn} at byte {offset} (torn tail: {len(data) - offset} bytes) is cut away",
-                  file=sys.stderr, flush=True)
+            kept = _keep_cut_bytes(path, data[offset:])
+            print(f"flashtick: log {path}: {torn} at byte {offset} (torn tail: {len(data) - offset} bytes) is cut away"
+                  f"{kept}", file=sys.stderr, flush=True)
             with open(path, "r+b") as f:
                 f.truncate(offset)
             data = data[:offset]
@@ -470,15 +473,46 @@ def _torn_tail(data: bytes, offset: int, why: str) -> str | None:
     return f"damaged bytes ({why}; no valid record after them)"
 
 
+def _damaged_name(path: Path) -> Path:
+    """Where a damaged copy of segment ``path`` goes: ``<name>.damaged``, or ``.damaged-2``, ... when damage was
+    found in the same segment before (every copy is kept)."""
+    damaged = path.with_name(path.name + ".damaged")
+    number = 1
+    while damaged.exists():
+        number += 1
+        damaged = path.with_name(f"{path.name}.damaged-{number}")
+    return damaged
+
+
+def _keep_cut_bytes(path: Path, cut: bytes) -> str:
+    """A torn tail's ``cut`` bytes kept as a damaged copy beside ``path`` before they are cut, unless they are all
+    zero (pages a host crash never wrote: nothing to look at). Non-zero ones may be a half-written record or old
+    blocks, which someone investigating a host crash wants. Returns what the cut's stderr line adds: where the
+    copy is, or why none could be kept (a full disk must not stop a start the cut lets go on)."""
+    if not any(cut):
+        return ""
+    damaged = _damaged_name(path)
+    try:
+        fd = os.open(damaged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as e:
+        return f"; its bytes could not be kept as {damaged} ({e.strerror or e})"
+    try:
+        if os.write(fd, cut) != len(cut):
+            raise OSError("short write (is the disk full?)")
+        os.fsync(fd)  # on disk before the truncate leaves them nowhere else
+    except OSError as e:
+        damaged.unlink(missing_ok=True)  # a part of them would pass for all of them
+        return f"; its bytes could not be kept as {damaged} ({e.strerror or e})"
+    finally:
+        os.close(fd)
+    return f"; the cut bytes are kept as {damaged}"
+
+
 def _rewrite(path: Path, data: bytes, skipped: list[tuple[int, int]]) -> None:
     """``path`` holding only its valid records (``data`` less its ``skipped`` regions), the original kept beside it as
     ``<name>.damaged`` for forensics. The original's name holds the old or the new content at every moment (a
     hard link keeps the original, then the rewrite replaces the name atomically)."""
-    damaged = path.with_name(path.name + ".damaged")
-    number = 1
-    while damaged.exists():  # damage found again in the same segment: every original is kept
-        number += 1
-        damaged = path.with_name(f"{path.name}.damaged-{number}")
+    damaged = _damaged_name(path)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
