@@ -590,3 +590,59 @@ def test_an_ask_on_a_stream_whose_every_tick_a_shard_refused_says_so(checkpoint,
     assert {name: held["ticks"] for name, held in reply["refused"].items()} == {name: sent[name] for name in refused}
     assert all(reply["streams"][name]["ticks"] == sent[name] for name in set(streams) - set(refused)), reply
     assert sorted(listed) == sorted(set(streams) - set(refused)) and stream_count == 2
+
+
+def test_answers_about_ticks_lost_with_the_logs_tail_are_taken_back_on_shards(checkpoint, tmp_path, capsys) -> None:
+    """As on one engine (test_lost_tail_answers): a restart on shards whose tick log lost its last record (cut short,
+    as a host crash leaves it) serves as current each query's latest answer on the ticks kept, from the front door's
+    cache and the shard's, says how many it took back, and seqs go on; the next restart starts the stream's tail
+    after the answer kept (the answer log's `L` record), answering each new message as the live run would have."""
+    from test_lost_tail_answers import cut_last_record_short
+
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    ticks = SyntheticMarket(SyntheticConfig(seed=4)).next_batch(230)
+    batches = rounds(ticks[:200])
+    live = ShardedPipeline(config(checkpoint, tmp_path / "data", 2, queries))
+    published = feed(live, batches)
+    lost_stream = batches[-1][-1].stream  # the last record logged: the tick the log is about to lose
+    lost_count = sum(t.stream == lost_stream for t in ticks[:200])
+    stale = {a.query: a for a in published if a.stream == lost_stream and a.version == lost_count}
+    assert set(stale) == {"dir", "nll"}  # both answered the tick the log is about to lose
+    data = shutil.copytree(tmp_path / "data", tmp_path / "crashed")  # the disk, were the host to crash now
+    live.close()  # (the local Ray instance holds two shards at a time)
+    cut_last_record_short(data)
+
+    capsys.readouterr()
+    recovered = ShardedPipeline(config(checkpoint, data, 2))
+    assert recovered.run_until_idle() == []  # every tick kept was answered: nothing owed
+    err = capsys.readouterr().err
+    kept = recovered.encoders.ticks_of(lost_stream)
+    assert kept == lost_count - 1 and recovered.stats()["log"]["torn_tails"] == 1
+    assert f"2 answers refer to ticks lost with the log's tail ({lost_stream!r}" in err, err
+    for query in ("dir", "nll"):  # the answer each query published last on a tick the stream still holds
+        served = recovered.cache.get(query, lost_stream)
+        before = [a for a in published if a.query == query and a.stream == lost_stream and a.version <= kept]
+        assert (served.seq, served.version, served.data_ts) == (before[-1].seq, before[-1].version,
+                                                                before[-1].data_ts)
+        assert recovered.cache.last_seq(served.topic) == stale[query].seq  # seqs still go on past it
+    shard = recovered.shard_of[lost_stream].handle  # its shard was restored with the answers kept, not the lost
+    held = ray.get(shard.__ray_call__.remote(lambda shard: {q: shard.cache.get(q, lost_stream).version
+                                                            for q in ("dir", "nll")}))
+    assert held == {"dir": kept, "nll": kept}
+
+    new_ticks = [t for t in ticks[200:] if t.stream == lost_stream][:3]
+    for tick in new_ticks:  # accepted, one message each, and the process dies before a shard computes them
+        assert recovered.ingest_message(encode([tick])) == []
+    again_dir = shutil.copytree(data, tmp_path / "again")
+    recovered.close()
+    again = ShardedPipeline(config(checkpoint, again_dir, 2))
+    owed = [a for a in again.run_until_idle() if a.stream == lost_stream]
+    for query in ("dir", "nll"):
+        answers = [a for a in owed if a.query == query]
+        assert [a.version for a in answers] == [kept + 1, kept + 2, kept + 3]
+        assert [a.data_ts for a in answers] == [t.ts for t in new_ticks]
+        # the first takes the lost tick's count, its version repeats the lost answer's; its seq tells them apart
+        assert answers[0].version == stale[query].version and answers[0].seq == stale[query].seq + 1
+        assert again.cache.get(query, lost_stream) == answers[-1]
+    again.close()
