@@ -556,7 +556,8 @@ def test_an_ask_on_a_stream_whose_every_tick_a_shard_refused_says_so(checkpoint,
     nothing of it), sending the operator to a feed that did send. It says, as one engine does, that its ticks were
     refused and why, with as many ticks as the stream sent. `streams` showed such a stream with the front door's
     counts, as if accepted: it names it as refused, as one engine does (nil, and left out of the listing of every
-    stream), and the front door's admission counts the streams its shard holds."""
+    stream), and the front door's admission counts the streams its shard holds. The listing of every stream counts
+    them in `refused_at_start` (it counted only what the front door's replay refused: none, the shards refuse)."""
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     cfg = served(checkpoint, tmp_path, 2, queries)
@@ -571,7 +572,8 @@ def test_an_ask_on_a_stream_whose_every_tick_a_shard_refused_says_so(checkpoint,
     with serving(fewer) as server, ControlClient(server.endpoints["control"], timeout_s=60) as control:
         wait_for(lambda: control.call("health")["status"] == "serving", timeout_s=120)
         reply = control.call("streams", streams=streams)
-        listed = control.call("streams")["streams"]
+        every = control.call("streams")  # the shards' restores refused them after the start's replay: counted too
+        listed = every["streams"]
         errors = {name: control.request({"op": "ask", "stream": name, "query": "dir"}).get("error")
                   for name in streams}
         stream_count = control.call("health")["streams"]
@@ -590,6 +592,8 @@ def test_an_ask_on_a_stream_whose_every_tick_a_shard_refused_says_so(checkpoint,
     assert {name: held["ticks"] for name, held in reply["refused"].items()} == {name: sent[name] for name in refused}
     assert all(reply["streams"][name]["ticks"] == sent[name] for name in set(streams) - set(refused)), reply
     assert sorted(listed) == sorted(set(streams) - set(refused)) and stream_count == 2
+    assert every["refused_at_start"]["streams"] == len(refused), every
+    assert "scheduler.max_streams 1 reached" in every["refused_at_start"]["why"], every
 
 
 def test_answers_about_ticks_lost_with_the_logs_tail_are_taken_back_on_shards(checkpoint, tmp_path, capsys) -> None:

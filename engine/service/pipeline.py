@@ -275,6 +275,7 @@ class TickPipeline:
         # logged streams admission refused at this start (a lower scheduler.max_streams, a smaller pool): name ->
         # [items refused, the first why], until the server takes them (take_turned_away)
         self._turned_away: dict[str, list] = {}
+        self.refused_at_start: set[str] = set()  # their names, kept (`streams` counts them: refused_at_start)
         reregistered: set[str] = set()  # queries the data directory's state did not describe: registered now
         if self.data is not None:
             if self.data.queries_path.is_file():  # what was registered before a restart, answers and all
@@ -315,6 +316,7 @@ class TickPipeline:
             del self._turned_away[stream]  # (taken after all: an expiry in the log made room for it)
         for stream in self._turned_away:
             self.encoders.forget(stream)
+        self.refused_at_start = set(self._turned_away)
         if self._turned_away:
             names = sorted(self._turned_away)
             named = ", ".join(map(repr, names[:5])) + (f", ... ({len(names)} in all)" if len(names) > 5 else "")

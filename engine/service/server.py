@@ -224,8 +224,6 @@ class Server:
         # client asking about one hears "refused, and why", not "never seen"; bounded, oldest forgotten first
         self._refused_streams: OrderedDict[str, list] = OrderedDict()
         self._take_turned_away()  # (a restart's: logged streams a lowered limit refused)
-        # ... named apart, as plain `streams` lists held streams only and says how many of these it leaves out
-        self._refused_at_start = frozenset(self._refused_streams)
         self._expired_line = ExpiredStreamsLine(config.scheduler.stream_idle_s)
         self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when messages wait unread
         self._kv_thrash = False
@@ -889,8 +887,9 @@ class Server:
 
     def _still_refused_at_start(self) -> dict[str, Any]:
         """For a listing of every stream (which names held streams only): how many logged streams this start
-        refused and still holds nothing of, and the limit, so the listing does not pass over them in silence."""
-        still = sum(1 for name in self._refused_at_start
+        refused and still holds nothing of, and the limit, so the listing does not pass over them in silence
+        (with --shards, those each shard's restore at this start refused, whose replies come after the start)."""
+        still = sum(1 for name in self.pipeline.refused_at_start
                     if name in self._refused_streams and name not in self.pipeline.encoders)
         return {"refused_at_start": {"streams": still, "why": self.pipeline.admission_limit()}} if still else {}
 

@@ -106,6 +106,9 @@ class ShardedPipeline:
         self.marks = RegistrationMarks()  # where each query started: what a restored shard owes it
         self._expired: list[str] = []
         self._turned_away: dict[str, list] = {}  # streams a shard refused: name -> [items, the first why] (the server's)
+        # logged streams a shard's first restore (this start's) refused: `streams` counts them (refused_at_start);
+        # they come with the restore's reply, after the server has taken what the start itself refused
+        self.refused_at_start: set[str] = set()
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="shard-restore")
         self._owns_ray = connect(config.shards)
         self._group, self.links = None, []
@@ -326,8 +329,10 @@ class ShardedPipeline:
             self._refused_by_shard(link, stream, ticks, error)
         if "restored" in reply:
             restored = reply["restored"]
-            link.restores.append(restored)
             refused = reply.get("refused", {})
+            if not link.restores:  # its first: the start's (a later one rebuilds a lost shard's streams)
+                self.refused_at_start |= refused.keys()
+            link.restores.append(restored)
             turned_away = (f"; refused {counted(restored['refused'], 'logged item')} of "
                            f"{counted(len(refused), 'stream')}: {self.admission_limit()} (was the limit lowered since "
                            f"they were logged? `streams` and `ask` say them refused)") if refused else ""
