@@ -35,6 +35,7 @@ from connectors.feed import REJECTS_TOPIC
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError, GaplessSubscriber
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
+from engine.service.ticklog import segments
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = """
@@ -665,6 +666,41 @@ def test_a_stream_whose_every_tick_retention_dropped_counts_on_after_a_restart(c
     want = {(a.query, a.stream): (a.version, a.seq) for a in live.run_until_idle()}
     got = {(a.query, a.stream): (a.version, a.seq) for a in recovered.run_until_idle()}
     assert got == want and want[("dir", "QUIET")][0] == 31
+
+
+def test_ticks_dropped_by_retention_count_a_stream_that_expired_before_the_first_kept_segment(checkpoint, tmp_path,
+                                                                                               capsys) -> None:
+    """The `recovered` line's `(N older ticks dropped by retention)` summed the tick counts of the streams the
+    first kept segment started with: a stream expired for idleness before it counts 0 there, so its ticks went
+    uncounted (600 said of 640 dropped). Each segment start now says how many ticks the log held before it, so
+    the count is every tick retention dropped, at this restart and (counting on) at the next."""
+    from connectors.ticks import trade
+
+    small = dict(segment_bytes=16384, retention_bytes=3 * 16384)
+    base = config(checkpoint, tmp_path / "data")
+    with_small = lambda cfg: dataclasses.replace(cfg, log=dataclasses.replace(cfg.log, **small))  # noqa: E731
+    live = TickPipeline(dataclasses.replace(with_small(base), scheduler=dataclasses.replace(base.scheduler,
+                                                                                            stream_idle_s=0.2)))
+    t0 = 1_700_000_000_000_000_000
+    feed_in_steps(live, [trade("GONE", t0 + i, 100.0 + i % 3, 1.0, "buy") for i in range(40)])
+    expired: list[str] = []
+    wait_for(lambda: expired.extend(live.expire_idle()) or expired == ["GONE"], timeout_s=60)
+    feed_in_steps(live, [trade(f"R{i % 2}", t0 + 100 + i, 50.0 + i % 5, 1.0, "sell") for i in range(600)])
+    (first_kept, _), *_ = segments(tmp_path / "data" / "ticks")
+    assert first_kept > 41  # GONE's 40 ticks and its expiry were all in dropped segments
+    capsys.readouterr()
+    recovered = TickPipeline(with_small(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after"))))
+    dropped = 640 - recovered.ticks_in
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("flashtick: recovered ")]
+    assert said and said[0].endswith(f" ({dropped} older ticks dropped by retention)"), said
+    assert recovered.data.stats()["ticks_dropped_by_retention"] == dropped
+    feed_in_steps(recovered, [trade(f"R{i % 2}", t0 + 1000 + i, 50.0 + i % 5, 1.0, "sell") for i in range(300)])
+    assert recovered.data.log.stats.segments_dropped > 0  # segments it started, dropped in turn
+    recovered.close()
+    again = TickPipeline(with_small(config(checkpoint, tmp_path / "after")))  # the count goes on from the restart's
+    assert again.data.stats()["ticks_dropped_by_retention"] == 940 - again.ticks_in
+    again.close()
+    live.close()
 
 
 def test_a_data_directory_refuses_other_weights_under_the_same_model_id(tmp_path) -> None:

@@ -155,6 +155,9 @@ SEGMENT_START = "start"  # each tick log segment's first record: {start: {stream
 #                          session (tokens, chunk boundaries, next roll point) or nil, ticks stamped last_ts]}}
 SEGMENT_START_SHARE = 4  # a segment's start record may take at most 1/4 of log.segment_bytes with the sessions
 EXPIRED = "expired"  # a tick log record of its own, {expired: stream}: the live run expired the stream here
+# beside SEGMENT_START: the ticks logged before the segment since the log began (what retention drops of them is
+# counted from the first kept one; the streams' counts miss the ticks of streams expired before it)
+LOGGED = "logged"
 
 
 def owed_jobs(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, flash: FlashQueries, stream: str,
@@ -280,6 +283,7 @@ class DataDir:
             raise ConfigError(_unusable_part(self.root, e)) from None
         self.recovered_ticks = 0
         self.recovered_answers = 0
+        self.ticks_logged = 0  # since the tick log began, what retention dropped included (segment starts say it)
         self._restored = RestoredQueries(RegistrationMarks(), set())  # what restore_queries brought back, if it ran
         self._restored_answers: tuple[Registry, AnswerHistory, Any] | None = None  # restore_answers' arguments
         self.replay_refused = 0  # logged items the replay could not place (none expected)
@@ -344,7 +348,7 @@ class DataDir:
         (with ``booked``: one engine) its session as a replay would have booked it, so that a replay starting here,
         once retention dropped the segments before, goes on exactly where the live run was."""
         if self.encoders is None:
-            return msgpack.packb({SEGMENT_START: {}}, use_bin_type=True)
+            return msgpack.packb({SEGMENT_START: {}, LOGGED: self.ticks_logged}, use_bin_type=True)
         states = self.encoders.codec_states()
         accepted = {name: a for name, a in self.encoders.accepted().items() if a is not None}
         sessions = self.booked is not None
@@ -352,7 +356,7 @@ class DataDir:
             starts = {name: [a["ticks"], a["last_ts"], states.get(name),
                              self.booked(name) if sessions and a["ticks"] else None, a["at_last_ts"]]
                       for name, a in accepted.items()}
-            record = msgpack.packb({SEGMENT_START: starts}, use_bin_type=True)
+            record = msgpack.packb({SEGMENT_START: starts, LOGGED: self.ticks_logged}, use_bin_type=True)
             if not sessions or len(record) <= self.config.segment_bytes // SEGMENT_START_SHARE:
                 return record
             sessions = False  # a start that filled its segment would roll the log at every tick: counts alone
@@ -393,6 +397,7 @@ class DataDir:
             self._refusals.refused("tick log", item.ticks)
             self._say_refused(str(e))
             raise
+        self.ticks_logged += item.ticks
         self._message_start = False
         self._refusals.accepted()
 
@@ -487,10 +492,11 @@ class DataDir:
         computes what the booked windows hold (Engine.rebuild) and then calls ``replayed``. ``turned_away``: the
         streams ``target`` refused meanwhile (filled as it replays), which the caller says: not lost segments."""
         self._replay_started = time.perf_counter()
-        ticks, refused, tail = split_log(self.log.directory, encoders, target, answered,
-                                         skip_corrupt=self.config.skip_corrupt, stats=self.read_stats)
+        ticks, refused, tail, logged = split_log(self.log.directory, encoders, target, answered,
+                                                 skip_corrupt=self.config.skip_corrupt, stats=self.read_stats)
         self.recovered_ticks += ticks
         self.replay_refused += refused
+        self.ticks_logged = logged
         self._say_lost_streams(encoders, turned_away)
         self._forget_lost_answers(encoders, turned_away)
         return tail
@@ -572,7 +578,7 @@ class DataDir:
         Safe beside live appends: it stops before record ``upto``, so it never reaches a record being written
         (nor cuts one as a torn tail)."""
         return split_log(self.log.directory, encoders, target, answered, skip_corrupt=self.config.skip_corrupt,
-                         stats=LogStats(), streams=streams, upto=upto)[2]
+                         stats=LogStats(), streams=streams, upto=upto).tail
 
     def check(self) -> None:
         """Whether the logs' files still exist (a heartbeat's check: said at once, even while nothing arrives)."""
@@ -600,19 +606,34 @@ class DataDir:
         self._lock_file.close()
 
 
+class Replayed(NamedTuple):
+    """What replay_log read."""
+
+    ticks: int  # replayed
+    refused: int  # items refused
+    logged: int  # the ticks of every item read, refused or not (of every stream, whatever ``streams`` says)
+    # the ticks logged before the first record read (0: it is the log's first), from its segment start; None when
+    # the log does not say (retention dropped segments of a log written before segment starts had LOGGED)
+    before: int | None
+
+
 def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[EncodedTick], None], *,
                skip_corrupt: bool, stats: LogStats, streams: set[str] | None = None, upto: int | None = None,
                message_start: Callable[[], None] | None = None, expire: Callable[[str], None] | None = None,
-               segment_start: Callable[[dict[str, list[int]]], None] | None = None) -> tuple[int, int]:
-    """Logged items (records before ``upto``; of ``streams`` only, when given) through ``encoders`` to ``book``;
-    returns (ticks replayed, items refused). A refusal (InvalidTick) is counted, never fatal. ``message_start``
-    is called before each record that began a wire message, ``expire`` at each stream's expiry (a log written
-    before those were recorded has neither)."""
-    ticks = refused = 0
+               segment_start: Callable[[dict[str, list[int]]], None] | None = None) -> Replayed:
+    """Logged items (records before ``upto``; of ``streams`` only, when given) through ``encoders`` to ``book``.
+    A refusal (InvalidTick) is counted, never fatal. ``message_start`` is called before each record that began a
+    wire message, ``expire`` at each stream's expiry (a log written before those were recorded has neither)."""
+    ticks = refused = logged = 0
+    before: int | None = None
+    first = True
     for number, payload in read(directory, skip_corrupt=skip_corrupt, stats=stats):
         if upto is not None and number >= upto:
             break
         record = msgpack.unpackb(payload, raw=False)
+        if first:  # the log's first record, or the first kept segment's start
+            first = False
+            before = 0 if number == 0 else record.get(LOGGED) if SEGMENT_START in record else None
         if EXPIRED in record:
             if expire is not None and (streams is None or record[EXPIRED] in streams):
                 expire(record[EXPIRED])
@@ -624,6 +645,7 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
         if message_start is not None and record.get(MESSAGE_START):
             message_start()
         tick = record.get("tick")
+        logged += 1 if tick is not None else record["tokenized"]["ticks"]
         if streams is not None and (tick or record["tokenized"])["stream"] not in streams:
             continue
         if record.get(PASSED):  # ticks the live run refused or conflated just before it, counted in at_last_ts
@@ -639,16 +661,25 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
             done = encoders.ingest_tokenized(msgpack.packb([record["tokenized"]]), book)
             ticks += done.ticks
             refused += len(done.rejections)
-    return ticks, refused
+    return Replayed(ticks, refused, logged, before)
+
+
+class SplitLog(NamedTuple):
+    """What split_log read and booked."""
+
+    ticks: int  # replayed
+    refused: int  # items refused
+    tail: list[EncodedTick | None]  # past each stream's answered point
+    logged: int  # the ticks logged since the log began, those retention dropped included
 
 
 def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
               answered: dict[str, tuple[int, int]] | None, *, skip_corrupt: bool, stats: LogStats,
-              streams: set[str] | None = None, upto: int | None = None) -> tuple[int, int, list[EncodedTick | None]]:
+              streams: set[str] | None = None, upto: int | None = None) -> SplitLog:
     """Replay the tick log (records before ``upto``; of ``streams`` only, when given) through ``encoders`` onto
     ``target``: each item booked without being computed (token logs and rolls end exactly as the live run's
-    did), each expiry and retention start applied where the live run had it. Returns (ticks replayed, items
-    refused, tail).
+    did), each expiry and retention start applied where the live run had it. ``stats`` counts the ticks
+    retention dropped (``ticks_dropped_by_retention``).
 
     ``answered``: each stream's last answered point (tick count, event time of that tick). The live run had
     computed every tick up to it; the items after it are not booked but returned as the tail, in log order,
@@ -663,6 +694,7 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
     owed: set[str] = set()  # streams past their answered point: their items go to the tail
     tail: list[EncodedTick | None] = []
     seen: set[str] = set()  # streams this replay has items (or a start) of
+    started = 0  # the ticks segment starts count of the streams first met there (a log without LOGGED: dropped)
 
     def start(counts: dict[str, list[Any]]) -> None:
         """A segment's start: the streams first met here had records in segments retention dropped; they
@@ -677,7 +709,8 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
             if ticks:
                 target.start_at(stream, ticks, last_ts, booked)
                 counted[stream] = ticks
-                stats.ticks_dropped_by_retention += ticks
+                nonlocal started
+                started += ticks
 
     def book(item: EncodedTick) -> None:
         seen.add(item.stream)
@@ -704,9 +737,12 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
         if tail and tail[-1] is not None:  # (runs of message starts of no tail item are one boundary)
             tail.append(None)
 
-    ticks, refused = replay_log(directory, encoders, book, skip_corrupt=skip_corrupt, stats=stats, streams=streams,
-                                upto=upto, message_start=message_start, expire=expire, segment_start=start)
-    return ticks, refused, tail
+    read = replay_log(directory, encoders, book, skip_corrupt=skip_corrupt, stats=stats, streams=streams, upto=upto,
+                      message_start=message_start, expire=expire, segment_start=start)
+    # a log written before LOGGED: the streams' counts at the first kept start, which miss a stream expired before it
+    dropped = read.before if read.before is not None else started
+    stats.ticks_dropped_by_retention += dropped
+    return SplitLog(read.ticks, read.refused, tail, dropped + read.logged)
 
 
 def answered_points(cache: AnswerCache, streams: set[str] | None = None) -> dict[str, tuple[int, int]]:
