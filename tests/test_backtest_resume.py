@@ -217,6 +217,58 @@ def test_stop_request_checkpoints_and_resume_refuses_other_inputs(setup: Path, u
     assert_same_answers(pl.read_parquet(out), pl.read_parquet(setup / "whole.parquet"))
 
 
+def test_a_run_that_raises_right_after_taking_the_parts_lock_lets_go_of_it(setup: Path) -> None:
+    """A few lines ran between taking OUT.parts' lock and the `try` that lets go of it on a raise (the resume's
+    note on thread counts, the progress bar reading the files' rows): one that raised there kept the lock until
+    the process ended, so a second run of the same --out in that process (a notebook, a script retrying) was
+    refused as "in use by a running backtest" (its own pid). Every raise after the lock is taken now releases it."""
+    import dataclasses
+
+    import torch
+
+    from engine.service.backtest import BacktestInterrupted
+
+    config = ServiceConfig.load(setup / "engine.yaml")
+    out, polls = setup / "raised.parquet", iter(range(10**9))
+    with pytest.raises(BacktestInterrupted):  # a checkpoint to resume, taken at 1 thread
+        run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, max_ticks=600,
+                     stop=lambda: next(polls) >= 40)
+
+    def refuse_other_threads(line: str) -> None:  # a caller for whom another thread count is a bad option
+        if "CPU threads" in line:
+            raise ValueError(f"refused: {line}")
+
+    threads = torch.get_num_threads()
+    try:
+        faster = dataclasses.replace(config, model=dataclasses.replace(config.model, threads=2))
+        with pytest.raises(ValueError, match="refused: resuming at 2 CPU threads"):  # right after the lock is taken
+            run_backtest(faster, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, max_ticks=600,
+                         resume=True, note=refuse_other_threads)
+    finally:
+        torch.set_num_threads(threads)
+    report = run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, max_ticks=600,
+                          resume=True)  # the same process: the lock is free
+    assert report.resumed_at > 0 and report.ticks == 600 and not out.with_name(out.name + ".parts").exists()
+
+
+def test_a_checkpoint_that_cannot_be_resumed_leaves_its_lock_free(tmp_path: Path) -> None:
+    """A manifest refused (or failing) after its lock was taken lets go of the lock: the next try says the same
+    problem, not "in use by a running backtest" (its own pid)."""
+    from engine.service.answer_parts import AnswerParts
+
+    key = {"files": "f", "queries": "q"}
+    parts = tmp_path / "out.parquet.parts"
+    parts.mkdir()
+    (parts / "progress.json").write_text(json.dumps({"key": key, "consumed": 5}))  # no parts list: unusable
+    for _ in range(2):
+        with pytest.raises(KeyError, match="parts"):
+            AnswerParts.open(tmp_path / "out.parquet", key, resume=True)
+    (parts / "progress.json").write_text(json.dumps({"key": {**key, "queries": "other"}, "consumed": 5}))
+    for _ in range(2):
+        with pytest.raises(ValueError, match="different queries"):
+            AnswerParts.open(tmp_path / "out.parquet", key, resume=True)
+
+
 def test_resume_refuses_parts_written_under_another_roll_rule(setup: Path, capsys) -> None:
     """Parts from a flashtick that rolled sessions elsewhere (before scheduler.ROLL_RULE, or another one) would
     splice answers of two context rules into one table: refused by name, nothing written."""

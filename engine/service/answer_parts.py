@@ -162,18 +162,19 @@ class AnswerParts:
         directory.mkdir(parents=True, exist_ok=True)
         if (lock := _take_lock(directory)) is None:
             return None
-        try:
+        try:  # any raise from here on lets go of the lock: a later run in this process is not refused by it
             manifest = cls._checkpoint(directory, key, readings)
+            if manifest is None:  # nothing to resume: start afresh (so a script may always pass --resume)
+                print(f"flashtick backtest: no checkpoint in {directory}; starting from the beginning",
+                      file=sys.stderr)
+                _clear(directory)
+                return cls(out, key, None, readings, threads, lock)
+            for stray in set(p.name for p in directory.iterdir()) - set(manifest["parts"]) - {MANIFEST, LOCK}:
+                (directory / stray).unlink()  # written after the last checkpoint: those answers come again
+            return cls(out, key, manifest, readings, threads, lock)
         except BaseException:
             os.close(lock)
             raise
-        if manifest is None:  # nothing to resume: start afresh (so a script may always pass --resume)
-            print(f"flashtick backtest: no checkpoint in {directory}; starting from the beginning", file=sys.stderr)
-            _clear(directory)
-            return cls(out, key, None, readings, threads, lock)
-        for stray in set(p.name for p in directory.iterdir()) - set(manifest["parts"]) - {MANIFEST, LOCK}:
-            (directory / stray).unlink()  # written after the last checkpoint: those answers come again
-        return cls(out, key, manifest, readings, threads, lock)
 
     @staticmethod
     def _checkpoint(directory: Path, key: dict[str, Any], readings: list | None) -> dict[str, Any] | None:

@@ -296,50 +296,49 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     key = _run_key(config, replay, queries, batch_ms, max_ticks)
     threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
     parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads)
-    if parts.consumed and parts.threads_before not in (None, threads):
-        note(f"resuming at {threads} CPU threads (--threads) a run checkpointed at {parts.threads_before}: the answers "
-             f"after the resume point ({parts.consumed} ticks) may differ in their last float bits from a run at "
-             f"{parts.threads_before} (runs are byte-identical only at the same thread count)")
-    marks: dict[str, MarkSeries] = defaultdict(MarkSeries)  # each stream's accepted ticks, as labelling needs them
-    bar = _progress_bar(progress, replay, max_ticks)
-    freeze_heap()  # the libraries and the model: the run's full collections walk only what it made
-    try:
-        consumed = 0
-        if parts.consumed:
-            bar.set_description("rebuilding sessions")
-            for path in parts.paths():  # a part at a time: a day's answers need not fit in memory
-                for row in pl.read_parquet(path, columns=["query", "stream", "ticks", "model_probs"]).iter_rows():
-                    if row[3] is not None:  # the answers so far re-feed the adaptation as the rebuild reaches them
-                        pipeline.adaptation.owed(*row[:3], {"model_probs": json.loads(row[3])})
-            consumed = _rebuild(pipeline, replay, parts.consumed, marks, bar, stop)
-            _restore_answer_state(pipeline, parts)
-            bar.set_description("replaying")
-        consumed = _replay(pipeline, replay, parts, consumed, marks, batch_ns=int(batch_ms * 1e6),
-                           max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
-    except BaseException as e:
-        _release_and_raise(parts, e)
-    finally:
-        bar.close()
-        thaw_heap()
-    rejected = dict(Counter(replay.rejected) + pipeline.rejected)
-    examples = {**pipeline.reject_examples, **replay.rejected.examples}  # a reason's first row, located
-    # by stream: the files' rejects (a reason the engine's pipeline also counted would be said short of its count)
-    streams = {reason: said for reason, said in replay.rejected.streams_of().items() if reason not in pipeline.rejected}
-    if pipeline.ticks_in == 0 and time_range is not None and replay.range_left_out and not resume:
-        parts.remove()
-        raise NothingReplayed(f"{time_range.text()} left out every row the files hold ({replay.range_left_out}): "
-                              f"nothing to backtest")
-    if pipeline.ticks_in == 0 and rejected:
-        parts.remove()
-        every = ("every row was left out by a filter" if set(rejected) == {"filtered_out"} else
-                 "every row was rejected")
-        raise NothingReplayed(f"{every}, so there is nothing to backtest:\n"
-                              + "\n".join(rejected_lines(rejected, examples, streams=streams)))
-    if pipeline.ticks_in == 0 and not resume:
-        parts.remove()
-        raise NothingReplayed("the files hold no ticks (no data rows, or none before --max-ticks): nothing to "
-                              "backtest")
-    try:
+    try:  # from here on, any raise (a note, a bad file found late, an interrupt) lets go of the parts' lock at once
+        if parts.consumed and parts.threads_before not in (None, threads):
+            note(f"resuming at {threads} CPU threads (--threads) a run checkpointed at {parts.threads_before}: the "
+                 f"answers after the resume point ({parts.consumed} ticks) may differ in their last float bits from a "
+                 f"run at {parts.threads_before} (runs are byte-identical only at the same thread count)")
+        marks: dict[str, MarkSeries] = defaultdict(MarkSeries)  # each stream's accepted ticks, as labelling needs them
+        bar = _progress_bar(progress, replay, max_ticks)
+        freeze_heap()  # the libraries and the model: the run's full collections walk only what it made
+        try:
+            consumed = 0
+            if parts.consumed:
+                bar.set_description("rebuilding sessions")
+                for path in parts.paths():  # a part at a time: a day's answers need not fit in memory
+                    for row in pl.read_parquet(path, columns=["query", "stream", "ticks", "model_probs"]).iter_rows():
+                        if row[3] is not None:  # the answers so far re-feed the adaptation as the rebuild reaches them
+                            pipeline.adaptation.owed(*row[:3], {"model_probs": json.loads(row[3])})
+                consumed = _rebuild(pipeline, replay, parts.consumed, marks, bar, stop)
+                _restore_answer_state(pipeline, parts)
+                bar.set_description("replaying")
+            consumed = _replay(pipeline, replay, parts, consumed, marks, batch_ns=int(batch_ms * 1e6),
+                               max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
+        finally:
+            bar.close()
+            thaw_heap()
+        rejected = dict(Counter(replay.rejected) + pipeline.rejected)
+        examples = {**pipeline.reject_examples, **replay.rejected.examples}  # a reason's first row, located
+        # by stream: the files' rejects (a reason the engine's pipeline also counted would be said short of its count)
+        streams = {reason: said for reason, said in replay.rejected.streams_of().items()
+                   if reason not in pipeline.rejected}
+        if pipeline.ticks_in == 0 and time_range is not None and replay.range_left_out and not resume:
+            parts.remove()
+            raise NothingReplayed(f"{time_range.text()} left out every row the files hold ({replay.range_left_out}): "
+                                  f"nothing to backtest")
+        if pipeline.ticks_in == 0 and rejected:
+            parts.remove()
+            every = ("every row was left out by a filter" if set(rejected) == {"filtered_out"} else
+                     "every row was rejected")
+            raise NothingReplayed(f"{every}, so there is nothing to backtest:\n"
+                                  + "\n".join(rejected_lines(rejected, examples, streams=streams)))
+        if pipeline.ticks_in == 0 and not resume:
+            parts.remove()
+            raise NothingReplayed("the files hold no ticks (no data rows, or none before --max-ticks): nothing to "
+                                  "backtest")
         rows = _write_answers(pipeline, parts, marks, out)
     except BaseException as e:
         _release_and_raise(parts, e)
