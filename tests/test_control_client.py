@@ -156,3 +156,69 @@ def test_subscribers_refuse_a_bare_topic_string_and_a_missing_control_client() -
         AnswerSubscriber("tcp://127.0.0.1:1", "dir20/")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="needs a ControlClient of the same service"):
         GaplessSubscriber("tcp://127.0.0.1:1", None)  # type: ignore[arg-type]
+
+
+def _free_endpoint() -> str:
+    """An endpoint nothing listens on (a port bound once, then let go)."""
+    probe = zmq.Context.instance().socket(zmq.ROUTER)
+    port = probe.bind_to_random_port("tcp://127.0.0.1")
+    probe.close(linger=0)
+    return f"tcp://127.0.0.1:{port}"
+
+
+def test_a_connection_dropped_before_the_reply_is_a_typed_connection_error() -> None:
+    """A restart under a call in flight raised a plain ControlError with no reason: a retry loop written from the
+    docs (ConnectionError, TimeoutError, the `starting`/`busy` reasons) did not catch it. It is a ControlDropped,
+    a ConnectionError."""
+    from engine.service.client import ControlDropped
+
+    router = zmq.Context.instance().socket(zmq.ROUTER)
+    router.linger = 0
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    with ControlClient(f"tcp://127.0.0.1:{port}", timeout_s=30) as control:
+        control.send_raw(msgpack.packb({"op": "health"}))
+        assert router.poll(5000) and router.recv_multipart()  # taken, never answered: the service goes down
+        router.close(linger=0)
+        with pytest.raises(ConnectionError) as raised:
+            control.receive()
+    assert isinstance(raised.value, ControlDropped) and isinstance(raised.value, ControlError)
+
+
+def test_time_outs_are_positive_and_a_tiny_connect_wait_is_named_as_the_cause() -> None:
+    """0 or a negative time-out failed at once and blamed the service ("busy?"); a 1 ms connect wait blamed it as
+    down ("is the service running there?")."""
+    from engine.service.client import ControlUnreachable
+
+    endpoint = _free_endpoint()
+    for bad in (0, -1, float("nan"), "5"):
+        with pytest.raises(ValueError, match="timeout_s is a number of seconds > 0"):
+            ControlClient(endpoint, timeout_s=bad)
+    with pytest.raises(ValueError, match="connect_timeout_s"):
+        ControlClient(endpoint, connect_timeout_s=0)
+    with ControlClient(endpoint, timeout_s=5) as control:
+        with pytest.raises(ValueError, match="timeout_s is a number of seconds > 0, got -1"):
+            control.call("health", timeout_s=-1)
+    with ControlClient(endpoint, timeout_s=5, connect_timeout_s=0.001) as control:
+        with pytest.raises(ControlUnreachable, match="a time-out that short is seldom enough to connect"):
+            control.call("health")
+    with ControlClient(endpoint, timeout_s=5, connect_timeout_s=0.3) as control:
+        with pytest.raises(ControlUnreachable, match="is the service running there"):
+            control.call("health")
+
+
+def test_the_tail_of_a_message_an_interrupted_recv_left_is_skipped_not_raised() -> None:
+    """A Ctrl-C between a message's topic frame and its payload left the payload queued alone; the next recv
+    unpacked one frame into two names and raised ValueError. It is skipped (counted) and the next message read."""
+    pub = zmq.Context.instance().socket(zmq.PUB)
+    pub.linger = 0
+    port = pub.bind_to_random_port("tcp://127.0.0.1")
+    with AnswerSubscriber(f"tcp://127.0.0.1:{port}", ["t/"]) as answers:
+        message = None
+        deadline = time.monotonic() + 60
+        while message is None and time.monotonic() < deadline:  # (the slow joiner: publish until it is seen)
+            pub.send(b"t/a lone frame, as an interrupted recv leaves one")
+            pub.send_multipart([b"t/whole", msgpack.packb({"seq": 1})])
+            message = answers.recv(timeout_s=0.2)
+        assert message == ("t/whole", {"seq": 1})
+        assert answers.stray_frames >= 1
+    pub.close()

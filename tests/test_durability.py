@@ -271,6 +271,30 @@ def test_a_restart_says_which_live_registration_its_queries_file_replaced(checkp
     second.close()
 
 
+def test_a_restart_says_which_query_unregistered_live_its_queries_file_registers_again(checkpoint, tmp_path,
+                                                                                        capsys) -> None:
+    """A query unregistered live came back at the next start from `serve --queries FILE` without a word (only a
+    replaced spec was said): a user who stopped a standing query found it publishing again. It is named."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    first = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    feed_in_steps(first, SyntheticMarket(SyntheticConfig(seed=5)).next_batch(30))
+    first.unregister_query("nll")
+    first.close()
+    capsys.readouterr()
+
+    second = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    err = capsys.readouterr().err
+    assert "nll" in second.registry
+    assert f"flashtick: query 'nll': in {queries} but not among the queries kept in the data directory " \
+           f"(unregistered live, or new in the file): registered" in err, err
+    assert "query 'dir'" not in err, err  # kept as the file has it: nothing to say
+    second.close()
+    third = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    assert "query 'nll'" not in capsys.readouterr().err  # kept this time
+    third.close()
+
+
 def test_a_register_killed_between_the_queries_file_and_its_state_gets_a_fresh_version(checkpoint, tmp_path,
                                                                                         capsys) -> None:
     """`register` writes queries.yaml, then queries.state.json: a kill between the two leaves the new queries

@@ -26,6 +26,7 @@ import math
 import os
 import threading
 import time
+import warnings
 from collections import Counter, deque
 from typing import Any
 
@@ -38,14 +39,15 @@ from connectors.ticks import shown_name
 
 POLL_SLICE_MS = 100  # how often a waiting client looks at its handshake
 _NO_ID = object()  # a request the caller gave no id
+TINY_CONNECT_S = 0.1  # a connect wait below this fails on a live, idle service too: said, not blamed on it
 FETCH_LIMIT = 1000  # answers per `answers` request (the service's most)
 
 
 class ControlError(RuntimeError):
     """The service answered {ok: false, error}, did not answer in time, or refused the connection. ``reason``: the
     reply's (``starting``, ``busy``, ``shard_lost``: send the same request again later; ``bad_request``,
-    ``ask_failed``, ``internal``: see docs/wire-protocol.md), None without one (no reply, or a service of an earlier
-    version)."""
+    ``unknown_stream``, ``ask_failed``, ``internal``: see docs/wire-protocol.md), None without one (no reply, or a
+    service of an earlier version)."""
 
     def __init__(self, message: str, reason: str | None = None) -> None:
         super().__init__(message)
@@ -56,6 +58,12 @@ class ControlUnreachable(ControlError, ConnectionError):
     """Nothing accepted the connection in time: no service there (yet)."""
 
 
+class ControlDropped(ControlError, ConnectionError):
+    """The connection dropped after the request went and before its reply came (the service restarted or
+    stopped): the request may or may not have run. The same client reconnects by itself; send it again (an `ask`
+    is safe to repeat; check a `register` with `list`)."""
+
+
 class ControlTimeout(ControlError, TimeoutError):
     """No reply in time: the request may still run (retry an `ask`; a `register` may have taken). Refusals and
     {ok: false} are plain ControlErrors."""
@@ -64,6 +72,13 @@ class ControlTimeout(ControlError, TimeoutError):
 class ControlBusy(ControlTimeout):
     """No reply in time over a live connection (its handshake done, not dropped): a service is there and took the
     request, but was too busy to answer (a long forward, a restart catching up), not down."""
+
+
+def _positive_timeout(value: Any, name: str) -> float:
+    """A time-out in seconds, > 0: 0 or less would fail at once and be blamed on the service ("busy?", "down?")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == math.inf:
+        raise ValueError(f"{name} is a number of seconds > 0, got {value!r}")
+    return float(value)
 
 
 class ControlClient:
@@ -79,7 +94,8 @@ class ControlClient:
         connection (nothing listens on the port) is an error at once rather than retried for ``connect_timeout_s``
         (a probe's answer: a service that is still binding is down to it too)."""
         self.endpoint = check_endpoint(endpoint, "control endpoint")
-        self.timeout_ms = int(timeout_s * 1000)
+        self.timeout_ms = int(_positive_timeout(timeout_s, "timeout_s") * 1000)
+        _positive_timeout(connect_timeout_s, "connect_timeout_s")
         self._connect_s = min(connect_timeout_s, timeout_s)
         self._connect_by = time.monotonic() + self._connect_s
         self._refused_at_once = refused_at_once
@@ -123,7 +139,7 @@ class ControlClient:
         request = dict(request)
         theirs = request.pop("id", _NO_ID)  # the caller's id goes back on the reply; the wire carries ours, which
         rid = request["id"] = f"{self._tag}.{next(self._ids)}"  # no two requests share
-        timeout_ms = self.timeout_ms if timeout_s is None else int(timeout_s * 1000)
+        timeout_ms = self.timeout_ms if timeout_s is None else int(_positive_timeout(timeout_s, "timeout_s") * 1000)
         deadline = time.monotonic() + timeout_ms / 1000  # waiting for another thread's call counts too
         if not self._lock.acquire(timeout=max(0.0, timeout_ms / 1000)):
             raise ControlTimeout(f"no reply from {self.endpoint} within the time-out ({timeout_ms / 1000:g} s): "
@@ -156,8 +172,8 @@ class ControlClient:
                 self._give_up_if_refused_or_late(deadline)
                 self._handshake.poll()
                 if self._handshake.disconnects > self._disconnects_at_send:  # the request went with the connection
-                    raise ControlError(f"the connection to {self.endpoint} dropped before the reply came (the "
-                                       f"service restarted?): ask again")
+                    raise ControlDropped(f"the connection to {self.endpoint} dropped before the reply came (the "
+                                         f"service restarted?): ask again")
             return msgpack.unpackb(self._sock.recv_multipart()[-1], raw=False)
         except zmq.ZMQError:
             if self._closed:  # closed by another thread while this one waited
@@ -173,7 +189,9 @@ class ControlClient:
                                      f"the service running there, and past its first seconds?")
         if not self._handshake.connected and time.monotonic() >= self._connect_by:
             raise ControlUnreachable(f"no connection to {self.endpoint}: nothing accepted it within "
-                               f"{self._connect_s:g} s; is the service running there?")
+                                     f"{self._connect_s:g} s; " + (
+                                         "is the service running there?" if self._connect_s >= TINY_CONNECT_S else
+                                         "a time-out that short is seldom enough to connect at all: give more"))
         if time.monotonic() >= deadline:
             late = ControlBusy if self._handshake.live else ControlTimeout
             raise late(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): "
@@ -233,6 +251,7 @@ class AnswerSubscriber:
         for topic in self.topics:
             self._sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
         self._early: deque[tuple[str, dict[str, Any]]] = deque()  # taken while waiting for readiness
+        self.stray_frames = 0  # messages skipped for not being [topic, payload]: the tail of an interrupted recv
 
     def wait_ready(self, timeout_s: float = 5.0) -> None:
         """Return once the subscription is live at the server, so nothing published from now on is missed.
@@ -295,11 +314,15 @@ class AnswerSubscriber:
         try:
             if not self._sock.poll(timeout_ms):
                 return None
-            topic, payload = self._sock.recv_multipart()
+            frames = self._sock.recv_multipart()
         except zmq.ZMQError:
             if self._sock.closed:  # closed (by another thread) while waiting: the way to end a wait for ever
                 raise RuntimeError(f"AnswerSubscriber to {self.endpoint} is closed") from None
             raise
+        if len(frames) != 2:  # the rest of a message whose first frame an interrupted recv (Ctrl-C) took: the
+            self.stray_frames += 1  # socket is at a message boundary again after it; that message is lost here
+            return None  # (a GaplessSubscriber fetches it by seq)
+        topic, payload = frames
         return topic.decode(), msgpack.unpackb(payload, raw=False)
 
     def close(self) -> None:
@@ -368,16 +391,45 @@ class GaplessSubscriber:
 
     def wait_ready(self, timeout_s: float = 5.0) -> None:
         self.subscriber.wait_ready(timeout_s)
+        epoch_given = self.epoch is not None
         try:
             serving = self.control.call("health").get("epoch")  # (None while it starts: the first heartbeat's)
         except ControlError:
             serving = None
         if serving is not None:
             self._epoch(serving)
+        if not epoch_given and self.last_seq:
+            self._start_over_if_seqs_of_another_epoch()
         for topic, seq in list(self.last_seq.items()):
             self._fill(topic, seq, None)
         if self.since_ns is None:  # resumed: topics may have begun while it was away
             self._discover()
+
+    def _start_over_if_seqs_of_another_epoch(self) -> None:
+        """``last_seqs`` given without their ``epoch``: a saved seq past its topic's last at the service cannot be of
+        this epoch (seqs only grow within one), so they are of an earlier service's: every answer PUB brings would be
+        taken for a duplicate and dropped, silently, until the topic passed the saved seq. The client starts over
+        as at a change of epoch (``epochs_seen``), with a warning saying to save ``epoch`` beside the seqs."""
+        known: dict[str, dict[str, Any]] = {}
+        try:
+            for prefix in self.subscriber.topics:
+                if not prefix.startswith("_"):
+                    known.update(self.control.topics(prefix))
+        except ControlError:  # not answered now: nothing to compare with
+            return
+        ahead = {topic: seq for topic, seq in self.last_seq.items()
+                 if topic in known and seq > (known[topic].get("last_seq") or 0)}
+        if not ahead:
+            return
+        topic, seq = next(iter(sorted(ahead.items())))
+        warnings.warn(f"GaplessSubscriber: last_seqs hold seqs past the service's ({len(ahead)} topics, e.g. {topic} "
+                      f"{seq} where the service's last is {known[topic].get('last_seq') or 0}): they are of another "
+                      f"epoch (the service restarted without its data directory, or another service); starting "
+                      f"over from each topic's first kept answer. Save `epoch` with `last_seq` and give both back",
+                      RuntimeWarning, stacklevel=3)
+        self.epochs_seen += 1
+        self.last_seq.clear()
+        self.since_ns = None
 
     def recv(self, timeout_s: float | None = 5.0) -> tuple[str, dict[str, Any]] | None:
         """The next answer in seq order per topic, or None after ``timeout_s`` (None: wait for ever)."""
@@ -547,6 +599,8 @@ class GaplessSubscriber:
         return lo
 
     def _deliver(self, topic: str, answer: dict[str, Any]) -> None:
+        if "epoch" not in answer and self.epoch is not None:  # a fetched one (control replies carry none): every
+            answer["epoch"] = self.epoch  # answer delivered has the same keys
         self.last_seq[topic] = answer["seq"]
         self._ready.append((topic, answer))
 

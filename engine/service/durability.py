@@ -135,6 +135,9 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
     changed = [spec for spec in specs if registry.current(spec.name) != spec]
     # a spec kept from before the stop that the file's replaces (often one re-registered live): said, not silent
     replaced = {spec.name: registry.query_version(spec.name) for spec in changed if spec.name in registry}
+    # one the data directory did not keep while it kept a registry (often one unregistered live): said too, or a
+    # query the user stopped would come back publishing at an unrelated restart without a word
+    added_back = [spec.name for spec in changed if spec.name not in registry] if registry.version else []
     if changed:
         try:
             registry.register(changed)
@@ -146,6 +149,10 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
         print(f"flashtick: query {name!r}: the spec in {path} replaces the one kept in the data directory "
               f"(query_version {old} -> {registry.query_version(name)}; registered live, or the file changed) and "
               f"starts afresh: a start applies its queries file on top of what was kept", file=sys.stderr, flush=True)
+    for name in added_back:
+        print(f"flashtick: query {name!r}: in {path} but not among the queries kept in the data directory "
+              f"(unregistered live, or new in the file): registered: a start applies its queries file on top of what "
+              f"was kept (to keep it stopped, take it out of the file)", file=sys.stderr, flush=True)
     return [spec.name for spec in changed]
 
 

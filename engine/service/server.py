@@ -46,6 +46,7 @@ from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
 from engine.service.sharded import ShardedPipeline, ShardGivenUp
 from engine.stream import Stream
+from engine.stream_patterns import did_you_mean
 from queries.cache import Answer
 from queries.limits import clip, excerpt
 from queries.spec import MAX_LISTED, QuerySpec, QuerySpecError
@@ -813,9 +814,10 @@ class Server:
         if stream in self._refused_streams:
             return ControlError(no_accepted_tick(stream, *self._refused_streams[stream]))
         refused = self.pipeline.rejected.get("stream_refused", 0)  # (the count alone: stats() walks every stream)
-        return ControlError(f"stream {excerpt(stream)} has sent no data" + (
+        return ControlUnknownStream(f"stream {excerpt(stream)} has sent no data" + (
             f" that was accepted ({refused} ticks of new streams were refused as stream_refused: "
-            f"{self.pipeline.admission_limit()}; `_rejects/` names them)" if refused else "") + slash_hint(stream))
+            f"{self.pipeline.admission_limit()}; `_rejects/` names them)" if refused else "") + slash_hint(stream)
+            + did_you_mean([stream], self.pipeline.encoders))
 
     def _op_answers(self, request: dict, _reply: Any) -> dict:
         """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""
@@ -994,6 +996,13 @@ class ControlBusy(ControlError):
     """A request refused for now (too many waiting): the same request, sent again later, is served."""
 
     reason = "busy"
+
+
+class ControlUnknownStream(ControlError):
+    """A request naming a stream the service holds no tick of (a misspelt name, or one that never sent): its own
+    reason, so a client tells it from a malformed request without reading the text."""
+
+    reason = "unknown_stream"
 
 
 class ControlShardLost(ControlError):

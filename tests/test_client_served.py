@@ -1,0 +1,71 @@
+"""The Python clients against a real Server (a seeded tiny tick model, ephemeral 127.0.0.1 ports): a GaplessSubscriber
+given saved seqs without their epoch that are of another epoch starts over instead of dropping every answer as a
+duplicate; an ask naming a stream the service never saw has its own reason and names the close ones."""
+
+from __future__ import annotations
+
+import time
+
+import msgpack
+import pytest
+
+from engine.service.client import ControlClient, ControlError, GaplessSubscriber
+from wire_client import fresh_stream, push_socket, trade, wait_until
+from wire_server import server  # noqa: F401 (fixture)
+
+
+def feed(endpoints: dict[str, str], stream: str, count: int) -> None:
+    push = push_socket(endpoints["ingest"])
+    start = time.time_ns() - 10**9 * 3600
+    push.send(msgpack.packb([trade(stream, start + i * 10**6, price=100.0 + 0.01 * (i % 7)) for i in range(count)]))
+    push.close(linger=5000)
+
+
+def test_saved_seqs_of_another_epoch_given_without_it_start_over_instead_of_silence(server) -> None:  # noqa: F811
+    """Saved seqs past the service's (its seqs started over: no data directory, or another) were taken as this
+    epoch's: every live answer was dropped as a duplicate, silently, until the topic passed the saved seq."""
+    stream = fresh_stream("EP")
+    topic = f"dir/{stream}/"
+    with ControlClient(server["control"], timeout_s=30) as control:
+        for _ in range(3):
+            feed(server, stream, 10)
+        wait_until(lambda: control.topics(topic).get(topic, {}).get("last_seq"))
+        last = control.topics(topic)[topic]["last_seq"]
+        subscriber = GaplessSubscriber(server["answers"], control, [topic], last_seqs={topic: last + 100_000})
+        with subscriber, pytest.warns(RuntimeWarning, match="of another epoch"):
+            subscriber.wait_ready(timeout_s=30)
+        assert subscriber.epochs_seen == 1
+        got = []
+        deadline = time.monotonic() + 60
+        while len(got) < last and time.monotonic() < deadline:
+            if (message := subscriber.recv(timeout_s=0.5)) is not None:
+                got.append(message[1])
+        assert [a["seq"] for a in got[:last]] == list(range(1, last + 1))  # each kept answer, from the first
+        assert all(a["epoch"] == subscriber.epoch for a in got)  # fetched ones carry it too
+
+
+def test_saved_seqs_of_this_epoch_given_without_it_resume_as_before(server) -> None:  # noqa: F811
+    stream = fresh_stream("EQ")
+    topic = f"dir/{stream}/"
+    with ControlClient(server["control"], timeout_s=30) as control:
+        feed(server, stream, 30)
+        wait_until(lambda: control.topics(topic).get(topic, {}).get("last_seq"))
+        last = control.topics(topic)[topic]["last_seq"]
+        with GaplessSubscriber(server["answers"], control, [topic], last_seqs={topic: last}) as subscriber:
+            subscriber.wait_ready(timeout_s=30)
+            assert subscriber.epochs_seen == 0
+            feed(server, stream, 10)
+            message = subscriber.recv(timeout_s=30)
+            assert message is not None and message[1]["seq"] == last + 1
+
+
+def test_an_ask_on_a_stream_never_seen_has_its_own_reason_and_names_the_close_ones(server) -> None:  # noqa: F811
+    stream = fresh_stream("ASK")
+    with ControlClient(server["control"], timeout_s=30) as control:
+        feed(server, stream, 5)
+        wait_until(lambda: stream in control.call("streams", streams=[stream])["streams"]
+                   and control.call("streams", streams=[stream])["streams"][stream] is not None)
+        with pytest.raises(ControlError) as raised:
+            control.call("ask", stream=stream.lower(), query="dir")
+    assert raised.value.reason == "unknown_stream"
+    assert f"did you mean {stream!r}" in str(raised.value)
