@@ -152,6 +152,11 @@ def _objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int, st
             continue
         try:
             value = json.loads(text)
+        except RecursionError:  # a line of 200,000 '[': one bad row, as a line that is not JSON is, not the file's end
+            bad[row] = f"nested deeper than a tick's object is read ({len(text):,} bytes): " \
+                       f"{text[:60].decode(errors='replace')!r}"
+            fixed.append(b"{}")
+            continue
         except ValueError as e:
             why = f"not JSON ({e.msg}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else "not UTF-8"
             bad[row] = f"{why}: {text[:60].decode(errors='replace')!r}"

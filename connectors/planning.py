@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import stat
 import unicodedata
 from dataclasses import replace
 from pathlib import Path
@@ -161,9 +162,28 @@ LONG_ROW_ERRORS = re.compile(r"more fields than defined|new_columns does not mat
                             r"extra_columns")
 
 
+def regular_file(path: Path) -> Path:
+    """``path`` when it is a regular file (or a link to one). Nothing there: FileNotFoundError. Something else there
+    (a FIFO, a device, a socket, a folder): a ValueError naming it, before anything opens it: a replay reads each file
+    more than once (its layout, then its rows), a FIFO gives its bytes once and its open waits for a writer, and
+    /dev/zero never ends; "not found" sent the user looking for a path that was there."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"replay file not found: {path}") from None
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read it: {e.strerror or e}") from None
+    if stat.S_ISREG(mode):
+        return path
+    kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else
+            "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode) else
+            "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    raise ValueError(f"{path} is {kind}, not a file: a replay reads each file more than once (its layout, then its "
+                     f"rows); write what it holds to a file and give that")
+
+
 def plan_file(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
-    if not path.is_file():
-        raise FileNotFoundError(f"replay file not found: {path}")
+    regular_file(path)
     if is_dbn(path):  # an order-by-order feed, reduced to trades and top of book
         from connectors.dbn import DbnPlan
 

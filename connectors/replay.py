@@ -75,7 +75,7 @@ from connectors.layout import (
     epoch_unit,
     sniff_csv,
 )
-from connectors.planning import plan_file
+from connectors.planning import plan_file, regular_file
 from connectors.price_notation import unread_price_hint, yield_columns
 from connectors.shifted_prices import (
     NEAR_ZERO_STEPS,
@@ -712,6 +712,7 @@ class FileReplay(Source):
     def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
         """The file's plan; for a zip archive, one per file inside, each with the map the archive was given.
         None for a file with no data rows (a day without prints): skipped with a note."""
+        regular_file(path)  # (a FIFO's open would wait for a writer; /dev/zero never ends)
         utf16 = utf16_encoding(path) if is_csv(path) else None
         if is_csv(path) and utf16 is None and (why := not_utf8(path)):  # read on, its odd bytes replaced: said
             self._file_notes.append(Caution(f"{path}: {why}; read as UTF-8 meanwhile, each byte that is not UTF-8 "
@@ -724,8 +725,6 @@ class FileReplay(Source):
                     self._file_notes.append(f"{path}: no data rows; skipped")
                     return []
                 return [plan_file(path, cmap, explicit)]
-        if not path.is_file():
-            raise FileNotFoundError(f"replay file not found: {path}")
         unpacked = Unpacked(path, is_tick_file) if utf16 is None else Unpacked.utf16(path, utf16)
         self._unpacked.append(unpacked)
         plans, no_layout = [], []

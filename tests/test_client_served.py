@@ -69,3 +69,19 @@ def test_an_ask_on_a_stream_never_seen_has_its_own_reason_and_names_the_close_on
             control.call("ask", stream=stream.lower(), query="dir")
     assert raised.value.reason == "unknown_stream"
     assert f"did you mean {stream!r}" in str(raised.value)
+
+
+def test_a_register_too_large_for_the_control_socket_says_so_instead_of_a_restart(server, tmp_path,  # noqa: F811
+                                                                                   capsys) -> None:
+    """A queries file over limits.max_control_bytes: ZeroMQ drops the connection, and `flashtick register` said "the
+    service restarted? ask again", which fails the same way for ever (a supervisor retrying on it loops)."""
+    from engine.service.cli import main
+
+    big = tmp_path / "big.yaml"
+    big.write_text("queries: [{name: bq, streams: ['*'], question: direction_5, kind: choice, trigger: batch}]\n#"
+                   + "x" * (3 << 20) + "\n")  # over this server's 1 MiB max_control_bytes
+    capsys.readouterr()
+    code = main(["register", str(big), "--control", server["control"], "--timeout", "30"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{big}: the connection dropped on a register of 3,145,8" in err and \
+        "limits.max_control_bytes" in err and "restarted" not in err, err

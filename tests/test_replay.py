@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -318,6 +319,15 @@ def test_synthetic_source_limit_snapshot_and_resume() -> None:
 def test_construction_errors_are_actionable(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="replay file not found"):
         FileReplay(tmp_path / "nope.parquet")
+    os.mkfifo(tmp_path / "fifo.csv")  # "not found" for a FIFO (after waiting on its open) or /dev/zero: it is there
+    with pytest.raises(ValueError, match=r"fifo.csv is a FIFO \(named pipe\), not a file: a replay reads each file "
+                                         r"more than once"):
+        FileReplay(tmp_path / "fifo.csv")
+    with pytest.raises(ValueError, match="/dev/zero is a character device, not a file"):
+        FileReplay("/dev/zero")
+    (tmp_path / "folder.csv").mkdir()
+    with pytest.raises(ValueError, match="folder.csv is a folder, not a file"):
+        FileReplay(tmp_path / "folder.csv")
     (tmp_path / "x.xlsx").write_text("{}")  # (.json is read: one JSON object a line, tests/test_replay_json_lines.py)
     with pytest.raises(ValueError, match="unsupported file type '.xlsx'"):
         FileReplay(tmp_path / "x.xlsx")

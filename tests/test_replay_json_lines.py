@@ -140,6 +140,18 @@ def test_a_malformed_line_is_rejected_with_its_line_number_and_the_rest_read(tmp
     assert any("cut.jsonl: 2 line(s) are not JSON objects" in n for n in replay.notes)
 
 
+def test_a_line_nested_too_deep_is_one_bad_row_not_the_files_end(tmp_path: Path) -> None:
+    """A line of 200,000 '[' (then as many ']') stopped the whole replay with Python's bare "maximum recursion depth
+    exceeded"; it is a bad row like a line that is not JSON: named by its line, the rest read."""
+    trades = flat_trades(6)
+    ticks, replay = read(write_lines(tmp_path / "deep.jsonl", [*trades[:3], "[" * 200_000 + "]" * 200_000,
+                                                               *trades[3:]]))
+    assert len(ticks) == 6
+    assert dict(replay.rejected) == {"not_json": 1}
+    assert replay.rejected.examples["not_json"].startswith(f"{tmp_path / 'deep.jsonl'} line 4: not_json: nested "
+                                                           f"deeper than a tick's object is read")
+
+
 def okx_trade(i: int, inst: str = "BTC-USDT") -> dict:
     return {"instId": inst, "tradeId": f"{130639474 + i}", "px": f"{42219.9 + i:.1f}", "sz": f"0.{i + 1:04d}",
             "side": "sell" if i % 2 else "buy", "ts": str(T0 + i), "count": "1"}

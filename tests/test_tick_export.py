@@ -279,3 +279,21 @@ def test_an_export_killed_midway_leaves_no_file(tmp_path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "day.parquet"]  # the leftovers gone
     assert row_group_rows(out) == [CHUNK_TICKS] * 2 + [100]
     assert pl.read_parquet(out, columns=["ts"])["ts"].to_list() == [t.ts for t in ticks]
+
+
+def test_stream_names_a_spreadsheet_would_run_as_formulas_are_written_as_text_in_a_csv(tmp_path, capsys) -> None:
+    """Stream names come from the wire, and `=cmd|' -c calc'!A0` was exported as it is: a spreadsheet opening the
+    CSV runs it (formula injection). Such a name is written with a leading ' (and said); Parquet keeps it as is."""
+    from connectors.ticks import trade
+
+    names = ["=1+2", "+1+1", "-2+3", "@SUM(1)", "=HYPERLINK(\"http:\\\\x\",\"y\")", "ES", "A,\"B"]  # (no tab: refused)
+    ticks = [trade(name, 1_700_000_000_000_000_000 + i, 100.0, 1.0) for i, name in enumerate(names)]
+    write_log(tmp_path / "data", ticks)
+    code, err = export(capsys, tmp_path / "data", "--out", tmp_path / "t.csv")
+    assert code == 0 and "5 stream names beginning with =, +, -, @, a tab or a CR written with a leading '" in err, err
+    written = pl.read_csv(tmp_path / "t.csv")["stream"].to_list()
+    assert written == ["'=1+2", "'+1+1", "'-2+3", "'@SUM(1)", "'=HYPERLINK(\"http:\\\\x\",\"y\")", "ES", "A,\"B"]
+    assert not any(cell[:1] in "=+-@\t\r" for cell in written)
+    code, err = export(capsys, tmp_path / "data", "--out", tmp_path / "t.parquet")
+    assert code == 0 and "leading '" not in err
+    assert pl.read_parquet(tmp_path / "t.parquet")["stream"].to_list() == names

@@ -1304,7 +1304,7 @@ def _note_gap(last_seqs: dict[str, int], topic: str, payload: dict) -> None:
 
 
 def cmd_register(args: argparse.Namespace) -> None:
-    from engine.service.client import ControlError
+    from engine.service.client import ControlDropped, ControlError
 
     if not args.file.is_file():
         raise FileNotFoundError(f"queries file {args.file} does not exist")
@@ -1312,6 +1312,14 @@ def cmd_register(args: argparse.Namespace) -> None:
     with _control(args) as control:  # the file name, so errors read `my_queries.yaml:12: ...`
         try:
             reply = control.call("register", yaml=text, source=args.file.name)
+        except ControlDropped as e:  # a request over limits.max_control_bytes: ZeroMQ drops the connection, and
+            size = len(text.encode())  # "the service restarted? ask again" would loop for ever
+            if size < LARGE_REGISTER_BYTES:
+                raise
+            raise ControlError(f"{args.file}: the connection dropped on a register of {size:,} bytes: a service drops "
+                               f"a control request over its limits.max_control_bytes ({4 << 20:,} by default), and "
+                               f"holds a query document to limits.max_yaml_bytes ({256 << 10:,} by default): a "
+                               f"queries file is a few kB; split it or cut what it repeats") from e
         except ControlError as e:  # the service names only the file (a client's path means nothing there): the
             # user is shown the path as given, as serve and backtest name a queries file
             located = re.sub(rf"(?m)^{re.escape(args.file.name)}(?=:)", lambda _: str(args.file), str(e))
@@ -1319,6 +1327,9 @@ def cmd_register(args: argparse.Namespace) -> None:
     replaced = reply.get("replaced")  # (absent from an older server)
     print(f"registered {', '.join(reply['registered'])} (registry version {reply['version']})" + (
         f"; replaced {', '.join(replaced)} (the earlier spec of each no longer answers)" if replaced else ""))
+
+
+LARGE_REGISTER_BYTES = 1 << 20  # a register this large whose connection drops was dropped for its size, not a restart
 
 
 def cmd_unregister(args: argparse.Namespace) -> None:

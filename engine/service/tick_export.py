@@ -14,6 +14,7 @@ before it stops the export with the file and byte offset unless ``skip_corrupt``
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ COLUMNS: dict[str, Any] = {"stream": pl.String, "ts": pl.Int64, "kind": pl.Strin
                            "bid_size": pl.Float64, "ask_size": pl.Float64}  # the wire's, in its order
 ALWAYS = ("stream", "ts", "kind")
 CHUNK_TICKS = 65_536
+FORMULA_START = re.compile(r"^[=+\-@\t\r]")  # a CSV cell a spreadsheet runs as a formula (DDE, HYPERLINK)
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 
 
@@ -51,6 +53,7 @@ class ExportSummary:
     left_out: int = 0  # ticks outside --streams / --from / --to
     torn_tails: int = 0
     corrupt_skipped: int = 0
+    formula_names: int = 0  # streams whose names a CSV holds with a leading ' (a spreadsheet would run them)
 
     def line(self, data_dir: Path, out: Path) -> str:
         """The one line said on stderr."""
@@ -60,6 +63,8 @@ class ExportSummary:
         notes += [f"{tokenized} left out (tokens, no prices)"] * (self.tokenized > 0)
         notes += [f"{counted(self.corrupt_skipped, 'damaged region')} skipped"] * (self.corrupt_skipped > 0)
         notes += ["an incomplete last record left out"] * (self.torn_tails > 0)
+        notes += [f"{counted(self.formula_names, 'stream name')} beginning with =, +, -, @, a tab or a CR written with "
+                  f"a leading ' (a spreadsheet opening the CSV would run it as a formula)"] * (self.formula_names > 0)
         notes += [f"the log's first {counted(self.dropped, 'record')} were dropped by retention (its ticks too)"
                   ] * (self.dropped > 0)
         return (f"flashtick ticklog export: {counted(self.ticks, 'tick')} of {counted(self.streams, 'stream')} from "
@@ -107,6 +112,8 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
         if selection is not None:
             selection.check(seen)  # a pattern matching none of the logged streams is a typo, not an empty export
         write_atomically(out, lambda tmp: spill.write(tmp, fmt))
+        if fmt == "csv":
+            summary.formula_names = sum(1 for stream in spill.streams if FORMULA_START.match(stream))
     except CorruptLog as e:
         raise ExportError(f"{e.path}: damaged record at byte {e.offset} ({e.why}); nothing was written: "
                           f"--skip-corrupt exports past it (its records are lost), and the log is left as it is")
@@ -169,8 +176,10 @@ class _Spill:
         ticks = pl.concat([pl.scan_parquet(p) for p in self.paths]).select(kept)
         if fmt == "parquet":
             ticks.sink_parquet(path, row_group_size=self.chunk_ticks)
-        else:
-            ticks.sink_csv(path)
+        else:  # names come from the wire: one a spreadsheet would take for a formula is quoted as text (OWASP)
+            stream = pl.col("stream")
+            ticks.with_columns(pl.when(stream.str.contains(FORMULA_START.pattern)).then("'" + stream)
+                               .otherwise(stream).alias("stream")).sink_csv(path)
 
     def remove(self) -> None:
         """The spill files and their directory gone (only files this export names: nothing else is deleted)."""
