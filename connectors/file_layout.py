@@ -166,6 +166,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
             headerless = encoding = ""
         raise NoTickLayout(f"{path}: the column map needs {missing}, which the file lacks; columns found: "
                          f"{list(schema)}{headerless}{encoding}{instead}")
+    _numbers_not_nested(path, cmap, schema)
     if cmap.ts_unit == DETECT:  # a map that named its time column, not its unit
         unit, ts_format = detected_unit(cmap.ts, schema.get(cmap.ts) if len(cmap.ts_columns) == 1 else pl.String,
                                         first)
@@ -359,3 +360,16 @@ def _writes_only_changes(cmap: ColumnMap, columns: list[str]) -> bool:
     if cmap.bid is None or cmap.fill_quotes is not None or cmap.bid not in columns or cmap.ask not in columns:
         return False
     return METATRADER_TICKS <= {normal_name(c) for c in columns}
+
+
+def _numbers_not_nested(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> None:
+    """A price or size column that holds structs, lists or bytes (a nested Parquet field mapped by name) is said
+    with the file, the column and its type, before a later step fails on it with polars' own words ("`max`
+    operation not supported for dtype `struct[2]`": no file, no column)."""
+    for field in ("price", "size", "bid", "ask", "bid_size", "ask_size"):
+        column = getattr(cmap, field, None)
+        dtype = schema.get(column) if isinstance(column, str) else None
+        if dtype is not None and (dtype.is_nested() or dtype == pl.Binary or dtype == pl.Object):
+            raise ValueError(f"{path}: column {column!r} (read as {field}) holds {dtype}, not numbers: map {field} "
+                             f"to a column of numbers (or of numbers as text), e.g. --columns {field}=COLUMN")
+
