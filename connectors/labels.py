@@ -17,7 +17,7 @@ Two entry points over one implementation:
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -29,22 +29,42 @@ NO_LABEL = -1
 REGIMES = ("calm", "volatile")
 
 
+# A quote older than this (event time) when a trade prints outside its [bid, ask] no longer describes the market:
+# the quote feed stopped (the session closed, an extended-hours or auction print, a halt's reopening). SIP NBBO,
+# crypto book tickers and FX feeds requote many times a second while they trade, so a live quote is never this
+# old beside a trade; a few seconds leaves room for a quote feed's lag behind the trades without ever moving the
+# mark on it, yet a post-market session (hours after the last quote) follows its trades from its first print.
+STALE_QUOTE_NS = 5_000_000_000
+
+
 @dataclass
 class MarkTracker:
-    """A stream's mark price: its last mid, or its last trade price until it first quotes."""
+    """A stream's mark price: its last mid; its last trade price until it first quotes, and from a trade that
+    prints outside a stale quote's [bid, ask] (one older than STALE_QUOTE_NS) until its next quote."""
 
     mark: float | None = None
     quoted: bool = False
+    bid: float = 0.0  # the last quote's, and its event time
+    ask: float = 0.0
+    quote_ts: int = 0
+    following_trades: bool = False  # a trade left the stale quote: trades mark the stream until the next quote
 
     def update(self, tick: Tick) -> float:
         if tick.kind == QUOTE:
-            self.mark, self.quoted = 0.5 * (tick.bid + tick.ask), True
+            self.mark, self.quoted, self.following_trades = 0.5 * (tick.bid + tick.ask), True, False
+            self.bid, self.ask, self.quote_ts = tick.bid, tick.ask, tick.ts
         elif not self.quoted:
             self.mark = tick.price
+        elif self.following_trades or self._leaves_stale_quote(tick):
+            self.mark, self.following_trades = tick.price, True
         return self.mark
 
+    def _leaves_stale_quote(self, trade: Tick) -> bool:
+        outside = trade.price < self.bid or trade.price > self.ask
+        return outside and trade.ts - self.quote_ts > STALE_QUOTE_NS
+
     def copy(self) -> MarkTracker:
-        return MarkTracker(self.mark, self.quoted)
+        return replace(self)
 
 
 class MarkSeries:
