@@ -154,7 +154,7 @@ def test_a_checkpoint_records_the_sequence_column_it_was_trained_with_and_evalua
     """`train venues.csv --sequence seq` then `evaluate m venues.csv` read the ties in file order (venue by
     venue), not in the order the model learnt, and `backtest --model` said nothing: --sequence was not among the
     recorded reading options. It is now: evaluate reads with it, saying so (--no-sequence reads file order, said
-    as a mismatch), and a backtest without it is said as one."""
+    as a mismatch), and so does a backtest of the same file (one with --no-sequence is said as a mismatch)."""
     import json
 
     from test_stream_selection import TINY
@@ -183,11 +183,15 @@ def test_a_checkpoint_records_the_sequence_column_it_was_trained_with_and_evalua
         assert (taken, mismatch) == (name == "as trained", name == "file order"), err
     assert scores["as trained"] == scores["given"] and scores["file order"] != scores["given"]
     backtest = ["backtest", str(path), "--model", str(out), "--max-ticks", "200", "--quiet", "--threads", "1"]
-    assert main([*backtest, "--out", str(tmp_path / "a.parquet")]) == 0
+    assert main([*backtest, "--out", str(tmp_path / "a.parquet"), "--no-sequence"]) == 0
     assert ("flashtick backtest: note: this model was trained on files read with --sequence seq; these files are "
             "read with no --sequence: the order of ticks of equal times") in capsys.readouterr().err
     assert main([*backtest, "--out", str(tmp_path / "b.parquet"), "--sequence", "seq"]) == 0
     assert "trained on files read with" not in capsys.readouterr().err
+    assert main([*backtest, "--out", str(tmp_path / "c.parquet")]) == 0  # the training file: read as trained
+    err = capsys.readouterr().err
+    assert "reading the files with --sequence seq, as this model was trained" in err
+    assert "trained on files read with" not in err
 
 
 def test_no_sequence_drops_the_sequence_a_config_s_map_names(tmp_path: Path) -> None:

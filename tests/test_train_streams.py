@@ -171,12 +171,13 @@ def test_the_in_sample_notes_name_the_streams_trained_on(trained, tmp_path: Path
 
 def test_backtest_states_the_trained_part_in_event_times_when_its_positions_do_not_map(trained, tmp_path: Path,
                                                                                        capsys) -> None:
-    """Read without the --price-offset it was trained with, the spread loses 4 rows of 7: training's tick
-    positions ("trained and validated on its ticks before 850") are not this run's. Said in event times, of the
-    streams trained on; a --test-from past the trained part in time is not called in sample."""
+    """Read with another --price-offset than the one it was trained with (0.03, not 1), the spread loses 2 rows of
+    7: training's tick positions ("trained and validated on its ticks before 850") are not this run's. Said in
+    event times, of the streams trained on; a --test-from past the trained part in time is not called in sample.
+    (Without the option, a backtest of the training files reads them as trained.)"""
     csv, model, _, _ = trained
     argv = ["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet"]
-    assert main([*argv, "--out", str(tmp_path / "a.parquet")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "a.parquet"), "--price-offset", "SPREAD=0.03"]) == 0
     err = capsys.readouterr().err
     note = next(line for line in err.splitlines() if "not out of sample" in line)
     assert note.startswith("flashtick backtest: note: this model was trained and validated on the first 85% of the "
@@ -186,9 +187,10 @@ def test_backtest_states_the_trained_part_in_event_times_when_its_positions_do_n
             f"{utc_text(int(back[849]))}, UTC event times: this run reads the files otherwise than training did, so "
             f"training's tick positions do not map onto its ticks)") in note, note
     assert "THIN" not in note and "MID" not in note and "scored from its tick" not in note
-    # 90% of the spread's accepted ticks is its 858th of 1000 or later in time: after its trained part, as are the
-    # others' (the positions said its tick 385 of 429, inside the 850 trained on)
-    assert main([*argv, "--out", str(tmp_path / "b.parquet"), "--test-from", "0.9"]) == 0
+    # 90% of the spread's accepted ticks is its 900th of 1000 or so in time: after its trained part, as are the
+    # others' (the positions said its tick 643 of 714, inside the 850 trained on)
+    assert main([*argv, "--out", str(tmp_path / "b.parquet"), "--test-from", "0.9", "--price-offset",
+                 "SPREAD=0.03"]) == 0
     assert "not out of sample" not in capsys.readouterr().err
     # read as trained, the positions are this run's and said so, as before
     assert main([*argv, "--out", str(tmp_path / "c.parquet"), "--price-offset", "SPREAD=1", "--test-from", "0.5"]) == 0

@@ -288,7 +288,7 @@ def test_a_checkpoint_records_the_price_offset_it_was_trained_with_and_evaluate_
         tmp_path: Path, capsys) -> None:
     """`train cl.csv --price-offset CLK0=50` then `evaluate m cl.csv` read the file unshifted: it dropped the
     rows below zero and cut other parts, in silence. The checkpoint records the option; evaluate reads with it,
-    saying so; an explicit other one, or a backtest without it, is said as a mismatch."""
+    saying so, as does a backtest of the same file; an explicit other one is said as a mismatch."""
     import json
 
     from engine.service.cli import main
@@ -311,7 +311,13 @@ def test_a_checkpoint_records_the_price_offset_it_was_trained_with_and_evaluate_
     assert main([*evaluate, "--json", "--price-offset", "30"]) == 0
     assert ("note: this model was trained on files read with --price-offset CLK0=50; these files are read with "
             "--price-offset 30: prices read otherwise") in capsys.readouterr().err
+    # a backtest of the training file reads it as trained; another offset given is said as a mismatch
     assert main(["backtest", str(path), "--model", str(out), "--out", str(tmp_path / "a.parquet"),
                  "--max-ticks", "200"]) == 0
+    err = capsys.readouterr().err
+    assert "flashtick backtest: note: reading the files with --price-offset CLK0=50, as this model was trained" in err
+    assert "trained on files read with" not in err
+    assert main(["backtest", str(path), "--model", str(out), "--out", str(tmp_path / "b.parquet"),
+                 "--max-ticks", "200", "--price-offset", "30"]) == 0
     assert ("flashtick backtest: note: this model was trained on files read with --price-offset CLK0=50; these "
-            "files are read with no --price-offset") in capsys.readouterr().err
+            "files are read with --price-offset 30") in capsys.readouterr().err

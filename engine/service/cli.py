@@ -448,8 +448,9 @@ def _count(text: str) -> int:
 def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     """`train` and `evaluate`: the files, how to read (`reading`) and split them, and the scoring knobs they share."""
     data = argparse.ArgumentParser(add_help=False)
-    data.add_argument("--split", default="70/15/15", help="train/validation/test percent of each stream, in time "
-                      "order (default 70/15/15; 70/30: no validation part, so train stops by --steps alone)")
+    data.add_argument("--split", default=None, help="train/validation/test percent of each stream, in time "
+                      "order (default 70/15/15, evaluate: the split its checkpoint was trained with; 70/30: no "
+                      "validation part, so train stops by --steps alone)")
     data.add_argument("--gap", type=int, default=0, help="ticks left out between parts (default and minimum: the "
                       "longest question horizon)")
     data.add_argument("--max-points", type=int, default=20_000, help="about this many test answer ticks scored per "
@@ -1813,9 +1814,9 @@ def _backtest_inputs(args: argparse.Namespace) -> tuple[Any, Path]:
 
 def _recorded_reading(model_path: str | None) -> str:
     """The reading options a checkpoint was trained on, as options (`--price-offset 50`); '' for none."""
-    from engine.service.reading_record import recorded_reading, shown
+    from engine.service.reading_record import FILE_READING, recorded_reading, shown
 
-    recorded = recorded_reading(model_path)
+    recorded = {key: value for key, value in (recorded_reading(model_path) or {}).items() if key in FILE_READING}
     return shown(recorded, recorded) if recorded else ""
 
 
@@ -1856,11 +1857,14 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     for signum, handler in inherited.items():
         if handler is not signal.SIG_IGN:
             signal.signal(signum, request_stop)
-    from engine.service.reading_record import reading_mismatch, reading_of, recorded_reading
+    from engine.service.reading_record import FILE_READING, reading_mismatch, recorded_reading
 
-    if (mismatch := reading_mismatch(recorded_reading(config.model.path),
-                                     reading_of(_column_map(args, config)))) is not None:
-        print(f"flashtick backtest: note: {mismatch}", file=sys.stderr, flush=True)
+    said = lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr, flush=True)  # noqa: E731
+    recorded = recorded_reading(config.model.path)
+    if recorded and _read_training_files(config.model.path, args.files):
+        _take_recorded(args, recorded, FILE_READING, said, config)
+    if (mismatch := reading_mismatch(recorded, _reading_now(args, config))) is not None:
+        said(mismatch)
     try:
         report = run_backtest(config, [str(f) for f in args.files], queries, args.out,
                               columns=_column_map(args, config),
@@ -1952,11 +1956,14 @@ def _train_common(args: argparse.Namespace) -> tuple[Any, Any]:
         raise ValueError(f"--points-out {args.points_out}: no directory {args.points_out.parent} to write it in")
     if args.batch_ms is not None and not 0 < args.batch_ms < math.inf:
         raise ValueError(f"--batch-ms must be a number of milliseconds > 0, got {args.batch_ms:g}")
+    if args.split is None:
+        args.split = DEFAULT_SPLIT
     return SplitSpec.parse(args.split, gap=args.gap), EvalOptions(
         max_points=args.max_points, block=args.block, resamples=args.resamples, seed=args.seed,
         batch_ms=args.batch_ms)
 
 
+DEFAULT_SPLIT = "70/15/15"  # --split's (reading_record.DEFAULT_SPLIT: a split recorded as nothing)
 SIZE_FLAGS = {"hidden": 256, "layers": 4, "heads": 8, "kv_heads": 4, "intermediate": 512}  # a new model's
 
 
@@ -2095,13 +2102,13 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
                                       Output("--plot", args.plot, kind=IMAGE)])
     if args.plot is not None:
         check_plot_path("--plot", args.plot)
-    split, options = _train_common(args)
-    device = resolve_device(args.device)
     model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)
-    model, codec = load_tick_model(model_dir, device)
     said = (lambda line: None) if args.quiet else \
         (lambda line: print(f"flashtick evaluate: note: {line}", file=sys.stderr))
-    _read_as_trained(args, model_dir, said)
+    _read_as_trained(args, model_dir, said)  # its --split too, before the split is parsed
+    split, options = _train_common(args)
+    device = resolve_device(args.device)
+    model, codec = load_tick_model(model_dir, device)
     streams, rejected = read_streams([str(f) for f in args.files], _column_map(args), note=said,
                                      streams=args.streams)
     # train's rule: a part of fewer ticks left a test slice of one tick, an empty table and exit 0
@@ -2142,26 +2149,65 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
 
 def _read_as_trained(args: argparse.Namespace, model_dir: Path, said: Callable[[str], None]) -> None:
-    """`evaluate` reads the files with the --price-offset, --price-format, --zero-bid and --sequence the checkpoint
-    was trained on, unless given them (--no-sequence for none; a mismatch then said): the same files read otherwise
-    drop other rows, order ticks of equal times otherwise and cut other parts."""
-    from engine.service.reading_record import reading_mismatch, reading_of, recorded_reading, shown
+    """`evaluate` reads the files with the --price-offset, --price-format, --zero-bid, --sequence, --split and --gap
+    the checkpoint was trained with, and, when they are its training files, with its --tz, --hours, --columns,
+    --streams and the rest of how it read them (reading_record.py), each unless given (--no-sequence for none; a
+    mismatch then said): the same files read otherwise drop other rows, shift times against each other, order ticks
+    of equal times otherwise and cut other parts."""
+    from engine.service.reading_record import (LAYOUT_OPTIONS, PRICE_OPTIONS, READING_OPTIONS, SPLIT_OPTIONS,
+                                               reading_mismatch, recorded_reading)
 
     recorded = recorded_reading(model_dir) or {}
-    taken = {key: value for key, value in recorded.items() if getattr(args, key, None) is None}
-    if "price_offset" in taken:
-        args.price_offset = [taken["price_offset"]]
-    if "price_format" in taken:
-        args.price_format = taken["price_format"]
-    if "zero_bid" in taken:
-        args.zero_bid = taken["zero_bid"]
-    if "sequence" in taken:
-        args.sequence = taken["sequence"]
+    same_files = _read_training_files(model_dir, args.files)
+    _take_recorded(args, recorded, PRICE_OPTIONS | SPLIT_OPTIONS | (LAYOUT_OPTIONS if same_files else {}), said)
+    if (mismatch := reading_mismatch(recorded_reading(model_dir), _reading_now(args),
+                                     READING_OPTIONS)) is not None:
+        said(mismatch)
+
+
+# the argparse attribute of each recorded reading key where it is not the key itself
+_READING_ATTRIBUTES = {"names": "csv_names"}
+
+
+def _given(args: argparse.Namespace, key: str, config: Any = None) -> bool:
+    """Whether this run's command line (or its config's replay section) says how to read ``key`` itself."""
+    section = config.replay if config is not None else None
+    if key == "columns":
+        return args.columns is not None or args.preset is not None or bool(
+            getattr(section, "columns", None) or getattr(section, "preset", None))
+    if key in ("split", "gap"):
+        return getattr(args, key) not in (None, 0)
+    return getattr(args, _READING_ATTRIBUTES.get(key, key), None) is not None or bool(getattr(section, key, None))
+
+
+def _take_recorded(args: argparse.Namespace, recorded: dict[str, str], keys: Any, said: Callable[[str], None],
+                   config: Any = None) -> None:
+    """Set the options among ``keys`` a checkpoint recorded and this run does not give, saying so."""
+    from engine.service.reading_record import option_value, shown
+
+    taken = {key: value for key, value in recorded.items() if key in keys and not _given(args, key, config)}
+    for key, value in taken.items():
+        setattr(args, _READING_ATTRIBUTES.get(key, key), option_value(key, value))
     if taken:
         said(f"reading the files with {shown(taken, taken)}, as this model was trained (its evaluation.json; give "
              f"the option to read them otherwise)")
-    if (mismatch := reading_mismatch(recorded_reading(model_dir), reading_of(_column_map(args)))) is not None:
-        said(mismatch)
+
+
+def _reading_now(args: argparse.Namespace, config: Any = None) -> dict[str, str]:
+    """How this run reads its files, as reading_record records it."""
+    from engine.service.reading_record import reading_of
+    from engine.service.splits import SplitSpec
+
+    split = SplitSpec.parse(args.split).text() if getattr(args, "split", None) else None
+    return reading_of(_column_map(args, config), _streams(args, config), split, getattr(args, "gap", 0) or 0)
+
+
+def _read_training_files(model_dir: Path | str | None, files: list[Path]) -> bool:
+    """Whether every file given is one the checkpoint (`flashtick train`'s) was trained on: then the way training
+    read them is the way to read them again."""
+    if model_dir is None or (seen := _trained_on(_evaluation(Path(model_dir)), files)) is None:
+        return False
+    return set(seen.files) == {str(f) for f in files}
 
 
 def _evaluation(model_dir: Path) -> dict[str, Any] | None:

@@ -166,7 +166,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         log("answer heads: " + ", ".join(f"{name} model weight {h.model_weight:g} (validation Brier "
                                           f"{h.brier_model} -> {h.brier_blend})" for name, h in heads.items()))
     evaluation = evaluate_streams(model, codec, streams, eval_options, heads, points_out=options.points_out)
-    record = {"files": [str(f) for f in files], "reading": reading_of(columns),
+    reading = reading_of(columns, options.streams, options.split.text(), options.split.gap)
+    record = {"files": [str(f) for f in files], "reading": reading,
               "base": str(options.base) if options.base else "from scratch",
               "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))),
               "selected_streams": list(options.streams) if options.streams else None,  # None: every stream
@@ -180,7 +181,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     # what it was trained on, so `flashtick evaluate` can say when a test slice is not out of sample
     trained_on = {"files": [str(Path(f).resolve()) for f in files],
                   "seen_end": options.split.train + options.split.validation,  # fitted, stopped and calibrated on
-                  "reading": reading_of(columns),  # reading_record.READING_OPTIONS: evaluate reads with them
+                  "reading": reading,  # reading_record.READING_OPTIONS: evaluate reads with them
                   # the streams trained on (one the split left out is not), each with its last trained or validated
                   # tick's event time (ns): where its seen part ends however a later run reads the files
                   "streams": {sd.name: sd.ticks[max(sd.parts.train.stop, sd.parts.validation.stop) - 1].ts

@@ -1,37 +1,71 @@
-"""The reading options a checkpoint was trained on: `flashtick train` records --price-offset, --price-format,
---zero-bid and --sequence in its evaluation.json (`trained_on.reading`, beside the files and the split), as they
-change the ticks the model learnt from: the prices (an offset of 50 lifts CL's -37.63 to 12.37; unshifted, those
-rows are refused) and the order of ticks of equal times (a vendor's sequence numbers, not the file's order: other
-moves between them, so other tokens; rows without a number refused). `evaluate` reads its files with them unless
-given its own; `backtest --model` and `serve --model` say when theirs differ."""
+"""The reading options a checkpoint was trained on: `flashtick train` records them in its evaluation.json
+(`trained_on.reading`, beside the files), as they change the ticks the model learnt from:
+* the prices and their order: --price-offset, --price-format, --zero-bid and --sequence (an offset of 50 lifts CL's
+  -37.63 to 12.37; unshifted, those rows are refused; a vendor's sequence numbers order ticks of equal times);
+* the files' layout and the rows kept: --tz, --hours, --ts-unit, --ts-format, --date, --csv-names, --columns (the
+  column map's other keys, a --preset's name among them) and --streams (ET times read as UTC put every trade hours
+  away from the quotes it printed against);
+* the split: --split and --gap, where not the default 70/15/15 (evaluate's test part is training's).
+`evaluate` reads its files with the first and the last unless given its own, and with the second when its files
+are the training files; `backtest --model` reads the training files with all of them; otherwise a run whose
+reading differs says so, and `serve --model` says them at its start."""
 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any, Mapping
 
-from connectors.column_map import checked_price_offset, shown_offset
+from connectors.column_map import DETECT, checked_price_offset, shown_offset
 
-READING_OPTIONS = {"price_offset": "--price-offset", "price_format": "--price-format",
-                   "zero_bid": "--zero-bid", "sequence": "--sequence"}  # map key -> option
+PRICE_OPTIONS = {"price_offset": "--price-offset", "price_format": "--price-format",
+                 "zero_bid": "--zero-bid", "sequence": "--sequence"}  # map key -> option
+LAYOUT_OPTIONS = {"tz": "--tz", "hours": "--hours", "ts_unit": "--ts-unit", "ts_format": "--ts-format",
+                  "date": "--date", "names": "--csv-names", "columns": "--columns", "streams": "--streams"}
+SPLIT_OPTIONS = {"split": "--split", "gap": "--gap"}
+READING_OPTIONS = PRICE_OPTIONS | LAYOUT_OPTIONS | SPLIT_OPTIONS
+FILE_READING = PRICE_OPTIONS | LAYOUT_OPTIONS  # what reads the files (backtest and serve have no split)
+# what selects among the ticks read, not how each is read: other streams or parts are a choice, said plainly
+SELECTING = ("streams", "split", "gap")
+DEFAULT_SPLIT = "70/15/15"
 # what reading a file otherwise than in training changes, per key
 _READ_OTHERWISE = {"price_offset": "prices", "price_format": "prices", "zero_bid": "prices",
-                   "sequence": "the order of ticks of equal times"}
+                   "sequence": "the order of ticks of equal times", "tz": "times", "ts_unit": "times",
+                   "ts_format": "times", "date": "times", "names": "the columns", "columns": "the columns",
+                   "hours": "the rows kept"}
 
 
-def reading_of(columns: Mapping[str, Any] | None) -> dict[str, str]:
-    """A column map's reading options (map_from_options's keys) as the command line writes them; none: {}."""
+def reading_of(columns: Mapping[str, Any] | None, streams: Any = None, split: str | None = None,
+               gap: int = 0) -> dict[str, str]:
+    """A column map's reading options (map_from_options's keys), the --streams read and the split, as the command
+    line writes them (the column map's other keys as one JSON text); none: {}."""
+    columns = dict(columns or {})
     reading = {}
-    offset = checked_price_offset((columns or {}).get("price_offset"))
+    offset = checked_price_offset(columns.pop("price_offset", None))
     if offset is not None:
         reading["price_offset"] = shown_offset(offset)
-    if (price_format := (columns or {}).get("price_format")) is not None:
+    if (price_format := columns.pop("price_format", None)) is not None:
         reading["price_format"] = str(price_format)
-    if (columns or {}).get("zero_bid") == "price":  # (no_bid is the default: recorded as nothing)
+    if columns.pop("zero_bid", None) == "price":  # (no_bid is the default: recorded as nothing)
         reading["zero_bid"] = "price"
-    if (sequence := (columns or {}).get("sequence")) is not None:  # (none: the files' own order)
+    if (sequence := columns.pop("sequence", None)) is not None:  # (none: the files' own order)
         reading["sequence"] = str(sequence)
+    if columns.get("ts_unit") == DETECT:  # what a map naming its time column reads anyway
+        del columns["ts_unit"]
+    for key in ("tz", "hours", "ts_unit", "ts_format", "date"):
+        if (value := columns.pop(key, None)) is not None:
+            reading[key] = str(value)
+    if (names := columns.pop("names", None)) is not None:
+        reading["names"] = ",".join(names) if isinstance(names, (list, tuple)) else str(names)
+    if columns:
+        reading["columns"] = json.dumps(columns, sort_keys=True, default=str)
+    if streams:
+        reading["streams"] = json.dumps(list(streams))
+    if split is not None and split != DEFAULT_SPLIT:
+        reading["split"] = split
+    if gap:
+        reading["gap"] = str(gap)
     return reading
 
 
@@ -47,16 +81,46 @@ def recorded_reading(model_dir: Path | str | None) -> dict[str, str] | None:
     return {k: str(v) for k, v in reading.items() if k in READING_OPTIONS} if isinstance(reading, dict) else None
 
 
+def option_value(key: str, value: str) -> Any:
+    """A recorded value as the command line's option takes it (argparse's attribute)."""
+    if key == "columns" or key == "streams":
+        return json.loads(value)
+    if key == "price_offset":
+        return [value]
+    return int(value) if key == "gap" else value
+
+
+def _shown_value(key: str, value: str) -> str:
+    if key == "streams":
+        return " ".join(shlex.quote(pattern) for pattern in json.loads(value))
+    if key == "columns":  # inline where it can be, as --columns takes it
+        spec = json.loads(value)
+        if all(isinstance(v, (str, int, float)) for v in spec.values()):
+            return shlex.quote(",".join(f"{k}={v}" for k, v in spec.items()))
+    return shlex.quote(value)
+
+
 def shown(reading: Mapping[str, str], keys: Any = READING_OPTIONS) -> str:
-    return ", ".join(f"{READING_OPTIONS[k]} {reading[k]}" if k in reading else f"no {READING_OPTIONS[k]}"
-                     for k in keys)
+    return ", ".join(f"{READING_OPTIONS[k]} {_shown_value(k, reading[k])}" if k in reading
+                     else f"no {READING_OPTIONS[k]}" for k in keys)
 
 
-def reading_mismatch(recorded: Mapping[str, str] | None, given: Mapping[str, str]) -> str | None:
-    """What differs between the options a checkpoint was trained on and those reading the files now, or None."""
-    if recorded is None or not (differ := [k for k in READING_OPTIONS if recorded.get(k) != given.get(k)]):
+def reading_mismatch(recorded: Mapping[str, str] | None, given: Mapping[str, str],
+                     keys: Any = FILE_READING) -> str | None:
+    """What differs among `keys` between the options a checkpoint was trained on and those reading the files now,
+    or None. Streams and parts selected otherwise are said plainly: scoring other ones is a choice."""
+    if recorded is None or not (differ := [k for k in keys if recorded.get(k) != given.get(k)]):
         return None
-    changed = " and ".join(dict.fromkeys(_READ_OTHERWISE[k] for k in differ))
-    return (f"this model was trained on files read with {shown(recorded, differ)}; these files are read with "
-            f"{shown(given, differ)}: {changed} read otherwise than in training (rows refused, levels shifted, "
-            f"ticks reordered) make answers and scores that do not compare with its training's (docs/model.md)")
+    read = [k for k in differ if k not in SELECTING]
+    selected = [k for k in differ if k in SELECTING]
+    said = []
+    if read:
+        changed = " and ".join(dict.fromkeys(_READ_OTHERWISE[k] for k in read))
+        said.append(f"this model was trained on files read with {shown(recorded, read)}; these files are read with "
+                    f"{shown(given, read)}: {changed} read otherwise than in training (rows refused, times or "
+                    f"levels shifted, ticks reordered) make answers and scores that do not compare with its "
+                    f"training's (docs/model.md)")
+    if selected:
+        said.append(f"this model was trained with {shown(recorded, selected)}; this run takes "
+                    f"{shown(given, selected)}")
+    return "; ".join(said)

@@ -42,13 +42,14 @@ class SplitSpec:
 
     def __post_init__(self) -> None:
         if self.train <= 0 or self.test <= 0 or self.validation < 0:
-            raise ValueError(f"split: train and test must be > 0 and validation >= 0, got {self._text()}")
+            raise ValueError(f"split: train and test must be > 0 and validation >= 0, got {self.text()}")
         if abs(self.train + self.validation + self.test - 1.0) > 1e-6:
-            raise ValueError(f"split: the parts must add up to 100, got {self._text()}")
+            raise ValueError(f"split: the parts must add up to 100, got {self.text()}")
         if self.gap < 0:
             raise ValueError(f"split gap must be >= 0 ticks, got {self.gap}")
 
-    def _text(self) -> str:
+    def text(self) -> str:
+        """The parts as --split writes them: 64/18/18."""
         return "/".join(f"{100 * x:g}" for x in (self.train, self.validation, self.test))
 
     @classmethod
