@@ -498,7 +498,8 @@ def run_feed(
     """Pump `source` into `client` until it is done, `max_ticks` are sent or `stop` is set.
 
     `say` hears, at most every BEHIND_SAY_EVERY_S, that a paced source (FileReplay's `speed`) runs behind its
-    pace (`behind_s`): the engine pushes back, or this machine cannot read the files that fast.
+    pace (`behind_s`): the engine pushes back, or this machine cannot read the files that fast; and, as each
+    begins, a wait of more than a few seconds for its next tick (a night's gap; `take_long_waits`).
 
     `rate` caps ticks per second (None: as fast as the source and socket go);
     each message carries up to `batch` ticks, or with `batch_ns` one event-time
@@ -614,6 +615,9 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
                 continue
             want = min(want, allowed)
         ticks = source.next_batch(want)
+        if say is not None and (max_gap_s := getattr(source, "max_gap_s", False)) is not False:  # a paced replay
+            for wait in source.take_long_waits():
+                say(wait.text(source.speed, max_gap_s))
         if ticks:
             if watch is not None:
                 watch.streams.update(t.stream for t in ticks)

@@ -15,8 +15,10 @@ each reason is kept, located (file, line or row, column), in `rejected.examples`
 
 Speed: `speed=None` replays as fast as the caller polls; `speed=N` releases
 each tick when N x the event time elapsed since the first tick has passed on
-the monotonic clock. Either way `next_batch` never waits; a caller that polls
-late gets the overdue ticks at once (nothing is dropped). Ticks `leave_out`
+the monotonic clock; `max_gap_s` cuts the wall wait between two ticks to that many
+seconds, skipping the rest of a long gap (a night, a weekend), and each long wait is
+kept for the caller to say (`take_long_waits`, connectors/idle_gaps.py). Either way `next_batch` never waits; a
+caller that polls late gets the overdue ticks at once (nothing is dropped). Ticks `leave_out`
 takes (a feed's, for the ticks its engine already holds) are passed over at
 once, never paced: the clock starts at the first tick released.
 """
@@ -86,6 +88,7 @@ from connectors.shifted_prices import (
     offset_advice,
     shifted_message,
 )
+from connectors.idle_gaps import GapCap, LongWait
 from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.stream_selection import NoStreamMatched, StreamSelection
 from connectors.ticks import InvalidTick, Tick, counted, utc_text, validate
@@ -674,6 +677,7 @@ class FileReplay(Source):
         *,
         columns: MapSpec | None = None,
         speed: float | None = None,
+        max_gap_s: float | None = None,
         chunk_rows: int = 4096,
         streams: str | Sequence[str] | None = None,
         time_range: TimeRange | None = None,
@@ -692,6 +696,10 @@ class FileReplay(Source):
         self._unpacked: list[Unpacked | json_lines.Opened] = []
         self.plans = _named_apart([plan for spec in specs for plan in self._plans(*spec)])
         self.speed = speed
+        if max_gap_s is not None and speed is None:
+            raise ValueError("max_gap_s caps the waits of a paced replay: give speed too")
+        self.max_gap_s = max_gap_s
+        GapCap(max_gap_s)  # checks max_gap_s now, before any file is read
         self.chunk_rows = chunk_rows
         self.selection = None if streams is None else StreamSelection(streams)
         self._selection_notes = [] if self.selection is None else [self._check_selection()]
@@ -816,6 +824,9 @@ class FileReplay(Source):
         self._behind_ns = 0  # wall time the replay ran behind `speed` (BEHIND_SAID_S or more late), for pace()
         self._paced_to: tuple[int, int] | None = None  # (monotonic ns, event ts) of the last paced tick
         self._kept_not_due: Tick | None = None  # the tick leave_out kept that was not due at the last call
+        self.gaps = GapCap(self.max_gap_s)
+        self._last_sent_ts: int | None = None  # with `speed`: the event time of the last tick released
+        self._gap_measured: Tick | None = None  # the tick whose gap from the last one released was measured
         cursors = self._cursors = [_Cursor(p, self.chunk_rows, self.rejected, self.selection, self.time_range)
                                    for p in self.plans]
         # (ts, (stream, sequence number), file index, cursor): the index is unique, so ties of a time, a stream and a
@@ -834,6 +845,7 @@ class FileReplay(Source):
         out: list[Tick] = []
         now = time.monotonic_ns() if self.speed is not None else 0
         heap = self._heap
+        sent_ts = self._last_sent_ts  # with `speed`: the event time of the last tick released
         while heap and len(out) < max_ticks:
             # Take a run from the earliest file up to the next file's head: one heap update per run, not per tick.
             _, _, i, cur = heap[0]
@@ -847,6 +859,8 @@ class FileReplay(Source):
                 if self.leave_out is not None and tick is not self._kept_not_due and self.leave_out(tick):
                     j += 1
                     continue
+                if self.speed is not None and tick is not self._gap_measured:
+                    self._measure_gap(tick, now, sent_ts)
                 if self.speed is not None and not self._due(tick.ts, now):
                     self._kept_not_due = tick
                     break
@@ -856,6 +870,7 @@ class FileReplay(Source):
                     self.most_behind_s = max(self.most_behind_s, self.behind_s)
                 if self.leave_out is not None:
                     released.append(tick)
+                sent_ts = tick.ts
                 j += 1
             if j == start:  # the earliest tick is not due yet
                 break
@@ -867,10 +882,27 @@ class FileReplay(Source):
             else:
                 heapq.heapreplace(heap, (cur.ticks[cur.pos].ts, cur.sequences[cur.pos], i, cur))
         if out and self.speed is not None:
+            self._last_sent_ts = sent_ts
             if self._paced_to is not None and self.behind_s >= BEHIND_SAID_S:  # the time since the last batch: late
                 self._behind_ns += now - self._paced_to[0]
             self._paced_to = (now, out[-1].ts)
         return out
+
+    def _measure_gap(self, tick: Tick, now: int, last_ts: int | None) -> None:
+        """Once per tick before it is released: its wall wait, said when long, and cut to max_gap_s (the replay's
+        clock skips the rest of the gap)."""
+        self._gap_measured = tick
+        if last_ts is None or self._anchor is None or tick.ts <= last_ts:
+            return
+        skipped = self.gaps.skip_ns(tick.ts - last_ts, self.speed)
+        wall0, ts0 = self._anchor = (self._anchor[0], self._anchor[1] + skipped)
+        self.gaps.waiting(tick.ts, tick.ts - last_ts, (wall0 + (tick.ts - ts0) / self.speed - now) / 1e9, skipped,
+                          self.speed)
+
+    def take_long_waits(self) -> list[LongWait]:
+        """The long waits for a next tick begun since the last call (connectors/idle_gaps.py), to be said."""
+        waits, self.gaps.waits = self.gaps.waits, []
+        return waits
 
     def pace(self) -> str | None:
         """With `speed`, once the replay fell behind it (the engine's or this machine's pace, not the file's): the

@@ -274,3 +274,51 @@ def test_feed_interrupted_while_waiting_for_its_engine_says_so() -> None:
     assert feed.returncode == 130, err
     assert "flashtick feed: interrupted while starting (reading the files, or waiting for the engine); nothing was " \
            "sent" in err, err
+
+
+def weekend_trades(path) -> None:
+    """30 trades 2 s apart from Friday 15:59 ET, then 30 from Monday 09:30 ET: a 64.5 h gap between them (the
+    clocks went forward on Sunday)."""
+    rows = [f"2026-03-06 15:59:{2 * i:02d}.000,WKND,{100 + i * 0.01:.2f},100\n" for i in range(30)]
+    rows += [f"2026-03-09 09:30:{2 * i:02d}.000,WKND,{100 + i * 0.01:.2f},100\n" for i in range(30)]
+    path.write_text("timestamp,symbol,price,size\n" + "".join(rows))
+
+
+def test_a_paced_replay_says_a_long_wait_for_its_next_tick_as_it_begins(tmp_path) -> None:
+    """`feed replay --speed 100` over a weekend sat silent for 39 minutes; the wait is said as it begins: when the
+    next tick is stamped and how long it is, at that speed."""
+    from connectors.replay import FileReplay
+
+    weekend_trades(tmp_path / "weekend.csv")
+    replay = FileReplay(tmp_path / "weekend.csv", columns={"tz": "America/New_York"}, speed=100.0)
+    sent: list[Tick] = []
+    while not (waits := replay.take_long_waits()):
+        sent += replay.next_batch(100)
+        time.sleep(0.01)
+    assert len(sent) == 30 and len(waits) == 1
+    text = waits[0].text(replay.speed, replay.max_gap_s)
+    assert text.startswith("next tick at 2026-03-09T13:30:00Z, 2.69 days of event time after the last: sent in 38.")
+    assert text.endswith(" min at --speed 100 (--max-gap SECONDS shortens such waits)"), text
+    with pytest.raises(ValueError, match="give speed too"):
+        FileReplay(tmp_path / "weekend.csv", max_gap_s=5.0)
+
+
+def test_feed_replay_max_gap_shortens_a_weekend_and_says_so(pull, tmp_path) -> None:
+    """`feed replay --speed 100 --max-gap 0.5` over a weekend sends every tick without the 39-minute wait, and says
+    the gap it shortened, as it begins and in its summary."""
+    sock, endpoint = pull
+    weekend_trades(tmp_path / "weekend.csv")
+    feed = _feed_process("replay", str(tmp_path / "weekend.csv"), "--tz", "America/New_York", "--speed", "100",
+                         "--max-gap", "0.5", "--endpoint", endpoint, "--control", "", "--answers", "")
+    try:
+        _, err = feed.communicate(timeout=600)  # only a hang guard: without the cap the replay waits 39 min
+    finally:
+        feed.kill()
+    assert feed.returncode == 0, err
+    received = []
+    while len(received) < 60:
+        received += decode(sock.recv()).ticks
+    assert [t.price for t in received] == [round(100 + i * 0.01, 2) for i in range(30)] * 2
+    assert ("flashtick feed: note: next tick at 2026-03-09T13:30:00Z, 2.69 days of event time after the last "
+            "(38.7 min at --speed 100): shortened to 0.5 s by --max-gap\n" in err), err
+    assert "flashtick feed: --max-gap 0.5 shortened 1 gap between ticks, 38.7 min of wall time in all" in err, err

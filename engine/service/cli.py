@@ -231,7 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
     f = feed_sub.add_parser("replay", help="replay Parquet/CSV/DBN tick files",
                             parents=[keys, clients, feeding, reading, time_range])
     f.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
-    f.add_argument("--speed", type=float, default=None, help="real time x N (default: as fast as possible)")
+    f.add_argument("--speed", type=float, default=None, help="real time x N (default: as fast as possible); a "
+                   "wait of more than 5 s for the next tick (a night's or a weekend's gap) is said as it begins")
+    f.add_argument("--max-gap", type=_positive, default=None, metavar="SECONDS", help="with --speed: wait at most "
+                   "this many wall seconds between two ticks, skipping the rest of a longer gap (a night, a "
+                   "weekend), e.g. --max-gap 5 (default: every gap at --speed)")
     f.add_argument("--rate", type=float, default=None, help="cap in ticks per second")
     f.add_argument("--ticks", type=_count, default=None,
                    help="stop after sending N ticks (default: every tick of the files)")
@@ -909,8 +913,10 @@ def _synthetic_source(args: argparse.Namespace, engine_last_ts: dict[str, int]) 
 def _replay_source(args: argparse.Namespace) -> Any:
     from connectors.replay import FileReplay
 
+    if args.max_gap is not None and args.speed is None:
+        raise ValueError("--max-gap shortens the waits of --speed: without --speed a replay does not wait")
     return FileReplay([str(f) for f in args.files], columns=_column_map(args), speed=args.speed,
-                      streams=_streams(args), time_range=_time_range(args))
+                      max_gap_s=args.max_gap, streams=_streams(args), time_range=_time_range(args))
 
 
 def _streams(args: argparse.Namespace, config: Any = None) -> list[str] | None:
@@ -1120,6 +1126,8 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
               f"it left out", file=sys.stderr)
     if (pace := getattr(source, "pace", lambda: None)()) is not None:
         print(f"flashtick feed: {pace}", file=sys.stderr)
+    if replay is not None and (shortened := replay.gaps.summary()) is not None:
+        print(f"flashtick feed: {shortened}", file=sys.stderr)
     if isinstance(source, AfterHeld) and (skipped := source.said()):
         print(f"flashtick feed: {skipped}", file=sys.stderr)
     for found in getattr(source, "found_notes", ()):
