@@ -621,7 +621,11 @@ PRESET_VARIANTS: dict[str, tuple[ColumnMap, ...]] = {
     # Dukascopy's own tick export (its historical data feed's CSV): `Gmt time` as 30.10.2026 21:50:00.142, ask first
     "dukascopy": (ColumnMap(ts="Gmt time", ts_unit="datetime", ts_format="%d.%m.%Y %H:%M:%S%.f",
                             default_stream="EURUSD", kind=QUOTE, bid="Bid", ask="Ask", bid_size="BidVolume",
-                            ask_size="AskVolume", preset="dukascopy"),),
+                            ask_size="AskVolume", preset="dukascopy"),
+                  # its export in local time: `Local time` as 04.02.2019 09:00:00.071 GMT+0100, read at that offset
+                  ColumnMap(ts="Local time", ts_unit="datetime", ts_format="%d.%m.%Y %H:%M:%S%.f GMT%z",
+                            default_stream="EURUSD", kind=QUOTE, bid="Bid", ask="Ask", bid_size="BidVolume",
+                            ask_size="AskVolume", preset="dukascopy")),
 }
 
 

@@ -13,14 +13,17 @@ from typing import Any
 import polars as pl
 
 from connectors.column_map import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS, ColumnMap
-from connectors.layout import EPOCH_2200_NS, SPACED_FRACTION, epoch_unit, time_formats, two_way_date
+from connectors.layout import EPOCH_2200_NS, SPACED_FRACTION, built_formats, epoch_unit, time_formats, two_way_date
 from connectors.ticks import TS_MAX
+from connectors.utc_offsets import (
+    OFFSET_PATTERN,
+    UTC_OFFSET,
+    clock_name,
+    format_reading_names,
+    numeric_offsets,
+    unknown_zone_name,
+)
 
-# An ISO time with a UTC offset ("...09:30:00.123-04:00", "...13:30:00Z", BigQuery's "...13:30:00.123 UTC"), read
-# at that offset; the pattern is also polars' (a row's own offset decides how the row is read)
-OFFSET_PATTERN = r"(?i)\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|UTC|GMT|[+-]\d\d(:?\d\d)?)$"
-UTC_OFFSET = re.compile(OFFSET_PATTERN)
-ZERO_OFFSET_NAMES = r"(?i)\s*(UTC|GMT)$"  # offset 0 by name: read as "+00:00", which polars parses
 
 
 def _local(expr: pl.Expr, tz: str | None, second_pass: pl.Expr | None = None) -> pl.Expr:
@@ -127,6 +130,9 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
     fmt = re.sub(r"%S,%(\d?)f", r"%S.%\1f", cmap.ts_format) if cmap.ts_format else None
     if fmt is not None and EPOCH_CODE in fmt:  # an epoch count is an instant: no zone, no clock of one day
         return _epoch_text(text, fmt)
+    if fmt is not None and "%Z" in fmt:  # polars reads a zone's name and drops it: read the offset it names
+        _named_offsets_only(path, cmap, first)
+        fmt, text = format_reading_names(fmt), numeric_offsets(text)
     if first is not None and CLOCK_ONLY.match(first):  # one file a day, its date in its name or given
         if cmap.date is None:
             raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a time of day without a date: give "
@@ -153,8 +159,22 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
         raise ValueError(f"{path}: ts column {cmap.ts!r} carries its UTC offset ({first!r}); tz={cmap.tz!r} is "
                          f"{NAIVE_TZ_ONLY}")
     if not fmt:
-        text = pl.when(offset_row).then(text.str.replace(ZERO_OFFSET_NAMES, "+00:00"))
+        text = pl.when(offset_row).then(numeric_offsets(text))
     return text.str.to_datetime(fmt, time_unit="ns", time_zone="UTC", strict=False).dt.epoch("ns")
+
+
+def _named_offsets_only(path: Path, cmap: ColumnMap, first: str | None) -> None:
+    """Refuses a format whose `%Z` would read a zone name that names no one UTC offset (CET, ET): polars would
+    drop it and read the time as UTC."""
+    if first is None or (name := unknown_zone_name(first)) is None:
+        return
+    clock = clock_name(first)
+    zone = f"--tz {clock[1]}" if clock else "--tz ZONE"
+    why = (f"the clock of {clock[1]}, {clock[0][0]}ST or {clock[0][0]}DT by the date" if clock else
+           "no one UTC offset known here")
+    raise ValueError(f"{path}: --ts-format {cmap.ts_format!r} reads {name!r} (in {first[:40]!r}) with %Z, which names "
+                     f"{why}: a zone's name is not applied, so its times would be read as UTC. Write it as text in "
+                     f"the format ({cmap.ts_format.replace('%Z', name)!r}) and give its zone with {zone}")
 
 
 EPOCH_CODE = "%s"  # strftime's epoch seconds
@@ -207,11 +227,19 @@ def time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
                 f"datetime (and --ts-format if it is not ISO 8601)")
     if cmap.ts_unit == "datetime" and (hint := epoch_format_hint(first, cmap.ts_format)) is not None:
         return f"{where}: {hint}"
+    fits = [f for f in time_formats(first) or built_formats(first) if f != cmap.ts_format]
+    if cmap.ts_unit == "datetime" and (clock := clock_name(first)) is not None:
+        name, zone = clock
+        example = f", e.g. --ts-format {fits[0]!r}" if fits else ""
+        return (f"{where}: {name!r} names the clock of {zone}, not a UTC offset (it is {name[0]}ST or {name[0]}DT "
+                f"by the date): give that zone, --tz {zone}, and a format that reads the name as text{example}")
     if cmap.ts_unit == "datetime":
-        fits = [f for f in time_formats(first) if f != cmap.ts_format]
+        # a format built from the value quoted, else a common one as an example of the codes
         example = " or ".join(repr(f) for f in fits) if fits else "'%Y%m%d %H:%M:%S%.f'"
+        word = unknown_zone_name(first) if fits and UTC_OFFSET.search(first) is None else None
+        zone = f" and its zone with --tz ZONE ({word!r} is read as text, not applied)" if word else ""
         return (f"{where}, which is not ISO 8601{' nor ' + repr(cmap.ts_format) if cmap.ts_format else ''}: "
-                f"give its format with strftime codes, e.g. --ts-format {example}"
+                f"give its format with strftime codes, e.g. --ts-format {example}{zone}"
                 + (" (both read it: which is the day?)" if len(fits) > 1 else ""))
     return f"{where}, not a number of {cmap.ts_unit}"
 

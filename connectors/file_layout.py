@@ -225,16 +225,19 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         # (a file whose later times carry offsets reads at them, its naive rows rejected: no "read as UTC" note)
         text = (first(cmap.ts_columns) if cmap.ts_format else time_sample(path, names, dialect, cmap.ts_columns)) or ""
         offsets = next((c for c in schema if normal_name(c) in OFFSET_NAMES), None)
-        if not UTC_OFFSET.search(text) and offsets is not None:  # LSEG's GMT Offset beside local times
+        if any(code in (cmap.ts_format or "") for code in ("%z", "%Z")):  # `GMT%z`, `%Z`: the format reads it
+            notes.append(f"{path.name}: its times ({text[:40]!r}) carry their UTC offset, which the format reads "
+                         f"({cmap.ts_format}): read at each row's own offset")
+        elif not UTC_OFFSET.search(text) and offsets is not None:  # LSEG's GMT Offset beside local times
             cmap = replace(cmap, utc_offset=offsets)
-            notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and column {offsets!r} gives "
+            notes.append(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and column {offsets!r} gives "
                          f"each row's (hours): read as wall-clock times at that offset (--tz ZONE reads them in a "
                          f"zone instead)")
         elif not UTC_OFFSET.search(text):  # a guess cannot know the zone of wall-clock times
             histdata = path.name.upper().startswith("DAT_ASCII_") or cmap.ts_format == "%Y%m%d %H%M%S%3f"
             zone = ("--tz Etc/GMT+5 (HistData's files are in EST all year, no summer time)" if histdata
                     else "e.g. --tz America/New_York")
-            notes.append(f"{path.name}: its times ({text[:30]!r}) carry no UTC offset and are read as UTC; if they "
+            notes.append(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC; if they "
                          f"are local times, give their zone, {zone}")
     number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
     notes = date_notes + notes

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import itertools
 import math
 import re
 from collections import Counter
@@ -44,6 +45,7 @@ from connectors.column_map import (
 )
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.json_lines import JSON_LINES_SUFFIXES
+from connectors.utc_offsets import tail_format, zone_tail
 
 class NoTickLayout(ValueError):
     """A file's columns hold no tick layout: none detected, or not the columns its map names. In an archive, a
@@ -347,14 +349,52 @@ def time_formats(text: str) -> list[str]:
     text = _dot_fraction(text.strip())
     if ISO.match(text):
         return []
+    if (tail := zone_tail(text)) is not None:  # `04.02.2019 09:00:00.071 GMT+0100`: the time's format, its offset's
+        return [f + tail_format(tail.group()) for f in time_formats(text[: tail.start()])]
     series = pl.Series([text])
     by_instant: dict[Any, str] = {}
     for f in TIME_FORMATS:  # a reading must be a date of market data: `%Y` reads `08/03/24` as the year 8
-        instant = series.str.to_datetime(f, strict=False, time_unit="ns").item()
-        if instant is not None and 1970 <= instant.year <= 2200 and \
+        if (instant := _instant_read(text, f)) is not None and \
                 (instant not in by_instant or "%.f" in f and "%.f" not in by_instant[instant]):
             by_instant[instant] = f
     return list(by_instant.values())
+
+
+def _instant_read(text: str, fmt: str) -> Any:
+    """The datetime a format reads from text, when it is a date of market data (1970..2200), else None."""
+    instant = pl.Series([text]).str.to_datetime(fmt, strict=False, time_unit="ns").item()
+    return instant if instant is not None and 1970 <= instant.year <= 2200 else None
+
+
+# The shapes of a date and of a time of day as datetime text writes them, in strftime codes (a date that reads two
+# ways has both): what a format built for a value (`built_formats`) is made of
+DATE_SHAPES = ((r"\d{4}-\d\d-\d\d", ("%Y-%m-%d",)), (r"\d{4}\.\d\d\.\d\d", ("%Y.%m.%d",)),
+               (r"\d{4}/\d\d?/\d\d?", ("%Y/%m/%d",)), (r"\d{8}", ("%Y%m%d",)),
+               (r"\d\d?\.\d\d?\.\d{4}", ("%d.%m.%Y",)), (r"\d\d?/\d\d?/\d{4}", ("%m/%d/%Y", "%d/%m/%Y")),
+               (r"\d\d?-\d\d?-\d{4}", ("%d-%m-%Y", "%m-%d-%Y")), (r"\d\d?/\d\d?/\d\d", ("%m/%d/%y", "%d/%m/%y")))
+CLOCK_SHAPES = ((r"\d\d?:\d\d:\d\d(\.\d+)?", "%H:%M:%S%.f"), (r"\d\d?:\d\d", "%H:%M"), (r"\d{9}", "%H%M%S%3f"),
+                (r"\d{6}(\.\d+)?", "%H%M%S%.f"))
+
+
+def built_formats(text: str) -> list[str]:
+    """Formats built from the shape of datetime text (its date, its time of day, a 12-hour clock's AM/PM, and its
+    offset or the word after it, as text), each one that reads it: the example an error gives for a value no
+    TIME_FORMATS reads (`04.02.2019 09:00 CET` -> `%d.%m.%Y %H:%M CET`)."""
+    text = _dot_fraction(text.strip())
+    tail = zone_tail(text, after_clock=False)  # after AM/PM too: `9:00:00 PM GMT+0100`
+    # the offset read as one where it reads so; as text only where it does not (`-2024` ending a date)
+    for head, after in ([(text[: tail.start()], tail_format(tail.group()))] if tail else []) + [(text, "")]:
+        found = []
+        for (date_shape, date_codes), (clock_shape, clock_code) in itertools.product(DATE_SHAPES, CLOCK_SHAPES):
+            shape = re.fullmatch(rf"{date_shape}(?P<gap>[ T-]|D){clock_shape}(?P<noon>\s*[AaPp][Mm])?"
+                                 rf"(?P<rest>(\s.*)?)", head)
+            if shape is not None:
+                clock = clock_code.replace("%H", "%I") + shape["noon"][:-2] + "%p" if shape["noon"] else clock_code
+                rest = shape["rest"].replace("%", "%%") + after
+                found += [f"{date}{shape['gap']}{clock}{rest}" for date in date_codes]
+        if reads := [f for f in dict.fromkeys(found) if _instant_read(text, f) is not None]:
+            return reads
+    return []
 
 
 def two_way_date(text: str) -> bool:

@@ -1,0 +1,128 @@
+"""Times written with a zone's name or an offset after a name (US exports' `EST`/`EDT`, Dukascopy's `Local time`
+`GMT+0100`): read at the offset they name, never read as UTC with the name dropped; a zone's clock (`ET`) and names
+of no one offset are refused with the --tz and the format that read them; the format an error proposes is built
+from the value it quotes. Real files in tmp_path, read by FileReplay (the reader the CLI uses)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from connectors.replay import FileReplay
+from test_vendor_files import drain
+
+HOUR_NS = 3600 * 10**9
+
+
+def utc_ns(text: str) -> int:
+    return round(datetime.fromisoformat(text + "+00:00").timestamp() * 10**6) * 1000
+
+
+def trades(path: Path, times: list[str]) -> Path:
+    path.write_text("timestamp,symbol,price,size\n" + "".join(f"{t},XYZ,{175 + i},1\n" for i, t in enumerate(times)))
+    return path
+
+
+@pytest.mark.parametrize("name, hours", [("EST", -5), ("EDT", -4), ("CST", -6), ("CDT", -5), ("MST", -7),
+                                         ("MDT", -6), ("PST", -8), ("PDT", -7)])
+def test_a_us_zone_abbreviation_is_read_at_its_offset(tmp_path: Path, name: str, hours: int) -> None:
+    replay = FileReplay(trades(tmp_path / "t.csv", [f"2026-03-06 09:30:00.250 {name}", f"2026-03-06 09:31:00 {name}"]))
+    assert [t.ts for t in drain(replay)] == [utc_ns("2026-03-06T09:30:00.250") - hours * HOUR_NS,
+                                             utc_ns("2026-03-06T09:31:00") - hours * HOUR_NS]
+    assert replay.rejected == {} and not any("UTC offset" in note for note in replay.notes)
+
+
+def test_est_and_edt_across_the_dst_change_and_a_tz_given_beside_them(tmp_path: Path) -> None:
+    path = trades(tmp_path / "t.csv", ["2026-03-06 09:30:00.000 EST", "2026-03-09 09:30:00.000 EDT"])
+    right = [utc_ns("2026-03-06T14:30:00"), utc_ns("2026-03-09T13:30:00")]
+    assert [t.ts for t in drain(FileReplay(path))] == right
+    # a --tz for every file (a wrong one even) leaves times that carry their offset as they are, saying so
+    chicago = FileReplay(path, columns={"tz": "America/Chicago"})
+    assert [t.ts for t in drain(chicago)] == right
+    assert "carry their own UTC offset, so --tz America/Chicago (for naive times) is not applied" in chicago.notes[0]
+
+
+def test_a_format_reading_the_name_with_percent_z_applies_its_offset(tmp_path: Path) -> None:
+    path = trades(tmp_path / "t.csv", ["03/06/2026 09:30:00 EST", "03/09/2026 09:30:00 EDT"])
+    replay = FileReplay(path, columns={"ts_format": "%m/%d/%Y %H:%M:%S %Z"})
+    assert [t.ts for t in drain(replay)] == [utc_ns("2026-03-06T14:30:00"), utc_ns("2026-03-09T13:30:00")]
+    assert not any("carry no UTC offset" in note for note in replay.notes)
+    assert any("its times ('03/06/2026 09:30:00 EST') carry their UTC offset, which the format reads "
+               "(%m/%d/%Y %H:%M:%S %Z): read at each row's own offset" in note for note in replay.notes)
+
+
+def test_a_percent_z_name_of_no_known_offset_is_refused_with_the_format_and_tz_that_read_it(tmp_path: Path) -> None:
+    path = trades(tmp_path / "t.csv", ["2026-03-06 09:30:00 CET", "2026-03-06 09:31:00 CET"])
+    with pytest.raises(ValueError, match="reads 'CET' .* with %Z, .* its times would be read as UTC") as refused:
+        drain(FileReplay(path, columns={"ts_format": "%Y-%m-%d %H:%M:%S %Z"}))
+    assert "('%Y-%m-%d %H:%M:%S CET') and give its zone with --tz ZONE" in str(refused.value)
+    with pytest.raises(ValueError, match="not ISO 8601") as unread:
+        drain(FileReplay(path))
+    assert "--ts-format '%Y-%m-%d %H:%M:%S%.f CET' and its zone with --tz ZONE" in str(unread.value)
+    fixed = FileReplay(path, columns={"ts_format": "%Y-%m-%d %H:%M:%S%.f CET", "tz": "Europe/Paris"})
+    assert drain(fixed)[0].ts == utc_ns("2026-03-06T08:30:00")
+
+
+@pytest.mark.parametrize("name, zone", [("ET", "America/New_York"), ("CT", "America/Chicago")])
+def test_a_zones_clock_name_is_no_offset_and_names_the_tz_that_reads_it(tmp_path: Path, name: str, zone: str) -> None:
+    path = trades(tmp_path / "t.csv", [f"2026-03-06 09:30:00.000 {name}", f"2026-03-09 09:30:00.000 {name}"])
+    for columns in (None, {"ts_format": "%Y-%m-%d %H:%M:%S%.f %Z"}):
+        with pytest.raises(ValueError, match=f"'{name}' .*the clock of {zone}.* --tz {zone}"):
+            drain(FileReplay(path, columns=columns))
+    with pytest.raises(ValueError) as refused:
+        drain(FileReplay(path))
+    proposed = re.search(r"--ts-format '([^']+)'", str(refused.value))[1]
+    assert proposed == f"%Y-%m-%d %H:%M:%S%.f {name}"
+    ticks = drain(FileReplay(path, columns={"ts_format": proposed, "tz": zone}))
+    shift = 5 if name == "ET" else 6
+    assert [t.ts for t in ticks] == [utc_ns("2026-03-06T09:30:00") + shift * HOUR_NS,
+                                     utc_ns("2026-03-09T09:30:00") + (shift - 1) * HOUR_NS]
+
+
+def dukascopy_local(path: Path, rows: list[tuple[str, str]]) -> Path:
+    path.write_text("Local time,Ask,Bid,AskVolume,BidVolume\n" + "".join(
+        f"{day} {clock},1.14427,1.14425,3.50,1.00\n" for day, clock in rows))
+    return path
+
+
+def test_dukascopys_local_time_export_is_detected_and_read_at_each_rows_offset(tmp_path: Path) -> None:
+    path = dukascopy_local(tmp_path / "EURUSD_Ticks_Local_31.03.2024.csv", [
+        ("31.03.2024", "01:59:59.500 GMT+0100"), ("31.03.2024", "03:00:00.250 GMT+0200")])  # the clocks go forward
+    right = [utc_ns("2024-03-31T00:59:59.500"), utc_ns("2024-03-31T01:00:00.250")]
+    for columns in (None, "dukascopy"):
+        replay = FileReplay(path, columns=columns)
+        ticks = drain(replay)
+        assert [t.ts for t in ticks] == right and replay.rejected == {}
+        assert (ticks[0].stream, ticks[0].bid, ticks[0].ask, ticks[0].bid_size) == ("EURUSD", 1.14425, 1.14427, 1.0)
+        assert "ts=Local time (datetime, %d.%m.%Y %H:%M:%S%.f GMT%z)" in " ".join(replay.notes)
+        assert not any("carry no UTC offset" in note for note in replay.notes)
+
+
+def test_a_given_offset_format_is_said_read_at_each_rows_offset_quoting_the_raw_cell(tmp_path: Path) -> None:
+    path = dukascopy_local(tmp_path / "EURUSD_Ticks_Local_04.02.2019.csv", [("04.02.2019", "09:00:00.071 GMT+0100")])
+    for extra in ({}, {"tz": "Europe/Zurich"}):
+        replay = FileReplay(path, columns={"ts": "Local time", "ts_format": "%d.%m.%Y %H:%M:%S%.f GMT%z", **extra})
+        assert [t.ts for t in drain(replay)] == [utc_ns("2019-02-04T08:00:00.071")]
+        said = [note for note in replay.notes if "UTC offset" in note]
+        assert not any("carry no UTC offset" in note or "GMT+01'" in note for note in said)
+        assert any("its times ('04.02.2019 09:00:00.071 GMT+0100') carry their UTC offset, which the format reads "
+                   "(%d.%m.%Y %H:%M:%S%.f GMT%z): read at each row's own offset" in note for note in said)
+
+
+@pytest.mark.parametrize("value, right", [
+    ("04.02.2019 09:00 EET", "2019-02-04T09:00:00"),  # day-first dots, no seconds, a zone's name as text
+    ("20190204 090000071 UTC", "2019-02-04T09:00:00.071"),  # HistData's digits, a zone after them
+    ("2019/02/04 9:00:00 PM", "2019-02-04T21:00:00"),  # slashes, a 12-hour clock
+    ("04.02.2019 9:00:00 PM GMT+0100", "2019-02-04T20:00:00"),  # a 12-hour clock, Dukascopy's offset
+])
+def test_the_not_iso_error_proposes_a_format_built_from_the_value_it_quotes(tmp_path: Path, value: str,
+                                                                           right: str) -> None:
+    path = trades(tmp_path / "t.csv", [value])
+    with pytest.raises(ValueError, match="which is not ISO 8601") as refused:
+        drain(FileReplay(path))
+    assert f"holds {value!r}" in str(refused.value)
+    proposed = re.search(r"--ts-format '([^']+)'", str(refused.value))[1]
+    assert [t.ts for t in drain(FileReplay(path, columns={"ts_format": proposed}))] == [utc_ns(right)]
