@@ -43,6 +43,8 @@ from connectors.file_plan import first_text, is_csv, scan_file, time_sample
 from connectors.json_lines import is_json_lines
 from connectors.layout import (
     HEADERLESS_BAR_STAMP,
+    HISTDATA_ZONE,
+    Caution,
     Dialect,
     NoTickLayout,
     bar_notes,
@@ -61,6 +63,7 @@ from connectors.layout import (
     time_formats,
     two_way_date,
     vendor_notes,
+    zone_has_dst,
 )
 
 def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False, own_map: bool = False,
@@ -196,7 +199,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     notes = []
     if guessed is not None:
         notes.append(f"{path.name}: no header row; read as {how} (--csv-names {','.join(names)}): {describe_map(cmap)}")
-        notes += bar_notes(path, list(schema), cmap, HEADERLESS_BAR_STAMP)
+        notes += bar_notes(path, list(schema), cmap, HEADERLESS_BAR_STAMP) + _histdata_zone(path, guessed, cmap)
     elif not isinstance(spec, ColumnMap):
         given = ("no column map given" if spec is None
                  else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")
@@ -242,6 +245,21 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
     notes = date_notes + notes
     return cmap, dialect, schema, notes + number_notes + kind_notes + unit_notes + stream_notes + day_notes
+
+
+def _histdata_zone(path: Path, guessed: ColumnMap, cmap: ColumnMap) -> list[str]:
+    """A HistData tick file's zone: EST all year, unless --tz says otherwise; a caution when the zone given
+    changes its clocks for summer time, which HistData's times never do."""
+    if guessed.tz != HISTDATA_ZONE or cmap.tz is None:
+        return []
+    if cmap.tz == HISTDATA_ZONE:
+        return [f"{path.name}: its times read in {HISTDATA_ZONE} (EST all year, no summer time), the zone HistData "
+                f"writes them in (--tz says otherwise)"]
+    if not zone_has_dst(cmap.tz):
+        return []
+    return [Caution(f"{path.name}: --tz {cmap.tz} changes its clocks for summer time, but HistData writes its times "
+                    f"in EST all year: its summer times are read an hour off (--tz {HISTDATA_ZONE}, or no --tz, "
+                    f"reads them as written)")]
 
 
 def _names_over_header(path: Path, names: tuple[str, ...], dialect: Dialect, spec: ColumnMap | Refine | None,

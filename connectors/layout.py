@@ -18,8 +18,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import date as Date
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
+from zoneinfo import ZoneInfo
 
 import polars as pl
 
@@ -677,8 +679,9 @@ def detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any] 
 
 def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str = ",") -> tuple[ColumnMap, str]:
     """The map of a CSV without a header: a HEADERLESS preset whose cells the first rows have, else a time (epoch
-    number or datetime text, maybe beside a symbol) and two numbers: a quote when they are always within 1% of
-    each other, the lower the bid, else a trade's price and size. With the name of the layout, for the note.
+    number or datetime text, maybe beside a symbol) and two numbers: a quote when they are mostly within 1% of
+    each other or the second above the first by under 20% (`_quote_pair`), the lower the bid, else a trade's price
+    and size; a HistData tick file (by its name) always bid, ask, volume. With the name of the layout, for the note.
     Anything else is refused with the options that read it."""
     width = Counter(len(row) for row in rows).most_common(1)[0][0]
     rows = tuple(row for row in rows if len(row) == width) if len(rows) > 2 else rows  # a stray field: not the layout
@@ -687,6 +690,8 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
                 all(_fits(cmap, row) for row in rows):
             return cmap, f"preset {name}"
     kinds = [_kind(c) for c in rows[0]]
+    if HISTDATA_TICKS.match(path.name) and kinds == ["time", "number", "number", "number"]:
+        return _histdata_ticks(rows[0][0])
     times = [i for i, k in enumerate(kinds) if k == "time"]
     numbers = [i for i, k in enumerate(kinds) if k == "number"]
     texts = [i for i, k in enumerate(kinds) if k == "text"]
@@ -714,6 +719,24 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
 
 
 HEADERLESS_BARS = ("open", "high", "low", "close", "volume")
+# HistData's tick files (`DAT_ASCII_USDTRY_T_202401.csv`: `20240102 000000123,bid,ask,0`): always bid, ask and a
+# volume, in EST all year (no summer time), whatever the spread of their first rows (an exotic's reopen: 2%)
+HISTDATA_TICKS = re.compile(r"^DAT_ASCII_[A-Z0-9]+_T_\d{6}", re.IGNORECASE)
+HISTDATA_ZONE = "Etc/GMT+5"
+HISTDATA_LAYOUT = "HistData's tick layout, as its file name says: a time, the bid, the ask and a volume"
+
+
+def zone_has_dst(zone: str) -> bool:
+    """Whether a zone changes its clocks (New York's does; UTC, EST and Etc/GMT+5 do not)."""
+    tz = ZoneInfo(zone)
+    return any(datetime(2024, month, 1, tzinfo=tz).dst() for month in (1, 7))
+
+
+def _histdata_ticks(time: str) -> tuple[ColumnMap, str]:
+    """The map of a HistData tick file whose first time is `time`: quotes, in HistData's zone."""
+    formats = time_formats(time)
+    return ColumnMap(ts="time", ts_unit="datetime", ts_format=formats[0] if len(formats) == 1 else None,
+                     tz=HISTDATA_ZONE, names=("time", "bid", "ask", "volume"), bid="bid", ask="ask"), HISTDATA_LAYOUT
 
 
 def _numbers_layout(rows: tuple[tuple[str, ...], ...], numbers: list[int],
@@ -732,7 +755,7 @@ def _numbers_layout(rows: tuple[tuple[str, ...], ...], numbers: list[int],
     else:
         read, how = numbers[:2], "a time and two numbers"
         pairs = [(_float(row[read[0]]), _float(row[read[1]])) for row in rows]
-        if _most(pairs, lambda pair: 0 < min(pair) and abs(pair[0] - pair[1]) <= 0.01 * min(pair)):
+        if _most(pairs, _quote_pair):
             fields = ("bid", "ask") if _most(pairs, lambda pair: pair[0] <= pair[1]) else ("ask", "bid")
             if len(numbers) == 4:  # two more: the sides' sizes in their order (Dukascopy's Ask,Bid,AskVolume,...)
                 read, fields = numbers, (*fields, *(f"{side}_size" for side in fields))
@@ -744,6 +767,17 @@ def _numbers_layout(rows: tuple[tuple[str, ...], ...], numbers: list[int],
     for i, name in zip(read, fields):
         names[i] = name
     return {field: field for field in fields}, how
+
+
+def _quote_pair(pair: tuple[float, float]) -> bool:
+    """Whether two numbers are a quote's bid and ask rather than a trade's price and size: within 1% of each other
+    (in either order: Dukascopy writes the ask first), or the second above the first by under 20% (an exotic's
+    spread at a reopen, 2%; a trade's size is seldom within 20% above its price)."""
+    low, high = min(pair), max(pair)
+    return 0 < low and (high - low <= 0.01 * low or pair[0] <= pair[1] < QUOTE_SPREAD_LIMIT * pair[0])
+
+
+QUOTE_SPREAD_LIMIT = 1.2
 
 
 def _most(items: Sequence[Any], test: Callable[[Any], bool]) -> bool:

@@ -31,10 +31,8 @@ import re
 import time
 from collections import Counter, defaultdict
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
-from zoneinfo import ZoneInfo
 
 import polars as pl
 import yaml
@@ -76,6 +74,7 @@ from connectors.layout import (
     detect_columns,
     epoch_unit,
     sniff_csv,
+    zone_has_dst,
 )
 from connectors.planning import plan_file, regular_file
 from connectors.price_notation import unread_price_hint, yield_columns
@@ -290,7 +289,7 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
         return (f": {text!r} lacks the UTC offset the file's other times carry (the first of them: {first!r}), "
                 f"so it is no instant: write the row with its offset")
     zone = getattr(getattr(plan, "columns", None), "tz", None)
-    clock = f", or a local time the clocks skipped in {zone} (a DST change)" if zone and _has_dst(zone) else ""
+    clock = f", or a local time the clocks skipped in {zone} (a DST change)" if zone and zone_has_dst(zone) else ""
     if text is not None and text.startswith(BYTE_ORDER_MARK):  # a number column cannot drop it (file_plan.py)
         clock += (": it starts with a byte-order mark (U+FEFF), as where two exports were joined (cat a.csv b.csv); "
                   "remove the mark from the file")
@@ -317,12 +316,6 @@ def _offset_it_lacks(plan: Any, text: str) -> str | None:
         return None
     first = (first_text if cmap.ts_format else time_sample)(plan.path, cmap.names, plan.dialect, cmap.ts_columns)
     return first if first is not None and UTC_OFFSET.search(first) else None
-
-
-def _has_dst(zone: str) -> bool:
-    """Whether a zone changes its clocks (New York's does; UTC, EST and Etc/GMT+5 do not)."""
-    tz = ZoneInfo(zone)
-    return any(datetime(2024, month, 1, tzinfo=tz).dst() for month in (1, 7))
 
 
 class RejectCounter(Counter):

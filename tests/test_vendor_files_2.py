@@ -165,12 +165,12 @@ def test_histdata_and_truefx_fx_ticks(tmp_path: Path, capsys) -> None:
         f"{1.1035 + 0.00001 * (i % 3):.5f}\n" for i in range(N)))
     replay = FileReplay([tmp_path / "DAT_ASCII_EURUSD_T_202401.csv", tmp_path / "DAT_ASCII_EURUSD_T_202402.csv"])
     hist = drain(replay)
-    assert hist[0] == Tick("EURUSD", ns("2024-01-02T17:00:00.123+00:00"), "quote", bid=1.10427, ask=1.10433)
+    # HistData's times are EST without summer time, read in that zone by default; --tz says otherwise
+    assert hist[0] == Tick("EURUSD", ns("2024-01-02T22:00:00.123+00:00"), "quote", bid=1.10427, ask=1.10433)
     assert hist[0] == hist[1] and len(hist) == 2 * N
-    assert any("carry no UTC offset and are read as UTC" in n and "--tz" in n for n in replay.notes)
-    # HistData's times are EST without summer time: the zone is the only option to give
-    est = drain(FileReplay(tmp_path / "DAT_ASCII_EURUSD_T_202401.csv", columns={"tz": "Etc/GMT+5"}))
-    assert est[0].ts == ns("2024-01-02T22:00:00.123+00:00")
+    assert any("its times read in Etc/GMT+5 (EST all year" in n for n in replay.notes)
+    utc = drain(FileReplay(tmp_path / "DAT_ASCII_EURUSD_T_202401.csv", columns={"tz": "UTC"}))
+    assert utc[0].ts == ns("2024-01-02T17:00:00.123+00:00")
     (tmp_path / "q.yaml").write_text(QUERIES)
     code = main(["feed", "replay", str(tmp_path / "DAT_ASCII_EURUSD_T_202401.csv"), "--tz", "Etc/GMT+5",
                  "--ts-unit", "ms", "--endpoint", "tcp://127.0.0.1:1"])

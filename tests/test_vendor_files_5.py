@@ -132,7 +132,8 @@ def test_histdata_times_name_histdatas_zone(tmp_path: Path) -> None:
     path.write_text("20240102 000000700,1.10412,1.10415,0\n20240102 000001200,1.10413,1.10416,0\n")
     replay = FileReplay(path)
     assert Counter(t.stream for t in drain(replay)) == {"EURUSD": 2}
-    assert any("--tz Etc/GMT+5 (HistData's files are in EST all year" in note for note in replay.notes)
+    assert any("read in Etc/GMT+5 (EST all year, no summer time), the zone HistData writes them in" in note
+               for note in replay.notes)
 
 
 def test_a_reason_rejecting_many_rows_is_a_warning_above_the_scores(tmp_path: Path, capsys) -> None:

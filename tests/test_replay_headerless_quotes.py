@@ -1,0 +1,71 @@
+"""Header-less files of a time and two numbers: HistData's tick files (known by their name) are always bid, ask and
+volume in EST without summer time, whatever the spread of their first rows; any other file's two numbers are a
+quote when the second is above the first by under 20% (an exotic's reopen), a price and a size otherwise. Real
+files in tmp_path, read by FileReplay (the reader the CLI uses)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from connectors.layout import Caution
+from connectors.replay import FileReplay
+from test_vendor_files import drain
+
+
+def utc_ns(text: str) -> int:
+    return round(datetime.fromisoformat(text + "+00:00").timestamp() * 10**6) * 1000
+
+
+def reopen_rows(time_text: str) -> str:
+    """USDTRY at the Sunday reopen: 30 rows 0.65 TRY wide (2%), then 30 rows 0.016 wide."""
+    wide = [(31.776, 32.426)] * 30
+    tight = [(32.101 + i / 1000, 32.117 + i / 1000) for i in range(30)]
+    return "".join(f"{time_text(i)},{bid:.5f},{ask:.5f},0\n" for i, (bid, ask) in enumerate(wide + tight))
+
+
+def histdata(tmp_path: Path, month: str = "202401", day: str = "20240107 17") -> Path:
+    path = tmp_path / f"DAT_ASCII_USDTRY_T_{month}.csv"
+    path.write_text(reopen_rows(lambda i: f"{day}00{i:02d}{100 + i:03d}"))
+    return path
+
+
+def test_a_histdata_tick_file_is_quotes_in_est_whatever_its_first_spreads(tmp_path: Path) -> None:
+    replay = FileReplay(histdata(tmp_path))
+    ticks = drain(replay)
+    assert len(ticks) == 60 and all(t.kind == "quote" and t.price is None for t in ticks)
+    assert (ticks[0].stream, ticks[0].bid, ticks[0].ask) == ("USDTRY", 31.776, 32.426)
+    assert ticks[0].ts == utc_ns("2024-01-07T22:00:00.100")  # 17:00 EST
+    assert "read as HistData's tick layout, as its file name says" in replay.notes[0]
+    assert any("its times read in Etc/GMT+5 (EST all year, no summer time)" in note for note in replay.notes)
+    assert not any(isinstance(note, Caution) for note in replay.notes)
+
+
+def test_a_tz_given_for_a_histdata_file_wins_and_one_with_summer_time_is_cautioned(tmp_path: Path) -> None:
+    path = histdata(tmp_path, "201907", "20190702 03")
+    new_york = FileReplay(path, columns={"tz": "America/New_York"})
+    assert drain(new_york)[0].ts == utc_ns("2019-07-02T07:00:00.100")  # as asked: EDT, an hour early
+    cautions = [note for note in new_york.notes if isinstance(note, Caution)]
+    assert len(cautions) == 1 and "--tz America/New_York changes its clocks for summer time, but HistData writes " \
+                                  "its times in EST all year" in cautions[0] and "--tz Etc/GMT+5" in cautions[0]
+    utc = FileReplay(path, columns={"tz": "UTC"})
+    assert drain(utc)[0].ts == utc_ns("2019-07-02T03:00:00.100")
+    assert not any(isinstance(note, Caution) or "Etc/GMT+5" in note for note in utc.notes)
+
+
+def test_two_numbers_the_second_under_20_percent_above_the_first_are_a_quote(tmp_path: Path) -> None:
+    path = tmp_path / "usdtry_reopen.csv"  # no vendor's name: the general rule
+    path.write_text(reopen_rows(lambda i: f"2024-01-07T22:00:{i:02d}Z"))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert all(t.kind == "quote" for t in ticks) and (ticks[0].bid, ticks[0].ask) == (31.776, 32.426)
+    assert "(--csv-names time,bid,ask,column_4)" in replay.notes[0]
+
+
+def test_a_price_and_a_size_far_apart_or_the_size_below_stay_a_trade(tmp_path: Path) -> None:
+    for name, rows in (("far.csv", [(10.0, 13.0), (10.01, 12.5)] * 10),  # the size 25-30% above the price
+                       ("below.csv", [(101.5, 97.0), (101.6, 95.0)] * 10)):  # the size a few % below it
+        path = tmp_path / name
+        path.write_text("".join(f"2024-01-02T09:30:{i:02d}Z,{a},{b},0\n" for i, (a, b) in enumerate(rows)))
+        ticks = drain(FileReplay(path))
+        assert all(t.kind == "trade" for t in ticks) and (ticks[0].price, ticks[0].size) == rows[0]
