@@ -144,7 +144,7 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
         raise ValueError(f"{path}: date {cmap.date!r} gives the day of times of day, but column {cmap.ts!r} holds "
                          f"{(first or '')[:40]!r}, which is no time of day alone: drop date")
     if fmt is None and first is not None and two_way_date(first):  # polars would guess day-first
-        fits = time_formats(first) or ["%m/%d/%Y %H:%M:%S%.f", "%d/%m/%Y %H:%M:%S%.f"]
+        fits = time_formats(first) or built_formats(first) or ["%m/%d/%Y %H:%M:%S%.f", "%d/%m/%Y %H:%M:%S%.f"]
         raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a date that reads more than one way "
                          f"({' or '.join(repr(f) for f in fits)}): give the one it is, e.g. --ts-format '{fits[0]}'")
     aware = any(code in fmt for code in ("%z", "%:z", "%#z")) if fmt else bool(first and UTC_OFFSET.search(first))

@@ -126,3 +126,12 @@ def test_the_not_iso_error_proposes_a_format_built_from_the_value_it_quotes(tmp_
     assert f"holds {value!r}" in str(refused.value)
     proposed = re.search(r"--ts-format '([^']+)'", str(refused.value))[1]
     assert [t.ts for t in drain(FileReplay(path, columns={"ts_format": proposed}))] == [utc_ns(right)]
+
+
+def test_a_date_of_two_readings_is_refused_with_formats_that_read_its_12_hour_clock(tmp_path: Path) -> None:
+    path = trades(tmp_path / "t.csv", ["03/06/2026 9:30:00 PM", "03/06/2026 9:31:00 PM"])
+    with pytest.raises(ValueError, match="reads more than one way") as refused:
+        drain(FileReplay(path))
+    assert "('%m/%d/%Y %I:%M:%S%.f %p' or '%d/%m/%Y %I:%M:%S%.f %p')" in str(refused.value)
+    ticks = drain(FileReplay(path, columns={"ts_format": "%m/%d/%Y %I:%M:%S%.f %p"}))
+    assert ticks[0].ts == utc_ns("2026-03-06T21:30:00")
