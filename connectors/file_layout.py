@@ -57,6 +57,7 @@ from connectors.layout import (
     long_rows,
     match_case,
     one_side_export,
+    other_clock_note,
     sniff_csv,
     stream_of,
     symbol_in_name,
@@ -205,6 +206,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
                  else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")
         notes.append(f"{path.name}: {given}; read as {describe_map(cmap)}")
         notes += vendor_notes(path, list(schema), cmap)
+        notes += [] if "ts" in getattr(spec, "keys", {}) else other_clock_note(path, list(schema), cmap)
         notes += [shaped_note] if shaped_note else []
     elif spec.preset is None:
         notes += _unnamed_fields(path, cmap, schema, first)

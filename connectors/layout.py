@@ -485,6 +485,8 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     for field_name, candidates in FIELD_NAMES.items():
         if column := next((by_normal[c] for c in candidates if c in by_normal), None):
             found[field_name] = column
+    if not set(hints or {}) & set(QUOTE_FIELDS):  # a quote side named reads the others beside it as detected
+        found = _best_quote(found, by_normal)
     datetimes = [n for n, t in schema.items() if isinstance(t, (pl.Datetime, pl.Date))]
     ts = _date_and_time(by_normal, first) or found.pop("ts", None) or (datetimes[0] if len(datetimes) == 1 else None)
     found.pop("ts", None)
@@ -540,6 +542,19 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
         ts = clock
     unit, ts_format = detected_unit(ts, schema.get(ts), first)
     return ColumnMap(ts=ts, ts_unit=unit, ts_format=ts_format, stream_col=stream_col, **found, **extra)
+
+
+def _best_quote(found: dict[str, str], by_normal: Mapping[str, str]) -> dict[str, str]:
+    """`found` with the quote read from `best_*` columns when the file has them beside plain ones: WRDS's NBBO
+    files hold the quoting venue's BID/ASK and the resulting NBBO's BEST_BID/BEST_ASK on each row, and the venue's
+    alternate between exchanges (said by `vendor_notes`). Sizes are the best ones too, or none: the venue's size
+    beside the NBBO's price would be another quote's."""
+    best = {field: next((by_normal[c] for c in FIELD_NAMES[field] if c.startswith("best_") and c in by_normal), None)
+            for field in QUOTE_FIELDS}
+    if best["bid"] is None or best["ask"] is None or (found.get("bid"), found.get("ask")) == (best["bid"], best["ask"]):
+        return found
+    plain = {field: column for field, column in found.items() if field not in QUOTE_FIELDS}
+    return plain | {field: column for field, column in best.items() if column is not None}
 
 
 def _lobster_named(by_normal: Mapping[str, str], schema: Mapping[str, pl.DataType],
@@ -938,6 +953,7 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
         example = ",".join(f"{field}={column}" for field, column in unread)
         notes.append(f"{path.name}: {said}, not read: its quotes replay without sizes (--columns ...,{example} "
                      f"reads them)")
+    notes += _best_quote_note(path, names, cmap)
     if any(normal_name(c) in SHARE_CLASS_NAMES for c in cmap.stream_columns):
         notes.append(f"{path.name}: each stream is {cmap.stream_columns[0]} with its share class's suffix where the "
                      f"row has one ({'+'.join(cmap.stream_columns)}: BRK.B, BF.A; AAPL without), so two classes of "
@@ -948,6 +964,40 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
                      f"with both replays as two ticks at its time, its quote then its trade; a map of one kind's "
                      f"columns (--columns ts=...,price=...,size=...) reads that kind only")
     return notes
+
+
+def _best_quote_note(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
+    """A quote read from `best_*` columns beside plain ones (`_best_quote`): the plain ones, not read, named."""
+    if cmap.bid is None or not normal_name(cmap.bid).startswith("best_"):
+        return []
+    read = set(cmap.source_columns())
+    plain = {field: column for field in QUOTE_FIELDS if (column := next(
+        (n for n in names if n not in read and normal_name(n) in FIELD_NAMES[field]
+         and not normal_name(n).startswith("best_")), None))}
+    if "bid" not in plain or "ask" not in plain:
+        return []
+    return [f"{path.name}: quotes read from {cmap.bid}/{cmap.ask} (the best bid and offer across venues, as WRDS's "
+            f"NBBO files write the NBBO), not from {', '.join(plain.values())} beside them (each row's quoting "
+            f"venue's, which alternate between venues): --columns {','.join(f'{f}={c}' for f, c in plain.items())} "
+            f"reads those"]
+
+
+# Event-time columns: a file with two is stamped on two clocks (an exchange's and the SIP's, an exchange's and the
+# collector's); the one not read is named. Days and bars' start and end columns are not clocks of their own.
+CLOCK_NAMES = frozenset(FIELD_NAMES["ts"]) - {
+    "date", "dates", "trade_date", "business_date", "close_time", "window_end", "end_time", "window_start",
+    "open_time", "start_time"} | {"participant_timestamp", "trf_timestamp", "local_timestamp"}
+
+
+def other_clock_note(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
+    """Time columns beside the one read: named, with the map that reads the stamps of another."""
+    others = [n for n in names if n not in cmap.ts_columns and normal_name(n) in CLOCK_NAMES]
+    if not others or "+" in cmap.ts and any(normal_name(n) in TIME_OF_DAY_NAMES for n in others):
+        return []
+    return [f"{path.name}: also has time column{'s' if len(others) > 1 else ''} "
+            f"{', '.join(map(repr, others[:3]))}, another clock, not read: its ticks are stamped with {cmap.ts!r} "
+            f"(--columns ts={others[0]} reads them at that one's times; a stream's trades and quotes read from "
+            f"files on two clocks are ordered by two clocks)"]
 
 
 def bar_notes(path: Path, names: list[str], cmap: ColumnMap, stamp: str = BAR_STAMP) -> list[str]:

@@ -1,0 +1,64 @@
+"""US equities files as a black-box reviewer with SIP trades and NBBO quotes found them misread (review 113): a WRDS
+NBBO file read from the quoting venue's columns, a second clock left unsaid, one share class under two vendors'
+symbols, cancels whose busted trade still replays, and the regular-hours window that dropped the closing auction.
+Every fixture is written here, from code, into tmp_path."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import polars as pl
+
+from connectors.replay import FileReplay
+from test_vendor_files import drain
+
+WRDS_NBBO_HEADER = ("DATE,TIME_M,EX,SYM_ROOT,SYM_SUFFIX,BID,BIDSIZ,ASK,ASKSIZ,QU_COND,BEST_BIDEX,BEST_BID,"
+                    "BEST_BIDSIZ,BEST_ASKEX,BEST_ASK,BEST_ASKSIZ,NATBBO_IND\n")
+
+
+def test_a_wrds_nbbo_file_is_read_from_its_best_columns_and_says_which_it_left(tmp_path: Path) -> None:
+    path = tmp_path / "wrds_nbbo.csv"
+    # venue N quotes wide, venue Q is the NBBO all along: each row holds the quoting venue's and the NBBO
+    path.write_text(WRDS_NBBO_HEADER + "".join(
+        f"20260310,9:45:0{i}.123456789,{'QN'[i % 2]},BRK,B,{'480.2' if i % 2 == 0 else '480.0'},3,"
+        f"{'480.22' if i % 2 == 0 else '480.5'},2,R,Q,480.2,5,Q,480.22,4,4\n" for i in range(6)))
+    replay = FileReplay(path, columns={"tz": "America/New_York"})
+    ticks = drain(replay)
+    assert {(t.stream, t.bid, t.ask, t.bid_size, t.ask_size) for t in ticks} == {("BRK.B", 480.2, 480.22, 5.0, 4.0)}
+    assert "bid=BEST_BID, ask=BEST_ASK, bid_size=BEST_BIDSIZ, ask_size=BEST_ASKSIZ" in replay.notes[0]
+    said = next(n for n in replay.notes if "not from" in n)
+    assert "BID, ASK, BIDSIZ, ASKSIZ" in said and "--columns bid=BID,ask=ASK,bid_size=BIDSIZ,ask_size=ASKSIZ" in said
+    # the map the note gives reads the venue's quotes
+    given = FileReplay(path, columns={"bid": "BID", "ask": "ASK", "bid_size": "BIDSIZ", "ask_size": "ASKSIZ",
+                                      "tz": "America/New_York"})
+    assert [(t.bid, t.ask) for t in drain(given)][:2] == [(480.2, 480.22), (480.0, 480.5)]
+
+
+def test_a_file_of_only_best_or_only_plain_quote_columns_gets_no_such_note(tmp_path: Path) -> None:
+    best = tmp_path / "nbbo.csv"
+    best.write_text("DATE,TIME_M,SYM_ROOT,BEST_BID,BEST_BIDSIZ,BEST_ASK,BEST_ASKSIZ\n"
+                    "20260310,9:45:00.1,AAPL,170.1,1,170.2,3\n")
+    plain = tmp_path / "quotes.csv"
+    plain.write_text("DATE,TIME_M,EX,SYM_ROOT,BID,BIDSIZ,ASK,ASKSIZ\n20260310,9:45:00.1,Q,AAPL,170.1,1,170.2,3\n")
+    for path, bid in ((best, "BEST_BID"), (plain, "BID")):
+        replay = FileReplay(path, columns={"tz": "America/New_York"})
+        assert [(t.bid, t.ask) for t in drain(replay)] == [(170.1, 170.2)]
+        assert f"bid={bid}," in replay.notes[0]
+        assert not any("not from" in n for n in replay.notes)
+
+
+def test_a_second_clock_column_is_named_with_the_map_that_reads_it(tmp_path: Path) -> None:
+    sip = [datetime(2026, 3, 10, 13, 30, tzinfo=timezone.utc) + timedelta(milliseconds=i) for i in range(5)]
+    path = tmp_path / "exch_and_sip.parquet"
+    pl.DataFrame({"exchange_time": [s - timedelta(microseconds=300) for s in sip], "sip_timestamp": sip,
+                  "symbol": ["GOOGL"] * 5, "price": [175.0 + 0.01 * i for i in range(5)],
+                  "size": [100] * 5}).write_parquet(path)
+    replay = FileReplay(path)
+    first = drain(replay)[0].ts
+    assert "ts=exchange_time" in replay.notes[0]
+    said = next(n for n in replay.notes if "another clock" in n)
+    assert "'sip_timestamp'" in said and "--columns ts=sip_timestamp" in said
+    on_sip = FileReplay(path, columns={"ts": "sip_timestamp"})
+    assert drain(on_sip)[0].ts == first + 300_000
+    assert not any("another clock" in n for n in on_sip.notes)  # a map names its time column: nothing to say
