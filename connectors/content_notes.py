@@ -322,7 +322,7 @@ def mixed_venues(plans: Sequence[Any]) -> list[str]:
     return notes
 
 
-def _time_spans(plan: Any) -> dict[str, tuple[int, int]]:
+def time_spans(plan: Any) -> dict[str, tuple[int, int]]:
     """Each stream's first and last time (ns) in a tabular file, from a scan of its time and stream columns; of a
     DBN file, from its metadata (its start and end, each symbol's mappings: dbn.DbnPlan.time_spans), {} when that
     says no end."""
@@ -338,7 +338,7 @@ def _time_spans(plan: Any) -> dict[str, tuple[int, int]]:
             if stream is not None and first is not None}
 
 
-def _kinds(plan: Any) -> set[str]:
+def tick_kinds(plan: Any) -> set[str]:
     """The kinds of tick a plan's rows make: a trades file and a quotes file of one stream are one market's."""
     cmap = getattr(plan, "columns", None)
     if not isinstance(cmap, ColumnMap):  # a DBN file: its schema says (mbo and mbp-1 make both)
@@ -346,14 +346,15 @@ def _kinds(plan: Any) -> set[str]:
     return {cmap.kind} if cmap.kind else {k for k, column in ((TRADE, cmap.price), (QUOTE, cmap.bid)) if column}
 
 
-def overlapping_files(plans: Sequence[Any], selection: StreamSelection | None = None) -> list[str]:
+def overlapping_files(plans: Sequence[Any], selection: StreamSelection | None = None,
+                      spans: Sequence[dict[str, tuple[int, int]]] | None = None) -> list[str]:
     """A caution per pair of files that feed one stream ticks of one kind over overlapping times (two vendors'
     EURUSD): merged by time, their ticks interleave into one stream as if from one source, each price beside the
     other vendor's. Files that follow each other (consecutive days) and a trades file beside a quotes file (one
-    market's) are no concern."""
+    market's) are no concern. `spans`: each plan's `time_spans`, when already scanned."""
     fed: dict[str, list[tuple[int, int, Any]]] = defaultdict(list)
-    for plan in plans:
-        for stream, (first, last) in _time_spans(plan).items():
+    for plan, plan_spans in zip(plans, spans if spans is not None else [time_spans(plan) for plan in plans]):
+        for stream, (first, last) in plan_spans.items():
             if selection is None or selection.matches(stream):
                 fed[stream].append((first, last, plan))
     pairs: dict[tuple[str, str], list[tuple[str, int, int]]] = {}  # (file, file) -> (stream, overlap start, end)
@@ -363,7 +364,7 @@ def overlapping_files(plans: Sequence[Any], selection: StreamSelection | None = 
             for other_first, other_last, other in spans[i + 1:]:
                 if other_first >= last:  # sorted by start: none after this one overlaps it either
                     break
-                if _kinds(plan) & _kinds(other):
+                if tick_kinds(plan) & tick_kinds(other):
                     key = (plan.given_name, other.given_name)
                     pairs.setdefault(key, []).append((stream, other_first, min(last, other_last)))
     notes = []

@@ -51,7 +51,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     offset_names,
     preset,
 )
-from connectors.content_notes import mixed_venues, overlapping_files
+from connectors.content_notes import mixed_venues, overlapping_files, time_spans
 from connectors.event_time import UTC_OFFSET, epoch_format_hint
 from connectors.file_plan import (
     BYTE_ORDER_MARK,
@@ -88,6 +88,7 @@ from connectors.shifted_prices import (
     shifted_message,
 )
 from connectors.idle_gaps import GapCap, LongWait
+from connectors.share_classes import share_class_spellings
 from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.stream_selection import NoStreamMatched, StreamSelection
 from connectors.ticks import InvalidTick, Tick, counted, utc_text, validate
@@ -701,14 +702,20 @@ class FileReplay(Source):
             self._check_range()
             self.plans = [plan.within(time_range) for plan in self.plans]
         self._dropped_by_query: int | None = None  # rows the plans' lazy queries left out by the range, once counted
-        self._venue_notes = mixed_venues(self.plans) + overlapping_files(self.plans, self.selection) \
-            if len(self.plans) > 1 else []
+        self._venue_notes = self._across_files_notes() if len(self.plans) > 1 else []
         self._fingerprint = fingerprint(self.readings())
         self.rejected = RejectCounter()
         # called once per tick in replay order, before pacing: True leaves the tick out (not released, not waited
         # for); it still counts in `emitted`, the position in the files a snapshot restores
         self.leave_out: Callable[[Tick], bool] | None = None
         self._open()
+
+    def _across_files_notes(self) -> list[str]:
+        """Cautions on what the files say together: one stream of several venues, or of two files over one time;
+        one share class under two spellings, trades in one and quotes in the other."""
+        spans = [time_spans(plan) for plan in self.plans]  # one scan of each file's streams, for both
+        return mixed_venues(self.plans) + overlapping_files(self.plans, self.selection, spans) \
+            + share_class_spellings(self.plans, spans, self.selection)
 
     def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
         """The file's plan; for a zip archive, one per file inside, each with the map the archive was given.

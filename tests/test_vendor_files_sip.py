@@ -62,3 +62,40 @@ def test_a_second_clock_column_is_named_with_the_map_that_reads_it(tmp_path: Pat
     on_sip = FileReplay(path, columns={"ts": "sip_timestamp"})
     assert drain(on_sip)[0].ts == first + 300_000
     assert not any("another clock" in n for n in on_sip.notes)  # a map names its time column: nothing to say
+
+
+def share_class_files(tmp_path: Path, trade_symbols: list[str], quote_symbols: list[str]) -> tuple[Path, Path]:
+    ts = [f"2026-03-10T14:30:{i:02d}Z" for i in range(20)]
+    trades, quotes = tmp_path / "trades_cqs.csv", tmp_path / "nbbo_taq.csv"
+    pl.DataFrame({"timestamp": ts, "symbol": [trade_symbols[i % len(trade_symbols)] for i in range(20)],
+                  "price": [45.0 + 0.01 * (i % 3) for i in range(20)], "size": [100] * 20}).write_csv(trades)
+    pl.DataFrame({"timestamp": ts, "symbol": [quote_symbols[i % len(quote_symbols)] for i in range(20)],
+                  "bid": [44.99] * 20, "ask": [45.02] * 20, "bid_size": [100] * 20,
+                  "ask_size": [100] * 20}).write_csv(quotes)
+    return trades, quotes
+
+
+def test_one_share_class_spelt_two_ways_in_trades_and_quotes_files_is_a_caution(tmp_path: Path) -> None:
+    trades, quotes = share_class_files(tmp_path, ["BF B", "BRK/B"], ["BF.B", "BRK.B"])
+    replay = FileReplay([trades, quotes])
+    assert sorted({(t.stream, t.kind) for t in drain(replay)}) == [
+        ("BF B", "trade"), ("BF.B", "quote"), ("BRK-B", "trade"), ("BRK.B", "quote")]
+    said = [n for n in replay.notes if "share class's separator" in n]
+    assert len(said) == 2 and all(type(n).__name__ == "Caution" for n in said)
+    assert "'BF B' (trades only: trades_cqs.csv) and 'BF.B' (quotes only: nbbo_taq.csv)" in said[0]
+    assert "'BRK-B' (trades only: trades_cqs.csv) and 'BRK.B'" in said[1]
+    assert "columns: {stream: BF.B}" in said[0]
+    # the way the caution gives: a replay list entry naming the one instrument's trades as its quotes
+    (tmp_path / "one").mkdir()
+    one, _ = share_class_files(tmp_path / "one", ["BF B"], ["BF.B"])
+    named = FileReplay([(one, {"stream": "BF.B"}), quotes])
+    assert {t.stream for t in drain(named) if t.kind == "trade"} == {"BF.B"}
+    assert not any("share class's separator" in n for n in named.notes)
+
+
+def test_two_spellings_that_are_not_one_trades_only_and_one_quotes_only_stream_are_no_caution(tmp_path: Path) -> None:
+    # BF.B has both kinds already; BRKB (no separator) is another name than BRK.B
+    trades, quotes = share_class_files(tmp_path, ["BF B", "BF.B", "BRKB"], ["BF.B", "BRK.B"])
+    replay = FileReplay([trades, quotes])
+    drain(replay)
+    assert not any("share class's separator" in n for n in replay.notes)
