@@ -245,15 +245,44 @@ def amendment_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names
         if amending and len(values) <= 20:
             said.append(f"column {column!r} marks rows that amend an earlier trade ({', '.join(amending[:4])})")
             example = example or f"keep: {{{column}: [{', '.join(v for v in values if v not in amending)}]}}"
+    still = ""
     for column in (c for c in schema if REFERENCE_NAME.match(normal_name(c)) and c not in read):
         if referred := distinct_text(path, names, dialect, column, 3, SAMPLE_ROWS):
             said.append(f"column {column!r} refers rows to earlier trades ({', '.join(referred)}, ...)")
             example = example or f"keep: {{{column}: [\"\"]}}, the rows that refer to none"
+            still = still or _referred_trades(path, cmap, schema, names, dialect, column)
     if not said:
         return []
     return [Caution(f"{path.name}: {'; '.join(said)}: cancels and corrections by reference are not applied, each "
                     f"such row replays as a new trade and the trade it refers to stays as read. Clean the file "
-                    f"first, or leave those rows out with a map's keep filter ({example}; docs/replay.md)")]
+                    f"first, or leave those rows out with a map's keep filter ({example}; docs/replay.md){still}")]
+
+
+ID_NAMES = ("trade_id", "id", "tid", "exec_id", "execution_id", "trade_number", "trade_seq", "seq_num", "sequence")
+
+
+def _referred_trades(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                     dialect: Dialect | None, reference: str) -> str:
+    """What a keep filter on the amending rows leaves in: the trades of the file that its reference column refers
+    to (a busted print's price among them), counted over the whole file, with the first few's ids and prices; ""
+    when no id column is known or no row's id is referred to."""
+    own = REFERENCE_NAME.sub(lambda m: (m.group(2) or "") + m.group(3), normal_name(reference))
+    ids = next((c for n in (own, *ID_NAMES) for c in schema if normal_name(c) == n and c != reference), None)
+    if ids is None:
+        return ""
+    text = lambda c: pl.col(c).cast(pl.String).str.strip_chars().str.replace(r"\.0+$", "")  # noqa: E731
+    overrides = {c: pl.String for c in (ids, reference, cmap.price)} if is_csv(path) else None
+    rows = scan_file(path, names, dialect, overrides).select(text(ids).alias("id"), text(reference).alias("ref"),
+                                                             pl.col(cmap.price).alias("price"))
+    referred = rows.filter(pl.col("ref") != "").select("ref").unique()
+    found = rows.join(referred, left_on="id", right_on="ref", how="semi").collect()
+    if not found.height:
+        return ""
+    listed = ", ".join(f"{i} at {p}" for i, p in found.head(3).select("id", "price").iter_rows())
+    one = found.height == 1
+    return (f". That filter leaves in the {found.height:,} trade{'' if one else 's'} they refer to ({ids} {listed}"
+            f"{', ...' if found.height > 3 else ''}): {'it replays' if one else 'they replay'} as read, a busted "
+            f"print's price too; only a file cleaned first leaves {'it' if one else 'them'} out")
 
 
 # The market a preset's files are from: files of two markets feeding one stream get a note (`mixed_venues`)

@@ -12,6 +12,7 @@ import polars as pl
 
 from connectors.replay import FileReplay
 from test_vendor_files import drain
+from test_vendor_files_taq import ACTIONS
 
 WRDS_NBBO_HEADER = ("DATE,TIME_M,EX,SYM_ROOT,SYM_SUFFIX,BID,BIDSIZ,ASK,ASKSIZ,QU_COND,BEST_BIDEX,BEST_BID,"
                     "BEST_BIDSIZ,BEST_ASKEX,BEST_ASK,BEST_ASKSIZ,NATBBO_IND\n")
@@ -99,3 +100,17 @@ def test_two_spellings_that_are_not_one_trades_only_and_one_quotes_only_stream_a
     replay = FileReplay([trades, quotes])
     drain(replay)
     assert not any("share class's separator" in n for n in replay.notes)
+
+
+def test_the_cancel_caution_counts_the_trades_its_keep_filter_leaves_in(tmp_path: Path) -> None:
+    path = tmp_path / "actions.csv"
+    path.write_text(ACTIONS)  # trade 2 (a 10x print) cancelled, trade 1 corrected: both referred to
+    note = next(n for n in FileReplay(path).cautions if "by reference are not applied" in n)
+    assert "keep: {action: [NEW]}" in note
+    assert "leaves in the 2 trades they refer to (trade_id 1 at 170.02, 2 at 1700.8): they replay as read" in note
+    kept = drain(FileReplay([{"path": str(path), "columns": {"keep": {"action": ["NEW"]}}}]))
+    assert [t.price for t in kept] == [170.02, 1700.8]  # as the caution says: the busted print is in
+    # references to trades the file does not hold (an earlier day's): nothing left in to count
+    pl.read_csv(path).with_columns(pl.col("orig_trade_id") + 100).write_csv(tmp_path / "elsewhere.csv")
+    note = next(n for n in FileReplay(tmp_path / "elsewhere.csv").cautions if "by reference" in n)
+    assert "leaves in" not in note
