@@ -114,3 +114,24 @@ def test_the_cancel_caution_counts_the_trades_its_keep_filter_leaves_in(tmp_path
     pl.read_csv(path).with_columns(pl.col("orig_trade_id") + 100).write_csv(tmp_path / "elsewhere.csv")
     note = next(n for n in FileReplay(tmp_path / "elsewhere.csv").cautions if "by reference" in n)
     assert "leaves in" not in note
+
+
+def test_the_regular_hours_window_the_docs_give_keeps_the_closing_auction_print(tmp_path: Path) -> None:
+    path = tmp_path / "trades_et.csv"
+    path.write_text("timestamp,symbol,price,size\n"
+                    "2026-03-06 09:30:00.000,GOOGL,175.00,450000\n"     # the opening cross
+                    "2026-03-06 15:59:59.999,GOOGL,175.10,100\n"
+                    "2026-03-06 16:00:00.000,GOOGL,175.20,800000\n"     # the closing cross, stamped 16:00:00
+                    "2026-03-06 16:00:02.500,GOOGL,175.20,2000\n"       # a closing print a little late
+                    "2026-03-06 16:05:00.000,GOOGL,175.30,100\n")       # after hours (Form T)
+    docs = (Path(__file__).parents[1] / "docs" / "replay.md").read_text()
+    window = "09:30-16:01 America/New_York"
+    assert f"--hours '{window}'" in docs
+    replay = FileReplay(path, columns={"tz": "America/New_York", "hours": window})
+    assert [t.size for t in drain(replay)] == [450000, 100, 800000, 2000]
+    assert dict(replay.rejected) == {"filtered_out": 1}
+    # the end is excluded: to the minute, 16:00 leaves the close out; to the second, 16:00:01 keeps a 16:00:00 print
+    assert [t.size for t in drain(FileReplay(path, columns={"tz": "America/New_York", "hours": "09:30-16:00"}))] \
+        == [450000, 100]
+    assert [t.size for t in drain(FileReplay(path, columns={"tz": "America/New_York", "hours": "09:30-16:00:01"}))] \
+        == [450000, 100, 800000]

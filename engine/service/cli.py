@@ -131,9 +131,11 @@ def _reading_options() -> argparse.ArgumentParser:
                        help="rows of equal times in file order, as without --sequence (evaluate: not in the order "
                             "of the column its checkpoint was trained with)")
     group.add_argument("--hours", metavar="START-END[ ZONE]",
-                       help="keep the rows stamped inside this time-of-day window, e.g. '09:30-16:00 "
-                            "America/New_York' (regular US trading hours; summer time followed; the zone may be left "
-                            "out with --tz); the others are counted as filtered_out")
+                       help="keep the rows stamped inside this time-of-day window, its end excluded, e.g. "
+                            "'09:30-16:01 America/New_York' (regular US trading hours with the closing auction's "
+                            "prints, stamped 16:00:00 or just after, which an end of 16:00 leaves out; seconds may "
+                            "be given, 16:00:05; summer time followed; the zone may be left out with --tz); the "
+                            "others are counted as filtered_out")
     group.add_argument("--streams", nargs="+", default=None, metavar="PATTERN",
                        help="read only these streams (names or fnmatch globs on the stream name as replay names "
                             "it, e.g. --streams NQM6 'ES*'); the other streams' ticks are counted as filtered_out, "
