@@ -58,25 +58,37 @@ def kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
 
 
 VENUE_NAMES = ("exchange", "venue", "market", "exchange_id", "exchange_code", "ex", "mic")
+# An FX aggregator's liquidity providers: each quotes its own prices, so one stream of several is a venue mix too.
+# Generic words (`source`, `maker`): a column of yes/no or buy/sell values under them is no provider's
+PROVIDER_NAMES = ("lp", "liquidity_provider", "provider", "lp_name", "bank", "ecn", "source", "maker")
+NOT_PROVIDERS = frozenset({"true", "false", "t", "f", "y", "n", "yes", "no", "0", "1", "buy", "sell", "b", "s",
+                           "bid", "ask", "offer", "maker", "taker"})
 
 
 def venue_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                 dialect: Dialect | None) -> list[str]:
     """A detected layout whose streams leave out a venue column holding several named venues: each stream mixes
-    them, wrong for one instrument's separate markets (BTC-USD on several crypto exchanges, each at its own price).
-    Said, with the map for a stream per venue. Exchange codes of one or two characters or digits (a consolidated
-    tape's: US equities' prints of one symbol on many exchanges, one market) are not."""
+    them, wrong for one instrument's separate markets (BTC-USD on several crypto exchanges, each at its own price;
+    EURUSD from several liquidity providers, PROVIDER_NAMES). Said, with the map for a stream per venue. Exchange
+    codes of one or two characters or digits (a consolidated tape's: US equities' prints of one symbol on many
+    exchanges, one market) are not."""
     column = next((c for c in schema if normal_name(c) in VENUE_NAMES), None)
+    provider = column is None and (column := next((c for c in schema if normal_name(c) in PROVIDER_NAMES), None))
     if column is None or column in cmap.source_columns():
         return []
     values = distinct_text(path, names, dialect, column, 51, SAMPLE_ROWS)
-    # a tape's exchange codes are letters or numbers (TAQ's N, P, Q; Polygon's 4, 11): its prints are one market's
-    if not 2 <= len(values) <= 50 or all(len(v) <= 2 or v.isdigit() for v in values):
+    if not 2 <= len(values) <= 50:
+        return []
+    # a tape's exchange codes are letters or numbers (TAQ's N, P, Q; Polygon's 4, 11): its prints are one market's;
+    # a provider's code is its own (GS, DB), but a maker flag or a side is no provider
+    if provider and {v.lower() for v in values} & NOT_PROVIDERS or \
+            not provider and all(len(v) <= 2 or v.isdigit() for v in values):
         return []
     streams = f"stream={column}+{cmap.stream_col}" if cmap.stream_col else f"stream={column}"
+    what = "liquidity providers each quoting its own prices" if provider else "separate markets with their own prices"
     return [f"{path.name}: column {column!r} holds {len(values)} venues ({', '.join(values[:5])}"
             f"{', ...' if len(values) > 5 else ''}) and each stream mixes them: right for a consolidated tape, not "
-            f"for separate markets with their own prices (a stream per venue: --columns {streams})"]
+            f"for {what} (a stream per venue: --columns {streams})"]
 
 
 NAME_COLUMNS = ("name", "security_name", "stock_name", "company_name", "issue_name")  # a symbol's name, maybe
@@ -90,8 +102,9 @@ LEVEL_WIDTH = 0.01  # a price level: a value's median price, in levels 1% wide
 MANY_PER_LEVEL = 5  # a column with this many distinct values per level or more names no instruments
 # columns that repeat short values without naming an instrument: said by their own notes, or read as fields
 NOT_IDENTIFIERS = frozenset((*EVENT_NAMES, *RIGHT_NAMES, "side", "aggressor_side", "taker_side", "exchange", "venue",
-                             "market", "exchange_id", "exchange_code", "ex", "mic", "currency", "ccy", "flags",
-                             "condition", "conditions", "sale_condition", "tr_scond", "tr_corr", "qu_cond", "kind"))
+                             "market", "exchange_id", "exchange_code", "ex", "mic", *PROVIDER_NAMES, "currency",
+                             "ccy", "flags", "condition", "conditions", "sale_condition", "tr_scond", "tr_corr",
+                             "qu_cond", "kind"))
 
 
 def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,

@@ -1,0 +1,57 @@
+"""FX files as a black-box reviewer from an FX desk found them misread (review 114): several liquidity providers'
+quotes merged into one stream without a word, and the dukascopy preset naming any file's ticks EURUSD. Every
+fixture is written here, from code, into tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from connectors.replay import FileReplay
+from test_vendor_files import drain
+
+# three providers' EURUSD quotes, each a few tenths of a pip from the others
+PROVIDER_OFFSETS = {"LP1": 0.0, "LP2": 0.00003, "LP3": -0.00002}
+
+
+def provider_quotes(path: Path, column: str, providers: list[str]) -> Path:
+    rows = []
+    for i in range(30):
+        provider = providers[i % len(providers)]
+        bid = 1.09200 + 0.00001 * (i % 4) + PROVIDER_OFFSETS.get(provider, 0.0)
+        rows.append(f"2024-01-03T09:00:{i:02d}.154Z,EURUSD,{provider},{bid:.5f},{bid + 0.00004:.5f},1000000,1000000\n")
+    path.write_text(f"timestamp,symbol,{column},bid,ask,bid_size,ask_size\n" + "".join(rows))
+    return path
+
+
+@pytest.mark.parametrize("column", ["lp", "liquidity_provider", "provider", "LP Name", "bank", "ecn", "source",
+                                    "maker"])
+def test_a_liquidity_provider_column_gets_the_note_a_venue_column_gets(tmp_path: Path, column: str) -> None:
+    path = provider_quotes(tmp_path / "eurusd_lp_quotes.csv", column, ["LP1", "LP2", "LP3"])
+    replay = FileReplay(path)
+    assert {t.stream for t in drain(replay)} == {"EURUSD"}
+    said = next(n for n in replay.notes if "each stream mixes them" in n)
+    assert f"column {column!r} holds 3 venues (LP1, LP2, LP3)" in said and "liquidity providers" in said
+    assert f"--columns stream={column}+symbol" in said
+    # the map the note gives: a stream per provider
+    per_provider = FileReplay(path, columns={"stream_col": f"{column}+symbol"})
+    assert {t.stream for t in drain(per_provider)} == {"LP1 EURUSD", "LP2 EURUSD", "LP3 EURUSD"}
+
+
+def test_a_provider_named_column_of_flags_or_sides_is_no_venue(tmp_path: Path) -> None:
+    for column, values in (("maker", ["true", "false"]), ("maker", ["buy", "sell"]), ("source", ["1", "0"])):
+        replay = FileReplay(provider_quotes(tmp_path / f"eurusd_{column}.csv", column, values))
+        drain(replay)
+        assert not any("each stream mixes them" in n for n in replay.notes), (column, values)
+
+
+def test_a_venue_column_still_leaves_a_tapes_exchange_codes_alone_and_a_providers_short_codes_do_not(
+        tmp_path: Path) -> None:
+    tape = FileReplay(provider_quotes(tmp_path / "eurusd_ex.csv", "exchange", ["N", "Q", "P"]))
+    drain(tape)
+    assert not any("each stream mixes them" in n for n in tape.notes)
+    banks = FileReplay(provider_quotes(tmp_path / "eurusd_bank.csv", "bank", ["GS", "DB", "JP"]))
+    drain(banks)
+    assert any("column 'bank' holds 3 venues (DB, GS, JP)" in n for n in banks.notes)
+
