@@ -566,8 +566,9 @@ PRESETS: dict[str, ColumnMap] = {
                                 side="aggressor_side"),
     "binance-bbo": ColumnMap(ts="local_ts_ns", default_stream="BTCUSDT", kind=QUOTE, bid="bid_px", ask="ask_px",
                              bid_size="bid_qty", ask_size="ask_qty"),
-    "dukascopy": ColumnMap(ts="timestamp_utc", ts_unit="datetime", default_stream="EURUSD", kind=QUOTE, bid="bid",
-                           ask="ask", bid_size="bid_volume", ask_size="ask_volume"),
+    # Dukascopy serves every instrument alike: the stream is the symbol the file's name holds, else its name
+    "dukascopy": ColumnMap(ts="timestamp_utc", ts_unit="datetime", kind=QUOTE, bid="bid", ask="ask",
+                           bid_size="bid_volume", ask_size="ask_volume"),
     # Binance's public files (data.binance.vision), spot: no header; the time is ms, us from 2025
     "binance-public-trades": ColumnMap(
         ts="time", ts_unit=EPOCH, kind=TRADE, price="price", size="qty", side="is_buyer_maker",
@@ -620,11 +621,11 @@ PRESETS = {name: replace(cmap, preset=name) for name, cmap in PRESETS.items()}
 PRESET_VARIANTS: dict[str, tuple[ColumnMap, ...]] = {
     # Dukascopy's own tick export (its historical data feed's CSV): `Gmt time` as 30.10.2026 21:50:00.142, ask first
     "dukascopy": (ColumnMap(ts="Gmt time", ts_unit="datetime", ts_format="%d.%m.%Y %H:%M:%S%.f",
-                            default_stream="EURUSD", kind=QUOTE, bid="Bid", ask="Ask", bid_size="BidVolume",
+                            kind=QUOTE, bid="Bid", ask="Ask", bid_size="BidVolume",
                             ask_size="AskVolume", preset="dukascopy"),
                   # its export in local time: `Local time` as 04.02.2019 09:00:00.071 GMT+0100, read at that offset
                   ColumnMap(ts="Local time", ts_unit="datetime", ts_format="%d.%m.%Y %H:%M:%S%.f GMT%z",
-                            default_stream="EURUSD", kind=QUOTE, bid="Bid", ask="Ask", bid_size="BidVolume",
+                            kind=QUOTE, bid="Bid", ask="Ask", bid_size="BidVolume",
                             ask_size="AskVolume", preset="dukascopy")),
 }
 

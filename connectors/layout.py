@@ -887,6 +887,10 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> tuple[C
     if cmap.default_stream is not None:
         return cmap, [f"{path.name}: stream {cmap.default_stream}, the preset's default: neither a symbol column "
                       f"nor the file's name names one (--columns stream_name=NAME to name it)"]
+    if cmap.preset is not None:  # a vendor's export saved under a name of one's own (ticks_export.csv): said
+        return replace(cmap, stream=file_stem(path)), [
+            f"{path.name}: stream {file_stem(path)}, the file's name: neither a symbol column nor the file's name "
+            f"names an instrument (--columns stream_name=NAME to name it, e.g. stream_name=USDJPY)"]
     return replace(cmap, stream=file_stem(path)), []
 
 
@@ -1045,7 +1049,9 @@ def describe_map(cmap: ColumnMap) -> str:
     """A map as the command line writes it: `ts=time (ms), stream=symbol, price=px, size=qty`."""
     zone = (f", {cmap.tz}" if cmap.tz else "") + (f", day {cmap.date}" if cmap.date else "")
     unit = f" ({cmap.ts_unit}{', ' + cmap.ts_format if cmap.ts_format else ''}{zone})"
-    stream = f"stream={cmap.stream_col}" if cmap.stream_col else f"stream_name={cmap.stream or cmap.default_stream}"
+    stream = (f"stream={cmap.stream_col}" if cmap.stream_col else
+              f"stream_name={cmap.stream or cmap.default_stream}" if cmap.stream or cmap.default_stream else
+              "stream from the file's name")  # a preset's map before the file names it (layout.stream_of)
     scale = [f"price_scale={cmap.price_scale:g}"] if cmap.price_scale is not None else []
     scale += [f"price_offset={shown_offset(cmap.price_offset)}"] if cmap.price_offset is not None else []
     scale += [f"price_format={cmap.price_format}"] if cmap.price_format is not None else []

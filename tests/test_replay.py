@@ -6,6 +6,7 @@ import json
 import math
 import os
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -176,11 +177,12 @@ def test_presets_detected_from_columns_and_clear_error_otherwise(tmp_path: Path)
     pl.DataFrame({"timestamp_utc": [datetime(2019, 2, 4, 0, 0, 0, 994000, tzinfo=timezone.utc)], "bid": [1.14543],
                   "ask": [1.14545], "bid_volume": [2.06], "ask_volume": [1.0]}).write_parquet(tmp_path / "e.parquet")
     replay = FileReplay([tmp_path / "t.csv", tmp_path / "b.parquet", tmp_path / "e.parquet"])
+    # Dukascopy's instrument is the one its file's name holds, else the name itself (no pair by default)
     assert [p.columns for p in replay.plans] == [PRESETS["binance-trades"], PRESETS["binance-bbo"],
-                                                 PRESETS["dukascopy"]]
+                                                 replace(PRESETS["dukascopy"], stream="e")]
     ticks = drain(replay)
     assert [(t.stream, t.kind, t.ts) for t in ticks] == [
-        ("EURUSD", "quote", 1_549_238_400_994_000_000), ("BTCUSDT", "trade", T0), ("BTCUSDT", "quote", T0 + 1)]
+        ("e", "quote", 1_549_238_400_994_000_000), ("BTCUSDT", "trade", T0), ("BTCUSDT", "quote", T0 + 1)]
     assert ticks[1] == Tick("BTCUSDT", T0, "trade", price=61837.63, size=0.02, side="sell")
     explicit = FileReplay([(tmp_path / "t.csv", "binance-trades"), (tmp_path / "b.parquet", {"preset": "binance-bbo",
                                                                                               "stream": "X"})])

@@ -55,3 +55,22 @@ def test_a_venue_column_still_leaves_a_tapes_exchange_codes_alone_and_a_provider
     drain(banks)
     assert any("column 'bank' holds 3 venues (DB, GS, JP)" in n for n in banks.notes)
 
+
+DUKASCOPY_EXPORT = "Gmt time,Ask,Bid,AskVolume,BidVolume\n" + "".join(
+    f"02.01.2024 00:00:{i:02d}.142,141.25{i % 3},141.24{i % 3},1.5,2.25\n" for i in range(5))
+
+
+def test_the_dukascopy_preset_names_a_file_of_no_symbol_by_its_name_never_eurusd(tmp_path: Path) -> None:
+    path = tmp_path / "ticks_export.csv"  # a USDJPY export saved under a name of one's own
+    path.write_text(DUKASCOPY_EXPORT)
+    replay = FileReplay(path, columns="dukascopy")
+    ticks = drain(replay)
+    assert {t.stream for t in ticks} == {"ticks_export"} and ticks[0].bid == 141.24
+    assert any("stream ticks_export, the file's name" in n and "--columns stream_name=" in n for n in replay.notes)
+    assert not any("EURUSD" in n or "stream_name=None" in n for n in replay.notes)
+    # a name that holds the pair names the stream, as detection does; stream_name= names it whatever the file
+    named = tmp_path / "USDJPY_Ticks_02.01.2024-02.01.2024.csv"
+    named.write_text(DUKASCOPY_EXPORT)
+    assert {t.stream for t in drain(FileReplay(named, columns="dukascopy"))} == {"USDJPY"}
+    given = FileReplay(path, columns={"preset": "dukascopy", "stream": "USDJPY.DUKA"})
+    assert {t.stream for t in drain(given)} == {"USDJPY.DUKA"}
