@@ -117,3 +117,48 @@ def test_a_parquet_output_named_as_another_format_is_refused_before_any_work(tic
     err = refused(capsys, ["ticklog", "export", str(data), "--out", str(tmp_path / "ticks.txt")], ticks_csv)
     assert f"--out {tmp_path / 'ticks.txt'}: not a tick file name; give a file ending in .parquet (or .pq) or " \
            f".csv" in err, err
+
+
+def test_every_output_option_naming_a_directory_is_refused_before_any_work(ticks_csv: Path, tmp_path: Path,
+                                                                            capsys) -> None:
+    """`backtest --out DIR` ran the whole backtest, then failed on the rename with "[Errno 21] Is a directory",
+    leaving DIR.tmp and DIR.parts/ (which a rerun then took for an unfinished run) (review 109)."""
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    err = refused(capsys, ["backtest", str(ticks_csv), "--out", str(folder)], ticks_csv)
+    assert err.splitlines()[-1] == f"flashtick backtest: error: --out {folder} is a directory: give a file name, " \
+                                   f"such as {folder / 'answers.parquet'}"
+    assert "column map" not in err  # refused before any file was read, and before the model loaded
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cfg", "trades.csv"]  # no cfg.tmp, no cfg.parts
+    beside = tmp_path / "answers.scores.json"  # where --out answers.parquet writes its scores
+    beside.mkdir()
+    err = refused(capsys, ["backtest", str(ticks_csv), "--out", str(tmp_path / "answers.parquet")], ticks_csv)
+    assert f"--out (its scores beside it) {beside} is a directory: give another --out" in err
+    data = tmp_path / "data"
+    with TickLog(data / "ticks", fsync="never") as log:
+        log.append(msgpack.packb({"tick": SyntheticMarket().next_batch(1)[0].to_wire()}, use_bin_type=True))
+    err = refused(capsys, ["ticklog", "export", str(data), "--out", str(folder)], ticks_csv)
+    assert f"--out {folder} is a directory: give a file name, such as {folder / 'ticks.parquet'}" in err
+    assert not (tmp_path / "cfg.chunks").exists()
+    err = refused(capsys, ["evaluate", "builtin", str(ticks_csv), "--points-out", str(folder)], ticks_csv)
+    assert f"--points-out {folder} is a directory: give a file name, such as {folder / 'points.parquet'}" in err
+    err = refused(capsys, ["train", str(ticks_csv), "--out", str(tmp_path / "ckpt"), "--points-out", str(folder)],
+                  ticks_csv)
+    assert f"--points-out {folder} is a directory" in err
+    assert not (tmp_path / "ckpt").exists()
+
+
+def test_an_output_with_no_folder_to_be_written_in_is_refused_before_any_work(ticks_csv: Path, tmp_path: Path,
+                                                                              capsys) -> None:
+    data = tmp_path / "data"
+    with TickLog(data / "ticks", fsync="never") as log:
+        log.append(msgpack.packb({"tick": SyntheticMarket().next_batch(1)[0].to_wire()}, use_bin_type=True))
+    missing = tmp_path / "missing" / "ticks.csv"
+    err = refused(capsys, ["ticklog", "export", str(data), "--out", str(missing)], ticks_csv)
+    assert f"--out {missing}: no directory {missing.parent} to write it in" in err
+    # backtest makes the folders missing above its --out, but not through a file
+    under_a_file = ticks_csv / "runs" / "answers.parquet"
+    err = refused(capsys, ["backtest", str(ticks_csv), "--out", str(under_a_file)], ticks_csv)
+    assert f"--out {under_a_file}: {ticks_csv} is a file, not a folder, so {under_a_file} cannot be written under " \
+           f"it" in err
+    assert "column map" not in err

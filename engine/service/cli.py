@@ -1781,7 +1781,7 @@ def cmd_health(args: argparse.Namespace) -> int | None:
 def cmd_ticklog_export(args: argparse.Namespace) -> None:
     from engine.service.tick_export import export_ticks
 
-    _refuse_overwriting_inputs(args, [Output("--out", args.out, kind=TICK_TABLE)])
+    _check_outputs(args, [Output("--out", args.out, kind=TICK_TABLE, example="ticks.parquet")])
     time_range = _time_range(args)
     summary = export_ticks(args.data_dir, args.out, streams=args.streams, time_range=time_range,
                            skip_corrupt=args.skip_corrupt)
@@ -1838,7 +1838,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
         time_range = _time_range(args)  # a mistyped time is said before the model loads
         config, queries = _backtest_inputs(args)
-        _refuse_overwriting_inputs(args, _backtest_outputs(Path(args.out)), queries,
+        _check_outputs(args, _backtest_outputs(Path(args.out)), queries,
                                    *([Path(config.model.path)] if config.model.path else []))
     except KeyboardInterrupt:  # (with --resume, the checkpoint of the run it resumes is kept as it was)
         print("flashtick backtest: interrupted before any tick; " + (
@@ -1905,16 +1905,18 @@ def _backtest_outputs(out: Path) -> list[Output]:
     """What `backtest --out OUT` writes: OUT, its scores and calibration plot beside it, its checkpoint folder."""
     from engine.service.answer_parts import PARTS_SUFFIX
 
-    return [Output("--out", out, kind=PARQUET), Output("--out (its scores beside it)", out.with_suffix(".scores.json")),
-            Output("--out (its calibration plot beside it)", out.with_suffix(".calibration.png")),
+    return [Output("--out", out, kind=PARQUET, example="answers.parquet", makes_parent=True),
+            Output("--out (its scores beside it)", out.with_suffix(".scores.json"), makes_parent=True),
+            Output("--out (its calibration plot beside it)", out.with_suffix(".calibration.png"), makes_parent=True),
             Output("--out (its checkpoint folder beside it)", out.with_name(out.name + PARTS_SUFFIX), is_dir=True)]
 
 
-def _refuse_overwriting_inputs(args: argparse.Namespace, outputs: list[Output], *more_inputs: Path) -> None:
+def _check_outputs(args: argparse.Namespace, outputs: list[Output], *more_inputs: Path) -> None:
     """Refuse, before any work, an output path that is (or, for a directory, holds) one of the command's inputs:
     its files, replay lists, --columns, --queries and --config files, model directories and data directory; then
-    an output named with a suffix other than what it is written as (Output.kind)."""
-    from engine.service.output_paths import refuse_misnamed_outputs, refuse_outputs_over_inputs
+    an output named with a suffix other than what it is written as (Output.kind), and one the command could not write
+    at its end (a directory where a file goes, no folder to write it in)."""
+    from engine.service.output_paths import check_output_paths, refuse_misnamed_outputs, refuse_outputs_over_inputs
 
     inputs = [*getattr(args, "files", []), *more_inputs]
     for name in ("queries", "config", "base", "data_dir"):
@@ -1926,6 +1928,7 @@ def _refuse_overwriting_inputs(args: argparse.Namespace, outputs: list[Output], 
         inputs.append(Path(columns))
     given = [o for o in outputs if o.path is not None]
     refuse_outputs_over_inputs(given, inputs)
+    check_output_paths(given)  # (first: `--out results` is a folder, before it is a name without .parquet)
     refuse_misnamed_outputs(given)
 
 
@@ -1962,8 +1965,6 @@ def _train_common(args: argparse.Namespace) -> tuple[Any, Any]:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
     # backtest's default (model.threads): torch's own took every core of a shared machine
     torch.set_num_threads(args.threads if args.threads is not None else ModelSection().threads)
-    if args.points_out is not None and not args.points_out.parent.is_dir():  # said before the run, not after it
-        raise ValueError(f"--points-out {args.points_out}: no directory {args.points_out.parent} to write it in")
     if args.batch_ms is not None and not 0 < args.batch_ms < math.inf:
         raise ValueError(f"--batch-ms must be a number of milliseconds > 0, got {args.batch_ms:g}")
     if args.split is None:
@@ -2004,8 +2005,8 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     if (refusal := user_train_refusal(args.out, BUILTIN_MODEL_DIR)) is not None:  # even with --overwrite
         raise ValueError(refusal)
-    _refuse_overwriting_inputs(args, [Output("--out", args.out, is_dir=True),
-                                      Output("--points-out", args.points_out, kind=PARQUET)])
+    _check_outputs(args, [Output("--out", args.out, is_dir=True),
+                          Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet")])
     _check_train_out(args.out, args.overwrite)  # before any data is read: a long run must not end in a refusal
     if args.max_minutes <= 0 or args.steps < 1:
         raise ValueError(f"--max-minutes must be > 0 and --steps >= 1, got {args.max_minutes:g} and {args.steps}")
@@ -2108,8 +2109,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from engine.service.splits import (gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
                                        short_streams_line, time_overlap_note)
 
-    _refuse_overwriting_inputs(args, [Output("--points-out", args.points_out, kind=PARQUET),
-                                      Output("--plot", args.plot, kind=IMAGE)])
+    _check_outputs(args, [Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet"),
+                          Output("--plot", args.plot, kind=IMAGE, example="calibration.png")])
     if args.plot is not None:
         check_plot_path("--plot", args.plot)
     model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)

@@ -1,8 +1,11 @@
-"""Output paths checked against a command's inputs before any work: `evaluate --points-out trades.csv` (tab
+"""Output paths checked before any work. Against a command's inputs: `evaluate --points-out trades.csv` (tab
 completion, shell history) replaced a shared tick file with a points table, exit 0. Every command that writes a
 file names its outputs and inputs here and is refused, naming both, when an output would overwrite an input; and
 when an output's name ends in a suffix other than its format's (`--points-out points.csv` and `backtest --out
-answers.csv` wrote Parquet under a CSV name, which every CSV reader then fails on)."""
+answers.csv` wrote Parquet under a CSV name, which every CSV reader then fails on). And as paths: `backtest --out
+DIR` (an existing folder) ran the whole backtest, then failed on the rename with a raw "[Errno 21]", leaving DIR.tmp
+and DIR.parts/; an output that is a folder where a file goes (or the reverse), or that has no folder it can be
+written in, is refused in a sentence before the model loads."""
 from __future__ import annotations
 
 import os
@@ -31,6 +34,8 @@ class Output(NamedTuple):
     path: Path | None  # None: the option was not given
     is_dir: bool = False  # a directory written into (train --out, backtest's OUT.parts/): no input may lie in it
     kind: FileKind | None = None  # what the file is written as (None: a name of any suffix)
+    example: str = ""  # a file name to suggest in it when a file's path names a directory ('answers.parquet')
+    makes_parent: bool = False  # the command makes the folders missing above it (backtest's --out): none need exist
 
 
 class OutputOverInput(ValueError):
@@ -86,6 +91,38 @@ def refuse_misnamed_outputs(outputs: list[Output]) -> None:
         if output.kind is not None and output.path.suffix.lower() not in output.kind.suffixes:
             raise ValueError(f"{output.option} {output.path}: not {output.kind.name} name{output.kind.why}; give a "
                              f"file ending in {output.kind.listed}")
+
+
+class OutputPathUnusable(ValueError):
+    """An output path the command could not write at its end: a directory where a file goes, a file where a folder
+    goes, no folder to write it in, a folder this user may not write in."""
+
+
+def check_output_paths(outputs: list[Output]) -> None:
+    """Raise OutputPathUnusable, in a sentence naming the option, for an output the command would fail to write only
+    after its work."""
+    from engine.service.private_dirs import file_in_the_way  # light: no torch
+
+    for output in outputs:
+        option, path = output.option, output.path
+        if output.is_dir:
+            if path.exists() and not path.is_dir():
+                raise OutputPathUnusable(f"{option} {path} is a file: give a directory")
+        elif path.is_dir():
+            such_as = f"a file name, such as {path / output.example}" if output.example else "another --out"
+            raise OutputPathUnusable(f"{option} {path} is a directory: give {such_as}")
+        if output.makes_parent or output.is_dir:  # made with the folders missing above it
+            if (file := file_in_the_way(path.parent)) is not None:
+                raise OutputPathUnusable(f"{option} {path}: {file} is a file, not a folder, so {path} cannot be "
+                                         f"written under it")
+            folder = next(p for p in (path.parent, *path.parent.parents) if p.exists())
+        elif not path.parent.is_dir():
+            raise OutputPathUnusable(f"{option} {path}: no directory {path.parent} to write it in")
+        else:
+            folder = path.parent
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise OutputPathUnusable(f"{option} {path}: this user may not write in {folder}; give a path in a "
+                                     f"folder of yours")
 
 
 def _same_file(a: Path, b: Path) -> bool:
