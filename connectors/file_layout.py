@@ -149,7 +149,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         cmap, stream_notes = name_column(path, cmap, schema, names, dialect)
     else:
         stream_notes = []
-    cmap, found_notes = stream_of(path, cmap, schema)
+    cmap, found_notes = stream_of(path, cmap, schema, detected=not isinstance(spec, ColumnMap))
     stream_notes += found_notes
     if not named and not isinstance(spec, ColumnMap):  # `symbol` ES beside `contract` ESZ4/ESH5: a stream each
         cmap, contract_notes = contract_beside_root(path, cmap, schema, names, dialect)

@@ -293,7 +293,8 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
     (`AAPL_2012-06-21_..._message_1.csv`). None when neither does, or does not clearly."""
     if ninja := re.match(r"^([A-Z0-9]{1,6} \d\d-\d\d)\.(Last|Bid|Ask)$", file_stem(path)):
         return ninja[1], f"file name {file_stem(path)!r}"  # NinjaTrader's `ES 03-24.Last.txt`: the contract
-    for name, where in ((file_stem(path), "file name"), (path.parent.name, "folder name")):
+    # the folder as resolved: `trades.csv` given inside binance-btcusdt-spot/ is in that folder too
+    for name, where in ((file_stem(path), "file name"), (path.resolve().parent.name, "folder name")):
         # Bitfinex's tBTCUSD names the pair BTCUSD
         tokens = [t[1:] if re.match(r"^t[A-Z0-9]{6,}$", t) and PAIR.match(t[1:]) else t
                   for t in re.split(r"[-_.\s]+", name) if t]
@@ -870,9 +871,12 @@ def file_stem(path: Path) -> str:
     return name[: len(name) - len(suffix)] if suffix and len(name) > len(suffix) else path.stem
 
 
-def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> tuple[ColumnMap, list[str]]:
+def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
+              detected: bool = False) -> tuple[ColumnMap, list[str]]:
     """A map that names no stream takes, for a preset, the file's symbol column; else the symbol the file's (or
-    its folder's) name holds; else the preset's default stream; else the file name. Notes say which."""
+    its folder's) name holds; else, for a preset given, its default stream; for a preset's layout `detected`, the
+    folder's name (a detected file of ETHUSDT trades was named after the preset's BTCUSDT); else the file name.
+    Notes say which."""
     if cmap.stream is not None or cmap.stream_col is not None:
         return cmap, []
     if cmap.preset is not None or cmap.default_stream is not None:
@@ -884,14 +888,29 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> tuple[C
         note = [] if symbol == file_stem(path) else [f"{path.name}: stream {symbol}, from the {where} "
                                                       f"(--columns stream_name=NAME to name it otherwise)"]
         return replace(cmap, stream=symbol), note
+    if (cmap.default_stream is not None or cmap.preset is not None) and detected:
+        folder = folder_stream(path)
+        return replace(cmap, stream=folder), [
+            f"{path.name}: stream {folder}, the name of its folder: no symbol column, and neither the file's name "
+            f"nor its folder's names an instrument (the files of one folder are one stream; --columns "
+            f"stream_name=NAME names it, e.g. stream_name=ETHUSDT)"]
     if cmap.default_stream is not None:
-        return cmap, [f"{path.name}: stream {cmap.default_stream}, the preset's default: neither a symbol column "
-                      f"nor the file's name names one (--columns stream_name=NAME to name it)"]
+        given = f"--preset {cmap.preset}'s default" if cmap.preset else "the map's default_stream"
+        return cmap, [f"{path.name}: stream {cmap.default_stream}, {given}: neither a symbol column nor the file's "
+                      f"name names one (--columns stream_name=NAME to name it)"]
     if cmap.preset is not None:  # a vendor's export saved under a name of one's own (ticks_export.csv): said
         return replace(cmap, stream=file_stem(path)), [
             f"{path.name}: stream {file_stem(path)}, the file's name: neither a symbol column nor the file's name "
             f"names an instrument (--columns stream_name=NAME to name it, e.g. stream_name=USDJPY)"]
     return replace(cmap, stream=file_stem(path)), []
+
+
+def folder_stream(path: Path) -> str:
+    """The stream of a file whose layout (a capture's trades.csv beside its bbo.parquet) names no instrument: its
+    folder's name, which the files of one folder share, as a stream name may be (no leading '_', no space at its
+    ends); the file name when no such name is left."""
+    name = path.resolve().parent.name.strip().lstrip("_").strip()
+    return name[:64] if name and name.isprintable() else file_stem(path)
 
 
 def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:

@@ -169,7 +169,7 @@ def test_side_map_translates_buyer_maker_flags(tmp_path: Path) -> None:
             assert [t.side for t in replay_ticks(tmp_path / name, columns=cmap)] == ["sell", "buy", "sell"]
 
 
-def test_presets_detected_from_columns_and_clear_error_otherwise(tmp_path: Path) -> None:
+def test_presets_detected_from_columns_and_clear_error_otherwise(tmp_path: Path, monkeypatch) -> None:
     pl.DataFrame({"local_ts_ns": [T0], "event_ts_ms": [1], "trade_ts_ms": [1], "trade_id": [7], "price": [61837.63],
                   "qty": [0.02], "aggressor_side": ["sell"], "is_buyer_maker": [1]}).write_csv(tmp_path / "t.csv")
     pl.DataFrame({"local_ts_ns": [T0 + 1], "event_ts_ms": [None], "update_id": [1], "bid_px": [61837.63],
@@ -177,19 +177,34 @@ def test_presets_detected_from_columns_and_clear_error_otherwise(tmp_path: Path)
     pl.DataFrame({"timestamp_utc": [datetime(2019, 2, 4, 0, 0, 0, 994000, tzinfo=timezone.utc)], "bid": [1.14543],
                   "ask": [1.14545], "bid_volume": [2.06], "ask_volume": [1.0]}).write_parquet(tmp_path / "e.parquet")
     replay = FileReplay([tmp_path / "t.csv", tmp_path / "b.parquet", tmp_path / "e.parquet"])
-    # Dukascopy's instrument is the one its file's name holds, else the name itself (no pair by default)
-    assert [p.columns for p in replay.plans] == [PRESETS["binance-trades"], PRESETS["binance-bbo"],
-                                                 replace(PRESETS["dukascopy"], stream="e")]
+    # detected, not given: no instrument's name is borrowed from a preset's default (ETHUSDT data was answered as
+    # BTCUSDT, review 109); the files of one folder are one stream, named after it, and a note says how to name it
+    folder = tmp_path.name
+    assert [p.columns for p in replay.plans] == [replace(PRESETS["binance-trades"], stream=folder),
+                                                 replace(PRESETS["binance-bbo"], stream=folder),
+                                                 replace(PRESETS["dukascopy"], stream=folder)]
+    assert f"t.csv: stream {folder}, the name of its folder: no symbol column, and neither the file's name nor its " \
+           f"folder's names an instrument (the files of one folder are one stream; --columns stream_name=NAME names " \
+           f"it, e.g. stream_name=ETHUSDT)" in replay.notes
     ticks = drain(replay)
     assert [(t.stream, t.kind, t.ts) for t in ticks] == [
-        ("e", "quote", 1_549_238_400_994_000_000), ("BTCUSDT", "trade", T0), ("BTCUSDT", "quote", T0 + 1)]
-    assert ticks[1] == Tick("BTCUSDT", T0, "trade", price=61837.63, size=0.02, side="sell")
+        (folder, "quote", 1_549_238_400_994_000_000), (folder, "trade", T0), (folder, "quote", T0 + 1)]
+    assert ticks[1] == Tick(folder, T0, "trade", price=61837.63, size=0.02, side="sell")
+    named = tmp_path / "binance-ethusdt-spot"  # a folder that names the instrument names the stream, as before
+    named.mkdir()
+    (tmp_path / "t.csv").rename(named / "trades.csv")
+    (tmp_path / "b.parquet").rename(named / "bbo.parquet")
+    assert {t.stream for t in drain(FileReplay([named / "trades.csv", named / "bbo.parquet"]))} == {"ETHUSDT"}
+    monkeypatch.chdir(named)  # given by a relative name there (`backtest trades.csv bbo.parquet`): its folder too
+    assert {t.stream for t in drain(FileReplay(["trades.csv", "bbo.parquet"]))} == {"ETHUSDT"}
+    (named / "trades.csv").rename(tmp_path / "t.csv")
+    (named / "bbo.parquet").rename(tmp_path / "b.parquet")
     explicit = FileReplay([(tmp_path / "t.csv", "binance-trades"), (tmp_path / "b.parquet", {"preset": "binance-bbo",
                                                                                               "stream": "X"})])
     assert [t.stream for t in drain(explicit)] == ["BTCUSDT", "X"]
     as_yaml = FileReplay([{"path": str(tmp_path / "t.csv"), "columns": {"preset": "binance-trades", "stream": "E"}},
                           {"path": str(tmp_path / "b.parquet")}])
-    assert [t.stream for t in drain(as_yaml)] == ["E", "BTCUSDT"]
+    assert [t.stream for t in drain(as_yaml)] == ["E", folder]
     with pytest.raises(ValueError, match=r"needs 'path'.*\['file'\]"):
         FileReplay([{"file": "t.csv"}])
 
