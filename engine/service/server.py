@@ -163,8 +163,11 @@ class ExpiredStreamsLine:
 
 
 class Server:
-    def __init__(self, config: ServiceConfig) -> None:
+    def __init__(self, config: ServiceConfig, serve_hints: bool = True) -> None:
+        """``serve_hints``: the log's lines for an operator of `flashtick serve` (behind its limits.*, what a stop
+        left for a feed to resume); the demo, whose user has neither, says its own."""
         self.config = config
+        self.serve_hints = serve_hints
         self._waiting: dict[int, Any] = {}  # ask ticket -> the control reply still owed
         self._tickets = 0
         self.context = zmq.Context.instance()
@@ -374,6 +377,8 @@ class Server:
     def _say_drained(self, read: int, drained: int, unread: bool) -> None:
         left = self.pipeline.pending_tokens()
         drain_s = self.config.limits.drain_s
+        if not self.serve_hints:
+            return
         if read:
             print(f"flashtick: read {read} messages the feeds had queued before stopping; a message sent after this "
                   f"is not read (a feed resumes from `streams` once the service is back: `flashtick feed` does)",
@@ -557,7 +562,8 @@ class Server:
         # a burst's refusals mostly come after the line its first heartbeat printed: those are said once the
         # line's interval has passed, caught up or not, so the log accounts for every tick shed
         dropped_total = shed_total + conflated_total  # (one of the two, as when_behind says)
-        if (behind or dropped_total > self._shed_said) and time.monotonic() >= self._next_behind_warning:
+        if self.serve_hints and (behind or dropped_total > self._shed_said) and \
+                time.monotonic() >= self._next_behind_warning:
             self._next_behind_warning = time.monotonic() + BEHIND_WARNING_EVERY_S
             limits = self.config.limits
             what = DROPPED_WHEN_BEHIND.get(limits.when_behind)
