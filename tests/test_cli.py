@@ -160,9 +160,47 @@ def test_streams_and_ask_print_the_context_a_computed_answer_attends(checkpoint,
                                           out), out
         code, out, err = run(capsys, "ask", "SYN.A", "direction_5", *control)
         assert code == 0 and json.loads(out)["query"] == "direction_5", out  # stdout: the answer alone
-        assert f"flashtick ask: computed now over the stream's {context}\n" in err, err
+        assert f"flashtick ask: computed now over the stream's {context}; data " in err, err
         code, out, err = run(capsys, "ask", "SYN.A", "dir", "--max-stale", "1000000", *control)
         assert code == 0 and "cached answer" in err and "context" not in err, err
+
+
+def test_ask_says_how_old_its_answers_data_is_and_the_engines_lag_while_behind(checkpoint, tmp_path, capsys) -> None:
+    """An answer "computed now" answers the last tick the engine has computed, seconds old while it is behind: the
+    reply carries `data_age_ms` (the service's clock less the answered tick's ts) and, while behind, `lag_s`; the
+    stderr line says both beside "computed now" or "cached"."""
+    cfg = config(checkpoint, tmp_path)
+    cfg = dataclasses.replace(cfg, limits=dataclasses.replace(cfg.limits, max_backlog_tokens=8, drain_s=1.0),
+                              scheduler=dataclasses.replace(cfg.scheduler, max_batch_tokens=64))
+    market = SyntheticMarket(SyntheticConfig(seed=1, streams=DEFAULT_STREAMS[:1]))
+    with serving(cfg) as server:
+        control = ("--control", server.endpoints["control"])
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            feed.send(market.next_batch(10))
+        wait_for(lambda: main(["get", "SYN.A", "dir", *control]) == 0, timeout_s=60)
+        with ControlClient(server.endpoints["control"]) as raw:
+            before = time.time_ns()
+            reply = raw.call("ask", stream="SYN.A", query="dir")
+            after = time.time_ns()
+        data_ts = reply["answer"]["data_ts"]
+        assert (before - data_ts) / 1e6 - 0.001 <= reply["data_age_ms"] <= (after - data_ts) / 1e6 + 0.001, reply
+        assert "lag_s" not in reply  # (not behind: every tick computed)
+        capsys.readouterr()
+        code, _, err = run(capsys, "ask", "SYN.A", "dir", *control)  # the synthetic market's time: a year ago
+        assert code == 0 and re.search(r"computed now over the stream's context \d+ tokens / 10 ticks; data "
+                                       r"\d+ days old \(the answered tick's ts\)\n", err), err
+        with FeedClient(server.endpoints["ingest"]) as feed:  # a burst the engine takes many forwards over
+            feed.send(market.next_batch(3000))
+        said: list[str] = []
+
+        def cached_ask_says_behind() -> bool:
+            said.append(run(capsys, "ask", "SYN.A", "dir", "--max-stale", "1000000", *control)[2])
+            return "the engine is behind: lag " in said[-1]
+
+        wait_for(cached_ask_says_behind, timeout_s=60)
+        assert re.search(r"answered from the service's cached answer \(seq \d+\), not computed now; data \d+ days "
+                         r"old \(the answered tick's ts\); the engine is behind: lag [0-9.]+ (ms|s|min)\n",
+                         said[-1]), said[-1]
 
 
 def test_subscribe_prints_one_line_per_message_on_a_pipe(checkpoint, tmp_path, capsys) -> None:

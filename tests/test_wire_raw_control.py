@@ -193,11 +193,13 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert fresh["cached"] is False and fresh["answer"]["seq"] == 0 and fresh["answer"]["version"] == 2
     cached = ctl.ok("ask", stream=s, query="vol", max_stale_ticks=10)
     assert cached["cached"] is True and cached["answer"]["seq"] == 1
+    # how old the answered tick is by the service's clock: this test's ticks are stamped T0, years ago
+    assert cached["data_age_ms"] >= fresh["data_age_ms"] > (time.time_ns() - 60 * 10**9 - T0) / 1e6
     expect = ctl.ok("ask", stream=s, query="move")
     assert set(expect["answer"]["value"]) == {"expected", "probs", "model_probs", "model_expected"}
     # no query registered under a question of the model's own: that question, asked as it is, and said
     direct = ctl.ok("ask", stream=s, query="direction_5")
-    assert set(direct) == {"ok", "answer", "cached", "note", "context_tokens", "context_ticks"}
+    assert set(direct) == {"ok", "answer", "cached", "note", "context_tokens", "context_ticks", "data_age_ms"}
     assert direct["answer"]["query"] == "direction_5" and direct["context_ticks"] == 2  # computed: what it attended
     assert "context_ticks" not in cached  # (a cached answer's context is not known)
     assert direct["note"] == "no query is registered as 'direction_5': asked the model's question 'direction_5' " \

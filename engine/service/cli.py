@@ -1587,11 +1587,35 @@ def cmd_ask(args: argparse.Namespace) -> None:
         print(f"flashtick ask: {reply['note']}", file=sys.stderr)
     print(_json(reply["answer"], indent=2))
     how = [flag for flag in ("cached", "prepositioned", "gated") if reply.get(flag)]  # not computed for this ask
+    age = _data_age(reply)
     if how:
         print(f"flashtick ask: answered from the service's {' and '.join(how)} answer (seq "
-              f"{reply['answer'].get('seq')}), not computed now", file=sys.stderr)
+              f"{reply['answer'].get('seq')}), not computed now{age}", file=sys.stderr)
     elif context := _context(reply, sep=""):  # (stdout stays the answer alone: a script reads it as JSON)
-        print(f"flashtick ask: computed now over the stream's {context}", file=sys.stderr)
+        print(f"flashtick ask: computed now over the stream's {context}{age}", file=sys.stderr)
+
+
+def _data_age(reply: dict) -> str:
+    """How old an ask's answer's data is, and the engine's lag while it is behind, for its stderr line ('; data
+    16.5 s old (the answered tick's ts); the engine is behind: lag 45.0 s'): "computed now" answers the last tick
+    the engine has computed, seconds old while it is behind. '' from a server that does not say (an older one)."""
+    age_ms = reply.get("data_age_ms")
+    if age_ms is None:
+        return ""
+    age = (f"data {_duration(age_ms / 1000)} old (the answered tick's ts)" if age_ms >= 0 else
+           f"the answered tick's ts {_duration(-age_ms / 1000)} ahead of the service's clock")
+    lag = f"; the engine is behind: lag {_duration(reply['lag_s'])}" if reply.get("lag_s") is not None else ""
+    return f"; {age}{lag}"
+
+
+def _duration(seconds: float) -> str:
+    """A time span as a reader takes it in: 12 ms, 16.5 s, 4.2 min, 3.0 h, 365 days."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    for unit, size in (("s", 1), ("min", 60), ("h", 3600)):
+        if seconds < 120 * size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds / 86400:.0f} days"
 
 
 def _context(reply: dict, sep: str) -> str:

@@ -435,7 +435,7 @@ class Server:
         if reply is not None and outcome.answer is not None:
             early = getattr(outcome.job, "early", None)  # a shard's ask answered without a forward (RemoteJob)
             reply({"ok": True, "answer": outcome.answer.to_wire(), "cached": early is not None,
-                   **({early: True} if early else {}),
+                   **({early: True} if early else {}), **self._data_age(outcome.answer.data_ts),
                    **(outcome.context or getattr(outcome.job, "context", None) or {})})  # (a shard's: RemoteJob)
         elif reply is not None:  # its shard lost mid-ask: the same ask, sent again, is answered; else the question's
             reply({"ok": False, "reason": "shard_lost" if outcome.retry else "ask_failed", "error": outcome.error})
@@ -759,7 +759,7 @@ class Server:
             if cached is None:
                 raise self._no_session(stream) if self.pipeline.encoders.ticks_of(stream) is None else ControlError(
                     f"no surprise on stream {excerpt(stream)} yet: it is computed when ticks arrive")
-            return {"answer": cached.to_wire(), "cached": True}
+            return {"answer": cached.to_wire(), "cached": True, **self._data_age(cached.data_ts)}
         max_stale = request.get("max_stale_ticks")
         if max_stale is not None and (type(max_stale) is not int or max_stale < 0):
             raise ControlError(f"op 'ask' takes max_stale_ticks as an int >= 0 (or nil: compute now), got "
@@ -767,7 +767,8 @@ class Server:
         found = self.pipeline.answer_at_once(spec, stream, max_stale)
         if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
             answer, how = found
-            return {"answer": answer.to_wire(), "cached": True, **({how: True} if how else {}), **note}
+            return {"answer": answer.to_wire(), "cached": True, **({how: True} if how else {}),
+                    **self._data_age(answer.data_ts), **note}
         most = self.config.limits.max_waiting_asks  # each is planned in every forward: a flood would stall them
         if len(self._waiting) >= most:
             raise ControlBusy(f"{len(self._waiting)} asks already wait for a forward (limits.max_waiting_asks: "
@@ -781,6 +782,14 @@ class Server:
             raise ControlShardLost(str(e)) from None
         self._waiting[self._tickets] = reply if not note else lambda obj: reply({**obj, **note})
         return None  # replied when a step has computed it
+
+    def _data_age(self, data_ts: int) -> dict[str, Any]:
+        """An ask reply's `data_age_ms`: this machine's clock now less the answered tick's own ts. An answer "computed
+        now" while the engine is behind answers the last tick it has computed, which may be seconds old (newer ticks
+        wait unread or queued): the asker sees how old, and `lag_s` while the engine is behind."""
+        behind = self.pipeline.behind
+        return {"data_age_ms": round((time.time_ns() - data_ts) / 1e6, 3),
+                **({"lag_s": round(self.pipeline.lag_s(), 3)} if behind else {})}
 
     def _registered_or_question(self, name: str, kind: Any, note: dict[str, str]) -> QuerySpec:
         """The query registered as ``name``; else, when the model's codec has a question of that name
