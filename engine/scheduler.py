@@ -64,7 +64,7 @@ class Plan:
     failed: list[JobOutcome] = field(default_factory=list)  # jobs that cannot run, with the reason
     copies: list[tuple[list[int], list[int]]] = field(default_factory=list)
     forward: ForwardBatch = field(default_factory=ForwardBatch)
-    rebuilds: int = 0  # streams whose evicted (or restored) KV this forward recomputes
+    rebuilt: list[Stream] = field(default_factory=list)  # streams whose evicted or restored KV this forward recomputes
 
     def probes(self, streams: dict[str, Stream]) -> list[Probe]:
         return [Probe(streams[job.stream].session, tokens, job.logits, job.cut)
@@ -336,8 +336,9 @@ class Scheduler:
             item.logits = logit_rows(chunks, cuts)
         items = plan.advances + plan.probes(self.streams)
         advancing = {id(item.session) for item in plan.advances}  # an ask on an evicted stream rebuilds it too
-        plan.rebuilds += len({id(p.session) for p in items[len(plan.advances):]
-                              if p.session.num_uncached and id(p.session) not in advancing})
+        plan.rebuilt += [self.streams[name] for name in dict.fromkeys(
+            p.session.name for p in items[len(plan.advances):]
+            if p.session.num_uncached and id(p.session) not in advancing)]
         if self.blocks.blocks_needed(items) > self.pool.num_free:
             # each piece was fitted as it was planned, so this should not happen; if it does, evicting idle
             # sessions is better than failing a forward whose chunks (accepted ticks) have left their queues
@@ -477,7 +478,8 @@ class Scheduler:
             plan.streams.append(state)
             plan.chunks.append(chunks)
             plan.cuts.append(cuts_of(state, chunks, closes))
-            plan.rebuilds += evicted
+            if evicted:
+                plan.rebuilt.append(state)
             budget -= cost
         return plan
 
@@ -623,7 +625,9 @@ class Scheduler:
     def commit(self, plan: Plan, logits: list[torch.Tensor]) -> StepReport:
         """Book a forward that ran (``logits``: the runner's outputs per item) and finish its jobs."""
         self.blocks.commit(plan.forward)
-        self.stats.rebuilt_streams += plan.rebuilds
+        self.stats.rebuilt_streams += len(plan.rebuilt)
+        for state in plan.rebuilt:
+            state.rebuilds += 1
         advanced = self._commit_advances(plan, logits[: len(plan.advances)])
         by_stream = {p.stream: p for p in advanced}
         report = StepReport(advanced, list(plan.failed), plan.forward.num_tokens)
@@ -708,6 +712,7 @@ class Scheduler:
         self.blocks.commit(plan.forward)
         for state, rows in zip(plan.streams, logits):
             state.next_token_logits = rows[-1].clone()
+            state.rebuilds += 1
         self.stats.rebuilt_streams += len(plan.streams)
 
     def kv_summary(self) -> dict[str, int]:

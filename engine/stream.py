@@ -33,6 +33,7 @@ class Stream:
     arrival_ns: int = 0
     last_active: int = 0  # batch number of the last advance (LRU order)
     last_seen_ns: int = 0  # wall clock of the latest submitted chunk (idle expiry)
+    rebuilds: int = 0  # forwards that recomputed this session's evicted or restored KV (`streams` says it per stream)
     boundaries: list[int] = field(default_factory=list)  # token offsets where chunks begin
     next_token_logits: torch.Tensor | None = None  # (vocab,) prediction for the next token
 

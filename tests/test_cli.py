@@ -156,8 +156,8 @@ def test_streams_and_ask_print_the_context_a_computed_answer_attends(checkpoint,
         assert code == 0 and listed["context_ticks"] == 10 and listed["context_tokens"] > 0, listed
         context = f"context {listed['context_tokens']} tokens / 10 ticks"
         code, out, _ = run(capsys, "streams", "SYN.A", *control)
-        assert code == 0 and re.fullmatch(rf"SYN\.A\tlast_ts {listed['last_ts']}\tticks 10\tidle [0-9.]+s\t{context}\n",
-                                          out), out
+        assert code == 0 and re.fullmatch(rf"SYN\.A\tlast_ts {listed['last_ts']}\tticks 10\tidle [0-9.]+s\t{context}"
+                                          rf"\tkv resident\trebuilds 0\n", out), out
         code, out, err = run(capsys, "ask", "SYN.A", "direction_5", *control)
         assert code == 0 and json.loads(out)["query"] == "direction_5", out  # stdout: the answer alone
         assert f"flashtick ask: computed now over the stream's {context}; data " in err, err
@@ -201,6 +201,39 @@ def test_ask_says_how_old_its_answers_data_is_and_the_engines_lag_while_behind(c
         assert re.search(r"answered from the service's cached answer \(seq \d+\), not computed now; data \d+ days "
                          r"old \(the answered tick's ts\); the engine is behind: lag [0-9.]+ (ms|s|min)\n",
                          said[-1]), said[-1]
+
+
+def test_streams_says_which_streams_kv_is_resident_and_how_often_it_was_rebuilt(checkpoint, tmp_path, capsys) -> None:
+    """A pool too small for every stream evicts the least recently active one: `streams` says per stream whether its
+    KV is resident (an evicted one's next ask pays a rebuild) and how many rebuilds it has had."""
+    cfg = config(checkpoint, tmp_path)
+    cfg = dataclasses.replace(cfg, kv=dataclasses.replace(cfg.kv, cells=256))  # 16 blocks: two streams of 25 ticks
+    market = SyntheticMarket(SyntheticConfig(seed=1, streams=DEFAULT_STREAMS[:3]))
+    by_stream: dict[str, list] = {}
+    for tick in market.next_batch(300):
+        by_stream.setdefault(tick.stream, []).append(tick)
+    first, *others = sorted(by_stream)
+    with serving(cfg) as server:
+        control = ("--control", server.endpoints["control"])
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            feed.send(by_stream[first][:25])
+            wait_for(lambda: server.pipeline.ticks_in == 25 and not server.pipeline.busy, timeout_s=60)
+            feed.send([tick for name in others for tick in by_stream[name][:25]])
+        wait_for(lambda: server.pipeline.ticks_in == 75 and not server.pipeline.busy, timeout_s=60)
+        capsys.readouterr()
+        code, out, _ = run(capsys, "streams", "--json", *control)
+        listed = json.loads(out)["streams"]
+        assert code == 0 and listed[first]["resident"] is False and listed[first]["rebuilds"] == 0, listed
+        assert all(listed[name]["resident"] is True and listed[name]["rebuilds"] == 0 for name in others), listed
+        code, out, _ = run(capsys, "streams", first, *control)
+        assert code == 0 and out.endswith("\tkv not resident\trebuilds 0\n"), out
+        code, _, err = run(capsys, "ask", first, "dir", *control)  # computed: its KV recomputed first
+        assert code == 0, err
+        code, out, _ = run(capsys, "streams", first, "--json", *control)
+        again = json.loads(out)["streams"][first]
+        assert again["resident"] is True and again["rebuilds"] == 1, again
+        stats = json.loads(run(capsys, "stats", *control)[1])
+        assert stats["scheduler"]["rebuilt_streams"] >= 1 and stats["sessions_resident"] == 2, stats
 
 
 def test_subscribe_prints_one_line_per_message_on_a_pipe(checkpoint, tmp_path, capsys) -> None:

@@ -845,8 +845,8 @@ def test_streams_say_how_long_each_has_been_quiet_and_flag_the_quiet_ones(live, 
     assert main(["streams", "--idle-over", str(between), "--control", server.endpoints["control"]]) == 1
     out, err = capsys.readouterr()
     assert [line.split("\t")[0] for line in out.splitlines()] == [quiet]
-    # (then what an answer computed now attends, last on the line)
-    assert re.search(r"\tidle \d+\.\ds\tcontext \d+ tokens / \d+ ticks$", out.strip()), out
+    # (then what an answer computed now attends, and whether its KV is resident, last on the line)
+    assert re.search(r"\tidle \d+\.\ds\tcontext \d+ tokens / \d+ ticks\tkv resident\trebuilds 0$", out.strip()), out
     assert f"1 stream with no tick for over {between:g}s" in err
     assert main(["streams", "--idle-over", "3600", "--control", server.endpoints["control"]]) == 0
     out, err = capsys.readouterr()
@@ -894,9 +894,11 @@ def test_idle_over_counts_a_restored_stream_quiet_for_the_whole_uptime(checkpoin
         time.sleep(0.2)
         assert main(["streams", "--idle-over", "0.1", *control]) == 1
         out = capsys.readouterr().out
-        # (the session rebuilt from the tick log: the context an answer computed now attends, last)
+        # (the session rebuilt from the tick log: the context an answer computed now attends, and whether its KV is
+        # resident yet: the restart recomputes it once, in the serving loop's first forwards)
         assert re.fullmatch(rf"{market[0].stream}\tlast_ts {market[-1].ts}\tticks 10\tidle over \d+s \(none since "
-                            rf"the start\)\tcontext \d+ tokens / 10 ticks\n", out), out
+                            rf"the start\)\tcontext \d+ tokens / 10 ticks\tkv (resident\trebuilds 1|not resident\t"
+                            rf"rebuilds 0)\n", out), out
 
 
 def kept_by_conflation(sent: list) -> list:

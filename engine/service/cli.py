@@ -1734,8 +1734,11 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             idle = accepted.get("idle_s", "absent")  # absent: an older server
             quiet = "" if idle == "absent" else f"\tidle {idle:.1f}s" if idle is not None else \
                 f"\tidle over {uptime_s:.0f}s (none since the start)" if uptime_s is not None else "\tidle n/a"
-            context = _context(accepted, sep="\t")  # last: a script cutting the columns before it reads them as ever
-            print(f"{shown_name(name)}\tlast_ts {accepted['last_ts']}\tticks {accepted['ticks']}{quiet}{context}")
+            context = _context(accepted, sep="\t")  # late: a script cutting the columns before it reads them as ever
+            # (then whether its KV is in the pool: an evicted stream's next answer pays a rebuild; absent: not known)
+            kv = "" if "resident" not in accepted else \
+                f"\tkv {'resident' if accepted['resident'] else 'not resident'}\trebuilds {accepted['rebuilds']}"
+            print(f"{shown_name(name)}\tlast_ts {accepted['last_ts']}\tticks {accepted['ticks']}{quiet}{context}{kv}")
     # a name given that admission turned away holds nothing: a script checking its feeds hears it in the status
     named_refused = any(name in refused for name in args.names)
     if args.idle_over is not None:

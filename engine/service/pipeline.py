@@ -547,6 +547,12 @@ class TickPipeline:
         state = self.engine.scheduler.streams.get(stream)
         return {} if state is None else state.progress([], None).context
 
+    def kv_of(self, stream: str) -> dict[str, Any]:
+        """Whether ``stream``'s KV is in the pool (``resident``: its next forward or ask recomputes nothing) and how
+        many forwards recomputed it after an eviction or a restore (``rebuilds``); {} for a stream not held."""
+        state = self.engine.scheduler.streams.get(stream)
+        return {} if state is None else {"resident": state.session.num_uncached == 0, "rebuilds": state.rebuilds}
+
     def register_queries(self, specs: list[QuerySpec]) -> None:
         """Add or replace standing queries (all or nothing); a replaced query's old answers are not served."""
         for spec in specs:  # fail now, not at the first due tick, when the model cannot answer it

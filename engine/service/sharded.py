@@ -537,6 +537,11 @@ class ShardedPipeline:
         """Not known here: a shard holds the session (an ask's reply says what its answer attended)."""
         return {}
 
+    @staticmethod
+    def kv_of(_stream: str) -> dict[str, Any]:
+        """Not known here: a shard holds the session and its KV."""
+        return {}
+
     def register_queries(self, specs: list[QuerySpec]) -> None:
         """Checked here (compiled, limits), then queued to every shard: all of them or none."""
         for spec in specs:
