@@ -34,6 +34,16 @@ def require_extra(extra: str, *modules: str) -> None:
         raise SystemExit(2)
 
 
+def keep_triton_out_without_cuda() -> None:
+    """On a host without CUDA, mark Triton as not installed before anything imports it. Nothing here runs a Triton
+    kernel there (our kernels need CUDA, or TRITON_INTERPRET=1, which keeps it), yet importing transformers imports
+    torch._dynamo, which imports triton to see whether it is installed; at exit Triton's nanobind bindings then print
+    ~30 lines of "leaked instance" warnings, which read as a memory leak of what was measured. Called by the scripts
+    that import transformers, when run as scripts (not by tests importing them)."""
+    if "triton" not in sys.modules and not os.environ.get("TRITON_INTERPRET") and not torch.cuda.is_available():
+        sys.modules["triton"] = None  # import triton now raises ImportError: "not installed"
+
+
 def add_data_dir_argument(parser: argparse.ArgumentParser) -> None:
     """``--data-dir``: the real market data, by default ../shared/data beside the repository (not shipped)."""
     default = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks.common import add_output_arguments, machine, output_dir, require_extra, write_json
+from benchmarks.common import (add_output_arguments, keep_triton_out_without_cuda, machine, output_dir, require_extra,
+                               write_json)
 from benchmarks.streaming import (
     FlashtickDriver, Settings, StatelessDriver, add_arguments, plot_throughput, run_workload, settings_from,
 )
@@ -60,4 +61,5 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
+    keep_triton_out_without_cuda()
     main()

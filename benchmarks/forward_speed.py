@@ -23,7 +23,8 @@ import statistics
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from benchmarks.common import add_output_arguments, machine, output_dir, percentiles, time_ms, write_json
+from benchmarks.common import (add_output_arguments, keep_triton_out_without_cuda, machine, output_dir, percentiles,
+                               time_ms, write_json)
 from benchmarks.peers_latency import BENCH_CONFIG, QUESTION_TOKENS
 from benchmarks.streaming import ForeignLoad
 from engine.batch import Advance
@@ -151,4 +152,5 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
+    keep_triton_out_without_cuda()
     main()

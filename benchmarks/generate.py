@@ -25,7 +25,8 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import add_data_dir_argument, add_output_arguments, machine, output_dir, percentiles, write_json
+from benchmarks.common import (add_data_dir_argument, add_output_arguments, keep_triton_out_without_cuda, machine,
+                               output_dir, percentiles, write_json)
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.config import ServiceConfig
@@ -181,4 +182,5 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
+    keep_triton_out_without_cuda()
     main()

@@ -37,8 +37,8 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from benchmarks.common import (add_output_arguments, machine, output_dir, percentiles, require_extra, time_ms,
-                               write_json)
+from benchmarks.common import (add_output_arguments, keep_triton_out_without_cuda, machine, output_dir, percentiles,
+                               require_extra, time_ms, write_json)
 from benchmarks.gguf_export import export_gguf, open_llama
 from benchmarks.streaming import ForeignLoad, last_logits
 from engine.engine import Engine
@@ -297,4 +297,5 @@ def targets(rows: list[dict]) -> dict:
 
 
 if __name__ == "__main__":
+    keep_triton_out_without_cuda()
     main()

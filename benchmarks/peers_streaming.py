@@ -24,7 +24,8 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import add_output_arguments, machine, output_dir, require_extra, write_json
+from benchmarks.common import (add_output_arguments, keep_triton_out_without_cuda, machine, output_dir, require_extra,
+                               write_json)
 from benchmarks.gguf_export import export_gguf
 from benchmarks.streaming import (
     FlashtickDriver, LlamaCppApiDriver, LlamaCppDriver, Settings, StatelessDriver, VllmApiDriver, VllmSessionDriver,
@@ -130,5 +131,6 @@ def _rate(side: dict) -> str:
 
 
 if __name__ == "__main__":
+    keep_triton_out_without_cuda()
     main()
 

@@ -20,8 +20,8 @@ import random
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from benchmarks.common import (add_output_arguments, copy_bandwidth_gbs, machine, output_dir, percentiles, time_ms,
-                               write_json)
+from benchmarks.common import (add_output_arguments, copy_bandwidth_gbs, keep_triton_out_without_cuda, machine,
+                               output_dir, percentiles, time_ms, write_json)
 from engine.engine import Engine
 from engine.kv_cache import CacheSpec
 from engine.models import from_hf_model
@@ -119,4 +119,5 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
+    keep_triton_out_without_cuda()
     main()

@@ -101,3 +101,35 @@ def test_a_missing_extra_is_one_line_and_exit_2(script: str, args: list[str], bl
     assert f"needs the {extra} extra" in lines[0] and blocked[0] in lines[0], lines[0]
     assert f"pip install -e '.[{extra}]'" in lines[0] and make_target in lines[0], lines[0]
     assert not list(tmp_path.iterdir())  # nothing was run, nothing written
+
+
+# Scripts run on CPU hosts that import transformers (the others: gpu_check needs CUDA, gguf_export runs no model)
+TRANSFORMERS_SCRIPTS = ("flash", "forward_speed", "generate", "peers_latency", "peers_streaming", "query_latency")
+
+
+@pytest.mark.parametrize("script", TRANSFORMERS_SCRIPTS)
+def test_a_cpu_run_keeps_triton_out(script: str) -> None:
+    """Importing transformers imports torch._dynamo, which imports triton to see whether it is installed; on a CPU
+    host nothing runs Triton, and its nanobind bindings printed ~30 "leaked instance" lines after the results of
+    `python -m benchmarks.flash`. Run as a script, each marks triton absent before anything imports it."""
+    source = (ROOT / "benchmarks" / f"{script}.py").read_text()
+    assert 'if __name__ == "__main__":\n    keep_triton_out_without_cuda()\n    main()' in source
+
+
+def test_triton_is_not_imported_by_a_cpu_benchmark_run() -> None:
+    import torch
+
+    if torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET"):
+        pytest.skip("Triton is wanted here (CUDA, or TRITON_INTERPRET=1)")
+    code = ("import runpy, sys\nsys.argv = ['flash', '--help']\ntry:\n"
+            "    runpy.run_module('benchmarks.flash', run_name='__main__', alter_sys=True)\n"
+            "except SystemExit:\n    pass\n"
+            "import transformers.generation.utils  # (imports torch._dynamo, which looks for triton)\n"
+            "from torch.utils._triton import has_triton_package\n"
+            "print('triton module', sys.modules.get('triton'), 'has_triton_package', has_triton_package())\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                            env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "triton module None has_triton_package False" in result.stdout, result.stdout
+    assert "nanobind" not in result.stderr, result.stderr[-3000:]
