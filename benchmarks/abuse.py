@@ -17,7 +17,7 @@ import resource
 import threading
 import time
 
-from benchmarks.common import add_output_arguments, machine, output_dir, percentiles, write_json
+from benchmarks.common import LOCAL_PORTS_EPILOG, add_output_arguments, machine, output_dir, percentiles, write_json
 from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode, trade
 from engine.service.cli import EXAMPLE_QUERIES
@@ -34,7 +34,7 @@ def rss_mb() -> float:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=LOCAL_PORTS_EPILOG)
     parser.add_argument("--streams", type=int, default=20_000)
     parser.add_argument("--idle-s", type=float, default=20.0, help="scheduler.stream_idle_s for the run")
     add_output_arguments(parser)

@@ -24,6 +24,13 @@ LOCAL_RESULTS_DIR = RESULTS_DIR / "local"
 EXTRA_MAKE_TARGETS = {"peers": "make bench-peers", "bench": "make setup", "ray": "make setup"}
 
 
+# The live-server scripts' --help says where they listen: a user with a `flashtick serve` on 5555-5557, or only some
+# ports allowed, can tell before running one that it does not collide (their endpoints are tcp://127.0.0.1:0)
+LOCAL_PORTS_EPILOG = ("Binds only 127.0.0.1 ports the OS picks free at the start (endpoints tcp://127.0.0.1:0, no "
+                      "metrics port), never the default 5555-5557: it runs beside a `flashtick serve` on the same "
+                      "host without touching it.")
+
+
 def require_extra(extra: str, *modules: str) -> None:
     """Exit 2 with one line naming the extra when one of its ``modules`` is not installed. Called first thing in a
     benchmark's ``main()``: a missing peer is said before the run, not as a traceback seconds or hours into it."""

@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 import zmq
 
-from benchmarks.common import add_output_arguments, machine, output_dir, write_json
+from benchmarks.common import LOCAL_PORTS_EPILOG, add_output_arguments, machine, output_dir, write_json
 from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.cli import EXAMPLE_QUERIES
@@ -124,7 +124,7 @@ def recovery_only(ticks: int, streams: int, out_dir: Path, message_ticks: int = 
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=LOCAL_PORTS_EPILOG)
     parser.add_argument("--ticks", type=int, default=20_000)
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions of every side (medians)")
     parser.add_argument("--recovery-only", action="store_true", help="only a restart's time on a logged directory")

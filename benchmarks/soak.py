@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.common import add_output_arguments, machine, output_dir, write_json
+from benchmarks.common import LOCAL_PORTS_EPILOG, add_output_arguments, machine, output_dir, write_json
 from connectors.feed import FeedClient, run_feed
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig
@@ -49,7 +49,7 @@ def start_serve(data_dir: Path, config: Path) -> tuple[subprocess.Popen, dict[st
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=LOCAL_PORTS_EPILOG)
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=200.0, help="ticks per second, over 4 synthetic streams")
     parser.add_argument("--every-s", type=float, default=30.0)

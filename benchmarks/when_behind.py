@@ -29,7 +29,7 @@ import time
 import torch
 import zmq
 
-from benchmarks.common import add_output_arguments, machine, output_dir, percentiles, write_json
+from benchmarks.common import LOCAL_PORTS_EPILOG, add_output_arguments, machine, output_dir, percentiles, write_json
 from connectors.ticks import encode, quote, trade
 from engine.service.cli import EXAMPLE_QUERIES
 from engine.service.client import AnswerSubscriber
@@ -120,7 +120,7 @@ def _dropped(server: Server) -> int:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=LOCAL_PORTS_EPILOG)
     parser.add_argument("--rate", type=float, default=2000.0, help="ticks a second sent (default 2000)")
     parser.add_argument("--streams", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=10.0, help="how long each policy is fed")

@@ -133,3 +133,16 @@ def test_triton_is_not_imported_by_a_cpu_benchmark_run() -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert "triton module None has_triton_package False" in result.stdout, result.stdout
     assert "nanobind" not in result.stderr, result.stderr[-3000:]
+
+
+@pytest.mark.parametrize("script", ("abuse", "durability", "soak", "when_behind"))
+def test_the_live_server_scripts_say_where_they_listen(script: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A user with a `flashtick serve` on the default ports, or only some ports allowed, could not tell whether
+    these collide with it: each binds ports the OS picks free (endpoints tcp://127.0.0.1:0), and its --help says so."""
+    main = importlib.import_module(f"benchmarks.{script}").main
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert exit_info.value.code == 0 and "127.0.0.1 ports the OS picks free" in out
+    assert "never the default 5555-5557" in out
+    assert "tcp://127.0.0.1:0" in (ROOT / "benchmarks" / f"{script}.py").read_text()
