@@ -309,7 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", choices=("choice", "expectation"), default=None,
                    help="how a question of the model's own is asked when no query is registered by that name "
                         "(default choice)")
-    p.add_argument("--max-stale", type=int, default=None, help="accept a cached answer up to N ticks old")
+    p.add_argument("--max-stale", type=int, default=None, help="accept a cached answer up to N ticks old (read "
+                   "by the engine between forwards: it waits for the forward in progress, seconds while the "
+                   "engine is behind; a subscriber on the PUB socket has it at once)")
     p.add_argument("--question", metavar="TEXT", help="a text model: ask this free text after the stream's tick "
                    "lines (the op's `spec`), with --choices or --generate; as given, so a leading newline is "
                    "$'\\n...' in a shell")
