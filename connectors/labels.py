@@ -12,6 +12,11 @@ Two entry points over one implementation:
   once (vectorised; training and reports);
 * `realised_label(question, ticks_after, mark, regime)` labels one answer point
   from the ticks that followed it (live scoring).
+
+A horizon counts ticks, whatever time passes between them. Given each tick's event time and a session gap,
+`label_series` leaves unlabelled every answer point whose horizon crosses a pause in the stream longer than the
+gap (a weekend, a night, a halt): what the market did after a close is not what an answer before it was about.
+`spanned_gaps` finds those points, for the notes that count them.
 """
 
 from __future__ import annotations
@@ -68,15 +73,18 @@ class MarkTracker:
 
 
 class MarkSeries:
-    """A stream's mark after each of its ticks, 8 bytes a tick: all that labelling needs of a stream's history,
-    so a backtest of a day of many instruments keeps marks rather than ticks (about 240 bytes each)."""
+    """A stream's mark and event time after each of its ticks, 16 bytes a tick: all that labelling needs of a
+    stream's history, so a backtest of a day of many instruments keeps these rather than ticks (about 240 bytes
+    each)."""
 
     def __init__(self) -> None:
         self.tracker = MarkTracker()
         self.marks = array("d")
+        self.times = array("q")
 
     def append(self, tick: Tick) -> None:
         self.marks.append(self.tracker.update(tick))
+        self.times.append(tick.ts)
 
     def __len__(self) -> int:
         return len(self.marks)
@@ -84,6 +92,10 @@ class MarkSeries:
     def values(self) -> np.ndarray:
         """The marks, float64, shape (ticks,) (a view: valid until the next append)."""
         return np.frombuffer(self.marks, dtype=np.float64)
+
+    def ts(self) -> np.ndarray:
+        """The ticks' event times, int64 ns, shape (ticks,) (a view: valid until the next append)."""
+        return np.frombuffer(self.times, dtype=np.int64)
 
 
 def marks_of(ticks: Sequence[Tick], tracker: MarkTracker | None = None) -> np.ndarray:
@@ -104,8 +116,30 @@ def realised_vol_bps(marks: np.ndarray, horizon: int) -> np.ndarray:
     return np.sqrt(np.maximum(cs[horizon:] - cs[:-horizon], 0.0))
 
 
-def label_series(spec: QuestionSpec, marks: np.ndarray, regimes: np.ndarray | None = None) -> np.ndarray:
-    """Label index (into spec.labels) per answer point; NO_LABEL without enough future or ground truth.
+def spanned_gaps(ts: np.ndarray, horizon: int, gap_ns: int) -> np.ndarray:
+    """(n,) bool per answer point of a stream with event times ``ts`` (int64 ns, shape (n,)): whether its horizon
+    (ticks i..i+horizon) holds two consecutive ticks more than ``gap_ns`` apart; False without a full horizon."""
+    n = len(ts)
+    out = np.zeros(n, dtype=bool)
+    if n <= horizon or horizon < 1:
+        return out
+    wide = np.concatenate([[0], np.cumsum(np.diff(ts) > gap_ns)])  # (n,) wide gaps among ticks 0..i
+    out[: n - horizon] = wide[horizon:] > wide[: n - horizon]
+    return out
+
+
+def session_gap_text(ns: int) -> str:
+    """A session gap as --session-gap takes it: 1h, 90m, 30s, 1.5s."""
+    for unit, size in (("d", 86_400 * 10**9), ("h", 3_600 * 10**9), ("m", 60 * 10**9)):
+        if ns % size == 0:
+            return f"{ns // size}{unit}"
+    return f"{ns / 1e9:g}s"
+
+
+def label_series(spec: QuestionSpec, marks: np.ndarray, regimes: np.ndarray | None = None,
+                 ts: np.ndarray | None = None, session_gap_ns: int | None = None) -> np.ndarray:
+    """Label index (into spec.labels) per answer point; NO_LABEL without enough future or ground truth, and,
+    given the ticks' event times ``ts`` and ``session_gap_ns``, where the horizon crosses a longer gap.
 
     `regimes` holds the hidden regime index (0 calm, 1 volatile) per tick, synthetic data only.
     """
@@ -125,16 +159,20 @@ def label_series(spec: QuestionSpec, marks: np.ndarray, regimes: np.ndarray | No
         out[: n - h] = np.searchsorted(np.asarray(spec.edges), move_bps(marks, h), side="left")
     elif spec.kind == "volatility":
         out[: n - h] = np.searchsorted(np.asarray(spec.edges), realised_vol_bps(marks, h), side="left")
+    if ts is not None and session_gap_ns is not None:
+        out[spanned_gaps(ts, h, session_gap_ns)] = NO_LABEL
     return out
 
 
-def persistence_series(spec: QuestionSpec, marks: np.ndarray) -> np.ndarray:
+def persistence_series(spec: QuestionSpec, marks: np.ndarray, ts: np.ndarray | None = None,
+                       session_gap_ns: int | None = None) -> np.ndarray:
     """The naive "same as the last interval" answer per answer point: the label the past
-    `horizon` ticks would have had. NO_LABEL where the past is too short or for hidden-state questions."""
+    `horizon` ticks would have had. NO_LABEL where the past is too short (or crosses a gap longer than
+    ``session_gap_ns``, given the event times ``ts``) or for hidden-state questions."""
     out = np.full(len(marks), NO_LABEL, dtype=np.int64)
     if spec.kind == "regime":
         return out
-    realised = label_series(spec, marks)
+    realised = label_series(spec, marks, ts=ts, session_gap_ns=session_gap_ns)
     h = spec.horizon
     if len(marks) > h:  # a stream shorter than the horizon has no past interval anywhere
         out[h:] = realised[: len(marks) - h]

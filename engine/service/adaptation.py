@@ -34,10 +34,11 @@ class AnswerAdaptation(StreamMarksBook):
     """Fed every accepted tick (``accepted``); ``adapt`` turns a model answer into the published one."""
 
     def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True,
-                 heads: Mapping[str, QuestionHead] | None = None) -> None:
+                 heads: Mapping[str, QuestionHead] | None = None, session_gap_ns: int | None = None) -> None:
         # a checkpoint's answer heads (answer_head.json) are part of its answers: kept to, even with mixing off
         self.heads = dict(heads or {})
-        super().__init__(questions, committed, enabled or bool(self.heads), features=bool(self.heads))
+        super().__init__(questions, committed, enabled or bool(self.heads), features=bool(self.heads),
+                         session_gap_ns=session_gap_ns)
         self.mixing = enabled  # answers.adapt: online
         self.mixes: dict[str, dict[str, OnlineMix]] = {}  # stream -> query -> its state
         # after a restart: answers published before it, re-fed as the replayed ticks reach them
@@ -125,7 +126,7 @@ class AnswerAdaptation(StreamMarksBook):
         more, however far ingest ran ahead), in the query's label order."""
         order = [labels.index(name) if name in labels else NO_LABEL for name in spec.labels]  # question -> query
         for point in mix.labels_due(version):
-            label = state.label(spec, point)
+            label = state.label(spec, point, self.session_gap_ns)
             mix.realise(point, order[label] if label != NO_LABEL else NO_LABEL)
 
     def _prune(self, stream: str, state: StreamMarks) -> None:

@@ -46,6 +46,7 @@ from engine.service.answer_parts import RAW_SCHEMA, AnswerParts, write_atomicall
 from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.rejections import every_tick_refused, lost_streams, rejected_lines
+from engine.service.session_gaps import gap_notes
 from engine.stream_patterns import did_you_mean
 from queries.cache import Answer
 from queries.yaml_loader import no_query
@@ -119,6 +120,7 @@ class BacktestReport:
     stream_unscored_why: dict[str, dict[str, str]] = field(default_factory=dict)
     # query -> its bps-bucketed question is saturated on some of its streams (connectors/saturation.py), said so
     saturated_why: dict[str, str] = field(default_factory=dict)
+    gap_notes: list[str] = field(default_factory=list)  # labels across pauses in event time (session_gaps.py)
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
@@ -178,6 +180,7 @@ class BacktestReport:
                          f"the class frequencies as a constant forecast ({worst.query}: Brier {model} vs "
                          f"{frequencies}); what was published is the adapted mix.{fit}")
         lines += [f"note: {query}: {why}" for query, why in self.saturated_why.items()]
+        lines += [f"note: {said}" for said in self.gap_notes]
         lines += self._published_verdict()
         lines += [f"note: {found}" for found in self.found_notes]
         lines += [f"warning (said above too): {caution}" for caution in self.cautions]
@@ -339,7 +342,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
             parts.remove()
             raise NothingReplayed("the files hold no ticks (no data rows, or none before --max-ticks): nothing to "
                                   "backtest")
-        rows = _write_answers(pipeline, parts, marks, out)
+        rows = _write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns)
     except BaseException as e:
         _release_and_raise(parts, e)
     parts.remove()  # the answers are whole in `out` now (and the lock released with the folder)
@@ -362,6 +365,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     saturated_why = {name: why for name in sorted(answered)
                      if (why := _saturated_why(pipeline, name, graded.filter(pl.col("query") == name)))}
     _say_silent_queries(pipeline, answered, sorted(marks), note, replay.rejected)
+    asked = {name: question.spec for name in sorted(answered) if (question := _question_of(pipeline, name)) is not None}
+    gaps_said = gap_notes(asked, graded, marks, config.answers.session_gap_ns)
     out.with_suffix(".scores.json").write_text(json.dumps([s.to_json() for s in scores], indent=2) + "\n")
     try:  # last: the answers and scores are on disk whatever happens here
         _plot_calibration(out, scores)
@@ -370,7 +375,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, examples,
                           parts.resumed_at, test_from, config.model.path, stream_ticks, replay.cautions, unscored_why,
                           partly_scored_why, replay.found_notes, None if time_range is None else time_range.text(),
-                          replay.range_left_out, split_times, streams, stream_unscored_why, saturated_why)
+                          replay.range_left_out, split_times, streams, stream_unscored_why, saturated_why,
+                          gaps_said)
 
 
 def _release_and_raise(parts: AnswerParts, error: BaseException) -> NoReturn:
@@ -612,17 +618,18 @@ def _progress_bar(enabled: bool, replay: FileReplay, max_ticks: int | None) -> A
                 dynamic_ncols=True, smoothing=0.1)
 
 
-def _write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str, MarkSeries], out: Path) -> int:
+def _write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str, MarkSeries], out: Path,
+                   session_gap_ns: int | None = None) -> int:
     """Score the answer parts one at a time and write them to `out` in the total order ANSWER_ORDER; returns the
     rows written. Memory holds one part (a checkpoint's answers), not the run's: a day of answers is written
-    in fixed-size row groups, so the file's bytes do not depend on how the run was cut into parts either."""
-    marks = {stream: s.values() for stream, s in series.items()}
+    in fixed-size row groups, so the file's bytes do not depend on how the run was cut into parts either.
+    ``session_gap_ns``: an answer whose horizon crosses a longer pause in event time gets no realised label."""
     realised_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
     scored: list[Path] = []
     ends: list[tuple[tuple, tuple]] = []  # each scored part's first and last sort key
     rows = 0
     for path in parts.paths():
-        part = _scored_part(pipeline, pl.read_parquet(path), marks, realised_cache).sort(ANSWER_ORDER)
+        part = _scored_part(pipeline, pl.read_parquet(path), series, realised_cache, session_gap_ns).sort(ANSWER_ORDER)
         scored.append(path.with_name("scored-" + path.name))  # in the parts' dir: removed with it, or on --resume
         part.write_parquet(scored[-1])
         rows += part.height
@@ -640,21 +647,27 @@ def _write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str,
     return rows
 
 
-def _scored_part(pipeline: TickPipeline, raw: pl.DataFrame, marks: dict[str, np.ndarray],
-                 realised_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]) -> pl.DataFrame:
+def _question_of(pipeline: TickPipeline, query: str) -> Any:
+    """The codec question a registered query names (its realised labels), or None."""
+    spec = pipeline.registry.get(query) if query in pipeline.registry else None
+    return pipeline.codec.questions.get(spec.question) if spec is not None and spec.question else None
+
+
+def _scored_part(pipeline: TickPipeline, raw: pl.DataFrame, marks: dict[str, MarkSeries],
+                 realised_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]],
+                 session_gap_ns: int | None = None) -> pl.DataFrame:
     """One part's answers with the realised label and the naive baselines where the question has them."""
-    questions = pipeline.codec.questions
     extra = []
     for query, stream, version, probs, model_probs in raw.select("query", "stream", "ticks", "probs",
                                                                 "model_probs").iter_rows():
-        spec = pipeline.registry.get(query) if query in pipeline.registry else None
-        question = questions.get(spec.question) if spec is not None and spec.question else None
+        question = _question_of(pipeline, query)
         realised = persistence = None
         if question is not None and stream in marks:
             key = (question.name, stream)
             if key not in realised_cache:
-                realised_cache[key] = (label_series(question.spec, marks[stream]),
-                                       persistence_series(question.spec, marks[stream]))
+                series, ts = marks[stream].values(), marks[stream].ts()
+                realised_cache[key] = (label_series(question.spec, series, ts=ts, session_gap_ns=session_gap_ns),
+                                       persistence_series(question.spec, series, ts, session_gap_ns))
             labels, persisted = realised_cache[key]
             i = version - 1  # the answer point: just after the stream's tick number `version`
             realised = question.spec.labels[labels[i]] if labels[i] != NO_LABEL else None

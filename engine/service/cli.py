@@ -388,6 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "config's model.threads, 1)")
     p.add_argument("--by-stream", action="store_true", help="also a row per stream (instrument) under each query, "
                    "from the same answers (of several streams, OUT.scores.json has them as `by_stream` either way)")
+    p.add_argument("--session-gap", type=_session_gap, default=None, metavar="DURATION",
+                   help=SESSION_GAP_HELP + " (overrides the config's answers.session_gap_s; the adaptation's labels "
+                   "end there too)")
     p.set_defaults(run=cmd_backtest)
     _add_train_parsers(sub, reading)
 
@@ -440,6 +443,22 @@ def _finite_number(text: str, zero_ok: bool) -> float:
     if not (0 <= value if zero_ok else 0 < value) or not value < math.inf:
         raise argparse.ArgumentTypeError(f"must be a number {'>=' if zero_ok else '>'} 0, got {text!r}")
     return value
+
+
+def _session_gap(text: str) -> int:
+    """An argparse type: a duration such as 1h, 30m, 90s (ns, us, ms, s, m, h, d) -> int ns > 0."""
+    from queries.trigger import parse_duration_ns
+
+    try:
+        return parse_duration_ns(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a duration such as 1h, 30m or 90s, got {text!r}") from None
+
+
+SESSION_GAP_HELP = ("leave unscored every answer whose label horizon crosses a pause in its stream's event times "
+                    "longer than this, e.g. 1h (a weekend, a night, a halt: the realised label is left null); "
+                    "default: a horizon counts ticks whatever time passes, with a note when scored labels span "
+                    "a pause of over an hour")
 
 
 def _count(text: str) -> int:
@@ -530,6 +549,7 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table (and "
                    "one line on the streams too short to split, and one on the rows the files' reading rejected, if "
                    "any)")
+    p.add_argument("--session-gap", type=_session_gap, default=None, metavar="DURATION", help=SESSION_GAP_HELP)
     p.set_defaults(run=cmd_evaluate)
 
 
@@ -1840,6 +1860,9 @@ def _backtest_inputs(args: argparse.Namespace) -> tuple[Any, Path]:
         if args.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {args.threads}")
         config = dataclasses.replace(config, model=dataclasses.replace(config.model, threads=args.threads))
+    if args.session_gap is not None:
+        config = dataclasses.replace(config, answers=dataclasses.replace(config.answers,
+                                                                         session_gap_s=args.session_gap / 1e9))
     queries = args.queries or (Path(config.queries) if config.queries else None)
     if queries is None:
         if not _is_tick_model(config):
@@ -2137,6 +2160,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from engine.service.finetune import resolve_device
     from engine.service.splits import (gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
                                        short_streams_line, time_overlap_note)
+    from connectors.labels import session_gap_text
 
     _check_outputs(args, [Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet"),
                           Output("--plot", args.plot, kind=IMAGE, example="calibration.png")])
@@ -2153,7 +2177,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
                                      streams=args.streams)
     # train's rule: a part of fewer ticks left a test slice of one tick, an empty table and exit 0
     min_ticks = min_part_ticks(codec, window_ticks(model))
-    prepared, skipped = prepare(codec, streams, split, min_ticks, training=False, name_all=args.verbose)
+    prepared, skipped = prepare(codec, streams, split, min_ticks, training=False, name_all=args.verbose,
+                                session_gap_ns=args.session_gap)
     if (widened := gap_note(codec, split)) is not None:
         said(widened)
     _say_left_out(skipped, short_streams_line(codec, streams, [sd.name for sd in prepared], split, min_ticks), args,
@@ -2169,7 +2194,13 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         raise ValueError(f"nothing to score: no question has a realised answer in both the train and the test part "
                          f"(--split {args.split}) of {counted(len(prepared), 'stream')}")
     result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
-               "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped}
+               "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped,
+               "session_gap_ns": args.session_gap}
+    if across := result["answer_points"]["across_pauses"]:
+        within = "" if args.session_gap is None else f" (within --session-gap {session_gap_text(args.session_gap)})"
+        said(f"{across} scored answer points are labelled across a pause of over an hour in their stream's event "
+             f"times{within}: an answer before a close is scored against the reopen; --session-gap 1h leaves such "
+             f"points unscored")
     if args.json:
         print(_json(result, indent=1))
     else:

@@ -42,6 +42,7 @@ from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.event_time import duration_text
 from connectors.feed import batch_end
+from connectors.labels import spanned_gaps
 from connectors.ticks import shown_name, utc_text
 from engine.models.loader import check_checkpoint
 from engine.service.answer_parts import write_atomically
@@ -49,6 +50,7 @@ from engine.service.backtest import calibration_table
 from engine.service.features import QuestionHead, fit_logistic
 from engine.service.splits import StreamData
 from engine.service.packing import pack_batch
+from engine.service.session_gaps import GAP_NOTE_NS
 from queries.adapt import adapt_series
 from queries.evaluate import calibrated_probs
 
@@ -280,6 +282,7 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
     feats = [sd.features for sd in streams]
     train_x, train_y, test = [[] for _ in qs], [[] for _ in qs], [[] for _ in qs]
     labelled, batch_ends = 0, 0  # the test part's labelled points, and those --batch-ms keeps
+    across_pauses = 0  # scored points whose label spans a pause of over GAP_NOTE_NS in event time
     for sd, x in zip(streams, feats):
         ii, qq = sd.points("train")
         for qi in range(len(qs)):
@@ -300,6 +303,8 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         batch_ends += len(ii)
         keep = np.isin(ii, chosen_ticks(np.unique(ii), W - W // 2, options.max_points))
         ii, qq = ii[keep], qq[keep]
+        across_pauses += sum(int(spanned_gaps(sd.ts, q.spec.horizon, GAP_NOTE_NS)[ii[qq == qi]].sum())
+                             for qi, q in enumerate(qs) if q.spec.kind != "regime")
         logits = answer_logits(model, codec, sd, ii, qq, options)
         for qi, q in enumerate(qs):
             sel = np.nonzero(qq == qi)[0]
@@ -357,7 +362,8 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         write_points(points_out, scored_points)
     return {"questions": results, "window_ticks": W, "options": vars(options),
             "answer_points": {"batch_ms": options.batch_ms, "within_1ms_of_next": round(burst_share(streams), 4),
-                              "labelled": labelled, **({"batch_ends": batch_ends} if options.batch_ms else {})},
+                              "labelled": labelled, **({"batch_ends": batch_ends} if options.batch_ms else {}),
+                              "across_pauses": across_pauses},
             "calibration_source": codec.calibration.source,
             "streams": {sd.name: {"ticks": len(sd.ticks), **{p: [r.start, r.stop] for p, r in
                                                           zip(("train", "validation", "test"), sd.parts)},

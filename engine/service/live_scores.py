@@ -14,6 +14,8 @@ that answer was scored.
                                "model_accuracy": .., "model_brier": .. (the model's own answers, `model_probs`,
                                where answers.adapt published a mix; else None),
                                "pending": answers waiting for their future, "unscorable": ..,
+                               "across_gap": answers whose horizon crossed a pause longer than
+                               answers.session_gap_s (not scored),
                                "outside_labels": answers whose realised label is none of the query's own, and
                                "unscored_why" (where there are such): that, said with the count,
                                "worse_than_prior": [{"stream", "scored", "brier", "prior_brier"}, ...],
@@ -68,6 +70,7 @@ class QueryScore:
     majority_correct: float = 0.0  # expected hits of the majority guess (a tie: a share of one)
     unscorable: int = 0
     outside_labels: int = 0  # realised, but as a label the query did not ask about (a subset of the answers)
+    across_gap: int = 0  # left unlabelled: the horizon crossed a pause longer than answers.session_gap_s
     # the model's own answers (``model_probs``, beside what answers.adapt published), on the same answers
     model_scored: int = 0
     model_correct: int = 0
@@ -94,7 +97,8 @@ class QueryScore:
                 "prior_brier": self.mean(self.prior_brier), "majority_accuracy": self.mean(self.majority_correct),
                 "model_accuracy": self.mean(self.model_correct, self.model_scored),
                 "model_brier": self.mean(self.model_brier, self.model_scored),
-                "pending": pending, "unscorable": self.unscorable, "outside_labels": self.outside_labels}
+                "pending": pending, "unscorable": self.unscorable, "outside_labels": self.outside_labels,
+                "across_gap": self.across_gap}
 
 
 @dataclass
@@ -103,6 +107,7 @@ class StreamMarks:
 
     tracker: MarkTracker = field(default_factory=MarkTracker)
     marks: list[float] = field(default_factory=list)
+    times: list[int] = field(default_factory=list)  # times[i - base]: the event time of its i-th tick, beside marks
     # with a book that keeps them (the answer adaptation, for answer heads): features[i - base] beside marks[i - base]
     feature_tracker: FeatureTracker | None = None
     features: list[np.ndarray] = field(default_factory=list)
@@ -128,14 +133,17 @@ class StreamMarks:
         """Forget the marks (and features) of ticks before ``tick_count``."""
         drop = tick_count - self.base
         del self.marks[:drop]
+        del self.times[:drop]
         del self.features[:drop]
         self.base = tick_count
 
-    def label(self, spec: QuestionSpec, point: int) -> int:
+    def label(self, spec: QuestionSpec, point: int, session_gap_ns: int | None = None) -> int:
         """The realised label index of the answer point just after tick ``point`` (its mark and ``horizon``
-        more must be kept: ``point + horizon <= ticks``); NO_LABEL where labels.py gives none."""
-        start = point - self.base  # the mark at the answer point, then `horizon` more
-        return int(label_series(spec, np.asarray(self.marks[start : start + spec.horizon + 1]))[0])
+        more must be kept: ``point + horizon <= ticks``); NO_LABEL where labels.py gives none (with
+        ``session_gap_ns``: also where the horizon crosses a longer pause in event time)."""
+        span = slice(point - self.base, point - self.base + spec.horizon + 1)  # the answer point, `horizon` more
+        times = np.asarray(self.times[span], dtype=np.int64) if session_gap_ns is not None else None
+        return int(label_series(spec, np.asarray(self.marks[span]), ts=times, session_gap_ns=session_gap_ns)[0])
 
 
 def majority_hit(counts: np.ndarray, y: int) -> float:
@@ -152,7 +160,8 @@ class StreamMarksBook:
     answer adaptation in adaptation.py); ``_marked`` and ``_lost_prices`` are what each does with them."""
 
     def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True,
-                 features: bool = False) -> None:
+                 features: bool = False, session_gap_ns: int | None = None) -> None:
+        self.session_gap_ns = session_gap_ns  # answers.session_gap_s: labels end at a longer pause in event time
         # named questions with a realised answer: {name: QuestionSpec}; none when disabled (then nothing is kept)
         self.questions = {name: q.spec for name, q in questions.items()
                           if enabled and hasattr(q, "spec") and q.spec.kind != "regime"}
@@ -180,6 +189,7 @@ class StreamMarksBook:
             return
         mark = state.tracker.update(tick)
         state.marks.append(mark)
+        state.times.append(tick.ts)
         if self.keep_features:
             if state.feature_tracker is None:
                 state.feature_tracker = FeatureTracker()
@@ -192,6 +202,7 @@ class StreamMarksBook:
         state.tokenized = True
         state.ticks += ticks
         state.marks.clear()
+        state.times.clear()
         state.features.clear()
         self._lost_prices(stream, state)
 
@@ -224,8 +235,9 @@ class Waiting(NamedTuple):
 class LiveScores(StreamMarksBook):
     """Fed every accepted tick (``observe``) and every published standing answer (``expect``)."""
 
-    def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True) -> None:
-        super().__init__(questions, committed, enabled)
+    def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True,
+                 session_gap_ns: int | None = None) -> None:
+        super().__init__(questions, committed, enabled, session_gap_ns=session_gap_ns)
         self.scores: dict[str, QueryScore] = {}
         self.asked: dict[str, str] = {}  # query -> what its labels are written as, "choices" or "values"
         # query -> its question and that question's end buckets, where it is bucketed in bps (saturation)
@@ -264,14 +276,17 @@ class LiveScores(StreamMarksBook):
         for query, waiting in state.waiting.items():
             while waiting and waiting[0].version + waiting[0].spec.horizon <= state.ticks:
                 answer = waiting.popleft()
-                self._add(query, state, answer, state.label(answer.spec, answer.version))
+                self._add(query, state, answer, state.label(answer.spec, answer.version, self.session_gap_ns))
 
     def _add(self, query: str, state: StreamMarks, answer: Waiting, label: int) -> None:
         score = self._score(query)
         labels, p = answer.labels, answer.probs  # (labels,) the query's own answer order
         realised = answer.spec.labels[label] if label != NO_LABEL else None
-        if realised is None:
-            score.unscorable += 1
+        if realised is None:  # a full horizon goes unlabelled only across a pause longer than the session gap
+            if self.session_gap_ns is not None:
+                score.across_gap += 1
+            else:
+                score.unscorable += 1
             return
         buckets = end_buckets(answer.spec)
         if buckets is not None:  # counted whether or not the query asked this label: the question saturates

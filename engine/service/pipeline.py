@@ -257,10 +257,11 @@ class TickPipeline:
         self.history = AnswerHistory(config.log.answers_keep)  # published answers, for gap fills
         streams = self.engine.scheduler.streams
         self.scores = LiveScores(self.codec.questions, lambda s: streams[s].ticks if s in streams else 0,
-                                 enabled=live_scores)
+                                 enabled=live_scores, session_gap_ns=config.answers.session_gap_ns)
         self.adaptation = AnswerAdaptation(self.codec.questions, lambda s: streams[s].ticks if s in streams else 0,
                                            enabled=config.answers.adapt == "online",
-                                           heads=answer_heads(config, self.codec))
+                                           heads=answer_heads(config, self.codec),
+                                           session_gap_ns=config.answers.session_gap_ns)
         self.flash.adapt = self.adaptation.adapt
         self.adaptation.compile = self._compiled_current
         configured = configured_queries(config.queries, self.registry) if config.queries else None

@@ -93,11 +93,13 @@ class ShardedPipeline:
         self.answers_out = 0
         self.stale_dropped = 0
         self.progress: dict[str, int] = {}  # stream -> ticks committed, from the shards' replies
-        self.scores = LiveScores(self.codec.questions, lambda stream: self.progress.get(stream, 0))
+        self.scores = LiveScores(self.codec.questions, lambda stream: self.progress.get(stream, 0),
+                                 session_gap_ns=config.answers.session_gap_ns)
         # answers are adapted here, where every tick's price is seen (shards get tokens only), before publishing
         self.adaptation = AnswerAdaptation(self.codec.questions, lambda stream: self.progress.get(stream, 0),
                                            enabled=config.answers.adapt == "online",
-                                           heads=answer_heads(config, self.codec))
+                                           heads=answer_heads(config, self.codec),
+                                           session_gap_ns=config.answers.session_gap_ns)
         self.adaptation.compile = lambda name: (self.flash.compiled(self.registry.current(name))
                                                 if self.registry.current(name) is not None else None)
         self.shard_of: dict[str, ShardLink] = {}

@@ -99,6 +99,11 @@ class StreamData:
     labels: np.ndarray  # label index per (tick, question) computed within the tick's part; NO_LABEL elsewhere
 
     @cached_property
+    def ts(self) -> np.ndarray:
+        """(n,) int64 each tick's event time, ns."""
+        return np.array([t.ts for t in self.ticks], dtype=np.int64)
+
+    @cached_property
     def features(self) -> np.ndarray:
         """(n, F) each tick's microstructure features (features.py), computed once: calibration, the answer
         heads and evaluate all read them."""
@@ -149,12 +154,16 @@ def _possessive_list(names: list[str]) -> str:
     return owned[0] if len(owned) == 1 else f"{', '.join(owned[:-1])} and {owned[-1]}"
 
 
-def part_labels(codec: BinnedCodec, marks: np.ndarray, parts: StreamSplit) -> np.ndarray:
-    """Labels per (tick, question), each part labelled from its own marks only; gap ticks stay unlabelled."""
+def part_labels(codec: BinnedCodec, marks: np.ndarray, parts: StreamSplit, ts: np.ndarray | None = None,
+                session_gap_ns: int | None = None) -> np.ndarray:
+    """Labels per (tick, question), each part labelled from its own marks only; gap ticks stay unlabelled, and
+    so do points whose horizon crosses a pause in event time (``ts``) longer than ``session_gap_ns``."""
     out = np.full((len(marks), len(codec.questions)), NO_LABEL, dtype=np.int64)
     for r in parts:
+        times = ts[r.start : r.stop] if ts is not None else None
         for qi, q in enumerate(codec.questions.values()):
-            out[r.start : r.stop, qi] = label_series(q.spec, marks[r.start : r.stop])
+            out[r.start : r.stop, qi] = label_series(q.spec, marks[r.start : r.stop], ts=times,
+                                                     session_gap_ns=session_gap_ns)
     return out
 
 
@@ -237,9 +246,11 @@ def _short_streams(streams: dict[str, list[Tick]], kept: Iterable[str]) -> _Shor
 
 
 def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
-            min_ticks: int, training: bool = True, name_all: bool = False) -> tuple[list[StreamData], list[str]]:
+            min_ticks: int, training: bool = True, name_all: bool = False,
+            session_gap_ns: int | None = None) -> tuple[list[StreamData], list[str]]:
     """Streams long enough to split (each part >= `min_ticks`: min_part_ticks), and a note per stream left out;
-    ``training``: for `train` (its refusal may then say what a split without a validation part does to training).
+    ``training``: for `train` (its refusal may then say what a split without a validation part does to training);
+    ``session_gap_ns``: labels end at a longer pause in event time (evaluate --session-gap).
     Refused when none is: the streams named one by one when few or ``name_all`` (--verbose), else summed up."""
     gap = max(spec.gap, longest_horizon(codec))
     out, skipped = [], []
@@ -253,7 +264,10 @@ def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
             continue
         tokens = np.array(codec.encode_stream(ticks), dtype=np.int64).reshape(-1, TOKENS_PER_TICK)
         marks = marks_of(ticks)
-        out.append(StreamData(name, ticks, tokens, marks, parts, part_labels(codec, marks, parts)))
+        data = StreamData(name, ticks, tokens, marks, parts, np.zeros(0, dtype=np.int64))
+        data.labels = part_labels(codec, marks, parts, data.ts if session_gap_ns is not None else None,
+                                  session_gap_ns)
+        out.append(data)
     if not out:
         longest, n = max(((name, len(ticks)) for name, ticks in streams.items()), key=lambda kv: (kv[1], kv[0]))
         if name_all or len(skipped) <= SHORT_NAMED:

@@ -1,0 +1,163 @@
+"""Labels across a pause in event time (a weekend, a night, a split between two sessions): with a session gap
+(backtest/evaluate --session-gap, answers.session_gap_s) no answer's label spans a longer pause, chunked still
+equals batch by batch, live scores and the adaptation end their labels there too; without it a note counts the
+scored answers labelled across a pause of over an hour."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from conftest import tiny_tick_checkpoint
+from connectors.builtin import load_builtin_codec
+from connectors.labels import NO_LABEL, label_series, spanned_gaps
+from connectors.ticks import encode, quote
+from engine.service.backtest import run_backtest
+from engine.service.cli import main
+from engine.service.config import ConfigError, ServiceConfig
+from engine.service.pipeline import TickPipeline
+from queries.yaml_loader import load_queries
+
+QUERIES = """
+queries:
+  - {name: dir20, streams: ["*"], question: direction_20, kind: choice, trigger: batch}
+  - {name: move50, streams: ["*"], question: move_bps_50, kind: expectation, trigger: batch}
+"""
+HOUR = 3_600_000_000_000
+FRIDAY_21H = 1_704_488_400_000_000_000  # 2024-01-05T21:00:00Z, an hour before the FX close
+WEEKEND = 48 * HOUR
+
+
+def fx_week(ticks_each_side: int = 240, seed: int = 1) -> list:
+    """EURUSD quotes: an hour before Friday's close, then from Sunday's reopen two days later, 40 pips higher."""
+    rng = random.Random(seed)
+    out, mid = [], 1.0940
+    for i in range(2 * ticks_each_side):
+        ts = FRIDAY_21H + i * 15_000_000_000 + (WEEKEND if i >= ticks_each_side else 0)
+        mid += 0.0040 if i == ticks_each_side else rng.choice((-1, 1)) * 0.00002
+        out.append(quote("EURUSD", ts, round(mid - 0.00005, 6), round(mid + 0.00005, 6), 1.0, 1.0))
+    return out
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("session_gap")
+    checkpoint = tiny_tick_checkpoint(root / "model", seed=3, max_position_embeddings=256)
+    (root / "q.yaml").write_text(QUERIES)
+    ticks = fx_week()
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "week.parquet")
+    return root, checkpoint, ticks
+
+
+def config(checkpoint: Path, session_gap_s: float | None = None) -> ServiceConfig:
+    return ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+                                    "answers": {"session_gap_s": session_gap_s}})
+
+
+def spans_the_weekend(table: pl.DataFrame, horizons: dict[str, int], ticks_before: int) -> pl.Series:
+    """Per answer row: whether its label horizon (ticks `ticks`..`ticks` + h, 1-based) reaches past Friday's
+    last tick."""
+    horizon = pl.col("query").replace_strict(horizons, return_dtype=pl.Int64)
+    return table.select((pl.col("ticks") <= ticks_before) & (pl.col("ticks") + horizon > ticks_before)).to_series()
+
+
+def test_spanned_gaps_and_labels_end_at_a_longer_pause() -> None:
+    ts = np.array([0, 1, 2, 10, 11, 12], dtype=np.int64) * HOUR  # a 8-hour pause between ticks 2 and 3
+    assert spanned_gaps(ts, 2, HOUR).tolist() == [False, True, True, False, False, False]
+    assert not spanned_gaps(ts, 2, 9 * HOUR).any()
+    spec = load_builtin_codec().questions["direction_5"].spec
+    marks = np.linspace(100.0, 101.0, 12)
+    times = np.array([0, 1, 2, 3, 4, 5, 30, 31, 32, 33, 34, 35], dtype=np.int64) * HOUR
+    plain = label_series(spec, marks)
+    gapped = label_series(spec, marks, ts=times, session_gap_ns=HOUR)
+    crossing = spanned_gaps(times, 5, HOUR)
+    assert crossing.sum() == 5 and (gapped[crossing] == NO_LABEL).all()
+    assert (gapped[~crossing] == plain[~crossing]).all() and (plain[crossing] != NO_LABEL).all()
+
+
+def test_the_weekend_is_noted_without_the_option_and_left_unscored_with_it(setup) -> None:
+    root, checkpoint, ticks = setup
+    horizons = {"dir20": 20, "move50": 50}
+    plain = run_backtest(config(checkpoint), [root / "week.parquet"], root / "q.yaml", root / "plain.parquet",
+                         progress=False)
+    table = pl.read_parquet(root / "plain.parquet")
+    spanning = table.filter(spans_the_weekend(table, horizons, len(ticks) // 2) & pl.col("correct").is_not_null())
+    assert spanning.height > 0  # Friday's last answers scored against Sunday's reopen
+    summary = plain.summary()
+    assert (f"note: {spanning.height} scored answers (dir20 {spanning.filter(pl.col('query') == 'dir20').height}, "
+            f"move50 {spanning.filter(pl.col('query') == 'move50').height}) are labelled across a pause of over "
+            f"an hour") in summary
+    assert "the widest: EURUSD, 2 days from 2024-01-05T21:59:45Z to 2024-01-07T22:00:00Z" in summary
+    assert "--session-gap 1h leaves such answers unscored" in summary
+
+    gapped = {}
+    for name, chunked in [("chunked", True), ("batches", False)]:
+        report = run_backtest(config(checkpoint, 3600), [root / "week.parquet"], root / "q.yaml",
+                              root / f"{name}.parquet", progress=False, chunked=chunked)
+        gapped[name] = pl.read_parquet(root / f"{name}.parquet").sort(["query", "stream", "seq"])
+    table = gapped["chunked"]
+    across = spans_the_weekend(table, horizons, len(ticks) // 2)
+    assert table.filter(across)["realised"].null_count() == across.sum() == spanning.height
+    kept = table.filter(~across).join(pl.read_parquet(root / "plain.parquet"), on=["query", "stream", "seq"])
+    assert kept.height == table.height - across.sum() and kept["realised"].equals(kept["realised_right"])
+    summary = report.summary()
+    assert "labelled across a pause" not in summary
+    assert (f"note: --session-gap 1h (answers.session_gap_s): {spanning.height} answers (dir20 "
+            f"{spanning.filter(pl.col('query') == 'dir20').height}, move50 "
+            f"{spanning.filter(pl.col('query') == 'move50').height}) have a label horizon across a longer pause")\
+        in summary
+    exact = ["query", "stream", "seq", "ticks", "data_ts", "realised", "correct"]
+    assert gapped["chunked"].select(exact).equals(gapped["batches"].select(exact))  # chunked == tick group by group
+
+
+def test_the_cli_option_sets_the_config_key_and_is_checked(setup, capsys) -> None:
+    root, checkpoint, _ = setup
+    assert main(["backtest", str(root / "week.parquet"), "--model", str(checkpoint), "--queries",
+                 str(root / "q.yaml"), "--out", str(root / "cli.parquet"), "--quiet", "--session-gap", "90m"]) == 0
+    assert "note: --session-gap 90m (answers.session_gap_s):" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["backtest", str(root / "week.parquet"), "--out", str(root / "x.parquet"), "--session-gap", "soon"])
+    assert "--session-gap: must be a duration such as 1h" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="answers.session_gap_s must be a number of seconds > 0"):
+        ServiceConfig.from_dict({"answers": {"session_gap_s": 0}})
+
+
+def test_live_scores_and_the_adaptation_end_labels_at_the_session_gap() -> None:
+    """answers.session_gap_s: a live answer whose horizon crosses the weekend is counted `across_gap`, never scored,
+    and the adaptation is fed no label from it (its mix then differs from one fed the weekend's move)."""
+    ticks = fx_week(120)
+    published = {}
+    for gap in (None, 3600):
+        pipeline = TickPipeline(ServiceConfig.from_dict({"answers": {"session_gap_s": gap}}))
+        pipeline.register_queries(load_queries(QUERIES, questions=pipeline.codec.questions))
+        answers = []
+        for i in range(0, len(ticks), 4):
+            assert pipeline.ingest_message(encode(ticks[i : i + 4])) == []
+            answers += pipeline.run_until_idle()
+        published[gap] = {(a.query, a.version): a.value["probs"] for a in answers}
+        scores = pipeline.scores.summary()["dir20"]
+        if gap is None:
+            assert scores["across_gap"] == 0 and scores["unscorable"] == 0
+        else:  # the dir20 answers at ticks 101..120 have a horizon across the weekend (ticks 120 -> 121)
+            assert scores["across_gap"] == len([v for q, v in published[gap] if q == "dir20" and 100 < v <= 120])
+            assert scores["across_gap"] > 0 and scores["unscorable"] == 0
+    late = [key for key in published[None] if key[0] == "dir20" and key[1] > 150]
+    assert any(published[None][key] != published[3600][key] for key in late)
+
+
+def test_evaluate_notes_labels_across_a_pause_and_leaves_them_out_with_the_option(setup, capsys) -> None:
+    root, _, _ = setup
+    ticks = fx_week(700, seed=2)
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "long_week.parquet")
+    common = ["evaluate", "builtin", str(root / "long_week.parquet"), "--split", "20/20/60", "--max-points", "2000",
+              "--resamples", "10", "--threads", "1", "--json"]
+    assert main(common) == 0
+    said = capsys.readouterr()
+    assert "scored answer points are labelled across a pause of over an hour" in said.err
+    assert "--session-gap 1h leaves such points unscored" in said.err
+    assert main([*common, "--session-gap", "1h"]) == 0
+    assert "labelled across a pause" not in capsys.readouterr().err
