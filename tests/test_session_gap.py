@@ -1,7 +1,7 @@
 """Labels across a pause in event time (a weekend, a night, a split between two sessions): with a session gap
 (backtest/evaluate --session-gap, answers.session_gap_s) no answer's label spans a longer pause, chunked still
 equals batch by batch, live scores and the adaptation end their labels there too; without it a note counts the
-scored answers labelled across a pause of over an hour."""
+scored answers labelled across a pause of over an hour; a split-like step across a pause gets a caution."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest
 from conftest import tiny_tick_checkpoint
 from connectors.builtin import load_builtin_codec
 from connectors.labels import NO_LABEL, label_series, spanned_gaps
-from connectors.ticks import encode, quote
+from connectors.price_steps import split_like_steps
+from connectors.ticks import encode, quote, trade
 from engine.service.backtest import run_backtest
 from engine.service.cli import main
 from engine.service.config import ConfigError, ServiceConfig
@@ -161,3 +162,42 @@ def test_evaluate_notes_labels_across_a_pause_and_leaves_them_out_with_the_optio
     assert "--session-gap 1h leaves such points unscored" in said.err
     assert main([*common, "--session-gap", "1h"]) == 0
     assert "labelled across a pause" not in capsys.readouterr().err
+
+
+def split_session(stream: str, start: int, price: float, n: int, rng: random.Random) -> list:
+    """n trades a second apart around `price` (a cent's moves)."""
+    return [trade(stream, start + i * 1_000_000_000, round(price + rng.choice((-1, 0, 1)) * 0.01, 2), 100.0)
+            for i in range(n)]
+
+
+def test_a_split_between_two_sessions_gets_a_caution(setup) -> None:
+    root, checkpoint, _ = setup
+    rng = random.Random(4)
+    friday, monday = 1_772_807_400_000_000_000, 1_773_063_000_000_000_000  # 2026-03-06 14:30Z, 2026-03-09 13:30Z
+    ticks = split_session("BF B", friday, 45.00, 150, rng) + split_session("BF B", monday, 22.50, 150, rng)
+    ticks += split_session("KO", friday, 60.00, 150, rng) + split_session("KO", monday, 60.60, 150, rng)  # +1%
+    ticks.sort(key=lambda t: t.ts)
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "split.parquet")
+    report = run_backtest(config(checkpoint), [root / "split.parquet"], root / "q.yaml", root / "split_a.parquet",
+                          progress=False)
+    cautions = [line for line in report.summary().splitlines() if line.startswith("warning: ")]
+    assert len(cautions) == 1, cautions  # BF B, not KO's overnight move of 1%
+    assert cautions[0].startswith("warning: BF B: its price stepped x0.5 across a pause of 2.96 days in event time "
+                                  "(2026-03-06T14:32:29Z to 2026-03-09T13:30:00Z)")
+    assert "near 1/2 (a 2-for-1 split, or a data error?)" in cautions[0]
+    assert "split-adjusted files are expected (docs/replay.md)" in cautions[0]
+    assert "scored as that move (--session-gap 1h leaves them unscored)" in cautions[0]
+    report = run_backtest(config(checkpoint, 3600), [root / "split.parquet"], root / "q.yaml",
+                          root / "split_b.parquet", progress=False)
+    assert "the answers whose label horizon spans it are left unscored (--session-gap 1h)" in report.summary()
+
+
+def test_split_like_steps_need_a_pause_a_split_ratio_and_a_step_beyond_the_typical_move() -> None:
+    ts = np.array([0, 1, 2, 3, 4, 30, 31, 32, 33, 34], dtype=np.int64) * HOUR
+    halved = np.array([100.0, 100.1, 99.9, 100.0, 100.1, 50.0, 50.1, 49.9, 50.0, 50.1])
+    [step] = split_like_steps("X", ts, halved)
+    assert (str(step.ratio), step.before_ts, step.after_ts) == ("1/2", 4 * HOUR, 30 * HOUR)
+    assert split_like_steps("X", np.arange(10, dtype=np.int64) * 60_000_000_000, halved) == []  # no pause: no session
+    assert split_like_steps("X", ts, np.where(np.arange(10) < 5, halved, halved * 1.2)) == []  # x0.6: no split ratio
+    noisy = np.array([100.0, 80.0, 120.0, 90.0, 100.0, 50.0, 70.0, 40.0, 50.0, 60.0])  # moves of 20% a tick
+    assert split_like_steps("X", ts, noisy) == []

@@ -46,7 +46,7 @@ from engine.service.answer_parts import RAW_SCHEMA, AnswerParts, write_atomicall
 from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.rejections import every_tick_refused, lost_streams, rejected_lines
-from engine.service.session_gaps import gap_notes
+from engine.service.session_gaps import gap_notes, split_cautions
 from engine.stream_patterns import did_you_mean
 from queries.cache import Answer
 from queries.yaml_loader import no_query
@@ -121,6 +121,7 @@ class BacktestReport:
     # query -> its bps-bucketed question is saturated on some of its streams (connectors/saturation.py), said so
     saturated_why: dict[str, str] = field(default_factory=dict)
     gap_notes: list[str] = field(default_factory=list)  # labels across pauses in event time (session_gaps.py)
+    step_cautions: list[str] = field(default_factory=list)  # split-like price steps across such pauses
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
@@ -181,6 +182,7 @@ class BacktestReport:
                          f"{frequencies}); what was published is the adapted mix.{fit}")
         lines += [f"note: {query}: {why}" for query, why in self.saturated_why.items()]
         lines += [f"note: {said}" for said in self.gap_notes]
+        lines += [f"warning: {caution}" for caution in self.step_cautions]
         lines += self._published_verdict()
         lines += [f"note: {found}" for found in self.found_notes]
         lines += [f"warning (said above too): {caution}" for caution in self.cautions]
@@ -367,6 +369,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     _say_silent_queries(pipeline, answered, sorted(marks), note, replay.rejected)
     asked = {name: question.spec for name in sorted(answered) if (question := _question_of(pipeline, name)) is not None}
     gaps_said = gap_notes(asked, graded, marks, config.answers.session_gap_ns)
+    steps_said = split_cautions(marks, config.answers.session_gap_ns)
     out.with_suffix(".scores.json").write_text(json.dumps([s.to_json() for s in scores], indent=2) + "\n")
     try:  # last: the answers and scores are on disk whatever happens here
         _plot_calibration(out, scores)
@@ -376,7 +379,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                           parts.resumed_at, test_from, config.model.path, stream_ticks, replay.cautions, unscored_why,
                           partly_scored_why, replay.found_notes, None if time_range is None else time_range.text(),
                           replay.range_left_out, split_times, streams, stream_unscored_why, saturated_why,
-                          gaps_said)
+                          gaps_said, steps_said)
 
 
 def _release_and_raise(parts: AnswerParts, error: BaseException) -> NoReturn:

@@ -2160,7 +2160,10 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from engine.service.finetune import resolve_device
     from engine.service.splits import (gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
                                        short_streams_line, time_overlap_note)
-    from connectors.labels import session_gap_text
+    import numpy as np
+
+    from connectors.labels import session_gap_text, tick_price
+    from connectors.price_steps import split_like_steps
 
     _check_outputs(args, [Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet"),
                           Output("--plot", args.plot, kind=IMAGE, example="calibration.png")])
@@ -2186,6 +2189,9 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     _say_rejected_if_quiet(rejected, sum(map(len, streams.values())), args, "flashtick evaluate")
     if (overlap := time_overlap_note(prepared)) is not None:
         said(overlap)
+    for sd in prepared:  # a split between two sessions, scored as a move (connectors/price_steps.py)
+        for step in split_like_steps(sd.name, sd.ts, np.array([tick_price(t) for t in sd.ticks])):
+            print(f"flashtick evaluate: warning: {step.caution(args.session_gap)}", file=sys.stderr)
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),
                               read_head(model_dir, codec), points_out=args.points_out)
     if (why := batch_ms_left_nothing(result)) is not None:

@@ -3,7 +3,8 @@
 A label horizon counts ticks, so an answer just before a close is labelled from the ticks after the reopen. With
 ``answers.session_gap_s`` (backtest --session-gap) such an answer gets no realised label (connectors/labels.py);
 this counts, from the answers file, the scored answers whose labels span a pause of over GAP_NOTE_NS (without the
-option, or with a longer one) and the answers the option left unscored, and says both in a note.
+option, or with a longer one) and the answers the option left unscored, and says both in a note; and it turns the
+split-like price steps across such pauses (connectors/price_steps.py) into cautions.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import polars as pl
 
 from connectors.event_time import duration_text
 from connectors.labels import MarkSeries, session_gap_text, spanned_gaps
+from connectors.price_steps import split_like_steps
 from connectors.questions import QuestionSpec
 from connectors.ticks import shown_name, utc_text
 
@@ -95,3 +97,8 @@ def gap_notes(questions: Mapping[str, QuestionSpec], graded: pl.LazyFrame, serie
 def _per_query(counts: dict[str, int]) -> str:
     return ", ".join(f"{query} {n}" for query, n in counts.items())
 
+
+def split_cautions(series: Mapping[str, MarkSeries], session_gap_ns: int | None) -> list[str]:
+    """A caution per split-like price step across a pause, stream by stream in name order."""
+    return [step.caution(session_gap_ns) for stream in sorted(series)
+            for step in split_like_steps(stream, series[stream].ts(), series[stream].own_prices())]

@@ -1,0 +1,75 @@
+"""Price steps across a pause that look like a stock split: a caution, never a correction.
+
+Replay takes prices as the files give them; corporate actions are not applied (docs/replay.md expects
+split-adjusted files). A 2-for-1 split between two sessions then replays as a 50% crash, and every answer whose
+label horizon spans it is scored as a move. This finds, per stream, the pauses in event time longer than
+STEP_GAP_NS across which the price level changed by a ratio within SPLIT_TOLERANCE of a simple split ratio and
+by more than STEP_TIMES the stream's typical tick-to-tick move, so that the user is told which stream, when
+and by what ratio.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import NamedTuple
+
+import numpy as np
+
+from connectors.event_time import duration_text
+from connectors.labels import session_gap_text
+from connectors.ticks import shown_name, utc_text
+
+STEP_GAP_NS = 3_600_000_000_000  # a pause of over an hour: between sessions (a split is applied while closed)
+# price after / price before of N-for-M splits and reverse splits (1/2: a 2-for-1 split halves the price)
+SPLIT_RATIOS = tuple(Fraction(r) for r in ("1/2", "1/3", "2/3", "2", "3", "3/2", "1/4", "4", "1/10", "10"))
+SPLIT_TOLERANCE = 0.03  # |log(step / ratio)| within log(1.03): the session's own move on top of the split
+STEP_TIMES = 20  # ... and the step more than this many times the stream's median tick-to-tick move
+SIDE_TICKS = 5  # the level on each side of the pause: the median of this many ticks' prices (one bad print aside)
+
+
+class PriceStep(NamedTuple):
+    stream: str
+    before_ts: int  # the last tick before the pause
+    after_ts: int  # the first tick after it
+    step: float  # the price level after / before
+    ratio: Fraction  # the split ratio it is near
+    times_typical: float  # |log step| / the stream's median |log move| between ticks
+
+    def caution(self, session_gap_ns: int | None) -> str:
+        """The caution line: the stream, the pause, the ratio; what its answers' scores then are."""
+        kind = (f"a {self.ratio.denominator}-for-{self.ratio.numerator} split" if self.ratio < 1
+                else f"a {self.ratio.denominator}-for-{self.ratio.numerator} reverse split")
+        gap = self.after_ts - self.before_ts
+        scored = ("the answers whose label horizon spans it are left unscored (--session-gap "
+                  f"{session_gap_text(session_gap_ns)})" if session_gap_ns is not None and gap > session_gap_ns else
+                  "the answers whose label horizon spans it are scored as that move (--session-gap 1h leaves "
+                  "them unscored)")
+        return (f"{shown_name(self.stream)}: its price stepped x{self.step:.3g} across a pause of "
+                f"{duration_text(gap)} in event time ({utc_text(self.before_ts)} to {utc_text(self.after_ts)}), "
+                f"{self.times_typical:.0f} times its typical move and near {self.ratio} ({kind}, or a data error?): "
+                f"prices are replayed as the files give them, so split-adjusted files are expected "
+                f"(docs/replay.md); {scored}")
+
+
+def split_like_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[PriceStep]:
+    """The split-like steps of one stream: ``ts`` its ticks' event times (int64 ns, shape (n,)), ``prices`` each
+    tick's own price (float64, shape (n,), a quote's mid or a trade's price), in replay order."""
+    pauses = np.nonzero(np.diff(ts) > STEP_GAP_NS)[0]  # j: the pause between tick j and tick j + 1
+    if not len(pauses):
+        return []
+    log_prices = np.log(prices)
+    moves = np.abs(np.diff(log_prices))
+    moves = moves[moves > 0]
+    typical = float(np.median(moves)) if len(moves) else 0.0
+    steps = []
+    for j in pauses:
+        before = float(np.median(prices[max(0, j + 1 - SIDE_TICKS) : j + 1]))
+        after = float(np.median(prices[j + 1 : j + 1 + SIDE_TICKS]))
+        step = after / before
+        ratio = min(SPLIT_RATIOS, key=lambda r: abs(np.log(step / float(r))))
+        if abs(np.log(step / float(ratio))) > np.log1p(SPLIT_TOLERANCE):
+            continue
+        times = abs(np.log(step)) / typical if typical > 0 else np.inf
+        if times > STEP_TIMES:
+            steps.append(PriceStep(stream, int(ts[j]), int(ts[j + 1]), step, ratio, times))
+    return steps
