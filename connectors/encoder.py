@@ -510,11 +510,14 @@ class StreamEncoders:
             return
         result.accepted.append(item)
 
-    def shed_message(self, data: bytes, err: InvalidTick, tokenized: bool = False) -> Ingested | None:
-        """A whole message refused with ``err`` (the engine is behind and sheds), one rejection per stream with the
-        count of its ticks, none of them validated or encoded: refusing tick by tick cost as much as accepting,
-        so a queue of messages behind a shedding engine drained no faster than the feed filled it. None for a
-        message that does not decode (the normal path says why)."""
+    def shed_message(self, data: bytes, refusal: Callable[[str | None], InvalidTick | None],
+                     tokenized: bool = False) -> Ingested | None:
+        """A whole message refused (the engine is behind and sheds), one rejection per stream with the count of its
+        ticks and ``refusal(stream)``'s reason, none of them validated or encoded: refusing tick by tick cost as much
+        as accepting, so a queue of messages behind a shedding engine drained no faster than the feed filled it.
+        None for a message that does not decode (the normal path says why), or one with a stream ``refusal``
+        accepts (None for it): that message is read tick by tick. A tick without a valid stream name gets
+        ``refusal(None)``'s reason."""
         if len(data) > self.max_message_bytes:
             return None
         try:
@@ -522,6 +525,7 @@ class StreamEncoders:
         except InvalidTick:
             return None
         first: dict[str | None, list[int]] = {}  # stream -> [index of its first tick, its ticks]
+        named: list[str | None] = []
         for index, obj in enumerate(items):
             stream = obj.get("stream") if isinstance(obj, dict) else None
             try:
@@ -529,8 +533,14 @@ class StreamEncoders:
             except InvalidTick:
                 stream = None
             first.setdefault(stream, [index, 0])[1] += 1
+            named.append(stream)
+        errors = {stream: refusal(stream) for stream in first}
+        if any(err is None for err in errors.values()):
+            return None
+        for stream, obj in zip(named, items):
             self._note_refused(stream, obj)
-        return Ingested([], [Rejection(index, err.reason, str(err), stream, n) for stream, (index, n) in first.items()])
+        return Ingested([], [Rejection(index, errors[stream].reason, str(errors[stream]), stream, n)
+                             for stream, (index, n) in first.items()])
 
     def _ingest(self, data: bytes, submit: Submit, items_of: Callable[[Any], list[Any]],
                 first_phase: Callable[[Any], EncodedTick | None], result: Ingested) -> Ingested:

@@ -166,6 +166,7 @@ class Scheduler:
         self._plans = 0
         self._pending_chunks = 0
         self._pending_tokens = 0
+        self._streams_waiting = 0  # streams with pending tokens
         self._victims: list[Stream] | None = None  # LRU eviction order, built at most once per plan
 
     # -- ingest and asks ------------------------------------------------------------------------
@@ -182,7 +183,7 @@ class Scheduler:
         chunk = Chunk(list(tokens), event_ts, ticks, arrival_ns or time.time_ns(), cut)
         state.pending.append(chunk)
         state.last_seen_ns = chunk.arrival_ns
-        self._queued([chunk], +1)
+        self._queued(state, [chunk], +1)
 
     def close_group(self, stream: str) -> None:
         """End ``stream``'s tick group at its latest pending chunk: standing queries are checked right after
@@ -257,9 +258,22 @@ class Scheduler:
             return None
         return min((s.pending[0].arrival_ns for s in self.streams.values() if s.pending), default=None)
 
-    def _queued(self, chunks: list[Chunk], sign: int) -> None:
+    def pending_tokens_of(self, stream: str) -> int:
+        """Of the backlog, the tokens of ``stream`` (0 for a stream not held)."""
+        state = self.streams.get(stream)
+        return 0 if state is None else state.pending_tokens
+
+    def streams_waiting(self) -> int:
+        """Streams with tokens waiting for a forward."""
+        return self._streams_waiting
+
+    def _queued(self, state: Stream, chunks: list[Chunk], sign: int) -> None:
+        tokens = sign * sum(len(c.tokens) for c in chunks)
         self._pending_chunks += sign * len(chunks)
-        self._pending_tokens += sign * sum(len(c.tokens) for c in chunks)
+        self._pending_tokens += tokens
+        was_waiting = state.pending_tokens > 0
+        state.pending_tokens += tokens
+        self._streams_waiting += (state.pending_tokens > 0) - was_waiting
 
     def expire_idle(self, now_ns: int | None = None) -> list[str]:
         """Drop streams silent for ``stream_idle_s`` (no pending data, no waiting job): their KV returns to
@@ -297,6 +311,7 @@ class Scheduler:
         next data starts a new session."""
         state = self.streams.pop(stream, None)
         if state is not None:
+            self._queued(state, list(state.pending), -1)  # (the backlog's counts stay those of the streams held)
             self.blocks.evict(state.session)
 
     # -- planning --------------------------------------------------------------------------------
@@ -391,7 +406,7 @@ class Scheduler:
         state, chunks = plan.streams[i], plan.chunks[i]
         back = chunks[kept:]
         state.pending.extendleft(reversed(back))
-        self._queued(back, +1)
+        self._queued(state, back, +1)
         self.stats.probes_deferred += 1
         if kept == 0:
             for field_ in (plan.advances, plan.streams, plan.chunks, plan.cuts):
@@ -463,7 +478,7 @@ class Scheduler:
             chunks, closes = self._take_chunks(state, budget, first=not plan.advances)
             if not chunks:
                 break
-            self._queued(chunks, -1)
+            self._queued(state, chunks, -1)
             tokens = [t for c in chunks for t in c.tokens]
             if state.session.num_cached == 0 and self.pool.num_free:
                 self._share_header(state.session, plan)
@@ -471,7 +486,7 @@ class Scheduler:
             item = Advance(state.session, tokens)  # its logit rows are set once the due points are final
             if not self.make_room(plan.advances + [item]):
                 state.pending.extendleft(reversed(chunks))
-                self._queued(chunks, +1)
+                self._queued(state, chunks, +1)
                 self.stats.deferred += 1
                 continue
             plan.advances.append(item)
@@ -549,7 +564,7 @@ class Scheduler:
         if not skip:
             return
         booked = [pending.popleft() for _ in range(skip)]
-        self._queued(booked, -1)
+        self._queued(state, booked, -1)
         for chunk in booked:
             self._book(state, chunk.tokens, chunk.event_ts, chunk.ticks)
             state.arrival_ns = chunk.arrival_ns

@@ -28,6 +28,7 @@ class Stream:
     keep: int  # tokens a roll keeps besides the sink
     pending: deque[Chunk] = field(default_factory=deque)
     waiting_since: int = 0  # order of arrival of the oldest pending chunk
+    pending_tokens: int = 0  # the tokens of its pending chunks (the scheduler keeps it with them)
     ticks: int = 0
     event_ts: int = 0
     arrival_ns: int = 0

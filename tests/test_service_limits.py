@@ -351,9 +351,13 @@ def test_shed_rejections_reach_the_rejects_topic(checkpoint, capsys, monkeypatch
         while f"{shed} in all" not in log and time.monotonic() < deadline:
             time.sleep(0.2)
             log += capsys.readouterr().err
-        assert "(19 ticks refused as overloaded since the last such line, 19 in all)" in log, log
+        # ... and names the streams refused most, with their counts in all (stats' shed_streams)
+        most = "; most refused streams (in all): " + ", ".join(f"{stream} {n}" for stream, n in sorted(
+            server.pipeline.stats()["shed_streams"].items(), key=lambda kv: (-kv[1], kv[0])))
+        assert sum(server.pipeline.stats()["shed_streams"].values()) == shed
+        assert "(19 ticks refused as overloaded since the last such line, 19 in all; most refused streams" in log, log
         assert f"when_behind: shed ({shed - 19} ticks refused as overloaded since the last such line, {shed} in " \
-               f"all)" in log, log  # ("caught up; ..." by then, unless this machine is slow)
+               f"all{most} (stats shed_streams))" in log, log  # ("caught up; ..." by then, unless this machine is slow)
         # a "behind: N tokens wait" line quotes figures over a limit; behind only between heartbeats (the refusals
         # kept it under them) is said as such, not as 3 tokens waiting against max_backlog_tokens=40
         for waiting, lag in re.findall(r"flashtick: behind: (\d+) tokens wait .*? for ([\d.]+) s", log):
@@ -702,8 +706,9 @@ def test_data_waiting_past_max_lag_s_is_behind_whatever_its_token_count(checkpoi
     assert not pipeline.behind and pipeline.lag_s() < 1.0
     wait_for(lambda: pipeline.behind)  # accepted a while ago, not yet computed: by lag alone
     assert pipeline.stats()["lag_s"] > 1.0
-    with pytest.raises(InvalidTick, match=r"overloaded: the engine is behind: data waiting \d+\.\d s to be "
-                                          r"computed or read \(limits.max_lag_s 1\); when_behind: shed"):
+    with pytest.raises(InvalidTick, match=r"overloaded: the engine is behind: data would wait \d+\.\d s \(the "
+                                          r"oldest accepted \d+\.\d s so far; limits.max_lag_s 1\); "
+                                          r"when_behind: shed$"):
         pipeline.ingest(sent[10])  # the limit that made it behind, not the token count far under its own
     pipeline.run_until_idle()
     wait_for(lambda: not pipeline.behind and pipeline.lag_s() == 0.0)  # (lag_s is looked up at most every 0.1 s)

@@ -48,6 +48,7 @@ from engine.service.durability import (DataDir, RegistrationMarks, answer_tail, 
                                        restart_owes, steps_while_full)
 from engine.service.live_scores import LiveScores
 from engine.service.rejections import admission_limit
+from engine.service.shedding import Backlog, Shedding
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
 from queries.evaluate import CompiledQuery, QueryCompileError, compile_query
@@ -181,14 +182,12 @@ def overloaded(pending_tokens: int, lag_s: float, limits: Any, stream: str | Non
 
 
 def shed_message(pipeline: Any, data: bytes, tokenized: bool) -> list[dict[str, Any]] | None:
-    """A message that arrives while ``pipeline`` (one engine's or the sharded front door's) is behind with
-    when_behind: shed, refused whole (StreamEncoders.shed_message): the rejections, counted; or None to ingest it
-    (not shedding, or not a message that decodes)."""
-    limits = pipeline.config.limits
-    if limits.when_behind != "shed" or not pipeline.behind:
+    """A message every stream of which ``pipeline`` (one engine's or the sharded front door's) refuses now with
+    when_behind: shed (its ``shed_refusal``), refused whole (StreamEncoders.shed_message): the rejections, counted;
+    or None to ingest it (not shedding, a stream of it accepted, or not a message that decodes)."""
+    if pipeline.config.limits.when_behind != "shed" or pipeline.shed_refusal(None) is None:
         return None
-    err = overloaded(pipeline.pending_tokens(), pipeline.lag_s(), limits, None)
-    result = pipeline.encoders.shed_message(data, err, tokenized)
+    result = pipeline.encoders.shed_message(data, pipeline.shed_refusal, tokenized)
     return None if result is None else pipeline._counted(result)
 
 
@@ -251,6 +250,7 @@ class TickPipeline:
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages (server.py)
         self._lag_checked, self._pending_lag_s = float("-inf"), 0.0
+        self.shedding = Shedding(config.limits.max_lag_s, config.limits.max_backlog_tokens)
         self.rejected: Counter[str] = Counter()
         self.reject_examples: dict[str, str] = {}  # reason -> the first such refusal's text (a backtest's summary)
         self._grouping: set[str] = set()  # streams the message being ingested has fed
@@ -488,8 +488,8 @@ class TickPipeline:
 
     def _submit(self, item: EncodedTick) -> None:
         """Every check, then the log, then the engine: the log holds exactly the accepted items."""
-        if self.behind and self.config.limits.when_behind == "shed":
-            raise overloaded(self.engine.scheduler.pending_tokens(), self.lag_s(), self.config.limits, item.stream)
+        if self.config.limits.when_behind == "shed" and (refusal := self.shed_refusal(item.stream)) is not None:
+            raise refusal
         if self.data is not None:
             problem = self.engine.scheduler.admission_problem(item.stream)
             if problem is not None:  # refused before the log, as the scheduler refuses without one: counted alike
@@ -528,7 +528,19 @@ class TickPipeline:
         self.ticks_in += result.ticks
         for r in result.rejections:
             self.rejected[r.reason] += r.count
+            if r.reason == "overloaded" and r.stream is not None:
+                self.shedding.counts.add(r.stream, r.count)
         return [r.to_wire() for r in result.rejections]
+
+    def shed_refusal(self, stream: str | None) -> InvalidTick | None:
+        """Why a tick of ``stream`` read now is refused with when_behind: shed (``stream`` None: whether any
+        stream's would be, the engine being past its bound); None to accept it (engine/service/shedding.py)."""
+        scheduler = self.engine.scheduler
+        self.lag_s()  # (refreshes the oldest accepted tick's wait, at most every LAG_CHECK_S)
+        own = 0 if stream is None else scheduler.pending_tokens_of(stream)
+        waiting = scheduler.streams_waiting() + (stream is not None and own == 0)  # (the tick's stream counted)
+        backlog = Backlog(scheduler.pending_tokens(), own, waiting, self._pending_lag_s, self.ingest_unread_s)
+        return self.shedding.refusal(stream, backlog)
 
     # -- what the server asks of a pipeline (ShardedPipeline answers the same) ---------------------------
 
@@ -663,8 +675,10 @@ class TickPipeline:
     def step(self, max_tokens: int | None = None) -> StepReport | None:
         """One engine forward (``max_tokens``: Engine.step); its answers are the caller's to publish (already kept:
         see ``_kept``)."""
+        pending, started = self.engine.scheduler.pending_tokens(), time.monotonic()
         report = self.engine.step(max_tokens)
         if report is not None:
+            self.shedding.pace.add(pending - self.engine.scheduler.pending_tokens(), time.monotonic() - started)
             self._kept(report.outcomes)
         return report
 
@@ -726,6 +740,7 @@ class TickPipeline:
             "owed_ticks": self.owed_ticks,
             "behind": self.behind,
             "lag_s": round(self.lag_s(), 3),
+            "shed_streams": self.shedding.counts.most(),
             **scheduler.kv_summary(),
             **self.runner.kv.summary(),
             "scheduler": vars(scheduler.stats),

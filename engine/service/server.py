@@ -568,7 +568,7 @@ class Server:
             limits = self.config.limits
             what = DROPPED_WHEN_BEHIND.get(limits.when_behind)
             then = (f"{dropped_total - self._shed_said} {what} since the last such line, {dropped_total} in all"
-                    if what else "answers lag")
+                    if what else "answers lag") + _most_shed(self._snapshot.get("shed_streams"))
             self._shed_said = dropped_total
             if not behind:  # caught up since: only the refusals are left to say
                 print(f"flashtick: caught up; when_behind: {limits.when_behind} ({then})", file=sys.stderr, flush=True)
@@ -977,6 +977,14 @@ def _framing_error(frames: list[bytes], tick_first: bool = False) -> str:
     what = "whose first frame is itself ticks (it would be read as a topic and dropped) " if tick_first else ""
     return (f"bad_framing: a message of {len(frames)} frames {what}(the first {first}); ingest takes one frame "
             f"(msgpack ticks), two frames [topic, msgpack ticks] or [b'tokens', msgpack array] (tokenized ticks)")
+
+
+def _most_shed(counts: dict[str, int] | None) -> str:
+    """The most refused streams (stats' shed_streams) for the behind line: which feed floods, for the operator."""
+    if not counts:
+        return ""
+    most = ", ".join(f"{stream} {n}" for stream, n in counts.items())
+    return f"; most refused streams (in all): {most} (stats shed_streams)"
 
 
 def _looks_like_ticks(frame: bytes) -> bool:

@@ -52,6 +52,7 @@ from engine.service.pipeline import (
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.rejections import admission_limit
 from engine.service.rendezvous import shard_for
+from engine.service.shedding import ShedCounts
 from engine.service.shard import GroupEnd, Item, RemoteJob, pack_logged
 from engine.service.shard_link import ShardLink, gathered_stats
 from queries.cache import Answer, AnswerCache
@@ -89,6 +90,7 @@ class ShardedPipeline:
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages
         self.rejected: Counter[str] = Counter()
+        self.shed_counts = ShedCounts()  # ticks refused as overloaded, by stream
         self.recovered: list[JobOutcome] = []  # owed answers come out of the first steps instead
         self.answers_out = 0
         self.stale_dropped = 0
@@ -213,12 +215,19 @@ class ShardedPipeline:
         self.ticks_in += result.ticks
         for r in result.rejections:
             self.rejected[r.reason] += r.count
+            if r.reason == "overloaded" and r.stream is not None:
+                self.shed_counts.add(r.stream, r.count)
         return [r.to_wire() for r in result.rejections]
+
+    def shed_refusal(self, stream: str | None) -> InvalidTick | None:
+        """Why a tick of ``stream`` is refused with when_behind: shed: behind (as the shards' last replies say: the
+        front door knows no stream's share of their backlogs, so every stream is refused alike); None otherwise."""
+        return overloaded(self.pending_tokens(), self.lag_s(), self.config.limits, stream) if self.behind else None
 
     def _submit(self, item: EncodedTick) -> None:
         """Every check, then the log, then the shard's buffer: the log holds exactly the accepted items."""
-        if self.behind and self.config.limits.when_behind == "shed":
-            raise overloaded(self.pending_tokens(), self.lag_s(), self.config.limits, item.stream)
+        if self.config.limits.when_behind == "shed" and (refusal := self.shed_refusal(item.stream)) is not None:
+            raise refusal
         if item.stream not in self.shard_of:
             problem = self._admission_problem(item.stream)
             if problem is not None:
@@ -620,7 +629,7 @@ class ShardedPipeline:
         return {"ticks_in": self.ticks_in, "rejected": dict(self.rejected), "conflated": self.encoders.conflated,
                 "answers_out": self.answers_out,
                 **gathered_stats(self.links), "pending_tokens": self.pending_tokens(), "behind": self.behind,
-                "lag_s": round(self.lag_s(), 3),
+                "lag_s": round(self.lag_s(), 3), "shed_streams": self.shed_counts.most(),
                 "streams": len(self.shard_of), "queries": len(self.registry), "model": self.config.model.model_id,
                 "log": self.data.stats(), "stale_answers_dropped": self.stale_dropped, "scores": self.scores.summary(),
                 **self.encoders.ts_unit_summary()}

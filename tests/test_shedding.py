@@ -1,0 +1,177 @@
+"""`limits.when_behind: shed`, decided tick by tick at read time against the backlog accepting it would leave, and
+fairly: the streams holding most of the backlog are refused first (engine/service/shedding.py). Decisions with
+given rates, one engine's pipeline with a backlog built tick by tick, and a live server over real sockets."""
+
+from __future__ import annotations
+
+import threading
+
+import zmq
+
+from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
+from connectors.ticks import encode
+from engine.service.client import AnswerSubscriber
+from engine.service.pipeline import TickPipeline
+from engine.service.server import REJECTS_TOPIC
+from engine.service.shedding import SHED_STREAMS_KEPT, Backlog, ShedCounts, ShedLimits, shed_reason
+from test_server import checkpoint  # noqa: F401  (the model fixture)
+from test_service_limits import live_server, pipeline_config, wait_for
+
+LIMITS = ShedLimits(max_lag_s=0.5, max_backlog_tokens=1_000_000)
+MS_A_TOKEN = 0.001  # the recent pace in these decisions: 1,000 tokens a second
+
+
+def backlog(pending: int, own: int = 0, waiting: int = 1, oldest_s: float = 0.0, unread_s: float = 0.0) -> Backlog:
+    return Backlog(pending, own, waiting, oldest_s, unread_s)
+
+
+def test_a_tick_is_refused_once_the_backlog_would_wait_past_max_lag_s_at_the_recent_pace() -> None:
+    """A reviewer's `shed` with max_lag_s 0.5 published answers 2.5-12 s late: one read between two forwards took
+    several forwards' worth of ticks, the engine not yet counted behind. The backlog's wait is projected instead."""
+    shed: set[str] = set()
+    # 400 tokens at 1,000 a second, the oldest accepted 0.05 s ago: 0.45 s, within the bound
+    assert shed_reason("A", backlog(400, own=400, oldest_s=0.05), MS_A_TOKEN, LIMITS, shed) is None
+    why = shed_reason("A", backlog(460, own=460, oldest_s=0.05), MS_A_TOKEN, LIMITS, shed)
+    assert why is not None and why.startswith("data would wait 0.5 s (the oldest accepted 0.1 s so far, 460 tokens "
+                                              "to compute at the recent pace; limits.max_lag_s 0.5)")
+    # the flag it replaces saw neither: no token bound passed, nothing waited 0.5 s yet
+    assert 460 < LIMITS.max_backlog_tokens and 0.05 < LIMITS.max_lag_s
+    # the same backlog at a pace ten times faster is within the bound
+    assert shed_reason("A", backlog(460, own=460, oldest_s=0.05), MS_A_TOKEN / 10, LIMITS, set()) is None
+    # until a forward was timed, the oldest tick's wait alone (and the token bound) decide, as before
+    assert shed_reason("A", backlog(100_000, own=100_000, oldest_s=0.1), None, LIMITS, set()) is None
+    assert shed_reason("A", backlog(10, own=10, oldest_s=0.6), None, LIMITS, set()) is not None
+    # a queue left unread past the bound: past it too, the streams holding their share of the backlog refused
+    unread = backlog(300, own=290, waiting=2, unread_s=0.6)  # 0.3 s of work, SYN.A's share 250 tokens
+    assert "the ingest queue unread for 0.6 s" in shed_reason(None, unread, MS_A_TOKEN, LIMITS, set())
+    assert shed_reason("A", unread, MS_A_TOKEN, LIMITS, set()) is not None
+    assert shed_reason("B", unread._replace(stream_tokens=0, streams_waiting=3), MS_A_TOKEN, LIMITS, set()) is None
+    # refused for its share, a stream is not kept refused by the unread queue once the forward took its tokens
+    shed = {"A"}
+    assert shed_reason("A", unread._replace(stream_tokens=0, streams_waiting=3), MS_A_TOKEN, LIMITS, shed) is None
+    assert not shed
+
+
+def test_past_the_bound_the_streams_over_their_share_are_refused_and_the_others_accepted() -> None:
+    shed: set[str] = set()
+    over = backlog(600, own=590, waiting=2)  # 0.6 s of work: past the bound, one stream holding nearly all of it
+    assert shed_reason("FLOOD", over, MS_A_TOKEN, LIMITS, shed) is not None
+    assert "stream 'FLOOD' holds 590 of the tokens waiting, its share being 250 (2 streams waiting)" in \
+        shed_reason("FLOOD", over, MS_A_TOKEN, LIMITS, shed)
+    assert shed == {"FLOOD"}
+    assert shed_reason("QUIET", over._replace(stream_tokens=10), MS_A_TOKEN, LIMITS, shed) is None  # under 250
+    # a stream that held nothing is counted among the streams waiting: its share is the budget's third
+    assert shed_reason("NEW", backlog(600, own=0, waiting=3), MS_A_TOKEN, LIMITS, shed) is None
+    # a refused stream stays refused while the engine is past the bound, though the forward took its tokens ...
+    assert shed_reason("FLOOD", backlog(600, own=0, waiting=3), MS_A_TOKEN, LIMITS, shed) is not None
+    # ... and is accepted again once it is within it
+    assert shed_reason("FLOOD", backlog(100, own=0, waiting=2), MS_A_TOKEN, LIMITS, shed) is None and not shed
+    # past twice the bound every stream is refused, its share or not
+    assert "past 2 times the bound: every stream refused" in shed_reason(
+        "QUIET", backlog(1100, own=0, waiting=2), MS_A_TOKEN, LIMITS, set())
+    # a tick without a valid stream name gets the reason the engine is past its bound, or is accepted
+    assert shed_reason(None, over, MS_A_TOKEN, LIMITS, set()) is not None
+    assert shed_reason(None, backlog(10), MS_A_TOKEN, LIMITS, set()) is None
+
+
+def test_the_shed_counts_keep_the_most_refused_streams_in_bounded_memory() -> None:
+    counts = ShedCounts()
+    counts.add("FLOOD", 5000)
+    counts.add("QUIET", 3)
+    for i in range(SHED_STREAMS_KEPT * 10):  # a flood of stream names, one tick each
+        counts.add(f"N{i}", 1)
+    assert len(counts._counts) == SHED_STREAMS_KEPT
+    most = counts.most(3)
+    assert list(most)[:2] == ["FLOOD", "QUIET"] and most["FLOOD"] == 5000 and len(most) == 3
+
+
+def stream_ticks(name_index: int, n: int, seed: int = 1) -> list:
+    """``n`` ticks of one synthetic stream (DEFAULT_STREAMS[name_index])."""
+    params = DEFAULT_STREAMS[name_index : name_index + 1]
+    return SyntheticMarket(SyntheticConfig(seed=seed, streams=params)).next_batch(n)
+
+
+def test_a_message_past_the_bound_refuses_the_flooding_stream_and_takes_the_quiet_ones(checkpoint) -> None:
+    """A reviewer's flood on one stream had every other feed's ticks refused as `overloaded`."""
+    pipeline = TickPipeline(pipeline_config(checkpoint, limits={"max_backlog_tokens": 40, "when_behind": "shed"}))
+    flood, quiet = stream_ticks(0, 30), stream_ticks(1, 3)
+    got = pipeline.ingest_message(encode(flood[:15] + quiet[:1] + flood[15:] + quiet[1:]))  # 4 tokens a tick
+    refused = [(r["stream"], r["reason"]) for r in got]
+    assert refused == [("SYN.A", "overloaded")] * 19  # SYN.A took 11 ticks, to past the bound, SYN.B all of its 3
+    assert pipeline.engine.scheduler.pending_tokens_of("SYN.B") == 12 and pipeline.ticks_in == 14
+    assert "stream 'SYN.A' holds 44 of the tokens waiting" in got[-1]["error"]
+    assert pipeline.stats()["shed_streams"] == {"SYN.A": 19}
+    pipeline.run_until_idle()  # caught up: the flooding stream is accepted again
+    assert pipeline.ingest_message(encode(stream_ticks(0, 31)[30:])) == []
+
+
+def test_a_live_server_refuses_once_the_backlog_would_wait_past_max_lag_s(checkpoint) -> None:
+    """One message of 1,000 ticks, read at once after forwards of two ticks each: the flag the engine had counted
+    itself behind by (refreshed between forwards) took them all; the projection at the measured pace refuses the
+    ticks past the bound."""
+    market = stream_ticks(0, 1010)
+    with live_server(checkpoint, limits={"when_behind": "shed", "max_lag_s": 0.2},
+                     scheduler={"max_batch_tokens": 8}) as (server, push):
+        with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as sub:
+            sub.wait_ready(timeout_s=60)
+            push.send(encode(market[:10]))  # forwards the pace is measured on
+            wait_for(lambda: server.pipeline.ticks_in == 10 and not server.pipeline.engine.busy)
+            push.send(encode(market[10:]))
+            first = sub.recv(timeout_s=120)
+        assert first is not None and first[0] == REJECTS_TOPIC
+        reject = first[1]
+        accepted = reject["index"]
+        assert reject["reason"] == "overloaded" and 0 < accepted < 1000, reject
+        assert "data would wait" in reject["error"] and "tokens to compute at the recent pace" in reject["error"]
+        waited = float(reject["error"].split("data would wait ")[1].split(" s")[0])
+        assert waited >= 0.2, reject  # (said to one decimal)
+        # every tick after the first refused one is refused too: the engine stays past its bound within the read
+        wait_for(lambda: server.pipeline.rejected["overloaded"] == 1000 - accepted)
+        assert server.pipeline.ticks_in == 10 + accepted
+
+
+def test_a_flood_on_one_stream_leaves_a_slow_feed_on_another_accepted(checkpoint) -> None:
+    """Two real feeds: one floods stream SYN.A in 50-tick messages without pause, the other sends SYN.B one tick a
+    message, each once the last is accounted for. Every SYN.B tick is accepted; the flood is refused, and `stats`
+    names it."""
+    flooding = SyntheticMarket(SyntheticConfig(seed=4, streams=DEFAULT_STREAMS[:1]))
+    slow = stream_ticks(1, 20, seed=5)
+    stop = threading.Event()
+    with live_server(checkpoint, limits={"when_behind": "shed", "max_backlog_tokens": 40, "max_lag_s": 60}) as (
+            server, push):
+
+        def flood() -> None:
+            while not stop.is_set():
+                with_room = push.poll(100, zmq.POLLOUT)
+                if with_room:
+                    push.send(encode(flooding.next_batch(50)))
+
+        slow_feed = zmq.Context.instance().socket(zmq.PUSH)
+        slow_feed.linger = 1000
+        slow_feed.connect(server.endpoints["ingest"])
+        with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as sub:
+            sub.wait_ready(timeout_s=60)
+            thread = threading.Thread(target=flood, daemon=True)
+            thread.start()
+            refused_slow = 0
+            try:
+                wait_for(lambda: server.pipeline.rejected["overloaded"] > 0)  # the flood is shed from here on
+                for i, tick in enumerate(slow):
+                    slow_feed.send(encode([tick]))
+
+                    def accounted() -> bool:
+                        nonlocal refused_slow
+                        while (got := sub.recv(timeout_s=0.01)) is not None:
+                            refused_slow += got[1].get("count", 1) if got[1].get("stream") == "SYN.B" else 0
+                        seen = server.pipeline.encoders.accepted(["SYN.B"])["SYN.B"]
+                        return (seen["ticks"] if seen else 0) + refused_slow == i + 1
+
+                    wait_for(accounted)
+            finally:
+                stop.set()
+                thread.join(30)
+                slow_feed.close()
+        assert refused_slow == 0
+        assert server.pipeline.encoders.accepted(["SYN.B"])["SYN.B"]["ticks"] == len(slow)
+        shed = server.pipeline.stats()["shed_streams"]
+        assert list(shed) == ["SYN.A"] and shed["SYN.A"] == server.pipeline.rejected["overloaded"] > 0
