@@ -7,7 +7,7 @@ measures each answer's data age (received - the answered tick's `ts`). Then the 
 the engine is idle again is measured. The three policies run in the same process, one after the other:
 
     lag       keep everything: answers fall further behind for as long as the overload lasts
-    shed      refuse new ticks while behind (trades too)
+    shed      refuse the ticks past the projected bound, the streams holding most of the backlog first (trades too)
     conflate  keep every trade and each stream's newest quote read between two forwards
 
     python -m benchmarks.when_behind                       # 2,000 ticks/s, 20 streams, 10 s a policy

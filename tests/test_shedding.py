@@ -50,6 +50,10 @@ def test_a_tick_is_refused_once_the_backlog_would_wait_past_max_lag_s_at_the_rec
     shed = {"A"}
     assert shed_reason("A", unread._replace(stream_tokens=0, streams_waiting=3), MS_A_TOKEN, LIMITS, shed) is None
     assert not shed
+    # nor is a quiet stream refused by a queue left unread past twice the bound: a flood's, read slower than sent
+    flooded = unread._replace(unread_s=30.0, stream_tokens=0, streams_waiting=3)
+    assert shed_reason("B", flooded, MS_A_TOKEN, LIMITS, set()) is None
+    assert shed_reason("A", flooded._replace(stream_tokens=290), MS_A_TOKEN, LIMITS, set()) is not None
 
 
 def test_past_the_bound_the_streams_over_their_share_are_refused_and_the_others_accepted() -> None:

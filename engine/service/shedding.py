@@ -7,7 +7,8 @@ had every other feed's ticks refused. Here a tick is weighed at read time by the
 have: its tokens at the recent pace (tokens drained per second over the last forwards) plus the oldest accepted
 tick's wait so far. Past the bound (or with the ingest queue left unread past it), a stream's ticks are refused
 once it holds its share of the tokens the bound allows (that budget over the streams with tokens waiting) and for
-as long as the backlog stays past the bound; a stream under its share still gets in, up to twice the bound.
+as long as the backlog stays past the bound; a stream under its share still gets in, up to twice the bound
+(the backlog's: a queue left unread does not say which streams' messages it holds).
 """
 
 from __future__ import annotations
@@ -75,11 +76,12 @@ def shed_reason(stream: str | None, backlog: Backlog, seconds_per_token: float |
     decide tick by tick: which streams the unread messages hold is not known, and a quiet stream once at its share
     would stay refused for as long as a flood's queue takes to read."""
     why = over_bound(backlog, seconds_per_token, limits)
-    if why is None or over_bound(backlog._replace(unread_s=0.0), seconds_per_token, limits) is None:
+    read = backlog._replace(unread_s=0.0)  # what the engine holds, the unread queue aside
+    if why is None or over_bound(read, seconds_per_token, limits) is None:
         shed_now.clear()
     if why is None:
         return None
-    if stream is None or (hard := over_bound(backlog, seconds_per_token, limits, HARD_LIMIT)) is not None:
+    if stream is None or (hard := over_bound(read, seconds_per_token, limits, HARD_LIMIT)) is not None:
         return why if stream is None else f"{hard}, past {HARD_LIMIT:g} times the bound: every stream refused"
     budget = budget_tokens(backlog, seconds_per_token, limits)
     share = budget / max(1, backlog.streams_waiting)
