@@ -4,8 +4,11 @@ takes turns between threads; AnswerSubscriber waits for ever when asked to; tick
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 import time
+from collections.abc import Iterator
 
 import msgpack
 import numpy as np
@@ -158,12 +161,16 @@ def test_subscribers_refuse_a_bare_topic_string_and_a_missing_control_client() -
         GaplessSubscriber("tcp://127.0.0.1:1", None)  # type: ignore[arg-type]
 
 
-def _free_endpoint() -> str:
-    """An endpoint nothing listens on (a port bound once, then let go)."""
-    probe = zmq.Context.instance().socket(zmq.ROUTER)
-    port = probe.bind_to_random_port("tcp://127.0.0.1")
-    probe.close(linger=0)
-    return f"tcp://127.0.0.1:{port}"
+@contextlib.contextmanager
+def _unlistened_endpoint() -> Iterator[str]:
+    """An endpoint nothing listens on for as long as it is held: a port bound and never listened on, so no other
+    process can take it meanwhile (a port bound once and let go was taken by another test's server under load)."""
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    try:
+        yield f"tcp://127.0.0.1:{held.getsockname()[1]}"
+    finally:
+        held.close()
 
 
 def test_a_connection_dropped_before_the_reply_is_a_typed_connection_error() -> None:
@@ -189,21 +196,21 @@ def test_time_outs_are_positive_and_a_tiny_connect_wait_is_named_as_the_cause() 
     down ("is the service running there?")."""
     from engine.service.client import ControlUnreachable
 
-    endpoint = _free_endpoint()
-    for bad in (0, -1, float("nan"), "5"):
-        with pytest.raises(ValueError, match="timeout_s is a number of seconds > 0"):
-            ControlClient(endpoint, timeout_s=bad)
-    with pytest.raises(ValueError, match="connect_timeout_s"):
-        ControlClient(endpoint, connect_timeout_s=0)
-    with ControlClient(endpoint, timeout_s=5) as control:
-        with pytest.raises(ValueError, match="timeout_s is a number of seconds > 0, got -1"):
-            control.call("health", timeout_s=-1)
-    with ControlClient(endpoint, timeout_s=5, connect_timeout_s=0.001) as control:
-        with pytest.raises(ControlUnreachable, match="a time-out that short is seldom enough to connect"):
-            control.call("health")
-    with ControlClient(endpoint, timeout_s=5, connect_timeout_s=0.3) as control:
-        with pytest.raises(ControlUnreachable, match="is the service running there"):
-            control.call("health")
+    with _unlistened_endpoint() as endpoint:
+        for bad in (0, -1, float("nan"), "5"):
+            with pytest.raises(ValueError, match="timeout_s is a number of seconds > 0"):
+                ControlClient(endpoint, timeout_s=bad)
+        with pytest.raises(ValueError, match="connect_timeout_s"):
+            ControlClient(endpoint, connect_timeout_s=0)
+        with ControlClient(endpoint, timeout_s=5) as control:
+            with pytest.raises(ValueError, match="timeout_s is a number of seconds > 0, got -1"):
+                control.call("health", timeout_s=-1)
+        with ControlClient(endpoint, timeout_s=5, connect_timeout_s=0.001) as control:
+            with pytest.raises(ControlUnreachable, match="a time-out that short is seldom enough to connect"):
+                control.call("health")
+        with ControlClient(endpoint, timeout_s=5, connect_timeout_s=0.3) as control:
+            with pytest.raises(ControlUnreachable, match="is the service running there"):
+                control.call("health")
 
 
 def test_the_tail_of_a_message_an_interrupted_recv_left_is_skipped_not_raised() -> None:
