@@ -400,6 +400,7 @@ def test_a_price_column_of_structs_is_named_with_its_file_and_type(tmp_path: Pat
     `struct[2]`": no file, no column."""
     rows = 5
     pl.DataFrame({"timestamp": [1_700_000_000_000 + i for i in range(rows)], "symbol": ["S"] * rows,
-                  "price": [{"a": 1.0, "b": [1, 2]}] * rows, "size": [1.0] * rows}).write_parquet(tmp_path / "n.parquet")
+                  "price": [{"a": 1.0, "b": [1, 2]}] * rows, "size": [1.0] * rows}
+                 ).write_parquet(tmp_path / "n.parquet")
     with pytest.raises(ValueError, match=r"n.parquet: column 'price' \(read as price\) holds Struct"):
         FileReplay(tmp_path / "n.parquet").next_batch(10)
