@@ -173,24 +173,6 @@ def _unlistened_endpoint() -> Iterator[str]:
         held.close()
 
 
-def test_a_connection_dropped_before_the_reply_is_a_typed_connection_error() -> None:
-    """A restart under a call in flight raised a plain ControlError with no reason: a retry loop written from the
-    docs (ConnectionError, TimeoutError, the `starting`/`busy` reasons) did not catch it. It is a ControlDropped,
-    a ConnectionError."""
-    from engine.service.client import ControlDropped
-
-    router = zmq.Context.instance().socket(zmq.ROUTER)
-    router.linger = 0
-    port = router.bind_to_random_port("tcp://127.0.0.1")
-    with ControlClient(f"tcp://127.0.0.1:{port}", timeout_s=30) as control:
-        control.send_raw(msgpack.packb({"op": "health"}))
-        assert router.poll(5000) and router.recv_multipart()  # taken, never answered: the service goes down
-        router.close(linger=0)
-        with pytest.raises(ConnectionError) as raised:
-            control.receive()
-    assert isinstance(raised.value, ControlDropped) and isinstance(raised.value, ControlError)
-
-
 def test_time_outs_are_positive_and_a_tiny_connect_wait_is_named_as_the_cause() -> None:
     """0 or a negative time-out failed at once and blamed the service ("busy?"); a 1 ms connect wait blamed it as
     down ("is the service running there?")."""

@@ -59,13 +59,19 @@ def test_answers_about_ticks_lost_with_the_logs_tail_are_not_served_as_current(c
     owed = [o.answer for o in again.recovered if o.answer and o.answer.stream == lost_stream]
     # the answer log recorded the take-back: this restart starts the stream's tail after the answer kept, not after
     # the lost one (whose count the new ticks passed), and answers each new message as the live run would have
+    assert_answered_after_the_take_back(owed, again.cache, lost_stream, kept, new_ticks, stale)
+    again.close()
+    recovered.close()
+    live.close()
+
+
+def assert_answered_after_the_take_back(owed: list, cache, stream: str, kept: int, new_ticks: list,
+                                        stale: dict) -> None:
+    """The new ticks after a take-back are answered as the live run would have, counted on from the ticks kept."""
     for query in ("dir", "nll"):
         answers = [a for a in owed if a.query == query]
         assert [a.version for a in answers] == [kept + 1, kept + 2, kept + 3]
         assert [a.data_ts for a in answers] == [t.ts for t in new_ticks]
         # the first takes the lost tick's count, its version repeats the lost answer's; its seq tells them apart
         assert answers[0].version == stale[query].version and answers[0].seq == stale[query].seq + 1
-        assert again.cache.get(query, lost_stream) == answers[-1]
-    again.close()
-    recovered.close()
-    live.close()
+        assert cache.get(query, stream) == answers[-1]

@@ -601,7 +601,7 @@ def test_answers_about_ticks_lost_with_the_logs_tail_are_taken_back_on_shards(ch
     as a host crash leaves it) serves as current each query's latest answer on the ticks kept, from the front door's
     cache and the shard's, says how many it took back, and seqs go on; the next restart starts the stream's tail
     after the answer kept (the answer log's `L` record), answering each new message as the live run would have."""
-    from test_lost_tail_answers import cut_last_record_short
+    from test_lost_tail_answers import assert_answered_after_the_take_back, cut_last_record_short
 
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
@@ -642,11 +642,5 @@ def test_answers_about_ticks_lost_with_the_logs_tail_are_taken_back_on_shards(ch
     recovered.close()
     again = ShardedPipeline(config(checkpoint, again_dir, 2))
     owed = [a for a in again.run_until_idle() if a.stream == lost_stream]
-    for query in ("dir", "nll"):
-        answers = [a for a in owed if a.query == query]
-        assert [a.version for a in answers] == [kept + 1, kept + 2, kept + 3]
-        assert [a.data_ts for a in answers] == [t.ts for t in new_ticks]
-        # the first takes the lost tick's count, its version repeats the lost answer's; its seq tells them apart
-        assert answers[0].version == stale[query].version and answers[0].seq == stale[query].seq + 1
-        assert again.cache.get(query, lost_stream) == answers[-1]
+    assert_answered_after_the_take_back(owed, again.cache, lost_stream, kept, new_ticks, stale)
     again.close()
