@@ -16,11 +16,12 @@ import itertools
 import math
 import re
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import date as Date
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from zoneinfo import ZoneInfo
 
 import polars as pl
@@ -162,6 +163,11 @@ COMMAS_GROUPING = re.compile(r"^[+-]?\d{1,3}((,\d{3}){2,}(\.\d+)?|(,\d{3})+\.\d+
 DOTS_GROUPING = re.compile(r"^[+-]?\d{1,3}(\.\d{3}){2,}$")  # `1.234.567`
 WHOLE = re.compile(r"^[+-]?\d+$")
 NUMBER_LINES = 2000  # lines read to tell a file's decimal separator (a cell that tells may come late)
+# The longest line a CSV's first lines may have, in characters: Python csv's own field limit, so no cell of a line
+# read is refused by csv. A tick file's line is under a few KB (a 5,000-column export's about 20 KB); a longer one is
+# a corrupt or binary file (a crashed writer's run of NULs), refused once that much is read, not read whole first.
+MAX_LINE_CHARS = 131_072
+SNIFF_CHARS = 1 << 23  # characters of a CSV's first lines read to sniff it at most (long lines: fewer lines)
 
 
 @dataclass(frozen=True)
@@ -197,19 +203,54 @@ def long_rows(path: Path, dialect: Dialect, width: int | None = None) -> tuple[t
     as polars counts them: from 0 after the header. `width`: the columns a header-less file is given."""
     with _open_text(path) as f:
         rows = csv.reader(f, delimiter=dialect.separator)
-        header = len(next(rows, ())) if dialect.header else None
-        width = header or width or dialect.width
-        return tuple((i, len(row)) for i, row in enumerate(rows) if len(row) > width)
+        with csv_error_named(path, lambda: rows.line_num):
+            header = len(next(rows, ())) if dialect.header else None
+            width = header or width or dialect.width
+            return tuple((i, len(row)) for i, row in enumerate(rows) if len(row) > width)
+
+
+@contextmanager
+def csv_error_named(path: Path, line: Callable[[], int]) -> Iterator[None]:
+    """Python csv's error (`field larger than field limit (131072)`, a NUL or a quote it cannot read) as a
+    ValueError that names the file and `line()`, the line it was reading: its own names neither."""
+    try:
+        yield
+    except csv.Error as e:
+        raise ValueError(f"{path}: line {line()}: cannot read it as CSV ({e})") from None
+
+
+def first_lines(f: Any, path: Path, count: int) -> tuple[list[str], list[int]]:
+    """A text file's first `count` lines that are not blank (fewer past SNIFF_CHARS), and their line numbers. Each
+    is read with a bound: a line longer than MAX_LINE_CHARS is refused as soon as that much of it is read, naming
+    the file and the line, so a corrupt file's gigabyte without a newline is neither held whole nor read through."""
+    lines: list[str] = []
+    numbers: list[int] = []
+    number = read = 0
+    while len(lines) < count and read < SNIFF_CHARS:
+        line = f.readline(MAX_LINE_CHARS + 2)  # room for the line's \r\n
+        if not line:
+            break
+        number += 1
+        if len(line.rstrip("\r\n")) > MAX_LINE_CHARS:
+            raise ValueError(f"{path}: line {number} is longer than {MAX_LINE_CHARS:,} characters without a newline "
+                             f"(a corrupt or binary file?)")
+        read += len(line)
+        if line.strip():
+            lines.append(line)
+            numbers.append(number)
+    return lines, numbers
 
 
 def sniff_csv(path: Path, decimal: str | None = None) -> Dialect:
     """A CSV's dialect; `decimal` ("comma" / "point", the map's key) states its decimal separator."""
     with _open_text(path) as f:
-        lines = [line for _, line in zip(range(NUMBER_LINES + 1), (x for x in f if x.strip()))]
+        lines, numbers = first_lines(f, path, NUMBER_LINES + 1)
     first = re.sub(r'"[^"]*"', "", lines[0]) if lines else ""
     best = max(SEPARATORS, key=first.count)  # ties go to the earlier one: ',' first
     separator = best if first.count(best) else ","
-    rows = [tuple(c.strip() for c in row) for row in csv.reader(lines, delimiter=separator)]
+    reader = csv.reader(lines, delimiter=separator)
+    with csv_error_named(path, lambda: numbers[reader.line_num - 1] if reader.line_num else 1):
+        rows = [tuple(c.strip() for c in row) for row in reader]
     header = bool(rows) and not any(NUMBER.match(c) or DATE_LIKE.match(c) or c.lower() in ("true", "false")
                                     for c in rows[0])
     data = rows[1:] if header else rows

@@ -404,3 +404,47 @@ def test_a_price_column_of_structs_is_named_with_its_file_and_type(tmp_path: Pat
                  ).write_parquet(tmp_path / "n.parquet")
     with pytest.raises(ValueError, match=r"n.parquet: column 'price' \(read as price\) holds Struct"):
         FileReplay(tmp_path / "n.parquet").next_batch(10)
+
+
+def test_an_overlong_csv_line_is_refused_as_soon_as_read_naming_file_and_line(tmp_path: Path, monkeypatch) -> None:
+    """A corrupt CSV's run of NULs without a newline (review 111: 1 GiB took 2.7 GB and 106 s, then Python csv's
+    bare 'field larger than field limit'): refused once MAX_LINE_CHARS of it is read. The bound is lowered here so
+    a sparse file of a few MB shows that the line is not read whole."""
+    import csv
+    import tracemalloc
+
+    from connectors import layout
+
+    path = tmp_path / "huge_line.csv"
+    with open(path, "wb") as f:
+        f.write(b"timestamp,symbol,price,size\n%d,BIG,100.0,1\n%d,BIG,100.5,1\n" % (T0, T0 + 1000))
+        f.truncate(f.tell() + (4 << 20))  # sparse: 4 MiB of NULs, no disk used
+    monkeypatch.setattr(layout, "MAX_LINE_CHARS", 4096)
+    with pytest.raises(ValueError, match=r"huge_line.csv: line 4 is longer than 4,096 characters without a newline "
+                                         r"\(a corrupt or binary file\?\)"):
+        FileReplay(path)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="line 4 is longer"):
+            layout.sniff_csv(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20  # the 4 MiB line was never held
+    # a line of exactly the bound reads (its \r\n not counted), as does a file of lines under it
+    path.write_bytes(b"timestamp,symbol,price,size\r\n%d,%s,100.0,1\r\n" % (T0, b"S" * (4096 - 28)))
+    assert len(path.read_bytes().split(b"\r\n")[1]) == 4096
+    assert layout.sniff_csv(path).rows[0][1] == "S" * (4096 - 28)
+    # csv's own errors name the file and the line: a cell over its field limit, in the first lines or later
+    limit = csv.field_size_limit(100)
+    try:
+        path.write_bytes(b"timestamp,symbol,price,size\n\n%d,%s,100.0,1\n" % (T0, b"S" * 150))
+        with pytest.raises(ValueError, match=r"huge_line.csv: line 3: cannot read it as CSV \(field larger than "
+                                             r"field limit \(100\)\)"):
+            layout.sniff_csv(path)
+        rows = b"%d,S,1.0,1\n" % T0 * 10
+        path.write_bytes(b"timestamp,symbol,price,size\n" + rows + b"%d,%s,1,1\n" % (T0, b"S" * 150))
+        with pytest.raises(ValueError, match=r"huge_line.csv: line 12: cannot read it as CSV"):
+            layout.long_rows(path, layout.Dialect(",", False, True, ()))
+    finally:
+        csv.field_size_limit(limit)
