@@ -24,7 +24,7 @@ from connectors.column_map import (
     side_lookup,
 )
 from connectors.event_time import OFFSET_PATTERN, UTC_OFFSET, scaled_ts
-from connectors.json_lines import JSON_LINES_SUFFIXES, NOT_JSON, is_json_lines
+from connectors.json_lines import JSON_LINES_SUFFIXES, is_json_lines
 from connectors.layout import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXES, QUOTE_MARKS, TRADE_MARKS, Dialect
 from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
 from connectors.time_range import TimeRange
@@ -121,7 +121,7 @@ class FilePlan:
     dialect: Dialect | None = None  # a CSV's, as read
     schema: Mapping[str, Any] = field(default_factory=dict)  # the file's columns and their types
     unit_given: bool = False  # the epoch unit was given (a map's or --ts-unit), not read from the first time
-    bad_lines: Mapping[int, str] = field(default_factory=dict)  # a JSON-lines file's row -> why it is no object
+    bad_lines: Mapping[int, tuple[str, str]] = field(default_factory=dict)  # JSON lines' row -> (reason, why)
     tickless: Mapping[int, str] = field(default_factory=dict)  # its row -> why: a message without ticks (an ack)
     footer: tuple[int, str] | None = None  # a CSV's last row that is a line of text, no data (planning.py's `_footer`)
     header_rows: frozenset[int] = frozenset()  # a CSV's rows that repeat its header (files concatenated)
@@ -218,8 +218,8 @@ class FilePlan:
         map, sequence number), which orders the ticks of a time across files (connectors/replay.py)."""
         self.reducers.clear()  # a read again (a restore) finds afresh
         convert = self._converter()
-        if self.bad_lines:  # JSON-lines lines that are no object: rejects, the rest of the file read
-            yield [(row, InvalidTick(NOT_JSON, why)) for row, why in self.bad_lines.items()]
+        if self.bad_lines:  # JSON-lines lines that are no object or hold a key twice: rejects, the rest read
+            yield [(row, InvalidTick(reason, why)) for row, (reason, why) in self.bad_lines.items()]
         if self.tickless:  # subscription acks, heartbeats: left out, as rows a keep filter leaves out are
             yield [(row, InvalidTick("filtered_out", why)) for row, why in self.tickless.items()]
         sequenced = self.columns.sequence is not None  # (its number is the row's next to last cell)

@@ -7,8 +7,10 @@ copy in a private temporary folder, so that the replay's scans, layout detection
 (connectors/file_plan.py, file_layout.py, replay.py) read it as any Parquet file, but name the `.jsonl` and its
 lines (`JsonLinesTable.where`: a row is its line, its message's line when a message holds several ticks, or a
 REST dump's record). A line that is not JSON, or not an object, is an empty row there and a reject
-(`bad_lines`); a blank line is an empty row, skipped. Numbers written as strings (`"43000.10"`, as exchanges
-send them) stay text in the copy and are read as numbers where the map reads them, as a CSV's cells are.
+(`bad_lines`), as is one with a key twice in an object (`duplicate_key`, as the wire says it: polars would keep the
+first value, Python's json the last); a blank line is an empty row, skipped. Numbers written as strings
+(`"43000.10"`, as exchanges send them) stay text in the copy and are read as numbers where the map reads them, as a
+CSV's cells are.
 
 Messages holding their ticks in an array under `data` (OKX, Bybit, Kraken v2) become one row per tick, the
 message's fields beside; a message without ticks (a subscription ack, a heartbeat) is an empty row, counted as
@@ -39,6 +41,7 @@ from connectors.ticks import QUOTE
 
 JSON_LINES_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
 NOT_JSON = "not_json"  # the reject reason of a line that is not a JSON object
+DUPLICATE_KEY = "duplicate_key"  # a line with a key twice in one object: the wire's reason for a tick map's
 
 
 def is_json_lines(path: Path) -> bool:
@@ -52,7 +55,7 @@ class JsonLinesTable:
 
     path: Path
     copy: Path
-    bad_lines: dict[int, str]  # row -> why its line is no JSON object
+    bad_lines: dict[int, tuple[str, str]]  # row -> (reason, why) its line is rejected: no JSON object, a key twice
     objects: int  # lines holding an object with at least one field
     shape: Shape | None
     notes: list[str] = field(default_factory=list)  # said however the file is mapped (the shape's: when read so)
@@ -135,12 +138,65 @@ def _lines(path: Path) -> list[bytes]:
     return lines[:-1] if lines and not lines[-1].strip() else lines
 
 
-def _objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int, str]]:
-    """One row per line: its object's top-level fields; an empty row for a blank line or one that is no object."""
+# Every JSON string of a line, a key's with its colon: scanned from the line's start, each match begins at a string's
+# opening quote (a quote outside strings opens one), so a key is never read out of a value's text
+JSON_STRING = r'"(?:[^"\\]|\\.)*"\s*:?'
+
+
+def _may_repeat_keys(lines: list[bytes]) -> set[int]:
+    """The rows whose line may hold a key twice in one object: a key's text twice in the line (at any depth, so a
+    message's array of ticks of the same keys is one), or a backslash (a key written escaped, `"\\u0070"` = `"p"`).
+    polars' read keeps the first of two values without a word. A Python parse of every line would tell, at about
+    three times polars' read (200k Binance trades: 2.1 s against 0.75 s); this scan costs about polars' read (there,
+    +0.6 s on a 2.9 s replay), and only its lines are parsed again to tell (`_unique_pairs`): none of a flat file's
+    clean lines, but each line of a file whose messages hold arrays of ticks (200k OKX messages of 3: +4 s on 16 s),
+    a trade-off taken for an exact check."""
+    try:
+        texts = pl.Series(lines, dtype=pl.Binary).cast(pl.String)
+    except pl.exceptions.ComputeError:  # a line not UTF-8: a file polars does not read, each line parsed in Python
+        return set(range(len(lines)))
+    keys = texts.str.extract_all(JSON_STRING).list.eval(
+        pl.element().filter(pl.element().str.ends_with(":")).str.strip_chars_end(": \t\r\n"))
+    maybe = (keys.list.n_unique() != keys.list.len()) | texts.str.contains("\\", literal=True)
+    return set(maybe.arg_true().to_list())
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
+    """An object's pairs as a dict (json's `object_pairs_hook`), refusing a key given twice in one object."""
+    mapping = dict(pairs)
+    if len(mapping) != len(pairs):
+        keys = [key for key, _ in pairs]
+        twice = next(key for key in keys if keys.count(key) > 1)
+        raise _RepeatedKey(twice, [value for key, value in pairs if key == twice])
+    return mapping
+
+
+def _repeats_a_key(line: bytes) -> bool:
+    """Whether a line (that polars read) holds a key twice in one object."""
+    try:
+        json.loads(line, object_pairs_hook=_unique_pairs)
+    except _RepeatedKey:
+        return True
+    except (ValueError, RecursionError):  # not for polars to have read: the line by line pass says what it is
+        return True
+    return False
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str, values: list[Any]) -> None:
+        shown = ", ".join(repr(value)[:34] for value in values[:4])
+        super().__init__(f"key {key[:34]!r} given more than once in one object ({shown}): which value was meant "
+                         f"cannot be told")
+
+
+def _objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int, tuple[str, str]]]:
+    """One row per line: its object's top-level fields; an empty row for a blank line, one that is no object, or
+    one with a key twice in an object."""
     data = b"\n".join(lines)
+    recheck = _may_repeat_keys(lines)
     try:  # most files are clean: polars alone (it skips blank lines, so a height short of the lines is not clean)
         frame = pl.read_ndjson(io.BytesIO(data), infer_schema_length=None)
-        if frame.height == len(lines):
+        if frame.height == len(lines) and not any(_repeats_a_key(lines[row]) for row in sorted(recheck)):
             return frame, {}
     except pl.exceptions.PolarsError:
         pass
@@ -150,21 +206,24 @@ def _objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int, st
         if not text:
             fixed.append(b"{}")
             continue
+        shown = repr(text[:60].decode(errors='replace'))
         try:
-            value = json.loads(text)
+            value = json.loads(text, object_pairs_hook=_unique_pairs if row in recheck else None)
         except RecursionError:  # a line of 200,000 '[': one bad row, as a line that is not JSON is, not the file's end
-            bad[row] = f"nested deeper than a tick's object is read ({len(text):,} bytes): " \
-                       f"{text[:60].decode(errors='replace')!r}"
+            bad[row] = NOT_JSON, f"nested deeper than a tick's object is read ({len(text):,} bytes): {shown}"
+            fixed.append(b"{}")
+            continue
+        except _RepeatedKey as e:
+            bad[row] = DUPLICATE_KEY, f"{e}: {shown}"
             fixed.append(b"{}")
             continue
         except ValueError as e:
             why = f"not JSON ({e.msg}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else "not UTF-8"
-            bad[row] = f"{why}: {text[:60].decode(errors='replace')!r}"
+            bad[row] = NOT_JSON, f"{why}: {shown}"
             fixed.append(b"{}")
             continue
         if not isinstance(value, dict):
-            bad[row] = f"a JSON {type(value).__name__.replace('dict', 'object')}, not an object: " \
-                       f"{text[:60].decode(errors='replace')!r}"
+            bad[row] = NOT_JSON, f"a JSON {type(value).__name__.replace('dict', 'object')}, not an object: {shown}"
             fixed.append(b"{}")
             continue
         fixed.append(text)
@@ -192,8 +251,8 @@ def _convert(path: Path) -> JsonLinesTable:
         wrapped = False
     frame = _best_levels(_epoch_text_as_integers(frame))
     objects = frame.height - frame.select(pl.all_horizontal(pl.all().is_null()).sum()).item() if frame.width else 0
-    if bad and objects == 0 and not tickless:
-        row, why = next(iter(bad.items()))
+    if bad and objects == 0 and not tickless and all(reason == NOT_JSON for reason, _ in bad.values()):
+        row, (_, why) = next(iter(bad.items()))
         raise ValueError(f"{path}: no line is a JSON object (line {row + 1}: {why}); replay reads one JSON object per "
                          f"line, or a file of one JSON array of objects")
     folder = Path(tempfile.mkdtemp(prefix="flashtick-jsonl-"))
@@ -209,8 +268,8 @@ def _convert(path: Path) -> JsonLinesTable:
     if from_arrays and shape is None:
         notes.append(f"{path.name}: its messages hold their ticks in arrays under 'data': one row per tick, with the "
                      f"message's own fields beside (a tick's field of the same name wins)")
-    if bad:
-        notes.append(f"{path.name}: {len(bad)} line(s) are not JSON objects: each rejected as {NOT_JSON} (the first "
+    if not_json := sum(reason == NOT_JSON for reason, _ in bad.values()):
+        notes.append(f"{path.name}: {not_json} line(s) are not JSON objects: each rejected as {NOT_JSON} (the first "
                      f"is named among the rejects), the others read")
     skipped = {row: f"a message without ticks ({what})" for row, what in tickless.items()}
     return JsonLinesTable(path, copy, bad, objects, shape, notes, line_of=line_of, skipped=skipped,
@@ -232,8 +291,8 @@ def _one_array(lines: list[bytes]) -> pl.DataFrame | None:
 TICKLESS = ("event", "op", "method", "channel", "type", "ret_msg")  # what a message without ticks is, first found
 
 
-def _ticks_of_messages(frame: pl.DataFrame, bad: dict[int, str]
-                       ) -> tuple[pl.DataFrame, pl.Series, dict[int, str], dict[int, str]]:
+def _ticks_of_messages(frame: pl.DataFrame, bad: dict[int, tuple[str, str]]
+                       ) -> tuple[pl.DataFrame, pl.Series, dict[int, tuple[str, str]], dict[int, str]]:
     """Messages holding their ticks in an array under `data` (OKX, Bybit, Kraken v2) as one row per tick: the
     tick's fields, then the message's (its top-level fields and those of a struct such as OKX's `arg`) where the
     tick has none of that name (OKX's bbo-tbt ticks take `instId` from `arg`); Bybit's `topic` gives `channel`,

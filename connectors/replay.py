@@ -65,7 +65,7 @@ from connectors.file_plan import (
     source_path,
     time_sample,
 )
-from connectors.json_lines import NOT_JSON, is_json_lines
+from connectors.json_lines import DUPLICATE_KEY, NOT_JSON, is_json_lines
 from connectors.layout import (
     DECIMAL_COMMA,
     PARQUET_SUFFIXES,
@@ -198,6 +198,7 @@ REJECT_HINTS = {  # what a user does about a file's rows rejected for these reas
     "filtered_out": "; not an error: rows left out on purpose and counted (a keep filter's, or rows holding no tick)",
     NOT_JSON: "; the line is skipped and the rest of the file read (a capture cut mid-line, a log line among the "
               "messages)",
+    DUPLICATE_KEY: "; the line is skipped and the rest of the file read (its writer's bug: write each key once)",
 }
 
 

@@ -152,6 +152,29 @@ def test_a_line_nested_too_deep_is_one_bad_row_not_the_files_end(tmp_path: Path)
                                                            f"deeper than a tick's object is read")
 
 
+def test_a_key_given_twice_is_rejected_as_on_the_wire_and_the_rest_read(tmp_path: Path) -> None:
+    """A line with a key twice in one object replayed silently with the first value (polars'; Python's json keeps
+    the last), while the wire refuses a tick map so as `duplicate_key`: rejected alike, with its line and values;
+    a key twice in a message's tick, or written escaped, too; the same keys in two ticks of one message are none."""
+    lines: list[dict | str] = [binance_trade(i) for i in range(4)]
+    lines[2] = json.dumps(binance_trade(2)).replace('"q":', '"p": "1.00", "q":')
+    lines.insert(3, json.dumps(binance_trade(9)).replace('"q":', '"\\u0070" : "2.00", "q":'))  # "p" escaped
+    ticks, replay = read(write_lines(tmp_path / "dup.jsonl", lines))
+    assert [t.price for t in ticks] == [43000.1, 43001.1, 43003.1]
+    assert dict(replay.rejected) == {"duplicate_key": 2}
+    assert replay.rejected.examples["duplicate_key"].startswith(
+        f"{tmp_path / 'dup.jsonl'} line 3: duplicate_key: key 'p' given more than once in one object ('43002.10', "
+        f"'1.00'): which value was meant cannot be told")
+    assert not any("not JSON objects" in n for n in replay.notes)
+    okx = [okx_message("trades", "BTC-USDT", okx_trade(0), okx_trade(1)),
+           json.dumps(okx_message("trades", "BTC-USDT", okx_trade(2))).replace('"sz":', '"px": "1.0", "sz":'),
+           okx_message("trades", "BTC-USDT", okx_trade(3), okx_trade(4))]
+    ticks, replay = read(write_lines(tmp_path / "okx.jsonl", okx))
+    assert [t.price for t in ticks] == [42219.9, 42220.9, 42222.9, 42223.9]
+    assert dict(replay.rejected) == {"duplicate_key": 1}
+    assert "okx.jsonl line 2: duplicate_key: key 'px' given more than once" in replay.rejected.examples["duplicate_key"]
+
+
 def okx_trade(i: int, inst: str = "BTC-USDT") -> dict:
     return {"instId": inst, "tradeId": f"{130639474 + i}", "px": f"{42219.9 + i:.1f}", "sz": f"0.{i + 1:04d}",
             "side": "sell" if i % 2 else "buy", "ts": str(T0 + i), "count": "1"}
