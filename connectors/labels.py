@@ -121,10 +121,14 @@ def move_bps(marks: np.ndarray, horizon: int) -> np.ndarray:
 
 
 def realised_vol_bps(marks: np.ndarray, horizon: int) -> np.ndarray:
-    """sqrt(sum of squared mark log-returns over ticks i+1..i+h) in bps; shape (n - h,)."""
+    """sqrt(sum of squared mark log-returns over ticks i+1..i+h) in bps; shape (n - h,); NaN for a window over a
+    return that is not finite (an infinite mark), which would otherwise spoil every later window's running sum."""
     r2 = np.square(np.diff(np.log(marks)) * 1e4)
-    cs = np.concatenate([[0.0], np.cumsum(r2)])
-    return np.sqrt(np.maximum(cs[horizon:] - cs[:-horizon], 0.0))
+    lost = ~np.isfinite(r2)
+    cs = np.concatenate([[0.0], np.cumsum(np.where(lost, 0.0, r2))])
+    lost_before = np.concatenate([[0], np.cumsum(lost)])
+    vol = np.sqrt(np.maximum(cs[horizon:] - cs[:-horizon], 0.0))
+    return np.where(lost_before[horizon:] > lost_before[:-horizon], np.nan, vol)
 
 
 def spanned_gaps(ts: np.ndarray, horizon: int, gap_ns: int) -> np.ndarray:
@@ -163,13 +167,17 @@ def label_series(spec: QuestionSpec, marks: np.ndarray, regimes: np.ndarray | No
     h = spec.horizon
     if n <= h:
         return out
+    # Prices are only checked finite and > 0 (a bound on plausible ones would refuse real instruments: a memecoin
+    # quoted in BTC trades near 1e-14, a hyperinflated currency's prices pass 1e12), so two marks may be too far
+    # apart for float64 (5e-324 after 1e308: the move overflows to inf). Such a window has no label: NO_LABEL,
+    # counted unscorable as one without enough future, never bucketed as the largest move, nor a numpy warning.
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        value = realised_vol_bps(marks, h) if spec.kind == "volatility" else move_bps(marks, h)
     if spec.kind == "direction":
-        mv = move_bps(marks, h)
-        out[: n - h] = np.where(mv > spec.flat_bps, 2, np.where(mv < -spec.flat_bps, 0, 1))
-    elif spec.kind == "move":
-        out[: n - h] = np.searchsorted(np.asarray(spec.edges), move_bps(marks, h), side="left")
-    elif spec.kind == "volatility":
-        out[: n - h] = np.searchsorted(np.asarray(spec.edges), realised_vol_bps(marks, h), side="left")
+        labels = np.where(value > spec.flat_bps, 2, np.where(value < -spec.flat_bps, 0, 1))
+    else:
+        labels = np.searchsorted(np.asarray(spec.edges), value, side="left")
+    out[: n - h] = np.where(np.isfinite(value), labels, NO_LABEL)
     if ts is not None and session_gap_ns is not None:
         out[spanned_gaps(ts, h, session_gap_ns)] = NO_LABEL
     return out
