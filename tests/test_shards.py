@@ -512,33 +512,37 @@ def test_a_restart_of_shards_keeps_expiries_and_the_tick_counts_retention_droppe
     cfg = config(checkpoint, tmp_path / "data", 2, queries, scheduler={"max_batch_tokens": 64, "stream_idle_s": 8.0},
                  log={"dir": str(tmp_path / "data"), "segment_bytes": 4096, "retention_bytes": 4 * 4096})
     live = ShardedPipeline(cfg)
-    t0 = 1_700_000_000_000_000_000
-    feed(live, [[trade("QUIET", t0 + i, 100.0 + i % 3, 1.0, "buy")] for i in range(20)])
-    feed(live, [[trade(f"R{i % 2}", t0 + 100 + i, 50.0 + i % 5, 1.0, "sell") for i in range(j, j + 10)]
-                for j in range(0, 600, 10)])
-    assert live.data.log.stats.segments_dropped > 0
-    idle = [trade(f"IDLE{i % 2}", t0 + 1000 + i, 20.0 + i % 4, 2.0, "buy") for i in range(40)]
-    feed(live, [idle[i : i + 4] for i in range(0, 40, 4)])
-    time.sleep(9.2)  # past stream_idle_s and the shards' expiry period, for every stream
-    feed(live, [[trade("QUIET", t0 + 5000, 101.0, 1.0, "buy"), trade("R0", t0 + 5001, 51.0, 1.0, "buy"),
-                 trade("R1", t0 + 5002, 52.0, 1.0, "buy")]])  # keeps these three; the two IDLE streams expire
+    try:
+        t0 = 1_700_000_000_000_000_000
+        feed(live, [[trade("QUIET", t0 + i, 100.0 + i % 3, 1.0, "buy")] for i in range(20)])
+        feed(live, [[trade(f"R{i % 2}", t0 + 100 + i, 50.0 + i % 5, 1.0, "sell") for i in range(j, j + 10)]
+                    for j in range(0, 600, 10)])
+        assert live.data.log.stats.segments_dropped > 0
+        idle = [trade(f"IDLE{i % 2}", t0 + 1000 + i, 20.0 + i % 4, 2.0, "buy") for i in range(40)]
+        feed(live, [idle[i : i + 4] for i in range(0, 40, 4)])
+        time.sleep(9.2)  # past stream_idle_s and the shards' expiry period, for every stream
+        feed(live, [[trade("QUIET", t0 + 5000, 101.0, 1.0, "buy"), trade("R0", t0 + 5001, 51.0, 1.0, "buy"),
+                     trade("R1", t0 + 5002, 52.0, 1.0, "buy")]])  # keeps these three; the two IDLE streams expire
 
-    def expired() -> bool:
-        for link in live.links:
-            link.stats_due = True  # a heartbeat's call: each shard expires what is idle
-        while live.step() is not None:  # until every call is back
-            pass
-        return len(live._expired) >= 2
+        def expired() -> bool:
+            for link in live.links:
+                link.stats_due = True  # a heartbeat's call: each shard expires what is idle
+            while live.step() is not None:  # until every call is back
+                pass
+            return len(live._expired) >= 2
 
-    wait_for(expired, 30)
-    assert sorted(live.expire_idle()) == ["IDLE0", "IDLE1"]
-    feed(live, [[trade("IDLE0", t0 + 6000 + i, 21.0, 2.0, "buy")] for i in range(3)])  # back: a new session
-    held = shard_sessions(live)
-    assert set(held) == {"QUIET", "R0", "R1", "IDLE0"} and held["IDLE0"][0] == 3 and held["QUIET"][0] == 21
-    after = shutil.copytree(tmp_path / "data", tmp_path / "after")  # the disk, were the service killed now
-    message = [trade("R0", t0 + 10_000, 51.0, 1.0, "buy"), trade("QUIET", t0 + 10_001, 101.0, 1.0, "buy"),
-               trade("IDLE0", t0 + 10_002, 22.0, 2.0, "buy")]
-    want = {(a.query, a.stream): (a.version, a.seq) for a in feed(live, [message])}
+        wait_for(expired, 30)
+        assert sorted(live.expire_idle()) == ["IDLE0", "IDLE1"]
+        feed(live, [[trade("IDLE0", t0 + 6000 + i, 21.0, 2.0, "buy")] for i in range(3)])  # back: a new session
+        held = shard_sessions(live)
+        assert set(held) == {"QUIET", "R0", "R1", "IDLE0"} and held["IDLE0"][0] == 3 and held["QUIET"][0] == 21
+        after = shutil.copytree(tmp_path / "data", tmp_path / "after")  # the disk, were the service killed now
+        message = [trade("R0", t0 + 10_000, 51.0, 1.0, "buy"), trade("QUIET", t0 + 10_001, 101.0, 1.0, "buy"),
+                   trade("IDLE0", t0 + 10_002, 22.0, 2.0, "buy")]
+        want = {(a.query, a.stream): (a.version, a.seq) for a in feed(live, [message])}
+    except BaseException:  # a failure must hand the two shards back too, or the next shards test cannot start
+        live.close()
+        raise
     live.close()  # (the local Ray instance holds two shards at a time)
     restarted = ShardedPipeline(dataclasses.replace(cfg, log=dataclasses.replace(cfg.log, dir=str(after))))
     assert restarted.run_until_idle() == []  # nothing owed: every tick was answered
