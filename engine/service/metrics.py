@@ -148,6 +148,10 @@ def render(snapshot: dict[str, Any], now: float | None = None) -> str:
         metric("scrapes_abandoned_total", "counter", "Scrapes whose client closed the connection before the reply "
                "was written (a scraper's time-out: the service was slow to answer, or the network)",
                [("", snapshot["scrapes_abandoned"])])
+    if "connections_refused" in snapshot:
+        metric("metrics_connections_refused_total", "counter", "Connections to this endpoint closed unread because "
+               f"{METRICS_MAX_CONNECTIONS} were open already (idle ones are closed after "
+               f"{METRICS_IDLE_TIMEOUT_S:g} s)", [("", snapshot["connections_refused"])])
     if starting:
         return "\n".join(lines) + "\n"
     for key, help_text in COUNTERS.items():
@@ -211,6 +215,11 @@ def _label(value: str) -> str:
 
 
 METRICS_POLL_S = 0.1  # a stop's shutdown() waits for the serving thread's next poll (http.server's default: 0.5 s)
+# Each connection holds a thread while it is open: a client that opens many and sends nothing (or a byte at a time)
+# would hold hundreds of threads and descriptors. A scraper sends its request at once and the reply is small, so a
+# connection silent this long is closed, and past this many open at once a new one is closed unread (counted)
+METRICS_IDLE_TIMEOUT_S = 5.0
+METRICS_MAX_CONNECTIONS = 16
 
 
 # a scraper that gives up (Prometheus at its scrape_timeout, `curl -m`) closes the connection, often with a reset,
@@ -220,9 +229,32 @@ CLIENT_GONE_ERRORS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedEr
 
 class MetricsHTTPServer(ThreadingHTTPServer):
     """The /metrics server: a scrape its client gave up on is counted (``scrapes_abandoned``), not logged; any other
-    error in a request is one line on stderr, not socketserver's traceback."""
+    error in a request is one line on stderr, not socketserver's traceback. At most METRICS_MAX_CONNECTIONS are
+    served at once: one past them is closed unread and counted (``connections_refused``)."""
 
     scrapes_abandoned = 0  # (+= on several request threads: a count that may miss one is good enough here)
+    connections_refused = 0  # (only the serving thread adds to it)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._slots = threading.BoundedSemaphore(METRICS_MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.connections_refused += 1
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # (no thread started: nothing else gives the slot back)
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         error = sys.exc_info()[1]
@@ -235,11 +267,14 @@ class MetricsHTTPServer(ThreadingHTTPServer):
 
 def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, Any]]) -> MetricsHTTPServer:
     class Handler(BaseHTTPRequestHandler):
+        timeout = METRICS_IDLE_TIMEOUT_S  # per read and write: a silent or slow client's connection is closed
+
         def do_GET(self, head: bool = False) -> None:  # noqa: N802 (http.server's naming)
             if self.path.split("?", 1)[0].rstrip("/") != "/metrics":  # a scraper's ?query parameters are ignored
                 self.send_error(404, "only /metrics is served")
                 return
-            body = render({**snapshot(), "scrapes_abandoned": server.scrapes_abandoned}).encode()
+            body = render({**snapshot(), "scrapes_abandoned": server.scrapes_abandoned,
+                           "connections_refused": server.connections_refused}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.send_header("Content-Length", str(len(body)))
