@@ -8,10 +8,16 @@ import socket
 import time
 import urllib.request
 
+import msgpack
 import pytest
+import zmq
 
+from conftest import serving
 from engine.service import metrics as metrics_module
+from engine.service.client import ControlClient
+from engine.service.config import ServiceConfig
 from engine.service.metrics import METRICS_MAX_CONNECTIONS, start_metrics_server
+from test_server import checkpoint  # noqa: F401  (the model fixture)
 
 
 def wait_for(predicate, timeout_s: float = 120.0) -> None:
@@ -76,3 +82,80 @@ def test_an_idle_or_unfinished_metrics_connection_is_closed_by_the_server(monkey
     finally:
         server.shutdown()
         server.server_close()
+
+
+# -- control: a client that never reads its replies -----------------------------------------------------------------
+
+CONTROL_HWM = 4
+
+
+@pytest.fixture(scope="module")
+def service(checkpoint):
+    """A real server on ephemeral ports (a module's tests share it: each leaves it as it found it)."""
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 2048, "block_size": 16},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
+        "limits": {"heartbeat_s": 0.2, "control_hwm": CONTROL_HWM}})
+    with serving(config) as server:
+        yield server
+
+
+def _stats(server) -> dict:
+    with ControlClient(server.endpoints["control"], timeout_s=60) as control:
+        return control.call("stats")["stats"]
+
+
+def test_replies_a_control_client_never_reads_are_bounded_and_counted(service) -> None:
+    before = _stats(service)
+    silent = zmq.Context.instance().socket(zmq.DEALER)
+    silent.linger = 0
+    silent.rcvhwm = 1
+    silent.rcvbuf = 4096  # (the kernel's buffers hold little of what it does not read)
+    silent.connect(service.endpoints["control"])
+    sent, id_bytes = 300, 60_000  # each reply echoes its 60 kB id: 18 MB if all were held for this client
+    try:
+        for i in range(sent):
+            silent.send(msgpack.packb({"op": "health", "id": f"{i:06d}" + "x" * id_bytes}))
+        # every request is answered or dropped: the replies held for this client are bounded by control_hwm (and
+        # what the kernel's socket buffers took), the rest counted
+        polls = [before]
+
+        def all_read() -> bool:  # (each `stats` call is a request too)
+            polls.append(_stats(service))
+            return polls[-1]["control_requests"] - before["control_requests"] - (len(polls) - 1) >= sent
+
+        wait_for(all_read)
+        dropped = polls[-1]["control_replies_dropped"] - before["control_replies_dropped"]
+        assert dropped > sent // 2, dropped
+        with ControlClient(service.endpoints["control"], timeout_s=60) as other:  # another client is served
+            assert other.call("health")["status"] == "serving"
+        received = 0
+        while received + dropped < sent and silent.poll(60_000):  # what was queued for it comes once it reads
+            silent.recv()
+            received += 1
+        assert received + dropped == sent
+        assert not silent.poll(0)
+    finally:
+        silent.close()
+
+
+def test_large_frames_before_a_control_request_are_not_echoed(service) -> None:
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.linger = 0
+    dealer.connect(service.endpoints["control"])
+    try:
+        dealer.send_multipart([b"x" * 100_000, msgpack.packb({"op": "health"})])
+        assert dealer.poll(60_000)
+        frames = dealer.recv_multipart()
+        dealer.send_multipart([b""] * 5 + [msgpack.packb({"op": "health"})])
+        assert dealer.poll(60_000)
+        many = dealer.recv_multipart()
+        dealer.send_multipart([b"", b"proxy-7", msgpack.packb({"op": "health"})])  # a few small ones come back
+        assert dealer.poll(60_000)
+        routed = dealer.recv_multipart()
+    finally:
+        dealer.close()
+    assert len(frames) == 1 and msgpack.unpackb(frames[0])["reason"] == "bad_request"
+    assert "100000 bytes" in msgpack.unpackb(frames[0])["error"]
+    assert len(many) == 1 and "5 frames before it" in msgpack.unpackb(many[0])["error"]
+    assert routed[:2] == [b"", b"proxy-7"] and msgpack.unpackb(routed[2])["status"] == "serving"

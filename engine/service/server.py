@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgpack
@@ -185,15 +185,19 @@ class Server:
         self._auth: ClientAllowList | None = None  # the ZAP handler of curve.clients_dir
         self.counters = {"answers_published": 0, "control_requests": 0, "control_errors": 0, "heartbeats": 0,
                          "ingest_messages": 0, "engine_errors": 0, "streams_expired": 0,
-                         "answer_fetches": 0}
+                         "answer_fetches": 0, "control_replies_dropped": 0}
         self._start_curve()
         # the control socket first: while the model loads and the tick log replays (minutes for a long log)
         # `health` answers "starting" rather than nothing, so a supervisor's probe does not take it for a hang
+        # a client that never reads its replies gets at most control_hwm of them queued; with router_mandatory a
+        # send past that fails (zmq.Again) instead of being dropped unseen, so it is counted
         control = self._socket("control", zmq.ROUTER, config.endpoints.control, curve=True,
-                               maxmsgsize=config.limits.max_control_bytes)
+                               maxmsgsize=config.limits.max_control_bytes, sndhwm=config.limits.control_hwm,
+                               router_mandatory=1)
         self._snapshot: dict[str, Any] = {}
         self._metrics_server: Any = None
-        self._starting = _StartingReplies(control, config.model.model_id, config.limits.zero_bid, self.started_at)
+        self._starting = _StartingReplies(control, config.model.model_id, config.limits.zero_bid, self.started_at,
+                                          self._send_reply)
         try:
             # metrics as early: a scrape while the log replays finds the target up and starting, not down
             self._start_metrics()
@@ -656,6 +660,23 @@ class Server:
 
     # -- control --------------------------------------------------------------------------------
 
+    def _send_reply(self, frames: list[bytes]) -> None:
+        """A control reply to its client, unless the client has limits.control_hwm replies unread (or is gone):
+        then it is dropped and counted, the first drop said, as such a client is not reading what it asked for."""
+        try:
+            self._sockets["control"].send_multipart(frames, zmq.NOBLOCK)
+            return
+        except zmq.Again:
+            why = f"its client has limits.control_hwm={self.config.limits.control_hwm} replies it has not read"
+        except zmq.ZMQError as e:
+            if e.errno != zmq.EHOSTUNREACH:
+                raise
+            why = "its client disconnected before it came"
+        self.counters["control_replies_dropped"] += 1
+        if self.counters["control_replies_dropped"] == 1:
+            print(f"flashtick: dropped a control reply: {why} (later drops are only counted: stats "
+                  f"control_replies_dropped)", file=sys.stderr, flush=True)
+
     def _drain_control(self) -> None:
         sock = self._sockets["control"]
         deadline = time.monotonic() + DRAIN_SLICE_S  # a client flooding requests must not stall ingest and forwards
@@ -666,11 +687,18 @@ class Server:
                 return
             self.counters["control_requests"] += 1
             envelope, payload = frames[:-1], frames[-1]
-            reply = lambda obj, envelope=envelope: sock.send_multipart([*envelope, pack(obj)])  # noqa: E731
+            # the frames before the request come back with the reply: a few small ones (a REQ socket's delimiter,
+            # proxies' routing ids), not megabytes that a client could have echoed to it without reading them
+            echoed = _envelope_problem(envelope)
+            if echoed is not None:
+                envelope = envelope[:1]  # (the routing id ROUTER added: the reply still reaches its client)
+            reply = lambda obj, envelope=envelope: self._send_reply([*envelope, pack(obj)])  # noqa: E731
             try:
+                if echoed is not None:
+                    raise ControlError(echoed)
                 request = _unpack_request(payload)
                 if (rid := _request_id(request)) is not NO_ID:  # echoed: a client may pipeline requests
-                    reply = lambda obj, envelope=envelope, rid=rid: sock.send_multipart(  # noqa: E731
+                    reply = lambda obj, envelope=envelope, rid=rid: self._send_reply(  # noqa: E731
                         [*envelope, pack({**obj, "id": rid})])
                 _check_request(request)
                 handler = getattr(self, f"_op_{request['op']}", None)
@@ -1001,6 +1029,24 @@ def _looks_like_ticks(frame: bytes) -> bool:
     return isinstance(first, dict) and "stream" in first
 
 
+MAX_ENVELOPE_FRAMES = 4  # frames a control request may carry before it, to come back with the reply
+MAX_ENVELOPE_FRAME_BYTES = 256  # (a routing id is at most 255 bytes)
+
+
+def _envelope_problem(envelope: list[bytes]) -> str | None:
+    """Why the frames before a control request (the routing id ROUTER put first, then the client's own) are not
+    echoed with its reply; None when they are."""
+    frames = envelope[1:]
+    if len(frames) > MAX_ENVELOPE_FRAMES:
+        return (f"a request came with {len(frames)} frames before it, over {MAX_ENVELOPE_FRAMES}: send the request "
+                f"as the last frame after at most {MAX_ENVELOPE_FRAMES} (a REQ socket's one empty frame)")
+    if any(len(frame) > MAX_ENVELOPE_FRAME_BYTES for frame in frames):
+        longest = max(len(frame) for frame in frames)
+        return (f"a frame before the request is {longest} bytes, over {MAX_ENVELOPE_FRAME_BYTES}: frames before the "
+                f"request come back with the reply, and are for routing (a REQ socket's empty frame), not data")
+    return None
+
+
 MAX_SOURCE_CHARS = 64
 MAX_ANSWERS_PER_FETCH = 1000
 MAX_STREAMS_PER_REPLY = 10_000
@@ -1194,8 +1240,10 @@ class _StartingReplies:
     `health` with ``status: starting`` and every other op with an error that says to try again. The socket is the
     main loop's once the block ends (the thread joined first: a socket is used by one thread at a time)."""
 
-    def __init__(self, sock: zmq.Socket, model: str, zero_bid: str, started_at: float) -> None:
+    def __init__(self, sock: zmq.Socket, model: str, zero_bid: str, started_at: float,
+                 send: Callable[[list[bytes]], None]) -> None:
         self.sock, self.model, self.started_at = sock, model, started_at
+        self._send = send  # the server's (a reply its client does not read is dropped and counted)
         self.zero_bid = zero_bid  # known from the config: a feed asking this early learns how its 0 bids are read
         self.phase = "loading the model"  # what the start is doing, in `health`'s reply (`said`)
         self._done = threading.Event()
@@ -1218,6 +1266,8 @@ class _StartingReplies:
             if not self.sock.poll(100):
                 continue
             frames = self.sock.recv_multipart()
+            if _envelope_problem(frames[:-1]) is not None:  # (told properly once the service serves)
+                frames = [frames[0], frames[-1]]
             try:
                 request = _unpack_request(frames[-1])
             except Exception:  # (told properly once the service serves)
@@ -1233,4 +1283,4 @@ class _StartingReplies:
                                   "log): try again once `flashtick health` says serving"}
             if (rid := _request_id(request)) is not NO_ID:
                 reply["id"] = rid
-            self.sock.send_multipart([*frames[:-1], pack(reply)])
+            self._send([*frames[:-1], pack(reply)])
