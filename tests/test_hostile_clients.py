@@ -159,3 +159,47 @@ def test_large_frames_before_a_control_request_are_not_echoed(service) -> None:
     assert "100000 bytes" in msgpack.unpackb(frames[0])["error"]
     assert len(many) == 1 and "5 frames before it" in msgpack.unpackb(many[0])["error"]
     assert routed[:2] == [b"", b"proxy-7"] and msgpack.unpackb(routed[2])["status"] == "serving"
+
+
+# -- answers: subscriptions ------------------------------------------------------------------------------------------
+
+def _subscriber(server, *topics: bytes, reconnect: bool = True) -> zmq.Socket:
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.linger = 0
+    if not reconnect:
+        sub.reconnect_ivl = -1  # (so a connection the server drops stays dropped)
+    for topic in topics:
+        sub.setsockopt(zmq.SUBSCRIBE, topic)
+    sub.connect(server.endpoints["answers"])
+    return sub
+
+
+def _heartbeat_arrives(sub: zmq.Socket) -> bool:
+    """Whether a heartbeat reaches ``sub`` (the service sends one every 0.2 s; 60 s only catches a hang)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if sub.poll(1000) and sub.recv_multipart()[0] == b"_heartbeat/":
+            return True
+    return False
+
+
+def test_a_subscription_longer_than_any_topic_drops_its_subscriber_alone(service) -> None:
+    limits = service.config.limits
+    longest_topic = limits.max_topic_bytes + limits.max_stream_bytes + 1
+    honest = _subscriber(service, b"_heartbeat/", b"q/" + b"S" * (longest_topic - 2))
+    everything = _subscriber(service, b"")
+    greedy = _subscriber(service, b"_heartbeat/", reconnect=False)
+    events = greedy.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+    try:
+        assert _heartbeat_arrives(greedy) and _heartbeat_arrives(honest) and _heartbeat_arrives(everything)
+        greedy.setsockopt(zmq.SUBSCRIBE, b"x" * (longest_topic + 1))  # can match nothing
+        assert events.poll(60_000), "the service kept the connection of an over-long subscription"
+        assert _heartbeat_arrives(honest) and _heartbeat_arrives(everything)
+        honest.setsockopt(zmq.UNSUBSCRIBE, b"_heartbeat/")  # unsubscribing works as before
+        honest.setsockopt(zmq.SUBSCRIBE, b"_heart")
+        assert _heartbeat_arrives(honest)
+    finally:
+        greedy.disable_monitor()
+        events.close()
+        for sock in (honest, everything, greedy):
+            sock.close()

@@ -250,7 +250,11 @@ class Server:
         ingest = self._socket("ingest", zmq.PULL, ep.ingest, rcvhwm=limits.ingest_rcvhwm,
                               maxmsgsize=limits.ingest_wire_bytes,
                               curve=self.config.curve.ingest)
-        self._socket("answers", zmq.PUB, ep.answers, sndhwm=limits.answers_hwm, curve=True)
+        # a subscriber's subscriptions are held by libzmq at ~46x their bytes, for as long as it stays connected:
+        # one longer than any topic (it can match nothing) drops its connection (XPUB_MANUAL does not help: libzmq
+        # keeps every subscription a manual XPUB receives in a trie of its own, to undo them at a disconnect)
+        self._socket("answers", zmq.PUB, ep.answers, sndhwm=limits.answers_hwm, curve=True,
+                     maxmsgsize=limits.longest_subscription_bytes)
         control = self._sockets["control"]  # bound before the recovery (__init__)
         for i, feed in enumerate(ep.feeds):
             sub = self.context.socket(zmq.SUB)
