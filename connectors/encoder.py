@@ -55,6 +55,7 @@ from connectors.ticks import (
     first_ts_hint,
     tick_items,
     unpack,
+    utc_text,
     validate,
     wire_value,
 )
@@ -66,6 +67,10 @@ SHIFT_PRICES = ("; an instrument that trades at zero or below (a spread, a power
                 "add one constant to every price, bid and ask before sending (file replay: --price-offset X)")
 PASSED = "passed"  # a tick log record's key: EncodedTick.passed
 MAX_TS_UNIT_NOTES = 20  # streams named (stats, stderr) when many first ticks are 0 or look like s/ms/us; all counted
+# A wire tick accepted further ahead of the receiver's clock than this is said and counted (ticks_ahead_summary): its
+# stream's later ticks must not be older, so one forged or mis-stamped tick (within limits.max_ts_ahead_s, a day)
+# refuses the stream's real feed as ts_backwards until the clock passes it. Minutes: above clock skew between hosts
+AHEAD_OF_CLOCK_NOTE_NS = 300 * 10**9
 
 
 class EncodedTick(NamedTuple):
@@ -268,6 +273,10 @@ class StreamEncoders:
         # replayed from a tick log has no such clock: a stream restarted from one and quiet since has none.
         self.received_ns: dict[str, int] = {}
         self._message_ns: int | None = None  # the clock of the wire message being ingested (None: none given)
+        # streams with wire ticks accepted over AHEAD_OF_CLOCK_NOTE_NS ahead of the clock: the first
+        # MAX_TS_UNIT_NOTES, each [ticks, most seconds ahead], and how many such ticks in all
+        self.ahead_of_clock: dict[str, list] = {}
+        self.ahead_of_clock_ticks = 0
 
     def __len__(self) -> int:
         return len(self._encoders)
@@ -298,6 +307,7 @@ class StreamEncoders:
         self._expired_last_ts.pop(stream, None)
         self._expired_at_last_ts.pop(stream, None)
         self.received_ns.pop(stream, None)
+        self.held.pop(stream, None)
         self.passed_over.accepted(stream)
 
     def expired(self, stream: str) -> bool:
@@ -412,6 +422,33 @@ class StreamEncoders:
         self.passed_over.accepted(item.stream)
         if self._message_ns is not None:
             self.received_ns[item.stream] = self._message_ns
+            if item.ts - self._message_ns > AHEAD_OF_CLOCK_NOTE_NS:
+                self._note_ahead_of_clock(item.stream, item.ts, self._message_ns)
+
+    def _note_ahead_of_clock(self, stream: str, ts: int, now_ns: int) -> None:
+        """A wire tick of ``stream`` accepted well ahead of the clock: counted, and said for a stream's first."""
+        self.ahead_of_clock_ticks += 1
+        ahead_s = (ts - now_ns) / 1e9
+        noted = self.ahead_of_clock.get(stream)
+        if noted is not None:
+            noted[0], noted[1] = noted[0] + 1, max(noted[1], round(ahead_s, 3))
+            return
+        if len(self.ahead_of_clock) >= MAX_TS_UNIT_NOTES:
+            return
+        self.ahead_of_clock[stream] = [1, round(ahead_s, 3)]
+        if self.notify is not None:
+            ahead = f"{ahead_s / 3600:.1f} h" if ahead_s >= 3600 else f"{ahead_s / 60:.0f} min"
+            self.notify(f"stream {stream!r}: accepted a tick stamped {ahead} ahead of this clock (ts {ts}, "
+                        f"{utc_text(ts)}): its later ticks older than that are refused as ts_backwards until the "
+                        f"clock passes it; if the stamp is wrong (forged, or a clock or unit mistake), `flashtick "
+                        f"forget {stream}` drops the stream, its ordering guard included (stats ticks_ahead_of_clock)")
+
+    def ahead_of_clock_summary(self) -> dict[str, Any]:
+        """For stats: wire ticks accepted over AHEAD_OF_CLOCK_NOTE_NS ahead of the clock (empty when none)."""
+        if not self.ahead_of_clock_ticks:
+            return {}
+        return {"ticks_ahead_of_clock": {"ticks": self.ahead_of_clock_ticks, "streams": {
+            stream: {"ticks": ticks, "max_ahead_s": ahead} for stream, (ticks, ahead) in self.ahead_of_clock.items()}}}
 
     def note_passed(self, stream: str, ts: int, ticks: int = 1) -> None:
         """``ticks`` of ``stream`` stamped ``ts`` were taken off the wire and refused or conflated (PassedOver); a

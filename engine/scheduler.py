@@ -306,6 +306,12 @@ class Scheduler:
                 state.session.tokens, state.boundaries, state.roll_at = list(tokens), list(boundaries), roll_at
                 state.next_token_logits = None  # what follows these tokens is predicted once they are computed
 
+    def waiting_on(self, stream: str) -> bool:
+        """Whether ``stream`` has data waiting for a forward, or a query job waiting on it (it cannot be dropped)."""
+        state = self.streams.get(stream)
+        return (state is not None and bool(state.pending)) or any(
+            job.stream == stream for job in (*self._asks, *self._idle))
+
     def drop(self, stream: str) -> None:
         """Forget ``stream`` (expired, here or in the run a tick log replays): its KV returns to the pool, and its
         next data starts a new session."""

@@ -285,13 +285,14 @@ class Registry:
         with self._lock:
             self._fired.get(query, {}).pop(stream, None)
 
-    def drop_stream(self, stream: str) -> None:
+    def drop_stream(self, stream: str, keep_grid: bool = True) -> None:
         """Forgets trigger state for a closed stream (expired): it fires afresh if it comes back, except an
         `interval` query, which keeps its event-time grid: a sparse stream back within the same cell does not fire
-        again there, as a backtest (where nothing expires) would not. Its tick count starts over."""
+        again there, as a backtest (where nothing expires) would not. Its tick count starts over. ``keep_grid``
+        False: the grid goes too (a stream forgotten with its ordering guard: its next tick may be older)."""
         with self._lock:
             for name, per_stream in self._fired.items():
                 last = per_stream.pop(stream, None)
                 spec = self._snap.specs.get(name)
-                if last is not None and spec is not None and spec.trigger.kind == "interval":
+                if keep_grid and last is not None and spec is not None and spec.trigger.kind == "interval":
                     per_stream[stream] = _Fired(last.cell, 0)

@@ -1,5 +1,5 @@
-"""The ``flashtick`` command line: serve, feed, subscribe, register, unregister, list, get, ask, streams, stats,
-scores, health, ticklog export, keygen, backtest, train, evaluate, demo, answers.
+"""The ``flashtick`` command line: serve, feed, subscribe, register, unregister, forget, list, get, ask, streams,
+stats, scores, health, ticklog export, keygen, backtest, train, evaluate, demo, answers.
 
 Errors are one readable line on stderr (exit status 2), never a traceback.
 Every command that connects to a running service takes `--server-key FILE`
@@ -270,6 +270,12 @@ def build_parser() -> argparse.ArgumentParser:
                        parents=[keys, clients, control_op])
     p.add_argument("name")
     p.set_defaults(run=cmd_unregister)
+
+    p = sub.add_parser("forget", help="drop one stream, its ordering guard included (a tick stamped ahead of the "
+                                      "clock blocks its feed as ts_backwards): recorded in the tick log, logged",
+                       parents=[keys, clients, control_op])
+    p.add_argument("stream", type=stream_name)
+    p.set_defaults(run=cmd_forget)
 
     p = sub.add_parser("list", help="the registered queries", parents=[keys, clients, control_op])
     p.add_argument("--json", action="store_true", help="the full specs as JSON")
@@ -1369,6 +1375,13 @@ def cmd_unregister(args: argparse.Namespace) -> None:
     with _control(args) as control:
         reply = control.call("unregister", name=args.name)
     print(f"unregistered {args.name} (registry version {reply['version']})")
+
+
+def cmd_forget(args: argparse.Namespace) -> None:
+    with _control(args) as control:
+        reply = control.call("forget", stream=args.stream)
+    print(f"forgot stream {args.stream!r}: its {reply['ticks']} ticks' session, answers and ordering guard (last ts "
+          f"{reply['last_ts']}) are dropped; its next tick, of any time, starts it afresh")
 
 
 def cmd_list(args: argparse.Namespace) -> None:

@@ -165,6 +165,9 @@ EXPIRED = "expired"  # a tick log record of its own, {expired: stream}: the live
 # beside SEGMENT_START: the ticks logged before the segment since the log began (what retention drops of them is
 # counted from the first kept one; the streams' counts miss the ticks of streams expired before it)
 LOGGED = "logged"
+# a tick log record of its own, {forgotten: stream}: an operator had the live run forget the stream here (the
+# `forget` control op), its ordering guard too, so a restart does not bring back a guard a forged tick set
+FORGOTTEN = "forgotten"
 
 
 def owed_jobs(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, flash: FlashQueries, stream: str,
@@ -386,6 +389,12 @@ class DataDir:
             self.log.append(msgpack.packb({EXPIRED: stream}, use_bin_type=True))
         except LogWriteError as e:
             print(f"flashtick: could not log the expiry of stream {stream!r}: {e}", file=sys.stderr, flush=True)
+
+    def log_forgotten(self, stream: str) -> None:
+        """``stream`` forgotten here at an operator's request (``FORGOTTEN``): a restart forgets it at this point of
+        the log too, its ordering guard included. Raises ticklog.LogWriteError when the disk refuses the record:
+        the stream is then not forgotten (a restart would bring its guard back)."""
+        self.log.append(msgpack.packb({FORGOTTEN: stream}, use_bin_type=True))
 
     def append(self, item: EncodedTick) -> None:
         """Log one accepted item; raises ticklog.LogWriteError (nothing logged) when the disk refuses, or while
@@ -627,10 +636,13 @@ class Replayed(NamedTuple):
 def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[EncodedTick], None], *,
                skip_corrupt: bool, stats: LogStats, streams: set[str] | None = None, upto: int | None = None,
                message_start: Callable[[], None] | None = None, expire: Callable[[str], None] | None = None,
-               segment_start: Callable[[dict[str, list[int]]], None] | None = None) -> Replayed:
+               segment_start: Callable[[dict[str, list[int]]], None] | None = None,
+               forget: Callable[[str], None] | None = None) -> Replayed:
     """Logged items (records before ``upto``; of ``streams`` only, when given) through ``encoders`` to ``book``.
     A refusal (InvalidTick) is counted, never fatal. ``message_start`` is called before each record that began a
-    wire message, ``expire`` at each stream's expiry (a log written before those were recorded has neither)."""
+    wire message, ``expire`` at each stream's expiry (a log written before those were recorded has neither),
+    ``forget`` where an operator had the stream forgotten (without it, the encoders forget it, ordering guard
+    included)."""
     ticks = refused = logged = 0
     before: int | None = None
     first = True
@@ -644,6 +656,10 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
         if EXPIRED in record:
             if expire is not None and (streams is None or record[EXPIRED] in streams):
                 expire(record[EXPIRED])
+            continue
+        if FORGOTTEN in record:
+            if streams is None or record[FORGOTTEN] in streams:
+                (forget or encoders.forget)(record[FORGOTTEN])
             continue
         if SEGMENT_START in record:
             if segment_start is not None:
@@ -740,12 +756,19 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
         encoders.drop(stream)
         counted.pop(stream, None)  # the answered point counts the session after the last expiry
 
+    def forget(stream: str) -> None:
+        """As an expiry, and its ordering guard goes too; what the live run had not computed of it was dropped."""
+        expire(stream)
+        encoders.forget(stream)
+        owed.discard(stream)
+        tail[:] = [item for item in tail if item is None or item.stream != stream]
+
     def message_start() -> None:
         if tail and tail[-1] is not None:  # (runs of message starts of no tail item are one boundary)
             tail.append(None)
 
     read = replay_log(directory, encoders, book, skip_corrupt=skip_corrupt, stats=stats, streams=streams, upto=upto,
-                      message_start=message_start, expire=expire, segment_start=start)
+                      message_start=message_start, expire=expire, segment_start=start, forget=forget)
     # a log written before LOGGED: the streams' counts at the first kept start, which miss a stream expired before it
     dropped = read.before if read.before is not None else started
     stats.ticks_dropped_by_retention += dropped

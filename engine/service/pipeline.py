@@ -220,6 +220,10 @@ def log_or_refuse(data: DataDir, item: EncodedTick) -> None:
         raise InvalidTick("log_unavailable", f"{e} (the tick was not accepted)", item.stream) from None
 
 
+class StreamBusy(RuntimeError):
+    """A stream cannot be forgotten now: data or a query job waits on it (the same request, later, is served)."""
+
+
 class TickPipeline:
     def __init__(self, config: ServiceConfig, live_scores: bool = True,
                  progress: Callable[[str], None] = lambda _: None, defer_owed: bool = False,
@@ -659,6 +663,26 @@ class TickPipeline:
             _return_memory()
         return expired
 
+    def forget_stream(self, stream: str) -> None:
+        """Drop ``stream`` from every layer at an operator's request, as an expiry does, and its ordering guard
+        too: its next tick, of any time, starts it afresh (a stream a tick stamped ahead of the clock blocks).
+        Logged first (a restart forgets it at the same point); raises LogWriteError, forgetting nothing, when
+        the log refuses that, and StreamBusy while data or a query job waits on it."""
+        if self.engine.scheduler.waiting_on(stream):
+            raise StreamBusy(f"stream {stream!r} has data or an ask waiting for a forward: send the request again "
+                             f"in a moment (or once its feed is stopped)")
+        if self.data is not None:
+            self.data.log_forgotten(stream)
+        self.engine.scheduler.drop(stream)
+        self.encoders.forget(stream)
+        self.registry.drop_stream(stream, keep_grid=False)
+        self.cache.drop_stream(stream)
+        self.flash.drop_stream(stream)
+        self.scores.drop_stream(stream)
+        self.adaptation.drop_stream(stream)
+        if self.data is not None:
+            self.data.answers.forget_stream(stream)
+
     def save_queries(self) -> None:
         """Keep the registered queries in the data directory (after every register/unregister)."""
         if self.data is not None:
@@ -751,6 +775,7 @@ class TickPipeline:
             "model": self.config.model.model_id,
             **({"log": self.data.stats()} if self.data is not None else {}),
             **self.encoders.ts_unit_summary(),
+            **self.encoders.ahead_of_clock_summary(),
         }
 
 

@@ -32,7 +32,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
 from connectors.encoder import published_rejections
-from connectors.ticks import NotMsgpack, RepeatedKeys, read_msgpack, slash_hint, wire_type, wire_value
+from connectors.ticks import NotMsgpack, RepeatedKeys, read_msgpack, slash_hint, utc_text, wire_type, wire_value
 from engine.jobs import JobOutcome
 from engine.memory_limit import resident_bytes
 from engine.scheduler import UnknownStream
@@ -42,7 +42,8 @@ from engine.service.durability import new_epoch
 from engine.service.forward_pace import ForwardPace
 from engine.service.installation import package_version
 from engine.service.metrics import process_start_time
-from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
+from engine.service.pipeline import StreamBusy, TickPipeline, freeze_heap, thaw_heap
+from engine.service.ticklog import LogWriteError
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
 from engine.service.sharded import ShardedPipeline, ShardGivenUp
 from engine.stream import Stream
@@ -942,6 +943,33 @@ class Server:
                     if name in self._refused_streams and name not in self.pipeline.encoders)
         return {"refused_at_start": {"streams": still, "why": self.pipeline.admission_limit()}} if still else {}
 
+    def _op_forget(self, request: dict, _reply: Any) -> dict:
+        """Drop one stream from every layer, its ordering guard included, durably (the tick log records it): the
+        operator's way out when a tick stamped ahead of the clock (forged, or a feed's mistake) blocks the stream's
+        real feed as ts_backwards. Said in the log, with what the stream held."""
+        stream = _field(request, "stream", str)
+        held = self.pipeline.encoders.accepted([stream])[stream]
+        if held is None:
+            raise ControlError(f"stream {excerpt(stream)} is not known: nothing to forget (`flashtick streams` lists "
+                               f"the streams the engine holds, expired ones included)" + slash_hint(stream))
+        forget = getattr(self.pipeline, "forget_stream", None)
+        if forget is None:
+            raise ControlError("op 'forget' is not available with --shards: stop the service and restart it "
+                               "without --shards to forget a stream")
+        try:
+            forget(stream)
+        except StreamBusy as e:
+            raise ControlBusy(str(e)) from None
+        except LogWriteError as e:
+            raise ControlError(f"stream {excerpt(stream)} was not forgotten: the tick log refused the record that "
+                               f"keeps it forgotten across a restart ({e})") from None
+        self._refused_streams.pop(stream, None)
+        print(f"flashtick: forgot stream {stream!r} at a control client's request (op forget): its {held['ticks']} "
+              f"ticks' session, answers and ordering guard (last ts {held['last_ts']}, "
+              f"{utc_text(held['last_ts'])}) dropped; its next tick, of any time, starts it afresh",
+              file=sys.stderr, flush=True)
+        return {"forgotten": stream, "ticks": held["ticks"], "last_ts": held["last_ts"]}
+
     def _op_health(self, _request: dict, _reply: Any) -> dict:
         """``serving``; ``degraded`` with ``shards_down`` while a shard is restored after a loss, or failed, and with
         ``log_problem`` while ticks are refused because the data directory's logs cannot be written."""
@@ -1055,7 +1083,8 @@ MAX_SOURCE_CHARS = 64
 MAX_ANSWERS_PER_FETCH = 1000
 MAX_STREAMS_PER_REPLY = 10_000
 MAX_TOPICS_PER_REPLY = 10_000
-CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "answers", "topics", "streams", "stats", "health")
+CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "answers", "topics", "streams", "stats", "health",
+               "forget")
 
 
 class ControlError(ValueError):

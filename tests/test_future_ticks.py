@@ -1,0 +1,129 @@
+"""A tick stamped hours ahead of the clock (within limits.max_ts_ahead_s) blocks its stream's real feed as
+ts_backwards: the service says so when it accepts it, and `forget` drops the stream and its ordering guard,
+durably (a restart does not bring the guard back). Real sockets, a real data directory, the tiny tick model."""
+
+from __future__ import annotations
+
+import time
+
+import msgpack
+import pytest
+import zmq
+
+from conftest import serving
+from engine.service.client import ControlClient, ControlError
+from engine.service.config import ServiceConfig
+from test_server import checkpoint  # noqa: F401  (the model fixture)
+
+HOUR_NS = 3600 * 10**9
+
+
+def wait_for(predicate, timeout_s: float = 120.0) -> None:
+    """Until ``predicate()`` holds (generous: other jobs load this machine; it only catches a hang)."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+def _config(checkpoint, data_dir) -> ServiceConfig:
+    return ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 2048, "block_size": 16},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
+        "limits": {"heartbeat_s": 0.2}, "log": {"dir": str(data_dir)}})
+
+
+def _tick(stream: str, ts: int, price: float = 100.0) -> bytes:
+    return msgpack.packb({"stream": stream, "ts": ts, "price": price, "size": 1.0})
+
+
+class Feed:
+    """A PUSH into the service's ingest and a control client beside it."""
+
+    def __init__(self, server) -> None:
+        self.push = zmq.Context.instance().socket(zmq.PUSH)
+        self.push.linger = 1000
+        self.push.connect(server.endpoints["ingest"])
+        self.control = ControlClient(server.endpoints["control"], timeout_s=60)
+
+    def stats(self) -> dict:
+        return self.control.call("stats")["stats"]
+
+    def last_ts(self, stream: str) -> int | None:
+        held = self.control.call("streams", streams=[stream])["streams"][stream]
+        return None if held is None else held["last_ts"]
+
+    def close(self) -> None:
+        self.push.close()
+        self.control.close()
+
+
+def test_a_tick_far_ahead_of_the_clock_is_said_and_forget_lets_the_real_feed_in_across_a_restart(
+        checkpoint, tmp_path, capsys) -> None:
+    data_dir = tmp_path / "data"
+    now = time.time_ns()
+    forged = now + 23 * HOUR_NS  # within limits.max_ts_ahead_s (a day): accepted
+    with serving(_config(checkpoint, data_dir)) as server:
+        feed = Feed(server)
+        try:
+            feed.push.send(_tick("SYN.D", now))
+            feed.push.send(_tick("SYN.OK", now + 1))
+            wait_for(lambda: feed.last_ts("SYN.OK") == now + 1)
+            assert "ticks_ahead_of_clock" not in feed.stats()
+            feed.push.send(_tick("SYN.D", forged))
+            wait_for(lambda: feed.last_ts("SYN.D") == forged)
+            ahead = feed.stats()["ticks_ahead_of_clock"]
+            assert ahead["ticks"] == 1 and list(ahead["streams"]) == ["SYN.D"]
+            assert 22.9 * 3600 < ahead["streams"]["SYN.D"]["max_ahead_s"] < 23.1 * 3600
+            # the honest feed is refused from now on
+            feed.push.send(_tick("SYN.D", now + 10**9))
+            wait_for(lambda: feed.stats()["rejected"].get("ts_backwards", 0) == 1)
+
+            with pytest.raises(ControlError, match="not known"):
+                feed.control.call("forget", stream="NO.SUCH")
+            reply = feed.control.call("forget", stream="SYN.D")
+            assert reply["forgotten"] == "SYN.D" and reply["last_ts"] == forged and reply["ticks"] == 2
+            assert feed.last_ts("SYN.D") is None
+            assert feed.last_ts("SYN.OK") == now + 1  # other streams untouched
+
+            feed.push.send(_tick("SYN.D", now + 2 * 10**9))  # the honest feed again, older than the forged tick
+            wait_for(lambda: feed.last_ts("SYN.D") == now + 2 * 10**9)
+        finally:
+            feed.close()
+    err = capsys.readouterr().err
+    assert "stream 'SYN.D': accepted a tick stamped 23.0 h ahead of this clock" in err, err
+    assert "`flashtick forget SYN.D`" in err
+    assert "forgot stream 'SYN.D' at a control client's request" in err
+
+    with serving(_config(checkpoint, data_dir)) as server:  # a restart replays the log: the guard stays gone
+        feed = Feed(server)
+        try:
+            assert feed.last_ts("SYN.D") == now + 2 * 10**9
+            assert feed.last_ts("SYN.OK") == now + 1
+            feed.push.send(_tick("SYN.D", now + 3 * 10**9))
+            wait_for(lambda: feed.last_ts("SYN.D") == now + 3 * 10**9)
+            assert "ts_backwards" not in feed.stats()["rejected"]
+        finally:
+            feed.close()
+
+
+def test_without_forget_a_restart_brings_the_forged_guard_back(checkpoint, tmp_path) -> None:
+    """Without `forget`, a restart brings the forged tick's guard back (the log holds it): what `forget` is for."""
+    data_dir = tmp_path / "data"
+    now = time.time_ns()
+    with serving(_config(checkpoint, data_dir)) as server:
+        feed = Feed(server)
+        try:
+            feed.push.send(_tick("SYN.D", now + 20 * HOUR_NS))
+            wait_for(lambda: feed.last_ts("SYN.D") == now + 20 * HOUR_NS)
+            with pytest.raises(ControlError, match="needs 'stream'"):
+                feed.control.call("forget")
+        finally:
+            feed.close()
+    with serving(_config(checkpoint, data_dir)) as server:
+        feed = Feed(server)
+        try:
+            assert feed.last_ts("SYN.D") == now + 20 * HOUR_NS
+        finally:
+            feed.close()
