@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import socket
 import time
 
 import pytest
@@ -124,6 +125,26 @@ def test_curve_ingest_takes_ticks_from_listed_feeds_only(checkpoint, keys, capfd
         logged = capfd.readouterr().err
         assert "flashtick: refused a client on the ingest socket: its handshake failed: a client without CURVE keys " \
                "or with a wrong --server-key" in logged, logged
+
+
+@pytest.mark.parametrize("clients_dir", [True, False])
+def test_peers_that_are_no_zeromq_clients_are_counted_as_failed_handshakes(checkpoint, keys, capfd,
+                                                                          clients_dir: bool) -> None:
+    """Random bytes and HTTP get no handshake event from libzmq, only their connection accepted and dropped."""
+    server_key = read_public_key(keys / "server.key")
+    config = curve_config(checkpoint, keys, **({"clients_dir": str(keys / "allowed")} if clients_dir else {}))
+    with serving(config) as server, ControlClient(server.endpoints["control"], timeout_s=60, server_public_key=server_key,
+                                                  client_keypair=read_keypair(keys / "alice.key_secret")) as control:
+        before = control.call("stats")["stats"]["handshakes_failed"]
+        host, port = server.endpoints["control"].removeprefix("tcp://").rsplit(":", 1)
+        peers = [bytes(range(1, 256)) * 16] * 3 + [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"] * 2
+        for sent in peers:  # one at a time, each closed by the client once sent
+            with socket.create_connection((host, int(port)), timeout=10) as peer:
+                peer.sendall(sent)
+        wait_for(lambda: control.call("stats")["stats"]["handshakes_failed"] == before + len(peers), timeout_s=120)
+        assert control.call("health")["status"] == "serving"  # (its own connection, handshaken, is not counted)
+    logged = capfd.readouterr().err
+    assert "refused a client on the control socket: its handshake failed: " in logged, logged
 
 
 def test_a_feed_whose_key_is_refused_is_told_so_not_to_look_for_a_running_engine(checkpoint, keys) -> None:

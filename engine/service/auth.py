@@ -197,33 +197,83 @@ class FailedHandshakes:
     """The server side of handshakes the ZAP handler never sees: a client without CURVE keys (the NULL mechanism)
     connecting to a CURVE socket, or a peer that is not a ZeroMQ client of that socket's kind, fails before any
     key is checked. ZeroMQ drops such a connection without a word; its socket monitor says so, and this counts it
-    (``handshakes_failed``, with ``auth_denied`` in stats) and names the socket on stderr for the first few."""
+    (``handshakes_failed``, with ``auth_denied`` in stats) and names the socket on stderr for the first few.
 
-    EVENTS = zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+    A peer whose first bytes are no ZeroMQ greeting at all (random bytes, an HTTP request) gets no handshake event
+    from libzmq, only its connection accepted and dropped: such a connection is one that ends with no handshake
+    event of its own. The events name a connection (its fd) on accept and drop only, so the handshake events seen
+    while several connections wait for theirs are matched by count (``_Waiting``): each drop is said the moment
+    none of the waiting connections can have had one, and the count is exact once those that waited are gone."""
+
+    FAILED = zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+    EVENTS = FAILED | zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_ACCEPTED | \
+        zmq.EVENT_DISCONNECTED
 
     def __init__(self, sockets: dict[str, zmq.Socket], counters: MutableMapping[str, int]) -> None:
         self.counters = counters
         counters["handshakes_failed"] = 0
         self._monitors = {name: sock.get_monitor_socket(self.EVENTS) for name, sock in sockets.items()}
+        self._waiting = {name: _Waiting() for name in sockets}
         self._said = 0
 
     def poll(self) -> None:
         """Count (and say, the first few) the failed handshakes since the last call."""
         for name, monitor in self._monitors.items():
+            waiting = self._waiting[name]
             while monitor.poll(0):
-                recv_monitor_message(monitor)
-                self.counters["handshakes_failed"] += 1
-                if self._said < MAX_DENIALS_LOGGED:
-                    self._said += 1
-                    more = (" (later ones are only counted: stats handshakes_failed)"
-                            if self._said == MAX_DENIALS_LOGGED else "")
-                    # (libzmq reports the same client as PROTOCOL or NO_DETAIL by timing: one text for both)
-                    why = ("a client without CURVE keys or with a wrong --server-key (give it the server's public "
-                           "key and its own --client-key), or a peer that is not a ZeroMQ client of this socket's kind")
-                    print(f"flashtick: refused a client on the {name} socket: its handshake failed: {why}{more}",
-                          file=sys.stderr, flush=True)
+                message = recv_monitor_message(monitor)
+                event = message["event"]
+                if event == zmq.EVENT_ACCEPTED:
+                    waiting.accepted(message["value"])
+                elif event == zmq.EVENT_DISCONNECTED:
+                    if waiting.dropped(message["value"]):
+                        self._failed(name, "a peer that is not a ZeroMQ client (its first bytes were no ZeroMQ "
+                                           "greeting: random bytes, HTTP, a scanner)")
+                else:  # (one handshake event a connection)
+                    waiting.concluded()
+                    if event & self.FAILED:
+                        # (libzmq reports the same client as PROTOCOL or NO_DETAIL by timing: one text for both)
+                        self._failed(name, "a client without CURVE keys or with a wrong --server-key (give it the "
+                                           "server's public key and its own --client-key), or a peer that is not "
+                                           "a ZeroMQ client of this socket's kind")
+
+    def _failed(self, name: str, why: str) -> None:
+        self.counters["handshakes_failed"] += 1
+        if self._said < MAX_DENIALS_LOGGED:
+            self._said += 1
+            more = " (later ones are only counted: stats handshakes_failed)" if self._said == MAX_DENIALS_LOGGED else ""
+            print(f"flashtick: refused a client on the {name} socket: its handshake failed: {why}{more}",
+                  file=sys.stderr, flush=True)
 
     def close(self) -> None:
         for monitor in self._monitors.values():
             monitor.close(linger=0)
         self._monitors = {}
+
+
+class _Waiting:
+    """One socket's connections accepted and waiting for their handshake event (by fd), and how many handshake
+    events came that no drop has yet accounted for (``concluded_unmatched``, fewer than the connections waiting)."""
+
+    def __init__(self) -> None:
+        self.fds: set[int] = set()
+        self.concluded_unmatched = 0
+
+    def accepted(self, fd: int) -> None:
+        self.fds.add(fd)
+
+    def concluded(self) -> None:
+        self.concluded_unmatched += 1
+        if self.concluded_unmatched >= len(self.fds):  # every waiting connection has had its event
+            self.fds.clear()
+            self.concluded_unmatched = 0
+
+    def dropped(self, fd: int) -> bool:
+        """Whether the connection ``fd``, dropped now, ended without a handshake event (as the events tell)."""
+        if fd not in self.fds:
+            return False  # (its handshake had concluded)
+        self.fds.discard(fd)
+        if self.concluded_unmatched == 0:
+            return True
+        self.concluded_unmatched -= 1  # which waiting one had the event cannot be told: counted by the rest
+        return False

@@ -26,7 +26,8 @@ COUNTERS = {
     "engine_errors": "Engine steps that failed (the service kept serving)",
     "streams_expired": "Idle streams dropped (scheduler.stream_idle_s)",
     "auth_denied": "CURVE handshakes refused: client key not in curve.clients_dir",
-    "handshakes_failed": "Handshakes on CURVE sockets that failed before a key was checked (a client without keys)",
+    "handshakes_failed": "Connections to CURVE sockets whose handshake failed before a key was checked (a client "
+                         "without keys, a peer that is no ZeroMQ client)",
     "heartbeats": "Heartbeats the engine thread sent (limits.heartbeat_s apart while it runs): one that stops rising "
                   "while the service answers scrapes is an engine thread stalled in a long forward, or stuck",
 }
