@@ -133,8 +133,10 @@ def test_peers_that_are_no_zeromq_clients_are_counted_as_failed_handshakes(check
     """Random bytes and HTTP get no handshake event from libzmq, only their connection accepted and dropped."""
     server_key = read_public_key(keys / "server.key")
     config = curve_config(checkpoint, keys, **({"clients_dir": str(keys / "allowed")} if clients_dir else {}))
-    with serving(config) as server, ControlClient(server.endpoints["control"], timeout_s=60, server_public_key=server_key,
-                                                  client_keypair=read_keypair(keys / "alice.key_secret")) as control:
+    alice = read_keypair(keys / "alice.key_secret")
+    with serving(config) as server, \
+            ControlClient(server.endpoints["control"], timeout_s=60, server_public_key=server_key,
+                          client_keypair=alice) as control:
         before = control.call("stats")["stats"]["handshakes_failed"]
         host, port = server.endpoints["control"].removeprefix("tcp://").rsplit(":", 1)
         peers = [bytes(range(1, 256)) * 16] * 3 + [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"] * 2

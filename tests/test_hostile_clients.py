@@ -183,6 +183,22 @@ def _heartbeat_arrives(sub: zmq.Socket) -> bool:
     return False
 
 
+def test_the_distinct_subscriptions_subscribers_hold_are_counted_until_they_go(service) -> None:
+    """(Before the other subscription tests: none of their subscribers is still leaving meanwhile.)"""
+    before = _stats(service)
+    prefixes = [b"dir/" + bytes([65 + i]) * 300 for i in range(3)]
+    first = _subscriber(service, *prefixes)
+    second = _subscriber(service, prefixes[0])  # the same prefix again: its trie nodes are shared, counted once
+    try:
+        wait_for(lambda: _stats(service)["subscription_bytes"] == before["subscription_bytes"] + 3 * 304)
+        assert _stats(service)["subscriptions"] == before["subscriptions"] + 3
+    finally:
+        first.close()
+        second.close()
+    wait_for(lambda: _stats(service)["subscription_bytes"] == before["subscription_bytes"])
+    assert _stats(service)["subscriptions"] == before["subscriptions"]
+
+
 def test_a_subscription_longer_than_any_topic_drops_its_subscriber_alone(service) -> None:
     limits = service.config.limits
     longest_topic = limits.max_topic_bytes + limits.max_stream_bytes + 1

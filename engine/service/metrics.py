@@ -42,6 +42,9 @@ GAUGES = {
     "behind": "1 while more than limits.max_backlog_tokens wait for a forward, or data waited past limits.max_lag_s",
     "kv_thrash": "1 while evicted sessions are recomputed more than new tokens are (kv.cells too small)",
     "queries": "Registered queries",
+    "subscriptions": "Distinct subscriptions the answer socket's subscribers hold (libzmq keeps each in memory, "
+                     "about 46 bytes a byte, until its subscribers disconnect)",
+    "subscription_bytes": "Bytes of those subscriptions",
 }
 SCHEDULER_COUNTERS = {  # engine/scheduler.py's SchedulerStats: what each counts, not its name again
     "evictions": "Sessions whose KV was evicted to make room in the KV pool (recomputed when their stream next "

@@ -61,6 +61,8 @@ DROPPED_WHEN_BEHIND = {"shed": "ticks refused as overloaded",
 THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see Server._watch_kv_thrash)
 THRASH_MIN_CELLS = 10_000  # fewer KV cells evicted than this in a window is never thrash
 THRASH_WARNING_EVERY_S = 60.0
+SUBSCRIPTION_MEMORY_FACTOR = 46  # bytes of libzmq's subscription trie per byte subscribed (measured, random prefixes)
+SUBSCRIPTION_BYTES_SAID = 1 << 20  # distinct subscription bytes held that the log first says (~46 MiB in libzmq)
 TOKENIZED_MARKER = b"tokens"
 # Subscribers of the stopped service reconnect by themselves (ZeroMQ retries every 100 ms by default): the answers
 # owed at a restart wait this long after the sockets are bound, so a plain SUB that was connected gets them too (a
@@ -127,6 +129,36 @@ class FeedWatch:
         self._monitor.close(linger=0)
 
 
+class SubscriptionsHeld:
+    """The distinct subscriptions the answers socket's subscribers hold, from its XPUB notifications (one when a
+    prefix is first subscribed, one when its last subscriber drops it, a disconnect included): libzmq keeps them in
+    a trie of about SUBSCRIPTION_MEMORY_FACTOR bytes a byte, unbounded in number, so `stats` counts them
+    (``subscriptions``, ``subscription_bytes``) and the log says when their bytes pass each power of two from
+    SUBSCRIPTION_BYTES_SAID (a subscriber flooding subscriptions: only CURVE's clients_dir keeps strangers out)."""
+
+    def __init__(self) -> None:
+        self.next_said = SUBSCRIPTION_BYTES_SAID
+
+    def read(self, sock: zmq.Socket, counters: dict[str, int]) -> None:
+        deadline = time.monotonic() + DRAIN_SLICE_S
+        while time.monotonic() <= deadline:
+            try:
+                frame = sock.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if frame[:1] in (b"\x00", b"\x01"):  # (anything else a peer sends on it is dropped unread)
+                sign = 1 if frame[:1] == b"\x01" else -1
+                counters["subscriptions"] += sign
+                counters["subscription_bytes"] += sign * (len(frame) - 1)
+            if counters["subscription_bytes"] >= self.next_said:
+                self.next_said *= 2
+                print(f"flashtick: answer subscribers hold {counters['subscriptions']} distinct subscriptions of "
+                      f"{counters['subscription_bytes']} bytes, which libzmq keeps in about "
+                      f"{SUBSCRIPTION_MEMORY_FACTOR * counters['subscription_bytes'] >> 20} MiB until they "
+                      f"disconnect (a subscriber flooding subscriptions? with CURVE, curve.clients_dir keeps "
+                      f"strangers out)", file=sys.stderr, flush=True)
+
+
 class ExpiredStreamsLine:
     """Streams expired for idleness, said on stderr. A stream dropped for idleness loses its context: a sparse feed
     (a contract that trades hourly) must hear of it, or its next answers, from a fresh session, look like the
@@ -186,7 +218,9 @@ class Server:
         self._auth: ClientAllowList | None = None  # the ZAP handler of curve.clients_dir
         self.counters = {"answers_published": 0, "control_requests": 0, "control_errors": 0, "heartbeats": 0,
                          "ingest_messages": 0, "engine_errors": 0, "streams_expired": 0,
-                         "answer_fetches": 0, "control_replies_dropped": 0}
+                         "answer_fetches": 0, "control_replies_dropped": 0, "subscriptions": 0,
+                         "subscription_bytes": 0}
+        self._subscriptions = SubscriptionsHeld()
         self._start_curve()
         # the control socket first: while the model loads and the tick log replays (minutes for a long log)
         # `health` answers "starting" rather than nothing, so a supervisor's probe does not take it for a hang
@@ -254,8 +288,10 @@ class Server:
         # a subscriber's subscriptions are held by libzmq at ~46x their bytes, for as long as it stays connected:
         # one longer than any topic (it can match nothing) drops its connection (XPUB_MANUAL does not help: libzmq
         # keeps every subscription a manual XPUB receives in a trie of its own, to undo them at a disconnect)
-        self._socket("answers", zmq.PUB, ep.answers, sndhwm=limits.answers_hwm, curve=True,
-                     maxmsgsize=limits.longest_subscription_bytes)
+        # XPUB, not PUB: it tells the service of each distinct subscription held and of each gone, so stats can say
+        # what subscribers make libzmq hold (it publishes exactly as PUB does)
+        answers = self._socket("answers", zmq.XPUB, ep.answers, sndhwm=limits.answers_hwm, curve=True,
+                               maxmsgsize=limits.longest_subscription_bytes)
         control = self._sockets["control"]  # bound before the recovery (__init__)
         for i, feed in enumerate(ep.feeds):
             sub = self.context.socket(zmq.SUB)
@@ -268,7 +304,7 @@ class Server:
             sub.connect(feed)
             self._sockets[f"feed{i}"] = sub
         self.poller = zmq.Poller()
-        for sock in (ingest, control, *(s for k, s in self._sockets.items() if k.startswith("feed"))):
+        for sock in (ingest, control, answers, *(s for k, s in self._sockets.items() if k.startswith("feed"))):
             self.poller.register(sock, zmq.POLLIN)
         if self._curve_sockets and self._handshakes is None:  # (control's is bound before the others: all now)
             self._handshakes = FailedHandshakes({n: self._sockets[n] for n in sorted(self._curve_sockets)},
@@ -347,6 +383,8 @@ class Server:
                 self.pipeline.ingest_unread_s = time.monotonic() - min(unread) if unread else 0.0
                 if self._sockets["control"] in events:
                     self._drain_control()
+                if self._sockets["answers"] in events:
+                    self._subscriptions.read(self._sockets["answers"], self.counters)
                 if self._stop.is_set():
                     break  # not a full forward now: the drain sizes its forwards to limits.drain_s
                 self._step()
