@@ -258,3 +258,19 @@ def test_keygen_refuses_a_name_that_is_no_file_stem_and_a_dir_through_a_file_in_
 def test_curve_config_mistakes_are_named(curve: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         ServiceConfig.from_dict({"curve": curve}, "engine.yaml")
+
+
+def test_connections_ending_without_a_handshake_event_are_counted_exactly_once_all_have_closed() -> None:
+    """The monitor names connections (fds) on accept and drop only: handshake events are matched by count."""
+    from engine.service.auth import _Waiting
+
+    waiting = _Waiting()
+    for fd in (11, 12, 13):  # 12 handshakes; 11 and 13 are garbage peers
+        waiting.accepted(fd)
+    waiting.concluded()
+    counted = [waiting.dropped(11), waiting.dropped(13), waiting.dropped(12)]
+    assert sum(counted) == 2  # which one is told late, but the count is exact once they are all gone
+    waiting.accepted(14)  # a client alone: its event is its own, and its drop later is no failure
+    waiting.concluded()
+    waiting.accepted(15)  # a garbage peer alone
+    assert waiting.dropped(15) is True and waiting.dropped(14) is False
