@@ -86,7 +86,7 @@ def test_an_idle_or_unfinished_metrics_connection_is_closed_by_the_server(monkey
 
 # -- control: a client that never reads its replies -----------------------------------------------------------------
 
-CONTROL_HWM = 4
+CONTROL_QUEUE_BYTES = 1 << 20
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def service(checkpoint):
     config = ServiceConfig.from_dict({
         "model": {"path": str(checkpoint)}, "kv": {"cells": 2048, "block_size": 16},
         "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
-        "limits": {"heartbeat_s": 0.2, "control_hwm": CONTROL_HWM}})
+        "limits": {"heartbeat_s": 0.2, "control_queue_bytes": CONTROL_QUEUE_BYTES}})
     with serving(config) as server:
         yield server
 
@@ -116,8 +116,8 @@ def test_replies_a_control_client_never_reads_are_bounded_and_counted(service) -
     try:
         for i in range(sent):
             silent.send(msgpack.packb({"op": "health", "id": f"{i:06d}" + "x" * id_bytes}))
-        # every request is answered or dropped: the replies held for this client are bounded by control_hwm (and
-        # what the kernel's socket buffers took), the rest counted
+        # every request is answered or dropped: the replies held for this client are bounded (16 in ZeroMQ's queue,
+        # control_queue_bytes in the service's, and what the kernel's socket buffers took), the rest counted
         polls = [before]
 
         def all_read() -> bool:  # (each `stats` call is a request too)
@@ -137,6 +137,25 @@ def test_replies_a_control_client_never_reads_are_bounded_and_counted(service) -
         assert not silent.poll(0)
     finally:
         silent.close()
+
+
+def test_a_client_that_pipelines_many_requests_and_reads_gets_every_reply(service) -> None:
+    """A burst of replies can outrun ZeroMQ's I/O thread (its queue of 16): they wait, none is dropped."""
+    dropped_before = _stats(service)["control_replies_dropped"]
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.linger = 0
+    dealer.connect(service.endpoints["control"])
+    sent = 500
+    try:
+        for i in range(sent):
+            dealer.send(msgpack.packb({"op": "health", "id": i}))
+        ids = []
+        while len(ids) < sent and dealer.poll(60_000):
+            ids.append(msgpack.unpackb(dealer.recv())["id"])
+    finally:
+        dealer.close()
+    assert ids == list(range(sent))  # all of them, in order
+    assert _stats(service)["control_replies_dropped"] == dropped_before
 
 
 def test_large_frames_before_a_control_request_are_not_echoed(service) -> None:

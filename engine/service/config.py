@@ -234,9 +234,9 @@ class LimitsSection:
     max_ingest_per_step: int = 10_000  # messages drained between two forwards
     # service
     max_control_bytes: int = 4 << 20  # ZeroMQ drops the connection of a peer sending a larger control request
-    # replies queued for one control connection that has not read them; past it a reply to it is dropped (counted
-    # as control_replies_dropped): a request/reply client with this many unread replies is not reading them
-    control_hwm: int = 16
+    # bytes of replies the service holds for one control connection that is not reading them (beyond ZeroMQ's
+    # queue of CONTROL_SNDHWM replies); past it a reply to it is dropped (counted as control_replies_dropped)
+    control_queue_bytes: int = 16 << 20
     max_backlog_tokens: int = 1_000_000  # accepted tokens waiting for a forward before the engine is "behind"
     max_lag_s: float = 5.0  # ... or the oldest accepted tick (or an unread ingest message) waiting longer than this
     # lag: keep everything, say so (heartbeat, metric, warning); shed: refuse new ticks; conflate: keep every trade

@@ -21,8 +21,8 @@ COUNTERS = {
     "ingest_messages": "Ingest messages received",
     "control_requests": "Control requests received",
     "control_errors": "Control requests answered with an error",
-    "control_replies_dropped": "Control replies dropped: their client had limits.control_hwm replies unread, "
-                               "or had disconnected",
+    "control_replies_dropped": "Control replies dropped: their client had limits.control_queue_bytes of replies "
+                               "unread, or had disconnected",
     "engine_errors": "Engine steps that failed (the service kept serving)",
     "streams_expired": "Idle streams dropped (scheduler.stream_idle_s)",
     "auth_denied": "CURVE handshakes refused: client key not in curve.clients_dir",

@@ -22,7 +22,7 @@ import socket
 import sys
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -61,6 +61,7 @@ DROPPED_WHEN_BEHIND = {"shed": "ticks refused as overloaded",
 THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see Server._watch_kv_thrash)
 THRASH_MIN_CELLS = 10_000  # fewer KV cells evicted than this in a window is never thrash
 THRASH_WARNING_EVERY_S = 60.0
+CONTROL_SNDHWM = 16  # replies ZeroMQ queues for a control client; more wait in Server._unsent (bounded in bytes)
 SUBSCRIPTION_MEMORY_FACTOR = 46  # bytes of libzmq's subscription trie per byte subscribed (measured, random prefixes)
 SUBSCRIPTION_BYTES_SAID = 1 << 20  # distinct subscription bytes held that the log first says (~46 MiB in libzmq)
 TOKENIZED_MARKER = b"tokens"
@@ -127,6 +128,26 @@ class FeedWatch:
         if not self._sock.closed:
             self._sock.disable_monitor()
         self._monitor.close(linger=0)
+
+
+class UnsentReplies:
+    """One control client's replies waiting for room in its ZeroMQ queue, in order, and their bytes."""
+
+    def __init__(self) -> None:
+        self.replies: deque[list[bytes]] = deque()
+        self.bytes = 0
+
+    def add(self, frames: list[bytes], most_bytes: int) -> bool:
+        """Keep ``frames`` to send later; False (not kept) when that would pass ``most_bytes``."""
+        size = sum(map(len, frames))
+        if self.bytes + size > most_bytes:
+            return False
+        self.replies.append(frames)
+        self.bytes += size
+        return True
+
+    def pop(self) -> None:
+        self.bytes -= sum(map(len, self.replies.popleft()))
 
 
 class SubscriptionsHeld:
@@ -224,11 +245,12 @@ class Server:
         self._start_curve()
         # the control socket first: while the model loads and the tick log replays (minutes for a long log)
         # `health` answers "starting" rather than nothing, so a supervisor's probe does not take it for a hang
-        # a client that never reads its replies gets at most control_hwm of them queued; with router_mandatory a
-        # send past that fails (zmq.Again) instead of being dropped unseen, so it is counted
+        # with router_mandatory a reply past a client's CONTROL_SNDHWM unread fails (zmq.Again) instead of being
+        # dropped unseen: it waits in _unsent, bounded in bytes (limits.control_queue_bytes), and then is counted
         control = self._socket("control", zmq.ROUTER, config.endpoints.control, curve=True,
-                               maxmsgsize=config.limits.max_control_bytes, sndhwm=config.limits.control_hwm,
+                               maxmsgsize=config.limits.max_control_bytes, sndhwm=CONTROL_SNDHWM,
                                router_mandatory=1)
+        self._unsent: dict[bytes, UnsentReplies] = {}  # routing id -> replies ZeroMQ's queue had no room for yet
         self._snapshot: dict[str, Any] = {}
         self._metrics_server: Any = None
         self._starting = _StartingReplies(control, config.model.model_id, config.limits.zero_bid, self.started_at,
@@ -383,6 +405,7 @@ class Server:
                 self.pipeline.ingest_unread_s = time.monotonic() - min(unread) if unread else 0.0
                 if self._sockets["control"] in events:
                     self._drain_control()
+                self._send_unsent()
                 if self._sockets["answers"] in events:
                     self._subscriptions.read(self._sockets["answers"], self.counters)
                 if self._stop.is_set():
@@ -704,19 +727,48 @@ class Server:
     # -- control --------------------------------------------------------------------------------
 
     def _send_reply(self, frames: list[bytes]) -> None:
-        """A control reply to its client, unless the client has limits.control_hwm replies unread (or is gone):
-        then it is dropped and counted, the first drop said, as such a client is not reading what it asked for."""
-        try:
-            self._sockets["control"].send_multipart(frames, zmq.NOBLOCK)
+        """A control reply to its client (``frames[0]``, its routing id). One that finds the client's ZeroMQ queue
+        full (CONTROL_SNDHWM replies: a client not reading, or a burst of pipelined replies the I/O thread has not
+        sent yet) waits in ``_unsent``, sent as room comes (``_send_unsent``), up to limits.control_queue_bytes a
+        client: past that, or for a client gone, it is dropped and counted."""
+        unsent = self._unsent.get(frames[0])
+        if unsent is None:
+            try:
+                self._sockets["control"].send_multipart(frames, zmq.NOBLOCK)
+                return
+            except zmq.Again:
+                unsent = self._unsent[frames[0]] = UnsentReplies()
+            except zmq.ZMQError as e:
+                if e.errno != zmq.EHOSTUNREACH:
+                    raise
+                self._dropped_replies(1, "its client disconnected before it came")
+                return
+        if not unsent.add(frames, self.config.limits.control_queue_bytes):
+            self._dropped_replies(1, f"its client has limits.control_queue_bytes="
+                                     f"{self.config.limits.control_queue_bytes} bytes of replies it has not read")
+
+    def _send_unsent(self) -> None:
+        """Send the replies that wait for room in their client's ZeroMQ queue, each client's in order."""
+        if not self._unsent:
             return
-        except zmq.Again:
-            why = f"its client has limits.control_hwm={self.config.limits.control_hwm} replies it has not read"
-        except zmq.ZMQError as e:
-            if e.errno != zmq.EHOSTUNREACH:
-                raise
-            why = "its client disconnected before it came"
-        self.counters["control_replies_dropped"] += 1
-        if self.counters["control_replies_dropped"] == 1:
+        sock = self._sockets["control"]
+        sock.getsockopt(zmq.EVENTS)  # (ZeroMQ learns here what its I/O thread has sent since: room again)
+        for routing_id, unsent in list(self._unsent.items()):
+            try:
+                while unsent.replies:
+                    sock.send_multipart(unsent.replies[0], zmq.NOBLOCK)
+                    unsent.pop()
+            except zmq.Again:
+                continue
+            except zmq.ZMQError as e:
+                if e.errno != zmq.EHOSTUNREACH:
+                    raise
+                self._dropped_replies(len(unsent.replies), "its client disconnected before it came")
+            del self._unsent[routing_id]
+
+    def _dropped_replies(self, count: int, why: str) -> None:
+        self.counters["control_replies_dropped"] += count
+        if self.counters["control_replies_dropped"] == count:
             print(f"flashtick: dropped a control reply: {why} (later drops are only counted: stats "
                   f"control_replies_dropped)", file=sys.stderr, flush=True)
 
