@@ -61,7 +61,7 @@ DROPPED_WHEN_BEHIND = {"shed": "ticks refused as overloaded",
 THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see Server._watch_kv_thrash)
 THRASH_MIN_CELLS = 10_000  # fewer KV cells evicted than this in a window is never thrash
 THRASH_WARNING_EVERY_S = 60.0
-CONTROL_SNDHWM = 16  # replies ZeroMQ queues for a control client; more wait in Server._unsent (bounded in bytes)
+CONTROL_HWM = 16  # requests and replies ZeroMQ queues per control client (replies past it wait in Server._unsent)
 SUBSCRIPTION_MEMORY_FACTOR = 46  # bytes of libzmq's subscription trie per byte subscribed (measured, random prefixes)
 SUBSCRIPTION_BYTES_SAID = 1 << 20  # distinct subscription bytes held that the log first says (~46 MiB in libzmq)
 TOKENIZED_MARKER = b"tokens"
@@ -245,10 +245,12 @@ class Server:
         self._start_curve()
         # the control socket first: while the model loads and the tick log replays (minutes for a long log)
         # `health` answers "starting" rather than nothing, so a supervisor's probe does not take it for a hang
-        # with router_mandatory a reply past a client's CONTROL_SNDHWM unread fails (zmq.Again) instead of being
-        # dropped unseen: it waits in _unsent, bounded in bytes (limits.control_queue_bytes), and then is counted
+        # with router_mandatory a reply past a client's CONTROL_HWM unread fails (zmq.Again) instead of being
+        # dropped unseen: it waits in _unsent, bounded in bytes (limits.control_queue_bytes), and then is counted.
+        # Requests too: past CONTROL_HWM of a client's waiting to be read, ZeroMQ stops reading its connection (the
+        # client's own queue holds the rest), rather than hold up to 1,000 of max_control_bytes each
         control = self._socket("control", zmq.ROUTER, config.endpoints.control, curve=True,
-                               maxmsgsize=config.limits.max_control_bytes, sndhwm=CONTROL_SNDHWM,
+                               maxmsgsize=config.limits.max_control_bytes, sndhwm=CONTROL_HWM, rcvhwm=CONTROL_HWM,
                                router_mandatory=1)
         self._unsent: dict[bytes, UnsentReplies] = {}  # routing id -> replies ZeroMQ's queue had no room for yet
         self._snapshot: dict[str, Any] = {}
@@ -728,7 +730,7 @@ class Server:
 
     def _send_reply(self, frames: list[bytes]) -> None:
         """A control reply to its client (``frames[0]``, its routing id). One that finds the client's ZeroMQ queue
-        full (CONTROL_SNDHWM replies: a client not reading, or a burst of pipelined replies the I/O thread has not
+        full (CONTROL_HWM replies: a client not reading, or a burst of pipelined replies the I/O thread has not
         sent yet) waits in ``_unsent``, sent as room comes (``_send_unsent``), up to limits.control_queue_bytes a
         client: past that, or for a client gone, it is dropped and counted."""
         unsent = self._unsent.get(frames[0])
