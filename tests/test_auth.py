@@ -160,11 +160,16 @@ def test_a_feed_whose_key_is_refused_is_told_so_not_to_look_for_a_running_engine
         for client, why in (({"server_public_key": server_key,
                                "client_keypair": read_keypair(keys / "mallory.key_secret")},
                               "the server refused this client's key (CURVE authentication failed"),
-                             ({}, "the server uses CURVE and this client does not")):
+                             # libzmq reports a client without keys as PROTOCOL or NO_DETAIL by the timing of the
+                             # server's close (a loaded machine gives NO_DETAIL twice): the specific text, or the
+                             # general one that names --server-key too; never "is the service running"
+                             ({}, ("the server uses CURVE and this client does not",
+                                   "the handshake failed: if the server uses CURVE, give --server-key"))):
             with RejectWatch(server.endpoints["answers"], **client) as watch, \
                     pytest.raises(FeedTimeout, match=r"no heartbeat from .* in 2 s: ") as err:
                 watch.wait_ready(2.0)
-            assert why in str(err.value) and "running" not in str(err.value), err.value
+            said = (why,) if isinstance(why, str) else why
+            assert any(text in str(err.value) for text in said) and "running" not in str(err.value), err.value
 
 
 def test_curve_ingest_without_an_allow_list_needs_only_the_server_key(checkpoint, keys) -> None:
