@@ -13,18 +13,10 @@ import zmq
 from conftest import serving
 from engine.service.client import ControlClient, ControlError
 from engine.service.config import ServiceConfig
+from test_answer_context import wait_for
 from test_server import checkpoint  # noqa: F401  (the model fixture)
 
 HOUR_NS = 3600 * 10**9
-
-
-def wait_for(predicate, timeout_s: float = 120.0) -> None:
-    """Until ``predicate()`` holds (generous: other jobs load this machine; it only catches a hang)."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
 
 
 def _config(checkpoint, data_dir) -> ServiceConfig:

@@ -17,16 +17,8 @@ from engine.service import metrics as metrics_module
 from engine.service.client import ControlClient
 from engine.service.config import ServiceConfig
 from engine.service.metrics import METRICS_MAX_CONNECTIONS, start_metrics_server
+from test_answer_context import wait_for
 from test_server import checkpoint  # noqa: F401  (the model fixture)
-
-
-def wait_for(predicate, timeout_s: float = 120.0) -> None:
-    """Until ``predicate()`` holds (generous: other jobs load this machine; it only catches a hang)."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
 
 
 def _closed_by_the_server(sock: socket.socket) -> bool:

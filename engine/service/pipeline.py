@@ -652,13 +652,7 @@ class TickPipeline:
             if self.data is not None:
                 self.data.log_expired(stream)
             self.encoders.drop(stream)
-            self.registry.drop_stream(stream)
-            self.cache.drop_stream(stream)
-            self.flash.drop_stream(stream)
-            self.scores.drop_stream(stream)
-            self.adaptation.drop_stream(stream)
-            if self.data is not None:
-                self.data.answers.forget_stream(stream)
+            self._drop_answer_state(stream)
         if expired:
             _return_memory()
         return expired
@@ -675,7 +669,12 @@ class TickPipeline:
             self.data.log_forgotten(stream)
         self.engine.scheduler.drop(stream)
         self.encoders.forget(stream)
-        self.registry.drop_stream(stream, keep_grid=False)
+        self._drop_answer_state(stream, keep_grid=False)
+
+    def _drop_answer_state(self, stream: str, keep_grid: bool = True) -> None:
+        """What the queries held of ``stream`` (triggers, cached answers, flash state, scores, adaptation, the
+        answer log's marks), gone with it: an expiry and a `forget` alike."""
+        self.registry.drop_stream(stream, keep_grid=keep_grid)
         self.cache.drop_stream(stream)
         self.flash.drop_stream(stream)
         self.scores.drop_stream(stream)
