@@ -368,7 +368,8 @@ def test_summary_lists_rejected_rows_by_reason(setup: Path, tmp_path: Path, caps
 @pytest.mark.parametrize("resuming", [False, True])
 def test_ctrl_c_before_the_run_begins_says_nothing_was_kept(setup: Path, tmp_path: Path, resuming: bool) -> None:
     """A Ctrl-C while the backtest still loads (its libraries, config, model) once exited 130 without a word.
-    The config is a named pipe the backtest blocks reading, so the signal lands there, not by timing. Resuming, the
+    The config is a named pipe the backtest blocks reading, so the signal lands there, not by timing. It once hung
+    there: the kernel gave the signal to a library's thread, not to the main thread asleep in the read. Resuming, the
     checkpoint is left as it was, and said so (it said "nothing kept" over 960 answers kept)."""
     config = tmp_path / "engine.yaml"
     os.mkfifo(config)
@@ -387,9 +388,16 @@ def test_ctrl_c_before_the_run_begins_says_nothing_was_kept(setup: Path, tmp_pat
             writer = os.open(config, os.O_WRONLY | os.O_NONBLOCK)
         except OSError:
             time.sleep(0.02)
+    # let the read block first: the kernel may hand a signal to a library's worker thread (numpy's OpenBLAS pool)
+    # when the main thread sleeps in a read, which then never heard of it (a CI run hung here for 300 s)
+    time.sleep(0.5)
     try:
         child.send_signal(signal.SIGINT)
-        _, err = child.communicate(timeout=300)
+        _, err = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        pytest.fail("the backtest did not end on a Ctrl-C while it read its config")
     finally:
         if writer is not None:
             os.close(writer)

@@ -38,6 +38,7 @@ import json
 import math
 import os
 import re
+import threading
 import time
 import unicodedata
 from pathlib import Path
@@ -613,6 +614,7 @@ def main(argv: list[str] | None = None) -> int:
 
                 sys.stderr = TimestampedLines(plain)  # type: ignore[assignment]
             args = _parse(parser, argv)
+            _load_polars(args)
         except KeyboardInterrupt:  # (a command's own, from _run on, is its to say)
             print("flashtick: interrupted while starting; nothing done", file=sys.stderr)
             return 130
@@ -630,6 +632,25 @@ def _end_of_start() -> bool:
     if signal.getsignal(signal.SIGINT) is _note_interrupt:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     return bool(INTERRUPTED_WHILE_STARTING)
+
+
+# The commands that only talk to a running service (or write keys): no polars, and a quick start.
+_SERVICE_CLIENTS = frozenset({"subscribe", "register", "unregister", "forget", "list", "get", "answers", "topics",
+                              "ask", "stats", "scores", "streams", "health", "keygen"})
+
+
+def _load_polars(args: argparse.Namespace) -> None:
+    """Import polars, and keep a Ctrl-C able to end a blocking read. Polars' import installs its own SIGINT handler
+    (to stop a long query) with SA_RESTART: the kernel then resumes a read the signal interrupted, and Python, which
+    raises KeyboardInterrupt when a call returns, heard of it only when the read ended, if ever (a backtest reading its
+    config from a pipe hung on a Ctrl-C: pola-rs/polars#21739). siginterrupt clears that one flag and keeps polars'
+    handler, which still passes the signal on to Python's."""
+    if args.command in _SERVICE_CLIENTS:
+        return
+    import polars  # noqa: F401
+
+    if threading.current_thread() is threading.main_thread():  # (signal settings are the main thread's to change)
+        signal.siginterrupt(signal.SIGINT, True)
 
 
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
@@ -1098,8 +1119,6 @@ START_OVER = ("; to feed a stream again from its start (read another way: --pric
 
 
 def cmd_feed(args: argparse.Namespace) -> int | None:
-    import threading
-
     from connectors.feed import FINISH_STALL_S, AfterHeld, EngineLost, FeedClient, run_feed
 
     batch_ns = _batch_ns(args)
@@ -1896,8 +1915,6 @@ def _recorded_reading(model_path: str | None) -> str:
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
-    import threading
-
     try:  # the libraries and the config load before the run's own signal handling: a Ctrl-C here is said too
         from engine.service.backtest import BacktestInterrupted, run_backtest
 
