@@ -36,7 +36,9 @@ def test_a_demo_computes_every_tick_it_fed_before_its_summary(capsys) -> None:
     stats = run_demo(seconds=3, queries=EXAMPLE_QUERIES, rate=1_000.0, adapt=False)
     out, err = capsys.readouterr()
     assert stats["pending_tokens"] == 0 and stats["ticks_in"] > 0  # every tick accepted was computed
-    assert "the engine is behind at 1000 ticks/s" in err or "stopping after" not in err
+    # a backlog at the stop is said with the stop (a heartbeat's "behind" line may not come within 3 s under load:
+    # a CI run at load 23 had none)
+    assert "stopping after" not in err or "computing what is still waiting first" in err
     summary = re.search(r"summary after (\d+\.\d) s of feed(.*)", out)
     assert summary, out
     assert "uncomputed" not in summary[0]
