@@ -877,11 +877,19 @@ def _headerless_hint(path: Path, row: tuple[str, ...], kinds: list[str], separat
 
 
 def _kind(cell: str) -> str:
-    if is_epoch(cell) or (not NUMBER.match(cell) and (ISO.match(_dot_fraction(cell)) or time_formats(cell))):
+    if is_epoch(cell) or (not NUMBER.match(cell) and (_iso_time(cell) or time_formats(cell))):
         return "time"
     if NUMBER.match(cell):
         return "number"
     return "bool" if cell.lower() in ("true", "false") else "text" if re.search("[A-Za-z]", cell) else "other"
+
+
+def _iso_time(cell: str) -> bool:
+    """Whether a cell is ISO 8601, maybe with its UTC offset written as a name or after one (`... 09:30:00 EST`,
+    `... UTC`, `... GMT+0100`), as a headered file's times are read (ISO itself takes only `Z` and numbers)."""
+    text = _dot_fraction(cell.strip())
+    tail = zone_tail(text)
+    return bool(ISO.match(text if tail is None else text[: tail.start()]))
 
 
 def _fits(cmap: ColumnMap, row: tuple[str, ...]) -> bool:

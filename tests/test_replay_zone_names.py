@@ -135,3 +135,21 @@ def test_a_date_of_two_readings_is_refused_with_formats_that_read_its_12_hour_cl
     assert "('%m/%d/%Y %I:%M:%S%.f %p' or '%d/%m/%Y %I:%M:%S%.f %p')" in str(refused.value)
     ticks = drain(FileReplay(path, columns={"ts_format": "%m/%d/%Y %I:%M:%S%.f %p"}))
     assert ticks[0].ts == utc_ns("2026-03-06T21:30:00")
+
+
+def test_a_header_less_files_iso_times_with_a_zone_name_read_as_a_headered_files(tmp_path: Path) -> None:
+    rows = ["2024-03-08 09:30:00.123 EST,XYZ,175.1,100", "2024-03-08 09:30:01.5 EST,XYZ,175.2,200",
+            "2024-03-11 09:30:02 EDT,XYZ,175.3,100"]  # the clocks went forward on the 10th
+    headerless = tmp_path / "headerless.csv"
+    headerless.write_text("".join(f"{row}\n" for row in rows))
+    headered = tmp_path / "headered.csv"
+    headered.write_text("timestamp,symbol,price,size\n" + "".join(f"{row}\n" for row in rows))
+    replay = FileReplay(headerless)
+    ticks = drain(replay)
+    assert [t.ts for t in ticks] == [utc_ns("2024-03-08T14:30:00.123"), utc_ns("2024-03-08T14:30:01.500"),
+                                     utc_ns("2024-03-11T13:30:02")]
+    assert [t.ts for t in ticks] == [t.ts for t in drain(FileReplay(headered))]
+    assert [(t.stream, t.price, t.size) for t in ticks] == [("XYZ", 175.1, 100), ("XYZ", 175.2, 200),
+                                                            ("XYZ", 175.3, 100)]
+    assert replay.rejected == {}
+    assert any("no header row; read as a time and two numbers" in note for note in replay.notes)
