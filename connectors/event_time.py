@@ -20,6 +20,7 @@ from connectors.utc_offsets import (
     UTC_OFFSET,
     clock_name,
     format_reading_names,
+    names_read_in,
     numeric_offsets,
     unknown_zone_name,
 )
@@ -39,8 +40,9 @@ def _local(expr: pl.Expr, tz: str | None, second_pass: pl.Expr | None = None) ->
 
 def wall_clock_ns(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) -> pl.Expr | None:
     """The naive wall-clock times that `ts_expr` reads in the map's `tz`, as int ns (their digits read as UTC's);
-    None when it reads none (no tz; counts after midnight, which are elapsed time, not a wall clock's)."""
-    if cmap.tz is None or cmap.ts_unit in DAY_CLOCK_UNITS:
+    None when it reads none (no tz; counts after midnight, which are elapsed time, not a wall clock's; times that
+    carry their offset, as a name the tz writes does: `names_read_in`)."""
+    if cmap.tz is None or cmap.ts_unit in DAY_CLOCK_UNITS or names_read_in(cmap.tz, first):
         return None
     return ts_expr(path, replace(cmap, tz=None), dtype, first)
 
@@ -130,9 +132,11 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
     fmt = re.sub(r"%S,%(\d?)f", r"%S.%\1f", cmap.ts_format) if cmap.ts_format else None
     if fmt is not None and EPOCH_CODE in fmt:  # an epoch count is an instant: no zone, no clock of one day
         return _epoch_text(text, fmt)
+    # a name other zones write too (CST) is read as the zone tz names writes it (Asia/Shanghai: +08:00)
+    zone_reading = names_read_in(cmap.tz, first)
     if fmt is not None and "%Z" in fmt:  # polars reads a zone's name and drops it: read the offset it names
         _named_offsets_only(path, cmap, first)
-        fmt, text = format_reading_names(fmt), numeric_offsets(text)
+        fmt, text = format_reading_names(fmt), numeric_offsets(text, zone_reading)
     if first is not None and CLOCK_ONLY.match(first):  # one file a day, its date in its name or given
         if cmap.date is None:
             raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a time of day without a date: give "
@@ -155,11 +159,11 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
     if not aware:
         naive = (text if fmt else pl.when(~offset_row).then(text)).str.to_datetime(fmt, time_unit="ns", strict=False)
         return _local(naive, cmap.tz, second_pass).dt.epoch("ns")
-    if cmap.tz is not None:
+    if cmap.tz is not None and not zone_reading:
         raise ValueError(f"{path}: ts column {cmap.ts!r} carries its UTC offset ({first!r}); tz={cmap.tz!r} is "
                          f"{NAIVE_TZ_ONLY}")
     if not fmt:
-        text = pl.when(offset_row).then(numeric_offsets(text))
+        text = pl.when(offset_row).then(numeric_offsets(text, zone_reading))
     return text.str.to_datetime(fmt, time_unit="ns", time_zone="UTC", strict=False).dt.epoch("ns")
 
 

@@ -35,10 +35,12 @@ from connectors.column_map import (
     checked_price_offset,
 )
 from connectors.event_time import (
+    EPOCH_CODE,
     NAIVE_TZ_ONLY,
     apply_utc_offset,
     duration_text,
     scaled_ts,
+    time_column,
     time_hint,
     ts_expr,
     ts_in_ns,
@@ -76,6 +78,7 @@ from connectors.repeated_hour import repeated_hour
 from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id_note, trade_columns, trade_id_column
 from connectors.shifted_prices import near_zero_streams
 from connectors.ticks import venue_caution
+from connectors.utc_offsets import names_read_in, shared_name_notes, zone_name_of
 
 ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
 SEQ = "_seq"  # the row's sequence number (a map's `sequence`), which orders rows of equal times
@@ -365,7 +368,10 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
     dates = [pl.col(cmap.ts_columns[0])] if len(cmap.ts_columns) == 2 else []  # for a trade date's steps back
     sequence = [exprs[-1]] if cmap.sequence is not None else []
-    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *dates, *sequence, pl.col(ROW),
+    # the zone names the times are written with (CST: several zones'), said once per file
+    named = ts_type == pl.String and cmap.ts_unit == "datetime" and EPOCH_CODE not in (cmap.ts_format or "")
+    zones = [zone_name_of(time_column(cmap).str.strip_chars()).alias("_zone")] if named else []
+    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *dates, *sequence, *zones, pl.col(ROW),
                         _header_repeats(rows, dialect).alias("_header"),
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
@@ -380,6 +386,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         crossed_rows=(pl.col("bid") > pl.col("ask")).sum() if sides else pl.lit(0),
         out_of_sequence=_out_of_sequence() if sequence else pl.lit(0),
         header_rows=pl.col(ROW).filter(pl.col("_header")).implode(),
+        zone_names=pl.col("_zone").drop_nulls().unique().implode() if named else pl.lit(None),
         *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(cmap, factor),
     )
     try:
@@ -387,6 +394,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     except pl.exceptions.ComputeError as e:  # polars' own words are several lines, about its API, not the file
         raise ValueError(unparsed_times(path, cmap, first, e)) from e
     notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap, facts["crossed_rows"])
+    notes += shared_name_notes(path.name, facts["zone_names"] or (), names_read_in(cmap.tz, first), cmap.tz)
     if not facts["timed"] and first is not None:
         raise ValueError(time_hint(path, cmap, first))
     out_of_sequence = int(facts["out_of_sequence"] or 0)

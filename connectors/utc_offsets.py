@@ -1,17 +1,28 @@
 """UTC offsets as datetime text writes them after a time: a number (`-04:00`, `+0100`, `Z`), a number after a name
 (Dukascopy's `GMT+0100`), or a name that stands for one fixed offset (BigQuery's ` UTC`, a US export's ` EST`,
 ` EDT`). Each makes the time an instant, read at its offset; a zone's clock (` ET`: EST or EDT by the date) is
-no offset, and says which --tz reads it."""
+no offset, and says which --tz reads it. A name other zones write too (CST: US Central's, China's and Cuba's) is read
+as the US zone's, said in a note, unless --tz names a zone that writes it: then at that zone's offset for it."""
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
 # Names of one fixed UTC offset each: a US zone's standard (EST) and daylight (EDT) time are two offsets
 NAMED_OFFSETS = {"UTC": "+00:00", "GMT": "+00:00", "EST": "-05:00", "EDT": "-04:00", "CST": "-06:00",
                  "CDT": "-05:00", "MST": "-07:00", "MDT": "-06:00", "PST": "-08:00", "PDT": "-07:00"}
+# NAMED_OFFSETS' names that other zones write for other offsets (IANA's abbreviations): the zones, by what a user
+# would call them; a file's times are read at the US zone's offset unless --tz names one of these
+SHARED_NAMES = {"CST": ("US Central Standard Time", ("China Standard Time", "Asia/Shanghai"),
+                        ("Cuba's standard time", "America/Havana")),
+                "CDT": ("US Central Daylight Time", ("Cuba's summer time", "America/Havana")),
+                "PST": ("US Pacific Standard Time", ("Philippine Standard Time", "Asia/Manila"))}
 # Names of a zone's clock, whose offset changes with summer time: a time written with one needs its zone given
 CLOCK_NAMES = {"ET": "America/New_York", "CT": "America/Chicago", "MT": "America/Denver", "PT": "America/Los_Angeles"}
 _NAMES = "|".join(NAMED_OFFSETS)
@@ -44,11 +55,13 @@ def tail_format(tail: str) -> str:
     return tail[: number.start()] + ("%z" if number[1] else "%#z")
 
 
-def numeric_offsets(text: pl.Expr) -> pl.Expr:
+def numeric_offsets(text: pl.Expr, zone_reading: Mapping[str, str] | None = None) -> pl.Expr:
     """Times whose offset is a name (` UTC`, ` EST`) or follows one (`GMT+0100`) with the offset as a number
-    (`-05:00`, `+0100`), as polars reads it; other text as it is."""
-    name = text.str.extract(_NAME_TAIL, 1).str.to_uppercase()
-    named = text.str.replace(_NAME_TAIL, "") + name.replace_strict(NAMED_OFFSETS, default=None, return_dtype=pl.String)
+    (`-05:00`, `+0100`), as polars reads it; other text as it is. `zone_reading`: names read at other offsets than
+    NAMED_OFFSETS' (`names_read_in`: CST as +08:00 with --tz Asia/Shanghai)."""
+    name = zone_name_of(text)
+    offsets = NAMED_OFFSETS | dict(zone_reading or {})
+    named = text.str.replace(_NAME_TAIL, "") + name.replace_strict(offsets, default=None, return_dtype=pl.String)
     return pl.when(name.is_null()).then(text.str.replace(_NUMBER_AFTER_NAME, "${1}")).otherwise(named)
 
 
@@ -69,3 +82,53 @@ def clock_name(text: str) -> tuple[str, str] | None:
     """(name, zone) when a time ends with the name of a zone's clock (` ET`, ` CT`), which is no UTC offset."""
     found = _CLOCK_TAIL.search(text.strip())
     return (found[1], CLOCK_NAMES[found[1]]) if found else None
+
+
+def zone_name_of(text: pl.Expr) -> pl.Expr:
+    """The NAMED_OFFSETS name that ends each time (`EST`, in capitals), else null."""
+    return text.str.extract(_NAME_TAIL, 1).str.to_uppercase()
+
+
+@functools.lru_cache(maxsize=64)
+def names_written_in(zone: str) -> dict[str, str]:
+    """The SHARED_NAMES a zone writes for its times, each with the UTC offset it stands for there (Asia/Shanghai:
+    CST +08:00; America/Chicago: CST -06:00, CDT -05:00); empty for a zone that writes none of them."""
+    try:
+        tz = ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return {}
+    found = {}
+    for year in range(2000, 2041):  # a winter and a summer day of each year: the latest offset of a name wins
+        for month in (1, 7):
+            local = datetime(year, month, 15, 12, tzinfo=timezone.utc).astimezone(tz)
+            if (name := local.tzname()) in SHARED_NAMES:
+                minutes = int(local.utcoffset().total_seconds()) // 60
+                found[name] = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    return found
+
+
+def names_read_in(zone: str | None, first: str | None) -> dict[str, str]:
+    """The offsets `zone` (a map's tz, --tz) writes SHARED_NAMES for, when the file's time `first` ends with one of
+    them: read at those offsets, not NAMED_OFFSETS' (--tz Asia/Shanghai reads `09:30 CST` as 09:30+08:00); else
+    empty, and the tz, which is for naive times, has nothing to do with these times."""
+    name = re.search(_NAME_TAIL, first.strip()) if first is not None and zone is not None else None
+    written = names_written_in(zone) if name is not None else {}
+    return written if name is not None and name[1].upper() in written else {}
+
+
+def shared_name_notes(file: str, names: Iterable[str], zone_reading: Mapping[str, str], tz: str | None) -> list[str]:
+    """What the SHARED_NAMES a file's times are written with were read as, once per file: at the offset of the
+    zone --tz names (`zone_reading`), else as the US zone's, naming the others that write it and their --tz."""
+    notes = []
+    for name in sorted(set(names) & set(SHARED_NAMES)):
+        if name in zone_reading:
+            notes.append(f"{file}: its times' {name} read as {tz} (the tz given) writes it, {zone_reading[name]}")
+            continue
+        us, *others = SHARED_NAMES[name]
+        also = " and ".join(f"{what} ({names_written_in(zone)[name]})" for what, zone in others)
+        zones = [zone for _, zone in others]
+        choice = zones[0] + "".join(f" (or {zone})" for zone in zones[1:])
+        are, those = ("are", "one of those") if len(others) > 1 else ("is", "that")
+        notes.append(f"{file}: its times are written with {name}, read as {us} ({NAMED_OFFSETS[name]}); {also} "
+                     f"{are} written {name} too: if they are {those}, give --tz {choice}")
+    return notes

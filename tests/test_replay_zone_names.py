@@ -153,3 +153,47 @@ def test_a_header_less_files_iso_times_with_a_zone_name_read_as_a_headered_files
                                                             ("XYZ", 175.3, 100)]
     assert replay.rejected == {}
     assert any("no header row; read as a time and two numbers" in note for note in replay.notes)
+
+
+def test_cst_is_read_as_us_central_said_once_and_a_tz_writing_cst_reads_it_as_that_zone(tmp_path: Path) -> None:
+    # China Standard Time (+08:00) and Cuba's (-05:00) are written CST too: US Central's, as US exports mean it, with
+    # a note naming the reading and the --tz of the others, once for the file however many rows carry it
+    path = trades(tmp_path / "t.csv", ["2024-03-08 09:30:00.123 CST", "2024-03-08 09:31:00 CST",
+                                       "2024-03-08 09:32:00 EST"])
+    replay = FileReplay(path)  # (replayed in time order: EST's 09:32 first)
+    assert [t.ts for t in drain(replay)] == [utc_ns("2024-03-08T14:32:00"), utc_ns("2024-03-08T15:30:00.123"),
+                                             utc_ns("2024-03-08T15:31:00")]
+    said = [note for note in replay.notes if "CST" in note]
+    assert said == ["t.csv: its times are written with CST, read as US Central Standard Time (-06:00); China Standard "
+                    "Time (+08:00) and Cuba's standard time (-05:00) are written CST too: if they are one of those, "
+                    "give --tz Asia/Shanghai (or America/Havana)"]
+    # --tz of a zone that writes CST reads it as that zone does; EST beside it keeps its own offset
+    for columns in ({"tz": "Asia/Shanghai"}, {"ts": "timestamp", "price": "price", "size": "size",
+                                              "stream_col": "symbol", "tz": "Asia/Shanghai"}):
+        shanghai = FileReplay(path, columns=columns)
+        assert [t.ts for t in drain(shanghai)] == [utc_ns("2024-03-08T01:30:00.123"), utc_ns("2024-03-08T01:31:00"),
+                                                   utc_ns("2024-03-08T14:32:00")]
+        assert "t.csv: its times' CST read as Asia/Shanghai (the tz given) writes it, +08:00" in shanghai.notes
+        assert not any("US Central" in note or "not applied" in note for note in shanghai.notes)
+    havana = FileReplay(path, columns={"tz": "America/Havana"})
+    assert drain(havana)[0].ts == utc_ns("2024-03-08T14:30:00.123")
+    # a --tz that writes no CST is for naive times, as beside EST: not applied, and CST stays US Central
+    new_york = FileReplay(path, columns={"tz": "America/New_York"})
+    assert drain(new_york)[1].ts == utc_ns("2024-03-08T15:30:00.123")
+    assert any("so --tz America/New_York (for naive times) is not applied" in note for note in new_york.notes)
+    assert any("read as US Central Standard Time (-06:00)" in note for note in new_york.notes)
+
+
+def test_pst_and_cdt_name_other_zones_too_and_unshared_names_get_no_note(tmp_path: Path) -> None:
+    path = trades(tmp_path / "t.csv", ["2024-07-08 09:30:00 PST", "2024-07-08 09:31:00 CDT"])
+    replay = FileReplay(path)
+    assert [t.ts for t in drain(replay)] == [utc_ns("2024-07-08T14:31:00"), utc_ns("2024-07-08T17:30:00")]
+    assert any("written with PST, read as US Pacific Standard Time (-08:00); Philippine Standard Time (+08:00) is "
+               "written PST too: if they are that, give --tz Asia/Manila" in note for note in replay.notes)
+    assert any("written with CDT, read as US Central Daylight Time (-05:00); Cuba's summer time (-04:00) is written "
+               "CDT too: if they are that, give --tz America/Havana" in note for note in replay.notes)
+    manila = FileReplay(path, columns={"tz": "Asia/Manila"})
+    assert drain(manila)[0].ts == utc_ns("2024-07-08T01:30:00")
+    plain = FileReplay(trades(tmp_path / "u.csv", ["2024-07-08 09:30:00 EDT", "2024-07-08 09:31:00 MST"]))
+    drain(plain)
+    assert not any("written with" in note for note in plain.notes)
