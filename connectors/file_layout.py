@@ -39,6 +39,7 @@ from connectors.content_notes import (
 from connectors.date_columns import date_read_as_epoch
 from connectors.event_time import CLOCK_ONLY, UTC_OFFSET, time_column
 from connectors.field_names import normal_name
+from connectors.header_zones import header_zone_note
 from connectors.file_plan import first_text, is_csv, scan_file, time_sample
 from connectors.json_lines import is_json_lines
 from connectors.layout import (
@@ -65,6 +66,7 @@ from connectors.layout import (
     two_way_date,
     vendor_notes,
     zone_has_dst,
+    zone_in_header,
 )
 
 def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False, own_map: bool = False,
@@ -206,6 +208,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
                  else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")
         notes.append(f"{path.name}: {given}; read as {describe_map(cmap)}")
         notes += vendor_notes(path, list(schema), cmap)
+        if (zoned := zone_in_header(cmap.ts, cmap.ts_unit, schema.get(cmap.ts), first)) is not None:
+            notes.append(header_zone_note(path.name, *zoned, cmap.tz))
         notes += [] if "ts" in getattr(spec, "keys", {}) else other_clock_note(path, list(schema), cmap)
         notes += [shaped_note] if shaped_note else []
     elif spec.preset is None:

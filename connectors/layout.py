@@ -35,6 +35,7 @@ from connectors.column_map import (
     DAY_CLOCK_UNITS,
     LOBSTER_DIRECTION,
     LOBSTER_EXECUTIONS,
+    LOCAL_TIME_UNITS,
     LOBSTER_NAMES,
     MAKER_SIDE,
     PRESETS,
@@ -47,8 +48,9 @@ from connectors.column_map import (
     shown_offset,
 )
 from connectors.field_names import FIELD_NAMES, normal_name
+from connectors.header_zones import HeaderZone, zoned_time_column
 from connectors.json_lines import JSON_LINES_SUFFIXES
-from connectors.utc_offsets import tail_format, zone_tail
+from connectors.utc_offsets import UTC_OFFSET, tail_format, zone_tail
 
 class NoTickLayout(ValueError):
     """A file's columns hold no tick layout: none detected, or not the columns its map names. In an archive, a
@@ -96,6 +98,7 @@ BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_
 DATE_NAMES = ("date", "trade_date", "day", "date_g", "date_l")
 SETTLEMENT_NAMES = frozenset({"settle", "settlement", "settle_price", "settlement_price"})  # FIELD_NAMES' price
 TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp", "time_g", "time_l")
+TIME_HEADERS = frozenset(FIELD_NAMES["ts"] + DATE_NAMES + TIME_OF_DAY_NAMES)  # names of a time or a date column
 DATABENTO_HEADER = {"rtype", "publisher_id", "instrument_id"}  # its CSVs' record header: integer prices are 1e-9
 # Columns that, beside its own, a file must have for detection to pick a preset; None: never detected.
 PRESET_SIGNS: dict[str, frozenset[str] | None] = {
@@ -516,6 +519,9 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     by_normal: dict[str, str] = {}
     for n in names:
         by_normal.setdefault(normal_name(n), n)
+    for n in names:  # `Time (EET)`: a time column whose header names its zone, found by its name before the zone
+        if (zoned := zoned_time_column((n,))) is not None and normal_name(zoned[1].name) in TIME_HEADERS:
+            by_normal.setdefault(normal_name(zoned[1].name), n)
     for name, cmap in PRESETS.items():  # a header-less preset's file with its header (Binance's newer files)
         if cmap.names is not None and PRESET_SIGNS.get(name, ()) is not None and set(cmap.names) <= set(by_normal):
             # read as the header-less file is, on its clock: bookTicker's transaction_time, not event_time
@@ -582,7 +588,23 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     if "+" not in ts and (clock := _day_clock(ts, by_normal, schema, first)):
         ts = clock
     unit, ts_format = detected_unit(ts, schema.get(ts), first)
-    return ColumnMap(ts=ts, ts_unit=unit, ts_format=ts_format, stream_col=stream_col, **found, **extra)
+    zoned = zone_in_header(ts, unit, schema.get(ts), first)
+    tz = zoned[1].zone if zoned is not None else None
+    return ColumnMap(ts=ts, ts_unit=unit, ts_format=ts_format, tz=tz, stream_col=stream_col, **found, **extra)
+
+
+def zone_in_header(ts: str, unit: str, dtype: pl.DataType | None,
+                   first: Callable[..., Any] | None) -> tuple[str, HeaderZone] | None:
+    """The column of a time whose header names a zone (`Time (EET)`), with that zone, when its times are naive
+    wall-clock times; None for times that carry their own offset or count from the epoch (UTC): no zone moves them."""
+    columns = tuple(c.strip() for c in ts.split("+"))
+    zoned = zoned_time_column(columns)
+    if zoned is None or unit not in LOCAL_TIME_UNITS:
+        return None
+    if isinstance(dtype, pl.Datetime) and dtype.time_zone is not None:
+        return None
+    value = first(columns if len(columns) > 1 else ts) if first is not None else None
+    return None if isinstance(value, str) and UTC_OFFSET.search(value.strip()) else zoned
 
 
 def _best_quote(found: dict[str, str], by_normal: Mapping[str, str]) -> dict[str, str]:

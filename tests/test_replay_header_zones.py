@@ -1,0 +1,71 @@
+"""A time column whose header names its zone, as FX exports write it (`Time (EET)`, `Time (UTC)`, `Time (ET)`): it is
+detected as the time column, its naive times are read in that zone, summer time included, and a note says so; --tz
+says otherwise; a header whose parentheses hold no zone (`Timestamp (ms)`) is a name as before. Real files in
+tmp_path, read by FileReplay (the reader the CLI uses)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from connectors.replay import FileReplay
+from test_vendor_files import drain
+
+
+def utc_ns(text: str) -> int:
+    return round(datetime.fromisoformat(text + "+00:00").timestamp() * 10**6) * 1000
+
+
+def quotes(path: Path, header: str, times: list[str]) -> Path:
+    path.write_text(f"{header},Ask,Bid,AskVolume,BidVolume\n" + "".join(
+        f"{t},1.1001{i + 2},1.1001{i},1.50,2.00\n" for i, t in enumerate(times)))
+    return path
+
+
+def test_a_time_header_naming_eet_is_the_time_column_read_in_eet_with_its_summer_time(tmp_path: Path) -> None:
+    # EET is +02:00, +03:00 from the last Sunday of March (2024-03-31) to the last Sunday of October
+    path = quotes(tmp_path / "EURUSD_Ticks_2024.csv", "Time (EET)", [
+        "02.01.2024 00:00:00.123", "31.03.2024 02:59:59.500", "31.03.2024 04:00:00.250", "01.07.2024 00:00:01"])
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [t.ts for t in ticks] == [utc_ns("2024-01-01T22:00:00.123"), utc_ns("2024-03-31T00:59:59.500"),
+                                     utc_ns("2024-03-31T01:00:00.250"), utc_ns("2024-06-30T21:00:01")]
+    assert (ticks[0].stream, ticks[0].bid, ticks[0].ask, ticks[0].bid_size) == ("EURUSD", 1.1001, 1.10012, 2.0)
+    assert replay.rejected == {}
+    assert ("EURUSD_Ticks_2024.csv: column 'Time (EET)' names its zone: its times read in EET as IANA has it, with "
+            "the EU's summer time (from the last Sunday of March to the last Sunday of October); --tz ZONE says "
+            "otherwise") in replay.notes
+    assert not any("carry no UTC offset" in note for note in replay.notes)
+    # --tz wins, and the note says the header's zone was not read
+    london = FileReplay(path, columns={"tz": "Europe/London"})
+    assert drain(london)[0].ts == utc_ns("2024-01-02T00:00:00.123")
+    assert any("column 'Time (EET)' names zone EET; its times read in Europe/London as given instead" in note
+               for note in london.notes)
+
+
+def test_utc_and_a_clock_named_in_the_header_and_a_date_column_beside_it(tmp_path: Path) -> None:
+    utc = quotes(tmp_path / "EURUSD_utc.csv", "Time (UTC)", ["2024.07.01 00:00:00", "2024.07.01 00:01:00"])
+    replay = FileReplay(utc)
+    assert [t.ts for t in drain(replay)] == [utc_ns("2024-07-01T00:00:00"), utc_ns("2024-07-01T00:01:00")]
+    assert "EURUSD_utc.csv: column 'Time (UTC)' names its zone: its times read as UTC" in replay.notes
+    new_york = tmp_path / "SPY_trades.csv"
+    new_york.write_text("Date,Time (ET),Price,Volume\n2024-01-02,09:30:00,470.5,100\n2024-07-01,09:30:00,545.1,200\n")
+    replay = FileReplay(new_york)
+    ticks = drain(replay)
+    assert [t.ts for t in ticks] == [utc_ns("2024-01-02T14:30:00"), utc_ns("2024-07-01T13:30:00")]
+    assert [(t.price, t.size) for t in ticks] == [(470.5, 100), (545.1, 200)]
+    assert any("column 'Time (ET)' names its zone: its times read in America/New_York" in n for n in replay.notes)
+
+
+@pytest.mark.parametrize("header, cell, right", [
+    ("Time (EET)", "2024-01-02T00:00:00+00:00", "2024-01-02T00:00:00"),  # its own offset: no zone moves it
+    ("Timestamp (ms)", "1704153600000", "2024-01-02T00:00:00"),  # a unit, not a zone
+])
+def test_times_with_their_own_offset_and_parentheses_that_are_no_zone(tmp_path: Path, header: str, cell: str,
+                                                                      right: str) -> None:
+    path = quotes(tmp_path / "EURUSD.csv", header, [cell])
+    replay = FileReplay(path)
+    assert [t.ts for t in drain(replay)] == [utc_ns(right)]
+    assert not any("names its zone" in note for note in replay.notes)
