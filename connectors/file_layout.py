@@ -39,8 +39,8 @@ from connectors.content_notes import (
 from connectors.date_columns import date_read_as_epoch
 from connectors.event_time import CLOCK_ONLY, UTC_OFFSET, time_column
 from connectors.field_names import normal_name
-from connectors.header_zones import header_zone_note
 from connectors.file_plan import first_text, is_csv, scan_file, time_sample
+from connectors.header_zones import header_zone_note
 from connectors.json_lines import is_json_lines
 from connectors.layout import (
     HEADERLESS_BAR_STAMP,
