@@ -74,6 +74,7 @@ from connectors.layout import (
 )
 from connectors.misread_times import time_cautions, time_facts, trade_date_caution
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution
+from connectors.lone_prints import lone_caution, lone_prints
 from connectors.repeated_hour import repeated_hour
 from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id_note, trade_columns, trade_id_column
 from connectors.shifted_prices import near_zero_streams
@@ -476,6 +477,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         said = ([repeated_caution(path.name, same, line)] if same else []) + \
             ([shared_id_note(path.name, other, line)] if other else [])
         plan = replace(plan, notes=(*plan.notes, *said)) if said else plan
+    if book is None and (lone := lone_prints(frame, tuple(keys), cmap)) is not None:  # (an order's price: no print)
+        line = lambda row: plan.where(row).removeprefix(f"{plan.given_name} ")  # noqa: E731
+        plan = replace(plan, notes=(*plan.notes, lone_caution(path.name, lone, line, factor)))
     return plan
 
 

@@ -1,0 +1,91 @@
+"""A lone print (a fat finger: ten times the level for one trade, then back) is said as a caution naming the stream,
+the count and the first's line, time and price, and replayed as read; a genuine jump that stays, a fast market,
+a print the map's keep filter leaves out and the shared real data get none. Real files in tmp_path (and
+../shared/data), read by the real replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from connectors.replay import FileReplay
+from test_vendor_files import drain
+
+N = 400
+BAD = 200  # the row of the fat finger (line 202 of the CSV)
+
+
+def walk(seed: int = 7, volatility: float = 0.0004) -> np.ndarray:
+    """A trade price's random walk around 61,800 with a bid-ask bounce, in cents."""
+    rng = np.random.default_rng(seed)
+    mid = 61_800 * np.exp(np.cumsum(rng.standard_t(3, N) * volatility))
+    return np.round(mid + rng.choice([-0.005, 0.005], N), 2)
+
+
+def trades_file(path: Path, prices: np.ndarray, **columns: list) -> Path:
+    pl.DataFrame({"timestamp": [f"2024-08-09T00:{i // 60:02d}:{i % 60:02d}.250Z" for i in range(N)],
+                  "symbol": "BTCUSDT", "price": prices, "size": 0.01, **columns}).write_csv(path)
+    return path
+
+
+def lone_notes(replay: FileReplay) -> list[str]:
+    return [note for note in replay.notes if "lone print" in note]
+
+
+def test_a_fat_finger_print_is_said_with_its_stream_line_time_and_price_and_replayed(tmp_path: Path) -> None:
+    prices = walk()
+    prices[BAD] = round(prices[BAD] * 10, 2)
+    replay = FileReplay(trades_file(tmp_path / "trades.csv", prices))
+    ticks = drain(replay)
+    assert len(ticks) == N and ticks[BAD].price == prices[BAD]  # said, not dropped: the user decides
+    [said] = lone_notes(replay)
+    assert said in replay.cautions  # said again at the end of a run
+    assert said.startswith("trades.csv: 1 lone print(s) far from both neighbours, which agree with each other (a fat "
+                           "finger or bad print?): BTCUSDT 1. The first, line 202 (BTCUSDT, "
+                           "2024-08-09T00:03:20.250000000Z), a trade price of "
+                           f"{prices[BAD]:.10g} between {prices[BAD - 1]:.10g} and {prices[BAD + 1]:.10g}: "), said
+    assert "write the file without those rows (line 202), or leave them out with a keep filter" in said
+
+
+def test_a_jump_that_stays_and_a_fast_market_get_no_caution(tmp_path: Path) -> None:
+    jump = walk()
+    jump[BAD:] = np.round(jump[BAD:] * 1.10, 2)  # 10% up at one trade, and trading there on
+    fast = walk(seed=11, volatility=0.004)  # ten times as volatile, heavy tailed
+    fast[BAD:] = np.round(fast[BAD:] * 0.9, 2)
+    halfway = walk()
+    halfway[BAD], halfway[BAD + 1:] = halfway[BAD] * 10, np.round(halfway[BAD + 1:] * 5, 2)  # retraces halfway
+    for name, prices in (("jump", jump), ("fast", fast), ("halfway", halfway)):
+        replay = FileReplay(trades_file(tmp_path / f"{name}.csv", prices))
+        assert len(drain(replay)) == N and lone_notes(replay) == [], name
+
+
+def test_a_bad_print_the_keep_filter_leaves_out_is_not_said(tmp_path: Path) -> None:
+    prices = walk()
+    prices[BAD] = round(prices[BAD] * 10, 2)
+    marks = ["00"] * N
+    marks[BAD] = "07"  # TAQ's TR_CORR: the print was cancelled, and the layout reads regular prints only
+    replay = FileReplay(trades_file(tmp_path / "taq.csv", prices, TR_CORR=marks))
+    assert len(drain(replay)) == N - 1 and lone_notes(replay) == []
+    assert replay.rejected["filtered_out"] == 1
+
+
+def test_a_bad_quote_is_said_by_its_mid(tmp_path: Path) -> None:
+    bids = walk(seed=3)
+    asks = bids + 0.01
+    bids[BAD], asks[BAD] = bids[BAD] / 10, asks[BAD] / 10
+    pl.DataFrame({"timestamp": [f"2024-08-09T00:{i // 60:02d}:{i % 60:02d}.250Z" for i in range(N)],
+                  "symbol": "BTCUSDT", "bid": bids, "ask": asks}).write_parquet(tmp_path / "bbo.parquet")
+    replay = FileReplay(tmp_path / "bbo.parquet")
+    [said] = lone_notes(replay)
+    assert "BTCUSDT 1. The first, row 201 (BTCUSDT, 2024-08-09T00:03:20.250000000Z), a quote's mid of " in said
+
+
+@pytest.mark.parametrize("name", ["binance-btcusdt-spot/trades.csv", "binance-btcusdt-spot/bbo.parquet",
+                                  "binance-ethusdt-spot/trades.csv", "binance-ethusdt-spot/bbo.parquet",
+                                  "dukascopy-eurusd/eurusd_ticks_2019-02-04_05.parquet"])
+def test_the_shared_real_data_has_no_lone_prints(shared_data: Path, name: str) -> None:
+    # the largest there: a BTCUSDT sweep's print 8 USDT off and back, 7.4 usual large moves (the caution takes 50)
+    assert lone_notes(FileReplay(shared_data / name)) == []
