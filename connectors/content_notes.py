@@ -71,7 +71,7 @@ def venue_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Se
     them, wrong for one instrument's separate markets (BTC-USD on several crypto exchanges, each at its own price;
     EURUSD from several liquidity providers, PROVIDER_NAMES). Said, with the map for a stream per venue. Exchange
     codes of one or two characters or digits (a consolidated tape's: US equities' prints of one symbol on many
-    exchanges, one market) are not."""
+    exchanges, one market) are not, unless each row is a venue's own quote (`_venue_quotes`)."""
     column = next((c for c in schema if normal_name(c) in VENUE_NAMES), None)
     provider = column is None and (column := next((c for c in schema if normal_name(c) in PROVIDER_NAMES), None))
     if column is None or column in cmap.source_columns():
@@ -79,16 +79,45 @@ def venue_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Se
     values = distinct_text(path, names, dialect, column, 51, SAMPLE_ROWS)
     if not 2 <= len(values) <= 50:
         return []
-    # a tape's exchange codes are letters or numbers (TAQ's N, P, Q; Polygon's 4, 11): its prints are one market's;
     # a provider's code is its own (GS, DB), but a maker flag or a side is no provider
-    if provider and {v.lower() for v in values} & NOT_PROVIDERS or \
-            not provider and all(len(v) <= 2 or v.isdigit() for v in values):
+    if provider and {v.lower() for v in values} & NOT_PROVIDERS:
         return []
     streams = f"stream={column}+{cmap.stream_col}" if cmap.stream_col else f"stream={column}"
+    held = f"{path.name}: column {column!r} holds {len(values)} venues ({', '.join(values[:5])}" \
+           f"{', ...' if len(values) > 5 else ''}) and each stream mixes them"
+    # a tape's exchange codes are letters or numbers (TAQ's N, P, Q; Polygon's 4, 11): its prints are one market's,
+    # but not its quotes
+    if not provider and all(len(v) <= 2 or v.isdigit() for v in values):
+        return _venue_quotes(path, cmap, names, dialect, column, held, streams)
     what = "liquidity providers each quoting its own prices" if provider else "separate markets with their own prices"
-    return [f"{path.name}: column {column!r} holds {len(values)} venues ({', '.join(values[:5])}"
-            f"{', ...' if len(values) > 5 else ''}) and each stream mixes them: right for a consolidated tape, not "
-            f"for {what} (a stream per venue: --columns {streams})"]
+    return [Caution(f"{held}: right for a consolidated tape, not for {what} (a stream per venue: --columns "
+                    f"{streams})")]
+
+
+def _venue_quotes(path: Path, cmap: ColumnMap, names: Sequence[str] | None, dialect: Dialect | None, column: str,
+                  held: str, streams: str) -> list[str]:
+    """A tape's quotes (WRDS's consolidated quotes, `cqm`: each row one exchange's own bid and ask, `EX` its code)
+    whose exchange changes within a stream, in the first SAMPLE_ROWS rows: said, since the stream's bid and ask
+    then jump from one venue's quote to another's, which is no NBBO. Trades (a tape's prints are one market's) and
+    a best bid and offer read from `best_*` columns (WRDS's NBBO files: `EX` the venue that set it) are not."""
+    if cmap.price is not None or cmap.bid is None or normal_name(cmap.bid).startswith("best_"):
+        return []
+    text = lambda c: pl.col(c).cast(pl.String).str.strip_chars()  # noqa: E731
+    stream = pl.concat_str([text(c) for c in cmap.stream_columns], separator=" ", ignore_nulls=True) \
+        if cmap.stream_columns else pl.lit("")
+    overrides = {c: pl.String for c in (column, *cmap.stream_columns)} if is_csv(path) else None
+    found = scan_file(path, names, dialect, overrides).head(SAMPLE_ROWS).select(
+        stream.alias("stream"), text(column).alias("venue")).select(
+        changes=(pl.col("venue") != pl.col("venue").shift(1)).over("stream").sum(),
+        changing=pl.col("stream").filter((pl.col("venue") != pl.col("venue").shift(1)).over("stream")).n_unique(),
+        streams=pl.col("stream").n_unique()).collect().row(0, named=True)
+    if not found["changes"]:  # one venue's quotes per stream
+        return []
+    return [Caution(f"{held}: its quotes are each venue's own (a consolidated quote file, as WRDS's cqm), and the "
+                    f"venue changes {found['changes']:,} times within a stream in its first rows (in "
+                    f"{found['changing']:,} of {found['streams']:,} streams): the stream's bid and ask jump from one "
+                    f"venue's quote to another's, which is no NBBO (a stream per venue: --columns {streams}; or "
+                    f"replay an NBBO file, whose best_* columns are read)")]
 
 
 NAME_COLUMNS = ("name", "security_name", "stock_name", "company_name", "issue_name")  # a symbol's name, maybe

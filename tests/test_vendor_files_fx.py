@@ -46,11 +46,13 @@ def test_a_provider_named_column_of_flags_or_sides_is_no_venue(tmp_path: Path) -
         assert not any("each stream mixes them" in n for n in replay.notes), (column, values)
 
 
-def test_a_venue_column_still_leaves_a_tapes_exchange_codes_alone_and_a_providers_short_codes_do_not(
+def test_a_tapes_exchange_codes_are_said_as_each_venues_own_quotes_and_a_providers_short_codes_as_providers(
         tmp_path: Path) -> None:
+    # a tape's prints are one market's (test_vendor_files_5), but its quotes are each venue's own, no NBBO
     tape = FileReplay(provider_quotes(tmp_path / "eurusd_ex.csv", "exchange", ["N", "Q", "P"]))
     drain(tape)
-    assert not any("each stream mixes them" in n for n in tape.notes)
+    said = next(n for n in tape.notes if "each stream mixes them" in n)
+    assert "its quotes are each venue's own" in said and "liquidity providers" not in said
     banks = FileReplay(provider_quotes(tmp_path / "eurusd_bank.csv", "bank", ["GS", "DB", "JP"]))
     drain(banks)
     assert any("column 'bank' holds 3 venues (DB, GS, JP)" in n for n in banks.notes)

@@ -49,6 +49,48 @@ def test_a_file_of_only_best_or_only_plain_quote_columns_gets_no_such_note(tmp_p
         assert not any("not from" in n for n in replay.notes)
 
 
+WRDS_CQM_HEADER = "DATE,TIME_M,EX,SYM_ROOT,SYM_SUFFIX,BID,BIDSIZ,ASK,ASKSIZ,QU_COND,QU_SEQNUM,NATBBO_IND,QU_CANCEL\n"
+
+
+def wrds_cqm(path: Path, venues: str) -> Path:
+    """WRDS's consolidated quotes (cqm): each row one exchange's own quote, EX its one-letter code; AAPL quoted by
+    `venues` in turn (Z a cent lower, P a cent wider), BRK.B by Q alone."""
+    rows = []
+    for i in range(24):
+        ex = venues[i % len(venues)]
+        bid = 180.10 + 0.01 * (i % 3) - 0.01 * (ex == "Z")
+        rows.append(f"20240102,9:30:{i:02d}.123456789,{ex},AAPL,,{bid:.2f},3,{bid + 0.02 + 0.01 * (ex == 'P'):.2f},2,"
+                    f"R,{1000 + i},0,\n")
+        if i % 6 == 0:
+            rows.append(f"20240102,9:30:{i:02d}.223456789,Q,BRK,B,480.10,1,480.30,1,R,{2000 + i},0,\n")
+    path.write_text(WRDS_CQM_HEADER + "".join(rows))
+    return path
+
+
+def test_a_wrds_cqm_file_whose_exchange_changes_within_a_stream_gets_the_venue_caution(tmp_path: Path) -> None:
+    replay = FileReplay(wrds_cqm(tmp_path / "cqm_20240102.csv", "NPQZ"), columns={"tz": "America/New_York"})
+    assert {t.stream for t in drain(replay)} == {"AAPL", "BRK.B"}
+    said = next(n for n in replay.notes if "each stream mixes them" in n)
+    assert said.startswith("cqm_20240102.csv: column 'EX' holds 4 venues (N, P, Q, Z) and each stream mixes them: its "
+                           "quotes are each venue's own (a consolidated quote file, as WRDS's cqm), and the venue "
+                           "changes 23 times within a stream in its first rows (in 1 of 2 streams)"), said
+    assert "--columns stream=EX+SYM_ROOT+SYM_SUFFIX" in said and said in replay.cautions
+    # the map the caution gives: a stream per venue, each its own quotes
+    per_venue = FileReplay(tmp_path / "cqm_20240102.csv", columns={"stream_col": "EX+SYM_ROOT+SYM_SUFFIX",
+                                                                   "tz": "America/New_York"})
+    assert {t.stream for t in drain(per_venue)} == {"N AAPL", "P AAPL", "Q AAPL", "Z AAPL", "Q BRK.B"}
+
+
+def test_a_cqm_file_of_one_venue_per_stream_and_an_nbbo_file_get_no_venue_caution(tmp_path: Path) -> None:
+    one_venue = FileReplay(wrds_cqm(tmp_path / "cqm_one.csv", "N"), columns={"tz": "America/New_York"})
+    drain(one_venue)  # AAPL on N alone, BRK.B on Q: two venues in the file, one in each stream
+    nbbo = tmp_path / "wrds_nbbo.csv"  # EX the venue whose quote set the NBBO, read from BEST_*
+    nbbo.write_text(WRDS_NBBO_HEADER + "".join(f"20260310,9:45:0{i}.1,{'QN'[i % 2]},BRK,B,480.2,3,480.22,2,R,Q,"
+                                               f"480.2,5,Q,480.22,4,4\n" for i in range(6)))
+    for replay in (one_venue, FileReplay(nbbo, columns={"tz": "America/New_York"})):
+        assert not any("each stream mixes them" in n for n in replay.notes), replay.notes
+
+
 def test_a_second_clock_column_is_named_with_the_map_that_reads_it(tmp_path: Path) -> None:
     sip = [datetime(2026, 3, 10, 13, 30, tzinfo=timezone.utc) + timedelta(milliseconds=i) for i in range(5)]
     path = tmp_path / "exch_and_sip.parquet"
