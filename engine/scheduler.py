@@ -313,12 +313,18 @@ class Scheduler:
             job.stream == stream for job in (*self._asks, *self._idle))
 
     def drop(self, stream: str) -> None:
-        """Forget ``stream`` (expired, here or in the run a tick log replays): its KV returns to the pool, and its
-        next data starts a new session."""
+        """Forget ``stream`` (expired, here or in the run a tick log replays; forgotten): its KV returns to the pool,
+        and its next data starts a new session. Jobs waiting on it go too (a shard told to forget a stream: its
+        front door lets no ask wait on it, and a standing query's probe answers a session that is gone)."""
         state = self.streams.pop(stream, None)
         if state is not None:
             self._queued(state, list(state.pending), -1)  # (the backlog's counts stay those of the streams held)
             self.blocks.evict(state.session)
+        for jobs in (self._asks, self._idle):
+            if any(job.stream == stream for job in jobs):
+                kept = [job for job in jobs if job.stream != stream]
+                jobs.clear()
+                jobs.extend(kept)
 
     # -- planning --------------------------------------------------------------------------------
 

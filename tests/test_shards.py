@@ -656,3 +656,59 @@ def test_answers_about_ticks_lost_with_the_logs_tail_are_taken_back_on_shards(ch
     owed = [a for a in again.run_until_idle() if a.stream == lost_stream]
     assert_answered_after_the_take_back(owed, again.cache, lost_stream, kept, new_ticks, stale)
     again.close()
+
+
+def test_forget_on_shards_drops_the_stream_on_its_shard_and_a_restart_keeps_it_forgotten(checkpoint, tmp_path,
+                                                                                        capsys) -> None:
+    """`forget` with --shards, as on one engine (test_future_ticks): a tick stamped hours ahead of the clock blocks its
+    stream's honest feed as ts_backwards; `forget` drops the stream at the front door (ordering guard, cached answers)
+    and on its shard (session), with the same reply and the `{forgotten}` record in the tick log: the honest feed
+    starts the stream afresh on its shard, its topic's seqs going on, and a restart on shards rebuilds that new session,
+    not the forgotten one, and lets the honest feed on. It was refused ("not available with --shards")."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    cfg = served(checkpoint, tmp_path, 2, queries)
+    now = time.time_ns()
+    forged = now + 23 * 3600 * 10**9  # within limits.max_ts_ahead_s (a day): accepted
+    with serving(cfg) as server, ControlClient(server.endpoints["control"], timeout_s=60) as control, \
+            FeedClient(server.endpoints["ingest"]) as feeder:
+
+        def last(stream: str) -> dict | None:
+            return control.call("streams", streams=[stream])["streams"][stream]
+
+        for i in range(3):
+            feeder.send([trade("FX.D", now + i, 100.0 + i, 1.0, "buy"), trade("FX.OK", now + i, 50.0, 1.0, "sell")])
+        feeder.send([trade("FX.D", forged, 101.0, 1.0, "buy")])
+        wait_for(lambda: (last("FX.D") or {}).get("last_ts") == forged)
+        wait_for(lambda: (control.call("get", query="dir", stream="FX.D")["answer"] or {}).get("version") == 4)
+        seq_before = control.call("get", query="dir", stream="FX.D")["answer"]["seq"]
+        feeder.send([trade("FX.D", now + 10**9, 100.0, 1.0, "buy")])  # the honest feed, refused from now on
+        wait_for(lambda: control.call("stats")["stats"]["rejected"].get("ts_backwards", 0) == 1)
+
+        with pytest.raises(ControlError, match="not known"):
+            control.call("forget", stream="NO.SUCH")
+        replies = []  # `busy` while an item of it is still on its way to its shard: sent again, it is served
+        wait_for(lambda: replies.append(control.request({"op": "forget", "stream": "FX.D"}))
+                 or replies[-1].get("reason") != "busy")
+        assert replies[-1] == {"ok": True, "forgotten": "FX.D", "ticks": 4, "last_ts": forged}, replies[-1]
+        assert last("FX.D") is None and last("FX.OK")["ticks"] == 3  # other streams untouched
+        assert control.call("get", query="dir", stream="FX.D")["answer"] is None
+        wait_for(lambda: "FX.D" not in shard_sessions(server.pipeline))  # its shard told by its next call
+        assert shard_sessions(server.pipeline)["FX.OK"][0] == 3
+
+        feeder.send([trade("FX.D", now + 2 * 10**9, 100.0, 1.0, "buy")])  # older than the forged tick: taken now
+        wait_for(lambda: (last("FX.D") or {}).get("ticks") == 1)
+        wait_for(lambda: (control.call("get", query="dir", stream="FX.D")["answer"] or {}).get("version") == 1)
+        assert control.call("get", query="dir", stream="FX.D")["answer"]["seq"] == seq_before + 1
+        assert shard_sessions(server.pipeline)["FX.D"][0] == 1  # a new session on its shard
+    assert "forgot stream 'FX.D' at a control client's request" in capsys.readouterr().err
+
+    with serving(cfg) as server, ControlClient(server.endpoints["control"], timeout_s=60) as control, \
+            FeedClient(server.endpoints["ingest"]) as feeder:  # a restart replays the log: forgotten at the record
+        wait_for(lambda: control.call("health")["status"] == "serving", timeout_s=120)
+        held = control.call("streams", streams=["FX.D"])["streams"]["FX.D"]
+        assert (held["ticks"], held["last_ts"]) == (1, now + 2 * 10**9)
+        assert shard_sessions(server.pipeline)["FX.D"][0] == 1
+        feeder.send([trade("FX.D", now + 3 * 10**9, 100.0, 1.0, "buy")])
+        wait_for(lambda: control.call("streams", streams=["FX.D"])["streams"]["FX.D"]["ticks"] == 2)
+        assert "ts_backwards" not in control.call("stats")["stats"]["rejected"]

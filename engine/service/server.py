@@ -1044,12 +1044,8 @@ class Server:
         if held is None:
             raise ControlError(f"stream {excerpt(stream)} is not known: nothing to forget (`flashtick streams` lists "
                                f"the streams the engine holds, expired ones included)" + slash_hint(stream))
-        forget = getattr(self.pipeline, "forget_stream", None)
-        if forget is None:
-            raise ControlError("op 'forget' is not available with --shards: stop the service and restart it "
-                               "without --shards to forget a stream")
         try:
-            forget(stream)
+            self.pipeline.forget_stream(stream)
         except StreamBusy as e:
             raise ControlBusy(str(e)) from None
         except LogWriteError as e:

@@ -7,9 +7,10 @@ tick: the front door (the server's process) decodes, validates, encodes and
 logs every item, and sends the shard already-encoded items
 ``(stream, tokens, ts, ticks)``. One call does one round of work:
 
-    step(call)  registry ops first, then the items, then the asks (each answered once the ticks accepted
-                before it are computed), then engine steps until idle or ``step_ms`` has passed; returns
-                the standing answers (wire dicts), the asks' replies, the streams' progress and the backlog
+    step(call)  registry ops (and streams the front door forgot) first, then the items, then the asks (each
+                answered once the ticks accepted before it are computed), then engine steps until idle or
+                ``step_ms`` has passed; returns the standing answers (wire dicts), the asks' replies, the
+                streams' progress and the backlog
     restore()   a fresh engine rebuilt from logged items (Scheduler.restore + Engine.rebuild), trigger
                 state and latest answers from the front door's answer log, then the answers owed
 
@@ -217,6 +218,18 @@ class Shard:
             self.flash.drop_stream(stream)
             self.refused_streams.pop(stream, None)
 
+    def _forget(self, stream: str) -> None:
+        """The front door forgot ``stream`` at an operator's request (its `forget`, in the tick log there): its session,
+        what it had not computed (a restart drops that too, split_log) and its trigger state go, the event-time grid
+        included (its next tick may be older), as TickPipeline.forget_stream drops them. No ask waits on it (the
+        front door refuses the op while one does); the standing queries' probes that do go with it."""
+        self.engine.scheduler.drop(stream)
+        self.registry.drop_stream(stream, keep_grid=False)
+        self.cache.drop_stream(stream)
+        self.flash.drop_stream(stream)
+        self.refused_streams.pop(stream, None)
+        self._refused_now.pop(stream, None)
+
     # -- the work loop -----------------------------------------------------------------------------
 
     def step(self, items: list[LiveItem | GroupEnd], ops: list[tuple], step_ms: float, want_stats: bool,
@@ -272,6 +285,8 @@ class Shard:
                 self.registry.unregister(op[1])
             self.cache.drop_query(op[1])
             self.flash.forget_query(op[1])
+        elif kind == "forget":
+            self._forget(op[1])
         elif kind == "ask":
             _, ticket, stream, spec = op
             try:

@@ -33,6 +33,8 @@ class ShardLink:
     call_version: int = 0  # registry version when the call went out
     call_tickets: list[Any] = field(default_factory=list)
     call_streams: set[str] = field(default_factory=set)
+    call_forgets: set[str] = field(default_factory=set)  # streams the call in flight tells the shard to forget
+    forgetting: set[str] = field(default_factory=set)  # forgotten here; the shard not told yet (queued or in flight)
     lost: bool = False  # its engine state is gone: nothing goes to it until a restore succeeds
     restore_errors: int = 0  # restores in a row that raised in the shard
     failed: str | None = None  # why it was given up on (restores kept raising); nothing more is tried

@@ -47,7 +47,8 @@ from engine.service.durability import (DataDir, RegistrationMarks, answered_poin
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
 from engine.service.pipeline import (
-    answer_heads, build_codec, compile_fitting, conflating, log_or_refuse, overloaded, say, shed_message, written_by,
+    StreamBusy, answer_heads, build_codec, compile_fitting, conflating, log_or_refuse, overloaded, say, shed_message,
+    written_by,
 )
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.rejections import admission_limit
@@ -105,7 +106,8 @@ class ShardedPipeline:
         self.adaptation.compile = lambda name: (self.flash.compiled(self.registry.current(name))
                                                 if self.registry.current(name) is not None else None)
         self.shard_of: dict[str, ShardLink] = {}
-        self._asked: dict[Any, QuerySpec] = {}  # ask ticket in flight -> its spec (the reply is adapted here)
+        # ask ticket in flight -> its spec (the reply is adapted here) and stream (`forget` waits for the reply)
+        self._asked: dict[Any, tuple[QuerySpec, str]] = {}
         self._grouping: dict[ShardLink, set[str]] = {}  # the message being ingested: streams it fed, by shard
         self.marks = RegistrationMarks()  # where each query started: what a restored shard owes it
         self._expired: list[str] = []
@@ -289,6 +291,7 @@ class ShardedPipeline:
         link.call_version = self.registry.version
         link.call_tickets = [op[1] for op in ops if op[0] == "ask"]
         link.call_streams = {item[0] for item in items if not isinstance(item, GroupEnd)}
+        link.call_forgets = {op[1] for op in ops if op[0] == "forget"}
         want_stats, link.stats_due = link.stats_due, False
         link.call_kind = "step"
         # no idle expiry while the ingest queue holds unread messages: a stream's next ticks may be among them
@@ -299,6 +302,11 @@ class ShardedPipeline:
         ray = ray_module()
         ref, version, tickets, kind = link.call, link.call_version, link.call_tickets, link.call_kind
         link.call, link.call_tokens, link.call_tickets = None, 0, []
+        # streams forgotten here whose shard this call did not tell: what it says of them is of the session that
+        # is gone (its answers, progress, expiry); those it told were forgotten first, before its items
+        forgets, link.call_forgets = link.call_forgets, set()
+        stale = link.forgetting - forgets
+        link.forgetting -= forgets  # (a call that failed told nothing: the restore reads the log, which says it)
         try:
             reply = ray.get(ref)
         except ray.exceptions.RayTaskError as e:  # our code raised in the shard: its state is suspect
@@ -325,19 +333,22 @@ class ShardedPipeline:
             return
         link.lost, link.restore_errors = False, 0
         for wire in reply["answers"]:
+            if wire["stream"] in stale:
+                continue
             answer = self._publishable(Answer(**wire), version)
             if answer is not None:
                 outcomes.append(JobOutcome(RemoteJob(None), answer))
         for ticket, wire, error, early, context in reply["replies"]:
-            spec = self._asked.pop(ticket, None)
+            spec, _ = self._asked.pop(ticket, (None, None))
             answer = self._as_published(Answer(**wire), spec) if wire else None
             outcomes.append(JobOutcome(RemoteJob(ticket, early, context), answer, error))
-        self.progress.update(reply["progress"])
+        self.progress.update((stream, ticks) for stream, ticks in reply["progress"].items() if stream not in stale)
         link.reported_pending, link.shard_busy = reply["pending_tokens"], reply["busy"]
         if "stats" in reply:
             link.stats = reply["stats"]
         for stream, (ticks, error) in reply.get("refused", {}).items():
-            self._refused_by_shard(link, stream, ticks, error)
+            if stream not in stale:
+                self._refused_by_shard(link, stream, ticks, error)
         if "restored" in reply:
             restored = reply["restored"]
             refused = reply.get("refused", {})
@@ -350,7 +361,8 @@ class ShardedPipeline:
             print(f"flashtick: {link.name} restored {restored['streams']} streams from {restored['items']} logged "
                   f"items in {restored['s']:.2f} s{turned_away}", file=sys.stderr, flush=True)
         for stream in reply.get("expired", ()):
-            self._expire(link, stream)
+            if stream not in stale:
+                self._expire(link, stream)
 
     def _publishable(self, answer: Answer, version: int) -> Answer | None:
         """The answer with its topic's next seq, logged and kept; None if its query was replaced or removed
@@ -446,6 +458,10 @@ class ShardedPipeline:
         up to each stream's last published answer, the rest computed group by group (split_log); items
         accepted from now on wait in its buffer and follow the restore."""
         link.buffer, link.buffered_tokens = [], 0
+        # the streams forgotten so far are forgotten in the log read here (split_log): their ops would drop a
+        # session of the stream the restore rebuilt from items logged after the forget
+        link.ops = [op for op in link.ops if op[0] != "forget"]
+        link.forgetting.clear()
         upto = self.data.log.next_record
         encoders = StreamEncoders(self.codec, self.encoders.vocab_size, self.encoders.max_message_bytes,
                                   max_item_tokens=self.encoders.max_item_tokens,
@@ -473,7 +489,8 @@ class ShardedPipeline:
         are still accepted and logged (nothing accepted is lost): a restart computes them."""
         link.failed = why
         waiting = [*tickets, *(op[1] for op in link.ops if op[0] == "ask")]
-        link.ops = []  # registry changes too: a restored shard gets the whole registry
+        link.ops = []  # registry changes and forgotten streams too: a restart restores it from the log and registry
+        link.forgetting.clear()
         self._refuse_asks(waiting, outcomes, f"{link.name} was lost and could not be restored ({why}): its streams are "
                                              f"computed again when the service restarts")
         print(f"flashtick: {link.name} could not be restored ({why}, {link.restore_errors} times); its "
@@ -501,11 +518,12 @@ class ShardedPipeline:
 
     def _send_restore(self, link: ShardLink, logged: dict[str, Any], changed: tuple[str, ...] = ()) -> None:
         """Restore ``link``'s shard from ``logged`` (pack_logged of its streams' logged items)."""
-        link.ops = [op for op in link.ops if op[0] == "ask"]  # the restore carries the registry as it is now
+        # the restore carries the registry as it is now; asks and streams forgotten since the log was read follow it
+        link.ops = [op for op in link.ops if op[0] in ("ask", "forget")]
         latest = [a.to_wire() for a in self.cache.latest() if a.stream in link.streams]
         queries = dump_queries(self.registry.list()) if len(self.registry) else ""
         link.call_version = self.registry.version
-        link.call_tickets, link.call_streams = [], set()
+        link.call_tickets, link.call_streams, link.call_forgets = [], set(), set()
         link.call_kind = "restore"
         marks = {query: {stream: ticks for stream, ticks in snapshot.items() if stream in link.streams}
                  for query, snapshot in self.marks.marks.items()}
@@ -596,8 +614,39 @@ class ShardedPipeline:
             raise ShardGivenUp(f"stream {stream!r} is on {link.name}, which could not be restored ({link.failed}); "
                                f"its ticks are logged and are computed when the service restarts")
         registered = self.registry.current(spec.name) is spec
-        self._asked[ticket] = spec  # its answer is adapted here (``_as_published``)
+        self._asked[ticket] = (spec, stream)  # its answer is adapted here (``_as_published``)
         link.ops.append(("ask", ticket, stream, spec.name if registered else spec.to_dict()))
+
+    def forget_stream(self, stream: str) -> None:
+        """Drop ``stream`` at an operator's request as TickPipeline.forget_stream does: logged first (raises
+        LogWriteError, forgetting nothing, when the log refuses that), then from every layer here, its ordering guard
+        included, and its shard told by an op ahead of the items accepted from now on (Shard._forget). StreamBusy
+        while items of it wait here or in the call in flight, or an ask on it waits for its reply. What its shard
+        has not computed yet goes with the session, as a restart drops it at the log's record; what the shard says
+        of the stream before the op reaches it is not taken (``_finish``)."""
+        link = self.shard_of.get(stream)
+        if link is not None and ((link.call is not None and stream in link.call_streams) or any(
+                not isinstance(item, GroupEnd) and item[0] == stream for item in link.buffer)):
+            raise StreamBusy(f"stream {stream!r} has data waiting for its shard ({link.name}): send the request again "
+                             f"in a moment (or once its feed is stopped)")
+        if any(asked == stream for _, asked in self._asked.values()):
+            raise StreamBusy(f"stream {stream!r} has an ask waiting for its shard's reply: send the request again "
+                             f"in a moment")
+        self.data.log_forgotten(stream)
+        if link is not None:
+            link.streams.discard(stream)
+            del self.shard_of[stream]
+            if not link.failed:  # (a shard given up on is restored from the log at the restart, which says it)
+                link.ops.append(("forget", stream))
+                link.forgetting.add(stream)
+        self.progress.pop(stream, None)
+        self.encoders.forget(stream)
+        self.registry.drop_stream(stream, keep_grid=False)
+        self.cache.drop_stream(stream)
+        self.flash.drop_stream(stream)
+        self.scores.drop_stream(stream)
+        self.adaptation.drop_stream(stream)
+        self.data.answers.forget_stream(stream)
 
     def forget_query(self, name: str, logged: bool = True) -> None:
         self.cache.drop_query(name)
