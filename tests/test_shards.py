@@ -264,7 +264,10 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
         adhoc = control.call("ask", stream="SYN.A", spec={"name": "adhoc", "streams": ["SYN.A"],
                                                           "question": "move_bps_50", "kind": "expectation"})
         assert "expected" in adhoc["answer"]["value"]
-        assert "no data" in control.request({"op": "ask", "stream": "nobody", "query": "dir"})["error"]
+        nobody = control.request({"op": "ask", "stream": "nobody", "query": "dir"})
+        assert nobody["reason"] == "unknown_stream" and "no data" in nobody["error"], nobody
+        misspelt = control.request({"op": "ask", "stream": "SYN.AA", "query": "dir"})  # the close names, as one engine
+        assert misspelt["reason"] == "unknown_stream" and "did you mean 'SYN.A'" in misspelt["error"], misspelt
         control.call("unregister", name="vol")
         with pytest.raises(ControlError, match="no query named .vol."):
             control.call("unregister", name="vol")
@@ -277,6 +280,43 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
         assert "flashtick_ticks_in_total 200" in metrics  # the gathered figures, scraped as from one engine
     text = (tmp_path / "data" / "queries.yaml").read_text()
     assert "dir" in text and "vol" not in text
+
+
+def test_an_ask_a_shard_holds_no_session_for_is_answered_as_one_engine_answers_it(checkpoint, tmp_path) -> None:
+    """An ask the front door routes to the stream's shard while that shard expires the stream (in the call in flight:
+    the front door has not heard yet) found no session there and was refused `ask_failed`, "has sent no data", of a
+    stream that had sent data. It gets the reply one engine gives an ask on that stream (Server._no_session, from what
+    the front door knows once the expiry is in): here `bad_request`, that it expired. A real Server whose loop's steps
+    the test makes, so the ask meets the expiry in flight every time."""
+    from engine.service.server import Server
+
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    idle_s = 1.0
+    cfg = config(checkpoint, tmp_path / "data", 2, queries, scheduler={"max_batch_tokens": 64, "stream_idle_s": idle_s},
+                 endpoints={"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
+                            "control": "tcp://127.0.0.1:0", "metrics_port": 0})
+    server = Server(cfg)  # not serving: no loop of its own
+    try:
+        front = server.pipeline
+        t0 = 1_700_000_000_000_000_000
+        feed(front, [[trade("SYN.A", t0 + i, 100.0 + i, 1.0, "buy"), trade("SYN.B", t0 + i, 50.0, 1.0, "buy")]
+                     for i in range(3)])
+        fed = time.monotonic()
+        # idle past stream_idle_s and each shard's expiry period (1 s) since its last call
+        wait_for(lambda: time.monotonic() - fed > idle_s + 1.5)
+        for link in front.links:
+            link.stats_due = True
+        front._send_all()  # a heartbeat's calls: the shards expire both streams
+        replies = []
+        assert server._op_ask({"op": "ask", "stream": "SYN.A", "query": "dir"}, replies.append) is None  # routed
+        wait_for(lambda: server._step() or replies)
+        assert "SYN.A" in front.expire_idle()  # the front door heard of the expiry before the ask's reply
+        assert replies == [{"ok": False, "reason": "bad_request",
+                            "error": "stream 'SYN.A' expired after scheduler.stream_idle_s without data: its session "
+                                     "is gone, and its next tick starts a new one"}], replies
+    finally:
+        server.close()
 
 
 def test_a_killed_shard_is_restarted_and_rebuilt_with_no_tick_lost(checkpoint, tmp_path) -> None:

@@ -490,9 +490,9 @@ class Server:
             report = self.pipeline.step(max_tokens)
             if report is not None:
                 self._pace.add(report.tokens, time.monotonic() - started)
+            self._take_turned_away()  # (first: an ask's reply on a stream a shard has just refused says so)
             for outcome in report.outcomes if report is not None else []:
                 self._deliver(outcome)
-            self._take_turned_away()
         except Exception as e:  # a bug must not take the service down: count it, say it, keep serving
             self.counters["engine_errors"] += 1
             print(f"flashtick: engine step failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
@@ -510,7 +510,11 @@ class Server:
                    **({early: True} if early else {}), **self._data_age(outcome.answer.data_ts),
                    **(outcome.context or getattr(outcome.job, "context", None) or {})})  # (a shard's: RemoteJob)
         elif reply is not None:  # its shard lost mid-ask: the same ask, sent again, is answered; else the question's
-            reply({"ok": False, "reason": "shard_lost" if outcome.retry else "ask_failed", "error": outcome.error})
+            reason, error = getattr(outcome.job, "reason", None), outcome.error  # (a shard's: RemoteJob)
+            if reason == "unknown_stream":  # its shard holds nothing of the stream: why, as one engine says it
+                no_session = self._no_session(outcome.job.stream)
+                reason, error = no_session.reason, _sendable(clip(str(no_session), ERROR_REPLY_CHARS))
+            reply({"ok": False, "reason": reason or ("shard_lost" if outcome.retry else "ask_failed"), "error": error})
 
     def close(self) -> None:
         self.pipeline.close()

@@ -292,11 +292,14 @@ class Shard:
             try:
                 spec = self.registry.get(spec) if isinstance(spec, str) else QuerySpec.from_dict(spec)
                 return self._ask(spec, stream, ticket)
-            except UnknownStream:
+            except UnknownStream:  # the front door routed it here: said as one engine says it (a request error)
                 held = self.refused_streams.get(stream)
-                why = (no_accepted_tick(stream, *held) if held else
-                       f"stream {stream!r} has sent no data{slash_hint(stream)}")
-                return [JobOutcome(RemoteJob(ticket), error=why)]
+                if held:
+                    return [JobOutcome(RemoteJob(ticket, reason="bad_request"), error=no_accepted_tick(stream, *held))]
+                # (an expiry here the front door had not heard of when it sent the ask): it says why from what it
+                # knows of the stream (Server._no_session: expired, refused, or never seen with the close names)
+                return [JobOutcome(RemoteJob(ticket, reason="unknown_stream"),
+                                   error=f"stream {stream!r} has sent no data{slash_hint(stream)}")]
             except (ValueError, LookupError) as e:
                 return [JobOutcome(RemoteJob(ticket), error=str(e).strip('"') or type(e).__name__)]
         else:
@@ -333,7 +336,8 @@ class Shard:
             ticket = outcome.job.ticket
             if ticket is not None:
                 replies.append((ticket, outcome.answer.to_wire() if outcome.answer is not None else None,
-                                outcome.error, getattr(outcome.job, "early", None), outcome.context))
+                                outcome.error, getattr(outcome.job, "early", None), outcome.context,
+                                getattr(outcome.job, "reason", None)))
             elif outcome.answer is not None:
                 answers.append(outcome.answer.to_wire())
             elif outcome.error is not None:  # (idle work such as decoding ahead finishes with neither)
@@ -375,4 +379,6 @@ class RemoteJob:
     ticket: Any
     early: str | None = None  # an ask answered without a forward: "prepositioned" or "gated"
     context: dict[str, int] | None = None  # what a computed ask's answer attended (JobOutcome.context)
+    reason: str | None = None  # an error's wire reason, where not ask_failed: the shard holds nothing of the stream
+    stream: str | None = None  # the stream asked (set by the front door)
 

@@ -338,10 +338,10 @@ class ShardedPipeline:
             answer = self._publishable(Answer(**wire), version)
             if answer is not None:
                 outcomes.append(JobOutcome(RemoteJob(None), answer))
-        for ticket, wire, error, early, context in reply["replies"]:
-            spec, _ = self._asked.pop(ticket, (None, None))
+        for ticket, wire, error, early, context, reason in reply["replies"]:
+            spec, stream = self._asked.pop(ticket, (None, None))
             answer = self._as_published(Answer(**wire), spec) if wire else None
-            outcomes.append(JobOutcome(RemoteJob(ticket, early, context), answer, error))
+            outcomes.append(JobOutcome(RemoteJob(ticket, early, context, reason, stream), answer, error))
         self.progress.update((stream, ticks) for stream, ticks in reply["progress"].items() if stream not in stale)
         link.reported_pending, link.shard_busy = reply["pending_tokens"], reply["busy"]
         if "stats" in reply:
