@@ -125,6 +125,7 @@ class FilePlan:
     tickless: Mapping[int, str] = field(default_factory=dict)  # its row -> why: a message without ticks (an ack)
     footer: tuple[int, str] | None = None  # a CSV's last row that is a line of text, no data (planning.py's `_footer`)
     header_rows: frozenset[int] = frozenset()  # a CSV's rows that repeat its header (files concatenated)
+    junk: Mapping[int, str] = field(default_factory=dict)  # a CSV's row -> why its line is none (junk_lines.py)
     reducers: list = field(default_factory=list)  # a book export's reducer of the last read, for `found_on_read`
     span: tuple[int, int] | None = None  # the first and last time (ns) of its rows; None when not known as numbers
     range_dropped: pl.LazyFrame | None = None  # with a time range pushed into `frame` (`within`): the rows it drops
@@ -264,7 +265,7 @@ class FilePlan:
         # a bar of price 0 and volume 0 (Cboe DataShop's interval without trades): no trade, not a price of 0
         bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
 
-        footer, header_rows = self.footer, self.header_rows
+        footer, header_rows, junk = self.footer, self.header_rows, self.junk
         sequence = cmap.sequence  # its number is the row's next to last cell (planning.py's SEQ)
         # (planning.py's _table_plan refuses a window without a zone for naive times)
         left_out_hours = Hours.parse(cmap.hours).left_out(cmap.tz or "UTC", cmap.hours) if cmap.hours else None
@@ -272,6 +273,8 @@ class FilePlan:
         def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
             if footer is not None and row[-1] == footer[0]:
                 return InvalidTick("filtered_out", f"a footer line ({footer[1]!r}), no tick: not an error")
+            if junk and (why := junk.get(row[-1])):
+                return InvalidTick("missing_field", why)
             if header_rows and row[-1] in header_rows:
                 return InvalidTick("filtered_out", "the line repeats the header row (files joined one after another, "
                                                    "a concatenated export), no tick")

@@ -59,6 +59,7 @@ from connectors.file_plan import (
     time_sample,
 )
 from connectors.json_lines import is_json_lines
+from connectors.junk_lines import junk_lines, junk_reason
 from connectors.layout import (
     COMMA_GROUPED,
     DOT_GROUPED,
@@ -352,8 +353,10 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if cmap.sequence is not None:  # last before the row number: file_plan.py reads it at row[-2]
         exprs.append(_sequence_number(cmap.sequence, pl.String if overrides else schema[cmap.sequence]).alias(SEQ))
     rows = scan_file(path, cmap.names, dialect, overrides).with_row_index(ROW)
-    if is_csv(path) or is_json_lines(path):  # a blank line (often at the end) is no row at all
-        rows = rows.filter(pl.any_horizontal(pl.all().exclude(ROW).is_not_null()))
+    junk = junk_lines(path, cmap.names, dialect, overrides, ROW) if is_csv(path) else {}
+    if is_csv(path) or is_json_lines(path):  # a blank line (often at the end) is no row at all; a junk line is one
+        read = pl.any_horizontal(pl.all().exclude(ROW).is_not_null())
+        rows = rows.filter(read | pl.col(ROW).is_in(list(junk)) if junk else read)
     hour = repeated_hour(rows, wall_clock_ns(path, cmap, ts_type, first), cmap.tz, cmap.stream_columns, ROW,
                          _newest_first)
     if hour is not None and hour.second_rows.len():  # read at the later offset: told by the file's order
@@ -451,7 +454,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
     unit_given = isinstance(given, ColumnMap) and given.ts_unit in UNITS or \
         isinstance(given, Refine) and given.keys.get("ts_unit") in UNITS
-    footer = _footer(rows, exprs[0], dialect.separator) if is_csv(path) else None
+    footer = _footer(rows, exprs[0], dialect.separator, junk) if is_csv(path) else None
+    junk_why = {row: junk_reason(cells, dialect.separator, len(schema)) for row, cells in junk.items()
+                if footer is None or row != footer[0]}
     lines = json_lines.table(path) if is_json_lines(path) else None  # (parsed once, kept by the module)
     bad_lines = lines.bad_lines if lines is not None else {}
     tickless = lines.skipped if lines is not None else {}
@@ -464,7 +469,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                     near_zero_streams=near_zero_streams(frame, keys) if facts["nonpositive_rows"] else frozenset(),
                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
                     span=_span(facts["min_ts"], facts["max_ts"], factor),
-                    tickless=tickless, footer=footer, header_rows=frozenset(facts["header_rows"]))
+                    tickless=tickless, footer=footer, header_rows=frozenset(facts["header_rows"]), junk=junk_why)
     id_column = trade_id_column(cmap, schema)
     if header_rows := sorted(plan.header_rows):  # (its `where`, as below)
         more = f" and {len(header_rows) - 1} more repeat" if len(header_rows) > 1 else " repeats"
@@ -534,16 +539,18 @@ def _skipped_hours(path: Path, cmap: ColumnMap, first_ns: Any, last_ns: Any) -> 
 FOOTER_TEXT = re.compile(r"[A-Za-z]{3}")  # words: "Downloaded from Barchart.com as of ...", "Total", ...
 
 
-def _footer(rows: pl.LazyFrame, ts: pl.Expr, separator: str) -> tuple[int, str] | None:
+def _footer(rows: pl.LazyFrame, ts: pl.Expr, separator: str,
+            junk: Mapping[int, tuple[str, ...]]) -> tuple[int, str] | None:
     """(row, its text) when a CSV's last row is a line of words in its first cell, whose time does not read
     (Barchart's `Downloaded from Barchart.com as of 03-06-2026 04:34pm CST`), and nothing else but the digits of a
     number its delimiter split (`Total rows: 3,000` in a comma file): a footer, left out as filtered_out rather
-    than rejected as a tick missing its time, nor its pieces taken for a stream's name."""
+    than rejected as a tick missing its time, nor its pieces taken for a stream's name. A junk line's cells
+    (`junk_lines`) are its text as written: its cells as typed are empty."""
     last = rows.tail(1).select(pl.all(), ts.alias("_ts")).collect()
     if not last.height:
         return None
-    cells = [str(v).strip() for k, v in last.row(0, named=True).items()
-             if k not in (ROW, "_ts") and v not in (None, "")]
+    cells = list(junk.get(last[ROW][0], ())) or [str(v).strip() for k, v in last.row(0, named=True).items()
+                                                if k not in (ROW, "_ts") and v not in (None, "")]
     text = cells[0] if cells and all(cell.isdigit() for cell in cells[1:]) else ""
     if last["_ts"][0] is not None or not FOOTER_TEXT.search(text):
         return None
