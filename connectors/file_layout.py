@@ -49,6 +49,7 @@ from connectors.layout import (
     Dialect,
     NoTickLayout,
     bar_notes,
+    check_line_lengths,
     date_of,
     describe_map,
     detect_columns,
@@ -79,6 +80,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     names = spec.names if isinstance(spec, ColumnMap) else spec.keys.get("names") if spec is not None else None
     decimal = spec.decimal if isinstance(spec, ColumnMap) else spec.keys.get("decimal") if spec is not None else None
     dialect = sniff_csv(path, decimal) if is_csv(path) else None
+    if dialect is not None:  # before polars reads past the first lines
+        check_line_lengths(path)
     guessed, how = None, ""
     given_names = names
     header_notes: list[str] = []

@@ -448,3 +448,44 @@ def test_an_overlong_csv_line_is_refused_as_soon_as_read_naming_file_and_line(tm
             layout.long_rows(path, layout.Dialect(",", False, True, ()))
     finally:
         csv.field_size_limit(limit)
+
+
+def test_an_overlong_csv_line_past_the_first_lines_is_refused_too(tmp_path: Path, monkeypatch) -> None:
+    """Layout detection reads a CSV's first 2,001 lines with a bound on each; a huge line after them was read whole
+    by polars, unrefused. The whole file is scanned in chunks, never held: the bound and the chunk are lowered here
+    so a sparse file of a few MB shows it."""
+    import gzip
+    import tracemalloc
+
+    from connectors import layout
+
+    monkeypatch.setattr(layout, "MAX_LINE_CHARS", 4096)
+    monkeypatch.setattr(layout, "LINE_SCAN_BYTES", 64 << 10)
+    rows = b"".join(b"%d,BIG,%d.5,1\n" % (T0 + i, 100 + i % 3) for i in range(3000))
+    path = tmp_path / "late_huge_line.csv"
+    with open(path, "wb") as f:
+        f.write(b"timestamp,symbol,price,size\n" + rows)
+        f.truncate(f.tell() + (4 << 20))  # line 3002: 4 MiB of NULs (sparse), then more rows
+        f.seek(0, 2)
+        f.write(b"\n" + rows)
+    said = r"late_huge_line.csv: line 3002 is longer than 4,096 characters without a newline \(a corrupt or binary"
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=said):
+            layout.check_line_lengths(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20  # neither the line nor the file was held
+    with pytest.raises(ValueError, match=said):
+        FileReplay(path)
+    gzip_path = tmp_path / "late_huge_line.csv.gz"
+    gzip_path.write_bytes(gzip.compress(path.read_bytes()))
+    with pytest.raises(ValueError, match=said.replace("csv:", r"csv\.gz:")):
+        FileReplay(gzip_path)
+    # a later line of exactly the bound (4 bytes a character: counted in characters), lines ended by \r\n, reads
+    last = b"%d,BIG,100.0,1," % (T0 + 5000)
+    path.write_bytes(b"timestamp,symbol,price,size,note\r\n" + rows.replace(b"\n", b",\r\n")
+                     + last + "\U0001f600".encode() * (4096 - len(last)) + b"\r\n")
+    replay = FileReplay(path)
+    assert [(t.ts, t.price) for t in drain(replay)][-1] == (T0 + 5000, 100.0) and not replay.rejected
