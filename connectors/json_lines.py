@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import gzip
 import io
+import itertools
 import json
 import shutil
 import tempfile
@@ -237,7 +238,7 @@ def _objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int, tu
 def _convert(path: Path) -> JsonLinesTable:
     lines = _lines(path)
     records = _one_array(lines)
-    frame, bad = (records, {}) if records is not None else _objects(path, lines)
+    frame, bad = _records_read(records, lines) if records is not None else _objects(path, lines)
     line_of, tickless, from_arrays = None, {}, False
     if "data" in frame.columns and isinstance(frame.schema["data"], pl.List) and \
             isinstance(frame.schema["data"].inner, pl.Struct):
@@ -286,6 +287,52 @@ def _one_array(lines: list[bytes]) -> pl.DataFrame | None:
         return pl.read_json(io.BytesIO(b"\n".join(lines)), infer_schema_length=None)
     except pl.exceptions.PolarsError:  # not one document, or an array of other values than objects
         return None
+
+
+def _records_read(records: pl.DataFrame, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int, tuple[str, str]]]:
+    """A REST dump's records (`_one_array`), each record that holds a key twice in one object an empty row and a
+    `duplicate_key` reject by its index, as such a line of a JSON-lines file is: polars kept the first value."""
+    bad = _records_with_a_key_twice(b"\n".join(lines))
+    if not bad:
+        return records, bad
+    kept = ~pl.int_range(pl.len()).is_in(list(bad))
+    return records.select(pl.when(kept).then(pl.col(c)).alias(c) for c in records.columns), bad
+
+
+def _records_with_a_key_twice(data: bytes) -> dict[int, tuple[str, str]]:
+    """Record index -> (duplicate_key, why) for each record of a JSON array (one polars read) holding a key twice in
+    one object, at any depth. The array is parsed again in Python, record by record, to tell: unlike a line of
+    JSON lines, a record repeats its keys in the next (on one line) and may spread one object over several lines
+    (pretty-printed), so no cheaper scan tells. A REST dump is a page or a few (1,000 records a page; 200k
+    Binance trades, 32 MB: 2.4 s against 1.2 s without it)."""
+    text = data.decode("utf-8-sig", errors="replace")
+    repeats: list[_RepeatedKey] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict:
+        try:
+            return _unique_pairs(items)
+        except _RepeatedKey as e:
+            repeats.append(e)
+            return {}
+
+    decoder, space = json.JSONDecoder(object_pairs_hook=pairs), json.decoder.WHITESPACE
+    bad: dict[int, tuple[str, str]] = {}
+    at = space.match(text, text.index("[") + 1).end()
+    try:
+        for record in itertools.count():
+            if text.startswith("]", at):
+                break
+            _, end = decoder.raw_decode(text, at)
+            if repeats:
+                shown = repr(" ".join(text[at : min(end, at + 200)].split())[:60])  # on one line
+                line = text.count("\n", 0, at) + 1
+                bad[record] = DUPLICATE_KEY, f"{repeats[0]} (the record at line {line}): {shown}"
+                repeats.clear()
+            at = space.match(text, end).end()
+            at = space.match(text, at + 1).end() if text.startswith(",", at) else at
+    except (ValueError, RecursionError):  # not for polars to have read: its read stands
+        return bad
+    return bad
 
 
 TICKLESS = ("event", "op", "method", "channel", "type", "ret_msg")  # what a message without ticks is, first found

@@ -198,7 +198,8 @@ REJECT_HINTS = {  # what a user does about a file's rows rejected for these reas
     "filtered_out": "; not an error: rows left out on purpose and counted (a keep filter's, or rows holding no tick)",
     NOT_JSON: "; the line is skipped and the rest of the file read (a capture cut mid-line, a log line among the "
               "messages)",
-    DUPLICATE_KEY: "; the line is skipped and the rest of the file read (its writer's bug: write each key once)",
+    DUPLICATE_KEY: "; the line (a REST dump's record) is skipped and the rest of the file read (its writer's bug: "
+                   "write each key once)",
 }
 
 

@@ -340,6 +340,35 @@ def test_binance_rest_agg_trades_name_a_bad_record_by_its_place(tmp_path: Path) 
     assert "ETHUSDT_aggTrades.json record 2: nonpositive_price" in replay.rejected.examples["nonpositive_price"]
 
 
+def test_a_rest_dump_record_with_a_key_twice_is_rejected_as_a_line_is(tmp_path: Path) -> None:
+    """A record of one JSON array holding a key twice took polars' first value without a word, where a JSON-lines
+    line so is rejected as duplicate_key: such a record is rejected alike, named by its record and line, on one line
+    or pretty-printed, also in a nested object; the same keys in the next record are no repeat."""
+    trades = [{**BINANCE_REST_TRADES[i % 2], "id": 3342105080 + i, "time": T0 + i} for i in range(5)]
+    for indent in (None, 2):
+        text = json.dumps(trades, indent=indent)
+        second = text.index('"qty"', text.index("3342105081"))
+        text = text[:second] + '"price": "1.00", ' + text[second:]  # record 2: its price, then another
+        dump = tmp_path / "BTCUSDT-trades.json"
+        dump.write_text(text)
+        ticks, replay = read(dump)
+        assert [t.ts // 1_000_000 - T0 for t in ticks] == [0, 2, 3, 4]
+        assert dict(replay.rejected) == {"duplicate_key": 1}
+        assert replay.rejected.examples["duplicate_key"].startswith(
+            f"{dump} record 2: duplicate_key: key 'price' given more than once in one object ('42220.00000000', "
+            f"'1.00'): which value was meant cannot be told (the record at line {11 if indent else 1}): ")
+    nested = [{**trade, "fee": {"asset": "BNB", "amount": "0.1"}} for trade in trades]
+    text = json.dumps(nested).replace('"amount": "0.1"}', '"amount": "0.1", "asset": "BTC"}', 1)
+    dump.write_text(text)
+    ticks, replay = read(dump)
+    assert len(ticks) == 4 and dict(replay.rejected) == {"duplicate_key": 1}
+    assert f"{dump} record 1: duplicate_key: key 'asset' given more than once" in replay.rejected.examples[
+        "duplicate_key"]
+    dump.write_text(json.dumps(nested))
+    ticks, replay = read(dump)
+    assert len(ticks) == 5 and not replay.rejected
+
+
 def test_a_coinbase_rest_dump_flips_the_makers_side_and_sorts_by_time(tmp_path: Path) -> None:
     """GET /products/BTC-USD/trades: newest first, `side` the maker's (sell: an uptick, a taker's buy)."""
     page = [{"trade_id": 574381025, "side": "sell", "size": "0.01000000", "price": "42220.01",
