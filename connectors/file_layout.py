@@ -111,6 +111,14 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
             kind_notes.append(f"{path.name}: --preset {spec.preset} read in its vendor's other layout: "
                               f"{describe_map(cmap)}")
     else:
+        every = "" if own_map else " (the keys given apply to every file; a replay list gives each file its own " \
+                                   "map: docs/replay.md)"
+        if isinstance(spec, Refine):  # its columns as the file spells them (`TS` for `ts`), as a whole map's are
+            spec = Refine(_spelled_as_the_file(spec.keys, schema))
+            # detection reads the time column given by its name (polars' error would name no option); the other
+            # columns are checked once the keys are applied, after what is wrong with the keys themselves
+            if "ts" in spec.keys and (lacking := _lacking(path, {"ts": spec.keys["ts"]}, schema)):
+                raise NoTickLayout(f"{lacking}{every}")
         try:
             hints = spec.keys if isinstance(spec, Refine) else None
             shaped = json_lines.table(path).columns_for(hints) if is_json_lines(path) else None  # an exchange's
@@ -131,8 +139,6 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         try:
             cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
         except ValueError as e:  # the keys given, applied to each file: name the one they do not fit
-            every = "" if own_map else " (the keys given apply to every file; a replay list gives each file its " \
-                                       "own map: docs/replay.md)"
             raise ValueError(f"{path}: {e}{every}") from None
         cmap, kind_notes = kind_column(path, cmap, schema, names, dialect)
         cmap = fix_sides(path, cmap, schema, names, dialect)
@@ -167,14 +173,13 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     if cmap.stream_col is None:  # a fixed name too: it names the stream, not the file's one instrument
         stream_notes += unread_identifiers(path, cmap, schema, names, dialect, named)
     cmap, day_notes = date_of(path, cmap)
-    if missing := [c for c in cmap.source_columns() if c not in schema]:
+    if lacking := _lacking(path, cmap.to_dict(), schema):
         headerless = ("; its first line is data, not a header: give its columns in order with --csv-names"
                       if dialect is not None and not dialect.header and names is None else "")
         encoding = f"; {why}" if is_csv(path) and (why := not_utf8(path)) else ""  # mojibake names: say why
         if instead := _detected_instead(path, spec):  # the way that reads it, rather than ways to mend the map
             headerless = encoding = ""
-        raise NoTickLayout(f"{path}: the column map needs {missing}, which the file lacks; columns found: "
-                         f"{list(schema)}{headerless}{encoding}{instead}")
+        raise NoTickLayout(f"{lacking}{headerless}{encoding}{instead}")
     _numbers_not_nested(path, cmap, schema)
     if cmap.ts_unit == DETECT:  # a map that named its time column, not its unit
         unit, ts_format = detected_unit(cmap.ts, schema.get(cmap.ts) if len(cmap.ts_columns) == 1 else pl.String,
@@ -312,6 +317,51 @@ def _names_misfit(path: Path, names: Sequence[str], dialect: Dialect | None, spe
     else:
         fits = ""
     return f"{path}: the file has {width} columns, {given} {len(names)} ({', '.join(names)}){fits}"
+
+
+COLUMNS_LISTED = 20  # of a file's columns an error lists at most (a 5,000-column export's would fill a screen)
+COLUMN_KEYS = ("ts", "stream_col", *VALUE_FIELDS, "sequence", "utc_offset")  # a map's keys that name a column
+
+
+def _lacking(path: Path, keys: Mapping[str, Any], schema: Mapping[str, Any]) -> str | None:
+    """What a map (`keys`: its `to_dict`, or the keys given to refine a detected one) needs that the file lacks: each
+    column missing, the option that names it (`--columns ts=time`, `--sequence tid`, a preset's key) and the file's
+    columns, at most COLUMNS_LISTED of them; None when it has them all."""
+    named = _named_columns(keys)
+    missing = list(dict.fromkeys(c for _, _, columns in named for c in columns if c not in schema))
+    if not missing:
+        return None
+    given = [(key, value) for key, value, columns in named if set(columns) & set(missing)]
+    if keys.get("preset"):
+        option = f"--preset {keys['preset']}: " + ", ".join(f"{key}={value}" for key, value in given)
+    elif [key for key, _ in given] == ["sequence"]:
+        option = f"--sequence {given[0][1]}"
+    else:  # as --columns spells them: `stream=` names the stream column
+        option = "--columns " + ",".join(f"{'stream' if key == 'stream_col' else key}={value}" for key, value in given)
+    more = f" and {len(schema) - COLUMNS_LISTED:,} more" if len(schema) > COLUMNS_LISTED else ""
+    return (f"{path}: the column map needs {missing}, which the file lacks ({option}); columns found: "
+            f"{list(schema)[:COLUMNS_LISTED]}{more}")
+
+
+def _named_columns(keys: Mapping[str, Any]) -> list[tuple[str, str, list[str]]]:
+    """(key, its value, the columns it names) for each key of a map that names columns (`ts=Date+Time`: two)."""
+    named = [(key, value, [c.strip() for c in value.split("+")] if key in ("ts", "stream_col") else [value])
+             for key, value in keys.items() if key in COLUMN_KEYS and isinstance(value, str)]
+    return named + [("keep", f"{{{column}: ...}}", [column]) for column in keys.get("keep") or ()]
+
+
+def _spelled_as_the_file(keys: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Keys given to refine a detected map with each column the file lacks but spells in one other case (`TS` for
+    `ts`) as the file does, as `match_case` takes a whole map's."""
+    spellings: dict[str, list[str]] = {}
+    for name in schema:
+        spellings.setdefault(name.strip().lower(), []).append(name)
+
+    def spelled(column: str) -> str:
+        found = spellings.get(column.strip().lower(), [])
+        return found[0] if column not in schema and len(found) == 1 else column
+    return {**keys, **{key: "+".join(map(spelled, columns)) if len(columns) > 1 else spelled(columns[0])
+                       for key, _, columns in _named_columns(keys) if key != "keep"}}
 
 
 def _detected_instead(path: Path, spec: ColumnMap | Refine | None) -> str:

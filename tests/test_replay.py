@@ -489,3 +489,33 @@ def test_an_overlong_csv_line_past_the_first_lines_is_refused_too(tmp_path: Path
                      + last + "\U0001f600".encode() * (4096 - len(last)) + b"\r\n")
     replay = FileReplay(path)
     assert [(t.ts, t.price) for t in drain(replay)][-1] == (T0 + 5000, 100.0) and not replay.rejected
+
+
+def test_a_column_given_that_the_file_lacks_names_the_option_and_the_files_columns(tmp_path: Path, capsys) -> None:
+    """`--columns ts=NAME` for a column the file lacks failed with polars' own words (its schema, `missing_columns=
+    'insert'`; a Parquet file's query plan): the error names the option, the column and the file's columns, at most
+    20 of a wide file's. A column spelled in another case is the file's, as in a whole map."""
+    from engine.service.cli import main
+
+    csv_path, parquet_path = tmp_path / "trades.csv", tmp_path / "trades.parquet"
+    csv_path.write_text("ts,symbol,price,size\n" + "".join(f"{T0 + i},BTC,{100 + i}.5,1\n" for i in range(3)))
+    pl.read_csv(csv_path).write_parquet(parquet_path)
+    for path in (csv_path, parquet_path):
+        with pytest.raises(ValueError, match=rf"^{path}: the column map needs \['time'\], which the file lacks "
+                                             rf"\(--columns ts=time\); columns found: \['ts', 'symbol', 'price', "
+                                             rf"'size'\] \(the keys given apply to every file; a replay list"):
+            FileReplay(path, columns={"ts": "time"})
+    with pytest.raises(ValueError, match=r"needs \['clock'\], which the file lacks \(--columns ts=ts\+clock\)"):
+        FileReplay(csv_path, columns={"ts": "ts+clock"})
+    with pytest.raises(ValueError, match=r"needs \['sym'\], which the file lacks \(--columns stream=sym\)"):
+        FileReplay(csv_path, columns={"ts": "ts", "stream_col": "sym", "price": "price", "size": "size"})
+    assert len(drain(FileReplay(csv_path, columns={"ts": "TS", "stream_col": "Symbol"}))) == 3
+    assert main(["feed", "replay", str(csv_path), "--columns", "ts=time", "--endpoint", "tcp://127.0.0.1:5"]) == 2
+    assert f"{csv_path}: the column map needs ['time'], which the file lacks (--columns ts=time)" in \
+        capsys.readouterr().err
+    wide = tmp_path / "wide.csv"
+    wide.write_text(",".join(["ts", "price", "size", *(f"extra{i}" for i in range(27))]) + "\n"
+                    + ",".join([str(T0), "1.5", "1", *("0" * 27)]) + "\n")
+    with pytest.raises(ValueError, match=r"\(--sequence seq\); columns found: \['ts', 'price', 'size', 'extra0', "
+                                         r".*'extra16'\] and 10 more$"):
+        FileReplay(wide, columns={"sequence": "seq"})
