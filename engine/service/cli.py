@@ -508,6 +508,9 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     data.add_argument("--points-out", type=Path, default=None, metavar="FILE.parquet", help="write every scored "
                       "test answer point here: stream, tick, data_ts, question, realised label and each column's "
                       "probabilities, to recompute the table from")
+    data.add_argument("--session-gap", type=_session_gap, default=None, metavar="DURATION",
+                      help=SESSION_GAP_HELP + " (train: nor trained, calibrated or fitted on in any part; the "
+                      "checkpoint records it, and evaluate or backtest with another says so)")
 
     p = sub.add_parser("train", parents=[reading, data], help="fit a tick model to your own tick files and score it")
     p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
@@ -556,7 +559,6 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table (and "
                    "one line on the streams too short to split, and one on the rows the files' reading rejected, if "
                    "any)")
-    p.add_argument("--session-gap", type=_session_gap, default=None, metavar="DURATION", help=SESSION_GAP_HELP)
     p.set_defaults(run=cmd_evaluate)
 
 
@@ -1949,14 +1951,18 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     for signum, handler in inherited.items():
         if handler is not signal.SIG_IGN:
             signal.signal(signum, request_stop)
-    from engine.service.reading_record import FILE_READING, reading_mismatch, recorded_reading
+    from engine.service.reading_record import FILE_READING, LABEL_OPTIONS, reading_mismatch, recorded_reading
 
     said = lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr, flush=True)  # noqa: E731
     recorded = recorded_reading(config.model.path)
     if recorded and _read_training_files(config.model.path, args.files):
         _take_recorded(args, recorded, FILE_READING, said, config)
-    if (mismatch := reading_mismatch(recorded, _reading_now(args, config))) is not None:
+    reading_now = _reading_now(args, config)
+    if (mismatch := reading_mismatch(recorded, reading_now)) is not None:
         said(mismatch)
+    # (apart: other labelled points leave the ticks, and so training's tick positions, as they were)
+    if (labelled_otherwise := reading_mismatch(recorded, reading_now, LABEL_OPTIONS)) is not None:
+        said(labelled_otherwise)
     try:
         report = run_backtest(config, [str(f) for f in args.files], queries, args.out,
                               columns=_column_map(args, config),
@@ -2115,7 +2121,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     options = FitOptions(split=split, base=base, eval_every=args.eval_every, patience=args.patience,
                          device=args.device, evaluation=evaluation, codec_version=args.codec_version,
                          head=not args.no_head, streams=tuple(args.streams) if args.streams else None,
-                         name_left_out=args.verbose, points_out=args.points_out)
+                         name_left_out=args.verbose, points_out=args.points_out, session_gap_ns=args.session_gap)
     interactive = not args.quiet and not args.json and sys.stderr.isatty()
 
     def log(message: str) -> None:
@@ -2146,6 +2152,9 @@ def cmd_train(args: argparse.Namespace) -> None:
     _say_left_out(record["skipped"], record["left_out"], args,
                   lambda line: print(f"flashtick train: note: left out {line}", file=sys.stderr))
     _say_rejected_if_quiet(record["rejected"], record["ticks_read"], args, "flashtick train")
+    if not args.quiet and (across := _across_pauses_note(record["evaluation"], args.session_gap,
+                                                         "out of training and scoring")) is not None:
+        print(f"flashtick train: note: {across}", file=sys.stderr)
 
 
 def _streams_named(names: list[str]) -> str:
@@ -2192,7 +2201,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
                                        short_streams_line, time_overlap_note)
     import numpy as np
 
-    from connectors.labels import session_gap_text, tick_price
+    from connectors.labels import tick_price
     from connectors.price_steps import split_like_steps
 
     _check_outputs(args, [Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet"),
@@ -2232,11 +2241,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
                "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped,
                "session_gap_ns": args.session_gap}
-    if across := result["answer_points"]["across_pauses"]:
-        within = "" if args.session_gap is None else f" (within --session-gap {session_gap_text(args.session_gap)})"
-        said(f"{across} scored answer points are labelled across a pause of over an hour in their stream's event "
-             f"times{within}: an answer before a close is scored against the reopen; --session-gap 1h leaves such "
-             f"points unscored")
+    if (across := _across_pauses_note(result, args.session_gap, "unscored")) is not None:
+        said(across)
     if args.json:
         print(_json(result, indent=1))
     else:
@@ -2253,6 +2259,19 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         return
     if (overlap := _trained_on_overlap(model_dir, args.files, split, [sd.name for sd in prepared])) is not None:
         print(f"note: {overlap}", file=sys.stderr)
+
+
+def _across_pauses_note(result: dict[str, Any], session_gap: int | None, leaves: str) -> str | None:
+    """The note on the scored answer points of an evaluation ``result`` labelled across a pause of over an hour
+    (within ``session_gap``, if given), what --session-gap 1h does to them in words (``leaves``); None: none."""
+    from connectors.labels import session_gap_text
+
+    if not (across := result["answer_points"]["across_pauses"]):
+        return None
+    within = "" if session_gap is None else f" (within --session-gap {session_gap_text(session_gap)})"
+    return (f"{across} scored answer points are labelled across a pause of over an hour in their stream's event "
+            f"times{within}: an answer before a close is scored against the reopen; --session-gap 1h leaves such "
+            f"points {leaves}")
 
 
 def _read_as_trained(args: argparse.Namespace, model_dir: Path, said: Callable[[str], None]) -> None:
@@ -2306,7 +2325,10 @@ def _reading_now(args: argparse.Namespace, config: Any = None) -> dict[str, str]
     from engine.service.splits import SplitSpec
 
     split = SplitSpec.parse(args.split).text() if getattr(args, "split", None) else None
-    return reading_of(_column_map(args, config), _streams(args, config), split, getattr(args, "gap", 0) or 0)
+    # a backtest's session gap is its config's (--session-gap overrides it there), evaluate's its option
+    session_gap = config.answers.session_gap_ns if config is not None else getattr(args, "session_gap", None)
+    return reading_of(_column_map(args, config), _streams(args, config), split, getattr(args, "gap", 0) or 0,
+                      session_gap)
 
 
 def _read_training_files(model_dir: Path | str | None, files: list[Path]) -> bool:

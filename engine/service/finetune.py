@@ -61,6 +61,8 @@ class FitOptions:
     streams: tuple[str, ...] | None = None  # the streams of the files to train on (names or globs); None: every one
     name_left_out: bool = False  # --verbose: each stream too short to split named, not more than SHORT_NAMED summed up
     points_out: Path | None = None  # --points-out: the test answer points scored, a row each (evaluate.write_points)
+    # --session-gap: a label horizon across a longer pause in event time leaves its point unlabelled in every part
+    session_gap_ns: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("eval_every", "patience", "val_batches"):
@@ -122,7 +124,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"),
                                          streams=options.streams)
     min_ticks = min_part_ticks(codec, cfg.window_ticks)
-    streams, skipped = prepare(codec, streams_raw, options.split, min_ticks, name_all=options.name_left_out)
+    streams, skipped = prepare(codec, streams_raw, options.split, min_ticks, name_all=options.name_left_out,
+                               session_gap_ns=options.session_gap_ns)
     # an option chain's thousands of short series in one line (the model card, --json and --verbose name each)
     left_out = short_streams_line(codec, streams_raw, [sd.name for sd in streams], options.split, min_ticks)
     if (widened := gap_note(codec, options.split)) is not None:
@@ -166,7 +169,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         log("answer heads: " + ", ".join(f"{name} model weight {h.model_weight:g} (validation Brier "
                                           f"{h.brier_model} -> {h.brier_blend})" for name, h in heads.items()))
     evaluation = evaluate_streams(model, codec, streams, eval_options, heads, points_out=options.points_out)
-    reading = reading_of(columns, options.streams, options.split.text(), options.split.gap)
+    reading = reading_of(columns, options.streams, options.split.text(), options.split.gap, options.session_gap_ns)
     record = {"files": [str(f) for f in files], "reading": reading,
               "base": str(options.base) if options.base else "from scratch",
               "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))),
@@ -233,6 +236,9 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
                   if (Path(record["base"]) / HEAD_FILE).is_file() else "")
     left_out = "".join(f"\n  - left out {line}" for line in record["skipped"])
     left_out += f"\n  - note: {record['overlap']}" if record.get("overlap") else ""
+    session_gap = record["reading"].get("session_gap")
+    paused = (f", none across a pause in event time over {session_gap} (--session-gap {session_gap})"
+              if session_gap else "")
     val = stats["validation"]
     still = (f"; still improving at its last check (step {stats['best_step']}): more --max-minutes or --steps "
              f"may help" if val and val[-1][0] == stats["best_step"] and len(val) > 1 else "")
@@ -241,7 +247,7 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
 - Base: {record['base']}{base_heads}; {record['params'] / 1e6:.2f}M parameters; window {cfg['window_ticks']} ticks
   ({cfg['max_positions']} positions): keep at most {cfg['window_ticks']} ticks in a session window
 - Data: {', '.join(f'`{f}`' for f in record['files'])}; rows rejected: {record['rejected'] or 'none'}
-- Split per stream, in time: {record['split']}; labels of each part use that part's ticks only
+- Split per stream, in time: {record['split']}; labels of each part use that part's ticks only{paused}
 {streams}{left_out}
 - Training: {stats['steps_done']} step{'' if stats['steps_done'] == 1 else 's'} (of {cfg['steps']}; {stats['stopped']}) x batch {cfg['batch']} windows
   + {cfg['questions_per_window']} question probes each; AdamW lr {cfg['lr']}, seed {cfg['seed']}; on {record['device']}

@@ -5,10 +5,13 @@
 * the files' layout and the rows kept: --tz, --hours, --ts-unit, --ts-format, --date, --csv-names, --columns (the
   column map's other keys, a --preset's name among them) and --streams (ET times read as UTC put every trade hours
   away from the quotes it printed against);
-* the split: --split and --gap, where not the default 70/15/15 (evaluate's test part is training's).
+* the split: --split and --gap, where not the default 70/15/15 (evaluate's test part is training's);
+* the labels: --session-gap (a label horizon across a longer pause in event time left unlabelled).
 `evaluate` reads its files with the first and the last unless given its own, and with the second when its files
 are the training files; `backtest --model` reads the training files with all of them; otherwise a run whose
-reading differs says so, and `serve --model` says them at its start."""
+reading differs says so, and `serve --model` says them at its start. A --session-gap is never taken: `evaluate`
+and `backtest` score with their own (none unless given, or the config's answers.session_gap_s), and say when it
+differs from training's."""
 
 from __future__ import annotations
 
@@ -18,16 +21,19 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from connectors.column_map import DETECT, checked_price_offset, shown_offset
+from connectors.labels import session_gap_text
 
 PRICE_OPTIONS = {"price_offset": "--price-offset", "price_format": "--price-format",
                  "zero_bid": "--zero-bid", "sequence": "--sequence"}  # map key -> option
 LAYOUT_OPTIONS = {"tz": "--tz", "hours": "--hours", "ts_unit": "--ts-unit", "ts_format": "--ts-format",
                   "date": "--date", "names": "--csv-names", "columns": "--columns", "streams": "--streams"}
 SPLIT_OPTIONS = {"split": "--split", "gap": "--gap"}
-READING_OPTIONS = PRICE_OPTIONS | LAYOUT_OPTIONS | SPLIT_OPTIONS
+LABEL_OPTIONS = {"session_gap": "--session-gap"}  # which points are labelled: trained on, scored
+READING_OPTIONS = PRICE_OPTIONS | LAYOUT_OPTIONS | SPLIT_OPTIONS | LABEL_OPTIONS
 FILE_READING = PRICE_OPTIONS | LAYOUT_OPTIONS  # what reads the files (backtest and serve have no split)
-# what selects among the ticks read, not how each is read: other streams or parts are a choice, said plainly
-SELECTING = ("streams", "split", "gap")
+# what selects among the ticks read, not how each is read: other streams, parts or labelled points are a choice,
+# said plainly
+SELECTING = ("streams", "split", "gap", "session_gap")
 DEFAULT_SPLIT = "70/15/15"
 # what reading a file otherwise than in training changes, per key
 _READ_OTHERWISE = {"price_offset": "prices", "price_format": "prices", "zero_bid": "prices",
@@ -37,9 +43,9 @@ _READ_OTHERWISE = {"price_offset": "prices", "price_format": "prices", "zero_bid
 
 
 def reading_of(columns: Mapping[str, Any] | None, streams: Any = None, split: str | None = None,
-               gap: int = 0) -> dict[str, str]:
-    """A column map's reading options (map_from_options's keys), the --streams read and the split, as the command
-    line writes them (the column map's other keys as one JSON text); none: {}."""
+               gap: int = 0, session_gap_ns: int | None = None) -> dict[str, str]:
+    """A column map's reading options (map_from_options's keys), the --streams read, the split and the session
+    gap, as the command line writes them (the column map's other keys as one JSON text); none: {}."""
     columns = dict(columns or {})
     reading = {}
     offset = checked_price_offset(columns.pop("price_offset", None))
@@ -66,6 +72,8 @@ def reading_of(columns: Mapping[str, Any] | None, streams: Any = None, split: st
         reading["split"] = split
     if gap:
         reading["gap"] = str(gap)
+    if session_gap_ns is not None:
+        reading["session_gap"] = session_gap_text(session_gap_ns)
     return reading
 
 
