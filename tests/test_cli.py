@@ -1491,3 +1491,30 @@ def test_list_aligns_its_columns_and_json_prints_names_as_they_are(checkpoint, t
         wait_for(lambda: main(["get", "Société.Gén", "a_rather_long_query_name", *control]) == 0)
         out = capsys.readouterr().out
     assert '"stream": "Société.Gén"' in out and json.loads(out)["stream"] == "Société.Gén", out
+
+
+def test_scores_says_how_many_answers_the_session_gap_left_unscored(checkpoint, tmp_path, capsys) -> None:
+    """With answers.session_gap_s, an answer whose horizon crossed a longer pause is counted as `across_gap`, not
+    scored: `scores --json` had it, the table said nothing of those answers. A line under the table says it."""
+    from connectors.ticks import trade
+
+    (tmp_path / "q.yaml").write_text("queries:\n  - {name: dir5, streams: ['*'], question: direction_5, kind: choice, "
+                                     "trigger: batch}\n")
+    gapped = ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16}, "endpoints": LOCAL,
+        "limits": {"heartbeat_s": 0.2}, "queries": str(tmp_path / "q.yaml"), "answers": {"session_gap_s": 3600}})
+    start, pause = 1_700_000_000_000_000_000, 2 * 3_600_000_000_000  # a 2-hour pause after the 60th tick
+    ticks = [trade("FX", start + i * 1_000_000_000 + (pause if i >= 60 else 0), 1.1 + 0.0001 * (i * 7 % 5), 1.0)
+             for i in range(120)]
+    with serving(gapped) as server:
+        control = ("--control", server.endpoints["control"])
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            for i in range(0, len(ticks), 2):  # (a message is one batch: an answer each)
+                feed.send(ticks[i : i + 2])
+        wait_for(lambda: main(["scores", "--json", *control]) == 0 and
+                 json.loads(capsys.readouterr().out).get("dir5", {}).get("across_gap", 0) > 0, timeout_s=120)
+        code, out, _ = run(capsys, "scores", *control)
+    notes = [line for line in out.splitlines() if "not scored because" in line]  # (beside thin_streams')
+    assert code == 0 and len(notes) == 1 and re.fullmatch(
+        r"note: dir5: [1-9]\d* answers not scored because their horizon crossed a pause longer than "
+        r"answers\.session_gap_s \(across_gap\)", notes[0]), out
