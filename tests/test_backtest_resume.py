@@ -261,12 +261,41 @@ def test_a_checkpoint_that_cannot_be_resumed_leaves_its_lock_free(tmp_path: Path
     parts.mkdir()
     (parts / "progress.json").write_text(json.dumps({"key": key, "consumed": 5}))  # no parts list: unusable
     for _ in range(2):
-        with pytest.raises(KeyError, match="parts"):
+        with pytest.raises(ValueError, match="is damaged: it has no 'parts' field"):
             AnswerParts.open(tmp_path / "out.parquet", key, resume=True)
-    (parts / "progress.json").write_text(json.dumps({"key": {**key, "queries": "other"}, "consumed": 5}))
+    whole = {"consumed": 5, "parts": [], "answers": 0, "last_seq": {}}
+    (parts / "progress.json").write_text(json.dumps({"key": {**key, "queries": "other"}, **whole}))
     for _ in range(2):
         with pytest.raises(ValueError, match="different queries"):
             AnswerParts.open(tmp_path / "out.parquet", key, resume=True)
+
+
+def test_a_damaged_manifest_is_said_by_its_field_and_what_to_do(setup: Path, capsys) -> None:
+    """A progress.json missing a field (a hand edit, a tool that rewrote it) raised a bare KeyError: the CLI said
+    `error: 'consumed'`. It is called damaged, the field named, and the way out said; following it works."""
+    from engine.service.backtest import BacktestInterrupted
+
+    config = ServiceConfig.load(setup / "engine.yaml")
+    out, polls = setup / "damaged.parquet", iter(range(10**9))
+    with pytest.raises(BacktestInterrupted):
+        run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, max_ticks=600,
+                     stop=lambda: next(polls) >= 40)
+    parts = setup / "damaged.parquet.parts"
+    manifest = json.loads((parts / "progress.json").read_text())
+    command = cli(setup, "damaged.parquet", "--resume", "--quiet", "--max-ticks", "600")
+    for damage, said in (({"consumed": None}, "it has no 'consumed' field (the ticks its parts cover)"),
+                         ({"parts": "part-000001.parquet"}, "its 'parts' field (the names of its part files) is "
+                          "\"part-000001.parquet\", not a list of file names")):
+        damaged = {k: v for k, v in {**manifest, **damage}.items() if v is not None}
+        (parts / "progress.json").write_text(json.dumps(damaged))
+        capsys.readouterr()
+        assert main(command) == 2
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f"flashtick backtest: error: {parts / 'progress.json'} is damaged: {said}, so its checkpoint cannot be "
+            f"resumed; remove {parts} and run the command again to start over (a run without --resume refuses the "
+            f"folder while it is there)")
+    shutil.rmtree(parts)
+    assert main(command) == 0 and pl.read_parquet(out).height > 0
 
 
 def test_resume_refuses_parts_written_under_another_roll_rule(setup: Path, capsys) -> None:

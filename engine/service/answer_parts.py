@@ -186,6 +186,10 @@ class AnswerParts:
             manifest = json.loads(manifest_path.read_text())
         except (OSError, ValueError) as e:
             raise ValueError(f"{manifest_path}: unreadable checkpoint ({e}); delete {directory} to start over") from None
+        if (damage := _manifest_damage(manifest)) is not None:  # (before its key, which a damaged file may lack)
+            raise ValueError(f"{manifest_path} is damaged: {damage}, so its checkpoint cannot be resumed; remove "
+                             f"{directory} and run the command again to start over (a run without --resume refuses "
+                             f"the folder while it is there)")
         changed = [k for k in key if manifest.get("key", {}).get(k) != _as_json(key[k])]
         if changed:
             upgrade = " (written by a flashtick that rolled sessions elsewhere)" if "context_roll_rule" in changed else ""
@@ -253,6 +257,29 @@ class AnswerParts:
 
     def __exit__(self, *_: object) -> None:
         self.release()
+
+
+# what a manifest must hold to be resumed: each field's type and, for the refusal, what it is in words
+MANIFEST_FIELDS: dict[str, tuple[type, str]] = {
+    "key": (dict, "the run's files, queries and options"), "consumed": (int, "the ticks its parts cover"),
+    "parts": (list, "the names of its part files"), "answers": (int, "the answers in them"),
+    "last_seq": (dict, "each topic's last seq")}
+TYPE_WORDS = {dict: "a JSON object", int: "a whole number >= 0", list: "a list of file names"}
+
+
+def _manifest_damage(manifest: Any) -> str | None:
+    """What makes a manifest read as JSON unusable, in words (a field missing, or of another type); None if whole."""
+    if not isinstance(manifest, dict):
+        return f"it holds {type(manifest).__name__}, not a JSON object"
+    for name, (kind, what) in MANIFEST_FIELDS.items():
+        if name not in manifest:
+            return f"it has no {name!r} field ({what})"
+        value = manifest[name]
+        fits = isinstance(value, kind) and not isinstance(value, bool) and (kind is not int or value >= 0) and (
+            kind is not list or all(isinstance(part, str) for part in value))
+        if not fits:
+            return f"its {name!r} field ({what}) is {json.dumps(value)[:60]}, not {TYPE_WORDS[kind]}"
+    return None
 
 
 def out_of(parts_dir: Path) -> Path:

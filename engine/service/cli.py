@@ -2033,7 +2033,7 @@ def _kept_on_disk(out: Path) -> str:
         kept = json.loads((parts / MANIFEST).read_text())
     except (OSError, ValueError):
         kept = None
-    if kept is not None and kept.get("consumed"):
+    if isinstance(kept, dict) and kept.get("consumed"):
         return (f"{kept.get('answers', 0)} answers of the first {kept['consumed']} ticks kept in {parts} (the last "
                 f"checkpoint); run the same command with --resume to continue from there")
     if parts.is_dir():
