@@ -689,3 +689,33 @@ def test_evaluate_says_each_part_s_first_and_last_event_time(ticks_file: Path, c
     first = next(iter(result["streams"]))
     assert f"  {first}: train {result['streams'][first]['times']['train'][0]} to " \
            f"{result['streams'][first]['times']['train'][1]}; validation" in "\n".join(printed)
+
+
+def test_train_says_when_its_validation_part_is_too_small_to_fit_on_or_missing(ticks_file: Path, tmp_path: Path,
+                                                                             capsys) -> None:
+    """A split whose validation part labels fewer answer points of a question than its calibration and answer head
+    need shipped those answers uncalibrated and headless with no word before the end's table (and early stopping
+    watched a loss over a few ticks); one without a validation part said nothing of the heads. Both are said before
+    training, and the small part on the model card."""
+    from connectors.builtin import load_builtin_codec
+    from engine.service.finetune import validation_note
+
+    run = [*TINY, "--steps", "1", "--batch", "1", "--max-points", "200", "--resamples", "10"]
+    assert main(["train", str(ticks_file), "--out", str(tmp_path / "small"), *run, "--split", "82/9/9"]) == 0
+    said = ("note: the validation part is small: its 340 ticks (--split 82/9/9, 4 streams) hold fewer labelled "
+            "answer points than the 200 a question's answer calibration and answer head are fitted on for "
+            "volatility_50 (140) and move_bps_50 (140): their answers ship uncalibrated and without a head, and "
+            "early stopping watches the loss on windows of those 340 ticks alone; a larger validation part (--split) "
+            "or more ticks fits them")
+    assert f"flashtick train: {said}" in capsys.readouterr().err
+    assert f"  - {said}" in (tmp_path / "small" / "TRAINING.md").read_text()
+    calibrated = json.loads((tmp_path / "small" / "calibration.json").read_text())["questions"]
+    assert "nll_calibrated" not in calibrated.get("volatility_50", {}) and calibrated["direction_5"]["nll_calibrated"]
+    assert set(read_head(tmp_path / "small")) == {"direction_5", "direction_20"}  # as said
+    assert main(["train", str(ticks_file), "--out", str(tmp_path / "none"), *run, "--split", "70/30"]) == 0
+    assert ("flashtick train: note: --split 70/30 has no validation part: training runs its --steps (within "
+            "--max-minutes) without early stopping and keeps the last step's weights, and the answers ship "
+            "uncalibrated and without answer heads") in capsys.readouterr().err
+    codec = load_builtin_codec()
+    streams, _ = prepare(codec, read_streams([str(ticks_file)])[0], SplitSpec(), 64)
+    assert validation_note(codec, streams, SplitSpec()) is None  # 70/15/15 of these ticks: enough of every question

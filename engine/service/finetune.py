@@ -32,7 +32,7 @@ from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, Binned
 from connectors.ticks import counted
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.calibrate import calibrate_streams, fit_heads, validation_pairs
-from engine.service.evaluate import (EvalOptions, evaluate_streams, format_table, load_tick_model, plot,
+from engine.service.evaluate import (MIN_POINTS, EvalOptions, evaluate_streams, format_table, load_tick_model, plot,
                                      uncalibrated_why)
 from engine.service.features import HEAD_FILE, QuestionHead, write_head
 from engine.service.reading_record import reading_of
@@ -134,6 +134,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         log(f"note: {overlap}")
     for note in skipped if options.name_left_out or len(skipped) <= SHORT_NAMED else [left_out]:
         log(f"left out {note}")
+    if (thin := validation_note(codec, streams, options.split)) is not None:
+        log(f"note: {thin}")  # before the optimisation: a run to stop and split otherwise
     groups, weights = _groups(codec, streams, "train")
     q_tokens = question_tokens(codec)
     val = None
@@ -175,7 +177,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
               "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))),
               "selected_streams": list(options.streams) if options.streams else None,  # None: every stream
               "rejected": rejected, "ticks_read": sum(map(len, streams_raw.values())),  # taken (rejected: the rest)
-              "skipped": skipped, "left_out": left_out, "overlap": overlap,
+              "skipped": skipped, "left_out": left_out, "overlap": overlap, "validation_note": thin,
               "params": sum(p.numel() for p in model.parameters()), "config": run_config(cfg),
               "training": stats, "calibration": json.loads(codec.calibration.to_json()),
               "heads": {name: {k: v for k, v in h.to_dict().items() if k not in ("mean", "scale", "weights", "bias")}
@@ -193,6 +195,36 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     plotted = plot(evaluation, out / "calibration.png", "flashtick train")
     write_model_card(out, record, plotted)
     return record
+
+
+def validation_note(codec: BinnedCodec, streams: list[StreamData], split: SplitSpec) -> str | None:
+    """What a split without a validation part, or one whose validation part labels fewer than MIN_POINTS answer
+    points of a question (pooled over the streams), leaves undone: early stopping, calibration, answer heads.
+    None when every question has enough."""
+    if not split.validation:
+        return (f"--split {100 * split.train:g}/{100 * split.test:g} has no validation part: training runs its "
+                f"--steps (within --max-minutes) without early stopping and keeps the last step's weights, and the "
+                f"answers ship uncalibrated and without answer heads (a split such as 70/15/15 has one)")
+    labelled = {name: 0 for name, q in codec.questions.items() if q.spec.kind != "regime"}  # (no labels in files)
+    names = list(codec.questions)
+    for sd in streams:
+        _, qq = sd.points("validation")
+        for qi, n in enumerate(np.bincount(qq, minlength=len(names))):
+            if names[qi] in labelled:
+                labelled[names[qi]] += int(n)
+    thin = [f"{name} ({n})" for name, n in labelled.items() if n < MIN_POINTS]
+    if not thin:
+        return None
+    ticks = counted(sum(len(sd.parts.validation) for sd in streams), "tick")
+    return (f"the validation part is small: its {ticks} (--split {split.text()}, {counted(len(streams), 'stream')}) "
+            f"hold fewer labelled answer points than the {MIN_POINTS} a question's answer calibration and answer head "
+            f"are fitted on for {_and(thin)}: {'its' if len(thin) == 1 else 'their'} answers ship uncalibrated and "
+            f"without a head, and early stopping watches the loss on windows of those {ticks} alone; a larger "
+            f"validation part (--split) or more ticks fits them")
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 # the built-in model's data recipe (engine/service/train.py): a run on the user's files uses none of it
@@ -236,6 +268,7 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
                   if (Path(record["base"]) / HEAD_FILE).is_file() else "")
     left_out = "".join(f"\n  - left out {line}" for line in record["skipped"])
     left_out += f"\n  - note: {record['overlap']}" if record.get("overlap") else ""
+    left_out += f"\n  - note: {record['validation_note']}" if record.get("validation_note") else ""
     session_gap = record["reading"].get("session_gap")
     paused = (f", none across a pause in event time over {session_gap} (--session-gap {session_gap})"
               if session_gap else "")
