@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -82,8 +83,8 @@ def test_an_export_of_a_stopped_serve_backtests_to_the_answers_it_published(serv
     code, err = export(capsys, data_dir, "--out", out)
     assert code == 0, err
     first, last = min(t.ts for t in ticks), max(t.ts for t in ticks)
-    assert err == (f"flashtick ticklog export: {len(ticks)} ticks of 3 streams from 1 segment of {data_dir / 'ticks'}, "
-                   f"{utc_text(first)} to {utc_text(last)} -> {out}\n")
+    assert err == (f"flashtick ticklog export: wrote {len(ticks)} ticks of 3 streams, {utc_text(first)} to "
+                   f"{utc_text(last)}, to {out} (read from 1 segment of {data_dir / 'ticks'})\n")
     assert {path: path.read_bytes() for path in (data_dir / "ticks").iterdir()} == logged  # nothing changed
     frame = pl.read_parquet(out)
     assert frame.columns == ["stream", "ts", "kind", "price", "size", "side", "bid", "ask", "bid_size", "ask_size"]
@@ -114,7 +115,8 @@ def test_an_export_takes_streams_a_time_range_and_csv(served, capsys) -> None:
     code, err = export(capsys, data_dir, "--out", out, "--streams", "SYN.A", "SYN.B", "--from", str(start))
     assert code == 0, err
     kept = [t for t in ticks if t.stream in ("SYN.A", "SYN.B") and t.ts >= start]
-    assert f"{len(kept)} ticks of 2 streams" in err and f"{len(ticks) - len(kept)} ticks outside" in err
+    assert f"wrote {len(kept)} ticks of 2 streams" in err
+    assert f"; not written: {len(ticks) - len(kept)} ticks outside --streams/--from/--to" in err
     assert list(replay_ticks(str(out))) == kept
     code, err = export(capsys, data_dir, "--out", served["root"] / "x.parquet", "--streams", "SYN.Z")
     assert code == 2 and "streams ['SYN.Z'] match none of the streams" in err
@@ -131,7 +133,8 @@ def test_a_torn_tail_is_left_out_and_damage_stops_the_export_unless_skipped(serv
     segment.write_bytes(whole + whole[:30])  # a record cut short at the end: a torn tail (or one being written)
     out = tmp_path / "torn.parquet"
     code, err = export(capsys, data_dir, "--out", out)
-    assert code == 0 and "is left out; the file is left as it is" in err and "an incomplete last record" in err
+    assert code == 0 and "is left out; the file is left as it is" in err
+    assert "; not written: an incomplete last record (a torn tail, or one being written)" in err, err
     assert segment.read_bytes() == whole + whole[:30]  # the log is not cut: only a restart does that
     assert pl.read_parquet(out).height == len(served["ticks"])
 
@@ -143,7 +146,9 @@ def test_a_torn_tail_is_left_out_and_damage_stops_the_export_unless_skipped(serv
     assert code == 2 and f"{segment}: damaged record at byte " in err and "--skip-corrupt" in err, err
     assert not (tmp_path / "stopped.parquet").exists()
     code, err = export(capsys, data_dir, "--out", tmp_path / "skipped.parquet", "--skip-corrupt")
-    assert code == 0 and "damaged bytes at byte" in err and "1 damaged region skipped" in err, err
+    assert code == 0 and "damaged bytes at byte" in err, err
+    lost = int(re.search(r"(\d+) records? lost;", err)[1])  # (as the reader's own line says them)
+    assert f"; not written: 1 damaged region (--skip-corrupt; about {lost} record" in err, err
     assert 0 < pl.read_parquet(tmp_path / "skipped.parquet").height < len(served["ticks"])
     assert segment.read_bytes() == bytes(damaged) and not list((data_dir / "ticks").glob("*.damaged*"))
 
@@ -227,6 +232,42 @@ def write_log(data_dir, ticks) -> None:
     with TickLog(data_dir / "ticks", fsync="never") as log:
         for tick in ticks:
             log.append(msgpack.packb({"tick": tick.to_wire()}, use_bin_type=True))
+
+
+def test_the_line_says_what_was_written_apart_from_what_was_not_and_why(tmp_path, capsys) -> None:
+    """The line counted the records retention dropped (segment starts and expiries among them) as if ticks, and
+    pre-tokenized items as items, so its numbers did not add up to what the log held. It now says the ticks
+    written, then each kind of tick not written with why, then the ticks retention dropped (the kept segment's
+    start counts them), which add up to every tick logged."""
+    from engine.service.ticklog import LOGGED, SEGMENT_START
+
+    logged = 0
+    log = TickLog(tmp_path / "data" / "ticks", fsync="never", segment_bytes=8000, retention_bytes=20000,
+                  segment_start=lambda: msgpack.packb({SEGMENT_START: {}, LOGGED: logged}, use_bin_type=True))
+    ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(600)
+    for i, tick in enumerate(ticks):
+        log.append(msgpack.packb({"tick": tick.to_wire()}, use_bin_type=True))
+        logged += 1
+        if i % 50 == 0:  # a pre-tokenized item of 2 ticks, and an expiry (a record with no tick)
+            log.append(msgpack.packb({"tokenized": {"stream": "TOK", "ts": tick.ts, "tokens": list(range(8)),
+                                                    "ticks": 2}}, use_bin_type=True))
+            logged += 2
+            log.append(msgpack.packb({"expired": "GONE"}, use_bin_type=True))
+    log.close()
+    first_kept = min(int(p.stem.split("-")[1]) for p in (tmp_path / "data" / "ticks").glob("ticks-*.log"))
+    assert first_kept > 0  # retention dropped the oldest segments
+    out = tmp_path / "ab.parquet"
+    code, err = export(capsys, tmp_path / "data", "--out", out, "--streams", "SYN.A", "SYN.B")
+    assert code == 0, err
+    said = re.fullmatch(r"flashtick ticklog export: wrote (\d+) ticks of 2 streams, \S+ to \S+, to \S+ \(read from 3 "
+                        r"segments of \S+\); not written: (\d+) ticks outside --streams/--from/--to, (\d+) "
+                        r"pre-tokenized ticks in (\d+) items \(tokens, no prices\); no longer in the log: its first "
+                        r"(\d+) ticks \((\d+) records\), dropped by retention\n", err)
+    assert said, err
+    written, outside, tokenized, items, dropped, records = map(int, said.groups())
+    assert written == pl.read_parquet(out).height > 0 and records == first_kept
+    assert tokenized == 2 * items and written + outside + tokenized + dropped == logged  # every tick logged
+    assert dropped < records  # the records dropped held expiries and segment starts too
 
 
 def test_an_export_is_written_a_chunk_at_a_time_in_row_groups(tmp_path, capsys) -> None:

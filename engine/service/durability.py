@@ -46,7 +46,8 @@ from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
 from engine.service.private_dirs import make_private_dirs
-from engine.service.ticklog import LogStats, LogWriteError, TickLog, damaged_copies, private, read
+from engine.service.ticklog import (LOGGED, SEGMENT_START, LogStats, LogWriteError, TickLog, damaged_copies,
+                                    private, read)
 from queries.cache import AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
@@ -158,13 +159,8 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
 
 MESSAGE_START = "m"  # a tick log record's key: this item began a wire message (its tick groups end before it)
 REFUSAL_NOTE_S = 10.0  # at most one stderr line this often while the tick log refuses ticks
-SEGMENT_START = "start"  # each tick log segment's first record: {start: {stream: [ticks, last_ts, codec state,
-#                          session (tokens, chunk boundaries, next roll point) or nil, ticks stamped last_ts]}}
 SEGMENT_START_SHARE = 4  # a segment's start record may take at most 1/4 of log.segment_bytes with the sessions
 EXPIRED = "expired"  # a tick log record of its own, {expired: stream}: the live run expired the stream here
-# beside SEGMENT_START: the ticks logged before the segment since the log began (what retention drops of them is
-# counted from the first kept one; the streams' counts miss the ticks of streams expired before it)
-LOGGED = "logged"
 # a tick log record of its own, {forgotten: stream}: an operator had the live run forget the stream here (the
 # `forget` control op), its ordering guard too, so a restart does not bring back a guard a forged tick set
 FORGOTTEN = "forgotten"
@@ -609,6 +605,7 @@ class DataDir:
                 "ticks_dropped_by_retention": self.read_stats.ticks_dropped_by_retention,  # (before this start)
                 # (damage in the segment being written is skipped, and repaired, when the log opens it)
                 "corrupt_skipped": self.log.stats.corrupt_skipped + self.read_stats.corrupt_skipped,
+                "corrupt_records": self.log.stats.corrupt_records + self.read_stats.corrupt_records,
                 **self._damaged_stats(),
                 "answers": self.answers.stats()}
 

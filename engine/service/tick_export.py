@@ -26,7 +26,7 @@ from connectors.stream_selection import StreamSelection
 from connectors.ticks import counted, utc_text
 from connectors.time_range import TimeRange
 from engine.service.answer_parts import write_atomically
-from engine.service.ticklog import CorruptLog, LogStats, read_unchanged, segments
+from engine.service.ticklog import LOGGED, SEGMENT_START, CorruptLog, LogStats, read_unchanged, segments
 
 COLUMNS: dict[str, Any] = {"stream": pl.String, "ts": pl.Int64, "kind": pl.String, "price": pl.Float64,
                            "size": pl.Float64, "side": pl.String, "bid": pl.Float64, "ask": pl.Float64,
@@ -43,33 +43,43 @@ class ExportError(ValueError):
 
 @dataclass
 class ExportSummary:
-    ticks: int = 0
+    ticks: int = 0  # written
     streams: int = 0
     segments: int = 0
-    dropped: int = 0  # records retention dropped before the first segment kept (the log's first record number)
     first_ts: int | None = None
     last_ts: int | None = None
-    tokenized: int = 0  # pre-tokenized items: no prices to export
     left_out: int = 0  # ticks outside --streams / --from / --to
+    tokenized: int = 0  # pre-tokenized items: no prices to export
+    tokenized_ticks: int = 0  # the ticks they hold
     torn_tails: int = 0
-    corrupt_skipped: int = 0
+    corrupt_skipped: int = 0  # damaged regions --skip-corrupt went past
+    corrupt_records: int = 0  # about how many records began in them
+    dropped: int = 0  # records retention dropped before the first segment kept (the log's first record number)
+    dropped_ticks: int | None = None  # the ticks among them, as that segment's start counts them; None: not said
     formula_names: int = 0  # streams whose names a CSV holds with a leading ' (a spreadsheet would run them)
 
     def line(self, data_dir: Path, out: Path) -> str:
-        """The one line said on stderr."""
-        span = (f", {utc_text(self.first_ts)} to {utc_text(self.last_ts)}" if self.first_ts is not None else "")
-        notes = [f"{counted(self.left_out, 'tick')} outside --streams/--from/--to left out"] * (self.left_out > 0)
-        tokenized = counted(self.tokenized, "pre-tokenized item")
-        notes += [f"{tokenized} left out (tokens, no prices)"] * (self.tokenized > 0)
-        notes += [f"{counted(self.corrupt_skipped, 'damaged region')} skipped"] * (self.corrupt_skipped > 0)
-        notes += ["an incomplete last record left out"] * (self.torn_tails > 0)
-        notes += [f"{counted(self.formula_names, 'stream name')} beginning with =, +, -, @, a tab or a CR written with "
-                  f"a leading ' (a spreadsheet opening the CSV would run it as a formula)"] * (self.formula_names > 0)
-        notes += [f"the log's first {counted(self.dropped, 'record')} were dropped by retention (its ticks too)"
-                  ] * (self.dropped > 0)
-        return (f"flashtick ticklog export: {counted(self.ticks, 'tick')} of {counted(self.streams, 'stream')} from "
-                f"{counted(self.segments, 'segment')} of {data_dir / 'ticks'}{span} -> {out}"
-                + "".join(f"; {note}" for note in notes))
+        """The one line said on stderr: what was written, then what the log held and was not written (and why),
+        then what the log no longer holds."""
+        span = (f", {utc_text(self.first_ts)} to {utc_text(self.last_ts)}," if self.first_ts is not None else "")
+        said = (f"flashtick ticklog export: wrote {counted(self.ticks, 'tick')} of {counted(self.streams, 'stream')}"
+                f"{span} to {out} (read from {counted(self.segments, 'segment')} of {data_dir / 'ticks'})")
+        skipped = [f"{counted(self.left_out, 'tick')} outside --streams/--from/--to"] * (self.left_out > 0)
+        skipped += [f"{counted(self.tokenized_ticks, 'pre-tokenized tick')} in {counted(self.tokenized, 'item')} "
+                    f"(tokens, no prices)"] * (self.tokenized > 0)
+        skipped += [f"{counted(self.corrupt_skipped, 'damaged region')} (--skip-corrupt; about "
+                    f"{counted(self.corrupt_records, 'record')} lost with their ticks)"] * (self.corrupt_skipped > 0)
+        skipped += ["an incomplete last record (a torn tail, or one being written)"] * (self.torn_tails > 0)
+        if skipped:
+            said += "; not written: " + ", ".join(skipped)
+        if self.dropped:
+            lost = (f"the first {counted(self.dropped, 'record')}" if self.dropped_ticks is None else
+                    f"its first {counted(self.dropped_ticks, 'tick')} ({counted(self.dropped, 'record')})")
+            said += f"; no longer in the log: {lost}, dropped by retention"
+        if self.formula_names:
+            said += (f"; {counted(self.formula_names, 'stream name')} beginning with =, +, -, @, a tab or a CR "
+                     f"written with a leading ' (a spreadsheet opening the CSV would run it as a formula)")
+        return said
 
 
 def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, time_range: TimeRange | None = None,
@@ -95,12 +105,16 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
     try:
         for number, payload in read_unchanged(directory, skip_corrupt=skip_corrupt, stats=stats,
                                               skip_option="--skip-corrupt"):
+            record = msgpack.unpackb(payload, raw=False)
             if first_number is None:  # past 0: retention dropped the records before it
                 first_number = summary.dropped = number
-            record = msgpack.unpackb(payload, raw=False)
+                if number:  # the kept segment's start counts the ticks logged before it (a log of an older one: not)
+                    summary.dropped_ticks = record.get(LOGGED) if SEGMENT_START in record else None
             tick = record.get("tick")
             if tick is None:
-                summary.tokenized += "tokenized" in record  # (the rest: segment starts and expiries)
+                if "tokenized" in record:  # (the rest: segment starts and expiries, no ticks)
+                    summary.tokenized += 1
+                    summary.tokenized_ticks += record["tokenized"]["ticks"]
                 continue
             seen.add(tick["stream"])
             if (selection is not None and not selection.matches(tick["stream"])) or \
@@ -122,6 +136,7 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
     summary.ticks, summary.streams = spill.ticks, len(spill.streams)
     summary.first_ts, summary.last_ts = spill.first_ts, spill.last_ts
     summary.torn_tails, summary.corrupt_skipped = stats.torn_tails, stats.corrupt_skipped
+    summary.corrupt_records = stats.corrupt_records
     return summary
 
 

@@ -63,6 +63,14 @@ class CorruptLog(ValueError):
         self.why = why
 
 
+# The tick log's own records beside the ticks (engine/service/durability.py writes them; tick_export reads them):
+SEGMENT_START = "start"  # each tick log segment's first record: {start: {stream: [ticks, last_ts, codec state,
+#                          session (tokens, chunk boundaries, next roll point) or nil, ticks stamped last_ts]}}
+# beside SEGMENT_START: the ticks logged before the segment since the log began (what retention drops of them is
+# counted from the first kept one; the streams' counts miss the ticks of streams expired before it)
+LOGGED = "logged"
+
+
 @dataclass
 class LogStats:
     appended: int = 0
@@ -70,6 +78,7 @@ class LogStats:
     fsyncs: int = 0
     torn_tails: int = 0  # damage at the end of the last segment with nothing valid after it, truncated on read
     corrupt_skipped: int = 0
+    corrupt_records: int = 0  # the records that began in the damaged regions skipped (about: a payload may hold one)
     segments_dropped: int = 0  # by retention
     # a replay's: the ticks of its streams that segments retention dropped had held (the first kept segment's start
     # record counts them), which a restart no longer recovers
@@ -439,6 +448,7 @@ def _records(path: Path, stats: LogStats, last: bool, skip_corrupt: bool, repair
         stats.corrupt_skipped += 1
         resume = _next_valid(data, offset + 1)
         records = data.count(MAGIC, offset, resume)  # each record that began there (a payload may hold one too)
+        stats.corrupt_records += records
         # the ticks of those records are lost: the operator must hear which bytes, not only a counter
         print(f"flashtick: log {path}: skipped {resume - offset} damaged bytes at byte {offset} ({why}; "
               f"{'about ' * (records > 1)}{records} record{'s' * (records != 1)} lost; {skip_option})",
