@@ -162,3 +162,46 @@ def test_an_output_with_no_folder_to_be_written_in_is_refused_before_any_work(ti
     assert f"--out {under_a_file}: {ticks_csv} is a file, not a folder, so {under_a_file} cannot be written under " \
            f"it" in err
     assert "column map" not in err
+
+
+def test_an_output_that_is_a_fifo_a_socket_or_a_device_is_refused_before_any_work(ticks_csv: Path, tmp_path: Path,
+                                                                                   capsys) -> None:
+    """`backtest --out f.parquet` and `ticklog export --out f.csv` on a FIFO replaced the FIFO with a regular file
+    (written under a temporary name, then renamed), exit 0, while a reader waited on the FIFO for ever (review 115)."""
+    import socket
+    import stat
+
+    fifo = tmp_path / "f.parquet"
+    os.mkfifo(fifo)
+    err = refused(capsys, ["backtest", str(ticks_csv), "--out", str(fifo), "--quiet"], ticks_csv)
+    assert f"--out {fifo} is a FIFO (named pipe), not a regular file: the output is written whole under a " \
+           f"temporary name, then renamed onto the path, so it cannot be streamed into a pipe" in err
+    assert "column map" not in err  # before any file was read
+    scores = tmp_path / "answers.scores.json"  # what --out answers.parquet writes beside it
+    os.mkfifo(scores)
+    err = refused(capsys, ["backtest", str(ticks_csv), "--out", str(tmp_path / "answers.parquet")], ticks_csv)
+    assert f"--out (its scores beside it) {scores} is a FIFO (named pipe), not a regular file" in err
+    data = tmp_path / "data"
+    with TickLog(data / "ticks", fsync="never") as log:
+        log.append(msgpack.packb({"tick": SyntheticMarket().next_batch(1)[0].to_wire()}, use_bin_type=True))
+    exported = tmp_path / "ticks.csv"
+    os.mkfifo(exported)
+    err = refused(capsys, ["ticklog", "export", str(data), "--out", str(exported)], ticks_csv)
+    assert f"--out {exported} is a FIFO (named pipe), not a regular file" in err
+    (tmp_path / "link.csv").symlink_to(exported)  # a link to one is refused as what it leads to
+    err = refused(capsys, ["ticklog", "export", str(data), "--out", str(tmp_path / "link.csv")], ticks_csv)
+    assert f"--out {tmp_path / 'link.csv'} is a FIFO (named pipe)" in err
+    with socket.socket(socket.AF_UNIX) as listening:
+        unix = tmp_path / "p.parquet"
+        listening.bind(str(unix))
+        err = refused(capsys, ["evaluate", "builtin", str(ticks_csv), "--points-out", str(unix)], ticks_csv)
+        assert f"--points-out {unix} is a socket, not a regular file" in err
+    err = refused(capsys, ["evaluate", "builtin", str(ticks_csv), "--plot", "/dev/null"], ticks_csv)
+    assert "--plot /dev/null is a character device, not a regular file" in err
+    err = refused(capsys, ["train", str(ticks_csv), "--out", str(tmp_path / "ckpt"), "--points-out", str(fifo)],
+                  ticks_csv)
+    assert f"--points-out {fifo} is a FIFO (named pipe)" in err
+    err = refused(capsys, ["train", str(ticks_csv), "--out", str(fifo)], ticks_csv)
+    assert f"--out {fifo} is a FIFO (named pipe): give a directory" in err
+    assert not (tmp_path / "ckpt").exists()
+    assert all(stat.S_ISFIFO(path.stat().st_mode) for path in (fifo, scores, exported))  # each left as it was

@@ -5,10 +5,13 @@ when an output's name ends in a suffix other than its format's (`--points-out po
 answers.csv` wrote Parquet under a CSV name, which every CSV reader then fails on). And as paths: `backtest --out
 DIR` (an existing folder) ran the whole backtest, then failed on the rename with a raw "[Errno 21]", leaving DIR.tmp
 and DIR.parts/; an output that is a folder where a file goes (or the reverse), or that has no folder it can be
-written in, is refused in a sentence before the model loads."""
+written in, is refused in a sentence before the model loads. So is an output that is a FIFO, a socket or a device:
+the file is written under a temporary name and renamed onto it, so `backtest --out f.parquet` on a FIFO replaced the
+FIFO with a file, exit 0, while its reader waited for ever."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import NamedTuple
 
@@ -105,9 +108,15 @@ def check_output_paths(outputs: list[Output]) -> None:
 
     for output in outputs:
         option, path = output.option, output.path
+        special = _special_kind(path)
         if output.is_dir:
             if path.exists() and not path.is_dir():
-                raise OutputPathUnusable(f"{option} {path} is a file: give a directory")
+                raise OutputPathUnusable(f"{option} {path} is {special or 'a file'}: give a directory")
+        elif special is not None:
+            raise OutputPathUnusable(f"{option} {path} is {special}, not a regular file: the output is written whole "
+                                     f"under a temporary name, then renamed onto the path, so it cannot be streamed "
+                                     f"into a pipe or a device (a reader would wait for ever); give a file's path and "
+                                     f"read the file once the command is done")
         elif path.is_dir():
             such_as = f"a file name, such as {path / output.example}" if output.example else "another --out"
             raise OutputPathUnusable(f"{option} {path} is a directory: give {such_as}")
@@ -123,6 +132,20 @@ def check_output_paths(outputs: list[Output]) -> None:
         if not os.access(folder, os.W_OK | os.X_OK):
             raise OutputPathUnusable(f"{option} {path}: this user may not write in {folder}; give a path in a "
                                      f"folder of yours")
+
+
+def _special_kind(path: Path) -> str | None:
+    """What ``path`` is (a link followed) when it is there and neither a regular file nor a folder: 'a FIFO (named
+    pipe)', 'a socket', a device; None otherwise."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:  # nothing there (or not reachable: the folder checks below say why)
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else
+            "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode) else
+            "an unknown kind of file")
 
 
 def _same_file(a: Path, b: Path) -> bool:
