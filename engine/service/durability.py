@@ -46,8 +46,8 @@ from engine.scheduler import AdmissionRefused, StepReport
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
 from engine.service.private_dirs import make_private_dirs
-from engine.service.ticklog import (LOGGED, SEGMENT_START, LogStats, LogWriteError, TickLog, damaged_copies,
-                                    private, read)
+from engine.service.ticklog import (FORGOTTEN, LOGGED, SEGMENT_START, LogStats, LogWriteError, TickLog,
+                                    damaged_copies, private, read)
 from queries.cache import AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
@@ -161,9 +161,6 @@ MESSAGE_START = "m"  # a tick log record's key: this item began a wire message (
 REFUSAL_NOTE_S = 10.0  # at most one stderr line this often while the tick log refuses ticks
 SEGMENT_START_SHARE = 4  # a segment's start record may take at most 1/4 of log.segment_bytes with the sessions
 EXPIRED = "expired"  # a tick log record of its own, {expired: stream}: the live run expired the stream here
-# a tick log record of its own, {forgotten: stream}: an operator had the live run forget the stream here (the
-# `forget` control op), its ordering guard too, so a restart does not bring back a guard a forged tick set
-FORGOTTEN = "forgotten"
 
 
 def owed_jobs(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, flash: FlashQueries, stream: str,

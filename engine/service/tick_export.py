@@ -4,7 +4,10 @@
 The file holds every accepted tick the log retains, in log order (arrival order: each stream's ticks in its own
 time order), in the wire's columns (connectors/ticks.py): ``stream, ts, kind, price, size, side, bid, ask,
 bid_size, ask_size``, ``ts`` int64 ns, a column no exported tick has left out. Pre-tokenized items carry tokens,
-not prices: they are counted and left out, as are the log's own records (segment starts, expiries).
+not prices: they are counted and left out, as are the log's own records (segment starts, expiries). The ticks of a
+stream logged before a ``{forgotten: stream}`` record (`flashtick forget`: an operator dropped the stream, often for a
+forged tick stamped ahead of the clock) are left out and counted too: a restart drops them there, so the file holds
+what the service holds and a backtest of it answers as the service did.
 
 Nothing in the data directory is written or locked, so an export runs beside a `flashtick serve` using it: it reads
 the records logged when it began, up to the last whole one (ticklog.read_unchanged). A damaged record follows a
@@ -26,12 +29,15 @@ from connectors.stream_selection import StreamSelection
 from connectors.ticks import counted, utc_text
 from connectors.time_range import TimeRange
 from engine.service.answer_parts import write_atomically
-from engine.service.ticklog import LOGGED, SEGMENT_START, CorruptLog, LogStats, read_unchanged, segments
+from engine.service.ticklog import (FORGOTTEN, LOGGED, SEGMENT_START, CorruptLog, LogStats, read_unchanged,
+                                    segments)
 
 COLUMNS: dict[str, Any] = {"stream": pl.String, "ts": pl.Int64, "kind": pl.String, "price": pl.Float64,
                            "size": pl.Float64, "side": pl.String, "bid": pl.Float64, "ask": pl.Float64,
                            "bid_size": pl.Float64, "ask_size": pl.Float64}  # the wire's, in its order
 ALWAYS = ("stream", "ts", "kind")
+RECORD = "_record"  # a spilled tick's log record number: a later {forgotten: stream} record drops the ticks before it
+SPILLED = COLUMNS | {RECORD: pl.Int64}
 CHUNK_TICKS = 65_536
 FORMULA_START = re.compile(r"^[=+\-@\t\r]")  # a CSV cell a spreadsheet runs as a formula (DDE, HYPERLINK)
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
@@ -49,6 +55,8 @@ class ExportSummary:
     first_ts: int | None = None
     last_ts: int | None = None
     left_out: int = 0  # ticks outside --streams / --from / --to
+    forgotten: int = 0  # ticks (of the selection) logged before a `flashtick forget` of their stream
+    forgotten_streams: int = 0  # the streams they are of
     tokenized: int = 0  # pre-tokenized items: no prices to export
     tokenized_ticks: int = 0  # the ticks they hold
     torn_tails: int = 0
@@ -65,6 +73,8 @@ class ExportSummary:
         said = (f"flashtick ticklog export: wrote {counted(self.ticks, 'tick')} of {counted(self.streams, 'stream')}"
                 f"{span} to {out} (read from {counted(self.segments, 'segment')} of {data_dir / 'ticks'})")
         skipped = [f"{counted(self.left_out, 'tick')} outside --streams/--from/--to"] * (self.left_out > 0)
+        skipped += [f"{counted(self.forgotten, 'tick')} of {counted(self.forgotten_streams, 'stream')} logged before "
+                    f"a `flashtick forget` of their stream (a restart drops them too)"] * (self.forgotten > 0)
         skipped += [f"{counted(self.tokenized_ticks, 'pre-tokenized tick')} in {counted(self.tokenized, 'item')} "
                     f"(tokens, no prices)"] * (self.tokenized > 0)
         skipped += [f"{counted(self.corrupt_skipped, 'damaged region')} (--skip-corrupt; about "
@@ -115,14 +125,17 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
                 if "tokenized" in record:  # (the rest: segment starts and expiries, no ticks)
                     summary.tokenized += 1
                     summary.tokenized_ticks += record["tokenized"]["ticks"]
+                elif FORGOTTEN in record:
+                    spill.forgotten_at[record[FORGOTTEN]] = number
                 continue
             seen.add(tick["stream"])
             if (selection is not None and not selection.matches(tick["stream"])) or \
                     (time_range is not None and not time_range.holds(tick["ts"])):
                 summary.left_out += 1
                 continue
-            spill.add(tick)
+            spill.add(tick, number)
         spill.flush()
+        spill.count_kept()
         if selection is not None:
             selection.check(seen)  # a pattern matching none of the logged streams is a typo, not an empty export
         write_atomically(out, lambda tmp: spill.write(tmp, fmt))
@@ -134,6 +147,7 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
     finally:
         spill.remove()
     summary.ticks, summary.streams = spill.ticks, len(spill.streams)
+    summary.forgotten, summary.forgotten_streams = spill.forgotten, spill.forgotten_streams
     summary.first_ts, summary.last_ts = spill.first_ts, spill.last_ts
     summary.torn_tails, summary.corrupt_skipped = stats.torn_tails, stats.corrupt_skipped
     summary.corrupt_records = stats.corrupt_records
@@ -142,53 +156,65 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
 
 class _Spill:
     """The export's ticks, a chunk at a time: the chunk filling (columnar, as read: a tick as Python objects costs
-    ~10x its row in a frame), the full chunks on disk beside the output, and what the summary says of them."""
+    ~10x its row in a frame), the full chunks on disk beside the output, and what the summary says of the ticks kept
+    of them (those of a stream logged before its last forget are not: known only once the log is read)."""
 
     def __init__(self, directory: Path, chunk_ticks: int) -> None:
         if chunk_ticks < 1:
             raise ValueError(f"chunk_ticks must be >= 1, got {chunk_ticks}")
         self.directory = directory
         self.chunk_ticks = chunk_ticks
-        self.columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        self.columns: dict[str, list[Any]] = {name: [] for name in SPILLED}
         self.paths: list[Path] = []
-        self.present = {name: False for name in COLUMNS}  # a value seen in the column: it is written
-        self.ticks = 0
+        self.forgotten_at: dict[str, int] = {}  # stream -> the record number of its last forget
+        self.present = {name: False for name in COLUMNS}  # a kept tick has a value in the column: it is written
+        self.ticks = 0  # kept
         self.streams: set[str] = set()
         self.first_ts: int | None = None
         self.last_ts: int | None = None
+        self.forgotten = self.forgotten_streams = 0  # ticks left out as logged before their stream's forget
         self.remove()  # what an export to the same file killed before its end left
         self.directory.mkdir()
 
-    def add(self, tick: dict[str, Any]) -> None:
-        for name, values in self.columns.items():
-            values.append(tick.get(name))
+    def add(self, tick: dict[str, Any], number: int) -> None:
+        for name in COLUMNS:
+            self.columns[name].append(tick.get(name))
+        self.columns[RECORD].append(number)
         if len(self.columns["ts"]) == self.chunk_ticks:
             self.flush()
 
     def flush(self) -> None:
         """The chunk filling, written to the next spill file (nothing when it is empty)."""
-        chunk = pl.DataFrame(self.columns, schema=COLUMNS)
-        self.columns = {name: [] for name in COLUMNS}
+        chunk = pl.DataFrame(self.columns, schema=SPILLED)
+        self.columns = {name: [] for name in SPILLED}
         if not chunk.height:
             return
-        for name, nulls in chunk.null_count().row(0, named=True).items():
-            self.present[name] |= nulls < chunk.height
-        self.ticks += chunk.height
-        self.streams.update(chunk["stream"].unique())
-        low, high = chunk["ts"].min(), chunk["ts"].max()
-        self.first_ts = low if self.first_ts is None else min(self.first_ts, low)
-        self.last_ts = high if self.last_ts is None else max(self.last_ts, high)
         self.paths.append(self.directory / f"chunk-{len(self.paths):06d}.parquet")
-        chunk.write_parquet(self.paths[-1], compression="lz4")  # read back once, soon: speed over size
+        chunk.write_parquet(self.paths[-1], compression="lz4")  # read back soon: speed over size
+
+    def _spilled(self) -> pl.LazyFrame:
+        """Every spilled tick, in order, with ``_kept``: not logged before its stream's last forget."""
+        ticks = pl.concat([pl.scan_parquet(p) for p in self.paths]) if self.paths else pl.LazyFrame(schema=SPILLED)
+        forget_record = pl.col("stream").replace_strict(self.forgotten_at, default=-1, return_dtype=pl.Int64)
+        return ticks.with_columns((pl.col(RECORD) > forget_record).alias("_kept"))
+
+    def count_kept(self) -> None:
+        """What the summary says, and which columns are written: one pass over the spill, a row per stream."""
+        kept = pl.col("_kept")
+        per_stream = self._spilled().group_by("stream").agg(
+            kept.sum().alias("_ticks"), (~kept).sum().alias("_forgotten"),
+            pl.col("ts").filter(kept).min().alias("_min"), pl.col("ts").filter(kept).max().alias("_max"),
+            *(pl.col(name).filter(kept).is_not_null().any() for name in COLUMNS if name not in ALWAYS)).collect()
+        written = per_stream.filter(pl.col("_ticks") > 0)
+        self.ticks, self.streams = int(written["_ticks"].sum()), set(written["stream"])
+        self.first_ts, self.last_ts = written["_min"].min(), written["_max"].max()
+        self.forgotten = int(per_stream["_forgotten"].sum())
+        self.forgotten_streams = per_stream.filter(pl.col("_forgotten") > 0).height
+        self.present = {name: name in ALWAYS or bool(written[name].any()) for name in COLUMNS}
 
     def write(self, path: Path, fmt: str) -> None:
-        """Every chunk, in order, to ``path``: streamed by polars, a row group at a time."""
-        kept = [name for name in COLUMNS if name in ALWAYS or self.present[name]]
-        if not self.paths:
-            frame = pl.DataFrame(schema={name: COLUMNS[name] for name in kept})
-            frame.write_parquet(path) if fmt == "parquet" else frame.write_csv(path)
-            return
-        ticks = pl.concat([pl.scan_parquet(p) for p in self.paths]).select(kept)
+        """The ticks kept, in order, to ``path``: streamed by polars, a row group at a time."""
+        ticks = self._spilled().filter(pl.col("_kept")).select(name for name in COLUMNS if self.present[name])
         if fmt == "parquet":
             ticks.sink_parquet(path, row_group_size=self.chunk_ticks)
         else:  # names come from the wire: one a spreadsheet would take for a formula is quoted as text (OWASP)

@@ -69,6 +69,10 @@ SEGMENT_START = "start"  # each tick log segment's first record: {start: {stream
 # beside SEGMENT_START: the ticks logged before the segment since the log began (what retention drops of them is
 # counted from the first kept one; the streams' counts miss the ticks of streams expired before it)
 LOGGED = "logged"
+# a record of its own, {forgotten: stream}: an operator had the live run forget the stream here (the `forget`
+# control op), its ordering guard too, so a restart does not bring back a guard a forged tick set; the stream's ticks
+# logged before it are in no session after it (a restart drops them there, an export leaves them out)
+FORGOTTEN = "forgotten"
 
 
 @dataclass
