@@ -58,6 +58,7 @@ from connectors.file_plan import (
     scan_file,
     time_sample,
 )
+from connectors.formula_guard import is_export_header, unguarded
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_lines, junk_reason
 from connectors.layout import (
@@ -305,9 +306,11 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         raise ValueError(bare_hours_refused(path, cmap.hours))
     exprs = [apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first), first).alias("_ts")]
     keys: list[str] = []
+    raw_stream = _stream_column(cmap) if cmap.stream_col else pl.lit("")
+    if is_csv(path) and cmap.stream_col == "stream" and is_export_header(list(schema)):
+        raw_stream = unguarded(raw_stream)  # flashtick's own export: its formula guard off (`@ES`, not `'@ES`)
     if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD; NFC: see check_normalized
-        exprs.append(_stream_column(cmap).str.replace_all("/", "-", literal=True).str.normalize("NFC")
-                     .alias("stream"))
+        exprs.append(raw_stream.str.replace_all("/", "-", literal=True).str.normalize("NFC").alias("stream"))
         keys.append("stream")
     price_texts: dict[str, pl.Expr] = {}  # price, bid, ask read from text: what may be written in 32nds
     for key in VALUE_FIELDS:
@@ -363,7 +366,6 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         second_pass = pl.col(ROW).is_in(hour.second_rows.implode())
         exprs[0] = apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first, second_pass), first).alias("_ts")
     frame = rows.select(*exprs, ROW)
-    raw_stream = _stream_column(cmap) if cmap.stream_col else pl.lit("")
     # a price column that is zero or below wherever a row trades: an instrument that trades there (a spread)
     prices = [e for e, key in zip(exprs[1:], keys) if key in ("price", "size")] if cmap.price is not None else []
     traded = (pl.col("price").filter(pl.col("size") > 0) if cmap.size is not None else pl.col("price")).drop_nulls()

@@ -3,11 +3,12 @@
 
 The file holds every accepted tick the log retains, in log order (arrival order: each stream's ticks in its own
 time order), in the wire's columns (connectors/ticks.py): ``stream, ts, kind, price, size, side, bid, ask,
-bid_size, ask_size``, ``ts`` int64 ns, a column no exported tick has left out. Pre-tokenized items carry tokens,
-not prices: they are counted and left out, as are the log's own records (segment starts, expiries). The ticks of a
-stream logged before a ``{forgotten: stream}`` record (`flashtick forget`: an operator dropped the stream, often for a
-forged tick stamped ahead of the clock) are left out and counted too: a restart drops them there, so the file holds
-what the service holds and a backtest of it answers as the service did.
+bid_size, ask_size``, ``ts`` int64 ns, a column no exported tick has left out; in a CSV, a stream name a spreadsheet
+would run as a formula has a leading ``'``, which flashtick's CSV reader takes off (connectors/formula_guard.py).
+Pre-tokenized items carry tokens, not prices: they are counted and left out, as are the log's own records (segment
+starts, expiries). The ticks of a stream logged before a ``{forgotten: stream}`` record (`flashtick forget`: an
+operator dropped the stream, often for a forged tick stamped ahead of the clock) are left out and counted too: a
+restart drops them there, so the file holds what the service holds and a backtest of it answers as the service did.
 
 Nothing in the data directory is written or locked, so an export runs beside a `flashtick serve` using it: it reads
 the records logged when it began, up to the last whole one (ticklog.read_unchanged). A damaged record follows a
@@ -25,6 +26,7 @@ from typing import Any
 import msgpack
 import polars as pl
 
+from connectors.formula_guard import GUARD_NEEDED, guarded
 from connectors.stream_selection import StreamSelection
 from connectors.ticks import counted, utc_text
 from connectors.time_range import TimeRange
@@ -39,7 +41,6 @@ ALWAYS = ("stream", "ts", "kind")
 RECORD = "_record"  # a spilled tick's log record number: a later {forgotten: stream} record drops the ticks before it
 SPILLED = COLUMNS | {RECORD: pl.Int64}
 CHUNK_TICKS = 65_536
-FORMULA_START = re.compile(r"^[=+\-@\t\r]")  # a CSV cell a spreadsheet runs as a formula (DDE, HYPERLINK)
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 
 
@@ -88,7 +89,8 @@ class ExportSummary:
             said += f"; no longer in the log: {lost}, dropped by retention"
         if self.formula_names:
             said += (f"; {counted(self.formula_names, 'stream name')} beginning with =, +, -, @, a tab or a CR "
-                     f"written with a leading ' (a spreadsheet opening the CSV would run it as a formula)")
+                     f"written with a leading ' (a spreadsheet opening the CSV would run it as a formula; "
+                     f"flashtick's readers take it off)")
         return said
 
 
@@ -140,7 +142,7 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
             selection.check(seen)  # a pattern matching none of the logged streams is a typo, not an empty export
         write_atomically(out, lambda tmp: spill.write(tmp, fmt))
         if fmt == "csv":
-            summary.formula_names = sum(1 for stream in spill.streams if FORMULA_START.match(stream))
+            summary.formula_names = sum(1 for stream in spill.streams if re.match(GUARD_NEEDED, stream))
     except CorruptLog as e:
         raise ExportError(f"{e.path}: damaged record at byte {e.offset} ({e.why}); nothing was written: "
                           f"--skip-corrupt exports past it (its records are lost), and the log is left as it is")
@@ -218,9 +220,7 @@ class _Spill:
         if fmt == "parquet":
             ticks.sink_parquet(path, row_group_size=self.chunk_ticks)
         else:  # names come from the wire: one a spreadsheet would take for a formula is quoted as text (OWASP)
-            stream = pl.col("stream")
-            ticks.with_columns(pl.when(stream.str.contains(FORMULA_START.pattern)).then("'" + stream)
-                               .otherwise(stream).alias("stream")).sink_csv(path)
+            ticks.with_columns(guarded(pl.col("stream")).alias("stream")).sink_csv(path)
 
     def remove(self) -> None:
         """The spill files and their directory gone (only files this export names: nothing else is deleted)."""
