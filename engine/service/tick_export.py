@@ -74,8 +74,9 @@ class ExportSummary:
         said = (f"flashtick ticklog export: wrote {counted(self.ticks, 'tick')} of {counted(self.streams, 'stream')}"
                 f"{span} to {out} (read from {counted(self.segments, 'segment')} of {data_dir / 'ticks'})")
         skipped = [f"{counted(self.left_out, 'tick')} outside --streams/--from/--to"] * (self.left_out > 0)
+        its, them = ("its", "it") if self.forgotten == 1 else ("their", "them")
         skipped += [f"{counted(self.forgotten, 'tick')} of {counted(self.forgotten_streams, 'stream')} logged before "
-                    f"a `flashtick forget` of their stream (a restart drops them too)"] * (self.forgotten > 0)
+                    f"a `flashtick forget` of {its} stream (a restart drops {them} too)"] * (self.forgotten > 0)
         skipped += [f"{counted(self.tokenized_ticks, 'pre-tokenized tick')} in {counted(self.tokenized, 'item')} "
                     f"(tokens, no prices)"] * (self.tokenized > 0)
         skipped += [f"{counted(self.corrupt_skipped, 'damaged region')} (--skip-corrupt; about "
