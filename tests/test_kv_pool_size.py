@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -46,10 +47,8 @@ def test_a_checkpoint_with_wide_cells_gets_a_default_pool_of_256_mib_not_65536_c
     assert pool_of({"model": {"path": str(wide_checkpoint)}, "kv": {"bytes": 64 * MIB}})["kv_cells_capacity"] == 8192
 
 
-def test_serve_says_the_pools_size_and_the_key_that_sets_it(wide_checkpoint, tmp_path) -> None:
-    config = tmp_path / "serve.yaml"
-    config.write_text(f"model: {{path: {wide_checkpoint}}}\nlog: {{enabled: false}}\nendpoints: {{ingest: "
-                      f"'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}}\n")
+def serve_lines(config: Path) -> tuple[list[str], int]:
+    """What `serve --config CONFIG` says on stderr up to `flashtick serving`, and its pid (stopped with SIGTERM)."""
     process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config)],
                                stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
@@ -60,10 +59,29 @@ def test_serve_says_the_pools_size_and_the_key_that_sets_it(wide_checkpoint, tmp
         assert process.wait(timeout=60) == 0
     finally:
         process.kill()
+    return lines, process.pid
+
+
+ENDPOINTS = "endpoints: {ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}\n"
+
+
+def test_serve_says_the_pools_size_and_the_key_that_sets_it(wide_checkpoint, tmp_path) -> None:
+    config = tmp_path / "serve.yaml"
+    config.write_text(f"model: {{path: {wide_checkpoint}}}\nlog: {{enabled: false}}\n{ENDPOINTS}")
+    lines, pid = serve_lines(config)
     said = [line for line in lines if "KV pool" in line]
     # with the window in effect: a scheduler.window changed between restarts was applied without a word
-    assert said == ["flashtick: KV pool: 32768 cells x 8 KiB = 0.25 GiB (the default, 65536 cells and at most "
+    assert said == ["flashtick: KV pool: 32768 cells x 8 KiB = 256 MiB (the default, 65536 cells and at most "
                     "256 MiB: kv.cells or kv.bytes sets it); each session's window: 1024 tokens (the model's "
                     "positions, at most what the pool holds: scheduler.window sets it)\n"], lines
     # the first line comes before the heavy imports: a supervisor's log shows a start began, and which
-    assert lines[0].startswith("flashtick ") and lines[0].endswith(f" starting (pid {process.pid}, config {config})\n")
+    assert lines[0].startswith("flashtick ") and lines[0].endswith(f" starting (pid {pid}, config {config})\n")
+
+
+def test_a_pool_under_a_gib_is_said_in_mib_not_as_0_00_gib(tmp_path) -> None:
+    """`kv.cells: 1024` of the built-in model's 4 KiB cells was said as `= 0.00 GiB`: as if no pool at all."""
+    config = tmp_path / "serve.yaml"
+    config.write_text(f"kv: {{cells: 1024}}\nlog: {{enabled: false}}\n{ENDPOINTS}")
+    lines, _ = serve_lines(config)
+    said = [line for line in lines if "KV pool" in line]
+    assert len(said) == 1 and said[0].startswith("flashtick: KV pool: 1024 cells x 4 KiB = 4 MiB (kv.cells); "), lines

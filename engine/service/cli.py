@@ -852,8 +852,16 @@ def _stopped_while_starting(logged: bool) -> Callable[[int, Any], None]:
     return stop
 
 
+def _byte_size_text(size: int) -> str:
+    """``size`` in the largest binary unit it reaches, at most two decimals: `256 MiB`, `1.5 GiB`, `4 KiB` (a pool
+    of 1024 cells of 4 KiB said as `0.00 GiB` read as no pool at all)."""
+    unit, scale = next(((unit, scale) for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+                        if size >= scale), ("bytes", 1))
+    return f"{f'{size / scale:.2f}'.rstrip('0').rstrip('.')} {unit}"
+
+
 def _kv_pool_line(server: Any) -> str:
-    """The KV pool's size as allocated, and the key that sets it: `KV pool: 4096 cells x 64 KiB = 0.25 GiB (...)`;
+    """The KV pool's size as allocated, and the key that sets it: `KV pool: 4096 cells x 64 KiB = 256 MiB (...)`;
     then each session's window in effect (a window changed between restarts is applied, and seen here)."""
     from engine.service.config import DEFAULT_KV_CELLS, DEFAULT_KV_MAX_BYTES
 
@@ -870,7 +878,7 @@ def _kv_pool_line(server: Any) -> str:
     width = f"{cell_bytes // 1024} KiB" if cell_bytes % 1024 == 0 else f"{cell_bytes} bytes"
     window_key = ("scheduler.window" if server.config.scheduler.window is not None else
                   "the model's positions, at most what the pool holds: scheduler.window sets it")
-    return (f"flashtick: KV pool{each}: {cells} cells x {width} = {cells * cell_bytes / 2**30:.2f} GiB ({key}); "
+    return (f"flashtick: KV pool{each}: {cells} cells x {width} = {_byte_size_text(cells * cell_bytes)} ({key}); "
             f"each session's window: {window} tokens ({window_key})")
 
 
