@@ -119,3 +119,35 @@ def test_without_forget_a_restart_brings_the_forged_guard_back(checkpoint, tmp_p
             assert feed.last_ts("SYN.D") == now + 20 * HOUR_NS
         finally:
             feed.close()
+
+
+def test_a_feed_blocked_by_a_tick_ahead_of_the_clock_names_forget_first(checkpoint, tmp_path, capsys) -> None:
+    """Review 115 (finding 10): the feed refused as older than a forged tick 23 h ahead advised only a new data
+    directory, --no-log or another stream name, though `flashtick forget STREAM` is the way out that keeps the rest."""
+    from engine.service.cli import main
+
+    now = time.time_ns()
+    rows = ["ts,stream,price,size"] + [f"{now - (5 - i) * 10**9},FUT,{100 + i},1" for i in range(5)]
+    honest = tmp_path / "honest.csv"
+    honest.write_text("\n".join(rows) + "\n")
+    with serving(_config(checkpoint, tmp_path / "data")) as server:
+        feed = Feed(server)
+        try:
+            feed.push.send(_tick("FUT", now + 23 * HOUR_NS))
+            wait_for(lambda: feed.last_ts("FUT") == now + 23 * HOUR_NS)
+            argv = ["feed", "replay", str(honest), "--endpoint", server.endpoints["ingest"],
+                    "--control", server.endpoints["control"]]
+            capsys.readouterr()
+            code = main(argv)
+            err = capsys.readouterr().err
+            assert code == 2 and "nothing was sent" in err, err
+            assert ("the engine's last tick of a stream here is stamped ahead of this machine's clock (FUT by 23 h)"
+                    in err), err
+            assert err.index("`flashtick forget FUT`") < err.index("another --data-dir"), err
+            assert main(["forget", "FUT", "--control", server.endpoints["control"]]) in (0, None)
+            code = main(argv)  # the advice taken: the honest ticks go in
+            err = capsys.readouterr().err
+            assert code in (0, None) and "sent 5 ticks" in err, err
+            wait_for(lambda: feed.last_ts("FUT") == now - 10**9)
+        finally:
+            feed.close()

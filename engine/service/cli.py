@@ -1128,6 +1128,28 @@ START_OVER = ("; to feed a stream again from its start (read another way: --pric
               "stream another name (a file of one stream: --columns ...,stream_name=NAME)")
 
 
+def _start_over(source: Any) -> str:
+    """START_OVER, led by `flashtick forget STREAM` for the streams whose last tick at the engine is stamped ahead of
+    this machine's clock: such a tick (forged, or a sender's clock mistake) refuses every real tick after it, and
+    forgetting the one stream is the way out that keeps the others (a new data directory drops them all)."""
+    from connectors.event_time import duration_text
+    from connectors.ticks import shown_name
+
+    now = time.time_ns()
+    ahead = {stream: source.last_ts[stream] - now for stream in sorted(getattr(source, "skipped", {}))
+             if source.last_ts.get(stream, now) > now}
+    if not ahead:
+        return START_OVER
+    named = ", ".join(f"{shown_name(stream)} by {duration_text(ns)}" for stream, ns in list(ahead.items())[:8])
+    more = f", ... ({len(ahead)} streams)" if len(ahead) > 8 else ""
+    first = next(iter(ahead))
+    return (f"; the engine's last tick of {'a stream' if len(ahead) == 1 else 'streams'} here is stamped ahead of "
+            f"this machine's clock ({named}{more}): a tick from the future (forged, or a sender's clock mistake) "
+            f"refuses every real one after it. `flashtick forget {first}` drops that stream at the engine, its "
+            f"ordering guard included, so its next tick, of any time, starts it afresh: then feed these files again"
+            f"{START_OVER.replace('; to feed a stream again', '. Else, to feed a stream again', 1)}")
+
+
 def cmd_feed(args: argparse.Namespace) -> int | None:
     from connectors.feed import FINISH_STALL_S, AfterHeld, EngineLost, FeedClient, run_feed
 
@@ -1199,7 +1221,7 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         print(f"flashtick feed: nothing new to send: every tick of the files"
               f"{' of the streams selected' if source.selection is not None else ''} is stamped at or before the "
               f"engine's last tick of its stream (held, if these files were fed before; `flashtick streams` says "
-              f"what it has){START_OVER}", file=sys.stderr)
+              f"what it has){_start_over(source)}", file=sys.stderr)
     # rows the files' own checks refused, before any was sent: said before any error below, whichever ends the feed
     said_rows = _say_rows_not_sent(source, stats.ticks)
     if stats.unconfirmed:
@@ -1208,7 +1230,7 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
                               f"it holds")
     if older:
         raise ValueError("nothing was sent: the files' ticks are older than the engine's last tick of their stream "
-                         f"(above){START_OVER}")
+                         f"(above){_start_over(source)}")
     if said_rows and stats.ticks == 0 and not held:
         left_out = source.rejected.get("filtered_out", 0)
         raise ValueError("every row of the files was rejected; nothing was sent (reasons above)"
