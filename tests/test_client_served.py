@@ -9,7 +9,7 @@ import time
 import msgpack
 import pytest
 
-from engine.service.client import ControlClient, ControlError, GaplessSubscriber
+from engine.service.client import ControlBusy, ControlClient, ControlError, ControlTimeout, GaplessSubscriber
 from wire_client import fresh_stream, push_socket, trade, wait_until
 from wire_server import server  # noqa: F401 (fixture)
 
@@ -85,3 +85,30 @@ def test_a_register_too_large_for_the_control_socket_says_so_instead_of_a_restar
     err = capsys.readouterr().err
     assert code == 2 and f"{big}: the connection dropped on a register of 3,145,8" in err and \
         "limits.max_control_bytes" in err and "restarted" not in err, err
+
+
+def test_forget_of_a_stream_never_seen_has_the_reason_of_ask_and_names_the_close_ones(server) -> None:  # noqa: F811
+    """Review 115 (finding 14): `forget` of an unknown stream replied bad_request with no did-you-mean, where `ask`
+    of the same name replies unknown_stream and names the close ones."""
+    stream = fresh_stream("FGT")
+    with ControlClient(server["control"], timeout_s=30) as control:
+        feed(server, stream, 5)
+        wait_until(lambda: control.call("streams", streams=[stream])["streams"][stream] is not None)
+        with pytest.raises(ControlError) as raised:
+            control.call("forget", stream=stream.lower())
+    assert raised.value.reason == "unknown_stream"
+    assert "nothing to forget" in str(raised.value) and f"did you mean {stream!r}" in str(raised.value)
+
+
+def test_a_reply_wait_too_short_for_any_reply_is_named_as_the_cause_not_a_busy_service(server) -> None:  # noqa: F811
+    """Review 115 (finding 14): a 1 ns reply wait on an idle, connected service raised ControlBusy, said as `(0 s)`
+    and "the service did not answer in time (busy?)": the cause is the time-out."""
+    with ControlClient(server["control"], timeout_s=30) as control:
+        control.call("health")  # connected, and the service answers
+        with pytest.raises(ControlTimeout) as raised:
+            control.call("health", timeout_s=1e-9)
+        assert not isinstance(raised.value, ControlBusy)
+        assert "within the time-out (1e-09 s): the time-out may be too short" in str(raised.value), raised.value
+        assert "busy" not in str(raised.value) and "timeout_s" in str(raised.value)
+        assert control.call("health")["ok"]  # the late reply of the short call is not taken for this one's
+

@@ -40,6 +40,7 @@ from connectors.ticks import shown_name
 POLL_SLICE_MS = 100  # how often a waiting client looks at its handshake
 _NO_ID = object()  # a request the caller gave no id
 TINY_CONNECT_S = 0.1  # a connect wait below this fails on a live, idle service too: said, not blamed on it
+TINY_REPLY_S = 0.1  # so does a reply wait below this (the request's round trip, the service's turn to read it)
 FETCH_LIMIT = 1000  # answers per `answers` request (the service's most)
 
 
@@ -94,7 +95,8 @@ class ControlClient:
         connection (nothing listens on the port) is an error at once rather than retried for ``connect_timeout_s``
         (a probe's answer: a service that is still binding is down to it too)."""
         self.endpoint = check_endpoint(endpoint, "control endpoint")
-        self.timeout_ms = int(_positive_timeout(timeout_s, "timeout_s") * 1000)
+        self.timeout_s = _positive_timeout(timeout_s, "timeout_s")
+        self.timeout_ms = int(self.timeout_s * 1000)
         _positive_timeout(connect_timeout_s, "connect_timeout_s")
         self._connect_s = min(connect_timeout_s, timeout_s)
         self._connect_by = time.monotonic() + self._connect_s
@@ -139,13 +141,13 @@ class ControlClient:
         request = dict(request)
         theirs = request.pop("id", _NO_ID)  # the caller's id goes back on the reply; the wire carries ours, which
         rid = request["id"] = f"{self._tag}.{next(self._ids)}"  # no two requests share
-        timeout_ms = self.timeout_ms if timeout_s is None else int(_positive_timeout(timeout_s, "timeout_s") * 1000)
-        deadline = time.monotonic() + timeout_ms / 1000  # waiting for another thread's call counts too
-        if not self._lock.acquire(timeout=max(0.0, timeout_ms / 1000)):
-            raise ControlTimeout(f"no reply from {self.endpoint} within the time-out ({timeout_ms / 1000:g} s): "
+        wait_s = self.timeout_s if timeout_s is None else _positive_timeout(timeout_s, "timeout_s")
+        deadline = time.monotonic() + wait_s  # waiting for another thread's call counts too
+        if not self._lock.acquire(timeout=wait_s):
+            raise ControlTimeout(f"no reply from {self.endpoint} within the time-out ({wait_s:g} s): "
                                  f"another thread's call on this client held it all that time")
         try:
-            self._waited_s = timeout_ms / 1000
+            self._waited_s = wait_s
             self.send_raw(msgpack.packb(request, use_bin_type=True, default=packable),
                           max(0, int((deadline - time.monotonic()) * 1000)))
             while True:
@@ -192,6 +194,12 @@ class ControlClient:
                                      f"{self._connect_s:g} s; " + (
                                          "is the service running there?" if self._connect_s >= TINY_CONNECT_S else
                                          "a time-out that short is seldom enough to connect at all: give more"))
+        if time.monotonic() >= deadline and self._waited_s < TINY_REPLY_S and self._handshake.refused() is None:
+            raise ControlTimeout(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): the "
+                                 f"time-out may be too short: one under {TINY_REPLY_S:g} s is often shorter than a reply takes "
+                                 f"even from an idle service (the round trip, the service's turn to read it), so this "
+                                 f"says nothing of the service; give a longer one (flashtick's --timeout, "
+                                 f"ControlClient's timeout_s)")
         if time.monotonic() >= deadline:
             late = ControlBusy if self._handshake.live else ControlTimeout
             raise late(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): "

@@ -1046,8 +1046,9 @@ class Server:
         stream = _field(request, "stream", str)
         held = self.pipeline.encoders.accepted([stream])[stream]
         if held is None:
-            raise ControlError(f"stream {excerpt(stream)} is not known: nothing to forget (`flashtick streams` lists "
-                               f"the streams the engine holds, expired ones included)" + slash_hint(stream))
+            raise ControlUnknownStream(f"stream {excerpt(stream)} is not known: nothing to forget (`flashtick streams` "
+                                       f"lists the streams the engine holds, expired ones included)"
+                                       + slash_hint(stream) + did_you_mean([stream], self.pipeline.encoders))
         try:
             self.pipeline.forget_stream(stream)
         except StreamBusy as e:
