@@ -112,3 +112,20 @@ def test_a_reply_wait_too_short_for_any_reply_is_named_as_the_cause_not_a_busy_s
         assert "busy" not in str(raised.value) and "timeout_s" in str(raised.value)
         assert control.call("health")["ok"]  # the late reply of the short call is not taken for this one's
 
+
+def test_a_negative_saved_seq_is_refused_at_once_and_leaving_the_topic_out_fetches_it_all(server) -> None:  # noqa: F811
+    """Review 115 (finding 4): last_seqs={topic: -1} (a "nothing seen yet" sentinel) delivered nothing, ever, silently:
+    its fetch `answers after -1` was refused, and every answer of the topic waited behind it."""
+    stream = fresh_stream("NEG")
+    topic = f"dir/{stream}/"
+    with ControlClient(server["control"], timeout_s=30) as control:
+        feed(server, stream, 30)
+        wait_until(lambda: control.topics(topic).get(topic, {}).get("last_seq"))
+        for saved in (-1, -5, 2.0, None):
+            with pytest.raises(ValueError, match=rf"last_seqs\['{topic}'\] is {saved}: a saved seq is an int >= 0.*"
+                                                 r"leave it out \(or give 0\)"):
+                GaplessSubscriber(server["answers"], control, [topic], last_seqs={topic: saved})
+        with GaplessSubscriber(server["answers"], control, [topic], last_seqs={}) as subscriber:  # as the error says
+            subscriber.wait_ready(timeout_s=30)
+            message = subscriber.recv(timeout_s=30)
+            assert message is not None and message[0] == topic and message[1]["seq"] == 1

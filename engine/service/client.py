@@ -28,6 +28,8 @@ import threading
 import time
 import warnings
 from collections import Counter, deque
+from collections.abc import Mapping
+from numbers import Integral
 from typing import Any
 
 import msgpack
@@ -344,6 +346,23 @@ class AnswerSubscriber:
         self.close()
 
 
+def _saved_seqs(last_seqs: Any) -> dict[str, int]:
+    """A GaplessSubscriber's ``last_seqs``, checked: each the last seq delivered on its topic, an int >= 0. A negative
+    one (a "nothing seen yet" sentinel) was asked for as `answers after -1`, which the service refuses, and every
+    answer of the topic then waited behind that fetch, for ever and silently."""
+    if last_seqs is None:
+        return {}
+    if not isinstance(last_seqs, Mapping):
+        raise TypeError(f"last_seqs is a mapping {{topic: last seq delivered}}, as `last_seq` saved it, got "
+                        f"{type(last_seqs).__name__}")
+    for topic, seq in last_seqs.items():
+        if not isinstance(seq, Integral) or isinstance(seq, bool) or seq < 0:
+            raise ValueError(f"last_seqs[{topic!r}] is {seq!r}: a saved seq is an int >= 0, the last seq delivered "
+                             f"on its topic; for a topic with nothing seen yet leave it out (or give 0), and its "
+                             f"kept answers are fetched from the first")
+    return {topic: int(seq) for topic, seq in last_seqs.items()}
+
+
 class GaplessSubscriber:
     """Every answer of the subscribed topics exactly once, in seq order per topic, across PUB drops, reconnects
     and restarts of the service or of this client: the recipe of docs/wire-protocol.md, done for you.
@@ -363,7 +382,8 @@ class GaplessSubscriber:
     from 1 again, under another ``epoch`` (in heartbeats, answers and ``health``). An answer or heartbeat of a new
     epoch makes this client start over on every topic, as one resumed with nothing: each topic's kept answers of
     the new epoch from its first (``epochs_seen`` counts such changes). A client that saves ``last_seq`` saves
-    ``epoch`` with it and gives both back, so that seqs of another epoch are never taken for this one's.
+    ``epoch`` with it and gives both back, so that seqs of another epoch are never taken for this one's. A saved seq
+    is an int >= 0: a negative one is refused (ValueError); a topic with nothing seen yet is left out (or given 0).
     """
 
     def __init__(self, endpoint: str, control: ControlClient, topics: list[str] | None = None,
@@ -371,6 +391,7 @@ class GaplessSubscriber:
         if not callable(getattr(control, "call", None)):
             raise TypeError(f"GaplessSubscriber needs a ControlClient of the same service (it fetches missed answers "
                             f"with its `answers` op), got {control!r}")
+        saved = _saved_seqs(last_seqs)  # (checked before any socket is made)
         wanted = topic_prefixes(topics)
         if not any(HEARTBEAT_TOPIC.startswith(prefix) for prefix in wanted):
             wanted.append(HEARTBEAT_TOPIC)  # watched, never delivered
@@ -384,7 +405,7 @@ class GaplessSubscriber:
         self._held: dict[str, list[dict[str, Any]]] = {}  # their answers that arrived meanwhile, in order
         self.restarts_seen = 0  # heartbeats whose seq went back: the service restarted
         self.control = control
-        self.last_seq: dict[str, int] = dict(last_seqs or {})
+        self.last_seq: dict[str, int] = saved
         self.epoch = epoch  # whose seqs last_seq holds (None: not known yet; the service's first word sets it)
         self.epochs_seen = 0  # times the service's epoch changed under this client: it started over
         self.filled = 0  # answers fetched to fill gaps
