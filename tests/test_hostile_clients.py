@@ -37,34 +37,76 @@ def _scrape(port: int) -> str | None:
         return None
 
 
-def test_metrics_connections_past_the_cap_are_closed_unread_and_counted(monkeypatch) -> None:
-    monkeypatch.setattr(metrics_module, "METRICS_IDLE_TIMEOUT_S", 600.0)  # the idle ones stay while the cap is tried
+def _open_by_the_server(sock: socket.socket) -> bool:
+    """Whether the server has not closed ``sock`` (it sent nothing on it: a read finds nothing to take)."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) != b""
+    except BlockingIOError:
+        return True
+    except ConnectionResetError:
+        return False
+    finally:
+        sock.settimeout(10)
+
+
+def test_a_scrape_gets_in_while_the_cap_of_connections_trickle_their_requests(monkeypatch) -> None:
+    """Review 115 (finding 12): 16 connections sending a byte every 2 s each held their slot for as long as they
+    trickled (the time-out was per read), and every scrape meanwhile was closed unread. Past the cap, the oldest
+    connection still sending its request is now closed to make room, and the scrape is answered."""
+    monkeypatch.setattr(metrics_module, "METRICS_REQUEST_TIMEOUT_S", 600.0)  # only room-making can close them here
     server = start_metrics_server("127.0.0.1", 0, lambda: {"ticks_in": 1})
-    idle: list[socket.socket] = []
+    tricklers: list[socket.socket] = []
     try:
         for _ in range(METRICS_MAX_CONNECTIONS):
             sock = socket.create_connection(("127.0.0.1", server.server_port), timeout=10)
             sock.sendall(b"GET /metr")  # a request line never finished
-            idle.append(sock)
-        with socket.create_connection(("127.0.0.1", server.server_port), timeout=10) as one_more:
-            assert _closed_by_the_server(one_more)
-        for sock in idle:
-            sock.close()
-        idle = []
-        wait_for(lambda: _scrape(server.server_port) is not None)  # the slots come back as their threads end
+            tricklers.append(sock)
+        for sock in tricklers:
+            sock.sendall(b"i")  # ... and still coming
         body = _scrape(server.server_port)
-        refused = [line for line in body.splitlines() if line.startswith("flashtick_metrics_connections_refused_total")]
-        assert refused and int(refused[0].split()[1]) >= 1
+        assert body is not None and "flashtick_ticks_in_total 1" in body
+        assert "flashtick_metrics_connections_evicted_total 1" in body, body
+        assert "flashtick_metrics_connections_refused_total 0" in body
+        assert _closed_by_the_server(tricklers[0])  # the oldest made room
+        assert all(_open_by_the_server(sock) for sock in tricklers[1:])
     finally:
-        for sock in idle:
+        for sock in tricklers:
             sock.close()
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_request_sent_a_byte_at_a_time_is_closed_at_its_deadline_not_kept_by_each_byte(monkeypatch) -> None:
+    """The time-out was per read: a byte more often than it kept the connection (and its thread) for ever."""
+    monkeypatch.setattr(metrics_module, "METRICS_REQUEST_TIMEOUT_S", 1.0)
+    server = start_metrics_server("127.0.0.1", 0, lambda: {"ticks_in": 1})
+    try:
+        with socket.create_connection(("127.0.0.1", server.server_port), timeout=10) as sock:
+            deadline = time.monotonic() + 120  # only a hang fails
+            closed = False
+            while not closed and time.monotonic() < deadline:
+                try:
+                    sock.sendall(b"G")
+                except OSError:  # (reset by the server's close)
+                    closed = True
+                    break
+                sock.settimeout(0.2)  # a byte each 0.2 s, far within the 1 s each read was allowed
+                try:
+                    closed = sock.recv(1) == b""
+                except TimeoutError:
+                    pass
+                except ConnectionResetError:
+                    closed = True
+            assert closed
+    finally:
         server.shutdown()
         server.server_close()
 
 
 @pytest.mark.parametrize("sent", [b"", b"GET /metr"])
 def test_an_idle_or_unfinished_metrics_connection_is_closed_by_the_server(monkeypatch, sent: bytes) -> None:
-    monkeypatch.setattr(metrics_module, "METRICS_IDLE_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(metrics_module, "METRICS_REQUEST_TIMEOUT_S", 1.0)
     server = start_metrics_server("127.0.0.1", 0, lambda: {"ticks_in": 1})
     try:
         with socket.create_connection(("127.0.0.1", server.server_port), timeout=10) as sock:

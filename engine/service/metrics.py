@@ -6,7 +6,9 @@ reads that dict, so a scrape never touches live engine state.
 
 from __future__ import annotations
 
+import io
 import os
+import socket
 import sys
 import threading
 import time
@@ -156,8 +158,13 @@ def render(snapshot: dict[str, Any], now: float | None = None) -> str:
                [("", snapshot["scrapes_abandoned"])])
     if "connections_refused" in snapshot:
         metric("metrics_connections_refused_total", "counter", "Connections to this endpoint closed unread because "
-               f"{METRICS_MAX_CONNECTIONS} were open already (idle ones are closed after "
-               f"{METRICS_IDLE_TIMEOUT_S:g} s)", [("", snapshot["connections_refused"])])
+               f"{METRICS_MAX_CONNECTIONS} were open already, each past its request (one whose request has not come "
+               f"{METRICS_REQUEST_TIMEOUT_S:g} s after its connect is closed)", [("", snapshot["connections_refused"])])
+    if "connections_evicted" in snapshot:
+        metric("metrics_connections_evicted_total", "counter", f"Connections to this endpoint closed before their "
+               f"request had all come, to make room for a new one while {METRICS_MAX_CONNECTIONS} were open (the "
+               f"oldest such one each time): clients that connect and send slowly or nothing",
+               [("", snapshot["connections_evicted"])])
     if starting:
         return "\n".join(lines) + "\n"
     for key, help_text in COUNTERS.items():
@@ -223,8 +230,10 @@ def _label(value: str) -> str:
 METRICS_POLL_S = 0.1  # a stop's shutdown() waits for the serving thread's next poll (http.server's default: 0.5 s)
 # Each connection holds a thread while it is open: a client that opens many and sends nothing (or a byte at a time)
 # would hold hundreds of threads and descriptors. A scraper sends its request at once and the reply is small, so a
-# connection silent this long is closed, and past this many open at once a new one is closed unread (counted)
-METRICS_IDLE_TIMEOUT_S = 5.0
+# connection whose whole request has not come this long after its accept is closed (a deadline, not a time-out per
+# read: one byte every 2 s held a connection for ever), and past this many open at once the oldest one still
+# sending its request is closed to make room for a new one (counted), so a scrape gets in while they trickle
+METRICS_REQUEST_TIMEOUT_S = 5.0
 METRICS_MAX_CONNECTIONS = 16
 
 
@@ -233,34 +242,98 @@ METRICS_MAX_CONNECTIONS = 16
 CLIENT_GONE_ERRORS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 
 
+class _Connection:
+    """An open connection: when it was accepted, and whether its request is still coming (only such a one is closed
+    to make room: a reply being written finishes on its own)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.deadline = time.monotonic() + METRICS_REQUEST_TIMEOUT_S
+        self.reading = True
+        self.evicted = False
+
+
+class _RequestReader(io.RawIOBase):
+    """A connection's reads of its request, all before its deadline; none once the server closed it for room."""
+
+    def __init__(self, connection: _Connection) -> None:
+        self.connection = connection
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.connection.deadline - time.monotonic()
+        if left <= 0 or self.connection.evicted:  # (TimeoutError: http.server closes the connection, unanswered)
+            raise TimeoutError("the request did not come in time, or the connection was closed to make room")
+        self.connection.sock.settimeout(left)
+        received = self.connection.sock.recv_into(buffer)
+        if self.connection.evicted:
+            raise TimeoutError("the connection was closed to make room for a new one")
+        return received
+
+
 class MetricsHTTPServer(ThreadingHTTPServer):
     """The /metrics server: a scrape its client gave up on is counted (``scrapes_abandoned``), not logged; any other
     error in a request is one line on stderr, not socketserver's traceback. At most METRICS_MAX_CONNECTIONS are
-    served at once: one past them is closed unread and counted (``connections_refused``)."""
+    served at once: past them the oldest one still sending its request is closed for a new one (counted in
+    ``connections_evicted``), or, when every open one has sent its request, the new one is closed unread (counted in
+    ``connections_refused``)."""
 
     scrapes_abandoned = 0  # (+= on several request threads: a count that may miss one is good enough here)
-    connections_refused = 0  # (only the serving thread adds to it)
+    connections_refused = 0  # (only the serving thread adds to these two)
+    connections_evicted = 0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._slots = threading.BoundedSemaphore(METRICS_MAX_CONNECTIONS)
+        self._open_lock = threading.Lock()
+        self._open: dict[Any, _Connection] = {}  # request socket -> its connection, until its thread ends
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            self.connections_refused += 1
-            self.shutdown_request(request)
-            return
+        with self._open_lock:
+            if sum(not c.evicted for c in self._open.values()) >= METRICS_MAX_CONNECTIONS and not self._evict_one():
+                self.connections_refused += 1
+                self.shutdown_request(request)
+                return
+            self._open[request] = _Connection(request)
         try:
             super().process_request(request, client_address)
-        except BaseException:  # (no thread started: nothing else gives the slot back)
-            self._slots.release()
+        except BaseException:  # (no thread started: nothing else lets the connection go)
+            with self._open_lock:
+                self._open.pop(request, None)
             raise
+
+    def _evict_one(self) -> bool:
+        """Close the oldest connection still sending its request (under ``_open_lock``); False when there is none."""
+        waiting = [c for c in self._open.values() if c.reading and not c.evicted]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda c: c.deadline)
+        oldest.evicted = True
+        self.connections_evicted += 1
+        try:
+            oldest.sock.shutdown(socket.SHUT_RDWR)  # its thread's read returns now; the thread closes it
+        except OSError:
+            pass
+        return True
+
+    def connection_of(self, request: Any) -> _Connection:
+        with self._open_lock:
+            return self._open[request]
+
+    def request_read(self, request: Any) -> bool:
+        """The request on ``request`` is read: it is no longer closed for room. False if it was closed already."""
+        with self._open_lock:
+            connection = self._open[request]
+            connection.reading = False
+            return not connection.evicted
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._slots.release()
+            with self._open_lock:
+                self._open.pop(request, None)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         error = sys.exc_info()[1]
@@ -273,14 +346,23 @@ class MetricsHTTPServer(ThreadingHTTPServer):
 
 def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, Any]]) -> MetricsHTTPServer:
     class Handler(BaseHTTPRequestHandler):
-        timeout = METRICS_IDLE_TIMEOUT_S  # per read and write: a silent or slow client's connection is closed
+        timeout = METRICS_REQUEST_TIMEOUT_S  # each write's; the request's reads have one deadline (_RequestReader)
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile = io.BufferedReader(_RequestReader(server.connection_of(self.request)))
 
         def do_GET(self, head: bool = False) -> None:  # noqa: N802 (http.server's naming)
+            if not server.request_read(self.request):  # closed for room as its last byte came: no reply
+                self.close_connection = True
+                return
+            self.connection.settimeout(self.timeout)
             if self.path.split("?", 1)[0].rstrip("/") != "/metrics":  # a scraper's ?query parameters are ignored
                 self.send_error(404, "only /metrics is served")
                 return
             body = render({**snapshot(), "scrapes_abandoned": server.scrapes_abandoned,
-                           "connections_refused": server.connections_refused}).encode()
+                           "connections_refused": server.connections_refused,
+                           "connections_evicted": server.connections_evicted}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.send_header("Content-Length", str(len(body)))
