@@ -2,8 +2,9 @@
 many vendors' downloads) is unpacked into a private temporary folder and read like those files, given in
 the archive's order.
 
-Each unpacked copy keeps its member's own name under a folder named as the archive's folder, so a symbol in
-either name still names the stream (connectors/layout.py `symbol_in_name`). The archive, not the copy, is
+Each unpacked copy keeps its member's own name under folders named as the archive's folder (and, above a day's
+folder, the one that names the instrument: connectors/day_folders.py), so a symbol in either name still names the
+stream (connectors/layout.py `symbol_in_name`). The archive, not the copy, is
 what a replay's fingerprint, a backtest's run key and rejected rows' locations name.
 """
 
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import polars as pl
+
+from connectors.day_folders import folder_chain
 
 ZIP_SUFFIX = ".zip"
 COMPRESSED_SUFFIXES = (".gz", ".zst", ZIP_SUFFIX)
@@ -141,8 +144,8 @@ class Unpacked:
                 raise ValueError(f"{archive_path}: the zip archive holds {twice[0]!r} in more than one folder; "
                                  f"unpack it and give the files")
             self._dir = tempfile.mkdtemp(prefix="flashtick-unzip-")
-            folder = Path(self._dir) / (archive_path.resolve().parent.name or "archive")
-            folder.mkdir()
+            folder = Path(self._dir).joinpath(*folder_chain(archive_path))
+            folder.mkdir(parents=True)
             self.paths: list[Path] = []
             for member, name in zip(members, names):
                 self.paths.append(folder / name)
@@ -164,8 +167,8 @@ class Unpacked:
         copy = cls.__new__(cls)
         copy.archive, copy.members, copy.transcoded, copy.left_out = path, [path.name], True, []
         copy._dir = tempfile.mkdtemp(prefix="flashtick-utf16-")
-        copy.paths = [Path(copy._dir) / (path.resolve().parent.name or "files") / path.name]
-        copy.paths[0].parent.mkdir()
+        copy.paths = [Path(copy._dir).joinpath(*folder_chain(path), path.name)]
+        copy.paths[0].parent.mkdir(parents=True)
         with open(path, encoding=encoding, newline="") as src, open(copy.paths[0], "w", encoding="utf-8",
                                                                   newline="") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)

@@ -48,6 +48,7 @@ from connectors.column_map import (
     ColumnMap,
     shown_offset,
 )
+from connectors.day_folders import named_folder
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.header_zones import HeaderZone, zoned_time_column
 from connectors.json_lines import JSON_LINES_SUFFIXES
@@ -375,11 +376,13 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
     (`AAPL_2012-06-21_..._message_1.csv`). None when neither does, or does not clearly."""
     if ninja := re.match(r"^([A-Z0-9]{1,6} \d\d-\d\d)\.(Last|Bid|Ask)$", file_stem(path)):
         return ninja[1], f"file name {file_stem(path)!r}"  # NinjaTrader's `ES 03-24.Last.txt`: the contract
-    # the folder as resolved: `trades.csv` given inside binance-btcusdt-spot/ is in that folder too
-    for name, where in ((file_stem(path), "file name"), (path.resolve().parent.name, "folder name")):
-        # Bitfinex's tBTCUSD names the pair BTCUSD
+    # the folder as resolved: `trades.csv` given inside binance-btcusdt-spot/ is in that folder too; a day's
+    # folder (BTCUSDT/2024-08-08/) names no instrument: the one above it may
+    folder = named_folder(path)
+    for name, where in ((file_stem(path), "file name"), (folder.name if folder else "", "folder name")):
+        # Bitfinex's tBTCUSD names the pair BTCUSD; a Hive partition's `symbol=BTCUSDT` its value
         tokens = [t[1:] if re.match(r"^t[A-Z0-9]{6,}$", t) and PAIR.match(t[1:]) else t
-                  for t in re.split(r"[-_.\s]+", name) if t]
+                  for t in re.split(r"[-_.=\s]+", name) if t]
         if contract := _crypto_contract(tokens):
             return contract, f"{where} {name!r}"
         pairs = {t.upper() for t in tokens if PAIR.match(t)}
@@ -998,10 +1001,12 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
         return replace(cmap, stream=symbol), note
     if (cmap.default_stream is not None or cmap.preset is not None) and detected:
         folder = folder_stream(path)
+        days = path.resolve().parent.relative_to(top).as_posix() if (top := named_folder(path)) else "."
+        above = "" if days == "." else f" above the day folder(s) {days!r}"
         return replace(cmap, stream=folder), [
-            f"{path.name}: stream {folder}, the name of its folder: no symbol column, and neither the file's name "
-            f"nor its folder's names an instrument (the files of one folder are one stream; --columns "
-            f"stream_name=NAME names it, e.g. stream_name=ETHUSDT)"]
+            f"{path.name}: stream {folder}, the name of its folder{above}: no symbol column, and neither the "
+            f"file's name nor its folder's names an instrument (the files of one folder are one stream, its days' "
+            f"folders' files too; --columns stream_name=NAME names it, NAME the instrument's symbol)"]
     if cmap.default_stream is not None:
         given = f"--preset {cmap.preset}'s default" if cmap.preset else "the map's default_stream"
         return cmap, [f"{path.name}: stream {cmap.default_stream}, {given}: neither a symbol column nor the file's "
@@ -1015,9 +1020,11 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
 
 def folder_stream(path: Path) -> str:
     """The stream of a file whose layout (a capture's trades.csv beside its bbo.parquet) names no instrument: its
-    folder's name, which the files of one folder share, as a stream name may be (no leading '_', no space at its
-    ends); the file name when no such name is left."""
-    name = path.resolve().parent.name.strip().lstrip("_").strip()
+    folder's name, which the files of one folder share (and, above day folders, `capture/2024-08-08/`, the files of
+    every day), as a stream name may be (no leading '_', no space at its ends); the file name when no such name is
+    left."""
+    folder = named_folder(path)
+    name = folder.name.strip().lstrip("_").strip() if folder else ""
     return name[:64] if name and name.isprintable() else file_stem(path)
 
 

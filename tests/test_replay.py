@@ -184,8 +184,8 @@ def test_presets_detected_from_columns_and_clear_error_otherwise(tmp_path: Path,
                                                  replace(PRESETS["binance-bbo"], stream=folder),
                                                  replace(PRESETS["dukascopy"], stream=folder)]
     assert f"t.csv: stream {folder}, the name of its folder: no symbol column, and neither the file's name nor its " \
-           f"folder's names an instrument (the files of one folder are one stream; --columns stream_name=NAME names " \
-           f"it, e.g. stream_name=ETHUSDT)" in replay.notes
+           f"folder's names an instrument (the files of one folder are one stream, its days' folders' files too; " \
+           f"--columns stream_name=NAME names it, NAME the instrument's symbol)" in replay.notes
     ticks = drain(replay)
     assert [(t.stream, t.kind, t.ts) for t in ticks] == [
         (folder, "quote", 1_549_238_400_994_000_000), (folder, "trade", T0), (folder, "quote", T0 + 1)]

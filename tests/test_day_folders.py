@@ -1,0 +1,77 @@
+"""Per-day folders of a capture (`BTCUSDT/2024-08-08/trades.csv`): a detected file's stream was named after its
+date folder, so two days of one instrument were two streams, each day a fresh session and its own scores (review
+115, finding 2). A day's folder is skipped for the one above it, in a plain file's path and a zip's alike."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from connectors.day_folders import folder_chain, is_day_folder
+from connectors.replay import FileReplay
+
+T0 = 1_723_161_254_087_896_567
+DAYS = ("2024-08-08", "2024-08-09")
+
+
+def capture_days(top: Path) -> list[Path]:
+    """Our Binance capture's trades.csv (no symbol column), one a day, in top/DAY/."""
+    paths = []
+    for day, day_start in zip(DAYS, (T0, T0 + 86_400 * 10**9)):
+        (top / day).mkdir(parents=True)
+        pl.DataFrame({"local_ts_ns": [day_start + i for i in range(3)], "price": [61828.25, 61828.5, 61828.0],
+                      "qty": [0.01] * 3, "aggressor_side": ["sell", "buy", "sell"]}).write_csv(top / day / "trades.csv")
+        paths.append(top / day / "trades.csv")
+    return paths
+
+
+def streams_of(replay: FileReplay) -> set[str]:
+    streams = set()
+    while not replay.done:
+        streams |= {t.stream for t in replay.next_batch(64)}
+    return streams
+
+
+def test_two_days_of_one_instrument_are_one_stream_named_by_the_folder_above_them(tmp_path: Path) -> None:
+    replay = FileReplay(capture_days(tmp_path / "BTCUSDT"))
+    assert streams_of(replay) == {"BTCUSDT"}
+    assert any(n.endswith("2024-08-09/trades.csv: stream BTCUSDT, from the folder name 'BTCUSDT' (--columns "
+                          "stream_name=NAME to name it otherwise)") for n in replay.notes), replay.notes
+
+
+def test_without_an_instrument_the_days_share_the_folder_above_them_and_no_other_symbol_is_proposed(
+        tmp_path: Path) -> None:
+    replay = FileReplay(capture_days(tmp_path / "capture"))
+    assert streams_of(replay) == {"capture"}
+    said = [n for n in replay.notes if "the name of its folder" in n]
+    assert said[0].endswith(
+        "2024-08-08/trades.csv: stream capture, the name of its folder above the day folder(s) '2024-08-08': no symbol column, "
+        "and neither the file's name nor its folder's names an instrument (the files of one folder are one stream, "
+        "its days' folders' files too; --columns stream_name=NAME names it, NAME the instrument's symbol)")
+    assert not any("ETHUSDT" in n for n in replay.notes)
+
+
+def test_a_zip_in_a_day_folder_keeps_the_instrument_folder_above_it(tmp_path: Path) -> None:
+    for path in capture_days(tmp_path / "ETHUSDT"):
+        with zipfile.ZipFile(path.with_suffix(".zip"), "w") as archive:
+            archive.write(path, "trades.csv")
+        path.unlink()
+    replay = FileReplay([tmp_path / "ETHUSDT" / day / "trades.zip" for day in DAYS])
+    assert streams_of(replay) == {"ETHUSDT"}
+    replay.close()
+
+
+@pytest.mark.parametrize("name, day", [("2024-08-08", True), ("20240808", True), ("08", True),
+                                       ("date=2024-08-08", True), ("2024-Aug-08", True), ("08aug2024", True),
+                                       ("BTCUSDT", False), ("capture", False), ("symbol=BTCUSDT", False),
+                                       ("aug-data", False)])
+def test_day_folder_names(name: str, day: bool) -> None:
+    assert is_day_folder(name) is day
+
+
+def test_folder_chain_stops_at_the_named_folder(tmp_path: Path) -> None:
+    assert folder_chain(tmp_path / "BTCUSDT" / "2024" / "08" / "x.zip") == ("BTCUSDT", "2024", "08")
+    assert folder_chain(tmp_path / "x.zip") == (tmp_path.name,)
