@@ -59,10 +59,12 @@ def kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
 
 VENUE_NAMES = ("exchange", "venue", "market", "exchange_id", "exchange_code", "ex", "mic")
 # An FX aggregator's liquidity providers: each quotes its own prices, so one stream of several is a venue mix too.
-# Generic words (`source`, `maker`): a column of yes/no or buy/sell values under them is no provider's
+# Generic words (`source`, `maker`): a column of yes/no or buy/sell values under them is no provider's; a `maker`
+# of buyer/seller says which side's order rested (the aggressor's side, flipped), not who quoted
 PROVIDER_NAMES = ("lp", "liquidity_provider", "provider", "lp_name", "bank", "ecn", "source", "maker")
 NOT_PROVIDERS = frozenset({"true", "false", "t", "f", "y", "n", "yes", "no", "0", "1", "buy", "sell", "b", "s",
-                           "bid", "ask", "offer", "maker", "taker"})
+                           "bid", "ask", "offer", "maker", "taker", "buyer", "seller", "buyers", "sellers",
+                           "bought", "sold", "buy_side", "sell_side"})
 
 
 def venue_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,

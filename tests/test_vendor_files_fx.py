@@ -40,7 +40,10 @@ def test_a_liquidity_provider_column_gets_the_note_a_venue_column_gets(tmp_path:
 
 
 def test_a_provider_named_column_of_flags_or_sides_is_no_venue(tmp_path: Path) -> None:
-    for column, values in (("maker", ["true", "false"]), ("maker", ["buy", "sell"]), ("source", ["1", "0"])):
+    # review 115 (finding 13): `maker` of buyer/seller says whose order rested (a side), not who quoted
+    for column, values in (("maker", ["true", "false"]), ("maker", ["buy", "sell"]), ("source", ["1", "0"]),
+                           ("maker", ["buyer", "seller"]), ("maker", ["Buyer", "Seller"]), ("maker", ["B", "S"]),
+                           ("maker", ["True", "False"])):
         replay = FileReplay(provider_quotes(tmp_path / f"eurusd_{column}.csv", column, values))
         drain(replay)
         assert not any("each stream mixes them" in n for n in replay.notes), (column, values)
