@@ -69,6 +69,7 @@ from connectors.layout import (
     zone_has_dst,
     zone_in_header,
 )
+from connectors.taq_times import taq_zone, taq_zone_note
 
 def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False, own_map: bool = False,
             ) -> tuple[ColumnMap, Dialect | None, dict, list[str]]:
@@ -104,6 +105,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     first = lambda column: first_text(path, names, dialect, column)  # noqa: E731
     kind_notes: list[str] = []
     date_notes: list[str] = []
+    zone_notes: list[str] = []
     shaped_note = None
     if isinstance(spec, ColumnMap):
         cmap = match_case(preset_variant(spec, list(schema)), schema)
@@ -136,10 +138,12 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
             cmap, date_notes = date_read_as_epoch(path, cmap, schema, names, dialect, may_pair="ts" not in keys)
         if _writes_only_changes(cmap, list(schema)):
             cmap = replace(cmap, fill_quotes=True)
+        detected = cmap = taq_zone(cmap, schema)  # New York's wall clock, unless --tz says otherwise
         try:
             cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
         except ValueError as e:  # the keys given, applied to each file: name the one they do not fit
             raise ValueError(f"{path}: {e}{every}") from None
+        zone_notes = [] if "tz" in keys else taq_zone_note(path, detected, cmap)
         cmap, kind_notes = kind_column(path, cmap, schema, names, dialect)
         cmap = fix_sides(path, cmap, schema, names, dialect)
         cmap, correction_notes = taq_corrections(path, cmap, schema, names, dialect)
@@ -257,7 +261,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
             notes.append(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC; if they "
                          f"are local times, give their zone, {zone}")
     number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
-    notes = date_notes + notes
+    notes = date_notes + notes + zone_notes
     return cmap, dialect, schema, notes + number_notes + kind_notes + unit_notes + stream_notes + day_notes
 
 

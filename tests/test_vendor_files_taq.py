@@ -176,3 +176,48 @@ def test_a_slash_renamed_onto_a_name_the_file_writes_is_a_caution(tmp_path: Path
     assert {t.stream for t in drain(replay)} == {"BF-B", "EUR-USD"}
     assert any("'BF/B' and 'BF-B' both replay as 'BF-B'" in n for n in replay.cautions)
     assert not any("EUR" in n for n in replay.cautions)
+
+
+WRDS_NBBO = ("DATE,TIME_M,EX,SYM_ROOT,SYM_SUFFIX,BID,BIDSIZ,ASK,ASKSIZ,QU_COND,BEST_BID,BEST_BIDSIZ,BEST_ASK,"
+             "BEST_ASKSIZ,QU_SEQNUM\n"
+             "20240701,9:30:00.000000000,Q,AAPL,,189.99,3,190.03,4,R,190.00,10,190.01,12,1000\n"
+             "20240701,9:30:00.370000000,K,AAPL,,189.98,3,190.02,4,R,190.01,10,190.02,12,1001\n")
+NY_0930_JULY = 1719840600_000_000_000  # 2024-07-01 09:30 New York, EDT: 13:30 UTC
+
+
+def test_wrds_taq_times_are_read_in_new_york_summer_time_included(tmp_path: Path) -> None:
+    """Review 115 (finding 15): WRDS's TAQ files (NBBO, quotes, trades) write New York wall-clock times without an
+    offset; they were read as UTC, a 09:30 open at 05:30 New York time. Read in America/New_York with a note
+    (EDT in July, EST in March before the change), unless --tz says otherwise."""
+    nbbo = tmp_path / "wrds_nbbo.csv"
+    nbbo.write_text(WRDS_NBBO)
+    replay = FileReplay(nbbo)
+    ticks = drain(replay)
+    assert [t.ts for t in ticks] == [NY_0930_JULY, NY_0930_JULY + 370_000_000] and ticks[0].bid == 190.0
+    assert "wrds_nbbo.csv: its times (DATE+TIME_M) read as New York wall-clock times (America/New_York, summer " \
+           "time included), the zone TAQ writes them in (--tz ZONE says otherwise)" in replay.notes
+    assert not any("read as UTC" in n for n in replay.notes)
+    ctm = tmp_path / "taq_trades.csv"  # daily TAQ's trades (ctm), in March before the change: EST
+    ctm.write_text(TAQ_TRADES)
+    trades = FileReplay(ctm)
+    assert drain(trades)[0].ts == US_0930 + 100_000_000
+    assert any("read as New York wall-clock times" in n for n in trades.notes)
+    # the regular session by New York's clock, with no --tz: the detected zone is the window's
+    taq = tmp_path / "taq.csv"
+    taq.write_text(TAQ_HEADER + "20240305,08:00:00.0,Q,AAPL,,@,1,170.0,00,1\n"
+                                "20240305,09:30:00.0,Q,AAPL,,@,1,170.1,00,2\n")
+    assert [t.price for t in drain(FileReplay(taq, columns={"hours": "09:30-16:00"}))] == [170.1]
+    # a TAQ-like export (SYMBOL,DATE,TIME_M) too
+    like = tmp_path / "trades_export.csv"
+    like.write_text("SYMBOL,DATE,TIME_M,PRICE,SIZE,EX\nAAPL,20240305,09:30:00.100,170.1,100,Q\n")
+    assert drain(FileReplay(like))[0].ts == US_0930 + 100_000_000
+    # --tz says otherwise: taken, and no note says New York
+    utc = FileReplay(nbbo, columns={"tz": "UTC"})
+    assert drain(utc)[0].ts == NY_0930_JULY - 4 * 3600 * 10**9
+    assert not any("New York wall-clock" in n for n in utc.notes)
+    # times of another layout (no TAQ column) are still read as UTC, with the note that says so
+    plain = tmp_path / "plain.csv"
+    plain.write_text("date,time,symbol,price,size\n20240305,09:30:00.100,AAPL,170.1,100\n")
+    other = FileReplay(plain)
+    assert drain(other)[0].ts == US_0930 - 5 * 3600 * 10**9 + 100_000_000
+    assert any("read as UTC" in n for n in other.notes)
