@@ -419,11 +419,15 @@ def distinct_text(path: Path, names: Sequence[str] | None, dialect: Dialect | No
 def first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
                 columns: str | tuple[str, ...], pattern: str | None = None) -> str | None:
     """The first non-empty value of a column (of date and time columns: joined by a space), as text (None: empty);
-    with `pattern`, the first that matches it."""
+    with `pattern`, the first that matches it. A CSV line of one field among rows of several (a junk line, `oops`,
+    which the read rejects: connectors/junk_lines.py) is passed over: its text would decide how a column is read."""
     columns = (columns,) if isinstance(columns, str) else columns
     overrides = {c: pl.String for c in columns} if is_csv(path) else None
     text = pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in columns], separator=" ")
-    found = scan_file(path, names, dialect, overrides).select(text.alias("t"))
+    scan = scan_file(path, names, dialect, overrides)
+    if pattern is None and is_csv(path) and len(scan.collect_schema()) > 1:  # (a pattern's scan: not junk)
+        scan = scan.filter(pl.sum_horizontal(pl.all().is_not_null()) > 1)
+    found = scan.select(text.alias("t"))
     found = found.filter(pl.col("t").str.strip_chars() != "")
     if pattern is not None:
         found = found.filter(pl.col("t").str.contains(pattern))

@@ -55,6 +55,24 @@ def test_junk_lines_are_rejected_by_line_and_blank_lines_skipped(tmp_path: Path)
         f"{path} line 8: missing_field: the line holds 64 NUL character(s) alone, nothing that reads")
 
 
+def test_a_junk_line_as_the_first_row_or_a_short_row_anywhere_is_one_reject(tmp_path: Path) -> None:
+    """Review 115 (finding 1): `oops` as the first data line decided how the time column reads ('not ISO 8601':
+    the whole file refused); a row of 2 of 5 fields is a missing_field reject too, named by its line."""
+    path = trades_with_junk(tmp_path / "trades.csv")
+    lines = [line for line in path.read_text().split("\n") if line and line.strip(", \0") and line != "xxxx"]
+    lines.insert(1, "oops")  # line 2: the first data line
+    path.write_text("\n".join(lines) + "\n")
+    replay = FileReplay(path)
+    assert drained(replay) == 40 and dict(replay.rejected) == {"missing_field": 1}
+    assert replay.rejected.examples["missing_field"].startswith(f"{path} line 2: missing_field: the line holds 'oops'")
+    assert any("read as ts=ts (ms)" in n for n in replay.notes)
+    lines.insert(30, f"{T0 + 999},BTCUSDT")  # line 31: 2 of 5 fields
+    path.write_text("\n".join(lines) + "\n")
+    replay = FileReplay(path)
+    assert drained(replay) == 40 and dict(replay.rejected) == {"missing_field": 2}
+    assert f"{path} line 31: missing_field: field 'price' is required" in replay.rejected.examples["missing_field"]
+
+
 def test_a_last_line_of_words_is_a_footer_not_junk(tmp_path: Path) -> None:
     """Barchart's footer after a file whose times are numbers: left out as a footer (filtered_out), as after one
     whose times are text, never a junk line's missing_field."""
