@@ -319,6 +319,27 @@ def test_resume_refuses_parts_written_under_another_roll_rule(setup: Path, capsy
     assert not out.exists()
 
 
+def test_resume_with_another_session_gap_names_it_with_both_values(setup: Path, capsys) -> None:
+    """--session-gap was part of the config's digest, so a resume with another one was refused as "different config
+    (--model, --config ...)", neither of which had changed. It is named, with both values, and the same gap
+    resumes (the gap ends the adaptation's labels, so the published answers depend on it)."""
+    from engine.service.backtest import BacktestInterrupted
+
+    config = ServiceConfig.load(setup / "engine.yaml")
+    out, polls = setup / "gapped.parquet", iter(range(10**9))
+    with pytest.raises(BacktestInterrupted):
+        run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, max_ticks=600,
+                     stop=lambda: next(polls) >= 40)
+    parts = setup / "gapped.parquet.parts"
+    capsys.readouterr()
+    assert main(cli(setup, "gapped.parquet", "--resume", "--quiet", "--max-ticks", "600", "--session-gap", "1ms")) == 2
+    err = capsys.readouterr().err
+    assert f"{parts} was written by a backtest with different --session-gap (answers.session_gap_s) (not given " \
+           f"then, 0.001s now);" in err and "config" not in err.split("different", 1)[1].split(";")[0], err
+    assert main(cli(setup, "gapped.parquet", "--resume", "--quiet", "--max-ticks", "600")) == 0
+    assert not parts.exists() and pl.read_parquet(out).height > 0
+
+
 def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path) -> None:
     manifest = setup / "term.parquet.parts" / "progress.json"
     child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "term.parquet",

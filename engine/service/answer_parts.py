@@ -22,6 +22,7 @@ from typing import Any
 
 import polars as pl
 
+from connectors.labels import session_gap_text
 from queries.cache import Answer
 
 PARTS_SUFFIX = ".parts"  # answers.parquet -> answers.parquet.parts/
@@ -29,7 +30,8 @@ KEY_WORDS = {  # what each part of a run's key stands for, in the words of the c
     "files": "files, or ways of reading them (a column map, --preset, --tz, --date, --ts-unit)",
     "file_sizes_and_times": "file contents (sizes or modification times)",
     "queries": "queries (--queries)", "config": "config (--model, --config: the model or engine settings)",
-    "batch_ms": "--batch-ms", "max_ticks": "--max-ticks", "context_roll_rule": "context roll rule"}
+    "batch_ms": "--batch-ms", "max_ticks": "--max-ticks", "context_roll_rule": "context roll rule",
+    "session_gap_ns": "--session-gap (answers.session_gap_s)"}
 # a file map's keys that are options of their own on the command line (the others come from --columns or --preset)
 MAP_OPTIONS = {"tz": "--tz", "date": "--date", "ts_unit": "--ts-unit", "ts_format": "--ts-format",
                "names": "--csv-names", "price_offset": "--price-offset", "price_format": "--price-format",
@@ -195,7 +197,7 @@ class AnswerParts:
             upgrade = " (written by a flashtick that rolled sessions elsewhere)" if "context_roll_rule" in changed else ""
             files = {"files", "file_sizes_and_times"} & set(changed)
             said = _files_differ(manifest, key, _as_json(readings or [])) if files else []
-            named = ", ".join(said + [KEY_WORDS.get(k, k) + _key_values(manifest.get("key", {}).get(k), key[k])
+            named = ", ".join(said + [KEY_WORDS.get(k, k) + _key_values(manifest.get("key", {}).get(k), key[k], k)
                                       for k in changed if k not in files])
             raise ValueError(f"{directory} was written by a backtest with different {named}{upgrade}; "
                              f"resume with the same files, queries, config and options, or delete it to start over")
@@ -293,8 +295,11 @@ def _then_now(then: Any, now: Any, show: Callable[[Any], str] = repr) -> str:
     return f"{said(then)} then, {said(now)} now"
 
 
-def _key_values(then: Any, now: Any) -> str:
-    """A changed run-key option's values (`--batch-ms`: ` (100 then, 50 now)`); nothing for a digest."""
+def _key_values(then: Any, now: Any, key: str = "") -> str:
+    """A changed run-key option's values (`--batch-ms`: ` (100 then, 50 now)`; a session gap as --session-gap
+    takes it: ` (not given then, 1ms now)`); nothing for a digest."""
+    if key == "session_gap_ns":
+        return f" ({_then_now(then, now, session_gap_text)})"
     plain = lambda value: value is None or isinstance(value, (int, float))  # noqa: E731
     return f" ({_then_now(then, now, lambda v: f'{v:g}')})" if plain(then) and plain(now) else ""
 

@@ -601,9 +601,13 @@ def _run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, bat
             # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one;
             # nor is model.threads (--threads): how fast, not what (a resume on more cores finishes sooner); it moves
             # the last float bits, so AnswerParts keeps it beside the key and a resume at another count is told
+            # answers.session_gap_s is a key of its own (below), so that a refusal names --session-gap, not the config
             "config": hashlib.sha256(repr(dataclasses.replace(
-                config, replay=ReplaySection(), model=dataclasses.replace(config.model, threads=None))).encode()
+                config, replay=ReplaySection(), model=dataclasses.replace(config.model, threads=None),
+                answers=dataclasses.replace(config.answers, session_gap_s=None))).encode()
             ).hexdigest(),
+            # it ends the adaptation's labels (answers.adapt) as well as the scores': the published answers move
+            "session_gap_ns": config.answers.session_gap_ns,
             "batch_ms": batch_ms,
             "max_ticks": max_ticks,
             "context_roll_rule": ROLL_RULE}  # an upgrade that moves rolls moves every answer after one
