@@ -115,6 +115,32 @@ def test_the_weekend_is_noted_without_the_option_and_left_unscored_with_it(setup
     assert gapped["chunked"].select(exact).equals(gapped["batches"].select(exact))  # chunked == tick group by group
 
 
+def test_a_query_whose_every_answer_crosses_a_pause_says_so_not_that_it_has_no_label(setup) -> None:
+    """With a session gap shorter than every pause between ticks, no named question's answer is scored: the
+    summary said "a free-text question and a surprise score have no such label" of dir20 and move50, which do
+    have one. It now says how many answers crossed a pause longer than the gap, and the rest the file's end left
+    unlabelled; a surprise score keeps the no-label reason."""
+    root, checkpoint, ticks = setup
+    surprise = '  - {name: nll, streams: ["*"], kind: surprise, trigger: batch}\n'
+    (root / "q_surprise.yaml").write_text(QUERIES + surprise)
+    report = run_backtest(config(checkpoint, 1), [root / "week.parquet"], root / "q_surprise.yaml",
+                          root / "every.parquet", progress=False)
+    table = pl.read_parquet(root / "every.parquet")
+    assert table.filter(pl.col("query") != "nll")["correct"].null_count() == table.height - \
+        table.filter(pl.col("query") == "nll").height  # every tick 15 s apart: a 1 s gap leaves nothing scored
+    summary = report.summary()
+    for name, question, horizon in (("dir20", "direction_20", 20), ("move50", "move_bps_50", 50)):
+        answered = table.filter((pl.col("query") == name) & pl.col("probs").is_not_null()).height
+        assert answered == len(ticks)
+        assert (f"note: {name}: no answer scored: {question} is scored on the next {horizon} ticks of the answer's "
+                f"stream, and {answered - horizon} of its {answered} answers had those ticks cross a pause longer "
+                f"than --session-gap 1s (answers.session_gap_s); the other {horizon} are within {horizon} ticks of "
+                f"their stream's last tick (the file ends before their horizon): such an answer is not scored"
+                ) in summary, summary
+    assert "note: nll: no answer scored: an answer is scored against what the ticks after it did" in summary
+    assert summary.count("have no such label") == 1
+
+
 def test_the_cli_option_sets_the_config_key_and_is_checked(setup, capsys) -> None:
     root, checkpoint, _ = setup
     assert main(["backtest", str(root / "week.parquet"), "--model", str(checkpoint), "--queries",

@@ -24,7 +24,7 @@ import math
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from connectors.labels import NO_LABEL, MarkSeries, label_series, persistence_series
+from connectors.labels import NO_LABEL, MarkSeries, label_series, persistence_series, session_gap_text
 from connectors.file_plan import source_path
 from connectors.replay import FileReplay, RejectCounter
 from connectors.saturation import LabelCount, end_buckets, saturation_note
@@ -46,7 +46,7 @@ from engine.service.answer_parts import RAW_SCHEMA, AnswerParts, write_atomicall
 from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.rejections import every_tick_refused, lost_streams, rejected_lines
-from engine.service.session_gaps import gap_notes, split_cautions
+from engine.service.session_gaps import crossing_points, gap_notes, split_cautions
 from engine.stream_patterns import did_you_mean
 from queries.cache import Answer
 from queries.yaml_loader import no_query
@@ -355,11 +355,12 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     scores = [_score(name, graded.filter(pl.col("query") == name)) for name in sorted(answered)]
     stream_ticks = {name: len(m) for name, m in marks.items()}
     outside = _outside_labels(graded)
+    gap = config.answers.session_gap_ns
     unscored_why = {s.query: _why_unscored(pipeline, s, graded.filter(pl.col("query") == s.query), stream_ticks,
-                                           outside.get(s.query, 0))
+                                           outside.get(s.query, 0), marks, gap)
                     for s in scores if s.answers and not s.scored}
     stream_unscored_why = {s.query: _stream_unscored_why(pipeline, s, graded.filter(pl.col("query") == s.query),
-                                                         stream_ticks)
+                                                         stream_ticks, marks, gap)
                            for s in scores if s.scored and any(not p.scored for p in s.by_stream.values())}
     unrealised = _unrealised(graded)
     partly_scored_why = {s.query: _outside_why(pipeline, s, outside[s.query], unrealised.get(s.query, 0))
@@ -433,10 +434,13 @@ def _outside_why(pipeline: TickPipeline, score: QueryScore, outside: int, unreal
 
 
 def _why_unscored(pipeline: TickPipeline, score: QueryScore, rows: pl.LazyFrame, stream_ticks: dict[str, int],
-                  outside: int) -> str:
+                  outside: int, marks: Mapping[str, MarkSeries] | None = None, session_gap_ns: int | None = None
+                  ) -> str:
     """Why none of a query's answers (`rows`) was scored: it asks no named question, it asks the hidden regime,
-    what the market did was never one of its labels (``outside``: a subset of the question's answers), or
-    fewer ticks than the question's horizon followed every answer (29 daily settlements and a 50-tick move)."""
+    what the market did was never one of its labels (``outside``: a subset of the question's answers), fewer
+    ticks than the question's horizon followed every answer (29 daily settlements and a 50-tick move), or each
+    answer's horizon crossed a pause longer than ``session_gap_ns`` in ``marks``' event times, or ran past the
+    file's end."""
     spec = pipeline.registry.get(score.query) if score.query in pipeline.registry else None
     question = pipeline.codec.questions.get(spec.question) if spec is not None and spec.question else None
     if question is None:
@@ -452,11 +456,31 @@ def _why_unscored(pipeline: TickPipeline, score: QueryScore, rows: pl.LazyFrame,
         return (f"{question.name} is scored on the next {question.horizon} ticks of the answer's stream, and no "
                 f"answer here had more than {followed} after it: its horizon is longer than what followed (more "
                 f"ticks per stream, or a question of a shorter horizon, can be scored)")
+    if session_gap_ns is not None and marks is not None:
+        return _across_gap_why(question.name, question.horizon, rows, marks, session_gap_ns)
     return NO_LABEL_DEFINED
 
 
-def _stream_unscored_why(pipeline: TickPipeline, score: QueryScore, rows: pl.LazyFrame, stream_ticks: dict[str, int]
-                         ) -> dict[str, str]:
+def _across_gap_why(name: str, horizon: int, rows: pl.LazyFrame, marks: Mapping[str, MarkSeries],
+                    session_gap_ns: int) -> str:
+    """Why a named question's answers went unscored under --session-gap: the answers whose horizon crossed a longer
+    pause (counted), the others ending too near their stream's last tick to be labelled."""
+    answered = rows.filter(pl.col("probs").is_not_null()).select("stream", "ticks")
+    total = answered.select(pl.len()).collect().item()
+    crossed = answered.join(crossing_points(marks, horizon, session_gap_ns), on=["stream", "ticks"],
+                            how="semi").select(pl.len()).collect().item()
+    if not crossed:
+        return NO_LABEL_DEFINED
+    rest = (f"; the other {total - crossed} {'is' if total - crossed == 1 else 'are'} within {horizon} ticks of their stream's last tick (the file ends "
+            f"before their horizon)") if crossed < total else ""
+    return (f"{name} is scored on the next {horizon} ticks of the answer's stream, and {crossed} of its {total} "
+            f"answers had those ticks cross a pause longer than --session-gap {session_gap_text(session_gap_ns)} "
+            f"(answers.session_gap_s){rest}: such an answer is not scored (a longer --session-gap, or none, "
+            f"scores across the pauses)")
+
+
+def _stream_unscored_why(pipeline: TickPipeline, score: QueryScore, rows: pl.LazyFrame, stream_ticks: dict[str, int],
+                         marks: Mapping[str, MarkSeries], session_gap_ns: int | None) -> dict[str, str]:
     """Why none of a query's answers on a stream was scored, for each such stream of a query that answered several
     (`rows`: the query's answers): the reasons a query gets, from that stream's answers alone (a thin stream whose
     answers under --test-from all lie within the question's horizon of its last tick)."""
@@ -466,7 +490,7 @@ def _stream_unscored_why(pipeline: TickPipeline, score: QueryScore, rows: pl.Laz
             own = rows.filter(pl.col("stream") == stream)
             outside = own.filter(pl.col("realised").is_not_null() & pl.col("probs").is_not_null()
                                  & pl.col("correct").is_null()).select(pl.len()).collect().item()
-            unscored[stream] = _why_unscored(pipeline, part, own, stream_ticks, outside)
+            unscored[stream] = _why_unscored(pipeline, part, own, stream_ticks, outside, marks, session_gap_ns)
     return unscored
 
 
