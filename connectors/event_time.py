@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from connectors.utc_offsets import (
     format_reading_names,
     names_read_in,
     numeric_offsets,
+    tz_for_name,
     unknown_zone_name,
 )
 
@@ -173,12 +175,20 @@ def _named_offsets_only(path: Path, cmap: ColumnMap, first: str | None) -> None:
     if first is None or (name := unknown_zone_name(first)) is None:
         return
     clock = clock_name(first)
-    zone = f"--tz {clock[1]}" if clock else "--tz ZONE"
+    # built from the value, as text: the format's own letters beside %Z (`C%Z` of `CEST`) would be written twice
+    as_text = next(iter(built_formats(first)), cmap.ts_format.replace("%Z", name))
+    zone = f"--tz {clock[1]}" if clock else tz_for_name(name, _naive_time(first, as_text))
     why = (f"the clock of {clock[1]}, {clock[0][0]}ST or {clock[0][0]}DT by the date" if clock else
            "no one UTC offset known here")
     raise ValueError(f"{path}: --ts-format {cmap.ts_format!r} reads {name!r} (in {first[:40]!r}) with %Z, which names "
                      f"{why}: a zone's name is not applied, so its times would be read as UTC. Write it as text in "
-                     f"the format ({cmap.ts_format.replace('%Z', name)!r}) and give its zone with {zone}")
+                     f"the format ({as_text!r}) and give its zone with {zone}")
+
+
+def _naive_time(text: str, fmt: str) -> datetime | None:
+    """`text` read by `fmt` as a naive datetime (its date, to tell which name a zone's clock writes then), else None."""
+    read = pl.Series([text.strip()]).str.to_datetime(fmt, time_unit="us", strict=False)[0]
+    return read.replace(tzinfo=None) if isinstance(read, datetime) else None
 
 
 EPOCH_CODE = "%s"  # strftime's epoch seconds
@@ -241,7 +251,8 @@ def time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
         # a format built from the value quoted, else a common one as an example of the codes
         example = " or ".join(repr(f) for f in fits) if fits else "'%Y%m%d %H:%M:%S%.f'"
         word = unknown_zone_name(first) if fits and UTC_OFFSET.search(first) is None else None
-        zone = f" and its zone with --tz ZONE ({word!r} is read as text, not applied)" if word else ""
+        when = _naive_time(first, fits[0]) if word else None
+        zone = f" and its zone with {tz_for_name(word, when)} ({word!r} is read as text, not applied)" if word else ""
         return (f"{where}, which is not ISO 8601{' nor ' + repr(cmap.ts_format) if cmap.ts_format else ''}: "
                 f"give its format with strftime codes, e.g. --ts-format {example}{zone}"
                 + (" (both read it: which is the day?)" if len(fits) > 1 else ""))

@@ -10,7 +10,7 @@ import functools
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 import polars as pl
 
@@ -32,8 +32,11 @@ ZONE_TAIL = rf"(Z|((UTC|GMT)\s*)?[+-]\d\d(:?\d\d)?|{_NAMES})"
 # the pattern is also polars' (a row's own offset decides how the row is read)
 OFFSET_PATTERN = rf"(?i)\d\d:\d\d(:\d\d([.,]\d+)?)?\s*{ZONE_TAIL}$"
 UTC_OFFSET = re.compile(OFFSET_PATTERN)
-_TAIL = re.compile(rf"(?i)\s*{ZONE_TAIL}$")
+# (a name is a whole word: `EST` is not the end of `CEST` nor `AEST`; only Python's re has the look-behind)
+_TAIL = re.compile(rf"(?i)(?<![A-Za-z])\s*{ZONE_TAIL}$")
 _NAME_TAIL = rf"(?i)\s*({_NAMES})$"
+_NAME_WORD = re.compile(rf"(?i)(?<![A-Za-z])\s*({_NAMES})$")
+_NAME_WORD_POLARS = rf"(?i)(?:^|[^A-Za-z])\s*({_NAMES})$"  # the word as polars' regex (no look-behind) finds it
 _NUMBER_AFTER_NAME = r"(?i)\s*(?:UTC|GMT)\s*([+-]\d\d(:?\d\d)?)$"
 _CLOCK_TAIL = re.compile(rf"\s+({'|'.join(CLOCK_NAMES)})$")
 
@@ -86,7 +89,7 @@ def clock_name(text: str) -> tuple[str, str] | None:
 
 def zone_name_of(text: pl.Expr) -> pl.Expr:
     """The NAMED_OFFSETS name that ends each time (`EST`, in capitals), else null."""
-    return text.str.extract(_NAME_TAIL, 1).str.to_uppercase()
+    return text.str.extract(_NAME_WORD_POLARS, 1).str.to_uppercase()
 
 
 @functools.lru_cache(maxsize=64)
@@ -111,7 +114,7 @@ def names_read_in(zone: str | None, first: str | None) -> dict[str, str]:
     """The offsets `zone` (a map's tz, --tz) writes SHARED_NAMES for, when the file's time `first` ends with one of
     them: read at those offsets, not NAMED_OFFSETS' (--tz Asia/Shanghai reads `09:30 CST` as 09:30+08:00); else
     empty, and the tz, which is for naive times, has nothing to do with these times."""
-    name = re.search(_NAME_TAIL, first.strip()) if first is not None and zone is not None else None
+    name = _NAME_WORD.search(first.strip()) if first is not None and zone is not None else None
     written = names_written_in(zone) if name is not None else {}
     return written if name is not None and name[1].upper() in written else {}
 
@@ -132,3 +135,57 @@ def shared_name_notes(file: str, names: Iterable[str], zone_reading: Mapping[str
         notes.append(f"{file}: its times are written with {name}, read as {us} ({NAMED_OFFSETS[name]}); {also} "
                      f"{are} written {name} too: if they are {those}, give --tz {choice}")
     return notes
+
+
+# Zones a refusal names first for a zone's name, where several zones write it (CEST: Paris, Berlin, ...)
+MARKET_ZONES = ("Europe/London", "Europe/Paris", "Europe/Berlin", "Europe/Zurich", "Europe/Athens", "Europe/Moscow",
+                "Asia/Kolkata", "Asia/Tokyo", "Asia/Hong_Kong", "Asia/Shanghai", "Asia/Seoul", "Asia/Jakarta",
+                "Australia/Sydney", "Australia/Brisbane", "Australia/Adelaide", "Pacific/Auckland", "Europe/Dublin",
+                "Asia/Jerusalem", "Africa/Johannesburg", "America/Sao_Paulo")
+_REGIONS = ("Africa/", "America/", "Asia/", "Atlantic/", "Australia/", "Europe/", "Indian/", "Pacific/")
+
+
+@functools.lru_cache(maxsize=1)
+def _zones_by_name() -> dict[str, dict[str, list[str]]]:
+    """Each name IANA's zones write for their times (in a winter and a summer month of 2024) -> the UTC offset it
+    stands for -> the region/city zones that write it so."""
+    found: dict[str, dict[str, list[str]]] = {}
+    for zone in sorted(available_timezones()):
+        if not zone.startswith(_REGIONS):
+            continue
+        for month in (1, 7):
+            local = datetime(2024, month, 15, 12, tzinfo=timezone.utc).astimezone(ZoneInfo(zone))
+            minutes = int(local.utcoffset().total_seconds()) // 60
+            offset = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+            zones = found.setdefault(local.tzname(), {}).setdefault(offset, [])
+            if zone not in zones:
+                zones.append(zone)
+    return found
+
+
+def tz_for_name(name: str, when: datetime | None = None) -> str:
+    """The --tz that reads times written with a zone's name (`CEST`: `--tz Europe/Paris`), one zone for each UTC
+    offset zones write it for (`IST`: India's, Ireland's, Israel's); `--tz ZONE` with what to look for when no zone
+    writes it. `when` (the file's first time, naive): a zone whose clock writes another name then (Paris in July
+    writes CEST, not CET) would read the time at the other offset: the name's fixed offset instead (`Etc/GMT-1`)."""
+    by_offset = _zones_by_name().get(name.upper(), {})
+    picks = [_on_that_date(next((z for z in MARKET_ZONES if z in zones), zones[0]), offset, name, when)
+             for offset, zones in by_offset.items()]
+    if not picks:
+        return f"--tz ZONE (the IANA name of the zone whose clock writes {name!r})"
+    if len(picks) == 1:
+        return f"--tz {picks[0]}"
+    said = [f"--tz {zone}" + ("" if "(" in zone else f" ({offset})") for zone, offset in zip(picks, by_offset)]
+    return f"{', '.join(said[:-1])} or {said[-1]}, whichever zone's {name} it is"
+
+
+def _on_that_date(zone: str, offset: str, name: str, when: datetime | None) -> str:
+    """`zone`, or when its clock writes another name than `name` at `when`, the fixed offset `name` stands for as
+    IANA's Etc zone (whose sign is POSIX's, reversed: +01:00 is Etc/GMT-1), said as such."""
+    if when is None or when.replace(tzinfo=ZoneInfo(zone)).tzname() == name.upper():
+        return zone
+    hours, minutes = int(offset[1:3]), int(offset[4:6])
+    if minutes:  # no Etc zone holds a fraction of an hour
+        return f"{zone} (its clock writes {when.replace(tzinfo=ZoneInfo(zone)).tzname()} on that date)"
+    fixed = "Etc/GMT" if hours == 0 else f"Etc/GMT{'+' if offset[0] == '-' else '-'}{hours}"
+    return f"{fixed} ({name} all year, {offset}; {zone} writes {when.replace(tzinfo=ZoneInfo(zone)).tzname()} then)"

@@ -58,12 +58,35 @@ def test_a_percent_z_name_of_no_known_offset_is_refused_with_the_format_and_tz_t
     path = trades(tmp_path / "t.csv", ["2026-03-06 09:30:00 CET", "2026-03-06 09:31:00 CET"])
     with pytest.raises(ValueError, match="reads 'CET' .* with %Z, .* its times would be read as UTC") as refused:
         drain(FileReplay(path, columns={"ts_format": "%Y-%m-%d %H:%M:%S %Z"}))
-    assert "('%Y-%m-%d %H:%M:%S CET') and give its zone with --tz ZONE" in str(refused.value)
+    assert "('%Y-%m-%d %H:%M:%S%.f CET') and give its zone with --tz Europe/Paris" in str(refused.value)
     with pytest.raises(ValueError, match="not ISO 8601") as unread:
         drain(FileReplay(path))
-    assert "--ts-format '%Y-%m-%d %H:%M:%S%.f CET' and its zone with --tz ZONE" in str(unread.value)
+    assert "--ts-format '%Y-%m-%d %H:%M:%S%.f CET' and its zone with --tz Europe/Paris" in str(unread.value)
     fixed = FileReplay(path, columns={"ts_format": "%Y-%m-%d %H:%M:%S%.f CET", "tz": "Europe/Paris"})
     assert drain(fixed)[0].ts == utc_ns("2026-03-06T08:30:00")
+
+
+@pytest.mark.parametrize("name, right", [
+    ("CEST", "2024-07-01T07:00:00"), ("AEST", "2024-06-30T23:00:00"), ("JST", "2024-07-01T00:00:00"),
+    ("CET", "2024-07-01T08:00:00"),  # Paris writes CEST in July: CET is then its fixed +01:00 (Etc/GMT-1)
+    ("IST", "2024-07-01T03:30:00"),  # India's, the first of the three zones named
+])
+def test_every_format_and_tz_a_zone_name_refusal_proposes_reads_the_file(tmp_path: Path, name: str,
+                                                                         right: str) -> None:
+    """The proposal was built from a US name found inside the word (`EST` of `CEST`, `AEST`): `C%Z` (refused, as
+    %Z reads no CEST), then `CCEST` (which reads nothing), and `--tz ZONE`. The whole word is now text, the zone
+    is named, and following the refusal reads the times right, with `%Z` in the user's format too."""
+    path = trades(tmp_path / "t.csv", [f"2024-07-01 09:00:00.000 {name}", f"2024-07-01 09:00:01.000 {name}"])
+    for columns in (None, {"ts_format": f"%Y-%m-%d %H:%M:%S%.f {name[:-3]}%Z"}):
+        with pytest.raises(ValueError) as refused:
+            drain(FileReplay(path, columns=columns))
+        said = str(refused.value)
+        fmt = re.search(r"in the format \('([^']+)'\)|e\.g\. --ts-format '([^']+)'", said)
+        fmt = fmt[1] or fmt[2]
+        assert fmt == f"%Y-%m-%d %H:%M:%S%.f {name}", said
+        tz = re.search(r"--tz (\S+)", said)[1]
+        replay = FileReplay(path, columns={"ts_format": fmt, "tz": tz})
+        assert [t.ts for t in drain(replay)] == [utc_ns(right), utc_ns(right) + 10**9] and replay.rejected == {}
 
 
 @pytest.mark.parametrize("name, zone", [("ET", "America/New_York"), ("CT", "America/Chicago")])
