@@ -81,7 +81,13 @@ from connectors.repeated_hour import repeated_hour
 from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id_note, trade_columns, trade_id_column
 from connectors.shifted_prices import near_zero_streams
 from connectors.ticks import venue_caution
-from connectors.utc_offsets import names_read_in, shared_name_notes, zone_name_of
+from connectors.utc_offsets import (
+    in_us_summer,
+    names_read_in,
+    refuse_us_name_in_summer,
+    shared_name_notes,
+    zone_name_of,
+)
 
 ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
 SEQ = "_seq"  # the row's sequence number (a map's `sequence`), which orders rows of equal times
@@ -394,6 +400,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         header_rows=pl.col(ROW).filter(pl.col("_header")).implode(),
         zone_names=pl.col("_zone").drop_nulls().unique().implode() if named else pl.lit(None),
         *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(cmap, factor),
+        **(_us_summer_facts() if named else {}),
     )
     try:
         facts = facts.collect().row(0, named=True)
@@ -401,6 +408,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         raise ValueError(unparsed_times(path, cmap, first, e)) from e
     notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap, facts["crossed_rows"])
     notes += shared_name_notes(path.name, facts["zone_names"] or (), names_read_in(cmap.tz, first), cmap.tz)
+    if named:
+        refuse_us_name_in_summer(path.name, facts["summer_names"] or (), facts["summer_rows"], facts["summer_first"],
+                                 names_read_in(cmap.tz, first))
     if not facts["timed"] and first is not None:
         raise ValueError(time_hint(path, cmap, first))
     out_of_sequence = int(facts["out_of_sequence"] or 0)
@@ -491,6 +501,13 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
 
 
 NEWEST_FIRST_SHARE = 0.99  # of the steps between two times, those back: an export newest first, pages overlapping
+
+
+def _us_summer_facts() -> dict[str, pl.Expr]:
+    """The rows written CST (PST) on dates US Central (Pacific) keeps summer time: their names, count, first time."""
+    summer = in_us_summer(pl.col("_ts"), pl.col("_zone")).fill_null(False)
+    return {"summer_names": pl.col("_zone").filter(summer).unique().implode(), "summer_rows": summer.sum(),
+            "summer_first": pl.col("_ts").filter(summer).min()}
 
 
 def _newest_first(back_rows: int, forward_rows: int) -> bool:

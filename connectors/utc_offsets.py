@@ -2,7 +2,9 @@
 (Dukascopy's `GMT+0100`), or a name that stands for one fixed offset (BigQuery's ` UTC`, a US export's ` EST`,
 ` EDT`). Each makes the time an instant, read at its offset; a zone's clock (` ET`: EST or EDT by the date) is
 no offset, and says which --tz reads it. A name other zones write too (CST: US Central's, China's and Cuba's) is read
-as the US zone's, said in a note, unless --tz names a zone that writes it: then at that zone's offset for it."""
+as the US zone's, said in a note, unless --tz names a zone that writes it: then at that zone's offset for it; CST
+(PST) on a date a US clock writes CDT (PDT) is refused, naming both readings' --tz. Other zones' names (CEST) are no
+offset: a refusal names the --tz of a zone that writes the name (`tz_for_name`)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,9 @@ SHARED_NAMES = {"CST": ("US Central Standard Time", ("China Standard Time", "Asi
                         ("Cuba's standard time", "America/Havana")),
                 "CDT": ("US Central Daylight Time", ("Cuba's summer time", "America/Havana")),
                 "PST": ("US Pacific Standard Time", ("Philippine Standard Time", "Asia/Manila"))}
+# SHARED_NAMES' standard times whose US zone writes its summer name from March to November (CDT, PDT): a time
+# written with one on such a date is another zone's (China's CST, the Philippines' PST), unless --tz says otherwise
+US_SUMMER_ZONES = {"CST": "America/Chicago", "PST": "America/Los_Angeles"}
 # Names of a zone's clock, whose offset changes with summer time: a time written with one needs its zone given
 CLOCK_NAMES = {"ET": "America/New_York", "CT": "America/Chicago", "MT": "America/Denver", "PT": "America/Los_Angeles"}
 _NAMES = "|".join(NAMED_OFFSETS)
@@ -189,3 +194,35 @@ def _on_that_date(zone: str, offset: str, name: str, when: datetime | None) -> s
         return f"{zone} (its clock writes {when.replace(tzinfo=ZoneInfo(zone)).tzname()} on that date)"
     fixed = "Etc/GMT" if hours == 0 else f"Etc/GMT{'+' if offset[0] == '-' else '-'}{hours}"
     return f"{fixed} ({name} all year, {offset}; {zone} writes {when.replace(tzinfo=ZoneInfo(zone)).tzname()} then)"
+
+
+def in_us_summer(ts_ns: pl.Expr, name: pl.Expr) -> pl.Expr:
+    """Per row: whether its instant (int ns), written with a US_SUMMER_ZONES name (`name`), is on a date that US zone
+    keeps summer time (its clock writes CDT, PDT then); false for other names."""
+    summer = pl.lit(False)
+    for written, zone in US_SUMMER_ZONES.items():
+        local = pl.from_epoch(ts_ns, "ns").dt.replace_time_zone("UTC").dt.convert_time_zone(zone)
+        summer = pl.when(name == written).then(local.dt.dst_offset() > pl.duration(seconds=0)).otherwise(summer)
+    return summer
+
+
+def refuse_us_name_in_summer(file: str, names: Iterable[str], rows: int, first_ns: int | None,
+                             zone_reading: Mapping[str, str]) -> None:
+    """Refuses times written CST (PST) on dates US Central (Pacific) keeps summer time, when a US clock writes CDT
+    (PDT): China's (the Philippines') standard time, most likely, 14 (16) h from the US reading; unless --tz names a
+    zone that writes the name (`zone_reading`: Asia/Shanghai, or America/Chicago to keep the US reading)."""
+    for name in sorted(set(names) & set(US_SUMMER_ZONES) - set(zone_reading)):
+        us_zone = US_SUMMER_ZONES[name]
+        july = datetime(2024, 7, 15, 12, tzinfo=timezone.utc)
+        summer_name = july.astimezone(ZoneInfo(us_zone)).tzname()
+        others = [(what, zone) for what, zone in SHARED_NAMES[name][1:]
+                  if july.astimezone(ZoneInfo(zone)).tzname() == name]  # (Cuba writes CDT then: not its CST)
+        likely = " or ".join(f"{what} ({names_written_in(zone)[name]})" for what, zone in others)
+        tz = " or ".join(f"--tz {zone}" for _, zone in others)
+        day = "" if first_ns is None else \
+            f" (from {datetime.fromtimestamp(first_ns / 1e9, ZoneInfo(us_zone)).date().isoformat()})"
+        region = SHARED_NAMES[name][0].removesuffix(" Standard Time")
+        raise ValueError(f"{file}: {rows} of its times are written with {name} on dates when {region} keeps summer "
+                         f"time{day}, when a US clock writes {summer_name}: they are likely {likely}; give {tz} to "
+                         f"read them so, or --tz {us_zone} to read them as {SHARED_NAMES[name][0]} "
+                         f"({NAMED_OFFSETS[name]}) all the same")

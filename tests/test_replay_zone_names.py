@@ -208,15 +208,38 @@ def test_cst_is_read_as_us_central_said_once_and_a_tz_writing_cst_reads_it_as_th
 
 
 def test_pst_and_cdt_name_other_zones_too_and_unshared_names_get_no_note(tmp_path: Path) -> None:
-    path = trades(tmp_path / "t.csv", ["2024-07-08 09:30:00 PST", "2024-07-08 09:31:00 CDT"])
+    path = trades(tmp_path / "t.csv", ["2024-01-08 09:30:00 PST", "2024-07-08 09:31:00 CDT"])  # (PST in winter)
     replay = FileReplay(path)
-    assert [t.ts for t in drain(replay)] == [utc_ns("2024-07-08T14:31:00"), utc_ns("2024-07-08T17:30:00")]
+    assert [t.ts for t in drain(replay)] == [utc_ns("2024-01-08T17:30:00"), utc_ns("2024-07-08T14:31:00")]
     assert any("written with PST, read as US Pacific Standard Time (-08:00); Philippine Standard Time (+08:00) is "
                "written PST too: if they are that, give --tz Asia/Manila" in note for note in replay.notes)
     assert any("written with CDT, read as US Central Daylight Time (-05:00); Cuba's summer time (-04:00) is written "
                "CDT too: if they are that, give --tz America/Havana" in note for note in replay.notes)
     manila = FileReplay(path, columns={"tz": "Asia/Manila"})
-    assert drain(manila)[0].ts == utc_ns("2024-07-08T01:30:00")
+    assert drain(manila)[0].ts == utc_ns("2024-01-08T01:30:00")
     plain = FileReplay(trades(tmp_path / "u.csv", ["2024-07-08 09:30:00 EDT", "2024-07-08 09:31:00 MST"]))
     drain(plain)
     assert not any("written with" in note for note in plain.notes)
+
+
+@pytest.mark.parametrize("name, us_zone, other, other_hours, us_hours", [
+    ("CST", "America/Chicago", "Asia/Shanghai", 8, -6), ("PST", "America/Los_Angeles", "Asia/Manila", 8, -8)])
+def test_cst_or_pst_on_a_us_summer_date_is_refused_naming_the_likely_zone_and_both_tz(
+        tmp_path: Path, name: str, us_zone: str, other: str, other_hours: int, us_hours: int) -> None:
+    """A US clock writes CDT (PDT) from March to November: `09:00 CST` on a July date was read as US Central, a
+    note beside it, where China's CST is 14 h from it. Refused unless --tz names a zone that writes the name; each
+    --tz the refusal names reads the file as it says. A US file across the change (CST, then CDT) is read."""
+    path = trades(tmp_path / "t.csv", [f"2024-07-01 09:00:00.000 {name}", f"2024-07-01 09:00:01.000 {name}"])
+    for columns in (None, {"tz": "America/New_York"}):  # a --tz that writes no CST leaves it refused
+        with pytest.raises(ValueError) as refused:
+            drain(FileReplay(path, columns=columns))
+        said = str(refused.value)
+        assert f"t.csv: 2 of its times are written with {name} on dates when US " in said
+        assert f"keeps summer time (from 2024-07-01), when a US clock writes {name[0]}DT: they are likely " in said
+        assert f"(+0{other_hours}:00); give --tz {other} to read them so, or --tz {us_zone} to read them as US " in said
+    for zone, hours in ((other, other_hours), (us_zone, us_hours)):
+        assert f"--tz {zone}" in said
+        replay = FileReplay(path, columns={"tz": zone})
+        assert drain(replay)[0].ts == utc_ns("2024-07-01T09:00:00") - hours * HOUR_NS and replay.rejected == {}
+    across = trades(tmp_path / "u.csv", [f"2024-03-08 09:30:00 {name}", f"2024-03-11 09:30:00 {name[0]}DT"])
+    assert len(drain(FileReplay(across))) == 2
