@@ -70,6 +70,7 @@ from connectors.layout import (
     SPACE_GROUPED,
     Caution,
     Dialect,
+    built_formats,
     databento_book,
     epoch_note,
     trade_bars,
@@ -82,10 +83,11 @@ from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id
 from connectors.shifted_prices import near_zero_streams
 from connectors.ticks import venue_caution
 from connectors.utc_offsets import (
+    SUMMER_CHECKED,
     in_us_summer,
     names_read_in,
-    refuse_us_name_in_summer,
     shared_name_notes,
+    us_names_in_summer,
     zone_name_of,
 )
 
@@ -381,7 +383,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     dates = [pl.col(cmap.ts_columns[0])] if len(cmap.ts_columns) == 2 else []  # for a trade date's steps back
     sequence = [exprs[-1]] if cmap.sequence is not None else []
     # the zone names the times are written with (CST: several zones'), said once per file
-    named = ts_type == pl.String and cmap.ts_unit == "datetime" and EPOCH_CODE not in (cmap.ts_format or "")
+    # (a format that writes the name as text, `... EST`, reads no zone from it)
+    named = ts_type == pl.String and cmap.ts_unit == "datetime" and EPOCH_CODE not in (cmap.ts_format or "") \
+        and (cmap.ts_format is None or "%Z" in cmap.ts_format)
     zones = [zone_name_of(time_column(cmap).str.strip_chars()).alias("_zone")] if named else []
     facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *dates, *sequence, *zones, pl.col(ROW),
                         _header_repeats(rows, dialect).alias("_header"),
@@ -409,8 +413,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap, facts["crossed_rows"])
     notes += shared_name_notes(path.name, facts["zone_names"] or (), names_read_in(cmap.tz, first), cmap.tz)
     if named:
-        refuse_us_name_in_summer(path.name, facts["summer_names"] or (), facts["summer_rows"], facts["summer_first"],
-                                 names_read_in(cmap.tz, first))
+        found = {name: (facts[f"summer_{name}"], facts[f"summer_first_{name}"]) for name in SUMMER_CHECKED}
+        formats = built_formats(first) if first and any(rows for rows, _ in found.values()) else []
+        notes += us_names_in_summer(path.name, found, names_read_in(cmap.tz, first), formats)
     if not facts["timed"] and first is not None:
         raise ValueError(time_hint(path, cmap, first))
     out_of_sequence = int(facts["out_of_sequence"] or 0)
@@ -504,10 +509,12 @@ NEWEST_FIRST_SHARE = 0.99  # of the steps between two times, those back: an expo
 
 
 def _us_summer_facts() -> dict[str, pl.Expr]:
-    """The rows written CST (PST) on dates US Central (Pacific) keeps summer time: their names, count, first time."""
-    summer = in_us_summer(pl.col("_ts"), pl.col("_zone")).fill_null(False)
-    return {"summer_names": pl.col("_zone").filter(summer).unique().implode(), "summer_rows": summer.sum(),
-            "summer_first": pl.col("_ts").filter(summer).min()}
+    """Per SUMMER_CHECKED name, its rows on dates its US zone keeps summer time (CST in July): count, first time."""
+    facts = {}
+    for name in SUMMER_CHECKED:
+        summer = in_us_summer(pl.col("_ts"), pl.col("_zone"), name).fill_null(False)
+        facts |= {f"summer_{name}": summer.sum(), f"summer_first_{name}": pl.col("_ts").filter(summer).min()}
+    return facts
 
 
 def _newest_first(back_rows: int, forward_rows: int) -> bool:

@@ -28,6 +28,9 @@ SHARED_NAMES = {"CST": ("US Central Standard Time", ("China Standard Time", "Asi
 # SHARED_NAMES' standard times whose US zone writes its summer name from March to November (CDT, PDT): a time
 # written with one on such a date is another zone's (China's CST, the Philippines' PST), unless --tz says otherwise
 US_SUMMER_ZONES = {"CST": "America/Chicago", "PST": "America/Los_Angeles"}
+# EST on such a date is read as it is, -05:00 (feeds write it all year, HistData's, as clocks that keep it do,
+# Panama's and Jamaica's), with a note naming New York's clock
+SUMMER_CHECKED = US_SUMMER_ZONES | {"EST": "America/New_York"}
 # Names of a zone's clock, whose offset changes with summer time: a time written with one needs its zone given
 CLOCK_NAMES = {"ET": "America/New_York", "CT": "America/Chicago", "MT": "America/Denver", "PT": "America/Los_Angeles"}
 _NAMES = "|".join(NAMED_OFFSETS)
@@ -196,33 +199,49 @@ def _on_that_date(zone: str, offset: str, name: str, when: datetime | None) -> s
     return f"{fixed} ({name} all year, {offset}; {zone} writes {when.replace(tzinfo=ZoneInfo(zone)).tzname()} then)"
 
 
-def in_us_summer(ts_ns: pl.Expr, name: pl.Expr) -> pl.Expr:
-    """Per row: whether its instant (int ns), written with a US_SUMMER_ZONES name (`name`), is on a date that US zone
-    keeps summer time (its clock writes CDT, PDT then); false for other names."""
-    summer = pl.lit(False)
-    for written, zone in US_SUMMER_ZONES.items():
-        local = pl.from_epoch(ts_ns, "ns").dt.replace_time_zone("UTC").dt.convert_time_zone(zone)
-        summer = pl.when(name == written).then(local.dt.dst_offset() > pl.duration(seconds=0)).otherwise(summer)
-    return summer
+def in_us_summer(ts_ns: pl.Expr, name: pl.Expr, written: str) -> pl.Expr:
+    """Per row: whether its instant (int ns) is written with `written` (a SUMMER_CHECKED name) on a date that US
+    zone keeps summer time (its clock writes CDT, PDT, EDT then)."""
+    local = pl.from_epoch(ts_ns, "ns").dt.replace_time_zone("UTC").dt.convert_time_zone(SUMMER_CHECKED[written])
+    return (name == written) & (local.dt.dst_offset() > pl.duration(seconds=0))
 
 
-def refuse_us_name_in_summer(file: str, names: Iterable[str], rows: int, first_ns: int | None,
-                             zone_reading: Mapping[str, str]) -> None:
-    """Refuses times written CST (PST) on dates US Central (Pacific) keeps summer time, when a US clock writes CDT
-    (PDT): China's (the Philippines') standard time, most likely, 14 (16) h from the US reading; unless --tz names a
-    zone that writes the name (`zone_reading`: Asia/Shanghai, or America/Chicago to keep the US reading)."""
-    for name in sorted(set(names) & set(US_SUMMER_ZONES) - set(zone_reading)):
-        us_zone = US_SUMMER_ZONES[name]
-        july = datetime(2024, 7, 15, 12, tzinfo=timezone.utc)
-        summer_name = july.astimezone(ZoneInfo(us_zone)).tzname()
-        others = [(what, zone) for what, zone in SHARED_NAMES[name][1:]
-                  if july.astimezone(ZoneInfo(zone)).tzname() == name]  # (Cuba writes CDT then: not its CST)
-        likely = " or ".join(f"{what} ({names_written_in(zone)[name]})" for what, zone in others)
-        tz = " or ".join(f"--tz {zone}" for _, zone in others)
+def us_names_in_summer(file: str, found: Mapping[str, tuple[int, int | None]], zone_reading: Mapping[str, str],
+                       formats: Iterable[str]) -> list[str]:
+    """`found`: SUMMER_CHECKED name -> (its rows on a date its US zone keeps summer time, the first one's instant).
+    Refuses CST (PST) there, unless --tz names a zone that writes it (`zone_reading`), naming both readings' --tz;
+    says EST there in a note, with the format (of `formats`, built from the file's first time) and --tz that read it
+    as New York's clock."""
+    notes = []
+    for name, (rows, first_ns) in sorted(found.items()):
+        if not rows or name in zone_reading:
+            continue
+        us_zone = SUMMER_CHECKED[name]
         day = "" if first_ns is None else \
             f" (from {datetime.fromtimestamp(first_ns / 1e9, ZoneInfo(us_zone)).date().isoformat()})"
-        region = SHARED_NAMES[name][0].removesuffix(" Standard Time")
-        raise ValueError(f"{file}: {rows} of its times are written with {name} on dates when {region} keeps summer "
-                         f"time{day}, when a US clock writes {summer_name}: they are likely {likely}; give {tz} to "
-                         f"read them so, or --tz {us_zone} to read them as {SHARED_NAMES[name][0]} "
-                         f"({NAMED_OFFSETS[name]}) all the same")
+        if name in US_SUMMER_ZONES:
+            _refuse_in_summer(file, name, rows, day)
+        fmt = next((f.replace("%Z", name) for f in formats if f.endswith("%Z")), None)
+        follow = (f"--ts-format '{fmt}' --tz {us_zone}" if fmt else
+                  f"--ts-format with {name} as text and --tz {us_zone}")
+        notes.append(f"{file}: {rows} of its times are written with {name} on dates when New York keeps summer time"
+                     f"{day}, when its clock writes EDT: read at {name}'s {NAMED_OFFSETS[name]}, as feeds that write "
+                     f"{name} all year mean it; if they are New York's clock, give {follow}")
+    return notes
+
+
+def _refuse_in_summer(file: str, name: str, rows: int, day: str) -> None:
+    """Refuses times written CST (PST) on dates US Central (Pacific) keeps summer time, when a US clock writes CDT
+    (PDT): China's (the Philippines') standard time, most likely, 14 (16) h from the US reading."""
+    us_zone = US_SUMMER_ZONES[name]
+    july = datetime(2024, 7, 15, 12, tzinfo=timezone.utc)
+    summer_name = july.astimezone(ZoneInfo(us_zone)).tzname()
+    others = [(what, zone) for what, zone in SHARED_NAMES[name][1:]
+              if july.astimezone(ZoneInfo(zone)).tzname() == name]  # (Cuba writes CDT then: not its CST)
+    likely = " or ".join(f"{what} ({names_written_in(zone)[name]})" for what, zone in others)
+    tz = " or ".join(f"--tz {zone}" for _, zone in others)
+    region = SHARED_NAMES[name][0].removesuffix(" Standard Time")
+    raise ValueError(f"{file}: {rows} of its times are written with {name} on dates when {region} keeps summer "
+                     f"time{day}, when a US clock writes {summer_name}: they are likely {likely}; give {tz} to "
+                     f"read them so, or --tz {us_zone} to read them as {SHARED_NAMES[name][0]} "
+                     f"({NAMED_OFFSETS[name]}) all the same")

@@ -243,3 +243,22 @@ def test_cst_or_pst_on_a_us_summer_date_is_refused_naming_the_likely_zone_and_bo
         assert drain(replay)[0].ts == utc_ns("2024-07-01T09:00:00") - hours * HOUR_NS and replay.rejected == {}
     across = trades(tmp_path / "u.csv", [f"2024-03-08 09:30:00 {name}", f"2024-03-11 09:30:00 {name[0]}DT"])
     assert len(drain(FileReplay(across))) == 2
+
+
+def test_est_on_a_us_summer_date_keeps_its_offset_with_a_note_whose_reading_works(tmp_path: Path) -> None:
+    """EST names -05:00 all year (HistData-style feeds, Panama's clock write it so): on a July date it is read so,
+    not refused, with a note once per file; the format and --tz the note names read it as New York's clock."""
+    path = trades(tmp_path / "t.csv", ["2024-07-01 09:00:00.000 EST", "2024-07-01 09:00:01.000 EST"])
+    replay = FileReplay(path)
+    assert drain(replay)[0].ts == utc_ns("2024-07-01T14:00:00")
+    said = [note for note in replay.notes if "New York keeps summer time" in note]
+    assert said == ["t.csv: 2 of its times are written with EST on dates when New York keeps summer time (from "
+                    "2024-07-01), when its clock writes EDT: read at EST's -05:00, as feeds that write EST all year "
+                    "mean it; if they are New York's clock, give --ts-format '%Y-%m-%d %H:%M:%S%.f EST' --tz "
+                    "America/New_York"]
+    new_york = FileReplay(path, columns={"ts_format": "%Y-%m-%d %H:%M:%S%.f EST", "tz": "America/New_York"})
+    assert drain(new_york)[0].ts == utc_ns("2024-07-01T13:00:00")
+    assert not any("New York keeps summer time" in note for note in new_york.notes)
+    winter = FileReplay(trades(tmp_path / "u.csv", ["2024-01-02 09:00:00 EST"]))
+    drain(winter)
+    assert not any("summer time" in note for note in winter.notes)
