@@ -270,17 +270,22 @@ def test_a_checkpoint_that_cannot_be_resumed_leaves_its_lock_free(tmp_path: Path
             AnswerParts.open(tmp_path / "out.parquet", key, resume=True)
 
 
-def test_a_damaged_manifest_is_said_by_its_field_and_what_to_do(setup: Path, capsys) -> None:
-    """A progress.json missing a field (a hand edit, a tool that rewrote it) raised a bare KeyError: the CLI said
-    `error: 'consumed'`. It is called damaged, the field named, and the way out said; following it works."""
+def stopped_early(setup: Path, name: str) -> tuple[Path, Path]:
+    """A backtest of the first 600 ticks stopped at its 40th poll (a checkpoint left): its output and parts folder."""
     from engine.service.backtest import BacktestInterrupted
 
     config = ServiceConfig.load(setup / "engine.yaml")
-    out, polls = setup / "damaged.parquet", iter(range(10**9))
+    out, polls = setup / name, iter(range(10**9))
     with pytest.raises(BacktestInterrupted):
         run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, max_ticks=600,
                      stop=lambda: next(polls) >= 40)
-    parts = setup / "damaged.parquet.parts"
+    return out, setup / f"{name}.parts"
+
+
+def test_a_damaged_manifest_is_said_by_its_field_and_what_to_do(setup: Path, capsys) -> None:
+    """A progress.json missing a field (a hand edit, a tool that rewrote it) raised a bare KeyError: the CLI said
+    `error: 'consumed'`. It is called damaged, the field named, and the way out said; following it works."""
+    out, parts = stopped_early(setup, "damaged.parquet")
     manifest = json.loads((parts / "progress.json").read_text())
     command = cli(setup, "damaged.parquet", "--resume", "--quiet", "--max-ticks", "600")
     for damage, said in (({"consumed": None}, "it has no 'consumed' field (the ticks its parts cover)"),
@@ -323,14 +328,7 @@ def test_resume_with_another_session_gap_names_it_with_both_values(setup: Path, 
     """--session-gap was part of the config's digest, so a resume with another one was refused as "different config
     (--model, --config ...)", neither of which had changed. It is named, with both values, and the same gap
     resumes (the gap ends the adaptation's labels, so the published answers depend on it)."""
-    from engine.service.backtest import BacktestInterrupted
-
-    config = ServiceConfig.load(setup / "engine.yaml")
-    out, polls = setup / "gapped.parquet", iter(range(10**9))
-    with pytest.raises(BacktestInterrupted):
-        run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, max_ticks=600,
-                     stop=lambda: next(polls) >= 40)
-    parts = setup / "gapped.parquet.parts"
+    out, parts = stopped_early(setup, "gapped.parquet")
     capsys.readouterr()
     assert main(cli(setup, "gapped.parquet", "--resume", "--quiet", "--max-ticks", "600", "--session-gap", "1ms")) == 2
     err = capsys.readouterr().err
