@@ -14,7 +14,7 @@ import pytest
 from connectors.builtin import load_builtin_codec
 from connectors.ticks import quote
 from engine.service.cli import main
-from test_session_gap import FRIDAY_21H, HOUR, WEEKEND
+from test_session_gap import FRIDAY_21H, WEEKEND
 from test_stream_selection import TINY
 
 SESSION = 470  # quotes a session, 15 s apart; three sessions, a weekend between each
