@@ -847,6 +847,11 @@ class AfterHeld(Source):
             return None
         named = ", ".join(f"{shown_name(s)}: {n} left out, its session holds {self.held_ticks[s]}"
                           for s, n in sorted(streams.items())[:5]) + (", ..." if len(streams) > 5 else "")
+        # a last tick stamped ahead of this machine's clock is the likelier cause (the feed says what to do about it)
+        now = time.time_ns()
+        why = ("its last there stamped ahead of this machine's clock" if any(self.last_ts.get(s, now) > now
+                                                                            for s in streams)
+               else "an earlier file fed after a later one?")
         return (f"not all of them are ticks the engine holds ({named}): the files hold ticks older than the "
-                f"engine's last of their stream (an earlier file fed after a later one?), which a stream cannot "
-                f"take: it takes each stream's ticks in time order only")
+                f"engine's last of their stream ({why}), which a stream cannot take: it takes each stream's ticks "
+                f"in time order only")

@@ -144,6 +144,9 @@ def test_a_feed_blocked_by_a_tick_ahead_of_the_clock_names_forget_first(checkpoi
             assert ("the engine's last tick of a stream here is stamped ahead of this machine's clock (FUT by 23 h)"
                     in err), err
             assert err.index("`flashtick forget FUT`") < err.index("another --data-dir"), err
+            # the line on ticks older than the engine's last names the clock, not a guess at the files' order
+            assert "its last there stamped ahead of this machine's clock" in err, err
+            assert "an earlier file fed after a later one" not in err, err
             assert main(["forget", "FUT", "--control", server.endpoints["control"]]) in (0, None)
             code = main(argv)  # the advice taken: the honest ticks go in
             err = capsys.readouterr().err
