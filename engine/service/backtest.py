@@ -471,8 +471,9 @@ def _across_gap_why(name: str, horizon: int, rows: pl.LazyFrame, marks: Mapping[
                             how="semi").select(pl.len()).collect().item()
     if not crossed:
         return NO_LABEL_DEFINED
-    rest = (f"; the other {total - crossed} {'is' if total - crossed == 1 else 'are'} within {horizon} ticks of their stream's last tick (the file ends "
-            f"before their horizon)") if crossed < total else ""
+    others = total - crossed
+    rest = (f"; the other {others} {'is' if others == 1 else 'are'} within {horizon} ticks of their stream's last "
+            f"tick (the file ends before their horizon)") if crossed < total else ""
     return (f"{name} is scored on the next {horizon} ticks of the answer's stream, and {crossed} of its {total} "
             f"answers had those ticks cross a pause longer than --session-gap {session_gap_text(session_gap_ns)} "
             f"(answers.session_gap_s){rest}: such an answer is not scored (a longer --session-gap, or none, "

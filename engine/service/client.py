@@ -198,10 +198,10 @@ class ControlClient:
                                          "a time-out that short is seldom enough to connect at all: give more"))
         if time.monotonic() >= deadline and self._waited_s < TINY_REPLY_S and self._handshake.refused() is None:
             raise ControlTimeout(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): the "
-                                 f"time-out may be too short: one under {TINY_REPLY_S:g} s is often shorter than a reply takes "
-                                 f"even from an idle service (the round trip, the service's turn to read it), so this "
-                                 f"says nothing of the service; give a longer one (flashtick's --timeout, "
-                                 f"ControlClient's timeout_s)")
+                                 f"time-out may be too short: one under {TINY_REPLY_S:g} s is often shorter than a "
+                                 f"reply takes even from an idle service (the round trip, the service's turn to "
+                                 f"read it), so this says nothing of the service; give a longer one (flashtick's "
+                                 f"--timeout, ControlClient's timeout_s)")
         if time.monotonic() >= deadline:
             late = ControlBusy if self._handshake.live else ControlTimeout
             raise late(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): "
