@@ -50,7 +50,8 @@ def test_without_an_instrument_the_days_share_the_folder_above_them_and_no_other
     assert said[0].endswith(
         "2024-08-08/trades.csv: stream capture, the name of its folder above the day folder(s) '2024-08-08': no "
         "symbol column, and neither the file's name nor its folder's names an instrument (the files of one folder "
-        "are one stream, its days' folders' files too; --columns stream_name=NAME names it, NAME the instrument's symbol)")
+        "are one stream, its days' folders' files too; --columns stream_name=NAME names it, NAME the instrument's "
+        "symbol)")
     assert not any("ETHUSDT" in n for n in replay.notes)
 
 
