@@ -105,11 +105,19 @@ def test_a_reply_wait_too_short_for_any_reply_is_named_as_the_cause_not_a_busy_s
     and "the service did not answer in time (busy?)": the cause is the time-out."""
     with ControlClient(server["control"], timeout_s=30) as control:
         control.call("health")  # connected, and the service answers
-        with pytest.raises(ControlTimeout) as raised:
-            control.call("health", timeout_s=1e-9)
-        assert not isinstance(raised.value, ControlBusy)
-        assert "within the time-out (1e-09 s): the time-out may be too short" in str(raised.value), raised.value
-        assert "busy" not in str(raised.value) and "timeout_s" in str(raised.value)
+        # (a reply may still beat a 1 ns wait when this process is descheduled between the send and the first poll,
+        # as in one run beside a second suite: the call is tried until one runs out)
+        for _ in range(50):
+            try:
+                control.call("health", timeout_s=1e-9)
+            except ControlTimeout as late:
+                raised = late
+                break
+        else:
+            pytest.fail("50 calls with a 1 ns reply wait all got their reply")
+        assert not isinstance(raised, ControlBusy)
+        assert "within the time-out (1e-09 s): the time-out may be too short" in str(raised), raised
+        assert "busy" not in str(raised) and "timeout_s" in str(raised)
         assert control.call("health")["ok"]  # the late reply of the short call is not taken for this one's
 
 
