@@ -218,7 +218,7 @@ def test_a_topic_clash_in_a_file_reads_file_line_query_reason_wherever_the_file_
     """A backtest's --queries (register_file) and serve's `queries:` file on top of the restored queries
     (register_changed) say a clash as `file:line: query 'name': reason`, as docs/queries.md promises of every
     registration error (the reviewer's coll1.yaml, then coll2.yaml)."""
-    from engine.service.durability import register_changed
+    from engine.service.kept_queries import register_changed
 
     (tmp_path / "coll1.yaml").write_text("queries: [{name: b.d5, streams: ['*'], kind: surprise}]\n")
     (tmp_path / "coll2.yaml").write_text("queries:\n  - {name: ok, streams: ['*'], kind: surprise}\n"
