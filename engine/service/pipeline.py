@@ -43,9 +43,10 @@ from engine.service.adaptation import AnswerAdaptation
 from engine.service.features import read_head
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
-from engine.service.durability import (DataDir, answer_tail, answered_points, answers_owed, answers_owed_at_latest,
-                                       owed_jobs, restart_owes, steps_while_full)
+from engine.service.durability import DataDir
 from engine.service.kept_queries import configured_queries, register_changed
+from engine.service.owed_answers import (answer_tail, answered_points, answers_owed, answers_owed_at_latest, owed_jobs,
+                                         restart_owes, steps_while_full)
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.live_scores import LiveScores
 from engine.service.rejections import admission_limit

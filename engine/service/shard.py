@@ -39,7 +39,7 @@ from engine.engine import Engine
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, UnknownStream
 from engine.service.config import LogSection, ServiceConfig
-from engine.service.durability import answer_tail, owed_jobs
+from engine.service.owed_answers import answer_tail, owed_jobs
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.pipeline import freeze_heap, load_model_and_codec, thaw_heap
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick

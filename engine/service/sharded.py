@@ -42,8 +42,9 @@ from engine.jobs import JobOutcome
 from engine.scheduler import StepReport, UnknownStream
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
-from engine.service.durability import DataDir, answered_points, answers_owed
+from engine.service.durability import DataDir
 from engine.service.kept_queries import configured_queries, register_changed
+from engine.service.owed_answers import answered_points, answers_owed
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
