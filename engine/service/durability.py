@@ -24,11 +24,7 @@ queries do not run during the replay; answers owed are computed after it.
 
 from __future__ import annotations
 
-import fcntl
-import json
 import math
-import os
-import secrets
 import sys
 import time
 from collections.abc import Callable, Container
@@ -41,15 +37,19 @@ from connectors.encoder import EncodedTick, StreamEncoders
 from connectors.ticks import counted
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
+# new_epoch: re-exported for server.py, which imports it from here (another batch is splitting server.py)
+from engine.service.data_dir_open import (check_meta, new_epoch, read_epoch, refuse_the_users_folder,
+                                          retention_past_filesystem, take_lock, unusable_part)
 from engine.service.kept_queries import RestoredQueries, read_query_versions, write_queries_files
 from engine.service.log_replay import EXPIRED, MESSAGE_START, ReplayTarget, split_log
 from engine.service.private_dirs import make_private_dirs
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.ticklog import (FORGOTTEN, LOGGED, SEGMENT_START, LogStats, LogWriteError, TickLog,
-                                    damaged_copies, private)
+                                    damaged_copies)
 from queries.cache import AnswerCache
 from queries.registry import Registry
 
+__all__ = ["DataDir", "new_epoch"]  # what other modules import from here
 
 REFUSAL_NOTE_S = 10.0  # at most one stderr line this often while the tick log refuses ticks
 SEGMENT_START_SHARE = 4  # a segment's start record may take at most 1/4 of log.segment_bytes with the sessions
@@ -92,16 +92,16 @@ class DataDir:
             raise ValueError("DataDir needs log.dir")
         self.config = config
         self.root = Path(config.dir).expanduser().absolute()  # said in full: a relative one is the config file's
-        _refuse_the_users_folder(self.root)  # before the lock: nothing is written into a folder refused
+        refuse_the_users_folder(self.root)  # before the lock: nothing is written into a folder refused
         try:
             made = not self.root.exists()
             # 0700: every tick, answer and query of the desk is in here; another user of a shared host reads none
             make_private_dirs(self.root)
-            self._lock_file = _lock(self.root / "lock")
+            self._lock_file = take_lock(self.root / "lock")
         except OSError as e:  # under a file, on a read-only filesystem, no permission: name the key
             raise ConfigError(f"log.dir {self.root}: {e.strerror or e} (a data directory must be a writable "
                               f"directory)") from None
-        if too_big := _retention_past_filesystem(self.root, config):
+        if too_big := retention_past_filesystem(self.root, config):
             print(f"flashtick: warning: {too_big}", file=sys.stderr, flush=True)
         if not made and self.root.stat().st_mode & 0o077:  # the user's own folder: said, not changed
             print(f"flashtick: note: data directory {self.root} is open to other users of this host (mode "
@@ -124,7 +124,7 @@ class DataDir:
             if isinstance(e, ConfigError):
                 raise
             # a file where a folder belongs (or the reverse), no permission: named, not a traceback
-            raise ConfigError(_unusable_part(self.root, e)) from None
+            raise ConfigError(unusable_part(self.root, e)) from None
         self.recovered_ticks = 0
         self.recovered_answers = 0
         self.ticks_logged = 0  # since the tick log began, what retention dropped included (segment starts say it)
@@ -140,8 +140,8 @@ class DataDir:
 
     def _open_parts(self, config: LogSection, cache: AnswerCache, written_by: dict[str, Any]) -> None:
         """What the directory holds: its metadata and epoch, then the tick and answer logs (each made if missing)."""
-        _check_meta(self.root / "meta.json", written_by)
-        self.epoch = _epoch(self.root / "epoch")
+        check_meta(self.root / "meta.json", written_by)
+        self.epoch = read_epoch(self.root / "epoch")
         self.log = TickLog(self.root / "ticks", fsync=config.fsync, group_ms=config.group_ms,
                            segment_bytes=config.segment_bytes, retention_bytes=config.retention_bytes,
                            retention_s=config.retention_s, segment_start=self._segment_start,
@@ -411,132 +411,3 @@ class DataDir:
         self.log.close()
         self.answers.close()
         self._lock_file.close()
-
-
-def _retention_past_filesystem(root: Path, config: LogSection) -> str | None:
-    """Why the logs' retention cannot work on the filesystem that holds ``root``, if it cannot: the limits add up past
-    its size, so the disk fills (and ticks are refused, log_unavailable) before retention drops anything."""
-    limits = {key: getattr(config, key) for key in ("retention_bytes", "answers_retention_bytes")
-              if getattr(config, key) is not None}
-    try:
-        disk = os.statvfs(root)
-    except OSError:
-        return None
-    size = disk.f_blocks * disk.f_frsize
-    if not limits or sum(limits.values()) <= size:
-        return None
-    named = " + ".join(f"log.{key} {_mib(value)}" for key, value in limits.items())
-    return (f"{named} exceed{'s' if len(limits) == 1 else ''} the size of the filesystem holding {root} "
-            f"({_mib(size)}): it fills before retention drops a segment, and ticks are then refused (log_unavailable); "
-            f"lower them to fit, with room to spare")
-
-
-def _mib(n: float) -> str:
-    return f"{n / 2**20:,.1f} MiB"
-
-
-# A data directory's own parts that a start makes before meta.json (the lock, then the epoch and logs, should
-# meta.json's write fail): a folder holding only these is one a start began; anything else there is the user's
-MADE_BEFORE_META = frozenset({"lock", "epoch", "ticks", "answers"})
-
-
-def _refuse_the_users_folder(root: Path) -> None:
-    """ConfigError for an existing folder with no meta.json that holds files a data directory does not (`--data-dir
-    .` beside a config, a queries file, tick files): the service writes queries.yaml and its state there, which
-    would replace the user's file of that name, and its logs and lock would lie among the user's files. An empty
-    folder (made for it) is taken, as is one a data directory's start began (MADE_BEFORE_META)."""
-    if not root.is_dir() or (root / "meta.json").exists():
-        return
-    try:
-        theirs = sorted(p.name for p in root.iterdir() if p.name not in MADE_BEFORE_META)
-    except OSError:  # (unreadable: the lock's open says so, as for any folder it cannot use)
-        return
-    if theirs:
-        named = ", ".join(theirs[:5]) + (f", ... ({len(theirs)} entries)" if len(theirs) > 5 else "")
-        raise ConfigError(f"log.dir {root}: an existing folder that is no flashtick data directory (no meta.json): it "
-                          f"holds {named}; the service would write queries.yaml, its logs and state among them "
-                          f"(replacing a file of such a name): give a new or empty folder, e.g. {root / 'flashtick'}")
-
-
-def _unusable_part(root: Path, error: OSError) -> str:
-    """What a start says of a data directory part it cannot use (``error`` names the path)."""
-    where = Path(error.filename) if error.filename else root
-    if isinstance(error, (FileExistsError, NotADirectoryError)) and where.is_file():
-        what = f"{where} is a file where the data directory keeps a folder"
-    elif isinstance(error, IsADirectoryError):
-        what = f"{where} is a folder where the data directory keeps a file"
-    else:
-        what = f"{where}: {error.strerror or error}"
-    return (f"log.dir {root}: {what} (a data directory holds ticks/, answers/, queries.yaml, meta.json, ...: move "
-            f"what is in the way, or give another --data-dir)")
-
-
-def _lock(path: Path) -> Any:
-    """One service per data directory: two appending to one log would interleave and corrupt it."""
-    handle = open(path, "a+", opener=private)
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
-        handle.close()
-        raise ConfigError(f"data directory {path.parent} is in use by {holder}; stop it, or give this service "
-                          f"its own --data-dir (or --no-log)") from None
-    handle.truncate(0)
-    handle.write(f"pid {os.getpid()}\n")
-    handle.flush()
-    return handle
-
-
-def _epoch(path: Path) -> str:
-    """The directory's epoch: made at its first start, the same at every later one, so a client that kept seqs can
-    tell this directory's answers from another's (a service without one makes a new epoch at each start)."""
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        epoch = new_epoch()
-        with open(path, "w", opener=private) as f:
-            f.write(epoch + "\n")
-        return epoch
-
-
-def new_epoch() -> str:
-    """A fresh epoch id: 16 hex digits, random."""
-    return secrets.token_hex(8)
-
-
-# What a change of a meta.json key means, said when a restart is refused for it (the others name themselves)
-_META_CHANGES = {"text_encoding": "the same ticks now encode to other tokens: this flashtick writes or tokenizes a "
-                                  "tick's line otherwise than the one that wrote the directory (the encoding before "
-                                  "the colon, e.g. a SentencePiece tokenizer's lines as continuations; the digest "
-                                  "after it covers number formatting), so replaying its logged ticks would build "
-                                  "other sessions than its live run had"}
-
-
-def _check_meta(path: Path, written_by: dict[str, Any]) -> None:
-    if not path.is_file():
-        with open(path, "w", opener=private) as f:
-            f.write(json.dumps(written_by, indent=2) + "\n")
-        return
-    before = json.loads(path.read_text())
-    # a key the directory lacks was added by a later version: recorded now, not a difference
-    differ = [k for k in sorted(set(before) | set(written_by)) if k in before and before[k] != written_by.get(k)]
-    if differ:
-        changed = ", ".join(f"{k}: {before.get(k)!r} -> {written_by.get(k)!r}" for k in differ)
-        why = "".join(f" ({k}: {_META_CHANGES[k]})" for k in differ if k in _META_CHANGES)
-        raise ConfigError(f"data directory {path.parent} was written by another model, weights or codec ({changed})"
-                          f"{why}; its sessions and answers belong to that one. Use another --data-dir, move this one "
-                          f"away, or restart with what wrote it. To carry its ticks over to this model: `flashtick "
-                          f"ticklog export {path.parent} --out ticks.parquet`, then `flashtick feed replay "
-                          f"ticks.parquet` into this service on another --data-dir (docs/durability.md, Reading the "
-                          f"tick log back)")
-    if set(written_by) - set(before):
-        path.write_text(json.dumps(before | written_by, indent=2) + "\n")
-    if "text_encoding" in written_by and "text_encoding" not in before:
-        print(f"flashtick: note: data directory {path.parent} does not say how its text codec encoded ticks (written "
-              f"before meta.json recorded text_encoding): its logged ticks are taken as encoded the way this flashtick "
-              f"encodes them ({written_by['text_encoding']}), which is recorded now. A directory written before the "
-              f"text codec wrote SentencePiece lines as continuations and floats without exponents (docs/model.md) "
-              f"may replay into other tokens than its live run had: start it over on a fresh --data-dir if so",
-              file=sys.stderr, flush=True)
-
