@@ -43,6 +43,7 @@ from engine.service.data_dir_open import (check_meta, new_epoch, read_epoch, ref
 from engine.service.kept_queries import RestoredQueries, read_query_versions, write_queries_files
 from engine.service.log_replay import EXPIRED, MESSAGE_START, ReplayTarget, split_log
 from engine.service.private_dirs import make_private_dirs
+from engine.service.refusal_spell import RefusalSpell
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.ticklog import (FORGOTTEN, LOGGED, SEGMENT_START, LogStats, LogWriteError, TickLog,
                                     damaged_copies)
@@ -53,32 +54,6 @@ __all__ = ["DataDir", "new_epoch"]  # what other modules import from here
 
 REFUSAL_NOTE_S = 10.0  # at most one stderr line this often while the tick log refuses ticks
 SEGMENT_START_SHARE = 4  # a segment's start record may take at most 1/4 of log.segment_bytes with the sessions
-
-
-class RefusalSpell:
-    """A stretch of ticks refused because a log could not be written (a full disk, a file size limit): once a tick
-    is accepted again the log says for how long and how many were refused, as `behind` has `caught up`."""
-
-    def __init__(self) -> None:
-        self.since: float | None = None  # monotonic time of the first refusal of the spell
-        self.ticks = 0
-        self.logs: list[str] = []  # which logs refused, in order ("tick log", "answer log")
-
-    def refused(self, log: str, ticks: int) -> None:
-        if self.since is None:
-            self.since = time.monotonic()
-        self.ticks += ticks
-        if log not in self.logs:
-            self.logs.append(log)
-
-    def accepted(self) -> None:
-        if self.since is None:
-            return
-        logs = " and the ".join(self.logs)
-        print(f"flashtick: the {logs} {'are' if len(self.logs) > 1 else 'is'} writable again after "
-              f"{time.monotonic() - self.since:.1f} s; {self.ticks} ticks were refused meanwhile (log_unavailable: "
-              f"lost unless their senders send them again)", file=sys.stderr, flush=True)
-        self.since, self.ticks, self.logs = None, 0, []
 
 
 class DataDir:

@@ -1,0 +1,33 @@
+"""A spell of ticks refused because a log of the data directory could not be written (a full disk, a file size
+limit): counted while it lasts and said in one line once a tick is accepted again, as `behind` has `caught up`."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class RefusalSpell:
+    """A stretch of ticks refused because a log could not be written (a full disk, a file size limit): once a tick
+    is accepted again the log says for how long and how many were refused, as `behind` has `caught up`."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None  # monotonic time of the first refusal of the spell
+        self.ticks = 0
+        self.logs: list[str] = []  # which logs refused, in order ("tick log", "answer log")
+
+    def refused(self, log: str, ticks: int) -> None:
+        if self.since is None:
+            self.since = time.monotonic()
+        self.ticks += ticks
+        if log not in self.logs:
+            self.logs.append(log)
+
+    def accepted(self) -> None:
+        if self.since is None:
+            return
+        logs = " and the ".join(self.logs)
+        print(f"flashtick: the {logs} {'are' if len(self.logs) > 1 else 'is'} writable again after "
+              f"{time.monotonic() - self.since:.1f} s; {self.ticks} ticks were refused meanwhile (log_unavailable: "
+              f"lost unless their senders send them again)", file=sys.stderr, flush=True)
+        self.since, self.ticks, self.logs = None, 0, []
