@@ -20,6 +20,11 @@ boundaries only, never on how ticks were grouped into forwards. So the replay
 books ticks without computing them and then computes, once, only what each
 stream's window still holds: far less than the live run computed. Standing
 queries do not run during the replay; answers owed are computed after it.
+
+This file holds DataDir, which owns the directory; its parts live beside it: data_dir_open.py (what a start checks
+and claims before the logs open), kept_queries.py and registration_marks.py (the queries kept and where each
+starts), log_replay.py (the tick log read back onto sessions), owed_answers.py (the answers a restart owes) and
+refusal_spell.py (ticks refused while a log cannot be written).
 """
 
 from __future__ import annotations
