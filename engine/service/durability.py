@@ -86,7 +86,8 @@ class DataDir:
         if not made and self.root.stat().st_mode & 0o077:  # the user's own folder: said, not changed
             print(f"flashtick: note: data directory {self.root} is open to other users of this host (mode "
                   f"{self.root.stat().st_mode & 0o777:o}): its registered queries and metadata can be read there "
-                  f"(the tick and answer logs' files are the owner's alone); `chmod 700 {self.root}` keeps all of it to you",
+                  f"(the tick and answer logs' files are the owner's alone); `chmod 700 {self.root}` keeps all of it "
+                  f"to you",
                   file=sys.stderr, flush=True)
         self.queries_path = self.root / "queries.yaml"
         self.state_path = self.root / "queries.state.json"
