@@ -10,12 +10,17 @@ A stream's count is read as this feed's: the ticks the engine held of it when th
 ticks of it the engine refused (``_rejects/``, counted by RejectWatch) are allowed for; a tick the engine never
 saw is sent again even where it will refuse it (older than its last), so the feed's rejection counts stay whole.
 A stream that another process feeds at the same time cannot be resumed this way (its count is not this feed's
-alone). A stream the engine expired for idleness (scheduler.stream_idle_s: a halted symbol) counts afresh from its
-next tick: where the engine's count no longer fits this feed's ticks (fewer than it had confirmed, or a last tick
-older than its last ``ts``), the feed places the engine by that ``last_ts`` and ``at_last_ts`` instead and counts on
-from there (``at_last_ts`` counts the ticks stamped ``last_ts`` the engine took up to the last it accepted, refused
-and conflated ones among them, as this feed sent them). A quote conflation dropped (``when_behind: conflate``) is
-neither accepted nor refused, so where the count fits, the feed takes the later of it and that placement.
+alone). Each stream is also placed by the engine's ``last_ts`` and ``at_last_ts``: every tick of the feed up to its
+last accepted one is seen, refused and conflated ones included (``at_last_ts`` counts the ticks stamped ``last_ts``
+the engine took up to the last it accepted, refused and conflated ones among them, as this feed sent them), and the
+feed takes the later of the count and that placement. Both only ever fall short: the refusals heard on
+``_rejects/`` lag the control reply (PUB/SUB: a flood that sheds may have many in flight), and a quote conflation
+dropped (``when_behind: conflate``) is neither accepted nor refused; the placement misses the refusals past the
+last accepted tick, which the count takes once they are heard, so a feed's closing count adds up whenever the
+engine's own counters do. A stream the engine expired for idleness (scheduler.stream_idle_s: a halted symbol)
+counts afresh from its next tick: a count lower than the engine's previous reply is read as that, and the feed's
+count goes on from the previous one (short of any accepted after that reply, and an expired session whose count grew
+past it before the feed asked again goes unseen: there the placement carries the feed).
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ class ControlFeedResume:
         self.confirm_every_s = confirm_every_s
         reply = self._first_reply(start_wait_s)
         self.base: dict[str, int] = {name: held["ticks"] for name, held in reply["streams"].items() if held}
+        # stream -> its session's tick count in the engine's last reply: one lower later is a session begun afresh
+        self.session_ticks: dict[str, int] = dict(self.base)
         # stream -> the event time of the engine's last tick of it when the feed began (a new synthetic market starts
         # after these, so its ticks are not refused as older than a previous feed's)
         self.last_ts: dict[str, int] = {name: held["last_ts"] for name, held in reply["streams"].items() if held}
@@ -219,27 +226,20 @@ class ControlFeedResume:
 
     def _seen(self, stream: str, held: dict[str, Any] | None, rejected: Mapping[str, int]) -> int:
         """How many of this feed's ticks of ``stream`` the engine has seen (accepted or refused), from its reply
-        ``held`` (None: it holds none: every tick of a new stream refused so far, or a data directory not kept).
-        By its count, unless that count no longer fits: then the stream expired for idleness and its session counts
-        afresh, and the engine is placed by the event time of its last tick (see the module's docstring)."""
-        done = _ticks(held) - self.base.get(stream, 0) + rejected.get(stream, 0)
-        kept, first = self.kept[stream], self.first[stream]
+        ``held`` (None: it holds none: every tick of a new stream refused so far, or a data directory not kept):
+        the later of its count and its placement, both short of it at worst (see the module's docstring). Neither
+        is folded into the other: a base moved to fit the placement took in the refusals heard by then, then counted
+        twice those heard later of the ticks it placed, and never those heard of ticks past its last accepted one
+        (a flood shed, its refusals heard late: "N not accounted for" for good)."""
+        ticks = _ticks(held)
+        if held is not None and held.get("last_ts") is not None:
+            if ticks < self.session_ticks.get(stream, 0):  # the session counts afresh (an idle expiry): count on
+                self.base[stream] = self.base.get(stream, 0) - self.session_ticks[stream]
+            self.session_ticks[stream] = ticks
+        done = ticks - self.base.get(stream, 0) + rejected.get(stream, 0)
         if held is None or held.get("last_ts") is None:
             return done
-        last_ts = held["last_ts"]
-        fits = first <= done <= self.count[stream] and (
-            # (a refused tick older than the last is seen yet older than last_ts: where the engine refused some,
-            # only the count is checked)
-            rejected.get(stream, 0) or done == first or kept[done - 1 - first][1].ts >= last_ts)
-        if fits:  # (by the count, a quote dropped by conflation is seen by neither: placed, it is)
-            return max(done, self._placed(stream, held))
-        # every tick before the engine's last is in it (a stream's ticks go in order), and of those stamped then, as
-        # many as it counts; nothing kept: every tick sent was confirmed before the expiry
-        before = sum(tick.ts < last_ts for _, tick in kept)
-        at = sum(tick.ts == last_ts for _, tick in kept)
-        seen = first + before + (at if held.get("at_last_ts") is None else min(at, held["at_last_ts"]))
-        self.base[stream] = _ticks(held) + rejected.get(stream, 0) - seen  # the count from here is this feed's again
-        return seen
+        return max(min(done, self.count[stream]), self._placed(stream, held))
 
     def _placed(self, stream: str, held: dict[str, Any]) -> int:
         """How many of this feed's ticks of ``stream`` the engine has taken by its ``last_ts`` and ``at_last_ts`` (0:
