@@ -18,9 +18,11 @@ feed takes the later of the count and that placement. Both only ever fall short:
 dropped (``when_behind: conflate``) is neither accepted nor refused; the placement misses the refusals past the
 last accepted tick, which the count takes once they are heard, so a feed's closing count adds up whenever the
 engine's own counters do. A stream the engine expired for idleness (scheduler.stream_idle_s: a halted symbol)
-counts afresh from its next tick: a count lower than the engine's previous reply is read as that, and the feed's
-count goes on from the previous one (short of any accepted after that reply, and an expired session whose count grew
-past it before the feed asked again goes unseen: there the placement carries the feed).
+counts afresh from its next tick: a count lower than the engine's previous reply, its last tick where it was or
+later, is read as that, and the feed's count goes on from the previous one (short of any accepted after that reply;
+an expired session whose count grew past it before the feed asked again goes unseen: the placement carries the feed
+there). A lower count whose last tick went back is ticks the engine lost (a restart that did not keep all it took):
+the feed places it by ``last_ts`` and ``at_last_ts`` and counts on from there.
 """
 
 from __future__ import annotations
@@ -69,8 +71,11 @@ class ControlFeedResume:
         self.confirm_every_s = confirm_every_s
         reply = self._first_reply(start_wait_s)
         self.base: dict[str, int] = {name: held["ticks"] for name, held in reply["streams"].items() if held}
-        # stream -> its session's tick count in the engine's last reply: one lower later is a session begun afresh
-        self.session_ticks: dict[str, int] = dict(self.base)
+        # stream -> (ticks, last_ts, at_last_ts) of its session in the engine's last reply: a lower count later is a
+        # session begun afresh (an idle expiry, its last tick where it was or later) or ticks lost (its last went back)
+        self.session: dict[str, tuple[int, int, int | None]] = {
+            name: (held["ticks"], held["last_ts"], held.get("at_last_ts"))
+            for name, held in reply["streams"].items() if held and held.get("last_ts") is not None}
         # stream -> the event time of the engine's last tick of it when the feed began (a new synthetic market starts
         # after these, so its ticks are not refused as older than a previous feed's)
         self.last_ts: dict[str, int] = {name: held["last_ts"] for name, held in reply["streams"].items() if held}
@@ -227,19 +232,34 @@ class ControlFeedResume:
     def _seen(self, stream: str, held: dict[str, Any] | None, rejected: Mapping[str, int]) -> int:
         """How many of this feed's ticks of ``stream`` the engine has seen (accepted or refused), from its reply
         ``held`` (None: it holds none: every tick of a new stream refused so far, or a data directory not kept):
-        the later of its count and its placement, both short of it at worst (see the module's docstring). Neither
-        is folded into the other: a base moved to fit the placement took in the refusals heard by then, then counted
-        twice those heard later of the ticks it placed, and never those heard of ticks past its last accepted one
-        (a flood shed, its refusals heard late: "N not accounted for" for good)."""
+        the later of its count and its placement, both short of it at worst (see the module's docstring). The base
+        is not moved to fit the placement unless the engine lost ticks: so moved, it took in the refusals heard by
+        then, then counted twice those heard later of the ticks it placed, and never those heard of ticks past its
+        last accepted one (a flood shed, its refusals heard late: "N not accounted for" for good)."""
         ticks = _ticks(held)
-        if held is not None and held.get("last_ts") is not None:
-            if ticks < self.session_ticks.get(stream, 0):  # the session counts afresh (an idle expiry): count on
-                self.base[stream] = self.base.get(stream, 0) - self.session_ticks[stream]
-            self.session_ticks[stream] = ticks
-        done = ticks - self.base.get(stream, 0) + rejected.get(stream, 0)
         if held is None or held.get("last_ts") is None:
-            return done
+            return ticks - self.base.get(stream, 0) + rejected.get(stream, 0)
+        where = (held["last_ts"], held.get("at_last_ts"))
+        before = self.session.get(stream)
+        self.session[stream] = (ticks, *where)
+        if before is not None and ticks < before[0]:
+            if _not_before(where, before[1:]):  # the session counts afresh (an idle expiry): count on from it
+                self.base[stream] = self.base.get(stream, 0) - before[0]
+            else:  # its last tick went back: it lost ticks it had taken (a restart that did not keep them)
+                return self._rebased(stream, held, rejected)
+        done = ticks - self.base.get(stream, 0) + rejected.get(stream, 0)
         return max(min(done, self.count[stream]), self._placed(stream, held))
+
+    def _rebased(self, stream: str, held: dict[str, Any], rejected: Mapping[str, int]) -> int:
+        """Where the engine lost ticks it had taken, its ``last_ts`` and ``at_last_ts`` place it: every tick before
+        its last is in it (a stream's ticks go in order), and of those stamped then, as many as it counts; nothing
+        kept: every tick sent was confirmed before. Its count goes on from there."""
+        kept, last_ts = self.kept[stream], held["last_ts"]
+        before = sum(tick.ts < last_ts for _, tick in kept)
+        at = sum(tick.ts == last_ts for _, tick in kept)
+        seen = self.first[stream] + before + (at if held.get("at_last_ts") is None else min(at, held["at_last_ts"]))
+        self.base[stream] = _ticks(held) + rejected.get(stream, 0) - seen
+        return seen
 
     def _placed(self, stream: str, held: dict[str, Any]) -> int:
         """How many of this feed's ticks of ``stream`` the engine has taken by its ``last_ts`` and ``at_last_ts`` (0:
@@ -291,6 +311,13 @@ class ControlFeedResume:
     def close(self) -> None:
         if self.control is not None:
             self.control.close()
+
+
+def _not_before(where: tuple[int, int | None], was: tuple[int, int | None]) -> bool:
+    """Whether an engine's (last_ts, at_last_ts) of a stream is where it was or later (an unknown count: not)."""
+    if where[0] != was[0]:
+        return where[0] > was[0]
+    return where[1] is not None and was[1] is not None and where[1] >= was[1]
 
 
 def _ticks(held: dict[str, Any] | None) -> int:
