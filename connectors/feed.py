@@ -847,11 +847,21 @@ class AfterHeld(Source):
             return None
         named = ", ".join(f"{shown_name(s)}: {n} left out, its session holds {self.held_ticks[s]}"
                           for s, n in sorted(streams.items())[:5]) + (", ..." if len(streams) > 5 else "")
-        # a last tick stamped ahead of this machine's clock is the likelier cause (the feed says what to do about it)
+        # a last tick stamped ahead of this machine's clock is the likelier cause (the feed says what to do about it),
+        # said of those streams only: another's last tick may be an honest one, its files fed out of order
         now = time.time_ns()
-        why = ("its last there stamped ahead of this machine's clock" if any(self.last_ts.get(s, now) > now
-                                                                            for s in streams)
-               else "an earlier file fed after a later one?")
+        ahead = [s for s in sorted(streams) if self.last_ts.get(s, now) > now]
+        clock, order = "its last there stamped ahead of this machine's clock", "an earlier file fed after a later one?"
+        if not ahead or len(ahead) == len(streams):
+            why = clock if ahead else order
+        else:
+            others = sorted(set(streams) - set(ahead))
+            why = f"{_some(ahead)}: {clock}; {_some(others)}: {order}"
         return (f"not all of them are ticks the engine holds ({named}): the files hold ticks older than the "
                 f"engine's last of their stream ({why}), which a stream cannot take: it takes each stream's ticks "
                 f"in time order only")
+
+
+def _some(streams: list[str], most: int = 5) -> str:
+    """The first ``most`` stream names, shown, and "..." past them."""
+    return ", ".join(map(shown_name, streams[:most])) + (", ..." if len(streams) > most else "")

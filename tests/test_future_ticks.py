@@ -5,6 +5,7 @@ durably (a restart does not bring the guard back). Real sockets, a real data dir
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import msgpack
 import pytest
@@ -28,6 +29,23 @@ def _config(checkpoint, data_dir) -> ServiceConfig:
 
 def _tick(stream: str, ts: int, price: float = 100.0) -> bytes:
     return msgpack.packb({"stream": stream, "ts": ts, "price": price, "size": 1.0})
+
+
+def _csv(path: Path, rows: list[tuple[int, str]]) -> Path:
+    """A tick file of trades at ``rows``' (ts, stream), each priced one above the one before."""
+    path.write_text("ts,stream,price,size\n" + "".join(f"{ts},{stream},{100 + i},1\n"
+                                                       for i, (ts, stream) in enumerate(rows)))
+    return path
+
+
+def _feed_replay(server, path, capsys) -> tuple[int | None, str]:
+    """`flashtick feed replay PATH` into ``server``, asking its control socket: the exit status and stderr."""
+    from engine.service.cli import main
+
+    capsys.readouterr()
+    code = main(["feed", "replay", str(path), "--endpoint", server.endpoints["ingest"],
+                 "--control", server.endpoints["control"]])
+    return code, capsys.readouterr().err
 
 
 class Feed:
@@ -127,19 +145,13 @@ def test_a_feed_blocked_by_a_tick_ahead_of_the_clock_names_forget_first(checkpoi
     from engine.service.cli import main
 
     now = time.time_ns()
-    rows = ["ts,stream,price,size"] + [f"{now - (5 - i) * 10**9},FUT,{100 + i},1" for i in range(5)]
-    honest = tmp_path / "honest.csv"
-    honest.write_text("\n".join(rows) + "\n")
+    honest = _csv(tmp_path / "honest.csv", [(now - (5 - i) * 10**9, "FUT") for i in range(5)])
     with serving(_config(checkpoint, tmp_path / "data")) as server:
         feed = Feed(server)
         try:
             feed.push.send(_tick("FUT", now + 23 * HOUR_NS))
             wait_for(lambda: feed.last_ts("FUT") == now + 23 * HOUR_NS)
-            argv = ["feed", "replay", str(honest), "--endpoint", server.endpoints["ingest"],
-                    "--control", server.endpoints["control"]]
-            capsys.readouterr()
-            code = main(argv)
-            err = capsys.readouterr().err
+            code, err = _feed_replay(server, honest, capsys)
             assert code == 2 and "nothing was sent" in err, err
             assert ("the engine's last tick of a stream here is stamped ahead of this machine's clock (FUT by 23 h)"
                     in err), err
@@ -148,9 +160,30 @@ def test_a_feed_blocked_by_a_tick_ahead_of_the_clock_names_forget_first(checkpoi
             assert "its last there stamped ahead of this machine's clock" in err, err
             assert "an earlier file fed after a later one" not in err, err
             assert main(["forget", "FUT", "--control", server.endpoints["control"]]) in (0, None)
-            code = main(argv)  # the advice taken: the honest ticks go in
-            err = capsys.readouterr().err
+            code, err = _feed_replay(server, honest, capsys)  # the advice taken: the honest ticks go in
             assert code in (0, None) and "sent 5 ticks" in err, err
             wait_for(lambda: feed.last_ts("FUT") == now - 10**9)
+        finally:
+            feed.close()
+
+
+def test_a_feed_says_each_streams_own_cause_when_one_is_ahead_of_the_clock_and_another_fed_out_of_order(
+        checkpoint, tmp_path, capsys) -> None:
+    """Files whose ticks are older than the engine's last of two streams, FUT blocked by a tick 23 h ahead of the
+    clock and OLD by a later file fed first: the line on them named the clock for both ('its last there stamped
+    ahead of this machine's clock'), though OLD's last tick is an honest one a minute old. Each stream gets its own
+    cause."""
+    now = time.time_ns()
+    earlier = _csv(tmp_path / "earlier.csv", [(now - (60 - i) * 10**9, s) for i in range(5) for s in ("FUT", "OLD")])
+    with serving(_config(checkpoint, tmp_path / "data")) as server:
+        feed = Feed(server)
+        try:
+            feed.push.send(_tick("FUT", now + 23 * HOUR_NS))
+            feed.push.send(_tick("OLD", now - 10**9))
+            wait_for(lambda: feed.last_ts("FUT") == now + 23 * HOUR_NS and feed.last_ts("OLD") == now - 10**9)
+            code, err = _feed_replay(server, earlier, capsys)
+            assert code == 2 and "nothing was sent" in err, err
+            assert ("older than the engine's last of their stream (FUT: its last there stamped ahead of this "
+                    "machine's clock; OLD: an earlier file fed after a later one?)") in err, err
         finally:
             feed.close()
