@@ -3,13 +3,11 @@ its closing line must add up whenever the engine's own counters do, however late
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
 
 from conftest import serving, tiny_tick_checkpoint
 from test_server import wait_for
-from connectors.feed import FeedClient
+from connectors.feed import FeedClient, RejectWatch
 from connectors.ticks import trade
 from engine.service.client import ControlClient
 from engine.service.config import ServiceConfig
@@ -46,13 +44,19 @@ def test_rejections_heard_after_the_engine_placed_the_feed_are_neither_lost_nor_
     control = server.endpoints["control"]
     resume = ControlFeedResume(lambda: ControlClient(control, timeout_s=5), confirm_every_s=3600)
     try:
-        with FeedClient(server.endpoints["ingest"]) as client:
+        with FeedClient(server.endpoints["ingest"]) as client, RejectWatch(server.endpoints["answers"]) as watch, \
+                ControlClient(control, timeout_s=5) as asking:
+            watch.streams.add("S")
+            watch.wait_ready(30)
             client.send(wire)  # (dicts: a Tick at price 0 is refused when built)
-            resume.sent(ticks, {})
+            resume.sent(ticks, watch.rejected_by_stream)
             wait_for(lambda: server.pipeline.rejected["nonpositive_price"] == 15, timeout_s=30)
-        assert resume._held(["S"])["S"]["ticks"] == 5  # the engine's own counts: 5 accepted + 15 refused = 20
-        assert resume.unconfirmed(Counter()) == 11  # none heard yet: placed by its last tick, the 9th
-        assert resume.unconfirmed(Counter({"S": 15})) == 0  # every refusal heard: all 20 taken
-        assert resume.unconfirmed(Counter({"S": 15})) == 0
+            # the engine's own counts: 5 accepted + 15 refused = 20; its last accepted tick the 9th
+            assert asking.call("streams", streams=["S"])["streams"]["S"]["ticks"] == 5
+            # the refusals wait unread at the feed's SUB (published, not yet heard): placed by the 9th tick
+            assert resume.unconfirmed(watch.rejected_by_stream) == 11
+            wait_for(lambda: watch.poll(100) is not None and watch.rejected_by_stream["S"] == 15, timeout_s=30)
+            assert resume.unconfirmed(watch.rejected_by_stream) == 0  # every refusal heard: all 20 taken
+            assert resume.unconfirmed(watch.rejected_by_stream) == 0
     finally:
         resume.close()
