@@ -16,14 +16,11 @@ Sockets (all bound to 127.0.0.1 unless configured):
 
 from __future__ import annotations
 
-import errno
-import ipaddress
-import socket
 import sys
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import msgpack
@@ -32,25 +29,32 @@ from zmq.utils.monitor import recv_monitor_message
 
 from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
 from connectors.encoder import published_rejections
-from connectors.ticks import NotMsgpack, RepeatedKeys, read_msgpack, slash_hint, utc_text, wire_type, wire_value
+from connectors.ticks import slash_hint, utc_text, wire_value
 from engine.jobs import JobOutcome
 from engine.memory_limit import resident_bytes
 from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, FailedHandshakes, allowed_client_keys, server_keypair
 from engine.service.config import ServiceConfig
+from engine.service.control_requests import (CONTROL_OPS, ERROR_REPLY_CHARS, NO_ID, ControlBusy, ControlError,
+                                             ControlShardLost, ControlUnknownStream, check_request,
+                                             envelope_problem, register_source, request_field, request_id,
+                                             sendable, unpack_request)
 from engine.service.durability import new_epoch
 from engine.service.forward_pace import ForwardPace
 from engine.service.installation import package_version
 from engine.service.metrics import process_start_time
 from engine.service.pipeline import StreamBusy, TickPipeline, freeze_heap, thaw_heap
-from engine.service.ticklog import LogWriteError
+from engine.service.port_binding import bind_retrying, check_port_free, port_in_use
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
 from engine.service.sharded import ShardedPipeline, ShardGivenUp
+from engine.service.starting_replies import StartingReplies
+from engine.service.ticklog import LogWriteError
+from engine.service.wire_protocol import TOKENIZED_MARKER, WIRE_PROTOCOL, pack
 from engine.stream import Stream
 from engine.stream_patterns import did_you_mean
 from queries.cache import Answer
 from queries.limits import clip, excerpt
-from queries.spec import MAX_LISTED, QuerySpec, QuerySpecError
+from queries.spec import QuerySpec, QuerySpecError
 from queries.yaml_loader import load_queries, located_in, no_query
 
 BEHIND_WARNING_EVERY_S = 10.0
@@ -64,7 +68,6 @@ THRASH_WARNING_EVERY_S = 60.0
 CONTROL_HWM = 16  # requests and replies ZeroMQ queues per control client (replies past it wait in Server._unsent)
 SUBSCRIPTION_MEMORY_FACTOR = 46  # bytes of libzmq's subscription trie per byte subscribed (measured, random prefixes)
 SUBSCRIPTION_BYTES_SAID = 1 << 20  # distinct subscription bytes held that the log first says (~46 MiB in libzmq)
-TOKENIZED_MARKER = b"tokens"
 # Subscribers of the stopped service reconnect by themselves (ZeroMQ retries every 100 ms by default): the answers
 # owed at a restart wait this long after the sockets are bound, so a plain SUB that was connected gets them too (a
 # GaplessSubscriber fetches whatever it still missed when a heartbeat shows the restart). libzmq reconnects a SUB
@@ -77,16 +80,7 @@ LAST_READ_SHARE = 0.1
 # a stop's forwards are each sized to this share of the time it has left, at the recent forwards' pace: one that runs
 # twice as slow as they did (a loaded machine's pace moves) still ends in time
 FORWARD_SHARE_OF_TIME_LEFT = 0.5
-ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every listed query's own (clipped) message
-# The wire protocol's version, in `health` replies and heartbeats (docs/wire-protocol.md, "Compatibility"): it
-# stays while changes are additions a parser can ignore (a new key, op, reason or topic), and goes up with
-# anything that breaks a client written to the current page (a key removed or renamed, a type or framing changed)
-WIRE_PROTOCOL = 1
 PROCESS_START_TIME = process_start_time()  # (read once: it does not change)
-
-
-def pack(obj: Any) -> bytes:
-    return msgpack.packb(obj, use_bin_type=True)
 
 
 class FeedWatch:
@@ -255,7 +249,7 @@ class Server:
         self._unsent: dict[bytes, UnsentReplies] = {}  # routing id -> replies ZeroMQ's queue had no room for yet
         self._snapshot: dict[str, Any] = {}
         self._metrics_server: Any = None
-        self._starting = _StartingReplies(control, config.model.model_id, config.limits.zero_bid, self.started_at,
+        self._starting = StartingReplies(control, config.model.model_id, config.limits.zero_bid, self.started_at,
                                           self._send_reply)
         try:
             # metrics as early: a scrape while the log replays finds the target up and starting, not down
@@ -263,7 +257,7 @@ class Server:
             # ingest and answers bind once the engine is up; a port taken is said now, before the data directory
             # is made: a fresh --data-dir is not left behind by a start that could never serve
             for name in ("ingest", "answers"):
-                _check_port_free(name, getattr(config.endpoints, name))
+                check_port_free(name, getattr(config.endpoints, name))
             with self._starting as starting:
                 # one engine in this process, or N engine shards (Ray actors) behind the same sockets
                 self.pipeline = ShardedPipeline(config) if config.shards.count else \
@@ -351,11 +345,11 @@ class Server:
         if endpoint.endswith(":0"):  # an ephemeral port
             endpoint = endpoint[:-2] + ":*"
         try:
-            _bind(sock, endpoint)
+            bind_retrying(sock, endpoint)
         except zmq.ZMQError as e:
             sock.close()
             if e.errno == zmq.EADDRINUSE:
-                raise _port_in_use(name, endpoint) from None
+                raise port_in_use(name, endpoint) from None
             raise OSError(f"cannot bind the {name} socket to {endpoint}: {e.strerror} (set endpoints.{name} in the "
                           f"--config file)") from None
         self.endpoints[name] = sock.getsockopt_string(zmq.LAST_ENDPOINT)
@@ -513,7 +507,7 @@ class Server:
             reason, error = getattr(outcome.job, "reason", None), outcome.error  # (a shard's: RemoteJob)
             if reason == "unknown_stream":  # its shard holds nothing of the stream: why, as one engine says it
                 no_session = self._no_session(outcome.job.stream)
-                reason, error = no_session.reason, _sendable(clip(str(no_session), ERROR_REPLY_CHARS))
+                reason, error = no_session.reason, sendable(clip(str(no_session), ERROR_REPLY_CHARS))
             reply({"ok": False, "reason": reason or ("shard_lost" if outcome.retry else "ask_failed"), "error": error})
 
     def close(self) -> None:
@@ -790,18 +784,18 @@ class Server:
             envelope, payload = frames[:-1], frames[-1]
             # the frames before the request come back with the reply: a few small ones (a REQ socket's delimiter,
             # proxies' routing ids), not megabytes that a client could have echoed to it without reading them
-            echoed = _envelope_problem(envelope)
+            echoed = envelope_problem(envelope)
             if echoed is not None:
                 envelope = envelope[:1]  # (the routing id ROUTER added: the reply still reaches its client)
             reply = lambda obj, envelope=envelope: self._send_reply([*envelope, pack(obj)])  # noqa: E731
             try:
                 if echoed is not None:
                     raise ControlError(echoed)
-                request = _unpack_request(payload)
-                if (rid := _request_id(request)) is not NO_ID:  # echoed: a client may pipeline requests
+                request = unpack_request(payload)
+                if (rid := request_id(request)) is not NO_ID:  # echoed: a client may pipeline requests
                     reply = lambda obj, envelope=envelope, rid=rid: self._send_reply(  # noqa: E731
                         [*envelope, pack({**obj, "id": rid})])
-                _check_request(request)
+                check_request(request)
                 handler = getattr(self, f"_op_{request['op']}", None)
                 if handler is None:
                     raise ControlError(f"unknown op {excerpt(request['op'])} (ops: {', '.join(CONTROL_OPS)})")
@@ -812,16 +806,16 @@ class Server:
                 self.counters["control_errors"] += 1
                 # (a registration's error lists up to MAX_LISTED invalid queries, each clipped on its own)
                 reply({"ok": False, "reason": e.reason if isinstance(e, ControlError) else "bad_request",
-                       "error": _sendable(clip(str(e).strip('"') or type(e).__name__, ERROR_REPLY_CHARS))})
+                       "error": sendable(clip(str(e).strip('"') or type(e).__name__, ERROR_REPLY_CHARS))})
             except Exception as e:  # anything unforeseen: the service keeps serving
                 self.counters["control_errors"] += 1
                 reply({"ok": False, "reason": "internal",
-                       "error": _sendable(clip(f"{type(e).__name__}: {e}", ERROR_REPLY_CHARS))})
+                       "error": sendable(clip(f"{type(e).__name__}: {e}", ERROR_REPLY_CHARS))})
 
     def _op_register(self, request: dict, _reply: Any) -> dict:
         registry = self.pipeline.registry
-        source = _register_source(request)
-        text = _field(request, "yaml", str)
+        source = register_source(request)
+        text = request_field(request, "yaml", str)
         specs = load_queries(text, source, questions=registry.questions, limits=registry.limits,
                              answerable=registry.answerable)
         if not specs:  # (a client's mistake, most likely: an empty list, or the wrong file) registers nothing
@@ -836,7 +830,7 @@ class Server:
         return {"registered": [s.name for s in specs], "replaced": replaced, "version": self.pipeline.registry.version}
 
     def _op_unregister(self, request: dict, _reply: Any) -> dict:
-        self.pipeline.unregister_query(_field(request, "name", str))
+        self.pipeline.unregister_query(request_field(request, "name", str))
         return {"version": self.pipeline.registry.version}
 
     def _op_list(self, _request: dict, _reply: Any) -> dict:
@@ -844,9 +838,10 @@ class Server:
                 "version": self.pipeline.registry.version}
 
     def _op_get(self, request: dict, _reply: Any) -> dict:
-        self.pipeline.registry.get(_field(request, "query", str))  # an unknown name is an error, not "no answer yet"
-        stream = _field(request, "stream", str)
-        answer = self.pipeline.cache.get(_field(request, "query", str), stream)
+        # an unknown name is an error, not "no answer yet"
+        self.pipeline.registry.get(request_field(request, "query", str))
+        stream = request_field(request, "stream", str)
+        answer = self.pipeline.cache.get(request_field(request, "query", str), stream)
         # a stream none of whose ticks is held says why (admission refused it, or every tick was bad), beside a
         # cached answer too: one from before a restart that refused the stream is frozen, not a live answer
         known = self.pipeline.encoders.accepted([stream])[stream] is not None
@@ -859,7 +854,7 @@ class Server:
                 **({"expired": True} if self.pipeline.encoders.expired(stream) else {}), **refused}
 
     def _op_ask(self, request: dict, reply: Any) -> dict | None:
-        stream = _field(request, "stream", str)
+        stream = request_field(request, "stream", str)
         if "query" in request and "spec" in request:
             raise ControlError("op 'ask' takes 'query' (a registered query's name) or 'spec' (a query mapping), not both")
         note: dict[str, str] = {}  # said beside the answer when the name was not a registered query's
@@ -868,9 +863,9 @@ class Server:
             raise ControlError(f"op 'ask' takes kind 'choice' or 'expectation' (how a question of the model's "
                                f"own is asked), got {wire_value(kind)}")
         if "query" in request:
-            spec = self._registered_or_question(_field(request, "query", str), kind, note)
+            spec = self._registered_or_question(request_field(request, "query", str), kind, note)
         elif "spec" in request:
-            spec = QuerySpec.from_dict({"streams": ["*"], **_field(request, "spec", dict)})  # the ask names it
+            spec = QuerySpec.from_dict({"streams": ["*"], **request_field(request, "spec", dict)})  # the ask names it
             if kind is not None and kind != spec.kind:
                 note["note"] = f"kind {kind!r} ignored: the spec says its own ({spec.kind})"
         else:
@@ -965,10 +960,10 @@ class Server:
 
     def _op_answers(self, request: dict, _reply: Any) -> dict:
         """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""
-        topic = _field(request, "topic", str)
+        topic = request_field(request, "topic", str)
         if not topic.endswith("/"):
             raise ControlError(f"topic {excerpt(topic)} is not an answer topic: topics end with '/', e.g. 'dir20/BTCUSDT/'")
-        after = _field(request, "after", int)
+        after = request_field(request, "after", int)
         if after < 0:
             raise ControlError(f"op 'answers' takes after >= 0 (the last seq you have; 0 for all), got {after}")
         limit = request.get("limit", MAX_ANSWERS_PER_FETCH)
@@ -1043,7 +1038,7 @@ class Server:
         """Drop one stream from every layer, its ordering guard included, durably (the tick log records it): the
         operator's way out when a tick stamped ahead of the clock (forged, or a feed's mistake) blocks the stream's
         real feed as ts_backwards. Said in the log, with what the stream held."""
-        stream = _field(request, "stream", str)
+        stream = request_field(request, "stream", str)
         held = self.pipeline.encoders.accepted([stream])[stream]
         if held is None:
             raise ControlUnknownStream(f"stream {excerpt(stream)} is not known: nothing to forget (`flashtick streams` "
@@ -1154,259 +1149,6 @@ def _looks_like_ticks(frame: bytes) -> bool:
     return isinstance(first, dict) and "stream" in first
 
 
-MAX_ENVELOPE_FRAMES = 4  # frames a control request may carry before it, to come back with the reply
-MAX_ENVELOPE_FRAME_BYTES = 256  # (a routing id is at most 255 bytes)
-
-
-def _envelope_problem(envelope: list[bytes]) -> str | None:
-    """Why the frames before a control request (the routing id ROUTER put first, then the client's own) are not
-    echoed with its reply; None when they are."""
-    frames = envelope[1:]
-    if len(frames) > MAX_ENVELOPE_FRAMES:
-        return (f"a request came with {len(frames)} frames before it, over {MAX_ENVELOPE_FRAMES}: send the request "
-                f"as the last frame after at most {MAX_ENVELOPE_FRAMES} (a REQ socket's one empty frame)")
-    if any(len(frame) > MAX_ENVELOPE_FRAME_BYTES for frame in frames):
-        longest = max(len(frame) for frame in frames)
-        return (f"a frame before the request is {longest} bytes, over {MAX_ENVELOPE_FRAME_BYTES}: frames before the "
-                f"request come back with the reply, and are for routing (a REQ socket's empty frame), not data")
-    return None
-
-
-MAX_SOURCE_CHARS = 64
 MAX_ANSWERS_PER_FETCH = 1000
 MAX_STREAMS_PER_REPLY = 10_000
 MAX_TOPICS_PER_REPLY = 10_000
-CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "answers", "topics", "streams", "stats", "health",
-               "forget")
-
-
-class ControlError(ValueError):
-    """A control request that cannot be served; the message goes back to the sender, with ``reason`` (a client
-    tells by it a request to fix from one to send again later)."""
-
-    reason = "bad_request"
-
-
-class ControlBusy(ControlError):
-    """A request refused for now (too many waiting): the same request, sent again later, is served."""
-
-    reason = "busy"
-
-
-class ControlUnknownStream(ControlError):
-    """A request naming a stream the service holds no tick of (a misspelt name, or one that never sent): its own
-    reason, so a client tells it from a malformed request without reading the text."""
-
-    reason = "unknown_stream"
-
-
-class ControlShardLost(ControlError):
-    """An ask whose stream's shard is lost (with --shards): sent again once the shard is back, it is served."""
-
-    reason = "shard_lost"
-
-
-def _unpack_request(payload: bytes) -> Any:
-    """The request as decoded, read as leniently as ticks are (keys of any type, text that is not UTF-8, a key
-    given twice): `_check_request` then says what is wrong with it, and the reply still carries its `id`."""
-    if not payload:  # said as ingest says it, not as msgpack's "ends inside a value"
-        raise ControlError("request is an empty frame: a request is one msgpack map with a string 'op'")
-    try:
-        return read_msgpack(payload)
-    except NotMsgpack as err:
-        raise ControlError(f"request is {err}") from None
-
-
-def _sendable(text: str) -> str:
-    """An error that quotes text which was not UTF-8 (decoded with surrogates), escaped: a reply must pack."""
-    return text.encode("utf-8", "backslashreplace").decode()
-
-
-NO_ID = object()  # a request whose id cannot be echoed (not a map, no id, its id given twice or not UTF-8)
-
-
-def _request_id(request: Any) -> Any:
-    """The `id` a reply echoes, or NO_ID."""
-    if not isinstance(request, dict) or "id" not in request:
-        return NO_ID
-    if isinstance(request, RepeatedKeys) and "id" in request.repeated:
-        return NO_ID  # which of its ids the client waits for cannot be told
-    return NO_ID if _first_bad_text(request["id"]) is not None else request["id"]  # (a str of it must pack)
-
-
-def _first_bad_text(value: Any, where: str = "") -> tuple[str, str] | None:
-    """Where in ``value`` (a decoded request or part of it) the first str that is not valid UTF-8 is, and its
-    bytes as sent (escaped); None when there is none. A walk with a stack: msgpack nests deeper than Python
-    recurses."""
-    stack = [(where, value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode()
-            except UnicodeEncodeError:  # decoded with surrogates: the bytes were not UTF-8
-                return path, ascii(item.encode("utf-8", "surrogateescape")[:32])
-        elif isinstance(item, dict):
-            stack.extend((f"{path}.{key}" if path else str(key), v) for key, v in item.items())
-            stack.extend((f"{path} (a key)", key) for key in item if isinstance(key, str))
-        elif isinstance(item, list):
-            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(item))
-    return None
-
-
-def _first_repeated_keys(value: Any) -> tuple[str, list[Any]] | None:
-    """Where in a decoded request a map gives a key more than once, and those keys; None when none does."""
-    stack = [("", value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, RepeatedKeys):
-            return path, item.repeated
-        if isinstance(item, dict):
-            stack.extend((f"{path}.{key}" if path else str(key), v) for key, v in item.items())
-        elif isinstance(item, list):
-            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(item))
-    return None
-
-
-def _check_request(request: Any) -> dict:
-    """A decoded request that is a map of str keys, each given once, whose text is UTF-8 and whose `op` is a str;
-    raises ControlError saying which rule it breaks (text quoted escaped: a reply must pack)."""
-    if not isinstance(request, dict):
-        raise ControlError(f"request must be a msgpack map with a string 'op', got {wire_value(request)}")
-    for key in request:
-        if type(key) is not str:
-            raise ControlError(f"request keys must be msgpack str, got {wire_value(key)}"
-                               + (": pack text as str, not bin" if isinstance(key, bytes) else ""))
-    if (repeated := _first_repeated_keys(request)) is not None:
-        path, keys = repeated
-        listed = ", ".join(ascii(key)[:34] for key in keys[:8])
-        where = f" (in {ascii(path)})" if path else ""
-        raise ControlError(f"key {listed} given more than once in the request{where}: which value was meant cannot "
-                           f"be told (msgpack allows a repeated key; the engine refuses it, as in ticks)")
-    if (bad := _first_bad_text(request)) is not None:
-        path, sent = bad
-        raise ControlError(f"request field {ascii(path)} holds a str that is not valid UTF-8 (bytes {sent}): "
-                           f"msgpack str is UTF-8 text")
-    if not isinstance(request.get("op"), str):
-        raise ControlError(f"request must be a msgpack map with a string 'op', got 'op' as "
-                           f"{wire_value(request.get('op'))}")
-    return request
-
-
-def _register_source(request: dict) -> str:
-    """The name errors of a registration quote: the client's file name, sanitised, else control:register."""
-    if request.get("source") is None:
-        return "control:register"
-    name = _field(request, "source", str).replace("\\", "/").rsplit("/", 1)[-1]  # a file name, not a path
-    name = "".join(c for c in name if c.isascii() and (c.isalnum() or c in "._-+"))[:MAX_SOURCE_CHARS]
-    return name or "control:register"
-
-
-def _field(request: dict, name: str, kind: type) -> Any:
-    value = request.get(name)
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):  # True is no seq or count
-        got = "it was left out" if name not in request else f"got {wire_value(value)}"
-        wanted = wire_type(kind())  # (str -> str, dict -> map, ...: the msgpack name of an empty one)
-        raise ControlError(f"op {excerpt(request.get('op'))} needs {name!r} as {wanted} ({got})")
-    return value
-
-
-BIND_RETRY_S = 1.0  # a port in use is tried again this long: the service that had it may still be letting it go
-
-
-def _port_in_use(name: str, endpoint: str) -> OSError:
-    port = endpoint.rpartition(":")[2]
-    return OSError(f"cannot bind the {name} socket to {endpoint}: port {port} is in use (is another flashtick serve "
-                   f"running? set endpoints.{name} in the --config file)")
-
-
-def _check_port_free(name: str, endpoint: str) -> None:
-    """Raise the bind error of ``endpoint`` (tcp://ADDRESS:PORT) now if its port is taken: a plain socket bound
-    with SO_REUSEADDR, as ZeroMQ binds, and closed at once, tried again for BIND_RETRY_S as ``_bind`` does. What it
-    cannot tell (an ephemeral port, an interface or host name, ipc://) is left to the bind itself."""
-    address, _, port = endpoint.removeprefix("tcp://").rpartition(":")
-    if not endpoint.startswith("tcp://") or not port.isdigit() or int(port) == 0:
-        return
-    address = "0.0.0.0" if address == "*" else address.strip("[]")
-    try:
-        family = socket.AF_INET6 if ipaddress.ip_address(address).version == 6 else socket.AF_INET
-    except ValueError:
-        return
-    deadline = time.monotonic() + BIND_RETRY_S
-    while True:
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind((address, int(port)))
-                return
-            except OSError as e:
-                if e.errno != errno.EADDRINUSE:
-                    return  # (another problem, e.g. an address not on this host: the bind says it)
-        if time.monotonic() >= deadline:
-            raise _port_in_use(name, endpoint)
-        time.sleep(0.05)
-
-
-def _bind(sock: zmq.Socket, endpoint: str) -> None:
-    """``sock.bind``, tried again for BIND_RETRY_S while the address is in use (a socket of a service stopped a
-    moment ago, in this process or another, is closed by ZeroMQ's I/O thread a little after)."""
-    deadline = time.monotonic() + BIND_RETRY_S
-    while True:
-        try:
-            sock.bind(endpoint)
-            return
-        except zmq.ZMQError as e:
-            if e.errno != zmq.EADDRINUSE or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.05)
-
-
-class _StartingReplies:
-    """While the service starts (the model loads, the tick log replays): a thread that answers its control socket,
-    `health` with ``status: starting`` and every other op with an error that says to try again. The socket is the
-    main loop's once the block ends (the thread joined first: a socket is used by one thread at a time)."""
-
-    def __init__(self, sock: zmq.Socket, model: str, zero_bid: str, started_at: float,
-                 send: Callable[[list[bytes]], None]) -> None:
-        self.sock, self.model, self.started_at = sock, model, started_at
-        self._send = send  # the server's (a reply its client does not read is dropped and counted)
-        self.zero_bid = zero_bid  # known from the config: a feed asking this early learns how its 0 bids are read
-        self.phase = "loading the model"  # what the start is doing, in `health`'s reply (`said`)
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="control-while-starting", daemon=True)
-
-    def __enter__(self) -> "_StartingReplies":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._done.set()
-        self._thread.join()
-
-    def said(self, phase: str) -> None:
-        """The start's progress, told by the pipeline (a str assignment: safe to read from the replying thread)."""
-        self.phase = phase
-
-    def _serve(self) -> None:
-        while not self._done.is_set():
-            if not self.sock.poll(100):
-                continue
-            frames = self.sock.recv_multipart()
-            if _envelope_problem(frames[:-1]) is not None:  # (told properly once the service serves)
-                frames = [frames[0], frames[-1]]
-            try:
-                request = _unpack_request(frames[-1])
-            except Exception:  # (told properly once the service serves)
-                request = None
-            op = request.get("op") if isinstance(request, dict) else None
-            if op == "health":
-                reply = {"ok": True, "status": "starting", "uptime_s": time.time() - self.started_at,
-                         "model": self.model, "phase": self.phase, "protocol": WIRE_PROTOCOL,
-                         "version": package_version(), "zero_bid": self.zero_bid}
-            else:
-                reply = {"ok": False, "reason": "starting",
-                         "error": "the service is starting (loading its model, recovering its streams from the tick "
-                                  "log): try again once `flashtick health` says serving"}
-            if (rid := _request_id(request)) is not NO_ID:
-                reply["id"] = rid
-            self._send([*frames[:-1], pack(reply)])

@@ -1,0 +1,165 @@
+"""What a control request must be, and the errors a control op raises: a request is one msgpack map of str keys
+with a str `op`, its text UTF-8, no key given twice, after at most a few small routing frames. The checks and the
+field readers here are shared by the serving loop, the control ops and the replies sent while the service starts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connectors.ticks import NotMsgpack, RepeatedKeys, read_msgpack, wire_type, wire_value
+from queries.limits import excerpt
+from queries.spec import MAX_LISTED
+
+ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every listed query's own (clipped) message
+MAX_ENVELOPE_FRAMES = 4  # frames a control request may carry before it, to come back with the reply
+MAX_ENVELOPE_FRAME_BYTES = 256  # (a routing id is at most 255 bytes)
+
+
+def envelope_problem(envelope: list[bytes]) -> str | None:
+    """Why the frames before a control request (the routing id ROUTER put first, then the client's own) are not
+    echoed with its reply; None when they are."""
+    frames = envelope[1:]
+    if len(frames) > MAX_ENVELOPE_FRAMES:
+        return (f"a request came with {len(frames)} frames before it, over {MAX_ENVELOPE_FRAMES}: send the request "
+                f"as the last frame after at most {MAX_ENVELOPE_FRAMES} (a REQ socket's one empty frame)")
+    if any(len(frame) > MAX_ENVELOPE_FRAME_BYTES for frame in frames):
+        longest = max(len(frame) for frame in frames)
+        return (f"a frame before the request is {longest} bytes, over {MAX_ENVELOPE_FRAME_BYTES}: frames before the "
+                f"request come back with the reply, and are for routing (a REQ socket's empty frame), not data")
+    return None
+
+
+MAX_SOURCE_CHARS = 64
+CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "answers", "topics", "streams", "stats", "health",
+               "forget")
+
+
+class ControlError(ValueError):
+    """A control request that cannot be served; the message goes back to the sender, with ``reason`` (a client
+    tells by it a request to fix from one to send again later)."""
+
+    reason = "bad_request"
+
+
+class ControlBusy(ControlError):
+    """A request refused for now (too many waiting): the same request, sent again later, is served."""
+
+    reason = "busy"
+
+
+class ControlUnknownStream(ControlError):
+    """A request naming a stream the service holds no tick of (a misspelt name, or one that never sent): its own
+    reason, so a client tells it from a malformed request without reading the text."""
+
+    reason = "unknown_stream"
+
+
+class ControlShardLost(ControlError):
+    """An ask whose stream's shard is lost (with --shards): sent again once the shard is back, it is served."""
+
+    reason = "shard_lost"
+
+
+def unpack_request(payload: bytes) -> Any:
+    """The request as decoded, read as leniently as ticks are (keys of any type, text that is not UTF-8, a key
+    given twice): `check_request` then says what is wrong with it, and the reply still carries its `id`."""
+    if not payload:  # said as ingest says it, not as msgpack's "ends inside a value"
+        raise ControlError("request is an empty frame: a request is one msgpack map with a string 'op'")
+    try:
+        return read_msgpack(payload)
+    except NotMsgpack as err:
+        raise ControlError(f"request is {err}") from None
+
+
+def sendable(text: str) -> str:
+    """An error that quotes text which was not UTF-8 (decoded with surrogates), escaped: a reply must pack."""
+    return text.encode("utf-8", "backslashreplace").decode()
+
+
+NO_ID = object()  # a request whose id cannot be echoed (not a map, no id, its id given twice or not UTF-8)
+
+
+def request_id(request: Any) -> Any:
+    """The `id` a reply echoes, or NO_ID."""
+    if not isinstance(request, dict) or "id" not in request:
+        return NO_ID
+    if isinstance(request, RepeatedKeys) and "id" in request.repeated:
+        return NO_ID  # which of its ids the client waits for cannot be told
+    return NO_ID if _first_bad_text(request["id"]) is not None else request["id"]  # (a str of it must pack)
+
+
+def _first_bad_text(value: Any, where: str = "") -> tuple[str, str] | None:
+    """Where in ``value`` (a decoded request or part of it) the first str that is not valid UTF-8 is, and its
+    bytes as sent (escaped); None when there is none. A walk with a stack: msgpack nests deeper than Python
+    recurses."""
+    stack = [(where, value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode()
+            except UnicodeEncodeError:  # decoded with surrogates: the bytes were not UTF-8
+                return path, ascii(item.encode("utf-8", "surrogateescape")[:32])
+        elif isinstance(item, dict):
+            stack.extend((f"{path}.{key}" if path else str(key), v) for key, v in item.items())
+            stack.extend((f"{path} (a key)", key) for key in item if isinstance(key, str))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(item))
+    return None
+
+
+def _first_repeated_keys(value: Any) -> tuple[str, list[Any]] | None:
+    """Where in a decoded request a map gives a key more than once, and those keys; None when none does."""
+    stack = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, RepeatedKeys):
+            return path, item.repeated
+        if isinstance(item, dict):
+            stack.extend((f"{path}.{key}" if path else str(key), v) for key, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(item))
+    return None
+
+
+def check_request(request: Any) -> dict:
+    """A decoded request that is a map of str keys, each given once, whose text is UTF-8 and whose `op` is a str;
+    raises ControlError saying which rule it breaks (text quoted escaped: a reply must pack)."""
+    if not isinstance(request, dict):
+        raise ControlError(f"request must be a msgpack map with a string 'op', got {wire_value(request)}")
+    for key in request:
+        if type(key) is not str:
+            raise ControlError(f"request keys must be msgpack str, got {wire_value(key)}"
+                               + (": pack text as str, not bin" if isinstance(key, bytes) else ""))
+    if (repeated := _first_repeated_keys(request)) is not None:
+        path, keys = repeated
+        listed = ", ".join(ascii(key)[:34] for key in keys[:8])
+        where = f" (in {ascii(path)})" if path else ""
+        raise ControlError(f"key {listed} given more than once in the request{where}: which value was meant cannot "
+                           f"be told (msgpack allows a repeated key; the engine refuses it, as in ticks)")
+    if (bad := _first_bad_text(request)) is not None:
+        path, sent = bad
+        raise ControlError(f"request field {ascii(path)} holds a str that is not valid UTF-8 (bytes {sent}): "
+                           f"msgpack str is UTF-8 text")
+    if not isinstance(request.get("op"), str):
+        raise ControlError(f"request must be a msgpack map with a string 'op', got 'op' as "
+                           f"{wire_value(request.get('op'))}")
+    return request
+
+
+def register_source(request: dict) -> str:
+    """The name errors of a registration quote: the client's file name, sanitised, else control:register."""
+    if request.get("source") is None:
+        return "control:register"
+    name = request_field(request, "source", str).replace("\\", "/").rsplit("/", 1)[-1]  # a file name, not a path
+    name = "".join(c for c in name if c.isascii() and (c.isalnum() or c in "._-+"))[:MAX_SOURCE_CHARS]
+    return name or "control:register"
+
+
+def request_field(request: dict, name: str, kind: type) -> Any:
+    value = request.get(name)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):  # True is no seq or count
+        got = "it was left out" if name not in request else f"got {wire_value(value)}"
+        wanted = wire_type(kind())  # (str -> str, dict -> map, ...: the msgpack name of an empty one)
+        raise ControlError(f"op {excerpt(request.get('op'))} needs {name!r} as {wanted} ({got})")
+    return value
