@@ -565,11 +565,11 @@ def test_an_explicit_window_that_does_not_fit_is_an_error_naming_the_key(checkpo
 def test_kv_too_small_for_the_streams_is_said_as_thrash(checkpoint, monkeypatch, capsys) -> None:
     """More streams than the KV pool holds windows of: sessions are evicted and recomputed over and over, answers
     come late, and nothing is "behind". The service says so: `kv_thrash` in stats and a line with a kv.cells size."""
-    import engine.service.server as server_module
+    import engine.service.kv_thrash as kv_thrash_module
     from connectors.ticks import trade
 
-    monkeypatch.setattr(server_module, "THRASH_WINDOW_S", 0.5)
-    monkeypatch.setattr(server_module, "THRASH_MIN_CELLS", 100)
+    monkeypatch.setattr(kv_thrash_module, "THRASH_WINDOW_S", 0.5)
+    monkeypatch.setattr(kv_thrash_module, "THRASH_MIN_CELLS", 100)
     with live_server(checkpoint, kv={"cells": 1024, "block_size": 16}, limits={"heartbeat_s": 0.1}) as (server, push):
         server.pipeline.registry.register(QUERIES)
         with ControlClient(server.endpoints["control"], timeout_s=60) as control:
@@ -613,11 +613,11 @@ def test_a_metrics_port_in_use_is_named(checkpoint) -> None:
 
 def test_context_rolls_are_not_kv_thrash(checkpoint, monkeypatch) -> None:
     """One stream rolling its window recomputes what it keeps (a re-prefill), with no eviction: not thrash."""
-    import engine.service.server as server_module
+    import engine.service.kv_thrash as kv_thrash_module
     from connectors.ticks import trade
 
-    monkeypatch.setattr(server_module, "THRASH_WINDOW_S", 0.3)
-    monkeypatch.setattr(server_module, "THRASH_MIN_CELLS", 10)
+    monkeypatch.setattr(kv_thrash_module, "THRASH_WINDOW_S", 0.3)
+    monkeypatch.setattr(kv_thrash_module, "THRASH_MIN_CELLS", 10)
     # keeping 80% of the window at each roll re-prefills about 4 tokens for each new one
     with live_server(checkpoint, limits={"heartbeat_s": 0.1}, scheduler={"keep_fraction": 0.8}) as (server, push):
         server.pipeline.registry.register(QUERIES)
@@ -1044,11 +1044,11 @@ def test_streams_expired_at_heartbeat_after_heartbeat_are_one_line_at_most_every
     """An option chain's series go quiet one by one, a few expiring at almost every heartbeat: each heartbeat
     printed its own line (56 of 60 log lines in two minutes). The first is said at once, later ones at most every
     EXPIRED_LINE_EVERY_S with the count since and in all; the stop says what is left; stats counts each."""
-    import engine.service.server as server_module
+    import engine.service.expired_streams as expired_streams_module
     from connectors.ticks import trade
 
     # an interval no test outlasts: the lines after the first wait for it (or the stop), however slow the machine
-    monkeypatch.setattr(server_module, "EXPIRED_LINE_EVERY_S", 3600.0)
+    monkeypatch.setattr(expired_streams_module, "EXPIRED_LINE_EVERY_S", 3600.0)
     err: list[str] = []
 
     def said() -> str:  # the server's stderr so far

@@ -20,12 +20,10 @@ import sys
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterable
 from typing import Any
 
 import msgpack
 import zmq
-from zmq.utils.monitor import recv_monitor_message
 
 from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
 from connectors.encoder import published_rejections
@@ -39,18 +37,22 @@ from engine.service.control_requests import (CONTROL_OPS, ERROR_REPLY_CHARS, NO_
                                              ControlShardLost, ControlUnknownStream, check_request,
                                              envelope_problem, register_source, request_field, request_id,
                                              sendable, unpack_request)
+from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.durability import new_epoch
+from engine.service.expired_streams import ExpiredStreamsLine
+from engine.service.feed_watch import FeedWatch
 from engine.service.forward_pace import ForwardPace
 from engine.service.installation import package_version
+from engine.service.kv_thrash import KvThrashWatch
 from engine.service.metrics import process_start_time
 from engine.service.pipeline import StreamBusy, TickPipeline, freeze_heap, thaw_heap
 from engine.service.port_binding import bind_retrying, check_port_free, port_in_use
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
 from engine.service.sharded import ShardedPipeline, ShardGivenUp
 from engine.service.starting_replies import StartingReplies
+from engine.service.subscriptions_held import SubscriptionsHeld
 from engine.service.ticklog import LogWriteError
 from engine.service.wire_protocol import TOKENIZED_MARKER, WIRE_PROTOCOL, pack
-from engine.stream import Stream
 from engine.stream_patterns import did_you_mean
 from queries.cache import Answer
 from queries.limits import clip, excerpt
@@ -58,16 +60,9 @@ from queries.spec import QuerySpec, QuerySpecError
 from queries.yaml_loader import load_queries, located_in, no_query
 
 BEHIND_WARNING_EVERY_S = 10.0
-MAX_NAMED_EXPIRED = 5  # streams named in a log line of those expired for idleness
-EXPIRED_LINE_EVERY_S = 10.0  # after the first, streams expired for idleness are said at most this often
 DROPPED_WHEN_BEHIND = {"shed": "ticks refused as overloaded",
                        "conflate": "quotes dropped for a newer one of their stream"}
-THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see Server._watch_kv_thrash)
-THRASH_MIN_CELLS = 10_000  # fewer KV cells evicted than this in a window is never thrash
-THRASH_WARNING_EVERY_S = 60.0
 CONTROL_HWM = 16  # requests and replies ZeroMQ queues per control client (replies past it wait in Server._unsent)
-SUBSCRIPTION_MEMORY_FACTOR = 46  # bytes of libzmq's subscription trie per byte subscribed (measured, random prefixes)
-SUBSCRIPTION_BYTES_SAID = 1 << 20  # distinct subscription bytes held that the log first says (~46 MiB in libzmq)
 # Subscribers of the stopped service reconnect by themselves (ZeroMQ retries every 100 ms by default): the answers
 # owed at a restart wait this long after the sockets are bound, so a plain SUB that was connected gets them too (a
 # GaplessSubscriber fetches whatever it still missed when a heartbeat shows the restart). libzmq reconnects a SUB
@@ -81,47 +76,6 @@ LAST_READ_SHARE = 0.1
 # twice as slow as they did (a loaded machine's pace moves) still ends in time
 FORWARD_SHARE_OF_TIME_LEFT = 0.5
 PROCESS_START_TIME = process_start_time()  # (read once: it does not change)
-
-
-class FeedWatch:
-    """An external PUB feed's SUB socket: whether it is connected now (ZeroMQ's socket monitor) and what it
-    brought, so `stats` and the log tell a quiet publisher from one the engine never reached or lost."""
-
-    def __init__(self, endpoint: str, sock: zmq.Socket) -> None:
-        self.endpoint = endpoint
-        self._sock = sock
-        self._monitor = sock.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
-        self.connected = False
-        self.connections = 0
-        self.messages = 0
-        self._last_read: float | None = None  # monotonic time of the last message
-
-    def read(self) -> None:
-        self.messages += 1
-        self._last_read = time.monotonic()
-
-    def changes(self) -> list[str]:
-        """What changed since the last call, in words (a connection made or lost)."""
-        said = []
-        while self._monitor.poll(0):
-            event = recv_monitor_message(self._monitor)["event"]
-            if event == zmq.EVENT_CONNECTED and not self.connected:
-                self.connected, self.connections = True, self.connections + 1
-                said.append("connected" if self.connections == 1 else f"connected again ({self.connections} times)")
-            elif event == zmq.EVENT_DISCONNECTED and self.connected:
-                self.connected = False
-                said.append("disconnected (the publisher stopped or restarted? ZeroMQ reconnects by itself; what it "
-                            "publishes meanwhile is lost)")
-        return said
-
-    def stats(self) -> dict[str, Any]:
-        idle = None if self._last_read is None else round(time.monotonic() - self._last_read, 3)
-        return {"endpoint": self.endpoint, "connected": self.connected, "messages": self.messages, "idle_s": idle}
-
-    def close(self) -> None:
-        if not self._sock.closed:
-            self._sock.disable_monitor()
-        self._monitor.close(linger=0)
 
 
 class UnsentReplies:
@@ -142,72 +96,6 @@ class UnsentReplies:
 
     def pop(self) -> None:
         self.bytes -= sum(map(len, self.replies.popleft()))
-
-
-class SubscriptionsHeld:
-    """The distinct subscriptions the answers socket's subscribers hold, from its XPUB notifications (one when a
-    prefix is first subscribed, one when its last subscriber drops it, a disconnect included): libzmq keeps them in
-    a trie of about SUBSCRIPTION_MEMORY_FACTOR bytes a byte, unbounded in number, so `stats` counts them
-    (``subscriptions``, ``subscription_bytes``) and the log says when their bytes pass each power of two from
-    SUBSCRIPTION_BYTES_SAID (a subscriber flooding subscriptions: only CURVE's clients_dir keeps strangers out)."""
-
-    def __init__(self) -> None:
-        self.next_said = SUBSCRIPTION_BYTES_SAID
-
-    def read(self, sock: zmq.Socket, counters: dict[str, int]) -> None:
-        deadline = time.monotonic() + DRAIN_SLICE_S
-        while time.monotonic() <= deadline:
-            try:
-                frame = sock.recv(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            if frame[:1] in (b"\x00", b"\x01"):  # (anything else a peer sends on it is dropped unread)
-                sign = 1 if frame[:1] == b"\x01" else -1
-                counters["subscriptions"] += sign
-                counters["subscription_bytes"] += sign * (len(frame) - 1)
-            if counters["subscription_bytes"] >= self.next_said:
-                self.next_said *= 2
-                print(f"flashtick: answer subscribers hold {counters['subscriptions']} distinct subscriptions of "
-                      f"{counters['subscription_bytes']} bytes, which libzmq keeps in about "
-                      f"{SUBSCRIPTION_MEMORY_FACTOR * counters['subscription_bytes'] >> 20} MiB until they "
-                      f"disconnect (a subscriber flooding subscriptions? with CURVE, curve.clients_dir keeps "
-                      f"strangers out)", file=sys.stderr, flush=True)
-
-
-class ExpiredStreamsLine:
-    """Streams expired for idleness, said on stderr. A stream dropped for idleness loses its context: a sparse feed
-    (a contract that trades hourly) must hear of it, or its next answers, from a fresh session, look like the
-    model's. But a chain of option series going quiet one by one expires a few at almost every heartbeat: the first
-    expiry is said at once, later ones at most every EXPIRED_LINE_EVERY_S, with how many since the last such line
-    and in all, the first few named (stats' `streams_expired` counts every one)."""
-
-    def __init__(self, idle_s: float | None) -> None:
-        self.idle_s = idle_s
-        self.said = 0  # streams expired that a line has told of
-        self.waiting = 0  # streams expired since the last line
-        self.named: list[str] = []  # the first MAX_NAMED_EXPIRED of those waiting
-        self.next_line_at = 0.0  # (monotonic) no line before this, unless the service is stopping
-
-    def add(self, expired: list[str]) -> None:
-        self.waiting += len(expired)
-        self.named += expired[: MAX_NAMED_EXPIRED - len(self.named)]
-
-    def say(self, now: float, stopping: bool = False) -> None:
-        if not self.waiting or (now < self.next_line_at and not stopping):
-            return
-        n, first = self.waiting, self.said == 0
-        names = ", ".join(map(repr, self.named)) + (f" and {n - len(self.named)} more" if n > len(self.named) else "")
-        what = f"{n} stream{'s' if n != 1 else ''} with no data for scheduler.stream_idle_s ({self.idle_s:g} s)"
-        self.said, self.waiting, self.named = self.said + n, 0, []
-        self.next_line_at = now + EXPIRED_LINE_EVERY_S
-        if first:
-            print(f"flashtick: expired {what}: {names}; a stream's next tick starts a new session (its context "
-                  f"gone; interval triggers keep their grid): raise scheduler.stream_idle_s for feeds that tick less "
-                  f"often (later expiries are said at most every {EXPIRED_LINE_EVERY_S:g} s)",
-                  file=sys.stderr, flush=True)
-            return
-        print(f"flashtick: expired {what} since the last such line ({self.said} in all): {names}",
-              file=sys.stderr, flush=True)
 
 
 class Server:
@@ -287,9 +175,7 @@ class Server:
         self._take_turned_away()  # (a restart's: logged streams a lowered limit refused)
         self._expired_line = ExpiredStreamsLine(config.scheduler.stream_idle_s)
         self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when messages wait unread
-        self._kv_thrash = False
-        self._thrash_mark: tuple[float, tuple[int, int]] | None = None
-        self._next_thrash_warning = 0.0
+        self._kv_thrash = KvThrashWatch()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -626,7 +512,7 @@ class Server:
                                      "max_message_bytes": self.config.limits.max_message_bytes,
                                      "protocol": WIRE_PROTOCOL, "epoch": self.epoch,
                                      "registry_version": self.pipeline.registry.version})
-        self._watch_kv_thrash()
+        self._kv_thrash.watch(self._snapshot, self.pipeline, self.config)
         self._watch_feeds()
         self._say_refused_streams()
         # a burst's refusals mostly come after the line its first heartbeat printed: those are said once the
@@ -679,7 +565,7 @@ class Server:
         now = time.time()  # stats_time: how fresh a reader (/metrics) finds these figures
         self._snapshot = {**self.pipeline.stats(), **self.counters, "uptime_s": now - self.started_at,
                           "stats_time": now,
-                          "kv_thrash": self._kv_thrash, "process_resident_memory_bytes": resident_bytes(),
+                          "kv_thrash": self._kv_thrash.thrashing, "process_resident_memory_bytes": resident_bytes(),
                           "process_start_time_seconds": PROCESS_START_TIME,
                           **({"log_problem": data.problem} if data is not None else {})}
         if self._feed_watches:  # a quiet publisher told apart from one never connected (or dropped)
@@ -690,39 +576,6 @@ class Server:
             for line in watch.changes():
                 print(f"flashtick: feed {watch.endpoint}: {line}", file=sys.stderr, flush=True)
 
-    def _watch_kv_thrash(self) -> None:
-        """KV too small for the streams: more KV is evicted (to be recomputed when its stream next ticks) than new
-        tokens are computed, and answers come late while nothing else looks wrong. Judged over THRASH_WINDOW_S; said on
-        stderr with a size for kv.cells at most every THRASH_WARNING_EVERY_S, and as `kv_thrash` in stats."""
-        now = time.monotonic()
-        # evicted cells, not tokens_rebuilt: a context roll's re-prefill is rebuilt too, and is no sign of a small pool
-        counts = (self._snapshot.get("runner", {}).get("tokens_advanced", 0),
-                  self._snapshot.get("scheduler", {}).get("evicted_cells", 0))
-        if self._thrash_mark is None or now - self._thrash_mark[0] < THRASH_WINDOW_S:
-            self._thrash_mark = self._thrash_mark or (now, counts)
-            return
-        advanced, evicted = (b - a for a, b in zip(self._thrash_mark[1], counts))
-        self._thrash_mark = (now, counts)
-        self._kv_thrash = evicted > max(advanced, THRASH_MIN_CELLS)
-        self._snapshot["kv_thrash"] = self._kv_thrash
-        if self._kv_thrash and now >= self._next_thrash_warning:
-            self._next_thrash_warning = now + THRASH_WARNING_EVERY_S
-            streams, capacity = self._snapshot.get("streams", 0), self._snapshot.get("kv_cells_capacity", 0)
-            engine = getattr(self.pipeline, "engine", None)  # a sharded front door has none: its shards do
-            window = engine.scheduler.window if engine is not None else self.config.scheduler.window
-            block = self.config.kv.block_size  # a window, and the block a roll may straddle (configuration.md)
-            if engine is not None:  # an estimate, not what is resident: the pool is too small to hold it
-                held = engine.scheduler.streams.values()
-                # what they want now grows as their windows fill: a pool sized to it alone thrashes again later
-                full = _kv_cells_at_full_windows(len(held), window, block)
-                want = (f"want about {_kv_cells_wanted(held, window, block)} KV cells to stay resident now (whole "
-                        f"blocks of {block}: a quiet stream wants one); up to {full} once every window is full")
-            else:
-                want = (f"want up to {streams} x {window + block} = {streams * (window + block)} KV cells" if window
-                        else "want more KV cells")
-            print(f"flashtick: KV thrash: the last {THRASH_WINDOW_S:.0f} s evicted {evicted} cells of KV for "
-                  f"{advanced} new ones; {streams} streams of up to {window or 'the model'} positions {want}, "
-                  f"kv.cells is {capacity}: raise it (answers come late meanwhile)", file=sys.stderr, flush=True)
 
     # -- control --------------------------------------------------------------------------------
 
@@ -1099,25 +952,6 @@ class Server:
             self._metrics_server.shutdown()
             self._metrics_server.server_close()
             self._metrics_server = None
-
-
-DRAIN_SLICE_S = 0.05  # longest stretch spent draining one socket before the loop moves on (the others, a step)
-
-
-def _kv_cells_wanted(streams: Iterable[Stream], window: int, block: int) -> int:
-    """KV cells for every stream to stay resident at once: its last positions (up to the window) in whole blocks,
-    plus, at the window, the block its roll straddles; a quiet stream wants one block (docs/configuration.md)."""
-    wanted = 0
-    for state in streams:
-        positions = len(state.session.tokens)
-        wanted += -(-min(positions, window) // block) * block + (block if positions >= window else 0)
-    return wanted
-
-
-def _kv_cells_at_full_windows(streams: int, window: int, block: int) -> int:
-    """KV cells for ``streams`` streams to stay resident once each has reached the window: the window in whole
-    blocks, plus the block its roll straddles (docs/configuration.md: 300 streams x 544 for the built-in model)."""
-    return streams * (-(-window // block) * block + block)
 
 
 def _framing_error(frames: list[bytes], tick_first: bool = False) -> str:

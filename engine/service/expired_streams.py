@@ -1,0 +1,45 @@
+"""The log line of streams expired for idleness (scheduler.stream_idle_s): the first said at once, later ones
+gathered and said at most every EXPIRED_LINE_EVERY_S."""
+
+from __future__ import annotations
+
+import sys
+
+MAX_NAMED_EXPIRED = 5  # streams named in a log line of those expired for idleness
+EXPIRED_LINE_EVERY_S = 10.0  # after the first, streams expired for idleness are said at most this often
+
+
+class ExpiredStreamsLine:
+    """Streams expired for idleness, said on stderr. A stream dropped for idleness loses its context: a sparse feed
+    (a contract that trades hourly) must hear of it, or its next answers, from a fresh session, look like the
+    model's. But a chain of option series going quiet one by one expires a few at almost every heartbeat: the first
+    expiry is said at once, later ones at most every EXPIRED_LINE_EVERY_S, with how many since the last such line
+    and in all, the first few named (stats' `streams_expired` counts every one)."""
+
+    def __init__(self, idle_s: float | None) -> None:
+        self.idle_s = idle_s
+        self.said = 0  # streams expired that a line has told of
+        self.waiting = 0  # streams expired since the last line
+        self.named: list[str] = []  # the first MAX_NAMED_EXPIRED of those waiting
+        self.next_line_at = 0.0  # (monotonic) no line before this, unless the service is stopping
+
+    def add(self, expired: list[str]) -> None:
+        self.waiting += len(expired)
+        self.named += expired[: MAX_NAMED_EXPIRED - len(self.named)]
+
+    def say(self, now: float, stopping: bool = False) -> None:
+        if not self.waiting or (now < self.next_line_at and not stopping):
+            return
+        n, first = self.waiting, self.said == 0
+        names = ", ".join(map(repr, self.named)) + (f" and {n - len(self.named)} more" if n > len(self.named) else "")
+        what = f"{n} stream{'s' if n != 1 else ''} with no data for scheduler.stream_idle_s ({self.idle_s:g} s)"
+        self.said, self.waiting, self.named = self.said + n, 0, []
+        self.next_line_at = now + EXPIRED_LINE_EVERY_S
+        if first:
+            print(f"flashtick: expired {what}: {names}; a stream's next tick starts a new session (its context "
+                  f"gone; interval triggers keep their grid): raise scheduler.stream_idle_s for feeds that tick less "
+                  f"often (later expiries are said at most every {EXPIRED_LINE_EVERY_S:g} s)",
+                  file=sys.stderr, flush=True)
+            return
+        print(f"flashtick: expired {what} since the last such line ({self.said} in all): {names}",
+              file=sys.stderr, flush=True)

@@ -1,0 +1,76 @@
+"""KV thrash: a KV pool too small for the streams it serves, so more KV is evicted than new tokens are computed
+and answers come late while nothing else looks wrong. Watched at each heartbeat, said with a kv.cells that fits."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from engine.service.config import ServiceConfig
+from engine.stream import Stream
+
+THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see KvThrashWatch.watch)
+THRASH_MIN_CELLS = 10_000  # fewer KV cells evicted than this in a window is never thrash
+THRASH_WARNING_EVERY_S = 60.0
+
+
+class KvThrashWatch:
+    """Whether the KV pool thrashes (``thrashing``, stats' `kv_thrash`), from the counts of the last window."""
+
+    def __init__(self) -> None:
+        self.thrashing = False
+        self._mark: tuple[float, tuple[int, int]] | None = None  # (monotonic time, (advanced, evicted)) at its start
+        self._next_warning = 0.0
+
+    def watch(self, snapshot: dict[str, Any], pipeline: Any, config: ServiceConfig) -> None:
+        """KV too small for the streams: more KV is evicted (to be recomputed when its stream next ticks) than new
+        tokens are computed, and answers come late while nothing else looks wrong. Judged over THRASH_WINDOW_S; said on
+        stderr with a size for kv.cells at most every THRASH_WARNING_EVERY_S, and as `kv_thrash` in stats
+        (``snapshot``: the heartbeat's, which it updates; ``pipeline``: one engine's, or the shards' front door)."""
+        now = time.monotonic()
+        # evicted cells, not tokens_rebuilt: a context roll's re-prefill is rebuilt too, and is no sign of a small pool
+        counts = (snapshot.get("runner", {}).get("tokens_advanced", 0),
+                  snapshot.get("scheduler", {}).get("evicted_cells", 0))
+        if self._mark is None or now - self._mark[0] < THRASH_WINDOW_S:
+            self._mark = self._mark or (now, counts)
+            return
+        advanced, evicted = (b - a for a, b in zip(self._mark[1], counts))
+        self._mark = (now, counts)
+        self.thrashing = evicted > max(advanced, THRASH_MIN_CELLS)
+        snapshot["kv_thrash"] = self.thrashing
+        if self.thrashing and now >= self._next_warning:
+            self._next_warning = now + THRASH_WARNING_EVERY_S
+            streams, capacity = snapshot.get("streams", 0), snapshot.get("kv_cells_capacity", 0)
+            engine = getattr(pipeline, "engine", None)  # a sharded front door has none: its shards do
+            window = engine.scheduler.window if engine is not None else config.scheduler.window
+            block = config.kv.block_size  # a window, and the block a roll may straddle (configuration.md)
+            if engine is not None:  # an estimate, not what is resident: the pool is too small to hold it
+                held = engine.scheduler.streams.values()
+                # what they want now grows as their windows fill: a pool sized to it alone thrashes again later
+                full = _kv_cells_at_full_windows(len(held), window, block)
+                want = (f"want about {_kv_cells_wanted(held, window, block)} KV cells to stay resident now (whole "
+                        f"blocks of {block}: a quiet stream wants one); up to {full} once every window is full")
+            else:
+                want = (f"want up to {streams} x {window + block} = {streams * (window + block)} KV cells" if window
+                        else "want more KV cells")
+            print(f"flashtick: KV thrash: the last {THRASH_WINDOW_S:.0f} s evicted {evicted} cells of KV for "
+                  f"{advanced} new ones; {streams} streams of up to {window or 'the model'} positions {want}, "
+                  f"kv.cells is {capacity}: raise it (answers come late meanwhile)", file=sys.stderr, flush=True)
+
+
+def _kv_cells_wanted(streams: Iterable[Stream], window: int, block: int) -> int:
+    """KV cells for every stream to stay resident at once: its last positions (up to the window) in whole blocks,
+    plus, at the window, the block its roll straddles; a quiet stream wants one block (docs/configuration.md)."""
+    wanted = 0
+    for state in streams:
+        positions = len(state.session.tokens)
+        wanted += -(-min(positions, window) // block) * block + (block if positions >= window else 0)
+    return wanted
+
+
+def _kv_cells_at_full_windows(streams: int, window: int, block: int) -> int:
+    """KV cells for ``streams`` streams to stay resident once each has reached the window: the window in whole
+    blocks, plus the block its roll straddles (docs/configuration.md: 300 streams x 544 for the built-in model)."""
+    return streams * (-(-window // block) * block + block)
