@@ -1019,9 +1019,9 @@ def test_a_resumed_subscriber_finds_topics_that_began_while_it_was_away(checkpoi
     showed its seq, so its answers were lost without a count. The op `topics` lists the topics published on with
     their last seq (a prefix narrows it, pages hold at most MAX_TOPICS_PER_REPLY); a resumed GaplessSubscriber
     fills those it has not met."""
-    import engine.service.server as server_module
+    import engine.service.control_ops as control_ops_module
 
-    monkeypatch.setattr(server_module, "MAX_TOPICS_PER_REPLY", 3)  # pages of 3: the paging is exercised
+    monkeypatch.setattr(control_ops_module, "MAX_TOPICS_PER_REPLY", 3)  # pages of 3: the paging is exercised
     cfg = ephemeral(checkpoint, tmp_path)
     known = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(100)
     new = [dataclasses.replace(t, stream="NEW") for t in SyntheticMarket(SyntheticConfig(seed=5)).next_batch(400)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from typing import Any
 
 import msgpack
@@ -27,42 +27,33 @@ import zmq
 
 from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
 from connectors.encoder import published_rejections
-from connectors.ticks import slash_hint, utc_text, wire_value
 from engine.jobs import JobOutcome
 from engine.memory_limit import resident_bytes
-from engine.scheduler import UnknownStream
 from engine.service.auth import ClientAllowList, FailedHandshakes, allowed_client_keys, server_keypair
 from engine.service.config import ServiceConfig
-from engine.service.control_requests import (CONTROL_OPS, ERROR_REPLY_CHARS, NO_ID, ControlBusy, ControlError,
-                                             ControlShardLost, ControlUnknownStream, check_request,
-                                             envelope_problem, register_source, request_field, request_id,
-                                             sendable, unpack_request)
+from engine.service.control_ops import ControlOps
+from engine.service.control_requests import ERROR_REPLY_CHARS, sendable
+from engine.service.control_socket import CONTROL_HWM, ControlSocket, UnsentReplies
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.durability import new_epoch
 from engine.service.expired_streams import ExpiredStreamsLine
 from engine.service.feed_watch import FeedWatch
 from engine.service.forward_pace import ForwardPace
-from engine.service.installation import package_version
 from engine.service.kv_thrash import KvThrashWatch
 from engine.service.metrics import process_start_time
-from engine.service.pipeline import StreamBusy, TickPipeline, freeze_heap, thaw_heap
+from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.port_binding import bind_retrying, check_port_free, port_in_use
-from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
-from engine.service.sharded import ShardedPipeline, ShardGivenUp
+from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT
+from engine.service.sharded import ShardedPipeline
 from engine.service.starting_replies import StartingReplies
 from engine.service.subscriptions_held import SubscriptionsHeld
-from engine.service.ticklog import LogWriteError
 from engine.service.wire_protocol import TOKENIZED_MARKER, WIRE_PROTOCOL, pack
-from engine.stream_patterns import did_you_mean
 from queries.cache import Answer
-from queries.limits import clip, excerpt
-from queries.spec import QuerySpec, QuerySpecError
-from queries.yaml_loader import load_queries, located_in, no_query
+from queries.limits import clip
 
 BEHIND_WARNING_EVERY_S = 10.0
 DROPPED_WHEN_BEHIND = {"shed": "ticks refused as overloaded",
                        "conflate": "quotes dropped for a newer one of their stream"}
-CONTROL_HWM = 16  # requests and replies ZeroMQ queues per control client (replies past it wait in Server._unsent)
 # Subscribers of the stopped service reconnect by themselves (ZeroMQ retries every 100 ms by default): the answers
 # owed at a restart wait this long after the sockets are bound, so a plain SUB that was connected gets them too (a
 # GaplessSubscriber fetches whatever it still missed when a heartbeat shows the restart). libzmq reconnects a SUB
@@ -78,27 +69,7 @@ FORWARD_SHARE_OF_TIME_LEFT = 0.5
 PROCESS_START_TIME = process_start_time()  # (read once: it does not change)
 
 
-class UnsentReplies:
-    """One control client's replies waiting for room in its ZeroMQ queue, in order, and their bytes."""
-
-    def __init__(self) -> None:
-        self.replies: deque[list[bytes]] = deque()
-        self.bytes = 0
-
-    def add(self, frames: list[bytes], most_bytes: int) -> bool:
-        """Keep ``frames`` to send later; False (not kept) when that would pass ``most_bytes``."""
-        size = sum(map(len, frames))
-        if self.bytes + size > most_bytes:
-            return False
-        self.replies.append(frames)
-        self.bytes += size
-        return True
-
-    def pop(self) -> None:
-        self.bytes -= sum(map(len, self.replies.popleft()))
-
-
-class Server:
+class Server(ControlSocket, ControlOps):
     def __init__(self, config: ServiceConfig, serve_hints: bool = True) -> None:
         """``serve_hints``: the log's lines for an operator of `flashtick serve` (behind its limits.*, what a stop
         left for a feed to resume); the demo, whose user has neither, says its own."""
@@ -579,349 +550,6 @@ class Server:
 
     # -- control --------------------------------------------------------------------------------
 
-    def _send_reply(self, frames: list[bytes]) -> None:
-        """A control reply to its client (``frames[0]``, its routing id). One that finds the client's ZeroMQ queue
-        full (CONTROL_HWM replies: a client not reading, or a burst of pipelined replies the I/O thread has not
-        sent yet) waits in ``_unsent``, sent as room comes (``_send_unsent``), up to limits.control_queue_bytes a
-        client: past that, or for a client gone, it is dropped and counted."""
-        unsent = self._unsent.get(frames[0])
-        if unsent is None:
-            try:
-                self._sockets["control"].send_multipart(frames, zmq.NOBLOCK)
-                return
-            except zmq.Again:
-                unsent = self._unsent[frames[0]] = UnsentReplies()
-            except zmq.ZMQError as e:
-                if e.errno != zmq.EHOSTUNREACH:
-                    raise
-                self._dropped_replies(1, "its client disconnected before it came")
-                return
-        if not unsent.add(frames, self.config.limits.control_queue_bytes):
-            self._dropped_replies(1, f"its client has limits.control_queue_bytes="
-                                     f"{self.config.limits.control_queue_bytes} bytes of replies it has not read")
-
-    def _send_unsent(self) -> None:
-        """Send the replies that wait for room in their client's ZeroMQ queue, each client's in order."""
-        if not self._unsent:
-            return
-        sock = self._sockets["control"]
-        sock.getsockopt(zmq.EVENTS)  # (ZeroMQ learns here what its I/O thread has sent since: room again)
-        for routing_id, unsent in list(self._unsent.items()):
-            try:
-                while unsent.replies:
-                    sock.send_multipart(unsent.replies[0], zmq.NOBLOCK)
-                    unsent.pop()
-            except zmq.Again:
-                continue
-            except zmq.ZMQError as e:
-                if e.errno != zmq.EHOSTUNREACH:
-                    raise
-                self._dropped_replies(len(unsent.replies), "its client disconnected before it came")
-            del self._unsent[routing_id]
-
-    def _dropped_replies(self, count: int, why: str) -> None:
-        self.counters["control_replies_dropped"] += count
-        if self.counters["control_replies_dropped"] == count:
-            print(f"flashtick: dropped a control reply: {why} (later drops are only counted: stats "
-                  f"control_replies_dropped)", file=sys.stderr, flush=True)
-
-    def _drain_control(self) -> None:
-        sock = self._sockets["control"]
-        deadline = time.monotonic() + DRAIN_SLICE_S  # a client flooding requests must not stall ingest and forwards
-        while time.monotonic() <= deadline:
-            try:
-                frames = sock.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            self.counters["control_requests"] += 1
-            envelope, payload = frames[:-1], frames[-1]
-            # the frames before the request come back with the reply: a few small ones (a REQ socket's delimiter,
-            # proxies' routing ids), not megabytes that a client could have echoed to it without reading them
-            echoed = envelope_problem(envelope)
-            if echoed is not None:
-                envelope = envelope[:1]  # (the routing id ROUTER added: the reply still reaches its client)
-            reply = lambda obj, envelope=envelope: self._send_reply([*envelope, pack(obj)])  # noqa: E731
-            try:
-                if echoed is not None:
-                    raise ControlError(echoed)
-                request = unpack_request(payload)
-                if (rid := request_id(request)) is not NO_ID:  # echoed: a client may pipeline requests
-                    reply = lambda obj, envelope=envelope, rid=rid: self._send_reply(  # noqa: E731
-                        [*envelope, pack({**obj, "id": rid})])
-                check_request(request)
-                handler = getattr(self, f"_op_{request['op']}", None)
-                if handler is None:
-                    raise ControlError(f"unknown op {excerpt(request['op'])} (ops: {', '.join(CONTROL_OPS)})")
-                result = handler(request, reply)
-                if result is not None:
-                    reply({"ok": True, **result})
-            except (ControlError, QuerySpecError, ValueError, LookupError) as e:
-                self.counters["control_errors"] += 1
-                # (a registration's error lists up to MAX_LISTED invalid queries, each clipped on its own)
-                reply({"ok": False, "reason": e.reason if isinstance(e, ControlError) else "bad_request",
-                       "error": sendable(clip(str(e).strip('"') or type(e).__name__, ERROR_REPLY_CHARS))})
-            except Exception as e:  # anything unforeseen: the service keeps serving
-                self.counters["control_errors"] += 1
-                reply({"ok": False, "reason": "internal",
-                       "error": sendable(clip(f"{type(e).__name__}: {e}", ERROR_REPLY_CHARS))})
-
-    def _op_register(self, request: dict, _reply: Any) -> dict:
-        registry = self.pipeline.registry
-        source = register_source(request)
-        text = request_field(request, "yaml", str)
-        specs = load_queries(text, source, questions=registry.questions, limits=registry.limits,
-                             answerable=registry.answerable)
-        if not specs:  # (a client's mistake, most likely: an empty list, or the wrong file) registers nothing
-            raise ControlError(str(no_query(source, "nothing registered (`unregister` removes a query)")))
-        # a name registered already is replaced, its spec and cached answers gone: said, as anyone on the control
-        # socket can change what a strategy's topics carry (subscribers see heartbeats' registry_version move)
-        replaced = [s.name for s in specs if registry.current(s.name) is not None]
-        try:
-            self.pipeline.register_queries(specs)
-        except QuerySpecError as e:  # found across documents (a topic another query owns): located like the rest
-            raise located_in(e, text, source, registry.limits) from None
-        return {"registered": [s.name for s in specs], "replaced": replaced, "version": self.pipeline.registry.version}
-
-    def _op_unregister(self, request: dict, _reply: Any) -> dict:
-        self.pipeline.unregister_query(request_field(request, "name", str))
-        return {"version": self.pipeline.registry.version}
-
-    def _op_list(self, _request: dict, _reply: Any) -> dict:
-        return {"queries": [s.to_dict() for s in self.pipeline.registry.list()],
-                "version": self.pipeline.registry.version}
-
-    def _op_get(self, request: dict, _reply: Any) -> dict:
-        # an unknown name is an error, not "no answer yet"
-        self.pipeline.registry.get(request_field(request, "query", str))
-        stream = request_field(request, "stream", str)
-        answer = self.pipeline.cache.get(request_field(request, "query", str), stream)
-        # a stream none of whose ticks is held says why (admission refused it, or every tick was bad), beside a
-        # cached answer too: one from before a restart that refused the stream is frozen, not a live answer
-        known = self.pipeline.encoders.accepted([stream])[stream] is not None
-        refused = {"refused": no_accepted_tick(stream, *self._refused_streams[stream])} \
-            if not known and stream in self._refused_streams else {}
-        if answer is not None:
-            return {"answer": answer.to_wire(), **refused}
-        # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one)
-        return {"answer": None, "stream_known": known,
-                **({"expired": True} if self.pipeline.encoders.expired(stream) else {}), **refused}
-
-    def _op_ask(self, request: dict, reply: Any) -> dict | None:
-        stream = request_field(request, "stream", str)
-        if "query" in request and "spec" in request:
-            raise ControlError("op 'ask' takes 'query' (a registered query's name) or 'spec' (a query mapping), not both")
-        note: dict[str, str] = {}  # said beside the answer when the name was not a registered query's
-        kind = request.get("kind")
-        if kind is not None and kind not in ("choice", "expectation"):  # checked whichever way the ask goes
-            raise ControlError(f"op 'ask' takes kind 'choice' or 'expectation' (how a question of the model's "
-                               f"own is asked), got {wire_value(kind)}")
-        if "query" in request:
-            spec = self._registered_or_question(request_field(request, "query", str), kind, note)
-        elif "spec" in request:
-            spec = QuerySpec.from_dict({"streams": ["*"], **request_field(request, "spec", dict)})  # the ask names it
-            if kind is not None and kind != spec.kind:
-                note["note"] = f"kind {kind!r} ignored: the spec says its own ({spec.kind})"
-        else:
-            raise ControlError("op 'ask' needs 'query' (a registered query's name) or 'spec' (a query mapping)")
-        if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
-            cached = self.pipeline.cache.get(spec.name, stream)
-            if cached is None and "spec" in request:
-                raise ControlError("a surprise is computed by the ingest forward, for the standing queries of kind "
-                                   "surprise only: register one on the stream (its latest surprise is then an ask "
-                                   "of it by name)")
-            if cached is None and not spec.matches(stream):
-                raise ControlError(f"query {spec.name!r} does not stand on stream {excerpt(stream)} (its streams: "
-                                   f"{list(spec.streams)}): a surprise is computed by the ingest forward of the "
-                                   f"streams its query stands on; register one whose streams match it")
-            if cached is None:
-                raise self._no_session(stream) if self.pipeline.encoders.ticks_of(stream) is None else ControlError(
-                    f"no surprise on stream {excerpt(stream)} yet: it is computed when ticks arrive")
-            return {"answer": cached.to_wire(), "cached": True, **self._data_age(cached.data_ts)}
-        max_stale = request.get("max_stale_ticks")
-        if max_stale is not None and (type(max_stale) is not int or max_stale < 0):
-            raise ControlError(f"op 'ask' takes max_stale_ticks as an int >= 0 (or nil: compute now), got "
-                               f"{wire_value(max_stale)}")
-        found = self.pipeline.answer_at_once(spec, stream, max_stale)
-        if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
-            answer, how = found
-            return {"answer": answer.to_wire(), "cached": True, **({how: True} if how else {}),
-                    **self._data_age(answer.data_ts), **note}
-        most = self.config.limits.max_waiting_asks  # each is planned in every forward: a flood would stall them
-        if len(self._waiting) >= most:
-            raise ControlBusy(f"{len(self._waiting)} asks already wait for a forward (limits.max_waiting_asks: "
-                               f"{most}): send more when replies come back")
-        self._tickets += 1
-        try:
-            self.pipeline.ask(spec, stream, self._tickets)
-        except UnknownStream:
-            raise self._no_session(stream) from None
-        except ShardGivenUp as e:  # not the asker's mistake: its stream's shard could not be restored
-            raise ControlShardLost(str(e)) from None
-        self._waiting[self._tickets] = reply if not note else lambda obj: reply({**obj, **note})
-        return None  # replied when a step has computed it
-
-    def _data_age(self, data_ts: int) -> dict[str, Any]:
-        """An ask reply's `data_age_ms`: this machine's clock now less the answered tick's own ts. An answer "computed
-        now" while the engine is behind answers the last tick it has computed, which may be seconds old (newer ticks
-        wait unread or queued): the asker sees how old, and `lag_s` while the engine is behind."""
-        behind = self.pipeline.behind
-        return {"data_age_ms": round((time.time_ns() - data_ts) / 1e6, 3),
-                **({"lag_s": round(self.pipeline.lag_s(), 3)} if behind else {})}
-
-    def _registered_or_question(self, name: str, kind: Any, note: dict[str, str]) -> QuerySpec:
-        """The query registered as ``name``; else, when the model's codec has a question of that name
-        (direction_5), that question asked as it is (``kind``: choice, the default, or expectation), said in
-        ``note``; else the error of a name not registered, saying it is no question either (``kind`` checked by
-        _op_ask)."""
-        registry = self.pipeline.registry
-        spec = registry.current(name)
-        if spec is not None:
-            if kind is not None and kind != spec.kind:
-                note["note"] = (f"kind {kind!r} ignored: {name!r} is a registered query, asked as it stands "
-                                f"({spec.kind})")
-            return spec
-        questions = registry.questions or {}  # (a text model's questions are free text: none by name)
-        if name not in questions:
-            try:
-                registry.get(name)  # (raises: the error that lists what is registered)
-            except LookupError as e:
-                either = (f"; and {excerpt(name)} is not a question of this model's codec either (its questions: "
-                          f"{', '.join(sorted(questions)[:20])})") if questions else ""
-                raise ControlError(f"{e}{either}") from None
-        kind = "choice" if kind is None else kind  # (checked by _op_ask)
-        if kind == "expectation" and not questions[name].values:
-            raise ControlError(f"no query is registered as {name!r}, and the model's question {name!r} has no values "
-                               f"to take an expectation over: ask it as kind 'choice', or register a query with its "
-                               f"own `values`")
-        note["note"] = (f"no query is registered as {name!r}: asked the model's question {name!r} directly "
-                        f"(kind {kind})")
-        return QuerySpec.from_dict({"name": name, "streams": ["*"], "question": name, "kind": kind})
-
-    def _no_session(self, stream: str) -> ControlError:
-        """Why an ask finds no session of ``stream``: it expired, or no tick of it was accepted (refused ones
-        said: the KV policy `refuse` turns new streams away while the pool is promised to others)."""
-        if self.pipeline.encoders.accepted([stream])[stream] is not None:
-            return ControlError(f"stream {excerpt(stream)} expired after scheduler.stream_idle_s without data: its "
-                                f"session is gone, and its next tick starts a new one")
-        if stream in self._refused_streams:
-            return ControlError(no_accepted_tick(stream, *self._refused_streams[stream]))
-        refused = self.pipeline.rejected.get("stream_refused", 0)  # (the count alone: stats() walks every stream)
-        return ControlUnknownStream(f"stream {excerpt(stream)} has sent no data" + (
-            f" that was accepted ({refused} ticks of new streams were refused as stream_refused: "
-            f"{self.pipeline.admission_limit()}; `_rejects/` names them)" if refused else "") + slash_hint(stream)
-            + did_you_mean([stream], self.pipeline.encoders))
-
-    def _op_answers(self, request: dict, _reply: Any) -> dict:
-        """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""
-        topic = request_field(request, "topic", str)
-        if not topic.endswith("/"):
-            raise ControlError(f"topic {excerpt(topic)} is not an answer topic: topics end with '/', e.g. 'dir20/BTCUSDT/'")
-        after = request_field(request, "after", int)
-        if after < 0:
-            raise ControlError(f"op 'answers' takes after >= 0 (the last seq you have; 0 for all), got {after}")
-        limit = request.get("limit", MAX_ANSWERS_PER_FETCH)
-        if type(limit) is not int or not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
-            raise ControlError(f"op 'answers' takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, got {wire_value(limit)}")
-        answers, complete = self.pipeline.history.after(topic, after, limit)
-        last_seq = self.pipeline.cache.last_seq(topic)
-        if not answers and last_seq is not None and last_seq > after:  # published, and none of them kept now
-            complete = False
-        self.counters["answer_fetches"] += 1
-        return {"answers": answers, "complete": complete, "epoch": self.epoch,
-                "last_seq": last_seq, "oldest_seq": self.pipeline.history.oldest_seq(topic)}
-
-    def _op_topics(self, request: dict, _reply: Any) -> dict:
-        """The answer topics published on, with their last seq: how a client that was away finds topics that
-        began meanwhile (a new stream's answers), which no subscription of its own names yet."""
-        prefix, after = (request.get(key) if request.get(key) is not None else "" for key in ("prefix", "after"))
-        if type(prefix) is not str or type(after) is not str:
-            raise ControlError(f"op 'topics' takes prefix and after as strings (a topic prefix such as 'dir20/'; "
-                               f"the last topic of the previous page), got {wire_value(prefix)}, {wire_value(after)}")
-        found = self.pipeline.cache.topics(prefix, after, MAX_TOPICS_PER_REPLY + 1)
-        truncated = len(found) > MAX_TOPICS_PER_REPLY
-        if truncated:
-            found.pop(max(found))
-        return {"topics": found, "truncated": truncated, "epoch": self.epoch}
-
-    def _op_stats(self, _request: dict, _reply: Any) -> dict:
-        self._refresh_snapshot()
-        return {"stats": self._snapshot}
-
-    def _op_streams(self, request: dict, _reply: Any) -> dict:
-        """Each stream's last accepted tick (ts and count): where a feed resumes after the service restarted."""
-        names = request.get("streams")
-        if names is not None and (type(names) is not list or not all(type(n) is str for n in names)
-                                  or len(names) > MAX_STREAMS_PER_REPLY):
-            wrong = next((f"{wire_value(n)} at [{i}]" for i, n in enumerate(names) if type(n) is not str), None) \
-                if type(names) is list else None
-            got = f"an array with {wrong}" if wrong else wire_value(names)
-            raise ControlError(f"op 'streams' takes 'streams' as an array of at most {MAX_STREAMS_PER_REPLY} stream "
-                               f"names (str; or nil: every stream), got {got}")
-        after = request.get("after") if request.get("after") is not None else ""
-        if type(after) is not str:
-            raise ControlError(f"op 'streams' takes after as a str (the last name of the previous page of every "
-                               f"stream), got {wire_value(after)}")
-        if after and names is not None:
-            raise ControlError("op 'streams' takes 'streams' (the names to look up) or 'after' (a page of every "
-                               "stream), not both: both were given")
-        known = self.pipeline.encoders.accepted(names, limit=MAX_STREAMS_PER_REPLY + 1, after=after,
-                                                now_ns=time.time_ns())
-        truncated = names is None and len(known) > MAX_STREAMS_PER_REPLY
-        if truncated:
-            known.pop(max(known))
-        for name, entry in known.items():  # what an answer computed now attends: fewer tokens after a roll
-            if entry is not None:  # ... and whether its KV is in the pool: an evicted one's next ask pays a rebuild
-                entry.update(self.pipeline.context_of(name), **self.pipeline.kv_of(name))
-        # a name asked for that admission turned away (and the engine holds nothing of): why, beside its nil
-        refused = {name: {"ticks": self._refused_streams[name][0], "error": self._refused_streams[name][1]}
-                   for name in names or () if known.get(name) is None and name in self._refused_streams}
-        return {"streams": known, "truncated": truncated, "uptime_s": time.time() - self.started_at,
-                **({"refused": refused} if refused else {}),
-                **(self._still_refused_at_start() if names is None else {})}
-
-    def _still_refused_at_start(self) -> dict[str, Any]:
-        """For a listing of every stream (which names held streams only): how many logged streams this start
-        refused and still holds nothing of, and the limit, so the listing does not pass over them in silence
-        (with --shards, those each shard's restore at this start refused, whose replies come after the start)."""
-        still = sum(1 for name in self.pipeline.refused_at_start
-                    if name in self._refused_streams and name not in self.pipeline.encoders)
-        return {"refused_at_start": {"streams": still, "why": self.pipeline.admission_limit()}} if still else {}
-
-    def _op_forget(self, request: dict, _reply: Any) -> dict:
-        """Drop one stream from every layer, its ordering guard included, durably (the tick log records it): the
-        operator's way out when a tick stamped ahead of the clock (forged, or a feed's mistake) blocks the stream's
-        real feed as ts_backwards. Said in the log, with what the stream held."""
-        stream = request_field(request, "stream", str)
-        held = self.pipeline.encoders.accepted([stream])[stream]
-        if held is None:
-            raise ControlUnknownStream(f"stream {excerpt(stream)} is not known: nothing to forget (`flashtick streams` "
-                                       f"lists the streams the engine holds, expired ones included)"
-                                       + slash_hint(stream) + did_you_mean([stream], self.pipeline.encoders))
-        try:
-            self.pipeline.forget_stream(stream)
-        except StreamBusy as e:
-            raise ControlBusy(str(e)) from None
-        except LogWriteError as e:
-            raise ControlError(f"stream {excerpt(stream)} was not forgotten: the tick log refused the record that "
-                               f"keeps it forgotten across a restart ({e})") from None
-        self._refused_streams.pop(stream, None)
-        print(f"flashtick: forgot stream {stream!r} at a control client's request (op forget): its {held['ticks']} "
-              f"ticks' session, answers and ordering guard (last ts {held['last_ts']}, "
-              f"{utc_text(held['last_ts'])}) dropped; its next tick, of any time, starts it afresh",
-              file=sys.stderr, flush=True)
-        return {"forgotten": stream, "ticks": held["ticks"], "last_ts": held["last_ts"]}
-
-    def _op_health(self, _request: dict, _reply: Any) -> dict:
-        """``serving``; ``degraded`` with ``shards_down`` while a shard is restored after a loss, or failed, and with
-        ``log_problem`` while ticks are refused because the data directory's logs cannot be written."""
-        down = self.pipeline.shards_down()
-        data = getattr(self.pipeline, "data", None)
-        problem = data.problem if data is not None else None
-        return {"status": "degraded" if down or problem else "serving", "uptime_s": time.time() - self.started_at,
-                "streams": self.pipeline.stream_count, "model": self.config.model.model_id,
-                "protocol": WIRE_PROTOCOL, "version": package_version(), "epoch": self.epoch,
-                "zero_bid": self.config.limits.zero_bid,  # (a feed reading 0 bids as prices says a mismatch up front)
-                **({"shards_down": down} if down else {}), **({"log_problem": problem} if problem else {})}
 
     # -- metrics --------------------------------------------------------------------------------
 
@@ -981,8 +609,3 @@ def _looks_like_ticks(frame: bytes) -> bool:
         return False
     first = obj[0] if isinstance(obj, list) and obj else obj
     return isinstance(first, dict) and "stream" in first
-
-
-MAX_ANSWERS_PER_FETCH = 1000
-MAX_STREAMS_PER_REPLY = 10_000
-MAX_TOPICS_PER_REPLY = 10_000

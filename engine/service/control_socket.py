@@ -1,0 +1,136 @@
+"""The control socket's traffic: requests read (a bounded share of the loop), checked and handed to their op
+(engine/service/control_ops.py), errors turned into replies, and replies sent without ever blocking the loop:
+one a client has no room for waits, bounded in bytes, and is dropped and counted past that."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+
+import zmq
+
+from engine.service.config import ServiceConfig
+from engine.service.control_requests import (CONTROL_OPS, ERROR_REPLY_CHARS, NO_ID, ControlError, check_request,
+                                             envelope_problem, request_id, sendable, unpack_request)
+from engine.service.drain_slice import DRAIN_SLICE_S
+from engine.service.wire_protocol import pack
+from queries.limits import clip, excerpt
+from queries.spec import QuerySpecError
+
+CONTROL_HWM = 16  # requests and replies ZeroMQ queues per control client (replies past it wait in Server._unsent)
+
+
+class UnsentReplies:
+    """One control client's replies waiting for room in its ZeroMQ queue, in order, and their bytes."""
+
+    def __init__(self) -> None:
+        self.replies: deque[list[bytes]] = deque()
+        self.bytes = 0
+
+    def add(self, frames: list[bytes], most_bytes: int) -> bool:
+        """Keep ``frames`` to send later; False (not kept) when that would pass ``most_bytes``."""
+        size = sum(map(len, frames))
+        if self.bytes + size > most_bytes:
+            return False
+        self.replies.append(frames)
+        self.bytes += size
+        return True
+
+    def pop(self) -> None:
+        self.bytes -= sum(map(len, self.replies.popleft()))
+
+
+class ControlSocket:
+    """The Server's control socket (a mixin: the ops it dispatches to are the Server's ``_op_*`` methods)."""
+
+    config: ServiceConfig
+    counters: dict[str, int]
+    _sockets: dict[str, zmq.Socket]
+    _unsent: dict[bytes, UnsentReplies]  # routing id -> replies ZeroMQ's queue had no room for yet
+
+    def _send_reply(self, frames: list[bytes]) -> None:
+        """A control reply to its client (``frames[0]``, its routing id). One that finds the client's ZeroMQ queue
+        full (CONTROL_HWM replies: a client not reading, or a burst of pipelined replies the I/O thread has not
+        sent yet) waits in ``_unsent``, sent as room comes (``_send_unsent``), up to limits.control_queue_bytes a
+        client: past that, or for a client gone, it is dropped and counted."""
+        unsent = self._unsent.get(frames[0])
+        if unsent is None:
+            try:
+                self._sockets["control"].send_multipart(frames, zmq.NOBLOCK)
+                return
+            except zmq.Again:
+                unsent = self._unsent[frames[0]] = UnsentReplies()
+            except zmq.ZMQError as e:
+                if e.errno != zmq.EHOSTUNREACH:
+                    raise
+                self._dropped_replies(1, "its client disconnected before it came")
+                return
+        if not unsent.add(frames, self.config.limits.control_queue_bytes):
+            self._dropped_replies(1, f"its client has limits.control_queue_bytes="
+                                     f"{self.config.limits.control_queue_bytes} bytes of replies it has not read")
+
+    def _send_unsent(self) -> None:
+        """Send the replies that wait for room in their client's ZeroMQ queue, each client's in order."""
+        if not self._unsent:
+            return
+        sock = self._sockets["control"]
+        sock.getsockopt(zmq.EVENTS)  # (ZeroMQ learns here what its I/O thread has sent since: room again)
+        for routing_id, unsent in list(self._unsent.items()):
+            try:
+                while unsent.replies:
+                    sock.send_multipart(unsent.replies[0], zmq.NOBLOCK)
+                    unsent.pop()
+            except zmq.Again:
+                continue
+            except zmq.ZMQError as e:
+                if e.errno != zmq.EHOSTUNREACH:
+                    raise
+                self._dropped_replies(len(unsent.replies), "its client disconnected before it came")
+            del self._unsent[routing_id]
+
+    def _dropped_replies(self, count: int, why: str) -> None:
+        self.counters["control_replies_dropped"] += count
+        if self.counters["control_replies_dropped"] == count:
+            print(f"flashtick: dropped a control reply: {why} (later drops are only counted: stats "
+                  f"control_replies_dropped)", file=sys.stderr, flush=True)
+
+    def _drain_control(self) -> None:
+        sock = self._sockets["control"]
+        deadline = time.monotonic() + DRAIN_SLICE_S  # a client flooding requests must not stall ingest and forwards
+        while time.monotonic() <= deadline:
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self.counters["control_requests"] += 1
+            envelope, payload = frames[:-1], frames[-1]
+            # the frames before the request come back with the reply: a few small ones (a REQ socket's delimiter,
+            # proxies' routing ids), not megabytes that a client could have echoed to it without reading them
+            echoed = envelope_problem(envelope)
+            if echoed is not None:
+                envelope = envelope[:1]  # (the routing id ROUTER added: the reply still reaches its client)
+            reply = lambda obj, envelope=envelope: self._send_reply([*envelope, pack(obj)])  # noqa: E731
+            try:
+                if echoed is not None:
+                    raise ControlError(echoed)
+                request = unpack_request(payload)
+                if (rid := request_id(request)) is not NO_ID:  # echoed: a client may pipeline requests
+                    reply = lambda obj, envelope=envelope, rid=rid: self._send_reply(  # noqa: E731
+                        [*envelope, pack({**obj, "id": rid})])
+                check_request(request)
+                handler = getattr(self, f"_op_{request['op']}", None)
+                if handler is None:
+                    raise ControlError(f"unknown op {excerpt(request['op'])} (ops: {', '.join(CONTROL_OPS)})")
+                result = handler(request, reply)
+                if result is not None:
+                    reply({"ok": True, **result})
+            except (ControlError, QuerySpecError, ValueError, LookupError) as e:
+                self.counters["control_errors"] += 1
+                # (a registration's error lists up to MAX_LISTED invalid queries, each clipped on its own)
+                reply({"ok": False, "reason": e.reason if isinstance(e, ControlError) else "bad_request",
+                       "error": sendable(clip(str(e).strip('"') or type(e).__name__, ERROR_REPLY_CHARS))})
+            except Exception as e:  # anything unforeseen: the service keeps serving
+                self.counters["control_errors"] += 1
+                reply({"ok": False, "reason": "internal",
+                       "error": sendable(clip(f"{type(e).__name__}: {e}", ERROR_REPLY_CHARS))})
