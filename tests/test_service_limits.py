@@ -318,9 +318,9 @@ def test_the_stop_line_counts_what_it_computed_never_below_zero(checkpoint, caps
 
 
 def test_shed_rejections_reach_the_rejects_topic(checkpoint, capsys, monkeypatch) -> None:
-    import engine.service.server as server_module
+    import engine.service.heartbeat as heartbeat_module
 
-    monkeypatch.setattr(server_module, "BEHIND_WARNING_EVERY_S", 2.0)
+    monkeypatch.setattr(heartbeat_module, "BEHIND_WARNING_EVERY_S", 2.0)
     with live_server(checkpoint, limits={"max_backlog_tokens": 40, "when_behind": "shed",
                                          "heartbeat_s": 0.2}) as (server, push):
         with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC, HEARTBEAT_TOPIC]) as sub:

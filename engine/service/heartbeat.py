@@ -1,0 +1,160 @@
+"""The heartbeat, every limits.heartbeat_s: the `_heartbeat/` message (the engine's progress, whether it is
+behind, the protocol and the epoch), the stats snapshot refreshed, idle streams expired, and the log's lines
+of what an operator must hear (behind, catching up, streams refused, KV thrash, feeds connected or lost)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from connectors.feed import HEARTBEAT_TOPIC
+from engine.memory_limit import resident_bytes
+from engine.service.auth import FailedHandshakes
+from engine.service.config import ServiceConfig
+from engine.service.expired_streams import ExpiredStreamsLine
+from engine.service.feed_watch import FeedWatch
+from engine.service.kv_thrash import KvThrashWatch
+from engine.service.metrics import process_start_time
+from engine.service.pipeline import TickPipeline
+from engine.service.sharded import ShardedPipeline
+from engine.service.wire_protocol import WIRE_PROTOCOL
+
+BEHIND_WARNING_EVERY_S = 10.0
+DROPPED_WHEN_BEHIND = {"shed": "ticks refused as overloaded",
+                       "conflate": "quotes dropped for a newer one of their stream"}
+PROCESS_START_TIME = process_start_time()  # (read once: it does not change)
+
+
+class Heartbeat:
+    """The Server's heartbeat (a mixin: it reads the server's pipeline, counters and sockets)."""
+
+    config: ServiceConfig
+    pipeline: TickPipeline | ShardedPipeline
+    counters: dict[str, int]
+    epoch: str
+    started_at: float
+    serve_hints: bool
+    _snapshot: dict[str, Any]  # stats as of the last heartbeat (or `stats` request): what /metrics renders
+    _handshakes: FailedHandshakes | None
+    _feed_watches: dict[str, FeedWatch]
+
+    def _init_heartbeat(self) -> None:
+        """The heartbeat's own state, once the pipeline is up (its restart's tail tells catching up)."""
+        self._next_behind_warning = 0.0
+        # a restart's tail (ticks logged but not computed before the stop) is computed by the serving loop: until
+        # it is and the engine is no longer behind, "behind" is the restart catching up, and the log says that
+        self._catching_up, self._said_catching_up = bool(getattr(self.pipeline, "owed_ticks", 0)), False
+        self._shed_at_heartbeat = 0  # ticks refused as overloaded up to the last heartbeat
+        self._conflated_at_heartbeat = 0  # quotes conflated (when_behind: conflate) up to the last heartbeat
+        self._shed_said = 0  # ticks refused or quotes conflated up to the last log line that said so
+        self._refused_said, self._next_refused_warning = 0, 0.0  # stream_refused ticks the log has told of
+        self._expired_line = ExpiredStreamsLine(self.config.scheduler.stream_idle_s)
+        self._kv_thrash = KvThrashWatch()
+
+    def _heartbeat(self) -> None:
+        self.counters["heartbeats"] += 1
+        if self._handshakes is not None:
+            self._handshakes.poll()
+        expired = self.pipeline.expire_idle()
+        self.counters["streams_expired"] += len(expired)
+        self._expired_line.add(expired)
+        self._expired_line.say(time.monotonic())
+        data = getattr(self.pipeline, "data", None)
+        if data is not None:
+            data.check()
+        self._refresh_snapshot()
+        # shedding (or conflating) keeps the engine under its limits, so a heartbeat may find it caught up just after
+        # it refused most of a burst: one that refused ticks since the last heartbeat says behind too, and how many
+        shed_total = self._snapshot["rejected"].get("overloaded", 0)
+        shed, self._shed_at_heartbeat = shed_total - self._shed_at_heartbeat, shed_total
+        conflated_total = self._snapshot.get("conflated", 0)
+        conflated, self._conflated_at_heartbeat = conflated_total - self._conflated_at_heartbeat, conflated_total
+        pending, behind = self._snapshot["pending_tokens"], self._snapshot["behind"] or shed > 0 or conflated > 0
+        if self._catching_up and not behind and not getattr(self.pipeline, "owed_ticks", 0):
+            self._catching_up = False
+            if self._said_catching_up:
+                print("flashtick: caught up after the restart", file=sys.stderr, flush=True)
+        self._send(HEARTBEAT_TOPIC, {"seq": self.counters["heartbeats"], "ts": time.time_ns(),
+                                     "ticks_in": self.pipeline.ticks_in,
+                                     "answers_out": self.counters["answers_published"],
+                                     "pending_tokens": pending, "behind": behind,
+                                     "lag_s": self._snapshot["lag_s"], "shed": shed, "conflated": conflated,
+                                     "max_message_bytes": self.config.limits.max_message_bytes,
+                                     "protocol": WIRE_PROTOCOL, "epoch": self.epoch,
+                                     "registry_version": self.pipeline.registry.version})
+        self._kv_thrash.watch(self._snapshot, self.pipeline, self.config)
+        self._watch_feeds()
+        self._say_refused_streams()
+        self._say_behind(behind, pending, shed_total + conflated_total)  # (one of the two, as when_behind says)
+
+    def _say_behind(self, behind: bool, pending: int, dropped_total: int) -> None:
+        """The log's line of an engine behind its limits (or catching up after a restart, or caught up with
+        ticks refused or conflated since the last such line), at most every BEHIND_WARNING_EVERY_S."""
+        # a burst's refusals mostly come after the line its first heartbeat printed: those are said once the
+        # line's interval has passed, caught up or not, so the log accounts for every tick shed
+        if self.serve_hints and (behind or dropped_total > self._shed_said) and \
+                time.monotonic() >= self._next_behind_warning:
+            self._next_behind_warning = time.monotonic() + BEHIND_WARNING_EVERY_S
+            limits = self.config.limits
+            what = DROPPED_WHEN_BEHIND.get(limits.when_behind)
+            then = (f"{dropped_total - self._shed_said} {what} since the last such line, {dropped_total} in all"
+                    if what else "answers lag") + _most_shed(self._snapshot.get("shed_streams"))
+            self._shed_said = dropped_total
+            if not behind:  # caught up since: only the refusals are left to say
+                print(f"flashtick: caught up; when_behind: {limits.when_behind} ({then})", file=sys.stderr, flush=True)
+                return
+            if self._catching_up:
+                self._said_catching_up = True
+                print(f"flashtick: catching up after the restart: {getattr(self.pipeline, 'owed_ticks', 0)} logged "
+                      f"ticks still to compute; {pending} tokens wait for a forward, the oldest data for "
+                      f"{self._snapshot['lag_s']:.1f} s (new ticks queue behind them; when_behind: "
+                      f"{limits.when_behind} ({then}))", file=sys.stderr, flush=True)
+                return
+            if not self._snapshot["behind"]:  # behind only between heartbeats: its refusals kept it under the limits
+                print(f"flashtick: behind since the last heartbeat, kept under the limits by when_behind: "
+                      f"{limits.when_behind} ({then}); now {pending} tokens wait for a forward, the oldest data for "
+                      f"{self._snapshot['lag_s']:.1f} s", file=sys.stderr, flush=True)
+                return
+            print(f"flashtick: behind: {pending} tokens wait for a forward (limits.max_backlog_tokens="
+                  f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "
+                  f"(limits.max_lag_s={limits.max_lag_s:g}; or the ingest queue not once emptied for that long); "
+                  f"when_behind: {limits.when_behind} ({then})", file=sys.stderr, flush=True)
+
+    def _say_refused_streams(self) -> None:
+        """New streams turned away (scheduler.when_full: refuse, or scheduler.max_streams) are refused on
+        `_rejects/` one by one; the operator reading the log hears of them too, at most every
+        BEHIND_WARNING_EVERY_S, with the limit that refused them (not both limits beside a pool's use: a pool that
+        admits 30 streams of a full window each is mostly empty while they are new)."""
+        refused = self._snapshot["rejected"].get("stream_refused", 0)
+        if refused <= self._refused_said or time.monotonic() < self._next_refused_warning:
+            return
+        self._next_refused_warning = time.monotonic() + BEHIND_WARNING_EVERY_S
+        print(f"flashtick: refused {refused - self._refused_said} ticks of new streams since the last such line "
+              f"({refused} in all): {self.pipeline.admission_limit()}; `_rejects/` names the streams",
+              file=sys.stderr, flush=True)
+        self._refused_said = refused
+
+    def _refresh_snapshot(self) -> None:
+        data = getattr(self.pipeline, "data", None)
+        now = time.time()  # stats_time: how fresh a reader (/metrics) finds these figures
+        self._snapshot = {**self.pipeline.stats(), **self.counters, "uptime_s": now - self.started_at,
+                          "stats_time": now,
+                          "kv_thrash": self._kv_thrash.thrashing, "process_resident_memory_bytes": resident_bytes(),
+                          "process_start_time_seconds": PROCESS_START_TIME,
+                          **({"log_problem": data.problem} if data is not None else {})}
+        if self._feed_watches:  # a quiet publisher told apart from one never connected (or dropped)
+            self._snapshot["feeds"] = [watch.stats() for watch in self._feed_watches.values()]
+
+    def _watch_feeds(self) -> None:
+        for watch in self._feed_watches.values():
+            for line in watch.changes():
+                print(f"flashtick: feed {watch.endpoint}: {line}", file=sys.stderr, flush=True)
+
+
+def _most_shed(counts: dict[str, int] | None) -> str:
+    """The most refused streams (stats' shed_streams) for the behind line: which feed floods, for the operator."""
+    if not counts:
+        return ""
+    most = ", ".join(f"{stream} {n}" for stream, n in counts.items())
+    return f"; most refused streams (in all): {most} (stats shed_streams)"

@@ -1,0 +1,141 @@
+"""Reading the ingest sockets (the PULL socket and the feeds' SUB sockets): each message's framing told apart
+(ticks, [topic, ticks], tokenized ticks, or a mistake said as bad_framing), handed to the pipeline, its
+rejections published on `_rejects/`, and the streams none of whose ticks was accepted remembered with why (for
+`streams`, `get` and `ask`). Bounded per turn of the loop, so a flood cannot stall control, forwards, heartbeats."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any
+
+import msgpack
+import zmq
+
+from connectors.encoder import published_rejections
+from connectors.feed import REJECTS_TOPIC
+from engine.service.config import ServiceConfig
+from engine.service.drain_slice import DRAIN_SLICE_S
+from engine.service.feed_watch import FeedWatch
+from engine.service.pipeline import TickPipeline
+from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT
+from engine.service.sharded import ShardedPipeline
+from engine.service.wire_protocol import TOKENIZED_MARKER
+
+
+class IngestReading:
+    """The Server's ingest sockets (a mixin: it reads the server's sockets and feeds its pipeline)."""
+
+    config: ServiceConfig
+    pipeline: TickPipeline | ShardedPipeline
+    counters: dict[str, int]
+    _sockets: dict[str, zmq.Socket]
+    _feed_watches: dict[str, FeedWatch]  # socket name -> its external feed's connection and counts
+    _unread_since: dict[str, float | None]  # per ingest socket: since when messages wait unread
+    _refused_streams: OrderedDict[str, list]  # stream -> [ticks refused, the error], the most recent last
+
+    def _read_ingest(self, events: dict[zmq.Socket, int]) -> None:
+        """Read the ingest and feed sockets ``events`` (the loop's poll) found messages on, and keep, per socket,
+        since when messages wait unread (the pipeline's ``ingest_unread_s``)."""
+        for name, sock in self._sockets.items():
+            if name == "ingest" or name.startswith("feed"):
+                # a socket left with messages unread (its share of the loop ran out) keeps its clock
+                emptied = sock not in events or self._drain_ingest(sock, self._feed_watches.get(name))
+                self._unread_since[name] = None if emptied else self._unread_since.get(name) or \
+                    time.monotonic()
+        unread = [since for since in self._unread_since.values() if since is not None]
+        self.pipeline.ingest_unread_s = time.monotonic() - min(unread) if unread else 0.0
+
+    def _drain_ingest(self, sock: zmq.Socket, watch: FeedWatch | None = None, until: float | None = None) -> bool:
+        """Read and ingest the socket's queued messages; True once its queue is empty, False when this turn's
+        share ran out first (messages wait unread: `ingest_unread_s`), or the time ``until`` came (a stop's).
+        ``watch``: an external feed's, counting."""
+        # bounded in messages and in time: a flood of costly messages (a 1 MiB list of bad ticks is a million
+        # rejections) must not keep the loop from control requests, forwards and heartbeats
+        deadline = time.monotonic() + DRAIN_SLICE_S if until is None else min(time.monotonic() + DRAIN_SLICE_S, until)
+        for _ in range(self.config.limits.max_ingest_per_step):
+            if time.monotonic() > deadline:
+                return False
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK, copy=True)
+            except zmq.Again:
+                return True
+            self.counters["ingest_messages"] += 1
+            if watch is not None:
+                watch.read()
+            if len(frames) == 2 and frames[0] == TOKENIZED_MARKER:
+                rejections = self.pipeline.ingest_tokenized(frames[1])
+            elif len(frames) == 1:
+                rejections = self.pipeline.ingest_message(frames[0])
+            elif len(frames) == 2 and _looks_like_ticks(frames[0]):  # [ticks, ticks] or [ticks, topic]: a mistake
+                self.pipeline.rejected["bad_framing"] += 1
+                rejections = [{"index": -1, "reason": "bad_framing", "error": _framing_error(frames, tick_first=True)}]
+            elif len(frames) == 2:  # [topic, ticks]: how PUB feeds frame a message for SUB filtering; topic unread
+                rejections = self.pipeline.ingest_message(frames[1])
+            else:
+                self.pipeline.rejected["bad_framing"] += 1
+                rejections = [{"index": -1, "reason": "bad_framing", "error": _framing_error(frames)}]
+            self._remember_refused(rejections)
+            for rejection in published_rejections(rejections):  # PUSH has no way back: reasons on their own topic
+                self._send(REJECTS_TOPIC, rejection)
+        return False
+
+    def _ingest_unread(self) -> bool:
+        """Whether an ingest socket still holds messages (the drain's time ran out before them)."""
+        return any(sock.poll(0) for name, sock in self._sockets.items() if name == "ingest" or name.startswith("feed"))
+
+    def _read_queued_ingest(self, deadline: float) -> int:
+        """Messages waiting in the ingest sockets' queues, read until ``deadline``: ZeroMQ took them from the feeds,
+        which will not send them again, and closing the sockets drops them unread. Read, they are accepted (in the
+        tick log, when there is one, so a restart owes their answers) or refused with a reason like any other
+        message. Returns how many were read."""
+        before = self.counters["ingest_messages"]
+        for name, sock in self._sockets.items():
+            if name != "ingest" and not name.startswith("feed"):
+                continue
+            while time.monotonic() < deadline and not self._drain_ingest(sock, until=deadline):
+                pass
+        return self.counters["ingest_messages"] - before
+
+    def _remember_refused(self, rejections: list[dict[str, Any]]) -> None:
+        """Streams none of whose ticks was accepted, with how many were refused and the first reason: `streams`
+        and an `ask` say why such a stream holds nothing (admission turned it away, or every tick was bad: a yield
+        quote crossed, a price at zero), where "has sent no data" would send the operator to the feed."""
+        for rejection in rejections:
+            stream = rejection.get("stream")
+            if stream is None or (rejection["reason"] != "stream_refused" and stream in self.pipeline.encoders):
+                continue  # (a stream with accepted ticks: its refusals are on `_rejects/` and in the counters)
+            held = self._refused_streams.pop(stream, None) or [0, rejection["error"]]  # ("reason: why")
+            held[0] += rejection.get("count", 1)
+            self._refused_streams[stream] = held  # the most recent last
+            if len(self._refused_streams) > MAX_REFUSED_STREAMS_KEPT:
+                self._refused_streams.popitem(last=False)
+
+    def _take_turned_away(self) -> None:
+        """Streams the engine refused although their ticks were accepted and logged (a restart's replay under a
+        lowered scheduler.max_streams; a shard's own admission), which the pipeline has forgotten: remembered as
+        streams refused live are, so `streams`, `get` and `ask` say they were refused, not "has sent no data"."""
+        turned_away = self.pipeline.take_turned_away()
+        self._remember_refused([{"stream": stream, "reason": "stream_refused", "error": error, "count": ticks}
+                                for stream, (ticks, error) in turned_away.items()])
+
+
+def _framing_error(frames: list[bytes], tick_first: bool = False) -> str:
+    first = ascii(frames[0][:16]) if frames else "nothing"
+    what = "whose first frame is itself ticks (it would be read as a topic and dropped) " if tick_first else ""
+    return (f"bad_framing: a message of {len(frames)} frames {what}(the first {first}); ingest takes one frame "
+            f"(msgpack ticks), two frames [topic, msgpack ticks] or [b'tokens', msgpack array] (tokenized ticks)")
+
+
+def _looks_like_ticks(frame: bytes) -> bool:
+    """Whether a two-frame message's first frame (its topic, never read) is a msgpack tick map or list of them:
+    [ticks, topic] or [tickA, tickB] would otherwise lose ticks without a word. Only a frame that starts like a
+    msgpack map or array is decoded, so plain topics (stream names) cost a byte's look."""
+    if not frame or not (0x80 <= frame[0] <= 0x9F or 0xDC <= frame[0] <= 0xDF):
+        return False
+    try:
+        obj = msgpack.unpackb(frame, raw=False, strict_map_key=False)
+    except Exception:  # not msgpack after all: a topic like any other
+        return False
+    first = obj[0] if isinstance(obj, list) and obj else obj
+    return isinstance(first, dict) and "stream" in first
