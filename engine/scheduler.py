@@ -290,14 +290,16 @@ class Scheduler:
         return idle
 
     def start_at(self, stream: str, ticks: int, event_ts: int,
-                 booked: tuple[list[int], list[int], int] | None = None) -> None:
+                 booked: tuple[list[int], list[int], int] | None = None) -> str | None:
         """A stream restored from a tick log whose first segments were dropped: its tick count and event time go
         on from where the live run had them, and its session from ``booked`` (``Scheduler.booked`` when the
-        segment began; without it, from the tokens the log still holds)."""
+        segment began; without it, from the tokens the log still holds). Returns why admission refused the
+        stream (the limits changed since it was logged), None when it is held: the caller records the refusal,
+        since the log may hold no later item of the stream whose refusal would say it."""
         try:
             state = self.streams.get(stream) or self._admit(stream)
-        except AdmissionRefused:
-            return  # the limits changed since: the stream's items are refused and counted as they come
+        except AdmissionRefused as e:
+            return str(e)
         if state.ticks == 0 and len(state.session.tokens) == len(self.config.header):  # nothing past the header
             state.ticks, state.event_ts = ticks, event_ts
             state.last_seen_ns = time.time_ns()  # restored now, like restore(): not idle since 1970
@@ -305,6 +307,7 @@ class Scheduler:
                 tokens, boundaries, roll_at = booked
                 state.session.tokens, state.boundaries, state.roll_at = list(tokens), list(boundaries), roll_at
                 state.next_token_logits = None  # what follows these tokens is predicted once they are computed
+        return None
 
     def waiting_on(self, stream: str) -> bool:
         """Whether ``stream`` has data waiting for a forward, or a query job waiting on it (it cannot be dropped)."""

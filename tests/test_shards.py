@@ -648,6 +648,41 @@ def test_an_ask_on_a_stream_whose_every_tick_a_shard_refused_says_so(checkpoint,
     assert "scheduler.max_streams 1 reached" in every["refused_at_start"]["why"], every
 
 
+def test_an_ask_on_a_stream_retention_left_only_a_count_of_a_shard_refused_says_so(checkpoint, tmp_path) -> None:
+    """Restarted on a KV pool that admits one stream per shard (when_full: refuse), a shard refuses a logged stream
+    of which retention kept only its tick count (quiet through every segment kept): Scheduler.start_at refused it
+    without a record, the front door kept it, and an ask on it said it "expired after scheduler.stream_idle_s", and
+    `streams` listed it with its counts. It says, as one engine does, that its ticks were refused and why; `streams`
+    names it refused, and the shard's `restored` line counts its ticks."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    log = {"dir": str(tmp_path / "data"), "segment_bytes": 4096, "retention_bytes": 4 * 4096}
+    live = ShardedPipeline(config(checkpoint, tmp_path / "data", 1, queries, log=log))
+    try:
+        t0 = 1_700_000_000_000_000_000
+        feed(live, [[trade("BUSY", t0 + i, 100.0 + i % 3, 1.0, "buy") for i in range(5)]])  # held first at a restart
+        feed(live, [[trade("QUIET", t0 + 10 + i, 50.0 + i % 2, 1.0, "sell") for i in range(7)]])
+        feed(live, [[trade("BUSY", t0 + 100 + i, 100.0 + i % 5, 1.0, "buy") for i in range(j, j + 10)]
+                    for j in range(0, 600, 10)])
+        assert live.data.log.stats.segments_dropped > 0
+    finally:
+        live.close()
+    small = config(checkpoint, tmp_path / "data", 1, queries, log=log, kv={"cells": 17 * 16, "block_size": 16},
+                   scheduler={"max_batch_tokens": 64, "when_full": "refuse"}, limits={"heartbeat_s": 0.2},
+                   endpoints={"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
+                              "control": "tcp://127.0.0.1:0", "metrics_port": 0})
+    with serving(small) as server, ControlClient(server.endpoints["control"], timeout_s=60) as control:
+        wait_for(lambda: control.call("health")["status"] == "serving", timeout_s=120)
+        assert set(shard_sessions(server.pipeline)) == {"BUSY"}
+        error = control.request({"op": "ask", "stream": "QUIET", "query": "dir"}).get("error")
+        reply = control.call("streams", streams=["QUIET"])
+        every = control.call("streams")
+    assert error == ("stream 'QUIET' has no accepted tick: its 7 ticks were refused (the first: stream_refused: stream "
+                     "'QUIET' refused: the KV pool holds 1 streams of 256 tokens and all are admitted)"), error
+    assert reply["streams"]["QUIET"] is None and reply["refused"]["QUIET"]["ticks"] == 7, reply
+    assert sorted(every["streams"]) == ["BUSY"] and every["refused_at_start"]["streams"] == 1, every
+
+
 def test_answers_about_ticks_lost_with_the_logs_tail_are_taken_back_on_shards(checkpoint, tmp_path, capsys) -> None:
     """As on one engine (test_lost_tail_answers): a restart on shards whose tick log lost its last record (cut short,
     as a host crash leaves it) serves as current each query's latest answer on the ticks kept, from the front door's

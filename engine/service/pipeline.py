@@ -827,9 +827,8 @@ class _EngineReplay:
         self.pipeline._accepted(item)
 
     def start_at(self, stream: str, ticks: int, last_ts: int, booked: Any = None) -> None:
-        problem = self.scheduler.admission_problem(stream)
-        self.scheduler.start_at(stream, ticks, last_ts, booked)
-        if problem is not None:  # (Scheduler.start_at takes no stream past the limits)
+        problem = self.scheduler.start_at(stream, ticks, last_ts, booked)
+        if problem is not None:  # the limits changed since it was logged
             self.pipeline._turn_away(stream, ticks, problem)
         self.pipeline.scores.start_at(stream, ticks)
         self.pipeline.adaptation.start_at(stream, ticks)

@@ -178,7 +178,9 @@ class Shard:
             self.registry.restore_fired(answer.query, answer.stream, answer.version, answer.data_ts)
         scheduler = self.engine.scheduler
         for stream, (ticks, last_ts) in logged["starts"].items():
-            scheduler.start_at(stream, ticks, last_ts)
+            problem = scheduler.start_at(stream, ticks, last_ts)
+            if problem is not None:  # the ticks retention dropped: refused as one engine refuses them (its items too)
+                self._refused(stream, ticks, problem)
         items, refused = logged["items"], 0
         for stream, tokens, ts, ticks in unpack_items(items):
             try:

@@ -357,7 +357,8 @@ class ShardedPipeline:
             if not link.restores:  # its first: the start's (a later one rebuilds a lost shard's streams)
                 self.refused_at_start |= refused.keys()
             link.restores.append(restored)
-            turned_away = (f"; refused {counted(restored['refused'], 'logged item')} of "
+            # (in ticks, as one engine says it: a stream retention left no item of is refused with its count)
+            turned_away = (f"; refused {counted(sum(ticks for ticks, _ in refused.values()), 'logged tick')} of "
                            f"{counted(len(refused), 'stream')}: {self.admission_limit()} (was the limit lowered since "
                            f"they were logged? `streams` and `ask` say them refused)") if refused else ""
             print(f"flashtick: {link.name} restored {restored['streams']} streams from {restored['items']} logged "
