@@ -319,6 +319,34 @@ def test_an_ask_a_shard_holds_no_session_for_is_answered_as_one_engine_answers_i
         server.close()
 
 
+def test_a_stream_its_shard_expires_in_the_call_that_brought_its_ticks_is_forgotten_at_the_front_door(
+        checkpoint, tmp_path) -> None:
+    """A shard behind by more than scheduler.stream_idle_s computes a stream's ticks and expires it in the same call
+    (idleness counts from when the front door accepted them). The front door took the stream for one that "sent
+    data since" (ShardLink.call_streams still named the call it had just finished) and kept it for good: `streams`
+    listed it, and a KV pool that admits one stream (when_full: refuse) turned a new stream away while the shard
+    held none. As on one engine, the stream is forgotten and the new one taken."""
+    idle_s = 1.0
+    cfg = config(checkpoint, tmp_path / "data", 1, None, kv={"cells": 17 * 16, "block_size": 16},
+                 scheduler={"max_batch_tokens": 64, "when_full": "refuse", "stream_idle_s": idle_s})
+    front = ShardedPipeline(cfg)
+    try:
+        front.run_until_idle()  # (the start's restore in)
+        t0 = 1_700_000_000_000_000_000
+        assert front.ingest_message(encode([trade("OLD", t0 + i, 100.0 + i, 1.0, "buy") for i in range(3)])) == []
+        accepted = time.monotonic()
+        # its ticks wait at the front door past stream_idle_s and the shard's expiry period (1 s), as behind a busy
+        # shard: the call that takes them computes them in one forward (no query probes it) and expires the stream
+        wait_for(lambda: time.monotonic() - accepted > idle_s + 1.5)
+        front.run_until_idle()
+        assert front.expire_idle() == ["OLD"] and shard_sessions(front) == {}
+        assert front.ingest_message(encode([trade("NEW", t0 + 10, 50.0, 1.0, "buy")])) == []
+        front.run_until_idle()
+        assert set(shard_sessions(front)) == {"NEW"} and set(front.shard_of) == {"NEW"}
+    finally:
+        front.close()
+
+
 def test_a_killed_shard_is_restarted_and_rebuilt_with_no_tick_lost(checkpoint, tmp_path) -> None:
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)

@@ -13,7 +13,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.service.shard import Item
+from engine.service.shard import GroupEnd, Item
 from queries.flash import FlashStats
 
 
@@ -24,7 +24,7 @@ class ShardLink:
     name: str
     handle: Any
     streams: set[str] = field(default_factory=set)
-    buffer: list[Item] = field(default_factory=list)  # accepted (logged) items not yet sent
+    buffer: list[Item | GroupEnd] = field(default_factory=list)  # accepted (logged) items not yet sent
     buffered_tokens: int = 0
     ops: list[tuple] = field(default_factory=list)  # registry ops and asks, in order
     call: Any = None  # the ObjectRef of the one call in flight
@@ -32,7 +32,7 @@ class ShardLink:
     call_tokens: int = 0
     call_version: int = 0  # registry version when the call went out
     call_tickets: list[Any] = field(default_factory=list)
-    call_streams: set[str] = field(default_factory=set)
+    call_streams: set[str] = field(default_factory=set)  # the streams whose items the call in flight carries
     call_forgets: set[str] = field(default_factory=set)  # streams the call in flight tells the shard to forget
     forgetting: set[str] = field(default_factory=set)  # forgotten here; the shard not told yet (queued or in flight)
     lost: bool = False  # its engine state is gone: nothing goes to it until a restore succeeds
@@ -55,6 +55,10 @@ class ShardLink:
         self.retired = {key: _summed([old.get(key, {}), now.get(key, {})]) for key in COUNTED}
         self.retired["query_errors"] = old.get("query_errors", 0) + now.get("query_errors", 0)
         self.stats = {}
+
+    def buffers(self, stream: str) -> bool:
+        """Whether items of ``stream`` wait here, not yet sent: what its shard says of it now is older than them."""
+        return any(not isinstance(item, GroupEnd) and item[0] == stream for item in self.buffer)
 
     @property
     def pending_tokens(self) -> int:

@@ -303,7 +303,8 @@ class ShardedPipeline:
     def _finish(self, link: ShardLink, outcomes: list[JobOutcome]) -> None:
         ray = ray_module()
         ref, version, tickets, kind = link.call, link.call_version, link.call_tickets, link.call_kind
-        link.call, link.call_tokens, link.call_tickets = None, 0, []
+        # the call's streams too: its reply is of what the shard did after their items (an expiry included)
+        link.call, link.call_tokens, link.call_tickets, link.call_streams = None, 0, [], set()
         # streams forgotten here whose shard this call did not tell: what it says of them is of the session that
         # is gone (its answers, progress, expiry); those it told were forgotten first, before its items
         forgets, link.call_forgets = link.call_forgets, set()
@@ -405,7 +406,7 @@ class ShardedPipeline:
         return dataclasses.replace(answer, seq=0)
 
     def _expire(self, link: ShardLink, stream: str) -> None:
-        if stream in link.call_streams or any(item[0] == stream for item in link.buffer):
+        if link.buffers(stream):
             return  # it sent data since: the shard starts it afresh, the front door keeps it
         link.streams.discard(stream)
         self.shard_of.pop(stream, None)
@@ -426,7 +427,7 @@ class ShardedPipeline:
         the shard's streams as it does; not while more of it waits to go to the shard (its reply says again)."""
         held = self._turned_away.setdefault(stream, [0, error])
         held[0] += ticks
-        if any(not isinstance(item, GroupEnd) and item[0] == stream for item in link.buffer):
+        if link.buffers(stream):
             return
         link.streams.discard(stream)
         self.shard_of.pop(stream, None)
@@ -628,8 +629,7 @@ class ShardedPipeline:
         has not computed yet goes with the session, as a restart drops it at the log's record; what the shard says
         of the stream before the op reaches it is not taken (``_finish``)."""
         link = self.shard_of.get(stream)
-        if link is not None and ((link.call is not None and stream in link.call_streams) or any(
-                not isinstance(item, GroupEnd) and item[0] == stream for item in link.buffer)):
+        if link is not None and (stream in link.call_streams or link.buffers(stream)):
             raise StreamBusy(f"stream {stream!r} has data waiting for its shard ({link.name}): send the request again "
                              f"in a moment (or once its feed is stopped)")
         if any(asked == stream for _, asked in self._asked.values()):
