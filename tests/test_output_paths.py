@@ -205,3 +205,50 @@ def test_an_output_that_is_a_fifo_a_socket_or_a_device_is_refused_before_any_wor
     assert f"--out {fifo} is a FIFO (named pipe): give a directory" in err
     assert not (tmp_path / "ckpt").exists()
     assert all(stat.S_ISFIFO(path.stat().st_mode) for path in (fifo, scores, exported))  # each left as it was
+
+
+def test_an_output_whose_temporary_name_is_a_fifo_is_refused_without_waiting(ticks_csv: Path, tmp_path: Path) -> None:
+    """`ticklog export --out OUT` writes OUT.tmp, then renames it onto OUT: a FIFO at OUT.tmp made the export wait
+    for a reader for ever. It is refused before any work, as the command's other refusals (exit 2, one line), and
+    left as it was; a command run in a child, so the old wait fails the test at the bound instead of hanging it."""
+    import stat
+    import subprocess
+    import sys
+
+    data = tmp_path / "data"
+    with TickLog(data / "ticks", fsync="never") as log:
+        log.append(msgpack.packb({"tick": SyntheticMarket().next_batch(1)[0].to_wire()}, use_bin_type=True))
+    out = tmp_path / "ticks.csv"
+    os.mkfifo(tmp_path / "ticks.csv.tmp")
+    child = subprocess.run([sys.executable, "-m", "engine.service.cli", "ticklog", "export", str(data), "--out",
+                            str(out)], env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+                           capture_output=True, text=True, timeout=120)
+    assert child.returncode == 2, child.stderr
+    assert child.stderr == (f"flashtick ticklog: error: --out {out}: {out}.tmp is a FIFO (named pipe), not a regular "
+                            f"file; the output is written under that temporary name and then renamed onto ticks.csv, "
+                            f"so nothing is written while it is there: remove it (or give another path)\n")
+    assert not out.exists() and stat.S_ISFIFO((tmp_path / "ticks.csv.tmp").stat().st_mode)
+
+
+def test_a_link_at_an_outputs_temporary_name_is_refused_and_what_it_leads_to_is_left(ticks_csv: Path, tmp_path: Path,
+                                                                                    capsys) -> None:
+    """A link at OUT.tmp: `ticklog export --out OUT` wrote where it leads (here a tick file of the user's, replaced by
+    the export) and the rename put the link in OUT's place, exit 0. Refused before any work; a regular file there (an
+    interrupted write's) is written over, as before. write_atomically, every command's writer, refuses it too."""
+    data = tmp_path / "data"
+    with TickLog(data / "ticks", fsync="never") as log:
+        log.append(msgpack.packb({"tick": SyntheticMarket().next_batch(1)[0].to_wire()}, use_bin_type=True))
+    out = tmp_path / "ticks.parquet"
+    (tmp_path / "ticks.parquet.tmp").symlink_to(ticks_csv)
+    err = refused(capsys, ["ticklog", "export", str(data), "--out", str(out)], ticks_csv)
+    assert f"--out {out}: {out}.tmp is a symbolic link, not a regular file" in err
+    assert not out.exists()
+    from engine.service.output_paths import OutputPathUnusable, write_atomically
+
+    with pytest.raises(OutputPathUnusable, match="is a symbolic link"):
+        write_atomically(out, lambda tmp: tmp.write_text("points"))
+    assert not out.exists() and ticks_csv.read_text().startswith("stream,")
+    (tmp_path / "ticks.parquet.tmp").unlink()
+    (tmp_path / "ticks.parquet.tmp").write_text("left by a write that was cut short")
+    assert main(["ticklog", "export", str(data), "--out", str(out)]) == 0
+    assert pl.read_parquet(out).height == 1 and not (tmp_path / "ticks.parquet.tmp").exists()

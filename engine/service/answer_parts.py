@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from connectors.labels import session_gap_text
+from engine.service.output_paths import write_atomically
 from queries.cache import Answer
 
 PARTS_SUFFIX = ".parts"  # answers.parquet -> answers.parquet.parts/
@@ -43,15 +44,6 @@ LOCK = "lock"  # two runs on one --out (a --resume while the first still ran) in
 RAW_SCHEMA = {"query": pl.String, "stream": pl.String, "topic": pl.String, "seq": pl.Int64, "ticks": pl.Int64,
               "data_ts": pl.Int64, "answer": pl.String, "expected": pl.Float64, "nll": pl.Float64,
               "text": pl.String, "probs": pl.String, "model_probs": pl.String}  # model_probs: before adaptation
-
-
-def write_atomically(path: Path, write: Callable[[Path], Any]) -> None:
-    """Write to a temporary name, flush to disk, rename: a reader sees the old file or the whole new one."""
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 class PartsInUse(FileExistsError):

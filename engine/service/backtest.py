@@ -42,8 +42,9 @@ from connectors.feed import batch_end
 from connectors.ticks import InvalidTick, Tick, shown_name, utc_text
 from connectors.time_range import TimeRange
 from engine.scheduler import ROLL_RULE, AdmissionRefused
-from engine.service.answer_parts import RAW_SCHEMA, AnswerParts, write_atomically
+from engine.service.answer_parts import RAW_SCHEMA, AnswerParts
 from engine.service.config import ReplaySection, ServiceConfig
+from engine.service.output_paths import write_atomically
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.rejections import every_tick_refused, lost_streams, rejected_lines
 from engine.service.session_gaps import crossing_points, gap_notes, split_cautions

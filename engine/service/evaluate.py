@@ -45,7 +45,7 @@ from connectors.feed import batch_end
 from connectors.labels import spanned_gaps
 from connectors.ticks import shown_name, utc_text
 from engine.models.loader import check_checkpoint
-from engine.service.answer_parts import write_atomically
+from engine.service.output_paths import write_atomically
 from engine.service.backtest import calibration_table
 from engine.service.features import QuestionHead, fit_logistic
 from engine.service.splits import StreamData

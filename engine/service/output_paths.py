@@ -7,13 +7,15 @@ DIR` (an existing folder) ran the whole backtest, then failed on the rename with
 and DIR.parts/; an output that is a folder where a file goes (or the reverse), or that has no folder it can be
 written in, is refused in a sentence before the model loads. So is an output that is a FIFO, a socket or a device:
 the file is written under a temporary name and renamed onto it, so `backtest --out f.parquet` on a FIFO replaced the
-FIFO with a file, exit 0, while its reader waited for ever."""
+FIFO with a file, exit 0, while its reader waited for ever. That temporary name (``write_atomically``: OUT.tmp) is
+checked too: a FIFO there made `ticklog export --out OUT` wait for a reader for ever."""
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class FileKind(NamedTuple):
@@ -120,6 +122,8 @@ def check_output_paths(outputs: list[Output]) -> None:
         elif path.is_dir():
             such_as = f"a file name, such as {path / output.example}" if output.example else "another --out"
             raise OutputPathUnusable(f"{option} {path} is a directory: give {such_as}")
+        elif (problem := temporary_name_problem(path)) is not None:
+            raise OutputPathUnusable(f"{option} {problem}")
         if output.makes_parent or output.is_dir:  # made with the folders missing above it
             if (file := file_in_the_way(path.parent)) is not None:
                 raise OutputPathUnusable(f"{option} {path}: {file} is a file, not a folder, so {path} cannot be "
@@ -132,6 +136,40 @@ def check_output_paths(outputs: list[Output]) -> None:
         if not os.access(folder, os.W_OK | os.X_OK):
             raise OutputPathUnusable(f"{option} {path}: this user may not write in {folder}; give a path in a "
                                      f"folder of yours")
+
+
+def temporary_name(path: Path) -> Path:
+    """Where ``write_atomically`` writes ``path`` before renaming it into place."""
+    return path.with_name(path.name + ".tmp")
+
+
+def temporary_name_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be written through its temporary name: something other than a regular file is there (a
+    FIFO: opening it to write waits for a reader for ever; a link: the write goes where it points, and the rename
+    puts the link in the output's place; a folder: the write fails after the work). A regular file there is what an
+    interrupted write left: overwritten. None when the name is free."""
+    tmp = temporary_name(path)
+    try:
+        mode = tmp.lstat().st_mode
+    except OSError:  # nothing there (or no folder: the checks of the path itself say so)
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    kind = "a symbolic link" if stat.S_ISLNK(mode) else "a directory" if stat.S_ISDIR(mode) else _special_kind(tmp)
+    return (f"{path}: {tmp} is {kind}, not a regular file; the output is written under that temporary name and then "
+            f"renamed onto {path.name}, so nothing is written while it is there: remove it (or give another path)")
+
+
+def write_atomically(path: Path, write: Callable[[Path], Any]) -> None:
+    """Write to a temporary name, flush to disk, rename: a reader sees the old file or the whole new one. Raises
+    OutputPathUnusable, writing nothing, when the temporary name is taken by other than a regular file."""
+    if (problem := temporary_name_problem(path)) is not None:
+        raise OutputPathUnusable(problem)
+    tmp = temporary_name(path)
+    write(tmp)
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def _special_kind(path: Path) -> str | None:

@@ -30,7 +30,7 @@ from connectors.formula_guard import GUARD_NEEDED, guarded
 from connectors.stream_selection import StreamSelection
 from connectors.ticks import counted, utc_text
 from connectors.time_range import TimeRange
-from engine.service.answer_parts import write_atomically
+from engine.service.output_paths import write_atomically
 from engine.service.ticklog import (FORGOTTEN, LOGGED, SEGMENT_START, CorruptLog, LogStats, read_unchanged,
                                     segments)
 

@@ -48,6 +48,7 @@ from connectors.ticks import Tick, counted
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.datasets import DEFAULT_SETS, LOADERS, data_available, load_real
 from engine.service.installation import builtin_write_refusal
+from engine.service.output_paths import write_atomically
 from engine.service.packing import Batch, pack_batch
 
 
@@ -208,10 +209,12 @@ def model_config(cfg: TrainConfig, vocab_size: int) -> LlamaConfig:
 def save_model(model: LlamaForCausalLM, codec: BinnedCodec, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in model.state_dict().items()}
-    tmp = out_dir / "model.safetensors.tmp"
-    save_file(state, str(tmp), metadata={"format": "pt"})
-    tmp.chmod(0o666 & ~current_umask())  # safetensors writes 0600: a reader of config.json could not read these
-    tmp.replace(out_dir / "model.safetensors")
+
+    def write(tmp: Path) -> None:
+        save_file(state, str(tmp), metadata={"format": "pt"})
+        tmp.chmod(0o666 & ~current_umask())  # safetensors writes 0600: a reader of config.json could not read these
+
+    write_atomically(out_dir / "model.safetensors", write)
     model.config.to_json_file(str(out_dir / "config.json"))
     (out_dir / "codec.json").write_text(codec.to_json() + "\n")
     # The codec's calibration belongs to these weights: a fresh model's is identity (fit it with
