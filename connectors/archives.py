@@ -17,7 +17,7 @@ import tempfile
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 import polars as pl
 
@@ -72,6 +72,7 @@ def utf16_encoding(path: Path) -> str | None:
 
 
 TEXT_HEAD = 1 << 16  # bytes of a text file checked for UTF-8
+COPY_CHARS = 1 << 20  # characters a text copy (`Unpacked.text_copy`) reads and writes at a time
 
 
 def not_utf8(path: Path) -> str | None:
@@ -100,6 +101,29 @@ def not_utf8(path: Path) -> str | None:
             f"-t utf-8 {path.name} > utf8_{path.name.removesuffix('.gz')}")
 
 
+class TextCopy(NamedTuple):
+    """Why a CSV is read through a copy (``Unpacked.text_copy``): what polars could not read in it as it is."""
+
+    encoding: str | None  # a UTF-16 file's (utf16_encoding): polars reads UTF-8 only
+    cr_lines: bool  # its lines end in \r alone: polars ends lines at \n only, and read the file as one line
+
+
+def text_copy_needed(path: Path) -> TextCopy | None:
+    """How a CSV must be copied before polars can read it (``Unpacked.text_copy``): UTF-16 text, or lines ended by
+    \\r alone (classic Mac OS, and Excel for Mac's "CSV (Macintosh)"), told by its first TEXT_HEAD bytes holding a
+    \\r and no \\n; None when it reads as it is."""
+    encoding = utf16_encoding(path)
+    try:
+        with (gzip.open if path.name.lower().endswith(".gz") else open)(path, "rb") as f:
+            head = f.read(TEXT_HEAD)
+    except (OSError, EOFError):  # (the read that plans it says why)
+        head = b""
+    if encoding is not None:  # a UTF-16 \r or \n is two bytes, one of them maybe part of another character
+        head = head.decode(encoding, errors="replace").encode()
+    cr_lines = b"\r" in head and b"\n" not in head
+    return TextCopy(encoding, cr_lines) if encoding is not None or cr_lines else None
+
+
 def _reads_as(head: bytes, codec: str) -> bool:
     """Whether bytes decode in `codec`, and for cp932 hold Japanese (kana, kanji, full-width forms) as it reads."""
     try:
@@ -125,7 +149,7 @@ class Unpacked:
         ``left_out`` (a `.DS_Store` Finder adds, a vendor's `notes.pdf`)."""
         self.archive = archive_path
         self._dir: str | None = None
-        self.transcoded = False  # a UTF-16 file's UTF-8 copy (`utf16`), not an archive's members
+        self.transcoded = ""  # a text file's copy (`text_copy`), not an archive's members: how it was read
         try:
             archive = zipfile.ZipFile(archive_path)
         except zipfile.BadZipFile as e:  # a zip's directory is at its end: a cut download has none
@@ -156,22 +180,30 @@ class Unpacked:
     def note(self, index: int) -> str:
         """What the replay says about the archive's ``index``-th file."""
         if self.transcoded:
-            return f"{self.archive.name}: UTF-16 text, read as UTF-8"
+            return f"{self.archive.name}: {self.transcoded}"
         which = "its one file" if len(self.members) == 1 else f"file {index + 1} of {len(self.members)}"
         return f"{self.archive.name}: read {self.members[index]}, {which}"
 
     @classmethod
-    def utf16(cls, path: Path, encoding: str = "utf-16") -> Unpacked:
-        """A UTF-16 text file as a UTF-8 copy (polars reads UTF-8 only), read, named and closed as an archive's
-        one member is."""
+    def text_copy(cls, path: Path, how: TextCopy) -> Unpacked:
+        """A CSV polars cannot read as it is (``text_copy_needed``) as a copy it reads: UTF-16 text as UTF-8, lines
+        ended by \\r alone ended by \\n (Python's universal newlines: a \\r\\n or \\n further on stays one line end).
+        Streamed a megabyte at a time, never held whole; a `.gz` file's copy is not compressed. Read, named and
+        closed as an archive's one member is."""
         copy = cls.__new__(cls)
-        copy.archive, copy.members, copy.transcoded, copy.left_out = path, [path.name], True, []
-        copy._dir = tempfile.mkdtemp(prefix="flashtick-utf16-")
-        copy.paths = [Path(copy._dir).joinpath(*folder_chain(path), path.name)]
+        said = [*(["UTF-16 text, read as UTF-8"] if how.encoding else []),
+                *(["lines ended by \\r alone (classic Mac OS), read as lines ended by \\n"] if how.cr_lines else [])]
+        copy.archive, copy.members, copy.transcoded, copy.left_out = path, [path.name], "; ".join(said), []
+        copy._dir = tempfile.mkdtemp(prefix="flashtick-text-")
+        gz = path.name.lower().endswith(".gz")
+        copy.paths = [Path(copy._dir).joinpath(*folder_chain(path), path.name[:-3] if gz else path.name)]
         copy.paths[0].parent.mkdir(parents=True)
-        with open(path, encoding=encoding, newline="") as src, open(copy.paths[0], "w", encoding="utf-8",
-                                                                  newline="") as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
+        # bytes that are not UTF-8 pass through as they are (surrogateescape): polars replaces them, as in the file
+        errors = "strict" if how.encoding else "surrogateescape"
+        with (gzip.open if gz else open)(path, "rt", encoding=how.encoding or "utf-8", errors=errors,
+                                         newline=None if how.cr_lines else "") as src, \
+                open(copy.paths[0], "w", encoding="utf-8", errors=errors, newline="") as dst:
+            shutil.copyfileobj(src, dst, COPY_CHARS)
         return copy
 
     def close(self) -> None:

@@ -38,7 +38,7 @@ import polars as pl
 import yaml
 
 from connectors import json_lines
-from connectors.archives import Unpacked, is_zip, not_utf8, truncation_named, utf16_encoding
+from connectors.archives import Unpacked, is_zip, not_utf8, text_copy_needed, truncation_named
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
     PRESETS,
     UNITS,
@@ -723,24 +723,26 @@ class FileReplay(Source):
         """The file's plan; for a zip archive, one per file inside, each with the map the archive was given.
         None for a file with no data rows (a day without prints): skipped with a note."""
         regular_file(path)  # (a FIFO's open would wait for a writer; /dev/zero never ends)
-        utf16 = utf16_encoding(path) if is_csv(path) else None
-        if is_csv(path) and utf16 is None and (why := not_utf8(path)):  # read on, its odd bytes replaced: said
+        copied = text_copy_needed(path) if is_csv(path) else None  # UTF-16, or lines ended by \r alone: read a copy
+        # read on, its odd bytes replaced: said (a UTF-16 file's copy is UTF-8)
+        if is_csv(path) and (copied is None or copied.encoding is None) and (why := not_utf8(path)):
             self._file_notes.append(Caution(f"{path}: {why}; read as UTF-8 meanwhile, each byte that is not UTF-8 "
                                             f"replaced (names and symbols that hold one are misspelled)"))
         if is_json_lines(path) and path.is_file():  # its Parquet copy lives while the replay does
             self._unpacked.append(json_lines.Opened(path))
-        if not is_zip(path) and utf16 is None:
+        if not is_zip(path) and copied is None:
             with truncation_named(path):
                 if _no_data_rows(path):
                     self._file_notes.append(f"{path}: no data rows; skipped")
                     return []
                 return [plan_file(path, cmap, explicit)]
-        unpacked = Unpacked(path, is_tick_file) if utf16 is None else Unpacked.utf16(path, utf16)
+        with truncation_named(path):  # (a cut .csv.gz's copy stops where its data does)
+            unpacked = Unpacked(path, is_tick_file) if copied is None else Unpacked.text_copy(path, copied)
         self._unpacked.append(unpacked)
         plans, no_layout = [], []
         for i, inside in enumerate(unpacked.paths):
-            if utf16 is None and is_csv(inside) and (member := utf16_encoding(inside)):  # UTF-16 in a zip
-                copy = Unpacked.utf16(inside, member)
+            if copied is None and is_csv(inside) and (member := text_copy_needed(inside)):  # such a file in a zip
+                copy = Unpacked.text_copy(inside, member)
                 self._unpacked.append(copy)
                 inside = copy.paths[0]
             elif is_csv(inside) and (why := not_utf8(inside)):
@@ -749,14 +751,14 @@ class FileReplay(Source):
             if is_json_lines(inside):
                 self._unpacked.append(json_lines.Opened(inside))
             if _no_data_rows(inside):
-                named = path if utf16 else f"{path} ({inside.name} inside)"
+                named = path if copied else f"{path} ({inside.name} inside)"
                 self._file_notes.append(f"{named}: no data rows; skipped")
                 continue
             try:
                 plan = plan_file(inside, cmap, explicit)
             except ValueError as e:  # named as the user knows it: the archive, not where it was unpacked
-                said = str(e).replace(str(inside), str(path) if utf16 else f"{path} ({inside.name} inside)")
-                if utf16 is None and isinstance(e, NoTickLayout) and inside.suffix.lower() == ".txt":
+                said = str(e).replace(str(inside), str(path) if copied else f"{path} ({inside.name} inside)")
+                if copied is None and isinstance(e, NoTickLayout) and inside.suffix.lower() == ".txt":
                     no_layout.append((unpacked.members[i], said))  # a readme or licence, unless nothing else reads
                     continue
                 raise ValueError(said) from None

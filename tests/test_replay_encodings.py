@@ -1,5 +1,6 @@
 """Text that is not UTF-8 (Japanese exports' Shift_JIS, Western Windows tools' Windows-1252): said, with the likely
-encoding and the command that converts it, in a caution and in the refusals its misread column names cause.
+encoding and the command that converts it, in a caution and in the refusals its misread column names cause. Lines
+ended by \\r alone (classic Mac OS): read through a copy ended by \\n, as UTF-16 is read through a UTF-8 one.
 Every fixture is written here, from code, into tmp_path."""
 
 from __future__ import annotations
@@ -44,3 +45,74 @@ def test_a_windows_1252_file_that_reads_is_read_with_a_caution(tmp_path: Path) -
     plain = tmp_path / "plain.csv"
     plain.write_text("Zeit,Kurs,Stück\n2024-01-02T09:00:00,171.32,10\n")
     assert FileReplay(plain, columns={"ts": "Zeit", "price": "Kurs", "size": "Stück"}).cautions == []
+
+
+def mac_trades(rows: int, bad_row: int | None = None) -> list[str]:
+    """A trades CSV's lines (header first); ``bad_row``: that data row's price is not a number."""
+    t0 = 1_704_200_000_000
+    return ["timestamp,symbol,price,size,side"] + [
+        f"{t0 + i * 250},BTCUSDT,{'x' if i == bad_row else f'{42000 + (i * 7) % 13}.5'},0.{i % 9 + 1},"
+        f"{'buy' if i % 3 else 'sell'}" for i in range(rows)]
+
+
+def test_a_csv_whose_lines_end_in_cr_alone_reads_as_its_lines(tmp_path: Path) -> None:
+    """Polars ends lines at \\n only: a CSV of a few trades ended by \\r alone was one line to it (the sniffer, which
+    reads \\r as a line end, saw rows; polars a header alone), and `backtest` / `evaluate` failed with a bare
+    "unsupported operand type(s) for *: 'NoneType' and 'int'"; a long one was refused, "line 1 is longer than
+    131,072 characters". It reads as the same file ended by \\n, said in a note, its rows named by the user's
+    file and line; so does its .csv.gz, and such a file in a zip."""
+    import zipfile
+
+    lines = mac_trades(40, bad_row=2)
+    unix, mac = tmp_path / "unix" / "BTCUSDT.csv", tmp_path / "mac" / "BTCUSDT.csv"
+    unix.parent.mkdir()
+    mac.parent.mkdir()
+    unix.write_bytes("\n".join(lines).encode() + b"\n")
+    mac.write_bytes("\r".join(lines).encode() + b"\r")
+    want = drain(FileReplay(unix))
+    assert len(want) == 39
+    replay = FileReplay(mac)
+    assert drain(replay) == want
+    assert replay.notes[0] == "BTCUSDT.csv: lines ended by \\r alone (classic Mac OS), read as lines ended by \\n"
+    assert replay.rejected.examples["missing_field"].startswith(f"{mac} line 4")  # the file the user gave
+    gzipped = tmp_path / "mac" / "BTCUSDT.csv.gz"
+    gzipped.write_bytes(gzip.compress(mac.read_bytes()))
+    assert drain(FileReplay(gzipped)) == want
+    with zipfile.ZipFile(tmp_path / "mac" / "BTCUSDT.zip", "w") as archive:
+        archive.write(mac, "BTCUSDT.csv")
+    assert drain(FileReplay(tmp_path / "mac" / "BTCUSDT.zip")) == want
+
+
+def test_a_long_csv_whose_lines_end_in_cr_alone_is_copied_a_chunk_at_a_time(tmp_path: Path, monkeypatch) -> None:
+    """Past MAX_LINE_CHARS (all of it one line to polars) it is read too, its copy made without holding it (the
+    chunk lowered here, so a file of a few MB shows it)."""
+    import tracemalloc
+
+    from connectors import archives
+
+    lines = mac_trades(120_000)  # ~5 MB
+    mac = tmp_path / "BTCUSDT.csv"
+    mac.write_bytes("\r".join(lines).encode() + b"\r")
+    ticks = drain(FileReplay(mac))
+    assert len(ticks) == 120_000 and ticks[-1].ts == (1_704_200_000_000 + 119_999 * 250) * 10**6
+    monkeypatch.setattr(archives, "COPY_CHARS", 64 << 10)
+    tracemalloc.start()
+    try:
+        copy = archives.Unpacked.text_copy(mac, archives.text_copy_needed(mac))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20 and copy.paths[0].read_bytes() == "\n".join(lines).encode() + b"\n"
+    copy.close()
+
+
+def test_backtest_and_evaluate_read_a_csv_whose_lines_end_in_cr_alone(tmp_path: Path, capsys) -> None:
+    """Through the commands a user runs: both failed with a bare TypeError (exit 2) before."""
+    from engine.service.cli import main
+
+    mac = tmp_path / "BTCUSDT.csv"
+    mac.write_bytes("\r".join(mac_trades(1300)).encode() + b"\r")
+    assert main(["backtest", str(mac), "--out", str(tmp_path / "a.parquet"), "--quiet"]) == 0
+    assert "lines ended by \\r alone (classic Mac OS), read as lines ended by \\n" in capsys.readouterr().err
+    assert main(["evaluate", "builtin", str(mac)]) == 0
+    assert "test slice (70/15/15) of 1 stream" in capsys.readouterr().out
