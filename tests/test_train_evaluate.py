@@ -634,6 +634,30 @@ def test_a_table_of_uncalibrated_answers_says_why_not_where_it_was_not_fitted() 
             "validation points, fewer than 200 (calibration source: the validation part") in table, table
 
 
+def test_a_table_of_some_calibrated_answers_says_why_the_others_are_not(ticks_file: Path, tmp_path: Path,
+                                                                          capsys) -> None:
+    """A checkpoint whose calibration.json fitted some questions and left others at T = 1, b = 0 (`train` on a
+    validation part too small for the longer horizons: it says so in a note as it trains): the closing table of
+    `train`, and `evaluate`'s, said "model: calibrated on ...; raw: the same logits uncalibrated", and the others'
+    rows showed raw = model with no reason. The line names them and why, from what the model directory records."""
+    from connectors.calibration import AnswerCalibration, Calibration, write_calibration
+
+    checkpoint = tiny_tick_checkpoint(tmp_path / "ckpt", max_position_embeddings=256)
+    source = "the validation part of the training files (split 70/15/15 (gap 50 ticks))"
+    write_calibration(checkpoint, Calibration({
+        "direction_5": AnswerCalibration(1.2, (0.1, 0.0, -0.1), points=300, nll_raw=1.1, nll_calibrated=1.0),
+        "direction_20": AnswerCalibration(points=260, nll_raw=0.7),  # its validation answers nearly all one class
+        "volatility_50": AnswerCalibration(points=185, nll_raw=0.5),
+        "move_bps_50": AnswerCalibration(points=185, nll_raw=2.0)}, source))
+    assert main(["evaluate", str(checkpoint), str(ticks_file), "--max-points", "64", "--resamples", "10",
+                 "--threads", "1"]) == 0
+    model_line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("model: calibrated"))
+    assert model_line == (f"model: calibrated on {source}; raw: the same logits uncalibrated; not calibrated (model "
+                          f"= raw): direction_20 260 validation points, fewer than 20 of them not the most common "
+                          f"answer: nothing to fit, and no answer head; volatility_50 185 validation points, fewer "
+                          f"than 200; move_bps_50 185 validation points, fewer than 200"), model_line
+
+
 def test_max_minutes_bounds_the_steps_and_the_validation_that_scores_the_last_ones(ticks_file: Path) -> None:
     """`train --max-minutes 2 --steps 10 --eval-every 5` ran 213 s: the limit was read before each step only, and
     the validation of the last step's weights (8 batches, ~2.7 steps' time) came after it. Now a step starts only

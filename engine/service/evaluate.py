@@ -481,12 +481,14 @@ def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
     if "adapted" in raw:
         lines.append("adapt: the model's answers mixed online with each stream's realised labels (answers.adapt: "
                      "online), what serving publishes")
-    if "raw" in raw:
-        lines.append(f"model: calibrated on {source}; raw: the same logits uncalibrated")
+    # why a question the checkpoint's calibration was fitted on kept T = 1, b = 0 (its calibration.json entry)
+    why = {name: uncalibrated_why(r["answer_calibration"]) for name, r in result["questions"].items()
+           if r.get("answer_calibration", {}).get("points")}  # (none where no part was fitted on)
+    said = "; ".join(f"{name} {reason}" for name, reason in why.items() if reason)
+    if "raw" in raw:  # the others' rows show raw = model, which said nothing of why
+        lines.append(f"model: calibrated on {source}; raw: the same logits uncalibrated"
+                     + (f"; not calibrated (model = raw): {said}" if said else ""))
     elif source is not None and result["questions"]:  # (no question, no answers to say anything of)
-        why = {name: uncalibrated_why(r["answer_calibration"]) for name, r in result["questions"].items()
-               if r.get("answer_calibration", {}).get("points")}  # (none where no part was fitted on)
-        said = "; ".join(f"{name} {reason}" for name, reason in why.items() if reason)
         lines.append(f"model: answers not calibrated: {said} (calibration source: {source})" if said else
                      f"model: answers not calibrated ({source})" if source.startswith("none") else
                      f"model: answers not calibrated: the checkpoint's calibration (from {source}) covers none of "
