@@ -14,7 +14,8 @@ import pytest
 
 from connectors.column_map import map_from_options
 from connectors.replay import FileReplay
-from engine.service.cli import _column_map, _replay_source, build_parser, main
+from engine.service.cli import _replay_source, build_parser, main
+from engine.service.cli_reading import column_map_of
 from engine.service.splits import read_streams
 from test_vendor_files import drain
 
@@ -134,7 +135,7 @@ def test_backtest_feed_replay_train_and_evaluate_read_ties_in_sequence_order(tmp
     assert bids(_replay_source(feed)) == IN_SEQUENCE
     for command in (["train", str(scrambled), "--out", str(tmp_path / "m")], ["evaluate", "builtin", str(scrambled)]):
         args = parser.parse_args([*command, "--sequence", "seq"])
-        by_stream, rejected = read_streams([str(scrambled)], _column_map(args))
+        by_stream, rejected = read_streams([str(scrambled)], column_map_of(args))
         assert [t.bid for t in by_stream[STREAM]] == IN_SEQUENCE and rejected == {}
     inline = map_from_options(columns="ts=ts,stream=symbol,bid=bid,ask=ask,sequence=seq", detect=True)
     assert bids(FileReplay(scrambled, columns=inline)) == IN_SEQUENCE
@@ -201,9 +202,9 @@ def test_no_sequence_drops_the_sequence_a_config_s_map_names(tmp_path: Path) -> 
     config = ServiceConfig.from_dict({"replay": {"columns": {"ts": "ts", "price": "bid", "sequence": "seq"}}})
     backtest = ["backtest", str(tmp_path / "venues.csv"), "--out", str(tmp_path / "a.parquet")]
     parser = build_parser()
-    assert _column_map(parser.parse_args(backtest), config)["sequence"] == "seq"
-    assert "sequence" not in _column_map(parser.parse_args([*backtest, "--no-sequence"]), config)
-    assert _column_map(parser.parse_args([*backtest, "--no-sequence"])) is None  # no map at all: each file detected
+    assert column_map_of(parser.parse_args(backtest), config)["sequence"] == "seq"
+    assert "sequence" not in column_map_of(parser.parse_args([*backtest, "--no-sequence"]), config)
+    assert column_map_of(parser.parse_args([*backtest, "--no-sequence"])) is None  # no map at all: each file detected
 
 
 def rpt_seq_tape() -> pl.DataFrame:

@@ -44,16 +44,18 @@ import unicodedata
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, NoReturn
 
+from engine.service.cli_common import (DEFAULT_ANSWERS, DEFAULT_CONTROL, DEFAULT_INGEST, EXAMPLE_QUERIES,
+                                       TEXT_EXAMPLE_QUERIES, check_outputs, context_text, control_client, curve_keys,
+                                       is_tick_model, printable_json, service_config)
+from engine.service.cli_reading import FILE_ORDER, column_map_of, streams_to_read, time_range_of
 from engine.service.output_paths import IMAGE, PARQUET, TICK_TABLE, Output, check_plot_path
 
-DEFAULT_INGEST = "tcp://127.0.0.1:5555"
-DEFAULT_ANSWERS = "tcp://127.0.0.1:5556"
-DEFAULT_CONTROL = "tcp://127.0.0.1:5557"
+# main is the console script's; build_parser, EXAMPLE_QUERIES and default_data_dir are imported from here by tests
+# and benchmarks (where they were before the commands had modules of their own)
+__all__ = ["EXAMPLE_QUERIES", "build_parser", "default_data_dir", "main"]
+
 CONTROL_HELP = f"the engine's control endpoint (default: the --config file's endpoints.control, else {DEFAULT_CONTROL})"
-EXAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "queries" / "examples" / "tick_model.yaml"
-TEXT_EXAMPLE_QUERIES = EXAMPLE_QUERIES.with_name("text_model.yaml")
 ANSWERS_SHOWN = 100  # `answers` prints this many by default (--limit, --last, --all)
-FILE_ORDER = ""  # --no-sequence: rows of equal times in file order, said apart from an option not given (None)
 ANSWERS_EXIT_CODES = ("exit status: 0 when answers were printed, and with --after SEQ when SEQ is the topic's last "
                       "(nothing newer yet, said on stderr: a polling loop under `set -e` goes on); 1 when none was "
                       "printed otherwise (said on stderr): no answer published on the topic, an --after past its "
@@ -157,18 +159,6 @@ def _time_range_options() -> argparse.ArgumentParser:
     group.add_argument("--to", dest="time_to", metavar="TIME", help="the event time the read stops before, e.g. "
                        "2024-01-03")
     return window
-
-
-def _time_range(args: argparse.Namespace) -> Any:
-    from connectors.time_range import TimeRange, names_no_offset
-
-    given = {"--from": getattr(args, "time_from", None), "--to": getattr(args, "time_to", None)}
-    time_range = TimeRange.of(given["--from"], given["--to"])
-    naive = [f"{option} {text}" for option, text in given.items() if text is not None and names_no_offset(text)]
-    if naive and getattr(args, "tz", None):  # --tz zones the files' naive times: one might expect it here too
-        print(f"flashtick {args.command}: note: {' and '.join(naive)} read as UTC: --tz {args.tz} is the zone of "
-              f"the files' times, not of --from/--to (give an offset, e.g. 2024-01-02T09:30-05:00)", file=sys.stderr)
-    return time_range
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -417,16 +407,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_log_timestamps(parser: argparse.ArgumentParser) -> None:
     """--log-timestamps on ``parser`` and on every subcommand under it, before or after the command alike. It is
-    read before the parse (by _asks_for_log_timestamps, so that the parse's own usage error is stamped too); the
+    read before the parse (by asks_for_log_timestamps, so that the parse's own usage error is stamped too); the
     parsed value is never used, so no default: a subcommand's would overwrite the one given before the command."""
     parser.add_argument("--log-timestamps", dest="stamp_stderr", action="store_true", default=argparse.SUPPRESS,
                         help="start each line written to stderr with its UTC time (2026-12-03T12:40:01.123Z): for a "
                              "log kept in a file (a supervisor that stamps lines, journald or Kubernetes, needs none)")
-    for command in {id(c): c for c in _subcommands(parser).values()}.values():
+    for command in {id(c): c for c in subcommands(parser).values()}.values():
         _add_log_timestamps(command)
 
 
-def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     """The subcommands ``parser`` takes, by name (none for a command without any)."""
     return next((action.choices for action in parser._actions  # noqa: SLF001 - argparse's own
                  if isinstance(action, argparse._SubParsersAction)), {})  # noqa: SLF001
@@ -562,7 +552,7 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     p.set_defaults(run=cmd_evaluate)
 
 
-def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
     """parse_args, but an unknown option is reported with the usage of the (sub)command it was given to (which
     shows the options it has), not the top-level `flashtick COMMAND ...` usage; one given before the command is said
     to be (argparse reported it as the command's)."""
@@ -586,7 +576,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
     return args
 
 
-def _asks_for_log_timestamps(parser: argparse.ArgumentParser, argv: list[str]) -> bool:
+def asks_for_log_timestamps(parser: argparse.ArgumentParser, argv: list[str]) -> bool:
     """Whether ``argv`` gives --log-timestamps (or an abbreviation argparse takes for it at that place: before the
     command, or after it among the command's options), read before the parse so that the parse's own usage error
     is stamped like every other line of the run."""
@@ -595,7 +585,7 @@ def _asks_for_log_timestamps(parser: argparse.ArgumentParser, argv: list[str]) -
         if token == "--":  # what follows is positional, whatever it looks like
             break
         if not token.startswith("-"):  # a (sub)command goes a level down; another word is an argument's
-            command = _subcommands(command).get(token, command)
+            command = subcommands(command).get(token, command)
             continue
         name = token.split("=", 1)[0]
         options = [option for action in command._actions for option in action.option_strings]  # noqa: SLF001
@@ -611,11 +601,11 @@ def main(argv: list[str] | None = None) -> int:
             if _end_of_start():  # Python's own handling from here on: a Ctrl-C in a blocking read must still end it
                 raise KeyboardInterrupt
             parser = build_parser()
-            if _asks_for_log_timestamps(parser, sys.argv[1:] if argv is None else argv):  # every line, the parse's
+            if asks_for_log_timestamps(parser, sys.argv[1:] if argv is None else argv):  # every line, the parse's
                 from engine.service.log_lines import TimestampedLines
 
                 sys.stderr = TimestampedLines(plain)  # type: ignore[assignment]
-            args = _parse(parser, argv)
+            args = parse_command_line(parser, argv)
             _load_polars(args)
         except KeyboardInterrupt:  # (a command's own, from _run on, is its to say)
             print("flashtick: interrupted while starting; nothing done", file=sys.stderr)
@@ -752,50 +742,10 @@ def _client_endpoints(args: argparse.Namespace) -> None:
         args.control = connectable(endpoints.control) if endpoints else DEFAULT_CONTROL
 
 
-
-def _service_config(path: Path | None, queries: Path | None = None, serving: bool = False,
-                    model: Path | None = None) -> Any:
-    """The config file's settings (``model``: --model DIR over model.path); only `serve` (``serving``) keeps
-    logs: an in-process run (backtest) never replays or appends to a service's data directory."""
-    import dataclasses
-
-    from engine.service.config import ServiceConfig
-
-    config = ServiceConfig.load(path) if path else ServiceConfig()
-    if model is not None:
-        from engine.models.loader import read_config
-
-        read_config(model)  # a missing directory, or one without config.json, named as such
-        config = dataclasses.replace(config, model=dataclasses.replace(config.model, path=str(model)))
-    if queries is not None:
-        if not queries.is_file():
-            raise FileNotFoundError(f"queries file {queries} does not exist")
-        config = dataclasses.replace(config, queries=str(queries))
-    return config if serving else dataclasses.replace(config, log=dataclasses.replace(config.log, dir=None))
-
-
 def default_data_dir(model_id: str) -> Path:
     """Where `serve` keeps its logs when not told: the user's state directory, one folder per model."""
     state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
     return state / "flashtick" / "".join(c if c.isalnum() or c in "._-" else "_" for c in model_id)
-
-
-def _curve(args: argparse.Namespace) -> dict[str, Any]:
-    """The client keyword arguments for --server-key / --client-key."""
-    from engine.service.auth import read_keypair, read_server_public_key
-
-    if args.client_key is not None and args.server_key is None:
-        raise ValueError("--client-key needs --server-key (the server's public key)")
-    return {"server_public_key": read_server_public_key(args.server_key) if args.server_key else None,
-            "client_keypair": read_keypair(args.client_key) if args.client_key else None}
-
-
-def _control(args: argparse.Namespace, refused_at_once: bool = False) -> Any:
-    from engine.service.client import ControlClient
-
-    if not args.timeout > 0:
-        raise ValueError(f"--timeout must be a number of seconds > 0, got {args.timeout:g}")
-    return ControlClient(args.control, timeout_s=args.timeout, refused_at_once=refused_at_once, **_curve(args))
 
 
 def _serve_config(args: argparse.Namespace) -> Any:
@@ -805,8 +755,8 @@ def _serve_config(args: argparse.Namespace) -> Any:
     import dataclasses
 
     if args.config is None and args.queries is None:
-        config = _service_config(None, None, serving=True, model=args.model)
-        if _is_tick_model(config):
+        config = service_config(None, None, serving=True, model=args.model)
+        if is_tick_model(config):
             print(f"flashtick: no --config or --queries: registering {EXAMPLE_QUERIES.name} (the built-in model's "
                   f"example queries)", file=sys.stderr, flush=True)
             config = dataclasses.replace(config, queries=str(EXAMPLE_QUERIES))
@@ -815,7 +765,7 @@ def _serve_config(args: argparse.Namespace) -> Any:
                   f"`flashtick register FILE` (a text model's example: {TEXT_EXAMPLE_QUERIES})",
                   file=sys.stderr, flush=True)
     else:
-        config = _service_config(args.config, args.queries, serving=True, model=args.model)
+        config = service_config(args.config, args.queries, serving=True, model=args.model)
     if args.no_log or (not config.log.enabled and args.data_dir is None):
         data_dir = None
     else:
@@ -919,7 +869,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
           f"{'the built-in tick model' if model.path is None else Path(model.path).expanduser().resolve()})",
           file=sys.stderr, flush=True)  # a wrong model.path is seen at the start, not in the answers
     print(_kv_pool_line(server), file=sys.stderr, flush=True)  # a pool of GiBs is seen at the start, not in top
-    if reading := _recorded_reading(model.path):
+    if reading := trained_reading(model.path):
         print(f"flashtick: note: this model was trained on files read with {reading}: the service reads ticks as "
               f"they are sent, so a feed must send ticks read alike (`flashtick feed replay` with the same "
               f"options; docs/model.md)", file=sys.stderr, flush=True)
@@ -929,7 +879,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
     print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()) + feeds, file=sys.stderr,
           flush=True)
     if not len(server.pipeline.registry):  # e.g. a config written for its ports only: say why nothing comes out
-        example = f" (the built-in model's examples: {EXAMPLE_QUERIES})" if _is_tick_model(server.config) else ""
+        example = f" (the built-in model's examples: {EXAMPLE_QUERIES})" if is_tick_model(server.config) else ""
         print(f"flashtick: no standing queries are registered (no `queries:` file in the config, none saved in the "
               f"data directory): nothing is published until you register some with `flashtick register FILE`"
               f"{example}", file=sys.stderr, flush=True)
@@ -976,53 +926,8 @@ def _replay_source(args: argparse.Namespace) -> Any:
 
     if args.max_gap is not None and args.speed is None:
         raise ValueError("--max-gap shortens the waits of --speed: without --speed a replay does not wait")
-    return FileReplay([str(f) for f in args.files], columns=_column_map(args), speed=args.speed,
-                      max_gap_s=args.max_gap, streams=_streams(args), time_range=_time_range(args))
-
-
-def _streams(args: argparse.Namespace, config: Any = None) -> list[str] | None:
-    """The streams to read: --streams, else the config's replay.streams, else None (every stream)."""
-    if args.streams is not None:
-        return args.streams
-    section = config.replay if config is not None else None
-    return list(section.streams) if getattr(section, "streams", None) else None
-
-
-def _column_map(args: argparse.Namespace, config: Any = None) -> dict[str, Any] | None:
-    """The column map of the reading options over the config's replay section: an option given replaces the
-    key of the same name, and --columns replaces the section's columns and preset both (a new map)."""
-    from connectors.column_map import map_from_options
-
-    section = config.replay if config is not None else None  # `feed replay` has no config (nor torch to load)
-    given = lambda option, key: option if option is not None else getattr(section, key, None)  # noqa: E731
-    names = tuple(n.strip() for n in args.csv_names.split(",")) if args.csv_names else None
-    if args.columns is not None:
-        preset, columns = args.preset, args.columns
-    else:
-        preset, columns = given(args.preset, "preset"), given(None, "columns")
-    sequence = getattr(args, "sequence", None)
-    spec = map_from_options(preset, columns, detect=True, names=given(names, "names"),
-                            ts_unit=given(args.ts_unit, "ts_unit"),
-                            tz=given(args.tz, "tz"), date=given(args.date, "date"),
-                            ts_format=given(args.ts_format, "ts_format"),
-                            price_offset=_price_offset(getattr(args, "price_offset", None)),
-                            price_format=getattr(args, "price_format", None), hours=getattr(args, "hours", None),
-                            zero_bid=getattr(args, "zero_bid", None), sequence=sequence or None)
-    if sequence == FILE_ORDER and spec:  # --no-sequence over a map that names a sequence column: file order
-        spec = {key: value for key, value in spec.items() if key != "sequence"} or None
-    return spec
-
-
-def _price_offset(given: list[str] | None) -> str | None:
-    """--price-offset as given, once or more: one number for every stream, or STREAM=X each (joined for the
-    map's inline form, NAME=X|NAME=X); both kinds at once is refused, as which applies where would be a guess."""
-    if not given:
-        return None
-    named = [value for value in given if "=" in value]
-    if named and len(named) < len(given) or not named and len(given) > 1:
-        raise ValueError(f"--price-offset is one number for every stream, or STREAM=X for each stream shifted "
-                         f"(repeated for several), not both nor two numbers; got {' '.join(given)}")
-    return "|".join(given)
+    return FileReplay([str(f) for f in args.files], columns=column_map_of(args), speed=args.speed,
+                      max_gap_s=args.max_gap, streams=streams_to_read(args), time_range=time_range_of(args))
 
 
 def _replay_rejections(source: Any, sent: int, held: int = 0) -> list[str]:
@@ -1076,7 +981,7 @@ def _feed_resume(args: argparse.Namespace, stop: Any) -> Any:
         return None
     try:
         # (a short connect time-out: while the engine is down, each try gives up soon, and a signal is heard)
-        return ControlFeedResume(lambda: ControlClient(control, timeout_s=5, connect_timeout_s=2, **_curve(args)),
+        return ControlFeedResume(lambda: ControlClient(control, timeout_s=5, connect_timeout_s=2, **curve_keys(args)),
                                  stop=stop)
     except EngineLost as e:  # a signal while the engine was starting: nothing was sent
         raise ConnectionError(f"{e}; nothing was sent") from None
@@ -1185,7 +1090,7 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         signal.signal(signum, request_stop)
     client = None
     try:
-        with FeedClient(args.endpoint, watch_connection=True, **_curve(args)) as client:
+        with FeedClient(args.endpoint, watch_connection=True, **curve_keys(args)) as client:
             stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
                              resume=resume, stop=stop, batch_ns=batch_ns,
                              say=lambda line: print(f"flashtick feed: note: {line}", file=sys.stderr, flush=True),
@@ -1265,7 +1170,7 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
     # heartbeats come too (shown only when a prefix asks for them): whether the service is there is said, not guessed
     shown_beats = any(HEARTBEAT_TOPIC.startswith(prefix) for prefix in args.topics)
     with AnswerSubscriber(args.endpoint, [*args.topics, *([] if shown_beats else [HEARTBEAT_TOPIC])],
-                          **_curve(args)) as sub:
+                          **curve_keys(args)) as sub:
         beat_at = None  # when the last heartbeat came (None: none yet)
         try:  # a wrong endpoint (or a service not up yet) is said, not waited on in silence; it waits on all the same
             sub.wait_ready(timeout_s=SUBSCRIBE_QUIET_S)
@@ -1310,7 +1215,7 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
             _note_gap(last_seqs, topic, payload)
             _note_wider_prefix(args.topics, topic, widened)
             if args.json:
-                print(_json({"topic": topic, **payload}), flush=True)
+                print(printable_json({"topic": topic, **payload}), flush=True)
             elif not live:
                 print(format_line(topic, payload), flush=True)
             else:
@@ -1344,7 +1249,7 @@ def _topic_templates(args: argparse.Namespace) -> list[tuple[str, str]] | None:
     if not args.control:
         return None
     try:
-        with ControlClient(args.control, timeout_s=5, connect_timeout_s=2, **_curve(args)) as control:
+        with ControlClient(args.control, timeout_s=5, connect_timeout_s=2, **curve_keys(args)) as control:
             return [(spec["name"], spec["topic"]) for spec in control.call("list")["queries"]]
     except ControlError:
         return None
@@ -1399,7 +1304,7 @@ def cmd_register(args: argparse.Namespace) -> None:
     if not args.file.is_file():
         raise FileNotFoundError(f"queries file {args.file} does not exist")
     text = args.file.read_text()
-    with _control(args) as control:  # the file name, so errors read `my_queries.yaml:12: ...`
+    with control_client(args) as control:  # the file name, so errors read `my_queries.yaml:12: ...`
         try:
             reply = control.call("register", yaml=text, source=args.file.name)
         except ControlDropped as e:  # a request over limits.max_control_bytes: ZeroMQ drops the connection, and
@@ -1423,13 +1328,13 @@ LARGE_REGISTER_BYTES = 1 << 20  # a register this large whose connection drops w
 
 
 def cmd_unregister(args: argparse.Namespace) -> None:
-    with _control(args) as control:
+    with control_client(args) as control:
         reply = control.call("unregister", name=args.name)
     print(f"unregistered {args.name} (registry version {reply['version']})")
 
 
 def cmd_forget(args: argparse.Namespace) -> None:
-    with _control(args) as control:
+    with control_client(args) as control:
         reply = control.call("forget", stream=args.stream)
     print(f"forgot stream {args.stream!r}: its {reply['ticks']} ticks' session, answers and ordering guard (last ts "
           f"{reply['last_ts']}) are dropped; its next tick, of any time, starts it afresh")
@@ -1438,10 +1343,10 @@ def cmd_forget(args: argparse.Namespace) -> None:
 def cmd_list(args: argparse.Namespace) -> None:
     from connectors.ticks import shown_name
 
-    with _control(args) as control:
+    with control_client(args) as control:
         reply = control.call("list")
     if args.json:
-        print(_json({"queries": reply["queries"], "version": reply["version"]}, sort_keys=True, indent=2))
+        print(printable_json({"queries": reply["queries"], "version": reply["version"]}, sort_keys=True, indent=2))
         return
     rows = [(shown_name(q["name"]), q["kind"], _shown(_question_text(q)), _trigger_text(q["trigger"]),
              ",".join(_listed_stream(s) for s in q["streams"])) for q in reply["queries"]]
@@ -1460,17 +1365,6 @@ def _listed_stream(name: str) -> str:
 
     shown = shown_name(name)
     return repr(name) if "," in name and shown == name else shown
-
-
-def _json(value: Any, **options: Any) -> str:
-    """JSON as the CLI prints it for a person: `Société.Gén` as it is, not `Soci\\u00e9t\\u00e9.G\\u00e9n`. A
-    character that does not print (a bidi override, a line separator: in a generated answer's text, say) stays
-    escaped, so it cannot move the terminal's cursor or forge a line; valid JSON either way (such a character can
-    only be inside a string, where a \\u escape means it)."""
-    text = json.dumps(value, ensure_ascii=False, **options)
-    if text.isascii():
-        return text
-    return "".join(c if c.isprintable() or c in "\n " else json.dumps(c)[1:-1] for c in text)
 
 
 def _shown(text: str) -> str:
@@ -1502,7 +1396,7 @@ def _trigger_text(raw: Any) -> str:
 
 
 def cmd_get(args: argparse.Namespace) -> int:
-    with _control(args) as control:  # an unknown query's name is the service's error (exit 2)
+    with control_client(args) as control:  # an unknown query's name is the service's error (exit 2)
         reply = control.call("get", stream=args.stream, query=args.query)
     answer = reply["answer"]
     if answer is None:
@@ -1524,7 +1418,7 @@ def cmd_get(args: argparse.Namespace) -> int:
         else:
             print(f"flashtick get: no cached answer of {args.query} on {args.stream} yet", file=sys.stderr)
         return 1
-    print(_json(answer, indent=2))
+    print(printable_json(answer, indent=2))
     if reply.get("refused"):  # an answer from before this start: the service holds none of the stream's ticks now
         print(f"flashtick get: {reply['refused']}: this answer (seq {answer.get('seq')}, version "
               f"{answer.get('version')}) is from before, not about ticks the service holds now", file=sys.stderr)
@@ -1541,7 +1435,7 @@ def cmd_answers(args: argparse.Namespace) -> int:
 
     limit = None if args.all else args.last or args.limit
     printed, after = 0, args.after or 0
-    with _control(args) as control:
+    with control_client(args) as control:
         topic = _answer_topic(control, args.topic)
         if topic is None:
             return 1
@@ -1556,7 +1450,7 @@ def cmd_answers(args: argparse.Namespace) -> int:
                       f"kept (the service keeps log.answers_keep in memory, and after a restart what the answer log's "
                       f"log.answers_retention_bytes kept)", file=sys.stderr)
             for answer in reply["answers"]:
-                print(_json(answer), flush=True)
+                print(printable_json(answer), flush=True)
             printed += len(reply["answers"])
             if not reply["answers"] or reply["answers"][-1]["seq"] >= reply["last_seq"]:
                 return 0 if printed else _no_answers(topic, after, reply["last_seq"], polled=args.after is not None)
@@ -1630,11 +1524,11 @@ def cmd_topics(args: argparse.Namespace) -> None:
     """A line per topic (name order): topic, last seq, the latest answer's time; every page of the op."""
     from connectors.ticks import shown_name
 
-    with _control(args) as control:
+    with control_client(args) as control:
         found = control.topics(args.prefix)
         own = _own_topic(control, args.prefix) if not found and not args.json else None
     if args.json:
-        print(_json(found, sort_keys=True, indent=2))
+        print(printable_json(found, sort_keys=True, indent=2))
         return
     for topic, info in found.items():  # (JSON keeps answer_ts null for these: a program tests for it)
         latest = ("no cached answer (its stream expired, or its query was replaced)" if info["answer_ts"] is None
@@ -1661,7 +1555,7 @@ def _own_topic(control: Any, prefix: str) -> str | None:
 
 def cmd_ask(args: argparse.Namespace) -> None:
     spec = _ask_spec(args)
-    with _control(args) as control:
+    with control_client(args) as control:
         if spec is not None:
             reply = control.call("ask", stream=args.stream, spec=spec)
         else:
@@ -1671,13 +1565,13 @@ def cmd_ask(args: argparse.Namespace) -> None:
                                  kind=args.kind)
     if reply.get("note"):
         print(f"flashtick ask: {reply['note']}", file=sys.stderr)
-    print(_json(reply["answer"], indent=2))
+    print(printable_json(reply["answer"], indent=2))
     how = [flag for flag in ("cached", "prepositioned", "gated") if reply.get(flag)]  # not computed for this ask
     age = _data_age(reply)
     if how:
         print(f"flashtick ask: answered from the service's {' and '.join(how)} answer (seq "
               f"{reply['answer'].get('seq')}), not computed now{age}", file=sys.stderr)
-    elif context := _context(reply, sep=""):  # (stdout stays the answer alone: a script reads it as JSON)
+    elif context := context_text(reply, sep=""):  # (stdout stays the answer alone: a script reads it as JSON)
         print(f"flashtick ask: computed now over the stream's {context}{age}", file=sys.stderr)
 
 
@@ -1702,14 +1596,6 @@ def _duration(seconds: float) -> str:
         if seconds < 120 * size:
             return f"{seconds / size:.1f} {unit}"
     return f"{seconds / 86400:.0f} days"
-
-
-def _context(reply: dict, sep: str) -> str:
-    """What a computed answer attends, as `streams` and `ask` replies say it (`context 812 tokens / 203 ticks`,
-    after ``sep``); '' when the reply has none (a cached answer, no session held, an older server)."""
-    if reply.get("context_tokens") is None:
-        return ""
-    return f"{sep}context {reply['context_tokens']} tokens / {reply['context_ticks']} ticks"
 
 
 ASK_SPEC_NAME = "ask"  # the name an ad-hoc --question is asked under (the answer's `query`)
@@ -1743,17 +1629,17 @@ def _ask_spec(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
-    with _control(args) as control:
-        print(_json(control.call("stats")["stats"], sort_keys=True, indent=2))
+    with control_client(args) as control:
+        print(printable_json(control.call("stats")["stats"], sort_keys=True, indent=2))
 
 
 def cmd_scores(args: argparse.Namespace) -> None:
     from connectors.ticks import shown_name
 
-    with _control(args) as control:
+    with control_client(args) as control:
         scores = control.call("stats")["stats"].get("scores", {})
     if args.json:
-        print(_json(scores, sort_keys=True, indent=2))
+        print(printable_json(scores, sort_keys=True, indent=2))
         return
     fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
     print(f"{'query':<16}{'scored':>8}{'pending':>8}{'accuracy':>10}{'majority':>10}{'brier':>8}{'freq.brier':>11}"
@@ -1787,7 +1673,7 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
     listed: dict[str, dict | None] = {}  # what is printed (--idle-over: the quiet ones only), for --json
     refused: dict[str, dict] = {}
     refused_at_start: dict[str, Any] = {}  # (a listing of every stream: the logged ones this start refused, a count)
-    with _control(args) as control:
+    with control_client(args) as control:
         after = ""
         while True:  # every stream, a reply's page at a time (the names given: one reply)
             reply = control.call("streams", **({"streams": args.names} if args.names else {"after": after}))
@@ -1807,7 +1693,7 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
               f"not listed: {refused_at_start['why']}; the start log names them, `flashtick streams NAME` says why",
               file=sys.stderr)
     if args.json:
-        print(_json({"streams": listed, **({"refused": refused} if refused else {}),
+        print(printable_json({"streams": listed, **({"refused": refused} if refused else {}),
                      **({"refused_at_start": refused_at_start} if refused_at_start else {})}, sort_keys=True, indent=2))
     else:
         for name, accepted in listed.items():
@@ -1823,7 +1709,8 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             idle = accepted.get("idle_s", "absent")  # absent: an older server
             quiet = "" if idle == "absent" else f"\tidle {idle:.1f}s" if idle is not None else \
                 f"\tidle over {uptime_s:.0f}s (none since the start)" if uptime_s is not None else "\tidle n/a"
-            context = _context(accepted, sep="\t")  # late: a script cutting the columns before it reads them as ever
+            # late: a script cutting the columns before it reads them as ever
+            context = context_text(accepted, sep="\t")
             # (then whether its KV is in the pool: an evicted stream's next answer pays a rebuild; absent: not known)
             kv = "" if "resident" not in accepted else \
                 f"\tkv {'resident' if accepted['resident'] else 'not resident'}\trebuilds {accepted['rebuilds']}"
@@ -1883,13 +1770,14 @@ def cmd_health(args: argparse.Namespace) -> int | None:
     from engine.service.client import ControlBusy
 
     try:
-        with _control(args, refused_at_once=True) as control:  # a probe's "down" at once, not after the connect wait
+        # a probe's "down" at once, not after the connect wait
+        with control_client(args, refused_at_once=True) as control:
             reply = control.call("health")
     except ControlBusy as e:  # up but late: its own status, so a probe tells it from down (2)
         print(f"flashtick health: error: {e} (exit 3: up, but no reply in time; `flashtick health --help`)",
               file=sys.stderr)
         return HEALTH_BUSY
-    print(_json({k: v for k, v in reply.items() if k != "ok"}, sort_keys=True))
+    print(printable_json({k: v for k, v in reply.items() if k != "ok"}, sort_keys=True))
     if reply.get("status") != "serving":  # a readiness check: 0 once it serves, 1 while it starts or is degraded
         return 1
 
@@ -1897,8 +1785,8 @@ def cmd_health(args: argparse.Namespace) -> int | None:
 def cmd_ticklog_export(args: argparse.Namespace) -> None:
     from engine.service.tick_export import export_ticks
 
-    _check_outputs(args, [Output("--out", args.out, kind=TICK_TABLE, example="ticks.parquet")])
-    time_range = _time_range(args)
+    check_outputs(args, [Output("--out", args.out, kind=TICK_TABLE, example="ticks.parquet")])
+    time_range = time_range_of(args)
     summary = export_ticks(args.data_dir, args.out, streams=args.streams, time_range=time_range,
                            skip_corrupt=args.skip_corrupt)
     print(summary.line(args.data_dir, args.out), file=sys.stderr, flush=True)
@@ -1915,14 +1803,9 @@ def cmd_keygen(args: argparse.Namespace) -> None:
           f"and {secret} (keep it private)")
 
 
-def _is_tick_model(config: Any) -> bool:
-    """The built-in model, or a checkpoint with a tick codec (codec.json): the example queries are its questions."""
-    return config.model.path is None or (Path(config.model.path) / "codec.json").is_file()
-
-
 def _backtest_inputs(args: argparse.Namespace) -> tuple[Any, Path]:
     """The config (with --threads) and the queries file a backtest runs."""
-    config = _service_config(args.config, model=args.model)
+    config = service_config(args.config, model=args.model)
     if args.threads is not None:
         if args.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {args.threads}")
@@ -1932,7 +1815,7 @@ def _backtest_inputs(args: argparse.Namespace) -> tuple[Any, Path]:
                                                                          session_gap_s=args.session_gap / 1e9))
     queries = args.queries or (Path(config.queries) if config.queries else None)
     if queries is None:
-        if not _is_tick_model(config):
+        if not is_tick_model(config):
             raise ValueError(f"a text model's questions are free text: give them with --queries FILE (an example: "
                              f"{TEXT_EXAMPLE_QUERIES})")
         print(f"flashtick backtest: note: no --queries: asking {EXAMPLE_QUERIES.name} (the built-in model's example "
@@ -1941,7 +1824,7 @@ def _backtest_inputs(args: argparse.Namespace) -> tuple[Any, Path]:
     return config, Path(queries)
 
 
-def _recorded_reading(model_path: str | None) -> str:
+def trained_reading(model_path: str | None) -> str:
     """The reading options a checkpoint was trained on, as options (`--price-offset 50`); '' for none."""
     from engine.service.reading_record import FILE_READING, recorded_reading, shown
 
@@ -1953,9 +1836,9 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     try:  # the libraries and the config load before the run's own signal handling: a Ctrl-C here is said too
         from engine.service.backtest import BacktestInterrupted, run_backtest
 
-        time_range = _time_range(args)  # a mistyped time is said before the model loads
+        time_range = time_range_of(args)  # a mistyped time is said before the model loads
         config, queries = _backtest_inputs(args)
-        _check_outputs(args, _backtest_outputs(Path(args.out)), queries,
+        check_outputs(args, _backtest_outputs(Path(args.out)), queries,
                                    *([Path(config.model.path)] if config.model.path else []))
     except KeyboardInterrupt:  # (with --resume, the checkpoint of the run it resumes is kept as it was)
         print("flashtick backtest: interrupted before any tick; " + (
@@ -1988,9 +1871,9 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
     said = lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr, flush=True)  # noqa: E731
     recorded = recorded_reading(config.model.path)
-    if recorded and _read_training_files(config.model.path, args.files):
-        _take_recorded(args, recorded, FILE_READING, said, config)
-    reading_now = _reading_now(args, config)
+    if recorded and reads_training_files(config.model.path, args.files):
+        take_recorded(args, recorded, FILE_READING, said, config)
+    reading_now = current_reading(args, config)
     if (mismatch := reading_mismatch(recorded, reading_now)) is not None:
         said(mismatch)
     # (apart: other labelled points leave the ticks, and so training's tick positions, as they were)
@@ -1998,13 +1881,13 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         said(labelled_otherwise)
     try:
         report = run_backtest(config, [str(f) for f in args.files], queries, args.out,
-                              columns=_column_map(args, config),
+                              columns=column_map_of(args, config),
                               batch_ms=args.batch_ms if args.batch_ms is not None else config.replay.batch_ms,
                               max_ticks=args.max_ticks, progress=not args.quiet, resume=args.resume,
                               checkpoint_s=args.checkpoint_s if args.checkpoint_s is not None
                               else config.replay.checkpoint_s, stop=stop.is_set, test_from=args.test_from,
                               note=lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr),
-                              streams=_streams(args, config), time_range=time_range)
+                              streams=streams_to_read(args, config), time_range=time_range)
     except BacktestInterrupted as e:
         print(f"flashtick backtest: {e}", file=sys.stderr)
         return 130
@@ -2014,8 +1897,8 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     finally:
         for signum, handler in inherited.items():  # as the process had them (a library's own included)
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
-    if config.model.path is not None and (said := _in_sample_note(
-            _evaluation(Path(config.model.path)), args.files, report, args.test_from, args.max_ticks,
+    if config.model.path is not None and (said := in_sample_note(
+            checkpoint_evaluation(Path(config.model.path)), args.files, report, args.test_from, args.max_ticks,
             same_reading=mismatch is None and time_range is None)) is not None:
         print(f"flashtick backtest: note: {said}", file=sys.stderr, flush=True)  # before the scores it is about
     print(report.summary(by_stream=args.by_stream))
@@ -2030,27 +1913,6 @@ def _backtest_outputs(out: Path) -> list[Output]:
             Output("--out (its scores beside it)", out.with_suffix(".scores.json"), makes_parent=True),
             Output("--out (its calibration plot beside it)", out.with_suffix(".calibration.png"), makes_parent=True),
             Output("--out (its checkpoint folder beside it)", out.with_name(out.name + PARTS_SUFFIX), is_dir=True)]
-
-
-def _check_outputs(args: argparse.Namespace, outputs: list[Output], *more_inputs: Path) -> None:
-    """Refuse, before any work, an output path that is (or, for a directory, holds) one of the command's inputs:
-    its files, replay lists, --columns, --queries and --config files, model directories and data directory; then
-    an output named with a suffix other than what it is written as (Output.kind), and one the command could not write
-    at its end (a directory where a file goes, no folder to write it in)."""
-    from engine.service.output_paths import check_output_paths, refuse_misnamed_outputs, refuse_outputs_over_inputs
-
-    inputs = [*getattr(args, "files", []), *more_inputs]
-    for name in ("queries", "config", "base", "data_dir"):
-        if isinstance(value := getattr(args, name, None), Path):
-            inputs.append(value)
-    if (model := getattr(args, "model", None)) is not None and str(model) != "builtin":
-        inputs.append(Path(model))
-    if (columns := getattr(args, "columns", None)) is not None and Path(columns).is_file():
-        inputs.append(Path(columns))
-    given = [o for o in outputs if o.path is not None]
-    refuse_outputs_over_inputs(given, inputs)
-    check_output_paths(given)  # (first: `--out results` is a folder, before it is a name without .parquet)
-    refuse_misnamed_outputs(given)
 
 
 def _kept_on_disk(out: Path) -> str:
@@ -2071,7 +1933,7 @@ def _kept_on_disk(out: Path) -> str:
     return f"no checkpoint in {parts}: aborted before replaying began, or after the answers were written to {out}"
 
 
-def _train_common(args: argparse.Namespace) -> tuple[Any, Any]:
+def train_common(args: argparse.Namespace) -> tuple[Any, Any]:
     """(SplitSpec, EvalOptions) from the options `train` and `evaluate` share; files must exist."""
     import torch
 
@@ -2126,7 +1988,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     if (refusal := user_train_refusal(args.out, BUILTIN_MODEL_DIR)) is not None:  # even with --overwrite
         raise ValueError(refusal)
-    _check_outputs(args, [Output("--out", args.out, is_dir=True),
+    check_outputs(args, [Output("--out", args.out, is_dir=True),
                           Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet")])
     _check_train_out(args.out, args.overwrite)  # before any data is read: a long run must not end in a refusal
     if args.max_minutes <= 0 or args.steps < 1:
@@ -2137,7 +1999,7 @@ def cmd_train(args: argparse.Namespace) -> None:
                          f"(a fine-tuned model keeps its base's size)")
     for k, default in SIZE_FLAGS.items():
         setattr(args, k, default if getattr(args, k) is None else getattr(args, k))
-    split, evaluation = _train_common(args)
+    split, evaluation = train_common(args)
     if args.window_ticks < 63:  # the scheduler keeps room for rolls and probes: 256 positions at least
         raise ValueError(f"--window-ticks must be >= 63 for a model that serves, got {args.window_ticks}")
     lr = args.lr if args.lr is not None else (2e-3 if base is None else 5e-4)
@@ -2169,9 +2031,9 @@ def cmd_train(args: argparse.Namespace) -> None:
 
         return tqdm(total=total, unit=" steps", file=sys.stderr, disable=not interactive)
 
-    record = fit([str(f) for f in args.files], _column_map(args), args.out, cfg, options, log, bar)
+    record = fit([str(f) for f in args.files], column_map_of(args), args.out, cfg, options, log, bar)
     if args.json:
-        print(_json(record, indent=1, default=str))
+        print(printable_json(record, indent=1, default=str))
         return
     t = record["training"]
     best = (f"best validation loss {t['best_validation_loss']} at step {t['best_step']}"
@@ -2182,10 +2044,10 @@ def cmd_train(args: argparse.Namespace) -> None:
           f"{record['device']}; {best} -> {args.out}")
     print(format_table(record["evaluation"], args.by_stream))
     # a file given on purpose whose stream was not trained on: said, not only on the model card
-    _say_left_out(record["skipped"], record["left_out"], args,
+    say_left_out(record["skipped"], record["left_out"], args,
                   lambda line: print(f"flashtick train: note: left out {line}", file=sys.stderr))
-    _say_rejected_if_quiet(record["rejected"], record["ticks_read"], args, "flashtick train")
-    if not args.quiet and (across := _across_pauses_note(record["evaluation"], args.session_gap,
+    say_rejected_if_quiet(record["rejected"], record["ticks_read"], args, "flashtick train")
+    if not args.quiet and (across := across_pauses_note(record["evaluation"], args.session_gap,
                                                          "out of training and scoring")) is not None:
         print(f"flashtick train: note: {across}", file=sys.stderr)
 
@@ -2199,7 +2061,7 @@ def _streams_named(names: list[str]) -> str:
     return counted(len(names), "stream") + named
 
 
-def _say_left_out(skipped: list[str], summed_up: str | None, args: argparse.Namespace,
+def say_left_out(skipped: list[str], summed_up: str | None, args: argparse.Namespace,
                   say: Callable[[str], None]) -> None:
     """The streams too short to split: one line each when few or --verbose, else in one line; that one line under
     --quiet too (a model of one series of a 1,557-series chain must not pass as one of the chain)."""
@@ -2212,7 +2074,7 @@ def _say_left_out(skipped: list[str], summed_up: str | None, args: argparse.Name
         say(summed_up)
 
 
-def _say_rejected_if_quiet(rejected: dict[str, int], read: int, args: argparse.Namespace, command: str) -> None:
+def say_rejected_if_quiet(rejected: dict[str, int], read: int, args: argparse.Namespace, command: str) -> None:
     """Under --quiet, which drops the reading's notes (a line per reason), the rows rejected in one line: a model
     trained or scored on a file 6% of whose rows were dropped must not pass as trained on all of it."""
     from engine.service.rejections import rejected_in_one_line
@@ -2237,18 +2099,18 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from connectors.labels import tick_price
     from connectors.price_steps import split_like_steps
 
-    _check_outputs(args, [Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet"),
+    check_outputs(args, [Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet"),
                           Output("--plot", args.plot, kind=IMAGE, example="calibration.png")])
     if args.plot is not None:
         check_plot_path("--plot", args.plot)
     model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)
     said = (lambda line: None) if args.quiet else \
         (lambda line: print(f"flashtick evaluate: note: {line}", file=sys.stderr))
-    _read_as_trained(args, model_dir, said)  # its --split too, before the split is parsed
-    split, options = _train_common(args)
+    read_as_trained(args, model_dir, said)  # its --split too, before the split is parsed
+    split, options = train_common(args)
     device = resolve_device(args.device)
     model, codec = load_tick_model(model_dir, device)
-    streams, rejected = read_streams([str(f) for f in args.files], _column_map(args), note=said,
+    streams, rejected = read_streams([str(f) for f in args.files], column_map_of(args), note=said,
                                      streams=args.streams)
     # train's rule: a part of fewer ticks left a test slice of one tick, an empty table and exit 0
     min_ticks = min_part_ticks(codec, window_ticks(model))
@@ -2256,9 +2118,9 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
                                 session_gap_ns=args.session_gap)
     if (widened := gap_note(codec, split)) is not None:
         said(widened)
-    _say_left_out(skipped, short_streams_line(codec, streams, [sd.name for sd in prepared], split, min_ticks), args,
+    say_left_out(skipped, short_streams_line(codec, streams, [sd.name for sd in prepared], split, min_ticks), args,
                   lambda line: print(f"flashtick evaluate: note: left out {line}", file=sys.stderr))
-    _say_rejected_if_quiet(rejected, sum(map(len, streams.values())), args, "flashtick evaluate")
+    say_rejected_if_quiet(rejected, sum(map(len, streams.values())), args, "flashtick evaluate")
     if (overlap := time_overlap_note(prepared)) is not None:
         said(overlap)
     for sd in prepared:  # a split between two sessions, scored as a move (connectors/price_steps.py)
@@ -2274,10 +2136,10 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
                "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped,
                "session_gap_ns": args.session_gap}
-    if (across := _across_pauses_note(result, args.session_gap, "unscored")) is not None:
+    if (across := across_pauses_note(result, args.session_gap, "unscored")) is not None:
         said(across)
     if args.json:
-        print(_json(result, indent=1))
+        print(printable_json(result, indent=1))
     else:
         streams = counted(len(prepared), "stream")
         print(f"{model_dir} on the test slice ({args.split}) of {streams}, window {window_ticks(model)} "
@@ -2290,11 +2152,11 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
             print(f"flashtick evaluate: warning: the calibration plot was not written: {e}", file=sys.stderr)
     if args.json:
         return
-    if (overlap := _trained_on_overlap(model_dir, args.files, split, [sd.name for sd in prepared])) is not None:
+    if (overlap := trained_on_overlap(model_dir, args.files, split, [sd.name for sd in prepared])) is not None:
         print(f"note: {overlap}", file=sys.stderr)
 
 
-def _across_pauses_note(result: dict[str, Any], session_gap: int | None, leaves: str) -> str | None:
+def across_pauses_note(result: dict[str, Any], session_gap: int | None, leaves: str) -> str | None:
     """The note on the scored answer points of an evaluation ``result`` labelled across a pause of over an hour
     (within ``session_gap``, if given), what --session-gap 1h does to them in words (``leaves``); None: none."""
     from connectors.labels import session_gap_text
@@ -2307,7 +2169,7 @@ def _across_pauses_note(result: dict[str, Any], session_gap: int | None, leaves:
             f"points {leaves}")
 
 
-def _read_as_trained(args: argparse.Namespace, model_dir: Path, said: Callable[[str], None]) -> None:
+def read_as_trained(args: argparse.Namespace, model_dir: Path, said: Callable[[str], None]) -> None:
     """`evaluate` reads the files with the --price-offset, --price-format, --zero-bid, --sequence, --split and --gap
     the checkpoint was trained with, and, when they are its training files, with its --tz, --hours, --columns,
     --streams and the rest of how it read them (reading_record.py), each unless given (--no-sequence for none; a
@@ -2317,9 +2179,9 @@ def _read_as_trained(args: argparse.Namespace, model_dir: Path, said: Callable[[
                                                reading_mismatch, recorded_reading)
 
     recorded = recorded_reading(model_dir) or {}
-    same_files = _read_training_files(model_dir, args.files)
-    _take_recorded(args, recorded, PRICE_OPTIONS | SPLIT_OPTIONS | (LAYOUT_OPTIONS if same_files else {}), said)
-    if (mismatch := reading_mismatch(recorded_reading(model_dir), _reading_now(args),
+    same_files = reads_training_files(model_dir, args.files)
+    take_recorded(args, recorded, PRICE_OPTIONS | SPLIT_OPTIONS | (LAYOUT_OPTIONS if same_files else {}), said)
+    if (mismatch := reading_mismatch(recorded_reading(model_dir), current_reading(args),
                                      READING_OPTIONS)) is not None:
         said(mismatch)
 
@@ -2339,7 +2201,7 @@ def _given(args: argparse.Namespace, key: str, config: Any = None) -> bool:
     return getattr(args, _READING_ATTRIBUTES.get(key, key), None) is not None or bool(getattr(section, key, None))
 
 
-def _take_recorded(args: argparse.Namespace, recorded: dict[str, str], keys: Any, said: Callable[[str], None],
+def take_recorded(args: argparse.Namespace, recorded: dict[str, str], keys: Any, said: Callable[[str], None],
                    config: Any = None) -> None:
     """Set the options among ``keys`` a checkpoint recorded and this run does not give, saying so."""
     from engine.service.reading_record import option_value, shown
@@ -2352,7 +2214,7 @@ def _take_recorded(args: argparse.Namespace, recorded: dict[str, str], keys: Any
              f"the option to read them otherwise)")
 
 
-def _reading_now(args: argparse.Namespace, config: Any = None) -> dict[str, str]:
+def current_reading(args: argparse.Namespace, config: Any = None) -> dict[str, str]:
     """How this run reads its files, as reading_record records it."""
     from engine.service.reading_record import reading_of
     from engine.service.splits import SplitSpec
@@ -2360,19 +2222,19 @@ def _reading_now(args: argparse.Namespace, config: Any = None) -> dict[str, str]
     split = SplitSpec.parse(args.split).text() if getattr(args, "split", None) else None
     # a backtest's session gap is its config's (--session-gap overrides it there), evaluate's its option
     session_gap = config.answers.session_gap_ns if config is not None else getattr(args, "session_gap", None)
-    return reading_of(_column_map(args, config), _streams(args, config), split, getattr(args, "gap", 0) or 0,
+    return reading_of(column_map_of(args, config), streams_to_read(args, config), split, getattr(args, "gap", 0) or 0,
                       session_gap)
 
 
-def _read_training_files(model_dir: Path | str | None, files: list[Path]) -> bool:
+def reads_training_files(model_dir: Path | str | None, files: list[Path]) -> bool:
     """Whether every file given is one the checkpoint (`flashtick train`'s) was trained on: then the way training
     read them is the way to read them again."""
-    if model_dir is None or (seen := _trained_on(_evaluation(Path(model_dir)), files)) is None:
+    if model_dir is None or (seen := _trained_on(checkpoint_evaluation(Path(model_dir)), files)) is None:
         return False
     return set(seen.files) == {str(f) for f in files}
 
 
-def _evaluation(model_dir: Path) -> dict[str, Any] | None:
+def checkpoint_evaluation(model_dir: Path) -> dict[str, Any] | None:
     """The evaluation.json a checkpoint `flashtick train` wrote (what it was trained on, and where), or None."""
     try:
         return json.loads((model_dir / "evaluation.json").read_text())
@@ -2389,9 +2251,9 @@ class TrainedOn(NamedTuple):
 
 
 def _trained_on(evaluation: dict[str, Any] | None, files: list[Path]) -> TrainedOn | None:
-    """Which of ``files`` the checkpoint of ``evaluation`` (_evaluation) was trained and validated on, the fraction
-    of each stream's ticks that covered and the streams it trained on (a checkpoint from before they were kept:
-    None); None when none of the files (or not one of ours, or from before this was kept)."""
+    """Which of ``files`` the checkpoint of ``evaluation`` (checkpoint_evaluation) was trained and validated on, the
+    fraction of each stream's ticks that covered and the streams it trained on (a checkpoint from before they were
+    kept: None); None when none of the files (or not one of ours, or from before this was kept)."""
     try:
         trained = (evaluation or {})["trained_on"]
         same = sorted({str(f) for f in files if str(Path(f).resolve()) in trained["files"]})
@@ -2418,7 +2280,7 @@ def _seen_text(seen: TrainedOn, streams: list[str] | None) -> str:
     return f"the first {percent(seen.seen_end)} of the ticks of stream{'s' * (len(streams) > 1)} {named} in {files}"
 
 
-def _in_sample_note(evaluation: dict[str, Any] | None, files: list[Path], report: Any, test_from: float | None,
+def in_sample_note(evaluation: dict[str, Any] | None, files: list[Path], report: Any, test_from: float | None,
                     max_ticks: int | None, same_reading: bool) -> str | None:
     """Why a `backtest --model` run's scores are not out of sample, if they are not: it scores answers inside the
     ticks the checkpoint was trained and validated on (of the streams it trained on). Said in the training run's
@@ -2479,13 +2341,13 @@ def _scored_inside(evaluation: dict[str, Any] | None, stream_ticks: dict[str, in
             if first_scored[name] < seen[name]]
 
 
-def _trained_on_overlap(model_dir: Path, files: list[Path], split: Any, evaluated: list[str]) -> str | None:
+def trained_on_overlap(model_dir: Path, files: list[Path], split: Any, evaluated: list[str]) -> str | None:
     """Why the test slice is not out of sample for a checkpoint `flashtick train` wrote, if it is not: the same
     files, streams it trained on among the ``evaluated`` ones, and the test slice starts inside the part the model
     was trained on."""
     from engine.service.backtest import percent
 
-    seen = _trained_on(_evaluation(model_dir), files)
+    seen = _trained_on(checkpoint_evaluation(model_dir), files)
     test_start = split.train + split.validation
     if seen is None or test_start >= seen.seen_end - 1e-9:
         return None
@@ -2500,7 +2362,7 @@ def _trained_on_overlap(model_dir: Path, files: list[Path], split: Any, evaluate
 def cmd_demo(args: argparse.Namespace) -> None:
     from engine.service.demo import DEMO_RATE, run_demo
 
-    columns = _column_map(args)
+    columns = column_map_of(args)
     if args.replay is None and (columns is not None or args.streams is not None):
         raise ValueError("the reading options (--streams, --price-offset, --columns, ...) read files: give them "
                          "with --replay FILE ...")

@@ -1,0 +1,113 @@
+"""What the ``flashtick`` commands share: the default endpoints, the example queries that ship in the package,
+the client of a running service (with its CURVE keys), the service config an in-process command runs, JSON printed
+for a person, and the check of output paths against a command's inputs. Small helpers, one place, so a command
+module never reaches into another's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from engine.service.output_paths import Output
+
+
+DEFAULT_INGEST = "tcp://127.0.0.1:5555"
+
+
+DEFAULT_ANSWERS = "tcp://127.0.0.1:5556"
+
+
+DEFAULT_CONTROL = "tcp://127.0.0.1:5557"
+
+
+EXAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "queries" / "examples" / "tick_model.yaml"
+
+
+TEXT_EXAMPLE_QUERIES = EXAMPLE_QUERIES.with_name("text_model.yaml")
+
+
+def service_config(path: Path | None, queries: Path | None = None, serving: bool = False,
+                    model: Path | None = None) -> Any:
+    """The config file's settings (``model``: --model DIR over model.path); only `serve` (``serving``) keeps
+    logs: an in-process run (backtest) never replays or appends to a service's data directory."""
+    import dataclasses
+
+    from engine.service.config import ServiceConfig
+
+    config = ServiceConfig.load(path) if path else ServiceConfig()
+    if model is not None:
+        from engine.models.loader import read_config
+
+        read_config(model)  # a missing directory, or one without config.json, named as such
+        config = dataclasses.replace(config, model=dataclasses.replace(config.model, path=str(model)))
+    if queries is not None:
+        if not queries.is_file():
+            raise FileNotFoundError(f"queries file {queries} does not exist")
+        config = dataclasses.replace(config, queries=str(queries))
+    return config if serving else dataclasses.replace(config, log=dataclasses.replace(config.log, dir=None))
+
+
+def curve_keys(args: argparse.Namespace) -> dict[str, Any]:
+    """The client keyword arguments for --server-key / --client-key."""
+    from engine.service.auth import read_keypair, read_server_public_key
+
+    if args.client_key is not None and args.server_key is None:
+        raise ValueError("--client-key needs --server-key (the server's public key)")
+    return {"server_public_key": read_server_public_key(args.server_key) if args.server_key else None,
+            "client_keypair": read_keypair(args.client_key) if args.client_key else None}
+
+
+def control_client(args: argparse.Namespace, refused_at_once: bool = False) -> Any:
+    from engine.service.client import ControlClient
+
+    if not args.timeout > 0:
+        raise ValueError(f"--timeout must be a number of seconds > 0, got {args.timeout:g}")
+    return ControlClient(args.control, timeout_s=args.timeout, refused_at_once=refused_at_once, **curve_keys(args))
+
+
+def printable_json(value: Any, **options: Any) -> str:
+    """JSON as the CLI prints it for a person: `Société.Gén` as it is, not `Soci\\u00e9t\\u00e9.G\\u00e9n`. A
+    character that does not print (a bidi override, a line separator: in a generated answer's text, say) stays
+    escaped, so it cannot move the terminal's cursor or forge a line; valid JSON either way (such a character can
+    only be inside a string, where a \\u escape means it)."""
+    text = json.dumps(value, ensure_ascii=False, **options)
+    if text.isascii():
+        return text
+    return "".join(c if c.isprintable() or c in "\n " else json.dumps(c)[1:-1] for c in text)
+
+
+def context_text(reply: dict, sep: str) -> str:
+    """What a computed answer attends, as `streams` and `ask` replies say it (`context 812 tokens / 203 ticks`,
+    after ``sep``); '' when the reply has none (a cached answer, no session held, an older server)."""
+    if reply.get("context_tokens") is None:
+        return ""
+    return f"{sep}context {reply['context_tokens']} tokens / {reply['context_ticks']} ticks"
+
+
+def is_tick_model(config: Any) -> bool:
+    """The built-in model, or a checkpoint with a tick codec (codec.json): the example queries are its questions."""
+    return config.model.path is None or (Path(config.model.path) / "codec.json").is_file()
+
+
+def check_outputs(args: argparse.Namespace, outputs: list[Output], *more_inputs: Path) -> None:
+    """Refuse, before any work, an output path that is (or, for a directory, holds) one of the command's inputs:
+    its files, replay lists, --columns, --queries and --config files, model directories and data directory; then
+    an output named with a suffix other than what it is written as (Output.kind), and one the command could not write
+    at its end (a directory where a file goes, no folder to write it in)."""
+    from engine.service.output_paths import check_output_paths, refuse_misnamed_outputs, refuse_outputs_over_inputs
+
+    inputs = [*getattr(args, "files", []), *more_inputs]
+    for name in ("queries", "config", "base", "data_dir"):
+        if isinstance(value := getattr(args, name, None), Path):
+            inputs.append(value)
+    if (model := getattr(args, "model", None)) is not None and str(model) != "builtin":
+        inputs.append(Path(model))
+    if (columns := getattr(args, "columns", None)) is not None and Path(columns).is_file():
+        inputs.append(Path(columns))
+    given = [o for o in outputs if o.path is not None]
+    refuse_outputs_over_inputs(given, inputs)
+    check_output_paths(given)  # (first: `--out results` is a folder, before it is a name without .parquet)
+    refuse_misnamed_outputs(given)

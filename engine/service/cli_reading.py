@@ -1,0 +1,71 @@
+"""The reading options (--columns, --preset, --ts-unit, --price-offset, --sequence, --streams, --from/--to) turned
+into what connectors read files with: the column map, the streams read, the event-time range. `feed replay`,
+`backtest`, `train`, `evaluate`, `demo` and `ticklog export` read files alike, so they read the options alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+
+FILE_ORDER = ""  # --no-sequence: rows of equal times in file order, said apart from an option not given (None)
+
+
+def time_range_of(args: argparse.Namespace) -> Any:
+    from connectors.time_range import TimeRange, names_no_offset
+
+    given = {"--from": getattr(args, "time_from", None), "--to": getattr(args, "time_to", None)}
+    time_range = TimeRange.of(given["--from"], given["--to"])
+    naive = [f"{option} {text}" for option, text in given.items() if text is not None and names_no_offset(text)]
+    if naive and getattr(args, "tz", None):  # --tz zones the files' naive times: one might expect it here too
+        print(f"flashtick {args.command}: note: {' and '.join(naive)} read as UTC: --tz {args.tz} is the zone of "
+              f"the files' times, not of --from/--to (give an offset, e.g. 2024-01-02T09:30-05:00)", file=sys.stderr)
+    return time_range
+
+
+def streams_to_read(args: argparse.Namespace, config: Any = None) -> list[str] | None:
+    """The streams to read: --streams, else the config's replay.streams, else None (every stream)."""
+    if args.streams is not None:
+        return args.streams
+    section = config.replay if config is not None else None
+    return list(section.streams) if getattr(section, "streams", None) else None
+
+
+def column_map_of(args: argparse.Namespace, config: Any = None) -> dict[str, Any] | None:
+    """The column map of the reading options over the config's replay section: an option given replaces the
+    key of the same name, and --columns replaces the section's columns and preset both (a new map)."""
+    from connectors.column_map import map_from_options
+
+    section = config.replay if config is not None else None  # `feed replay` has no config (nor torch to load)
+    given = lambda option, key: option if option is not None else getattr(section, key, None)  # noqa: E731
+    names = tuple(n.strip() for n in args.csv_names.split(",")) if args.csv_names else None
+    if args.columns is not None:
+        preset, columns = args.preset, args.columns
+    else:
+        preset, columns = given(args.preset, "preset"), given(None, "columns")
+    sequence = getattr(args, "sequence", None)
+    spec = map_from_options(preset, columns, detect=True, names=given(names, "names"),
+                            ts_unit=given(args.ts_unit, "ts_unit"),
+                            tz=given(args.tz, "tz"), date=given(args.date, "date"),
+                            ts_format=given(args.ts_format, "ts_format"),
+                            price_offset=_price_offset(getattr(args, "price_offset", None)),
+                            price_format=getattr(args, "price_format", None), hours=getattr(args, "hours", None),
+                            zero_bid=getattr(args, "zero_bid", None), sequence=sequence or None)
+    if sequence == FILE_ORDER and spec:  # --no-sequence over a map that names a sequence column: file order
+        spec = {key: value for key, value in spec.items() if key != "sequence"} or None
+    return spec
+
+
+def _price_offset(given: list[str] | None) -> str | None:
+    """--price-offset as given, once or more: one number for every stream, or STREAM=X each (joined for the
+    map's inline form, NAME=X|NAME=X); both kinds at once is refused, as which applies where would be a guess."""
+    if not given:
+        return None
+    named = [value for value in given if "=" in value]
+    if named and len(named) < len(given) or not named and len(given) > 1:
+        raise ValueError(f"--price-offset is one number for every stream, or STREAM=X for each stream shifted "
+                         f"(repeated for several), not both nor two numbers; got {' '.join(given)}")
+    return "|".join(given)
