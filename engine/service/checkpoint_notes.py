@@ -1,0 +1,211 @@
+"""What a checkpoint `flashtick train` wrote records of its training (evaluation.json: the files, how they were
+read, the parts each stream was split into), and what `serve`, `backtest` and `evaluate` do with it: read the files
+as training did unless told otherwise, and say when scores are not out of sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+from engine.service.cli_reading import column_map_of, streams_to_read
+
+
+def trained_reading(model_path: str | None) -> str:
+    """The reading options a checkpoint was trained on, as options (`--price-offset 50`); '' for none."""
+    from engine.service.reading_record import FILE_READING, recorded_reading, shown
+
+    recorded = {key: value for key, value in (recorded_reading(model_path) or {}).items() if key in FILE_READING}
+    return shown(recorded, recorded) if recorded else ""
+
+
+def read_as_trained(args: argparse.Namespace, model_dir: Path, said: Callable[[str], None]) -> None:
+    """`evaluate` reads the files with the --price-offset, --price-format, --zero-bid, --sequence, --split and --gap
+    the checkpoint was trained with, and, when they are its training files, with its --tz, --hours, --columns,
+    --streams and the rest of how it read them (reading_record.py), each unless given (--no-sequence for none; a
+    mismatch then said): the same files read otherwise drop other rows, shift times against each other, order ticks
+    of equal times otherwise and cut other parts."""
+    from engine.service.reading_record import (LAYOUT_OPTIONS, PRICE_OPTIONS, READING_OPTIONS, SPLIT_OPTIONS,
+                                               reading_mismatch, recorded_reading)
+
+    recorded = recorded_reading(model_dir) or {}
+    same_files = reads_training_files(model_dir, args.files)
+    take_recorded(args, recorded, PRICE_OPTIONS | SPLIT_OPTIONS | (LAYOUT_OPTIONS if same_files else {}), said)
+    if (mismatch := reading_mismatch(recorded_reading(model_dir), current_reading(args),
+                                     READING_OPTIONS)) is not None:
+        said(mismatch)
+
+
+# the argparse attribute of each recorded reading key where it is not the key itself
+_READING_ATTRIBUTES = {"names": "csv_names"}
+
+
+def _given(args: argparse.Namespace, key: str, config: Any = None) -> bool:
+    """Whether this run's command line (or its config's replay section) says how to read ``key`` itself."""
+    section = config.replay if config is not None else None
+    if key == "columns":
+        return args.columns is not None or args.preset is not None or bool(
+            getattr(section, "columns", None) or getattr(section, "preset", None))
+    if key in ("split", "gap"):
+        return getattr(args, key) not in (None, 0)
+    return getattr(args, _READING_ATTRIBUTES.get(key, key), None) is not None or bool(getattr(section, key, None))
+
+
+def take_recorded(args: argparse.Namespace, recorded: dict[str, str], keys: Any, said: Callable[[str], None],
+                   config: Any = None) -> None:
+    """Set the options among ``keys`` a checkpoint recorded and this run does not give, saying so."""
+    from engine.service.reading_record import option_value, shown
+
+    taken = {key: value for key, value in recorded.items() if key in keys and not _given(args, key, config)}
+    for key, value in taken.items():
+        setattr(args, _READING_ATTRIBUTES.get(key, key), option_value(key, value))
+    if taken:
+        said(f"reading the files with {shown(taken, taken)}, as this model was trained (its evaluation.json; give "
+             f"the option to read them otherwise)")
+
+
+def current_reading(args: argparse.Namespace, config: Any = None) -> dict[str, str]:
+    """How this run reads its files, as reading_record records it."""
+    from engine.service.reading_record import reading_of
+    from engine.service.splits import SplitSpec
+
+    split = SplitSpec.parse(args.split).text() if getattr(args, "split", None) else None
+    # a backtest's session gap is its config's (--session-gap overrides it there), evaluate's its option
+    session_gap = config.answers.session_gap_ns if config is not None else getattr(args, "session_gap", None)
+    return reading_of(column_map_of(args, config), streams_to_read(args, config), split, getattr(args, "gap", 0) or 0,
+                      session_gap)
+
+
+def reads_training_files(model_dir: Path | str | None, files: list[Path]) -> bool:
+    """Whether every file given is one the checkpoint (`flashtick train`'s) was trained on: then the way training
+    read them is the way to read them again."""
+    if model_dir is None or (seen := _trained_on(checkpoint_evaluation(Path(model_dir)), files)) is None:
+        return False
+    return set(seen.files) == {str(f) for f in files}
+
+
+def checkpoint_evaluation(model_dir: Path) -> dict[str, Any] | None:
+    """The evaluation.json a checkpoint `flashtick train` wrote (what it was trained on, and where), or None."""
+    try:
+        return json.loads((model_dir / "evaluation.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+class TrainedOn(NamedTuple):
+    """What a checkpoint `flashtick train` wrote was trained and validated on, among the files a run reads."""
+
+    files: list[str]  # the run's files it was trained on, as the run names them
+    seen_end: float  # the fraction of each stream's ticks it was trained and validated on
+    streams: dict[str, int] | None  # stream -> its last trained or validated tick's event time (ns); None: not kept
+
+
+def _trained_on(evaluation: dict[str, Any] | None, files: list[Path]) -> TrainedOn | None:
+    """Which of ``files`` the checkpoint of ``evaluation`` (checkpoint_evaluation) was trained and validated on, the
+    fraction of each stream's ticks that covered and the streams it trained on (a checkpoint from before they were
+    kept: None); None when none of the files (or not one of ours, or from before this was kept)."""
+    try:
+        trained = (evaluation or {})["trained_on"]
+        same = sorted({str(f) for f in files if str(Path(f).resolve()) in trained["files"]})
+        streams = trained.get("streams")
+        kept = {str(name): int(ts) for name, ts in streams.items()} if isinstance(streams, dict) else None
+        return TrainedOn(same, float(trained["seen_end"]), kept) if same else None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+NAMED_STREAMS = 6  # streams a note names; beyond them, how many more
+
+
+def _seen_text(seen: TrainedOn, streams: list[str] | None) -> str:
+    """What a checkpoint was trained and validated on, in words: the first 85% of `streams`' ticks in its files
+    (None: a checkpoint that did not keep its streams, said of the files)."""
+    from engine.service.backtest import percent
+
+    files = ", ".join(seen.files)
+    if streams is None:
+        return f"the first {percent(seen.seen_end)} of {files}"
+    named = ", ".join(streams[:NAMED_STREAMS]) + (f" and {len(streams) - NAMED_STREAMS} more"
+                                                   if len(streams) > NAMED_STREAMS else "")
+    return f"the first {percent(seen.seen_end)} of the ticks of stream{'s' * (len(streams) > 1)} {named} in {files}"
+
+
+def in_sample_note(evaluation: dict[str, Any] | None, files: list[Path], report: Any, test_from: float | None,
+                    max_ticks: int | None, same_reading: bool) -> str | None:
+    """Why a `backtest --model` run's scores are not out of sample, if they are not: it scores answers inside the
+    ticks the checkpoint was trained and validated on (of the streams it trained on). Said in the training run's
+    tick positions where they are this run's (``same_reading``: the files read with the same options and event-time
+    range, and each stream as many ticks as training read, or fewer where --max-ticks cut the run), else in event
+    times, or, from a checkpoint that kept none, by saying the positions do not map."""
+    from connectors.ticks import utc_text
+
+    seen = _trained_on(evaluation, files)
+    if seen is None:
+        return None
+    shared = None if seen.streams is None else sorted(report.stream_ticks.keys() & seen.streams.keys())
+    if shared == []:  # none of this run's streams was trained on (a stream its split left out, another file's)
+        return None
+    trained_ticks = {name: part.get("ticks") for name, part in (evaluation or {}).get("streams", {}).items()}
+    mapped = same_reading and all(
+        n == trained_ticks.get(name) or (max_ticks is not None and n <= (trained_ticks.get(name) or 0))
+        for name, n in report.stream_ticks.items() if name in trained_ticks)
+    inside = _scored_inside(evaluation, report.stream_ticks, test_from) if mapped else None
+    if inside:
+        where = (f" (stream {inside[0][0]}: scored from its tick {inside[0][1]:,}, trained and validated on its "
+                 f"ticks before {inside[0][2]:,})")
+    elif inside is None and seen.streams is not None:  # where the seen part ends in time, however read
+        late = [(name, report.split_times[name]) for name in shared
+                if name in report.split_times and report.split_times[name] <= seen.streams[name]]
+        if not late:
+            return None
+        name, first = late[0]
+        where = (f" (stream {name}: scored from {utc_text(first)}, trained and validated on its ticks up to "
+                 f"{utc_text(seen.streams[name])}, UTC event times: this run reads the files otherwise than training "
+                 f"did, so training's tick positions do not map onto its ticks)")
+    elif inside is None and (test_from is None or test_from < seen.seen_end - 1e-9):
+        where = ("" if mapped else " (this run reads the files otherwise than training did, so training's tick "
+                 "positions do not map onto its ticks)")
+    else:
+        return None
+    scored = "every answer was scored" if test_from is None else f"--test-from {test_from:g}"
+    whole = ", over the whole files" if inside else ""  # (a run --max-ticks cut: its fractions are of fewer ticks)
+    return (f"this model was trained and validated on {_seen_text(seen, shared)}, and {scored}{where}: the scores "
+            f"below are not out of sample (give --test-from {seen.seen_end:g} or later{whole})")
+
+
+def _scored_inside(evaluation: dict[str, Any] | None, stream_ticks: dict[str, int], test_from: float | None
+                   ) -> list[tuple[str, int, int]] | None:
+    """Streams of a backtest whose scored answers begin inside the ticks a checkpoint was trained and validated on:
+    (stream, the first scored tick, the end of those ticks), counted in ticks, so a run cut short (--max-ticks),
+    whose fractions are of fewer ticks than training's, is judged right; None when the checkpoint does not say
+    where each stream's parts were (then the fractions are compared)."""
+    try:
+        parts = (evaluation or {})["streams"]
+        seen = {name: max(p["train"][1], p["validation"][1]) for name, p in parts.items()}
+    except (KeyError, TypeError, AttributeError):
+        return None
+    from engine.service.backtest import first_share
+
+    first_scored = {name: 0 if test_from is None else first_share(n, test_from) for name, n in stream_ticks.items()}
+    return [(name, first_scored[name], seen[name]) for name in sorted(first_scored.keys() & seen.keys())
+            if first_scored[name] < seen[name]]
+
+
+def trained_on_overlap(model_dir: Path, files: list[Path], split: Any, evaluated: list[str]) -> str | None:
+    """Why the test slice is not out of sample for a checkpoint `flashtick train` wrote, if it is not: the same
+    files, streams it trained on among the ``evaluated`` ones, and the test slice starts inside the part the model
+    was trained on."""
+    from engine.service.backtest import percent
+
+    seen = _trained_on(checkpoint_evaluation(model_dir), files)
+    test_start = split.train + split.validation
+    if seen is None or test_start >= seen.seen_end - 1e-9:
+        return None
+    shared = None if seen.streams is None else sorted(set(evaluated) & seen.streams.keys())
+    if shared == []:  # none of them was trained on: a stream its split left out, or one of another file's
+        return None
+    return (f"this model was trained and validated on {_seen_text(seen, shared)}; the test slice starts at "
+            f"{percent(test_start)}, inside it: those scores are not out of sample (give a --split whose test part "
+            f"starts at {percent(seen.seen_end)} or later)")
