@@ -16,7 +16,8 @@ from conftest import serving, tiny_text_checkpoint
 from connectors.feed import FeedClient
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
-from engine.service.cli import _serve_config, build_parser, main
+from engine.service.cli import build_parser, main
+from engine.service.cmd_serve import _serve_config
 from engine.service.client import AnswerSubscriber
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.pipeline import TickPipeline

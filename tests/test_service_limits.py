@@ -541,7 +541,8 @@ def test_streams_a_restart_refuses_under_a_lowered_max_streams_are_said_refused(
 
 
 def test_serve_without_a_config_registers_the_example_queries(tmp_path, capsys) -> None:
-    from engine.service.cli import EXAMPLE_QUERIES, _serve_config, build_parser
+    from engine.service.cli import EXAMPLE_QUERIES, build_parser
+    from engine.service.cmd_serve import _serve_config
 
     bare = _serve_config(build_parser().parse_args(["serve"]))
     assert bare.queries == str(EXAMPLE_QUERIES) and bare.model.path is None

@@ -1,0 +1,186 @@
+"""The commands that run the engine in this process: `serve` (the service behind its ZeroMQ sockets: its config
+from the options, its start lines, its stop on a signal) and `demo` (the engine with a live feed and live answers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from engine.service.checkpoint_notes import trained_reading
+from engine.service.cli_common import EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, is_tick_model, service_config
+from engine.service.cli_reading import column_map_of
+
+
+def default_data_dir(model_id: str) -> Path:
+    """Where `serve` keeps its logs when not told: the user's state directory, one folder per model."""
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return state / "flashtick" / "".join(c if c.isalnum() or c in "._-" else "_" for c in model_id)
+
+
+def _serve_config(args: argparse.Namespace) -> Any:
+    """The service config for `serve`; with neither --config nor --queries, a tick model (the built-in one, or a
+    checkpoint with codec.json) registers the example queries (a model with nothing asked of it publishes
+    nothing), a text model none. The logs are on unless --no-log."""
+    import dataclasses
+
+    if args.config is None and args.queries is None:
+        config = service_config(None, None, serving=True, model=args.model)
+        if is_tick_model(config):
+            print(f"flashtick: no --config or --queries: registering {EXAMPLE_QUERIES.name} (the built-in model's "
+                  f"example queries)", file=sys.stderr, flush=True)
+            config = dataclasses.replace(config, queries=str(EXAMPLE_QUERIES))
+        else:  # a text model's questions are free text: only the user can write them
+            print(f"flashtick: no --config or --queries: no standing queries; register yours while serving with "
+                  f"`flashtick register FILE` (a text model's example: {TEXT_EXAMPLE_QUERIES})",
+                  file=sys.stderr, flush=True)
+    else:
+        config = service_config(args.config, args.queries, serving=True, model=args.model)
+    if args.no_log or (not config.log.enabled and args.data_dir is None):
+        data_dir = None
+    else:
+        data_dir = str(args.data_dir or config.log.dir or default_data_dir(config.model.model_id))
+    config = dataclasses.replace(config, log=dataclasses.replace(config.log, dir=data_dir))
+    if args.shards is not None or args.ray_address is not None:
+        from engine.service.config import ConfigError
+
+        shards = {"count": config.shards.count if args.shards is None else args.shards,
+                  "ray_address": args.ray_address or config.shards.ray_address}
+        try:
+            config = dataclasses.replace(config, shards=dataclasses.replace(config.shards, **shards))
+        except ConfigError as e:
+            raise ConfigError(f"--shards/--ray-address: {e}") from None
+        if args.ray_address and not config.shards.count:
+            raise ConfigError("--ray-address needs --shards N (N >= 1)")
+    return config
+
+
+# The signals `serve` stops cleanly on (what was accepted computed, the summary said): SIGHUP too, the one a closed
+# terminal or some supervisors send, which killed the process without its drain
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _stopped_while_starting(logged: bool) -> Callable[[int, Any], None]:
+    """The SIGTERM/SIGINT/SIGHUP handler before the service serves (the model loading, the log replaying, owed answers
+    computing): it says so, then takes the signal's own action (the next start does the work again)."""
+    def stop(signum: int, _: Any) -> None:
+        print("flashtick: stopped while starting" + ("; nothing accepted is lost: the tick log holds it, and the next "
+                                                     "start replays it and computes what is owed" if logged else ""),
+              file=sys.stderr, flush=True)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    return stop
+
+
+def _byte_size_text(size: int) -> str:
+    """``size`` in the largest binary unit it reaches, at most two decimals: `256 MiB`, `1.5 GiB`, `4 KiB` (a pool
+    of 1024 cells of 4 KiB said as `0.00 GiB` read as no pool at all)."""
+    unit, scale = next(((unit, scale) for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+                        if size >= scale), ("bytes", 1))
+    return f"{f'{size / scale:.2f}'.rstrip('0').rstrip('.')} {unit}"
+
+
+def _kv_pool_line(server: Any) -> str:
+    """The KV pool's size as allocated, and the key that sets it: `KV pool: 4096 cells x 64 KiB = 256 MiB (...)`;
+    then each session's window in effect (a window changed between restarts is applied, and seen here)."""
+    from engine.service.config import DEFAULT_KV_CELLS, DEFAULT_KV_MAX_BYTES
+
+    pipeline, kv = server.pipeline, server.config.kv
+    if server.config.shards.count:
+        cells, cell_bytes = pipeline.shard_kv_cells, pipeline.shard_kv_cell_bytes
+        each, window = f" per shard (x {server.config.shards.count})", pipeline.window
+    else:
+        cells, cell_bytes, each = pipeline.runner.kv.num_blocks * kv.block_size, pipeline.runner.kv.cell_bytes, ""
+        window = pipeline.engine.scheduler.window
+    key = ("kv.cells" if kv.cells is not None else "kv.bytes" if kv.bytes is not None else
+           f"the default, {DEFAULT_KV_CELLS} cells and at most {DEFAULT_KV_MAX_BYTES // 2**20} MiB: "
+           f"kv.cells or kv.bytes sets it")
+    width = f"{cell_bytes // 1024} KiB" if cell_bytes % 1024 == 0 else f"{cell_bytes} bytes"
+    window_key = ("scheduler.window" if server.config.scheduler.window is not None else
+                  "the model's positions, at most what the pool holds: scheduler.window sets it")
+    return (f"flashtick: KV pool{each}: {cells} cells x {width} = {_byte_size_text(cells * cell_bytes)} ({key}); "
+            f"each session's window: {window} tokens ({window_key})")
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    # said before the imports (torch: seconds on a loaded host), so a supervisor's log shows a start began
+    from engine.service.installation import package_version
+
+    config_file = f"config {args.config.absolute()}" if args.config is not None else "no config file"
+    print(f"flashtick {package_version()} starting (pid {os.getpid()}, {config_file})", file=sys.stderr, flush=True)
+    from engine.service.config import ConfigError
+    from engine.service.exposure import open_socket_warnings
+    from engine.service.server import Server
+
+    config = _serve_config(args)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _stopped_while_starting(config.log.dir is not None))
+    try:
+        server = Server(config)
+    except ConfigError as e:  # the data directory's errors name log.dir: the path came from --data-dir instead
+        if args.data_dir is None or not str(e).startswith("log.dir "):
+            raise
+        raise ConfigError(f"--data-dir {str(e).removeprefix('log.dir ')}") from None
+    endpoints = server.bind()
+    data = server.pipeline.data
+    default = str(default_data_dir(config.model.model_id))
+    data_key = "--data-dir" if args.data_dir is not None else "log.dir" if config.log.dir != default else "the default"
+    print(f"flashtick: logging accepted ticks and published answers in {data.root} ({data_key}; --no-log to keep "
+          f"nothing)" if data is not None else "flashtick: the tick log is off (--no-log or log.enabled: false): "
+                                               "nothing is kept on disk; a restart starts empty",
+          file=sys.stderr, flush=True)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, lambda *_: server.stop())
+    if server.config.shards.count:
+        print(f"flashtick: {server.config.shards.count} engine shards (Ray actors) behind these sockets",
+              file=sys.stderr, flush=True)
+    model = server.config.model
+    print(f"flashtick: model {model.model_id} ("
+          f"{'the built-in tick model' if model.path is None else Path(model.path).expanduser().resolve()})",
+          file=sys.stderr, flush=True)  # a wrong model.path is seen at the start, not in the answers
+    print(_kv_pool_line(server), file=sys.stderr, flush=True)  # a pool of GiBs is seen at the start, not in top
+    if reading := trained_reading(model.path):
+        print(f"flashtick: note: this model was trained on files read with {reading}: the service reads ticks as "
+              f"they are sent, so a feed must send ticks read alike (`flashtick feed replay` with the same "
+              f"options; docs/model.md)", file=sys.stderr, flush=True)
+    for warning in open_socket_warnings(endpoints, server.config.curve):  # before the serving line a probe waits for
+        print(f"flashtick: {warning}", file=sys.stderr, flush=True)
+    feeds = "".join(f" feed={feed}" for feed in server.config.endpoints.feeds)  # SUBscribed to (connects)
+    print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()) + feeds, file=sys.stderr,
+          flush=True)
+    if not len(server.pipeline.registry):  # e.g. a config written for its ports only: say why nothing comes out
+        example = f" (the built-in model's examples: {EXAMPLE_QUERIES})" if is_tick_model(server.config) else ""
+        print(f"flashtick: no standing queries are registered (no `queries:` file in the config, none saved in the "
+              f"data directory): nothing is published until you register some with `flashtick register FILE`"
+              f"{example}", file=sys.stderr, flush=True)
+    curve = server.config.curve
+    if curve.enabled:
+        who = f"clients listed in {curve.clients_dir}" if curve.clients_dir else "any client with the server key"
+        print(f"flashtick: CURVE on control, answers{' and ingest' if curve.ingest else ''}; {who}",
+              file=sys.stderr, flush=True)
+    server.serve_forever()
+    stats = server.pipeline.stats()
+    rejected = stats["rejected"]
+    refused = f", {sum(rejected.values())} rejected ({', '.join(f'{r} {n}' for r, n in sorted(rejected.items()))})" \
+        if rejected else ""
+    data = server.pipeline.data  # after a restart, ticks_in counts the tick log's ticks too
+    recovered = getattr(data, "recovered_ticks", 0) if data is not None else 0
+    earlier = f" ({stats['ticks_in'] - recovered} this run, {recovered} from the tick log)" if recovered else ""
+    conflated = f", {stats['conflated']} quotes conflated (when_behind: conflate)" if stats.get("conflated") else ""
+    print(f"flashtick stopped: {stats['ticks_in']} ticks in{earlier}, {stats['answers_out']} answers out this run"
+          f"{refused}{conflated}", file=sys.stderr)
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    from engine.service.demo import DEMO_RATE, run_demo
+
+    columns = column_map_of(args)
+    if args.replay is None and (columns is not None or args.streams is not None):
+        raise ValueError("the reading options (--streams, --price-offset, --columns, ...) read files: give them "
+                         "with --replay FILE ...")
+    run_demo(seconds=args.seconds, queries=args.queries, replay=args.replay, rate=args.rate or DEMO_RATE,
+             adapt=args.rate is None, streams=args.streams, columns=columns)
