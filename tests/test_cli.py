@@ -585,7 +585,7 @@ def test_key_options_against_a_curve_server(checkpoint, tmp_path, capsys, monkey
 def test_subscribe_says_where_a_topic_skipped_answers(capsys) -> None:
     """A plain SUB loses what PUB dropped or published while it was away, silently: `subscribe` says where a topic's
     seq jumped and how to fetch the rest; a heartbeat or a later seq going on is not a gap."""
-    from engine.service.cli import _note_gap
+    from engine.service.cmd_subscribe import _note_gap
 
     last: dict[str, int] = {}
     for topic, seq in [("dir20/A/", 1), ("dir20/A/", 2), ("_heartbeat/", 9), ("dir20/B/", 7), ("dir20/A/", 5)]:
@@ -599,7 +599,7 @@ def test_subscribe_says_once_when_a_stream_prefix_gets_other_streams(capsys) -> 
     """`subscribe dir5/ZNH6` (no closing '/') got the calendar spread ZNH6-ZNM6's answers too, unsaid: the first
     such topic says that the prefix is one and how to name the stream alone; the exact stream, a query's prefix
     and a closed prefix say nothing."""
-    from engine.service.cli import _note_wider_prefix
+    from engine.service.cmd_subscribe import _note_wider_prefix
 
     said: set[str] = set()
     prefixes = ["dir5/ZNH6", "dir20/", "vol50/ESH6/", "move", "alerts/up", "alerts/updown/ZN"]
@@ -631,7 +631,7 @@ def test_register_says_which_queries_it_replaced(checkpoint, tmp_path, capsys) -
 def test_subscribe_says_when_the_registered_queries_change(capsys) -> None:
     """A subscriber's topic goes quiet when its query is unregistered or replaced: heartbeats carry the registry
     version, and `subscribe` says when it moves (not at the first heartbeat, nor for an older server's)."""
-    from engine.service.cli import _note_registry_change
+    from engine.service.cmd_subscribe import _note_registry_change
 
     known = None
     for beat in [{"seq": 1}, {"seq": 2, "registry_version": 4}, {"seq": 3, "registry_version": 4},

@@ -14,8 +14,9 @@ import pytest
 
 from connectors.column_map import map_from_options
 from connectors.replay import FileReplay
-from engine.service.cli import _replay_source, build_parser, main
+from engine.service.cli import build_parser, main
 from engine.service.cli_reading import column_map_of
+from engine.service.cmd_feed import _replay_source
 from engine.service.splits import read_streams
 from test_vendor_files import drain
 

@@ -1,0 +1,260 @@
+"""`flashtick feed`: push ticks (the seeded synthetic market, or replayed files) into a running engine, resuming
+with no tick lost when it restarts mid-feed, and say what was not sent and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import signal
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+from engine.service.cli_common import DEFAULT_ANSWERS, DEFAULT_CONTROL, DEFAULT_INGEST, curve_keys
+from engine.service.cli_reading import column_map_of, streams_to_read, time_range_of
+
+
+def _synthetic_source(args: argparse.Namespace, engine_last_ts: dict[str, int]) -> Any:
+    """The seeded market; ``engine_last_ts`` (stream -> the engine's last event time) places one started "now"
+    (a year before the clock, connectors.synthetic.LIVE_START_BEHIND_NS) after the engine's last tick of its
+    streams: a feed faster than the market's own pace runs event time faster than the clock, and the next one would
+    be refused as ``ts_backwards`` until the clock caught up."""
+    from connectors.source import SyntheticSource
+    from connectors.synthetic import SyntheticConfig
+
+    config = SyntheticConfig(seed=args.seed, start_ts=args.start_ts).anchored()
+    held = [engine_last_ts[s.name] for s in config.streams if s.name in engine_last_ts]
+    if args.start_ts is None and held and max(held) >= config.start_ts:
+        start = max(held) + 1
+        lead_s = (start - time.time_ns()) / 1e9
+        where = f"{lead_s:.1f} s ahead of" if lead_s >= 0 else f"{-lead_s / 86_400:.1f} days behind"
+        print(f"flashtick feed: note: event time starts after the engine's last tick of these streams, {where} the "
+              f"clock (earlier feeds ran faster than the market's pace; --start-ts to choose)", file=sys.stderr)
+        config = dataclasses.replace(config, start_ts=start)
+    return SyntheticSource(config, limit=args.ticks)
+
+
+def _replay_source(args: argparse.Namespace) -> Any:
+    from connectors.replay import FileReplay
+
+    if args.max_gap is not None and args.speed is None:
+        raise ValueError("--max-gap shortens the waits of --speed: without --speed a replay does not wait")
+    return FileReplay([str(f) for f in args.files], columns=column_map_of(args), speed=args.speed,
+                      max_gap_s=args.max_gap, streams=streams_to_read(args), time_range=time_range_of(args))
+
+
+def _replay_rejections(source: Any, sent: int, held: int = 0) -> list[str]:
+    from engine.service.rejections import rejected_lines
+
+    rejected = getattr(source, "rejected", None)
+    return rejected_lines(dict(rejected), rejected.examples, sent, rejected.streams_of(), held) if rejected else []
+
+
+def _say_rows_not_sent(source: Any, sent: int) -> bool:
+    """Print the rows of the files the feed did not send (rejected by the files' own checks, or left out by a
+    filter): their one record, so said however the feed ends, an error's included, before that error. Shares are
+    of the ticks read, those the engine held already (not sent) among them. True when there were any."""
+    held = sum(source.skipped.values()) if hasattr(source, "skipped") else 0
+    if not (lines := _replay_rejections(source, sent, held)):
+        return False
+    left_out = source.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
+    how = f" ({left_out} of them left out by a filter)" if left_out else ""
+    print(f"{sum(source.rejected.values())} rows of the files not sent{how}:", *lines, sep="\n", file=sys.stderr)
+    return True
+
+
+def _answers_for(args: argparse.Namespace) -> str | None:
+    """Where to count a feed's rejections: as given, or the default engine's when feeding the default engine."""
+    if args.answers is not None:
+        return args.answers or None
+    return DEFAULT_ANSWERS if args.endpoint == DEFAULT_INGEST else None
+
+
+def _control_for(args: argparse.Namespace) -> str | None:
+    """Where a feed asks what the engine holds after a restart: the same rule as ``_answers_for``."""
+    if args.control is not None:
+        return args.control or None
+    return DEFAULT_CONTROL if args.endpoint == DEFAULT_INGEST else None
+
+
+def _feed_resume(args: argparse.Namespace, stop: Any) -> Any:
+    """A ControlFeedResume on the engine's control socket, or None (said) when there is none to ask."""
+    from connectors.feed import EngineLost
+    from engine.service.client import ControlClient, ControlError, ControlUnreachable
+    from engine.service.feed_resume import START_WAIT_S, ControlFeedResume
+
+    control = _control_for(args)
+    if control is None:
+        return None
+    try:
+        # (a short connect time-out: while the engine is down, each try gives up soon, and a signal is heard)
+        return ControlFeedResume(lambda: ControlClient(control, timeout_s=5, connect_timeout_s=2, **curve_keys(args)),
+                                 stop=stop)
+    except EngineLost as e:  # a signal while the engine was starting: nothing was sent
+        raise ConnectionError(f"{e}; nothing was sent") from None
+    except ControlUnreachable:  # no engine there after the start wait: one error, not a note and then another
+        raise ConnectionError(f"no engine answers on {control} (waited {START_WAIT_S:g} s): start `flashtick serve` "
+                              f"first, or name its control socket with --control ADDR (--control '' feeds without "
+                              f"asking it); nothing was sent") from None
+    except ControlError as e:
+        print(f"flashtick feed: note: cannot ask the engine's control socket ({e}): a restart of the engine "
+              f"mid-feed will end the feed with an error instead of resuming (--control to name it)",
+              file=sys.stderr)
+        return None
+
+
+def _say_zero_bids_refused(replay: Any, resume: Any) -> None:
+    """Files read with --zero-bid price (a column map's zero_bid: price) fed to a service that reads a 0 bid as no
+    bid (limits.zero_bid: no_bid) lose every such quote to a refusal: said once, before the first tick is sent,
+    with the key that takes them. (A service of an earlier version does not say its reading: nothing is said.)"""
+    if not any(getattr(plan, "zero_bid_is_price", False) for plan in replay.plans):
+        return
+    if resume.health().get("zero_bid") == "no_bid":
+        print("flashtick feed: warning: the files' 0 bids are read as prices (--zero-bid price), but the service "
+              "reads a quote's 0 bid as no bid (limits.zero_bid: no_bid): it will refuse each such quote as "
+              "missing_field; to take them, serve with limits.zero_bid: price in its config", file=sys.stderr,
+              flush=True)
+
+
+def _files_offset_of(replay: Any) -> Callable[[str], float]:
+    """A stream's --price-offset (a map's price_offset) in the files of a replay: the first file's that shifts it."""
+    from connectors.column_map import offset_of
+
+    offsets = [getattr(plan, "price_offset", None) for plan in replay.plans]
+    return lambda stream: next((found for offset in offsets if (found := offset_of(offset, stream))), 0.0)
+
+
+def _batch_ns(args: argparse.Namespace) -> int | None:
+    batch_ms = getattr(args, "batch_ms", None)
+    if batch_ms is None:
+        return None
+    if not 0 < batch_ms < math.inf:
+        raise ValueError(f"--batch-ms must be a number of milliseconds > 0, got {batch_ms:g}")
+    return int(batch_ms * 1e6)  # as the backtest rounds it
+
+
+# A stream takes its ticks in time order only, across restarts too: one fed before (read without --price-offset,
+# say) is fed again from its start only into an engine that does not hold it, or under another name
+START_OVER = ("; to feed a stream again from its start (read another way: --price-offset, --price-format), restart "
+              "`flashtick serve` with another --data-dir or with --no-log (it then holds no stream), or give the "
+              "stream another name (a file of one stream: --columns ...,stream_name=NAME)")
+
+
+def _start_over(source: Any) -> str:
+    """START_OVER, led by `flashtick forget STREAM` for the streams whose last tick at the engine is stamped ahead of
+    this machine's clock: such a tick (forged, or a sender's clock mistake) refuses every real tick after it, and
+    forgetting the one stream is the way out that keeps the others (a new data directory drops them all)."""
+    from connectors.event_time import duration_text
+    from connectors.ticks import shown_name
+
+    now = time.time_ns()
+    ahead = {stream: source.last_ts[stream] - now for stream in sorted(getattr(source, "skipped", {}))
+             if source.last_ts.get(stream, now) > now}
+    if not ahead:
+        return START_OVER
+    named = ", ".join(f"{shown_name(stream)} by {duration_text(ns)}" for stream, ns in list(ahead.items())[:8])
+    more = f", ... ({len(ahead)} streams)" if len(ahead) > 8 else ""
+    first = next(iter(ahead))
+    return (f"; the engine's last tick of {'a stream' if len(ahead) == 1 else 'streams'} here is stamped ahead of "
+            f"this machine's clock ({named}{more}): a tick from the future (forged, or a sender's clock mistake) "
+            f"refuses every real one after it. `flashtick forget {first}` drops that stream at the engine, its "
+            f"ordering guard included, so its next tick, of any time, starts it afresh: then feed these files again"
+            f"{START_OVER.replace('; to feed a stream again', '. Else, to feed a stream again', 1)}")
+
+
+def cmd_feed(args: argparse.Namespace) -> int | None:
+    from connectors.feed import FINISH_STALL_S, AfterHeld, EngineLost, FeedClient, run_feed
+
+    batch_ns = _batch_ns(args)
+    stop = threading.Event()
+    try:  # (a Ctrl-C while it reads the files' layout or waits for the engine: its signal handler is not set yet)
+        source = replay = _replay_source(args) if args.feed_source == "replay" else None  # a file's mistakes first
+        resume = _feed_resume(args, stop)
+    except KeyboardInterrupt:
+        print("flashtick feed: interrupted while starting (reading the files, or waiting for the engine); nothing "
+              "was sent", file=sys.stderr)
+        return 130
+    if source is None:
+        source = _synthetic_source(args, resume.last_ts if resume is not None else {})
+    elif resume is not None and resume.last_ts:  # a file fed again (after a restart): from where the engine is
+        source = AfterHeld(source, resume.last_ts, resume.at_last_ts, resume.base)
+    if replay is not None and resume is not None:
+        _say_zero_bids_refused(replay, resume)
+        resume.price_offset_of = _files_offset_of(replay)
+    for line in getattr(source, "notes", ()):
+        print(f"flashtick feed: note: {line}", file=sys.stderr)
+
+    interrupted: list[int] = []
+
+    def request_stop(signum: int, _: Any) -> None:
+        # SIGTERM (a supervisor's stop) and SIGINT end the feed after the current batch, with its summary (what
+        # was sent, what the engine accounted for); a second one is the default action
+        interrupted.append(signum)
+        stop.set()
+        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, request_stop)
+    client = None
+    try:
+        with FeedClient(args.endpoint, watch_connection=True, **curve_keys(args)) as client:
+            stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
+                             resume=resume, stop=stop, batch_ns=batch_ns,
+                             say=lambda line: print(f"flashtick feed: note: {line}", file=sys.stderr, flush=True),
+                             warn=lambda line: print(f"flashtick feed: {line}", file=sys.stderr, flush=True))
+    except Exception as e:  # the engine lost, a send timed out: the rows not sent of what was read are said first
+        _say_rows_not_sent(source, client.ticks if client is not None else 0)
+        if isinstance(e, EngineLost):
+            raise ConnectionError(f"{e}; stopped here, with {client.ticks} ticks sent: `flashtick streams` says "
+                                  f"what the engine holds of each stream") from None
+        raise
+    finally:
+        if resume is not None:
+            resume.close()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+    print(stats.summary() + ("; stopped by a signal" if stop.is_set() else ""), file=sys.stderr)
+    if replay is not None and replay.time_range is not None:
+        print(f"flashtick feed: {replay.time_range.text()}: {replay.range_left_out} row(s) of the files outside "
+              f"it left out", file=sys.stderr)
+    if (pace := getattr(source, "pace", lambda: None)()) is not None:
+        print(f"flashtick feed: {pace}", file=sys.stderr)
+    if replay is not None and (shortened := replay.gaps.summary()) is not None:
+        print(f"flashtick feed: {shortened}", file=sys.stderr)
+    if isinstance(source, AfterHeld) and (skipped := source.said()):
+        print(f"flashtick feed: {skipped}", file=sys.stderr)
+    for found in getattr(source, "found_notes", ()):
+        print(f"flashtick feed: note: {found}", file=sys.stderr)
+    for caution in getattr(source, "cautions", ()):
+        print(f"flashtick feed: warning (said above too): {caution}", file=sys.stderr)
+    held = sum(source.skipped.values()) if isinstance(source, AfterHeld) else 0  # ticks the engine held: not sent
+    older = stats.ticks == 0 and held and source.older() is not None  # no re-feed: older ticks than the engine's
+    if stats.ticks == 0 and held and not older:  # a file fed again: nothing new to send is no error
+        print(f"flashtick feed: nothing new to send: every tick of the files"
+              f"{' of the streams selected' if source.selection is not None else ''} is stamped at or before the "
+              f"engine's last tick of its stream (held, if these files were fed before; `flashtick streams` says "
+              f"what it has){_start_over(source)}", file=sys.stderr)
+    # rows the files' own checks refused, before any was sent: said before any error below, whichever ends the feed
+    said_rows = _say_rows_not_sent(source, stats.ticks)
+    if stats.unconfirmed:
+        raise ConnectionError(f"the engine has neither accepted nor refused {stats.unconfirmed} of the ticks sent "
+                              f"(none more for {FINISH_STALL_S:g} s): they may be lost; `flashtick streams` says what "
+                              f"it holds")
+    if older:
+        raise ValueError("nothing was sent: the files' ticks are older than the engine's last tick of their stream "
+                         f"(above){_start_over(source)}")
+    if said_rows and stats.ticks == 0 and not held:
+        left_out = source.rejected.get("filtered_out", 0)
+        raise ValueError("every row of the files was rejected; nothing was sent (reasons above)"
+                         if sum(source.rejected.values()) > left_out else
+                         "every row of the files was left out by a filter (above); nothing was sent")
+    if stats.ticks == 0 and args.feed_source == "replay" and not held:
+        raise ValueError("the files hold no ticks (no data rows): nothing was sent")
+    if stats.rejected is not None and stats.ticks and sum(stats.rejected.values()) >= stats.ticks:
+        raise ValueError(f"the engine rejected every tick sent ({stats.ticks}; reasons above): none was accepted")
+    # a feed cut short by Ctrl-C is told from a whole one by its exit (130, as backtest); a supervisor's SIGTERM is
+    # its normal stop: 0
+    return 130 if signal.SIGINT in interrupted else None
