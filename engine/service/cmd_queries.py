@@ -1,0 +1,101 @@
+"""The service client commands on the standing queries: `register`, `unregister` and `list`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from typing import Any
+
+from engine.service.cli_common import control_client, printable_json
+
+
+def cmd_register(args: argparse.Namespace) -> None:
+    from engine.service.client import ControlDropped, ControlError
+
+    if not args.file.is_file():
+        raise FileNotFoundError(f"queries file {args.file} does not exist")
+    text = args.file.read_text()
+    with control_client(args) as control:  # the file name, so errors read `my_queries.yaml:12: ...`
+        try:
+            reply = control.call("register", yaml=text, source=args.file.name)
+        except ControlDropped as e:  # a request over limits.max_control_bytes: ZeroMQ drops the connection, and
+            size = len(text.encode())  # "the service restarted? ask again" would loop for ever
+            if size < LARGE_REGISTER_BYTES:
+                raise
+            raise ControlError(f"{args.file}: the connection dropped on a register of {size:,} bytes: a service drops "
+                               f"a control request over its limits.max_control_bytes ({4 << 20:,} by default), and "
+                               f"holds a query document to limits.max_yaml_bytes ({256 << 10:,} by default): a "
+                               f"queries file is a few kB; split it or cut what it repeats") from e
+        except ControlError as e:  # the service names only the file (a client's path means nothing there): the
+            # user is shown the path as given, as serve and backtest name a queries file
+            located = re.sub(rf"(?m)^{re.escape(args.file.name)}(?=:)", lambda _: str(args.file), str(e))
+            raise ControlError(located) from None
+    replaced = reply.get("replaced")  # (absent from an older server)
+    print(f"registered {', '.join(reply['registered'])} (registry version {reply['version']})" + (
+        f"; replaced {', '.join(replaced)} (the earlier spec of each no longer answers)" if replaced else ""))
+
+
+LARGE_REGISTER_BYTES = 1 << 20  # a register this large whose connection drops was dropped for its size, not a restart
+
+
+def cmd_unregister(args: argparse.Namespace) -> None:
+    with control_client(args) as control:
+        reply = control.call("unregister", name=args.name)
+    print(f"unregistered {args.name} (registry version {reply['version']})")
+
+
+def cmd_list(args: argparse.Namespace) -> None:
+    from connectors.ticks import shown_name
+
+    with control_client(args) as control:
+        reply = control.call("list")
+    if args.json:
+        print(printable_json({"queries": reply["queries"], "version": reply["version"]}, sort_keys=True, indent=2))
+        return
+    rows = [(shown_name(q["name"]), q["kind"], _shown(_question_text(q)), _trigger_text(q["trigger"]),
+             ",".join(_listed_stream(s) for s in q["streams"])) for q in reply["queries"]]
+    # each column as wide as its widest value (at least as wide as it always was): `interval:1500ms` or a long
+    # name shifted the columns after it on its own line only
+    widths = [max([least, *(len(row[i]) for row in rows)]) for i, least in enumerate((16, 12, 16, 12))]
+    for row in rows:
+        print(" ".join(value.ljust(width) for value, width in zip(row, widths)) + " " + row[-1])
+    print(f"{len(reply['queries'])} queries (registry version {reply['version']})")
+
+
+def _listed_stream(name: str) -> str:
+    """A query's stream (name or glob) in `list`'s comma-joined column: as shown_name shows it, and in quotes when
+    it holds a comma, so `ES,NQ` cannot be read as two streams."""
+    from connectors.ticks import shown_name
+
+    shown = shown_name(name)
+    return repr(name) if "," in name and shown == name else shown
+
+
+def _shown(text: str) -> str:
+    """Free text from the service (a question, JSON-quoted), printable: each non-printable character (ESC, a bidi
+    override) escaped as Python writes it, so it cannot move the terminal's cursor or forge an output line. Names
+    are shown by connectors.ticks.shown_name."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
+def _question_text(spec: dict[str, Any]) -> str:
+    """A codec question's name as it is; free text quoted on one line (it often starts with a newline)."""
+    question = spec.get("question")
+    if question is None:
+        return f"{len(spec['question_tokens'])} tokens" if spec.get("question_tokens") else "-"
+    if question.isidentifier():
+        return question
+    text = json.dumps(question, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:36] + '..."'
+
+
+def _trigger_text(raw: Any) -> str:
+    """batch, on_demand, ticks:50, interval:1s (the YAML forms, on one line)."""
+    from queries.trigger import Trigger
+
+    trigger = Trigger.parse(raw)
+    if trigger.kind == "interval":
+        return f"interval:{trigger.interval_text()}"
+    return f"{trigger.kind}:{trigger.every}" if trigger.every else trigger.kind

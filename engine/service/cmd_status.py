@@ -1,0 +1,67 @@
+"""The service client commands on its state: `stats` (its counters), `scores` (live scores per query) and
+`health` (up, starting or degraded, or busy: its exit status says which).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from engine.service.cli_common import control_client, printable_json
+
+
+def cmd_stats(args: argparse.Namespace) -> None:
+    with control_client(args) as control:
+        print(printable_json(control.call("stats")["stats"], sort_keys=True, indent=2))
+
+
+def cmd_scores(args: argparse.Namespace) -> None:
+    from connectors.ticks import shown_name
+
+    with control_client(args) as control:
+        scores = control.call("stats")["stats"].get("scores", {})
+    if args.json:
+        print(printable_json(scores, sort_keys=True, indent=2))
+        return
+    fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
+    print(f"{'query':<16}{'scored':>8}{'pending':>8}{'accuracy':>10}{'majority':>10}{'brier':>8}{'freq.brier':>11}"
+          f"{'model brier':>12}  worse than the class frequencies on")
+    for query, s in scores.items():
+        worse = ", ".join(f"{shown_name(w['stream'])} ({fmt(w['brier'])} vs {fmt(w['prior_brier'])})"
+                          for w in s["worse_than_prior"])
+        print(f"{query:<16}{s['scored']:>8}{s['pending']:>8}{fmt(s['accuracy']):>10}{fmt(s['majority_accuracy']):>10}"
+              f"{fmt(s['brier']):>8}{fmt(s['prior_brier']):>11}{fmt(s.get('model_brier')):>12}  {worse or '-'}")
+    if not scores:
+        print("(no standing query on a named question with a realised answer has published yet)")
+    for query, s in scores.items():  # answers of a query asking a subset of a question's answers (its choices)
+        if s.get("unscored_why"):
+            print(f"note: {query}: {s['unscored_why']}")
+        if s.get("saturated_why"):
+            print(f"note: {query}: {s['saturated_why']}")
+        if s.get("across_gap"):  # answers.session_gap_s at work: otherwise they would pass for pending or lost
+            print(f"note: {query}: {s['across_gap']} answers not scored because their horizon crossed a pause longer "
+                  f"than answers.session_gap_s (across_gap)")
+        thin = s.get("thin_streams") or {}
+        if thin.get("scored") and thin["brier"] > thin["prior_brier"]:  # too few answers a stream to be named
+            print(f"note: {query}: worse than the class frequencies on the {thin['streams']} streams with too few "
+                  f"answers scored to be named one by one ({thin['scored']} answers pooled): brier "
+                  f"{fmt(thin['brier'])} vs {fmt(thin['prior_brier'])}")
+
+
+HEALTH_BUSY = 3  # `health`'s exit status for a connected service that did not reply in time
+
+
+def cmd_health(args: argparse.Namespace) -> int | None:
+    from engine.service.client import ControlBusy
+
+    try:
+        # a probe's "down" at once, not after the connect wait
+        with control_client(args, refused_at_once=True) as control:
+            reply = control.call("health")
+    except ControlBusy as e:  # up but late: its own status, so a probe tells it from down (2)
+        print(f"flashtick health: error: {e} (exit 3: up, but no reply in time; `flashtick health --help`)",
+              file=sys.stderr)
+        return HEALTH_BUSY
+    print(printable_json({k: v for k, v in reply.items() if k != "ok"}, sort_keys=True))
+    if reply.get("status") != "serving":  # a readiness check: 0 once it serves, 1 while it starts or is degraded
+        return 1
