@@ -1,0 +1,143 @@
+"""`flashtick backtest`: replay files through the engine in this process and score every answer; its inputs,
+outputs, checkpoint for --resume and its stop on a signal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from engine.service.checkpoint_notes import (checkpoint_evaluation, current_reading, in_sample_note,
+                                             reads_training_files, take_recorded)
+from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, check_outputs, is_tick_model,
+                                       service_config)
+from engine.service.cli_reading import column_map_of, streams_to_read, time_range_of
+from engine.service.output_paths import PARQUET, Output
+
+
+def _backtest_inputs(args: argparse.Namespace) -> tuple[Any, Path]:
+    """The config (with --threads) and the queries file a backtest runs."""
+    config = service_config(args.config, model=args.model)
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be >= 1, got {args.threads}")
+        config = dataclasses.replace(config, model=dataclasses.replace(config.model, threads=args.threads))
+    if args.session_gap is not None:
+        config = dataclasses.replace(config, answers=dataclasses.replace(config.answers,
+                                                                         session_gap_s=args.session_gap / 1e9))
+    queries = args.queries or (Path(config.queries) if config.queries else None)
+    if queries is None:
+        if not is_tick_model(config):
+            raise ValueError(f"a text model's questions are free text: give them with --queries FILE (an example: "
+                             f"{TEXT_EXAMPLE_QUERIES})")
+        print(f"flashtick backtest: note: no --queries: asking {EXAMPLE_QUERIES.name} (the built-in model's example "
+              f"queries: direction, volatility and move over the next ticks)", file=sys.stderr, flush=True)
+        queries = EXAMPLE_QUERIES
+    return config, Path(queries)
+
+
+def cmd_backtest(args: argparse.Namespace) -> int:
+    try:  # the libraries and the config load before the run's own signal handling: a Ctrl-C here is said too
+        from engine.service.backtest import BacktestInterrupted, run_backtest
+
+        time_range = time_range_of(args)  # a mistyped time is said before the model loads
+        config, queries = _backtest_inputs(args)
+        check_outputs(args, _backtest_outputs(Path(args.out)), queries,
+                                   *([Path(config.model.path)] if config.model.path else []))
+    except KeyboardInterrupt:  # (with --resume, the checkpoint of the run it resumes is kept as it was)
+        print("flashtick backtest: interrupted before any tick; " + (
+            f"nothing changed: {_kept_on_disk(Path(args.out))}" if args.resume else "nothing kept"), file=sys.stderr)
+        return 130
+    stop = threading.Event()
+    aborted_by: list[int] = []
+
+    def abort(signum: int, _: Any) -> None:
+        aborted_by.append(signum)
+        raise KeyboardInterrupt
+
+    def request_stop(signum: int, _: Any) -> None:
+        # The first signal ends the run at the next batch boundary, after a checkpoint; a second one (of either
+        # kind) aborts where it is, for a user (or a supervisor's second SIGTERM) who cannot wait.
+        stop.set()
+        for again in (signal.SIGINT, signal.SIGTERM):
+            if inherited[again] is not signal.SIG_IGN:
+                signal.signal(again, abort)
+        print("flashtick backtest: stopping at the next batch boundary (again to abort now)", file=sys.stderr,
+              flush=True)
+
+    # a signal the process was started ignoring (SIGINT under `cmd &` in a script, nohup) stays ignored: a Ctrl-C
+    # at the terminal must not stop a background run once its ticks flow, when it could not while it loaded
+    inherited = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum, handler in inherited.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(signum, request_stop)
+    from engine.service.reading_record import FILE_READING, LABEL_OPTIONS, reading_mismatch, recorded_reading
+
+    said = lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr, flush=True)  # noqa: E731
+    recorded = recorded_reading(config.model.path)
+    if recorded and reads_training_files(config.model.path, args.files):
+        take_recorded(args, recorded, FILE_READING, said, config)
+    reading_now = current_reading(args, config)
+    if (mismatch := reading_mismatch(recorded, reading_now)) is not None:
+        said(mismatch)
+    # (apart: other labelled points leave the ticks, and so training's tick positions, as they were)
+    if (labelled_otherwise := reading_mismatch(recorded, reading_now, LABEL_OPTIONS)) is not None:
+        said(labelled_otherwise)
+    try:
+        report = run_backtest(config, [str(f) for f in args.files], queries, args.out,
+                              columns=column_map_of(args, config),
+                              batch_ms=args.batch_ms if args.batch_ms is not None else config.replay.batch_ms,
+                              max_ticks=args.max_ticks, progress=not args.quiet, resume=args.resume,
+                              checkpoint_s=args.checkpoint_s if args.checkpoint_s is not None
+                              else config.replay.checkpoint_s, stop=stop.is_set, test_from=args.test_from,
+                              note=lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr),
+                              streams=streams_to_read(args, config), time_range=time_range)
+    except BacktestInterrupted as e:
+        print(f"flashtick backtest: {e}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # the second signal: aborted where it was, but what is on disk is whole
+        print(f"flashtick backtest: aborted; {_kept_on_disk(Path(args.out))}", file=sys.stderr)
+        return 128 + (aborted_by[-1] if aborted_by else signal.SIGINT)
+    finally:
+        for signum, handler in inherited.items():  # as the process had them (a library's own included)
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+    if config.model.path is not None and (said := in_sample_note(
+            checkpoint_evaluation(Path(config.model.path)), args.files, report, args.test_from, args.max_ticks,
+            same_reading=mismatch is None and time_range is None)) is not None:
+        print(f"flashtick backtest: note: {said}", file=sys.stderr, flush=True)  # before the scores it is about
+    print(report.summary(by_stream=args.by_stream))
+    return 0
+
+
+def _backtest_outputs(out: Path) -> list[Output]:
+    """What `backtest --out OUT` writes: OUT, its scores and calibration plot beside it, its checkpoint folder."""
+    from engine.service.answer_parts import PARTS_SUFFIX
+
+    return [Output("--out", out, kind=PARQUET, example="answers.parquet", makes_parent=True),
+            Output("--out (its scores beside it)", out.with_suffix(".scores.json"), makes_parent=True),
+            Output("--out (its calibration plot beside it)", out.with_suffix(".calibration.png"), makes_parent=True),
+            Output("--out (its checkpoint folder beside it)", out.with_name(out.name + PARTS_SUFFIX), is_dir=True)]
+
+
+def _kept_on_disk(out: Path) -> str:
+    """What an aborted backtest left, from its checkpoint (parts are written whole before the manifest names
+    them, so the manifest is the truth whenever the abort came), and what --resume does with it."""
+    from engine.service.answer_parts import MANIFEST, PARTS_SUFFIX
+
+    parts = out.with_name(out.name + PARTS_SUFFIX)
+    try:
+        kept = json.loads((parts / MANIFEST).read_text())
+    except (OSError, ValueError):
+        kept = None
+    if isinstance(kept, dict) and kept.get("consumed"):
+        return (f"{kept.get('answers', 0)} answers of the first {kept['consumed']} ticks kept in {parts} (the last "
+                f"checkpoint); run the same command with --resume to continue from there")
+    if parts.is_dir():
+        return "no checkpoint was written yet: nothing kept; --resume starts from the beginning"
+    return f"no checkpoint in {parts}: aborted before replaying began, or after the answers were written to {out}"

@@ -1,0 +1,88 @@
+"""`flashtick evaluate`: score a tick model on the test slice of tick files against naive and
+logistic-regression baselines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from engine.service.checkpoint_notes import read_as_trained, trained_on_overlap
+from engine.service.cli_common import check_outputs, printable_json
+from engine.service.cli_reading import column_map_of
+from engine.service.cmd_train import across_pauses_note, say_left_out, say_rejected_if_quiet, train_common
+from engine.service.output_paths import IMAGE, PARQUET, Output, check_plot_path
+
+
+def cmd_evaluate(args: argparse.Namespace) -> None:
+    import dataclasses
+
+    from engine.models import BUILTIN_MODEL_DIR
+    from engine.service.evaluate import (batch_ms_left_nothing, evaluate_streams, format_table, load_tick_model, plot,
+                                         window_ticks)
+    from connectors.ticks import counted
+    from engine.service.features import read_head
+    from engine.service.finetune import resolve_device
+    from engine.service.splits import (gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
+                                       short_streams_line, time_overlap_note)
+    import numpy as np
+
+    from connectors.labels import tick_price
+    from connectors.price_steps import split_like_steps
+
+    check_outputs(args, [Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet"),
+                          Output("--plot", args.plot, kind=IMAGE, example="calibration.png")])
+    if args.plot is not None:
+        check_plot_path("--plot", args.plot)
+    model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)
+    said = (lambda line: None) if args.quiet else \
+        (lambda line: print(f"flashtick evaluate: note: {line}", file=sys.stderr))
+    read_as_trained(args, model_dir, said)  # its --split too, before the split is parsed
+    split, options = train_common(args)
+    device = resolve_device(args.device)
+    model, codec = load_tick_model(model_dir, device)
+    streams, rejected = read_streams([str(f) for f in args.files], column_map_of(args), note=said,
+                                     streams=args.streams)
+    # train's rule: a part of fewer ticks left a test slice of one tick, an empty table and exit 0
+    min_ticks = min_part_ticks(codec, window_ticks(model))
+    prepared, skipped = prepare(codec, streams, split, min_ticks, training=False, name_all=args.verbose,
+                                session_gap_ns=args.session_gap)
+    if (widened := gap_note(codec, split)) is not None:
+        said(widened)
+    say_left_out(skipped, short_streams_line(codec, streams, [sd.name for sd in prepared], split, min_ticks), args,
+                  lambda line: print(f"flashtick evaluate: note: left out {line}", file=sys.stderr))
+    say_rejected_if_quiet(rejected, sum(map(len, streams.values())), args, "flashtick evaluate")
+    if (overlap := time_overlap_note(prepared)) is not None:
+        said(overlap)
+    for sd in prepared:  # a split between two sessions, scored as a move (connectors/price_steps.py)
+        for step in split_like_steps(sd.name, sd.ts, np.array([tick_price(t) for t in sd.ticks])):
+            print(f"flashtick evaluate: warning: {step.caution(args.session_gap)}", file=sys.stderr)
+    result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),
+                              read_head(model_dir, codec), points_out=args.points_out)
+    if (why := batch_ms_left_nothing(result)) is not None:
+        raise ValueError(f"nothing to score: {why}")
+    if not result["questions"]:  # never an empty table that exits 0
+        raise ValueError(f"nothing to score: no question has a realised answer in both the train and the test part "
+                         f"(--split {args.split}) of {counted(len(prepared), 'stream')}")
+    result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
+               "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped,
+               "session_gap_ns": args.session_gap}
+    if (across := across_pauses_note(result, args.session_gap, "unscored")) is not None:
+        said(across)
+    if args.json:
+        print(printable_json(result, indent=1))
+    else:
+        streams = counted(len(prepared), "stream")
+        print(f"{model_dir} on the test slice ({args.split}) of {streams}, window {window_ticks(model)} "
+              f"ticks; baselines fitted on the train slice")
+        print(format_table(result, args.by_stream))
+    if args.plot is not None:  # after the numbers: a plotting problem never loses them
+        try:
+            plot(result, args.plot, "flashtick evaluate")
+        except OSError as e:
+            print(f"flashtick evaluate: warning: the calibration plot was not written: {e}", file=sys.stderr)
+    if args.json:
+        return
+    if (overlap := trained_on_overlap(model_dir, args.files, split, [sd.name for sd in prepared])) is not None:
+        print(f"note: {overlap}", file=sys.stderr)

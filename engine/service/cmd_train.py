@@ -1,0 +1,180 @@
+"""`flashtick train`: fit a tick model to tick files and score it; and what it shares with `evaluate` (the split
+and scoring options, the notes on streams left out, rows rejected and labels across pauses).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from engine.service.cli_common import check_outputs, printable_json
+from engine.service.cli_reading import column_map_of
+from engine.service.output_paths import PARQUET, Output
+
+
+def train_common(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(SplitSpec, EvalOptions) from the options `train` and `evaluate` share; files must exist."""
+    import torch
+
+    from engine.service.config import ModelSection
+    from engine.service.evaluate import EvalOptions
+    from engine.service.splits import SplitSpec
+
+    for f in args.files:
+        if not f.is_file():
+            raise FileNotFoundError(f"{f}: no such file")
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"--threads must be >= 1, got {args.threads}")
+    # backtest's default (model.threads): torch's own took every core of a shared machine
+    torch.set_num_threads(args.threads if args.threads is not None else ModelSection().threads)
+    if args.batch_ms is not None and not 0 < args.batch_ms < math.inf:
+        raise ValueError(f"--batch-ms must be a number of milliseconds > 0, got {args.batch_ms:g}")
+    if args.split is None:
+        args.split = DEFAULT_SPLIT
+    return SplitSpec.parse(args.split, gap=args.gap), EvalOptions(
+        max_points=args.max_points, block=args.block, resamples=args.resamples, seed=args.seed,
+        batch_ms=args.batch_ms)
+
+
+DEFAULT_SPLIT = "70/15/15"  # --split's (reading_record.DEFAULT_SPLIT: a split recorded as nothing)
+
+
+SIZE_FLAGS = {"hidden": 256, "layers": 4, "heads": 8, "kv_heads": 4, "intermediate": 512}  # a new model's
+
+
+def _check_train_out(out: Path, overwrite: bool) -> None:
+    """--out is a new or empty directory, or with --overwrite one that holds a checkpoint (nothing else)."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file: give a directory to write the checkpoint in")
+    held = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    if not held:
+        return
+    if not overwrite:
+        raise ValueError(f"--out {out} already holds {', '.join(held[:5])}{', ...' if len(held) > 5 else ''}: give a "
+                         f"new or empty directory, or --overwrite to replace the checkpoint there (a service whose "
+                         f"data directory was written with it will refuse the new weights)")
+    if not (out / "config.json").is_file():
+        raise ValueError(f"--out {out} holds files but no checkpoint (no config.json): --overwrite only replaces a "
+                         f"checkpoint; give a new or empty directory")
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    import torch
+
+    from engine.models import BUILTIN_MODEL_DIR
+    from engine.service.evaluate import format_table
+    from engine.service.finetune import FitOptions, fit
+    from engine.service.installation import user_train_refusal
+    from engine.service.train import TrainConfig
+
+    if (refusal := user_train_refusal(args.out, BUILTIN_MODEL_DIR)) is not None:  # even with --overwrite
+        raise ValueError(refusal)
+    check_outputs(args, [Output("--out", args.out, is_dir=True),
+                          Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet")])
+    _check_train_out(args.out, args.overwrite)  # before any data is read: a long run must not end in a refusal
+    if args.max_minutes <= 0 or args.steps < 1:
+        raise ValueError(f"--max-minutes must be > 0 and --steps >= 1, got {args.max_minutes:g} and {args.steps}")
+    base = None if args.from_scratch else (args.base or BUILTIN_MODEL_DIR)
+    if base is not None and (given := [f"--{k.replace('_', '-')}" for k in SIZE_FLAGS if getattr(args, k) is not None]):
+        raise ValueError(f"{', '.join(given)} set the size of a new model: give --from-scratch, or leave them out "
+                         f"(a fine-tuned model keeps its base's size)")
+    for k, default in SIZE_FLAGS.items():
+        setattr(args, k, default if getattr(args, k) is None else getattr(args, k))
+    split, evaluation = train_common(args)
+    if args.window_ticks < 63:  # the scheduler keeps room for rolls and probes: 256 positions at least
+        raise ValueError(f"--window-ticks must be >= 63 for a model that serves, got {args.window_ticks}")
+    lr = args.lr if args.lr is not None else (2e-3 if base is None else 5e-4)
+    cfg = TrainConfig(seed=args.seed, steps=args.steps, batch=args.batch, lr=lr, warmup=min(40, args.steps // 10),
+                      max_minutes=args.max_minutes, hidden=args.hidden, layers=args.layers, heads=args.heads,
+                      kv_heads=args.kv_heads, intermediate=args.intermediate, window_ticks=args.window_ticks,
+                      max_positions=(args.window_ticks + 1) * 4, threads=torch.get_num_threads(),
+                      qa_weight=args.answer_weight, questions_per_window=args.questions_per_window)
+    if args.answer_weight < 0 or args.questions_per_window < 1:
+        raise ValueError(f"--answer-weight must be >= 0 and --questions-per-window >= 1, got {args.answer_weight} "
+                         f"and {args.questions_per_window}")
+    if args.codec_version is not None and base is not None:
+        raise ValueError("--codec-version applies to --from-scratch; a fine-tuned model keeps its base's codec")
+    options = FitOptions(split=split, base=base, eval_every=args.eval_every, patience=args.patience,
+                         device=args.device, evaluation=evaluation, codec_version=args.codec_version,
+                         head=not args.no_head, streams=tuple(args.streams) if args.streams else None,
+                         name_left_out=args.verbose, points_out=args.points_out, session_gap_ns=args.session_gap)
+    interactive = not args.quiet and not args.json and sys.stderr.isatty()
+
+    def log(message: str) -> None:
+        said = message.startswith(("note: ", "interrupted"))  # how files were read, why it stopped: always said
+        if interactive or (said and not args.quiet and not args.json):
+            from tqdm import tqdm
+
+            tqdm.write(f"flashtick train: {message}", file=sys.stderr)
+
+    def bar(total: int) -> Any:
+        from tqdm import tqdm
+
+        return tqdm(total=total, unit=" steps", file=sys.stderr, disable=not interactive)
+
+    record = fit([str(f) for f in args.files], column_map_of(args), args.out, cfg, options, log, bar)
+    if args.json:
+        print(printable_json(record, indent=1, default=str))
+        return
+    t = record["training"]
+    best = (f"best validation loss {t['best_validation_loss']} at step {t['best_step']}"
+            if t["best_validation_loss"] is not None else "no validation part: the last step's weights")
+    trained_on = _streams_named(list(record["evaluation"]["streams"]))
+    steps = f"{t['steps_done']} step{'' if t['steps_done'] == 1 else 's'}"
+    print(f"trained {steps} ({t['stopped']}) on {trained_on} in {t['train_seconds']} s on "
+          f"{record['device']}; {best} -> {args.out}")
+    print(format_table(record["evaluation"], args.by_stream))
+    # a file given on purpose whose stream was not trained on: said, not only on the model card
+    say_left_out(record["skipped"], record["left_out"], args,
+                  lambda line: print(f"flashtick train: note: left out {line}", file=sys.stderr))
+    say_rejected_if_quiet(record["rejected"], record["ticks_read"], args, "flashtick train")
+    if not args.quiet and (across := across_pauses_note(record["evaluation"], args.session_gap,
+                                                         "out of training and scoring")) is not None:
+        print(f"flashtick train: note: {across}", file=sys.stderr)
+
+
+def _streams_named(names: list[str]) -> str:
+    """`1 stream (SPY)`, or, of more than a message names, how many."""
+    from connectors.stream_selection import SHOWN_STREAMS
+    from connectors.ticks import counted, shown_name
+
+    named = f" ({', '.join(map(shown_name, names))})" if len(names) <= SHOWN_STREAMS else ""
+    return counted(len(names), "stream") + named
+
+
+def say_left_out(skipped: list[str], summed_up: str | None, args: argparse.Namespace,
+                  say: Callable[[str], None]) -> None:
+    """The streams too short to split: one line each when few or --verbose, else in one line; that one line under
+    --quiet too (a model of one series of a 1,557-series chain must not pass as one of the chain)."""
+    from engine.service.splits import SHORT_NAMED
+
+    if args.verbose or (len(skipped) <= SHORT_NAMED and not args.quiet):
+        for line in skipped:
+            say(line)
+    elif summed_up is not None:
+        say(summed_up)
+
+
+def say_rejected_if_quiet(rejected: dict[str, int], read: int, args: argparse.Namespace, command: str) -> None:
+    """Under --quiet, which drops the reading's notes (a line per reason), the rows rejected in one line: a model
+    trained or scored on a file 6% of whose rows were dropped must not pass as trained on all of it."""
+    from engine.service.rejections import rejected_in_one_line
+
+    if args.quiet and (line := rejected_in_one_line(rejected, read)) is not None:
+        print(f"{command}: {line}", file=sys.stderr)
+
+
+def across_pauses_note(result: dict[str, Any], session_gap: int | None, leaves: str) -> str | None:
+    """The note on the scored answer points of an evaluation ``result`` labelled across a pause of over an hour
+    (within ``session_gap``, if given), what --session-gap 1h does to them in words (``leaves``); None: none."""
+    from connectors.labels import session_gap_text
+
+    if not (across := result["answer_points"]["across_pauses"]):
+        return None
+    within = "" if session_gap is None else f" (within --session-gap {session_gap_text(session_gap)})"
+    return (f"{across} scored answer points are labelled across a pause of over an hour in their stream's event "
+            f"times{within}: an answer before a close is scored against the reopen; --session-gap 1h leaves such "
+            f"points {leaves}")
