@@ -7,9 +7,13 @@ Every command that connects to a running service takes `--server-key FILE`
 ``*.key_secret`` certificate, for a server with an allow-list); the
 FLASHTICK_SERVER_KEY and FLASHTICK_CLIENT_KEY environment variables give the
 defaults. This module is the entry point: the start (a Ctrl-C while importing),
-the parse, the run of a command and its errors. The parser is in cli_parser.py;
-each command's work is in its own module, cmd_<command>.py (cmd_answers.py:
-get, answers, topics and ask; cmd_local.py: keygen and ticklog export).
+the parse, the run of a command and its errors. The parser is cli_parser.py;
+each command's work is in a module of its own or of its kin: cmd_serve.py
+(serve, demo), cmd_feed.py, cmd_subscribe.py, cmd_queries.py (register,
+unregister, list), cmd_answers.py (get, answers, topics, ask), cmd_streams.py
+(streams, forget), cmd_status.py (stats, scores, health), cmd_local.py (keygen,
+ticklog export), cmd_backtest.py, cmd_train.py, cmd_evaluate.py; what they share
+is in cli_common.py, cli_reading.py and checkpoint_notes.py.
 """
 
 from __future__ import annotations

@@ -15,17 +15,9 @@ from engine.service.output_paths import Output
 
 
 DEFAULT_INGEST = "tcp://127.0.0.1:5555"
-
-
 DEFAULT_ANSWERS = "tcp://127.0.0.1:5556"
-
-
 DEFAULT_CONTROL = "tcp://127.0.0.1:5557"
-
-
 EXAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "queries" / "examples" / "tick_model.yaml"
-
-
 TEXT_EXAMPLE_QUERIES = EXAMPLE_QUERIES.with_name("text_model.yaml")
 
 

@@ -32,18 +32,12 @@ from engine.service.cmd_train import SIZE_FLAGS, cmd_train
 
 
 CONTROL_HELP = f"the engine's control endpoint (default: the --config file's endpoints.control, else {DEFAULT_CONTROL})"
-
-
 ANSWERS_SHOWN = 100  # `answers` prints this many by default (--limit, --last, --all)
-
-
 ANSWERS_EXIT_CODES = ("exit status: 0 when answers were printed, and with --after SEQ when SEQ is the topic's last "
                       "(nothing newer yet, said on stderr: a polling loop under `set -e` goes on); 1 when none was "
                       "printed otherwise (said on stderr): no answer published on the topic, an --after past its "
                       "last seq, or a name or prefix that names no topic or several; 2 for an error (the service "
                       "unreachable, a bad option)")
-
-
 GET_EXIT_CODES = ("exit status: 0 when the cached answer was printed; 1 when there is none (why, on stderr), or when "
                   "the service holds none of the stream's ticks now (refused at this start, e.g. under a lowered "
                   "scheduler.max_streams): the answer printed is then from before, said on stderr; 2 for an error")

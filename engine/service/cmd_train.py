@@ -40,8 +40,6 @@ def train_common(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 DEFAULT_SPLIT = "70/15/15"  # --split's (reading_record.DEFAULT_SPLIT: a split recorded as nothing)
-
-
 SIZE_FLAGS = {"hidden": 256, "layers": 4, "heads": 8, "kv_heads": 4, "intermediate": 512}  # a new model's
 
 
