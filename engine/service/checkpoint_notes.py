@@ -54,7 +54,7 @@ def _given(args: argparse.Namespace, key: str, config: Any = None) -> bool:
 
 
 def take_recorded(args: argparse.Namespace, recorded: dict[str, str], keys: Any, said: Callable[[str], None],
-                   config: Any = None) -> None:
+                  config: Any = None) -> None:
     """Set the options among ``keys`` a checkpoint recorded and this run does not give, saying so."""
     from engine.service.reading_record import option_value, shown
 
@@ -133,7 +133,7 @@ def _seen_text(seen: TrainedOn, streams: list[str] | None) -> str:
 
 
 def in_sample_note(evaluation: dict[str, Any] | None, files: list[Path], report: Any, test_from: float | None,
-                    max_ticks: int | None, same_reading: bool) -> str | None:
+                   max_ticks: int | None, same_reading: bool) -> str | None:
     """Why a `backtest --model` run's scores are not out of sample, if they are not: it scores answers inside the
     ticks the checkpoint was trained and validated on (of the streams it trained on). Said in the training run's
     tick positions where they are this run's (``same_reading``: the files read with the same options and event-time

@@ -1,7 +1,7 @@
 """What the ``flashtick`` commands share: the default endpoints, the example queries that ship in the package,
 the client of a running service (with its CURVE keys), the service config an in-process command runs, JSON printed
-for a person, and the check of output paths against a command's inputs. Small helpers, one place, so a command
-module never reaches into another's.
+for a person, and the check of output paths against a command's inputs: small helpers in one place, for the
+command modules to import.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ TEXT_EXAMPLE_QUERIES = EXAMPLE_QUERIES.with_name("text_model.yaml")
 
 
 def service_config(path: Path | None, queries: Path | None = None, serving: bool = False,
-                    model: Path | None = None) -> Any:
+                   model: Path | None = None) -> Any:
     """The config file's settings (``model``: --model DIR over model.path); only `serve` (``serving``) keeps
     logs: an in-process run (backtest) never replays or appends to a service's data directory."""
     import dataclasses

@@ -32,7 +32,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from connectors.price_steps import split_like_steps
 
     check_outputs(args, [Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet"),
-                          Output("--plot", args.plot, kind=IMAGE, example="calibration.png")])
+                         Output("--plot", args.plot, kind=IMAGE, example="calibration.png")])
     if args.plot is not None:
         check_plot_path("--plot", args.plot)
     model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)
@@ -51,7 +51,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     if (widened := gap_note(codec, split)) is not None:
         said(widened)
     say_left_out(skipped, short_streams_line(codec, streams, [sd.name for sd in prepared], split, min_ticks), args,
-                  lambda line: print(f"flashtick evaluate: note: left out {line}", file=sys.stderr))
+                 lambda line: print(f"flashtick evaluate: note: left out {line}", file=sys.stderr))
     say_rejected_if_quiet(rejected, sum(map(len, streams.values())), args, "flashtick evaluate")
     if (overlap := time_overlap_note(prepared)) is not None:
         said(overlap)

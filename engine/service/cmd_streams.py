@@ -46,7 +46,8 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
               file=sys.stderr)
     if args.json:
         print(printable_json({"streams": listed, **({"refused": refused} if refused else {}),
-                     **({"refused_at_start": refused_at_start} if refused_at_start else {})}, sort_keys=True, indent=2))
+                              **({"refused_at_start": refused_at_start} if refused_at_start else {})},
+                             sort_keys=True, indent=2))
     else:
         for name, accepted in listed.items():
             if accepted is None and name in refused:  # admission turned it away: say so, and why

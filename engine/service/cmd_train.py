@@ -71,7 +71,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     if (refusal := user_train_refusal(args.out, BUILTIN_MODEL_DIR)) is not None:  # even with --overwrite
         raise ValueError(refusal)
     check_outputs(args, [Output("--out", args.out, is_dir=True),
-                          Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet")])
+                         Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet")])
     _check_train_out(args.out, args.overwrite)  # before any data is read: a long run must not end in a refusal
     if args.max_minutes <= 0 or args.steps < 1:
         raise ValueError(f"--max-minutes must be > 0 and --steps >= 1, got {args.max_minutes:g} and {args.steps}")
@@ -127,10 +127,10 @@ def cmd_train(args: argparse.Namespace) -> None:
     print(format_table(record["evaluation"], args.by_stream))
     # a file given on purpose whose stream was not trained on: said, not only on the model card
     say_left_out(record["skipped"], record["left_out"], args,
-                  lambda line: print(f"flashtick train: note: left out {line}", file=sys.stderr))
+                 lambda line: print(f"flashtick train: note: left out {line}", file=sys.stderr))
     say_rejected_if_quiet(record["rejected"], record["ticks_read"], args, "flashtick train")
     if not args.quiet and (across := across_pauses_note(record["evaluation"], args.session_gap,
-                                                         "out of training and scoring")) is not None:
+                                                        "out of training and scoring")) is not None:
         print(f"flashtick train: note: {across}", file=sys.stderr)
 
 
@@ -144,7 +144,7 @@ def _streams_named(names: list[str]) -> str:
 
 
 def say_left_out(skipped: list[str], summed_up: str | None, args: argparse.Namespace,
-                  say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None]) -> None:
     """The streams too short to split: one line each when few or --verbose, else in one line; that one line under
     --quiet too (a model of one series of a 1,557-series chain must not pass as one of the chain)."""
     from engine.service.splits import SHORT_NAMED
