@@ -13,6 +13,7 @@ import polars as pl
 
 from connectors import json_lines
 from connectors.archives import not_utf8
+from connectors.cautions import Caution
 from connectors.column_map import (
     DAY_CLOCK_UNITS,
     DETECT,
@@ -45,7 +46,6 @@ from connectors.json_lines import is_json_lines
 from connectors.layout import (
     HEADERLESS_BAR_STAMP,
     HISTDATA_ZONE,
-    Caution,
     Dialect,
     NoTickLayout,
     bar_notes,

@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 
 from connectors.archives import truncation_named
+from connectors.cautions import Caution
 from connectors.column_map import (
     BITSTAMP_TYPE,
     BUYER_MAKER,
@@ -527,7 +528,6 @@ def epoch_note(path: Path, cmap: ColumnMap, first_ns: Any) -> list[str]:
         return []
     return [f"{path.name}: the first time, {raw} {cmap.ts_unit} since the epoch, is not in 1990..2200: "
             f"if column {cmap.ts!r} counts {epoch_unit(raw)}, give --ts-unit {epoch_unit(raw)}"]
-
 
 
 def epoch_unit(value: float) -> str:
@@ -1058,12 +1058,6 @@ def _bar_close(column: str, columns: set[str]) -> bool:
     """Whether `column` is a bar's close beside its open, high and low (a file's columns, as normal names)."""
     bar = BAR_CLOSES.get(normal_name(column))  # None: no close (an Excel CSV's trailing empty column is no bar)
     return bar is not None and bar <= columns
-
-
-class Caution(str):
-    """A note on a reading that may change what the data means (sides taken as the aggressor's where a vendor's
-    are the maker's, venues mixed in one stream): a run says it again at its end, where a summary that reads as
-    a success would otherwise bury it among the notes at the start."""
 
 
 def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:

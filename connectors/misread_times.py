@@ -10,8 +10,8 @@ from typing import Any
 
 import polars as pl
 
+from connectors.cautions import Caution
 from connectors.column_map import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS, ColumnMap
-from connectors.layout import Caution
 from connectors.ticks import utc_text
 
 EPOCH_1980_NS = 315_532_800 * 10**9

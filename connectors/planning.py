@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 import polars as pl
 
 from connectors import json_lines
+from connectors.cautions import Caution
 from connectors.column_map import (
     DAY_CLOCK_UNITS,
     EPOCH_IS_UTC,
@@ -68,7 +69,6 @@ from connectors.layout import (
     RIGHT_NAMES,
     SHARE_CLASS_NAMES,
     SPACE_GROUPED,
-    Caution,
     Dialect,
     built_formats,
     databento_book,

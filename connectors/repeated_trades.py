@@ -13,9 +13,9 @@ from typing import Any, Callable, NamedTuple
 
 import polars as pl
 
+from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.field_names import normal_name
-from connectors.layout import Caution
 
 # Coinbase's `trade_id`, Binance's `id` / `agg_trade_id`, OKX's and Bitget's `tradeId`, Bybit's `trdMatchID`,
 # Kraken's and Bitfinex's `id`, Bitstamp's `tid`, Deribit's `trade_id`

@@ -39,6 +39,7 @@ import yaml
 
 from connectors import json_lines
 from connectors.archives import Unpacked, is_zip, not_utf8, text_copy_needed, truncation_named
+from connectors.cautions import Caution
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
     PRESETS,
     UNITS,
@@ -69,7 +70,6 @@ from connectors.json_lines import DUPLICATE_KEY, NOT_JSON, is_json_lines
 from connectors.layout import (
     DECIMAL_COMMA,
     PARQUET_SUFFIXES,
-    Caution,
     NoTickLayout,
     detect_columns,
     epoch_unit,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from connectors.layout import Caution
+from connectors.cautions import Caution
 from connectors.replay import FileReplay
 from test_vendor_files import drain
 

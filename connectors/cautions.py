@@ -1,0 +1,12 @@
+"""Cautions: the notes on how a file was read that a run repeats at its end (sides that may be the maker's,
+venues mixed in one stream, times that look misread). Their own module because nearly every reading step makes
+them (layout detection, content notes, planning, replay) and none of those should import another to say one.
+"""
+
+from __future__ import annotations
+
+
+class Caution(str):
+    """A note on a reading that may change what the data means (sides taken as the aggressor's where a vendor's
+    are the maker's, venues mixed in one stream): a run says it again at its end, where a summary that reads as
+    a success would otherwise bury it among the notes at the start."""
