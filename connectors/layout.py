@@ -51,8 +51,8 @@ from connectors.column_map import (
 )
 from connectors.day_folders import named_folder
 from connectors.field_names import FIELD_NAMES, normal_name
+from connectors.file_suffixes import file_stem
 from connectors.header_zones import HeaderZone, zoned_time_column
-from connectors.json_lines import JSON_LINES_SUFFIXES
 from connectors.utc_offsets import UTC_OFFSET, tail_format, zone_tail
 
 class NoTickLayout(ValueError):
@@ -60,9 +60,6 @@ class NoTickLayout(ValueError):
     `.txt` member that says so is a vendor's readme or licence, skipped when the archive's other members read."""
 
 
-PARQUET_SUFFIXES = (".parquet", ".pq")
-CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")
-DBN_SUFFIXES = (".dbn", ".dbn.zst")
 SEPARATORS = ",;\t|"  # a CSV's delimiter is the one its first line has most of, outside quotes
 SAMPLE_LINES = 20  # lines read to sniff a CSV
 
@@ -972,14 +969,6 @@ def _float(text: str) -> float:
         return float(text.replace(",", "."))
     except ValueError:
         return float("nan")
-
-
-def file_stem(path: Path) -> str:
-    """The file name without its tick-file suffix (`es.csv.gz` -> `es`): the stream of a map that names none."""
-    name = path.name
-    suffixes = (*DBN_SUFFIXES, *CSV_SUFFIXES, *PARQUET_SUFFIXES, *JSON_LINES_SUFFIXES)
-    suffix = next((x for x in suffixes if name.lower().endswith(x)), "")
-    return name[: len(name) - len(suffix)] if suffix and len(name) > len(suffix) else path.stem
 
 
 def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],

@@ -66,16 +66,9 @@ from connectors.file_plan import (
     source_path,
     time_sample,
 )
+from connectors.file_suffixes import PARQUET_SUFFIXES
 from connectors.json_lines import DUPLICATE_KEY, NOT_JSON, is_json_lines
-from connectors.layout import (
-    DECIMAL_COMMA,
-    PARQUET_SUFFIXES,
-    NoTickLayout,
-    detect_columns,
-    epoch_unit,
-    sniff_csv,
-    zone_has_dst,
-)
+from connectors.layout import DECIMAL_COMMA, NoTickLayout, detect_columns, epoch_unit, sniff_csv, zone_has_dst
 from connectors.planning import plan_file, regular_file
 from connectors.price_notation import unread_price_hint, yield_columns
 from connectors.shifted_prices import (
