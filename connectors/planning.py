@@ -63,12 +63,8 @@ from connectors.formula_guard import is_export_header, unguarded
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_lines, junk_reason
 from connectors.layout import (
-    COMMA_GROUPED,
-    DOT_GROUPED,
-    GROUP_MARKS,
     RIGHT_NAMES,
     SHARE_CLASS_NAMES,
-    SPACE_GROUPED,
     Dialect,
     built_formats,
     databento_book,
@@ -76,6 +72,7 @@ from connectors.layout import (
     trade_bars,
 )
 from connectors.misread_times import time_cautions, time_facts, trade_date_caution
+from connectors.number_separators import COMMA_GROUPED, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution
 from connectors.lone_prints import lone_caution, lone_prints
 from connectors.repeated_hour import repeated_hour

@@ -18,7 +18,8 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import PRICE_FIELDS, THIRTY_SECONDS, THIRTY_SECONDS_FORM, ColumnMap
-from connectors.layout import SPACE_GROUPED, names_a_yield
+from connectors.layout import names_a_yield
+from connectors.number_separators import SPACE_GROUPED
 
 # the last mark: a part of a 32nd (column_map.py's THIRTY_SECONDS), its spaces stripped
 PARTS = {"": 0.0, "0": 0.0, "2": 0.25, "5": 0.5, "7": 0.75, "+": 0.5, "1/4": 0.25, "1/2": 0.5, "3/4": 0.75,

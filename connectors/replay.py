@@ -68,7 +68,8 @@ from connectors.file_plan import (
 )
 from connectors.file_suffixes import PARQUET_SUFFIXES
 from connectors.json_lines import DUPLICATE_KEY, NOT_JSON, is_json_lines
-from connectors.layout import DECIMAL_COMMA, NoTickLayout, detect_columns, epoch_unit, sniff_csv, zone_has_dst
+from connectors.layout import NoTickLayout, detect_columns, epoch_unit, sniff_csv, zone_has_dst
+from connectors.number_separators import DECIMAL_COMMA
 from connectors.planning import plan_file, regular_file
 from connectors.price_notation import unread_price_hint, yield_columns
 from connectors.shifted_prices import (

@@ -1,0 +1,95 @@
+"""How a CSV writes its numbers: a decimal point or a decimal comma, and thousands grouped by commas, dots,
+spaces or apostrophes. The patterns that tell them apart, and `decimal_reading`, which reads a file's first
+rows to tell which its numbers use (and says so in a note when that was a guess). CSV sniffing
+(`sniff_csv`) asks it; planning and replay use the patterns to read and to explain cells.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+# a cell that is a number, its decimal a point or a comma
+NUMBER = re.compile(r"^[+-]?(\d+([.,]\d*)?|\.\d+)([eE][+-]?\d+)?$")
+# Numbers as spreadsheets write them: grouping commas (`1,234.5`), or dots grouping and a decimal comma
+COMMA_GROUPED = r"^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$"
+DOT_GROUPED = re.compile(r"^[+-]?\d{1,3}(\.\d{3})+(,\d+)?$")
+# Thousands grouped by a space, a no-break space (French, Excel's) or an apostrophe (Swiss): `1 234,50`, `1'234.50`.
+# No grouping mark is then a comma or a dot, so the one after the groups is the decimal, whatever the file's.
+GROUP_MARKS = " \u00a0\u202f'\u2019"
+SPACE_GROUPED = rf"^[+-]?\d{{1,3}}([{GROUP_MARKS}]\d{{3}})+([.,]\d+)?$"
+DECIMAL_COMMA = re.compile(r"^[+-]?(\d+|\d{1,3}(\.\d{3})+),\d+$")
+# One group of three digits after a comma or a dot, nothing else (`3,450`, `1.200`): thousands grouped, or a decimal
+# of three places. Alone it tells nothing; its column and the file's other numbers do (`decimal_reading`).
+ONE_GROUP = re.compile(r"^[+-]?[1-9]\d{0,2}([,.])\d{3}$")
+POINT_DECIMAL = re.compile(r"^[+-]?\d*\.\d+$")  # `988.5`, `1.0853`, `0.450` (not one group: ONE_GROUP first)
+COMMAS_GROUPING = re.compile(r"^[+-]?\d{1,3}((,\d{3}){2,}(\.\d+)?|(,\d{3})+\.\d+)$")  # `1,234,567`, `1,234.5`
+DOTS_GROUPING = re.compile(r"^[+-]?\d{1,3}(\.\d{3}){2,}$")  # `1.234.567`
+WHOLE = re.compile(r"^[+-]?\d+$")
+
+
+def decimal_reading(separator: str, rows: Sequence[Sequence[str]]) -> tuple[bool, str]:
+    """Whether a CSV's numbers use a decimal comma, and what a note says of how they were read ("": nothing to say).
+
+    A comma-delimited file's decimal is a point. Otherwise some cells tell: `1,0853`, `0,450`, `42.002,00` and
+    `1.234.567` a decimal comma; `988.5`, `1.0853`, `1,234,567` and `1,234.5` a point, and so does a whole number
+    (`988`) in a column of `3,450`s (a price below a thousand, written without grouping), as `988` beside `1.200`s
+    tells dots grouping. Where no cell tells (every such number one group of three digits), the file's delimiter
+    decides (a `;` file is written as Europe writes numbers: a decimal comma, dots grouping), and the note names
+    the `decimal` key that says otherwise."""
+    if separator == ",":
+        return _quoted_decimal_comma(rows)
+    comma: list[str] = []  # why a decimal comma: the cells that tell it
+    point: list[str] = []
+    grouped: list[str] = []  # one-group cells (`3,450`, `1.200`), which read two ways
+    width = len(rows[0]) if rows else 0
+    for column in zip(*(row for row in rows if len(row) == width)):
+        ones = {",": [], ".": []}
+        for cell in column:
+            if one := ONE_GROUP.match(cell):
+                ones[one[1]].append(cell)
+            elif DECIMAL_COMMA.match(cell) or DOTS_GROUPING.match(cell):
+                comma.append(f"'{cell}'")
+            elif POINT_DECIMAL.match(cell) or COMMAS_GROUPING.match(cell):
+                point.append(f"'{cell}'")
+        whole = next((c for c in column if WHOLE.match(c)), None)
+        if whole is not None and ones[","]:  # `988` beside `3,450`: a price under a thousand, not 3.45 beside 988
+            point.append(f"'{whole}' beside '{ones[','][0]}' in one column")
+        if whole is not None and ones["."]:
+            comma.append(f"'{whole}' beside '{ones['.'][0]}' in one column")
+        grouped += ones[","] + ones["."]
+    if not grouped and (not comma or point):
+        return False, ""  # plain decimals, or none: nothing to say
+    if comma and not point or point and not comma:
+        decimal_comma = bool(comma)
+        told = f"as {(comma or point)[0]} shows"
+    else:  # no cell tells (or cells tell both): a `;` file writes numbers as Europe does
+        decimal_comma = separator == ";" and not point
+        told = "no cell tells which" if not point else f"cells tell both ways ({comma[0]}, {point[0]})"
+    said = "a decimal comma, dots grouping thousands" if decimal_comma else "a decimal point, commas grouping thousands"
+    other = "point" if decimal_comma else "comma"
+    example = next(iter(grouped), None)
+    shown = (f": '{example}' is {_reading(example, decimal_comma)}, not {_reading(example, not decimal_comma)}"
+             if example else "")
+    return decimal_comma, (f"numbers read with {said} ({told}){shown}; --columns ...,decimal={other} if its decimal "
+                           f"is a {other}")
+
+
+def _quoted_decimal_comma(rows: Sequence[Sequence[str]]) -> tuple[bool, str]:
+    """Whether a comma-delimited file's numbers use a decimal comma: a cell can hold a comma only quoted, so
+    `"61837,63"` and `"0,02000"` (no group of three digits) in a column of numbers tell it, when no cell writes a
+    decimal point (a text column's `"1,5"`, a trade condition, tells nothing)."""
+    width = len(rows[0]) if rows else 0
+    columns = zip(*(row for row in rows if len(row) == width))
+    cells = [cell for column in columns if all(NUMBER.match(c) for c in column if c) for cell in column]
+    told = next((c for c in cells if DECIMAL_COMMA.match(c) and not ONE_GROUP.match(c) and "." not in c), None)
+    if told is None or any(POINT_DECIMAL.match(c) or COMMAS_GROUPING.match(c) for c in cells):
+        return False, ""
+    return True, (f"numbers read with a decimal comma (as the quoted '{told}' shows, in a comma-delimited file); "
+                  f"--columns ...,decimal=point if its decimal is a point")
+
+
+def _reading(cell: str, decimal_comma: bool) -> str:
+    """A number's text read with a decimal comma (dots grouping) or a decimal point (commas grouping), as text."""
+    text = cell.replace(".", "").replace(",", ".") if decimal_comma else cell.replace(",", "")
+    return f"{float(text):g}" if abs(float(text)) < 1e15 else text
