@@ -21,9 +21,9 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
+from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_plan import is_csv, scan_file
-from connectors.layout import Dialect
 
 # Columns that name one contract of a root (a `stream` column is no such: Binance's names a symbol's channel)
 CONTRACT_NAMES = ("contract", "local_symbol", "localsymbol", "instrument", "instrument_name", "contract_symbol",

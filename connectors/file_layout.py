@@ -37,6 +37,7 @@ from connectors.content_notes import (
     unread_identifiers,
     venue_note,
 )
+from connectors.csv_dialect import Dialect, check_line_lengths, long_rows, sniff_csv
 from connectors.date_columns import date_read_as_epoch
 from connectors.event_time import CLOCK_ONLY, UTC_OFFSET, time_column
 from connectors.field_names import normal_name
@@ -46,21 +47,17 @@ from connectors.json_lines import is_json_lines
 from connectors.layout import (
     HEADERLESS_BAR_STAMP,
     HISTDATA_ZONE,
-    Dialect,
     NoTickLayout,
     bar_notes,
-    check_line_lengths,
     date_of,
     describe_map,
     detect_columns,
     detected_unit,
     epoch_unit,
     headerless_map,
-    long_rows,
     match_case,
     one_side_export,
     other_clock_note,
-    sniff_csv,
     stream_of,
     symbol_in_name,
     time_formats,

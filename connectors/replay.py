@@ -53,6 +53,7 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     preset,
 )
 from connectors.content_notes import mixed_venues, overlapping_files, time_spans
+from connectors.csv_dialect import sniff_csv
 from connectors.event_time import UTC_OFFSET, epoch_format_hint
 from connectors.file_plan import (
     BYTE_ORDER_MARK,
@@ -68,7 +69,7 @@ from connectors.file_plan import (
 )
 from connectors.file_suffixes import PARQUET_SUFFIXES
 from connectors.json_lines import DUPLICATE_KEY, NOT_JSON, is_json_lines
-from connectors.layout import NoTickLayout, detect_columns, epoch_unit, sniff_csv, zone_has_dst
+from connectors.layout import NoTickLayout, detect_columns, epoch_unit, zone_has_dst
 from connectors.number_separators import DECIMAL_COMMA
 from connectors.planning import plan_file, regular_file
 from connectors.price_notation import unread_price_hint, yield_columns

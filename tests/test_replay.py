@@ -413,20 +413,20 @@ def test_an_overlong_csv_line_is_refused_as_soon_as_read_naming_file_and_line(tm
     import csv
     import tracemalloc
 
-    from connectors import layout
+    from connectors import csv_dialect
 
     path = tmp_path / "huge_line.csv"
     with open(path, "wb") as f:
         f.write(b"timestamp,symbol,price,size\n%d,BIG,100.0,1\n%d,BIG,100.5,1\n" % (T0, T0 + 1000))
         f.truncate(f.tell() + (4 << 20))  # sparse: 4 MiB of NULs, no disk used
-    monkeypatch.setattr(layout, "MAX_LINE_CHARS", 4096)
+    monkeypatch.setattr(csv_dialect, "MAX_LINE_CHARS", 4096)
     with pytest.raises(ValueError, match=r"huge_line.csv: line 4 is longer than 4,096 characters without a newline "
                                          r"\(a corrupt or binary file\?\)"):
         FileReplay(path)
     tracemalloc.start()
     try:
         with pytest.raises(ValueError, match="line 4 is longer"):
-            layout.sniff_csv(path)
+            csv_dialect.sniff_csv(path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -434,18 +434,18 @@ def test_an_overlong_csv_line_is_refused_as_soon_as_read_naming_file_and_line(tm
     # a line of exactly the bound reads (its \r\n not counted), as does a file of lines under it
     path.write_bytes(b"timestamp,symbol,price,size\r\n%d,%s,100.0,1\r\n" % (T0, b"S" * (4096 - 28)))
     assert len(path.read_bytes().split(b"\r\n")[1]) == 4096
-    assert layout.sniff_csv(path).rows[0][1] == "S" * (4096 - 28)
+    assert csv_dialect.sniff_csv(path).rows[0][1] == "S" * (4096 - 28)
     # csv's own errors name the file and the line: a cell over its field limit, in the first lines or later
     limit = csv.field_size_limit(100)
     try:
         path.write_bytes(b"timestamp,symbol,price,size\n\n%d,%s,100.0,1\n" % (T0, b"S" * 150))
         with pytest.raises(ValueError, match=r"huge_line.csv: line 3: cannot read it as CSV \(field larger than "
                                              r"field limit \(100\)\)"):
-            layout.sniff_csv(path)
+            csv_dialect.sniff_csv(path)
         rows = b"%d,S,1.0,1\n" % T0 * 10
         path.write_bytes(b"timestamp,symbol,price,size\n" + rows + b"%d,%s,1,1\n" % (T0, b"S" * 150))
         with pytest.raises(ValueError, match=r"huge_line.csv: line 12: cannot read it as CSV"):
-            layout.long_rows(path, layout.Dialect(",", False, True, ()))
+            csv_dialect.long_rows(path, csv_dialect.Dialect(",", False, True, ()))
     finally:
         csv.field_size_limit(limit)
 
@@ -457,10 +457,10 @@ def test_an_overlong_csv_line_past_the_first_lines_is_refused_too(tmp_path: Path
     import gzip
     import tracemalloc
 
-    from connectors import layout
+    from connectors import csv_dialect
 
-    monkeypatch.setattr(layout, "MAX_LINE_CHARS", 4096)
-    monkeypatch.setattr(layout, "LINE_SCAN_BYTES", 64 << 10)
+    monkeypatch.setattr(csv_dialect, "MAX_LINE_CHARS", 4096)
+    monkeypatch.setattr(csv_dialect, "LINE_SCAN_BYTES", 64 << 10)
     rows = b"".join(b"%d,BIG,%d.5,1\n" % (T0 + i, 100 + i % 3) for i in range(3000))
     path = tmp_path / "late_huge_line.csv"
     with open(path, "wb") as f:
@@ -472,7 +472,7 @@ def test_an_overlong_csv_line_past_the_first_lines_is_refused_too(tmp_path: Path
     tracemalloc.start()
     try:
         with pytest.raises(ValueError, match=said):
-            layout.check_line_lengths(path)
+            csv_dialect.check_line_lengths(path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

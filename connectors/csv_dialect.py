@@ -1,0 +1,158 @@
+"""A CSV's dialect, read from its first lines: its delimiter, its decimal separator (connectors/number_separators.py),
+whether its first line is a header, and those lines' cells (`Dialect`, `sniff_csv`). Beside it, the bound on a
+line's length that every read of a CSV keeps (a corrupt file's run of NULs is refused, not read whole), and the
+rows with more fields than the file's columns, found once polars refuses a file for one.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import re
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from connectors.archives import truncation_named
+from connectors.number_separators import NUMBER, decimal_reading
+
+
+SEPARATORS = ",;\t|"  # a CSV's delimiter is the one its first line has most of, outside quotes
+SAMPLE_LINES = 20  # lines read to sniff a CSV
+DATE_LIKE = re.compile(r"^(\d{4}[-./]?\d\d[-./]?\d\d|\d\d?[-./]\d\d?[-./]\d{2,4})([ T-]|$)")
+NUMBER_LINES = 2000  # lines read to tell a file's decimal separator (a cell that tells may come late)
+# The longest line a CSV's first lines may have, in characters: Python csv's own field limit, so no cell of a line
+# read is refused by csv. A tick file's line is under a few KB (a 5,000-column export's about 20 KB); a longer one is
+# a corrupt or binary file (a crashed writer's run of NULs), refused once that much is read, not read whole first.
+MAX_LINE_CHARS = 131_072
+SNIFF_CHARS = 1 << 23  # characters of a CSV's first lines read to sniff it at most (long lines: fewer lines)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What a CSV's first lines say: its delimiter, whether numbers use a decimal comma (`1,0853` or `42.002,00`
+    in a `;` file; `decimal_reading`), and whether its first line is a header; `rows` are the first lines' cells,
+    header excluded. `numbers`: how its numbers' separators were read, for a note ("" when nothing was to say).
+    `long_rows`: (row, its number of fields) for each row with more fields than the file's columns, found only
+    once polars has refused the file for one (`long_rows`): read truncated, then rejected."""
+
+    separator: str
+    decimal_comma: bool
+    header: bool
+    rows: tuple[tuple[str, ...], ...]
+    long_rows: tuple[tuple[int, int], ...] = ()
+    numbers: str = ""
+
+    @property
+    def width(self) -> int:
+        """The file's number of columns as its first lines show: the most common row width (header excluded)."""
+        widths = Counter(len(row) for row in self.rows)
+        return widths.most_common(1)[0][0] if widths else 0
+
+
+def _open_text(path: Path) -> Any:
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    return opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="")
+
+
+def long_rows(path: Path, dialect: Dialect, width: int | None = None) -> tuple[tuple[int, int], ...]:
+    """(row, fields) for each row of a CSV with more fields than its columns: a pass over the whole file in
+    Python, taken only when polars refuses the file for such a row (the normal read never pays for it). Rows count
+    as polars counts them: from 0 after the header. `width`: the columns a header-less file is given."""
+    with _open_text(path) as f:
+        rows = csv.reader(f, delimiter=dialect.separator)
+        with csv_error_named(path, lambda: rows.line_num):
+            header = len(next(rows, ())) if dialect.header else None
+            width = header or width or dialect.width
+            return tuple((i, len(row)) for i, row in enumerate(rows) if len(row) > width)
+
+
+@contextmanager
+def csv_error_named(path: Path, line: Callable[[], int]) -> Iterator[None]:
+    """Python csv's error (`field larger than field limit (131072)`, a NUL or a quote it cannot read) as a
+    ValueError that names the file and `line()`, the line it was reading: its own names neither."""
+    try:
+        yield
+    except csv.Error as e:
+        raise ValueError(f"{path}: line {line()}: cannot read it as CSV ({e})") from None
+
+
+def first_lines(f: Any, path: Path, count: int) -> tuple[list[str], list[int]]:
+    """A text file's first `count` lines that are not blank (fewer past SNIFF_CHARS), and their line numbers. Each
+    is read with a bound: a line longer than MAX_LINE_CHARS is refused as soon as that much of it is read, naming
+    the file and the line, so a corrupt file's gigabyte without a newline is neither held whole nor read through."""
+    lines: list[str] = []
+    numbers: list[int] = []
+    number = read = 0
+    while len(lines) < count and read < SNIFF_CHARS:
+        line = f.readline(MAX_LINE_CHARS + 2)  # room for the line's \r\n
+        if not line:
+            break
+        number += 1
+        if len(line.rstrip("\r\n")) > MAX_LINE_CHARS:
+            raise ValueError(f"{path}: line {number} is longer than {MAX_LINE_CHARS:,} characters without a newline "
+                             f"(a corrupt or binary file?)")
+        read += len(line)
+        if line.strip():
+            lines.append(line)
+            numbers.append(number)
+    return lines, numbers
+
+
+LINE_SCAN_BYTES = 1 << 24  # bytes of a CSV read at a time by `check_line_lengths`
+# said where a line too long holds \r: lines ended by \r alone (classic Mac OS), which polars reads as one
+CR_ALONE = ", or lines ended by \\r alone: replay reads lines ended by \\n"
+
+
+def check_line_lengths(path: Path) -> None:
+    """Refuse a CSV that has a line longer than MAX_LINE_CHARS anywhere, as `first_lines` does in the lines layout
+    detection reads: polars would read a later one whole (a crashed writer's gigabyte of NULs, mid-file).
+
+    A byte scan in chunks, not a Python loop per line: from each line's start, the last newline within the next
+    MAX_LINE_CHARS + 1 bytes (`rfind`, C) skips every line that ends there, so a file of short lines takes a step
+    per MAX_LINE_CHARS bytes and costs about its read from the page cache (a 200k-line, 8.5 MB CSV: 0.01 s, on a
+    1 s plan). Only a line of that many bytes or more is decoded, to count its characters as `first_lines` does
+    (UTF-8: up to 4 bytes each), at most 4 * MAX_LINE_CHARS of it. Lines end at `\\n`, as polars reads them."""
+    limit = MAX_LINE_CHARS
+    most = 4 * limit + 2  # the bytes of a line of `limit` characters at most, with its CR LF
+    number, data, end_of_file = 1, b"", False  # the line that `data` starts
+    with truncation_named(path), (gzip.open if path.name.lower().endswith(".gz") else open)(path, "rb") as f:
+        while not end_of_file:
+            chunk = f.read(LINE_SCAN_BYTES)
+            end_of_file, data, start = not chunk, data + chunk, 0
+            while start < len(data) and (end_of_file or start + most < len(data)):
+                newline = data.rfind(b"\n", start, start + limit + 1)
+                if newline < 0:  # a line of `limit` bytes or more: count its characters
+                    newline = data.find(b"\n", start, start + most + 1)
+                    line = data[start : newline if newline >= 0 else start + most + 1].rstrip(b"\r")
+                    if len(line.decode("utf-8", errors="replace")) > limit:
+                        cr_alone = CR_ALONE if b"\r" in line else ""
+                        raise ValueError(f"{path}: line {number} is longer than {limit:,} characters without a "
+                                         f"newline (a corrupt or binary file?{cr_alone})")
+                    if newline < 0:  # the file's last line, without a newline
+                        break
+                number += data.count(b"\n", start, newline + 1)
+                start = newline + 1
+            data = data[start:]
+
+
+def sniff_csv(path: Path, decimal: str | None = None) -> Dialect:
+    """A CSV's dialect; `decimal` ("comma" / "point", the map's key) states its decimal separator."""
+    with _open_text(path) as f:
+        lines, numbers = first_lines(f, path, NUMBER_LINES + 1)
+    first = re.sub(r'"[^"]*"', "", lines[0]) if lines else ""
+    best = max(SEPARATORS, key=first.count)  # ties go to the earlier one: ',' first
+    separator = best if first.count(best) else ","
+    reader = csv.reader(lines, delimiter=separator)
+    with csv_error_named(path, lambda: numbers[reader.line_num - 1] if reader.line_num else 1):
+        rows = [tuple(c.strip() for c in row) for row in reader]
+    header = bool(rows) and not any(NUMBER.match(c) or DATE_LIKE.match(c) or c.lower() in ("true", "false")
+                                    for c in rows[0])
+    data = rows[1:] if header else rows
+    if decimal is not None:
+        decimal_comma, numbers = decimal == "comma", ""  # given: the map says it (describe_map)
+    else:
+        decimal_comma, numbers = decimal_reading(separator, data)
+    return Dialect(separator, decimal_comma, header, tuple(data[:SAMPLE_LINES]), numbers=numbers)
