@@ -39,6 +39,7 @@ from connectors.content_notes import (
 )
 from connectors.csv_dialect import Dialect, check_line_lengths, long_rows, sniff_csv
 from connectors.date_columns import date_read_as_epoch
+from connectors.datetime_text import time_formats, two_way_date
 from connectors.event_time import CLOCK_ONLY, UTC_OFFSET, time_column
 from connectors.field_names import normal_name
 from connectors.file_plan import first_text, is_csv, scan_file, time_sample
@@ -60,8 +61,6 @@ from connectors.layout import (
     other_clock_note,
     stream_of,
     symbol_in_name,
-    time_formats,
-    two_way_date,
     vendor_notes,
     zone_has_dst,
     zone_in_header,

@@ -10,7 +10,6 @@ shows at once; so is a layout that reads but may be a vendor's whose sides mean 
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from collections import Counter
@@ -45,12 +44,13 @@ from connectors.column_map import (
     ColumnMap,
     shown_offset,
 )
+from connectors.datetime_text import is_iso_time, time_formats
 from connectors.day_folders import named_folder
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_suffixes import file_stem
 from connectors.header_zones import HeaderZone, zoned_time_column
 from connectors.number_separators import COMMA_GROUPED, NUMBER
-from connectors.utc_offsets import UTC_OFFSET, tail_format, zone_tail
+from connectors.utc_offsets import UTC_OFFSET
 
 class NoTickLayout(ValueError):
     """A file's columns hold no tick layout: none detected, or not the columns its map names. In an archive, a
@@ -110,15 +110,6 @@ SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER, "the maker's side, 
              "the resting order's side: 1 = sell": LOBSTER_DIRECTION,
              "FIX's AggressorSide: 1 = buy, 2 = sell, 0 = none": FIX_AGGRESSOR}  # named in notes
 
-# Datetime text that is not ISO 8601, in polars/chrono codes (`%.f`: an optional fraction of any length)
-TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m%d %H%M%S%.f", "%Y%m%d-%H:%M:%S%.f",
-                "%d.%m.%Y %H:%M:%S%.f", "%Y.%m.%d %H:%M:%S%.f", "%Y/%m/%d %H:%M:%S%.f", "%m/%d/%Y %H:%M:%S%.f",
-                "%d/%m/%Y %H:%M:%S%.f", "%d-%m-%Y %H:%M:%S%.f",
-                "%d/%m/%y %H:%M:%S%.f", "%m/%d/%y %H:%M:%S%.f",  # two-digit years (IG's 08/03/24)
-                "%d-%b-%Y %H:%M:%S%.f",  # LSEG's legacy 02-Jan-2024
-                "%Y-%m-%dD%H:%M:%S%.f",  # kdb+'s timestamps (BitMEX's dumps: 2024-01-02D00:00:01.000000789)
-                "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M")  # minute bars without seconds (Bloomberg's 1/2/2024 09:30)
-ISO = re.compile(r"^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)?)?$", re.IGNORECASE)
 
 # Symbols in file and folder names: FX pairs of two currencies, crypto pairs against a quote asset, tickers
 CURRENCIES = ("USD|EUR|JPY|GBP|CHF|AUD|CAD|NZD|SEK|NOK|DKK|PLN|HUF|CZK|TRY|ZAR|MXN|SGD|HKD|CNH|CNY|INR|RUB|XAU|XAG|"
@@ -200,80 +191,6 @@ def _crypto_contract(tokens: list[str]) -> str | None:
         if after.upper() == "PERP" or dated:
             return f"{pair.upper()}_{after.upper()}"
     return None
-
-
-def time_formats(text: str) -> list[str]:
-    """The TIME_FORMATS that read `text` (empty for ISO 8601, which needs none, and for text no format reads), one
-    per instant they read it as: `20260301 170100` is one instant by `%Y%m%d %H%M%S` and by `%Y%m%d %H%M%S%.f`,
-    a single reading (the format with the optional fraction, which reads later rows that have one), while
-    `03/01/2026 ...` reads as two days."""
-    text = _dot_fraction(text.strip())
-    if ISO.match(text):
-        return []
-    if (tail := zone_tail(text)) is not None:  # `04.02.2019 09:00:00.071 GMT+0100`: the time's format, its offset's
-        return [f + tail_format(tail.group()) for f in time_formats(text[: tail.start()])]
-    by_instant: dict[Any, str] = {}
-    for f in TIME_FORMATS:  # a reading must be a date of market data: `%Y` reads `08/03/24` as the year 8
-        if (instant := _instant_read(text, f)) is not None and \
-                (instant not in by_instant or "%.f" in f and "%.f" not in by_instant[instant]):
-            by_instant[instant] = f
-    return list(by_instant.values())
-
-
-def _instant_read(text: str, fmt: str) -> Any:
-    """The datetime a format reads from text, when it is a date of market data (1970..2200), else None."""
-    instant = pl.Series([text]).str.to_datetime(fmt, strict=False, time_unit="ns").item()
-    return instant if instant is not None and 1970 <= instant.year <= 2200 else None
-
-
-# The shapes of a date and of a time of day as datetime text writes them, in strftime codes (a date that reads two
-# ways has both): what a format built for a value (`built_formats`) is made of
-DATE_SHAPES = ((r"\d{4}-\d\d-\d\d", ("%Y-%m-%d",)), (r"\d{4}\.\d\d\.\d\d", ("%Y.%m.%d",)),
-               (r"\d{4}/\d\d?/\d\d?", ("%Y/%m/%d",)), (r"\d{8}", ("%Y%m%d",)),
-               (r"\d\d?\.\d\d?\.\d{4}", ("%d.%m.%Y",)), (r"\d\d?/\d\d?/\d{4}", ("%m/%d/%Y", "%d/%m/%Y")),
-               (r"\d\d?-\d\d?-\d{4}", ("%d-%m-%Y", "%m-%d-%Y")), (r"\d\d?/\d\d?/\d\d", ("%m/%d/%y", "%d/%m/%y")))
-CLOCK_SHAPES = ((r"\d\d?:\d\d:\d\d(\.\d+)?", "%H:%M:%S%.f"), (r"\d\d?:\d\d", "%H:%M"), (r"\d{9}", "%H%M%S%3f"),
-                (r"\d{6}(\.\d+)?", "%H%M%S%.f"))
-
-
-def built_formats(text: str) -> list[str]:
-    """Formats built from the shape of datetime text (its date, its time of day, a 12-hour clock's AM/PM, and its
-    offset or the word after it, as text), each one that reads it: the example an error gives for a value no
-    TIME_FORMATS reads (`04.02.2019 09:00 CET` -> `%d.%m.%Y %H:%M CET`)."""
-    text = _dot_fraction(text.strip())
-    tail = zone_tail(text, after_clock=False)  # after AM/PM too: `9:00:00 PM GMT+0100`
-    # the offset read as one where it reads so; as text only where it does not (`-2024` ending a date)
-    for head, after in ([(text[: tail.start()], tail_format(tail.group()))] if tail else []) + [(text, "")]:
-        found = []
-        for (date_shape, date_codes), (clock_shape, clock_code) in itertools.product(DATE_SHAPES, CLOCK_SHAPES):
-            shape = re.fullmatch(rf"{date_shape}(?P<gap>[ T-]|D){clock_shape}(?P<noon>\s*[AaPp][Mm])?"
-                                 rf"(?P<rest>(\s.*)?)", head)
-            if shape is not None:
-                clock = clock_code.replace("%H", "%I") + shape["noon"][:-2] + "%p" if shape["noon"] else clock_code
-                rest = shape["rest"].replace("%", "%%") + after
-                found += [f"{date}{shape['gap']}{clock}{rest}" for date in date_codes]
-        if reads := [f for f in dict.fromkeys(found) if _instant_read(text, f) is not None]:
-            return reads
-    return []
-
-
-def two_way_date(text: str) -> bool:
-    """Whether datetime text starts with a date that reads as month/day and as day/month (`06/03/2024`, `03-06-2024`):
-    a guess would be wrong for half the world (a dotted `02.01.2024` is day first everywhere)."""
-    if len(time_formats(text)) > 1:
-        return True
-    found = re.match(r"^(\d\d?)[/-](\d\d?)[/-]\d{4}\b", text.strip())
-    return bool(found) and int(found[1]) <= 12 and int(found[2]) <= 12
-
-
-# NinjaTrader's tick exports: `20240102 143000 2537700`, the fraction of the second in 100 ns after a space
-SPACED_FRACTION = r"^(\d{8} \d{6}) (\d{1,9})$"
-
-
-def _dot_fraction(text: str) -> str:
-    """A fraction of a second as chrono reads it: 09:00:01,123 (a decimal comma) and NinjaTrader's
-    `20240102 143000 2537700` (a fraction after a space) with a dot."""
-    return re.sub(SPACED_FRACTION, r"\1.\2", re.sub(r"(:\d\d),(\d)", r"\1.\2", text))
 
 
 EPOCH_1990_NS, EPOCH_2200_NS = 631_152_000 * 10**9, 7_258_118_400 * 10**9
@@ -712,19 +629,11 @@ def _headerless_hint(path: Path, row: tuple[str, ...], kinds: list[str], separat
 
 
 def _kind(cell: str) -> str:
-    if is_epoch(cell) or (not NUMBER.match(cell) and (_iso_time(cell) or time_formats(cell))):
+    if is_epoch(cell) or (not NUMBER.match(cell) and (is_iso_time(cell) or time_formats(cell))):
         return "time"
     if NUMBER.match(cell):
         return "number"
     return "bool" if cell.lower() in ("true", "false") else "text" if re.search("[A-Za-z]", cell) else "other"
-
-
-def _iso_time(cell: str) -> bool:
-    """Whether a cell is ISO 8601, maybe with its UTC offset written as a name or after one (`... 09:30:00 EST`,
-    `... UTC`, `... GMT+0100`), as a headered file's times are read (ISO itself takes only `Z` and numbers)."""
-    text = _dot_fraction(cell.strip())
-    tail = zone_tail(text)
-    return bool(ISO.match(text if tail is None else text[: tail.start()]))
 
 
 def _fits(cmap: ColumnMap, row: tuple[str, ...]) -> bool:
