@@ -17,7 +17,7 @@ from connectors.column_map import DAY_CLOCK_UNITS, TIME_OF_DAY, UNITS, ColumnMap
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_plan import SAMPLE_ROWS, first_text, is_csv, scan_file
-from connectors.layout import EPOCH_1990_NS, EPOCH_2200_NS, epoch_unit
+from connectors.time_units import EPOCH_1990_NS, EPOCH_2200_NS, epoch_unit
 
 FIRST_DATE, LAST_DATE = 19000101, 21001231  # YYYYMMDD integers a date column holds
 DAY_NS = 86_400 * 10**9

@@ -15,8 +15,8 @@ import polars as pl
 
 from connectors.column_map import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS, ColumnMap
 from connectors.datetime_text import SPACED_FRACTION, built_formats, time_formats, two_way_date
-from connectors.layout import EPOCH_2200_NS, epoch_unit
 from connectors.ticks import TS_MAX
+from connectors.time_units import EPOCH_2200_NS, epoch_unit
 from connectors.utc_offsets import (
     OFFSET_PATTERN,
     UTC_OFFSET,

@@ -53,8 +53,6 @@ from connectors.layout import (
     date_of,
     describe_map,
     detect_columns,
-    detected_unit,
-    epoch_unit,
     headerless_map,
     match_case,
     one_side_export,
@@ -66,6 +64,7 @@ from connectors.layout import (
     zone_in_header,
 )
 from connectors.taq_times import taq_zone, taq_zone_note
+from connectors.time_units import detected_unit, epoch_unit
 
 def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False, own_map: bool = False,
             ) -> tuple[ColumnMap, Dialect | None, dict, list[str]]:

@@ -64,7 +64,7 @@ from connectors.file_plan import (
 from connectors.formula_guard import is_export_header, unguarded
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_lines, junk_reason
-from connectors.layout import RIGHT_NAMES, SHARE_CLASS_NAMES, databento_book, epoch_note, trade_bars
+from connectors.layout import RIGHT_NAMES, SHARE_CLASS_NAMES, databento_book, trade_bars
 from connectors.misread_times import time_cautions, time_facts, trade_date_caution
 from connectors.number_separators import COMMA_GROUPED, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution
@@ -73,6 +73,7 @@ from connectors.repeated_hour import repeated_hour
 from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id_note, trade_columns, trade_id_column
 from connectors.shifted_prices import near_zero_streams
 from connectors.ticks import venue_caution
+from connectors.time_units import epoch_note
 from connectors.utc_offsets import (
     SUMMER_CHECKED,
     in_us_summer,

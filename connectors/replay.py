@@ -69,7 +69,7 @@ from connectors.file_plan import (
 )
 from connectors.file_suffixes import PARQUET_SUFFIXES
 from connectors.json_lines import DUPLICATE_KEY, NOT_JSON, is_json_lines
-from connectors.layout import NoTickLayout, detect_columns, epoch_unit, zone_has_dst
+from connectors.layout import NoTickLayout, detect_columns, zone_has_dst
 from connectors.number_separators import DECIMAL_COMMA
 from connectors.planning import plan_file, regular_file
 from connectors.price_notation import unread_price_hint, yield_columns
@@ -88,6 +88,7 @@ from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snap
 from connectors.stream_selection import NoStreamMatched, StreamSelection
 from connectors.ticks import InvalidTick, Tick, counted, utc_text, validate
 from connectors.time_range import TimeRange
+from connectors.time_units import epoch_unit
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
