@@ -17,11 +17,11 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import FIX_AGGRESSOR, ColumnMap, keep_key
+from connectors.column_names import EVENT_NAMES, QUOTE_MARKS, RIGHT_NAMES, TRADE_MARKS
 from connectors.csv_dialect import Dialect
 from connectors.event_time import scaled_ts
 from connectors.field_names import normal_name
 from connectors.file_plan import SAMPLE_ROWS, FilePlan, distinct_text, is_csv, scan_file, source_path
-from connectors.layout import EVENT_NAMES, QUOTE_MARKS, RIGHT_NAMES, TRADE_MARKS
 from connectors.stream_selection import StreamSelection, shown
 from connectors.ticks import QUOTE, TRADE, utc_text
 

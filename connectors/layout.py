@@ -41,6 +41,19 @@ from connectors.column_map import (
     ColumnMap,
     shown_offset,
 )
+from connectors.column_names import (
+    BUYER_MAKER_NAMES,
+    CONTRACT_MONTH_NAMES,
+    DATE_NAMES,
+    OPTION_ROOT_NAMES,
+    RIGHT_NAMES,
+    SETTLEMENT_NAMES,
+    SHARE_CLASS_NAMES,
+    STRIKE_NAMES,
+    TIME_HEADERS,
+    TIME_OF_DAY_NAMES,
+    names_a_yield,
+)
 from connectors.datetime_text import is_iso_time, time_formats
 from connectors.day_folders import named_folder
 from connectors.field_names import FIELD_NAMES, normal_name
@@ -55,21 +68,6 @@ class NoTickLayout(ValueError):
     `.txt` member that says so is a vendor's readme or licence, skipped when the archive's other members read."""
 
 
-# An option contract's columns: one stream per contract, `SPY 2024-01-19 470 C` (the root before the underlying: SPXW
-# and SPX options on one underlying are other contracts)
-OPTION_ROOT_NAMES = ("root", "option_root", "underlying", "underlying_symbol", "underlying_ticker", "underlying_sym")
-STRIKE_NAMES = ("strike", "strike_price")
-RIGHT_NAMES = ("right", "put_call", "call_put", "putcall", "callput", "option_type", "cp_flag", "cp")
-# A contract's month beside its symbol (`Symbol=CL, Contract Month=202406`): the stream is both
-CONTRACT_MONTH_NAMES = ("contract_month", "delivery_month", "expiry", "expiration", "expiration_date", "maturity",
-                        "maturity_date", "month_code")
-# A share class's suffix beside its root (WRDS TAQ's SYM_ROOT=BRK, SYM_SUFFIX=B): the stream is both, joined by a
-# `.` as the class is conventionally written (BRK.B, as Polygon's tickers have it); an empty suffix adds nothing
-SHARE_CLASS_NAMES = ("sym_suffix",)
-# A column that says which kind of row each is (`event` X / B / A): only its trade rows are trades
-EVENT_NAMES = ("type", "event", "event_type", "msg_type", "message_type", "record_type", "tick_type", "update_type")
-TRADE_MARKS = frozenset({"t", "x", "trade", "trades", "e", "exec", "execution", "fill", "last"})
-QUOTE_MARKS = frozenset({"q", "b", "a", "bid", "ask", "offer", "quote", "quotes", "bbo", "nbbo"})
 # A file of bars (OHLC, OHLCV): it has these besides its close. Each bar replays as one trade at its close.
 BAR_COLUMNS = frozenset({"open", "high", "low"})
 BAR_CLOSES = {"close": BAR_COLUMNS, "close_price": BAR_COLUMNS,  # a close column -> the columns that make it a bar's
@@ -83,14 +81,6 @@ TRADESTATION_BARS = frozenset({"up", "down"})
 TRADESTATION_STAMP = "; TradeStation stamps a bar with its end, so a bar's close shows when it was known"
 HEADERLESS_BAR_STAMP = ("; NinjaTrader stamps a bar with its end (its close shows when it was known), HistData, "
                         "whose M1 files share this layout, with its start (its close shows a bar early)")
-# Sides, via BUYER_MAKER (true = the taker sold): a buyer-maker flag, or a flag that the taker sold (Kaiko's `sell`)
-BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_maker", "sell", "taker_side_sell",
-                     "is_sell")
-# a date column beside a time-of-day column: read as one datetime (LSEG's legacy Date[G]/Time[G]: GMT, [L]: local)
-DATE_NAMES = ("date", "trade_date", "day", "date_g", "date_l")
-SETTLEMENT_NAMES = frozenset({"settle", "settlement", "settle_price", "settlement_price"})  # FIELD_NAMES' price
-TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp", "time_g", "time_l")
-TIME_HEADERS = frozenset(FIELD_NAMES["ts"] + DATE_NAMES + TIME_OF_DAY_NAMES)  # names of a time or a date column
 DATABENTO_HEADER = {"rtype", "publisher_id", "instrument_id"}  # its CSVs' record header: integer prices are 1e-9
 # Columns that, beside its own, a file must have for detection to pick a preset; None: never detected.
 PRESET_SIGNS: dict[str, frozenset[str] | None] = {
@@ -120,16 +110,6 @@ NOT_TICKERS = {"DAT", "ASCII", "CSV", "TXT", "T", "M1", "H1", "D1", "TICK", "TIC
                # what a file holds, in capitals (Interactive Brokers' AAPL_TRADES_20240102.csv, AAPL_BID_ASK_...)
                "TRADE", "TRADES", "QUOTE", "QUOTES", "LAST", "MIDPOINT", "BIDASK", "DATA", "TICKDATA", "HIST", "RAW",
                "ALL", "RTH", "EOD", "FULL"}
-
-
-# a price, bid or ask column named as a yield (cash Treasuries' `bid_yield`, `yld`, `YTM`): its up is a price's down
-YIELD_NAMES = re.compile(r"(^|_)(yield|yld|ytm)(_|$)")
-
-
-def names_a_yield(column: str) -> bool:
-    """Whether a column's name says it holds yields: `bid_yield`, `YLD_BID`, `Bid Yield`, `BidYield` (camel case
-    split into words first, so `BidYield` is bid_yield, not one word)."""
-    return bool(YIELD_NAMES.search(normal_name(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", column))))
 
 
 def symbol_in_name(path: Path) -> tuple[str, str] | None:

@@ -35,6 +35,7 @@ from connectors.column_map import (
     ZERO_BID_READINGS,
     checked_price_offset,
 )
+from connectors.column_names import RIGHT_NAMES, SHARE_CLASS_NAMES
 from connectors.csv_dialect import Dialect
 from connectors.datetime_text import built_formats
 from connectors.event_time import (
@@ -64,7 +65,7 @@ from connectors.file_plan import (
 from connectors.formula_guard import is_export_header, unguarded
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_lines, junk_reason
-from connectors.layout import RIGHT_NAMES, SHARE_CLASS_NAMES, databento_book, trade_bars
+from connectors.layout import databento_book, trade_bars
 from connectors.misread_times import time_cautions, time_facts, trade_date_caution
 from connectors.number_separators import COMMA_GROUPED, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution

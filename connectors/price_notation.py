@@ -18,7 +18,7 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import PRICE_FIELDS, THIRTY_SECONDS, THIRTY_SECONDS_FORM, ColumnMap
-from connectors.layout import names_a_yield
+from connectors.column_names import names_a_yield
 from connectors.number_separators import SPACE_GROUPED
 
 # the last mark: a part of a 32nd (column_map.py's THIRTY_SECONDS), its spaces stripped

@@ -1,0 +1,46 @@
+"""Column names that say what a column holds beyond the tick fields' own (those are FIELD_NAMES, in
+connectors/field_names.py): the parts of a contract (an option's root, strike and right, a future's month, a share
+class's suffix), a column that says which kind of row each is (and the marks of its trade and quote rows), a
+buyer-maker flag, a date or a time of day read as one time, a settlement price, a yield. Layout detection reads a
+file's columns by them; content notes and planning use them to say what a file's values show.
+"""
+
+from __future__ import annotations
+
+import re
+
+from connectors.field_names import FIELD_NAMES, normal_name
+
+
+# An option contract's columns: one stream per contract, `SPY 2024-01-19 470 C` (the root before the underlying: SPXW
+# and SPX options on one underlying are other contracts)
+OPTION_ROOT_NAMES = ("root", "option_root", "underlying", "underlying_symbol", "underlying_ticker", "underlying_sym")
+STRIKE_NAMES = ("strike", "strike_price")
+RIGHT_NAMES = ("right", "put_call", "call_put", "putcall", "callput", "option_type", "cp_flag", "cp")
+# A contract's month beside its symbol (`Symbol=CL, Contract Month=202406`): the stream is both
+CONTRACT_MONTH_NAMES = ("contract_month", "delivery_month", "expiry", "expiration", "expiration_date", "maturity",
+                        "maturity_date", "month_code")
+# A share class's suffix beside its root (WRDS TAQ's SYM_ROOT=BRK, SYM_SUFFIX=B): the stream is both, joined by a
+# `.` as the class is conventionally written (BRK.B, as Polygon's tickers have it); an empty suffix adds nothing
+SHARE_CLASS_NAMES = ("sym_suffix",)
+# A column that says which kind of row each is (`event` X / B / A): only its trade rows are trades
+EVENT_NAMES = ("type", "event", "event_type", "msg_type", "message_type", "record_type", "tick_type", "update_type")
+TRADE_MARKS = frozenset({"t", "x", "trade", "trades", "e", "exec", "execution", "fill", "last"})
+QUOTE_MARKS = frozenset({"q", "b", "a", "bid", "ask", "offer", "quote", "quotes", "bbo", "nbbo"})
+# Sides, via BUYER_MAKER (true = the taker sold): a buyer-maker flag, or a flag that the taker sold (Kaiko's `sell`)
+BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_maker", "sell", "taker_side_sell",
+                     "is_sell")
+# a date column beside a time-of-day column: read as one datetime (LSEG's legacy Date[G]/Time[G]: GMT, [L]: local)
+DATE_NAMES = ("date", "trade_date", "day", "date_g", "date_l")
+SETTLEMENT_NAMES = frozenset({"settle", "settlement", "settle_price", "settlement_price"})  # FIELD_NAMES' price
+TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp", "time_g", "time_l")
+TIME_HEADERS = frozenset(FIELD_NAMES["ts"] + DATE_NAMES + TIME_OF_DAY_NAMES)  # names of a time or a date column
+
+# a price, bid or ask column named as a yield (cash Treasuries' `bid_yield`, `yld`, `YTM`): its up is a price's down
+YIELD_NAMES = re.compile(r"(^|_)(yield|yld|ytm)(_|$)")
+
+
+def names_a_yield(column: str) -> bool:
+    """Whether a column's name says it holds yields: `bid_yield`, `YLD_BID`, `Bid Yield`, `BidYield` (camel case
+    split into words first, so `BidYield` is bid_yield, not one word)."""
+    return bool(YIELD_NAMES.search(normal_name(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", column))))
