@@ -42,6 +42,7 @@ from connectors.date_columns import date_read_as_epoch
 from connectors.datetime_text import time_formats, two_way_date
 from connectors.event_time import CLOCK_ONLY, UTC_OFFSET, time_column
 from connectors.field_names import normal_name
+from connectors.file_names import date_of, one_side_export, stream_of, symbol_in_name
 from connectors.file_plan import first_text, is_csv, scan_file, time_sample
 from connectors.header_zones import header_zone_note
 from connectors.json_lines import is_json_lines
@@ -50,15 +51,11 @@ from connectors.layout import (
     HISTDATA_ZONE,
     NoTickLayout,
     bar_notes,
-    date_of,
     describe_map,
     detect_columns,
     headerless_map,
     match_case,
-    one_side_export,
     other_clock_note,
-    stream_of,
-    symbol_in_name,
     vendor_notes,
     zone_has_dst,
     zone_in_header,

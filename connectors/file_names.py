@@ -1,0 +1,157 @@
+"""What a tick file's name (or its folder's) says when its columns do not: the instrument it holds
+(`ETHUSDT-trades-2024-01-02.csv`, `binance-ethusdt-spot/`, `AAPL_...`: `symbol_in_name`), hence the stream a map
+that names none reads into (`stream_of`), the day of a file whose times are times of day (`date_of`), and a
+NinjaTrader export of one side of the book, which is not read (`one_side_export`). Every guess is said in a note.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from datetime import date as Date
+from pathlib import Path
+from typing import Any, Mapping
+
+from connectors.column_map import DATE_FROM_NAME, DAY_CLOCK_UNITS, ColumnMap
+from connectors.day_folders import named_folder
+from connectors.field_names import FIELD_NAMES, normal_name
+from connectors.file_suffixes import file_stem
+
+
+# Symbols in file and folder names: FX pairs of two currencies, crypto pairs against a quote asset, tickers
+CURRENCIES = ("USD|EUR|JPY|GBP|CHF|AUD|CAD|NZD|SEK|NOK|DKK|PLN|HUF|CZK|TRY|ZAR|MXN|SGD|HKD|CNH|CNY|INR|RUB|XAU|XAG|"
+              "ILS|KRW|BRL|THB")
+PAIR = re.compile(rf"^(({CURRENCIES})({CURRENCIES})|[A-Z0-9]{{3,8}}(USDT|USDC|BUSD|FDUSD|TUSD|USD|BTC|ETH|BNB))$",
+                  re.IGNORECASE)
+TICKER = re.compile(r"^[A-Z][A-Z0-9]{0,5}$")  # in capitals in the name: AAPL, ESM4
+NOT_TICKERS = {"DAT", "ASCII", "CSV", "TXT", "T", "M1", "H1", "D1", "TICK", "TICKS", "BID", "ASK", "GMT", "UTC",
+               "EST", "ET", "BBO", "TAQ", "NBBO", "L1", "L2", "MBO", "MBP", "OHLC", "OHLCV", "UM", "CM", "SPOT",
+               # what a file holds, in capitals (Interactive Brokers' AAPL_TRADES_20240102.csv, AAPL_BID_ASK_...)
+               "TRADE", "TRADES", "QUOTE", "QUOTES", "LAST", "MIDPOINT", "BIDASK", "DATA", "TICKDATA", "HIST", "RAW",
+               "ALL", "RTH", "EOD", "FULL"}
+
+
+def symbol_in_name(path: Path) -> tuple[str, str] | None:
+    """(symbol, where) when the file's name, else its folder's, names one instrument: a pair (`ETHUSDT-trades-
+    2024-01-02.csv`, `binance-ethusdt-spot/`, `DAT_ASCII_EURUSD_T_202401.csv`) or one ticker in capitals
+    (`AAPL_2012-06-21_..._message_1.csv`). None when neither does, or does not clearly."""
+    if ninja := re.match(r"^([A-Z0-9]{1,6} \d\d-\d\d)\.(Last|Bid|Ask)$", file_stem(path)):
+        return ninja[1], f"file name {file_stem(path)!r}"  # NinjaTrader's `ES 03-24.Last.txt`: the contract
+    # the folder as resolved: `trades.csv` given inside binance-btcusdt-spot/ is in that folder too; a day's
+    # folder (BTCUSDT/2024-08-08/) names no instrument: the one above it may
+    folder = named_folder(path)
+    for name, where in ((file_stem(path), "file name"), (folder.name if folder else "", "folder name")):
+        # Bitfinex's tBTCUSD names the pair BTCUSD; a Hive partition's `symbol=BTCUSDT` its value
+        tokens = [t[1:] if re.match(r"^t[A-Z0-9]{6,}$", t) and PAIR.match(t[1:]) else t
+                  for t in re.split(r"[-_.=\s]+", name) if t]
+        if contract := _crypto_contract(tokens):
+            return contract, f"{where} {name!r}"
+        pairs = {t.upper() for t in tokens if PAIR.match(t)}
+        # a pair written as two names (CoinAPI's COINBASE_SPOT_BTC_USD_..., EUR_USD): BTC-USD, as Coinbase names it
+        split = [(a, b) for a, b in zip(tokens, tokens[1:])
+                 if a.isalpha() and b.isalpha() and len(a) <= 5 and len(b) <= 5 and PAIR.match(a + b)
+                 and a.upper() not in NOT_TICKERS]
+        pairs |= {f"{a.upper()}-{b.upper()}" for a, b in split}
+        halves = {t for pair in split for t in pair}
+        tickers = {t for t in tokens if TICKER.match(t) and t not in NOT_TICKERS and t not in halves}
+        found = pairs or tickers
+        if len(found) == 1:
+            return found.pop(), f"{where} {name!r}"
+        if found:
+            return None
+    return None
+
+
+# NinjaTrader's exports of one side of the book: `ES 03-26.Bid.txt`, `ES 03-26.Ask.txt` (time;price;volume)
+NINJATRADER_SIDE = re.compile(r"\.(Bid|Ask)\.txt$")
+
+
+def one_side_export(path: Path) -> str | None:
+    """Why a NinjaTrader export of one side of the book (`ES 03-26.Bid.txt`) is not read, else None: its rows are
+    best bids (or asks) alone, which detection would read as trades, and a quote has both sides."""
+    if not (side := NINJATRADER_SIDE.search(path.name)):
+        return None
+    last = path.name[: side.start()] + ".Last.txt"
+    return (f"{path}: a NinjaTrader export of the best {side[1].lower()} alone (time;price;volume rows, as its "
+            f"name says): no trades, and one side of the book is no quote the engine takes (a quote has both "
+            f"sides). Replay {last!r} instead, whose rows carry the bid and ask each trade met (a full column map, "
+            f"--columns ts=...,price=..., reads the file as what it names)")
+
+
+def _crypto_contract(tokens: list[str]) -> str | None:
+    """A crypto future as its exchange names it, from a pair and the token after it: Binance's BTCUSD_PERP and
+    BTCUSDT_240329 (a delivery date, YYMMDD), so a perpetual and a quarterly are not one stream."""
+    for pair, after in zip(tokens, tokens[1:]):
+        if not PAIR.match(pair) or re.match(rf"^({CURRENCIES})({CURRENCIES})$", pair, re.IGNORECASE):
+            continue  # FX pairs (EURUSD_202401...) take no contract suffix
+        dated = re.match(r"^\d\d(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])$", after)
+        if after.upper() == "PERP" or dated:
+            return f"{pair.upper()}_{after.upper()}"
+    return None
+
+
+def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
+              detected: bool = False) -> tuple[ColumnMap, list[str]]:
+    """A map that names no stream takes, for a preset, the file's symbol column; else the symbol the file's (or
+    its folder's) name holds; else, for a preset given, its default stream; for a preset's layout `detected`, the
+    folder's name (a detected file of ETHUSDT trades was named after the preset's BTCUSDT); else the file name.
+    Notes say which."""
+    if cmap.stream is not None or cmap.stream_col is not None:
+        return cmap, []
+    if cmap.preset is not None or cmap.default_stream is not None:
+        normal = {normal_name(n): n for n in schema}
+        if column := next((normal[c] for c in FIELD_NAMES["stream"] if c in normal), None):
+            return replace(cmap, stream_col=column), [f"{path.name}: streams from column {column!r}"]
+    if (found := symbol_in_name(path)) is not None:
+        symbol, where = found
+        note = [] if symbol == file_stem(path) else [f"{path.name}: stream {symbol}, from the {where} "
+                                                      f"(--columns stream_name=NAME to name it otherwise)"]
+        return replace(cmap, stream=symbol), note
+    if (cmap.default_stream is not None or cmap.preset is not None) and detected:
+        folder = folder_stream(path)
+        days = path.resolve().parent.relative_to(top).as_posix() if (top := named_folder(path)) else "."
+        above = "" if days == "." else f" above the day folder(s) {days!r}"
+        return replace(cmap, stream=folder), [
+            f"{path.name}: stream {folder}, the name of its folder{above}: no symbol column, and neither the "
+            f"file's name nor its folder's names an instrument (the files of one folder are one stream, its days' "
+            f"folders' files too; --columns stream_name=NAME names it, NAME the instrument's symbol)"]
+    if cmap.default_stream is not None:
+        given = f"--preset {cmap.preset}'s default" if cmap.preset else "the map's default_stream"
+        return cmap, [f"{path.name}: stream {cmap.default_stream}, {given}: neither a symbol column nor the file's "
+                      f"name names one (--columns stream_name=NAME to name it)"]
+    if cmap.preset is not None:  # a vendor's export saved under a name of one's own (ticks_export.csv): said
+        return replace(cmap, stream=file_stem(path)), [
+            f"{path.name}: stream {file_stem(path)}, the file's name: neither a symbol column nor the file's name "
+            f"names an instrument (--columns stream_name=NAME to name it, e.g. stream_name=USDJPY)"]
+    return replace(cmap, stream=file_stem(path)), []
+
+
+def folder_stream(path: Path) -> str:
+    """The stream of a file whose layout (a capture's trades.csv beside its bbo.parquet) names no instrument: its
+    folder's name, which the files of one folder share (and, above day folders, `capture/2024-08-08/`, the files of
+    every day), as a stream name may be (no leading '_', no space at its ends); the file name when no such name is
+    left."""
+    folder = named_folder(path)
+    name = folder.name.strip().lstrip("_").strip() if folder else ""
+    return name[:64] if name and name.isprintable() else file_stem(path)
+
+
+def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
+    """A map whose `date` is "file_name" takes the one ISO date (YYYY-MM-DD) the file's name holds, with a note."""
+    if cmap.date != DATE_FROM_NAME:
+        return cmap, []
+    found = set()
+    for text in re.findall(r"(?<!\d)\d{4}-\d\d-\d\d(?!\d)", file_stem(path)):
+        try:
+            found.add(Date.fromisoformat(text).isoformat())
+        except ValueError:
+            pass
+    if len(found) != 1:
+        held = f"several dates ({', '.join(sorted(found))})" if found else "no date (YYYY-MM-DD)"
+        kind = "seconds after midnight" if cmap.ts_unit in DAY_CLOCK_UNITS else "times of day"
+        raise ValueError(f"{path}: its times are {kind} and the day is not given; its name holds "
+                         f"{held}: give the day with --date YYYY-MM-DD")
+    day = found.pop()
+    zone = f", times in {cmap.tz}" if cmap.tz else ""
+    return replace(cmap, date=day), [f"{path.name}: the day is {day}, from the file name{zone} (--date and --tz "
+                                     f"give others)"]
