@@ -45,19 +45,17 @@ from connectors.field_names import normal_name
 from connectors.file_names import date_of, one_side_export, stream_of, symbol_in_name
 from connectors.file_plan import first_text, is_csv, scan_file, time_sample
 from connectors.header_zones import header_zone_note
+from connectors.headerless_csv import HISTDATA_ZONE, headerless_map, zone_has_dst
 from connectors.json_lines import is_json_lines
 from connectors.layout import (
     HEADERLESS_BAR_STAMP,
-    HISTDATA_ZONE,
     NoTickLayout,
     bar_notes,
     describe_map,
     detect_columns,
-    headerless_map,
     match_case,
     other_clock_note,
     vendor_notes,
-    zone_has_dst,
     zone_in_header,
 )
 from connectors.taq_times import taq_zone, taq_zone_note

@@ -68,8 +68,9 @@ from connectors.file_plan import (
     time_sample,
 )
 from connectors.file_suffixes import PARQUET_SUFFIXES
+from connectors.headerless_csv import zone_has_dst
 from connectors.json_lines import DUPLICATE_KEY, NOT_JSON, is_json_lines
-from connectors.layout import NoTickLayout, detect_columns, zone_has_dst
+from connectors.layout import NoTickLayout, detect_columns
 from connectors.number_separators import DECIMAL_COMMA
 from connectors.planning import plan_file, regular_file
 from connectors.price_notation import unread_price_hint, yield_columns

@@ -1,0 +1,191 @@
+"""The layout of a CSV whose first line is data, not a header (`headerless_map`): a header-less preset whose cells
+its first rows have (Binance's public files), a vendor's layout known by its shape or its name (NinjaTrader's and
+HistData's bars and ticks, Dukascopy's quotes), or a time and two numbers read as a quote or a trade by what most
+rows show. Anything else is refused with the options that read it. HistData writes its times in EST all year
+(HISTDATA_ZONE), so whether a zone changes its clocks (`zone_has_dst`) is here too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Sequence
+from zoneinfo import ZoneInfo
+
+from connectors.column_map import LOBSTER_NAMES, PRESETS, ColumnMap
+from connectors.datetime_text import is_iso_time, time_formats
+from connectors.layout import PRESET_SIGNS
+from connectors.number_separators import NUMBER
+from connectors.time_units import is_epoch
+
+
+def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str = ",") -> tuple[ColumnMap, str]:
+    """The map of a CSV without a header: a HEADERLESS preset whose cells the first rows have, else a time (epoch
+    number or datetime text, maybe beside a symbol) and two numbers: a quote when they are mostly within 1% of
+    each other or the second above the first by under 20% (`_quote_pair`), the lower the bid, else a trade's price
+    and size; a HistData tick file (by its name) always bid, ask, volume. With the name of the layout, for the note.
+    Anything else is refused with the options that read it."""
+    width = Counter(len(row) for row in rows).most_common(1)[0][0]
+    rows = tuple(row for row in rows if len(row) == width) if len(rows) > 2 else rows  # a stray field: not the layout
+    for name, cmap in PRESETS.items():
+        if cmap.names is not None and PRESET_SIGNS.get(name, ()) is not None and len(cmap.names) == width and \
+                all(_fits(cmap, row) for row in rows):
+            return cmap, f"preset {name}"
+    kinds = [_kind(c) for c in rows[0]]
+    if HISTDATA_TICKS.match(path.name) and kinds == ["time", "number", "number", "number"]:
+        return _histdata_ticks(rows[0][0])
+    times = [i for i, k in enumerate(kinds) if k == "time"]
+    numbers = [i for i, k in enumerate(kinds) if k == "number"]
+    texts = [i for i, k in enumerate(kinds) if k == "text"]
+    if len(times) == 1 and times[0] <= 1 and len(texts) <= 1 and set(texts) <= {0, 1} and len(numbers) >= 2 \
+            and all(len(row) == width for row in rows):
+        names = [f"column_{i + 1}" for i in range(width)]
+        names[times[0]] = "time"
+        if texts:
+            names[texts[0]] = "symbol"
+        if (found := _numbers_layout(rows, numbers, names)) is not None:
+            fields, how = found
+            stream = {"stream_col": "symbol"} if texts else {}
+            unit = is_epoch(rows[0][times[0]]) or "datetime"
+            formats = time_formats(rows[0][times[0]]) if unit == "datetime" else []
+            cmap = ColumnMap(ts="time", ts_unit=unit, ts_format=formats[0] if len(formats) == 1 else None,
+                             names=tuple(names), **stream, **fields)
+            return cmap, how
+    hint = _headerless_hint(path, rows[0], kinds, separator)
+    nearly = [name for name, cmap in PRESETS.items() if cmap.names is not None and len(cmap.names) == width and
+              PRESET_SIGNS.get(name, ()) is not None and 2 * sum(_fits(cmap, row) for row in rows) >= len(rows)]
+    if nearly:  # a few bad rows among the first lines: the preset still reads the file, rejecting them
+        hint += (f". Most of its first lines fit preset {nearly[0]}: --preset {nearly[0]} reads it, its rows that "
+                 f"do not fit rejected and counted")
+    raise ValueError(hint)
+
+
+HEADERLESS_BARS = ("open", "high", "low", "close", "volume")
+# HistData's tick files (`DAT_ASCII_USDTRY_T_202401.csv`: `20240102 000000123,bid,ask,0`): always bid, ask and a
+# volume, in EST all year (no summer time), whatever the spread of their first rows (an exotic's reopen: 2%)
+HISTDATA_TICKS = re.compile(r"^DAT_ASCII_[A-Z0-9]+_T_\d{6}", re.IGNORECASE)
+HISTDATA_ZONE = "Etc/GMT+5"
+HISTDATA_LAYOUT = "HistData's tick layout, as its file name says: a time, the bid, the ask and a volume"
+
+
+def zone_has_dst(zone: str) -> bool:
+    """Whether a zone changes its clocks (New York's does; UTC, EST and Etc/GMT+5 do not)."""
+    tz = ZoneInfo(zone)
+    return any(datetime(2024, month, 1, tzinfo=tz).dst() for month in (1, 7))
+
+
+def _histdata_ticks(time: str) -> tuple[ColumnMap, str]:
+    """The map of a HistData tick file whose first time is `time`: quotes, in HistData's zone."""
+    formats = time_formats(time)
+    return ColumnMap(ts="time", ts_unit="datetime", ts_format=formats[0] if len(formats) == 1 else None,
+                     tz=HISTDATA_ZONE, names=("time", "bid", "ask", "volume"), bid="bid", ask="ask"), HISTDATA_LAYOUT
+
+
+def _numbers_layout(rows: tuple[tuple[str, ...], ...], numbers: list[int],
+                    names: list[str]) -> tuple[dict[str, str], str] | None:
+    """The tick fields of a header-less file's numeric columns (named in `names`, in place) and the layout's name,
+    by what most sampled rows show: a bad row or two (a 0 bid at the open, a crossed quote) is rejected when read,
+    not a reason to read the columns as something else. None when they do not tell: a number left unread must be
+    0 on every sampled row (HistData's volume), never a column dropped silently."""
+    if len(numbers) == len(HEADERLESS_BARS) and _most(rows, lambda row: _is_bar([_float(row[i]) for i in numbers])):
+        for i, name in zip(numbers, HEADERLESS_BARS):  # NinjaTrader's and HistData's minute bars
+            names[i] = name
+        return {"price": "close", "size": "volume"}, "a time and a bar's open, high, low, close and volume"
+    if len(numbers) >= 4 and _most(rows, lambda row: _last_bid_ask([_float(row[i]) for i in numbers[:3]])):
+        read, fields = numbers[:4], ("price", "bid", "ask", "size")  # NinjaTrader's `time;last;bid;ask;volume`
+        how = "a time, a last price, the bid and ask it met, and a size"
+    else:
+        read, how = numbers[:2], "a time and two numbers"
+        pairs = [(_float(row[read[0]]), _float(row[read[1]])) for row in rows]
+        if _most(pairs, _quote_pair):
+            fields = ("bid", "ask") if _most(pairs, lambda pair: pair[0] <= pair[1]) else ("ask", "bid")
+            if len(numbers) == 4:  # two more: the sides' sizes in their order (Dukascopy's Ask,Bid,AskVolume,...)
+                read, fields = numbers, (*fields, *(f"{side}_size" for side in fields))
+                how = "a time, two prices of a quote and their sizes"
+        else:
+            fields = ("price", "size")
+    if any(_float(row[i]) != 0 for i in numbers if i not in read for row in rows):
+        return None
+    for i, name in zip(read, fields):
+        names[i] = name
+    return {field: field for field in fields}, how
+
+
+def _quote_pair(pair: tuple[float, float]) -> bool:
+    """Whether two numbers are a quote's bid and ask rather than a trade's price and size: within 1% of each other
+    (in either order: Dukascopy writes the ask first), or the second above the first by under 20% (an exotic's
+    spread at a reopen, 2%; a trade's size is seldom within 20% above its price)."""
+    low, high = min(pair), max(pair)
+    return 0 < low and (high - low <= 0.01 * low or pair[0] <= pair[1] < QUOTE_SPREAD_LIMIT * pair[0])
+
+
+QUOTE_SPREAD_LIMIT = 1.2
+
+
+def _most(items: Sequence[Any], test: Callable[[Any], bool]) -> bool:
+    """Whether most of the sampled items (more than half) pass: a few bad rows do not decide a file's layout."""
+    return 2 * sum(bool(test(item)) for item in items) > len(items)
+
+
+def _is_bar(values: list[float]) -> bool:
+    """Whether open, high, low, close and volume are a bar's: the high the highest, the low the lowest, a range
+    under half the high (two prices and two sizes are not a bar), a volume of 0 or more."""
+    opening, high, low, close, volume = values
+    return 0 < low <= min(opening, close) and max(opening, close) <= high <= 2 * low and volume >= 0
+
+
+def _last_bid_ask(values: list[float]) -> bool:
+    """Whether three numbers are a last price and the bid and ask: all within 1%, bid <= ask."""
+    last, bid, ask = values
+    return 0 < bid <= ask <= 1.01 * bid and 0.99 * bid <= last <= 1.01 * ask
+
+
+def _headerless_hint(path: Path, row: tuple[str, ...], kinds: list[str], separator: str = ",") -> str:
+    times = [i for i, k in enumerate(kinds) if k == "time"]  # names must differ: time, time_2, ... (c3 the rest)
+    names = [("time" if times.index(i) == 0 else f"time_{times.index(i) + 1}") if i in times else f"c{i + 1}"
+             for i in range(len(kinds))]
+    hint = (f"{path}: its first line is data, not a header ({separator.join(row)[:80]}), and its layout cannot be "
+            f"guessed: give its {len(row)} columns in order with --csv-names and map them with --columns, e.g. "
+            f"--csv-names {','.join(names)} --columns ts=...,price=...,size=... (docs/replay.md)")
+    try:
+        seconds = float(row[0])
+    except ValueError:
+        return hint
+    if 0 <= seconds < 86_400 and len(row) == len(LOBSTER_NAMES) and row[1] in tuple("1234567") and \
+            row[5] in ("1", "-1"):
+        return (f"{path}: its first line is data, not a header ({','.join(row)[:80]}): it looks like a LOBSTER "
+                f"message file ({','.join(LOBSTER_NAMES)}): --preset lobster-messages reads its executions as trades "
+                f"(add --date YYYY-MM-DD when its name holds no date; docs/replay.md)")
+    if 0 <= seconds < 86_400 and "." in row[0]:
+        hint += (f". Its first column ({row[0]}) looks like seconds after midnight: --ts-unit "
+                 f"seconds_after_midnight --date YYYY-MM-DD")
+    return hint
+
+
+def _kind(cell: str) -> str:
+    if is_epoch(cell) or (not NUMBER.match(cell) and (is_iso_time(cell) or time_formats(cell))):
+        return "time"
+    if NUMBER.match(cell):
+        return "number"
+    return "bool" if cell.lower() in ("true", "false") else "text" if re.search("[A-Za-z]", cell) else "other"
+
+
+def _fits(cmap: ColumnMap, row: tuple[str, ...]) -> bool:
+    """Whether a row's cells are what a header-less preset's columns hold: its time an epoch number, its side
+    flag true/false, its price and size numbers, and its id columns integers."""
+    if len(row) != len(cmap.names):
+        return False
+    cells = dict(zip(cmap.names, row))
+    numeric = [cmap.price, cmap.size, *(n for n in cmap.names if n.endswith("id"))]
+    times = [n for n in cmap.names if n.endswith("_time") or n == cmap.ts]  # a kline's open and close times
+    return all(is_epoch(cells[n]) for n in times) and (cmap.side is None or cells[cmap.side].lower() in (
+        "true", "false")) and all(NUMBER.match(cells[n]) for n in numeric if n)
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text.replace(",", "."))
+    except ValueError:
+        return float("nan")
