@@ -47,17 +47,8 @@ from connectors.file_plan import first_text, is_csv, scan_file, time_sample
 from connectors.header_zones import header_zone_note
 from connectors.headerless_csv import HISTDATA_ZONE, headerless_map, zone_has_dst
 from connectors.json_lines import is_json_lines
-from connectors.layout import (
-    HEADERLESS_BAR_STAMP,
-    NoTickLayout,
-    bar_notes,
-    describe_map,
-    detect_columns,
-    match_case,
-    other_clock_note,
-    vendor_notes,
-    zone_in_header,
-)
+from connectors.layout import NoTickLayout, detect_columns, match_case, zone_in_header
+from connectors.layout_notes import HEADERLESS_BAR_STAMP, bar_notes, describe_map, other_clock_note, vendor_notes
 from connectors.taq_times import taq_zone, taq_zone_note
 from connectors.time_units import detected_unit, epoch_unit
 

@@ -65,7 +65,8 @@ from connectors.file_plan import (
 from connectors.formula_guard import is_export_header, unguarded
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_lines, junk_reason
-from connectors.layout import databento_book, trade_bars
+from connectors.layout import databento_book
+from connectors.layout_notes import trade_bars
 from connectors.misread_times import time_cautions, time_facts, trade_date_caution
 from connectors.number_separators import COMMA_GROUPED, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution

@@ -1,0 +1,185 @@
+"""Notes on a layout that reads, by what its column names say (what a file's values say is
+connectors/content_notes.py's): a vendor's layout whose fields mean otherwise (`vendor_notes`: Coinbase's maker
+sides, bars and their stamps, settlement prices, quote sizes left unread, the NBBO beside a venue's quote, trades
+and quotes on one row), a second clock not read (`other_clock_note`), and a map as the command line writes it
+(`describe_map`), so that every guess shows at once.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable
+
+from connectors.cautions import Caution
+from connectors.column_map import (
+    BITSTAMP_TYPE,
+    BUYER_MAKER,
+    FIX_AGGRESSOR,
+    LOBSTER_DIRECTION,
+    MAKER_SIDE,
+    QUOTE_FIELDS,
+    VALUE_FIELDS,
+    ColumnMap,
+    shown_offset,
+)
+from connectors.column_names import SETTLEMENT_NAMES, SHARE_CLASS_NAMES, TIME_OF_DAY_NAMES
+from connectors.field_names import FIELD_NAMES, normal_name
+from connectors.layout import databento_book
+
+
+# A file of bars (OHLC, OHLCV): it has these besides its close. Each bar replays as one trade at its close.
+BAR_COLUMNS = frozenset({"open", "high", "low"})
+BAR_CLOSES = {"close": BAR_COLUMNS, "close_price": BAR_COLUMNS,  # a close column -> the columns that make it a bar's
+              "last": BAR_COLUMNS, "last_price": BAR_COLUMNS,  # Sierra Chart's and Barchart's close: `Last`
+              **{f"{p}_c": frozenset({f"{p}_o", f"{p}_h", f"{p}_l"}) for p in ("mid", "bid", "ask")}}  # OANDA's
+BAR_STAMP = ("; most vendors stamp a bar with its start, so a bar's close shows at its start unless the map says "
+             "ts=<its end column>")
+# TradeStation's bar exports (`Date,Time,Open,High,Low,Close,Up,Down`) and NinjaTrader's (no header) are stamped
+# with the bar's end; HistData's M1 files, in NinjaTrader's layout, with its start
+TRADESTATION_BARS = frozenset({"up", "down"})
+TRADESTATION_STAMP = "; TradeStation stamps a bar with its end, so a bar's close shows when it was known"
+HEADERLESS_BAR_STAMP = ("; NinjaTrader stamps a bar with its end (its close shows when it was known), HistData, "
+                        "whose M1 files share this layout, with its start (its close shows a bar early)")
+# Coinbase Exchange's REST trades (`GET /products/{id}/trades`), whose `side` is the maker's: a note names the preset
+COINBASE_TRADES = frozenset({"trade_id", "side", "size", "price", "time"})
+SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER, "the maker's side, read flipped": MAKER_SIDE,
+             "Bitstamp's type: 0 = buy, 1 = sell": BITSTAMP_TYPE,
+             "the resting order's side: 1 = sell": LOBSTER_DIRECTION,
+             "FIX's AggressorSide: 1 = buy, 2 = sell, 0 = none": FIX_AGGRESSOR}  # named in notes
+
+
+def trade_bars(cmap: ColumnMap, names: Iterable[str]) -> bool:
+    """Whether the map reads a file of bars (OHLC), its close as each row's trade price."""
+    return cmap.price is not None and _bar_close(cmap.price, {normal_name(n) for n in names})
+
+
+def _bar_close(column: str, columns: set[str]) -> bool:
+    """Whether `column` is a bar's close beside its open, high and low (a file's columns, as normal names)."""
+    bar = BAR_CLOSES.get(normal_name(column))  # None: no close (an Excel CSV's trailing empty column is no bar)
+    return bar is not None and bar <= columns
+
+
+def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
+    """Notes on a detected layout that reads but is a vendor's whose fields mean otherwise."""
+    columns = {normal_name(n) for n in names}
+    if cmap.side is not None and cmap.side_map is None and COINBASE_TRADES <= columns <= COINBASE_TRADES | \
+            {"product_id"}:
+        return [Caution(f"{path.name}: its columns are Coinbase Exchange's trades layout, whose side is the MAKER's; "
+                        f"read here as the aggressor's. If the file is Coinbase's, give --preset coinbase-trades "
+                        f"(sides flipped)")]
+    stamp = TRADESTATION_STAMP if TRADESTATION_BARS <= columns else BAR_STAMP
+    notes = bar_notes(path, names, cmap, stamp)
+    if not notes and cmap.bid is not None and _bar_close(cmap.bid, columns):
+        notes.append(f"{path.name}: read as bid/ask bars: each row is one quote at their closes ({cmap.bid}, "
+                     f"{cmap.ask}), stamped with its {cmap.ts!r} column{stamp}")
+    if cmap.price is not None and normal_name(cmap.price) in SETTLEMENT_NAMES:
+        notes.append(f"{path.name}: read as settlement prices ({cmap.price}): an exchange's one price a day per "
+                     f"contract, each replayed as a trade{' of size 1' if cmap.size is None else ''} stamped with its "
+                     f"{cmap.ts!r} column, so a question's horizon of N ticks is N days here")
+    elif cmap.price is not None and cmap.size is None:
+        notes.append(f"{path.name}: no size column: each price is a trade of size 1 (a price series); map size= "
+                     f"if the file has sizes under another name")
+    if cmap.bid is not None and (unread := _unread_quote_sizes(names, cmap)):
+        said = ", ".join(f"{column!r} looks like {field}" for field, column in unread)
+        example = ",".join(f"{field}={column}" for field, column in unread)
+        notes.append(f"{path.name}: {said}, not read: its quotes replay without sizes (--columns ...,{example} "
+                     f"reads them)")
+    notes += _best_quote_note(path, names, cmap)
+    if any(normal_name(c) in SHARE_CLASS_NAMES for c in cmap.stream_columns):
+        notes.append(f"{path.name}: each stream is {cmap.stream_columns[0]} with its share class's suffix where the "
+                     f"row has one ({'+'.join(cmap.stream_columns)}: BRK.B, BF.A; AAPL without), so two classes of "
+                     f"one issuer are two streams")
+    if cmap.kind is None and cmap.price is not None and cmap.bid is not None and "kind" not in columns \
+            and databento_book(cmap, names) is None:  # a `kind` column (the wire layout): one kind per row
+        notes.append(f"{path.name}: it has trade ({cmap.price}) and quote ({cmap.bid}, {cmap.ask}) columns: a row "
+                     f"with both replays as two ticks at its time, its quote then its trade; a map of one kind's "
+                     f"columns (--columns ts=...,price=...,size=...) reads that kind only")
+    return notes
+
+
+def _best_quote_note(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
+    """A quote read from `best_*` columns beside plain ones (`_best_quote`): the plain ones, not read, named."""
+    if cmap.bid is None or not normal_name(cmap.bid).startswith("best_"):
+        return []
+    read = set(cmap.source_columns())
+    plain = {field: column for field in QUOTE_FIELDS if (column := next(
+        (n for n in names if n not in read and normal_name(n) in FIELD_NAMES[field]
+         and not normal_name(n).startswith("best_")), None))}
+    if "bid" not in plain or "ask" not in plain:
+        return []
+    return [f"{path.name}: quotes read from {cmap.bid}/{cmap.ask} (the best bid and offer across venues, as WRDS's "
+            f"NBBO files write the NBBO), not from {', '.join(plain.values())} beside them (each row's quoting "
+            f"venue's, which alternate between venues): --columns {','.join(f'{f}={c}' for f, c in plain.items())} "
+            f"reads those"]
+
+
+# Event-time columns: a file with two is stamped on two clocks (an exchange's and the SIP's, an exchange's and the
+# collector's); the one not read is named. Days and bars' start and end columns are not clocks of their own.
+CLOCK_NAMES = frozenset(FIELD_NAMES["ts"]) - {
+    "date", "dates", "trade_date", "business_date", "close_time", "window_end", "end_time", "window_start",
+    "open_time", "start_time"} | {"participant_timestamp", "trf_timestamp", "local_timestamp"}
+
+
+def other_clock_note(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
+    """Time columns beside the one read: named, with the map that reads the stamps of another."""
+    others = [n for n in names if n not in cmap.ts_columns and normal_name(n) in CLOCK_NAMES]
+    if not others or "+" in cmap.ts and any(normal_name(n) in TIME_OF_DAY_NAMES for n in others):
+        return []
+    return [f"{path.name}: also has time column{'s' if len(others) > 1 else ''} "
+            f"{', '.join(map(repr, others[:3]))}, another clock, not read: its ticks are stamped with {cmap.ts!r} "
+            f"(--columns ts={others[0]} reads them at that one's times; a stream's trades and quotes read from "
+            f"files on two clocks are ordered by two clocks)"]
+
+
+def bar_notes(path: Path, names: list[str], cmap: ColumnMap, stamp: str = BAR_STAMP) -> list[str]:
+    """The note on a file read as bars (`trade_bars`), with what `stamp` says of the time a bar is stamped with."""
+    if not trade_bars(cmap, names):
+        return []
+    empty = (f"; a bar of {cmap.price} 0 and {cmap.size} 0 is an interval without trades: left out, counted "
+             f"as filtered_out" if cmap.size else "")
+    return [f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size {cmap.size or 1}, "
+            f"no side), stamped with its {cmap.ts!r} column{stamp}{empty}"]
+
+
+# a column that names a quote side and a size (`BIDSIZ`, `Bid Depth`) without being one of FIELD_NAMES' sizes
+QUOTE_SIZE_WORDS = re.compile(r"(siz|sz|qty|quantity|vol|amount|depth|lots)")
+QUOTE_SIDE_WORDS = {"bid_size": re.compile(r"bid"), "ask_size": re.compile(r"ask|offer|ofr")}
+
+
+def _unread_quote_sizes(names: list[str], cmap: ColumnMap) -> list[tuple[str, str]]:
+    """(field, column) for each quote size a detected layout left unread while the file has a column whose name
+    says it is that size: said in a note, since a constant missing size is a feature a model never sees."""
+    read = set(cmap.source_columns())
+    found = []
+    for field, side in QUOTE_SIDE_WORDS.items():
+        if getattr(cmap, field) is None and (column := next(
+                (n for n in names if n not in read and side.search(normal_name(n)) and
+                 QUOTE_SIZE_WORDS.search(normal_name(n))), None)):
+            found.append((field, column))
+    return found
+
+
+def describe_map(cmap: ColumnMap) -> str:
+    """A map as the command line writes it: `ts=time (ms), stream=symbol, price=px, size=qty`."""
+    zone = (f", {cmap.tz}" if cmap.tz else "") + (f", day {cmap.date}" if cmap.date else "")
+    unit = f" ({cmap.ts_unit}{', ' + cmap.ts_format if cmap.ts_format else ''}{zone})"
+    stream = (f"stream={cmap.stream_col}" if cmap.stream_col else
+              f"stream_name={cmap.stream or cmap.default_stream}" if cmap.stream or cmap.default_stream else
+              "stream from the file's name")  # a preset's map before the file names it (file_names.stream_of)
+    scale = [f"price_scale={cmap.price_scale:g}"] if cmap.price_scale is not None else []
+    scale += [f"price_offset={shown_offset(cmap.price_offset)}"] if cmap.price_offset is not None else []
+    scale += [f"price_format={cmap.price_format}"] if cmap.price_format is not None else []
+    scale += [f"zero_bid={cmap.zero_bid} (a 0 bid beside an ask is a price)"] if cmap.zero_bid is not None else []
+    scale += [f"sequence={cmap.sequence}"] if cmap.sequence is not None else []
+    fields = [f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None]
+    if cmap.side_map:
+        named = next((name for name, side_map in SIDE_MAPS.items() if side_map == cmap.side_map), None)
+        fields = [f + (f" ({named})" if named else f" (side_map {cmap.side_map})") if f.startswith("side=") else f
+                  for f in fields]
+    keep = [f"keep {c} in {'|'.join(str(v) for v in values)}" for c, values in (cmap.keep or {}).items()]
+    signed = ["signed_size (negative: a sell)"] if cmap.signed_size else []
+    offset = [f"utc_offset={cmap.utc_offset}"] if cmap.utc_offset else []
+    decimal = [f"decimal={cmap.decimal}"] if cmap.decimal else []
+    hours = [f"hours {cmap.hours}"] if cmap.hours else []
+    return ", ".join([f"ts={cmap.ts}{unit}", *offset, stream, *fields, *signed, *scale, *keep, *decimal, *hours])
