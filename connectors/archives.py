@@ -4,7 +4,7 @@ the archive's order.
 
 Each unpacked copy keeps its member's own name under folders named as the archive's folder (and, above a day's
 folder, the one that names the instrument: connectors/day_folders.py), so a symbol in either name still names the
-stream (connectors/layout.py `symbol_in_name`). The archive, not the copy, is
+stream (connectors/file_names.py `symbol_in_name`). The archive, not the copy, is
 what a replay's fingerprint, a backtest's run key and rejected rows' locations name.
 """
 

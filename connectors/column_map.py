@@ -274,7 +274,7 @@ class ColumnMap:
     feeds' "no bid", a one-sided quote rejected as missing_field) or "price" (an option nobody bids, a two-sided
     market: the quote replays with bid 0, its mark ask / 2). A 0 ask is no offer either way.
     `decimal`: a CSV's decimal separator, "comma" (dots group thousands: `3.450,5`) or "point" (commas group:
-    `3,450.5`), where its numbers do not tell (`3,450` reads both ways); None: detected (layout.decimal_reading).
+    `3,450.5`), where its numbers do not tell (`3,450` reads both ways); None: detected (`decimal_reading`).
     `sequence`: the column of each row's sequence number (OPRA's, TAQ's, CME MDP's, an exchange's update id), whole
     numbers compared within a stream (CME's RptSeq counts per instrument): rows of equal times replay by stream,
     each stream's in its order, within a file and across files (connectors/replay.py), not in

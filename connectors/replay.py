@@ -934,7 +934,7 @@ class FileReplay(Source):
 
     @property
     def cautions(self) -> list[str]:
-        """The notes a run says again at its end (layout.Caution: the data may mean something else than read)."""
+        """The notes a run says again at its end (cautions.Caution: the data may mean something else than read)."""
         return [note for note in self.notes if isinstance(note, Caution)]
 
     @property

@@ -107,7 +107,7 @@ class BacktestReport:
     test_from: float | None = None  # only answers after this fraction of each stream's ticks were scored
     model_path: str | None = None  # the checkpoint that answered (None: the built-in model)
     stream_ticks: dict[str, int] = field(default_factory=dict)  # each stream's ticks in this run (what test_from cuts)
-    cautions: list[str] = field(default_factory=list)  # notes on the reading said again at the end (layout.Caution)
+    cautions: list[str] = field(default_factory=list)  # notes on the reading said again at the end (cautions.Caution)
     unscored_why: dict[str, str] = field(default_factory=dict)  # query -> why none of its answers was scored
     # query -> why some of its answers were not scored, for a query that scored others (a subset of the labels)
     partly_scored_why: dict[str, str] = field(default_factory=dict)
