@@ -266,5 +266,3 @@ def match_case(cmap: ColumnMap, schema: Mapping[str, pl.DataType]) -> ColumnMap:
         if name is not None and name not in schema and len(found := spellings.get(name.strip().lower(), [])) == 1:
             fixed[field] = found[0]
     return replace(cmap, **fixed) if fixed else cmap
-
-
