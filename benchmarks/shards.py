@@ -107,6 +107,8 @@ class _Booked:
     def drop(self, stream: str) -> None:
         self.items[:] = [item for item in self.items if item.stream != stream]
 
+    forget = drop
+
 
 def moves(lengths: list[int], root: Path) -> list[dict]:
     """For each length: log that many ticks of a new stream (as the front door does), then time its move."""

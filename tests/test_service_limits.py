@@ -540,6 +540,52 @@ def test_streams_a_restart_refuses_under_a_lowered_max_streams_are_said_refused(
                                          "scheduler.max_streams 2 reached" in err, err
 
 
+def test_a_stream_forgotten_before_a_restart_reads_never_seen_whatever_the_limits(checkpoint, tmp_path,
+                                                                                  capsys) -> None:
+    """`forget` is logged and a restart forgets the stream at the same point. Under a lowered max_streams the
+    replay refused the forgotten stream's ticks before it reached the forget, and the refusal stayed: the start
+    warned of it as a logged stream refused, `streams` said "refused (N ticks)" (exit 1) and counted it in
+    refused_at_start. At an unchanged limit "recovered N ticks" counted its ticks. Now it reads as never seen and
+    counts nowhere: not replayed, not refused, not in refused_streams."""
+    from engine.service.cli import main
+
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    sections = {"log": {"dir": str(tmp_path / "d")}, "queries": str(tmp_path / "q.yaml"),
+                "limits": {"heartbeat_s": 0.2}}
+    market = ticks(60, seed=22, streams=4)
+    held, gone, late = sorted({t.stream for t in market})[:2], *sorted({t.stream for t in market})[2:]
+    count = {name: sum(t.stream == name for t in market) for name in (*held, gone, late)}
+    with live_server(checkpoint, scheduler={"max_streams": 3}, **sections) as (server, push):
+        sent = 0
+        for names in (held, [gone]):  # the forgotten stream logged after two others: refused under a limit of 2
+            push.send(encode([t for t in market if t.stream in names]))
+            sent += sum(count[name] for name in names)
+            wait_for(lambda: server.pipeline.ticks_in == sent)
+        with ControlClient(server.endpoints["control"], timeout_s=60) as control:
+            assert control.call("forget", stream=gone)["ticks"] == count[gone]
+        push.send(encode([t for t in market if t.stream == late]))
+        wait_for(lambda: server.pipeline.ticks_in == sent + count[late] and not server.pipeline.busy)
+    kept = count[held[0]] + count[held[1]] + count[late]
+    capsys.readouterr()
+    with live_server(checkpoint, scheduler={"max_streams": 3}, **sections) as (server, push):
+        assert f"recovered {kept} ticks of 3 streams from " in capsys.readouterr().err
+        assert server.pipeline.ticks_in == kept and server.pipeline.data.stats()["recovered_ticks"] == kept
+    with live_server(checkpoint, scheduler={"max_streams": 2}, **sections) as (server, push):
+        err = capsys.readouterr().err
+        assert f"warning: 1 logged stream refused at this start ({late!r}; {count[late]} logged ticks): " in err, err
+        with ControlClient(server.endpoints["control"], timeout_s=60) as control:
+            reply = control.call("streams", streams=[gone, late])
+            assert reply["streams"] == {gone: None, late: None} and list(reply["refused"]) == [late], reply
+            assert control.call("streams")["refused_at_start"]["streams"] == 1
+            stats = control.call("stats")["stats"]
+            assert stats["log"]["replay_refused"] == stats["scheduler"]["refused_streams"] == count[late], stats
+            with pytest.raises(ControlError, match=f"stream '{gone}' has sent no data"):
+                control.call("ask", stream=gone, query="dir")
+        capsys.readouterr()
+        assert main(["streams", gone, "--control", server.endpoints["control"]]) == 0
+        assert capsys.readouterr().out == f"{gone}\tnever seen\n"
+
+
 def test_serve_without_a_config_registers_the_example_queries(tmp_path, capsys) -> None:
     from engine.service.cli import EXAMPLE_QUERIES, build_parser
     from engine.service.cmd_serve import _serve_config

@@ -812,6 +812,7 @@ def test_forget_on_shards_drops_the_stream_on_its_shard_and_a_restart_keeps_it_f
         held = control.call("streams", streams=["FX.D"])["streams"]["FX.D"]
         assert (held["ticks"], held["last_ts"]) == (1, now + 2 * 10**9)
         assert shard_sessions(server.pipeline)["FX.D"][0] == 1
+        assert server.pipeline.data.recovered_ticks == 3 + 1  # FX.OK's, FX.D's since: not the 4 forgotten
         feeder.send([trade("FX.D", now + 3 * 10**9, 100.0, 1.0, "buy")])
         wait_for(lambda: control.call("streams", streams=["FX.D"])["streams"]["FX.D"]["ticks"] == 2)
         assert "ts_backwards" not in control.call("stats")["stats"]["rejected"]

@@ -37,6 +37,10 @@ class ReplayTarget(Protocol):
     def drop(self, stream: str) -> None:
         """The live run expired ``stream`` for idleness here: its session and what is kept beside it go."""
 
+    def forget(self, stream: str) -> None:
+        """An operator had ``stream`` forgotten here: as ``drop``, and the refusals of its items this replay
+        counted go too (a forgotten stream reads as never seen after the restart, whatever the limits)."""
+
 
 class Replayed(NamedTuple):
     """What replay_log read."""
@@ -127,13 +131,17 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
     logged item of that time (the log's retention dropped its start) is booked whole.
 
     Where the live run expired a stream for idleness, the stream is dropped here too (its ordering guard stays,
-    as live). A stream whose first ticks retention dropped counts on from where the live run was."""
+    as live); where an operator had it forgotten, so is its guard, and its items up to there count neither as
+    replayed nor as refused. A stream whose first ticks retention dropped counts on from where the live run was."""
     answered = dict(answered or {})
     counted: dict[str, int] = {}
     owed: set[str] = set()  # streams past their answered point: their items go to the tail
     tail: list[EncodedTick | None] = []
     seen: set[str] = set()  # streams this replay has items (or a start) of
     started = 0  # the ticks segment starts count of the streams first met there (a log without LOGGED: dropped)
+    # stream -> [ticks replayed, items refused] since the log began or its last forget: what a forget takes back
+    placed: dict[str, list[int]] = {}
+    taken = [0, 0]  # ... the sums of what the forgets took back
 
     def start(counts: dict[str, list[Any]]) -> None:
         """A segment's start: the streams first met here had records in segments retention dropped; they
@@ -153,13 +161,17 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
 
     def book(item: EncodedTick) -> None:
         seen.add(item.stream)
+        counts = placed.setdefault(item.stream, [0, 0])
         if item.stream in owed:
             tail.append(item)
+            counts[0] += item.ticks
             return
         try:
             target.restore(item)
         except AdmissionRefused as e:  # the limits changed since: counted, never fatal
+            counts[1] += 1  # (replay_log counts one refusal per item refused)
             raise InvalidTick("stream_refused", str(e), item.stream) from None
+        counts[0] += item.ticks
         point = answered.get(item.stream)
         if point is not None:  # (an earlier session of the stream, before an expiry, may pass the count first)
             counted[item.stream] = counted.get(item.stream, 0) + item.ticks
@@ -173,9 +185,15 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
         counted.pop(stream, None)  # the answered point counts the session after the last expiry
 
     def forget(stream: str) -> None:
-        """As an expiry, and its ordering guard goes too; what the live run had not computed of it was dropped."""
-        expire(stream)
-        encoders.forget(stream)
+        """As an expiry, and its ordering guard goes too; what the live run had not computed of it was dropped.
+        Its items so far are taken back from the counts: a restart's "recovered N ticks" and its refusals (a
+        limit lowered since) are of the streams it holds, not of one the operator dropped."""
+        target.forget(stream)
+        encoders.forget(stream)  # (not drop: the guard goes too)
+        counted.pop(stream, None)
+        ticks, refused = placed.pop(stream, (0, 0))
+        taken[0] += ticks
+        taken[1] += refused
         owed.discard(stream)
         tail[:] = [item for item in tail if item is None or item.stream != stream]
 
@@ -188,7 +206,7 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
     # a log written before LOGGED: the streams' counts at the first kept start, which miss a stream expired before it
     dropped = read.before if read.before is not None else started
     stats.ticks_dropped_by_retention += dropped
-    return SplitLog(read.ticks, read.refused, tail, dropped + read.logged)
+    return SplitLog(read.ticks - taken[0], read.refused - taken[1], tail, dropped + read.logged)
 
 
 def logged_tick(record: dict[str, Any]) -> Tick:

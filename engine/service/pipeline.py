@@ -817,12 +817,14 @@ class _EngineReplay:
     def __init__(self, pipeline: TickPipeline) -> None:
         self.pipeline = pipeline
         self.scheduler = pipeline.engine.scheduler
+        self.refused: dict[str, int] = {}  # stream -> items admission refused (each counted in refused_streams)
 
     def restore(self, item: EncodedTick) -> None:
         try:
             self.scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
         except AdmissionRefused as e:  # (split_log counts it, refused as stream_refused)
             self.pipeline._turn_away(item.stream, item.ticks, str(e))
+            self.refused[item.stream] = self.refused.get(item.stream, 0) + 1
             raise
         self.pipeline._accepted(item)
 
@@ -837,3 +839,9 @@ class _EngineReplay:
         self.scheduler.drop(stream)
         self.pipeline.scores.drop_stream(stream)
         self.pipeline.adaptation.drop_stream(stream)
+
+    def forget(self, stream: str) -> None:
+        """Its refusals go with it: not said refused at this start, nor counted in refused_streams."""
+        self.drop(stream)
+        self.pipeline._turned_away.pop(stream, None)
+        self.scheduler.stats.refused_streams -= self.refused.pop(stream, 0)

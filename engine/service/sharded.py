@@ -743,6 +743,9 @@ class _ShardRestores:
             self.front.scores.drop_stream(stream)
             self.front.adaptation.drop_stream(stream)
 
+    def forget(self, stream: str) -> None:
+        self.drop(stream)  # (its items go before any shard sees them: no shard refuses them)
+
     def committed(self, tail: list[EncodedTick | None]) -> dict[str, int]:
         """Every stream's tick count once the tail is in (where a query registered now starts)."""
         counts = {stream: self.starts.get(stream, (0, 0))[0] + sum(item[3] for item in items)
