@@ -434,7 +434,9 @@ def test_refused_new_streams_are_said_with_the_limit_that_refused_them(checkpoin
 
 def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint, tmp_path) -> None:
     """After scheduler.stream_idle_s an ask names the expiry (not "has sent no data"), as do a surprise's ask and
-    `get` (not "yet"), and `streams` still knows the stream's last accepted ts: where its feed resumes."""
+    `get` (not "yet"), and `streams` still knows the stream's last accepted ts: where its feed resumes. The ask's
+    reason is `unknown_stream`, a stream the service holds no tick of: it was `bad_request`, which tells a client to
+    fix its request, where the same ask is served once the stream's next tick is in."""
     (tmp_path / "q.yaml").write_text(QUERIES)
     with live_server(checkpoint, scheduler={"stream_idle_s": 0.2}, limits={"heartbeat_s": 0.1},
                      queries=str(tmp_path / "q.yaml")) as (server, push):
@@ -443,10 +445,11 @@ def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint, tmp_pat
         stream = market[0].stream
         with ControlClient(server.endpoints["control"], timeout_s=60) as control:
             wait_for(lambda: control.call("stats")["stats"]["streams_expired"] >= 1)
-            with pytest.raises(RuntimeError, match="expired after scheduler.stream_idle_s"):
-                control.call("ask", stream=stream, spec={"name": "x", "question": "direction_20", "kind": "choice"})
-            with pytest.raises(RuntimeError, match="expired after scheduler.stream_idle_s"):
-                control.call("ask", stream=stream, query="nll")
+            for ask in ({"spec": {"name": "x", "question": "direction_20", "kind": "choice"}}, {"query": "nll"},
+                        {"query": "dir", "max_stale_ticks": 5}):
+                with pytest.raises(ControlError, match="expired after scheduler.stream_idle_s") as refused:
+                    control.call("ask", stream=stream, **ask)
+                assert refused.value.reason == "unknown_stream", ask
             assert control.call("get", stream=stream, query="dir") == {"ok": True, "answer": None,
                                                                         "stream_known": True, "expired": True}
             last = max(t.ts for t in market if t.stream == stream)
@@ -458,7 +461,8 @@ def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint, tmp_pat
 def test_a_stream_whose_every_tick_was_refused_is_said_so_not_never_sent(live) -> None:
     """A yield quoted as bid/ask (up in yield is down in price: the bid above the ask) is refused as crossed; an ask
     on that stream said "has sent no data", sending the operator to a feed that did send. It names the refusals,
-    as `streams` does; a stream with accepted ticks is not remembered for its refusals."""
+    as `streams` does (reason `unknown_stream`, as for a stream never seen: not `bad_request`, a request to fix); a
+    stream with accepted ticks is not remembered for its refusals."""
     from connectors.ticks import Tick
 
     server, push = live
@@ -470,8 +474,9 @@ def test_a_stream_whose_every_tick_was_refused_is_said_so_not_never_sent(live) -
     with ControlClient(server.endpoints["control"]) as control:
         wait_for(lambda: sum(control.call("stats")["stats"]["rejected"].values()) == 3)
         with pytest.raises(ControlError, match=r"stream 'UST10Y' has no accepted tick: its 2 ticks were refused "
-                                               r"\(the first: crossed_quote: "):
+                                               r"\(the first: crossed_quote: ") as refused:
             control.call("ask", stream="UST10Y", query="dir")
+        assert refused.value.reason == "unknown_stream"
         reply = control.call("streams", streams=["UST10Y", market[0].stream])
         assert reply["streams"]["UST10Y"] is None and reply["refused"]["UST10Y"]["ticks"] == 2
         assert reply["refused"]["UST10Y"]["error"].startswith("crossed_quote: ") and set(reply["refused"]) == {"UST10Y"}

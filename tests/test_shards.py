@@ -285,9 +285,10 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
 def test_an_ask_a_shard_holds_no_session_for_is_answered_as_one_engine_answers_it(checkpoint, tmp_path) -> None:
     """An ask the front door routes to the stream's shard while that shard expires the stream (in the call in flight:
     the front door has not heard yet) found no session there and was refused `ask_failed`, "has sent no data", of a
-    stream that had sent data. It gets the reply one engine gives an ask on that stream (Server._no_session, from what
-    the front door knows once the expiry is in): here `bad_request`, that it expired. A real Server whose loop's steps
-    the test makes, so the ask meets the expiry in flight every time."""
+    stream that had sent data. It gets the reply one engine gives an ask on that stream (ControlOps._no_session, from
+    what the front door knows once the expiry is in): here `unknown_stream` (it was `bad_request`, a request to fix),
+    that it expired. A real Server whose loop's steps the test makes, so the ask meets the expiry in flight every
+    time."""
     from engine.service.server import Server
 
     queries = tmp_path / "q.yaml"
@@ -312,7 +313,7 @@ def test_an_ask_a_shard_holds_no_session_for_is_answered_as_one_engine_answers_i
         assert server._op_ask({"op": "ask", "stream": "SYN.A", "query": "dir"}, replies.append) is None  # routed
         wait_for(lambda: server._step() or replies)
         assert "SYN.A" in front.expire_idle()  # the front door heard of the expiry before the ask's reply
-        assert replies == [{"ok": False, "reason": "bad_request",
+        assert replies == [{"ok": False, "reason": "unknown_stream",
                             "error": "stream 'SYN.A' expired after scheduler.stream_idle_s without data: its session "
                                      "is gone, and its next tick starts a new one"}], replies
     finally:
@@ -634,7 +635,8 @@ def test_an_ask_on_a_stream_whose_every_tick_a_shard_refused_says_so(checkpoint,
     """Restarted with a lower scheduler.max_streams, each shard rebuilds as many streams as it may hold now and
     refuses the logged ticks of the rest: an ask on one of those said "has sent no data" (the shard's engine holds
     nothing of it), sending the operator to a feed that did send. It says, as one engine does, that its ticks were
-    refused and why, with as many ticks as the stream sent. `streams` showed such a stream with the front door's
+    refused and why, with as many ticks as the stream sent, and one engine's reason (`unknown_stream`, not
+    `bad_request`). `streams` showed such a stream with the front door's
     counts, as if accepted: it names it as refused, as one engine does (nil, and left out of the listing of every
     stream), and the front door's admission counts the streams its shard holds. The listing of every stream counts
     them in `refused_at_start` (it counted only what the front door's replay refused: none, the shards refuse)."""
@@ -654,8 +656,8 @@ def test_an_ask_on_a_stream_whose_every_tick_a_shard_refused_says_so(checkpoint,
         reply = control.call("streams", streams=streams)
         every = control.call("streams")  # the shards' restores refused them after the start's replay: counted too
         listed = every["streams"]
-        errors = {name: control.request({"op": "ask", "stream": name, "query": "dir"}).get("error")
-                  for name in streams}
+        asked = {name: control.request({"op": "ask", "stream": name, "query": "dir"}) for name in streams}
+        errors = {name: reply.get("error") for name, reply in asked.items()}
         stream_count = control.call("health")["streams"]
         late = next(name for name in streams if errors[name] is not None)  # a refused stream's next tick: refused
         with FeedClient(server.endpoints["ingest"]) as feeder:  # by the front door now, before the log, as one
@@ -665,6 +667,7 @@ def test_an_ask_on_a_stream_whose_every_tick_a_shard_refused_says_so(checkpoint,
     refused = {name: error for name, error in errors.items() if error is not None}
     assert len(refused) == len(streams) - 2, errors  # one stream per shard rebuilt, its asks answered
     for name, error in refused.items():
+        assert asked[name]["reason"] == "unknown_stream", asked[name]  # as one engine says it (was bad_request)
         assert error == (f"stream {name!r} has no accepted tick: its {sent[name]} ticks were refused (the first: "
                          f"stream_refused: stream {name!r} refused: 1 streams are held, the limit "
                          f"(scheduler.max_streams))"), error

@@ -176,14 +176,16 @@ class ControlOps:
                         f"(kind {kind})")
         return QuerySpec.from_dict({"name": name, "streams": ["*"], "question": name, "kind": kind})
 
-    def _no_session(self, stream: str) -> ControlError:
+    def _no_session(self, stream: str) -> ControlUnknownStream:
         """Why an ask finds no session of ``stream``: it expired, or no tick of it was accepted (refused ones
-        said: the KV policy `refuse` turns new streams away while the pool is promised to others)."""
+        said: the KV policy `refuse` turns new streams away while the pool is promised to others). Each is
+        `unknown_stream`, a stream the service holds no tick of: not `bad_request`, as the same ask is served once
+        the stream's next tick is accepted; the text says which."""
         if self.pipeline.encoders.accepted([stream])[stream] is not None:
-            return ControlError(f"stream {excerpt(stream)} expired after scheduler.stream_idle_s without data: its "
-                                f"session is gone, and its next tick starts a new one")
+            return ControlUnknownStream(f"stream {excerpt(stream)} expired after scheduler.stream_idle_s without "
+                                        f"data: its session is gone, and its next tick starts a new one")
         if stream in self._refused_streams:
-            return ControlError(no_accepted_tick(stream, *self._refused_streams[stream]))
+            return ControlUnknownStream(no_accepted_tick(stream, *self._refused_streams[stream]))
         refused = self.pipeline.rejected.get("stream_refused", 0)  # (the count alone: stats() walks every stream)
         return ControlUnknownStream(f"stream {excerpt(stream)} has sent no data" + (
             f" that was accepted ({refused} ticks of new streams were refused as stream_refused: "

@@ -302,9 +302,8 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
                    **(outcome.context or getattr(outcome.job, "context", None) or {})})  # (a shard's: RemoteJob)
         elif reply is not None:  # its shard lost mid-ask: the same ask, sent again, is answered; else the question's
             reason, error = getattr(outcome.job, "reason", None), outcome.error  # (a shard's: RemoteJob)
-            if reason == "unknown_stream":  # its shard holds nothing of the stream: why, as one engine says it
-                no_session = self._no_session(outcome.job.stream)
-                reason, error = no_session.reason, sendable(clip(str(no_session), ERROR_REPLY_CHARS))
+            if reason == "unknown_stream" and error is None:  # its shard holds nothing of it: why, as one engine says
+                error = sendable(clip(str(self._no_session(outcome.job.stream)), ERROR_REPLY_CHARS))
             reply({"ok": False, "reason": reason or ("shard_lost" if outcome.retry else "ask_failed"), "error": error})
 
     def close(self) -> None:

@@ -33,7 +33,6 @@ import numpy as np
 import torch
 
 from connectors.encoder import EncodedTick
-from connectors.ticks import slash_hint
 from engine.jobs import JobOutcome
 from engine.engine import Engine
 from engine.runner import ModelRunner
@@ -295,14 +294,13 @@ class Shard:
             try:
                 spec = self.registry.get(spec) if isinstance(spec, str) else QuerySpec.from_dict(spec)
                 return self._ask(spec, stream, ticket)
-            except UnknownStream:  # the front door routed it here: said as one engine says it (a request error)
+            except UnknownStream:  # the front door routed it here: one engine's reason (ControlOps._no_session)
                 held = self.refused_streams.get(stream)
-                if held:
-                    return [JobOutcome(RemoteJob(ticket, reason="bad_request"), error=no_accepted_tick(stream, *held))]
-                # (an expiry here the front door had not heard of when it sent the ask): it says why from what it
-                # knows of the stream (Server._no_session: expired, refused, or never seen with the close names)
+                # why: the refusals this shard holds (the front door may still hold the stream: more of it waits to
+                # come here), else none, and the front door says it from what it knows of the stream (expired, or
+                # never seen with the close names)
                 return [JobOutcome(RemoteJob(ticket, reason="unknown_stream"),
-                                   error=f"stream {stream!r} has sent no data{slash_hint(stream)}")]
+                                   error=no_accepted_tick(stream, *held) if held else None)]
             except (ValueError, LookupError) as e:
                 return [JobOutcome(RemoteJob(ticket), error=str(e).strip('"') or type(e).__name__)]
         else:
