@@ -93,7 +93,7 @@ def throughput(shards: int, ticks: list, warmup: list, root: Path) -> dict:
 
 
 class _Booked:
-    """A replay target (durability.ReplayTarget) that keeps the booked items: what a move reads from the log."""
+    """A replay target (log_replay.ReplayTarget) that keeps the booked items: what a move reads from the log."""
 
     def __init__(self, items: list) -> None:
         self.items = items

@@ -371,7 +371,8 @@ def test_probe_budget_spreads_questions_over_forwards_and_loses_none(checkpoint)
 
 
 def test_a_forward_given_a_smaller_budget_takes_no_more_and_loses_nothing(checkpoint) -> None:
-    """A stop sizes its last forwards to the time it has left (Server._drain): Engine.step(max_tokens)."""
+    """A stop sizes its last forwards to the time it has left (StopDrain._drain, stop_drain.py):
+    Engine.step(max_tokens)."""
     config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16}})
     pipeline = TickPipeline(config)
     engine = Engine(pipeline.runner, SchedulerConfig(max_batch_tokens=160))

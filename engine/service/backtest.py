@@ -574,7 +574,7 @@ def _ingest(pipeline: TickPipeline, tick: Tick, marks: dict[str, MarkSeries],
 def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[str, MarkSeries],
              bar: Any, stop: Callable[[], bool]) -> int:
     """Bring sessions, codec state and ordering guards to where the interrupted run checkpointed, as `serve`
-    recovers from its tick log (engine/service/durability.py): the first `upto` ticks go through the same
+    recovers from its tick log (engine/service/log_replay.py): the first `upto` ticks go through the same
     encoders and are booked on their streams without computing them (Scheduler.restore: token logs and rolls
     end exactly where the run's forwards left them), then each window's KV is computed once. Answers before
     `upto` are in the parts already."""

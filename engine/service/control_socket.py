@@ -18,7 +18,8 @@ from engine.service.wire_protocol import pack
 from queries.limits import clip, excerpt
 from queries.spec import QuerySpecError
 
-CONTROL_HWM = 16  # requests and replies ZeroMQ queues per control client (replies past it wait in Server._unsent)
+# requests and replies ZeroMQ queues per control client (replies past it wait in ControlSocket._unsent)
+CONTROL_HWM = 16
 
 
 class UnsentReplies:

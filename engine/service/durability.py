@@ -42,7 +42,7 @@ from connectors.encoder import EncodedTick, StreamEncoders
 from connectors.ticks import counted
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
-# new_epoch: re-exported for server.py, which imports it from here (another batch is splitting server.py)
+# new_epoch: re-exported for server.py, which imports it from here
 from engine.service.data_dir_open import (check_meta, new_epoch, read_epoch, refuse_the_users_folder,
                                           retention_past_filesystem, take_lock, unusable_part)
 from engine.service.kept_queries import RestoredQueries, read_query_versions, write_queries_files

@@ -39,8 +39,8 @@ from connectors.feed import EngineLost, FeedTimeout
 from connectors.ticks import Tick
 from engine.service.client import ControlClient, ControlError
 
-# a control reply's error while the engine loads (server.py _StartingReplies): its reason, or, from a service of an
-# earlier version that gave none, its words
+# a control reply's error while the engine loads (starting_replies.py StartingReplies): its reason, or, from a
+# service of an earlier version that gave none, its words
 STARTING, STARTING_WORDS = "starting", "the service is starting"
 START_WAIT_S = 20.0  # a feed waits this long for a control socket that accepts nothing yet (a serve just launched)
 CONFIRM_EVERY_S = 1.0  # how often the engine is asked what it holds (so what is kept here stays small)

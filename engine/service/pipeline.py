@@ -254,7 +254,7 @@ class TickPipeline:
                                        max_ts_ahead_ns=config.limits.max_ts_ahead_ns,
                                        zero_bid_is_price=config.limits.zero_bid == "price")
         self.ticks_in = 0
-        self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages (server.py)
+        self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages (ingest_reading.py)
         self._lag_checked, self._pending_lag_s = float("-inf"), 0.0
         self.shedding = Shedding(config.limits.max_lag_s, config.limits.max_backlog_tokens)
         self.rejected: Counter[str] = Counter()
@@ -293,7 +293,7 @@ class TickPipeline:
         changed = (register_changed(config.queries, self.registry, self.forget_query, configured)
                    if config.queries else [])
         changed = sorted(reregistered - set(changed)) + changed
-        self._progress = progress  # what a restart is doing, for `health` while it starts (server.py)
+        self._progress = progress  # what a restart is doing, for `health` while it starts (starting_replies.py)
         if self.data is not None:
             progress("replaying the tick log")
             tail = self.data.replay(self.encoders, _EngineReplay(self), answered=answered_points(self.cache),
@@ -349,7 +349,7 @@ class TickPipeline:
 
     def _answer_tail(self, tail: list[EncodedTick | None], changed: set[str]) -> list[JobOutcome]:
         """The logged items past each stream's answered point, computed as the live run would have
-        (durability.answer_tail); the answers kept as live ones are."""
+        (owed_answers.answer_tail); the answers kept as live ones are."""
         items = [item for item in tail if item is not None]
         owed = self._say_owed(tail, items, changed, "computing what was owed: ", "ingest and answers are bound "
                               "after it (`health` says starting meanwhile)")
@@ -391,7 +391,7 @@ class TickPipeline:
         """A replay's tail queued as the stopped process had it (its items, a tick group per wire message), for the
         serving loop to compute once ingest is bound: ticks arriving meanwhile queue behind it, each stream in
         order. Until every stream's tail is computed, its groups answer only the queries the stopped process owed
-        there (durability.answer_tail's rule; `flash.owes`), and a query the config changed waits for new ticks."""
+        there (owed_answers.answer_tail's rule; `flash.owes`), and a query the config changed waits for new ticks."""
         items = [item for item in tail if item is not None]
         self._say_owed(tail, items, changed, "owed: ", "computed once ingest and answers are bound (new ticks "
                        "queue behind them; `lag_s` and `owed_ticks` in stats say how far it is)")
@@ -448,7 +448,7 @@ class TickPipeline:
 
     def _tail_progress(self) -> None:
         """Streams whose deferred tail is computed leave it; with the last, the restart's rules end (as at the end
-        of durability.answer_tail: a changed query fires first on each stream's next batch)."""
+        of owed_answers.answer_tail: a changed query fires first on each stream's next batch)."""
         if not self._tail_end:
             return
         done = [s for s, end in self._tail_end.items()
@@ -811,7 +811,7 @@ def _return_memory() -> None:
 
 
 class _EngineReplay:
-    """A tick log replay's target (durability.ReplayTarget) in one engine: items booked on the scheduler and
+    """A tick log replay's target (log_replay.ReplayTarget) in one engine: items booked on the scheduler and
     seen by what marks ticks beside it (live scores, the answer adaptation), as the live path's would be."""
 
     def __init__(self, pipeline: TickPipeline) -> None:

@@ -90,7 +90,7 @@ def unpack_items(packed: dict[str, Any]) -> Iterator[Item]:
 
 
 def pack_tail(tail: list[EncodedTick | None]) -> dict[str, Any]:
-    """A replay's tail (durability.split_log: items, None where a wire message began) as pack_items arrays, with
+    """A replay's tail (log_replay.split_log: items, None where a wire message began) as pack_items arrays, with
     the positions of the items that began a message."""
     items: list[Item] = []
     message_starts: list[int] = []
@@ -164,7 +164,7 @@ class Shard:
         streams), then compute the answers owed. ``logged`` (pack_logged): the items up to each stream's
         answered point, booked; where retention dropped a stream's first ticks, its count then; and the tail
         past the answered points, computed a tick group at a time as the live run would have
-        (durability.answer_tail: ``changed`` are the queries the config changed at this start)."""
+        (owed_answers.answer_tail: ``changed`` are the queries the config changed at this start)."""
         started, started_ns = time.perf_counter(), time.time_ns()
         if reset:
             thaw_heap()  # the engine being replaced is collected as usual

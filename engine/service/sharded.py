@@ -154,7 +154,7 @@ class ShardedPipeline:
     def _restore_all(self) -> None:
         """On start: registry and answers from the data directory, then every logged item through the
         encoders here (codec state, ordering guards) and to its stream's shard, which rebuilds from them and
-        computes what was owed as one engine does (durability.split_log, answer_tail)."""
+        computes what was owed as one engine does (log_replay.split_log, owed_answers.answer_tail)."""
         reregistered: set[str] = set()  # queries the data directory's state did not describe: registered now
         if self.data.queries_path.is_file():
             self.marks, reregistered = self.data.restore_queries(self.registry)
@@ -706,7 +706,7 @@ def _dead_why(error: Exception, max_restarts: int) -> str:
 
 
 class _ShardRestores:
-    """A tick log replay's target (durability.ReplayTarget) at a sharded front door: each booked item, retention
+    """A tick log replay's target (log_replay.ReplayTarget) at a sharded front door: each booked item, retention
     start and expiry goes to the restore of its stream's shard. At the start (``accepted``) the front door's
     own per-stream state (live scores, the answer adaptation) sees them as the live path did; a shard restored
     mid-run (read on a thread) leaves that state, which never stopped, alone."""

@@ -63,7 +63,8 @@ class CorruptLog(ValueError):
         self.why = why
 
 
-# The tick log's own records beside the ticks (engine/service/durability.py writes them; tick_export reads them):
+# The tick log's own records beside the ticks (engine/service/durability.py writes them; log_replay.py and
+# tick_export.py read them):
 SEGMENT_START = "start"  # each tick log segment's first record: {start: {stream: [ticks, last_ts, codec state,
 #                          session (tokens, chunk boundaries, next roll point) or nil, ticks stamped last_ts]}}
 # beside SEGMENT_START: the ticks logged before the segment since the log began (what retention drops of them is
