@@ -27,14 +27,14 @@ from zmq.utils.monitor import parse_monitor_message
 
 from connectors.handshake import HandshakeMonitor, curve_client
 from connectors.source import BEHIND_SAID_S, Source
-from connectors.ticks import Tick, counted, plain, shown_name
+from connectors.ticks import Tick, counted, shown_name
+from connectors.wire_payload import SendItem, pack
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 WATCH_SLICE_MS = 50  # a watched send checks the connection at least this often while it waits
 REJECTS_TOPIC = "_rejects/"  # the service's own topics, defined here because connectors sit below the service
 HEARTBEAT_TOPIC = "_heartbeat/"
 REJECTS_SAY_EVERY_S = 10.0  # after the first rejection of each reason, a watch says the counts at most this often
-SendItem = Tick | Mapping[str, Any]
 
 
 class FeedTimeout(TimeoutError):
@@ -64,33 +64,6 @@ class FeedResume(Protocol):
 
     def unconfirmed(self, rejected: Mapping[str, int]) -> int:
         """Asks the engine now: how many of the ticks sent it has neither accepted nor refused yet."""
-
-
-def _wire(item: Any) -> dict[str, Any]:
-    if isinstance(item, Tick):
-        return item.to_wire()
-    if isinstance(item, Mapping):
-        return dict(item)
-    raise TypeError(f"a tick is a Tick or a dict, got {type(item).__name__}")
-
-
-def packable(value: Any) -> Any:
-    """msgpack's hook for values it cannot pack: numpy scalars as the Python values they hold."""
-    if (converted := plain(value)) is not value:
-        return converted
-    kind = "an int past 64 bits" if isinstance(value, int) else type(value).__name__
-    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-    raise TypeError(f"value {shown} ({kind}) cannot be sent: a tick's fields and a request's values are str, int "
-                    f"(64-bit), float or None")
-
-
-def pack(ticks: SendItem | Sequence[SendItem]) -> tuple[bytes, int]:
-    """msgpack payload of one tick (a map) or a batch (a list of maps), and how many ticks it holds."""
-    if isinstance(ticks, (Tick, Mapping)):
-        return msgpack.packb(_wire(ticks), use_bin_type=True, default=packable), 1
-    if isinstance(ticks, (list, tuple)):
-        return msgpack.packb([_wire(t) for t in ticks], use_bin_type=True, default=packable), len(ticks)
-    raise TypeError(f"send() takes a Tick, a dict or a list of them, got {type(ticks).__name__}")
 
 
 def check_endpoint(endpoint: Any, what: str = "endpoint") -> str:

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import zmq
 
-from connectors.feed import pack, packable
 from connectors.ticks import trade
+from connectors.wire_payload import pack, packable
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError, ControlTimeout
 
 

@@ -35,9 +35,10 @@ from typing import Any
 import msgpack
 import zmq
 
-from connectors.feed import HEARTBEAT_TOPIC, check_endpoint, packable
+from connectors.feed import HEARTBEAT_TOPIC, check_endpoint
 from connectors.handshake import HandshakeMonitor, curve_client
 from connectors.ticks import shown_name
+from connectors.wire_payload import packable
 
 POLL_SLICE_MS = 100  # how often a waiting client looks at its handshake
 _NO_ID = object()  # a request the caller gave no id

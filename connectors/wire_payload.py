@@ -1,0 +1,42 @@
+"""A message's payload on the engine's sockets: msgpack of one tick (a map) or a batch (a list of maps), and the
+hook that turns numpy scalars into the plain values they hold (anything else msgpack cannot pack is refused with a
+message naming it). Shared by the feed client and the service's control client, which packs its requests alike;
+msgpack, never pickle: the engine must not run code a client sends.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import msgpack
+
+from connectors.ticks import Tick, plain
+
+SendItem = Tick | Mapping[str, Any]
+
+
+def _wire(item: Any) -> dict[str, Any]:
+    if isinstance(item, Tick):
+        return item.to_wire()
+    if isinstance(item, Mapping):
+        return dict(item)
+    raise TypeError(f"a tick is a Tick or a dict, got {type(item).__name__}")
+
+
+def packable(value: Any) -> Any:
+    """msgpack's hook for values it cannot pack: numpy scalars as the Python values they hold."""
+    if (converted := plain(value)) is not value:
+        return converted
+    kind = "an int past 64 bits" if isinstance(value, int) else type(value).__name__
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    raise TypeError(f"value {shown} ({kind}) cannot be sent: a tick's fields and a request's values are str, int "
+                    f"(64-bit), float or None")
+
+
+def pack(ticks: SendItem | Sequence[SendItem]) -> tuple[bytes, int]:
+    """msgpack payload of one tick (a map) or a batch (a list of maps), and how many ticks it holds."""
+    if isinstance(ticks, (Tick, Mapping)):
+        return msgpack.packb(_wire(ticks), use_bin_type=True, default=packable), 1
+    if isinstance(ticks, (list, tuple)):
+        return msgpack.packb([_wire(t) for t in ticks], use_bin_type=True, default=packable), len(ticks)
+    raise TypeError(f"send() takes a Tick, a dict or a list of them, got {type(ticks).__name__}")
