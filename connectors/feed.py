@@ -26,14 +26,13 @@ import zmq
 from zmq.utils.monitor import parse_monitor_message
 
 from connectors.handshake import HandshakeMonitor, curve_client
+from connectors.service_topics import HEARTBEAT_TOPIC, REJECTS_TOPIC
 from connectors.source import BEHIND_SAID_S, Source
 from connectors.ticks import Tick, counted, shown_name
 from connectors.wire_payload import SendItem, pack
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 WATCH_SLICE_MS = 50  # a watched send checks the connection at least this often while it waits
-REJECTS_TOPIC = "_rejects/"  # the service's own topics, defined here because connectors sit below the service
-HEARTBEAT_TOPIC = "_heartbeat/"
 REJECTS_SAY_EVERY_S = 10.0  # after the first rejection of each reason, a watch says the counts at most this often
 
 

@@ -31,7 +31,7 @@ from test_server import wait_for
 from connectors.feed import FeedClient, run_feed
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
-from connectors.feed import REJECTS_TOPIC
+from connectors.service_topics import REJECTS_TOPIC
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError, GaplessSubscriber
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline

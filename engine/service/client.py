@@ -35,8 +35,9 @@ from typing import Any
 import msgpack
 import zmq
 
-from connectors.feed import HEARTBEAT_TOPIC, check_endpoint
+from connectors.feed import check_endpoint
 from connectors.handshake import HandshakeMonitor, curve_client
+from connectors.service_topics import HEARTBEAT_TOPIC
 from connectors.ticks import shown_name
 from connectors.wire_payload import packable
 

@@ -13,7 +13,7 @@ from engine.service.cli_common import curve_keys, printable_json
 
 
 def cmd_subscribe(args: argparse.Namespace) -> None:
-    from connectors.feed import HEARTBEAT_TOPIC
+    from connectors.service_topics import HEARTBEAT_TOPIC
     from engine.service.client import AnswerSubscriber, format_line, render_table
     from queries.spec import topic_may_start
 

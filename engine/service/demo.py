@@ -16,8 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from connectors.feed import HEARTBEAT_TOPIC, FeedClient, run_feed
+from connectors.feed import FeedClient, run_feed
 from connectors.replay import FileReplay
+from connectors.service_topics import HEARTBEAT_TOPIC
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig
 from engine.service.rejections import rejected_lines

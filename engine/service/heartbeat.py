@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from connectors.feed import HEARTBEAT_TOPIC
+from connectors.service_topics import HEARTBEAT_TOPIC
 from engine.memory_limit import resident_bytes
 from engine.service.auth import FailedHandshakes
 from engine.service.config import ServiceConfig

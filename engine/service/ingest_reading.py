@@ -13,7 +13,7 @@ import msgpack
 import zmq
 
 from connectors.encoder import published_rejections
-from connectors.feed import REJECTS_TOPIC
+from connectors.service_topics import REJECTS_TOPIC
 from engine.service.config import ServiceConfig
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.feed_watch import FeedWatch

@@ -30,8 +30,8 @@ from typing import Any
 
 import zmq
 
-from connectors.feed import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
 from connectors.encoder import published_rejections
+from connectors.service_topics import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
 from engine.jobs import JobOutcome
 from engine.memory_limit import resident_bytes
 from engine.service.auth import ClientAllowList, FailedHandshakes, allowed_client_keys, server_keypair
@@ -60,8 +60,8 @@ from queries.limits import clip
 # that had not read all the old connection's messages only once it reads them: such a one misses them (seqs show it)
 RECONNECT_GRACE_S = 1.0
 
-# tests import the service's topics and the tokenized ticks' marker from here (defined in connectors.feed and
-# wire_protocol): named so they stay importable where they always were
+# tests import the service's topics and the tokenized ticks' marker from here (defined in connectors.service_topics
+# and wire_protocol): named so they stay importable where they always were
 __all__ = ["HEARTBEAT_TOPIC", "REJECTS_TOPIC", "TOKENIZED_MARKER", "Server"]
 
 
