@@ -25,6 +25,7 @@ import msgpack
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
+from connectors.event_time_batches import MAX_BATCH_TICKS, EventTimeCutter
 from connectors.handshake import HandshakeMonitor, curve_client
 from connectors.service_topics import HEARTBEAT_TOPIC, REJECTS_TOPIC
 from connectors.source import BEHIND_SAID_S, Source
@@ -407,47 +408,6 @@ class FeedStats(NamedTuple):
 
 
 CONTROL_SAID_S = 0.1  # a wait on the engine this long is said in the summary (a shorter one changes no figure shown)
-
-# An event-time batch of more ticks is sent in messages of this many (the service's default max_message_bytes,
-# 1 MiB, holds ~13,000 ticks of a short stream name)
-MAX_BATCH_TICKS = 8192
-
-
-def batch_end(ts: int, batch_ns: int) -> int:
-    """Where the event-time batch a tick stamped ``ts`` starts ends: the end of its ``batch_ns`` window. A tick at or
-    past it starts the next batch (the backtest's tick groups, and EventTimeCutter's messages)."""
-    return ts - ts % batch_ns + batch_ns
-
-
-class EventTimeCutter:
-    """Cuts ticks, in the order they are sent, into the event-time batches a backtest answers at
-    (engine/service/backtest.py): a batch starts at a tick and takes every following tick stamped before the
-    end of that tick's ``batch_ns`` window (``ts - ts % batch_ns + batch_ns``); the first tick at or past it
-    starts the next. Sent one message each, the batches are the live engine's tick groups, so a live run of a
-    file answers at the ticks its backtest with the same ``--batch-ms`` answers at."""
-
-    def __init__(self, batch_ns: int) -> None:
-        if isinstance(batch_ns, bool) or not isinstance(batch_ns, int) or batch_ns <= 0:
-            raise ValueError(f"batch_ns must be an int > 0, got {batch_ns!r}")
-        self.batch_ns = batch_ns
-        self.held: list[Tick] = []  # the open batch: its end is not seen yet
-        self._end: int | None = None
-
-    def add(self, ticks: list[Tick]) -> list[list[Tick]]:
-        """The batches that ``ticks`` complete, in order."""
-        done = []
-        for tick in ticks:
-            if self._end is None or tick.ts >= self._end:
-                if self.held:
-                    done.append(self.held)
-                self.held, self._end = [], batch_end(tick.ts, self.batch_ns)
-            self.held.append(tick)
-        return done
-
-    def flush(self) -> list[list[Tick]]:
-        """The open batch, at the end of the ticks (or of the feed)."""
-        held, self.held, self._end = self.held, [], None
-        return [held] if held else []
 
 
 def run_feed(

@@ -13,7 +13,8 @@ import pytest
 import zmq
 
 from conftest import serving, tiny_tick_checkpoint
-from connectors.feed import MAX_BATCH_TICKS, EventTimeCutter, FeedClient, run_feed
+from connectors.event_time_batches import MAX_BATCH_TICKS, EventTimeCutter
+from connectors.feed import FeedClient, run_feed
 from connectors.replay import FileReplay
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import TRADE, Tick

@@ -38,7 +38,7 @@ from connectors.file_plan import source_path
 from connectors.replay import FileReplay, RejectCounter
 from connectors.saturation import LabelCount, end_buckets, saturation_note
 from connectors.encoder import EncodedTick
-from connectors.feed import batch_end
+from connectors.event_time_batches import batch_end
 from connectors.ticks import InvalidTick, Tick, shown_name, utc_text
 from connectors.time_range import TimeRange
 from engine.scheduler import ROLL_RULE, AdmissionRefused

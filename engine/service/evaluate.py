@@ -41,7 +41,7 @@ import torch
 from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.event_time import duration_text
-from connectors.feed import batch_end
+from connectors.event_time_batches import batch_end
 from connectors.labels import spanned_gaps
 from connectors.ticks import shown_name, utc_text
 from engine.models.loader import check_checkpoint
