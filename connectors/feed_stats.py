@@ -1,0 +1,62 @@
+"""What a feed did, said when it ends: `FeedStats`, the counts `run_feed` returns (ticks and messages sent, the
+engine's rejections of our streams, restarts resumed, ticks the engine never accounted for, time spent waiting on
+it) and `summary`, the one line (and the engine's first error of each reason) that `flashtick feed` prints.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from connectors.event_time_batches import MAX_BATCH_TICKS
+from connectors.ticks import counted
+
+class FeedStats(NamedTuple):
+    ticks: int
+    messages: int
+    seconds: float  # the sending: from the first read of the source to the last message sent
+    rejected: dict[str, int] | None = None  # reason -> count for our streams; None when not watched
+    unattributed: int = 0  # rejections without a stream seen meanwhile (maybe another feed's)
+    unconfirmed: int = 0  # with a FeedResume: ticks sent that the engine had neither accepted nor refused at the end
+    restarts: int = 0  # with a FeedResume: connections to the engine that dropped and were resumed
+    resent: int = 0  # ticks sent again after those
+    split_batches: int = 0  # with batch_ns: event-time batches too large for one message, sent in several
+    first_errors: dict[str, str] | None = None  # reason -> the engine's text of the first such rejection, when watched
+    # with a FeedResume: of ``seconds``, those spent waiting on the engine's control socket (its `streams` replies,
+    # late from a busy engine: nothing is sent meanwhile); and after the last send, those spent waiting for the engine
+    # to account for every tick sent (not in ``seconds``: the pace of the feed is not the engine's catching up)
+    control_s: float = 0.0
+    wait_s: float = 0.0
+
+    def summary(self) -> str:
+        """One line: "sent N ticks in M messages over S s" and, when watched, "; K rejected (reason: n, ...)"."""
+        line = f"sent {counted(self.ticks, 'tick')} in {counted(self.messages, 'message')} over {self.seconds:.1f} s"
+        if self.control_s >= CONTROL_SAID_S:
+            line += f" ({self.control_s:.1f} s of it waiting on the engine's control socket, sending nothing)"
+        if self.wait_s >= CONTROL_SAID_S:
+            line += f", then {self.wait_s:.1f} s until the engine had taken every tick"
+        if self.rejected is None:
+            return line + self._split() + self._resumed()
+        n = sum(self.rejected.values())
+        line += f"; {n} rejected" + (f" ({', '.join(f'{r}: {c}' for r, c in sorted(self.rejected.items()))})"
+                                     if n else "")
+        if self.unattributed:
+            line += f"; {self.unattributed} rejections without a stream (maybe another feed's)"
+        firsts = [f"\n  first {reason}: {error}" for reason, error in sorted((self.first_errors or {}).items())
+                  if self.rejected.get(reason)]  # why, in the engine's words, not only how many
+        return line + self._split() + self._resumed() + "".join(firsts)
+
+    def _split(self) -> str:
+        return (f"; {counted(self.split_batches, 'event-time batch')} over {MAX_BATCH_TICKS:,} ticks sent in several "
+                f"messages (answers there may differ from a backtest's)") if self.split_batches else ""
+
+    def _resumed(self) -> str:
+        line = ""
+        if self.restarts:
+            line += f"; the engine's connection dropped {self.restarts} times, {self.resent} ticks sent again"
+        if self.unconfirmed:
+            line += (f"; {self.unconfirmed} not accounted for by the engine (neither accepted nor refused) when the "
+                     f"feed stopped waiting: `flashtick streams` says what it holds")
+        return line
+
+
+CONTROL_SAID_S = 0.1  # a wait on the engine this long is said in the summary (a shorter one changes no figure shown)
