@@ -166,7 +166,8 @@ def _start_over(source: Any) -> str:
 
 
 def cmd_feed(args: argparse.Namespace) -> int | None:
-    from connectors.feed import FINISH_STALL_S, AfterHeld, EngineLost, FeedClient, run_feed
+    from connectors.after_held import AfterHeld
+    from connectors.feed import FINISH_STALL_S, EngineLost, FeedClient, run_feed
 
     batch_ns = _batch_ns(args)
     stop = threading.Event()
