@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 from benchmarks.common import LOCAL_PORTS_EPILOG, add_output_arguments, machine, output_dir, write_json
-from connectors.feed import FeedClient, run_feed
+from connectors.feed import FeedClient
+from connectors.feed_pump import run_feed
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig
 from engine.service.client import ControlClient

@@ -1,4 +1,4 @@
-"""ZeroMQ feed client: push ticks to the engine's ingest socket, and a pump from any Source.
+"""ZeroMQ feed client: push ticks to the engine's ingest socket (connectors/feed_pump.py pumps a Source through it).
 
 The engine binds a PULL socket; feed handlers connect a PUSH socket to it and
 send msgpack (never pickle: the engine must not run code a feed sends). One
@@ -16,7 +16,6 @@ engine publishes each rejection on its answers socket (topic `_rejects/`);
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections import Counter
 from typing import Any, Callable, Mapping, Protocol, Sequence
@@ -25,11 +24,8 @@ import msgpack
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
-from connectors.event_time_batches import MAX_BATCH_TICKS, EventTimeCutter
-from connectors.feed_stats import FeedStats
 from connectors.handshake import HandshakeMonitor, curve_client
 from connectors.service_topics import HEARTBEAT_TOPIC, REJECTS_TOPIC
-from connectors.source import BEHIND_SAID_S, Source
 from connectors.ticks import Tick, counted, shown_name
 from connectors.wire_payload import SendItem, pack
 
@@ -357,208 +353,3 @@ class RejectWatch:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def run_feed(
-    source: Source,
-    client: FeedClient,
-    rate: float | None = None,
-    max_ticks: int | None = None,
-    batch: int = 256,
-    *,
-    batch_ns: int | None = None,
-    stop: threading.Event | None = None,
-    idle_sleep_s: float = 0.001,
-    answers: str | None = None,
-    ready_timeout_s: float = 5.0,
-    settle_s: float = 5.0,
-    resume: FeedResume | None = None,
-    say: Callable[[str], None] | None = None,
-    warn: Callable[[str], None] | None = None,
-) -> FeedStats:
-    """Pump `source` into `client` until it is done, `max_ticks` are sent or `stop` is set.
-
-    `say` hears, at most every BEHIND_SAY_EVERY_S, that a paced source (FileReplay's `speed`) runs behind its
-    pace (`behind_s`): the engine pushes back, or this machine cannot read the files that fast; and, as each
-    begins, a wait of more than a few seconds for its next tick (a night's gap; `take_long_waits`).
-
-    `rate` caps ticks per second (None: as fast as the source and socket go);
-    each message carries up to `batch` ticks, or with `batch_ns` one event-time
-    batch (EventTimeCutter: the tick groups of a backtest with that batch width;
-    a batch leaves once a tick past its end is read, or the feed ends). A source with nothing ready is
-    polled again after `idle_sleep_s`, since sources never block. Raises
-    FeedTimeout when the engine takes nothing (see FeedClient).
-
-    With `answers` (the engine's answers endpoint) the rejections of our streams
-    are counted into the stats: the feed waits for a first heartbeat (at most
-    `ready_timeout_s`) before it sends, and after the last send until two
-    heartbeats pass with no new rejection (at most `settle_s`); `warn` hears them as they come (RejectWatch's
-    `say`: the first of each reason at once, then the counts at most every REJECTS_SAY_EVERY_S).
-
-    With `resume` (and a `client` made with ``watch_connection``), a connection to the engine that drops mid-feed
-    (a restart) is resumed: what the engine does not hold of what was sent goes again, then the feed goes on.
-    Without it, EngineLost ends the feed.
-    """
-    if rate is not None and not (isinstance(rate, (int, float)) and 0 < rate < float("inf")):
-        raise ValueError(f"rate must be a number of ticks per second > 0 (or not given, for no cap), got {rate!r}")
-    if max_ticks is not None and (isinstance(max_ticks, bool) or not isinstance(max_ticks, int) or max_ticks < 0):
-        raise ValueError(f"max_ticks must be None or an int >= 0, got {max_ticks!r}")
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch must be an int >= 1, got {batch!r}")
-    cutter = None if batch_ns is None else EventTimeCutter(batch_ns)
-    if answers is None:
-        stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None, resume, cutter, say)
-        return _finish(stats, client, batch, None, resume)
-    with RejectWatch(answers, say=warn, **client.curve) as watch:
-        _wait_ready(watch, client, ready_timeout_s, resume)
-        stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch, resume, cutter, say)
-        stats = _finish(stats, client, batch, watch, resume)
-        watch.settle(settle_s)
-        return stats._replace(rejected=dict(watch.rejected), unattributed=watch.unattributed,
-                              first_errors=dict(watch.first_errors))
-
-
-def _wait_ready(watch: RejectWatch, client: FeedClient, timeout_s: float, resume: FeedResume | None) -> None:
-    """The first heartbeat; with ``resume``, an engine that restarts before it (its connection dropped) is waited
-    for as a restart mid-feed is, rather than ending the feed as if nothing served at the endpoint."""
-    try:
-        watch.wait_ready(timeout_s)
-    except FeedTimeout:
-        if resume is None or not client.dropped():
-            raise
-        resume.lost([], rejected(watch))  # nothing sent yet: waits for the engine, says so, sends nothing
-        watch.wait_ready(timeout_s)
-
-
-BEHIND_SAY_EVERY_S = 10.0  # a paced replay running behind is said at most this often
-
-FINISH_STALL_S = 30.0  # after the last send, how long the engine may account for no more of what was sent
-
-
-def _finish(stats: FeedStats, client: FeedClient, batch: int, watch: RejectWatch | None,
-            resume: FeedResume | None) -> FeedStats:
-    """With ``resume``: after the last send, wait until the engine has taken (accepted or refused) every tick sent,
-    resuming as mid-feed if the connection drops meanwhile (what sat unread in its queue goes with a stopping
-    engine), so the feed ends only once nothing it sent is still in flight; or until it takes no more for
-    FINISH_STALL_S, the rest counted as ``unconfirmed``."""
-    if resume is None:
-        if client.dropped():  # after the last send: what was in flight may be lost, and nothing can tell
-            raise EngineLost(f"the connection to the engine at {client.endpoint} dropped after the last send (a "
-                             f"restart?): what was in flight may not have reached it")
-        return stats
-    began = time.monotonic()
-    left, stalled_at = None, began + FINISH_STALL_S
-    while True:
-        if watch is not None:
-            watch.poll(100)
-        else:
-            time.sleep(0.1)
-        if client.dropped():
-            _send(client, [], batch, resume, watch, lost=True)
-            continue
-        now = resume.unconfirmed(rejected(watch))
-        if now == 0 or (now == left and time.monotonic() >= stalled_at):
-            return stats._replace(unconfirmed=now, restarts=resume.restarts, resent=resume.resent,
-                                  wait_s=time.monotonic() - began)
-        if now != left:
-            left, stalled_at = now, time.monotonic() + FINISH_STALL_S
-
-
-def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int | None, batch: int,
-          stop: threading.Event | None, idle_sleep_s: float, watch: RejectWatch | None,
-          resume: FeedResume | None = None, cutter: EventTimeCutter | None = None,
-          say: Callable[[str], None] | None = None) -> FeedStats:
-    t0 = paced_from = time.monotonic()
-    said_behind_at = -math.inf
-    sent = messages = paced = split = 0  # sent: ticks read from the source (a cutter's open batch leaves later)
-    control_s = [0.0]  # time in resume.sent: the engine's `streams` replies
-
-    def send(ticks: list[Tick]) -> int:
-        nonlocal split
-        if cutter is None:
-            return _send(client, ticks, batch, resume, watch, control_s=control_s)
-        sending = 0
-        for done in cutter.add(ticks) if ticks else cutter.flush():
-            split += len(done) > MAX_BATCH_TICKS
-            for i in range(0, len(done), MAX_BATCH_TICKS):
-                sending += _send(client, done[i : i + MAX_BATCH_TICKS], MAX_BATCH_TICKS, resume, watch,
-                                 control_s=control_s)
-        return sending
-
-    restarts = resume.restarts if resume is not None else 0
-    while (max_ticks is None or sent < max_ticks) and not (stop is not None and stop.is_set()):
-        want = batch if max_ticks is None else min(batch, max_ticks - sent)
-        if rate is not None:
-            # Tick number k may leave at paced_from + k / rate; the +1 lets the first one go at once.
-            allowed = int((time.monotonic() - paced_from) * rate) + 1 - (sent - paced)
-            if allowed <= 0:
-                time.sleep(max(0.0, paced_from + (sent - paced) / rate - time.monotonic()))
-                continue
-            want = min(want, allowed)
-        ticks = source.next_batch(want)
-        if say is not None and (max_gap_s := getattr(source, "max_gap_s", False)) is not False:  # a paced replay
-            for wait in source.take_long_waits():
-                say(wait.text(source.speed, max_gap_s))
-        if ticks:
-            if watch is not None:
-                watch.streams.update(t.stream for t in ticks)
-            messages += send(ticks)
-            sent += len(ticks)
-            behind = getattr(source, "behind_s", 0.0)
-            if say is not None and behind >= BEHIND_SAID_S and time.monotonic() - said_behind_at >= BEHIND_SAY_EVERY_S:
-                said_behind_at = time.monotonic()
-                say(f"{behind:.1f} s behind --speed {source.speed:g} (the engine pushes back, or this machine "
-                    f"cannot read the files that fast): the ticks leave late, in order, none dropped")
-            if resume is not None and resume.restarts != restarts:  # time lost to a restart is not made up in a burst
-                restarts, paced_from, paced = resume.restarts, time.monotonic(), sent
-            if watch is not None:
-                watch.poll()
-        elif source.done:
-            break
-        else:
-            time.sleep(idle_sleep_s)
-    if cutter is not None:
-        messages += send([])  # the last batch (or, stopped, the open one)
-    return FeedStats(sent, messages, time.monotonic() - t0, split_batches=split, control_s=control_s[0])
-
-
-def _send(client: FeedClient, ticks: list[Tick], batch: int, resume: FeedResume | None,
-          watch: RejectWatch | None, lost: bool = False, control_s: list[float] | None = None) -> int:
-    """Send ``ticks`` as one message; where the connection dropped first (``lost``: it is known to have, and
-    ``resume`` is given), send what the engine lacks of what went before, then these, in messages of at most
-    ``batch``. Returns the messages sent; ``control_s[0]`` gains the time ``resume.sent`` took (its control
-    calls)."""
-    pending, messages = [ticks], 0
-    while pending:
-        message = pending.pop(0)
-        try:
-            if lost:
-                lost = False
-                raise EngineLost("the connection dropped")
-            if not message:
-                continue
-            payload, n = pack(message)
-            limit = watch.max_message_bytes if watch is not None else None  # the engine's, from its heartbeats
-            if limit is not None and n > 1 and len(payload) > limit:  # in halves, never refused whole as oversize
-                pending[:0] = [message[: n // 2], message[n // 2 :]]
-                continue
-            client.send_packed(payload, n)
-        except EngineLost:
-            if resume is None:
-                raise
-            if watch is not None:
-                watch.poll()
-            again = resume.lost(message + [t for part in pending for t in part], rejected(watch))
-            pending = [again[i : i + batch] for i in range(0, len(again), batch)]
-            continue
-        if resume is not None:
-            began = time.monotonic()
-            resume.sent(message, rejected(watch))
-            if control_s is not None:
-                control_s[0] += time.monotonic() - began
-        messages += 1
-    return messages
-
-
-def rejected(watch: RejectWatch | None) -> Mapping[str, int]:
-    return watch.rejected_by_stream if watch is not None else {}

@@ -1343,7 +1343,7 @@ def test_a_paced_replay_s_summary_times_the_sending_not_the_wait_for_the_engine(
     """`feed replay --speed N` said "over S s" with S counting, after the last send, the wait for the engine to
     account for every tick (its control socket asked until then): a replay kept at its pace read slower. The
     sending is timed alone, and the waits on the engine said apart."""
-    from connectors.feed import run_feed
+    from connectors.feed_pump import run_feed
     from connectors.feed_stats import CONTROL_SAID_S
     from connectors.replay import FileReplay
     from engine.service.feed_resume import ControlFeedResume

@@ -28,7 +28,8 @@ import zmq
 
 from conftest import assert_owed_as_uninterrupted, serving, tiny_tick_checkpoint
 from test_server import wait_for
-from connectors.feed import FeedClient, run_feed
+from connectors.feed import FeedClient
+from connectors.feed_pump import run_feed
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from connectors.service_topics import REJECTS_TOPIC

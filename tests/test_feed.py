@@ -13,7 +13,8 @@ import msgpack
 import pytest
 import zmq
 
-from connectors.feed import FeedClient, FeedTimeout, run_feed
+from connectors.feed import FeedClient, FeedTimeout
+from connectors.feed_pump import run_feed
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick, decode, quote, trade

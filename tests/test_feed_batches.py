@@ -14,7 +14,8 @@ import zmq
 
 from conftest import serving, tiny_tick_checkpoint
 from connectors.event_time_batches import MAX_BATCH_TICKS, EventTimeCutter
-from connectors.feed import FeedClient, run_feed
+from connectors.feed import FeedClient
+from connectors.feed_pump import run_feed
 from connectors.replay import FileReplay
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import TRADE, Tick

@@ -11,7 +11,8 @@ import pytest
 
 from conftest import serving, tiny_tick_checkpoint
 from test_server import feed  # noqa: F401  (a PUSH socket into this module's `server`)
-from connectors.feed import FeedClient, run_feed
+from connectors.feed import FeedClient
+from connectors.feed_pump import run_feed
 from connectors.source import SyntheticSource
 from connectors.synthetic import LIVE_START_BEHIND_NS, SyntheticConfig, SyntheticMarket
 from engine.service.client import AnswerSubscriber, ControlClient

@@ -19,7 +19,8 @@ import polars as pl
 import pytest
 
 from conftest import serving, tiny_tick_checkpoint
-from connectors.feed import FeedClient, run_feed
+from connectors.feed import FeedClient
+from connectors.feed_pump import run_feed
 from connectors.replay import FileReplay, replay_ticks
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import utc_text

@@ -167,7 +167,8 @@ def _start_over(source: Any) -> str:
 
 def cmd_feed(args: argparse.Namespace) -> int | None:
     from connectors.after_held import AfterHeld
-    from connectors.feed import FINISH_STALL_S, EngineLost, FeedClient, run_feed
+    from connectors.feed import EngineLost, FeedClient
+    from connectors.feed_pump import FINISH_STALL_S, run_feed
 
     batch_ns = _batch_ns(args)
     stop = threading.Event()

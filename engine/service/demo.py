@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from connectors.feed import FeedClient, run_feed
+from connectors.feed import FeedClient
+from connectors.feed_pump import run_feed
 from connectors.replay import FileReplay
 from connectors.service_topics import HEARTBEAT_TOPIC
 from connectors.source import SyntheticSource
