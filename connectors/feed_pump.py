@@ -13,8 +13,9 @@ import time
 from typing import Callable, Mapping
 
 from connectors.event_time_batches import MAX_BATCH_TICKS, EventTimeCutter
-from connectors.feed import EngineLost, FeedClient, FeedResume, FeedTimeout, RejectWatch
+from connectors.feed import EngineLost, FeedClient, FeedResume, FeedTimeout
 from connectors.feed_stats import FeedStats
+from connectors.reject_watch import RejectWatch
 from connectors.source import BEHIND_SAID_S, Source
 from connectors.ticks import Tick
 from connectors.wire_payload import pack

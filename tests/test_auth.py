@@ -152,7 +152,7 @@ def test_peers_that_are_no_zeromq_clients_are_counted_as_failed_handshakes(check
 def test_a_feed_whose_key_is_refused_is_told_so_not_to_look_for_a_running_engine(checkpoint, keys) -> None:
     """A reviewer's feed with a key not in the allow-list ended with "no heartbeat ...: is it the answers endpoint
     of a running `flashtick serve`?", sending an on-call engineer to look for a dead server."""
-    from connectors.feed import RejectWatch
+    from connectors.reject_watch import RejectWatch
 
     server_key = read_public_key(keys / "server.key")
     config = curve_config(checkpoint, keys, clients_dir=str(keys / "allowed"), ingest=True)

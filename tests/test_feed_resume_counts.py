@@ -7,7 +7,8 @@ import pytest
 
 from conftest import serving, tiny_tick_checkpoint
 from test_server import wait_for
-from connectors.feed import FeedClient, RejectWatch
+from connectors.feed import FeedClient
+from connectors.reject_watch import RejectWatch
 from connectors.ticks import trade
 from engine.service.client import ControlClient
 from engine.service.config import ServiceConfig
