@@ -523,7 +523,7 @@ def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, cons
             stop: Callable[[], bool], bar: Any, chunked: bool) -> int:
     """The backtest loop from tick `consumed` on; returns the replay ticks consumed in all."""
     answers: list[Answer] = []
-    batch_ends: int | None = None  # where the current event-time batch ends (connectors.feed.batch_end)
+    batch_ends: int | None = None  # where the current event-time batch ends (connectors.event_time_batches.batch_end)
     saved_at = time.monotonic()
     next_flush = (consumed // FLUSH_TICKS + 1) * FLUSH_TICKS
     while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):
