@@ -28,7 +28,17 @@ NOT_TICKERS = {"DAT", "ASCII", "CSV", "TXT", "T", "M1", "H1", "D1", "TICK", "TIC
                "EST", "ET", "BBO", "TAQ", "NBBO", "L1", "L2", "MBO", "MBP", "OHLC", "OHLCV", "UM", "CM", "SPOT",
                # what a file holds, in capitals (Interactive Brokers' AAPL_TRADES_20240102.csv, AAPL_BID_ASK_...)
                "TRADE", "TRADES", "QUOTE", "QUOTES", "LAST", "MIDPOINT", "BIDASK", "DATA", "TICKDATA", "HIST", "RAW",
-               "ALL", "RTH", "EOD", "FULL"}
+               "ALL", "RTH", "EOD", "FULL", "EQUITY", "BBG"}
+# Exchange codes written beside a numeric stock code (Tokyo's 7203, Hong Kong's 0700, Korea's 005930): Yahoo's
+# suffixes (7203.T, 0700.HK, 005930.KS, 2330.TW, 600519.SS), Bloomberg's (7203 JT Equity, 0700 HK, 2330 TT) and,
+# before the code, Google's (TYO_7203, HKG_0700). A code with one of these is the instrument: the exchange code
+# alone, all letters, would read as a ticker, and every stock of an exchange would be one stream. A list, not any
+# letters, as a year beside a root (2024_ES) is no stock code.
+NUMERIC_CODE_EXCHANGES = {"T", "JT", "JP", "HK", "KS", "KQ", "TW", "TWO", "TT", "SS", "SZ", "CH", "C1", "C2", "SI",
+                          "SP", "KL", "MK", "BK", "TB", "JK", "IJ", "SR", "AB", "TYO", "HKG", "KRX", "TPE", "SHA",
+                          "SHE", "SGX"}
+NUMERIC_CODE = re.compile(r"(?<![A-Za-z0-9])(?:\d{3,6}[-_.\s]+(?P<after>[A-Z]{1,3}\d?)|(?P<before>[A-Z]{2,3})"
+                          r"[-_.\s]+\d{3,6})(?![A-Za-z0-9])")
 
 
 def symbol_in_name(path: Path) -> tuple[str, str] | None:
@@ -53,8 +63,10 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
                  and a.upper() not in NOT_TICKERS]
         pairs |= {f"{a.upper()}-{b.upper()}" for a, b in split}
         halves = {t for pair in split for t in pair}
+        coded = {m[0]: exchange for m in NUMERIC_CODE.finditer(name)
+                 if (exchange := m["after"] or m["before"]) in NUMERIC_CODE_EXCHANGES}
         tickers = {t for t in tokens if TICKER.match(t) and t not in NOT_TICKERS and t not in halves}
-        found = pairs or tickers
+        found = pairs or (tickers - set(coded.values())) | set(coded)
         if len(found) == 1:
             return found.pop(), f"{where} {name!r}"
         if found:

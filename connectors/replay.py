@@ -73,6 +73,7 @@ from connectors.json_lines import DUPLICATE_KEY, NOT_JSON, is_json_lines
 from connectors.layout import NoTickLayout, detect_columns
 from connectors.number_separators import DECIMAL_COMMA
 from connectors.planning import plan_file, regular_file
+from connectors.price_levels import far_apart_levels
 from connectors.price_notation import unread_price_hint, yield_columns
 from connectors.shifted_prices import (
     NEAR_ZERO_STEPS,
@@ -711,10 +712,12 @@ class FileReplay(Source):
 
     def _across_files_notes(self) -> list[str]:
         """Cautions on what the files say together: one stream of several venues, or of two files over one time;
-        one share class under two spellings, trades in one and quotes in the other."""
-        spans = [time_spans(plan) for plan in self.plans]  # one scan of each file's streams, for both
+        one share class under two spellings, trades in one and quotes in the other; two files of one stream whose
+        prices lie far apart."""
+        spans = [time_spans(plan) for plan in self.plans]  # one scan of each file's streams, for each
         return mixed_venues(self.plans) + overlapping_files(self.plans, self.selection, spans) \
-            + share_class_spellings(self.plans, spans, self.selection)
+            + share_class_spellings(self.plans, spans, self.selection) \
+            + far_apart_levels(self.plans, spans, self.selection)
 
     def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
         """The file's plan; for a zip archive, one per file inside, each with the map the archive was given.

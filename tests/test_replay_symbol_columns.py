@@ -222,3 +222,46 @@ def test_an_unread_column_whose_changes_jump_the_price_gets_a_caution(tmp_path: 
     one_level = frame.with_columns(price=pl.Series([5760.0 + 0.25 * (i % 4) for i in range(n)]))
     one_level.write_csv(path)  # both values at one level (two venues of one contract, say): nothing said
     assert not any("'delivery'" in note for note in FileReplay(path).notes)
+
+
+def hk_day(path: Path, day: int, price: float, rows: int = 12) -> Path:
+    """A day of one Hong Kong stock's trades at about `price`, in a file named as a vendor names it."""
+    path.write_text("Time,Price,Volume\n" + "".join(
+        f"2024-06-{day:02d} 09:30:{i:02d}.5,{price + 0.2 * (i % 3):.2f},{100 * (1 + i % 4)}\n" for i in range(rows)))
+    return path
+
+
+@pytest.mark.parametrize(("name", "stream"), [
+    ("0700_HK.csv", "0700_HK"), ("0700.HK.csv", "0700.HK"), ("005930_KS.csv", "005930_KS"),
+    ("7203_JT_bbg.csv", "7203_JT"), ("7203 JT Equity.csv", "7203 JT"), ("HKG_0700_trades.csv", "HKG_0700"),
+    # as before: a code alone, or with Yahoo's Tokyo suffix T, is the file's whole name
+    ("7203.csv", "7203"), ("7203.T.csv", "7203.T"), ("7203_T.csv", "7203_T"),
+])
+def test_a_numeric_stock_code_and_its_exchange_name_the_stream(tmp_path: Path, name: str, stream: str) -> None:
+    """The exchange code beside a numeric stock code (0700_HK.csv) is no ticker: read as one, every stock of an
+    exchange would replay as one stream HK."""
+    replay = FileReplay(hk_day(tmp_path / name, 3, 380.0))
+    assert {t.stream for t in drain(replay)} == {stream}
+    said = [n for n in replay.notes if "from the file name" in n]
+    assert said == ([] if stream == name.removesuffix(".csv") else
+                    [f"{name}: stream {stream}, from the file name {name.removesuffix('.csv')!r} (--columns "
+                     f"stream_name=NAME to name it otherwise)"])
+
+
+def test_two_stocks_files_give_two_streams_and_one_stream_of_both_is_cautioned(tmp_path: Path) -> None:
+    """Tencent on one day, HSBC on the next: two streams by their names. Given one stream (a name holding the
+    exchange alone), their prices 5.8-fold apart get a caution, as two files over one time do."""
+    tencent, hsbc = hk_day(tmp_path / "0700_HK.csv", 3, 380.0), hk_day(tmp_path / "0005_HK.csv", 4, 65.0)
+    replay = FileReplay([tencent, hsbc])
+    assert {t.stream for t in drain(replay)} == {"0700_HK", "0005_HK"}
+    assert not replay.cautions
+    merged = FileReplay([tencent, hsbc], columns={"stream": "HK"})
+    (caution,) = merged.cautions
+    assert caution.startswith(f"one stream HK from two files whose prices differ 5.8-fold: two instruments? "
+                              f"{tencent}'s prices lie near 380.2 and {hsbc}'s, after it, near 65.2; "), caution
+    assert "Give each file its own stream in a replay list (an entry's columns: {stream: NAME})" in caution
+    # one instrument's days, and its trades beside its quotes, are no concern
+    next_day = hk_day(tmp_path / "0700_HK_next.csv", 4, 395.0)
+    quotes = tmp_path / "0700_HK_bbo.csv"
+    quotes.write_text("Time,Bid,Ask\n" + "".join(f"2024-06-03 09:30:{i:02d}.7,380.0,380.2\n" for i in range(12)))
+    assert not FileReplay([tencent, next_day, quotes], columns={"stream": "HK"}).cautions
