@@ -39,6 +39,15 @@ EXCEL_DAYS = "excel_days"  # a spreadsheet's serial date: days (and their fracti
 TS_UNITS = (*UNITS, EPOCH, "datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, DETECT)
 DECIMALS = ("comma", "point")  # `decimal`: a CSV's decimal separator, as words
 DATE_FROM_NAME = "file_name"  # `date`: the one ISO date the file's name holds (LOBSTER's AAPL_2012-06-21_...)
+# `Date+Time`: a map's columns joined by '+', except a '+' inside a header's parentheses (`Time (UTC+9)`'s zone)
+_JOIN = re.compile(r"\+(?![^()]*\))")
+
+
+def joined_columns(text: str) -> tuple[str, ...]:
+    """The columns a map's `ts` or `stream_col` names, `Date+Time` two, `Time (UTC+9)` one."""
+    return tuple(c.strip() for c in _JOIN.split(text))
+
+
 # the units a `tz` applies to: epoch numbers are UTC already (DETECT: checked again once resolved)
 LOCAL_TIME_UNITS = ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, DETECT)
 VALUE_FIELDS = ("price", "size", "side", "bid", "ask", "bid_size", "ask_size")
@@ -498,12 +507,12 @@ class ColumnMap:
     def stream_columns(self) -> tuple[str, ...]:
         """The stream's column(s): `underlying+expiry+strike+right` names one stream per option contract, its
         values joined by a space (`SPY 2024-01-19 470 C`)."""
-        return tuple(c.strip() for c in self.stream_col.split("+")) if self.stream_col else ()
+        return joined_columns(self.stream_col) if self.stream_col else ()
 
     @property
     def ts_columns(self) -> tuple[str, ...]:
         """The column(s) of the time: `Date+Time` names a date column and a time column, read joined by a space."""
-        return tuple(c.strip() for c in self.ts.split("+"))
+        return joined_columns(self.ts)
 
     def source_columns(self) -> list[str]:
         """The file columns this map reads, without repeats."""

@@ -23,6 +23,7 @@ from connectors.column_map import (
     VALUE_FIELDS,
     ColumnMap,
     Refine,
+    joined_columns,
     preset_variant,
 )
 from connectors.contract_column import contract_beside_root, levels_split_by
@@ -44,7 +45,7 @@ from connectors.event_time import CLOCK_ONLY, UTC_OFFSET, time_column
 from connectors.field_names import normal_name
 from connectors.file_names import date_of, one_side_export, stream_of, symbol_in_name
 from connectors.file_plan import first_text, is_csv, scan_file, time_sample
-from connectors.header_zones import header_zone_note
+from connectors.header_zones import header_zone_note, unknown_zone_refusal
 from connectors.headerless_csv import HISTDATA_ZONE, headerless_map, zone_has_dst
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns, match_case, zone_in_header
@@ -202,6 +203,10 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         notes.append(f"{path.name}: {given}; read as {describe_map(cmap)}")
         notes += vendor_notes(path, list(schema), cmap)
         if (zoned := zone_in_header(cmap.ts, cmap.ts_unit, schema.get(cmap.ts), first)) is not None:
+            if not zoned[1].known and cmap.tz is None:  # `Time (IST)`: read as UTC, every time would be off
+                given = [f"ts={cmap.ts}", *([f"stream={cmap.stream_col}"] if cmap.stream_col else []),
+                         *(f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None)]
+                raise ValueError(unknown_zone_refusal(str(path), *zoned, ",".join(given)))
             notes.append(header_zone_note(path.name, *zoned, cmap.tz))
         notes += [] if "ts" in getattr(spec, "keys", {}) else other_clock_note(path, list(schema), cmap)
         notes += [shaped_note] if shaped_note else []
@@ -330,7 +335,7 @@ def _lacking(path: Path, keys: Mapping[str, Any], schema: Mapping[str, Any]) -> 
 
 def _named_columns(keys: Mapping[str, Any]) -> list[tuple[str, str, list[str]]]:
     """(key, its value, the columns it names) for each key of a map that names columns (`ts=Date+Time`: two)."""
-    named = [(key, value, [c.strip() for c in value.split("+")] if key in ("ts", "stream_col") else [value])
+    named = [(key, value, list(joined_columns(value)) if key in ("ts", "stream_col") else [value])
              for key, value in keys.items() if key in COLUMN_KEYS and isinstance(value, str)]
     return named + [("keep", f"{{{column}: ...}}", [column]) for column in keys.get("keep") or ()]
 

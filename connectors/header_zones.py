@@ -1,8 +1,11 @@
 """A time column whose header names the zone of its times, as FX exports write it: `Time (EET)`, `Time (UTC)`
-(Dukascopy's and MetaTrader-style exports). The column is the time column its name before the zone says (`Time`),
-and its naive times are read in that zone, said in a note. A zone is UTC/GMT, a zone's clock (`ET`: New York's) or
-an IANA key (`EET`, `CET`, `Europe/Helsinki`); anything else in the parentheses (`ms`, `CST`, which several zones
-write) is no zone, and the header is only a name."""
+(Dukascopy's and MetaTrader-style exports), `Time (JST)`, `Time (UTC+9)`. The column is the time column its name
+before the zone says (`Time`), and its naive times are read in that zone, said in a note. A zone is UTC/GMT, a
+zone's clock (`ET`: New York's), an IANA key (`EET`, `CET`, `Europe/Helsinki`), the name of a zone without summer
+time that no other zone writes (`JST`, `HKT`, `KST`, `SGT`), or a whole-hour UTC offset (`UTC+9`, `GMT+09:00`).
+A zone written that is none of these (`IST`, `CST`, which several zones write; `UTC+05:30`; `local`) still makes
+the column the time column, whose zone then has to be given (--tz): `unknown_zone_refusal` says how. Anything
+else in the parentheses (`ms`) is no zone, and the header is only a name."""
 
 from __future__ import annotations
 
@@ -11,19 +14,27 @@ import re
 from typing import NamedTuple
 from zoneinfo import available_timezones
 
-from connectors.utc_offsets import CLOCK_NAMES
+from connectors.utc_offsets import CLOCK_NAMES, tz_for_name, tz_for_offset
 
 # `Time (EET)`: a name, then the zone in parentheses (a '+' would split the column in a map's `Date+Time`)
-_ZONED_HEADER = re.compile(r"^(?P<name>[^()+]*?\S)\s*\((?P<zone>[A-Za-z][A-Za-z0-9_/-]*)\)$")
+_ZONED_HEADER = re.compile(r"^(?P<name>[^()+]*?\S)\s*\((?P<zone>[A-Za-z][A-Za-z0-9_/+: -]*?)\s*\)$")
 UTC_NAMES = frozenset({"UTC", "GMT", "Z"})
 # IANA's zones named for a region's time (not a place), whose summer time is the EU's
 EU_RULE_ZONES = frozenset({"EET", "CET", "WET", "MET"})
+# Zones' names that IANA holds no key for, each written by one zone only, which keeps no summer time: Japan's,
+# Hong Kong's, South Korea's, Singapore's (not IST: India's, Ireland's and Israel's; not CST: China's, the US's)
+ONE_ZONE_NAMES = {"JST": "Asia/Tokyo", "HKT": "Asia/Hong_Kong", "KST": "Asia/Seoul", "SGT": "Asia/Singapore"}
+# `UTC+9`, `GMT-05:00`, `UTC+0530`: a fixed UTC offset
+_OFFSET = re.compile(r"^(UTC|GMT)\s*(?P<sign>[+-])(?P<hours>\d\d?)(:?(?P<minutes>\d\d))?$", re.IGNORECASE)
+# what else in the parentheses stands for a zone not known here: a name in capitals (`IST`), a local clock
+_ZONE_LIKE = re.compile(r"^([A-Z]{2,5}|(?i:local( time)?))$")
 
 
 class HeaderZone(NamedTuple):
     name: str  # the column's name before its zone: `Time`
     written: str  # the zone as the header writes it: `EET`
-    zone: str | None  # the IANA zone its naive times are read in; None: UTC
+    zone: str | None  # the IANA zone its naive times are read in; None: UTC, or a zone not known
+    known: bool = True  # False: `Time (IST)`, a zone written that is none known here (--tz gives it)
 
 
 def header_zone(column: str) -> HeaderZone | None:
@@ -32,12 +43,19 @@ def header_zone(column: str) -> HeaderZone | None:
     if found is None:
         return None
     written = found["zone"]
+    offset = _OFFSET.match(written)
     if written.upper() in UTC_NAMES:
         zone = None
     elif written.upper() in CLOCK_NAMES:  # `Time (ET)`: New York's clock, summer time included
         zone = CLOCK_NAMES[written.upper()]
+    elif written.upper() in ONE_ZONE_NAMES:
+        zone = ONE_ZONE_NAMES[written.upper()]
+    elif offset is not None and not int(offset["minutes"] or 0) and int(offset["hours"]) <= 12:
+        # IANA's Etc zones hold whole hours, their sign POSIX's (reversed): UTC+9 is Etc/GMT-9
+        hours = int(offset["hours"])
+        zone = None if hours == 0 else f"Etc/GMT{'-' if offset['sign'] == '+' else '+'}{hours}"
     elif (zone := _iana_keys().get(written.lower())) is None:
-        return None
+        return HeaderZone(found["name"], written, None, False) if offset or _ZONE_LIKE.match(written) else None
     return HeaderZone(found["name"], written, zone)
 
 
@@ -54,6 +72,8 @@ def _iana_keys() -> dict[str, str]:
 
 def header_zone_note(file: str, column: str, zoned: HeaderZone, tz: str | None) -> str:
     """What a zone named in a time column's header was read as: that zone, or the tz given instead."""
+    if not zoned.known:
+        return f"{file}: column {column!r} names zone {zoned.written}, none known here; its times read in {tz} as given"
     if tz != zoned.zone:
         return f"{file}: column {column!r} names zone {zoned.written}; its times read in {tz or 'UTC'} as given instead"
     said = f"{file}: column {column!r} names its zone: its times read"
@@ -61,4 +81,20 @@ def header_zone_note(file: str, column: str, zoned: HeaderZone, tz: str | None) 
         return f"{said} as UTC"
     summer = (" as IANA has it, with the EU's summer time (from the last Sunday of March to the last Sunday of "
               "October)" if zoned.zone in EU_RULE_ZONES else "")
-    return f"{said} in {zoned.zone}{summer}; --tz ZONE says otherwise"
+    fixed = f" (UTC{zoned.written[3:].strip()} all year)" if zoned.zone.startswith("Etc/") else ""
+    return f"{said} in {zoned.zone}{fixed}{summer}; --tz ZONE says otherwise"
+
+
+def unknown_zone_refusal(file: str, column: str, zoned: HeaderZone, columns: str) -> str:
+    """Why a time column whose header names a zone not known here (`Time (IST)`) is not read without --tz: the
+    column, its zone and the options that read it (`columns`: the detected map, as --columns takes it)."""
+    if offset := _OFFSET.match(zoned.written):  # a part of an hour, or past 12: no Etc zone holds it
+        tz = tz_for_offset(f"{offset['sign']}{int(offset['hours']):02d}:{offset['minutes'] or '00'}")
+    elif _ZONE_LIKE.match(zoned.written) and not zoned.written.isupper():  # `local`: the writer's clock
+        tz = "--tz ZONE (the IANA name of the zone it was written in: Asia/Tokyo, Europe/London, ...)"
+    else:
+        tz = tz_for_name(zoned.written)
+    one = tz.split(" (")[0] if " or " not in tz else "--tz ZONE"  # (several zones write IST: none picked)
+    return (f"{file}: column {column!r} is its time column, and its header names zone {zoned.written!r}, which is "
+            f"none known here: give the zone its times are in, {tz}; a map given in full reads it too: "
+            f"--columns '{columns}' {one}")

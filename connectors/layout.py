@@ -30,6 +30,7 @@ from connectors.column_map import (
     TRADE_FIELDS,
     VALUE_FIELDS,
     ColumnMap,
+    joined_columns,
 )
 from connectors.column_names import (
     BUYER_MAKER_NAMES,
@@ -156,7 +157,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     price = found.get("price") or found.get("bid")
     if DATABENTO_HEADER <= set(by_normal) and first is not None and re.match(r"^-?\d+$", str(first(price) or "")):
         extra["price_scale"] = 1e9
-    if "+" not in ts and (clock := _day_clock(ts, by_normal, schema, first)):
+    if len(joined_columns(ts)) == 1 and (clock := _day_clock(ts, by_normal, schema, first)):
         ts = clock
     unit, ts_format = detected_unit(ts, schema.get(ts), first)
     zoned = zone_in_header(ts, unit, schema.get(ts), first)
@@ -168,7 +169,7 @@ def zone_in_header(ts: str, unit: str, dtype: pl.DataType | None,
                    first: Callable[..., Any] | None) -> tuple[str, HeaderZone] | None:
     """The column of a time whose header names a zone (`Time (EET)`), with that zone, when its times are naive
     wall-clock times; None for times that carry their own offset or count from the epoch (UTC): no zone moves them."""
-    columns = tuple(c.strip() for c in ts.split("+"))
+    columns = joined_columns(ts)
     zoned = zoned_time_column(columns)
     if zoned is None or unit not in LOCAL_TIME_UNITS:
         return None

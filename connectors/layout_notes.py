@@ -21,6 +21,7 @@ from connectors.column_map import (
     QUOTE_FIELDS,
     VALUE_FIELDS,
     ColumnMap,
+    joined_columns,
     shown_offset,
 )
 from connectors.column_names import SETTLEMENT_NAMES, SHARE_CLASS_NAMES, TIME_OF_DAY_NAMES
@@ -124,7 +125,7 @@ CLOCK_NAMES = frozenset(FIELD_NAMES["ts"]) - {
 def other_clock_note(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
     """Time columns beside the one read: named, with the map that reads the stamps of another."""
     others = [n for n in names if n not in cmap.ts_columns and normal_name(n) in CLOCK_NAMES]
-    if not others or "+" in cmap.ts and any(normal_name(n) in TIME_OF_DAY_NAMES for n in others):
+    if not others or len(joined_columns(cmap.ts)) > 1 and any(normal_name(n) in TIME_OF_DAY_NAMES for n in others):
         return []
     return [f"{path.name}: also has time column{'s' if len(others) > 1 else ''} "
             f"{', '.join(map(repr, others[:3]))}, another clock, not read: its ticks are stamped with {cmap.ts!r} "

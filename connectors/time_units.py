@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import polars as pl
 
-from connectors.column_map import DAY_CLOCK_UNITS, EXCEL_DAYS, TIME_OF_DAY, UNITS, ColumnMap
+from connectors.column_map import DAY_CLOCK_UNITS, EXCEL_DAYS, TIME_OF_DAY, UNITS, ColumnMap, joined_columns
 from connectors.datetime_text import time_formats
 from connectors.field_names import normal_name
 from connectors.number_separators import COMMA_GROUPED
@@ -95,7 +95,7 @@ def detected_unit(ts: str, dtype: pl.DataType | None, first: Callable[..., Any] 
     (`day_clock_unit`)."""
     if isinstance(dtype, (pl.Datetime, pl.Date)):
         return "datetime", None
-    columns = tuple(c.strip() for c in ts.split("+"))
+    columns = joined_columns(ts)
     if len(columns) == 2 and first is not None and (unit := day_clock_unit(columns[1], first(columns[1]))):
         return unit, None
     value = first(columns if len(columns) > 1 else ts) if first is not None else None

@@ -149,7 +149,7 @@ def shared_name_notes(file: str, names: Iterable[str], zone_reading: Mapping[str
 MARKET_ZONES = ("Europe/London", "Europe/Paris", "Europe/Berlin", "Europe/Zurich", "Europe/Athens", "Europe/Moscow",
                 "Asia/Kolkata", "Asia/Tokyo", "Asia/Hong_Kong", "Asia/Shanghai", "Asia/Seoul", "Asia/Jakarta",
                 "Australia/Sydney", "Australia/Brisbane", "Australia/Adelaide", "Pacific/Auckland", "Europe/Dublin",
-                "Asia/Jerusalem", "Africa/Johannesburg", "America/Sao_Paulo")
+                "Asia/Jerusalem", "Africa/Johannesburg", "America/Sao_Paulo", "America/Chicago", "America/New_York")
 _REGIONS = ("Africa/", "America/", "Asia/", "Atlantic/", "Australia/", "Europe/", "Indian/", "Pacific/")
 
 
@@ -185,6 +185,15 @@ def tz_for_name(name: str, when: datetime | None = None) -> str:
         return f"--tz {picks[0]}"
     said = [f"--tz {zone}" + ("" if "(" in zone else f" ({offset})") for zone, offset in zip(picks, by_offset)]
     return f"{', '.join(said[:-1])} or {said[-1]}, whichever zone's {name} it is"
+
+
+def tz_for_offset(offset: str) -> str:
+    """The --tz of a zone at a UTC offset (`+05:30`), for one that no Etc zone holds (a part of an hour): a
+    market's zone if one is at it, else the first such zone; `--tz ZONE` with what to look for when none is."""
+    zones = [zone for by_offset in _zones_by_name().values() for zone in by_offset.get(offset, [])]
+    if not zones:
+        return f"--tz ZONE (the IANA name of a zone at UTC{offset})"
+    return f"--tz {next((z for z in MARKET_ZONES if z in zones), zones[0])} (a zone at UTC{offset})"
 
 
 def _on_that_date(zone: str, offset: str, name: str, when: datetime | None) -> str:

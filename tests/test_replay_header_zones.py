@@ -1,11 +1,13 @@
 """A time column whose header names its zone, as FX exports write it (`Time (EET)`, `Time (UTC)`, `Time (ET)`): it is
 detected as the time column, its naive times are read in that zone, summer time included, and a note says so; --tz
-says otherwise; a header whose parentheses hold no zone (`Timestamp (ms)`) is a name as before. Real files in
-tmp_path, read by FileReplay (the reader the CLI uses)."""
+says otherwise; Asian zones' names (`JST`) and whole-hour offsets (`UTC+9`) are zones too, one not known (`IST`) makes
+the time column whose zone --tz gives; a header whose parentheses hold no zone (`Timestamp (ms)`) is a name as before.
+Real files in tmp_path, read by FileReplay (the reader the CLI uses)."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from zoneinfo import ZoneInfo
 from pathlib import Path
 
 import pytest
@@ -69,3 +71,56 @@ def test_times_with_their_own_offset_and_parentheses_that_are_no_zone(tmp_path: 
     replay = FileReplay(path)
     assert [t.ts for t in drain(replay)] == [utc_ns(right)]
     assert not any("names its zone" in note for note in replay.notes)
+
+
+def trades(path: Path, header: str) -> Path:
+    path.write_text(f"Symbol,{header},Last,Volume\n7203,2024-06-03 09:00:01.5,3500,100\n"
+                    f"7203,2024-06-03 09:00:02.5,3501,200\n")
+    return path
+
+
+@pytest.mark.parametrize("header, zone, said", [
+    ("Time (JST)", "Asia/Tokyo", "Asia/Tokyo"), ("Time (KST)", "Asia/Tokyo", "Asia/Seoul"),  # both +09:00
+    ("Time (HKT)", "Asia/Hong_Kong", "Asia/Hong_Kong"), ("Time (SGT)", "Asia/Hong_Kong", "Asia/Singapore"),
+    ("Time (UTC+9)", "Asia/Tokyo", "Etc/GMT-9 (UTC+9 all year)"),
+    ("Time (GMT+9)", "Asia/Tokyo", "Etc/GMT-9 (UTC+9 all year)"),
+    ("Time (UTC+09:00)", "Asia/Tokyo", "Etc/GMT-9 (UTC+09:00 all year)"),
+    ("Time (GMT-5)", "America/Bogota", "Etc/GMT+5 (UTC-5 all year)"),
+])
+def test_a_zone_of_one_name_and_a_whole_hour_offset_in_the_header_are_read(tmp_path: Path, header: str, zone: str,
+                                                                          said: str) -> None:
+    """Japan's, Hong Kong's, Korea's and Singapore's names (one zone each, no summer time) and fixed UTC offsets
+    were "no time column among them", --tz or not."""
+    replay = FileReplay(trades(tmp_path / "ticks.csv", header))
+    first = datetime(2024, 6, 3, 9, 0, 1, 500000, tzinfo=ZoneInfo(zone))
+    assert [t.ts for t in drain(replay)][:1] == [round(first.timestamp() * 10**6) * 1000]
+    assert f"ticks.csv: column {header!r} names its zone: its times read in {said}; --tz ZONE says otherwise" \
+        in replay.notes
+
+
+def test_a_zone_not_known_in_the_header_makes_the_time_column_whose_zone_is_asked(tmp_path: Path) -> None:
+    """`Time (IST)` (India's, Israel's, Ireland's), `Time (UTC+05:30)`: the time column, read with --tz; without it,
+    refused with the column, its zone and the options that read it."""
+    ist = trades(tmp_path / "ist.csv", "Time (IST)")
+    with pytest.raises(ValueError) as refused:
+        FileReplay(ist)
+    assert str(refused.value) == (
+        f"{ist}: column 'Time (IST)' is its time column, and its header names zone 'IST', which is none known here: "
+        f"give the zone its times are in, --tz Asia/Kolkata (+05:30), --tz Asia/Jerusalem (+02:00) or --tz "
+        f"Europe/Dublin (+01:00), whichever zone's IST it is; a map given in full reads it too: --columns "
+        f"'ts=Time (IST),stream=Symbol,price=Last,size=Volume' --tz ZONE")
+    india = utc_ns("2024-06-03T03:30:01.500")
+    replay = FileReplay(ist, columns={"tz": "Asia/Kolkata"})
+    assert [t.ts for t in drain(replay)][:1] == [india]
+    assert "ist.csv: column 'Time (IST)' names zone IST, none known here; its times read in Asia/Kolkata as given" \
+        in replay.notes
+    offset = trades(tmp_path / "offset.csv", "Time (UTC+05:30)")
+    with pytest.raises(ValueError, match=r"zone 'UTC\+05:30', which is none known here: give the zone its times are "
+                                         r"in, --tz Asia/Kolkata \(a zone at UTC\+05:30\); a map given in full reads "
+                                         r"it too: --columns 'ts=Time \(UTC\+05:30\),stream=Symbol,price=Last,"
+                                         r"size=Volume' --tz Asia/Kolkata$"):
+        FileReplay(offset)
+    # the map it names reads it: a '+' inside the header's parentheses joins no second column
+    full = FileReplay(offset, columns={"ts": "Time (UTC+05:30)", "stream_col": "Symbol", "price": "Last",
+                                       "size": "Volume", "tz": "Asia/Kolkata"})
+    assert [t.ts for t in drain(full)][:1] == [india]
