@@ -212,10 +212,11 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         notes += [shaped_note] if shaped_note else []
     elif spec.preset is None:
         notes += _unnamed_fields(path, cmap, schema, first)
-    if cmap.ts_unit == EXCEL_DAYS and not isinstance(spec, ColumnMap):
+    if cmap.ts_unit == EXCEL_DAYS and not isinstance(spec, ColumnMap):  # in the zone read: --tz's, else UTC
+        zone = (f"in {cmap.tz} (--tz ZONE says otherwise)" if cmap.tz else
+                "in UTC: give --tz ZONE if they are local times (a Bloomberg terminal's are)")
         notes.append(f"{path.name}: column {cmap.ts!r} read as spreadsheet serial dates (days since 1899-12-30, "
-                     f"to the millisecond; as epoch seconds they would be times on 1970-01-01), in UTC: give --tz "
-                     f"ZONE if they are local times (a Bloomberg terminal's are)")
+                     f"to the millisecond; as epoch seconds they would be times on 1970-01-01), {zone}")
     if len(cmap.ts_columns) == 2 and cmap.ts_unit in DAY_CLOCK_UNITS and not isinstance(spec, ColumnMap):
         notes.append(f"{path.name}: column {cmap.ts_columns[1]!r} read as {cmap.ts_unit.replace('_', ' ')} of each "
                      f"row's day in column {cmap.ts_columns[0]!r}, in {cmap.tz or 'UTC'} (--ts-unit "

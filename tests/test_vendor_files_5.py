@@ -168,8 +168,15 @@ def test_spreadsheet_serial_dates_and_kdb_timestamps(tmp_path: Path) -> None:
     replay = FileReplay(tmp_path / "bbg.csv")
     assert [t.ts for t in drain(replay)] == [ns("2024-01-02T09:30:00+00:00"), ns("2024-01-02T09:31:00+00:00")]
     assert any("read as spreadsheet serial dates" in note for note in replay.notes)
+    assert any("read as spreadsheet serial dates" in note and note.endswith(", in UTC: give --tz ZONE if they are "
+                                                                         "local times (a Bloomberg terminal's are)")
+               for note in replay.notes)
     spec = map_from_options(tz="America/New_York", detect=True)
-    assert drain(FileReplay(tmp_path / "bbg.csv", columns=spec))[0].ts == ns("2024-01-02T14:30:00+00:00")
+    in_new_york = FileReplay(tmp_path / "bbg.csv", columns=spec)
+    assert drain(in_new_york)[0].ts == ns("2024-01-02T14:30:00+00:00")
+    # the zone the times were read in, not "in UTC", once --tz gave one (review150 finding 4)
+    assert any(note.endswith("times on 1970-01-01), in America/New_York (--tz ZONE says otherwise)")
+               for note in in_new_york.notes if "read as spreadsheet serial dates" in note), in_new_york.notes
     # its text form, minutes without seconds: refused with both readings of the day, then read with the one given
     (tmp_path / "bbg_text.csv").write_text("Dates,LAST_PRICE,VOLUME\n1/2/2024 09:30,185.64,1285\n")
     with pytest.raises(ValueError, match=r"'%m/%d/%Y %H:%M' or '%d/%m/%Y %H:%M'"):
