@@ -41,6 +41,7 @@ from connectors.column_names import (
     SHARE_CLASS_NAMES,
     STRIKE_NAMES,
     TIME_HEADERS,
+    MID_NAMES,
     TIME_OF_DAY_NAMES,
     names_a_yield,
 )
@@ -129,6 +130,8 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
             and "stream_col" not in (hints or {}):
         stream_col = f"{stream_col}+{share_class}"  # BRK.A and BRK.B are two instruments, 1,500 times apart
     quotes = {"bid", "ask"} <= set(found)
+    if not ("price" in found or quotes) and (mid := next((by_normal[c] for c in MID_NAMES if c in by_normal), None)):
+        found["price"] = mid  # a mid-only feed: the price of a series of trades (layout_notes.vendor_notes says so)
     if ts is None or not ("price" in found or quotes):
         lacking = "time column" if ts is None else "price (trades) nor bid and ask (quotes)"
         seen = ", ".join(f"{k}={v}" for k, v in ({"ts": ts} | found).items() if v)

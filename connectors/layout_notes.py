@@ -24,7 +24,7 @@ from connectors.column_map import (
     joined_columns,
     shown_offset,
 )
-from connectors.column_names import SETTLEMENT_NAMES, SHARE_CLASS_NAMES, TIME_OF_DAY_NAMES
+from connectors.column_names import MID_NAMES, SETTLEMENT_NAMES, SHARE_CLASS_NAMES, TIME_OF_DAY_NAMES
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.layout import databento_book
 
@@ -78,6 +78,11 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
         notes.append(f"{path.name}: read as settlement prices ({cmap.price}): an exchange's one price a day per "
                      f"contract, each replayed as a trade{' of size 1' if cmap.size is None else ''} stamped with its "
                      f"{cmap.ts!r} column, so a question's horizon of N ticks is N days here")
+    elif cmap.price is not None and normal_name(cmap.price) in MID_NAMES and cmap.bid is None:
+        notes.append(f"{path.name}: column {cmap.price!r} read as the price of a series of trades"
+                     f"{' of size 1' if cmap.size is None else ''}: mid prices, with neither trades nor bid and ask "
+                     f"beside them; a model trained on trades and quotes (the built-in one) reads it as a feed of "
+                     f"trades only, and answers worse on one (docs/model.md, \"A feed of trades only\")")
     elif cmap.price is not None and cmap.size is None:
         notes.append(f"{path.name}: no size column: each price is a trade of size 1 (a price series); map size= "
                      f"if the file has sizes under another name")

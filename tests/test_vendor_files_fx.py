@@ -79,3 +79,29 @@ def test_the_dukascopy_preset_names_a_file_of_no_symbol_by_its_name_never_eurusd
     assert {t.stream for t in drain(FileReplay(named, columns="dukascopy"))} == {"USDJPY"}
     given = FileReplay(path, columns={"preset": "dukascopy", "stream": "USDJPY.DUKA"})
     assert {t.stream for t in drain(given)} == {"USDJPY.DUKA"}
+
+
+@pytest.mark.parametrize("column", ["mid", "mid_price", "Midpoint", "MID RATE"])
+def test_a_mid_only_feed_is_a_price_series_said_as_such(tmp_path: Path, column: str) -> None:
+    """An FX or rates feed of mid prices alone (review150 finding 6) was refused, "no price (trades) nor bid and ask
+    (quotes)": its mid is read as the price of size-1 trades, with a note that says so and what a model trained on
+    trades and quotes makes of it. Beside a bid and an ask the mid is not read; with neither, still refused."""
+    path = tmp_path / "usdjpy_mid.csv"
+    path.write_text(f"time_utc,ccy_pair,{column}\n" + "".join(
+        f"2024-06-03 00:00:{i:02d}.250,USD/JPY,{157.123 + 0.001 * (i % 3):.3f}\n" for i in range(6)))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.stream, t.kind, t.price, t.size) for t in ticks[:2]] == [("USD-JPY", "trade", 157.123, 1.0),
+                                                                        ("USD-JPY", "trade", 157.124, 1.0)]
+    assert (f"usdjpy_mid.csv: column {column!r} read as the price of a series of trades of size 1: mid prices, with "
+            f"neither trades nor bid and ask beside them; a model trained on trades and quotes (the built-in one) "
+            f"reads it as a feed of trades only, and answers worse on one (docs/model.md, \"A feed of trades only\")"
+            ) in replay.notes
+    assert not any("no size column" in note for note in replay.notes)
+    quotes = tmp_path / "quotes.csv"
+    quotes.write_text(f"time_utc,ccy_pair,bid,ask,{column}\n2024-06-03 00:00:01,USD/JPY,157.122,157.124,157.123\n")
+    assert [(t.kind, t.bid, t.ask) for t in drain(FileReplay(quotes))] == [("quote", 157.122, 157.124)]
+    neither = tmp_path / "neither.csv"
+    neither.write_text("time_utc,ccy_pair,spread\n2024-06-03 00:00:01,USD/JPY,0.002\n")
+    with pytest.raises(ValueError, match=r"no price \(trades\) nor bid and ask \(quotes\) among them"):
+        FileReplay(neither)
