@@ -12,6 +12,8 @@ from typing import Any, Sequence
 import polars as pl
 
 from connectors.cautions import Caution
+from connectors.column_names import RIGHT_NAMES, STRIKE_NAMES
+from connectors.field_names import normal_name
 from connectors.file_plan import FilePlan
 from connectors.stream_selection import StreamSelection, shown
 from connectors.ticks import shown_name
@@ -24,8 +26,10 @@ LEVEL_ROWS = 50_000  # a file's level: the median price of its first rows (a fil
 
 def price_levels(plan: Any) -> dict[str, float]:
     """Each stream's price level in a tabular file: the median of its first LEVEL_ROWS rows' positive trade prices
-    (a quote's mid where a row has no trade); {} for a DBN file, whose prices are read only as it replays."""
-    if not isinstance(plan, FilePlan):
+    (a quote's mid where a row has no trade); {} for a DBN file, whose prices are read only as it replays, and for
+    an options file (a stream per strike and right), whose premiums may move many-fold from one day to the next."""
+    if not isinstance(plan, FilePlan) or any(normal_name(c) in (*STRIKE_NAMES, *RIGHT_NAMES)
+                                             for c in plan.columns.stream_columns):
         return {}
     names = plan.frame.collect_schema().names()
     number = {n: pl.col(n).cast(pl.Float64, strict=False) for n in ("price", "bid", "ask") if n in names}

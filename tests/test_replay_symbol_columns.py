@@ -265,3 +265,15 @@ def test_two_stocks_files_give_two_streams_and_one_stream_of_both_is_cautioned(t
     quotes = tmp_path / "0700_HK_bbo.csv"
     quotes.write_text("Time,Bid,Ask\n" + "".join(f"2024-06-03 09:30:{i:02d}.7,380.0,380.2\n" for i in range(12)))
     assert not FileReplay([tencent, next_day, quotes], columns={"stream": "HK"}).cautions
+
+
+def test_an_option_contract_s_premium_may_move_many_fold_between_days(tmp_path: Path) -> None:
+    """An out-of-the-money option at 0.10 one day and 0.45 the next is one contract: no caution."""
+    def day(name: str, date: str, premium: float) -> Path:
+        (tmp_path / name).write_text("timestamp,underlying,expiry,strike,right,price,size\n" + "".join(
+            f"{date}T14:30:{i:02d}Z,SPY,2024-01-19,500,C,{premium + 0.01 * (i % 2):.2f},1\n" for i in range(5)))
+        return tmp_path / name
+
+    replay = FileReplay([day("opt_0102.csv", "2024-01-02", 0.10), day("opt_0103.csv", "2024-01-03", 0.45)])
+    assert len({t.stream for t in drain(replay)}) == 1
+    assert not replay.cautions
