@@ -81,7 +81,7 @@ def header_zone_note(file: str, column: str, zoned: HeaderZone, tz: str | None) 
         return f"{said} as UTC"
     summer = (" as IANA has it, with the EU's summer time (from the last Sunday of March to the last Sunday of "
               "October)" if zoned.zone in EU_RULE_ZONES else "")
-    fixed = f" (UTC{zoned.written[3:].strip()} all year)" if zoned.zone.startswith("Etc/") else ""
+    fixed = f" (UTC{zoned.written[3:].strip()} all year)" if _OFFSET.match(zoned.written) else ""
     return f"{said} in {zoned.zone}{fixed}{summer}; --tz ZONE says otherwise"
 
 

@@ -86,6 +86,7 @@ def trades(path: Path, header: str) -> Path:
     ("Time (GMT+9)", "Asia/Tokyo", "Etc/GMT-9 (UTC+9 all year)"),
     ("Time (UTC+09:00)", "Asia/Tokyo", "Etc/GMT-9 (UTC+09:00 all year)"),
     ("Time (GMT-5)", "America/Bogota", "Etc/GMT+5 (UTC-5 all year)"),
+    ("Time (Etc/GMT-9)", "Asia/Tokyo", "Etc/GMT-9"),  # an IANA key, read as before
 ])
 def test_a_zone_of_one_name_and_a_whole_hour_offset_in_the_header_are_read(tmp_path: Path, header: str, zone: str,
                                                                           said: str) -> None:
