@@ -66,6 +66,8 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
         coded = {m[0]: exchange for m in NUMERIC_CODE.finditer(name)
                  if (exchange := m["after"] or m["before"]) in NUMERIC_CODE_EXCHANGES}
         tickers = {t for t in tokens if TICKER.match(t) and t not in NOT_TICKERS and t not in halves}
+        if where == "folder name" and re.fullmatch(r"\d{3,6}", file_stem(path)):  # HK/0700.csv: the code is the
+            tickers -= NUMERIC_CODE_EXCHANGES  # instrument, its exchange's folder none
         found = pairs or (tickers - set(coded.values())) | set(coded)
         if len(found) == 1:
             return found.pop(), f"{where} {name!r}"

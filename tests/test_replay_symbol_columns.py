@@ -226,6 +226,7 @@ def test_an_unread_column_whose_changes_jump_the_price_gets_a_caution(tmp_path: 
 
 def hk_day(path: Path, day: int, price: float, rows: int = 12) -> Path:
     """A day of one Hong Kong stock's trades at about `price`, in a file named as a vendor names it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("Time,Price,Volume\n" + "".join(
         f"2024-06-{day:02d} 09:30:{i:02d}.5,{price + 0.2 * (i % 3):.2f},{100 * (1 + i % 4)}\n" for i in range(rows)))
     return path
@@ -236,16 +237,18 @@ def hk_day(path: Path, day: int, price: float, rows: int = 12) -> Path:
     ("7203_JT_bbg.csv", "7203_JT"), ("7203 JT Equity.csv", "7203 JT"), ("HKG_0700_trades.csv", "HKG_0700"),
     # as before: a code alone, or with Yahoo's Tokyo suffix T, is the file's whole name
     ("7203.csv", "7203"), ("7203.T.csv", "7203.T"), ("7203_T.csv", "7203_T"),
+    ("HK/0700.csv", "0700"),  # in a folder named by its exchange: the code, not the folder
 ])
 def test_a_numeric_stock_code_and_its_exchange_name_the_stream(tmp_path: Path, name: str, stream: str) -> None:
     """The exchange code beside a numeric stock code (0700_HK.csv) is no ticker: read as one, every stock of an
     exchange would replay as one stream HK."""
     replay = FileReplay(hk_day(tmp_path / name, 3, 380.0))
     assert {t.stream for t in drain(replay)} == {stream}
-    said = [n for n in replay.notes if "from the file name" in n]
-    assert said == ([] if stream == name.removesuffix(".csv") else
-                    [f"{name}: stream {stream}, from the file name {name.removesuffix('.csv')!r} (--columns "
-                     f"stream_name=NAME to name it otherwise)"])
+    said = [n for n in replay.notes if "stream" in n and "from the" in n]
+    stem = Path(name).name.removesuffix(".csv")
+    assert said == ([] if stream == stem else
+                    [f"{name}: stream {stream}, from the file name {stem!r} (--columns stream_name=NAME to name it "
+                     f"otherwise)"])
 
 
 def test_two_stocks_files_give_two_streams_and_one_stream_of_both_is_cautioned(tmp_path: Path) -> None:
