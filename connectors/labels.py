@@ -14,8 +14,10 @@ Two entry points over one implementation:
   from the ticks that followed it (live scoring).
 
 A horizon counts ticks, whatever time passes between them. Given each tick's event time and a session gap,
-`label_series` leaves unlabelled every answer point whose horizon crosses a pause in the stream longer than the
-gap (a weekend, a night, a halt): what the market did after a close is not what an answer before it was about.
+`label_series` leaves unlabelled every answer point whose horizon crosses a pause in the stream as long as the gap
+or longer (a weekend, a night, a halt): what the market did after a close is not what an answer before it was about.
+A pause of exactly the gap counts, because vendors stamp the last and first prints on a halt's bounds: CME's
+16:00-17:00 CT halt and Tokyo's 11:30-12:30 lunch are then pauses of exactly 1 h, and `--session-gap 1h` cuts them.
 `spanned_gaps` finds those points, for the notes that count them.
 """
 
@@ -133,12 +135,12 @@ def realised_vol_bps(marks: np.ndarray, horizon: int) -> np.ndarray:
 
 def spanned_gaps(ts: np.ndarray, horizon: int, gap_ns: int) -> np.ndarray:
     """(n,) bool per answer point of a stream with event times ``ts`` (int64 ns, shape (n,)): whether its horizon
-    (ticks i..i+horizon) holds two consecutive ticks more than ``gap_ns`` apart; False without a full horizon."""
+    (ticks i..i+horizon) holds two consecutive ticks ``gap_ns`` or more apart; False without a full horizon."""
     n = len(ts)
     out = np.zeros(n, dtype=bool)
     if n <= horizon or horizon < 1:
         return out
-    wide = np.concatenate([[0], np.cumsum(np.diff(ts) > gap_ns)])  # (n,) wide gaps among ticks 0..i
+    wide = np.concatenate([[0], np.cumsum(np.diff(ts) >= gap_ns)])  # (n,) wide gaps among ticks 0..i
     out[: n - horizon] = wide[horizon:] > wide[: n - horizon]
     return out
 
@@ -154,7 +156,7 @@ def session_gap_text(ns: int) -> str:
 def label_series(spec: QuestionSpec, marks: np.ndarray, regimes: np.ndarray | None = None,
                  ts: np.ndarray | None = None, session_gap_ns: int | None = None) -> np.ndarray:
     """Label index (into spec.labels) per answer point; NO_LABEL without enough future or ground truth, and,
-    given the ticks' event times ``ts`` and ``session_gap_ns``, where the horizon crosses a longer gap.
+    given the ticks' event times ``ts`` and ``session_gap_ns``, where the horizon crosses a gap that long or longer.
 
     `regimes` holds the hidden regime index (0 calm, 1 volatile) per tick, synthetic data only.
     """
@@ -186,8 +188,8 @@ def label_series(spec: QuestionSpec, marks: np.ndarray, regimes: np.ndarray | No
 def persistence_series(spec: QuestionSpec, marks: np.ndarray, ts: np.ndarray | None = None,
                        session_gap_ns: int | None = None) -> np.ndarray:
     """The naive "same as the last interval" answer per answer point: the label the past
-    `horizon` ticks would have had. NO_LABEL where the past is too short (or crosses a gap longer than
-    ``session_gap_ns``, given the event times ``ts``) or for hidden-state questions."""
+    `horizon` ticks would have had. NO_LABEL where the past is too short (or crosses a gap of
+    ``session_gap_ns`` or more, given the event times ``ts``) or for hidden-state questions."""
     out = np.full(len(marks), NO_LABEL, dtype=np.int64)
     if spec.kind == "regime":
         return out

@@ -41,7 +41,7 @@ class PriceStep(NamedTuple):
                 else f"a {self.ratio.denominator}-for-{self.ratio.numerator} reverse split")
         gap = self.after_ts - self.before_ts
         scored = ("the answers whose label horizon spans it are left unscored (--session-gap "
-                  f"{session_gap_text(session_gap_ns)})" if session_gap_ns is not None and gap > session_gap_ns else
+                  f"{session_gap_text(session_gap_ns)})" if session_gap_ns is not None and gap >= session_gap_ns else
                   "the answers whose label horizon spans it are scored as that move (--session-gap 1h leaves "
                   "them unscored)")
         return (f"{shown_name(self.stream)}: its price stepped x{self.step:.3g} across a pause of "

@@ -1517,5 +1517,5 @@ def test_scores_says_how_many_answers_the_session_gap_left_unscored(checkpoint, 
         code, out, _ = run(capsys, "scores", *control)
     notes = [line for line in out.splitlines() if "not scored because" in line]  # (beside thin_streams')
     assert code == 0 and len(notes) == 1 and re.fullmatch(
-        r"note: dir5: [1-9]\d* answers not scored because their horizon crossed a pause longer than "
-        r"answers\.session_gap_s \(across_gap\)", notes[0]), out
+        r"note: dir5: [1-9]\d* answers not scored because their horizon crossed a pause of "
+        r"answers\.session_gap_s or more \(across_gap\)", notes[0]), out

@@ -68,13 +68,14 @@ def spans_the_weekend(table: pl.DataFrame, horizons: dict[str, int], ticks_befor
 
 def test_spanned_gaps_and_labels_end_at_a_longer_pause() -> None:
     ts = np.array([0, 1, 2, 10, 11, 12], dtype=np.int64) * HOUR  # a 8-hour pause between ticks 2 and 3
-    assert spanned_gaps(ts, 2, HOUR).tolist() == [False, True, True, False, False, False]
+    assert spanned_gaps(ts, 2, 2 * HOUR).tolist() == [False, True, True, False, False, False]
+    assert spanned_gaps(ts, 2, HOUR).tolist() == [True, True, True, True, False, False]  # an hour's pause too
     assert not spanned_gaps(ts, 2, 9 * HOUR).any()
     spec = load_builtin_codec().questions["direction_5"].spec
     marks = np.linspace(100.0, 101.0, 12)
-    times = np.array([0, 1, 2, 3, 4, 5, 30, 31, 32, 33, 34, 35], dtype=np.int64) * HOUR
+    times = np.array([0, 1, 2, 3, 4, 5, 30, 31, 32, 33, 34, 35], dtype=np.int64) * HOUR // 2
     plain = label_series(spec, marks)
-    gapped = label_series(spec, marks, ts=times, session_gap_ns=HOUR)
+    gapped = label_series(spec, marks, ts=times, session_gap_ns=HOUR)  # half-hour ticks, a 12.5 h pause
     crossing = spanned_gaps(times, 5, HOUR)
     assert crossing.sum() == 5 and (gapped[crossing] == NO_LABEL).all()
     assert (gapped[~crossing] == plain[~crossing]).all() and (plain[crossing] != NO_LABEL).all()
@@ -90,8 +91,8 @@ def test_the_weekend_is_noted_without_the_option_and_left_unscored_with_it(setup
     assert spanning.height > 0  # Friday's last answers scored against Sunday's reopen
     summary = plain.summary()
     assert (f"note: {spanning.height} scored answers (dir20 {spanning.filter(pl.col('query') == 'dir20').height}, "
-            f"move50 {spanning.filter(pl.col('query') == 'move50').height}) are labelled across a pause of over "
-            f"an hour") in summary
+            f"move50 {spanning.filter(pl.col('query') == 'move50').height}) are labelled across a pause of an "
+            f"hour or more") in summary
     assert "the widest: EURUSD, 2 days from 2024-01-05T21:59:45Z to 2024-01-07T22:00:00Z" in summary
     assert "--session-gap 1h leaves such answers unscored" in summary
 
@@ -109,7 +110,8 @@ def test_the_weekend_is_noted_without_the_option_and_left_unscored_with_it(setup
     assert "labelled across a pause" not in summary
     assert (f"note: --session-gap 1h (answers.session_gap_s): {spanning.height} answers (dir20 "
             f"{spanning.filter(pl.col('query') == 'dir20').height}, move50 "
-            f"{spanning.filter(pl.col('query') == 'move50').height}) have a label horizon across a longer pause")\
+            f"{spanning.filter(pl.col('query') == 'move50').height}) have a label horizon across a pause of 1h or "
+            f"more") \
         in summary
     exact = ["query", "stream", "seq", "ticks", "data_ts", "realised", "correct"]
     assert gapped["chunked"].select(exact).equals(gapped["batches"].select(exact))  # chunked == tick group by group
@@ -133,8 +135,8 @@ def test_a_query_whose_every_answer_crosses_a_pause_says_so_not_that_it_has_no_l
         answered = table.filter((pl.col("query") == name) & pl.col("probs").is_not_null()).height
         assert answered == len(ticks)
         assert (f"note: {name}: no answer scored: {question} is scored on the next {horizon} ticks of the answer's "
-                f"stream, and {answered - horizon} of its {answered} answers had those ticks cross a pause longer "
-                f"than --session-gap 1s (answers.session_gap_s); the other {horizon} are within {horizon} ticks of "
+                f"stream, and {answered - horizon} of its {answered} answers had those ticks cross a pause of "
+                f"--session-gap 1s or more (answers.session_gap_s); the other {horizon} are within {horizon} ticks of "
                 f"their stream's last tick (the file ends before their horizon): such an answer is not scored"
                 ) in summary, summary
     assert "note: nll: no answer scored: an answer is scored against what the ticks after it did" in summary
@@ -184,7 +186,7 @@ def test_evaluate_notes_labels_across_a_pause_and_leaves_them_out_with_the_optio
               "--resamples", "10", "--threads", "1", "--json"]
     assert main(common) == 0
     said = capsys.readouterr()
-    assert "scored answer points are labelled across a pause of over an hour" in said.err
+    assert "scored answer points are labelled across a pause of an hour or more" in said.err
     assert "--session-gap 1h leaves such points unscored" in said.err
     assert main([*common, "--session-gap", "1h"]) == 0
     assert "labelled across a pause" not in capsys.readouterr().err
@@ -227,3 +229,41 @@ def test_split_like_steps_need_a_pause_a_split_ratio_and_a_step_beyond_the_typic
     assert split_like_steps("X", ts, np.where(np.arange(10) < 5, halved, halved * 1.2)) == []  # x0.6: no split ratio
     noisy = np.array([100.0, 80.0, 120.0, 90.0, 100.0, 50.0, 70.0, 40.0, 50.0, 60.0])  # moves of 20% a tick
     assert split_like_steps("X", ts, noisy) == []
+
+
+def halt_csv(path: Path, seed: int = 13) -> None:
+    """An ES file as vendors stamp it: prints from 14:00 to 16:00 and 17:00 to 19:00, the last and first on the
+    bounds of CME's hour-long maintenance halt, so the pause is exactly 1 h."""
+    rng = random.Random(seed)
+    lines, price = ["Timestamp,Symbol,Price,Volume"], 5150.0
+    for start in (14, 17):
+        seconds = [0.0, *sorted(rng.uniform(1, 7199) for _ in range(198)), 7200.0]
+        for s in seconds:
+            price += rng.choice((-0.25, 0.0, 0.25))
+            clock = f"{start + int(s) // 3600:02d}:{int(s) % 3600 // 60:02d}:{s % 60:09.6f}"
+            lines.append(f"2024-03-13 {clock},ESM4,{price:.2f},{rng.randint(1, 9)}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_halt_of_exactly_the_session_gap_is_cut_and_an_hour_pause_is_noted(setup, capsys) -> None:
+    """CME's 16:00-17:00 CT halt with prints stamped on its bounds is a pause of exactly 1 h: `--session-gap 1h`
+    (the help's example for a halt) cut nothing there and the note on labels across a pause of over an hour stayed
+    silent, so every answer before the halt was scored against the reopen. A pause of the gap's length now cuts."""
+    root, checkpoint, _ = setup
+    halt_csv(root / "ESM4_halt.csv")
+    ts = np.array([0, HOUR, 2 * HOUR], dtype=np.int64)
+    assert spanned_gaps(ts, 1, HOUR).tolist() == [True, True, False]
+    common = ["backtest", str(root / "ESM4_halt.csv"), "--tz", "America/Chicago", "--model", str(checkpoint),
+              "--queries", str(root / "q.yaml"), "--quiet", "--threads", "1"]
+    assert main([*common, "--out", str(root / "halt_plain.parquet")]) == 0
+    out = capsys.readouterr().out
+    assert "are labelled across a pause of an hour or more in their stream's event times (1 such pause; the " \
+           "widest: ESM4, 60 min from 2024-03-13T21:00:00Z to 2024-03-13T22:00:00Z)" in out, out
+    assert main([*common, "--out", str(root / "halt_cut.parquet"), "--session-gap", "1h"]) == 0
+    out = capsys.readouterr().out
+    table = pl.read_parquet(root / "halt_cut.parquet")
+    crossing = table.filter((pl.col("ticks") <= 200) & (pl.col("ticks") + pl.col("query").replace_strict(
+        {"dir20": 20, "move50": 50}, return_dtype=pl.Int64) > 200))
+    assert crossing.height == 70 and crossing["realised"].null_count() == 70
+    assert "note: --session-gap 1h (answers.session_gap_s): 70 answers (dir20 20, move50 50) have a label horizon " \
+           "across a pause of 1h or more" in out, out

@@ -61,11 +61,11 @@ def test_training_labels_end_at_the_session_gap_and_the_checkpoint_records_it(tr
     for question, scored in gapped["questions"].items():
         assert plain["questions"][question]["train_points"] - scored["train_points"] == horizons[question], question
     assert gapped["answer_points"]["across_pauses"] == 0 < plain["answer_points"]["across_pauses"]
-    assert ("scored answer points are labelled across a pause of over an hour in their stream's event times: an "
+    assert ("scored answer points are labelled across a pause of an hour or more in their stream's event times: an "
             "answer before a close is scored against the reopen; --session-gap 1h leaves such points out of "
             "training and scoring") in trained["said"]["plain"]
     assert "labelled across a pause" not in trained["said"]["gapped"]
-    assert "none across a pause in event time over 1h (--session-gap 1h)" in \
+    assert "none across a pause in event time of 1h or more (--session-gap 1h)" in \
         (trained["root"] / "gapped" / "TRAINING.md").read_text()
 
 

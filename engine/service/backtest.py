@@ -440,7 +440,7 @@ def _why_unscored(pipeline: TickPipeline, score: QueryScore, rows: pl.LazyFrame,
     """Why none of a query's answers (`rows`) was scored: it asks no named question, it asks the hidden regime,
     what the market did was never one of its labels (``outside``: a subset of the question's answers), fewer
     ticks than the question's horizon followed every answer (29 daily settlements and a 50-tick move), or each
-    answer's horizon crossed a pause longer than ``session_gap_ns`` in ``marks``' event times, or ran past the
+    answer's horizon crossed a pause of ``session_gap_ns`` or more in ``marks``' event times, or ran past the
     file's end."""
     spec = pipeline.registry.get(score.query) if score.query in pipeline.registry else None
     question = pipeline.codec.questions.get(spec.question) if spec is not None and spec.question else None
@@ -464,8 +464,8 @@ def _why_unscored(pipeline: TickPipeline, score: QueryScore, rows: pl.LazyFrame,
 
 def _across_gap_why(name: str, horizon: int, rows: pl.LazyFrame, marks: Mapping[str, MarkSeries],
                     session_gap_ns: int) -> str:
-    """Why a named question's answers went unscored under --session-gap: the answers whose horizon crossed a longer
-    pause (counted), the others ending too near their stream's last tick to be labelled."""
+    """Why a named question's answers went unscored under --session-gap: the answers whose horizon crossed a pause
+    that long or longer (counted), the others ending too near their stream's last tick to be labelled."""
     answered = rows.filter(pl.col("probs").is_not_null()).select("stream", "ticks")
     total = answered.select(pl.len()).collect().item()
     crossed = answered.join(crossing_points(marks, horizon, session_gap_ns), on=["stream", "ticks"],
@@ -476,8 +476,8 @@ def _across_gap_why(name: str, horizon: int, rows: pl.LazyFrame, marks: Mapping[
     rest = (f"; the other {others} {'is' if others == 1 else 'are'} within {horizon} ticks of their stream's last "
             f"tick (the file ends before their horizon)") if crossed < total else ""
     return (f"{name} is scored on the next {horizon} ticks of the answer's stream, and {crossed} of its {total} "
-            f"answers had those ticks cross a pause longer than --session-gap {session_gap_text(session_gap_ns)} "
-            f"(answers.session_gap_s){rest}: such an answer is not scored (a longer --session-gap, or none, "
+            f"answers had those ticks cross a pause of --session-gap {session_gap_text(session_gap_ns)} or "
+            f"more (answers.session_gap_s){rest}: such an answer is not scored (a longer --session-gap, or none, "
             f"scores across the pauses)")
 
 
@@ -656,7 +656,8 @@ def _write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str,
     """Score the answer parts one at a time and write them to `out` in the total order ANSWER_ORDER; returns the
     rows written. Memory holds one part (a checkpoint's answers), not the run's: a day of answers is written
     in fixed-size row groups, so the file's bytes do not depend on how the run was cut into parts either.
-    ``session_gap_ns``: an answer whose horizon crosses a longer pause in event time gets no realised label."""
+    ``session_gap_ns``: an answer whose horizon crosses a pause that long or longer in event time gets no realised
+    label."""
     realised_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
     scored: list[Path] = []
     ends: list[tuple[tuple, tuple]] = []  # each scored part's first and last sort key

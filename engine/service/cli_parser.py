@@ -430,9 +430,10 @@ def _session_gap(text: str) -> int:
 
 
 SESSION_GAP_HELP = ("leave unscored every answer whose label horizon crosses a pause in its stream's event times "
-                    "longer than this, e.g. 1h (a weekend, a night, a halt: the realised label is left null); "
+                    "this long or longer, e.g. 1h (a weekend, a night, a halt: CME's 16:00-17:00 CT and Tokyo's "
+                    "lunch, stamped on their bounds, are pauses of exactly 1h; the realised label is left null); "
                     "default: a horizon counts ticks whatever time passes, with a note when scored labels span "
-                    "a pause of over an hour")
+                    "a pause of an hour or more")
 
 
 def _count(text: str) -> int:

@@ -39,8 +39,8 @@ def cmd_scores(args: argparse.Namespace) -> None:
         if s.get("saturated_why"):
             print(f"note: {query}: {s['saturated_why']}")
         if s.get("across_gap"):  # answers.session_gap_s at work: otherwise they would pass for pending or lost
-            print(f"note: {query}: {s['across_gap']} answers not scored because their horizon crossed a pause longer "
-                  f"than answers.session_gap_s (across_gap)")
+            print(f"note: {query}: {s['across_gap']} answers not scored because their horizon crossed a pause of "
+                  f"answers.session_gap_s or more (across_gap)")
         thin = s.get("thin_streams") or {}
         if thin.get("scored") and thin["brier"] > thin["prior_brier"]:  # too few answers a stream to be named
             print(f"note: {query}: worse than the class frequencies on the {thin['streams']} streams with too few "

@@ -166,13 +166,13 @@ def say_rejected_if_quiet(rejected: dict[str, int], read: int, args: argparse.Na
 
 
 def across_pauses_note(result: dict[str, Any], session_gap: int | None, leaves: str) -> str | None:
-    """The note on the scored answer points of an evaluation ``result`` labelled across a pause of over an hour
+    """The note on the scored answer points of an evaluation ``result`` labelled across a pause of an hour or more
     (within ``session_gap``, if given), what --session-gap 1h does to them in words (``leaves``); None: none."""
     from connectors.labels import session_gap_text
 
     if not (across := result["answer_points"]["across_pauses"]):
         return None
     within = "" if session_gap is None else f" (within --session-gap {session_gap_text(session_gap)})"
-    return (f"{across} scored answer points are labelled across a pause of over an hour in their stream's event "
+    return (f"{across} scored answer points are labelled across a pause of an hour or more in their stream's event "
             f"times{within}: an answer before a close is scored against the reopen; --session-gap 1h leaves such "
             f"points {leaves}")

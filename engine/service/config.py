@@ -87,7 +87,7 @@ class AnswersSection:
     # that stream's own realised class frequencies (queries/adapt.py), which is what is published, with the
     # model's own distribution beside it (`model_probs`); off: the model's answer is published as it is
     adapt: str | bool = "online"  # a bool only as YAML 1.1 reads a bare off / on: made "off" / "online" below
-    # an answer whose label horizon crosses a pause in its stream's event times longer than this (a weekend, a
+    # an answer whose label horizon crosses a pause in its stream's event times this long or longer (a weekend, a
     # night, a halt) gets no realised label: live scores, the adaptation and backtest scores leave it out
     # (backtest --session-gap); None: a horizon counts ticks whatever time passes between them
     session_gap_s: float | None = None

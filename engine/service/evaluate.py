@@ -282,7 +282,7 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
     feats = [sd.features for sd in streams]
     train_x, train_y, test = [[] for _ in qs], [[] for _ in qs], [[] for _ in qs]
     labelled, batch_ends = 0, 0  # the test part's labelled points, and those --batch-ms keeps
-    across_pauses = 0  # scored points whose label spans a pause of over GAP_NOTE_NS in event time
+    across_pauses = 0  # scored points whose label spans a pause of GAP_NOTE_NS or more in event time
     for sd, x in zip(streams, feats):
         ii, qq = sd.points("train")
         for qi in range(len(qs)):

@@ -61,7 +61,8 @@ class FitOptions:
     streams: tuple[str, ...] | None = None  # the streams of the files to train on (names or globs); None: every one
     name_left_out: bool = False  # --verbose: each stream too short to split named, not more than SHORT_NAMED summed up
     points_out: Path | None = None  # --points-out: the test answer points scored, a row each (evaluate.write_points)
-    # --session-gap: a label horizon across a longer pause in event time leaves its point unlabelled in every part
+    # --session-gap: a label horizon across a pause that long or longer in event time leaves its point unlabelled
+    # in every part
     session_gap_ns: int | None = None
 
     def __post_init__(self) -> None:
@@ -270,7 +271,7 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
     left_out += f"\n  - note: {record['overlap']}" if record.get("overlap") else ""
     left_out += f"\n  - note: {record['validation_note']}" if record.get("validation_note") else ""
     session_gap = record["reading"].get("session_gap")
-    paused = (f", none across a pause in event time over {session_gap} (--session-gap {session_gap})"
+    paused = (f", none across a pause in event time of {session_gap} or more (--session-gap {session_gap})"
               if session_gap else "")
     val = stats["validation"]
     still = (f"; still improving at its last check (step {stats['best_step']}): more --max-minutes or --steps "

@@ -14,8 +14,8 @@ that answer was scored.
                                "model_accuracy": .., "model_brier": .. (the model's own answers, `model_probs`,
                                where answers.adapt published a mix; else None),
                                "pending": answers waiting for their future, "unscorable": ..,
-                               "across_gap": answers whose horizon crossed a pause longer than
-                               answers.session_gap_s (not scored),
+                               "across_gap": answers whose horizon crossed a pause of
+                               answers.session_gap_s or more (not scored),
                                "outside_labels": answers whose realised label is none of the query's own, and
                                "unscored_why" (where there are such): that, said with the count,
                                "worse_than_prior": [{"stream", "scored", "brier", "prior_brier"}, ...],
@@ -70,7 +70,7 @@ class QueryScore:
     majority_correct: float = 0.0  # expected hits of the majority guess (a tie: a share of one)
     unscorable: int = 0
     outside_labels: int = 0  # realised, but as a label the query did not ask about (a subset of the answers)
-    across_gap: int = 0  # left unlabelled: the horizon crossed a pause longer than answers.session_gap_s
+    across_gap: int = 0  # left unlabelled: the horizon crossed a pause of answers.session_gap_s or more
     # the model's own answers (``model_probs``, beside what answers.adapt published), on the same answers
     model_scored: int = 0
     model_correct: int = 0
@@ -140,7 +140,7 @@ class StreamMarks:
     def label(self, spec: QuestionSpec, point: int, session_gap_ns: int | None = None) -> int:
         """The realised label index of the answer point just after tick ``point`` (its mark and ``horizon``
         more must be kept: ``point + horizon <= ticks``); NO_LABEL where labels.py gives none (with
-        ``session_gap_ns``: also where the horizon crosses a longer pause in event time)."""
+        ``session_gap_ns``: also where the horizon crosses a pause that long or longer in event time)."""
         span = slice(point - self.base, point - self.base + spec.horizon + 1)  # the answer point, `horizon` more
         times = np.asarray(self.times[span], dtype=np.int64) if session_gap_ns is not None else None
         return int(label_series(spec, np.asarray(self.marks[span]), ts=times, session_gap_ns=session_gap_ns)[0])
@@ -161,7 +161,8 @@ class StreamMarksBook:
 
     def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True,
                  features: bool = False, session_gap_ns: int | None = None) -> None:
-        self.session_gap_ns = session_gap_ns  # answers.session_gap_s: labels end at a longer pause in event time
+        # answers.session_gap_s: labels end at a pause that long or longer in event time
+        self.session_gap_ns = session_gap_ns
         # named questions with a realised answer: {name: QuestionSpec}; none when disabled (then nothing is kept)
         self.questions = {name: q.spec for name, q in questions.items()
                           if enabled and hasattr(q, "spec") and q.spec.kind != "regime"}
@@ -282,7 +283,7 @@ class LiveScores(StreamMarksBook):
         score = self._score(query)
         labels, p = answer.labels, answer.probs  # (labels,) the query's own answer order
         realised = answer.spec.labels[label] if label != NO_LABEL else None
-        if realised is None:  # a full horizon goes unlabelled only across a pause longer than the session gap
+        if realised is None:  # a full horizon goes unlabelled only across a pause of the session gap or more
             if self.session_gap_ns is not None:
                 score.across_gap += 1
             else:

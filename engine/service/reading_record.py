@@ -6,7 +6,7 @@
   column map's other keys, a --preset's name among them) and --streams (ET times read as UTC put every trade hours
   away from the quotes it printed against);
 * the split: --split and --gap, where not the default 70/15/15 (evaluate's test part is training's);
-* the labels: --session-gap (a label horizon across a longer pause in event time left unlabelled).
+* the labels: --session-gap (a label horizon across a pause that long or longer in event time left unlabelled).
 `evaluate` reads its files with the first and the last unless given its own, and with the second when its files
 are the training files; `backtest --model` reads the training files with all of them; otherwise a run whose
 reading differs says so, and `serve --model` says them at its start. A --session-gap is never taken: `evaluate`

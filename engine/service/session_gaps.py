@@ -2,7 +2,7 @@
 
 A label horizon counts ticks, so an answer just before a close is labelled from the ticks after the reopen. With
 ``answers.session_gap_s`` (backtest --session-gap) such an answer gets no realised label (connectors/labels.py);
-this counts, from the answers file, the scored answers whose labels span a pause of over GAP_NOTE_NS (without the
+this counts, from the answers file, the scored answers whose labels span a pause of GAP_NOTE_NS or more (without the
 option, or with a longer one) and the answers the option left unscored, and says both in a note; and it turns the
 split-like price steps across such pauses (connectors/price_steps.py) into cautions.
 """
@@ -20,11 +20,11 @@ from connectors.price_steps import split_like_steps
 from connectors.questions import QuestionSpec
 from connectors.ticks import shown_name, utc_text
 
-GAP_NOTE_NS = 3_600_000_000_000  # a pause of over an hour (the notes say it in words): another session
+GAP_NOTE_NS = 3_600_000_000_000  # a pause of an hour or more (the notes say it in words): another session
 
 
 def crossing_points(series: Mapping[str, MarkSeries], horizon: int, gap_ns: int) -> pl.LazyFrame:
-    """(stream, ticks) of every answer point whose `horizon` crosses a pause over ``gap_ns`` (``ticks``: the
+    """(stream, ticks) of every answer point whose `horizon` crosses a pause of ``gap_ns`` or more (``ticks``: the
     answers file's tick count, the answer point's index + 1)."""
     frames = [pl.DataFrame({"stream": stream, "ticks": np.nonzero(crossed)[0].astype(np.int64) + 1})
               for stream, s in series.items() if (crossed := spanned_gaps(s.ts(), horizon, gap_ns)).any()]
@@ -32,14 +32,14 @@ def crossing_points(series: Mapping[str, MarkSeries], horizon: int, gap_ns: int)
 
 
 def widest_pause(series: Mapping[str, MarkSeries], streams: list[str], gap_ns: int) -> tuple[str, int, int, int]:
-    """(stream, its pauses over ``gap_ns``, before, after ts) of the widest such pause among ``streams``."""
+    """(stream, its pauses of ``gap_ns`` or more, before, after ts) of the widest such pause among ``streams``."""
     widest, count = ("", 0, 0), 0
     for stream in streams:
         ts = series[stream].ts()
         gaps = np.diff(ts)
         if not len(gaps):  # one tick: no pause
             continue
-        count += int((gaps > gap_ns).sum())
+        count += int((gaps >= gap_ns).sum())  # as spanned_gaps counts a pause
         j = int(gaps.argmax())
         if gaps[j] > widest[2] - widest[1]:
             widest = (stream, int(ts[j]), int(ts[j + 1]))
@@ -50,7 +50,7 @@ def gap_notes(questions: Mapping[str, QuestionSpec], graded: pl.LazyFrame, serie
               session_gap_ns: int | None) -> list[str]:
     """The notes on labels across pauses: ``questions`` maps each answered query to its named question's spec (a
     query without one is left out); ``graded`` is the answers file's scored slice."""
-    spanning: dict[str, int] = {}  # query -> its scored answers labelled across a pause over GAP_NOTE_NS
+    spanning: dict[str, int] = {}  # query -> its scored answers labelled across a pause of GAP_NOTE_NS or more
     left_out: dict[str, int] = {}  # query -> its answers --session-gap left without a label
     streams: set[str] = set()
     crossing: dict[tuple[int, int], pl.LazyFrame] = {}  # (horizon, gap) -> its crossing points, made once
@@ -80,14 +80,15 @@ def gap_notes(questions: Mapping[str, QuestionSpec], graded: pl.LazyFrame, serie
     notes = []
     if left_out:
         notes.append(f"--session-gap {session_gap_text(session_gap_ns)} (answers.session_gap_s): "
-                     f"{sum(left_out.values())} answers ({_per_query(left_out)}) have a label horizon across a longer "
-                     f"pause in their stream's event times and are not scored (realised left null)")
+                     f"{sum(left_out.values())} answers ({_per_query(left_out)}) have a label horizon across a pause "
+                     f"of {session_gap_text(session_gap_ns)} or more in their stream's event times and are not scored "
+                     f"(realised left null)")
     if spanning:
         stream, pauses, before, after = widest_pause(series, sorted(streams), GAP_NOTE_NS)
         given = ("" if session_gap_ns is None else
                  f" (within --session-gap {session_gap_text(session_gap_ns)})")
         notes.append(f"{sum(spanning.values())} scored answers ({_per_query(spanning)}) are labelled across a pause "
-                     f"of over an hour in their stream's event times{given} ({pauses} such "
+                     f"of an hour or more in their stream's event times{given} ({pauses} such "
                      f"pause{'s' if pauses != 1 else ''}; the widest: {shown_name(stream)}, "
                      f"{duration_text(after - before)} from {utc_text(before)} to {utc_text(after)}): an answer "
                      f"before a close is scored against the reopen; --session-gap 1h leaves such answers unscored")

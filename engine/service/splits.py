@@ -157,7 +157,7 @@ def _possessive_list(names: list[str]) -> str:
 def part_labels(codec: BinnedCodec, marks: np.ndarray, parts: StreamSplit, ts: np.ndarray | None = None,
                 session_gap_ns: int | None = None) -> np.ndarray:
     """Labels per (tick, question), each part labelled from its own marks only; gap ticks stay unlabelled, and
-    so do points whose horizon crosses a pause in event time (``ts``) longer than ``session_gap_ns``."""
+    so do points whose horizon crosses a pause in event time (``ts``) of ``session_gap_ns`` or more."""
     out = np.full((len(marks), len(codec.questions)), NO_LABEL, dtype=np.int64)
     for r in parts:
         times = ts[r.start : r.stop] if ts is not None else None
@@ -250,7 +250,7 @@ def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
             session_gap_ns: int | None = None) -> tuple[list[StreamData], list[str]]:
     """Streams long enough to split (each part >= `min_ticks`: min_part_ticks), and a note per stream left out;
     ``training``: for `train` (its refusal may then say what a split without a validation part does to training);
-    ``session_gap_ns``: labels end at a longer pause in event time (evaluate --session-gap).
+    ``session_gap_ns``: labels end at a pause that long or longer in event time (evaluate --session-gap).
     Refused when none is: the streams named one by one when few or ``name_all`` (--verbose), else summed up."""
     gap = max(spec.gap, longest_horizon(codec))
     out, skipped = [], []
