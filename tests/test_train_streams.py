@@ -107,6 +107,26 @@ def test_every_stream_whose_training_runs_past_another_s_test_start_is_named(tra
         note
 
 
+def test_consecutive_contracts_get_each_stream_s_parts_and_a_true_note(trained, tmp_path: Path, capsys) -> None:
+    """H4 then M4 (the roll: M4's ticks all after H4's last): the one "parts" line spanned both streams, so the
+    parts looked overlapping (validation starting before training ended), and the note said M4's training ticks
+    "cover the same hours" as H4's test slice, which they do not: they come after it. Each stream's own parts are
+    printed, and the note says the model saw later data."""
+    _, model, _, _ = trained
+    csv = write_csv(tmp_path / "roll.csv", {"H4": (1000, 0, 30), "M4": (1000, 31, 60)})
+    assert main(["evaluate", str(model), str(csv), *QUICK]) == 0
+    out, err = capsys.readouterr()
+    assert ("flashtick evaluate: note: M4's training ticks come after H4's test slice begins (the model saw later "
+            "data): if they move together, that test slice is not fully out of sample") in err, err
+    assert "same hours" not in err
+    lines = out.splitlines()
+    at = lines.index("parts (UTC event times), each stream's own (the split is per stream, in tick order):")
+    for line, (name, first, last) in zip(lines[at + 1 : at + 3], (("H4", 0, 30), ("M4", 31, 60))):
+        assert line.startswith(f"  {name}: train {utc_text(START_US * 1000 + first * HOUR_US * 1000)} to "), line
+        assert line.count(";") == 2 and "test" in line
+    assert not any(line.startswith("parts (UTC event times): ") for line in lines)
+
+
 def test_evaluate_refuses_a_stream_too_short_with_train_s_minimum(trained, capsys) -> None:
     """evaluate split with parts of one tick: its suggested --split 49/51 left a one-tick test slice, an empty
     table, a blank verdict and exit 0. It now takes train's minimum part (the model's window and a tick), and

@@ -442,6 +442,33 @@ def _times_text(times: dict[str, list[str] | None]) -> str:
     return "; ".join(f"{part} {span[0]} to {span[1]}" for part, span in times.items() if span)
 
 
+PART_STREAMS_NAMED = 8  # streams whose parts are listed one by one when the overall line would look like a leak
+
+
+def part_times_lines(result: dict[str, Any], by_stream: bool) -> list[str]:
+    """Where the split fell in event time: the overall line, and each stream's with ``by_stream``. The split is per
+    stream, so streams over different hours (consecutive contracts, H4 then M4) give overall parts that overlap
+    (training ending after the test part starts) though no stream's do: then each stream's own line is printed
+    instead (up to PART_STREAMS_NAMED of them; beyond, the overall line says what it is)."""
+    overall = result["part_times"]
+    own = {stream: part["times"] for stream, part in result.get("streams", {}).items()}
+    spans = [[_in_order(end) for end in span] for span in overall.values() if span]
+    looks_leaky = len(own) > 1 and any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:]))
+    each = [f"  {shown_name(stream)}: {_times_text(times)}" for stream, times in own.items()]
+    if looks_leaky and not by_stream and len(own) <= PART_STREAMS_NAMED:
+        return ["parts (UTC event times), each stream's own (the split is per stream, in tick order):", *each]
+    line = f"parts (UTC event times): {_times_text(overall)}"
+    if looks_leaky and not by_stream:
+        line += (f" (the earliest and latest over {len(own)} streams, each split on its own in tick order: "
+                 f"--by-stream prints each stream's)")
+    return [line, *(each if by_stream and len(own) > 1 else [])]
+
+
+def _in_order(utc: str) -> str:
+    """utc_text of a whole second padded to the width of one with ns, so that text order is time order."""
+    return utc if "." in utc else f"{utc[:-1]}.000000000Z"
+
+
 def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
     """The per-question table `evaluate` and `train` print; a calibrated checkpoint also gets its `raw`
     (uncalibrated) accuracy and Brier beside the calibrated `model` ones; ``by_stream``: under each question,
@@ -465,10 +492,8 @@ def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
                   for stream, part in (r.get("by_stream", {}) if by_stream else {}).items()]
     if "answer_points" in result:
         lines.append(answer_points_line(result["answer_points"]))
-    if "part_times" in result:  # where the split fell in event time: overall, and each stream's with by_stream
-        lines.append(f"parts (UTC event times): {_times_text(result['part_times'])}")
-        lines += [f"  {shown_name(stream)}: {_times_text(part['times'])}" for stream, part in
-                  (result["streams"].items() if by_stream and len(result["streams"]) > 1 else ())]
+    if "part_times" in result:
+        lines += part_times_lines(result, by_stream)
     source = result.get("calibration_source")
     if by_stream and any("by_stream" in r for r in result["questions"].values()):
         lines.append("indented: each stream's own rows of the same answers (prior, majority: its train part's "

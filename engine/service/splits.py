@@ -124,25 +124,35 @@ def time_overlap_note(streams: list[StreamData]) -> str | None:
     exchange, two contract months of a future) have one's training ticks at the times of another's test slice.
     When they move together the test slice is then not out of sample; say so, for every test slice that another
     stream's training (or validation) ticks run past the start of, naming each such stream (a few, then a count):
-    the one named might not be the one that matters most (a spread beside its own legs)."""
-    seen_end = {sd.name: sd.ticks[max(sd.parts.validation.stop, sd.parts.train.stop) - 1].ts for sd in streams}
-    clauses = []
+    the one named might not be the one that matters most (a spread beside its own legs). A stream whose seen ticks
+    all come after the test slice (consecutive contracts: M4 after H4) covers other hours: the model saw later data."""
+    seen = {sd.name: (sd.ticks[0].ts, sd.ticks[max(sd.parts.validation.stop, sd.parts.train.stop) - 1].ts)
+            for sd in streams}
+    same_hours, later = [], []  # clauses: the test slices other streams' seen ticks overlap, or follow
     for tested in streams:
         test = tested.parts.test
         if not len(test):
             continue
-        start = tested.ticks[test.start].ts
-        past = [sd.name for sd in streams if sd is not tested and start < seen_end[sd.name]]
-        if past:
-            clauses.append(f"{_possessive_list(past)} training ticks run past the start of {tested.name}'s test "
-                           f"slice")
-    if not clauses:
+        start, end = tested.ticks[test.start].ts, tested.ticks[test.stop - 1].ts
+        past = [sd.name for sd in streams if sd is not tested and start < seen[sd.name][1]]
+        if overlapping := [name for name in past if seen[name][0] <= end]:
+            same_hours.append(f"{_possessive_list(overlapping)} training ticks run past the start of "
+                              f"{tested.name}'s test slice")
+        if after := [name for name in past if seen[name][0] > end]:
+            later.append(f"{_possessive_list(after)} training ticks come after {tested.name}'s test slice begins")
+    if not same_hours and not later:
         return None
+    said = "; ".join([*([f"{_clause_list(same_hours)} (they cover the same hours)"] if same_hours else []),
+                      *([f"{_clause_list(later)} (the model saw later data)"] if later else [])])
+    slices = "that test slice is" if len(same_hours) + len(later) == 1 else "those test slices are"
+    return (f"{said}: if they move together, {slices} not fully out of sample (split by time across streams: one "
+            f"file per stream and period, or test on another period)")
+
+
+def _clause_list(clauses: list[str]) -> str:
+    """The first OVERLAPS_NAMED clauses, then how many more."""
     more = len(clauses) - OVERLAPS_NAMED
-    said = "; ".join(clauses[:OVERLAPS_NAMED]) + (f"; and so for {more} more streams' test slices" if more > 0 else "")
-    slices = "that test slice is" if len(clauses) == 1 else "those test slices are"
-    return (f"{said} (they cover the same hours): if they move together, {slices} not fully out of sample (split "
-            f"by time across streams: one file per stream and period, or test on another period)")
+    return "; ".join(clauses[:OVERLAPS_NAMED]) + (f"; and so for {more} more streams' test slices" if more > 0 else "")
 
 
 def _possessive_list(names: list[str]) -> str:
