@@ -5,8 +5,10 @@ Refinitiv RIC beside its root, a Bloomberg `ticker` (`ESZ4 Index`), CME's `instr
 column is split by such a column into several contracts trading at once at different price levels (their values
 alternate within the symbol, their median prices far apart against their moves), the contract is the stream: taken
 alone when its values extend the symbol's (ESZ4 starts with ES), else joined to it as a contract month is
-(`ES Z4`), with a note. A renamed ticker (FB then META: never alternating) and a stock's per-venue RICs (VOD.L,
-VOD.BS: one price level) are one instrument: the symbol stays the stream, with a note.
+(`ES Z4`), with a note. Values that follow one another and read as futures contracts (a root, a month code and
+a year: ESH4 then ESM4; or YYYYMM) are a roll with no overlap: each contract is a stream too, said as a roll. A
+renamed ticker (FB then META: never alternating) and a stock's per-venue RICs (VOD.L, VOD.BS: one price level) are
+one instrument: the symbol stays the stream, with a note.
 Any other column the map does not read whose changes within a stream come with price jumps far beyond the stream's
 moves (contracts, currencies under one name) gets a caution naming it (`levels_split_by`).
 """
@@ -24,6 +26,10 @@ from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_plan import is_csv, scan_file
+
+# A futures contract's name: a root, a month code (F..Z) and a year's last one or two digits (ESH4, CLM24, ES H4),
+# or a contract month as YYYYMM (202406)
+CONTRACT_PATTERN = r"^(?:[A-Z][A-Z0-9]{0,3} ?[FGHJKMNQUVXZ]\d{1,2}|(?:19|20)\d\d(?:0[1-9]|1[0-2]))$"
 
 # Columns that name one contract of a root (a `stream` column is no such: Binance's names a symbol's channel)
 CONTRACT_NAMES = ("contract", "local_symbol", "localsymbol", "instrument", "instrument_name", "contract_symbol",
@@ -48,6 +54,8 @@ def contract_beside_root(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
         if split is None:
             continue
         shown = ", ".join(split.examples) + (", ..." if len(split.examples) == 3 else "")
+        if not split.interleaved and split.contracts:
+            return _rolled(path, cmap, root, column, split)
         if not split.interleaved or not split.levels_differ:
             return cmap, [f"{path.name}: streams from column {root!r} ({split.roots}), though {column!r} ({shown}) "
                           f"splits some into several values: {_why_not_split(split)}, so they read as one instrument "
@@ -65,6 +73,20 @@ def contract_beside_root(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
     return cmap, []
 
 
+def _rolled(path: Path, cmap: ColumnMap, root: str, column: str, split: Split) -> tuple[ColumnMap, list[str]]:
+    """The map that reads a stream per contract of a roll (ESH4 then ESM4 beside ES), and its note: read as one
+    stream, the roll's step between the two contracts' levels would be scored as a move."""
+    roll = " -> ".join(split.examples[:2])
+    said = (f"{column!r} ({', '.join(split.examples)}{', ...' if len(split.examples) == 3 else ''}) changes from "
+            f"one contract to the next within {root!r} ({split.roots}): a futures roll ({roll}), {split.levels}, so "
+            f"each contract is a stream (--columns stream={root} reads them as one, its step at the roll scored as "
+            f"a move)")
+    if split.extends:
+        return replace(cmap, stream_col=column), [f"{path.name}: streams from column {column!r}: {said}"]
+    return replace(cmap, stream_col=f"{root}+{column}"), [
+        f"{path.name}: streams from columns {root!r} and {column!r} joined: {said}"]
+
+
 def _why_not_split(split: Split) -> str:
     if not split.interleaved:  # FB then META: a ticker renamed, one series
         return "each value follows the one before and never alternates with it (a renamed ticker)"
@@ -79,6 +101,7 @@ class Split(NamedTuple):
     interleaved: int  # changes of value within a root beyond one per value (0: each replaces the one before)
     levels_differ: bool  # the values' price levels lie far apart against the moves within each
     levels: str  # what was measured, said
+    contracts: bool  # every value reads as a futures contract (CONTRACT_PATTERN): a roll when they follow one another
 
 
 def _contracts_of(path: Path, names: Sequence[str] | None, dialect: Dialect | None, root: str, column: str,
@@ -102,14 +125,14 @@ def _contracts_of(path: Path, names: Sequence[str] | None, dialect: Dialect | No
         examples=pl.col("contract").unique(maintain_order=True).head(3).implode(),
         roots=pl.col("root").unique(maintain_order=True).head(3).implode(),
         changes=pl.col("change").sum(), values=pl.struct("root", "contract").n_unique(),
-        roots_n=pl.col("root").n_unique(),
+        roots_n=pl.col("root").n_unique(), contracts=pl.col("contract").str.contains(CONTRACT_PATTERN).all(),
     ).collect().row(0, named=True)
     if not facts["split"]:
         return None
     interleaved = max(0, facts["changes"] - (facts["values"] - facts["roots_n"]))
     differ, levels = _levels(pairs) if price else (True, "no price to compare")
     return Split(bool(facts["extends"]), list(facts["examples"]), ", ".join(facts["roots"]), interleaved, differ,
-                 levels)
+                 levels, bool(facts["contracts"]))
 
 
 def _levels(pairs: pl.LazyFrame) -> tuple[bool, str]:

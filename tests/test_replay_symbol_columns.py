@@ -192,12 +192,6 @@ def test_a_renamed_ticker_and_a_stock_s_venue_rics_keep_the_symbol_s_stream(tmp_
         in replay.notes
     assert {t.stream for t in drain(FileReplay(tmp_path / "vod.csv", columns={"stream_col": "symbol+ric"}))} == \
         {"VOD VOD.L", "VOD VOD.BS", "VOD VOD.DE"}  # as told
-    # a roll whose contracts trade one after the other (no overlap) is a renamed series too: one stream
-    rows20 = {"timestamp": rows["timestamp"][:20], "size": [1] * 20}
-    pl.DataFrame({**rows20, "symbol": ["ES"] * 20, "contract": ["ESZ4"] * 10 + ["ESH5"] * 10,
-                  "price": [5760.0 + 58 * (i >= 10) + 0.25 * (i % 2) for i in range(20)]}
-                 ).write_csv(tmp_path / "es.csv")
-    assert {t.stream for t in drain(FileReplay(tmp_path / "es.csv"))} == {"ES"}
 
 
 def test_an_unread_column_whose_changes_jump_the_price_gets_a_caution(tmp_path: Path) -> None:
@@ -280,3 +274,24 @@ def test_an_option_contract_s_premium_may_move_many_fold_between_days(tmp_path: 
     replay = FileReplay([day("opt_0102.csv", "2024-01-02", 0.10), day("opt_0103.csv", "2024-01-03", 0.45)])
     assert len({t.stream for t in drain(replay)}) == 1
     assert not replay.cautions
+
+
+def test_contracts_that_follow_one_another_are_a_roll_and_split_the_stream(tmp_path: Path) -> None:
+    """Review 150 (finding 3): `Contract` ESH4 then ESM4 beside `Symbol` ES (a roll with no overlap) was called "a
+    renamed ticker" and read as one stream ES, its 55-point step at the roll scored as a move. Values that read as
+    futures contracts are a roll: a stream per contract, said so; a contract month as YYYYMM beside a root too."""
+    n = 20
+    rows = {"timestamp": [f"2024-03-13T14:{i // 60:02d}:{i % 60:02d}Z" for i in range(n)], "size": [1] * n,
+            "symbol": ["ES"] * n, "price": [5150.0 + 55 * (i >= 10) + 0.25 * (i % 2) for i in range(n)]}
+    pl.DataFrame({**rows, "contract": ["ESH4"] * 10 + ["ESM4"] * 10}).write_csv(tmp_path / "es.csv")
+    replay = FileReplay(tmp_path / "es.csv")
+    assert {t.stream for t in drain(replay)} == {"ESH4", "ESM4"}
+    assert ("es.csv: streams from column 'contract': 'contract' (ESH4, ESM4) changes from one contract to the next "
+            "within 'symbol' (ES): a futures roll (ESH4 -> ESM4), median prices 55 apart, moves of 0.25, so each "
+            "contract is a stream (--columns stream=symbol reads them as one, its step at the roll scored as a move)"
+            ) in replay.notes, replay.notes
+    assert not any("renamed ticker" in note for note in replay.notes)
+    pl.DataFrame({**rows, "contract": ["202403"] * 10 + ["202406"] * 10}).write_csv(tmp_path / "months.csv")
+    replay = FileReplay(tmp_path / "months.csv")
+    assert {t.stream for t in drain(replay)} == {"ES 202403", "ES 202406"}
+    assert any("a futures roll (202403 -> 202406)" in note for note in replay.notes), replay.notes
