@@ -1,4 +1,5 @@
-"""Price steps across a pause that look like a stock split: a caution, never a correction.
+"""Price steps across a pause that look like a stock split, and one-tick steps that stay (a roll): a caution, never
+a correction.
 
 Replay takes prices as the files give them; corporate actions are not applied (docs/replay.md expects
 split-adjusted files). A 2-for-1 split between two sessions then replays as a 50% crash, and every answer whose
@@ -73,3 +74,75 @@ def split_like_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[Pr
         if times > STEP_TIMES:
             steps.append(PriceStep(stream, int(ts[j]), int(ts[j + 1]), step, ratio, times))
     return steps
+
+
+# A step that stays within a session: a continuous futures series rolling from one contract to the next (CL 82.50
+# -> 81.55) or a bad back-adjust. A lone bad print reverts at the next tick (connectors/lone_prints.py); news moves
+# the price over several ticks, rarely by this many typical moves in one. Across a pause of STEP_GAP_NS or more a step
+# that stays is an opening gap as often as a roll (a stock's 1% overnight): the pause note and --session-gap speak
+# of those, and split_like_steps of a split's.
+LASTING_TIMES = 50  # a one-tick move this many times the stream's median (nonzero) move, or more ...
+LASTING_TICKS = 20  # ... between two flat levels: the range of this many ticks' prices on each side ...
+LASTING_LEVEL_TIMES = 5  # ... at most 1/this of the step (a fast market moves on both sides: BTC's 0.08% sweeps
+# measure 0.5-2, CL's roll 24; a lone print's reverting tick puts the whole step in the range after it)
+LASTING_MOST = 3  # a stream with more such steps jumps by nature (a thin market): said nothing of it
+
+
+class LastingStep(NamedTuple):
+    stream: str
+    tick: int  # the stream's tick (1-based) the price stepped at
+    before_ts: int  # the tick before it
+    after_ts: int  # the tick itself
+    before: float  # the level before: the median of LASTING_TICKS ticks' prices
+    after: float  # the level after
+    times_typical: float  # the one-tick |log move| / the stream's median |log move| between ticks
+
+    def caution(self, session_gap_ns: int | None) -> str:
+        """The caution line: the stream, where, by how much; what its answers' scores then are and what to do."""
+        gap = self.after_ts - self.before_ts
+        if session_gap_ns is not None and gap >= session_gap_ns:
+            scored = f"the answers whose label horizon spans it are left unscored (--session-gap " \
+                     f"{session_gap_text(session_gap_ns)})"
+        else:
+            minute = 60 * 10**9  # --session-gap in whole minutes, at most the pause: it then cuts there
+            cut = (f", or --session-gap {session_gap_text(gap - gap % minute)}, since a pause of "
+                   f"{duration_text(gap)} falls there" if gap >= minute else "")
+            scored = ("the answers whose label horizon spans it are scored as that move: if the file holds the "
+                      "contract in a column, read a stream per contract (--columns stream=SYMBOL+CONTRACT, then "
+                      f"--streams to pick){cut}")
+        return (f"{shown_name(self.stream)}: its price stepped from about {self.before:g} to {self.after:g} "
+                f"({self.after / self.before - 1:+.2%}) at its tick {self.tick:,} ({utc_text(self.after_ts)}), "
+                f"{self.times_typical:.0f} times its typical move, and stayed there (a futures roll in a continuous "
+                f"series, or a bad back-adjust?): prices are replayed as the files give them; {scored}")
+
+
+def lasting_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[LastingStep]:
+    """The one-tick steps of one stream between two flat levels (``ts``, ``prices`` as split_like_steps takes them),
+    none across a pause of STEP_GAP_NS or more and none where the stream has over LASTING_MOST of them."""
+    n = len(prices)
+    if n < 2 * LASTING_TICKS:
+        return []
+    log_prices = np.log(prices)
+    moves = np.diff(log_prices)  # (n - 1,) move into tick j + 1
+    typical = np.abs(moves[moves != 0])
+    typical = float(np.median(typical)) if len(typical) else 0.0
+    if typical == 0:
+        return []
+    big = np.nonzero((np.abs(moves) >= LASTING_TIMES * typical) & (np.diff(ts) < STEP_GAP_NS))[0]
+    if len(big) > 4 * LASTING_MOST:  # a jumpy stream: no need to look at each
+        return []
+    steps = []
+    for j in big:
+        lo, hi = j + 1 - LASTING_TICKS, j + 1 + LASTING_TICKS
+        if lo < 0 or hi > n:
+            continue
+        before, after = log_prices[lo : j + 1], log_prices[j + 1 : hi]  # (LASTING_TICKS,) each side of the step
+        if abs(moves[j]) >= LASTING_LEVEL_TIMES * max(np.ptp(before), np.ptp(after)):
+            steps.append(LastingStep(stream, int(j) + 2, int(ts[j]), int(ts[j + 1]), float(np.exp(np.median(before))),
+                                     float(np.exp(np.median(after))), abs(float(moves[j])) / typical))
+    return steps if len(steps) <= LASTING_MOST else []
+
+
+def price_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[PriceStep | LastingStep]:
+    """Every step of one stream a caution is said for: split-like steps across a pause, then steps that stay."""
+    return [*split_like_steps(stream, ts, prices), *lasting_steps(stream, ts, prices)]

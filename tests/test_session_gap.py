@@ -15,7 +15,7 @@ import pytest
 from conftest import tiny_tick_checkpoint
 from connectors.builtin import load_builtin_codec
 from connectors.labels import NO_LABEL, label_series, spanned_gaps
-from connectors.price_steps import split_like_steps
+from connectors.price_steps import lasting_steps, split_like_steps
 from connectors.ticks import encode, quote, trade
 from engine.service.backtest import run_backtest
 from engine.service.cli import main
@@ -267,3 +267,34 @@ def test_a_halt_of_exactly_the_session_gap_is_cut_and_an_hour_pause_is_noted(set
     assert crossing.height == 70 and crossing["realised"].null_count() == 70
     assert "note: --session-gap 1h (answers.session_gap_s): 70 answers (dir20 20, move50 50) have a label horizon " \
            "across a pause of 1h or more" in out, out
+
+
+def test_a_step_that_stays_gets_a_caution_naming_the_tick_the_size_and_the_way_out(setup) -> None:
+    """A continuous series (one `Symbol`, no contract column) rolling CLK4 -> CLM4 in the night session, with no
+    pause: the 95-cent step was scored as a move in every answer before it, without a word (review150 finding 3).
+    A one-tick step many times the stream's typical move that stays gets a caution; a lone print that reverts, a
+    jumpy stream and an ordinary walk do not."""
+    root, checkpoint, _ = setup
+    rng = random.Random(7)
+    start, price, ticks = 1_713_470_400_000_000_000, 82.50, []  # 2024-04-18T20:00Z
+    for i in range(400):
+        price = round(price - (0.95 if i == 200 else 0.0) + rng.choice((-0.01, 0.0, 0.01)), 2)
+        ticks.append(trade("CL", start + i * 5_000_000_000, price, 1.0))
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "cl.parquet")
+    report = run_backtest(config(checkpoint), [root / "cl.parquet"], root / "q.yaml", root / "cl_a.parquet",
+                          progress=False)
+    cautions = [line for line in report.summary().splitlines() if line.startswith("warning: ")]
+    assert len(cautions) == 1, cautions
+    assert cautions[0].startswith("warning: CL: its price stepped from about 82.") and \
+        "at its tick 201 (2024-04-18T20:16:40Z)" in cautions[0] and "(-1.22%)" in cautions[0], cautions[0]
+    assert "and stayed there (a futures roll in a continuous series, or a bad back-adjust?)" in cautions[0]
+    assert "read a stream per contract (--columns stream=SYMBOL+CONTRACT, then --streams to pick)" in cautions[0]
+    walk = np.array([t.price for t in ticks])
+    ts = np.array([t.ts for t in ticks], dtype=np.int64)
+    assert [step.tick for step in lasting_steps("CL", ts, walk)] == [201]
+    lone = walk.copy()
+    lone[250] -= 0.95  # one bad print: back at the next tick
+    assert [step.tick for step in lasting_steps("CL", ts, lone)] == [201]
+    assert lasting_steps("CL", ts, np.where(np.arange(400) < 200, walk, walk + 0.95)) == []  # no step: a walk
+    jumpy = walk + np.where(np.arange(400) // 20 % 2 == 1, 0.95, 0.0)  # a step up and back every 20 ticks
+    assert lasting_steps("CL", ts, jumpy) == []

@@ -29,7 +29,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     import numpy as np
 
     from connectors.labels import tick_price
-    from connectors.price_steps import split_like_steps
+    from connectors.price_steps import price_steps
 
     check_outputs(args, [Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet"),
                          Output("--plot", args.plot, kind=IMAGE, example="calibration.png")])
@@ -55,8 +55,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     say_rejected_if_quiet(rejected, sum(map(len, streams.values())), args, "flashtick evaluate")
     if (overlap := time_overlap_note(prepared)) is not None:
         said(overlap)
-    for sd in prepared:  # a split between two sessions, scored as a move (connectors/price_steps.py)
-        for step in split_like_steps(sd.name, sd.ts, np.array([tick_price(t) for t in sd.ticks])):
+    for sd in prepared:  # a split between two sessions or a roll, scored as a move (connectors/price_steps.py)
+        for step in price_steps(sd.name, sd.ts, np.array([tick_price(t) for t in sd.ticks])):
             print(f"flashtick evaluate: warning: {step.caution(args.session_gap)}", file=sys.stderr)
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),
                               read_head(model_dir, codec), points_out=args.points_out)

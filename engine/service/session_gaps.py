@@ -4,7 +4,8 @@ A label horizon counts ticks, so an answer just before a close is labelled from 
 ``answers.session_gap_s`` (backtest --session-gap) such an answer gets no realised label (connectors/labels.py);
 this counts, from the answers file, the scored answers whose labels span a pause of GAP_NOTE_NS or more (without the
 option, or with a longer one) and the answers the option left unscored, and says both in a note; and it turns the
-split-like price steps across such pauses (connectors/price_steps.py) into cautions.
+split-like price steps across such pauses and the steps that stay, a roll's (connectors/price_steps.py), into
+cautions.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import polars as pl
 
 from connectors.event_time import duration_text
 from connectors.labels import MarkSeries, session_gap_text, spanned_gaps
-from connectors.price_steps import split_like_steps
+from connectors.price_steps import price_steps
 from connectors.questions import QuestionSpec
 from connectors.ticks import shown_name, utc_text
 
@@ -100,6 +101,7 @@ def _per_query(counts: dict[str, int]) -> str:
 
 
 def split_cautions(series: Mapping[str, MarkSeries], session_gap_ns: int | None) -> list[str]:
-    """A caution per split-like price step across a pause, stream by stream in name order."""
+    """A caution per split-like price step across a pause and per step that stays (a roll), stream by stream in
+    name order."""
     return [step.caution(session_gap_ns) for stream in sorted(series)
-            for step in split_like_steps(stream, series[stream].ts(), series[stream].own_prices())]
+            for step in price_steps(stream, series[stream].ts(), series[stream].own_prices())]
