@@ -91,9 +91,9 @@ BURST_SHARE = 0.3  # above this share of a test part's ticks in bursts, every-ti
 def batch_last_ticks(ts: np.ndarray, batch_ns: int) -> np.ndarray:
     """(n,) bool: which of one stream's ticks (event times ``ts``, ns, in replay order) end their event-time batch,
     the ticks a backtest with that batch width answers the stream at (trigger: batch). The backtest cuts the
-    merged ticks of every stream where one reaches connectors.event_time_batches.batch_end of the batch's first tick; those ends
-    lie on multiples of ``batch_ns``, so a stream's tick ends its batch when its next tick is at or past its own
-    batch_end (its stream's last tick always does)."""
+    merged ticks of every stream where one reaches connectors.event_time_batches.batch_end of the batch's first
+    tick; those ends lie on multiples of ``batch_ns``, so a stream's tick ends its batch when its next tick is at or
+    past its own batch_end (its stream's last tick always does)."""
     ends = batch_end(ts, batch_ns)
     return np.append(ts[1:] >= ends[:-1], True) if len(ts) else np.zeros(0, dtype=bool)
 
