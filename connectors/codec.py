@@ -438,8 +438,8 @@ class _Positional(float):
     (`{size:.8f}`, `{price:e}`) is applied as Python applies it."""
 
     def __format__(self, spec: str) -> str:
-        if spec:
-            return float.__format__(self, spec)
+        if spec:  # a plain float, so a spec it cannot take is refused naming `float`, not this class
+            return format(float(self), spec)
         text = repr(float(self))
         if "e" not in text:  # also nan and inf, which have no positional form
             return text
@@ -451,6 +451,27 @@ def _template_values(values: Mapping[str, Any]) -> dict[str, Any]:
     """What a template is formatted with: floats written positionally, a missing value (None) as `?`."""
     return {key: MISSING if value is None else _Positional(value) if type(value) is float else value
             for key, value in values.items()}
+
+
+def _field_refusal(tpl: str, values: Mapping[str, Any]) -> str | None:
+    """The first field of `tpl` its value cannot be written with (`{size:d}` of a float), said with the field's type
+    and a spec that type takes; None when each field alone can be written."""
+    import string
+
+    written = _template_values(values)
+    for _, name, spec, conversion in string.Formatter().parse(tpl):
+        if name is None:
+            continue
+        one = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        try:
+            one.format(**written)
+        except (ValueError, TypeError, IndexError, KeyError) as e:
+            kind, works = {float: ("a float", ".2f"), int: ("an int of ns", "d")}.get(type(values[name]),
+                                                                                     ("text", ">8"))
+            return f"{one}: {name} is {kind}, which that spec cannot write ({e}); write e.g. {{{name}:{works}}}"
+    return None
+
+
 # What each field is when given, for checking a template before any tick comes: text, an int (ns), floats
 _SAMPLE_FIELDS = {"stream": "BTCUSDT", "ts": 1_700_000_000_000_000_000, "kind": "trade", "price": 100.5, "size": 2.0,
                   "side": "buy", "bid": 100.25, "ask": 100.75, "bid_size": 3.0, "ask_size": 4.0, "mid": 100.5,
@@ -484,9 +505,10 @@ class TextCodecConfig:
             try:  # a format spec the values cannot take ({size:d} of a float) fails here, not on every tick
                 tpl.format(**_template_values(_SAMPLE_FIELDS))
             except (ValueError, TypeError, IndexError, KeyError) as e:
-                raise ValueError(f"{name} {tpl!r} cannot write a tick: {type(e).__name__}: {e} (price, size, bid, "
-                                 f"ask, sizes and mid are floats, ts an int of ns, gap_ms, stream, kind and side "
-                                 f"text)") from None
+                which = _field_refusal(tpl, _SAMPLE_FIELDS) or (
+                    f"{type(e).__name__}: {e} (price, size, bid, ask, sizes and mid are floats, ts an int of ns, "
+                    f"gap_ms, stream, kind and side text)")
+                raise ValueError(f"{name} {tpl!r} cannot write a tick: {which}") from None
         if self.gap_decimals < 0:
             raise ValueError(f"gap_decimals must be >= 0, got {self.gap_decimals}")
 
