@@ -1103,7 +1103,8 @@ def test_a_file_fed_again_goes_on_from_where_the_engine_is(checkpoint, tmp_path,
         a_ticks = sum(t.stream == "SYN.A" for t in ticks)
         assert code == 0 and "sent 0 ticks" in err and f"{a_ticks} ticks not sent" in err, err
         assert "nothing new to send: every tick of the files of the streams selected is stamped" in err, err
-        assert f"{120 - a_ticks} rows of the files not sent ({120 - a_ticks} of them left out by a filter)" in err
+        left = 120 - a_ticks
+        assert f"{left} ticks read from the files not sent ({left} of them left out by a filter)" in err
         assert "every row" not in err
         # an earlier day's file after this one: its ticks are older than the engine's, not held by it
         shift = ticks[-1].ts - ticks[0].ts + 10**9
@@ -1181,13 +1182,13 @@ def test_a_file_fed_again_says_its_rejects_as_a_share_of_the_ticks_read(checkpoi
                 server.endpoints["control"]]
         for fed in range(2):
             code, _, err = run(capsys, "feed", "replay", quiet, *argv)
-            assert code == 0 and "3 rows of the files not sent:\n  rejected missing_field: 3 (" in err, err
+            assert code == 0 and "3 ticks read from the files not sent:\n  rejected missing_field: 3 (" in err, err
             assert "warning" not in err and "is a column read" not in err, err
             wait_for(lambda: server.pipeline.ticks_in == (200 if fed else 100), timeout_s=60)
             code, _, err = run(capsys, "feed", "replay", loud, *argv)
             held = " (100 of them not sent: stamped at or before the engine's last tick of their stream)" if fed else ""
-            assert code == 0 and "10 rows of the files not sent:\nwarning: missing_field 10 (9%) of the 110 ticks " \
-                f"read{held} rejected, left out of every answer and score: is a column read" in err, err
+            assert code == 0 and "10 ticks read from the files not sent:\nwarning: missing_field 10 (9%) of the 110 " \
+                f"ticks read{held} rejected, left out of every answer and score: is a column read" in err, err
             assert ("nothing new to send" in err) == bool(fed), err
             wait_for(lambda: server.pipeline.ticks_in == 200, timeout_s=60)
 
@@ -1231,7 +1232,7 @@ def test_a_feed_that_ends_in_an_error_lists_the_rows_it_did_not_send_first(check
         code, _, err = run(capsys, "feed", "replay", earlier, *argv)
         assert code == 2 and "nothing was sent: the files' ticks are older" in err, err
         assert "  rejected missing_field: 2 (" in err, err
-        assert err.index("2 rows of the files not sent:\n") < err.index("error: nothing was sent"), err
+        assert err.index("2 ticks read from the files not sent:\n") < err.index("error: nothing was sent"), err
         # the engine stops mid-feed, and the feed (not told its control socket: no resume) ends with EngineLost
         paced_csv = quotes_csv(tmp_path / "paced.csv", "PACED", 300, 2, zero_bids_first=True)
         paced = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "feed", "replay", paced_csv,
@@ -1248,7 +1249,7 @@ def test_a_feed_that_ends_in_an_error_lists_the_rows_it_did_not_send_first(check
         paced.kill()
     assert paced.returncode == 2 and "flashtick feed: error: the connection to the engine at " in err, err
     assert "  rejected missing_field: 2 (" in err, err
-    assert err.index("2 rows of the files not sent:\n") < err.index("flashtick feed: error: "), err
+    assert err.index("2 ticks read from the files not sent:\n") < err.index("flashtick feed: error: "), err
 
 
 def test_a_file_fed_again_sends_the_ticks_sharing_the_engines_last_timestamp_that_it_does_not_hold(

@@ -60,7 +60,7 @@ def test_a_demo_replay_lists_the_rows_it_did_not_feed_and_takes_the_reading_opti
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert "flashtick demo: note: power.csv: no column map given; read as ts=timestamp (datetime)" in err
-    assert "rejected by the engine" in out and "20 rows of the files not fed:" in out, out
+    assert "rejected by the engine" in out and "20 ticks read from the files not fed:" in out, out
     assert "rejected nonpositive_price: 20 (first: " in out and "--price-offset 'EPEX:DE H13=1' (docs/replay.md)" in out
     assert main([*argv, "--price-offset", "100", "--streams", "EPEX:*"]) == 0
     out, err = capsys.readouterr()

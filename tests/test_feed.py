@@ -253,7 +253,7 @@ def test_feed_replay_stopped_by_ctrl_c_ends_without_loading_torch(pull, tmp_path
     finally:
         feed.kill()
     assert feed.returncode == 130 and "stopped by a signal" in err, err
-    assert "1 rows of the files not sent:" in err and "rejected " in err, err
+    assert "1 tick read from the files not sent:" in err and "rejected " in err, err
     assert err.rstrip().endswith("torch imported: False"), err
 
 

@@ -249,7 +249,7 @@ def test_feed_replay_that_rejects_every_row_exits_non_zero(tmp_path: Path, capsy
     code = main(["feed", "replay", str(tmp_path / "bad.csv"), "--columns", str(tmp_path / "keep.yaml"),
                  "--endpoint", "tcp://127.0.0.1:5"])
     err = capsys.readouterr().err
-    assert code == 2 and "2 rows of the files not sent (2 of them left out by a filter)" in err, err
+    assert code == 2 and "2 ticks read from the files not sent (2 of them left out by a filter)" in err, err
     assert "error: every row of the files was left out by a filter (above); nothing was sent" in err, err
 
 

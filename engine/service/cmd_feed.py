@@ -54,15 +54,15 @@ def _replay_rejections(source: Any, sent: int, held: int = 0) -> list[str]:
 
 
 def _say_rows_not_sent(source: Any, sent: int) -> bool:
-    """Print the rows of the files the feed did not send (rejected by the files' own checks, or left out by a
+    """Print the ticks of the files the feed did not send (rejected by the files' own checks, or left out by a
     filter): their one record, so said however the feed ends, an error's included, before that error. Shares are
     of the ticks read, those the engine held already (not sent) among them. True when there were any."""
+    from engine.service.rejections import not_passed_on
+
     held = sum(source.skipped.values()) if hasattr(source, "skipped") else 0
     if not (lines := _replay_rejections(source, sent, held)):
         return False
-    left_out = source.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
-    how = f" ({left_out} of them left out by a filter)" if left_out else ""
-    print(f"{sum(source.rejected.values())} rows of the files not sent{how}:", *lines, sep="\n", file=sys.stderr)
+    print(not_passed_on(source.rejected, "sent"), *lines, sep="\n", file=sys.stderr)
     return True
 
 

@@ -22,7 +22,7 @@ from connectors.replay import FileReplay
 from connectors.service_topics import HEARTBEAT_TOPIC
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig
-from engine.service.rejections import rejected_lines
+from engine.service.rejections import not_passed_on, rejected_lines
 from engine.service.client import AnswerSubscriber, render_table
 from engine.service.config import EndpointsSection, LimitsSection, ServiceConfig
 from engine.service.server import Server
@@ -276,15 +276,12 @@ def print_summary(stats: dict, fed_s: float, stopped_s: float, fed_ticks: int | 
 
 
 def print_file_rejects(source: FileReplay, read_whole: bool) -> None:
-    """The rows of the files not fed, by reason with the first of each (the summary's `rejected` counts the
+    """The ticks of the files not fed, by reason with the first of each (the summary's `rejected` counts the
     engine's refusals, which a file's rows checked before sending never reach), and the cautions said again.
-    ``read_whole``: the replay reached the files' end (else the counts are of the rows read so far)."""
+    ``read_whole``: the replay reached the files' end (else the counts are of the ticks read so far)."""
     rejected = dict(source.rejected)
     if rejected:
-        left_out = rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
-        how = f" ({left_out} of them left out by a filter)" if left_out else ""
-        read = "" if read_whole else " read so far"
-        print(f"{sum(rejected.values())} rows of the files{read} not fed{how}:",
+        print(not_passed_on(rejected, "fed", so_far=not read_whole),
               *rejected_lines(rejected, source.rejected.examples, source.emitted), sep="\n")
     for found in source.found_notes:
         print(f"note: {found}")

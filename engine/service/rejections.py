@@ -51,6 +51,17 @@ def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted:
     return lines
 
 
+def not_passed_on(rejected: Mapping[str, int], verb: str, so_far: bool = False) -> str:
+    """The heading over ``rejected_lines`` where a feed (``verb`` "sent") or a demo ("fed") did not pass ticks on:
+    counted as ticks, as ``rejected_lines``' shares and backtest count them. A row's quote fed beside its refused
+    price-less trade is one tick not fed, not a row ("rows ... not fed" read as the quotes lost too, review156).
+    ``so_far``: the replay stopped before the files' end."""
+    left_out = rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
+    how = f" ({left_out} of them left out by a filter)" if left_out else ""
+    read = " so far" if so_far else ""
+    return f"{counted(sum(rejected.values()), 'tick')} read{read} from the files not {verb}{how}:"
+
+
 def rejected_in_one_line(rejected: dict[str, int], accepted: int) -> str | None:
     """What a --quiet run keeps of ``rejected_lines``: the rows rejected in one line (how many of the ticks read, by
     reason, most first), a warning when a reason took LOUD_REJECT_SHARE of them, as ``rejected_lines`` warns (a
