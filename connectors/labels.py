@@ -33,6 +33,10 @@ from connectors.questions import Question, QuestionSpec
 from connectors.ticks import QUOTE, Tick
 
 NO_LABEL = -1
+# Why a query is never scored, said alike by backtest and `flashtick scores` (a text model's service)
+NO_LABEL_DEFINED = ("an answer is scored against what the ticks after it did, which only a tick model's named "
+                    "questions (direction_5, ...) define; a free-text question and a surprise score have no such "
+                    "label")
 REGIMES = ("calm", "volatile")
 
 

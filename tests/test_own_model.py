@@ -77,6 +77,12 @@ def test_a_text_checkpoint_served_over_the_sockets(tmp_path, capsys) -> None:
         assert code == 2 and err == "flashtick ask: error: stream 'NOPE' has sent no data\n"
         code, out, _ = run(capsys, "stats", *control)
         assert code == 0 and json.loads(out)["ticks_in"] == 40 and json.loads(out)["rejected"] == {}
+        assert json.loads(out)["named_questions"] == []
+        # none of a text model's answers is ever scored: said so, where "has published yet" had its user wait
+        code, out, _ = run(capsys, "scores", *control)
+        assert code == 0 and "(no answer scored: an answer is scored against what the ticks after it did, which " \
+            "only a tick model's named questions (direction_5, ...) define; " in out, out
+        assert "the model served, my-llama, has none, so none will be)" in out and "yet" not in out, out
 
 
 def test_generation_ends_at_the_end_of_sequence_the_checkpoint_declares(tmp_path) -> None:

@@ -33,7 +33,8 @@ import numpy as np
 import polars as pl
 import torch
 
-from connectors.labels import NO_LABEL, MarkSeries, label_series, persistence_series, session_gap_text
+from connectors.labels import (NO_LABEL, NO_LABEL_DEFINED, MarkSeries, label_series, persistence_series,
+                               session_gap_text)
 from connectors.file_plan import source_path
 from connectors.replay import FileReplay, RejectCounter
 from connectors.saturation import LabelCount, end_buckets, saturation_note
@@ -227,11 +228,6 @@ def _told_apart(worse: float, better: float) -> tuple[str, str]:
         if shown[0] != shown[1]:
             return shown
     return f"{worse:.5f}", f"{better:.5f}"
-
-
-NO_LABEL_DEFINED = ("an answer is scored against what the ticks after it did, which only a tick model's named "
-                    "questions (direction_5, ...) define; a free-text question and a surprise score have no such "
-                    "label")
 
 
 SPLIT_SHOWN = 6  # streams whose split time the summary names; the others' range is said

@@ -19,7 +19,8 @@ def cmd_scores(args: argparse.Namespace) -> None:
     from connectors.ticks import shown_name
 
     with control_client(args) as control:
-        scores = control.call("stats")["stats"].get("scores", {})
+        stats = control.call("stats")["stats"]
+    scores = stats.get("scores", {})
     if args.json:
         print(printable_json(scores, sort_keys=True, indent=2))
         return
@@ -31,7 +32,12 @@ def cmd_scores(args: argparse.Namespace) -> None:
                           for w in s["worse_than_prior"])
         print(f"{query:<16}{s['scored']:>8}{s['pending']:>8}{fmt(s['accuracy']):>10}{fmt(s['majority_accuracy']):>10}"
               f"{fmt(s['brier']):>8}{fmt(s['prior_brier']):>11}{fmt(s.get('model_brier')):>12}  {worse or '-'}")
-    if not scores:
+    if not scores and stats.get("named_questions") == []:  # a text model: "yet" would have its user wait for nothing
+        from connectors.labels import NO_LABEL_DEFINED
+
+        print(f"(no answer scored: {NO_LABEL_DEFINED}; the model served, {stats.get('model')}, has none, so none "
+              f"will be)")
+    elif not scores:
         print("(no standing query on a named question with a realised answer has published yet)")
     for query, s in scores.items():  # answers of a query asking a subset of a question's answers (its choices)
         if s.get("unscored_why"):

@@ -774,6 +774,7 @@ class TickPipeline:
             "queries": len(self.registry.list()),
             "scores": self.scores.summary(),
             "model": self.config.model.model_id,
+            "named_questions": sorted(self.codec.questions),  # none: a text model, whose answers are never scored
             **({"log": self.data.stats()} if self.data is not None else {}),
             **self.encoders.ts_unit_summary(),
             **self.encoders.ahead_of_clock_summary(),

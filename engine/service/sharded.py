@@ -683,7 +683,8 @@ class ShardedPipeline:
                 **gathered_stats(self.links), "pending_tokens": self.pending_tokens(), "behind": self.behind,
                 "lag_s": round(self.lag_s(), 3), "shed_streams": self.shed_counts.most(),
                 "streams": len(self.shard_of), "queries": len(self.registry), "model": self.config.model.model_id,
-                "log": self.data.stats(), "stale_answers_dropped": self.stale_dropped, "scores": self.scores.summary(),
+                "named_questions": sorted(self.codec.questions), "log": self.data.stats(),
+                "stale_answers_dropped": self.stale_dropped, "scores": self.scores.summary(),
                 **self.encoders.ts_unit_summary(), **self.encoders.ahead_of_clock_summary()}
 
     def close(self) -> None:
