@@ -42,9 +42,8 @@ from connectors.encoder import EncodedTick, StreamEncoders
 from connectors.ticks import counted
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
-# new_epoch: re-exported for server.py, which imports it from here
-from engine.service.data_dir_open import (check_meta, new_epoch, read_epoch, refuse_the_users_folder,
-                                          retention_past_filesystem, take_lock, unusable_part)
+from engine.service.data_dir_open import (check_meta, read_epoch, refuse_the_users_folder, retention_past_filesystem,
+                                          take_lock, unusable_part)
 from engine.service.kept_queries import RestoredQueries, read_query_versions, write_queries_files
 from engine.service.log_replay import EXPIRED, MESSAGE_START, ReplayTarget, split_log
 from engine.service.private_dirs import make_private_dirs
@@ -55,7 +54,7 @@ from engine.service.ticklog import (FORGOTTEN, LOGGED, SEGMENT_START, LogStats, 
 from queries.cache import AnswerCache
 from queries.registry import Registry
 
-__all__ = ["DataDir", "new_epoch"]  # what other modules import from here
+__all__ = ["DataDir"]  # what other modules import from here
 
 REFUSAL_NOTE_S = 10.0  # at most one stderr line this often while the tick log refuses ticks
 SEGMENT_START_SHARE = 4  # a segment's start record may take at most 1/4 of log.segment_bytes with the sessions

@@ -39,7 +39,7 @@ from engine.service.config import ServiceConfig
 from engine.service.control_ops import ControlOps
 from engine.service.control_requests import ERROR_REPLY_CHARS, sendable
 from engine.service.control_socket import CONTROL_HWM, ControlSocket, UnsentReplies
-from engine.service.durability import new_epoch
+from engine.service.data_dir_open import new_epoch
 from engine.service.feed_watch import FeedWatch
 from engine.service.forward_pace import ForwardPace
 from engine.service.heartbeat import PROCESS_START_TIME, Heartbeat
