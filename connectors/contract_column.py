@@ -77,14 +77,17 @@ def _rolled(path: Path, cmap: ColumnMap, root: str, column: str, split: Split) -
     """The map that reads a stream per contract of a roll (ESH4 then ESM4 beside ES), and its note: read as one
     stream, the roll's step between the two contracts' levels would be scored as a move."""
     roll = " -> ".join(split.examples[:2])
-    said = (f"{column!r} ({', '.join(split.examples)}{', ...' if len(split.examples) == 3 else ''}) changes from "
-            f"one contract to the next within {root!r} ({split.roots}): a futures roll ({roll}), {split.levels}, so "
-            f"each contract is a stream (--columns stream={root} reads them as one, its step at the roll scored as "
-            f"a move)")
+    shown = f"{', '.join(split.examples)}{', ...' if len(split.examples) == 3 else ''}"
+    said = (f"a futures roll ({roll}), {split.levels}, so each contract is a stream (--columns stream={root} reads "
+            f"them as one, its step at the roll scored as a move)")
+    # each column named once: "from column 'Contract': 'Contract' (ESH4, ESM4) changes" said it twice
     if split.extends:
-        return replace(cmap, stream_col=column), [f"{path.name}: streams from column {column!r}: {said}"]
+        return replace(cmap, stream_col=column), [
+            f"{path.name}: streams from column {column!r} ({shown}), whose values change from one contract to the "
+            f"next within {root!r} ({split.roots}): {said}"]
     return replace(cmap, stream_col=f"{root}+{column}"), [
-        f"{path.name}: streams from columns {root!r} and {column!r} joined: {said}"]
+        f"{path.name}: streams from columns {root!r} and {column!r} joined ({split.roots} with {shown}), the "
+        f"contracts changing from one to the next: {said}"]
 
 
 def _why_not_split(split: Split) -> str:

@@ -286,12 +286,14 @@ def test_contracts_that_follow_one_another_are_a_roll_and_split_the_stream(tmp_p
     pl.DataFrame({**rows, "contract": ["ESH4"] * 10 + ["ESM4"] * 10}).write_csv(tmp_path / "es.csv")
     replay = FileReplay(tmp_path / "es.csv")
     assert {t.stream for t in drain(replay)} == {"ESH4", "ESM4"}
-    assert ("es.csv: streams from column 'contract': 'contract' (ESH4, ESM4) changes from one contract to the next "
-            "within 'symbol' (ES): a futures roll (ESH4 -> ESM4), median prices 55 apart, moves of 0.25, so each "
+    # the column named once (it read "from column 'contract': 'contract' (ESH4, ESM4) changes")
+    assert ("es.csv: streams from column 'contract' (ESH4, ESM4), whose values change from one contract to the "
+            "next within 'symbol' (ES): a futures roll (ESH4 -> ESM4), median prices 55 apart, moves of 0.25, so each "
             "contract is a stream (--columns stream=symbol reads them as one, its step at the roll scored as a move)"
             ) in replay.notes, replay.notes
     assert not any("renamed ticker" in note for note in replay.notes)
     pl.DataFrame({**rows, "contract": ["202403"] * 10 + ["202406"] * 10}).write_csv(tmp_path / "months.csv")
     replay = FileReplay(tmp_path / "months.csv")
     assert {t.stream for t in drain(replay)} == {"ES 202403", "ES 202406"}
-    assert any("a futures roll (202403 -> 202406)" in note for note in replay.notes), replay.notes
+    assert ("months.csv: streams from columns 'symbol' and 'contract' joined (ES with 202403, 202406), the "
+            "contracts changing from one to the next: a futures roll (202403 -> 202406), ") in "\n".join(replay.notes)
