@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from connectors.column_map import DATE_FROM_NAME, DAY_CLOCK_UNITS, ColumnMap
-from connectors.day_folders import named_folder
+from connectors.day_folders import is_kind_folder, named_folder
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_suffixes import file_stem
 
@@ -124,7 +124,8 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
     if (cmap.default_stream is not None or cmap.preset is not None) and detected:
         folder = folder_stream(path)
         days = path.resolve().parent.relative_to(top).as_posix() if (top := named_folder(path)) else "."
-        above = "" if days == "." else f" above the day folder(s) {days!r}"
+        kinds = "day or data-kind" if any(is_kind_folder(part) for part in Path(days).parts) else "day"
+        above = "" if days == "." else f" above the {kinds} folder(s) {days!r}"
         return replace(cmap, stream=folder), [
             f"{path.name}: stream {folder}, the name of its folder{above}: no symbol column, and neither the "
             f"file's name nor its folder's names an instrument (the files of one folder are one stream, its days' "

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from connectors.day_folders import folder_chain, is_day_folder
+from connectors.day_folders import folder_chain, is_day_folder, is_kind_folder
 from connectors.replay import FileReplay
 
 T0 = 1_723_161_254_087_896_567
@@ -75,4 +75,38 @@ def test_day_folder_names(name: str, day: bool) -> None:
 
 def test_folder_chain_stops_at_the_named_folder(tmp_path: Path) -> None:
     assert folder_chain(tmp_path / "BTCUSDT" / "2024" / "08" / "x.zip") == ("BTCUSDT", "2024", "08")
+    assert folder_chain(tmp_path / "BTCUSDT" / "trades" / "x.zip") == ("BTCUSDT", "trades")
     assert folder_chain(tmp_path / "x.zip") == (tmp_path.name,)
+
+
+def kind_folder_days(top: Path, kind: str) -> list[Path]:
+    """The same capture laid out as top/KIND/DAY.csv: a folder per kind of data, a file per day."""
+    (top / kind).mkdir(parents=True)
+    paths = []
+    for path in capture_days(top / "days"):
+        paths.append(path.rename(top / kind / f"{path.parent.name}.csv"))
+    return paths
+
+
+def test_a_folder_named_for_the_kind_of_data_is_skipped_like_a_day_folder(tmp_path: Path) -> None:
+    """`BTCUSDT/trades/2024-08-08.csv` was read as stream `trades`: the folder says what the files hold, not which
+    instrument, so the one above it names the stream, as above a day's folder."""
+    replay = FileReplay(kind_folder_days(tmp_path / "BTCUSDT", "trades"))
+    assert streams_of(replay) == {"BTCUSDT"}
+    assert any(n.endswith("2024-08-09.csv: stream BTCUSDT, from the folder name 'BTCUSDT' (--columns "
+                          "stream_name=NAME to name it otherwise)") for n in replay.notes), replay.notes
+    replay = FileReplay(kind_folder_days(tmp_path / "capture", "type=quotes"))
+    assert streams_of(replay) == {"capture"}
+    said = [n for n in replay.notes if "the name of its folder" in n]
+    assert said[0].endswith("2024-08-08.csv: stream capture, the name of its folder above the day or data-kind "
+                            "folder(s) 'type=quotes': no symbol column, and neither the file's name nor its folder's "
+                            "names an instrument (the files of one folder are one stream, its days' folders' files "
+                            "too; --columns stream_name=NAME names it, NAME the instrument's symbol)"), said
+
+
+@pytest.mark.parametrize("name, kind", [("trades", True), ("Quotes", True), ("bbo", True), ("book", True),
+                                        ("ticks", True), ("aggTrades", True), ("type=trades", True),
+                                        ("BTCUSDT", False), ("capture", False), ("trades_and_quotes", False),
+                                        ("2024-08-08", False)])
+def test_data_kind_folder_names(name: str, kind: bool) -> None:
+    assert is_kind_folder(name) is kind
