@@ -561,6 +561,8 @@ def keep_check(keep: Mapping[str, Sequence[Any]]) -> Callable[[Sequence[Any]], s
 BUYER_MAKER: dict[str, str] = {"true": "sell", "false": "buy", "1": "sell", "0": "buy"}
 # The maker's (resting order's) side, Coinbase Exchange's `side`: the aggressor took the other side.
 MAKER_SIDE: dict[str, str] = {"buy": "sell", "sell": "buy"}
+# A `maker` column of the resting order's role (buyer/seller, b/s): a maker buyer means the seller aggressed.
+MAKER_ROLE: dict[str, str] = {"buyer": "sell", "seller": "buy", "b": "sell", "s": "buy"}
 # LOBSTER's `direction`, the resting limit order's side: an executed buy order (1) was hit by a seller.
 LOBSTER_DIRECTION: dict[str, str] = {"1": "sell", "-1": "buy"}
 LOBSTER_NAMES = ("time", "type", "order_id", "size", "price", "direction")

@@ -30,6 +30,8 @@ QUOTE_MARKS = frozenset({"q", "b", "a", "bid", "ask", "offer", "quote", "quotes"
 # Sides, via BUYER_MAKER (true = the taker sold): a buyer-maker flag, or a flag that the taker sold (Kaiko's `sell`)
 BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_maker", "sell", "taker_side_sell",
                      "is_sell")
+# Sides, via MAKER_ROLE (buyer = the taker sold), when the column holds buyer/seller or b/s (content_notes.maker_sides)
+MAKER_NAMES = ("maker", "maker_side")
 # a date column beside a time-of-day column: read as one datetime (LSEG's legacy Date[G]/Time[G]: GMT, [L]: local)
 DATE_NAMES = ("date", "trade_date", "day", "date_g", "date_l")
 # a mid price with neither trades nor bid and ask beside it (FX and rates feeds): read as a price series

@@ -16,8 +16,8 @@ from typing import Any, Mapping, Sequence
 import polars as pl
 
 from connectors.cautions import Caution
-from connectors.column_map import FIX_AGGRESSOR, ColumnMap, keep_key
-from connectors.column_names import EVENT_NAMES, QUOTE_MARKS, RIGHT_NAMES, TRADE_MARKS
+from connectors.column_map import FIX_AGGRESSOR, MAKER_ROLE, ColumnMap, keep_key
+from connectors.column_names import EVENT_NAMES, MAKER_NAMES, QUOTE_MARKS, RIGHT_NAMES, TRADE_MARKS
 from connectors.csv_dialect import Dialect
 from connectors.event_time import scaled_ts
 from connectors.field_names import normal_name
@@ -497,3 +497,18 @@ def fix_sides(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Seq
     if "2" not in values or not values <= set(FIX_AGGRESSOR):
         return cmap
     return replace(cmap, side_map=dict(FIX_AGGRESSOR))
+
+
+def maker_sides(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                dialect: Dialect | None) -> ColumnMap:
+    """A trades layout of no side beside a `maker` (or `maker_side`) column of buyer/seller or b/s: the role of the
+    order that rested, so the aggressor's side is the other one (MAKER_ROLE; the notes name the map). Any other
+    values (a liquidity provider's name, venue_note's) leave the map as it was."""
+    column = next((c for c in schema if normal_name(c) in MAKER_NAMES), None)
+    if cmap.side is not None or cmap.price is None or column is None or column in cmap.source_columns():
+        return cmap
+    # one more than the roles in two cases (Buyer, buyer): a value of any other kind among them is seen
+    values = {v.lower() for v in distinct_text(path, names, dialect, column, 2 * len(MAKER_ROLE) + 1, SAMPLE_ROWS)}
+    if not values or not values <= set(MAKER_ROLE):
+        return cmap
+    return replace(cmap, side=column, side_map=dict(MAKER_ROLE))

@@ -32,6 +32,7 @@ from connectors.content_notes import (
     condition_note,
     fix_sides,
     kind_column,
+    maker_sides,
     name_column,
     sale_condition_note,
     taq_corrections,
@@ -127,7 +128,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
             raise ValueError(f"{path}: {e}{every}") from None
         zone_notes = [] if "tz" in keys else taq_zone_note(path, detected, cmap)
         cmap, kind_notes = kind_column(path, cmap, schema, names, dialect)
-        cmap = fix_sides(path, cmap, schema, names, dialect)
+        cmap = maker_sides(path, fix_sides(path, cmap, schema, names, dialect), schema, names, dialect)
         cmap, correction_notes = taq_corrections(path, cmap, schema, names, dialect)
         kind_notes += venue_note(path, cmap, schema, names, dialect) + correction_notes + [
             note for said in (condition_note, amendment_note, sale_condition_note)

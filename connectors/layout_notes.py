@@ -17,6 +17,7 @@ from connectors.column_map import (
     BUYER_MAKER,
     FIX_AGGRESSOR,
     LOBSTER_DIRECTION,
+    MAKER_ROLE,
     MAKER_SIDE,
     QUOTE_FIELDS,
     VALUE_FIELDS,
@@ -45,6 +46,7 @@ HEADERLESS_BAR_STAMP = ("; NinjaTrader stamps a bar with its end (its close show
 # Coinbase Exchange's REST trades (`GET /products/{id}/trades`), whose `side` is the maker's: a note names the preset
 COINBASE_TRADES = frozenset({"trade_id", "side", "size", "price", "time"})
 SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER, "the maker's side, read flipped": MAKER_SIDE,
+             "the maker's role, read flipped: buyer = sell, seller = buy": MAKER_ROLE,
              "Bitstamp's type: 0 = buy, 1 = sell": BITSTAMP_TYPE,
              "the resting order's side: 1 = sell": LOBSTER_DIRECTION,
              "FIX's AggressorSide: 1 = buy, 2 = sell, 0 = none": FIX_AGGRESSOR}  # named in notes

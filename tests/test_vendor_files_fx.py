@@ -49,6 +49,35 @@ def test_a_provider_named_column_of_flags_or_sides_is_no_venue(tmp_path: Path) -
         assert not any("each stream mixes them" in n for n in replay.notes), (column, values)
 
 
+def maker_trades(path: Path, column: str, makers: list[str]) -> Path:
+    rows = "".join(f"2024-01-03T09:00:{i:02d}.154Z,BTCUSD,{42000 + i % 5},0.5,{makers[i % len(makers)]}\n"
+                   for i in range(20))
+    path.write_text(f"timestamp,symbol,price,size,{column}\n" + rows)
+    return path
+
+
+@pytest.mark.parametrize(("column", "makers"), [("maker", ["buyer", "seller"]), ("Maker", ["Buyer", "Seller"]),
+                                                ("maker_side", ["B", "S"]), ("maker", ["b", "s", ""])])
+def test_a_maker_column_of_buyer_or_seller_gives_the_aggressors_side(tmp_path: Path, column: str,
+                                                                     makers: list[str]) -> None:
+    # the buyer's order rested (maker buyer, or b): the seller aggressed; an empty cell is a trade of no side
+    replay = FileReplay(maker_trades(tmp_path / "btcusd_trades.csv", column, makers))
+    ticks = drain(replay)
+    flipped = {"buyer": "sell", "seller": "buy", "b": "sell", "s": "buy", "": None}
+    assert [t.side for t in ticks] == [flipped[makers[i % len(makers)].lower()] for i in range(20)]
+    said = next(n for n in replay.notes if "no column map given" in n)
+    assert f"side={column} (the maker's role, read flipped: buyer = sell, seller = buy)" in said
+    assert not any("each stream mixes them" in n for n in replay.notes)
+
+
+def test_a_maker_column_of_other_values_is_read_as_before(tmp_path: Path) -> None:
+    # liquidity providers' names under `maker` are no side: no side read, the venue note as before
+    replay = FileReplay(maker_trades(tmp_path / "btcusd_lp.csv", "maker", ["LP1", "LP2"]))
+    assert {t.side for t in drain(replay)} == {None}
+    assert any("column 'maker' holds 2 venues (LP1, LP2)" in n for n in replay.notes)
+    assert not any("side=maker" in n for n in replay.notes)
+
+
 def test_a_tapes_exchange_codes_are_said_as_each_venues_own_quotes_and_a_providers_short_codes_as_providers(
         tmp_path: Path) -> None:
     # a tape's prints are one market's (test_vendor_files_5), but its quotes are each venue's own, no NBBO
