@@ -97,3 +97,31 @@ def test_train_parses_the_session_gap_as_backtest_does(tmp_path: Path, capsys) -
             main([*command, "--session-gap", "soon"])
         assert stopped.value.code == 2
         assert "--session-gap: must be a duration such as 1h, 30m or 90s, got 'soon'" in capsys.readouterr().err
+
+
+def test_serve_of_a_checkpoint_says_when_its_session_gap_differs_from_the_configs(trained, tmp_path: Path) -> None:
+    """`serve --model` said nothing of a checkpoint's --session-gap (evaluate and backtest do): its live scores and
+    adaptation then label answers across pauses otherwise than training did. One start line names both values and
+    the config key; none when they agree (1h given as 3600 s)."""
+    from test_serve_start import serve_until_serving
+
+    root = trained["root"]
+
+    def start(model: str, gap: str | None) -> list[str]:
+        config = tmp_path / f"{model}_{gap}.yaml"
+        config.write_text("kv: {cells: 8192, block_size: 16}\nlog: {enabled: false}\n"
+                          + (f"answers: {{session_gap_s: {gap}}}\n" if gap is not None else "")
+                          + "endpoints: {ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
+                            "control: 'tcp://127.0.0.1:0'}\n")
+        return [line for line in serve_until_serving(["--config", str(config), "--model", str(root / model)],
+                                                     cwd=tmp_path) if "--session-gap" in line]
+
+    assert start("gapped", None) == [
+        "flashtick: note: this model was trained with --session-gap 1h; this service's answers.session_gap_s is "
+        "null (off): its live scores and adaptation label answers otherwise than training did (set "
+        "answers.session_gap_s: 3600 in the config)"]
+    assert start("plain", "1800") == [
+        "flashtick: note: this model was trained with no --session-gap; this service's answers.session_gap_s is 1800 "
+        "(30m): its live scores and adaptation label answers otherwise than training did (set "
+        "answers.session_gap_s: null in the config)"]
+    assert start("gapped", "3600") == []

@@ -38,6 +38,26 @@ def read_as_trained(args: argparse.Namespace, model_dir: Path, said: Callable[[s
         said(mismatch)
 
 
+def session_gap_mismatch(recorded: dict[str, str] | None, session_gap_ns: int | None,
+                         config_key: str | None = None) -> str | None:
+    """How the --session-gap a checkpoint was trained with (``recorded``: recorded_reading's) differs from the one
+    this run labels answers with, or None. `backtest` and `evaluate` say it as their option; `serve`, which has no
+    such option, names its config key (``config_key``) with both values in seconds, and the value that agrees."""
+    from connectors.labels import session_gap_text
+    from engine.service.reading_record import LABEL_OPTIONS, reading_mismatch, reading_of, shown
+    from queries.trigger import parse_duration_ns
+
+    mismatch = reading_mismatch(recorded, reading_of(None, session_gap_ns=session_gap_ns), LABEL_OPTIONS)
+    if mismatch is None or recorded is None or config_key is None:
+        return mismatch
+    trained = recorded.get("session_gap")
+    agreeing = "null" if trained is None else f"{parse_duration_ns(trained) / 1e9:g}"
+    now = "null (off)" if session_gap_ns is None else f"{session_gap_ns / 1e9:g} ({session_gap_text(session_gap_ns)})"
+    return (f"this model was trained with {shown(recorded, LABEL_OPTIONS)}; this service's {config_key} is {now}: "
+            f"its live scores and adaptation label answers otherwise than training did (set {config_key}: "
+            f"{agreeing} in the config)")
+
+
 # the argparse attribute of each recorded reading key where it is not the key itself
 _READING_ATTRIBUTES = {"names": "csv_names"}
 

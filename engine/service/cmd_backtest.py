@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.service.checkpoint_notes import (checkpoint_evaluation, current_reading, in_sample_note,
-                                             reads_training_files, take_recorded)
+                                             reads_training_files, session_gap_mismatch, take_recorded)
 from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, check_outputs, is_tick_model,
                                        service_config)
 from engine.service.cli_reading import column_map_of, streams_to_read, time_range_of
@@ -77,7 +77,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     for signum, handler in inherited.items():
         if handler is not signal.SIG_IGN:
             signal.signal(signum, request_stop)
-    from engine.service.reading_record import FILE_READING, LABEL_OPTIONS, reading_mismatch, recorded_reading
+    from engine.service.reading_record import FILE_READING, reading_mismatch, recorded_reading
 
     said = lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr, flush=True)  # noqa: E731
     recorded = recorded_reading(config.model.path)
@@ -87,7 +87,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     if (mismatch := reading_mismatch(recorded, reading_now)) is not None:
         said(mismatch)
     # (apart: other labelled points leave the ticks, and so training's tick positions, as they were)
-    if (labelled_otherwise := reading_mismatch(recorded, reading_now, LABEL_OPTIONS)) is not None:
+    if (labelled_otherwise := session_gap_mismatch(recorded, config.answers.session_gap_ns)) is not None:
         said(labelled_otherwise)
     try:
         report = run_backtest(config, [str(f) for f in args.files], queries, args.out,

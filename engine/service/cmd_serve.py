@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.service.checkpoint_notes import trained_reading
+from engine.service.checkpoint_notes import session_gap_mismatch, trained_reading
 from engine.service.cli_common import EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, is_tick_model, service_config
 from engine.service.cli_reading import column_map_of
 
@@ -147,6 +147,12 @@ def cmd_serve(args: argparse.Namespace) -> None:
         print(f"flashtick: note: this model was trained on files read with {reading}: the service reads ticks as "
               f"they are sent, so a feed must send ticks read alike (`flashtick feed replay` with the same "
               f"options; docs/model.md)", file=sys.stderr, flush=True)
+    from engine.service.reading_record import recorded_reading
+
+    # live scores and the adaptation label with answers.session_gap_s, training with its --session-gap
+    if labelled := session_gap_mismatch(recorded_reading(model.path), server.config.answers.session_gap_ns,
+                                        "answers.session_gap_s"):
+        print(f"flashtick: note: {labelled}", file=sys.stderr, flush=True)
     for warning in open_socket_warnings(endpoints, server.config.curve):  # before the serving line a probe waits for
         print(f"flashtick: {warning}", file=sys.stderr, flush=True)
     feeds = "".join(f" feed={feed}" for feed in server.config.endpoints.feeds)  # SUBscribed to (connects)
