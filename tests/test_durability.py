@@ -594,7 +594,9 @@ def test_a_served_restart_says_it_is_catching_up_not_that_it_is_behind(checkpoin
 def test_a_restart_does_not_bring_back_streams_the_live_run_expired(checkpoint, tmp_path, capsys) -> None:
     """An idle stream the live run expired is forgotten at that point of the tick log too: a restart neither
     rebuilds it from its old ticks (holding KV for an hour more) nor publishes an owed answer for it, and a
-    stream that came back after its expiry is rebuilt as the new session it is."""
+    stream that came back after its expiry is rebuilt as the new session it is. The start's `recovered N ticks of
+    M streams` counts the streams held and their ticks (it said 85 ticks of 1 stream, for a stream of 5), the
+    expired sessions' ticks apart."""
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     ticks = SyntheticMarket(SyntheticConfig(seed=3)).next_batch(120)
@@ -609,12 +611,18 @@ def test_a_restart_does_not_bring_back_streams_the_live_run_expired(checkpoint, 
     every_stream_expired = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "expired")))
     assert every_stream_expired.engine.scheduler.streams == {} and every_stream_expired.recovered == []
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("flashtick: recovered ")]
-    assert said and "(no stream is held: each logged stream expired for idleness" in said[0], said  # not "of 0"
+    assert said and said[0].startswith("flashtick: recovered 80 ticks of 4 streams (no stream is held: each logged "
+                                       "stream expired for idleness"), said  # not "of 0"
     back = [t for t in ticks[80:] if t.stream == expired[0]][:5]  # one stream comes back: a new session
     feed_in_steps(live, back)
     assert sorted(live.engine.scheduler.streams) == [expired[0]] and sessions(live)[expired[0]][1] == 5
+    capsys.readouterr()
     recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after")))
-    assert sessions(recovered) == sessions(live)
+    assert sessions(recovered) == sessions(live) and recovered.ticks_in == 85  # (every tick accepted, as live)
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("flashtick: recovered ")]
+    assert said and said[0].startswith(
+        "flashtick: recovered 5 ticks of 1 stream (and 80 ticks of 4 streams expired for idleness before the stop: "
+        "replayed, not held) from "), said
     assert recovered.recovered == []  # nothing owed: every tick of the new session was answered
     assert recovered.encoders.accepted(expired)[expired[1]]["last_ts"] == max(t.ts for t in ticks[:80]
                                                                             if t.stream == expired[1])

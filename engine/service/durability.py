@@ -106,6 +106,9 @@ class DataDir:
             # a file where a folder belongs (or the reverse), no permission: named, not a traceback
             raise ConfigError(unusable_part(self.root, e)) from None
         self.recovered_ticks = 0
+        # of recovered_ticks, those of sessions expired for idleness before the stop, and of how many streams: the
+        # start's line counts the streams held, and their ticks, apart from them
+        self.expired_ticks = self.expired_streams = 0
         self.recovered_answers = 0
         self.ticks_logged = 0  # since the tick log began, what retention dropped included (segment starts say it)
         self._restored = RestoredQueries(RegistrationMarks(), set())  # what restore_queries brought back, if it ran
@@ -278,9 +281,12 @@ class DataDir:
         computes what the booked windows hold (Engine.rebuild) and then calls ``replayed``. ``turned_away``: the
         streams ``target`` refused meanwhile (filled as it replays), which the caller says: not lost segments."""
         self._replay_started = time.perf_counter()
-        ticks, refused, tail, logged = split_log(self.log.directory, encoders, target, answered,
-                                                 skip_corrupt=self.config.skip_corrupt, stats=self.read_stats)
+        ticks, refused, tail, logged, expired_ticks, expired_streams = split_log(
+            self.log.directory, encoders, target, answered, skip_corrupt=self.config.skip_corrupt,
+            stats=self.read_stats)
         self.recovered_ticks += ticks
+        self.expired_ticks += expired_ticks
+        self.expired_streams += expired_streams
         self.replay_refused += refused
         self.ticks_logged = logged
         self._say_lost_streams(encoders, turned_away)
@@ -329,15 +335,23 @@ class DataDir:
         self.rebuild_forwards = rebuild_forwards
         self.recovery_s = time.perf_counter() - self._replay_started
         if self.recovered_ticks:
-            # every logged stream may have expired for idleness since: then none is held, and "of 0 streams" reads
-            # like a failed recovery
-            held = (f"of {counted(streams, 'stream')}" if streams else
-                    "(no stream is held: each logged stream expired for idleness, its next ticks start a new session)")
             dropped = self.read_stats.ticks_dropped_by_retention
             older = f" ({counted(dropped, 'older tick')} dropped by retention)" if dropped else ""
-            print(f"flashtick: recovered {counted(self.recovered_ticks, 'tick')} {held} from {self.log.directory} "
+            print(f"flashtick: recovered {self._recovered_text(streams)} from {self.log.directory} "
                   f"in {self.recovery_s:.1f} s{older}", file=sys.stderr, flush=True)
         self._say_damaged_copies()
+
+    def _recovered_text(self, streams: int) -> str:
+        """`N ticks of M streams`, both of the ``streams`` held; the ticks of sessions expired for idleness before
+        the stop said apart, with their streams. Every logged stream may have expired: then none is held, and
+        "of 0 streams" would read like a failed recovery."""
+        of_expired = f" of {counted(self.expired_streams, 'stream')}" if self.expired_streams else ""
+        if not streams:
+            return (f"{counted(self.recovered_ticks, 'tick')}{of_expired} (no stream is held: each logged stream "
+                    f"expired for idleness, its next ticks start a new session)")
+        expired = (f" (and {counted(self.expired_ticks, 'tick')}{of_expired} expired for idleness before the stop: "
+                   f"replayed, not held)" if self.expired_ticks else "")
+        return f"{counted(self.recovered_ticks - self.expired_ticks, 'tick')} of {counted(streams, 'stream')}{expired}"
 
     def damaged_copies(self) -> dict[Path, int]:
         """The damaged copies kept beside the tick and answer logs (a ``log.skip_corrupt`` repair's originals, a

@@ -114,6 +114,9 @@ class SplitLog(NamedTuple):
     refused: int  # items refused
     tail: list[EncodedTick | None]  # past each stream's answered point
     logged: int  # the ticks logged since the log began, those retention dropped included
+    # of ``ticks``, those of sessions an expiry dropped (the streams held have the others), and of how many streams
+    expired_ticks: int = 0
+    expired_streams: int = 0
 
 
 def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
@@ -142,6 +145,7 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
     # stream -> [ticks replayed, items refused] since the log began or its last forget: what a forget takes back
     placed: dict[str, list[int]] = {}
     taken = [0, 0]  # ... the sums of what the forgets took back
+    expired_at: dict[str, int] = {}  # stream -> its ticks in ``placed`` at its last expiry: none of them is held
 
     def start(counts: dict[str, list[Any]]) -> None:
         """A segment's start: the streams first met here had records in segments retention dropped; they
@@ -183,6 +187,8 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
         target.drop(stream)
         encoders.drop(stream)
         counted.pop(stream, None)  # the answered point counts the session after the last expiry
+        if stream in placed:
+            expired_at[stream] = placed[stream][0]
 
     def forget(stream: str) -> None:
         """As an expiry, and its ordering guard goes too; what the live run had not computed of it was dropped.
@@ -192,6 +198,7 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
         encoders.forget(stream)  # (not drop: the guard goes too)
         counted.pop(stream, None)
         ticks, refused = placed.pop(stream, (0, 0))
+        expired_at.pop(stream, None)
         taken[0] += ticks
         taken[1] += refused
         owed.discard(stream)
@@ -206,7 +213,9 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
     # a log written before LOGGED: the streams' counts at the first kept start, which miss a stream expired before it
     dropped = read.before if read.before is not None else started
     stats.ticks_dropped_by_retention += dropped
-    return SplitLog(read.ticks - taken[0], read.refused - taken[1], tail, dropped + read.logged)
+    expired = [ticks for ticks in expired_at.values() if ticks]
+    return SplitLog(read.ticks - taken[0], read.refused - taken[1], tail, dropped + read.logged, sum(expired),
+                    len(expired))
 
 
 def logged_tick(record: dict[str, Any]) -> Tick:
