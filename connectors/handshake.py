@@ -6,6 +6,10 @@ CURVE key, a socket of the wrong kind or nobody listening are said as such inste
 
 from __future__ import annotations
 
+import threading
+import time
+import weakref
+
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
@@ -16,11 +20,52 @@ WRONG_SOCKET = ("the socket this client is for: a service has three, ingest (PUS
                 "(subscribers, :5556) and control (requests, :5557)")
 
 
+# how often the process's drain takes every open monitor's events: ZeroMQ retries a refused connection every 100 ms,
+# so a monitor fills its 1,000-message queue in about a minute and a half of an outage if nobody reads it
+DRAIN_EVERY_S = 0.5
+
+
+class _MonitorDrain:
+    """Takes the events of every open HandshakeMonitor of this process, every DRAIN_EVERY_S, on one daemon thread.
+
+    libzmq sends monitor events from its I/O thread with a blocking send: a monitor whose queue is full (a client
+    left idle while its service is down retries its connection, and reports it, every 100 ms) blocks that I/O thread
+    for good, and with it every socket of the context, other clients and an in-process server alike (a subscriber
+    never reconnected after a long restart; a test process hung). A client reads its monitor only while it waits on
+    a call, so this thread reads them between calls."""
+
+    def __init__(self) -> None:
+        self._monitors: weakref.WeakSet[HandshakeMonitor] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, monitor: "HandshakeMonitor") -> None:
+        with self._lock:
+            self._monitors.add(monitor)
+            if self._thread is None or not self._thread.is_alive():  # (none yet, or a forked child's copy)
+                self._thread = threading.Thread(target=self._run, name="flashtick-monitor-drain", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(DRAIN_EVERY_S)
+            with self._lock:
+                monitors = list(self._monitors)
+            for monitor in monitors:
+                try:
+                    monitor.poll()
+                except zmq.ZMQError:  # its context was terminated under it (a shutdown): nothing left to read
+                    with self._lock:
+                        self._monitors.discard(monitor)
+
+
 class HandshakeMonitor:
     """Watches a client socket's connection events, to say why no reply came.
 
     ZeroMQ retries a refused handshake silently, so a client of a CURVE server
     that refuses it just waits; the socket monitor is where the reason shows.
+    Its events are taken by the owner's calls and, between them, by the
+    process's drain thread (see _MonitorDrain), under one lock.
     """
 
     EVENTS = (zmq.EVENT_CONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH
@@ -37,9 +82,17 @@ class HandshakeMonitor:
         self.disconnects = 0  # live connections (handshake done) that dropped: what was queued on one is gone
         self.connect_retries = 0  # connection attempts that failed (refused: nothing listens) and are retried
         self._live = False
+        self._lock = threading.Lock()  # the monitor socket is read by its owner's thread and the drain's
+        self._closed = False
+        _DRAIN.add(self)
 
     def poll(self) -> None:
         """Take the events that arrived so far."""
+        with self._lock:
+            if not self._closed:
+                self._take_events()
+
+    def _take_events(self) -> None:
         while self._monitor.poll(0):
             event = recv_monitor_message(self._monitor)
             kind = event["event"]
@@ -95,9 +148,14 @@ class HandshakeMonitor:
         return "nothing answered the connection: is the service running there?"
 
     def close(self) -> None:
-        if not self._sock.closed:
-            self._sock.disable_monitor()
-        self._monitor.close(linger=0)
+        with self._lock:
+            self._closed = True
+            if not self._sock.closed:
+                self._sock.disable_monitor()
+            self._monitor.close(linger=0)
+
+
+_DRAIN = _MonitorDrain()
 
 
 def curve_client(sock: zmq.Socket, server_public_key: bytes | None,
