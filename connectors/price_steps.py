@@ -41,10 +41,8 @@ class PriceStep(NamedTuple):
         kind = (f"a {self.ratio.denominator}-for-{self.ratio.numerator} split" if self.ratio < 1
                 else f"a {self.ratio.denominator}-for-{self.ratio.numerator} reverse split")
         gap = self.after_ts - self.before_ts
-        scored = ("the answers whose label horizon spans it are left unscored (--session-gap "
-                  f"{session_gap_text(session_gap_ns)})" if session_gap_ns is not None and gap >= session_gap_ns else
-                  "the answers whose label horizon spans it are scored as that move (--session-gap 1h leaves "
-                  "them unscored)")
+        scored = _unscored(gap, session_gap_ns) or ("the answers whose label horizon spans it are scored as that "
+                                                    "move (--session-gap 1h leaves them unscored)")
         return (f"{shown_name(self.stream)}: its price stepped x{self.step:.3g} across a pause of "
                 f"{duration_text(gap)} in event time ({utc_text(self.before_ts)} to {utc_text(self.after_ts)}), "
                 f"{self.times_typical:.0f} times its typical move and near {self.ratio} ({kind}, or a data error?): "
@@ -100,10 +98,8 @@ class LastingStep(NamedTuple):
     def caution(self, session_gap_ns: int | None) -> str:
         """The caution line: the stream, where, by how much; what its answers' scores then are and what to do."""
         gap = self.after_ts - self.before_ts
-        if session_gap_ns is not None and gap >= session_gap_ns:
-            scored = f"the answers whose label horizon spans it are left unscored (--session-gap " \
-                     f"{session_gap_text(session_gap_ns)})"
-        else:
+        scored = _unscored(gap, session_gap_ns)
+        if scored is None:
             minute = 60 * 10**9  # --session-gap in whole minutes, at most the pause: it then cuts there
             cut = (f", or --session-gap {session_gap_text(gap - gap % minute)}, since a pause of "
                    f"{duration_text(gap)} falls there" if gap >= minute else "")
@@ -114,6 +110,14 @@ class LastingStep(NamedTuple):
                 f"({self.after / self.before - 1:+.2%}) at its tick {self.tick:,} ({utc_text(self.after_ts)}), "
                 f"{self.times_typical:.0f} times its typical move, and stayed there (a futures roll in a continuous "
                 f"series, or a bad back-adjust?): prices are replayed as the files give them; {scored}")
+
+
+def _unscored(gap_ns: int, session_gap_ns: int | None) -> str | None:
+    """What a caution says of the answers across a step whose pause --session-gap cuts; None where it does not."""
+    if session_gap_ns is None or gap_ns < session_gap_ns:
+        return None
+    return ("the answers whose label horizon spans it are left unscored (--session-gap "
+            f"{session_gap_text(session_gap_ns)})")
 
 
 def lasting_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[LastingStep]:
