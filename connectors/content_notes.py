@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 import polars as pl
 
 from connectors.cautions import Caution
-from connectors.column_map import FIX_AGGRESSOR, MAKER_ROLE, ColumnMap, keep_key
+from connectors.column_map import FIX_AGGRESSOR, MAKER_ROLE, MAKER_SIDE, ColumnMap, keep_key
 from connectors.column_names import EVENT_NAMES, MAKER_NAMES, QUOTE_MARKS, RIGHT_NAMES, TRADE_MARKS
 from connectors.csv_dialect import Dialect
 from connectors.event_time import scaled_ts
@@ -501,14 +501,15 @@ def fix_sides(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Seq
 
 def maker_sides(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                 dialect: Dialect | None) -> ColumnMap:
-    """A trades layout of no side beside a `maker` (or `maker_side`) column of buyer/seller or b/s: the role of the
-    order that rested, so the aggressor's side is the other one (MAKER_ROLE; the notes name the map). Any other
-    values (a liquidity provider's name, venue_note's) leave the map as it was."""
+    """A trades layout of no side beside a `maker` (or `maker_side`) column of buyer/seller or b/s (the role of the
+    order that rested: MAKER_ROLE) or of buy/sell (that order's side, as Coinbase writes it: MAKER_SIDE): the
+    aggressor's side is the other one (the notes name the map). Any other values (a liquidity provider's name,
+    venue_note's) leave the map as it was; a quotes file's `maker` is no side of anything and is left unread."""
     column = next((c for c in schema if normal_name(c) in MAKER_NAMES), None)
     if cmap.side is not None or cmap.price is None or column is None or column in cmap.source_columns():
         return cmap
-    # one more than the roles in two cases (Buyer, buyer): a value of any other kind among them is seen
-    values = {v.lower() for v in distinct_text(path, names, dialect, column, 2 * len(MAKER_ROLE) + 1, SAMPLE_ROWS)}
-    if not values or not values <= set(MAKER_ROLE):
-        return cmap
-    return replace(cmap, side=column, side_map=dict(MAKER_ROLE))
+    # one more than the values in two cases (Buyer, buyer): a value of any other kind among them is seen
+    limit = 2 * (len(MAKER_ROLE) + len(MAKER_SIDE)) + 1
+    values = {v.lower() for v in distinct_text(path, names, dialect, column, limit, SAMPLE_ROWS)}
+    side_map = next((m for m in (MAKER_ROLE, MAKER_SIDE) if values and values <= set(m)), None)
+    return cmap if side_map is None else replace(cmap, side=column, side_map=dict(side_map))

@@ -50,7 +50,14 @@ from connectors.header_zones import header_zone_note, unknown_zone_refusal
 from connectors.headerless_csv import HISTDATA_ZONE, headerless_map, zone_has_dst
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns, match_case, zone_in_header
-from connectors.layout_notes import HEADERLESS_BAR_STAMP, bar_notes, describe_map, other_clock_note, vendor_notes
+from connectors.layout_notes import (
+    HEADERLESS_BAR_STAMP,
+    bar_notes,
+    coinbase_sides,
+    describe_map,
+    other_clock_note,
+    vendor_notes,
+)
 from connectors.taq_times import taq_zone, taq_zone_note
 from connectors.time_units import detected_unit, epoch_unit
 
@@ -129,6 +136,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         zone_notes = [] if "tz" in keys else taq_zone_note(path, detected, cmap)
         cmap, kind_notes = kind_column(path, cmap, schema, names, dialect)
         cmap = maker_sides(path, fix_sides(path, cmap, schema, names, dialect), schema, names, dialect)
+        cmap = cmap if "side" in keys else coinbase_sides(path, list(schema), cmap)  # by its name, with a note
         cmap, correction_notes = taq_corrections(path, cmap, schema, names, dialect)
         kind_notes += venue_note(path, cmap, schema, names, dialect) + correction_notes + [
             note for said in (condition_note, amendment_note, sale_condition_note)

@@ -8,6 +8,7 @@ and quotes on one row), a second clock not read (`other_clock_note`), and a map 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
@@ -45,7 +46,8 @@ HEADERLESS_BAR_STAMP = ("; NinjaTrader stamps a bar with its end (its close show
                         "whose M1 files share this layout, with its start (its close shows a bar early)")
 # Coinbase Exchange's REST trades (`GET /products/{id}/trades`), whose `side` is the maker's: a note names the preset
 COINBASE_TRADES = frozenset({"trade_id", "side", "size", "price", "time"})
-SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER, "the maker's side, read flipped": MAKER_SIDE,
+SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER,
+             "the maker's side, read flipped: buy = sell, sell = buy": MAKER_SIDE,
              "the maker's role, read flipped: buyer = sell, seller = buy": MAKER_ROLE,
              "Bitstamp's type: 0 = buy, 1 = sell": BITSTAMP_TYPE,
              "the resting order's side: 1 = sell": LOBSTER_DIRECTION,
@@ -63,14 +65,34 @@ def _bar_close(column: str, columns: set[str]) -> bool:
     return bar is not None and bar <= columns
 
 
+def _coinbase_columns(columns: set[str]) -> bool:
+    """Whether a file's columns (normal names) are Coinbase Exchange's REST trades', maybe with the product."""
+    return COINBASE_TRADES <= columns <= COINBASE_TRADES | {"product_id"}
+
+
+def coinbase_sides(path: Path, names: Iterable[str], cmap: ColumnMap) -> ColumnMap:
+    """A detected side column in Coinbase's trades layout, in a file its name says is Coinbase's: the MAKER's
+    side, read flipped as --preset coinbase-trades reads it (vendor_notes says so). The same columns under any
+    other name are most venues' (a taker's side): read as they are, with a caution. Only the file's own name
+    counts: a folder's is a project's as often as a vendor's."""
+    if cmap.side is None or cmap.side_map is not None or "coinbase" not in path.stem.lower() or \
+            not _coinbase_columns({normal_name(n) for n in names}):
+        return cmap
+    return replace(cmap, side_map=dict(MAKER_SIDE))
+
+
 def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
     """Notes on a detected layout that reads but is a vendor's whose fields mean otherwise."""
     columns = {normal_name(n) for n in names}
-    if cmap.side is not None and cmap.side_map is None and COINBASE_TRADES <= columns <= COINBASE_TRADES | \
-            {"product_id"}:
+    if cmap.side is not None and cmap.side_map == MAKER_SIDE and _coinbase_columns(columns):
+        return [f"{path.name}: its columns are Coinbase Exchange's trades layout and its name says Coinbase: "
+                f"{cmap.side!r} is the MAKER's side, read flipped to the aggressor's (buy = sell, sell = buy), as "
+                f"--preset coinbase-trades reads it; a full map (--columns ts={cmap.ts},price={cmap.price},"
+                f"size={cmap.size},side={cmap.side}) reads the sides as they are"]
+    if cmap.side is not None and cmap.side_map is None and _coinbase_columns(columns):
         return [Caution(f"{path.name}: its columns are Coinbase Exchange's trades layout, whose side is the MAKER's; "
                         f"read here as the aggressor's. If the file is Coinbase's, give --preset coinbase-trades "
-                        f"(sides flipped)")]
+                        f"(sides flipped), or name it so (coinbase-BTC-USD.csv)")]
     stamp = TRADESTATION_STAMP if TRADESTATION_BARS <= columns else BAR_STAMP
     notes = bar_notes(path, names, cmap, stamp)
     if not notes and cmap.bid is not None and _bar_close(cmap.bid, columns):

@@ -138,8 +138,9 @@ def test_coinbase_and_kraken_trade_exports(tmp_path: Path) -> None:
     (tmp_path / "XBTUSD.csv").write_text("".join(
         f"{T0 + i},{42290.1 + 0.1 * (i % 7):.1f},{0.0123 + i / 1000:.8f}\n" for i in range(N)))
     coinbase = drain(FileReplay(tmp_path / "coinbase-trades.csv"))
+    # its name says Coinbase: `side` (BUY) is the maker's, so the taker sold (fix160)
     assert coinbase[1] == Tick("BTC-USD", T0 * 10**9 + 1_123_457_000, "trade", price=42290.13, size=0.0013,
-                               side="buy")
+                               side="sell")
     replay = FileReplay(tmp_path / "XBTUSD.csv")
     kraken = drain(replay)
     assert kraken[1] == Tick("XBTUSD", (T0 + 1) * 10**9, "trade", price=42290.2, size=0.0133)

@@ -44,7 +44,7 @@ def test_coinbase_rest_trades_read_flipped_with_the_preset_the_note_names(tmp_pa
     assert ticks[0] == Tick("BTC-USD", COINBASE_T0 + 123_456_000, "trade", price=64000.12, size=0.0012, side="sell")
     assert as_is.notes[1] == ("BTC-USD.csv: its columns are Coinbase Exchange's trades layout, whose side is the "
                               "MAKER's; read here as the aggressor's. If the file is Coinbase's, give --preset "
-                              "coinbase-trades (sides flipped)")
+                              "coinbase-trades (sides flipped), or name it so (coinbase-BTC-USD.csv)")
     assert as_is.cautions == [as_is.notes[1]]  # said again at the end of a run: every side may be inverted
     (tmp_path / "q.yaml").write_text(QUERIES)
     code = main(["backtest", str(tmp_path / "BTC-USD.csv"), "--queries", str(tmp_path / "q.yaml"), "--out",
@@ -73,6 +73,32 @@ def test_coinbase_rest_trades_read_flipped_with_the_preset_the_note_names(tmp_pa
     assert "give --preset coinbase-trades" in FileReplay(tmp_path / "dump.parquet").notes[1]
 
 
+def test_coinbase_rest_trades_in_a_file_named_coinbase_read_flipped_with_a_note(tmp_path: Path) -> None:
+    # fix160: the same columns under a name that says Coinbase are Coinbase's: the maker's side, read flipped
+    trades = coinbase_trades()
+    frame = pl.DataFrame(trades).select("trade_id", "side", "size", "price", "time")
+    frame.write_csv(tmp_path / "BTC-USD.csv")
+    as_is = drain(FileReplay(tmp_path / "BTC-USD.csv"))  # no sign of Coinbase: a taker's side, with the caution
+    frame.write_csv(tmp_path / "coinbase-BTC-USD.csv")
+    frame.write_csv(tmp_path / "BTC-USD_Coinbase_trades.csv")
+    preset = drain(FileReplay(tmp_path / "BTC-USD.csv", columns="coinbase-trades"))
+    for path in (tmp_path / "coinbase-BTC-USD.csv", tmp_path / "BTC-USD_Coinbase_trades.csv"):
+        replay = FileReplay(path)
+        ticks = drain(replay)
+        assert ticks == preset and [t.side for t in ticks] == [{"buy": "sell", "sell": "buy"}[t.side] for t in as_is]
+        assert ticks[0].side == ("buy" if trades[0]["side"] == "sell" else "sell")
+        assert ("side=side (the maker's side, read flipped: buy = sell, sell = buy)" in replay.notes[0]), replay.notes
+        assert replay.notes[1] == (f"{path.name}: its columns are Coinbase Exchange's trades layout and its name "
+                                   f"says Coinbase: 'side' is the MAKER's side, read flipped to the aggressor's "
+                                   f"(buy = sell, sell = buy), as --preset coinbase-trades reads it; a full map "
+                                   f"(--columns ts=time,price=price,size=size,side=side) reads the sides as they are")
+        assert replay.cautions == []
+        # the full map that note gives reads the sides as they are; a side given by a refinement is not flipped
+        assert drain(FileReplay(path, columns={"ts": "time", "price": "price", "size": "size", "side": "side"})) \
+            == as_is
+        assert drain(FileReplay(path, columns={"side": "side"})) == as_is
+
+
 def coinbase_matches(n: int = N) -> list[dict]:
     """Websocket `matches` channel messages, the first a `last_match`: `side` is the maker order's."""
     return [{"type": "last_match" if i == 0 else "match", "trade_id": 583219000 + i,
@@ -92,7 +118,8 @@ def test_coinbase_websocket_matches_detected_by_their_order_ids_and_flipped(tmp_
                               side="buy")]
     assert len(ticks) == N and dict(replay.rejected) == {}
     assert replay.notes == ["matches.csv: no column map given; read as ts=time (datetime), stream=product_id, "
-                            "price=price, size=size, side=side (the maker's side, read flipped), "
+                            "price=price, size=size, side=side (the maker's side, read flipped: buy = sell, "
+                            "sell = buy), "
                             "keep type in match|last_match"]
     # the same messages without their `type` column: the order ids still say whose side it is
     pl.DataFrame(coinbase_matches()).drop("type").write_csv(tmp_path / "untyped.csv")

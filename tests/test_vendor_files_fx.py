@@ -70,6 +70,26 @@ def test_a_maker_column_of_buyer_or_seller_gives_the_aggressors_side(tmp_path: P
     assert not any("each stream mixes them" in n for n in replay.notes)
 
 
+@pytest.mark.parametrize(("column", "makers"), [("maker_side", ["buy", "sell"]), ("Maker", ["Sell", "Buy", ""])])
+def test_a_maker_column_of_buy_or_sell_is_the_makers_side_read_flipped(tmp_path: Path, column: str,
+                                                                       makers: list[str]) -> None:
+    # fix160: Coinbase's `maker_side` of buy/sell is the resting order's side: a maker sell means the taker bought
+    replay = FileReplay(maker_trades(tmp_path / "btcusd_trades.csv", column, makers))
+    ticks = drain(replay)
+    flipped = {"buy": "sell", "sell": "buy", "": None}
+    assert [t.side for t in ticks] == [flipped[makers[i % len(makers)].lower()] for i in range(20)]
+    said = next(n for n in replay.notes if "no column map given" in n)
+    assert f"side={column} (the maker's side, read flipped: buy = sell, sell = buy)" in said
+
+
+def test_a_maker_column_in_a_quotes_file_is_left_unread(tmp_path: Path) -> None:
+    # a quote has no aggressor: a `maker` of buy/sell beside bid and ask is no side of anything, and no venue
+    replay = FileReplay(provider_quotes(tmp_path / "eurusd_quotes.csv", "maker", ["buy", "sell"]))
+    ticks = drain(replay)
+    assert {t.kind for t in ticks} == {"quote"} and {t.side for t in ticks} == {None}
+    assert not any("maker" in n for n in replay.notes), replay.notes
+
+
 def test_a_maker_column_of_other_values_is_read_as_before(tmp_path: Path) -> None:
     # liquidity providers' names under `maker` are no side: no side read, the venue note as before
     replay = FileReplay(maker_trades(tmp_path / "btcusd_lp.csv", "maker", ["LP1", "LP2"]))
