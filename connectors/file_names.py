@@ -50,6 +50,11 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
     # the folder as resolved: `trades.csv` given inside binance-btcusdt-spot/ is in that folder too; a day's
     # folder (BTCUSDT/2024-08-08/) names no instrument: the one above it may
     folder = named_folder(path)
+    exchanges = set(re.split(r"[-_.=\s]+", folder.name)) & NUMERIC_CODE_EXCHANGES if folder else set()
+    if exchanges and re.fullmatch(r"\d{3,6}", file_stem(path)):
+        # HK/0700.csv, HK_stocks/0700.csv: the code is the instrument, its exchange's folder none. Said here, not
+        # left to the file name's fallback, which a preset's layout (a capture's trades.csv) takes from the folder
+        return file_stem(path), f"file name {file_stem(path)!r} in exchange {min(exchanges)}'s folder"
     for name, where in ((file_stem(path), "file name"), (folder.name if folder else "", "folder name")):
         # Bitfinex's tBTCUSD names the pair BTCUSD; a Hive partition's `symbol=BTCUSDT` its value
         tokens = [t[1:] if re.match(r"^t[A-Z0-9]{6,}$", t) and PAIR.match(t[1:]) else t
@@ -66,8 +71,6 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
         coded = {m[0]: exchange for m in NUMERIC_CODE.finditer(name)
                  if (exchange := m["after"] or m["before"]) in NUMERIC_CODE_EXCHANGES}
         tickers = {t for t in tokens if TICKER.match(t) and t not in NOT_TICKERS and t not in halves}
-        if where == "folder name" and re.fullmatch(r"\d{3,6}", file_stem(path)):  # HK/0700.csv: the code is the
-            tickers -= NUMERIC_CODE_EXCHANGES  # instrument, its exchange's folder none
         found = pairs or (tickers - set(coded.values())) | set(coded)
         if len(found) == 1:
             return found.pop(), f"{where} {name!r}"

@@ -245,6 +245,28 @@ def test_a_numeric_stock_code_and_its_exchange_name_the_stream(tmp_path: Path, n
                      f"otherwise)"])
 
 
+def capture_trades(path: Path, price: float) -> Path:
+    """Trades in the binance-trades preset's layout (a collector's capture: local_ts_ns, price, qty, side)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    t0 = 1_717_378_200_000_000_000  # 2024-06-03 01:30 UTC, 09:30 in Hong Kong
+    path.write_text("local_ts_ns,trade_id,price,qty,aggressor_side\n" + "".join(
+        f"{t0 + i * 500_000_000},{100 + i},{price + 0.2 * (i % 3):.2f},{100 * (1 + i % 4)},{'buy' if i % 2 else 'sell'}"
+        f"\n" for i in range(12)))
+    return path
+
+
+@pytest.mark.parametrize("spec", [None, "binance-trades", {"preset": "binance-trades", "ts_unit": "ns"}])
+def test_a_preset_layout_names_a_numeric_code_in_an_exchange_folder_by_the_code(tmp_path: Path, spec) -> None:
+    # fix160: detected, the preset's layout took the folder's name (HK) and --preset its default (BTCUSDT)
+    for name in ("HK/0700.csv", "HK_stocks/0700.csv", "HK/2024-06-03/0700.csv"):
+        replay = FileReplay(capture_trades(tmp_path / name, 380.0), columns=spec)
+        assert {t.stream for t in drain(replay)} == {"0700"}, (name, replay.notes)
+        assert not any("stream HK" in n or "stream BTCUSDT" in n for n in replay.notes), replay.notes
+    # a capture's file of no instrument still takes its folder's name (the preset's default, given by name)
+    capture = capture_trades(tmp_path / "ETHUSDT" / "trades.csv", 2650.0)
+    assert {t.stream for t in drain(FileReplay(capture, columns=spec))} == {"ETHUSDT"}
+
+
 def test_two_stocks_files_give_two_streams_and_one_stream_of_both_is_cautioned(tmp_path: Path) -> None:
     """Tencent on one day, HSBC on the next: two streams by their names. Given one stream (a name holding the
     exchange alone), their prices 5.8-fold apart get a caution, as two files over one time do."""
