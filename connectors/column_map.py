@@ -39,12 +39,13 @@ EXCEL_DAYS = "excel_days"  # a spreadsheet's serial date: days (and their fracti
 TS_UNITS = (*UNITS, EPOCH, "datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, DETECT)
 DECIMALS = ("comma", "point")  # `decimal`: a CSV's decimal separator, as words
 DATE_FROM_NAME = "file_name"  # `date`: the one ISO date the file's name holds (LOBSTER's AAPL_2012-06-21_...)
-# `Date+Time`: a map's columns joined by '+', except a '+' inside a header's parentheses (`Time (UTC+9)`'s zone)
-_JOIN = re.compile(r"\+(?![^()]*\))")
+# `Date+Time`: a map's columns joined by '+', except a '+' inside a header's parentheses or brackets (the zone of
+# `Time (UTC+9)`, `Time[UTC+9]`)
+_JOIN = re.compile(r"\+(?![^()]*\))(?![^\[\]]*\])")
 
 
 def joined_columns(text: str) -> tuple[str, ...]:
-    """The columns a map's `ts` or `stream_col` names, `Date+Time` two, `Time (UTC+9)` one."""
+    """The columns a map's `ts` or `stream_col` names, `Date+Time` two, `Time (UTC+9)` and `Time[UTC+9]` one."""
     return tuple(c.strip() for c in _JOIN.split(text))
 
 

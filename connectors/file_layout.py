@@ -202,6 +202,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         except ValueError:  # not a number: the time check below says what the column holds
             unit = "ns"
         cmap = replace(cmap, ts_unit=unit)
+    if isinstance(spec, ColumnMap):  # a full map that names `Time (JST)` reads its zone as detection does
+        cmap, zone_notes = _zone_of_header(path, cmap, schema, first)
     notes = []
     if guessed is not None:
         notes.append(f"{path.name}: no header row; read as {how} (--csv-names {','.join(names)}): {describe_map(cmap)}")
@@ -211,12 +213,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
                  else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")
         notes.append(f"{path.name}: {given}; read as {describe_map(cmap)}")
         notes += vendor_notes(path, list(schema), cmap)
-        if (zoned := zone_in_header(cmap.ts, cmap.ts_unit, schema.get(cmap.ts), first)) is not None:
-            if not zoned[1].known and cmap.tz is None:  # `Time (IST)`: read as UTC, every time would be off
-                given = [f"ts={cmap.ts}", *([f"stream={cmap.stream_col}"] if cmap.stream_col else []),
-                         *(f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None)]
-                raise ValueError(unknown_zone_refusal(str(path), *zoned, ",".join(given)))
-            notes.append(header_zone_note(path.name, *zoned, cmap.tz))
+        cmap, zoned_notes = _zone_of_header(path, cmap, schema, first)
+        notes += zoned_notes
         notes += [] if "ts" in getattr(spec, "keys", {}) else other_clock_note(path, list(schema), cmap)
         notes += [shaped_note] if shaped_note else []
     elif spec.preset is None:
@@ -259,6 +257,22 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
     notes = date_notes + notes + zone_notes
     return cmap, dialect, schema, notes + number_notes + kind_notes + unit_notes + stream_notes + day_notes
+
+
+def _zone_of_header(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
+                    first: Callable[..., Any]) -> tuple[ColumnMap, list[str]]:
+    """A map whose time column's header names the zone of its naive times (`Time (JST)`, `Time[UTC+9]`): read in
+    that zone unless the map's tz (--tz) says another, with a note that says which; a zone none known here
+    (`Time (IST)`) with no tz is refused, as reading it as UTC would put every time off."""
+    if (zoned := zone_in_header(cmap.ts, cmap.ts_unit, schema.get(cmap.ts), first)) is None:
+        return cmap, []
+    column, zone = zoned
+    if not zone.known and cmap.tz is None:
+        given = [f"ts={cmap.ts}", *([f"stream={cmap.stream_col}"] if cmap.stream_col else []),
+                 *(f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None)]
+        raise ValueError(unknown_zone_refusal(str(path), column, zone, ",".join(given)))
+    cmap = cmap if cmap.tz is not None or zone.zone is None else replace(cmap, tz=zone.zone)
+    return cmap, [header_zone_note(path.name, column, zone, cmap.tz)]
 
 
 def _histdata_zone(path: Path, guessed: ColumnMap, cmap: ColumnMap) -> list[str]:

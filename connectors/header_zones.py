@@ -1,8 +1,9 @@
 """A time column whose header names the zone of its times, as FX exports write it: `Time (EET)`, `Time (UTC)`
-(Dukascopy's and MetaTrader-style exports), `Time (JST)`, `Time (UTC+9)`. The column is the time column its name
-before the zone says (`Time`), and its naive times are read in that zone, said in a note. A zone is UTC/GMT, a
-zone's clock (`ET`: New York's), an IANA key (`EET`, `CET`, `Europe/Helsinki`), the name of a zone without summer
-time that no other zone writes (`JST`, `HKT`, `KST`, `SGT`), or a whole-hour UTC offset (`UTC+9`, `GMT+09:00`).
+(Dukascopy's and MetaTrader-style exports), `Time (JST)`, `Time (UTC+9)`, `Time[UTC+9]`. The column is the time
+column its name before the zone says (`Time`), and its naive times are read in that zone, said in a note (a map
+given in full that names the column reads it so too). A zone is UTC/GMT, a zone's clock (`ET`: New York's), an
+IANA key (`EET`, `CET`, `Europe/Helsinki`), the name of a zone without summer time that no other zone writes
+(`JST`, `HKT`, `KST`, `SGT`), or a whole-hour UTC offset (`UTC+9`, `GMT+09:00`).
 A zone written that is none of these (`IST`, `CST`, which several zones write; `UTC+05:30`; `local`) still makes
 the column the time column, whose zone then has to be given (--tz): `unknown_zone_refusal` says how. Anything
 else in the parentheses (`ms`) is no zone, and the header is only a name."""
@@ -16,8 +17,10 @@ from zoneinfo import available_timezones
 
 from connectors.utc_offsets import CLOCK_NAMES, tz_for_name, tz_for_offset
 
-# `Time (EET)`: a name, then the zone in parentheses (a '+' would split the column in a map's `Date+Time`)
-_ZONED_HEADER = re.compile(r"^(?P<name>[^()+]*?\S)\s*\((?P<zone>[A-Za-z][A-Za-z0-9_/+: -]*?)\s*\)$")
+# `Time (EET)`, `Time[UTC+9]`: a name, then the zone in parentheses or brackets (a '+' would split the column in a
+# map's `Date+Time`)
+_ZONE = r"[A-Za-z][A-Za-z0-9_/+: -]*?"
+_ZONED_HEADER = re.compile(rf"^(?P<name>[^()\[\]+]*?\S)\s*(\((?P<zone>{_ZONE})\s*\)|\[(?P<bracketed>{_ZONE})\s*\])$")
 UTC_NAMES = frozenset({"UTC", "GMT", "Z"})
 # IANA's zones named for a region's time (not a place), whose summer time is the EU's
 EU_RULE_ZONES = frozenset({"EET", "CET", "WET", "MET"})
@@ -42,7 +45,7 @@ def header_zone(column: str) -> HeaderZone | None:
     found = _ZONED_HEADER.match(column.strip())
     if found is None:
         return None
-    written = found["zone"]
+    written = found["zone"] or found["bracketed"]
     offset = _OFFSET.match(written)
     if written.upper() in UTC_NAMES:
         zone = None

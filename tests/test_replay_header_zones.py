@@ -125,3 +125,31 @@ def test_a_zone_not_known_in_the_header_makes_the_time_column_whose_zone_is_aske
     full = FileReplay(offset, columns={"ts": "Time (UTC+05:30)", "stream_col": "Symbol", "price": "Last",
                                        "size": "Volume", "tz": "Asia/Kolkata"})
     assert [t.ts for t in drain(full)][:1] == [india]
+
+
+@pytest.mark.parametrize(("header", "zone", "said"), [("time (JST)", "Asia/Tokyo", "Asia/Tokyo"),
+                                                      ("Time[UTC+9]", "Asia/Tokyo", "Etc/GMT-9 (UTC+9 all year)")])
+def test_a_full_map_naming_a_zoned_time_column_reads_its_zone_as_detection_does(tmp_path: Path, header: str,
+                                                                                 zone: str, said: str) -> None:
+    """fix160: a map given in full (--columns ts=time (JST),...) read the header's zone as UTC, without a word;
+    `Time[UTC+9]`, its zone in brackets, was no time column at all, and a map split it at its '+'."""
+    path = trades(tmp_path / "ticks.csv", header)
+    first = datetime(2024, 6, 3, 9, 0, 1, 500000, tzinfo=ZoneInfo(zone))
+    note = f"ticks.csv: column {header!r} names its zone: its times read in {said}; --tz ZONE says otherwise"
+    full = {"ts": header, "stream_col": "Symbol", "price": "Last", "size": "Volume"}
+    for spec in (None, full):
+        replay = FileReplay(path, columns=spec)
+        assert [t.ts for t in drain(replay)][:1] == [round(first.timestamp() * 10**6) * 1000], spec
+        assert note in replay.notes, replay.notes
+    # --tz still wins, said
+    replay = FileReplay(path, columns={**full, "tz": "Europe/London"})
+    london = datetime(2024, 6, 3, 9, 0, 1, 500000, tzinfo=ZoneInfo("Europe/London"))
+    assert [t.ts for t in drain(replay)][:1] == [round(london.timestamp() * 10**6) * 1000]
+    written = header.split("(")[-1].split("[")[-1][:-1]  # JST, UTC+9
+    assert f"ticks.csv: column {header!r} names zone {written}; its times read in Europe/London as given " \
+           f"instead" in replay.notes
+    # a zone none known here, in a full map without --tz: refused as detection refuses it
+    ist = trades(tmp_path / "ist.csv", "Time (IST)")
+    with pytest.raises(ValueError, match=r"column 'Time \(IST\)' is its time column, and its header names zone "
+                                         r"'IST', which is none known here"):
+        FileReplay(ist, columns={**full, "ts": "Time (IST)"})
