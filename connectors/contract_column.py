@@ -23,6 +23,7 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
+from connectors.column_names import CONTRACT_MONTH_NAMES
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_plan import is_csv, scan_file
@@ -30,6 +31,12 @@ from connectors.file_plan import is_csv, scan_file
 # A futures contract's name: a root, a month code (F..Z) and a year's last one or two digits (ESH4, CLM24, ES H4),
 # or a contract month as YYYYMM (202406)
 CONTRACT_PATTERN = r"^(?:[A-Z][A-Z0-9]{0,3} ?[FGHJKMNQUVXZ]\d{1,2}|(?:19|20)\d\d(?:0[1-9]|1[0-2]))$"
+
+# A bare `Month` beside a product (`Product` ES, `Month` 202403 then 202406): a contract month when its values read as
+# one (YYYYMM, not each row's own month), as CONTRACT_MONTH_NAMES are by their names (connectors/layout.py)
+MONTH_NAMES = ("month",)
+# A futures product's root (CME's `Product`), the root of a contract column beside it when no stream column is
+PRODUCT_NAMES = ("product", "product_code")
 
 # Columns that name one contract of a root (a `stream` column is no such: Binance's names a symbol's channel)
 CONTRACT_NAMES = ("contract", "local_symbol", "localsymbol", "instrument", "instrument_name", "contract_symbol",
@@ -41,36 +48,62 @@ def contract_beside_root(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
                          dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
     """The map with the stream read from a contract column beside the detected stream column (one column) when that
     column holds several contracts of one symbol trading at once at different price levels (ES: ESZ4 and ESH5 in a
-    roll), and the note that says so; else as it was, with a note when the column splits a symbol without that."""
-    root = cmap.stream_col
+    roll), and the note that says so; else as it was, with a note when the column splits a symbol without that.
+    With no stream column, a product column (`Product` ES) is the root when a contract column beside it reads as
+    futures contracts (a roll, or contracts apart in price): the streams are then both, no longer the file's name."""
+    normal = {normal_name(n): n for n in schema}
+    product = next((normal[c] for c in PRODUCT_NAMES if c in normal), None) if cmap.stream_col is None else None
+    root = cmap.stream_col or product
     if root is None or "+" in root:  # none, or already joined (a contract month, an option's fields)
         return cmap, []
-    normal = {normal_name(n): n for n in schema}
-    candidates = [normal[c] for c in CONTRACT_NAMES
+    # any type: YYYYMM integers in a Parquet file (CONTRACT_MONTH_NAMES beside a stream column are joined already)
+    months = {normal[c] for c in (*MONTH_NAMES, *CONTRACT_MONTH_NAMES) if c in normal}
+    candidates = [normal[c] for c in (*CONTRACT_NAMES, *MONTH_NAMES, *CONTRACT_MONTH_NAMES)
                   if c in normal and normal[c] != root and normal[c] not in cmap.source_columns()
-                  and (schema[normal[c]] == pl.String or is_csv(path))]
+                  and (normal[c] in months or schema[normal[c]] == pl.String or is_csv(path))]
     for column in dict.fromkeys(candidates):
         split = _contracts_of(path, names, dialect, root, column, cmap.price or cmap.bid)
-        if split is None:
-            continue
-        shown = ", ".join(split.examples) + (", ..." if len(split.examples) == 3 else "")
-        if not split.interleaved and split.contracts:
-            return _rolled(path, cmap, root, column, split)
-        if not split.interleaved or not split.levels_differ:
-            return cmap, [f"{path.name}: streams from column {root!r} ({split.roots}), though {column!r} ({shown}) "
-                          f"splits some into several values: {_why_not_split(split)}, so they read as one instrument "
-                          f"(--columns stream={root}+{column} reads a stream per value)"]
-        measured = f"alternating {split.interleaved} times, {split.levels}"
-        if split.extends:
-            return replace(cmap, stream_col=column), [
-                f"{path.name}: streams from column {column!r} ({shown}), not {root!r} ({split.roots}): its values "
-                f"extend those of {root!r} and split each into contracts trading at once at different price levels "
-                f"({measured}) (--columns stream={root} says otherwise)"]
-        return replace(cmap, stream_col=f"{root}+{column}"), [
-            f"{path.name}: streams from columns {root!r} and {column!r} joined ({split.roots} with {shown}): "
-            f"{column!r} splits each {root!r} into contracts trading at once at different price levels ({measured}) "
-            f"(--columns stream={root} says otherwise)"]
+        if split is None or column in months and (not split.contracts or
+                                                  _calendar_months(path, names, dialect, column, cmap.ts_columns[0])):
+            continue  # a month of no contract's (1..12; a bar's own month) is no part of an instrument's name
+        if product is not None and not (split.contracts and not split.interleaved or
+                                        split.interleaved and split.levels_differ):
+            continue  # no sign of contracts: the product alone names no stream, the file's name still does
+        return _split_by(path, cmap if product is None else replace(cmap, stream=None), root, column, split)
     return cmap, []
+
+
+def _split_by(path: Path, cmap: ColumnMap, root: str, column: str, split: Split) -> tuple[ColumnMap, list[str]]:
+    """The map (and its note) for a contract column that splits the root's values: a stream per contract when they
+    roll or trade at once at levels apart, else the root's as it was, said."""
+    shown = ", ".join(split.examples) + (", ..." if len(split.examples) == 3 else "")
+    if not split.interleaved and split.contracts:
+        return _rolled(path, cmap, root, column, split)
+    if not split.interleaved or not split.levels_differ:
+        return cmap, [f"{path.name}: streams from column {root!r} ({split.roots}), though {column!r} ({shown}) "
+                      f"splits some into several values: {_why_not_split(split)}, so they read as one instrument "
+                      f"(--columns stream={root}+{column} reads a stream per value)"]
+    measured = f"alternating {split.interleaved} times, {split.levels}"
+    if split.extends:
+        return replace(cmap, stream_col=column), [
+            f"{path.name}: streams from column {column!r} ({shown}), not {root!r} ({split.roots}): its values "
+            f"extend those of {root!r} and split each into contracts trading at once at different price levels "
+            f"({measured}) (--columns stream={root} says otherwise)"]
+    return replace(cmap, stream_col=f"{root}+{column}"), [
+        f"{path.name}: streams from columns {root!r} and {column!r} joined ({split.roots} with {shown}): "
+        f"{column!r} splits each {root!r} into contracts trading at once at different price levels ({measured}) "
+        f"(--columns stream={root} says otherwise)"]
+
+
+def _calendar_months(path: Path, names: Sequence[str] | None, dialect: Dialect | None, column: str,
+                     ts: str) -> bool:
+    """Whether a month column holds its rows' own months (the YYYYMM its time's text starts with, `2024-03-11...`):
+    a calendar month, as a bar file's, no contract month (ES's March contract trades from December)."""
+    overrides = {c: pl.String for c in (column, ts)} if is_csv(path) else None
+    own = pl.col(ts).cast(pl.String).str.replace_all(r"\D", "").str.slice(0, 6)
+    same = scan_file(path, names, dialect, overrides).head(LEVEL_ROWS).select(
+        (pl.col(column).cast(pl.String).str.strip_chars() == own).mean()).collect().item()
+    return (same or 0) > 0.5
 
 
 def _rolled(path: Path, cmap: ColumnMap, root: str, column: str, split: Split) -> tuple[ColumnMap, list[str]]:

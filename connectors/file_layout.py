@@ -158,7 +158,10 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     cmap, found_notes = stream_of(path, cmap, schema, detected=not isinstance(spec, ColumnMap))
     stream_notes += found_notes
     if not named and not isinstance(spec, ColumnMap):  # `symbol` ES beside `contract` ESZ4/ESH5: a stream each
+        fixed = cmap.stream
         cmap, contract_notes = contract_beside_root(path, cmap, schema, names, dialect)
+        if fixed is not None and cmap.stream is None:  # a product and its contracts name the streams, not the file
+            stream_notes = [n for n in stream_notes if n not in found_notes]
         stream_notes += contract_notes + levels_split_by(path, cmap, schema, names, dialect)
     if not named and cmap.stream_col is None and is_json_lines(path) and json_lines.table(path).records and \
             symbol_in_name(path) is None:  # the file's stem would be the stream: "trades" says nothing

@@ -4,6 +4,7 @@ is written here, from code, into tmp_path."""
 
 from __future__ import annotations
 
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -319,3 +320,52 @@ def test_contracts_that_follow_one_another_are_a_roll_and_split_the_stream(tmp_p
     assert {t.stream for t in drain(replay)} == {"ES 202403", "ES 202406"}
     assert ("months.csv: streams from columns 'symbol' and 'contract' joined (ES with 202403, 202406), the "
             "contracts changing from one to the next: a futures roll (202403 -> 202406), ") in "\n".join(replay.notes)
+
+
+def es_roll(path: Path, header: str, month_of, rows: int = 60, daily: bool = False) -> Path:
+    """ES, 202403 then 202406 (a roll mid-file, the June contract 55 points above), as trades or as daily bars;
+    `month_of(contract, time)` gives a row's month column."""
+    lines = []
+    for i in range(rows):
+        contract = "202403" if i < rows // 2 else "202406"
+        price = (5150.0 if contract == "202403" else 5205.0) + 0.25 * (i % 5)
+        when = (date(2024, 1, 2) + timedelta(days=i)) if daily else datetime(2024, 3, 11, 14, 30) + timedelta(seconds=i)
+        bar = f"{price - 1:.2f},{price + 2:.2f},{price - 2:.2f}," if daily else ""
+        lines.append(f"ES,{month_of(contract, when)},{when.isoformat()},{bar}{price:.2f},{1 + i % 3}\n")
+    bars = "Open,High,Low,Close" if daily else "Price"
+    path.write_text(f"{header},{'Date' if daily else 'Timestamp'},{bars},Volume\n" + "".join(lines))
+    return path
+
+
+@pytest.mark.parametrize(("header", "daily"), [("Product,Month", False), ("Product,Month", True),
+                                               ("Symbol,Month", False), ("Product,Contract Month", False),
+                                               ("Product,Expiry", True)])
+def test_a_product_and_its_contract_month_roll_mid_file_into_a_stream_per_contract(tmp_path: Path, header: str,
+                                                                                   daily: bool) -> None:
+    # fix160: `Product`,`Month` (ES, 202403 then 202406) was one stream named after the file, its 55-point roll
+    # scored as a move, without a word
+    replay = FileReplay(es_roll(tmp_path / "es_export.csv", header, lambda contract, when: contract, daily=daily))
+    ticks = drain(replay)
+    assert [t.stream for t in ticks] == ["ES 202403"] * 30 + ["ES 202406"] * 30, replay.notes
+    root, month = header.split(",")
+    assert f"stream={root}+{month}" in replay.notes[0], replay.notes
+    if month == "Month":
+        said = next(n for n in replay.notes if "futures roll" in n)
+        assert said.startswith(f"es_export.csv: streams from columns {root!r} and 'Month' joined (ES with 202403, "
+                               f"202406), the contracts changing from one to the next: a futures roll (202403 -> "
+                               f"202406), median prices 55 apart"), said
+        assert not any("from the file name" in n for n in replay.notes)
+
+
+def test_a_calendar_month_column_in_bars_is_no_contract(tmp_path: Path) -> None:
+    # each daily bar's own month (202401, 202402, ...) beside the product: one instrument, as before
+    path = es_roll(tmp_path / "ES_daily.csv", "Product,Month", lambda contract, when: when.strftime("%Y%m"),
+                   daily=True)
+    replay = FileReplay(path)
+    assert {t.stream for t in drain(replay)} == {"ES"}
+    assert not any("Month" in n and "stream" in n for n in replay.notes), replay.notes
+    # and months as numbers 1..12 beside a symbol column: no contract either
+    month_numbers = es_roll(tmp_path / "bars.csv", "Symbol,Month", lambda contract, when: when.month, daily=True)
+    replay = FileReplay(month_numbers)
+    assert {t.stream for t in drain(replay)} == {"ES"}
+    assert not any("'Month'" in n for n in replay.notes), replay.notes
