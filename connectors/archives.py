@@ -177,12 +177,14 @@ class Unpacked:
                     shutil.copyfileobj(src, dst, 1 << 20)
         self.members = [m.filename for m in members]
 
-    def note(self, index: int) -> str:
-        """What the replay says about the archive's ``index``-th file."""
+    def note(self, index: int, copied: Unpacked | None = None) -> str:
+        """What the replay says about the archive's ``index``-th file; ``copied``: that file's own text copy
+        (``text_copy``: UTF-16, lines ended by \r alone), said in the words a plain file's copy is said in."""
         if self.transcoded:
             return f"{self.archive.name}: {self.transcoded}"
         which = "its one file" if len(self.members) == 1 else f"file {index + 1} of {len(self.members)}"
-        return f"{self.archive.name}: read {self.members[index]}, {which}"
+        how = f": {copied.transcoded}" if copied is not None else ""
+        return f"{self.archive.name}: read {self.members[index]}, {which}{how}"
 
     @classmethod
     def text_copy(cls, path: Path, how: TextCopy) -> Unpacked:

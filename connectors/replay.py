@@ -741,6 +741,7 @@ class FileReplay(Source):
         self._unpacked.append(unpacked)
         plans, no_layout = [], []
         for i, inside in enumerate(unpacked.paths):
+            copy = None
             if copied is None and is_csv(inside) and (member := text_copy_needed(inside)):  # such a file in a zip
                 copy = Unpacked.text_copy(inside, member)
                 self._unpacked.append(copy)
@@ -763,7 +764,7 @@ class FileReplay(Source):
                     continue
                 raise ValueError(said) from None
             if isinstance(plan, FilePlan):
-                plan = replace(plan, origin=path, notes=(unpacked.note(i), *plan.notes))
+                plan = replace(plan, origin=path, notes=(unpacked.note(i, copy), *plan.notes))
             else:
                 plan.origin = path  # a DBN file inside
             plans.append(plan)

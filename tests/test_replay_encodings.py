@@ -80,7 +80,11 @@ def test_a_csv_whose_lines_end_in_cr_alone_reads_as_its_lines(tmp_path: Path) ->
     assert drain(FileReplay(gzipped)) == want
     with zipfile.ZipFile(tmp_path / "mac" / "BTCUSDT.zip", "w") as archive:
         archive.write(mac, "BTCUSDT.csv")
-    assert drain(FileReplay(tmp_path / "mac" / "BTCUSDT.zip")) == want
+    zipped = FileReplay(tmp_path / "mac" / "BTCUSDT.zip")
+    assert drain(zipped) == want
+    # said as the plain file's copy is (fix160: the zip's note named the member alone)
+    assert zipped.notes[0] == ("BTCUSDT.zip: read BTCUSDT.csv, its one file: lines ended by \\r alone (classic Mac "
+                               "OS), read as lines ended by \\n")
 
 
 def test_a_long_csv_whose_lines_end_in_cr_alone_is_copied_a_chunk_at_a_time(tmp_path: Path, monkeypatch) -> None:
