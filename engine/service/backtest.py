@@ -33,8 +33,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from connectors.labels import (NO_LABEL, NO_LABEL_DEFINED, MarkSeries, label_series, persistence_series,
-                               session_gap_text)
+from connectors.labels import NO_LABEL_DEFINED, MarkSeries, session_gap_text
 from connectors.file_plan import source_path
 from connectors.replay import FileReplay, RejectCounter
 from connectors.saturation import LabelCount, end_buckets, saturation_note
@@ -44,6 +43,8 @@ from connectors.ticks import InvalidTick, Tick, shown_name, utc_text
 from connectors.time_range import TimeRange
 from engine.scheduler import ROLL_RULE, AdmissionRefused
 from engine.service.answer_parts import RAW_SCHEMA, AnswerParts
+from engine.service.backtest_scores import (SCORE_SCHEMA, QueryScore, later_slice, question_of, score_query,
+                                            scored_part)
 from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.output_paths import write_atomically
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
@@ -53,47 +54,11 @@ from engine.stream_patterns import did_you_mean
 from queries.cache import Answer
 from queries.yaml_loader import no_query
 
-CALIBRATION_BINS = 10
 READ_TICKS = 4096  # ticks taken from the files at a time (also per forward when rebuilding for a resume)
 CHECKPOINT_S = 10.0  # wall seconds between answer checkpoints (a part file each)
 FLUSH_TICKS = 512  # the engine runs until idle at the first batch boundary after each multiple (checkpoints go there)
 ANSWER_ORDER = ["data_ts", "query", "stream", "seq"]  # the answers file's total order: it does not depend on the parts
 ROW_GROUP_ROWS = 65_536
-SCORE_SCHEMA = {"realised": pl.String, "persistence": pl.String, "correct": pl.Boolean, "brier": pl.Float64,
-                "log_loss": pl.Float64, "model_correct": pl.Boolean, "model_brier": pl.Float64}
-
-
-@dataclass
-class QueryScore:
-    query: str
-    answers: int
-    scored: int = 0
-    accuracy: float | None = None
-    brier: float | None = None
-    log_loss: float | None = None
-    # the model's own answers before adaptation (answers.adapt: online), on the same rows; None when not adapted
-    model_accuracy: float | None = None
-    model_brier: float | None = None
-    baseline: str | None = None  # the best naive baseline's name
-    baseline_accuracy: float | None = None
-    # Brier of the realised class frequencies as a constant forecast (1 - sum f^2), each stream's own, weighted
-    # by its scored answers: the forecast a model's Brier must beat to carry skill (in hindsight: the
-    # frequencies are those of the scored answers); baseline_accuracy's majority class is each stream's too
-    frequency_brier: float | None = None
-    calibration: list[dict[str, float]] = field(default_factory=list)
-    # the same scores from each stream's own rows (of a query that answered several streams): which instrument
-    # pulls the pooled row down; weighted by `scored`, their accuracy, brier and freq.brier add up to it
-    by_stream: dict[str, QueryScore] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        """The scores.json entry: the pooled scores, and under `by_stream` each stream's, of the same keys but
-        `query` and `by_stream` (present only where the query answered several streams)."""
-        pooled = {key: value for key, value in vars(self).items() if key != "by_stream"}
-        if not self.by_stream:
-            return pooled
-        return pooled | {"by_stream": {stream: {key: value for key, value in vars(part).items()
-                                                if key not in ("query", "by_stream")}
-                                       for stream, part in self.by_stream.items()}}
 
 
 @dataclass
@@ -349,7 +314,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     answered = set(table.select(pl.col("query").unique()).collect()["query"])
     graded = table if test_from is None else later_slice(table, marks, test_from)
     split_times = dict(graded.group_by("stream").agg(pl.col("data_ts").min()).sort("stream").collect().rows())
-    scores = [_score(name, graded.filter(pl.col("query") == name)) for name in sorted(answered)]
+    scores = [score_query(name, graded.filter(pl.col("query") == name)) for name in sorted(answered)]
     stream_ticks = {name: len(m) for name, m in marks.items()}
     outside = _outside_labels(graded)
     gap = config.answers.session_gap_ns
@@ -365,7 +330,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     saturated_why = {name: why for name in sorted(answered)
                      if (why := _saturated_why(pipeline, name, graded.filter(pl.col("query") == name)))}
     _say_silent_queries(pipeline, answered, sorted(marks), note, replay.rejected)
-    asked = {name: question.spec for name in sorted(answered) if (question := _question_of(pipeline, name)) is not None}
+    asked = {name: question.spec for name in sorted(answered) if (question := question_of(pipeline, name)) is not None}
     gaps_said = gap_notes(asked, graded, marks, config.answers.session_gap_ns)
     steps_said = split_cautions(marks, config.answers.session_gap_ns)
     out.with_suffix(".scores.json").write_text(json.dumps([s.to_json() for s in scores], indent=2) + "\n")
@@ -659,7 +624,7 @@ def _write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str,
     ends: list[tuple[tuple, tuple]] = []  # each scored part's first and last sort key
     rows = 0
     for path in parts.paths():
-        part = _scored_part(pipeline, pl.read_parquet(path), series, realised_cache, session_gap_ns).sort(ANSWER_ORDER)
+        part = scored_part(pipeline, pl.read_parquet(path), series, realised_cache, session_gap_ns).sort(ANSWER_ORDER)
         scored.append(path.with_name("scored-" + path.name))  # in the parts' dir: removed with it, or on --resume
         part.write_parquet(scored[-1])
         rows += part.height
@@ -675,136 +640,6 @@ def _write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str,
                else pl.scan_parquet(scored).sort(ANSWER_ORDER, maintain_order=True))
     write_atomically(out, lambda tmp: answers.sink_parquet(tmp, row_group_size=ROW_GROUP_ROWS))
     return rows
-
-
-def _question_of(pipeline: TickPipeline, query: str) -> Any:
-    """The codec question a registered query names (its realised labels), or None."""
-    spec = pipeline.registry.get(query) if query in pipeline.registry else None
-    return pipeline.codec.questions.get(spec.question) if spec is not None and spec.question else None
-
-
-def _scored_part(pipeline: TickPipeline, raw: pl.DataFrame, marks: dict[str, MarkSeries],
-                 realised_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]],
-                 session_gap_ns: int | None = None) -> pl.DataFrame:
-    """One part's answers with the realised label and the naive baselines where the question has them."""
-    extra = []
-    for query, stream, version, probs, model_probs in raw.select("query", "stream", "ticks", "probs",
-                                                                "model_probs").iter_rows():
-        question = _question_of(pipeline, query)
-        realised = persistence = None
-        if question is not None and stream in marks:
-            key = (question.name, stream)
-            if key not in realised_cache:
-                series, ts = marks[stream].values(), marks[stream].ts()
-                realised_cache[key] = (label_series(question.spec, series, ts=ts, session_gap_ns=session_gap_ns),
-                                       persistence_series(question.spec, series, ts, session_gap_ns))
-            labels, persisted = realised_cache[key]
-            i = version - 1  # the answer point: just after the stream's tick number `version`
-            realised = question.spec.labels[labels[i]] if labels[i] != NO_LABEL else None
-            persistence = question.spec.labels[persisted[i]] if persisted[i] != NO_LABEL else None
-        model = _metrics(json.loads(model_probs) if model_probs else None, realised)
-        extra.append({"realised": realised, "persistence": persistence,
-                      **_metrics(json.loads(probs) if probs else None, realised),
-                      "model_correct": model["correct"], "model_brier": model["brier"]})
-    return pl.concat([raw, pl.DataFrame(extra, schema=SCORE_SCHEMA)], how="horizontal")
-
-
-def first_share(n: int, fraction: float) -> int:
-    """How many of ``n`` ticks the first ``fraction`` of them is, rounded down: 70% of 180,000 is 126,000 (the
-    float product, 125999.99999999999, lost a tick)."""
-    return int(round(n * fraction, 6))
-
-
-def later_slice(table: pl.LazyFrame, marks: dict[str, MarkSeries], test_from: float) -> pl.LazyFrame:
-    """The answers given after the first `test_from` of their stream's ticks (answer point = tick `ticks`)."""
-    cut = {stream: first_share(len(m), test_from) for stream, m in marks.items()}
-    return table.filter(pl.col("ticks") > pl.col("stream").replace_strict(cut, default=0, return_dtype=pl.Int64))
-
-
-def _metrics(probs: dict[str, float] | None, realised: str | None) -> dict[str, Any]:
-    if not probs or realised is None or realised not in probs:
-        return {"correct": None, "brier": None, "log_loss": None}
-    best = max(probs, key=probs.get)
-    brier = sum((p - (label == realised)) ** 2 for label, p in probs.items())
-    return {"correct": best == realised, "brier": brier, "log_loss": -math.log(max(probs[realised], 1e-12))}
-
-
-def _score(name: str, rows: pl.LazyFrame) -> QueryScore:
-    """A query's scores from its rows of the answers file, pooled and (of several streams) each stream's; what is
-    read is its scored rows' metrics, with the probabilities decoded to floats as they are read (not its answers'
-    JSON text)."""
-    answers = dict(rows.group_by("stream").len().sort("stream").collect().iter_rows())
-    score = QueryScore(name, sum(answers.values()))
-    if len(answers) > 1:
-        score.by_stream = {stream: QueryScore(name, n) for stream, n in answers.items()}
-    scored = rows.filter(pl.col("correct").is_not_null())
-    first = scored.select("probs").head(1).collect()
-    if first.height == 0:
-        return score
-    labels = list(json.loads(first.item()))  # one question's labels, on every row (written with sorted keys)
-    probs = pl.col("probs").str.json_decode(pl.Struct({label: pl.Float64 for label in labels}))
-    scored = scored.select("stream", "correct", "brier", "log_loss", "model_correct", "model_brier", "realised",
-                           "persistence", probs).collect()
-    _fill_scores(score, scored, labels)
-    if score.by_stream:
-        for (stream,), part in scored.partition_by("stream", as_dict=True, maintain_order=True).items():
-            _fill_scores(score.by_stream[stream], part, labels)
-    return score
-
-
-def _fill_scores(score: QueryScore, scored: pl.DataFrame, labels: list[str]) -> None:
-    """`score`'s metrics, baselines and calibration from its `scored` rows (the probabilities decoded)."""
-    score.scored = scored.height
-    score.accuracy = float(scored["correct"].mean())
-    score.brier = float(scored["brier"].mean())
-    score.log_loss = float(scored["log_loss"].mean())
-    adapted = scored.filter(pl.col("model_correct").is_not_null())
-    if adapted.height == scored.height:
-        score.model_accuracy = float(adapted["model_correct"].mean())
-        score.model_brier = float(adapted["model_brier"].mean())
-    score.frequency_brier, majority, majority_accuracy = stream_frequency_baselines(scored)
-    baselines = {f"majority({majority})": majority_accuracy}
-    persisted = scored.filter(pl.col("persistence").is_not_null())
-    if persisted.height:
-        baselines["same-as-last"] = float((persisted["persistence"] == persisted["realised"]).mean())
-    score.baseline, score.baseline_accuracy = max(baselines.items(), key=lambda kv: kv[1])
-    score.calibration = _calibration(scored, labels)
-
-
-def stream_frequency_baselines(scored: pl.DataFrame) -> tuple[float, str, float]:
-    """The class-frequency forecast's Brier and the majority class's accuracy, each stream's own (its scored
-    answers' realised frequencies) weighted by its scored answers, and the majority's name: one label, or
-    "each stream's" where they differ. Never pooled over streams: 8 equities whose vol50 labels were each one
-    class (AAPL all `high`, TSLA all `vhigh`) pooled into a Brier of 0.406 that any answers beat, against 0."""
-    briers, hits, majorities = 0.0, 0, set()
-    for _, realised in scored.group_by("stream", maintain_order=True):  # one order: the same float sum each run
-        counts = Counter(realised["realised"].to_list())
-        label, count = counts.most_common(1)[0]
-        briers += realised.height - sum(n * n for n in counts.values()) / realised.height  # n_s (1 - sum f^2)
-        hits += count
-        majorities.add(label)
-    return briers / scored.height, majorities.pop() if len(majorities) == 1 else "each stream's", hits / scored.height
-
-
-def _calibration(scored: pl.DataFrame, labels: list[str]) -> list[dict[str, float]]:
-    """Reliability table over every (answer row, label): predicted probability vs observed frequency."""
-    probs = scored["probs"].struct.unnest()
-    predicted = probs.select(labels).to_numpy().astype(np.float64)  # (rows, labels); NaN: a label not answered
-    observed = np.stack([(scored["realised"] == label).to_numpy() for label in labels], axis=1).astype(np.float64)
-    answered = ~np.isnan(predicted)
-    return calibration_table(predicted[answered], observed[answered])  # row by row, labels in order, as answered
-
-
-def calibration_table(predicted: np.ndarray, observed: np.ndarray) -> list[dict[str, float]]:
-    """Bin (probability, 0/1 outcome) pairs into CALIBRATION_BINS equal-width bins: mean predicted vs observed."""
-    bins = np.minimum((predicted * CALIBRATION_BINS).astype(int), CALIBRATION_BINS - 1)
-    table = []
-    for b in range(CALIBRATION_BINS):
-        mask = bins == b
-        if mask.any():
-            table.append({"bin_lo": b / CALIBRATION_BINS, "bin_hi": (b + 1) / CALIBRATION_BINS, "n": int(mask.sum()),
-                          "predicted": float(predicted[mask].mean()), "observed": float(observed[mask].mean())})
-    return table
 
 
 def _plot_calibration(out: Path, scores: list[QueryScore]) -> None:

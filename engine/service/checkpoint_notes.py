@@ -206,7 +206,7 @@ def _scored_inside(evaluation: dict[str, Any] | None, stream_ticks: dict[str, in
         seen = {name: max(p["train"][1], p["validation"][1]) for name, p in parts.items()}
     except (KeyError, TypeError, AttributeError):
         return None
-    from engine.service.backtest import first_share
+    from engine.service.backtest_scores import first_share
 
     first_scored = {name: 0 if test_from is None else first_share(n, test_from) for name, n in stream_ticks.items()}
     return [(name, first_scored[name], seen[name]) for name in sorted(first_scored.keys() & seen.keys())

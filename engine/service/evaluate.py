@@ -46,7 +46,7 @@ from connectors.labels import spanned_gaps
 from connectors.ticks import shown_name, utc_text
 from engine.models.loader import check_checkpoint
 from engine.service.output_paths import write_atomically
-from engine.service.backtest import calibration_table
+from engine.service.backtest_scores import calibration_table
 from engine.service.features import QuestionHead, fit_logistic
 from engine.service.splits import StreamData
 from engine.service.packing import pack_batch

@@ -24,7 +24,7 @@ from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.labels import NO_LABEL, label_series, marks_of
 from connectors.replay import FileReplay
 from connectors.ticks import Tick, shown_name
-from engine.service.backtest import first_share
+from engine.service.backtest_scores import first_share
 from engine.service.rejections import rejected_lines
 from engine.service.features import microstructure_features
 
