@@ -45,6 +45,7 @@ from engine.scheduler import ROLL_RULE, AdmissionRefused
 from engine.service.answer_parts import RAW_SCHEMA, AnswerParts
 from engine.service.backtest_scores import (SCORE_SCHEMA, QueryScore, later_slice, question_of, score_query,
                                             scored_part)
+from engine.service.calibration_plot import plot_backtest_calibration
 from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.output_paths import write_atomically
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
@@ -335,7 +336,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     steps_said = split_cautions(marks, config.answers.session_gap_ns)
     out.with_suffix(".scores.json").write_text(json.dumps([s.to_json() for s in scores], indent=2) + "\n")
     try:  # last: the answers and scores are on disk whatever happens here
-        _plot_calibration(out, scores)
+        plot_backtest_calibration(out, scores)
     except Exception as e:  # a plotting problem must not turn a finished backtest into a failure
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
     return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, examples,
@@ -642,34 +643,3 @@ def _write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str,
     return rows
 
 
-def _plot_calibration(out: Path, scores: list[QueryScore]) -> None:
-    curves = {f"{s.query} (n={s.scored})": s.calibration for s in scores if s.calibration}
-    plot_calibration(out.with_suffix(".calibration.png"), curves, "flashtick backtest calibration",
-                     "flashtick backtest")
-
-
-def plot_calibration(path: Path, curves: dict[str, list[dict[str, float]]], title: str, who: str) -> bool:
-    """A reliability-diagram PNG, when matplotlib is installed (the `bench` extra); False (and a note) without it."""
-    if not curves:
-        return False
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(f"{who}: matplotlib is not installed; skipping the calibration plot "
-              "(pip install 'flashtick[bench]')", file=sys.stderr)
-        return False
-    fig, ax = plt.subplots(figsize=(5, 5))
-    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfectly calibrated")
-    for label, table in curves.items():
-        ax.plot([c["predicted"] for c in table], [c["observed"] for c in table], marker="o", label=label)
-    ax.set_xlabel("predicted probability")
-    ax.set_ylabel("observed frequency")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return True

@@ -602,7 +602,7 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
 
 
 def plot(result: dict[str, Any], path: Path, who: str) -> bool:
-    from engine.service.backtest import plot_calibration
+    from engine.service.calibration_plot import plot_calibration
 
     curves = {f"{name} (n={r['n']})": r["calibration"] for name, r in result["questions"].items()}
     return plot_calibration(path, curves, "model calibration on the test slice", who)

@@ -1,0 +1,46 @@
+"""The calibration plot: a reliability diagram PNG of predicted probability against observed frequency.
+
+Drawn for a backtest's queries (beside its answers file) and for `flashtick evaluate`'s questions. matplotlib is
+an optional extra (`bench`), so it is imported only when a plot is drawn, and its absence is a note, not an error.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from engine.service.backtest_scores import QueryScore
+
+
+def plot_backtest_calibration(out: Path, scores: list[QueryScore]) -> None:
+    """The backtest's queries' calibration curves, beside its answers file `out`."""
+    curves = {f"{s.query} (n={s.scored})": s.calibration for s in scores if s.calibration}
+    plot_calibration(out.with_suffix(".calibration.png"), curves, "flashtick backtest calibration",
+                     "flashtick backtest")
+
+
+def plot_calibration(path: Path, curves: dict[str, list[dict[str, float]]], title: str, who: str) -> bool:
+    """A reliability-diagram PNG, when matplotlib is installed (the `bench` extra); False (and a note) without it."""
+    if not curves:
+        return False
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"{who}: matplotlib is not installed; skipping the calibration plot "
+              "(pip install 'flashtick[bench]')", file=sys.stderr)
+        return False
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfectly calibrated")
+    for label, table in curves.items():
+        ax.plot([c["predicted"] for c in table], [c["observed"] for c in table], marker="o", label=label)
+    ax.set_xlabel("predicted probability")
+    ax.set_ylabel("observed frequency")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
