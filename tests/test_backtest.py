@@ -18,7 +18,8 @@ from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.labels import MarkSeries
 from connectors.ticks import TRADE, Tick, trade
 from engine.service.answer_parts import AnswerParts
-from engine.service.backtest import ANSWER_ORDER, _write_answers, run_backtest
+from engine.service.answers_file import ANSWER_ORDER, write_answers
+from engine.service.backtest import run_backtest
 from engine.service.cli import main
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
@@ -198,7 +199,7 @@ def test_answer_parts_are_scored_one_at_a_time_into_one_ordered_file(setup, tmp_
         parts = AnswerParts.open(tmp_path / f"{name}.parquet", {}, resume=False)
         for consumed, cut in enumerate(cuts):
             parts.save(cut, consumed)
-        assert _write_answers(pipeline, parts, marks, tmp_path / f"{name}.parquet") == len(answers)
+        assert write_answers(pipeline, parts, marks, tmp_path / f"{name}.parquet") == len(answers)
         files[name] = (tmp_path / f"{name}.parquet").read_bytes()
     assert files["whole"] == files["in-order"] == files["out-of-order"]
     table = pl.read_parquet(tmp_path / "whole.parquet")

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-import numpy as np
 import polars as pl
 import torch
 
@@ -42,12 +41,11 @@ from connectors.event_time_batches import batch_end
 from connectors.ticks import InvalidTick, Tick, shown_name, utc_text
 from connectors.time_range import TimeRange
 from engine.scheduler import ROLL_RULE, AdmissionRefused
-from engine.service.answer_parts import RAW_SCHEMA, AnswerParts
-from engine.service.backtest_scores import (SCORE_SCHEMA, QueryScore, later_slice, question_of, score_query,
-                                            scored_part)
+from engine.service.answer_parts import AnswerParts
+from engine.service.answers_file import write_answers
+from engine.service.backtest_scores import QueryScore, later_slice, question_of, score_query
 from engine.service.calibration_plot import plot_backtest_calibration
 from engine.service.config import ReplaySection, ServiceConfig
-from engine.service.output_paths import write_atomically
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.rejections import every_tick_refused, lost_streams, rejected_lines
 from engine.service.session_gaps import crossing_points, gap_notes, split_cautions
@@ -58,8 +56,6 @@ from queries.yaml_loader import no_query
 READ_TICKS = 4096  # ticks taken from the files at a time (also per forward when rebuilding for a resume)
 CHECKPOINT_S = 10.0  # wall seconds between answer checkpoints (a part file each)
 FLUSH_TICKS = 512  # the engine runs until idle at the first batch boundary after each multiple (checkpoints go there)
-ANSWER_ORDER = ["data_ts", "query", "stream", "seq"]  # the answers file's total order: it does not depend on the parts
-ROW_GROUP_ROWS = 65_536
 
 
 @dataclass
@@ -307,7 +303,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
             parts.remove()
             raise NothingReplayed("the files hold no ticks (no data rows, or none before --max-ticks): nothing to "
                                   "backtest")
-        rows = _write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns)
+        rows = write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns)
     except BaseException as e:
         _release_and_raise(parts, e)
     parts.remove()  # the answers are whole in `out` now (and the lock released with the folder)
@@ -611,35 +607,5 @@ def _progress_bar(enabled: bool, replay: FileReplay, max_ticks: int | None) -> A
         total = min(total, max_ticks)
     return tqdm(total=total, unit=" ticks", desc="replaying", disable=not show, file=sys.stderr,
                 dynamic_ncols=True, smoothing=0.1)
-
-
-def _write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str, MarkSeries], out: Path,
-                   session_gap_ns: int | None = None) -> int:
-    """Score the answer parts one at a time and write them to `out` in the total order ANSWER_ORDER; returns the
-    rows written. Memory holds one part (a checkpoint's answers), not the run's: a day of answers is written
-    in fixed-size row groups, so the file's bytes do not depend on how the run was cut into parts either.
-    ``session_gap_ns``: an answer whose horizon crosses a pause that long or longer in event time gets no realised
-    label."""
-    realised_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
-    scored: list[Path] = []
-    ends: list[tuple[tuple, tuple]] = []  # each scored part's first and last sort key
-    rows = 0
-    for path in parts.paths():
-        part = scored_part(pipeline, pl.read_parquet(path), series, realised_cache, session_gap_ns).sort(ANSWER_ORDER)
-        scored.append(path.with_name("scored-" + path.name))  # in the parts' dir: removed with it, or on --resume
-        part.write_parquet(scored[-1])
-        rows += part.height
-        keys = part.select(ANSWER_ORDER)
-        ends.append((keys.row(0), keys.row(-1)))
-    if not scored:
-        write_atomically(out, pl.DataFrame(schema=RAW_SCHEMA | SCORE_SCHEMA).write_parquet)
-        return 0
-    # parts follow the replay, so each usually ends before the next begins and they are joined as they are; a
-    # file out of time order interleaves them, and they are merged by one (out-of-core) sort instead
-    in_order = all(None not in a + b and a <= b for (_, a), (b, _) in zip(ends, ends[1:]))
-    answers = (pl.concat([pl.scan_parquet(p) for p in scored]) if in_order
-               else pl.scan_parquet(scored).sort(ANSWER_ORDER, maintain_order=True))
-    write_atomically(out, lambda tmp: answers.sink_parquet(tmp, row_group_size=ROW_GROUP_ROWS))
-    return rows
 
 
