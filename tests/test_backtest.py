@@ -74,7 +74,7 @@ def test_backtest_is_deterministic_and_scored(setup) -> None:
     losers = [q for q in first.scores if q.brier is not None and q.brier > q.frequency_brier + 0.0005]
     verdict = first.summary().splitlines()[-1]
     assert losers and verdict.startswith("note: the published answers do worse than a naive forecast on ")
-    from engine.service.backtest import _told_apart  # (the decimals it takes for the two to print apart)
+    from engine.service.backtest_report import _told_apart  # (the decimals it takes for the two to print apart)
 
     assert all("{} (Brier {} vs the class frequencies' {}".format(q.query, *_told_apart(q.brier, q.frequency_brier))
                in verdict for q in losers)
@@ -83,7 +83,8 @@ def test_backtest_is_deterministic_and_scored(setup) -> None:
 def test_a_note_calling_a_score_worse_prints_it_apart_from_what_it_loses_to(tmp_path: Path) -> None:
     """"vol50 (Brier 0.486 vs the class frequencies' 0.486)": a loss past the notes' 0.0005 threshold printed as a
     tie at three decimals; the note now prints as many as it takes."""
-    from engine.service.backtest import BacktestReport, QueryScore
+    from engine.service.backtest_report import BacktestReport
+    from engine.service.backtest_scores import QueryScore
 
     score = QueryScore("vol50", answers=100, scored=90, accuracy=0.5, brier=0.48640, frequency_brier=0.48581,
                        model_brier=0.48640, model_accuracy=0.5, baseline="majority(mid)", baseline_accuracy=0.5)

@@ -25,7 +25,6 @@ import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -38,11 +37,12 @@ from connectors.replay import FileReplay, RejectCounter
 from connectors.saturation import LabelCount, end_buckets, saturation_note
 from connectors.encoder import EncodedTick
 from connectors.event_time_batches import batch_end
-from connectors.ticks import InvalidTick, Tick, shown_name, utc_text
+from connectors.ticks import InvalidTick, Tick, shown_name
 from connectors.time_range import TimeRange
 from engine.scheduler import ROLL_RULE, AdmissionRefused
 from engine.service.answer_parts import AnswerParts
 from engine.service.answers_file import write_answers
+from engine.service.backtest_report import BacktestReport
 from engine.service.backtest_scores import QueryScore, later_slice, question_of, score_query
 from engine.service.calibration_plot import plot_backtest_calibration
 from engine.service.config import ReplaySection, ServiceConfig
@@ -56,155 +56,6 @@ from queries.yaml_loader import no_query
 READ_TICKS = 4096  # ticks taken from the files at a time (also per forward when rebuilding for a resume)
 CHECKPOINT_S = 10.0  # wall seconds between answer checkpoints (a part file each)
 FLUSH_TICKS = 512  # the engine runs until idle at the first batch boundary after each multiple (checkpoints go there)
-
-
-@dataclass
-class BacktestReport:
-    ticks: int
-    rejected: dict[str, int]
-    answers: int
-    out: Path
-    scores: list[QueryScore]
-    rejected_examples: dict[str, str] = field(default_factory=dict)  # reason -> first rejected row, located
-    resumed_at: int = 0  # replay ticks taken over from an interrupted run (0: a fresh run)
-    test_from: float | None = None  # only answers after this fraction of each stream's ticks were scored
-    model_path: str | None = None  # the checkpoint that answered (None: the built-in model)
-    stream_ticks: dict[str, int] = field(default_factory=dict)  # each stream's ticks in this run (what test_from cuts)
-    cautions: list[str] = field(default_factory=list)  # notes on the reading said again at the end (cautions.Caution)
-    unscored_why: dict[str, str] = field(default_factory=dict)  # query -> why none of its answers was scored
-    # query -> why some of its answers were not scored, for a query that scored others (a subset of the labels)
-    partly_scored_why: dict[str, str] = field(default_factory=dict)
-    found_notes: list[str] = field(default_factory=list)  # what reading the files found on the way (FileReplay's)
-    time_range: str | None = None  # the event-time range read (`--from X --to Y`), None: the whole files
-    range_left_out: int = 0  # rows of the files outside it
-    # stream -> its first scored answer's event time (with test_from: the first after the cut; else its first answer's)
-    split_times: dict[str, int] = field(default_factory=dict)
-    rejected_streams: dict[str, str] = field(default_factory=dict)  # reason -> the streams that lost rows to it
-    # query -> stream -> why none of its answers on that stream was scored, for a query that scored others'
-    stream_unscored_why: dict[str, dict[str, str]] = field(default_factory=dict)
-    # query -> its bps-bucketed question is saturated on some of its streams (connectors/saturation.py), said so
-    saturated_why: dict[str, str] = field(default_factory=dict)
-    gap_notes: list[str] = field(default_factory=list)  # labels across pauses in event time (session_gaps.py)
-    step_cautions: list[str] = field(default_factory=list)  # split-like price steps across such pauses
-
-    def summary(self, by_stream: bool = False) -> str:
-        """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
-        resumed = f", resumed after {self.resumed_at}" if self.resumed_at else ""
-        scored = ([f"scored: the answers after the first {percent(self.test_from)} of each stream's ticks "
-                   f"(--test-from {self.test_from:g}; 'in slice' counts them); every answer is in the file",
-                   self._split_line()] if self.test_from is not None else [])
-        answers = "answers" if self.test_from is None else "in slice"
-        left_out = self.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
-        skipped = f"{sum(self.rejected.values()) - left_out} rejected" + (
-            f", {left_out} left out by a filter" if left_out else "")
-        lines = [f"replayed {self.ticks} ticks ({skipped}{resumed}), "
-                 f"{self.answers} answers -> {self.out}",
-                 *rejected_lines(self.rejected, self.rejected_examples, self.ticks, self.rejected_streams),
-                 *([f"  range {self.time_range}: {self.range_left_out} row(s) of the files outside it left out"]
-                   if self.time_range is not None else []),
-                 *scored,
-                 f"{'query':<16}{answers:>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'freq.brier':>11}"
-                 f"{'logloss':>9}{'model acc':>10}{'model brier':>12}  baseline accuracy"]
-        for s in self.scores:
-            lines.append(_score_row(s.query, s))
-            lines += [_score_row(f"  {shown_name(stream)}", part)
-                      for stream, part in (s.by_stream if by_stream else {}).items()]
-        if by_stream and any(s.by_stream for s in self.scores):
-            lines.append("indented: each stream's own rows of the same answers (freq.brier, majority: its own class "
-                         "frequencies); weighted by scored, their accuracy, brier and freq.brier add up to the "
-                         "query's row")
-        unscored: dict[str, list[str]] = defaultdict(list)  # why -> the queries it holds for
-        for s in self.scores:
-            if s.answers and not s.scored:
-                unscored[self.unscored_why.get(s.query, NO_LABEL_DEFINED)].append(s.query)
-        lines += [f"note: {', '.join(queries)}: no answer scored: {why}" for why, queries in unscored.items()]
-        if by_stream:  # a stream row of dashes under a query that scored on other streams: why, as a query's
-            unscored_rows: dict[str, list[str]] = defaultdict(list)
-            for query, streams in self.stream_unscored_why.items():
-                for stream, why in streams.items():
-                    unscored_rows[why].append(f"{query} on {shown_name(stream)}")
-            lines += [f"note: {', '.join(rows)}: no answer scored: {why}" for why, rows in unscored_rows.items()]
-        lines += [f"note: {s.query}: {s.scored} of {s.answers} answers scored: {self.partly_scored_why[s.query]}"
-                  for s in self.scores if s.scored and s.query in self.partly_scored_why]
-        if len(self.stream_ticks) > 1 and any(s.scored for s in self.scores):
-            lines.append("freq.brier, majority: each stream's own realised class frequencies and most frequent class, "
-                         "weighted by its scored answers (instruments are never pooled into one)")
-        if any(s.model_accuracy is not None for s in self.scores):
-            lines.append("accuracy, brier: the published (adapted) answers; model acc/brier: the model's own (with "
-                         "the checkpoint's answer heads, if it has them), before adaptation (answers.adapt)")
-        # worse by more than the printed precision: "0.000 vs 0.000" is no finding
-        unskilled = [s for s in self.scores if s.model_brier is not None and s.frequency_brier is not None
-                     and s.model_brier > s.frequency_brier + 0.0005]
-        if unskilled:
-            worst = max(unskilled, key=lambda s: s.model_brier - s.frequency_brier)
-            fit = (" A model fitted to this feed: flashtick train FILES --out DIR, then --model DIR (docs/model.md)"
-                   if self.model_path is None else f" To fit this checkpoint further to this feed: flashtick train "
-                   f"FILES --base {self.model_path} --out NEW_DIR (docs/model.md)")
-            model, frequencies = _told_apart(worst.model_brier, worst.frequency_brier)
-            lines.append(f"note: {', '.join(s.query for s in unskilled)}: the model's own answers score worse than "
-                         f"the class frequencies as a constant forecast ({worst.query}: Brier {model} vs "
-                         f"{frequencies}); what was published is the adapted mix.{fit}")
-        lines += [f"note: {query}: {why}" for query, why in self.saturated_why.items()]
-        lines += [f"note: {said}" for said in self.gap_notes]
-        lines += [f"warning: {caution}" for caution in self.step_cautions]
-        lines += self._published_verdict()
-        lines += [f"note: {found}" for found in self.found_notes]
-        lines += [f"warning (said above too): {caution}" for caution in self.cautions]
-        return "\n".join(lines)
-
-    def _split_line(self) -> str:
-        """Where --test-from split each stream, in event time: its first scored answer's (UTC)."""
-        if not self.split_times:
-            return "  split: no answer after it"
-        said = [f"{shown_name(stream)} {utc_text(ts)}" for stream, ts in list(self.split_times.items())[:SPLIT_SHOWN]]
-        if len(self.split_times) > SPLIT_SHOWN:
-            times = self.split_times.values()
-            said.append(f"... {len(self.split_times)} streams, from {utc_text(min(times))} to {utc_text(max(times))}")
-        return f"  split (each stream's first scored answer, UTC): {', '.join(said)}"
-
-    def _published_verdict(self) -> list[str]:
-        """What was published, against the naive forecasts a quant compares with first: the class frequencies
-        (Brier) and the best of majority class and same-as-last (accuracy); said for each query that loses."""
-        worse = []
-        for s in self.scores:
-            losses = []
-            if s.brier is not None and s.frequency_brier is not None and s.brier > s.frequency_brier + 0.0005:
-                losses.append("Brier {} vs the class frequencies' {}".format(*_told_apart(s.brier, s.frequency_brier)))
-            if (s.accuracy is not None and s.baseline_accuracy is not None
-                    and s.accuracy < s.baseline_accuracy - 0.0005):
-                accuracy, baseline = _told_apart(s.accuracy, s.baseline_accuracy)
-                losses.append(f"accuracy {accuracy} vs {s.baseline}'s {baseline}")
-            if losses:
-                worse.append(f"{s.query} ({'; '.join(losses)})")
-        if not worse:
-            return []
-        return [f"note: the published answers do worse than a naive forecast on {', '.join(worse)}: on these ticks "
-                f"they carry no edge over it"]
-
-
-def _told_apart(worse: float, better: float) -> tuple[str, str]:
-    """Two scores a note calls different, with as many decimals (3 to 5) as it takes for them to print apart: a
-    difference past the notes' 0.0005 threshold read "0.486 vs 0.486" at three."""
-    for digits in (3, 4):
-        shown = f"{worse:.{digits}f}", f"{better:.{digits}f}"
-        if shown[0] != shown[1]:
-            return shown
-    return f"{worse:.5f}", f"{better:.5f}"
-
-
-SPLIT_SHOWN = 6  # streams whose split time the summary names; the others' range is said
-
-
-def percent(fraction: float) -> str:
-    """A share as a percentage with the digits it has (0.999: 99.9%, never a rounded 100%)."""
-    return f"{fraction * 100:g}%"
-
-
-def _score_row(name: str, s: QueryScore) -> str:
-    fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
-    base = f"{s.baseline} {fmt(s.baseline_accuracy)}" if s.baseline else "-"
-    return (f"{name:<16}{s.answers:>8}{s.scored:>8}{fmt(s.accuracy):>10}{fmt(s.brier):>8}{fmt(s.frequency_brier):>11}"
-            f"{fmt(s.log_loss):>9}{fmt(s.model_accuracy):>10}{fmt(s.model_brier):>12}  {base}")
 
 
 class NothingReplayed(ValueError):

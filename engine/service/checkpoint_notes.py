@@ -142,7 +142,7 @@ NAMED_STREAMS = 6  # streams a note names; beyond them, how many more
 def _seen_text(seen: TrainedOn, streams: list[str] | None) -> str:
     """What a checkpoint was trained and validated on, in words: the first 85% of `streams`' ticks in its files
     (None: a checkpoint that did not keep its streams, said of the files)."""
-    from engine.service.backtest import percent
+    from engine.service.backtest_report import percent
 
     files = ", ".join(seen.files)
     if streams is None:
@@ -217,7 +217,7 @@ def trained_on_overlap(model_dir: Path, files: list[Path], split: Any, evaluated
     """Why the test slice is not out of sample for a checkpoint `flashtick train` wrote, if it is not: the same
     files, streams it trained on among the ``evaluated`` ones, and the test slice starts inside the part the model
     was trained on."""
-    from engine.service.backtest import percent
+    from engine.service.backtest_report import percent
 
     seen = _trained_on(checkpoint_evaluation(model_dir), files)
     test_start = split.train + split.validation
