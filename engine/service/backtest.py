@@ -24,32 +24,31 @@ import math
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 import polars as pl
 import torch
 
-from connectors.labels import NO_LABEL_DEFINED, MarkSeries, session_gap_text
+from connectors.labels import MarkSeries
 from connectors.file_plan import source_path
-from connectors.replay import FileReplay, RejectCounter
-from connectors.saturation import LabelCount, end_buckets, saturation_note
+from connectors.replay import FileReplay
 from connectors.encoder import EncodedTick
 from connectors.event_time_batches import batch_end
-from connectors.ticks import InvalidTick, Tick, shown_name
+from connectors.ticks import InvalidTick, Tick
 from connectors.time_range import TimeRange
 from engine.scheduler import ROLL_RULE, AdmissionRefused
 from engine.service.answer_parts import AnswerParts
 from engine.service.answers_file import write_answers
 from engine.service.backtest_report import BacktestReport
-from engine.service.backtest_scores import QueryScore, later_slice, question_of, score_query
+from engine.service.backtest_scores import later_slice, question_of, score_query
 from engine.service.calibration_plot import plot_backtest_calibration
 from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
-from engine.service.rejections import every_tick_refused, lost_streams, rejected_lines
-from engine.service.session_gaps import crossing_points, gap_notes, split_cautions
-from engine.stream_patterns import did_you_mean
+from engine.service.rejections import rejected_lines
+from engine.service.session_gaps import gap_notes, split_cautions
+from engine.service.unscored_notes import say_silent_queries, unscored_reasons
 from queries.cache import Answer
 from queries.yaml_loader import no_query
 
@@ -164,20 +163,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     split_times = dict(graded.group_by("stream").agg(pl.col("data_ts").min()).sort("stream").collect().rows())
     scores = [score_query(name, graded.filter(pl.col("query") == name)) for name in sorted(answered)]
     stream_ticks = {name: len(m) for name, m in marks.items()}
-    outside = _outside_labels(graded)
-    gap = config.answers.session_gap_ns
-    unscored_why = {s.query: _why_unscored(pipeline, s, graded.filter(pl.col("query") == s.query), stream_ticks,
-                                           outside.get(s.query, 0), marks, gap)
-                    for s in scores if s.answers and not s.scored}
-    stream_unscored_why = {s.query: _stream_unscored_why(pipeline, s, graded.filter(pl.col("query") == s.query),
-                                                         stream_ticks, marks, gap)
-                           for s in scores if s.scored and any(not p.scored for p in s.by_stream.values())}
-    unrealised = _unrealised(graded)
-    partly_scored_why = {s.query: _outside_why(pipeline, s, outside[s.query], unrealised.get(s.query, 0))
-                         for s in scores if s.scored and outside.get(s.query)}
-    saturated_why = {name: why for name in sorted(answered)
-                     if (why := _saturated_why(pipeline, name, graded.filter(pl.col("query") == name)))}
-    _say_silent_queries(pipeline, answered, sorted(marks), note, replay.rejected)
+    why = unscored_reasons(pipeline, scores, graded, answered, stream_ticks, marks, config.answers.session_gap_ns)
+    say_silent_queries(pipeline, answered, sorted(marks), note, replay.rejected)
     asked = {name: question.spec for name in sorted(answered) if (question := question_of(pipeline, name)) is not None}
     gaps_said = gap_notes(asked, graded, marks, config.answers.session_gap_ns)
     steps_said = split_cautions(marks, config.answers.session_gap_ns)
@@ -187,9 +174,10 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     except Exception as e:  # a plotting problem must not turn a finished backtest into a failure
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
     return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, examples,
-                          parts.resumed_at, test_from, config.model.path, stream_ticks, replay.cautions, unscored_why,
-                          partly_scored_why, replay.found_notes, None if time_range is None else time_range.text(),
-                          replay.range_left_out, split_times, streams, stream_unscored_why, saturated_why,
+                          parts.resumed_at, test_from, config.model.path, stream_ticks, replay.cautions,
+                          why.unscored_why, why.partly_scored_why, replay.found_notes,
+                          None if time_range is None else time_range.text(), replay.range_left_out, split_times,
+                          streams, why.stream_unscored_why, why.saturated_why,
                           gaps_said, steps_said)
 
 
@@ -200,131 +188,6 @@ def _release_and_raise(parts: AnswerParts, error: BaseException) -> NoReturn:
     if (gone := parts.gone(error)) is not None:
         raise gone from None
     raise error
-
-
-def _saturated_why(pipeline: TickPipeline, query: str, rows: pl.LazyFrame) -> str | None:
-    """The note for a query whose bps-bucketed question (move_bps_50, volatility_50) is saturated on most of some
-    stream's realised labels (`rows`: the query's graded answers), else None."""
-    spec = pipeline.registry.get(query) if query in pipeline.registry else None
-    question = pipeline.codec.questions.get(spec.question) if spec is not None and spec.question else None
-    buckets = end_buckets(question.spec) if question is not None else None
-    if buckets is None:
-        return None
-    realised = pl.col("realised")
-    counts = (rows.filter(realised.is_not_null()).group_by("stream")
-              .agg(moved=(realised != buckets.still).sum(), at_ends=realised.is_in(list(buckets.ends)).sum())
-              .sort("stream").collect())
-    saturated = [stream for stream, moved, at_ends in counts.iter_rows() if LabelCount(moved, at_ends).saturated]
-    return saturation_note(question.spec, buckets, saturated, counts.height) if saturated else None
-
-
-def _outside_labels(rows: pl.LazyFrame) -> dict[str, int]:
-    """Per query, its answers whose realised label is none of the labels it gave a probability to (a query asking
-    a subset of a question's answers, `choices: [vlow, vhigh]`): what happened is not among them, so such an
-    answer has no Brier or accuracy and is not scored."""
-    outside = rows.filter(pl.col("realised").is_not_null() & pl.col("probs").is_not_null()
-                          & pl.col("correct").is_null())
-    return dict(outside.group_by("query").len().collect().iter_rows())
-
-
-def _unrealised(rows: pl.LazyFrame) -> dict[str, int]:
-    """Per query, its answers with no realised label: the file ends before their horizon."""
-    pending = rows.filter(pl.col("realised").is_null() & pl.col("probs").is_not_null())
-    return dict(pending.group_by("query").len().collect().iter_rows())
-
-
-def _outside_why(pipeline: TickPipeline, score: QueryScore, outside: int, unrealised: int = 0) -> str:
-    """``unrealised``: also say the answers the file ended too early to label, so the counts add up to the answers
-    (said only beside the outside ones: every backtest's last answers of a stream have no label yet)."""
-    spec = pipeline.registry.get(score.query) if score.query in pipeline.registry else None
-    asked = "values" if spec is not None and spec.kind == "expectation" else "choices"
-    pending = (f"; {unrealised} with no realised label (the file ends before their horizon)" if unrealised else "")
-    return (f"realised label outside this query's {asked} ({outside} of {score.answers} answers): such an answer "
-            f"is not scored (docs/queries.md){pending}")
-
-
-def _why_unscored(pipeline: TickPipeline, score: QueryScore, rows: pl.LazyFrame, stream_ticks: dict[str, int],
-                  outside: int, marks: Mapping[str, MarkSeries] | None = None, session_gap_ns: int | None = None
-                  ) -> str:
-    """Why none of a query's answers (`rows`) was scored: it asks no named question, it asks the hidden regime,
-    what the market did was never one of its labels (``outside``: a subset of the question's answers), fewer
-    ticks than the question's horizon followed every answer (29 daily settlements and a 50-tick move), or each
-    answer's horizon crossed a pause of ``session_gap_ns`` or more in ``marks``' event times, or ran past the
-    file's end."""
-    spec = pipeline.registry.get(score.query) if score.query in pipeline.registry else None
-    question = pipeline.codec.questions.get(spec.question) if spec is not None and spec.question else None
-    if question is None:
-        return NO_LABEL_DEFINED
-    if question.spec.kind == "regime":
-        return (f"{question.name} is the synthetic market's hidden regime, which a file of ticks does not record, so "
-                f"there is nothing to score it against")
-    if outside:
-        return _outside_why(pipeline, score, outside)
-    followed = rows.select((pl.col("stream").replace_strict(stream_ticks, default=0, return_dtype=pl.Int64)
-                            - pl.col("ticks")).max()).collect().item()
-    if followed is not None and followed < question.horizon:
-        return (f"{question.name} is scored on the next {question.horizon} ticks of the answer's stream, and no "
-                f"answer here had more than {followed} after it: its horizon is longer than what followed (more "
-                f"ticks per stream, or a question of a shorter horizon, can be scored)")
-    if session_gap_ns is not None and marks is not None:
-        return _across_gap_why(question.name, question.horizon, rows, marks, session_gap_ns)
-    return NO_LABEL_DEFINED
-
-
-def _across_gap_why(name: str, horizon: int, rows: pl.LazyFrame, marks: Mapping[str, MarkSeries],
-                    session_gap_ns: int) -> str:
-    """Why a named question's answers went unscored under --session-gap: the answers whose horizon crossed a pause
-    that long or longer (counted), the others ending too near their stream's last tick to be labelled."""
-    answered = rows.filter(pl.col("probs").is_not_null()).select("stream", "ticks")
-    total = answered.select(pl.len()).collect().item()
-    crossed = answered.join(crossing_points(marks, horizon, session_gap_ns), on=["stream", "ticks"],
-                            how="semi").select(pl.len()).collect().item()
-    if not crossed:
-        return NO_LABEL_DEFINED
-    others = total - crossed
-    rest = (f"; the other {others} {'is' if others == 1 else 'are'} within {horizon} ticks of their stream's last "
-            f"tick (the file ends before their horizon)") if crossed < total else ""
-    return (f"{name} is scored on the next {horizon} ticks of the answer's stream, and {crossed} of its {total} "
-            f"answers had those ticks cross a pause of --session-gap {session_gap_text(session_gap_ns)} or "
-            f"more (answers.session_gap_s){rest}: such an answer is not scored (a longer --session-gap, or none, "
-            f"scores across the pauses)")
-
-
-def _stream_unscored_why(pipeline: TickPipeline, score: QueryScore, rows: pl.LazyFrame, stream_ticks: dict[str, int],
-                         marks: Mapping[str, MarkSeries], session_gap_ns: int | None) -> dict[str, str]:
-    """Why none of a query's answers on a stream was scored, for each such stream of a query that answered several
-    (`rows`: the query's answers): the reasons a query gets, from that stream's answers alone (a thin stream whose
-    answers under --test-from all lie within the question's horizon of its last tick)."""
-    unscored = {}
-    for stream, part in score.by_stream.items():
-        if part.answers and not part.scored:
-            own = rows.filter(pl.col("stream") == stream)
-            outside = own.filter(pl.col("realised").is_not_null() & pl.col("probs").is_not_null()
-                                 & pl.col("correct").is_null()).select(pl.len()).collect().item()
-            unscored[stream] = _why_unscored(pipeline, part, own, stream_ticks, outside, marks, session_gap_ns)
-    return unscored
-
-
-def _say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: list[str],
-                        note: Callable[[str], None], rejected: RejectCounter) -> None:
-    """A note for each query that published nothing: its stream selector matched only streams of the files that
-    lost every tick (say how, and the way out), none of the streams replayed (say which there were), or its trigger
-    never fired."""
-    shown = ", ".join(map(shown_name, streams[:8])) + (f", ... ({len(streams)} in all)" if len(streams) > 8 else "")
-    lost = lost_streams(rejected.by_stream, set(streams))
-    for spec in pipeline.registry.list():
-        if spec.name in answered:
-            continue
-        if spec.trigger.kind == "on_demand":  # said before the run, as skipped
-            continue
-        if any(spec.matches(stream) for stream in streams):
-            note(f"query {spec.name!r} published no answer: its trigger never fired on these ticks")
-        elif refused := {stream: reasons for stream, reasons in lost.items() if spec.matches(stream)}:
-            note(f"query {spec.name!r} published no answer: its streams {list(spec.streams)} match "
-                 f"{every_tick_refused(refused, rejected.lowest_nonpositive)}")
-        else:
-            note(f"query {spec.name!r} published no answer: its streams {list(spec.streams)} match none of the "
-                 f"streams replayed ({shown}){did_you_mean(spec.streams, streams)}")
 
 
 def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, consumed: int,

@@ -2,7 +2,7 @@
 
 The summary is the scores table (a row per query, and with --by-stream a row per stream under it) and the notes
 that explain it: rows rejected, answers left unscored and why, queries that lose to a naive forecast. The notes'
-texts are worked out by the run (backtest.py, session_gaps.py); this module only lays them out.
+texts are worked out by the run (unscored_notes.py, session_gaps.py); this module only lays them out.
 """
 
 from __future__ import annotations
