@@ -22,7 +22,6 @@ import hashlib
 import json
 import math
 import sys
-import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -35,12 +34,12 @@ from connectors.labels import MarkSeries
 from connectors.file_plan import source_path
 from connectors.replay import FileReplay
 from connectors.encoder import EncodedTick
-from connectors.event_time_batches import batch_end
-from connectors.ticks import InvalidTick, Tick
+from connectors.ticks import InvalidTick
 from connectors.time_range import TimeRange
 from engine.scheduler import ROLL_RULE, AdmissionRefused
 from engine.service.answer_parts import AnswerParts
 from engine.service.answers_file import write_answers
+from engine.service.backtest_loop import READ_TICKS, BacktestInterrupted, ingest_tick, replay_from
 from engine.service.backtest_report import BacktestReport
 from engine.service.backtest_scores import later_slice, question_of, score_query
 from engine.service.calibration_plot import plot_backtest_calibration
@@ -49,20 +48,13 @@ from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.rejections import rejected_lines
 from engine.service.session_gaps import gap_notes, split_cautions
 from engine.service.unscored_notes import say_silent_queries, unscored_reasons
-from queries.cache import Answer
 from queries.yaml_loader import no_query
 
-READ_TICKS = 4096  # ticks taken from the files at a time (also per forward when rebuilding for a resume)
 CHECKPOINT_S = 10.0  # wall seconds between answer checkpoints (a part file each)
-FLUSH_TICKS = 512  # the engine runs until idle at the first batch boundary after each multiple (checkpoints go there)
 
 
 class NothingReplayed(ValueError):
     """Every row of the files was rejected: there is nothing to backtest."""
-
-
-class BacktestInterrupted(Exception):
-    """Stopped by a signal at an event-time batch boundary, after a checkpoint: `--resume` continues."""
 
 
 def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], queries: str | Path, out: str | Path,
@@ -129,8 +121,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                 consumed = _rebuild(pipeline, replay, parts.consumed, marks, bar, stop)
                 _restore_answer_state(pipeline, parts)
                 bar.set_description("replaying")
-            consumed = _replay(pipeline, replay, parts, consumed, marks, batch_ns=int(batch_ms * 1e6),
-                               max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
+            consumed = replay_from(pipeline, replay, parts, consumed, marks, batch_ns=int(batch_ms * 1e6),
+                                   max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
         finally:
             bar.close()
             thaw_heap()
@@ -190,59 +182,6 @@ def _release_and_raise(parts: AnswerParts, error: BaseException) -> NoReturn:
     raise error
 
 
-def _replay(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, consumed: int,
-            marks: dict[str, MarkSeries], *, batch_ns: int, max_ticks: int | None, checkpoint_s: float,
-            stop: Callable[[], bool], bar: Any, chunked: bool) -> int:
-    """The backtest loop from tick `consumed` on; returns the replay ticks consumed in all."""
-    answers: list[Answer] = []
-    batch_ends: int | None = None  # where the current event-time batch ends (connectors.event_time_batches.batch_end)
-    saved_at = time.monotonic()
-    next_flush = (consumed // FLUSH_TICKS + 1) * FLUSH_TICKS
-    while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):
-        want = READ_TICKS if max_ticks is None else min(READ_TICKS, max_ticks - pipeline.ticks_in)
-        for tick in replay.next_batch(want):
-            if batch_ends is None or tick.ts >= batch_ends:  # event-time batch boundary: a tick group ends here
-                answers += pipeline.end_group() if chunked else pipeline.run_until_idle()
-                stopping = batch_ends is not None and stop()  # (the first tick ends no batch: none to stop after)
-                if stopping or consumed >= next_flush:
-                    # a checkpoint holds every answer before `consumed`, so the engine runs until idle for it; at
-                    # a fixed tick grid, whether or not the wall clock makes a checkpoint there, so which ticks
-                    # share a forward (and the answers' last bits with it) never depends on when checkpoints fell
-                    answers += pipeline.run_until_idle()
-                    next_flush = (consumed // FLUSH_TICKS + 1) * FLUSH_TICKS
-                    if stopping or time.monotonic() - saved_at >= checkpoint_s:
-                        parts.save(answers, consumed)
-                        answers, saved_at = [], time.monotonic()
-                if stopping:
-                    raise BacktestInterrupted(f"interrupted after {consumed} ticks; {parts.answers} answers kept in "
-                                              f"{parts.dir}; run the same command with --resume (resume=True from "
-                                              f"Python) to continue")
-                batch_ends = batch_end(tick.ts, batch_ns)
-                bar.update(consumed + sum(replay.rejected.values()) - bar.n)  # tqdm redraws at most 10 times a second
-            consumed += 1
-            _ingest(pipeline, tick, marks)
-    bar.update(consumed + sum(replay.rejected.values()) - bar.n)
-    answers += pipeline.run_until_idle()
-    parts.save(answers, consumed)
-    return consumed
-
-
-def _ingest(pipeline: TickPipeline, tick: Tick, marks: dict[str, MarkSeries],
-            book: Callable[[EncodedTick], None] | None = None) -> None:
-    """One tick into the pipeline (or, with `book`, through its encoders into `book`), counted either way."""
-    try:
-        if book is None:
-            pipeline.ingest(tick)
-        else:
-            pipeline.encoders.ingest(tick, book)
-            pipeline.ticks_in += 1
-    except InvalidTick as e:  # the engine's own refusals (a codec that cannot render a tick, too many tokens)
-        pipeline.rejected[e.reason] += 1
-        pipeline.reject_examples.setdefault(e.reason, f"stream {tick.stream} tick at ts {tick.ts}: {e}")
-        return
-    marks[tick.stream].append(tick)
-
-
 def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[str, MarkSeries],
              bar: Any, stop: Callable[[], bool]) -> int:
     """Bring sessions, codec state and ordering guards to where the interrupted run checkpointed, as `serve`
@@ -265,7 +204,7 @@ def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[
             raise BacktestInterrupted(f"interrupted while rebuilding sessions; {parts_note(upto)}")
         ticks = replay.next_batch(min(READ_TICKS, upto - done))
         for tick in ticks:
-            _ingest(pipeline, tick, marks, book)
+            ingest_tick(pipeline, tick, marks, book)
         done += len(ticks)
         bar.update(done + sum(replay.rejected.values()) - bar.n)
     if done < upto:

@@ -1,0 +1,81 @@
+"""The backtest loop: ticks from the files into the pipeline, answered at each event-time batch boundary.
+
+Batches are cut by EVENT time (connectors/event_time_batches.py), and checkpoints fall on a fixed grid of ticks
+(FLUSH_TICKS), so which ticks share a forward, and the answers' bits with it, depend only on the files and the
+config, never on the wall clock. A stop request is honoured at a boundary, after a checkpoint.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from connectors.encoder import EncodedTick
+from connectors.event_time_batches import batch_end
+from connectors.labels import MarkSeries
+from connectors.replay import FileReplay
+from connectors.ticks import InvalidTick, Tick
+from engine.service.answer_parts import AnswerParts
+from engine.service.pipeline import TickPipeline
+from queries.cache import Answer
+
+READ_TICKS = 4096  # ticks taken from the files at a time (also per forward when rebuilding for a resume)
+FLUSH_TICKS = 512  # the engine runs until idle at the first batch boundary after each multiple (checkpoints go there)
+
+
+class BacktestInterrupted(Exception):
+    """Stopped by a signal at an event-time batch boundary, after a checkpoint: `--resume` continues."""
+
+
+def replay_from(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, consumed: int,
+                marks: dict[str, MarkSeries], *, batch_ns: int, max_ticks: int | None, checkpoint_s: float,
+                stop: Callable[[], bool], bar: Any, chunked: bool) -> int:
+    """The backtest loop from tick `consumed` on; returns the replay ticks consumed in all."""
+    answers: list[Answer] = []
+    batch_ends: int | None = None  # where the current event-time batch ends (connectors.event_time_batches.batch_end)
+    saved_at = time.monotonic()
+    next_flush = (consumed // FLUSH_TICKS + 1) * FLUSH_TICKS
+    while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):
+        want = READ_TICKS if max_ticks is None else min(READ_TICKS, max_ticks - pipeline.ticks_in)
+        for tick in replay.next_batch(want):
+            if batch_ends is None or tick.ts >= batch_ends:  # event-time batch boundary: a tick group ends here
+                answers += pipeline.end_group() if chunked else pipeline.run_until_idle()
+                stopping = batch_ends is not None and stop()  # (the first tick ends no batch: none to stop after)
+                if stopping or consumed >= next_flush:
+                    # a checkpoint holds every answer before `consumed`, so the engine runs until idle for it; at
+                    # a fixed tick grid, whether or not the wall clock makes a checkpoint there, so which ticks
+                    # share a forward (and the answers' last bits with it) never depends on when checkpoints fell
+                    answers += pipeline.run_until_idle()
+                    next_flush = (consumed // FLUSH_TICKS + 1) * FLUSH_TICKS
+                    if stopping or time.monotonic() - saved_at >= checkpoint_s:
+                        parts.save(answers, consumed)
+                        answers, saved_at = [], time.monotonic()
+                if stopping:
+                    raise BacktestInterrupted(f"interrupted after {consumed} ticks; {parts.answers} answers kept in "
+                                              f"{parts.dir}; run the same command with --resume (resume=True from "
+                                              f"Python) to continue")
+                batch_ends = batch_end(tick.ts, batch_ns)
+                bar.update(consumed + sum(replay.rejected.values()) - bar.n)  # tqdm redraws at most 10 times a second
+            consumed += 1
+            ingest_tick(pipeline, tick, marks)
+    bar.update(consumed + sum(replay.rejected.values()) - bar.n)
+    answers += pipeline.run_until_idle()
+    parts.save(answers, consumed)
+    return consumed
+
+
+def ingest_tick(pipeline: TickPipeline, tick: Tick, marks: dict[str, MarkSeries],
+                book: Callable[[EncodedTick], None] | None = None) -> None:
+    """One tick into the pipeline (or, with `book`, through its encoders into `book`), counted either way."""
+    try:
+        if book is None:
+            pipeline.ingest(tick)
+        else:
+            pipeline.encoders.ingest(tick, book)
+            pipeline.ticks_in += 1
+    except InvalidTick as e:  # the engine's own refusals (a codec that cannot render a tick, too many tokens)
+        pipeline.rejected[e.reason] += 1
+        pipeline.reject_examples.setdefault(e.reason, f"stream {tick.stream} tick at ts {tick.ts}: {e}")
+        return
+    marks[tick.stream].append(tick)
