@@ -17,8 +17,6 @@ of its own because the CLI and tests drive it directly.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import math
 import sys
@@ -31,24 +29,26 @@ import polars as pl
 import torch
 
 from connectors.labels import MarkSeries
-from connectors.file_plan import source_path
 from connectors.replay import FileReplay
-from connectors.encoder import EncodedTick
-from connectors.ticks import InvalidTick
 from connectors.time_range import TimeRange
-from engine.scheduler import ROLL_RULE, AdmissionRefused
 from engine.service.answer_parts import AnswerParts
 from engine.service.answers_file import write_answers
-from engine.service.backtest_loop import READ_TICKS, BacktestInterrupted, ingest_tick, replay_from
+from engine.service.backtest_loop import BacktestInterrupted, replay_from
 from engine.service.backtest_report import BacktestReport
+from engine.service.backtest_resume import resume_at_checkpoint, run_key
 from engine.service.backtest_scores import later_slice, question_of, score_query
 from engine.service.calibration_plot import plot_backtest_calibration
-from engine.service.config import ReplaySection, ServiceConfig
+from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
 from engine.service.rejections import rejected_lines
+from engine.service.replay_progress import progress_bar
 from engine.service.session_gaps import gap_notes, split_cautions
 from engine.service.unscored_notes import say_silent_queries, unscored_reasons
 from queries.yaml_loader import no_query
+
+# the Python API (docs/replay.md); BacktestInterrupted is raised by the loop and resume (backtest_loop.py) and is
+# imported from here by cmd_backtest.py, tests and users' scripts alike
+__all__ = ["BacktestInterrupted", "BacktestReport", "NothingReplayed", "run_backtest"]
 
 CHECKPOINT_S = 10.0  # wall seconds between answer checkpoints (a part file each)
 
@@ -99,7 +99,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     replay = FileReplay(list(files), columns=columns, streams=streams, time_range=time_range)
     for line in replay.notes:
         note(line)
-    key = _run_key(config, replay, queries, batch_ms, max_ticks)
+    key = run_key(config, replay, queries, batch_ms, max_ticks)
     threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
     parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads)
     try:  # from here on, any raise (a note, a bad file found late, an interrupt) lets go of the parts' lock at once
@@ -108,19 +108,10 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                  f"answers after the resume point ({parts.consumed} ticks) may differ in their last float bits from a "
                  f"run at {parts.threads_before} (runs are byte-identical only at the same thread count)")
         marks: dict[str, MarkSeries] = defaultdict(MarkSeries)  # each stream's accepted ticks, as labelling needs them
-        bar = _progress_bar(progress, replay, max_ticks)
+        bar = progress_bar(progress, replay, max_ticks)
         freeze_heap()  # the libraries and the model: the run's full collections walk only what it made
         try:
-            consumed = 0
-            if parts.consumed:
-                bar.set_description("rebuilding sessions")
-                for path in parts.paths():  # a part at a time: a day's answers need not fit in memory
-                    for row in pl.read_parquet(path, columns=["query", "stream", "ticks", "model_probs"]).iter_rows():
-                        if row[3] is not None:  # the answers so far re-feed the adaptation as the rebuild reaches them
-                            pipeline.adaptation.owed(*row[:3], {"model_probs": json.loads(row[3])})
-                consumed = _rebuild(pipeline, replay, parts.consumed, marks, bar, stop)
-                _restore_answer_state(pipeline, parts)
-                bar.set_description("replaying")
+            consumed = resume_at_checkpoint(pipeline, replay, parts, marks, bar, stop) if parts.consumed else 0
             consumed = replay_from(pipeline, replay, parts, consumed, marks, batch_ns=int(batch_ms * 1e6),
                                    max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
         finally:
@@ -180,85 +171,5 @@ def _release_and_raise(parts: AnswerParts, error: BaseException) -> NoReturn:
     if (gone := parts.gone(error)) is not None:
         raise gone from None
     raise error
-
-
-def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[str, MarkSeries],
-             bar: Any, stop: Callable[[], bool]) -> int:
-    """Bring sessions, codec state and ordering guards to where the interrupted run checkpointed, as `serve`
-    recovers from its tick log (engine/service/log_replay.py): the first `upto` ticks go through the same
-    encoders and are booked on their streams without computing them (Scheduler.restore: token logs and rolls
-    end exactly where the run's forwards left them), then each window's KV is computed once. Answers before
-    `upto` are in the parts already."""
-    scheduler = pipeline.engine.scheduler
-
-    def book(item: EncodedTick) -> None:
-        try:
-            scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
-        except AdmissionRefused as e:  # refused by the run too, the same way: counted alike
-            raise InvalidTick("stream_refused", str(e), item.stream) from None
-        pipeline.adaptation.accepted(item)
-
-    done = 0
-    while done < upto and not replay.done:
-        if stop():  # the checkpoint on disk is still the one to resume from
-            raise BacktestInterrupted(f"interrupted while rebuilding sessions; {parts_note(upto)}")
-        ticks = replay.next_batch(min(READ_TICKS, upto - done))
-        for tick in ticks:
-            ingest_tick(pipeline, tick, marks, book)
-        done += len(ticks)
-        bar.update(done + sum(replay.rejected.values()) - bar.n)
-    if done < upto:
-        raise ValueError(f"the checkpoint is at tick {upto} but the files hold {done}: did they change?")
-    pipeline.engine.rebuild()
-    return done
-
-
-def parts_note(consumed: int) -> str:
-    return (f"the checkpoint after {consumed} ticks is kept; run the same command with --resume (resume=True from "
-            f"Python) to continue")
-
-
-def _restore_answer_state(pipeline: TickPipeline, parts: AnswerParts) -> None:
-    """Triggers and seqs as the run left them: each (query, stream) last fired at its last answer's tick count
-    and event time, and each topic's seqs continue from the last one written."""
-    written = parts.scan().select("query", "stream", "ticks", "data_ts")
-    last = written.sort("ticks", "data_ts").unique(["query", "stream"], keep="last", maintain_order=True).collect()
-    for query, stream, ticks, data_ts in last.iter_rows():
-        pipeline.registry.restore_fired(query, stream, ticks, data_ts)
-    pipeline.cache.restore([], parts.last_seq)
-
-
-def _run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batch_ms: float,
-             max_ticks: int | None) -> dict[str, Any]:
-    """What a run's answers depend on; a resume must match it exactly."""
-    sources = [source_path(p) for p in replay.plans]  # a zip archive, not the copy unpacked from it
-    stats = [(str(path.resolve()), path.stat().st_size, path.stat().st_mtime_ns) for path in sources]
-    return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": stats,
-            "queries": hashlib.sha256(Path(queries).read_bytes()).hexdigest(),
-            # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one;
-            # nor is model.threads (--threads): how fast, not what (a resume on more cores finishes sooner); it moves
-            # the last float bits, so AnswerParts keeps it beside the key and a resume at another count is told
-            # answers.session_gap_s is a key of its own (below), so that a refusal names --session-gap, not the config
-            "config": hashlib.sha256(repr(dataclasses.replace(
-                config, replay=ReplaySection(), model=dataclasses.replace(config.model, threads=None),
-                answers=dataclasses.replace(config.answers, session_gap_s=None))).encode()
-            ).hexdigest(),
-            # it ends the adaptation's labels (answers.adapt) as well as the scores': the published answers move
-            "session_gap_ns": config.answers.session_gap_ns,
-            "batch_ms": batch_ms,
-            "max_ticks": max_ticks,
-            "context_roll_rule": ROLL_RULE}  # an upgrade that moves rolls moves every answer after one
-
-
-def _progress_bar(enabled: bool, replay: FileReplay, max_ticks: int | None) -> Any:
-    """Rows read (valid or rejected) of the files' total, ticks/s and ETA, on stderr when it is a terminal."""
-    from tqdm import tqdm
-
-    show = enabled and sys.stderr.isatty()
-    total = replay.rows() if show else None
-    if total is not None and max_ticks is not None:
-        total = min(total, max_ticks)
-    return tqdm(total=total, unit=" ticks", desc="replaying", disable=not show, file=sys.stderr,
-                dynamic_ncols=True, smoothing=0.1)
 
 

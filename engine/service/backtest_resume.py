@@ -1,0 +1,112 @@
+"""`--resume`: what a backtest's answers depend on (its run key), and picking an interrupted run up where it stopped.
+
+A checkpoint (answer_parts.py) holds every answer before a tick count. Resuming rebuilds the sessions, codec state,
+ordering guards, triggers and seqs to that tick without recomputing the answers, then the loop (backtest_loop.py)
+carries on: the answers file comes out byte-identical to an uninterrupted run's. A resume whose run key differs
+from the checkpoint's is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from connectors.encoder import EncodedTick
+from connectors.file_plan import source_path
+from connectors.labels import MarkSeries
+from connectors.replay import FileReplay
+from connectors.ticks import InvalidTick
+from engine.scheduler import ROLL_RULE, AdmissionRefused
+from engine.service.answer_parts import AnswerParts
+from engine.service.backtest_loop import READ_TICKS, BacktestInterrupted, ingest_tick
+from engine.service.config import ReplaySection, ServiceConfig
+from engine.service.pipeline import TickPipeline
+
+
+def resume_at_checkpoint(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts,
+                         marks: dict[str, MarkSeries], bar: Any, stop: Callable[[], bool]) -> int:
+    """Bring `pipeline` to the checkpoint of `parts` (the answers so far re-feed the adaptation, the first ticks
+    rebuild the sessions, triggers and seqs continue); returns the replay ticks consumed up to it."""
+    bar.set_description("rebuilding sessions")
+    for path in parts.paths():  # a part at a time: a day's answers need not fit in memory
+        for row in pl.read_parquet(path, columns=["query", "stream", "ticks", "model_probs"]).iter_rows():
+            if row[3] is not None:  # the answers so far re-feed the adaptation as the rebuild reaches them
+                pipeline.adaptation.owed(*row[:3], {"model_probs": json.loads(row[3])})
+    consumed = _rebuild(pipeline, replay, parts.consumed, marks, bar, stop)
+    _restore_answer_state(pipeline, parts)
+    bar.set_description("replaying")
+    return consumed
+
+
+def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[str, MarkSeries],
+             bar: Any, stop: Callable[[], bool]) -> int:
+    """Bring sessions, codec state and ordering guards to where the interrupted run checkpointed, as `serve`
+    recovers from its tick log (engine/service/log_replay.py): the first `upto` ticks go through the same
+    encoders and are booked on their streams without computing them (Scheduler.restore: token logs and rolls
+    end exactly where the run's forwards left them), then each window's KV is computed once. Answers before
+    `upto` are in the parts already."""
+    scheduler = pipeline.engine.scheduler
+
+    def book(item: EncodedTick) -> None:
+        try:
+            scheduler.restore(item.stream, item.tokens, item.ts, item.ticks)
+        except AdmissionRefused as e:  # refused by the run too, the same way: counted alike
+            raise InvalidTick("stream_refused", str(e), item.stream) from None
+        pipeline.adaptation.accepted(item)
+
+    done = 0
+    while done < upto and not replay.done:
+        if stop():  # the checkpoint on disk is still the one to resume from
+            raise BacktestInterrupted(f"interrupted while rebuilding sessions; {parts_note(upto)}")
+        ticks = replay.next_batch(min(READ_TICKS, upto - done))
+        for tick in ticks:
+            ingest_tick(pipeline, tick, marks, book)
+        done += len(ticks)
+        bar.update(done + sum(replay.rejected.values()) - bar.n)
+    if done < upto:
+        raise ValueError(f"the checkpoint is at tick {upto} but the files hold {done}: did they change?")
+    pipeline.engine.rebuild()
+    return done
+
+
+def parts_note(consumed: int) -> str:
+    return (f"the checkpoint after {consumed} ticks is kept; run the same command with --resume (resume=True from "
+            f"Python) to continue")
+
+
+def _restore_answer_state(pipeline: TickPipeline, parts: AnswerParts) -> None:
+    """Triggers and seqs as the run left them: each (query, stream) last fired at its last answer's tick count
+    and event time, and each topic's seqs continue from the last one written."""
+    written = parts.scan().select("query", "stream", "ticks", "data_ts")
+    last = written.sort("ticks", "data_ts").unique(["query", "stream"], keep="last", maintain_order=True).collect()
+    for query, stream, ticks, data_ts in last.iter_rows():
+        pipeline.registry.restore_fired(query, stream, ticks, data_ts)
+    pipeline.cache.restore([], parts.last_seq)
+
+
+def run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batch_ms: float,
+            max_ticks: int | None) -> dict[str, Any]:
+    """What a run's answers depend on; a resume must match it exactly."""
+    sources = [source_path(p) for p in replay.plans]  # a zip archive, not the copy unpacked from it
+    stats = [(str(path.resolve()), path.stat().st_size, path.stat().st_mtime_ns) for path in sources]
+    return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": stats,
+            "queries": hashlib.sha256(Path(queries).read_bytes()).hexdigest(),
+            # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one;
+            # nor is model.threads (--threads): how fast, not what (a resume on more cores finishes sooner); it moves
+            # the last float bits, so AnswerParts keeps it beside the key and a resume at another count is told
+            # answers.session_gap_s is a key of its own (below), so that a refusal names --session-gap, not the config
+            "config": hashlib.sha256(repr(dataclasses.replace(
+                config, replay=ReplaySection(), model=dataclasses.replace(config.model, threads=None),
+                answers=dataclasses.replace(config.answers, session_gap_s=None))).encode()
+            ).hexdigest(),
+            # it ends the adaptation's labels (answers.adapt) as well as the scores': the published answers move
+            "session_gap_ns": config.answers.session_gap_ns,
+            "batch_ms": batch_ms,
+            "max_ticks": max_ticks,
+            "context_roll_rule": ROLL_RULE}  # an upgrade that moves rolls moves every answer after one
