@@ -12,7 +12,12 @@ plot per query, next to the best naive baseline (majority class, "same as the
 last interval").
 
 Service glue like server.py (it imports connectors/ and queries/), in a file
-of its own because the CLI and tests drive it directly.
+of its own because the CLI and tests drive it directly. This file holds the run,
+run_backtest, from arguments to report; its parts live beside it:
+backtest_loop.py (the replay loop), backtest_resume.py (--resume), answers_file.py
+(the answers Parquet file), backtest_scores.py (the scores), unscored_notes.py
+(why answers went unscored), backtest_report.py (the summary printed),
+calibration_plot.py and replay_progress.py.
 """
 
 from __future__ import annotations
@@ -79,12 +84,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     `streams` (names or globs) reads those streams of the files alone; a resume must select the same.
     `time_range` (connectors/time_range.py) reads the ticks stamped inside it alone; a resume must read the same.
     """
-    if isinstance(batch_ms, bool) or not isinstance(batch_ms, (int, float)) or not 0 < batch_ms < math.inf:
-        raise ValueError(f"batch_ms (--batch-ms) must be a number of milliseconds > 0, got {batch_ms!r}")
-    if checkpoint_s <= 0:
-        raise ValueError(f"checkpoint_s must be > 0, got {checkpoint_s}")
-    if test_from is not None and not 0 < test_from < 1:
-        raise ValueError(f"test_from must be a fraction in (0, 1), got {test_from}")
+    _check_numbers(batch_ms, checkpoint_s, test_from)
     if isinstance(files, (str, Path)):  # one file, as FileReplay takes it (a str must not be read as its letters)
         files = [files]
     out = Path(out)
@@ -122,20 +122,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         # by stream: the files' rejects (a reason the engine's pipeline also counted would be said short of its count)
         streams = {reason: said for reason, said in replay.rejected.streams_of().items()
                    if reason not in pipeline.rejected}
-        if pipeline.ticks_in == 0 and time_range is not None and replay.range_left_out and not resume:
-            parts.remove()
-            raise NothingReplayed(f"{time_range.text()} left out every row the files hold ({replay.range_left_out}): "
-                                  f"nothing to backtest")
-        if pipeline.ticks_in == 0 and rejected:
-            parts.remove()
-            every = ("every row was left out by a filter" if set(rejected) == {"filtered_out"} else
-                     "every row was rejected")
-            raise NothingReplayed(f"{every}, so there is nothing to backtest:\n"
-                                  + "\n".join(rejected_lines(rejected, examples, streams=streams)))
-        if pipeline.ticks_in == 0 and not resume:
-            parts.remove()
-            raise NothingReplayed("the files hold no ticks (no data rows, or none before --max-ticks): nothing to "
-                                  "backtest")
+        if pipeline.ticks_in == 0:
+            _refuse_nothing_replayed(parts, rejected, examples, streams, replay.range_left_out, time_range, resume)
         rows = write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns)
     except BaseException as e:
         _release_and_raise(parts, e)
@@ -162,6 +150,37 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                           None if time_range is None else time_range.text(), replay.range_left_out, split_times,
                           streams, why.stream_unscored_why, why.saturated_why,
                           gaps_said, steps_said)
+
+
+def _check_numbers(batch_ms: float, checkpoint_s: float, test_from: float | None) -> None:
+    """run_backtest's numeric arguments, refused with the option's name before anything is read."""
+    if isinstance(batch_ms, bool) or not isinstance(batch_ms, (int, float)) or not 0 < batch_ms < math.inf:
+        raise ValueError(f"batch_ms (--batch-ms) must be a number of milliseconds > 0, got {batch_ms!r}")
+    if checkpoint_s <= 0:
+        raise ValueError(f"checkpoint_s must be > 0, got {checkpoint_s}")
+    if test_from is not None and not 0 < test_from < 1:
+        raise ValueError(f"test_from must be a fraction in (0, 1), got {test_from}")
+
+
+def _refuse_nothing_replayed(parts: AnswerParts, rejected: dict[str, int], examples: dict[str, str],
+                             streams: dict[str, str], range_left_out: int, time_range: TimeRange | None,
+                             resume: bool) -> None:
+    """A run that took no tick at all: raise NothingReplayed saying why (the time range left every row out, every
+    row was rejected or filtered out, the files hold none), its parts removed; a resume with none left returns."""
+    if time_range is not None and range_left_out and not resume:
+        parts.remove()
+        raise NothingReplayed(f"{time_range.text()} left out every row the files hold ({range_left_out}): "
+                              f"nothing to backtest")
+    if rejected:
+        parts.remove()
+        every = ("every row was left out by a filter" if set(rejected) == {"filtered_out"} else
+                 "every row was rejected")
+        raise NothingReplayed(f"{every}, so there is nothing to backtest:\n"
+                              + "\n".join(rejected_lines(rejected, examples, streams=streams)))
+    if not resume:
+        parts.remove()
+        raise NothingReplayed("the files hold no ticks (no data rows, or none before --max-ticks): nothing to "
+                              "backtest")
 
 
 def _release_and_raise(parts: AnswerParts, error: BaseException) -> NoReturn:
