@@ -1,4 +1,4 @@
-"""Event-time batches: the tick groups a backtest answers at (engine/service/backtest.py), cut by where each
+"""Event-time batches: the tick groups a backtest answers at (engine/service/backtest_loop.py), cut by where each
 batch's ``batch_ns`` window ends (`batch_end`, one definition for the backtest, `evaluate --batch-ms` and the live
 feed), and the cutter that sends a live feed in the same batches (`flashtick feed --batch-ms`), so that a live run
 of a file answers at the ticks its backtest answers at.
@@ -21,7 +21,7 @@ def batch_end(ts: int, batch_ns: int) -> int:
 
 class EventTimeCutter:
     """Cuts ticks, in the order they are sent, into the event-time batches a backtest answers at
-    (engine/service/backtest.py): a batch starts at a tick and takes every following tick stamped before the
+    (engine/service/backtest_loop.py): a batch starts at a tick and takes every following tick stamped before the
     end of that tick's ``batch_ns`` window (``ts - ts % batch_ns + batch_ns``); the first tick at or past it
     starts the next. Sent one message each, the batches are the live engine's tick groups, so a live run of a
     file answers at the ticks its backtest with the same ``--batch-ms`` answers at."""

@@ -1,5 +1,5 @@
 """A backtest's answers on disk while it runs: part files and a manifest, so an interrupted run keeps what
-it computed and `flashtick backtest --resume` continues from the last checkpoint (engine/service/backtest.py).
+it computed and `flashtick backtest --resume` continues from the last checkpoint (engine/service/backtest_resume.py).
 
     OUT.parts/part-000001.parquet ...   answers, unscored, in the order they were made
     OUT.parts/progress.json             the run's key, the replay position the parts cover, the parts' names
