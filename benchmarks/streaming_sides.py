@@ -13,7 +13,7 @@ import torch
 
 from connectors.codec import BinnedCodec
 from connectors.ticks import Tick
-from engine.scheduler import roll_points
+from engine.context_rolls import roll_points
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from queries.evaluate import CompiledQuery, answer_value, compile_query
@@ -63,7 +63,7 @@ class TokenLog:
     """One stream's committed tokens with the engine scheduler's window rule, for the peers
     (llama.cpp, stateless) that keep their own context: a roll keeps the tokens from the first tick
     boundary at or after ``len + incoming - keep`` and re-evaluates them, with the stream's own roll
-    point and keep (engine.scheduler.roll_points), so every side cuts where flashtick does."""
+    point and keep (engine.context_rolls.roll_points), so every side cuts where flashtick does."""
 
     def __init__(self, window: Window, stream: str, limit: int | None = None) -> None:
         first, self.keep = roll_points(stream, window.roll_at, window.keep)

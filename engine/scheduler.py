@@ -17,18 +17,13 @@ use), ``refuse`` admits a new stream only while the pool can hold a full window
 for every admitted stream. Accepted data is never dropped: a stream that cannot
 fit now waits in its queue.
 
-Context limit: a session that would pass ``window`` tokens keeps its first
-``sink_tokens`` (the configured header, if any) plus the most recent tokens
-from a chunk boundary, and re-prefills them. Each stream's first roll comes a
-little early and every roll keeps a little less, by shares of its own
-(``roll_points``), so streams that start together (a venue's open, a restart)
-do not all re-prefill in the same forward.
+Context limit: a session that would pass ``window`` tokens rolls (engine/context_rolls.py holds where and
+what it keeps); the scheduler applies the rolls, since it owns the KV they free.
 """
 
 from __future__ import annotations
 
 import time
-import zlib
 from collections import deque
 from dataclasses import dataclass, field, replace
 
@@ -36,6 +31,7 @@ import torch
 
 from engine.batch import Advance, ForwardBatch, Probe
 from engine.block_manager import BlockManager
+from engine.context_rolls import Booked, ContextWindow, roll_points
 from engine.jobs import JobOutcome, ProbeJob, QueryPlanner, StreamProgress
 from engine.session import Session
 from engine.settings import SchedulerConfig
@@ -97,25 +93,6 @@ class SchedulerStats:
     skipped_tokens: int = 0  # queued tokens booked without a forward: a later roll dropped them before any query read them
 
 
-# Bumped whenever where sessions roll changes (answers after a roll change with it): a backtest resumes only
-# parts written under the same rule (engine/service/backtest.py's run key). 2: roll_points' early first roll.
-ROLL_RULE = 2
-
-
-def roll_points(name: str, roll_at: int, keep: int, sink: int = 0) -> tuple[int, int]:
-    """(tokens past which stream ``name`` rolls the first time, tokens it keeps besides the sink at every
-    roll): the window's roll point less up to half the span between rolls, and the keep less up to a
-    quarter, both by shares hashed from the name (stable across runs, hosts and restarts). Streams that
-    fill up together would otherwise all re-prefill ``keep`` tokens in the same forward, first at
-    ``roll_at`` and again at each later roll: one forward many times the usual size, whose answers (and
-    every stream's behind it) come late. Only the first roll comes early (later ones come at ``roll_at``,
-    the phase it set staying), so the cost is one early roll per stream, not shorter windows for good."""
-    span = roll_at - sink - keep  # tokens added between two rolls
-    early = zlib.crc32(b"roll:" + name.encode()) % max(1, span // 2)
-    less = zlib.crc32(name.encode()) % max(1, keep // 4)
-    return roll_at - early, keep - less
-
-
 class Scheduler:
     def __init__(self, blocks: BlockManager, config: SchedulerConfig | None = None,
                  planner: QueryPlanner | None = None) -> None:
@@ -123,37 +100,10 @@ class Scheduler:
         self.pool = blocks.pool
         self.config = config or SchedulerConfig()
         self.planner = planner
-        # a session's window, plus the block its roll may straddle, must fit in the pool; the default
-        # (the model's positions) is capped to what the pool holds, an explicit window is checked
-        pool_window = (self.pool.num_blocks - 1) * self.pool.block_size
-        explicit = self.config.window
-        if explicit is not None and explicit > blocks.max_positions:
-            raise ValueError(f"scheduler.window {explicit} is past the model's {blocks.max_positions} positions "
-                             f"(leave it out for the model's)")
-        if explicit is not None and explicit > pool_window:
-            raise ValueError(f"scheduler.window {explicit} does not fit the KV pool, which holds a window of "
-                             f"{pool_window} ({self.pool.num_blocks} blocks of {self.pool.block_size}): raise kv.cells "
-                             f"/ kv.bytes, or leave scheduler.window out")
-        self.window = explicit or min(blocks.max_positions, pool_window)
-        self.sink = max(self.config.sink_tokens, len(self.config.header))
-        self.keep = int(self.window * self.config.keep_fraction)
-        # a session rolls before its tokens plus the longest probe could pass the window
-        self.roll_at = self.window - self.config.probe_reserve
-        if self.sink + self.keep >= self.roll_at:
-            small_pool = self.window == pool_window and pool_window < blocks.max_positions
-            whose = (f"what the KV pool of {self.pool.num_blocks} blocks of {self.pool.block_size} holds; raise "
-                     f"kv.cells / kv.bytes" if small_pool else "the model's positions (a sliding window, for "
-                     "Mistral), or scheduler.window; lower scheduler.keep_fraction, probe_reserve or sink_tokens")
-            raise ValueError(f"sink ({self.sink}) + kept tokens ({self.keep}) + probe_reserve "
-                             f"({self.config.probe_reserve}) must be below the window ({self.window} positions: "
-                             f"{whose})")
-        window_blocks = self.pool.blocks_for(self.window) + 1
-        if window_blocks > self.pool.num_blocks:
-            raise ValueError(
-                f"KV pool of {self.pool.capacity_cells} cells cannot hold one session's window of {self.window} "
-                f"tokens; raise kv cells or lower the window"
-            )
-        self.max_streams_admitted = self.pool.num_blocks // window_blocks  # for the 'refuse' policy
+        # the window, what a roll keeps and where it comes, checked against the model's positions and the pool
+        self.context = context = ContextWindow.fit(blocks, self.config)
+        self.window, self.sink, self.keep, self.roll_at = context.window, context.sink, context.keep, context.roll_at
+        self.max_streams_admitted = self.context.windows_in_pool  # for the 'refuse' policy
         self.streams: dict[str, Stream] = {}
         self.stats = SchedulerStats()
         # tokens every session starts with; the engine prefills them once, sessions share the blocks
@@ -290,7 +240,7 @@ class Scheduler:
         return idle
 
     def start_at(self, stream: str, ticks: int, event_ts: int,
-                 booked: tuple[list[int], list[int], int] | None = None) -> str | None:
+                 booked: Booked | None = None) -> str | None:
         """A stream restored from a tick log whose first segments were dropped: its tick count and event time go
         on from where the live run had them, and its session from ``booked`` (``Scheduler.booked`` when the
         segment began; without it, from the tokens the log still holds). Returns why admission refused the
@@ -561,39 +511,16 @@ class Scheduler:
         re-encodes what it keeps, so every answer equals the one computed chunk by chunk; only the surprise of
         the first chunk after the skip loses its first token's term (the prediction before it was never
         computed: ``next_token_logits`` is cleared)."""
-        pending = state.pending
-        if len(pending) < 3 or not self._rolls_ahead(state):
-            return  # the common case, checked without copying the token log
-        tokens, boundaries, roll_at = list(state.session.tokens), list(state.boundaries), state.roll_at
-        skip = 0
-        for k, chunk in enumerate(pending):
-            if k == len(pending) - 1 or (k and pending[k - 1].cut):
-                break  # the last chunk (and every one after a group's end) is read by the queries due there
-            rolled = self._rolled(tokens, boundaries, roll_at, state.keep, len(chunk.tokens))
-            if rolled is not None:
-                tokens, boundaries, roll_at = rolled
-                if not chunk.cut:
-                    skip = k  # everything before chunk k is gone once it rolls, and nothing reads chunk k alone
-            boundaries.append(len(tokens))
-            tokens += chunk.tokens
+        skip = self.context.discarded(state)
         if not skip:
             return
+        pending = state.pending
         booked = [pending.popleft() for _ in range(skip)]
         self._queued(state, booked, -1)
         for chunk in booked:
             self._book(state, chunk.tokens, chunk.event_ts, chunk.ticks)
             state.arrival_ns = chunk.arrival_ns
             self.stats.skipped_tokens += len(chunk.tokens)
-
-    @staticmethod
-    def _rolls_ahead(state: Stream) -> bool:
-        """Whether the queued chunks pass the stream's roll point (reads no more of the queue than the room left)."""
-        room = state.roll_at - len(state.session.tokens)
-        for chunk in state.pending:
-            room -= len(chunk.tokens)
-            if room < 0:
-                return True
-        return False
 
     def _book(self, state: Stream, tokens: list[int], event_ts: int, ticks: int) -> None:
         """Place a chunk in ``state``'s token log as a forward over it would (rolls included), uncomputed."""
@@ -608,24 +535,14 @@ class Scheduler:
         """Keep sink + recent tokens (from a chunk boundary) when ``incoming`` more tokens (the next chunk:
         rolls go chunk by chunk) would pass the window."""
         session = state.session
-        rolled = self._rolled(session.tokens, state.boundaries, state.roll_at, state.keep, incoming)
+        rolled = self.context.rolled(session.tokens, state.boundaries, state.roll_at, state.keep, incoming)
         if rolled is None:
             return
         self.blocks.evict(session)
         session.tokens, state.boundaries, state.roll_at = rolled
         self.stats.rolls += 1
 
-    def _rolled(self, tokens: list[int], boundaries: list[int], roll_at: int, keep: int, incoming: int
-                ) -> tuple[list[int], list[int], int] | None:
-        """(tokens, chunk boundaries, next roll point) after the roll ``incoming`` more tokens make; None if none."""
-        if len(tokens) + incoming <= roll_at:
-            return None
-        target = len(tokens) + incoming - keep  # first token index we would like to keep
-        cut = next((b for b in boundaries if b >= target and b > self.sink), len(tokens))
-        # the first roll came early (roll_points); the later ones at the window's
-        return tokens[: self.sink] + tokens[cut:], [self.sink + b - cut for b in boundaries if b >= cut], self.roll_at
-
-    def booked(self, stream: str) -> tuple[list[int], list[int], int] | None:
+    def booked(self, stream: str) -> Booked | None:
         """``stream``'s session as a replay of every item accepted so far would book it (Scheduler.restore): its
         tokens, chunk boundaries and next roll point, its pending chunks included; None for a stream not held.
         What a tick log segment keeps of each stream, so a replay that starts there (retention dropped the
@@ -633,14 +550,7 @@ class Scheduler:
         state = self.streams.get(stream)
         if state is None:
             return None
-        tokens, boundaries, roll_at = list(state.session.tokens), list(state.boundaries), state.roll_at
-        for chunk in state.pending:
-            rolled = self._rolled(tokens, boundaries, roll_at, state.keep, len(chunk.tokens))
-            if rolled is not None:
-                tokens, boundaries, roll_at = rolled
-            boundaries.append(len(tokens))
-            tokens.extend(chunk.tokens)
-        return tokens, boundaries, roll_at
+        return self.context.booked(state)
 
     def _share_header(self, session: Session, plan: Plan) -> None:
         """A session whose KV is gone starts again from the shared header's blocks."""

@@ -24,7 +24,7 @@ class Chunk:
 @dataclass(eq=False)
 class Stream:
     session: Session
-    roll_at: int  # tokens past which the session rolls next (its first roll comes early: scheduler.roll_points)
+    roll_at: int  # tokens past which the session rolls next (its first roll comes early: context_rolls.roll_points)
     keep: int  # tokens a roll keeps besides the sink
     pending: deque[Chunk] = field(default_factory=deque)
     waiting_since: int = 0  # order of arrival of the oldest pending chunk

@@ -304,7 +304,7 @@ def test_a_damaged_manifest_is_said_by_its_field_and_what_to_do(setup: Path, cap
 
 
 def test_resume_refuses_parts_written_under_another_roll_rule(setup: Path, capsys) -> None:
-    """Parts from a flashtick that rolled sessions elsewhere (before scheduler.ROLL_RULE, or another one) would
+    """Parts from a flashtick that rolled sessions elsewhere (before context_rolls.ROLL_RULE, or another one) would
     splice answers of two context rules into one table: refused by name, nothing written."""
     config = ServiceConfig.load(setup / "engine.yaml")
     polls = iter(range(10**9))

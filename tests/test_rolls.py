@@ -8,7 +8,8 @@ import random
 
 from benchmarks.streaming_sides import TokenLog, Window
 from conftest import tiny_engine, tiny_hf_model
-from engine.scheduler import SchedulerConfig, roll_points
+from engine.context_rolls import roll_points
+from engine.scheduler import SchedulerConfig
 
 CONFIG = SchedulerConfig(window=256, probe_reserve=4, max_batch_tokens=4096)
 

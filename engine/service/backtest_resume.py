@@ -22,7 +22,8 @@ from connectors.file_plan import source_path
 from connectors.labels import MarkSeries
 from connectors.replay import FileReplay
 from connectors.ticks import InvalidTick
-from engine.scheduler import ROLL_RULE, AdmissionRefused
+from engine.context_rolls import ROLL_RULE
+from engine.scheduler import AdmissionRefused
 from engine.service.answer_parts import AnswerParts
 from engine.service.backtest_loop import READ_TICKS, BacktestInterrupted, ingest_tick
 from engine.service.config import ReplaySection, ServiceConfig
