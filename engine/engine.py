@@ -20,9 +20,10 @@ import torch
 
 from engine.batch import Advance, LogitsWanted, Probe
 from engine.block_manager import BlockManager
+from engine.forward_plan import StepReport
 from engine.jobs import JobOutcome, ProbeJob, QueryPlanner, StreamProgress
 from engine.runner import ModelRunner
-from engine.scheduler import Scheduler, SchedulerConfig, StepReport
+from engine.scheduler import Scheduler, SchedulerConfig
 from engine.session import Session
 
 

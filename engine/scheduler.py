@@ -25,17 +25,18 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import torch
 
-from engine.batch import Advance, ForwardBatch, Probe
+from engine.batch import Advance, Probe
 from engine.block_manager import BlockManager
 from engine.context_rolls import Booked, ContextWindow, roll_points
+from engine.forward_plan import Plan, StepReport
 from engine.jobs import JobOutcome, ProbeJob, QueryPlanner, StreamProgress
 from engine.session import Session
 from engine.settings import SchedulerConfig
-from engine.stream import Chunk, Cut, Stream, chunk_surprises, cuts_of, logit_rows
+from engine.stream import Chunk, Stream, chunk_surprises, cuts_of, logit_rows
 
 IDLE_EVERY = 8  # idle work (generate steps) also runs every Nth forward, so constant ingest cannot starve it
 
@@ -46,34 +47,6 @@ class AdmissionRefused(RuntimeError):
 
 class UnknownStream(KeyError):
     """A question was asked of a stream that has never sent data."""
-
-
-@dataclass
-class Plan:
-    """One planned forward: stream advances first, then the jobs' probes, in ``forward`` order."""
-
-    advances: list[Advance] = field(default_factory=list)
-    streams: list[Stream] = field(default_factory=list)
-    chunks: list[list[Chunk]] = field(default_factory=list)
-    cuts: list[list[Cut]] = field(default_factory=list)  # per advance, the due points it passes, in order
-    jobs: list[ProbeJob] = field(default_factory=list)
-    failed: list[JobOutcome] = field(default_factory=list)  # jobs that cannot run, with the reason
-    copies: list[tuple[list[int], list[int]]] = field(default_factory=list)
-    forward: ForwardBatch = field(default_factory=ForwardBatch)
-    rebuilt: list[Stream] = field(default_factory=list)  # streams whose evicted or restored KV this forward recomputes
-
-    def probes(self, streams: dict[str, Stream]) -> list[Probe]:
-        return [Probe(streams[job.stream].session, tokens, job.logits, job.cut)
-                for job in self.jobs for tokens in job.probes]
-
-
-@dataclass
-class StepReport:
-    """What one forward produced: the streams it advanced and the finished jobs (answers or errors)."""
-
-    advanced: list[StreamProgress] = field(default_factory=list)
-    outcomes: list[JobOutcome] = field(default_factory=list)
-    tokens: int = 0
 
 
 @dataclass
@@ -301,13 +274,13 @@ class Scheduler:
         if max_tokens is not None:  # what the advances left (at least 1: the first cut's queries go past it)
             budget = min(budget, max(1, max_tokens - sum(len(item.tokens) for item in plan.advances)))
         for job in asks:  # on-demand first; one that cannot fit waits for the next forward
-            if self._ticks_after(plan, job.stream) < job.after_ticks:
+            if plan.ticks_after(self.streams[job.stream]) < job.after_ticks:
                 self._asks.append(job)  # ticks accepted before it are still queued
                 continue
             budget = self._add_job(plan, job, budget, make_room=True)
         if self.planner is not None:
             self._add_due(plan, budget)
-            for job in [job for job in plan.jobs if self._ticks_after(plan, job.stream) < job.after_ticks]:
+            for job in [job for job in plan.jobs if plan.ticks_after(self.streams[job.stream]) < job.after_ticks]:
                 plan.jobs.remove(job)  # the probe budget handed part of its stream's advance back
                 self._asks.append(job)
         if not plan.advances and not plan.jobs and not plan.copies and not plan.failed:
@@ -327,14 +300,6 @@ class Scheduler:
             self.make_room(items)
         plan.forward = self.blocks.allocate(items, plan.copies)
         return plan
-
-    def _ticks_after(self, plan: Plan, stream: str) -> int:
-        """``stream``'s tick count once ``plan`` ran."""
-        state = self.streams[stream]
-        for planned, chunks in zip(plan.streams, plan.chunks):
-            if planned is state:
-                return state.ticks + sum(chunk.ticks for chunk in chunks)
-        return state.ticks
 
     def _add_due(self, plan: Plan, budget: int) -> None:
         """Ask the planner what is due at every cut of the planned advances, in order, and place each job at
@@ -665,4 +630,4 @@ class Scheduler:
         }
 
 
-__all__ = ["Scheduler", "SchedulerConfig", "Plan", "StepReport", "AdmissionRefused", "UnknownStream"]
+__all__ = ["Scheduler", "SchedulerConfig", "AdmissionRefused", "UnknownStream"]

@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterable
 
 from connectors.encoder import EncodedTick
 from engine.engine import Engine
+from engine.forward_plan import StepReport
 from engine.jobs import JobOutcome, ProbeJob, StreamProgress
-from engine.scheduler import AdmissionRefused, StepReport
+from engine.scheduler import AdmissionRefused
 from engine.service.registration_marks import RegistrationMarks
 from queries.cache import AnswerCache
 from queries.flash import FlashQueries

@@ -34,11 +34,12 @@ from connectors.codec import BinnedCodec, Codec, TextCodec, TextCodecConfig
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders
 from connectors.ticks import InvalidTick, Tick, counted
 from engine.engine import Engine
+from engine.forward_plan import StepReport
 from engine.jobs import JobOutcome
 from engine.models import BUILTIN_MODEL_DIR, LlamaModel, load_model
 from engine.models.loader import read_config
 from engine.runner import ModelRunner
-from engine.scheduler import AdmissionRefused, StepReport
+from engine.scheduler import AdmissionRefused
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.features import read_head
 from engine.service.answer_log import AnswerHistory

@@ -39,7 +39,8 @@ import msgpack
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders
 from connectors.ticks import InvalidTick, counted
 from engine.jobs import JobOutcome
-from engine.scheduler import StepReport, UnknownStream
+from engine.forward_plan import StepReport
+from engine.scheduler import UnknownStream
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import DataDir
