@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 
@@ -34,6 +34,8 @@ from engine.block_manager import BlockManager
 from engine.context_rolls import Booked, ContextWindow, roll_points
 from engine.forward_plan import Plan, StepReport
 from engine.jobs import JobOutcome, ProbeJob, QueryPlanner, StreamProgress
+from engine.lru_eviction import LruEviction
+from engine.scheduler_stats import SchedulerStats
 from engine.session import Session
 from engine.settings import SchedulerConfig
 from engine.stream import Chunk, Stream, chunk_surprises, cuts_of, logit_rows
@@ -49,23 +51,6 @@ class UnknownStream(KeyError):
     """A question was asked of a stream that has never sent data."""
 
 
-@dataclass
-class SchedulerStats:
-    batches: int = 0
-    evictions: int = 0
-    evicted_cells: int = 0
-    rolls: int = 0
-    rebuilt_streams: int = 0  # forwards that recomputed a stream's evicted or restored KV (not a roll's re-prefill)
-    refused_streams: int = 0
-    deferred: int = 0  # times a stream with pending data could not fit in a batch
-    streams_expired: int = 0  # idle streams dropped (stream_idle_s)
-    probes_deferred: int = 0  # jobs moved to a later forward by the probe budget
-    jobs_done: int = 0
-    jobs_failed: int = 0
-    late_evictions: int = 0  # plans that needed room past what planning fitted (see plan(); expected 0)
-    skipped_tokens: int = 0  # queued tokens booked without a forward: a later roll dropped them before any query read them
-
-
 class Scheduler:
     def __init__(self, blocks: BlockManager, config: SchedulerConfig | None = None,
                  planner: QueryPlanner | None = None) -> None:
@@ -79,6 +64,7 @@ class Scheduler:
         self.max_streams_admitted = self.context.windows_in_pool  # for the 'refuse' policy
         self.streams: dict[str, Stream] = {}
         self.stats = SchedulerStats()
+        self.eviction = LruEviction(blocks, self.streams, self.stats, self.config.when_full)
         # tokens every session starts with; the engine prefills them once, sessions share the blocks
         self.header = Session("__header__", list(self.config.header)) if self.config.header else None
         self.header_logits: torch.Tensor | None = None  # (vocab,) the header's prediction, once the engine has it
@@ -90,7 +76,6 @@ class Scheduler:
         self._pending_chunks = 0
         self._pending_tokens = 0
         self._streams_waiting = 0  # streams with pending tokens
-        self._victims: list[Stream] | None = None  # LRU eviction order, built at most once per plan
 
     # -- ingest and asks ------------------------------------------------------------------------
 
@@ -259,7 +244,7 @@ class Scheduler:
         ``max_tokens``: a smaller budget for this forward alone, its advances and probes together (a stop's last
         forwards, sized to the time it has left); one stream's next chunk and its first due queries still go."""
         self._plans += 1
-        self._victims = None
+        self.eviction.reset()
         advance_budget = self.config.max_batch_tokens if max_tokens is None else \
             min(max_tokens, self.config.max_batch_tokens)
         plan = self._plan_advances(advance_budget)
@@ -296,8 +281,8 @@ class Scheduler:
             # each piece was fitted as it was planned, so this should not happen; if it does, evicting idle
             # sessions is better than failing a forward whose chunks (accepted ticks) have left their queues
             self.stats.late_evictions += 1
-            self._victims = None
-            self.make_room(items)
+            self.eviction.reset()
+            self.eviction.make_room(items)
         plan.forward = self.blocks.allocate(items, plan.copies)
         return plan
 
@@ -371,7 +356,7 @@ class Scheduler:
                 j.stream == job.stream for j in plan.jobs):
             return True
         probes = [Probe(session, tokens, job.logits, job.cut) for tokens in job.probes]
-        return self.make_room(plan.advances + plan.probes(self.streams) + probes)
+        return self.eviction.make_room(plan.advances + plan.probes(self.streams) + probes)
 
     def _window_problem(self, job: ProbeJob, plan: Plan) -> str | None:
         """A probe may not run past the model's positions; the job fails with the reason instead."""
@@ -414,7 +399,7 @@ class Scheduler:
                 self._share_header(state.session, plan)
             cost = len(tokens) + state.session.num_uncached
             item = Advance(state.session, tokens)  # its logit rows are set once the due points are final
-            if not self.make_room(plan.advances + [item]):
+            if not self.eviction.make_room(plan.advances + [item]):
                 state.pending.extendleft(reversed(chunks))
                 self._queued(state, chunks, +1)
                 self.stats.deferred += 1
@@ -447,24 +432,6 @@ class Scheduler:
             used += size
             room -= size
         return chunks, closes
-
-    def make_room(self, items: list[Advance | Probe]) -> bool:
-        """Evict least recently active sessions outside ``items`` until they fit; False if impossible."""
-        needed = self.blocks.blocks_needed(items)
-        if needed <= self.pool.num_free:
-            return True
-        if self.config.when_full == "refuse":
-            return False
-        busy = {id(item.session) for item in items}
-        if self._victims is None:  # sorted once per plan, consumed from the least recently active end
-            resident = [s for s in self.streams.values() if s.session.blocks]
-            self._victims = sorted(resident, key=lambda s: s.last_active, reverse=True)
-        while needed > self.pool.num_free and self._victims:
-            victim = self._victims.pop()  # a busy one is in this plan (or deferred by it): not a victim now
-            if id(victim.session) not in busy and victim.session.blocks:
-                self.stats.evicted_cells += self.blocks.evict(victim.session)
-                self.stats.evictions += 1
-        return needed <= self.pool.num_free
 
     def _skip_discarded(self, state: Stream) -> None:
         """Book without computing the queued chunks that a later roll in the same queue drops before anything

@@ -48,7 +48,7 @@ GAUGES = {
                      "about 46 bytes a byte, until its subscribers disconnect)",
     "subscription_bytes": "Bytes of those subscriptions",
 }
-SCHEDULER_COUNTERS = {  # engine/scheduler.py's SchedulerStats: what each counts, not its name again
+SCHEDULER_COUNTERS = {  # engine/scheduler_stats.py's SchedulerStats: what each counts, not its name again
     "evictions": "Sessions whose KV was evicted to make room in the KV pool (recomputed when their stream next "
                  "ticks or is asked)",
     "evicted_cells": "KV cells those evictions freed",
