@@ -29,6 +29,7 @@ from dataclasses import replace
 
 import torch
 
+from engine.backlog_counts import BacklogCounts
 from engine.batch import Advance, Probe
 from engine.block_manager import BlockManager
 from engine.context_rolls import Booked, ContextWindow, roll_points
@@ -70,12 +71,9 @@ class Scheduler:
         self.header_logits: torch.Tensor | None = None  # (vocab,) the header's prediction, once the engine has it
         self._asks: deque[ProbeJob] = deque()
         self._idle: deque[ProbeJob] = deque()
-        self._arrivals = 0
         self._batch_no = 0
         self._plans = 0
-        self._pending_chunks = 0
-        self._pending_tokens = 0
-        self._streams_waiting = 0  # streams with pending tokens
+        self.backlog = BacklogCounts()  # what waits for a forward, counted
 
     # -- ingest and asks ------------------------------------------------------------------------
 
@@ -85,13 +83,9 @@ class Scheduler:
         it was accepted (freshness counts from there; default now: a front door's shard gets it later). Raises
         AdmissionRefused for a new stream the pool cannot take."""
         state = self.streams.get(stream) or self._admit(stream)
-        if not state.pending:
-            self._arrivals += 1
-            state.waiting_since = self._arrivals
         chunk = Chunk(list(tokens), event_ts, ticks, arrival_ns or time.time_ns(), cut)
-        state.pending.append(chunk)
+        self.backlog.push(state, chunk)
         state.last_seen_ns = chunk.arrival_ns
-        self._queued(state, [chunk], +1)
 
     def close_group(self, stream: str) -> None:
         """End ``stream``'s tick group at its latest pending chunk: standing queries are checked right after
@@ -140,7 +134,7 @@ class Scheduler:
 
     @property
     def busy(self) -> bool:
-        return bool(self._asks or self._idle or self._pending_chunks)
+        return bool(self._asks or self._idle or self.backlog.chunks)
 
     @property
     def max_chunk_tokens(self) -> int:
@@ -153,16 +147,16 @@ class Scheduler:
         """Whether what waits fills a forward: the token budget, or a window's room for every waiting stream
         (a stream never places more than ``max_chunk_tokens`` in one forward). Batch drivers step only then."""
         waiting = sum(1 for s in self.streams.values() if s.pending)
-        return self._pending_tokens >= min(self.config.max_batch_tokens, self.max_chunk_tokens * max(1, waiting))
+        return self.backlog.tokens >= min(self.config.max_batch_tokens, self.max_chunk_tokens * max(1, waiting))
 
     def pending_tokens(self) -> int:
         """Tokens accepted and not yet in a forward: the backlog."""
-        return self._pending_tokens
+        return self.backlog.tokens
 
     def oldest_pending_ns(self) -> int | None:
         """When the oldest chunk still waiting for a forward was accepted (time.time_ns), None when none waits.
         O(streams): callers cache it."""
-        if not self._pending_chunks:
+        if not self.backlog.chunks:
             return None
         return min((s.pending[0].arrival_ns for s in self.streams.values() if s.pending), default=None)
 
@@ -173,15 +167,7 @@ class Scheduler:
 
     def streams_waiting(self) -> int:
         """Streams with tokens waiting for a forward."""
-        return self._streams_waiting
-
-    def _queued(self, state: Stream, chunks: list[Chunk], sign: int) -> None:
-        tokens = sign * sum(len(c.tokens) for c in chunks)
-        self._pending_chunks += sign * len(chunks)
-        self._pending_tokens += tokens
-        was_waiting = state.pending_tokens > 0
-        state.pending_tokens += tokens
-        self._streams_waiting += (state.pending_tokens > 0) - was_waiting
+        return self.backlog.streams_waiting
 
     def expire_idle(self, now_ns: int | None = None) -> list[str]:
         """Drop streams silent for ``stream_idle_s`` (no pending data, no waiting job): their KV returns to
@@ -229,7 +215,8 @@ class Scheduler:
         front door lets no ask wait on it, and a standing query's probe answers a session that is gone)."""
         state = self.streams.pop(stream, None)
         if state is not None:
-            self._queued(state, list(state.pending), -1)  # (the backlog's counts stay those of the streams held)
+            # (the backlog's counts stay those of the streams held)
+            self.backlog.queued(state, list(state.pending), -1)
             self.blocks.evict(state.session)
         for jobs in (self._asks, self._idle):
             if any(job.stream == stream for job in jobs):
@@ -320,8 +307,7 @@ class Scheduler:
         when none is left); they had no due check yet."""
         state, chunks = plan.streams[i], plan.chunks[i]
         back = chunks[kept:]
-        state.pending.extendleft(reversed(back))
-        self._queued(state, back, +1)
+        self.backlog.put_back(state, back)
         self.stats.probes_deferred += 1
         if kept == 0:
             for field_ in (plan.advances, plan.streams, plan.chunks, plan.cuts):
@@ -393,15 +379,14 @@ class Scheduler:
             chunks, closes = self._take_chunks(state, budget, first=not plan.advances)
             if not chunks:
                 break
-            self._queued(state, chunks, -1)
+            self.backlog.queued(state, chunks, -1)
             tokens = [t for c in chunks for t in c.tokens]
             if state.session.num_cached == 0 and self.pool.num_free:
                 self._share_header(state.session, plan)
             cost = len(tokens) + state.session.num_uncached
             item = Advance(state.session, tokens)  # its logit rows are set once the due points are final
             if not self.eviction.make_room(plan.advances + [item]):
-                state.pending.extendleft(reversed(chunks))
-                self._queued(state, chunks, +1)
+                self.backlog.put_back(state, chunks)
                 self.stats.deferred += 1
                 continue
             plan.advances.append(item)
@@ -448,7 +433,7 @@ class Scheduler:
             return
         pending = state.pending
         booked = [pending.popleft() for _ in range(skip)]
-        self._queued(state, booked, -1)
+        self.backlog.queued(state, booked, -1)
         for chunk in booked:
             self._book(state, chunk.tokens, chunk.event_ts, chunk.ticks)
             state.arrival_ns = chunk.arrival_ns
