@@ -30,12 +30,13 @@ from dataclasses import replace
 import torch
 
 from engine.backlog_counts import BacklogCounts
-from engine.batch import Advance, Probe
+from engine.batch import Advance
 from engine.block_manager import BlockManager
 from engine.context_rolls import Booked, ContextWindow, roll_points
 from engine.forward_plan import Plan, StepReport
 from engine.jobs import JobOutcome, ProbeJob, QueryPlanner, StreamProgress
 from engine.lru_eviction import LruEviction
+from engine.probe_placement import ProbePlacement
 from engine.scheduler_stats import SchedulerStats
 from engine.session import Session
 from engine.settings import SchedulerConfig
@@ -74,6 +75,8 @@ class Scheduler:
         self._batch_no = 0
         self._plans = 0
         self.backlog = BacklogCounts()  # what waits for a forward, counted
+        self.placement = ProbePlacement(self.streams, blocks, self.stats, self.backlog, self.eviction,
+                                        self._asks, self._idle)
 
     # -- ingest and asks ------------------------------------------------------------------------
 
@@ -249,9 +252,9 @@ class Scheduler:
             if plan.ticks_after(self.streams[job.stream]) < job.after_ticks:
                 self._asks.append(job)  # ticks accepted before it are still queued
                 continue
-            budget = self._add_job(plan, job, budget, make_room=True)
+            budget = self.placement.add_job(plan, job, budget, make_room=True)
         if self.planner is not None:
-            self._add_due(plan, budget)
+            self.placement.add_due(plan, budget, self.planner)
             for job in [job for job in plan.jobs if plan.ticks_after(self.streams[job.stream]) < job.after_ticks]:
                 plan.jobs.remove(job)  # the probe budget handed part of its stream's advance back
                 self._asks.append(job)
@@ -272,91 +275,6 @@ class Scheduler:
             self.eviction.make_room(items)
         plan.forward = self.blocks.allocate(items, plan.copies)
         return plan
-
-    def _add_due(self, plan: Plan, budget: int) -> None:
-        """Ask the planner what is due at every cut of the planned advances, in order, and place each job at
-        its cut. Once the probe budget is spent the rest of the advances waits for a later forward (from its
-        first unchecked cut on), so a due point is never skipped; the first cut gets its queries even past the
-        budget (like an oversized job), unless on-demand asks took all of it."""
-        keep: list[int] = []
-        for i, state in enumerate(plan.streams):
-            kept = len(plan.chunks[i])
-            for cut in plan.cuts[i]:
-                if budget <= 0:
-                    kept = cut.chunk
-                    break
-                for job in self.planner.due([cut.progress]):  # standing queries: their stream's KV is resident
-                    if not job.latest:
-                        job.cut, job.at = cut.position, cut.progress
-                        cut.jobs.append(job)
-                    if job.idle:
-                        self._idle.append(job)
-                    elif (reason := self._window_problem(job, plan)) is not None:
-                        self.stats.jobs_failed += 1
-                        plan.failed.append(JobOutcome(job, error=reason))
-                    else:
-                        plan.jobs.append(job)
-                        budget -= job.num_tokens
-            keep.append(kept)
-        for i in reversed(range(len(keep))):
-            if keep[i] < len(plan.chunks[i]):
-                self._truncate(plan, i, keep[i])
-
-    def _truncate(self, plan: Plan, i: int, kept: int) -> None:
-        """Hand the chunks of advance ``i`` from ``kept`` on back to the stream's queue (dropping the advance
-        when none is left); they had no due check yet."""
-        state, chunks = plan.streams[i], plan.chunks[i]
-        back = chunks[kept:]
-        self.backlog.put_back(state, back)
-        self.stats.probes_deferred += 1
-        if kept == 0:
-            for field_ in (plan.advances, plan.streams, plan.chunks, plan.cuts):
-                del field_[i]
-            return
-        del chunks[kept:]
-        plan.cuts[i] = [c for c in plan.cuts[i] if c.chunk < kept]
-        plan.advances[i].tokens = [t for c in chunks for t in c.tokens]
-
-    def _add_job(self, plan: Plan, job: ProbeJob, budget: int, make_room: bool) -> int:
-        """Add ``job`` to the plan if it fits the window, the probe budget and the pool; returns the budget left."""
-        reason = self._window_problem(job, plan)
-        if reason is not None:  # (asks only: due jobs are placed by _add_due)
-            self.stats.jobs_failed += 1
-            plan.failed.append(JobOutcome(job, error=reason))
-            return budget
-        over_budget = job.num_tokens > budget and bool(plan.jobs)  # an oversized job goes alone
-        if over_budget or (make_room and not self._room_for(plan, job)):
-            self.stats.probes_deferred += 1
-            self._asks.append(job)
-            return budget
-        plan.jobs.append(job)
-        return budget - job.num_tokens
-
-    def _room_for(self, plan: Plan, job: ProbeJob) -> bool:
-        """Whether the pool holds ``job``'s probes beside the plan, evicting idle sessions if it must. A probe
-        allocates no blocks of its own (blocks_needed): only a session whose KV is not resident and not yet
-        in the plan needs room, so the common case costs nothing and a flood of asks stays linear."""
-        session = self.streams[job.stream].session
-        resident = self.pool.blocks_for(len(session.tokens)) <= len(session.blocks)
-        if resident or any(a.session is session for a in plan.advances) or any(
-                j.stream == job.stream for j in plan.jobs):
-            return True
-        probes = [Probe(session, tokens, job.logits, job.cut) for tokens in job.probes]
-        return self.eviction.make_room(plan.advances + plan.probes(self.streams) + probes)
-
-    def _window_problem(self, job: ProbeJob, plan: Plan) -> str | None:
-        """A probe may not run past the model's positions; the job fails with the reason instead."""
-        state = self.streams[job.stream]
-        start = job.cut
-        if start is None:  # an ask: after everything committed and everything this plan advances
-            start = len(state.session.tokens) + sum(len(a.tokens) for a in plan.advances
-                                                    if a.session is state.session)
-        longest = max((len(p) for p in job.probes), default=0)
-        limit = self.blocks.max_positions
-        if start + longest <= limit:
-            return None
-        return (f"probe of {longest} tokens on stream {job.stream!r} would pass the model's {limit} positions "
-                f"(raise scheduler.probe_reserve or shorten the question)")
 
     def _plan_advances(self, budget: int) -> Plan:
         """Advances for the streams that waited longest, within the token ``budget`` and the KV pool. A stream's
