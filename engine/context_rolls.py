@@ -111,7 +111,7 @@ class ContextWindow:
 
     def discarded(self, state: Stream) -> int:
         """How many of ``state``'s first pending chunks a later roll in the same queue drops before anything
-        reads them (Scheduler._skip_discarded says when a chunk counts); 0 when none."""
+        reads them (SessionBooking.skip_discarded says when a chunk counts); 0 when none."""
         pending = state.pending
         if len(pending) < 3 or not self.rolls_ahead(state):
             return 0  # the common case, checked without copying the token log

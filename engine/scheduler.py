@@ -39,6 +39,7 @@ from engine.lru_eviction import LruEviction
 from engine.probe_placement import ProbePlacement
 from engine.scheduler_stats import SchedulerStats
 from engine.session import Session
+from engine.session_booking import SessionBooking
 from engine.settings import SchedulerConfig
 from engine.stream import Chunk, Stream, chunk_surprises, cuts_of, logit_rows
 
@@ -75,6 +76,7 @@ class Scheduler:
         self._batch_no = 0
         self._plans = 0
         self.backlog = BacklogCounts()  # what waits for a forward, counted
+        self.booking = SessionBooking(blocks, self.context, self.stats, self.backlog, self.header)
         self.placement = ProbePlacement(self.streams, blocks, self.stats, self.backlog, self.eviction,
                                         self._asks, self._idle)
 
@@ -288,19 +290,19 @@ class Scheduler:
             # taken before a skip (which books tokens uncomputed) and a roll (whose re-prefill is no rebuild)
             evicted = state.session.num_uncached > 0
             if not waiting_at_cut:
-                self._skip_discarded(state)
+                self.booking.skip_discarded(state)
             need = len(state.pending[0].tokens)  # rolls go chunk by chunk, so they never depend on grouping
             if len(state.session.tokens) + need > state.roll_at:
                 if waiting_at_cut:
                     continue  # a roll would move the tokens that jobs still waiting at a cut read
-                self._roll_if_needed(state, need)
+                self.booking.roll_if_needed(state, need)
             chunks, closes = self._take_chunks(state, budget, first=not plan.advances)
             if not chunks:
                 break
             self.backlog.queued(state, chunks, -1)
             tokens = [t for c in chunks for t in c.tokens]
             if state.session.num_cached == 0 and self.pool.num_free:
-                self._share_header(state.session, plan)
+                self.booking.share_header(state.session, plan)
             cost = len(tokens) + state.session.num_uncached
             item = Advance(state.session, tokens)  # its logit rows are set once the due points are final
             if not self.eviction.make_room(plan.advances + [item]):
@@ -336,47 +338,6 @@ class Scheduler:
             room -= size
         return chunks, closes
 
-    def _skip_discarded(self, state: Stream) -> None:
-        """Book without computing the queued chunks that a later roll in the same queue drops before anything
-        reads them: a burst of many ticks in one group (a reconnecting feed, a replay's batch, a step that
-        found a stream far behind) costs the window it ends with, not every window it passes through.
-
-        A chunk is skipped only when it closes no group and neither does any chunk before it (no standing
-        query is due there), and a roll happens at a later chunk that itself closes no group: the roll
-        re-encodes what it keeps, so every answer equals the one computed chunk by chunk; only the surprise of
-        the first chunk after the skip loses its first token's term (the prediction before it was never
-        computed: ``next_token_logits`` is cleared)."""
-        skip = self.context.discarded(state)
-        if not skip:
-            return
-        pending = state.pending
-        booked = [pending.popleft() for _ in range(skip)]
-        self.backlog.queued(state, booked, -1)
-        for chunk in booked:
-            self._book(state, chunk.tokens, chunk.event_ts, chunk.ticks)
-            state.arrival_ns = chunk.arrival_ns
-            self.stats.skipped_tokens += len(chunk.tokens)
-
-    def _book(self, state: Stream, tokens: list[int], event_ts: int, ticks: int) -> None:
-        """Place a chunk in ``state``'s token log as a forward over it would (rolls included), uncomputed."""
-        self._roll_if_needed(state, len(tokens))
-        state.boundaries.append(len(state.session.tokens))
-        state.session.tokens.extend(tokens)
-        state.ticks += ticks
-        state.event_ts = event_ts
-        state.next_token_logits = None  # what follows these tokens is predicted once they are computed
-
-    def _roll_if_needed(self, state: Stream, incoming: int) -> None:
-        """Keep sink + recent tokens (from a chunk boundary) when ``incoming`` more tokens (the next chunk:
-        rolls go chunk by chunk) would pass the window."""
-        session = state.session
-        rolled = self.context.rolled(session.tokens, state.boundaries, state.roll_at, state.keep, incoming)
-        if rolled is None:
-            return
-        self.blocks.evict(session)
-        session.tokens, state.boundaries, state.roll_at = rolled
-        self.stats.rolls += 1
-
     def booked(self, stream: str) -> Booked | None:
         """``stream``'s session as a replay of every item accepted so far would book it (Scheduler.restore): its
         tokens, chunk boundaries and next roll point, its pending chunks included; None for a stream not held.
@@ -386,14 +347,6 @@ class Scheduler:
         if state is None:
             return None
         return self.context.booked(state)
-
-    def _share_header(self, session: Session, plan: Plan) -> None:
-        """A session whose KV is gone starts again from the shared header's blocks."""
-        header = self.header
-        if header is not None and header.num_cached and session.tokens[: len(header.tokens)] == header.tokens:
-            copy = self.blocks.adopt_prefix(session, header, len(header.tokens))
-            if copy is not None:
-                plan.copies.append(copy)
 
     # -- after the forward -----------------------------------------------------------------------
 
@@ -455,7 +408,7 @@ class Scheduler:
         state = self.streams.get(stream) or self._admit(stream)
         if state.pending:
             raise ValueError(f"stream {stream!r} has chunks waiting for a forward: restore before live data")
-        self._book(state, tokens, event_ts, ticks)
+        self.booking.book(state, tokens, event_ts, ticks)
         state.last_seen_ns = time.time_ns()
 
     def plan_rebuild(self) -> Plan | None:
@@ -469,7 +422,7 @@ class Scheduler:
             if not session.num_uncached or state.pending:
                 continue
             if session.num_cached == 0 and self.pool.num_free:
-                self._share_header(session, plan)
+                self.booking.share_header(session, plan)
             item = Advance(session, [], "last")  # the last row: the prediction a next chunk's surprise starts from
             if plan.advances and session.num_uncached > budget:
                 break
