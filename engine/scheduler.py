@@ -5,15 +5,15 @@ forward (``max_batch_tokens``), streams per forward, question tokens per forward
 (``max_probe_tokens``) and the model's positions (``window``, ``probe_reserve``).
 
 ``plan()`` takes the streams that have waited longest first (FIFO by arrival of
-their oldest pending chunk, so no stream starves whatever the others' rates),
-then on-demand jobs, then the standing queries made due by this batch's
-advances; it allocates the KV for all of it (rebuilds included) through the
-block manager. ``commit()`` books the forward's results and returns the
+their oldest pending chunk, so no stream starves whatever the others' rates:
+engine/advance_planning.py), then on-demand jobs, then the standing queries made
+due by this batch's advances (engine/probe_placement.py); it allocates the KV for
+all of it (rebuilds included) through the block manager. ``commit()`` books the forward's results and returns the
 answers the jobs produced.
 
 When the pool is full the policy decides: ``evict`` drops the least recently
-active sessions' KV (their token logs stay, so they rebuild exactly on next
-use), ``refuse`` admits a new stream only while the pool can hold a full window
+active sessions' KV (engine/lru_eviction.py; their token logs stay, so they
+rebuild exactly on next use), ``refuse`` admits a new stream only while the pool can hold a full window
 for every admitted stream. Accepted data is never dropped: a stream that cannot
 fit now waits in its queue.
 
@@ -29,6 +29,7 @@ from dataclasses import replace
 
 import torch
 
+from engine.advance_planning import AdvancePlanning
 from engine.backlog_counts import BacklogCounts
 from engine.batch import Advance
 from engine.block_manager import BlockManager
@@ -41,7 +42,7 @@ from engine.scheduler_stats import SchedulerStats
 from engine.session import Session
 from engine.session_booking import SessionBooking
 from engine.settings import SchedulerConfig
-from engine.stream import Chunk, Stream, chunk_surprises, cuts_of, logit_rows
+from engine.stream import Chunk, Stream, chunk_surprises, logit_rows
 
 IDLE_EVERY = 8  # idle work (generate steps) also runs every Nth forward, so constant ingest cannot starve it
 
@@ -67,7 +68,7 @@ class Scheduler:
         self.max_streams_admitted = self.context.windows_in_pool  # for the 'refuse' policy
         self.streams: dict[str, Stream] = {}
         self.stats = SchedulerStats()
-        self.eviction = LruEviction(blocks, self.streams, self.stats, self.config.when_full)
+        self.backlog = BacklogCounts()  # what waits for a forward, counted
         # tokens every session starts with; the engine prefills them once, sessions share the blocks
         self.header = Session("__header__", list(self.config.header)) if self.config.header else None
         self.header_logits: torch.Tensor | None = None  # (vocab,) the header's prediction, once the engine has it
@@ -75,8 +76,11 @@ class Scheduler:
         self._idle: deque[ProbeJob] = deque()
         self._batch_no = 0
         self._plans = 0
-        self.backlog = BacklogCounts()  # what waits for a forward, counted
+        # the helpers that act for it, one concept each; they share its streams, counters and job queues
+        self.eviction = LruEviction(blocks, self.streams, self.stats, self.config.when_full)
         self.booking = SessionBooking(blocks, self.context, self.stats, self.backlog, self.header)
+        self.advance_planning = AdvancePlanning(self.streams, self.config.max_batch_streams, self.booking,
+                                                self.backlog, self.eviction, self.stats, self._asks, self._idle)
         self.placement = ProbePlacement(self.streams, blocks, self.stats, self.backlog, self.eviction,
                                         self._asks, self._idle)
 
@@ -239,7 +243,7 @@ class Scheduler:
         self.eviction.reset()
         advance_budget = self.config.max_batch_tokens if max_tokens is None else \
             min(max_tokens, self.config.max_batch_tokens)
-        plan = self._plan_advances(advance_budget)
+        plan = self.advance_planning.plan_advances(advance_budget)
         asks = list(self._asks)
         self._asks.clear()
         # idle work runs when nothing else does, and every IDLE_EVERY plans regardless
@@ -277,66 +281,6 @@ class Scheduler:
             self.eviction.make_room(items)
         plan.forward = self.blocks.allocate(items, plan.copies)
         return plan
-
-    def _plan_advances(self, budget: int) -> Plan:
-        """Advances for the streams that waited longest, within the token ``budget`` and the KV pool. A stream's
-        advance may span many tick groups; each group it closes is a cut, where standing queries are due."""
-        plan = Plan()
-        waiting = sorted((s for s in self.streams.values() if s.pending), key=lambda s: s.waiting_since)
-        for state in waiting:
-            if len(plan.advances) >= self.config.max_batch_streams:
-                break
-            waiting_at_cut = any(job.stream == state.name and job.cut is not None for job in (*self._asks, *self._idle))
-            # taken before a skip (which books tokens uncomputed) and a roll (whose re-prefill is no rebuild)
-            evicted = state.session.num_uncached > 0
-            if not waiting_at_cut:
-                self.booking.skip_discarded(state)
-            need = len(state.pending[0].tokens)  # rolls go chunk by chunk, so they never depend on grouping
-            if len(state.session.tokens) + need > state.roll_at:
-                if waiting_at_cut:
-                    continue  # a roll would move the tokens that jobs still waiting at a cut read
-                self.booking.roll_if_needed(state, need)
-            chunks, closes = self._take_chunks(state, budget, first=not plan.advances)
-            if not chunks:
-                break
-            self.backlog.queued(state, chunks, -1)
-            tokens = [t for c in chunks for t in c.tokens]
-            if state.session.num_cached == 0 and self.pool.num_free:
-                self.booking.share_header(state.session, plan)
-            cost = len(tokens) + state.session.num_uncached
-            item = Advance(state.session, tokens)  # its logit rows are set once the due points are final
-            if not self.eviction.make_room(plan.advances + [item]):
-                self.backlog.put_back(state, chunks)
-                self.stats.deferred += 1
-                continue
-            plan.advances.append(item)
-            plan.streams.append(state)
-            plan.chunks.append(chunks)
-            plan.cuts.append(cuts_of(state, chunks, closes))
-            if evicted:
-                plan.rebuilt.append(state)
-            budget -= cost
-        return plan
-
-    def _take_chunks(self, state: Stream, budget: int, first: bool) -> tuple[list[Chunk], list[bool]]:
-        """Whole chunks up to the budget and the window (an oversized chunk goes alone into an empty batch),
-        and whether each closes a tick group: a cut chunk, or the last one pending."""
-        chunks: list[Chunk] = []
-        closes: list[bool] = []
-        used = state.session.num_uncached
-        room = state.roll_at - len(state.session.tokens)
-        while state.pending:
-            size = len(state.pending[0].tokens)
-            fits_budget = used + size <= budget or (first and not chunks)
-            fits_window = size <= room or not chunks  # a roll happens before the first chunk only
-            if not (fits_budget and fits_window):
-                break
-            chunk = state.pending.popleft()
-            chunks.append(chunk)
-            closes.append(chunk.cut or not state.pending)
-            used += size
-            room -= size
-        return chunks, closes
 
     def booked(self, stream: str) -> Booked | None:
         """``stream``'s session as a replay of every item accepted so far would book it (Scheduler.restore): its
