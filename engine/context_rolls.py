@@ -19,7 +19,7 @@ from engine.settings import SchedulerConfig
 from engine.stream import Stream
 
 # Bumped whenever where sessions roll changes (answers after a roll change with it): a backtest resumes only
-# parts written under the same rule (engine/service/backtest.py's run key). 2: roll_points' early first roll.
+# parts written under the same rule (engine/service/backtest_resume.py's run key). 2: roll_points' early first roll.
 ROLL_RULE = 2
 
 Booked = tuple[list[int], list[int], int]  # a session's tokens, chunk boundaries and next roll point
