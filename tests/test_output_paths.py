@@ -252,3 +252,25 @@ def test_a_link_at_an_outputs_temporary_name_is_refused_and_what_it_leads_to_is_
     (tmp_path / "ticks.parquet.tmp").write_text("left by a write that was cut short")
     assert main(["ticklog", "export", str(data), "--out", str(out)]) == 0
     assert pl.read_parquet(out).height == 1 and not (tmp_path / "ticks.parquet.tmp").exists()
+
+
+def test_train_refuses_a_fifo_at_its_weights_temporary_name_before_any_work(ticks_csv: Path, tmp_path: Path,
+                                                                              capsys) -> None:
+    """`train --out DIR --overwrite` writes DIR/model.safetensors through model.safetensors.tmp: a FIFO there was
+    refused only when the run saved its weights, after the whole training. Now before any file is read (the 300
+    ticks here are too few to split: that refusal would come first if the files were read), in the words of every
+    other output's temporary name, and the FIFO is left as it was."""
+    import stat
+
+    out = tmp_path / "ckpt"
+    out.mkdir()
+    (out / "config.json").write_text("{}\n")  # a checkpoint --overwrite may replace
+    fifo = out / "model.safetensors.tmp"
+    os.mkfifo(fifo)
+    for overwrite in (["--overwrite"], []):
+        err = refused(capsys, ["train", str(ticks_csv), "--out", str(out), "--steps", "1", *overwrite], ticks_csv)
+        assert f"--out {out / 'model.safetensors'}: {fifo} is a FIFO (named pipe), not a regular file; the output " \
+               f"is written under that temporary name" in err
+        assert "long enough to split" not in err
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and sorted(p.name for p in out.iterdir()) == [
+        "config.json", "model.safetensors.tmp"]

@@ -66,11 +66,11 @@ def cmd_train(args: argparse.Namespace) -> None:
     from engine.service.evaluate import format_table
     from engine.service.finetune import FitOptions, fit
     from engine.service.installation import user_train_refusal
-    from engine.service.train import TrainConfig
+    from engine.service.train import WEIGHTS_FILE, TrainConfig
 
     if (refusal := user_train_refusal(args.out, BUILTIN_MODEL_DIR)) is not None:  # even with --overwrite
         raise ValueError(refusal)
-    check_outputs(args, [Output("--out", args.out, is_dir=True),
+    check_outputs(args, [Output("--out", args.out, is_dir=True, atomic_files=(WEIGHTS_FILE,)),
                          Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet")])
     _check_train_out(args.out, args.overwrite)  # before any data is read: a long run must not end in a refusal
     if args.max_minutes <= 0 or args.steps < 1:

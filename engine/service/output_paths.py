@@ -41,6 +41,9 @@ class Output(NamedTuple):
     kind: FileKind | None = None  # what the file is written as (None: a name of any suffix)
     example: str = ""  # a file name to suggest in it when a file's path names a directory ('answers.parquet')
     makes_parent: bool = False  # the command makes the folders missing above it (backtest's --out): none need exist
+    # a directory's files written through a temporary name (write_atomically: train's model.safetensors), checked
+    # with the directory: a FIFO at one's temporary name was refused only when the run saved, after its work
+    atomic_files: tuple[str, ...] = ()
 
 
 class OutputOverInput(ValueError):
@@ -114,6 +117,9 @@ def check_output_paths(outputs: list[Output]) -> None:
         if output.is_dir:
             if path.exists() and not path.is_dir():
                 raise OutputPathUnusable(f"{option} {path} is {special or 'a file'}: give a directory")
+            for name in output.atomic_files:
+                if (problem := temporary_name_problem(path / name)) is not None:
+                    raise OutputPathUnusable(f"{option} {problem}")
         elif special is not None:
             raise OutputPathUnusable(f"{option} {path} is {special}, not a regular file: the output is written whole "
                                      f"under a temporary name, then renamed onto the path, so it cannot be streamed "

@@ -206,6 +206,9 @@ def model_config(cfg: TrainConfig, vocab_size: int) -> LlamaConfig:
     )
 
 
+WEIGHTS_FILE = "model.safetensors"  # written through its temporary name: `train` checks that name before any work
+
+
 def save_model(model: LlamaForCausalLM, codec: BinnedCodec, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in model.state_dict().items()}
@@ -214,7 +217,7 @@ def save_model(model: LlamaForCausalLM, codec: BinnedCodec, out_dir: Path) -> No
         save_file(state, str(tmp), metadata={"format": "pt"})
         tmp.chmod(0o666 & ~current_umask())  # safetensors writes 0600: a reader of config.json could not read these
 
-    write_atomically(out_dir / "model.safetensors", write)
+    write_atomically(out_dir / WEIGHTS_FILE, write)
     model.config.to_json_file(str(out_dir / "config.json"))
     (out_dir / "codec.json").write_text(codec.to_json() + "\n")
     # The codec's calibration belongs to these weights: a fresh model's is identity (fit it with
