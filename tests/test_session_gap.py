@@ -298,3 +298,22 @@ def test_a_step_that_stays_gets_a_caution_naming_the_tick_the_size_and_the_way_o
     assert lasting_steps("CL", ts, np.where(np.arange(400) < 200, walk, walk + 0.95)) == []  # no step: a walk
     jumpy = walk + np.where(np.arange(400) // 20 % 2 == 1, 0.95, 0.0)  # a step up and back every 20 ticks
     assert lasting_steps("CL", ts, jumpy) == []
+
+
+def test_train_and_evaluate_say_labels_across_a_pause_under_quiet(setup, tmp_path: Path, capsys) -> None:
+    """--quiet quiets progress and the reading's notes, as backtest's does, not a note that changes what the scores
+    mean: `train --quiet` and `evaluate --quiet` dropped the one on labels across a pause (and train's on streams
+    over the same hours and a missing validation part, tests/test_train_evaluate.py)."""
+    root, _, _ = setup
+    week = root / "quiet_week.parquet"
+    pl.DataFrame([t.to_wire() for t in fx_week(700, seed=2)]).write_parquet(week)
+    tiny = ["--from-scratch", "--hidden", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1",
+            "--intermediate", "64", "--window-ticks", "63", "--steps", "1"]
+    common = [str(week), "--split", "20/20/60", "--max-points", "2000", "--resamples", "10", "--threads", "1",
+              "--quiet"]
+    for argv in (["train", *common, "--out", str(tmp_path / "model"), *tiny], ["evaluate", "builtin", *common]):
+        assert main(argv) == 0
+        err = capsys.readouterr().err
+        assert f"flashtick {argv[0]}: note: " in err and "scored answer points are labelled across a pause of an " \
+               "hour or more" in err, err
+        assert "read as" not in err  # the reading's notes stay quiet

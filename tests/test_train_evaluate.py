@@ -405,7 +405,8 @@ def test_train_and_evaluate_say_how_the_files_were_read(ticks_file: Path, tmp_pa
     assert main(["evaluate", "builtin", str(local), "--max-points", "32", "--resamples", "10", "--threads", "1",
                  "--quiet"]) == 0
     quiet = capsys.readouterr()
-    assert "note:" not in quiet.err and "direction_20" in quiet.out  # the table, as without --quiet
+    assert "read as UTC" not in quiet.err and "direction_20" in quiet.out  # the table, as without --quiet
+    assert "training ticks run past the start of" in quiet.err  # what the scores mean: said under --quiet too
     assert main(["evaluate", "builtin", str(local), "--max-points", "32", "--resamples", "10", "--threads", "1",
                  "--gap", "10"]) == 0  # widened to the horizon, as train does, and said
     assert "note: --gap 10 is below the longest question horizon; 50 ticks are left out" in capsys.readouterr().err
@@ -607,6 +608,17 @@ def test_a_verdict_is_not_called_on_a_one_class_test_slice() -> None:
     tiny["model_minus"]["logistic"] = {"accuracy": {"diff": 2e-6, "lo": 1e-6, "hi": 3e-6},
                                        "brier": {"diff": -1e-6, "lo": -2e-6, "hi": -1e-7}}
     assert verdict_lines({"questions": {"vol": tiny}})[0].startswith("verdict: level with the logistic regression")
+
+
+def test_train_quiet_still_says_the_notes_that_change_what_its_results_mean(ticks_file: Path, tmp_path: Path,
+                                                                             capsys) -> None:
+    """`train --quiet` printed neither the note on streams over the same hours nor the one on a split without a
+    validation part: --quiet quiets progress (as backtest's) and the reading's notes, not those."""
+    assert main(["train", str(ticks_file), "--out", str(tmp_path / "m"), *TINY, "--steps", "1", "--split", "70/30",
+                 "--max-points", "64", "--resamples", "10", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "flashtick train: note: " in err and "training ticks run past the start of" in err, err
+    assert "note: --split 70/30 has no validation part" in err and "no column map given" not in err
 
 
 def test_streams_of_the_same_hours_are_flagged(ticks_file: Path, capsys) -> None:

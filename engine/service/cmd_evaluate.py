@@ -36,8 +36,10 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     if args.plot is not None:
         check_plot_path("--plot", args.plot)
     model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)
-    said = (lambda line: None) if args.quiet else \
-        (lambda line: print(f"flashtick evaluate: note: {line}", file=sys.stderr))
+    def caution(line: str) -> None:  # changes what the scores mean: said under --quiet too (it quiets the reading)
+        print(f"flashtick evaluate: note: {line}", file=sys.stderr)
+
+    said = (lambda line: None) if args.quiet else caution
     read_as_trained(args, model_dir, said)  # its --split too, before the split is parsed
     split, options = train_common(args)
     device = resolve_device(args.device)
@@ -49,12 +51,12 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     prepared, skipped = prepare(codec, streams, split, min_ticks, training=False, name_all=args.verbose,
                                 session_gap_ns=args.session_gap)
     if (widened := gap_note(codec, split)) is not None:
-        said(widened)
+        caution(widened)
     say_left_out(skipped, short_streams_line(codec, streams, [sd.name for sd in prepared], split, min_ticks), args,
                  lambda line: print(f"flashtick evaluate: note: left out {line}", file=sys.stderr))
     say_rejected_if_quiet(rejected, sum(map(len, streams.values())), args, "flashtick evaluate")
     if (overlap := time_overlap_note(prepared)) is not None:
-        said(overlap)
+        caution(overlap)
     for sd in prepared:  # a split between two sessions or a roll, scored as a move (connectors/price_steps.py)
         for step in price_steps(sd.name, sd.ts, np.array([tick_price(t) for t in sd.ticks])):
             print(f"flashtick evaluate: warning: {step.caution(args.session_gap)}", file=sys.stderr)
@@ -69,7 +71,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
                "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped,
                "session_gap_ns": args.session_gap}
     if (across := across_pauses_note(result, args.session_gap, "unscored")) is not None:
-        said(across)
+        caution(across)
     if args.json:
         print(printable_json(result, indent=1))
     else:

@@ -108,12 +108,20 @@ def cmd_train(args: argparse.Namespace) -> None:
 
             tqdm.write(f"flashtick train: {message}", file=sys.stderr)
 
+    def caution(message: str) -> None:
+        """A note that changes what the results mean or what to do: said under --quiet too (as backtest's are),
+        which quiets progress only; --json's record holds them."""
+        if not args.json:
+            from tqdm import tqdm
+
+            tqdm.write(f"flashtick train: {message}", file=sys.stderr)
+
     def bar(total: int) -> Any:
         from tqdm import tqdm
 
         return tqdm(total=total, unit=" steps", file=sys.stderr, disable=not interactive)
 
-    record = fit([str(f) for f in args.files], column_map_of(args), args.out, cfg, options, log, bar)
+    record = fit([str(f) for f in args.files], column_map_of(args), args.out, cfg, options, log, bar, caution=caution)
     if args.json:
         print(printable_json(record, indent=1, default=str))
         return
@@ -129,8 +137,8 @@ def cmd_train(args: argparse.Namespace) -> None:
     say_left_out(record["skipped"], record["left_out"], args,
                  lambda line: print(f"flashtick train: note: left out {line}", file=sys.stderr))
     say_rejected_if_quiet(record["rejected"], record["ticks_read"], args, "flashtick train")
-    if not args.quiet and (across := across_pauses_note(record["evaluation"], args.session_gap,
-                                                        "out of training and scoring")) is not None:
+    across = across_pauses_note(record["evaluation"], args.session_gap, "out of training and scoring")
+    if across is not None:  # what the scores mean: said under --quiet too
         print(f"flashtick train: note: {across}", file=sys.stderr)
 
 

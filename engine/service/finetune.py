@@ -110,8 +110,12 @@ def _groups(codec: BinnedCodec, streams: list[StreamData], part: str) -> tuple[l
 
 
 def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: FitOptions, log: Callable[[str], None],
-        bar_factory=None, on_step: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Train, keep the best validation weights, save the checkpoint, score the test part; the run's record."""
+        bar_factory=None, on_step: Callable[[int], None] | None = None,
+        caution: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Train, keep the best validation weights, save the checkpoint, score the test part; the run's record.
+    ``caution`` (default ``log``) takes the notes that change what the results mean or what to do (a --gap
+    widened, streams over the same hours, a thin validation part): `train --quiet` says them still."""
+    caution = caution or log
     t0 = time.time()
     device = resolve_device(options.device)
     if options.base is None:
@@ -130,13 +134,13 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     # an option chain's thousands of short series in one line (the model card, --json and --verbose name each)
     left_out = short_streams_line(codec, streams_raw, [sd.name for sd in streams], options.split, min_ticks)
     if (widened := gap_note(codec, options.split)) is not None:
-        log(f"note: {widened}")
+        caution(f"note: {widened}")
     if (overlap := time_overlap_note(streams)) is not None:
-        log(f"note: {overlap}")
+        caution(f"note: {overlap}")
     for note in skipped if options.name_left_out or len(skipped) <= SHORT_NAMED else [left_out]:
         log(f"left out {note}")
     if (thin := validation_note(codec, streams, options.split)) is not None:
-        log(f"note: {thin}")  # before the optimisation: a run to stop and split otherwise
+        caution(f"note: {thin}")  # before the optimisation: a run to stop and split otherwise
     groups, weights = _groups(codec, streams, "train")
     q_tokens = question_tokens(codec)
     val = None
