@@ -32,8 +32,7 @@ from connectors.ticks import encode
 from engine.service.cli import EXAMPLE_QUERIES
 from engine.service.config import LogSection, ServiceConfig, ShardsSection
 from engine.service.ray_shards import ray_module
-from engine.service.shard import pack_logged
-from engine.service.sharded import ShardedPipeline
+from engine.service.sharded import ShardedPipeline, ShardRestores
 
 STREAMS = 24  # 11 and 13 streams on 2 shards by rendezvous hashing (16 would split 6 and 10)
 MESSAGE_TICKS = 50
@@ -92,24 +91,6 @@ def throughput(shards: int, ticks: list, warmup: list, root: Path) -> dict:
     return result
 
 
-class _Booked:
-    """A replay target (log_replay.ReplayTarget) that keeps the booked items: what a move reads from the log."""
-
-    def __init__(self, items: list) -> None:
-        self.items = items
-
-    def restore(self, item) -> None:
-        self.items.append(item)
-
-    def start_at(self, stream: str, ticks: int, last_ts: int, booked=None) -> None:
-        pass
-
-    def drop(self, stream: str) -> None:
-        self.items[:] = [item for item in self.items if item.stream != stream]
-
-    forget = drop
-
-
 def moves(lengths: list[int], root: Path) -> list[dict]:
     """For each length: log that many ticks of a new stream (as the front door does), then time its move."""
     pipeline = ShardedPipeline(config(1, root / "moves"))
@@ -123,16 +104,18 @@ def moves(lengths: list[int], root: Path) -> list[dict]:
             encoders.ingest(tick, pipeline.data.append)
         fresh = StreamEncoders(pipeline.codec, encoders.vocab_size, max_item_tokens=encoders.max_item_tokens)
         start = time.perf_counter()
-        items: list = []
-        pipeline.data.read_items({stream}, pipeline.data.log.next_record, fresh, _Booked(items))
+        restores = ShardRestores(pipeline, accepted=False)  # what a lost shard's restore reads the log onto
+        tail = pipeline.data.read_items({stream}, pipeline.data.log.next_record, fresh, restores)
         read_s = time.perf_counter() - start
         start = time.perf_counter()
-        logged = pack_logged([(i.stream, i.tokens, i.ts, i.ticks) for i in items], {}, [])
+        logged = restores.logged({stream}, tail)
+        items = restores.items.get(stream, [])
         reply = ray_module().get(link.handle.restore.remote("", [], logged))
         restore_s = time.perf_counter() - start
         ray_module().get(link.handle.drop.remote([stream]))
         out.append({"logged_ticks": length, "log_records": pipeline.data.log.next_record,
-                    "tokens": sum(len(i.tokens) for i in items), "read_log_s": read_s, "restore_call_s": restore_s,
+                    "tokens": sum(len(tokens) for _, tokens, _, _ in items), "read_log_s": read_s,
+                    "restore_call_s": restore_s,
                     "shard_restore_s": reply["restored"]["s"], "rebuild_forwards": reply["restored"]["forwards"],
                     "total_s": read_s + restore_s})
         print(f"move of a stream with {length:>6} logged ticks: read {read_s:.3f} s + restore {restore_s:.3f} s "

@@ -165,7 +165,7 @@ class ShardedPipeline:
         changed = (register_changed(self.config.queries, self.registry, self.forget_query, self._configured)
                    if self.config.queries else [])
         changed = sorted(reregistered - set(changed)) + changed
-        restores = _ShardRestores(self, accepted=True)
+        restores = ShardRestores(self, accepted=True)
         tail = self.data.replay(self.encoders, restores, answered=answered_points(self.cache))
         self.ticks_in = self.data.recovered_ticks
         owed = [item for item in tail if item is not None]
@@ -475,7 +475,7 @@ class ShardedPipeline:
         answered = answered_points(self.cache, streams)  # here: the cache is this thread's
 
         def read() -> dict[str, Any]:
-            restores = _ShardRestores(self, accepted=False)
+            restores = ShardRestores(self, accepted=False)
             tail = self.data.read_items(streams, upto, encoders, restores, answered)
             return restores.logged(streams, tail)
 
@@ -707,7 +707,7 @@ def _dead_why(error: Exception, max_restarts: int) -> str:
     return f"ActorDiedError: Ray does not restart its process again (shards.max_restarts: {max_restarts})"
 
 
-class _ShardRestores:
+class ShardRestores:
     """A tick log replay's target (log_replay.ReplayTarget) at a sharded front door: each booked item, retention
     start and expiry goes to the restore of its stream's shard. At the start (``accepted``) the front door's
     own per-stream state (live scores, the answer adaptation) sees them as the live path did; a shard restored
