@@ -146,6 +146,9 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
     placed: dict[str, list[int]] = {}
     taken = [0, 0]  # ... the sums of what the forgets took back
     expired_at: dict[str, int] = {}  # stream -> its ticks in ``placed`` at its last expiry: none of them is held
+    # stream -> the event time of its last item admission refused (a limit lowered since): its ordering guard if
+    # the live run then expired it (the encoders, which a refusal leaves as they were, hold none of those ticks)
+    refused_ts: dict[str, int] = {}
 
     def start(counts: dict[str, list[Any]]) -> None:
         """A segment's start: the streams first met here had records in segments retention dropped; they
@@ -174,6 +177,7 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
             target.restore(item)
         except AdmissionRefused as e:  # the limits changed since: counted, never fatal
             counts[1] += 1  # (replay_log counts one refusal per item refused)
+            refused_ts[item.stream] = item.ts
             raise InvalidTick("stream_refused", str(e), item.stream) from None
         counts[0] += item.ticks
         point = answered.get(item.stream)
@@ -184,8 +188,14 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
                 del answered[item.stream]
 
     def expire(stream: str) -> None:
+        """The later event wins: a stream whose items were refused here and that the live run then expired reads
+        expired (its guard at its last tick, as live), not refused (target.drop takes the refusals back)."""
         target.drop(stream)
         encoders.drop(stream)
+        refused = refused_ts.pop(stream, None)
+        held = encoders.accepted([stream])[stream]
+        if refused is not None and (held is None or held["last_ts"] is None or held["last_ts"] < refused):
+            encoders.start_at(stream, 0, refused)  # (ticks 0: only its guard; how many at that ts unknown)
         counted.pop(stream, None)  # the answered point counts the session after the last expiry
         if stream in placed:
             expired_at[stream] = placed[stream][0]
@@ -196,6 +206,7 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
         limit lowered since) are of the streams it holds, not of one the operator dropped."""
         target.forget(stream)
         encoders.forget(stream)  # (not drop: the guard goes too)
+        refused_ts.pop(stream, None)
         counted.pop(stream, None)
         ticks, refused = placed.pop(stream, (0, 0))
         expired_at.pop(stream, None)

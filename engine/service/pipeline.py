@@ -838,12 +838,15 @@ class _EngineReplay:
         self.pipeline.adaptation.start_at(stream, ticks)
 
     def drop(self, stream: str) -> None:
+        """An expiry: the refusals of its items before it go too (the later event wins, as live): a stream the
+        replay refused under a lowered limit and the live run then expired reads expired, not refused at this
+        start, nor counted in refused_streams (a sharded front door drops its items before any shard sees them)."""
         self.scheduler.drop(stream)
         self.pipeline.scores.drop_stream(stream)
         self.pipeline.adaptation.drop_stream(stream)
-
-    def forget(self, stream: str) -> None:
-        """Its refusals go with it: not said refused at this start, nor counted in refused_streams."""
-        self.drop(stream)
         self.pipeline._turned_away.pop(stream, None)
         self.scheduler.stats.refused_streams -= self.refused.pop(stream, 0)
+
+    def forget(self, stream: str) -> None:
+        """As an expiry (split_log forgets its ordering guard too): it reads as never seen."""
+        self.drop(stream)
