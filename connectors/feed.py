@@ -47,6 +47,7 @@ class FeedResume(Protocol):
 
     restarts: int  # connections that dropped and were resumed
     resent: int  # ticks sent again after them
+    lost_ticks: int  # ticks the engine had taken and, restarted without them (its log not kept), no longer held
 
     def sent(self, ticks: list[Tick], rejected: Mapping[str, int]) -> None:
         """``ticks`` left in one message; ``rejected``: per stream, this feed's ticks the engine refused so far."""

@@ -19,6 +19,7 @@ class FeedStats(NamedTuple):
     unconfirmed: int = 0  # with a FeedResume: ticks sent that the engine had neither accepted nor refused at the end
     restarts: int = 0  # with a FeedResume: connections to the engine that dropped and were resumed
     resent: int = 0  # ticks sent again after those
+    lost: int = 0  # ticks the engine had taken and a restart did not keep (not sent again: the feed had let them go)
     split_batches: int = 0  # with batch_ns: event-time batches too large for one message, sent in several
     first_errors: dict[str, str] | None = None  # reason -> the engine's text of the first such rejection, when watched
     # with a FeedResume: of ``seconds``, those spent waiting on the engine's control socket (its `streams` replies,
@@ -52,7 +53,11 @@ class FeedStats(NamedTuple):
     def _resumed(self) -> str:
         line = ""
         if self.restarts:
-            line += f"; the engine's connection dropped {self.restarts} times, {self.resent} ticks sent again"
+            line += (f"; the engine's connection dropped {counted(self.restarts, 'time')}, "
+                     f"{counted(self.resent, 'tick')} sent again")
+        if self.lost:  # sent = what the engine holds + this + rejected + unconfirmed: the line must add up
+            line += (f"; {counted(self.lost, 'tick')} the engine had taken lost with a restart that did not keep them "
+                     f"(its data directory?): not sent again")
         if self.unconfirmed:
             line += (f"; {self.unconfirmed} not accounted for by the engine (neither accepted nor refused) when the "
                      f"feed stopped waiting: `flashtick streams` says what it holds")

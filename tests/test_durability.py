@@ -1805,3 +1805,52 @@ def test_a_folder_of_the_users_files_is_refused_as_a_data_directory_and_left_as_
     for folder in ("empty", "begun", "data"):  # (data: again, a data directory now, its queries.yaml its own)
         TickPipeline(config(checkpoint, tmp_path / folder)).close()
         assert (tmp_path / folder / "meta.json").is_file()
+
+
+
+@pytest.mark.parametrize("kept", ["nothing", "a truncated log"])
+def test_a_feed_whose_engine_restarts_having_kept_less_says_what_was_lost(checkpoint, tmp_path, capsys,
+                                                                          kept) -> None:
+    """The engine restarts mid-feed without all the ticks it had taken and confirmed: a new data directory (it holds
+    none), or its tick log as it was earlier in the feed (each stream's last tick went back: the feed places it by
+    it, ControlFeedResume._rebased). The feed had let the confirmed ticks go, so it cannot send them again; it
+    sends what the engine lacks of the rest, and its closing line adds up: the ticks sent are those the engine
+    holds and those the restart lost, which it says. (The truncated log's loss went unsaid and uncounted.)"""
+    from engine.service.feed_resume import ControlFeedResume
+
+    endpoints, cfg = restartable(checkpoint, tmp_path)
+    ticks = SyntheticMarket(SyntheticConfig(seed=16)).next_batch(3000)
+    server, thread = start_server(cfg)
+    resume = ControlFeedResume(lambda: ControlClient(endpoints["control"], timeout_s=5, connect_timeout_s=5),
+                               confirm_every_s=0.2)
+    stats: list = []
+    with FeedClient(endpoints["ingest"], watch_connection=True) as client:
+        feeder = threading.Thread(target=lambda: stats.append(run_feed(
+            ListSource(ticks), client, rate=1500, batch=5, answers=endpoints["answers"], resume=resume)))
+        feeder.start()
+        if kept == "a truncated log":
+            wait_for(lambda: server.pipeline.ticks_in >= 300, timeout_s=60)
+            shutil.copytree(tmp_path / "data", tmp_path / "new")  # (a torn tail is cut at the start)
+        wait_for(lambda: server.pipeline.ticks_in >= 1200, timeout_s=60)  # past confirmations of later ticks
+        server.stop()
+        thread.join(30)
+        server, thread = start_server(dataclasses.replace(cfg, log=dataclasses.replace(cfg.log,
+                                                                                       dir=str(tmp_path / "new"))))
+        feeder.join(120)
+    resume.close()
+    try:
+        assert not feeder.is_alive() and stats and stats[0].ticks == 3000 and stats[0].unconfirmed == 0, stats
+        assert resume.restarts == 1 and sum(stats[0].rejected.values()) == 0
+    finally:
+        server.stop()
+        thread.join(30)
+    lost = {name: int(n) for n, name in re.findall(r"the engine holds (\d+) fewer ticks of '([^']+)' than it had "
+                                                   r"confirmed", capsys.readouterr().err)}
+    held = logged_ticks(tmp_path / "new")
+    for name in {t.stream for t in ticks}:
+        sent = [t.ts for t in ticks if t.stream == name]
+        assert len(held.get(name, [])) + lost.get(name, 0) == len(sent), (name, lost)
+        assert held.get(name, []) == sorted(set(held.get(name, []))) and set(held.get(name, [])) <= set(sent)
+    assert lost and stats[0].lost == sum(lost.values())
+    assert f"; {stats[0].lost:,} ticks the engine had taken lost with a restart that did not keep them" in \
+        stats[0].summary()

@@ -95,6 +95,7 @@ class ControlFeedResume:
         self.count: Counter[str] = Counter()  # stream -> ticks of it this feed sent
         self.restarts = 0
         self.resent = 0
+        self.lost_ticks = 0  # ticks the engine had confirmed and, restarted without them, no longer holds
         self._order = itertools.count()
         self._confirm_at = time.monotonic() + confirm_every_s
 
@@ -162,9 +163,7 @@ class ControlFeedResume:
             # they are refused again and counted, rather than left unaccounted for)
             start = min(self._seen(stream, held.get(stream), rejected), self.count[stream])
             if start < self.first[stream]:
-                print(f"flashtick feed: the engine holds {self.first[stream] - start} fewer ticks of {stream!r} than "
-                      f"it had confirmed (its data directory was not kept?); they cannot be sent again",
-                      file=sys.stderr, flush=True)
+                self._say_lost(stream, self.first[stream] - start)
                 start = self.first[stream]
             again += list(kept)[start - self.first[stream]:]
             self.count[stream] = start  # what goes again is sent (and kept) anew
@@ -255,11 +254,20 @@ class ControlFeedResume:
         its last is in it (a stream's ticks go in order), and of those stamped then, as many as it counts; nothing
         kept: every tick sent was confirmed before. Its count goes on from there."""
         kept, last_ts = self.kept[stream], held["last_ts"]
+        if (counted := _ticks(held) - self.base.get(stream, 0) + rejected.get(stream, 0)) < self.first[stream]:
+            self._say_lost(stream, self.first[stream] - counted)  # (confirmed ones: the placement cannot see them)
         before = sum(tick.ts < last_ts for _, tick in kept)
         at = sum(tick.ts == last_ts for _, tick in kept)
         seen = self.first[stream] + before + (at if held.get("at_last_ts") is None else min(at, held["at_last_ts"]))
         self.base[stream] = _ticks(held) + rejected.get(stream, 0) - seen
         return seen
+
+    def _say_lost(self, stream: str, n: int) -> None:
+        """``n`` ticks of ``stream`` the engine had confirmed are not in it now: counted (the closing line says them)
+        and said; they were let go once confirmed, so they cannot be sent again."""
+        self.lost_ticks += n
+        print(f"flashtick feed: the engine holds {n} fewer ticks of {stream!r} than it had confirmed (its data "
+              f"directory was not kept?); they cannot be sent again", file=sys.stderr, flush=True)
 
     def _placed(self, stream: str, held: dict[str, Any]) -> int:
         """How many of this feed's ticks of ``stream`` the engine has taken by its ``last_ts`` and ``at_last_ts`` (0:
