@@ -819,3 +819,53 @@ def test_forget_on_shards_drops_the_stream_on_its_shard_and_a_restart_keeps_it_f
         feeder.send([trade("FX.D", now + 3 * 10**9, 100.0, 1.0, "buy")])
         wait_for(lambda: control.call("streams", streams=["FX.D"])["streams"]["FX.D"]["ticks"] == 2)
         assert "ts_backwards" not in control.call("stats")["stats"]["rejected"]
+
+
+
+@pytest.mark.parametrize("expired", [False, True])
+def test_a_lowered_max_streams_admits_as_one_engine_unless_an_expiry_in_the_log_freed_a_slot(checkpoint, tmp_path,
+                                                                                              expired) -> None:
+    """The same log restored under a lowered scheduler.max_streams by one engine and by shards admits the same
+    streams. One engine admits in log order, each expiry freeing its slot where the log has it; the front door
+    dropped an expired stream's items before any shard saw them, so a shard admitted the streams still held at the
+    end as if the expired one had never held a slot: here B (refused by one engine while A held the slot) and not C
+    (logged after A's expiry). The front door now admits in log order as one engine does."""
+    cfg = config(checkpoint, tmp_path / "data", 1, scheduler={"stream_idle_s": 1.0})
+    live = TickPipeline(dataclasses.replace(cfg, shards=dataclasses.replace(cfg.shards, count=0)))
+    base = 1_700_000_000_000_000_000
+
+    def send(stream: str, i: int) -> None:
+        live.ingest(trade(stream, base + i * 1_000_000, 100.0 + i % 3, 1.0, "buy"))
+
+    for i in range(5):
+        send("A", i)  # A first: it takes the one slot of a limit 1
+    for i in range(5, 10):
+        send("B", i)  # B next: refused under a limit of 1 while A holds it
+    live.run_until_idle()
+    i = 10
+    while expired and "A" not in live.expire_idle():  # B kept alive until A expires (its slot freed here)
+        send("B", i)
+        i += 1
+        live.run_until_idle()
+        time.sleep(0.2)
+    for j in range(i, i + 5):
+        send("C", j)  # C last: after A's expiry, the slot A freed is its, in log order
+    live.run_until_idle()
+    live.close()
+    lowered = dataclasses.replace(cfg, scheduler=dataclasses.replace(cfg.scheduler, max_streams=1,
+                                                                     stream_idle_s=3600.0))
+    one = TickPipeline(dataclasses.replace(lowered, shards=dataclasses.replace(lowered.shards, count=0)))
+    engine_holds = set(one.engine.scheduler.streams)
+    one.close()
+    sharded = ShardedPipeline(lowered)
+    try:
+        wait_for(lambda: sharded.step() is not None and not any(link.lost for link in sharded.links), 120)
+        sharded.run_until_idle()
+        shards_hold = set(shard_sessions(sharded))
+        assert set(sharded.shard_of) == shards_hold
+        refused = set(sharded.take_turned_away())
+    finally:
+        sharded.close()
+    # A held, B refused, C refused; or with A's expiry, C admitted in the slot it freed (the shard held B)
+    assert engine_holds == shards_hold == ({"C"} if expired else {"A"}), (engine_holds, shards_hold)
+    assert refused == {"B"} if expired else {"B", "C"}, refused

@@ -50,7 +50,7 @@ from engine.service.owed_answers import (answer_tail, answered_points, answers_o
                                          restart_owes, steps_while_full)
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.live_scores import LiveScores
-from engine.service.rejections import admission_limit
+from engine.service.rejections import admission_limit, turned_away_warning
 from engine.service.shedding import Backlog, Shedding
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
@@ -326,13 +326,7 @@ class TickPipeline:
             self.encoders.forget(stream)
         self.refused_at_start = set(self._turned_away)
         if self._turned_away:
-            names = sorted(self._turned_away)
-            named = ", ".join(map(repr, names[:5])) + (f", ... ({len(names)} in all)" if len(names) > 5 else "")
-            ticks = sum(ticks for ticks, _ in self._turned_away.values())
-            say(f"warning: {counted(len(names), 'logged stream')} refused at this start ({named}; "
-                f"{counted(ticks, 'logged tick')}): {self.admission_limit()}; was the limit lowered since they were "
-                f"logged? Their ticks stay in the tick log (a start with the limit raised restores them) and their "
-                f"last answers are still served (`get`); `streams` and `ask` say they were refused")
+            say(turned_away_warning(self._turned_away, self.admission_limit()))
 
     def take_turned_away(self) -> dict[str, list]:
         """The streams refused at this start (name -> [items refused, the first why]), once: the server remembers

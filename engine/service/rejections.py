@@ -92,6 +92,18 @@ def no_accepted_tick(stream: str, ticks: int, first_error: str) -> str:
             f"{'was' if ticks == 1 else 'were'} refused (the first: {first_error})")
 
 
+def turned_away_warning(turned_away: Mapping[str, list], limit: str) -> str:
+    """The start's warning of the logged streams admission refused (name -> [ticks, the first why]) under
+    ``limit`` (admission_limit's words): one engine's replay and a sharded front door's say it alike."""
+    names = sorted(turned_away)
+    named = ", ".join(map(repr, names[:5])) + (f", ... ({len(names)} in all)" if len(names) > 5 else "")
+    ticks = sum(ticks for ticks, _ in turned_away.values())
+    return (f"warning: {counted(len(names), 'logged stream')} refused at this start ({named}; "
+            f"{counted(ticks, 'logged tick')}): {limit}; was the limit lowered since they were logged? Their ticks "
+            f"stay in the tick log (a start with the limit raised restores them) and their last answers are still "
+            f"served (`get`); `streams` and `ask` say they were refused")
+
+
 def admission_limit(max_streams: int, when_full: str, admitted: int, window: int, cells: int,
                     shards: int = 0) -> str:
     """Which limit turns new streams away, in words: the lower of scheduler.max_streams and, with when_full: refuse,

@@ -40,7 +40,7 @@ from connectors.encoder import EncodedTick, Ingested, StreamEncoders
 from connectors.ticks import InvalidTick, counted
 from engine.jobs import JobOutcome
 from engine.forward_plan import StepReport
-from engine.scheduler import UnknownStream
+from engine.scheduler import AdmissionRefused, UnknownStream
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import DataDir
@@ -54,7 +54,7 @@ from engine.service.pipeline import (
     written_by,
 )
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
-from engine.service.rejections import admission_limit
+from engine.service.rejections import admission_limit, turned_away_warning
 from engine.service.rendezvous import shard_for
 from engine.service.shedding import ShedCounts
 from engine.service.shard import GroupEnd, Item, RemoteJob, pack_logged
@@ -178,6 +178,7 @@ class ShardedPipeline:
                   f"{counted(sum(item.ticks for item in owed), 'tick')} of "
                   f"{counted(len({item.stream for item in owed}), 'stream')} accepted but not yet answered when the "
                   f"service stopped (on the shards; answers follow as they are restored)", file=sys.stderr, flush=True)
+        self._say_turned_away()
         self.data.replayed(len(self.shard_of))
         # registered now, after every logged tick: owed none of them (nor any tick of the tail, below)
         self.marks.registered(changed, restores.committed(tail))
@@ -185,6 +186,18 @@ class ShardedPipeline:
         for link in self.links:
             link.lost = True  # until its restore is in
             self._send_restore(link, restores.logged(link.streams, tail), changed=tuple(changed))
+
+    def _say_turned_away(self) -> None:
+        """After the start's replay: the logged streams it refused (ShardRestores, in log order as one engine's) are
+        forgotten by the encoders and said as one engine says them; one admitted later (an expiry in the log made
+        room) is not."""
+        for stream in [s for s in self._turned_away if s in self.shard_of]:
+            del self._turned_away[stream]
+        for stream in self._turned_away:
+            self.encoders.forget(stream)
+        self.refused_at_start |= self._turned_away.keys()
+        if self._turned_away:
+            say(turned_away_warning(self._turned_away, self.admission_limit()))
 
     def _owner(self, stream: str) -> ShardLink:
         link = self.shard_of.get(stream)
@@ -720,6 +733,8 @@ class ShardRestores:
         self.starts: dict[str, tuple[int, int]] = {}  # stream -> (ticks, last ts) retention dropped
 
     def restore(self, item: EncodedTick) -> None:
+        if self.accepted and (problem := self._refused(item.stream, item.ticks)) is not None:
+            raise AdmissionRefused(problem)  # (split_log counts it, refused as stream_refused)
         self.items.setdefault(item.stream, []).append((item.stream, item.tokens, item.ts, item.ticks))
         if self.accepted:
             self.front._owner(item.stream)
@@ -727,6 +742,8 @@ class ShardRestores:
             self.front.scores.accepted(item)
 
     def start_at(self, stream: str, ticks: int, last_ts: int, booked: Any = None) -> None:
+        if self.accepted and self._refused(stream, ticks) is not None:
+            return
         self.starts[stream] = (ticks, last_ts)  # (a front door's log keeps no sessions: the shards hold them)
         if self.accepted:
             self.front._owner(stream)
@@ -738,6 +755,7 @@ class ShardRestores:
         self.items.pop(stream, None)
         self.starts.pop(stream, None)
         if self.accepted:
+            self.front._turned_away.pop(stream, None)  # the later event wins: it reads expired, not refused
             link = self.front.shard_of.pop(stream, None)
             if link is not None:
                 link.streams.discard(stream)
@@ -747,6 +765,19 @@ class ShardRestores:
 
     def forget(self, stream: str) -> None:
         self.drop(stream)  # (its items go before any shard sees them: no shard refuses them)
+
+    def _refused(self, stream: str, ticks: int) -> str | None:
+        """At the start (``accepted``), admission in log order, as one engine's replay admits (a limit lowered
+        since the log was written): a stream its shard holds nothing of is refused where that shard holds as many
+        streams as it may now, each expiry read so far having freed its stream's slot. The shard saw only the streams
+        held at the end, all at once, and so admitted others: those an expiry had not made room for yet. Refused,
+        its ticks are counted as one engine's are (why); it never reaches a shard."""
+        if stream in self.front.shard_of:
+            return None
+        problem = self.front._admission_problem(stream)
+        if problem is not None:
+            self.front._turned_away.setdefault(stream, [0, f"stream_refused: {problem}"])[0] += ticks
+        return problem
 
     def committed(self, tail: list[EncodedTick | None]) -> dict[str, int]:
         """Every stream's tick count once the tail is in (where a query registered now starts)."""
