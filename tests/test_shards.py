@@ -684,7 +684,7 @@ def test_an_ask_on_a_stream_retention_left_only_a_count_of_a_shard_refused_says_
     of which retention kept only its tick count (quiet through every segment kept): Scheduler.start_at refused it
     without a record, the front door kept it, and an ask on it said it "expired after scheduler.stream_idle_s", and
     `streams` listed it with its counts. It says, as one engine does, that its ticks were refused and why; `streams`
-    names it refused, and the shard's `restored` line counts its ticks."""
+    names it refused (the front door's start replay refuses it, in log order, as one engine's does)."""
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     log = {"dir": str(tmp_path / "data"), "segment_bytes": 4096, "retention_bytes": 4 * 4096}
@@ -823,8 +823,8 @@ def test_forget_on_shards_drops_the_stream_on_its_shard_and_a_restart_keeps_it_f
 
 
 @pytest.mark.parametrize("expired", [False, True])
-def test_a_lowered_max_streams_admits_as_one_engine_unless_an_expiry_in_the_log_freed_a_slot(checkpoint, tmp_path,
-                                                                                              expired) -> None:
+def test_a_lowered_max_streams_admits_the_same_streams_on_one_engine_and_on_a_shard(checkpoint, tmp_path,
+                                                                                     expired) -> None:
     """The same log restored under a lowered scheduler.max_streams by one engine and by shards admits the same
     streams. One engine admits in log order, each expiry freeing its slot where the log has it; the front door
     dropped an expired stream's items before any shard saw them, so a shard admitted the streams still held at the
