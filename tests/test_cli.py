@@ -1426,6 +1426,14 @@ def test_register_says_where_in_its_file_a_topic_clashes_with_a_registered_query
         assert code == 2 and err.startswith(f"flashtick register: error: {said} publishes"), err
 
 
+def test_scores_before_any_answer_prints_the_line_saying_why_without_the_tables_header(checkpoint, tmp_path,
+                                                                                       capsys) -> None:
+    """Nothing published yet: `scores` printed the table's header above no rows, then the line saying why."""
+    with serving(config(checkpoint, tmp_path)) as server:
+        code, out, _ = run(capsys, "scores", "--control", server.endpoints["control"])
+    assert code == 0 and out == "(no standing query on a named question with a realised answer has published yet)\n"
+
+
 def test_scores_says_why_a_subset_querys_answers_went_unscored(checkpoint, tmp_path, capsys) -> None:
     """`choices: [up, down]` leaves the answers whose realised direction was flat unscored: `scores` says so,
     with the count, under its table (it said nothing)."""

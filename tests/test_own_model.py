@@ -83,6 +83,7 @@ def test_a_text_checkpoint_served_over_the_sockets(tmp_path, capsys) -> None:
         assert code == 0 and "(no answer scored: an answer is scored against what the ticks after it did, which " \
             "only a tick model's named questions (direction_5, ...) define; " in out, out
         assert "the model served, my-llama, has none, so none will be)" in out and "yet" not in out, out
+        assert len(out.splitlines()) == 1, out  # that line alone: no table header above no rows
 
 
 def test_generation_ends_at_the_end_of_sequence_the_checkpoint_declares(tmp_path) -> None:

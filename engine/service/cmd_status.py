@@ -24,6 +24,15 @@ def cmd_scores(args: argparse.Namespace) -> None:
     if args.json:
         print(printable_json(scores, sort_keys=True, indent=2))
         return
+    if not scores:  # the line saying why, without a table header above no rows
+        if stats.get("named_questions") == []:  # a text model: "yet" would have its user wait for nothing
+            from connectors.labels import NO_LABEL_DEFINED
+
+            print(f"(no answer scored: {NO_LABEL_DEFINED}; the model served, {stats.get('model')}, has none, so "
+                  f"none will be)")
+        else:
+            print("(no standing query on a named question with a realised answer has published yet)")
+        return
     fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
     print(f"{'query':<16}{'scored':>8}{'pending':>8}{'accuracy':>10}{'majority':>10}{'brier':>8}{'freq.brier':>11}"
           f"{'model brier':>12}  worse than the class frequencies on")
@@ -32,13 +41,6 @@ def cmd_scores(args: argparse.Namespace) -> None:
                           for w in s["worse_than_prior"])
         print(f"{query:<16}{s['scored']:>8}{s['pending']:>8}{fmt(s['accuracy']):>10}{fmt(s['majority_accuracy']):>10}"
               f"{fmt(s['brier']):>8}{fmt(s['prior_brier']):>11}{fmt(s.get('model_brier')):>12}  {worse or '-'}")
-    if not scores and stats.get("named_questions") == []:  # a text model: "yet" would have its user wait for nothing
-        from connectors.labels import NO_LABEL_DEFINED
-
-        print(f"(no answer scored: {NO_LABEL_DEFINED}; the model served, {stats.get('model')}, has none, so none "
-              f"will be)")
-    elif not scores:
-        print("(no standing query on a named question with a realised answer has published yet)")
     for query, s in scores.items():  # answers of a query asking a subset of a question's answers (its choices)
         if s.get("unscored_why"):
             print(f"note: {query}: {s['unscored_why']}")
