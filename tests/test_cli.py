@@ -863,6 +863,22 @@ def test_health_exits_3_for_a_service_that_is_connected_but_does_not_reply_in_ti
         assert code == 2 and "it was refused (nothing listens there)" in err, err
 
 
+def test_health_refuses_a_timeout_under_the_minimum_before_asking(checkpoint, tmp_path, capsys) -> None:
+    """`health --timeout 0.05` against a serving engine exited 0 when it was idle and 2 ("down": a liveness probe
+    restarts on it) while it computed: a reply takes about 0.1 s on a loaded host. Now refused every time, before
+    asking, naming the minimum; 0.1 s itself is taken."""
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ("--control", server.endpoints["control"])
+        requests = server.counters["control_requests"]
+        code, out, err = run(capsys, "health", *control, "--timeout", "0.05")
+        assert code == 2 and out == "" and err.startswith("flashtick health: error: --timeout must be at least 0.1 s, "
+                                                          "got 0.05: "), err
+        assert server.counters["control_requests"] == requests  # nothing was asked
+        code, out, err = run(capsys, "health", *control, "--timeout", "0.1")
+        # asked (its exit is the service's: a loaded host may take longer than 0.1 s to connect or reply)
+        assert "--timeout must be" not in err and (code != 0 or json.loads(out)["status"] == "serving"), err
+
+
 def test_an_unknown_option_shows_the_usage_of_its_subcommand(capsys) -> None:
     """`subscribe --bogus` printed `usage: flashtick [-h] COMMAND ...`, hiding the options subscribe has."""
     for argv, usage in ((["subscribe", "--bogus", "x"], "usage: flashtick subscribe "),

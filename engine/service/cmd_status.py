@@ -60,8 +60,13 @@ HEALTH_BUSY = 3  # `health`'s exit status for a connected service that did not r
 
 
 def cmd_health(args: argparse.Namespace) -> int | None:
-    from engine.service.client import ControlBusy
+    from engine.service.client import TINY_REPLY_S, ControlBusy
 
+    # a probe given less waited out even an idle service's reply on a loaded host and exited 2, "down", which a
+    # liveness probe restarts on: refused before asking, the same every time, so it shows when the probe is set up
+    if args.timeout < TINY_REPLY_S:
+        raise ValueError(f"--timeout must be at least {TINY_REPLY_S:g} s, got {args.timeout:g}: a reply takes about "
+                         f"that even from an idle service, so a shorter wait would call a live one down (exit 2)")
     try:
         # a probe's "down" at once, not after the connect wait
         with control_client(args, refused_at_once=True) as control:
