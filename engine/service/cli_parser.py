@@ -585,6 +585,6 @@ HEALTH_EXIT_STATUSES = (
     "firewall that drops it), or another error (a --timeout under 0.1 s among them: refused before asking); "
     "3 connected, but no reply within --timeout: a service is there and busy (a long forward, a restart catching up "
     "on what it owes), not down. The engine answers between forwards, so a probe's --timeout must cover one forward "
-    "under load: while it is behind (heartbeats' behind, stats' owed_ticks) give it several seconds. A liveness probe should "
-    "restart on 2, and on 3 only once it has lasted far longer than a catch-up could (a stuck engine gives 3 too): "
-    "a restart while catching up starts the catch-up over, owing more.")
+    "under load: while it is behind (heartbeats' behind, stats' owed_ticks) give it several seconds. A liveness "
+    "probe should restart on 2, and on 3 only once it has lasted far longer than a catch-up could (a stuck engine "
+    "gives 3 too): a restart while catching up starts the catch-up over, owing more.")
