@@ -4,9 +4,20 @@ the summary is of every tick fed, computed before it."""
 from __future__ import annotations
 
 import re
+import threading
 
+import pytest
+
+from connectors.feed import FeedClient
+from connectors.source import SyntheticSource
+from connectors.synthetic import SyntheticConfig
 from engine.service.cli import EXAMPLE_QUERIES
-from engine.service.demo import run_demo
+from engine.service.client import AnswerSubscriber
+from engine.service.config import EndpointsSection, LimitsSection, ServiceConfig
+from engine.service.demo import SILENT_BEATS, DemoServerSilent, RateControl, _LiveDemo, run_demo
+from engine.service.server import Server
+
+LOCAL = "tcp://127.0.0.1:0"
 
 
 def test_a_demo_whose_engine_falls_behind_halves_its_rate_while_behind_and_says_so(capsys) -> None:
@@ -82,3 +93,37 @@ def test_a_demo_replay_of_files_without_data_rows_stops_before_loading_the_model
     assert "empty.csv: no data rows; skipped" in err and "empty2.csv: no data rows; skipped" in err
     assert "flashtick demo: error: the files hold no ticks (no data rows): nothing to demo" in err, err
     assert "loading the built-in model" not in err and "summary" not in out
+
+
+def test_a_demo_whose_own_server_goes_silent_stops_after_a_few_heartbeat_intervals() -> None:
+    """The stop waited for two heartbeats saying nothing waits, with no bound: a demo whose server stopped sending
+    them (its loop stuck in a forward, its process frozen) waited until Ctrl-C. Now SILENT_BEATS intervals of
+    limits.heartbeat_s without one raise DemoServerSilent, which the CLI says in one line (exit 2). The server runs
+    in the demo's own process, a thread that cannot be frozen apart from the demo's; stopping it silences it the
+    same way, over the same real sockets."""
+    config = ServiceConfig(endpoints=EndpointsSection(ingest=LOCAL, answers=LOCAL, control=LOCAL),
+                           limits=LimitsSection(heartbeat_s=0.05, max_ts_ahead_s=None, drain_s=0.2),
+                           queries=str(EXAMPLE_QUERIES))
+    server = Server(config, serve_hints=False)
+    endpoints = server.bind()
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    source = SyntheticSource(SyntheticConfig(seed=0))
+    demo = _LiveDemo(source, FeedClient(endpoints["ingest"]), RateControl(100.0, adapt=False), 600.0,
+                     "synthetic market", config.limits.heartbeat_s)
+    try:
+        with AnswerSubscriber(endpoints["answers"], [""]) as sub:
+            demo.feed(sub, stop_when=lambda _: demo.ticks_in > 0)  # until a heartbeat says the engine read ticks
+            server.stop()
+            serving.join()  # no heartbeat from here on
+            with pytest.raises(DemoServerSilent) as silent:
+                demo.finish(sub)
+    finally:
+        demo.stop_feed()
+        source.close()
+        server.stop()
+        serving.join()
+    assert demo.silent_limit_s == SILENT_BEATS * 0.05 and not demo.heard
+    assert str(silent.value).startswith(f"no heartbeat from the demo's own server in {SILENT_BEATS * 0.05:g} s "
+                                        f"({SILENT_BEATS} heartbeat intervals); its engine is stuck or stopped: "
+                                        f"stopping without a summary ("), silent.value

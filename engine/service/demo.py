@@ -37,9 +37,17 @@ MIN_RATE = 25.0
 # the halving in about as long again: still behind after twice that, it is halved again too
 JUDGED_AFTER_BEATS = 3
 QUIET_BEATS = 2  # heartbeats in a row with nothing waiting once the feed ended: everything fed is computed
+# heartbeat intervals without one after which the demo's own server is taken for stuck (its loop in a forward that
+# never ends, its process frozen) and the demo stops, where it waited for the QUIET_BEATS for ever: a forward under
+# load takes under a second (docs/benchmarks.md: p99 706 ms with 20,000 new streams), and a heartbeat follows each
+SILENT_BEATS = 10
 PROGRESS_EVERY_S = 5.0  # while the stop computes what is waiting
 # a Ctrl-C stops now: the summary says what was left uncomputed (limits.drain_s's 10 s of computing are serve's)
 DEMO_DRAIN_S = 1.0
+
+
+class DemoServerSilent(RuntimeError):
+    """The demo's own server sent no heartbeat for SILENT_BEATS intervals: what it computed is not known."""
 
 
 class RateControl:
@@ -107,7 +115,7 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
     server_thread = threading.Thread(target=server.serve_forever, name="flashtick-server", daemon=True)
     server_thread.start()
     demo = _LiveDemo(source, FeedClient(endpoints["ingest"]), RateControl(rate, adapt), seconds,
-                     "replay" if replay else "synthetic market")
+                     "replay" if replay else "synthetic market", config.limits.heartbeat_s)
     try:
         with AnswerSubscriber(endpoints["answers"], [""]) as sub:
             time.sleep(0.2)  # let the subscription reach the PUB socket before data flows
@@ -121,7 +129,9 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
         read_whole = source.done  # (before close, which ends it)
         source.close()
         server.stop()
-        server_thread.join()  # a clean stop computes what was accepted: a thread left in a forward aborts the exit
+        # a clean stop computes what was accepted: a thread left in a forward aborts the exit. A server that went
+        # silent may never end its forward: given as long again, then left (the error says why)
+        server_thread.join(None if demo.heard else demo.silent_limit_s)
     stats = server.pipeline.stats()  # after the stop: what was computed in the end
     print_summary(stats, demo.fed_s, time.monotonic() - demo.started, demo.client.ticks)
     if replay:
@@ -136,9 +146,14 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
 class _LiveDemo:
     """The feed thread, the answers table and what the heartbeats say, from the first tick fed to the stop."""
 
-    def __init__(self, source: Any, client: FeedClient, control: RateControl, seconds: float, what: str) -> None:
+    def __init__(self, source: Any, client: FeedClient, control: RateControl, seconds: float, what: str,
+                 heartbeat_s: float) -> None:
+        """``heartbeat_s``: the server's limits.heartbeat_s; SILENT_BEATS of them without one stop the demo."""
         self.source, self.client, self.control = source, client, control
         self.seconds, self.what = seconds, what
+        self.silent_limit_s = SILENT_BEATS * heartbeat_s
+        self.last_beat = time.monotonic()  # (the server started serving just before)
+        self.heard = True  # False once it went silent for silent_limit_s
         self.table: dict[str, dict] = {}
         self.feeder: threading.Thread | None = None
         self.stop_feeding = threading.Event()
@@ -178,6 +193,7 @@ class _LiveDemo:
             heartbeat = self._receive(sub, counting_quiet=replay_done())
             if heartbeat is not None:
                 self._adapt()
+            self._check_heard()
             self._draw(f"at {self.control.rate:.0f} ticks/s, {time.monotonic() - self.started:4.1f}/"
                        f"{self.seconds:.0f} s")
         self.stop_feed()
@@ -194,6 +210,7 @@ class _LiveDemo:
         next_progress = time.monotonic() + PROGRESS_EVERY_S
         while self.quiet_beats < QUIET_BEATS:
             self._receive(sub, counting_quiet=True)
+            self._check_heard()
             if time.monotonic() >= next_progress and (self.pending_tokens or self.lag_s):
                 print(f"flashtick demo: still waiting: {self._waiting()}", file=sys.stderr, flush=True)
                 next_progress = time.monotonic() + PROGRESS_EVERY_S
@@ -215,11 +232,22 @@ class _LiveDemo:
         if not message[0].startswith(HEARTBEAT_TOPIC):
             return None
         heartbeat = message[1]
+        self.last_beat = time.monotonic()
         self.pending_tokens, self.lag_s = heartbeat.get("pending_tokens") or 0, heartbeat.get("lag_s") or 0.0
         self.ticks_in = heartbeat.get("ticks_in") or 0
         if counting_quiet:  # nothing for a forward, nor left unread in the ingest queue (the lag's other half)
             self.quiet_beats = 0 if self.pending_tokens or self.lag_s else self.quiet_beats + 1
         return heartbeat
+
+    def _check_heard(self) -> None:
+        """Raises DemoServerSilent once no heartbeat came for silent_limit_s."""
+        if time.monotonic() - self.last_beat <= self.silent_limit_s:
+            return
+        self.heard = False
+        raise DemoServerSilent(
+            f"no heartbeat from the demo's own server in {self.silent_limit_s:g} s ({SILENT_BEATS} heartbeat "
+            f"intervals); its engine is stuck or stopped: stopping without a summary "
+            f"({self.client.ticks:,} ticks fed, {self.ticks_in:,} read as of its last heartbeat)")
 
     def _adapt(self) -> None:
         lag_s = self.lag_s
