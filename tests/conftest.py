@@ -4,9 +4,11 @@ location of the real market data beside the repository, and a server serving on 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import threading
+import weakref
 from pathlib import Path
 
 import pytest
@@ -43,6 +45,48 @@ def _ctrl_c_as_at_a_terminal():
     exec'd from a process that handles SIGINT get the default action."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# Our client objects, whose socket a test must close (or leave to a `with`) before it returns: one left open with
+# a monitor nobody read blocked libzmq's I/O thread and hung a later test of the same worker (session 32; the
+# monitor drain made that harmless, an open client is still a leak)
+OUR_CLIENTS = ("ControlClient", "AnswerSubscriber", "GaplessSubscriber", "FeedClient", "HandshakeMonitor",
+               "RejectWatch")
+
+
+@pytest.fixture(autouse=True)
+def _no_client_left_open(request):
+    """Fails the test that leaves one of our clients open after it returns. pyzmq's own registry of the process
+    context's sockets (the WeakSet Context.destroy closes) gives the sockets opened by the test and still open,
+    in a few microseconds; only when there are some, the objects holding them are looked up (gc, costly), and a
+    socket of something else (a server the test leaves to a fixture, a raw socket) is not this check's."""
+    import zmq
+
+    live = getattr(zmq.Context.instance(), "_sockets", None)  # (absent from another pyzmq: no check)
+    before = weakref.WeakSet(live or ())
+    yield
+    opened = [sock for sock in list(live or ()) if sock not in before and not sock.closed]
+    if not opened:
+        return
+    gc.collect()  # a client dropped in a reference cycle is closed by its collection, not leaked
+    leaked = {sock: ours for sock in opened if not sock.closed
+              if (ours := [owner for owner in _owners(sock) if type(owner).__name__ in OUR_CLIENTS])}
+    held = sorted({f"{type(owner).__name__} to {owner.endpoint}" for ours in leaked.values() for owner in ours
+                   if hasattr(owner, "endpoint")})  # (a HandshakeMonitor goes with its client, named here)
+    for sock in leaked:  # closed here, so the tests after it run as if it had closed them
+        sock.close(linger=0)
+    if leaked:
+        pytest.fail(f"{request.node.nodeid} left {len(held)} client(s) open: {'; '.join(held) or 'a monitor'} (close "
+                    f"it in a finally, or use `with`)", pytrace=False)
+
+
+def _owners(sock: object) -> list[object]:
+    """The objects whose attributes hold ``sock``: a client and, for a monitor socket, its HandshakeMonitor (an
+    object whose attributes are kept inline refers to it itself, one with a dict of them through the dict)."""
+    refs = gc.get_referrers(sock)
+    return [ref for ref in refs if not isinstance(ref, dict)] + [
+        owner for ref in refs if isinstance(ref, dict)
+        for owner in gc.get_referrers(ref) if getattr(owner, "__dict__", None) is ref]
 
 
 # Real market data is not part of the repository or the package: it sits beside the checkout.
