@@ -102,7 +102,8 @@ def test_a_demo_whose_own_server_goes_silent_stops_after_a_few_heartbeat_interva
     in the demo's own process, a thread that cannot be frozen apart from the demo's; stopping it silences it the
     same way, over the same real sockets."""
     config = ServiceConfig(endpoints=EndpointsSection(ingest=LOCAL, answers=LOCAL, control=LOCAL),
-                           limits=LimitsSection(heartbeat_s=0.05, max_ts_ahead_s=None, drain_s=0.2),
+                           # (a bound of 5 s: a loaded host's server thread can be held past 0.5 s between beats)
+                           limits=LimitsSection(heartbeat_s=0.5, max_ts_ahead_s=None, drain_s=0.2),
                            queries=str(EXAMPLE_QUERIES))
     server = Server(config, serve_hints=False)
     endpoints = server.bind()
@@ -123,7 +124,7 @@ def test_a_demo_whose_own_server_goes_silent_stops_after_a_few_heartbeat_interva
         source.close()
         server.stop()
         serving.join()
-    assert demo.silent_limit_s == SILENT_BEATS * 0.05 and not demo.heard
-    assert str(silent.value).startswith(f"no heartbeat from the demo's own server in {SILENT_BEATS * 0.05:g} s "
+    assert demo.silent_limit_s == SILENT_BEATS * 0.5 and not demo.heard
+    assert str(silent.value).startswith(f"no heartbeat from the demo's own server in {SILENT_BEATS * 0.5:g} s "
                                         f"({SILENT_BEATS} heartbeat intervals); its engine is stuck or stopped: "
                                         f"stopping without a summary ("), silent.value
