@@ -1,7 +1,9 @@
 """Datetime text and the formats that read it: ISO 8601 needs none; other text (`20240102 14:30:00.123`,
 `02.01.2024 ...`, kdb+'s `2024-01-02D00:00:01`) is read by one of TIME_FORMATS (`time_formats`), or an example
 format is built from its shape for the error that asks for one (`built_formats`). A date that reads as month/day
-and as day/month (`two_way_date`) is never guessed. The formats are polars' (chrono's) strftime codes.
+and as day/month (`two_way_date`) is never guessed: its readings (`date_readings`) are given in the refusal
+(`two_way_refusal`) unless later rows settle it (connectors/date_readings.py). The formats are polars' (chrono's)
+strftime codes.
 """
 
 from __future__ import annotations
@@ -90,14 +92,35 @@ def two_way_date(text: str) -> bool:
     return bool(found) and int(found[1]) <= 12 and int(found[2]) <= 12
 
 
+def date_readings(text: str) -> list[str]:
+    """The formats of a two-way date's readings, one each: TIME_FORMATS', else ones built from its shape (a 12-hour
+    clock's `03/06/2026 9:30:00 PM`), else the common ones as examples of the codes."""
+    return time_formats(text) or built_formats(text) or ["%m/%d/%Y %H:%M:%S%.f", "%d/%m/%Y %H:%M:%S%.f"]
+
+
+def two_way_refusal(where: str, first: str, readings: list[str], advice: str = "") -> str:
+    """Why a date that reads two ways is not read: `where` (the file and its column), the date and its readings,
+    and `advice`: the reading the file's other rows support, with why; else each reading, as the user knows which."""
+    options = " or ".join(f"--ts-format {f!r}" for f in readings)
+    return (f"{where} holds {first[:40]!r}, a date that reads more than one way "
+            f"({' or '.join(repr(f) for f in readings)}): give the one it is, {advice or options}")
+
+
 # NinjaTrader's tick exports: `20240102 143000 2537700`, the fraction of the second in 100 ns after a space
 SPACED_FRACTION = r"^(\d{8} \d{6}) (\d{1,9})$"
+COMMA_FRACTION = r"(:\d\d),(\d)"  # 09:00:01,123: a decimal comma before the fraction, as European exports write it
 
 
 def _dot_fraction(text: str) -> str:
     """A fraction of a second as chrono reads it: 09:00:01,123 (a decimal comma) and NinjaTrader's
     `20240102 143000 2537700` (a fraction after a space) with a dot."""
-    return re.sub(SPACED_FRACTION, r"\1.\2", re.sub(r"(:\d\d),(\d)", r"\1.\2", text))
+    return re.sub(SPACED_FRACTION, r"\1.\2", re.sub(COMMA_FRACTION, r"\1.\2", text))
+
+
+def chrono_text(text: pl.Expr) -> pl.Expr:
+    """A column of datetime text as chrono reads it (`_dot_fraction` of each value): every read of a time column,
+    and every trial of a format on it, sees the same text."""
+    return text.str.replace(COMMA_FRACTION, "${1}.${2}").str.replace(SPACED_FRACTION, "${1}.${2}")
 
 
 def is_iso_time(cell: str) -> bool:

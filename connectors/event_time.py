@@ -14,7 +14,14 @@ from typing import Any
 import polars as pl
 
 from connectors.column_map import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS, ColumnMap
-from connectors.datetime_text import SPACED_FRACTION, built_formats, time_formats, two_way_date
+from connectors.datetime_text import (
+    built_formats,
+    chrono_text,
+    date_readings,
+    time_formats,
+    two_way_date,
+    two_way_refusal,
+)
 from connectors.ticks import TS_MAX
 from connectors.time_units import EPOCH_2200_NS, epoch_unit
 from connectors.utc_offsets import (
@@ -128,9 +135,9 @@ CLOCK_ONLY = re.compile(r"^\d{1,2}:\d\d(:\d\d([.,]\d+)?)?$")  # a time of day, n
 
 def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: pl.Expr | None) -> pl.Expr:
     """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`."""
-    # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123
-    text = time_column(cmap).str.strip_chars().str.replace(r"(:\d\d),(\d)", "${1}.${2}")
-    text = text.str.replace(SPACED_FRACTION, "${1}.${2}")  # NinjaTrader's `20240102 143000 2537700`
+    # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123, and so does NinjaTrader's
+    # `20240102 143000 2537700`
+    text = chrono_text(time_column(cmap).str.strip_chars())
     # the text's decimal comma before a fraction reads as a point (above): so does the format's (`%S,%3f`)
     fmt = re.sub(r"%S,%(\d?)f", r"%S.%\1f", cmap.ts_format) if cmap.ts_format else None
     if fmt is not None and EPOCH_CODE in fmt:  # an epoch count is an instant: no zone, no clock of one day
@@ -151,9 +158,7 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
         raise ValueError(f"{path}: date {cmap.date!r} gives the day of times of day, but column {cmap.ts!r} holds "
                          f"{(first or '')[:40]!r}, which is no time of day alone: drop date")
     if fmt is None and first is not None and two_way_date(first):  # polars would guess day-first
-        fits = time_formats(first) or built_formats(first) or ["%m/%d/%Y %H:%M:%S%.f", "%d/%m/%Y %H:%M:%S%.f"]
-        raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a date that reads more than one way "
-                         f"({' or '.join(repr(f) for f in fits)}): give the one it is, e.g. --ts-format '{fits[0]}'")
+        raise ValueError(two_way_refusal(f"{path}: column {cmap.ts!r}", first, date_readings(first)))
     aware = any(code in fmt for code in ("%z", "%:z", "%#z")) if fmt else bool(first and UTC_OFFSET.search(first))
     # without a format, each row is read by its own kind: the kind a file's times are (`first`: planning finds a
     # time with an offset wherever it is) never reads the other kind's rows, which become null (missing_field,

@@ -41,8 +41,8 @@ from connectors.content_notes import (
 )
 from connectors.csv_dialect import Dialect, check_line_lengths, long_rows, sniff_csv
 from connectors.date_columns import date_read_as_epoch
-from connectors.datetime_text import time_formats, two_way_date
-from connectors.event_time import CLOCK_ONLY, UTC_OFFSET, time_column
+from connectors.date_readings import settled_reading
+from connectors.event_time import CLOCK_ONLY, UTC_OFFSET
 from connectors.field_names import normal_name
 from connectors.file_names import date_of, one_side_export, stream_of, symbol_in_name
 from connectors.file_plan import first_text, is_csv, scan_file, time_sample
@@ -196,8 +196,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         cmap = replace(cmap, ts_unit="datetime")  # `09:00:00.123`: a time of day as text, not a number of seconds
         unit_notes.append(f"{path.name}: column {cmap.ts!r} holds times of day as text ({first(cmap.ts)!r}): read "
                           f"as wall-clock times of {cmap.date}{' in ' + cmap.tz if cmap.tz else ' (UTC)'}")
-    if cmap.ts_unit == "datetime" and cmap.ts_format is None and not isinstance(spec, ColumnMap):
-        cmap, settled = _settled_format(path, names, dialect, cmap)
+    if cmap.ts_unit == "datetime" and cmap.ts_format is None:  # a full map's too: its time's format not given
+        cmap, settled = settled_reading(path, names, dialect, cmap)
         unit_notes += settled
     if cmap.ts_unit == EPOCH:  # the unit of the first time's magnitude: Binance's ms, and us since 2025
         try:
@@ -391,30 +391,6 @@ def _detected_instead(path: Path, spec: ColumnMap | Refine | None) -> str:
     except (ValueError, pl.exceptions.PolarsError):
         return ""
     return f"; drop --preset {spec.preset}: detected as {describe_map(detected)}"
-
-
-SETTLE_ROWS = 10_000  # rows read to settle a date that reads two ways in the first row
-
-
-def _settled_format(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
-                    cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
-    """A time column whose first date reads two ways (`01/02/2024`: January 2 or February 1), settled by the file's
-    next rows when one reading fails on some of them (`01/15/2024` is month first) and the other reads them all:
-    that format, with a note. Unsettled (every date of the rows read has day and month <= 12), the map is as it was
-    and the read refuses, with both formats."""
-    first = first_text(path, names, dialect, cmap.ts_columns)
-    if first is None or not two_way_date(first):
-        return cmap, []
-    overrides = {c: pl.String for c in cmap.ts_columns} if is_csv(path) else None
-    text = scan_file(path, names, dialect, overrides).select(time_column(cmap).cast(pl.String).str.strip_chars()
-                                                         .alias("t")).drop_nulls().head(SETTLE_ROWS).collect()["t"]
-    reads = [f for f in time_formats(first)
-             if text.str.to_datetime(f, time_unit="ns", strict=False).null_count() == 0]
-    if len(reads) != 1:
-        return cmap, []
-    return replace(cmap, ts_format=reads[0]), [
-        f"{path.name}: its first date ({first[:24]!r}) reads two ways; its later rows read only as {reads[0]!r} "
-        f"(--ts-format says otherwise)"]
 
 
 def _unnamed_fields(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],

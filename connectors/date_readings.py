@@ -1,0 +1,82 @@
+"""Which reading a file's date text has when its first value does not say: a date that reads as month/day and as
+day/month (`11/12/2026`) is settled by the file's next rows when only one reading reads them all, or refused with
+what those rows show (`settled_reading`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import NamedTuple, Sequence
+
+import polars as pl
+
+from connectors.column_map import ColumnMap
+from connectors.csv_dialect import Dialect
+from connectors.datetime_text import chrono_text, date_readings, two_way_date, two_way_refusal
+from connectors.event_time import time_column
+from connectors.file_plan import first_text, is_csv, scan_file
+
+SETTLE_ROWS = 10_000  # rows read to settle a date that reads two ways in the first row
+
+
+class RowsRead(NamedTuple):
+    """What a file's first SETTLE_ROWS times show of a two-way date's readings: the readings that read every one,
+    the rows each reading alone reads (their count and the first), and the rows no reading reads."""
+
+    rows: int
+    read_all: list[str]
+    only: dict[str, tuple[int, str | None]]
+    unread: int
+
+
+def settled_reading(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
+                    cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
+    """The map of a datetime text column whose format was not given, with the note that says how it was read: a
+    first date that reads two ways settled by the next rows when one reading alone reads them all (refused, with
+    what they show, when none does)."""
+    notes = []
+    first = first_text(path, names, dialect, cmap.ts_columns)
+    if cmap.ts_format is None and first is not None and two_way_date(first):
+        readings = date_readings(first)
+        read = _rows_read(path, names, dialect, cmap, readings)
+        if len(read.read_all) != 1:
+            raise ValueError(two_way_refusal(f"{path}: column {cmap.ts!r}", first, readings, _advice(read)))
+        cmap = replace(cmap, ts_format=read.read_all[0])
+        notes.append(f"{path.name}: its first date ({first[:24]!r}) reads two ways; its later rows read only as "
+                     f"{cmap.ts_format!r} (--ts-format says otherwise)")
+    return cmap, notes
+
+
+def _rows_read(path: Path, names: Sequence[str] | None, dialect: Dialect | None, cmap: ColumnMap,
+               readings: list[str]) -> RowsRead:
+    """Which of a two-way date's readings read each of the file's first SETTLE_ROWS times, as the read will see
+    them (a decimal comma before the fraction read as a point, as `ts_expr` reads it)."""
+    overrides = {c: pl.String for c in cmap.ts_columns} if is_csv(path) else None
+    text = pl.col("t")
+    reads = {f"r{i}": chrono_text(text).str.to_datetime(f, time_unit="ns", strict=False).is_not_null()
+             for i, f in enumerate(readings)}
+    frame = scan_file(path, names, dialect, overrides).select(time_column(cmap).cast(pl.String).str.strip_chars()
+                                                              .alias("t")).drop_nulls().filter(text != "")
+    frame = frame.head(SETTLE_ROWS).with_columns(**reads).with_columns(n=pl.sum_horizontal(*reads)).collect()
+    only = {}
+    for i, f in enumerate(readings):
+        alone = frame.filter(pl.col(f"r{i}") & (pl.col("n") == 1))["t"]
+        only[f] = (len(alone), alone[0] if len(alone) else None)
+    read_all = [f for i, f in enumerate(readings) if frame[f"r{i}"].all()]
+    return RowsRead(frame.height, read_all, only, frame.filter(pl.col("n") == 0).height)
+
+
+def _advice(read: RowsRead) -> str:
+    """The refusal's advice from what the rows show: the one reading that rows read alone, else each reading."""
+    alone = {f: found for f, found in read.only.items() if found[0]}
+    options = " or ".join(f"--ts-format {f!r}" for f in read.only)
+    unread = f"; {read.unread:,} of them read no way" if read.unread else ""
+    if len(alone) == 1:
+        ((f, (count, example)),) = alone.items()
+        return (f"--ts-format {f!r}: of its first {read.rows:,} rows, {count:,} read only so ({example[:40]!r}"
+                f"{' and more' if count > 1 else ''}){unread}")
+    if alone:
+        shown = " and others only as ".join(f"{f!r} ({example[:40]!r})" for f, (_, example) in alone.items())
+        return (f"{options}: of its first {read.rows:,} rows, some read only as {shown}: dates written both ways, "
+                f"which no one format reads{unread}")
+    return f"{options}: every date of its first {read.rows:,} rows reads both ways{unread}"

@@ -1,0 +1,75 @@
+"""Date text that reads more than one way, read the way the file's own rows show or refused with what they show:
+a day-first first date settled by later rows with a column map given and with a decimal comma before the
+milliseconds (B3's `10:00:06,896`); the refusal's example the reading the file's unambiguous rows support. Every file
+is written here, from code, into tmp_path."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from connectors.column_map import map_from_options
+from connectors.replay import FileReplay
+from test_vendor_files import drain, ns
+
+
+def timed_rows(path: Path, header: str, days: tuple[int, ...], row: str, per_day: int = 30) -> Path:
+    """A file of `per_day` rows each of these days of December 2026 from 10:00, 10 s apart: `row` formatted with
+    the row's datetime as `t` and its number as `i`."""
+    times = [datetime(2026, 12, d, 10) + timedelta(seconds=10 * i) for d in days for i in range(per_day)]
+    path.write_text(header + "\n" + "".join(row.format(t=t, i=i) + "\n" for i, t in enumerate(times)),
+                    encoding="utf-8")
+    return path
+
+
+B3_MAP = "ts=Data+Hora,price=Preço,size=Quantidade,stream=Ativo"
+
+
+@pytest.mark.parametrize("header, clock, columns", [
+    ("Data;Hora;Ativo;Preço;Quantidade", "{t:%H:%M:%S},123", B3_MAP),  # B3: a map, a decimal comma
+    ("Data;Hora;Ativo;Preço;Quantidade", "{t:%H:%M:%S}.123", B3_MAP),  # a map, a point
+    ("Data;Hora;Ativo;Preço;Quantidade", "{t:%H:%M:%S}", B3_MAP),  # a map, no fraction
+    ("Date;Time;Symbol;Price;Size", "{t:%H:%M:%S},123", None),  # detected, a decimal comma
+])
+def test_a_day_first_date_is_settled_by_later_rows_with_a_map_and_with_a_decimal_comma(
+        tmp_path: Path, header: str, clock: str, columns: str | None) -> None:
+    """`11/12/2026` followed by `14/12/2026` was refused (offering the month-first reading, which reads
+    11 December as 12 November) when a map named the time column or the time had a comma before its fraction."""
+    path = timed_rows(tmp_path / "b3.csv", header, (11, 14), "{t:%d/%m/%Y};" + clock + ";WINZ26;128.350,00;10")
+    spec = map_from_options(columns=columns, tz="America/Sao_Paulo") if columns else {"tz": "America/Sao_Paulo"}
+    replay = FileReplay(path, columns=spec)
+    ticks = drain(replay)
+    assert dict(replay.rejected) == {}
+    fraction = 0.123 if "123" in clock else 0
+    assert ticks[0].ts == ns("2026-12-11T13:00:00+00:00") + round(fraction * 1e9)
+    assert ticks[-1].ts == ns("2026-12-14T13:04:50+00:00") + round(fraction * 1e9)
+    assert any("its later rows read only as '%d/%m/%Y %H:%M:%S%.f'" in note for note in replay.notes)
+
+
+def test_the_refusal_offers_the_reading_the_files_unambiguous_rows_support(tmp_path: Path) -> None:
+    """A row no reading reads keeps the file unsettled; the refusal's example is then the day-first reading that its
+    `14/12` rows support, not the month-first one listed first."""
+    path = timed_rows(tmp_path / "b3.csv", "Data;Hora;Ativo;Preço;Quantidade", (11, 14),
+                      "{t:%d/%m/%Y};{t:%H:%M:%S},123;WINZ26;128.350,00;10")
+    path.write_text(path.read_text() + "14/12/2026;n/d;WINZ26;128.350,00;10\n")
+    with pytest.raises(ValueError, match="reads more than one way") as refused:
+        FileReplay(path, columns=map_from_options(columns=B3_MAP))
+    said = str(refused.value)
+    assert said.endswith("give the one it is, --ts-format '%d/%m/%Y %H:%M:%S%.f': of its first 61 rows, 30 read "
+                         "only so ('14/12/2026 10:00:00,123' and more); 1 of them read no way")
+    proposed = re.search(r"give the one it is, --ts-format '([^']+)'", said)[1]
+    replay = FileReplay(path, columns=map_from_options(columns=B3_MAP, ts_format=proposed))
+    assert drain(replay)[0].ts == ns("2026-12-11T10:00:00.123+00:00")
+    assert dict(replay.rejected) == {"missing_field": 1}
+    # rows that read only month first and rows that read only day first: both, and why
+    path = timed_rows(tmp_path / "mixed.csv", "Date;Time;Symbol;Price;Size", (11,),
+                      "{t:%d/%m/%Y};{t:%H:%M:%S};WINZ26;128.350,00;10")
+    path.write_text(path.read_text() + "14/12/2026;10:00:00;WINZ26;1;1\n12/15/2026;10:00:00;WINZ26;1;1\n")
+    with pytest.raises(ValueError, match="reads more than one way") as refused:
+        FileReplay(path)
+    assert "--ts-format '%m/%d/%Y %H:%M:%S%.f' or --ts-format '%d/%m/%Y %H:%M:%S%.f': of its first 32 rows, some " \
+           "read only as '%m/%d/%Y %H:%M:%S%.f' ('12/15/2026 10:00:00') and others only as '%d/%m/%Y %H:%M:%S%.f' " \
+           "('14/12/2026 10:00:00'): dates written both ways" in str(refused.value)
