@@ -1,6 +1,6 @@
 """Which reading a file's date text has when its first value does not say: a date that reads as month/day and as
-day/month (`11/12/2026`) is settled by the file's next rows when only one reading reads them all, or refused with
-what those rows show (`settled_reading`)."""
+day/month (`11/12/2026`, `12-04-2026`) is settled by the file's next rows when only one reading reads them all, or
+refused with what those rows show (`settled_reading`)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from connectors.utc_offsets import tail_format, zone_tail
 # Datetime text that is not ISO 8601, in polars/chrono codes (`%.f`: an optional fraction of any length)
 TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m%d %H%M%S%.f", "%Y%m%d-%H:%M:%S%.f",
                 "%d.%m.%Y %H:%M:%S%.f", "%Y.%m.%d %H:%M:%S%.f", "%Y/%m/%d %H:%M:%S%.f", "%m/%d/%Y %H:%M:%S%.f",
-                "%d/%m/%Y %H:%M:%S%.f", "%d-%m-%Y %H:%M:%S%.f",
+                "%d/%m/%Y %H:%M:%S%.f", "%d-%m-%Y %H:%M:%S%.f", "%m-%d-%Y %H:%M:%S%.f",  # dashes read two ways too
                 "%d/%m/%y %H:%M:%S%.f", "%m/%d/%y %H:%M:%S%.f",  # two-digit years (IG's 08/03/24)
                 "%d-%b-%Y %H:%M:%S%.f",  # LSEG's legacy 02-Jan-2024
                 "%Y-%m-%dD%H:%M:%S%.f",  # kdb+'s timestamps (BitMEX's dumps: 2024-01-02D00:00:01.000000789)

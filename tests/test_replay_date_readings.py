@@ -1,7 +1,7 @@
 """Date text that reads more than one way, read the way the file's own rows show or refused with what they show:
-a day-first first date settled by later rows with a column map given and with a decimal comma before the
-milliseconds (B3's `10:00:06,896`); the refusal's example the reading the file's unambiguous rows support. Every file
-is written here, from code, into tmp_path."""
+US dates with dashes (`12-04-2026`: 4 December), settled as slash dates are; a day-first first date settled by later
+rows with a column map given and with a decimal comma before the milliseconds (B3's `10:00:06,896`); the refusal's
+example the reading the file's unambiguous rows support. Every file is written here, from code, into tmp_path."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from connectors.column_map import map_from_options
 from connectors.replay import FileReplay
 from test_vendor_files import drain, ns
 
+DASHED = "%m-%d-%Y %H:%M:%S%.f"
+
 
 def timed_rows(path: Path, header: str, days: tuple[int, ...], row: str, per_day: int = 30) -> Path:
     """A file of `per_day` rows each of these days of December 2026 from 10:00, 10 s apart: `row` formatted with
@@ -23,6 +25,38 @@ def timed_rows(path: Path, header: str, days: tuple[int, ...], row: str, per_day
     path.write_text(header + "\n" + "".join(row.format(t=t, i=i) + "\n" for i, t in enumerate(times)),
                     encoding="utf-8")
     return path
+
+
+def test_a_dashed_us_date_is_settled_month_first_by_a_later_row(tmp_path: Path) -> None:
+    """`12-04-2026` was read as 12 April with no word and the `12-14-2026` rows rejected: it is 4 December."""
+    path = timed_rows(tmp_path / "us_dash.csv", "Timestamp,Symbol,Price,Size", (4, 7, 14),
+                      "{t:%m-%d-%Y %H:%M:%S},XYZ,100.{i:02d},100")
+    replay = FileReplay(path, columns={"tz": "America/New_York"})
+    ticks = drain(replay)
+    assert dict(replay.rejected) == {}
+    assert ticks[0].ts == ns("2026-12-04T15:00:00+00:00") and ticks[-1].ts == ns("2026-12-14T15:04:50+00:00")
+    assert f"us_dash.csv: its first date ('12-04-2026 10:00:00') reads two ways; its later rows read only as " \
+           f"'{DASHED}' (--ts-format says otherwise)" in replay.notes
+    # a date column and a time column alike
+    path = timed_rows(tmp_path / "us_dash_2.csv", "Date,Time,Symbol,Price,Size", (4, 14),
+                      "{t:%m-%d-%Y},{t:%H:%M:%S},XYZ,100.{i:02d},100")
+    assert drain(FileReplay(path))[0].ts == ns("2026-12-04T10:00:00+00:00")
+    # and day first, settled the other way
+    path = timed_rows(tmp_path / "eu_dash.csv", "Timestamp,Symbol,Price,Size", (4, 14),
+                      "{t:%d-%m-%Y %H:%M:%S},XYZ,100.{i:02d},100")
+    assert drain(FileReplay(path))[0].ts == ns("2026-12-04T10:00:00+00:00")
+
+
+def test_dashed_dates_that_never_settle_are_refused_with_both_readings(tmp_path: Path) -> None:
+    """A file whose days are all <= 12 was read wholly day-first with 0 rejected and no warning."""
+    path = timed_rows(tmp_path / "us_dash.csv", "Timestamp,Symbol,Price,Size", (4, 7),
+                      "{t:%m-%d-%Y %H:%M:%S},XYZ,100.{i:02d},100")
+    with pytest.raises(ValueError, match="a date that reads more than one way") as refused:
+        FileReplay(path)
+    assert str(refused.value).endswith(
+        f"give the one it is, --ts-format '%d-%m-%Y %H:%M:%S%.f' or --ts-format '{DASHED}': every date of its "
+        f"first 60 rows reads both ways")
+    assert drain(FileReplay(path, columns={"ts_format": DASHED}))[0].ts == ns("2026-12-04T10:00:00+00:00")
 
 
 B3_MAP = "ts=Data+Hora,price=Preço,size=Quantidade,stream=Ativo"
