@@ -1,6 +1,7 @@
 """Which reading a file's date text has when its first value does not say: a date that reads as month/day and as
 day/month (`11/12/2026`, `12-04-2026`) is settled by the file's next rows when only one reading reads them all, or
-refused with what those rows show (`settled_reading`)."""
+refused with what those rows show (`settled_reading`); a two-digit year (`04-Dec-26`) is read in the century polars
+gives it (1970-2069), said in a note."""
 
 from __future__ import annotations
 
@@ -29,11 +30,11 @@ class RowsRead(NamedTuple):
     unread: int
 
 
-def settled_reading(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
-                    cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
-    """The map of a datetime text column whose format was not given, with the note that says how it was read: a
+def settled_reading(path: Path, names: Sequence[str] | None, dialect: Dialect | None, cmap: ColumnMap,
+                    format_given: bool) -> tuple[ColumnMap, list[str]]:
+    """The map of a datetime text column whose format was not given, with the notes that say how it was read: a
     first date that reads two ways settled by the next rows when one reading alone reads them all (refused, with
-    what they show, when none does)."""
+    what they show, when none does), and the century of a two-digit year."""
     notes = []
     first = first_text(path, names, dialect, cmap.ts_columns)
     if cmap.ts_format is None and first is not None and two_way_date(first):
@@ -44,6 +45,12 @@ def settled_reading(path: Path, names: Sequence[str] | None, dialect: Dialect | 
         cmap = replace(cmap, ts_format=read.read_all[0])
         notes.append(f"{path.name}: its first date ({first[:24]!r}) reads two ways; its later rows read only as "
                      f"{cmap.ts_format!r} (--ts-format says otherwise)")
+    if first is not None and cmap.ts_format is not None and "%y" in cmap.ts_format and not format_given:
+        stamp = pl.select(chrono_text(pl.lit(first)).str.to_datetime(cmap.ts_format, time_unit="ns",
+                                                                      strict=False)).item()
+        year = f"read as {stamp.year}" if stamp is not None else "read"
+        notes.append(f"{path.name}: its dates write the year in two digits ({first[:24]!r}): {year}, as polars reads "
+                     f"%y: 00-69 as 2000-2069, 70-99 as 1970-1999")
     return cmap, notes
 
 

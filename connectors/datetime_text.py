@@ -3,7 +3,7 @@
 format is built from its shape for the error that asks for one (`built_formats`). A date that reads as month/day
 and as day/month (`two_way_date`) is never guessed: its readings (`date_readings`) are given in the refusal
 (`two_way_refusal`) unless later rows settle it (connectors/date_readings.py). The formats are polars' (chrono's)
-strftime codes.
+strftime codes; a two-digit year (`%y`) is polars' 1970-2069 (00-69: 2000-2069, 70-99: 1970-1999).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m
                 "%d.%m.%Y %H:%M:%S%.f", "%Y.%m.%d %H:%M:%S%.f", "%Y/%m/%d %H:%M:%S%.f", "%m/%d/%Y %H:%M:%S%.f",
                 "%d/%m/%Y %H:%M:%S%.f", "%d-%m-%Y %H:%M:%S%.f", "%m-%d-%Y %H:%M:%S%.f",  # dashes read two ways too
                 "%d/%m/%y %H:%M:%S%.f", "%m/%d/%y %H:%M:%S%.f",  # two-digit years (IG's 08/03/24)
-                "%d-%b-%Y %H:%M:%S%.f",  # LSEG's legacy 02-Jan-2024
+                "%d-%b-%Y %H:%M:%S%.f", "%d-%b-%y %H:%M:%S%.f",  # LSEG's legacy 02-Jan-2024, NSE's 04-Dec-26
+                "%d.%m.%y %H:%M:%S%.f",  # German exports' 04.12.26
                 "%Y-%m-%dD%H:%M:%S%.f",  # kdb+'s timestamps (BitMEX's dumps: 2024-01-02D00:00:01.000000789)
                 "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M")  # minute bars without seconds (Bloomberg's 1/2/2024 09:30)
 ISO = re.compile(r"^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)?)?$", re.IGNORECASE)
@@ -57,7 +58,9 @@ def _instant_read(text: str, fmt: str) -> Any:
 DATE_SHAPES = ((r"\d{4}-\d\d-\d\d", ("%Y-%m-%d",)), (r"\d{4}\.\d\d\.\d\d", ("%Y.%m.%d",)),
                (r"\d{4}/\d\d?/\d\d?", ("%Y/%m/%d",)), (r"\d{8}", ("%Y%m%d",)),
                (r"\d\d?\.\d\d?\.\d{4}", ("%d.%m.%Y",)), (r"\d\d?/\d\d?/\d{4}", ("%m/%d/%Y", "%d/%m/%Y")),
-               (r"\d\d?-\d\d?-\d{4}", ("%d-%m-%Y", "%m-%d-%Y")), (r"\d\d?/\d\d?/\d\d", ("%m/%d/%y", "%d/%m/%y")))
+               (r"\d\d?-\d\d?-\d{4}", ("%d-%m-%Y", "%m-%d-%Y")), (r"\d\d?/\d\d?/\d\d", ("%m/%d/%y", "%d/%m/%y")),
+               (r"\d\d?-[A-Za-z]{3}-\d{4}", ("%d-%b-%Y",)), (r"\d\d?-[A-Za-z]{3}-\d\d", ("%d-%b-%y",)),
+               (r"\d\d?\.\d\d?\.\d\d", ("%d.%m.%y",)))
 CLOCK_SHAPES = ((r"\d\d?:\d\d:\d\d(\.\d+)?", "%H:%M:%S%.f"), (r"\d\d?:\d\d", "%H:%M"), (r"\d{9}", "%H%M%S%3f"),
                 (r"\d{6}(\.\d+)?", "%H%M%S%.f"))
 

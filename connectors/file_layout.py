@@ -196,8 +196,9 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         cmap = replace(cmap, ts_unit="datetime")  # `09:00:00.123`: a time of day as text, not a number of seconds
         unit_notes.append(f"{path.name}: column {cmap.ts!r} holds times of day as text ({first(cmap.ts)!r}): read "
                           f"as wall-clock times of {cmap.date}{' in ' + cmap.tz if cmap.tz else ' (UTC)'}")
-    if cmap.ts_unit == "datetime" and cmap.ts_format is None:  # a full map's too: its time's format not given
-        cmap, settled = settled_reading(path, names, dialect, cmap)
+    if cmap.ts_unit == "datetime" and (cmap.ts_format is None or "%y" in cmap.ts_format):  # a full map's too
+        given = spec.ts_format is not None if isinstance(spec, ColumnMap) else "ts_format" in getattr(spec, "keys", {})
+        cmap, settled = settled_reading(path, names, dialect, cmap, format_given=given)
         unit_notes += settled
     if cmap.ts_unit == EPOCH:  # the unit of the first time's magnitude: Binance's ms, and us since 2025
         try:

@@ -1,7 +1,8 @@
 """Date text that reads more than one way, read the way the file's own rows show or refused with what they show:
 US dates with dashes (`12-04-2026`: 4 December), settled as slash dates are; a day-first first date settled by later
 rows with a column map given and with a decimal comma before the milliseconds (B3's `10:00:06,896`); the refusal's
-example the reading the file's unambiguous rows support. Every file is written here, from code, into tmp_path."""
+example the reading the file's unambiguous rows support; and two-digit years (`04-Dec-26`, `04.12.26`) read, with
+their century said. Every file is written here, from code, into tmp_path."""
 
 from __future__ import annotations
 
@@ -107,3 +108,34 @@ def test_the_refusal_offers_the_reading_the_files_unambiguous_rows_support(tmp_p
     assert "--ts-format '%m/%d/%Y %H:%M:%S%.f' or --ts-format '%d/%m/%Y %H:%M:%S%.f': of its first 32 rows, some " \
            "read only as '%m/%d/%Y %H:%M:%S%.f' ('12/15/2026 10:00:00') and others only as '%d/%m/%Y %H:%M:%S%.f' " \
            "('14/12/2026 10:00:00'): dates written both ways" in str(refused.value)
+
+
+@pytest.mark.parametrize("written, upper, read_as", [("{t:%d-%b-%y %H:%M:%S}", False, "%d-%b-%y %H:%M:%S%.f"),
+                                                     ("{t:%d-%b-%y %H:%M:%S}", True, "%d-%b-%y %H:%M:%S%.f"),
+                                                     ("{t:%d.%m.%y %H:%M:%S}", False, "%d.%m.%y %H:%M:%S%.f")])
+def test_a_two_digit_year_is_read_with_its_century_said(tmp_path: Path, written: str, upper: bool,
+                                                        read_as: str) -> None:
+    """`04-Dec-26` (NSE's, LSEG's), `04-DEC-26`, `04.12.26` were refused with an example (`%Y%m%d ...`) that
+    does not read them."""
+    path = timed_rows(tmp_path / "nse.csv", "Datetime,Symbol,Price,Volume", (4,), written + ",RELIANCE,2950.{i:02d},5")
+    if upper:  # NSE's bhavcopies: `04-DEC-26`
+        path.write_text(path.read_text().replace("Dec", "DEC"))
+    replay = FileReplay(path, columns={"tz": "Asia/Kolkata"})
+    ticks = drain(replay)
+    assert dict(replay.rejected) == {}
+    assert ticks[0].ts == ns("2026-12-04T04:30:00+00:00")
+    assert f"datetime, {read_as}, Asia/Kolkata" in replay.notes[0]
+    assert any(note.startswith("nse.csv: its dates write the year in two digits (") and note.endswith(
+        "): read as 2026, as polars reads %y: 00-69 as 2000-2069, 70-99 as 1970-1999") for note in replay.notes)
+
+
+def test_a_two_digit_years_refusal_gives_a_format_that_reads_it(tmp_path: Path) -> None:
+    """Given a format that does not read it, the refusal repeated that format as its example."""
+    path = timed_rows(tmp_path / "nse.csv", "Datetime,Symbol,Price,Volume", (4,),
+                      "{t:%d-%b-%y %I:%M:%S %p},RELIANCE,2950.{i:02d},5")
+    for given in (None, "%Y%m%d %H:%M:%S%.f"):
+        with pytest.raises(ValueError, match="which is not ISO 8601") as refused:
+            drain(FileReplay(path, columns={"ts_format": given} if given else None))
+        proposed = re.search(r"--ts-format '([^']+)'", str(refused.value))[1]
+        assert proposed == "%d-%b-%y %I:%M:%S%.f %p"
+        assert drain(FileReplay(path, columns={"ts_format": proposed}))[0].ts == ns("2026-12-04T10:00:00+00:00")
