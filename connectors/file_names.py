@@ -16,6 +16,7 @@ from connectors.column_map import DATE_FROM_NAME, DAY_CLOCK_UNITS, ColumnMap
 from connectors.day_folders import is_kind_folder, named_folder
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_suffixes import file_stem
+from connectors.venue_instruments import venue_instrument, without_venue
 
 
 # Symbols in file and folder names: FX pairs of two currencies, crypto pairs against a quote asset, tickers
@@ -56,9 +57,13 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
         # left to the file name's fallback, which a preset's layout (a capture's trades.csv) takes from the folder
         return file_stem(path), f"file name {file_stem(path)!r} in exchange {min(exchanges)}'s folder"
     for name, where in ((file_stem(path), "file name"), (folder.name if folder else "", "folder name")):
+        if venue := venue_instrument(name):  # BTC-PERPETUAL, BTC-USDT-SWAP: the contract, not its coins alone
+            left = [part for part in name.split(venue.name) if part.strip("-_. ")]
+            rest = f", {' and '.join(map(repr, left))} left out" if left else ""
+            return venue.name, f"{where} {name!r}: the {venue.kind}'s name{rest}"
         # Bitfinex's tBTCUSD names the pair BTCUSD; a Hive partition's `symbol=BTCUSDT` its value
         tokens = [t[1:] if re.match(r"^t[A-Z0-9]{6,}$", t) and PAIR.match(t[1:]) else t
-                  for t in re.split(r"[-_.=\s]+", name) if t]
+                  for t in without_venue(re.split(r"[-_.=\s]+", name)) if t]
         if contract := _crypto_contract(tokens):
             return contract, f"{where} {name!r}"
         pairs = {t.upper() for t in tokens if PAIR.match(t)}
