@@ -4,6 +4,7 @@ tmp_path, read by the real replay and the real `flashtick backtest`."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import polars as pl
@@ -66,3 +67,21 @@ def test_an_order_id_s_partial_fills_are_no_repeats_and_are_never_advised_away(t
         "both.csv: 10 row(s) repeat an earlier row of their stream, its trade id (column 'trade_id'), time, price "
         "and size alike, the first line 42 (id 10, as line 32)"), replay.cautions
     assert any(note.startswith("both.csv: column 'trade_id' is no unique trade id: 26 row(s)") for note in replay.notes)
+
+
+BYBIT_HEADER = "timestamp,symbol,side,size,price,tickDirection,trdMatchID,grossValue,homeNotional,foreignNotional\n"
+
+
+def test_header_lines_of_parts_joined_with_cat_are_no_repeated_trade(tmp_path: Path) -> None:
+    # Bybit's hourly parts joined with `cat` (plain, and the .csv.gz parts): each part's header was a "repeated
+    # trade" of id 'trdMatchID', and the user was told to write the file without it
+    parts = [BYBIT_HEADER + "".join(f"{1704153600 + i * 3.0:.4f},BTCUSDT,{('Buy', 'Sell')[i % 2]},0.01,"
+                                    f"{42000 + i % 7 * 0.1:.1f},PlusTick,m{i},1,0.01,420.0\n"
+                                    for i in range(h * 20, (h + 1) * 20)) for h in range(3)]
+    (tmp_path / "BTCUSDT2024-01-02.csv").write_text("".join(parts))
+    (tmp_path / "BTCUSDT2024-01-03.csv.gz").write_bytes(b"".join(gzip.compress(p.encode()) for p in parts))
+    for name in ("BTCUSDT2024-01-02.csv", "BTCUSDT2024-01-03.csv.gz"):
+        replay = FileReplay(tmp_path / name)
+        assert len(drain(replay)) == 60 and replay.cautions == [], replay.cautions
+        assert any("line 22 and 1 more repeat the header row" in note for note in replay.notes), replay.notes
+        assert not any("repeat an earlier row" in note for note in replay.notes), replay.notes
