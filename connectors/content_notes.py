@@ -22,6 +22,7 @@ from connectors.csv_dialect import Dialect
 from connectors.event_time import scaled_ts
 from connectors.field_names import normal_name
 from connectors.file_plan import SAMPLE_ROWS, FilePlan, distinct_text, is_csv, scan_file, source_path
+from connectors.repeated_trades import across_caution, repeated_across, same_trades_refusal
 from connectors.stream_selection import StreamSelection, shown
 from connectors.ticks import QUOTE, TRADE, utc_text
 
@@ -426,23 +427,33 @@ def overlapping_files(plans: Sequence[Any], selection: StreamSelection | None = 
     """A caution per pair of files that feed one stream ticks of one kind over overlapping times (two vendors'
     EURUSD): merged by time, their ticks interleave into one stream as if from one source, each price beside the
     other vendor's. Files that follow each other (consecutive days) and a trades file beside a quotes file (one
-    market's) are no concern. `spans`: each plan's `time_spans`, when already scanned."""
+    market's) are no concern; a pair whose overlap repeats trades by trade id (pages that overlap) gets that caution
+    instead, and Binance's trades beside its aggTrades are refused. `spans`: each plan's `time_spans`, when already
+    scanned."""
     fed: dict[str, list[tuple[int, int, Any]]] = defaultdict(list)
     for plan, plan_spans in zip(plans, spans if spans is not None else [time_spans(plan) for plan in plans]):
         for stream, (first, last) in plan_spans.items():
             if selection is None or selection.matches(stream):
                 fed[stream].append((first, last, plan))
     pairs: dict[tuple[str, str], list[tuple[str, int, int]]] = {}  # (file, file) -> (stream, overlap start, end)
+    repeats: list[Caution] = []  # the pairs whose overlap is trades repeated, by trade id (repeated_trades.py)
     for stream, spans in sorted(fed.items()):
         spans.sort(key=lambda span: span[:2])
         for i, (first, last, plan) in enumerate(spans):
             for other_first, other_last, other in spans[i + 1:]:
                 if other_first >= last:  # sorted by start: none after this one overlaps it either
                     break
-                if tick_kinds(plan) & tick_kinds(other):
-                    key = (plan.given_name, other.given_name)
-                    pairs.setdefault(key, []).append((stream, other_first, min(last, other_last)))
-    notes = []
+                if not tick_kinds(plan) & tick_kinds(other):
+                    continue
+                end = min(last, other_last)
+                if refused := same_trades_refusal(plan, other, stream, other_first, end):
+                    raise ValueError(refused)
+                if repeated := repeated_across(plan, other, stream, other_first, end):  # pages overlapping
+                    first = other.where(repeated.first_repeat).removeprefix(f"{other.given_name} ")
+                    repeats.append(across_caution(stream, plan.given_name, other.given_name, repeated, first))
+                else:
+                    pairs.setdefault((plan.given_name, other.given_name), []).append((stream, other_first, end))
+    notes: list[str] = list(repeats)
     for (one, other), streams in pairs.items():
         stream, start, end = streams[0]
         named = f"stream {stream}" if len(streams) == 1 else \

@@ -127,6 +127,9 @@ class FilePlan:
     tickless: Mapping[int, str] = field(default_factory=dict)  # its row -> why: a message without ticks (an ack)
     footer: tuple[int, str] | None = None  # a CSV's last row that is a line of text, no data (planning.py's `_footer`)
     header_rows: frozenset[int] = frozenset()  # a CSV's rows that repeat its header (files concatenated)
+    # (`_row`, `_id` as text) of a trades file with a trade id column (repeated_trades.py), lazy: read only for
+    # the rows where another file of one of its streams overlaps it
+    trade_ids: pl.LazyFrame | None = None
     junk: Mapping[int, str] = field(default_factory=dict)  # a CSV's row -> why its line is none (junk_lines.py)
     reducers: list = field(default_factory=list)  # a book export's reducer of the last read, for `found_on_read`
     span: tuple[int, int] | None = None  # the first and last time (ns) of its rows; None when not known as numbers

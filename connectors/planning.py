@@ -488,6 +488,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                                                  f"files joined one after another (a concatenated export); left out "
                                                  f"as filtered_out, no tick"))
     if id_column is not None:  # (after the plan is made: its `where` names a row as the user finds it)
+        plan = replace(plan, trade_ids=rows.select(ROW, pl.col(id_column).cast(pl.String).alias("_id")))
         # the header's repeats are no trades: their "id" is the column's name (trdMatchID), and each was a "repeat"
         trades = rows.filter(~pl.col(ROW).is_in(header_rows)) if header_rows else rows
         same, other = repeated_ids(trades, raw_stream, id_column, ROW, trade_columns(cmap))

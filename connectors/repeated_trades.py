@@ -5,7 +5,9 @@ They are said, as a caution, not dropped: the id column is known by its name onl
 column of that name that is no unique trade id (an `id` that numbers something else, ids that restart each day)
 would lose real trades if its repeats were dropped. A row is a repeat only when its trade (time, price, size,
 side) repeats with the id; rows that share an id as other trades (an order id's partial fills) get a note that
-the column is no unique trade id, and no advice to drop them."""
+the column is no unique trade id, and no advice to drop them. Across two files of one stream (pages saved one a
+file, each starting with the previous page's last trades) the rows where their times overlap are compared the same
+way (`repeated_across`); Binance's trades beside its aggTrades, the same trades twice, are refused."""
 
 from __future__ import annotations
 
@@ -16,11 +18,15 @@ import polars as pl
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.field_names import normal_name
+from connectors.ticks import utc_text
 
 # Coinbase's `trade_id`, Binance's `id` / `agg_trade_id`, OKX's and Bitget's `tradeId`, Bybit's `trdMatchID`,
 # Kraken's and Bitfinex's `id`, Bitstamp's `tid`, Deribit's `trade_id`
 TRADE_ID_NAMES = ("trade_id", "tradeid", "trdmatchid", "trd_match_id", "agg_trade_id", "aggtradeid", "match_id",
                   "tid", "id")
+
+
+ROW_COLUMN = "_row"  # a file plan's row numbers (planning.ROW)
 
 
 def trade_id_column(cmap: ColumnMap, schema: dict[str, Any]) -> str | None:
@@ -82,3 +88,64 @@ def shared_id_note(name: str, shared: RepeatedIds, where: Callable[[int], str]) 
     return (f"{name}: column {shared.column!r} is no unique trade id: {shared.rows} row(s) share an earlier row's id "
             f"at another time, price or size, the first {where(shared.first_repeat)} (id {shared.trade_id!r}, as "
             f"{where(shared.first_seen)}), as an order id's partial fills do; each replays as the trade it is")
+
+
+def repeated_across(one: Any, other: Any, stream: str, start: int, end: int) -> RepeatedIds | None:
+    """The trades of file plan ``other`` that repeat trades of ``one`` in ``stream``, their trade id, time, price,
+    size and side alike, looked for only where the two files' times overlap (``start`` to ``end``, ns): hourly
+    pages that each start with the previous page's last trades. Only those rows are read (the window, not every
+    id); None when either file has no trade id column or no trade repeats."""
+    if getattr(one, "trade_ids", None) is None or getattr(other, "trade_ids", None) is None:  # a DBN file's: none
+        return None
+    fields = [key for key in ("price", "size", "side") if key in one.keys and key in other.keys]
+    windows = [_window(plan, stream, start, end, fields) for plan in (one, other)]
+    if any(window.is_empty() for window in windows):
+        return None
+    same = windows[1].join(windows[0], on=["_id", "_ns", *fields], how="semi").sort(ROW_COLUMN)
+    if same.is_empty():
+        return None
+    first = same.row(0, named=True)
+    return RepeatedIds(trade_id_column(other.columns, other.schema) or "", same.height, first[ROW_COLUMN], -1,
+                       first["_id"])
+
+
+def _window(plan: Any, stream: str, start: int, end: int, fields: list[str]) -> pl.DataFrame:
+    """A plan's trades of ``stream`` stamped ``start`` to ``end`` (ns), with their ids: (`_ns`, fields, `_row`,
+    `_id`)."""
+    ns = pl.col("_ts") * plan.ts_factor if plan.ts_factor != 1 else pl.col("_ts")
+    rows = plan.frame.with_columns(_ns=ns.round(0).cast(pl.Int64) if plan.ts_factor != 1 else ns.cast(pl.Int64))
+    rows = rows.filter(pl.col("_ns").is_between(start, end))
+    if plan.columns.stream_col is not None:
+        rows = rows.filter(pl.col("stream") == stream)
+    window = rows.select("_ns", *fields, ROW_COLUMN).collect()
+    ids = plan.trade_ids.filter(pl.col(ROW_COLUMN).is_in(window[ROW_COLUMN].implode())).collect()
+    return window.join(ids, on=ROW_COLUMN).drop_nulls("_id")
+
+
+def across_caution(stream: str, one: str, other: str, repeated: RepeatedIds, first: str) -> Caution:
+    """``first``: the first repeat's place in ``other``, as the user finds it (`line 2`)."""
+    return Caution(f"stream {stream}: {repeated.rows} trade(s) of {other} repeat trades of {one}, their trade id "
+                   f"(column {repeated.column!r}), time, price and size alike, the first at its {first} (id "
+                   f"{repeated.trade_id!r}): each replays as one more tick, moving every count, label and score after "
+                   f"it (export pages that overlap, each starting with the last trades of the one before?); write the "
+                   f"files without the repeats")
+
+
+# Binance's public trades and aggTrades files of one market: aggTrades are its trades grouped by taker order and
+# price (first_trade_id..last_trade_id), so the two kinds hold the same trades
+SAME_TRADES_PRESETS = {"binance-public-trades": "binance-public-aggtrades",
+                       "binance-futures-trades": "binance-futures-aggtrades"}
+
+
+def same_trades_refusal(one: Any, other: Any, stream: str, start: int, end: int) -> str | None:
+    """Why two files of ``stream`` over one time (``start`` to ``end``, ns) are not replayed together: Binance's
+    trades beside its aggTrades, which replayed every trade twice; None for any other pair."""
+    presets = {getattr(getattr(plan, "columns", None), "preset", None): plan for plan in (one, other)}  # DBN: no map
+    trades = next((p for p in presets if p in SAME_TRADES_PRESETS and SAME_TRADES_PRESETS[p] in presets), None)
+    if trades is None:
+        return None
+    fills, grouped = presets[trades].given_name, presets[SAME_TRADES_PRESETS[trades]].given_name
+    return (f"{fills} (Binance's trades) and {grouped} (its aggTrades) hold the same trades of stream {stream} from "
+            f"{utc_text(start)} to {utc_text(end)}: an aggTrades row is the trades of one taker order at one price "
+            f"(its first_trade_id to last_trade_id), so given together every trade replays twice. Give one kind: the "
+            f"trades files (a tick per fill) or the aggTrades files (a tick per taker order and price)")

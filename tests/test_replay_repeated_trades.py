@@ -85,3 +85,74 @@ def test_header_lines_of_parts_joined_with_cat_are_no_repeated_trade(tmp_path: P
         assert len(drain(replay)) == 60 and replay.cautions == [], replay.cautions
         assert any("line 22 and 1 more repeat the header row" in note for note in replay.notes), replay.notes
         assert not any("repeat an earlier row" in note for note in replay.notes), replay.notes
+
+
+OKX_HEADER = "instrument_name,trade_id,side,price,size,created_time\n"
+
+
+def okx_pages(folder: Path, pages: int = 4, per_page: int = 30, overlap: int = 3) -> list[Path]:
+    """OKX trade history saved as hourly pages, each starting with the previous page's last `overlap` trades."""
+    rows = [f"BTC-USDT-SWAP,{400000000 + i},{('buy', 'sell')[i % 2]},{42000 + i % 5 * 0.1:.1f},{1 + i % 7},"
+            f"{1704153600000 + i * 500}\n" for i in range(pages * per_page)]
+    paths = []
+    for h in range(pages):
+        paths.append(folder / f"BTC-USDT-SWAP-trades-2024-01-02-{h:02d}.csv")
+        paths[-1].write_text(OKX_HEADER + "".join(rows[max(0, h * per_page - overlap):(h + 1) * per_page]))
+    return paths
+
+
+def test_trades_repeated_across_consecutive_pages_are_said_as_repeats_not_two_vendors(tmp_path: Path) -> None:
+    # the review's 5 hourly pages: 3,012 ticks for 3,000 trades, said only as "two vendors" overlapping
+    paths = okx_pages(tmp_path)
+    replay = FileReplay(paths)
+    assert len(drain(replay)) == 4 * 30 + 3 * 3  # said, not dropped, as the one-file rule
+    assert len(replay.cautions) == 3 and not any("two vendors" in c for c in replay.cautions), replay.cautions
+    assert replay.cautions[0] == (
+        f"stream BTC-USDT-SWAP: 3 trade(s) of {paths[1]} repeat trades of {paths[0]}, their trade id (column "
+        f"'trade_id'), time, price and size alike, the first at its line 2 (id '400000027'): each replays as one more "
+        f"tick, moving every count, label and score after it (export pages that overlap, each starting with the last "
+        f"trades of the one before?); write the files without the repeats")
+    # pages that only follow each other: nothing to say
+    apart = tmp_path / "apart"
+    apart.mkdir()
+    replay = FileReplay(okx_pages(apart, overlap=0))
+    assert len(drain(replay)) == 120 and replay.cautions == []
+
+
+def test_two_vendors_of_one_stream_over_one_time_keep_their_caution(tmp_path: Path) -> None:
+    one, other = okx_pages(tmp_path, pages=1)[0], tmp_path / "BTC-USDT-SWAP-trades-other.csv"
+    other.write_text(OKX_HEADER + "".join(f"BTC-USDT-SWAP,{900 + i},buy,42001.0,1,{1704153600000 + i * 400}\n"
+                                          for i in range(20)))
+    replay = FileReplay([one, other])
+    drain(replay)
+    assert len(replay.cautions) == 1 and "(two vendors)" in replay.cautions[0], replay.cautions
+
+
+def binance_trades(folder: Path, day: str, start_ms: int) -> tuple[Path, Path]:
+    """Binance's public trades and the aggTrades that hold them (no header), for one symbol over the same minutes."""
+    trades, aggs = [], []
+    for i in range(20):
+        first = len(trades) + 1
+        for k in range(1 + i % 3):
+            trades.append(f"{len(trades) + 1},42000.{i % 4},0.01,420.0,{start_ms + i * 250},{i % 2 == 0},True\n")
+        aggs.append(f"{i},42000.{i % 4},{0.01 * (1 + i % 3):.2f},{first},{len(trades)},{start_ms + i * 250},"
+                    f"{i % 2 == 0},True\n")
+    (folder / f"BTCUSDT-trades-{day}.csv").write_text("".join(trades))
+    (folder / f"BTCUSDT-aggTrades-{day}.csv").write_text("".join(aggs))
+    return folder / f"BTCUSDT-trades-{day}.csv", folder / f"BTCUSDT-aggTrades-{day}.csv"
+
+
+def test_binance_trades_beside_the_aggtrades_of_the_same_minutes_are_refused_naming_both(tmp_path: Path,
+                                                                                          capsys) -> None:
+    # every trade replayed twice (2,748 ticks for 1,748 trades), said only as two vendors overlapping
+    trades, aggs = binance_trades(tmp_path, "2024-01-02", 1704153600000)
+    code = main(["backtest", str(trades), str(aggs), "--out", str(tmp_path / "a.parquet"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and (f"error: {trades} (Binance's trades) and {aggs} (its aggTrades) hold the same trades of "
+                          f"stream BTCUSDT from 2024-01-02T00:00:00Z to ") in err, err
+    assert "Give one kind: the trades files (a tick per fill) or the aggTrades files" in err, err
+    # each kind alone, or the two kinds of different days, replay as they did
+    later = tmp_path / "later"
+    later.mkdir()
+    _, next_aggs = binance_trades(later, "2024-01-03", 1704240000000)
+    assert len(drain(FileReplay([trades, next_aggs]))) == 39 + 20
