@@ -9,6 +9,7 @@ the instrument (`okx-ETH-USDT-2024-01-02.csv`) are told apart, so they are not r
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import NamedTuple
 
 MONTH = "JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC"
@@ -41,12 +42,24 @@ class Instrument(NamedTuple):
 def venue_instrument(name: str) -> Instrument | None:
     """The one venue instrument a file (or folder) name holds, whole; None when it holds none or several."""
     for kind, pattern in PATTERNS:
-        found = {m[0] for m in pattern.finditer(name)}
+        found = {m[0] for m in pattern.finditer(name) if kind != "dated future" or _friday(m[0])}
         if len(found) == 1:
             return Instrument(found.pop(), kind)
         if found:
             return None
     return None
+
+
+def _friday(contract: str) -> bool:
+    """Whether a dated future's delivery date (`29MAR24`, `240329`) is a Friday, as Deribit's, OKX's and Bybit's
+    are: a name such as `AAPL-02JAN24` holds a file's day, not a contract (each day was a stream of its own)."""
+    text = contract.rsplit("-", 1)[-1]
+    for form in ("%d%b%y", "%y%m%d"):
+        try:
+            return datetime.strptime(text.title() if form == "%d%b%y" else text, form).weekday() == 4
+        except ValueError:
+            continue
+    return False
 
 
 def without_venue(tokens: list[str]) -> list[str]:

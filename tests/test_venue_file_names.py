@@ -44,6 +44,12 @@ def test_a_perpetual_a_dated_future_and_options_are_streams_of_their_own(tmp_pat
             "future's name, '_2024-01-02' left out (--columns stream_name=NAME to name it otherwise)") in notes, notes
 
 
+def test_a_day_written_as_a_contract_date_is_no_dated_future(tmp_path: Path) -> None:
+    # futures are delivered on Fridays: a stock's days (a Tuesday, a Wednesday) stay one stream
+    counts, _ = streams_of(tmp_path, "AAPL-02JAN24", "AAPL-03JAN24", "ETH-27DEC24", "BTC-USD-240329")
+    assert counts == {"AAPL": 80, "ETH-27DEC24": 40, "BTC-USD-240329": 40}
+
+
 def test_a_swap_beside_its_spot_pair_and_kraken_futures_beside_spot_are_four_streams(tmp_path: Path) -> None:
     counts, notes = streams_of(tmp_path, "BTC-USDT-SWAP-2024-01-02", "BTC-USDT-2024-01-02", "PF_XBTUSD_2024-01-02",
                                "XBTUSD_2024-01-02")
