@@ -129,6 +129,10 @@ NAME_COLUMNS = ("name", "security_name", "stock_name", "company_name", "issue_na
 IDENTIFIER = re.compile(r"^[A-Za-z0-9][\w.\-/&: ]{0,23}$")  # a symbol, a code, a short name
 FLAG_WORDS = frozenset({"true", "false", "t", "f", "y", "n", "yes", "no", "0", "1"})
 FLAG_NAME = re.compile(r"^(is|has|was)_")  # a yes/no column by its name: Binance's is_best_match, is_buyer_maker
+# an order's type, never an instrument: Kraken's `market/limit` (m, l), or the words spelled out
+ORDER_TYPE_WORDS = frozenset({"m", "l", "market", "limit", "mkt", "lmt", "stop", "stop_limit", "stop_market",
+                              "stop_loss", "take_profit", "trailing_stop", "ioc", "fok", "gtc", "post_only",
+                              "liquidation"})
 ID_WORDS = re.compile(r"(code|sym|ticker|name|sec|isin|cusip|instrument|contract|stock|ric|id)")
 # An instrument trades at its own price level, so a column naming instruments has about one value per level; an
 # order id (partial fills share it) or a trade id has a stream's many orders at the stream's one level
@@ -161,8 +165,9 @@ def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
         values = sample[column].drop_nulls()
         values = values.filter(values != "")
         distinct = values.unique(maintain_order=True)
-        # true/false (True beside true), Y/N, is_best_match: flags, never instruments
-        flags = set(distinct.str.to_lowercase().to_list()) <= FLAG_WORDS or FLAG_NAME.match(normal_name(column))
+        # true/false (True beside true), Y/N, is_best_match: flags; m/l, market/limit: order types; no instruments
+        words = {normal_name(v) for v in distinct.to_list()}
+        flags = words <= FLAG_WORDS or words <= ORDER_TYPE_WORDS or FLAG_NAME.match(normal_name(column))
         if 2 <= len(distinct) <= 1000 and len(distinct) * 2 <= len(values) and not flags and \
                 all(IDENTIFIER.match(v) for v in distinct.head(100).to_list()) and \
                 _values_per_level(sample, column) < MANY_PER_LEVEL:

@@ -369,3 +369,27 @@ def test_a_calendar_month_column_in_bars_is_no_contract(tmp_path: Path) -> None:
     replay = FileReplay(month_numbers)
     assert {t.stream for t in drain(replay)} == {"ES"}
     assert not any("'Month'" in n for n in replay.notes), replay.notes
+
+
+def test_an_order_type_column_is_never_suggested_as_the_streams(tmp_path: Path) -> None:
+    """Review 163 (finding 4): Kraken's trade history with its header, a layout docs/replay.md lists as needing no
+    options, was told on every run that `market/limit` (m/l: the order type) looked like instruments, with advice
+    that would split one instrument into streams `m` and `l`. A column of m/l, or of order-type words, is no
+    instrument; `buy/sell` (b/s) stays the taker's side."""
+    t0 = 1704153600
+    path = tmp_path / "XBTUSD_history.csv"
+    path.write_text("price,volume,time,buy/sell,market/limit,miscellaneous\n" + "".join(
+        f"{42000 + (i % 9) * 0.1:.1f},{0.0123 + i / 10000:.8f},{t0 + i * 0.9 + 0.1234:.4f},{'bsb'[i % 3]},"
+        f"{'mll'[i % 3]},\n" for i in range(200)))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert {t.stream for t in ticks} == {"XBTUSD"} and len(ticks) == 200
+    assert [t.side for t in ticks[:3]] == ["buy", "sell", "buy"]
+    assert not any("look like instruments" in c or "stream=" in c for c in replay.cautions), replay.cautions
+    # order types spelled out under a name detection does not know
+    words = tmp_path / "BTCUSD-fills.csv"
+    words.write_text("time,price,qty,kind_of_order\n" + "".join(
+        f"{t0 * 1000 + i},42000.5,1,{('Market', 'limit', 'STOP_LIMIT')[i % 3]}\n" for i in range(30)))
+    replay = FileReplay(words)
+    assert len(drain(replay)) == 30
+    assert not any("look like instruments" in c for c in replay.cautions), replay.cautions
