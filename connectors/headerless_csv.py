@@ -10,14 +10,16 @@ from __future__ import annotations
 import re
 from collections import Counter
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, Sequence
 from zoneinfo import ZoneInfo
 
-from connectors.column_map import LOBSTER_NAMES, PRESETS, ColumnMap
+from connectors.column_map import LOBSTER_NAMES, PRESETS, UNITS, ColumnMap
 from connectors.datetime_text import is_iso_time, time_formats
 from connectors.layout import PRESET_SIGNS
 from connectors.number_separators import NUMBER
+from connectors.ticks import utc_text
 from connectors.time_units import is_epoch
 
 
@@ -39,8 +41,11 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
     times = [i for i, k in enumerate(kinds) if k == "time"]
     numbers = [i for i, k in enumerate(kinds) if k == "number"]
     texts = [i for i, k in enumerate(kinds) if k == "text"]
-    if len(times) == 1 and times[0] <= 1 and len(texts) <= 1 and set(texts) <= {0, 1} and len(numbers) >= 2 \
-            and all(len(row) == width for row in rows):
+    if (found := _bitfinex_trades(rows, kinds, width)) is not None:
+        return found
+    # the time in the first or second column; past them only a sure one (Kraken's REST `price,volume,time`)
+    if len(times) == 1 and (times[0] <= 1 or _time_rank(rows[0][times[0]]) == SURE_TIME) and len(texts) <= 1 \
+            and set(texts) <= {0, 1} and len(numbers) >= 2 and all(len(row) == width for row in rows):
         names = [f"column_{i + 1}" for i in range(width)]
         names[times[0]] = "time"
         if texts:
@@ -142,13 +147,61 @@ def _last_bid_ask(values: list[float]) -> bool:
     return 0 < bid <= ask <= 1.01 * bid and 0.99 * bid <= last <= 1.01 * ask
 
 
+# Bitfinex's REST trades (`ID,MTS,AMOUNT,PRICE`) as saved without a header: AMOUNT negative for a sell
+BITFINEX_NAMES = ("ID", "MTS", "AMOUNT", "PRICE")
+BITFINEX_LAYOUT = "Bitfinex's trades: an id, a time in ms, a signed amount (negative: a sell) and a price"
+
+
+def _bitfinex_trades(rows: tuple[tuple[str, ...], ...], kinds: list[str],
+                     width: int) -> tuple[ColumnMap, str] | None:
+    """Bitfinex's header-less trades by their shape: an integer id (which may read as epoch seconds: 1.5e9 is
+    2017), a time in ms, an amount negative on some rows (the sells) and a positive price. None otherwise."""
+    if width != 4 or kinds[1] != "time" or is_epoch(rows[0][1]) != "ms" or kinds[2:] != ["number", "number"]:
+        return None
+    if not all(len(row) == 4 and row[0].isdigit() and _float(row[2]) != 0 and _float(row[3]) > 0 for row in rows) \
+            or not any(_float(row[2]) < 0 for row in rows):
+        return None
+    return ColumnMap(ts="MTS", ts_unit="ms", names=BITFINEX_NAMES, price="PRICE", size="AMOUNT",
+                     signed_size=True), BITFINEX_LAYOUT
+
+
+# How surely a cell is a time, by its value: datetime text, an epoch in ms/us/ns or decimal seconds are; an integer
+# of epoch seconds may be an id (Bitfinex's trade id 1500000000 reads as 2017-07-14)
+SURE_TIME, MAYBE_TIME = 2, 1
+
+
+def _time_rank(cell: str) -> int:
+    unit = is_epoch(cell)
+    return MAYBE_TIME if unit == "s" and cell.isdigit() else SURE_TIME if unit or _kind(cell) == "time" else 0
+
+
+def _cell_said(cell: str, kind: str) -> str:
+    """What a header-less file's cell looks like, for a refusal: a time with its unit and date, an integer that
+    may be an id or a time, a number, text."""
+    unit = is_epoch(cell)
+    if unit is not None:
+        when = utc_text(int(Decimal(cell) * UNITS[unit]))  # exact: decimal seconds as a float are off by ~100 ns
+        since = f"{UNITS_SAID[unit]} since the epoch ({when})"
+        return f"an integer: an id, or {since}" if _time_rank(cell) == MAYBE_TIME else f"a time, {since}"
+    return {"time": "a date and time", "number": "a number", "bool": "true/false", "text": "text"}.get(
+        kind, "empty" if cell == "" else "other")
+
+
+UNITS_SAID = {"s": "seconds", "ms": "ms", "us": "us", "ns": "ns"}
+
+
 def _headerless_hint(path: Path, row: tuple[str, ...], kinds: list[str], separator: str = ",") -> str:
-    times = [i for i, k in enumerate(kinds) if k == "time"]  # names must differ: time, time_2, ... (c3 the rest)
+    # the surest times are named time, time_2, ... (names must differ); an id that may read as a time is c1
+    ranks = [_time_rank(cell) if kind == "time" else 0 for cell, kind in zip(row, kinds)]
+    times = [i for i, rank in enumerate(ranks) if rank and rank == max(ranks)]
     names = [("time" if times.index(i) == 0 else f"time_{times.index(i) + 1}") if i in times else f"c{i + 1}"
              for i in range(len(kinds))]
+    said = "; ".join(f"{i + 1} ({cell[:24]}) {_cell_said(cell, kind)}"
+                     for i, (cell, kind) in enumerate(zip(row, kinds)))
     hint = (f"{path}: its first line is data, not a header ({separator.join(row)[:80]}), and its layout cannot be "
             f"guessed: give its {len(row)} columns in order with --csv-names and map them with --columns, e.g. "
-            f"--csv-names {','.join(names)} --columns ts=...,price=...,size=... (docs/replay.md)")
+            f"--csv-names {','.join(names)} --columns ts=...,price=...,size=... (docs/replay.md); its columns: "
+            f"{said}")
     try:
         seconds = float(row[0])
     except ValueError:
@@ -158,7 +211,7 @@ def _headerless_hint(path: Path, row: tuple[str, ...], kinds: list[str], separat
         return (f"{path}: its first line is data, not a header ({','.join(row)[:80]}): it looks like a LOBSTER "
                 f"message file ({','.join(LOBSTER_NAMES)}): --preset lobster-messages reads its executions as trades "
                 f"(add --date YYYY-MM-DD when its name holds no date; docs/replay.md)")
-    if 0 <= seconds < 86_400 and "." in row[0]:
+    if 0 <= seconds < 86_400 and "." in row[0] and not times:  # beside an epoch time, a price
         hint += (f". Its first column ({row[0]}) looks like seconds after midnight: --ts-unit "
                  f"seconds_after_midnight --date YYYY-MM-DD")
     return hint

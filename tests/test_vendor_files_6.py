@@ -270,3 +270,57 @@ def test_two_files_feeding_one_stream_over_the_same_times_get_a_caution(tmp_path
     assert not FileReplay([duka, tmp_path / "trades.csv"]).cautions  # one market's quotes and trades
     assert len(FileReplay([duka, truefx], streams=["EUR*"]).cautions) == 1  # selected: still said
     assert not FileReplay([(duka, {"stream": "EURUSD.DUKA"}), truefx]).cautions  # named apart
+
+
+T0 = 1704153600  # 2024-01-02T00:00:00Z
+
+
+def test_rest_trades_saved_without_a_header_read_their_time_by_its_values(tmp_path: Path) -> None:
+    """Review 163 (finding 5): Kraken's REST trades saved as `price,volume,time` were refused with their price
+    called seconds after midnight, and Bitfinex's `ID,MTS,AMOUNT,PRICE` with its trade id called `time`. The time
+    is the column whose values are a present-day epoch in ms (or decimal seconds), not an id that would read as
+    2017 in seconds: Kraken's reads as a time and two numbers, Bitfinex's as its layout, sides from AMOUNT's sign."""
+    (tmp_path / "XBTUSD_pvt.csv").write_text("".join(
+        f"{42000 + (i % 9) * 0.1:.1f},{0.0123 + i / 1000:.8f},{T0 + i * 0.9 + 0.1234:.4f}\n" for i in range(40)))
+    replay = FileReplay(tmp_path / "XBTUSD_pvt.csv")
+    kraken = drain(replay)
+    assert len(kraken) == 40 and (kraken[1].stream, kraken[1].ts, kraken[1].price, kraken[1].size) == (
+        "XBTUSD", (T0 + 1) * 10**9 + 23_400_000, 42000.1, 0.0133)
+    assert replay.notes[0] == ("XBTUSD_pvt.csv: no header row; read as a time and two numbers (--csv-names "
+                               "price,size,time): ts=time (s), stream_name=XBTUSD, price=price, size=size")
+    (tmp_path / "tBTCUSD_rest.csv").write_text("".join(
+        f"{1500000000 + i},{(T0 + i) * 1000},{(-1) ** (i // 3) * (0.001 + i / 1000):.8f},{42000 + i % 9}\n"
+        for i in range(40)))
+    replay = FileReplay(tmp_path / "tBTCUSD_rest.csv")
+    bitfinex = drain(replay)
+    assert len(bitfinex) == 40 and dict(replay.rejected) == {}
+    assert [(t.stream, t.ts, t.price, t.size, t.side) for t in bitfinex[2:4]] == [
+        ("BTCUSD", (T0 + 2) * 10**9, 42002.0, 0.003, "buy"), ("BTCUSD", (T0 + 3) * 10**9, 42003.0, 0.004, "sell")]
+    assert ("tBTCUSD_rest.csv: no header row; read as Bitfinex's trades: an id, a time in ms, a signed amount "
+            "(negative: a sell) and a price (--csv-names ID,MTS,AMOUNT,PRICE): ts=MTS (ms), stream_name=BTCUSD, "
+            "price=PRICE, size=AMOUNT, signed_size (negative: a sell)") in replay.notes
+
+
+def test_a_refused_header_less_file_names_its_columns_by_position(tmp_path: Path) -> None:
+    """A layout no guess reads (Kraken's 7-column REST arrays; Bitfinex's with no sell among its first rows) is
+    refused with --csv-names naming the epoch column `time` and each column said by position with what it looks
+    like; a price is never called seconds after midnight beside an epoch time."""
+    (tmp_path / "XBTUSD_rest.csv").write_text("".join(
+        f"{42000 + i % 9}.1,0.{i + 1:04d},{T0 + i}.1234,{'bs'[i % 2]},{'ml'[i % 2]},,{70000000 + i}\n"
+        for i in range(20)))
+    with pytest.raises(ValueError) as refused:
+        FileReplay(tmp_path / "XBTUSD_rest.csv")
+    said = str(refused.value)
+    assert "--csv-names c1,c2,time,c4,c5,c6,c7 " in said and "seconds after midnight" not in said, said
+    assert ("its columns: 1 (42000.1) a number; 2 (0.0001) a number; 3 (1704153600.1234) a time, seconds since the "
+            "epoch (2024-01-02T00:00:00.123400000Z); 4 (b) text; 5 (m) text; 6 () empty; 7 (70000000) a number") \
+        in said, said
+    (tmp_path / "tBTCUSD_buys.csv").write_text("".join(
+        f"{1500000000 + i},{(T0 + i) * 1000},0.5,{42000 + i % 9}\n" for i in range(20)))
+    with pytest.raises(ValueError) as refused:
+        FileReplay(tmp_path / "tBTCUSD_buys.csv")
+    said = str(refused.value)
+    assert "--csv-names c1,time,c3,c4 " in said, said
+    assert ("its columns: 1 (1500000000) an integer: an id, or seconds since the epoch (2017-07-14T02:40:00Z); "
+            "2 (1704153600000) a time, ms since the epoch (2024-01-02T00:00:00Z); 3 (0.5) a number; 4 (42000) a "
+            "number") in said, said
