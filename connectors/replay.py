@@ -69,6 +69,7 @@ from connectors.file_plan import (
 )
 from connectors.file_suffixes import PARQUET_SUFFIXES
 from connectors.headerless_csv import zone_has_dst
+from connectors.input_paths import expanded
 from connectors.json_lines import DUPLICATE_KEY, NOT_JSON, is_json_lines
 from connectors.layout import NoTickLayout, detect_columns
 from connectors.number_separators import DECIMAL_COMMA
@@ -659,10 +660,11 @@ class FileReplay(Source):
 
     `files`: a path, or a list of paths, (path, column map) pairs and
     {"path": ..., "columns": ...} dicts, where a map is a ColumnMap, a preset
-    name or a dict; `columns` is the map for entries without one (None: detect
-    each file's layout from its columns). `streams`: names or fnmatch globs of the
-    streams to read (connectors/stream_selection.py; None: every stream). `time_range`: the ticks read, by their
-    event time (connectors/time_range.py; None: all); `range_left_out` counts the rows it left out.
+    name or a dict (a folder or a file pattern: the files it stands for, connectors/input_paths.py); `columns` is
+    the map for entries without one (None: detect each file's layout from its columns). `streams`: names or
+    fnmatch globs of the streams to read (connectors/stream_selection.py; None: every stream). `time_range`: the
+    ticks read, by their event time (connectors/time_range.py; None: all); `range_left_out` counts the rows it left
+    out.
     """
 
     def __init__(
@@ -684,8 +686,10 @@ class FileReplay(Source):
         items = [entry for item in items for entry in (replay_list(Path(item)) if _is_list(item) else [item])]
         if not items:
             raise ValueError("FileReplay needs at least one file")
+        items, expansions = expanded(items)  # a folder, a pattern no shell expanded: their files
         default = as_column_map(columns)
         specs, self._file_notes = _once_each([_file_spec(item, default) for item in items])
+        self._file_notes[:0] = expansions
         # zip archives' files, unpacked, and JSON-lines files' Parquet copies, while this replay lives
         self._unpacked: list[Unpacked | json_lines.Opened] = []
         self.plans = _named_apart([plan for spec in specs for plan in self._plans(*spec)])

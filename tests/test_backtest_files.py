@@ -230,3 +230,41 @@ def test_threads_sets_the_forwards_torch_threads(engine_files: Path, tmp_path: P
         assert "--threads must be >= 1, got 0" in capsys.readouterr().err
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_folder_or_a_quoted_pattern_reads_the_files_it_stands_for(engine_files: Path, tmp_path: Path,
+                                                                    capsys) -> None:
+    """Review 163 (finding 6): a folder was told to "write what it holds to a file", and a pattern no shell expanded
+    (`'data/*/AAPL.csv'`, quoted, or written in a config or a Makefile) got "replay file not found". A folder reads
+    as its tick files, in folders inside it too, in the order of their paths; a pattern as the files it matches,
+    sorted; each said in a note. A folder without tick files and a pattern that matches nothing say so."""
+    data = tmp_path / "data"
+    for symbol, rows, day in (("AAPL", 40, DAYS[0]), ("MSFT", 30, DAYS[0]), ("AAPL", 20, DAYS[1])):
+        day_csv(data / day / f"{symbol}.csv", symbol, rows, day)
+    (data / "README.md").write_text("one day of prints a file\n")
+    (data / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
+    assert backtest(engine_files, [data], tmp_path / "folder.parquet") == 0
+    out, err = capsys.readouterr()
+    assert "replayed 90 ticks" in out, out + err
+    assert (f"note: {data}: a folder, read as its 3 files in the order of their paths (2026-03-10/AAPL.csv, "
+            f"2026-03-10/MSFT.csv, 2026-03-11/AAPL.csv); skipped README.md: not tick files") in err, err
+    files = [data / DAYS[0] / "AAPL.csv", data / DAYS[0] / "MSFT.csv", data / DAYS[1] / "AAPL.csv"]
+    assert backtest(engine_files, files, tmp_path / "files.parquet") == 0  # as the shell's glob gives them
+    capsys.readouterr()
+    same = ["query", "stream", "seq", "data_ts", "ticks", "answer"]
+    assert pl.read_parquet(tmp_path / "folder.parquet").select(same).equals(
+        pl.read_parquet(tmp_path / "files.parquet").select(same))
+
+    assert backtest(engine_files, [f"{data}/*/AAPL.csv"], tmp_path / "pattern.parquet") == 0
+    out, err = capsys.readouterr()
+    assert "replayed 60 ticks" in out, out + err
+    assert (f"note: {data}/*/AAPL.csv: a pattern, read as the 2 files it matches, sorted (2026-03-10/AAPL.csv, "
+            f"2026-03-11/AAPL.csv)") in err, err
+    assert backtest(engine_files, [f"{data}/*/TSLA.csv"], tmp_path / "none.parquet") == 2
+    assert f"error: no file matches {data}/*/TSLA.csv: a pattern that names no file is expanded here as a shell " \
+        f"would" in capsys.readouterr().err
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.pdf").write_bytes(b"%PDF-1.4")
+    assert backtest(engine_files, [tmp_path / "docs"], tmp_path / "docs.parquet") == 2
+    assert f"error: {tmp_path / 'docs'} is a folder holding no tick file (only notes.pdf); replay reads .parquet" \
+        in capsys.readouterr().err

@@ -342,8 +342,8 @@ def test_construction_errors_are_actionable(tmp_path: Path) -> None:
         FileReplay(tmp_path / "fifo.csv")
     with pytest.raises(ValueError, match="/dev/zero is a character device, not a file"):
         FileReplay("/dev/zero")
-    (tmp_path / "folder.csv").mkdir()
-    with pytest.raises(ValueError, match="folder.csv is a folder, not a file"):
+    (tmp_path / "folder.csv").mkdir()  # a folder is read as its tick files (tests/test_backtest_files.py): none
+    with pytest.raises(ValueError, match=r"folder.csv is a folder holding no tick file \(nothing\)"):
         FileReplay(tmp_path / "folder.csv")
     (tmp_path / "x.xlsx").write_text("{}")  # (.json is read: one JSON object a line, tests/test_replay_json_lines.py)
     with pytest.raises(ValueError, match="unsupported file type '.xlsx'"):

@@ -32,6 +32,7 @@ from engine.service.cmd_train import SIZE_FLAGS, cmd_train
 
 
 CONTROL_HELP = f"the engine's control endpoint (default: the --config file's endpoints.control, else {DEFAULT_CONTROL})"
+FILES_HELP = "tick files (Parquet, CSV, DBN, zip), folders of them (or patterns), or a replay list (.yaml)"
 ANSWERS_SHOWN = 100  # `answers` prints this many by default (--limit, --last, --all)
 ANSWERS_EXIT_CODES = ("exit status: 0 when answers were printed, and with --after SEQ when SEQ is the topic's last "
                       "(nothing newer yet, said on stderr: a polling loop under `set -e` goes on); 1 when none was "
@@ -200,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(run=cmd_feed)
     f = feed_sub.add_parser("replay", help="replay Parquet/CSV/DBN tick files",
                             parents=[keys, clients, feeding, reading, time_range])
-    f.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
+    f.add_argument("files", nargs="+", type=Path, help=FILES_HELP)
     f.add_argument("--speed", type=float, default=None, help="real time x N (default: as fast as possible); a "
                    "wait of more than 5 s for the next tick (a night's or a weekend's gap) is said as it begins")
     f.add_argument("--max-gap", type=_positive, default=None, metavar="SECONDS", help="with --speed: wait at most "
@@ -342,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("backtest", help="replay files in-process and score every answer",
                        parents=[reading, time_range])
-    p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
+    p.add_argument("files", nargs="+", type=Path, help=FILES_HELP)
     p.add_argument("--queries", type=Path, help="queries YAML (default: the config's queries, else for a tick model "
                    "its example queries, queries/examples/tick_model.yaml)")
     p.add_argument("--out", type=Path, required=True, help="answers Parquet file (.parquet or .pq)")
@@ -372,7 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="the engine on the built-in model, a live feed and live answers",
                        parents=[reading])
     p.add_argument("--seconds", type=_positive, default=20.0, help="how long it feeds (default 20)")
-    p.add_argument("--replay", type=Path, nargs="+", help="replay these files instead of the synthetic market")
+    p.add_argument("--replay", type=Path, nargs="+",
+                   help="replay these files (or folders of them) instead of the synthetic market")
     p.add_argument("--rate", type=_positive, default=None, help="ticks per second fed (default 400, halved while "
                    "the engine falls behind on this CPU; a rate given here is kept)")
     p.add_argument("--queries", type=Path, default=EXAMPLE_QUERIES, help="the standing queries (default: the "
@@ -521,7 +523,7 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
     p = sub.add_parser("evaluate", parents=[reading, data], help="score a tick model on the test slice of tick files "
                        "against naive and logistic-regression baselines")
     p.add_argument("model", help="checkpoint directory (with codec.json), or 'builtin'")
-    p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
+    p.add_argument("files", nargs="+", type=Path, help=FILES_HELP)
     p.add_argument("--plot", type=Path, metavar="PNG", help="write the calibration diagram here (needs matplotlib): "
                    "a .png, .svg, .pdf, .jpg or .jpeg name, checked before the run")
     p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table (and "

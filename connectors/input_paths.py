@@ -1,0 +1,101 @@
+"""Folders and file patterns given as replay inputs, read as the files they stand for (`expanded`). A folder
+(`hourly/`) is read as its tick files, those in the folders inside it too, in the order of their paths, as a zip
+archive is read as its members; a path holding `*`, `?` or `[` that names no file (a pattern quoted past the
+shell, or written in a config or a Makefile, which no shell expands) is read as the files it matches, sorted.
+Either is said in a note; a folder without tick files, or a pattern that matches nothing, is refused saying so.
+"""
+
+from __future__ import annotations
+
+import glob
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from connectors.archives import is_zip
+from connectors.file_plan import READ_TYPES, is_tick_file
+
+PATTERN_MARKS = re.compile(r"[*?[]")  # what makes a path a shell pattern
+SHOWN = 3  # files named in a note, at each end of the list
+
+
+def expanded(items: list[Any]) -> tuple[list[Any], list[str]]:
+    """`items` (paths, (path, map) pairs, {"path": ..., "columns": ...} entries) with each folder and each pattern
+    that names no file replaced by the files it stands for, each keeping its item's map; and a note for each."""
+    out, notes = [], []
+    for item in items:
+        path = _item_path(item)
+        found = None if path is None else _files_of(path)
+        if found is None:
+            out.append(item)
+            continue
+        files, note = found
+        out.extend(_with_path(item, file) for file in files)
+        notes.append(note)
+    return out, notes
+
+
+def _item_path(item: Any) -> Path | None:
+    if isinstance(item, (str, Path)):
+        return Path(item)
+    if isinstance(item, tuple) and item:
+        return Path(item[0])
+    return Path(item["path"]) if isinstance(item, Mapping) and "path" in item else None
+
+
+def _with_path(item: Any, path: Path) -> Any:
+    if isinstance(item, tuple):
+        return (path, *item[1:])
+    return {**item, "path": path} if isinstance(item, Mapping) else path
+
+
+def _files_of(path: Path) -> tuple[list[Path], str] | None:
+    """The files a folder or a pattern stands for, with the note that says so; None for any other path (a file,
+    or a path that is missing: planning says so)."""
+    if path.is_dir():
+        files, skipped = folder_files(path)
+        said = f"; skipped {_listed(skipped)}: not tick files" if skipped else ""
+        return files, f"{path}: a folder, read as its {_counted(files)} in the order of their paths " \
+                      f"({_listed([f.relative_to(path) for f in files])}){said}"
+    if path.exists() or not PATTERN_MARKS.search(str(path)):
+        return None
+    matches = sorted(Path(m) for m in glob.glob(str(path.expanduser()), recursive=True))
+    if not matches:
+        where = "" if path.expanduser().is_absolute() else f" (in {Path.cwd()})"
+        raise FileNotFoundError(f"no file matches {path}{where}: a pattern that names no file is expanded here as a "
+                                f"shell would (* any name, ? one character, [abc] one of these, ** folders inside)")
+    files = [file for match in matches for file in (folder_files(match)[0] if match.is_dir() else [match])]
+    fixed = Path(*_leading(path.expanduser().parts))  # the folder the pattern starts in
+    return files, f"{path}: a pattern, read as the {_counted(files)} it matches{', sorted' if files[1:] else ''} " \
+                  f"({_listed([f.relative_to(fixed) if f.is_relative_to(fixed) else f for f in files])})"
+
+
+def _leading(parts: tuple[str, ...]) -> list[str]:
+    """A path's parts before its first that holds a pattern mark."""
+    return list(parts[:next(i for i, part in enumerate(parts) if PATTERN_MARKS.search(part))])
+
+
+def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
+    """A folder's tick files and zip archives, in the folders inside it too, sorted by path, and the files left out
+    (a readme, a `.DS_Store`). Dotfiles and dot-folders (`.git/`) and macOS's `__MACOSX/` are no one's data: left
+    out unsaid. A folder holding no tick file is refused, naming what it holds."""
+    held = sorted(p for p in folder.rglob("*") if p.is_file() and not any(
+        part.startswith(".") or part == "__MACOSX" for part in p.relative_to(folder).parts))
+    files = [p for p in held if is_tick_file(p) or is_zip(p)]
+    if not files:
+        holds = f"only {_listed([p.relative_to(folder) for p in held])}" if held else "nothing"
+        raise ValueError(f"{folder} is a folder holding no tick file ({holds}); replay reads {READ_TYPES}: give a "
+                         f"folder or files of these")
+    return files, [p.relative_to(folder) for p in held if p not in files]
+
+
+def _counted(files: list[Path]) -> str:
+    return "one file" if len(files) == 1 else f"{len(files)} files"
+
+
+def _listed(paths: list[Path]) -> str:
+    """Up to SHOWN paths at each end of a list, the count between them."""
+    if len(paths) <= 2 * SHOWN:
+        return ", ".join(map(str, paths))
+    return f"{', '.join(map(str, paths[:SHOWN]))}, ... {len(paths) - 2 * SHOWN} more ..., " \
+           f"{', '.join(map(str, paths[-SHOWN:]))}"
