@@ -3,10 +3,10 @@
 
 `shape_of`: a message a line (Binance trade/aggTrade events, also inside a combined stream's `{"stream": ...,
 "data": {...}}`, Binance bookTicker, Coinbase Exchange `match`/`last_match`); `array_shape_of`: ticks made one row
-each from arrays under `data` (OKX trades, bbo-tbt and tickers, Bybit publicTrade, Kraken v2 trade), by their
-channel; `rest_shape_of`: one JSON array of records as a REST endpoint returns it (Binance trades and aggTrades,
-Coinbase Exchange trades). Other messages of a known layout are left out by the map's `keep`, counted as
-filtered_out, and the note names them.
+each from arrays under `data` (OKX trades, bbo-tbt and tickers, Bybit publicTrade, Kraken v2 trade; Deribit's trades
+under `params.data`), by their channel; `rest_shape_of`: one JSON array of records as a REST endpoint returns it
+(Binance trades and aggTrades, Coinbase Exchange trades). Other messages of a known layout are left out by the map's
+`keep`, counted as filtered_out, and the note names them.
 """
 
 from __future__ import annotations
@@ -100,6 +100,12 @@ ARRAY_SHAPES = (  # trades first: a capture of several channels replays its trad
                          side="side"),
                "Kraken v2 trade: ts=timestamp (ISO), stream=symbol, price, size=qty, side (the taker's), the "
                "snapshot's trades (the last ones before subscribing) included"),
+    ArrayShape("deribit-trades", ("trades",), frozenset({"instrument_name", "direction", "amount", "price",
+                                                        "timestamp"}),
+               ColumnMap(ts="timestamp", ts_unit=EPOCH, kind=TRADE, stream_col="instrument_name", price="price",
+                         size="amount", side="direction"),
+               "Deribit trades (JSON-RPC subscription, ticks in params.data): ts=timestamp (ms), "
+               "stream=instrument_name, price, size=amount, side=direction (the taker's)"),
     ArrayShape("okx-bbo", ("bbo-tbt", "books5"), frozenset({"bids[0].price", "asks[0].price", "ts", "instId"}),
                ColumnMap(**OKX_BOOK, bid="bids[0].price", ask="asks[0].price", bid_size="bids[0].size",
                          ask_size="asks[0].size"),

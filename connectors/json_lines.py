@@ -12,11 +12,11 @@ first value, Python's json the last); a blank line is an empty row, skipped. Num
 (`"43000.10"`, as exchanges send them) stay text in the copy and are read as numbers where the map reads them, as a
 CSV's cells are.
 
-Messages holding their ticks in an array under `data` (OKX, Bybit, Kraken v2) become one row per tick, the
-message's fields beside; a message without ticks (a subscription ack, a heartbeat) is an empty row, counted as
-filtered_out (`skipped`). Exchange layouts (Binance, Coinbase, OKX, Bybit and Kraken v2 messages; Binance and
-Coinbase REST dumps) are known by their keys (connectors/exchange_shapes.py) and read with their map, said in a
-note.
+Messages holding their ticks in an array under `data` (OKX, Bybit, Kraken v2; Deribit's JSON-RPC subscriptions under
+`params.data`) become one row per tick, the message's fields beside; a message without ticks (a subscription ack, a
+heartbeat) is an empty row, counted as filtered_out (`skipped`). Exchange layouts (Binance, Coinbase, OKX, Bybit,
+Deribit and Kraken v2 messages; Binance and Coinbase REST dumps) are known by their keys
+(connectors/exchange_shapes.py) and read with their map, said in a note.
 """
 
 from __future__ import annotations
@@ -240,6 +240,7 @@ def _convert(path: Path) -> JsonLinesTable:
     records = _one_array(lines)
     frame, bad = _records_read(records, lines) if records is not None else _objects(path, lines)
     line_of, tickless, from_arrays = None, {}, False
+    frame = _subscription_params(frame)
     if "data" in frame.columns and isinstance(frame.schema["data"], pl.List) and \
             isinstance(frame.schema["data"].inner, pl.Struct):
         frame, line_of, bad, tickless = _ticks_of_messages(frame, bad)
@@ -333,6 +334,20 @@ def _records_with_a_key_twice(data: bytes) -> dict[int, tuple[str, str]]:
     except (ValueError, RecursionError):  # not for polars to have read: its read stands
         return bad
     return bad
+
+
+def _subscription_params(frame: pl.DataFrame) -> pl.DataFrame:
+    """JSON-RPC subscription messages holding their ticks in `params.data` (Deribit's `{"method": "subscription",
+    "params": {"channel": "trades.BTC-PERPETUAL.raw", "data": [...]}}`) with `params`' fields as the message's own
+    and `channel` its first part (`trades`), so that their ticks read as other venues' arrays under `data` do."""
+    params = frame.schema.get("params")
+    if "data" in frame.columns or not isinstance(params, pl.Struct) or "data" not in {f.name for f in params.fields}:
+        return frame
+    lifted = frame.select(pl.col("params").struct.unnest())
+    frame = frame.drop("params").hstack(lifted.drop([c for c in lifted.columns if c in frame.columns]))
+    if frame.schema.get("channel") == pl.String:
+        frame = frame.with_columns(channel=pl.col("channel").str.split(".").list.first())
+    return frame
 
 
 TICKLESS = ("event", "op", "method", "channel", "type", "ret_msg")  # what a message without ticks is, first found

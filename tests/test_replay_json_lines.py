@@ -1,8 +1,8 @@
 """JSON-lines tick files (`.jsonl`, `.ndjson`, `.json` of one object per line, `.gz` of them): read as the table of
 their objects' fields through the same detection, maps, rejects and notes as a CSV; exchange websocket captures
 (Binance trade/aggTrade/bookTicker, Coinbase Exchange matches; OKX, Bybit and Kraken v2 ticks in arrays under
-`data`) known by their keys; REST dumps of one JSON array (Binance trades/aggTrades, Coinbase trades). Real files
-in tmp_path."""
+`data`, Deribit's under `params.data`) known by their keys; REST dumps of one JSON array (Binance trades/aggTrades,
+Coinbase trades). Real files in tmp_path."""
 
 from __future__ import annotations
 
@@ -254,6 +254,39 @@ def test_kraken_v2_trades_with_slashed_symbols_and_status_heartbeats_left_out(tm
     assert "kraken.jsonl: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): answer topics use '/' " \
            "as their separator; it may be another venue's name too: name it by venue, e.g. 'EUR-USD.kraken'" in \
            replay.notes
+
+
+def deribit_trades(instrument: str, *trades: tuple[int, str, float, float]) -> dict:
+    """A Deribit `trades.{instrument}.raw` subscription message (JSON-RPC): its trades in `params.data`."""
+    return {"jsonrpc": "2.0", "method": "subscription", "params": {"channel": f"trades.{instrument}.raw", "data": [
+        {"trade_seq": 1000 + ms, "trade_id": f"{300000 + ms}", "timestamp": T0 + ms, "tick_direction": 0,
+         "price": price, "mark_price": price - 0.5, "iv": None, "instrument_name": instrument, "index_price": price - 9,
+         "direction": side, "amount": amount} for ms, side, price, amount in trades]}}
+
+
+def test_deribit_trades_subscription_reads_its_params_data(tmp_path: Path) -> None:
+    """Review 163 (finding 8): Deribit's websocket capture (`{"method": "subscription", "params": {"channel":
+    "trades.BTC-PERPETUAL.raw", "data": [...]}}`) was refused with a --columns map, which cannot reach ticks nested
+    under `params.data`. Its trades read as other venues' arrays under `data` do: stream instrument_name, side
+    direction, size amount, time timestamp (ms); the subscription's ack and heartbeats are filtered_out."""
+    ack = {"jsonrpc": "2.0", "id": 42, "result": ["trades.BTC-PERPETUAL.raw", "trades.BTC-29MAR24.raw"],
+           "usIn": 1704153599990000, "usOut": 1704153599990100, "usDiff": 100, "testnet": False}
+    heartbeat = {"jsonrpc": "2.0", "method": "heartbeat", "params": {"type": "heartbeat"}}
+    lines = [ack, deribit_trades("BTC-PERPETUAL", (0, "buy", 42000.5, 10.0), (0, "sell", 42000.0, 20.0)),
+             heartbeat, deribit_trades("BTC-29MAR24", (3, "sell", 42900.5, 50.0)),
+             deribit_trades("BTC-PERPETUAL", (7, "buy", 0.0, 10.0))]
+    ticks, replay = read(write_lines(tmp_path / "deribit_ws.jsonl", lines))
+    assert [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks] == [
+        ("BTC-PERPETUAL", T0 * 1_000_000, 42000.5, 10.0, "buy"), ("BTC-PERPETUAL", T0 * 1_000_000, 42000.0, 20.0,
+                                                                 "sell"),
+        ("BTC-29MAR24", (T0 + 3) * 1_000_000, 42900.5, 50.0, "sell")]
+    assert dict(replay.rejected) == {"filtered_out": 2, "nonpositive_price": 1}
+    assert "deribit_ws.jsonl line 5: nonpositive_price" in replay.rejected.examples["nonpositive_price"]
+    note = next(n for n in replay.notes if n.startswith("deribit_ws.jsonl: Deribit trades"))
+    assert note == ("deribit_ws.jsonl: Deribit trades (JSON-RPC subscription, ticks in params.data): ts=timestamp "
+                    "(ms), stream=instrument_name, price, size=amount, side=direction (the taker's); one row per tick "
+                    "of each message's data; messages without ticks left out, counted as filtered_out: message "
+                    "without ticks (1), heartbeat (1)"), note
 
 
 def test_okx_bbo_tbt_and_tickers_read_as_quotes(tmp_path: Path) -> None:
