@@ -10,7 +10,7 @@ from __future__ import annotations
 import glob
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from connectors.archives import is_zip
 from connectors.file_plan import READ_TYPES, is_tick_file
@@ -19,10 +19,16 @@ PATTERN_MARKS = re.compile(r"[*?[]")  # what makes a path a shell pattern
 SHOWN = 3  # files named in a note, at each end of the list
 
 
-def expanded(items: list[Any]) -> tuple[list[Any], list[str]]:
+class Expanded(NamedTuple):
+    items: list[Any]  # the items, each folder and pattern replaced by its files
+    notes: list[str]  # a note for each folder and pattern
+    folder_texts: set[Path]  # the `.txt` files found in folders: a readme among them is skipped, as a zip's is
+
+
+def expanded(items: list[Any]) -> Expanded:
     """`items` (paths, (path, map) pairs, {"path": ..., "columns": ...} entries) with each folder and each pattern
     that names no file replaced by the files it stands for, each keeping its item's map; and a note for each."""
-    out, notes = [], []
+    out, notes, texts = [], [], set()
     for item in items:
         path = _item_path(item)
         found = None if path is None else _files_of(path)
@@ -32,7 +38,9 @@ def expanded(items: list[Any]) -> tuple[list[Any], list[str]]:
         files, note = found
         out.extend(_with_path(item, file) for file in files)
         notes.append(note)
-    return out, notes
+        if path.is_dir():
+            texts.update(file for file in files if file.suffix.lower() == ".txt")
+    return Expanded(out, notes, texts)
 
 
 def _item_path(item: Any) -> Path | None:

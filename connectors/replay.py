@@ -536,8 +536,13 @@ def _members_skipped(archive: Path, not_tick_files: list[str], no_layout: list[t
                          f"reads {READ_TYPES}")
     notes = [f"{archive}: skipped {', '.join(not_tick_files)} inside: not tick files (replay reads "
              f"{READ_TYPES})"] if not_tick_files else []
-    return notes + [f"{archive} ({member} inside): skipped: a text file whose columns hold no tick layout (a "
-                    f"readme?): {why.split(': ', 1)[-1].split('. ', 1)[0]}" for member, why in no_layout]
+    return notes + [_text_skipped(f"{archive} ({member} inside)", why) for member, why in no_layout]
+
+
+def _text_skipped(named: str, why: str) -> str:
+    """The note on a text file skipped among others: its columns hold no tick layout (`why`, the refusal)."""
+    return f"{named}: skipped: a text file whose columns hold no tick layout (a readme?): " \
+           f"{why.split(': ', 1)[-1].split('. ', 1)[0]}"
 
 
 def _is_list(item: Any) -> bool:
@@ -686,13 +691,13 @@ class FileReplay(Source):
         items = [entry for item in items for entry in (replay_list(Path(item)) if _is_list(item) else [item])]
         if not items:
             raise ValueError("FileReplay needs at least one file")
-        items, expansions = expanded(items)  # a folder, a pattern no shell expanded: their files
+        found = expanded(items)  # a folder, a pattern no shell expanded: their files
         default = as_column_map(columns)
-        specs, self._file_notes = _once_each([_file_spec(item, default) for item in items])
-        self._file_notes[:0] = expansions
+        specs, self._file_notes = _once_each([_file_spec(item, default) for item in found.items])
+        self._file_notes[:0] = found.notes
         # zip archives' files, unpacked, and JSON-lines files' Parquet copies, while this replay lives
         self._unpacked: list[Unpacked | json_lines.Opened] = []
-        self.plans = _named_apart([plan for spec in specs for plan in self._plans(*spec)])
+        self.plans = _named_apart(self._plans_of(specs, found.folder_texts))
         self.speed = speed
         if max_gap_s is not None and speed is None:
             raise ValueError("max_gap_s caps the waits of a paced replay: give speed too")
@@ -722,6 +727,23 @@ class FileReplay(Source):
         return mixed_venues(self.plans) + overlapping_files(self.plans, self.selection, spans) \
             + share_class_spellings(self.plans, spans, self.selection) \
             + far_apart_levels(self.plans, spans, self.selection)
+
+    def _plans_of(self, specs: list[tuple[Path, ColumnMap | Refine | None, bool]], folder_texts: set[Path]
+                  ) -> list[Any]:
+        """Every file's plans. A `.txt` found in a folder whose columns hold no tick layout (a vendor's readme,
+        HistData's status report) is skipped with a note while other files read, as a zip archive's member is."""
+        plans, no_layout = [], []
+        for spec in specs:
+            try:
+                plans += self._plans(*spec)
+            except NoTickLayout as e:
+                if spec[0] not in folder_texts:
+                    raise
+                no_layout.append((spec[0], str(e)))
+        if no_layout and not plans:
+            raise ValueError(no_layout[0][1])
+        self._file_notes.extend(_text_skipped(str(path), why) for path, why in no_layout)
+        return plans
 
     def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
         """The file's plan; for a zip archive, one per file inside, each with the map the archive was given.

@@ -242,12 +242,14 @@ def test_a_folder_or_a_quoted_pattern_reads_the_files_it_stands_for(engine_files
     for symbol, rows, day in (("AAPL", 40, DAYS[0]), ("MSFT", 30, DAYS[0]), ("AAPL", 20, DAYS[1])):
         day_csv(data / day / f"{symbol}.csv", symbol, rows, day)
     (data / "README.md").write_text("one day of prints a file\n")
+    (data / "SOURCE.txt").write_text("Prints of two stocks, a file a day.\nFrom the exchange's feed.\n")
     (data / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
     assert backtest(engine_files, [data], tmp_path / "folder.parquet") == 0
     out, err = capsys.readouterr()
     assert "replayed 90 ticks" in out, out + err
-    assert (f"note: {data}: a folder, read as its 3 files in the order of their paths (2026-03-10/AAPL.csv, "
-            f"2026-03-10/MSFT.csv, 2026-03-11/AAPL.csv); skipped README.md: not tick files") in err, err
+    assert (f"note: {data}: a folder, read as its 4 files in the order of their paths (2026-03-10/AAPL.csv, "
+            f"2026-03-10/MSFT.csv, 2026-03-11/AAPL.csv, SOURCE.txt); skipped README.md: not tick files") in err, err
+    assert f"note: {data / 'SOURCE.txt'}: skipped: a text file whose columns hold no tick layout (a readme?)" in err
     files = [data / DAYS[0] / "AAPL.csv", data / DAYS[0] / "MSFT.csv", data / DAYS[1] / "AAPL.csv"]
     assert backtest(engine_files, files, tmp_path / "files.parquet") == 0  # as the shell's glob gives them
     capsys.readouterr()
