@@ -41,8 +41,10 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
     times = [i for i, k in enumerate(kinds) if k == "time"]
     numbers = [i for i, k in enumerate(kinds) if k == "number"]
     texts = [i for i, k in enumerate(kinds) if k == "text"]
-    if (found := _bitfinex_trades(rows, kinds, width)) is not None:
-        return found
+    bitfinex = _bitfinex_shaped(rows, kinds, width)
+    if bitfinex and any(_float(row[2]) < 0 for row in rows):  # a sell among them: AMOUNT is signed
+        return ColumnMap(ts="MTS", ts_unit="ms", names=BITFINEX_NAMES, price="PRICE", size="AMOUNT",
+                         signed_size=True), BITFINEX_LAYOUT
     # the time in the first or second column; past them only a sure one (Kraken's REST `price,volume,time`)
     if len(times) == 1 and (times[0] <= 1 or _time_rank(rows[0][times[0]]) == SURE_TIME) and len(texts) <= 1 \
             and set(texts) <= {0, 1} and len(numbers) >= 2 and all(len(row) == width for row in rows):
@@ -59,6 +61,9 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
                              names=tuple(names), **stream, **fields)
             return cmap, how
     hint = _headerless_hint(path, rows[0], kinds, separator)
+    if bitfinex:
+        hint += (f". If it holds Bitfinex's trades (no sell among its first rows, so AMOUNT's sign does not tell): "
+                 f"--csv-names {','.join(BITFINEX_NAMES)}")
     nearly = [name for name, cmap in PRESETS.items() if cmap.names is not None and len(cmap.names) == width and
               PRESET_SIGNS.get(name, ()) is not None and 2 * sum(_fits(cmap, row) for row in rows) >= len(rows)]
     if nearly:  # a few bad rows among the first lines: the preset still reads the file, rejecting them
@@ -152,17 +157,13 @@ BITFINEX_NAMES = ("ID", "MTS", "AMOUNT", "PRICE")
 BITFINEX_LAYOUT = "Bitfinex's trades: an id, a time in ms, a signed amount (negative: a sell) and a price"
 
 
-def _bitfinex_trades(rows: tuple[tuple[str, ...], ...], kinds: list[str],
-                     width: int) -> tuple[ColumnMap, str] | None:
-    """Bitfinex's header-less trades by their shape: an integer id (which may read as epoch seconds: 1.5e9 is
-    2017), a time in ms, an amount negative on some rows (the sells) and a positive price. None otherwise."""
+def _bitfinex_shaped(rows: tuple[tuple[str, ...], ...], kinds: list[str], width: int) -> bool:
+    """Whether rows have the shape of Bitfinex's header-less trades: an integer id (which may read as epoch seconds:
+    1.5e9 is 2017), a time in ms, a nonzero amount and a positive price. Read so only when some amount is negative
+    (a sell): without one, two numbers after a time and an id could be anything."""
     if width != 4 or kinds[1] != "time" or is_epoch(rows[0][1]) != "ms" or kinds[2:] != ["number", "number"]:
-        return None
-    if not all(len(row) == 4 and row[0].isdigit() and _float(row[2]) != 0 and _float(row[3]) > 0 for row in rows) \
-            or not any(_float(row[2]) < 0 for row in rows):
-        return None
-    return ColumnMap(ts="MTS", ts_unit="ms", names=BITFINEX_NAMES, price="PRICE", size="AMOUNT",
-                     signed_size=True), BITFINEX_LAYOUT
+        return False
+    return all(len(row) == 4 and row[0].isdigit() and _float(row[2]) != 0 and _float(row[3]) > 0 for row in rows)
 
 
 # How surely a cell is a time, by its value: datetime text, an epoch in ms/us/ns or decimal seconds are; an integer

@@ -323,4 +323,5 @@ def test_a_refused_header_less_file_names_its_columns_by_position(tmp_path: Path
     assert "--csv-names c1,time,c3,c4 " in said, said
     assert ("its columns: 1 (1500000000) an integer: an id, or seconds since the epoch (2017-07-14T02:40:00Z); "
             "2 (1704153600000) a time, ms since the epoch (2024-01-02T00:00:00Z); 3 (0.5) a number; 4 (42000) a "
-            "number") in said, said
+            "number. If it holds Bitfinex's trades (no sell among its first rows, so AMOUNT's sign does not tell): "
+            "--csv-names ID,MTS,AMOUNT,PRICE") in said, said
