@@ -1,4 +1,5 @@
-"""Tick schema, validation, msgpack wire format and the per-stream ordering guard.
+"""Tick schema, validation, msgpack wire format and the ordering rule (`check_order`: the per-stream state that
+applies it, the ordering guard, is connectors/encoder.py's `StreamEncoder`).
 
 Wire map (one msgpack map per tick; a message carries one map or a list of maps)
 -------------------------------------------------------------------------------
@@ -653,22 +654,3 @@ def decode(data: bytes, *, max_bytes: int = 64 << 20) -> Decoded:
         except InvalidTick as err:
             bad.append((i, err.reason))
     return Decoded(good, bad)
-
-
-class OrderingGuard:
-    """Rejects a tick whose ts is earlier than the previous accepted tick of its stream.
-
-    Equal timestamps are accepted: exchanges stamp many trades with one millisecond.
-    """
-
-    def __init__(self) -> None:
-        self.last_ts: dict[str, int] = {}
-        self.rejected = 0
-
-    def check(self, tick: Tick) -> None:
-        try:
-            check_order(tick.stream, tick.ts, self.last_ts.get(tick.stream))
-        except InvalidTick:
-            self.rejected += 1
-            raise
-        self.last_ts[tick.stream] = tick.ts

@@ -362,13 +362,6 @@ def read_queries_file(path: str | Path, limits: QueryLimits | None = None) -> st
         raise QuerySpecError(f"cannot read query file: {e}", source=str(path)) from None
 
 
-def load_queries_file(path: str | Path, questions: Mapping[str, NamedQuestion] | None = None,
-                      limits: QueryLimits | None = None, answerable: Callable[[QuerySpec], object] | None = None
-                      ) -> list[QuerySpec]:
-    text = read_queries_file(path, limits)
-    return load_queries(text, source=str(path), questions=questions, limits=limits, answerable=answerable)
-
-
 def no_query(source: str, outcome: str) -> QuerySpecError:
     """The refusal of a query document that lists none (`queries: []`), said alike by `register`, `serve` and
     `backtest` (each with the ``outcome`` it would have for that command): most likely the wrong file, so it is not

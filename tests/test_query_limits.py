@@ -24,7 +24,7 @@ from queries.flash import FlashQueries
 from queries.limits import QueryLimits
 from queries.registry import Registry
 from queries.spec import QuerySpec, QuerySpecError
-from queries.yaml_loader import MAX_DEPTH, load_queries, load_queries_file
+from queries.yaml_loader import MAX_DEPTH, load_queries
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "queries" / "examples"
 MAX_LINE = 500  # characters of one line of any error (queries.limits.clip)
@@ -91,8 +91,8 @@ def test_documents_over_the_byte_limit_are_refused_unread(tmp_path) -> None:
     path = tmp_path / "q.yaml"
     path.write_text(text)
     with pytest.raises(QuerySpecError, match=rf"^{path}: the document is {len(text)} bytes, over the limit"):
-        load_queries_file(path, limits=limits)
-    assert len(load_queries_file(path, limits=QueryLimits(max_yaml_bytes=len(text)))) == 40
+        Registry(limits=limits).register_file(path)
+    assert len(Registry(limits=QueryLimits(max_yaml_bytes=len(text))).register_file(path)) == 40
 
 
 def test_deep_nesting_and_recursive_aliases_are_refused() -> None:

@@ -9,8 +9,9 @@ import msgpack
 import pytest
 
 from connectors.questions import DEFAULT_QUESTIONS
+from queries.registry import Registry
 from queries.spec import QuerySpec, QuerySpecError, Trigger, dump_queries
-from queries.yaml_loader import load_queries, load_queries_file
+from queries.yaml_loader import load_queries
 from queries.trigger import parse_duration_ns
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "queries" / "examples"
@@ -355,7 +356,7 @@ def test_topic_for():
 
 
 def test_round_trips_through_yaml_dict_and_msgpack():
-    specs = load_queries(GOOD) + load_queries_file(EXAMPLES / "text_model.yaml")
+    specs = load_queries(GOOD) + Registry().register_file(EXAMPLES / "text_model.yaml")
     assert load_queries(dump_queries(specs)) == specs
     for spec in specs:
         assert load_queries(spec.to_yaml()) == [spec]
@@ -367,7 +368,7 @@ def test_round_trips_through_yaml_dict_and_msgpack():
 def test_every_spec_is_hashable_and_equal_specs_hash_equal():
     """`values:` was stored as a read-only mapping, which made the spec unhashable (and the flash cache raise)."""
     text = GOOD + "  - {name: ev, streams: [a], question: up or down, kind: expectation, values: {up: 1, down: -1}}\n"
-    specs = load_queries(text) + load_queries_file(EXAMPLES / "text_model.yaml")
+    specs = load_queries(text) + Registry().register_file(EXAMPLES / "text_model.yaml")
     again = load_queries(dump_queries(specs))
     assert again == specs and [hash(s) for s in again] == [hash(s) for s in specs]
     assert len(set(specs) | set(again)) == len(specs) and {s: s.name for s in specs}[again[2]] == "ev"
@@ -388,19 +389,19 @@ def test_direct_construction_validates():
 
 
 def test_examples_load_against_their_models():
-    tick = load_queries_file(EXAMPLES / "tick_model.yaml", CODEC_QUESTIONS)
+    tick = Registry(CODEC_QUESTIONS).register_file(EXAMPLES / "tick_model.yaml")
     assert {s.kind for s in tick} == {"choice", "expectation", "surprise"} and len(tick) >= 3
-    text = load_queries_file(EXAMPLES / "text_model.yaml", {})
+    text = Registry({}).register_file(EXAMPLES / "text_model.yaml")
     assert {s.kind for s in text} >= {"choice", "generate"}
 
 
 def test_missing_file_is_a_query_spec_error(tmp_path):
     with pytest.raises(QuerySpecError, match="cannot read query file"):
-        load_queries_file(tmp_path / "nope.yaml")
+        Registry().register_file(tmp_path / "nope.yaml")
     path = tmp_path / "q.yaml"
     path.write_text("queries:\n  - {name: a, streams: [x], kind: surprise, bogus: 1}\n")
     with pytest.raises(QuerySpecError, match=rf"^{path}:2: query 'a': unknown key 'bogus'"):
-        load_queries_file(path)
+        Registry().register_file(path)
 
 
 @pytest.mark.parametrize("text, ns", [("500ms", 500_000_000), ("2s", 2_000_000_000), ("1m", 60_000_000_000),

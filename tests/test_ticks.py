@@ -13,8 +13,6 @@ from connectors.ticks import (
     ts_unit_hint,
     REASONS,
     InvalidTick,
-    OrderingGuard,
-    Tick,
     check_stream,
     decode,
     encode,
@@ -265,17 +263,6 @@ def test_a_bad_key_in_one_tick_keeps_the_others_and_a_repeated_key_is_refused() 
         validate(unpack(twice))
     assert err.value.reason in REASONS
     assert decode(b"\x91\x81\x91\x01\x02") == ([], [(-1, "bad_msgpack")])  # [{[1]: 2}]: a list as a key
-
-
-def test_ordering_guard_rejects_backwards_ts_per_stream() -> None:
-    guard = OrderingGuard()
-    guard.check(Tick("a", 10, "trade", price=1.0, size=1.0))
-    guard.check(Tick("a", 10, "trade", price=1.0, size=1.0))  # equal ts: same-ms trades are normal
-    guard.check(Tick("b", 5, "trade", price=1.0, size=1.0))  # other streams are independent
-    with pytest.raises(InvalidTick) as err:
-        guard.check(Tick("a", 9, "trade", price=1.0, size=1.0))
-    assert err.value.reason == "ts_backwards" and guard.rejected == 1
-    assert guard.last_ts == {"a": 10, "b": 5}
 
 
 def test_errors_quote_numbers_as_sent() -> None:

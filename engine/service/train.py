@@ -331,9 +331,6 @@ class _StepClock:
                 f"and a validation, estimated at {self.step_s:.1f} s (from {steps}) + {validation_s:.1f} s "
                 f"({measured})")
 
-    def room_for_another(self) -> bool:
-        return self.stop_reason() is None
-
     def step_started(self) -> None:
         self._started = self._forward_started = self.now()
         self._validation_spent = 0.0
