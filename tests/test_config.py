@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.service.cli import main
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.kept_queries import configured_queries
 from queries.registry import Registry
@@ -76,6 +77,17 @@ def test_shipped_examples_load() -> None:
                                                      r"\(or null for never\), got inf"),
     ({"scheduler": {"window": 0}}, "scheduler.window must be > 0"),
     ({"replay": {"hours": "09:30-16:00 UTC"}}, r"'hours' is a column map's key: give it under replay.columns"),
+    # a typo of `streams` was sent under replay.columns, which refuses a list: the nearest key of the level first
+    ({"replay": {"stream": ["X*"]}}, r"unknown key 'stream' in section 'replay' \(allowed: .*\); did you mean "
+                                     r"'streams'\? \(as a column map's key, 'stream' goes under replay.columns"),
+    ({"kv": {"block_sise": 16}}, r"unknown key 'block_sise' in section 'kv' \(allowed: .*\); did you mean "
+                                 r"'block_size'\?$"),
+    # it named neither the file nor the section and printed Python lists, once a file was read
+    ({"replay": {"columns": {"tss": "time", "price": "price"}}}, r"^engine.yaml: unknown key 'tss' in replay.columns "
+                                                                 r"\(allowed: ask, ask_size, bid, .*\); did you mean "
+                                                                 r"'ts'\?$"),
+    ({"replay": {"columns": {"stream_name": "X", "ts": "t"}}}, r"unknown key 'stream_name' in replay.columns .*"
+                                                               r"\(stream_name is the inline --columns spelling"),
     ({"log": {"group_ms": float("nan")}}, "log.group_ms must be a finite number > 0, got nan"),  # fsync threads spun
     ({"log": {"group_ms": float("inf")}}, "log.group_ms must be a finite number > 0, got inf"),  # ... or died
     ({"kv": {"cells": 10**23}}, r"kv.cells must be below 1e\+15"),  # torch's overflow, 45 lines of C++ frames
@@ -225,3 +237,17 @@ def test_ray_colours_its_shards_lines_only_on_a_terminal() -> None:
     chosen = {"RAY_COLOR_PREFIX": "1"}
     set_ray_environment(shards, chosen, io.StringIO())
     assert chosen["RAY_COLOR_PREFIX"] == "1"
+
+
+def test_backtest_names_the_config_file_and_key_of_a_bad_column_map_key(tmp_path: Path, capsys) -> None:
+    """`replay: {columns: {tss: ...}}` was refused once the first file was read, as `unknown column-map key(s)
+    ['tss']; allowed keys: [...]`: no file, no section, Python lists. Now at the config's load, as every other key."""
+    (tmp_path / "t.csv").write_text("timestamp,symbol,price,size\n1717200000000,XAU,100.5,1\n")
+    config = tmp_path / "bad.yaml"
+    config.write_text("replay:\n  columns: {tss: time, price: price}\n")
+    code = main(["backtest", str(tmp_path / "t.csv"), "--config", str(config), "--out", str(tmp_path / "a.parquet"),
+                 "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"flashtick backtest: error: {config}: unknown key 'tss' in replay.columns "
+                                        f"(allowed: ask, ask_size, bid,"), err
+    assert err.endswith("; did you mean 'ts'?\n") and err.count("\n") == 1, err

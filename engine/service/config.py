@@ -19,10 +19,11 @@ from typing import Any
 
 import yaml
 
-from connectors.column_map import MAP_KEYS, ZERO_BID_READINGS, map_from_options
+from connectors.column_map import MAP_KEYS, ZERO_BID_READINGS, inline_spelling, map_from_options
 from connectors.feed import check_endpoint
 from connectors.stream_selection import StreamSelection
 from engine.settings import WEIGHT_FORMATS, CacheSpec, SchedulerConfig
+from engine.stream_patterns import did_you_mean
 from engine.yaml_files import safe_load_unique, yaml_error_line, yaml_kind
 from queries.limits import excerpt  # values as YAML writes them: got true, got null (not True, None)
 
@@ -476,6 +477,8 @@ class ServiceConfig:
             if not isinstance(value, dict):
                 raise ConfigError(f"{source}: section {name!r} must be a mapping, got {yaml_kind(value)}")
             _reject_unknown(value, {f.name for f in dataclasses.fields(section_type)}, source, f"section {name!r}")
+            if name == "replay" and isinstance(value.get("columns"), dict):  # named here, where the file is known
+                _reject_unknown(value["columns"], MAP_KEYS, source, "replay.columns")
             value = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
             if name == "kv" and value.get("cells") is not None and value.get("bytes") is not None:
                 raise ConfigError(f"{source}: kv: give cells or bytes, not both (got cells: {value['cells']!r}, "
@@ -575,9 +578,15 @@ def _number(text: str) -> Any:
 
 def _reject_unknown(raw: dict, allowed: Any, source: str, where: str) -> None:
     unknown = [k for k in raw if k not in allowed]
-    if unknown:
-        # replay.hours or replay.price_format: a column map's key, which the section takes under `columns`
-        hint = (f"; {unknown[0]!r} is a column map's key: give it under replay.columns (replay: {{columns: "
-                f"{{{unknown[0]}: ...}}}})" if where == "section 'replay'" and unknown[0] in MAP_KEYS else "")
-        raise ConfigError(f"{source}: unknown key {unknown[0]!r} in {where} (allowed: {', '.join(sorted(allowed))})"
-                          f"{hint}")
+    if not unknown:
+        return
+    key = unknown[0]
+    # the nearest key of this level first: `replay: {stream: [...]}` is a typo of `streams`, not a column map's key
+    hint = did_you_mean([str(key)], [str(k) for k in allowed])
+    if where == "section 'replay'" and key in MAP_KEYS:  # replay.hours or replay.price_format: a column map's key
+        example = f"replay: {{columns: {{{key}: ...}}}}"
+        hint += f" (as a column map's key, {key!r} goes under replay.columns: {example})" if hint else \
+            f"; {key!r} is a column map's key: give it under replay.columns ({example})"
+    if where == "replay.columns":
+        hint += inline_spelling([str(key)])
+    raise ConfigError(f"{source}: unknown key {key!r} in {where} (allowed: {', '.join(sorted(allowed))}){hint}")
