@@ -31,6 +31,7 @@ from engine.service.cmd_subscribe import cmd_subscribe
 from engine.service.cmd_train import SIZE_FLAGS, cmd_train
 
 
+FILES_HELP = "tick files (Parquet, CSV or .csv.gz, JSON lines, DBN, a .zip of them), or a replay list (.yaml)"
 CONTROL_HELP = f"the engine's control endpoint (default: the --config file's endpoints.control, else {DEFAULT_CONTROL})"
 FILES_HELP = "tick files (Parquet, CSV, DBN, zip), folders of them (or patterns), or a replay list (.yaml)"
 ANSWERS_SHOWN = 100  # `answers` prints this many by default (--limit, --last, --all)
@@ -139,6 +140,19 @@ def _time_range_options() -> argparse.ArgumentParser:
     return window
 
 
+def _control_options(reply: str, detail: str = "", refused_at_once: bool = False) -> argparse.ArgumentParser:
+    """--control and --timeout for one command of the control socket, its --timeout help saying what that command
+    waits for: ``reply`` ("the list of registered queries"), then ``detail`` (": ..."), if any."""
+    control_op = argparse.ArgumentParser(add_help=False)
+    control_op.add_argument("--control", default=None, help=CONTROL_HELP)
+    refused = "; at once when it is refused (exit 2)" if refused_at_once else ""
+    control_op.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                            help=f"seconds to wait for {reply} (default 30){detail}. The engine replies between "
+                                 f"forwards, so a forward in progress delays it; a connection nothing accepts is "
+                                 f"given up after the connect wait, the smaller of 10 s and S{refused}")
+    return control_op
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flashtick", description="Streaming inference engine for market data.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -150,18 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the service YAML the engine runs with: connect to its endpoints (an endpoint flag "
                               "overrides it; default: the default endpoints, 127.0.0.1:5555-5557)")
 
-    control_op = argparse.ArgumentParser(add_help=False)  # what every command of the control socket shares
-    control_op.add_argument("--control", default=None, help=CONTROL_HELP)
-    control_op.add_argument("--timeout", type=float, default=30.0, metavar="S",
-                            help="seconds to wait for the engine's reply (default 30); an ask computed now waits for "
-                                 "the stream's ticks accepted before it, so an engine behind on a burst answers late. "
-                                 "A connection nothing accepts is given up after the connect wait, the smaller of "
-                                 "10 s and S (`health`: at once when it is refused)")
-
     p = sub.add_parser("serve", help="run the engine service (ZeroMQ ingest, answers, control)")
     p.add_argument("--config", type=Path, help="engine YAML config (default: built-in model, default endpoints, "
                                                 "and its example queries)")
-    p.add_argument("--queries", type=Path, help="queries YAML registered at start (overrides the config's)")
+    p.add_argument("--queries", type=Path, help="queries YAML registered at start (overrides the config's; default: "
+                   "the config's queries, and with no --config a tick model's examples, queries/examples/"
+                   "tick_model.yaml, a text model none); the queries a data directory kept come back either way")
     p.add_argument("--model", type=Path, metavar="DIR", help="checkpoint directory (overrides the config's "
                    "model.path): a Hugging Face Llama, Mistral or Qwen2, or one written by flashtick train")
     log = p.add_mutually_exclusive_group()
@@ -192,7 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "mid-feed (default: the --config file's, or the default one when --endpoint is the "
                               "default ingest one; '' to skip: a restart then ends the feed with an error)")
     f = feed_sub.add_parser("synthetic", help="the seeded synthetic market", parents=[keys, clients, feeding])
-    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--seed", type=int, default=0, help="the market's seed: the same seed gives the same streams, "
+                   "prices and sizes (default 0)")
     f.add_argument("--ticks", type=_count, default=None, help="stop after N ticks (default: endless)")
     f.add_argument("--rate", type=float, default=1000.0, help="ticks per second (default 1000)")
     f.add_argument("--start-ts", type=int, default=None,
@@ -231,33 +240,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_subscribe)
 
     p = sub.add_parser("register", help="register (or replace) queries from a YAML file",
-                       parents=[keys, clients, control_op])
-    p.add_argument("file", type=Path)
+                       parents=[keys, clients, _control_options("the engine to check and register the queries")])
+    p.add_argument("file", type=Path, help="a queries YAML file (docs/queries.md)")
     p.set_defaults(run=cmd_register)
 
     p = sub.add_parser("unregister", help="remove a registered query (its cached answers go too)",
-                       parents=[keys, clients, control_op])
-    p.add_argument("name")
+                       parents=[keys, clients, _control_options("the engine to remove the query")])
+    p.add_argument("name", help="the registered query's name")
     p.set_defaults(run=cmd_unregister)
 
     p = sub.add_parser("forget", help="drop one stream, its ordering guard included (a tick stamped ahead of the "
                                       "clock blocks its feed as ts_backwards): recorded in the tick log, logged",
-                       parents=[keys, clients, control_op])
-    p.add_argument("stream", type=stream_name)
+                       parents=[keys, clients, _control_options("the engine to drop the stream")])
+    p.add_argument("stream", type=stream_name, help="the stream's name")
     p.set_defaults(run=cmd_forget)
 
-    p = sub.add_parser("list", help="the registered queries", parents=[keys, clients, control_op])
+    p = sub.add_parser("list", help="the registered queries",
+                       parents=[keys, clients, _control_options("the list of registered queries")])
     p.add_argument("--json", action="store_true", help="the full specs as JSON")
     p.set_defaults(run=cmd_list)
 
     p = sub.add_parser("get", help="the cached answer of a query on a stream (computes nothing)",
-                       parents=[keys, clients, control_op], epilog=GET_EXIT_CODES)
-    p.add_argument("stream", type=stream_name)
-    p.add_argument("query")
+                       parents=[keys, clients, _control_options("the cached answer")], epilog=GET_EXIT_CODES)
+    p.add_argument("stream", type=stream_name, help="the stream's name")
+    p.add_argument("query", help="a registered query's name")
     p.set_defaults(run=cmd_get)
 
     p = sub.add_parser("answers", help="a topic's published answers after a seq (fill a gap)",
-                       parents=[keys, clients, control_op], epilog=ANSWERS_EXIT_CODES)
+                       parents=[keys, clients, _control_options("the kept answers")], epilog=ANSWERS_EXIT_CODES)
     p.add_argument("topic", help="an answer topic, e.g. dir20/SYN.A/; or a query's name (dir20) or a topic prefix "
                                  "(dir20/) that names one published topic")
     p.add_argument("--after", type=int, default=None, metavar="SEQ",
@@ -271,14 +281,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_answers)
 
     p = sub.add_parser("topics", help="the answer topics published on, with their last seq (what a client that "
-                       "was away looks for)", parents=[keys, clients, control_op])
+                       "was away looks for)", parents=[keys, clients, _control_options("the list of topics")])
     p.add_argument("prefix", nargs="?", default="", help="a topic prefix, e.g. dir20/ (default: every topic)")
     p.add_argument("--json", action="store_true", help="one JSON object: topic -> {last_seq, answer_ts}")
     p.set_defaults(run=cmd_topics)
 
     p = sub.add_parser("ask", help="ask a registered query (or a question of the model, e.g. direction_5, or, "
-                       "of a text model, --question TEXT) on a stream now", parents=[keys, clients, control_op])
-    p.add_argument("stream", type=stream_name)
+                       "of a text model, --question TEXT) on a stream now",
+                       parents=[keys, clients, _control_options(
+                           "the answer", ": one computed now waits for the stream's ticks accepted before the ask, so "
+                           "an engine behind on a burst answers late (--max-stale: a cached one, without waiting for "
+                           "the backlog)")])
+    p.add_argument("stream", type=stream_name, help="the stream asked about: one that has sent data")
     p.add_argument("query", nargs="?", help="a registered query's name, or a question of the model's own "
                    "(direction_5, ...); leave it out with --question")
     p.add_argument("--kind", choices=("choice", "expectation"), default=None,
@@ -297,18 +311,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "(the spec's max_tokens)")
     p.set_defaults(run=cmd_ask)
 
-    p = sub.add_parser("stats", help="the engine's counters (JSON)", parents=[keys, clients, control_op])
+    p = sub.add_parser("stats", help="the engine's counters (JSON)",
+                       parents=[keys, clients, _control_options("the counters")])
     p.add_argument("--json", action="store_true", help="(the output is JSON either way)")
     p.set_defaults(run=cmd_stats)
 
     p = sub.add_parser("scores", help="live scores: each query's answers against what the market did next, beside "
-                       "the streams' own class frequencies", parents=[keys, clients, control_op])
+                       "the streams' own class frequencies", parents=[keys, clients, _control_options("the scores")])
     p.add_argument("--json", action="store_true", help="the stats op's `scores` as JSON")
     p.set_defaults(run=cmd_scores)
 
     p = sub.add_parser("streams", help="each stream's last accepted tick (ts, count): where a feed resumes after "
                        "a restart; exit 1 when a name given was refused (admission turned it away, or every tick "
-                       "of it was bad)", parents=[keys, clients, control_op])
+                       "of it was bad)", parents=[keys, clients, _control_options("the streams' last ticks")])
     p.add_argument("names", nargs="*", type=stream_name, help="stream names (default: every stream)")
     p.add_argument("--idle-over", type=_non_negative, metavar="SECONDS",
                    help="list only the streams with no tick for longer than SECONDS (a name given and never seen "
@@ -319,7 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_streams)
 
     p = sub.add_parser("health", help="is the service up: status, uptime, streams, model",
-                       parents=[keys, clients, control_op], description=HEALTH_EXIT_STATUSES)
+                       parents=[keys, clients, _control_options("the health reply", ": none in time is exit 3, busy "
+                                                                  "rather than down", refused_at_once=True)],
+                       description=HEALTH_EXIT_STATUSES)
     p.set_defaults(run=cmd_health)
 
     p = sub.add_parser("ticklog", help="read a data directory's tick log back")
@@ -461,7 +478,8 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
                       "stream (default 20000; evenly spread runs of half a window, so at least one run)")
     data.add_argument("--block", type=int, default=100, help="bootstrap block, consecutive answer points (default 100)")
     data.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    data.add_argument("--seed", type=int, default=0)
+    data.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resamples and of which test points "
+                      "are scored (train: of the new weights and the windows trained on too) (default 0)")
     data.add_argument("--device", default="auto", help="auto (CUDA when present, else CPU), cpu or cuda[:N]")
     data.add_argument("--threads", type=int, default=None, help="torch CPU threads (default 1, as backtest's: "
                       "model.threads' default; a second thread spin-waits behind other processes on a shared machine)")
@@ -483,7 +501,7 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
                       "checkpoint records it, and evaluate or backtest with another says so)")
 
     p = sub.add_parser("train", parents=[reading, data], help="fit a tick model to your own tick files and score it")
-    p.add_argument("files", nargs="+", type=Path, help="tick files (Parquet, CSV, DBN, zip), or a replay list (.yaml)")
+    p.add_argument("files", nargs="+", type=Path, help=FILES_HELP)
     p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write (new or empty)")
     p.add_argument("--overwrite", action="store_true", help="replace the checkpoint already in --out")
     start = p.add_mutually_exclusive_group()
