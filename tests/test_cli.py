@@ -56,6 +56,24 @@ def wait_for(predicate, timeout_s: float = 10.0) -> None:
         time.sleep(0.05)
 
 
+def test_every_line_of_a_query_file_with_several_problems_carries_the_error_prefix(checkpoint, tmp_path,
+                                                                                    capsys) -> None:
+    """The README says errors are one line: a file with two bad queries printed the second problem on a line of its
+    own with no `flashtick COMMAND: error:`, which a log reader keying on it missed. Each line carries it now."""
+    bad = tmp_path / "two.yaml"
+    bad.write_text("queries:\n  - {name: a, question: direction_5, kind: choice}\n"
+                   "  - {name: b, question: direction_5, kind: choice}\n")
+    (tmp_path / "t.csv").write_text("timestamp,symbol,price,size\n1717200000000,XAU,100.5,1\n")
+    expected = [f"{bad}:2: query 'a': missing required key 'streams'", f"{bad}:3: query 'b': missing required key "
+                                                                         f"'streams'"]
+    code, _, err = run(capsys, "backtest", str(tmp_path / "t.csv"), "--queries", str(bad), "--out",
+                       str(tmp_path / "a.parquet"), "--model", str(checkpoint), "--quiet")
+    assert code == 2 and err.splitlines()[-2:] == [f"flashtick backtest: error: {line}" for line in expected], err
+    with serving(config(checkpoint, tmp_path)) as server:  # over the control socket: the service's reply, alike
+        code, _, err = run(capsys, "register", str(bad), "--control", server.endpoints["control"])
+    assert code == 2 and err.splitlines() == [f"flashtick register: error: {line}" for line in expected], err
+
+
 def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
     (tmp_path / "vol.yaml").write_text(VOL_QUERY)
     (tmp_path / "my_queries.yaml").write_text("queries:\n  - {name: x, streams: [a], kind: choice,"

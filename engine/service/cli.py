@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             print("flashtick: interrupted while starting; nothing done", file=sys.stderr)
             return 130
         except ImportError as e:  # the parser imports our connectors: another project's may have replaced them
-            print(f"flashtick: error: {str(e).strip() or type(e).__name__}", file=sys.stderr)
+            _say_error("flashtick", e)
             _say_package_clash()
             return 2
         return _run(args, argv)
@@ -116,12 +116,18 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     except BrokenPipeError:  # `flashtick answers ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
         return 0
-    except Exception as e:  # one readable line for the user, not a traceback
-        message = str(e).strip() or type(e).__name__
-        print(f"flashtick {args.command}: error: {message}", file=sys.stderr)
+    except Exception as e:  # one readable line for the user (a line per problem), not a traceback
+        _say_error(f"flashtick {args.command}", e)
         if isinstance(e, ImportError):
             _say_package_clash()
         return 2
+
+
+def _say_error(who: str, error: BaseException) -> None:
+    """``error`` on stderr as `WHO: error: message`, each of its lines so prefixed: a query file with several
+    problems says a line each, and a log reader that keys on `flashtick ...: error:` finds every one of them."""
+    for line in (str(error).strip() or type(error).__name__).splitlines():
+        print(f"{who}: error: {line}", file=sys.stderr)
 
 
 def _exit_now(code: int) -> NoReturn:
