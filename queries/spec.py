@@ -31,10 +31,12 @@ from queries.limits import QueryLimits, clip, excerpt
 from queries.speculation import Gate, Lookup
 from queries.trigger import Trigger
 
-__all__ = ["FIELDS", "KINDS", "RESERVED_TOPICS", "NamedQuestion", "QueryLimits", "QuerySpec", "QuerySpecError",
-           "Trigger", "check_limits", "check_questions", "dump_queries", "topic_may_start"]
+__all__ = ["FIELDS", "KINDS", "LABELLED_KINDS", "RESERVED_TOPICS", "NamedQuestion", "QueryLimits", "QuerySpec",
+           "QuerySpecError", "Trigger", "check_limits", "check_questions", "dump_queries", "topic_may_start"]
 
 KINDS = ("choice", "expectation", "generate", "surprise")
+# the kinds answered by a distribution over labels: the ones scored, and the ways a codec's named question is asked
+LABELLED_KINDS = ("choice", "expectation")
 MAX_NAME = 64
 MAX_QUESTION_CHARS = 1000
 MAX_QUESTION_TOKENS = 64
@@ -290,8 +292,8 @@ class QuerySpec:
             self._set("preposition", preposition)
             self._set("lookup", _parsed("lookup", Lookup, True if self.lookup is None else self.lookup))
         if self.score is not None:
-            if self.kind not in ("choice", "expectation"):
-                raise _fail("score", f"score applies only to choice and expectation queries, not {self.kind}")
+            if self.kind not in LABELLED_KINDS:
+                raise _fail("score", f"score applies only to {' and '.join(LABELLED_KINDS)} queries, not {self.kind}")
             if self.score not in SCORES:
                 raise _fail("score", f"score must be one of {', '.join(SCORES)}, got {excerpt(self.score)}")
         if self.gate is not None:
@@ -487,7 +489,7 @@ def check_limits(spec: QuerySpec, limits: QueryLimits) -> None:
 
 def check_questions(spec: QuerySpec, questions: Mapping[str, NamedQuestion]) -> None:
     """Checks a spec against the model's codec questions: names exist, choices and value labels are theirs."""
-    if not spec.names_question or spec.kind not in ("choice", "expectation"):
+    if not spec.names_question or spec.kind not in LABELLED_KINDS:
         return
     known = questions.get(spec.question)
     if known is None:

@@ -7,6 +7,12 @@ Tick and interval triggers are anchored to a grid (multiples of N ticks, of T
 ns of event time) rather than to the last firing, so a stream whose batches
 do not line up with N still gets one answer per N ticks on average instead of
 drifting to one per 2N. A batch that crosses several grid lines fires once.
+
+Each kind is named once: a word (`WORD_TRIGGERS`) or a mapping to its period (`PERIODIC_TRIGGERS`, with the form
+the errors show and the parser of its period); `Trigger.cell` places a periodic one on its grid. Whether a trigger
+fires at a group's end is queries/registry.py's `_fires`: a kind with no grid (`batch`) at every group, one with a
+grid when its cell moves on, every kind at a stream's first group. `on_demand` is left out before that (registry.py,
+and backtests: engine/service/backtest.py): it never fires by itself.
 """
 
 from __future__ import annotations
@@ -14,16 +20,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from queries.limits import excerpt
 
-TRIGGER_KINDS = ("batch", "ticks", "interval", "on_demand")
+WORD_TRIGGERS = ("batch", "on_demand")  # written as the word alone; no period
 _UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000,
             "d": 86_400_000_000_000}  # d: 24 h of event time from the epoch (UTC midnights; no calendar, no DST)
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ns|us|ms|s|m|h|d)")
 MAX_PERIOD = 2**63 - 1  # an int64, like every count and timestamp on the wire
-_FORMS = "'batch', 'on_demand', {ticks: N} or {interval: '500ms' | '2s' | '1m' | '1d' | <int ns>}"
 
 
 def parse_duration_ns(raw: Any) -> int:
@@ -43,6 +49,28 @@ def parse_duration_ns(raw: Any) -> int:
     return ns
 
 
+def _tick_count(raw: Any) -> int:
+    if not isinstance(raw, int) or isinstance(raw, bool) or raw < 1:
+        raise ValueError(f"ticks trigger needs an integer N >= 1, got {excerpt(raw)}")
+    return raw
+
+
+class Periodic(NamedTuple):
+    """A trigger written `{kind: period}`: the period's form in errors, and its parser (raw YAML -> int >= 1)."""
+
+    form: str
+    parse: Callable[[Any], int]
+
+
+PERIODIC_TRIGGERS = {  # kind -> Periodic; Trigger.cell gives each its grid
+    "ticks": Periodic("N", _tick_count),
+    "interval": Periodic("'500ms' | '2s' | '1m' | '1d' | <int ns>", parse_duration_ns),
+}
+TRIGGER_KINDS = (*WORD_TRIGGERS, *PERIODIC_TRIGGERS)
+_FORMS = (", ".join(repr(word) for word in WORD_TRIGGERS) + ", "
+          + " or ".join(f"{{{kind}: {periodic.form}}}" for kind, periodic in PERIODIC_TRIGGERS.items()))
+
+
 @dataclass(frozen=True)
 class Trigger:
     """`every` is N ticks for 'ticks', T nanoseconds of event time for 'interval', 0 otherwise."""
@@ -53,7 +81,7 @@ class Trigger:
     def __post_init__(self) -> None:
         if self.kind not in TRIGGER_KINDS:
             raise ValueError(f"trigger kind must be one of {', '.join(TRIGGER_KINDS)}, got {excerpt(self.kind)}")
-        periodic = self.kind in ("ticks", "interval")
+        periodic = self.kind in PERIODIC_TRIGGERS
         if periodic and (not isinstance(self.every, int) or isinstance(self.every, bool) or self.every < 1):
             raise ValueError(f"{self.kind} trigger needs a period >= 1, got {excerpt(self.every)}")
         if periodic and self.every > MAX_PERIOD:
@@ -63,9 +91,10 @@ class Trigger:
 
     @classmethod
     def parse(cls, raw: Any) -> Trigger:
-        """From YAML/wire form: 'batch' | 'on_demand' | {ticks: N} | {interval: '2s' or int ns}."""
+        """From YAML/wire form: a word of WORD_TRIGGERS ('batch', 'on_demand') or {kind: period} of
+        PERIODIC_TRIGGERS ({ticks: N}, {interval: '2s' or int ns})."""
         if isinstance(raw, str):
-            if raw in ("batch", "on_demand"):
+            if raw in WORD_TRIGGERS:
                 return cls(raw)
             raise ValueError(f"unknown trigger {excerpt(raw)}; expected {_FORMS}")
         if raw is None:  # `trigger:` with nothing after it (YAML null): leave the key out for the default
@@ -74,13 +103,9 @@ class Trigger:
         if not isinstance(raw, dict) or len(raw) != 1:
             raise ValueError(f"trigger must be {_FORMS}, got {excerpt(raw)}")
         (key, value), = raw.items()
-        if key == "ticks":
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"ticks trigger needs an integer N >= 1, got {excerpt(value)}")
-            return cls("ticks", value)
-        if key == "interval":
-            return cls("interval", parse_duration_ns(value))
-        raise ValueError(f"unknown trigger {excerpt(key)} (allowed: batch, on_demand, ticks, interval)")
+        if key in PERIODIC_TRIGGERS:
+            return cls(key, PERIODIC_TRIGGERS[key].parse(value))
+        raise ValueError(f"unknown trigger {excerpt(key)} (allowed: {', '.join(TRIGGER_KINDS)})")
 
     def to_obj(self) -> str | dict[str, int]:
         return self.kind if self.every == 0 else {self.kind: self.every}

@@ -288,3 +288,27 @@ def test_checker_catches_broken_examples(tmp_path: Path) -> None:
     assert importlib.util.find_spec(python_module(module.argv)) is None
     assert ISSUE_NUMBER.search("the target (issue 6)") and ISSUE_NUMBER.search("issues 4 and 6")
     assert OUTSIDE_REFS.search("see ../shared/PEERS.md") and not OUTSIDE_REFS.search("see RESULTS_PEERS.md")
+
+
+def table_firsts(path: Path, header: str) -> list[str]:
+    """The backticked first cells of the markdown table whose header row starts `| header |`: `{ticks: N}` -> ticks."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {header} |"))
+    firsts = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        if cell := re.match(r"^\|\s*`\{?\s*(\w+)", line):
+            firsts.append(cell.group(1))
+    return firsts
+
+
+def test_queries_md_lists_every_trigger_and_every_kind() -> None:
+    """The trigger and kind tables were checked by nothing: a kind added to the code passed undocumented
+    (docs/extending.md says where each is named)."""
+    from queries.spec import KINDS
+    from queries.trigger import TRIGGER_KINDS
+
+    queries_md = ROOT / "docs" / "queries.md"
+    assert sorted(table_firsts(queries_md, "trigger")) == sorted(TRIGGER_KINDS)
+    assert sorted(table_firsts(queries_md, "kind")) == sorted(KINDS)

@@ -22,7 +22,7 @@ from engine.service.ticklog import LogWriteError
 from engine.service.wire_protocol import WIRE_PROTOCOL
 from engine.stream_patterns import did_you_mean
 from queries.limits import excerpt
-from queries.spec import QuerySpec, QuerySpecError
+from queries.spec import LABELLED_KINDS, QuerySpec, QuerySpecError
 from queries.yaml_loader import load_queries, located_in, no_query
 
 MAX_ANSWERS_PER_FETCH = 1000
@@ -91,9 +91,9 @@ class ControlOps:
                                "not both")
         note: dict[str, str] = {}  # said beside the answer when the name was not a registered query's
         kind = request.get("kind")
-        if kind is not None and kind not in ("choice", "expectation"):  # checked whichever way the ask goes
-            raise ControlError(f"op 'ask' takes kind 'choice' or 'expectation' (how a question of the model's "
-                               f"own is asked), got {wire_value(kind)}")
+        if kind is not None and kind not in LABELLED_KINDS:  # checked whichever way the ask goes
+            raise ControlError(f"op 'ask' takes kind {' or '.join(map(repr, LABELLED_KINDS))} (how a question of "
+                               f"the model's own is asked), got {wire_value(kind)}")
         if "query" in request:
             spec = self._registered_or_question(request_field(request, "query", str), kind, note)
         elif "spec" in request:
