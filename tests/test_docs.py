@@ -312,3 +312,16 @@ def test_queries_md_lists_every_trigger_and_every_kind() -> None:
     queries_md = ROOT / "docs" / "queries.md"
     assert sorted(table_firsts(queries_md, "trigger")) == sorted(TRIGGER_KINDS)
     assert sorted(table_firsts(queries_md, "kind")) == sorted(KINDS)
+
+
+def test_replay_md_has_a_row_for_every_reading_option() -> None:
+    """The reading options (`backtest`, `feed replay`, `train`, `evaluate`, `demo`) are described in one table of
+    replay.md; an option added to the parser alone was in no doc (docs/extending.md, "A command-line option")."""
+    from engine.service.cli_parser import _reading_options, _time_range_options
+
+    section = (ROOT / "docs" / "replay.md").read_text().split("## On the command line", 1)[1].split("\n## ", 1)[0]
+    first_cells = " ".join(line.split("|")[1] for line in section.splitlines() if line.startswith("| `"))
+    options = [option for parser in (_reading_options(), _time_range_options()) for action in parser._actions
+               for option in action.option_strings if option.startswith("--")]
+    missing = [option for option in options if not re.search(rf"`{re.escape(option)}[ `]", first_cells)]
+    assert options and not missing, f"reading options with no row in replay.md's table: {missing}"
