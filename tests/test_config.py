@@ -86,6 +86,10 @@ def test_shipped_examples_load() -> None:
     ({"replay": {"columns": {"tss": "time", "price": "price"}}}, r"^engine.yaml: unknown key 'tss' in replay.columns "
                                                                  r"\(allowed: ask, ask_size, bid, .*\); did you mean "
                                                                  r"'ts'\?$"),
+    # where that hint could lead: a list there was "stream must be a non-empty column name", once a file was read
+    ({"replay": {"columns": {"stream": ["X*"]}}}, r"^engine.yaml: replay.columns.stream is one fixed stream name .*"
+                                                  r"got a list \['X\*'\]: the streams to read, as --streams, are "
+                                                  r"replay.streams"),
     ({"replay": {"columns": {"stream_name": "X", "ts": "t"}}}, r"unknown key 'stream_name' in replay.columns .*"
                                                                r"\(stream_name is the inline --columns spelling"),
     ({"log": {"group_ms": float("nan")}}, "log.group_ms must be a finite number > 0, got nan"),  # fsync threads spun

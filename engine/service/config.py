@@ -478,7 +478,7 @@ class ServiceConfig:
                 raise ConfigError(f"{source}: section {name!r} must be a mapping, got {yaml_kind(value)}")
             _reject_unknown(value, {f.name for f in dataclasses.fields(section_type)}, source, f"section {name!r}")
             if name == "replay" and isinstance(value.get("columns"), dict):  # named here, where the file is known
-                _reject_unknown(value["columns"], MAP_KEYS, source, "replay.columns")
+                _check_replay_columns(value["columns"], source)
             value = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
             if name == "kv" and value.get("cells") is not None and value.get("bytes") is not None:
                 raise ConfigError(f"{source}: kv: give cells or bytes, not both (got cells: {value['cells']!r}, "
@@ -574,6 +574,16 @@ def _number(text: str) -> Any:
             return float(text)
         except ValueError:
             return None
+
+
+def _check_replay_columns(columns: dict, source: str) -> None:
+    """replay.columns' keys, and a list of streams under `stream` (`replay: {columns: {stream: ["X*"]}}`, following
+    the hint for `replay: {stream: [...]}`): what it meant is replay.streams."""
+    _reject_unknown(columns, MAP_KEYS, source, "replay.columns")
+    if isinstance(columns.get("stream"), list):
+        raise ConfigError(f"{source}: replay.columns.stream is one fixed stream name (a column of names is "
+                          f"stream_col), got a list {excerpt(columns['stream'])}: the streams to read, as --streams, "
+                          f"are replay.streams (replay: {{streams: [...]}})")
 
 
 def _reject_unknown(raw: dict, allowed: Any, source: str, where: str) -> None:
