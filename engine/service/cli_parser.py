@@ -31,9 +31,9 @@ from engine.service.cmd_subscribe import cmd_subscribe
 from engine.service.cmd_train import SIZE_FLAGS, cmd_train
 
 
-FILES_HELP = "tick files (Parquet, CSV or .csv.gz, JSON lines, DBN, a .zip of them), or a replay list (.yaml)"
 CONTROL_HELP = f"the engine's control endpoint (default: the --config file's endpoints.control, else {DEFAULT_CONTROL})"
-FILES_HELP = "tick files (Parquet, CSV, DBN, zip), folders of them (or patterns), or a replay list (.yaml)"
+FILES_HELP = ("tick files (Parquet, CSV or .csv.gz, JSON lines, DBN, a .zip of them), folders of them (or patterns), "
+              "or a replay list (.yaml)")
 ANSWERS_SHOWN = 100  # `answers` prints this many by default (--limit, --last, --all)
 ANSWERS_EXIT_CODES = ("exit status: 0 when answers were printed, and with --after SEQ when SEQ is the topic's last "
                       "(nothing newer yet, said on stderr: a polling loop under `set -e` goes on); 1 when none was "
