@@ -37,12 +37,16 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
                "instrument_code", "code"),
     "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price",  # close: a bar's
               "deal", "deal_price",  # FX ECNs' deals (EBS: Deal, DealSize, DealSide beside the quote)
+              "ltp", "last_traded_price",  # Indian vendors' (NSE feeds: LTP, the last traded price, beside LTQ)
               "mid_c",  # OANDA's candles as pandas flattens them (mid.o, mid.h, mid.l, mid.c)
               "settle", "settlement", "settle_price", "settlement_price"),  # exchanges' daily settlement files
     "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size", "sz",  # sz: OKX's API
              "trade_volume", "trade_qty", "trade_quantity",  # Eurex T7's Trade Volume, Upbit's trade_volume
              "dealsize", "deal_size", "shares",  # shares: Nasdaq ITCH's
-             "base_amount"),  # CoinAPI's
+             "base_amount",  # CoinAPI's
+             # Indian vendors' last traded quantity (not TTQ, the day's total traded quantity: a running sum, which
+             # no trade's size is, so it is in no field's names and stays unread)
+             "ltq", "last_traded_qty", "last_traded_quantity"),
     "side": ("side", "aggressor_side", "taker_side", "buy/sell", "buy_sell",  # buy/sell: Kraken's trade exports
              "direction",  # Deribit's (the taker's buy/sell; LOBSTER's `direction` is read by its own layout)
              "aggressor", "dealside", "deal_side"),  # CME's B/S; EBS's
