@@ -188,8 +188,11 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
                 f"{unit} (spreadsheet serial dates)" if unit == EXCEL_DAYS else
                 f"{unit} of each row's day in {cmap.ts_columns[0]!r}" if unit in DAY_CLOCK_UNITS else
                 f"{unit} since the epoch")
-        unit_notes = [f"{path.name}: column {cmap.ts!r} read as {said}, as its first value shows (--ts-unit or "
-                      f"--ts-format to say otherwise)"]
+        # the zone its wall-clock times are read in, as a detected map's note says it (epoch counts are instants)
+        local = unit in ("datetime", EXCEL_DAYS, *DAY_CLOCK_UNITS) and "%s" not in (ts_format or "")
+        zone = f", in {cmap.tz} (the tz given)" if cmap.tz and local else ""
+        unit_notes = [f"{path.name}: column {cmap.ts!r} read as {said}, as its first value shows{zone} (--ts-unit "
+                      f"or --ts-format to say otherwise)"]
     else:
         unit_notes = []
     if cmap.ts_unit == TIME_OF_DAY and len(cmap.ts_columns) == 1 and CLOCK_ONLY.match(first(cmap.ts) or ""):
