@@ -25,14 +25,18 @@ from connectors.datetime_text import (
 from connectors.ticks import TS_MAX
 from connectors.time_units import EPOCH_2200_NS, epoch_unit
 from connectors.utc_offsets import (
+    CLOCK_NAMES,
     OFFSET_PATTERN,
     UTC_OFFSET,
     clock_name,
     format_reading_names,
+    name_needing_tz,
+    names_in_zone,
     names_read_in,
     numeric_offsets,
     tz_for_name,
     unknown_zone_name,
+    zone_writing,
 )
 
 
@@ -52,9 +56,19 @@ def wall_clock_ns(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | 
     """The naive wall-clock times that `ts_expr` reads in the map's `tz`, as int ns (their digits read as UTC's);
     None when it reads none (no tz; counts after midnight, which are elapsed time, not a wall clock's; times that
     carry their offset, as a name the tz writes does: `names_read_in`)."""
-    if cmap.tz is None or cmap.ts_unit in DAY_CLOCK_UNITS or names_read_in(cmap.tz, first):
+    if cmap.tz is None or cmap.ts_unit in DAY_CLOCK_UNITS or zone_reading(cmap, first):
         return None
     return ts_expr(path, replace(cmap, tz=None), dtype, first)
+
+
+def zone_reading(cmap: ColumnMap, first: str | None) -> dict[str, str]:
+    """The zone names the map's tz reads at the offsets it writes them for: the names several zones write (CST,
+    IST) when the file's first time is written with one (`names_read_in`), and, when the format reads a name with
+    `%Z`, every name the tz writes (Europe/London: GMT and BST, which no one offset is known for)."""
+    reading = names_read_in(cmap.tz, first)
+    if cmap.tz is not None and cmap.ts_format is not None and "%Z" in cmap.ts_format:
+        reading = names_in_zone(cmap.tz) | reading
+    return reading
 
 
 NAIVE_TZ_ONLY = ("for naive times: drop it (files of both kinds in one run: a replay list gives each file its "
@@ -143,10 +157,14 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
     if fmt is not None and EPOCH_CODE in fmt:  # an epoch count is an instant: no zone, no clock of one day
         return _epoch_text(text, fmt)
     # a name other zones write too (CST) is read as the zone tz names writes it (Asia/Shanghai: +08:00)
-    zone_reading = names_read_in(cmap.tz, first)
+    reading = zone_reading(cmap, first)
+    if (fmt is None or "%Z" in fmt) and first is not None and (name := name_needing_tz(first)) not in (None, *reading):
+        given = f" (--tz {cmap.tz} writes no {name})" if cmap.tz else ""
+        raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a time written with {name}, which "
+                         f"three zones write for other offsets{given}: give the zone, {tz_for_name(name)}")
     if fmt is not None and "%Z" in fmt:  # polars reads a zone's name and drops it: read the offset it names
-        _named_offsets_only(path, cmap, first)
-        fmt, text = format_reading_names(fmt), numeric_offsets(text, zone_reading)
+        _named_offsets_only(path, cmap, first, reading)
+        fmt, text = format_reading_names(fmt), numeric_offsets(text, reading)
     if first is not None and CLOCK_ONLY.match(first):  # one file a day, its date in its name or given
         if cmap.date is None:
             raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a time of day without a date: give "
@@ -167,18 +185,18 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
     if not aware:
         naive = (text if fmt else pl.when(~offset_row).then(text)).str.to_datetime(fmt, time_unit="ns", strict=False)
         return _local(naive, cmap.tz, second_pass).dt.epoch("ns")
-    if cmap.tz is not None and not zone_reading:
+    if cmap.tz is not None and not reading:
         raise ValueError(f"{path}: ts column {cmap.ts!r} carries its UTC offset ({first!r}); tz={cmap.tz!r} is "
                          f"{NAIVE_TZ_ONLY}")
     if not fmt:
-        text = pl.when(offset_row).then(numeric_offsets(text, zone_reading))
+        text = pl.when(offset_row).then(numeric_offsets(text, reading))
     return text.str.to_datetime(fmt, time_unit="ns", time_zone="UTC", strict=False).dt.epoch("ns")
 
 
-def _named_offsets_only(path: Path, cmap: ColumnMap, first: str | None) -> None:
-    """Refuses a format whose `%Z` would read a zone name that names no one UTC offset (CET, ET): polars would
-    drop it and read the time as UTC."""
-    if first is None or (name := unknown_zone_name(first)) is None:
+def _named_offsets_only(path: Path, cmap: ColumnMap, first: str | None, reading: dict[str, str]) -> None:
+    """Refuses a format whose `%Z` would read a zone name that names no one UTC offset (BST, ET), nor one the tz
+    writes (`reading`): polars would drop it and read the time as UTC."""
+    if first is None or (name := unknown_zone_name(first, reading)) is None:
         return
     clock = clock_name(first)
     # built from the value, as text: the format's own letters beside %Z (`C%Z` of `CEST`) would be written twice
@@ -226,8 +244,45 @@ DAY_CLOCK_LIMIT_NS = 36 * 3600 * 10**9
 EXCEL_EPOCH_DAYS = 25569.0  # 1970-01-01 as a spreadsheet's serial date (day 0: 1899-12-30)
 
 
-def time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
-    """Why no row's time could be read, and the option that reads it."""
+# a word written after a time of day (`10:00:00 AEST`): a zone's name, or AM/PM
+_WORD_AFTER_TIME = r"\d:\d\d(?::\d\d(?:[.,]\d+)?)?\s*([A-Za-z]{2,6})$"
+
+
+def zone_words(rows: pl.LazyFrame, cmap: ColumnMap, sample: int) -> list[str]:
+    """The distinct words written after the times of a file's first `sample` rows (`AEST`, `AEDT`; AM/PM aside),
+    in capitals, in the order they first come: the zone names a refusal names, all of them."""
+    words = time_column(cmap).cast(pl.String).str.strip_chars().str.extract(_WORD_AFTER_TIME, 1).str.to_uppercase()
+    found = rows.head(sample).select(words.drop_nulls().unique(maintain_order=True).head(16)).collect()
+    return [word for word in found.to_series().to_list() if word not in ("AM", "PM")]
+
+
+def _names_hint(names: list[str], fits: list[str]) -> str:
+    """How times written with several zones' names (`GMT` then `BST`) are all read: `%Z` (in the format `fits`
+    proposes) with the --tz of a zone that writes them all, else each one's --tz."""
+    if (zone := zone_writing(names)) is not None:
+        reading = re.sub(r"\s*(%Z|[A-Za-z]+)$", " %Z", fits[0]) if fits else "... %Z"
+        return (f"{zone} writes them all: give --ts-format {reading!r} --tz {zone}, whose %Z then reads each name at "
+                f"the offset {zone} writes it for")
+    each = "; ".join(f"{name}: {tz_for_name(name)}" for name in names)
+    return f"no one zone known here writes them all ({each}): a format's %Z with --tz reads that zone's names only"
+
+
+def unread_zone_names(path: Path, cmap: ColumnMap, first: str, words: list[str]) -> str | None:
+    """Why a file whose times are written with several zones' names is refused when one of them names no offset
+    known here (`GMT`, then `BST`: the BST rows would not read), and how to read them all; None when each is read."""
+    reading = zone_reading(cmap, first)
+    unread = [word for word in words if unknown_zone_name(f"00:00 {word}", reading) and word not in CLOCK_NAMES]
+    if not unread:
+        return None
+    fits = [f for f in time_formats(first) or built_formats(first) if f != cmap.ts_format]
+    return (f"{path}: column {cmap.ts!r} holds times written with {', '.join(words)} (its first rows; "
+            f"{first[:40]!r}), and {', '.join(unread)} names no one UTC offset known here, so those rows' times would "
+            f"not be read: {_names_hint(words, fits)}")
+
+
+def time_hint(path: Path, cmap: ColumnMap, first: str, words: list[str] | None = None) -> str:
+    """Why no row's time could be read, and the option that reads it; `words`: those after the file's first times
+    (`zone_words`), every zone name a refusal names."""
     where = f"{path}: no row's time could be read: column {cmap.ts!r} holds {first[:40]!r}"
     try:
         number = float(first)
@@ -257,8 +312,11 @@ def time_hint(path: Path, cmap: ColumnMap, first: str) -> str:
         # a format built from the value quoted, else a common one as an example of the codes
         example = " or ".join(repr(f) for f in fits) if fits else "'%Y%m%d %H:%M:%S%.f'"
         word = unknown_zone_name(first) if fits and UTC_OFFSET.search(first) is None else None
+        names = list(dict.fromkeys([word.upper(), *(words or [])])) if word else []
         when = _naive_time(first, fits[0]) if word else None
         zone = f" and its zone with {tz_for_name(word, when)} ({word!r} is read as text, not applied)" if word else ""
+        if len(names) > 1:  # `AEST` then `AEDT`: no name written as text reads them all
+            zone = f"; but its first rows' times are written with {', '.join(names)}: {_names_hint(names, fits)}"
         return (f"{where}, which is not ISO 8601{' nor ' + repr(cmap.ts_format) if cmap.ts_format else ''}: "
                 f"give its format with strftime codes, e.g. --ts-format {example}{zone}"
                 + (" (both read it: which is the day?)" if len(fits) > 1 else ""))

@@ -48,7 +48,9 @@ from connectors.event_time import (
     time_hint,
     ts_expr,
     ts_in_ns,
+    unread_zone_names,
     wall_clock_ns,
+    zone_words,
 )
 from connectors.field_names import normal_name
 from connectors.file_layout import layout
@@ -410,8 +412,11 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         found = {name: (facts[f"summer_{name}"], facts[f"summer_first_{name}"]) for name in SUMMER_CHECKED}
         formats = built_formats(first) if first and any(rows for rows, _ in found.values()) else []
         notes += us_names_in_summer(path.name, found, names_read_in(cmap.tz, first), formats)
+    words = zone_words(rows, cmap, SAMPLE_ROWS) if named and first is not None else []
     if not facts["timed"] and first is not None:
-        raise ValueError(time_hint(path, cmap, first))
+        raise ValueError(time_hint(path, cmap, first, words))
+    if len(words) > 1 and (unread := unread_zone_names(path, cmap, first, words)):  # GMT read, BST not: refused
+        raise ValueError(unread)
     out_of_sequence = int(facts["out_of_sequence"] or 0)
     ties = f"in sequence order (column {cmap.sequence!r}) within each stream" if cmap.sequence is not None else \
         "in file order"

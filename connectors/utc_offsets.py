@@ -1,24 +1,45 @@
 """UTC offsets as datetime text writes them after a time: a number (`-04:00`, `+0100`, `Z`), a number after a name
 (Dukascopy's `GMT+0100`), or a name that stands for one fixed offset (BigQuery's ` UTC`, a US export's ` EST`,
-` EDT`). Each makes the time an instant, read at its offset; a zone's clock (` ET`: EST or EDT by the date) is
-no offset, and says which --tz reads it. A name other zones write too (CST: US Central's, China's and Cuba's) is read
-as the US zone's, said in a note, unless --tz names a zone that writes it: then at that zone's offset for it; CST
-(PST) on a date a US clock writes CDT (PDT) is refused, naming both readings' --tz. Other zones' names (CEST) are no
-offset: a refusal names the --tz of a zone that writes the name (`tz_for_name`)."""
+` EDT`, an ASX export's ` AEST`, ` AEDT`: ZONE_NAMES). Each makes the time an instant, read at its offset; a zone's
+clock (` ET`: EST or EDT by the date) is no offset, and says which --tz reads it. A name other zones write too (CST:
+US Central's, China's and Cuba's) is read as the US zone's, said in a note, unless --tz names a zone that writes it:
+then at that zone's offset for it; CST (PST) on a date a US clock writes CDT (PDT) is refused, naming both
+readings' --tz. IST, which names three zones' times and none first, is read with --tz only. Other names (BST) are
+no offset: a refusal names the --tz of a zone that writes them (`tz_for_name`), and a format's `%Z` with --tz reads
+each name that zone writes at the offset it writes it for (`names_in_zone`)."""
 
 from __future__ import annotations
 
 import functools
 import re
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 import polars as pl
 
+# Zones' names outside the US that stand for one UTC offset each wherever they are written, with the zone whose
+# clock writes them (its standard and its summer name by the date: AEST, then AEDT from October): a time written
+# with one is read at its offset; a time column's header naming one names that zone (connectors/header_zones.py)
+ZONE_NAMES: dict[str, tuple[str, str]] = {
+    "AEST": ("+10:00", "Australia/Sydney"), "AEDT": ("+11:00", "Australia/Sydney"),
+    "ACST": ("+09:30", "Australia/Adelaide"), "ACDT": ("+10:30", "Australia/Adelaide"),
+    "AWST": ("+08:00", "Australia/Perth"), "NZST": ("+12:00", "Pacific/Auckland"),
+    "NZDT": ("+13:00", "Pacific/Auckland"), "JST": ("+09:00", "Asia/Tokyo"), "KST": ("+09:00", "Asia/Seoul"),
+    "HKT": ("+08:00", "Asia/Hong_Kong"), "SGT": ("+08:00", "Asia/Singapore"),
+    "CET": ("+01:00", "Europe/Paris"), "CEST": ("+02:00", "Europe/Paris"),
+    "MEZ": ("+01:00", "Europe/Berlin"), "MESZ": ("+02:00", "Europe/Berlin"),  # German exports' CET, CEST
+    "EET": ("+02:00", "Europe/Athens"), "EEST": ("+03:00", "Europe/Athens"),
+    "WET": ("+00:00", "Europe/Lisbon"), "WEST": ("+01:00", "Europe/Lisbon"),
+    "BRT": ("-03:00", "America/Sao_Paulo"), "MSK": ("+03:00", "Europe/Moscow"),
+}
 # Names of one fixed UTC offset each: a US zone's standard (EST) and daylight (EDT) time are two offsets
 NAMED_OFFSETS = {"UTC": "+00:00", "GMT": "+00:00", "EST": "-05:00", "EDT": "-04:00", "CST": "-06:00",
-                 "CDT": "-05:00", "MST": "-07:00", "MDT": "-06:00", "PST": "-08:00", "PDT": "-07:00"}
+                 "CDT": "-05:00", "MST": "-07:00", "MDT": "-06:00", "PST": "-08:00", "PDT": "-07:00",
+                 **{name: offset for name, (offset, _) in ZONE_NAMES.items()}}
+# A name that zones write for other offsets with none of them first (IANA's: India Standard Time +05:30, Israel's
+# +02:00, Irish Standard Time, Dublin's summer, +01:00): a time written with it is read only with the --tz of one
+NAMES_NEEDING_TZ = ("IST",)
 # NAMED_OFFSETS' names that other zones write for other offsets (IANA's abbreviations): the zones, by what a user
 # would call them; a file's times are read at the US zone's offset unless --tz names one of these
 SHARED_NAMES = {"CST": ("US Central Standard Time", ("China Standard Time", "Asia/Shanghai"),
@@ -33,7 +54,8 @@ US_SUMMER_ZONES = {"CST": "America/Chicago", "PST": "America/Los_Angeles"}
 SUMMER_CHECKED = US_SUMMER_ZONES | {"EST": "America/New_York"}
 # Names of a zone's clock, whose offset changes with summer time: a time written with one needs its zone given
 CLOCK_NAMES = {"ET": "America/New_York", "CT": "America/Chicago", "MT": "America/Denver", "PT": "America/Los_Angeles"}
-_NAMES = "|".join(NAMED_OFFSETS)
+# (longest first: `CEST` before `EST`, where only a look-behind would keep them apart)
+_NAMES = "|".join(sorted([*NAMED_OFFSETS, *NAMES_NEEDING_TZ], key=len, reverse=True))
 # The offset written after a time: Z, a number (maybe after UTC or GMT), or a name of one offset
 ZONE_TAIL = rf"(Z|((UTC|GMT)\s*)?[+-]\d\d(:?\d\d)?|{_NAMES})"
 # A time with its UTC offset ("...09:30:00.123-04:00", "...13:30:00Z", "...13:30:00.123 UTC", "... 09:30 EDT");
@@ -69,10 +91,13 @@ def tail_format(tail: str) -> str:
 def numeric_offsets(text: pl.Expr, zone_reading: Mapping[str, str] | None = None) -> pl.Expr:
     """Times whose offset is a name (` UTC`, ` EST`) or follows one (`GMT+0100`) with the offset as a number
     (`-05:00`, `+0100`), as polars reads it; other text as it is. `zone_reading`: names read at other offsets than
-    NAMED_OFFSETS' (`names_read_in`: CST as +08:00 with --tz Asia/Shanghai)."""
-    name = zone_name_of(text)
+    NAMED_OFFSETS' (`names_read_in`: CST as +08:00 with --tz Asia/Shanghai), or that it has none for (a format's
+    `%Z` with --tz Europe/London: BST as +01:00, `names_in_zone`)."""
     offsets = NAMED_OFFSETS | dict(zone_reading or {})
-    named = text.str.replace(_NAME_TAIL, "") + name.replace_strict(offsets, default=None, return_dtype=pl.String)
+    name = zone_name_of(text, offsets)
+    names = "|".join(sorted(offsets, key=len, reverse=True))
+    named = text.str.replace(rf"(?i)\s*({names})$", "") + \
+        name.replace_strict(offsets, default=None, return_dtype=pl.String)
     return pl.when(name.is_null()).then(text.str.replace(_NUMBER_AFTER_NAME, "${1}")).otherwise(named)
 
 
@@ -82,11 +107,12 @@ def format_reading_names(fmt: str) -> str:
     return re.sub(r"\s*%Z", "%z", fmt)
 
 
-def unknown_zone_name(text: str) -> str | None:
-    """The word at the end of a time that a format's `%Z` would read and no NAMED_OFFSETS names (CET, BST, ET),
-    else None."""
+def unknown_zone_name(text: str, read: Iterable[str] = ()) -> str | None:
+    """The word at the end of a time that a format's `%Z` would read and no NAMED_OFFSETS names (BST, IST, ET), nor
+    `read` (the names --tz's zone writes), else None."""
     word = re.search(r"\s([A-Za-z]{1,6})$", text.strip())
-    return word[1] if word is not None and word[1].upper() not in NAMED_OFFSETS else None
+    known = {*NAMED_OFFSETS, *(name.upper() for name in read)}
+    return word[1] if word is not None and word[1].upper() not in known else None
 
 
 def clock_name(text: str) -> tuple[str, str] | None:
@@ -95,15 +121,18 @@ def clock_name(text: str) -> tuple[str, str] | None:
     return (found[1], CLOCK_NAMES[found[1]]) if found else None
 
 
-def zone_name_of(text: pl.Expr) -> pl.Expr:
-    """The NAMED_OFFSETS name that ends each time (`EST`, in capitals), else null."""
+def zone_name_of(text: pl.Expr, names: Iterable[str] = ()) -> pl.Expr:
+    """The NAMED_OFFSETS name (or one of `names`) that ends each time (`EST`, in capitals), else null."""
+    if names:
+        words = "|".join(sorted({*names, *NAMED_OFFSETS, *NAMES_NEEDING_TZ}, key=len, reverse=True))
+        return text.str.extract(rf"(?i)(?:^|[^A-Za-z])\s*({words})$", 1).str.to_uppercase()
     return text.str.extract(_NAME_WORD_POLARS, 1).str.to_uppercase()
 
 
 @functools.lru_cache(maxsize=64)
-def names_written_in(zone: str) -> dict[str, str]:
-    """The SHARED_NAMES a zone writes for its times, each with the UTC offset it stands for there (Asia/Shanghai:
-    CST +08:00; America/Chicago: CST -06:00, CDT -05:00); empty for a zone that writes none of them."""
+def names_in_zone(zone: str) -> dict[str, str]:
+    """The names a zone's clock writes for its times (IANA's: not its numbers, `+03`), each with the UTC offset it
+    stands for there (Europe/London: GMT +00:00, BST +01:00); empty for a zone not known."""
     try:
         tz = ZoneInfo(zone)
     except (ZoneInfoNotFoundError, ValueError):
@@ -112,10 +141,24 @@ def names_written_in(zone: str) -> dict[str, str]:
     for year in range(2000, 2041):  # a winter and a summer day of each year: the latest offset of a name wins
         for month in (1, 7):
             local = datetime(year, month, 15, 12, tzinfo=timezone.utc).astimezone(tz)
-            if (name := local.tzname()) in SHARED_NAMES:
+            if (name := local.tzname() or "").isalpha():
                 minutes = int(local.utcoffset().total_seconds()) // 60
-                found[name] = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+                found[name.upper()] = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
     return found
+
+
+def names_written_in(zone: str) -> dict[str, str]:
+    """The SHARED_NAMES (and NAMES_NEEDING_TZ) a zone writes for its times, each with the UTC offset it stands for
+    there (Asia/Shanghai: CST +08:00; America/Chicago: CST -06:00, CDT -05:00; Asia/Kolkata: IST +05:30); empty for
+    a zone that writes none of them."""
+    return {name: offset for name, offset in names_in_zone(zone).items()
+            if name in SHARED_NAMES or name in NAMES_NEEDING_TZ}
+
+
+def name_needing_tz(text: str) -> str | None:
+    """The NAMES_NEEDING_TZ name that ends a time (`... 09:15:00 IST`), else None."""
+    found = _NAME_WORD.search(text.strip())
+    return found[1].upper() if found is not None and found[1].upper() in NAMES_NEEDING_TZ else None
 
 
 def names_read_in(zone: str | None, first: str | None) -> dict[str, str]:
@@ -177,6 +220,9 @@ def tz_for_name(name: str, when: datetime | None = None) -> str:
     writes it. `when` (the file's first time, naive): a zone whose clock writes another name then (Paris in July
     writes CEST, not CET) would read the time at the other offset: the name's fixed offset instead (`Etc/GMT-1`)."""
     by_offset = _zones_by_name().get(name.upper(), {})
+    if not by_offset and name.upper() in ZONE_NAMES:  # a name IANA has no zone write (German MEZ, Brazil's BRT)
+        offset, zone = ZONE_NAMES[name.upper()]
+        by_offset = {offset: [zone]}
     picks = [_on_that_date(next((z for z in MARKET_ZONES if z in zones), zones[0]), offset, name, when)
              for offset, zones in by_offset.items()]
     if not picks:
@@ -185,6 +231,19 @@ def tz_for_name(name: str, when: datetime | None = None) -> str:
         return f"--tz {picks[0]}"
     said = [f"--tz {zone}" + ("" if "(" in zone else f" ({offset})") for zone, offset in zip(picks, by_offset)]
     return f"{', '.join(said[:-1])} or {said[-1]}, whichever zone's {name} it is"
+
+
+def zone_writing(names: Iterable[str]) -> str | None:
+    """A zone whose clock writes every one of `names` (`GMT`, `BST`: Europe/London), a market's first, else None."""
+    zones: set[str] | None = None
+    for name in names:
+        writing = {zone for by_offset in [_zones_by_name().get(name.upper(), {})] for found in by_offset.values()
+                   for zone in found}
+        writing |= {ZONE_NAMES[name.upper()][1]} if name.upper() in ZONE_NAMES else set()
+        zones = writing if zones is None else zones & writing
+    if not zones:
+        return None
+    return next((zone for zone in MARKET_ZONES if zone in zones), min(zones))
 
 
 def tz_for_offset(offset: str) -> str:
@@ -199,9 +258,10 @@ def tz_for_offset(offset: str) -> str:
 def _on_that_date(zone: str, offset: str, name: str, when: datetime | None) -> str:
     """`zone`, or when its clock writes another name than `name` at `when`, the fixed offset `name` stands for as
     IANA's Etc zone (whose sign is POSIX's, reversed: +01:00 is Etc/GMT-1), said as such."""
-    if when is None or when.replace(tzinfo=ZoneInfo(zone)).tzname() == name.upper():
-        return zone
     hours, minutes = int(offset[1:3]), int(offset[4:6])
+    at = timedelta(hours=hours, minutes=minutes) * (-1 if offset[0] == "-" else 1)
+    if when is None or when.replace(tzinfo=ZoneInfo(zone)).utcoffset() == at:  # (by offset: MEZ is CET there)
+        return zone
     if minutes:  # no Etc zone holds a fraction of an hour
         return f"{zone} (its clock writes {when.replace(tzinfo=ZoneInfo(zone)).tzname()} on that date)"
     fixed = "Etc/GMT" if hours == 0 else f"Etc/GMT{'+' if offset[0] == '-' else '-'}{hours}"

@@ -55,27 +55,30 @@ def test_a_format_reading_the_name_with_percent_z_applies_its_offset(tmp_path: P
 
 
 def test_a_percent_z_name_of_no_known_offset_is_refused_with_the_format_and_tz_that_read_it(tmp_path: Path) -> None:
-    path = trades(tmp_path / "t.csv", ["2026-03-06 09:30:00 CET", "2026-03-06 09:31:00 CET"])
-    with pytest.raises(ValueError, match="reads 'CET' .* with %Z, .* its times would be read as UTC") as refused:
+    path = trades(tmp_path / "t.csv", ["2026-07-06 09:30:00 BST", "2026-07-06 09:31:00 BST"])
+    with pytest.raises(ValueError, match="reads 'BST' .* with %Z, .* its times would be read as UTC") as refused:
         drain(FileReplay(path, columns={"ts_format": "%Y-%m-%d %H:%M:%S %Z"}))
-    assert "('%Y-%m-%d %H:%M:%S%.f CET') and give its zone with --tz Europe/Paris" in str(refused.value)
+    assert "('%Y-%m-%d %H:%M:%S%.f BST') and give its zone with --tz Europe/London" in str(refused.value)
     with pytest.raises(ValueError, match="not ISO 8601") as unread:
         drain(FileReplay(path))
-    assert "--ts-format '%Y-%m-%d %H:%M:%S%.f CET' and its zone with --tz Europe/Paris" in str(unread.value)
-    fixed = FileReplay(path, columns={"ts_format": "%Y-%m-%d %H:%M:%S%.f CET", "tz": "Europe/Paris"})
-    assert drain(fixed)[0].ts == utc_ns("2026-03-06T08:30:00")
+    assert "--ts-format '%Y-%m-%d %H:%M:%S%.f BST' and its zone with --tz Europe/London" in str(unread.value)
+    fixed = FileReplay(path, columns={"ts_format": "%Y-%m-%d %H:%M:%S%.f BST", "tz": "Europe/London"})
+    assert drain(fixed)[0].ts == utc_ns("2026-07-06T08:30:00")
+    # %Z with the zone that writes the name reads it at the offset that zone writes it for
+    zoned = FileReplay(path, columns={"ts_format": "%Y-%m-%d %H:%M:%S %Z", "tz": "Europe/London"})
+    assert drain(zoned)[0].ts == utc_ns("2026-07-06T08:30:00")
 
 
 @pytest.mark.parametrize("name, right", [
-    ("CEST", "2024-07-01T07:00:00"), ("AEST", "2024-06-30T23:00:00"), ("JST", "2024-07-01T00:00:00"),
-    ("CET", "2024-07-01T08:00:00"),  # Paris writes CEST in July: CET is then its fixed +01:00 (Etc/GMT-1)
-    ("IST", "2024-07-01T03:30:00"),  # India's, the first of the three zones named
+    ("BST", "2024-07-01T08:00:00"),  # London's summer time, +01:00
+    ("WIB", "2024-07-01T02:00:00"),  # Jakarta's, +07:00
 ])
 def test_every_format_and_tz_a_zone_name_refusal_proposes_reads_the_file(tmp_path: Path, name: str,
                                                                          right: str) -> None:
     """The proposal was built from a US name found inside the word (`EST` of `CEST`, `AEST`): `C%Z` (refused, as
-    %Z reads no CEST), then `CCEST` (which reads nothing), and `--tz ZONE`. The whole word is now text, the zone
-    is named, and following the refusal reads the times right, with `%Z` in the user's format too."""
+    %Z read no CEST), then `CCEST` (which reads nothing), and `--tz ZONE`. The whole word is now text, the zone
+    is named, and following the refusal reads the times right, with `%Z` in the user's format too (CEST, AEST
+    and the other ZONE_NAMES are now read at their offsets: test_replay_non_us_exports.py)."""
     path = trades(tmp_path / "t.csv", [f"2024-07-01 09:00:00.000 {name}", f"2024-07-01 09:00:01.000 {name}"])
     for columns in (None, {"ts_format": f"%Y-%m-%d %H:%M:%S%.f {name[:-3]}%Z"}):
         with pytest.raises(ValueError) as refused:
@@ -136,7 +139,7 @@ def test_a_given_offset_format_is_said_read_at_each_rows_offset_quoting_the_raw_
 
 
 @pytest.mark.parametrize("value, right", [
-    ("04.02.2019 09:00 EET", "2019-02-04T09:00:00"),  # day-first dots, no seconds, a zone's name as text
+    ("04.02.2019 09:00 EET", "2019-02-04T07:00:00"),  # day-first dots, no seconds, a zone's name (+02:00)
     ("20190204 090000071 UTC", "2019-02-04T09:00:00.071"),  # HistData's digits, a zone after them
     ("2019/02/04 9:00:00 PM", "2019-02-04T21:00:00"),  # slashes, a 12-hour clock
     ("04.02.2019 9:00:00 PM GMT+0100", "2019-02-04T20:00:00"),  # a 12-hour clock, Dukascopy's offset
