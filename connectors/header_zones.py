@@ -4,8 +4,10 @@ column its name before the zone says (`Time`), and its naive times are read in t
 given in full that names the column reads it so too). A zone is UTC/GMT, a zone's clock (`ET`: New York's), an
 IANA key (`EET`, `CET`, `Europe/Helsinki`), the name of a zone without summer time that no other zone writes
 (`JST`, `HKT`, `KST`, `SGT`), or a whole-hour UTC offset (`UTC+9`, `GMT+09:00`).
-A zone written that is none of these (`IST`, `CST`, which several zones write; `UTC+05:30`; `local`) still makes
-the column the time column, whose zone then has to be given (--tz): `unknown_zone_refusal` says how. Anything
+A zone written that is none of these (`IST`, `CST`, which several zones write; `UTC+05:30`; `local`; a name of
+one offset whose zone keeps summer time or changed its offset, `AEST`, `MEZ`, `BRT`: its clock or that offset all
+year?) still makes the column the time column, whose zone then has to be given (--tz): `unknown_zone_refusal` says
+how, naming the zone of a name times are written with too (utc_offsets.ZONE_NAMES, one table for both). Anything
 else in the parentheses (`ms`) is no zone, and the header is only a name."""
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import re
 from typing import NamedTuple
 from zoneinfo import available_timezones
 
-from connectors.utc_offsets import CLOCK_NAMES, tz_for_name, tz_for_offset
+from connectors.utc_offsets import CLOCK_NAMES, ZONE_NAMES, clock_readings, etc_zone, tz_for_name, tz_for_offset
 
 # `Time (EET)`, `Time[UTC+9]`: a name, then the zone in parentheses or brackets (a '+' would split the column in a
 # map's `Date+Time`)
@@ -24,9 +26,12 @@ _ZONED_HEADER = re.compile(rf"^(?P<name>[^()\[\]+]*?\S)\s*(\((?P<zone>{_ZONE})\s
 UTC_NAMES = frozenset({"UTC", "GMT", "Z"})
 # IANA's zones named for a region's time (not a place), whose summer time is the EU's
 EU_RULE_ZONES = frozenset({"EET", "CET", "WET", "MET"})
-# Zones' names that IANA holds no key for, each written by one zone only, which keeps no summer time: Japan's,
-# Hong Kong's, South Korea's, Singapore's (not IST: India's, Ireland's and Israel's; not CST: China's, the US's)
-ONE_ZONE_NAMES = {"JST": "Asia/Tokyo", "HKT": "Asia/Hong_Kong", "KST": "Asia/Seoul", "SGT": "Asia/Singapore"}
+# Zones' names that IANA holds no key for, each written by one zone only (ZONE_NAMES, the names times are written
+# with too), which has kept that one offset all year since 2000: Japan's, Hong Kong's, South Korea's, Singapore's
+# (not IST: India's, Ireland's and Israel's; not CST: China's, the US's; not BRT, AWST, MSK, whose zones kept summer
+# time or moved since, nor AEST, MEZ, whose zones keep summer time: a header naming one is refused, naming its zone)
+ONE_ZONE_NAMES = {name: zone for name, (offset, zone) in ZONE_NAMES.items()
+                  if {at for _, at in clock_readings(zone)} == {offset}}
 # `UTC+9`, `GMT-05:00`, `UTC+0530`: a fixed UTC offset
 _OFFSET = re.compile(r"^(UTC|GMT)\s*(?P<sign>[+-])(?P<hours>\d\d?)(:?(?P<minutes>\d\d))?$", re.IGNORECASE)
 # what else in the parentheses stands for a zone not known here: a name in capitals (`IST`), a local clock
@@ -76,7 +81,9 @@ def _iana_keys() -> dict[str, str]:
 def header_zone_note(file: str, column: str, zoned: HeaderZone, tz: str | None) -> str:
     """What a zone named in a time column's header was read as: that zone, or the tz given instead."""
     if not zoned.known:
-        return f"{file}: column {column!r} names zone {zoned.written}, none known here; its times read in {tz} as given"
+        named = ZONE_NAMES.get(zoned.written.upper())
+        which = f"{named[1]}'s {named[0]}" if named else "none known here"
+        return f"{file}: column {column!r} names zone {zoned.written}, {which}; its times read in {tz} as given"
     if tz != zoned.zone:
         return f"{file}: column {column!r} names zone {zoned.written}; its times read in {tz or 'UTC'} as given instead"
     said = f"{file}: column {column!r} names its zone: its times read"
@@ -98,6 +105,12 @@ def unknown_zone_refusal(file: str, column: str, zoned: HeaderZone, columns: str
     else:
         tz = tz_for_name(zoned.written)
     one = tz.split(" (")[0] if " or " not in tz else "--tz ZONE"  # (several zones write IST: none picked)
+    which = "none known here"
+    if (named := ZONE_NAMES.get(zoned.written.upper())) is not None:  # `Time (MEZ)`: its zone, not how it is meant
+        offset, zone = named
+        fixed = f" or --tz {etc} ({offset} all year)" if (etc := etc_zone(offset)) else ""
+        which = f"{zone}'s {offset}, but its times may be that zone's clock, summer time included"
+        tz = f"--tz {zone} (its clock){fixed}"
     return (f"{file}: column {column!r} is its time column, and its header names zone {zoned.written!r}, which is "
-            f"none known here: give the zone its times are in, {tz}; a map given in full reads it too: "
+            f"{which}: give the zone its times are in, {tz}; a map given in full reads it too: "
             f"--columns '{columns}' {one}")

@@ -130,21 +130,27 @@ def zone_name_of(text: pl.Expr, names: Iterable[str] = ()) -> pl.Expr:
 
 
 @functools.lru_cache(maxsize=64)
-def names_in_zone(zone: str) -> dict[str, str]:
-    """The names a zone's clock writes for its times (IANA's: not its numbers, `+03`), each with the UTC offset it
-    stands for there (Europe/London: GMT +00:00, BST +01:00); empty for a zone not known."""
+def clock_readings(zone: str) -> tuple[tuple[str, str], ...]:
+    """What a zone's clock writes on a winter and a summer day of each year from 2000 to 2040, in order: (the name
+    IANA writes, `BST` or `+03`, the UTC offset, `+01:00`); empty for a zone not known."""
     try:
         tz = ZoneInfo(zone)
     except (ZoneInfoNotFoundError, ValueError):
-        return {}
-    found = {}
-    for year in range(2000, 2041):  # a winter and a summer day of each year: the latest offset of a name wins
+        return ()
+    found = []
+    for year in range(2000, 2041):
         for month in (1, 7):
             local = datetime(year, month, 15, 12, tzinfo=timezone.utc).astimezone(tz)
-            if (name := local.tzname() or "").isalpha():
-                minutes = int(local.utcoffset().total_seconds()) // 60
-                found[name.upper()] = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-    return found
+            minutes = int(local.utcoffset().total_seconds()) // 60
+            offset = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+            found.append((local.tzname() or "", offset))
+    return tuple(found)
+
+
+def names_in_zone(zone: str) -> dict[str, str]:
+    """The names a zone's clock writes for its times (IANA's: not its numbers, `+03`), each with the UTC offset it
+    stands for there, the latest (Europe/London: GMT +00:00, BST +01:00); empty for a zone not known."""
+    return {name.upper(): offset for name, offset in clock_readings(zone) if name.isalpha()}
 
 
 def names_written_in(zone: str) -> dict[str, str]:
@@ -262,10 +268,18 @@ def _on_that_date(zone: str, offset: str, name: str, when: datetime | None) -> s
     at = timedelta(hours=hours, minutes=minutes) * (-1 if offset[0] == "-" else 1)
     if when is None or when.replace(tzinfo=ZoneInfo(zone)).utcoffset() == at:  # (by offset: MEZ is CET there)
         return zone
-    if minutes:  # no Etc zone holds a fraction of an hour
+    if (fixed := etc_zone(offset)) is None:
         return f"{zone} (its clock writes {when.replace(tzinfo=ZoneInfo(zone)).tzname()} on that date)"
-    fixed = "Etc/GMT" if hours == 0 else f"Etc/GMT{'+' if offset[0] == '-' else '-'}{hours}"
     return f"{fixed} ({name} all year, {offset}; {zone} writes {when.replace(tzinfo=ZoneInfo(zone)).tzname()} then)"
+
+
+def etc_zone(offset: str) -> str | None:
+    """IANA's Etc zone of a whole-hour UTC offset (`+01:00`: Etc/GMT-1, its sign POSIX's, reversed), else None (no
+    Etc zone holds a fraction of an hour)."""
+    hours, minutes = int(offset[1:3]), int(offset[4:6])
+    if minutes:
+        return None
+    return "Etc/GMT" if hours == 0 else f"Etc/GMT{'+' if offset[0] == '-' else '-'}{hours}"
 
 
 def in_us_summer(ts_ns: pl.Expr, name: pl.Expr, written: str) -> pl.Expr:

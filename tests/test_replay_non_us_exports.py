@@ -120,3 +120,22 @@ def test_names_of_no_known_offset_are_refused_naming_them_all_and_the_way_to_rea
         drain(FileReplay(odd))
     assert "its first rows' times are written with BST, BDST" in str(refused.value), refused.value
 
+
+@pytest.mark.parametrize("written, zone, fixed", [("BRT", "America/Sao_Paulo", "Etc/GMT+3"),
+                                                  ("MEZ", "Europe/Berlin", "Etc/GMT-1"),
+                                                  ("MESZ", "Europe/Berlin", "Etc/GMT-2"),
+                                                  ("AEST", "Australia/Sydney", "Etc/GMT-10"),
+                                                  ("ACST", "Australia/Adelaide", None)])
+def test_a_header_naming_a_zone_name_of_one_offset_is_refused_naming_its_zone(tmp_path: Path, written: str,
+                                                                               zone: str, fixed: str | None) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text(f"Time ({written}),Symbol,Price,Volume\n2026-12-14 10:00:00,X,100.01,5\n")
+    with pytest.raises(ValueError) as refused:
+        drain(FileReplay(path))
+    said = str(refused.value)
+    assert f"header names zone {written!r}, which is {zone}'s" in said and f"--tz {zone} (its clock)" in said, said
+    assert (f" or --tz {fixed} (" in said) == (fixed is not None), said
+    replay = FileReplay(path, columns={"tz": zone})
+    drain(replay)
+    assert any(f"names zone {written}, {zone}'s" in note and f"read in {zone} as given" in note
+               for note in replay.notes), replay.notes
