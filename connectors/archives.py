@@ -10,6 +10,7 @@ what a replay's fingerprint, a backtest's run key and rejected rows' locations n
 
 from __future__ import annotations
 
+import functools
 import gzip
 import re
 import shutil
@@ -76,29 +77,63 @@ COPY_CHARS = 1 << 20  # characters a text copy (`Unpacked.text_copy`) reads and 
 
 
 def not_utf8(path: Path) -> str | None:
-    """Why a text file that is not UTF-16 cannot be read as UTF-8 (polars reads UTF-8 only), with the likely
-    encoding and the command that converts it; None when its first bytes are UTF-8. Japanese exports are usually
-    Shift_JIS (cp932), Western Windows tools' Windows-1252."""
+    """Why a text file that is not UTF-16 cannot be read as UTF-8 (polars reads UTF-8 only): its first line that
+    is not, with the likely encoding and the command that converts it; None when all of it is UTF-8. The whole file
+    is checked once (`_first_not_utf8`: a Euronext export's `Société Générale` may first come at line 1,500), so
+    the read is decided before it starts. Japanese exports are usually Shift_JIS (cp932), Chinese ones GBK (cp936),
+    Western Windows tools' Windows-1252."""
     try:
-        opener = gzip.open if path.name.lower().endswith(".gz") else open
-        with opener(path, "rb") as f:
-            head = f.read(TEXT_HEAD)
+        stat = path.stat()
+        found = _first_not_utf8(str(path), stat.st_size, stat.st_mtime_ns)
     except (OSError, EOFError):
         return None
-    try:
-        head.decode("utf-8")
+    if found is None:
         return None
-    except UnicodeDecodeError as e:
-        if e.start >= len(head) - 3 and len(head) == TEXT_HEAD:  # a character cut at the end of what was read
-            return None
-        line = head[: e.start].count(b"\n") + 1
-    likely = next((name for name, codec in (("Shift_JIS (cp932)", "cp932"), ("Windows-1252", "cp1252"))
-                   if _reads_as(head, codec)), None)
+    line, sample = found
+    likely = next(((name, codec) for name, codec, python in LIKELY_ENCODINGS if _reads_as(sample, python)), None)
     if likely is None:
         return f"its text is not UTF-8 (line {line}); convert it to UTF-8 (iconv -f ENCODING -t utf-8)"
-    codec = likely.split("(")[-1].rstrip(")") if "(" in likely else "cp1252"
-    return (f"its text is not UTF-8 (line {line}): it reads as {likely}; convert it first, e.g. iconv -f {codec} "
-            f"-t utf-8 {path.name} > utf8_{path.name.removesuffix('.gz')}")
+    return (f"its text is not UTF-8 (line {line}): it reads as {likely[0]}; convert it first, e.g. iconv -f "
+            f"{likely[1]} -t utf-8 {path.name} > utf8_{path.name.removesuffix('.gz')}")
+
+
+# (the name said, iconv's codec, Python's), in the order tried: GBK's pairs of high bytes are told from the others'
+# first (`_gbk_pairs`), Shift_JIS by its Japanese, and Windows-1252 reads any bytes
+LIKELY_ENCODINGS = (("GBK (cp936)", "gbk", "gb18030"), ("Shift_JIS (cp932)", "cp932", "cp932"),
+                    ("Windows-1252", "cp1252", "cp1252"))
+SCAN_CHUNK = 1 << 20  # bytes of a text file checked for UTF-8 at a time (an ASCII chunk at C speed)
+
+
+@functools.lru_cache(maxsize=32)
+def _first_not_utf8(path: str, size: int, mtime_ns: int) -> tuple[int, bytes] | None:
+    """(line, up to TEXT_HEAD bytes from that line's start) of a text file's first line that is not UTF-8, else
+    None; a `.gz` file's text decompressed. Cached by the file's size and time (several steps of one read ask).
+    Lines are counted only once such a byte is found: a file of UTF-8 is read once, at the speed of `isascii`."""
+    opener = gzip.open if path.lower().endswith(".gz") else open
+    done, carry = 0, b""  # bytes checked before `text`
+    with opener(path, "rb") as f:
+        while (chunk := f.read(SCAN_CHUNK)) or carry:
+            text, carry = carry + chunk, b""
+            try:
+                text.isascii() or text.decode("utf-8")
+            except UnicodeDecodeError as e:
+                if e.end == len(text) and chunk and e.reason == "unexpected end of data":  # cut by the chunk
+                    done, carry = done + e.start, text[e.start:]
+                    continue
+                bad = done + e.start
+                break
+            done += len(text)
+        else:
+            return None
+    lines, line_start, at = 1, 0, 0  # counted again up to the byte found, a chunk at a time
+    with opener(path, "rb") as f:
+        while at < bad:
+            chunk = f.read(min(SCAN_CHUNK, bad - at))
+            if (last := chunk.rfind(b"\n")) >= 0:
+                lines, line_start = lines + chunk.count(b"\n"), at + last + 1
+            at += len(chunk)
+        f.seek(max(line_start, bad - TEXT_HEAD // 2))  # (a line past half of TEXT_HEAD: the bytes before the one)
+        return lines, f.read(TEXT_HEAD)
 
 
 class TextCopy(NamedTuple):
@@ -125,14 +160,46 @@ def text_copy_needed(path: Path) -> TextCopy | None:
 
 
 def _reads_as(head: bytes, codec: str) -> bool:
-    """Whether bytes decode in `codec`, and for cp932 hold Japanese (kana, kanji, full-width forms) as it reads."""
+    """Whether bytes decode in `codec`, and for cp932 hold Japanese (kana, kanji, full-width forms) as it reads,
+    for GBK (gb18030) Chinese in pairs of high bytes (`_gbk_pairs`)."""
     try:
         text = head.decode(codec)
     except UnicodeDecodeError as e:
         if e.start < len(head) - 2:
             return False
         text = head[: e.start].decode(codec)
-    return codec != "cp932" or any("\u3040" <= c <= "\u9fff" or "\uff00" <= c <= "\uffef" for c in text)
+    if codec == "gb18030":
+        return _gbk_pairs(head) and any("\u4e00" <= c <= "\u9fff" for c in text)
+    return codec != "cp932" or _shift_jis_leads(head) and \
+        any("\u3040" <= c <= "\u9fff" or "\uff00" <= c <= "\uffef" for c in text)
+
+
+def _shift_jis_leads(head: bytes) -> bool:
+    """Whether most of a text's two-byte characters, read as Shift_JIS, lead with 0x81..0x9F, as kana and the
+    common kanji do: Windows-1252's `é` (0xE9) before an ASCII letter reads as a rare kanji, led by 0xE0..0xEF."""
+    leads, i = [], 0
+    while i < len(head):
+        byte = head[i]
+        if byte < 0x80 or 0xA1 <= byte <= 0xDF:  # ASCII, or a half-width katakana: one byte
+            i += 1
+            continue
+        leads.append(0x81 <= byte <= 0x9F)
+        i += 2
+    return sum(leads) >= len(leads) / 2 if leads else False
+
+
+def _gbk_pairs(head: bytes) -> bool:
+    """Whether the high bytes of a text come as GB2312's Chinese does: in pairs, both bytes 0xA1..0xFE (most of
+    them). Windows-1252's accented letters come one at a time (`Soci\xe9t\xe9`: a pair of GBK with the ASCII after
+    it), Shift_JIS's kanji and kana mostly lead with 0x81..0x9F: both decode as GBK, into CJK noise."""
+    runs = [run.group() for run in re.finditer(rb"[\x80-\xff]+", head)]
+    if not runs or any(len(run) % 2 for run in runs[:-1]):  # (the last may be cut where the sample ends)
+        return False
+    pairs = [run[i: i + 2] for run in runs for i in range(0, len(run) - 1, 2)]
+    return sum(0xA1 <= a <= 0xFE and 0xA1 <= b <= 0xFE for a, b in pairs) >= GB2312_SHARE * len(pairs)
+
+
+GB2312_SHARE = 0.9  # of a text's pairs of high bytes, those in GB2312's rows: Chinese (GBK's rarer forms aside)
 
 
 def tick_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import polars as pl
 
 from connectors import json_lines
-from connectors.archives import ZIP_SUFFIX
+from connectors.archives import ZIP_SUFFIX, not_utf8
 from connectors.column_map import (
     PRICE_FIELDS,
     QUOTE_FIELDS,
@@ -78,14 +78,21 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
         if names is not None and dialect.long_rows:  # polars counts a header-less file's columns from its rows
             typed = {name: (overrides or {}).get(name, pl.String) for name in names}
             return _without_joined_marks(marks_kept, pl.scan_csv(
-                path, has_header=header, schema=typed, ignore_errors=overrides is not None,
+                path, has_header=header, schema=typed, ignore_errors=overrides is not None, encoding=_encoding(path),
                 separator=dialect.separator, decimal_comma=dialect.decimal_comma, truncate_ragged_lines=True))
         return _without_joined_marks(marks_kept, pl.scan_csv(
-            path, has_header=header, new_columns=names, schema_overrides=overrides,
+            path, has_header=header, new_columns=names, schema_overrides=overrides, encoding=_encoding(path),
             ignore_errors=overrides is not None, separator=dialect.separator,
             decimal_comma=dialect.decimal_comma, truncate_ragged_lines=bool(dialect.long_rows),
             with_column_names=None if names else lambda found: [n.strip() for n in found]))
     raise ValueError(unsupported_type(path))
+
+
+def _encoding(path: Path) -> str:
+    """How polars reads a CSV's text: as UTF-8, or where any of it is not (the whole file checked once, before the
+    read: `not_utf8`, which the replay's caution quotes), its bytes that are not UTF-8 replaced, as the caution says,
+    rather than the read stopping on the first one with polars' bare "invalid utf-8 sequence"."""
+    return "utf8-lossy" if not_utf8(path) else "utf8"
 
 
 BYTE_ORDER_MARK = "\ufeff"

@@ -1,5 +1,6 @@
-"""Text that is not UTF-8 (Japanese exports' Shift_JIS, Western Windows tools' Windows-1252): said, with the likely
-encoding and the command that converts it, in a caution and in the refusals its misread column names cause. Lines
+"""Text that is not UTF-8 (Japanese exports' Shift_JIS, Chinese ones' GBK, Western Windows tools' Windows-1252),
+wherever in the file it first is: said, with its line, the likely encoding and the command that converts it, in a
+caution (the file read on, its odd bytes replaced) and in the refusals its misread column names cause. Lines
 ended by \\r alone (classic Mac OS): read through a copy ended by \\n, as UTF-16 is read through a UTF-8 one.
 Every fixture is written here, from code, into tmp_path."""
 
@@ -45,6 +46,46 @@ def test_a_windows_1252_file_that_reads_is_read_with_a_caution(tmp_path: Path) -
     plain = tmp_path / "plain.csv"
     plain.write_text("Zeit,Kurs,Stück\n2024-01-02T09:00:00,171.32,10\n")
     assert FileReplay(plain, columns={"ts": "Zeit", "price": "Kurs", "size": "Stück"}).cautions == []
+
+
+def test_a_windows_1252_name_first_written_past_the_header_and_the_first_64_kib_is_read_with_a_caution(
+        tmp_path: Path) -> None:
+    # a Euronext export: ASCII header and rows, then `Société Générale` at line 1,500 (past the first 64 KiB)
+    name = lambda i: "Société Générale" if i >= 1498 else "GLE"  # noqa: E731
+    rows = [f"23/10/2026;09:{i // 60 % 60:02d}:{i % 60:02d};{name(i)};32,{10 + i % 50:02d};100;Euronext Paris"
+            for i in range(1600)]
+    path = tmp_path / "gle.csv"
+    path.write_bytes(("Date;Time;Name;Price;Volume;Venue\r\n" + "\r\n".join(rows) + "\r\n").encode("cp1252"))
+    assert path.read_bytes().index(b"\xe9") > 1 << 16
+    replay = FileReplay(path, columns={"tz": "Europe/Paris"})
+    assert len(drain(replay)) == 1600 and replay.rejected == {}
+    (caution,) = replay.cautions
+    assert (f"{path}: its text is not UTF-8 (line 1500): it reads as Windows-1252; convert it first, e.g. iconv -f "
+            f"cp1252 -t utf-8 gle.csv > utf8_gle.csv; read as UTF-8 meanwhile, each byte that is not UTF-8 replaced"
+            in caution), caution
+
+
+def test_a_gbk_export_is_named_gbk_not_windows_1252_and_read_with_a_caution(tmp_path: Path) -> None:
+    # a CTP export: an ASCII header, a name column in GBK (GB2312's pairs of high bytes)
+    rows = "".join(f"20261127,21:00:{i:02d},cu2601,沪铜2601,{78250 + 10 * (i % 9)},5\n" for i in range(30))
+    path = tmp_path / "cu.csv"
+    path.write_bytes(("Date,Time,Symbol,Name,Price,Volume\n" + rows).encode("gbk"))
+    replay = FileReplay(path, columns={"tz": "Asia/Shanghai"})
+    assert [(t.stream, t.price) for t in drain(replay)][:2] == [("cu2601", 78250.0), ("cu2601", 78260.0)]
+    (caution,) = replay.cautions
+    assert "its text is not UTF-8 (line 2): it reads as GBK (cp936); convert it first, e.g. iconv -f gbk -t " \
+           "utf-8 cu.csv > utf8_cu.csv" in caution, caution
+    # Chinese column names in GBK: the refusal names GBK, whose reading (iconv -f gbk) gives the names back
+    header = "交易日,合约代码,最后修改时间,最新价,数量\n"
+    named = tmp_path / "cu_cn.csv"
+    named.write_bytes((header + "20261130,cu2601,09:00:00,78250,5\n").encode("gbk"))
+    with pytest.raises(ValueError, match=r"reads as GBK \(cp936\); convert it first, e.g. iconv -f gbk"):
+        FileReplay(named)
+    assert named.read_bytes().decode("gbk").startswith(header)
+    # Windows-1252's accented letters decode as GBK too, into CJK noise: told apart, as Shift_JIS is
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("Zeit,Kurs,Stück,Börse\n2024-01-02T09:00:00,171.32,10,Xetra\n".encode("cp1252"))
+    assert "reads as Windows-1252" in FileReplay(latin, columns={"ts": "Zeit", "price": "Kurs"}).cautions[0]
 
 
 def mac_trades(rows: int, bad_row: int | None = None) -> list[str]:
