@@ -244,8 +244,8 @@ DAY_CLOCK_LIMIT_NS = 36 * 3600 * 10**9
 EXCEL_EPOCH_DAYS = 25569.0  # 1970-01-01 as a spreadsheet's serial date (day 0: 1899-12-30)
 
 
-# a word written after a time of day (`10:00:00 AEST`): a zone's name, or AM/PM
-_WORD_AFTER_TIME = r"\d:\d\d(?::\d\d(?:[.,]\d+)?)?\s*([A-Za-z]{2,6})$"
+# a word written after a time of day (`10:00:00 AEST`, `9:30:00 PM EST`): a zone's name, or AM/PM
+_WORD_AFTER_TIME = r"\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:\s*[AaPp][Mm]\s)?\s*([A-Za-z]{2,6})$"
 
 
 def zone_words(rows: pl.LazyFrame, cmap: ColumnMap, sample: int) -> list[str]:

@@ -139,3 +139,12 @@ def test_a_header_naming_a_zone_name_of_one_offset_is_refused_naming_its_zone(tm
     drain(replay)
     assert any(f"names zone {written}, {zone}'s" in note and f"read in {zone} as given" in note
                for note in replay.notes), replay.notes
+
+
+def test_zone_names_after_a_12_hour_clock_are_named_too(tmp_path: Path) -> None:
+    path = trades(tmp_path / "lse_pm.csv", ["2026/10/23 3:00:00 PM BST", "2026/10/26 3:00:00 PM GMT"])
+    with pytest.raises(ValueError, match="written with BST, GMT") as refused:
+        drain(FileReplay(path))
+    fmt, tz = re.search(r"--ts-format '([^']+)' --tz ([\w/]+)", str(refused.value)).groups()
+    replay = FileReplay(path, columns={"ts_format": fmt, "tz": tz})
+    assert [t.ts for t in drain(replay)] == [utc_ns("2026-10-23T14:00:00+00:00"), utc_ns("2026-10-26T15:00:00+00:00")]
