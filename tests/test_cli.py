@@ -1099,6 +1099,9 @@ def test_a_file_all_in_the_engines_last_millisecond_fed_again_sends_nothing_twic
         assert "8 ticks not sent: stamped at or before the engine's last tick of their stream (BTCUSD: 8 (the " \
                "engine holds 58, 8 stamped as its last))" in err, err
         assert "nothing new to send" in err and "ticks sent stamped as the engine's last" not in err, err
+        # review163 (finding 7): the way out that keeps every other stream, named with this one's name
+        assert "`flashtick forget BTCUSD` drops that one stream at the engine (its answers too), or restart " \
+               "`flashtick serve` with another --data-dir" in err, err
         code, _, err = run(capsys, "feed", "replay", longer, *ends)
         assert code == 0 and "sent 4 ticks" in err and "8 ticks not sent" in err, err
         wait_for(lambda: server.pipeline.ticks_in == 62, 120.0)
@@ -1137,6 +1140,7 @@ def test_a_file_fed_again_goes_on_from_where_the_engine_is(checkpoint, tmp_path,
         a_ticks = sum(t.stream == "SYN.A" for t in ticks)
         assert code == 0 and "sent 0 ticks" in err and f"{a_ticks} ticks not sent" in err, err
         assert "nothing new to send: every tick of the files of the streams selected is stamped" in err, err
+        assert "`flashtick forget SYN.A` drops that one stream" in err, err
         left = 120 - a_ticks
         assert f"{left} ticks read from the files not sent ({left} of them left out by a filter)" in err
         assert "every row" not in err
@@ -1149,7 +1153,8 @@ def test_a_file_fed_again_goes_on_from_where_the_engine_is(checkpoint, tmp_path,
         assert "not all of them are ticks the engine holds (SYN." in err and "an earlier file fed after a later" in err
         assert "nothing was sent: the files' ticks are older than the engine's last tick of their stream" in err, err
         # how to feed them anyway (a stream fed unshifted, then again with --price-offset): start the stream over
-        assert "restart `flashtick serve` with another --data-dir or with --no-log" in err
+        assert "`flashtick forget STREAM` drops that one stream at the engine (its answers too), or restart " \
+               "`flashtick serve` with another --data-dir or with --no-log" in err, err
         assert "give the stream another name (a file of one stream: --columns ...,stream_name=NAME)" in err
         assert "nothing new to send" not in err
         assert sum(server.pipeline.rejected.values()) == 0 and server.pipeline.ticks_in == 120

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import shlex
 import signal
 import sys
 import threading
@@ -137,32 +138,41 @@ def _batch_ns(args: argparse.Namespace) -> int | None:
 
 
 # A stream takes its ticks in time order only, across restarts too: one fed before (read without --price-offset,
-# say) is fed again from its start only into an engine that does not hold it, or under another name
-START_OVER = ("; to feed a stream again from its start (read another way: --price-offset, --price-format), restart "
-              "`flashtick serve` with another --data-dir or with --no-log (it then holds no stream), or give the "
-              "stream another name (a file of one stream: --columns ...,stream_name=NAME)")
+# say) is fed again from its start only into an engine that does not hold it, or under another name. `forget` is
+# named first: it drops the one stream and keeps every other, where a new data directory drops them all
+def _ways_to_start_over(lead: str, forget: str | None) -> str:
+    """The ways to feed a stream again from its start, after ``lead``; ``forget``: the `flashtick forget` argument
+    (None: said before them, so not again)."""
+    first = f"`flashtick forget {forget}` drops that one stream at the engine (its answers too), or " if forget else ""
+    return (f"{lead} to feed a stream again from its start (read another way: --price-offset, --price-format), "
+            f"{first}restart `flashtick serve` with another --data-dir or with --no-log (it then holds no stream), or "
+            f"give the stream another name (a file of one stream: --columns ...,stream_name=NAME)")
+
+
+def _forget_argument(streams: list[str]) -> str:
+    """What `flashtick forget` is given for ``streams``: the stream's name, quoted for a shell, when it is one."""
+    return shlex.quote(streams[0]) if len(streams) == 1 else "STREAM"
 
 
 def _start_over(source: Any) -> str:
-    """START_OVER, led by `flashtick forget STREAM` for the streams whose last tick at the engine is stamped ahead of
-    this machine's clock: such a tick (forged, or a sender's clock mistake) refuses every real tick after it, and
-    forgetting the one stream is the way out that keeps the others (a new data directory drops them all)."""
+    """The ways to start over for the streams whose ticks the engine held, led by `flashtick forget STREAM` for
+    those whose last tick at the engine is stamped ahead of this machine's clock: such a tick (forged, or a sender's
+    clock mistake) refuses every real tick after it, and forgetting it is the way out."""
     from connectors.event_time import duration_text
     from connectors.ticks import shown_name
 
     now = time.time_ns()
-    ahead = {stream: source.last_ts[stream] - now for stream in sorted(getattr(source, "skipped", {}))
-             if source.last_ts.get(stream, now) > now}
+    held = sorted(getattr(source, "skipped", {}))
+    ahead = {stream: source.last_ts[stream] - now for stream in held if source.last_ts.get(stream, now) > now}
     if not ahead:
-        return START_OVER
+        return _ways_to_start_over(";", _forget_argument(held))
     named = ", ".join(f"{shown_name(stream)} by {duration_text(ns)}" for stream, ns in list(ahead.items())[:8])
     more = f", ... ({len(ahead)} streams)" if len(ahead) > 8 else ""
-    first = next(iter(ahead))
     return (f"; the engine's last tick of {'a stream' if len(ahead) == 1 else 'streams'} here is stamped ahead of "
             f"this machine's clock ({named}{more}): a tick from the future (forged, or a sender's clock mistake) "
-            f"refuses every real one after it. `flashtick forget {first}` drops that stream at the engine, its "
-            f"ordering guard included, so its next tick, of any time, starts it afresh: then feed these files again"
-            f"{START_OVER.replace('; to feed a stream again', '. Else, to feed a stream again', 1)}")
+            f"refuses every real one after it. `flashtick forget {_forget_argument(list(ahead)[:1])}` drops that "
+            f"stream at the engine, its ordering guard included, so its next tick, of any time, starts it afresh: "
+            f"then feed these files again{_ways_to_start_over('. Else,', None)}")
 
 
 def cmd_feed(args: argparse.Namespace) -> int | None:
