@@ -1,7 +1,7 @@
 """Probe jobs: how the layer above (standing queries, on-demand asks) gets questions into the loop.
 
 The scheduler plans a job's probes into a forward and, once it ran, calls
-``job.done(logits, progress)``; what that returns (an answer of any type, and
+``job.answer_from(logits, progress)``; what that returns (an answer of any type, and
 maybe a follow-up job such as the next decode step) comes back out of
 ``Engine.step()`` as a ``JobOutcome``. The core never publishes anything.
 """
@@ -47,7 +47,7 @@ class JobResult(NamedTuple):
 class ProbeJob:
     """Token sequences to evaluate after one stream's committed prefix, and what to make of the logits.
 
-    ``done(logits, progress)`` gets one tensor per probe (rows per ``logits``) and the
+    ``answer_from(logits, progress)`` gets one tensor per probe (rows per ``logits``) and the
     stream's progress after the batch. ``ticket`` is the requester's (e.g. a control
     request waiting for its reply); follow-up jobs carry it on.
 
@@ -58,12 +58,12 @@ class ProbeJob:
 
     stream: str
     probes: list[list[int]]
-    done: Callable[[list[torch.Tensor], StreamProgress], JobResult]
+    answer_from: Callable[[list[torch.Tensor], StreamProgress], JobResult]
     logits: LogitsWanted = "last"
     idle: bool = False  # low priority: run when no ingest is pending (generate queries)
     ticket: Any = None
     cut: int | None = None  # evaluate after this many session tokens; None: after everything committed
-    at: StreamProgress | None = None  # the progress at ``cut``, handed to ``done``
+    at: StreamProgress | None = None  # the progress at ``cut``, handed to ``answer_from``
     # work for a later ask (an answer decoded ahead): evaluated after everything committed when it runs, never at
     # the cut it fell due at (a burst would otherwise decode ahead for a tick count the stream has left)
     latest: bool = False

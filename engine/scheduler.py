@@ -308,7 +308,7 @@ class Scheduler:
             outputs = logits[cursor : cursor + len(job.probes)]
             cursor += len(job.probes)
             at = job.at or by_stream.get(job.stream) or self.progress(job.stream)
-            result = job.done(outputs, at)
+            result = job.answer_from(outputs, at)
             follow_up = result.follow_up
             if follow_up is not None:
                 if follow_up.cut is None and follow_up.stream == job.stream:  # it goes on where its parent was

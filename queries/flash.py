@@ -122,7 +122,7 @@ class FlashQueries:
 
         query_version = self._query_version(spec)
 
-        def finish(value: dict[str, Any], progress: StreamProgress) -> JobResult:
+        def record_answer(value: dict[str, Any], progress: StreamProgress) -> JobResult:
             value = self.adapt(self.compiled(spec), stream, value, progress.ticks, ticket is None)
             fields = (spec.name, stream, spec.topic_for(stream), value, progress.ticks, progress.event_ts,
                       self.model_id, query_version)
@@ -132,24 +132,27 @@ class FlashQueries:
             self.stats.record(answer, progress.arrival_ns)
             return JobResult(answer)
 
-        return self._job(spec, stream, finish, ticket=ticket, idle=ticket is None, draft_from=draft_from)
+        return self._job(spec, stream, record_answer, ticket=ticket, idle=ticket is None, draft_from=draft_from)
 
     def _query_version(self, spec: QuerySpec) -> int:
         """The registry version ``spec`` was registered at; 0 for a spec asked ad hoc (or one since replaced)."""
         return self.registry.query_version(spec.name) if self.registry.current(spec.name) is spec else 0
 
-    def _job(self, spec: QuerySpec, stream: str, finish: Callable[[dict[str, Any], StreamProgress], JobResult],
-             ticket: Any, idle: bool, draft_from: list[int] | None = None) -> ProbeJob:
+    def _job(self, spec: QuerySpec, stream: str,
+             record_answer: Callable[[dict[str, Any], StreamProgress], JobResult], ticket: Any, idle: bool,
+             draft_from: list[int] | None = None) -> ProbeJob:
         query = self.compiled(spec)
         if spec.kind == "surprise":  # computed by the ingest forward itself: no probe
-            return ProbeJob(stream, [], lambda _, progress: finish({"nll": progress.surprise}, progress),
+            return ProbeJob(stream, [], lambda _, progress: record_answer({"nll": progress.surprise}, progress),
                             ticket=ticket)
         if spec.kind == "generate":
-            return self._generate_job(query, stream, finish, [], idle=idle, ticket=ticket, draft_from=draft_from)
-        return ProbeJob(stream, query.probes, lambda logits, progress: finish(answer_value(query, logits), progress),
+            return self._generate_job(query, stream, record_answer, [], idle=idle, ticket=ticket,
+                                      draft_from=draft_from)
+        return ProbeJob(stream, query.probes,
+                        lambda logits, progress: record_answer(answer_value(query, logits), progress),
                         logits=query.logits, ticket=ticket)
 
-    def _generate_job(self, query: CompiledQuery, stream: str, finish: Callable[..., JobResult],
+    def _generate_job(self, query: CompiledQuery, stream: str, record_answer: Callable[..., JobResult],
                       generated: list[int], idle: bool, ticket: Any, generator: torch.Generator | None = None,
                       draft_from: list[int] | None = None, first_prob: float | None = None) -> ProbeJob:
         """One step per forward: question + tokens so far (+ a draft), re-evaluated on the committed prefix
@@ -158,7 +161,7 @@ class FlashQueries:
         spec = query.spec
         draft = self._draft(query, stream, generated, draft_from)
 
-        def done(logits: list[torch.Tensor], progress: StreamProgress) -> JobResult:
+        def decode_step(logits: list[torch.Tensor], progress: StreamProgress) -> JobResult:
             nonlocal generator
             rows = logits[0]  # (len(draft) + 1, vocab): before each draft token, and after the last
             if generator is None and spec.temperature:  # the first step: seeded by where the answer stands
@@ -175,19 +178,19 @@ class FlashQueries:
             tokens = generated
             for token in new:  # one at a time, as plain decoding would stop
                 if token in self.codec.end_tokens:  # the model's end of sequence: the answer is complete
-                    return finish({"text": decode(self.codec, tokens), "tokens": tokens, "first_prob": first},
-                                  progress)
+                    return record_answer({"text": decode(self.codec, tokens), "tokens": tokens,
+                                          "first_prob": first}, progress)
                 tokens = tokens + [token]
                 text = decode(self.codec, tokens)
                 stop = next((s for s in spec.stop or () if s in text), None)
                 if stop is not None or len(tokens) >= (spec.max_tokens or 16):
-                    return finish({"text": text[: text.index(stop)] if stop else text, "tokens": tokens,
-                                   "first_prob": first}, progress)
-            return JobResult(follow_up=self._generate_job(query, stream, finish, tokens, idle, ticket, generator,
-                                                          draft_from, first))
+                    return record_answer({"text": text[: text.index(stop)] if stop else text, "tokens": tokens,
+                                          "first_prob": first}, progress)
+            return JobResult(follow_up=self._generate_job(query, stream, record_answer, tokens, idle, ticket,
+                                                          generator, draft_from, first))
 
-        return ProbeJob(stream, [list(query.question) + generated + draft], done, logits=len(draft) + 1, idle=idle,
-                        ticket=ticket)
+        return ProbeJob(stream, [list(query.question) + generated + draft], decode_step, logits=len(draft) + 1,
+                        idle=idle, ticket=ticket)
 
     def _draft(self, query: CompiledQuery, stream: str, generated: list[int], draft_from: list[int] | None
                ) -> list[int]:
@@ -219,13 +222,13 @@ class FlashQueries:
         return keep
 
     def _idle_job(self, purpose: str, spec: QuerySpec, stream: str,
-                  finish: Callable[[dict[str, Any], StreamProgress], JobResult]) -> list[ProbeJob]:
+                  record_answer: Callable[[dict[str, Any], StreamProgress], JobResult]) -> list[ProbeJob]:
         """At most one idle job per (purpose, query, stream) in flight."""
         key = (purpose, spec.name, stream)
         if key in self._working:
             return []
         self._working.add(key)
-        job = self._job(spec, stream, finish, ticket=None, idle=True)
+        job = self._job(spec, stream, record_answer, ticket=None, idle=True)
         job.idle = True
         return [job]
 
