@@ -50,7 +50,7 @@ from connectors.ticks import Tick
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.pipeline import freeze_heap, thaw_heap
 
-# Shape of the built-in tick model (engine/service/train.py), for a random-weight stand-in
+# Shape of the built-in tick model (engine/service/train_builtin.py), for a random-weight stand-in
 # while it is not trained yet: same cost, meaningless answers.
 BUILTIN_SHAPE = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=8,
                      num_key_value_heads=4, max_position_embeddings=512)

@@ -16,7 +16,7 @@ from connectors.ticks import Tick
 from engine.context_rolls import roll_points
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
-from queries.evaluate import CompiledQuery, answer_value, compile_query
+from queries.probe_answers import CompiledQuery, answer_value, compile_query
 from queries.registry import Registry
 
 QUESTIONS = ("direction_20", "volatility_50", "move_bps_50")

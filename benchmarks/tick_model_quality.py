@@ -10,7 +10,7 @@ intervals of model minus each baseline. The rows:
 
 * `zero_shot` - a model whose training never saw X. Where the built-in model's card
   (TRAINING.md) names X among its data, a model of the built-in recipe
-  (engine.service.train: codec v1, 127-tick windows, seed 0, 400-step schedule) on the
+  (engine.service.train_builtin: codec v1, 127-tick windows, seed 0, 400-step schedule) on the
   synthetic market and the other shared instruments, cut by `--loo-minutes`, then calibrated
   on validation slices of those instruments (`--calibrate-only --sets`); otherwise (ETHUSDT)
   the built-in model itself.
@@ -54,7 +54,7 @@ from engine.service.datasets import INSTRUMENTS, LOADERS, data_available
 from engine.service.evaluate import EvalOptions, evaluate_streams, load_tick_model, window_ticks
 from engine.service.features import read_head
 from engine.service.splits import SplitSpec, min_part_ticks, prepare, read_streams
-from engine.service.train import TrainConfig, calibrate_only, reproduce_command, train, write_training_md
+from engine.service.train_builtin import TrainConfig, calibrate_only, reproduce_command, train, write_training_md
 
 FILES = {"BTCUSDT": ("trades.csv", "bbo.parquet"), "ETHUSDT": ("trades.csv", "bbo.parquet"),
          "EURUSD": ("eurusd_ticks_2019-02-04_05.parquet",)}  # in LOADERS[X][1]
@@ -84,7 +84,7 @@ def instrument_files(data_dir: Path, name: str) -> list[Path]:
 
 
 def trained_on(card: Path) -> tuple[str, ...]:
-    """The real data sets a model card of engine.service.train lists in its `Data (mix ...)` line."""
+    """The real data sets a model card of engine.service.train_builtin lists in its `Data (mix ...)` line."""
     match = re.search(r"^- Data \(mix \([^)]*\) synthetic((?: / \w+)*)\):", card.read_text(), re.MULTILINE)
     if match is None:
         raise ValueError(f"{card}: no '- Data (mix ...) synthetic / ...' line; cannot tell what the model saw")
@@ -92,7 +92,7 @@ def trained_on(card: Path) -> tuple[str, ...]:
 
 
 def card_summary(model_dir: Path) -> dict[str, Any]:
-    """How a checkpoint trained by engine.service.train was made, from its TRAINING.md."""
+    """How a checkpoint trained by engine.service.train_builtin was made, from its TRAINING.md."""
     text = (model_dir / "TRAINING.md").read_text()
     find = lambda pattern: (m.group(1) if (m := re.search(pattern, text)) else None)  # noqa: E731
     return {"command": find(r"- Command: `([^`]+)`"), "steps": int(find(r"- Steps: (\d+)") or 0),
@@ -123,8 +123,9 @@ def leave_one_out_model(name: str, s: Settings, log: Callable[[str], None]) -> t
     write_training_md(cfg, stats, out, command)
     t1 = time.time()
     calibrate_only(out, s.data_dir, None, sets)
-    how = {"command": command, "calibration_command": f"nice -n 19 python -m engine.service.train --calibrate-only "
-           f"--data-dir {s.data_dir} --sets {','.join(sets)} --out {out}",
+    how = {"command": command,
+           "calibration_command": f"nice -n 19 python -m engine.service.train_builtin --calibrate-only "
+                                  f"--data-dir {s.data_dir} --sets {','.join(sets)} --out {out}",
            "steps": stats["steps_done"], "schedule_steps": cfg.steps, "stopped": stats["stopped"],
            "optimisation_minutes": round(stats["train_seconds"] / 60, 1), "minutes": round((t1 - t0) / 60, 1),
            "calibration_minutes": round((time.time() - t1) / 60, 1), "trained_on": ["synthetic", *sets],

@@ -22,5 +22,5 @@ def load_builtin_codec() -> BinnedCodec:
     """The BinnedCodec the built-in model was trained with (from its codec.json), with its calibration."""
     if not (BUILTIN_MODEL_DIR / "codec.json").is_file():
         raise FileNotFoundError(f"built-in codec spec missing at {BUILTIN_MODEL_DIR / 'codec.json'}; "
-                                f"run python -m engine.service.train")
+                                f"run python -m engine.service.train_builtin")
     return load_codec(BUILTIN_MODEL_DIR)

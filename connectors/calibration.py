@@ -1,5 +1,5 @@
 """Per-question answer calibration of a tick model: p = softmax(z / temperature + bias) over a named
-question's answer logits z (queries.evaluate.calibrated_logits applies it, everywhere an answer is read).
+question's answer logits z (queries.probe_answers.calibrated_logits applies it, everywhere an answer is read).
 
 It ships as `calibration.json` beside `codec.json`, not inside it, so each file has one owner:
 codec.json is the tokenization contract (the same for a base model and every model fine-tuned from it,

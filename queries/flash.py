@@ -26,7 +26,7 @@ import torch
 from engine.jobs import JobResult, ProbeJob, StreamProgress
 from queries.cache import Answer, AnswerCache
 from queries.codec import QueryCodec
-from queries.evaluate import CompiledQuery, answer_value, compile_query, decode, next_token
+from queries.probe_answers import CompiledQuery, answer_value, compile_query, decode, next_token
 from queries.registry import Registry
 from queries.spec import QuerySpec
 from queries.speculation import accept_greedy

@@ -24,7 +24,7 @@ from engine.service.calibrate import fit_answer_calibration
 from engine.service.cli import main
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
-from queries.evaluate import answer_value, calibrated_probs, compile_query
+from queries.probe_answers import answer_value, calibrated_probs, compile_query
 from queries.spec import QuerySpec
 
 QUERIES = """

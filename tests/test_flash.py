@@ -18,7 +18,7 @@ from engine.jobs import JobResult, ProbeJob
 from engine.scheduler import AdmissionRefused, SchedulerConfig
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
-from queries.evaluate import compile_query
+from queries.probe_answers import compile_query
 from queries.spec import QuerySpecError
 
 QUERIES = """

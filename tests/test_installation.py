@@ -41,7 +41,7 @@ def test_the_training_module_refuses_to_rewrite_an_installed_builtin_model(tmp_p
     site = installed_copy(tmp_path)
     builtin = site / "engine" / "models" / "builtin"
     before = digests(builtin)
-    result = run_python(["-m", "engine.service.train", *args], cwd=tmp_path, pythonpath=[site])
+    result = run_python(["-m", "engine.service.train_builtin", *args], cwd=tmp_path, pythonpath=[site])
     assert result.returncode == 2, result.stderr[-2000:]
     last = result.stderr.strip().splitlines()[-1]
     assert f"--out {builtin} is the built-in model of the installed package (not a source checkout)" in last

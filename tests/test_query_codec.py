@@ -7,7 +7,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from connectors.codec import BinnedCodec, Codec, TextCodec
 from queries.codec import CodecQuestion, QueryCodec
-from queries.evaluate import QueryCompileError, compile_query, decode
+from queries.probe_answers import QueryCompileError, compile_query, decode
 from queries.spec import QuerySpec
 
 

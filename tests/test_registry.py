@@ -9,7 +9,7 @@ import pytest
 
 from connectors.codec import BinnedCodec
 from connectors.questions import DEFAULT_QUESTIONS
-from queries.evaluate import compile_query
+from queries.probe_answers import compile_query
 from queries.registry import Registry, UnknownQueryError
 from queries.spec import QuerySpec, QuerySpecError
 

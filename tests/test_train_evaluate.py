@@ -26,7 +26,7 @@ from engine.service.finetune import to_source
 from engine.service.splits import (
     PARTS, SplitSpec, longest_horizon, prepare, read_streams, split_ticks, ticks_needed,
 )
-from engine.service.train import TrainConfig, new_model
+from engine.service.train_builtin import TrainConfig, new_model
 from queries.adapt import NO_LABEL, adapt_series
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -419,7 +419,7 @@ def test_ctrl_c_during_train_keeps_the_best_weights_so_far(ticks_file: Path, tmp
     KeyboardInterrupt a Ctrl-C raises is raised here from inside the training loop, at step 20."""
     from engine.service.evaluate import EvalOptions
     from engine.service.finetune import FitOptions, fit
-    from engine.service.train import TrainConfig
+    from engine.service.train_builtin import TrainConfig
 
     def ctrl_c(step: int) -> None:
         if step == 20:
@@ -440,7 +440,7 @@ def test_ctrl_c_during_train_keeps_the_best_weights_so_far(ticks_file: Path, tmp
 def test_a_gap_below_the_longest_horizon_is_widened_and_said(ticks_file: Path, tmp_path: Path) -> None:
     from engine.service.evaluate import EvalOptions
     from engine.service.finetune import FitOptions, fit
-    from engine.service.train import TrainConfig
+    from engine.service.train_builtin import TrainConfig
 
     said: list[str] = []
     cfg = TrainConfig(steps=1, batch=1, threads=1, hidden=32, layers=1, heads=2, kv_heads=1, intermediate=64,
@@ -676,7 +676,7 @@ def test_max_minutes_bounds_the_steps_and_the_validation_that_scores_the_last_on
     while it and a validation fit: here steps of 0.4 s (a forward and a checkpoint hook's time) and a validation of
     2 s, on a clock that moves by those costs alone (the wall clock of a busy host moved the run's end by seconds),
     so the run's steps and end are exact: the buggy loop ran 8 steps and ended at 5.2 s."""
-    from engine.service.train import Validation, optimise, question_tokens, sample_batch
+    from engine.service.train_builtin import Validation, optimise, question_tokens, sample_batch
 
     codec = BinnedCodec()
     streams, _ = read_streams([str(ticks_file)])

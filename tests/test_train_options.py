@@ -1,4 +1,4 @@
-"""engine.service.train options for the v2 model: codec version, real data sets and their mix, the wide
+"""engine.service.train_builtin options for the v2 model: codec version, real data sets and their mix, the wide
 synthetic market, the window length; a tiny run writes a checkpoint whose codec.json is the version asked for."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from engine.service.evaluate import load_tick_model, window_ticks
-from engine.service.train import TrainConfig, main, synthetic_sources, train, wide_synthetic_configs
+from engine.service.train_builtin import TrainConfig, main, synthetic_sources, train, wide_synthetic_configs
 
 TINY = dict(hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1, batch=2, questions_per_window=8, warmup=1)
 

@@ -1,10 +1,10 @@
-"""The rule --max-minutes stops `train` by (engine/service/train.py's _StepClock), on a clock moved by hand: a
+"""The rule --max-minutes stops `train` by (engine/service/train_builtin.py's _StepClock), on a clock moved by hand: a
 loaded host's slow first step (thread pools, allocations) must not stop a run at under half its time, and a stop
 says the time left and the estimates it rests on. No wall clock, no timed assertion."""
 
 from __future__ import annotations
 
-from engine.service.train import _StepClock
+from engine.service.train_builtin import _StepClock
 
 
 class HandClock:

@@ -27,7 +27,7 @@ from connectors.questions import QuestionSpec
 from engine.service.features import QuestionHead
 from engine.service.live_scores import PRUNE_EVERY, StreamMarks, StreamMarksBook
 from queries.adapt import NO_LABEL, OnlineMix
-from queries.evaluate import CompiledQuery
+from queries.probe_answers import CompiledQuery
 
 
 class AnswerAdaptation(StreamMarksBook):

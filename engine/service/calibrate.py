@@ -2,13 +2,13 @@
 
 For each codec question, on (answer logits z, realised label y) pairs of validation answer points, probed
 exactly as serving probes them (engine/service/evaluate.py `answer_logits`): the temperature T and per-answer
-bias b that minimise the mean negative log-likelihood of softmax(z / T + b) (queries.evaluate.calibrated_logits,
+bias b that minimise the mean negative log-likelihood of softmax(z / T + b) (queries.probe_answers.calibrated_logits,
 the same transform serving applies), plus `l2` * |b|^2 (which also pins b's free constant: sum b = 0).
 L-BFGS in float64 over (log T, b), from T = 1, b = 0; deterministic. A question with fewer than
 `min_points` labelled points keeps T = 1, b = 0.
 
 Used by `flashtick train` (after early stopping, on its validation part; engine/service/finetune.py)
-and, for the built-in model, by `python -m engine.service.train --calibrate-only --data-dir DIR`
+and, for the built-in model, by `python -m engine.service.train_builtin --calibrate-only --data-dir DIR`
 (`calibrate_builtin`; `--sets` for a model trained on other real sets): validation slices of the data it
 was trained on, never a test slice.
 """
@@ -33,7 +33,7 @@ from engine.service.evaluate import (MIN_POINTS, MIN_SECOND_ANSWER, EvalOptions,
                                      window_ticks)
 from engine.service.features import FEATURES, QuestionHead, fit_head
 from engine.service.splits import StreamData, StreamSplit
-from queries.evaluate import calibrated_logits, calibrated_probs
+from queries.probe_answers import calibrated_logits, calibrated_probs
 
 L2 = 1e-3
 BUILTIN_VALIDATION = (0.7, 0.8)  # of each real set's ticks: inside its training 80%, before its test 20%

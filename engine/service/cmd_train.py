@@ -66,7 +66,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     from engine.service.evaluate import format_table
     from engine.service.finetune import FitOptions, fit
     from engine.service.installation import user_train_refusal
-    from engine.service.train import WEIGHTS_FILE, TrainConfig
+    from engine.service.train_builtin import WEIGHTS_FILE, TrainConfig
 
     if (refusal := user_train_refusal(args.out, BUILTIN_MODEL_DIR)) is not None:  # even with --overwrite
         raise ValueError(refusal)

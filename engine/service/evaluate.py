@@ -7,7 +7,7 @@ batch, where a backtest with that --batch-ms answers): accuracy and Brier of
 
 * `model` - the checkpoint's answer distribution, probed exactly as serving does
   (engine.service.packing.pack_batch), with at least half a window of context, read
-  through the checkpoint's calibration (queries.evaluate.calibrated_probs, as serving);
+  through the checkpoint's calibration (queries.probe_answers.calibrated_probs, as serving);
 * `raw` - the same without calibration (softmax over the answer logits), when the
   checkpoint is calibrated;
 * `adapted` - what serving publishes with answers.adapt: online (queries/adapt.py): the model's answers mixed,
@@ -52,7 +52,7 @@ from engine.service.splits import StreamData
 from engine.service.packing import pack_batch
 from engine.service.session_gaps import GAP_NOTE_NS
 from queries.adapt import adapt_series
-from queries.evaluate import calibrated_probs
+from queries.probe_answers import calibrated_probs
 
 BASELINES = ("raw", "prior", "majority", "logistic")
 

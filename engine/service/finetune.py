@@ -2,7 +2,7 @@
 
 Fine-tunes the built-in model (or another BinnedCodec checkpoint; `--from-scratch`
 builds a new one) with the very loop that trains the built-in model
-(engine.service.train.optimise: serving-exact packing, next-token + answer loss).
+(engine.service.train_builtin.optimise: serving-exact packing, next-token + answer loss).
 Each stream is split in time (engine/service/splits.py): training windows and
 targets come from the train part, early stopping watches the loss on fixed
 batches of the validation part and keeps the best weights, the per-question
@@ -40,7 +40,7 @@ from engine.service.splits import (
     SHORT_NAMED, SplitSpec, StreamData, gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
     short_streams_line, time_overlap_note,
 )
-from engine.service.train import (
+from engine.service.train_builtin import (
     Source, TrainConfig, Validation, new_model, optimise, question_tokens, sample_batch, save_model,
 )
 
@@ -232,7 +232,7 @@ def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-# the built-in model's data recipe (engine/service/train.py): a run on the user's files uses none of it
+# the built-in model's data recipe (engine/service/train_builtin.py): a run on the user's files uses none of it
 BUILTIN_RECIPE_KEYS = ("synthetic_ticks", "synthetic_seed", "wide_synthetic", "real_sets", "mix")
 
 

@@ -53,7 +53,7 @@ def builtin_write_refusal(out: Path, builtin: Path, calibrate_only: bool = False
 def user_train_refusal(out: Path, builtin: Path) -> str | None:
     """Why `flashtick train` must not write its checkpoint into ``out``, or None. The user command never rewrites
     the built-in model, not even in a source checkout: the default of every serve, backtest and evaluate would
-    change under the user; `python -m engine.service.train` (rebuilding it from its recipe) is the one tool that
+    change under the user; `python -m engine.service.train_builtin` (rebuilding it from its recipe) is the one tool that
     does. Resolved paths, so a symlink to the folder or a path through `..` counts as the folder."""
     if out.resolve() != builtin.resolve():
         return None

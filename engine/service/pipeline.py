@@ -54,9 +54,9 @@ from engine.service.rejections import admission_limit, turned_away_warning
 from engine.service.shedding import Backlog, Shedding
 from engine.service.ticklog import LogWriteError
 from queries.cache import Answer, AnswerCache
-from queries.evaluate import CompiledQuery, QueryCompileError, compile_query
 from queries.flash import FlashQueries
 from queries.limits import QueryLimits
+from queries.probe_answers import CompiledQuery, QueryCompileError, compile_query
 from queries.registry import Registry
 from queries.spec import QuerySpec, dump_queries
 

@@ -43,9 +43,9 @@ from engine.service.registration_marks import RegistrationMarks
 from engine.service.pipeline import freeze_heap, load_model_and_codec, thaw_heap
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
 from queries.cache import Answer, AnswerCache
-from queries.evaluate import compile_query
 from queries.flash import FlashQueries
 from queries.limits import QueryLimits
+from queries.probe_answers import compile_query
 from queries.registry import Registry
 from queries.spec import QuerySpec
 

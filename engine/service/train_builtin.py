@@ -1,7 +1,8 @@
 """Train the built-in tick model: a small Llama on BinnedCodec tokens. Seeded and deterministic
 for a given seed, step count and thread count (`--max-minutes` only cuts a run short).
 
-    nice -n 10 python -m engine.service.train --steps 480 --data-dir ../shared/data --log /tmp/train_tick_model.log
+    nice -n 10 python -m engine.service.train_builtin --steps 480 --data-dir ../shared/data \
+        --log /tmp/train_tick_model.log
 
 What the model sees matches serving exactly. A serving session holds only tick
 tokens at positions 0..n-1; a question is a probe of its token(s) at positions
@@ -494,7 +495,8 @@ def reproduce_command(cfg: TrainConfig, steps_done: int, data_dir: Path | None, 
         (f"--sets {','.join(cfg.real_sets)}", cfg.real_sets != DEFAULT_SETS),
         (f"--mix {','.join(f'{w:g}' for w in cfg.mix)}", mix_given),
         ("--wide-synthetic", cfg.wide_synthetic)) if used)
-    return f"nice -n 19 python -m engine.service.train --steps {cfg.steps} --seed {cfg.seed}{stop}{data}{extra}"
+    return (f"nice -n 19 python -m engine.service.train_builtin --steps {cfg.steps} --seed {cfg.seed}"
+            f"{stop}{data}{extra}")
 
 
 def calibrate_only(out: Path, data_dir: Path | None, log_path: Path | None = None,
@@ -515,10 +517,11 @@ def calibrate_only(out: Path, data_dir: Path | None, log_path: Path | None = Non
     options = "".join(f" {flag}" for flag, used in (
         (f"--data-dir {data_dir}", data_dir is not None), (f"--sets {','.join(sets)}", sets != DEFAULT_SETS),
         (f"--out {out}", out != BUILTIN_MODEL_DIR)) if used)
-    section = (f"## Answer calibration\n\n- Command: `nice -n 19 python -m engine.service.train --calibrate-only{options}` "
-               f"(weights untouched; {time.time() - t0:.0f} s on one CPU thread)\n- Fitted per question on "
-               f"{calibration.source}\n- Answers are softmax(z / temperature + bias) over the answer logits z; "
-               f"NLL in nats per answer point on those slices\n\n{calibration_table(calibration)}\n")
+    section = (f"## Answer calibration\n\n- Command: `nice -n 19 python -m engine.service.train_builtin "
+               f"--calibrate-only{options}` (weights untouched; {time.time() - t0:.0f} s on one CPU thread)\n"
+               f"- Fitted per question on {calibration.source}\n- Answers are softmax(z / temperature + bias) over "
+               f"the answer logits z; NLL in nats per answer point on those slices\n\n"
+               f"{calibration_table(calibration)}\n")
     card = out / "TRAINING.md"
     text = card.read_text() if card.is_file() else ""
     text = text.split("## Answer calibration")[0].rstrip("\n")
