@@ -16,6 +16,8 @@ streams.
 
 from __future__ import annotations
 
+import os
+import secrets
 import time
 from typing import Any, Mapping, Protocol, Sequence
 
@@ -23,6 +25,7 @@ import zmq
 from zmq.utils.monitor import parse_monitor_message
 
 from connectors.handshake import curve_client
+from connectors.service_topics import MAX_ECHOED_TOPIC, echoed_topic
 from connectors.ticks import Tick
 from connectors.wire_payload import SendItem, pack
 
@@ -60,6 +63,11 @@ class FeedResume(Protocol):
         """Asks the engine now: how many of the ticks sent it has neither accepted nor refused yet."""
 
 
+def new_tag() -> str:
+    """A tag for one feed's messages, unique among the feeds of an engine: this process and a random part."""
+    return f"feed/{os.getpid()}.{secrets.token_hex(4)}"
+
+
 def check_endpoint(endpoint: Any, what: str = "endpoint") -> str:
     """An endpoint a client connects to: `transport://address`, and for tcp a port in 1..65535 (ZeroMQ takes
     tcp://host:99999 and then waits for ever)."""
@@ -93,7 +101,10 @@ class FeedClient:
     CURVE client, for an engine with curve.ingest on; `client_keypair` (public,
     secret) is this feed's identity when the engine lets listed clients only in
     (without it a throwaway keypair is used). A refused handshake looks like no
-    engine: FeedTimeout after `connect_timeout_ms`.
+    engine: FeedTimeout after `connect_timeout_ms`. With `tag` (printable ASCII, at most MAX_ECHOED_TOPIC
+    characters; `new_tag()` makes one) each message goes as two frames, `[tag, ticks]`: the engine echoes the tag
+    in that message's rejections (`topic` on `_rejects/`), so a RejectWatch given the same tag counts this feed's
+    own and not those of another publisher of the same streams. An engine of an earlier version ignores it.
     """
 
     def __init__(
@@ -108,6 +119,7 @@ class FeedClient:
         server_public_key: bytes | None = None,
         client_keypair: tuple[bytes, bytes] | None = None,
         watch_connection: bool = False,
+        tag: str | None = None,
     ) -> None:
         """``watch_connection``: a send raises EngineLost once the connection to the engine dropped (rather than
         waiting for it to come back and sending past what was lost in flight)."""
@@ -120,6 +132,10 @@ class FeedClient:
             raise ValueError(f"linger_ms must be an int >= -1 (-1 = wait for ever), got {linger_ms!r}")
         if client_keypair is not None and not server_public_key:
             raise ValueError("client_keypair needs server_public_key (the engine's CURVE public key) too")
+        if tag is not None and (not isinstance(tag, str) or echoed_topic(tag.encode("utf-8")) != tag):
+            raise ValueError(f"tag must be printable ASCII, 1 to {MAX_ECHOED_TOPIC} characters, got {tag!r}")
+        self.tag = tag
+        self._frames: list[bytes] = [] if tag is None else [tag.encode("ascii")]  # the frames before the ticks
         self.endpoint = endpoint
         self.curve = {"server_public_key": server_public_key, "client_keypair": client_keypair}  # for RejectWatch
         self.send_timeout_ms = send_timeout_ms
@@ -148,7 +164,7 @@ class FeedClient:
             raise RuntimeError(f"FeedClient to {self.endpoint} is closed")
         try:
             if self._monitor is None:
-                self._sock.send(payload)
+                self._sock.send_multipart([*self._frames, payload])
             else:
                 self._send_watched(payload)
         except zmq.Again:
@@ -175,7 +191,7 @@ class FeedClient:
             while True:
                 self._check_connection()
                 try:
-                    self._sock.send(payload)
+                    self._sock.send_multipart([*self._frames, payload])  # (atomic: all its frames or none)
                     return
                 except zmq.Again:
                     if deadline is not None and time.monotonic() >= deadline:

@@ -71,13 +71,13 @@ def run_feed(
     if answers is None:
         stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None, resume, cutter, say)
         return _finish(stats, client, batch, None, resume)
-    with RejectWatch(answers, say=warn, **client.curve) as watch:
+    with RejectWatch(answers, say=warn, tag=client.tag, **client.curve) as watch:
         _wait_ready(watch, client, ready_timeout_s, resume)
         stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch, resume, cutter, say)
         stats = _finish(stats, client, batch, watch, resume)
         watch.settle(settle_s)
         return stats._replace(rejected=dict(watch.rejected), unattributed=watch.unattributed,
-                              first_errors=dict(watch.first_errors))
+                              others=watch.others, first_errors=dict(watch.first_errors))
 
 
 def _wait_ready(watch: RejectWatch, client: FeedClient, timeout_s: float, resume: FeedResume | None) -> None:

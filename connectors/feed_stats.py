@@ -16,6 +16,7 @@ class FeedStats(NamedTuple):
     seconds: float  # the sending: from the first read of the source to the last message sent
     rejected: dict[str, int] | None = None  # reason -> count for our streams; None when not watched
     unattributed: int = 0  # rejections without a stream seen meanwhile (maybe another feed's)
+    others: int = 0  # rejections of our streams' ticks another publisher sent (its tag echoed, not ours)
     unconfirmed: int = 0  # with a FeedResume: ticks sent that the engine had neither accepted nor refused at the end
     restarts: int = 0  # with a FeedResume: connections to the engine that dropped and were resumed
     resent: int = 0  # ticks sent again after those
@@ -42,6 +43,9 @@ class FeedStats(NamedTuple):
                                      if n else "")
         if self.unattributed:
             line += f"; {self.unattributed} rejections without a stream (maybe another feed's)"
+        if self.others:  # one stream, one publisher: said, not counted as ours
+            line += (f"; {counted(self.others, 'rejection')} of ticks another publisher sent of these streams (not "
+                     f"counted here)")
         firsts = [f"\n  first {reason}: {error}" for reason, error in sorted((self.first_errors or {}).items())
                   if self.rejected.get(reason)]  # why, in the engine's words, not only how many
         return line + self._split() + self._resumed() + "".join(firsts)

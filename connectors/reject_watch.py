@@ -28,9 +28,14 @@ class RejectWatch:
     A SUB socket on the engine's answers endpoint takes `_rejects/` and
     `_heartbeat/`. `wait_ready` returns once a heartbeat came, so the
     subscription is in place and no later rejection is missed. A rejection is
-    ours when its `stream` is one we sent (`streams`); one without a stream (a
-    message that was not msgpack, or too large) cannot be told from another
-    feed's and is counted in `unattributed`.
+    ours when its `stream` is one we sent (`streams`) and, given our `tag` (the
+    FeedClient's), its `topic` (the tag its message carried, echoed by the
+    engine) is ours: another publisher's rejections of the same streams are
+    counted in `others`, not as ours. One without a `topic` (an engine of an
+    earlier version, or a rejection made away from any message: a conflated
+    quote) is ours by its stream alone. One without a stream (a message that was
+    not msgpack, or too large) cannot be told from another feed's and is
+    counted in `unattributed`.
 
     With `say`, our rejections are also said as they come (a feed losing every tick to a full disk must not be
     silent until its summary): the first of each reason at once, with the engine's why; then, at most every
@@ -38,7 +43,8 @@ class RejectWatch:
     """
 
     def __init__(self, endpoint: str, *, context: zmq.Context | None = None, server_public_key: bytes | None = None,
-                 client_keypair: tuple[bytes, bytes] | None = None, say: Callable[[str], None] | None = None) -> None:
+                 client_keypair: tuple[bytes, bytes] | None = None, say: Callable[[str], None] | None = None,
+                 tag: str | None = None) -> None:
         self.endpoint = check_endpoint(endpoint, "answers endpoint")
         self._sock = (context or zmq.Context.instance()).socket(zmq.SUB)
         self._sock.setsockopt(zmq.LINGER, 0)
@@ -52,6 +58,8 @@ class RejectWatch:
         self.rejected_by_stream: Counter[str] = Counter()  # stream -> count (what the engine never counted of ours)
         self.first_errors: dict[str, str] = {}  # reason -> the engine's text of the first such rejection of ours
         self.unattributed = 0
+        self.tag = tag
+        self.others = 0  # rejections of our streams of ticks another publisher sent (their echoed tag not ours)
         self.heartbeats = 0
         self.max_message_bytes: int | None = None  # the engine's limits.max_message_bytes, from its heartbeats
         self._say = say
@@ -112,6 +120,9 @@ class RejectWatch:
             return 0
         count = rejection.get("count", 1)  # a summed-up entry stands for `count` rejections of one message
         count = count if type(count) is int and count > 0 else 1
+        if self.tag is not None and rejection.get("topic", self.tag) != self.tag:
+            self.others += count
+            return 0
         reason = str(rejection.get("reason"))
         first = reason not in self.rejected
         self.rejected[reason] += count

@@ -177,7 +177,7 @@ def _start_over(source: Any) -> str:
 
 def cmd_feed(args: argparse.Namespace) -> int | None:
     from connectors.after_held import AfterHeld
-    from connectors.feed import EngineLost, FeedClient
+    from connectors.feed import EngineLost, FeedClient, new_tag
     from connectors.feed_pump import FINISH_STALL_S, run_feed
 
     batch_ns = _batch_ns(args)
@@ -212,7 +212,9 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         signal.signal(signum, request_stop)
     client = None
     try:
-        with FeedClient(args.endpoint, watch_connection=True, **curve_keys(args)) as client:
+        # tagged: the engine echoes the tag in its rejections, so this feed counts its own rejections, not those of
+        # another publisher of the same streams
+        with FeedClient(args.endpoint, watch_connection=True, tag=new_tag(), **curve_keys(args)) as client:
             stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
                              resume=resume, stop=stop, batch_ns=batch_ns,
                              say=lambda line: print(f"flashtick feed: note: {line}", file=sys.stderr, flush=True),

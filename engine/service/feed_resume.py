@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from connectors.feed import EngineLost, FeedTimeout
-from connectors.ticks import Tick
+from connectors.ticks import Tick, shown_name
 from engine.service.client import ControlClient, ControlError
 
 # a control reply's error while the engine loads (starting_replies.py StartingReplies): its reason, or, from a
@@ -49,6 +49,7 @@ MAX_NAMES_PER_CALL = 10_000  # the control op `streams` answers for at most this
 # another price level: the files read another way (--price-offset) or another instrument under the name, which the
 # engine would splice onto its earlier ticks as one stream
 FAR_FROM_HELD = 1.5
+MAX_OTHER_PUBLISHERS_SAID = 8  # streams said to be fed by another publisher too, at most (one line each)
 SPLICE_WAY_OUT = ("to feed it apart from what the engine holds, give the stream another name (a file of one stream: "
                   "--columns ...,stream_name=NAME), or restart `flashtick serve` with another --data-dir or with "
                   "--no-log (it then holds no stream)")
@@ -93,6 +94,8 @@ class ControlFeedResume:
         # confirmed), and how many stamped then; None: not known (no at_last_ts, ticks out of order)
         self.run: dict[str, tuple[int | None, int] | None] = {}
         self.count: Counter[str] = Counter()  # stream -> ticks of it this feed sent
+        self.latest: dict[str, int] = {}  # stream -> the latest event time of the ticks of it this feed sent
+        self.fed_by_another: list[str] = []  # streams whose last tick at the engine came from another publisher
         self.restarts = 0
         self.resent = 0
         self.lost_ticks = 0  # ticks the engine had confirmed and, restarted without them, no longer holds
@@ -112,6 +115,7 @@ class ControlFeedResume:
                     self.base[stream] = _ticks(self._held([stream]).get(stream)) - 1  # less this tick, just sent
             self.kept[stream].append((next(self._order), tick))
             self.count[stream] += 1
+            self.latest[stream] = max(tick.ts, self.latest.get(stream, tick.ts))
         if time.monotonic() >= self._confirm_at:
             self._confirm_at = time.monotonic() + self.confirm_every_s
             self.unconfirmed(rejected)
@@ -131,6 +135,24 @@ class ControlFeedResume:
               f"another way or of another instrument, and would continue them with these as one stream; "
               f"{SPLICE_WAY_OUT}", file=sys.stderr, flush=True)
 
+    def _say_another_publisher(self, stream: str, held: dict[str, Any] | None) -> None:
+        """Once per stream (for the first MAX_OTHER_PUBLISHERS_SAID): a warning when the engine's last tick of
+        ``stream`` is stamped after every tick of it this feed sent and after its last when the feed began: only
+        another publisher can have sent it. One stream, one publisher: their ticks interleave, each one older than
+        the other's last is refused, and a tick both send at the same time is taken twice (stamped as the last)."""
+        last_ts = None if held is None else held.get("last_ts")
+        if last_ts is None or stream in self.fed_by_another or len(self.fed_by_another) >= MAX_OTHER_PUBLISHERS_SAID \
+                or last_ts <= max(self.latest[stream], self.last_ts.get(stream, self.latest[stream])):
+            return
+        self.fed_by_another.append(stream)
+        more = (" (further streams fed by another publisher are not said)"
+                if len(self.fed_by_another) == MAX_OTHER_PUBLISHERS_SAID else "")
+        print(f"flashtick feed: warning: stream {shown_name(stream)}: the engine's last tick of it is stamped after "
+              f"every tick this feed sent of it: another publisher is feeding the same stream. A stream takes one "
+              f"publisher (docs/wire-protocol.md): the ticks of each older than the other's last are refused as "
+              f"ts_backwards (this feed counts only its own), and a tick both send at the same time is taken "
+              f"twice{more}", file=sys.stderr, flush=True)
+
     def unconfirmed(self, rejected: Mapping[str, int]) -> int:
         """Forget what the engine has taken (accepted and logged, so a restart brings it back; or refused); returns
         how many ticks sent it has not (all still kept, when it does not answer now)."""
@@ -144,6 +166,7 @@ class ControlFeedResume:
         streams = [stream for stream, kept in self.kept.items() if kept]
         held = self._held(streams)
         for stream in streams:
+            self._say_another_publisher(stream, held.get(stream))
             done = self._seen(stream, held.get(stream), rejected)  # this feed's ticks of it the engine has seen
             kept = self.kept[stream]
             while kept and self.first[stream] < done:

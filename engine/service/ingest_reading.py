@@ -13,7 +13,7 @@ import msgpack
 import zmq
 
 from connectors.encoder import published_rejections
-from connectors.service_topics import REJECTS_TOPIC
+from connectors.service_topics import REJECTS_TOPIC, echoed_topic
 from engine.service.config import ServiceConfig
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.feed_watch import FeedWatch
@@ -72,6 +72,8 @@ class IngestReading:
                 rejections = [{"index": -1, "reason": "bad_framing", "error": _framing_error(frames, tick_first=True)}]
             elif len(frames) == 2:  # [topic, ticks]: how PUB feeds frame a message for SUB filtering; topic unread
                 rejections = self.pipeline.ingest_message(frames[1])
+                if rejections and (topic := echoed_topic(frames[0])) is not None:  # whose they are, for the sender
+                    rejections = [{**rejection, "topic": topic} for rejection in rejections]
             else:
                 self.pipeline.rejected["bad_framing"] += 1
                 rejections = [{"index": -1, "reason": "bad_framing", "error": _framing_error(frames)}]
