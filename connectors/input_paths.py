@@ -30,7 +30,7 @@ def expanded(items: list[Any]) -> Expanded:
     that names no file replaced by the files it stands for, each keeping its item's map; and a note for each."""
     out, notes, texts = [], [], set()
     for item in items:
-        path = _item_path(item)
+        path = item_path(item)
         found = None if path is None else _files_of(path)
         if found is None:
             out.append(item)
@@ -43,7 +43,8 @@ def expanded(items: list[Any]) -> Expanded:
     return Expanded(out, notes, texts)
 
 
-def _item_path(item: Any) -> Path | None:
+def item_path(item: Any) -> Path | None:
+    """The path an item names (a path, a (path, map) pair, a {"path": ...} entry); None for any other item."""
     if isinstance(item, (str, Path)):
         return Path(item)
     if isinstance(item, tuple) and item:
@@ -65,7 +66,7 @@ def _files_of(path: Path) -> tuple[list[Path], str] | None:
         said = f"; skipped {_listed(skipped)}: not tick files" if skipped else ""
         return files, f"{path}: a folder, read as its {_counted(files)} in the order of their paths " \
                       f"({_listed([f.relative_to(path) for f in files])}){said}"
-    if path.exists() or not PATTERN_MARKS.search(str(path)):
+    if not is_pattern(path):
         return None
     matches = sorted(Path(m) for m in glob.glob(str(path.expanduser()), recursive=True))
     if not matches:
@@ -76,6 +77,12 @@ def _files_of(path: Path) -> tuple[list[Path], str] | None:
     fixed = Path(*_leading(path.expanduser().parts))  # the folder the pattern starts in
     return files, f"{path}: a pattern, read as the {_counted(files)} it matches{', sorted' if files[1:] else ''} " \
                   f"({_listed([f.relative_to(fixed) if f.is_relative_to(fixed) else f for f in files])})"
+
+
+def is_pattern(path: Path) -> bool:
+    """Whether ``path`` is read as a pattern: it holds `*`, `?` or `[` and names no file (a file so named is read
+    as itself)."""
+    return not path.exists() and PATTERN_MARKS.search(str(path)) is not None
 
 
 def _leading(parts: tuple[str, ...]) -> list[str]:

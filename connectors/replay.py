@@ -69,7 +69,7 @@ from connectors.file_plan import (
 )
 from connectors.file_suffixes import PARQUET_SUFFIXES
 from connectors.headerless_csv import zone_has_dst
-from connectors.input_paths import expanded
+from connectors.input_paths import Expanded, expanded, item_path
 from connectors.json_lines import DUPLICATE_KEY, NOT_JSON, is_json_lines
 from connectors.layout import NoTickLayout, detect_columns
 from connectors.number_separators import DECIMAL_COMMA
@@ -549,6 +549,19 @@ def _is_list(item: Any) -> bool:
     return isinstance(item, (str, Path)) and str(item).lower().endswith((".yaml", ".yml"))
 
 
+def replay_items(files: FileSpec | Sequence[FileSpec]) -> Expanded:
+    """What a FileReplay of ``files`` reads: each replay list's entries in its place, then each folder and each
+    pattern that names no file replaced by its files (connectors/input_paths.py), with the notes that say so."""
+    items = [files] if isinstance(files, (str, Path)) else list(files)
+    return expanded([entry for item in items for entry in (replay_list(Path(item)) if _is_list(item) else [item])])
+
+
+def replay_files(files: FileSpec | Sequence[FileSpec]) -> list[Path]:
+    """The paths of the files a FileReplay of ``files`` reads (replay_items), as given or found, in its order: so a
+    command that checks, records or compares its inputs sees what the reader reads."""
+    return [path for item in replay_items(files).items if (path := item_path(item)) is not None]
+
+
 def replay_list(path: Path) -> list[dict[str, Any]]:
     """The entries of a replay list (`replay: [{path: ..., columns: ...}, ...]`, YAML read with safe_load; unknown
     keys refused by name), paths relative to the list's own folder: one map per file from the command line."""
@@ -687,11 +700,9 @@ class FileReplay(Source):
             raise ValueError(f"speed must be None (as fast as possible) or a finite x real time > 0, got {speed!r}")
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise ValueError(f"chunk_rows must be an int >= 1, got {chunk_rows!r}")
-        items = [files] if isinstance(files, (str, Path)) else list(files)
-        items = [entry for item in items for entry in (replay_list(Path(item)) if _is_list(item) else [item])]
-        if not items:
+        found = replay_items(files)
+        if not found.items:
             raise ValueError("FileReplay needs at least one file")
-        found = expanded(items)  # a folder, a pattern no shell expanded: their files
         default = as_column_map(columns)
         specs, self._file_notes = _once_each([_file_spec(item, default) for item in found.items])
         self._file_notes[:0] = found.notes

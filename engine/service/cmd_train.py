@@ -16,14 +16,16 @@ from engine.service.output_paths import PARQUET, Output
 
 
 def train_common(args: argparse.Namespace) -> tuple[Any, Any]:
-    """(SplitSpec, EvalOptions) from the options `train` and `evaluate` share; files must exist."""
+    """(SplitSpec, EvalOptions) from the options `train` and `evaluate` share; files must exist, those a folder or a
+    pattern stands for too (read as backtest reads them: connectors/input_paths.py)."""
     import torch
 
+    from connectors.replay import replay_files
     from engine.service.config import ModelSection
     from engine.service.evaluate import EvalOptions
     from engine.service.splits import SplitSpec
 
-    for f in args.files:
+    for f in replay_files(args.files):  # before the model loads: a missing file is said at once
         if not f.is_file():
             raise FileNotFoundError(f"{f}: no such file")
     if args.threads is not None and args.threads < 1:
