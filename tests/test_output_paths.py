@@ -67,6 +67,28 @@ def test_train_refuses_an_out_directory_holding_an_input_and_points_out_on_one(t
     assert not (tmp_path / "ckpt").exists()
 
 
+def test_a_quoted_pattern_s_matches_are_inputs_too(ticks_csv: Path, tmp_path: Path, capsys) -> None:
+    """`backtest 'g/*' --out g/answers.parquet` run twice: the second run's pattern matches the first's answers,
+    which the reader reads as a tick file, but the refusal saw the pattern alone (a folder's files it did see), so
+    the run went on to fail on the answers' layout. A pattern that names no file is expanded as the reader expands
+    it, on the command line and in a replay list."""
+    days = tmp_path / "days"
+    days.mkdir()
+    (days / "trades.csv").write_bytes(ticks_csv.read_bytes())
+    out = days / "answers.parquet"
+    argv = ["backtest", f"{days}/*", "--out", str(out), "--quiet", "--max-ticks", "50", "--threads", "1"]
+    assert main(argv) == 0
+    err = refused(capsys, argv, out)
+    assert f"--out {out} is the input {out}: writing there would destroy that input" in err, err
+    err = refused(capsys, ["evaluate", "builtin", f"{days}/*.csv", "--points-out", str(days / "trades.csv")],
+                  days / "trades.csv")
+    assert f"--points-out {days / 'trades.csv'} is the input {days / 'trades.csv'}" in err, err
+    listed = tmp_path / "days.yaml"
+    listed.write_text("replay:\n  - path: days/*.csv\n")
+    err = refused(capsys, ["backtest", str(listed), "--out", str(days / "trades.csv"), "--quiet"], days / "trades.csv")
+    assert f"--out {days / 'trades.csv'} is the input {days / 'trades.csv'}" in err, err
+
+
 def test_ticklog_export_refuses_out_on_a_file_of_its_data_directory(tmp_path: Path, capsys) -> None:
     data = tmp_path / "data"
     with TickLog(data / "ticks", fsync="never") as log:

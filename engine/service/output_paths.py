@@ -51,28 +51,34 @@ class OutputOverInput(ValueError):
 
 
 def input_files(paths: list[Path]) -> list[Path]:
-    """Every file ``paths`` stand for: a replay list and the files it names, a directory's files (a checkpoint,
-    a data directory), a file as it is. Paths that do not exist are kept: the command itself says they are missing."""
+    """Every file ``paths`` stand for: a directory's files (a folder of tick files, a checkpoint, a data directory),
+    a replay list and the files it names, a pattern that names no file and the files it matches (as the reader
+    expands them: connectors/replay.py's replay_files), a file as it is. Paths that do not exist are kept: the
+    command itself says they are missing."""
     found: list[Path] = []
     for path in paths:
         found.append(path)
-        if path.is_dir():
+        if path.is_dir():  # every file, not only the tick files a replay reads: a checkpoint's are inputs too
             found.extend(p for p in path.rglob("*") if p.is_file())
-        elif path.suffix.lower() in (".yaml", ".yml") and path.is_file() and _is_replay_list(path):
-            from connectors.replay import replay_list
+        elif path.suffix.lower() in (".yaml", ".yml") and path.is_file():
+            found.extend(_files_read(path))
+        elif not path.exists():  # first: input_paths imports polars, which a command of existing files never waits on
+            from connectors.input_paths import is_pattern
 
-            found.extend(Path(entry["path"]) for entry in replay_list(path))
+            if is_pattern(path):
+                found.extend(_files_read(path))
     return found
 
 
-def _is_replay_list(path: Path) -> bool:
-    from connectors.replay import replay_list  # here: the CLI imports this module at start, before polars
+def _files_read(path: Path) -> list[Path]:
+    """The files a replay of ``path`` (a replay list, a pattern) reads; none for a YAML that is no replay list (a
+    queries or config file) or a list or pattern the command will refuse itself, saying why."""
+    from connectors.replay import replay_files  # here: the CLI imports this module at start, before polars
 
     try:
-        replay_list(path)
-    except (OSError, ValueError):  # a queries or config YAML, or a list the command will refuse itself
-        return False
-    return True
+        return replay_files([path])
+    except (OSError, ValueError):
+        return []
 
 
 def refuse_outputs_over_inputs(outputs: list[Output], inputs: list[Path]) -> None:
