@@ -1,6 +1,8 @@
 """`flashtick train` reads a folder and a pattern no shell expanded as the files they stand for, as backtest,
-feed replay and evaluate do (connectors/input_paths.py): `train FOLDER` said "FOLDER: no such file". A real tiny
-model trained through the CLI on two days of one instrument's trades, a CSV a day, written here."""
+feed replay and evaluate do (connectors/input_paths.py): `train FOLDER` said "FOLDER: no such file". And a
+checkpoint's files are matched as the files read: `evaluate` of a folder holding the files a model was trained on
+did not say its test slice was inside them. A real tiny model trained through the CLI on two days of one
+instrument's trades, a CSV a day, written here."""
 
 from __future__ import annotations
 
@@ -40,41 +42,66 @@ def write_days(folder: Path) -> list[Path]:
     return files
 
 
-def train(files: list[str], out: Path) -> tuple[int, str, str]:
+def train(files: list[str], out: Path, *options: str) -> tuple[int, str, str]:
     """`flashtick train FILES --out OUT` on the tiny model: (exit status, stdout, stderr)."""
     out_text, err_text = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out_text), contextlib.redirect_stderr(err_text):
-        rc = main(["train", *files, "--out", str(out), *TINY, *QUICK])
+        rc = main(["train", *files, "--out", str(out), *TINY, *QUICK, *options])
     return rc, out_text.getvalue(), err_text.getvalue()
 
 
 @pytest.fixture(scope="module")
-def by_files(tmp_path_factory) -> tuple[Path, list[Path], Path]:
-    """(the folder, its two CSVs, a tiny model trained on the CSVs given one by one)."""
+def models(tmp_path_factory) -> tuple[Path, list[Path], Path, Path, str]:
+    """(the folder, its two CSVs, a tiny model trained on the CSVs given one by one, one trained on the folder,
+    the folder's training's stderr); both read with --streams AAA, a layout option a checkpoint records."""
     root = tmp_path_factory.mktemp("train_folders")
     files = write_days(root / "days")
-    rc, _, err = train([str(f) for f in files], root / "by_files")
+    rc, _, err = train([str(f) for f in files], root / "by_files", "--streams", "AAA")
     assert rc == 0, err
-    return root / "days", files, root / "by_files"
+    rc, _, folder_err = train([str(root / "days")], root / "by_folder", "--streams", "AAA")
+    assert rc == 0, folder_err
+    return root / "days", files, root / "by_files", root / "by_folder", folder_err
 
 
-def test_train_reads_a_folder_and_a_quoted_pattern_as_their_files(by_files, tmp_path: Path) -> None:
-    folder, files, model = by_files
-    rc, _, err = train([str(folder)], tmp_path / "by_folder")
-    assert rc == 0, err
+def test_train_reads_a_folder_and_a_quoted_pattern_as_their_files(models, tmp_path: Path) -> None:
+    folder, files, by_files, by_folder, err = models
     assert (f"flashtick train: note: {folder}: a folder, read as its 2 files in the order of their paths "
             f"(AAA-2026-10-26.csv, AAA-2026-10-27.csv); skipped README.md: not tick files") in err, err
-    parts = json.loads((model / "evaluation.json").read_text())["streams"]
-    assert json.loads((tmp_path / "by_folder" / "evaluation.json").read_text())["streams"] == parts  # the same ticks
-    rc, _, err = train([f"{folder}/AAA-*.csv"], tmp_path / "by_pattern")
+    parts = json.loads((by_files / "evaluation.json").read_text())["streams"]
+    folder_record = json.loads((by_folder / "evaluation.json").read_text())
+    assert folder_record["streams"] == parts  # the same ticks, split alike
+    assert folder_record["trained_on"]["files"] == [str(f.resolve()) for f in files]  # the files, not the folder
+    rc, _, err = train([f"{folder}/AAA-*.csv"], tmp_path / "by_pattern", "--streams", "AAA")
     assert rc == 0, err
     assert (f"flashtick train: note: {folder}/AAA-*.csv: a pattern, read as the 2 files it matches, sorted "
             f"(AAA-2026-10-26.csv, AAA-2026-10-27.csv)") in err, err
     assert json.loads((tmp_path / "by_pattern" / "evaluation.json").read_text())["streams"] == parts
 
 
-def test_train_still_refuses_what_it_cannot_read_before_any_work(by_files, tmp_path: Path) -> None:
-    folder, _, _ = by_files
+def evaluate_err(model: Path, files: list[str]) -> str:
+    """`flashtick evaluate MODEL FILES` with a test slice from 50%, inside the 85% trained and validated on."""
+    out_text, err_text = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out_text), contextlib.redirect_stderr(err_text):
+        rc = main(["evaluate", str(model), *files, "--split", "37/13/50", *QUICK])
+    assert rc == 0, err_text.getvalue()
+    return err_text.getvalue()
+
+
+def test_evaluate_of_a_folder_or_pattern_holding_the_training_files_says_they_were_trained_on(models) -> None:
+    folder, files, by_files, by_folder, _ = models
+    for given in (str(folder), f"{folder}/AAA-*.csv"):
+        err = evaluate_err(by_files, [given])
+        assert (f"note: this model was trained and validated on the first 85% of the ticks of stream AAA in {given}; "
+                f"the test slice starts at 50%, inside it: those scores are not out of sample") in err, err
+        # they are its training files: read as training read them (its --streams), said
+        assert "note: reading the files with --streams AAA, as this model was trained" in err, err
+    err = evaluate_err(by_folder, [str(f) for f in files])  # and the other way round
+    assert (f"note: this model was trained and validated on the first 85% of the ticks of stream AAA in "
+            f"{files[0]}, {files[1]}; the test slice starts at 50%") in err, err
+
+
+def test_train_still_refuses_what_it_cannot_read_before_any_work(models, tmp_path: Path) -> None:
+    folder = models[0]
     rc, _, err = train([f"{folder}/BBB-*.csv"], tmp_path / "none")
     assert rc == 2 and f"error: no file matches {folder}/BBB-*.csv: a pattern that names no file" in err, err
     rc, _, err = train([str(folder / "AAA-2026-10-28.csv")], tmp_path / "missing")

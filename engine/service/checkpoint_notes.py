@@ -103,7 +103,7 @@ def reads_training_files(model_dir: Path | str | None, files: list[Path]) -> boo
     read them is the way to read them again."""
     if model_dir is None or (seen := _trained_on(checkpoint_evaluation(Path(model_dir)), files)) is None:
         return False
-    return set(seen.files) == {str(f) for f in files}
+    return seen.every_file
 
 
 def checkpoint_evaluation(model_dir: Path) -> dict[str, Any] | None:
@@ -117,9 +117,10 @@ def checkpoint_evaluation(model_dir: Path) -> dict[str, Any] | None:
 class TrainedOn(NamedTuple):
     """What a checkpoint `flashtick train` wrote was trained and validated on, among the files a run reads."""
 
-    files: list[str]  # the run's files it was trained on, as the run names them
+    files: list[str]  # the run's files it was trained on, as the run names them (a folder or pattern: all its files)
     seen_end: float  # the fraction of each stream's ticks it was trained and validated on
     streams: dict[str, int] | None  # stream -> its last trained or validated tick's event time (ns); None: not kept
+    every_file: bool  # every file the run reads is one it was trained on
 
 
 def _trained_on(evaluation: dict[str, Any] | None, files: list[Path]) -> TrainedOn | None:
@@ -128,12 +129,31 @@ def _trained_on(evaluation: dict[str, Any] | None, files: list[Path]) -> Trained
     kept: None); None when none of the files (or not one of ours, or from before this was kept)."""
     try:
         trained = (evaluation or {})["trained_on"]
-        same = sorted({str(f) for f in files if str(Path(f).resolve()) in trained["files"]})
+        # both sides as the files a replay reads: a folder or pattern given matches the files trained on, and a
+        # checkpoint that recorded a folder or a replay list (before the files were) matches the files in it
+        trained_files = {str(f.resolve()) for path in trained["files"] for f in _files_read(path)}
+        same, every_file = [], True
+        for given in files:
+            read = _files_read(given)
+            seen = [str(f) for f in read if str(f.resolve()) in trained_files]
+            every_file &= len(seen) == len(read)
+            same += [str(given)] if seen and len(seen) == len(read) else seen
         streams = trained.get("streams")
         kept = {str(name): int(ts) for name, ts in streams.items()} if isinstance(streams, dict) else None
-        return TrainedOn(same, float(trained["seen_end"]), kept) if same else None
+        return TrainedOn(sorted(set(same)), float(trained["seen_end"]), kept, every_file) if same else None
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _files_read(path: Path | str) -> list[Path]:
+    """The files a replay of ``path`` reads (a folder's, a pattern's, a replay list's: replay_files), or the path
+    itself where they cannot be listed (gone since training; a list or pattern the run refuses, saying why)."""
+    from connectors.replay import replay_files
+
+    try:
+        return replay_files([Path(path)])
+    except (OSError, ValueError):
+        return [Path(path)]
 
 
 NAMED_STREAMS = 6  # streams a note names; beyond them, how many more

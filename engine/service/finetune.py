@@ -29,6 +29,7 @@ import torch
 from connectors.builtin import load_builtin_codec
 from connectors.calibration import Calibration
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
+from connectors.replay import replay_files
 from connectors.ticks import counted
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.calibrate import calibrate_streams, fit_heads, validation_pairs
@@ -189,7 +190,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
                         for name, h in heads.items()}, "evaluation": evaluation,
               "total_seconds": round(time.time() - t0, 1)}
     # what it was trained on, so `flashtick evaluate` can say when a test slice is not out of sample
-    trained_on = {"files": [str(Path(f).resolve()) for f in files],
+    # the files read, a folder's and a pattern's among them: a later run that names them otherwise still matches
+    trained_on = {"files": [str(Path(f).resolve()) for f in replay_files(files)],
                   "seen_end": options.split.train + options.split.validation,  # fitted, stopped and calibrated on
                   "reading": reading,  # reading_record.READING_OPTIONS: evaluate reads with them
                   # the streams trained on (one the split left out is not), each with its last trained or validated
