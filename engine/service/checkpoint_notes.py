@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from engine.service.cli_reading import column_map_of, streams_to_read
+from engine.service.output_paths import files_read
 
 
 def trained_reading(model_path: str | None) -> str:
@@ -131,10 +132,10 @@ def _trained_on(evaluation: dict[str, Any] | None, files: list[Path]) -> Trained
         trained = (evaluation or {})["trained_on"]
         # both sides as the files a replay reads: a folder or pattern given matches the files trained on, and a
         # checkpoint that recorded a folder or a replay list (before the files were) matches the files in it
-        trained_files = {str(f.resolve()) for path in trained["files"] for f in _files_read(path)}
+        trained_files = {str(f.resolve()) for path in trained["files"] for f in files_read(path)}
         same, every_file = [], True
         for given in files:
-            read = _files_read(given)
+            read = files_read(given)
             seen = [str(f) for f in read if str(f.resolve()) in trained_files]
             every_file &= len(seen) == len(read)
             same += [str(given)] if seen and len(seen) == len(read) else seen
@@ -143,17 +144,6 @@ def _trained_on(evaluation: dict[str, Any] | None, files: list[Path]) -> Trained
         return TrainedOn(sorted(set(same)), float(trained["seen_end"]), kept, every_file) if same else None
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-
-
-def _files_read(path: Path | str) -> list[Path]:
-    """The files a replay of ``path`` reads (a folder's, a pattern's, a replay list's: replay_files), or the path
-    itself where they cannot be listed (gone since training; a list or pattern the run refuses, saying why)."""
-    from connectors.replay import replay_files
-
-    try:
-        return replay_files([Path(path)])
-    except (OSError, ValueError):
-        return [Path(path)]
 
 
 NAMED_STREAMS = 6  # streams a note names; beyond them, how many more

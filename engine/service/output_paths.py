@@ -61,24 +61,25 @@ def input_files(paths: list[Path]) -> list[Path]:
         if path.is_dir():  # every file, not only the tick files a replay reads: a checkpoint's are inputs too
             found.extend(p for p in path.rglob("*") if p.is_file())
         elif path.suffix.lower() in (".yaml", ".yml") and path.is_file():
-            found.extend(_files_read(path))
+            found.extend(files_read(path))
         elif not path.exists():  # first: input_paths imports polars, which a command of existing files never waits on
             from connectors.input_paths import is_pattern
 
             if is_pattern(path):
-                found.extend(_files_read(path))
+                found.extend(files_read(path))
     return found
 
 
-def _files_read(path: Path) -> list[Path]:
-    """The files a replay of ``path`` (a replay list, a pattern) reads; none for a YAML that is no replay list (a
-    queries or config file) or a list or pattern the command will refuse itself, saying why."""
+def files_read(path: Path | str) -> list[Path]:
+    """The files a replay of ``path`` reads (a folder's tick files, a pattern's matches, a replay list's files:
+    connectors/replay.py's replay_files), or the path itself where they cannot be listed (a queries or config YAML,
+    a path gone, a list or pattern the command refuses itself, saying why)."""
     from connectors.replay import replay_files  # here: the CLI imports this module at start, before polars
 
     try:
-        return replay_files([path])
+        return replay_files([Path(path)])
     except (OSError, ValueError):
-        return []
+        return [Path(path)]
 
 
 def refuse_outputs_over_inputs(outputs: list[Output], inputs: list[Path]) -> None:
