@@ -123,7 +123,7 @@ class FilePlan:
     book: str | None = None  # "mbo" / "mbp-1": Databento order-book records, reduced as DBN files are (`_book`)
     empty_sides: bool = False  # an empty bid or ask is a book side with no orders (Tardis.dev's): never filled
     bars: bool = False  # rows are bars (OHLC), each a trade at its close (layout_notes.trade_bars)
-    nonpositive_prices: bool = False  # every price of a row that trades is <= 0 (replay.py's `_price_offset_hint`)
+    nonpositive_prices: bool = False  # every price of a row that trades is <= 0 (reject_hints.py's `price_offset_hint`)
     nonpositive_rows: tuple[int, int] = (0, 0)  # (rows that trade at a price <= 0, rows that trade) (ditto)
     near_zero_streams: frozenset[str] = frozenset()  # streams trading near zero, at 0 too ("": the file's one) (ditto)
     long_rows: Mapping[int, int] = field(default_factory=dict)  # row -> its fields, for rows with too many

@@ -42,8 +42,6 @@ from connectors.archives import Unpacked, is_zip, not_utf8, text_copy_needed, tr
 from connectors.cautions import Caution
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
     PRESETS,
-    UNITS,
-    VALUE_FIELDS,
     HOURS_LEFT_OUT,
     KEEP_LEAVES_OUT,
     ColumnMap,
@@ -54,30 +52,22 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
 )
 from connectors.content_notes import mixed_venues, overlapping_files, time_spans
 from connectors.csv_dialect import sniff_csv
-from connectors.event_time import UTC_OFFSET, epoch_format_hint
 from connectors.file_plan import (
-    BYTE_ORDER_MARK,
-    NO_TRADE,
     READ_TYPES,
     FilePlan,
-    first_text,
     is_csv,
     is_dbn,
     is_tick_file,
     source_path,
-    time_sample,
 )
 from connectors.file_suffixes import PARQUET_SUFFIXES
-from connectors.headerless_csv import zone_has_dst
-from connectors.input_paths import Expanded, expanded, item_path
-from connectors.json_lines import DUPLICATE_KEY, NOT_JSON, is_json_lines
+from connectors.input_paths import expanded
+from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns
-from connectors.number_separators import DECIMAL_COMMA
 from connectors.planning import plan_file, regular_file
 from connectors.price_levels import far_apart_levels
-from connectors.price_notation import unread_price_hint, yield_columns
+from connectors.reject_hints import needing_offsets, price_offset_hint, reject_example
 from connectors.shifted_prices import (
-    NEAR_ZERO_STEPS,
     SAID_STREAMS,
     ZERO_MAY_BE_A_PRICE,
     ZERO_SIDE,
@@ -91,7 +81,6 @@ from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snap
 from connectors.stream_selection import NoStreamMatched, StreamSelection
 from connectors.ticks import InvalidTick, Tick, counted, utc_text, validate
 from connectors.time_range import TimeRange
-from connectors.time_units import epoch_unit
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
@@ -192,132 +181,6 @@ class _Cursor:
 # sequenced ones, by stream, each stream's by its numbers), an order that holds across any mix of files
 NO_SEQUENCE = ("", -math.inf)
 NOT_SELECTED = "is not among the streams selected"  # a selection's filtered_out (LEFT_OUT_CAUSES)
-REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons
-    "unknown_side": "; map other side values with side_map in a --columns YAML file (docs/replay.md)",
-    "filtered_out": "; not an error: rows left out on purpose and counted (a keep filter's, or rows holding no tick)",
-    NOT_JSON: "; the line is skipped and the rest of the file read (a capture cut mid-line, a log line among the "
-              "messages)",
-    DUPLICATE_KEY: "; the line (a REST dump's record) is skipped and the rest of the file read (its writer's bug: "
-                   "write each key once)",
-}
-
-
-def _unit_changed(plan: Any, message: str) -> str:
-    """For a time out of range in a file whose epoch unit was read from its first time: the hint that the unit
-    changes inside it (Binance's public files went from ms to us on 2025-01-01; a concatenation holds both)."""
-    columns = getattr(plan, "columns", None)
-    got = re.search(r"got (-?\d+)$", message)
-    if columns is None or columns.ts_unit not in UNITS or got is None:
-        return ""
-    raw = int(got[1]) // UNITS[columns.ts_unit]
-    if epoch_unit(raw) == columns.ts_unit:
-        return ""
-    if getattr(plan, "unit_given", False):
-        return (f"; the unit given is {columns.ts_unit}, which does not fit this time ({raw}): as "
-                f"{epoch_unit(raw)} it is a present-day time; give the unit the column counts, --ts-unit "
-                f"{epoch_unit(raw)}")
-    return (f"; the file's times were read as {columns.ts_unit} (its first time's magnitude), but this one is "
-            f"{epoch_unit(raw)}: if the unit changes inside the file (Binance's public files went from ms to us on "
-            f"2025-01-01), read the parts as separate files, each with its own unit")
-
-
-# Zero or below on this many of a file's trade prices, and this share of them, is a market that trades there (a
-# power market's hours at 0: 176 of 372 prints), not a bad print or two
-FREQUENT_NONPOSITIVE = (10, 0.01)
-SHIFTS_THEM = "an offset (--price-offset) shifts them above zero"
-
-
-def _price_offset_hint(err: InvalidTick, plan: Any) -> str:
-    """Why an offset is the way out for an instrument that trades at zero or below: said once a price below zero is
-    seen, or when a file's prices are zero or below on FREQUENT_NONPOSITIVE rows that trade (a count and a share);
-    never for a lone 0 (bad data, or a bar without trades, which is filtered_out) unless its stream's other prices
-    lie a few price steps above zero (a spread: FilePlan.near_zero_streams). '' when none of these holds."""
-    if re.search(r"got -\d", err.message):
-        return f"; the files hold prices below zero (a spread, a power market): {SHIFTS_THEM}"
-    if getattr(plan, "nonpositive_prices", False):
-        return f"; every trade price of {plan.given_name} is zero or below: for an instrument that trades there, " \
-               f"{SHIFTS_THEM}"
-    nonpositive, trading = getattr(plan, "nonpositive_rows", (0, 0))
-    if nonpositive >= FREQUENT_NONPOSITIVE[0] and nonpositive >= FREQUENT_NONPOSITIVE[1] * trading:
-        return f"; {nonpositive} of the {trading} trade prices of {plan.given_name} are zero or below, too many to " \
-               f"be bad prints: for an instrument that trades there (a power market's hours at 0), {SHIFTS_THEM}"
-    near_zero = getattr(plan, "near_zero_streams", frozenset())
-    if err.stream in near_zero or "" in near_zero:
-        return f"; {err.stream}'s other trade prices lie within {NEAR_ZERO_STEPS} price steps of zero (a spread), " \
-               f"where 0 is a price, not bad data: {SHIFTS_THEM}"
-    return ""
-
-
-def _stream_hint(plan: Any) -> str:
-    """What a user does about a stream name that cannot be a topic. A fixed name (the file's) is renamed with
-    stream_name; a column's values are the file's streams: one fixed name would merge them all into one."""
-    columns = getattr(plan, "columns", None)
-    if columns is None:  # a DBN file's names are its symbology's
-        return " (docs/wire-protocol.md#stream-names)"
-    if columns.stream_col is None:
-        return "; name the stream with --columns ...,stream_name=NAME (docs/wire-protocol.md#stream-names)"
-    return ("; the file's own value: fix it at the source, or name the streams by other columns with --columns "
-            "...,stream=COLUMN (or COL1+COL2), not stream_name=NAME, which would merge every stream into one "
-            "(docs/wire-protocol.md#stream-names)")
-
-
-def _decimal_comma_hint(plan: Any, text: str) -> str:
-    """The option that reads `61837,63` when the file was not read with a decimal comma."""
-    dialect, columns = getattr(plan, "dialect", None), getattr(plan, "columns", None)
-    if not DECIMAL_COMMA.match(text.strip()) or dialect is not None and dialect.decimal_comma or \
-            getattr(columns, "decimal", None) == "comma":
-        return ""
-    return "; --columns ...,decimal=comma if the comma is its decimal mark"
-
-
-def _unread_cell(plan: Any, row: int, column: str) -> str:
-    """Why a row's cell was read as missing: empty, or its text (a CSV's) that is no number or no time the map
-    reads; a time the clocks skipped only in a zone that changes its clocks."""
-    if column == plan.column_of("side"):
-        return ""
-    text = plan.cell_text(row, column) if hasattr(plan, "cell_text") else None
-    if text is not None and not text.strip():
-        return ": empty"
-    if column in (plan.column_of("price"), plan.column_of("bid"), plan.column_of("ask")) and text is not None:
-        return f": {text!r} is not a number{unread_price_hint(text, getattr(plan, 'columns', None))}" \
-            f"{_decimal_comma_hint(plan, text)}"
-    if column != plan.column_of("ts"):
-        return f": {text!r} is not a number{_decimal_comma_hint(plan, text)}" if text is not None else \
-            ": empty, or not a number"
-    ts_format = getattr(getattr(plan, "columns", None), "ts_format", None)
-    if text is not None and ts_format and (epoch := epoch_format_hint(text, ts_format)) is not None:
-        return f": {text!r}: {epoch}"
-    if text is not None and (first := _offset_it_lacks(plan, text)) is not None:
-        return (f": {text!r} lacks the UTC offset the file's other times carry (the first of them: {first!r}), "
-                f"so it is no instant: write the row with its offset")
-    zone = getattr(getattr(plan, "columns", None), "tz", None)
-    clock = f", or a local time the clocks skipped in {zone} (a DST change)" if zone and zone_has_dst(zone) else ""
-    if text is not None and text.startswith(BYTE_ORDER_MARK):  # a number column cannot drop it (file_plan.py)
-        clock += (": it starts with a byte-order mark (U+FEFF), as where two exports were joined (cat a.csv b.csv); "
-                  "remove the mark from the file")
-    return f": {text!r} is not a time the map reads{clock}" if text is not None else \
-        f": empty, or not a time the map reads{clock}"
-
-
-def _needing_offsets(lowest: dict[str, float], plan: Any) -> dict[str, float]:
-    """The streams whose prices at or below zero an offset should lift: those below zero, and those at 0 where 0
-    is a price (a spread a few steps above zero, a file whose zeros trade: `_price_offset_hint`), not an outright's
-    lone 0 print beside them (lifted, that bad print would become a price of 1 in a market at 110)."""
-    near = getattr(plan, "near_zero_streams", frozenset())
-    nonpositive, trading = getattr(plan, "nonpositive_rows", (0, 0))
-    zeros_trade = getattr(plan, "nonpositive_prices", False) or "" in near or (
-        nonpositive >= FREQUENT_NONPOSITIVE[0] and nonpositive >= FREQUENT_NONPOSITIVE[1] * trading)
-    return {stream: low for stream, low in lowest.items() if low < 0 or zeros_trade or stream in near}
-
-
-def _offset_it_lacks(plan: Any, text: str) -> str | None:
-    """The file's first time, when it carries a UTC offset (so the file's times are read at their offsets) and
-    the unread time `text` has none: a naive row among aware ones, which no offset can be guessed for."""
-    cmap = getattr(plan, "columns", None)
-    if not isinstance(plan, FilePlan) or cmap.ts_unit != "datetime" or UTC_OFFSET.search(text.strip()):
-        return None
-    first = (first_text if cmap.ts_format else time_sample)(plan.path, cmap.names, plan.dialect, cmap.ts_columns)
-    return first if first is not None and UTC_OFFSET.search(first) else None
 
 
 class RejectCounter(Counter):
@@ -331,7 +194,7 @@ class RejectCounter(Counter):
         self.by_stream: defaultdict[str, Counter] = defaultdict(Counter)
         self.streams_read: set[str] = set()  # streams with a tick read (the cursors add them)
         # nonpositive_price rows: each stream's lowest price as read (before any offset), the first row as said, and
-        # once an offset is the way out, why (a price below zero, many at zero: `_price_offset_hint`; '' for an
+        # once an offset is the way out, why (a price below zero, many at zero: `price_offset_hint`; '' for an
         # offset given too small, which the row says) and whether the offset given was one for every stream
         self.lowest_nonpositive: dict[str, float] = {}
         self._first_nonpositive = ""
@@ -353,53 +216,19 @@ class RejectCounter(Counter):
             if isinstance(err.stream, str):
                 self.left_out_streams[cause][err.stream] += 1
             if cause not in self.left_out_examples:
-                self.left_out_examples[cause] = self._example(err, plan, row, cause)
+                self.left_out_examples[cause] = reject_example(err, plan, row, cause)
                 self.examples["filtered_out"] = self._left_out_example()
             return
         if err.reason == "nonpositive_price":
             self._add_nonpositive(err, plan, row)
         elif err.reason not in self.examples:
-            self.examples[err.reason] = self._example(err, plan, row)
+            self.examples[err.reason] = reject_example(err, plan, row)
         self._zero_may_be_a_price(err)
 
     def _left_out_example(self) -> str:
         """The first row each filter left out: the first cause's as it is, each other's named by its cause."""
         (first, example), *others = self.left_out_examples.items()
         return "; ".join([example, *(f"first {LEFT_OUT_CAUSES[cause]}: {said}" for cause, said in others)])
-
-    def _example(self, err: InvalidTick, plan: Any, row: int, cause: str | None = None) -> str:
-        """A reject's row as a user finds it (file, line or row, column) and what to do about it."""
-        column = next((plan.column_of(f) for f in ("ts", "stream", *VALUE_FIELDS)
-                       if (err.message.startswith(f"{f} ") or f"'{f}'" in err.message) and plan.column_of(f)),
-                      None)
-        why = REJECT_HINTS.get(err.reason, "") if cause != "selection" else \
-            "; not an error: ticks of the streams not selected"
-        if err.reason == "filtered_out" and err.message.startswith(NO_TRADE):
-            why = "; not an error"
-        if err.reason == "ts_out_of_range":
-            why = _unit_changed(plan, err.message)
-        if err.reason == "bad_stream":
-            why = _stream_hint(plan)
-        if err.reason == "crossed_quote" and (columns := getattr(plan, "columns", None)) is not None \
-                and yield_columns(columns):  # a yield's bid is above its ask: the quote is no crossed book
-            why = (f"; {columns.bid!r} and {columns.ask!r} are named as yields, and a yield quote's bid is above "
-                   f"its ask: convert yields to prices to replay them (docs/replay.md#yield-quoted-instruments)")
-        if err.reason == "negative_size" and err.message.startswith("size "):
-            why = "; if its sign is the side (negative: a sell), give --columns ...,signed_size=true"
-        if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null
-            why = _unread_cell(plan, row, column)
-            columns = getattr(plan, "columns", None)
-            side = column in (plan.column_of("bid"), plan.column_of("ask"))
-            if "one-sided quote" in err.message or "neither side" in err.message:
-                why = ""  # the message says what the empty or 0 side means
-            if side and getattr(plan, "empty_sides", False):
-                why += ("; Tardis.dev leaves a side empty when the book has no orders there (an option far out "
-                        "of the money): such a quote has no bid and ask to replay")
-            elif side and columns is not None and not columns.fill_quotes and "is 0 beside" not in err.message \
-                    and "is not a number" not in why:  # a value there (`110-15+`) is no side left empty
-                why += ("; if the file leaves a side empty where it did not change, not where there is none, "
-                        "--columns ...,fill_quotes=true carries the stream's previous one")
-        return f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)
 
     def _zero_may_be_a_price(self, err: InvalidTick) -> None:
         """A 0 bid or ask is no side (TAQ's "no bid"), but in files that also hold prices below zero it is likely
@@ -429,17 +258,17 @@ class RejectCounter(Counter):
             self._first_nonpositive = f"{plan.where(row)}: {shifted_message(reading)}" + \
                 (f" (column {column!r})" if column else "")
         elif first:
-            self._first_nonpositive = self._example(err, plan, row)
+            self._first_nonpositive = reject_example(err, plan, row)
         advised = self._offset_why is not None
         if not advised:
-            self._offset_why = "" if shifted else (_price_offset_hint(err, plan) or None)
+            self._offset_why = "" if shifted else (price_offset_hint(err, plan) or None)
         if shifted:  # a number for every stream given too small: a number again, not one per stream
             self._one_offset_for_all = not isinstance(getattr(plan, "price_offset", None), dict)
         if not (first or (lower and self._offset_why is not None) or advised != (self._offset_why is not None)):
             return
         said = self._first_nonpositive
         if self._offset_why is not None:
-            lowest = _needing_offsets(self.lowest_nonpositive, plan)
+            lowest = needing_offsets(self.lowest_nonpositive, plan)
             said += self._offset_why + (offset_advice(lowest, self._one_offset_for_all)
                                         if lowest else ": --price-offset X (docs/replay.md)")
         self.examples["nonpositive_price"] = said
@@ -547,19 +376,6 @@ def _text_skipped(named: str, why: str) -> str:
 
 def _is_list(item: Any) -> bool:
     return isinstance(item, (str, Path)) and str(item).lower().endswith((".yaml", ".yml"))
-
-
-def replay_items(files: FileSpec | Sequence[FileSpec]) -> Expanded:
-    """What a FileReplay of ``files`` reads: each replay list's entries in its place, then each folder and each
-    pattern that names no file replaced by its files (connectors/input_paths.py), with the notes that say so."""
-    items = [files] if isinstance(files, (str, Path)) else list(files)
-    return expanded([entry for item in items for entry in (replay_list(Path(item)) if _is_list(item) else [item])])
-
-
-def replay_files(files: FileSpec | Sequence[FileSpec]) -> list[Path]:
-    """The paths of the files a FileReplay of ``files`` reads (replay_items), as given or found, in its order: so a
-    command that checks, records or compares its inputs sees what the reader reads."""
-    return [path for item in replay_items(files).items if (path := item_path(item)) is not None]
 
 
 def replay_list(path: Path) -> list[dict[str, Any]]:
@@ -700,9 +516,11 @@ class FileReplay(Source):
             raise ValueError(f"speed must be None (as fast as possible) or a finite x real time > 0, got {speed!r}")
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise ValueError(f"chunk_rows must be an int >= 1, got {chunk_rows!r}")
-        found = replay_items(files)
-        if not found.items:
+        items = [files] if isinstance(files, (str, Path)) else list(files)
+        items = [entry for item in items for entry in (replay_list(Path(item)) if _is_list(item) else [item])]
+        if not items:
             raise ValueError("FileReplay needs at least one file")
+        found = expanded(items)  # a folder, a pattern no shell expanded: their files
         default = as_column_map(columns)
         specs, self._file_notes = _once_each([_file_spec(item, default) for item in found.items])
         self._file_notes[:0] = found.notes

@@ -36,7 +36,8 @@ NEAR_ZERO_STEPS = 10
 def near_zero_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> frozenset[str]:
     """The streams of a file's plan (`frame`, its wire `keys`) that trade at zero or below and whose median trade
     price above zero is within NEAR_ZERO_STEPS of the smallest step between those prices: "" for a file without a
-    stream column. Read for replay.py's `_price_offset_hint`, only when the file has such prices (one more scan)."""
+    stream column. Read for reject_hints.py's `price_offset_hint`, only when the file has such prices (one more
+    scan)."""
     if "price" not in keys:
         return frozenset()
     price = pl.col("price")

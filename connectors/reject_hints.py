@@ -1,0 +1,185 @@
+"""What a user does about a rejected replay row: `reject_example` says the first row of a reason as they find it
+(file, line or row, column) with the hint that fits it (the option that reads the cell, the unit that changed
+inside a file, the offset that lifts prices at or below zero). Rows are counted by connectors/rejected_rows.py;
+this holds the words, so the counting reads apart from the many cases a hint tells apart.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from connectors.column_map import UNITS, VALUE_FIELDS
+from connectors.event_time import UTC_OFFSET, epoch_format_hint
+from connectors.file_plan import BYTE_ORDER_MARK, NO_TRADE, FilePlan, first_text, time_sample
+from connectors.headerless_csv import zone_has_dst
+from connectors.json_lines import DUPLICATE_KEY, NOT_JSON
+from connectors.number_separators import DECIMAL_COMMA
+from connectors.price_notation import unread_price_hint, yield_columns
+from connectors.shifted_prices import NEAR_ZERO_STEPS
+from connectors.ticks import InvalidTick
+from connectors.time_units import epoch_unit
+
+REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons
+    "unknown_side": "; map other side values with side_map in a --columns YAML file (docs/replay.md)",
+    "filtered_out": "; not an error: rows left out on purpose and counted (a keep filter's, or rows holding no tick)",
+    NOT_JSON: "; the line is skipped and the rest of the file read (a capture cut mid-line, a log line among the "
+              "messages)",
+    DUPLICATE_KEY: "; the line (a REST dump's record) is skipped and the rest of the file read (its writer's bug: "
+                   "write each key once)",
+}
+
+
+def _unit_changed(plan: Any, message: str) -> str:
+    """For a time out of range in a file whose epoch unit was read from its first time: the hint that the unit
+    changes inside it (Binance's public files went from ms to us on 2025-01-01; a concatenation holds both)."""
+    columns = getattr(plan, "columns", None)
+    got = re.search(r"got (-?\d+)$", message)
+    if columns is None or columns.ts_unit not in UNITS or got is None:
+        return ""
+    raw = int(got[1]) // UNITS[columns.ts_unit]
+    if epoch_unit(raw) == columns.ts_unit:
+        return ""
+    if getattr(plan, "unit_given", False):
+        return (f"; the unit given is {columns.ts_unit}, which does not fit this time ({raw}): as "
+                f"{epoch_unit(raw)} it is a present-day time; give the unit the column counts, --ts-unit "
+                f"{epoch_unit(raw)}")
+    return (f"; the file's times were read as {columns.ts_unit} (its first time's magnitude), but this one is "
+            f"{epoch_unit(raw)}: if the unit changes inside the file (Binance's public files went from ms to us on "
+            f"2025-01-01), read the parts as separate files, each with its own unit")
+
+
+# Zero or below on this many of a file's trade prices, and this share of them, is a market that trades there (a
+# power market's hours at 0: 176 of 372 prints), not a bad print or two
+FREQUENT_NONPOSITIVE = (10, 0.01)
+
+
+SHIFTS_THEM = "an offset (--price-offset) shifts them above zero"
+
+
+def price_offset_hint(err: InvalidTick, plan: Any) -> str:
+    """Why an offset is the way out for an instrument that trades at zero or below: said once a price below zero is
+    seen, or when a file's prices are zero or below on FREQUENT_NONPOSITIVE rows that trade (a count and a share);
+    never for a lone 0 (bad data, or a bar without trades, which is filtered_out) unless its stream's other prices
+    lie a few price steps above zero (a spread: FilePlan.near_zero_streams). '' when none of these holds."""
+    if re.search(r"got -\d", err.message):
+        return f"; the files hold prices below zero (a spread, a power market): {SHIFTS_THEM}"
+    if getattr(plan, "nonpositive_prices", False):
+        return f"; every trade price of {plan.given_name} is zero or below: for an instrument that trades there, " \
+               f"{SHIFTS_THEM}"
+    nonpositive, trading = getattr(plan, "nonpositive_rows", (0, 0))
+    if nonpositive >= FREQUENT_NONPOSITIVE[0] and nonpositive >= FREQUENT_NONPOSITIVE[1] * trading:
+        return f"; {nonpositive} of the {trading} trade prices of {plan.given_name} are zero or below, too many to " \
+               f"be bad prints: for an instrument that trades there (a power market's hours at 0), {SHIFTS_THEM}"
+    near_zero = getattr(plan, "near_zero_streams", frozenset())
+    if err.stream in near_zero or "" in near_zero:
+        return f"; {err.stream}'s other trade prices lie within {NEAR_ZERO_STEPS} price steps of zero (a spread), " \
+               f"where 0 is a price, not bad data: {SHIFTS_THEM}"
+    return ""
+
+
+def _stream_hint(plan: Any) -> str:
+    """What a user does about a stream name that cannot be a topic. A fixed name (the file's) is renamed with
+    stream_name; a column's values are the file's streams: one fixed name would merge them all into one."""
+    columns = getattr(plan, "columns", None)
+    if columns is None:  # a DBN file's names are its symbology's
+        return " (docs/wire-protocol.md#stream-names)"
+    if columns.stream_col is None:
+        return "; name the stream with --columns ...,stream_name=NAME (docs/wire-protocol.md#stream-names)"
+    return ("; the file's own value: fix it at the source, or name the streams by other columns with --columns "
+            "...,stream=COLUMN (or COL1+COL2), not stream_name=NAME, which would merge every stream into one "
+            "(docs/wire-protocol.md#stream-names)")
+
+
+def _decimal_comma_hint(plan: Any, text: str) -> str:
+    """The option that reads `61837,63` when the file was not read with a decimal comma."""
+    dialect, columns = getattr(plan, "dialect", None), getattr(plan, "columns", None)
+    if not DECIMAL_COMMA.match(text.strip()) or dialect is not None and dialect.decimal_comma or \
+            getattr(columns, "decimal", None) == "comma":
+        return ""
+    return "; --columns ...,decimal=comma if the comma is its decimal mark"
+
+
+def _unread_cell(plan: Any, row: int, column: str) -> str:
+    """Why a row's cell was read as missing: empty, or its text (a CSV's) that is no number or no time the map
+    reads; a time the clocks skipped only in a zone that changes its clocks."""
+    if column == plan.column_of("side"):
+        return ""
+    text = plan.cell_text(row, column) if hasattr(plan, "cell_text") else None
+    if text is not None and not text.strip():
+        return ": empty"
+    if column in (plan.column_of("price"), plan.column_of("bid"), plan.column_of("ask")) and text is not None:
+        return f": {text!r} is not a number{unread_price_hint(text, getattr(plan, 'columns', None))}" \
+            f"{_decimal_comma_hint(plan, text)}"
+    if column != plan.column_of("ts"):
+        return f": {text!r} is not a number{_decimal_comma_hint(plan, text)}" if text is not None else \
+            ": empty, or not a number"
+    ts_format = getattr(getattr(plan, "columns", None), "ts_format", None)
+    if text is not None and ts_format and (epoch := epoch_format_hint(text, ts_format)) is not None:
+        return f": {text!r}: {epoch}"
+    if text is not None and (first := _offset_it_lacks(plan, text)) is not None:
+        return (f": {text!r} lacks the UTC offset the file's other times carry (the first of them: {first!r}), "
+                f"so it is no instant: write the row with its offset")
+    zone = getattr(getattr(plan, "columns", None), "tz", None)
+    clock = f", or a local time the clocks skipped in {zone} (a DST change)" if zone and zone_has_dst(zone) else ""
+    if text is not None and text.startswith(BYTE_ORDER_MARK):  # a number column cannot drop it (file_plan.py)
+        clock += (": it starts with a byte-order mark (U+FEFF), as where two exports were joined (cat a.csv b.csv); "
+                  "remove the mark from the file")
+    return f": {text!r} is not a time the map reads{clock}" if text is not None else \
+        f": empty, or not a time the map reads{clock}"
+
+
+def needing_offsets(lowest: dict[str, float], plan: Any) -> dict[str, float]:
+    """The streams whose prices at or below zero an offset should lift: those below zero, and those at 0 where 0
+    is a price (a spread a few steps above zero, a file whose zeros trade: `price_offset_hint`), not an outright's
+    lone 0 print beside them (lifted, that bad print would become a price of 1 in a market at 110)."""
+    near = getattr(plan, "near_zero_streams", frozenset())
+    nonpositive, trading = getattr(plan, "nonpositive_rows", (0, 0))
+    zeros_trade = getattr(plan, "nonpositive_prices", False) or "" in near or (
+        nonpositive >= FREQUENT_NONPOSITIVE[0] and nonpositive >= FREQUENT_NONPOSITIVE[1] * trading)
+    return {stream: low for stream, low in lowest.items() if low < 0 or zeros_trade or stream in near}
+
+
+def _offset_it_lacks(plan: Any, text: str) -> str | None:
+    """The file's first time, when it carries a UTC offset (so the file's times are read at their offsets) and
+    the unread time `text` has none: a naive row among aware ones, which no offset can be guessed for."""
+    cmap = getattr(plan, "columns", None)
+    if not isinstance(plan, FilePlan) or cmap.ts_unit != "datetime" or UTC_OFFSET.search(text.strip()):
+        return None
+    first = (first_text if cmap.ts_format else time_sample)(plan.path, cmap.names, plan.dialect, cmap.ts_columns)
+    return first if first is not None and UTC_OFFSET.search(first) else None
+
+
+def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = None) -> str:
+    """A reject's row as a user finds it (file, line or row, column) and what to do about it."""
+    column = next((plan.column_of(f) for f in ("ts", "stream", *VALUE_FIELDS)
+                   if (err.message.startswith(f"{f} ") or f"'{f}'" in err.message) and plan.column_of(f)),
+                  None)
+    why = REJECT_HINTS.get(err.reason, "") if cause != "selection" else \
+        "; not an error: ticks of the streams not selected"
+    if err.reason == "filtered_out" and err.message.startswith(NO_TRADE):
+        why = "; not an error"
+    if err.reason == "ts_out_of_range":
+        why = _unit_changed(plan, err.message)
+    if err.reason == "bad_stream":
+        why = _stream_hint(plan)
+    if err.reason == "crossed_quote" and (columns := getattr(plan, "columns", None)) is not None \
+            and yield_columns(columns):  # a yield's bid is above its ask: the quote is no crossed book
+        why = (f"; {columns.bid!r} and {columns.ask!r} are named as yields, and a yield quote's bid is above "
+               f"its ask: convert yields to prices to replay them (docs/replay.md#yield-quoted-instruments)")
+    if err.reason == "negative_size" and err.message.startswith("size "):
+        why = "; if its sign is the side (negative: a sell), give --columns ...,signed_size=true"
+    if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null
+        why = _unread_cell(plan, row, column)
+        columns = getattr(plan, "columns", None)
+        side = column in (plan.column_of("bid"), plan.column_of("ask"))
+        if "one-sided quote" in err.message or "neither side" in err.message:
+            why = ""  # the message says what the empty or 0 side means
+        if side and getattr(plan, "empty_sides", False):
+            why += ("; Tardis.dev leaves a side empty when the book has no orders there (an option far out "
+                    "of the money): such a quote has no bid and ask to replay")
+        elif side and columns is not None and not columns.fill_quotes and "is 0 beside" not in err.message \
+                and "is not a number" not in why:  # a value there (`110-15+`) is no side left empty
+            why += ("; if the file leaves a side empty where it did not change, not where there is none, "
+                    "--columns ...,fill_quotes=true carries the stream's previous one")
+    return f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)
