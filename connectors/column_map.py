@@ -58,7 +58,7 @@ PRICE_FIELDS = ("price", "bid", "ask")  # the columns `price_scale` divides
 QUOTE_FIELDS = ("bid", "ask", "bid_size", "ask_size")
 
 
-KEEP_LEAVES_OUT = "which the map's keep leaves out"  # a keep filter's filtered_out (replay.py's LEFT_OUT_CAUSES)
+KEEP_LEAVES_OUT = "which the map's keep leaves out"  # a keep filter's filtered_out (rejected_rows.py's LEFT_OUT_CAUSES)
 HOURS_LEFT_OUT = "is outside the hours kept"  # an `hours` window's
 # `zero_bid`: a quote's 0 bid is no bid (TAQ's, the default) or a price (an option nobody bids)
 ZERO_BID_READINGS = ("no_bid", "price")

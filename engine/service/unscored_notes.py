@@ -13,7 +13,7 @@ from typing import NamedTuple
 import polars as pl
 
 from connectors.labels import NO_LABEL_DEFINED, MarkSeries, session_gap_text
-from connectors.replay import RejectCounter
+from connectors.rejected_rows import RejectCounter
 from connectors.saturation import LabelCount, end_buckets, saturation_note
 from connectors.ticks import shown_name
 from engine.service.backtest_scores import QueryScore
