@@ -1,6 +1,6 @@
 """Rows of a trade file that repeat an earlier row's trade id within their stream: REST pages concatenated with
 an overlap (page two starts a few trades before page one ended). Each such row would replay as one more tick and
-move every count, label and score after it, as a file named twice would (connectors/replay.py reads that once).
+move every count, label and score after it, as a file named twice would (connectors/replay_entries.py reads that once).
 They are said, as a caution, not dropped: the id column is known by its name only (no map names it), and a
 column of that name that is no unique trade id (an `id` that numbers something else, ids that restart each day)
 would lose real trades if its repeats were dropped. A row is a repeat only when its trade (time, price, size,

@@ -31,10 +31,9 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import polars as pl
-import yaml
 
 from connectors import json_lines
 from connectors.archives import Unpacked, is_zip, not_utf8, text_copy_needed, truncation_named
@@ -65,19 +64,15 @@ from connectors.layout import NoTickLayout, detect_columns
 from connectors.planning import plan_file, regular_file
 from connectors.price_levels import far_apart_levels
 from connectors.rejected_rows import RejectCounter
+from connectors.replay_entries import FileSpec, MapSpec, file_spec, is_replay_list, once_each, replay_list
 from connectors.idle_gaps import GapCap, LongWait
 from connectors.share_classes import share_class_spellings
 from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.stream_selection import NoStreamMatched, StreamSelection
 from connectors.ticks import Tick, utc_text
 from connectors.time_range import TimeRange
-from engine.yaml_files import safe_load_unique, yaml_error_line
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
-
-
-MapSpec = ColumnMap | str | Mapping[str, Any]
-FileSpec = str | Path | tuple[str | Path, MapSpec] | Mapping[str, Any]
 
 
 def _source_name(plan: Any) -> str:
@@ -105,72 +100,6 @@ def _text_skipped(named: str, why: str) -> str:
     """The note on a text file skipped among others: its columns hold no tick layout (`why`, the refusal)."""
     return f"{named}: skipped: a text file whose columns hold no tick layout (a readme?): " \
            f"{why.split(': ', 1)[-1].split('. ', 1)[0]}"
-
-
-def _is_list(item: Any) -> bool:
-    return isinstance(item, (str, Path)) and str(item).lower().endswith((".yaml", ".yml"))
-
-
-def replay_list(path: Path) -> list[dict[str, Any]]:
-    """The entries of a replay list (`replay: [{path: ..., columns: ...}, ...]`, YAML read with safe_load; unknown
-    keys refused by name), paths relative to the list's own folder: one map per file from the command line."""
-    try:
-        data = safe_load_unique(path.read_text())
-    except OSError as e:
-        raise FileNotFoundError(f"replay list {path}: {e.strerror or e}") from None
-    except yaml.YAMLError as e:
-        raise ValueError(f"replay list {path}: not valid YAML ({yaml_error_line(e)})") from None
-    if not isinstance(data, dict) or set(data) != {"replay"} or not isinstance(data["replay"], list) \
-            or not data["replay"]:
-        keys = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
-        raise ValueError(f"replay list {path}: a mapping with one key, replay: [{{path: ..., columns: ...}}, ...]; "
-                         f"got {keys}")
-    entries = []
-    for i, entry in enumerate(data["replay"], start=1):
-        if not isinstance(entry, dict) or "path" not in entry or set(entry) - {"path", "columns"}:
-            got = sorted(map(str, entry)) if isinstance(entry, dict) else type(entry).__name__
-            raise ValueError(f"replay list {path}: entry {i} needs path and may have columns; got {got}")
-        entries.append({**entry, "path": str(path.parent / Path(str(entry["path"])).expanduser())})
-    return entries
-
-
-def _file_spec(item: FileSpec, default: ColumnMap | Refine | None) -> tuple[Path, ColumnMap | Refine | None, bool]:
-    """A path, a (path, map) pair, or the YAML form {path: ..., columns: ...}; True when the map is the
-    entry's own (not the default for every file)."""
-    if isinstance(item, tuple):
-        return Path(item[0]), as_column_map(item[1]), True
-    if isinstance(item, Mapping):
-        if "path" not in item or set(item) - {"path", "columns"}:
-            raise ValueError(f"a replay file entry needs 'path' and may have 'columns'; got keys {list(item)}")
-        if "columns" in item:
-            try:
-                return Path(item["path"]), as_column_map(item["columns"]), True
-            except ValueError as e:  # the entry named: a list of many files has many maps
-                raise ValueError(f"{item['path']}: its columns: {e}") from None
-        return Path(item["path"]), default, False
-    return Path(item), default, False
-
-
-def _once_each(specs: list[tuple[Path, ColumnMap | Refine | None, bool]]
-               ) -> tuple[list[tuple[Path, ColumnMap | Refine | None, bool]], list[str]]:
-    """Each file once, however often it is named (overlapping globs: `day/*.parquet day/AAPL.parquet`): a file
-    read twice would replay its ticks twice and change every count, label and score after them. The same file
-    is the same resolved path; named again with another column map, which reading was meant is unclear: refused.
-    Returns the specs kept, in the order first named, and a note per repeat."""
-    first: dict[Path, tuple[Path, ColumnMap | Refine | None, bool]] = {}
-    notes = []
-    for path, cmap, explicit in specs:
-        same = path.resolve()
-        if same not in first:
-            first[same] = (path, cmap, explicit)
-            continue
-        earlier, earlier_map, _ = first[same]
-        if cmap != earlier_map:
-            raise ValueError(f"{path} is named twice with different column maps (as {earlier} too): name it once, "
-                             f"with the map it is read with")
-        named = "named twice" if str(path) == str(earlier) else f"the same file as {earlier}"
-        notes.append(f"{path}: {named}; read once")
-    return list(first.values()), notes
 
 
 def _named_apart(plans: list[Any]) -> list[Any]:
@@ -250,12 +179,12 @@ class FileReplay(Source):
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise ValueError(f"chunk_rows must be an int >= 1, got {chunk_rows!r}")
         items = [files] if isinstance(files, (str, Path)) else list(files)
-        items = [entry for item in items for entry in (replay_list(Path(item)) if _is_list(item) else [item])]
+        items = [entry for item in items for entry in (replay_list(Path(item)) if is_replay_list(item) else [item])]
         if not items:
             raise ValueError("FileReplay needs at least one file")
         found = expanded(items)  # a folder, a pattern no shell expanded: their files
         default = as_column_map(columns)
-        specs, self._file_notes = _once_each([_file_spec(item, default) for item in found.items])
+        specs, self._file_notes = once_each([file_spec(item, default) for item in found.items])
         self._file_notes[:0] = found.notes
         # zip archives' files, unpacked, and JSON-lines files' Parquet copies, while this replay lives
         self._unpacked: list[Unpacked | json_lines.Opened] = []

@@ -27,7 +27,7 @@ NONPOSITIVE = re.compile(r"^(price|bid|ask) must be >=? 0, got (\S+)$")  # (>= f
 ZERO_SIDE = re.compile(r"missing_field: (bid|ask) is 0 beside|missing_field: bid and ask are 0")
 ZERO_MAY_BE_A_PRICE = ("; the files hold prices below zero too: if 0 is a price of this instrument (a spread crossing "
                        "zero), --price-offset X shifts its prices so that 0 is one (docs/replay.md)")
-SAID_STREAMS = 3  # streams a reject line names (offset advice, per-stream counts: replay.py), the rest counted
+SAID_STREAMS = 3  # streams a reject line names (offset advice, per-stream counts: rejected_rows.py), the rest counted
 # A stream whose trade prices lie within this many of its smallest price step of zero trades around zero (a calendar
 # spread at 1/64..6/64): a 0 print one or two steps below its others is a price, not bad data, however few there are
 NEAR_ZERO_STEPS = 10

@@ -119,7 +119,7 @@ def admission_limit(max_streams: int, when_full: str, admitted: int, window: int
 
 def lost_streams(by_stream: Mapping[str, Mapping[str, int]], replayed: set[str]) -> dict[str, Counter]:
     """The streams of the files none of whose ticks was replayed, each with its rows refused by reason (most
-    rows first); ``by_stream``: reason -> stream -> rows (connectors/replay.py RejectCounter.by_stream)."""
+    rows first); ``by_stream``: reason -> stream -> rows (connectors/rejected_rows.py RejectCounter.by_stream)."""
     lost: defaultdict[str, Counter] = defaultdict(Counter)
     for reason, counts in by_stream.items():
         for stream, rows in counts.items():

@@ -1,0 +1,84 @@
+"""The file entries a replay is given, read into (path, column map) specs: a path, a (path, map) pair, the YAML
+form {path: ..., columns: ...}, and replay lists (`.yaml` files of such entries, `replay_list`), with each file
+kept once however often it is named (`once_each`). Folders and patterns are connectors/input_paths.py's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from connectors.column_map import ColumnMap, Refine, as_column_map
+from engine.yaml_files import safe_load_unique, yaml_error_line
+
+# what a file entry gives as its column map, and the forms a file entry takes
+MapSpec = ColumnMap | str | Mapping[str, Any]
+FileSpec = str | Path | tuple[str | Path, MapSpec] | Mapping[str, Any]
+
+
+def is_replay_list(item: Any) -> bool:
+    return isinstance(item, (str, Path)) and str(item).lower().endswith((".yaml", ".yml"))
+
+
+def replay_list(path: Path) -> list[dict[str, Any]]:
+    """The entries of a replay list (`replay: [{path: ..., columns: ...}, ...]`, YAML read with safe_load; unknown
+    keys refused by name), paths relative to the list's own folder: one map per file from the command line."""
+    try:
+        data = safe_load_unique(path.read_text())
+    except OSError as e:
+        raise FileNotFoundError(f"replay list {path}: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        raise ValueError(f"replay list {path}: not valid YAML ({yaml_error_line(e)})") from None
+    if not isinstance(data, dict) or set(data) != {"replay"} or not isinstance(data["replay"], list) \
+            or not data["replay"]:
+        keys = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"replay list {path}: a mapping with one key, replay: [{{path: ..., columns: ...}}, ...]; "
+                         f"got {keys}")
+    entries = []
+    for i, entry in enumerate(data["replay"], start=1):
+        if not isinstance(entry, dict) or "path" not in entry or set(entry) - {"path", "columns"}:
+            got = sorted(map(str, entry)) if isinstance(entry, dict) else type(entry).__name__
+            raise ValueError(f"replay list {path}: entry {i} needs path and may have columns; got {got}")
+        entries.append({**entry, "path": str(path.parent / Path(str(entry["path"])).expanduser())})
+    return entries
+
+
+def file_spec(item: FileSpec, default: ColumnMap | Refine | None) -> tuple[Path, ColumnMap | Refine | None, bool]:
+    """A path, a (path, map) pair, or the YAML form {path: ..., columns: ...}; True when the map is the
+    entry's own (not the default for every file)."""
+    if isinstance(item, tuple):
+        return Path(item[0]), as_column_map(item[1]), True
+    if isinstance(item, Mapping):
+        if "path" not in item or set(item) - {"path", "columns"}:
+            raise ValueError(f"a replay file entry needs 'path' and may have 'columns'; got keys {list(item)}")
+        if "columns" in item:
+            try:
+                return Path(item["path"]), as_column_map(item["columns"]), True
+            except ValueError as e:  # the entry named: a list of many files has many maps
+                raise ValueError(f"{item['path']}: its columns: {e}") from None
+        return Path(item["path"]), default, False
+    return Path(item), default, False
+
+
+def once_each(specs: list[tuple[Path, ColumnMap | Refine | None, bool]]
+               ) -> tuple[list[tuple[Path, ColumnMap | Refine | None, bool]], list[str]]:
+    """Each file once, however often it is named (overlapping globs: `day/*.parquet day/AAPL.parquet`): a file
+    read twice would replay its ticks twice and change every count, label and score after them. The same file
+    is the same resolved path; named again with another column map, which reading was meant is unclear: refused.
+    Returns the specs kept, in the order first named, and a note per repeat."""
+    first: dict[Path, tuple[Path, ColumnMap | Refine | None, bool]] = {}
+    notes = []
+    for path, cmap, explicit in specs:
+        same = path.resolve()
+        if same not in first:
+            first[same] = (path, cmap, explicit)
+            continue
+        earlier, earlier_map, _ = first[same]
+        if cmap != earlier_map:
+            raise ValueError(f"{path} is named twice with different column maps (as {earlier} too): name it once, "
+                             f"with the map it is read with")
+        named = "named twice" if str(path) == str(earlier) else f"the same file as {earlier}"
+        notes.append(f"{path}: {named}; read once")
+    return list(first.values()), notes
