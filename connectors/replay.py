@@ -28,44 +28,30 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections import defaultdict
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import polars as pl
 
-from connectors import json_lines
-from connectors.archives import Unpacked, is_zip, not_utf8, text_copy_needed, truncation_named
+from connectors.archives import truncation_named
 from connectors.cautions import Caution
 from connectors.column_map import (  # re-exported: replay users import the mapping from here
     PRESETS,
     ColumnMap,
-    Refine,
     as_column_map,
     offset_names,
     preset,
 )
 from connectors.content_notes import mixed_venues, overlapping_files, time_spans
-from connectors.csv_dialect import sniff_csv
 from connectors.file_cursor import FileCursor
-from connectors.file_plan import (
-    READ_TYPES,
-    FilePlan,
-    is_csv,
-    is_dbn,
-    is_tick_file,
-    source_path,
-)
-from connectors.file_suffixes import PARQUET_SUFFIXES
+from connectors.file_plan import source_path
+from connectors.idle_gaps import GapCap, LongWait
 from connectors.input_paths import expanded
-from connectors.json_lines import is_json_lines
-from connectors.layout import NoTickLayout, detect_columns
-from connectors.planning import plan_file, regular_file
+from connectors.layout import detect_columns  # re-exported, as the column map's names above
+from connectors.opened_files import OpenedFiles, named_apart
 from connectors.price_levels import far_apart_levels
 from connectors.rejected_rows import RejectCounter
 from connectors.replay_entries import FileSpec, MapSpec, file_spec, is_replay_list, once_each, replay_list
-from connectors.idle_gaps import GapCap, LongWait
 from connectors.share_classes import share_class_spellings
 from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.stream_selection import NoStreamMatched, StreamSelection
@@ -79,76 +65,6 @@ def _source_name(plan: Any) -> str:
     """A plan's file as the fingerprint names it: the archive's path and the file's name inside, if zipped."""
     origin = getattr(plan, "origin", None)
     return str(plan.path.resolve()) if origin is None else f"{origin.resolve()}!{plan.path.name}"
-
-
-def _members_skipped(archive: Path, not_tick_files: list[str], no_layout: list[tuple[str, str]],
-                     read: bool) -> list[str]:
-    """The notes on an archive's members that are no tick files: a name replay does not read (`.DS_Store`, a
-    `notes.pdf`), a `.txt` whose columns hold no tick layout (a vendor's readme). Refused when nothing else in the
-    archive read: then the archive holds no ticks, or its text files need a column map (the first one's error)."""
-    if not read and no_layout:
-        raise ValueError(no_layout[0][1])
-    if not read and not_tick_files:
-        raise ValueError(f"{archive}: the zip archive holds no tick file, only {', '.join(not_tick_files)}; replay "
-                         f"reads {READ_TYPES}")
-    notes = [f"{archive}: skipped {', '.join(not_tick_files)} inside: not tick files (replay reads "
-             f"{READ_TYPES})"] if not_tick_files else []
-    return notes + [_text_skipped(f"{archive} ({member} inside)", why) for member, why in no_layout]
-
-
-def _text_skipped(named: str, why: str) -> str:
-    """The note on a text file skipped among others: its columns hold no tick layout (`why`, the refusal)."""
-    return f"{named}: skipped: a text file whose columns hold no tick layout (a readme?): " \
-           f"{why.split(': ', 1)[-1].split('. ', 1)[0]}"
-
-
-def _named_apart(plans: list[Any]) -> list[Any]:
-    """Plans whose notes would name their files alike (per-day folders: `2026-03-10/AAPL.parquet`,
-    `2026-03-11/AAPL.parquet`, ...) name each by the path given instead; a name alone tells no day from another.
-    A name that is unique stays short."""
-    def names(plan: FilePlan) -> dict[str, str]:  # name in notes -> the file as given (an archive's note: the archive)
-        return {plan.path.name: plan.given_name} | ({plan.origin.name: str(plan.origin)} if plan.origin else {})
-
-    files_named: dict[str, set[str]] = defaultdict(set)
-    for plan in plans:
-        for name, given in (names(plan) if isinstance(plan, FilePlan) else {}).items():
-            files_named[name].add(given)
-    apart = []
-    for plan in plans:
-        if not isinstance(plan, FilePlan):
-            apart.append(plan)
-            continue
-        alike = {name: given for name, given in names(plan).items() if len(files_named[name]) > 1}
-        notes = tuple(next((type(note)(given + note[len(name):]) for name, given in alike.items()  # a Caution stays
-                            if note.startswith(f"{name}: ")), note) for note in plan.notes)
-        apart.append(replace(plan, notes=notes))
-    return apart
-
-
-def _no_data_rows(path: Path) -> bool:
-    """True for a file with nothing to replay: zero bytes, a CSV of a header alone or blank lines, a Parquet file
-    of no rows, a DBN file of its metadata header alone. Such a file (a day with no prints) is skipped; its layout
-    cannot be told from no rows (a header alone reads its time column as epoch ns, which --tz would refuse)."""
-    if not path.is_file():
-        return False  # planning says it is missing
-    if path.stat().st_size == 0:
-        return True
-    try:
-        if is_dbn(path):
-            from connectors.dbn import has_records
-
-            return not has_records(path)
-        if is_csv(path):
-            return not sniff_csv(path).rows
-        if is_json_lines(path):
-            return json_lines.table(path).objects == 0
-        if path.suffix.lower() in PARQUET_SUFFIXES:
-            return pl.scan_parquet(path).select(pl.len()).collect().item() == 0
-    except (OSError, ImportError, pl.exceptions.PolarsError, ValueError):
-        return False  # not readable as such: planning says why
-    except Exception:  # noqa: BLE001 - databento-dbn's own decode error: planning names the file as not DBN
-        return False
-    return False
 
 
 class FileReplay(Source):
@@ -184,11 +100,10 @@ class FileReplay(Source):
             raise ValueError("FileReplay needs at least one file")
         found = expanded(items)  # a folder, a pattern no shell expanded: their files
         default = as_column_map(columns)
-        specs, self._file_notes = once_each([file_spec(item, default) for item in found.items])
-        self._file_notes[:0] = found.notes
-        # zip archives' files, unpacked, and JSON-lines files' Parquet copies, while this replay lives
-        self._unpacked: list[Unpacked | json_lines.Opened] = []
-        self.plans = _named_apart(self._plans_of(specs, found.folder_texts))
+        specs, repeats = once_each([file_spec(item, default) for item in found.items])
+        self._opened = OpenedFiles()  # its copies live while this replay does
+        self.plans = named_apart(self._opened.plans_of(specs, found.folder_texts))
+        self._file_notes = [*found.notes, *repeats, *self._opened.notes]
         self.speed = speed
         if max_gap_s is not None and speed is None:
             raise ValueError("max_gap_s caps the waits of a paced replay: give speed too")
@@ -218,75 +133,6 @@ class FileReplay(Source):
         return mixed_venues(self.plans) + overlapping_files(self.plans, self.selection, spans) \
             + share_class_spellings(self.plans, spans, self.selection) \
             + far_apart_levels(self.plans, spans, self.selection)
-
-    def _plans_of(self, specs: list[tuple[Path, ColumnMap | Refine | None, bool]], folder_texts: set[Path]
-                  ) -> list[Any]:
-        """Every file's plans. A `.txt` found in a folder whose columns hold no tick layout (a vendor's readme,
-        HistData's status report) is skipped with a note while other files read, as a zip archive's member is."""
-        plans, no_layout = [], []
-        for spec in specs:
-            try:
-                plans += self._plans(*spec)
-            except NoTickLayout as e:
-                if spec[0] not in folder_texts:
-                    raise
-                no_layout.append((spec[0], str(e)))
-        if no_layout and not plans:
-            raise ValueError(no_layout[0][1])
-        self._file_notes.extend(_text_skipped(str(path), why) for path, why in no_layout)
-        return plans
-
-    def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
-        """The file's plan; for a zip archive, one per file inside, each with the map the archive was given.
-        None for a file with no data rows (a day without prints): skipped with a note."""
-        regular_file(path)  # (a FIFO's open would wait for a writer; /dev/zero never ends)
-        copied = text_copy_needed(path) if is_csv(path) else None  # UTF-16, or lines ended by \r alone: read a copy
-        # read on, its odd bytes replaced: said (a UTF-16 file's copy is UTF-8)
-        if is_csv(path) and (copied is None or copied.encoding is None) and (why := not_utf8(path)):
-            self._file_notes.append(Caution(f"{path}: {why}; read as UTF-8 meanwhile, each byte that is not UTF-8 "
-                                            f"replaced (names and symbols that hold one are misspelled)"))
-        if is_json_lines(path) and path.is_file():  # its Parquet copy lives while the replay does
-            self._unpacked.append(json_lines.Opened(path))
-        if not is_zip(path) and copied is None:
-            with truncation_named(path):
-                if _no_data_rows(path):
-                    self._file_notes.append(f"{path}: no data rows; skipped")
-                    return []
-                return [plan_file(path, cmap, explicit)]
-        with truncation_named(path):  # (a cut .csv.gz's copy stops where its data does)
-            unpacked = Unpacked(path, is_tick_file) if copied is None else Unpacked.text_copy(path, copied)
-        self._unpacked.append(unpacked)
-        plans, no_layout = [], []
-        for i, inside in enumerate(unpacked.paths):
-            copy = None
-            if copied is None and is_csv(inside) and (member := text_copy_needed(inside)):  # such a file in a zip
-                copy = Unpacked.text_copy(inside, member)
-                self._unpacked.append(copy)
-                inside = copy.paths[0]
-            elif is_csv(inside) and (why := not_utf8(inside)):
-                self._file_notes.append(Caution(f"{path} ({inside.name} inside): {why}; read as UTF-8 meanwhile, "
-                                                f"each byte that is not UTF-8 replaced"))
-            if is_json_lines(inside):
-                self._unpacked.append(json_lines.Opened(inside))
-            if _no_data_rows(inside):
-                named = path if copied else f"{path} ({inside.name} inside)"
-                self._file_notes.append(f"{named}: no data rows; skipped")
-                continue
-            try:
-                plan = plan_file(inside, cmap, explicit)
-            except ValueError as e:  # named as the user knows it: the archive, not where it was unpacked
-                said = str(e).replace(str(inside), str(path) if copied else f"{path} ({inside.name} inside)")
-                if copied is None and isinstance(e, NoTickLayout) and inside.suffix.lower() == ".txt":
-                    no_layout.append((unpacked.members[i], said))  # a readme or licence, unless nothing else reads
-                    continue
-                raise ValueError(said) from None
-            if isinstance(plan, FilePlan):
-                plan = replace(plan, origin=path, notes=(unpacked.note(i, copy), *plan.notes))
-            else:
-                plan.origin = path  # a DBN file inside
-            plans.append(plan)
-        self._file_notes.extend(_members_skipped(path, unpacked.left_out, no_layout, read=bool(plans)))
-        return plans
 
     def _check_selection(self) -> str:
         """The note naming the streams selected; refused when a pattern matches none of the streams the files
@@ -514,8 +360,7 @@ class FileReplay(Source):
     def close(self) -> None:
         """Stop the replay and remove the temporary folders its zip archives and UTF-16 files were unpacked into."""
         self._heap = []
-        for unpacked in self._unpacked:
-            unpacked.close()
+        self._opened.close()
 
     def __enter__(self) -> FileReplay:
         return self
