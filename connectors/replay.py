@@ -21,6 +21,11 @@ kept for the caller to say (`take_long_waits`, connectors/idle_gaps.py). Either 
 caller that polls late gets the overdue ticks at once (nothing is dropped). Ticks `leave_out`
 takes (a feed's, for the ticks its engine already holds) are passed over at
 once, never paced: the clock starts at the first tick released.
+
+This module merges and paces; the parts live beside it: the file entries and replay lists given
+(connectors/replay_entries.py), the files opened into plans (connectors/opened_files.py), one cursor per file that
+reads its rows into ticks (connectors/file_cursor.py), the rejected rows' counts (connectors/rejected_rows.py) and
+what a user does about them (connectors/reject_hints.py).
 """
 
 from __future__ import annotations
