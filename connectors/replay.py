@@ -51,12 +51,11 @@ from connectors.content_notes import mixed_venues, overlapping_files, time_spans
 from connectors.file_cursor import FileCursor
 from connectors.file_plan import source_path
 from connectors.idle_gaps import GapCap, LongWait
-from connectors.input_paths import expanded
 from connectors.layout import detect_columns  # re-exported, as the column map's names above
 from connectors.opened_files import OpenedFiles, named_apart
 from connectors.price_levels import far_apart_levels
 from connectors.rejected_rows import RejectCounter
-from connectors.replay_entries import FileSpec, MapSpec, file_spec, is_replay_list, once_each, replay_list
+from connectors.replay_entries import FileSpec, MapSpec, file_spec, once_each, replay_items
 from connectors.share_classes import share_class_spellings
 from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.stream_selection import NoStreamMatched, StreamSelection
@@ -99,11 +98,9 @@ class FileReplay(Source):
             raise ValueError(f"speed must be None (as fast as possible) or a finite x real time > 0, got {speed!r}")
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise ValueError(f"chunk_rows must be an int >= 1, got {chunk_rows!r}")
-        items = [files] if isinstance(files, (str, Path)) else list(files)
-        items = [entry for item in items for entry in (replay_list(Path(item)) if is_replay_list(item) else [item])]
-        if not items:
+        found = replay_items(files)  # replay lists' entries; a folder, a pattern no shell expanded: their files
+        if not found.items:
             raise ValueError("FileReplay needs at least one file")
-        found = expanded(items)  # a folder, a pattern no shell expanded: their files
         default = as_column_map(columns)
         specs, repeats = once_each([file_spec(item, default) for item in found.items])
         self._opened = OpenedFiles()  # its copies live while this replay does

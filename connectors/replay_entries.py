@@ -1,16 +1,18 @@
 """The file entries a replay is given, read into (path, column map) specs: a path, a (path, map) pair, the YAML
 form {path: ..., columns: ...}, and replay lists (`.yaml` files of such entries, `replay_list`), with each file
-kept once however often it is named (`once_each`). Folders and patterns are connectors/input_paths.py's.
+kept once however often it is named (`once_each`), and what a replay of them reads (`replay_items`, `replay_files`:
+folders and patterns expanded by connectors/input_paths.py), which commands that check their inputs share.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import yaml
 
 from connectors.column_map import ColumnMap, Refine, as_column_map
+from connectors.input_paths import Expanded, expanded, item_path
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
 # what a file entry gives as its column map, and the forms a file entry takes
@@ -20,6 +22,20 @@ FileSpec = str | Path | tuple[str | Path, MapSpec] | Mapping[str, Any]
 
 def is_replay_list(item: Any) -> bool:
     return isinstance(item, (str, Path)) and str(item).lower().endswith((".yaml", ".yml"))
+
+
+def replay_items(files: FileSpec | Sequence[FileSpec]) -> Expanded:
+    """What a FileReplay of ``files`` reads: each replay list's entries in its place, then each folder and each
+    pattern that names no file replaced by its files (connectors/input_paths.py), with the notes that say so."""
+    items = [files] if isinstance(files, (str, Path)) else list(files)
+    return expanded([entry for item in items
+                     for entry in (replay_list(Path(item)) if is_replay_list(item) else [item])])
+
+
+def replay_files(files: FileSpec | Sequence[FileSpec]) -> list[Path]:
+    """The paths of the files a FileReplay of ``files`` reads (replay_items), as given or found, in its order: so a
+    command that checks, records or compares its inputs sees what the reader reads."""
+    return [path for item in replay_items(files).items if (path := item_path(item)) is not None]
 
 
 def replay_list(path: Path) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ def train_common(args: argparse.Namespace) -> tuple[Any, Any]:
     pattern stands for too (read as backtest reads them: connectors/input_paths.py)."""
     import torch
 
-    from connectors.replay import replay_files
+    from connectors.replay_entries import replay_files
     from engine.service.config import ModelSection
     from engine.service.evaluate import EvalOptions
     from engine.service.splits import SplitSpec

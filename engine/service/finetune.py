@@ -29,7 +29,7 @@ import torch
 from connectors.builtin import load_builtin_codec
 from connectors.calibration import Calibration
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
-from connectors.replay import replay_files
+from connectors.replay_entries import replay_files
 from connectors.ticks import counted
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.calibrate import calibrate_streams, fit_heads, validation_pairs

@@ -53,7 +53,7 @@ class OutputOverInput(ValueError):
 def input_files(paths: list[Path]) -> list[Path]:
     """Every file ``paths`` stand for: a directory's files (a folder of tick files, a checkpoint, a data directory),
     a replay list and the files it names, a pattern that names no file and the files it matches (as the reader
-    expands them: connectors/replay.py's replay_files), a file as it is. Paths that do not exist are kept: the
+    expands them: connectors/replay_entries.py's replay_files), a file as it is. Paths that do not exist are kept: the
     command itself says they are missing."""
     found: list[Path] = []
     for path in paths:
@@ -72,9 +72,9 @@ def input_files(paths: list[Path]) -> list[Path]:
 
 def files_read(path: Path | str) -> list[Path]:
     """The files a replay of ``path`` reads (a folder's tick files, a pattern's matches, a replay list's files:
-    connectors/replay.py's replay_files), or the path itself where they cannot be listed (a queries or config YAML,
+    connectors/replay_entries.py's replay_files), or the path itself where they cannot be listed (a queries or config YAML,
     a path gone, a list or pattern the command refuses itself, saying why)."""
-    from connectors.replay import replay_files  # here: the CLI imports this module at start, before polars
+    from connectors.replay_entries import replay_files  # here: the CLI imports this module at start, before polars
 
     try:
         return replay_files([Path(path)])
