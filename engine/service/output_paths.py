@@ -72,8 +72,8 @@ def input_files(paths: list[Path]) -> list[Path]:
 
 def files_read(path: Path | str) -> list[Path]:
     """The files a replay of ``path`` reads (a folder's tick files, a pattern's matches, a replay list's files:
-    connectors/replay_entries.py's replay_files), or the path itself where they cannot be listed (a queries or config YAML,
-    a path gone, a list or pattern the command refuses itself, saying why)."""
+    connectors/replay_entries.py's replay_files), or the path itself where they cannot be listed (a queries or
+    config YAML, a path gone, a list or pattern the command refuses itself, saying why)."""
     from connectors.replay_entries import replay_files  # here: the CLI imports this module at start, before polars
 
     try:
