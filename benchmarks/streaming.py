@@ -48,7 +48,7 @@ from connectors.codec import BinnedCodec
 from connectors.synthetic import StreamParams, SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
 from engine.models import BUILTIN_MODEL_DIR
-from engine.service.pipeline import freeze_heap, thaw_heap
+from engine.service.heap_memory import freeze_heap, thaw_heap
 
 # Shape of the built-in tick model (engine/service/train_builtin.py), for a random-weight stand-in
 # while it is not trained yet: same cost, meaningless answers.
@@ -135,7 +135,7 @@ class Trial:
 def run_trial(driver: Driver, history: dict[str, list[Tick]], future: dict[str, list[Tick]], rate: float,
               duration: float, slo_ms: float) -> Trial:
     """One virtual-time run at ``rate`` ticks/s per stream for ``duration`` virtual seconds, every side with
-    this process's heap frozen once it is set up, as `flashtick serve` runs (engine/service/pipeline.py
+    this process's heap frozen once it is set up, as `flashtick serve` runs (engine/service/heap_memory.py
     freeze_heap): the peers' loops are Python too, and a full collection here costs ~145 ms whoever is timed."""
     thaw_heap()
     driver.reset(history)

@@ -98,7 +98,7 @@ def test_feed_to_subscriber_with_increasing_sequence_numbers(server, feed) -> No
 
 def test_the_serving_loop_runs_with_its_heap_frozen_and_thaws_it_on_stop(checkpoint, tmp_path) -> None:
     """A full collection would walk the libraries, the model and the restored streams (~200k objects, ~145 ms
-    on a 2-core AMD EPYC) from inside the loop: `serve` freezes them once it is up (pipeline.freeze_heap)."""
+    on a 2-core AMD EPYC) from inside the loop: `serve` freezes them once it is up (heap_memory.freeze_heap)."""
     config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 2048, "block_size": 16},
                                       "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
                                                     "control": "tcp://127.0.0.1:0", "metrics_port": 0}})

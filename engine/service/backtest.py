@@ -44,7 +44,8 @@ from engine.service.backtest_resume import resume_at_checkpoint, run_key
 from engine.service.backtest_scores import later_slice, question_of, score_query
 from engine.service.calibration_plot import plot_backtest_calibration
 from engine.service.config import ServiceConfig
-from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
+from engine.service.heap_memory import freeze_heap, thaw_heap
+from engine.service.pipeline import TickPipeline
 from engine.service.rejections import rejected_lines
 from engine.service.replay_progress import progress_bar
 from engine.service.session_gaps import gap_notes, split_cautions

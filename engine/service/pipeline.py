@@ -15,204 +15,46 @@ of its own because two front ends use it.
 
 from __future__ import annotations
 
-import ctypes
-import dataclasses
-import gc
-import hashlib
-import json
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any, Callable
 
 import msgpack
 import torch
 
-from connectors.builtin import load_builtin_codec, load_codec
-from connectors.codec import BinnedCodec, Codec, TextCodec, TextCodecConfig
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders
 from connectors.ticks import InvalidTick, Tick, counted
 from engine.engine import Engine
 from engine.forward_plan import StepReport
 from engine.jobs import JobOutcome
-from engine.models import BUILTIN_MODEL_DIR, LlamaModel, load_model
-from engine.models.loader import read_config
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused
 from engine.service.adaptation import AnswerAdaptation
-from engine.service.features import read_head
 from engine.service.answer_log import AnswerHistory
-from engine.service.config import ConfigError, ServiceConfig
+from engine.service.config import ServiceConfig
 from engine.service.durability import DataDir
+from engine.service.heap_memory import return_memory
 from engine.service.kept_queries import configured_queries, register_changed
+from engine.service.log_provenance import written_by
+from engine.service.model_and_codec import answer_heads, load_model_and_codec
 from engine.service.owed_answers import (answer_tail, answered_points, answers_owed, answers_owed_at_latest, owed_jobs,
                                          restart_owes, steps_while_full)
+from engine.service.query_fit import compile_fitting
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.live_scores import LiveScores
 from engine.service.rejections import admission_limit, turned_away_warning
 from engine.service.shedding import Backlog, Shedding
 from engine.service.ticklog import LogWriteError
+from engine.service.when_behind import conflating, shed_message
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
 from queries.limits import QueryLimits
-from queries.probe_answers import CompiledQuery, QueryCompileError, compile_query
+from queries.probe_answers import CompiledQuery, compile_query
 from queries.registry import Registry
 from queries.spec import QuerySpec, dump_queries
 
-
-
-def build_codec(config: ServiceConfig) -> Codec:
-    """BinnedCodec for the built-in model (or a checkpoint that ships codec.json), else a TextCodec."""
-    path = config.model.path
-    kind = config.codec.kind
-    if kind == "auto":
-        kind = "binned" if path is None or (Path(path) / "codec.json").is_file() else "text"
-    if kind == "binned":
-        if path is None:
-            return load_builtin_codec()
-        spec = Path(path) / "codec.json"
-        if not spec.is_file():
-            raise ConfigError(f"codec.kind: binned needs {spec} (the tick codec a `flashtick train` checkpoint "
-                              f"ships); a text model takes codec.kind: text (or auto)")
-        return load_codec(Path(path))  # with the checkpoint's calibration.json, when it ships one
-    if path is None:
-        raise ConfigError("codec.kind: text needs model.path (a Hugging Face checkpoint with a tokenizer)")
-    defaults = TextCodecConfig()
-    return TextCodec(load_tokenizer(Path(path)), TextCodecConfig(
-        trade_template=config.codec.trade_template or defaults.trade_template,
-        quote_template=config.codec.quote_template or defaults.quote_template,
-    ), end_tokens=eos_token_ids(Path(path)))
-
-
-def eos_token_ids(path: Path) -> set[int]:
-    """The end-of-sequence ids a checkpoint declares in config.json and generation_config.json (an int or a
-    list each: Llama 3 instruct models end a turn with one of several); generation stops at any of them."""
-    ids: set[int] = set()
-    for name in ("config.json", "generation_config.json"):
-        file = path / name
-        value = json.loads(file.read_text()).get("eos_token_id") if file.is_file() else None
-        ids.update(v for v in (value if isinstance(value, list) else [value]) if type(v) is int and v >= 0)
-    return ids
-
-
 LAG_CHECK_S = 0.1  # how stale `TickPipeline.lag_s` may be
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "vocab.json")
-
-
-def load_tokenizer(path: Path) -> Any:
-    """The checkpoint's own tokenizer, from its files only (never the hub), or an error that says what to do."""
-    if not any((path / name).is_file() for name in TOKENIZER_FILES):
-        raise ConfigError(f"{path}: no tokenizer files ({', '.join(TOKENIZER_FILES)}): the text codec writes ticks "
-                          f"as text and needs the model's own tokenizer; copy them from where the checkpoint "
-                          f"came from (save_pretrained of its tokenizer writes them)")
-    from transformers import AutoTokenizer
-
-    try:
-        return AutoTokenizer.from_pretrained(path, local_files_only=True)
-    except Exception as e:  # transformers raises many types, with multi-line messages
-        reason = " ".join(str(e).split()) or type(e).__name__
-        raise ConfigError(f"{path}: cannot load its tokenizer: {reason}") from None
-
-
-def load_model_and_codec(config: ServiceConfig) -> tuple[LlamaModel, Codec]:
-    """The model and the codec that feeds it, checked against each other; the codec first (it is cheap)."""
-    if config.model.path is not None:
-        read_config(Path(config.model.path))  # a missing directory is named as such, not as a missing tokenizer
-    codec = build_codec(config)
-    device = config.model.device
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"model.device {device!r}: this torch ({torch.__version__}) sees no CUDA device (a CPU "
-                          f"build, or no GPU visible): use model.device cpu")
-    model = load_model(config.model.path, getattr(torch, config.model.dtype), device, config.model.weights)
-    vocab = model.config.vocab_size
-    if codec.vocab_size > vocab:
-        what = "the tokenizer" if isinstance(codec, TextCodec) else "codec.json"
-        raise ConfigError(f"{config.model.path}: {what} has {codec.vocab_size} tokens but the model's vocab_size is "
-                          f"{vocab}: it does not belong to this model")
-    if outside := [t for t in config.scheduler.header if not 0 <= t < vocab]:
-        verb = "is not a token id" if len(outside) == 1 else "are not token ids"
-        raise ConfigError(f"scheduler.header: {outside[:5]} {verb} of this model (ids 0..{vocab - 1}; vocab_size "
-                          f"{vocab})")
-    return model, codec
-
-
-def answer_heads(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
-    """The checkpoint's answer heads (answer_head.json, written by `flashtick train`), part of its answers;
-    none for a checkpoint without them (the built-in model, a text model). A damaged file is a ConfigError."""
-    try:
-        return read_head(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR, codec)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-
-
-def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
-    """What a data directory's logs depend on: the model and the codec that turned ticks into tokens (for a
-    text codec also the tokenizer itself: two of one vocabulary size give other tokens for the same tick; and
-    how this code encodes with it, `text_encoding`: another flashtick may write or tokenize the same line otherwise)."""
-    spec = codec.to_json() if isinstance(codec, BinnedCodec) else repr((dataclasses.asdict(codec.config),
-                                                                        codec.vocab_size))
-    meta = {"model": config.model.model_id, "codec": f"{type(codec).__name__}:"
-            f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}",
-            "weights": weights_fingerprint(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR)}
-    if isinstance(codec, TextCodec):
-        meta |= {"tokenizer": codec.fingerprint(), "text_encoding": codec.encoding_record()}
-    return meta
-
-
-def weights_fingerprint(model_dir: Path, edge: int = 1 << 20) -> str:
-    """Which weights a checkpoint directory holds: each weights file's name, size and its first and last MiB
-    (retraining changes every tensor, so both ends; reading whole multi-GB files would slow every start)."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in model_dir.iterdir() if p.suffix in (".safetensors", ".bin", ".pt", ".pth")):
-        size = path.stat().st_size
-        digest.update(f"{path.name}:{size}:".encode())
-        with open(path, "rb") as f:
-            digest.update(f.read(edge))
-            f.seek(max(size - edge, 0))
-            digest.update(f.read(edge))
-    return digest.hexdigest()[:16]
-
-
-def overloaded(pending_tokens: int, lag_s: float, limits: Any, stream: str | None) -> InvalidTick:
-    """The reject for a tick that arrives while the engine is behind and `when_behind` is shed, naming the limit
-    that made it behind (the one to raise, or the load to lower)."""
-    if pending_tokens > limits.max_backlog_tokens:
-        why = f"{pending_tokens} tokens pending (limits.max_backlog_tokens {limits.max_backlog_tokens})"
-    else:
-        why = f"data waiting {lag_s:.1f} s to be computed or read (limits.max_lag_s {limits.max_lag_s:g})"
-    return InvalidTick("overloaded", f"the engine is behind: {why}; when_behind: shed", stream)
-
-
-def shed_message(pipeline: Any, data: bytes, tokenized: bool) -> list[dict[str, Any]] | None:
-    """A message every stream of which ``pipeline`` (one engine's or the sharded front door's) refuses now with
-    when_behind: shed (its ``shed_refusal``), refused whole (StreamEncoders.shed_message): the rejections, counted;
-    or None to ingest it (not shedding, a stream of it accepted, or not a message that decodes)."""
-    if pipeline.config.limits.when_behind != "shed" or pipeline.shed_refusal(None) is None:
-        return None
-    result = pipeline.encoders.shed_message(data, pipeline.shed_refusal, tokenized)
-    return None if result is None else pipeline._counted(result)
-
-
-def conflating(pipeline: Any) -> bool:
-    """Whether a raw message arriving now at ``pipeline`` (one engine's or the sharded front door's) has its quotes
-    conflated: when_behind: conflate, and behind (connectors/encoder.py StreamEncoders, hold_quotes)."""
-    return pipeline.config.limits.when_behind == "conflate" and pipeline.behind
-
-
-def compile_fitting(spec: QuerySpec, codec: Codec, probe_reserve: int) -> CompiledQuery:
-    """``compile_query``, refused when the query's probe (with a generated answer) is longer than the positions a
-    session keeps free past its tokens (``scheduler.probe_reserve``): whenever a stream's window is nearly full its
-    answers would fail, and so be missing, with nothing said to its subscribers."""
-    query = compile_query(spec, codec)
-    generated = spec.max_tokens or 0 if spec.kind == "generate" else 0
-    need = max((len(probe) for probe in query.probes), default=0) + generated
-    if need > probe_reserve:
-        what = "question and answer take" if generated else "question takes"
-        raise QueryCompileError(f"its {what} {need} tokens, more than scheduler.probe_reserve ({probe_reserve}) "
-                                f"keeps free past a stream's tokens: raise scheduler.probe_reserve to at least {need} "
-                                f"(it must stay below the window), or shorten the question")
-    return query
 
 
 def log_or_refuse(data: DataDir, item: EncodedTick) -> None:
@@ -651,7 +493,7 @@ class TickPipeline:
             self.encoders.drop(stream)
             self._drop_answer_state(stream)
         if expired:
-            _return_memory()
+            return_memory()
         return expired
 
     def forget_stream(self, stream: str) -> None:
@@ -779,31 +621,6 @@ class TickPipeline:
 def say(line: str) -> None:
     """One line of the service's log (stderr), as the server writes its own."""
     print(f"flashtick: {line}", file=sys.stderr, flush=True)
-
-
-def freeze_heap() -> None:
-    """Collect, then exempt every object alive now from Python's cyclic collector (``gc.freeze``): call once
-    a service, shard or backtest is up. What is alive then is the imported libraries' state (torch,
-    transformers, polars: ~200k objects), the model and the restored streams, and a full collection walks all
-    of it: ~145 ms measured on a 2-core AMD EPYC, and Python runs one every so many allocations, so in the
-    serving loop it is a stall of every answer behind it (the p99 freshness spikes of benchmarks/streaming).
-    Frozen objects are still freed by reference counting; only cycles among them wait for ``thaw_heap``."""
-    gc.collect()
-    gc.freeze()
-
-
-def thaw_heap() -> None:
-    """Undo ``freeze_heap`` when a service stops: what it leaves behind is collected as usual."""
-    gc.unfreeze()
-
-
-def _return_memory() -> None:
-    """Hand freed heap back to the OS after streams expire (glibc keeps it otherwise; elsewhere a no-op)."""
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 class _EngineReplay:

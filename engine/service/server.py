@@ -44,7 +44,8 @@ from engine.service.feed_watch import FeedWatch
 from engine.service.forward_pace import ForwardPace
 from engine.service.heartbeat import PROCESS_START_TIME, Heartbeat
 from engine.service.ingest_reading import IngestReading
-from engine.service.pipeline import TickPipeline, freeze_heap, thaw_heap
+from engine.service.heap_memory import freeze_heap, thaw_heap
+from engine.service.pipeline import TickPipeline
 from engine.service.port_binding import bind_retrying, check_port_free, port_in_use
 from engine.service.sharded import ShardedPipeline
 from engine.service.starting_replies import StartingReplies

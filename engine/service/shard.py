@@ -40,7 +40,8 @@ from engine.scheduler import AdmissionRefused, UnknownStream
 from engine.service.config import LogSection, ServiceConfig
 from engine.service.owed_answers import answer_tail, owed_jobs
 from engine.service.registration_marks import RegistrationMarks
-from engine.service.pipeline import freeze_heap, load_model_and_codec, thaw_heap
+from engine.service.heap_memory import freeze_heap, thaw_heap
+from engine.service.model_and_codec import load_model_and_codec
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries

@@ -49,10 +49,11 @@ from engine.service.owed_answers import answered_points, answers_owed
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
-from engine.service.pipeline import (
-    StreamBusy, answer_heads, build_codec, compile_fitting, conflating, log_or_refuse, overloaded, say, shed_message,
-    written_by,
-)
+from engine.service.log_provenance import written_by
+from engine.service.model_and_codec import answer_heads, build_codec
+from engine.service.pipeline import StreamBusy, log_or_refuse, say
+from engine.service.query_fit import compile_fitting
+from engine.service.when_behind import conflating, overloaded, shed_message
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.rejections import admission_limit, turned_away_warning
 from engine.service.rendezvous import shard_for

@@ -1,0 +1,42 @@
+"""What a data directory's logs depend on (its meta.json's `written_by`): the model, a fingerprint of its weights,
+and the codec (for a text codec its tokenizer and how this code encodes with it). A restart with another of them
+would read the logged tokens as other ticks, so the data directory is checked against this at every start."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from connectors.codec import BinnedCodec, Codec, TextCodec
+from engine.models import BUILTIN_MODEL_DIR
+from engine.service.config import ServiceConfig
+
+
+def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
+    """What a data directory's logs depend on: the model and the codec that turned ticks into tokens (for a
+    text codec also the tokenizer itself: two of one vocabulary size give other tokens for the same tick; and
+    how this code encodes with it, `text_encoding`: another flashtick may write or tokenize the same line otherwise)."""
+    spec = codec.to_json() if isinstance(codec, BinnedCodec) else repr((dataclasses.asdict(codec.config),
+                                                                        codec.vocab_size))
+    meta = {"model": config.model.model_id, "codec": f"{type(codec).__name__}:"
+            f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}",
+            "weights": weights_fingerprint(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR)}
+    if isinstance(codec, TextCodec):
+        meta |= {"tokenizer": codec.fingerprint(), "text_encoding": codec.encoding_record()}
+    return meta
+
+
+def weights_fingerprint(model_dir: Path, edge: int = 1 << 20) -> str:
+    """Which weights a checkpoint directory holds: each weights file's name, size and its first and last MiB
+    (retraining changes every tensor, so both ends; reading whole multi-GB files would slow every start)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in model_dir.iterdir() if p.suffix in (".safetensors", ".bin", ".pt", ".pth")):
+        size = path.stat().st_size
+        digest.update(f"{path.name}:{size}:".encode())
+        with open(path, "rb") as f:
+            digest.update(f.read(edge))
+            f.seek(max(size - edge, 0))
+            digest.update(f.read(edge))
+    return digest.hexdigest()[:16]
