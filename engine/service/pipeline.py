@@ -10,7 +10,10 @@ one group per stream it carries; a backtest groups by event-time batch
 at its own cut, so a burst (a replay at 100x, a reconnecting feed) gives the
 answers a slow feed would. Like server.py and cli.py it may import
 connectors/ and queries/ (DESIGN: service glue sits above both); it is a file
-of its own because two front ends use it.
+of its own because two front ends use it. What it is built from lives beside it:
+the model and codec (model_and_codec.py), a restart from the data directory
+(engine_restart.py), `when_behind` at a message (when_behind.py), the
+probe_reserve check (query_fit.py), the heap (heap_memory.py).
 """
 
 from __future__ import annotations
