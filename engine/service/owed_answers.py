@@ -1,7 +1,7 @@
 """The answers a restart owes: the standing queries the stopped process had not answered yet, due on ticks past
 each stream's last answer or, never answered there, past the query's registration (RegistrationMarks). They are
 counted before the replay's tail is computed (to say how many a start will compute) and computed after it, a tick
-group at a time as the live run would have (answer_tail), by one engine (pipeline.py) or a shard (shard.py)."""
+group at a time as the live run would have (answer_tail), by one engine (engine_restart.py) or a shard (shard.py)."""
 
 from __future__ import annotations
 
