@@ -7,7 +7,9 @@ became a stream of its own, named after its date (review 115, finding 2)."""
 from __future__ import annotations
 
 import re
+from datetime import date as Date
 from pathlib import Path
+from typing import Iterable, Iterator
 
 MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec"
 # a date with its month as a word: 2024-Aug-08, 08Aug2024
@@ -27,10 +29,59 @@ def _partition_value(name: str) -> str:
     return name.split("=", 1)[1] if "=" in name else name
 
 
-def is_day_folder(name: str) -> bool:
+def date_shaped(digits: str) -> bool:
+    """Whether a name of 3 to 6 digits may be a date: a day of the year (DDD), a year the data could have (1970 to
+    this one; a year to come holds no ticks), a month of one (YYYYMM), a day (MMDD, YYMMDD). `0700`, `7203`,
+    `005930` and `600519` are none: stock codes (Hong Kong's, Tokyo's, Korea's, Shanghai's)."""
+    if not re.fullmatch(r"[0-9]{3,6}", digits):
+        return False
+    year = Date.today().year
+    if len(digits) == 3:
+        return 1 <= int(digits) <= 366
+    if len(digits) == 4:
+        return 1970 <= int(digits) <= year or _a_day(2000, digits)  # 2000: a leap year, so 0229 is a day
+    if len(digits) == 6:
+        return (1970 <= int(digits[:4]) <= year and 1 <= int(digits[4:]) <= 12) or \
+            (int(digits[:2]) <= year % 100 and _a_day(2000 + int(digits[:2]), digits[2:]))
+    return False  # 5 digits: Hong Kong's 00700, no date
+
+
+def _a_day(year: int, mmdd: str) -> bool:
+    try:
+        Date(year, int(mmdd[:2]), int(mmdd[2:]))
+    except ValueError:
+        return False
+    return True
+
+
+def numeric_code(name: str, beside: Iterable[str] = ()) -> bool:
+    """Whether a name of 3 to 6 digits (a file's stem, a folder's) is an instrument's numeric code rather than a
+    date: it has no date's shape, or a name beside it of as many digits has none (`2020` beside `0700` is ANTA
+    Sports, not a year). `beside` is read only for a date-shaped name."""
+    if not re.fullmatch(r"[0-9]{3,6}", name):
+        return False
+    return not date_shaped(name) or any(
+        len(other) == len(name) and re.fullmatch(r"[0-9]+", other) and not date_shaped(other) for other in beside)
+
+
+def paths_beside(path: Path) -> Iterator[Path]:
+    """The folders beside a folder, or the files beside a file, lazily: none when they cannot be listed."""
+    try:
+        for other in path.parent.iterdir():
+            if other != path and other.is_dir() == path.is_dir():
+                yield other
+    except OSError:
+        return
+
+
+def is_day_folder(name: str, beside: Iterable[str] = ()) -> bool:
     """Whether a folder's name says a date or a number rather than an instrument: no letters in it (or in a Hive
-    partition's value, `date=2024-08-08`), or a date with its month as a word."""
+    partition's value, `date=2024-08-08`), or a date with its month as a word. A name of 4 to 6 digits is a day's
+    only in a date's shape, and only when the names `beside` it agree: `0700/2024-05-01/` is Tencent's (review 174,
+    finding 2: its days were read as the folder above's, and every stock's merged)."""
     value = _partition_value(name)
+    if re.fullmatch(r"[0-9]{4,6}", value):
+        return not numeric_code(value, map(_partition_value, beside))
     return not re.search(r"[A-Za-z]", value) or bool(WORDED_DATE.match(value))
 
 
@@ -46,7 +97,7 @@ def named_folder(path: Path) -> Path | None:
     for folder in path.resolve().parents:
         if not folder.name:
             return None
-        if not (is_day_folder(folder.name) or is_kind_folder(folder.name)):
+        if not (is_day_folder(folder.name, (p.name for p in paths_beside(folder))) or is_kind_folder(folder.name)):
             return folder
     return None
 

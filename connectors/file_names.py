@@ -57,6 +57,8 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
         # left to the file name's fallback, which a preset's layout (a capture's trades.csv) takes from the folder
         return file_stem(path), f"file name {file_stem(path)!r} in exchange {min(exchanges)}'s folder"
     for name, where in ((file_stem(path), "file name"), (folder.name if folder else "", "folder name")):
+        if where == "folder name" and re.fullmatch(r"[0-9]{4,6}", name):  # named, so no day: 0700/2024-05-01/
+            return name, f"folder name {name!r}, a stock code"
         if venue := venue_instrument(name):  # BTC-PERPETUAL, BTC-USDT-SWAP: the contract, not its coins alone
             left = [part for part in name.split(venue.name) if part.strip("-_. ")]
             rest = f", {' and '.join(map(repr, left))} left out" if left else ""

@@ -110,3 +110,24 @@ def test_a_folder_named_for_the_kind_of_data_is_skipped_like_a_day_folder(tmp_pa
                                         ("2024-08-08", False)])
 def test_data_kind_folder_names(name: str, kind: bool) -> None:
     assert is_kind_folder(name) is kind
+
+
+@pytest.mark.parametrize("name, day", [("0700", False), ("7203", False), ("005930", False), ("600519", False),
+                                       ("2024", True), ("202408", True), ("240808", True), ("0808", True),
+                                       ("code=0700", False), ("123", True)])
+def test_a_folder_of_digits_is_a_day_s_only_in_a_date_s_shape(name: str, day: bool) -> None:
+    assert is_day_folder(name) is day
+
+
+def test_a_stock_code_s_folder_above_its_days_names_the_stream(tmp_path: Path) -> None:
+    """`0700/2024-05-01/trades.csv` beside `0005/...`: the code folders had no letters, so were skipped as days, and
+    every stock merged into one stream named after the folder above (review 174, finding 2)."""
+    paths = [*capture_days(tmp_path / "0700"), *capture_days(tmp_path / "0005")]
+    for spec in (None, "binance-trades"):
+        replay = FileReplay(paths, columns=spec)
+        assert streams_of(replay) == {"0700", "0005"}, replay.notes
+        assert any(n.endswith("2024-08-08/trades.csv: stream 0700, from the folder name '0700', a stock code "
+                              "(--columns stream_name=NAME to name it otherwise)") for n in replay.notes), replay.notes
+    # a year's shape is a code beside one (2020 is ANTA Sports beside Tencent); alone it is a year
+    assert streams_of(FileReplay([*paths, *capture_days(tmp_path / "2020")])) == {"0700", "0005", "2020"}
+    assert streams_of(FileReplay(capture_days(tmp_path / "BTCUSDT" / "2024"))) == {"BTCUSDT"}
