@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from connectors.column_map import DATE_FROM_NAME, DAY_CLOCK_UNITS, ColumnMap
-from connectors.day_folders import is_kind_folder, named_folder
+from connectors.day_folders import is_kind_folder, named_folder, numeric_code, paths_beside
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_suffixes import file_stem
 from connectors.venue_instruments import venue_instrument, without_venue
@@ -38,6 +38,13 @@ NOT_TICKERS = {"DAT", "ASCII", "CSV", "TXT", "T", "M1", "H1", "D1", "TICK", "TIC
 NUMERIC_CODE_EXCHANGES = {"T", "JT", "JP", "HK", "KS", "KQ", "TW", "TWO", "TT", "SS", "SZ", "CH", "C1", "C2", "SI",
                           "SP", "KL", "MK", "BK", "TB", "JK", "IJ", "SR", "AB", "TYO", "HKG", "KRX", "TPE", "SHA",
                           "SHE", "SGX"}
+# Exchanges' folders, in any case (`hk/`; a one-letter `t` is too often no exchange): besides the codes above, ISO
+# 10383 MICs and the exchanges' own names. In one, a file of 3 to 6 digits is a stock code even in a date's shape
+# (HK/2020.csv is ANTA Sports)
+EXCHANGE_FOLDERS = NUMERIC_CODE_EXCHANGES | {
+    "XHKG", "XTKS", "XJPX", "XOSE", "XSHG", "XSHE", "XKRX", "XKOS", "XTAI", "XSES", "XBOM", "XNSE", "XKLS", "XBKK",
+    "XIDX", "XSAU", "HKEX", "SEHK", "TSE", "JPX", "OSE", "SSE", "SZSE", "KOSPI", "KOSDAQ", "TWSE", "TPEX", "NSE",
+    "BSE", "BURSA", "TADAWUL", "TOKYO"}
 NUMERIC_CODE = re.compile(r"(?<![A-Za-z0-9])(?:\d{3,6}[-_.\s]+(?P<after>[A-Z]{1,3}\d?)|(?P<before>[A-Z]{2,3})"
                           r"[-_.\s]+\d{3,6})(?![A-Za-z0-9])")
 
@@ -51,11 +58,8 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
     # the folder as resolved: `trades.csv` given inside binance-btcusdt-spot/ is in that folder too; a day's
     # folder (BTCUSDT/2024-08-08/) names no instrument: the one above it may
     folder = named_folder(path)
-    exchanges = set(re.split(r"[-_.=\s]+", folder.name)) & NUMERIC_CODE_EXCHANGES if folder else set()
-    if exchanges and re.fullmatch(r"\d{3,6}", file_stem(path)):
-        # HK/0700.csv, HK_stocks/0700.csv: the code is the instrument, its exchange's folder none. Said here, not
-        # left to the file name's fallback, which a preset's layout (a capture's trades.csv) takes from the folder
-        return file_stem(path), f"file name {file_stem(path)!r} in exchange {min(exchanges)}'s folder"
+    if code := _stock_code(path, folder):
+        return code
     for name, where in ((file_stem(path), "file name"), (folder.name if folder else "", "folder name")):
         if where == "folder name" and re.fullmatch(r"[0-9]{4,6}", name):  # named, so no day: 0700/2024-05-01/
             return name, f"folder name {name!r}, a stock code"
@@ -83,6 +87,26 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
             return found.pop(), f"{where} {name!r}"
         if found:
             return None
+    return None
+
+
+def _stock_code(path: Path, folder: Path | None) -> tuple[str, str] | None:
+    """(code, where) when the file's name is a numeric stock code (`0700.csv`, `7203.csv`, `600519.csv`), whatever
+    folder holds it: in an exchange's folder (`HK/`, `hk/`, `XHKG/`, `TSE/`) any 3 to 6 digits, elsewhere digits in
+    no date's shape (day_folders.numeric_code). Said here, not left to the file name's fallback, which a preset's
+    layout (a capture's trades.csv) takes from the folder: `hk/0700.csv` and `hk/0005.csv` replayed as one stream
+    `hk`, or with --preset as BTCUSDT (review 174, finding 1). A crypto or FX pair's folder (`BTCUSDT/001.csv`) holds
+    no stock codes: its numbered files are parts or days of that pair."""
+    stem = file_stem(path)
+    if not re.fullmatch(r"[0-9]{3,6}", stem):
+        return None
+    tokens = set(re.split(r"[-_.=\s]+", folder.name)) if folder else set()
+    if exchanges := (tokens | {t.upper() for t in tokens if len(t) > 1}) & EXCHANGE_FOLDERS:
+        return stem, f"file name {stem!r} in exchange {min(exchanges)}'s folder"
+    if folder and (venue_instrument(folder.name) or any(PAIR.match(t) for t in tokens)):
+        return None
+    if numeric_code(stem, (file_stem(p) for p in paths_beside(path.resolve()))):
+        return stem, f"file name {stem!r}, a numeric stock code"
     return None
 
 

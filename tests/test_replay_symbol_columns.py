@@ -393,3 +393,35 @@ def test_an_order_type_column_is_never_suggested_as_the_streams(tmp_path: Path) 
     replay = FileReplay(words)
     assert len(drain(replay)) == 30
     assert not any("look like instruments" in c for c in replay.cautions), replay.cautions
+
+
+@pytest.mark.parametrize("folder", ["hk", "XHKG", "HKEX", "TSE", "JPX", "Tokyo", "TSE/2024-06-03", "stocks"])
+@pytest.mark.parametrize("spec", [None, "binance-trades"])
+def test_a_numeric_file_name_is_its_stock_whatever_folder_holds_it(tmp_path: Path, folder: str, spec) -> None:
+    """review 174, finding 1: only a list of upper-case exchange codes (HK, JT, ...) was known, so in `hk/`,
+    `XHKG/`, `TSE/2024-06-03/` every stock of the folder was one stream, the folder's (or --preset's BTCUSDT)."""
+    paths = [capture_trades(tmp_path / folder / "0700.csv", 380.0), capture_trades(tmp_path / folder / "0005.csv",
+                                                                                   65.0)]
+    replay = FileReplay(paths, columns=spec)
+    assert {t.stream for t in drain(replay)} == {"0700", "0005"}, replay.notes
+    assert not replay.cautions and not any("BTCUSDT" in n for n in replay.notes), replay.notes
+
+
+def test_a_numeric_file_name_in_a_date_s_shape(tmp_path: Path) -> None:
+    """A code in a date's shape is one in an exchange's folder or beside a code; alone it may be a day's file, and
+    the numbered files of a pair's folder are its parts: the folder names them."""
+    for name in ("hk/2020.csv", "stocks/2020.csv"):
+        capture_trades(tmp_path / "stocks" / "0700.csv", 380.0)
+        assert {t.stream for t in drain(FileReplay(capture_trades(tmp_path / name, 8.5)))} == {"2020"}
+    assert {t.stream for t in drain(FileReplay(capture_trades(tmp_path / "AAPL" / "2024" / "0102.csv", 185.0)))} \
+        == {"AAPL"}
+    parts = [capture_trades(tmp_path / "ETHUSDT" / f"{n:03d}.csv", 2650.0) for n in (0, 1, 700)]
+    assert {t.stream for t in drain(FileReplay(parts))} == {"ETHUSDT"}
+
+
+def test_a_symbol_column_names_the_stream_over_a_numeric_file_name(tmp_path: Path) -> None:
+    path = tmp_path / "XHKG" / "0700.csv"
+    path.parent.mkdir()
+    path.write_text("Time,Symbol,Price,Volume\n" + "".join(
+        f"2024-06-03 09:30:{i:02d}.5,{('0700', '0005')[i % 2]},{(380.0, 65.0)[i % 2]},100\n" for i in range(12)))
+    assert {t.stream for t in drain(FileReplay(path))} == {"0700", "0005"}
