@@ -219,7 +219,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         given = ("no column map given" if spec is None
                  else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")
         notes.append(f"{path.name}: {given}; read as {describe_map(cmap)}")
-        notes += vendor_notes(path, list(schema), cmap)
+        notes += vendor_notes(path, list(schema), cmap, by_keys=shaped_note is not None)
         cmap, zoned_notes = _zone_of_header(path, cmap, schema, first)
         notes += zoned_notes
         notes += [] if "ts" in getattr(spec, "keys", {}) else other_clock_note(path, list(schema), cmap)

@@ -81,11 +81,15 @@ def coinbase_sides(path: Path, names: Iterable[str], cmap: ColumnMap) -> ColumnM
     return replace(cmap, side_map=dict(MAKER_SIDE))
 
 
-def vendor_notes(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
-    """Notes on a detected layout that reads but is a vendor's whose fields mean otherwise."""
+def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = False) -> list[str]:
+    """Notes on a detected layout that reads but is a vendor's whose fields mean otherwise. `by_keys`: the layout
+    was known by an exchange's JSON keys (connectors/exchange_shapes.py), not by the file's name."""
     columns = {normal_name(n) for n in names}
     if cmap.side is not None and cmap.side_map == MAKER_SIDE and _coinbase_columns(columns):
-        return [f"{path.name}: its columns are Coinbase Exchange's trades layout and its name says Coinbase: "
+        # the signal that flipped the sides: a REST dump's keys (ADA-USD-trades.json's name says no Coinbase)
+        known = ("its records are Coinbase Exchange's REST trades, known by their JSON keys" if by_keys else
+                 "its columns are Coinbase Exchange's trades layout and its name says Coinbase")
+        return [f"{path.name}: {known}: "
                 f"{cmap.side!r} is the MAKER's side, read flipped to the aggressor's (buy = sell, sell = buy), as "
                 f"--preset coinbase-trades reads it; a full map (--columns ts={cmap.ts},price={cmap.price},"
                 f"size={cmap.size},side={cmap.side}) reads the sides as they are"]

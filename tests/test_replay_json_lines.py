@@ -418,6 +418,28 @@ def test_a_coinbase_rest_dump_flips_the_makers_side_and_sorts_by_time(tmp_path: 
                             "coinbase-trades preset, side flipped") for n in replay.notes)
 
 
+
+def test_a_coinbase_rest_dump_s_note_gives_its_keys_not_its_name_as_the_reason(tmp_path: Path) -> None:
+    """review 174, finding 6: ADA-USD-trades.json, known by its JSON keys, was said to have a name that says
+    Coinbase. A CSV of those columns is flipped only by its name, and says so."""
+    page = [{"trade_id": 9 - i, "side": ("buy", "sell")[i % 2], "size": "0.1", "price": f"{0.45 + i * 0.001:.3f}",
+             "time": f"2024-01-02T00:00:0{9 - i}.5Z"} for i in range(10)]
+    dump = tmp_path / "ADA-USD-trades.json"
+    dump.write_text(json.dumps(page))
+    ticks, replay = read(dump)
+    assert {t.stream for t in ticks} == {"ADA-USD"}
+    said = [n for n in replay.notes if "MAKER's side" in n]
+    assert said == ["ADA-USD-trades.json: its records are Coinbase Exchange's REST trades, known by their JSON keys: "
+                    "'side' is the MAKER's side, read flipped to the aggressor's (buy = sell, sell = buy), as --preset "
+                    "coinbase-trades reads it; a full map (--columns ts=time,price=price,size=size,side=side) reads "
+                    "the sides as they are"], replay.notes
+    csv = tmp_path / "coinbase-ADA-USD.csv"
+    csv.write_text("trade_id,side,size,price,time\n" + "".join(
+        f"{r['trade_id']},{r['side']},{r['size']},{r['price']},{r['time']}\n" for r in page))
+    _, replay = read(csv)
+    assert any(n.startswith("coinbase-ADA-USD.csv: its columns are Coinbase Exchange's trades layout and its name "
+                            "says Coinbase: 'side' is the MAKER's side") for n in replay.notes), replay.notes
+
 def test_flattened_okx_kraken_and_bybit_records_read_as_the_docs_say(tmp_path: Path) -> None:
     """What `jq -c '.data[]'` writes of their websocket messages: OKX's epoch ms as a string, Kraken v2's ISO
     times, Bybit's single letters with the map docs/replay.md gives."""
