@@ -525,7 +525,8 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
                    "(default 128)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or log lines, only the final table (and "
                    "one line on the streams too short to split, and one on the rows the files' reading rejected, if "
-                   "any; the notes on what the split and scores mean are said still)")
+                   "any; the notes on what the split and scores mean, and the reading's cautions such as two "
+                   "instruments in one stream, are said still)")
     size = p.add_argument_group("model size (with --from-scratch)")
     for flag, default in SIZE_FLAGS.items():
         size.add_argument(f"--{flag.replace('_', '-')}", type=int, default=None, help=f"(default {default})")
@@ -546,7 +547,8 @@ def _add_train_parsers(sub: Any, reading: argparse.ArgumentParser) -> None:
                    "a .png, .svg, .pdf, .jpg or .jpeg name, checked before the run")
     p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table (and "
                    "one line on the streams too short to split, and one on the rows the files' reading rejected, if "
-                   "any; the notes on what the split and scores mean are said still)")
+                   "any; the notes on what the split and scores mean, and the reading's cautions such as two "
+                   "instruments in one stream, are said still)")
     p.set_defaults(run=cmd_evaluate)
 
 

@@ -45,7 +45,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     device = resolve_device(args.device)
     model, codec = load_tick_model(model_dir, device)
     streams, rejected = read_streams([str(f) for f in args.files], column_map_of(args), note=said,
-                                     streams=args.streams)
+                                     streams=args.streams, caution=caution)
     # train's rule: a part of fewer ticks left a test slice of one tick, an empty table and exit 0
     min_ticks = min_part_ticks(codec, window_ticks(model))
     prepared, skipped = prepare(codec, streams, split, min_ticks, training=False, name_all=args.verbose,

@@ -115,7 +115,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         caution: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Train, keep the best validation weights, save the checkpoint, score the test part; the run's record.
     ``caution`` (default ``log``) takes the notes that change what the results mean or what to do (a --gap
-    widened, streams over the same hours, a thin validation part): `train --quiet` says them still."""
+    widened, streams over the same hours, a thin validation part, the reading's cautions: two instruments in one
+    stream): `train --quiet` says them still."""
     caution = caution or log
     t0 = time.time()
     device = resolve_device(options.device)
@@ -128,7 +129,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         cfg = base_config(cfg, model)
         torch.manual_seed(cfg.seed)
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"),
-                                         streams=options.streams)
+                                         streams=options.streams, caution=lambda line: caution(f"note: {line}"))
     min_ticks = min_part_ticks(codec, cfg.window_ticks)
     streams, skipped = prepare(codec, streams_raw, options.split, min_ticks, name_all=options.name_left_out,
                                session_gap_ns=options.session_gap_ns)

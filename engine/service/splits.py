@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from connectors.cautions import Caution
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.labels import NO_LABEL, label_series, marks_of
 from connectors.replay import FileReplay
@@ -182,13 +183,17 @@ def longest_horizon(codec: BinnedCodec) -> int:
 
 
 def read_streams(files: list[str], columns: Any = None, note: Callable[[str], None] = lambda _: None,
-                 streams: list[str] | None = None) -> tuple[dict[str, list[Tick]], dict[str, int]]:
+                 streams: list[str] | None = None, caution: Callable[[str], None] | None = None
+                 ) -> tuple[dict[str, list[Tick]], dict[str, int]]:
     """Every valid tick of `files` (FileReplay: presets, column maps, detection), grouped by stream;
     and the rejected rows by reason. ``note`` is told how the files are read (the map detected, a time zone
-    assumed, ...), as `backtest` tells it. ``streams`` (names or globs) reads those streams alone."""
+    assumed, ...), as `backtest` tells it; ``caution`` (default ``note``) the reading's cautions among them (two
+    instruments in one stream, two sources interleaved: connectors/cautions.py), which change what the scores mean
+    and so are said where the plain notes are quieted (--quiet). ``streams`` (names or globs) reads those alone."""
     replay = FileReplay(files, columns=columns, streams=streams)
     for line in replay.notes:
-        note(line)
+        say = caution if caution is not None and isinstance(line, Caution) else note
+        say(line)
     by_stream: dict[str, list[Tick]] = defaultdict(list)
     while not replay.done:
         for tick in replay.next_batch(65536):
