@@ -844,12 +844,33 @@ def test_every_control_command_takes_a_timeout(capsys) -> None:
             started = time.monotonic()
             code, _, err = run(capsys, *command, "--control", f"tcp://127.0.0.1:{port}", "--timeout", "0.5")
             assert code != 0 and "0.5" in err and time.monotonic() - started < 10, err
-        code, _, err = run(capsys, "list", "--control", f"tcp://127.0.0.1:{port}", "--timeout", "0")
-        assert code == 2 and "--timeout must be a number of seconds > 0, got 0" in err
+        with pytest.raises(SystemExit) as exited:  # a usage error (cli_parser._timeout)
+            main(["list", "--control", f"tcp://127.0.0.1:{port}", "--timeout", "0"])
+        err = capsys.readouterr().err
+        assert exited.value.code == 2 and "argument --timeout: must be a finite number of seconds > 0, got '0'" in err
         code, _, err = run(capsys, "stats", "--control", "tcp://127.0.0.1:1", "--timeout", "0.5")  # none listening
         assert code == 2 and "nothing accepted it within 0.5 s" in err, err
     finally:
         router.close(linger=0)
+
+
+def test_every_control_commands_timeout_refuses_inf_and_nan_naming_the_option(capsys) -> None:
+    """Review 174, finding 4: `health`, `stats`, `ask` ... --timeout inf passed the CLI's `> 0` check and was refused
+    in the client as "timeout_s is a number of seconds > 0, got inf": a key the user never typed, and inf is > 0.
+    Every control command's --timeout (one argparse type) now refuses a non-finite value when the line is parsed."""
+    from engine.service.cli_parser import build_parser, subcommands
+
+    commands = [name for name, sub in subcommands(build_parser()).items()
+                if any("--timeout" in action.option_strings for action in sub._actions)]  # noqa: SLF001
+    assert {"health", "stats", "ask", "list", "register"} <= set(commands), commands
+    for command in commands:
+        for value in ("inf", "nan", "-inf"):
+            with pytest.raises(SystemExit) as exited:
+                main([command, "--control", "tcp://127.0.0.1:1", f"--timeout={value}"])
+            err = capsys.readouterr().err
+            assert exited.value.code == 2, (command, value, err)
+            assert err.strip().splitlines()[-1] == (f"flashtick {command}: error: argument --timeout: must be a finite "
+                                                    f"number of seconds > 0, got '{value}'"), (command, err)
 
 
 def test_health_exits_3_for_a_service_that_is_connected_but_does_not_reply_in_time(capsys) -> None:

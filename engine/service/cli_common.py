@@ -55,8 +55,7 @@ def curve_keys(args: argparse.Namespace) -> dict[str, Any]:
 def control_client(args: argparse.Namespace, refused_at_once: bool = False) -> Any:
     from engine.service.client import ControlClient
 
-    if not args.timeout > 0:
-        raise ValueError(f"--timeout must be a number of seconds > 0, got {args.timeout:g}")
+    # --timeout is a finite number of seconds > 0 by now (cli_parser._timeout)
     return ControlClient(args.control, timeout_s=args.timeout, refused_at_once=refused_at_once, **curve_keys(args))
 
 

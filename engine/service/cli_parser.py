@@ -146,7 +146,7 @@ def _control_options(reply: str, detail: str = "", refused_at_once: bool = False
     control_op = argparse.ArgumentParser(add_help=False)
     control_op.add_argument("--control", default=None, help=CONTROL_HELP)
     refused = "; at once when it is refused (exit 2)" if refused_at_once else ""
-    control_op.add_argument("--timeout", type=float, default=30.0, metavar="S",
+    control_op.add_argument("--timeout", type=_timeout, default=30.0, metavar="S",
                             help=f"seconds to wait for {reply} (default 30){detail}. The engine replies between "
                                  f"forwards, so a forward in progress delays it; a connection nothing accepts is "
                                  f"given up after the connect wait, the smaller of 10 s and S{refused}")
@@ -428,13 +428,19 @@ def _non_negative(text: str) -> float:
     return _finite_number(text, zero_ok=True)
 
 
-def _finite_number(text: str, zero_ok: bool) -> float:
+def _timeout(text: str) -> float:
+    """An argparse type for every control command's --timeout: a finite number of seconds > 0. `inf` got past
+    a check of `> 0` and was refused inside the client as "timeout_s ...", a name the user never typed."""
+    return _finite_number(text, zero_ok=False, what="a finite number of seconds")
+
+
+def _finite_number(text: str, zero_ok: bool, what: str = "a number") -> float:
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not (0 <= value if zero_ok else 0 < value) or not value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a number {'>=' if zero_ok else '>'} 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {what} {'>=' if zero_ok else '>'} 0, got {text!r}")
     return value
 
 
