@@ -304,6 +304,27 @@ def test_a_paced_replay_says_a_long_wait_for_its_next_tick_as_it_begins(tmp_path
         FileReplay(tmp_path / "weekend.csv", max_gap_s=5.0)
 
 
+def test_feed_replay_speed_0_negative_or_inf_is_refused_naming_how_to_ask_for_as_fast_as_possible(
+        pull, tmp_path, capsys) -> None:
+    """Review 174, finding 5: `feed replay --speed 0` said "speed must be None (as fast as possible) or ...": None is
+    no value a command line can give. --help's default ("as fast as possible") is the option left out, so 0 is not
+    read as it: refused as the line is parsed (exit 2), saying to leave --speed out. Nothing is sent."""
+    from engine.service.cli import main
+
+    sock, endpoint = pull
+    weekend_trades(tmp_path / "weekend.csv")
+    for value in ("0", "-2", "inf", "nan"):
+        with pytest.raises(SystemExit) as exited:
+            main(["feed", "replay", str(tmp_path / "weekend.csv"), f"--speed={value}", "--endpoint", endpoint,
+                  "--control", "", "--answers", ""])
+        err = capsys.readouterr().err
+        assert exited.value.code == 2, err
+        assert err.splitlines()[-1] == (f"flashtick feed replay: error: argument --speed: must be a finite number > 0, "
+                                        f"got '{value}' (leave --speed out for as fast as possible)"), err
+    with pytest.raises(zmq.Again):
+        sock.recv(zmq.NOBLOCK)
+
+
 def test_feed_replay_max_gap_shortens_a_weekend_and_says_so(pull, tmp_path) -> None:
     """`feed replay --speed 100 --max-gap 0.5` over a weekend sends every tick without the 39-minute wait, and says
     the gap it shortened, as it begins and in its summary."""

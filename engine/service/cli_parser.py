@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     f = feed_sub.add_parser("replay", help="replay Parquet/CSV/DBN tick files",
                             parents=[keys, clients, feeding, reading, time_range])
     f.add_argument("files", nargs="+", type=Path, help=FILES_HELP)
-    f.add_argument("--speed", type=float, default=None, help="real time x N (default: as fast as possible); a "
+    f.add_argument("--speed", type=_speed, default=None, help="real time x N (default: as fast as possible); a "
                    "wait of more than 5 s for the next tick (a night's or a weekend's gap) is said as it begins")
     f.add_argument("--max-gap", type=_positive, default=None, metavar="SECONDS", help="with --speed: wait at most "
                    "this many wall seconds between two ticks, skipping the rest of a longer gap (a night, a "
@@ -428,13 +428,23 @@ def _non_negative(text: str) -> float:
     return _finite_number(text, zero_ok=True)
 
 
+def _speed(text: str) -> float:
+    """An argparse type for `feed replay --speed`: a finite x real time > 0. 0, a negative or inf was refused by
+    FileReplay as "speed must be None (as fast as possible) ...", a value no command line can give: the way to ask
+    for as fast as possible is to leave the option out."""
+    try:
+        return _positive(text)
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"{e} (leave --speed out for as fast as possible)") from None
+
+
 def _timeout(text: str) -> float:
     """An argparse type for every control command's --timeout: a finite number of seconds > 0. `inf` got past
     a check of `> 0` and was refused inside the client as "timeout_s ...", a name the user never typed."""
     return _finite_number(text, zero_ok=False, what="a finite number of seconds")
 
 
-def _finite_number(text: str, zero_ok: bool, what: str = "a number") -> float:
+def _finite_number(text: str, zero_ok: bool, what: str = "a finite number") -> float:
     try:
         value = float(text)
     except ValueError:
