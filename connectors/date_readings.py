@@ -22,12 +22,14 @@ SETTLE_ROWS = 10_000  # rows read to settle a date that reads two ways in the fi
 
 class RowsRead(NamedTuple):
     """What a file's first SETTLE_ROWS times show of a two-way date's readings: the readings that read every one,
-    the rows each reading alone reads (their count and the first), and the rows no reading reads."""
+    the rows each reading alone reads (their count and the first), the rows no reading reads, and the first row
+    each reading does not read (None: it reads them all)."""
 
     rows: int
     read_all: list[str]
     only: dict[str, tuple[int, str | None]]
     unread: int
+    missed: dict[str, str | None]
 
 
 def settled_reading(path: Path, names: Sequence[str] | None, dialect: Dialect | None, cmap: ColumnMap,
@@ -70,7 +72,8 @@ def _rows_read(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
         alone = frame.filter(pl.col(f"r{i}") & (pl.col("n") == 1))["t"]
         only[f] = (len(alone), alone[0] if len(alone) else None)
     read_all = [f for i, f in enumerate(readings) if frame[f"r{i}"].all()]
-    return RowsRead(frame.height, read_all, only, frame.filter(pl.col("n") == 0).height)
+    missed = {f: next(iter(frame.filter(~pl.col(f"r{i}"))["t"]), None) for i, f in enumerate(readings)}
+    return RowsRead(frame.height, read_all, only, frame.filter(pl.col("n") == 0).height, missed)
 
 
 def _advice(read: RowsRead) -> str:
@@ -86,4 +89,15 @@ def _advice(read: RowsRead) -> str:
         shown = " and others only as ".join(f"{f!r} ({example[:40]!r})" for f, (_, example) in alone.items())
         return (f"{options}: of its first {read.rows:,} rows, some read only as {shown}: dates written both ways, "
                 f"which no one format reads{unread}")
-    return f"{options}: every date of its first {read.rows:,} rows reads both ways{unread}"
+    if not read.read_all or len(read.read_all) == len(read.only):
+        return f"{options}: every date of its first {read.rows:,} rows reads {_ways(len(read.only))}{unread}"
+    # a dashed two-digit year's three readings (`04-12-26`), one ruled out by a row (`13-12-26`: no month 13) and
+    # two left (day-first, year-first): those two, and the rows that rule the others out
+    fitting = " or ".join(f"--ts-format {f!r}" for f in read.read_all)
+    ruled_out = "; ".join(f"{example[:40]!r} does not read as {f!r}" for f, example in read.missed.items()
+                          if example is not None)
+    return f"{fitting}: every date of its first {read.rows:,} rows reads {_ways(len(read.read_all))} ({ruled_out})"
+
+
+def _ways(n: int) -> str:
+    return "both ways" if n == 2 else f"all {n} ways"

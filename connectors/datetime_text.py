@@ -24,6 +24,9 @@ TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m
                 "%d/%m/%y %H:%M:%S%.f", "%m/%d/%y %H:%M:%S%.f",  # two-digit years (IG's 08/03/24)
                 "%d-%b-%Y %H:%M:%S%.f", "%d-%b-%y %H:%M:%S%.f",  # LSEG's legacy 02-Jan-2024, NSE's 04-Dec-26
                 "%d.%m.%y %H:%M:%S%.f",  # German exports' 04.12.26
+                # dashes with a two-digit year read three ways (`04-12-26`: 4 Dec, 12 Apr 2026 or 26 Dec 2004): never
+                # guessed; the file's rows settle one (a field > 12 is a day, > 31 a year) or the read is refused
+                "%d-%m-%y %H:%M:%S%.f", "%m-%d-%y %H:%M:%S%.f", "%y-%m-%d %H:%M:%S%.f",
                 "%Y-%m-%dD%H:%M:%S%.f",  # kdb+'s timestamps (BitMEX's dumps: 2024-01-02D00:00:01.000000789)
                 "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M")  # minute bars without seconds (Bloomberg's 1/2/2024 09:30)
 ISO = re.compile(r"^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)?)?$", re.IGNORECASE)
@@ -60,7 +63,7 @@ DATE_SHAPES = ((r"\d{4}-\d\d-\d\d", ("%Y-%m-%d",)), (r"\d{4}\.\d\d\.\d\d", ("%Y.
                (r"\d\d?\.\d\d?\.\d{4}", ("%d.%m.%Y",)), (r"\d\d?/\d\d?/\d{4}", ("%m/%d/%Y", "%d/%m/%Y")),
                (r"\d\d?-\d\d?-\d{4}", ("%d-%m-%Y", "%m-%d-%Y")), (r"\d\d?/\d\d?/\d\d", ("%m/%d/%y", "%d/%m/%y")),
                (r"\d\d?-[A-Za-z]{3}-\d{4}", ("%d-%b-%Y",)), (r"\d\d?-[A-Za-z]{3}-\d\d", ("%d-%b-%y",)),
-               (r"\d\d?\.\d\d?\.\d\d", ("%d.%m.%y",)))
+               (r"\d\d?\.\d\d?\.\d\d", ("%d.%m.%y",)), (r"\d\d?-\d\d?-\d\d", ("%d-%m-%y", "%m-%d-%y", "%y-%m-%d")))
 CLOCK_SHAPES = ((r"\d\d?:\d\d:\d\d(\.\d+)?", "%H:%M:%S%.f"), (r"\d\d?:\d\d", "%H:%M"), (r"\d{9}", "%H%M%S%3f"),
                 (r"\d{6}(\.\d+)?", "%H%M%S%.f"))
 

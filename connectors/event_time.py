@@ -319,7 +319,8 @@ def time_hint(path: Path, cmap: ColumnMap, first: str, words: list[str] | None =
             zone = f"; but its first rows' times are written with {', '.join(names)}: {_names_hint(names, fits)}"
         return (f"{where}, which is not ISO 8601{' nor ' + repr(cmap.ts_format) if cmap.ts_format else ''}: "
                 f"give its format with strftime codes, e.g. --ts-format {example}{zone}"
-                + (" (both read it: which is the day?)" if len(fits) > 1 else ""))
+                + (" (both read it: which is the day?)" if len(fits) == 2 else
+                   f" (all {len(fits)} read it: which is the day, which the year?)" if len(fits) > 2 else ""))
     return f"{where}, not a number of {cmap.ts_unit}"
 
 

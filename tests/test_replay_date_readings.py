@@ -19,10 +19,10 @@ from test_vendor_files import drain, ns
 DASHED = "%m-%d-%Y %H:%M:%S%.f"
 
 
-def timed_rows(path: Path, header: str, days: tuple[int, ...], row: str, per_day: int = 30) -> Path:
-    """A file of `per_day` rows each of these days of December 2026 from 10:00, 10 s apart: `row` formatted with
+def timed_rows(path: Path, header: str, days: tuple[int, ...], row: str, per_day: int = 30, year: int = 2026) -> Path:
+    """A file of `per_day` rows each of these days of December `year` from 10:00, 10 s apart: `row` formatted with
     the row's datetime as `t` and its number as `i`."""
-    times = [datetime(2026, 12, d, 10) + timedelta(seconds=10 * i) for d in days for i in range(per_day)]
+    times = [datetime(year, 12, d, 10) + timedelta(seconds=10 * i) for d in days for i in range(per_day)]
     path.write_text(header + "\n" + "".join(row.format(t=t, i=i) + "\n" for i, t in enumerate(times)),
                     encoding="utf-8")
     return path
@@ -139,3 +139,46 @@ def test_a_two_digit_years_refusal_gives_a_format_that_reads_it(tmp_path: Path) 
         proposed = re.search(r"--ts-format '([^']+)'", str(refused.value))[1]
         assert proposed == "%d-%b-%y %I:%M:%S%.f %p"
         assert drain(FileReplay(path, columns={"ts_format": proposed}))[0].ts == ns("2026-12-04T10:00:00+00:00")
+
+
+DMY, MDY, YMD = ("%d-%m-%y %H:%M:%S%.f", "%m-%d-%y %H:%M:%S%.f", "%y-%m-%d %H:%M:%S%.f")
+
+
+@pytest.mark.parametrize("written, year, days, read_as", [
+    ("{t:%m-%d-%y %H:%M:%S}", 2026, (4, 14), MDY),  # `12-14-26`: no month 14 (day- and year-first out)
+    ("{t:%d-%m-%y %H:%M:%S}", 1999, (4, 13), DMY),  # `04-12-99`: no day 99 (year-first out); `13-12-99`: no month 13
+    ("{t:%y-%m-%d %H:%M:%S}", 1999, (4, 13), YMD)])  # `99-12-04`: a field > 31 is a year
+def test_a_dashed_two_digit_year_is_read_the_way_the_files_rows_settle(tmp_path: Path, written: str, year: int,
+                                                                        days: tuple[int, ...], read_as: str) -> None:
+    """Review 174, finding 7: `04-12-26 09:15:00` was refused as not ISO 8601 with an example, `%Y%m%d ...`, that
+    reads no dashed date. A dashed date with a two-digit year reads day-first, month-first and year-first; the
+    file's rows settle it as they settle `12-04-2026` (only one reading reads them all), said in a note."""
+    path = timed_rows(tmp_path / "dashed.csv", "Date,Price,Qty", days, written + ",2500.{i:02d},10", year=year)
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert dict(replay.rejected) == {}
+    assert ticks[0].ts == ns(f"{year}-12-04T10:00:00+00:00")
+    assert ticks[-1].ts == ns(f"{year}-12-{days[-1]}T10:04:50+00:00")
+    assert f"datetime, {read_as})" in replay.notes[0], replay.notes
+    assert any(note.startswith("dashed.csv: its dates write the year in two digits (") and
+               note.endswith(f"read as {year}, as polars reads %y: 00-69 as 2000-2069, 70-99 as 1970-1999")
+               for note in replay.notes), replay.notes
+
+
+def test_a_dashed_two_digit_year_the_rows_do_not_settle_is_refused_with_the_readings_that_fit(tmp_path: Path) -> None:
+    """`04-12-26` then `13-12-26` (the review's file): no month 13 rules month-first out, but 13 and 26 read as a
+    day and as a year alike (26 December 2013): refused with the two readings left and what ruled the third out,
+    never with `%Y%m%d`. Rows whose fields are all <= 12 but the year: all three readings."""
+    path = timed_rows(tmp_path / "INFY.csv", "Date,Price,Qty", (4, 13), "{t:%d-%m-%y %H:%M:%S},2500.{i:02d},10")
+    with pytest.raises(ValueError, match="a date that reads more than one way") as refused:
+        FileReplay(path)
+    assert str(refused.value).endswith(
+        f"give the one it is, --ts-format '{DMY}' or --ts-format '{YMD}': every date of its first 60 rows reads both "
+        f"ways ('13-12-26 10:00:00' does not read as '{MDY}')"), refused.value
+    assert "%Y" not in str(refused.value)
+    assert drain(FileReplay(path, columns={"ts_format": DMY}))[0].ts == ns("2026-12-04T10:00:00+00:00")
+    path = timed_rows(tmp_path / "never.csv", "Date,Price,Qty", (4, 7), "{t:%d-%m-%y %H:%M:%S},2500.{i:02d},10")
+    with pytest.raises(ValueError, match="a date that reads more than one way") as refused:
+        FileReplay(path)
+    assert str(refused.value).endswith(f"--ts-format '{DMY}' or --ts-format '{MDY}' or --ts-format '{YMD}': every "
+                                       f"date of its first 60 rows reads all 3 ways"), refused.value
