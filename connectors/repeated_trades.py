@@ -109,6 +109,9 @@ def repeated_across(one: Any, other: Any, stream: str, start: int, end: int) -> 
                        first["_id"])
 
 
+_KEY_TYPES = {"price": pl.Float64, "size": pl.Float64, "side": pl.String}
+
+
 def _window(plan: Any, stream: str, start: int, end: int, fields: list[str]) -> pl.DataFrame:
     """A plan's trades of ``stream`` stamped ``start`` to ``end`` (ns), with their ids: (`_ns`, fields, `_row`,
     `_id`)."""
@@ -117,7 +120,9 @@ def _window(plan: Any, stream: str, start: int, end: int, fields: list[str]) -> 
     rows = rows.filter(pl.col("_ns").is_between(start, end))
     if plan.columns.stream_col is not None:
         rows = rows.filter(pl.col("stream") == stream)
-    window = rows.select("_ns", *fields, ROW_COLUMN).collect()
+    # one dtype per key for the join: a Parquet file keeps its integer sizes (Int64) where a CSV's read as Float64,
+    # and polars refuses to join the two (the ids are String and the times Int64 ns already)
+    window = rows.select("_ns", *(pl.col(key).cast(_KEY_TYPES[key]) for key in fields), ROW_COLUMN).collect()
     ids = plan.trade_ids.filter(pl.col(ROW_COLUMN).is_in(window[ROW_COLUMN].implode())).collect()
     return window.join(ids, on=ROW_COLUMN).drop_nulls("_id")
 

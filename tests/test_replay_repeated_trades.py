@@ -119,6 +119,22 @@ def test_trades_repeated_across_consecutive_pages_are_said_as_repeats_not_two_ve
     assert len(drain(replay)) == 120 and replay.cautions == []
 
 
+def test_a_csv_page_and_a_parquet_page_with_whole_sizes_are_compared_not_a_join_error(tmp_path: Path,
+                                                                                       capsys) -> None:
+    # the review's pair: the CSV's sizes read as Float64, the Parquet keeps its Int64, and polars refused the join
+    rows = [(1704186000000 + i * 1000, 1000 + i, "ETHUSDT", 2000 + i % 7 * 0.25, 1 + i % 3, ("sell", "buy")[i % 3 > 0])
+            for i in range(60)]
+    cols = ["timestamp", "trade_id", "symbol", "price", "qty", "side"]
+    pl.DataFrame(rows[:32], schema=cols, orient="row").write_csv(tmp_path / "page0.csv")
+    pl.DataFrame(rows[30:], schema=cols, orient="row").write_parquet(tmp_path / "page1.parquet")
+    code = main(["backtest", str(tmp_path / "page0.csv"), str(tmp_path / "page1.parquet"), "--out",
+                 str(tmp_path / "a.parquet"), "--quiet", "--threads", "1"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert (f"stream ETHUSDT: 2 trade(s) of {tmp_path / 'page1.parquet'} repeat trades of {tmp_path / 'page0.csv'}, "
+            f"their trade id (column 'trade_id')") in out, out
+
+
 def test_two_vendors_of_one_stream_over_one_time_keep_their_caution(tmp_path: Path) -> None:
     one, other = okx_pages(tmp_path, pages=1)[0], tmp_path / "BTC-USDT-SWAP-trades-other.csv"
     other.write_text(OKX_HEADER + "".join(f"BTC-USDT-SWAP,{900 + i},buy,42001.0,1,{1704153600000 + i * 400}\n"
