@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import gzip
 import re
+import shlex
 import shutil
 import tempfile
 import zipfile
@@ -72,13 +73,15 @@ def utf16_encoding(path: Path) -> str | None:
     return None
 
 
+UNZIP_PREFIX = "flashtick-unzip-"  # the temporary folder an archive's members are unpacked into (`Unpacked`)
 TEXT_HEAD = 1 << 16  # bytes of a text file checked for UTF-8
 COPY_CHARS = 1 << 20  # characters a text copy (`Unpacked.text_copy`) reads and writes at a time
 
 
 def not_utf8(path: Path) -> str | None:
     """Why a text file that is not UTF-16 cannot be read as UTF-8 (polars reads UTF-8 only): its first line that
-    is not, with the likely encoding and the command that converts it; None when all of it is UTF-8. The whole file
+    is not, with the likely encoding and the command that converts it, which names the file by the path as given (it
+    pastes where the user ran ours; an archive's member by its name); None when all of it is UTF-8. The whole file
     is checked once (`_first_not_utf8`: a Euronext export's `Société Générale` may first come at line 1,500), so
     the read is decided before it starts. Japanese exports are usually Shift_JIS (cp932), Chinese ones GBK (cp936),
     Western Windows tools' Windows-1252."""
@@ -93,8 +96,11 @@ def not_utf8(path: Path) -> str | None:
     likely = next(((name, codec) for name, codec, python in LIKELY_ENCODINGS if _reads_as(sample, python)), None)
     if likely is None:
         return f"its text is not UTF-8 (line {line}); convert it to UTF-8 (iconv -f ENCODING -t utf-8)"
+    # an archive's member is unpacked in a temporary folder: the user converts it once unpacked, by its name
+    shown = path.name if any(part.startswith(UNZIP_PREFIX) for part in path.parts) else str(path)
+    converted = str(Path(shown).with_name(f"utf8_{Path(shown).name.removesuffix('.gz')}"))  # beside the file
     return (f"its text is not UTF-8 (line {line}): it reads as {likely[0]}; convert it first, e.g. iconv -f "
-            f"{likely[1]} -t utf-8 {path.name} > utf8_{path.name.removesuffix('.gz')}")
+            f"{likely[1]} -t utf-8 {shlex.quote(shown)} > {shlex.quote(converted)}")
 
 
 # (the name said, iconv's codec, Python's), in the order tried: GBK's pairs of high bytes are told from the others'
@@ -234,7 +240,7 @@ class Unpacked:
             if twice:
                 raise ValueError(f"{archive_path}: the zip archive holds {twice[0]!r} in more than one folder; "
                                  f"unpack it and give the files")
-            self._dir = tempfile.mkdtemp(prefix="flashtick-unzip-")
+            self._dir = tempfile.mkdtemp(prefix=UNZIP_PREFIX)
             folder = Path(self._dir).joinpath(*folder_chain(archive_path))
             folder.mkdir(parents=True)
             self.paths: list[Path] = []

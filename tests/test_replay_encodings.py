@@ -7,6 +7,7 @@ Every fixture is written here, from code, into tmp_path."""
 from __future__ import annotations
 
 import gzip
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -17,23 +18,32 @@ from test_vendor_files import drain
 JAPANESE = "時刻,銘柄コード,約定値,出来高\n2026-03-10T09:00:00,7203,3450,100\n"
 
 
-def test_a_shift_jis_file_is_named_with_the_command_that_converts_it(tmp_path: Path) -> None:
-    path = tmp_path / "jpx.csv"
+def test_a_shift_jis_file_is_named_with_the_command_that_converts_it(tmp_path: Path, monkeypatch) -> None:
+    # the command names the path as given (it once named `jpx.csv` alone, which fails pasted where ours ran),
+    # shell-quoted
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my exports").mkdir()
+    path = Path("my exports/jpx.csv")
     path.write_bytes(JAPANESE.encode("cp932"))
     with pytest.raises(ValueError, match=r"cannot detect the column layout.*its text is not UTF-8 \(line 1\): it "
                                          r"reads as Shift_JIS \(cp932\); convert it first, e.g. iconv -f cp932 -t "
-                                         r"utf-8 jpx.csv > utf8_jpx.csv"):
+                                         r"utf-8 'my exports/jpx.csv' > 'my exports/utf8_jpx.csv'"):
         FileReplay(path)
     named = {"ts": "時刻", "stream_col": "銘柄コード", "price": "約定値", "size": "出来高"}
     with pytest.raises(ValueError, match=r"the column map needs .*which the file lacks.*iconv -f cp932"):
         FileReplay(path, columns=named)
-    converted = tmp_path / "utf8_jpx.csv"  # as the command would write it
+    converted = tmp_path / "my exports" / "utf8_jpx.csv"  # as the command would write it
     converted.write_text(JAPANESE)
     assert [(t.stream, t.price) for t in drain(FileReplay(converted, columns=named))] == [("7203", 3450.0)]
     gzipped = tmp_path / "jpx.csv.gz"
     gzipped.write_bytes(gzip.compress(JAPANESE.encode("cp932")))
     with pytest.raises(ValueError, match=r"reads as Shift_JIS \(cp932\)"):
         FileReplay(gzipped)
+    zipped = tmp_path / "my exports" / "jpx.zip"  # a member is named as unpacked, never by our temporary folder
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("jpx.csv", JAPANESE.encode("cp932"))
+    with pytest.raises(ValueError, match=r"iconv -f cp932 -t utf-8 jpx.csv > utf8_jpx.csv$"):
+        FileReplay(zipped)
 
 
 def test_a_windows_1252_file_that_reads_is_read_with_a_caution(tmp_path: Path) -> None:
@@ -61,7 +71,8 @@ def test_a_windows_1252_name_first_written_past_the_header_and_the_first_64_kib_
     assert len(drain(replay)) == 1600 and replay.rejected == {}
     (caution,) = replay.cautions
     assert (f"{path}: its text is not UTF-8 (line 1500): it reads as Windows-1252; convert it first, e.g. iconv -f "
-            f"cp1252 -t utf-8 gle.csv > utf8_gle.csv; read as UTF-8 meanwhile, each byte that is not UTF-8 replaced"
+            f"cp1252 -t utf-8 {path} > {tmp_path / 'utf8_gle.csv'}; read as UTF-8 meanwhile, each byte that is not "
+            f"UTF-8 replaced"
             in caution), caution
 
 
@@ -74,7 +85,7 @@ def test_a_gbk_export_is_named_gbk_not_windows_1252_and_read_with_a_caution(tmp_
     assert [(t.stream, t.price) for t in drain(replay)][:2] == [("cu2601", 78250.0), ("cu2601", 78260.0)]
     (caution,) = replay.cautions
     assert "its text is not UTF-8 (line 2): it reads as GBK (cp936); convert it first, e.g. iconv -f gbk -t " \
-           "utf-8 cu.csv > utf8_cu.csv" in caution, caution
+           f"utf-8 {path} > {tmp_path / 'utf8_cu.csv'}" in caution, caution
     # Chinese column names in GBK: the refusal names GBK, whose reading (iconv -f gbk) gives the names back
     header = "交易日,合约代码,最后修改时间,最新价,数量\n"
     named = tmp_path / "cu_cn.csv"
