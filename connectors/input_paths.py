@@ -22,13 +22,14 @@ SHOWN = 3  # files named in a note, at each end of the list
 class Expanded(NamedTuple):
     items: list[Any]  # the items, each folder and pattern replaced by its files
     notes: list[str]  # a note for each folder and pattern
-    folder_texts: set[Path]  # the `.txt` files found in folders: a readme among them is skipped, as a zip's is
+    folder_texts: dict[Path, Path]  # the `.txt` files found in folders (-> the folder given): a readme among them
+    # is skipped, as a zip's is
 
 
 def expanded(items: list[Any]) -> Expanded:
     """`items` (paths, (path, map) pairs, {"path": ..., "columns": ...} entries) with each folder and each pattern
     that names no file replaced by the files it stands for, each keeping its item's map; and a note for each."""
-    out, notes, texts = [], [], set()
+    out, notes, texts = [], [], {}
     for item in items:
         path = item_path(item)
         found = None if path is None else _files_of(path)
@@ -39,7 +40,7 @@ def expanded(items: list[Any]) -> Expanded:
         out.extend(_with_path(item, file) for file in files)
         notes.append(note)
         if path.is_dir():
-            texts.update(file for file in files if file.suffix.lower() == ".txt")
+            texts.update((file, path) for file in files if file.suffix.lower() == ".txt")
     return Expanded(out, notes, texts)
 
 
@@ -64,7 +65,8 @@ def _files_of(path: Path) -> tuple[list[Path], str] | None:
     if path.is_dir():
         files, skipped = folder_files(path)
         said = f"; skipped {_listed(skipped)}: not tick files" if skipped else ""
-        return files, f"{path}: a folder, read as its {_counted(files)} in the order of their paths " \
+        order = " in the order of their paths" if files[1:] else ""
+        return files, f"{path}: a folder, read as its {_counted(files)}{order} " \
                       f"({_listed([f.relative_to(path) for f in files])}){said}"
     if not is_pattern(path):
         return None
@@ -94,14 +96,27 @@ def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
     """A folder's tick files and zip archives, in the folders inside it too, sorted by path, and the files left out
     (a readme, a `.DS_Store`). Dotfiles and dot-folders (`.git/`) and macOS's `__MACOSX/` are no one's data: left
     out unsaid. A folder holding no tick file is refused, naming what it holds."""
-    held = sorted(p for p in folder.rglob("*") if p.is_file() and not any(
-        part.startswith(".") or part == "__MACOSX" for part in p.relative_to(folder).parts))
+    held = folder_held(folder)
     files = [p for p in held if is_tick_file(p) or is_zip(p)]
     if not files:
-        holds = f"only {_listed([p.relative_to(folder) for p in held])}" if held else "nothing"
-        raise ValueError(f"{folder} is a folder holding no tick file ({holds}); replay reads {READ_TYPES}: give a "
-                         f"folder or files of these")
+        raise no_tick_folder(folder, held)
     return files, [p.relative_to(folder) for p in held if p not in files]
+
+
+def no_tick_folder(folder: Path, held: list[Path], empty: tuple[Path, ...] = ()) -> ValueError:
+    """The refusal of a folder whose files (``held``) hold no tick file; ``empty``: its `.txt` files, read as tick
+    files by their suffix, found to hold no data rows (a one-line readme)."""
+    said = f"; {_listed([p.relative_to(folder) for p in empty])}: no data rows" if empty else ""
+    holds = f"only {_listed([p.relative_to(folder) for p in held])}{said}" if held else "nothing"
+    return ValueError(f"{folder} is a folder holding no tick file ({holds}); replay reads {READ_TYPES}: give a "
+                      f"folder or files of these")
+
+
+def folder_held(folder: Path) -> list[Path]:
+    """A folder's files, in the folders inside it too, sorted by path; dotfiles, dot-folders (`.git/`) and macOS's
+    `__MACOSX/` left out."""
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not any(
+        part.startswith(".") or part == "__MACOSX" for part in p.relative_to(folder).parts))
 
 
 def _counted(files: list[Path]) -> str:

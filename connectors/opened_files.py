@@ -21,6 +21,7 @@ from connectors.column_map import ColumnMap, Refine
 from connectors.csv_dialect import sniff_csv
 from connectors.file_plan import READ_TYPES, FilePlan, is_csv, is_dbn, is_tick_file
 from connectors.file_suffixes import PARQUET_SUFFIXES
+from connectors.input_paths import folder_held, no_tick_folder
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout
 from connectors.planning import plan_file, regular_file
@@ -104,10 +105,12 @@ class OpenedFiles:
         # zip archives' files, unpacked, and JSON-lines files' Parquet copies, while the replay lives
         self.unpacked: list[Unpacked | json_lines.Opened] = []
 
-    def plans_of(self, specs: list[tuple[Path, ColumnMap | Refine | None, bool]], folder_texts: set[Path]
+    def plans_of(self, specs: list[tuple[Path, ColumnMap | Refine | None, bool]], folder_texts: dict[Path, Path]
                  ) -> list[Any]:
         """Every file's plans. A `.txt` found in a folder whose columns hold no tick layout (a vendor's readme,
-        HistData's status report) is skipped with a note while other files read, as a zip archive's member is."""
+        HistData's status report) is skipped with a note while other files read, as a zip archive's member is.
+        Where the only files given are a folder's `.txt` files of no data rows (a one-line readme), the folder is
+        refused as one holding no tick file, as the docs say, not read as files of no ticks."""
         plans, no_layout = [], []
         for spec in specs:
             try:
@@ -118,6 +121,10 @@ class OpenedFiles:
                 no_layout.append((spec[0], str(e)))
         if no_layout and not plans:
             raise ValueError(no_layout[0][1])
+        if not plans and specs and all(spec[0] in folder_texts for spec in specs):
+            folder = folder_texts[specs[0][0]]
+            empty = tuple(path for path, _, _ in specs if folder_texts[path] == folder)
+            raise no_tick_folder(folder, folder_held(folder), empty)
         self.notes.extend(_text_skipped(str(path), why) for path, why in no_layout)
         return plans
 

@@ -345,6 +345,17 @@ def test_construction_errors_are_actionable(tmp_path: Path) -> None:
     (tmp_path / "folder.csv").mkdir()  # a folder is read as its tick files (tests/test_backtest_files.py): none
     with pytest.raises(ValueError, match=r"folder.csv is a folder holding no tick file \(nothing\)"):
         FileReplay(tmp_path / "folder.csv")
+    # a one-line readme (a header of no rows) beside a pdf: refused as such a folder, not read as a day of no ticks
+    (tmp_path / "notick" / "sub").mkdir(parents=True)
+    (tmp_path / "notick" / "readme.txt").write_text("hi\n")
+    (tmp_path / "notick" / "sub" / "a.pdf").write_text("x\n")
+    with pytest.raises(ValueError, match=r"notick is a folder holding no tick file \(only readme.txt, sub/a.pdf; "
+                                         r"readme.txt: no data rows\); replay reads"):
+        FileReplay(tmp_path / "notick")
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "a.csv").write_text("timestamp,price,size\n1704186000000,1.5,2\n")
+    assert "one: a folder, read as its one file (a.csv)" in [note.removeprefix(f"{tmp_path}/")
+                                                              for note in FileReplay(tmp_path / "one").notes]
     (tmp_path / "x.xlsx").write_text("{}")  # (.json is read: one JSON object a line, tests/test_replay_json_lines.py)
     with pytest.raises(ValueError, match="unsupported file type '.xlsx'"):
         FileReplay(tmp_path / "x.xlsx")
