@@ -10,3 +10,9 @@ class Caution(str):
     """A note on a reading that may change what the data means (sides taken as the aggressor's where a vendor's
     are the maker's, venues mixed in one stream): a run says it again at its end, where a summary that reads as
     a success would otherwise bury it among the notes at the start."""
+
+
+def labelled(line: str) -> str:
+    """A reading's note as first printed: `warning:` before a Caution, as the end of a run says it again (`warning
+    (said above too):`), so a user scanning the start of the output for warnings finds it; `note:` before another."""
+    return f"{'warning' if isinstance(line, Caution) else 'note'}: {line}"

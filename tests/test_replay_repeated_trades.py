@@ -43,10 +43,12 @@ def test_a_backtest_says_the_repeats_again_at_its_end(tmp_path: Path, capsys) ->
     trades(list(range(30)) + list(range(25, N))).rename({"trade_id": "id"}).write_csv(tmp_path / "BTC-USD.csv")
     code = main(["backtest", str(tmp_path / "BTC-USD.csv"), "--preset", "coinbase-trades", "--out",
                  str(tmp_path / "a.parquet"), "--quiet"])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert code == 0, out
     assert out.splitlines()[-1].startswith("warning (said above too): BTC-USD.csv: 5 row(s) repeat an earlier row "
                                            "of their stream, its trade id (column 'id')"), out
+    # said first with the label it is said again with, not as one more `note:` among the reading's notes
+    assert "flashtick backtest: warning: BTC-USD.csv: 5 row(s) repeat an earlier row" in err, err
 
 
 def test_an_order_id_s_partial_fills_are_no_repeats_and_are_never_advised_away(tmp_path: Path) -> None:

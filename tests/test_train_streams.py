@@ -361,8 +361,8 @@ def test_train_and_evaluate_under_quiet_say_the_readings_cautions_once(trained, 
             said[bool(flags)] = lines = capsys.readouterr().err.splitlines()
             merged = [line for line in lines if "two instruments?" in line]
             assert len(merged) == 1, (command, flags, lines)
-            assert merged[0].startswith(f"flashtick {command}: note: one stream HK from two files whose prices differ "
-                                        f"5.0-fold: two instruments? "), merged
+            assert merged[0].startswith(f"flashtick {command}: warning: one stream HK from two files whose prices "
+                                        f"differ 5.0-fold: two instruments? "), merged
             assert sum("whose times overlap" in line for line in lines) == 1, (command, flags, lines)
         # the reading's plain notes ("no column map given; read as ...", "reading the files with ...") stay quiet
         assert set(said[True]) < set(said[False]), (command, said)

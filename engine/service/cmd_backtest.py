@@ -77,6 +77,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     for signum, handler in inherited.items():
         if handler is not signal.SIG_IGN:
             signal.signal(signum, request_stop)
+    from connectors.cautions import labelled
     from engine.service.reading_record import FILE_READING, reading_mismatch, recorded_reading
 
     said = lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr, flush=True)  # noqa: E731
@@ -96,7 +97,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
                               max_ticks=args.max_ticks, progress=not args.quiet, resume=args.resume,
                               checkpoint_s=args.checkpoint_s if args.checkpoint_s is not None
                               else config.replay.checkpoint_s, stop=stop.is_set, test_from=args.test_from,
-                              note=lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr),
+                              note=lambda line: print(f"flashtick backtest: {labelled(line)}", file=sys.stderr),
                               streams=streams_to_read(args, config), time_range=time_range)
     except BacktestInterrupted as e:
         print(f"flashtick backtest: {e}", file=sys.stderr)

@@ -28,6 +28,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
                                        short_streams_line, time_overlap_note)
     import numpy as np
 
+    from connectors.cautions import labelled
     from connectors.labels import tick_price
     from connectors.price_steps import price_steps
 
@@ -37,7 +38,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         check_plot_path("--plot", args.plot)
     model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)
     def caution(line: str) -> None:  # changes what the scores mean: said under --quiet too (it quiets the reading)
-        print(f"flashtick evaluate: note: {line}", file=sys.stderr)
+        print(f"flashtick evaluate: {labelled(line)}", file=sys.stderr)
 
     said = (lambda line: None) if args.quiet else caution
     read_as_trained(args, model_dir, said)  # its --split too, before the split is parsed

@@ -177,6 +177,7 @@ def _start_over(source: Any) -> str:
 
 def cmd_feed(args: argparse.Namespace) -> int | None:
     from connectors.after_held import AfterHeld
+    from connectors.cautions import labelled
     from connectors.feed import EngineLost, FeedClient, new_tag
     from connectors.feed_pump import FINISH_STALL_S, run_feed
 
@@ -197,7 +198,7 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         _say_zero_bids_refused(replay, resume)
         resume.price_offset_of = _files_offset_of(replay)
     for line in getattr(source, "notes", ()):
-        print(f"flashtick feed: note: {line}", file=sys.stderr)
+        print(f"flashtick feed: {labelled(line)}", file=sys.stderr)
 
     interrupted: list[int] = []
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from connectors.cautions import labelled
 from connectors.feed import FeedClient
 from connectors.feed_pump import run_feed
 from connectors.replay import FileReplay
@@ -101,7 +102,7 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
     source = FileReplay([str(f) for f in replay], columns=columns, streams=streams) if replay else \
         SyntheticSource(SyntheticConfig(seed=0))
     for line in getattr(source, "notes", ()):
-        print(f"flashtick demo: note: {line}", file=sys.stderr, flush=True)
+        print(f"flashtick demo: {labelled(line)}", file=sys.stderr, flush=True)
     if replay and not source.plans:  # every file skipped: refused as backtest refuses it, before the model loads
         source.close()
         raise ValueError("the files hold no ticks (no data rows): nothing to demo")

@@ -28,6 +28,7 @@ import torch
 
 from connectors.builtin import load_builtin_codec
 from connectors.calibration import Calibration
+from connectors.cautions import labelled
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from connectors.replay_entries import replay_files
 from connectors.ticks import counted
@@ -129,7 +130,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         cfg = base_config(cfg, model)
         torch.manual_seed(cfg.seed)
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"),
-                                         streams=options.streams, caution=lambda line: caution(f"note: {line}"))
+                                         streams=options.streams, caution=lambda line: caution(labelled(line)))
     min_ticks = min_part_ticks(codec, cfg.window_ticks)
     streams, skipped = prepare(codec, streams_raw, options.split, min_ticks, name_all=options.name_left_out,
                                session_gap_ns=options.session_gap_ns)
