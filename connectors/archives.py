@@ -98,9 +98,13 @@ def not_utf8(path: Path) -> str | None:
         return f"its text is not UTF-8 (line {line}); convert it to UTF-8 (iconv -f ENCODING -t utf-8)"
     # an archive's member is unpacked in a temporary folder: the user converts it once unpacked, by its name
     shown = path.name if any(part.startswith(UNZIP_PREFIX) for part in path.parts) else str(path)
-    converted = str(Path(shown).with_name(f"utf8_{Path(shown).name.removesuffix('.gz')}"))  # beside the file
-    return (f"its text is not UTF-8 (line {line}): it reads as {likely[0]}; convert it first, e.g. iconv -f "
-            f"{likely[1]} -t utf-8 {shlex.quote(shown)} > {shlex.quote(converted)}")
+    gzipped = shown.lower().endswith(".gz")
+    converted = str(Path(shown).with_name(f"utf8_{Path(shown).name[:-3] if gzipped else Path(shown).name}"))
+    # iconv reads bytes as they are: a gzipped file's text is what `gunzip -c` gives, not the file itself
+    source = f"gunzip -c {shlex.quote(shown)} | iconv -f {likely[1]} -t utf-8" if gzipped else \
+        f"iconv -f {likely[1]} -t utf-8 {shlex.quote(shown)}"
+    return (f"its text is not UTF-8 (line {line}): it reads as {likely[0]}; convert it first, e.g. {source} > "
+            f"{shlex.quote(converted)}")
 
 
 # (the name said, iconv's codec, Python's), in the order tried: GBK's pairs of high bytes are told from the others'
@@ -198,11 +202,12 @@ def _gbk_pairs(head: bytes) -> bool:
     """Whether the high bytes of a text come as GB2312's Chinese does: in pairs, both bytes 0xA1..0xFE (most of
     them). Windows-1252's accented letters come one at a time (`Soci\xe9t\xe9`: a pair of GBK with the ASCII after
     it), Shift_JIS's kanji and kana mostly lead with 0x81..0x9F: both decode as GBK, into CJK noise."""
-    runs = [run.group() for run in re.finditer(rb"[\x80-\xff]+", head)]
-    if not runs or any(len(run) % 2 for run in runs[:-1]):  # (the last may be cut where the sample ends)
+    runs = list(re.finditer(rb"[\x80-\xff]+", head))
+    if any(len(run.group()) % 2 for run in runs if run.end() < len(head)):  # (a run may be cut where the sample ends)
         return False
-    pairs = [run[i: i + 2] for run in runs for i in range(0, len(run) - 1, 2)]
-    return sum(0xA1 <= a <= 0xFE and 0xA1 <= b <= 0xFE for a, b in pairs) >= GB2312_SHARE * len(pairs)
+    pairs = [run.group()[i: i + 2] for run in runs for i in range(0, len(run.group()) - 1, 2)]
+    # no whole pair at all (`St\xfcck`: one umlaut, then ASCII) is no Chinese, however it decodes
+    return bool(pairs) and sum(0xA1 <= a <= 0xFE and 0xA1 <= b <= 0xFE for a, b in pairs) >= GB2312_SHARE * len(pairs)
 
 
 GB2312_SHARE = 0.9  # of a text's pairs of high bytes, those in GB2312's rows: Chinese (GBK's rarer forms aside)

@@ -58,6 +58,19 @@ def test_a_windows_1252_file_that_reads_is_read_with_a_caution(tmp_path: Path) -
     assert FileReplay(plain, columns={"ts": "Zeit", "price": "Kurs", "size": "Stück"}).cautions == []
 
 
+def test_a_gzipped_windows_1252_file_is_named_with_a_command_that_decompresses_it_first(tmp_path: Path) -> None:
+    """iconv reads the bytes it is given: for a .csv.gz those are gzip's, so the command the caution gives pipes
+    `gunzip -c` into it (it named the compressed file itself, which converts to garbage). And one umlaut alone
+    (`St\\xfcck`: no whole pair of high bytes) is Windows-1252, not GBK (it was named GBK, `iconv -f gbk`)."""
+    path = tmp_path / "de trades.csv.gz"
+    path.write_bytes(gzip.compress("Zeit,Kurs,Stück\n2024-01-02T09:00:00,171.32,10\n".encode("cp1252")))
+    replay = FileReplay(path, columns={"ts": "Zeit", "price": "Kurs", "size": "Kurs"})
+    assert len(drain(replay)) == 1
+    (caution,) = replay.cautions
+    assert (f"convert it first, e.g. gunzip -c '{path}' | iconv -f cp1252 -t utf-8 > "
+            f"'{tmp_path / 'utf8_de trades.csv'}'" in caution), caution
+
+
 def test_a_windows_1252_name_first_written_past_the_header_and_the_first_64_kib_is_read_with_a_caution(
         tmp_path: Path) -> None:
     # a Euronext export: ASCII header and rows, then `Société Générale` at line 1,500 (past the first 64 KiB)
