@@ -107,11 +107,15 @@ def format_reading_names(fmt: str) -> str:
     return re.sub(r"\s*%Z", "%z", fmt)
 
 
+MERIDIEM_MARKERS = ("AM", "PM")
+
+
 def unknown_zone_name(text: str, read: Iterable[str] = ()) -> str | None:
     """The word at the end of a time that a format's `%Z` would read and no NAMED_OFFSETS names (BST, IST, ET), nor
     `read` (the names --tz's zone writes), else None."""
     word = re.search(r"\s([A-Za-z]{1,6})$", text.strip())
-    known = {*NAMED_OFFSETS, *(name.upper() for name in read)}
+    # a 12-hour clock's `AM`/`PM` is `%p`, not a zone: the hint must not ask for the zone that writes 'AM'
+    known = {*NAMED_OFFSETS, *MERIDIEM_MARKERS, *(name.upper() for name in read)}
     return word[1] if word is not None and word[1].upper() not in known else None
 
 

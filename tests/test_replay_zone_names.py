@@ -265,3 +265,12 @@ def test_est_on_a_us_summer_date_keeps_its_offset_with_a_note_whose_reading_work
     winter = FileReplay(trades(tmp_path / "u.csv", ["2024-01-02 09:00:00 EST"]))
     drain(winter)
     assert not any("summer time" in note for note in winter.notes)
+
+
+@pytest.mark.parametrize("meridiem", ["AM", "PM", "am"])
+def test_a_12_hour_clocks_am_pm_is_no_zone_name_in_the_refusal(tmp_path: Path, meridiem: str) -> None:
+    path = trades(tmp_path / "t.csv", [f"04/12/26 9:15:00 {meridiem}", f"04/12/26 9:15:01 {meridiem}"])
+    with pytest.raises(ValueError, match="which is not ISO 8601") as refused:
+        drain(FileReplay(path))
+    assert "--tz" not in str(refused.value) and "read as text" not in str(refused.value)
+    assert "'%m/%d/%y %I:%M:%S%.f %p'" in str(refused.value)
