@@ -63,7 +63,9 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
     for name, where in ((file_stem(path), "file name"), (folder.name if folder else "", "folder name")):
         if where == "folder name" and re.fullmatch(r"[0-9]{4,6}", name):  # named, so no day: 0700/2024-05-01/
             return name, f"folder name {name!r}, a stock code"
-        if venue := venue_instrument(name):  # BTC-PERPETUAL, BTC-USDT-SWAP: the contract, not its coins alone
+        beside = (file_stem(p) if where == "file name" else p.name
+                  for p in paths_beside(path.resolve() if where == "file name" else folder))
+        if venue := venue_instrument(name, beside):  # BTC-PERPETUAL, BTC-USDT-SWAP: the contract, not its coins alone
             left = [part for part in name.split(venue.name) if part.strip("-_. ")]
             rest = f", {' and '.join(map(repr, left))} left out" if left else ""
             return venue.name, f"{where} {name!r}: the {venue.kind}'s name{rest}"

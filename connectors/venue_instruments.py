@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 MONTH = "JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC"
 COIN = r"(?=\d*[A-Z])[A-Z0-9]{2,10}"  # a coin has a letter: 2024-01 is no pair
@@ -39,10 +39,13 @@ class Instrument(NamedTuple):
     kind: str  # perpetual, dated future, swap, option, Kraken Futures contract
 
 
-def venue_instrument(name: str) -> Instrument | None:
-    """The one venue instrument a file (or folder) name holds, whole; None when it holds none or several."""
+def venue_instrument(name: str, beside: Iterable[str] = ()) -> Instrument | None:
+    """The one venue instrument a file (or folder) name holds, whole; None when it holds none or several. `beside`
+    (the names of the files or folders next to it, read only for a dated future) tells a day from a contract."""
     for kind, pattern in PATTERNS:
         found = {m[0] for m in pattern.finditer(name) if kind != "dated future" or _friday(m[0])}
+        if kind == "dated future" and found:
+            found -= _days_beside(found, beside)
         if len(found) == 1:
             return Instrument(found.pop(), kind)
         if found:
@@ -60,6 +63,21 @@ def _friday(contract: str) -> bool:
         except ValueError:
             continue
     return False
+
+
+def _days_beside(contracts: set[str], beside: Iterable[str]) -> set[str]:
+    """Those of `contracts` that name a day, not a delivery: the same root is written beside them with a date that
+    is no Friday (`AAPL-04JAN24.csv` beside `AAPL-05JAN24.csv`), so the folder holds a stock's days, and reading
+    Friday's as a contract made each Friday a stream of its own."""
+    roots = {contract.rsplit("-", 1)[0] for contract in contracts}
+    days = set()
+    for other in beside:
+        for kind, pattern in PATTERNS:
+            if kind == "dated future":
+                days |= {m[0] for m in pattern.finditer(other) if m[0].rsplit("-", 1)[0] in roots and not _friday(m[0])}
+        if days:
+            break
+    return {contract for contract in contracts if contract.rsplit("-", 1)[0] in {d.rsplit("-", 1)[0] for d in days}}
 
 
 def without_venue(tokens: list[str]) -> list[str]:

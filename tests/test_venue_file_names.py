@@ -50,6 +50,12 @@ def test_a_day_written_as_a_contract_date_is_no_dated_future(tmp_path: Path) -> 
     assert counts == {"AAPL": 80, "ETH-27DEC24": 40, "BTC-USD-240329": 40}
 
 
+def test_a_fridays_day_beside_the_weeks_other_days_is_no_dated_future(tmp_path: Path) -> None:
+    # 05JAN24 is a Friday: alone it reads as a contract, but beside Thursday's file of the same root it is a day
+    counts, _ = streams_of(tmp_path, "AAPL-04JAN24", "AAPL-05JAN24", "BTC-05JAN24", "BTC-12JAN24")
+    assert counts == {"AAPL": 80, "BTC-05JAN24": 40, "BTC-12JAN24": 40}
+
+
 def test_a_swap_beside_its_spot_pair_and_kraken_futures_beside_spot_are_four_streams(tmp_path: Path) -> None:
     counts, notes = streams_of(tmp_path, "BTC-USDT-SWAP-2024-01-02", "BTC-USDT-2024-01-02", "PF_XBTUSD_2024-01-02",
                                "XBTUSD_2024-01-02")
