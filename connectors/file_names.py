@@ -58,6 +58,8 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
     # the folder as resolved: `trades.csv` given inside binance-btcusdt-spot/ is in that folder too; a day's
     # folder (BTCUSDT/2024-08-08/) names no instrument: the one above it may
     folder = named_folder(path)
+    if partition := hive_instrument(path):
+        return partition
     if code := _stock_code(path, folder):
         return code
     for name, where in ((file_stem(path), "file name"), (folder.name if folder else "", "folder name")):
@@ -89,6 +91,18 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
             return found.pop(), f"{where} {name!r}"
         if found:
             return None
+    return None
+
+
+def hive_instrument(path: Path) -> tuple[str, str] | None:
+    """(value, where) when a folder up the file's path is a Hive partition of the instrument (`symbol=0700/`,
+    `ticker=AAPL/`, `instrument=ES.c.0`, keyed by a name FIELD_NAMES gives the stream column): its value is the
+    stream whatever its shape. A data lake's files are `part-0.parquet`, and its partitions are what name them:
+    read by their tokens, `symbol=0700` named no stream and every code's files were one stream `part-0`."""
+    for folder in path.resolve().parents:
+        key, is_partition, value = folder.name.partition("=")
+        if is_partition and value and normal_name(key) in FIELD_NAMES["stream"]:
+            return value, f"folder name {folder.name!r}, a partition by {key}"
     return None
 
 

@@ -131,3 +131,19 @@ def test_a_stock_code_s_folder_above_its_days_names_the_stream(tmp_path: Path) -
     # a year's shape is a code beside one (2020 is ANTA Sports beside Tencent); alone it is a year
     assert streams_of(FileReplay([*paths, *capture_days(tmp_path / "2020")])) == {"0700", "0005", "2020"}
     assert streams_of(FileReplay(capture_days(tmp_path / "BTCUSDT" / "2024"))) == {"BTCUSDT"}
+
+
+def test_a_data_lakes_partitions_by_symbol_name_the_streams_whatever_their_shape(tmp_path: Path) -> None:
+    # symbol=0700/date=.../part-0.parquet: Hive drops the partition's column from the files, so its folder names
+    # them; read by its tokens a numeric code named nothing and every code's files were one stream `part-0`
+    paths = []
+    for key, symbol in (("symbol", "0700"), ("symbol", "0005"), ("ticker", "AAPL"), ("instrument", "ES.c.0")):
+        for day, day_start in zip(DAYS, (T0, T0 + 86_400 * 10**9)):
+            folder = tmp_path / "lake" / f"{key}={symbol}" / f"date={day}"
+            folder.mkdir(parents=True)
+            pl.DataFrame({"ts": [day_start + i for i in range(3)], "price": [10.0, 10.5, 10.25],
+                          "size": [1.0] * 3}).write_parquet(folder / "part-0.parquet")
+            paths.append(folder / "part-0.parquet")
+    replay = FileReplay(paths)
+    assert streams_of(replay) == {"0700", "0005", "AAPL", "ES.c.0"}
+    assert any("stream 0700, from the folder name 'symbol=0700', a partition by symbol" in n for n in replay.notes)
