@@ -49,7 +49,7 @@ def cmd_answers(args: argparse.Namespace) -> int:
     --last, or --all), paged through the op's limit. Exit status (the help's epilog says it): 0 when it printed
     some, and with --after when the topic's last seq is --after (nothing newer yet: a poll's usual result); 1 when
     it printed none otherwise (said)."""
-    from engine.service.client import FETCH_LIMIT
+    from engine.service.control_client import FETCH_LIMIT
 
     limit = None if args.all else args.last or args.limit
     printed, after = 0, args.after or 0

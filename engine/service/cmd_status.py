@@ -60,7 +60,7 @@ HEALTH_BUSY = 3  # `health`'s exit status for a connected service that did not r
 
 
 def cmd_health(args: argparse.Namespace) -> int | None:
-    from engine.service.client import TINY_REPLY_S, ControlBusy
+    from engine.service.control_client import TINY_REPLY_S, ControlBusy
 
     # a probe given less waited out even an idle service's reply on a loaded host and exited 2, "down", which a
     # liveness probe restarts on: refused before asking, the same every time, so it shows when the probe is set up

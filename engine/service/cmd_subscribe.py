@@ -14,7 +14,8 @@ from engine.service.cli_common import curve_keys, printable_json
 
 def cmd_subscribe(args: argparse.Namespace) -> None:
     from connectors.service_topics import HEARTBEAT_TOPIC
-    from engine.service.client import AnswerSubscriber, format_line, render_table
+    from engine.service.answer_display import format_line, render_table
+    from engine.service.client import AnswerSubscriber
     from queries.spec import topic_may_start
 
     slashed = {prefix: note for prefix in args.topics if (note := _slashed_stream_note(prefix))}

@@ -24,7 +24,8 @@ from connectors.service_topics import HEARTBEAT_TOPIC
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig
 from engine.service.rejections import not_passed_on, rejected_lines
-from engine.service.client import AnswerSubscriber, render_table
+from engine.service.answer_display import render_table
+from engine.service.client import AnswerSubscriber
 from engine.service.config import EndpointsSection, LimitsSection, ServiceConfig
 from engine.service.server import Server
 

@@ -1,0 +1,127 @@
+"""The plain answer subscriber: `AnswerSubscriber`, a SUB socket on answer topic prefixes that knows when its
+subscription is live at the service (`wait_ready`, from the heartbeats) and says why a CURVE handshake was refused.
+It delivers what PUB delivers, drops and all; engine/service/gapless_subscriber.py fills the gaps."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from typing import Any
+
+import msgpack
+import zmq
+
+from connectors.handshake import HandshakeMonitor, curve_client
+from connectors.service_topics import HEARTBEAT_TOPIC
+from engine.service.control_client import POLL_SLICE_MS
+
+
+def topic_prefixes(topics: list[str] | None) -> list[str]:
+    """A subscriber's topic prefixes (None: every topic). A bare str is refused: list("dir20/") would subscribe to
+    "d", "i", ... and the subscriber would wait for answers that never match."""
+    if topics is None:
+        return [""]
+    if isinstance(topics, (str, bytes)) or not all(isinstance(t, str) for t in topics):
+        raise TypeError(f"topics is a list of topic prefixes, e.g. ['dir20/'] or ['dir20/BTCUSDT/'], got {topics!r}")
+    return list(topics)
+
+
+class AnswerSubscriber:
+    """A SUB socket on the answers topics. `recv` returns only messages of the topics asked for."""
+
+    def __init__(self, endpoint: str, topics: list[str] | None = None, server_public_key: bytes | None = None,
+                 client_keypair: tuple[bytes, bytes] | None = None) -> None:
+        self.endpoint = endpoint
+        self.topics = topic_prefixes(topics)
+        self._sock = zmq.Context.instance().socket(zmq.SUB)
+        self._sock.linger = 0
+        curve_client(self._sock, server_public_key, client_keypair)
+        self._handshake = HandshakeMonitor(self._sock, curve=bool(server_public_key))
+        self._sock.connect(endpoint)
+        for topic in self.topics:
+            self._sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
+        self._early: deque[tuple[str, dict[str, Any]]] = deque()  # taken while waiting for readiness
+        self.stray_frames = 0  # messages skipped for not being [topic, payload]: the tail of an interrupted recv
+
+    def wait_ready(self, timeout_s: float = 5.0) -> None:
+        """Return once the subscription is live at the server, so nothing published from now on is missed.
+
+        PUB drops what it publishes before a subscription reaches it (the slow
+        joiner). The server publishes a heartbeat every limits.heartbeat_s;
+        subscriptions travel in order, so the first heartbeat to arrive proves
+        the topics subscribed before it are live. Raises TimeoutError (saying
+        why, e.g. a refused CURVE handshake) if none comes in `timeout_s`.
+        """
+        if self._sock.closed:
+            raise RuntimeError(f"AnswerSubscriber to {self.endpoint} is closed")
+        extra = not self._wanted(HEARTBEAT_TOPIC)
+        if extra:
+            self._sock.setsockopt(zmq.SUBSCRIBE, HEARTBEAT_TOPIC.encode())
+        try:
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                message = self._recv(POLL_SLICE_MS)
+                if message is not None and message[0].startswith(HEARTBEAT_TOPIC):
+                    if not extra:
+                        self._early.append(message)
+                    return
+                if message is not None:
+                    self._early.append(message)
+                elif (refused := self._handshake.refused()) is not None:
+                    raise TimeoutError(f"{self.endpoint} refused the subscription: {refused}")
+            raise TimeoutError(f"no heartbeat from {self.endpoint} within {timeout_s:g} s: {self._handshake.explain()}")
+        finally:
+            if extra and not self._sock.closed:
+                self._sock.setsockopt(zmq.UNSUBSCRIBE, HEARTBEAT_TOPIC.encode())
+
+    def recv(self, timeout_s: float | None = 5.0) -> tuple[str, dict[str, Any]] | None:
+        """The next (topic, payload), or None after ``timeout_s`` (None: wait for ever). It blocks: from asyncio,
+        run it in an executor (``loop.run_in_executor(None, sub.recv, 1.0)``)."""
+        if self._sock.closed:
+            raise RuntimeError(f"AnswerSubscriber to {self.endpoint} is closed")
+        if self._early:
+            return self._early.popleft()
+        deadline = math.inf if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            # in slices, so a close from another thread (an application shutting down) ends a wait for ever
+            message = self._recv(POLL_SLICE_MS if deadline == math.inf else
+                                 max(0, min(POLL_SLICE_MS, int((deadline - time.monotonic()) * 1000))))
+            if message is not None and self._wanted(message[0]):
+                return message
+            if message is None and time.monotonic() >= deadline:
+                return None
+
+    def refused(self) -> str | None:
+        """Why the server refused this subscriber's handshake, if it did (it will not change by waiting)."""
+        return self._handshake.refused()
+
+    def _wanted(self, topic: str) -> bool:
+        return any(topic.startswith(prefix) for prefix in self.topics)
+
+    def _recv(self, timeout_ms: int) -> tuple[str, dict[str, Any]] | None:
+        if self._sock.closed:
+            raise RuntimeError(f"AnswerSubscriber to {self.endpoint} is closed")
+        try:
+            if not self._sock.poll(timeout_ms):
+                return None
+            frames = self._sock.recv_multipart()
+        except zmq.ZMQError:
+            if self._sock.closed:  # closed (by another thread) while waiting: the way to end a wait for ever
+                raise RuntimeError(f"AnswerSubscriber to {self.endpoint} is closed") from None
+            raise
+        if len(frames) != 2:  # the rest of a message whose first frame an interrupted recv (Ctrl-C) took: the
+            self.stray_frames += 1  # socket is at a message boundary again after it; that message is lost here
+            return None  # (a GaplessSubscriber fetches it by seq)
+        topic, payload = frames
+        return topic.decode(), msgpack.unpackb(payload, raw=False)
+
+    def close(self) -> None:
+        self._handshake.close()
+        self._sock.close(linger=0)
+
+    def __enter__(self) -> "AnswerSubscriber":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,216 @@
+"""The client of the control socket: `ControlClient`, one request and its reply at a time with the reply's id
+checked, the time-outs for a connection and for a reply told apart, and the errors that say which one failed
+(`ControlError` and its kinds). The service's side of the socket is engine/service/control_socket.py and
+control_ops.py; the public import is engine/service/client.py."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import threading
+import time
+from typing import Any
+
+import msgpack
+import zmq
+
+from connectors.feed import check_endpoint
+from connectors.handshake import HandshakeMonitor, curve_client
+from connectors.wire_payload import packable
+
+POLL_SLICE_MS = 100  # how often a waiting client looks at its handshake
+_NO_ID = object()  # a request the caller gave no id
+TINY_CONNECT_S = 0.1  # a connect wait below this fails on a live, idle service too: said, not blamed on it
+TINY_REPLY_S = 0.1  # so does a reply wait below this (the request's round trip, the service's turn to read it)
+FETCH_LIMIT = 1000  # answers per `answers` request (the service's most)
+
+
+class ControlError(RuntimeError):
+    """The service answered {ok: false, error}, did not answer in time, or refused the connection. ``reason``: the
+    reply's (``starting``, ``busy``, ``shard_lost``: send the same request again later; ``bad_request``,
+    ``unknown_stream``, ``ask_failed``, ``internal``: see docs/wire-protocol.md), None without one (no reply, or a
+    service of an earlier version)."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class ControlUnreachable(ControlError, ConnectionError):
+    """Nothing accepted the connection in time: no service there (yet)."""
+
+
+class ControlDropped(ControlError, ConnectionError):
+    """The connection dropped after the request went and before its reply came (the service restarted or
+    stopped): the request may or may not have run. The same client reconnects by itself; send it again (an `ask`
+    is safe to repeat; check a `register` with `list`)."""
+
+
+class ControlTimeout(ControlError, TimeoutError):
+    """No reply in time: the request may still run (retry an `ask`; a `register` may have taken). Refusals and
+    {ok: false} are plain ControlErrors."""
+
+
+class ControlBusy(ControlTimeout):
+    """No reply in time over a live connection (its handshake done, not dropped): a service is there and took the
+    request, but was too busy to answer (a long forward, a restart catching up), not down."""
+
+
+def _positive_timeout(value: Any, name: str) -> float:
+    """A time-out in seconds, > 0: 0 or less would fail at once and be blamed on the service ("busy?", "down?")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == math.inf:
+        raise ValueError(f"{name} is a number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+class ControlClient:
+    """Requests to the control socket. Each `call` (and `request`) carries an `id` and takes only the reply with
+    that id: a reply that comes after its call timed out is dropped when the next call reads it (counted in
+    `stale_replies`), never returned as another call's answer. Calls from several threads take turns."""
+
+    def __init__(self, endpoint: str, timeout_s: float = 30.0, server_public_key: bytes | None = None,
+                 client_keypair: tuple[bytes, bytes] | None = None, connect_timeout_s: float = 10.0,
+                 refused_at_once: bool = False) -> None:
+        """``timeout_s``: for each reply (a call may give its own); ``connect_timeout_s``: for a connection to be
+        made at all (nothing listening: an error after it, not after ``timeout_s``). ``refused_at_once``: a refused
+        connection (nothing listens on the port) is an error at once rather than retried for ``connect_timeout_s``
+        (a probe's answer: a service that is still binding is down to it too)."""
+        self.endpoint = check_endpoint(endpoint, "control endpoint")
+        self.timeout_s = _positive_timeout(timeout_s, "timeout_s")
+        self.timeout_ms = int(self.timeout_s * 1000)
+        _positive_timeout(connect_timeout_s, "connect_timeout_s")
+        self._connect_s = min(connect_timeout_s, timeout_s)
+        self._connect_by = time.monotonic() + self._connect_s
+        self._refused_at_once = refused_at_once
+        self._sock = zmq.Context.instance().socket(zmq.DEALER)
+        self._sock.linger = 0
+        curve_client(self._sock, server_public_key, client_keypair)
+        self._handshake = HandshakeMonitor(self._sock, curve=bool(server_public_key))
+        self._disconnects_at_send = 0
+        self._sock.connect(endpoint)
+        self._lock = threading.Lock()  # one request and its reply at a time: the socket is not thread-safe
+        self._ids = itertools.count(1)
+        self._tag = f"{os.getpid():x}.{id(self):x}"  # ids of this client's requests: `<tag>.<n>`
+        self.stale_replies = 0  # replies dropped because their call had already timed out
+        self._closed = False
+        self._waited_s = timeout_s  # the time-out of the request in flight, for its error
+
+    def call(self, op: str, timeout_s: float | None = None, **fields: Any) -> dict[str, Any]:
+        """Send one request and wait for its reply (``timeout_s``: this call's own wait; default the client's);
+        raises ControlError on {ok: false}, time-out or refusal."""
+        reply = self.request({"op": op, **fields}, timeout_s)
+        if not reply.get("ok"):
+            raise ControlError(reply.get("error", "unknown error"), reply.get("reason"))
+        return reply
+
+    def topics(self, prefix: str = "") -> dict[str, dict[str, Any]]:
+        """The op ``topics`` through all its pages: every topic starting with ``prefix`` -> {last_seq, answer_ts}."""
+        found: dict[str, dict[str, Any]] = {}
+        after = ""
+        while True:
+            reply = self.call("topics", prefix=prefix, after=after)
+            found.update(reply["topics"])
+            if not reply.get("truncated") or not reply["topics"]:
+                return found
+            after = max(reply["topics"])
+
+    def request(self, request: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        """The raw reply, {ok: false, ...} included: the one whose `id` is the request's (the caller's, or one
+        given here and taken off the reply)."""
+        if self._closed:
+            raise ControlError(f"ControlClient to {self.endpoint} is closed")
+        request = dict(request)
+        theirs = request.pop("id", _NO_ID)  # the caller's id goes back on the reply; the wire carries ours, which
+        rid = request["id"] = f"{self._tag}.{next(self._ids)}"  # no two requests share
+        wait_s = self.timeout_s if timeout_s is None else _positive_timeout(timeout_s, "timeout_s")
+        deadline = time.monotonic() + wait_s  # waiting for another thread's call counts too
+        if not self._lock.acquire(timeout=wait_s):
+            raise ControlTimeout(f"no reply from {self.endpoint} within the time-out ({wait_s:g} s): "
+                                 f"another thread's call on this client held it all that time")
+        try:
+            self._waited_s = wait_s
+            self.send_raw(msgpack.packb(request, use_bin_type=True, default=packable),
+                          max(0, int((deadline - time.monotonic()) * 1000)))
+            while True:
+                reply = self.receive(deadline)
+                if not isinstance(reply, dict) or "id" not in reply or reply["id"] == rid:  # (a server that does
+                    break  # not echo ids answers in order)
+                self.stale_replies += 1
+        finally:
+            self._lock.release()
+        if isinstance(reply, dict) and "id" in reply:
+            if theirs is _NO_ID:
+                del reply["id"]
+            else:
+                reply["id"] = theirs
+        return reply
+
+    def receive(self, deadline: float | None = None) -> dict[str, Any]:
+        """The next reply, whichever request it answers (``deadline``: time.monotonic(); default the client's
+        time-out from now)."""
+        if deadline is None:
+            deadline = time.monotonic() + self.timeout_ms / 1000
+        try:
+            while not self._sock.poll(max(0, min(POLL_SLICE_MS, int((deadline - time.monotonic()) * 1000)))):
+                self._give_up_if_refused_or_late(deadline)
+                self._handshake.poll()
+                if self._handshake.disconnects > self._disconnects_at_send:  # the request went with the connection
+                    raise ControlDropped(f"the connection to {self.endpoint} dropped before the reply came (the "
+                                         f"service restarted?): ask again")
+            return msgpack.unpackb(self._sock.recv_multipart()[-1], raw=False)
+        except zmq.ZMQError:
+            if self._closed:  # closed by another thread while this one waited
+                raise ControlError(f"ControlClient to {self.endpoint} was closed while waiting for a reply") from None
+            raise
+
+    def _give_up_if_refused_or_late(self, deadline: float) -> None:
+        refused = self._handshake.refused()
+        if refused is not None:  # ZeroMQ would retry for ever; this will not change
+            raise ControlError(f"{self.endpoint} refused the connection: {refused}")
+        if self._refused_at_once and not self._handshake.connected and self._handshake.connect_retries:
+            raise ControlUnreachable(f"no connection to {self.endpoint}: it was refused (nothing listens there); is "
+                                     f"the service running there, and past its first seconds?")
+        if not self._handshake.connected and time.monotonic() >= self._connect_by:
+            raise ControlUnreachable(f"no connection to {self.endpoint}: nothing accepted it within "
+                                     f"{self._connect_s:g} s; " + (
+                                         "is the service running there?" if self._connect_s >= TINY_CONNECT_S else
+                                         "a time-out that short is seldom enough to connect at all: give more"))
+        if time.monotonic() >= deadline and self._waited_s < TINY_REPLY_S and self._handshake.refused() is None:
+            raise ControlTimeout(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): the "
+                                 f"time-out may be too short: one under {TINY_REPLY_S:g} s is often shorter than a "
+                                 f"reply takes even from an idle service (the round trip, the service's turn to "
+                                 f"read it), so this says nothing of the service; give a longer one (flashtick's "
+                                 f"--timeout, ControlClient's timeout_s)")
+        if time.monotonic() >= deadline:
+            late = ControlBusy if self._handshake.live else ControlTimeout
+            raise late(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): "
+                       f"{self._handshake.explain()}")
+
+    def send_raw(self, payload: bytes, timeout_ms: int | None = None) -> None:
+        """Queue one request; a DEALER with no live connection cannot take it, so that is waited out here."""
+        if timeout_ms is None:  # raw use; `request` says its own time-out
+            timeout_ms = self.timeout_ms
+            self._waited_s = timeout_ms / 1000
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            if self._sock.poll(max(0, min(POLL_SLICE_MS, int((deadline - time.monotonic()) * 1000))), zmq.POLLOUT):
+                try:
+                    self._handshake.poll()
+                    self._disconnects_at_send = self._handshake.disconnects
+                    self._sock.send_multipart([b"", payload], zmq.NOBLOCK)
+                    return
+                except zmq.Again:  # the connection went between poll and send
+                    pass
+            self._give_up_if_refused_or_late(deadline)
+
+    def close(self) -> None:
+        self._closed = True
+        self._handshake.close()
+        self._sock.close(linger=0)
+
+    def __enter__(self) -> "ControlClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
