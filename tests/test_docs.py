@@ -317,7 +317,7 @@ def test_queries_md_lists_every_trigger_and_every_kind() -> None:
 def test_replay_md_has_a_row_for_every_reading_option() -> None:
     """The reading options (`backtest`, `feed replay`, `train`, `evaluate`, `demo`) are described in one table of
     replay.md; an option added to the parser alone was in no doc (docs/extending.md, "A command-line option")."""
-    from engine.service.cli_parser import _reading_options, _time_range_options
+    from engine.service.cli_options import _reading_options, _time_range_options
 
     section = (ROOT / "docs" / "replay.md").read_text().split("## On the command line", 1)[1].split("\n## ", 1)[0]
     first_cells = " ".join(line.split("|")[1] for line in section.splitlines() if line.startswith("| `"))

@@ -1,0 +1,167 @@
+"""The option groups several ``flashtick`` commands share, built once as argparse parents: the CURVE keys, the
+client's --config, how tick files are read, the time range, a control command's --control and --timeout, and the
+help texts more than one command shows. The commands' own parsers are cli_parser_clients.py and
+cli_parser_local.py."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from engine.service.cli_common import DEFAULT_CONTROL
+from engine.service.cli_reading import FILE_ORDER
+from engine.service.cli_types import _timeout
+
+CONTROL_HELP = f"the engine's control endpoint (default: the --config file's endpoints.control, else {DEFAULT_CONTROL})"
+FILES_HELP = ("tick files (Parquet, CSV or .csv.gz, JSON lines, DBN, a .zip of them), folders of them (or patterns), "
+              "or a replay list (.yaml)")
+
+SESSION_GAP_HELP = ("leave unscored every answer whose label horizon crosses a pause in its stream's event times "
+                    "this long or longer, e.g. 1h (a weekend, a night, a halt: CME's 16:00-17:00 CT and Tokyo's "
+                    "lunch, stamped on their bounds, are pauses of exactly 1h; the realised label is left null); "
+                    "default: a horizon counts ticks whatever time passes, with a note when scored labels span "
+                    "a pause of an hour or more")
+
+
+class SharedOptions(NamedTuple):
+    """The parents the subcommands take, each built once: every command's parser copies what it names."""
+
+    keys: argparse.ArgumentParser  # --server-key, --client-key
+    clients: argparse.ArgumentParser  # --config of a client of a running engine
+    reading: argparse.ArgumentParser  # how tick files are read
+    time_range: argparse.ArgumentParser  # --from, --to
+
+
+def shared_options() -> SharedOptions:
+    clients = argparse.ArgumentParser(add_help=False)  # what every client of a running engine shares
+    clients.add_argument("--config", type=Path, metavar="FILE",
+                         help="the service YAML the engine runs with: connect to its endpoints (an endpoint flag "
+                              "overrides it; default: the default endpoints, 127.0.0.1:5555-5557)")
+    return SharedOptions(keys=_key_options(), clients=clients, reading=_reading_options(),
+                         time_range=_time_range_options())
+
+
+def _key_options() -> argparse.ArgumentParser:
+    """--server-key and --client-key, shared by every command that connects to a service."""
+    keys = argparse.ArgumentParser(add_help=False)
+    group = keys.add_argument_group("CURVE keys (when the service has curve.enabled)")
+    group.add_argument("--server-key", type=Path, default=os.environ.get("FLASHTICK_SERVER_KEY") or None,
+                       metavar="FILE", help="the server's public key: its *.key certificate or a z85 key file "
+                       "(default: $FLASHTICK_SERVER_KEY; none: no CURVE)")
+    group.add_argument("--client-key", type=Path, default=os.environ.get("FLASHTICK_CLIENT_KEY") or None,
+                       metavar="FILE", help="this client's keypair: a *.key_secret certificate (flashtick keygen); "
+                       "needed when the server allows listed clients only (default: $FLASHTICK_CLIENT_KEY)")
+    return keys
+
+
+def _reading_options() -> argparse.ArgumentParser:
+    """How tick files are read (docs/replay.md): `feed replay`, `backtest`, `train`, `evaluate` and `demo`."""
+    reading = argparse.ArgumentParser(add_help=False)
+    group = reading.add_argument_group("reading the files", "Without these options each file's layout is "
+                                       "detected from its column names (time/timestamp/ts_event, symbol/ticker, "
+                                       "price/px, size/qty/volume, side, bid, ask, bid_size, ask_size; "
+                                       "docs/replay.md), or for a CSV without a header from its first rows, "
+                                       "and printed. CSV delimiters (, ; tab |) and decimal commas are detected. "
+                                       "--csv-names, --ts-unit, --ts-format, --tz and --date alone refine the "
+                                       "detected layout.")
+    _add_layout_options(group)
+    _add_value_options(group)
+    _add_row_filters(group)
+    return reading
+
+
+def _add_layout_options(group: argparse._ArgumentGroup) -> None:
+    """Which column is which, and how its times are written."""
+    from connectors.column_map import PRESETS  # light (no torch): the presets offered are the ones there are
+
+    group.add_argument("--preset", help=f"column layout preset for every file: {', '.join(PRESETS)} "
+                                        "(--columns keys override it)")
+    group.add_argument("--columns", metavar="MAP", help="column map for every file: inline, e.g. "
+                       "ts=time,price=px,size=qty,side=side,stream=symbol (stream= names the stream column, "
+                       "stream_name= a fixed stream; ts=Date+Time joins a date and a time column; price_scale=10000 "
+                       "divides fixed-point prices); without ts= it refines the detected map (stream=#RIC); or a "
+                       "YAML file of docs/replay.md's keys")
+    group.add_argument("--csv-names", metavar="A,B,...", help="the columns of a header-less CSV, in order")
+    group.add_argument("--ts-unit", help="time column unit: ns, us, ms, s (since the epoch), epoch (one of those, "
+                       "by the first time's magnitude), datetime (ISO 8601 text, with or without a UTC offset, or a "
+                       "datetime column), seconds_after_midnight, ms_after_midnight, us_after_midnight, "
+                       "ns_after_midnight (with --date), excel_days (a "
+                       "spreadsheet's serial date: days since 1899-12-30); a --columns map "
+                       "without it reads what the column's first value shows")
+    group.add_argument("--ts-format", metavar="FORMAT", help="strftime codes of datetime text that is not ISO 8601, "
+                       "e.g. '%%Y%%m%%d %%H:%%M:%%S%%.f' (implies --ts-unit datetime)")
+    group.add_argument("--tz", help="time zone of naive times (datetime, *_after_midnight, excel_days), e.g. "
+                                    "Europe/London (default UTC)")
+    group.add_argument("--date", help="the day of *_after_midnight times, e.g. "
+                                      "2024-03-01")
+
+
+def _add_value_options(group: argparse._ArgumentGroup) -> None:
+    """How prices are written and shifted, and the order of rows of equal times."""
+    group.add_argument("--price-offset", action="append", default=None, metavar="X|STREAM=X",
+                       help="add X to every price, bid and ask read: an instrument that trades at zero or below (a "
+                            "spread, a power market's negative hours) shifted above zero, as ticks must be; moves "
+                            "keep their direction, their bps are of the shifted level. STREAM=X shifts that stream "
+                            "alone (a calendar spread among its outrights; repeat it for several; STREAM may be a "
+                            "glob, as --streams takes). 0 is refused: it shifts nothing (an option's 0 bid: "
+                            "--zero-bid price)")
+    group.add_argument("--price-format", choices=("decimal", "32nds"), default=None,
+                       help="how price, bid and ask are written: 32nds reads CME's notation of Treasury futures "
+                            "(110-16, 110-16+, 110'165: 110 and 16.5/32) beside decimals; decimal says 110'165 is "
+                            "thousands grouped by an apostrophe")
+    group.add_argument("--zero-bid", choices=("no_bid", "price"), default=None,
+                       help="what a quote's 0 bid beside an ask is: no_bid (the default: TAQ's no bid, a one-sided "
+                            "quote, rejected) or price (an option nobody bids: replayed, its mark ask / 2)")
+    group.add_argument("--sequence", metavar="COLUMN",
+                       help="the column of each row's sequence number (OPRA, TAQ, CME MDP, an exchange's update "
+                            "id), compared within a stream: rows of equal times replay by stream, each stream's in "
+                            "its order, across files too, not in file order; a "
+                            "row without one is rejected (missing_field). The map's `sequence`")
+    group.add_argument("--no-sequence", dest="sequence", action="store_const", const=FILE_ORDER,
+                       help="rows of equal times in file order, as without --sequence (evaluate: not in the order "
+                            "of the column its checkpoint was trained with)")
+
+
+def _add_row_filters(group: argparse._ArgumentGroup) -> None:
+    """Which rows are read: a time-of-day window and the streams."""
+    group.add_argument("--hours", metavar="START-END[ ZONE]",
+                       help="keep the rows stamped inside this time-of-day window, its end excluded, e.g. "
+                            "'09:30-16:01 America/New_York' (regular US trading hours with the closing auction's "
+                            "prints, stamped 16:00:00 or just after, which an end of 16:00 leaves out; seconds may "
+                            "be given, 16:00:05; summer time followed; the zone may be left out with --tz); the "
+                            "others are counted as filtered_out")
+    group.add_argument("--streams", nargs="+", default=None, metavar="PATTERN",
+                       help="read only these streams (names or fnmatch globs on the stream name as replay names "
+                            "it, e.g. --streams NQM6 'ES*'); the other streams' ticks are counted as filtered_out, "
+                            "and a pattern that matches no stream of the files is an error")
+
+
+def _time_range_options() -> argparse.ArgumentParser:
+    """--from / --to, the event-time range read of the files (docs/replay.md): `backtest` and `feed replay`."""
+    from connectors.time_range import TIME_SYNTAX  # light (no torch)
+
+    window = argparse.ArgumentParser(add_help=False)
+    group = window.add_argument_group("time range", f"read only the ticks stamped from --from (inclusive) to --to "
+                                      f"(exclusive), each by its own event time; a time is {TIME_SYNTAX}; the rows "
+                                      f"left out are counted in the summary")
+    group.add_argument("--from", dest="time_from", metavar="TIME", help="the first event time read, e.g. 2024-01-02 "
+                       "or 2024-01-02T14:30:00Z")
+    group.add_argument("--to", dest="time_to", metavar="TIME", help="the event time the read stops before, e.g. "
+                       "2024-01-03")
+    return window
+
+
+def _control_options(reply: str, detail: str = "", refused_at_once: bool = False) -> argparse.ArgumentParser:
+    """--control and --timeout for one command of the control socket, its --timeout help saying what that command
+    waits for: ``reply`` ("the list of registered queries"), then ``detail`` (": ..."), if any."""
+    control_op = argparse.ArgumentParser(add_help=False)
+    control_op.add_argument("--control", default=None, help=CONTROL_HELP)
+    refused = "; at once when it is refused (exit 2)" if refused_at_once else ""
+    control_op.add_argument("--timeout", type=_timeout, default=30.0, metavar="S",
+                            help=f"seconds to wait for {reply} (default 30){detail}. The engine replies between "
+                                 f"forwards, so a forward in progress delays it; a connection nothing accepts is "
+                                 f"given up after the connect wait, the smaller of 10 s and S{refused}")
+    return control_op
+
