@@ -147,7 +147,7 @@ def parses(argv: list[str]) -> str | None:
     except SystemExit as e:
         if e.code == 0:  # --help
             return None
-        return err.getvalue().strip().splitlines()[-1] if err.getvalue().strip() else f"exit status {e.code}"
+        return err.getvalue().strip().splitlines()[0] if err.getvalue().strip() else f"exit status {e.code}"
     return None
 
 

@@ -319,7 +319,7 @@ def test_feed_replay_speed_0_negative_or_inf_is_refused_naming_how_to_ask_for_as
                   "--control", "", "--answers", ""])
         err = capsys.readouterr().err
         assert exited.value.code == 2, err
-        assert err.splitlines()[-1] == (f"flashtick feed replay: error: argument --speed: must be a finite number > 0, "
+        assert err.splitlines()[0] == (f"flashtick feed replay: error: argument --speed: must be a finite number > 0, "
                                         f"got '{value}' (leave --speed out for as fast as possible)"), err
     with pytest.raises(zmq.Again):
         sock.recv(zmq.NOBLOCK)
