@@ -846,7 +846,7 @@ def test_every_control_command_takes_a_timeout(capsys) -> None:
             started = time.monotonic()
             code, _, err = run(capsys, *command, "--control", f"tcp://127.0.0.1:{port}", "--timeout", "0.5")
             assert code != 0 and "0.5" in err and time.monotonic() - started < 10, err
-        with pytest.raises(SystemExit) as exited:  # a usage error (cli_parser._timeout)
+        with pytest.raises(SystemExit) as exited:  # a usage error (cli_types._timeout)
             main(["list", "--control", f"tcp://127.0.0.1:{port}", "--timeout", "0"])
         err = capsys.readouterr().err
         assert exited.value.code == 2 and "argument --timeout: must be a finite number of seconds > 0, got '0'" in err

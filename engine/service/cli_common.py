@@ -55,7 +55,7 @@ def curve_keys(args: argparse.Namespace) -> dict[str, Any]:
 def control_client(args: argparse.Namespace, refused_at_once: bool = False) -> Any:
     from engine.service.client import ControlClient
 
-    # --timeout is a finite number of seconds > 0 by now (cli_parser._timeout)
+    # --timeout is a finite number of seconds > 0 by now (cli_types._timeout)
     return ControlClient(args.control, timeout_s=args.timeout, refused_at_once=refused_at_once, **curve_keys(args))
 
 
