@@ -32,7 +32,8 @@ from connectors.ticks import encode
 from engine.service.cli import EXAMPLE_QUERIES
 from engine.service.config import LogSection, ServiceConfig, ShardsSection
 from engine.service.ray_shards import ray_module
-from engine.service.sharded import ShardedPipeline, ShardRestores
+from engine.service.shard_restores import ShardRestores
+from engine.service.sharded import ShardedPipeline
 
 STREAMS = 24  # 11 and 13 streams on 2 shards by rendezvous hashing (16 would split 6 and 10)
 MESSAGE_TICKS = 50

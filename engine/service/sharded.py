@@ -40,7 +40,7 @@ from connectors.encoder import EncodedTick, Ingested, StreamEncoders
 from connectors.ticks import InvalidTick, counted
 from engine.jobs import JobOutcome
 from engine.forward_plan import StepReport
-from engine.scheduler import AdmissionRefused, UnknownStream
+from engine.scheduler import UnknownStream
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import DataDir
@@ -58,8 +58,9 @@ from engine.service.ray_shards import connect, placement_group_for, ray_module, 
 from engine.service.rejections import admission_limit, turned_away_warning
 from engine.service.rendezvous import shard_for
 from engine.service.shedding import ShedCounts
-from engine.service.shard import GroupEnd, Item, RemoteJob, pack_logged
+from engine.service.shard import GroupEnd, RemoteJob
 from engine.service.shard_link import ShardLink, gathered_stats
+from engine.service.shard_restores import ShardRestores
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
 from queries.limits import QueryLimits
@@ -719,80 +720,3 @@ def _dead_why(error: Exception, max_restarts: int) -> str:
     if getattr(error, "actor_init_failed", False):
         return "ActorDiedError: its process could not start again (the shard's constructor raised)"
     return f"ActorDiedError: Ray does not restart its process again (shards.max_restarts: {max_restarts})"
-
-
-class ShardRestores:
-    """A tick log replay's target (log_replay.ReplayTarget) at a sharded front door: each booked item, retention
-    start and expiry goes to the restore of its stream's shard. At the start (``accepted``) the front door's
-    own per-stream state (live scores, the answer adaptation) sees them as the live path did; a shard restored
-    mid-run (read on a thread) leaves that state, which never stopped, alone."""
-
-    def __init__(self, front: ShardedPipeline, accepted: bool) -> None:
-        self.front = front
-        self.accepted = accepted
-        self.items: dict[str, list[Item]] = {}  # stream -> its booked items, in order
-        self.starts: dict[str, tuple[int, int]] = {}  # stream -> (ticks, last ts) retention dropped
-
-    def restore(self, item: EncodedTick) -> None:
-        if self.accepted and (problem := self._refused(item.stream, item.ticks)) is not None:
-            raise AdmissionRefused(problem)  # (split_log counts it, refused as stream_refused)
-        self.items.setdefault(item.stream, []).append((item.stream, item.tokens, item.ts, item.ticks))
-        if self.accepted:
-            self.front._owner(item.stream)
-            self.front.adaptation.accepted(item)
-            self.front.scores.accepted(item)
-
-    def start_at(self, stream: str, ticks: int, last_ts: int, booked: Any = None) -> None:
-        if self.accepted and self._refused(stream, ticks) is not None:
-            return
-        self.starts[stream] = (ticks, last_ts)  # (a front door's log keeps no sessions: the shards hold them)
-        if self.accepted:
-            self.front._owner(stream)
-            self.front.progress[stream] = ticks
-            self.front.scores.start_at(stream, ticks)
-            self.front.adaptation.start_at(stream, ticks)
-
-    def drop(self, stream: str) -> None:
-        self.items.pop(stream, None)
-        self.starts.pop(stream, None)
-        if self.accepted:
-            self.front._turned_away.pop(stream, None)  # the later event wins: it reads expired, not refused
-            link = self.front.shard_of.pop(stream, None)
-            if link is not None:
-                link.streams.discard(stream)
-            self.front.progress.pop(stream, None)
-            self.front.scores.drop_stream(stream)
-            self.front.adaptation.drop_stream(stream)
-
-    def forget(self, stream: str) -> None:
-        self.drop(stream)  # (its items go before any shard sees them: no shard refuses them)
-
-    def _refused(self, stream: str, ticks: int) -> str | None:
-        """At the start (``accepted``), admission in log order, as one engine's replay admits (a limit lowered
-        since the log was written): a stream its shard holds nothing of is refused where that shard holds as many
-        streams as it may now, each expiry read so far having freed its stream's slot. The shard saw only the streams
-        held at the end, all at once, and so admitted others: those an expiry had not made room for yet. Refused,
-        its ticks are counted as one engine's are (why); it never reaches a shard."""
-        if stream in self.front.shard_of:
-            return None
-        problem = self.front._admission_problem(stream)
-        if problem is not None:
-            self.front._turned_away.setdefault(stream, [0, f"stream_refused: {problem}"])[0] += ticks
-        return problem
-
-    def committed(self, tail: list[EncodedTick | None]) -> dict[str, int]:
-        """Every stream's tick count once the tail is in (where a query registered now starts)."""
-        counts = {stream: self.starts.get(stream, (0, 0))[0] + sum(item[3] for item in items)
-                  for stream, items in self.items.items()}
-        for stream in self.starts.keys() - counts.keys():
-            counts[stream] = self.starts[stream][0]
-        for item in tail:
-            if item is not None:
-                counts[item.stream] = counts.get(item.stream, 0) + item.ticks
-        return counts
-
-    def logged(self, mine: set[str], tail: list[EncodedTick | None]) -> dict[str, Any]:
-        """What restores the shard of the streams ``mine``: their items, starts and tail (pack_logged)."""
-        items = [item for stream in self.items if stream in mine for item in self.items[stream]]
-        starts = {stream: start for stream, start in self.starts.items() if stream in mine}
-        return pack_logged(items, starts, [item for item in tail if item is None or item.stream in mine])
