@@ -30,8 +30,6 @@ import dataclasses
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import msgpack
@@ -60,6 +58,7 @@ from engine.service.rendezvous import shard_for
 from engine.service.shedding import ShedCounts
 from engine.service.shard import GroupEnd, RemoteJob
 from engine.service.shard_link import ShardLink, gathered_stats
+from engine.service.shard_recovery import ShardRecovery
 from engine.service.shard_restores import ShardRestores
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
@@ -68,8 +67,6 @@ from queries.registry import Registry
 from queries.spec import QuerySpec, dump_queries
 
 WAIT_S = 0.002  # the longest a step waits for a shard's reply before the server polls its sockets again
-RETRY_S = 0.25  # a restore that found the actor not back yet is tried again this much later
-MAX_RESTORE_ERRORS = 3  # a restore that raised (or found the actor dead) this many times in a row will not succeed
 
 
 class ShardGivenUp(LookupError):
@@ -120,7 +117,7 @@ class ShardedPipeline:
         # logged streams a shard's first restore (this start's) refused: `streams` counts them (refused_at_start);
         # they come with the restore's reply, after the server has taken what the start itself refused
         self.refused_at_start: set[str] = set()
-        self._reader = ThreadPoolExecutor(1, thread_name_prefix="shard-restore")
+        self.recovery = ShardRecovery(self)  # a shard lost and restored; the log is read on its thread
         self._owns_ray = connect(config.shards)
         self._group, self.links = None, []
         try:
@@ -187,7 +184,7 @@ class ShardedPipeline:
         self.save_queries()
         for link in self.links:
             link.lost = True  # until its restore is in
-            self._send_restore(link, restores.logged(link.streams, tail), changed=tuple(changed))
+            self.recovery.send_restore(link, restores.logged(link.streams, tail), changed=tuple(changed))
 
     def _say_turned_away(self) -> None:
         """After the start's replay: the logged streams it refused (ShardRestores, in log order as one engine's) are
@@ -285,7 +282,7 @@ class ShardedPipeline:
         ``max_tokens`` is not used: the shards size their own forwards, and this waits at most WAIT_S."""
         ray = ray_module()
         outcomes: list[JobOutcome] = []
-        self._poll_reads()
+        self.recovery.poll_reads()
         self._send_all()
         calls = {link.call: link for link in self.links if link.call is not None}
         if calls:
@@ -328,27 +325,11 @@ class ShardedPipeline:
         link.forgetting -= forgets  # (a call that failed told nothing: the restore reads the log, which says it)
         try:
             reply = ray.get(ref)
-        except ray.exceptions.RayTaskError as e:  # our code raised in the shard: its state is suspect
-            why = f"{type(e.cause).__name__}: {e.cause}"
-            link.restore_errors += kind == "restore"
-            if link.restore_errors >= MAX_RESTORE_ERRORS:
-                self._give_up(link, why, outcomes, tickets)
-                return
-            ray.kill(link.handle, no_restart=False)  # Ray starts it afresh; it is restored below
-            self._lost(link, why, tickets, outcomes, kind)
-            return
-        except ray.exceptions.RayError as e:  # the actor died (killed, OOM, its host lost): Ray restarts it
-            if kind == "restore" and isinstance(e, ray.exceptions.ActorDiedError):
-                # dead, not restarting (that is ActorUnavailableError): shards.max_restarts used up, or its
-                # constructor raised when Ray started it again; retrying the restore would read the log for ever
-                link.restore_errors += 1
-                if link.restore_errors >= MAX_RESTORE_ERRORS:
-                    self._give_up(link, _dead_why(e, self.config.shards.max_restarts), outcomes, tickets)
-                    return
-            self._lost(link, type(e).__name__, tickets, outcomes, kind)
+        except ray.exceptions.RayError as e:  # the shard raised, or its actor died: it is restored (ShardRecovery)
+            self.recovery.failed(link, e, kind, tickets, outcomes)
             return
         if reply.get("needs_restore"):  # restarted by Ray between two calls
-            self._lost(link, "restarted", tickets, outcomes, kind)
+            self.recovery.lost(link, "restarted", tickets, outcomes, kind)
             return
         link.lost, link.restore_errors = False, 0
         for wire in reply["answers"]:
@@ -456,98 +437,6 @@ class ShardedPipeline:
         """The streams the shards refused since the last call (name -> [items refused, the first why])."""
         turned_away, self._turned_away = self._turned_away, {}
         return turned_away
-
-    # -- a shard lost and restored ------------------------------------------------------------------
-
-    def _lost(self, link: ShardLink, why: str, tickets: list[Any], outcomes: list[JobOutcome], kind: str) -> None:
-        if kind == "restore":  # the actor is not back yet (Ray is restarting it): try again shortly
-            link.not_before = time.monotonic() + RETRY_S
-            return
-        link.restarts += 1
-        link.retire_stats()  # the restarted actor counts from 0: the service's totals must not fall
-        link.lost, link.not_before = True, 0.0
-        self._refuse_asks(tickets, outcomes,
-                          f"{link.name} was lost before answering (it is rebuilt from the tick log): ask again")
-        link.buffer, link.buffered_tokens = [], 0  # logged: the restore reads them back
-        link.reported_pending, link.shard_busy = 0, False
-        print(f"flashtick: {link.name} lost ({why}); rebuilding its {len(link.streams)} streams from the tick log",
-              file=sys.stderr, flush=True)
-
-    def _read_log(self, link: ShardLink) -> None:
-        """Read the lost shard's streams from the tick log, on a thread, up to the last record accepted: booked
-        up to each stream's last published answer, the rest computed group by group (split_log); items
-        accepted from now on wait in its buffer and follow the restore."""
-        link.buffer, link.buffered_tokens = [], 0
-        # the streams forgotten so far are forgotten in the log read here (split_log): their ops would drop a
-        # session of the stream the restore rebuilt from items logged after the forget
-        link.ops = [op for op in link.ops if op[0] != "forget"]
-        link.forgetting.clear()
-        upto = self.data.log.next_record
-        encoders = StreamEncoders(self.codec, self.encoders.vocab_size, self.encoders.max_message_bytes,
-                                  max_item_tokens=self.encoders.max_item_tokens,
-                                  max_stream_bytes=self.encoders.max_stream_bytes)
-        streams = set(link.streams)
-        answered = answered_points(self.cache, streams)  # here: the cache is this thread's
-
-        def read() -> dict[str, Any]:
-            restores = ShardRestores(self, accepted=False)
-            tail = self.data.read_items(streams, upto, encoders, restores, answered)
-            return restores.logged(streams, tail)
-
-        link.reading = self._reader.submit(read)
-
-    def _refuse_asks(self, tickets: list[Any], outcomes: list[JobOutcome], error: str) -> None:
-        """Each of ``tickets`` answered with ``error``, as a retry (``shard_lost``): its shard cannot answer it."""
-        for ticket in tickets:
-            self._asked.pop(ticket, None)
-            outcomes.append(JobOutcome(RemoteJob(ticket), error=error, retry=True))
-
-    def _give_up(self, link: ShardLink, why: str, outcomes: list[JobOutcome], tickets: Iterable[Any] = ()) -> None:
-        """A restore that keeps raising is a bug, and an actor Ray does not restart will not come back: stop
-        retrying and say so. The asks that waited for the restore are refused (``shard_lost``), as are those sent
-        from now on (``ask``): each gets its reply now, not at its client's time-out. Ticks for the shard's streams
-        are still accepted and logged (nothing accepted is lost): a restart computes them."""
-        link.failed = why
-        waiting = [*tickets, *(op[1] for op in link.ops if op[0] == "ask")]
-        link.ops = []  # registry changes and forgotten streams too: a restart restores it from the log and registry
-        link.forgetting.clear()
-        self._refuse_asks(waiting, outcomes, f"{link.name} was lost and could not be restored ({why}): its streams are "
-                                             f"computed again when the service restarts")
-        print(f"flashtick: {link.name} could not be restored ({why}, {link.restore_errors} times); its "
-              f"{len(link.streams)} streams are logged but not computed until the service restarts",
-              file=sys.stderr, flush=True)
-
-    def _poll_reads(self) -> None:
-        for link in self.links:
-            if link.failed:
-                link.buffer, link.buffered_tokens = [], 0  # logged; a restart replays them
-                link.ops = []  # registry changes: a restart restores every shard with the whole registry
-                continue
-            if link.lost and link.call is None and link.reading is None and time.monotonic() >= link.not_before:
-                self._read_log(link)
-            if link.reading is not None and link.reading.done():
-                future, link.reading = link.reading, None
-                try:
-                    packed = future.result()
-                except Exception as e:  # e.g. retention dropped a segment while it was read: read again
-                    print(f"flashtick: {link.name}: reading the tick log failed ({type(e).__name__}: {e}); "
-                          f"trying again", file=sys.stderr, flush=True)
-                    link.not_before = time.monotonic() + RETRY_S
-                    continue
-                self._send_restore(link, packed)
-
-    def _send_restore(self, link: ShardLink, logged: dict[str, Any], changed: tuple[str, ...] = ()) -> None:
-        """Restore ``link``'s shard from ``logged`` (pack_logged of its streams' logged items)."""
-        # the restore carries the registry as it is now; asks and streams forgotten since the log was read follow it
-        link.ops = [op for op in link.ops if op[0] in ("ask", "forget")]
-        latest = [a.to_wire() for a in self.cache.latest() if a.stream in link.streams]
-        queries = dump_queries(self.registry.list()) if len(self.registry) else ""
-        link.call_version = self.registry.version
-        link.call_tickets, link.call_streams, link.call_forgets = [], set(), set()
-        link.call_kind = "restore"
-        marks = {query: {stream: ticks for stream, ticks in snapshot.items() if stream in link.streams}
-                 for query, snapshot in self.marks.marks.items()}
-        link.call = link.handle.restore.remote(queries, latest, logged, marks, True, changed)
 
     # -- what the server asks of a pipeline ----------------------------------------------------------
 
@@ -705,7 +594,7 @@ class ShardedPipeline:
 
     def close(self) -> None:
         ray = ray_module()
-        self._reader.shutdown(wait=True, cancel_futures=True)
+        self.recovery.close()
         self.data.close()  # the logs flushed and the directory's lock released first, whatever Ray does next
         for link in self.links:
             ray.kill(link.handle, no_restart=True)
@@ -713,10 +602,3 @@ class ShardedPipeline:
             ray.shutdown()  # the placement group goes with the job
         elif self._group is not None:  # this process goes on using Ray (tests, benchmarks): hand the CPUs back
             release(self._group)
-
-
-def _dead_why(error: Exception, max_restarts: int) -> str:
-    """Why a shard's actor is dead for good, from Ray's ActorDiedError (its text is many lines)."""
-    if getattr(error, "actor_init_failed", False):
-        return "ActorDiedError: its process could not start again (the shard's constructor raised)"
-    return f"ActorDiedError: Ray does not restart its process again (shards.max_restarts: {max_restarts})"
