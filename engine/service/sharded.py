@@ -26,13 +26,10 @@ query's current registration is dropped (it answers a replaced query).
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 from collections import Counter
 from typing import Any
-
-import msgpack
 
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders
 from connectors.ticks import InvalidTick, counted
@@ -56,9 +53,10 @@ from engine.service.ray_shards import connect, placement_group_for, ray_module, 
 from engine.service.rejections import admission_limit, turned_away_warning
 from engine.service.rendezvous import shard_for
 from engine.service.shedding import ShedCounts
-from engine.service.shard import GroupEnd, RemoteJob
+from engine.service.shard import GroupEnd
 from engine.service.shard_link import ShardLink, gathered_stats
 from engine.service.shard_recovery import ShardRecovery
+from engine.service.shard_replies import ShardReplies
 from engine.service.shard_restores import ShardRestores
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
@@ -118,6 +116,7 @@ class ShardedPipeline:
         # they come with the restore's reply, after the server has taken what the start itself refused
         self.refused_at_start: set[str] = set()
         self.recovery = ShardRecovery(self)  # a shard lost and restored; the log is read on its thread
+        self.replies = ShardReplies(self)  # what a shard's reply brings: answers, progress, refusals
         self._owns_ray = connect(config.shards)
         self._group, self.links = None, []
         try:
@@ -332,106 +331,7 @@ class ShardedPipeline:
             self.recovery.lost(link, "restarted", tickets, outcomes, kind)
             return
         link.lost, link.restore_errors = False, 0
-        for wire in reply["answers"]:
-            if wire["stream"] in stale:
-                continue
-            answer = self._publishable(Answer(**wire), version)
-            if answer is not None:
-                outcomes.append(JobOutcome(RemoteJob(None), answer))
-        for ticket, wire, error, early, context, reason in reply["replies"]:
-            spec, stream = self._asked.pop(ticket, (None, None))
-            answer = self._as_published(Answer(**wire), spec) if wire else None
-            outcomes.append(JobOutcome(RemoteJob(ticket, early, context, reason, stream), answer, error))
-        self.progress.update((stream, ticks) for stream, ticks in reply["progress"].items() if stream not in stale)
-        link.reported_pending, link.shard_busy = reply["pending_tokens"], reply["busy"]
-        if "stats" in reply:
-            link.stats = reply["stats"]
-        for stream, (ticks, error) in reply.get("refused", {}).items():
-            if stream not in stale:
-                self._refused_by_shard(link, stream, ticks, error)
-        if "restored" in reply:
-            restored = reply["restored"]
-            refused = reply.get("refused", {})
-            if not link.restores:  # its first: the start's (a later one rebuilds a lost shard's streams)
-                self.refused_at_start |= refused.keys()
-            link.restores.append(restored)
-            # (in ticks, as one engine says it: a stream retention left no item of is refused with its count)
-            turned_away = (f"; refused {counted(sum(ticks for ticks, _ in refused.values()), 'logged tick')} of "
-                           f"{counted(len(refused), 'stream')}: {self.admission_limit()} (was the limit lowered since "
-                           f"they were logged? `streams` and `ask` say them refused)") if refused else ""
-            print(f"flashtick: {link.name} restored {restored['streams']} streams from {restored['items']} logged "
-                  f"items in {restored['s']:.2f} s{turned_away}", file=sys.stderr, flush=True)
-        for stream in reply.get("expired", ()):
-            if stream not in stale:
-                self._expire(link, stream)
-
-    def _publishable(self, answer: Answer, version: int) -> Answer | None:
-        """The answer with its topic's next seq, logged and kept; None if its query was replaced or removed
-        after the call that computed it went out."""
-        if self.registry.current(answer.query) is None or self.registry.query_version(answer.query) > version:
-            self.stale_dropped += 1
-            return None
-        query = self.flash.compiled(self.registry.current(answer.query))
-        answer = dataclasses.replace(answer, value=self.adaptation.adapt(query, answer.stream, answer.value,
-                                                                         answer.version),
-                                     query_version=self.registry.query_version(answer.query))
-        answer = self.cache.publish(answer)
-        packed = msgpack.packb(answer.to_wire(), use_bin_type=True)
-        self.history.add(answer.topic, answer.seq, packed)
-        self.data.answers.record(packed)  # before it is published: a seq seen is never handed out again
-        self.answers_out += 1
-        self.scores.expect(answer, self.registry.current(answer.query))
-        return answer
-
-    def _as_published(self, answer: Answer, spec: QuerySpec | None) -> Answer:
-        """An ask's answer as this front door published it: one a shard answered early from its cache (seq > 0)
-        carries the shard's own seq; the same answer here has the topic's seq. One computed for the asker
-        (seq 0) is read through the stream's current answer mix, as one engine reads it (``keep=False``: an
-        ask never changes what is published): the shards answer with the model's own value, the mixes live
-        here."""
-        if answer.seq == 0:
-            if spec is None:
-                return answer
-            value = self.adaptation.adapt(self.flash.compiled(spec), answer.stream, answer.value, answer.version,
-                                          keep=False)
-            registered = self.registry.current(spec.name) is spec
-            return dataclasses.replace(answer, value=value, query_version=(
-                self.registry.query_version(spec.name) if registered else 0))
-        published = self.cache.get(answer.query, answer.stream)
-        if published is not None and published.version == answer.version:
-            return published
-        return dataclasses.replace(answer, seq=0)
-
-    def _expire(self, link: ShardLink, stream: str) -> None:
-        if link.buffers(stream):
-            return  # it sent data since: the shard starts it afresh, the front door keeps it
-        link.streams.discard(stream)
-        self.shard_of.pop(stream, None)
-        self.progress.pop(stream, None)
-        self.encoders.drop(stream)
-        self.registry.drop_stream(stream)
-        self.cache.drop_stream(stream)
-        self.scores.drop_stream(stream)
-        self.adaptation.drop_stream(stream)
-        self.data.answers.forget_stream(stream)
-        self.data.log_expired(stream)
-        self._expired.append(stream)
-
-    def _refused_by_shard(self, link: ShardLink, stream: str, ticks: int, error: str) -> None:
-        """``ticks`` of ``stream`` that its shard's admission refused after this front door accepted and logged them
-        (a restart under a lowered scheduler.max_streams): handed to the server as refused, and the stream forgotten
-        here as one engine forgets it, so `streams` does not show counts no session holds and admission counts
-        the shard's streams as it does; not while more of it waits to go to the shard (its reply says again)."""
-        held = self._turned_away.setdefault(stream, [0, error])
-        held[0] += ticks
-        if link.buffers(stream):
-            return
-        link.streams.discard(stream)
-        self.shard_of.pop(stream, None)
-        self.progress.pop(stream, None)
-        self.encoders.forget(stream)
-        self.scores.drop_stream(stream)
-        self.adaptation.drop_stream(stream)
+        self.replies.take(link, reply, version, stale, outcomes)
 
     def take_turned_away(self) -> dict[str, list]:
         """The streams the shards refused since the last call (name -> [items refused, the first why])."""
