@@ -22,25 +22,27 @@ Register/unregister are checked here, then queued to every shard in order, so
 each shard's registry is the front door's; a shard that is restored gets the
 whole registry. An answer computed under a registry version older than its
 query's current registration is dropped (it answers a replaced query).
+
+This file holds ShardedPipeline; its parts live beside it: sharded_restart.py (the start from the data directory),
+shard_restores.py (what a read of the tick log gives a shard's restore), shard_recovery.py (a shard lost and
+restored) and shard_replies.py (a shard's reply taken in: answers numbered and published, progress, refusals).
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from collections import Counter
 from typing import Any
 
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders
-from connectors.ticks import InvalidTick, counted
+from connectors.ticks import InvalidTick
 from engine.jobs import JobOutcome
 from engine.forward_plan import StepReport
 from engine.scheduler import UnknownStream
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import DataDir
-from engine.service.kept_queries import configured_queries, register_changed
-from engine.service.owed_answers import answered_points, answers_owed
+from engine.service.kept_queries import configured_queries
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
@@ -50,14 +52,14 @@ from engine.service.pipeline import StreamBusy, log_or_refuse, say
 from engine.service.query_fit import compile_fitting
 from engine.service.when_behind import conflating, overloaded, shed_message
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
-from engine.service.rejections import admission_limit, turned_away_warning
+from engine.service.rejections import admission_limit
 from engine.service.rendezvous import shard_for
 from engine.service.shedding import ShedCounts
 from engine.service.shard import GroupEnd
 from engine.service.shard_link import ShardLink, gathered_stats
 from engine.service.shard_recovery import ShardRecovery
 from engine.service.shard_replies import ShardReplies
-from engine.service.shard_restores import ShardRestores
+from engine.service.sharded_restart import restart_front_door
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
 from queries.limits import QueryLimits
@@ -133,7 +135,7 @@ class ShardedPipeline:
                                        max_ts_ahead_ns=limits.max_ts_ahead_ns,
                                        zero_bid_is_price=limits.zero_bid == "price")
         self.data.encoders = self.encoders  # each new tick log segment starts with their counts
-        self._restore_all()
+        restart_front_door(self)  # registry, answers and every shard's streams from the data directory
 
     def _start_shards(self) -> list[dict[str, Any]]:
         """The shards' actors, started and answering; returns what each says of its engine's limits."""
@@ -149,53 +151,6 @@ class ShardedPipeline:
                               ) from None
         except ray.exceptions.RayError as e:  # a shard's constructor raised (the model, the KV budget, ...)
             raise ConfigError(f"a shard did not start: {str(e).strip().splitlines()[-1]}") from None
-
-    def _restore_all(self) -> None:
-        """On start: registry and answers from the data directory, then every logged item through the
-        encoders here (codec state, ordering guards) and to its stream's shard, which rebuilds from them and
-        computes what was owed as one engine does (log_replay.split_log, owed_answers.answer_tail)."""
-        reregistered: set[str] = set()  # queries the data directory's state did not describe: registered now
-        if self.data.queries_path.is_file():
-            self.marks, reregistered = self.data.restore_queries(self.registry)
-        reregistered |= self.data.restore_answers(self.registry, self.history, self.adaptation)
-        for name in reregistered:
-            self.forget_query(name)
-        changed = (register_changed(self.config.queries, self.registry, self.forget_query, self._configured)
-                   if self.config.queries else [])
-        changed = sorted(reregistered - set(changed)) + changed
-        restores = ShardRestores(self, accepted=True)
-        tail = self.data.replay(self.encoders, restores, answered=answered_points(self.cache))
-        self.ticks_in = self.data.recovered_ticks
-        owed = [item for item in tail if item is not None]
-        for item in owed:  # accepted before the stop: seen here as the live run saw them
-            self.adaptation.accepted(item)
-            self.scores.accepted(item)
-        answers = answers_owed(self.registry, self.cache, self.marks, set(changed), tail) if owed else 0
-        if answers:  # a clean stop's tail (ticks after each stream's last answer that fired no query) owes none
-            print(f"flashtick: computing what was owed: {counted(answers, 'answer')} due on "
-                  f"{counted(sum(item.ticks for item in owed), 'tick')} of "
-                  f"{counted(len({item.stream for item in owed}), 'stream')} accepted but not yet answered when the "
-                  f"service stopped (on the shards; answers follow as they are restored)", file=sys.stderr, flush=True)
-        self._say_turned_away()
-        self.data.replayed(len(self.shard_of))
-        # registered now, after every logged tick: owed none of them (nor any tick of the tail, below)
-        self.marks.registered(changed, restores.committed(tail))
-        self.save_queries()
-        for link in self.links:
-            link.lost = True  # until its restore is in
-            self.recovery.send_restore(link, restores.logged(link.streams, tail), changed=tuple(changed))
-
-    def _say_turned_away(self) -> None:
-        """After the start's replay: the logged streams it refused (ShardRestores, in log order as one engine's) are
-        forgotten by the encoders and said as one engine says them; one admitted later (an expiry in the log made
-        room) is not."""
-        for stream in [s for s in self._turned_away if s in self.shard_of]:
-            del self._turned_away[stream]
-        for stream in self._turned_away:
-            self.encoders.forget(stream)
-        self.refused_at_start |= self._turned_away.keys()
-        if self._turned_away:
-            say(turned_away_warning(self._turned_away, self.admission_limit()))
 
     def _owner(self, stream: str) -> ShardLink:
         link = self.shard_of.get(stream)
