@@ -2,7 +2,8 @@
 scheduler uncomputed (_EngineReplay, log_replay.py's ReplayTarget), then what the stopped process owed: the tail of
 ticks past each stream's last answer computed a tick group at a time as the live run would have, at once or queued
 for the serving loop (`defer_owed`, the server's way: bound first), and the answers owed at each stream's latest
-tick; and the logged streams admission refused at this start (a limit lowered since), said and handed to the server.
+tick; and the logged streams admission refused at this start (a limit lowered since), said and handed to the server
+(held in a TurnedAway, turned_away.py, as the sharded front door holds its own).
 A shard restarts its own way (shard.py); the rules of what is owed are owed_answers.py's."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from engine.jobs import JobOutcome
 from engine.scheduler import AdmissionRefused
 from engine.service.owed_answers import (answer_tail, answered_points, answers_owed, answers_owed_at_latest, owed_jobs,
                                          restart_owes)
-from engine.service.rejections import turned_away_warning
+from engine.service.turned_away import TurnedAway
 from queries.spec import QuerySpec
 
 
@@ -33,9 +34,9 @@ class EngineRestart:
         self.say = say
         self._tail_end: dict[str, int] = {}  # deferred owed work: each stream's tick count at its tail's end
         self._tail_changed: set[str] = set()  # ... and the queries the config changed at this start
-        # logged streams admission refused at this start (a lower scheduler.max_streams, a smaller pool): name ->
-        # [items refused, the first why], until the server takes them (take_turned_away)
-        self._turned_away: dict[str, list] = {}
+        # logged streams admission refused at this start (a lower scheduler.max_streams, a smaller pool), until the
+        # server takes them (take_turned_away)
+        self.turned_away = TurnedAway()
         self.refused_at_start: set[str] = set()  # their names, kept (`streams` counts them: refused_at_start)
 
     def replay(self, changed: list[str], defer_owed: bool) -> list[JobOutcome]:
@@ -45,7 +46,7 @@ class EngineRestart:
         pipeline = self.pipeline
         self._progress("replaying the tick log")
         tail = pipeline.data.replay(pipeline.encoders, _EngineReplay(self), answered=answered_points(pipeline.cache),
-                                    turned_away=self._turned_away)
+                                    turned_away=self.turned_away)
         pipeline.data.replayed(len(pipeline.engine.scheduler.streams), pipeline.engine.rebuild())
         pipeline.ticks_in = pipeline.data.recovered_ticks
         recovered: list[JobOutcome] = []
@@ -62,26 +63,19 @@ class EngineRestart:
 
     def turn_away(self, stream: str, ticks: int, why: str) -> None:
         """Logged ticks of ``stream`` the restart's admission refused (``why``): remembered while none is held."""
-        held = self._turned_away.setdefault(stream, [0, f"stream_refused: {why}, at this start's tick log replay"])
-        held[0] += ticks
+        self.turned_away.add(stream, ticks, f"stream_refused: {why}, at this start's tick log replay")
 
     def _say_turned_away(self) -> None:
         """After a restart: the logged streams admission refused (a limit lowered since they were logged) are
         forgotten by the encoders, as a stream refused live is, and said, naming the limit; the server then says
         them refused (`streams`, `get`, `ask`) rather than "has sent no data"."""
-        for stream in [s for s in self._turned_away if s in self.pipeline.engine.scheduler.streams]:
-            del self._turned_away[stream]  # (taken after all: an expiry in the log made room for it)
-        for stream in self._turned_away:
-            self.pipeline.encoders.forget(stream)
-        self.refused_at_start = set(self._turned_away)
-        if self._turned_away:
-            self.say(turned_away_warning(self._turned_away, self.pipeline.admission_limit()))
+        self.refused_at_start = self.turned_away.settle(self.pipeline.engine.scheduler.streams, self.pipeline.encoders,
+                                                        self.pipeline.admission_limit, self.say)
 
     def take_turned_away(self) -> dict[str, list]:
         """The streams refused at this start (name -> [items refused, the first why]), once: the server remembers
         them with the streams it refused live."""
-        turned_away, self._turned_away = self._turned_away, {}
-        return turned_away
+        return self.turned_away.take()
 
     def _answer_tail(self, tail: list[EncodedTick | None], changed: set[str]) -> list[JobOutcome]:
         """The logged items past each stream's answered point, computed as the live run would have
@@ -242,7 +236,7 @@ class _EngineReplay:
         self.scheduler.drop(stream)
         self.pipeline.scores.drop_stream(stream)
         self.pipeline.adaptation.drop_stream(stream)
-        self.restart._turned_away.pop(stream, None)
+        self.restart.turned_away.discard(stream)
         self.scheduler.stats.refused_streams -= self.refused.pop(stream, 0)
 
     def forget(self, stream: str) -> None:

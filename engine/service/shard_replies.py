@@ -130,8 +130,7 @@ class ShardReplies:
         here as one engine forgets it, so `streams` does not show counts no session holds and admission counts
         the shard's streams as it does; not while more of it waits to go to the shard (its reply says again)."""
         front = self.front
-        held = front._turned_away.setdefault(stream, [0, error])
-        held[0] += ticks
+        front.turned_away.add(stream, ticks, error)
         if link.buffers(stream):
             return
         link.streams.discard(stream)

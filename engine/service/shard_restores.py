@@ -49,7 +49,7 @@ class ShardRestores:
         self.items.pop(stream, None)
         self.starts.pop(stream, None)
         if self.accepted:
-            self.front._turned_away.pop(stream, None)  # the later event wins: it reads expired, not refused
+            self.front.turned_away.discard(stream)  # the later event wins: it reads expired, not refused
             link = self.front.shard_of.pop(stream, None)
             if link is not None:
                 link.streams.discard(stream)
@@ -70,7 +70,7 @@ class ShardRestores:
             return None
         problem = self.front._admission_problem(stream)
         if problem is not None:
-            self.front._turned_away.setdefault(stream, [0, f"stream_refused: {problem}"])[0] += ticks
+            self.front.turned_away.add(stream, ticks, f"stream_refused: {problem}")
         return problem
 
     def committed(self, tail: list[EncodedTick | None]) -> dict[str, int]:

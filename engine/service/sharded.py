@@ -60,6 +60,7 @@ from engine.service.shard_link import ShardLink, gathered_stats
 from engine.service.shard_recovery import ShardRecovery
 from engine.service.shard_replies import ShardReplies
 from engine.service.sharded_restart import restart_front_door
+from engine.service.turned_away import TurnedAway
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
 from queries.limits import QueryLimits
@@ -113,7 +114,7 @@ class ShardedPipeline:
         self._grouping: dict[ShardLink, set[str]] = {}  # the message being ingested: streams it fed, by shard
         self.marks = RegistrationMarks()  # where each query started: what a restored shard owes it
         self._expired: list[str] = []
-        self._turned_away: dict[str, list] = {}  # streams a shard refused: name -> [items, the first why] (the server's)
+        self.turned_away = TurnedAway()  # streams the start's replay or a shard refused, until the server takes them
         # logged streams a shard's first restore (this start's) refused: `streams` counts them (refused_at_start);
         # they come with the restore's reply, after the server has taken what the start itself refused
         self.refused_at_start: set[str] = set()
@@ -290,8 +291,7 @@ class ShardedPipeline:
 
     def take_turned_away(self) -> dict[str, list]:
         """The streams the shards refused since the last call (name -> [items refused, the first why])."""
-        turned_away, self._turned_away = self._turned_away, {}
-        return turned_away
+        return self.turned_away.take()
 
     # -- what the server asks of a pipeline ----------------------------------------------------------
 

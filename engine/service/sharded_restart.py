@@ -17,7 +17,6 @@ from connectors.ticks import counted
 from engine.service.kept_queries import register_changed
 from engine.service.owed_answers import answered_points, answers_owed
 from engine.service.pipeline import say
-from engine.service.rejections import turned_away_warning
 from engine.service.shard_restores import ShardRestores
 
 
@@ -47,7 +46,8 @@ def restart_front_door(front: Any) -> None:
               f"{counted(sum(item.ticks for item in owed), 'tick')} of "
               f"{counted(len({item.stream for item in owed}), 'stream')} accepted but not yet answered when the "
               f"service stopped (on the shards; answers follow as they are restored)", file=sys.stderr, flush=True)
-    _say_turned_away(front)
+    # the logged streams it refused (in log order as one engine's) are said as one engine says them
+    front.refused_at_start |= front.turned_away.settle(front.shard_of, front.encoders, front.admission_limit, say)
     front.data.replayed(len(front.shard_of))
     # registered now, after every logged tick: owed none of them (nor any tick of the tail, below)
     front.marks.registered(changed, restores.committed(tail))
@@ -55,16 +55,3 @@ def restart_front_door(front: Any) -> None:
     for link in front.links:
         link.lost = True  # until its restore is in
         front.recovery.send_restore(link, restores.logged(link.streams, tail), changed=tuple(changed))
-
-
-def _say_turned_away(front: Any) -> None:
-    """After the start's replay: the logged streams it refused (ShardRestores, in log order as one engine's) are
-    forgotten by the encoders and said as one engine says them; one admitted later (an expiry in the log made
-    room) is not."""
-    for stream in [s for s in front._turned_away if s in front.shard_of]:
-        del front._turned_away[stream]
-    for stream in front._turned_away:
-        front.encoders.forget(stream)
-    front.refused_at_start |= front._turned_away.keys()
-    if front._turned_away:
-        say(turned_away_warning(front._turned_away, front.admission_limit()))
