@@ -109,17 +109,12 @@ class ShardReplies:
         return dataclasses.replace(answer, seq=0)
 
     def _expire(self, link: ShardLink, stream: str) -> None:
-        front = self.front
-        if link.buffers(stream):
+        if not self._let_go(link, stream):
             return  # it sent data since: the shard starts it afresh, the front door keeps it
-        link.streams.discard(stream)
-        front.shard_of.pop(stream, None)
-        front.progress.pop(stream, None)
+        front = self.front
         front.encoders.drop(stream)
         front.registry.drop_stream(stream)
         front.cache.drop_stream(stream)
-        front.scores.drop_stream(stream)
-        front.adaptation.drop_stream(stream)
         front.data.answers.forget_stream(stream)
         front.data.log_expired(stream)
         front._expired.append(stream)
@@ -129,13 +124,19 @@ class ShardReplies:
         (a restart under a lowered scheduler.max_streams): handed to the server as refused, and the stream forgotten
         here as one engine forgets it, so `streams` does not show counts no session holds and admission counts
         the shard's streams as it does; not while more of it waits to go to the shard (its reply says again)."""
-        front = self.front
-        front.turned_away.add(stream, ticks, error)
+        self.front.turned_away.add(stream, ticks, error)
+        if self._let_go(link, stream):
+            self.front.encoders.forget(stream)
+
+    def _let_go(self, link: ShardLink, stream: str) -> bool:
+        """``stream``, which its shard no longer holds (expired, refused), let go of here: its shard, progress, live
+        scores and answer mix; False, keeping it, while items of it wait to go to the shard (which takes it again)."""
         if link.buffers(stream):
-            return
+            return False
+        front = self.front
         link.streams.discard(stream)
         front.shard_of.pop(stream, None)
         front.progress.pop(stream, None)
-        front.encoders.forget(stream)
         front.scores.drop_stream(stream)
         front.adaptation.drop_stream(stream)
+        return True
