@@ -33,7 +33,8 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from connectors.column_map import Hours, PriceOffset, offset_of
+from connectors.column_map import Hours
+from connectors.price_offsets import PriceOffset, offset_of
 from connectors.ticks import QUOTE, TRADE, InvalidTick, utc_text
 
 PRICE_SCALE = 1e9  # DBN prices are int64 in units of 1e-9

@@ -24,11 +24,11 @@ from connectors.column_map import (
     VALUE_FIELDS,
     ColumnMap,
     joined_columns,
-    shown_offset,
 )
 from connectors.column_names import MID_NAMES, SETTLEMENT_NAMES, SHARE_CLASS_NAMES, TIME_OF_DAY_NAMES
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.layout import databento_book
+from connectors.price_offsets import shown_offset
 
 
 # A file of bars (OHLC, OHLCV): it has these besides its close. Each bar replays as one trade at its close.

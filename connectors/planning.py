@@ -28,12 +28,10 @@ from connectors.column_map import (
     QUOTE_FIELDS,
     UNITS,
     VALUE_FIELDS,
+    ZERO_BID_READINGS,
     ColumnMap,
     Hours,
-    PriceOffset,
     Refine,
-    ZERO_BID_READINGS,
-    checked_price_offset,
 )
 from connectors.column_names import RIGHT_NAMES, SHARE_CLASS_NAMES
 from connectors.csv_dialect import Dialect
@@ -73,6 +71,7 @@ from connectors.misread_times import time_cautions, time_facts, trade_date_cauti
 from connectors.number_separators import COMMA_GROUPED, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution
 from connectors.lone_prints import lone_caution, lone_prints
+from connectors.price_offsets import PriceOffset, checked_price_offset
 from connectors.repeated_hour import repeated_hour
 from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id_note, trade_columns, trade_id_column
 from connectors.shifted_prices import near_zero_streams

@@ -44,7 +44,6 @@ from connectors.column_map import (  # re-exported: replay users import the mapp
     PRESETS,
     ColumnMap,
     as_column_map,
-    offset_names,
     preset,
 )
 from connectors.content_notes import mixed_venues, overlapping_files, time_spans
@@ -54,6 +53,7 @@ from connectors.idle_gaps import GapCap, LongWait
 from connectors.layout import detect_columns  # re-exported, as the column map's names above
 from connectors.opened_files import OpenedFiles, named_apart
 from connectors.price_levels import far_apart_levels
+from connectors.price_offsets import offset_names
 from connectors.rejected_rows import RejectCounter
 from connectors.replay_entries import FileSpec, MapSpec, file_spec, once_each, replay_items
 from connectors.share_classes import share_class_spellings

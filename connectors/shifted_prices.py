@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
-from connectors.column_map import offset_of
+from connectors.price_offsets import offset_of
 from connectors.ticks import InvalidTick
 
 # validation's own words for a price, bid or ask at or below zero (connectors/ticks.py `_number`)

@@ -122,7 +122,7 @@ def _say_zero_bids_refused(replay: Any, resume: Any) -> None:
 
 def _files_offset_of(replay: Any) -> Callable[[str], float]:
     """A stream's --price-offset (a map's price_offset) in the files of a replay: the first file's that shifts it."""
-    from connectors.column_map import offset_of
+    from connectors.price_offsets import offset_of
 
     offsets = [getattr(plan, "price_offset", None) for plan in replay.plans]
     return lambda stream: next((found for offset in offsets if (found := offset_of(offset, stream))), 0.0)

@@ -20,8 +20,9 @@ import shlex
 from pathlib import Path
 from typing import Any, Mapping
 
-from connectors.column_map import DETECT, checked_price_offset, shown_offset
+from connectors.column_map import DETECT
 from connectors.labels import session_gap_text
+from connectors.price_offsets import checked_price_offset, shown_offset
 
 PRICE_OPTIONS = {"price_offset": "--price-offset", "price_format": "--price-format",
                  "zero_bid": "--zero-bid", "sequence": "--sequence"}  # map key -> option
