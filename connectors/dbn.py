@@ -33,7 +33,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from connectors.column_map import Hours
+from connectors.hours_window import Hours
 from connectors.price_offsets import PriceOffset, offset_of
 from connectors.ticks import QUOTE, TRADE, InvalidTick, utc_text
 

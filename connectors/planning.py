@@ -30,7 +30,6 @@ from connectors.column_map import (
     VALUE_FIELDS,
     ZERO_BID_READINGS,
     ColumnMap,
-    Hours,
     Refine,
 )
 from connectors.column_names import RIGHT_NAMES, SHARE_CLASS_NAMES
@@ -63,6 +62,7 @@ from connectors.file_plan import (
     time_sample,
 )
 from connectors.formula_guard import is_export_header, unguarded
+from connectors.hours_window import Hours
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_lines, junk_reason
 from connectors.layout import databento_book
