@@ -57,7 +57,6 @@ PRICE_FIELDS = ("price", "bid", "ask")  # the columns `price_scale` divides
 QUOTE_FIELDS = ("bid", "ask", "bid_size", "ask_size")
 
 
-KEEP_LEAVES_OUT = "which the map's keep leaves out"  # a keep filter's filtered_out (rejected_rows.py's LEFT_OUT_CAUSES)
 # `zero_bid`: a quote's 0 bid is no bid (TAQ's, the default) or a price (an option nobody bids)
 ZERO_BID_READINGS = ("no_bid", "price")
 
@@ -362,42 +361,6 @@ class ColumnMap:
         names = [*self.ts_columns, *self.stream_columns, *(getattr(self, f) for f in VALUE_FIELDS), *(self.keep or ()),
                  self.utc_offset, self.sequence]
         return list(dict.fromkeys(n for n in names if n is not None))
-
-
-def keep_key(value: Any) -> str:
-    """A cell or a `keep` value as `keep` compares them: text, with 4.0 as 4 and True as true."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value).strip()
-
-
-def _shown(value: str) -> str:
-    """A keep value or cell as a message shows it: quoted when spaces or nothing could hide in it (TAQ's `@  I`)."""
-    return repr(value) if value == "" or " " in value else value
-
-
-def keep_check(keep: Mapping[str, Sequence[Any]]) -> Callable[[Sequence[Any]], str | None]:
-    """For a row's cells of the `keep` columns (in its order): None when the row is kept, else why not. A value ""
-    keeps the rows whose cell is empty (a reference column of rows that refer to nothing)."""
-    wanted = []
-    for column, values in keep.items():
-        text = ", ".join(_shown(str(v)) for v in values)
-        trimmed = [v for v in values if isinstance(v, str) and v != v.strip()]
-        if trimmed:  # as given, and how they compare: a filter written with TAQ's padding must not look unread
-            text += f"; compared without spaces at their ends: {', '.join(_shown(keep_key(v)) for v in trimmed)}"
-        wanted.append((column, {keep_key(v) for v in values}, text))
-
-    def check(cells: Sequence[Any]) -> str | None:
-        for (column, values, text), cell in zip(wanted, cells):
-            held = "" if cell is None else keep_key(cell)
-            if held not in values:
-                shown = "nothing" if held == "" else _shown(held)
-                return f"column {column!r} holds {shown}, {KEEP_LEAVES_OUT} (it keeps {text})"
-        return None
-
-    return check
 
 
 # A buyer-maker flag (Binance's is_buyer_maker, `m`): true means the buyer's order rested, so the seller aggressed.

@@ -13,13 +13,14 @@ import polars as pl
 
 from connectors import json_lines
 from connectors.archives import ZIP_SUFFIX, not_utf8
-from connectors.column_map import PRICE_FIELDS, QUOTE_FIELDS, TRADE_FIELDS, ColumnMap, keep_check, side_lookup
+from connectors.column_map import PRICE_FIELDS, QUOTE_FIELDS, TRADE_FIELDS, ColumnMap, side_lookup
 from connectors.column_names import QUOTE_MARKS, TRADE_MARKS
 from connectors.csv_dialect import Dialect
 from connectors.event_time import OFFSET_PATTERN, UTC_OFFSET, scaled_ts
 from connectors.file_suffixes import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXES
 from connectors.hours_window import Hours
 from connectors.json_lines import JSON_LINES_SUFFIXES, is_json_lines
+from connectors.keep_filter import keep_check
 from connectors.price_offsets import offset_of
 from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
 from connectors.time_range import TimeRange

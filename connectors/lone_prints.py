@@ -18,8 +18,9 @@ from typing import Callable, NamedTuple
 import polars as pl
 
 from connectors.cautions import Caution
-from connectors.column_map import ColumnMap, keep_key
+from connectors.column_map import ColumnMap
 from connectors.event_time import scaled_ts
+from connectors.keep_filter import keep_key
 from connectors.ticks import QUOTE, TRADE, shown_name, utc_text
 
 LONE_TIMES = 50  # the move into and out of a lone print: each more than this many usual large moves

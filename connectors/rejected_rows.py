@@ -11,8 +11,8 @@ import re
 from collections import Counter, defaultdict
 from typing import Any
 
-from connectors.column_map import KEEP_LEAVES_OUT
 from connectors.hours_window import HOURS_LEFT_OUT
+from connectors.keep_filter import KEEP_LEAVES_OUT
 from connectors.reject_hints import needing_offsets, price_offset_hint, reject_example
 from connectors.shifted_prices import (
     SAID_STREAMS,
