@@ -14,14 +14,14 @@ import re
 from dataclasses import dataclass, fields, replace
 from datetime import date as Date
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 
-from connectors.field_names import SIDE_WORDS
 from connectors.hours_window import Hours
 from connectors.price_offsets import PriceOffset, checked_price_offset
+from connectors.side_maps import BITSTAMP_TYPE, BUYER_MAKER, LOBSTER_DIRECTION, MAKER_SIDE
 from connectors.ticks import QUOTE, TRADE
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
@@ -363,18 +363,7 @@ class ColumnMap:
         return list(dict.fromkeys(n for n in names if n is not None))
 
 
-# A buyer-maker flag (Binance's is_buyer_maker, `m`): true means the buyer's order rested, so the seller aggressed.
-BUYER_MAKER: dict[str, str] = {"true": "sell", "false": "buy", "1": "sell", "0": "buy"}
-# The maker's (resting order's) side, Coinbase Exchange's `side`: the aggressor took the other side.
-MAKER_SIDE: dict[str, str] = {"buy": "sell", "sell": "buy"}
-# A `maker` column of the resting order's role (buyer/seller, b/s): a maker buyer means the seller aggressed.
-MAKER_ROLE: dict[str, str] = {"buyer": "sell", "seller": "buy", "b": "sell", "s": "buy"}
-# LOBSTER's `direction`, the resting limit order's side: an executed buy order (1) was hit by a seller.
-LOBSTER_DIRECTION: dict[str, str] = {"1": "sell", "-1": "buy"}
 LOBSTER_NAMES = ("time", "type", "order_id", "size", "price", "direction")
-BITSTAMP_TYPE: dict[str, str] = {"0": "buy", "1": "sell"}  # Bitstamp's transaction `type`: the taker bought (0) or sold
-# FIX AggressorSide (tag 1057/5797: CME MDP 3.0, Eurex EOBI, ...): 1 the buyer aggressed, 2 the seller, 0 neither
-FIX_AGGRESSOR: dict[str, str | None] = {"1": "buy", "2": "sell", "0": None}
 LOBSTER_EXECUTIONS = [4, 5]  # executions of a visible (4) and a hidden (5) limit order
 
 PRESETS: dict[str, ColumnMap] = {
@@ -465,16 +454,6 @@ def preset_variant(cmap: ColumnMap, columns: Sequence[str]) -> ColumnMap:
         if fits(candidate):
             return candidate
     return cmap
-
-
-def side_lookup(side_map: dict | None) -> Callable[[Any], Any]:
-    """Raw side cell -> buy/sell/None by `side_map`, else SIDE_WORDS; an unknown value comes back as it is."""
-    # YAML may give `1: sell`, `"1": sell` or `true: sell`; accept any of them for a 1/True/"1" cell. Values the
-    # map does not name are read as SIDE_WORDS (BUY, b, A, ...); anything else goes on to be rejected.
-    side_map = side_map or {}
-    table = SIDE_WORDS | dict(side_map) | {str(k).lower(): v for k, v in side_map.items()}
-    table |= {f"{float(k)}": v for k, v in side_map.items() if re.fullmatch(r"[+-]?\d+", str(k))}  # -1.0 as -1
-    return lambda raw: table.get(raw, table.get(str(raw).strip().lower(), raw))
 
 
 def preset(name: str) -> ColumnMap:

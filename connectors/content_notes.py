@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 import polars as pl
 
 from connectors.cautions import Caution
-from connectors.column_map import FIX_AGGRESSOR, MAKER_ROLE, MAKER_SIDE, ColumnMap
+from connectors.column_map import ColumnMap
 from connectors.column_names import EVENT_NAMES, MAKER_NAMES, QUOTE_MARKS, RIGHT_NAMES, TRADE_MARKS
 from connectors.csv_dialect import Dialect
 from connectors.event_time import scaled_ts
@@ -24,6 +24,7 @@ from connectors.field_names import normal_name
 from connectors.file_plan import SAMPLE_ROWS, FilePlan, distinct_text, is_csv, scan_file, source_path
 from connectors.keep_filter import keep_key
 from connectors.repeated_trades import across_caution, repeated_across, same_trades_refusal
+from connectors.side_maps import FIX_AGGRESSOR, MAKER_ROLE, MAKER_SIDE
 from connectors.stream_selection import StreamSelection, shown
 from connectors.ticks import QUOTE, TRADE, utc_text
 

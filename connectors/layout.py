@@ -21,7 +21,6 @@ from typing import Any, Callable, Mapping
 import polars as pl
 
 from connectors.column_map import (
-    BUYER_MAKER,
     LOBSTER_EXECUTIONS,
     LOBSTER_NAMES,
     LOCAL_TIME_UNITS,
@@ -47,6 +46,7 @@ from connectors.column_names import (
 )
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.header_zones import HeaderZone, zoned_time_column
+from connectors.side_maps import BUYER_MAKER
 from connectors.time_units import day_clock_unit, detected_unit
 from connectors.utc_offsets import UTC_OFFSET
 
