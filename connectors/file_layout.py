@@ -22,7 +22,6 @@ from connectors.column_map import (
     TIME_OF_DAY,
     VALUE_FIELDS,
     ColumnMap,
-    Refine,
     joined_columns,
     preset_variant,
 )
@@ -58,6 +57,7 @@ from connectors.layout_notes import (
     other_clock_note,
     vendor_notes,
 )
+from connectors.map_options import Refine
 from connectors.taq_times import taq_zone, taq_zone_note
 from connectors.time_units import detected_unit, epoch_unit
 

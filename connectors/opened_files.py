@@ -17,13 +17,14 @@ import polars as pl
 from connectors import json_lines
 from connectors.archives import Unpacked, is_zip, not_utf8, text_copy_needed, truncation_named
 from connectors.cautions import Caution
-from connectors.column_map import ColumnMap, Refine
+from connectors.column_map import ColumnMap
 from connectors.csv_dialect import sniff_csv
 from connectors.file_plan import READ_TYPES, FilePlan, is_csv, is_dbn, is_tick_file
 from connectors.file_suffixes import PARQUET_SUFFIXES
 from connectors.input_paths import folder_held, no_tick_folder
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout
+from connectors.map_options import Refine
 from connectors.planning import plan_file, regular_file
 
 def _members_skipped(archive: Path, not_tick_files: list[str], no_layout: list[tuple[str, str]],

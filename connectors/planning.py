@@ -30,7 +30,6 @@ from connectors.column_map import (
     VALUE_FIELDS,
     ZERO_BID_READINGS,
     ColumnMap,
-    Refine,
 )
 from connectors.column_names import RIGHT_NAMES, SHARE_CLASS_NAMES
 from connectors.csv_dialect import Dialect
@@ -67,6 +66,7 @@ from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_lines, junk_reason
 from connectors.layout import databento_book
 from connectors.layout_notes import trade_bars
+from connectors.map_options import Refine
 from connectors.misread_times import time_cautions, time_facts, trade_date_caution
 from connectors.number_separators import COMMA_GROUPED, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution

@@ -40,17 +40,13 @@ import polars as pl
 
 from connectors.archives import truncation_named
 from connectors.cautions import Caution
-from connectors.column_map import (  # re-exported: replay users import the mapping from here
-    PRESETS,
-    ColumnMap,
-    as_column_map,
-    preset,
-)
+from connectors.column_map import PRESETS, ColumnMap, preset  # re-exported: replay users import the mapping from here
 from connectors.content_notes import mixed_venues, overlapping_files, time_spans
 from connectors.file_cursor import FileCursor
 from connectors.file_plan import source_path
 from connectors.idle_gaps import GapCap, LongWait
 from connectors.layout import detect_columns  # re-exported, as the column map's names above
+from connectors.map_options import as_column_map
 from connectors.opened_files import OpenedFiles, named_apart
 from connectors.price_levels import far_apart_levels
 from connectors.price_offsets import offset_names

@@ -11,8 +11,9 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from connectors.column_map import ColumnMap, Refine, as_column_map
+from connectors.column_map import ColumnMap
 from connectors.input_paths import Expanded, expanded, item_path
+from connectors.map_options import Refine, as_column_map
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
 # what a file entry gives as its column map, and the forms a file entry takes

@@ -108,7 +108,7 @@ def test_resume_refuses_to_replace_a_finished_run(engine_files: Path, tmp_path: 
 def test_a_refused_resume_names_what_differs(engine_files: Path, tmp_path: Path, capsys) -> None:
     """Files added, removed or reordered, one edited, or --tz changed: each refusal names the file or the option,
     not one catch-all line; a checkpoint written before it recorded how files are read is still refused."""
-    from connectors.column_map import map_from_options
+    from connectors.map_options import map_from_options
     from engine.service.backtest import BacktestInterrupted, run_backtest
     from engine.service.config import ServiceConfig
 
@@ -147,7 +147,7 @@ def test_a_refused_resume_names_what_differs(engine_files: Path, tmp_path: Path,
 def test_a_resume_over_another_time_range_is_refused_naming_it(engine_files: Path, tmp_path: Path, capsys) -> None:
     """An interrupted `--from X --to Y` run resumed with another --from or --to (or none): its answers so far come
     from other ticks than the rest would, so the resume is refused, naming the option and both values."""
-    from connectors.column_map import map_from_options
+    from connectors.map_options import map_from_options
     from connectors.time_range import TimeRange
     from engine.service.backtest import BacktestInterrupted, run_backtest
     from engine.service.config import ServiceConfig

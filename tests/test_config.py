@@ -161,7 +161,7 @@ def test_yaml_is_safe_loaded(tmp_path) -> None:
 
 def test_a_section_or_key_given_twice_is_refused_not_merged(tmp_path) -> None:
     """A section appended at the end of a config (a second `kv:`) dropped the first one's settings silently."""
-    from connectors.column_map import load_map_file
+    from connectors.map_options import load_map_file
 
     path = tmp_path / "engine.yaml"
     path.write_text("kv:\n  cells: 4096\nendpoints:\n  ingest: tcp://127.0.0.1:5555\nkv:\n  block_size: 16\n")

@@ -129,7 +129,7 @@ def test_records_of_one_ts_recv_replay_in_the_file_s_order_not_by_their_venue_se
     `sequence` is the venue's number per channel. ES (channel 0) and ZN (channel 1) print at one ts_recv, ZN's numbers
     far below ES's: ordered by them (as --sequence orders a column-mapped file's ties) ZN's trades would jump ahead of
     ES's event, which came first. The reader keeps the file's order, and --sequence for every file leaves it so."""
-    from connectors.column_map import map_from_options
+    from connectors.map_options import map_from_options
 
     zn, at = 2001, MAR5 + NS
 

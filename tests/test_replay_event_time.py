@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 import pytest
 
-from connectors.column_map import map_from_options
+from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from engine.service.backtest import BacktestReport
 from engine.service.config import ServiceConfig

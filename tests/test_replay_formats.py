@@ -13,7 +13,8 @@ import polars as pl
 import pytest
 
 from conftest import engine_dir
-from connectors.column_map import ColumnMap, map_from_options, parse_inline
+from connectors.column_map import ColumnMap
+from connectors.map_options import map_from_options, parse_inline
 from connectors.replay import FileReplay, replay_ticks
 from engine.service.cli import main
 from engine.service.config import ConfigError, ServiceConfig

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.column_map import map_from_options
+from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from test_vendor_files import drain
 

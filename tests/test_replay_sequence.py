@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from connectors.column_map import map_from_options
+from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from engine.service.cli import build_parser, main
 from engine.service.cli_reading import column_map_of

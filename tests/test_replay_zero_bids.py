@@ -14,8 +14,8 @@ import polars as pl
 import pytest
 
 from conftest import serving
-from connectors.column_map import map_from_options
 from connectors.labels import marks_of
+from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from engine.service.cli import main
 from engine.service.reading_record import reading_of, shown

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from conftest import tiny_tick_checkpoint
-from connectors.column_map import map_from_options
+from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from engine.service.cli import main

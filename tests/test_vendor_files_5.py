@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from connectors.column_map import ColumnMap, map_from_options
+from connectors.column_map import ColumnMap
+from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from test_vendor_files import drain, ns

@@ -37,7 +37,7 @@ def streams_to_read(args: argparse.Namespace, config: Any = None) -> list[str] |
 def column_map_of(args: argparse.Namespace, config: Any = None) -> dict[str, Any] | None:
     """The column map of the reading options over the config's replay section: an option given replaces the
     key of the same name, and --columns replaces the section's columns and preset both (a new map)."""
-    from connectors.column_map import map_from_options
+    from connectors.map_options import map_from_options
 
     section = config.replay if config is not None else None  # `feed replay` has no config (nor torch to load)
     given = lambda option, key: option if option is not None else getattr(section, key, None)  # noqa: E731
