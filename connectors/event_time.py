@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from connectors.column_map import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS, ColumnMap
+from connectors.column_map import ColumnMap
 from connectors.datetime_text import (
     built_formats,
     chrono_text,
@@ -22,6 +22,7 @@ from connectors.datetime_text import (
     two_way_date,
     two_way_refusal,
 )
+from connectors.map_vocabulary import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS
 from connectors.ticks import TS_MAX
 from connectors.time_units import EPOCH_2200_NS, epoch_unit
 from connectors.utc_offsets import (

@@ -17,8 +17,9 @@ from typing import Mapping
 
 import polars as pl
 
-from connectors.column_map import DETECT, EPOCH, PRESETS, ColumnMap
+from connectors.column_map import PRESETS, ColumnMap
 from connectors.field_names import EXCHANGE_MESSAGES, FIELD_NAMES, normal_name
+from connectors.map_vocabulary import DETECT, EPOCH
 from connectors.side_maps import BUYER_MAKER
 from connectors.ticks import QUOTE, TRADE
 

@@ -14,17 +14,7 @@ import polars as pl
 from connectors import json_lines
 from connectors.archives import not_utf8
 from connectors.cautions import Caution
-from connectors.column_map import (
-    DAY_CLOCK_UNITS,
-    DETECT,
-    EPOCH,
-    EXCEL_DAYS,
-    TIME_OF_DAY,
-    VALUE_FIELDS,
-    ColumnMap,
-    joined_columns,
-    preset_variant,
-)
+from connectors.column_map import ColumnMap, preset_variant
 from connectors.contract_column import contract_beside_root, levels_split_by
 from connectors.content_notes import (
     amendment_note,
@@ -58,6 +48,15 @@ from connectors.layout_notes import (
     vendor_notes,
 )
 from connectors.map_options import Refine
+from connectors.map_vocabulary import (
+    DAY_CLOCK_UNITS,
+    DETECT,
+    EPOCH,
+    EXCEL_DAYS,
+    TIME_OF_DAY,
+    VALUE_FIELDS,
+    joined_columns,
+)
 from connectors.taq_times import taq_zone, taq_zone_note
 from connectors.time_units import detected_unit, epoch_unit
 

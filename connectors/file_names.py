@@ -12,10 +12,11 @@ from datetime import date as Date
 from pathlib import Path
 from typing import Any, Mapping
 
-from connectors.column_map import DATE_FROM_NAME, DAY_CLOCK_UNITS, ColumnMap
+from connectors.column_map import ColumnMap
 from connectors.day_folders import is_kind_folder, named_folder, numeric_code, paths_beside
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_suffixes import file_stem
+from connectors.map_vocabulary import DATE_FROM_NAME, DAY_CLOCK_UNITS
 from connectors.venue_instruments import venue_instrument, without_venue
 
 

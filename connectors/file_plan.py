@@ -13,7 +13,7 @@ import polars as pl
 
 from connectors import json_lines
 from connectors.archives import ZIP_SUFFIX, not_utf8
-from connectors.column_map import PRICE_FIELDS, QUOTE_FIELDS, TRADE_FIELDS, ColumnMap
+from connectors.column_map import ColumnMap
 from connectors.column_names import QUOTE_MARKS, TRADE_MARKS
 from connectors.csv_dialect import Dialect
 from connectors.event_time import OFFSET_PATTERN, UTC_OFFSET, scaled_ts
@@ -21,6 +21,7 @@ from connectors.file_suffixes import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXE
 from connectors.hours_window import Hours
 from connectors.json_lines import JSON_LINES_SUFFIXES, is_json_lines
 from connectors.keep_filter import keep_check
+from connectors.map_vocabulary import PRICE_FIELDS, QUOTE_FIELDS, TRADE_FIELDS
 from connectors.price_offsets import offset_of
 from connectors.side_maps import side_lookup
 from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote

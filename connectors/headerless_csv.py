@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 from zoneinfo import ZoneInfo
 
-from connectors.column_map import LOBSTER_NAMES, PRESETS, UNITS, ColumnMap
+from connectors.column_map import LOBSTER_NAMES, PRESETS, ColumnMap
 from connectors.datetime_text import is_iso_time, time_formats
 from connectors.layout import PRESET_SIGNS
+from connectors.map_vocabulary import UNITS
 from connectors.number_separators import NUMBER
 from connectors.ticks import utc_text
 from connectors.time_units import is_epoch

@@ -36,8 +36,9 @@ from typing import Any, Mapping
 import polars as pl
 
 from connectors.archives import truncation_named
-from connectors.column_map import DETECT, ColumnMap
+from connectors.column_map import ColumnMap
 from connectors.exchange_shapes import BINANCE_BOOK_KEYS, Shape, array_shape_of, rest_shape_of, shape_of
+from connectors.map_vocabulary import DETECT
 from connectors.ticks import QUOTE
 
 JSON_LINES_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Iterable
 
 from connectors.cautions import Caution
-from connectors.column_map import QUOTE_FIELDS, VALUE_FIELDS, ColumnMap, joined_columns
+from connectors.column_map import ColumnMap
 from connectors.column_names import MID_NAMES, SETTLEMENT_NAMES, SHARE_CLASS_NAMES, TIME_OF_DAY_NAMES
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.layout import databento_book
+from connectors.map_vocabulary import QUOTE_FIELDS, VALUE_FIELDS, joined_columns
 from connectors.price_offsets import shown_offset
 from connectors.side_maps import BITSTAMP_TYPE, BUYER_MAKER, FIX_AGGRESSOR, LOBSTER_DIRECTION, MAKER_ROLE, MAKER_SIDE
 

@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from connectors.column_map import DAY_CLOCK_UNITS, DETECT, MAP_KEYS, UNITS, ColumnMap, inline_spelling, preset
+from connectors.column_map import MAP_KEYS, ColumnMap, inline_spelling, preset
+from connectors.map_vocabulary import DAY_CLOCK_UNITS, DETECT, UNITS
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
 

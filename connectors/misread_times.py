@@ -11,7 +11,8 @@ from typing import Any
 import polars as pl
 
 from connectors.cautions import Caution
-from connectors.column_map import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS, ColumnMap
+from connectors.column_map import ColumnMap
+from connectors.map_vocabulary import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS
 from connectors.ticks import utc_text
 
 EPOCH_1980_NS = 315_532_800 * 10**9

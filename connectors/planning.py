@@ -19,18 +19,7 @@ import polars as pl
 
 from connectors import json_lines
 from connectors.cautions import Caution
-from connectors.column_map import (
-    DAY_CLOCK_UNITS,
-    EPOCH_IS_UTC,
-    EXCEL_DAYS,
-    NUMERIC_FIELDS,
-    PRICE_FIELDS,
-    QUOTE_FIELDS,
-    UNITS,
-    VALUE_FIELDS,
-    ZERO_BID_READINGS,
-    ColumnMap,
-)
+from connectors.column_map import ColumnMap
 from connectors.column_names import RIGHT_NAMES, SHARE_CLASS_NAMES
 from connectors.csv_dialect import Dialect
 from connectors.datetime_text import built_formats
@@ -67,6 +56,17 @@ from connectors.junk_lines import junk_lines, junk_reason
 from connectors.layout import databento_book
 from connectors.layout_notes import trade_bars
 from connectors.map_options import Refine
+from connectors.map_vocabulary import (
+    DAY_CLOCK_UNITS,
+    EPOCH_IS_UTC,
+    EXCEL_DAYS,
+    NUMERIC_FIELDS,
+    PRICE_FIELDS,
+    QUOTE_FIELDS,
+    UNITS,
+    VALUE_FIELDS,
+    ZERO_BID_READINGS,
+)
 from connectors.misread_times import time_cautions, time_facts, trade_date_caution
 from connectors.number_separators import COMMA_GROUPED, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
 from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution

@@ -17,11 +17,12 @@ from typing import Any, Mapping
 import polars as pl
 
 from connectors.cautions import Caution
-from connectors.column_map import PRICE_FIELDS, THIRTY_SECONDS, THIRTY_SECONDS_FORM, ColumnMap
+from connectors.column_map import ColumnMap
 from connectors.column_names import names_a_yield
+from connectors.map_vocabulary import PRICE_FIELDS, THIRTY_SECONDS, THIRTY_SECONDS_FORM
 from connectors.number_separators import SPACE_GROUPED
 
-# the last mark: a part of a 32nd (column_map.py's THIRTY_SECONDS), its spaces stripped
+# the last mark: a part of a 32nd (map_vocabulary.py's THIRTY_SECONDS), its spaces stripped
 PARTS = {"": 0.0, "0": 0.0, "2": 0.25, "5": 0.5, "7": 0.75, "+": 0.5, "1/4": 0.25, "1/2": 0.5, "3/4": 0.75,
          "\u00bc": 0.25, "\u00bd": 0.5, "\u00be": 0.75}
 # What a price in 32nds looks like to a reader of decimals: a handle of 2 or 3 digits, an apostrophe or a dash,

@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from connectors.column_map import UNITS, VALUE_FIELDS
 from connectors.event_time import UTC_OFFSET, epoch_format_hint
 from connectors.file_plan import BYTE_ORDER_MARK, NO_TRADE, FilePlan, first_text, time_sample
 from connectors.headerless_csv import zone_has_dst
 from connectors.json_lines import DUPLICATE_KEY, NOT_JSON
+from connectors.map_vocabulary import UNITS, VALUE_FIELDS
 from connectors.number_separators import DECIMAL_COMMA
 from connectors.price_notation import unread_price_hint, yield_columns
 from connectors.shifted_prices import NEAR_ZERO_STEPS

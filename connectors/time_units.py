@@ -12,9 +12,10 @@ from typing import Any, Callable
 
 import polars as pl
 
-from connectors.column_map import DAY_CLOCK_UNITS, EXCEL_DAYS, TIME_OF_DAY, UNITS, ColumnMap, joined_columns
+from connectors.column_map import ColumnMap
 from connectors.datetime_text import time_formats
 from connectors.field_names import normal_name
+from connectors.map_vocabulary import DAY_CLOCK_UNITS, EXCEL_DAYS, TIME_OF_DAY, UNITS, joined_columns
 from connectors.number_separators import COMMA_GROUPED
 
 # a present-day time, in ns since the epoch: 1990..2200 (a date of market data)

@@ -19,9 +19,10 @@ from typing import Any
 
 import yaml
 
-from connectors.column_map import MAP_KEYS, ZERO_BID_READINGS, inline_spelling
+from connectors.column_map import MAP_KEYS, inline_spelling
 from connectors.feed import check_endpoint
 from connectors.map_options import map_from_options
+from connectors.map_vocabulary import ZERO_BID_READINGS
 from connectors.stream_selection import StreamSelection
 from engine.settings import WEIGHT_FORMATS, CacheSpec, SchedulerConfig
 from engine.stream_patterns import did_you_mean

@@ -20,8 +20,8 @@ import shlex
 from pathlib import Path
 from typing import Any, Mapping
 
-from connectors.column_map import DETECT
 from connectors.labels import session_gap_text
+from connectors.map_vocabulary import DETECT
 from connectors.price_offsets import checked_price_offset, shown_offset
 
 PRICE_OPTIONS = {"price_offset": "--price-offset", "price_format": "--price-format",

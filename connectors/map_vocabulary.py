@@ -1,0 +1,57 @@
+"""The words a column map's keys take, and the groups of tick fields its checks name: `ts_unit`'s units (epoch
+counts, times after midnight of a day, spreadsheet days, the unit detected), `date`'s reading of a file's name,
+`decimal`'s and `zero_bid`'s words, `price_format`'s (with CME's 32nds as a pattern), which tick fields are
+values, numbers, prices, a trade's or a quote's, and `joined_columns`, which reads a `Date+Time`. Their own module
+because the presets, layout detection, the time readings and planning name them without needing a map
+(connectors/column_map.py checks a map against them).
+"""
+
+from __future__ import annotations
+
+import re
+
+UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+EPOCH_IS_UTC = "counts from the epoch, which is UTC already"  # why tz is refused for an epoch unit
+TIME_OF_DAY = "seconds_after_midnight"  # decimal seconds of a wall-clock day; needs `date`
+# Units that count from midnight of `date` (ns per unit): QuantConnect/LEAN's tick files count milliseconds,
+# Nasdaq ITCH's messages nanoseconds
+DAY_CLOCK_UNITS = {TIME_OF_DAY: 10**9, "ms_after_midnight": 10**6, "us_after_midnight": 10**3,
+                   "ns_after_midnight": 1}
+EPOCH = "epoch"  # an epoch number in the unit (s, ms, us, ns) its first value's magnitude shows
+DETECT = "auto"  # what the column's first value shows: datetime text (with its format), or an epoch number's unit
+EXCEL_DAYS = "excel_days"  # a spreadsheet's serial date: days (and their fraction) since 1899-12-30 (Bloomberg's `Dates`)
+TS_UNITS = (*UNITS, EPOCH, "datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, DETECT)
+DECIMALS = ("comma", "point")  # `decimal`: a CSV's decimal separator, as words
+DATE_FROM_NAME = "file_name"  # `date`: the one ISO date the file's name holds (LOBSTER's AAPL_2012-06-21_...)
+# `Date+Time`: a map's columns joined by '+', except a '+' inside a header's parentheses or brackets (the zone of
+# `Time (UTC+9)`, `Time[UTC+9]`)
+_JOIN = re.compile(r"\+(?![^()]*\))(?![^\[\]]*\])")
+
+
+def joined_columns(text: str) -> tuple[str, ...]:
+    """The columns a map's `ts` or `stream_col` names, `Date+Time` two, `Time (UTC+9)` and `Time[UTC+9]` one."""
+    return tuple(c.strip() for c in _JOIN.split(text))
+
+
+# the units a `tz` applies to: epoch numbers are UTC already (DETECT: checked again once resolved)
+LOCAL_TIME_UNITS = ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, DETECT)
+VALUE_FIELDS = ("price", "size", "side", "bid", "ask", "bid_size", "ask_size")
+NUMERIC_FIELDS = ("price", "size", "bid", "ask", "bid_size", "ask_size")
+TRADE_FIELDS = ("price", "size", "side")
+PRICE_FIELDS = ("price", "bid", "ask")  # the columns `price_scale` divides
+QUOTE_FIELDS = ("bid", "ask", "bid_size", "ask_size")
+
+
+# `zero_bid`: a quote's 0 bid is no bid (TAQ's, the default) or a price (an option nobody bids)
+ZERO_BID_READINGS = ("no_bid", "price")
+
+
+# `price_format`: how price, bid and ask are written. 32nds: CME's notation of Treasury futures, HANDLE'32NDS or
+# HANDLE-32NDS with a third digit for a quarter (2), half (5) or three quarters (7) of a 32nd, or `+` for a half;
+# screens and vendors also write the part as a fraction, ` 1/4`, ` 1/2`, ` 3/4` or `¼`, `½`, `¾` (a space before
+# the glyph optional). No other fraction is read: eighths of a 32nd are no CME increment, so `99-31 1/8` is refused
+PRICE_FORMATS = ("decimal", "32nds")
+THIRTY_SECONDS = r"^([+-]?)(\d+)['\u2019-]([0-2]\d|3[01])([0257+]| ?[\u00bc\u00bd\u00be]| [13]/4| 1/2)?$"
+THIRTY_SECONDS_FORM = ("HANDLE-32NDS or HANDLE'32NDS, the 32nds 00 to 31, maybe followed by + (a half), a third "
+                       "digit 2, 5 or 7 (a quarter, half, three quarters) or a fraction 1/4, 1/2, 3/4 (¼, ½, ¾): "
+                       "110-16, 110-16+, 110'165, 110-16 1/4; or a decimal")
