@@ -10,7 +10,7 @@ only); a file without a map has its layout detected (connectors/layout.py).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from datetime import date as Date
 from typing import Any, Mapping, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -21,13 +21,11 @@ from connectors.map_vocabulary import (
     DAY_CLOCK_UNITS,
     DECIMALS,
     DETECT,
-    EPOCH,
     EPOCH_IS_UTC,
     LOCAL_TIME_UNITS,
     PRICE_FORMATS,
     QUOTE_FIELDS,
     THIRTY_SECONDS_FORM,
-    TIME_OF_DAY,
     TRADE_FIELDS,
     TS_UNITS,
     VALUE_FIELDS,
@@ -35,7 +33,7 @@ from connectors.map_vocabulary import (
     joined_columns,
 )
 from connectors.price_offsets import PriceOffset, checked_price_offset
-from connectors.side_maps import BITSTAMP_TYPE, BUYER_MAKER, LOBSTER_DIRECTION, MAKER_SIDE
+from connectors.presets import PRESET_MAPS, PRESET_VARIANT_MAPS
 from connectors.ticks import QUOTE, TRADE
 
 
@@ -330,77 +328,12 @@ class ColumnMap:
         return list(dict.fromkeys(n for n in names if n is not None))
 
 
-LOBSTER_NAMES = ("time", "type", "order_id", "size", "price", "direction")
-LOBSTER_EXECUTIONS = [4, 5]  # executions of a visible (4) and a hidden (5) limit order
-
-PRESETS: dict[str, ColumnMap] = {
-    # Binance spot capture: local_ts_ns is the collector clock, the only one both files share.
-    "binance-trades": ColumnMap(ts="local_ts_ns", default_stream="BTCUSDT", kind=TRADE, price="price", size="qty",
-                                side="aggressor_side"),
-    "binance-bbo": ColumnMap(ts="local_ts_ns", default_stream="BTCUSDT", kind=QUOTE, bid="bid_px", ask="ask_px",
-                             bid_size="bid_qty", ask_size="ask_qty"),
-    # Dukascopy serves every instrument alike: the stream is the symbol the file's name holds, else its name
-    "dukascopy": ColumnMap(ts="timestamp_utc", ts_unit="datetime", kind=QUOTE, bid="bid", ask="ask",
-                           bid_size="bid_volume", ask_size="ask_volume"),
-    # Binance's public files (data.binance.vision), spot: no header; the time is ms, us from 2025
-    "binance-public-trades": ColumnMap(
-        ts="time", ts_unit=EPOCH, kind=TRADE, price="price", size="qty", side="is_buyer_maker",
-        side_map=BUYER_MAKER, names=("id", "price", "qty", "quote_qty", "time", "is_buyer_maker", "is_best_match")),
-    "binance-public-aggtrades": ColumnMap(
-        ts="transact_time", ts_unit=EPOCH, kind=TRADE, price="price", size="quantity", side="is_buyer_maker",
-        side_map=BUYER_MAKER, names=("agg_trade_id", "price", "quantity", "first_trade_id", "last_trade_id",
-                                     "transact_time", "is_buyer_maker", "is_best_match")),
-    # Binance's USD-M futures public files (data.binance.vision/data/futures/um): no header in the older ones,
-    # trades and aggTrades without spot's is_best_match; bookTicker the best bid and offer, stamped with the transaction
-    # time
-    "binance-futures-aggtrades": ColumnMap(
-        ts="transact_time", ts_unit=EPOCH, kind=TRADE, price="price", size="quantity", side="is_buyer_maker",
-        side_map=BUYER_MAKER, names=("agg_trade_id", "price", "quantity", "first_trade_id", "last_trade_id",
-                                     "transact_time", "is_buyer_maker")),
-    "binance-futures-trades": ColumnMap(
-        ts="time", ts_unit=EPOCH, kind=TRADE, price="price", size="qty", side="is_buyer_maker",
-        side_map=BUYER_MAKER, names=("id", "price", "qty", "quote_qty", "time", "is_buyer_maker")),
-    "binance-futures-bookticker": ColumnMap(
-        ts="transaction_time", ts_unit=EPOCH, kind=QUOTE, bid="best_bid_price", ask="best_ask_price",
-        bid_size="best_bid_qty", ask_size="best_ask_qty",
-        names=("update_id", "best_bid_price", "best_bid_qty", "best_ask_price", "best_ask_qty", "transaction_time",
-               "event_time")),
-    # Binance's public klines (bars): no header; one trade per bar at its close, stamped with its close time
-    "binance-public-klines": ColumnMap(
-        ts="close_time", ts_unit=EPOCH, kind=TRADE, price="close", size="volume",
-        names=("open_time", "open", "high", "low", "close", "volume", "close_time", "quote_volume", "count",
-               "taker_buy_volume", "taker_buy_quote_volume", "ignore")),
-    # Bitstamp's public transactions (`GET /api/v2/transactions/{pair}/`): epoch seconds, `type` 0 a buy and 1 a sell
-    # (the taker's side); the pair is in the request, so the stream comes from the file's name
-    "bitstamp-transactions": ColumnMap(ts="date", ts_unit="s", kind=TRADE, price="price", size="amount", side="type",
-                                       side_map=BITSTAMP_TYPE),
-    # Coinbase Exchange REST `GET /products/{id}/trades`: `side` is the maker's. Never detected (its columns are any
-    # trade file's); the stream is `product_id` when the file has one.
-    "coinbase-trades": ColumnMap(ts="time", ts_unit="datetime", kind=TRADE, price="price", size="size", side="side",
-                                 side_map=MAKER_SIDE),
-    # Coinbase Exchange websocket `match`/`last_match` messages as a table (maker_order_id, taker_order_id, ...)
-    "coinbase-matches": ColumnMap(ts="time", ts_unit="datetime", kind=TRADE, stream_col="product_id",
-                                  price="price", size="size", side="side", side_map=MAKER_SIDE,
-                                  keep={"type": ["match", "last_match"]}),
-    # LOBSTER message files (NASDAQ): no header, seconds after midnight New York time, prices x 10000; executions
-    # only, at the resting order's opposite side. The day is the file name's (AAPL_2012-06-21_...), or `date`.
-    "lobster-messages": ColumnMap(ts="time", ts_unit=TIME_OF_DAY, date=DATE_FROM_NAME, tz="America/New_York",
-                                  kind=TRADE, price="price", size="size", side="direction",
-                                  side_map=LOBSTER_DIRECTION, price_scale=10_000, names=LOBSTER_NAMES,
-                                  keep={"type": LOBSTER_EXECUTIONS}),
-}
-PRESETS = {name: replace(cmap, preset=name) for name, cmap in PRESETS.items()}
+# The presets (connectors/presets.py) as maps, each knowing its name: built here, beside the class whose
+# `preset` key names them as a base
+PRESETS: dict[str, ColumnMap] = {name: ColumnMap(**spec, preset=name) for name, spec in PRESET_MAPS.items()}
 # A preset's other layouts of the same vendor's files, read when a file lacks the preset's own columns
 PRESET_VARIANTS: dict[str, tuple[ColumnMap, ...]] = {
-    # Dukascopy's own tick export (its historical data feed's CSV): `Gmt time` as 30.10.2026 21:50:00.142, ask first
-    "dukascopy": (ColumnMap(ts="Gmt time", ts_unit="datetime", ts_format="%d.%m.%Y %H:%M:%S%.f",
-                            kind=QUOTE, bid="Bid", ask="Ask", bid_size="BidVolume",
-                            ask_size="AskVolume", preset="dukascopy"),
-                  # its export in local time: `Local time` as 04.02.2019 09:00:00.071 GMT+0100, read at that offset
-                  ColumnMap(ts="Local time", ts_unit="datetime", ts_format="%d.%m.%Y %H:%M:%S%.f GMT%z",
-                            kind=QUOTE, bid="Bid", ask="Ask", bid_size="BidVolume",
-                            ask_size="AskVolume", preset="dukascopy")),
-}
+    name: tuple(ColumnMap(**spec, preset=name) for spec in specs) for name, specs in PRESET_VARIANT_MAPS.items()}
 
 
 def preset_variant(cmap: ColumnMap, columns: Sequence[str]) -> ColumnMap:

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 from zoneinfo import ZoneInfo
 
-from connectors.column_map import LOBSTER_NAMES, PRESETS, ColumnMap
+from connectors.column_map import PRESETS, ColumnMap
 from connectors.datetime_text import is_iso_time, time_formats
 from connectors.layout import PRESET_SIGNS
 from connectors.map_vocabulary import UNITS
 from connectors.number_separators import NUMBER
+from connectors.presets import LOBSTER_NAMES
 from connectors.ticks import utc_text
 from connectors.time_units import is_epoch
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 import polars as pl
 
-from connectors.column_map import LOBSTER_EXECUTIONS, LOBSTER_NAMES, PRESETS, ColumnMap
+from connectors.column_map import PRESETS, ColumnMap
 from connectors.column_names import (
     BUYER_MAKER_NAMES,
     CONTRACT_MONTH_NAMES,
@@ -37,6 +37,7 @@ from connectors.column_names import (
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.header_zones import HeaderZone, zoned_time_column
 from connectors.map_vocabulary import LOCAL_TIME_UNITS, QUOTE_FIELDS, TRADE_FIELDS, VALUE_FIELDS, joined_columns
+from connectors.presets import LOBSTER_EXECUTIONS, LOBSTER_NAMES
 from connectors.side_maps import BUYER_MAKER
 from connectors.time_units import day_clock_unit, detected_unit
 from connectors.utc_offsets import UTC_OFFSET

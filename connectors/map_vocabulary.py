@@ -19,7 +19,8 @@ DAY_CLOCK_UNITS = {TIME_OF_DAY: 10**9, "ms_after_midnight": 10**6, "us_after_mid
                    "ns_after_midnight": 1}
 EPOCH = "epoch"  # an epoch number in the unit (s, ms, us, ns) its first value's magnitude shows
 DETECT = "auto"  # what the column's first value shows: datetime text (with its format), or an epoch number's unit
-EXCEL_DAYS = "excel_days"  # a spreadsheet's serial date: days (and their fraction) since 1899-12-30 (Bloomberg's `Dates`)
+# a spreadsheet's serial date: days (and their fraction) since 1899-12-30 (Bloomberg's `Dates`)
+EXCEL_DAYS = "excel_days"
 TS_UNITS = (*UNITS, EPOCH, "datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, DETECT)
 DECIMALS = ("comma", "point")  # `decimal`: a CSV's decimal separator, as words
 DATE_FROM_NAME = "file_name"  # `date`: the one ISO date the file's name holds (LOBSTER's AAPL_2012-06-21_...)
