@@ -130,6 +130,15 @@ class ColumnMap:
     sequence: str | None = None
 
     def __post_init__(self) -> None:
+        self._check_columns()
+        self._check_flags()
+        self._check_time()
+        self._check_keep()
+        self._check_readings()
+        self._check_names()
+
+    def _check_columns(self) -> None:
+        """The time column and its unit, the stream, and which tick fields are mapped for the kind."""
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
             raise ValueError(f"ts must name the event-time column (or date+time columns), got {self.ts!r}")
         if len(self.ts_columns) > 1 and self.ts_unit == "ns":  # the default: date and time columns are text
@@ -160,6 +169,9 @@ class ColumnMap:
             raise ValueError(f"kind={self.kind!r} but {mapped} (fields of the other kind) are mapped; drop them")
         if self.kind == QUOTE and self.bid is None or self.kind == TRADE and self.price is None:
             raise ValueError(f"kind={self.kind!r} needs its price columns mapped")
+
+    def _check_flags(self) -> None:
+        """side_map, fill_quotes and signed_size: each against the columns it needs."""
         if self.side_map is not None:
             if self.side is None:
                 raise ValueError("side_map given but no side column is mapped")
@@ -181,8 +193,9 @@ class ColumnMap:
             if flag and (self.size is None or self.side is not None):
                 raise ValueError("signed_size reads a trade's side from its size's sign: map size, and no side column")
             object.__setattr__(self, "signed_size", flag or None)
-        self._check_time()
-        self._check_keep()
+
+    def _check_readings(self) -> None:
+        """How values are read: price_scale, price_offset, hours, price_format, zero_bid and decimal."""
         if self.price_scale is not None:
             try:
                 scale = float(self.price_scale)
@@ -205,6 +218,9 @@ class ColumnMap:
         if self.decimal not in (None, *DECIMALS):
             raise ValueError(f"decimal is a CSV's decimal separator, {' or '.join(DECIMALS)} (a word: inline "
                              f"--columns splits at commas), got {self.decimal!r}")
+
+    def _check_names(self) -> None:
+        """A header-less CSV's names: column names, none repeated, and every column the map reads among them."""
         if self.names is not None:
             names = self.names
             if isinstance(names, str) or not all(isinstance(n, str) and n for n in names) or not names:
