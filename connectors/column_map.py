@@ -145,7 +145,12 @@ class ColumnMap:
             object.__setattr__(self, "ts_unit", "datetime")
         if self.ts_unit not in TS_UNITS:
             raise ValueError(f"ts_unit must be one of {TS_UNITS}, got {self.ts_unit!r}")
-        for name in ("stream", "stream_col", "default_stream", "preset", "sequence", *VALUE_FIELDS):
+        if self.stream is not None and (not isinstance(self.stream, str) or not self.stream):
+            # a fixed name, not a column: a list here is most often the streams to read, which --streams selects
+            raise ValueError(f"stream is one fixed stream name for every row (stream: AAPL); a column of stream names "
+                             f"is stream_col: COLUMN, and the streams to read from a file of many are --streams "
+                             f"(replay.streams); got {self.stream!r}")
+        for name in ("stream_col", "default_stream", "preset", "sequence", *VALUE_FIELDS):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise ValueError(f"{name} must be a non-empty column name or omitted, got {value!r}")

@@ -71,6 +71,23 @@ def test_yaml_column_map_file_with_a_side_map_and_unknown_keys_named(tmp_path: P
     assert code == 2 and "unknown column-map key(s) ['syde']" in err and "typo.yaml" in err and "\n" == err[-1:]
 
 
+def test_a_stream_key_that_is_no_stream_name_says_what_to_write(tmp_path: Path, capsys) -> None:
+    """`stream` is one fixed stream name. A list there (the streams a user meant to read) or a number was refused as
+    "stream must be a non-empty column name or omitted": no column is meant there, and nothing said what to write."""
+    vendor_trades(10).write_parquet(tmp_path / "t.parquet")
+    (tmp_path / "map.yaml").write_text("ts: time\nstream: [AAPL, MSFT]\nprice: px\nsize: qty\n")
+    code = main(["feed", "replay", str(tmp_path / "t.parquet"), "--columns", str(tmp_path / "map.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "column name" not in err, err
+    assert ("stream is one fixed stream name for every row (stream: AAPL); a column of stream names is "
+            "stream_col: COLUMN, and the streams to read from a file of many are --streams (replay.streams); "
+            "got ['AAPL', 'MSFT']") in err, err
+    for bad in (7, ""):
+        with pytest.raises(ValueError, match=rf"^stream is one fixed stream name .*; got {bad!r}$"):
+            ColumnMap(ts="time", stream=bad, price="px", size="qty")
+    with pytest.raises(ValueError, match="^stream_col must be a non-empty column name"):  # the columns' wording stays
+        ColumnMap(ts="time", stream_col=7, price="px", size="qty")
+
 def test_header_less_csv_with_given_names(tmp_path: Path) -> None:
     (tmp_path / "raw.csv").write_text("1717236000.25,ES,5300.25,2\n1717236000.5,ES,5300.5,1\n1717236001,ES,x,1\n")
     cmap = map_from_options(columns="ts=t,stream=sym,price=px,size=qty", names=("t", "sym", "px", "qty"),
