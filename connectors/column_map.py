@@ -1,10 +1,11 @@
-"""Column maps: which column of a tick file feeds which tick field; presets and layout detection.
+"""Column maps: which column of a tick file feeds which tick field (`ColumnMap`, its keys checked when built),
+and the presets built as maps (`PRESETS`, `preset`, `preset_variant`).
 
-A map is a `ColumnMap`, a preset name, or a dict in the YAML/CLI form that
-`ColumnMap.from_dict` accepts (unknown keys are rejected by name). The presets
-describe our Binance spot capture (trades, best bid/offer), Binance's public trade files (header-less),
-Dukascopy quotes, Coinbase Exchange trades (maker sides, read flipped) and LOBSTER message files (executions
-only); a file without a map has its layout detected (connectors/layout.py).
+A map is a `ColumnMap`, a preset name, or a dict in the YAML/CLI form that `ColumnMap.from_dict` accepts (unknown
+keys are rejected by name). Beside it: the words its keys take (connectors/map_vocabulary.py), the presets as
+written (connectors/presets.py), a map as a user gives it (connectors/map_options.py), and what its keys do when a
+file is read: the price offset (price_offsets.py), the hours window (hours_window.py), the keep filter
+(keep_filter.py), the side maps (side_maps.py). A file without a map has its layout detected (connectors/layout.py).
 """
 
 from __future__ import annotations
