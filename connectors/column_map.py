@@ -36,6 +36,7 @@ from connectors.map_vocabulary import (
 from connectors.price_offsets import PriceOffset, checked_price_offset
 from connectors.presets import PRESET_MAPS, PRESET_VARIANT_MAPS
 from connectors.ticks import QUOTE, TRADE
+from engine.stream_patterns import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -310,8 +311,7 @@ class ColumnMap:
             raise ValueError(f"a column map is a mapping of field -> column, got {type(spec).__name__}")
         allowed = tuple(f.name for f in fields(cls))
         if unknown := sorted(str(k) for k in spec if k not in allowed):
-            raise ValueError(f"unknown column-map key(s) {unknown}{inline_spelling(unknown)}; allowed keys: "
-                             f"{list(allowed)}")
+            raise ValueError(unknown_keys(unknown, allowed))
         spec = dict(spec)
         base = preset(spec["preset"]).to_dict() if spec.get("preset") is not None else {}
         if "stream_col" in spec:  # overriding how the stream is named replaces the preset's way
@@ -394,3 +394,13 @@ def inline_spelling(unknown: Sequence[str]) -> str:
         return ""
     return (" (stream_name is the inline --columns spelling; in YAML a fixed stream is stream: NAME, a stream "
             "column stream_col: COLUMN)")
+
+
+def unknown_keys(unknown: Sequence[str], known: Sequence[str]) -> str:
+    """Keys of a map that are none of `known`, said as a user reads them: `unknown column-map key "syde"; known
+    keys: ts, ...; did you mean 'side'?` (the nearest known key by engine.stream_patterns' did_you_mean, as the
+    config loader finds its own), with --columns' stream_name spelled as YAML writes it instead of a guess."""
+    keys = ", ".join(f'"{key}"' for key in unknown)
+    guessed = [key for key in unknown if key != "stream_name"]  # inline_spelling says what stream_name is
+    return (f"unknown column-map key{'s' if len(unknown) > 1 else ''} {keys}{inline_spelling(unknown)}; known keys: "
+            f"{', '.join(known)}{did_you_mean(guessed, known)}")

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from connectors.column_map import MAP_KEYS, ColumnMap, inline_spelling, preset
+from connectors.column_map import MAP_KEYS, ColumnMap, preset, unknown_keys
 from connectors.map_vocabulary import DAY_CLOCK_UNITS, DETECT, UNITS
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
@@ -38,7 +38,7 @@ def parse_inline(text: str) -> dict[str, Any]:
             raise ValueError(f"--columns: the {key} mapping is given twice")
         out[key] = tuple(n.strip() for n in value.split("|")) if key == "names" else value
     if unknown := sorted(k for k in out if k not in MAP_KEYS):
-        raise ValueError(f"--columns: unknown key(s) {unknown}; allowed: {['stream_name', *MAP_KEYS]}")
+        raise ValueError(f"--columns: {unknown_keys(unknown, ['stream_name', *MAP_KEYS])}")
     return out
 
 
@@ -54,8 +54,7 @@ def load_map_file(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: a column map file is a mapping of key -> column (docs/replay.md), "
                          f"got {type(raw).__name__}")
     if unknown := sorted(str(k) for k in raw if k not in MAP_KEYS):
-        raise ValueError(f"{path}: unknown column-map key(s) {unknown}{inline_spelling(unknown)}; allowed keys: "
-                         f"{list(MAP_KEYS)}")
+        raise ValueError(f"{path}: {unknown_keys(unknown, MAP_KEYS)}")
     return dict(raw)
 
 
@@ -101,8 +100,7 @@ def as_column_map(spec: ColumnMap | str | Mapping[str, Any] | None) -> ColumnMap
         return preset(spec)
     if isinstance(spec, Mapping) and is_refinement(spec):
         if unknown := sorted(str(k) for k in spec if k not in MAP_KEYS):  # said now, not once a file is read
-            raise ValueError(f"unknown column-map key(s) {unknown}{inline_spelling(unknown)}; allowed keys: "
-                             f"{list(MAP_KEYS)}")
+            raise ValueError(unknown_keys(unknown, MAP_KEYS))
         return Refine(dict(spec))
     return ColumnMap.from_dict(with_detected_unit(spec))
 

@@ -53,7 +53,8 @@ def test_inline_column_map_on_the_command_line(engine_files: Path, tmp_path: Pat
     assert "replayed 120 ticks (0 rejected)" in capsys.readouterr().out
     assert parse_inline("ts=t,stream_name=ES,price=p,size=q,names=t|p|q") == {
         "ts": "t", "stream": "ES", "price": "p", "size": "q", "names": ("t", "p", "q")}
-    for bad, why in (("ts=t,price", "not key=column"), ("ts=t,colour=red", r"unknown key\(s\) \['colour'\]"),
+    for bad, why in (("ts=t,price", "not key=column"),
+                     ("ts=t,colour=red", r'^--columns: unknown column-map key "colour"; known keys: stream_name, ts, '),
                      ("ts=a,ts=b", "given twice"), ("ts=t,side_map=x", "YAML form")):
         with pytest.raises(ValueError, match=why):
             parse_inline(bad)
@@ -68,7 +69,9 @@ def test_yaml_column_map_file_with_a_side_map_and_unknown_keys_named(tmp_path: P
     (tmp_path / "typo.yaml").write_text("ts: time\nprice: px\nsize: qty\nsyde: side\n")
     code = main(["feed", "replay", str(tmp_path / "t.parquet"), "--columns", str(tmp_path / "typo.yaml")])
     err = capsys.readouterr().err
-    assert code == 2 and "unknown column-map key(s) ['syde']" in err and "typo.yaml" in err and "\n" == err[-1:]
+    # said as a user reads it: the key, the keys known and the nearest (it was a Python list of each)
+    assert code == 2 and f"{tmp_path / 'typo.yaml'}: unknown column-map key \"syde\"; known keys: ts, ts_unit, " in err
+    assert err.endswith(", sequence; did you mean 'side'?\n") and "['" not in err, err
 
 
 def test_a_stream_key_that_is_no_stream_name_says_what_to_write(tmp_path: Path, capsys) -> None:
