@@ -46,7 +46,7 @@ from connectors.file_cursor import FileCursor
 from connectors.file_plan import source_path
 from connectors.idle_gaps import GapCap, LongWait
 from connectors.layout import detect_columns  # re-exported, as the column map's names above
-from connectors.map_options import as_column_map
+from connectors.map_options import Refine, as_column_map
 from connectors.opened_files import OpenedFiles, named_apart
 from connectors.price_levels import far_apart_levels
 from connectors.price_offsets import offset_names
@@ -97,23 +97,29 @@ class FileReplay(Source):
         found = replay_items(files)  # replay lists' entries; a folder, a pattern no shell expanded: their files
         if not found.items:
             raise ValueError("FileReplay needs at least one file")
-        default = as_column_map(columns)
-        specs, repeats = once_each([file_spec(item, default) for item in found.items])
-        self._opened = OpenedFiles()  # its copies live while this replay does
-        self.plans = named_apart(self._opened.plans_of(specs, found.folder_texts))
-        self._file_notes = [*found.notes, *repeats, *self._opened.notes]
-        self.speed = speed
         if max_gap_s is not None and speed is None:
             raise ValueError("max_gap_s caps the waits of a paced replay: give speed too")
-        self.max_gap_s = max_gap_s
         GapCap(max_gap_s)  # checks max_gap_s now, before any file is read
-        self.chunk_rows = chunk_rows
+        default = as_column_map(columns)
+        specs, repeats = once_each([file_spec(item, default) for item in found.items])
+        self.speed, self.max_gap_s, self.chunk_rows, self.time_range = speed, max_gap_s, chunk_rows, time_range
         self.selection = None if streams is None else StreamSelection(streams)
+        self._opened = OpenedFiles()  # its copies live while this replay does
+        try:
+            self._read_files(specs, found.folder_texts, [*found.notes, *repeats])
+        except BaseException:  # a refusal partway (the second file, after an archive was unpacked): its copies go
+            self._opened.close()  # now, not when the exception (its traceback holds this replay) is let go
+            raise
+
+    def _read_files(self, specs: list[tuple[Path, ColumnMap | Refine | None, bool]], folder_texts: dict[Path, Path],
+                    found_notes: list[str]) -> None:
+        """The files read into plans, checked against the streams and time range asked for, and opened."""
+        self.plans = named_apart(self._opened.plans_of(specs, folder_texts))
+        self._file_notes = [*found_notes, *self._opened.notes]
         self._selection_notes = [] if self.selection is None else [self._check_selection()]
-        self.time_range = time_range
-        if time_range is not None:
+        if self.time_range is not None:
             self._check_range()
-            self.plans = [plan.within(time_range) for plan in self.plans]
+            self.plans = [plan.within(self.time_range) for plan in self.plans]
         self._dropped_by_query: int | None = None  # rows the plans' lazy queries left out by the range, once counted
         self._venue_notes = self._across_files_notes() if len(self.plans) > 1 else []
         self._fingerprint = fingerprint(self.readings())

@@ -109,6 +109,28 @@ def test_a_replay_is_a_context_manager_that_removes_its_unpacked_files(tmp_path:
     assert not unpacked.exists() and replay.done
 
 
+def test_a_replay_refused_partway_removes_what_it_unpacked(tmp_path: Path, monkeypatch) -> None:
+    """An archive unpacked, then the next file refused (no tick layout) or a --streams pattern matching none:
+    the unpacked copy stayed in the temporary folder for as long as the exception was held (a `pytest.raises`, a
+    caller that logs it), and past the process where a cycle kept it. The refusal now removes it first."""
+    import tempfile
+
+    csv = tmp_path / "BTCUSDT-trades-2024-01-01.csv"
+    binance_public_trades(csv)
+    archive = zipped(tmp_path / "BTCUSDT-trades-2024-01-01.zip", csv)
+    (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    with pytest.raises(ValueError, match="cannot detect the column layout of .*bad.csv") as refused:
+        FileReplay([archive, tmp_path / "bad.csv"])
+    assert list((tmp_path / "tmp").iterdir()) == [], refused  # the exception still held
+    with pytest.raises(ValueError, match="NOPE") as refused:
+        FileReplay(archive, streams=["NOPE"])
+    assert list((tmp_path / "tmp").iterdir()) == [], refused
+    with FileReplay(archive):  # where it unpacks while it lives
+        assert len(list((tmp_path / "tmp").iterdir())) == 1
+
+
 @pytest.mark.parametrize("rows", [40, 200_000])  # cut inside the first lines read, and deep inside the data
 def test_a_truncated_gzip_file_is_named_and_said_to_be_cut_short(tmp_path: Path, rows: int, capsys) -> None:
     """An interrupted download of a `.csv.gz`: gzip's and polars' own errors name no file; a backtest and a feed
