@@ -1208,7 +1208,9 @@ def test_a_feed_at_another_price_level_than_the_engine_holds_is_warned_once_per_
     """Review 104 (finding 3): CLK0 fed unshifted (its negative prints refused), then the next file fed with
     --price-offset CLK0=40, as the first feed's reject said: the engine continued its ticks down at 0.5 with ones
     at 40.5 as one stream, silently. The feed now compares its first price of each stream the engine holds with the
-    engine's last (the control op `streams` says it): far from it, a warning names both and the way out."""
+    engine's last (the control op `streams` says it): far from it, a warning names both and the ways out. It named
+    no `flashtick forget` (other feed messages do), the way out when the engine's ticks are the misread ones: now
+    it does, to run once the feed stopped, then the files fed again; followed here, CLK0 is held at one level."""
     def day(path, hour: int, clk0: list[float]) -> str:
         rows = ["time,symbol,price,size"] + [
             f"2020-04-20T{hour}:00:{i:02d}Z,{stream},{price:.2f},1"
@@ -1229,12 +1231,23 @@ def test_a_feed_at_another_price_level_than_the_engine_holds_is_warned_once_per_
         assert code == 0 and "sent 80 ticks" in err, err
         warning = ("flashtick feed: warning: stream 'CLK0': its first price here, 40.5 (read with --price-offset 40), "
                    "is far from the engine's last price of it, 0.93: the engine holds earlier ticks of 'CLK0', read "
-                   "another way or of another instrument, and would continue them with these as one stream; to feed "
-                   "it apart from what the engine holds, give the stream another name (a file of one stream: "
-                   "--columns ...,stream_name=NAME), or restart `flashtick serve` with another --data-dir or with "
-                   "--no-log (it then holds no stream)")
+                   "another way or of another instrument, and would continue them with these as one stream; if the "
+                   "engine's are the ones read wrongly (fed before without an offset given now, say), stop this "
+                   "feed, run `flashtick forget CLK0` (it drops that one stream at the engine, its answers and the "
+                   "ticks this feed sent too) and feed its files again from their start; else, to feed it apart "
+                   "from what the engine holds, give the stream another name (a file of one stream: --columns "
+                   "...,stream_name=NAME), or restart `flashtick serve` with another --data-dir or with --no-log (it "
+                   "then holds no stream)")
         assert err.count(warning) == 1 and "'CLM0'" not in err, err  # CLM0 goes on at its level: nothing said
         wait_for(lambda: server.pipeline.encoders.accepted(["CLK0"])["CLK0"]["ticks"] == 80)
+        # the way out, followed (the unshifted ticks were the misread ones): the feed done, forget CLK0, the file
+        # fed again with the offset: CLK0 is its 40 ticks at one level, no warning (CLM0's ticks: held, not sent)
+        assert main(["forget", "CLK0", "--control", server.endpoints["control"]]) in (0, None)
+        capsys.readouterr()
+        code, _, err = run(capsys, "feed", "replay", later, *endpoints, "--price-offset", "CLK0=40")
+        assert code == 0 and "sent 40 ticks" in err and "warning" not in err, err
+        wait_for(lambda: (server.pipeline.encoders.accepted(["CLK0"])["CLK0"] or {}).get("ticks") == 40)
+        assert server.pipeline.encoders.accepted(["CLK0"])["CLK0"]["last_price"] == pytest.approx(40.89)
         code, _, err = run(capsys, "feed", "replay", day(tmp_path / "c.csv", 16, [0.9 + i * 0.01 for i in range(40)]),
                            *endpoints, "--price-offset", "CLK0=40")  # the same offset again: the same level
         assert code == 0 and "sent 80 ticks" in err and "warning" not in err, err

@@ -28,6 +28,7 @@ the feed places it by ``last_ts`` and ``at_last_ts`` and counts on from there.
 from __future__ import annotations
 
 import itertools
+import shlex
 import sys
 import threading
 import time
@@ -130,9 +131,14 @@ class ControlFeedResume:
             return
         offset = self.price_offset_of(tick.stream)
         read = f" (read with --price-offset {offset:g})" if offset else ""
+        # forget only once this feed stopped: it drops the ticks this feed sent too, and a feed going on after it
+        # would start the stream partway through its files
         print(f"flashtick feed: warning: stream {tick.stream!r}: its first price here, {price:g}{read}, is far from "
               f"the engine's last price of it, {held:g}: the engine holds earlier ticks of {tick.stream!r}, read "
-              f"another way or of another instrument, and would continue them with these as one stream; "
+              f"another way or of another instrument, and would continue them with these as one stream; if the "
+              f"engine's are the ones read wrongly (fed before without an offset given now, say), stop this feed, "
+              f"run `flashtick forget {shlex.quote(tick.stream)}` (it drops that one stream at the engine, its "
+              f"answers and the ticks this feed sent too) and feed its files again from their start; else, "
               f"{SPLICE_WAY_OUT}", file=sys.stderr, flush=True)
 
     def _say_another_publisher(self, stream: str, held: dict[str, Any] | None) -> None:
