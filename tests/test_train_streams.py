@@ -68,6 +68,20 @@ def write_csv(path: Path, streams: dict[str, tuple[int, float, float]] = STREAMS
     return path
 
 
+def two_stocks_as_one(folder: Path) -> list[Path]:
+    """Two stocks' files of one symbol (prices near 300 and near 60, over the same seconds): read as one stream,
+    with the reading's cautions "two instruments?" and "whose times overlap"."""
+    rng = np.random.default_rng(5)
+    files = []
+    for name, level, offset in (("a.csv", 300.0, 0), ("b.csv", 60.0, 5)):
+        prices = level + np.cumsum(rng.choice([-0.05, 0.0, 0.05], 500))
+        rows = "".join(f"{START_US + k * 1_000_000 + offset},HK,{p:.2f},100,{'buy' if k % 3 else 'sell'}\n"
+                       for k, p in enumerate(prices))
+        files.append(folder / name)
+        files[-1].write_text("ts_us,symbol,price,size,aggressor_side\n" + rows)
+    return files
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> tuple[Path, Path, str, str]:
     """(the CSV, a tiny model trained on it with the spread shifted above zero, train's stdout, its stderr)."""
@@ -342,14 +356,7 @@ def test_train_and_evaluate_under_quiet_say_the_readings_cautions_once(trained, 
     seconds) scored direction_5 at accuracy 1.000 and Brier 0.000, and `train --quiet` / `evaluate --quiet` said
     nothing: the reading's cautions ("two instruments?", "fed by both ... whose times overlap") went with its plain
     notes. They change what the scores mean: said under --quiet, once each; the plain notes stay quiet."""
-    rng = np.random.default_rng(5)
-    files = []
-    for name, level, offset in (("a.csv", 300.0, 0), ("b.csv", 60.0, 5)):
-        prices = level + np.cumsum(rng.choice([-0.05, 0.0, 0.05], 500))
-        rows = "".join(f"{START_US + k * 1_000_000 + offset},HK,{p:.2f},100,{'buy' if k % 3 else 'sell'}\n"
-                       for k, p in enumerate(prices))
-        files.append(tmp_path / name)
-        files[-1].write_text("ts_us,symbol,price,size,aggressor_side\n" + rows)
+    files = two_stocks_as_one(tmp_path)
     paths = [str(f) for f in files]
     runs = {"train": ["train", *paths, *TINY, "--steps", "1", "--batch", "1", "--no-head", *QUICK, "--overwrite",
                       "--out", str(tmp_path / "m")],
@@ -367,3 +374,20 @@ def test_train_and_evaluate_under_quiet_say_the_readings_cautions_once(trained, 
         # the reading's plain notes ("no column map given; read as ...", "reading the files with ...") stay quiet
         assert set(said[True]) < set(said[False]), (command, said)
         assert not any("read as" in line or "reading the files with" in line for line in said[True]), said[True]
+
+
+def test_train_json_keeps_the_cautions_it_would_have_said(tmp_path: Path, capsys) -> None:
+    """`train --json` said no caution (its stderr is quiet for a script) and its record had none of the reading's:
+    two stocks read as one stream ("two instruments?") left no trace in what a script reads. The record's
+    `cautions` now holds each line as train says it on stderr without --json, in the same order."""
+    files = two_stocks_as_one(tmp_path)
+    argv = ["train", *map(str, files), *TINY, "--steps", "1", "--batch", "1", "--no-head", *QUICK, "--overwrite",
+            "--out", str(tmp_path / "m"), "--quiet"]
+    assert main(argv) == 0
+    printed = [line.removeprefix("flashtick train: ") for line in capsys.readouterr().err.splitlines()]
+    assert main([*argv, "--json"]) == 0
+    out, err = capsys.readouterr()
+    cautions = json.loads(out)["cautions"]
+    assert err == "" and cautions == printed, (cautions, printed)
+    assert any(line.startswith("warning: one stream HK from two files whose prices differ 5.0-fold: two "
+                               "instruments? ") for line in cautions), cautions

@@ -124,6 +124,9 @@ def cmd_train(args: argparse.Namespace) -> None:
         return tqdm(total=total, unit=" steps", file=sys.stderr, disable=not interactive)
 
     record = fit([str(f) for f in args.files], column_map_of(args), args.out, cfg, options, log, bar, caution=caution)
+    across = across_pauses_note(record["evaluation"], args.session_gap, "out of training and scoring")
+    if across is not None:
+        record["cautions"].append(f"note: {across}")
     if args.json:
         print(printable_json(record, indent=1, default=str))
         return
@@ -139,7 +142,6 @@ def cmd_train(args: argparse.Namespace) -> None:
     say_left_out(record["skipped"], record["left_out"], args,
                  lambda line: print(f"flashtick train: note: left out {line}", file=sys.stderr))
     say_rejected_if_quiet(record["rejected"], record["ticks_read"], args, "flashtick train")
-    across = across_pauses_note(record["evaluation"], args.session_gap, "out of training and scoring")
     if across is not None:  # what the scores mean: said under --quiet too
         print(f"flashtick train: note: {across}", file=sys.stderr)
 

@@ -118,7 +118,13 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     ``caution`` (default ``log``) takes the notes that change what the results mean or what to do (a --gap
     widened, streams over the same hours, a thin validation part, the reading's cautions: two instruments in one
     stream): `train --quiet` says them still."""
-    caution = caution or log
+    said = caution or log
+    cautions: list[str] = []  # as said, for the record: a script reading --json gets what a terminal shows
+
+    def caution(line: str) -> None:
+        cautions.append(line)
+        said(line)
+
     t0 = time.time()
     device = resolve_device(options.device)
     if options.base is None:
@@ -186,6 +192,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
               "selected_streams": list(options.streams) if options.streams else None,  # None: every stream
               "rejected": rejected, "ticks_read": sum(map(len, streams_raw.values())),  # taken (rejected: the rest)
               "skipped": skipped, "left_out": left_out, "overlap": overlap, "validation_note": thin,
+              "cautions": cautions,
               "params": sum(p.numel() for p in model.parameters()), "config": run_config(cfg),
               "training": stats, "calibration": json.loads(codec.calibration.to_json()),
               "heads": {name: {k: v for k, v in h.to_dict().items() if k not in ("mean", "scale", "weights", "bias")}
