@@ -752,6 +752,10 @@ def test_train_says_when_its_validation_part_is_too_small_to_fit_on_or_missing(t
     assert ("flashtick train: note: --split 70/30 has no validation part: training runs its --steps (within "
             "--max-minutes) without early stopping and keeps the last step's weights, and the answers ship "
             "uncalibrated and without answer heads") in capsys.readouterr().err
+    # --no-head asked for none: the split is not said to cost what was not wanted
+    assert main(["train", str(ticks_file), "--out", str(tmp_path / "none"), *run, "--split", "70/30", "--no-head",
+                 "--overwrite"]) == 0
+    assert ("and the answers ship uncalibrated (a split such as 70/15/15 has one)") in capsys.readouterr().err
     codec = load_builtin_codec()
     streams, _ = prepare(codec, read_streams([str(ticks_file)])[0], SplitSpec(), 64)
     assert validation_note(codec, streams, SplitSpec()) is None  # 70/15/15 of these ticks: enough of every question

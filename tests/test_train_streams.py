@@ -39,14 +39,14 @@ def stream_times(name: str) -> np.ndarray:
 
 
 def thin_validation(ticks: int, points: tuple[int, int, int, int]) -> str:
-    """train's note on a validation part too small to calibrate on (one stream, 70/15/15): it changes what the
-    shipped answers mean, so `train --quiet` says it too (finetune.validation_note)."""
+    """train --no-head's note on a validation part too small to calibrate on (one stream, 70/15/15): it changes
+    what the shipped answers mean, so `train --quiet` says it too (finetune.validation_note). No head was asked
+    for, so the note does not blame the split for its absence."""
     counts = ", ".join(f"{name} ({n})" for name, n in zip(("direction_5", "direction_20", "volatility_50"), points))
     return (f"flashtick train: note: the validation part is small: its {ticks} ticks (--split 70/15/15, 1 stream) hold "
-            f"fewer labelled answer points than the 200 a question's answer calibration and answer head are fitted on "
-            f"for {counts} and move_bps_50 ({points[3]}): their answers ship uncalibrated and without a head, and "
-            f"early stopping watches the loss on windows of those {ticks} ticks alone; a larger validation part "
-            f"(--split) or more ticks fits them\n")
+            f"fewer labelled answer points than the 200 a question's answer calibration is fitted on for {counts} "
+            f"and move_bps_50 ({points[3]}): their answers ship uncalibrated, and early stopping watches the loss on "
+            f"windows of those {ticks} ticks alone; a larger validation part (--split) or more ticks fits them\n")
 
 
 def write_csv(path: Path, streams: dict[str, tuple[int, float, float]] = STREAMS) -> Path:

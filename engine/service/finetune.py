@@ -148,7 +148,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         caution(f"note: {overlap}")
     for note in skipped if options.name_left_out or len(skipped) <= SHORT_NAMED else [left_out]:
         log(f"left out {note}")
-    if (thin := validation_note(codec, streams, options.split)) is not None:
+    if (thin := validation_note(codec, streams, options.split, head=options.head)) is not None:
         caution(f"note: {thin}")  # before the optimisation: a run to stop and split otherwise
     groups, weights = _groups(codec, streams, "train")
     q_tokens = question_tokens(codec)
@@ -213,14 +213,16 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     return record
 
 
-def validation_note(codec: BinnedCodec, streams: list[StreamData], split: SplitSpec) -> str | None:
+def validation_note(codec: BinnedCodec, streams: list[StreamData], split: SplitSpec, head: bool = True) -> str | None:
     """What a split without a validation part, or one whose validation part labels fewer than MIN_POINTS answer
-    points of a question (pooled over the streams), leaves undone: early stopping, calibration, answer heads.
-    None when every question has enough."""
+    points of a question (pooled over the streams), leaves undone: early stopping, calibration, answer heads (not
+    under ``head`` False, --no-head: none was asked for, and naming it blamed the split for it). None when every
+    question has enough."""
+    heads = " and without answer heads" if head else ""
     if not split.validation:
         return (f"--split {100 * split.train:g}/{100 * split.test:g} has no validation part: training runs its "
                 f"--steps (within --max-minutes) without early stopping and keeps the last step's weights, and the "
-                f"answers ship uncalibrated and without answer heads (a split such as 70/15/15 has one)")
+                f"answers ship uncalibrated{heads} (a split such as 70/15/15 has one)")
     labelled = {name: 0 for name, q in codec.questions.items() if q.spec.kind != "regime"}  # (no labels in files)
     names = list(codec.questions)
     for sd in streams:
@@ -232,11 +234,12 @@ def validation_note(codec: BinnedCodec, streams: list[StreamData], split: SplitS
     if not thin:
         return None
     ticks = counted(sum(len(sd.parts.validation) for sd in streams), "tick")
+    fitted = "answer calibration and answer head are" if head else "answer calibration is"
     return (f"the validation part is small: its {ticks} (--split {split.text()}, {counted(len(streams), 'stream')}) "
-            f"hold fewer labelled answer points than the {MIN_POINTS} a question's answer calibration and answer head "
-            f"are fitted on for {_and(thin)}: {'its' if len(thin) == 1 else 'their'} answers ship uncalibrated and "
-            f"without a head, and early stopping watches the loss on windows of those {ticks} alone; a larger "
-            f"validation part (--split) or more ticks fits them")
+            f"hold fewer labelled answer points than the {MIN_POINTS} a question's {fitted} fitted on for "
+            f"{_and(thin)}: {'its' if len(thin) == 1 else 'their'} answers ship uncalibrated"
+            f"{' and without a head' if head else ''}, and early stopping watches the loss on windows of those "
+            f"{ticks} alone; a larger validation part (--split) or more ticks fits them")
 
 
 def _and(names: list[str]) -> str:
