@@ -18,6 +18,7 @@ from connectors.replay import FileReplay
 from connectors.ticks import InvalidTick, Tick
 from engine.service.answer_parts import AnswerParts
 from engine.service.pipeline import TickPipeline
+from engine.service.replay_progress import show_read
 from queries.cache import Answer
 
 READ_TICKS = 4096  # ticks taken from the files at a time (also per forward when rebuilding for a resume)
@@ -56,10 +57,10 @@ def replay_from(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, 
                                               f"{parts.dir}; run the same command with --resume (resume=True from "
                                               f"Python) to continue")
                 batch_ends = batch_end(tick.ts, batch_ns)
-                bar.update(consumed + sum(replay.rejected.values()) - bar.n)  # tqdm redraws at most 10 times a second
+                show_read(bar, replay, consumed)
             consumed += 1
             ingest_tick(pipeline, tick, marks)
-    bar.update(consumed + sum(replay.rejected.values()) - bar.n)
+    show_read(bar, replay, consumed)
     answers += pipeline.run_until_idle()
     parts.save(answers, consumed)
     return consumed

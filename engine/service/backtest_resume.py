@@ -28,6 +28,7 @@ from engine.service.answer_parts import AnswerParts
 from engine.service.backtest_loop import READ_TICKS, BacktestInterrupted, ingest_tick
 from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline
+from engine.service.replay_progress import show_read
 
 
 def resume_at_checkpoint(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts,
@@ -69,7 +70,7 @@ def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[
         for tick in ticks:
             ingest_tick(pipeline, tick, marks, book)
         done += len(ticks)
-        bar.update(done + sum(replay.rejected.values()) - bar.n)
+        show_read(bar, replay, done)
     if done < upto:
         raise ValueError(f"the checkpoint is at tick {upto} but the files hold {done}: did they change?")
     pipeline.engine.rebuild()
