@@ -91,3 +91,20 @@ def test_config_switch_is_checked() -> None:
     with pytest.raises(ConfigError, match="adapt_rate"):
         ServiceConfig.from_dict({"answers": {"adapt_rate": 1}})
     assert ServiceConfig().answers.adapt == "online"
+
+
+def test_an_expectation_is_built_alike_adapted_or_not(runs) -> None:
+    """`expected` was built in two places: the model's answer as a Python sum over its labels
+    (queries/probe_answers.answer_value), the adapted one with numpy's dot (adaptation._published); the two sums
+    differ in the last bit on some vectors. Both are now queries.probe_answers.published_value's: the published
+    probabilities' dot with the values, in the query's label order, exactly, adapted or not. (A guard: on these
+    answers the two sums agreed before too, the model's probabilities being float32's.)"""
+    tables, _, codec = runs
+    spec = codec.questions["move_bps_50"].spec  # the query asks it as it is: its labels, in the question's order
+    for mode in ("online", "off"):
+        rows = tables[mode][0].filter(pl.col("query") == "move")
+        assert rows.height > 50
+        for probs, expected in zip(rows["probs"], rows["expected"]):
+            published = json.loads(probs)  # (the answers file's JSON sorts its keys)
+            p = np.array([published[name] for name in spec.labels])
+            assert expected == float(p @ np.asarray(spec.values, dtype=np.float64)), (mode, published, expected)

@@ -27,7 +27,7 @@ from connectors.questions import QuestionSpec
 from engine.service.features import QuestionHead
 from engine.service.live_scores import PRUNE_EVERY, StreamMarks, StreamMarksBook
 from queries.adapt import NO_LABEL, OnlineMix
-from queries.probe_answers import CompiledQuery
+from queries.probe_answers import CompiledQuery, published_value
 
 
 class AnswerAdaptation(StreamMarksBook):
@@ -112,13 +112,15 @@ class AnswerAdaptation(StreamMarksBook):
     @staticmethod
     def _published(query: CompiledQuery, value: dict[str, Any], probs: np.ndarray,
                    model: dict[str, float] | None) -> dict[str, Any]:
-        """The value published for (labels,) ``probs`` in the query's order: its answer or expectation from them;
-        with ``model`` (what they were mixed from), the model's own beside them."""
-        out = {"probs": dict(zip(query.labels, probs.tolist()))} | ({} if model is None else {"model_probs": model})
-        if "expected" in value:
-            expected = float(probs @ np.asarray(query.values))
-            return {"expected": expected, **out} | ({} if model is None else {"model_expected": value["expected"]})
-        return {"answer": query.labels[int(probs.argmax())], **out}
+        """The value published for (labels,) ``probs`` in the query's order: its answer or expectation from them
+        (queries.probe_answers.published_value, as the model's own); with ``model`` (what they were mixed from),
+        the model's own beside them."""
+        out = published_value(query, probs.tolist())
+        if model is not None:
+            out["model_probs"] = model
+            if "expected" in value:
+                out["model_expected"] = value["expected"]
+        return out
 
     def _realise(self, mix: OnlineMix, spec: QuestionSpec, labels: tuple[str, ...], state: StreamMarks,
                  version: int) -> None:
