@@ -15,6 +15,7 @@ from connectors.cautions import Caution
 from connectors.column_names import RIGHT_NAMES, STRIKE_NAMES
 from connectors.field_names import normal_name
 from connectors.file_plan import FilePlan
+from connectors.price_offsets import offset_of
 from connectors.stream_selection import StreamSelection, shown
 from connectors.ticks import shown_name
 
@@ -37,13 +38,19 @@ def price_levels(plan: Any) -> dict[str, float]:
     price = pl.coalesce(number["price"], mid) if "price" in number and mid is not None else number.get("price", mid)
     if price is None:
         return {}
-    level = price.filter(price > 0).median().alias("level")
+    # a price offset (--price-offset) is added as the prices are read: a level is the median of the prices read,
+    # so a file lifted from 0.9 to 40.9 is not cautioned against its neighbour at 41 (nor are prices the offset
+    # lifts above zero left out)
+    offset = plan.columns.price_offset
+    level = (price.filter(price > 0) if offset is None else price.filter(price != 0)).median().alias("level")
     head = plan.frame.head(LEVEL_ROWS)
     if plan.columns.stream_col is None:
         found = [(plan.columns.stream or plan.columns.default_stream or "", head.select(level).collect().item())]
     else:
         found = head.group_by("stream").agg(level).collect().rows()
-    return {stream: float(value) for stream, value in found if stream is not None and value is not None}
+    levels = {stream: float(value) + offset_of(offset, stream) for stream, value in found
+              if stream is not None and value is not None}
+    return {stream: value for stream, value in levels.items() if value > 0}
 
 
 def far_apart_levels(plans: Sequence[Any], spans: Sequence[dict[str, tuple[int, int]]],

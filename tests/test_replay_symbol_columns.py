@@ -287,6 +287,17 @@ def test_two_stocks_files_give_two_streams_and_one_stream_of_both_is_cautioned(t
     assert not FileReplay([tencent, next_day, quotes], columns={"stream": "HK"}).cautions
 
 
+def test_prices_levels_are_compared_as_the_price_offset_lifts_them(tmp_path: Path) -> None:
+    """A roll-adjusted contract fed with --price-offset (CL near 1.1 lifted by 40 after a day at 41.1 lifted too):
+    the levels read are 81.1 and 41.1, no instruments apart. Compared raw (41.1 against 1.1) they were cautioned
+    37-fold apart, a false "two instruments?" on a feed the offset had set right."""
+    early, late = hk_day(tmp_path / "CLK0_a.csv", 3, 40.9), hk_day(tmp_path / "CLK0_b.csv", 4, 0.9)
+    for offset in (40, {"CLK*": 40}, "CLK0=40"):
+        assert not FileReplay([early, late], columns={"stream": "CLK0", "price_offset": offset}).cautions, offset
+    (caution,) = FileReplay([early, late], columns={"stream": "CLK0"}).cautions
+    assert "differ 37.4-fold: two instruments?" in caution, caution
+
+
 def test_an_option_contract_s_premium_may_move_many_fold_between_days(tmp_path: Path) -> None:
     """An out-of-the-money option at 0.10 one day and 0.45 the next is one contract: no caution."""
     def day(name: str, date: str, premium: float) -> Path:
