@@ -480,6 +480,12 @@ def test_the_naive_forecasts_are_each_streams_own(tmp_path: Path) -> None:
                                                                         .sum(1))))
     assert r["scores"]["majority"]["accuracy"] == pytest.approx(float(np.mean(prior.argmax(1) == y)))
     assert not np.allclose(priors[0][0], priors[1][0], atol=0.02)  # the two streams' classes do differ
+    # hindsight: each stream's own test classes as they turned out, a constant per stream
+    known = np.concatenate([np.tile(np.bincount(y_own, minlength=len(q.labels)) / len(y_own), (len(y_own), 1))
+                            for y_own in ys])
+    assert r["scores"]["hindsight"]["brier"] == pytest.approx(float(np.mean(np.square(known - np.eye(known.shape[1])
+                                                                                       [y]).sum(1))))
+    assert r["scores"]["hindsight"]["brier"] <= r["scores"]["prior"]["brier"]  # no constant forecast does better
     assert set(r["train_frequencies_by_stream"]) == {"SYN.A", "SYN.D"}
     # each stream's own rows of the same answers: its prior's Brier by hand, and weighted by n they are the pooled
     parts = r["by_stream"]
@@ -511,6 +517,26 @@ def test_a_model_below_a_naive_forecast_only_within_the_interval_is_called_level
     assert noisy[1] == "verdict: level with a naive forecast (below it as measured, within the 95% interval) on " \
                        "vol: no edge shown there"
     assert clear[1].startswith("verdict: below a naive forecast") and clear[1].endswith("on vol: no edge there")
+
+
+def test_beating_the_baselines_without_beating_hindsight_is_said() -> None:
+    """A random walk's test part that drifted down, a model leaning down (its validation part drifted too): it
+    beat the logistic regression and the train part's frequencies, and the verdict read as skill where none can be
+    (review 190). Unless its Brier beats the test part's own class frequencies, the verdict says so."""
+    from engine.service.evaluate import verdict_lines
+
+    better = {"diff": 0.1, "lo": 0.03, "hi": 0.3}
+
+    def question(hindsight_hi: float) -> dict:
+        return {"blocks": 50, "scores": {"model": {"accuracy": 0.54, "brier": 0.557},
+                                         "majority": {"accuracy": 0.38}, "prior": {"brier": 0.585}},
+                "model_minus": {"logistic": {"accuracy": better, "brier": {"diff": -0.03, "lo": -0.08, "hi": -0.01}},
+                                "hindsight": {"brier": {"diff": 0.004, "lo": -0.01, "hi": hindsight_hi}}}}
+    leaned = verdict_lines({"questions": {"direction_20": question(0.02)}})
+    assert leaned[0].startswith("verdict: beats the logistic regression")
+    assert leaned[1].startswith("verdict: on direction_20, no better Brier than the test part's own class "
+                                "frequencies (hindsight: ") and leaned[1].endswith("not a call of each answer")
+    assert len(verdict_lines({"questions": {"direction_20": question(-0.002)}})) == 1  # it called answers
 
 
 def test_a_verdict_over_several_instruments_says_the_logistic_regression_is_pooled() -> None:

@@ -54,7 +54,7 @@ from engine.service.session_gaps import GAP_NOTE_NS
 from queries.adapt import adapt_series
 from queries.probe_answers import calibrated_probs
 
-BASELINES = ("raw", "prior", "majority", "logistic")
+BASELINES = ("raw", "prior", "majority", "logistic", "hindsight")
 
 
 @dataclass(frozen=True)
@@ -334,6 +334,11 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         own = [np.bincount(sty, minlength=n_cls) / len(sty) if len(sty) else prior
                for sty, t in zip(train_y[qi], test[qi])]
         priors = np.concatenate([np.tile(p, (len(t[1]), 1)) for p, t in zip(own, test[qi])])  # (len(y), C)
+        # each stream's classes as its test part turned out (a constant per stream, known only afterwards): the
+        # best Brier any forecast blind to each answer's own ticks can score, so a model that beats it calls answers,
+        # while one that only leaned into the test part's drift (a random walk's, say) does not (review 190)
+        hindsight = np.concatenate([np.tile(np.bincount(t[1], minlength=n_cls) / len(t[1]), (len(t[1]), 1))
+                                    for t in test[qi] if len(t[1])])  # (len(y), C)
         tx = np.concatenate(train_x[qi])
         fit_rows = chosen_ticks(np.arange(len(ty)), 1000, options.max_fit_points)
         logistic = fit_logistic(tx[fit_rows], ty[fit_rows], n_cls)
@@ -348,7 +353,8 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                     if all(t[4] is not None for t in test[qi] if len(t[1])) else {}),
                  "prior": priors,
                  "majority": np.eye(n_cls)[priors.argmax(axis=1)],
-                 "logistic": logistic.predict_proba(test_x)}
+                 "logistic": logistic.predict_proba(test_x),
+                 "hindsight": hindsight}
         if points_out is not None:
             scored_points.append(points_table(q.name, list(q.labels), y, probs, streams, test[qi]))
         results[q.name] = score_question(probs, y, options, rng) | {
@@ -547,7 +553,7 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
     """The table in words: per question, whether the model beats what a quant fits first (the logistic
     regression, by its 95% interval) and the naive forecasts (majority class, the class frequencies' Brier)."""
     kinds: dict[str, list[str]] = {"better": [], "mixed": [], "level": [], "worse": [], "few": [], "one": []}
-    naive, level_naive = [], []
+    naive, level_naive, hindsight = [], [], []
     for name, r in result["questions"].items():
         s, d = r["scores"], r["model_minus"]["logistic"]
         if s["majority"]["accuracy"] == 1.0:  # every test answer is one class: every predictor but noise is right
@@ -562,6 +568,8 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
         better = acc["lo"] >= CLEAR or brier["hi"] <= -CLEAR
         worse = acc["hi"] <= -CLEAR or brier["lo"] >= CLEAR
         kinds["mixed" if better and worse else "better" if better else "worse" if worse else "level"].append(name)
+        if better and not worse and (known := r["model_minus"].get("hindsight")) and known["brier"]["hi"] > -CLEAR:
+            hindsight.append(name)
         majority, prior = r["model_minus"].get("majority"), r["model_minus"].get("prior")
         if (majority and majority["accuracy"]["hi"] <= -CLEAR) or (prior and prior["brier"]["lo"] >= CLEAR):
             naive.append(name)  # an interval clear of 0 against the model
@@ -587,6 +595,11 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
                    "forecasts are each stream's own)") if pooled else ""
         lines.append(f"verdict: below a naive forecast (the majority class's accuracy or the class frequencies' "
                      f"Brier, a 95% interval clear of 0) on {', '.join(naive)}: no edge there{matters}")
+    if hindsight:
+        lines.append(f"verdict: on {', '.join(hindsight)}, no better Brier than the test part's own class frequencies "
+                     f"(hindsight: each stream's classes as they turned out, which no forecast knows in advance; a 95% "
+                     f"interval not clear of 0 in the model's favour): the edge over the baselines may be the test "
+                     f"part's drift or class balance the model leaned into, not a call of each answer")
     if level_naive:
         lines.append(f"verdict: level with a naive forecast (below it as measured, within the 95% interval) on "
                      f"{', '.join(level_naive)}: no edge shown there")
