@@ -9,6 +9,7 @@ import os
 import signal
 import threading
 import weakref
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
+from connectors.replay import FileReplay
 from engine.engine import Engine
 from engine.kv_cache import CacheSpec
 from engine.models import from_hf_model
@@ -161,6 +163,20 @@ def engine_dir(root: Path, queries: str, cells: int = 8192) -> Path:
     (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: {cells}, block_size: 16}}\n")
     (root / "q.yaml").write_text(queries)
     return root
+
+
+def drain(replay: FileReplay) -> list:
+    """Every tick of a file replay, read to its end in batches as the engine's loop reads them."""
+    out = []
+    while not replay.done:
+        out += replay.next_batch(100)
+    return out
+
+
+def ns(text: str) -> int:
+    """An ISO 8601 time with its offset as int ns since the epoch (microsecond precision, as datetime holds)."""
+    stamp = datetime.fromisoformat(text)
+    return int(stamp.timestamp()) * 10**9 + stamp.microsecond * 1000
 
 
 def tiny_tick_checkpoint(directory, seed: int = 0, codec_version: int = 1, **overrides):

@@ -10,12 +10,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import tiny_tick_checkpoint
+from conftest import drain, ns, tiny_tick_checkpoint
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from engine.service.backtest import rejected_lines
 from engine.service.cli import main
-from test_vendor_files import drain, ns
 from test_vendor_files_2 import QUERIES
 
 KLINE_T0_MS = 1704153600000  # 2024-01-02T00:00:00Z

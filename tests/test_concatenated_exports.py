@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 BOM = "\ufeff"
 HEADER = "timestamp,symbol,price,size\r\n"

@@ -13,10 +13,9 @@ from zoneinfo import ZoneInfo
 import polars as pl
 import pytest
 
-from conftest import engine_dir
+from conftest import drain, engine_dir
 from connectors.replay import FileReplay
 from engine.service.cli import main
-from test_vendor_files import drain
 
 UTC, NEW_YORK, CHICAGO = timezone.utc, ZoneInfo("America/New_York"), ZoneInfo("America/Chicago")
 OPEN_NS = (9 * 3600 + 30 * 60) * 10**9  # 09:30 after midnight, in ns

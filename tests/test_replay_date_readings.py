@@ -14,7 +14,7 @@ import pytest
 
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
-from test_vendor_files import drain, ns
+from conftest import drain, ns
 
 DASHED = "%m-%d-%Y %H:%M:%S%.f"
 

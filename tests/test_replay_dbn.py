@@ -12,7 +12,7 @@ import pytest
 
 from connectors.replay import FileReplay
 from engine.service.backtest import rejected_lines
-from test_vendor_files import drain
+from conftest import drain
 
 dbn = pytest.importorskip("databento_dbn", reason="the dbn extra (pip install 'flashtick[dbn]') is not installed")
 NS = 1_000_000_000

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 JAPANESE = "時刻,銘柄コード,約定値,出来高\n2026-03-10T09:00:00,7203,3450,100\n"
 

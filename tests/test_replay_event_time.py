@@ -15,7 +15,7 @@ from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from engine.service.backtest import BacktestReport
 from engine.service.config import ServiceConfig
-from test_vendor_files import drain
+from conftest import drain
 
 UTC = timezone.utc
 

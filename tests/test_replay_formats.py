@@ -12,13 +12,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import engine_dir
+from conftest import drain, engine_dir
 from connectors.column_map import ColumnMap
 from connectors.map_options import map_from_options, parse_inline
 from connectors.replay import FileReplay, replay_ticks
 from engine.service.cli import main
 from engine.service.config import ConfigError, ServiceConfig
-from test_vendor_files import drain
 from test_vendor_files_2 import MBO_TICKS, book_ticks  # the same records exported as CSV reduce alike
 
 QUERIES = "queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: {ticks: 5}}\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 
 def utc_ns(text: str) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from connectors.cautions import Caution
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 
 def utc_ns(text: str) -> int:

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 N = 400
 BAD = 200  # the row of the fat finger (line 202 of the CSV)

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 T0_MS = 1_723_161_254_087  # 2024-08-08T23:54:14.087Z
 # oldest first: (ms after T0, price); several trades share a millisecond, as one aggressive order's fills do

@@ -16,7 +16,7 @@ import pytest
 
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 
 def utc_ns(text: str) -> int:

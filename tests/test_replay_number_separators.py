@@ -11,7 +11,7 @@ import pytest
 
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 JPX_HEADER = "Date\tTime\tCode\tPrice\tVolume\n"
 

@@ -11,7 +11,7 @@ import pytest
 from connectors.column_map import ColumnMap
 from connectors.planning import unparsed_times
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 TIMES = ["2024-08-08 23:54:14.087896", "2024-08-08 23:54:14.347673", "2024-08-08 23:54:15"]
 TRUE_NS = [1723161254087896000, 1723161254347673000, 1723161255000000000]

@@ -11,7 +11,7 @@ import polars as pl
 
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 SPY = "SPY   261218C00600000"  # OCC symbols: the root padded to six characters
 AAPL = "AAPL  261218C00195000"

@@ -11,7 +11,7 @@ import polars as pl
 
 from connectors.replay import FileReplay
 from engine.service.cli import main
-from test_vendor_files import drain
+from conftest import drain
 
 N = 40
 

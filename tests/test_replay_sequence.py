@@ -18,7 +18,7 @@ from engine.service.cli import build_parser, main
 from engine.service.cli_reading import column_map_of
 from engine.service.cmd_feed import _replay_source
 from engine.service.splits import read_streams
-from test_vendor_files import drain
+from conftest import drain
 
 T0 = 1734359400_000_000_000
 STREAM = "SPY 241220C00450000"

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 
 def two_stocks(header: str, first: str = "7203", second: str = "9434") -> str:

@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from conftest import serving
+from conftest import drain, serving
 from connectors.labels import marks_of
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
@@ -21,7 +21,6 @@ from engine.service.cli import main
 from engine.service.reading_record import reading_of, shown
 from test_cli import config, wait_for
 from test_cli import checkpoint  # noqa: F401 (fixture)
-from test_vendor_files import drain
 
 T0 = 1734359400_000_000_000
 WING = "SPY   241220C00520000"  # nobody bids it: every quote 0.00 bid

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 HOUR_NS = 3600 * 10**9
 

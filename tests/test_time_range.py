@@ -9,13 +9,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import tiny_tick_checkpoint
+from conftest import drain, tiny_tick_checkpoint
 from connectors.replay import FileReplay
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import utc_text
 from connectors.time_range import TimeRange, parse_time
 from engine.service.cli import main
-from test_vendor_files import drain
 
 QUERIES = """
 queries:

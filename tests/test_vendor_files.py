@@ -12,23 +12,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import tiny_tick_checkpoint
+from conftest import drain, ns, tiny_tick_checkpoint
 from connectors.replay import ColumnMap, FileReplay
 from engine.service.cli import main
 
 QUERIES = "queries:\n  - {name: dir5, streams: ['*'], question: direction_5, kind: choice, trigger: {ticks: 2}}\n"
-
-
-def drain(replay: FileReplay) -> list:
-    out = []
-    while not replay.done:
-        out += replay.next_batch(100)
-    return out
-
-
-def ns(text: str) -> int:
-    stamp = datetime.fromisoformat(text)
-    return int(stamp.timestamp()) * 10**9 + stamp.microsecond * 1000
 
 
 def test_equities_iso_times_with_offsets_detected_and_backtested(tmp_path: Path, capsys) -> None:

@@ -14,11 +14,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import tiny_tick_checkpoint
+from conftest import drain, ns, tiny_tick_checkpoint
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from engine.service.cli import main
-from test_vendor_files import drain, ns  # one reader of a whole replay, one ISO-time-to-ns
 
 N = 24
 T0 = 1_704_153_600  # 2024-01-02 00:00:00 UTC, in s

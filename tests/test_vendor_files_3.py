@@ -14,12 +14,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import tiny_tick_checkpoint
+from conftest import drain, ns, tiny_tick_checkpoint
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from engine.service.cli import main
-from test_vendor_files import drain, ns  # one reader of a whole replay, one ISO-time-to-ns
 from test_vendor_files_2 import N, QUERIES
 
 COINBASE_T0 = ns("2024-08-08T23:54:00+00:00")

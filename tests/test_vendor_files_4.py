@@ -14,7 +14,7 @@ import pytest
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
-from test_vendor_files import drain, ns
+from conftest import drain, ns
 
 MT5_HEADER = "<DATE>\t<TIME>\t<BID>\t<ASK>\t<LAST>\t<VOLUME>\t<FLAGS>"  # MetaTrader 5's tick export
 

@@ -15,7 +15,7 @@ from connectors.column_map import ColumnMap
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
-from test_vendor_files import drain, ns
+from conftest import drain, ns
 
 LSEG_HEADER = "#RIC,Domain,Date-Time,GMT Offset,Type,Price,Volume,Bid Price,Bid Size,Ask Price,Ask Size\n"
 

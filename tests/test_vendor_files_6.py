@@ -11,7 +11,7 @@ import pytest
 
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 TAQ_TRADES = ("DATE,TIME_M,EX,SYM_ROOT,SYM_SUFFIX,TR_SCOND,SIZE,PRICE,TR_CORR,TR_SEQNUM\n"
               "2024-01-02,09:30:00.123456789,Q,AAPL,,@ F,100,185.64,00,1001\n"

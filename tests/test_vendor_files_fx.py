@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 # three providers' EURUSD quotes, each a few tenths of a pip from the others
 PROVIDER_OFFSETS = {"LP1": 0.0, "LP2": 0.00003, "LP3": -0.00002}

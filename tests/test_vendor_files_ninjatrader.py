@@ -10,7 +10,7 @@ import pytest
 
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
-from test_vendor_files import drain, ns
+from conftest import drain, ns
 
 T0 = ns("2026-03-01T17:00:00+00:00")
 

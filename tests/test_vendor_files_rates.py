@@ -13,7 +13,7 @@ import pytest
 
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 HEADER = "timestamp,symbol,price,size\n"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 from test_vendor_files_taq import ACTIONS
 
 WRDS_NBBO_HEADER = ("DATE,TIME_M,EX,SYM_ROOT,SYM_SUFFIX,BID,BIDSIZ,ASK,ASKSIZ,QU_COND,BEST_BIDEX,BEST_BID,"

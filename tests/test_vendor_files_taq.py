@@ -12,7 +12,7 @@ import pytest
 
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 TAQ_HEADER = "DATE,TIME_M,EX,SYM_ROOT,SYM_SUFFIX,TR_SCOND,SIZE,PRICE,TR_CORR,TR_SEQNUM\n"
 TAQ_TRADES = TAQ_HEADER + (  # two classes of Berkshire 1,500 times apart, and a common stock without a suffix

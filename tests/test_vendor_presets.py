@@ -9,7 +9,7 @@ import pytest
 
 from connectors.column_map import PRESETS
 from connectors.replay import FileReplay
-from test_vendor_files import drain
+from conftest import drain
 
 T0_MS = 1_704_153_600_000  # 2024-01-02 00:00 UTC
 T0_US = 1_735_776_000_000_000  # 2025-01-02 00:00 UTC: Binance's spot files count us from 2025

@@ -8,11 +8,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from conftest import serving
+from conftest import drain, serving
 from connectors.replay import FileReplay
 import test_cli
 from test_cli import config, run, wait_for
-from test_vendor_files import drain
 
 T0 = 1704153600000  # 2024-01-02T00:00:00Z, ms
 checkpoint = test_cli.checkpoint  # the tiny tick model's fixture, built once per module
