@@ -15,7 +15,7 @@ from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from engine.service.backtest import rejected_lines
 from engine.service.cli import main
-from test_vendor_files_2 import QUERIES
+from test_vendor_files_without_options import QUERIES
 
 KLINE_T0_MS = 1704153600000  # 2024-01-02T00:00:00Z
 

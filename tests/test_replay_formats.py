@@ -18,7 +18,7 @@ from connectors.map_options import map_from_options, parse_inline
 from connectors.replay import FileReplay, replay_ticks
 from engine.service.cli import main
 from engine.service.config import ConfigError, ServiceConfig
-from test_vendor_files_2 import MBO_TICKS, book_ticks  # the same records exported as CSV reduce alike
+from test_vendor_files_without_options import MBO_TICKS, book_ticks  # the same records exported as CSV reduce alike
 
 QUERIES = "queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: {ticks: 5}}\n"
 NS = 1_000_000_000

@@ -100,7 +100,7 @@ def test_a_maker_column_of_other_values_is_read_as_before(tmp_path: Path) -> Non
 
 def test_a_tapes_exchange_codes_are_said_as_each_venues_own_quotes_and_a_providers_short_codes_as_providers(
         tmp_path: Path) -> None:
-    # a tape's prints are one market's (test_vendor_files_5), but its quotes are each venue's own, no NBBO
+    # a tape's prints are one market's (test_vendor_files_row_meanings), but its quotes are each venue's own, no NBBO
     tape = FileReplay(provider_quotes(tmp_path / "eurusd_ex.csv", "exchange", ["N", "Q", "P"]))
     drain(tape)
     said = next(n for n in tape.notes if "each stream mixes them" in n)

@@ -140,7 +140,7 @@ def test_histdata_times_name_histdatas_zone(tmp_path: Path) -> None:
 def test_a_reason_rejecting_many_rows_is_a_warning_above_the_scores(tmp_path: Path, capsys) -> None:
     from conftest import tiny_tick_checkpoint
     from engine.service.cli import main
-    from test_vendor_files_2 import QUERIES
+    from test_vendor_files_without_options import QUERIES
 
     checkpoint = tiny_tick_checkpoint(tmp_path / "model")
     (tmp_path / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 4096, block_size: 16}}\n")

@@ -219,7 +219,7 @@ def test_lobster_messages_without_the_preset_are_refused_with_it_named(tmp_path:
                             f"{5853300 + 100 * (i % 3)},{1 if i % 8 < 4 else -1}\n" for i in range(N)))
     with pytest.raises(ValueError, match=r"first line is data, not a header \(34200\.004241176,1,16113575,18,5853300,1"
                                          r"\): it looks like a LOBSTER message file .*--preset lobster-messages"):
-        FileReplay(path)  # the preset is tested in test_vendor_files_3.py
+        FileReplay(path)  # the preset is tested in test_vendor_files_maker_sides.py
     with pytest.raises(ValueError, match=r"needs \['time', 'price', 'size'\].*first line is data, not a header: give its columns"):
         FileReplay(path, columns={"ts": "time", "price": "price", "size": "size"})
     # a map by hand without the preset's keep filter: prices are dollars x 10000; every message reads as a trade

@@ -19,7 +19,7 @@ from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from engine.service.cli import main
-from test_vendor_files_2 import N, QUERIES
+from test_vendor_files_without_options import N, QUERIES
 
 COINBASE_T0 = ns("2024-08-08T23:54:00+00:00")
 LOBSTER_OPEN = ns("2012-06-21T13:30:00+00:00")  # 09:30 in New York, 34200 s after its midnight
