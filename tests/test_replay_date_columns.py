@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 
 from conftest import drain, engine_dir
+from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from engine.service.cli import main
 
@@ -198,3 +199,26 @@ def test_a_date_type_column_is_not_touched(tmp_path: Path) -> None:
     assert [t.ts for t in drain(replay)] == [int(datetime(2024, 6, 3, tzinfo=UTC).timestamp()) * 10**9 + OPEN_NS + i
                                              for i in range(3)]
     assert not any("holds dates" in note for note in replay.notes)
+
+
+def test_a_date_column_beside_nanoseconds_after_midnight_reads_each_rows_day(tmp_path: Path) -> None:
+    frame = pl.DataFrame({"DATE": ["2026-03-06", "2026-03-06", "2026-03-09"],
+                          "TIME_NS": [14_423_874_757_847, 14_423_874_757_999, 34_200_000_000_001],
+                          "SYMBOL": ["AAPL"] * 3, "PRICE": [185.1, 185.2, 185.3], "SIZE": [1, 2, 3]})
+    frame.write_parquet(tmp_path / "ticks.parquet")
+    frame.write_csv(tmp_path / "ticks.csv")
+    want = [1772755200_000000000 + 14_423_874_757_847, 1772755200_000000000 + 14_423_874_757_999,
+            1773014400_000000000 + 34_200_000_000_001]  # 2026-03-06 and 2026-03-09 at midnight UTC, + the time
+    for name in ("ticks.parquet", "ticks.csv"):
+        replay = FileReplay(tmp_path / name)  # detected: not ms since the epoch (every row out of range)
+        assert [t.ts for t in drain(replay)] == want
+        assert any("column 'TIME_NS' read as ns after midnight of each row's day in column 'DATE'" in n
+                   for n in replay.notes)
+        # the map written out, with and without its unit, reads the same
+        spec = "ts=DATE+TIME_NS,price=PRICE,size=SIZE,stream=SYMBOL"
+        assert [t.ts for t in drain(FileReplay(tmp_path / name, columns=map_from_options(columns=spec)))] == want
+        given = map_from_options(columns=spec, ts_unit="ns_after_midnight")
+        assert [t.ts for t in drain(FileReplay(tmp_path / name, columns=given))] == want
+    # TAQ's YYYYMMDD dates, microseconds by the column's name
+    (tmp_path / "us.csv").write_text("date,time_us,symbol,price,size\n20260306,34200000001,AAPL,185.1,1\n")
+    assert [t.ts for t in drain(FileReplay(tmp_path / "us.csv"))] == [1772755200_000000000 + 34_200_000_001_000]

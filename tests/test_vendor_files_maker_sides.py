@@ -8,14 +8,12 @@ code, into tmp_path."""
 from __future__ import annotations
 
 import gzip
-import re
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from conftest import drain, ns, tiny_tick_checkpoint
-from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from engine.service.cli import main
@@ -169,22 +167,6 @@ def test_trades_printed_with_their_quote_replay_as_the_quote_then_the_trade(tmp_
     assert any("a row with both replays as two ticks at its time, its quote then its trade" in n for n in replay.notes)
 
 
-def test_a_fixed_stream_named_as_a_column_is_refused_with_the_key_that_reads_the_column(tmp_path: Path) -> None:
-    """In YAML `stream:` is one fixed name and `stream_col:` a column (inline: stream_name= and stream=): a YAML map
-    written `stream: symbol` for a file of many symbols would put them all in one stream called "symbol"."""
-    (tmp_path / "multi.csv").write_text("time,symbol,price,size\n" + "".join(
-        f"2024-01-02T00:00:{i:02d}Z,{'AB'[i % 2]},{100 + 100 * (i % 2)},1\n" for i in range(N)))
-    (tmp_path / "map.yaml").write_text("ts: time\nts_unit: datetime\nstream: symbol\nprice: price\nsize: size\n")
-    with pytest.raises(ValueError, match=r"names one fixed stream, 'symbol', which is also a column of the file.*"
-                                         r"stream_col: symbol \(inline: --columns ...,stream=symbol\)"):
-        FileReplay(tmp_path / "multi.csv", columns=map_from_options(columns=str(tmp_path / "map.yaml")))
-    assert main(["backtest", str(tmp_path / "multi.csv"), "--columns", str(tmp_path / "map.yaml"), "--out",
-                 str(tmp_path / "a.parquet")]) == 2
-    (tmp_path / "map.yaml").write_text("ts: time\nts_unit: datetime\nstream_col: symbol\nprice: price\nsize: size\n")
-    columns = map_from_options(columns=str(tmp_path / "map.yaml"))
-    assert {t.stream for t in drain(FileReplay(tmp_path / "multi.csv", columns=columns))} == {"A", "B"}
-
-
 def lobster_messages(path: Path, rows: list[tuple]) -> Path:
     """A LOBSTER message file: no header; time (s after midnight), type, order id, size, price x 10000,
     direction (the limit order's side: 1 buy, -1 sell)."""
@@ -290,7 +272,6 @@ def test_cli_backtest_of_lobster_messages_counts_what_it_leaves_out(tmp_path: Pa
     assert f"left out filtered_out: {N} (first: {quiet} line 1:" in err
 
 
-
 def test_bybit_trading_history_reads_with_the_takers_side(tmp_path: Path) -> None:
     """public.bybit.com/trading: decimal epoch seconds, Buy/Sell the taker's side (the newer files add `RPI`);
     public.bybit.com/spot: ms and lower-case sides."""
@@ -337,14 +318,3 @@ def test_okx_trade_history_reads_with_the_takers_side(tmp_path: Path) -> None:
     api = FileReplay(tmp_path / "okx_api.csv")
     assert drain(api) == ticks and api.notes == [
         "okx_api.csv: no column map given; read as ts=ts (ms), stream=instId, price=px, size=sz, side=side"]
-
-def test_every_preset_is_documented_and_offered_on_the_command_line() -> None:
-    from connectors.column_map import PRESETS
-    from engine.service.cli import build_parser
-
-    docs = Path(__file__).resolve().parents[1] / "docs"
-    backtest = build_parser()._subparsers._group_actions[0].choices["backtest"]  # argparse keeps it private
-    offered = next(a.help for a in backtest._actions if a.dest == "preset")
-    for name in PRESETS:
-        assert re.search(rf"^\| `{name}` +\|", (docs / "replay.md").read_text(), re.MULTILINE), name
-        assert name in offered and name in (docs / "configuration.md").read_text(), name

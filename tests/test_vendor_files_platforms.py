@@ -1,8 +1,8 @@
 """Vendor files of other platforms, in their own layouts, read without options or with the one option a message
 names: LSEG Tick History (`#RIC`), MetaTrader 5 tick exports (`<BID>`, cells left empty when unchanged),
 Interactive Brokers' per-kind files (`AAPL_TRADES_...`), QuantConnect/LEAN ticks (milliseconds after midnight in
-a zip), NinjaTrader tick exports (a 100 ns fraction after a space) and a column map that names one column only.
-Every fixture is written here, from code, into tmp_path."""
+a zip), NinjaTrader tick exports (a 100 ns fraction after a space), other platforms' and venues' exports, and a
+column map that names one column of an LSEG file only. Every fixture is written here, from code, into tmp_path."""
 
 from __future__ import annotations
 
@@ -136,15 +136,6 @@ def test_ninjatrader_ticks_read_their_100ns_fraction_and_the_quote_each_trade_me
         Tick("ES 03-24", t0 + 900_758_000, "trade", price=4769.5, size=3),
     ]
     assert dict(replay.rejected) == {}
-
-
-def test_csv_names_alone_refine_the_detected_date_and_time_columns(tmp_path: Path) -> None:
-    # Kibot-style: no header; the names say which columns are the date and the time (it was refused)
-    path = tmp_path / "IBM.txt"
-    path.write_text("01/13/2024,09:30:02,38.12,500\n01/13/2024,09:30:03,38.13,100\n")
-    spec = map_from_options(names=["date", "time", "price", "size"], detect=True)
-    ticks = drain(FileReplay(path, columns=spec))
-    assert [t.ts for t in ticks] == [ns("2024-01-13T09:30:02+00:00"), ns("2024-01-13T09:30:03+00:00")]
 
 
 def test_numbers_with_grouping_commas_read_as_numbers(tmp_path: Path) -> None:
@@ -286,19 +277,6 @@ def test_an_event_column_keeps_the_trades_and_a_contract_month_splits_the_stream
     assert [(t.stream, t.side) for t in ticks] == [("CL 202405", "buy"), ("CL 202406", "sell")]
 
 
-def test_a_map_of_the_time_column_alone_and_two_digit_years(tmp_path: Path) -> None:
-    (tmp_path / "trace.csv").write_text("CUSIP,Bond Sym ID,Execution Date,Execution Time,Price,Quantity,Yield,Side\n"
-                                        "912828YK0,UST,20240308,09:30:20,99.538460,5000000,4.1882,B\n")
-    spec = map_from_options(columns="ts=Execution Date+Execution Time", detect=True)
-    assert drain(FileReplay(tmp_path / "trace.csv", columns=spec)) == [
-        Tick("912828YK0", ns("2024-03-08T09:30:20+00:00"), "trade", price=99.53846, size=5000000, side="buy")]
-    (tmp_path / "ig.csv").write_text("Date,Time,Bid,Offer\n08/03/24,08:00:03,7699.4,7700.4\n")
-    with pytest.raises(ValueError, match=r"'%d/%m/%y %H:%M:%S%.f' or '%m/%d/%y %H:%M:%S%.f'"):
-        FileReplay(tmp_path / "ig.csv")  # not '%Y/%m/%d', which read the year 8
-    spec = map_from_options(ts_format="%d/%m/%y %H:%M:%S", tz="Europe/London", detect=True)
-    assert [t.ts for t in drain(FileReplay(tmp_path / "ig.csv", columns=spec))] == [ns("2024-03-08T08:00:03+00:00")]
-
-
 def test_fx_ecn_quotes_with_their_deals_read_as_quotes_and_trades(tmp_path: Path) -> None:
     (tmp_path / "ebs.csv").write_text("DateTime,CurrencyPair,BidPrice,BidSize,OfferPrice,OfferSize,Deal,DealSize,DealSide\n"
                                       "2024-03-08T07:00:01.441000Z,EUR/USD,1.09443,2,1.09448,5,1.09448,1,B\n"
@@ -308,98 +286,3 @@ def test_fx_ecn_quotes_with_their_deals_read_as_quotes_and_trades(tmp_path: Path
         Tick("EUR-USD", t0, "quote", bid=1.09443, ask=1.09448, bid_size=2, ask_size=5),
         Tick("EUR-USD", t0, "trade", price=1.09448, size=1, side="buy"),
         Tick("EUR-USD", t0 + 559_000_000, "quote", bid=1.09444, ask=1.09449, bid_size=3, ask_size=4)]
-
-
-def test_a_replay_list_gives_each_file_its_own_map_from_the_command_line(tmp_path: Path) -> None:
-    # Interactive Brokers' API names for trades and quotes of one stock: one map cannot read both files
-    folder = tmp_path / "ib"
-    folder.mkdir()
-    (folder / "AAPL_BID_ASK_20240102.csv").write_text("time,priceBid,priceAsk,sizeBid,sizeAsk\n"
-                                                      "2024-01-02 14:30:00+00:00,185.49,185.51,300,700\n")
-    (folder / "trades.csv").write_text("time,tickAttribLast,price,size\n"
-                                       '2024-01-02 14:30:01+00:00,"TickAttribLast(pastLimit=False)",185.5,100\n')
-    (tmp_path / "list.yaml").write_text("replay:\n  - path: ib/AAPL_BID_ASK_20240102.csv\n"
-                                        "  - path: ib/trades.csv\n    columns: {ts: time, price: price, size: size, "
-                                        "stream: AAPL}\n")
-    t0 = ns("2024-01-02T14:30:00+00:00")
-    assert drain(FileReplay(tmp_path / "list.yaml")) == [  # paths from the list's folder; the time's unit detected
-        Tick("AAPL", t0, "quote", bid=185.49, ask=185.51, bid_size=300, ask_size=700),
-        Tick("AAPL", t0 + 10**9, "trade", price=185.5, size=100)]
-    (tmp_path / "bad.yaml").write_text("replay:\n  - {path: ib/trades.csv, colums: {ts: time}}\n")
-    with pytest.raises(ValueError, match=r"entry 1 needs path and may have columns; got \['colums', 'path'\]"):
-        FileReplay(tmp_path / "bad.yaml")
-    (tmp_path / "other.yaml").write_text("files: [a.csv]\n")
-    with pytest.raises(ValueError, match="one key, replay"):
-        FileReplay(tmp_path / "other.yaml")
-    # --columns' inline stream_name= written in an entry: the YAML key named, not a hint to use a replay list
-    (tmp_path / "inline.yaml").write_text("replay:\n  - {path: ib/trades.csv, columns: {stream_name: AAPL}}\n")
-    with pytest.raises(ValueError) as refused:
-        FileReplay(tmp_path / "inline.yaml")
-    said = str(refused.value)
-    assert said.startswith(f"{folder / 'trades.csv'}: its columns: unknown column-map key \"stream_name\" "
-                           f"(stream_name is the inline --columns spelling; in YAML a fixed stream is stream: NAME, a "
-                           f"stream column stream_col: COLUMN)") and "replay list gives" not in said, said
-    (tmp_path / "own.yaml").write_text("replay:\n  - {path: ib/trades.csv, columns: {bid: priceBid}}\n")
-    with pytest.raises(ValueError, match="bid and ask must be mapped together") as refused:
-        FileReplay(tmp_path / "own.yaml")  # the entry's own map does not fit its file: not "the keys for every file"
-    assert "apply to every file" not in str(refused.value)
-    with pytest.raises(ValueError, match=r"apply to every file; a replay list gives each file its own map"):
-        FileReplay(folder / "trades.csv", columns={"bid": "priceBid"})
-    (tmp_path / "map.yaml").write_text("ts: time\nstream_name: AAPL\nprice: price\nsize: size\n")
-    with pytest.raises(ValueError, match=r"map.yaml: unknown column-map key \"stream_name\" \(stream_name is "
-                                         r"the inline --columns spelling; in YAML a fixed stream is stream: NAME"):
-        map_from_options(columns=str(tmp_path / "map.yaml"))
-
-
-def test_a_refined_layout_says_which_keys_were_given(tmp_path: Path) -> None:
-    (tmp_path / "t.csv").write_text("time,symbol,price,qty\n2024-01-02 09:30:00.1,AAPL,190.1,100\n")
-    replay = FileReplay(tmp_path / "t.csv", columns=map_from_options(detect=True, tz="America/New_York"))
-    assert len(drain(replay)) == 1
-    assert replay.notes[0].startswith("t.csv: detected, with the keys given (tz); read as ts=time (datetime, "
-                                      "America/New_York)"), replay.notes[0]
-
-
-def test_times_in_a_unit_too_small_are_refused_not_wrapped(tmp_path: Path) -> None:
-    """Milliseconds read as seconds pass int64 nanoseconds: they were wrapped modulo 2**64 into some other date
-    inside 1990..2200 (no note, no rejection); now the CSV is refused naming the unit, a Parquet file's rows are
-    rejected as ts_out_of_range with the note."""
-    import polars as pl
-
-    rows = "".join(f"{1717421400000 + 100 * i},AAPL,{190 + 0.01 * i:.2f},100\n" for i in range(5))
-    (tmp_path / "t.csv").write_text("time,symbol,price,size\n" + rows)
-    pl.read_csv(tmp_path / "t.csv").write_parquet(tmp_path / "t.parquet")
-    spec = map_from_options(columns="ts=time,price=price,size=size,stream=symbol", ts_unit="s", detect=True)
-    with pytest.raises(ValueError, match="past the year 2262.*give --ts-unit ms"):
-        FileReplay(tmp_path / "t.csv", columns=spec)
-    replay = FileReplay(tmp_path / "t.parquet", columns=spec)
-    assert drain(replay) == [] and dict(replay.rejected) == {"ts_out_of_range": 5}
-    assert "if column 'time' counts ms, give --ts-unit ms" in replay.notes[0]
-
-
-def test_a_full_map_names_the_tick_columns_it_leaves_unread(tmp_path: Path) -> None:
-    """A map naming the time and a price is read as given, and a size or side column it leaves out was dropped
-    without a word: now a note names each, with the key that reads it."""
-    (tmp_path / "t.csv").write_text("time,px,qty,side\n2024-03-01T09:30:00Z,100.01,5,buy\n"
-                                    "2024-03-01T09:30:01Z,100.02,3,sell\n")
-    replay = FileReplay(tmp_path / "t.csv", columns=map_from_options(columns="ts=time,price=px", detect=True))
-    t0 = ns("2024-03-01T09:30:00+00:00")
-    assert drain(replay)[0] == Tick("t", t0, "trade", price=100.01, size=1.0)  # as given: size 1, no side
-    assert "t.csv: the column map reads only the columns it names; 'qty' looks like size; 'side' looks like side, " \
-           "not read (name it in the map to read it, e.g. --columns ...,size=qty)" in replay.notes, replay.notes
-    replay = FileReplay(tmp_path / "t.csv", columns=map_from_options(columns="ts=time,price=px,size=qty,side=side",
-                                                                     detect=True))
-    assert drain(replay)[0] == Tick("t", t0, "trade", price=100.01, size=5, side="buy")
-    assert not any("reads only" in n for n in replay.notes), replay.notes
-
-
-def test_a_unit_given_that_does_not_fit_is_said_so_not_read_from_the_first_time(tmp_path: Path) -> None:
-    import polars as pl
-
-    pl.DataFrame({"time": [1717421400000000000 + i for i in range(3)], "price": [190.0] * 3, "size": [1] * 3}) \
-        .write_parquet(tmp_path / "t.parquet")
-    spec = map_from_options(columns="ts=time,price=price,size=size", ts_unit="ms", detect=True)
-    replay = FileReplay(tmp_path / "t.parquet", columns=spec)
-    assert drain(replay) == [] and dict(replay.rejected) == {"ts_out_of_range": 3}
-    example = replay.rejected.examples["ts_out_of_range"]
-    assert "the unit given is ms" in example and "--ts-unit ns" in example
-    assert "first time's magnitude" not in example

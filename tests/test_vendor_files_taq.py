@@ -1,6 +1,7 @@
 """US equities consolidated-tape files as a black-box reviewer found them misread (review 77): WRDS TAQ's share
 classes (SYM_SUFFIX), joined stream columns with empty parts, cancels and corrections by reference, regular trading
-hours, sale conditions, a run stopped early, '/' renamed onto a name already in the file. Every fixture is written
+hours, sale conditions, a run stopped early, '/' renamed onto a name already in the file; cancels and
+corrections in TR_CORR, quotes' BIDSIZ/ASKSIZ and a 0 bid meaning no bid. Every fixture is written
 here, from code, into tmp_path."""
 
 from __future__ import annotations
@@ -221,3 +222,55 @@ def test_wrds_taq_times_are_read_in_new_york_summer_time_included(tmp_path: Path
     other = FileReplay(plain)
     assert drain(other)[0].ts == US_0930 - 5 * 3600 * 10**9 + 100_000_000
     assert any("read as UTC" in n for n in other.notes)
+
+
+WRDS_CORRECTED_TRADES = ("DATE,TIME_M,EX,SYM_ROOT,SYM_SUFFIX,TR_SCOND,SIZE,PRICE,TR_CORR,TR_SEQNUM\n"
+              "2024-01-02,09:30:00.123456789,Q,AAPL,,@ F,100,185.64,00,1001\n"
+              "2024-01-02,09:30:00.223456789,N,AAPL,,@,200,185.65,01,1002\n"
+              "2024-01-02,09:30:01.000000000,P,AAPL,,@,300,999.99,08,1003\n"
+              "2024-01-02,09:30:02.000000000,P,AAPL,,@,300,185.70,12,1004\n")
+
+
+WRDS_NBBO_QUOTES = ("DATE,TIME_M,EX,SYM_ROOT,SYM_SUFFIX,BID,BIDSIZ,ASK,ASKSIZ,QU_COND,NATBBO_IND\n"
+              "2024-01-02,09:30:00.123456789,Q,AAPL,,185.60,3,185.62,5,R,4\n"
+              "2024-01-02,09:30:00.223456789,N,AAPL,,0,0,185.63,2,R,4\n"
+              "2024-01-02,09:30:00.323456789,N,AAPL,,0,0,0,0,R,4\n")
+
+
+def test_taq_cancelled_and_corrected_prints_are_left_out_and_counted(tmp_path: Path) -> None:
+    path = tmp_path / "taq_trades.csv"
+    path.write_text(WRDS_CORRECTED_TRADES)
+    replay = FileReplay(path)
+    assert [t.price for t in drain(replay)] == [185.64, 185.65]  # 08 (a cancel) and 12 (a correction) left out
+    assert dict(replay.rejected) == {"filtered_out": 2}
+    note = next(n for n in replay.notes if "TR_CORR" in n and "cancelled" in n)
+    assert "(08, 12)" in note and "TR_CORR 00, 01" in note
+    assert any("sale conditions are not read ('TR_SCOND' holds" in n for n in replay.notes)
+    # the map the note gives reads every print
+    full = note.split("--columns ")[1].split(")")[0]
+    assert len(drain(FileReplay(path, columns=map_from_options(columns=full)))) == 4
+    # a Parquet copy holding the marks as numbers filters the same
+    pl.read_csv(path).write_parquet(tmp_path / "taq_trades.parquet")
+    replay = FileReplay(tmp_path / "taq_trades.parquet")
+    assert [t.price for t in drain(replay)] == [185.64, 185.65]
+
+
+def test_taq_quotes_read_their_sizes_and_a_zero_bid_is_a_one_sided_quote(tmp_path: Path) -> None:
+    path = tmp_path / "taq_nbbo.csv"
+    path.write_text(WRDS_NBBO_QUOTES)
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.bid, t.ask, t.bid_size, t.ask_size) for t in ticks] == [(185.6, 185.62, 3.0, 5.0)]
+    assert dict(replay.rejected) == {"missing_field": 2}  # never nonpositive_price: 0 is no bid
+    example = replay.rejected.examples["missing_field"]
+    assert "line 3" in example and "a one-sided quote (no bid)" in example and "price-offset" not in example
+
+
+def test_an_unread_column_that_looks_like_a_quote_size_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "quotes.csv"
+    path.write_text("timestamp,symbol,bid,ask,bid_depth_lots,ask_depth_lots\n"
+                    "2024-01-02T09:30:00Z,AAPL,185.6,185.62,3,5\n")
+    replay = FileReplay(path)
+    assert len(drain(replay)) == 1
+    assert any("'bid_depth_lots' looks like bid_size, 'ask_depth_lots' looks like ask_size, not read" in n
+               for n in replay.notes)

@@ -2,7 +2,8 @@
 then with the options a message points to. Binance public data (spot trades and aggTrades without a header,
 ms and the 2025 us times; futures trades and bookTicker with one), Tardis.dev trades and quotes, Coinbase and
 Kraken trade exports, HistData and TrueFX FX ticks, a Dukascopy export, LOBSTER messages, a TAQ-like trades
-file, Polygon flat files, Databento CSV (pretty and fixed-point prices) and a European file with decimal commas.
+file, Polygon flat files, Databento CSV (pretty and fixed-point prices), a European file with decimal commas,
+Tardis.dev book snapshots and an exchange's settlement file.
 Every fixture is a few dozen rows written here, from code, into tmp_path."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import polars as pl
 import pytest
 
 from conftest import drain, ns, tiny_tick_checkpoint
+from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from engine.service.cli import main
@@ -380,3 +382,47 @@ def test_cli_backtest_of_binance_public_files_as_downloaded(tmp_path: Path, caps
     assert set(answers["stream"]) == {"ETHUSDT", "SOLUSDT"}
     eth_ts = answers.filter(pl.col("stream") == "ETHUSDT")["data_ts"]
     assert T0 * 10**9 < eth_ts.min() < (T0 + 1) * 10**9  # ms read as ms: 2024-01-02, not 1970 nor 55,000 AD
+
+
+def tardis_book_snapshot(path: Path) -> None:
+    columns = ["exchange", "symbol", "timestamp", "local_timestamp"]
+    columns += [f"{side}[{i}].{what}" for i in range(5) for side in ("asks", "bids") for what in ("price", "amount")]
+    rows = []
+    for k in range(2):
+        row = ["binance-futures", "BTCUSDT", str(1704153601000000 + k * 1000), str(1704153601001000 + k * 1000)]
+        for i in range(5):
+            row += [f"{42510.2 + i + k:.1f}", f"{1.5 + i}", f"{42510.0 - i + k:.1f}", f"{2.5 + i}"]
+        rows.append(",".join(row))
+    path.write_text(",".join(columns) + "\n" + "\n".join(rows) + "\n")
+
+
+def test_tardis_book_snapshots_read_their_top_level_as_quotes(tmp_path: Path) -> None:
+    path = tmp_path / "binance-futures_book_snapshot_5_2024-01-02_BTCUSDT.csv"
+    tardis_book_snapshot(path)
+    want = [("BTCUSDT", 1704153601_000000000, 42510.0, 42510.2, 2.5, 1.5),
+            ("BTCUSDT", 1704153601_001000000, 42511.0, 42511.2, 2.5, 1.5)]
+    quotes = lambda replay: [(t.stream, t.ts, t.bid, t.ask, t.bid_size, t.ask_size) for t in drain(replay)]  # noqa
+    assert quotes(FileReplay(path)) == want  # detected
+    spec = map_from_options(columns="ts=timestamp,bid=bids[0].price,ask=asks[0].price,bid_size=bids[0].amount,"
+                                    "ask_size=asks[0].amount,stream=symbol")  # the map replay.md gives
+    assert quotes(FileReplay(path, columns=spec)) == want
+
+
+def test_an_exchange_settlement_file_reads_its_trade_date_and_settle_columns(tmp_path: Path) -> None:
+    """`Trade Date,Contract,Settle`: no column held a time, so detection refused it; a date alone is its time
+    when no column has one, and a settlement its price, with a note that these are one price a day."""
+    (tmp_path / "settles.csv").write_text("Trade Date,Contract,Settle\n2026-11-02,ICE:BRN F7,71.58\n"
+                                          "2026-11-02,CBOT:ZC H7,450.04\n2026-11-03,ICE:BRN F7,71.56\n")
+    replay = FileReplay(tmp_path / "settles.csv")
+    day = 1_793_577_600 * 10**9  # 2026-11-02 00:00 UTC
+    assert [(t.stream, t.ts, t.price, t.size) for t in drain(replay)] == [
+        ("ICE:BRN F7", day, 71.58, 1.0), ("CBOT:ZC H7", day, 450.04, 1.0),
+        ("ICE:BRN F7", day + 86_400 * 10**9, 71.56, 1.0)]
+    assert replay.notes[0] == "settles.csv: no column map given; read as ts=Trade Date (datetime), stream=Contract, " \
+                              "price=Settle"
+    assert replay.notes[1].startswith("settles.csv: read as settlement prices (Settle): an exchange's one price a day")
+    # beside a column with times, the date is not the time; beside a last price, a settlement is not the price
+    (tmp_path / "bars.csv").write_text("Trade Date,Time,Symbol,Last,Settle,Volume\n"
+                                       "2026-11-02,09:30:00,CL,61.2,61.0,5\n")
+    assert "ts=Trade Date+Time" in FileReplay(tmp_path / "bars.csv").notes[0]
+    assert "price=Last" in FileReplay(tmp_path / "bars.csv").notes[0]

@@ -3,6 +3,7 @@ ticks either way, on one clock, and a wrong preset said with what fits. Every fi
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,15 @@ def test_a_preset_of_another_width_says_the_counts_and_the_preset_that_fits(tmp_
     said = str(refused.value)
     assert f"{path}: the file has 8 columns, --preset binance-public-trades names 7 (id, price, qty" in said
     assert "--preset binance-public-aggtrades fits it" in said and "extra_columns" not in said
+
+
+def test_every_preset_is_documented_and_offered_on_the_command_line() -> None:
+    from connectors.column_map import PRESETS
+    from engine.service.cli import build_parser
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    backtest = build_parser()._subparsers._group_actions[0].choices["backtest"]  # argparse keeps it private
+    offered = next(a.help for a in backtest._actions if a.dest == "preset")
+    for name in PRESETS:
+        assert re.search(rf"^\| `{name}` +\|", (docs / "replay.md").read_text(), re.MULTILINE), name
+        assert name in offered and name in (docs / "configuration.md").read_text(), name

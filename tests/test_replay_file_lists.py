@@ -1,0 +1,136 @@
+"""Several files replayed together: a replay list gives each file its own column map, stream name and keep filter;
+files of several venues feeding one stream get a note naming every file, and two files over the same times a
+caution. Every fixture is written here, from code, into tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import drain, ns
+from connectors.map_options import map_from_options
+from connectors.replay import FileReplay
+from connectors.ticks import Tick
+
+
+def test_a_replay_list_gives_each_file_its_own_map_from_the_command_line(tmp_path: Path) -> None:
+    # Interactive Brokers' API names for trades and quotes of one stock: one map cannot read both files
+    folder = tmp_path / "ib"
+    folder.mkdir()
+    (folder / "AAPL_BID_ASK_20240102.csv").write_text("time,priceBid,priceAsk,sizeBid,sizeAsk\n"
+                                                      "2024-01-02 14:30:00+00:00,185.49,185.51,300,700\n")
+    (folder / "trades.csv").write_text("time,tickAttribLast,price,size\n"
+                                       '2024-01-02 14:30:01+00:00,"TickAttribLast(pastLimit=False)",185.5,100\n')
+    (tmp_path / "list.yaml").write_text("replay:\n  - path: ib/AAPL_BID_ASK_20240102.csv\n"
+                                        "  - path: ib/trades.csv\n    columns: {ts: time, price: price, size: size, "
+                                        "stream: AAPL}\n")
+    t0 = ns("2024-01-02T14:30:00+00:00")
+    assert drain(FileReplay(tmp_path / "list.yaml")) == [  # paths from the list's folder; the time's unit detected
+        Tick("AAPL", t0, "quote", bid=185.49, ask=185.51, bid_size=300, ask_size=700),
+        Tick("AAPL", t0 + 10**9, "trade", price=185.5, size=100)]
+    (tmp_path / "bad.yaml").write_text("replay:\n  - {path: ib/trades.csv, colums: {ts: time}}\n")
+    with pytest.raises(ValueError, match=r"entry 1 needs path and may have columns; got \['colums', 'path'\]"):
+        FileReplay(tmp_path / "bad.yaml")
+    (tmp_path / "other.yaml").write_text("files: [a.csv]\n")
+    with pytest.raises(ValueError, match="one key, replay"):
+        FileReplay(tmp_path / "other.yaml")
+    # --columns' inline stream_name= written in an entry: the YAML key named, not a hint to use a replay list
+    (tmp_path / "inline.yaml").write_text("replay:\n  - {path: ib/trades.csv, columns: {stream_name: AAPL}}\n")
+    with pytest.raises(ValueError) as refused:
+        FileReplay(tmp_path / "inline.yaml")
+    said = str(refused.value)
+    assert said.startswith(f"{folder / 'trades.csv'}: its columns: unknown column-map key \"stream_name\" "
+                           f"(stream_name is the inline --columns spelling; in YAML a fixed stream is stream: NAME, a "
+                           f"stream column stream_col: COLUMN)") and "replay list gives" not in said, said
+    (tmp_path / "own.yaml").write_text("replay:\n  - {path: ib/trades.csv, columns: {bid: priceBid}}\n")
+    with pytest.raises(ValueError, match="bid and ask must be mapped together") as refused:
+        FileReplay(tmp_path / "own.yaml")  # the entry's own map does not fit its file: not "the keys for every file"
+    assert "apply to every file" not in str(refused.value)
+    with pytest.raises(ValueError, match=r"apply to every file; a replay list gives each file its own map"):
+        FileReplay(folder / "trades.csv", columns={"bid": "priceBid"})
+    (tmp_path / "map.yaml").write_text("ts: time\nstream_name: AAPL\nprice: price\nsize: size\n")
+    with pytest.raises(ValueError, match=r"map.yaml: unknown column-map key \"stream_name\" \(stream_name is "
+                                         r"the inline --columns spelling; in YAML a fixed stream is stream: NAME"):
+        map_from_options(columns=str(tmp_path / "map.yaml"))
+
+
+def test_files_of_several_venues_feeding_one_stream_get_a_note(tmp_path: Path) -> None:
+    (tmp_path / "BTCUSDT-trades-2024-01-02.csv").write_text(
+        "4500000000,42500.1,0.053,2252.5,1704153601000,true,true\n")  # Binance spot, header-less
+    (tmp_path / "tardis_trades.csv").write_text(
+        "exchange,symbol,timestamp,local_timestamp,id,side,price,amount\n"
+        "binance-futures,BTCUSDT,1704153601100000,1704153601200000,1,buy,42510.1,0.5\n")
+    (tmp_path / "tardis_quotes.csv").write_text(
+        "exchange,symbol,timestamp,local_timestamp,ask_amount,ask_price,bid_price,bid_amount\n"
+        "binance-futures,BTCUSDT,1704153601150000,1704153601250000,1.5,42510.2,42510.0,2.5\n")
+    (tmp_path / "BTCUSDT2024-01-02.csv").write_text(
+        "timestamp,symbol,side,size,price,tickDirection,trdMatchID,grossValue,homeNotional,foreignNotional\n"
+        "1704153601.5,BTCUSDT,Buy,0.1,42520.5,PlusTick,abc,1,0.1,4252\n")  # Bybit
+    files = [tmp_path / n for n in ("BTCUSDT-trades-2024-01-02.csv", "tardis_trades.csv", "BTCUSDT2024-01-02.csv")]
+    replay = FileReplay(files)
+    assert {t.stream for t in drain(replay)} == {"BTCUSDT"}
+    note = next(n for n in replay.notes if n.startswith("stream BTCUSDT is fed by files of 3 venues"))
+    assert "binance (BTCUSDT-trades-2024-01-02.csv)" in note and "bybit (BTCUSDT2024-01-02.csv)" in note
+    assert "binance-futures (tardis_trades.csv)" in note and "replay list" in note
+    assert replay.cautions == [note]  # and said again at the end of a run
+    # one venue's trades and quotes are one market: no note
+    assert not any("venues" in n for n in FileReplay([tmp_path / "tardis_trades.csv",
+                                                      tmp_path / "tardis_quotes.csv"]).notes)
+    # the fix the note names: a stream per file in a replay list
+    (tmp_path / "list.yaml").write_text("replay:\n"
+                                        "  - {path: BTCUSDT-trades-2024-01-02.csv}\n"
+                                        "  - {path: tardis_trades.csv, columns: {stream: BTCUSDT-PERP}}\n"
+                                        "  - {path: BTCUSDT2024-01-02.csv, columns: {stream: BYBIT-BTCUSDT}}\n")
+    replay = FileReplay(tmp_path / "list.yaml")
+    assert {t.stream for t in drain(replay)} == {"BTCUSDT", "BTCUSDT-PERP", "BYBIT-BTCUSDT"}
+    assert not any("venues" in n for n in replay.notes)
+
+
+def test_the_several_venues_note_names_every_file_feeding_the_stream(tmp_path: Path) -> None:
+    """Four days of Binance spot, a Bybit day and two files whose layout names no venue: each file is named."""
+    days = [tmp_path / f"BTCUSDT-trades-2024-01-0{day}.csv" for day in range(2, 6)]
+    for day, path in enumerate(days):
+        path.write_text(f"{4500000000 + day},42500.1,0.053,2252.5,{1704153601000 + day * 86_400_000},true,true\n")
+    (tmp_path / "BTCUSDT2024-01-02.csv").write_text(
+        "timestamp,symbol,side,size,price,tickDirection,trdMatchID,grossValue,homeNotional,foreignNotional\n"
+        "1704153601.5,BTCUSDT,Buy,0.1,42520.5,PlusTick,abc,1,0.1,4252\n")  # Bybit
+    plain = [tmp_path / "mine.csv", tmp_path / "theirs.csv"]
+    for i, path in enumerate(plain):
+        path.write_text(f"timestamp,symbol,price,size\n{1704153602000 + i},BTCUSDT,42501.5,1\n")
+    replay = FileReplay([*days, tmp_path / "BTCUSDT2024-01-02.csv", *plain])
+    note = next(n for n in replay.notes if n.startswith("stream BTCUSDT is fed by files of 2 venues"))
+    assert f"binance ({', '.join(p.name for p in days)})" in note
+    assert "; and 2 file(s) of no known venue (mine.csv, theirs.csv)" in note
+
+
+def test_okx_liquidations_left_out_by_a_keep_filter_in_a_replay_list(tmp_path: Path) -> None:
+    (tmp_path / "okx.csv").write_text("instId,tradeId,px,sz,side,ts,isLiquidation\n"
+                                      "BTC-USDT-SWAP,1,42500.1,2,buy,1704153601000,false\n"
+                                      "BTC-USDT-SWAP,2,42400.0,50,sell,1704153601500,true\n")
+    (tmp_path / "list.yaml").write_text("replay:\n  - {path: okx.csv, columns: {keep: {isLiquidation: [false]}}}\n")
+    replay = FileReplay(tmp_path / "list.yaml")
+    assert [t.price for t in drain(replay)] == [42500.1] and dict(replay.rejected) == {"filtered_out": 1}
+
+
+def test_two_files_feeding_one_stream_over_the_same_times_get_a_caution(tmp_path: Path) -> None:
+    """Two vendors' EURUSD quotes merged by time interleave into one stream in silence; days that follow each
+    other, and one market's trades beside its quotes, are the normal case: no caution."""
+    def quotes(name: str, day: int, start_s: int) -> Path:
+        rows = [f"2026-11-{day:02d}T00:00:{start_s + i:02d}Z,EURUSD,1.1600{i},1.1601{i}" for i in range(5)]
+        (tmp_path / name).write_text("timestamp,symbol,bid,ask\n" + "\n".join(rows) + "\n")
+        return tmp_path / name
+
+    duka, truefx = quotes("duka.csv", 2, 0), quotes("truefx.csv", 2, 2)
+    replay = FileReplay([duka, truefx])
+    assert len(drain(replay)) == 10
+    (caution,) = replay.cautions
+    assert caution.startswith(f"stream EURUSD fed by both {duka} and {truefx}, whose times overlap (2026-11-02T"
+                              f"00:00:02Z to 2026-11-02T00:00:04Z): their ticks interleave into one stream"), caution
+    assert "give each its own stream in a replay list (an entry's columns: {stream: NAME})" in caution
+    assert not FileReplay([duka, quotes("next_day.csv", 3, 0)]).cautions  # one file after the other
+    (tmp_path / "trades.csv").write_text("timestamp,symbol,price,size\n2026-11-02T00:00:01Z,EURUSD,1.16005,1\n"
+                                         "2026-11-02T00:00:03Z,EURUSD,1.16006,2\n")
+    assert not FileReplay([duka, tmp_path / "trades.csv"]).cautions  # one market's quotes and trades
+    assert len(FileReplay([duka, truefx], streams=["EUR*"]).cautions) == 1  # selected: still said
+    assert not FileReplay([(duka, {"stream": "EURUSD.DUKA"}), truefx]).cautions  # named apart
