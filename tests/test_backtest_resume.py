@@ -113,8 +113,8 @@ def test_killed_backtest_resumes_to_the_uninterrupted_answers(setup: Path, unint
     assert json.loads((setup / "cut.scores.json").read_text())[0]["answers"] == whole.scores[0].answers
 
 
-def test_a_second_backtest_on_the_same_out_is_refused_while_the_first_runs(setup: Path,
-                                                                           uninterrupted: BacktestReport) -> None:
+def test_a_second_backtest_on_the_same_out_is_refused_while_the_first_runs(setup: Path, uninterrupted: BacktestReport,
+                                                                           capsys) -> None:
     """Review 104: a --resume started while the first run of the same --out still ran (Ctrl-C'd but not yet out, or
     ignoring SIGINT in the background) interleaved their part files, and one of the two exited 0 with answers
     missing or duplicated. The first holds OUT.parts' lock for its whole run: a second process, fresh or --resume,
@@ -131,13 +131,15 @@ def test_a_second_backtest_on_the_same_out_is_refused_while_the_first_runs(setup
             time.sleep(0.02)
         assert first.poll() is None, "the first backtest ended before a second could start beside it"
         first.send_signal(signal.SIGSTOP)  # mid-run, for as long as the second takes to start
+        # the second runs in this process (another process than the first all the same): the same CLI, without
+        # two interpreters importing torch (the test's longest part under load)
         for again in ([], ["--resume"]):
-            second = subprocess.run([sys.executable, "-m", "engine.service.cli",
-                                     *cli(setup, "twice.parquet", "--quiet", *again)],
-                                    env=env, capture_output=True, text=True, timeout=600)
-            assert second.returncode == 2, second.stderr[-2000:]
-            refusal = [line for line in second.stderr.splitlines() if "error:" in line]
-            assert len(refusal) == 1 and "Traceback" not in second.stderr, second.stderr[-2000:]
+            capsys.readouterr()
+            code = main(cli(setup, "twice.parquet", "--quiet", *again))
+            stderr = capsys.readouterr().err
+            assert code == 2, stderr[-2000:]
+            refusal = [line for line in stderr.splitlines() if "error:" in line]
+            assert len(refusal) == 1 and "Traceback" not in stderr, stderr[-2000:]
             assert refusal[0].startswith(f"flashtick backtest: error: {setup / 'twice.parquet.parts'} is in use by "
                                          f"a running backtest (pid {first.pid}): "), refusal
             assert f"kill -TERM {first.pid}" in refusal[0]
