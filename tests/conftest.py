@@ -49,6 +49,24 @@ def _ctrl_c_as_at_a_terminal():
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items) -> None:
+    """`--dist loadgroup` sends the tests of one `xdist_group` to one worker, so a module fixture they share (a
+    trained model, a backtest, an interpreter worker) is built once. pytest-xdist 3.8 marks a grouped test by
+    suffixing `item._nodeid` with `@GROUP`, which pytest 9 no longer reads (the id is `item._id`): every group was
+    ignored and such fixtures were built on both workers. The suffix is given here, as xdist gives it, when xdist
+    has not (on a worker under loadgroup only)."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if names and "@" not in item.nodeid:  # (an xdist or pytest that still agree never gets here)
+            from _pytest.nodeid import coerce_node_id  # pytest 9: no public way to rename a collected item
+
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(names)}")
+
+
 # Our client objects, whose socket a test must close (or leave to a `with`) before it returns: one left open with
 # a monitor nobody read blocked libzmq's I/O thread and hung a later test of the same worker (session 32; the
 # monitor drain made that harmless, an open client is still a leak)
