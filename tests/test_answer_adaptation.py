@@ -17,6 +17,10 @@ from engine.service.backtest import run_backtest
 from engine.service.config import ConfigError, ServiceConfig
 from queries.adapt import adapt_series
 
+# one worker takes the whole module under `pytest -n` (`--dist loadgroup`): the `runs` fixture
+# (its two backtests) is built once, not once per worker that got one of its tests
+pytestmark = pytest.mark.xdist_group("answer_adaptation")
+
 QUERIES = """
 queries:
   - {name: dir, streams: ["*"], question: direction_5, kind: choice, trigger: batch}

@@ -23,6 +23,10 @@ from engine.service.features import (
     write_head,
 )
 
+# one worker takes the whole module under `pytest -n` (`--dist loadgroup`): the `runs` fixture
+# (its three backtests) is built once, not once per worker that got one of its tests
+pytestmark = pytest.mark.xdist_group("answer_head")
+
 QUERIES = """
 queries:
   - {name: dir, streams: ["*"], question: direction_5, kind: choice, trigger: batch}
