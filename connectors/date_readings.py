@@ -13,7 +13,14 @@ import polars as pl
 
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
-from connectors.datetime_text import chrono_text, date_readings, two_way_date, two_way_refusal
+from connectors.datetime_text import (
+    chrono_text,
+    date_readings,
+    day_month_date,
+    time_formats,
+    two_way_date,
+    two_way_refusal,
+)
 from connectors.event_time import time_column
 from connectors.file_plan import first_text, is_csv, scan_file
 
@@ -22,23 +29,28 @@ SETTLE_ROWS = 10_000  # rows read to settle a date that reads two ways in the fi
 
 class RowsRead(NamedTuple):
     """What a file's first SETTLE_ROWS times show of a two-way date's readings: the readings that read every one,
-    the rows each reading alone reads (their count and the first), the rows no reading reads, and the first row
-    each reading does not read (None: it reads them all)."""
+    the rows each reading alone reads (their count and the first), the rows no reading reads (and the first), and
+    the first row each reading does not read (None: it reads them all)."""
 
     rows: int
     read_all: list[str]
     only: dict[str, tuple[int, str | None]]
     unread: int
     missed: dict[str, str | None]
+    first_unread: str | None
 
 
 def settled_reading(path: Path, names: Sequence[str] | None, dialect: Dialect | None, cmap: ColumnMap,
                     format_given: bool) -> tuple[ColumnMap, list[str]]:
     """The map of a datetime text column whose format was not given, with the notes that say how it was read: a
     first date that reads two ways settled by the next rows when one reading alone reads them all (refused, with
-    what they show, when none does), and the century of a two-digit year."""
+    what they show, when none does), and the century of a two-digit year. A first date that reads one way only
+    (`04/14/2020`) gets that reading's format, as a detected map does: polars' own guess would be day-first."""
     notes = []
     first = first_text(path, names, dialect, cmap.ts_columns)
+    # a map given with ts_unit datetime and no format (a detected map has its format already)
+    if cmap.ts_format is None and first is not None and day_month_date(first) and len(one := time_formats(first)) == 1:
+        cmap = replace(cmap, ts_format=one[0])
     if cmap.ts_format is None and first is not None and two_way_date(first):
         readings = date_readings(first)
         read = _rows_read(path, names, dialect, cmap, readings)
@@ -73,7 +85,8 @@ def _rows_read(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
         only[f] = (len(alone), alone[0] if len(alone) else None)
     read_all = [f for i, f in enumerate(readings) if frame[f"r{i}"].all()]
     missed = {f: next(iter(frame.filter(~pl.col(f"r{i}"))["t"]), None) for i, f in enumerate(readings)}
-    return RowsRead(frame.height, read_all, only, frame.filter(pl.col("n") == 0).height, missed)
+    unread = frame.filter(pl.col("n") == 0)["t"]
+    return RowsRead(frame.height, read_all, only, len(unread), missed, next(iter(unread), None))
 
 
 def _advice(read: RowsRead) -> str:
@@ -89,8 +102,11 @@ def _advice(read: RowsRead) -> str:
         shown = " and others only as ".join(f"{f!r} ({example[:40]!r})" for f, (_, example) in alone.items())
         return (f"{options}: of its first {read.rows:,} rows, some read only as {shown}: dates written both ways, "
                 f"which no one format reads{unread}")
+    if read.unread and not read.read_all:  # some rows read every way, the others none: counted apart
+        return (f"{options}: of its first {read.rows:,} rows, {read.rows - read.unread:,} read "
+                f"{_ways(len(read.only))} and {read.unread:,} no way ({read.first_unread[:40]!r})")
     if not read.read_all or len(read.read_all) == len(read.only):
-        return f"{options}: every date of its first {read.rows:,} rows reads {_ways(len(read.only))}{unread}"
+        return f"{options}: every date of its first {read.rows:,} rows reads {_ways(len(read.only))}"
     # a dashed two-digit year's three readings (`04-12-26`), one ruled out by a row (`13-12-26`: no month 13) and
     # two left (day-first, year-first): those two, and the rows that rule the others out
     fitting = " or ".join(f"--ts-format {f!r}" for f in read.read_all)

@@ -28,7 +28,11 @@ TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m
                 # guessed; the file's rows settle one (a field > 12 is a day, > 31 a year) or the read is refused
                 "%d-%m-%y %H:%M:%S%.f", "%m-%d-%y %H:%M:%S%.f", "%y-%m-%d %H:%M:%S%.f",
                 "%Y-%m-%dD%H:%M:%S%.f",  # kdb+'s timestamps (BitMEX's dumps: 2024-01-02D00:00:01.000000789)
-                "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M")  # minute bars without seconds (Bloomberg's 1/2/2024 09:30)
+                "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M",  # minute bars without seconds (Bloomberg's 1/2/2024 09:30)
+                # dates alone (settlements, daily bars: CME's 05/01/2020, Bloomberg's 1/16/2024), in the shapes above
+                # that polars would guess day-first or not read: settled or refused by the same rules
+                "%m/%d/%Y", "%d/%m/%Y", "%d-%m-%Y", "%m-%d-%Y", "%d/%m/%y", "%m/%d/%y", "%d-%b-%Y", "%d-%b-%y",
+                "%d.%m.%y", "%d-%m-%y", "%m-%d-%y", "%y-%m-%d")
 ISO = re.compile(r"^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)?)?$", re.IGNORECASE)
 
 
@@ -89,13 +93,23 @@ def built_formats(text: str) -> list[str]:
     return []
 
 
+# a date whose day and month come in either order (`06/03/2024`, `4/14/2020`, `03-06-24`), which polars, asked to
+# guess a format, reads day-first
+DAY_MONTH = r"^(\d\d?)[/-](\d\d?)[/-]\d\d"
+
+
 def two_way_date(text: str) -> bool:
     """Whether datetime text starts with a date that reads as month/day and as day/month (`06/03/2024`, `03-06-2024`):
     a guess would be wrong for half the world (a dotted `02.01.2024` is day first everywhere)."""
     if len(time_formats(text)) > 1:
         return True
-    found = re.match(r"^(\d\d?)[/-](\d\d?)[/-]\d{4}\b", text.strip())
+    found = re.match(DAY_MONTH + r"\d\d\b", text.strip())
     return bool(found) and int(found[1]) <= 12 and int(found[2]) <= 12
+
+
+def day_month_date(text: str) -> bool:
+    """Whether datetime text starts with a date of DAY_MONTH's shape, one reading or two."""
+    return re.match(DAY_MONTH, text.strip()) is not None
 
 
 def date_readings(text: str) -> list[str]:
