@@ -19,7 +19,7 @@ import tempfile
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple
+from typing import IO, Any, Callable, Iterator, NamedTuple
 
 import polars as pl
 
@@ -51,14 +51,20 @@ def is_zip(path: Path) -> bool:
     return path.name.lower().endswith(ZIP_SUFFIX)
 
 
+def text_opener(path: Path | str) -> Callable[..., IO[Any]]:
+    """How a text file's text is opened: a `.gz` file's (FXCM's gzipped UTF-16) decompressed, so every check of its
+    encoding and lines sees what its copy and polars read, not gzip's bytes."""
+    return gzip.open if str(path).lower().endswith(".gz") else open
+
+
 def utf16_encoding(path: Path) -> str | None:
-    """The encoding of a UTF-16 text file (MetaTrader's and some Windows tools' exports): "utf-16" when it starts
-    with a byte-order mark, "utf-16-le"/"-be" when its first characters are ASCII with a zero byte after/before
-    each; None for anything else."""
+    """The encoding of a UTF-16 text file (MetaTrader's and some Windows tools' exports, FXCM's `.csv.gz`): "utf-16"
+    when it starts with a byte-order mark, "utf-16-le"/"-be" when its first characters are ASCII with a zero byte
+    after/before each; None for anything else."""
     try:
-        with open(path, "rb") as f:
+        with text_opener(path)(path, "rb") as f:
             head = f.read(256)
-    except OSError:
+    except (OSError, EOFError):  # (the read that plans it says why)
         return None
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return "utf-16"
@@ -119,7 +125,7 @@ def _first_not_utf8(path: str, size: int, mtime_ns: int) -> tuple[int, bytes] | 
     """(line, up to TEXT_HEAD bytes from that line's start) of a text file's first line that is not UTF-8, else
     None; a `.gz` file's text decompressed. Cached by the file's size and time (several steps of one read ask).
     Lines are counted only once such a byte is found: a file of UTF-8 is read once, at the speed of `isascii`."""
-    opener = gzip.open if path.lower().endswith(".gz") else open
+    opener = text_opener(path)
     done, carry = 0, b""  # bytes checked before `text`
     with opener(path, "rb") as f:
         while (chunk := f.read(SCAN_CHUNK)) or carry:
@@ -159,7 +165,7 @@ def text_copy_needed(path: Path) -> TextCopy | None:
     \\r and no \\n; None when it reads as it is."""
     encoding = utf16_encoding(path)
     try:
-        with (gzip.open if path.name.lower().endswith(".gz") else open)(path, "rb") as f:
+        with text_opener(path)(path, "rb") as f:
             head = f.read(TEXT_HEAD)
     except (OSError, EOFError):  # (the read that plans it says why)
         head = b""
@@ -280,7 +286,7 @@ class Unpacked:
         copy.paths[0].parent.mkdir(parents=True)
         # bytes that are not UTF-8 pass through as they are (surrogateescape): polars replaces them, as in the file
         errors = "strict" if how.encoding else "surrogateescape"
-        with (gzip.open if gz else open)(path, "rt", encoding=how.encoding or "utf-8", errors=errors,
+        with text_opener(path)(path, "rt", encoding=how.encoding or "utf-8", errors=errors,
                                          newline=None if how.cr_lines else "") as src, \
                 open(copy.paths[0], "w", encoding="utf-8", errors=errors, newline="") as dst:
             shutil.copyfileobj(src, dst, COPY_CHARS)

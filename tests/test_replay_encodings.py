@@ -7,6 +7,9 @@ Every fixture is written here, from code, into tmp_path."""
 from __future__ import annotations
 
 import gzip
+import re
+import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -185,3 +188,48 @@ def test_backtest_and_evaluate_read_a_csv_whose_lines_end_in_cr_alone(tmp_path: 
     assert "lines ended by \\r alone (classic Mac OS), read as lines ended by \\n" in capsys.readouterr().err
     assert main(["evaluate", "builtin", str(mac)]) == 0
     assert "test slice (70/15/15) of 1 stream" in capsys.readouterr().out
+
+
+# FXCM's tick files as shipped: `DateTime,Bid,Ask`, CRLF lines, UTF-16 little-endian with its mark, gzipped
+FXCM = "DateTime,Bid,Ask\r\n" + "".join(f"01/15/2024 22:00:{i:02d}.{i * 37 % 1000:03d},147.{120 + i},147.{124 + i}\r\n"
+                                        for i in range(40))
+UTF16_FORMS = {"bom_le": lambda text: text.encode("utf-16-le").join((b"\xff\xfe", b"")),
+               "bom_be": lambda text: text.encode("utf-16-be").join((b"\xfe\xff", b"")),
+               "le": lambda text: text.encode("utf-16-le"), "be": lambda text: text.encode("utf-16-be")}
+
+
+@pytest.mark.parametrize("form", list(UTF16_FORMS))
+def test_utf16_text_reads_the_same_as_a_csv_a_csv_gz_and_in_a_zip(tmp_path: Path, form: str) -> None:
+    """Review 188, finding 2: FXCM's `.csv.gz` of UTF-16 was refused (`columns found ['\\ufffd\\ufffdD\\x00a...']`)
+    as Windows-1252, with an `iconv -f cp1252` command that wrote the NULs into its copy; the same bytes read as a
+    `.csv` and in a `.zip`. The UTF-16 check read the gzip's own bytes, not its text."""
+    data = UTF16_FORMS[form](FXCM)
+    (tmp_path / "USDJPY.csv").write_bytes(data)
+    (tmp_path / "USDJPY.csv.gz").write_bytes(gzip.compress(data))
+    with zipfile.ZipFile(tmp_path / "USDJPY.zip", "w") as archive:
+        archive.writestr("USDJPY.csv", data)
+    read = {}
+    for name in ("USDJPY.csv", "USDJPY.csv.gz", "USDJPY.zip"):
+        replay = FileReplay(tmp_path / name)
+        read[name] = [(t.stream, t.ts, t.bid, t.ask) for t in drain(replay)]
+        assert replay.cautions == [] and dict(replay.rejected) == {}, (name, replay.cautions)
+        assert any("UTF-16 text, read as UTF-8" in note for note in replay.notes), (name, replay.notes)
+    assert len(read["USDJPY.csv"]) == 40 and read["USDJPY.csv"][0][2:] == (147.12, 147.124)
+    assert read["USDJPY.csv.gz"] == read["USDJPY.csv"] == read["USDJPY.zip"]
+
+
+@pytest.mark.skipif(shutil.which("iconv") is None, reason="iconv is not installed: the command cannot be run")
+@pytest.mark.parametrize("name, pack", [("de trades.csv", bytes), ("de trades.csv.gz", gzip.compress)])
+def test_the_iconv_command_a_caution_proposes_writes_a_file_that_reads(tmp_path: Path, name: str, pack) -> None:
+    """The command is run as the caution gives it, where the user ran ours; its copy reads with no caution."""
+    text = "Zeit,Kurs,Menge,Börse\n2024-01-02T09:00:00,171.32,10,Xetra\n2024-01-02T09:00:01,171.34,5,Xetra\n"
+    path = tmp_path / name
+    path.write_bytes(pack(text.encode("cp1252")))
+    columns = {"ts": "Zeit", "price": "Kurs", "size": "Menge"}
+    (caution,) = FileReplay(path, columns=columns).cautions
+    command = re.search(r"e\.g\. (.+?); read as UTF-8 meanwhile", caution)[1]
+    subprocess.run(["sh", "-c", command], cwd=tmp_path, check=True)
+    converted = FileReplay(tmp_path / f"utf8_{name.removesuffix('.gz')}", columns=columns)
+    assert [(t.ts, t.price, t.size) for t in drain(converted)] == [
+        (1704186000 * 10**9, 171.32, 10.0), (1704186001 * 10**9, 171.34, 5.0)]
+    assert converted.cautions == []
