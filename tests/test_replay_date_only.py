@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from connectors.column_map import map_from_options
+from conftest import drain
+from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from engine.service.cli import main
-from test_vendor_files import drain
 
 # CL's settlements from 14 April 2020, the May contract's -37.63 on the 20th
 CL_SETTLES = (22.76, 20.11, 19.87, 18.27, -37.63, 10.01, 13.78, 16.50, 12.34, 14.1, 15.2, 16.0, 17.1, 16.8, 18.0,
