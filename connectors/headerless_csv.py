@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 from zoneinfo import ZoneInfo
 
+from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.datetime_text import is_iso_time, time_formats
 from connectors.layout import PRESET_SIGNS
@@ -29,7 +30,7 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
     """The map of a CSV without a header: a HEADERLESS preset whose cells the first rows have, else a time (epoch
     number or datetime text, maybe beside a symbol) and two numbers: a quote when they are mostly within 1% of
     each other or the second above the first by under 20% (`_quote_pair`), the lower the bid, else a trade's price
-    and size; a HistData tick file (by its name) always bid, ask, volume. With the name of the layout, for the note.
+    and size (so too when over 1% apart and the second is whole where the first has decimals); a HistData tick file (by its name) always bid, ask, volume. With the name of the layout, for the note.
     Anything else is refused with the options that read it."""
     width = Counter(len(row) for row in rows).most_common(1)[0][0]
     rows = tuple(row for row in rows if len(row) == width) if len(rows) > 2 else rows  # a stray field: not the layout
@@ -111,13 +112,20 @@ def _numbers_layout(rows: tuple[tuple[str, ...], ...], numbers: list[int],
     else:
         read, how = numbers[:2], "a time and two numbers"
         pairs = [(_float(row[read[0]]), _float(row[read[1]])) for row in rows]
-        if _most(pairs, _quote_pair):
+        # a size just above its price (lots of 150 on USD/JPY at 141) looks like a wide quote's ask: whole sizes
+        # beside decimal prices tell them apart, where a quote's two sides are written alike
+        sized = not _most(pairs, _tight_pair) and _most(rows, lambda row: _whole_beside_decimal(row[read[0]],
+                                                                                               row[read[1]]))
+        if _most(pairs, _quote_pair) and not sized:
             fields = ("bid", "ask") if _most(pairs, lambda pair: pair[0] <= pair[1]) else ("ask", "bid")
             if len(numbers) == 4:  # two more: the sides' sizes in their order (Dukascopy's Ask,Bid,AskVolume,...)
                 read, fields = numbers, (*fields, *(f"{side}_size" for side in fields))
                 how = "a time, two prices of a quote and their sizes"
         else:
             fields = ("price", "size")
+            how = (f"a time, a price and a size (the second number whole where the first is not: a size, not the ask "
+                   f"of a quote {_wide_said(pairs)}; --csv-names {_names_said(names, read, ('bid', 'ask'))} reads a "
+                   f"quote)") if sized and _most(pairs, _quote_pair) else how
     if any(_float(row[i]) != 0 for i in numbers if i not in read for row in rows):
         return None
     for i, name in zip(read, fields):
@@ -129,11 +137,52 @@ def _quote_pair(pair: tuple[float, float]) -> bool:
     """Whether two numbers are a quote's bid and ask rather than a trade's price and size: within 1% of each other
     (in either order: Dukascopy writes the ask first), or the second above the first by under 20% (an exotic's
     spread at a reopen, 2%; a trade's size is seldom within 20% above its price)."""
+    return _tight_pair(pair) or 0 < pair[0] <= pair[1] < QUOTE_SPREAD_LIMIT * pair[0]
+
+
+def _tight_pair(pair: tuple[float, float]) -> bool:
+    """Whether two numbers are within 1% of each other, as a quote's two sides nearly always are."""
     low, high = min(pair), max(pair)
-    return 0 < low and (high - low <= 0.01 * low or pair[0] <= pair[1] < QUOTE_SPREAD_LIMIT * pair[0])
+    return 0 < low and high - low <= 0.01 * low
+
+
+def _whole_beside_decimal(first: str, second: str) -> bool:
+    """Whether the second cell is written as a whole number and the first with decimals: a size beside a price,
+    where a quote writes its bid and ask to the same decimals."""
+    return bool(re.fullmatch(r"[+-]?\d+", second.strip())) and bool(re.search(r"[.,]\d*[1-9]", first))
 
 
 QUOTE_SPREAD_LIMIT = 1.2
+
+
+def wide_quotes(path: Path, rows: tuple[tuple[str, ...], ...], cmap: ColumnMap) -> list[str]:
+    """A caution for a header-less file read as a quote whose first rows are mostly over 1% wide: a trade's price
+    with a size just above it reads so too (decimal sizes, which `_numbers_layout` cannot tell from an ask). It
+    names both readings' --csv-names; empty for any other reading."""
+    if cmap.bid is None or cmap.names is None or cmap.tz == HISTDATA_ZONE or cmap.price is not None:
+        return []
+    at = [cmap.names.index(cmap.bid), cmap.names.index(cmap.ask)]
+    read = sorted(at)
+    pairs = [(_float(row[read[0]]), _float(row[read[1]])) for row in rows if len(row) == len(cmap.names)]
+    if not pairs or _most(pairs, _tight_pair):
+        return []
+    return [Caution(f"{path.name}: read as a quote, though most of its first rows are over 1% wide (the middle one "
+                    f"{_wide_said(pairs)}); if its two numbers are a trade's price and size, --csv-names "
+                    f"{_names_said(list(cmap.names), read, ('price', 'size'))} reads them so")]
+
+
+def _wide_said(pairs: list[tuple[float, float]]) -> str:
+    """How wide the median pair of a header-less file's first rows is, as a quote: `6.2% wide (141.234 / 150)`."""
+    low, high = sorted(pairs, key=lambda pair: pair[1] / pair[0] if pair[0] else 0)[len(pairs) // 2]
+    return f"{100 * (high / low - 1):.1f}% wide ({low:g} / {high:g})" if low else f"({low:g} / {high:g})"
+
+
+def _names_said(names: list[str], read: list[int], fields: tuple[str, str]) -> str:
+    """The --csv-names that reads the columns at `read` as `fields`, the other columns as named."""
+    said = list(names)
+    for i, field in zip(read, fields):
+        said[i] = field
+    return ",".join(said)
 
 
 def _most(items: Sequence[Any], test: Callable[[Any], bool]) -> bool:

@@ -69,3 +69,43 @@ def test_a_price_and_a_size_far_apart_or_the_size_below_stay_a_trade(tmp_path: P
         path.write_text("".join(f"2024-01-02T09:30:{i:02d}Z,{a},{b},0\n" for i, (a, b) in enumerate(rows)))
         ticks = drain(FileReplay(path))
         assert all(t.kind == "trade" for t in ticks) and (ticks[0].price, ticks[0].size) == rows[0]
+
+
+def deals(tmp_path: Path, name: str, sizes: tuple[str, ...]) -> Path:
+    """USD/JPY deals: a price of 3 decimals moving a pip at a time, a size from `sizes` just above it (~6%)."""
+    path = tmp_path / name
+    path.write_text("".join(f"2024-01-02 08:00:{i:02d}.{i * 7:03d},{141.234 + (i % 5) / 1000:.3f},{sizes[i % 4]}\n"
+                            for i in range(40)))
+    return path
+
+
+def test_whole_sizes_just_above_a_decimal_price_are_a_trade_not_a_wide_quote(tmp_path: Path) -> None:
+    replay = FileReplay(deals(tmp_path, "USDJPY_deals.csv", ("150", "145", "160", "155")))
+    ticks = drain(replay)
+    assert all(t.kind == "trade" for t in ticks) and (ticks[0].price, ticks[0].size) == (141.234, 150.0)
+    assert "read as a time, a price and a size (the second number whole where the first is not" in replay.notes[0]
+    assert "--csv-names time,bid,ask reads a quote" in replay.notes[0]
+    assert "(--csv-names time,price,size)" in replay.notes[0]
+
+
+def test_a_quote_over_1_percent_wide_on_most_rows_is_cautioned_with_the_trade_reading(tmp_path: Path) -> None:
+    replay = FileReplay(deals(tmp_path, "USDJPY_wide.csv", ("150.5", "145.25", "160.5", "155.5")))
+    ticks = drain(replay)
+    assert all(t.kind == "quote" for t in ticks)  # decimal sizes: nothing tells them from an ask, so it says so
+    cautions = [note for note in replay.notes if isinstance(note, Caution)]
+    assert len(cautions) == 1 and "read as a quote, though most of its first rows are over 1% wide" in cautions[0]
+    assert "--csv-names time,price,size reads them so" in cautions[0]
+    reopen = tmp_path / "usdtry_reopen.csv"  # the exotic's 2% reopen is still a quote, cautioned the same way
+    reopen.write_text(reopen_rows(lambda i: f"2024-01-07T22:00:{i:02d}Z"))
+    replay = FileReplay(reopen)
+    drain(replay)
+    assert any(isinstance(note, Caution) and "time,price,size,column_4" in note for note in replay.notes)
+
+
+def test_a_tight_quote_file_gets_no_spread_caution(tmp_path: Path) -> None:
+    path = tmp_path / "eurusd.csv"
+    path.write_text("".join(f"2024-01-02T09:30:{i:02d}Z,{1.08412 + i / 1e5:.5f},{1.08414 + i / 1e5:.5f}\n"
+                            for i in range(30)))
+    replay = FileReplay(path)
+    assert all(t.kind == "quote" for t in drain(replay))
+    assert not any(isinstance(note, Caution) for note in replay.notes)
