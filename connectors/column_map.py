@@ -217,7 +217,8 @@ class ColumnMap:
             Hours.parse(self.hours)
         if self.price_format not in (None, *PRICE_FORMATS):
             raise ValueError(f"price_format must be one of {PRICE_FORMATS} (32nds: CME's notation of Treasury "
-                             f"futures, {THIRTY_SECONDS_FORM}), got {self.price_format!r}")
+                             f"futures, {THIRTY_SECONDS_FORM}; eighths: CBOT grains', 450'4 or 450-4 for 450 4/8), "
+                             f"got {self.price_format!r}")
         if self.zero_bid not in (None, *ZERO_BID_READINGS):
             raise ValueError(f"zero_bid must be one of {ZERO_BID_READINGS} (price: a 0 bid beside an ask is an "
                              f"option nobody bids, replayed; no_bid: TAQ's no bid, rejected), got {self.zero_bid!r}")

@@ -51,7 +51,7 @@ ZERO_BID_READINGS = ("no_bid", "price")
 # HANDLE-32NDS with a third digit for a quarter (2), half (5) or three quarters (7) of a 32nd, or `+` for a half;
 # screens and vendors also write the part as a fraction, ` 1/4`, ` 1/2`, ` 3/4` or `¼`, `½`, `¾` (a space before
 # the glyph optional). No other fraction is read: eighths of a 32nd are no CME increment, so `99-31 1/8` is refused
-PRICE_FORMATS = ("decimal", "32nds")
+PRICE_FORMATS = ("decimal", "32nds", "eighths")  # eighths: CBOT grains' cents and eighths (450'4; price_notation.py)
 THIRTY_SECONDS = r"^([+-]?)(\d+)['\u2019-]([0-2]\d|3[01])([0257+]| ?[\u00bc\u00bd\u00be]| [13]/4| 1/2)?$"
 THIRTY_SECONDS_FORM = ("HANDLE-32NDS or HANDLE'32NDS, the 32nds 00 to 31, maybe followed by + (a half), a third "
                        "digit 2, 5 or 7 (a quarter, half, three quarters) or a fraction 1/4, 1/2, 3/4 (¼, ½, ¾): "

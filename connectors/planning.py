@@ -69,7 +69,8 @@ from connectors.map_vocabulary import (
 )
 from connectors.misread_times import time_cautions, time_facts, trade_date_caution
 from connectors.number_separators import COMMA_GROUPED, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
-from connectors.price_notation import thirty_seconds, thirty_seconds_caution, thirty_seconds_facts, yield_caution
+from connectors.price_notation import (FRACTIONAL_FORMS, fractional_price, thirty_seconds_caution, thirty_seconds_facts,
+                                       yield_caution)
 from connectors.lone_prints import lone_caution, lone_prints
 from connectors.price_offsets import PriceOffset, checked_price_offset
 from connectors.repeated_hour import repeated_hour
@@ -324,14 +325,15 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
             if key in NUMERIC_FIELDS and dialect is not None:  # a CSV's numbers, read as text
                 raw = pl.col(name).cast(pl.String).str.strip_chars()
                 col = _csv_number(raw, dialect.decimal_comma)
-                if key in price_texts and cmap.price_format == "32nds":
-                    col = thirty_seconds(raw, col)
+                if key in price_texts and cmap.price_format in FRACTIONAL_FORMS:
+                    col = fractional_price(raw, col, cmap.price_format)
                 # empty: null (filled by _filled_quotes, else a one-sided quote); unreadable: NaN, so that it is
                 # refused as unreadable, never filled nor called a one-sided quote
                 if cmap.fill_quotes and key in QUOTE_FIELDS or key in ("bid", "ask"):
                     col = pl.when(raw.is_null() | (raw == "")).then(None).otherwise(col.fill_null(float("nan")))
-            elif key in price_texts and cmap.price_format == "32nds":
-                col = thirty_seconds(price_texts[key], price_texts[key].cast(pl.Float64, strict=False))
+            elif key in price_texts and cmap.price_format in FRACTIONAL_FORMS:
+                col = fractional_price(price_texts[key], price_texts[key].cast(pl.Float64, strict=False),
+                                       cmap.price_format)
             elif text:  # Parquet's text numbers read as a CSV's cells: `61,837.63`, or `61.837,63` by its `decimal`
                 col = _csv_number(price_texts.get(key, pl.col(name).str.strip_chars()), cmap.decimal == "comma")
             elif schema[name].is_decimal():

@@ -1,11 +1,15 @@
-"""How a file writes its prices, beyond decimals: CME's 32nds of Treasury futures, and yields named as such.
+"""How a file writes its prices, beyond decimals: CME's 32nds of Treasury futures, CBOT grains' eighths of a cent,
+and yields named as such.
 
 `110-16+` and `110'165` are 110 and 16.5/32 (110.515625). Read as numbers they are no number at all, or, with an
 apostrophe and three digits, 110165: an apostrophe grouping thousands as Swiss numbers write them (`1'234.50`).
-A column map's `price_format: 32nds` (--price-format 32nds) reads them (`thirty_seconds`); without it a column
+A column map's `price_format: 32nds` (--price-format 32nds) reads them (`fractional_price`); without it a column
 whose cells look like 32nds is said in a caution (`thirty_seconds_facts`, `thirty_seconds_caution`), never read as
-thousands in silence. A price column named as a yield (`bid_yield`) replays as the yield it holds, whose "up" is
-the price's down: said too (`yield_caution`).
+thousands in silence. Grains (corn, wheat, soybeans, oats) are quoted in cents and eighths of a cent: `450'4` is
+450 4/8 (450.5), futures ticking in quarters ('2, '4, '6), options and mini contracts in eighths ('1 to '7); some
+vendors write a dash, `450-4`. `price_format: eighths` reads them (EIGHTHS); a cell of that shape that a map
+reads otherwise is named in its row's reject (`unread_price_hint`). A price column named as a yield (`bid_yield`)
+replays as the yield it holds, whose "up" is the price's down: said too (`yield_caution`).
 """
 
 from __future__ import annotations
@@ -33,16 +37,27 @@ NOT_THOUSANDS = r"(-|\+$|['\u2019]\d{2}$)"
 APOSTROPHE = "['\u2019]"
 
 
-def thirty_seconds(text: pl.Expr, otherwise: pl.Expr) -> pl.Expr:
-    """A price cell in 32nds (THIRTY_SECONDS) as its decimal value; a cell whose digits an apostrophe or a dash
-    splits otherwise is malformed (null: its row rejected as missing_field, never `110'168` read as thousands);
-    any other cell as `otherwise` reads it (a decimal)."""
-    part = lambda i: text.str.extract(THIRTY_SECONDS, i)  # noqa: E731
-    handle, thirty_seconds_ = part(2).cast(pl.Float64), part(3).cast(pl.Float64)
-    fraction = part(4).fill_null("").str.strip_chars(" ")
-    value = handle + (thirty_seconds_ + fraction.replace_strict(PARTS, return_dtype=pl.Float64)) / 32
+# CBOT grains: a handle in cents, an apostrophe or a dash, and one digit of eighths of a cent (0-7)
+EIGHTHS = r"^([+-]?)(\d+)['\u2019-]([0-7])$"
+EIGHTHS_FORM = "HANDLE'EIGHTHS or HANDLE-EIGHTHS, one digit 0 to 7: 450'4 (450.5), 450'2, 450'6, 450-4; or a decimal"
+LOOKS_LIKE_EIGHTHS = r"^[+-]?\d{1,5}['\u2019-]\d$"
+FRACTIONAL_FORMS = {"32nds": f"32nds ({THIRTY_SECONDS_FORM})", "eighths": f"eighths of a cent ({EIGHTHS_FORM})"}
+
+
+def fractional_price(text: pl.Expr, otherwise: pl.Expr, price_format: str) -> pl.Expr:
+    """A price cell in 32nds (THIRTY_SECONDS) or eighths (EIGHTHS), by `price_format`, as its decimal value; a
+    cell whose digits an apostrophe or a dash splits otherwise is malformed (null: its row rejected as
+    missing_field, never `110'168` read as thousands); any other cell as `otherwise` reads it (a decimal)."""
+    pattern = EIGHTHS if price_format == "eighths" else THIRTY_SECONDS
+    part = lambda i: text.str.extract(pattern, i)  # noqa: E731
+    handle, fraction = part(2).cast(pl.Float64), part(3).cast(pl.Float64)
+    if price_format == "eighths":
+        value = handle + fraction / 8
+    else:
+        part_of = part(4).fill_null("").str.strip_chars(" ")
+        value = handle + (fraction + part_of.replace_strict(PARTS, return_dtype=pl.Float64)) / 32
     signed = pl.when(part(1) == "-").then(-value).otherwise(value)
-    return pl.when(text.str.contains(THIRTY_SECONDS)).then(signed) \
+    return pl.when(text.str.contains(pattern)).then(signed) \
         .when(text.str.contains(r"\d['\u2019-]\d")).then(None).otherwise(otherwise)
 
 
@@ -111,11 +126,30 @@ def unread_price_hint(text: str | None, cmap: ColumnMap | None) -> str:
     the option when the cell looks like 32nds and the map does not."""
     if text is None or cmap is None:
         return ""
-    if cmap.price_format == "32nds":
-        return f", nor a price in 32nds ({THIRTY_SECONDS_FORM})"
-    if cmap.price_format is None and re.match(LOOKS_LIKE_32NDS, text.strip()):
+    cell = text.strip()
+    if cmap.price_format in FRACTIONAL_FORMS:
+        said = f", nor a price in {FRACTIONAL_FORMS[cmap.price_format]}"
+        if cmap.price_format == "32nds" and re.match(LOOKS_LIKE_EIGHTHS, cell):
+            said += "; if it is a grain futures price in eighths of a cent, give --price-format eighths"
+        return said
+    if cmap.price_format is not None or not re.search(r"\d['\u2019-]\d", cell):
+        return ""
+    if re.match(LOOKS_LIKE_32NDS, cell):
         return "; if it is a futures price in 32nds, give --price-format 32nds (docs/replay.md#prices-in-32nds)"
-    return ""
+    if re.match(LOOKS_LIKE_EIGHTHS, cell):
+        return (f"; if it is a grain futures price in cents and eighths of a cent ({cell} is {_eighths_of(cell)}), "
+                f"give --price-format eighths (docs/replay.md#prices-in-32nds)")
+    # a fraction of no form read (`110-33`): the forms that are
+    return (f"; --price-format reads fractional prices in {FRACTIONAL_FORMS['32nds']} or in "
+            f"{FRACTIONAL_FORMS['eighths']} (docs/replay.md#prices-in-32nds)")
+
+
+def _eighths_of(cell: str) -> str:
+    found = re.match(EIGHTHS, cell)
+    if found is None:
+        return "no price in eighths: its digit after the mark is 0 to 7"
+    sign, handle, eighths = found.groups()
+    return f"{'-' if sign == '-' else ''}{int(handle) + int(eighths) / 8:g}"
 
 
 def yield_columns(cmap: ColumnMap) -> list[str]:

@@ -107,10 +107,11 @@ def _add_value_options(group: argparse._ArgumentGroup) -> None:
                             "alone (a calendar spread among its outrights; repeat it for several; STREAM may be a "
                             "glob, as --streams takes). 0 is refused: it shifts nothing (an option's 0 bid: "
                             "--zero-bid price)")
-    group.add_argument("--price-format", choices=("decimal", "32nds"), default=None,
+    group.add_argument("--price-format", choices=("decimal", "32nds", "eighths"), default=None,
                        help="how price, bid and ask are written: 32nds reads CME's notation of Treasury futures "
-                            "(110-16, 110-16+, 110'165: 110 and 16.5/32) beside decimals; decimal says 110'165 is "
-                            "thousands grouped by an apostrophe")
+                            "(110-16, 110-16+, 110'165: 110 and 16.5/32) beside decimals; eighths reads CBOT "
+                            "grains' cents and eighths of a cent (450'4 or 450-4: 450.5; 450'2, 450'6); decimal "
+                            "says 110'165 is thousands grouped by an apostrophe")
     group.add_argument("--zero-bid", choices=("no_bid", "price"), default=None,
                        help="what a quote's 0 bid beside an ask is: no_bid (the default: TAQ's no bid, a one-sided "
                             "quote, rejected) or price (an option nobody bids: replayed, its mark ask / 2)")

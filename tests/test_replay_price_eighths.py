@@ -1,0 +1,67 @@
+"""Grain futures in CBOT's cents and eighths of a cent (`450'4` is 450 4/8 = 450.5; futures tick in quarters, '2 '4
+'6, options and mini contracts in eighths, '1 to '7; some vendors write `450-4`): `--price-format eighths` reads
+them, and a file of them read without it is refused with the option named. Real files in tmp_path, read by
+FileReplay (the reader the CLI uses) and by the CLI itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import drain
+from connectors.replay import FileReplay
+from engine.service.cli import main
+
+HEADER = "timestamp,symbol,price,size\n"
+
+
+def trades(path: Path, *prices: str, symbol: str = "ZCH4") -> Path:
+    path.write_text(HEADER + "".join(f"2024-01-02T14:30:{i:02d}.000Z,{symbol},{price},{i + 1}\n"
+                                     for i, price in enumerate(prices)))
+    return path
+
+
+def test_price_format_eighths_reads_quarters_eighths_dashes_and_decimals(tmp_path: Path) -> None:
+    path = trades(tmp_path / "zc.csv", "450'0", "450'2", "450'4", "450'6", "451", "1234'6", "450-4", "450.25",
+                  "12'3", "-5'4")
+    replay = FileReplay(path, columns={"price_format": "eighths"})
+    assert [t.price for t in drain(replay)] == [450.0, 450.25, 450.5, 450.75, 451.0, 1234.75, 450.5, 450.25,
+                                               12.375]
+    assert dict(replay.rejected) == {"nonpositive_price": 1}  # a spread's -5'4 is read (-5.5), then refused as <= 0
+    assert "price_format=eighths" in replay.notes[0]
+
+
+def test_a_digit_past_seven_is_no_eighth_and_its_reject_names_the_form(tmp_path: Path) -> None:
+    replay = FileReplay(trades(tmp_path / "zw.csv", "612'4", "612'8", "612'45", symbol="ZWH4"),
+                        columns={"price_format": "eighths"})
+    assert [t.price for t in drain(replay)] == [612.5]
+    assert dict(replay.rejected) == {"missing_field": 2}
+    example = replay.rejected.examples["missing_field"]
+    assert "\"612'8\" is not a number, nor a price in eighths of a cent (HANDLE'EIGHTHS" in example
+
+
+def test_eighths_read_without_the_option_are_refused_naming_it(tmp_path: Path) -> None:
+    path = trades(tmp_path / "zs.csv", "1234'6", "1235'0", symbol="ZSH4")
+    unread = FileReplay(path)
+    assert not drain(unread)
+    example = unread.rejected.examples["missing_field"]
+    assert "(1234'6 is 1234.75), give --price-format eighths" in example
+    as_32nds = FileReplay(path, columns={"price_format": "32nds"})
+    assert not drain(as_32nds)
+    assert "if it is a grain futures price in eighths of a cent, give --price-format eighths" in \
+        as_32nds.rejected.examples["missing_field"]
+    odd = FileReplay(trades(tmp_path / "odd.csv", "110-33", symbol="X"))  # a fraction of no form: the forms named
+    assert not drain(odd) and "--price-format reads fractional prices in 32nds (" in \
+        odd.rejected.examples["missing_field"] and "or in eighths of a cent (" in odd.rejected.examples["missing_field"]
+
+
+def test_the_cli_backtests_a_grain_file_with_price_format_eighths(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture) -> None:
+    prices = [f"{450 + i // 4}'{2 * (i % 4)}" for i in range(40)]
+    path = trades(tmp_path / "zc.csv", *[p for p in prices])
+    assert main(["backtest", str(path), "--out", str(tmp_path / "a.parquet"), "--threads", "1"]) == 2
+    assert "give --price-format eighths" in capsys.readouterr().err
+    assert main(["backtest", str(path), "--out", str(tmp_path / "a.parquet"), "--threads", "1",
+                 "--price-format", "eighths"]) == 0
+    assert "replayed 40 ticks (0 rejected)" in capsys.readouterr().out
