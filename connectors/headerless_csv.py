@@ -1,8 +1,8 @@
 """The layout of a CSV whose first line is data, not a header (`headerless_map`): a header-less preset whose cells
 its first rows have (Binance's public files), a vendor's layout known by its shape or its name (NinjaTrader's and
 HistData's bars and ticks, Dukascopy's quotes), or a time and two numbers read as a quote or a trade by what most
-rows show. Anything else is refused with the options that read it. HistData writes its times in EST all year
-(HISTDATA_ZONE), so whether a zone changes its clocks (`zone_has_dst`) is here too.
+rows show. Anything else is refused with the options that read it. HistData writes its times, ticks and minute
+bars alike, in EST all year (HISTDATA_ZONE), so whether a zone changes its clocks (`zone_has_dst`) is here too.
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
     """The map of a CSV without a header: a HEADERLESS preset whose cells the first rows have, else a time (epoch
     number or datetime text, maybe beside a symbol) and two numbers: a quote when they are mostly within 1% of
     each other or the second above the first by under 20% (`_quote_pair`), the lower the bid, else a trade's price
-    and size (so too when over 1% apart and the second is whole where the first has decimals); a HistData tick file (by its name) always bid, ask, volume. With the name of the layout, for the note.
+    and size (so too when over 1% apart and the second is whole where the first has decimals); a HistData tick file
+    (by its name) always bid, ask, volume; HistData's files, ticks and minute bars, in its zone (EST all year). With
+    the name of the layout, for the note.
     Anything else is refused with the options that read it."""
     width = Counter(len(row) for row in rows).most_common(1)[0][0]
     rows = tuple(row for row in rows if len(row) == width) if len(rows) > 2 else rows  # a stray field: not the layout
@@ -60,9 +62,10 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
             stream = {"stream_col": "symbol"} if texts else {}
             unit = is_epoch(rows[0][times[0]]) or "datetime"
             formats = time_formats(rows[0][times[0]]) if unit == "datetime" else []
+            zone = HISTDATA_ZONE if HISTDATA_BARS.match(path.name) and fields.get("price") == "close" else None
             cmap = ColumnMap(ts="time", ts_unit=unit, ts_format=formats[0] if len(formats) == 1 else None,
-                             names=tuple(names), **stream, **fields)
-            return cmap, how
+                             names=tuple(names), tz=zone, **stream, **fields)
+            return cmap, HISTDATA_BAR_LAYOUT if zone else how
     hint = _headerless_hint(path, rows[0], kinds, separator)
     if bitfinex:
         hint += (f". If it holds Bitfinex's trades (no sell among its first rows, so AMOUNT's sign does not tell): "
@@ -81,6 +84,11 @@ HEADERLESS_BARS = ("open", "high", "low", "close", "volume")
 HISTDATA_TICKS = re.compile(r"^DAT_ASCII_[A-Z0-9]+_T_\d{6}", re.IGNORECASE)
 HISTDATA_ZONE = "Etc/GMT+5"
 HISTDATA_LAYOUT = "HistData's tick layout, as its file name says: a time, the bid, the ask and a volume"
+# its minute bars (`DAT_ASCII_EURUSD_M1_2023.csv` a year, `..._M1_202403.csv` a month of this year): the same zone,
+# as HistData documents for both; known by their bar shape, so only the zone comes from the name
+HISTDATA_BARS = re.compile(r"^DAT_ASCII_[A-Z0-9]+_M1_\d{4}", re.IGNORECASE)
+HISTDATA_BAR_LAYOUT = ("HistData's minute bars, as its file name says: a time and a bar's open, high, low, close "
+                       "and volume")
 
 
 def zone_has_dst(zone: str) -> bool:

@@ -109,3 +109,27 @@ def test_a_tight_quote_file_gets_no_spread_caution(tmp_path: Path) -> None:
     replay = FileReplay(path)
     assert all(t.kind == "quote" for t in drain(replay))
     assert not any(isinstance(note, Caution) for note in replay.notes)
+
+
+def test_histdata_minute_bars_and_ticks_read_the_same_written_time_as_the_same_instant(tmp_path: Path) -> None:
+    """HistData documents both its M1 bars and its ticks in EST without summer time: bars were read as UTC, 5 h
+    off the ticks of the same pair and month."""
+    ticks = tmp_path / "DAT_ASCII_EURUSD_T_202403.csv"
+    ticks.write_text("".join(f"20240308 1601{i:02d}000,1.0841{i % 10},1.0842{i % 10},0\n" for i in range(30)))
+    bars = tmp_path / "DAT_ASCII_EURUSD_M1_202403.csv"
+    bars.write_text("".join(f"20240308 16{i + 1:02d}00;1.084120;1.084240;1.084030;1.084150;0\n" for i in range(30)))
+    yearly = tmp_path / "DAT_ASCII_EURUSD_M1_2024.csv"  # a past year's file: one per year
+    yearly.write_text(bars.read_text())
+    read = {path.name: FileReplay(path) for path in (ticks, bars, yearly)}
+    first = {name: drain(replay)[0] for name, replay in read.items()}
+    assert {t.ts for t in first.values()} == {utc_ns("2024-03-08T21:01:00")}  # 16:01 EST
+    assert first[bars.name].kind == "trade" and first[bars.name].price == 1.08415
+    for name in (bars.name, yearly.name):
+        notes = read[name].notes
+        assert "read as HistData's minute bars, as its file name says" in notes[0]
+        assert any("its times read in Etc/GMT+5 (EST all year, no summer time)" in note for note in notes)
+        assert not any("read as UTC" in note for note in notes)
+    summer = FileReplay(bars, columns={"tz": "America/New_York"})  # as for its ticks: --tz wins, with a caution
+    assert drain(summer)[0].ts == utc_ns("2024-03-08T21:01:00")  # EST until 10 March: the same here
+    assert any(isinstance(note, Caution) and "HistData writes its times in EST all year" in note
+               for note in summer.notes)
