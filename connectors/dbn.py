@@ -35,6 +35,7 @@ from typing import Any, Iterator
 
 from connectors.hours_window import Hours
 from connectors.price_offsets import PriceOffset, offset_of
+from connectors.shifted_prices import shifted
 from connectors.ticks import QUOTE, TRADE, InvalidTick, utc_text
 
 PRICE_SCALE = 1e9  # DBN prices are int64 in units of 1e-9
@@ -152,7 +153,7 @@ class BookReducer:
             if price == (self.undefined if undefined is None else undefined):  # as an empty book side is
                 return InvalidTick("missing_field", f"a trade record with Databento's undefined price "
                                                     f"(UNDEF_PRICE, {UNDEF_PRICE}): the trade has no price", stream)
-            wire = {"kind": TRADE, "stream": stream, "ts": ts, "price": price / self.scale + offset,
+            wire = {"kind": TRADE, "stream": stream, "ts": ts, "price": shifted(price / self.scale, offset),
                     "size": float(size)}
             if side is not None:
                 wire["side"] = side
@@ -160,8 +161,8 @@ class BookReducer:
         if action != "F" and last and top is not None and self.shown.get(key) != top:
             self.shown[key] = top
             bid, bid_size, ask, ask_size = top
-            return {"kind": QUOTE, "stream": stream, "ts": ts, "bid": bid / self.scale + offset,
-                    "ask": ask / self.scale + offset, "bid_size": float(bid_size), "ask_size": float(ask_size)}
+            return {"kind": QUOTE, "stream": stream, "ts": ts, "bid": shifted(bid / self.scale, offset),
+                    "ask": shifted(ask / self.scale, offset), "bid_size": float(bid_size), "ask_size": float(ask_size)}
         return None
 
     def unseen_note(self, name: str) -> list[str]:

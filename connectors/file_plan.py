@@ -24,6 +24,7 @@ from connectors.keep_filter import keep_check
 from connectors.map_vocabulary import PRICE_FIELDS, QUOTE_FIELDS, TRADE_FIELDS
 from connectors.price_offsets import offset_of
 from connectors.side_maps import side_lookup
+from connectors.shifted_prices import shifted
 from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
 from connectors.time_range import TimeRange
 
@@ -316,7 +317,7 @@ class FilePlan:
                     if scale is not None:
                         value = value / scale  # fixed point (LOBSTER, Databento); polars' x * (1/scale) is 1 ulp off
                     if row_offset is not None:
-                        value = value + row_offset
+                        value = shifted(value, row_offset)
                 if value is not None:
                     out[key] = value
             if marks is not None and "price" not in out and "bid" not in out and "ask" not in out:
@@ -365,7 +366,7 @@ class FilePlan:
                 return wire  # rejected as it is
             action, flags, order = row[first : first + 3]
             quote = wire.get("bid"), wire.get("bid_size"), wire.get("ask"), wire.get("ask_size")
-            undefined = unshifted + offset_of(self.columns.price_offset, wire["stream"])
+            undefined = shifted(unshifted, offset_of(self.columns.price_offset, wire["stream"]))  # as convert shifts
             empty = None in quote or undefined in (quote[0], quote[2])
             return reducer.record(wire["stream"], wire["stream"], wire["ts"], str(action), wire.get("side"),
                                   wire.get("price"), wire.get("size", 0.0), flags is None or bool(flags & F_LAST),

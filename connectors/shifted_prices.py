@@ -1,6 +1,7 @@
 """What a replay's rejects say about prices at zero or below when a price offset was given, or could be.
 
-A price_offset (--price-offset) adds one number to a stream's prices as they are read; a row still at or below zero
+A price_offset (--price-offset) adds one number to a stream's prices as they are read (`shifted`: to the decimals of
+the price and the offset, not binary floating point's sum); a row still at or below zero
 after it is rejected by validation (connectors/ticks.py) with the *shifted* value, float noise and all
 (`got -0.019999999999999574`). `nonpositive_reading` turns that back into what the user typed and saw: the price as
 the file holds it, the offset and the shifted value, rounded; `offset_advice` names the offsets that would do, as
@@ -50,6 +51,22 @@ def near_zero_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) ->
     return frozenset(row["stream"] for row in levels.iter_rows(named=True)
                      if row["at_or_below_zero"] and row["level"] is not None and row["step"] is not None
                      and row["level"] <= NEAR_ZERO_STEPS * row["step"])
+
+
+def shifted(price: float, offset: float) -> float:
+    """`price + offset` rounded to the decimals the two are written with, the more of them: -37.63 + 46 is 8.37,
+    not binary floating point's 8.369999999999997, so a shifted price logged, exported or answered has the file's
+    decimals to reconcile it with the vendor's. No offset: the price as it is."""
+    if not offset:
+        return price
+    return round(price + offset, max(_decimals(price), _decimals(offset), 0))
+
+
+def _decimals(value: float) -> int:
+    """The decimal places of a float's shortest repr, which a price read from text has as written: 8.37 -> 2,
+    1.5e-05 -> 6, 46.0 -> 1, 1e+16 -> -16."""
+    mantissa, _, exponent = repr(value).partition("e")
+    return len(mantissa.partition(".")[2]) - int(exponent or 0)
 
 
 class Shifted(NamedTuple):

@@ -1,0 +1,42 @@
+"""A price offset (--price-offset) shifts prices to the decimals the file's price and the offset are written with:
+-37.63 + 46 was binary floating point's 8.369999999999997, logged, exported and answered so. CSV files and DBN
+records (its own fixed point, shifted by the book reducer) alike; real files in tmp_path, read by FileReplay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import drain
+from connectors.replay import FileReplay
+
+
+def test_a_shifted_price_keeps_the_decimals_of_the_price_and_the_offset(tmp_path: Path) -> None:
+    path = tmp_path / "cl_neg.csv"
+    path.write_text("timestamp,symbol,price,size\n2020-04-20T18:29:00Z,CLK0,-37.63,5\n"
+                    "2020-04-20T18:30:00Z,CLK0,-0.02,5\n2020-04-20T18:31:00Z,CLK0,10.01,5\n"
+                    "2020-04-20T18:32:00Z,CLK0,0.000015,5\n")
+    for offset, expected in ((46, [8.37, 45.98, 56.01, 46.000015]),
+                             (46.125, [8.495, 46.105, 56.135, 46.125015]),
+                             ({"CLK0": 0.1}, [None, 0.08, 10.11, 0.100015])):  # -37.53: rejected, as <= 0
+        replay = FileReplay(path, columns={"price_offset": offset})
+        prices = [t.price for t in drain(replay)]
+        assert prices == [p for p in expected if p is not None], offset
+
+
+def test_shifted_quotes_too(tmp_path: Path) -> None:
+    path = tmp_path / "spread.csv"
+    path.write_text("timestamp,symbol,bid,ask\n2024-01-02T15:00:00Z,CLF5-CLG5,-0.07,-0.05\n"
+                    "2024-01-02T15:00:01Z,CLF5-CLG5,0.11,0.13\n")
+    ticks = drain(FileReplay(path, columns={"price_offset": 1.1}))
+    assert [(t.bid, t.ask) for t in ticks] == [(1.03, 1.05), (1.21, 1.23)]
+
+
+def test_a_dbn_record_s_shifted_price_keeps_its_decimals(tmp_path: Path) -> None:
+    dbn = pytest.importorskip("databento_dbn", reason="the dbn extra is not installed")
+    from test_replay_dbn import MAR5, NS, trade, write_dbn
+    path = write_dbn(tmp_path / "cl.dbn", dbn.Schema.MBO, [trade(1001, MAR5, 0, price=-37_630_000_000),
+                                                            trade(1001, MAR5 + NS, 0, price=10_010_000_000)])
+    replay = FileReplay(path, columns={"price_offset": 46})
+    assert [t.price for t in drain(replay)] == [8.37, 56.01]
