@@ -85,10 +85,11 @@ def _take_lock(directory: Path) -> int | None:
     return fd
 
 
-def _clear(directory: Path) -> None:
-    """Everything in the parts folder but its lock (held by this run: a new file there would be no one's lock)."""
+def _clear(directory: Path, keep: tuple[str, ...] = (LOCK,)) -> None:
+    """Everything in the parts folder but its lock (held by this run: a new file there would be no one's lock) and
+    any other name in `keep`."""
     for entry in directory.iterdir():
-        if entry.name == LOCK:
+        if entry.name in keep:
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry)
@@ -122,6 +123,8 @@ class AnswerParts:
         self.parts: list[str] = manifest["parts"]
         self.answers: int = manifest["answers"]
         self.last_seq: dict[str, int] = manifest["last_seq"]
+        # once the answers are whole in OUT (its rows, size and mtime_ns): the scores are all that is left to make
+        self.written: dict[str, int] | None = manifest.get("written")
 
     @classmethod
     def open(cls, out: Path, key: dict[str, Any], resume: bool, readings: list | None = None,
@@ -207,8 +210,33 @@ class AnswerParts:
                 self.last_seq[row[2]] = row[3]
         self.consumed = consumed
         manifest = {"key": self.key, "consumed": consumed, "parts": self.parts, "answers": self.answers,
-                    "last_seq": self.last_seq, "readings": self.readings, "threads": self.threads}
+                    "last_seq": self.last_seq, "readings": self.readings, "threads": self.threads,
+                    **({"written": self.written} if self.written is not None else {})}
         write_atomically(self.dir / MANIFEST, lambda p: p.write_text(json.dumps(manifest, indent=1) + "\n"))
+
+    def answers_written(self, out: Path, rows: int) -> None:
+        """The answers are whole in `out`: the manifest says so, naming the file (its rows, size and time), and the
+        part files go. The folder and its lock stay until the scores and plot are written too, so a run stopped
+        while it scores leaves what a --resume needs to score `out` without replaying a tick."""
+        stat = out.stat()
+        self.written = {"rows": rows, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+        self.parts = []
+        self.save([], self.consumed)  # first: a manifest never names a part file that is gone
+        _clear(self.dir, keep=(LOCK, MANIFEST))
+
+    def written_rows(self, out: Path) -> int:
+        """The rows of the whole answers file `out` a resume of a run stopped while it scored is to score; refused
+        (ValueError) when `out` is gone or is another file now than the one the run wrote."""
+        assert self.written is not None, "only a checkpoint whose answers were written owes scores"
+        try:
+            stat = out.stat()
+        except FileNotFoundError:
+            stat = None
+        if stat is None or (stat.st_size, stat.st_mtime_ns) != (self.written["size"], self.written["mtime_ns"]):
+            now = "gone" if stat is None else "another file now (its size or modification time changed)"
+            raise ValueError(f"{self.dir} is for the answers written to {out}, to score them, but that file is "
+                             f"{now}; remove {self.dir} and run the command again to start over")
+        return self.written["rows"]
 
     def paths(self) -> list[Path]:
         """The part files checkpointed so far, in the order they were written."""
@@ -273,6 +301,10 @@ def _manifest_damage(manifest: Any) -> str | None:
             kind is not list or all(isinstance(part, str) for part in value))
         if not fits:
             return f"its {name!r} field ({what}) is {json.dumps(value)[:60]}, not {TYPE_WORDS[kind]}"
+    written = manifest.get("written")  # (a manifest from before the answers file was whole has none)
+    if written is not None and not (isinstance(written, dict) and all(
+            type(written.get(k)) is int for k in ("rows", "size", "mtime_ns"))):
+        return f"its 'written' field (the answers file's rows, size and time) is {json.dumps(written)[:60]}"
     return None
 
 

@@ -28,7 +28,7 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import polars as pl
 import torch
@@ -40,16 +40,17 @@ from engine.service.answer_parts import AnswerParts
 from engine.service.answers_file import write_answers
 from engine.service.backtest_loop import BacktestInterrupted, replay_from
 from engine.service.backtest_report import BacktestReport
-from engine.service.backtest_resume import resume_at_checkpoint, run_key
-from engine.service.backtest_scores import later_slice, question_of, score_query
+from engine.service.backtest_resume import marks_to_score, resume_at_checkpoint, run_key, scores_owed
+from engine.service.backtest_scores import QueryScore, later_slice, question_of, score_query
 from engine.service.calibration_plot import plot_backtest_calibration
 from engine.service.config import ServiceConfig
 from engine.service.heap_memory import freeze_heap, thaw_heap
+from engine.service.output_paths import write_atomically
 from engine.service.pipeline import TickPipeline
 from engine.service.rejections import rejected_lines
 from engine.service.replay_progress import progress_bar
 from engine.service.session_gaps import gap_notes, split_cautions
-from engine.service.unscored_notes import say_silent_queries, unscored_reasons
+from engine.service.unscored_notes import UnscoredWhy, say_silent_queries, unscored_reasons
 from queries.yaml_loader import no_query
 
 # the Python API (docs/replay.md); BacktestInterrupted is raised by the loop and resume (backtest_loop.py) and is
@@ -68,7 +69,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                  progress: bool = True, resume: bool = False, checkpoint_s: float = CHECKPOINT_S,
                  stop: Callable[[], bool] = lambda: False, test_from: float | None = None,
                  chunked: bool = True, note: Callable[[str], None] = lambda _: None,
-                 streams: list[str] | None = None, time_range: TimeRange | None = None) -> BacktestReport:
+                 streams: list[str] | None = None, time_range: TimeRange | None = None,
+                 scoring: Callable[[], None] = lambda: None) -> BacktestReport:
     """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
 
     `chunked`: one forward advances many event-time batches, each answered at its own cut: the same answers
@@ -78,7 +80,9 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     event-time batch boundary after a multiple of FLUSH_TICKS ticks (a fixed grid: the answers' bits never
     depend on the wall clock); `resume` continues an interrupted run from its last checkpoint, and `stop` (polled
     at each boundary) ends a run there with BacktestInterrupted. The parts are scored one at a time into the
-    final file, so memory does not grow with the answers.
+    final file, so memory does not grow with the answers. Once that file is whole, `scoring` is called and the
+    scores and plot are made from it: a `stop` then ends the run before them (BacktestInterrupted, the answers
+    kept), and `resume` makes them from that file, reading the ticks again but computing no answer.
     `test_from` (a fraction in (0, 1)) scores only answers after that fraction of each stream's ticks: every
     answer is still computed and written, and the realised answers of the scored ones lie wholly after the cut.
     `note` is told, before the run, what a user should know about how the files are read (FileReplay.notes).
@@ -104,7 +108,10 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
     parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads)
     try:  # from here on, any raise (a note, a bad file found late, an interrupt) lets go of the parts' lock at once
-        if parts.consumed and parts.threads_before not in (None, threads):
+        if parts.written is not None:  # stopped while it scored: the answers are whole, their scores are owed
+            note(f"{out} holds every answer of this run ({parts.written_rows(out)} rows), but not their scores: "
+                 f"reading the files again to score them (no answer is computed again)")
+        elif parts.consumed and parts.threads_before not in (None, threads):
             note(f"resuming at {threads} CPU threads (--threads) a run checkpointed at {parts.threads_before}: the "
                  f"answers after the resume point ({parts.consumed} ticks) may differ in their last float bits from a "
                  f"run at {parts.threads_before} (runs are byte-identical only at the same thread count)")
@@ -112,9 +119,12 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         bar = progress_bar(progress, replay, max_ticks)
         freeze_heap()  # the libraries and the model: the run's full collections walk only what it made
         try:
-            consumed = resume_at_checkpoint(pipeline, replay, parts, marks, bar, stop) if parts.consumed else 0
-            consumed = replay_from(pipeline, replay, parts, consumed, marks, batch_ns=int(batch_ms * 1e6),
-                                   max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
+            if parts.written is not None:
+                marks_to_score(pipeline, replay, parts, out, marks, bar, stop, max_ticks)
+            else:
+                consumed = resume_at_checkpoint(pipeline, replay, parts, marks, bar, stop) if parts.consumed else 0
+                replay_from(pipeline, replay, parts, consumed, marks, batch_ns=int(batch_ms * 1e6),
+                            max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
         finally:
             bar.close()
             thaw_heap()
@@ -125,32 +135,66 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                    if reason not in pipeline.rejected}
         if pipeline.ticks_in == 0:
             _refuse_nothing_replayed(parts, rejected, examples, streams, replay.range_left_out, time_range, resume)
-        rows = write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns)
+        written_now = parts.written is None
+        rows = write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns) if written_now else 0
+        scoring()  # at once: a stop from here on is said as one before the scores, not at a batch boundary
+        if written_now:
+            parts.answers_written(out, rows)
+        scored = _score(pipeline, out, marks, test_from, config.answers.session_gap_ns, stop, note, replay)
     except BaseException as e:
         _release_and_raise(parts, e)
-    parts.remove()  # the answers are whole in `out` now (and the lock released with the folder)
-    table = pl.scan_parquet(out)  # scored a query at a time, from the file: memory holds one query's scores
+    parts.remove()  # the answers, scores and plot are whole beside `out` now (and the lock released with the folder)
+    return BacktestReport(pipeline.ticks_in, rejected, parts.written["rows"], out, scored.scores, examples,
+                          parts.resumed_at, test_from, config.model.path, scored.stream_ticks, replay.cautions,
+                          scored.why.unscored_why, scored.why.partly_scored_why, replay.found_notes,
+                          None if time_range is None else time_range.text(), replay.range_left_out,
+                          scored.split_times, streams, scored.why.stream_unscored_why, scored.why.saturated_why,
+                          scored.gap_notes, scored.step_cautions)
+
+
+class _Scored(NamedTuple):
+    """A run's scores and the notes that explain them, for its report."""
+    scores: list[QueryScore]
+    split_times: dict[str, int]
+    stream_ticks: dict[str, int]
+    why: UnscoredWhy
+    gap_notes: list[str]
+    step_cautions: list[str]
+
+
+def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test_from: float | None,
+           session_gap_ns: int | None, stop: Callable[[], bool], note: Callable[[str], None],
+           replay: FileReplay) -> _Scored:
+    """Score the whole answers file `out` a query at a time (memory holds one query's scores), then write the
+    scores and the plot beside it. `stop` is polled between queries and before each file: once it returns true
+    the run ends with BacktestInterrupted before its scores (the answers are safe; a --resume makes them)."""
+    def stop_here() -> None:
+        if stop():
+            raise BacktestInterrupted(scores_owed(out))
+
+    table = pl.scan_parquet(out)
     answered = set(table.select(pl.col("query").unique()).collect()["query"])
     graded = table if test_from is None else later_slice(table, marks, test_from)
     split_times = dict(graded.group_by("stream").agg(pl.col("data_ts").min()).sort("stream").collect().rows())
-    scores = [score_query(name, graded.filter(pl.col("query") == name)) for name in sorted(answered)]
+    scores = []
+    for name in sorted(answered):
+        stop_here()
+        scores.append(score_query(name, graded.filter(pl.col("query") == name)))
     stream_ticks = {name: len(m) for name, m in marks.items()}
-    why = unscored_reasons(pipeline, scores, graded, answered, stream_ticks, marks, config.answers.session_gap_ns)
+    why = unscored_reasons(pipeline, scores, graded, answered, stream_ticks, marks, session_gap_ns)
     say_silent_queries(pipeline, answered, sorted(marks), note, replay.rejected)
     asked = {name: question.spec for name in sorted(answered) if (question := question_of(pipeline, name)) is not None}
-    gaps_said = gap_notes(asked, graded, marks, config.answers.session_gap_ns)
-    steps_said = split_cautions(marks, config.answers.session_gap_ns)
-    out.with_suffix(".scores.json").write_text(json.dumps([s.to_json() for s in scores], indent=2) + "\n")
+    gaps_said = gap_notes(asked, graded, marks, session_gap_ns)
+    steps_said = split_cautions(marks, session_gap_ns)
+    stop_here()
+    text = json.dumps([s.to_json() for s in scores], indent=2) + "\n"
+    write_atomically(out.with_suffix(".scores.json"), lambda path: path.write_text(text))
+    stop_here()
     try:  # last: the answers and scores are on disk whatever happens here
         plot_backtest_calibration(out, scores)
     except Exception as e:  # a plotting problem must not turn a finished backtest into a failure
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
-    return BacktestReport(pipeline.ticks_in, rejected, rows, out, scores, examples,
-                          parts.resumed_at, test_from, config.model.path, stream_ticks, replay.cautions,
-                          why.unscored_why, why.partly_scored_why, replay.found_notes,
-                          None if time_range is None else time_range.text(), replay.range_left_out, split_times,
-                          streams, why.stream_unscored_why, why.saturated_why,
-                          gaps_said, steps_said)
+    return _Scored(scores, split_times, stream_ticks, why, gaps_said, steps_said)
 
 
 def _check_numbers(batch_ms: float, checkpoint_s: float, test_from: float | None) -> None:

@@ -40,19 +40,40 @@ def resume_at_checkpoint(pipeline: TickPipeline, replay: FileReplay, parts: Answ
         for row in pl.read_parquet(path, columns=["query", "stream", "ticks", "model_probs"]).iter_rows():
             if row[3] is not None:  # the answers so far re-feed the adaptation as the rebuild reaches them
                 pipeline.adaptation.owed(*row[:3], {"model_probs": json.loads(row[3])})
-    consumed = _rebuild(pipeline, replay, parts.consumed, marks, bar, stop)
+    consumed = _rebuild(pipeline, replay, parts.consumed, marks, bar, stop,
+                        f"interrupted while rebuilding sessions; {parts_note(parts.consumed)}")
     _restore_answer_state(pipeline, parts)
     bar.set_description("replaying")
     return consumed
 
 
+def marks_to_score(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, out: Path,
+                   marks: dict[str, MarkSeries], bar: Any, stop: Callable[[], bool], max_ticks: int | None) -> int:
+    """For a run stopped while it scored its whole answers file `out`: what the market did after each answer, read
+    again as the run read it (the same ticks through the same encoders, refused and counted alike, no forward);
+    returns the replay ticks consumed, all of the run's."""
+    bar.set_description("reading the ticks to score the answers")
+    consumed = _rebuild(pipeline, replay, parts.consumed, marks, bar, stop, scores_owed(out), compute=False)
+    while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):  # as the run's loop ended
+        if replay.next_batch(READ_TICKS):  # (rows it rejected past its last tick are counted, as the run's were)
+            raise ValueError(f"the files hold more than the {consumed} ticks the answers in {out} were made from: "
+                             f"did they change?")
+    return consumed
+
+
+def scores_owed(out: Path) -> str:
+    """Why a run stopped while it scored ends, and how to get its scores."""
+    return (f"stopped before the scores: the answers are whole in {out}; run the same command with --resume "
+            f"(resume=True from Python) to score them")
+
+
 def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[str, MarkSeries],
-             bar: Any, stop: Callable[[], bool]) -> int:
+             bar: Any, stop: Callable[[], bool], stopped: str, compute: bool = True) -> int:
     """Bring sessions, codec state and ordering guards to where the interrupted run checkpointed, as `serve`
     recovers from its tick log (engine/service/log_replay.py): the first `upto` ticks go through the same
     encoders and are booked on their streams without computing them (Scheduler.restore: token logs and rolls
-    end exactly where the run's forwards left them), then each window's KV is computed once. Answers before
-    `upto` are in the parts already."""
+    end exactly where the run's forwards left them), then (`compute`) each window's KV is computed once. Answers
+    before `upto` are in the parts already. A `stop` raises BacktestInterrupted saying `stopped`."""
     scheduler = pipeline.engine.scheduler
 
     def book(item: EncodedTick) -> None:
@@ -65,7 +86,7 @@ def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[
     done = 0
     while done < upto and not replay.done:
         if stop():  # the checkpoint on disk is still the one to resume from
-            raise BacktestInterrupted(f"interrupted while rebuilding sessions; {parts_note(upto)}")
+            raise BacktestInterrupted(stopped)
         ticks = replay.next_batch(min(READ_TICKS, upto - done))
         for tick in ticks:
             ingest_tick(pipeline, tick, marks, book)
@@ -73,7 +94,8 @@ def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[
         show_read(bar, replay, done)
     if done < upto:
         raise ValueError(f"the checkpoint is at tick {upto} but the files hold {done}: did they change?")
-    pipeline.engine.rebuild()
+    if compute:
+        pipeline.engine.rebuild()
     return done
 
 

@@ -62,14 +62,18 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt
 
     def request_stop(signum: int, _: Any) -> None:
-        # The first signal ends the run at the next batch boundary, after a checkpoint; a second one (of either
-        # kind) aborts where it is, for a user (or a supervisor's second SIGTERM) who cannot wait.
+        # The first signal ends the run at the next batch boundary, after a checkpoint (once the answers file is
+        # whole: before their scores); a second one (of either kind) aborts where it is, for a user (or a
+        # supervisor's second SIGTERM) who cannot wait.
         stop.set()
         for again in (signal.SIGINT, signal.SIGTERM):
             if inherited[again] is not signal.SIG_IGN:
                 signal.signal(again, abort)
         print("flashtick backtest: stopping at the next batch boundary (again to abort now)", file=sys.stderr,
               flush=True)
+
+    def scoring_begins() -> None:
+        print(f"flashtick backtest: answers written to {args.out}; scoring them", file=sys.stderr, flush=True)
 
     # a signal the process was started ignoring (SIGINT under `cmd &` in a script, nohup) stays ignored: a Ctrl-C
     # at the terminal must not stop a background run once its ticks flow, when it could not while it loaded
@@ -98,7 +102,8 @@ def cmd_backtest(args: argparse.Namespace) -> int:
                               checkpoint_s=args.checkpoint_s if args.checkpoint_s is not None
                               else config.replay.checkpoint_s, stop=stop.is_set, test_from=args.test_from,
                               note=lambda line: print(f"flashtick backtest: {labelled(line)}", file=sys.stderr),
-                              streams=streams_to_read(args, config), time_range=time_range)
+                              streams=streams_to_read(args, config), time_range=time_range,
+                              scoring=scoring_begins)
     except BacktestInterrupted as e:
         print(f"flashtick backtest: {e}", file=sys.stderr)
         return 130
@@ -136,9 +141,13 @@ def _kept_on_disk(out: Path) -> str:
         kept = json.loads((parts / MANIFEST).read_text())
     except (OSError, ValueError):
         kept = None
+    if isinstance(kept, dict) and kept.get("written"):  # aborted while it scored (AnswerParts.answers_written)
+        return (f"the answers are whole in {out}, but not their scores and plot: run the same command with --resume "
+                f"to make them")
     if isinstance(kept, dict) and kept.get("consumed"):
         return (f"{kept.get('answers', 0)} answers of the first {kept['consumed']} ticks kept in {parts} (the last "
                 f"checkpoint); run the same command with --resume to continue from there")
     if parts.is_dir():
         return "no checkpoint was written yet: nothing kept; --resume starts from the beginning"
-    return f"no checkpoint in {parts}: aborted before replaying began, or after the answers were written to {out}"
+    return (f"no checkpoint in {parts}: aborted before replaying began, or after the answers and their scores were "
+            f"written to {out}")
