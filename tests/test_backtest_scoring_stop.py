@@ -1,6 +1,6 @@
-"""A Ctrl-C once a backtest's answers file is whole, while it scores them: the run stops before the scores with
-exit 130, and `--resume` makes the scores and plot from the answers file, byte for byte those of an uninterrupted
-run (review190 #1 and #2).
+"""A Ctrl-C once a backtest's answers file is whole, while it scores them: the run says the answers are safe, stops
+before the scores with exit 130, and `--resume` makes the scores and plot from the answers file, byte for byte
+those of an uninterrupted run (review190 #1 and #2).
 
 The signal is real (os.kill of this process, met by the handlers `flashtick backtest` installs) and sent at a
 fixed point: from the write of the stderr line that says the scoring has begun, as a user watching it would."""
@@ -85,6 +85,31 @@ def assert_scored_as_uninterrupted(root: Path, out: str) -> None:
     assert not (root / f"{out}.parquet.parts").exists()
 
 
+def test_ctrl_c_while_scoring_stops_before_the_scores_and_resume_makes_them(setup: Path, monkeypatch,
+                                                                            capsys) -> None:
+    """One Ctrl-C as the scoring begins said "stopping at the next batch boundary", then the run went on to its
+    scores, plot and summary and exited 0; the answers are whole by then, so it now says so, stops with exit 130,
+    and --resume scores that answers file (it refused: "the run there is complete")."""
+    code, err = interrupted(setup, "cut.parquet", (SCORING,), monkeypatch)
+    out = setup / "cut.parquet"
+    assert code == 130, err[-3000:]
+    assert "next batch boundary" not in err, err[-3000:]
+    assert f"the answers are written to {out}; stopping the scores (again to abort now)" in err, err[-3000:]
+    assert f"stopped before the scores: the answers are whole in {out}; run the same command with --resume" in err
+    assert out.read_bytes() == (setup / "whole.parquet").read_bytes()
+    assert not (setup / "cut.scores.json").exists() and not (setup / "cut.calibration.png").exists()
+    capsys.readouterr()
+
+    assert main(cli(setup, "cut.parquet", "--resume")) == 0
+    said = capsys.readouterr()
+    assert f"{out} holds every answer" in said.err and "scoring them" in said.err, said.err[-3000:]
+    assert said.out.startswith("replayed ") and "query " in said.out  # the summary table, as a run prints it
+    assert_scored_as_uninterrupted(setup, "cut")
+    # complete with its scores: nothing to resume, refused as before
+    assert main(cli(setup, "cut.parquet", "--resume")) == 2
+    assert "holds a finished backtest" in capsys.readouterr().err
+
+
 def test_a_second_ctrl_c_while_scoring_aborts_and_says_how_to_get_the_scores(setup: Path, monkeypatch,
                                                                              capsys) -> None:
     """A second Ctrl-C while scoring aborts at once: it said only "after the answers were written", not that the
@@ -92,7 +117,7 @@ def test_a_second_ctrl_c_while_scoring_aborts_and_says_how_to_get_the_scores(set
     begins as its checkpoint is marked whole), the second Ctrl-C sent as the first one's line shows."""
     out = setup / "abort.parquet"
     assert interrupted(setup, "abort.parquet", (SCORING,), monkeypatch)[0] == 130
-    code, err = interrupted(setup, "abort.parquet", (SCORING, "again to abort now"), monkeypatch, "--resume")
+    code, err = interrupted(setup, "abort.parquet", (SCORING, "stopping the scores"), monkeypatch, "--resume")
     assert code == 130, err[-3000:]
     assert (f"aborted; the answers are whole in {out}, but not their scores and plot: run the same command with "
             f"--resume to make them") in err, err[-3000:]

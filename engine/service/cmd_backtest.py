@@ -55,6 +55,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
             f"nothing changed: {_kept_on_disk(Path(args.out))}" if args.resume else "nothing kept"), file=sys.stderr)
         return 130
     stop = threading.Event()
+    scoring = threading.Event()  # set once the answers file is whole: a stop then ends the run before its scores
     aborted_by: list[int] = []
 
     def abort(signum: int, _: Any) -> None:
@@ -69,10 +70,13 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         for again in (signal.SIGINT, signal.SIGTERM):
             if inherited[again] is not signal.SIG_IGN:
                 signal.signal(again, abort)
-        print("flashtick backtest: stopping at the next batch boundary (again to abort now)", file=sys.stderr,
-              flush=True)
+        # while the answers file is scored there is no batch boundary left, and nothing to lose: said in those words
+        said = (f"the answers are written to {args.out}; stopping the scores" if scoring.is_set() else
+                "stopping at the next batch boundary")
+        print(f"flashtick backtest: {said} (again to abort now)", file=sys.stderr, flush=True)
 
     def scoring_begins() -> None:
+        scoring.set()
         print(f"flashtick backtest: answers written to {args.out}; scoring them", file=sys.stderr, flush=True)
 
     # a signal the process was started ignoring (SIGINT under `cmd &` in a script, nohup) stays ignored: a Ctrl-C
