@@ -53,9 +53,12 @@ def settled_reading(path: Path, names: Sequence[str] | None, dialect: Dialect | 
         cmap = replace(cmap, ts_format=one[0])
     if cmap.ts_format is None and first is not None and two_way_date(first):
         readings = date_readings(first)
+        where = f"{path}: column {cmap.ts!r}"
+        if not readings:  # no reading to settle: said so, no format proposed
+            raise ValueError(two_way_refusal(where, first, readings))
         read = _rows_read(path, names, dialect, cmap, readings)
         if len(read.read_all) != 1:
-            raise ValueError(two_way_refusal(f"{path}: column {cmap.ts!r}", first, readings, _advice(read)))
+            raise ValueError(two_way_refusal(where, first, readings, _advice(read)))
         cmap = replace(cmap, ts_format=read.read_all[0])
         notes.append(f"{path.name}: its first date ({first[:24]!r}) reads two ways; its later rows read only as "
                      f"{cmap.ts_format!r} (--ts-format says otherwise)")

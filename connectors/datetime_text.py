@@ -69,7 +69,11 @@ DATE_SHAPES = ((r"\d{4}-\d\d-\d\d", ("%Y-%m-%d",)), (r"\d{4}\.\d\d\.\d\d", ("%Y.
                (r"\d\d?-[A-Za-z]{3}-\d{4}", ("%d-%b-%Y",)), (r"\d\d?-[A-Za-z]{3}-\d\d", ("%d-%b-%y",)),
                (r"\d\d?\.\d\d?\.\d\d", ("%d.%m.%y",)), (r"\d\d?-\d\d?-\d\d", ("%d-%m-%y", "%m-%d-%y", "%y-%m-%d")))
 CLOCK_SHAPES = ((r"\d\d?:\d\d:\d\d(\.\d+)?", "%H:%M:%S%.f"), (r"\d\d?:\d\d", "%H:%M"), (r"\d{9}", "%H%M%S%3f"),
-                (r"\d{6}(\.\d+)?", "%H%M%S%.f"))
+                (r"\d{6}(\.\d+)?", "%H%M%S%.f"), (r"\d{4}", "%H%M"),  # `0930`: a minute bar's HHMM
+                (r"\d\d?\.\d\d\.\d\d(\.\d+)?", "%H.%M.%S%.f"), (r"\d\d?\.\d\d", "%H.%M"))  # `09.30.00`: dotted clocks
+# what comes between a date and its time of day: a space, ISO's T, a dash, kdb+'s D, or a comma (`01/02/2024, 09:30`,
+# a spreadsheet's locale text), written into the format as the value writes it
+DATE_CLOCK_GAP = r",\s?|[ T-]|D"
 
 
 def built_formats(text: str) -> list[str]:
@@ -82,7 +86,7 @@ def built_formats(text: str) -> list[str]:
     for head, after in ([(text[: tail.start()], tail_format(tail.group()))] if tail else []) + [(text, "")]:
         found = []
         for (date_shape, date_codes), (clock_shape, clock_code) in itertools.product(DATE_SHAPES, CLOCK_SHAPES):
-            shape = re.fullmatch(rf"{date_shape}(?P<gap>[ T-]|D){clock_shape}(?P<noon>\s*[AaPp][Mm])?"
+            shape = re.fullmatch(rf"{date_shape}(?P<gap>{DATE_CLOCK_GAP}){clock_shape}(?P<noon>\s*[AaPp][Mm])?"
                                  rf"(?P<rest>(\s.*)?)", head)
             if shape is not None:
                 clock = clock_code.replace("%H", "%I") + shape["noon"][:-2] + "%p" if shape["noon"] else clock_code
@@ -103,7 +107,8 @@ def two_way_date(text: str) -> bool:
     a guess would be wrong for half the world (a dotted `02.01.2024` is day first everywhere)."""
     if len(time_formats(text)) > 1:
         return True
-    found = re.match(DAY_MONTH + r"\d\d\b", text.strip())
+    # the year's end need not be a word's: `01/02/2024T09:30` (a T after the date) reads two ways too
+    found = re.match(DAY_MONTH + r"\d\d(?!\d)", text.strip())
     return bool(found) and int(found[1]) <= 12 and int(found[2]) <= 12
 
 
@@ -114,13 +119,19 @@ def day_month_date(text: str) -> bool:
 
 def date_readings(text: str) -> list[str]:
     """The formats of a two-way date's readings, one each: TIME_FORMATS', else ones built from its shape (a 12-hour
-    clock's `03/06/2026 9:30:00 PM`), else the common ones as examples of the codes."""
-    return time_formats(text) or built_formats(text) or ["%m/%d/%Y %H:%M:%S%.f", "%d/%m/%Y %H:%M:%S%.f"]
+    clock's `03/06/2026 9:30:00 PM`, `01/02/2024 09.30.00`); empty when none reads it (a refusal then proposes
+    none: a common format given as an example read no row of such a file)."""
+    return time_formats(text) or built_formats(text)
 
 
 def two_way_refusal(where: str, first: str, readings: list[str], advice: str = "") -> str:
     """Why a date that reads two ways is not read: `where` (the file and its column), the date and its readings,
-    and `advice`: the reading the file's other rows support, with why; else each reading, as the user knows which."""
+    and `advice`: the reading the file's other rows support, with why; else each reading, as the user knows which.
+    With no readings (no format built here reads its time), it says so and proposes none."""
+    if not readings:
+        return (f"{where} holds {first[:40]!r}, a date that reads as month/day and as day/month, in text no format "
+                f"built here reads: give the one it is with --ts-format in strftime codes (%m/%d or %d/%m for the "
+                f"date, and the codes of its time of day; docs/replay.md)")
     options = " or ".join(f"--ts-format {f!r}" for f in readings)
     return (f"{where} holds {first[:40]!r}, a date that reads more than one way "
             f"({' or '.join(repr(f) for f in readings)}): give the one it is, {advice or options}")

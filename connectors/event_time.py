@@ -310,8 +310,10 @@ def time_hint(path: Path, cmap: ColumnMap, first: str, words: list[str] | None =
         return (f"{where}: {name!r} names the clock of {zone}, not a UTC offset (it is {name[0]}ST or {name[0]}DT "
                 f"by the date): give that zone, --tz {zone}, and a format that reads the name as text{example}")
     if cmap.ts_unit == "datetime":
-        # a format built from the value quoted, else a common one as an example of the codes
-        example = " or ".join(repr(f) for f in fits) if fits else "'%Y%m%d %H:%M:%S%.f'"
+        # a format built from the value quoted; none proposed where none is built (a common one, given as an example
+        # of the codes, read no row of such a file)
+        example = (", e.g. --ts-format " + " or ".join(repr(f) for f in fits) if fits else
+                   " (no format built here reads it; docs/replay.md lists the codes)")
         word = unknown_zone_name(first) if fits and UTC_OFFSET.search(first) is None else None
         names = list(dict.fromkeys([word.upper(), *(words or [])])) if word else []
         when = _naive_time(first, fits[0]) if word else None
@@ -319,7 +321,7 @@ def time_hint(path: Path, cmap: ColumnMap, first: str, words: list[str] | None =
         if len(names) > 1:  # `AEST` then `AEDT`: no name written as text reads them all
             zone = f"; but its first rows' times are written with {', '.join(names)}: {_names_hint(names, fits)}"
         return (f"{where}, which is not ISO 8601{' nor ' + repr(cmap.ts_format) if cmap.ts_format else ''}: "
-                f"give its format with strftime codes, e.g. --ts-format {example}{zone}"
+                f"give its format with strftime codes{example}{zone}"
                 + (" (both read it: which is the day?)" if len(fits) == 2 else
                    f" (all {len(fits)} read it: which is the day, which the year?)" if len(fits) > 2 else ""))
     return f"{where}, not a number of {cmap.ts_unit}"
