@@ -59,8 +59,8 @@ def text_opener(path: Path | str) -> Callable[..., IO[Any]]:
 
 def utf16_encoding(path: Path) -> str | None:
     """The encoding of a UTF-16 text file (MetaTrader's and some Windows tools' exports, FXCM's `.csv.gz`): "utf-16"
-    when it starts with a byte-order mark, "utf-16-le"/"-be" when its first characters are ASCII with a zero byte
-    after/before each; None for anything else."""
+    when it starts with a byte-order mark, "utf-16-le"/"-be" without one when its first characters are mostly ASCII,
+    a zero byte after/before each (`_zero_high_bytes`); None for anything else."""
     try:
         with text_opener(path)(path, "rb") as f:
             head = f.read(256)
@@ -72,11 +72,20 @@ def utf16_encoding(path: Path) -> str | None:
     if len(head) < 8:
         return None
     evens, odds = head[0::2], head[1::2]
-    if not any(odds) and all(evens):
+    if _zero_high_bytes(odds, evens):
         return "utf-16-le"
-    if not any(evens) and all(odds):
+    if _zero_high_bytes(evens, odds):
         return "utf-16-be"
     return None
+
+
+def _zero_high_bytes(high: bytes, low: bytes) -> bool:
+    """Whether a text file's first characters, as pairs of bytes, are UTF-16 with these high and low bytes: at least
+    half of them ASCII (a zero high byte), and few zero low bytes. Not every one: a header's `€` (0x20AC) or `é` has
+    a high byte that is not zero, and such a file was called Windows-1252. Text in one-byte encodings has no zero
+    bytes at all; a CJK character may have a zero low byte (U+4E00), hence few, not none."""
+    zero_high, zero_low = high.count(0), low.count(0)
+    return 2 * zero_high >= len(high) and 4 * zero_low < zero_high
 
 
 UNZIP_PREFIX = "flashtick-unzip-"  # the temporary folder an archive's members are unpacked into (`Unpacked`)

@@ -203,19 +203,24 @@ def test_utf16_text_reads_the_same_as_a_csv_a_csv_gz_and_in_a_zip(tmp_path: Path
     """Review 188, finding 2: FXCM's `.csv.gz` of UTF-16 was refused (`columns found ['\\ufffd\\ufffdD\\x00a...']`)
     as Windows-1252, with an `iconv -f cp1252` command that wrote the NULs into its copy; the same bytes read as a
     `.csv` and in a `.zip`. The UTF-16 check read the gzip's own bytes, not its text."""
-    data = UTF16_FORMS[form](FXCM)
-    (tmp_path / "USDJPY.csv").write_bytes(data)
-    (tmp_path / "USDJPY.csv.gz").write_bytes(gzip.compress(data))
-    with zipfile.ZipFile(tmp_path / "USDJPY.zip", "w") as archive:
-        archive.writestr("USDJPY.csv", data)
+    utf16_read_in_each_form(tmp_path, "USDJPY", UTF16_FORMS[form](FXCM))
+
+
+def utf16_read_in_each_form(tmp_path: Path, stem: str, data: bytes, columns: dict[str, str] | None = None) -> None:
+    """UTF-16 `data` as a .csv, a .csv.gz and in a .zip: each read through its UTF-8 copy, with no caution, and the
+    same ticks, FXCM's 40."""
+    (tmp_path / f"{stem}.csv").write_bytes(data)
+    (tmp_path / f"{stem}.csv.gz").write_bytes(gzip.compress(data))
+    with zipfile.ZipFile(tmp_path / f"{stem}.zip", "w") as archive:
+        archive.writestr(f"{stem}.csv", data)
     read = {}
-    for name in ("USDJPY.csv", "USDJPY.csv.gz", "USDJPY.zip"):
-        replay = FileReplay(tmp_path / name)
-        read[name] = [(t.stream, t.ts, t.bid, t.ask) for t in drain(replay)]
-        assert replay.cautions == [] and dict(replay.rejected) == {}, (name, replay.cautions)
-        assert any("UTF-16 text, read as UTF-8" in note for note in replay.notes), (name, replay.notes)
-    assert len(read["USDJPY.csv"]) == 40 and read["USDJPY.csv"][0][2:] == (147.12, 147.124)
-    assert read["USDJPY.csv.gz"] == read["USDJPY.csv"] == read["USDJPY.zip"]
+    for suffix in (".csv", ".csv.gz", ".zip"):
+        replay = FileReplay(tmp_path / f"{stem}{suffix}", columns=columns)
+        read[suffix] = [(t.stream, t.ts, t.bid, t.ask) for t in drain(replay)]
+        assert replay.cautions == [] and dict(replay.rejected) == {}, (suffix, replay.cautions)
+        assert any("UTF-16 text, read as UTF-8" in note for note in replay.notes), (suffix, replay.notes)
+    assert len(read[".csv"]) == 40 and read[".csv"][0][2:] == (147.12, 147.124)
+    assert read[".csv.gz"] == read[".csv"] == read[".zip"]
 
 
 @pytest.mark.skipif(shutil.which("iconv") is None, reason="iconv is not installed: the command cannot be run")
@@ -233,3 +238,13 @@ def test_the_iconv_command_a_caution_proposes_writes_a_file_that_reads(tmp_path:
     assert [(t.ts, t.price, t.size) for t in drain(converted)] == [
         (1704186000 * 10**9, 171.32, 10.0), (1704186001 * 10**9, 171.34, 5.0)]
     assert converted.cautions == []
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_mark_and_a_euro_in_its_header_is_utf16_not_windows_1252(tmp_path: Path,
+                                                                                 encoding: str) -> None:
+    """UTF-16 without a byte-order mark was told by a zero byte beside every character of its head: a `€` (0x20AC)
+    in the header has none, so the file was called Windows-1252 (with an `iconv -f cp1252` command) and its columns
+    not found. Told now by most characters having one, it reads as the file with a mark does, in each form."""
+    utf16_read_in_each_form(tmp_path, "EURUSD", FXCM.replace("Bid,Ask", "Bid €,Ask €").encode(encoding),
+                            {"ts": "DateTime", "bid": "Bid €", "ask": "Ask €"})
