@@ -36,7 +36,7 @@ from connectors.service_topics import REJECTS_TOPIC
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError, GaplessSubscriber
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
-from engine.service.ticklog import segments
+from engine.service.ticklog import read, segments
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = """
@@ -734,6 +734,29 @@ def test_ticks_dropped_by_retention_count_a_stream_that_expired_before_the_first
     assert again.data.stats()["ticks_dropped_by_retention"] == 940 - again.ticks_in
     again.close()
     live.close()
+
+
+def test_ticks_dropped_by_retention_counts_the_segments_retention_drops_while_serving(checkpoint, tmp_path) -> None:
+    """An SRE's soak (review189 #3): `stats.log.segments_dropped` went 0 -> 5 while retention dropped segments live,
+    but `ticks_dropped_by_retention` stayed 0 (the figure of the last start) until a restart. It now counts every
+    tick retention dropped since the log began, live drops included: the ticks the kept segments do not hold."""
+    config_path = tmp_path / "engine.yaml"
+    config_path.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n"
+                           f"log: {{segment_bytes: 16384, retention_bytes: 49152}}\n"
+                           f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
+                           f"control: 'tcp://127.0.0.1:0'}}\n")
+    process, endpoints = serve(config_path, tmp_path / "data")
+    try:
+        feed_and_wait(endpoints, SyntheticMarket(SyntheticConfig(seed=21)).next_batch(1500), 1500)
+        with ControlClient(endpoints["control"], timeout_s=30) as control:
+            live = control.call("stats")["stats"]["log"]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
+    finally:
+        process.kill()
+    kept = sum("tick" in msgpack.unpackb(payload, raw=False) for _, payload in read(tmp_path / "data" / "ticks"))
+    assert live["segments_dropped"] > 0 and live["recovered_ticks"] == 0
+    assert live["ticks_dropped_by_retention"] == 1500 - kept > 0, (live, kept)
 
 
 def test_a_data_directory_refuses_other_weights_under_the_same_model_id(tmp_path) -> None:

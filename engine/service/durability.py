@@ -45,7 +45,7 @@ from engine.service.config import ConfigError, LogSection
 from engine.service.data_dir_open import (check_meta, read_epoch, refuse_the_users_folder, retention_past_filesystem,
                                           take_lock, unusable_part)
 from engine.service.kept_queries import RestoredQueries, read_query_versions, write_queries_files
-from engine.service.log_replay import EXPIRED, MESSAGE_START, ReplayTarget, split_log
+from engine.service.log_replay import EXPIRED, MESSAGE_START, ReplayTarget, dropped_by_retention, split_log
 from engine.service.private_dirs import make_private_dirs
 from engine.service.refusal_spell import RefusalSpell
 from engine.service.registration_marks import RegistrationMarks
@@ -91,6 +91,10 @@ class DataDir:
         self.queries_path = self.root / "queries.yaml"
         self.state_path = self.root / "queries.state.json"
         self.read_stats = LogStats()
+        # what retention dropped since the log began, read again from the oldest segment at each live drop (the
+        # replay's read_stats count only what it dropped before this start): log.stats.segments_dropped then, and it
+        self._drops_read = 0
+        self._dropped_live: int | None = None
         self.encoders = encoders  # set later by a front door that makes them after its data directory
         # one engine's Scheduler.booked: each stream's session as a replay books it (a front door has none)
         self.booked: Callable[[str], Any] | None = None
@@ -390,12 +394,21 @@ class DataDir:
                 "recovered_answers": self.recovered_answers, "recovery_s": self.recovery_s,
                 "rebuild_forwards": self.rebuild_forwards, **vars(self.log.stats),
                 "torn_tails": self.log.stats.torn_tails + self.read_stats.torn_tails,
-                "ticks_dropped_by_retention": self.read_stats.ticks_dropped_by_retention,  # (before this start)
+                "ticks_dropped_by_retention": self._ticks_dropped(),
                 # (damage in the segment being written is skipped, and repaired, when the log opens it)
                 "corrupt_skipped": self.log.stats.corrupt_skipped + self.read_stats.corrupt_skipped,
                 "corrupt_records": self.log.stats.corrupt_records + self.read_stats.corrupt_records,
                 **self._damaged_stats(),
                 "answers": self.answers.stats()}
+
+    def _ticks_dropped(self) -> int:
+        """Every tick retention dropped since the tick log began, live drops included: an operator graphing
+        `stats.log` saw `segments_dropped` climb while this stayed at the start's figure. Read from the oldest
+        kept segment's start record once per drop; the replay's count where that record does not say (older logs)."""
+        if self.log.stats.segments_dropped != self._drops_read:
+            self._drops_read = self.log.stats.segments_dropped
+            self._dropped_live = dropped_by_retention(self.log.directory)
+        return self.read_stats.ticks_dropped_by_retention if self._dropped_live is None else self._dropped_live
 
     def _damaged_stats(self) -> dict[str, int]:
         copies = self.damaged_copies()

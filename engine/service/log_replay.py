@@ -15,7 +15,7 @@ import msgpack
 from connectors.encoder import PASSED, EncodedTick, StreamEncoders
 from connectors.ticks import InvalidTick, Tick, validate
 from engine.scheduler import AdmissionRefused
-from engine.service.ticklog import FORGOTTEN, LOGGED, SEGMENT_START, LogStats, read
+from engine.service.ticklog import FORGOTTEN, LOGGED, SEGMENT_START, LogStats, first_record, read
 
 
 MESSAGE_START = "m"  # a tick log record's key: this item began a wire message (its tick groups end before it)
@@ -53,6 +53,20 @@ class Replayed(NamedTuple):
     before: int | None
 
 
+def logged_before(number: int, record: dict[str, Any]) -> int | None:
+    """The ticks logged before record ``number``, the first the log still holds: 0 when it is the log's first, else
+    what it says as a segment's start; None when it does not say (a log written before segment starts had LOGGED)."""
+    return 0 if number == 0 else record.get(LOGGED) if SEGMENT_START in record else None
+
+
+def dropped_by_retention(directory: Path) -> int | None:
+    """The ticks retention has dropped of the tick log in ``directory`` so far, every segment it dropped since the log
+    began: those logged before its oldest segment (reading that segment's start record alone); None when the log does
+    not say."""
+    first = first_record(directory)
+    return None if first is None else logged_before(first[0], msgpack.unpackb(first[1], raw=False))
+
+
 def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[EncodedTick], None], *,
                skip_corrupt: bool, stats: LogStats, streams: set[str] | None = None, upto: int | None = None,
                message_start: Callable[[], None] | None = None, expire: Callable[[str], None] | None = None,
@@ -72,7 +86,7 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
         record = msgpack.unpackb(payload, raw=False)
         if first:  # the log's first record, or the first kept segment's start
             first = False
-            before = 0 if number == 0 else record.get(LOGGED) if SEGMENT_START in record else None
+            before = logged_before(number, record)
         if EXPIRED in record:
             if expire is not None and (streams is None or record[EXPIRED] in streams):
                 expire(record[EXPIRED])

@@ -403,6 +403,27 @@ def read_unchanged(directory: str | Path, skip_corrupt: bool = False, stats: Log
             handle.close()
 
 
+def first_record(directory: str | Path, prefix: str = "ticks", tries: int = 5) -> tuple[int, bytes] | None:
+    """(number, payload) of the oldest segment's first record, reading that record alone (a segment is up to
+    ``segment_bytes``); None when there is no segment or that record is not whole and valid. Safe beside a writer
+    whose retention drops segments meanwhile."""
+    for _ in range(tries):
+        existing = segments(Path(directory), prefix)
+        if not existing:
+            return None
+        first, path = existing[0]
+        try:
+            with open(path, "rb") as handle:
+                header = handle.read(HEADER.size)
+                if len(header) < HEADER.size or HEADER.unpack(header)[0] != MAGIC:
+                    return None
+                payload = handle.read(min(HEADER.unpack(header)[1], MAX_RECORD_BYTES + 1))
+        except FileNotFoundError:  # dropped between the listing and the open: the next one is the oldest now
+            continue
+        return (first, payload) if _damage(header + payload, 0) is None else None
+    return None
+
+
 def _open_segments(directory: Path, prefix: str, tries: int = 5) -> list[tuple[int, Path, Any]]:
     """(first record number, path, open file) of every segment: what a reader holds while retention may unlink
     the oldest (a segment gone between the listing and its open is listed again)."""
