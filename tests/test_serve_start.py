@@ -109,3 +109,50 @@ def test_a_data_directory_given_by_data_dir_is_named_as_the_option_in_its_errors
         process.wait()
     assert lines[0].endswith(f" starting (pid {process.pid}, config {config})"), lines
     assert lines[-1].startswith(f"flashtick serve: error: --data-dir {tmp_path / 'afile'}: "), lines
+
+
+def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_it_was(tmp_path) -> None:
+    """An SRE's review (review189 #4): SIGTERM while serving exits 0, but SIGTERM while `serve` replayed its tick log
+    re-raised the signal (rc 143, `Terminated`), which a supervisor checking for 0 flags. A stop signal during the
+    start is now a clean exit, 0, with a line that says so and which signal; the log is left as it was, and the
+    next start recovers every tick."""
+    from connectors.synthetic import SyntheticConfig, SyntheticMarket
+    from connectors.ticks import encode
+    from engine.service.client import ControlClient
+    from engine.service.config import ServiceConfig
+    from engine.service.pipeline import TickPipeline
+    from test_durability import free_port
+
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    control = f"tcp://127.0.0.1:{free_port()}"  # fixed: `health` is asked while it starts, before any line names it
+    config = tmp_path / "engine.yaml"
+    config.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\nlog: {{dir: data}}\n"
+                      f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
+                      f"control: '{control}'}}\n")
+    logging = TickPipeline(ServiceConfig.load(config))  # a log long enough that its replay takes a while
+    ticks = SyntheticMarket(SyntheticConfig(seed=13)).next_batch(40_000)
+    for i in range(0, len(ticks), 500):
+        assert logging.ingest_message(encode(ticks[i : i + 500])) == []
+    logging.close()
+    logged = {path.name: path.read_bytes() for path in (tmp_path / "data" / "ticks").iterdir()}
+    process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config)],
+                               stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        with ControlClient(control, timeout_s=60) as client:
+            while not client.call("health").get("phase", "").startswith("replaying the tick log"):
+                assert process.poll() is None
+                time.sleep(0.02)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+        lines = process.stderr.read().splitlines()
+    finally:
+        process.kill()
+        process.wait()
+    assert lines[-1] == ("flashtick: stopped while starting (SIGTERM); nothing accepted is lost: the tick log holds "
+                         "it, and the next start replays it and computes what is owed"), lines
+    assert not any("Traceback" in line for line in lines), lines
+    assert {path.name: path.read_bytes() for path in (tmp_path / "data" / "ticks").iterdir()} == logged
+    recovered = [line for line in serve_until_serving(["--config", str(config)], cwd=tmp_path)
+                 if line.startswith("flashtick: recovered ")]
+    assert recovered and recovered[0].startswith("flashtick: recovered 40,000 ticks of "), recovered

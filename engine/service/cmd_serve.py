@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from engine.service.checkpoint_notes import session_gap_mismatch, trained_reading
 from engine.service.cli_common import EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, is_tick_model, service_config
@@ -64,16 +64,35 @@ def _serve_config(args: argparse.Namespace) -> Any:
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def _stopped_while_starting(logged: bool) -> Callable[[int, Any], None]:
-    """The SIGTERM/SIGINT/SIGHUP handler before the service serves (the model loading, the log replaying, owed answers
-    computing): it says so, then takes the signal's own action (the next start does the work again)."""
-    def stop(signum: int, _: Any) -> None:
-        print("flashtick: stopped while starting" + ("; nothing accepted is lost: the tick log holds it, and the next "
-                                                     "start replays it and computes what is owed" if logged else ""),
-              file=sys.stderr, flush=True)
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-    return stop
+class StoppedWhileStarting(BaseException):
+    """A stop signal before the service serves, raised out of whatever the start was doing (loading the model,
+    replaying the tick log): each start step lets go of what it holds on any BaseException (its sockets, the shards,
+    the data directory's lock), and cmd_serve says so and exits 0. Not an Exception: no `except Exception` of a
+    start step takes it for that step's own failure."""
+
+
+class StartingStop:
+    """The handler of STOP_SIGNALS from `serve`'s `starting` line until it serves. It raises StoppedWhileStarting
+    (so the process exits 0, as a stop while serving does: it died by the signal, rc 143, which a supervisor checking
+    for 0 flagged), writing nothing: what the log holds stays as it was, and the next start replays it. A second
+    signal ends the process at once (by the signal), should unwinding the start hang."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None  # the signal that stopped the start
+        self.logged = False  # whether a data directory keeps what was accepted (known once the config is read)
+
+    def __call__(self, signum: int, _frame: Any) -> None:
+        self.signum = signum  # (kept: a library that swallows the raise does not make the start go on to serve)
+        for each in STOP_SIGNALS:
+            signal.signal(each, signal.SIG_DFL)
+        raise StoppedWhileStarting(signum)
+
+    def line(self) -> str:
+        """What the log says of the stop."""
+        name = signal.Signals(self.signum).name if self.signum is not None else "a signal"
+        kept = ("nothing accepted is lost: the tick log holds it, and the next start replays it and computes what "
+                "is owed" if self.logged else "nothing was accepted (ingest is bound once the start ends)")
+        return f"flashtick: stopped while starting ({name}); {kept}"
 
 
 def _byte_size_text(size: int) -> str:
@@ -106,35 +125,49 @@ def _kv_pool_line(server: Any) -> str:
             f"each session's window: {window} tokens ({window_key})")
 
 
-def cmd_serve(args: argparse.Namespace) -> None:
-    # said before the imports (torch: seconds on a loaded host), so a supervisor's log shows a start began
-    from engine.service.installation import package_version
-
-    config_file = f"config {args.config.absolute()}" if args.config is not None else "no config file"
-    print(f"flashtick {package_version()} starting (pid {os.getpid()}, {config_file})", file=sys.stderr, flush=True)
+def _start(args: argparse.Namespace, stopping: StartingStop) -> tuple[Any, dict[str, str]]:
+    """The server of ``args``, its model loaded and its streams recovered, and its bound endpoints."""
     from engine.service.config import ConfigError
-    from engine.service.exposure import open_socket_warnings
     from engine.service.server import Server
 
     config = _serve_config(args)
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, _stopped_while_starting(config.log.dir is not None))
+    stopping.logged = config.log.dir is not None
     try:
         server = Server(config)
     except ConfigError as e:  # the data directory's errors name log.dir: the path came from --data-dir instead
         if args.data_dir is None or not str(e).startswith("log.dir "):
             raise
         raise ConfigError(f"--data-dir {str(e).removeprefix('log.dir ')}") from None
-    endpoints = server.bind()
-    data = server.pipeline.data
+    return server, server.bind()
+
+
+def cmd_serve(args: argparse.Namespace) -> int | None:
+    # said before the imports (torch: seconds on a loaded host), so a supervisor's log shows a start began
+    from engine.service.installation import package_version
+
+    config_file = f"config {args.config.absolute()}" if args.config is not None else "no config file"
+    print(f"flashtick {package_version()} starting (pid {os.getpid()}, {config_file})", file=sys.stderr, flush=True)
+    stopping = StartingStop()
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, stopping)
+    try:
+        server, endpoints = _start(args, stopping)
+        for signum in STOP_SIGNALS:  # from here a stop drains what was accepted (serve_forever)
+            signal.signal(signum, lambda *_: server.stop())
+        if stopping.signum is not None:  # (its raise was swallowed on the way: stopped all the same)
+            raise StoppedWhileStarting(stopping.signum)
+    except StoppedWhileStarting:
+        print(stopping.line(), file=sys.stderr, flush=True)
+        return 0
+    from engine.service.exposure import open_socket_warnings
+
+    config, data = server.config, server.pipeline.data
     default = str(default_data_dir(config.model.model_id))
     data_key = "--data-dir" if args.data_dir is not None else "log.dir" if config.log.dir != default else "the default"
     print(f"flashtick: logging accepted ticks and published answers in {data.root} ({data_key}; --no-log to keep "
           f"nothing)" if data is not None else "flashtick: the tick log is off (--no-log or log.enabled: false): "
                                                "nothing is kept on disk; a restart starts empty",
           file=sys.stderr, flush=True)
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, lambda *_: server.stop())
     if server.config.shards.count:
         print(f"flashtick: {server.config.shards.count} engine shards (Ray actors) behind these sockets",
               file=sys.stderr, flush=True)
