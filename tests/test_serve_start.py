@@ -156,3 +156,28 @@ def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_
     recovered = [line for line in serve_until_serving(["--config", str(config)], cwd=tmp_path)
                  if line.startswith("flashtick: recovered ")]
     assert recovered and recovered[0].startswith("flashtick: recovered 40,000 ticks of "), recovered
+
+
+def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_start(tmp_path) -> None:
+    """An SRE's review (review189 #4): a query taken out of the config's `queries:` file was still served after a
+    restart (the data directory keeps every registration; the file is applied on top, as documented), and the start
+    said only `restored 2 queries`. It now names each query it serves that the file does not list, and how to stop
+    it."""
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    queries = tmp_path / "q.yaml"
+    queries.write_text("queries:\n"
+                       "  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: batch}\n"
+                       "  - {name: dir5, streams: ['*'], question: direction_5, kind: choice, trigger: batch}\n")
+    config = tmp_path / "engine.yaml"
+    config.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\nlog: {{dir: data}}\n"
+                      f"queries: {queries}\nendpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
+                      f"control: 'tcp://127.0.0.1:0'}}\n")
+    first = serve_until_serving(["--config", str(config)], cwd=tmp_path)
+    assert not any(" kept in the data directory " in line for line in first), first
+    queries.write_text("queries:\n"
+                       "  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: batch}\n")
+    again = serve_until_serving(["--config", str(config)], cwd=tmp_path)
+    kept = [line for line in again if " kept in the data directory " in line]
+    assert kept == [f"flashtick: 1 query kept in the data directory (queries.yaml: registered live, or listed by an "
+                    f"earlier queries file) and not in {queries}: 'dir5': still served, as a start applies its queries "
+                    f"file on top of what was kept (to stop one: flashtick unregister NAME)"], again

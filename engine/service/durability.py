@@ -45,6 +45,7 @@ from engine.service.config import ConfigError, LogSection
 from engine.service.data_dir_open import (check_meta, read_epoch, refuse_the_users_folder, retention_past_filesystem,
                                           take_lock, unusable_part)
 from engine.service.kept_queries import RestoredQueries, read_query_versions, write_queries_files
+from engine.service.log_lines import named_few
 from engine.service.log_replay import EXPIRED, MESSAGE_START, ReplayTarget, dropped_by_retention, split_log
 from engine.service.private_dirs import make_private_dirs
 from engine.service.refusal_spell import RefusalSpell
@@ -328,11 +329,10 @@ class DataDir:
         lost = sorted({a.stream for a in self.answers.cache.latest()
                        if a.stream not in encoders and not encoders.expired(a.stream) and a.stream not in turned_away})
         if lost:
-            named = ", ".join(map(repr, lost[:5])) + (f", ... ({len(lost)} in all)" if len(lost) > 5 else "")
             print(f"flashtick: warning: the answer log has answers of {counted(len(lost), 'stream')} the tick log "
-                  f"holds nothing of ({named}): were tick log segments in {self.log.directory} removed? Their last "
-                  f"answers are still served (`get`) and their topics' seqs go on; their next ticks start new "
-                  f"sessions", file=sys.stderr, flush=True)
+                  f"holds nothing of ({named_few(lost)}): were tick log segments in {self.log.directory} removed? "
+                  f"Their last answers are still served (`get`) and their topics' seqs go on; their next ticks start "
+                  f"new sessions", file=sys.stderr, flush=True)
 
     def replayed(self, streams: int, rebuild_forwards: int = 0) -> None:
         """After ``replay`` and the rebuild: timed and said."""

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from engine.service.log_lines import named_few
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.ticklog import private
 from queries.registry import Registry
@@ -72,7 +73,20 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
         print(f"flashtick: query {name!r}: in {path} but not among the queries kept in the data directory "
               f"(unregistered live, or new in the file): registered: a start applies its queries file on top of what "
               f"was kept (to keep it stopped, take it out of the file)", file=sys.stderr, flush=True)
+    _say_kept_unlisted(path, registry, {spec.name for spec in specs})
     return [spec.name for spec in changed]
+
+
+def _say_kept_unlisted(path: str, registry: Registry, listed: set[str]) -> None:
+    """The queries a start serves that its queries file does not list: kept in the data directory, as every
+    registration is. An operator who took one out of the file and restarted expected it gone, and heard nothing
+    (review189 #4): each is named, with where it was kept and how to stop it."""
+    kept = sorted(spec.name for spec in registry.list() if spec.name not in listed)
+    if kept:
+        print(f"flashtick: {len(kept)} quer{'y' if len(kept) == 1 else 'ies'} kept in the data directory "
+              f"(queries.yaml: registered live, or listed by an earlier queries file) and not in {path}: "
+              f"{named_few(kept)}: still served, as a start applies its queries file on top of what was kept (to "
+              f"stop one: flashtick unregister NAME)", file=sys.stderr, flush=True)
 
 
 def write_queries_files(queries_path: Path, state_path: Path, yaml_text: str, registry: Registry,

@@ -12,6 +12,12 @@ from datetime import datetime, timezone
 from typing import TextIO
 
 
+def named_few(names: list[str], shown: int = 5) -> str:
+    """The first ``shown`` of ``names`` quoted, and how many in all past them: `'A', 'B', ... (12 in all)` (a line
+    naming every stream or query of thousands would bury the log)."""
+    return ", ".join(map(repr, names[:shown])) + (f", ... ({len(names)} in all)" if len(names) > shown else "")
+
+
 def utc_stamp() -> str:
     """`2026-12-03T12:40:01.123Z`: ISO 8601, milliseconds, UTC (sorts as text; no zone to guess)."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from connectors.shifted_prices import SAID_STREAMS, lifting_offset, offset_option
 from connectors.ticks import counted, shown_name
+from engine.service.log_lines import named_few
 from queries.limits import excerpt
 
 MAX_REFUSED_STREAMS_KEPT = 1024  # streams with no accepted tick whose refusals `streams` and `ask` can say
@@ -96,9 +97,8 @@ def turned_away_warning(turned_away: Mapping[str, list], limit: str) -> str:
     """The start's warning of the logged streams admission refused (name -> [ticks, the first why]) under
     ``limit`` (admission_limit's words): one engine's replay and a sharded front door's say it alike."""
     names = sorted(turned_away)
-    named = ", ".join(map(repr, names[:5])) + (f", ... ({len(names)} in all)" if len(names) > 5 else "")
     ticks = sum(ticks for ticks, _ in turned_away.values())
-    return (f"warning: {counted(len(names), 'logged stream')} refused at this start ({named}; "
+    return (f"warning: {counted(len(names), 'logged stream')} refused at this start ({named_few(names)}; "
             f"{counted(ticks, 'logged tick')}): {limit}; was the limit lowered since they were logged? Their ticks "
             f"stay in the tick log (a start with the limit raised restores them) and their last answers are still "
             f"served (`get`); `streams` and `ask` say they were refused")
