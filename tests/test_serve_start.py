@@ -181,3 +181,25 @@ def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_
     assert kept == [f"flashtick: 1 query kept in the data directory (queries.yaml: registered live, or listed by an "
                     f"earlier queries file) and not in {queries}: 'dir5': still served, as a start applies its queries "
                     f"file on top of what was kept (to stop one: flashtick unregister NAME)"], again
+
+
+def test_a_restart_under_another_model_dtype_says_so_once(tmp_path) -> None:
+    """An SRE's review (review189 #4): a restart on the same data directory with `model.dtype: bfloat16`, its logs
+    written in float32, was taken without a word (meta.json did not record the dtype), so answers after it came at
+    another precision than the logged ones. The start now says so, and records the new dtype (the next start says
+    nothing)."""
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    config = tmp_path / "engine.yaml"
+
+    def start(dtype: str) -> list[str]:
+        config.write_text(f"model: {{path: {checkpoint}, dtype: {dtype}}}\nkv: {{cells: 8192, block_size: 16}}\n"
+                          f"log: {{dir: data}}\nendpoints: {{ingest: 'tcp://127.0.0.1:0', "
+                          f"answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}}\n")
+        return [line for line in serve_until_serving(["--config", str(config)], cwd=tmp_path) if "dtype" in line]
+
+    assert start("float32") == []
+    assert start("bfloat16") == [
+        f"flashtick: note: data directory {tmp_path / 'data'}: its logged answers were computed under model.dtype "
+        f"float32, this start computes under bfloat16: answers after the restart (those it owes included) may differ "
+        f"from the logged ones by that precision's rounding"]
+    assert start("bfloat16") == []

@@ -117,6 +117,12 @@ _META_CHANGES = {"text_encoding": "the same ticks now encode to other tokens: th
                                   "other sessions than its live run had"}
 
 
+# meta.json keys a restart may change, said at the start rather than refused: the logged ticks replay into the same
+# tokens and sessions, only the numbers computed from them differ (an operator comparing answers across the restart
+# must know why they do); the change is recorded, so the next start says nothing
+_META_NOTED = {"dtype": "model.dtype"}
+
+
 def check_meta(path: Path, written_by: dict[str, Any]) -> None:
     if not path.is_file():
         with open(path, "w", opener=private) as f:
@@ -124,7 +130,9 @@ def check_meta(path: Path, written_by: dict[str, Any]) -> None:
         return
     before = json.loads(path.read_text())
     # a key the directory lacks was added by a later version: recorded now, not a difference
-    differ = [k for k in sorted(set(before) | set(written_by)) if k in before and before[k] != written_by.get(k)]
+    changes = [k for k in sorted(set(before) | set(written_by)) if k in before and before[k] != written_by.get(k)]
+    noted = [k for k in changes if k in _META_NOTED and k in written_by]
+    differ = [k for k in changes if k not in noted]
     if differ:
         changed = ", ".join(f"{k}: {before.get(k)!r} -> {written_by.get(k)!r}" for k in differ)
         why = "".join(f" ({k}: {_META_CHANGES[k]})" for k in differ if k in _META_CHANGES)
@@ -134,7 +142,12 @@ def check_meta(path: Path, written_by: dict[str, Any]) -> None:
                           f"ticklog export {path.parent} --out ticks.parquet`, then `flashtick feed replay "
                           f"ticks.parquet` into this service on another --data-dir (docs/durability.md, Reading the "
                           f"tick log back)")
-    if set(written_by) - set(before):
+    for key in noted:
+        print(f"flashtick: note: data directory {path.parent}: its logged answers were computed under "
+              f"{_META_NOTED[key]} {before[key]}, this start computes under {written_by[key]}: answers after the "
+              f"restart (those it owes included) may differ from the logged ones by that precision's rounding",
+              file=sys.stderr, flush=True)
+    if set(written_by) - set(before) or noted:
         path.write_text(json.dumps(before | written_by, indent=2) + "\n")
     if "text_encoding" in written_by and "text_encoding" not in before:
         print(f"flashtick: note: data directory {path.parent} does not say how its text codec encoded ticks (written "

@@ -22,7 +22,8 @@ def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
                                                                         codec.vocab_size))
     meta = {"model": config.model.model_id, "codec": f"{type(codec).__name__}:"
             f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}",
-            "weights": weights_fingerprint(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR)}
+            "weights": weights_fingerprint(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR),
+            "dtype": config.model.dtype}  # (a change is said, not refused: data_dir_open._META_NOTED)
     if isinstance(codec, TextCodec):
         meta |= {"tokenizer": codec.fingerprint(), "text_encoding": codec.encoding_record()}
     return meta
