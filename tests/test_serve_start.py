@@ -139,7 +139,8 @@ def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_
                                stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
-        with ControlClient(control, timeout_s=60) as client:
+        # (its imports may take longer than the default 10 s for a connection on a loaded machine)
+        with ControlClient(control, timeout_s=120, connect_timeout_s=120) as client:
             while not client.call("health").get("phase", "").startswith("replaying the tick log"):
                 assert process.poll() is None
                 time.sleep(0.02)
