@@ -69,7 +69,7 @@ from connectors.map_vocabulary import (
 )
 from connectors.misread_times import time_cautions, time_facts, trade_date_caution
 from connectors.number_separators import COMMA_GROUPED, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
-from connectors.price_notation import (FRACTIONAL_FORMS, fractional_price, thirty_seconds_caution, thirty_seconds_facts,
+from connectors.price_notation import (FRACTIONAL_FORMS, fractional_caution, fractional_facts, fractional_price,
                                        yield_caution)
 from connectors.lone_prints import lone_caution, lone_prints
 from connectors.price_offsets import PriceOffset, checked_price_offset
@@ -400,14 +400,14 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         out_of_sequence=_out_of_sequence() if sequence else pl.lit(0),
         header_rows=pl.col(ROW).filter(pl.col("_header")).implode(),
         zone_names=pl.col("_zone").drop_nulls().unique().implode() if named else pl.lit(None),
-        *thirty_seconds_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(cmap, factor),
+        *fractional_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(cmap, factor),
         **(_us_summer_facts() if named else {}),
     )
     try:
         facts = facts.collect().row(0, named=True)
     except pl.exceptions.ComputeError as e:  # polars' own words are several lines, about its API, not the file
         raise ValueError(unparsed_times(path, cmap, first, e)) from e
-    notes += thirty_seconds_caution(path, cmap, facts) + yield_caution(path, cmap, facts["crossed_rows"])
+    notes += fractional_caution(path, cmap, facts) + yield_caution(path, cmap, facts["crossed_rows"])
     notes += shared_name_notes(path.name, facts["zone_names"] or (), names_read_in(cmap.tz, first), cmap.tz)
     if named:
         found = {name: (facts[f"summer_{name}"], facts[f"summer_first_{name}"]) for name in SUMMER_CHECKED}

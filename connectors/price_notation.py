@@ -4,12 +4,13 @@ and yields named as such.
 `110-16+` and `110'165` are 110 and 16.5/32 (110.515625). Read as numbers they are no number at all, or, with an
 apostrophe and three digits, 110165: an apostrophe grouping thousands as Swiss numbers write them (`1'234.50`).
 A column map's `price_format: 32nds` (--price-format 32nds) reads them (`fractional_price`); without it a column
-whose cells look like 32nds is said in a caution (`thirty_seconds_facts`, `thirty_seconds_caution`), never read as
+whose cells look like 32nds is said in a caution (`fractional_facts`, `fractional_caution`), never read as
 thousands in silence. Grains (corn, wheat, soybeans, oats) are quoted in cents and eighths of a cent: `450'4` is
 450 4/8 (450.5), futures ticking in quarters ('2, '4, '6), options and mini contracts in eighths ('1 to '7); some
 vendors write a dash, `450-4`. `price_format: eighths` reads them (EIGHTHS); a cell of that shape that a map
-reads otherwise is named in its row's reject (`unread_price_hint`). A price column named as a yield (`bid_yield`)
-replays as the yield it holds, whose "up" is the price's down: said too (`yield_caution`).
+reads otherwise is named in its row's reject (`unread_price_hint`) and, at the start of a run, in the caution 32nds
+get. A price column named as a yield (`bid_yield`) replays as the yield it holds, whose "up" is the price's down:
+said too (`yield_caution`).
 """
 
 from __future__ import annotations
@@ -61,51 +62,68 @@ def fractional_price(text: pl.Expr, otherwise: pl.Expr, price_format: str) -> pl
         .when(text.str.contains(r"\d['\u2019-]\d")).then(None).otherwise(otherwise)
 
 
-def thirty_seconds_facts(raw: Mapping[str, pl.Expr]) -> list[pl.Expr]:
-    """Aggregates over each text price column (tick field -> its cells, stripped) that `thirty_seconds_caution`
-    reads: how many cells look like 32nds, how many of those cannot be thousands, how many are grouped by an
-    apostrophe at all, and the first that looks like 32nds."""
+def fractional_facts(raw: Mapping[str, pl.Expr]) -> list[pl.Expr]:
+    """Aggregates over each text price column (tick field -> its cells, stripped) that `fractional_caution` reads:
+    how many cells look like 32nds, how many of those cannot be thousands, how many are grouped by an apostrophe
+    at all, and the first that looks like 32nds; how many look like eighths, and the first."""
     exprs = []
     for field, cells in raw.items():
-        looks = cells.str.contains(LOOKS_LIKE_32NDS)
+        looks, eighths = cells.str.contains(LOOKS_LIKE_32NDS), cells.str.contains(LOOKS_LIKE_EIGHTHS)
         exprs += [looks.sum().alias(f"_32_{field}_looks"),
                   (looks & cells.str.contains(NOT_THOUSANDS)).sum().alias(f"_32_{field}_sure"),
                   (looks & cells.str.contains(SPACE_GROUPED)).sum().alias(f"_32_{field}_thousands"),
                   cells.str.contains(APOSTROPHE).sum().alias(f"_32_{field}_grouped"),
                   cells.filter(looks).first().alias(f"_32_{field}_first"),
-                  cells.filter(looks & cells.str.contains(SPACE_GROUPED)).first().alias(f"_32_{field}_big")]
+                  cells.filter(looks & cells.str.contains(SPACE_GROUPED)).first().alias(f"_32_{field}_big"),
+                  eighths.sum().alias(f"_8_{field}_looks"), cells.filter(eighths).first().alias(f"_8_{field}_first")]
     return exprs
 
 
-def thirty_seconds_caution(path: Path, cmap: ColumnMap, facts: Mapping[str, Any]) -> list[str]:
-    """A caution for the price columns whose cells look like CME 32nds while the map reads decimals: some cells
-    cannot be thousands (`117'03`, `110-16+`), or every apostrophe-grouped cell reads as 32nds (`110'165`s alone).
-    A column of Swiss numbers (`1'234.50`, `12'345`) says nothing; price_format: decimal says they are numbers."""
-    if cmap.price_format is not None:
+# what a caution calls each notation, and the prefix of its facts (fractional_facts)
+NOTATIONS = {"32nds": ("CME's 32nds of Treasury futures", "_32_"),
+             "eighths": ("CBOT grains' cents and eighths of a cent", "_8_")}
+
+
+def fractional_caution(path: Path, cmap: ColumnMap, facts: Mapping[str, Any]) -> list[str]:
+    """A caution for the price columns whose cells look like a fractional notation (`NOTATIONS`) that the map's
+    price_format does not read, one per notation: CME 32nds where some cells cannot be thousands (`117'03`,
+    `110-16+`) or every apostrophe-grouped cell reads as 32nds (`110'165`s alone); CBOT eighths (`450'4`), which
+    are no number at all. A column of Swiss numbers (`1'234.50`, `12'345`) says nothing; price_format: decimal
+    says the cells are numbers (those that are not are rejected, each reject naming the notation)."""
+    if cmap.price_format == "decimal":
         return []
+    return [said for notation in NOTATIONS if notation != cmap.price_format
+            and (said := _notation_caution(path, cmap, facts, notation))]
+
+
+def _notation_caution(path: Path, cmap: ColumnMap, facts: Mapping[str, Any], notation: str) -> str:
+    name, prefix = NOTATIONS[notation]
     columns, first, big, looks_total, thousands = [], None, None, 0, 0
     for field in PRICE_FIELDS:
-        looks = facts.get(f"_32_{field}_looks") or 0
-        if looks and (facts[f"_32_{field}_sure"] or looks == facts[f"_32_{field}_grouped"]):
+        looks = facts.get(f"{prefix}{field}_looks") or 0
+        # an eighth (one digit after the mark) is never a number; a 32nd with an apostrophe may be thousands
+        if looks and (notation == "eighths" or facts[f"_32_{field}_sure"] or looks == facts[f"_32_{field}_grouped"]):
             columns.append(f"{getattr(cmap, field)!r} ({looks} cells)")
-            first, big = first or facts[f"_32_{field}_first"], big or facts[f"_32_{field}_big"]
-            looks_total, thousands = looks_total + looks, thousands + facts[f"_32_{field}_thousands"]
+            first, looks_total = first or facts[f"{prefix}{field}_first"], looks_total + looks
+            if notation == "32nds" and cmap.price_format is None:  # read as a fraction, no cell is thousands
+                big, thousands = big or facts[f"_32_{field}_big"], thousands + facts[f"_32_{field}_thousands"]
     if not columns:
-        return []
-    if thousands == looks_total:
+        return ""
+    read_as = f"read as {cmap.price_format}" if cmap.price_format else "read as decimals"
+    if not thousands:
+        read = f"they are no {'prices' if cmap.price_format else 'numbers'} (their rows rejected)"
+    elif thousands == looks_total:
         read = f"they are 1000 times too large ('{big}' read as {_thousands(big)}: an apostrophe grouping thousands)"
-    elif not thousands:
-        read = "they are no numbers (their rows rejected)"
     else:
         read = (f"{thousands} of them are 1000 times too large ('{big}' read as {_thousands(big)}: an apostrophe "
                 f"grouping thousands) and the others no numbers (their rows rejected)")
     # (a dash or a `+` groups no thousands: price_format: decimal is offered only where an apostrophe could)
-    grouped = " if they are numbers grouped in thousands, price_format: decimal" if thousands else ""
-    return [Caution(f"{path.name}: {'columns' if len(columns) > 1 else 'column'} {', '.join(columns)} "
-                    f"{'hold' if len(columns) > 1 else 'holds'} prices written like CME's 32nds of Treasury "
-                    f"futures ('{first}' is {_decimal_of(first)} in 32nds); read as decimals, {read}. If "
-                    f"they are 32nds, give --price-format 32nds (column-map key price_format: 32nds; "
-                    f"docs/replay.md#prices-in-32nds){';' + grouped if grouped else ''}")]
+    grouped = "; if they are numbers grouped in thousands, price_format: decimal" if thousands else ""
+    value = _decimal_of(first) if notation == "32nds" else _eighths_of(first)
+    return Caution(f"{path.name}: {'columns' if len(columns) > 1 else 'column'} {', '.join(columns)} "
+                   f"{'hold' if len(columns) > 1 else 'holds'} prices written like {name} ('{first}' is {value} "
+                   f"in {notation}); {read_as}, {read}. If they are {notation}, give --price-format {notation} "
+                   f"(column-map key price_format: {notation}; docs/replay.md#prices-in-32nds){grouped}")
 
 
 def _thousands(cell: str) -> str:

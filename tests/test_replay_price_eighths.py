@@ -65,3 +65,32 @@ def test_the_cli_backtests_a_grain_file_with_price_format_eighths(tmp_path: Path
     assert main(["backtest", str(path), "--out", str(tmp_path / "a.parquet"), "--threads", "1",
                  "--price-format", "eighths"]) == 0
     assert "replayed 40 ticks (0 rejected)" in capsys.readouterr().out
+
+
+def test_a_column_mixing_decimals_and_eighths_is_cautioned_at_the_start_as_32nds_are(tmp_path: Path) -> None:
+    """A grain file mixing 450.25 and 450'4 lost its eighths' rows with only a reject to say so; now the caution
+    32nds get at the start of a run names --price-format eighths and how many cells look like it."""
+    path = trades(tmp_path / "zc.csv", *[f"450.{25 * (i % 4):02d}" if i % 2 == 0 else f"450'{2 * (i % 4)}"
+                                         for i in range(20)])
+    mixed = FileReplay(path)
+    assert len(drain(mixed)) == 10 and dict(mixed.rejected) == {"missing_field": 10}
+    assert mixed.cautions == [
+        "zc.csv: column 'price' (10 cells) holds prices written like CBOT grains' cents and eighths of a cent "
+        "('450'2' is 450.25 in eighths); read as decimals, they are no numbers (their rows rejected). If they are "
+        "eighths, give --price-format eighths (column-map key price_format: eighths; docs/replay.md#prices-in-32nds)"]
+    as_32nds = FileReplay(path, columns={"price_format": "32nds"})
+    assert len(drain(as_32nds)) == 10
+    assert [c.split("; ")[1][:40] for c in as_32nds.cautions] == ["read as 32nds, they are no prices (their"]
+    read = FileReplay(path, columns={"price_format": "eighths"})
+    assert len(drain(read)) == 20 and not read.cautions
+    assert not FileReplay(path, columns={"price_format": "decimal"}).cautions  # decimals said: its rejects say why
+
+
+def test_32nds_read_as_eighths_are_cautioned_by_the_same_rule(tmp_path: Path) -> None:
+    replay = FileReplay(trades(tmp_path / "zn.csv", "110-16+", "110-17", "110.5", symbol="ZNH4"),
+                        columns={"price_format": "eighths"})
+    assert [t.price for t in drain(replay)] == [110.5]
+    [caution] = replay.cautions
+    assert "column 'price' (2 cells) holds prices written like CME's 32nds of Treasury futures ('110-16+' is " \
+        "110.515625 in 32nds); read as eighths, they are no prices (their rows rejected). If they are 32nds, give " \
+        "--price-format 32nds" in caution
