@@ -31,7 +31,8 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
     number or datetime text, maybe beside a symbol) and two numbers: a quote when they are mostly within 1% of
     each other or the second above the first by under 20% (`_quote_pair`), the lower the bid, else a trade's price
     and size (so too when over 1% apart and the second is whole where the first has decimals); a HistData tick file
-    (by its name) always bid, ask, volume; HistData's files, ticks and minute bars, in its zone (EST all year). With
+    (by its name) always bid, ask, volume; MetaTrader's bars (a date and a time in two columns) by their shape;
+    HistData's files, ticks and minute bars (ASCII, NinjaTrader, MetaTrader), in its zone (EST all year). With
     the name of the layout, for the note.
     Anything else is refused with the options that read it."""
     width = Counter(len(row) for row in rows).most_common(1)[0][0]
@@ -40,6 +41,8 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
         if cmap.names is not None and PRESET_SIGNS.get(name, ()) is not None and len(cmap.names) == width and \
                 all(_fits(cmap, row) for row in rows):
             return cmap, f"preset {name}"
+    if (metatrader := _metatrader_bars(path, rows)) is not None:
+        return metatrader
     kinds = [_kind(c) for c in rows[0]]
     if HISTDATA_TICKS.match(path.name) and kinds == ["time", "number", "number", "number"]:
         return _histdata_ticks(rows[0][0])
@@ -65,7 +68,7 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
             zone = HISTDATA_ZONE if HISTDATA_BARS.match(path.name) and fields.get("price") == "close" else None
             cmap = ColumnMap(ts="time", ts_unit=unit, ts_format=formats[0] if len(formats) == 1 else None,
                              names=tuple(names), tz=zone, **stream, **fields)
-            return cmap, HISTDATA_BAR_LAYOUT if zone else how
+            return cmap, f"{HISTDATA_BARS_NAMED}{how}" if zone else how
     hint = _headerless_hint(path, rows[0], kinds, separator)
     if bitfinex:
         hint += (f". If it holds Bitfinex's trades (no sell among its first rows, so AMOUNT's sign does not tell): "
@@ -84,11 +87,15 @@ HEADERLESS_BARS = ("open", "high", "low", "close", "volume")
 HISTDATA_TICKS = re.compile(r"^DAT_ASCII_[A-Z0-9]+_T_\d{6}", re.IGNORECASE)
 HISTDATA_ZONE = "Etc/GMT+5"
 HISTDATA_LAYOUT = "HistData's tick layout, as its file name says: a time, the bid, the ask and a volume"
-# its minute bars (`DAT_ASCII_EURUSD_M1_2023.csv` a year, `..._M1_202403.csv` a month of this year): the same zone,
-# as HistData documents for both; known by their bar shape, so only the zone comes from the name
-HISTDATA_BARS = re.compile(r"^DAT_ASCII_[A-Z0-9]+_M1_\d{4}", re.IGNORECASE)
-HISTDATA_BAR_LAYOUT = ("HistData's minute bars, as its file name says: a time and a bar's open, high, low, close "
-                       "and volume")
+# its minute bars (`DAT_ASCII_EURUSD_M1_2023.csv` a year, `..._M1_202403.csv` a month of this year), in its generic
+# ASCII, NinjaTrader (DAT_NT_, the same layout) and MetaTrader (DAT_MT_: `2024.01.02,17:00,...`) exports: the same
+# zone, as HistData documents for each (histdata.com/?p=21); known by their bar shape, only the zone from the name
+HISTDATA_BARS = re.compile(r"^DAT_(ASCII|NT|MT)_[A-Z0-9]+_M1_\d{4}", re.IGNORECASE)
+HISTDATA_BARS_NAMED = "HistData's minute bars, as its file name says: "
+# MetaTrader's bar export (its History Center; HistData's DAT_MT_ files): the date and the minute in two columns
+METATRADER_DATE, METATRADER_CLOCK = re.compile(r"^\d{4}\.\d{2}\.\d{2}$"), re.compile(r"^\d{2}:\d{2}(:\d{2})?$")
+METATRADER_NAMES = ("date", "time", *HEADERLESS_BARS)
+METATRADER_LAYOUT = "a date, a time and a bar's open, high, low, close and volume"
 
 
 def zone_has_dst(zone: str) -> bool:
@@ -102,6 +109,21 @@ def _histdata_ticks(time: str) -> tuple[ColumnMap, str]:
     formats = time_formats(time)
     return ColumnMap(ts="time", ts_unit="datetime", ts_format=formats[0] if len(formats) == 1 else None,
                      tz=HISTDATA_ZONE, names=("time", "bid", "ask", "volume"), bid="bid", ask="ask"), HISTDATA_LAYOUT
+
+
+def _metatrader_bars(path: Path, rows: tuple[tuple[str, ...], ...]) -> tuple[ColumnMap, str] | None:
+    """The map of MetaTrader's bars (`2024.01.02,17:00,1.10,1.11,1.09,1.10,0`: a date, a time of day and a bar),
+    whose date alone and time alone are no datetime to the header-less guess: read joined, in HistData's zone when
+    the file name is its (DAT_MT_EURUSD_M1_2024.csv). None when the rows are not that shape."""
+    if len(rows[0]) != len(METATRADER_NAMES) or not all(
+            len(row) == len(rows[0]) and METATRADER_DATE.match(row[0]) and METATRADER_CLOCK.match(row[1])
+            for row in rows) or not _most(rows, lambda row: _is_bar([_float(cell) for cell in row[2:]])):
+        return None
+    zone = HISTDATA_ZONE if HISTDATA_BARS.match(path.name) else None
+    seconds = ":%S" if rows[0][1].count(":") == 2 else ""
+    cmap = ColumnMap(ts="date+time", ts_unit="datetime", ts_format=f"%Y.%m.%d %H:%M{seconds}", tz=zone,
+                     names=METATRADER_NAMES, price="close", size="volume")
+    return cmap, f"{HISTDATA_BARS_NAMED if zone else 'MetaTrader bars: '}{METATRADER_LAYOUT}"
 
 
 def _numbers_layout(rows: tuple[tuple[str, ...], ...], numbers: list[int],

@@ -133,3 +133,31 @@ def test_histdata_minute_bars_and_ticks_read_the_same_written_time_as_the_same_i
     assert drain(summer)[0].ts == utc_ns("2024-03-08T21:01:00")  # EST until 10 March: the same here
     assert any(isinstance(note, Caution) and "HistData writes its times in EST all year" in note
                for note in summer.notes)
+
+
+def test_histdata_metatrader_and_ninjatrader_minute_bars_are_read_in_its_zone_too(tmp_path: Path) -> None:
+    """HistData's MetaTrader export (`2024.03.08,16:01,...`: date and time in two columns) was refused, its
+    NinjaTrader export (the generic ASCII layout) read as UTC: HistData documents both in EST all year."""
+    bar = "1.084120{0}1.084240{0}1.084030{0}1.084150{0}0\n"
+    mt = tmp_path / "DAT_MT_EURUSD_M1_2024.csv"
+    mt.write_text("".join(f"2024.03.08,16:{i + 1:02d},{bar.format(',')}" for i in range(30)))
+    nt = tmp_path / "DAT_NT_EURUSD_M1_202403.csv"
+    nt.write_text("".join(f"20240308 16{i + 1:02d}00;{bar.format(';')}" for i in range(30)))
+    read = {path.name: FileReplay(path) for path in (mt, nt)}
+    for name, replay in read.items():
+        first = drain(replay)[0]
+        assert (first.ts, first.kind, first.price) == (utc_ns("2024-03-08T21:01:00"), "trade", 1.08415)  # 16:01 EST
+        assert "read as HistData's minute bars, as its file name says" in replay.notes[0]
+        assert any("its times read in Etc/GMT+5 (EST all year, no summer time)" in note for note in replay.notes)
+    assert "(--csv-names date,time,open,high,low,close,volume): ts=date+time" in read[mt.name].notes[0]
+    summer = FileReplay(mt, columns={"tz": "America/New_York"})  # --tz wins, with the caution ticks get
+    assert drain(summer)[0].ts == utc_ns("2024-03-08T21:01:00")
+    assert any(isinstance(note, Caution) and "HistData writes its times in EST all year" in note
+               for note in summer.notes)
+    # MetaTrader's own export, not named as HistData's: the same layout, its times read as UTC with the usual note
+    own = tmp_path / "EURUSD1.csv"
+    own.write_text(mt.read_text().replace(",0\n", ",12\n"))
+    replay = FileReplay(own)
+    assert drain(replay)[0].ts == utc_ns("2024-03-08T16:01:00")
+    assert "read as MetaTrader bars: a date, a time and a bar's open" in replay.notes[0]
+    assert any("carry no UTC offset and are read as UTC" in note for note in replay.notes)
