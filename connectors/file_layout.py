@@ -36,7 +36,7 @@ from connectors.field_names import normal_name
 from connectors.file_names import date_of, one_side_export, stream_of, symbol_in_name
 from connectors.file_plan import first_text, is_csv, scan_file, time_sample
 from connectors.header_zones import header_zone_note, unknown_zone_refusal
-from connectors.headerless_csv import HISTDATA_ZONE, headerless_map, wide_quotes, zone_has_dst
+from connectors.headerless_csv import HISTDATA_ZONE, headerless_map, quote_cautions, zone_has_dst
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns, match_case, zone_in_header
 from connectors.layout_notes import (
@@ -214,7 +214,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     if guessed is not None:
         notes.append(f"{path.name}: no header row; read as {how} (--csv-names {','.join(names)}): {describe_map(cmap)}")
         notes += bar_notes(path, list(schema), cmap, HEADERLESS_BAR_STAMP) + _histdata_zone(path, guessed, cmap)
-        notes += wide_quotes(path, dialect.rows, guessed) if dialect is not None else []
+        notes += quote_cautions(path, dialect.rows, guessed) if dialect is not None else []
     elif not isinstance(spec, ColumnMap):
         given = ("no column map given" if spec is None
                  else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")

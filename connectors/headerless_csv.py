@@ -142,10 +142,7 @@ def _numbers_layout(rows: tuple[tuple[str, ...], ...], numbers: list[int],
     else:
         read, how = numbers[:2], "a time and two numbers"
         pairs = [(_float(row[read[0]]), _float(row[read[1]])) for row in rows]
-        # a size just above its price (lots of 150 on USD/JPY at 141) looks like a wide quote's ask: whole sizes
-        # beside decimal prices tell them apart, where a quote's two sides are written alike
-        sized = not _most(pairs, _tight_pair) and _most(rows, lambda row: _whole_beside_decimal(row[read[0]],
-                                                                                               row[read[1]]))
+        sized = _size_said(rows, read, pairs)
         if _most(pairs, _quote_pair) and not sized:
             fields = ("bid", "ask") if _most(pairs, lambda pair: pair[0] <= pair[1]) else ("ask", "bid")
             if len(numbers) == 4:  # two more: the sides' sizes in their order (Dukascopy's Ask,Bid,AskVolume,...)
@@ -153,14 +150,33 @@ def _numbers_layout(rows: tuple[tuple[str, ...], ...], numbers: list[int],
                 how = "a time, two prices of a quote and their sizes"
         else:
             fields = ("price", "size")
-            how = (f"a time, a price and a size (the second number whole where the first is not: a size, not the ask "
-                   f"of a quote {_wide_said(pairs)}; --csv-names {_names_said(names, read, ('bid', 'ask'))} reads a "
-                   f"quote)") if sized and _most(pairs, _quote_pair) else how
+            how = (f"a time, a price and a size ({sized}; --csv-names {_names_said(names, read, ('bid', 'ask'))} "
+                   f"reads a quote)") if sized and _most(pairs, _quote_pair) else how
     if any(_float(row[i]) != 0 for i in numbers if i not in read for row in rows):
         return None
     for i, name in zip(read, fields):
         names[i] = name
     return {field: field for field in fields}, how
+
+
+def _size_said(rows: tuple[tuple[str, ...], ...], read: list[int], pairs: list[tuple[float, float]]) -> str:
+    """Why two numbers that may read as a quote are a trade's price and size, or "" when nothing says so. The
+    second is written whole where the first has decimals on most rows (a quote writes its sides alike), and over
+    1% above it (lots of 150 on USD/JPY at 141, a wide quote's ask to the eye), or within 1% and below it on some
+    rows, above on others (150 lots at 149.9 and 150.2): an ask is never below its bid, nor a bid above its ask,
+    but on a bad row or two."""
+    if not _most(rows, lambda row: _whole_beside_decimal(row[read[0]], row[read[1]])):
+        return ""
+    if not _most(pairs, _tight_pair):
+        return f"the second number whole where the first is not: a size, not the ask of a quote {_wide_said(pairs)}"
+    below, above = sum(second < first for first, second in pairs), sum(second > first for first, second in pairs)
+    if SIDES_CROSSING * min(below, above) < len(pairs):
+        return ""
+    return (f"the second number whole where the first is not, and below it on {below} of the first {len(pairs)} "
+            f"rows, above it on {above}: a size near its price, not a quote's other side, which keeps its order")
+
+
+SIDES_CROSSING = 5  # a fifth of the rows each way: no quote's bad rows
 
 
 def _quote_pair(pair: tuple[float, float]) -> bool:
@@ -185,20 +201,31 @@ def _whole_beside_decimal(first: str, second: str) -> bool:
 QUOTE_SPREAD_LIMIT = 1.2
 
 
-def wide_quotes(path: Path, rows: tuple[tuple[str, ...], ...], cmap: ColumnMap) -> list[str]:
-    """A caution for a header-less file read as a quote whose first rows are mostly over 1% wide: a trade's price
-    with a size just above it reads so too (decimal sizes, which `_numbers_layout` cannot tell from an ask). It
-    names both readings' --csv-names; empty for any other reading."""
+def quote_cautions(path: Path, rows: tuple[tuple[str, ...], ...], cmap: ColumnMap) -> list[str]:
+    """A caution for a header-less file read as a quote whose first rows a trade's price and size would show too:
+    mostly over 1% wide (decimal sizes just above their price, which `_numbers_layout` cannot tell from an ask),
+    or within 1% with the second number written whole where the first has decimals and holding fewer values than
+    the first (150 lots beside a price of 149.9 that moves; a half-tick quote's ask, 101 beside 100.5, moves with
+    its bid). It names both readings' --csv-names; empty for any other reading."""
     if cmap.bid is None or cmap.names is None or cmap.tz == HISTDATA_ZONE or cmap.price is not None:
         return []
     at = [cmap.names.index(cmap.bid), cmap.names.index(cmap.ask)]
     read = sorted(at)
-    pairs = [(_float(row[read[0]]), _float(row[read[1]])) for row in rows if len(row) == len(cmap.names)]
-    if not pairs or _most(pairs, _tight_pair):
+    rows = tuple(row for row in rows if len(row) == len(cmap.names))
+    pairs = [(_float(row[read[0]]), _float(row[read[1]])) for row in rows]
+    trade = f"if its two numbers are a trade's price and size, --csv-names " \
+            f"{_names_said(list(cmap.names), read, ('price', 'size'))} reads them so"
+    if not pairs:
         return []
-    return [Caution(f"{path.name}: read as a quote, though most of its first rows are over 1% wide (the middle one "
-                    f"{_wide_said(pairs)}); if its two numbers are a trade's price and size, --csv-names "
-                    f"{_names_said(list(cmap.names), read, ('price', 'size'))} reads them so")]
+    if not _most(pairs, _tight_pair):
+        return [Caution(f"{path.name}: read as a quote, though most of its first rows are over 1% wide (the middle "
+                        f"one {_wide_said(pairs)}); {trade}")]
+    firsts, seconds = len({first for first, _ in pairs}), len({second for _, second in pairs})
+    if seconds >= firsts or not _most(rows, lambda row: _whole_beside_decimal(row[read[0]], row[read[1]])):
+        return []
+    return [Caution(f"{path.name}: read as a quote, though on most of its first rows the second number is written "
+                    f"whole where the first has decimals, and it takes {seconds} value{'s' * (seconds > 1)} to the "
+                    f"first's {firsts}: a size holding still beside a moving price looks so; {trade}")]
 
 
 def _wide_said(pairs: list[tuple[float, float]]) -> str:

@@ -102,6 +102,44 @@ def test_a_quote_over_1_percent_wide_on_most_rows_is_cautioned_with_the_trade_re
     assert any(isinstance(note, Caution) and "time,price,size,column_4" in note for note in replay.notes)
 
 
+def near_deals(tmp_path: Path, name: str, first: float) -> Path:
+    """Deals of 150 lots at a price of 3 decimals from `first` up a pip or two at a time: within 1% of the size."""
+    path = tmp_path / name
+    path.write_text("".join(f"2024-01-02T09:30:{i:02d}Z,{first + 0.017 * i:.3f},150\n" for i in range(20)))
+    return path
+
+
+def test_whole_sizes_within_1_percent_of_the_price_on_both_sides_of_it_are_a_trade(tmp_path: Path) -> None:
+    """150 lots at 149.912 to 150.235 were read as quotes (ask first, as most rows have the second below): within
+    1%, nothing told the size from a quote's other side. A size below its price on some rows, above on others,
+    is no quote's side, which keeps its order."""
+    replay = FileReplay(near_deals(tmp_path, "USDJPY_deals.csv", 149.912))
+    ticks = drain(replay)
+    assert len(ticks) == 20 and all(t.kind == "trade" for t in ticks)
+    assert (ticks[0].price, ticks[0].size, ticks[-1].price) == (149.912, 150.0, 150.235)
+    assert "the second number whole where the first is not, and below it on 14 of the first 20 rows, above it " \
+           "on 6: a size near its price, not a quote's other side" in replay.notes[0]
+    assert "--csv-names time,bid,ask reads a quote" in replay.notes[0] and not replay.cautions
+
+
+def test_whole_sizes_within_1_percent_above_the_price_are_a_quote_with_a_caution(tmp_path: Path) -> None:
+    """All below the size (149.412 to 149.735 beside 150), a trade's price and size and a half-tick quote's
+    sides (bid X.5, ask X+1) look alike but for the size holding still: read as a quote, cautioned; the half-tick
+    quote, whose ask moves with its bid, gets no caution."""
+    replay = FileReplay(near_deals(tmp_path, "USDJPY_below.csv", 149.412))
+    assert all(t.kind == "quote" for t in drain(replay))
+    assert replay.cautions == [
+        "USDJPY_below.csv: read as a quote, though on most of its first rows the second number is written whole "
+        "where the first has decimals, and it takes 1 value to the first's 20: a size holding still beside a moving "
+        "price looks so; if its two numbers are a trade's price and size, --csv-names time,price,size reads them so"]
+    half = tmp_path / "half_ticks.csv"
+    half.write_text("".join(f"2024-01-02T09:30:{i:02d}Z,{100 + i // 4}.5,{101 + i // 4}\n" for i in range(20)))
+    quotes = FileReplay(half)
+    ticks = drain(quotes)
+    assert all(t.kind == "quote" for t in ticks) and (ticks[0].bid, ticks[0].ask) == (100.5, 101.0)
+    assert not quotes.cautions
+
+
 def test_a_tight_quote_file_gets_no_spread_caution(tmp_path: Path) -> None:
     path = tmp_path / "eurusd.csv"
     path.write_text("".join(f"2024-01-02T09:30:{i:02d}Z,{1.08412 + i / 1e5:.5f},{1.08414 + i / 1e5:.5f}\n"
