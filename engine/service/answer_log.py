@@ -319,8 +319,8 @@ class AnswerLog:
     def close(self) -> None:
         if self._unlogged:
             self._retry()
-        if self._unlogged:
-            print(f"flashtick: answer log: {len(self._unlogged)} published answers could not be logged: after a "
-                  f"restart the answers of their ticks are published again, under the same seqs",
-                  file=sys.stderr, flush=True)
+        answers = sum(record[:1] == ANSWER for record in self._unlogged)  # (not the forget events among them)
+        if answers:  # a restart computes them again, owed (owed_answers.TailStarts begins each stream's tail there)
+            print(f"flashtick: answer log: {answers} published answers could not be logged: after a restart they "
+                  f"are published again, each under its own seq", file=sys.stderr, flush=True)
         self.log.close()

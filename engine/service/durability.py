@@ -46,7 +46,7 @@ from engine.service.data_dir_open import (check_meta, read_epoch, refuse_the_use
                                           take_lock, unusable_part)
 from engine.service.kept_queries import RestoredQueries, read_query_versions, write_queries_files
 from engine.service.log_lines import named_few
-from engine.service.log_replay import EXPIRED, MESSAGE_START, ReplayTarget, dropped_by_retention, split_log
+from engine.service.log_replay import EXPIRED, MESSAGE_START, ReplayTarget, TailPoints, dropped_by_retention, split_log
 from engine.service.private_dirs import make_private_dirs
 from engine.service.refusal_spell import RefusalSpell
 from engine.service.registration_marks import RegistrationMarks
@@ -278,8 +278,7 @@ class DataDir:
                   f"{registry.version}) from {self.root}", file=sys.stderr, flush=True)
         return restored
 
-    def replay(self, encoders: StreamEncoders, target: ReplayTarget,
-               answered: dict[str, tuple[int, int]] | None = None,
+    def replay(self, encoders: StreamEncoders, target: ReplayTarget, answered: TailPoints | None = None,
                turned_away: Container[str] = ()) -> list[EncodedTick | None]:
         """Re-feed every logged item through ``encoders`` (codec state and ordering guards come back) and
         book it on ``target`` (split_log); returns the tail past each stream's answered point. The caller

@@ -16,7 +16,7 @@ from connectors.ticks import counted
 from engine.forward_plan import StepReport
 from engine.jobs import JobOutcome
 from engine.scheduler import AdmissionRefused
-from engine.service.owed_answers import (answer_tail, answered_points, answers_owed, answers_owed_at_latest, owed_jobs,
+from engine.service.owed_answers import (TailStarts, answer_tail, answers_owed, answers_owed_at_latest, owed_jobs,
                                          restart_owes)
 from engine.service.turned_away import TurnedAway
 from queries.spec import QuerySpec
@@ -45,7 +45,8 @@ class EngineRestart:
         them once ingest and answers are bound)."""
         pipeline = self.pipeline
         self._progress("replaying the tick log")
-        tail = pipeline.data.replay(pipeline.encoders, _EngineReplay(self), answered=answered_points(pipeline.cache),
+        self._starts = TailStarts(pipeline.cache, pipeline.registry, pipeline.marks, set(changed))
+        tail = pipeline.data.replay(pipeline.encoders, _EngineReplay(self), answered=self._starts,
                                     turned_away=self.turned_away)
         pipeline.data.replayed(len(pipeline.engine.scheduler.streams), pipeline.engine.rebuild())
         pipeline.ticks_in = pipeline.data.recovered_ticks
@@ -131,7 +132,9 @@ class EngineRestart:
                        "queue behind them; `lag_s` and `owed_ticks` in stats say how far it is)")
         if not items:
             return
-        end = {stream: pipeline.engine.progress(stream).ticks for stream in {item.stream for item in items}}
+        held = pipeline.engine.scheduler.streams  # (a stream whose every logged tick is owed is not held yet)
+        end = {stream: pipeline.engine.progress(stream).ticks if stream in held else 0
+               for stream in {item.stream for item in items}}
         for item in tail:
             if item is None:  # a message began: the live run closed its groups here
                 pipeline.engine.close_groups()
@@ -165,7 +168,7 @@ class EngineRestart:
         A tail that owes none (a clean stop: its ticks came after each stream's last answer and fired no query)
         is computed unsaid."""
         pipeline = self.pipeline
-        owed = answers_owed(pipeline.registry, pipeline.cache, pipeline.marks, changed, tail)
+        owed = answers_owed(pipeline.registry, pipeline.cache, pipeline.marks, changed, tail, self._starts)
         in_tail = {item.stream for item in items}
         whole = [pipeline.engine.progress(s) for s in pipeline.engine.scheduler.streams if s not in in_tail]
         at_latest = answers_owed_at_latest(pipeline.registry, pipeline.cache, pipeline.marks, changed, whole)

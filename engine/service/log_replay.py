@@ -42,6 +42,14 @@ class ReplayTarget(Protocol):
         counted go too (a forgotten stream reads as never seen after the restart, whatever the limits)."""
 
 
+class TailPoints(Protocol):
+    """Where each stream's tail begins (owed_answers.TailStarts, or a dict of exact points)."""
+
+    def get(self, stream: str) -> tuple[int, int | None] | None:
+        """(tick count, event time of the tick reaching it; None: the first item reaching the count), or None:
+        the stream is booked whole."""
+
+
 class Replayed(NamedTuple):
     """What replay_log read."""
 
@@ -134,23 +142,26 @@ class SplitLog(NamedTuple):
 
 
 def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
-              answered: dict[str, tuple[int, int]] | None, *, skip_corrupt: bool, stats: LogStats,
+              answered: TailPoints | None, *, skip_corrupt: bool, stats: LogStats,
               streams: set[str] | None = None, upto: int | None = None) -> SplitLog:
     """Replay the tick log (records before ``upto``; of ``streams`` only, when given) through ``encoders`` onto
     ``target``: each item booked without being computed (token logs and rolls end exactly as the live run's
     did), each expiry and retention start applied where the live run had it. ``stats`` counts the ticks
     retention dropped (``ticks_dropped_by_retention``).
 
-    ``answered``: each stream's last answered point (tick count, event time of that tick). The live run had
+    ``answered``: each stream's answered point (tick count, event time of that tick). The live run had
     computed every tick up to it; the items after it are not booked but returned as the tail, in log order,
     with None where a wire message began: the caller computes them as the live run would have, a tick group at
     a time (answer_tail), and so answers every group the stopped process owed. A stream whose point is not a
-    logged item of that time (the log's retention dropped its start) is booked whole.
+    logged item of that time (the log's retention dropped its start) is booked whole. A point without an event
+    time (a query's registration) is reached by the first item at that count, or before the first item at 0;
+    where the stream then expires (or is forgotten), that was an earlier session: its items are booked after
+    all, and the next session looks for the point again.
 
     Where the live run expired a stream for idleness, the stream is dropped here too (its ordering guard stays,
     as live); where an operator had it forgotten, so is its guard, and its items up to there count neither as
     replayed nor as refused. A stream whose first ticks retention dropped counts on from where the live run was."""
-    answered = dict(answered or {})
+    pending: dict[str, tuple[int, int | None] | None] = {}  # each stream's point until reached (None: none)
     counted: dict[str, int] = {}
     owed: set[str] = set()  # streams past their answered point: their items go to the tail
     tail: list[EncodedTick | None] = []
@@ -163,6 +174,20 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
     # stream -> the event time of its last item admission refused (a limit lowered since): its ordering guard if
     # the live run then expired it (the encoders, which a refusal leaves as they were, hold none of those ticks)
     refused_ts: dict[str, int] = {}
+    late = [0, 0]  # tail items booked after all (an earlier session's) that admission refused: ticks, items
+    booked_ts: dict[str, int] = {}  # the event time of the last item booked of each stream with a point
+
+    def point_of(stream: str) -> tuple[int, int | None] | None:
+        if stream not in pending:
+            pending[stream] = None if answered is None else answered.get(stream)
+        return pending[stream]
+
+    def reached(stream: str, point: tuple[int, int | None]) -> bool:
+        if counted.get(stream, 0) != point[0] or point[1] not in (None, booked_ts.get(stream)):
+            return False
+        owed.add(stream)
+        pending[stream] = None
+        return True
 
     def start(counts: dict[str, list[Any]]) -> None:
         """A segment's start: the streams first met here had records in segments retention dropped; they
@@ -183,27 +208,50 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
     def book(item: EncodedTick) -> None:
         seen.add(item.stream)
         counts = placed.setdefault(item.stream, [0, 0])
+        point = None if item.stream in owed else point_of(item.stream)
+        if point is not None and point[1] is None and reached(item.stream, point):
+            point = None  # a registration's count, reached before this item (0: before the stream's first)
         if item.stream in owed:
             tail.append(item)
             counts[0] += item.ticks
             return
+        place(item)
+        counts[0] += item.ticks
+        if point is not None:  # (an earlier session of the stream, before an expiry, may pass the count first)
+            counted[item.stream] = counted.get(item.stream, 0) + item.ticks
+            booked_ts[item.stream] = item.ts
+            reached(item.stream, point)
+
+    def place(item: EncodedTick) -> None:
         try:
             target.restore(item)
         except AdmissionRefused as e:  # the limits changed since: counted, never fatal
-            counts[1] += 1  # (replay_log counts one refusal per item refused)
+            placed[item.stream][1] += 1  # (replay_log counts one refusal per item refused)
             refused_ts[item.stream] = item.ts
             raise InvalidTick("stream_refused", str(e), item.stream) from None
-        counts[0] += item.ticks
-        point = answered.get(item.stream)
-        if point is not None:  # (an earlier session of the stream, before an expiry, may pass the count first)
-            counted[item.stream] = counted.get(item.stream, 0) + item.ticks
-            if (counted[item.stream], item.ts) == point:
-                owed.add(item.stream)
-                del answered[item.stream]
+
+    def earlier_session(stream: str) -> None:
+        """``stream`` expires: a point reached before it was in an earlier session (a registration's count, which
+        any session may reach): its tail items are booked after all, and the next session looks for the point
+        again."""
+        pending.pop(stream, None)
+        if stream not in owed:
+            return
+        owed.discard(stream)
+        mine = [item for item in tail if item is not None and item.stream == stream]
+        tail[:] = [item for item in tail if item is None or item.stream != stream]
+        for item in mine:
+            try:
+                place(item)
+            except InvalidTick:  # counted as replayed when it went to the tail: refused instead
+                placed[stream][0] -= item.ticks
+                late[0] += item.ticks
+                late[1] += 1
 
     def expire(stream: str) -> None:
         """The later event wins: a stream whose items were refused here and that the live run then expired reads
         expired (its guard at its last tick, as live), not refused (target.drop takes the refusals back)."""
+        earlier_session(stream)
         target.drop(stream)
         encoders.drop(stream)
         refused = refused_ts.pop(stream, None)
@@ -218,6 +266,7 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
         """As an expiry, and its ordering guard goes too; what the live run had not computed of it was dropped.
         Its items so far are taken back from the counts: a restart's "recovered N ticks" and its refusals (a
         limit lowered since) are of the streams it holds, not of one the operator dropped."""
+        pending.pop(stream, None)  # the next session looks for its point again
         target.forget(stream)
         encoders.forget(stream)  # (not drop: the guard goes too)
         refused_ts.pop(stream, None)
@@ -239,8 +288,8 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
     dropped = read.before if read.before is not None else started
     stats.ticks_dropped_by_retention += dropped
     expired = [ticks for ticks in expired_at.values() if ticks]
-    return SplitLog(read.ticks - taken[0], read.refused - taken[1], tail, dropped + read.logged, sum(expired),
-                    len(expired))
+    return SplitLog(read.ticks - taken[0] - late[0], read.refused - taken[1] + late[1], tail, dropped + read.logged,
+                    sum(expired), len(expired))
 
 
 def logged_tick(record: dict[str, Any]) -> Tick:

@@ -5,7 +5,7 @@ group at a time as the live run would have (answer_tail), by one engine (engine_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 
 from connectors.encoder import EncodedTick
 from engine.engine import Engine
@@ -13,7 +13,7 @@ from engine.forward_plan import StepReport
 from engine.jobs import JobOutcome, ProbeJob, StreamProgress
 from engine.scheduler import AdmissionRefused
 from engine.service.registration_marks import RegistrationMarks
-from queries.cache import AnswerCache
+from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
 from queries.spec import QuerySpec
@@ -56,12 +56,58 @@ def answers_owed_at_latest(registry: Registry, cache: AnswerCache, marks: Regist
 
 def answered_points(cache: AnswerCache, streams: set[str] | None = None) -> dict[str, tuple[int, int]]:
     """Each stream's latest answered (tick count, event time), over every standing query (of ``streams`` only, when
-    given): how far the engine that computed it had got, where split_log's tail begins."""
+    given): how far the engine that computed it had got, where split_log's tail begins when a live front door
+    rebuilds a lost shard, whose cache holds every answer published. A restart reads the answer log, which may lack
+    some (TailStarts)."""
     points: dict[str, tuple[int, int]] = {}
     for answer in cache.latest():
         if (streams is None or answer.stream in streams) and answer.version > points.get(answer.stream, (0, 0))[0]:
             points[answer.stream] = (answer.version, answer.data_ts)
     return points
+
+
+class TailStarts:
+    """Where a restart's tail of ticks begins on each stream (split_log's ``answered``): where the earliest of its
+    standing queries was left unanswered. That is the stream's latest logged answer, unless a query would have
+    fired by then and has no answer logged since its own last one (there, with that answer's event time), or was
+    never answered on the stream (at the tick count it was registered at; no event time known: the first item
+    reaching that count). The latest logged answer alone is not enough: an answer log that failed among one
+    group's answers (a full disk) leaves the stream's other queries unlogged there and later, and booking the
+    stream up to it skipped their answers, which subscribers had, and gave their seqs to the next ticks' answers."""
+
+    def __init__(self, cache: AnswerCache, registry: Registry, marks: RegistrationMarks,
+                 changed: Container[str] = ()) -> None:
+        self._latest: dict[str, dict[str, Answer]] = {}  # stream -> query -> its latest logged answer
+        for answer in cache.latest():
+            self._latest.setdefault(answer.stream, {})[answer.query] = answer
+        self._registry, self._marks, self._changed = registry, marks, changed
+        self._points: dict[str, tuple[int, int | None] | None] = {}
+
+    def get(self, stream: str) -> tuple[int, int | None] | None:
+        """``stream``'s start: (tick count, event time of that tick, or None: the first item reaching the count),
+        or None: nothing is owed on it (booked whole)."""
+        if stream not in self._points:
+            self._points[stream] = self._start(stream)
+        return self._points[stream]
+
+    def _start(self, stream: str) -> tuple[int, int | None] | None:
+        answers = self._latest.get(stream, {})
+        newest = max(answers.values(), key=lambda a: a.version, default=None)
+        point: tuple[int, int | None] | None = None if newest is None else (newest.version, newest.data_ts)
+        # the queries that fire by the newest answer's tick, after their own last answers (trigger state restored)
+        due = set() if newest is None else {
+            spec.name for spec, _ in self._registry.would_fire(stream, [(newest.version, newest.data_ts)])}
+        for spec in self._registry.matching(stream):
+            if spec.trigger.kind == "on_demand" or spec.name in self._changed:
+                continue
+            last = answers.get(spec.name)
+            if last is None:
+                behind: tuple[int, int | None] | None = (self._marks.start(spec.name, stream), None)
+            else:
+                behind = (last.version, last.data_ts) if spec.name in due else None
+            if behind is not None and (point is None or behind[0] < point[0]):
+                point = behind
+        return point
 
 
 def steps_while_full(engine: Engine, step: Callable[[], StepReport | None]) -> list[JobOutcome]:
@@ -92,19 +138,20 @@ def restart_owes(cache: AnswerCache, marks: RegistrationMarks, changed: set[str]
 
 
 def answers_owed(registry: Registry, cache: AnswerCache, marks: RegistrationMarks, changed: set[str],
-                 tail: Iterable[EncodedTick | None]) -> int:
-    """How many answers a restart's ``tail`` owes, from the answer log's points (``cache``) and the registration
-    marks: answers_owed_in_tail with restart_owes, as both pipelines count them."""
-    return answers_owed_in_tail(registry, tail, answered_points(cache), restart_owes(cache, marks, changed))
+                 tail: Iterable[EncodedTick | None], starts: TailStarts) -> int:
+    """How many answers a restart's ``tail`` owes, from where it began (``starts``, what split_log was given), the
+    answer log's points (``cache``) and the registration marks: answers_owed_in_tail with restart_owes, as both
+    pipelines count them."""
+    return answers_owed_in_tail(registry, tail, starts, restart_owes(cache, marks, changed))
 
 
-def answers_owed_in_tail(registry: Registry, tail: Iterable[EncodedTick | None],
-                         answered: dict[str, tuple[int, int]], owes: Callable[[QuerySpec, str, int], bool]) -> int:
+def answers_owed_in_tail(registry: Registry, tail: Iterable[EncodedTick | None], starts: TailStarts,
+                         owes: Callable[[QuerySpec, str, int], bool]) -> int:
     """How many answers a replay's tail (split_log) owes: the standing queries its tick groups (one per wire
-    message and stream, as answer_tail cuts them) make due, from each stream's ``answered`` point on, that
+    message and stream, as answer_tail cuts them) make due, from where each stream's tail began (``starts``), that
     ``owes`` (restart_owes) lets through. Nothing is recorded. A service stopped cleanly had answered all that
     was due: its tail is the ticks after each stream's last answer that fired no query, and owes 0."""
-    counts = {stream: ticks for stream, (ticks, _) in answered.items()}
+    counts: dict[str, int] = {}
     group_ends: dict[str, list[tuple[int, int]]] = {}
     open_groups: dict[str, int] = {}  # stream -> event time of its open group's latest item
 
@@ -117,7 +164,10 @@ def answers_owed_in_tail(registry: Registry, tail: Iterable[EncodedTick | None],
         if item is None:  # a message began: the live run closed its groups here
             close_groups()
             continue
-        counts[item.stream] = counts.get(item.stream, 0) + item.ticks
+        if item.stream not in counts:
+            start = starts.get(item.stream)
+            counts[item.stream] = 0 if start is None else start[0]
+        counts[item.stream] += item.ticks
         open_groups[item.stream] = item.ts
     close_groups()
     return sum(owes(spec, stream, ticks) for stream, ends in group_ends.items()

@@ -15,7 +15,7 @@ from typing import Any
 
 from connectors.ticks import counted
 from engine.service.kept_queries import register_changed
-from engine.service.owed_answers import answered_points, answers_owed
+from engine.service.owed_answers import TailStarts, answers_owed
 from engine.service.pipeline import say
 from engine.service.shard_restores import ShardRestores
 
@@ -34,13 +34,14 @@ def restart_front_door(front: Any) -> None:
                if front.config.queries else [])
     changed = sorted(reregistered - set(changed)) + changed
     restores = ShardRestores(front, accepted=True)
-    tail = front.data.replay(front.encoders, restores, answered=answered_points(front.cache))
+    starts = TailStarts(front.cache, front.registry, front.marks, set(changed))
+    tail = front.data.replay(front.encoders, restores, answered=starts)
     front.ticks_in = front.data.recovered_ticks
     owed = [item for item in tail if item is not None]
     for item in owed:  # accepted before the stop: seen here as the live run saw them
         front.adaptation.accepted(item)
         front.scores.accepted(item)
-    answers = answers_owed(front.registry, front.cache, front.marks, set(changed), tail) if owed else 0
+    answers = answers_owed(front.registry, front.cache, front.marks, set(changed), tail, starts) if owed else 0
     if answers:  # a clean stop's tail (ticks after each stream's last answer that fired no query) owes none
         print(f"flashtick: computing what was owed: {counted(answers, 'answer')} due on "
               f"{counted(sum(item.ticks for item in owed), 'tick')} of "
