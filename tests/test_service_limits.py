@@ -826,6 +826,33 @@ def test_messages_left_unread_in_the_ingest_queue_make_the_service_behind(checkp
         wait_for(lambda: server._snapshot["lag_s"] == 0.0 and not server._snapshot["behind"])
 
 
+@pytest.mark.parametrize("when_behind", ["lag", "shed", "conflate"])
+def test_a_service_that_fell_behind_says_once_that_it_caught_up(checkpoint, capsys, when_behind) -> None:
+    """Under every `when_behind`, a log that said "behind" says, once, when the backlog has cleared, that it caught
+    up and for how long it was behind (under the default `lag` a reviewer's log said "behind: ... 40.5 s" and then
+    nothing, as if it were stuck, while stats said behind: false)."""
+    limits = {"max_ingest_per_step": 1, "max_lag_s": 0.3, "heartbeat_s": 0.1, "when_behind": when_behind}
+    with live_server(checkpoint, limits=limits) as (server, push):
+        for tick in ticks(1500, seed=5):  # one message each, one read between two forwards: behind by lag
+            push.send(encode(tick))
+        said: list[str] = []
+        wait_for(lambda: said.append(capsys.readouterr().err) or "flashtick: caught up; " in "".join(said), 120)
+        wait_for(lambda: server.pipeline.ticks_in + sum(server.pipeline.stats()["rejected"].values()) == 1500
+                 and not server.pipeline.engine.busy, 120)
+        wait_for(lambda: not server._snapshot["behind"] and not server._said_behind, 60)  # (the heartbeat's finding)
+        said.append(capsys.readouterr().err)
+    lines = [line for line in "".join(said).splitlines() if "behind" in line or "caught up" in line]
+    behind = [i for i, line in enumerate(lines) if line.startswith("flashtick: behind")]
+    assert behind, lines
+    # after each stretch said behind, one line says it caught up, and the last line is that one
+    caught_up = [i for i, line in enumerate(lines) if line.startswith("flashtick: caught up; behind for ")]
+    assert caught_up and caught_up[-1] == len(lines) - 1 and behind[0] < caught_up[0], lines
+    assert re.fullmatch(r"flashtick: caught up; behind for \d+\.\d s; when_behind: " + when_behind + r" \(.*\)",
+                        lines[-1]), lines
+    for first, then in zip(lines, lines[1:]):
+        assert not (first.startswith("flashtick: caught up; behind") and then.startswith("flashtick: caught up; "))
+
+
 def test_streams_refused_before_the_log_are_counted(checkpoint, tmp_path) -> None:
     pipeline = TickPipeline(pipeline_config(checkpoint, scheduler={"max_streams": 2}, log={"dir": str(tmp_path)}))
     refused = [e.reason for e in ingest_each(pipeline, ticks(60, streams=3))]

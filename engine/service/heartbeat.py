@@ -48,6 +48,9 @@ class Heartbeat:
         self._shed_at_heartbeat = 0  # ticks refused as overloaded up to the last heartbeat
         self._conflated_at_heartbeat = 0  # quotes conflated (when_behind: conflate) up to the last heartbeat
         self._shed_said = 0  # ticks refused or quotes conflated up to the last log line that said so
+        # a line said the engine behind (not a restart's catching up, which says its own end) and no line since that
+        # it caught up; and since when (monotonic) heartbeats have found it behind
+        self._said_behind, self._behind_since = False, None
         self._refused_said, self._next_refused_warning = 0, 0.0  # stream_refused ticks the log has told of
         self._expired_line = ExpiredStreamsLine(self.config.scheduler.stream_idle_s)
         self._kv_thrash = KvThrashWatch()
@@ -75,6 +78,7 @@ class Heartbeat:
             self._catching_up = False
             if self._said_catching_up:
                 print("flashtick: caught up after the restart", file=sys.stderr, flush=True)
+                self._said_behind = False
         self._send(HEARTBEAT_TOPIC, {"seq": self.counters["heartbeats"], "ts": time.time_ns(),
                                      "ticks_in": self.pipeline.ticks_in,
                                      "answers_out": self.counters["answers_published"],
@@ -91,16 +95,21 @@ class Heartbeat:
     def _say_behind(self, behind: bool, pending: int, dropped_total: int) -> None:
         """The log's line of an engine behind its limits (or catching up after a restart, or caught up with
         ticks refused or conflated since the last such line), at most every BEHIND_WARNING_EVERY_S."""
+        now = time.monotonic()
+        if not behind:
+            behind_for, self._behind_since = now - (self._behind_since or now), None
+            if self._said_behind:  # at once, not at the line's interval: whoever read "behind" last reads this
+                self._say_caught_up(behind_for, dropped_total)
+                return
+        elif self._behind_since is None:
+            self._behind_since = now
         # a burst's refusals mostly come after the line its first heartbeat printed: those are said once the
         # line's interval has passed, caught up or not, so the log accounts for every tick shed
-        if self.serve_hints and (behind or dropped_total > self._shed_said) and \
-                time.monotonic() >= self._next_behind_warning:
-            self._next_behind_warning = time.monotonic() + BEHIND_WARNING_EVERY_S
+        if self.serve_hints and (behind or dropped_total > self._shed_said) and now >= self._next_behind_warning:
+            self._next_behind_warning = now + BEHIND_WARNING_EVERY_S
             limits = self.config.limits
-            what = DROPPED_WHEN_BEHIND.get(limits.when_behind)
-            then = (f"{dropped_total - self._shed_said} {what} since the last such line, {dropped_total} in all"
-                    if what else "answers lag") + _most_shed(self._snapshot.get("shed_streams"))
-            self._shed_said = dropped_total
+            then = self._dropped(dropped_total, "answers lag")
+            self._said_behind = not self._catching_up and behind  # (a restart's catching up says its own end)
             if not behind:  # caught up since: only the refusals are left to say
                 print(f"flashtick: caught up; when_behind: {limits.when_behind} ({then})", file=sys.stderr, flush=True)
                 return
@@ -120,6 +129,26 @@ class Heartbeat:
                   f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "
                   f"(limits.max_lag_s={limits.max_lag_s:g}; or the ingest queue not once emptied for that long); "
                   f"when_behind: {limits.when_behind} ({then})", file=sys.stderr, flush=True)
+
+    def _say_caught_up(self, behind_for: float, dropped_total: int) -> None:
+        """The line that ends a stretch the log said behind, once, when a heartbeat first finds the backlog cleared
+        (every when_behind: under `lag` nothing else would say it, and the last line would read "behind" for
+        good): how long heartbeats found it behind, and what was refused or conflated since the last line."""
+        if not self.serve_hints:
+            return
+        self._said_behind = False
+        then = self._dropped(dropped_total, "answers lagged, none refused")
+        print(f"flashtick: caught up; behind for {behind_for:.1f} s; when_behind: {self.config.limits.when_behind} "
+              f"({then})", file=sys.stderr, flush=True)
+
+    def _dropped(self, dropped_total: int, none: str) -> str:
+        """What when_behind refused or conflated since the last line that said so (counted as said), or ``none``
+        (`lag`), with the streams refused most."""
+        what = DROPPED_WHEN_BEHIND.get(self.config.limits.when_behind)
+        then = (f"{dropped_total - self._shed_said} {what} since the last such line, {dropped_total} in all"
+                if what else none) + _most_shed(self._snapshot.get("shed_streams"))
+        self._shed_said = dropped_total
+        return then
 
     def _say_refused_streams(self) -> None:
         """New streams turned away (scheduler.when_full: refuse, or scheduler.max_streams) are refused on
